@@ -1,0 +1,179 @@
+package hw
+
+// Vec3 is a 3-vector in the device frame: right-handed, Z up, +X right,
+// +Y forward. Its unit is given by the field that holds it (m, m/s, N).
+type Vec3 struct{ X, Y, Z float64 }
+
+// Quat is a rotation quaternion; identity is {W: 1}.
+type Quat struct{ W, X, Y, Z float64 }
+
+// Angles3 holds the three joint values of an arm, base first. The unit is
+// given by the field that holds it (deg, deg/s, N·mm).
+type Angles3 struct{ A0, A1, A2 float64 }
+
+// Kind says what sort of device a driver speaks to.
+type Kind uint8
+
+const (
+	KindArm  Kind = iota + 1 // a 3-DOF force-feedback arm
+	KindGrip                 // a handheld grip: orientation, buttons, hall, battery
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindArm:
+		return "arm"
+	case KindGrip:
+		return "grip"
+	}
+	return "unknown"
+}
+
+// ControlMode is what a Command asks of an arm.
+type ControlMode uint8
+
+const (
+	ModeIdle     ControlMode = iota // no output; the device is inert
+	ModeForce                       // Command.ForceN at the end effector
+	ModePosition                    // servo the end effector to Command.PositionM
+	ModeTorque                      // Command.TorquesNmm at the joints
+	ModeAngle                       // servo the joints to Command.AnglesDeg
+)
+
+func (m ControlMode) String() string {
+	switch m {
+	case ModeIdle:
+		return "idle"
+	case ModeForce:
+		return "force"
+	case ModePosition:
+		return "position"
+	case ModeTorque:
+		return "torque"
+	case ModeAngle:
+		return "angle"
+	}
+	return "unknown"
+}
+
+// Info is a device's identity and physical limits. It does not change while
+// the driver is open.
+type Info struct {
+	Kind Kind
+	// ID is the id reported to clients: 4 uppercase hex digits for arms
+	// ("049D"), a decimal string for grips ("61548"). It is short and may
+	// collide between devices; UUID is the identity.
+	ID   string
+	UUID string
+	// Model, HardwareVersion and FirmwareVersion are as the device reports
+	// them (0 when unknown).
+	Model           uint8
+	HardwareVersion uint8
+	FirmwareVersion uint8
+	// Simulated is true for devices with no hardware behind them.
+	Simulated bool
+	// Port names where the device is attached ("/dev/ttyACM0"); empty for
+	// simulated devices.
+	Port string
+	// MaxForceN is the largest force magnitude the service may command; the
+	// loop clamps to it. Zero for devices without force output.
+	MaxForceN float64
+	// WorkspaceCenterM is the centre of the reachable workspace in the
+	// device frame; the *_centered presets put the origin there.
+	WorkspaceCenterM Vec3
+	// EffectiveMassKg is the end effector's apparent mass, used for
+	// host-side gravity compensation.
+	EffectiveMassKg float64
+	// HostGravityCompensation is true when the device has no firmware
+	// gravity compensation, so the loop adds the feed-forward force itself.
+	HostGravityCompensation bool
+}
+
+// Command is the output asked of a device for one tick. Only the field that
+// matches Mode is read.
+type Command struct {
+	Mode       ControlMode
+	ForceN     Vec3    // ModeForce
+	PositionM  Vec3    // ModePosition
+	TorquesNmm Angles3 // ModeTorque
+	AnglesDeg  Angles3 // ModeAngle
+}
+
+// Buttons is a grip's button set as a bit field.
+type Buttons uint8
+
+const (
+	ButtonA Buttons = 1 << iota
+	ButtonB
+	ButtonC
+)
+
+// Status is the set of a device's status flags as a bit field. Which flags a
+// device reports depends on its kind: arms report Calibrated, Ready, Started
+// and PowerSupply; grips report Connected, Awake and Ready.
+type Status uint8
+
+const (
+	StatusCalibrated Status = 1 << iota
+	StatusReady
+	StatusStarted
+	StatusPowerSupply
+	StatusConnected
+	StatusAwake
+)
+
+// State is what a device reports after one tick. Arm fields are zero for a
+// grip and grip fields are zero for an arm.
+type State struct {
+	// Arm.
+	PositionM          Vec3
+	VelocityMps        Vec3
+	AnglesDeg          Angles3
+	AngularVelocityDps Angles3
+	BodyOrientation    Quat
+	// ForceN is the end-effector force the device applies after this tick.
+	ForceN Vec3
+
+	// Grip.
+	Orientation Quat
+	Buttons     Buttons
+	Hall        float64 // 0..1
+	Battery     float64 // 0..1
+
+	Status Status
+}
+
+// Driver is one open device. A Driver is used by one goroutine at a time (the
+// device's real-time loop); it need not be safe for concurrent use.
+type Driver interface {
+	// Info returns the device's identity. It is fixed once the driver is
+	// open and is cheap to call.
+	Info() Info
+	// Exchange applies cmd for one tick and fills st with the state the
+	// device reports after it. It is one lock-step round trip on hardware.
+	// It neither retains nor allocates: cmd and st belong to the caller.
+	// An error means the device may not have received cmd; the caller then
+	// calls Halt.
+	Exchange(cmd *Command, st *State) error
+	// Halt commands zero output and leaves the device inert. It is
+	// idempotent and safe to call after an error. The device stays inert
+	// until the next Exchange with a non-idle command.
+	Halt() error
+	// Close halts the device, then releases it. Calls after Close return an
+	// error.
+	Close() error
+}
+
+// Settings are the device-global settings that a device's firmware acts on.
+type Settings struct {
+	LeftHanded          bool
+	TorqueScaling       bool
+	GravityCompensation bool
+	GravityScale        float64 // 0..2
+}
+
+// Configurer is implemented by drivers whose device takes Settings. The loop
+// calls Configure between two Exchanges, never concurrently with them.
+type Configurer interface {
+	Configure(s Settings) error
+}
