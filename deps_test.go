@@ -1,0 +1,147 @@
+// The architecture is a test: every package's imports are checked against
+// the house of DESIGN.md, so an arrow up fails here with the reason.
+package hapticd_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hapticd/hapticd"
+
+// houseRule says which project packages and third-party modules a package
+// (and its sub-packages) may import. The standard library is always allowed.
+type houseRule struct {
+	prefix     string   // package path below the module, e.g. "protocol"
+	project    []string // project package prefixes it may import
+	thirdParty []string
+	why        string
+}
+
+var house = []houseRule{
+	{prefix: "protocol", project: []string{"protocol"},
+		why: "protocol is wire types and validation: no I/O, no actors, so every transport can share it"},
+	{prefix: "hw", project: []string{"hw"},
+		thirdParty: []string{"go.bug.st/serial", "github.com/karalabe/hid", "golang.org/x/sys"},
+		why:        "hw is drivers and value types: it must not know about actors, sessions or HTTP"},
+	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
+		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys"},
+		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
+	{prefix: "transport", project: []string{"transport", "protocol", "actors"},
+		thirdParty: []string{"github.com/gorilla/websocket", "github.com/julienschmidt/httprouter", "github.com/rs/zerolog", "github.com/asynkron/protoactor-go"},
+		why:        "transports reach devices only through actors, never a driver directly"},
+	{prefix: "bench", project: []string{"bench", "protocol"},
+		thirdParty: []string{"github.com/gorilla/websocket"},
+		why:        "the load generator is a client: it sees the service only as a client would"},
+	{prefix: "cmd/hapticbench", project: []string{"bench"},
+		why: "the bench command line is a thin shell over bench"},
+}
+
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+}
+
+func TestHouseRules(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(out)
+	checked := 0
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		rule, ok := ruleFor(rel)
+		if !ok {
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if !allowed(rule, imp) {
+				t.Errorf("%s imports %s: not allowed by the house (%s)", rel, imp, rule.why)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if checked == 0 {
+		t.Fatal("no package was checked: the module path or go list output changed")
+	}
+}
+
+func ruleFor(rel string) (houseRule, bool) {
+	for _, r := range house {
+		if rel == r.prefix || strings.HasPrefix(rel, r.prefix+"/") {
+			return r, true
+		}
+	}
+	return houseRule{}, false
+}
+
+func allowed(r houseRule, imp string) bool {
+	if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+		for _, p := range r.project {
+			if rel == p || strings.HasPrefix(rel, p+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	first, _, _ := strings.Cut(imp, "/")
+	if !strings.Contains(first, ".") {
+		return true // standard library (and "C" for cgo)
+	}
+	for _, p := range r.thirdParty {
+		if imp == p || strings.HasPrefix(imp, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHouseRuleMatcher(t *testing.T) {
+	tests := []struct {
+		pkg, imp string
+		want     bool
+	}{
+		{"protocol", "encoding/json", true},
+		{"protocol/v30", module + "/protocol", true},
+		{"protocol", module + "/actors", false},
+		{"protocol/space", module + "/hw", false},
+		{"hw/sim", module + "/hw", true},
+		{"hw", module + "/transport", false},
+		{"hw/serial", "go.bug.st/serial", true},
+		{"hw/sim", "github.com/rs/zerolog", false},
+		{"actors", module + "/transport", false},
+		{"actors/loop", module + "/hw", true},
+		{"transport", module + "/hw/sim", false},
+		{"bench", module + "/actors", false},
+		{"bench", "github.com/gorilla/websocket", true},
+		{"cmd/hapticbench", module + "/hw/sim", false},
+	}
+	for _, tt := range tests {
+		r, ok := ruleFor(tt.pkg)
+		if !ok {
+			t.Fatalf("no rule for %s", tt.pkg)
+		}
+		if got := allowed(r, tt.imp); got != tt.want {
+			t.Errorf("%s importing %s: allowed=%v, want %v", tt.pkg, tt.imp, got, tt.want)
+		}
+	}
+}
