@@ -1,0 +1,26 @@
+// Package event is the wire shape of hapticd's activity events: one table of
+// every event name with its category, level and data fields, typed
+// constructors that fill an [Event] from that table, and an allocation-free
+// JSON encoder ([AppendJSON]).
+//
+// # Shape
+//
+// Every event is {seq, time, name, category, level, data, message}
+// (PROTOCOL.md section 6). The constructors fill name, category, level, data
+// and message; seq and time are assigned by the activity actor when the event
+// is published, so seq grows by exactly one per published event and time is
+// the moment of publication (UTC, RFC 3339 with milliseconds).
+//
+// # The table
+//
+// [Kinds] lists every event name once. The constructors, the README and the
+// tests all read or check against it, so a new event is one row and one
+// constructor. `events-dropped` is special: it is written only on a
+// subscriber's own stream, never into the shared ring, and carries no seq of
+// its own (the activity package documents which seq it repeats).
+//
+// # Concurrency
+//
+// An [Event] is a value. Its Data is shared by every copy and must be
+// treated as read-only once the event is built.
+package event

@@ -1,0 +1,325 @@
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is one activity event as it goes on the wire.
+type Event struct {
+	// Seq grows by one per event published to the activity channel. On an
+	// events-dropped event it repeats the seq of the last event the
+	// subscriber received before the gap.
+	Seq uint64 `json:"seq"`
+	// Time is when the event was published, encoded in UTC with
+	// milliseconds.
+	Time     time.Time       `json:"time"`
+	Name     string          `json:"name"`
+	Category string          `json:"category"`
+	Level    string          `json:"level"`
+	Data     json.RawMessage `json:"data"`
+	// Message is one human sentence saying what happened and, where there
+	// is one, what to do about it.
+	Message string `json:"message"`
+}
+
+// MarshalJSON encodes the event exactly as [AppendJSON] does, so that every
+// path (socket, GET /events, logs) writes the same bytes.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return AppendJSON(make([]byte, 0, 256+len(e.Data)+len(e.Message)), &e), nil
+}
+
+// Event names (PROTOCOL.md section 6 and the additions listed in [Kinds]).
+const (
+	NameHTTPRouteDeprecated = "http-route-deprecated"
+	NameCommandDeprecated   = "command-deprecated"
+	NameDeviceConnected     = "device-connected"
+	NameDeviceDisconnected  = "device-disconnected"
+	NameDeviceFailed        = "device-failed"
+	NameInvalidIOChannel    = "invalid-io-channel"
+	NameSessionStarted      = "session-started"
+	NameSessionEnded        = "session-ended"
+	NameDeviceBusy          = "device-busy"
+	NameControlLeaseExpired = "control-lease-expired"
+	NameControlRateWarning  = "control-rate-warning"
+	NameEventsDropped       = "events-dropped"
+)
+
+// Categories.
+const (
+	CategorySystem  = "system"
+	CategorySession = "session"
+	CategoryDevice  = "device"
+	CategoryInput   = "input"
+)
+
+// Levels, from least to most severe.
+const (
+	LevelInfo    = "info"
+	LevelNotice  = "notice"
+	LevelWarning = "warning"
+	LevelError   = "error"
+)
+
+// MaxReceivedBytes is how much of the input sent on the events socket an
+// invalid-io-channel event keeps.
+const MaxReceivedBytes = 256
+
+// Kind describes one event name: its category, level and the fields of its
+// data object, in the order they are encoded.
+type Kind struct {
+	Name     string   `json:"name"`
+	Category string   `json:"category"`
+	Level    string   `json:"level"`
+	Fields   []string `json:"fields"`
+	// About says when the event is emitted, for generated documentation.
+	About string `json:"about"`
+}
+
+// kinds is the one table of every event. It is never written; Kinds and
+// Lookup hand out copies.
+var kinds = [...]Kind{
+	{NameHTTPRouteDeprecated, CategorySystem, LevelWarning,
+		[]string{"route", "replacement", "remote"},
+		"a deprecated HTTP route was called (replacement with {type}/{id} filled in when the body names a device)"},
+	{NameCommandDeprecated, CategorySession, LevelWarning,
+		[]string{"command", "replacement", "session_id", "profile"},
+		"a session sent a deprecated command"},
+	{NameDeviceConnected, CategoryDevice, LevelNotice,
+		[]string{"device_family", "device_type", "device_id"},
+		"a device was found at start or plugged in later"},
+	{NameDeviceDisconnected, CategoryDevice, LevelWarning,
+		[]string{"device_family", "device_type", "device_id"},
+		"a device went away"},
+	{NameDeviceFailed, CategoryDevice, LevelError,
+		[]string{"device_type", "device_id", "reason"},
+		"a device's driver kept failing; it is halted until it is reconnected"},
+	{NameInvalidIOChannel, CategoryInput, LevelWarning,
+		[]string{"received_data"},
+		"a client sent input on the read-only events socket (kept up to 256 bytes)"},
+	{NameSessionStarted, CategorySession, LevelInfo,
+		[]string{"session_id", "profile", "remote", "api_version"},
+		"a simulation WebSocket session opened"},
+	{NameSessionEnded, CategorySession, LevelInfo,
+		[]string{"session_id", "profile", "remote", "api_version"},
+		"a simulation WebSocket session closed"},
+	{NameDeviceBusy, CategoryDevice, LevelWarning,
+		[]string{"device_type", "device_id", "session_id", "owner_session_id"},
+		"a session was refused control of a device another session controls"},
+	{NameControlLeaseExpired, CategoryDevice, LevelNotice,
+		[]string{"device_type", "device_id", "session_id"},
+		"a controlling session sent no command within its lease; the force ramps to zero"},
+	{NameControlRateWarning, CategoryDevice, LevelWarning,
+		[]string{"device_type", "device_id", "period_us_p99", "target_us"},
+		"a control loop's p99 period drifted past its bound"},
+	{NameEventsDropped, CategorySystem, LevelWarning,
+		[]string{"missed"},
+		"this subscriber fell behind and missed events (its own stream only; not in the ring)"},
+}
+
+// Kinds returns the table of every event, in documentation order. The
+// result is a copy.
+func Kinds() []Kind {
+	out := make([]Kind, len(kinds))
+	for i, k := range kinds {
+		k.Fields = append([]string(nil), k.Fields...)
+		out[i] = k
+	}
+	return out
+}
+
+// Lookup returns the table row of an event name.
+func Lookup(name string) (Kind, bool) {
+	for _, k := range kinds {
+		if k.Name == name {
+			k.Fields = append([]string(nil), k.Fields...)
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// build fills an event from its table row. data is a struct whose JSON
+// fields are the row's Fields, in order; the tests hold every constructor to
+// that.
+func build(name string, data any, message string) Event {
+	var k *Kind
+	for i := range kinds {
+		if kinds[i].Name == name {
+			k = &kinds[i]
+			break
+		}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil || k == nil {
+		// Unreachable: every data struct holds only strings, integers and
+		// finite floats (see finite), and every name is in the table.
+		raw = []byte("{}")
+		if k == nil {
+			return Event{Name: name, Category: CategorySystem, Level: LevelError, Data: raw, Message: message}
+		}
+	}
+	return Event{Name: k.Name, Category: k.Category, Level: k.Level, Data: raw, Message: message}
+}
+
+// nullable encodes "" as JSON null: an absent profile is null on the wire,
+// as in GET /sessions.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// finite keeps json.Marshal from failing on a NaN or infinite measurement;
+// such a value is reported as 0.
+func finite(f float64) float64 {
+	if f != f || f > 1e308 || f < -1e308 {
+		return 0
+	}
+	return f
+}
+
+// HTTPRouteDeprecated reports a call to a deprecated HTTP route. route and
+// replacement include the method ("POST /force_scale"); remote is the
+// caller's address.
+func HTTPRouteDeprecated(route, replacement, remote string) Event {
+	return build(NameHTTPRouteDeprecated, struct {
+		Route       string `json:"route"`
+		Replacement string `json:"replacement"`
+		Remote      string `json:"remote"`
+	}{route, replacement, remote},
+		fmt.Sprintf("%s is deprecated and will be removed in 4.0; use %s", route, replacement))
+}
+
+// CommandDeprecated reports a deprecated session command
+// ("session.set_basis"). profile is "" when the session has none.
+func CommandDeprecated(command, replacement string, sessionID uint64, profile string) Event {
+	return build(NameCommandDeprecated, struct {
+		Command     string  `json:"command"`
+		Replacement string  `json:"replacement"`
+		SessionID   uint64  `json:"session_id"`
+		Profile     *string `json:"profile"`
+	}{command, replacement, sessionID, nullable(profile)},
+		fmt.Sprintf("%s is deprecated (session %d%s); use %s", command, sessionID, profileSuffix(profile), replacement))
+}
+
+func profileSuffix(profile string) string {
+	if profile == "" {
+		return ", no profile"
+	}
+	return ", profile " + profile
+}
+
+type deviceData struct {
+	Family string `json:"device_family"`
+	Type   string `json:"device_type"`
+	ID     string `json:"device_id"`
+}
+
+// DeviceConnected reports a device found at start or hot-plugged. family is
+// "inverse" for arms and "verse_grip" for grips.
+func DeviceConnected(family, deviceType, deviceID string) Event {
+	return build(NameDeviceConnected, deviceData{family, deviceType, deviceID},
+		fmt.Sprintf("%s %s (%s) connected", deviceType, deviceID, family))
+}
+
+// DeviceDisconnected reports a device that went away.
+func DeviceDisconnected(family, deviceType, deviceID string) Event {
+	return build(NameDeviceDisconnected, deviceData{family, deviceType, deviceID},
+		fmt.Sprintf("%s %s (%s) disconnected; sessions no longer see it", deviceType, deviceID, family))
+}
+
+// DeviceFailed reports a device whose driver kept failing and which is now
+// halted; reason is the last driver error.
+func DeviceFailed(deviceType, deviceID, reason string) Event {
+	return build(NameDeviceFailed, struct {
+		Type   string `json:"device_type"`
+		ID     string `json:"device_id"`
+		Reason string `json:"reason"`
+	}{deviceType, deviceID, reason},
+		fmt.Sprintf("%s %s failed and is halted: %s; reconnect it to retry", deviceType, deviceID, reason))
+}
+
+// InvalidIOChannel reports input sent on the read-only events socket. Only
+// the first MaxReceivedBytes bytes are kept; bytes that are not UTF-8 are
+// encoded as U+FFFD.
+func InvalidIOChannel(received []byte) Event {
+	n := len(received)
+	if len(received) > MaxReceivedBytes {
+		received = received[:MaxReceivedBytes]
+	}
+	return build(NameInvalidIOChannel, struct {
+		Received string `json:"received_data"`
+	}{string(received)},
+		fmt.Sprintf("the events socket takes no input; dropped %d bytes sent to it", n))
+}
+
+type sessionData struct {
+	SessionID  uint64  `json:"session_id"`
+	Profile    *string `json:"profile"`
+	Remote     string  `json:"remote"`
+	APIVersion string  `json:"api_version"`
+}
+
+// SessionStarted reports a simulation session that opened. apiVersion is
+// "3.x" or "3.0"; profile is "" when the session has none yet.
+func SessionStarted(sessionID uint64, profile, remote, apiVersion string) Event {
+	return build(NameSessionStarted, sessionData{sessionID, nullable(profile), remote, apiVersion},
+		fmt.Sprintf("session %d started from %s (API %s%s)", sessionID, remote, apiVersion, profileSuffix(profile)))
+}
+
+// SessionEnded reports a simulation session that closed, with the profile it
+// had at the end.
+func SessionEnded(sessionID uint64, profile, remote, apiVersion string) Event {
+	return build(NameSessionEnded, sessionData{sessionID, nullable(profile), remote, apiVersion},
+		fmt.Sprintf("session %d from %s ended (API %s%s)", sessionID, remote, apiVersion, profileSuffix(profile)))
+}
+
+// DeviceBusy reports a control command refused because another session
+// controls the device.
+func DeviceBusy(deviceType, deviceID string, sessionID, ownerSessionID uint64) Event {
+	return build(NameDeviceBusy, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+		Owner   uint64 `json:"owner_session_id"`
+	}{deviceType, deviceID, sessionID, ownerSessionID},
+		fmt.Sprintf("session %d was refused control of %s %s: session %d controls it until it disconnects or its lease lapses",
+			sessionID, deviceType, deviceID, ownerSessionID))
+}
+
+// ControlLeaseExpired reports a controlling session whose lease lapsed.
+func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64) Event {
+	return build(NameControlLeaseExpired, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+	}{deviceType, deviceID, sessionID},
+		fmt.Sprintf("session %d sent no command to %s %s within its lease; the force ramps to zero (send commands every tick or raise session.configure.lease)",
+			sessionID, deviceType, deviceID))
+}
+
+// ControlRateWarning reports a control loop whose p99 period drifted past
+// its bound. Both periods are in microseconds.
+func ControlRateWarning(deviceType, deviceID string, periodUsP99, targetUs float64) Event {
+	periodUsP99, targetUs = finite(periodUsP99), finite(targetUs)
+	return build(NameControlRateWarning, struct {
+		Type   string  `json:"device_type"`
+		ID     string  `json:"device_id"`
+		P99    float64 `json:"period_us_p99"`
+		Target float64 `json:"target_us"`
+	}{deviceType, deviceID, periodUsP99, targetUs},
+		fmt.Sprintf("the control loop of %s %s runs late: p99 period %.0f µs against a %.0f µs target (the machine is overloaded)",
+			deviceType, deviceID, periodUsP99, targetUs))
+}
+
+// EventsDropped tells one subscriber it fell behind and missed events. The
+// activity actor writes it on that subscriber's stream only.
+func EventsDropped(missed uint64) Event {
+	return build(NameEventsDropped, struct {
+		Missed uint64 `json:"missed"`
+	}{missed},
+		fmt.Sprintf("this subscriber fell behind and missed %d events; read faster or fetch them with GET /events", missed))
+}
