@@ -1,0 +1,27 @@
+// Package wire is the byte codec of the arm and grip serial protocols of
+// spec/HARDWARE.md: one frame table, append-style encoders, decoders that
+// fill caller-owned values, and a resynchronising Scanner. It does no I/O.
+//
+// # One table
+//
+// Every frame either side may send is one entry of the frame table (see
+// Frames): its header byte, direction, length and decoder. The layouts are
+// provisional (they come from one early public implementation); when a real
+// capture shows a different layout, correct the entry and its encoder here
+// and nothing else changes.
+//
+// # Framing
+//
+// The arm protocol has no start marker, length or checksum: one header byte,
+// then little-endian float32 fields, with the length fixed by the header. A
+// Scanner therefore finds frames by dropping bytes until it sees a known
+// header with enough bytes behind it whose payload is plausible (finite
+// floats within physical bounds). It counts what it drops, so a driver can
+// report line noise.
+//
+// # Concurrency and allocation
+//
+// Encoders append to the caller's slice and decoders fill the caller's
+// Message, so with a buffer of enough capacity nothing allocates. A Scanner
+// is used by one goroutine at a time.
+package wire

@@ -1,0 +1,214 @@
+package wire_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/wire"
+)
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Golden bytes: little-endian float32 after one header byte. 1.0f is
+// 0000803f, -2.5f is 000020c0, 0.5f is 0000003f.
+func TestEncodersGolden(t *testing.T) {
+	uuid := [16]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}
+	status := wire.GripStatus{ID: 0xF06C, Orientation: hw.Quat{W: 1}, Hall: 0x80, Buttons: 0x05, Battery: 0.5, ExtLen: 2, Ext: [12]byte{0xAA, 0xBB}}
+	tests := []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"wake", wire.AppendWake(nil), "0a"},
+		{"force", wire.AppendForce(nil, hw.Vec3{X: 1, Y: -2.5, Z: 0.5}), "2a" + "0000803f" + "000020c0" + "0000003f"},
+		{"position", wire.AppendPosition(nil, hw.Vec3{Z: 1}), "2c" + "00000000" + "00000000" + "0000803f"},
+		{"torques", wire.AppendTorques(nil, hw.Angles3{A0: 1}), "1a" + "0000803f" + "00000000" + "00000000"},
+		{"angles", wire.AppendAngles(nil, hw.Angles3{A2: -2.5}), "1c" + "00000000" + "00000000" + "000020c0"},
+		{"end-effector-state", wire.AppendEndEffectorState(nil, hw.Vec3{X: 1}, hw.Vec3{Z: 0.5}),
+			"2b" + "0000803f" + "00000000" + "00000000" + "00000000" + "00000000" + "0000003f"},
+		{"joint-state", wire.AppendJointState(nil, hw.Angles3{A1: 1}, hw.Angles3{A0: -2.5}),
+			"1b" + "00000000" + "0000803f" + "00000000" + "000020c0" + "00000000" + "00000000"},
+		{"wake-reply", wire.AppendWakeReply(nil, wire.WakeReply{ID: 0x049D, Model: 3, HardwareVersion: 2, FirmwareVersion: 7, UUID: uuid}),
+			"0a" + "9d04" + "03" + "02" + "07" + "0123456789abcdeffedcba9876543210"},
+		{"config-gravity", wire.AppendConfig(nil, wire.Config{Sub: wire.ConfigGravity, Flag: true, Value: 1}), "0e" + "e1" + "01" + "0000803f"},
+		{"config-ack", wire.AppendConfigAck(nil, wire.ConfigHandedness, 0), "0e" + "e3" + "00"},
+		{"grip-query", wire.AppendGripQuery(nil), "d0"},
+		{"grip-info", wire.AppendGripInfo(nil, wire.GripInfo{Remaining: 1, ID: 61548, Model: 4, HardwareVersion: 1, FirmwareVersion: 9}), "d0" + "01" + "6cf0" + "04" + "01" + "09"},
+		{"grip-status", wire.AppendGripStatus(nil, &status),
+			"da" + "6cf0" + "0000803f" + "00000000" + "00000000" + "00000000" + "00" + "00" + "80" + "05" + "0000003f" + "02" + "aabb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hex.EncodeToString(tc.got); got != tc.want {
+				t.Errorf("encoded\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		dir   wire.Direction
+		bytes string
+		check func(t *testing.T, m *wire.Message)
+	}{
+		{"end-effector-state", wire.ToHost, "2b" + "0000803f" + "00000000" + "00000000" + "00000000" + "00000000" + "0000003f",
+			func(t *testing.T, m *wire.Message) {
+				if m.A != (hw.Vec3{X: 1}) || m.B != (hw.Vec3{Z: 0.5}) {
+					t.Errorf("position %v velocity %v", m.A, m.B)
+				}
+			}},
+		{"force", wire.ToDevice, "2a" + "0000803f" + "000020c0" + "0000003f",
+			func(t *testing.T, m *wire.Message) {
+				if m.A != (hw.Vec3{X: 1, Y: -2.5, Z: 0.5}) {
+					t.Errorf("force %v", m.A)
+				}
+			}},
+		{"grip-status", wire.ToHost, "da" + "6cf0" + "0000803f" + "00000000" + "00000000" + "00000000" + "00" + "01" + "80" + "05" + "0000003f" + "02" + "aabb",
+			func(t *testing.T, m *wire.Message) {
+				s := m.GripStatus
+				if s.ID != 61548 || s.Orientation != (hw.Quat{W: 1}) || s.Attached != 1 || s.Hall != 0x80 || s.Buttons != 5 || s.Battery != 0.5 || s.ExtLen != 2 || s.Ext[1] != 0xBB {
+					t.Errorf("status %+v", s)
+				}
+			}},
+		{"config-ack", wire.ToHost, "0ee200", func(t *testing.T, m *wire.Message) {
+			if m.Config.Sub != wire.ConfigTorqueScaling || m.Config.Status != 0 {
+				t.Errorf("config %+v", m.Config)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := unhex(t, tc.bytes)
+			var m wire.Message
+			n, err := wire.Decode(tc.dir, b, &m)
+			if err != nil || n != len(b) {
+				t.Fatalf("Decode = %d, %v; want %d, nil", n, err, len(b))
+			}
+			tc.check(t, &m)
+			if again := wire.Append(nil, tc.dir, &m); !bytes.Equal(again, b) {
+				t.Errorf("re-encoded %x, want %x", again, b)
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	nan := "0000c07f"
+	tests := []struct {
+		name  string
+		dir   wire.Direction
+		bytes string
+		want  error
+	}{
+		{"empty", wire.ToHost, "", wire.ErrShort},
+		{"short state", wire.ToHost, "2b0000803f", wire.ErrShort},
+		{"unknown header", wire.ToHost, "77", wire.ErrUnknownHeader},
+		{"command header sent by device", wire.ToHost, "2a" + "0000803f" + "00000000" + "00000000", wire.ErrUnknownHeader},
+		{"NaN position", wire.ToHost, "2b" + nan + "00000000" + "00000000" + "00000000" + "00000000" + "00000000", wire.ErrImplausible},
+		{"grip ext too long", wire.ToHost, "da" + "6cf0" + "0000803f" + "00000000" + "00000000" + "00000000" + "00000000" + "0000003f" + "0d", wire.ErrImplausible},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m wire.Message
+			if _, err := wire.Decode(tc.dir, unhex(t, tc.bytes), &m); !errors.Is(err, tc.want) {
+				t.Errorf("Decode error = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeWakeReplyAcceptsAnyHeader(t *testing.T) {
+	b := wire.AppendWakeReply(nil, wire.WakeReply{ID: 0x049D, UUID: [16]byte{15: 1}})
+	b[0] = 0x55
+	var w wire.WakeReply
+	if err := wire.DecodeWakeReply(b, &w); err != nil || w.ID != 0x049D || w.UUID[15] != 1 {
+		t.Fatalf("DecodeWakeReply = %+v, %v", w, err)
+	}
+}
+
+func TestScannerResynchronises(t *testing.T) {
+	frame := wire.AppendEndEffectorState(nil, hw.Vec3{X: 0.1, Y: -0.2, Z: 0.3}, hw.Vec3{Z: 0.01})
+	tests := []struct {
+		name        string
+		stream      []byte
+		wantFrames  int
+		wantSkipped uint64
+	}{
+		{"clean", concat(frame, frame), 2, 0},
+		{"leading noise", concat(unhex(t, "ffee77"), frame), 1, 3},
+		{"noise between", concat(frame, unhex(t, "0102"), frame), 2, 2},
+		// A header byte followed by the start of a real frame: the false
+		// candidate's payload is implausible, so it is dropped.
+		{"false header", concat([]byte{wire.HeaderEndEffectorState}, frame), 1, 1},
+		{"partial tail waits", concat(frame, frame[:10]), 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wire.NewScanner(wire.ToHost)
+			// Feed one byte at a time, as a slow port would.
+			var m wire.Message
+			got := 0
+			for _, c := range tc.stream {
+				s.Write([]byte{c})
+				for f, ok := s.Next(&m); ok; f, ok = s.Next(&m) {
+					if !bytes.Equal(f, frame) {
+						t.Fatalf("frame %x, want %x", f, frame)
+					}
+					got++
+				}
+			}
+			if got != tc.wantFrames || s.Skipped() != tc.wantSkipped {
+				t.Errorf("frames %d skipped %d, want %d and %d", got, s.Skipped(), tc.wantFrames, tc.wantSkipped)
+			}
+		})
+	}
+}
+
+func TestScannerNextOfDropsOtherFrames(t *testing.T) {
+	s := wire.NewScanner(wire.ToHost)
+	want := wire.AppendEndEffectorState(nil, hw.Vec3{Z: 0.2}, hw.Vec3{})
+	s.Write(concat(wire.AppendConfigAck(nil, wire.ConfigSave, 0), want))
+	var m wire.Message
+	f, ok := s.NextOf(wire.HeaderEndEffectorState, &m)
+	if !ok || !bytes.Equal(f, want) || s.Skipped() != 3 {
+		t.Fatalf("NextOf = %x %v skipped %d", f, ok, s.Skipped())
+	}
+}
+
+func TestScannerDoesNotAllocate(t *testing.T) {
+	s := wire.NewScanner(wire.ToHost)
+	frame := wire.AppendEndEffectorState(nil, hw.Vec3{X: 0.1}, hw.Vec3{})
+	var m wire.Message
+	buf := make([]byte, 0, 64)
+	allocs := testing.AllocsPerRun(1000, func() {
+		buf = wire.AppendForce(buf[:0], hw.Vec3{Z: 1})
+		n := copy(s.Space(), frame)
+		s.Fill(n)
+		if _, ok := s.NextOf(wire.HeaderEndEffectorState, &m); !ok {
+			t.Fatal("no frame")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("encode+scan allocates %v times per frame, want 0", allocs)
+	}
+}
+
+func concat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
