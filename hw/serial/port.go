@@ -1,0 +1,117 @@
+package serial
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	bugst "go.bug.st/serial"
+	"go.bug.st/serial/enumerator"
+)
+
+// Port is an open serial port.
+type Port interface {
+	// Read reads at least one byte into p, or returns 0, nil when the read
+	// timeout passes first. An unplugged device gives an error.
+	Read(p []byte) (int, error)
+	// Write writes p; it does not wait for the device.
+	Write(p []byte) (int, error)
+	// SetReadTimeout bounds every following Read; a negative d waits for
+	// ever.
+	SetReadTimeout(d time.Duration) error
+	// ResetInputBuffer drops bytes received but not yet read.
+	ResetInputBuffer() error
+	// Close releases the port and ends a blocked Read.
+	Close() error
+}
+
+// BaudRate is the line rate Open sets. USB CDC-ACM ignores it.
+const BaudRate = 115200
+
+// Open opens the serial port at path as 115200 8N1, raw, without flow
+// control. Errors say how to fix common causes (permissions, a busy port).
+func Open(path string) (Port, error) {
+	p, err := bugst.Open(path, &bugst.Mode{
+		BaudRate: BaudRate,
+		DataBits: 8,
+		Parity:   bugst.NoParity,
+		StopBits: bugst.OneStopBit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
+	}
+	return p, nil
+}
+
+// Errors a caller may test with errors.Is to decide how to report a port.
+var (
+	ErrPermission = errors.New("permission denied; install packaging/udev/70-hapticd.rules and run the service in the dialout group, then replug the device")
+	ErrBusy       = errors.New("port is busy; another program holds it (stop ModemManager or the vendor tool)")
+	ErrNotFound   = errors.New("no such port; the device was unplugged or the path is wrong")
+)
+
+func explain(err error) error {
+	var pe *bugst.PortError
+	if errors.As(err, &pe) {
+		switch pe.Code() {
+		case bugst.PermissionDenied:
+			return fmt.Errorf("%w (%w)", ErrPermission, err)
+		case bugst.PortBusy:
+			return fmt.Errorf("%w (%w)", ErrBusy, err)
+		case bugst.PortNotFound:
+			return fmt.Errorf("%w (%w)", ErrNotFound, err)
+		}
+	}
+	if errors.Is(err, errNoEnt) {
+		return fmt.Errorf("%w (%w)", ErrNotFound, err)
+	}
+	if errors.Is(err, errAccess) {
+		return fmt.Errorf("%w (%w)", ErrPermission, err)
+	}
+	return err
+}
+
+// PortInfo is what the system tells about a serial port without opening it.
+type PortInfo struct {
+	Path         string
+	IsUSB        bool
+	VID, PID     uint16
+	SerialNumber string
+	Product      string
+}
+
+// Enumerate lists the serial ports of the system with their USB details (read
+// from sysfs on Linux: no byte is sent to any port).
+func Enumerate() ([]PortInfo, error) {
+	list, err := enumerator.GetDetailedPortsList()
+	if err != nil {
+		return nil, fmt.Errorf("hw/serial: list serial ports: %w", err)
+	}
+	out := make([]PortInfo, 0, len(list))
+	for _, d := range list {
+		pi := PortInfo{Path: d.Name, IsUSB: d.IsUSB, SerialNumber: d.SerialNumber, Product: d.Product}
+		if d.IsUSB {
+			pi.VID = parseHex16(d.VID)
+			pi.PID = parseHex16(d.PID)
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+func parseHex16(s string) uint16 {
+	var v uint16
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint16(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint16(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | uint16(c-'A'+10)
+		default:
+			return 0
+		}
+	}
+	return v
+}
