@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// perSessionRowsMax is the most sessions the table lists one by one; above
+// it the table gives the spread across sessions and the JSON keeps them all.
+const perSessionRowsMax = 16
+
+// WriteTable writes the human-readable report.
+func (r RunReport) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	c := r.Config
+	target := "started hapticd"
+	if c.Target != "" {
+		target = c.Target
+	}
+	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz\n",
+		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz)
+	m := r.Machine
+	fmt.Fprintf(&b, "machine: %s %s/%s, %d CPUs", m.GoVersion, m.OS, m.Arch, m.CPUs)
+	if m.CPUModel != "" {
+		fmt.Fprintf(&b, ", %s", m.CPUModel)
+	}
+	b.WriteString("\n\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\thapticd\tbaseline\tbase\tratio\t")
+	for _, cmp := range r.Comparisons {
+		base, ratio := "-", "-"
+		if cmp.Baseline != "-" {
+			base = number(cmp.Base)
+			if cmp.Ratio != 0 {
+				ratio = fmt.Sprintf("%.2fx", cmp.Ratio)
+			}
+		}
+		fmt.Fprintf(tw, "%s (%s)\t%s\t%s\t%s\t%s\t\n", cmp.Figure, cmp.Unit, number(cmp.Hapticd), cmp.Baseline, base, ratio)
+	}
+	tw.Flush()
+
+	b.WriteString("\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "server\tsessions\tsent\treceived\tmissed deadlines\tlost\tout of order\terror frames\tsessions in error\tframe bytes\t")
+	for _, l := range r.loads() {
+		o := l.Overall
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", l.Server, o.Sessions, o.Sent, o.Received,
+			o.MissedDeadlines, o.Lost, o.OutOfOrder, o.ErrorFrames, o.ClientsInError, o.FrameBytes)
+	}
+	tw.Flush()
+
+	b.WriteString("\n")
+	writeSessions(&b, r.Hapticd)
+
+	if p := r.Process; p != nil {
+		fmt.Fprintf(&b, "\nservice process over the window: CPU %.2f s (%.0f %% of one core), RSS %s, %d goroutines, %d GCs (%.2f ms paused), heap %s\n",
+			p.CPUSeconds, p.CPUPercent, bytesText(p.RSSBytes), p.Goroutines, p.GCCount, p.GCPauseMs, bytesText(p.HeapBytes))
+	}
+	if l := r.Loop; l != nil {
+		fmt.Fprintf(&b, "device loops: %d devices, target period %s µs; period p50 %s µs (median device), p99 %s µs median / %s µs worst, max %s µs worst; overruns %d of %d ticks (worst device %.2f %%, median %.2f %%)\n",
+			l.Devices, number(l.TargetUs), number(l.PeriodP50UsMedian), number(l.PeriodP99UsMedian), number(l.PeriodP99UsWorst),
+			number(l.PeriodMaxUsWorst), l.Overruns, l.Ticks, 100*l.OverrunFractionWorst, 100*l.OverrunFractionMedian)
+	}
+	if bl := r.BareLoop; bl != nil {
+		fmt.Fprintf(&b, "bare loop: %d arms at %g Hz, %d ticks, %d overruns, period p50 %s µs p99 %s µs, %s ns per arm step\n",
+			bl.Arms, bl.LoopHz, bl.Ticks, bl.Overruns, number(bl.PeriodUsP50), number(bl.PeriodUsP99), number(bl.NsPerStep))
+	}
+	for _, l := range r.loads() {
+		for _, cl := range l.Clients {
+			for _, e := range cl.Errors {
+				fmt.Fprintf(&b, "%s session %d (%s %s): %s\n", l.Server, cl.Index, cl.Role, cl.DeviceID, e)
+			}
+		}
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r RunReport) loads() []LoadResult {
+	out := []LoadResult{r.Hapticd}
+	if r.Echo != nil {
+		out = append(out, *r.Echo)
+	}
+	return out
+}
+
+// writeSessions lists each session, or the spread across them when there
+// are many.
+func writeSessions(b *strings.Builder, l LoadResult) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if len(l.Clients) <= perSessionRowsMax {
+		fmt.Fprintln(tw, "session\trole\tdevice\trate Hz\tp50 µs\tp90 µs\tp99 µs\tp99.9 µs\tmax µs\tlost\tout of order\t")
+		for _, c := range l.Clients {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Index, c.Role, c.DeviceID, number(c.AchievedHz),
+				number(c.RTT.P50Us), number(c.RTT.P90Us), number(c.RTT.P99Us), number(c.RTT.P999Us), number(c.RTT.MaxUs), c.Lost, c.OutOfOrder)
+		}
+		tw.Flush()
+		return
+	}
+	fmt.Fprintf(b, "hapticd sessions (spread across %d sessions; every session is in the JSON):\n", len(l.Clients))
+	fmt.Fprintln(tw, "per session\tmin\tmedian\tmax\t")
+	rows := []struct {
+		name string
+		get  func(ClientResult) float64
+	}{
+		{"rate Hz", func(c ClientResult) float64 { return c.AchievedHz }},
+		{"rtt p50 µs", func(c ClientResult) float64 { return c.RTT.P50Us }},
+		{"rtt p99 µs", func(c ClientResult) float64 { return c.RTT.P99Us }},
+		{"rtt max µs", func(c ClientResult) float64 { return c.RTT.MaxUs }},
+	}
+	for _, row := range rows {
+		xs := make([]float64, len(l.Clients))
+		for i, c := range l.Clients {
+			xs[i] = row.get(c)
+		}
+		med := median(xs) // sorts xs
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, number(xs[0]), number(med), number(xs[len(xs)-1]))
+	}
+	tw.Flush()
+}
+
+// number prints a figure with about four significant digits.
+func number(x float64) string {
+	switch ax := math.Abs(x); {
+	case x == 0:
+		return "0"
+	case ax >= 1000:
+		return fmt.Sprintf("%.0f", x)
+	case ax >= 100:
+		return fmt.Sprintf("%.1f", x)
+	case ax >= 10:
+		return fmt.Sprintf("%.2f", x)
+	default:
+		return fmt.Sprintf("%.3f", x)
+	}
+}
+
+func bytesText(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// WriteJSON writes v as indented JSON to path ("-" is stdout).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: encode report: %w", err)
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = os.Stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	return nil
+}

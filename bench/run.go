@@ -1,0 +1,514 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RunOptions configure one load run (`hapticbench run`).
+type RunOptions struct {
+	// Target is the URL of a running hapticd (ws://host:port/ or
+	// http://host:port); empty starts one.
+	Target string
+	// Hapticd is the binary to start and to run baseline-arms with; empty
+	// searches as FindHapticd does.
+	Hapticd   string
+	Arms      int     // simulated arms of a started hapticd
+	Clients   int     // controlling sessions, client i commands arm i mod Arms
+	Observers int     // sessions that only probe
+	RateHz    float64 // per-client tick rate; 0 is as fast as possible
+	Duration  time.Duration
+	Warmup    time.Duration
+	LoopHz    float64 // device loop rate of a started hapticd
+	// FrameTimeout is how long a client waits for a frame before counting
+	// it lost; default 5 s.
+	FrameTimeout time.Duration
+	// NoEcho and NoBareLoop skip a baseline.
+	NoEcho, NoBareLoop bool
+	// PerDevice keeps every device's loop figures in the report.
+	PerDevice bool
+	// Progress, if set, receives one line per phase.
+	Progress io.Writer
+}
+
+func (o *RunOptions) defaults() error {
+	if o.Arms <= 0 && o.Target == "" {
+		o.Arms = 1
+	}
+	if o.Clients < 0 || o.Observers < 0 || o.Clients+o.Observers == 0 {
+		return fmt.Errorf("bench: %d clients and %d observers: need at least one session", o.Clients, o.Observers)
+	}
+	if o.RateHz < 0 {
+		return fmt.Errorf("bench: rate %v Hz: must be 0 (as fast as possible) or positive", o.RateHz)
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	}
+	if o.LoopHz <= 0 {
+		o.LoopHz = 1000
+	}
+	if o.FrameTimeout <= 0 {
+		o.FrameTimeout = 5 * time.Second
+	}
+	return nil
+}
+
+func (o *RunOptions) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
+}
+
+// LoadResult is one load phase: the same clients against hapticd or against
+// the echo baseline.
+type LoadResult struct {
+	Server    string         `json:"server"` // "hapticd" or "echo"
+	URL       string         `json:"url"`
+	MeasuredS float64        `json:"measured_s"`
+	Overall   Overall        `json:"overall"`
+	Clients   []ClientResult `json:"clients"`
+}
+
+// Overall merges every client of a phase.
+type Overall struct {
+	Sessions        int     `json:"sessions"`
+	TargetHz        float64 `json:"target_hz"`
+	AchievedHzTotal float64 `json:"achieved_hz_total"`
+	AchievedHzMean  float64 `json:"achieved_hz_mean"`
+	AchievedHzMin   float64 `json:"achieved_hz_min"`
+	Sent            uint64  `json:"sent"`
+	Received        uint64  `json:"received"`
+	MissedDeadlines uint64  `json:"missed_deadlines"`
+	Lost            uint64  `json:"lost"`
+	OutOfOrder      uint64  `json:"out_of_order"`
+	ErrorFrames     uint64  `json:"error_frames"`
+	ClientsInError  int     `json:"clients_in_error"`
+	FrameBytes      int     `json:"frame_bytes"`
+	RTT             Summary `json:"rtt"`
+}
+
+// Machine says where the figures were measured.
+type Machine struct {
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+}
+
+// ThisMachine describes the machine running the benchmark.
+func ThisMachine() Machine {
+	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// RunConfig echoes the options a report was made with.
+type RunConfig struct {
+	Target    string  `json:"target,omitempty"`
+	Arms      int     `json:"arms"`
+	Clients   int     `json:"clients"`
+	Observers int     `json:"observers"`
+	RateHz    float64 `json:"rate_hz"`
+	DurationS float64 `json:"duration_s"`
+	WarmupS   float64 `json:"warmup_s"`
+	LoopHz    float64 `json:"loop_hz"`
+}
+
+// RunReport is everything one run measured.
+type RunReport struct {
+	Config   RunConfig       `json:"config"`
+	Machine  Machine         `json:"machine"`
+	Hapticd  LoadResult      `json:"hapticd"`
+	Echo     *LoadResult     `json:"echo,omitempty"`
+	Loop     *LoopFigures    `json:"loop,omitempty"`
+	Process  *ProcessFigures `json:"process,omitempty"`
+	BareLoop *BareLoop       `json:"bare_loop,omitempty"`
+	// Comparisons put each hapticd figure beside its baseline.
+	Comparisons []Comparison `json:"comparisons"`
+	// Warnings say what could not be measured and why.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Comparison is one hapticd figure beside its baseline. Ratio is
+// hapticd/baseline (0 when the baseline is missing or zero).
+type Comparison struct {
+	Figure   string  `json:"figure"`
+	Unit     string  `json:"unit"`
+	Hapticd  float64 `json:"hapticd"`
+	Baseline string  `json:"baseline"`
+	Base     float64 `json:"base"`
+	Ratio    float64 `json:"ratio"`
+}
+
+// Run measures hapticd under the load o describes, then the echo baseline
+// with the same clients and frame size, then the bare arm loop, and
+// compares them. A started hapticd is stopped before the echo baseline so
+// the two do not share the CPU.
+func Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	return run(ctx, o, nil)
+}
+
+// bareCache lets a sweep run the bare loop once for all its points.
+type bareCache struct {
+	binary  string
+	cleanup func()
+	bare    *BareLoop
+	err     error
+}
+
+func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error) {
+	if err := o.defaults(); err != nil {
+		return RunReport{}, err
+	}
+	rep := RunReport{
+		Config: RunConfig{Target: o.Target, Arms: o.Arms, Clients: o.Clients, Observers: o.Observers,
+			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz},
+		Machine: ThisMachine(),
+	}
+	if cache == nil {
+		cache = &bareCache{}
+		defer func() {
+			if cache.cleanup != nil {
+				cache.cleanup()
+			}
+		}()
+	}
+	needBinary := o.Target == "" || !o.NoBareLoop
+	if needBinary && cache.binary == "" && cache.err == nil {
+		cache.binary, cache.cleanup, cache.err = FindHapticd(ctx, o.Hapticd)
+	}
+	if o.Target == "" && cache.err != nil {
+		return rep, cache.err
+	}
+
+	wsURL, httpBase := "", ""
+	var svc *service
+	if o.Target != "" {
+		var err error
+		if wsURL, httpBase, err = targetURLs(o.Target); err != nil {
+			return rep, err
+		}
+	} else {
+		o.progress("starting %s with %d simulated arms at %v Hz", cache.binary, o.Arms, o.LoopHz)
+		var err error
+		svc, err = startService(ctx, ServiceOptions{Binary: cache.binary, Arms: o.Arms, LoopHz: o.LoopHz})
+		if err != nil {
+			return rep, err
+		}
+		wsURL, httpBase = svc.wsURL, svc.httpBase
+		defer func() {
+			if svc != nil {
+				svc.stop()
+			}
+		}()
+	}
+
+	o.progress("hapticd: %d clients, %d observers at %s for %s (+%s warm-up)", o.Clients, o.Observers, rateText(o.RateHz), o.Duration, o.Warmup)
+	frames := &capturedFrames{}
+	load, win, err := runLoad(ctx, o, "hapticd", wsURL, httpBase, frames)
+	if err != nil {
+		return rep, err
+	}
+	rep.Hapticd = load
+	if win.err != nil {
+		rep.Warnings = append(rep.Warnings, win.err.Error())
+	} else {
+		lf, pf := windowFigures(win.before, win.after, win.elapsed, o.PerDevice)
+		rep.Loop, rep.Process = &lf, &pf
+		if o.Target != "" && lf.TargetUs > 0 {
+			// The loop rate of a service we did not start is what it reports.
+			o.LoopHz = 1e6 / lf.TargetUs
+			rep.Config.LoopHz = o.LoopHz
+		}
+		if o.Target != "" {
+			rep.Config.Arms = countType(win.after, "arm3")
+		}
+	}
+	if svc != nil {
+		if err := svc.stop(); err != nil {
+			rep.Warnings = append(rep.Warnings, err.Error())
+		}
+		svc = nil
+	}
+
+	if !o.NoEcho {
+		if frames.state == nil {
+			rep.Warnings = append(rep.Warnings, "echo baseline skipped: no hapticd frame was captured (did every client fail?)")
+		} else {
+			o.progress("echo baseline: same clients, %d-byte frames", len(frames.state))
+			echo, err := startEcho(*frames)
+			if err != nil {
+				return rep, err
+			}
+			el, _, err := runLoad(ctx, o, "echo", echo.url, "", nil)
+			echo.close()
+			if err != nil {
+				return rep, err
+			}
+			rep.Echo = &el
+		}
+	}
+
+	if !o.NoBareLoop {
+		switch {
+		case cache.bare != nil:
+			rep.BareLoop = cache.bare
+		case cache.err != nil:
+			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+cache.err.Error())
+		case rep.Config.Arms <= 0:
+			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: the number of arms is unknown")
+		default:
+			o.progress("bare-loop baseline: %d arms at %v Hz for %s", rep.Config.Arms, o.LoopHz, o.Duration)
+			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration)
+			if err != nil {
+				cache.err = err
+				rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())
+			} else {
+				cache.bare = &b
+				rep.BareLoop = &b
+			}
+		}
+	}
+	rep.Comparisons = compare(rep)
+	return rep, ctx.Err()
+}
+
+func rateText(hz float64) string {
+	if hz <= 0 {
+		return "max rate"
+	}
+	return fmt.Sprintf("%g Hz", hz)
+}
+
+func countType(s ServiceStats, deviceType string) int {
+	n := 0
+	for _, d := range s.Devices {
+		if d.DeviceType == deviceType {
+			n++
+		}
+	}
+	return n
+}
+
+// targetURLs turns --target into the simulation socket and HTTP base.
+func targetURLs(target string) (wsURL, httpBase string, err error) {
+	if !strings.Contains(target, "://") {
+		target = "ws://" + target
+	}
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" {
+		return "", "", fmt.Errorf("bench: --target %q: want ws://host:port/ or http://host:port", target)
+	}
+	switch u.Scheme {
+	case "ws", "http":
+		return "ws://" + u.Host + "/", "http://" + u.Host, nil
+	case "wss", "https":
+		return "wss://" + u.Host + "/", "https://" + u.Host, nil
+	}
+	return "", "", fmt.Errorf("bench: --target %q: scheme %q is not ws, wss, http or https", target, u.Scheme)
+}
+
+// statsWindow is the service's /stats at the start and end of the measured
+// window.
+type statsWindow struct {
+	before, after ServiceStats
+	elapsed       time.Duration
+	err           error
+}
+
+// runLoad dials every session, runs them on one schedule and merges their
+// results. With httpBase set it reads /stats at the window's edges; with
+// capture set, client 0 copies the first frames it sees.
+func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, capture *capturedFrames) (LoadResult, statsWindow, error) {
+	res := LoadResult{Server: server, URL: wsURL}
+	n := o.Clients + o.Observers
+	clients := make([]*client, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			role, idx := RoleController, i
+			if i >= o.Clients {
+				role, idx = RoleObserver, i-o.Clients
+			}
+			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout)
+			if err == nil {
+				c.result.Index = i
+			}
+			clients[i], errs[i] = c, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range clients {
+			if c != nil {
+				c.close()
+			}
+		}
+		return res, statsWindow{}, fmt.Errorf("bench: %s: %d of %d sessions failed to open: %w", server, countErrs(errs), n, err)
+	}
+	if capture != nil {
+		clients[0].capture = capture
+	}
+
+	s := schedule{base: time.Now(), measureStart: o.Warmup, measureEnd: o.Warmup + o.Duration}
+	var win statsWindow
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		if httpBase == "" {
+			return
+		}
+		win = readStatsWindow(ctx, httpBase, s)
+	}()
+	for _, c := range clients {
+		wg.Go(func() { c.run(ctx, s) })
+	}
+	wg.Wait()
+	<-statsDone
+
+	res.MeasuredS = o.Duration.Seconds()
+	agg := NewHistogram()
+	ov := Overall{Sessions: n, TargetHz: o.RateHz, AchievedHzMin: -1}
+	var frameBytes, framed uint64
+	for _, c := range clients {
+		r := c.finish(o.Duration)
+		agg.Merge(c.result.rtt)
+		ov.AchievedHzTotal += r.AchievedHz
+		if ov.AchievedHzMin < 0 || r.AchievedHz < ov.AchievedHzMin {
+			ov.AchievedHzMin = r.AchievedHz
+		}
+		ov.Sent += r.Sent
+		ov.Received += r.Received
+		ov.MissedDeadlines += r.MissedDeadlines
+		ov.Lost += r.Lost
+		ov.OutOfOrder += r.OutOfOrder
+		ov.ErrorFrames += r.ErrorFrames
+		if len(r.Errors) > 0 {
+			ov.ClientsInError++
+		}
+		frameBytes += uint64(r.FrameBytes) * r.Received
+		framed += r.Received
+		res.Clients = append(res.Clients, r)
+	}
+	ov.AchievedHzMean = ov.AchievedHzTotal / float64(n)
+	if framed > 0 {
+		ov.FrameBytes = int(frameBytes / framed)
+	}
+	ov.RTT = agg.Summary()
+	res.Overall = ov
+	return res, win, ctx.Err()
+}
+
+func countErrs(errs []error) int {
+	n := 0
+	for _, e := range errs {
+		if e != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// readStatsWindow reads /stats when the warm-up ends and when the window
+// ends.
+func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWindow {
+	var w statsWindow
+	if !waitUntil(ctx, s.base.Add(s.measureStart)) {
+		w.err = ctx.Err()
+		return w
+	}
+	t0 := time.Now()
+	if w.before, w.err = fetchStats(ctx, httpBase); w.err != nil {
+		return w
+	}
+	if !waitUntil(ctx, s.base.Add(s.measureEnd)) {
+		w.err = ctx.Err()
+		return w
+	}
+	w.after, w.err = fetchStats(ctx, httpBase)
+	w.elapsed = time.Since(t0)
+	return w
+}
+
+// waitUntil blocks until t or ctx ends; it reports whether t came.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// compare lines up each hapticd figure with its baseline.
+func compare(r RunReport) []Comparison {
+	var out []Comparison
+	add := func(figure, unit string, h float64, baseline string, b float64, ok bool) {
+		c := Comparison{Figure: figure, Unit: unit, Hapticd: h, Baseline: baseline}
+		if ok {
+			c.Base = b
+			if b != 0 {
+				c.Ratio = h / b
+			}
+		} else {
+			c.Baseline = "-"
+		}
+		out = append(out, c)
+	}
+	h := r.Hapticd.Overall
+	var e Overall
+	hasEcho := r.Echo != nil
+	if hasEcho {
+		e = r.Echo.Overall
+	}
+	add("rate total", "Hz", h.AchievedHzTotal, "echo", e.AchievedHzTotal, hasEcho)
+	add("rate per session (min)", "Hz", h.AchievedHzMin, "echo", e.AchievedHzMin, hasEcho)
+	add("rtt p50", "µs", h.RTT.P50Us, "echo", e.RTT.P50Us, hasEcho)
+	add("rtt p90", "µs", h.RTT.P90Us, "echo", e.RTT.P90Us, hasEcho)
+	add("rtt p99", "µs", h.RTT.P99Us, "echo", e.RTT.P99Us, hasEcho)
+	add("rtt p99.9", "µs", h.RTT.P999Us, "echo", e.RTT.P999Us, hasEcho)
+	add("rtt max", "µs", h.RTT.MaxUs, "echo", e.RTT.MaxUs, hasEcho)
+	if r.Loop != nil {
+		b := r.BareLoop
+		has := b != nil
+		var bl BareLoop
+		if has {
+			bl = *b
+		}
+		add("loop period p50 (median device)", "µs", r.Loop.PeriodP50UsMedian, "bare loop", bl.PeriodUsP50, has)
+		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has)
+		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has)
+	}
+	if r.Process != nil && r.BareLoop != nil {
+		// What stepping the arms alone costs over the same window.
+		stepCPU := r.BareLoop.NsPerStep * float64(r.BareLoop.Arms) * r.BareLoop.LoopHz * r.Config.DurationS / 1e9
+		add("service CPU", "s", r.Process.CPUSeconds, "arm stepping", stepCPU, true)
+	}
+	return out
+}

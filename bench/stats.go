@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"time"
+)
+
+// inventory is the part of the first frame a client needs.
+type inventory struct {
+	SessionID int64 `json:"session_id"`
+	Arm3      []struct {
+		DeviceID string `json:"device_id"`
+	} `json:"arm3"`
+}
+
+func parseInventory(frame []byte) (inventory, error) {
+	var inv inventory
+	if err := json.Unmarshal(frame, &inv); err != nil {
+		return inv, fmt.Errorf("inventory frame is not the JSON object PROTOCOL.md 2.1 describes: %w", err)
+	}
+	if inv.SessionID < 1 {
+		return inv, fmt.Errorf("inventory frame has no session_id (got %d); is this a hapticd 3.x simulation socket?", inv.SessionID)
+	}
+	return inv, nil
+}
+
+// ServiceStats is the body of hapticd's GET /stats.
+type ServiceStats struct {
+	Devices []DeviceStats `json:"devices"`
+	Process ProcessStats  `json:"process"`
+}
+
+// DeviceStats is one device's real-time loop, as /stats reports it. The
+// period and exchange percentiles cover the device's life so far.
+type DeviceStats struct {
+	DeviceType string `json:"device_type"`
+	DeviceID   string `json:"device_id"`
+	Loop       struct {
+		TargetUs    float64 `json:"target_us"`
+		PeriodUsP50 float64 `json:"period_us_p50"`
+		PeriodUsP99 float64 `json:"period_us_p99"`
+		PeriodUsMax float64 `json:"period_us_max"`
+		Overruns    uint64  `json:"overruns"`
+		Ticks       uint64  `json:"ticks"`
+	} `json:"loop"`
+	Exchange struct {
+		P50Us float64 `json:"p50_us"`
+		P99Us float64 `json:"p99_us"`
+		MaxUs float64 `json:"max_us"`
+	} `json:"exchange"`
+}
+
+// ProcessStats is the service process's resource use.
+type ProcessStats struct {
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	RSSBytes       uint64  `json:"rss_bytes"`
+	Goroutines     int     `json:"goroutines"`
+	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
+	GCCount        uint64  `json:"gc_count"`
+	HeapBytes      uint64  `json:"heap_bytes"`
+}
+
+// fetchStats reads GET {httpBase}/stats.
+func fetchStats(ctx context.Context, httpBase string) (ServiceStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/stats", nil)
+	if err != nil {
+		return ServiceStats{}, fmt.Errorf("bench: stats request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ServiceStats{}, fmt.Errorf("bench: GET %s/stats: %w", httpBase, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return ServiceStats{}, fmt.Errorf("bench: read /stats: %w", err)
+	}
+	var env struct {
+		OK    bool         `json:"ok"`
+		Error string       `json:"error"`
+		Data  ServiceStats `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s with a body that is not the {ok,data} envelope (%w): %s", resp.Status, err, clip(body, 200))
+	}
+	if !env.OK {
+		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s: %s; does this hapticd build have the /stats route?", resp.Status, env.Error)
+	}
+	return env.Data, nil
+}
+
+// LoopFigures summarizes the device loops over the measured window:
+// overruns and ticks are deltas between two /stats reads, the period
+// percentiles are each device's own (since it started).
+type LoopFigures struct {
+	Devices  int     `json:"devices"`
+	TargetUs float64 `json:"target_us"`
+	// Median and Worst are across devices.
+	PeriodP50UsMedian float64 `json:"period_p50_us_median"`
+	PeriodP99UsMedian float64 `json:"period_p99_us_median"`
+	PeriodP99UsWorst  float64 `json:"period_p99_us_worst"`
+	PeriodMaxUsWorst  float64 `json:"period_max_us_worst"`
+	Ticks             uint64  `json:"ticks"`
+	Overruns          uint64  `json:"overruns"`
+	// OverrunFractionWorst is the largest Δoverruns/Δticks of any device.
+	OverrunFractionWorst  float64        `json:"overrun_fraction_worst"`
+	OverrunFractionMedian float64        `json:"overrun_fraction_median"`
+	PerDevice             []DeviceWindow `json:"per_device,omitempty"`
+}
+
+// DeviceWindow is one device over the measured window.
+type DeviceWindow struct {
+	DeviceType  string  `json:"device_type"`
+	DeviceID    string  `json:"device_id"`
+	PeriodUsP50 float64 `json:"period_us_p50"`
+	PeriodUsP99 float64 `json:"period_us_p99"`
+	PeriodUsMax float64 `json:"period_us_max"`
+	Ticks       uint64  `json:"ticks"`
+	Overruns    uint64  `json:"overruns"`
+}
+
+// ProcessFigures is the service's resource use over the measured window.
+type ProcessFigures struct {
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+	Goroutines int     `json:"goroutines"`
+	GCCount    uint64  `json:"gc_count"`
+	GCPauseMs  float64 `json:"gc_pause_ms"`
+	HeapBytes  uint64  `json:"heap_bytes"`
+}
+
+// windowFigures compares two /stats reads taken window apart.
+func windowFigures(before, after ServiceStats, window time.Duration, perDevice bool) (LoopFigures, ProcessFigures) {
+	prev := make(map[string]DeviceStats, len(before.Devices))
+	for _, d := range before.Devices {
+		prev[d.DeviceType+"/"+d.DeviceID] = d
+	}
+	var lf LoopFigures
+	var p50s, p99s, fractions []float64
+	for _, d := range after.Devices {
+		b := prev[d.DeviceType+"/"+d.DeviceID]
+		w := DeviceWindow{DeviceType: d.DeviceType, DeviceID: d.DeviceID,
+			PeriodUsP50: d.Loop.PeriodUsP50, PeriodUsP99: d.Loop.PeriodUsP99, PeriodUsMax: d.Loop.PeriodUsMax,
+			Ticks: sub(d.Loop.Ticks, b.Loop.Ticks), Overruns: sub(d.Loop.Overruns, b.Loop.Overruns)}
+		lf.Devices++
+		lf.TargetUs = max(lf.TargetUs, d.Loop.TargetUs)
+		lf.Ticks += w.Ticks
+		lf.Overruns += w.Overruns
+		lf.PeriodP99UsWorst = max(lf.PeriodP99UsWorst, w.PeriodUsP99)
+		lf.PeriodMaxUsWorst = max(lf.PeriodMaxUsWorst, w.PeriodUsMax)
+		p50s = append(p50s, w.PeriodUsP50)
+		p99s = append(p99s, w.PeriodUsP99)
+		f := 0.0
+		if w.Ticks > 0 {
+			f = float64(w.Overruns) / float64(w.Ticks)
+		} else if window > 0 {
+			f = 1 // a loop that did not tick in the window missed every deadline
+		}
+		fractions = append(fractions, f)
+		lf.OverrunFractionWorst = max(lf.OverrunFractionWorst, f)
+		if perDevice {
+			lf.PerDevice = append(lf.PerDevice, w)
+		}
+	}
+	lf.PeriodP50UsMedian = median(p50s)
+	lf.PeriodP99UsMedian = median(p99s)
+	lf.OverrunFractionMedian = median(fractions)
+
+	pf := ProcessFigures{
+		CPUSeconds: after.Process.CPUSeconds - before.Process.CPUSeconds,
+		RSSBytes:   after.Process.RSSBytes,
+		Goroutines: after.Process.Goroutines,
+		GCCount:    sub(after.Process.GCCount, before.Process.GCCount),
+		GCPauseMs:  float64(sub(after.Process.GCPauseTotalNs, before.Process.GCPauseTotalNs)) / 1e6,
+		HeapBytes:  after.Process.HeapBytes,
+	}
+	if window > 0 {
+		pf.CPUPercent = 100 * pf.CPUSeconds / window.Seconds()
+	}
+	return lf, pf
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0 // a counter that went back means the device restarted
+	}
+	return a - b
+}
+
+// median returns the middle value (the mean of the two middle values for an
+// even count); it sorts xs in place.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
+}
