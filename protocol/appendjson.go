@@ -1,0 +1,129 @@
+package protocol
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The append helpers below are the one JSON writer of this package: entries,
+// aggregates, frames (3.x and 3.0) all go through them. They never allocate
+// once dst has capacity.
+
+// AppendFloat appends a finite JSON number. JSON has no NaN or infinity; a
+// non-finite value (a sensor glitch) is written as 0 so that the frame stays
+// parseable for every client.
+func AppendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, '0')
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
+// <, > and & are escaped so that frames can be embedded in HTML safely.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+func appendBool(dst []byte, b bool) []byte {
+	if b {
+		return append(dst, "true"...)
+	}
+	return append(dst, "false"...)
+}
+
+func appendVec3(dst []byte, v Vec3) []byte {
+	dst = append(dst, `{"x":`...)
+	dst = AppendFloat(dst, v.X)
+	dst = append(dst, `,"y":`...)
+	dst = AppendFloat(dst, v.Y)
+	dst = append(dst, `,"z":`...)
+	dst = AppendFloat(dst, v.Z)
+	return append(dst, '}')
+}
+
+func appendQuat(dst []byte, q Quat) []byte {
+	dst = append(dst, `{"w":`...)
+	dst = AppendFloat(dst, q.W)
+	dst = append(dst, `,"x":`...)
+	dst = AppendFloat(dst, q.X)
+	dst = append(dst, `,"y":`...)
+	dst = AppendFloat(dst, q.Y)
+	dst = append(dst, `,"z":`...)
+	dst = AppendFloat(dst, q.Z)
+	return append(dst, '}')
+}
+
+func appendAngles3(dst []byte, a Angles3) []byte {
+	dst = append(dst, `{"a0":`...)
+	dst = AppendFloat(dst, a.A0)
+	dst = append(dst, `,"a1":`...)
+	dst = AppendFloat(dst, a.A1)
+	dst = append(dst, `,"a2":`...)
+	dst = AppendFloat(dst, a.A2)
+	return append(dst, '}')
+}
+
+func appendTransform(dst []byte, t Transform) []byte {
+	dst = append(dst, `{"position":`...)
+	dst = appendVec3(dst, t.Position)
+	dst = append(dst, `,"rotation":`...)
+	dst = appendQuat(dst, t.Rotation)
+	dst = append(dst, `,"scale":`...)
+	dst = appendVec3(dst, t.Scale)
+	return append(dst, '}')
+}
+
+// appendKey appends "name": (name must need no escaping).
+func appendKey(dst []byte, name string) []byte {
+	dst = append(dst, '"')
+	dst = append(dst, name...)
+	return append(dst, '"', ':')
+}

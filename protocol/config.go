@@ -1,0 +1,285 @@
+package protocol
+
+import (
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// DeviceConfig is a device's device-global entries (arms only). It is a
+// value: copy it freely.
+type DeviceConfig struct {
+	Handedness          Handedness
+	TorqueScaling       TorqueScaling
+	GravityCompensation GravityCompensation
+	HomeReturn          HomeReturn
+}
+
+// DefaultDeviceConfig is every device-global entry at its default.
+func DefaultDeviceConfig() DeviceConfig {
+	return DeviceConfig{
+		Handedness:          DefaultEntry(KeyHandedness).(Handedness),
+		TorqueScaling:       DefaultEntry(KeyTorqueScaling).(TorqueScaling),
+		GravityCompensation: DefaultEntry(KeyGravityCompensation).(GravityCompensation),
+		HomeReturn:          DefaultEntry(KeyHomeReturn).(HomeReturn),
+	}
+}
+
+// Get returns the entry k; nil for a session-scoped key.
+func (c *DeviceConfig) Get(k Key) Entry {
+	switch k {
+	case KeyHandedness:
+		return c.Handedness
+	case KeyTorqueScaling:
+		return c.TorqueScaling
+	case KeyGravityCompensation:
+		return c.GravityCompensation
+	case KeyHomeReturn:
+		return c.HomeReturn
+	}
+	return nil
+}
+
+// Set stores e. It reports false (and changes nothing) for a session-scoped
+// entry, which belongs in a SessionConfig.
+func (c *DeviceConfig) Set(e Entry) bool {
+	switch v := e.(type) {
+	case Handedness:
+		c.Handedness = v
+	case TorqueScaling:
+		c.TorqueScaling = v
+	case GravityCompensation:
+		c.GravityCompensation = v
+	case HomeReturn:
+		c.HomeReturn = v
+	default:
+		return false
+	}
+	return true
+}
+
+// Reset restores k to its default.
+func (c *DeviceConfig) Reset(k Key) {
+	if !k.SessionScoped() && k.valid() {
+		c.Set(DefaultEntry(k))
+	}
+}
+
+// AppendJSON appends the stored form:
+// {"handedness":"right","torque_scaling":{...},"gravity_compensation":{...},"home_return":{...}}.
+func (c DeviceConfig) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"handedness":`...)
+	dst = c.Handedness.AppendJSON(dst)
+	dst = append(dst, `,"torque_scaling":`...)
+	dst = c.TorqueScaling.AppendJSON(dst)
+	dst = append(dst, `,"gravity_compensation":`...)
+	dst = c.GravityCompensation.AppendJSON(dst)
+	dst = append(dst, `,"home_return":`...)
+	dst = c.HomeReturn.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// MarshalJSON is AppendJSON.
+func (c DeviceConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
+
+// UnmarshalJSON decodes the stored form and validates every entry, so that a
+// hand-edited state file cannot smuggle in an invalid value. Missing keys
+// take their defaults; unknown keys are ignored (a newer service may have
+// written them).
+func (c *DeviceConfig) UnmarshalJSON(data []byte) error {
+	out := DefaultDeviceConfig()
+	var doc Doc
+	if err := doc.Parse(data); err != nil {
+		return err
+	}
+	root := doc.Root()
+	at := rootPath("")
+	if e := expectObject(root, &at, `{"handedness": "right", ...}`); e != nil {
+		return e
+	}
+	for it := root.Members(); it.Next(); {
+		k, ok := keyFromNameBytes(it.Key())
+		if !ok || k.SessionScoped() || !it.Value().Exists() {
+			continue
+		}
+		c := at.child(k.Name())
+		e, err := decodeEntryValue(k, it.Value(), &c, warnings{})
+		if err != nil {
+			return err
+		}
+		out.Set(e)
+	}
+	*c = out
+	return nil
+}
+
+// SessionConfig is the session-scoped entries of one (session, device)
+// pair. It is a value: copy it freely (the Damping pointers are never
+// written through, only replaced).
+type SessionConfig struct {
+	// Preset is a preset name, or PresetCustom once a mount was set.
+	Preset string
+	// Mount is the user's mount while Preset is PresetCustom, identity
+	// otherwise: a preset's own transform depends on the device's workspace
+	// centre and is computed by the caller (space.PresetTransform).
+	Mount Transform
+	// Basis is the device-level basis; nil means the session-level basis
+	// applies.
+	Basis     *Basis
+	Damping   Damping
+	ForceGate ForceGate
+}
+
+// DefaultSessionConfig is preset "defaults", identity mount, no device
+// basis, damping {scalar: 0} and force gate {gain: 0.3}.
+func DefaultSessionConfig() SessionConfig {
+	return SessionConfig{
+		Preset:    DefaultEntry(KeyPreset).(Preset).Preset,
+		Mount:     space.IdentityTransform(),
+		Damping:   DefaultEntry(KeyDamping).(Damping),
+		ForceGate: DefaultEntry(KeyForceGate).(ForceGate),
+	}
+}
+
+// Get returns the entry k; nil for a device-global key. With no device
+// basis, Get(KeyBasis) answers the identity: the caller that knows the
+// session's basis reports that one instead.
+func (c *SessionConfig) Get(k Key) Entry {
+	switch k {
+	case KeyPreset:
+		return Preset{Preset: c.Preset}
+	case KeyMount:
+		return Mount{Transform: c.Mount}
+	case KeyBasis:
+		if c.Basis == nil {
+			return DefaultEntry(KeyBasis)
+		}
+		return *c.Basis
+	case KeyDamping:
+		return c.Damping
+	case KeyForceGate:
+		return c.ForceGate
+	}
+	return nil
+}
+
+// Set stores e. A mount makes the preset read "custom"; a preset resets the
+// mount to identity (its transform is the caller's to compute). It reports
+// false (and changes nothing) for a device-global entry.
+func (c *SessionConfig) Set(e Entry) bool {
+	switch v := e.(type) {
+	case Preset:
+		c.Preset = v.Preset
+		c.Mount = space.IdentityTransform()
+	case Mount:
+		c.Preset = PresetCustom
+		c.Mount = v.Transform
+	case Basis:
+		c.Basis = &v
+	case Damping:
+		c.Damping = v.Clone()
+	case ForceGate:
+		c.ForceGate = v
+	default:
+		return false
+	}
+	return true
+}
+
+// Reset restores k to its default. Resetting the preset or the mount
+// restores both (they are one placement); resetting the basis removes the
+// device basis so the session-level one applies.
+func (c *SessionConfig) Reset(k Key) {
+	switch k {
+	case KeyPreset, KeyMount:
+		d := DefaultSessionConfig()
+		c.Preset, c.Mount = d.Preset, d.Mount
+	case KeyBasis:
+		c.Basis = nil
+	case KeyDamping, KeyForceGate:
+		c.Set(DefaultEntry(k))
+	}
+}
+
+// AppendJSON appends the stored form: {"preset": "defaults"|"custom"|...,
+// "mount": {"transform": ...}, "basis": {"permutation"}|null,
+// "damping": {...}, "force_gate": {...}}.
+func (c SessionConfig) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"preset":`...)
+	dst = AppendString(dst, c.Preset)
+	dst = append(dst, `,"mount":`...)
+	dst = Mount{Transform: c.Mount}.AppendJSON(dst)
+	dst = append(dst, `,"basis":`...)
+	if c.Basis == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = c.Basis.AppendJSON(dst)
+	}
+	dst = append(dst, `,"damping":`...)
+	dst = c.Damping.AppendJSON(dst)
+	dst = append(dst, `,"force_gate":`...)
+	dst = c.ForceGate.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// MarshalJSON is AppendJSON.
+func (c SessionConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
+
+// UnmarshalJSON decodes the stored form with the same validation as the
+// wire. Missing keys take defaults, unknown keys are ignored. A mount is
+// read only with preset "custom".
+func (c *SessionConfig) UnmarshalJSON(data []byte) error {
+	out := DefaultSessionConfig()
+	var doc Doc
+	if err := doc.Parse(data); err != nil {
+		return err
+	}
+	root := doc.Root()
+	at := rootPath("")
+	if e := expectObject(root, &at, `{"preset": "defaults", ...}`); e != nil {
+		return e
+	}
+	var mount Value
+	for it := root.Members(); it.Next(); {
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		switch {
+		case it.KeyIs("preset"):
+			pat := at.child("preset")
+			name, known, err := readEnum(val, &pat, presetNames)
+			if err != nil {
+				return err
+			}
+			if !known && name != PresetCustom {
+				return errAt(CodeUnknownPreset, &pat, "unknown preset %q in stored config: fix or delete the file", name)
+			}
+			out.Preset = name
+		case it.KeyIs("mount"):
+			mount = val
+		default:
+			k, ok := keyFromNameBytes(it.Key())
+			if !ok || !k.SessionScoped() || k == KeyPreset || k == KeyMount {
+				continue
+			}
+			kat := at.child(k.Name())
+			e, err := decodeEntryValue(k, val, &kat, warnings{})
+			if err != nil {
+				return err
+			}
+			out.Set(e)
+		}
+	}
+	if out.Preset == PresetCustom {
+		mat := at.child("mount")
+		if !mount.Exists() {
+			return errAt(CodeInvalidValue, &mat, `stored preset "custom" needs a mount: fix or delete the file`)
+		}
+		e, err := decodeMount(mount, &mat, warnings{})
+		if err != nil {
+			return err
+		}
+		out.Mount = e.Transform
+	}
+	*c = out
+	return nil
+}

@@ -1,0 +1,219 @@
+package protocol
+
+import (
+	"strconv"
+)
+
+// pathSeg is a lazily rendered path into a message ("arm3[0].configure.damping").
+// Segments live on the stack of the decoders; a path string is built only
+// when an error or warning needs it, so valid messages cost no allocation.
+type pathSeg struct {
+	parent *pathSeg
+	name   string
+	index  int // >= 0: render as "[index]" after the parent; name unused
+}
+
+func rootPath(name string) pathSeg { return pathSeg{name: name, index: -1} }
+
+func (p *pathSeg) child(name string) pathSeg { return pathSeg{parent: p, name: name, index: -1} }
+
+func (p *pathSeg) elem(i int) pathSeg { return pathSeg{parent: p, index: i} }
+
+// String renders the path.
+func (p *pathSeg) String() string {
+	if p == nil {
+		return ""
+	}
+	return string(p.appendTo(nil))
+}
+
+func (p *pathSeg) appendTo(b []byte) []byte {
+	if p == nil {
+		return b
+	}
+	b = p.parent.appendTo(b)
+	if p.index >= 0 {
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(p.index), 10)
+		return append(b, ']')
+	}
+	if p.name == "" {
+		return b
+	}
+	if len(b) > 0 {
+		b = append(b, '.')
+	}
+	return append(b, p.name...)
+}
+
+// last is the final name of the path, for messages ("gain is out of range").
+func (p *pathSeg) last() string {
+	for q := p; q != nil; q = q.parent {
+		if q.index < 0 && q.name != "" {
+			return q.name
+		}
+	}
+	return "value"
+}
+
+func errAt(code Code, at *pathSeg, format string, args ...any) *Error {
+	return Errorf(code, at.String(), format, args...)
+}
+
+// warnings collects warnings; a nil list discards them (HTTP ignores
+// unknown fields).
+type warnings struct{ list *[]Error }
+
+func (w warnings) add(code Code, at *pathSeg, format string, args ...any) {
+	if w.list == nil {
+		return
+	}
+	*w.list = append(*w.list, *errAt(code, at, format, args...))
+}
+
+func (w warnings) unknownField(at *pathSeg, it *MemberIter) {
+	if w.list == nil {
+		return
+	}
+	key := string(it.Key())
+	c := at.child(key)
+	w.add(CodeUnknownField, &c, "unknown field %q in %s: ignored", key, at.last())
+}
+
+// expectObject checks that v is an object; example shows the right shape.
+func expectObject(v Value, at *pathSeg, example string) *Error {
+	if v.Kind() == KindObject {
+		return nil
+	}
+	return errAt(CodeInvalidValue, at, "%s must be an object like %s, got %s", at.last(), example, v.Kind())
+}
+
+// readFloat reads a finite number.
+func readFloat(v Value, at *pathSeg) (float64, *Error) {
+	if v.Kind() != KindNumber {
+		return 0, errAt(CodeInvalidValue, at, "%s must be a number, got %s", at.last(), v.Kind())
+	}
+	f, ok := v.Float()
+	if !ok {
+		return 0, errAt(CodeInvalidValue, at, "%s is not a finite number: %s", at.last(), v.Raw())
+	}
+	return f, nil
+}
+
+// readRange reads a finite number within lo..hi (inclusive).
+func readRange(v Value, at *pathSeg, lo, hi float64) (float64, *Error) {
+	f, e := readFloat(v, at)
+	if e != nil {
+		return 0, e
+	}
+	if f < lo || f > hi {
+		return 0, errAt(CodeOutOfRange, at, "%s %s is out of range %s..%s", at.last(),
+			strconv.FormatFloat(f, 'g', -1, 64), strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64))
+	}
+	return f, nil
+}
+
+// readInt reads an integral number within lo..hi.
+func readInt(v Value, at *pathSeg, lo, hi int) (int, *Error) {
+	f, e := readFloat(v, at)
+	if e != nil {
+		return 0, e
+	}
+	if f != float64(int64(f)) {
+		return 0, errAt(CodeInvalidValue, at, "%s must be a whole number, got %s", at.last(), v.Raw())
+	}
+	if f < float64(lo) || f > float64(hi) {
+		return 0, errAt(CodeOutOfRange, at, "%s %d is out of range %d..%d", at.last(), int64(f), lo, hi)
+	}
+	return int(f), nil
+}
+
+func readBool(v Value, at *pathSeg) (bool, *Error) {
+	b, ok := v.Bool()
+	if !ok {
+		return false, errAt(CodeInvalidValue, at, "%s must be true or false, got %s", at.last(), v.Kind())
+	}
+	return b, nil
+}
+
+// readComponents reads an object of finite numbers named by names (all
+// required) into out; unknown members are warnings.
+func readComponents(v Value, at *pathSeg, names []string, out []float64, example string, w warnings) *Error {
+	if e := expectObject(v, at, example); e != nil {
+		return e
+	}
+	var seen uint8
+	for it := v.Members(); it.Next(); {
+		matched := false
+		for i, n := range names {
+			if !it.KeyIs(n) {
+				continue
+			}
+			matched = true
+			val := it.Value()
+			if !val.Exists() {
+				break
+			}
+			c := at.child(n)
+			f, e := readFloat(val, &c)
+			if e != nil {
+				return e
+			}
+			out[i] = f
+			seen |= 1 << i
+		}
+		if !matched {
+			w.unknownField(at, &it)
+		}
+	}
+	if seen != 1<<len(names)-1 {
+		return errAt(CodeInvalidValue, at, "%s needs all of %v: send %s", at.last(), names, example)
+	}
+	return nil
+}
+
+// Component names; never written.
+var (
+	vec3Names    = []string{"x", "y", "z"}
+	quatNames    = []string{"w", "x", "y", "z"}
+	angles3Names = []string{"a0", "a1", "a2"}
+)
+
+func readVec3(v Value, at *pathSeg, w warnings) (Vec3, *Error) {
+	var c [3]float64
+	if e := readComponents(v, at, vec3Names, c[:], `{"x": 0, "y": 0, "z": 0}`, w); e != nil {
+		return Vec3{}, e
+	}
+	return Vec3{X: c[0], Y: c[1], Z: c[2]}, nil
+}
+
+func readQuat(v Value, at *pathSeg, w warnings) (Quat, *Error) {
+	var c [4]float64
+	if e := readComponents(v, at, quatNames, c[:], `{"w": 1, "x": 0, "y": 0, "z": 0}`, w); e != nil {
+		return Quat{}, e
+	}
+	return Quat{W: c[0], X: c[1], Y: c[2], Z: c[3]}, nil
+}
+
+func readAngles3(v Value, at *pathSeg, w warnings) (Angles3, *Error) {
+	var c [3]float64
+	if e := readComponents(v, at, angles3Names, c[:], `{"a0": 0, "a1": 0, "a2": 0}`, w); e != nil {
+		return Angles3{}, e
+	}
+	return Angles3{A0: c[0], A1: c[1], A2: c[2]}, nil
+}
+
+// readString reads a string and interns it against a table of known values,
+// so the common values cost no allocation.
+func readEnum(v Value, at *pathSeg, table []string) (string, bool, *Error) {
+	b, ok := v.StringBytes()
+	if !ok {
+		return "", false, errAt(CodeInvalidValue, at, "%s must be a string, got %s", at.last(), v.Kind())
+	}
+	for _, s := range table {
+		if string(b) == s {
+			return s, true, nil
+		}
+	}
+	return string(b), false, nil
+}

@@ -1,0 +1,32 @@
+// Package protocol is hapticd's wire contract in code: configuration entries
+// and their validation, the error-code table, settings, selectors, the
+// device-type alias table, the deprecation table, the 3.x client-message
+// decoder and the frame encoder. Every transport (HTTP 3.x and /3.0/, both
+// WebSockets) calls this package; nothing else validates input. The legacy
+// 3.0 codec (protocol/v30) is a second spelling over the same types and the
+// same decoders.
+//
+// # Rules
+//
+// Input is strict where a value is known and lenient where it is not: a known
+// key with a wrong type, a non-finite number (NaN, 1e400, "1") or a value out
+// of range is an error and the whole message applies not at all; unknown
+// device types, commands, keys and fields are warnings and the rest applies,
+// so a force is never dropped because a newer client added a key. null
+// counts as absent for an optional field.
+//
+// # Performance
+//
+// DecodeClientMessage and AppendFrame run once per WebSocket message, up to
+// 1 kHz per session. Both reuse caller-owned memory: the decoder keeps its
+// JSON tape and strings in the ClientMessage it fills, the encoder appends to
+// the caller's buffer. A typical control message and a frame cost no
+// allocation in steady state (pinned by AllocsPerRun tests). Errors and
+// warnings allocate; they are rare.
+//
+// # Concurrency
+//
+// The package has no goroutines and does no I/O. Tables (TypeTable, the
+// error and deprecation tables) are immutable and safe for concurrent use;
+// a ClientMessage or Doc belongs to one goroutine at a time.
+package protocol

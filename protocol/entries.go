@@ -1,0 +1,805 @@
+package protocol
+
+import (
+	"math"
+	"strings"
+
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// Key names one configuration entry (PROTOCOL 4).
+type Key uint8
+
+const (
+	KeyPreset Key = iota + 1
+	KeyMount
+	KeyBasis
+	KeyDamping
+	KeyForceGate
+	KeyHandedness
+	KeyTorqueScaling
+	KeyGravityCompensation
+	KeyHomeReturn
+)
+
+type keyInfo struct {
+	name, path string
+	session    bool // session-scoped and sent in WebSocket configure
+}
+
+// keyTable is indexed by Key; never written.
+var keyTable = [...]keyInfo{
+	KeyPreset:              {"preset", "preset", true},
+	KeyMount:               {"mount", "mount", true},
+	KeyBasis:               {"basis", "basis", true},
+	KeyDamping:             {"damping", "filters/damping", true},
+	KeyForceGate:           {"force_gate", "filters/force_gate", true},
+	KeyHandedness:          {"handedness", "handedness", false},
+	KeyTorqueScaling:       {"torque_scaling", "torque_scaling", false},
+	KeyGravityCompensation: {"gravity_compensation", "gravity_compensation", false},
+	KeyHomeReturn:          {"home_return", "home_return", false},
+}
+
+const numKeys = len(keyTable) - 1
+
+func (k Key) valid() bool { return k >= KeyPreset && int(k) <= numKeys }
+
+// Name is the key as a WebSocket configure member ("damping").
+func (k Key) Name() string {
+	if !k.valid() {
+		return ""
+	}
+	return keyTable[k].name
+}
+
+// Path is the key as the tail of an HTTP config route ("filters/damping").
+func (k Key) Path() string {
+	if !k.valid() {
+		return ""
+	}
+	return keyTable[k].path
+}
+
+func (k Key) String() string { return k.Name() }
+
+// SessionScoped reports whether the entry belongs to a (session, device)
+// pair: preset, mount, basis, damping, force_gate. The others are
+// device-global.
+func (k Key) SessionScoped() bool { return k.valid() && keyTable[k].session }
+
+// WebSocket reports whether the key may be sent in a WebSocket configure;
+// the device-global keys are HTTP-only.
+func (k Key) WebSocket() bool { return k.SessionScoped() }
+
+// Keys lists every key in order (a copy).
+func Keys() []Key {
+	out := make([]Key, numKeys)
+	for i := range out {
+		out[i] = Key(i + 1)
+	}
+	return out
+}
+
+// KeyFromPath resolves an HTTP config route tail ("filters/force_gate").
+func KeyFromPath(p string) (Key, bool) {
+	p = strings.Trim(p, "/")
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if keyTable[k].path == p {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// KeyFromName resolves a WebSocket configure member name ("force_gate").
+func KeyFromName(n string) (Key, bool) {
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if keyTable[k].name == n {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func keyFromNameBytes(n []byte) (Key, bool) {
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if keyTable[k].name == string(n) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// Ranges of the numeric entries (PROTOCOL 4).
+const (
+	DampingMax      = 20.0 // N·s/m, for scalar and each vector component
+	ForceGateMax    = 1.0
+	GravityScaleMax = 2.0
+)
+
+// PresetCustom is what the preset entry reads once a mount was set. It is
+// reported, never accepted as input.
+const PresetCustom = "custom"
+
+// presetNames lists the accepted presets (PROTOCOL 4); never written.
+var presetNames = []string{"defaults", "arm_front", "arm_front_centered", "led_front", "led_front_centered"}
+
+// PresetNames lists the accepted preset names (a copy).
+func PresetNames() []string { return append([]string(nil), presetNames...) }
+
+// IdentityBasis is the basis that changes nothing.
+const IdentityBasis = "XYZ"
+
+// permutations holds the 48 canonical permutations; built once, never
+// written.
+var permutations = buildPermutations()
+
+func buildPermutations() []string {
+	var out []string
+	orders := []string{"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"}
+	for _, o := range orders {
+		for signs := 0; signs < 8; signs++ {
+			var b []byte
+			for i := 0; i < 3; i++ {
+				if signs&(1<<i) != 0 {
+					b = append(b, '-')
+				}
+				b = append(b, o[i])
+			}
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// Permutations lists the 48 valid bases in canonical form (a copy).
+func Permutations() []string { return append([]string(nil), permutations...) }
+
+// CanonicalPermutation checks a basis permutation (each of X, Y, Z exactly
+// once, each optionally prefixed + or -) and returns its canonical form:
+// upper-case letters, '-' kept, '+' dropped ("+X-Z+Y" → "X-ZY"). Lower-case
+// letters are accepted. The canonical strings are interned, so the hot path
+// does not allocate.
+func CanonicalPermutation(s string) (string, bool) { return canonicalPermutation([]byte(s)) }
+
+func canonicalPermutation(s []byte) (string, bool) {
+	var buf [6]byte
+	n := 0
+	var seen uint8
+	sign := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '+', '-':
+			if sign {
+				return "", false
+			}
+			sign = true
+			if c == '-' {
+				if n >= len(buf) {
+					return "", false
+				}
+				buf[n] = '-'
+				n++
+			}
+		case 'X', 'Y', 'Z', 'x', 'y', 'z':
+			c &^= 0x20 // upper case
+			bit := uint8(1) << (c - 'X')
+			if seen&bit != 0 || n >= len(buf) {
+				return "", false
+			}
+			seen |= bit
+			buf[n] = c
+			n++
+			sign = false
+		default:
+			return "", false
+		}
+	}
+	if seen != 7 || sign {
+		return "", false
+	}
+	for _, p := range permutations {
+		if p == string(buf[:n]) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// Entry is one configuration value. It is sealed: the implementations are
+// the value types of this package, and consumers switch on them. Every Entry
+// marshals to its wire shape.
+type Entry interface {
+	Key() Key
+	AppendJSON(dst []byte) []byte
+	MarshalJSON() ([]byte, error)
+	entry()
+}
+
+// Preset selects a named factory placement ({"preset": "arm_front"}).
+type Preset struct{ Preset string }
+
+// Mount places the device in application space ({"transform": {...}}).
+// Decoded mounts have a unit rotation and non-zero scale components.
+type Mount struct{ Transform Transform }
+
+// Basis is a signed axis permutation in canonical form (see
+// CanonicalPermutation), e.g. "XZY" or "-XZY".
+type Basis struct{ Permutation string }
+
+// Damping is velocity damping in N·s/m: a uniform Scalar, a per-axis Vector
+// (application axes), or both. At least one is set; each value is 0..20.
+type Damping struct {
+	Scalar *float64
+	Vector *Vec3
+}
+
+// ForceGate attenuates force during oscillation: Gain 0 passes the force
+// untouched, 1 attenuates the most.
+type ForceGate struct{ Gain float64 }
+
+// Handedness is "left" or "right"; on the wire it is the bare string.
+type Handedness string
+
+// Handedness values.
+const (
+	HandednessLeft  Handedness = "left"
+	HandednessRight Handedness = "right"
+)
+
+// TorqueScaling enables the arm's torque scaling.
+type TorqueScaling struct{ Enabled bool }
+
+// GravityCompensation enables gravity compensation; ScalingFactor is 0..2.
+type GravityCompensation struct {
+	Enabled       bool
+	ScalingFactor float64
+}
+
+// HomeReturn is stored and reported; the firmware does not act on it yet.
+type HomeReturn struct{ Enabled bool }
+
+func (Preset) Key() Key              { return KeyPreset }
+func (Mount) Key() Key               { return KeyMount }
+func (Basis) Key() Key               { return KeyBasis }
+func (Damping) Key() Key             { return KeyDamping }
+func (ForceGate) Key() Key           { return KeyForceGate }
+func (Handedness) Key() Key          { return KeyHandedness }
+func (TorqueScaling) Key() Key       { return KeyTorqueScaling }
+func (GravityCompensation) Key() Key { return KeyGravityCompensation }
+func (HomeReturn) Key() Key          { return KeyHomeReturn }
+
+func (Preset) entry()              {}
+func (Mount) entry()               {}
+func (Basis) entry()               {}
+func (Damping) entry()             {}
+func (ForceGate) entry()           {}
+func (Handedness) entry()          {}
+func (TorqueScaling) entry()       {}
+func (GravityCompensation) entry() {}
+func (HomeReturn) entry()          {}
+
+// AppendJSON appends the entry's wire shape.
+func (e Preset) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"preset":`...)
+	dst = AppendString(dst, e.Preset)
+	return append(dst, '}')
+}
+
+func (e Mount) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"transform":`...)
+	dst = appendTransform(dst, e.Transform)
+	return append(dst, '}')
+}
+
+func (e Basis) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"permutation":`...)
+	dst = AppendString(dst, e.Permutation)
+	return append(dst, '}')
+}
+
+func (e Damping) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	if e.Scalar != nil {
+		dst = append(dst, `"scalar":`...)
+		dst = AppendFloat(dst, *e.Scalar)
+	}
+	if e.Vector != nil {
+		if e.Scalar != nil {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"vector":`...)
+		dst = appendVec3(dst, *e.Vector)
+	}
+	return append(dst, '}')
+}
+
+func (e ForceGate) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"gain":`...)
+	dst = AppendFloat(dst, e.Gain)
+	return append(dst, '}')
+}
+
+func (e Handedness) AppendJSON(dst []byte) []byte { return AppendString(dst, string(e)) }
+
+func (e TorqueScaling) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"enabled":`...)
+	dst = appendBool(dst, e.Enabled)
+	return append(dst, '}')
+}
+
+func (e GravityCompensation) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"enabled":`...)
+	dst = appendBool(dst, e.Enabled)
+	dst = append(dst, `,"scaling_factor":`...)
+	dst = AppendFloat(dst, e.ScalingFactor)
+	return append(dst, '}')
+}
+
+func (e HomeReturn) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"enabled":`...)
+	dst = appendBool(dst, e.Enabled)
+	return append(dst, '}')
+}
+
+func (e Preset) MarshalJSON() ([]byte, error)              { return e.AppendJSON(nil), nil }
+func (e Mount) MarshalJSON() ([]byte, error)               { return e.AppendJSON(nil), nil }
+func (e Basis) MarshalJSON() ([]byte, error)               { return e.AppendJSON(nil), nil }
+func (e Damping) MarshalJSON() ([]byte, error)             { return e.AppendJSON(nil), nil }
+func (e ForceGate) MarshalJSON() ([]byte, error)           { return e.AppendJSON(nil), nil }
+func (e Handedness) MarshalJSON() ([]byte, error)          { return e.AppendJSON(nil), nil }
+func (e TorqueScaling) MarshalJSON() ([]byte, error)       { return e.AppendJSON(nil), nil }
+func (e GravityCompensation) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+func (e HomeReturn) MarshalJSON() ([]byte, error)          { return e.AppendJSON(nil), nil }
+
+// DampingScalar is a Damping with only a uniform value.
+func DampingScalar(nsPerM float64) Damping { return Damping{Scalar: &nsPerM} }
+
+// ScalarOrZero is the uniform damping, 0 when only a vector is set.
+func (e Damping) ScalarOrZero() float64 {
+	if e.Scalar == nil {
+		return 0
+	}
+	return *e.Scalar
+}
+
+// VectorOrZero is the per-axis damping, zero when only a scalar is set.
+func (e Damping) VectorOrZero() Vec3 {
+	if e.Vector == nil {
+		return Vec3{}
+	}
+	return *e.Vector
+}
+
+// Clone copies the pointed-to values, so that the copy shares nothing.
+func (e Damping) Clone() Damping {
+	var out Damping
+	if e.Scalar != nil {
+		s := *e.Scalar
+		out.Scalar = &s
+	}
+	if e.Vector != nil {
+		v := *e.Vector
+		out.Vector = &v
+	}
+	return out
+}
+
+// Equal compares values, not pointers.
+func (e Damping) Equal(o Damping) bool {
+	if (e.Scalar == nil) != (o.Scalar == nil) || (e.Vector == nil) != (o.Vector == nil) {
+		return false
+	}
+	return (e.Scalar == nil || *e.Scalar == *o.Scalar) && (e.Vector == nil || *e.Vector == *o.Vector)
+}
+
+// DefaultEntry is the value an entry has until set, and after DELETE.
+func DefaultEntry(k Key) Entry {
+	switch k {
+	case KeyPreset:
+		return Preset{Preset: "defaults"}
+	case KeyMount:
+		return Mount{Transform: space.IdentityTransform()}
+	case KeyBasis:
+		return Basis{Permutation: IdentityBasis}
+	case KeyDamping:
+		return DampingScalar(0)
+	case KeyForceGate:
+		return ForceGate{Gain: 0.3}
+	case KeyHandedness:
+		return HandednessRight
+	case KeyTorqueScaling:
+		return TorqueScaling{Enabled: true}
+	case KeyGravityCompensation:
+		return GravityCompensation{Enabled: true, ScalingFactor: 1}
+	case KeyHomeReturn:
+		return HomeReturn{Enabled: false}
+	}
+	return nil
+}
+
+
+// DecodeEntry decodes and validates the body of k (an HTTP config body or a
+// WebSocket configure value) strictly: JSON types, finite numbers, ranges,
+// grammar, required fields. null counts as absent. Unknown fields are not an
+// error; DecodeEntryWarn lists them. path prefixes the paths of errors.
+func DecodeEntry(k Key, data []byte, path string) (Entry, *Error) {
+	e, _, err := decodeEntryBytes(k, data, path, false)
+	return e, err
+}
+
+// DecodeEntryWarn is DecodeEntry that also returns warnings for unknown
+// fields.
+func DecodeEntryWarn(k Key, data []byte, path string) (Entry, []Error, *Error) {
+	return decodeEntryBytes(k, data, path, true)
+}
+
+func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []Error, *Error) {
+	if !k.valid() {
+		return nil, nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of preset, mount, basis, filters/damping, filters/force_gate, handedness, torque_scaling, gravity_compensation, home_return")
+	}
+	var doc Doc
+	if err := doc.Parse(data); err != nil {
+		err.Path = path
+		return nil, nil, err
+	}
+	var list []Error
+	w := warnings{}
+	if collect {
+		w.list = &list
+	}
+	at := rootPath(path)
+	if path == "" {
+		at.name = k.Name()
+	}
+	e, err := decodeEntryValue(k, doc.Root(), &at, w)
+	if err != nil && path == "" {
+		err.Path = strings.TrimPrefix(strings.TrimPrefix(err.Path, k.Name()), ".")
+	}
+	return e, list, err
+}
+
+// decodeEntryValue decodes one entry from a parsed value. It is the shared
+// implementation behind DecodeEntry and both message codecs.
+func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
+	switch k {
+	case KeyPreset:
+		return decodePreset(v, at, w)
+	case KeyMount:
+		return decodeMount(v, at, w)
+	case KeyBasis:
+		return decodeBasis(v, at, w)
+	case KeyDamping:
+		return decodeDamping(v, at, w)
+	case KeyForceGate:
+		return decodeForceGate(v, at, w)
+	case KeyHandedness:
+		return decodeHandedness(v, at, w)
+	case KeyTorqueScaling:
+		b, err := decodeEnabledOnly(v, at, w, "torque_scaling")
+		return TorqueScaling{Enabled: b}, err
+	case KeyGravityCompensation:
+		return decodeGravity(v, at, w)
+	case KeyHomeReturn:
+		b, err := decodeEnabledOnly(v, at, w, "home_return")
+		return HomeReturn{Enabled: b}, err
+	}
+	return nil, errAt(CodeInternal, at, "unknown key %d", k)
+}
+
+func decodePreset(v Value, at *pathSeg, w warnings) (Preset, *Error) {
+	if e := expectObject(v, at, `{"preset": "arm_front"}`); e != nil {
+		return Preset{}, e
+	}
+	var out Preset
+	for it := v.Members(); it.Next(); {
+		if !it.KeyIs("preset") {
+			w.unknownField(at, &it)
+			continue
+		}
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		c := at.child("preset")
+		name, known, err := readEnum(val, &c, presetNames)
+		if err != nil {
+			return Preset{}, err
+		}
+		if !known {
+			return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, strings.Join(presetNames, ", "))
+		}
+		out.Preset = name
+	}
+	if out.Preset == "" {
+		return Preset{}, errAt(CodeInvalidValue, at, `preset needs "preset": one of %s`, strings.Join(presetNames, ", "))
+	}
+	return out, nil
+}
+
+func decodeBasis(v Value, at *pathSeg, w warnings) (Basis, *Error) {
+	if e := expectObject(v, at, `{"permutation": "XZY"}`); e != nil {
+		return Basis{}, e
+	}
+	var out Basis
+	for it := v.Members(); it.Next(); {
+		if !it.KeyIs("permutation") {
+			w.unknownField(at, &it)
+			continue
+		}
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		c := at.child("permutation")
+		b, ok := val.StringBytes()
+		if !ok {
+			return Basis{}, errAt(CodeInvalidValue, &c, "permutation must be a string like \"XZY\", got %s", val.Kind())
+		}
+		p, ok := canonicalPermutation(b)
+		if !ok {
+			return Basis{}, errAt(CodeInvalidPermutation, &c, "invalid permutation %q: give each of X, Y, Z exactly once, each optionally prefixed + or - (e.g. \"XZY\", \"-XZY\")", b)
+		}
+		out.Permutation = p
+	}
+	if out.Permutation == "" {
+		return Basis{}, errAt(CodeInvalidValue, at, `basis needs "permutation", e.g. {"permutation": "XZY"}`)
+	}
+	return out, nil
+}
+
+func decodeMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
+	if e := expectObject(v, at, `{"transform": {"position": {...}, "rotation": {...}, "scale": {...}}}`); e != nil {
+		return Mount{}, e
+	}
+	var tv Value
+	for it := v.Members(); it.Next(); {
+		if it.KeyIs("transform") {
+			tv = it.Value()
+			continue
+		}
+		w.unknownField(at, &it)
+	}
+	if !tv.Exists() {
+		return Mount{}, errAt(CodeInvalidValue, at, `mount needs "transform": {"position", "rotation", "scale"} (each optional)`)
+	}
+	tat := at.child("transform")
+	t, err := decodeTransform(tv, &tat, w)
+	return Mount{Transform: t}, err
+}
+
+func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
+	if e := expectObject(v, at, `{"position": {...}, "rotation": {...}, "scale": {...}}`); e != nil {
+		return Transform{}, e
+	}
+	t := space.IdentityTransform()
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		switch {
+		case it.KeyIs("position"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("position")
+			p, err := readVec3(val, &c, w)
+			if err != nil {
+				return Transform{}, err
+			}
+			t.Position = p
+		case it.KeyIs("rotation"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("rotation")
+			q, err := readQuat(val, &c, w)
+			if err != nil {
+				return Transform{}, err
+			}
+			n := math.Sqrt(q.W*q.W + q.X*q.X + q.Y*q.Y + q.Z*q.Z)
+			if n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+				return Transform{}, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
+			}
+			t.Rotation = Quat{W: q.W / n, X: q.X / n, Y: q.Y / n, Z: q.Z / n}
+		case it.KeyIs("scale"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("scale")
+			s, err := readVec3(val, &c, w)
+			if err != nil {
+				return Transform{}, err
+			}
+			if s.X == 0 || s.Y == 0 || s.Z == 0 {
+				return Transform{}, errAt(CodeOutOfRange, &c, "scale components must be non-zero: unit scale is {\"x\": 1, \"y\": 1, \"z\": 1}")
+			}
+			t.Scale = s
+		default:
+			w.unknownField(at, &it)
+		}
+	}
+	return t, nil
+}
+
+func decodeDamping(v Value, at *pathSeg, w warnings) (Damping, *Error) {
+	if e := expectObject(v, at, `{"scalar": 2} or {"vector": {"x": 1, "y": 1, "z": 1}}`); e != nil {
+		return Damping{}, e
+	}
+	var scalar float64
+	var vec Vec3
+	var hasScalar, hasVector bool
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		switch {
+		case it.KeyIs("scalar"):
+			if !val.Exists() {
+				hasScalar = false
+				continue
+			}
+			c := at.child("scalar")
+			f, err := readRange(val, &c, 0, DampingMax)
+			if err != nil {
+				return Damping{}, err
+			}
+			scalar, hasScalar = f, true
+		case it.KeyIs("vector"):
+			if !val.Exists() {
+				hasVector = false
+				continue
+			}
+			c := at.child("vector")
+			d, err := readVec3(val, &c, w)
+			if err != nil {
+				return Damping{}, err
+			}
+			for i, comp := range [3]float64{d.X, d.Y, d.Z} {
+				if comp < 0 || comp > DampingMax {
+					cc := c.child(vec3Names[i])
+					return Damping{}, errAt(CodeOutOfRange, &cc, "damping vector %s %g is out of range 0..%g", vec3Names[i], comp, DampingMax)
+				}
+			}
+			vec, hasVector = d, true
+		default:
+			w.unknownField(at, &it)
+		}
+	}
+	if !hasScalar && !hasVector {
+		return Damping{}, errAt(CodeDampingEmpty, at, `damping needs "scalar" or "vector"`)
+	}
+	var out Damping
+	if hasScalar {
+		out.Scalar = &scalar
+	}
+	if hasVector {
+		out.Vector = &vec
+	}
+	return out, nil
+}
+
+func decodeForceGate(v Value, at *pathSeg, w warnings) (ForceGate, *Error) {
+	if e := expectObject(v, at, `{"gain": 0.3}`); e != nil {
+		return ForceGate{}, e
+	}
+	var out ForceGate
+	seen := false
+	for it := v.Members(); it.Next(); {
+		if !it.KeyIs("gain") {
+			w.unknownField(at, &it)
+			continue
+		}
+		val := it.Value()
+		if !val.Exists() {
+			seen = false
+			continue
+		}
+		c := at.child("gain")
+		f, err := readRange(val, &c, 0, ForceGateMax)
+		if err != nil {
+			return ForceGate{}, err
+		}
+		out.Gain, seen = f, true
+	}
+	if !seen {
+		return ForceGate{}, errAt(CodeInvalidValue, at, `force_gate needs "gain" (0..1), e.g. {"gain": 0.3}`)
+	}
+	return out, nil
+}
+
+func decodeHandedness(v Value, at *pathSeg, w warnings) (Handedness, *Error) {
+	sv := v
+	c := *at
+	if v.Kind() == KindObject {
+		sv = Value{}
+		for it := v.Members(); it.Next(); {
+			if it.KeyIs("handedness") {
+				sv = it.Value()
+				continue
+			}
+			w.unknownField(at, &it)
+		}
+		c = at.child("handedness")
+		if !sv.Exists() {
+			return "", errAt(CodeInvalidValue, at, `handedness needs "left" or "right", e.g. {"handedness": "left"}`)
+		}
+	}
+	b, ok := sv.StringBytes()
+	if !ok {
+		return "", errAt(CodeInvalidValue, &c, `handedness must be "left" or "right" (or {"handedness": "left"}), got %s`, sv.Kind())
+	}
+	switch string(b) {
+	case "left":
+		return HandednessLeft, nil
+	case "right":
+		return HandednessRight, nil
+	}
+	return "", errAt(CodeInvalidValue, &c, `handedness %q is not "left" or "right"`, b)
+}
+
+func decodeEnabledOnly(v Value, at *pathSeg, w warnings, name string) (bool, *Error) {
+	if e := expectObject(v, at, `{"enabled": true}`); e != nil {
+		return false, e
+	}
+	var out, seen bool
+	for it := v.Members(); it.Next(); {
+		if !it.KeyIs("enabled") {
+			w.unknownField(at, &it)
+			continue
+		}
+		val := it.Value()
+		if !val.Exists() {
+			seen = false
+			continue
+		}
+		c := at.child("enabled")
+		b, err := readBool(val, &c)
+		if err != nil {
+			return false, err
+		}
+		out, seen = b, true
+	}
+	if !seen {
+		return false, errAt(CodeInvalidValue, at, `%s needs "enabled": true or false`, name)
+	}
+	return out, nil
+}
+
+func decodeGravity(v Value, at *pathSeg, w warnings) (GravityCompensation, *Error) {
+	if e := expectObject(v, at, `{"enabled": true, "scaling_factor": 1}`); e != nil {
+		return GravityCompensation{}, e
+	}
+	var out GravityCompensation
+	var seenEnabled, seenFactor bool
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		switch {
+		case it.KeyIs("enabled"):
+			if !val.Exists() {
+				seenEnabled = false
+				continue
+			}
+			c := at.child("enabled")
+			b, err := readBool(val, &c)
+			if err != nil {
+				return out, err
+			}
+			out.Enabled, seenEnabled = b, true
+		case it.KeyIs("scaling_factor"):
+			if !val.Exists() {
+				seenFactor = false
+				continue
+			}
+			c := at.child("scaling_factor")
+			f, err := readRange(val, &c, 0, GravityScaleMax)
+			if err != nil {
+				return out, err
+			}
+			out.ScalingFactor, seenFactor = f, true
+		default:
+			w.unknownField(at, &it)
+		}
+	}
+	if !seenEnabled || !seenFactor {
+		return GravityCompensation{}, errAt(CodeInvalidValue, at, `gravity_compensation needs "enabled" and "scaling_factor" (0..2), e.g. {"enabled": true, "scaling_factor": 1}`)
+	}
+	return out, nil
+}

@@ -1,0 +1,161 @@
+package protocol
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable, machine-readable error or warning code. Every transport
+// (HTTP 3.x and 3.0, both WebSockets) reads the one table below, so a code
+// means the same thing and maps to the same HTTP status everywhere.
+type Code string
+
+// Error codes. Those marked "warning" never block a message: they are listed
+// under "warnings" and the rest of the message applies.
+const (
+	CodeInvalidJSON         Code = "invalid_json"          // body or message is not JSON (or not an object)
+	CodeInvalidValue        Code = "invalid_value"         // wrong type or shape, missing required field
+	CodeOutOfRange          Code = "out_of_range"          // a number outside its documented range
+	CodePresetMountConflict Code = "preset_mount_conflict" // preset and mount in one configure
+	CodeDampingEmpty        Code = "damping_empty"         // damping with neither scalar nor vector
+	CodeHTTPOnlyKey         Code = "http_only_key"         // a device-global key sent over WebSocket
+	CodeUnknownPreset       Code = "unknown_preset"
+	CodeInvalidPermutation  Code = "invalid_permutation"
+	CodeUnknownRoute        Code = "unknown_route"
+	CodeUnknownDeviceType   Code = "unknown_device_type" // a warning inside a WebSocket message
+	CodeUnknownDevice       Code = "unknown_device"      // a warning inside a WebSocket message
+	CodeUnknownSetting      Code = "unknown_setting"
+	CodeUnknownSession      Code = "unknown_session"
+	CodeAmbiguousSelector   Code = "ambiguous_selector"
+	CodeSessionRequired     Code = "session_required"
+	CodeMethodNotAllowed    Code = "method_not_allowed"
+	CodeBodyTooLarge        Code = "body_too_large"
+	CodeForbiddenOrigin     Code = "forbidden_origin"
+	CodeForbiddenHost       Code = "forbidden_host"
+	CodeDeviceBusy          Code = "device_busy"
+	CodeUnknownKey          Code = "unknown_key"     // warning: unknown configure or session key
+	CodeUnknownCommand      Code = "unknown_command" // warning: unknown command name
+	CodeUnknownField        Code = "unknown_field"   // warning: unknown field inside a known entry
+	CodeCommandIgnored      Code = "command_ignored" // warning: lost the control-command precedence
+	CodeVersionMismatch     Code = "version_mismatch"
+	CodeInternal            Code = "internal"
+	CodeUnavailable         Code = "unavailable"
+)
+
+// codeInfo is one row of the error table.
+type codeInfo struct {
+	code    Code
+	status  int
+	warning bool
+	message string
+}
+
+// codeTable is the one error table. It is never written after init.
+var codeTable = []codeInfo{
+	{CodeInvalidJSON, http.StatusBadRequest, false, "the body is not valid JSON: send a JSON object"},
+	{CodeInvalidValue, http.StatusBadRequest, false, "a value has the wrong type or shape: see PROTOCOL.md section 4"},
+	{CodeOutOfRange, http.StatusBadRequest, false, "a number is out of its range: see PROTOCOL.md section 4"},
+	{CodePresetMountConflict, http.StatusBadRequest, false, "preset and mount exclude each other: send one of them"},
+	{CodeDampingEmpty, http.StatusBadRequest, false, `damping needs "scalar" or "vector"`},
+	{CodeHTTPOnlyKey, http.StatusBadRequest, false, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
+	{CodeUnknownPreset, http.StatusBadRequest, false, "unknown preset: use defaults, arm_front, arm_front_centered, led_front or led_front_centered"},
+	{CodeInvalidPermutation, http.StatusBadRequest, false, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
+	{CodeUnknownRoute, http.StatusNotFound, false, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
+	{CodeUnknownDeviceType, http.StatusNotFound, false, "unknown device type: use arm3, grip or a configured alias"},
+	{CodeUnknownDevice, http.StatusNotFound, false, "unknown device: list devices with GET /devices"},
+	{CodeUnknownSetting, http.StatusNotFound, false, "unknown setting: list settings with GET /settings"},
+	{CodeUnknownSession, http.StatusNotFound, false, "no session matches: list sessions with GET /sessions"},
+	{CodeAmbiguousSelector, http.StatusBadRequest, false, "the selector matches more than one: narrow it down (e.g. NAME:0 or an id)"},
+	{CodeSessionRequired, http.StatusBadRequest, false, "this route is session-scoped: add ?session=N"},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, false, "method not allowed on this route"},
+	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, false, "the body is over 64 KiB"},
+	{CodeForbiddenOrigin, http.StatusForbidden, false, "requests from this Origin are refused: add it with --allow-origin"},
+	{CodeForbiddenHost, http.StatusForbidden, false, "requests for this Host are refused: add it with --allow-host"},
+	{CodeDeviceBusy, http.StatusConflict, false, "another session controls this device: wait until it disconnects or its lease lapses"},
+	{CodeUnknownKey, http.StatusBadRequest, true, "unknown key: ignored"},
+	{CodeUnknownCommand, http.StatusBadRequest, true, "unknown command: ignored"},
+	{CodeUnknownField, http.StatusBadRequest, true, "unknown field: ignored"},
+	{CodeCommandIgnored, http.StatusConflict, true, "another control command in this message took precedence: send one per device"},
+	{CodeVersionMismatch, http.StatusBadRequest, true, "the required API version does not match 3.5"},
+	{CodeInternal, http.StatusInternalServerError, false, "internal error: please report it with the service log"},
+	{CodeUnavailable, http.StatusServiceUnavailable, false, "the service is shutting down or the device is not ready: retry"},
+}
+
+func (c Code) info() (codeInfo, bool) {
+	for _, r := range codeTable {
+		if r.code == c {
+			return r, true
+		}
+	}
+	return codeInfo{}, false
+}
+
+// HTTPStatus is the status an HTTP transport answers with for c. Unknown
+// codes map to 500: a code missing from the table is a bug in the service.
+func (c Code) HTTPStatus() int {
+	if r, ok := c.info(); ok {
+		return r.status
+	}
+	return http.StatusInternalServerError
+}
+
+// Warning reports whether c is listed under "warnings" (the rest of the
+// message applies) rather than "errors" (nothing applies).
+func (c Code) Warning() bool {
+	r, _ := c.info()
+	return r.warning
+}
+
+// DefaultMessage is the table's generic text for c, used when a transport has
+// no more specific message.
+func (c Code) DefaultMessage() string {
+	if r, ok := c.info(); ok {
+		return r.message
+	}
+	return "internal error: unknown error code " + string(c)
+}
+
+// Codes lists every code in table order (a copy).
+func Codes() []Code {
+	out := make([]Code, len(codeTable))
+	for i, r := range codeTable {
+		out[i] = r.code
+	}
+	return out
+}
+
+// Error is one entry of an "errors" or "warnings" list, and the error type
+// of every decoder in this package. Path points into the message or body
+// ("arm3[0].configure.damping"); it is empty when the whole body is at fault.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return "protocol: " + string(e.Code) + ": " + e.Message
+	}
+	return "protocol: " + string(e.Code) + " at " + e.Path + ": " + e.Message
+}
+
+// Errorf builds an *Error. The message should name the problem and the fix.
+func Errorf(code Code, path, format string, args ...any) *Error {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	if msg == "" {
+		msg = code.DefaultMessage()
+	}
+	return &Error{Code: code, Message: msg, Path: path}
+}
+
+// joinPath appends a member name to a path ("a.b" + "c" → "a.b.c").
+func joinPath(base, name string) string {
+	if base == "" {
+		return name
+	}
+	return base + "." + name
+}
