@@ -419,7 +419,6 @@ func DefaultEntry(k Key) Entry {
 	return nil
 }
 
-
 // DecodeEntry decodes and validates the body of k (an HTTP config body or a
 // WebSocket configure value) strictly: JSON types, finite numbers, ranges,
 // grammar, required fields. null counts as absent. Unknown fields are not an
