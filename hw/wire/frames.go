@@ -150,6 +150,10 @@ type Frame struct {
 	// ExtLenAt is the offset of the byte that counts extension bytes that
 	// follow the fixed part, or 0 when the frame has a fixed length.
 	ExtLenAt int
+	// Positional frames are known by when they come, not by their header
+	// (firmware may send any header byte): a Scanner never looks for them,
+	// and a reader decodes them by position (see DecodeWakeReply).
+	Positional bool
 	decode   func(b []byte, m *Message) error
 	encode   func(dst []byte, m *Message) []byte
 }
@@ -174,7 +178,7 @@ var frames = [...]Frame{
 	{Header: HeaderGripUserState, Dir: ToDevice, Name: "grip-user-state", Len: gripUserLen, ExtLenAt: 3,
 		decode: decodeGripUser, encode: encodeGripUser},
 
-	{Header: HeaderWakeReply, Dir: ToHost, Name: "wake-reply", Len: wakeReplyLen,
+	{Header: HeaderWakeReply, Dir: ToHost, Name: "wake-reply", Len: wakeReplyLen, Positional: true,
 		decode: decodeWakeReply, encode: encodeWakeReply},
 	{Header: HeaderEndEffectorState, Dir: ToHost, Name: "end-effector-state", Len: armStateLen,
 		decode: decodeState(10, 1e3), encode: encodeState},

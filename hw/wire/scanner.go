@@ -79,7 +79,7 @@ func (s *Scanner) next(m *Message, only bool, want byte) ([]byte, bool) {
 	for s.r < s.w {
 		h := s.buf[s.r]
 		f := lookup(s.dir, h)
-		if f == nil || (only && h != want) {
+		if f == nil || f.Positional || (only && h != want) {
 			s.r++
 			s.skipped++
 			continue

@@ -1,0 +1,422 @@
+package driver
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
+)
+
+// ArmOptions tune an Arm. Zero values take the defaults.
+type ArmOptions struct {
+	// Path is reported as Info().Port.
+	Path string
+	// PeriodS is the loop period the arm is driven at, in seconds (default
+	// 0.001). ReplyTimeout defaults to 80% of it.
+	PeriodS float64
+	// ReplyTimeout bounds one Exchange's wait for its reply. Keep it under
+	// the period so a missing reply never costs a tick.
+	ReplyTimeout time.Duration
+	// MaxMisses consecutive missed replies make Exchange fail (default 3).
+	MaxMisses int
+	// WakeAttempts bounds the wake-up retries at open (default 5): the
+	// first wake-up of a freshly plugged arm is often lost or garbled.
+	WakeAttempts int
+	// WakeTimeout bounds each wake-up attempt (default 250 ms).
+	WakeTimeout time.Duration
+	// HaltTimeout bounds Halt's and Configure's wait for a reply (default
+	// 50 ms; not on the tick path).
+	HaltTimeout time.Duration
+	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
+	// (the wire does not carry them). Defaults are those of an Inverse3.
+	MaxForceN        float64
+	WorkspaceCenterM hw.Vec3
+	EffectiveMassKg  float64
+}
+
+// Defaults of an Inverse3 (vendor data sheet; provisional until measured).
+const (
+	DefaultArmMaxForceN       = 10.0
+	DefaultArmEffectiveMassKg = 0.25
+)
+
+// DefaultArmWorkspaceCenterM is the centre of an Inverse3's workspace in its
+// device frame (provisional).
+func DefaultArmWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: -0.15, Z: 0.15} }
+
+func (o *ArmOptions) fill() {
+	if o.PeriodS <= 0 {
+		o.PeriodS = 0.001
+	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = time.Duration(0.8 * o.PeriodS * float64(time.Second))
+	}
+	if o.MaxMisses <= 0 {
+		o.MaxMisses = 3
+	}
+	if o.WakeAttempts <= 0 {
+		o.WakeAttempts = 5
+	}
+	if o.WakeTimeout <= 0 {
+		o.WakeTimeout = 250 * time.Millisecond
+	}
+	if o.HaltTimeout <= 0 {
+		o.HaltTimeout = 50 * time.Millisecond
+	}
+	if o.MaxForceN <= 0 {
+		o.MaxForceN = DefaultArmMaxForceN
+	}
+	if o.WorkspaceCenterM == (hw.Vec3{}) {
+		o.WorkspaceCenterM = DefaultArmWorkspaceCenterM()
+	}
+	if o.EffectiveMassKg <= 0 {
+		o.EffectiveMassKg = DefaultArmEffectiveMassKg
+	}
+}
+
+// Errors of the arm driver, for errors.Is.
+var (
+	ErrNoReply   = errors.New("no reply from the device within the deadline; check the cable, or lower --loop-hz if the device is slower than the loop")
+	ErrWake      = errors.New("the device did not identify itself; check it is an arm powered on with current firmware, then replug it")
+	ErrClosed    = errors.New("driver is closed; open the device again")
+	ErrPortWrite = errors.New("short write to the port")
+)
+
+// Arm drives one arm over a serial port.
+type Arm struct {
+	// Immutable after OpenArm.
+	port serial.Port
+	opts ArmOptions
+	info hw.Info
+
+	// Owned by the goroutine that calls Exchange.
+	scan     *wire.Scanner
+	out      [wire.MaxFrameLen]byte
+	msg      wire.Message
+	last     hw.State // state of the last good reply, reported on a miss
+	misses   int
+	flush    bool // a reply was missed: drop stale input before the next command
+	closed   bool
+	replyErr error // prebuilt so a miss does not allocate
+}
+
+var _ hw.Driver = (*Arm)(nil)
+var _ hw.Configurer = (*Arm)(nil)
+
+// OpenArm wakes the arm on port p, checks it identifies itself, and returns
+// its driver. The driver owns p from then on, and closes it on failure.
+func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
+	o.fill()
+	a := &Arm{port: p, opts: o, scan: wire.NewScanner(wire.ToHost)}
+	w, err := a.wake()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	a.info = hw.Info{
+		Kind:             hw.KindArm,
+		ID:               fmt.Sprintf("%04X", w.ID),
+		UUID:             FormatUUID(w.UUID),
+		Model:            w.Model,
+		HardwareVersion:  w.HardwareVersion,
+		FirmwareVersion:  w.FirmwareVersion,
+		Port:             o.Path,
+		MaxForceN:        o.MaxForceN,
+		WorkspaceCenterM: o.WorkspaceCenterM,
+		EffectiveMassKg:  o.EffectiveMassKg,
+		// The firmware compensates gravity itself (see Configure).
+		HostGravityCompensation: false,
+	}
+	a.replyErr = fmt.Errorf("hw/driver: arm %s on %s: %d replies missed in a row: %w", a.info.ID, o.Path, o.MaxMisses, ErrNoReply)
+	a.last.Status = hw.StatusReady | hw.StatusStarted
+	// Leave the arm inert and the stream in step: the firmware may still
+	// hold a force from before the service started.
+	if err := a.Halt(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// FormatUUID formats a device UUID in the usual 8-4-4-4-12 form.
+func FormatUUID(u [16]byte) string {
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}
+
+// wake flushes the input, sends the wake-up command and validates the
+// reply, a bounded number of times.
+func (a *Arm) wake() (wire.WakeReply, error) {
+	var last error
+	for attempt := 1; attempt <= a.opts.WakeAttempts; attempt++ {
+		w, err := a.wakeOnce()
+		if err == nil {
+			return w, nil
+		}
+		last = err
+		var pathErr portError
+		if errors.As(err, &pathErr) {
+			break // the port itself failed: retrying will not help
+		}
+	}
+	return wire.WakeReply{}, fmt.Errorf("hw/driver: wake arm on %s after %d attempts: %w", a.opts.Path, a.opts.WakeAttempts, last)
+}
+
+// portError marks an error of the port itself (as opposed to a bad reply).
+type portError struct{ err error }
+
+func (e portError) Error() string { return e.err.Error() }
+func (e portError) Unwrap() error { return e.err }
+
+func (a *Arm) wakeOnce() (wire.WakeReply, error) {
+	var w wire.WakeReply
+	if err := a.port.ResetInputBuffer(); err != nil {
+		return w, portError{fmt.Errorf("flush input: %w", err)}
+	}
+	a.scan.Reset()
+	if err := a.write(wire.AppendWake(a.out[:0])); err != nil {
+		return w, portError{err}
+	}
+	var buf [wire.WakeReplyLen]byte
+	got := 0
+	deadline := time.Now().Add(a.opts.WakeTimeout)
+	for got < len(buf) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return w, fmt.Errorf("%d of %d reply bytes: %w", got, len(buf), ErrWake)
+		}
+		if err := a.port.SetReadTimeout(left); err != nil {
+			return w, portError{err}
+		}
+		n, err := a.port.Read(buf[got:])
+		got += n
+		if err != nil {
+			return w, portError{fmt.Errorf("read: %w", err)}
+		}
+	}
+	if err := wire.DecodeWakeReply(buf[:], &w); err != nil {
+		return w, fmt.Errorf("%w: %w", ErrWake, err)
+	}
+	if w.ID == 0 || w.UUID == ([16]byte{}) {
+		return w, fmt.Errorf("reply %x has id %d and uuid %x: %w", buf, w.ID, w.UUID, ErrWake)
+	}
+	return w, nil
+}
+
+// Info returns the identity read at wake-up.
+func (a *Arm) Info() hw.Info { return a.info }
+
+func (a *Arm) write(b []byte) error {
+	n, err := a.port.Write(b)
+	if err != nil {
+		return err
+	}
+	if n != len(b) {
+		return ErrPortWrite
+	}
+	return nil
+}
+
+// encode appends cmd's frame to a.out and returns it with the reply header
+// it expects. Idle is a zero force: commands are sticky in firmware.
+func (a *Arm) encode(cmd *hw.Command) ([]byte, byte) {
+	switch cmd.Mode {
+	case hw.ModeForce:
+		return wire.AppendForce(a.out[:0], cmd.ForceN), wire.HeaderEndEffectorState
+	case hw.ModePosition:
+		return wire.AppendPosition(a.out[:0], cmd.PositionM), wire.HeaderEndEffectorState
+	case hw.ModeTorque:
+		return wire.AppendTorques(a.out[:0], cmd.TorquesNmm), wire.HeaderJointState
+	case hw.ModeAngle:
+		return wire.AppendAngles(a.out[:0], cmd.AnglesDeg), wire.HeaderJointState
+	}
+	return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
+}
+
+// Exchange sends cmd and fills st from the reply. See the package doc for
+// misses; any port error is returned at once, after a best-effort zero force.
+func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
+	if a.closed {
+		return ErrClosed
+	}
+	if a.flush {
+		if err := a.port.ResetInputBuffer(); err != nil {
+			return a.fail(err)
+		}
+		a.scan.Reset()
+		a.flush = false
+	}
+	frame, want := a.encode(cmd)
+	if err := a.write(frame); err != nil {
+		return a.fail(err)
+	}
+	ok, err := a.readReply(want, a.opts.ReplyTimeout)
+	if err != nil {
+		return a.fail(err)
+	}
+	if !ok {
+		a.flush = true
+		a.misses++
+		*st = a.last
+		if a.misses >= a.opts.MaxMisses {
+			a.haltQuietly()
+			return a.replyErr
+		}
+		return nil
+	}
+	a.misses = 0
+	a.apply(want, cmd)
+	*st = a.last
+	return nil
+}
+
+// apply folds the reply in a.msg into a.last.
+func (a *Arm) apply(header byte, cmd *hw.Command) {
+	if header == wire.HeaderJointState {
+		a.last.AnglesDeg = hw.Angles3{A0: a.msg.A.X, A1: a.msg.A.Y, A2: a.msg.A.Z}
+		a.last.AngularVelocityDps = hw.Angles3{A0: a.msg.B.X, A1: a.msg.B.Y, A2: a.msg.B.Z}
+		a.last.ForceN = hw.Vec3{}
+		return
+	}
+	a.last.PositionM = a.msg.A
+	a.last.VelocityMps = a.msg.B
+	if cmd != nil && cmd.Mode == hw.ModeForce {
+		a.last.ForceN = cmd.ForceN
+	} else {
+		a.last.ForceN = hw.Vec3{}
+	}
+}
+
+// readReply reads until a frame with header want is scanned (true) or the
+// timeout passes (false). An error is the port's.
+func (a *Arm) readReply(want byte, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, ok := a.scan.NextOf(want, &a.msg); ok {
+			return true, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		if err := a.port.SetReadTimeout(left); err != nil {
+			return false, err
+		}
+		n, err := a.port.Read(a.scan.Space())
+		a.scan.Fill(n)
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// fail sends a best-effort zero force and wraps a port error. It is off the
+// happy path, so it may allocate.
+func (a *Arm) fail(err error) error {
+	a.haltQuietly()
+	a.flush = true
+	return fmt.Errorf("hw/driver: arm %s on %s: %w", a.info.ID, a.opts.Path, err)
+}
+
+// haltQuietly writes a zero force without waiting for the reply; the next
+// Exchange flushes the reply.
+func (a *Arm) haltQuietly() {
+	_ = a.write(wire.AppendForce(a.out[:0], hw.Vec3{}))
+	a.last.ForceN = hw.Vec3{}
+	a.flush = true
+}
+
+// Halt sends a zero force and waits (HaltTimeout) for its reply so the
+// stream stays in step. It is idempotent. It fails only when the zero force
+// could not be written; a missing reply is left for the next Exchange to
+// flush.
+func (a *Arm) Halt() error {
+	if a.closed {
+		return ErrClosed
+	}
+	if a.flush {
+		if err := a.port.ResetInputBuffer(); err == nil {
+			a.scan.Reset()
+			a.flush = false
+		}
+	}
+	if err := a.write(wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
+		a.flush = true
+		return fmt.Errorf("hw/driver: halt arm %s on %s: zero force not sent, the device may still apply its last force: %w", a.info.ID, a.opts.Path, err)
+	}
+	a.last.ForceN = hw.Vec3{}
+	ok, err := a.readReply(wire.HeaderEndEffectorState, a.opts.HaltTimeout)
+	if err != nil || !ok {
+		a.flush = true
+		return nil
+	}
+	a.apply(wire.HeaderEndEffectorState, nil)
+	return nil
+}
+
+// Configure sends the firmware configuration codes for s, each
+// acknowledged before the next. The loop calls it between ticks.
+func (a *Arm) Configure(s hw.Settings) error {
+	if a.closed {
+		return ErrClosed
+	}
+	reqs := [...]wire.Config{
+		{Sub: wire.ConfigHandedness, Flag: !s.LeftHanded},
+		{Sub: wire.ConfigTorqueScaling, Flag: s.TorqueScaling},
+		{Sub: wire.ConfigGravity, Flag: s.GravityCompensation, Value: s.GravityScale},
+	}
+	if a.flush {
+		if err := a.port.ResetInputBuffer(); err != nil {
+			return a.fail(err)
+		}
+		a.scan.Reset()
+		a.flush = false
+	}
+	for _, c := range reqs {
+		if err := a.write(wire.AppendConfig(a.out[:0], c)); err != nil {
+			return a.fail(err)
+		}
+		ok, err := a.readReply(wire.HeaderConfig, a.opts.HaltTimeout)
+		if err != nil {
+			return a.fail(err)
+		}
+		if !ok {
+			a.flush = true
+			return fmt.Errorf("hw/driver: configure arm %s on %s: code %#x: %w", a.info.ID, a.opts.Path, c.Sub, ErrNoReply)
+		}
+		if a.msg.Config.Sub != c.Sub || a.msg.Config.Status != 0 {
+			return fmt.Errorf("hw/driver: configure arm %s on %s: code %#x refused (ack %#x status %d); the firmware may not support it, update it", a.info.ID, a.opts.Path, c.Sub, a.msg.Config.Sub, a.msg.Config.Status)
+		}
+	}
+	return nil
+}
+
+// Close sends a zero force, then closes the port. Calls after Close fail
+// with ErrClosed.
+func (a *Arm) Close() error {
+	if a.closed {
+		return ErrClosed
+	}
+	haltErr := a.Halt()
+	a.closed = true
+	if err := a.port.Close(); err != nil {
+		return fmt.Errorf("hw/driver: close arm %s on %s: %w", a.info.ID, a.opts.Path, err)
+	}
+	return haltErr
+}
+
+// Skipped returns how many received bytes were dropped as noise so far.
+func (a *Arm) Skipped() uint64 { return a.scan.Skipped() }

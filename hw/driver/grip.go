@@ -1,0 +1,200 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
+)
+
+// GripOptions tune a Grip. Zero values take the defaults.
+type GripOptions struct {
+	// Path is reported as Info().Port.
+	Path string
+	// StaleAfter is how long Exchange tolerates no status frame before it
+	// fails (default 250 ms: older handles report at about 50 Hz, so a
+	// 1 kHz loop sees most ticks without a new frame).
+	StaleAfter time.Duration
+	// InfoAttempts and InfoTimeout bound the identification at open
+	// (defaults 5 and 250 ms).
+	InfoAttempts int
+	InfoTimeout  time.Duration
+}
+
+func (o *GripOptions) fill() {
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 250 * time.Millisecond
+	}
+	if o.InfoAttempts <= 0 {
+		o.InfoAttempts = 5
+	}
+	if o.InfoTimeout <= 0 {
+		o.InfoTimeout = 250 * time.Millisecond
+	}
+}
+
+// ErrStale is returned by Grip.Exchange when no status frame came for
+// GripOptions.StaleAfter.
+var ErrStale = errors.New("no status from the grip; check it is switched on, charged and paired with the dongle")
+
+// Grip reads one grip's status frames from a dongle's serial port. A dongle
+// may carry several grips; this driver follows the first one it lists.
+type Grip struct {
+	// Immutable after OpenGrip.
+	port     serial.Port
+	opts     GripOptions
+	info     hw.Info
+	id       uint16
+	staleErr error
+
+	// Owned by the goroutine that calls Exchange.
+	scan   *wire.Scanner
+	msg    wire.Message
+	last   hw.State
+	seen   time.Time // when the last status frame came
+	closed bool
+}
+
+var _ hw.Driver = (*Grip)(nil)
+
+// OpenGrip asks the dongle on p for its grips and returns a driver for the
+// first. The driver owns p from then on, and closes it on failure.
+func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
+	o.fill()
+	g := &Grip{port: p, opts: o, scan: wire.NewScanner(wire.ToHost)}
+	gi, err := g.identify()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	g.id = gi.ID
+	g.info = hw.Info{
+		Kind: hw.KindGrip,
+		ID:   strconv.Itoa(int(gi.ID)),
+		// The grip protocol carries no UUID: model and id are the best
+		// identity it offers.
+		UUID:            fmt.Sprintf("grip-%d-%d", gi.Model, gi.ID),
+		Model:           gi.Model,
+		HardwareVersion: gi.HardwareVersion,
+		FirmwareVersion: gi.FirmwareVersion,
+		Port:            o.Path,
+	}
+	g.staleErr = fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, o.Path, ErrStale)
+	g.last.Orientation = hw.Quat{W: 1}
+	g.seen = time.Now()
+	return g, nil
+}
+
+func (g *Grip) identify() (wire.GripInfo, error) {
+	var last error
+	var out [1]byte
+	for attempt := 1; attempt <= g.opts.InfoAttempts; attempt++ {
+		if err := g.port.ResetInputBuffer(); err != nil {
+			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: flush input: %w", g.opts.Path, err)
+		}
+		g.scan.Reset()
+		if _, err := g.port.Write(wire.AppendGripQuery(out[:0])); err != nil {
+			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: %w", g.opts.Path, err)
+		}
+		deadline := time.Now().Add(g.opts.InfoTimeout)
+		for {
+			if _, ok := g.scan.NextOf(wire.HeaderGripInfo, &g.msg); ok {
+				return g.msg.GripInfo, nil
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				last = ErrWake
+				break
+			}
+			if err := g.port.SetReadTimeout(left); err != nil {
+				return wire.GripInfo{}, err
+			}
+			n, err := g.port.Read(g.scan.Space())
+			g.scan.Fill(n)
+			if err != nil {
+				return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
+			}
+		}
+	}
+	return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: no grip info after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, last)
+}
+
+// Info returns the identity read at open.
+func (g *Grip) Info() hw.Info { return g.info }
+
+// Exchange takes every status frame that has arrived, without waiting, and
+// fills st from the newest. cmd is ignored: a grip has no output. It fails
+// when no status came for StaleAfter.
+func (g *Grip) Exchange(_ *hw.Command, st *hw.State) error {
+	if g.closed {
+		return ErrClosed
+	}
+	if err := g.port.SetReadTimeout(0); err != nil {
+		return fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, g.opts.Path, err)
+	}
+	for {
+		n, err := g.port.Read(g.scan.Space())
+		g.scan.Fill(n)
+		if err != nil {
+			return fmt.Errorf("hw/driver: grip %s on %s: read: %w", g.info.ID, g.opts.Path, err)
+		}
+		for _, ok := g.scan.Next(&g.msg); ok; _, ok = g.scan.Next(&g.msg) {
+			g.apply()
+		}
+		if n == 0 {
+			break
+		}
+	}
+	*st = g.last
+	if time.Since(g.seen) > g.opts.StaleAfter {
+		return g.staleErr
+	}
+	return nil
+}
+
+func (g *Grip) apply() {
+	switch g.msg.Header {
+	case wire.HeaderGripStatus:
+		s := &g.msg.GripStatus
+		if s.ID != g.id {
+			return
+		}
+		g.seen = time.Now()
+		g.last.Orientation = s.Orientation
+		g.last.Buttons = hw.Buttons(s.Buttons) & (hw.ButtonA | hw.ButtonB | hw.ButtonC)
+		g.last.Hall = float64(s.Hall) / 255
+		g.last.Battery = min(max(s.Battery, 0), 1)
+		g.last.Status = hw.StatusConnected | hw.StatusAwake
+		if s.Error == 0 {
+			g.last.Status |= hw.StatusReady
+		}
+	case wire.HeaderGripError:
+		if g.msg.GripUser.ID == g.id {
+			g.last.Status &^= hw.StatusReady
+		}
+	}
+}
+
+// Halt does nothing but check the driver is open: a grip has no output.
+func (g *Grip) Halt() error {
+	if g.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close closes the port.
+func (g *Grip) Close() error {
+	if g.closed {
+		return ErrClosed
+	}
+	g.closed = true
+	if err := g.port.Close(); err != nil {
+		return fmt.Errorf("hw/driver: close grip %s on %s: %w", g.info.ID, g.opts.Path, err)
+	}
+	return nil
+}
