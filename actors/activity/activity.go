@@ -1,0 +1,174 @@
+package activity
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// Defaults of Options.
+const (
+	DefaultRingSize       = 4096
+	DefaultQueueSize      = 1024
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultLogBurst is how many events of one name are logged per second
+	// before the rest of that second is summarised in one line.
+	DefaultLogBurst = 20
+)
+
+// Options configure the activity actor. Zero values take the defaults.
+type Options struct {
+	// RingSize is how many recent events are kept for replay and GET
+	// /events (default 4096).
+	RingSize int
+	// QueueSize is each subscriber's live queue, in events (default
+	// 1024). Past it, events are dropped for that subscriber alone.
+	QueueSize int
+	// Log receives one line per event (rate-limited per name).
+	Log zerolog.Logger
+	// Clock stamps events (default time.Now).
+	Clock func() time.Time
+	// RequestTimeout bounds Subscribe, Recent and Usage (default 2 s).
+	RequestTimeout time.Duration
+	// LogBurst is the per-name, per-second log budget (default 20).
+	LogBurst int
+}
+
+// Activity is a handle on the activity actor. Its methods are safe for
+// concurrent use.
+type Activity struct {
+	root     *actor.RootContext
+	pid      *actor.PID
+	timeout  time.Duration
+	stopOnce sync.Once
+}
+
+// ErrStopped is returned by requests made after the actor stopped.
+var ErrStopped = errors.New("activity: the activity actor is stopped (the service is shutting down)")
+
+// Start spawns the activity actor in system.
+func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
+	if system == nil {
+		return nil, errors.New("activity: no actor system given; pass the service's *actor.ActorSystem")
+	}
+	if o.RingSize < 0 || o.QueueSize < 0 {
+		return nil, fmt.Errorf("activity: ring size %d and queue size %d must not be negative; use 0 for the defaults", o.RingSize, o.QueueSize)
+	}
+	if o.RingSize == 0 {
+		o.RingSize = DefaultRingSize
+	}
+	if o.QueueSize == 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.QueueSize < 2 {
+		// One slot for the events-dropped event and one for the event
+		// after the gap.
+		o.QueueSize = 2
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.LogBurst <= 0 {
+		o.LogBurst = DefaultLogBurst
+	}
+	a := &Activity{root: system.Root, timeout: o.RequestTimeout}
+	state := newActivityActor(o)
+	// The producer hands back the same state on a restart: subscribers and
+	// the ring must survive a supervisor restart, or every socket would go
+	// silent without being told.
+	props := actor.PropsFromProducer(func() actor.Actor { return state })
+	pid := system.Root.SpawnPrefix(props, "activity")
+	a.pid = pid
+	return a, nil
+}
+
+// Publish hands an event to the actor, which numbers, stamps, keeps, fans
+// out, counts and logs it. It never blocks: the actor's mailbox is
+// unbounded and its fan-out never waits on a subscriber.
+func (a *Activity) Publish(e event.Event) {
+	a.root.Send(a.pid, &publish{event: e})
+}
+
+// NoteLegacyRoute counts one call to a route of the legacy 3.0 API for the
+// migration report (Usage.Legacy.Routes). It is not an event. profile is ""
+// when the call names no session.
+func (a *Activity) NoteLegacyRoute(route, remote, profile string) {
+	a.root.Send(a.pid, &legacyRoute{route: route, remote: remote, profile: profile})
+}
+
+// Subscribe registers a subscriber. With replay, every ring entry with seq >
+// since is queued first, then live events follow with no gap and no
+// duplicate, because both happen inside one actor message. If the ring no
+// longer holds seq since+1 (since > 0), the stream starts with an
+// events-dropped event counting the lost ones. Without replay, since is
+// ignored and the stream is live only.
+func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
+	res, err := a.root.RequestFuture(a.pid, &subscribe{since: since, replay: replay}, a.timeout).Result()
+	if err != nil {
+		return nil, a.requestError("subscribe", err)
+	}
+	r, ok := res.(*subscribed)
+	if !ok {
+		return nil, fmt.Errorf("activity: subscribe: unexpected reply %T", res)
+	}
+	r.sub.act = a
+	return r.sub, nil
+}
+
+// Recent returns up to limit ring entries with seq > since, oldest first
+// (all of them when limit <= 0), and nextSeq: the seq of the first event
+// not returned. To continue without a gap, ask again with since =
+// nextSeq-1.
+func (a *Activity) Recent(since uint64, limit int) ([]event.Event, uint64, error) {
+	res, err := a.root.RequestFuture(a.pid, &recentRequest{since: since, limit: limit}, a.timeout).Result()
+	if err != nil {
+		return nil, 0, a.requestError("recent events", err)
+	}
+	r, ok := res.(*recentReply)
+	if !ok {
+		return nil, 0, fmt.Errorf("activity: recent events: unexpected reply %T", res)
+	}
+	return r.events, r.nextSeq, nil
+}
+
+// Usage returns the migration report since the actor started: a copy,
+// free to keep and encode.
+func (a *Activity) Usage() (Usage, error) {
+	res, err := a.root.RequestFuture(a.pid, &usageRequest{}, a.timeout).Result()
+	if err != nil {
+		return Usage{}, a.requestError("usage report", err)
+	}
+	r, ok := res.(*usageReply)
+	if !ok {
+		return Usage{}, fmt.Errorf("activity: usage report: unexpected reply %T", res)
+	}
+	return r.usage, nil
+}
+
+// Stop stops the actor after the messages already sent to it (so every
+// event published before Stop is delivered), ends every subscription, and
+// waits. It is idempotent.
+func (a *Activity) Stop() {
+	a.stopOnce.Do(func() {
+		_ = a.root.PoisonFuture(a.pid).Wait()
+	})
+}
+
+func (a *Activity) requestError(what string, err error) error {
+	if errors.Is(err, actor.ErrDeadLetter) {
+		return fmt.Errorf("activity: %s: %w", what, ErrStopped)
+	}
+	if errors.Is(err, actor.ErrTimeout) {
+		return fmt.Errorf("activity: %s: no answer within %v (the actor is overloaded or stopping): %w", what, a.timeout, err)
+	}
+	return fmt.Errorf("activity: %s: %w", what, err)
+}

@@ -1,0 +1,214 @@
+package activity
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// activityActor owns the ring, the subscribers, the usage book and the log
+// budget. Only Receive touches them, on the actor's goroutine.
+type activityActor struct {
+	log       zerolog.Logger
+	clock     func() time.Time
+	queueSize int
+	logBurst  int
+
+	ring    []event.Event // seq s lives at ring[(s-1) % len(ring)]
+	nextSeq uint64        // seq of the next event published, from 1
+
+	subs      map[uint64]*Subscription
+	nextSubID uint64
+
+	usage usageBook
+	// logWindows holds, per event name, the current one-second log budget.
+	logWindows map[string]*logWindow
+}
+
+type logWindow struct {
+	start      time.Time
+	logged     int
+	suppressed int
+	level      zerolog.Level
+}
+
+func newActivityActor(o Options) *activityActor {
+	return &activityActor{
+		log:        o.Log,
+		clock:      o.Clock,
+		queueSize:  o.QueueSize,
+		logBurst:   o.LogBurst,
+		ring:       make([]event.Event, o.RingSize),
+		nextSeq:    1,
+		subs:       make(map[uint64]*Subscription),
+		usage:      newUsageBook(o.Clock().UTC()),
+		logWindows: make(map[string]*logWindow),
+	}
+}
+
+// Receive handles one message: lifecycle first, then the sealed messages of
+// messages.go.
+func (a *activityActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+	case *actor.Stopping:
+		// No more events will come: let every reader drain and see the end.
+		for id, s := range a.subs {
+			s.end()
+			delete(a.subs, id)
+		}
+		a.flushLogWindows()
+	case *actor.Stopped, *actor.Restarting:
+	case *publish:
+		a.publish(&m.event)
+	case *subscribe:
+		ctx.Respond(&subscribed{sub: a.subscribe(m.since, m.replay)})
+	case *unsubscribe:
+		delete(a.subs, m.id)
+	case *recentRequest:
+		events, next := a.recent(m.since, m.limit)
+		ctx.Respond(&recentReply{events: events, nextSeq: next})
+	case *usageRequest:
+		ctx.Respond(&usageReply{usage: a.usage.report()})
+	case *legacyRoute:
+		a.usage.legacyRoute(m.route, m.remote, m.profile, a.clock().UTC())
+	default:
+		a.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("activity actor: unknown message dropped")
+	}
+}
+
+func (a *activityActor) publish(e *event.Event) {
+	if e.Category == "" || e.Level == "" {
+		// Built by hand rather than by a constructor: fill in the table's
+		// row so every event on the wire has the full shape.
+		if k, ok := event.Lookup(e.Name); ok {
+			e.Category, e.Level = k.Category, k.Level
+		}
+	}
+	if len(e.Data) == 0 {
+		e.Data = emptyData
+	}
+	e.Seq = a.nextSeq
+	a.nextSeq++
+	e.Time = a.clock().UTC()
+	a.ring[(e.Seq-1)%uint64(len(a.ring))] = *e
+	for _, s := range a.subs {
+		s.deliver(e)
+	}
+	a.usage.record(e)
+	a.logEvent(e)
+}
+
+var emptyData = []byte("{}")
+
+// oldest is the smallest seq the ring still holds (nextSeq when empty).
+func (a *activityActor) oldest() uint64 {
+	n := uint64(len(a.ring))
+	if a.nextSeq-1 <= n {
+		return 1
+	}
+	return a.nextSeq - n
+}
+
+func (a *activityActor) subscribe(since uint64, replay bool) *Subscription {
+	a.nextSubID++
+	s := newSubscription(nil, a.queueSize)
+	s.id = a.nextSubID
+	s.lastQueued = a.nextSeq - 1
+	if replay {
+		from := since + 1
+		if oldest := a.oldest(); from < oldest {
+			if since > 0 {
+				// The ring wrapped past what the client asked for:
+				// say so first, as for a slow subscriber.
+				s.replay = append(s.replay, droppedEvent(oldest-from, since, a.clock().UTC()))
+			}
+			from = oldest
+		}
+		for seq := from; seq < a.nextSeq; seq++ {
+			s.replay = append(s.replay, a.ring[(seq-1)%uint64(len(a.ring))])
+		}
+	}
+	a.subs[s.id] = s
+	return s
+}
+
+func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) {
+	from := max(since+1, a.oldest())
+	to := a.nextSeq
+	if limit > 0 && from < to && to-from > uint64(limit) {
+		to = from + uint64(limit)
+	}
+	if from >= to {
+		return []event.Event{}, a.nextSeq
+	}
+	out := make([]event.Event, 0, to-from)
+	for seq := from; seq < to; seq++ {
+		out = append(out, a.ring[(seq-1)%uint64(len(a.ring))])
+	}
+	return out, to
+}
+
+// logEvent writes one line per event at the event's level, at most logBurst
+// lines per name and second; the rest of the second is summed up in one
+// line when the next second of that name begins (or at stop).
+func (a *activityActor) logEvent(e *event.Event) {
+	level := zerologLevel(e.Level)
+	if a.log.GetLevel() > level || zerolog.GlobalLevel() > level {
+		return
+	}
+	w := a.logWindows[e.Name]
+	if w == nil {
+		w = &logWindow{start: e.Time, level: level}
+		a.logWindows[e.Name] = w
+	}
+	if e.Time.Sub(w.start) >= time.Second {
+		a.flushLogWindow(e.Name, w)
+		w.start, w.logged = e.Time, 0
+	}
+	if w.logged >= a.logBurst {
+		w.suppressed++
+		return
+	}
+	w.logged++
+	a.log.WithLevel(level).
+		Uint64("seq", e.Seq).
+		Str("event", e.Name).
+		Str("category", e.Category).
+		RawJSON("data", e.Data).
+		Msg(e.Message)
+}
+
+func (a *activityActor) flushLogWindow(name string, w *logWindow) {
+	if w.suppressed == 0 {
+		return
+	}
+	a.log.WithLevel(w.level).
+		Str("event", name).
+		Int("suppressed", w.suppressed).
+		Msg(fmt.Sprintf("%d more %s events in one second were not logged (they are in the ring and on the events socket)", w.suppressed, name))
+	w.suppressed = 0
+}
+
+func (a *activityActor) flushLogWindows() {
+	for name, w := range a.logWindows {
+		a.flushLogWindow(name, w)
+	}
+}
+
+// zerologLevel maps an event level onto zerolog's; zerolog has no notice,
+// so notice logs at info.
+func zerologLevel(level string) zerolog.Level {
+	switch level {
+	case event.LevelError:
+		return zerolog.ErrorLevel
+	case event.LevelWarning:
+		return zerolog.WarnLevel
+	default:
+		return zerolog.InfoLevel
+	}
+}

@@ -1,0 +1,43 @@
+// Package activity is the activity channel: one actor that numbers every
+// event, keeps the most recent ones in a ring, fans them out to subscribers
+// (the events WebSocket), logs them, and counts deprecated usage for the
+// migration report.
+//
+// # Ordering
+//
+// Events get seq 1, 2, 3, … in the order the actor receives them, and time
+// is stamped at that moment. Publish never blocks the caller: it is an
+// actor Send. Events published by one goroutine keep their order; events
+// from different goroutines are ordered by arrival.
+//
+// A subscriber sees each event at most once, in seq order. Subscribe with
+// replay queues the ring entries after since and registers the subscriber
+// inside one actor message, so replay and live traffic meet with no gap and
+// no duplicate.
+//
+// # Backpressure
+//
+// Fan-out never waits on a subscriber. Each has a bounded live queue
+// (Options.QueueSize); when it is full, events are dropped for that
+// subscriber alone and counted. The next thing it reads after the gap is
+// one events-dropped event {missed: n}: as soon as it drains its queue, or
+// in front of the next live event once there is room. That event is not in
+// the ring and has no seq of its own: it repeats the seq of the last event
+// the subscriber received before the gap, so seq never goes backwards on a
+// stream and GET /events?since=<that seq> fetches what was missed while the
+// ring still holds it. A stalled subscriber costs the actor one mutex
+// acquire per event and never slows production or other subscribers.
+//
+// # Logging
+//
+// Each event is logged once at its level (notice logs at info), at most
+// Options.LogBurst lines per event name and second; the rest of such a
+// second is summed up in one line.
+//
+// # Migration report
+//
+// Usage aggregates http-route-deprecated and command-deprecated events,
+// 3.0-format sessions (session-started with api_version "3.0") and 3.0
+// routes (NoteLegacyRoute, and deprecated routes called under /3.0/), each
+// with counts, first and last use, and by remote host and session profile.
+package activity
