@@ -1,0 +1,373 @@
+package sim
+
+import (
+	"errors"
+	"math"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Physical constants of the simulated arm. They are what Info reports and
+// what the tests check against.
+const (
+	// EffectiveMassKg is the end effector's apparent mass.
+	EffectiveMassKg = 0.2
+	// GravityMps2 is the gravitational acceleration the physics applies.
+	GravityMps2 = 9.81
+	// MaxForceN is the largest actuator force magnitude; larger commands
+	// are clamped inside the driver as a last line of safety.
+	MaxForceN = 10.0
+	// WorkspaceRadiusM is the radius of the workspace sphere; a stiff soft
+	// boundary pushes the cursor back inside it.
+	WorkspaceRadiusM = 0.1
+	// MaxServoSpeedMps caps the end-effector speed in position and angle
+	// modes.
+	MaxServoSpeedMps = 0.5
+	// MaxJointTorqueNmm is each joint motor's torque limit in torque mode.
+	MaxJointTorqueNmm = 3000.0
+	// DefaultPeriodS is the step used when ArmOptions or GripOptions carry
+	// no valid period (zero, negative or not finite).
+	DefaultPeriodS = 0.001
+)
+
+// Tuning of the physics. Gains are chosen so that semi-implicit Euler at
+// maxSubstepS is comfortably stable (ω·h and b·h/m well below 1).
+const (
+	maxSubstepS   = 0.0005
+	viscousNspm   = 1.0  // viscous friction, N per m/s
+	staticN       = 0.15 // Coulomb friction holding a resting cursor
+	kineticN      = 0.1  // Coulomb friction on a moving cursor
+	restSpeedMps  = 1e-6 // below this the cursor is at rest (static friction applies)
+	boundaryNpm   = 4000 // boundary spring stiffness
+	boundaryNspm  = 20   // boundary damper
+	servoGainPerS = 12   // desired speed per metre of position error
+	servoNspm     = 30   // velocity-loop gain of the servo
+	handNpm       = 200  // the scripted hand's grip stiffness
+	handNspm      = 4    // the scripted hand's damping
+	circleRadiusM = 0.04
+	circleHz      = 0.5
+	walkRadiusM   = 0.07 // random-walk targets stay this far inside the centre
+	walkSegmentS  = 1.5
+)
+
+// workspaceCenterM is the centre of the simulated workspace: in front of
+// and above the base, within easy reach of both links.
+func workspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.15, Z: 0.1} }
+
+// ErrClosed is returned by every call on a device after its Close.
+var ErrClosed = errors.New("hw/sim: device is closed; create a new one with NewArm or NewGrip")
+
+// errNilExchange is returned when Exchange gets a nil command or state.
+var errNilExchange = errors.New("hw/sim: exchange needs a non-nil command and state; pass caller-owned values")
+
+// ArmOptions configure a simulated arm.
+type ArmOptions struct {
+	// Index is the arm's 0-based index among simulated arms; its id and
+	// UUID derive from it, so they are stable across restarts.
+	Index int
+	// PeriodS is the fixed step in seconds (the loop period, e.g. 0.001);
+	// each Exchange advances simulated time by exactly this much. Zero or
+	// invalid means DefaultPeriodS.
+	PeriodS float64
+	// Motion is the scripted hand on the handle.
+	Motion Motion
+	// Seed makes MotionRandom reproducible; arms with the same seed still
+	// move differently because the index is mixed in.
+	Seed int64
+}
+
+// Arm is a simulated 3-DOF force-feedback arm: a point-mass end effector
+// with friction, gravity and a soft workspace boundary. It implements
+// hw.Driver and hw.Configurer. Like every driver it is used by one goroutine
+// at a time.
+type Arm struct {
+	info     hw.Info
+	periodS  float64
+	substeps int
+	stepS    float64
+	motion   Motion
+	rng      splitMix
+	phaseRad float64 // circle phase, spread by index
+	walk     smoothWalk
+
+	settings hw.Settings
+	closed   bool
+
+	tS     float64
+	pos    hw.Vec3
+	vel    hw.Vec3
+	forceN hw.Vec3 // actuator force applied in the last step
+}
+
+var (
+	_ hw.Driver     = (*Arm)(nil)
+	_ hw.Configurer = (*Arm)(nil)
+)
+
+// NewArm returns a simulated arm resting at the workspace centre, with the
+// default settings (right-handed, torque scaling on, gravity compensation on
+// at scale 1: the compensation itself is the host loop's job, see doc.go).
+func NewArm(o ArmOptions) *Arm {
+	period := validPeriod(o.PeriodS)
+	n := int(math.Ceil(period/maxSubstepS - 1e-9))
+	if n < 1 {
+		n = 1
+	}
+	a := &Arm{
+		info: hw.Info{
+			Kind:                    hw.KindArm,
+			ID:                      ArmID(o.Index),
+			UUID:                    ArmUUID(o.Index),
+			Simulated:               true,
+			MaxForceN:               MaxForceN,
+			WorkspaceCenterM:        workspaceCenterM(),
+			EffectiveMassKg:         EffectiveMassKg,
+			HostGravityCompensation: true,
+		},
+		periodS:  period,
+		substeps: n,
+		stepS:    period / float64(n),
+		motion:   o.Motion,
+		rng:      newSplitMix(o.Seed, uint64(o.Index)<<1|0),
+		// The golden angle spreads a thousand arms' circles evenly in phase.
+		phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
+		settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
+		pos:      workspaceCenterM(),
+	}
+	if a.motion == MotionRandom {
+		c := workspaceCenterM()
+		start := [3]float64{c.X, c.Y, c.Z}
+		a.walk = smoothWalk{from: start, to: start, durS: 0}
+	}
+	return a
+}
+
+func validPeriod(p float64) float64 {
+	if !(p > 0) || math.IsInf(p, 0) {
+		return DefaultPeriodS
+	}
+	return p
+}
+
+// Info returns the arm's identity and limits.
+func (a *Arm) Info() hw.Info { return a.info }
+
+// Settings returns the settings last given to Configure.
+func (a *Arm) Settings() hw.Settings { return a.settings }
+
+// Configure stores s. Handedness changes the kinematics' base angle
+// convention and torque scaling changes how ModeTorque limits joint
+// torques. The gravity fields are recorded only: the simulated arm has no
+// firmware, so the host loop adds the compensating force
+// (Info.HostGravityCompensation).
+func (a *Arm) Configure(s hw.Settings) error {
+	if a.closed {
+		return ErrClosed
+	}
+	if math.IsNaN(s.GravityScale) || s.GravityScale < 0 || s.GravityScale > 2 {
+		return errors.New("hw/sim: gravity scale must be within 0..2; pass a value in range")
+	}
+	a.settings = s
+	return nil
+}
+
+// Exchange applies cmd for one period (PeriodS of simulated time) and fills
+// st with the state after it. It never allocates. Non-finite command values
+// produce no actuator force.
+func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
+	if a.closed {
+		return ErrClosed
+	}
+	if cmd == nil || st == nil {
+		return errNilExchange
+	}
+	left := a.settings.LeftHanded
+	// Per-tick actuator inputs: a fixed force, or a servo target that is
+	// re-evaluated every sub-step.
+	var fixedN, targetM hw.Vec3
+	servo := false
+	switch cmd.Mode {
+	case hw.ModeForce:
+		if finite(cmd.ForceN) {
+			fixedN = cmd.ForceN
+		}
+	case hw.ModeTorque:
+		if finiteAngles(cmd.TorquesNmm) {
+			fixedN = a.torqueForce(cmd.TorquesNmm)
+		}
+	case hw.ModePosition:
+		if finite(cmd.PositionM) {
+			targetM, servo = cmd.PositionM, true
+		}
+	case hw.ModeAngle:
+		if finiteAngles(cmd.AnglesDeg) {
+			targetM, servo = ForwardKinematics(cmd.AnglesDeg, left), true
+		}
+	}
+	fixedN = clampNorm(fixedN, MaxForceN)
+
+	for i := 0; i < a.substeps; i++ {
+		actN := fixedN
+		if servo {
+			actN = a.servoForce(targetM)
+		}
+		a.step(actN)
+	}
+	a.fill(st)
+	return nil
+}
+
+// torqueForce maps joint torques to the end-effector force F with Jᵀ·F = τ
+// at the current pose. Torque scaling on shrinks all torques together when
+// one exceeds its limit (keeping the direction); off clips each joint alone.
+func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
+	t := [3]float64{tNmm.A0, tNmm.A1, tNmm.A2}
+	peak := math.Max(math.Abs(t[0]), math.Max(math.Abs(t[1]), math.Abs(t[2])))
+	if peak > MaxJointTorqueNmm {
+		if a.settings.TorqueScaling {
+			k := MaxJointTorqueNmm / peak
+			t[0], t[1], t[2] = t[0]*k, t[1]*k, t[2]*k
+		} else {
+			for i := range t {
+				t[i] = math.Max(-MaxJointTorqueNmm, math.Min(MaxJointTorqueNmm, t[i]))
+			}
+		}
+	}
+	for i := range t {
+		t[i] /= 1000 // N·mm → N·m
+	}
+	angles, _ := InverseKinematics(a.pos, a.settings.LeftHanded)
+	j := jacobian(angles, a.settings.LeftHanded)
+	jt := j.transpose()
+	f, ok := jt.solve(t)
+	if !ok {
+		return hw.Vec3{}
+	}
+	return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
+}
+
+// servoForce is the position servo: a desired velocity toward the target,
+// capped at MaxServoSpeedMps, tracked by a velocity loop, plus the arm's own
+// weight as feed-forward so the servo settles on the target instead of
+// below it. The velocity loop approaches the capped desired speed from
+// below, so the cursor does not exceed the cap on its own.
+func (a *Arm) servoForce(targetM hw.Vec3) hw.Vec3 {
+	want := clampNorm(scale(sub(targetM, a.pos), servoGainPerS), MaxServoSpeedMps)
+	f := scale(sub(want, a.vel), servoNspm)
+	f.Z += EffectiveMassKg * GravityMps2
+	return clampNorm(f, MaxForceN)
+}
+
+// step advances the physics by one sub-step with semi-implicit Euler:
+// velocity first from all forces, then Coulomb friction as a velocity
+// reduction that may stop the cursor (so a small net force leaves a resting
+// cursor put), then position from the new velocity.
+func (a *Arm) step(actN hw.Vec3) {
+	h := a.stepS
+	f := actN
+	f.Z -= EffectiveMassKg * GravityMps2
+	f = sub(f, scale(a.vel, viscousNspm))
+	f = add(f, a.boundaryForce())
+	f = add(f, a.handForce())
+
+	v := add(a.vel, scale(f, h/EffectiveMassKg))
+	friction := kineticN
+	if dot(a.vel, a.vel) < restSpeedMps*restSpeedMps {
+		friction = staticN
+	}
+	dv := friction * h / EffectiveMassKg
+	if speed := norm(v); speed <= dv {
+		v = hw.Vec3{}
+	} else {
+		v = scale(v, 1-dv/speed)
+	}
+	a.vel = v
+	a.pos = add(a.pos, scale(v, h))
+	a.tS += h
+	a.forceN = actN
+}
+
+// boundaryForce is a stiff spring and damper that push a cursor outside the
+// workspace sphere back in; inside, it is zero.
+func (a *Arm) boundaryForce() hw.Vec3 {
+	off := sub(a.pos, a.info.WorkspaceCenterM)
+	d := norm(off)
+	if d <= WorkspaceRadiusM {
+		return hw.Vec3{}
+	}
+	n := scale(off, 1/d)
+	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*dot(a.vel, n)
+	if push < 0 {
+		push = 0 // the wall pushes, never pulls
+	}
+	return scale(n, -push)
+}
+
+// handForce is the scripted user's hand: a spring-damper pulling the handle
+// toward a moving target.
+func (a *Arm) handForce() hw.Vec3 {
+	var target, targetV hw.Vec3
+	c := a.info.WorkspaceCenterM
+	switch a.motion {
+	case MotionCircle:
+		w := 2 * math.Pi * circleHz
+		s, co := math.Sincos(w*a.tS + a.phaseRad)
+		target = hw.Vec3{X: c.X + circleRadiusM*co, Y: c.Y + circleRadiusM*s, Z: c.Z}
+		targetV = hw.Vec3{X: -circleRadiusM * w * s, Y: circleRadiusM * w * co}
+	case MotionRandom:
+		for a.walk.due(a.tS) {
+			p := a.rng.inBall(walkRadiusM)
+			a.walk.push([3]float64{c.X + p[0], c.Y + p[1], c.Z + p[2]}, walkSegmentS*a.rng.between(0.6, 1.4))
+		}
+		p, v := a.walk.at(a.tS)
+		target = hw.Vec3{X: p[0], Y: p[1], Z: p[2]}
+		targetV = hw.Vec3{X: v[0], Y: v[1], Z: v[2]}
+	default:
+		return hw.Vec3{}
+	}
+	return add(scale(sub(target, a.pos), handNpm), scale(sub(targetV, a.vel), handNspm))
+}
+
+// fill reports the state: position, velocity, joint angles by inverse
+// kinematics, joint speeds by J⁻¹·v, and the body turned by the base yaw.
+func (a *Arm) fill(st *hw.State) {
+	left := a.settings.LeftHanded
+	angles, _ := InverseKinematics(a.pos, left)
+	j := jacobian(angles, left)
+	w, ok := j.solve([3]float64{a.vel.X, a.vel.Y, a.vel.Z})
+	if !ok {
+		w = [3]float64{}
+	}
+	heading := handSign(left) * angles.A0 * radPerDeg
+	*st = hw.State{
+		PositionM:          a.pos,
+		VelocityMps:        a.vel,
+		AnglesDeg:          angles,
+		AngularVelocityDps: hw.Angles3{A0: w[0] * degPerRad, A1: w[1] * degPerRad, A2: w[2] * degPerRad},
+		// Turning from +Y toward +X is a negative rotation about Z.
+		BodyOrientation: axisQuat(0, 0, 1, -heading),
+		ForceN:          a.forceN,
+		Status:          hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply,
+	}
+}
+
+// Halt zeroes the actuator output: the arm goes limp (gravity and the
+// scripted hand still act on it) until the next Exchange with a non-idle
+// command. It does not advance time and is idempotent.
+func (a *Arm) Halt() error {
+	if a.closed {
+		return ErrClosed
+	}
+	a.forceN = hw.Vec3{}
+	return nil
+}
+
+// Close halts the arm; every later call returns ErrClosed.
+func (a *Arm) Close() error {
+	if a.closed {
+		return ErrClosed
+	}
+	a.forceN = hw.Vec3{}
+	a.closed = true
+	return nil
+}

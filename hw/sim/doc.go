@@ -1,0 +1,70 @@
+// Package sim holds simulated haptic devices: an Arm and a Grip that
+// implement hw.Driver with no hardware behind them. They are what a
+// newcomer sees first, what CI starts by the thousand, and the physics
+// behind the firmware emulator (hw/emulator), so emulated and simulated
+// arms behave alike.
+//
+// # The arm
+//
+// The end effector is a point mass of EffectiveMassKg in the device frame
+// (Z up, +X right, +Y forward; SI units), integrated with semi-implicit
+// Euler at the fixed step ArmOptions.PeriodS, sub-stepped to at most 0.5 ms
+// so it stays stable at any loop rate. Forces on it:
+//
+//   - the actuator, per Command.Mode: ModeForce applies ForceN; ModePosition
+//     is a servo toward PositionM whose speed is capped at MaxServoSpeedMps;
+//     ModeAngle is the same servo toward ForwardKinematics(AnglesDeg);
+//     ModeTorque maps joint torques (N·mm) to a force through the inverse of
+//     the Jacobian transpose; ModeIdle applies nothing. The actuator force is
+//     clamped to MaxForceN inside the driver whatever the caller did, and
+//     State.ForceN reports it after the clamp;
+//   - gravity, EffectiveMassKg·GravityMps2 downwards, always;
+//   - viscous friction, plus a small Coulomb friction that keeps a resting
+//     cursor put under a small net force;
+//   - a soft boundary: a stiff spring and damper that push the cursor back
+//     inside the sphere of WorkspaceRadiusM around Info.WorkspaceCenterM;
+//   - the scripted hand (ArmOptions.Motion): a spring-damper pulling the
+//     handle toward a moving target, as a user's hand would.
+//
+// # Gravity compensation
+//
+// The simulated arm has no firmware, so Info.HostGravityCompensation is
+// true: the service's loop adds EffectiveMassKg·GravityMps2·scale upwards
+// when gravity compensation is enabled. Configure only records the gravity
+// settings. So with compensation off, or scaled below 1, a hands-off cursor
+// sags and comes to rest on the bottom of the workspace boundary; that is
+// the simulated equivalent of an uncompensated arm dropping. The position
+// and angle servos carry the arm's own weight, as firmware servos do.
+//
+// # Kinematics
+//
+// Three joints: base yaw A0 (0 along +Y; positive toward +X when
+// right-handed, toward -X when Settings.LeftHanded), shoulder elevation A1
+// and elbow bend A2, with links UpperLinkM and ForearmM and the shoulder
+// ShoulderHeightM above the base. State.AnglesDeg follows the cursor by
+// inverse kinematics each step (elbow up), State.AngularVelocityDps is
+// J⁻¹·v, and State.BodyOrientation is the identity turned about Z by the
+// base yaw. TorqueScaling on scales all joint torques together when one
+// exceeds MaxJointTorqueNmm (the force keeps its direction); off clips each
+// joint alone.
+//
+// # The grip
+//
+// A Grip reports orientation, buttons, a hall (squeeze) level and a battery
+// that drains over BatteryLifeS of simulated time, never below MinBattery.
+// With MotionNone it lies still: identity orientation, nothing pressed. It
+// has no actuator and ignores commands.
+//
+// # Identity
+//
+// Ids and UUIDs derive from the index alone (ArmID, GripID, ArmUUID,
+// GripUUID), so the same flags give the same devices after a restart and
+// stored device config comes back.
+//
+// # Time and concurrency
+//
+// Time is simulated: each Exchange advances exactly one period, so tests
+// and benchmarks are deterministic and free of wall-clock timing. A device
+// is used by one goroutine at a time, as hw.Driver says; distinct devices
+// share nothing and may be stepped in parallel. Exchange never allocates.
+package sim
