@@ -229,9 +229,7 @@ func (c *client) run(ctx context.Context, s schedule) {
 		}
 		frame, err := c.readFrame()
 		if err != nil {
-			if measured {
-				c.result.Lost++
-			}
+			c.result.Lost++ // counted over the whole run, like every contract problem
 			c.fail("read frame", err)
 			return
 		}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // perSessionRowsMax is the most sessions the table lists one by one; above
@@ -31,8 +31,8 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	}
 	b.WriteString("\n\n")
 
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\thapticd\tbaseline\tbase\tratio\t")
+	var tw textTable
+	tw.add("figure", "hapticd", "baseline", "base", "ratio")
 	for _, cmp := range r.Comparisons {
 		base, ratio := "-", "-"
 		if cmp.Baseline != "-" {
@@ -41,19 +41,19 @@ func (r RunReport) WriteTable(w io.Writer) error {
 				ratio = fmt.Sprintf("%.2fx", cmp.Ratio)
 			}
 		}
-		fmt.Fprintf(tw, "%s (%s)\t%s\t%s\t%s\t%s\t\n", cmp.Figure, cmp.Unit, number(cmp.Hapticd), cmp.Baseline, base, ratio)
+		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio)
 	}
-	tw.Flush()
+	tw.write(&b)
 
 	b.WriteString("\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tsessions\tsent\treceived\tmissed deadlines\tlost\tout of order\terror frames\tsessions in error\tframe bytes\t")
+	tw = textTable{}
+	tw.add("server", "sessions", "sent", "received", "missed deadlines", "lost", "out of order", "error frames", "sessions in error", "frame bytes")
 	for _, l := range r.loads() {
 		o := l.Overall
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", l.Server, o.Sessions, o.Sent, o.Received,
-			o.MissedDeadlines, o.Lost, o.OutOfOrder, o.ErrorFrames, o.ClientsInError, o.FrameBytes)
+		tw.add(l.Server, itoa(o.Sessions), utoa(o.Sent), utoa(o.Received), utoa(o.MissedDeadlines), utoa(o.Lost),
+			utoa(o.OutOfOrder), utoa(o.ErrorFrames), itoa(o.ClientsInError), itoa(o.FrameBytes))
 	}
-	tw.Flush()
+	tw.write(&b)
 
 	b.WriteString("\n")
 	writeSessions(&b, r.Hapticd)
@@ -96,18 +96,18 @@ func (r RunReport) loads() []LoadResult {
 // writeSessions lists each session, or the spread across them when there
 // are many.
 func writeSessions(b *strings.Builder, l LoadResult) {
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var tw textTable
 	if len(l.Clients) <= perSessionRowsMax {
-		fmt.Fprintln(tw, "session\trole\tdevice\trate Hz\tp50 µs\tp90 µs\tp99 µs\tp99.9 µs\tmax µs\tlost\tout of order\t")
+		tw.add("session", "role", "device", "rate Hz", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "lost", "out of order")
 		for _, c := range l.Clients {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Index, c.Role, c.DeviceID, number(c.AchievedHz),
-				number(c.RTT.P50Us), number(c.RTT.P90Us), number(c.RTT.P99Us), number(c.RTT.P999Us), number(c.RTT.MaxUs), c.Lost, c.OutOfOrder)
+			tw.add(itoa(c.Index), string(c.Role), c.DeviceID, number(c.AchievedHz), number(c.RTT.P50Us), number(c.RTT.P90Us),
+				number(c.RTT.P99Us), number(c.RTT.P999Us), number(c.RTT.MaxUs), utoa(c.Lost), utoa(c.OutOfOrder))
 		}
-		tw.Flush()
+		tw.write(b)
 		return
 	}
 	fmt.Fprintf(b, "hapticd sessions (spread across %d sessions; every session is in the JSON):\n", len(l.Clients))
-	fmt.Fprintln(tw, "per session\tmin\tmedian\tmax\t")
+	tw.add("per session", "min", "median", "max")
 	rows := []struct {
 		name string
 		get  func(ClientResult) float64
@@ -123,9 +123,9 @@ func writeSessions(b *strings.Builder, l LoadResult) {
 			xs[i] = row.get(c)
 		}
 		med := median(xs) // sorts xs
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, number(xs[0]), number(med), number(xs[len(xs)-1]))
+		tw.add(row.name, number(xs[0]), number(med), number(xs[len(xs)-1]))
 	}
-	tw.Flush()
+	tw.write(b)
 }
 
 // number prints a figure with about four significant digits.
@@ -143,6 +143,9 @@ func number(x float64) string {
 		return fmt.Sprintf("%.3f", x)
 	}
 }
+
+func itoa(n int) string    { return strconv.Itoa(n) }
+func utoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 func bytesText(n uint64) string {
 	switch {

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quickRun runs a short load against a fake service with no bare-loop
+// baseline (the fake has no binary behind it).
+func quickRun(t *testing.T, f *fakeService, o RunOptions) RunReport {
+	t.Helper()
+	o.Target = f.wsURL()
+	o.NoBareLoop = true
+	if o.Duration == 0 {
+		o.Duration = 300 * time.Millisecond
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 50 * time.Millisecond
+	}
+	if o.FrameTimeout == 0 {
+		o.FrameTimeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep
+}
+
+func TestRunAgainstHealthyService(t *testing.T) {
+	f := newFakeService(t, fakeFaults{})
+	rep := quickRun(t, f, RunOptions{Clients: 3, Observers: 1})
+
+	h := rep.Hapticd.Overall
+	if h.Received == 0 || h.Received != h.Sent {
+		t.Fatalf("received %d of %d frames, want every frame of a healthy service", h.Received, h.Sent)
+	}
+	if h.Lost+h.OutOfOrder+h.ErrorFrames != 0 || h.ClientsInError != 0 {
+		t.Errorf("healthy service: lost %d, out of order %d, error frames %d, clients in error %d; want none",
+			h.Lost, h.OutOfOrder, h.ErrorFrames, h.ClientsInError)
+	}
+	if h.RTT.Count != h.Received || h.RTT.P50Us <= 0 || h.RTT.MaxUs < h.RTT.P99Us {
+		t.Errorf("rtt summary %+v does not describe %d round trips", h.RTT, h.Received)
+	}
+	wantDevices := []string{"049D", "1A2B", "049D", "049D"} // client i → arm i mod 2; observer 0 → arm 0
+	wantRoles := []Role{RoleController, RoleController, RoleController, RoleObserver}
+	for i, c := range rep.Hapticd.Clients {
+		if c.DeviceID != wantDevices[i] || c.Role != wantRoles[i] {
+			t.Errorf("session %d: %s on %s, want %s on %s", i, c.Role, c.DeviceID, wantRoles[i], wantDevices[i])
+		}
+	}
+	seen := map[int64]bool{}
+	for _, c := range rep.Hapticd.Clients {
+		if seen[c.SessionID] {
+			t.Errorf("session id %d used twice", c.SessionID)
+		}
+		seen[c.SessionID] = true
+	}
+
+	if rep.Echo == nil {
+		t.Fatal("no echo baseline in the report")
+	}
+	e := rep.Echo.Overall
+	if e.Received == 0 || e.Lost+e.OutOfOrder+e.ErrorFrames != 0 {
+		t.Errorf("echo baseline: received %d, lost %d, out of order %d, error frames %d", e.Received, e.Lost, e.OutOfOrder, e.ErrorFrames)
+	}
+	if e.FrameBytes != h.FrameBytes {
+		t.Errorf("echo frames are %d bytes, hapticd's %d: the baseline must use the same frame size", e.FrameBytes, h.FrameBytes)
+	}
+
+	if rep.Loop == nil || rep.Loop.Devices != 2 || rep.Loop.TargetUs != 1000 || rep.Loop.PeriodP99UsWorst != 1020 {
+		t.Errorf("loop figures %+v, want 2 devices, target 1000 µs, worst p99 1020 µs", rep.Loop)
+	}
+	if rep.Config.LoopHz != 1000 || rep.Config.Arms != 2 {
+		t.Errorf("config %+v: want the loop rate and arm count read from /stats", rep.Config)
+	}
+	if rep.Process == nil || rep.Process.CPUSeconds <= 0 || rep.Process.Goroutines != 12 {
+		t.Errorf("process figures %+v, want the window's CPU delta and the goroutine count", rep.Process)
+	}
+	var rtt *Comparison
+	for i := range rep.Comparisons {
+		if rep.Comparisons[i].Figure == "rtt p99" {
+			rtt = &rep.Comparisons[i]
+		}
+	}
+	if rtt == nil || rtt.Baseline != "echo" || rtt.Ratio <= 0 || rtt.Hapticd != h.RTT.P99Us {
+		t.Errorf("rtt p99 comparison = %+v, want hapticd beside echo with a ratio", rtt)
+	}
+}
+
+func TestRunDetectsBrokenContract(t *testing.T) {
+	tests := []struct {
+		name    string
+		fake    fakeFaults
+		timeout time.Duration
+		check   func(Overall) bool
+		want    string
+	}{
+		{"lost frame", fakeFaults{dropEvery: 20}, 200 * time.Millisecond,
+			func(o Overall) bool { return o.Lost >= 1 && o.ClientsInError >= 1 }, "lost ≥ 1 and the client in error"},
+		{"surplus frame", fakeFaults{extraEvery: 20}, 0,
+			func(o Overall) bool { return o.OutOfOrder >= 1 }, "out of order ≥ 1"},
+		{"errors array", fakeFaults{errorEvery: 10}, 0,
+			func(o Overall) bool { return o.ErrorFrames >= 1 }, "error frames ≥ 1"},
+		{"foreign session id", fakeFaults{foreignEvery: 10}, 0,
+			func(o Overall) bool { return o.OutOfOrder >= 1 }, "out of order ≥ 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeService(t, tt.fake)
+			rep := quickRun(t, f, RunOptions{Clients: 2, NoEcho: true, FrameTimeout: tt.timeout})
+			if o := rep.Hapticd.Overall; !tt.check(o) {
+				t.Errorf("overall %+v: want %s", o, tt.want)
+			}
+		})
+	}
+}
+
+func TestPacedClientsNeverBurst(t *testing.T) {
+	// Absolute deadlines allow at most one send per period of the window:
+	// a client that fell behind skips ahead instead of catching up.
+	f := newFakeService(t, fakeFaults{})
+	const rate, window = 200.0, 300 * time.Millisecond
+	rep := quickRun(t, f, RunOptions{Clients: 2, RateHz: rate, Duration: window, NoEcho: true})
+	for _, c := range rep.Hapticd.Clients {
+		if limit := uint64(rate*window.Seconds()) + 1; c.Sent == 0 || c.Sent > limit {
+			t.Errorf("session %d sent %d messages in the window, want 1..%d", c.Index, c.Sent, limit)
+		}
+	}
+}
+
+func TestRunReportOutputs(t *testing.T) {
+	f := newFakeService(t, fakeFaults{})
+	rep := quickRun(t, f, RunOptions{Clients: 1})
+
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"figure", "hapticd", "baseline", "ratio", "rtt p99 (µs)", "rate total (Hz)",
+		"loop period p99 (worst device) (µs)", "echo", "device loops: 2 devices", "machine: go"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+
+	t.Logf("table:\n%s", table.String())
+
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := WriteJSON(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Config  map[string]any `json:"config"`
+		Machine map[string]any `json:"machine"`
+		Hapticd struct {
+			Overall struct {
+				RTT map[string]float64 `json:"rtt"`
+			} `json:"overall"`
+			Clients []map[string]any `json:"clients"`
+		} `json:"hapticd"`
+		Echo        map[string]any   `json:"echo"`
+		Comparisons []map[string]any `json:"comparisons"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("report JSON does not decode: %v", err)
+	}
+	for _, k := range []string{"p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"} {
+		if _, ok := doc.Hapticd.Overall.RTT[k]; !ok {
+			t.Errorf("JSON hapticd.overall.rtt lacks %s", k)
+		}
+	}
+	if len(doc.Hapticd.Clients) != 1 || doc.Echo == nil || len(doc.Comparisons) == 0 || doc.Machine["go_version"] == nil {
+		t.Errorf("JSON lacks clients, echo, comparisons or machine: %s", raw)
+	}
+}
+
+func TestTargetURLs(t *testing.T) {
+	tests := []struct{ in, ws, http string }{
+		{"ws://127.0.0.1:10001/", "ws://127.0.0.1:10001/", "http://127.0.0.1:10001"},
+		{"http://127.0.0.1:10001", "ws://127.0.0.1:10001/", "http://127.0.0.1:10001"},
+		{"127.0.0.1:9000", "ws://127.0.0.1:9000/", "http://127.0.0.1:9000"},
+	}
+	for _, tt := range tests {
+		ws, h, err := targetURLs(tt.in)
+		if err != nil || ws != tt.ws || h != tt.http {
+			t.Errorf("targetURLs(%q) = %q, %q, %v; want %q, %q", tt.in, ws, h, err, tt.ws, tt.http)
+		}
+	}
+	if _, _, err := targetURLs("ftp://x:1"); err == nil {
+		t.Error("targetURLs accepted an ftp URL")
+	}
+}
+
+func TestSessionIDOf(t *testing.T) {
+	tests := []struct {
+		frame string
+		id    int64
+		ok    bool
+	}{
+		{`{"session_id":42,"arm3":[]}`, 42, true},
+		{`{ "session_id" : 7 }`, 7, true},
+		{`{"arm3":[]}`, 0, false},
+		{`{"session_id":"x"}`, 0, false},
+	}
+	for _, tt := range tests {
+		id, ok := sessionIDOf([]byte(tt.frame))
+		if id != tt.id || ok != tt.ok {
+			t.Errorf("sessionIDOf(%s) = %d, %v; want %d, %v", tt.frame, id, ok, tt.id, tt.ok)
+		}
+	}
+}
