@@ -1,0 +1,45 @@
+// Package store is hapticd's state directory (--state-dir): device-global
+// config, settings and per-profile session config, one JSON document per
+// file.
+//
+// # Names
+//
+// A document is named by a relative slash path without extension:
+// "settings", "devices/arm3-049D", "profiles/<EscapeName(profile)>/arm3-049D".
+// Segments are [A-Za-z0-9._%-] and never start with '.', so no name
+// escapes the directory; EscapeName makes any user-supplied string (a
+// profile name such as "co.example.app:main") one safe, reversible segment.
+// Document "a/b" is the file <dir>/a/b.json.
+//
+// # Durability
+//
+// Save returns only once the document is durable: it writes a temp file in
+// the same directory, fsyncs it, renames it over the target and fsyncs the
+// directory. A reader, or the service after a crash at any instant, sees
+// the old document or the new one, never a torn file. Open removes temp
+// files that a crash left behind; an empty or missing directory means
+// defaults.
+//
+// # Bad files
+//
+// A document that is empty, torn, not JSON or of the wrong shape makes Load
+// return a *CorruptError naming the file and the fault, after moving the
+// file aside to name.json.corrupt-<unix seconds> so that the next Save does
+// not destroy the evidence. The caller logs it and uses defaults; nothing
+// in this package stops the service over a bad file.
+//
+// # Write-behind
+//
+// WebSocket clients may re-send configure at 1 kHz; PROTOCOL 4 asks for
+// those changes to be coalesced and flushed within one second, on session
+// end and on shutdown, never a disk write per message. WriteBehind keeps
+// the latest encoded value per name and writes each at most once per
+// interval. Put encodes its value at call time (the snapshot rule: callers
+// may change the value afterwards) and never waits for the disk.
+//
+// # Concurrency
+//
+// Store and WriteBehind are safe for concurrent use. Operations on one name
+// are serialised; operations on different names run in parallel except for
+// a small, fixed set of lock stripes. One process per state directory.
+package store

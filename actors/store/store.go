@@ -1,0 +1,384 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	ext          = ".json"
+	tempMarker   = ".tmp-"     // temp files: "." + base + ext + tempMarker + random
+	corruptInfix = ".corrupt-" // moved-aside files: base + ext + corruptInfix + unix seconds
+	maxSegment   = 200         // leaves room for ext and the temp suffix under NAME_MAX (255)
+	lockStripes  = 32
+)
+
+// Store is the service's state directory. Each document is one JSON file,
+// written durably. It is safe for concurrent use; writes to one name are
+// serialised, writes to different names mostly are not.
+type Store struct {
+	// Immutable after Open.
+	dir string
+
+	// stripes serialise Load, Save and Delete per name (by hash), so that
+	// a Load that moves a corrupt file aside never moves a good one a
+	// concurrent Save just renamed into place.
+	stripes [lockStripes]sync.Mutex
+
+	// afterWrite, when set (tests only, before use), is called after each
+	// durable write with the document name.
+	afterWrite func(name string)
+}
+
+// CorruptError reports a document that exists but cannot be used. Load
+// has already moved the file aside (MovedTo) so that the evidence
+// survives the next Save; callers log it and use defaults.
+type CorruptError struct {
+	Name    string // document name
+	Path    string // file that was read
+	MovedTo string // where it is now; empty if moving it failed too
+	Err     error  // what is wrong with it
+}
+
+func (e *CorruptError) Error() string {
+	where := "it could not be moved aside"
+	if e.MovedTo != "" {
+		where = "moved aside to " + e.MovedTo
+	}
+	return fmt.Sprintf("store: %s is unreadable (%v); %s; defaults apply until the next save", e.Path, e.Err, where)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Open opens the state directory dir, creating it (mode 0700) if missing:
+// an empty directory means defaults. It removes temp files left by a crash
+// mid-save (they were never renamed into place, so they hold nothing that
+// was acknowledged) and checks that the directory is writable, so a
+// misconfigured --state-dir fails at start, not at the first POST.
+func Open(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("store: empty state directory; pass --state-dir")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: state directory %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", abs, err)
+	}
+	s := &Store{dir: abs}
+	if err := s.removeTempFiles(); err != nil {
+		return nil, err
+	}
+	probe, err := os.CreateTemp(abs, "."+"probe"+tempMarker+"*")
+	if err != nil {
+		return nil, fmt.Errorf("store: state directory %s is not writable: %w; fix its permissions or pass another --state-dir", abs, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return s, nil
+}
+
+// Dir returns the state directory as an absolute path.
+func (s *Store) Dir() string { return s.dir }
+
+// removeTempFiles deletes leftovers of interrupted saves anywhere in the
+// tree.
+func (s *Store) removeTempFiles() error {
+	return filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("store: scan %s for leftover temp files: %w", path, err)
+		}
+		if !d.IsDir() && isTempFile(d.Name()) {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("store: remove leftover temp file %s: %w", path, err)
+			}
+		}
+		return nil
+	})
+}
+
+func isTempFile(base string) bool {
+	return strings.HasPrefix(base, ".") && strings.Contains(base, tempMarker)
+}
+
+// checkName validates a document name: a relative slash path of non-empty
+// segments made of [A-Za-z0-9._%-], none starting with '.' (those are
+// reserved for temp files and exclude "." and "..").
+func checkName(name string) error {
+	const rule = "names are relative slash paths of [A-Za-z0-9._%-] segments that do not start with '.'; pass user-supplied parts through EscapeName"
+	if name == "" {
+		return fmt.Errorf("store: empty document name; %s", rule)
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		switch {
+		case seg == "":
+			return fmt.Errorf("store: document name %q has an empty segment (leading, trailing or double '/'); %s", name, rule)
+		case seg[0] == '.':
+			return fmt.Errorf("store: document name %q has segment %q starting with '.'; %s", name, seg, rule)
+		case len(seg) > maxSegment:
+			return fmt.Errorf("store: document name %q has a segment of %d bytes, over the %d-byte limit of file names; shorten it", name, len(seg), maxSegment)
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; !keepByte(c) && c != '%' && !(c >= 'A' && c <= 'Z') {
+				return fmt.Errorf("store: document name %q has %q in segment %q; %s", name, c, seg, rule)
+			}
+		}
+	}
+	return nil
+}
+
+// path returns the file of a valid name.
+func (s *Store) path(name string) string {
+	return filepath.Join(s.dir, filepath.FromSlash(name)) + ext
+}
+
+func (s *Store) lock(name string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return &s.stripes[h.Sum32()%lockStripes]
+}
+
+// Load reads document name into v (as encoding/json does). found is false
+// when there is no such document: the caller uses defaults. A document
+// that exists but is empty, torn, not JSON or not the shape of v is an
+// error (a *CorruptError naming the file and the fault); the file has been
+// moved aside to name.json.corrupt-<unix seconds>, and v may be partly
+// filled, so the caller must use defaults. The service never stops on a
+// bad file.
+func (s *Store) Load(name string, v any) (found bool, err error) {
+	if err := checkName(name); err != nil {
+		return false, err
+	}
+	mu := s.lock(name)
+	mu.Lock()
+	defer mu.Unlock()
+	p := s.path(name)
+	data, err := os.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("store: read %s: %w; check the state directory's permissions", p, err)
+	}
+	fault := decode(data, v)
+	if fault == nil {
+		return true, nil
+	}
+	return false, s.moveAsideLocked(name, p, fault)
+}
+
+// decode checks data is one whole JSON value before decoding it into v, so
+// that a torn file is named as such rather than as a type mismatch.
+func decode(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("the file is empty (%d bytes): a write was cut short", len(data))
+	}
+	if !json.Valid(data) {
+		var syntax *json.SyntaxError
+		err := json.Unmarshal(data, new(any))
+		if errors.As(err, &syntax) {
+			return fmt.Errorf("not valid JSON at byte %d of %d: %w", syntax.Offset, len(data), err)
+		}
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("JSON of the wrong shape: %w", err)
+	}
+	return nil
+}
+
+// moveAsideLocked renames a bad file to name.json.corrupt-<unix>, adding
+// -1, -2… if that exists, and makes the rename durable.
+func (s *Store) moveAsideLocked(name, p string, fault error) error {
+	cerr := &CorruptError{Name: name, Path: p, Err: fault}
+	base := p + corruptInfix + strconv.FormatInt(time.Now().Unix(), 10)
+	target := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		target = base + "-" + strconv.Itoa(i)
+	}
+	if err := os.Rename(p, target); err != nil {
+		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", fault, err)
+		return cerr
+	}
+	syncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
+	cerr.MovedTo = target
+	return cerr
+}
+
+// Save writes v as document name, durably: when Save returns nil the
+// document survives a crash of the process or the machine. It writes a temp
+// file in the same directory, fsyncs it, renames it over the target and
+// fsyncs the directory, so a reader sees the old document or the new one,
+// never a torn one.
+func (s *Store) Save(name string, v any) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("store: encode %s: %w", name, err)
+	}
+	return s.saveBytes(name, append(data, '\n'))
+}
+
+// saveBytes is Save for a checked name and encoded value.
+func (s *Store) saveBytes(name string, data []byte) error {
+	mu := s.lock(name)
+	mu.Lock()
+	defer mu.Unlock()
+	p := s.path(name)
+	dir := filepath.Dir(p)
+	if err := s.mkdirDurable(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+tempMarker+"*")
+	if err != nil {
+		return fmt.Errorf("store: save %s: create temp file: %w; check free space and permissions of %s", name, err, dir)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, p)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("store: save %s: %w; check free space and permissions of %s", name, werr, dir)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
+	}
+	if s.afterWrite != nil {
+		s.afterWrite(name)
+	}
+	return nil
+}
+
+// mkdirDurable creates dir and any missing parents below the state
+// directory, fsyncing each new entry's parent so the new path survives a
+// crash along with the file saved into it.
+func (s *Store) mkdirDurable(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if dir == s.dir || !strings.HasPrefix(dir, s.dir+string(filepath.Separator)) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if err := s.mkdirDurable(parent); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
+	}
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("store: sync directory %s: %w", parent, err)
+	}
+	return nil
+}
+
+// Delete removes document name durably. Deleting a missing document is not
+// an error.
+func (s *Store) Delete(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	mu := s.lock(name)
+	mu.Lock()
+	defer mu.Unlock()
+	p := s.path(name)
+	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
+	}
+	return nil
+}
+
+// List returns the names of the documents under prefix, sorted. prefix is
+// a document name taken as a folder ("profiles" or "profiles/" lists
+// everything below profiles/); "" lists everything. Temp and moved-aside
+// files are not documents and are never listed.
+func (s *Store) List(prefix string) ([]string, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	root := s.dir
+	if prefix != "" {
+		if err := checkName(prefix); err != nil {
+			return nil, err
+		}
+		root = filepath.Join(s.dir, filepath.FromSlash(prefix))
+	}
+	var names []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		base := d.Name()
+		if d.IsDir() || strings.HasPrefix(base, ".") || !strings.HasSuffix(base, ext) {
+			return nil
+		}
+		rel, err := filepath.Rel(s.dir, path)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(filepath.ToSlash(rel), ext)
+		if checkName(name) == nil {
+			names = append(names, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list %q: %w", prefix, err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// syncDir fsyncs a directory so that the entries just created, renamed or
+// removed in it are durable.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		// Windows cannot fsync a directory handle; NTFS journals the
+		// rename itself.
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,210 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WriteBehind coalesces frequent changes (a WebSocket client may re-send its
+// configure every tick) into at most one durable write per document per
+// interval: the latest value of each name wins. It flushes on its own
+// within interval of the first change of a batch, and on Flush and Close.
+//
+// Put encodes v when it is called: the snapshot is taken then, so the
+// caller may reuse or change v as soon as Put returns. Put never touches
+// the disk and never waits for a write in progress.
+//
+// A background write that fails leaves the document pending (unless a newer
+// Put replaced it) and retries at the next interval; the error goes to the
+// function set with OnError, and the next Flush returns it too.
+type WriteBehind struct {
+	// Immutable after NewWriteBehind.
+	store    *Store
+	interval time.Duration
+	wake     chan struct{} // cap 1: a batch has started
+	stop     chan struct{}
+	done     chan struct{}
+
+	// flushMu serialises flushes, so that Flush returning means every Put
+	// made before the call is on disk. Lock order: flushMu, then mu.
+	flushMu sync.Mutex
+
+	// mu guards the following. It is never held across disk I/O.
+	mu      sync.Mutex
+	pending map[string][]byte
+	failed  error // reported by the next Flush
+	onError func(error)
+	closed  bool
+}
+
+// NewWriteBehind starts a write-behind buffer over s that flushes within
+// interval (PROTOCOL 4 asks for one second) of a change. Close it on
+// shutdown.
+func (s *Store) NewWriteBehind(interval time.Duration) *WriteBehind {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	w := &WriteBehind{
+		store:    s,
+		interval: interval,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		pending:  make(map[string][]byte),
+	}
+	go w.run()
+	return w
+}
+
+// OnError sets the function told about failures of background flushes
+// (the caller logs them). Set it before the first Put; it must not block.
+func (w *WriteBehind) OnError(fn func(error)) {
+	w.mu.Lock()
+	w.onError = fn
+	w.mu.Unlock()
+}
+
+// Put records v as the latest value of document name. An invalid name or
+// a value that does not encode is reported through OnError and the next
+// Flush, and nothing is stored. After Close, Put writes through
+// synchronously (durably), so a late change is not lost.
+func (w *WriteBehind) Put(name string, v any) {
+	data, err := encodeDocument(name, v)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		if err := w.store.saveBytes(name, data); err != nil {
+			w.fail(err)
+		}
+		return
+	}
+	first := len(w.pending) == 0
+	w.pending[name] = data
+	w.mu.Unlock()
+	if first {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func encodeDocument(name string, v any) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("store: encode %s: %w", name, err)
+	}
+	return append(data, '\n'), nil
+}
+
+func (w *WriteBehind) fail(err error) {
+	w.mu.Lock()
+	w.failed = errors.Join(w.failed, err)
+	fn := w.onError
+	w.mu.Unlock()
+	if fn != nil {
+		fn(err)
+	}
+}
+
+// Flush writes every pending document now, durably, and returns any error
+// since the last Flush (including failures of background flushes).
+func (w *WriteBehind) Flush() error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.flushLocked()
+	w.mu.Lock()
+	err := w.failed
+	w.failed = nil
+	w.mu.Unlock()
+	return err
+}
+
+// flushLocked writes the current batch. Failed documents go back to
+// pending unless a newer value arrived meanwhile.
+func (w *WriteBehind) flushLocked() {
+	w.mu.Lock()
+	batch := w.pending
+	if len(batch) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.pending = make(map[string][]byte, len(batch))
+	w.mu.Unlock()
+
+	var errs []error
+	for name, data := range batch {
+		if err := w.store.saveBytes(name, data); err != nil {
+			errs = append(errs, err)
+			w.mu.Lock()
+			if _, newer := w.pending[name]; !newer {
+				w.pending[name] = data
+			}
+			w.mu.Unlock()
+			continue
+		}
+	}
+	if len(errs) > 0 {
+		w.fail(errors.Join(errs...))
+	}
+}
+
+// run flushes one interval after a batch starts. Waiting from the first
+// change (not on a fixed ticker) bounds every change's delay by interval
+// and costs nothing while idle.
+func (w *WriteBehind) run() {
+	defer close(w.done)
+	timer := time.NewTimer(w.interval)
+	timer.Stop()
+	for {
+		select {
+		case <-w.stop:
+			timer.Stop()
+			return
+		case <-w.wake:
+			timer.Reset(w.interval)
+		}
+		select {
+		case <-w.stop:
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		w.flushMu.Lock()
+		w.flushLocked()
+		w.flushMu.Unlock()
+		w.mu.Lock()
+		retry := len(w.pending) > 0
+		w.mu.Unlock()
+		if retry {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Close stops the background flusher and flushes everything pending. It
+// is idempotent; later Puts write through.
+func (w *WriteBehind) Close() error {
+	w.mu.Lock()
+	already := w.closed
+	w.closed = true
+	w.mu.Unlock()
+	if !already {
+		close(w.stop)
+		<-w.done
+	}
+	return w.Flush()
+}
