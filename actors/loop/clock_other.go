@@ -1,0 +1,7 @@
+//go:build !linux
+
+package loop
+
+import "time"
+
+func newMonoOrigin() monoBase { return monoBase{t: time.Now(), ns: 1} }

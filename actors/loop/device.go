@@ -1,0 +1,567 @@
+package loop
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Params are the controlling session's filters for one device. They are
+// immutable once published: a change publishes a new *Params.
+type Params struct {
+	// Damping is a 3×3 matrix in the device frame, N·s/m: the loop applies
+	// F -= Damping·v with v the end effector's last velocity.
+	Damping [3][3]float64
+	// ForceGateGain is how hard the force gate attenuates force while the
+	// arm oscillates, 0..1: 0 passes force unchanged, 1 is the strongest
+	// attenuation (see the package doc, # Force gate).
+	ForceGateGain float64
+}
+
+// defaultParams is never written; DefaultParams hands out copies.
+var defaultParams = Params{ForceGateGain: 0.3}
+
+// DefaultParams returns zero damping and a force gate gain of 0.3.
+func DefaultParams() *Params {
+	p := defaultParams
+	return &p
+}
+
+// Globals are device-wide values, immutable once published.
+type Globals struct {
+	// ForceScale scales commanded forces and torques, 0..1. It does not
+	// scale the gravity feed-forward.
+	ForceScale float64
+	// Settings go to the driver (hw.Configurer) between two exchanges when
+	// they change; GravityCompensation and GravityScale also drive the
+	// loop's own feed-forward on devices with host gravity compensation.
+	Settings hw.Settings
+}
+
+// DefaultGlobals returns full force scale and gravity compensation enabled at
+// scale 1 (the service's defaults).
+func DefaultGlobals() *Globals {
+	return &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}
+}
+
+// EventKind says what happened in a loop.
+type EventKind uint8
+
+const (
+	// EventLeaseExpired: the owner's lease lapsed; the loop released the
+	// register and ramps the output to zero. Session is the former owner.
+	EventLeaseExpired EventKind = iota + 1
+	// EventReleased: the owner released the device (or disconnected); the
+	// loop ramps the output to zero. Session is the former owner.
+	EventReleased
+	// EventDriverError: the driver failed; the loop halted it. Emitted on
+	// the first error of a run of consecutive errors.
+	EventDriverError
+	// EventFailed: MaxErrors errors in a row; the device stopped
+	// exchanging. Emitted once.
+	EventFailed
+	// EventRateWarning: the loop period's p99 over the last window passed
+	// its bound (1.5 × target).
+	EventRateWarning
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventLeaseExpired:
+		return "lease-expired"
+	case EventReleased:
+		return "released"
+	case EventDriverError:
+		return "driver-error"
+	case EventFailed:
+		return "failed"
+	case EventRateWarning:
+		return "rate-warning"
+	}
+	return "unknown"
+}
+
+// Event is something a loop reports to its device actor.
+type Event struct {
+	Kind    EventKind
+	Session uint64
+	Err     error
+	// PeriodP99Ns and TargetNs are set on EventRateWarning.
+	PeriodP99Ns, TargetNs int64
+}
+
+// DeviceOptions configure a Device. Zero fields take the defaults noted.
+type DeviceOptions struct {
+	// PeriodNs is the target loop period (default 1 ms).
+	PeriodNs int64
+	// RampNs is how long the output takes to ramp to zero after a lease
+	// lapse or a release (default 20 ms).
+	RampNs int64
+	// MaxErrors is how many driver errors in a row fail the device
+	// (default 50); a failed device stops exchanging.
+	MaxErrors int
+	// ClaimTimeoutNs releases an owner that claimed the register but wrote
+	// no command in its term for this long (default 1 s), so a claim
+	// without a lease cannot hold a device forever.
+	ClaimTimeoutNs int64
+	// OnEvent receives the loop's events. It is called on the goroutine
+	// that runs the device's tick (or a Halt caller's, for a failing Halt)
+	// and must not block.
+	OnEvent func(Event)
+	// Clock is the time source (default SystemClock()).
+	Clock Clock
+}
+
+// Stats are a loop's own measurements.
+type Stats struct {
+	TargetNs int64
+	// Period is the time between successive ticks of the device's runner
+	// (its RunLocked loop or scheduler shard); Overruns counts ticks that
+	// started after their deadline had already passed.
+	Period   Summary
+	Overruns uint64
+	Ticks    uint64
+	// Exchange is the driver round trip per tick (for simulated devices,
+	// the cost of one step).
+	Exchange Summary
+	// Errors counts driver errors.
+	Errors uint64
+}
+
+// standardGravity is g in m/s².
+const standardGravity = 9.80665
+
+// regReadAttempts bounds how often a tick retries a register read that
+// writers overwrote under it before it keeps the previous command.
+const regReadAttempts = 4
+
+// Device is the loop-side state of one device: its command register, its
+// published snapshot, its filters and its safety logic. Step runs one tick.
+//
+// Exactly one goroutine calls the driver at a time: whoever holds the
+// device's driver token, which Step takes for a tick and Halt takes when the
+// device is between ticks. Step never waits for the token (it skips the tick
+// instead); Halt waits at most one tick.
+type Device struct {
+	// Atomics.
+	token    atomic.Bool // held while the driver is in use (Step, direct Halt)
+	haltReq  atomic.Uint64
+	haltAck  atomic.Uint64
+	globals  atomic.Pointer[Globals]
+	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
+	running  atomic.Bool                 // a runner (RunLocked, Scheduler) steps the device
+	ticks    atomic.Uint64
+	errors   atomic.Uint64
+	failed   atomic.Bool
+	reg      Register
+	snap     SnapshotCell
+	exchange Histogram
+
+	// Immutable after NewDevice.
+	drv   hw.Driver
+	cfg   hw.Configurer // nil when the driver takes no settings
+	info  hw.Info
+	opts  DeviceOptions
+	clock Clock
+
+	// The holder of token owns the following.
+	cmd, readBuf    Command // the latest register contents
+	held            Command // the last command applied: what a ramp winds down
+	armed           bool    // the output follows held
+	ramping         bool
+	rampStartNs     int64
+	lastOwner       uint64
+	unarmedOwner    uint64 // an owner seen with no command in its term...
+	unarmedSinceNs  int64  // ...since this time
+	disarmedVersion uint64 // register writes up to this one are never applied
+	appliedSeq      uint64
+	out             hw.Command
+	state, scratch  hw.State
+	gate            forceGate
+	lastNowNs       int64
+	errRun          int
+	configuredFrom  *Globals // the Globals last acted on
+	configured      hw.Settings
+	configuredOnce  bool
+	configRetryNs   int64
+	pub             Snapshot
+}
+
+// NewDevice returns the loop state for drv (which must not be nil). Nothing
+// runs until Step is called, directly or through RunLocked or a Scheduler.
+func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
+	if o.PeriodNs <= 0 {
+		o.PeriodNs = int64(time.Millisecond)
+	}
+	if o.RampNs <= 0 {
+		o.RampNs = 20 * int64(time.Millisecond)
+	}
+	if o.MaxErrors <= 0 {
+		o.MaxErrors = 50
+	}
+	if o.ClaimTimeoutNs <= 0 {
+		o.ClaimTimeoutNs = int64(time.Second)
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock()
+	}
+	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d.cfg, _ = drv.(hw.Configurer)
+	g := DefaultGlobals()
+	d.globals.Store(g)
+	d.configuredFrom = g // the driver keeps its own settings until SetGlobals
+	d.snap.Publish(&d.pub)
+	return d
+}
+
+// Driver returns the device's driver (for Info; only the loop exchanges).
+func (d *Device) Driver() hw.Driver { return d.drv }
+
+// Register returns the device's command register.
+func (d *Device) Register() *Register { return &d.reg }
+
+// Load fills dst with the latest snapshot. It never blocks and never
+// allocates; any number of goroutines may call it.
+func (d *Device) Load(dst *Snapshot) { d.snap.Load(dst) }
+
+// SetGlobals publishes device-wide values (nil: DefaultGlobals). The loop
+// picks them up on its next tick and passes changed Settings to the driver
+// between two exchanges. g is copied.
+func (d *Device) SetGlobals(g *Globals) {
+	if g == nil {
+		g = DefaultGlobals()
+	} else {
+		c := *g
+		g = &c
+	}
+	d.globals.Store(g)
+}
+
+// Stats returns the loop's measurements.
+func (d *Device) Stats() Stats {
+	s := Stats{
+		TargetNs: d.opts.PeriodNs,
+		Ticks:    d.ticks.Load(),
+		Exchange: d.exchange.Summary(),
+		Errors:   d.errors.Load(),
+	}
+	if r := d.runner.Load(); r != nil {
+		s.TargetNs = r.targetNs
+		s.Period = r.period.Summary()
+		s.Overruns = r.overruns.Load()
+	}
+	return s
+}
+
+// Failed reports whether the device stopped exchanging after MaxErrors
+// driver errors in a row.
+func (d *Device) Failed() bool { return d.failed.Load() }
+
+// Halt zeroes the output and halts the driver, and returns once that is
+// done: on the loop's goroutine if a tick is under way, or directly if the
+// device is between ticks or not running at all. Commands written before
+// Halt are never applied; a new Write re-arms the output. Halt is idempotent
+// and safe from any goroutine. A failing driver Halt is counted in
+// Stats.Errors and reported as EventDriverError.
+func (d *Device) Halt() {
+	gen := d.haltReq.Add(1)
+	for spins := 0; ; spins++ {
+		if d.haltAck.Load() >= gen {
+			return
+		}
+		if d.token.CompareAndSwap(false, true) {
+			if d.haltAck.Load() < gen {
+				d.haltLocked()
+				d.snap.Publish(&d.pub)
+			}
+			d.token.Store(false)
+			return
+		}
+		// A tick holds the driver; it does the halt or finishes soon.
+		if spins < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// haltLocked zeroes the output and halts the driver. The caller holds token.
+func (d *Device) haltLocked() {
+	gen := d.haltReq.Load()
+	if v := d.reg.latest.Load(); v > d.disarmedVersion {
+		d.disarmedVersion = v
+	}
+	d.armed, d.ramping = false, false
+	d.out = hw.Command{}
+	d.pub.Mode = hw.ModeIdle
+	if err := d.drv.Halt(); err != nil {
+		d.errors.Add(1)
+		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
+			Err: fmt.Errorf("actors/loop: halt %s: %w; unplug the device if it keeps applying force", d.info.ID, err)})
+	}
+	d.haltAck.Store(gen)
+}
+
+// Step runs one tick at nowNs (Clock time): read the register, apply lease
+// and ramp, compute the output, exchange with the driver and publish the
+// snapshot. It does not allocate. Only one goroutine may step a device at a
+// time (a concurrent Step or a Halt in progress makes it skip the tick).
+func (d *Device) Step(nowNs int64) { d.stepAt(nowNs, d.clock.Now()) }
+
+// stepAt is Step with the exchange timer's start given (a scheduler shard
+// passes the previous device's end, so each device costs one clock read),
+// and returns the time the exchange ended.
+func (d *Device) stepAt(nowNs, startNs int64) (endNs int64) {
+	if !d.token.CompareAndSwap(false, true) {
+		return startNs
+	}
+	defer d.token.Store(false)
+	tick := d.ticks.Add(1)
+	if d.haltReq.Load() != d.haltAck.Load() {
+		d.haltLocked()
+	}
+	dtNs := nowNs - d.lastNowNs
+	if d.lastNowNs == 0 || dtNs <= 0 {
+		dtNs = d.opts.PeriodNs
+	}
+	d.lastNowNs = nowNs
+
+	owner := d.lease(nowNs)
+	endNs = startNs
+	if d.failed.Load() {
+		d.out = hw.Command{}
+	} else {
+		d.gate.update(d.state.VelocityMps, dtNs)
+		d.configure(nowNs)
+		d.compute(nowNs, owner)
+		err := d.drv.Exchange(&d.out, &d.scratch)
+		endNs = d.clock.Now()
+		d.exchange.Record(endNs - startNs)
+		if err != nil {
+			d.driverError(err, owner)
+		} else {
+			d.errRun = 0
+			d.state = d.scratch
+		}
+	}
+
+	p := &d.pub
+	p.State = d.state
+	p.Mode = d.out.Mode
+	p.Owner = owner
+	p.Tick = tick
+	p.TimeNs = nowNs
+	p.AppliedSeq = d.appliedSeq
+	p.Failed = d.failed.Load()
+	d.snap.Publish(p)
+	return endNs
+}
+
+// lease reads the register, takes it back from an owner whose lease lapsed,
+// notices releases, and returns the owner for this tick.
+func (d *Device) lease(nowNs int64) (owner uint64) {
+	for i := 0; i < regReadAttempts; i++ {
+		if d.reg.read(&d.readBuf) {
+			d.cmd = d.readBuf
+			break
+		}
+	}
+	r := &d.reg
+	owner = r.owner.Load()
+	term := r.term.Load()
+	var expired uint64
+	if owner != 0 {
+		c := &d.cmd
+		if c.Session == owner && c.term == term {
+			d.unarmedOwner = 0
+			if nowNs > c.DeadlineNs && r.releaseFrom(owner) {
+				expired = owner
+			}
+		} else if d.unarmedOwner != owner {
+			d.unarmedOwner, d.unarmedSinceNs = owner, nowNs
+		} else if nowNs-d.unarmedSinceNs > d.opts.ClaimTimeoutNs && r.releaseFrom(owner) {
+			expired = owner
+			d.unarmedOwner = 0
+		}
+		if expired != 0 {
+			d.emit(Event{Kind: EventLeaseExpired, Session: expired})
+			owner = r.owner.Load()
+		}
+	}
+	if d.lastOwner != 0 && owner != d.lastOwner && d.lastOwner != expired {
+		d.emit(Event{Kind: EventReleased, Session: d.lastOwner})
+	}
+	d.lastOwner = owner
+	return owner
+}
+
+// compute fills d.out from the command in force (or the ramp after it).
+func (d *Device) compute(nowNs int64, owner uint64) {
+	c := &d.cmd
+	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
+		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
+	if valid {
+		d.held = *c
+		d.armed, d.ramping = true, false
+		d.appliedSeq = c.Seq
+		d.shape(&d.held, 1)
+		return
+	}
+	if d.armed {
+		d.armed = false
+		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque {
+			d.ramping, d.rampStartNs = true, nowNs
+		}
+	}
+	if d.ramping {
+		el := nowNs - d.rampStartNs
+		if el < d.opts.RampNs {
+			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs))
+			return
+		}
+		d.ramping = false
+	}
+	d.out = hw.Command{}
+}
+
+// shape turns a command into the driver's output: damping, force gate,
+// force scale, gravity feed-forward, clamp, then the ramp factor.
+func (d *Device) shape(c *Command, ramp float64) {
+	g := d.globals.Load()
+	scale := clamp(g.ForceScale, 0, 1)
+	out := &d.out
+	*out = hw.Command{Mode: c.Cmd.Mode}
+	switch c.Cmd.Mode {
+	case hw.ModeForce:
+		p := c.Params
+		if p == nil {
+			p = &defaultParams
+		}
+		f := c.Cmd.ForceN
+		if !finiteVec(f) {
+			f = hw.Vec3{}
+		}
+		v := d.state.VelocityMps
+		if finiteVec(v) {
+			D := &p.Damping
+			f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
+			f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
+			f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
+		}
+		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
+		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
+		if s := &g.Settings; s.GravityCompensation && d.info.HostGravityCompensation {
+			f.Z += d.info.EffectiveMassKg * standardGravity * clamp(s.GravityScale, 0, 2)
+		}
+		f = clampMagnitude(f, d.info.MaxForceN)
+		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
+	case hw.ModeTorque:
+		t := c.Cmd.TorquesNmm
+		k := scale * ramp
+		if !finite(t.A0) || !finite(t.A1) || !finite(t.A2) {
+			k = 0
+		}
+		out.TorquesNmm = hw.Angles3{A0: t.A0 * k, A1: t.A1 * k, A2: t.A2 * k}
+	case hw.ModePosition:
+		if !finiteVec(c.Cmd.PositionM) {
+			*out = hw.Command{}
+			return
+		}
+		out.PositionM = c.Cmd.PositionM
+	case hw.ModeAngle:
+		a := c.Cmd.AnglesDeg
+		if !finite(a.A0) || !finite(a.A1) || !finite(a.A2) {
+			*out = hw.Command{}
+			return
+		}
+		out.AnglesDeg = a
+	default:
+		*out = hw.Command{}
+	}
+}
+
+// configure passes changed Settings to the driver between two exchanges. A
+// failing Configure is retried once a second.
+func (d *Device) configure(nowNs int64) {
+	g := d.globals.Load()
+	if g == d.configuredFrom {
+		return
+	}
+	if d.cfg == nil || (d.configuredOnce && g.Settings == d.configured) {
+		d.configuredFrom = g
+		return
+	}
+	if nowNs < d.configRetryNs {
+		return
+	}
+	if err := d.cfg.Configure(g.Settings); err != nil {
+		d.errors.Add(1)
+		d.configRetryNs = nowNs + int64(time.Second)
+		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
+			Err: fmt.Errorf("actors/loop: configure %s: %w; the loop retries every second", d.info.ID, err)})
+		return
+	}
+	d.configuredFrom, d.configured, d.configuredOnce = g, g.Settings, true
+}
+
+// driverError halts the driver after a failed exchange, disarms the output
+// (re-arming needs a new Write) and fails the device after MaxErrors in a
+// row.
+func (d *Device) driverError(err error, owner uint64) {
+	d.errors.Add(1)
+	d.errRun++
+	_ = d.drv.Halt() // best effort: the device may be gone; the error is the exchange's
+	if d.cmd.version > d.disarmedVersion {
+		d.disarmedVersion = d.cmd.version
+	}
+	d.armed, d.ramping = false, false
+	d.out = hw.Command{}
+	if d.errRun == 1 {
+		d.emit(Event{Kind: EventDriverError, Session: owner,
+			Err: fmt.Errorf("actors/loop: exchange with %s failed, output halted: %w", d.info.ID, err)})
+	}
+	if d.errRun >= d.opts.MaxErrors && !d.failed.Load() {
+		d.failed.Store(true)
+		d.emit(Event{Kind: EventFailed, Session: owner,
+			Err: fmt.Errorf("actors/loop: %s failed %d exchanges in a row and stopped; check the cable and reconnect it: %w", d.info.ID, d.errRun, err)})
+	}
+}
+
+func (d *Device) emit(e Event) {
+	if d.opts.OnEvent != nil {
+		d.opts.OnEvent(e)
+	}
+}
+
+func clamp(x, lo, hi float64) float64 {
+	if !(x >= lo) { // also catches NaN
+		return lo
+	}
+	if x > hi {
+		return hi
+	}
+	return x
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+func finiteVec(v hw.Vec3) bool { return finite(v.X) && finite(v.Y) && finite(v.Z) }
+
+// clampMagnitude limits |f| to maxN; a device with no force output (maxN <=
+// 0) gets none.
+func clampMagnitude(f hw.Vec3, maxN float64) hw.Vec3 {
+	if !(maxN > 0) {
+		return hw.Vec3{}
+	}
+	m := math.Sqrt(f.X*f.X + f.Y*f.Y + f.Z*f.Z)
+	if m <= maxN {
+		return f
+	}
+	k := maxN / m
+	return hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
+}

@@ -1,0 +1,66 @@
+// Package loop is hapticd's data plane: the per-device real-time loop, the
+// command register sessions write into, the state snapshots sessions read
+// from, loop pacing, and the histograms that let every loop measure itself.
+// It imports the standard library, hw and golang.org/x/sys only; actors sit
+// above it and talk to it through Device, Register and events.
+//
+// # Data flow
+//
+// The controlling session claims a device's Register and writes commands
+// into it (session id, sequence number, lease deadline, hw.Command, Params).
+// Every tick, Device.Step reads the latest command, enforces the lease,
+// shapes the output, exchanges it with the driver, and publishes a Snapshot
+// that any number of sessions Load. Neither side waits for the other and
+// nothing allocates per tick.
+//
+// # Output shaping
+//
+// For ModeForce: F = ForceN − Damping·v (v: the last reported velocity),
+// then the force gate, then × Globals.ForceScale, then + m·g·GravityScale
+// upwards when the device wants host gravity compensation and it is enabled
+// (not scaled by ForceScale), then |F| is clamped to Info.MaxForceN, then ×
+// the ramp factor while ramping. ModeTorque torques are scaled by ForceScale
+// and the ramp. ModePosition and ModeAngle pass through and stop at once
+// (ModeIdle) when control ends. Non-finite values command nothing.
+//
+// # Force gate
+//
+// The gate attenuates force while the arm oscillates. It high-passes the
+// velocity at 8 Hz (hand motion is slower, unstable contacts ring faster),
+// low-passes its square into an energy e (30 ms), and multiplies force by
+// 1 − gain·e/(e + (0.02 m/s)²). Gain 0 passes force unchanged; gain 1
+// removes nearly all of it while the arm rings hard. Steady motion is never
+// attenuated.
+//
+// # Safety
+//
+// A command is never applied after its deadline. When the owner's lease
+// lapses the loop releases the register (EventLeaseExpired, once) and ramps
+// the output linearly to zero within RampNs, then sends ModeIdle; a release
+// by the session does the same with EventReleased. Every change of owner
+// starts a new ownership term and a command counts only in its own term, so
+// a command written before a release is never applied again, even if the
+// register still holds it: only a new Write re-arms the output. A driver
+// error halts the driver and disarms the output (EventDriverError on the
+// first of a run); MaxErrors in a row fail the device (EventFailed, once),
+// which then stops exchanging. Halt zeroes the output at once.
+//
+// # Concurrency
+//
+// Register writers and Snapshot readers are lock-free and may be many
+// goroutines. One goroutine steps a device at a time: a hardware device
+// runs under RunLocked on its own OS thread; simulated devices share a
+// Scheduler whose shards (one thread each) step all their devices per
+// tick. Halt may be called from anywhere and returns once the driver was
+// halted. Events are delivered synchronously through DeviceOptions.OnEvent,
+// which must not block.
+//
+// # Pacing
+//
+// Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
+// minus a margin learned from observed wake-up latency, then spins to the
+// deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
+// Each runner records its period in a Histogram, counts overruns, and once
+// a second emits EventRateWarning when the p99 period of the last second
+// passed 1.5 × target.
+package loop

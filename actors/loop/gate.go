@@ -1,0 +1,58 @@
+package loop
+
+import (
+	"math"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// The force gate tells oscillation from voluntary motion by frequency: a
+// hand moves the arm below about 5 Hz, while an unstable contact (a stiff
+// wall rendered at too low a rate, too little damping) rings at 10–50 Hz. The
+// gate high-passes the end effector's velocity at gateCornerHz, low-passes
+// the squared result into an energy (time constant gateEnergyTauS), and maps
+// the energy e to an oscillation level s = e / (e + gateRefMps²) in [0, 1):
+// a ringing of gateRefMps (rms) gives s = 0.5. Force is multiplied by
+// 1 − gain·s, so gain 0 passes it unchanged and gain 1 removes nearly all of
+// it while the arm rings hard; steady motion has no high-passed energy and
+// is never attenuated.
+const (
+	gateCornerHz   = 8
+	gateEnergyTauS = 0.03
+	gateRefMps     = 0.02
+)
+
+// forceGate is the filter state; the loop updates it once per tick.
+type forceGate struct {
+	prevV  hw.Vec3
+	hp     hw.Vec3 // high-passed velocity, m/s
+	energy float64 // low-passed |hp|², (m/s)²
+	primed bool
+}
+
+func (g *forceGate) update(v hw.Vec3, dtNs int64) {
+	if !finiteVec(v) {
+		return // a bad reading must not poison the filter
+	}
+	if !g.primed {
+		g.prevV, g.primed = v, true
+	}
+	dt := float64(dtNs) * 1e-9
+	rc := 1 / (2 * math.Pi * gateCornerHz)
+	a := rc / (rc + dt)
+	g.hp = hw.Vec3{
+		X: a * (g.hp.X + v.X - g.prevV.X),
+		Y: a * (g.hp.Y + v.Y - g.prevV.Y),
+		Z: a * (g.hp.Z + v.Z - g.prevV.Z),
+	}
+	g.prevV = v
+	b := dt / (gateEnergyTauS + dt)
+	e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
+	g.energy += b * (e - g.energy)
+}
+
+// attenuation is the fraction of force the gate removes at gain (0..1).
+func (g *forceGate) attenuation(gain float64) float64 {
+	s := g.energy / (g.energy + gateRefMps*gateRefMps)
+	return clamp(gain, 0, 1) * s
+}

@@ -1,0 +1,110 @@
+package loop
+
+import "time"
+
+// Pacer paces a loop by absolute deadlines on a fixed grid: it sleeps until
+// shortly before each deadline, then spins to it, so ticks neither drift nor
+// inherit the sleep's wake-up latency. A tick that starts after its deadline
+// is an overrun; the grid then skips the missed deadlines rather than firing
+// them in a burst.
+//
+// A Pacer belongs to one goroutine (ideally locked to its OS thread). Its
+// Clock must advance in real time; a manual clock that does not advance
+// still sees one wait of about one period per tick.
+type Pacer struct {
+	periodNs int64
+	clock    Clock
+	system   bool  // deadlines are CLOCK_MONOTONIC values
+	next     int64 // the next deadline, Clock time
+	// lateNs estimates how late the OS wakes the thread from a sleep; the
+	// spin covers it. It jumps up at once and decays slowly.
+	lateNs int64
+}
+
+const (
+	minSpinNs = 5 * int64(time.Microsecond)
+	maxSpinNs = 200 * int64(time.Microsecond)
+)
+
+// NewPacer returns a pacer with the given period (at least 1 µs) on clock
+// (nil: SystemClock()).
+func NewPacer(periodNs int64, clock Clock) *Pacer {
+	if periodNs < int64(time.Microsecond) {
+		periodNs = int64(time.Microsecond)
+	}
+	if clock == nil {
+		clock = SystemClock()
+	}
+	_, system := clock.(systemClock)
+	return &Pacer{periodNs: periodNs, clock: clock, system: system, lateNs: 20 * int64(time.Microsecond)}
+}
+
+// PeriodNs returns the pacer's period.
+func (p *Pacer) PeriodNs() int64 { return p.periodNs }
+
+// Wait blocks until the next deadline and returns the time then. overrun is
+// true when the deadline had already passed on entry; Wait then returns at
+// once and moves the grid past now.
+func (p *Pacer) Wait() (nowNs int64, overrun bool) {
+	now := p.clock.Now()
+	if p.next == 0 {
+		p.next = now
+	}
+	p.next += p.periodNs
+	if now >= p.next {
+		p.next += (now - p.next) / p.periodNs * p.periodNs
+		return now, true
+	}
+	p.waitFor(p.next - now)
+	return p.clock.Now(), false
+}
+
+// spinNs is how long before a deadline the pacer stops sleeping.
+func (p *Pacer) spinNs() int64 {
+	s := p.lateNs + p.lateNs/2 + minSpinNs
+	if s > maxSpinNs {
+		s = maxSpinNs
+	}
+	if s > p.periodNs/2 {
+		s = p.periodNs / 2
+	}
+	return s
+}
+
+// noteLate feeds one observed wake-up latency to the estimate.
+func (p *Pacer) noteLate(lateNs int64) {
+	if lateNs < 0 {
+		lateNs = 0
+	}
+	if lateNs > p.lateNs {
+		p.lateNs = lateNs
+		if p.lateNs > maxSpinNs {
+			p.lateNs = maxSpinNs
+		}
+		return
+	}
+	p.lateNs -= (p.lateNs - lateNs) / 64
+}
+
+// waitFor waits remainingNs of real time: a sleep to the spin margin, then a
+// busy wait on the monotonic clock. The spin does not yield: a yield could
+// hand the thread's P away and wake late.
+func (p *Pacer) waitFor(remainingNs int64) {
+	if remainingNs > p.periodNs {
+		remainingNs = p.periodNs // a clock that jumped must not stall the loop
+	}
+	start := monoNow()
+	target := start + remainingNs
+	if p.system {
+		target = p.next
+	}
+	if sleepTo := target - p.spinNs(); sleepTo > start {
+		sleepUntil(sleepTo)
+		p.noteLate(monoNow() - sleepTo)
+	}
+	for monoNow() < target {
+	}
+}
+
+// monoNow is CLOCK_MONOTONIC (on Linux) in nanoseconds.
+func monoNow() int64 { return systemClock{}.Now() }

@@ -1,0 +1,202 @@
+package loop
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Command is one control command as the register holds it.
+type Command struct {
+	// Session is the session that wrote the command.
+	Session uint64
+	// Seq is the session's own sequence number for the command; the loop
+	// reports the last one it acted on in Snapshot.AppliedSeq.
+	Seq uint64
+	// DeadlineNs is when the command's lease lapses (Clock time). The loop
+	// never applies the command after it.
+	DeadlineNs int64
+	// Cmd is the output asked of the device, in the device frame.
+	Cmd hw.Command
+	// Params are the writing session's filters (nil: DefaultParams).
+	Params *Params
+
+	// term is the ownership term the command was written in, version the
+	// register write that produced it. The loop applies a command only in
+	// its own term, so a command written before a release never comes back.
+	term    uint64
+	version uint64
+}
+
+// regSlots is how many commands the register keeps. A reader reads the
+// latest complete slot, so it never waits for a writer that is mid-write; a
+// read retries only when writers lap the ring during it.
+const regSlots = 4
+
+// regWords is the number of 64-bit words that encode a Command (without
+// Params, which travels as a pointer): session, seq, deadline, term, mode
+// and 12 floats.
+const regWords = 17
+
+type regSlot struct {
+	// version is the register write this slot holds, with regBusy set while
+	// a writer fills it. Versions only grow, so a reader that sees the same
+	// version before and after reading the words saw one whole write.
+	version atomic.Uint64
+	words   [regWords]atomic.Uint64
+	params  atomic.Pointer[Params]
+}
+
+const regBusy = 1 << 63
+
+// Register is a device's command register: a single logical slot written by
+// the controlling session (up to several kHz) and read by the real-time loop
+// every tick. It is lock-free: writers never wait for each other or for the
+// loop, and the loop never waits for a writer. Write and Read do not
+// allocate. The zero value is an empty, unowned register.
+//
+// Ownership: Claim takes an unowned register, Release gives it back, and the
+// loop takes it back when the owner's lease lapses. Every change of owner
+// starts a new term; a command counts only in the term it was written in.
+type Register struct {
+	owner  atomic.Uint64
+	term   atomic.Uint64
+	next   atomic.Uint64 // last version handed to a writer
+	latest atomic.Uint64 // highest fully written version
+	slots  [regSlots]regSlot
+}
+
+// Claim makes session the owner if the register has none, and returns the
+// owner after the call: session on success (or if it already owned it), the
+// other owner otherwise. Session 0 means "nobody" and is never an owner.
+func (r *Register) Claim(session uint64) (owner uint64) {
+	if session == 0 {
+		return r.owner.Load()
+	}
+	if r.owner.CompareAndSwap(0, session) {
+		r.term.Add(1)
+		return session
+	}
+	return r.owner.Load()
+}
+
+// Owner returns the controlling session, or 0 if nobody controls the device.
+func (r *Register) Owner() uint64 { return r.owner.Load() }
+
+// Release gives up control if session owns the register, and reports whether
+// it did. The loop then ramps the output to zero and stops applying the
+// session's last command.
+func (r *Register) Release(session uint64) bool {
+	return session != 0 && r.releaseFrom(session)
+}
+
+func (r *Register) releaseFrom(session uint64) bool {
+	if r.owner.CompareAndSwap(session, 0) {
+		r.term.Add(1)
+		return true
+	}
+	return false
+}
+
+// Write stores a command from session, valid until deadlineNs (Clock time),
+// and reports false without storing it when session is not the owner. cmd is
+// copied; p is kept (Params are immutable once published; nil means
+// DefaultParams). Write does not allocate.
+func (r *Register) Write(session, seq uint64, deadlineNs int64, cmd *hw.Command, p *Params) bool {
+	if session == 0 || r.owner.Load() != session {
+		return false
+	}
+	term := r.term.Load()
+	for {
+		v := r.next.Add(1)
+		s := &r.slots[v%regSlots]
+		old := s.version.Load()
+		if old&regBusy != 0 || old >= v || !s.version.CompareAndSwap(old, v|regBusy) {
+			// Another writer holds this slot (writers lapped the ring);
+			// take the next version instead of waiting for it.
+			continue
+		}
+		w := &s.words
+		w[0].Store(session)
+		w[1].Store(seq)
+		w[2].Store(uint64(deadlineNs))
+		w[3].Store(term)
+		w[4].Store(uint64(cmd.Mode))
+		storeVec(w[5:8], cmd.ForceN)
+		storeVec(w[8:11], cmd.PositionM)
+		storeAngles(w[11:14], cmd.TorquesNmm)
+		storeAngles(w[14:17], cmd.AnglesDeg)
+		s.params.Store(p)
+		s.version.Store(v)
+		for {
+			l := r.latest.Load()
+			if l >= v || r.latest.CompareAndSwap(l, v) {
+				break
+			}
+		}
+		return true
+	}
+}
+
+// Read fills dst with the latest command (a zero Command if none was ever
+// written). It does not allocate.
+func (r *Register) Read(dst *Command) {
+	for !r.read(dst) {
+	}
+}
+
+// read makes one attempt; it fails only when writers overwrote the slot
+// during the read.
+func (r *Register) read(dst *Command) bool {
+	v := r.latest.Load()
+	if v == 0 {
+		*dst = Command{}
+		return true
+	}
+	s := &r.slots[v%regSlots]
+	if s.version.Load() != v {
+		return false
+	}
+	w := &s.words
+	dst.Session = w[0].Load()
+	dst.Seq = w[1].Load()
+	dst.DeadlineNs = int64(w[2].Load())
+	dst.term = w[3].Load()
+	dst.Cmd.Mode = hw.ControlMode(w[4].Load())
+	dst.Cmd.ForceN = loadVec(w[5:8])
+	dst.Cmd.PositionM = loadVec(w[8:11])
+	dst.Cmd.TorquesNmm = loadAngles(w[11:14])
+	dst.Cmd.AnglesDeg = loadAngles(w[14:17])
+	dst.Params = s.params.Load()
+	dst.version = v
+	return s.version.Load() == v
+}
+
+func storeVec(w []atomic.Uint64, v hw.Vec3) {
+	w[0].Store(math.Float64bits(v.X))
+	w[1].Store(math.Float64bits(v.Y))
+	w[2].Store(math.Float64bits(v.Z))
+}
+
+func loadVec(w []atomic.Uint64) hw.Vec3 {
+	return hw.Vec3{
+		X: math.Float64frombits(w[0].Load()),
+		Y: math.Float64frombits(w[1].Load()),
+		Z: math.Float64frombits(w[2].Load()),
+	}
+}
+
+func storeAngles(w []atomic.Uint64, a hw.Angles3) {
+	w[0].Store(math.Float64bits(a.A0))
+	w[1].Store(math.Float64bits(a.A1))
+	w[2].Store(math.Float64bits(a.A2))
+}
+
+func loadAngles(w []atomic.Uint64) hw.Angles3 {
+	return hw.Angles3{
+		A0: math.Float64frombits(w[0].Load()),
+		A1: math.Float64frombits(w[1].Load()),
+		A2: math.Float64frombits(w[2].Load()),
+	}
+}

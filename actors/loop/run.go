@@ -1,0 +1,93 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// rateWindowNs is how often a runner checks its period against the bound.
+const rateWindowNs = int64(time.Second)
+
+// runnerStats are the measurements of one runner (a RunLocked loop or a
+// scheduler shard). Only the runner records; anyone may read.
+type runnerStats struct {
+	period   Histogram
+	overruns atomic.Uint64
+
+	targetNs int64
+
+	// The runner's goroutine owns the following.
+	window        Histogram
+	lastNs        int64
+	windowStartNs int64
+}
+
+func newRunnerStats(targetNs int64) *runnerStats { return &runnerStats{targetNs: targetNs} }
+
+// tick records one tick at nowNs. Once per window it reports whether the
+// window's p99 period passed 1.5 × target, and that p99.
+func (r *runnerStats) tick(nowNs int64, overrun bool) (warn bool, p99Ns int64) {
+	if overrun {
+		r.overruns.Add(1)
+	}
+	if r.lastNs != 0 {
+		p := nowNs - r.lastNs
+		r.period.Record(p)
+		r.window.Record(p)
+	}
+	r.lastNs = nowNs
+	if r.windowStartNs == 0 {
+		r.windowStartNs = nowNs
+	}
+	if nowNs-r.windowStartNs < rateWindowNs {
+		return false, 0
+	}
+	s := r.window.Summary()
+	r.window.Reset()
+	r.windowStartNs = nowNs
+	return s.Count >= 10 && s.P99Ns > r.targetNs+r.targetNs/2, s.P99Ns
+}
+
+// RunLocked runs d's loop on the calling goroutine, locked to its OS thread
+// and paced by a Pacer at d's PeriodNs, until ctx ends or the device fails.
+// It halts the driver on the way out, also after a panic in the loop (which
+// it recovers and returns as an error). Once a second it checks the period's
+// p99 and emits EventRateWarning through OnEvent when it passed its bound.
+// A device is run by one runner at a time.
+func RunLocked(ctx context.Context, d *Device) (err error) {
+	if !d.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("actors/loop: device %s already has a loop; remove it from its scheduler or stop its other RunLocked first", d.info.ID)
+	}
+	rs := newRunnerStats(d.opts.PeriodNs)
+	d.runner.Store(rs)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tuneThread()
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)
+		}
+		d.Halt()
+		d.running.Store(false)
+	}()
+	done := ctx.Done()
+	p := NewPacer(d.opts.PeriodNs, d.clock)
+	for {
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		now, overrun := p.Wait()
+		if warn, p99 := rs.tick(now, overrun); warn {
+			d.emit(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: rs.targetNs})
+		}
+		d.Step(now)
+		if d.failed.Load() {
+			return fmt.Errorf("actors/loop: %s stopped after %d driver errors in a row", d.info.ID, d.opts.MaxErrors)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package loop
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SchedulerOptions configure a Scheduler. Zero fields take the defaults
+// noted.
+type SchedulerOptions struct {
+	// PeriodNs is the tick period of every shard (default 1 ms).
+	PeriodNs int64
+	// Shards is the number of shard threads (default GOMAXPROCS).
+	Shards int
+	// Clock is the time source (default SystemClock()).
+	Clock Clock
+	// OnRateWarning receives a shard's EventRateWarning (on the shard's
+	// goroutine; it must not block).
+	OnRateWarning func(Event)
+}
+
+// Scheduler steps many simulated devices from a few threads: each shard is
+// one goroutine locked to an OS thread and paced by a Pacer, and each tick
+// it steps every device it holds. A device's Stats report its shard's
+// period and overruns.
+//
+// Device lists are copy-on-write: Add and Remove publish a new list that the
+// shard picks up on its next tick, so a tick never waits for them.
+type Scheduler struct {
+	opts   SchedulerOptions
+	shards []*shard
+
+	mu      sync.Mutex // guards the following; Add, Remove, Start and Stop only
+	started bool
+	stopped bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type shard struct {
+	devices atomic.Pointer[[]*Device]
+	// epoch is odd while the shard is stepping its devices, so Remove can
+	// wait out a tick that may still step the removed device.
+	epoch   atomic.Uint64
+	running atomic.Bool
+	stats   *runnerStats
+}
+
+// NewScheduler returns a stopped scheduler; Start starts its shards.
+func NewScheduler(o SchedulerOptions) *Scheduler {
+	if o.PeriodNs <= 0 {
+		o.PeriodNs = int64(time.Millisecond)
+	}
+	if o.Shards <= 0 {
+		o.Shards = runtime.GOMAXPROCS(0)
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock()
+	}
+	s := &Scheduler{opts: o, stop: make(chan struct{})}
+	for range o.Shards {
+		sh := &shard{stats: newRunnerStats(o.PeriodNs)}
+		sh.devices.Store(new([]*Device))
+		s.shards = append(s.shards, sh)
+	}
+	return s
+}
+
+// Start starts the shards. It does nothing if the scheduler was started or
+// stopped before.
+func (s *Scheduler) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return
+	}
+	s.started = true
+	for _, sh := range s.shards {
+		sh.running.Store(true)
+		s.wg.Add(1)
+		go s.run(sh)
+	}
+}
+
+// Stop stops the shards, waits for them, and halts every device they held.
+// The scheduler cannot be started again.
+func (s *Scheduler) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	close(s.stop)
+	s.wg.Wait()
+	for _, sh := range s.shards {
+		for _, d := range *sh.devices.Load() {
+			d.Halt()
+			d.running.Store(false)
+		}
+		sh.devices.Store(new([]*Device))
+	}
+}
+
+// Add puts d on the shard with the fewest devices. It does nothing if d
+// already has a runner or the scheduler was stopped.
+func (s *Scheduler) Add(d *Device) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || !d.running.CompareAndSwap(false, true) {
+		return
+	}
+	best := s.shards[0]
+	for _, sh := range s.shards[1:] {
+		if len(*sh.devices.Load()) < len(*best.devices.Load()) {
+			best = sh
+		}
+	}
+	old := *best.devices.Load()
+	next := make([]*Device, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, d)
+	best.devices.Store(&next)
+	d.runner.Store(best.stats)
+}
+
+// Remove takes d off its shard and returns once the shard will not step it
+// again, so the caller may then Halt and Close its driver.
+func (s *Scheduler) Remove(d *Device) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sh := range s.shards {
+		old := *sh.devices.Load()
+		i := slices.Index(old, d)
+		if i < 0 {
+			continue
+		}
+		next := make([]*Device, 0, len(old)-1)
+		next = append(next, old[:i]...)
+		next = append(next, old[i+1:]...)
+		sh.devices.Store(&next)
+		// A tick under way may have loaded the old list; wait it out.
+		if e := sh.epoch.Load(); e%2 == 1 {
+			for sh.epoch.Load() == e && sh.running.Load() {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		d.running.Store(false)
+		return
+	}
+}
+
+// Len returns how many devices the scheduler holds.
+func (s *Scheduler) Len() int {
+	n := 0
+	for _, sh := range s.shards {
+		n += len(*sh.devices.Load())
+	}
+	return n
+}
+
+// run is a shard's goroutine.
+func (s *Scheduler) run(sh *shard) {
+	defer s.wg.Done()
+	defer sh.running.Store(false)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tuneThread()
+	p := NewPacer(s.opts.PeriodNs, s.opts.Clock)
+	for !s.ticks(sh, p) {
+	}
+}
+
+// ticks runs the shard's ticks until Stop (returning true). A panic in a
+// device's step fails and halts that device and returns false, so the shard
+// carries on with the others.
+func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
+	var cur *Device
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if sh.epoch.Load()%2 == 1 {
+			sh.epoch.Add(1)
+		}
+		if cur != nil {
+			cur.failed.Store(true)
+			cur.emit(Event{Kind: EventFailed, Err: fmt.Errorf("actors/loop: step of %s panicked; the device was halted and stopped: %v", cur.info.ID, v)})
+			cur.Halt()
+		}
+	}()
+	clock := s.opts.Clock
+	for {
+		select {
+		case <-s.stop:
+			return true
+		default:
+		}
+		now, overrun := p.Wait()
+		if warn, p99 := sh.stats.tick(now, overrun); warn && s.opts.OnRateWarning != nil {
+			s.opts.OnRateWarning(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: sh.stats.targetNs})
+		}
+		sh.epoch.Add(1)
+		t := clock.Now()
+		for _, d := range *sh.devices.Load() {
+			cur = d
+			t = d.stepAt(now, t)
+		}
+		cur = nil
+		sh.epoch.Add(1)
+	}
+}
