@@ -246,14 +246,13 @@ func DeviceFailed(deviceType, deviceID, reason string) Event {
 // the first MaxReceivedBytes bytes are kept; bytes that are not UTF-8 are
 // encoded as U+FFFD.
 func InvalidIOChannel(received []byte) Event {
-	n := len(received)
 	if len(received) > MaxReceivedBytes {
 		received = received[:MaxReceivedBytes]
 	}
 	return build(NameInvalidIOChannel, struct {
 		Received string `json:"received_data"`
 	}{string(received)},
-		fmt.Sprintf("the events socket takes no input; dropped %d bytes sent to it", n))
+		"the events socket is read-only; input sent to it was dropped")
 }
 
 type sessionData struct {

@@ -1,0 +1,119 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// Limits of GET /events.
+const (
+	DefaultRecentLimit = 100
+	MaxRecentLimit     = 10000
+)
+
+// Error codes of the JSON error envelope, spelled as in protocol's table
+// (PROTOCOL.md 3.1).
+const (
+	codeInvalidValue     = "invalid_value"
+	codeUnknownRoute     = "unknown_route"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeUnavailable      = "unavailable"
+)
+
+// NewRecentHandler serves GET /events?since=SEQ&limit=N on the HTTP port:
+// up to limit ring entries with seq > since (default 0: the oldest the ring
+// holds), oldest first, and next_seq, the seq of the first event not
+// returned. To continue without a gap, ask again with since=next_seq-1.
+//
+//	{"ok":true,"data":{"events":[...],"next_seq":N}}
+//
+// limit defaults to 100 and may be 1..10000. A bad since or limit answers
+// 400 {"ok":false,"error":"...","code":"invalid_value"}.
+func NewRecentHandler(a *activity.Activity) http.Handler {
+	return recentHandler{act: a}
+}
+
+type recentHandler struct{ act *activity.Activity }
+
+func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			fmt.Sprintf("events: %s is not supported on /events; use GET", r.Method))
+		return
+	}
+	q := r.URL.Query()
+	var since uint64
+	if q.Has("since") {
+		v, err := strconv.ParseUint(q.Get("since"), 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, codeInvalidValue,
+				fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for the oldest)", q.Get("since")))
+			return
+		}
+		since = v
+	}
+	limit := DefaultRecentLimit
+	if q.Has("limit") {
+		v, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || v < 1 || v > MaxRecentLimit {
+			writeError(w, http.StatusBadRequest, codeInvalidValue,
+				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", q.Get("limit"), MaxRecentLimit))
+			return
+		}
+		limit = v
+	}
+	evs, next, err := h.act.Recent(since, limit)
+	if err != nil {
+		msg := fmt.Sprintf("events: %v", err)
+		if errors.Is(err, activity.ErrStopped) {
+			msg = "events: hapticd is shutting down; the activity channel is stopped"
+		}
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, msg)
+		return
+	}
+	size := 64
+	for i := range evs {
+		size += 192 + len(evs[i].Data) + len(evs[i].Message)
+	}
+	body := make([]byte, 0, size)
+	body = append(body, `{"ok":true,"data":{"events":[`...)
+	for i := range evs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = event.AppendJSON(body, &evs[i])
+	}
+	body = append(body, `],"next_seq":`...)
+	body = strconv.AppendUint(body, next, 10)
+	body = append(body, "}}\n"...)
+	header(w)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body) // the client is gone if this fails
+	}
+}
+
+func header(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+}
+
+// writeError answers with the JSON error envelope.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}{false, message, code})
+	header(w)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

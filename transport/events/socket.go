@@ -1,0 +1,404 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// Defaults of SocketOptions.
+const (
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultPingInterval = 30 * time.Second
+	// DefaultInputReportsPerSecond bounds the invalid-io-channel events one
+	// connection can cause, so a client spraying input cannot flood the
+	// ring and push out what other clients came for.
+	DefaultInputReportsPerSecond = 10
+	// maxInputBytes is the largest message a client may send on the
+	// read-only socket before it is closed with 1009 (message too big).
+	maxInputBytes = 64 << 10
+	// closeGrace is how long a closing writer waits for the client's
+	// close frame before it drops the connection.
+	closeGrace = time.Second
+)
+
+// SocketOptions tune the events socket. Zero values take the defaults.
+type SocketOptions struct {
+	// WriteTimeout bounds each frame write; a client that misses it is
+	// closed as too slow.
+	WriteTimeout time.Duration
+	// PingInterval is how often the server pings; a client that answers
+	// no ping (and sends nothing) for two intervals is closed.
+	PingInterval time.Duration
+	// InputReportsPerSecond bounds invalid-io-channel events per
+	// connection; further input in that second is dropped silently.
+	InputReportsPerSecond int
+}
+
+// Server serves the events WebSocket and closes its connections on
+// shutdown. It is an http.Handler for "/" of the events port.
+type Server struct {
+	act      *activity.Activity
+	log      zerolog.Logger
+	opts     SocketOptions
+	upgrader websocket.Upgrader
+	// wg tracks every connection's goroutines (handler and reader).
+	wg sync.WaitGroup
+
+	// mu guards the following.
+	mu      sync.Mutex
+	closing bool
+	conns   map[*socketConn]struct{}
+}
+
+// NewServer returns the events socket with default options.
+func NewServer(a *activity.Activity, log zerolog.Logger) *Server {
+	return NewServerWithOptions(a, log, SocketOptions{})
+}
+
+// NewServerWithOptions returns the events socket with o.
+func NewServerWithOptions(a *activity.Activity, log zerolog.Logger, o SocketOptions) *Server {
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.InputReportsPerSecond <= 0 {
+		o.InputReportsPerSecond = DefaultInputReportsPerSecond
+	}
+	return &Server{
+		act:  a,
+		log:  log,
+		opts: o,
+		upgrader: websocket.Upgrader{
+			ReadBufferSize:  1024,
+			WriteBufferSize: 4096,
+			// The browser-safety guard (PROTOCOL.md 3.4) wraps this
+			// handler and has already refused foreign origins before
+			// the upgrade gets here; checking again would only disagree
+			// with --allow-origin.
+			CheckOrigin: func(*http.Request) bool { return true },
+		},
+		conns: make(map[*socketConn]struct{}),
+	}
+}
+
+// NewSocketHandler returns the events WebSocket handler for "/" of
+// --events-port. It is a *Server: keep it as one (or use NewServer) to
+// close the sockets with a close frame on shutdown; otherwise they end when
+// the activity actor stops or the client leaves.
+func NewSocketHandler(a *activity.Activity, log zerolog.Logger) http.Handler {
+	return NewServer(a, log)
+}
+
+// ServeHTTP upgrades a request on "/" to the events socket. ?since=SEQ
+// replays what the ring holds after SEQ, then goes live; without it the
+// socket is live only.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		writeError(w, http.StatusNotFound, codeUnknownRoute,
+			fmt.Sprintf("events: no route %s on the events port; the events WebSocket is on /", r.URL.Path))
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		writeError(w, http.StatusBadRequest, codeInvalidValue,
+			"events: this port serves the events WebSocket; connect with a WebSocket client (or use GET /events on the HTTP port)")
+		return
+	}
+	since, replay, perr := parseSince(r)
+	if perr != "" {
+		writeError(w, http.StatusBadRequest, codeInvalidValue, perr)
+		return
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "events: hapticd is shutting down; reconnect after it restarts")
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	// Subscribe before the upgrade: every event from here on reaches this
+	// client, and a stopped actor is a clean 503 rather than a dead socket.
+	sub, err := s.act.Subscribe(since, replay)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, fmt.Sprintf("events: %v", err))
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// The upgrader has answered the client already.
+		sub.Close()
+		return
+	}
+	c := &socketConn{
+		srv:        s,
+		ws:         ws,
+		sub:        sub,
+		remote:     r.RemoteAddr,
+		stop:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down")
+		sub.Close()
+		_ = ws.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	go c.readLoop()
+	c.writeLoop()
+
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Close refuses new connections, sends every open socket a close frame
+// (1001, going away) after the events already queued for it, and waits for
+// every connection goroutine. A client that does not answer the close is
+// dropped after about a second, so Close is bounded. Close is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*socketConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.stopOnce.Do(func() { close(c.stop) })
+	}
+	s.wg.Wait()
+}
+
+// socketConn is one events client: a reader goroutine and a writer (the
+// handler's goroutine).
+type socketConn struct {
+	srv    *Server
+	ws     *websocket.Conn
+	sub    *activity.Subscription
+	remote string
+
+	stop       chan struct{} // closed by Server.Close
+	stopOnce   sync.Once
+	readerDone chan struct{} // closed when the reader returns
+	// readReason is why the reader returned; written before readerDone
+	// is closed and read only after.
+	readReason closeReason
+}
+
+// closeReason says why the server ended a connection, for the log.
+type closeReason string
+
+const (
+	reasonClientClosed  closeReason = "client closed"
+	reasonReadFailed    closeReason = "read failed"
+	reasonInputTooBig   closeReason = "input message too big"
+	reasonWriteDeadline closeReason = "write deadline missed: the client reads too slowly"
+	reasonWriteFailed   closeReason = "write failed"
+	reasonShutdown      closeReason = "server shutting down"
+	reasonActivityEnded closeReason = "activity channel stopped"
+)
+
+// writeLoop sends each event as one text frame, pings, and closes the
+// socket. It owns every data write; only close and pong frames are written
+// elsewhere (gorilla allows those concurrently).
+func (c *socketConn) writeLoop() {
+	reason := reasonShutdown
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error().Interface("panic", p).Str("remote", c.remote).Msg("events socket writer panicked; connection closed")
+		}
+		c.sub.Close()
+		_ = c.ws.Close()
+		<-c.readerDone
+		c.srv.log.Debug().Str("remote", c.remote).Str("reason", string(reason)).
+			Uint64("dropped", c.sub.Dropped()).Msg("events client closed")
+	}()
+	buf := make([]byte, 0, 1024)
+	ping := time.NewTicker(c.srv.opts.PingInterval)
+	defer ping.Stop()
+	for {
+		if r, ok := c.flush(&buf); !ok {
+			reason = r
+			return
+		}
+		select {
+		case <-c.sub.Ready():
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+				reason = writeReason(err)
+				return
+			}
+		case <-c.readerDone:
+			reason = c.readReason
+			return
+		case <-c.stop:
+			// Queued events first, then the close frame, so a
+			// shutdown loses nothing already published.
+			if r, ok := c.flush(&buf); !ok {
+				reason = r
+				return
+			}
+			reason = reasonShutdown
+			c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down")
+			c.awaitReader()
+			return
+		case <-c.sub.Done():
+			if r, ok := c.flush(&buf); !ok {
+				reason = r
+				return
+			}
+			reason = reasonActivityEnded
+			c.closeWith(websocket.CloseGoingAway, "the activity channel stopped (hapticd is shutting down)")
+			c.awaitReader()
+			return
+		}
+	}
+}
+
+// flush writes every event queued now.
+func (c *socketConn) flush(buf *[]byte) (closeReason, bool) {
+	for {
+		e, ok := c.sub.TryNext()
+		if !ok {
+			return "", true
+		}
+		*buf = event.AppendJSON((*buf)[:0], &e)
+		if err := c.ws.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+			return reasonWriteFailed, false
+		}
+		if err := c.ws.WriteMessage(websocket.TextMessage, *buf); err != nil {
+			r := writeReason(err)
+			if r == reasonWriteDeadline {
+				// The connection is likely wedged; try to say why,
+				// briefly, and drop it either way.
+				c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
+			}
+			return r, false
+		}
+	}
+}
+
+func writeReason(err error) closeReason {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return reasonWriteDeadline
+	}
+	return reasonWriteFailed
+}
+
+// closeWith sends a close frame; errors mean the peer is gone already.
+func (c *socketConn) closeWith(code int, text string) {
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(closeGrace))
+}
+
+// awaitReader gives the client a moment to answer the close frame.
+func (c *socketConn) awaitReader() {
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-c.readerDone:
+	case <-t.C:
+	}
+}
+
+// readLoop reads and drops everything the client sends, reporting it as
+// invalid-io-channel events (first 256 bytes, rate-limited), and answers
+// control frames. It returns when the client closes or the socket is
+// closed.
+func (c *socketConn) readLoop() {
+	defer c.srv.wg.Done()
+	defer close(c.readerDone)
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error().Interface("panic", p).Str("remote", c.remote).Msg("events socket reader panicked; connection closed")
+		}
+	}()
+	pongWait := 2 * c.srv.opts.PingInterval
+	c.ws.SetReadLimit(maxInputBytes)
+	_ = c.ws.SetReadDeadline(time.Now().Add(pongWait))
+	c.ws.SetPongHandler(func(string) error {
+		return c.ws.SetReadDeadline(time.Now().Add(pongWait))
+	})
+	var (
+		kept        [event.MaxReceivedBytes]byte
+		windowStart time.Time
+		reports     int
+	)
+	for {
+		_, rd, err := c.ws.NextReader()
+		if err != nil {
+			c.readReason = readReason(err)
+			return
+		}
+		n, err := io.ReadFull(rd, kept[:])
+		if err == nil {
+			_, err = io.Copy(io.Discard, rd)
+		} else if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = nil
+		}
+		if err != nil {
+			// Over the read limit (gorilla has sent 1009) or the
+			// connection broke mid-message.
+			c.readReason = readReason(err)
+			return
+		}
+		_ = c.ws.SetReadDeadline(time.Now().Add(pongWait))
+		now := time.Now()
+		if now.Sub(windowStart) >= time.Second {
+			windowStart, reports = now, 0
+		}
+		if reports < c.srv.opts.InputReportsPerSecond {
+			reports++
+			c.srv.act.Publish(event.InvalidIOChannel(kept[:n]))
+		}
+	}
+}
+
+func readReason(err error) closeReason {
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		return reasonClientClosed
+	case errors.Is(err, websocket.ErrReadLimit):
+		return reasonInputTooBig
+	default:
+		return reasonReadFailed
+	}
+}
+
+// parseSince reads ?since=SEQ; replay is true when it is present.
+func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
+	q := r.URL.Query()
+	if !q.Has("since") {
+		return 0, false, ""
+	}
+	v, err := strconv.ParseUint(q.Get("since"), 10, 64)
+	if err != nil {
+		return 0, false, fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for everything the ring holds)", q.Get("since"))
+	}
+	return v, true, ""
+}
+
+var _ http.Handler = (*Server)(nil)
