@@ -38,15 +38,16 @@ type ArmOptions struct {
 	EffectiveMassKg  float64
 }
 
-// Defaults of an Inverse3 (vendor data sheet; provisional until measured).
+// Defaults of an Inverse3-class arm, the same as hw/sim's (provisional until
+// measured on a real arm).
 const (
 	DefaultArmMaxForceN       = 10.0
-	DefaultArmEffectiveMassKg = 0.25
+	DefaultArmEffectiveMassKg = 0.2
 )
 
 // DefaultArmWorkspaceCenterM is the centre of an Inverse3's workspace in its
 // device frame (provisional).
-func DefaultArmWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: -0.15, Z: 0.15} }
+func DefaultArmWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.15, Z: 0.1} }
 
 func (o *ArmOptions) fill() {
 	if o.PeriodS <= 0 {

@@ -1,0 +1,29 @@
+// Package emulator is firmware in software: it speaks the device side of the
+// arm and grip protocols of spec/HARDWARE.md over any io.ReadWriter, so the
+// real drivers can be tested end to end without hardware, and the service
+// can offer emulated devices (--emulate-arms N) to try the real-device path.
+//
+// # Physics
+//
+// An emulated arm applies each command it receives to a physics model (by
+// default a hw/sim arm, stepped once per command), so emulated physics is
+// simulated physics: a constant upward force raises z over ticks.
+//
+// # Faults
+//
+// Faults are knobs a test turns at any time (SetFaults, Stall, Unplug):
+// reply latency and jitter, dropped reply bytes, garbage bytes before
+// replies, stalled replies, flaky first wake-ups, and unplug (the port
+// closes under the driver).
+//
+// # Pseudo-terminals
+//
+// StartPTY opens a pseudo-terminal pair (/dev/ptmx), sets it raw, serves the
+// master side and returns the slave path: to a driver, that path is a serial
+// port like /dev/ttyACM0. Closing the master is what an unplug looks like.
+//
+// # Concurrency
+//
+// An Emulator serves one connection from one goroutine (plus one status
+// streamer for grips); its methods are safe to call from other goroutines.
+package emulator

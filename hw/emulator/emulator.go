@@ -1,0 +1,390 @@
+package emulator
+
+import (
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/hw/wire"
+)
+
+// Faults are the misbehaviours an emulated device shows. The zero value is a
+// perfect device.
+type Faults struct {
+	// Latency delays every reply; Jitter adds a uniform 0..Jitter on top.
+	Latency, Jitter time.Duration
+	// DropProbability is the chance that each reply byte is lost (0..1).
+	DropProbability float64
+	// GarbageProbability is the chance that a reply is preceded by
+	// GarbageBytes random bytes (default 8).
+	GarbageProbability float64
+	GarbageBytes       int
+	// StallReplies is how many of the next commands get no reply at all.
+	StallReplies int
+	// FlakyWakeups is how many of the next wake-ups get a reply with id 0
+	// and a zero UUID, as a freshly plugged arm sometimes sends.
+	FlakyWakeups int
+}
+
+// Options describe an emulated device. Zero values take the defaults.
+type Options struct {
+	// Kind is hw.KindArm (default) or hw.KindGrip.
+	Kind hw.Kind
+	// Index names the device among emulated ones: its default id and UUID
+	// derive from it, so the same index is the same device after a replug
+	// or a restart.
+	Index int
+	// ID and UUID override the identity derived from Index (0 = derive).
+	ID   uint16
+	UUID [16]byte
+	// Model and versions are reported at wake-up.
+	Model, HardwareVersion, FirmwareVersion uint8
+	// PeriodS is the physics step per command (default 0.001 s).
+	PeriodS float64
+	// Seed makes the physics' motion and the faults' randomness repeatable.
+	Seed int64
+	// Physics steps the arm for each command; default a hw/sim arm moved
+	// by Motion. It is driven from the emulator's goroutine only.
+	Physics hw.Driver
+	Motion  sim.Motion
+	// GripStatusPeriod is how often a grip streams status (default 1 ms).
+	GripStatusPeriod time.Duration
+	// Faults are the initial faults (see SetFaults).
+	Faults Faults
+}
+
+// Stats count what an emulator saw and did.
+type Stats struct {
+	Wakeups   int
+	Commands  int // force, position, torque and angle commands
+	Replies   int
+	Stalled   int
+	Configs   int
+	LastForce hw.Vec3 // the force the firmware now holds (sticky)
+	Settings  hw.Settings
+}
+
+// Emulator is one emulated device.
+type Emulator struct {
+	opts    Options
+	physics hw.Driver
+
+	mu      sync.Mutex // guards the following and serialises writes to out
+	faults  Faults
+	stats   Stats
+	rng     *rand.Rand
+	out     io.Writer
+	closeFn func() error
+	done    chan struct{}
+	serving bool
+}
+
+// New returns an emulator for o; serve it with Serve or use StartPTY.
+func New(o Options) (*Emulator, error) {
+	if o.Kind == 0 {
+		o.Kind = hw.KindArm
+	}
+	if o.Kind != hw.KindArm && o.Kind != hw.KindGrip {
+		return nil, fmt.Errorf("hw/emulator: kind %v is not emulated; use hw.KindArm or hw.KindGrip", o.Kind)
+	}
+	if o.PeriodS <= 0 {
+		o.PeriodS = 0.001
+	}
+	if o.GripStatusPeriod <= 0 {
+		o.GripStatusPeriod = time.Millisecond
+	}
+	if o.Faults.GarbageBytes <= 0 {
+		o.Faults.GarbageBytes = 8
+	}
+	id, uuid := Identity(o.Kind, o.Index)
+	if o.ID == 0 {
+		o.ID = id
+	}
+	if o.UUID == ([16]byte{}) {
+		o.UUID = uuid
+	}
+	e := &Emulator{
+		opts:   o,
+		faults: o.Faults,
+		rng:    rand.New(rand.NewPCG(uint64(o.Seed), uint64(o.Index)+0x9e3779b97f4a7c15)),
+		// Firmware defaults, as the simulated arm's.
+		stats: Stats{Settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1}},
+		done:  make(chan struct{}),
+	}
+	if o.Kind == hw.KindArm {
+		e.physics = o.Physics
+		if e.physics == nil {
+			p, err := defaultPhysics(o)
+			if err != nil {
+				return nil, err
+			}
+			e.physics = p
+		}
+	}
+	return e, nil
+}
+
+// Identity returns the id and UUID an emulated device at index reports by
+// default. They differ from simulated devices' so both can run at once.
+func Identity(kind hw.Kind, index int) (uint16, [16]byte) {
+	sum := sha1.Sum([]byte("hapticd/emulator/" + kind.String() + "/" + strconv.Itoa(index)))
+	var u [16]byte
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0F | 0x50 // version 5 (name-based)
+	u[8] = u[8]&0x3F | 0x80 // RFC 4122 variant
+	id := uint16(sum[16])<<8 | uint16(sum[17])
+	if id == 0 {
+		id = 1 // firmware sends 0 only for a failed wake-up
+	}
+	return id, u
+}
+
+// ID returns the device's 16-bit id.
+func (e *Emulator) ID() uint16 { return e.opts.ID }
+
+// UUID returns the device's UUID.
+func (e *Emulator) UUID() [16]byte { return e.opts.UUID }
+
+// SetFaults replaces the faults; it takes effect at the next command.
+func (e *Emulator) SetFaults(f Faults) {
+	if f.GarbageBytes <= 0 {
+		f.GarbageBytes = 8
+	}
+	e.mu.Lock()
+	e.faults = f
+	e.mu.Unlock()
+}
+
+// Stall makes the next n commands go unanswered.
+func (e *Emulator) Stall(n int) {
+	e.mu.Lock()
+	e.faults.StallReplies = n
+	e.mu.Unlock()
+}
+
+// Stats returns a copy of the counters.
+func (e *Emulator) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// ErrUnplugged is returned by Serve after Unplug or Close.
+var ErrUnplugged = errors.New("hw/emulator: device unplugged")
+
+// Serve speaks the device protocol on rw until reading fails (the host
+// side closed, or Unplug). It returns nil when the host closed its side
+// (io.EOF) and the read error otherwise.
+func (e *Emulator) Serve(rw io.ReadWriter) error {
+	e.mu.Lock()
+	e.out = rw
+	e.mu.Unlock()
+	var stop chan struct{}
+	if e.opts.Kind == hw.KindGrip {
+		stop = make(chan struct{})
+		defer close(stop)
+		go e.streamGrip(stop)
+	}
+	scan := wire.NewScanner(wire.ToDevice)
+	var m wire.Message
+	for {
+		n, err := rw.Read(scan.Space())
+		scan.Fill(n)
+		for _, ok := scan.Next(&m); ok; _, ok = scan.Next(&m) {
+			e.handle(&m)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (e *Emulator) handle(m *wire.Message) {
+	var reply [wire.MaxFrameLen]byte
+	var out []byte
+	switch m.Header {
+	case wire.HeaderWake:
+		out = e.wake(reply[:0])
+	case wire.HeaderForce, wire.HeaderPosition, wire.HeaderTorques, wire.HeaderAngles:
+		out = e.command(reply[:0], m)
+	case wire.HeaderConfig:
+		out = e.configure(reply[:0], &m.Config)
+	case wire.HeaderGripInfo:
+		if e.opts.Kind == hw.KindGrip {
+			out = wire.AppendGripInfo(reply[:0], wire.GripInfo{ID: e.opts.ID, Model: e.opts.Model,
+				HardwareVersion: e.opts.HardwareVersion, FirmwareVersion: e.opts.FirmwareVersion})
+		}
+	}
+	if out != nil {
+		e.reply(out)
+	}
+}
+
+func (e *Emulator) wake(dst []byte) []byte {
+	if e.opts.Kind != hw.KindArm {
+		return nil
+	}
+	e.mu.Lock()
+	e.stats.Wakeups++
+	flaky := e.faults.FlakyWakeups > 0
+	if flaky {
+		e.faults.FlakyWakeups--
+	}
+	e.mu.Unlock()
+	w := wire.WakeReply{ID: e.opts.ID, UUID: e.opts.UUID, Model: e.opts.Model,
+		HardwareVersion: e.opts.HardwareVersion, FirmwareVersion: e.opts.FirmwareVersion}
+	if flaky {
+		w.ID, w.UUID = 0, [16]byte{}
+	}
+	return wire.AppendWakeReply(dst, w)
+}
+
+func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
+	if e.opts.Kind != hw.KindArm {
+		return nil
+	}
+	var cmd hw.Command
+	joint := false
+	switch m.Header {
+	case wire.HeaderForce:
+		cmd = hw.Command{Mode: hw.ModeForce, ForceN: m.A}
+	case wire.HeaderPosition:
+		cmd = hw.Command{Mode: hw.ModePosition, PositionM: m.A}
+	case wire.HeaderTorques:
+		cmd = hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3{A0: m.A.X, A1: m.A.Y, A2: m.A.Z}}
+		joint = true
+	case wire.HeaderAngles:
+		cmd = hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A0: m.A.X, A1: m.A.Y, A2: m.A.Z}}
+		joint = true
+	}
+	e.mu.Lock()
+	s := e.stats.Settings
+	e.mu.Unlock()
+	applied := cmd
+	if cmd.Mode == hw.ModeForce && s.GravityCompensation {
+		applied.ForceN.Z += gravityN * s.GravityScale
+	}
+	var st hw.State
+	// Physics runs on this goroutine only, outside the lock.
+	physErr := e.physics.Exchange(&applied, &st)
+	e.mu.Lock()
+	e.stats.Commands++
+	if cmd.Mode == hw.ModeForce {
+		e.stats.LastForce = cmd.ForceN
+	} else {
+		e.stats.LastForce = hw.Vec3{}
+	}
+	stall := e.faults.StallReplies > 0
+	if stall {
+		e.faults.StallReplies--
+		e.stats.Stalled++
+	}
+	e.mu.Unlock()
+	if stall || physErr != nil {
+		return nil
+	}
+	if joint {
+		return wire.AppendJointState(dst, st.AnglesDeg, st.AngularVelocityDps)
+	}
+	return wire.AppendEndEffectorState(dst, st.PositionM, st.VelocityMps)
+}
+
+func (e *Emulator) configure(dst []byte, c *wire.Config) []byte {
+	if e.opts.Kind != hw.KindArm {
+		return nil
+	}
+	e.mu.Lock()
+	e.stats.Configs++
+	switch c.Sub {
+	case wire.ConfigHandedness:
+		e.stats.Settings.LeftHanded = !c.Flag
+	case wire.ConfigTorqueScaling:
+		e.stats.Settings.TorqueScaling = c.Flag
+	case wire.ConfigGravity:
+		e.stats.Settings.GravityCompensation = c.Flag
+		e.stats.Settings.GravityScale = c.Value
+	}
+	s := e.stats.Settings
+	e.mu.Unlock()
+	status := byte(0)
+	if cfg, ok := e.physics.(hw.Configurer); ok && c.Sub != wire.ConfigSave {
+		if err := cfg.Configure(s); err != nil {
+			status = 1
+		}
+	}
+	return wire.AppendConfigAck(dst, c.Sub, status)
+}
+
+// reply writes b to the host with the current faults applied.
+func (e *Emulator) reply(b []byte) {
+	e.mu.Lock()
+	f := e.faults
+	delay := f.Latency
+	if f.Jitter > 0 {
+		delay += time.Duration(e.rng.Int64N(int64(f.Jitter) + 1))
+	}
+	var buf [2*wire.MaxFrameLen + 64]byte
+	out := buf[:0]
+	if f.GarbageProbability > 0 && e.rng.Float64() < f.GarbageProbability {
+		for range min(f.GarbageBytes, 64) {
+			out = append(out, byte(e.rng.UintN(256)))
+		}
+	}
+	for _, c := range b {
+		if f.DropProbability > 0 && e.rng.Float64() < f.DropProbability {
+			continue
+		}
+		out = append(out, c)
+	}
+	e.mu.Unlock()
+	if delay > 0 {
+		// Test support: a real device's latency is a wait, too.
+		time.Sleep(delay)
+	}
+	e.write(out, true)
+}
+
+func (e *Emulator) write(b []byte, countReply bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.out == nil {
+		return
+	}
+	if _, err := e.out.Write(b); err == nil && countReply {
+		e.stats.Replies++
+	}
+}
+
+// streamGrip sends status frames every GripStatusPeriod until stop closes,
+// as a wireless grip does through its dongle.
+func (e *Emulator) streamGrip(stop <-chan struct{}) {
+	t := time.NewTicker(e.opts.GripStatusPeriod)
+	defer t.Stop()
+	start := time.Now()
+	var buf [wire.MaxFrameLen]byte
+	for {
+		select {
+		case <-stop:
+			return
+		case <-e.done:
+			return
+		case now := <-t.C:
+			// A slow turn about z, so that orientation visibly changes.
+			half := 0.25 * now.Sub(start).Seconds()
+			s := wire.GripStatus{ID: e.opts.ID, Orientation: hw.Quat{W: math.Cos(half), Z: math.Sin(half)},
+				Hall: 0, Battery: 0.8}
+			e.write(wire.AppendGripStatus(buf[:0], &s), false)
+		}
+	}
+}
