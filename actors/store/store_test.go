@@ -1,0 +1,531 @@
+package store
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type deviceDoc struct {
+	Handedness string  `json:"handedness"`
+	Scale      float64 `json:"scale"`
+	Tags       []string
+}
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func writeRaw(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenCreatesPrivateDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o700 {
+		t.Errorf("state directory mode %v, want 0700", info.Mode().Perm())
+	}
+	if !filepath.IsAbs(s.Dir()) {
+		t.Errorf("Dir() = %q, want an absolute path", s.Dir())
+	}
+	var v deviceDoc
+	if found, err := s.Load("settings", &v); found || err != nil {
+		t.Errorf("Load on an empty directory = %v, %v; want not found, no error (defaults)", found, err)
+	}
+	if _, err := Open(""); err == nil {
+		t.Errorf("Open(\"\") succeeded")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	writeRaw(t, file, []byte("x"))
+	if _, err := Open(file); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Open on a regular file: %v; want an error naming it", err)
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	s := openTemp(t)
+	tests := []struct {
+		name string
+		doc  deviceDoc
+	}{
+		{"settings", deviceDoc{Scale: 0.5}},
+		{"devices/arm3-049D", deviceDoc{Handedness: "left", Scale: 1, Tags: []string{"a"}}},
+		{"profiles/" + EscapeName("co.example.app:main") + "/arm3-049D", deviceDoc{Handedness: "right"}},
+		{"profiles/" + EscapeName("a/b/../c") + "/session", deviceDoc{Scale: 2}},
+	}
+	for _, tt := range tests {
+		if err := s.Save(tt.name, tt.doc); err != nil {
+			t.Fatalf("Save(%q): %v", tt.name, err)
+		}
+	}
+	// Overwrite one: the newest wins.
+	tests[0].doc.Scale = 0.25
+	if err := s.Save(tests[0].name, tests[0].doc); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		var got deviceDoc
+		found, err := reopened.Load(tt.name, &got)
+		if err != nil || !found {
+			t.Fatalf("Load(%q) = %v, %v", tt.name, found, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.doc) {
+			t.Errorf("Load(%q) = %+v, want %+v", tt.name, got, tt.doc)
+		}
+		info, err := os.Stat(reopened.path(tt.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", tt.name, info.Mode().Perm())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "devices", "arm3-049D.json")); err != nil {
+		t.Errorf("document \"devices/arm3-049D\" is not the file devices/arm3-049D.json: %v", err)
+	}
+}
+
+func TestNamesAreChecked(t *testing.T) {
+	s := openTemp(t)
+	bad := []string{"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/", ".hidden", "a/.b", "a b", "a\\b", "a:b",
+		strings.Repeat("x", 201)}
+	for _, name := range bad {
+		if err := s.Save(name, 1); err == nil || !strings.HasPrefix(err.Error(), "store: ") {
+			t.Errorf("Save(%q) = %v, want a store: error", name, err)
+		}
+		if _, err := s.Load(name, new(int)); err == nil {
+			t.Errorf("Load(%q) accepted a bad name", name)
+		}
+		if err := s.Delete(name); err == nil {
+			t.Errorf("Delete(%q) accepted a bad name", name)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(s.Dir()))
+	if len(entries) != 1 {
+		t.Errorf("bad names wrote outside the state directory: %v", entries)
+	}
+}
+
+func TestEscapeName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"co.example.app:main", "co.example.app%3Amain"},
+		{"a/b", "a%2Fb"},
+		{"..", "%2E."},
+		{".", "%2E"},
+		{"", "%"},
+		{"%", "%25"},
+		{"App", "%41pp"},
+		{"日本", "%E6%97%A5%E6%9C%AC"},
+		{"plain-name_1.2", "plain-name_1.2"},
+	}
+	for _, tt := range tests {
+		if got := EscapeName(tt.in); got != tt.want {
+			t.Errorf("EscapeName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	r := rand.New(rand.NewSource(1))
+	seen := map[string]string{}
+	for i := range 2000 {
+		b := make([]byte, r.Intn(12))
+		for j := range b {
+			b[j] = byte(r.Intn(256))
+			if i%2 == 0 {
+				b[j] = "aA.:/%-_zZ0"[r.Intn(11)]
+			}
+		}
+		in := string(b)
+		esc := EscapeName(in)
+		if err := checkName(esc); err != nil {
+			t.Fatalf("EscapeName(%q) = %q is not a valid segment: %v", in, esc, err)
+		}
+		back, err := UnescapeName(esc)
+		if err != nil || back != in {
+			t.Fatalf("UnescapeName(EscapeName(%q)) = %q, %v", in, back, err)
+		}
+		// Case-insensitive file systems must still see distinct names.
+		if prev, ok := seen[strings.ToLower(esc)]; ok && prev != in {
+			t.Fatalf("%q and %q escape to names equal but for case", prev, in)
+		}
+		seen[strings.ToLower(esc)] = in
+	}
+	for _, bad := range []string{"a%", "a%4", "%zz", "%4a"} {
+		if _, err := UnescapeName(bad); err == nil {
+			t.Errorf("UnescapeName(%q) accepted a name EscapeName never makes", bad)
+		}
+	}
+}
+
+func TestCorruptFilesAreReportedAndMovedAside(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		mention string
+	}{
+		{"empty", "", "empty"},
+		{"whitespace", " \n", "empty"},
+		{"torn", `{"handedness": "le`, "not valid JSON"},
+		{"garbage", "\x00\x01\xffPK", "not valid JSON"},
+		{"trailing", `{"scale": 1} {"scale": 2}`, "not valid JSON"},
+		{"wrong shape", `{"scale": "high"}`, "wrong shape"},
+		{"not an object", `[1,2,3]`, "wrong shape"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			const name = "devices/arm3-049D"
+			path := s.path(name)
+			writeRaw(t, path, []byte(tt.content))
+
+			var got deviceDoc
+			found, err := s.Load(name, &got)
+			if found || err == nil {
+				t.Fatalf("Load = %v, %v; want an error", found, err)
+			}
+			var cerr *CorruptError
+			if !errors.As(err, &cerr) {
+				t.Fatalf("error %T %v, want *CorruptError", err, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, path) || !strings.Contains(msg, tt.mention) || !strings.HasPrefix(msg, "store: ") {
+				t.Errorf("error %q: want the file %s and %q", msg, path, tt.mention)
+			}
+			if cerr.MovedTo == "" || !strings.HasPrefix(cerr.MovedTo, path+".corrupt-") {
+				t.Fatalf("MovedTo = %q, want %s.corrupt-<unix>", cerr.MovedTo, path)
+			}
+			kept, err := os.ReadFile(cerr.MovedTo)
+			if err != nil || string(kept) != tt.content {
+				t.Errorf("evidence %s = %q, %v; want the bad bytes kept", cerr.MovedTo, kept, err)
+			}
+			// Next load: defaults, silently. Next save: a good file, and
+			// the evidence still there.
+			if found, err := s.Load(name, &got); found || err != nil {
+				t.Errorf("Load after move-aside = %v, %v; want not found", found, err)
+			}
+			if err := s.Save(name, deviceDoc{Scale: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if found, err := s.Load(name, &got); !found || err != nil || got.Scale != 1 {
+				t.Errorf("Load after Save = %v, %v, %+v", found, err, got)
+			}
+			if _, err := os.Stat(cerr.MovedTo); err != nil {
+				t.Errorf("Save destroyed the evidence: %v", err)
+			}
+			names, err := s.List("")
+			if err != nil || len(names) != 1 || names[0] != name {
+				t.Errorf("List = %v, %v; want only %s (evidence is not a document)", names, err, name)
+			}
+		})
+	}
+}
+
+func TestCorruptTwiceKeepsBothFiles(t *testing.T) {
+	s := openTemp(t)
+	for i := range 2 {
+		writeRaw(t, s.path("settings"), []byte("bad"+strconv.Itoa(i)))
+		if _, err := s.Load("settings", new(deviceDoc)); err == nil {
+			t.Fatal("want an error")
+		}
+	}
+	matches, _ := filepath.Glob(s.path("settings") + ".corrupt-*")
+	if len(matches) != 2 {
+		t.Errorf("evidence files %v, want 2 (one per bad file)", matches)
+	}
+}
+
+func TestLeftoverTempFilesAreIgnoredAndCleaned(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save("devices/arm3-049D", deviceDoc{Scale: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash between create and rename leaves behind: a half-written
+	// temp file next to the good document.
+	leftovers := []string{
+		filepath.Join(dir, "devices", ".arm3-049D.json"+tempMarker+"12345"),
+		filepath.Join(dir, ".settings.json"+tempMarker+"999"),
+	}
+	for _, p := range leftovers {
+		writeRaw(t, p, []byte(`{"scale": 9`))
+	}
+	var got deviceDoc
+	if found, err := s.Load("devices/arm3-049D", &got); !found || err != nil || got.Scale != 0.5 {
+		t.Errorf("Load with a leftover temp file = %v, %v, %+v; want the saved document", found, err, got)
+	}
+	if found, err := s.Load("settings", &got); found || err != nil {
+		t.Errorf("a temp file of a never-saved document was read: %v, %v", found, err)
+	}
+	if names, _ := s.List(""); len(names) != 1 {
+		t.Errorf("List = %v; temp files are not documents", names)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range leftovers {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open left %s behind (%v)", p, err)
+		}
+	}
+}
+
+func TestDeleteAndList(t *testing.T) {
+	s := openTemp(t)
+	docs := []string{"settings", "devices/arm3-049D", "devices/grip-61548",
+		"profiles/" + EscapeName("co.example.app:main") + "/arm3-049D",
+		"profiles/" + EscapeName("co.example.app:main") + "/session",
+		"profiles/other/session"}
+	for _, n := range docs {
+		if err := s.Save(n, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		prefix string
+		want   []string
+	}{
+		{"", []string{"devices/arm3-049D", "devices/grip-61548", "profiles/co.example.app%3Amain/arm3-049D",
+			"profiles/co.example.app%3Amain/session", "profiles/other/session", "settings"}},
+		{"devices", []string{"devices/arm3-049D", "devices/grip-61548"}},
+		{"devices/", []string{"devices/arm3-049D", "devices/grip-61548"}},
+		{"profiles/other", []string{"profiles/other/session"}},
+		{"nothing", nil},
+	}
+	for _, tt := range tests {
+		got, err := s.List(tt.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("List(%q) = %v, want %v", tt.prefix, got, tt.want)
+		}
+	}
+	if _, err := s.List("../etc"); err == nil {
+		t.Errorf("List accepted an escaping prefix")
+	}
+	if err := s.Delete("devices/arm3-049D"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("devices/arm3-049D"); err != nil {
+		t.Errorf("second Delete = %v, want nil (idempotent)", err)
+	}
+	if found, err := s.Load("devices/arm3-049D", new(int)); found || err != nil {
+		t.Errorf("Load after Delete = %v, %v", found, err)
+	}
+	if got, _ := s.List("devices"); len(got) != 1 {
+		t.Errorf("List after Delete = %v", got)
+	}
+}
+
+// Readers racing writers on the same names always see a whole document.
+func TestConcurrentSaveLoad(t *testing.T) {
+	s := openTemp(t)
+	names := []string{"a", "b/c", "profiles/p/arm3-0001"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 40 {
+				name := names[(w+i)%len(names)]
+				doc := deviceDoc{Scale: float64(i), Tags: make([]string, i%7)}
+				if err := s.Save(name, doc); err != nil {
+					errs <- err
+					return
+				}
+				var got deviceDoc
+				if _, err := s.Load(names[i%len(names)], &got); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if evidence, _ := filepath.Glob(filepath.Join(s.Dir(), "*", "*.corrupt-*")); len(evidence) > 0 {
+		t.Errorf("a good file was moved aside: %v", evidence)
+	}
+}
+
+// crashDoc carries its own check so that any torn write is detected even if
+// it happened to be valid JSON.
+type crashDoc struct {
+	Seq     int    `json:"seq"`
+	Payload string `json:"payload"`
+	Len     int    `json:"len"`
+}
+
+const crashEnv = "HAPTICD_STORE_CRASH_DIR"
+
+// TestCrashChild is the child side of TestCrashLeavesNoTornFile: it saves in
+// a loop until killed, reporting progress on stdout.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashEnv)
+	if dir == "" {
+		t.Skip("run by TestCrashLeavesNoTornFile")
+	}
+	s, err := Open(dir)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	for i := 0; ; i++ {
+		n := (i * 7919) % 20000
+		doc := crashDoc{Seq: i, Payload: strings.Repeat(string(rune('a'+i%26)), n), Len: n}
+		name := fmt.Sprintf("devices/arm3-%04X", i%5)
+		if i%3 == 0 {
+			name = "profiles/" + EscapeName("co.example.app:main") + "/session"
+		}
+		if err := s.Save(name, doc); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		fmt.Println("saved", i)
+	}
+}
+
+func TestCrashLeavesNoTornFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	for round := range 3 {
+		cmd := exec.Command(exe, "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Let it get well into its loop (a different point each round),
+		// then kill it without warning.
+		target := 30 + round*45
+		lines := bufio.NewScanner(out)
+		saved := 0
+		for saved < target && lines.Scan() {
+			line := lines.Text()
+			if strings.HasPrefix(line, "error") {
+				t.Fatalf("child: %s", line)
+			}
+			if strings.HasPrefix(line, "saved") {
+				saved++
+			}
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if saved < target {
+			t.Fatalf("round %d: child stopped after %d saves", round, saved)
+		}
+
+		// Every document file in the directory parses and checks out,
+		// before and after Open's cleanup.
+		checkAll := func() {
+			walkErr := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || !strings.HasSuffix(path, ext) || strings.HasPrefix(d.Name(), ".") {
+					return err
+				}
+				data, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				var doc crashDoc
+				if err := json.Unmarshal(data, &doc); err != nil {
+					t.Errorf("round %d: %s is torn: %v", round, path, err)
+				} else if len(doc.Payload) != doc.Len {
+					t.Errorf("round %d: %s payload %d bytes, says %d", round, path, len(doc.Payload), doc.Len)
+				}
+				return nil
+			})
+			if walkErr != nil {
+				t.Fatal(walkErr)
+			}
+		}
+		checkAll()
+		s, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := s.List("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != 6 {
+			t.Errorf("round %d: %d documents %v, want 6", round, len(names), names)
+		}
+		for _, n := range names {
+			var doc crashDoc
+			if found, err := s.Load(n, &doc); !found || err != nil {
+				t.Errorf("round %d: Load(%s) = %v, %v", round, n, found, err)
+			}
+		}
+		temps := 0
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && isTempFile(d.Name()) {
+				temps++
+			}
+			return nil
+		})
+		if temps != 0 {
+			t.Errorf("round %d: %d temp files survive Open", round, temps)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes: the
+// machine is shared, so only the bound is a failure, not slowness.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countWrites installs the store's write hook and returns per-name counts.
+func countWrites(s *Store) func(name string) int {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	s.afterWrite = func(name string) {
+		mu.Lock()
+		counts[name]++
+		mu.Unlock()
+	}
+	return func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[name]
+	}
+}
+
+func TestWriteBehindCoalesces(t *testing.T) {
+	s := openTemp(t)
+	writes := countWrites(s)
+	w := s.NewWriteBehind(time.Hour) // only Flush writes in this test
+	defer w.Close()
+	names := []string{"profiles/a/arm3-0001", "profiles/a/session", "profiles/b/session"}
+	for i := range 3000 { // three seconds of 1 kHz configure messages
+		w.Put(names[i%len(names)], deviceDoc{Scale: float64(i)})
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		if got := writes(n); got != 1 {
+			t.Errorf("%s written %d times, want 1 (coalesced)", n, got)
+		}
+		var doc deviceDoc
+		if found, err := s.Load(n, &doc); !found || err != nil || doc.Scale != float64(3000-len(names)+i) {
+			t.Errorf("%s = %+v (%v, %v); want the last value put", n, doc, found, err)
+		}
+	}
+	// Nothing pending: a second Flush writes nothing.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(names[0]); got != 1 {
+		t.Errorf("an empty Flush wrote again (%d writes)", got)
+	}
+}
+
+func TestWriteBehindSnapshotsAtPut(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	doc := deviceDoc{Tags: []string{"before"}}
+	w.Put("p", &doc)
+	doc.Tags[0] = "after" // the caller mutates its value after Put
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got deviceDoc
+	s.Load("p", &got)
+	if len(got.Tags) != 1 || got.Tags[0] != "before" {
+		t.Errorf("stored %v, want the value as it was at Put", got.Tags)
+	}
+}
+
+func TestWriteBehindFlushesOnItsOwn(t *testing.T) {
+	s := openTemp(t)
+	writes := countWrites(s)
+	w := s.NewWriteBehind(5 * time.Millisecond)
+	defer w.Close()
+	w.Put("profiles/a/session", deviceDoc{Scale: 3})
+	waitFor(t, "the background flush", func() bool { return writes("profiles/a/session") == 1 })
+	var got deviceDoc
+	if found, _ := s.Load("profiles/a/session", &got); !found || got.Scale != 3 {
+		t.Errorf("after background flush: %v %+v", found, got)
+	}
+	// A later batch is flushed too.
+	w.Put("profiles/a/session", deviceDoc{Scale: 4})
+	waitFor(t, "the second batch", func() bool { return writes("profiles/a/session") == 2 })
+}
+
+func TestWriteBehindCloseFlushes(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	w.Put("settings", deviceDoc{Scale: 0.5})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got deviceDoc
+	if found, err := s.Load("settings", &got); !found || err != nil || got.Scale != 0.5 {
+		t.Fatalf("after Close: %v %v %+v", found, err, got)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	// A Put after Close is not lost: it writes through.
+	w.Put("settings", deviceDoc{Scale: 0.75})
+	s.Load("settings", &got)
+	if got.Scale != 0.75 {
+		t.Errorf("Put after Close was dropped: %+v", got)
+	}
+}
+
+func TestWriteBehindReportsAndRetries(t *testing.T) {
+	s := openTemp(t)
+	var reported atomic.Int32
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	w.OnError(func(error) { reported.Add(1) })
+
+	w.Put("../escape", 1)
+	w.Put("ok", make(chan int)) // cannot be encoded
+	err := w.Flush()
+	if err == nil || !strings.Contains(err.Error(), "../escape") || !strings.Contains(err.Error(), "encode ok") {
+		t.Errorf("Flush = %v; want both bad Puts reported", err)
+	}
+	if reported.Load() != 2 {
+		t.Errorf("OnError called %d times, want 2", reported.Load())
+	}
+	if err := w.Flush(); err != nil {
+		t.Errorf("errors reported twice: %v", err)
+	}
+
+	// A disk failure keeps the document pending until it can be written.
+	blocker := filepath.Join(s.Dir(), "blocked")
+	writeRaw(t, blocker, []byte("a file where a folder belongs"))
+	w.Put("blocked/doc", deviceDoc{Scale: 7})
+	if err := w.Flush(); err == nil || !strings.Contains(err.Error(), "blocked") {
+		t.Fatalf("Flush over a blocked path = %v, want an error naming it", err)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	var got deviceDoc
+	if found, _ := s.Load("blocked/doc", &got); !found || got.Scale != 7 {
+		t.Errorf("the failed document was not retried: %v %+v", found, got)
+	}
+}
+
+func TestWriteBehindConcurrentPuts(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				w.Put("profiles/p/arm3-000"+string(rune('0'+g)), deviceDoc{Scale: float64(i)})
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for g := range 4 {
+		var got deviceDoc
+		if found, err := s.Load("profiles/p/arm3-000"+string(rune('0'+g)), &got); !found || err != nil || got.Scale != 499 {
+			t.Errorf("writer %d: %v %v %+v; want its last value after Close", g, found, err, got)
+		}
+	}
+}
