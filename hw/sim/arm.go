@@ -20,6 +20,10 @@ const (
 	// WorkspaceRadiusM is the radius of the workspace sphere; a stiff soft
 	// boundary pushes the cursor back inside it.
 	WorkspaceRadiusM = 0.1
+	// EndStopMarginM is how far past the workspace sphere the linkage's
+	// mechanical end stop lies: the soft boundary yields a little under a
+	// large force, the end stop does not.
+	EndStopMarginM = 0.005
 	// MaxServoSpeedMps caps the end-effector speed in position and angle
 	// modes.
 	MaxServoSpeedMps = 0.5
@@ -34,16 +38,16 @@ const (
 // maxSubstepS is comfortably stable (ω·h and b·h/m well below 1).
 const (
 	maxSubstepS   = 0.0005
-	viscousNspm   = 1.0  // viscous friction, N per m/s
-	staticN       = 0.15 // Coulomb friction holding a resting cursor
-	kineticN      = 0.1  // Coulomb friction on a moving cursor
-	restSpeedMps  = 1e-6 // below this the cursor is at rest (static friction applies)
-	boundaryNpm   = 4000 // boundary spring stiffness
-	boundaryNspm  = 20   // boundary damper
-	servoGainPerS = 12   // desired speed per metre of position error
-	servoNspm     = 30   // velocity-loop gain of the servo
-	handNpm       = 200  // the scripted hand's grip stiffness
-	handNspm      = 4    // the scripted hand's damping
+	viscousNspm   = 1.0   // viscous friction, N per m/s
+	staticN       = 0.15  // Coulomb friction holding a resting cursor
+	kineticN      = 0.1   // Coulomb friction on a moving cursor
+	restSpeedMps  = 1e-6  // below this the cursor is at rest (static friction applies)
+	boundaryNpm   = 20000 // boundary spring stiffness
+	boundaryNspm  = 120   // boundary damper, about critical for the mass
+	servoGainPerS = 12    // desired speed per metre of position error
+	servoNspm     = 30    // velocity-loop gain of the servo
+	handNpm       = 200   // the scripted hand's grip stiffness
+	handNspm      = 4     // the scripted hand's damping
 	circleRadiusM = 0.04
 	circleHz      = 0.5
 	walkRadiusM   = 0.07 // random-walk targets stay this far inside the centre
@@ -283,6 +287,7 @@ func (a *Arm) step(actN hw.Vec3) {
 	}
 	a.vel = v
 	a.pos = add(a.pos, scale(v, h))
+	a.endStop()
 	a.tS += h
 	a.forceN = actN
 }
@@ -301,6 +306,23 @@ func (a *Arm) boundaryForce() hw.Vec3 {
 		push = 0 // the wall pushes, never pulls
 	}
 	return scale(n, -push)
+}
+
+// endStop models the linkage's mechanical stop EndStopMarginM beyond the
+// soft boundary: a cursor driven past it is put back on it and loses its
+// outward velocity (an inelastic contact).
+func (a *Arm) endStop() {
+	off := sub(a.pos, a.info.WorkspaceCenterM)
+	d := norm(off)
+	const stopM = WorkspaceRadiusM + EndStopMarginM
+	if d <= stopM {
+		return
+	}
+	n := scale(off, 1/d)
+	a.pos = add(a.info.WorkspaceCenterM, scale(n, stopM))
+	if out := dot(a.vel, n); out > 0 {
+		a.vel = sub(a.vel, scale(n, out))
+	}
 }
 
 // handForce is the scripted user's hand: a spring-damper pulling the handle

@@ -22,7 +22,8 @@
 //   - viscous friction, plus a small Coulomb friction that keeps a resting
 //     cursor put under a small net force;
 //   - a soft boundary: a stiff spring and damper that push the cursor back
-//     inside the sphere of WorkspaceRadiusM around Info.WorkspaceCenterM;
+//     inside the sphere of WorkspaceRadiusM around Info.WorkspaceCenterM,
+//     backed by a hard end stop EndStopMarginM further out;
 //   - the scripted hand (ArmOptions.Motion): a spring-damper pulling the
 //     handle toward a moving target, as a user's hand would.
 //
