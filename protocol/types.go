@@ -156,9 +156,10 @@ func (t *TypeTable) Resolve(key string) (DeviceType, bool) {
 	return dt, ok
 }
 
-// lookup is Resolve for a key held in bytes; it also returns the interned key
-// string so that decoders do not allocate one per message.
-func (t *TypeTable) lookup(key []byte) (DeviceType, string, bool) {
+// Lookup is Resolve for a key held in bytes (as a decoder sees it); it also
+// returns the interned key string, so that decoders do not allocate one per
+// message.
+func (t *TypeTable) Lookup(key []byte) (DeviceType, string, bool) {
 	var dt DeviceType
 	var ok bool
 	if t == nil {

@@ -1,0 +1,254 @@
+package protocol
+
+import (
+	"strings"
+)
+
+// DeprecatedRoute is one deprecated HTTP route (PROTOCOL 5, reference 4.4).
+// It works exactly as its replacement does: Translate turns its body into
+// the replacement's body, which then goes through the replacement's path.
+type DeprecatedRoute struct {
+	Method, Path string // "POST", "/gravity_compensation"
+	// Replacement is the route to use instead, with {type} and {id} where a
+	// device goes ("/{type}/{id}/config/gravity_compensation").
+	Replacement string
+	// LegacyBody is an example body as clients send it.
+	LegacyBody string
+	Setting    SettingKey // non-zero when the replacement is a settings route
+	Key        Key        // non-zero when the replacement is a device-global config route
+}
+
+// LegacyRequest is a deprecated route's request in the replacement's terms.
+type LegacyRequest struct {
+	DeviceID string // the device of a config route; "" for settings
+	Body     []byte // the replacement's body, already validated
+}
+
+// legacyField maps one field of a legacy body onto the replacement body.
+type legacyField struct {
+	from, to string // to "": the replacement takes the bare value ({"value": v} for settings)
+	kind     JSONKind
+}
+
+type deprecatedRouteRow struct {
+	route    DeprecatedRoute
+	deviceID bool // body carries "device_id" (required)
+	fields   []legacyField
+}
+
+// deprecatedRoutes is the one deprecation table for HTTP; never written.
+var deprecatedRoutes = []deprecatedRouteRow{
+	{DeprecatedRoute{"POST", "/force_scale", "/settings/devices/force_scale",
+		`{"force_scale":0.5}`, SettingForceScale, 0}, false,
+		[]legacyField{{"force_scale", "", KindNumber}}},
+	{DeprecatedRoute{"POST", "/gravity_compensation", "/{type}/{id}/config/gravity_compensation",
+		`{"device_id":"049D","enable":true,"gravity_scaling_factor":0.5}`, 0, KeyGravityCompensation}, true,
+		[]legacyField{{"enable", "enabled", KindBool}, {"gravity_scaling_factor", "scaling_factor", KindNumber}}},
+	{DeprecatedRoute{"POST", "/torque_scaling", "/{type}/{id}/config/torque_scaling",
+		`{"device_id":"049D","enable":true}`, 0, KeyTorqueScaling}, true,
+		[]legacyField{{"enable", "enabled", KindBool}}},
+	{DeprecatedRoute{"POST", "/device_handedness", "/{type}/{id}/config/handedness",
+		`{"device_id":"049D","handedness":"left"}`, 0, KeyHandedness}, true,
+		[]legacyField{{"handedness", "handedness", KindString}}},
+	{DeprecatedRoute{"POST", "/serial_enable", "/settings/system/serial_enable",
+		`{"enable":true}`, SettingSerialEnable, 0}, false,
+		[]legacyField{{"enable", "", KindBool}}},
+	{DeprecatedRoute{"POST", "/experimental/features/grip_dropped_simulation_stopper", "/settings/features/grip_hook/enabled",
+		`{"enable":true}`, SettingGripHook, 0}, false,
+		[]legacyField{{"enable", "", KindBool}}},
+	{DeprecatedRoute{"POST", "/experimental/features/screensaver_enable", "/settings/features/screensaver/enabled",
+		`{"enable":true}`, SettingScreensaver, 0}, false,
+		[]legacyField{{"enable", "", KindBool}}},
+}
+
+// DeprecatedRoutes lists the deprecated HTTP routes (a copy).
+func DeprecatedRoutes() []DeprecatedRoute {
+	out := make([]DeprecatedRoute, len(deprecatedRoutes))
+	for i, r := range deprecatedRoutes {
+		out[i] = r.route
+	}
+	return out
+}
+
+// LookupDeprecatedRoute finds the deprecated route for method and path.
+func LookupDeprecatedRoute(method, path string) (DeprecatedRoute, bool) {
+	for _, r := range deprecatedRoutes {
+		if r.route.Method == method && r.route.Path == path {
+			return r.route, true
+		}
+	}
+	return DeprecatedRoute{}, false
+}
+
+func (r DeprecatedRoute) row() (deprecatedRouteRow, bool) {
+	for _, row := range deprecatedRoutes {
+		if row.route.Path == r.Path && row.route.Method == r.Method {
+			return row, true
+		}
+	}
+	return deprecatedRouteRow{}, false
+}
+
+// Translate turns a legacy body into the replacement's device id and body,
+// and validates it exactly as the replacement would. Errors name the legacy
+// fields. Unknown fields are ignored, as on every HTTP route.
+func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
+	row, ok := r.row()
+	if !ok {
+		return LegacyRequest{}, Errorf(CodeUnknownRoute, "", "%s %s is not a deprecated route", r.Method, r.Path)
+	}
+	var doc Doc
+	if err := doc.Parse(body); err != nil {
+		return LegacyRequest{}, err
+	}
+	root := doc.Root()
+	at := rootPath("")
+	if e := expectObject(root, &at, r.LegacyBody); e != nil {
+		e.Message = "the body must be a JSON object like " + r.LegacyBody
+		return LegacyRequest{}, e
+	}
+	var req LegacyRequest
+	if row.deviceID {
+		v := root.Member("device_id")
+		s, ok := v.String()
+		if !ok || s == "" {
+			return LegacyRequest{}, Errorf(CodeInvalidValue, "device_id",
+				"%s needs \"device_id\" (a string such as \"049D\"), e.g. %s", r.Path, r.LegacyBody)
+		}
+		req.DeviceID = s
+	}
+	out := []byte{'{'}
+	for i, f := range row.fields {
+		v := root.Member(f.from)
+		if !v.Exists() {
+			return LegacyRequest{}, Errorf(CodeInvalidValue, f.from, "%s needs %q, e.g. %s", r.Path, f.from, r.LegacyBody)
+		}
+		if v.Kind() != f.kind {
+			return LegacyRequest{}, Errorf(CodeInvalidValue, f.from, "%s must be %s, got %s", f.from, f.kind, v.Kind())
+		}
+		if f.to == "" {
+			out = append(out, `"value":`...)
+		} else {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendKey(out, f.to)
+		}
+		out = append(out, v.Raw()...)
+	}
+	req.Body = append(out, '}')
+	var err *Error
+	if r.Setting != 0 {
+		_, err = DecodeSetting(r.Setting, req.Body)
+	} else {
+		_, err = DecodeEntry(r.Key, req.Body, "")
+	}
+	if err != nil {
+		// Point at the field the client sent, not the one it was mapped to.
+		for _, f := range row.fields {
+			if err.Path == f.to || (f.to == "" && err.Path == "value") {
+				err.Path = f.from
+			}
+		}
+		return LegacyRequest{}, err
+	}
+	return req, nil
+}
+
+// ReplacementFor is the replacement route with {type} and {id} filled in
+// where known (an empty argument leaves its placeholder).
+func (r DeprecatedRoute) ReplacementFor(deviceType, deviceID string) string {
+	s := r.Replacement
+	if deviceType != "" {
+		s = strings.ReplaceAll(s, "{type}", deviceType)
+	}
+	if deviceID != "" {
+		s = strings.ReplaceAll(s, "{id}", deviceID)
+	}
+	return s
+}
+
+// DeprecatedCommand is one deprecated session command (reference 4.5).
+type DeprecatedCommand struct {
+	Name        string // "session.set_coordinate_origin"
+	Shape       string // the message as clients send it
+	Replacement string
+}
+
+// Deprecated command names, as events and warnings name them.
+const (
+	CommandSetCoordinateOrigin = "session.set_coordinate_origin"
+	CommandSetBasis            = "session.set_basis"
+)
+
+// deprecatedCommands is the one deprecation table for WebSocket commands;
+// never written.
+var deprecatedCommands = []DeprecatedCommand{
+	{CommandSetCoordinateOrigin,
+		`{"session": {"set_coordinate_origin": {"coordinate_origin": "device_base"}}}`,
+		`arm3[*].configure.preset (or configure.preset on a grip device entry), per device: {"arm3": [{"device_id": "049D", "configure": {"preset": {"preset": "arm_front"}}}]}`},
+	{CommandSetBasis,
+		`{"session": {"set_basis": {"basis": {"permutation": "XZY"}}}}`,
+		`session.configure.basis with the same {"permutation"} object: {"session": {"configure": {"basis": {"permutation": "XZY"}}}}`},
+}
+
+// DeprecatedCommands lists the deprecated session commands (a copy).
+func DeprecatedCommands() []DeprecatedCommand {
+	return append([]DeprecatedCommand(nil), deprecatedCommands...)
+}
+
+// coordinateOrigins maps set_coordinate_origin values to presets; never
+// written.
+var coordinateOrigins = [...][2]string{
+	{"device_base", "arm_front"},
+	{"workspace_center", "arm_front_centered"},
+}
+
+// CoordinateOriginPreset maps a set_coordinate_origin value to its preset:
+// device_base → arm_front, workspace_center → arm_front_centered.
+func CoordinateOriginPreset(origin string) (string, bool) {
+	for _, m := range coordinateOrigins {
+		if m[0] == origin {
+			return m[1], true
+		}
+	}
+	return "", false
+}
+
+// DeprecationMarkdown is the README's deprecation section, generated from
+// the tables above so that the documentation cannot drift from the code.
+func DeprecationMarkdown() string {
+	var b strings.Builder
+	b.WriteString("## Deprecated routes and commands\n\n")
+	b.WriteString("Each still works exactly as its replacement does and also emits an event ")
+	b.WriteString("(`http-route-deprecated` or `command-deprecated`). Deprecated HTTP routes are ")
+	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}`.\n\n")
+	b.WriteString("| Deprecated route | Body as clients send it | Replacement |\n|---|---|---|\n")
+	for _, r := range deprecatedRoutes {
+		b.WriteString("| `" + r.route.Method + " " + r.route.Path + "` | `" + r.route.LegacyBody +
+			"` | `" + r.route.Method + " " + r.route.Replacement + "` |\n")
+	}
+	b.WriteString("\n| Deprecated command | Shape | Replacement |\n|---|---|---|\n")
+	for _, c := range deprecatedCommands {
+		b.WriteString("| `" + c.Name + "` | `" + c.Shape + "` | " + markdownCode(c.Replacement) + " |\n")
+	}
+	b.WriteString("\n| `coordinate_origin` | Preset |\n|---|---|\n")
+	for _, m := range coordinateOrigins {
+		b.WriteString("| `" + m[0] + "` | `" + m[1] + "` |\n")
+	}
+	b.WriteString("\nUnknown `coordinate_origin` values are errors.\n")
+	return b.String()
+}
+
+// markdownCode quotes the code parts of a replacement text: the part before
+// the first space and the example after ": {".
+func markdownCode(s string) string {
+	head, rest, ok := strings.Cut(s, " ")
+	if !ok {
+		return "`" + s + "`"
+	}
+	if i := strings.Index(rest, ": {"); i >= 0 {
+		return "`" + head + "` " + rest[:i] + ": `" + rest[i+2:] + "`"
+	}
+	return "`" + head + "` " + rest
+}

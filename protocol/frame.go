@@ -1,0 +1,345 @@
+package protocol
+
+import "strconv"
+
+// DeviceInfo is a device's identity as frames report it.
+type DeviceInfo struct {
+	ID, UUID string
+	// Major and Minor are the device's version numbers; 3.x spells them
+	// major_version and minor_version, 3.0 firmware_version and
+	// hardware_version.
+	Major, Minor int
+}
+
+// ControlMode is what an arm is doing (state.control_mode).
+type ControlMode uint8
+
+const (
+	ControlIdle ControlMode = iota
+	ControlForce
+	ControlPosition
+	ControlTorque
+	ControlAngle
+)
+
+// controlModeNames is indexed by ControlMode; never written.
+var controlModeNames = [...]string{"idle", "force", "position", "torque", "angle"}
+
+func (m ControlMode) String() string {
+	if int(m) < len(controlModeNames) {
+		return controlModeNames[m]
+	}
+	return "idle"
+}
+
+// ControlDomain is the space an arm is commanded in (state.control_domain).
+type ControlDomain uint8
+
+const (
+	DomainCartesian ControlDomain = iota
+	DomainAngular
+)
+
+func (d ControlDomain) String() string {
+	if d == DomainAngular {
+		return "angular"
+	}
+	return "cartesian"
+}
+
+// ArmState is an arm's state in the session's application space.
+type ArmState struct {
+	CursorPosition, CursorVelocity   Vec3    // m, m/s
+	AngularPosition, AngularVelocity Angles3 // deg, deg/s
+	BodyOrientation                  Quat
+	// CurrentCursorForce is what the device applies after filters and
+	// limits, in N.
+	CurrentCursorForce Vec3
+	ControlMode        ControlMode
+	ControlDomain      ControlDomain
+}
+
+// ArmStatus is an arm's status flags.
+type ArmStatus struct{ Calibrated, InUse, Ready, Started, PowerSupply bool }
+
+// GripButtons is a grip's buttons.
+type GripButtons struct{ A, B, C bool }
+
+// GripState is a grip's state in the session's application space.
+type GripState struct {
+	Orientation Quat
+	Buttons     GripButtons
+	Hall        float64 // 0..1
+	Battery     float64 // 0..1, reported as battery_level
+}
+
+// GripStatus is a grip's status flags.
+type GripStatus struct{ Connected, Awake, Ready bool }
+
+// DeviceView is one device's configuration as one session sees it.
+type DeviceView struct {
+	Info    DeviceInfo
+	Device  DeviceConfig  // arms only
+	Session SessionConfig // this session's entries for the device
+	Basis   Basis         // effective: the device basis, else the session's
+	Mount   Transform     // effective: the user's mount or the preset's transform
+}
+
+// ArmFrame is one arm's element of a frame.
+type ArmFrame struct {
+	DeviceID string
+	Config   *DeviceView // nil: the element carries no "config"
+	State    ArmState
+	Status   ArmStatus
+}
+
+// GripFrame is one grip's element of a frame.
+type GripFrame struct {
+	DeviceID string
+	Config   *DeviceView
+	State    GripState
+	Status   GripStatus
+}
+
+// SessionView is the session's own configuration as frames report it.
+type SessionView struct {
+	Profile *Profile // nil: "profile": null
+	Basis   Basis
+	LeaseMs int
+}
+
+// Frame is one frame sent to a client (PROTOCOL 2.1, 2.3), or the body of
+// GET /devices.
+type Frame struct {
+	SessionID uint64 // 0: omit (GET /devices)
+	Arms      []ArmFrame
+	Grips     []GripFrame
+	Session   *SessionView // nil: omit
+	Errors    []Error      // omitted when empty
+	Warnings  []Error      // omitted when empty
+}
+
+// Spelling holds the member names that differ between the 3.x and 3.0
+// frame formats; the encoding logic is shared.
+type Spelling struct {
+	MajorVersion, MinorVersion string // device_info members for DeviceInfo.Major, Minor
+	ControlMode                string // arm state member for ControlMode
+}
+
+// Spelling3x is the 3.x spelling.
+func Spelling3x() Spelling {
+	return Spelling{MajorVersion: "major_version", MinorVersion: "minor_version", ControlMode: "control_mode"}
+}
+
+// AppendFrame appends the 3.x JSON of f. Every device type's array is
+// present, under its own key and under each alias key (the same elements;
+// under an alias, config.type carries the alias name). It does not allocate
+// once dst has the capacity.
+func AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
+	sp := Spelling3x()
+	dst = append(dst, '{')
+	if f.SessionID != 0 {
+		dst = append(dst, `"session_id":`...)
+		dst = strconv.AppendUint(dst, f.SessionID, 10)
+		dst = append(dst, ',')
+	}
+	for i, key := range types.Keys(TypeArm) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, key)
+		dst = append(dst, ':', '[')
+		for j := range f.Arms {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"device_id":`...)
+			dst = AppendString(dst, f.Arms[j].DeviceID)
+			dst = append(dst, ',')
+			dst = AppendArmBody(dst, &f.Arms[j], key, sp)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	for _, key := range types.Keys(TypeGrip) {
+		dst = append(dst, ',')
+		dst = AppendString(dst, key)
+		dst = append(dst, ':', '[')
+		for j := range f.Grips {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"device_id":`...)
+			dst = AppendString(dst, f.Grips[j].DeviceID)
+			dst = append(dst, ',')
+			dst = AppendGripBody(dst, &f.Grips[j], key, sp)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = AppendFrameTail(dst, f)
+	return append(dst, '}')
+}
+
+// AppendArmBody appends the members "config" (when a.Config is set),
+// "state" and "status" of one arm element, without braces: the element
+// layout around them is the codec's.
+func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte {
+	if c := a.Config; c != nil {
+		dst = append(dst, `"config":{"type":`...)
+		dst = AppendString(dst, typeKey)
+		dst = append(dst, `,"device_info":`...)
+		dst = appendDeviceInfo(dst, &c.Info, sp)
+		dst = append(dst, `,"handedness":`...)
+		dst = c.Device.Handedness.AppendJSON(dst)
+		dst = append(dst, `,"torque_scaling":`...)
+		dst = c.Device.TorqueScaling.AppendJSON(dst)
+		dst = append(dst, `,"gravity_compensation":`...)
+		dst = c.Device.GravityCompensation.AppendJSON(dst)
+		dst = append(dst, `,"home_return":`...)
+		dst = c.Device.HomeReturn.AppendJSON(dst)
+		dst = appendPlacement(dst, c)
+		dst = append(dst, `,"filters":{"damping":`...)
+		dst = c.Session.Damping.AppendJSON(dst)
+		dst = append(dst, `,"force_gate":`...)
+		dst = c.Session.ForceGate.AppendJSON(dst)
+		dst = append(dst, `}},`...)
+	}
+	s := &a.State
+	dst = append(dst, `"state":{"cursor_position":`...)
+	dst = appendVec3(dst, s.CursorPosition)
+	dst = append(dst, `,"cursor_velocity":`...)
+	dst = appendVec3(dst, s.CursorVelocity)
+	dst = append(dst, `,"angular_position":`...)
+	dst = appendAngles3(dst, s.AngularPosition)
+	dst = append(dst, `,"angular_velocity":`...)
+	dst = appendAngles3(dst, s.AngularVelocity)
+	dst = append(dst, `,"body_orientation":`...)
+	dst = appendQuat(dst, s.BodyOrientation)
+	dst = append(dst, `,"current_cursor_force":`...)
+	dst = appendVec3(dst, s.CurrentCursorForce)
+	dst = append(dst, ',')
+	dst = appendKey(dst, sp.ControlMode)
+	dst = AppendString(dst, s.ControlMode.String())
+	dst = append(dst, `,"control_domain":`...)
+	dst = AppendString(dst, s.ControlDomain.String())
+	st := &a.Status
+	dst = append(dst, `},"status":{"calibrated":`...)
+	dst = appendBool(dst, st.Calibrated)
+	dst = append(dst, `,"in_use":`...)
+	dst = appendBool(dst, st.InUse)
+	dst = append(dst, `,"ready":`...)
+	dst = appendBool(dst, st.Ready)
+	dst = append(dst, `,"started":`...)
+	dst = appendBool(dst, st.Started)
+	dst = append(dst, `,"power_supply":`...)
+	dst = appendBool(dst, st.PowerSupply)
+	return append(dst, '}')
+}
+
+// AppendGripBody is AppendArmBody for a grip.
+func AppendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byte {
+	if c := g.Config; c != nil {
+		dst = append(dst, `"config":{"type":`...)
+		dst = AppendString(dst, typeKey)
+		dst = append(dst, `,"device_info":`...)
+		dst = appendDeviceInfo(dst, &c.Info, sp)
+		dst = appendPlacement(dst, c)
+		dst = append(dst, `},`...)
+	}
+	s := &g.State
+	dst = append(dst, `"state":{"orientation":`...)
+	dst = appendQuat(dst, s.Orientation)
+	dst = append(dst, `,"buttons":{"a":`...)
+	dst = appendBool(dst, s.Buttons.A)
+	dst = append(dst, `,"b":`...)
+	dst = appendBool(dst, s.Buttons.B)
+	dst = append(dst, `,"c":`...)
+	dst = appendBool(dst, s.Buttons.C)
+	dst = append(dst, `},"hall":`...)
+	dst = AppendFloat(dst, s.Hall)
+	dst = append(dst, `,"battery_level":`...)
+	dst = AppendFloat(dst, s.Battery)
+	st := &g.Status
+	dst = append(dst, `},"status":{"connected":`...)
+	dst = appendBool(dst, st.Connected)
+	dst = append(dst, `,"awake":`...)
+	dst = appendBool(dst, st.Awake)
+	dst = append(dst, `,"ready":`...)
+	dst = appendBool(dst, st.Ready)
+	return append(dst, '}')
+}
+
+func appendDeviceInfo(dst []byte, in *DeviceInfo, sp Spelling) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = AppendString(dst, in.ID)
+	dst = append(dst, `,"uuid":`...)
+	dst = AppendString(dst, in.UUID)
+	dst = append(dst, ',')
+	dst = appendKey(dst, sp.MajorVersion)
+	dst = strconv.AppendInt(dst, int64(in.Major), 10)
+	dst = append(dst, ',')
+	dst = appendKey(dst, sp.MinorVersion)
+	dst = strconv.AppendInt(dst, int64(in.Minor), 10)
+	return append(dst, '}')
+}
+
+// appendPlacement appends ,"preset",,"basis",,"mount" (effective values).
+func appendPlacement(dst []byte, c *DeviceView) []byte {
+	dst = append(dst, `,"preset":`...)
+	dst = Preset{Preset: c.Session.Preset}.AppendJSON(dst)
+	dst = append(dst, `,"basis":`...)
+	dst = c.Basis.AppendJSON(dst)
+	dst = append(dst, `,"mount":`...)
+	return Mount{Transform: c.Mount}.AppendJSON(dst)
+}
+
+// AppendFrameTail appends the members after the device collections, each
+// with a leading comma: "session" (when f.Session is set), "errors" and
+// "warnings" (when not empty). Both codecs end their frames with it.
+func AppendFrameTail(dst []byte, f *Frame) []byte {
+	if s := f.Session; s != nil {
+		dst = append(dst, `,"session":{"config":{"profile":`...)
+		if s.Profile == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = append(dst, `{"name":`...)
+			dst = AppendString(dst, s.Profile.Name)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, `,"basis":`...)
+		dst = s.Basis.AppendJSON(dst)
+		dst = append(dst, `,"lease":{"ms":`...)
+		dst = strconv.AppendInt(dst, int64(s.LeaseMs), 10)
+		dst = append(dst, `}}}`...)
+	}
+	if len(f.Errors) > 0 {
+		dst = append(dst, `,"errors":`...)
+		dst = AppendErrors(dst, f.Errors)
+	}
+	if len(f.Warnings) > 0 {
+		dst = append(dst, `,"warnings":`...)
+		dst = AppendErrors(dst, f.Warnings)
+	}
+	return dst
+}
+
+// AppendErrors appends a JSON array of errors ({"code","message","path"}).
+func AppendErrors(dst []byte, errs []Error) []byte {
+	dst = append(dst, '[')
+	for i := range errs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"code":`...)
+		dst = AppendString(dst, string(errs[i].Code))
+		dst = append(dst, `,"message":`...)
+		dst = AppendString(dst, errs[i].Message)
+		if errs[i].Path != "" {
+			dst = append(dst, `,"path":`...)
+			dst = AppendString(dst, errs[i].Path)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}

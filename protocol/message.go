@@ -1,0 +1,751 @@
+package protocol
+
+import (
+	"strconv"
+)
+
+// CommandKind is a device command of a client message (PROTOCOL 2.2).
+type CommandKind uint8
+
+const (
+	CmdNone               CommandKind = iota
+	CmdSetCursorForce                 // Vec: N
+	CmdSetCursorPosition              // Vec: m
+	CmdSetAngularTorques              // Angles: N·mm
+	CmdSetAngularPosition             // Angles: deg
+	CmdProbePosition                  // arm: read without commanding
+	CmdProbeOrientation               // grip: read without commanding
+)
+
+type commandInfo struct {
+	name    string
+	dt      DeviceType
+	control bool
+	rank    int // precedence among control commands: lower wins
+}
+
+// commandTable is indexed by CommandKind; never written.
+var commandTable = [...]commandInfo{
+	CmdSetCursorForce:     {"set_cursor_force", TypeArm, true, 2},
+	CmdSetCursorPosition:  {"set_cursor_position", TypeArm, true, 0},
+	CmdSetAngularTorques:  {"set_angular_torques", TypeArm, true, 3},
+	CmdSetAngularPosition: {"set_angular_position", TypeArm, true, 1},
+	CmdProbePosition:      {"probe_position", TypeArm, false, 0},
+	CmdProbeOrientation:   {"probe_orientation", TypeGrip, false, 0},
+}
+
+// Name is the command's wire name; "" for CmdNone.
+func (k CommandKind) Name() string {
+	if int(k) >= len(commandTable) {
+		return ""
+	}
+	return commandTable[k].name
+}
+
+func (k CommandKind) String() string {
+	if n := k.Name(); n != "" {
+		return n
+	}
+	return "none"
+}
+
+// Control reports whether the command drives the device (and so takes
+// control of it and renews the lease), as opposed to a probe.
+func (k CommandKind) Control() bool { return int(k) < len(commandTable) && commandTable[k].control }
+
+func commandFromName(n []byte) CommandKind {
+	for k := CmdSetCursorForce; int(k) < len(commandTable); k++ {
+		if commandTable[k].name == string(n) {
+			return k
+		}
+	}
+	return CmdNone
+}
+
+// DeviceCommand is the one command a message gives a device.
+type DeviceCommand struct {
+	Kind   CommandKind
+	Vec    Vec3    // set_cursor_force (N), set_cursor_position (m)
+	Angles Angles3 // set_angular_torques (N·mm), set_angular_position (deg)
+}
+
+// DeviceEntry is one device's part of a client message.
+type DeviceEntry struct {
+	Type     DeviceType
+	TypeKey  string // as sent (may be an alias)
+	Path     string // where it sits in the message: "arm3[0]" (3.x), "arm3.049D" (3.0)
+	DeviceID string
+	// Command is the winning command; Kind == CmdNone when there is none.
+	Command DeviceCommand
+	// Configure holds the entries in key order (preset, mount, basis,
+	// damping, force_gate).
+	Configure []Entry
+}
+
+// Profile names the application behind a session.
+type Profile struct {
+	Name            string
+	RequiredVersion string // "" when not given
+}
+
+// FullStateRequest is session.force_render_full_state.
+type FullStateRequest struct {
+	DeviceTypes []DeviceType // nil: every type carries config; empty: none
+}
+
+// SessionPart is the "session" part of a client message. Pointers point
+// into the ClientMessage and stay valid until its next Reset: copy what you
+// keep.
+type SessionPart struct {
+	Profile   *Profile
+	Basis     *Basis
+	LeaseMs   int // 0: not given; otherwise 10..1000
+	FullState *FullStateRequest
+	// SetCoordinateOrigin is the deprecated session.set_coordinate_origin,
+	// already mapped to a preset name; "" when absent.
+	SetCoordinateOrigin string
+	// SetBasis is the deprecated session.set_basis. When Basis is also
+	// given, Basis wins.
+	SetBasis *Basis
+}
+
+// Lease bounds (ms) for session.configure.lease.
+const (
+	LeaseMinMs     = 10
+	LeaseMaxMs     = 1000
+	LeaseDefaultMs = 100
+)
+
+// APIVersion is the API version this service emulates; a profile's
+// required_version is checked against it.
+const APIVersion = "3.5"
+
+// ClientMessage is a decoded client message. Reuse one per session: Reset
+// keeps every buffer, which is what makes per-tick decoding allocation-free.
+// Strings in it are valid indefinitely; slices and pointers until the next
+// Reset or decode.
+type ClientMessage struct {
+	Session  SessionPart
+	Devices  []DeviceEntry
+	Warnings []Error
+	// Errors is what the decoder returned: when non-empty, apply nothing.
+	Errors []Error
+	// Empty is true for "{}": a ping that renews no lease.
+	Empty bool
+
+	doc       Doc
+	profile   Profile
+	basis     Basis
+	setBasis  Basis
+	fullState FullStateRequest
+	typesBuf  [4]DeviceType
+	pathBuf   []byte
+	types     *TypeTable
+}
+
+// Reset empties m and keeps its capacity.
+func (m *ClientMessage) Reset() {
+	m.Session = SessionPart{}
+	m.Devices = m.Devices[:0]
+	m.Warnings = m.Warnings[:0]
+	m.Errors = m.Errors[:0]
+	m.Empty = false
+}
+
+// DecodeClientMessage decodes and validates a 3.x message into dst (reset
+// first). It returns dst.Errors: when non-empty the caller applies nothing
+// and sends them in the frame. Warnings (unknown device types, commands,
+// keys and fields; control commands that lost the precedence) are in
+// dst.Warnings and do not block the rest. Unknown device ids are the
+// caller's to report.
+func DecodeClientMessage(data []byte, types *TypeTable, dst *ClientMessage) []Error {
+	root, ok := dst.Begin(data, types)
+	if !ok {
+		return dst.Errors
+	}
+	for it := root.Members(); it.Next(); {
+		if it.KeyIs("session") {
+			dst.DecodeSession(it.Value())
+			continue
+		}
+		dt, key, ok := types.Lookup(it.Key())
+		if !ok {
+			dst.WarnUnknownType(it.Key())
+			continue
+		}
+		list := it.Value()
+		if !list.Exists() {
+			continue
+		}
+		if list.Kind() != KindArray {
+			dst.Fail(CodeInvalidValue, key, `%s must be an array of device entries like [{"device_id": "049D", "commands": {...}}], got %s`, key, list.Kind())
+			continue
+		}
+		for el := list.Elements(); el.Next(); {
+			dst.pathBuf = append(append(dst.pathBuf[:0], key...), '[')
+			dst.pathBuf = append(strconv.AppendInt(dst.pathBuf, int64(el.Index()), 10), ']')
+			dst.DecodeDevice(dt, key, dst.pathBuf, nil, el.Value())
+		}
+	}
+	return dst.Errors
+}
+
+// The methods below are the shared decoding steps of both codecs (3.x here,
+// 3.0 in protocol/v30): the codecs differ only in how device collections are
+// laid out and how paths are spelled.
+
+// Begin resets m, parses data and returns its root object. types resolves
+// the type keys the message names. It reports false
+// (with the error recorded) when data is not a JSON object.
+func (m *ClientMessage) Begin(data []byte, types *TypeTable) (Value, bool) {
+	m.Reset()
+	m.types = types
+	if err := m.doc.Parse(data); err != nil {
+		m.Errors = append(m.Errors, *err)
+		return Value{}, false
+	}
+	root := m.doc.Root()
+	if root.Kind() != KindObject {
+		m.Fail(CodeInvalidJSON, "", `a message must be a JSON object like {"arm3": [...]} or {}, got %s`, root.Kind())
+		return Value{}, false
+	}
+	m.Empty = root.Len() == 0
+	return root, true
+}
+
+// Fail records an error: the message will apply not at all.
+func (m *ClientMessage) Fail(code Code, path, format string, args ...any) {
+	m.Errors = append(m.Errors, *Errorf(code, path, format, args...))
+}
+
+// Warn records a warning.
+func (m *ClientMessage) Warn(code Code, path, format string, args ...any) {
+	m.Warnings = append(m.Warnings, *Errorf(code, path, format, args...))
+}
+
+// WarnUnknownType records the warning for an unknown device-type key.
+func (m *ClientMessage) WarnUnknownType(key []byte) {
+	k := string(key)
+	m.Warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
+}
+
+func (m *ClientMessage) fail(e *Error) { m.Errors = append(m.Errors, *e) }
+
+func (m *ClientMessage) warnings() warnings { return warnings{list: &m.Warnings} }
+
+// reuse returns old when it already holds b, so that a session sending the
+// same ids every tick does not allocate a string per tick.
+func reuse(old string, b []byte) string {
+	if old == string(b) {
+		return old
+	}
+	return string(b)
+}
+
+func (m *ClientMessage) nextDevice() *DeviceEntry {
+	if n := len(m.Devices); n < cap(m.Devices) {
+		m.Devices = m.Devices[:n+1]
+	} else {
+		m.Devices = append(m.Devices, DeviceEntry{})
+	}
+	e := &m.Devices[len(m.Devices)-1]
+	e.Command = DeviceCommand{}
+	e.Configure = e.Configure[:0]
+	return e
+}
+
+// DecodeDevice decodes one device's part of a message: its commands and
+// configure. path is where it sits ("arm3[0]"). id is the device id when the
+// layout gives it outside the body (3.0); nil means the body carries
+// "device_id" (3.x).
+func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, path []byte, id []byte, body Value) {
+	e := m.nextDevice()
+	e.Type, e.TypeKey = dt, typeKey
+	e.Path = reuse(e.Path, path)
+	at := rootPath(e.Path)
+	idFromLayout := id != nil
+	if body.Kind() != KindObject {
+		m.Fail(CodeInvalidValue, e.Path, `a device entry must be an object like {"device_id": "049D", "commands": {...}}, got %s`, body.Kind())
+		e.DeviceID = ""
+		return
+	}
+	if id == nil {
+		v := body.Member("device_id")
+		b, ok := v.StringBytes()
+		if !ok || len(b) == 0 {
+			c := at.child("device_id")
+			m.fail(errAt(CodeInvalidValue, &c, `a device entry needs "device_id": a string such as "049D"`))
+			e.DeviceID = ""
+			return
+		}
+		id = b
+	}
+	e.DeviceID = reuse(e.DeviceID, id)
+	w := m.warnings()
+	for it := body.Members(); it.Next(); {
+		val := it.Value()
+		switch {
+		case it.KeyIs("device_id"):
+			if idFromLayout && val.Exists() {
+				if b, ok := val.StringBytes(); !ok || string(b) != e.DeviceID {
+					c := at.child("device_id")
+					w.add(CodeUnknownField, &c, "device_id inside a device keyed by id is ignored: the key %q names the device", e.DeviceID)
+				}
+			}
+		case it.KeyIs("commands"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("commands")
+			if err := m.decodeCommands(e, val, &c); err != nil {
+				m.fail(err)
+			}
+		case it.KeyIs("configure"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("configure")
+			if err := m.decodeConfigure(e, val, &c); err != nil {
+				m.fail(err)
+			}
+		default:
+			w.unknownField(&at, &it)
+		}
+	}
+}
+
+func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"set_cursor_force": {"vector": {"x": 0, "y": 0, "z": 1}}}`); err != nil {
+		return err
+	}
+	w := m.warnings()
+	var control [len(commandTable)]DeviceCommand
+	var present uint16
+	probe := CmdNone
+	for it := v.Members(); it.Next(); {
+		kind := commandFromName(it.Key())
+		if kind == CmdNone {
+			name := string(it.Key())
+			c := at.child(name)
+			w.add(CodeUnknownCommand, &c, "unknown command %q: ignored", name)
+			continue
+		}
+		info := commandTable[kind]
+		c := at.child(info.name)
+		if info.dt != e.Type {
+			w.add(CodeUnknownCommand, &c, "%s is not a %s command: ignored", info.name, e.Type.Key())
+			continue
+		}
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		cmd, err := decodeCommand(kind, val, &c, w)
+		if err != nil {
+			return err
+		}
+		if info.control {
+			control[kind] = cmd
+			present |= 1 << kind
+		} else {
+			probe = kind
+		}
+	}
+	winner := CmdNone
+	for k := CmdSetCursorForce; int(k) < len(commandTable); k++ {
+		if present&(1<<k) != 0 && (winner == CmdNone || commandTable[k].rank < commandTable[winner].rank) {
+			winner = k
+		}
+	}
+	for k := CmdSetCursorForce; int(k) < len(commandTable); k++ {
+		if present&(1<<k) != 0 && k != winner {
+			c := at.child(commandTable[k].name)
+			w.add(CodeCommandIgnored, &c, "%s ignored: %s takes precedence (send one control command per device per message)",
+				commandTable[k].name, commandTable[winner].name)
+		}
+	}
+	switch {
+	case winner != CmdNone:
+		e.Command = control[winner]
+	case probe != CmdNone:
+		e.Command = DeviceCommand{Kind: probe}
+	}
+	return nil
+}
+
+// commandFields names the accepted fields of each command body: the first
+// is the documented one, the second an alternative spelling clients send.
+var commandFields = [...][2]string{
+	CmdSetCursorForce:     {"vector", "values"},
+	CmdSetCursorPosition:  {"position", "values"},
+	CmdSetAngularTorques:  {"torques", ""},
+	CmdSetAngularPosition: {"angles", ""},
+}
+
+func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCommand, *Error) {
+	cmd := DeviceCommand{Kind: kind}
+	if !commandTable[kind].control {
+		if err := expectObject(v, at, "{}"); err != nil {
+			return cmd, err
+		}
+		for it := v.Members(); it.Next(); {
+			w.unknownField(at, &it)
+		}
+		return cmd, nil
+	}
+	names := commandFields[kind]
+	example := `{"` + names[0] + `": {"x": 0, "y": 0, "z": 0}}`
+	if kind == CmdSetAngularTorques || kind == CmdSetAngularPosition {
+		example = `{"` + names[0] + `": {"a0": 0, "a1": 0, "a2": 0}}`
+	}
+	if err := expectObject(v, at, example); err != nil {
+		return cmd, err
+	}
+	var main, alt Value
+	for it := v.Members(); it.Next(); {
+		switch {
+		case it.KeyIs(names[0]):
+			main = it.Value()
+		case names[1] != "" && it.KeyIs(names[1]):
+			alt = it.Value()
+		default:
+			w.unknownField(at, &it)
+		}
+	}
+	field := names[0]
+	val := main
+	if !main.Exists() {
+		val, field = alt, names[1]
+	} else if alt.Exists() {
+		c := at.child(names[1])
+		w.add(CodeUnknownField, &c, "%s ignored: %s is given too (send one of them)", names[1], names[0])
+	}
+	if !val.Exists() {
+		if names[1] != "" {
+			return cmd, errAt(CodeInvalidValue, at, "%s needs %q (or %q), e.g. %s", kind.Name(), names[0], names[1], example)
+		}
+		return cmd, errAt(CodeInvalidValue, at, "%s needs %q, e.g. %s", kind.Name(), names[0], example)
+	}
+	c := at.child(field)
+	var err *Error
+	switch kind {
+	case CmdSetCursorForce, CmdSetCursorPosition:
+		cmd.Vec, err = readVec3(val, &c, w)
+	default:
+		cmd.Angles, err = readAngles3(val, &c, w)
+	}
+	return cmd, err
+}
+
+func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"preset": {"preset": "arm_front"}}`); err != nil {
+		return err
+	}
+	var got [numKeys + 1]Entry
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		if it.KeyIs("filters") {
+			if !val.Exists() {
+				continue
+			}
+			fat := at.child("filters")
+			if err := expectObject(val, &fat, `{"damping": {...}, "force_gate": {...}}`); err != nil {
+				return err
+			}
+			for f := val.Members(); f.Next(); {
+				k, ok := keyFromNameBytes(f.Key())
+				if !ok || (k != KeyDamping && k != KeyForceGate) {
+					name := string(f.Key())
+					c := fat.child(name)
+					m.warnings().add(CodeUnknownKey, &c, "unknown filter %q: ignored (filters are damping and force_gate)", name)
+					continue
+				}
+				if err := m.configureEntry(e, k, f.Value(), &fat, &got); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		k, ok := keyFromNameBytes(it.Key())
+		if !ok {
+			name := string(it.Key())
+			c := at.child(name)
+			m.warnings().add(CodeUnknownKey, &c, "unknown configure key %q: ignored", name)
+			continue
+		}
+		if err := m.configureEntry(e, k, val, at, &got); err != nil {
+			return err
+		}
+	}
+	if got[KeyPreset] != nil && got[KeyMount] != nil {
+		return errAt(CodePresetMountConflict, at, "preset and mount exclude each other: send one of them (a mount makes the preset read \"custom\")")
+	}
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if got[k] != nil {
+			e.Configure = append(e.Configure, got[k])
+		}
+	}
+	return nil
+}
+
+func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, got *[numKeys + 1]Entry) *Error {
+	c := parent.child(k.Name())
+	if !k.WebSocket() {
+		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST /%s/%s/config/%s", k.Name(), e.TypeKey, e.DeviceID, k.Path())
+	}
+	if e.Type == TypeGrip && (k == KeyDamping || k == KeyForceGate) {
+		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())
+		return nil
+	}
+	if !val.Exists() {
+		return nil
+	}
+	if got[k] != nil {
+		return errAt(CodeInvalidValue, &c, "%s is given twice (as a flat key and under filters): send it once", k.Name())
+	}
+	entry, err := decodeEntryValue(k, val, &c, m.warnings())
+	if err != nil {
+		return err
+	}
+	got[k] = entry
+	return nil
+}
+
+// DecodeSession decodes the "session" part of a message.
+func (m *ClientMessage) DecodeSession(v Value) {
+	if !v.Exists() {
+		return
+	}
+	at := rootPath("session")
+	if err := expectObject(v, &at, `{"configure": {...}}`); err != nil {
+		m.fail(err)
+		return
+	}
+	w := m.warnings()
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		var err *Error
+		switch {
+		case it.KeyIs("configure"):
+			c := at.child("configure")
+			err = m.decodeSessionConfigure(val, &c)
+		case it.KeyIs("force_render_full_state"):
+			c := at.child("force_render_full_state")
+			err = m.decodeFullState(val, &c)
+		case it.KeyIs("set_coordinate_origin"):
+			c := at.child("set_coordinate_origin")
+			err = m.decodeSetCoordinateOrigin(val, &c)
+		case it.KeyIs("set_basis"):
+			c := at.child("set_basis")
+			err = m.decodeSetBasis(val, &c)
+		default:
+			name := string(it.Key())
+			c := at.child(name)
+			w.add(CodeUnknownKey, &c, "unknown session key %q: ignored", name)
+		}
+		if err != nil {
+			m.fail(err)
+		}
+	}
+}
+
+func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"profile": {"name": "co.example.app:main"}}`); err != nil {
+		return err
+	}
+	w := m.warnings()
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		if !val.Exists() {
+			continue
+		}
+		switch {
+		case it.KeyIs("profile"):
+			c := at.child("profile")
+			if err := m.decodeProfile(val, &c); err != nil {
+				return err
+			}
+		case it.KeyIs("basis"):
+			c := at.child("basis")
+			b, err := decodeBasis(val, &c, w)
+			if err != nil {
+				return err
+			}
+			m.basis = b
+			m.Session.Basis = &m.basis
+		case it.KeyIs("lease"):
+			c := at.child("lease")
+			if err := expectObject(val, &c, `{"ms": 100}`); err != nil {
+				return err
+			}
+			ms := Value{}
+			for f := val.Members(); f.Next(); {
+				if f.KeyIs("ms") {
+					ms = f.Value()
+					continue
+				}
+				w.unknownField(&c, &f)
+			}
+			if !ms.Exists() {
+				return errAt(CodeInvalidValue, &c, `lease needs "ms" (%d..%d), e.g. {"ms": 100}`, LeaseMinMs, LeaseMaxMs)
+			}
+			mc := c.child("ms")
+			n, err := readInt(ms, &mc, LeaseMinMs, LeaseMaxMs)
+			if err != nil {
+				return err
+			}
+			m.Session.LeaseMs = n
+		default:
+			name := string(it.Key())
+			c := at.child(name)
+			w.add(CodeUnknownKey, &c, "unknown session configure key %q: ignored", name)
+		}
+	}
+	return nil
+}
+
+func (m *ClientMessage) decodeProfile(v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"name": "co.example.app:main"}`); err != nil {
+		return err
+	}
+	var name, req Value
+	for it := v.Members(); it.Next(); {
+		switch {
+		case it.KeyIs("name"):
+			name = it.Value()
+		case it.KeyIs("required_version"):
+			req = it.Value()
+		default:
+			m.warnings().unknownField(at, &it)
+		}
+	}
+	nc := at.child("name")
+	b, ok := name.StringBytes()
+	if !ok || len(b) == 0 {
+		return errAt(CodeInvalidValue, &nc, `profile needs "name": a non-empty string such as "co.example.app:main"`)
+	}
+	m.profile.Name = reuse(m.profile.Name, b)
+	m.profile.RequiredVersion = ""
+	if req.Exists() {
+		rc := at.child("required_version")
+		rb, ok := req.StringBytes()
+		if !ok {
+			return errAt(CodeInvalidValue, &rc, `required_version must be a string such as ">=3.5", got %s`, req.Kind())
+		}
+		m.profile.RequiredVersion = reuse(m.profile.RequiredVersion, rb)
+		match, valid := VersionSatisfies(APIVersion, m.profile.RequiredVersion)
+		if !valid {
+			return errAt(CodeInvalidValue, &rc, `required_version %q is not a version constraint: write e.g. ">=3.5", "3.x" or ">=3.1,<4"`, rb)
+		}
+		if !match {
+			m.warnings().add(CodeVersionMismatch, &rc, "profile requires API %s but this service speaks %s: continuing", m.profile.RequiredVersion, APIVersion)
+		}
+	}
+	m.Session.Profile = &m.profile
+	return nil
+}
+
+func (m *ClientMessage) decodeFullState(v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{} or {"device_types": ["arm3"]}`); err != nil {
+		return err
+	}
+	m.fullState.DeviceTypes = nil
+	for it := v.Members(); it.Next(); {
+		if !it.KeyIs("device_types") {
+			m.warnings().unknownField(at, &it)
+			continue
+		}
+		list := it.Value()
+		if !list.Exists() {
+			continue
+		}
+		c := at.child("device_types")
+		if list.Kind() != KindArray {
+			return errAt(CodeInvalidValue, &c, `device_types must be an array of type keys like ["arm3"], got %s`, list.Kind())
+		}
+		// A client-side reference table of types: the message's own keys
+		// are resolved against the same table the message used.
+		m.fullState.DeviceTypes = m.typesBuf[:0]
+		for el := list.Elements(); el.Next(); {
+			ec := c.elem(el.Index())
+			b, ok := el.Value().StringBytes()
+			if !ok {
+				return errAt(CodeInvalidValue, &ec, "device type must be a string, got %s", el.Value().Kind())
+			}
+			dt, found := m.resolveType(b)
+			if !found {
+				m.warnings().add(CodeUnknownDeviceType, &ec, "unknown device type %q: ignored", b)
+				continue
+			}
+			dup := false
+			for _, have := range m.fullState.DeviceTypes {
+				dup = dup || have == dt
+			}
+			if !dup {
+				m.fullState.DeviceTypes = append(m.fullState.DeviceTypes, dt)
+			}
+		}
+	}
+	m.Session.FullState = &m.fullState
+	return nil
+}
+
+// resolveType resolves a type key seen inside the message against the table
+// the decode was called with.
+func (m *ClientMessage) resolveType(b []byte) (DeviceType, bool) {
+	dt, _, ok := m.types.Lookup(b)
+	return dt, ok
+}
+
+func (m *ClientMessage) decodeSetCoordinateOrigin(v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"coordinate_origin": "device_base"}`); err != nil {
+		return err
+	}
+	var origin Value
+	for it := v.Members(); it.Next(); {
+		if it.KeyIs("coordinate_origin") {
+			origin = it.Value()
+			continue
+		}
+		m.warnings().unknownField(at, &it)
+	}
+	c := at.child("coordinate_origin")
+	b, ok := origin.StringBytes()
+	if !ok {
+		return errAt(CodeInvalidValue, &c, `set_coordinate_origin needs "coordinate_origin": "device_base" or "workspace_center"`)
+	}
+	preset, ok := CoordinateOriginPreset(string(b))
+	if !ok {
+		return errAt(CodeInvalidValue, &c, `unknown coordinate_origin %q: use "device_base" or "workspace_center" (better: configure.preset per device)`, b)
+	}
+	m.Session.SetCoordinateOrigin = preset
+	return nil
+}
+
+func (m *ClientMessage) decodeSetBasis(v Value, at *pathSeg) *Error {
+	if err := expectObject(v, at, `{"basis": {"permutation": "XZY"}}`); err != nil {
+		return err
+	}
+	var basis Value
+	for it := v.Members(); it.Next(); {
+		if it.KeyIs("basis") {
+			basis = it.Value()
+			continue
+		}
+		m.warnings().unknownField(at, &it)
+	}
+	if !basis.Exists() {
+		return errAt(CodeInvalidValue, at, `set_basis needs "basis": {"permutation": "XZY"}`)
+	}
+	c := at.child("basis")
+	b, err := decodeBasis(basis, &c, m.warnings())
+	if err != nil {
+		return err
+	}
+	m.setBasis = b
+	m.Session.SetBasis = &m.setBasis
+	return nil
+}
