@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// CapacityOptions configure `hapticbench arms`: the largest number of
+// simulated arms the service's scheduler steps at LoopHz with under
+// OverrunLimit of its ticks overrun.
+type CapacityOptions struct {
+	Hapticd string  // binary; empty searches as FindHapticd does
+	LoopHz  float64 // default 1000
+	Max     int     // largest N tried; default 16384
+	// Settle is how long a started service runs before the window; default 1 s.
+	Settle time.Duration
+	// Window is how long each probe measures; default 3 s.
+	Window time.Duration
+	// OverrunLimit is the overrun fraction a probe must stay under; default 0.01.
+	OverrunLimit float64
+	// Precision stops the bisection once the bracket is within this
+	// fraction of the passing N; default 0.05.
+	Precision  float64
+	NoBareLoop bool
+	Progress   io.Writer
+}
+
+func (o *CapacityOptions) defaults() {
+	if o.LoopHz <= 0 {
+		o.LoopHz = 1000
+	}
+	if o.Max <= 0 {
+		o.Max = 16384
+	}
+	if o.Settle <= 0 {
+		o.Settle = time.Second
+	}
+	if o.Window <= 0 {
+		o.Window = 3 * time.Second
+	}
+	if o.OverrunLimit <= 0 {
+		o.OverrunLimit = 0.01
+	}
+	if o.Precision <= 0 {
+		o.Precision = 0.05
+	}
+}
+
+// CapacityProbe is one N tried.
+type CapacityProbe struct {
+	Arms            int     `json:"arms"`
+	Pass            bool    `json:"pass"`
+	OverrunFraction float64 `json:"overrun_fraction"`
+	PeriodP99Us     float64 `json:"period_p99_us"`
+	// CPUPercent is the service's CPU use (100 = one core); NsPerStep the
+	// bare loop's cost per arm step.
+	CPUPercent float64 `json:"cpu_percent,omitempty"`
+	NsPerStep  float64 `json:"ns_per_step,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// CapacityResult is one search: its answer and every probe on the way.
+type CapacityResult struct {
+	Capacity int `json:"capacity"`
+	// AtMax says the search stopped at Max still passing: the true
+	// capacity is at least Capacity.
+	AtMax  bool            `json:"at_max"`
+	Probes []CapacityProbe `json:"probes"`
+}
+
+// CapacityReport compares the service with the bare loop.
+type CapacityReport struct {
+	Machine      Machine         `json:"machine"`
+	LoopHz       float64         `json:"loop_hz"`
+	OverrunLimit float64         `json:"overrun_limit"`
+	WindowS      float64         `json:"window_s"`
+	Service      CapacityResult  `json:"service"`
+	BareLoop     *CapacityResult `json:"bare_loop,omitempty"`
+	// Ratio is the service's capacity over the bare loop's.
+	Ratio    float64  `json:"ratio"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Capacity searches the largest N (doubling, then bisecting) for the
+// service and then for `hapticd baseline-arms`.
+func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
+	o.defaults()
+	rep := CapacityReport{Machine: ThisMachine(), LoopHz: o.LoopHz, OverrunLimit: o.OverrunLimit, WindowS: o.Window.Seconds()}
+	binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
+	if err != nil {
+		return rep, err
+	}
+	defer cleanup()
+
+	progress := func(what string, p CapacityProbe) {
+		if o.Progress == nil {
+			return
+		}
+		verdict := "pass"
+		if !p.Pass {
+			verdict = "fail"
+		}
+		fmt.Fprintf(o.Progress, "%s: %d arms: %s (overruns %.2f %%, period p99 %s µs)%s\n", what, p.Arms, verdict,
+			100*p.OverrunFraction, number(p.PeriodP99Us), errSuffix(p.Error))
+	}
+	rep.Service, err = searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
+		p, err := probeService(ctx, binary, n, o)
+		progress("hapticd", p)
+		return p, err
+	})
+	if err != nil {
+		return rep, err
+	}
+	if !o.NoBareLoop {
+		bare, err := searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
+			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window)
+			p := CapacityProbe{Arms: n}
+			if err != nil {
+				p.Error = err.Error()
+			} else {
+				p.OverrunFraction, p.PeriodP99Us, p.NsPerStep = b.OverrunFraction(), b.PeriodUsP99, b.NsPerStep
+				p.Pass = p.OverrunFraction < o.OverrunLimit
+			}
+			progress("bare loop", p)
+			return p, err
+		})
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())
+		} else {
+			rep.BareLoop = &bare
+			if bare.Capacity > 0 {
+				rep.Ratio = float64(rep.Service.Capacity) / float64(bare.Capacity)
+			}
+		}
+	}
+	return rep, ctx.Err()
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+// searchCapacity doubles N from 1 until a probe fails or Max passes, then
+// bisects between the last pass and the first failure. An error on the
+// first probe is returned (nothing works); later errors count as failures,
+// since a service that cannot start N arms does not handle N.
+func searchCapacity(ctx context.Context, o CapacityOptions, probe func(n int) (CapacityProbe, error)) (CapacityResult, error) {
+	var res CapacityResult
+	try := func(n int) (bool, error) {
+		p, err := probe(n)
+		res.Probes = append(res.Probes, p)
+		if err != nil && len(res.Probes) == 1 {
+			return false, err
+		}
+		return err == nil && p.Pass, ctx.Err()
+	}
+	pass, fail := 0, 0
+	for n := 1; ; n *= 2 {
+		n = min(n, o.Max)
+		ok, err := try(n)
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			fail = n
+			break
+		}
+		pass = n
+		if n == o.Max {
+			res.Capacity, res.AtMax = n, true
+			return res, nil
+		}
+	}
+	for fail-pass > 1 && float64(fail-pass) > o.Precision*float64(pass) {
+		mid := pass + (fail-pass)/2
+		ok, err := try(mid)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			pass = mid
+		} else {
+			fail = mid
+		}
+	}
+	res.Capacity = pass
+	return res, nil
+}
+
+// probeService starts hapticd with n arms and measures one window.
+func probeService(ctx context.Context, binary string, n int, o CapacityOptions) (CapacityProbe, error) {
+	p := CapacityProbe{Arms: n}
+	svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz})
+	if err != nil {
+		p.Error = err.Error()
+		return p, err
+	}
+	defer svc.stop()
+	s := schedule{base: time.Now(), measureStart: o.Settle, measureEnd: o.Settle + o.Window}
+	win := readStatsWindow(ctx, svc.httpBase, s)
+	if win.err != nil {
+		p.Error = win.err.Error()
+		return p, win.err
+	}
+	if got := countType(win.after, "arm3"); got != n {
+		err := fmt.Errorf("bench: hapticd started with --sim-arms %d lists %d arm3 devices in /stats", n, got)
+		p.Error = err.Error()
+		return p, err
+	}
+	lf, pf := windowFigures(win.before, win.after, win.elapsed, false)
+	p.OverrunFraction, p.PeriodP99Us, p.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
+	p.Pass = p.OverrunFraction < o.OverrunLimit
+	return p, nil
+}
+
+// WriteTable writes the capacities, the ratio and every probe.
+func (r CapacityReport) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per probe); %s %s/%s, %d CPUs\n\n",
+		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	capText := func(c CapacityResult) string {
+		if c.AtMax {
+			return fmt.Sprintf("≥ %d", c.Capacity)
+		}
+		return itoa(c.Capacity)
+	}
+	var t textTable
+	t.add("figure", "hapticd", "baseline", "base", "ratio")
+	base, ratio := "-", "-"
+	baseline := "-"
+	if r.BareLoop != nil {
+		baseline, base = "bare loop", capText(*r.BareLoop)
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+	}
+	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio)
+	t.write(&b)
+
+	b.WriteString("\n")
+	t = textTable{}
+	t.add("search", "arms", "verdict", "overruns %", "period p99 µs", "CPU %", "ns/step", "error")
+	add := func(name string, c CapacityResult) {
+		for _, p := range c.Probes {
+			verdict := "pass"
+			if !p.Pass {
+				verdict = "fail"
+			}
+			cpu, nsStep := "-", "-"
+			if p.CPUPercent > 0 {
+				cpu = number(p.CPUPercent)
+			}
+			if p.NsPerStep > 0 {
+				nsStep = number(p.NsPerStep)
+			}
+			t.add(name, itoa(p.Arms), verdict, number(100*p.OverrunFraction), number(p.PeriodP99Us), cpu, nsStep, clip([]byte(p.Error), 80))
+		}
+	}
+	add("hapticd", r.Service)
+	if r.BareLoop != nil {
+		add("bare loop", *r.BareLoop)
+	}
+	t.write(&b)
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

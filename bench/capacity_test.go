@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSearchCapacityFindsTheLargestPassingN(t *testing.T) {
+	tests := []struct {
+		name      string
+		threshold int // the largest N that passes
+		max       int
+		precision float64
+		want      int
+		wantAtMax bool
+	}{
+		{"nothing passes", 0, 1024, 1e-9, 0, false},
+		{"one arm", 1, 1024, 1e-9, 1, false},
+		{"between powers of two", 37, 1024, 1e-9, 37, false},
+		{"a power of two", 256, 1024, 1e-9, 256, false},
+		{"beyond max", 5000, 1024, 1e-9, 1024, true},
+		{"max not a power of two", 5000, 1000, 1e-9, 1000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := CapacityOptions{Max: tt.max, Precision: tt.precision}
+			o.defaults()
+			o.Precision = tt.precision
+			res, err := searchCapacity(context.Background(), o, func(n int) (CapacityProbe, error) {
+				return CapacityProbe{Arms: n, Pass: n <= tt.threshold}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Capacity != tt.want || res.AtMax != tt.wantAtMax {
+				t.Errorf("capacity %d (at max %v), want %d (at max %v); probes %+v", res.Capacity, res.AtMax, tt.want, tt.wantAtMax, res.Probes)
+			}
+			for _, p := range res.Probes {
+				if p.Arms > tt.max || p.Arms < 1 {
+					t.Errorf("probed %d arms, outside 1..%d", p.Arms, tt.max)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchCapacityStopsWithinPrecision(t *testing.T) {
+	o := CapacityOptions{Max: 1 << 20}
+	o.defaults()
+	res, err := searchCapacity(context.Background(), o, func(n int) (CapacityProbe, error) {
+		return CapacityProbe{Arms: n, Pass: n <= 3000}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity > 3000 || float64(3000-res.Capacity) > o.Precision*float64(res.Capacity) {
+		t.Errorf("capacity %d, want within %.0f %% below 3000", res.Capacity, 100*o.Precision)
+	}
+}
+
+func TestSearchCapacityErrors(t *testing.T) {
+	o := CapacityOptions{Max: 64}
+	o.defaults()
+	boom := errors.New("cannot start")
+	if _, err := searchCapacity(context.Background(), o, func(n int) (CapacityProbe, error) {
+		return CapacityProbe{Arms: n}, boom
+	}); !errors.Is(err, boom) {
+		t.Errorf("first probe error: got %v, want it returned", err)
+	}
+	// A later error is a failure at that N, not the end of the search.
+	res, err := searchCapacity(context.Background(), o, func(n int) (CapacityProbe, error) {
+		if n > 8 {
+			return CapacityProbe{Arms: n, Error: "crashed"}, boom
+		}
+		return CapacityProbe{Arms: n, Pass: true}, nil
+	})
+	if err != nil || res.Capacity != 8 {
+		t.Errorf("capacity %d, %v; want 8 and no error", res.Capacity, err)
+	}
+}
+
+func TestCapacityTable(t *testing.T) {
+	rep := CapacityReport{LoopHz: 1000, OverrunLimit: 0.01, WindowS: 3, Machine: Machine{GoVersion: "go1.26.8", CPUs: 2},
+		Service:  CapacityResult{Capacity: 3000, Probes: []CapacityProbe{{Arms: 2048, Pass: true, OverrunFraction: 0.001}, {Arms: 4096, OverrunFraction: 0.2}}},
+		BareLoop: &CapacityResult{Capacity: 8192, AtMax: true, Probes: []CapacityProbe{{Arms: 8192, Pass: true, NsPerStep: 80}}},
+		Ratio:    3000.0 / 8192}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"capacity (arms)", "3000", "≥ 8192", "bare loop", "0.37x", "4096", "fail", "20.00"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("capacity table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
