@@ -124,7 +124,11 @@ type Stats struct {
 	// started after their deadline had already passed.
 	Period   Summary
 	Overruns uint64
-	Ticks    uint64
+	// Busy is the time per tick the runner spent stepping: for a
+	// scheduler shard, all of its devices. Busy near TargetNs means the
+	// runner has no headroom left.
+	Busy  Summary
+	Ticks uint64
 	// Exchange is the driver round trip per tick (for simulated devices,
 	// the cost of one step).
 	Exchange Summary
@@ -253,6 +257,7 @@ func (d *Device) Stats() Stats {
 		s.TargetNs = r.targetNs
 		s.Period = r.period.Summary()
 		s.Overruns = r.overruns.Load()
+		s.Busy = r.busy.Summary()
 	}
 	return s
 }

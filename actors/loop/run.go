@@ -15,6 +15,7 @@ const rateWindowNs = int64(time.Second)
 // scheduler shard). Only the runner records; anyone may read.
 type runnerStats struct {
 	period   Histogram
+	busy     Histogram
 	overruns atomic.Uint64
 
 	targetNs int64
@@ -86,6 +87,7 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 			d.emit(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: rs.targetNs})
 		}
 		d.Step(now)
+		rs.busy.Record(d.clock.Now() - now)
 		if d.failed.Load() {
 			return fmt.Errorf("actors/loop: %s stopped after %d driver errors in a row", d.info.ID, d.opts.MaxErrors)
 		}

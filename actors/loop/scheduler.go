@@ -213,5 +213,6 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		}
 		cur = nil
 		sh.epoch.Add(1)
+		sh.stats.busy.Record(t - now)
 	}
 }
