@@ -182,9 +182,7 @@ func DecodeClientMessage(data []byte, types *TypeTable, dst *ClientMessage) []Er
 			continue
 		}
 		for el := list.Elements(); el.Next(); {
-			dst.pathBuf = append(append(dst.pathBuf[:0], key...), '[')
-			dst.pathBuf = append(strconv.AppendInt(dst.pathBuf, int64(el.Index()), 10), ']')
-			dst.DecodeDevice(dt, key, dst.pathBuf, nil, el.Value())
+			dst.DecodeDevice(dt, key, el.Index(), nil, el.Value())
 		}
 	}
 	return dst.Errors
@@ -255,21 +253,36 @@ func (m *ClientMessage) nextDevice() *DeviceEntry {
 }
 
 // DecodeDevice decodes one device's part of a message: its commands and
-// configure. path is where it sits ("arm3[0]"). id is the device id when the
-// layout gives it outside the body (3.0); nil means the body carries
-// "device_id" (3.x).
-func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, path []byte, id []byte, body Value) {
+// configure. The two layouts differ only in where the id is:
+//   - 3.x: devices are array elements carrying "device_id"; pass id nil and
+//     the element's index (path "arm3[0]").
+//   - 3.0: devices are members keyed by id; pass the key as id (path
+//     "arm3.049D"); index is unused.
+func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, id []byte, body Value) {
 	e := m.nextDevice()
 	e.Type, e.TypeKey = dt, typeKey
-	e.Path = reuse(e.Path, path)
-	at := rootPath(e.Path)
 	idFromLayout := id != nil
+	m.pathBuf = append(m.pathBuf[:0], typeKey...)
+	if idFromLayout {
+		// Copy the id first: an escaped key lives in the Doc's scratch
+		// space, which the next string read reuses.
+		e.DeviceID = reuse(e.DeviceID, id)
+		m.pathBuf = append(append(m.pathBuf, '.'), id...)
+	} else {
+		m.pathBuf = append(strconv.AppendInt(append(m.pathBuf, '['), int64(index), 10), ']')
+	}
+	e.Path = reuse(e.Path, m.pathBuf)
+	at := rootPath(e.Path)
+	if idFromLayout && len(id) == 0 {
+		m.Fail(CodeInvalidValue, e.Path, "a device key must be a non-empty device id such as \"049D\"")
+		return
+	}
 	if body.Kind() != KindObject {
 		m.Fail(CodeInvalidValue, e.Path, `a device entry must be an object like {"device_id": "049D", "commands": {...}}, got %s`, body.Kind())
 		e.DeviceID = ""
 		return
 	}
-	if id == nil {
+	if !idFromLayout {
 		v := body.Member("device_id")
 		b, ok := v.StringBytes()
 		if !ok || len(b) == 0 {
@@ -278,9 +291,8 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, path []byte,
 			e.DeviceID = ""
 			return
 		}
-		id = b
+		e.DeviceID = reuse(e.DeviceID, b)
 	}
-	e.DeviceID = reuse(e.DeviceID, id)
 	w := m.warnings()
 	for it := body.Members(); it.Next(); {
 		val := it.Value()

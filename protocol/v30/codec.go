@@ -1,0 +1,100 @@
+package v30
+
+import (
+	"strconv"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// DecodeClientMessage decodes and validates a 3.0 message into dst, with
+// the same rules as protocol.DecodeClientMessage:
+//
+//	{"arm3": {"049D": {"commands": {...}, "configure": {...}}}, "session": {...}}
+//
+// Paths in errors and warnings use dots ("arm3.049D.configure.damping").
+func DecodeClientMessage(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
+	root, ok := dst.Begin(data, types)
+	if !ok {
+		return dst.Errors
+	}
+	for it := root.Members(); it.Next(); {
+		if it.KeyIs("session") {
+			dst.DecodeSession(it.Value())
+			continue
+		}
+		dt, key, ok := types.Lookup(it.Key())
+		if !ok {
+			dst.WarnUnknownType(it.Key())
+			continue
+		}
+		devices := it.Value()
+		if !devices.Exists() {
+			continue
+		}
+		if devices.Kind() != protocol.KindObject {
+			dst.Fail(protocol.CodeInvalidValue, key,
+				`%s must be an object keyed by device id like {"049D": {"commands": {...}}}, got %s`, key, devices.Kind())
+			continue
+		}
+		for d := devices.Members(); d.Next(); {
+			dst.DecodeDevice(dt, key, 0, d.Key(), d.Value())
+		}
+	}
+	return dst.Errors
+}
+
+// spelling is the 3.0 member names.
+func spelling() protocol.Spelling {
+	return protocol.Spelling{MajorVersion: "firmware_version", MinorVersion: "hardware_version", ControlMode: "mode"}
+}
+
+// AppendFrame appends the 3.0 JSON of f:
+//
+//	{"session_id": 1, "arm3": {"049D": {"config", "state", "status"}}, "grip": {...}, ...}
+//
+// Every device type's object is present under its own key and each alias.
+// Devices whose ids collide (arm ids are 4 hex digits) repeat a member
+// name; 3.x frames, which are arrays, do not have that limit.
+func AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
+	sp := spelling()
+	dst = append(dst, '{')
+	if f.SessionID != 0 {
+		dst = append(dst, `"session_id":`...)
+		dst = strconv.AppendUint(dst, f.SessionID, 10)
+		dst = append(dst, ',')
+	}
+	for i, key := range types.Keys(protocol.TypeArm) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = protocol.AppendString(dst, key)
+		dst = append(dst, ':', '{')
+		for j := range f.Arms {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = protocol.AppendString(dst, f.Arms[j].DeviceID)
+			dst = append(dst, ':', '{')
+			dst = protocol.AppendArmBody(dst, &f.Arms[j], key, sp)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	for _, key := range types.Keys(protocol.TypeGrip) {
+		dst = append(dst, ',')
+		dst = protocol.AppendString(dst, key)
+		dst = append(dst, ':', '{')
+		for j := range f.Grips {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = protocol.AppendString(dst, f.Grips[j].DeviceID)
+			dst = append(dst, ':', '{')
+			dst = protocol.AppendGripBody(dst, &f.Grips[j], key, sp)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	dst = protocol.AppendFrameTail(dst, f)
+	return append(dst, '}')
+}
