@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -407,18 +409,32 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	for i := 0; ; i++ {
-		n := (i * 7919) % 20000
-		doc := crashDoc{Seq: i, Payload: strings.Repeat(string(rune('a'+i%26)), n), Len: n}
-		name := fmt.Sprintf("devices/arm3-%04X", i%5)
-		if i%3 == 0 {
-			name = "profiles/" + EscapeName("co.example.app:main") + "/session"
+	// Several writers, so that whenever the parent's kill lands (it
+	// follows a progress line from one of them), others are mid-write.
+	var saved atomic.Int64
+	for w := range 3 {
+		go func() {
+			for i := w; ; i += 3 {
+				n := (i * 7919) % 20000
+				doc := crashDoc{Seq: i, Payload: strings.Repeat(string(rune('a'+i%26)), n), Len: n}
+				name := fmt.Sprintf("devices/arm3-%04X", i%5)
+				if i%3 == 0 {
+					name = "profiles/" + EscapeName("co.example.app:main") + "/session"
+				}
+				if err := s.Save(name, doc); err != nil {
+					fmt.Println("error", err)
+					os.Exit(2)
+				}
+				saved.Add(1)
+			}
+		}()
+	}
+	for last := int64(0); ; {
+		if n := saved.Load(); n != last {
+			fmt.Println("saved", n)
+			last = n
 		}
-		if err := s.Save(name, doc); err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
-		fmt.Println("saved", i)
+		runtime.Gosched()
 	}
 }
 
@@ -431,7 +447,7 @@ func TestCrashLeavesNoTornFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "state")
-	for round := range 3 {
+	for round := range 5 {
 		cmd := exec.Command(exe, "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
 		out, err := cmd.StdoutPipe()
@@ -443,7 +459,7 @@ func TestCrashLeavesNoTornFile(t *testing.T) {
 		}
 		// Let it get well into its loop (a different point each round),
 		// then kill it without warning.
-		target := 30 + round*45
+		target := 30 + round*40
 		lines := bufio.NewScanner(out)
 		saved := 0
 		for saved < target && lines.Scan() {
@@ -451,8 +467,8 @@ func TestCrashLeavesNoTornFile(t *testing.T) {
 			if strings.HasPrefix(line, "error") {
 				t.Fatalf("child: %s", line)
 			}
-			if strings.HasPrefix(line, "saved") {
-				saved++
+			if n, ok := strings.CutPrefix(line, "saved "); ok {
+				saved, _ = strconv.Atoi(n)
 			}
 		}
 		if err := cmd.Process.Kill(); err != nil {
