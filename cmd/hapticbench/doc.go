@@ -1,0 +1,20 @@
+// Command hapticbench load-tests hapticd and measures it beside baselines
+// run in the same invocation.
+//
+//	hapticbench run  [--arms N] [--clients M] [--observers K] [--rate HZ] [--duration D]
+//	                 [--warmup D] [--loop-hz H] [--target URL | --hapticd PATH]
+//	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
+//	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
+//
+// run starts hapticd (the binary next to hapticbench, else on $PATH, else
+// built with `go build`), drives M lock-step controlling sessions and K
+// observers, then the same clients against an in-process echo server that
+// answers with a captured hapticd frame, then `hapticd baseline-arms`, and
+// prints each hapticd figure beside its baseline and the ratio.
+//
+// arms finds the largest number of simulated arms the service steps at the
+// loop rate with under 1 % overrun ticks, beside the bare loop's.
+//
+// The exit status is 1 when a run saw lost, out-of-order or error frames,
+// so a CI job fails on a broken contract and not on a slow machine.
+package main

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hapticd/hapticd/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "hapticbench:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "hapticbench:", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake on the command line (exit status 2).
+type usageError struct{ error }
+
+const usageText = `usage:
+  hapticbench run  [flags]   drive lock-step sessions against hapticd, beside the echo and bare-loop baselines
+  hapticbench arms [flags]   find how many simulated arms the service steps at --loop-hz with under 1 % overruns
+run "hapticbench run -h" or "hapticbench arms -h" for the flags`
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New(usageText)}
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(ctx, args[1:], stdout, stderr)
+	case "arms":
+		return armsCommand(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usageText)
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown command %q\n%s", args[0], usageText)}
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.RunOptions
+	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one")
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary to start and to run baseline-arms with (default: next to hapticbench, then $PATH, else go build)")
+	fs.IntVar(&o.Arms, "arms", 1, "simulated arms of the started hapticd")
+	fs.IntVar(&o.Clients, "clients", 1, "controlling sessions; client i commands arm i mod arms")
+	fs.IntVar(&o.Observers, "observers", 0, "sessions that only probe positions")
+	fs.Float64Var(&o.RateHz, "rate", 0, "lock-step ticks per second per session; 0 is as fast as possible (timer pacing holds up to about 1 kHz)")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time run before measuring (not recorded)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of the started hapticd")
+	fs.DurationVar(&o.FrameTimeout, "frame-timeout", 5*time.Second, "a frame not received within this is lost")
+	fs.BoolVar(&o.NoEcho, "no-echo", false, "skip the echo baseline")
+	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
+	fs.BoolVar(&o.PerDevice, "per-device", false, "keep every device's loop figures in the JSON")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
+	sweep := fs.String("sweep", "", "run once per client count, e.g. clients=1,10,50,100")
+	plot := fs.String("plot", "", "with --sweep, write an SVG plot of RTT percentiles and achieved rate to this file")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("run: unexpected arguments %q", fs.Args())}
+	}
+	if *plot != "" && *sweep == "" {
+		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100")}
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+
+	if *sweep != "" {
+		counts, err := bench.ParseSweep(*sweep)
+		if err != nil {
+			return usageError{err}
+		}
+		rep, err := bench.Sweep(ctx, o, counts)
+		if err != nil {
+			return err
+		}
+		if err := rep.WriteTable(stdout); err != nil {
+			return err
+		}
+		if *jsonPath != "" {
+			if err := bench.WriteJSON(*jsonPath, rep); err != nil {
+				return err
+			}
+		}
+		if *plot != "" {
+			if err := writeFile(*plot, rep.WriteSVG); err != nil {
+				return err
+			}
+		}
+		for _, p := range rep.Points {
+			if err := contractError(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		if err := bench.WriteJSON(*jsonPath, rep); err != nil {
+			return err
+		}
+	}
+	return contractError(rep)
+}
+
+// contractError fails the command when hapticd broke the one-frame-per-
+// message contract or answered with errors.
+func contractError(r bench.RunReport) error {
+	o := r.Hapticd.Overall
+	if o.Lost+o.OutOfOrder+o.ErrorFrames == 0 {
+		return nil
+	}
+	return fmt.Errorf("hapticd at %d clients: %d frames lost, %d out of order, %d with errors; see the session lines above",
+		r.Config.Clients, o.Lost, o.OutOfOrder, o.ErrorFrames)
+}
+
+func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench arms", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.CapacityOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate to hold")
+	fs.IntVar(&o.Max, "max", 16384, "largest number of arms to try")
+	fs.DurationVar(&o.Window, "window", 3*time.Second, "measured time per probe")
+	fs.DurationVar(&o.Settle, "settle", time.Second, "time a started hapticd runs before each window")
+	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
+	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("arms: unexpected arguments %q", fs.Args())}
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	rep, err := bench.Capacity(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		return bench.WriteJSON(*jsonPath, rep)
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
