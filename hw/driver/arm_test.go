@@ -1,0 +1,341 @@
+package driver_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// Generous timeouts: these tests check behaviour, not speed, on shared and
+// noisy machines (with -race). Only the stall tests wait for timeouts.
+const testReplyTimeout = 500 * time.Millisecond
+
+// startEmulator serves an emulated arm on a real pseudo-terminal.
+func startEmulator(t *testing.T, o emulator.Options) (*emulator.Emulator, string) {
+	t.Helper()
+	e, path, err := emulator.StartPTY(o)
+	if err != nil {
+		t.Fatalf("StartPTY: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, path
+}
+
+// openArm opens the real serial port at path and wakes the arm behind it.
+func openArm(t *testing.T, path string, o driver.ArmOptions) *driver.Arm {
+	t.Helper()
+	p, err := serial.Open(path)
+	if err != nil {
+		t.Fatalf("serial.Open: %v", err)
+	}
+	o.Path = path
+	if o.ReplyTimeout == 0 {
+		o.ReplyTimeout = testReplyTimeout
+	}
+	a, err := driver.OpenArm(p, o)
+	if err != nil {
+		t.Fatalf("OpenArm: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func TestArmWakeUp(t *testing.T) {
+	tests := []struct {
+		name     string
+		flaky    int
+		attempts int
+		wantErr  bool
+	}{
+		{"clean", 0, 5, false},
+		{"flaky first wake-up", 1, 5, false},
+		{"two flaky wake-ups", 2, 5, false},
+		{"flaky beyond the retry bound", 3, 3, true},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: i, Faults: emulator.Faults{FlakyWakeups: tc.flaky}})
+			p, err := serial.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, WakeAttempts: tc.attempts, ReplyTimeout: testReplyTimeout})
+			if tc.wantErr {
+				if !errors.Is(err, driver.ErrWake) {
+					t.Fatalf("OpenArm error = %v, want ErrWake", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("OpenArm: %v", err)
+			}
+			defer a.Close()
+			info := a.Info()
+			wantID := hexID(e.ID())
+			if info.ID != wantID || info.UUID != driver.FormatUUID(e.UUID()) || info.Port != path || info.Kind != hw.KindArm {
+				t.Errorf("Info = %+v, want id %s uuid %s port %s", info, wantID, driver.FormatUUID(e.UUID()), path)
+			}
+			if info.HostGravityCompensation {
+				t.Error("HostGravityCompensation = true; the firmware compensates gravity")
+			}
+			if got := e.Stats().Wakeups; got != tc.flaky+1 {
+				t.Errorf("emulator saw %d wake-ups, want %d", got, tc.flaky+1)
+			}
+		})
+	}
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+func hexID(id uint16) string {
+	const digits = "0123456789ABCDEF"
+	return string([]byte{digits[id>>12], digits[id>>8&15], digits[id>>4&15], digits[id&15]})
+}
+
+// exchangeN runs n ticks of cmd and returns the last state.
+func exchangeN(t *testing.T, a hw.Driver, cmd hw.Command, n int) hw.State {
+	t.Helper()
+	var st hw.State
+	for i := 0; i < n; i++ {
+		if err := a.Exchange(&cmd, &st); err != nil {
+			t.Fatalf("Exchange %d: %v", i, err)
+		}
+	}
+	return st
+}
+
+func TestArmForceMovesEmulatedPhysics(t *testing.T) {
+	tests := []struct {
+		name   string
+		forceN hw.Vec3
+		rises  bool
+	}{
+		{"upward force raises z", hw.Vec3{Z: 2}, true},
+		{"downward force lowers z", hw.Vec3{Z: -2}, false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, path := startEmulator(t, emulator.Options{Index: 10 + i})
+			a := openArm(t, path, driver.ArmOptions{})
+			start := exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 1)
+			end := exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: tc.forceN}, 100)
+			dz := end.PositionM.Z - start.PositionM.Z
+			if tc.rises && dz < 1e-3 || !tc.rises && dz > -1e-3 {
+				t.Errorf("z moved %.4f m over 100 ticks of %v", dz, tc.forceN)
+			}
+			if end.ForceN != tc.forceN {
+				t.Errorf("State.ForceN = %v, want %v", end.ForceN, tc.forceN)
+			}
+		})
+	}
+}
+
+func TestArmResynchronisesOnNoise(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults emulator.Faults
+	}{
+		{"garbage before every reply", emulator.Faults{GarbageProbability: 1, GarbageBytes: 11}},
+		{"garbage and latency jitter", emulator.Faults{GarbageProbability: 0.5, Jitter: 200 * time.Microsecond}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 20 + i})
+			a := openArm(t, path, driver.ArmOptions{})
+			e.SetFaults(tc.faults)
+			start := exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 1)
+			end := exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 2}}, 100)
+			if a.Skipped() == 0 {
+				t.Error("no byte was skipped; the garbage fault did not reach the driver")
+			}
+			if end.PositionM.Z-start.PositionM.Z < 1e-3 {
+				t.Errorf("z did not rise through the noise: %v → %v", start.PositionM, end.PositionM)
+			}
+		})
+	}
+}
+
+func TestArmDroppedBytesAreMissesNotErrors(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 30})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 20 * time.Millisecond, MaxMisses: 1000})
+	e.SetFaults(emulator.Faults{DropProbability: 0.05})
+	exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, 50)
+	e.SetFaults(emulator.Faults{})
+	before := e.Stats().Commands
+	st := exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 20)
+	if e.Stats().Commands-before != 20 || st.ForceN != (hw.Vec3{}) {
+		t.Errorf("after the faults stop the arm should follow every command: %d commands, force %v", e.Stats().Commands-before, st.ForceN)
+	}
+}
+
+func TestArmStalledReplyFailsWithinMisses(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 40})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 20 * time.Millisecond, MaxMisses: 3})
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	exchangeN(t, a, cmd, 5)
+	e.Stall(1 << 30)
+	var st hw.State
+	var err error
+	calls := 0
+	for calls < 10 && err == nil {
+		err = a.Exchange(&cmd, &st)
+		calls++
+	}
+	if !errors.Is(err, driver.ErrNoReply) || calls != 3 {
+		t.Fatalf("after %d stalled exchanges err = %v; want ErrNoReply at the 3rd", calls, err)
+	}
+	// The driver sent a zero force on the error, and the stalled firmware
+	// still applied it: commands are sticky.
+	// The zero force was written without waiting for a reply, so the
+	// emulator may not have read it yet: poll, bounded.
+	if !eventually(func() bool { return e.Stats().LastForce == (hw.Vec3{}) }) {
+		t.Errorf("firmware still holds force %v after the error; want zero", e.Stats().LastForce)
+	}
+	// The device answers again: the same driver recovers.
+	e.Stall(0)
+	if err := a.Halt(); err != nil {
+		t.Fatalf("Halt: %v", err)
+	}
+	exchangeN(t, a, cmd, 5)
+}
+
+func TestArmUnplugMidStream(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 50})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 50 * time.Millisecond})
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	exchangeN(t, a, cmd, 10)
+	if err := e.Unplug(); err != nil {
+		t.Fatal(err)
+	}
+	var st hw.State
+	var err error
+	for calls := 0; calls < 10 && err == nil; calls++ {
+		err = a.Exchange(&cmd, &st)
+	}
+	if err == nil {
+		t.Fatal("Exchange kept succeeding after unplug")
+	}
+	// The port no longer writes, so Halt must say the zero force was not sent.
+	if err := a.Halt(); err == nil {
+		t.Error("Halt after unplug returned nil; it must report that no zero force was sent")
+	}
+	if err := a.Close(); err != nil && !errors.Is(err, driver.ErrClosed) {
+		t.Logf("Close after unplug: %v", err)
+	}
+	if err := a.Exchange(&cmd, &st); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("Exchange after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestArmReplugKeepsIdentity(t *testing.T) {
+	e1, path1 := startEmulator(t, emulator.Options{Index: 60})
+	a1 := openArm(t, path1, driver.ArmOptions{})
+	first := a1.Info()
+	e1.Unplug()
+	a1.Close()
+
+	_, path2 := startEmulator(t, emulator.Options{Index: 60})
+	a2 := openArm(t, path2, driver.ArmOptions{})
+	again := a2.Info()
+	if again.ID != first.ID || again.UUID != first.UUID {
+		t.Errorf("replugged arm is %s/%s, was %s/%s", again.ID, again.UUID, first.ID, first.UUID)
+	}
+	if again.Port != path2 {
+		t.Errorf("Port = %q, want %q", again.Port, path2)
+	}
+}
+
+func TestArmCloseAndHaltSendZeroForce(t *testing.T) {
+	tests := []struct {
+		name string
+		stop func(a *driver.Arm) error
+	}{
+		{"halt", (*driver.Arm).Halt},
+		{"close", (*driver.Arm).Close},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 70 + i})
+			a := openArm(t, path, driver.ArmOptions{})
+			exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 1, Z: 3}}, 3)
+			if f := e.Stats().LastForce; f != (hw.Vec3{X: 1, Z: 3}) {
+				t.Fatalf("firmware holds %v, want the commanded force", f)
+			}
+			if err := tc.stop(a); err != nil {
+				t.Fatal(err)
+			}
+			if f := e.Stats().LastForce; f != (hw.Vec3{}) {
+				t.Errorf("firmware holds %v after %s; want zero", f, tc.name)
+			}
+		})
+	}
+}
+
+func TestArmConfigureReachesFirmware(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 80})
+	a := openArm(t, path, driver.ArmOptions{})
+	want := hw.Settings{LeftHanded: true, TorqueScaling: false, GravityCompensation: true, GravityScale: 1.5}
+	if err := a.Configure(want); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Stats().Settings; got != want {
+		t.Errorf("firmware settings %+v, want %+v", got, want)
+	}
+	exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 3)
+}
+
+func TestArmJointModes(t *testing.T) {
+	_, path := startEmulator(t, emulator.Options{Index: 90})
+	a := openArm(t, path, driver.ArmOptions{})
+	st := exchangeN(t, a, hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A0: 0, A1: 20, A2: 40}}, 5)
+	if st.AnglesDeg == (hw.Angles3{}) {
+		t.Errorf("angle mode reported no joint angles: %+v", st)
+	}
+}
+
+func TestArmExchangeDoesNotAllocate(t *testing.T) {
+	p := hwtest.NewArmPort(0x049D, [16]byte{1})
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := []hw.Command{
+		{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}},
+		{Mode: hw.ModePosition, PositionM: hw.Vec3{Z: 0.1}},
+		{Mode: hw.ModeAngle},
+		{Mode: hw.ModeIdle},
+	}
+	var st hw.State
+	for _, cmd := range cmds {
+		allocs := testing.AllocsPerRun(1000, func() {
+			if err := a.Exchange(&cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("Exchange(%v) allocates %v times per tick, want 0", cmd.Mode, allocs)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p.LastForce != (hw.Vec3{}) {
+		t.Errorf("Close left force %v in firmware", p.LastForce)
+	}
+}

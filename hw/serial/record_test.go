@@ -1,0 +1,103 @@
+package serial_test
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+func TestReplayerChecksTheHost(t *testing.T) {
+	records := []serial.Record{
+		{Dir: serial.HostToDevice, Bytes: []byte{0x0A}},
+		{Dir: serial.DeviceToHost, Bytes: []byte{1, 2, 3}},
+		{Dir: serial.HostToDevice, Bytes: []byte{0x2A, 9}},
+		{Dir: serial.DeviceToHost, Bytes: []byte{4}},
+	}
+	tests := []struct {
+		name      string
+		play      func(p *serial.Replayer) error
+		wantClose string // "" = Close succeeds
+	}{
+		{"whole recording", func(p *serial.Replayer) error {
+			p.Write([]byte{0x0A})
+			var b [8]byte
+			n, _ := p.Read(b[:])
+			if n != 3 {
+				t.Errorf("read %d bytes, want 3", n)
+			}
+			// Split writes are fine: only the byte order matters.
+			p.Write([]byte{0x2A})
+			p.Write([]byte{9})
+			p.Read(b[:])
+			return nil
+		}, ""},
+		{"device silent until written to", func(p *serial.Replayer) error {
+			var b [8]byte
+			if n, err := p.Read(b[:]); n != 0 || err != nil {
+				t.Errorf("Read before the host wrote = %d, %v; want a timeout (0, nil)", n, err)
+			}
+			return nil
+		}, "left over"},
+		{"stopped early", func(p *serial.Replayer) error {
+			p.Write([]byte{0x0A})
+			return nil
+		}, "left over"},
+		{"wrong bytes", func(p *serial.Replayer) error {
+			if _, err := p.Write([]byte{0x0B}); err == nil {
+				t.Error("Write of unrecorded bytes succeeded")
+			}
+			return nil
+		}, "the recording has"},
+		{"extra bytes", func(p *serial.Replayer) error {
+			p.Write([]byte{0x0A})
+			_, err := p.Write([]byte{0x0A})
+			if err == nil {
+				t.Error("Write while the device owes bytes succeeded")
+			}
+			return nil
+		}, "does not have"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := serial.Replay(records)
+			tc.play(p)
+			err := p.Close()
+			if tc.wantClose == "" && err != nil || tc.wantClose != "" && (err == nil || !strings.Contains(err.Error(), tc.wantClose)) {
+				t.Errorf("Close = %v, want %q", err, tc.wantClose)
+			}
+		})
+	}
+}
+
+func TestRecordingFileRoundTrip(t *testing.T) {
+	in := []serial.Record{
+		{At: 0, Dir: serial.HostToDevice, Bytes: []byte{0x0A}},
+		{At: 34 * time.Microsecond, Dir: serial.DeviceToHost, Bytes: []byte{0x0A, 0x9D, 0x04, 0xFF}},
+	}
+	var buf bytes.Buffer
+	if err := serial.WriteRecording(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := serial.ReadRecording(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip\n got %+v\nwant %+v", out, in)
+	}
+	if _, err := serial.ReadRecording(strings.NewReader(`{"at_ns":0,"dir":"sideways","hex":"00"}`)); err == nil {
+		t.Error("a bad direction was accepted")
+	}
+}
+
+func TestOpenMissingPortSaysWhy(t *testing.T) {
+	_, err := serial.Open("/dev/does-not-exist-hapticd")
+	if !errors.Is(err, serial.ErrNotFound) || !strings.Contains(err.Error(), "hw/serial: open /dev/does-not-exist-hapticd") {
+		t.Fatalf("Open = %v", err)
+	}
+}
