@@ -154,8 +154,8 @@ type Frame struct {
 	// (firmware may send any header byte): a Scanner never looks for them,
 	// and a reader decodes them by position (see DecodeWakeReply).
 	Positional bool
-	decode   func(b []byte, m *Message) error
-	encode   func(dst []byte, m *Message) []byte
+	decode     func(b []byte, m *Message) error
+	encode     func(dst []byte, m *Message) []byte
 }
 
 // frames is the one table of every frame. It is never written after
