@@ -90,8 +90,10 @@ func (h *Histogram) Summary() Summary {
 		seen += counts[i]
 		for q < len(qs) && seen*qs[q].den >= total*qs[q].num && seen > 0 {
 			v := histMid(i)
-			if v > s.MaxNs {
-				v = s.MaxNs // the top bucket's midpoint may exceed the true maximum
+			if v > s.MaxNs || i == histBuckets-1 {
+				// A midpoint may exceed the true maximum, and the last
+				// bucket also holds everything beyond the range.
+				v = s.MaxNs
 			}
 			*qs[q].dst = v
 			q++

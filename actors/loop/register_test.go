@@ -1,0 +1,224 @@
+package loop
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+func TestRegisterOwnership(t *testing.T) {
+	type op struct {
+		name    string
+		do      func(r *Register) uint64
+		want    uint64
+		owner   uint64 // after the op
+		written bool   // for writes: accepted
+	}
+	write := func(s uint64) func(r *Register) uint64 {
+		return func(r *Register) uint64 {
+			c := force(1, 0, 0)
+			if r.Write(s, 1, 100, &c, nil) {
+				return 1
+			}
+			return 0
+		}
+	}
+	claim := func(s uint64) func(r *Register) uint64 { return func(r *Register) uint64 { return r.Claim(s) } }
+	release := func(s uint64) func(r *Register) uint64 {
+		return func(r *Register) uint64 {
+			if r.Release(s) {
+				return 1
+			}
+			return 0
+		}
+	}
+	steps := []op{
+		{name: "write before any claim is refused", do: write(1), want: 0, owner: 0},
+		{name: "session 0 cannot claim", do: claim(0), want: 0, owner: 0},
+		{name: "first claim wins", do: claim(1), want: 1, owner: 1},
+		{name: "claim again is a no-op", do: claim(1), want: 1, owner: 1},
+		{name: "second session sees the owner", do: claim(2), want: 1, owner: 1},
+		{name: "non-owner write refused", do: write(2), want: 0, owner: 1},
+		{name: "owner write accepted", do: write(1), want: 1, owner: 1},
+		{name: "non-owner release refused", do: release(2), want: 0, owner: 1},
+		{name: "owner release", do: release(1), want: 1, owner: 0},
+		{name: "release twice refused", do: release(1), want: 0, owner: 0},
+		{name: "write after release refused", do: write(1), want: 0, owner: 0},
+		{name: "another session claims", do: claim(2), want: 2, owner: 2},
+	}
+	var r Register
+	for _, s := range steps {
+		if got := s.do(&r); got != s.want {
+			t.Fatalf("%s: got %d, want %d", s.name, got, s.want)
+		}
+		if o := r.Owner(); o != s.owner {
+			t.Fatalf("%s: owner = %d, want %d", s.name, o, s.owner)
+		}
+	}
+}
+
+func TestRegisterReadReturnsWhatWasWritten(t *testing.T) {
+	var r Register
+	var c Command
+	r.Read(&c)
+	if c.Session != 0 || c.Cmd.Mode != hw.ModeIdle {
+		t.Fatalf("empty register read %+v", c)
+	}
+	r.Claim(4)
+	p := DefaultParams()
+	cmd := hw.Command{Mode: hw.ModeAngle, ForceN: hw.Vec3{X: 1}, PositionM: hw.Vec3{Y: 2},
+		TorquesNmm: hw.Angles3{A2: 3}, AnglesDeg: hw.Angles3{A0: -4, A1: math.Inf(1)}}
+	r.Write(4, 99, 12345, &cmd, p)
+	r.Read(&c)
+	if c.Session != 4 || c.Seq != 99 || c.DeadlineNs != 12345 || c.Params != p || c.Cmd != cmd {
+		t.Fatalf("read back %+v, want session 4 seq 99 deadline 12345 and %+v", c, cmd)
+	}
+}
+
+// TestRegisterConcurrentWritersNeverTear has several goroutines of the owner
+// and of other sessions write, claim and release while a reader checks that
+// every command it reads is one whole write.
+func TestRegisterConcurrentWritersNeverTear(t *testing.T) {
+	var r Register
+	const writers = 6
+	const writes = 4000
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var accepted, refused atomic.Uint64
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			session := uint64(w%3 + 1) // three sessions, two goroutines each
+			for i := 1; i <= writes; i++ {
+				k := float64(session*1_000_000 + uint64(i))
+				cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: k, Y: k, Z: k},
+					TorquesNmm: hw.Angles3{A0: k, A1: k, A2: k}}
+				r.Claim(session)
+				if r.Write(session, uint64(k), int64(k), &cmd, nil) {
+					accepted.Add(1)
+				} else {
+					refused.Add(1)
+				}
+				if i%50 == 0 {
+					r.Release(session)
+				}
+			}
+		}(w)
+	}
+	var torn atomic.Uint64
+	var reads atomic.Uint64
+	var rwg sync.WaitGroup
+	for range 2 {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			var c Command
+			for !stop.Load() {
+				r.Read(&c)
+				reads.Add(1)
+				if c.Session == 0 {
+					continue
+				}
+				k := float64(c.Seq)
+				f, tq := c.Cmd.ForceN, c.Cmd.TorquesNmm
+				if f.X != k || f.Y != k || f.Z != k || tq.A0 != k || tq.A2 != k ||
+					c.DeadlineNs != int64(c.Seq) || c.Seq/1_000_000 != c.Session {
+					torn.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	rwg.Wait()
+	if torn.Load() != 0 {
+		t.Fatalf("%d of %d reads saw a torn command", torn.Load(), reads.Load())
+	}
+	if accepted.Load() == 0 {
+		t.Fatal("no write was accepted")
+	}
+	if accepted.Load()+refused.Load() != writers*writes {
+		t.Fatalf("accepted %d + refused %d != %d writes", accepted.Load(), refused.Load(), writers*writes)
+	}
+}
+
+func TestRegisterDoesNotAllocate(t *testing.T) {
+	var r Register
+	r.Claim(1)
+	cmd := force(1, 2, 3)
+	p := DefaultParams()
+	var c Command
+	var seq uint64
+	if a := testing.AllocsPerRun(1000, func() {
+		seq++
+		r.Write(1, seq, 1e9, &cmd, p)
+		r.Read(&c)
+	}); a != 0 {
+		t.Fatalf("Write + Read allocate %.1f times, want 0", a)
+	}
+}
+
+func TestSnapshotReadersNeverTear(t *testing.T) {
+	var cell SnapshotCell
+	pattern := func(k uint64, s *Snapshot) {
+		f := float64(k)
+		s.State = hw.State{
+			PositionM: hw.Vec3{X: f, Y: f, Z: f}, VelocityMps: hw.Vec3{X: f, Y: f, Z: f},
+			AnglesDeg: hw.Angles3{A0: f, A1: f, A2: f}, AngularVelocityDps: hw.Angles3{A0: f, A1: f, A2: f},
+			BodyOrientation: hw.Quat{W: f, X: f, Y: f, Z: f}, ForceN: hw.Vec3{X: f, Y: f, Z: f},
+			Orientation: hw.Quat{W: f, X: f, Y: f, Z: f}, Buttons: hw.Buttons(k % 8),
+			Hall: f, Battery: f, Status: hw.Status(k % 64),
+		}
+		s.Mode = hw.ControlMode(k % 5)
+		s.Owner, s.Tick, s.TimeNs, s.AppliedSeq, s.Failed = k, k, int64(k), k, k%2 == 1
+	}
+	var stop atomic.Bool
+	var torn, reads atomic.Uint64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got, want Snapshot
+			for !stop.Load() {
+				cell.Load(&got)
+				reads.Add(1)
+				pattern(got.Tick, &want)
+				if got != want {
+					torn.Add(1)
+				}
+			}
+		}()
+	}
+	var s Snapshot
+	for k := uint64(1); k <= 100_000; k++ {
+		pattern(k, &s)
+		cell.Publish(&s)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if torn.Load() != 0 {
+		t.Fatalf("%d of %d snapshot reads were torn", torn.Load(), reads.Load())
+	}
+	var last Snapshot
+	cell.Load(&last)
+	if last.Tick != 100_000 {
+		t.Fatalf("latest tick = %d, want 100000", last.Tick)
+	}
+}
+
+func TestSnapshotDoesNotAllocate(t *testing.T) {
+	var cell SnapshotCell
+	var s, d Snapshot
+	if a := testing.AllocsPerRun(1000, func() {
+		s.Tick++
+		cell.Publish(&s)
+		cell.Load(&d)
+	}); a != 0 {
+		t.Fatalf("Publish + Load allocate %.1f times, want 0", a)
+	}
+}
