@@ -119,10 +119,11 @@ const (
 
 // PresetCustom is what the preset entry reads once a mount was set. It is
 // reported, never accepted as input.
-const PresetCustom = "custom"
+const PresetCustom = space.PresetCustom
 
-// presetNames lists the accepted presets (PROTOCOL 4); never written.
-var presetNames = []string{"defaults", "arm_front", "arm_front_centered", "led_front", "led_front_centered"}
+// presetNames lists the accepted presets, as protocol/space defines them;
+// never written.
+var presetNames = space.PresetNames()
 
 // PresetNames lists the accepted preset names (a copy).
 func PresetNames() []string { return append([]string(nil), presetNames...) }
@@ -130,81 +131,61 @@ func PresetNames() []string { return append([]string(nil), presetNames...) }
 // IdentityBasis is the basis that changes nothing.
 const IdentityBasis = "XYZ"
 
-// permutations holds the 48 canonical permutations; built once, never
-// written.
-var permutations = buildPermutations()
+// permutationSpellings maps every accepted spelling of a basis ("+X-Z+Y")
+// to its canonical form ("X-ZY"). It is generated once from
+// space.ParsePermutation, which owns the grammar, so that the per-tick
+// decoder validates with one map lookup and no allocation. Never written.
+var permutationSpellings, permutations = buildPermutationTables()
 
-func buildPermutations() []string {
-	var out []string
-	orders := []string{"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"}
-	for _, o := range orders {
-		for signs := 0; signs < 8; signs++ {
-			var b []byte
-			for i := 0; i < 3; i++ {
-				if signs&(1<<i) != 0 {
-					b = append(b, '-')
-				}
-				b = append(b, o[i])
-			}
-			out = append(out, string(b))
+func buildPermutationTables() (map[string]string, []string) {
+	spellings := map[string]string{}
+	var tokens []string
+	for _, sign := range []string{"", "+", "-"} {
+		for _, axis := range []string{"X", "Y", "Z"} {
+			tokens = append(tokens, sign+axis)
 		}
 	}
-	return out
+	canonical := map[string]string{}
+	for _, a := range tokens {
+		for _, b := range tokens {
+			for _, c := range tokens {
+				s := a + b + c
+				p, err := space.ParsePermutation(s)
+				if err != nil {
+					continue
+				}
+				name := p.String()
+				if interned, ok := canonical[name]; ok {
+					name = interned
+				} else {
+					canonical[name] = name
+				}
+				spellings[s] = name
+			}
+		}
+	}
+	var all []string
+	for _, p := range space.AllPermutations() {
+		all = append(all, canonical[p.String()])
+	}
+	return spellings, all
 }
 
 // Permutations lists the 48 valid bases in canonical form (a copy).
 func Permutations() []string { return append([]string(nil), permutations...) }
 
 // CanonicalPermutation checks a basis permutation (each of X, Y, Z exactly
-// once, each optionally prefixed + or -) and returns its canonical form:
-// upper-case letters, '-' kept, '+' dropped ("+X-Z+Y" → "X-ZY"). Lower-case
-// letters are accepted. The canonical strings are interned, so the hot path
-// does not allocate.
-func CanonicalPermutation(s string) (string, bool) { return canonicalPermutation([]byte(s)) }
+// once, each optionally prefixed + or -) and returns its canonical form,
+// the one protocol/space prints: '-' kept, '+' dropped ("+X-Z+Y" → "X-ZY").
+// Basis values decoded by this package are always canonical.
+func CanonicalPermutation(s string) (string, bool) {
+	p, ok := permutationSpellings[s]
+	return p, ok
+}
 
 func canonicalPermutation(s []byte) (string, bool) {
-	var buf [6]byte
-	n := 0
-	var seen uint8
-	sign := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '+', '-':
-			if sign {
-				return "", false
-			}
-			sign = true
-			if c == '-' {
-				if n >= len(buf) {
-					return "", false
-				}
-				buf[n] = '-'
-				n++
-			}
-		case 'X', 'Y', 'Z', 'x', 'y', 'z':
-			c &^= 0x20 // upper case
-			bit := uint8(1) << (c - 'X')
-			if seen&bit != 0 || n >= len(buf) {
-				return "", false
-			}
-			seen |= bit
-			buf[n] = c
-			n++
-			sign = false
-		default:
-			return "", false
-		}
-	}
-	if seen != 7 || sign {
-		return "", false
-	}
-	for _, p := range permutations {
-		if p == string(buf[:n]) {
-			return p, true
-		}
-	}
-	return "", false
+	p, ok := permutationSpellings[string(s)] // no allocation: map index by converted bytes
+	return p, ok
 }
 
 // Entry is one configuration value. It is sealed: the implementations are
@@ -453,8 +434,15 @@ func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []E
 		at.name = k.Name()
 	}
 	e, err := decodeEntryValue(k, doc.Root(), &at, w)
-	if err != nil && path == "" {
-		err.Path = strings.TrimPrefix(strings.TrimPrefix(err.Path, k.Name()), ".")
+	if path == "" {
+		// The root was named after the key only for the messages.
+		trim := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, k.Name()), ".") }
+		if err != nil {
+			err.Path = trim(err.Path)
+		}
+		for i := range list {
+			list[i].Path = trim(list[i].Path)
+		}
 	}
 	return e, list, err
 }
