@@ -37,9 +37,17 @@
 // interval. Put encodes its value at call time (the snapshot rule: callers
 // may change the value afterwards) and never waits for the disk.
 //
+// Save, Delete and Put on one name take effect in call order: a
+// write-behind flush never puts back a value that a later Save (an HTTP
+// POST) or Delete replaced.
+//
 // # Concurrency
 //
 // Store and WriteBehind are safe for concurrent use. Operations on one name
 // are serialised; operations on different names run in parallel except for
 // a small, fixed set of lock stripes. One process per state directory.
+//
+// Lock order: WriteBehind.flushMu, then a Store stripe. WriteBehind.mu is
+// taken alone and never held across disk I/O, which is why Put never waits
+// for a flush.
 package store

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,13 +30,18 @@ const (
 // written durably. It is safe for concurrent use; writes to one name are
 // serialised, writes to different names mostly are not.
 type Store struct {
+	// Atomics first.
+	// order numbers every Save, Delete and WriteBehind.Put, so that the
+	// last call wins on disk whichever path it took (see saveBytes).
+	order atomic.Uint64
+
 	// Immutable after Open.
 	dir string
 
 	// stripes serialise Load, Save and Delete per name (by hash), so that
 	// a Load that moves a corrupt file aside never moves a good one a
 	// concurrent Save just renamed into place.
-	stripes [lockStripes]sync.Mutex
+	stripes [lockStripes]stripe
 
 	// afterWrite, when set (tests only, before use), is called after each
 	// durable write with the document name.
@@ -145,10 +151,35 @@ func (s *Store) path(name string) string {
 	return filepath.Join(s.dir, filepath.FromSlash(name)) + ext
 }
 
-func (s *Store) lock(name string) *sync.Mutex {
+// stripe is one lock of the store.
+type stripe struct {
+	mu sync.Mutex
+	// written holds, per name hashed here, the order number of the last
+	// Save or Delete that reached the disk. Guarded by mu.
+	written map[string]uint64
+}
+
+func (s *Store) lock(name string) *stripe {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return &s.stripes[h.Sum32()%lockStripes]
+	st := &s.stripes[h.Sum32()%lockStripes]
+	st.mu.Lock()
+	return st
+}
+
+// supersededLocked reports whether a write numbered order is older than
+// what is already on disk for name, and otherwise records it as the newest.
+// It keeps a write-behind flush from putting back a value that a later
+// durable Save (an HTTP POST) replaced.
+func (st *stripe) supersededLocked(name string, order uint64) bool {
+	if st.written[name] > order {
+		return true
+	}
+	if st.written == nil {
+		st.written = make(map[string]uint64)
+	}
+	st.written[name] = order
+	return false
 }
 
 // Load reads document name into v (as encoding/json does). found is false
@@ -162,9 +193,8 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 	if err := checkName(name); err != nil {
 		return false, err
 	}
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
+	st := s.lock(name)
+	defer st.mu.Unlock()
 	p := s.path(name)
 	data, err := os.ReadFile(p)
 	switch {
@@ -234,14 +264,18 @@ func (s *Store) Save(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("store: encode %s: %w", name, err)
 	}
-	return s.saveBytes(name, append(data, '\n'))
+	return s.saveBytes(name, append(data, '\n'), s.order.Add(1))
 }
 
-// saveBytes is Save for a checked name and encoded value.
-func (s *Store) saveBytes(name string, data []byte) error {
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
+// saveBytes is Save for a checked name and encoded value. order is the
+// number the value got when the caller handed it over; a value older than
+// the one on disk is dropped (reported as written), so the last call wins.
+func (s *Store) saveBytes(name string, data []byte, order uint64) error {
+	st := s.lock(name)
+	defer st.mu.Unlock()
+	if st.written[name] > order {
+		return nil
+	}
 	p := s.path(name)
 	dir := filepath.Dir(p)
 	if err := s.mkdirDurable(dir); err != nil {
@@ -269,6 +303,7 @@ func (s *Store) saveBytes(name string, data []byte) error {
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
+	st.supersededLocked(name, order)
 	if s.afterWrite != nil {
 		s.afterWrite(name)
 	}
@@ -307,11 +342,12 @@ func (s *Store) Delete(name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
+	order := s.order.Add(1)
+	st := s.lock(name)
+	defer st.mu.Unlock()
 	p := s.path(name)
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
+		st.supersededLocked(name, order)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
@@ -319,6 +355,7 @@ func (s *Store) Delete(name string) error {
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
+	st.supersededLocked(name, order)
 	return nil
 }
 

@@ -34,10 +34,17 @@ type WriteBehind struct {
 
 	// mu guards the following. It is never held across disk I/O.
 	mu      sync.Mutex
-	pending map[string][]byte
+	pending map[string]pendingDoc
 	failed  error // reported by the next Flush
 	onError func(error)
 	closed  bool
+}
+
+// pendingDoc is an encoded value waiting for its write, with the order
+// number it got at Put.
+type pendingDoc struct {
+	data  []byte
+	order uint64
 }
 
 // NewWriteBehind starts a write-behind buffer over s that flushes within
@@ -53,7 +60,7 @@ func (s *Store) NewWriteBehind(interval time.Duration) *WriteBehind {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		pending:  make(map[string][]byte),
+		pending:  make(map[string]pendingDoc),
 	}
 	go w.run()
 	return w
@@ -77,16 +84,17 @@ func (w *WriteBehind) Put(name string, v any) {
 		w.fail(err)
 		return
 	}
+	doc := pendingDoc{data: data, order: w.store.order.Add(1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		if err := w.store.saveBytes(name, data); err != nil {
+		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
 			w.fail(err)
 		}
 		return
 	}
 	first := len(w.pending) == 0
-	w.pending[name] = data
+	w.pending[name] = doc
 	w.mu.Unlock()
 	if first {
 		select {
@@ -139,16 +147,16 @@ func (w *WriteBehind) flushLocked() {
 		w.mu.Unlock()
 		return
 	}
-	w.pending = make(map[string][]byte, len(batch))
+	w.pending = make(map[string]pendingDoc, len(batch))
 	w.mu.Unlock()
 
 	var errs []error
-	for name, data := range batch {
-		if err := w.store.saveBytes(name, data); err != nil {
+	for name, doc := range batch {
+		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
 			errs = append(errs, err)
 			w.mu.Lock()
 			if _, newer := w.pending[name]; !newer {
-				w.pending[name] = data
+				w.pending[name] = doc
 			}
 			w.mu.Unlock()
 			continue

@@ -172,3 +172,53 @@ func TestWriteBehindConcurrentPuts(t *testing.T) {
 		}
 	}
 }
+
+// The last call wins on disk, whether it was a durable Save (an HTTP POST)
+// or a write-behind Put (a WebSocket configure): a flush never puts back a
+// value that a later Save or Delete replaced.
+func TestWriteBehindNeverRevertsALaterSave(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps func(s *Store, w *WriteBehind)
+		want  float64 // 0: the document must not exist
+	}{
+		{"put then save", func(s *Store, w *WriteBehind) {
+			w.Put("doc", deviceDoc{Scale: 1})
+			s.Save("doc", deviceDoc{Scale: 2})
+		}, 2},
+		{"save then put", func(s *Store, w *WriteBehind) {
+			s.Save("doc", deviceDoc{Scale: 2})
+			w.Put("doc", deviceDoc{Scale: 3})
+		}, 3},
+		{"put then delete", func(s *Store, w *WriteBehind) {
+			w.Put("doc", deviceDoc{Scale: 1})
+			s.Delete("doc")
+		}, 0},
+		{"put, save, put", func(s *Store, w *WriteBehind) {
+			w.Put("doc", deviceDoc{Scale: 1})
+			s.Save("doc", deviceDoc{Scale: 2})
+			w.Put("doc", deviceDoc{Scale: 4})
+		}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			w := s.NewWriteBehind(time.Hour)
+			tt.steps(s, w)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got deviceDoc
+			found, err := s.Load("doc", &got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == 0 && found:
+				t.Errorf("document came back after Delete: %+v", got)
+			case tt.want != 0 && (!found || got.Scale != tt.want):
+				t.Errorf("on disk: %v %+v, want scale %v", found, got, tt.want)
+			}
+		})
+	}
+}
