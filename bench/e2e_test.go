@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildHapticd builds the real service. While the service is being written
+// it may not build; the end-to-end tests then skip with the compiler's
+// message so CI stays green.
+func buildHapticd(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hapticd")
+	if out, err := exec.Command("go", "build", "-o", path, hapticdPackage).CombinedOutput(); err != nil {
+		t.Skipf("skipping the end-to-end run: `go build ./cmd/hapticd` fails while the service is being written:\n%s", clip(out, 2000))
+	}
+	return path
+}
+
+func TestEndToEndAgainstRealHapticd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run starts the real service; skipped with -short")
+	}
+	bin := buildHapticd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 2, Clients: 2, Observers: 1, RateHz: 500,
+		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	_ = rep.WriteTable(&table)
+	t.Logf("report:\n%s", table.String())
+
+	h := rep.Hapticd.Overall
+	if h.Received == 0 || h.Received != h.Sent {
+		t.Errorf("received %d of %d frames", h.Received, h.Sent)
+	}
+	if h.Lost+h.OutOfOrder+h.ErrorFrames != 0 || h.ClientsInError != 0 {
+		t.Errorf("hapticd broke the contract: lost %d, out of order %d, error frames %d, sessions in error %d",
+			h.Lost, h.OutOfOrder, h.ErrorFrames, h.ClientsInError)
+	}
+	if rep.Echo == nil || rep.Echo.Overall.FrameBytes != h.FrameBytes {
+		t.Errorf("echo baseline missing or with another frame size than hapticd's %d bytes", h.FrameBytes)
+	}
+	if rep.Loop == nil || rep.Loop.Devices != 2 || rep.Loop.Ticks == 0 {
+		t.Errorf("loop figures %+v, want 2 ticking devices from /stats", rep.Loop)
+	}
+	if rep.Process == nil || rep.Process.Goroutines == 0 || rep.Process.RSSBytes == 0 {
+		t.Errorf("process figures %+v, want goroutines and RSS from /stats", rep.Process)
+	}
+	if rep.BareLoop == nil || rep.BareLoop.Arms != 2 || rep.BareLoop.Ticks == 0 {
+		t.Errorf("bare loop %+v, want 2 arms stepped", rep.BareLoop)
+	}
+	if len(rep.Warnings) != 0 {
+		t.Errorf("warnings: %q", rep.Warnings)
+	}
+}
+
+func TestEndToEndCapacity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("capacity search starts the real service; skipped with -short")
+	}
+	bin := buildHapticd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A limit of 100 % passes every probe that ticks: this checks the
+	// search's plumbing, not the machine's speed.
+	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 2, Settle: 200 * time.Millisecond,
+		Window: 300 * time.Millisecond, OverrunLimit: 1.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Service.Capacity != 2 || !rep.Service.AtMax || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
+		t.Errorf("capacity report %+v, want 2 arms (at max) for both", rep)
+	}
+}
