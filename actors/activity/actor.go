@@ -119,7 +119,7 @@ func (a *activityActor) subscribe(since uint64, replay bool) *Subscription {
 	s := newSubscription(nil, a.queueSize)
 	s.id = a.nextSubID
 	s.lastQueued = a.nextSeq - 1
-	if replay {
+	if replay && since < a.nextSeq-1 {
 		from := since + 1
 		if oldest := a.oldest(); from < oldest {
 			if since > 0 {
@@ -138,13 +138,13 @@ func (a *activityActor) subscribe(since uint64, replay bool) *Subscription {
 }
 
 func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) {
+	if since >= a.nextSeq-1 {
+		return []event.Event{}, a.nextSeq
+	}
 	from := max(since+1, a.oldest())
 	to := a.nextSeq
 	if limit > 0 && from < to && to-from > uint64(limit) {
 		to = from + uint64(limit)
-	}
-	if from >= to {
-		return []event.Event{}, a.nextSeq
 	}
 	out := make([]event.Event, 0, to-from)
 	for seq := from; seq < to; seq++ {

@@ -28,8 +28,8 @@ type Usage struct {
 
 // Tally counts uses of one thing. Remotes are counted by host (the port of
 // a client changes with every connection); a profile-less session counts
-// under NoProfile. Each map holds at most MaxTallyKeys keys; past that,
-// uses count under OtherKey.
+// under NoProfile. Each map holds at most MaxTallyKeys keys, OtherKey
+// included: uses past that count under OtherKey.
 type Tally struct {
 	Count     uint64            `json:"count"`
 	FirstSeen time.Time         `json:"first_seen"`
@@ -73,8 +73,9 @@ const (
 	NoProfile     = "(none)"
 	UnknownRemote = "(unknown)"
 	OtherKey      = "(other)"
-	// MaxTallyKeys bounds each by_remote and by_profile map, so a flood
-	// of distinct clients cannot grow the report without end.
+	// MaxTallyKeys bounds each by_remote and by_profile map and the
+	// number of routes and commands, so a flood of distinct clients or
+	// made-up routes cannot grow the report without end.
 	MaxTallyKeys = 256
 	// LegacyAPIVersion is the api_version of 3.0-format sessions.
 	LegacyAPIVersion = "3.0"
@@ -164,7 +165,7 @@ func (b *usageBook) record(e *event.Event) {
 func (b *usageBook) legacyRoute(route, remote, profile string, at time.Time) {
 	u := b.legacyRoutes[route]
 	if u == nil {
-		if len(b.legacyRoutes) >= MaxTallyKeys {
+		if len(b.legacyRoutes) >= MaxTallyKeys-1 {
 			route = OtherKey
 			u = b.legacyRoutes[route]
 		}
@@ -217,7 +218,7 @@ func use(m map[string]*DeprecatedUse, name string) *DeprecatedUse {
 	if u := m[name]; u != nil {
 		return u
 	}
-	if len(m) >= MaxTallyKeys {
+	if len(m) >= MaxTallyKeys-1 {
 		name = OtherKey
 		if u := m[name]; u != nil {
 			return u
@@ -265,7 +266,7 @@ func bump(m map[string]uint64, key string) map[string]uint64 {
 	if m == nil {
 		m = make(map[string]uint64)
 	}
-	if _, ok := m[key]; !ok && len(m) >= MaxTallyKeys {
+	if _, ok := m[key]; !ok && len(m) >= MaxTallyKeys-1 {
 		key = OtherKey
 	}
 	m[key]++
