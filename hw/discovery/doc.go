@@ -1,0 +1,20 @@
+// Package discovery finds real devices: every scan period it lists the
+// serial ports, opens the ones whose USB id AND product string match a known
+// device (never a byte to any other port), plus the ports named explicitly
+// (--hw-port), and hands each new driver to a Handler. It reports every port
+// it saw as loaded, skipped or failed, with the reason and a fix hint, and
+// backs off ports that keep failing (exponential, capped).
+//
+// # Hot-plug
+//
+// A loaded port is not scanned again until the service calls Lost (its
+// device's loop failed: unplugged, stalled). Lost closes the driver and
+// lets the next scans reopen the port with backoff. A device that comes
+// back reports the same Info().UUID, which the service maps to its device
+// id.
+//
+// # Concurrency
+//
+// Run scans from its own goroutine and calls the Handler from it, one call
+// at a time. Lost and Report may be called from any goroutine.
+package discovery

@@ -1,0 +1,409 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// Handler receives what a Watcher finds. Calls come from the Watcher's Run
+// goroutine, one at a time; they should not block for long.
+type Handler interface {
+	// DeviceFound hands over a new, open driver. The handler owns it until
+	// it calls Watcher.Lost for its port.
+	DeviceFound(d hw.Driver)
+	// ScanReport is called after a scan whose outcome differs from the
+	// previous one.
+	ScanReport(r Report)
+}
+
+// Match is a known device's USB identity. Both the id and a product string
+// must match before a byte is sent: the arm uses the generic Teensy id.
+type Match struct {
+	VID, PID uint16
+	Products []string // substrings of the USB product string, any of them
+	Kind     hw.Kind
+}
+
+// matches is the table of known devices; it is never written. See Matches.
+var matches = [...]Match{
+	{VID: 0x16c0, PID: 0x0483, Products: []string{"Haply", "Teensyduino"}, Kind: hw.KindArm},
+	{VID: 0x2fe3, PID: 0x0100, Products: []string{"Haply USB Transceiver"}, Kind: hw.KindGrip},
+}
+
+// Matches returns a copy of the known devices' USB identities.
+func Matches() []Match {
+	out := make([]Match, len(matches))
+	for i, m := range matches {
+		out[i] = m
+		out[i].Products = slices.Clone(m.Products)
+	}
+	return out
+}
+
+// Outcome is what a scan did with a port.
+type Outcome uint8
+
+const (
+	Loaded  Outcome = iota + 1 // a driver is open on it
+	Skipped                    // not a known device; no byte was sent
+	Failed                     // a known or explicit device that did not open
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Loaded:
+		return "loaded"
+	case Skipped:
+		return "skipped"
+	case Failed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// PortReport is one port's outcome in a scan.
+type PortReport struct {
+	Path     string
+	Explicit bool // named by --hw-port
+	VID, PID uint16
+	Product  string
+	Serial   string
+	Kind     hw.Kind // the device kind it matched (0 when skipped)
+	Outcome  Outcome
+	DeviceID string // when loaded
+	UUID     string // when loaded
+	Reason   string // why skipped or failed
+	Hint     string // how to fix a failure
+	Failures int    // consecutive failures
+	RetryAt  time.Time
+}
+
+// Report is the outcome of one scan, ports sorted by path.
+type Report struct {
+	At    time.Time
+	Ports []PortReport
+}
+
+// WatcherOptions configure a Watcher. Zero values take the defaults.
+type WatcherOptions struct {
+	// ExplicitPorts are opened whatever their USB identity: arms, unless
+	// the path is prefixed "grip:" ("grip:/dev/ttyACM3").
+	ExplicitPorts []string
+	// ScanPeriod is the time between scans (default 1 s).
+	ScanPeriod time.Duration
+	// PeriodS is the loop period the arms will be driven at (default
+	// 0.001 s); their reply deadline derives from it.
+	PeriodS float64
+	// Arm and Grip are the driver options (Path and PeriodS are set by the
+	// Watcher).
+	Arm  driver.ArmOptions
+	Grip driver.GripOptions
+	// BackoffMin and BackoffMax bound the wait before a failed port is
+	// tried again (defaults 1 s and 1 min): it doubles with each failure.
+	BackoffMin, BackoffMax time.Duration
+	// Open opens a port (default serial.Open); Enumerate lists the system's
+	// ports (default serial.Enumerate); Now is the clock (default
+	// time.Now). Tests replace them.
+	Open      func(path string) (serial.Port, error)
+	Enumerate func() ([]serial.PortInfo, error)
+	Now       func() time.Time
+}
+
+// portState is what the watcher remembers of a port between scans.
+type portState struct {
+	drv      hw.Driver // non-nil while loaded
+	loadedAt time.Time
+	failures int
+	retryAt  time.Time
+	last     PortReport
+}
+
+// Watcher scans for devices. Create it with NewWatcher.
+type Watcher struct {
+	opts WatcherOptions
+
+	mu      sync.Mutex // guards the following
+	ports   map[string]*portState
+	report  Report
+	wake    chan struct{}
+	scanned bool
+}
+
+// NewWatcher returns a Watcher; start it with Run.
+func NewWatcher(o WatcherOptions) *Watcher {
+	if o.ScanPeriod <= 0 {
+		o.ScanPeriod = time.Second
+	}
+	if o.PeriodS <= 0 {
+		o.PeriodS = 0.001
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = time.Minute
+	}
+	if o.BackoffMax < o.BackoffMin {
+		o.BackoffMax = o.BackoffMin
+	}
+	if o.Open == nil {
+		o.Open = serial.Open
+	}
+	if o.Enumerate == nil {
+		o.Enumerate = serial.Enumerate
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.ExplicitPorts = slices.Clone(o.ExplicitPorts)
+	return &Watcher{opts: o, ports: map[string]*portState{}, wake: make(chan struct{}, 1)}
+}
+
+// Run scans at once, then every ScanPeriod (and soon after Lost), until ctx
+// ends. It does not close the drivers it handed over.
+func (w *Watcher) Run(ctx context.Context, h Handler) {
+	t := time.NewTicker(w.opts.ScanPeriod)
+	defer t.Stop()
+	for {
+		w.Scan(h)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// Lost tells the watcher that the device on port failed: it closes the
+// driver (which sends a zero force if the port still writes) and lets the
+// port be scanned again after a backoff.
+func (w *Watcher) Lost(port string) {
+	w.mu.Lock()
+	ps := w.ports[port]
+	var drv hw.Driver
+	if ps != nil && ps.drv != nil {
+		drv = ps.drv
+		ps.drv = nil
+		now := w.opts.Now()
+		// A device that stayed up a while starts its backoff afresh; one
+		// that flaps keeps doubling it.
+		if now.Sub(ps.loadedAt) > w.opts.BackoffMax {
+			ps.failures = 0
+		}
+		ps.failures++
+		ps.retryAt = now.Add(w.backoff(ps.failures))
+		ps.last.Outcome = Failed
+		ps.last.Failures, ps.last.RetryAt = ps.failures, ps.retryAt
+		ps.last.Reason = "device lost (its loop failed: unplugged or not answering)"
+		ps.last.Hint = "check the cable and power; it is reopened automatically when it answers"
+	}
+	w.mu.Unlock()
+	if drv != nil {
+		_ = drv.Close() // an unplugged port cannot take the zero force; nothing more to do
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Report returns the latest scan's report.
+func (w *Watcher) Report() Report {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.report
+	r.Ports = slices.Clone(r.Ports)
+	return r
+}
+
+func (w *Watcher) backoff(failures int) time.Duration {
+	d := w.opts.BackoffMin
+	for i := 1; i < failures && d < w.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, w.opts.BackoffMax)
+}
+
+// candidate is a port found in one scan.
+type candidate struct {
+	info     serial.PortInfo
+	explicit bool
+	kind     hw.Kind // 0 = does not match
+	reason   string  // why it does not match
+}
+
+// Scan runs one scan: it opens every matching port that is not loaded and
+// not backing off, calls h.DeviceFound for each new driver, and
+// h.ScanReport when the outcome changed. Run calls it; it is exported for
+// a "rescan now" and for tests.
+func (w *Watcher) Scan(h Handler) Report {
+	cands, enumErr := w.candidates()
+	now := w.opts.Now()
+	seen := map[string]bool{}
+	for _, c := range cands {
+		seen[c.info.Path] = true
+		w.visit(c, now, h)
+	}
+	w.mu.Lock()
+	for path, ps := range w.ports {
+		if !seen[path] && ps.drv == nil {
+			delete(w.ports, path) // gone, and nothing of ours is open on it
+		}
+	}
+	r := Report{At: now}
+	for _, ps := range w.ports {
+		r.Ports = append(r.Ports, ps.last)
+	}
+	for _, c := range cands {
+		if c.kind == 0 {
+			r.Ports = append(r.Ports, PortReport{Path: c.info.Path, VID: c.info.VID, PID: c.info.PID,
+				Product: c.info.Product, Serial: c.info.SerialNumber, Outcome: Skipped, Reason: c.reason})
+		}
+	}
+	if enumErr != nil {
+		r.Ports = append(r.Ports, PortReport{Outcome: Failed, Reason: enumErr.Error(),
+			Hint: "serial ports could not be listed; explicit --hw-port paths still work"})
+	}
+	slices.SortFunc(r.Ports, func(a, b PortReport) int { return strings.Compare(a.Path, b.Path) })
+	changed := !w.scanned || !sameOutcome(w.report, r)
+	w.report, w.scanned = r, true
+	w.mu.Unlock()
+	if changed {
+		out := r
+		out.Ports = slices.Clone(r.Ports)
+		h.ScanReport(out)
+	}
+	return r
+}
+
+func sameOutcome(a, b Report) bool {
+	return slices.EqualFunc(a.Ports, b.Ports, func(x, y PortReport) bool {
+		return x.Path == y.Path && x.Outcome == y.Outcome && x.Reason == y.Reason && x.Failures == y.Failures && x.UUID == y.UUID
+	})
+}
+
+// candidates lists explicit ports first, then enumerated ones not already
+// named explicitly.
+func (w *Watcher) candidates() ([]candidate, error) {
+	var out []candidate
+	explicit := map[string]bool{}
+	for _, p := range w.opts.ExplicitPorts {
+		kind, path := hw.KindArm, p
+		if rest, ok := strings.CutPrefix(p, "grip:"); ok {
+			kind, path = hw.KindGrip, rest
+		}
+		explicit[path] = true
+		out = append(out, candidate{info: serial.PortInfo{Path: path}, explicit: true, kind: kind})
+	}
+	list, err := w.opts.Enumerate()
+	if err != nil {
+		err = fmt.Errorf("hw/discovery: %w", err)
+	}
+	for _, pi := range list {
+		if explicit[pi.Path] {
+			continue
+		}
+		kind, reason := classify(pi)
+		out = append(out, candidate{info: pi, kind: kind, reason: reason})
+	}
+	return out, err
+}
+
+// classify says which known device a port is, or why it is none.
+func classify(pi serial.PortInfo) (hw.Kind, string) {
+	if !pi.IsUSB {
+		return 0, "not a USB serial port"
+	}
+	for _, m := range matches {
+		if m.VID != pi.VID || m.PID != pi.PID {
+			continue
+		}
+		for _, p := range m.Products {
+			if strings.Contains(pi.Product, p) {
+				return m.Kind, ""
+			}
+		}
+		return 0, fmt.Sprintf("USB %04x:%04x is shared by other boards and its product %q matches none of %q", pi.VID, pi.PID, pi.Product, m.Products)
+	}
+	return 0, fmt.Sprintf("USB %04x:%04x is not a known device", pi.VID, pi.PID)
+}
+
+// visit opens c if it matches, is not loaded and is not backing off.
+func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
+	if c.kind == 0 {
+		return
+	}
+	path := c.info.Path
+	w.mu.Lock()
+	ps := w.ports[path]
+	if ps == nil {
+		ps = &portState{}
+		w.ports[path] = ps
+	}
+	if ps.drv != nil || now.Before(ps.retryAt) {
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+
+	drv, err := w.open(path, c.kind)
+
+	w.mu.Lock()
+	rep := PortReport{Path: path, Explicit: c.explicit, VID: c.info.VID, PID: c.info.PID,
+		Product: c.info.Product, Serial: c.info.SerialNumber, Kind: c.kind}
+	if err != nil {
+		ps.failures++
+		ps.retryAt = now.Add(w.backoff(ps.failures))
+		rep.Outcome, rep.Reason, rep.Hint = Failed, err.Error(), hint(err)
+		rep.Failures, rep.RetryAt = ps.failures, ps.retryAt
+		ps.last = rep
+		w.mu.Unlock()
+		return
+	}
+	info := drv.Info()
+	ps.drv, ps.loadedAt, ps.retryAt = drv, now, time.Time{}
+	rep.Outcome, rep.DeviceID, rep.UUID, rep.Failures = Loaded, info.ID, info.UUID, ps.failures
+	ps.last = rep
+	w.mu.Unlock()
+	h.DeviceFound(drv)
+}
+
+func (w *Watcher) open(path string, kind hw.Kind) (hw.Driver, error) {
+	p, err := w.opts.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if kind == hw.KindGrip {
+		o := w.opts.Grip
+		o.Path = path
+		return driver.OpenGrip(p, o)
+	}
+	o := w.opts.Arm
+	o.Path, o.PeriodS = path, w.opts.PeriodS
+	return driver.OpenArm(p, o)
+}
+
+// hint says how to fix an open failure (STYLE habit 8).
+func hint(err error) string {
+	switch {
+	case errors.Is(err, serial.ErrPermission):
+		return "install packaging/udev/70-hapticd.rules into /etc/udev/rules.d, run `udevadm control --reload && udevadm trigger`, and replug the device"
+	case errors.Is(err, serial.ErrBusy):
+		return "another program holds the port: close the vendor tool, or stop ModemManager (`systemctl stop ModemManager`)"
+	case errors.Is(err, serial.ErrNotFound):
+		return "the port vanished: replug the device, or fix the --hw-port path"
+	case errors.Is(err, driver.ErrWake):
+		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
+	}
+	return "replug the device; it is retried automatically with backoff"
+}

@@ -1,0 +1,241 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/discovery"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+type recorder struct {
+	mu      sync.Mutex
+	found   []hw.Driver
+	reports []discovery.Report
+}
+
+func (r *recorder) DeviceFound(d hw.Driver) { r.mu.Lock(); r.found = append(r.found, d); r.mu.Unlock() }
+func (r *recorder) ScanReport(rep discovery.Report) {
+	r.mu.Lock()
+	r.reports = append(r.reports, rep)
+	r.mu.Unlock()
+}
+
+func (r *recorder) closeAll() {
+	for _, d := range r.found {
+		d.Close()
+	}
+}
+
+// fakeClock is time as a dependency: scans see only what the test sets.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time       { return c.now }
+func (c *fakeClock) Add(d time.Duration)  { c.now = c.now.Add(d) }
+func newClock() *fakeClock                { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func noPorts() ([]serial.PortInfo, error) { return nil, nil }
+func portOf(r discovery.Report, path string) (discovery.PortReport, bool) {
+	for _, p := range r.Ports {
+		if p.Path == path {
+			return p, true
+		}
+	}
+	return discovery.PortReport{}, false
+}
+
+func startEmulator(t *testing.T, index int) (*emulator.Emulator, string) {
+	t.Helper()
+	e, path, err := emulator.StartPTY(emulator.Options{Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, path
+}
+
+func TestExplicitPortLoadsOnce(t *testing.T) {
+	e, path := startEmulator(t, 1)
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts,
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	r := w.Scan(rec)
+	w.Scan(rec)
+	if len(rec.found) != 1 {
+		t.Fatalf("found %d devices over two scans, want 1", len(rec.found))
+	}
+	if got := rec.found[0].Info().UUID; got != driver.FormatUUID(e.UUID()) {
+		t.Errorf("UUID %s, want %s", got, driver.FormatUUID(e.UUID()))
+	}
+	p, ok := portOf(r, path)
+	if !ok || p.Outcome != discovery.Loaded || !p.Explicit || p.UUID == "" {
+		t.Errorf("report for %s = %+v", path, p)
+	}
+	if len(rec.reports) != 1 {
+		t.Errorf("%d scan reports for an unchanged outcome, want 1", len(rec.reports))
+	}
+}
+
+func TestOnlyMatchingPortsGetAByte(t *testing.T) {
+	eArm, armPath := startEmulator(t, 2)
+	eOther, otherPath := startEmulator(t, 3)
+	var mu sync.Mutex
+	var opened []string
+	ports := []serial.PortInfo{
+		{Path: armPath, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Haply Inverse3"},
+		// Same generic Teensy id, another product: it must get no byte.
+		{Path: otherPath, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensy MIDI"},
+		{Path: "/dev/ttyS0"},
+		{Path: "/dev/ttyUSB9", IsUSB: true, VID: 0x0403, PID: 0x6001, Product: "FT232R"},
+	}
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		Enumerate: func() ([]serial.PortInfo, error) { return ports, nil },
+		Open: func(path string) (serial.Port, error) {
+			mu.Lock()
+			opened = append(opened, path)
+			mu.Unlock()
+			return serial.Open(path)
+		},
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	r := w.Scan(rec)
+	if len(opened) != 1 || opened[0] != armPath {
+		t.Fatalf("opened %v, want only %s", opened, armPath)
+	}
+	if eOther.Stats().Wakeups != 0 || eArm.Stats().Wakeups == 0 {
+		t.Errorf("wake-ups: matching arm %d, other board %d; want >0 and 0", eArm.Stats().Wakeups, eOther.Stats().Wakeups)
+	}
+	tests := []struct {
+		path   string
+		want   discovery.Outcome
+		reason string
+	}{
+		{armPath, discovery.Loaded, ""},
+		{otherPath, discovery.Skipped, "Teensy MIDI"},
+		{"/dev/ttyS0", discovery.Skipped, "not a USB"},
+		{"/dev/ttyUSB9", discovery.Skipped, "0403:6001"},
+	}
+	for _, tc := range tests {
+		p, ok := portOf(r, tc.path)
+		if !ok || p.Outcome != tc.want || !strings.Contains(p.Reason, tc.reason) {
+			t.Errorf("%s: %+v, want %v with reason containing %q", tc.path, p, tc.want, tc.reason)
+		}
+	}
+}
+
+func TestFailingPortBacksOff(t *testing.T) {
+	clock := newClock()
+	opens := 0
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		ExplicitPorts: []string{"/dev/ttyACM7"},
+		Enumerate:     noPorts,
+		Now:           clock.Now,
+		BackoffMin:    time.Second,
+		BackoffMax:    4 * time.Second,
+		Open: func(path string) (serial.Port, error) {
+			opens++
+			return nil, fmt.Errorf("hw/serial: open %s: %w", path, serial.ErrPermission)
+		},
+	})
+	rec := &recorder{}
+	// Each step: advance the clock, scan, and expect the open count and
+	// the wait before the next try.
+	steps := []struct {
+		advance   time.Duration
+		wantOpens int
+		wantWait  time.Duration
+	}{
+		{0, 1, time.Second},
+		{500 * time.Millisecond, 1, 500 * time.Millisecond}, // still backing off
+		{500 * time.Millisecond, 2, 2 * time.Second},
+		{2 * time.Second, 3, 4 * time.Second},
+		{4 * time.Second, 4, 4 * time.Second}, // capped
+	}
+	for i, s := range steps {
+		clock.Add(s.advance)
+		r := w.Scan(rec)
+		p, _ := portOf(r, "/dev/ttyACM7")
+		if opens != s.wantOpens || p.RetryAt.Sub(clock.now) != s.wantWait {
+			t.Fatalf("step %d: %d opens, retry in %v; want %d and %v", i, opens, p.RetryAt.Sub(clock.now), s.wantOpens, s.wantWait)
+		}
+		if p.Outcome != discovery.Failed || !strings.Contains(p.Hint, "70-hapticd.rules") {
+			t.Fatalf("step %d: report %+v, want failed with the udev hint", i, p)
+		}
+	}
+}
+
+func TestLostThenReplugSameIdentity(t *testing.T) {
+	clock := newClock()
+	e1, path1 := startEmulator(t, 4)
+	current := path1
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		ExplicitPorts: []string{"arm0"},
+		Enumerate:     noPorts,
+		Now:           clock.Now,
+		// "arm0" stands for a by-id path that survives a replug.
+		Open: func(string) (serial.Port, error) { return serial.Open(current) },
+		Arm:  driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	w.Scan(rec)
+	if len(rec.found) != 1 {
+		t.Fatalf("found %d, want 1", len(rec.found))
+	}
+	first := rec.found[0].Info()
+
+	e1.Unplug()
+	w.Lost("arm0")
+	if err := rec.found[0].Exchange(&hw.Command{}, &hw.State{}); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("the lost driver was not closed: Exchange = %v", err)
+	}
+	if p, _ := portOf(w.Scan(rec), "arm0"); p.Outcome != discovery.Failed || len(rec.found) != 1 {
+		t.Fatalf("right after Lost: %+v, %d found; want failed and backing off", p, len(rec.found))
+	}
+
+	_, current = startEmulator(t, 4) // the same arm, plugged back in
+	clock.Add(time.Minute)
+	w.Scan(rec)
+	if len(rec.found) != 2 {
+		t.Fatalf("found %d after replug, want 2", len(rec.found))
+	}
+	if again := rec.found[1].Info(); again.UUID != first.UUID || again.ID != first.ID {
+		t.Errorf("replugged arm %s/%s, was %s/%s", again.ID, again.UUID, first.ID, first.UUID)
+	}
+}
+
+func TestRunScansUntilCancelled(t *testing.T) {
+	_, path := startEmulator(t, 5)
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts,
+		ScanPeriod: 10 * time.Millisecond, Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx, rec); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec.mu.Lock()
+		n := len(rec.found)
+		rec.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run never found the explicit port")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+}
