@@ -14,6 +14,14 @@ import (
 
 var keyFullState = []byte(`"force_render_full_state"`)
 
+// padTo appends spaces to the state frame until it is n bytes long, so the
+// echo baseline moves as many bytes per frame as hapticd did on average.
+func (f *capturedFrames) padTo(n int) {
+	for len(f.state) < n {
+		f.state = append(f.state, ' ')
+	}
+}
+
 // echoServer is the echo baseline: a bare gorilla/websocket server that
 // answers the lock-step protocol with pre-encoded frames and does nothing
 // else, so the difference to hapticd is the service's own cost.

@@ -254,6 +254,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		if frames.state == nil {
 			rep.Warnings = append(rep.Warnings, "echo baseline skipped: no hapticd frame was captured (did every client fail?)")
 		} else {
+			frames.padTo(rep.Hapticd.Overall.FrameBytes)
 			o.progress("echo baseline: same clients, %d-byte frames", len(frames.state))
 			echo, err := startEcho(*frames)
 			if err != nil {
