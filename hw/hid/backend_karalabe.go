@@ -1,0 +1,105 @@
+//go:build cgo && !nohid
+
+package hid
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	karalabe "github.com/karalabe/hid"
+)
+
+// Available reports whether this build can open HID devices.
+func Available() bool { return karalabe.Supported() }
+
+// Enumerate lists the RawHID interfaces of this layout. It sends no report.
+func Enumerate() ([]DeviceInfo, error) {
+	all, err := karalabe.Enumerate(0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("hw/hid: list HID devices: %w", err)
+	}
+	var out []DeviceInfo
+	for _, in := range all {
+		d := DeviceInfo{Path: in.Path, VID: in.VendorID, PID: in.ProductID, Serial: in.Serial,
+			Product: in.Product, UsagePage: in.UsagePage, Usage: in.Usage, Interface: in.Interface}
+		if d.matches() {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Open opens the RawHID interface d.
+func Open(d DeviceInfo) (Device, error) {
+	all, err := karalabe.Enumerate(d.VID, d.PID)
+	if err != nil {
+		return nil, fmt.Errorf("hw/hid: open %s: %w", d.Path, err)
+	}
+	for _, in := range all {
+		if in.Path != d.Path {
+			continue
+		}
+		dev, err := in.Open()
+		if err != nil {
+			return nil, fmt.Errorf("hw/hid: open %s: %w; if it is a permission error, install packaging/udev/70-hapticd.rules and replug", d.Path, err)
+		}
+		return &karalabeDevice{dev: dev}, nil
+	}
+	return nil, fmt.Errorf("hw/hid: open %s: no such device; it was unplugged, list devices again", d.Path)
+}
+
+// karalabeDevice adapts karalabe/hid to Device: one report per call, with
+// the report-ID byte hidapi wants in front of output reports.
+type karalabeDevice struct {
+	dev  karalabe.Device
+	mu   sync.Mutex // guards out: Close may halt from another goroutine
+	out  [1 + ReportLen]byte
+	in   [ReportLen]byte
+	once sync.Once
+}
+
+func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
+	// hidapi counts whole milliseconds, and 0 would not wait at all.
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
+	if ms < 1 {
+		ms = 1
+	}
+	n, err := k.dev.ReadTimeout(k.in[:], ms)
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		return false, nil
+	}
+	*r = Report{}
+	copy(r[:], k.in[:n])
+	return true, nil
+}
+
+func (k *karalabeDevice) Write(r *Report) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b := k.out[:]
+	if runtime.GOOS == "windows" {
+		// karalabe/hid adds the report-ID byte itself on Windows.
+		b = k.out[1:]
+	}
+	k.out[0] = 0 // unnumbered reports
+	copy(k.out[1:], r[:])
+	n, err := k.dev.Write(b)
+	if err != nil {
+		return err
+	}
+	if n < ReportLen {
+		return fmt.Errorf("hw/hid: short write of %d bytes", n)
+	}
+	return nil
+}
+
+func (k *karalabeDevice) Close() error {
+	var err error
+	k.once.Do(func() { err = k.dev.Close() })
+	return err
+}

@@ -1,0 +1,147 @@
+package hid_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hid"
+)
+
+var board = hid.Info{ID: 0xB0A2, Model: 1, UUID: [16]byte{0xde, 0xad, 15: 1}}
+
+func open(t *testing.T) (*hid.Driver, *hid.Fake) {
+	t.Helper()
+	f := hid.NewFake(board)
+	d, err := hid.NewDriver(f, hid.Options{Path: "hid:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, f
+}
+
+func TestReportLayoutGolden(t *testing.T) {
+	var r hid.Report
+	r.PutForce(7, hw.Vec3{X: 1, Z: -2.5})
+	want := []byte{0x01, 7, 0, 0, 0x80, 0x3f, 0, 0, 0, 0, 0, 0, 0x20, 0xc0}
+	for i, b := range want {
+		if r[i] != b {
+			t.Fatalf("force report byte %d = %#x, want %#x (report % x)", i, r[i], b, r[:16])
+		}
+	}
+	for i := len(want); i < hid.ReportLen; i++ {
+		if r[i] != 0 {
+			t.Fatalf("unused byte %d = %#x, want 0", i, r[i])
+		}
+	}
+	var s hid.StateReport
+	r.PutState(9, &hid.StateReport{PositionM: hw.Vec3{Y: 0.5}, Buttons: 5, Status: 3})
+	r.State(&s)
+	if r.Type() != hid.TypeState || r.Seq() != 9 || s.PositionM != (hw.Vec3{Y: 0.5}) || s.Buttons != 5 || r[26] != 5 {
+		t.Errorf("state report round trip: %+v % x", s, r[:28])
+	}
+}
+
+func TestDriverIdentifiesAndExchanges(t *testing.T) {
+	d, f := open(t)
+	defer d.Close()
+	info := d.Info()
+	if info.ID != "B0A2" || info.UUID != "dead0000-0000-0000-0000-000000000001" || info.Port != "hid:test" || !info.HostGravityCompensation {
+		t.Errorf("Info = %+v", info)
+	}
+	f.SetState(hid.StateReport{PositionM: hw.Vec3{Z: 0.125}, VelocityMps: hw.Vec3{X: 0.25}, Buttons: 3, Status: 3})
+	tests := []struct {
+		name      string
+		cmd       hw.Command
+		wantForce hw.Vec3
+	}{
+		{"force", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, hw.Vec3{Z: 1}},
+		{"idle is a zero force", hw.Command{Mode: hw.ModeIdle, ForceN: hw.Vec3{Z: 1}}, hw.Vec3{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st hw.State
+			if err := d.Exchange(&tc.cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			if f.ForceN() != tc.wantForce || st.ForceN != tc.wantForce {
+				t.Errorf("board holds %v, state says %v; want %v", f.ForceN(), st.ForceN, tc.wantForce)
+			}
+			if st.PositionM != (hw.Vec3{Z: 0.125}) || st.Buttons != hw.ButtonA|hw.ButtonB || st.Status&hw.StatusReady == 0 {
+				t.Errorf("state %+v", st)
+			}
+		})
+	}
+}
+
+func TestDriverDropsLateReplies(t *testing.T) {
+	d, f := open(t)
+	defer d.Close()
+	// A reply to an older command is already waiting.
+	var old hid.Report
+	old.PutForce(200, hw.Vec3{})
+	f.SetState(hid.StateReport{PositionM: hw.Vec3{X: 0.5}})
+	f.Write(&old)
+	f.SetState(hid.StateReport{PositionM: hw.Vec3{X: 0.25}})
+	var st hw.State
+	if err := d.Exchange(&hw.Command{Mode: hw.ModeForce}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PositionM.X != 0.25 {
+		t.Errorf("position %v: the late reply was taken for the current one", st.PositionM)
+	}
+}
+
+func TestDriverStopsForceOnTrouble(t *testing.T) {
+	tests := []struct {
+		name    string
+		trouble func(d *hid.Driver, f *hid.Fake) error
+		wantErr error
+	}{
+		{"stalled replies", func(d *hid.Driver, f *hid.Fake) error {
+			f.Stall(1 << 20)
+			var err error
+			for i := 0; i < 3 && err == nil; i++ {
+				err = d.Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 2}}, &hw.State{})
+			}
+			return err
+		}, hid.ErrNoReply},
+		{"unsupported mode", func(d *hid.Driver, f *hid.Fake) error {
+			return d.Exchange(&hw.Command{Mode: hw.ModePosition}, &hw.State{})
+		}, hid.ErrMode},
+		{"halt", func(d *hid.Driver, f *hid.Fake) error { return d.Halt() }, nil},
+		{"close", func(d *hid.Driver, f *hid.Fake) error { return d.Close() }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := open(t)
+			if err := d.Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 2}}, &hw.State{}); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.trouble(d, f)
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if f.ForceN() != (hw.Vec3{}) {
+				t.Errorf("board still holds %v", f.ForceN())
+			}
+		})
+	}
+}
+
+func TestExchangeDoesNotAllocate(t *testing.T) {
+	d, _ := open(t)
+	defer d.Close()
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	var st hw.State
+	if allocs := testing.AllocsPerRun(1000, func() { d.Exchange(&cmd, &st) }); allocs != 0 {
+		t.Fatalf("Exchange allocates %v times per tick, want 0", allocs)
+	}
+}
+
+func TestBuildReportsAvailability(t *testing.T) {
+	_, err := hid.Enumerate()
+	if !hid.Available() && !errors.Is(err, hid.ErrUnavailable) {
+		t.Errorf("HID compiled out but Enumerate = %v", err)
+	}
+}

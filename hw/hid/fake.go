@@ -1,0 +1,100 @@
+package hid
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Fake is an in-memory RawHID board: it answers info requests with its
+// Info and force commands with a state report, at once. Tests set its
+// position and buttons, stall its replies and read back the force it holds.
+type Fake struct {
+	mu      sync.Mutex
+	info    Info
+	state   StateReport
+	forceN  hw.Vec3
+	stall   int
+	queue   [8]Report
+	head, n int
+	writes  int
+	closed  bool
+}
+
+var _ Device = (*Fake)(nil)
+
+// NewFake returns a ready board with identity in.
+func NewFake(in Info) *Fake {
+	return &Fake{info: in, state: StateReport{Status: 3}}
+}
+
+// SetState sets what the next state replies report.
+func (f *Fake) SetState(s StateReport) { f.mu.Lock(); f.state = s; f.mu.Unlock() }
+
+// Stall makes the next n commands go unanswered.
+func (f *Fake) Stall(n int) { f.mu.Lock(); f.stall = n; f.mu.Unlock() }
+
+// ForceN returns the force the board holds (sticky, as firmware does).
+func (f *Fake) ForceN() hw.Vec3 { f.mu.Lock(); defer f.mu.Unlock(); return f.forceN }
+
+// Writes returns how many reports the host wrote.
+func (f *Fake) Writes() int { f.mu.Lock(); defer f.mu.Unlock(); return f.writes }
+
+// Read pops the oldest queued reply; it never waits.
+func (f *Fake) Read(r *Report, _ time.Duration) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false, ErrClosed
+	}
+	if f.n == 0 {
+		return false, nil
+	}
+	*r = f.queue[f.head]
+	f.head = (f.head + 1) % len(f.queue)
+	f.n--
+	return true, nil
+}
+
+// Write takes a command and queues its reply.
+func (f *Fake) Write(r *Report) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.writes++
+	var reply Report
+	switch r.Type() {
+	case TypeForce:
+		f.forceN = r.Force()
+		reply.PutState(r.Seq(), &f.state)
+	case TypeInfoRequest:
+		reply.PutInfo(r.Seq(), &f.info)
+	default:
+		return nil
+	}
+	if f.stall > 0 {
+		f.stall--
+		return nil
+	}
+	if f.n == len(f.queue) { // a full queue drops the oldest, as a HID ring does
+		f.head = (f.head + 1) % len(f.queue)
+		f.n--
+	}
+	f.queue[(f.head+f.n)%len(f.queue)] = reply
+	f.n++
+	return nil
+}
+
+// Close closes the fake; later calls fail.
+func (f *Fake) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.closed = true
+	return nil
+}
