@@ -1,0 +1,474 @@
+package actors
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// Device is one device as the rest of the service sees it: identity, the
+// real-time loop's register and snapshot (data plane), and the views its
+// actor publishes for each session. A Device is shared by every session and
+// transport; everything mutable in it is atomic.
+type Device struct {
+	// Atomics first.
+	slots       atomic.Pointer[map[uint64]*viewSlot] // copy-on-write; written by the device actor only
+	defaultView atomic.Pointer[View]                 // what a session with no entries of its own sees
+
+	// Immutable after the registry creates the Device.
+	Type protocol.DeviceType
+	ID   string
+	Info hw.Info
+	pid  *actor.PID
+	rt   *loop.Device
+}
+
+// View is how one session sees one device: the config to report and the
+// compiled coordinate transform and filters. Views are immutable once
+// published; a change publishes a new one.
+type View struct {
+	Config protocol.DeviceView
+	Space  space.View
+	Params *loop.Params
+}
+
+type viewSlot struct{ view atomic.Pointer[View] }
+
+// ViewFor returns the view of session (the device's default view when the
+// session has no entries of its own yet). It never blocks and never
+// allocates.
+func (d *Device) ViewFor(session uint64) *View {
+	if m := d.slots.Load(); m != nil {
+		if s, ok := (*m)[session]; ok {
+			if v := s.view.Load(); v != nil {
+				return v
+			}
+		}
+	}
+	return d.defaultView.Load()
+}
+
+// Load fills dst with the loop's latest snapshot.
+func (d *Device) Load(dst *loop.Snapshot) { d.rt.Load(dst) }
+
+// Register is the device's command register (data plane).
+func (d *Device) Register() *loop.Register { return d.rt.Register() }
+
+// Stats are the device loop's own measurements.
+func (d *Device) Stats() loop.Stats { return d.rt.Stats() }
+
+// storeName is where the device-global entries live in the state directory.
+func (d *Device) storeName() string { return "devices/" + d.Type.Key() + "-" + d.ID }
+
+func (d *Device) profileStoreName(profile string) string {
+	return "profiles/" + store.EscapeName(profile) + "/" + d.Type.Key() + "-" + d.ID
+}
+
+// sessionState is what a device keeps for one session.
+type sessionState struct {
+	cfg     protocol.SessionConfig
+	profile string
+	basis   protocol.Basis // the session-level basis
+	slot    *viewSlot
+}
+
+// deviceCore is a device actor's state. It outlives the actor instance: the
+// registry creates it once and the props producer hands the same core to
+// every restart, so a panic never loses config.
+type deviceCore struct {
+	dev         *Device
+	store       *store.Store
+	writeBehind *store.WriteBehind
+	activity    *activity.Activity
+	registry    *actor.PID
+	log         zerolog.Logger
+
+	// Owned by the device actor.
+	global   protocol.DeviceConfig
+	settings protocol.Settings
+	sessions map[uint64]*sessionState
+}
+
+// deviceActor owns one device's configuration and applies it to the
+// device's real-time loop. It is the only writer of its core.
+type deviceActor struct{ core *deviceCore }
+
+func newDeviceProps(core *deviceCore) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &deviceActor{core: core} })
+}
+
+func (a *deviceActor) Receive(ctx actor.Context) {
+	c := a.core
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.log.Debug().Msg("device actor started")
+	case *actor.Restarting:
+		c.log.Warn().Msg("device actor restarting; config kept")
+	case *actor.Stopping:
+		c.dev.rt.Halt()
+	case *actor.Stopped:
+	case *getEntry:
+		e, err := c.get(m.session, m.key)
+		ctx.Respond(&entryReply{entry: e, err: err})
+	case *setEntries:
+		e, err := c.set(m)
+		ctx.Respond(&entryReply{entry: e, err: err})
+	case *resetEntry:
+		e, err := c.reset(m)
+		ctx.Respond(&entryReply{entry: e, err: err})
+	case *attachSession:
+		c.attach(m)
+		if ctx.Sender() != nil {
+			ctx.Respond(&ack{})
+		}
+	case *detachSession:
+		c.detach(m.session)
+		if ctx.Sender() != nil {
+			ctx.Respond(&ack{})
+		}
+	case *sessionBasis:
+		if s := c.sessions[m.session]; s != nil {
+			s.basis = m.basis
+			c.publish(s)
+		}
+		ctx.Respond(&ack{})
+	case *applyGlobals:
+		c.settings = m.settings
+		c.publishGlobals()
+	case *loopEvent:
+		c.onLoopEvent(ctx, m.event)
+	case *supervisionDrill:
+		panic("supervision drill: " + m.reason)
+	default:
+		c.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("device actor: unknown message dropped")
+	}
+}
+
+// init loads the device-global entries and publishes the first views. It
+// runs before the actor starts, so the device is fully configured when it
+// appears in any listing.
+func (c *deviceCore) init() {
+	c.global = protocol.DefaultDeviceConfig()
+	c.sessions = make(map[uint64]*sessionState)
+	if c.store != nil {
+		var stored protocol.DeviceConfig
+		found, err := c.store.Load(c.dev.storeName(), &stored)
+		switch {
+		case err != nil:
+			c.log.Error().Err(err).Msg("stored device config unreadable; using defaults")
+		case found:
+			c.global = stored
+		}
+	}
+	empty := map[uint64]*viewSlot{}
+	c.dev.slots.Store(&empty)
+	c.publishGlobals()
+}
+
+func (c *deviceCore) get(session uint64, k protocol.Key) (protocol.Entry, error) {
+	if !k.SessionScoped() {
+		return c.global.Get(k), nil
+	}
+	s := c.sessions[session]
+	if s == nil {
+		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", session, c.dev.Type.Key(), c.dev.ID)
+	}
+	return c.effective(s, k), nil
+}
+
+// effective answers a session-scoped entry as it is in force: the basis
+// that applies (per device, else the session's) and the mount the preset
+// implies.
+func (c *deviceCore) effective(s *sessionState, k protocol.Key) protocol.Entry {
+	switch k {
+	case protocol.KeyBasis:
+		return c.effectiveBasis(s)
+	case protocol.KeyMount:
+		return protocol.Mount{Transform: c.effectiveMount(&s.cfg, c.effectiveBasis(s))}
+	}
+	return s.cfg.Get(k)
+}
+
+func (c *deviceCore) effectiveBasis(s *sessionState) protocol.Basis {
+	if s.cfg.Basis != nil {
+		return *s.cfg.Basis
+	}
+	if s.basis.Permutation == "" {
+		return protocol.Basis{Permutation: "XYZ"}
+	}
+	return s.basis
+}
+
+// effectiveMount is the mount in force: the preset's own transform while a
+// preset is set, the custom mount otherwise. The mount acts after the
+// basis, so a *_centered preset needs the workspace centre in the basis's
+// axes.
+func (c *deviceCore) effectiveMount(cfg *protocol.SessionConfig, basis protocol.Basis) space.Transform {
+	if cfg.Preset != "" && cfg.Preset != space.PresetCustom {
+		perm, err := space.ParsePermutation(basis.Permutation)
+		if err != nil {
+			perm = space.IdentityPermutation()
+		}
+		if t, ok := space.PresetTransform(cfg.Preset, perm.Apply(space.Vec3(c.dev.Info.WorkspaceCenterM))); ok {
+			return t
+		}
+	}
+	return cfg.Mount
+}
+
+func (c *deviceCore) set(m *setEntries) (protocol.Entry, error) {
+	if len(m.entries) == 0 {
+		return nil, nil
+	}
+	if m.session == 0 {
+		next := c.global
+		for _, e := range m.entries {
+			if e.Key().SessionScoped() {
+				return nil, protocol.Errorf(protocol.CodeInvalidValue, "", "%s is session-scoped: name a session", e.Key().Name())
+			}
+			next.Set(e)
+		}
+		if next != c.global {
+			if err := c.saveDurable(c.dev.storeName(), next); err != nil {
+				return nil, err
+			}
+			c.global = next
+			c.publishGlobals()
+		}
+		return c.global.Get(m.entries[len(m.entries)-1].Key()), nil
+	}
+	s := c.sessions[m.session]
+	if s == nil {
+		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Type.Key(), c.dev.ID)
+	}
+	next := s.cfg
+	for _, e := range m.entries {
+		if !e.Key().SessionScoped() {
+			return nil, protocol.Errorf(protocol.CodeHTTPOnlyKey, "", "%s is device-global: use POST /{type}/{id}/config/%s", e.Key().Name(), e.Key().Path())
+		}
+		next.Set(e)
+	}
+	last := m.entries[len(m.entries)-1].Key()
+	if sessionConfigEqual(&next, &s.cfg) {
+		return c.effective(s, last), nil // a client re-sending its configure every tick costs nothing
+	}
+	if s.profile != "" {
+		name := c.dev.profileStoreName(s.profile)
+		if m.durable {
+			if err := c.saveDurable(name, next); err != nil {
+				return nil, err
+			}
+		} else if c.writeBehind != nil {
+			c.writeBehind.Put(name, next)
+		}
+	}
+	s.cfg = next
+	c.publish(s)
+	return c.effective(s, last), nil
+}
+
+func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
+	k := m.key
+	if !k.SessionScoped() {
+		return c.set(&setEntries{entries: []protocol.Entry{protocol.DefaultEntry(k)}, durable: true})
+	}
+	targets := m.sessions
+	if m.all {
+		targets = targets[:0:0]
+		for id := range c.sessions {
+			targets = append(targets, id)
+		}
+	}
+	def := protocol.DefaultSessionConfig()
+	for _, id := range targets {
+		s := c.sessions[id]
+		if s == nil {
+			continue
+		}
+		next := s.cfg
+		next.Reset(k)
+		if sessionConfigEqual(&next, &s.cfg) {
+			continue
+		}
+		if s.profile != "" {
+			if err := c.saveDurable(c.dev.profileStoreName(s.profile), next); err != nil {
+				return nil, err
+			}
+		}
+		s.cfg = next
+		c.publish(s)
+	}
+	if k == protocol.KeyBasis {
+		return protocol.Basis{Permutation: "XYZ"}, nil
+	}
+	if k == protocol.KeyMount {
+		return protocol.Mount{Transform: c.effectiveMount(&def, protocol.Basis{Permutation: "XYZ"})}, nil
+	}
+	return def.Get(k), nil
+}
+
+func (c *deviceCore) attach(m *attachSession) {
+	s := c.sessions[m.session]
+	if s == nil {
+		s = &sessionState{cfg: protocol.DefaultSessionConfig(), slot: &viewSlot{}}
+		c.sessions[m.session] = s
+		c.storeSlots()
+	}
+	s.basis = m.basis
+	if m.profile != "" && m.profile != s.profile {
+		s.profile = m.profile
+		if c.store != nil {
+			var stored protocol.SessionConfig
+			found, err := c.store.Load(c.dev.profileStoreName(m.profile), &stored)
+			switch {
+			case err != nil:
+				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
+			case found:
+				s.cfg = stored
+			default:
+				// A new profile starts from what the session has set so far.
+				def := protocol.DefaultSessionConfig()
+				if !sessionConfigEqual(&s.cfg, &def) && c.writeBehind != nil {
+					c.writeBehind.Put(c.dev.profileStoreName(m.profile), s.cfg)
+				}
+			}
+		}
+	}
+	c.publish(s)
+}
+
+func (c *deviceCore) detach(session uint64) {
+	if _, ok := c.sessions[session]; !ok {
+		return
+	}
+	delete(c.sessions, session)
+	c.storeSlots()
+}
+
+// storeSlots publishes a new copy of the session → slot map. It runs only on
+// attach and detach, never per message.
+func (c *deviceCore) storeSlots() {
+	m := make(map[uint64]*viewSlot, len(c.sessions))
+	for id, s := range c.sessions {
+		m[id] = s.slot
+	}
+	c.dev.slots.Store(&m)
+}
+
+// publish compiles and publishes one session's view.
+func (c *deviceCore) publish(s *sessionState) {
+	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s)))
+}
+
+func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) *View {
+	perm, err := space.ParsePermutation(basis.Permutation)
+	if err != nil {
+		// Entries are validated on the way in; this is a stored file gone
+		// wrong. Fall back to the identity rather than refusing to serve.
+		c.log.Error().Err(err).Msg("invalid basis in force; using XYZ")
+		perm = space.IdentityPermutation()
+	}
+	mount := c.effectiveMount(cfg, basis)
+	v := &View{Space: space.NewView(perm, mount)}
+	var scalar float64
+	var vector space.Vec3
+	if cfg.Damping.Scalar != nil {
+		scalar = *cfg.Damping.Scalar
+	}
+	if cfg.Damping.Vector != nil {
+		vector = *cfg.Damping.Vector
+	}
+	v.Params = &loop.Params{
+		Damping:       v.Space.DampingMatrixDevice(scalar, vector),
+		ForceGateGain: cfg.ForceGate.Gain,
+	}
+	info := c.dev.Info
+	v.Config = protocol.DeviceView{
+		Info: protocol.DeviceInfo{
+			ID: info.ID, UUID: info.UUID,
+			Major: int(info.FirmwareVersion), Minor: int(info.HardwareVersion),
+		},
+		Device:  c.global,
+		Session: *cfg,
+		Basis:   basis,
+		Mount:   mount,
+	}
+	return v
+}
+
+// publishGlobals pushes device-wide values to the loop and refreshes every
+// view (they report the device-global entries too).
+func (c *deviceCore) publishGlobals() {
+	g := c.global
+	c.dev.rt.SetGlobals(&loop.Globals{
+		ForceScale: c.settings.ForceScale,
+		Settings: hw.Settings{
+			LeftHanded:          g.Handedness == "left",
+			TorqueScaling:       g.TorqueScaling.Enabled,
+			GravityCompensation: g.GravityCompensation.Enabled,
+			GravityScale:        g.GravityCompensation.ScalingFactor,
+		},
+	})
+	def := protocol.DefaultSessionConfig()
+	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: "XYZ"}))
+	for _, s := range c.sessions {
+		c.publish(s)
+	}
+}
+
+func (c *deviceCore) saveDurable(name string, v any) error {
+	if c.store == nil {
+		return nil
+	}
+	if err := c.store.Save(name, v); err != nil {
+		c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
+		return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
+	}
+	return nil
+}
+
+func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
+	d := c.dev
+	switch ev.Kind {
+	case loop.EventLeaseExpired:
+		c.activity.Publish(event.ControlLeaseExpired(d.Type.Key(), d.ID, ev.Session))
+	case loop.EventReleased:
+		c.log.Debug().Uint64("session", ev.Session).Msg("control released")
+	case loop.EventDriverError:
+		c.log.Warn().Err(ev.Err).Msg("driver error; output halted")
+	case loop.EventFailed:
+		c.log.Error().Err(ev.Err).Msg("device failed; removing it")
+		if c.registry != nil {
+			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
+		}
+	case loop.EventRateWarning:
+		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
+	}
+}
+
+func sessionConfigEqual(a, b *protocol.SessionConfig) bool {
+	if a.Preset != b.Preset || a.Mount != b.Mount || a.ForceGate != b.ForceGate {
+		return false
+	}
+	if (a.Basis == nil) != (b.Basis == nil) || (a.Basis != nil && *a.Basis != *b.Basis) {
+		return false
+	}
+	return dampingEqual(a.Damping, b.Damping)
+}
+
+func dampingEqual(a, b protocol.Damping) bool {
+	if (a.Scalar == nil) != (b.Scalar == nil) || (a.Scalar != nil && *a.Scalar != *b.Scalar) {
+		return false
+	}
+	return (a.Vector == nil) == (b.Vector == nil) && (a.Vector == nil || *a.Vector == *b.Vector)
+}

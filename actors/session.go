@@ -1,0 +1,668 @@
+package actors
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// APIVersion is the emulated service version that profile.required_version
+// is checked against.
+const APIVersion = "3.5"
+
+// Codec turns client messages into protocol.ClientMessage and frames into
+// bytes: one session implementation serves both API formats (3.x and 3.0)
+// with a codec each.
+type Codec interface {
+	Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error
+	AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte
+	// APIVersion names the format: "3.x" or "3.0".
+	APIVersion() string
+}
+
+// FrameSink is a connection's writer side, as the session actor sees it.
+type FrameSink interface {
+	// Buffer returns an empty buffer to encode the next frame into.
+	Buffer() []byte
+	// Send queues a frame. The sink owns buf from then on. Send must not
+	// block for long: the writer goroutine does the I/O.
+	Send(buf []byte)
+	// Recycle hands back a message's bytes once the session is done with them.
+	Recycle(inbound []byte)
+	// Close closes the connection with a WebSocket close code and reason.
+	Close(code int, reason string)
+}
+
+// SessionOptions describe a new connection.
+type SessionOptions struct {
+	Remote string
+	Codec  Codec
+	Sink   FrameSink
+}
+
+// Session is one client connection on the simulation channel. Its actor
+// processes the client's messages in order and answers each with exactly
+// one frame.
+type Session struct {
+	// Atomics first.
+	profile atomic.Pointer[string]
+	basis   atomic.Pointer[protocol.Basis]
+	closed  atomic.Bool
+
+	// Immutable after OpenSession.
+	ID          uint64
+	Remote      string
+	APIVersion  string
+	ConnectedAt time.Time
+	svc         *Service
+	pid         *actor.PID
+	closeOnce   sync.Once
+}
+
+// Profile is the session's profile name ("" when it has none).
+func (s *Session) Profile() string {
+	if p := s.profile.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Basis is the session-level basis.
+func (s *Session) Basis() protocol.Basis {
+	if b := s.basis.Load(); b != nil {
+		return *b
+	}
+	return protocol.Basis{Permutation: "XYZ"}
+}
+
+// Controls lists the devices this session controls now.
+func (s *Session) Controls() []*Device {
+	var out []*Device
+	for _, d := range s.svc.Devices().All() {
+		if d.Register().Owner() == s.ID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Deliver hands one client message to the session actor. The actor owns
+// buf from then on. It never blocks; the transport bounds how many messages
+// are in flight.
+func (s *Session) Deliver(buf []byte) {
+	s.svc.system.Root.Send(s.pid, &inbound{buf: buf})
+}
+
+// Close ends the session: its devices are released at once (the loops
+// ramp their force to zero from the next tick), then the actor stops. It is
+// idempotent.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		for _, d := range s.svc.Devices().All() {
+			d.Register().Release(s.ID)
+		}
+		s.svc.system.Root.Stop(s.pid)
+	})
+}
+
+// OpenSession creates a session for a new connection, attaches it to every
+// device and sends the inventory frame.
+func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
+	sess := &Session{
+		ID:          s.nextSession.Add(1),
+		Remote:      o.Remote,
+		APIVersion:  o.Codec.APIVersion(),
+		ConnectedAt: time.Now(),
+		svc:         s,
+	}
+	a := &sessionActor{
+		sess:    sess,
+		svc:     s,
+		codec:   o.Codec,
+		sink:    o.Sink,
+		leaseMs: s.opts.DefaultLeaseMs,
+		busy:    make(map[*Device]busyNote),
+		log:     s.log.With().Uint64("session_id", sess.ID).Str("remote", o.Remote).Logger(),
+	}
+	// A panic in one session must not take others down: stop the actor and
+	// close its connection (the client reconnects), never restart it with
+	// half its state.
+	stopOnPanic := actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
+		a.log.Error().Interface("reason", reason).Msg("session crashed; closing it")
+		o.Sink.Close(1011, "internal error")
+		return actor.StopDirective
+	})
+	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithSupervisor(stopOnPanic))
+	pid, err := s.system.Root.SpawnNamed(props, "session-"+strconv.FormatUint(sess.ID, 10))
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn session actor: %w", err)
+	}
+	sess.pid = pid
+	return sess, nil
+}
+
+// busyNote rate-limits device-busy events per device and owner.
+type busyNote struct {
+	owner uint64
+	at    time.Time
+}
+
+// sessionActor is one connection's actor. All its fields are owned by it.
+type sessionActor struct {
+	sess    *Session
+	svc     *Service
+	codec   Codec
+	sink    FrameSink
+	log     zerolog.Logger
+	leaseMs int
+	seq     uint64
+	busy    map[*Device]busyNote
+
+	// Scratch reused every message: decoding and encoding allocate little.
+	msg   protocol.ClientMessage
+	frame protocol.Frame
+	snap  loop.Snapshot
+	cmd   hw.Command
+	sview protocol.SessionView
+}
+
+func (a *sessionActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.start(ctx)
+	case *actor.Stopping:
+		a.stop(ctx)
+	case *actor.Stopped, *actor.Restarting:
+	case *inbound:
+		a.handle(ctx, m.buf)
+		a.sink.Recycle(m.buf)
+	case *viewChanged:
+	default:
+		a.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
+	}
+}
+
+func (a *sessionActor) start(ctx actor.Context) {
+	s := a.svc
+	// Attach before the session is listed, so HTTP selectors never find a
+	// session its devices do not know.
+	a.attachAll(ctx)
+	s.sessionsMu.Lock()
+	next := append(append([]*Session(nil), s.Sessions()...), a.sess)
+	s.sessions.Store(&next)
+	s.sessionsMu.Unlock()
+	s.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
+	a.log.Info().Str("api_version", a.sess.APIVersion).Msg("session started")
+
+	f := a.resetFrame()
+	a.fillDevices(f, true, nil)
+	f.Session = a.sessionView()
+	a.emit(f)
+}
+
+func (a *sessionActor) stop(ctx actor.Context) {
+	s := a.svc
+	for _, d := range s.Devices().All() {
+		d.Register().Release(a.sess.ID)
+		ctx.Send(d.pid, &detachSession{session: a.sess.ID})
+	}
+	s.sessionsMu.Lock()
+	cur := s.Sessions()
+	next := make([]*Session, 0, len(cur))
+	for _, x := range cur {
+		if x != a.sess {
+			next = append(next, x)
+		}
+	}
+	s.sessions.Store(&next)
+	s.sessionsMu.Unlock()
+	if s.writeBehind != nil && a.sess.Profile() != "" {
+		if err := s.writeBehind.Flush(); err != nil {
+			a.log.Error().Err(err).Msg("flush profile config at session end")
+		}
+	}
+	s.activity.Publish(event.SessionEnded(a.sess.ID, a.sess.Profile(), a.sess.Remote, a.sess.APIVersion))
+	a.log.Info().Msg("session ended")
+}
+
+func (a *sessionActor) attachAll(ctx actor.Context) {
+	for _, d := range a.svc.Devices().All() {
+		a.requestDevice(ctx, d, &attachSession{session: a.sess.ID, profile: a.sess.Profile(), basis: a.sess.Basis()})
+	}
+}
+
+// requestDevice asks a device actor and waits for its answer. The session
+// processes its messages in order, so waiting here keeps the frame of a
+// configure message consistent with what it configured.
+func (a *sessionActor) requestDevice(ctx actor.Context, d *Device, msg actorMessage) (any, error) {
+	r, err := ctx.RequestFuture(d.pid, msg, a.svc.opts.RequestTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s did not answer: %w", d.Type.Key(), d.ID, err)
+	}
+	return r, nil
+}
+
+func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
+	if a.sess.closed.Load() {
+		return
+	}
+	msg := &a.msg
+	msg.Reset()
+	f := a.resetFrame()
+	if errs := a.codec.Decode(buf, a.svc.opts.Types, msg); len(errs) > 0 {
+		// Applied not at all: the frame reports the errors and the state.
+		f.Errors = append(f.Errors, errs...)
+		f.Warnings = append(f.Warnings, msg.Warnings...)
+		a.fillDevices(f, false, nil)
+		a.emit(f)
+		return
+	}
+	f.Warnings = append(f.Warnings, msg.Warnings...)
+	a.applySession(ctx, f)
+
+	devs := a.svc.Devices()
+	now := a.svc.opts.Clock.Now()
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		d := devs.Find(e.Type, e.DeviceID)
+		if d == nil {
+			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
+				"no %s with id %q is connected; it was ignored", e.Type.Key(), e.DeviceID))
+			continue
+		}
+		if len(e.Configure) > 0 {
+			a.configure(ctx, f, d, e.Path+".configure", e.Configure)
+		}
+		a.command(f, d, e, now)
+	}
+
+	full := msg.Session.FullState != nil
+	var only []protocol.DeviceType
+	if full {
+		only = msg.Session.FullState.DeviceTypes
+		f.Session = a.sessionView()
+	}
+	a.fillDevices(f, full, only)
+	a.emit(f)
+}
+
+// applySession applies the session part of a message: profile, basis,
+// lease and the deprecated session commands.
+func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
+	sp := &a.msg.Session
+	if p := sp.Profile; p != nil {
+		if p.RequiredVersion != "" && !versionSatisfies(APIVersion, p.RequiredVersion) {
+			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeVersionMismatch, "session.configure.profile.required_version",
+				"this service emulates API version %s, which does not satisfy %q", APIVersion, p.RequiredVersion))
+		}
+		if p.Name != a.sess.Profile() {
+			name := p.Name
+			a.sess.profile.Store(&name)
+			a.loadProfileSession()
+			a.attachAll(ctx)
+		}
+	}
+	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
+		a.leaseMs = sp.LeaseMs
+		a.saveProfileSession()
+	}
+	if sp.Basis != nil {
+		a.setBasis(ctx, *sp.Basis)
+	}
+	if sp.SetBasis != nil {
+		a.setBasis(ctx, *sp.SetBasis)
+		a.deprecated("session.set_basis")
+	}
+	if sp.SetCoordinateOrigin != "" {
+		// Mapped per device, not as a global switch: every device of the
+		// session, arms and grips, gets the preset.
+		preset := []protocol.Entry{protocol.Preset{Preset: sp.SetCoordinateOrigin}}
+		for _, d := range a.svc.Devices().All() {
+			a.configure(ctx, f, d, "session.set_coordinate_origin", preset)
+		}
+		a.deprecated("session.set_coordinate_origin")
+	}
+}
+
+func (a *sessionActor) deprecated(name string) {
+	for _, c := range protocol.DeprecatedCommands() {
+		if c.Name == name {
+			a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.sess.Profile()))
+			return
+		}
+	}
+}
+
+func (a *sessionActor) setBasis(ctx actor.Context, b protocol.Basis) {
+	if b == a.sess.Basis() {
+		return
+	}
+	a.sess.basis.Store(&b)
+	for _, d := range a.svc.Devices().All() {
+		a.requestDevice(ctx, d, &sessionBasis{session: a.sess.ID, basis: b})
+	}
+	a.saveProfileSession()
+}
+
+// profileSession is what a profile keeps of the session level.
+type profileSession struct {
+	Basis   protocol.Basis `json:"basis"`
+	LeaseMs int            `json:"lease_ms"`
+}
+
+func (a *sessionActor) profileSessionName() string {
+	return "profiles/" + store.EscapeName(a.sess.Profile()) + "/session"
+}
+
+func (a *sessionActor) loadProfileSession() {
+	if a.svc.store == nil || a.sess.Profile() == "" {
+		return
+	}
+	var ps profileSession
+	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
+	if err != nil {
+		a.log.Error().Err(err).Msg("stored profile session unreadable; using defaults")
+		return
+	}
+	if !found {
+		a.saveProfileSession()
+		return
+	}
+	if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
+		b := ps.Basis
+		a.sess.basis.Store(&b)
+	}
+	if ps.LeaseMs >= 10 && ps.LeaseMs <= 1000 {
+		a.leaseMs = ps.LeaseMs
+	}
+}
+
+func (a *sessionActor) saveProfileSession() {
+	if a.svc.writeBehind == nil || a.sess.Profile() == "" {
+		return
+	}
+	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{Basis: a.sess.Basis(), LeaseMs: a.leaseMs})
+}
+
+func (a *sessionActor) configure(ctx actor.Context, f *protocol.Frame, d *Device, path string, entries []protocol.Entry) {
+	r, err := a.requestDevice(ctx, d, &setEntries{session: a.sess.ID, entries: entries})
+	if err == nil {
+		err = r.(*entryReply).err
+	}
+	if err != nil {
+		f.Errors = append(f.Errors, asProtocolError(err, path))
+	}
+}
+
+// command writes a control command into the device's register (data
+// plane): no actor hop, no lock.
+func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64) {
+	c := e.Command
+	cmd := &a.cmd
+	view := d.ViewFor(a.sess.ID)
+	switch c.Kind {
+	case protocol.CmdSetCursorForce:
+		*cmd = hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3(view.Space.ForceToDevice(c.Vec))}
+	case protocol.CmdSetCursorPosition:
+		*cmd = hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3(view.Space.PositionToDevice(c.Vec))}
+	case protocol.CmdSetAngularTorques:
+		*cmd = hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3(c.Angles)}
+	case protocol.CmdSetAngularPosition:
+		*cmd = hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3(c.Angles)}
+	default:
+		return // probes read without commanding
+	}
+	if d.Type != protocol.TypeArm {
+		f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeCommandIgnored, e.Path+".commands",
+			"a %s has no actuator; the command was ignored", e.TypeKey))
+		return
+	}
+	reg := d.Register()
+	if owner := reg.Claim(a.sess.ID); owner != a.sess.ID {
+		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
+			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
+		a.noteBusy(d, owner)
+		return
+	}
+	a.seq++
+	deadline := now + int64(a.leaseMs)*int64(time.Millisecond)
+	if !reg.Write(a.sess.ID, a.seq, deadline, cmd, view.Params) {
+		// The lease lapsed between Claim and Write: the loop took the
+		// device back. The client sees it as busy for this tick.
+		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
+			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
+	}
+}
+
+func (a *sessionActor) noteBusy(d *Device, owner uint64) {
+	now := time.Now()
+	if n, ok := a.busy[d]; ok && n.owner == owner && now.Sub(n.at) < time.Second {
+		return // one event per device and owner per second, not per tick
+	}
+	a.busy[d] = busyNote{owner: owner, at: now}
+	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
+}
+
+func (a *sessionActor) resetFrame() *protocol.Frame {
+	f := &a.frame
+	f.SessionID = a.sess.ID
+	f.Arms = f.Arms[:0]
+	f.Grips = f.Grips[:0]
+	f.Session = nil
+	f.Errors = f.Errors[:0]
+	f.Warnings = f.Warnings[:0]
+	return f
+}
+
+func (a *sessionActor) sessionView() *protocol.SessionView {
+	v := &a.sview
+	v.Profile = nil
+	if name := a.sess.Profile(); name != "" {
+		v.Profile = &protocol.Profile{Name: name}
+	}
+	v.Basis = a.sess.Basis()
+	v.LeaseMs = a.leaseMs
+	return v
+}
+
+// fillDevices adds every device's state, in this session's application
+// space, to f; with config when withConfig is set (limited to the types in
+// only, when given).
+func (a *sessionActor) fillDevices(f *protocol.Frame, withConfig bool, only []protocol.DeviceType) {
+	fillFrame(a.svc.Devices(), a.sess.ID, f, &a.snap, withConfig, only)
+}
+
+// FillFrame fills f with every device as session sees it (0: the default
+// view), with config when withConfig is set. GET /devices uses it.
+func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) {
+	var snap loop.Snapshot
+	fillFrame(s.Devices(), session, f, &snap, withConfig, nil)
+}
+
+func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType) {
+	configFor := func(t protocol.DeviceType) bool {
+		if !withConfig {
+			return false
+		}
+		if len(only) == 0 {
+			return true
+		}
+		for _, o := range only {
+			if o == t {
+				return true
+			}
+		}
+		return false
+	}
+	armConfig, gripConfig := configFor(protocol.TypeArm), configFor(protocol.TypeGrip)
+	for _, d := range devs.OfType(protocol.TypeArm) {
+		d.Load(snap)
+		v := d.ViewFor(session)
+		af := protocol.ArmFrame{DeviceID: d.ID}
+		fillArm(&af, snap, v)
+		if armConfig {
+			af.Config = &v.Config
+		}
+		f.Arms = append(f.Arms, af)
+	}
+	for _, d := range devs.OfType(protocol.TypeGrip) {
+		d.Load(snap)
+		v := d.ViewFor(session)
+		gf := protocol.GripFrame{DeviceID: d.ID}
+		fillGrip(&gf, snap, v)
+		if gripConfig {
+			gf.Config = &v.Config
+		}
+		f.Grips = append(f.Grips, gf)
+	}
+}
+
+func (a *sessionActor) emit(f *protocol.Frame) {
+	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
+	a.sink.Send(buf)
+}
+
+// fillArm converts a loop snapshot into an arm frame in the view's
+// application space.
+func fillArm(af *protocol.ArmFrame, snap *loop.Snapshot, v *View) {
+	st := &snap.State
+	s := &af.State
+	s.CursorPosition = v.Space.PositionToApp(space.Vec3(st.PositionM))
+	s.CursorVelocity = v.Space.VelocityToApp(space.Vec3(st.VelocityMps))
+	s.AngularPosition = space.Angles3(st.AnglesDeg)
+	s.AngularVelocity = space.Angles3(st.AngularVelocityDps)
+	s.BodyOrientation = v.Space.OrientationToApp(orientation(st.BodyOrientation))
+	s.CurrentCursorForce = v.Space.ForceToApp(space.Vec3(st.ForceN))
+	s.ControlMode, s.ControlDomain = controlMode(snap.Mode)
+	af.Status = protocol.ArmStatus{
+		Calibrated:  st.Status&hw.StatusCalibrated != 0,
+		InUse:       snap.Owner != 0,
+		Ready:       st.Status&hw.StatusReady != 0 && !snap.Failed,
+		Started:     st.Status&hw.StatusStarted != 0,
+		PowerSupply: st.Status&hw.StatusPowerSupply != 0,
+	}
+}
+
+func fillGrip(gf *protocol.GripFrame, snap *loop.Snapshot, v *View) {
+	st := &snap.State
+	gf.State.Orientation = v.Space.OrientationToApp(orientation(st.Orientation))
+	gf.State.Buttons.A = st.Buttons&hw.ButtonA != 0
+	gf.State.Buttons.B = st.Buttons&hw.ButtonB != 0
+	gf.State.Buttons.C = st.Buttons&hw.ButtonC != 0
+	gf.State.Hall = st.Hall
+	gf.State.Battery = st.Battery
+	gf.Status = protocol.GripStatus{
+		Connected: st.Status&hw.StatusConnected != 0,
+		Awake:     st.Status&hw.StatusAwake != 0,
+		Ready:     st.Status&hw.StatusReady != 0 && !snap.Failed,
+	}
+}
+
+// orientation reads a device quaternion; before a device's first tick it is
+// all zeros, which is no rotation at all, so it reads as the identity.
+func orientation(q hw.Quat) space.Quat {
+	if q == (hw.Quat{}) {
+		return space.IdentityQuat()
+	}
+	return space.Quat(q)
+}
+
+func controlMode(m hw.ControlMode) (protocol.ControlMode, protocol.ControlDomain) {
+	switch m {
+	case hw.ModeForce:
+		return protocol.ControlForce, protocol.DomainCartesian
+	case hw.ModePosition:
+		return protocol.ControlPosition, protocol.DomainCartesian
+	case hw.ModeTorque:
+		return protocol.ControlTorque, protocol.DomainAngular
+	case hw.ModeAngle:
+		return protocol.ControlAngle, protocol.DomainAngular
+	}
+	return protocol.ControlIdle, protocol.DomainCartesian
+}
+
+// asProtocolError gives err the shape of a frame's error entry.
+func asProtocolError(err error, path string) protocol.Error {
+	if pe, ok := err.(*protocol.Error); ok {
+		e := *pe
+		if e.Path == "" {
+			e.Path = path
+		}
+		return e
+	}
+	return protocol.Error{Code: protocol.CodeInternal, Message: err.Error(), Path: path}
+}
+
+// versionSatisfies checks a constraint such as ">=3.5", "3.5", "<4" or
+// "^3.1" against version (major.minor).
+func versionSatisfies(version, constraint string) bool {
+	c := strings.TrimSpace(constraint)
+	op := ""
+	for _, p := range []string{">=", "<=", "==", ">", "<", "=", "^", "~"} {
+		if strings.HasPrefix(c, p) {
+			op, c = p, strings.TrimSpace(c[len(p):])
+			break
+		}
+	}
+	cmp, ok := compareVersions(version, c)
+	if !ok {
+		return false
+	}
+	switch op {
+	case ">=":
+		return cmp >= 0
+	case "<=":
+		return cmp <= 0
+	case ">":
+		return cmp > 0
+	case "<":
+		return cmp < 0
+	case "^", "~":
+		vMaj, _, _ := strings.Cut(version, ".")
+		cMaj, _, _ := strings.Cut(c, ".")
+		return cmp >= 0 && vMaj == cMaj
+	}
+	return cmp == 0 || strings.HasPrefix(version+".", c+".")
+}
+
+func compareVersions(a, b string) (int, bool) {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		var err error
+		if i < len(as) {
+			if x, err = strconv.Atoi(as[i]); err != nil {
+				return 0, false
+			}
+		}
+		if i < len(bs) {
+			if bs[i] == "x" || bs[i] == "*" {
+				return 0, true
+			}
+			if y, err = strconv.Atoi(bs[i]); err != nil {
+				return 0, false
+			}
+		}
+		if x != y {
+			if x < y {
+				return -1, true
+			}
+			return 1, true
+		}
+	}
+	return 0, true
+}
