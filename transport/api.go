@@ -1,0 +1,482 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/transport/events"
+)
+
+// BuildInfo describes the running binary for GET /version.
+type BuildInfo struct {
+	Version   string // hapticd's own version
+	GitHash   string
+	BuildTime string
+}
+
+// ReadBuildInfo fills what the Go toolchain stamped into the binary.
+func ReadBuildInfo(version string) BuildInfo {
+	b := BuildInfo{Version: version, GitHash: "unknown", BuildTime: "unknown"}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				b.GitHash = s.Value
+			case "vcs.time":
+				b.BuildTime = s.Value
+			}
+		}
+	}
+	return b
+}
+
+// api is one set of handlers, mounted for each API format: at the root of
+// the 3.x port and under /3.0/ on the legacy port. Nothing in it depends
+// on the format but the codec that encodes /devices.
+type api struct {
+	svc    *actors.Service
+	codec  actors.Codec
+	prefix string // "" or "/3.0"
+	build  BuildInfo
+	log    zerolog.Logger
+	ws     *sessionHandler
+}
+
+// newRouter builds the HTTP routes of one format. ws serves the
+// simulation WebSocket on "/".
+func newRouter(a *api) *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	p := a.prefix
+	r.GET(p+"/", a.root)
+	r.GET(p+"/version", a.version)
+	r.GET(p+"/devices", a.devices)
+	r.GET(p+"/sessions", a.sessions)
+	r.GET(p+"/stats", a.stats)
+	r.Handler(http.MethodGet, p+"/events", events.NewRecentHandler(a.svc.Activity()))
+	r.GET(p+"/deprecations", a.deprecations)
+
+	// Device-type keys (and their aliases) are static path segments, so
+	// httprouter never sees a wildcard beside /version or /settings.
+	types := a.svc.Types()
+	for _, t := range types.Types() {
+		for _, key := range types.Keys(t) {
+			for _, k := range protocol.Keys() {
+				path := p + "/" + key + "/:id/config/" + k.Path()
+				h := a.config(t, key, k)
+				r.GET(path, h)
+				r.POST(path, h)
+				r.DELETE(path, h)
+			}
+		}
+	}
+
+	r.GET(p+"/settings", a.allSettings)
+	for _, k := range protocol.SettingKeys() {
+		h := a.setting(k)
+		path := p + "/settings/" + k.Path()
+		r.GET(path, h)
+		r.POST(path, h)
+		r.DELETE(path, h)
+	}
+
+	for _, d := range protocol.DeprecatedRoutes() {
+		r.Handle(d.Method, p+d.Path, a.deprecatedRoute(d))
+	}
+
+	r.NotFound = http.HandlerFunc(a.notFound)
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: %s)", req.Method, req.URL.Path, w.Header().Get("Allow")))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		a.log.Error().Interface("panic", v).Str("path", req.URL.Path).Bytes("stack", debug.Stack()).Msg("handler panic")
+		writeError(w, protocol.Errorf(protocol.CodeInternal, "", "internal error"))
+	}
+	return r
+}
+
+// root upgrades to the simulation WebSocket, or describes the service to a
+// plain GET.
+func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if a.ws != nil && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		a.ws.ServeHTTP(w, r)
+		return
+	}
+	writeData(w, map[string]any{
+		"service":   "hapticd",
+		"api":       a.codec.APIVersion(),
+		"websocket": "upgrade on this path",
+		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
+	}, nil)
+}
+
+func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, a.prefix)
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[2] == "config":
+		if _, ok := a.svc.Types().Resolve(parts[0]); !ok {
+			writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
+			return
+		}
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "unknown config entry %q (known: %s)", strings.Join(parts[3:], "/"), strings.Join(configPaths(), ", ")))
+	case len(parts) >= 1 && parts[0] == "settings":
+		writeError(w, protocol.Errorf(protocol.CodeUnknownSetting, "", "unknown setting %q (known: %s)", strings.Join(parts[1:], "/"), strings.Join(settingPaths(), ", ")))
+	default:
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no route %s %s", r.Method, r.URL.Path))
+	}
+}
+
+func (a *api) allTypeKeys() []string {
+	var keys []string
+	for _, t := range a.svc.Types().Types() {
+		keys = append(keys, a.svc.Types().Keys(t)...)
+	}
+	return keys
+}
+
+func configPaths() []string {
+	var out []string
+	for _, k := range protocol.Keys() {
+		out = append(out, k.Path())
+	}
+	return out
+}
+
+func settingPaths() []string {
+	var out []string
+	for _, k := range protocol.SettingKeys() {
+		out = append(out, k.Path())
+	}
+	return out
+}
+
+func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	doc := map[string]any{
+		"service":         "hapticd",
+		"version":         actors.APIVersion,
+		"hapticd_version": a.build.Version,
+		"api_versions":    []string{"3.0", "3.x"},
+		"git_hash":        a.build.GitHash,
+		"build_time":      a.build.BuildTime,
+	}
+	if r.URL.Query().Get("format") == "json" {
+		writeData(w, doc, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// devices answers the inventory (PROTOCOL 2.1) in this format's shape,
+// in a session's application space when ?session= names one.
+func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var session uint64
+	if sel := r.URL.Query().Get("session"); sel != "" {
+		ids, perr := a.matchSessions(sel, true)
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		session = ids[0]
+	}
+	var f protocol.Frame
+	a.svc.FillFrame(&f, session, true)
+	doc := a.codec.AppendFrame(nil, &f, a.svc.Types())
+	if r.URL.Query().Get("format") == "json" {
+		writeData(w, json.RawMessage(doc), nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(append(doc, '\n'))
+}
+
+type sessionDoc struct {
+	SessionID   uint64       `json:"session_id"`
+	Profile     *profileDoc  `json:"profile"`
+	APIVersion  string       `json:"api_version"`
+	Remote      string       `json:"remote"`
+	ConnectedAt time.Time    `json:"connected_at"`
+	Controls    []controlDoc `json:"controls"`
+}
+
+type profileDoc struct {
+	Name string `json:"name"`
+}
+
+type controlDoc struct {
+	DeviceType string `json:"device_type"`
+	DeviceID   string `json:"device_id"`
+}
+
+func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	list := a.svc.Sessions()
+	docs := make([]sessionDoc, 0, len(list))
+	for _, s := range list {
+		d := sessionDoc{SessionID: s.ID, APIVersion: s.APIVersion, Remote: s.Remote, ConnectedAt: s.ConnectedAt.UTC(), Controls: []controlDoc{}}
+		if p := s.Profile(); p != "" {
+			d.Profile = &profileDoc{Name: p}
+		}
+		for _, dev := range s.Controls() {
+			d.Controls = append(d.Controls, controlDoc{DeviceType: dev.Type.Key(), DeviceID: dev.ID})
+		}
+		docs = append(docs, d)
+	}
+	writeData(w, map[string]any{"session_count": len(docs), "sessions": docs}, nil)
+}
+
+// matchSessions resolves a session= selector to live session ids; one
+// requires exactly one match.
+func (a *api) matchSessions(sel string, one bool) ([]uint64, *protocol.Error) {
+	s, perr := protocol.ParseSessionSelector(sel)
+	if perr != nil {
+		return nil, perr
+	}
+	ids := s.Match(a.svc.SessionRefs())
+	if len(ids) == 0 {
+		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "no connected session matches %q (GET /sessions lists them)", sel)
+	}
+	if one && len(ids) > 1 {
+		return nil, protocol.Errorf(protocol.CodeAmbiguousSelector, "", "session selector %q matches %d sessions; a GET needs exactly one (use #ID or NAME:I)", sel, len(ids))
+	}
+	return ids, nil
+}
+
+func (a *api) matchDevices(t protocol.DeviceType, key, sel string) ([]*actors.Device, *protocol.Error) {
+	ds, perr := protocol.ParseDeviceSelector(sel)
+	if perr != nil {
+		return nil, perr
+	}
+	list := a.svc.Devices().OfType(t)
+	ids := make([]string, len(list))
+	for i, d := range list {
+		ids[i] = d.ID
+	}
+	idx := ds.Match(ids)
+	if len(idx) == 0 {
+		return nil, protocol.Errorf(protocol.CodeUnknownDevice, "", "no %s matches %q (connected: %s)", key, sel, strings.Join(ids, ", "))
+	}
+	out := make([]*actors.Device, len(idx))
+	for i, j := range idx {
+		out[i] = list[j]
+	}
+	return out, nil
+}
+
+// config serves GET, POST and DELETE of one config entry.
+func (a *api) config(t protocol.DeviceType, typeKey string, k protocol.Key) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		devs, perr := a.matchDevices(t, typeKey, ps.ByName("id"))
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		sel, hasSel := r.URL.Query()["session"]
+		if k.SessionScoped() && !hasSel && r.Method != http.MethodDelete {
+			writeError(w, protocol.Errorf(protocol.CodeSessionRequired, "", "%s is session-scoped: add ?session=<id, :index or profile name> (GET /sessions lists them)", k.Name()))
+			return
+		}
+		var sessions []uint64
+		if k.SessionScoped() && hasSel {
+			sessions, perr = a.matchSessions(sel[0], r.Method == http.MethodGet)
+			if perr != nil {
+				writeError(w, perr)
+				return
+			}
+		}
+		switch r.Method {
+		case http.MethodGet:
+			if len(devs) != 1 {
+				writeError(w, protocol.Errorf(protocol.CodeAmbiguousSelector, "", "%q matches %d devices; a GET needs exactly one", ps.ByName("id"), len(devs)))
+				return
+			}
+			var sid uint64
+			if len(sessions) == 1 {
+				sid = sessions[0]
+			}
+			e, err := a.svc.Entry(devs[0], sid, k)
+			if err != nil {
+				writeError(w, asError(err))
+				return
+			}
+			writeData(w, e, nil)
+		case http.MethodPost:
+			body, perr := readBody(w, r)
+			if perr != nil {
+				writeError(w, perr)
+				return
+			}
+			e, perr := protocol.DecodeEntry(k, body, "")
+			if perr != nil {
+				writeError(w, perr)
+				return
+			}
+			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, error) {
+				return a.svc.SetEntry(d, sid, e)
+			})
+		case http.MethodDelete:
+			if k.SessionScoped() && !hasSel {
+				sessions = nil // every session of the device
+			}
+			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, error) {
+				if !k.SessionScoped() {
+					return a.svc.ResetEntry(d, nil, k)
+				}
+				if sid == 0 {
+					return a.svc.ResetEntry(d, nil, k)
+				}
+				return a.svc.ResetEntry(d, []uint64{sid}, k)
+			})
+		}
+	}
+}
+
+// apply runs op on every (device, session) a POST or DELETE selects and
+// answers with the value now in force and the list of what it changed.
+func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, op func(*actors.Device, uint64) (protocol.Entry, error)) {
+	targets := sessions
+	if !k.SessionScoped() || len(sessions) == 0 {
+		targets = []uint64{0}
+	}
+	var last protocol.Entry
+	applied := make([]appliedTo, 0, len(devs)*len(targets))
+	for _, d := range devs {
+		for _, sid := range targets {
+			e, err := op(d, sid)
+			if err != nil {
+				writeError(w, asError(err))
+				return
+			}
+			last = e
+			applied = append(applied, appliedTo{DeviceType: d.Type.Key(), DeviceID: d.ID, SessionID: sid})
+		}
+	}
+	writeData(w, last, applied)
+}
+
+func (a *api) allSettings(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeData(w, a.svc.Settings(), nil)
+}
+
+func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		switch r.Method {
+		case http.MethodGet:
+			s := a.svc.Settings()
+			writeData(w, s.Get(k), nil)
+		case http.MethodPost:
+			body, perr := readBody(w, r)
+			if perr != nil {
+				writeError(w, perr)
+				return
+			}
+			v, perr := protocol.DecodeSetting(k, body)
+			if perr != nil {
+				writeError(w, perr)
+				return
+			}
+			now, err := a.svc.SetSetting(k, v)
+			if err != nil {
+				writeError(w, asError(err))
+				return
+			}
+			writeData(w, now, nil)
+		case http.MethodDelete:
+			now, err := a.svc.ResetSetting(k)
+			if err != nil {
+				writeError(w, asError(err))
+				return
+			}
+			writeData(w, now, nil)
+		}
+	}
+}
+
+// deprecatedRoute serves one route of the deprecation table: exactly what
+// its replacement does, plus one http-route-deprecated event, also when the
+// call fails (the route was used).
+func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		body, perr := readBody(w, r)
+		var req protocol.LegacyRequest
+		if perr == nil {
+			req, perr = d.Translate(body)
+		}
+		replacement := d.ReplacementFor("", "")
+		var dev *actors.Device
+		if perr == nil && d.Key != 0 {
+			dev = a.findAnyType(req.DeviceID)
+			if dev == nil {
+				perr = protocol.Errorf(protocol.CodeUnknownDevice, "device_id", "no device with id %q is connected", req.DeviceID)
+			} else {
+				replacement = d.ReplacementFor(dev.Type.Key(), dev.ID)
+			}
+		}
+		a.svc.Activity().Publish(event.HTTPRouteDeprecated(d.Method+" "+a.prefix+d.Path, d.Method+" "+a.prefix+replacement, r.RemoteAddr))
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		var err error
+		switch {
+		case d.Setting != 0:
+			var v any
+			if v, perr = protocol.DecodeSetting(d.Setting, req.Body); perr == nil {
+				_, err = a.svc.SetSetting(d.Setting, v)
+			}
+		case d.Key != 0:
+			var e protocol.Entry
+			if e, perr = protocol.DecodeEntry(d.Key, req.Body, ""); perr == nil {
+				_, err = a.svc.SetEntry(dev, 0, e)
+			}
+		default:
+			err = fmt.Errorf("transport: deprecated route %s has no replacement target", d.Path)
+		}
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		if err != nil {
+			writeError(w, asError(err))
+			return
+		}
+		writeOK(w)
+	}
+}
+
+// findAnyType finds a device by id across types (legacy bodies name only
+// the id); arms first, as the legacy routes are about arms.
+func (a *api) findAnyType(id string) *actors.Device {
+	for _, t := range a.svc.Types().Types() {
+		if d := a.svc.Devices().Find(t, id); d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	u, err := a.svc.Activity().Usage()
+	if err != nil {
+		writeError(w, asError(err))
+		return
+	}
+	writeData(w, u, nil)
+}
+
+// stats reports each device loop's own measurements and the process's, for
+// load tests (hapticbench) and operators.
+func (a *api) stats(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeData(w, a.svc.StatsDoc(), nil)
+}

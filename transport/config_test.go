@@ -1,0 +1,176 @@
+package transport
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+)
+
+// configCase is one config route with its default, a valid body and the
+// value that body puts in force.
+type configCase struct {
+	path, def, body, want string
+	sessionScoped         bool
+}
+
+var configCases = []configCase{
+	{"preset", `{"preset":"defaults"}`, `{"preset":"arm_front_centered"}`, `{"preset":"arm_front_centered"}`, true},
+	{"basis", `{"permutation":"XYZ"}`, `{"permutation":"-XZY"}`, `{"permutation":"-XZY"}`, true},
+	{"filters/damping", `{"scalar":0}`, `{"scalar":2.5,"vector":{"x":1,"y":0,"z":3}}`, `{"scalar":2.5,"vector":{"x":1,"y":0,"z":3}}`, true},
+	{"filters/force_gate", `{"gain":0.3}`, `{"gain":0.8}`, `{"gain":0.8}`, true},
+	{"handedness", `"right"`, `"left"`, `"left"`, false},
+	{"torque_scaling", `{"enabled":true}`, `{"enabled":false}`, `{"enabled":false}`, false},
+	{"gravity_compensation", `{"enabled":true,"scaling_factor":1}`, `{"enabled":false,"scaling_factor":0.5}`, `{"enabled":false,"scaling_factor":0.5}`, false},
+	{"home_return", `{"enabled":false}`, `{"enabled":true}`, `{"enabled":true}`, false},
+}
+
+func TestConfigRoutesRoundTrip(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	c := ts.dial(t, ts.wsURL())
+	inv := c.expect()
+	sid := int(num(inv["session_id"]))
+	if sid < 1 {
+		t.Fatalf("inventory has no session_id: %v", inv)
+	}
+	for _, tc := range configCases {
+		t.Run(tc.path, func(t *testing.T) {
+			url := ts.base + "/arm3/" + ts.armIDs[0] + "/config/" + tc.path
+			if tc.sessionScoped {
+				url += "?session=" + itoa(sid)
+			}
+			r := ts.do(http.MethodGet, url, "")
+			if r.status != 200 || r.env["ok"] != true || !jsonEqual(t, r.data(), tc.def) {
+				t.Fatalf("GET on a fresh state dir: %v, want data %s", r, tc.def)
+			}
+			r = ts.do(http.MethodPost, url, tc.body)
+			if r.status != 200 || !jsonEqual(t, r.data(), tc.want) {
+				t.Fatalf("POST %s: %v, want data %s", tc.body, r, tc.want)
+			}
+			if r = ts.do(http.MethodGet, url, ""); !jsonEqual(t, r.data(), tc.want) {
+				t.Fatalf("GET after POST: %v, want %s", r, tc.want)
+			}
+			r = ts.do(http.MethodDelete, url, "")
+			if r.status != 200 || !jsonEqual(t, r.data(), tc.def) {
+				t.Fatalf("DELETE: %v, want the default %s", r, tc.def)
+			}
+			if r = ts.do(http.MethodGet, url, ""); !jsonEqual(t, r.data(), tc.def) {
+				t.Fatalf("GET after DELETE: %v, want %s", r, tc.def)
+			}
+		})
+	}
+}
+
+func TestConfigBadInputChangesNothing(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	arm := ts.base + "/arm3/" + ts.armIDs[0] + "/config/"
+	big := `{"gain":0.5,"pad":"` + strings.Repeat("x", 70<<10) + `"}`
+	tests := []struct {
+		name, method, url, body string
+		status                  int
+		code                    string
+		check, unchanged        string // route to GET afterwards and the value it must still hold
+	}{
+		{"not json", "POST", arm + "filters/force_gate?session=" + sid, `{gain:`, 400, "invalid_json", arm + "filters/force_gate?session=" + sid, `{"gain":0.3}`},
+		{"wrong type", "POST", arm + "filters/force_gate?session=" + sid, `{"gain":"high"}`, 400, "invalid_value", arm + "filters/force_gate?session=" + sid, `{"gain":0.3}`},
+		{"out of range", "POST", arm + "filters/force_gate?session=" + sid, `{"gain":1.5}`, 400, "out_of_range", arm + "filters/force_gate?session=" + sid, `{"gain":0.3}`},
+		{"huge number", "POST", arm + "gravity_compensation", `{"enabled":true,"scaling_factor":1e400}`, 400, "", arm + "gravity_compensation", `{"enabled":true,"scaling_factor":1}`},
+		{"nan string", "POST", arm + "filters/damping?session=" + sid, `{"scalar":"NaN"}`, 400, "invalid_value", arm + "filters/damping?session=" + sid, `{"scalar":0}`},
+		{"unknown preset", "POST", arm + "preset?session=" + sid, `{"preset":"upside_down"}`, 400, "", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"bad permutation", "POST", arm + "basis?session=" + sid, `{"permutation":"XXY"}`, 400, "", arm + "basis?session=" + sid, `{"permutation":"XYZ"}`},
+		{"damping empty", "POST", arm + "filters/damping?session=" + sid, `{}`, 400, "damping_empty", arm + "filters/damping?session=" + sid, `{"scalar":0}`},
+		{"bad handedness", "POST", arm + "handedness", `"middle"`, 400, "", arm + "handedness", `"right"`},
+		{"body too large", "POST", arm + "filters/force_gate?session=" + sid, big, 413, "body_too_large", arm + "filters/force_gate?session=" + sid, `{"gain":0.3}`},
+		{"unknown device", "POST", ts.base + "/arm3/FFFF/config/handedness", `"left"`, 404, "unknown_device", arm + "handedness", `"right"`},
+		{"unknown device type", "POST", ts.base + "/toaster/0/config/handedness", `"left"`, 404, "unknown_device_type", arm + "handedness", `"right"`},
+		{"unknown entry", "GET", arm + "color", ``, 404, "unknown_route", arm + "handedness", `"right"`},
+		{"unknown route", "GET", ts.base + "/nope", ``, 404, "unknown_route", arm + "handedness", `"right"`},
+		{"wrong method", "PUT", arm + "handedness", `"left"`, 405, "method_not_allowed", arm + "handedness", `"right"`},
+		{"session required", "POST", arm + "preset", `{"preset":"arm_front"}`, 400, "session_required", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"no such session", "POST", arm + "preset?session=999", `{"preset":"arm_front"}`, 404, "unknown_session", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"unknown setting", "POST", ts.base + "/settings/devices/volume", `{"value":1}`, 404, "unknown_setting", ts.base + "/settings/devices/force_scale", `1`},
+		{"setting out of range", "POST", ts.base + "/settings/devices/force_scale", `{"value":2}`, 400, "out_of_range", ts.base + "/settings/devices/force_scale", `1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do(tt.method, tt.url, tt.body)
+			if r.status != tt.status || r.env["ok"] != false {
+				t.Fatalf("got %v, want status %d with ok:false", r, tt.status)
+			}
+			if msg, _ := r.env["error"].(string); msg == "" {
+				t.Fatalf("error envelope has no message: %v", r)
+			}
+			if tt.code != "" && r.env["code"] != tt.code {
+				t.Fatalf("code %v, want %s (%v)", r.env["code"], tt.code, r)
+			}
+			if after := ts.do("GET", tt.check, ""); !jsonEqual(t, after.data(), tt.unchanged) {
+				t.Fatalf("value changed after a refused request: %v, want %s", after, tt.unchanged)
+			}
+		})
+	}
+}
+
+func TestBrowserSafety(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, allowOrigin: []string{"lab.example"}})
+	url := ts.base + "/arm3/" + ts.armIDs[0] + "/config/handedness"
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"foreign origin as a cross-site form", []string{"Origin", "https://evil.example", "Content-Type", "text/plain"}, 403},
+		{"null origin", []string{"Origin", "null"}, 403},
+		{"foreign host (DNS rebinding)", []string{"Host", "evil.example:10001"}, 403},
+		{"loopback origin", []string{"Origin", "http://localhost:3000"}, 200},
+		{"127.0.0.1 origin", []string{"Origin", "http://127.0.0.1:8080"}, 200},
+		{"allowed origin", []string{"Origin", "https://lab.example"}, 200},
+		{"no origin (curl)", nil, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := ts.do("GET", url, "").data()
+			r := ts.do("POST", url, flipHandedness(before), tt.headers...)
+			if r.status != tt.status {
+				t.Fatalf("got %v, want %d", r, tt.status)
+			}
+			after := ts.do("GET", url, "").data()
+			if tt.status == 403 {
+				if r.env["ok"] != false || r.env["error"] == "" {
+					t.Fatalf("403 without a JSON error: %v", r)
+				}
+				if after != before {
+					t.Fatalf("refused request changed the value: %v → %v", before, after)
+				}
+			} else if after == before {
+				t.Fatalf("served request did not change the value (%v)", after)
+			}
+		})
+	}
+	// WebSocket upgrades go through the same guard, on every listener.
+	for _, u := range []string{ts.wsURL(), ts.legacyWS(), ts.eventsWS} {
+		h := http.Header{"Origin": {"https://evil.example"}}
+		conn, resp, err := websocket.DefaultDialer.Dial(u, h)
+		if err == nil {
+			conn.Close()
+			t.Fatalf("upgrade with a foreign origin on %s was served", u)
+		}
+		if resp == nil || resp.StatusCode != 403 {
+			t.Fatalf("upgrade with a foreign origin on %s: %v, want 403", u, resp)
+		}
+		c := ts.dial(t, u, "Origin", "http://localhost")
+		c.conn.Close()
+	}
+}
+
+func flipHandedness(v any) string {
+	if v == "left" {
+		return `"right"`
+	}
+	return `"left"`
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// maxBodyBytes is the largest request body any route reads (PROTOCOL.md 3.1).
+const maxBodyBytes = 64 << 10
+
+// appliedTo names one (device, session) a POST or DELETE changed.
+type appliedTo struct {
+	DeviceType string `json:"device_type"`
+	DeviceID   string `json:"device_id"`
+	SessionID  uint64 `json:"session_id,omitempty"`
+}
+
+type okEnvelope struct {
+	OK        bool        `json:"ok"`
+	Data      any         `json:"data,omitempty"`
+	AppliedTo []appliedTo `json:"applied_to,omitempty"`
+}
+
+type errorEnvelope struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	Path  string `json:"path,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v) // the client is gone if this fails; nothing to tell it
+}
+
+func writeData(w http.ResponseWriter, data any, applied []appliedTo) {
+	writeJSON(w, http.StatusOK, okEnvelope{OK: true, Data: data, AppliedTo: applied})
+}
+
+func writeOK(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, struct {
+		OK bool `json:"ok"`
+	}{true})
+}
+
+// writeError answers with the status of the error's code (one table in
+// protocol) and the JSON error envelope.
+func writeError(w http.ResponseWriter, e *protocol.Error) {
+	writeJSON(w, e.Code.HTTPStatus(), errorEnvelope{Error: e.Message, Code: string(e.Code), Path: e.Path})
+}
+
+func errorFor(code, path, message string) *protocol.Error {
+	return &protocol.Error{Code: protocol.Code(code), Message: message, Path: path}
+}
+
+// asError turns any error from below into the envelope's shape.
+func asError(err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
+}
+
+// readBody reads a request body up to maxBodyBytes. Bodies are parsed as
+// JSON whatever the Content-Type says (curl without -H sends a form type).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *protocol.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, protocol.Errorf(protocol.CodeBodyTooLarge, "", "request body is over %d KiB", maxBodyBytes>>10)
+		}
+		return nil, protocol.Errorf(protocol.CodeInvalidJSON, "", "could not read the request body: %v", err)
+	}
+	return body, nil
+}

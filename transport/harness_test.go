@@ -1,0 +1,271 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// testService is a real service on 127.0.0.1 ports picked by the kernel,
+// with a real state directory. Logs are off unless HAPTICD_TEST_LOG is set.
+type testService struct {
+	t        testing.TB
+	svc      *actors.Service
+	srv      *Server
+	dir      string
+	base     string // http://127.0.0.1:port of the 3.x listener
+	legacy   string // http://127.0.0.1:port of the legacy listener
+	eventsWS string // ws://127.0.0.1:port/ of the events listener
+	armIDs   []string
+	gripIDs  []string
+}
+
+type serviceConfig struct {
+	arms, grips int
+	dir         string
+	aliases     string
+	allowOrigin []string
+}
+
+func testLogger() zerolog.Logger {
+	if os.Getenv("HAPTICD_TEST_LOG") != "" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger()
+	}
+	return zerolog.Nop()
+}
+
+func startService(t testing.TB, cfg serviceConfig) *testService {
+	t.Helper()
+	if cfg.dir == "" {
+		cfg.dir = t.TempDir()
+	}
+	aliases, err := protocol.ParseTypeAliases(cfg.aliases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := protocol.NewTypeTable(aliases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroutinesBefore := runtime.NumGoroutine()
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testService{t: t, svc: svc, dir: cfg.dir}
+	for i := 0; i < cfg.arms; i++ {
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.armIDs = append(ts.armIDs, d.ID)
+	}
+	for i := 0; i < cfg.grips; i++ {
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.gripIDs = append(ts.gripIDs, d.ID)
+	}
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv = srv
+	ts.base = "http://" + srv.Addr(ListenerHTTP).String()
+	ts.legacy = "http://" + srv.Addr(ListenerLegacy).String()
+	ts.eventsWS = "ws://" + srv.Addr(ListenerEvents).String() + "/"
+	t.Cleanup(func() {
+		ts.stop()
+		// Every goroutine the service started must be gone (the HTTP client's
+		// idle connections are closed first).
+		http.DefaultClient.CloseIdleConnections()
+		checkFor(t, 5*time.Second, func() error {
+			if n := runtime.NumGoroutine(); n > goroutinesBefore+2 {
+				return fmt.Errorf("%d goroutines still running (%d before the service)", n, goroutinesBefore)
+			}
+			return nil
+		})
+	})
+	return ts
+}
+
+func (ts *testService) stop() {
+	if ts.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ts.srv.CloseSockets()
+	if err := ts.svc.Shutdown(ctx); err != nil {
+		ts.t.Errorf("service shutdown: %v", err)
+	}
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		ts.t.Errorf("server shutdown: %v", err)
+	}
+	ts.srv = nil
+}
+
+// checkFor polls f until it returns nil or the deadline passes: never a bare
+// sleep.
+func checkFor(t testing.TB, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("after %v: %v", d, err)
+}
+
+// reply is a decoded HTTP answer.
+type reply struct {
+	status int
+	body   []byte
+	env    map[string]any
+}
+
+func (r reply) data() any { return r.env["data"] }
+
+func (r reply) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+func (ts *testService) do(method, url, body string, headers ...string) reply {
+	ts.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if strings.EqualFold(headers[i], "Host") {
+			req.Host = headers[i+1]
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, body: b}
+	_ = json.Unmarshal(b, &r.env)
+	return r
+}
+
+// jsonEqual compares a decoded JSON value with a JSON literal.
+func jsonEqual(t testing.TB, got any, want string) bool {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want literal %s: %v", want, err)
+	}
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(w)
+	return bytes.Equal(gb, wb)
+}
+
+// wsClient is a real WebSocket client with send/expect helpers.
+type wsClient struct {
+	t    testing.TB
+	conn *websocket.Conn
+}
+
+func (ts *testService) dial(t testing.TB, url string, headers ...string) *wsClient {
+	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(headers); i += 2 {
+		h.Set(headers[i], headers[i+1])
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(url, h)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", url, err, status)
+	}
+	c := &wsClient{t: t, conn: conn}
+	t.Cleanup(func() { _ = conn.Close() })
+	return c
+}
+
+func (ts *testService) wsURL() string    { return "ws" + strings.TrimPrefix(ts.base, "http") + "/" }
+func (ts *testService) legacyWS() string { return "ws" + strings.TrimPrefix(ts.legacy, "http") + "/" }
+
+func (c *wsClient) send(msg string) {
+	c.t.Helper()
+	if err := c.conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// expect reads the next frame as JSON.
+func (c *wsClient) expect() map[string]any {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, b, err := c.conn.ReadMessage()
+	if err != nil {
+		c.t.Fatalf("read frame: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("frame is not a JSON object: %v: %s", err, b)
+	}
+	return m
+}
+
+// roundTrip sends msg and returns its frame.
+func (c *wsClient) roundTrip(msg string) map[string]any {
+	c.t.Helper()
+	c.send(msg)
+	return c.expect()
+}
+
+// path digs into decoded JSON: path("arm3", 0, "state", "cursor_position").
+func path(v any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			a, ok := v.([]any)
+			if !ok || k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}

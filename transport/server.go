@@ -1,0 +1,175 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/transport/events"
+)
+
+// Config describes the listeners.
+type Config struct {
+	Service *actors.Service
+	Log     zerolog.Logger
+	// Bind is the address every listener binds (default 127.0.0.1).
+	Bind string
+	// Port serves 3.x HTTP and the 3.x simulation WebSocket; LegacyPort the
+	// 3.0 API under /3.0/ and its WebSocket; EventsPort the events socket.
+	// 0 picks a free port; a negative value disables the listener.
+	Port, LegacyPort, EventsPort int
+	AllowOrigins, AllowHosts     []string
+	Build                        BuildInfo
+}
+
+// Server runs every listener. All listeners go through one accept path
+// (listen), so each is guarded, logged and shut down alike.
+type Server struct {
+	log       zerolog.Logger
+	svc       *actors.Service
+	guard     *BrowserGuard
+	conns     *connSet
+	eventsSrv *events.Server
+	mu        sync.Mutex
+	servers   []*http.Server
+	addrs     map[string]net.Addr
+	wg        sync.WaitGroup
+}
+
+// Listener names, as logged and as Addr takes them.
+const (
+	ListenerHTTP   = "http"
+	ListenerLegacy = "legacy"
+	ListenerEvents = "events"
+)
+
+// Start binds every enabled listener and serves. It logs one line per
+// listener with its real address; the caller logs "ready" after it.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Bind == "" {
+		cfg.Bind = "127.0.0.1"
+	}
+	s := &Server{
+		log:   cfg.Log,
+		svc:   cfg.Service,
+		conns: newConnSet(),
+		addrs: make(map[string]net.Addr),
+	}
+	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code, reason string) {
+		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", code).Msg("refused a browser request")
+	})
+
+	type listenerSpec struct {
+		name    string
+		port    int
+		handler http.Handler
+	}
+	var specs []listenerSpec
+	if cfg.Port >= 0 {
+		a := &api{svc: cfg.Service, codec: codec3x{}, build: cfg.Build, log: cfg.Log}
+		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.x").Logger())
+		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
+	}
+	if cfg.LegacyPort >= 0 {
+		a := &api{svc: cfg.Service, codec: codec30{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log}
+		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.0").Logger())
+		router := newRouter(a)
+		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
+		// under /3.0/.
+		root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/" {
+				a.root(w, r, nil)
+				return
+			}
+			router.ServeHTTP(w, r)
+		})
+		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, root})
+	}
+	if cfg.EventsPort >= 0 {
+		s.eventsSrv = events.NewServer(cfg.Service.Activity(), cfg.Log.With().Str("listener", ListenerEvents).Logger())
+		specs = append(specs, listenerSpec{ListenerEvents, cfg.EventsPort, s.eventsSrv})
+	}
+	for _, sp := range specs {
+		if err := s.listen(sp.name, net.JoinHostPort(cfg.Bind, strconv.Itoa(sp.port)), s.guard.Wrap(sp.handler)); err != nil {
+			_ = s.Shutdown(context.Background())
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) listen(name, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("transport: %s listener on %s: %w (is another hapticd running? pick another port with its flag, or 0 for a free one)", name, addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	s.mu.Lock()
+	s.servers = append(s.servers, srv)
+	s.addrs[name] = l.Addr()
+	s.mu.Unlock()
+	s.log.Info().Str("listener", name).Str("addr", l.Addr().String()).Msg("listening")
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error().Err(err).Str("listener", name).Msg("listener stopped")
+		}
+	}()
+	return nil
+}
+
+// Addr returns a listener's real address (port 0 resolved), or nil.
+func (s *Server) Addr(name string) net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addrs[name]
+}
+
+// CloseSockets sends every WebSocket a close frame and refuses new ones.
+// http.Server.Shutdown does not see hijacked connections, so this comes
+// first.
+func (s *Server) CloseSockets() {
+	s.conns.closeAll(websocket.CloseGoingAway, "hapticd is shutting down")
+	if s.eventsSrv != nil {
+		s.eventsSrv.Close()
+	}
+}
+
+// Shutdown stops accepting, closes the sockets and waits for the
+// listeners' goroutines.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.CloseSockets()
+	s.mu.Lock()
+	servers := append([]*http.Server(nil), s.servers...)
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("transport: listeners did not stop: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,307 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+)
+
+const (
+	// maxMessageBytes is the largest client message; a larger one closes
+	// the socket with 1009 (PROTOCOL.md 2.4).
+	maxMessageBytes = 1 << 20
+	// maxInFlight bounds the messages a client may send ahead of its
+	// frames. Past it the reader stops reading, so TCP pushes back on the
+	// client instead of the service buffering without limit.
+	maxInFlight  = 64
+	writeTimeout = 5 * time.Second
+	// framePoolSize buffers are kept per connection; frames are encoded into
+	// them and reused once written.
+	framePoolSize = 8
+)
+
+// sessionHandler upgrades connections on "/" to simulation sessions.
+type sessionHandler struct {
+	svc      *actors.Service
+	codec    actors.Codec
+	log      zerolog.Logger
+	upgrader websocket.Upgrader
+	conns    *connSet
+}
+
+func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, log zerolog.Logger) *sessionHandler {
+	return &sessionHandler{
+		svc:   svc,
+		codec: codec,
+		log:   log,
+		conns: conns,
+		upgrader: websocket.Upgrader{
+			ReadBufferSize:  4096,
+			WriteBufferSize: 16 << 10,
+			// The BrowserGuard has already refused foreign origins before
+			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
+			// would also refuse allowed non-loopback origins.
+			CheckOrigin: func(*http.Request) bool { return true },
+		},
+	}
+}
+
+func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader already answered with an HTTP error
+	}
+	ws.SetReadLimit(maxMessageBytes)
+	c := &wsConn{
+		ws:       ws,
+		out:      make(chan []byte, maxInFlight+2),
+		free:     make(chan []byte, framePoolSize),
+		inFree:   make(chan []byte, framePoolSize),
+		inflight: make(chan struct{}, maxInFlight),
+		done:     make(chan struct{}),
+		log:      h.log,
+	}
+	if !h.conns.add(c) {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutting down"), time.Now().Add(time.Second))
+		_ = ws.Close()
+		return
+	}
+	sess, err := h.svc.OpenSession(actors.SessionOptions{Remote: r.RemoteAddr, Codec: h.codec, Sink: c})
+	if err != nil {
+		h.log.Error().Err(err).Msg("open session")
+		c.Close(websocket.CloseInternalServerErr, "could not open a session")
+		h.conns.remove(c)
+		_ = ws.Close()
+		return
+	}
+	c.log = h.log.With().Uint64("session_id", sess.ID).Logger()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	c.readLoop(sess)
+	// Release the devices first: a force never outlives its client.
+	sess.Close()
+	c.Close(websocket.CloseNormalClosure, "")
+	wg.Wait()
+	_ = ws.Close()
+	h.conns.remove(c)
+}
+
+// wsConn is one connection: one reader goroutine (readLoop, on the HTTP
+// handler's goroutine) and one writer goroutine (writeLoop). It is the
+// session's FrameSink.
+type wsConn struct {
+	ws       *websocket.Conn
+	out      chan []byte   // frames to write, in order
+	free     chan []byte   // reusable frame buffers
+	inFree   chan []byte   // reusable message buffers
+	inflight chan struct{} // one token per message whose frame is not written yet
+	done     chan struct{} // closed by Close
+	log      zerolog.Logger
+
+	closeOnce sync.Once
+	closeCode int
+	closeText string
+	// framesWritten counts frames; the first (the inventory) answers no
+	// message and so returns no token.
+	framesWritten uint64
+}
+
+func (c *wsConn) readLoop(sess *actors.Session) {
+	for {
+		select {
+		case c.inflight <- struct{}{}:
+		case <-c.done:
+			return
+		}
+		_, r, err := c.ws.NextReader()
+		if err != nil {
+			c.readError(err)
+			return
+		}
+		buf, err := readInto(c.inBuffer(), r)
+		if err != nil {
+			c.readError(err)
+			return
+		}
+		sess.Deliver(buf)
+	}
+}
+
+func (c *wsConn) readError(err error) {
+	switch {
+	case errors.Is(err, websocket.ErrReadLimit):
+		// gorilla has already sent close 1009; make the reason visible.
+		c.log.Info().Msg("message over 1 MiB; closed with 1009")
+	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+	default:
+		c.log.Debug().Err(err).Msg("read ended")
+	}
+}
+
+func (c *wsConn) writeLoop() {
+	for {
+		select {
+		case buf := <-c.out:
+			if err := c.write(buf); err != nil {
+				c.log.Info().Err(err).Msg("write failed; closing the session")
+				c.Close(websocket.CloseGoingAway, "write failed")
+				_ = c.ws.Close() // unblocks the reader
+				return
+			}
+		case <-c.done:
+			c.drain()
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(time.Second))
+			return
+		}
+	}
+}
+
+// drain writes the frames the session already answered before closing.
+func (c *wsConn) drain() {
+	for {
+		select {
+		case buf := <-c.out:
+			if c.write(buf) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (c *wsConn) write(buf []byte) error {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+	err := c.ws.WriteMessage(websocket.TextMessage, buf)
+	c.framesWritten++
+	if c.framesWritten > 1 {
+		select {
+		case <-c.inflight:
+		default:
+		}
+	}
+	select {
+	case c.free <- buf[:0]:
+	default:
+	}
+	return err
+}
+
+// Buffer implements actors.FrameSink.
+func (c *wsConn) Buffer() []byte {
+	select {
+	case b := <-c.free:
+		return b
+	default:
+		return make([]byte, 0, 4096)
+	}
+}
+
+func (c *wsConn) inBuffer() []byte {
+	select {
+	case b := <-c.inFree:
+		return b
+	default:
+		return make([]byte, 0, 1024)
+	}
+}
+
+// Recycle implements actors.FrameSink: the session is done with a message.
+func (c *wsConn) Recycle(inbound []byte) {
+	select {
+	case c.inFree <- inbound[:0]:
+	default:
+	}
+}
+
+// readInto appends all of r to buf, growing it as needed.
+func readInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// Send implements actors.FrameSink. It never blocks: the in-flight bound
+// keeps out from filling (one frame per message, plus the inventory).
+func (c *wsConn) Send(buf []byte) {
+	select {
+	case c.out <- buf:
+	case <-c.done:
+	}
+}
+
+// Close implements actors.FrameSink: the writer sends the close frame.
+func (c *wsConn) Close(code int, reason string) {
+	c.closeOnce.Do(func() {
+		c.closeCode, c.closeText = code, reason
+		close(c.done)
+	})
+}
+
+// connSet tracks live WebSocket connections so shutdown can close them
+// with a close frame (http.Server.Shutdown ignores hijacked connections).
+type connSet struct {
+	mu     sync.Mutex
+	closed bool
+	conns  map[*wsConn]struct{}
+}
+
+func newConnSet() *connSet { return &connSet{conns: make(map[*wsConn]struct{})} }
+
+func (s *connSet) add(c *wsConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) remove(c *wsConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// closeAll sends every connection a close frame and refuses new ones.
+func (s *connSet) closeAll(code int, reason string) {
+	s.mu.Lock()
+	s.closed = true
+	list := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	for _, c := range list {
+		c.Close(code, reason)
+		_ = c.ws.SetReadDeadline(time.Now()) // unblock the reader
+	}
+}
+
+func (s *connSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}

@@ -1,0 +1,440 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+func force(id string, x, y, z float64) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":%g,"z":%g}}}}]}`, id, x, y, z)
+}
+
+func vec(v any) [3]float64 {
+	return [3]float64{num(path(v, "x")), num(path(v, "y")), num(path(v, "z"))}
+}
+
+func TestInventoryShape(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2, grips: 1})
+	inv := ts.dial(t, ts.wsURL()).expect()
+	if num(inv["session_id"]) < 1 {
+		t.Fatalf("session_id missing: %v", inv)
+	}
+	arms, _ := inv["arm3"].([]any)
+	grips, _ := inv["grip"].([]any)
+	if len(arms) != 2 || len(grips) != 1 {
+		t.Fatalf("want 2 arms and 1 grip, got %d and %d: %v", len(arms), len(grips), inv)
+	}
+	for _, a := range append(arms, grips...) {
+		for _, k := range []string{"device_id", "config", "state", "status"} {
+			if path(a, k) == nil {
+				t.Fatalf("device element lacks %q: %v", k, a)
+			}
+		}
+	}
+	for _, k := range []string{"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation", "current_cursor_force", "control_mode", "control_domain"} {
+		if path(arms[0], "state", k) == nil {
+			t.Errorf("arm state lacks %s", k)
+		}
+	}
+	for _, k := range []string{"calibrated", "in_use", "ready", "started", "power_supply"} {
+		if _, ok := path(arms[0], "status", k).(bool); !ok {
+			t.Errorf("arm status lacks %s", k)
+		}
+	}
+	for _, k := range []string{"type", "device_info", "handedness", "torque_scaling", "gravity_compensation", "home_return", "preset", "basis", "mount", "filters"} {
+		if path(arms[0], "config", k) == nil {
+			t.Errorf("arm config lacks %s", k)
+		}
+	}
+	for _, k := range []string{"orientation", "buttons", "hall", "battery_level"} {
+		if path(grips[0], "state", k) == nil {
+			t.Errorf("grip state lacks %s", k)
+		}
+	}
+	if path(inv, "session", "config", "lease", "ms") != 100.0 {
+		t.Errorf("inventory session view: %v", inv["session"])
+	}
+}
+
+func TestOneFramePerMessageInOrder(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	// Sent before the inventory is read: answered in order after it.
+	const n = 20
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			c.send(`{}`)
+		} else {
+			c.send(`{"session":{"force_render_full_state":{}}}`)
+		}
+	}
+	inv := c.expect()
+	if path(inv, "arm3", 0, "config") == nil {
+		t.Fatal("first frame is not the inventory")
+	}
+	for i := 0; i < n; i++ {
+		f := c.expect()
+		hasConfig := path(f, "arm3", 0, "config") != nil
+		if hasConfig != (i%2 == 1) {
+			t.Fatalf("frame %d: config present=%v; frames are not 1:1 in order", i, hasConfig)
+		}
+		if f["session_id"] != inv["session_id"] {
+			t.Fatalf("frame %d has session_id %v", i, f["session_id"])
+		}
+	}
+	// Nothing more is pending.
+	_ = c.conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, b, err := c.conn.ReadMessage(); err == nil {
+		t.Fatalf("an extra frame arrived: %s", b)
+	}
+}
+
+func TestForceFieldSpellingsAndBinaryFrames(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	for _, msg := range []string{
+		force(id, 0, 0, 1.5),
+		fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":1.5}}}}]}`, id),
+	} {
+		var f map[string]any
+		checkFor(t, 2*time.Second, func() error {
+			f = c.roundTrip(msg)
+			if errs := f["errors"]; errs != nil {
+				t.Fatalf("errors: %v", errs)
+			}
+			if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); math.Abs(got[2]-1.5) > 0.01 {
+				return fmt.Errorf("current_cursor_force %v, want z=1.5", got)
+			}
+			return nil
+		})
+		if path(f, "arm3", 0, "state", "control_mode") != "force" {
+			t.Fatalf("control_mode %v", path(f, "arm3", 0, "state", "control_mode"))
+		}
+	}
+	if err := c.conn.WriteMessage(websocket.BinaryMessage, []byte(`{"session":{"force_render_full_state":{}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f := c.expect(); path(f, "arm3", 0, "config") == nil {
+		t.Fatalf("binary message not answered as JSON: %v", f)
+	}
+}
+
+func TestConfigureKeysShowInNextFrame(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	full := `"session":{"force_render_full_state":{}}`
+	tests := []struct {
+		configure string
+		key       string
+		want      string
+	}{
+		{`"preset":{"preset":"arm_front_centered"}`, "preset", `{"preset":"arm_front_centered"}`},
+		{`"basis":{"permutation":"XZY"}`, "basis", `{"permutation":"XZY"}`},
+		{`"mount":{"transform":{"position":{"x":1,"y":2,"z":3}}}`, "preset", `{"preset":"custom"}`},
+		{`"damping":{"scalar":4}`, "filters", `{"damping":{"scalar":4},"force_gate":{"gain":0.3}}`},
+		{`"force_gate":{"gain":0.9}`, "filters", `{"damping":{"scalar":4},"force_gate":{"gain":0.9}}`},
+		{`"filters":{"damping":{"vector":{"x":1,"y":2,"z":3}}}`, "filters", `{"damping":{"vector":{"x":1,"y":2,"z":3}},"force_gate":{"gain":0.9}}`},
+	}
+	for _, tt := range tests {
+		f := c.roundTrip(fmt.Sprintf(`{%s,"arm3":[{"device_id":%q,"configure":{%s}}]}`, full, id, tt.configure))
+		if f["errors"] != nil {
+			t.Fatalf("%s: errors %v", tt.configure, f["errors"])
+		}
+		if got := path(f, "arm3", 0, "config", tt.key); !jsonEqual(t, got, tt.want) {
+			t.Fatalf("%s: config.%s = %v, want %s", tt.configure, tt.key, got, tt.want)
+		}
+	}
+	// The mount moves positions: with position {1,2,3} and basis XZY, the
+	// reported cursor is offset by the mount position.
+	f := c.roundTrip(`{}`)
+	p := vec(path(f, "arm3", 0, "state", "cursor_position"))
+	if p[0] < 0.5 || p[1] < 1.5 || p[2] < 2.5 {
+		t.Fatalf("cursor %v does not reflect the mount translation {1,2,3}", p)
+	}
+	// preset on a grip is accepted.
+	f = c.roundTrip(fmt.Sprintf(`{%s,"grip":[{"device_id":%q,"configure":{"preset":{"preset":"led_front"}}}]}`, full, ts.gripIDs[0]))
+	if f["errors"] != nil || path(f, "grip", 0, "config", "preset", "preset") != "led_front" {
+		t.Fatalf("grip preset: %v", f)
+	}
+}
+
+func TestConfigureErrorsApplyNothing(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	tests := []struct {
+		name, msg, code, mention string
+	}{
+		{"http-only key", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":5},"handedness":"left"}}]}`, id), "http_only_key", "/config/handedness"},
+		{"preset with mount", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":5},"preset":{"preset":"arm_front"},"mount":{"transform":{}}}}]}`, id), "preset_mount_conflict", ""},
+		{"damping empty", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{}}}],"session":{"configure":{"lease":{"ms":500}}}}`, id), "damping_empty", ""},
+		{"out of range", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":7}}}]}`, id), "out_of_range", ""},
+		{"not json", `{"arm3":`, "invalid_json", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := c.roundTrip(tt.msg)
+			errs, _ := f["errors"].([]any)
+			if len(errs) == 0 {
+				t.Fatalf("no errors in frame: %v", f)
+			}
+			e := errs[0]
+			if path(e, "code") != tt.code || path(e, "message") == "" {
+				t.Fatalf("error %v, want code %s", e, tt.code)
+			}
+			if tt.mention != "" && !strings.Contains(path(e, "message").(string), tt.mention) {
+				t.Fatalf("error message %q does not name %s", path(e, "message"), tt.mention)
+			}
+			full := c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+			if got := path(full, "arm3", 0, "config", "filters", "damping"); !jsonEqual(t, got, `{"scalar":0}`) {
+				t.Fatalf("damping changed by a refused message: %v", got)
+			}
+			if got := path(full, "session", "config", "lease", "ms"); got != 100.0 {
+				t.Fatalf("lease changed by a refused message: %v", got)
+			}
+		})
+	}
+}
+
+func TestUnknownThingsAreWarnings(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	f := c.roundTrip(fmt.Sprintf(`{"toaster":[{}],"arm3":[{"device_id":"FFFF","commands":{"probe_position":{}}},
+		{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"levitate":{}},"configure":{"sparkle":1,"damping":{"scalar":3,"color":"red"}}}],
+		"session":{"configure":{"theme":"dark"}}}`, id))
+	if f["errors"] != nil {
+		t.Fatalf("unknowns must not be errors: %v", f["errors"])
+	}
+	warns, _ := f["warnings"].([]any)
+	if len(warns) < 5 {
+		t.Fatalf("want warnings for the unknown type, id, command, configure key, field and session key; got %v", warns)
+	}
+	// The force still went through and damping applied.
+	checkFor(t, 2*time.Second, func() error {
+		f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+		if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); math.Abs(got[2]-1) > 0.01 {
+			return fmt.Errorf("force %v", got)
+		}
+		return nil
+	})
+	if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":3}`) {
+		t.Fatalf("damping not applied: %v", path(f, "arm3", 0, "config", "filters"))
+	}
+}
+
+func TestTwoSessionsSeeTheirOwnBasis(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	a.expect()
+	b.expect()
+	a.roundTrip(`{"session":{"configure":{"basis":{"permutation":"XYZ"}}}}`)
+	b.roundTrip(`{"session":{"configure":{"basis":{"permutation":"YXZ"}}}}`)
+	// Hold the arm still with a position command so both read the same point.
+	a.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0.02,"y":0.13,"z":0.1}}}}]}`, id))
+	checkFor(t, 3*time.Second, func() error {
+		pa := vec(path(a.roundTrip(`{}`), "arm3", 0, "state", "cursor_position"))
+		pb := vec(path(b.roundTrip(`{}`), "arm3", 0, "state", "cursor_position"))
+		if math.Abs(pa[0]-pb[1]) > 1e-3 || math.Abs(pa[1]-pb[0]) > 1e-3 || math.Abs(pa[2]-pb[2]) > 1e-3 {
+			return fmt.Errorf("session A sees %v, session B (YXZ) sees %v", pa, pb)
+		}
+		if math.Abs(pa[0]-pa[1]) < 0.05 {
+			return fmt.Errorf("arm not yet at the target: %v", pa)
+		}
+		return nil
+	})
+}
+
+func TestBusyDeviceAndEvent(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	a.expect()
+	b.expect()
+	if f := a.roundTrip(force(id, 0, 0, 1)); f["errors"] != nil {
+		t.Fatalf("first controller refused: %v", f["errors"])
+	}
+	f := b.roundTrip(force(id, 0, 0, -1) + "")
+	errs, _ := f["errors"].([]any)
+	if len(errs) != 1 || path(errs[0], "code") != "device_busy" {
+		t.Fatalf("second controller: want device_busy, got %v", f)
+	}
+	// Observing and probing stay allowed.
+	if f := b.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"probe_position":{}}}]}`, id)); f["errors"] != nil {
+		t.Fatalf("probe refused: %v", f["errors"])
+	}
+	waitEvent(t, ev, "device-busy", func(e map[string]any) bool {
+		return path(e, "data", "device_id") == id && path(e, "data", "owner_session_id") != nil
+	})
+}
+
+func TestLeaseExpiryRampsForceToZero(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	ctl, obs := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	ctl.expect()
+	obs.expect()
+	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	ctl.roundTrip(force(id, 0, 0, 2)) // then silence
+	checkFor(t, 3*time.Second, func() error {
+		f := obs.roundTrip(`{}`)
+		got := vec(path(f, "arm3", 0, "state", "current_cursor_force"))
+		if math.Abs(got[0])+math.Abs(got[1])+math.Abs(got[2]) > 1e-9 || path(f, "arm3", 0, "state", "control_mode") != "idle" {
+			return fmt.Errorf("force %v mode %v", got, path(f, "arm3", 0, "state", "control_mode"))
+		}
+		if path(f, "arm3", 0, "status", "in_use") != false {
+			return fmt.Errorf("still in use")
+		}
+		return nil
+	})
+	waitEvent(t, ev, "control-lease-expired", func(e map[string]any) bool { return path(e, "data", "device_id") == id })
+}
+
+func TestDisconnectReleases(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ctl, obs := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	ctl.expect()
+	obs.expect()
+	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	ctl.roundTrip(force(id, 0, 0, 2))
+	checkFor(t, 2*time.Second, func() error {
+		if z := vec(path(obs.roundTrip(`{}`), "arm3", 0, "state", "current_cursor_force"))[2]; math.Abs(z-2) > 0.01 {
+			return fmt.Errorf("force z %v", z)
+		}
+		return nil
+	})
+	ctl.conn.Close()
+	// The lease would hold for a second; a disconnect releases at once, and
+	// the ramp takes 20 ms.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	checkFor(t, time.Second, func() error {
+		f := obs.roundTrip(`{}`)
+		if z := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[2]; z != 0 {
+			return fmt.Errorf("force z %v", z)
+		}
+		return nil
+	})
+	if time.Now().After(deadline) {
+		t.Logf("release took longer than the lease would have; machine is very loaded?")
+	}
+}
+
+func TestDeprecatedSessionCommands(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center"},"force_render_full_state":{}}}`)
+	if f["errors"] != nil || path(f, "arm3", 0, "config", "preset", "preset") != "arm_front_centered" || path(f, "grip", 0, "config", "preset", "preset") != "arm_front_centered" {
+		t.Fatalf("set_coordinate_origin not mapped to preset on every device: %v", f)
+	}
+	waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == "session.set_coordinate_origin" })
+	f = c.roundTrip(`{"session":{"set_basis":{"basis":{"permutation":"ZXY"}},"force_render_full_state":{}}}`)
+	if path(f, "session", "config", "basis", "permutation") != "ZXY" {
+		t.Fatalf("set_basis not mapped to session.configure.basis: %v", f["session"])
+	}
+	waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == "session.set_basis" })
+	if f := c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"moon"}}}`); f["errors"] == nil {
+		t.Fatalf("unknown coordinate_origin accepted: %v", f)
+	}
+}
+
+func TestHTTPChangesSessionViewAtOnce(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	c.roundTrip(`{"session":{"configure":{"profile":{"name":"co.example.app:main"}}}}`)
+	c.expect()
+	r := ts.do("POST", ts.base+"/arm3/0/config/basis?session=co.example.*", `{"permutation":"ZYX"}`)
+	if r.status != 200 || r.env["applied_to"] == nil {
+		t.Fatalf("POST by profile selector: %v", r)
+	}
+	f := c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+	if path(f, "arm3", 0, "config", "basis", "permutation") != "ZYX" {
+		t.Fatalf("HTTP change not in the next frame: %v", path(f, "arm3", 0, "config"))
+	}
+	sessions := ts.do("GET", ts.base+"/sessions", "")
+	if path(sessions.env, "data", "session_count") != 1.0 || path(sessions.env, "data", "sessions", 0, "profile", "name") != "co.example.app:main" {
+		t.Fatalf("GET /sessions: %v", sessions)
+	}
+}
+
+func TestProfileConfigComesBack(t *testing.T) {
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":"lab:rig1"}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}}}]}`, id))
+	c.conn.Close()
+	ts.stop()
+
+	ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+	c2 := ts2.dial(t, ts2.wsURL())
+	c2.expect()
+	f := c2.roundTrip(`{"session":{"configure":{"profile":{"name":"lab:rig1"}},"force_render_full_state":{}}}`)
+	if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":7}`) {
+		t.Fatalf("profile entries not re-applied after restart: %v", path(f, "arm3", 0, "config", "filters"))
+	}
+	// A session without the profile sees the defaults.
+	other := ts2.dial(t, ts2.wsURL())
+	if inv := other.expect(); !jsonEqual(t, path(inv, "arm3", 0, "config", "filters", "damping"), `{"scalar":0}`) {
+		t.Fatalf("another session sees the profile's damping: %v", path(inv, "arm3", 0, "config", "filters"))
+	}
+}
+
+func TestOversizedMessageCloses1009(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.send(`{"pad":"` + strings.Repeat("x", 1<<20) + `"}`)
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := c.conn.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Fatalf("want close 1009, got %v", err)
+		}
+		return
+	}
+}
+
+// waitEvent reads the events socket until an event with name matches.
+func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		_ = ev.conn.SetReadDeadline(deadline)
+		_, b, err := ev.conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", name, err)
+		}
+		var e map[string]any
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("event is not JSON: %s", b)
+		}
+		if e["name"] == name && match(e) {
+			return e
+		}
+	}
+	t.Fatalf("no %s event", name)
+	return nil
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""A client in another language: a lock-step loop against hapticd.
+
+Usage: lockstep.py ws://127.0.0.1:PORT/ TICKS
+Pushes the arm up, then down, and checks that positions respond to forces
+and that every message gets exactly one frame. Exits non-zero on failure.
+"""
+import asyncio
+import json
+import sys
+
+import websockets
+
+
+def force(arm, z):
+    return json.dumps({"arm3": [{"device_id": arm, "commands": {
+        "set_cursor_force": {"vector": {"x": 0.0, "y": 0.0, "z": z}}}}]})
+
+
+async def main(url, ticks):
+    async with websockets.connect(url) as ws:
+        inv = json.loads(await ws.recv())
+        sid = inv["session_id"]
+        arm = inv["arm3"][0]["device_id"]
+        await ws.send(json.dumps({"session": {"configure": {"lease": {"ms": 200}}}}))
+        json.loads(await ws.recv())
+        z = []
+        half = ticks // 2
+        for i in range(ticks):
+            await ws.send(force(arm, 1.5 if i < half else -1.5))
+            frame = json.loads(await ws.recv())
+            if frame.get("session_id") != sid or "errors" in frame:
+                raise SystemExit(f"tick {i}: unexpected frame {frame}")
+            z.append(frame["arm3"][0]["state"]["cursor_position"]["z"])
+        up = z[half - 1] - z[0]
+        down = z[-1] - z[half]
+        print(f"ticks={ticks} z0={z[0]:.4f} after_up={z[half-1]:.4f} after_down={z[-1]:.4f}")
+        if up <= 0.005 or down >= -0.005:
+            raise SystemExit(f"positions did not follow the forces: up {up:+.4f} m, down {down:+.4f} m")
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
