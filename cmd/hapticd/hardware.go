@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/discovery"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// hardware wires real devices into the service: the emulated arms of
+// --emulate-arms, the explicit --hw-port ports and the USB scan.
+type hardware struct {
+	log       zerolog.Logger
+	watcher   *discovery.Watcher
+	emulators []*emulator.Emulator
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// newHardware starts the emulators (so their ports exist) and prepares the
+// watcher; nil when there is nothing to watch.
+func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
+	h := &hardware{log: log.With().Str("component", "hardware").Logger()}
+	ports := append([]string(nil), o.hwPorts...)
+	periodS := 1 / float64(o.loopHz)
+	for i := 0; i < o.emulateArms; i++ {
+		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)})
+		if err != nil {
+			h.closeEmulators()
+			return nil, fmt.Errorf("--emulate-arms: %w", err)
+		}
+		h.emulators = append(h.emulators, e)
+		ports = append(ports, path)
+		fmt.Fprintf(os.Stdout, "emulated arm %d (id %04X) on %s\n", i, e.ID(), path)
+		h.log.Info().Int("index", i).Str("port", path).Msg("emulated arm")
+	}
+	if len(ports) == 0 && o.hwScanPeriod <= 0 {
+		return h, nil
+	}
+	scan := o.hwScanPeriod
+	if scan <= 0 {
+		// Explicit ports only: still revisit them, so an unplugged device
+		// comes back.
+		scan = time.Second
+	}
+	wo := discovery.WatcherOptions{ExplicitPorts: ports, ScanPeriod: scan, PeriodS: periodS}
+	if o.hwScanPeriod <= 0 {
+		wo.Enumerate = func() ([]serial.PortInfo, error) { return nil, nil } // explicit ports only
+	}
+	h.watcher = discovery.NewWatcher(wo)
+	return h, nil
+}
+
+// onDeviceLost lets the watcher rescan a port whose device failed.
+func (h *hardware) onDeviceLost(info hw.Info) {
+	if h != nil && h.watcher != nil && info.Port != "" {
+		h.watcher.Lost(info.Port)
+	}
+}
+
+// start runs the watcher, adding what it finds to svc.
+func (h *hardware) start(svc *actors.Service) {
+	if h.watcher == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.watcher.Run(ctx, &foundHandler{h: h, svc: svc})
+	}()
+}
+
+func (h *hardware) stop() {
+	if h == nil {
+		return
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.wg.Wait()
+}
+
+// closeEmulators unplugs the emulated arms; it runs after the service has
+// halted its devices.
+func (h *hardware) closeEmulators() {
+	for _, e := range h.emulators {
+		_ = e.Close()
+	}
+}
+
+// foundHandler adopts what the watcher finds.
+type foundHandler struct {
+	h   *hardware
+	svc *actors.Service
+}
+
+func (f *foundHandler) DeviceFound(d hw.Driver) {
+	info := d.Info()
+	if !f.svc.Settings().SerialEnable {
+		f.h.log.Warn().Str("port", info.Port).Msg("serial devices are disabled (setting system/serial_enable); not using the device")
+		_ = d.Close()
+		f.h.watcher.Lost(info.Port)
+		return
+	}
+	if _, err := f.svc.AddDevice(d, true); err != nil {
+		f.h.log.Error().Err(err).Str("port", info.Port).Msg("could not add the device")
+		_ = d.Close()
+		f.h.watcher.Lost(info.Port)
+	}
+}
+
+func (f *foundHandler) ScanReport(r discovery.Report) {
+	for _, p := range r.Ports {
+		ev := f.h.log.Debug()
+		switch p.Outcome {
+		case discovery.Loaded:
+			ev = f.h.log.Info()
+		case discovery.Failed:
+			ev = f.h.log.Warn()
+		}
+		ev.Str("port", p.Path).Str("outcome", p.Outcome.String()).Str("product", p.Product).
+			Str("device_id", p.DeviceID).Str("reason", p.Reason).Str("hint", p.Hint).Msg("hardware scan")
+	}
+}
+
+// printUsage renders the migration report as text.
+func printUsage(out io.Writer, data json.RawMessage) error {
+	var u activity.Usage
+	if err := json.Unmarshal(data, &u); err != nil {
+		return fmt.Errorf("read the report: %w", err)
+	}
+	fmt.Fprintf(out, "Deprecated use since %s (support ends in 4.0)\n\n", u.Since.Local().Format(time.RFC3339))
+	section := func(title string, uses []activity.DeprecatedUse) {
+		fmt.Fprintf(out, "%s:\n", title)
+		if len(uses) == 0 {
+			fmt.Fprintln(out, "  none")
+		}
+		for _, d := range uses {
+			fmt.Fprintf(out, "  %-60s %6d×  use %s\n", d.Name, d.Count, d.Replacement)
+			fmt.Fprintf(out, "      by remote: %s  by profile: %s\n", tally(d.ByRemote), tally(d.ByProfile))
+		}
+		fmt.Fprintln(out)
+	}
+	section("Deprecated HTTP routes", u.Routes)
+	section("Deprecated session commands", u.Commands)
+	fmt.Fprintf(out, "3.0 API sessions: %d (open now: %d)  by remote: %s  by profile: %s\n",
+		u.Legacy.Sessions.Count, u.Legacy.OpenSessions, tally(u.Legacy.Sessions.ByRemote), tally(u.Legacy.Sessions.ByProfile))
+	for _, r := range u.Legacy.Routes {
+		fmt.Fprintf(out, "  %-60s %6d×  by remote: %s\n", r.Route, r.Count, tally(r.ByRemote))
+	}
+	return nil
+}
+
+func tally(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,252 @@
+// Command hapticd is the haptic device control service: simulated and real
+// arms and grips, served over HTTP and WebSocket on loopback.
+//
+//	hapticd                     run the service (one simulated arm and grip)
+//	hapticd deprecations        print the migration report of a running service
+//	hapticd baseline-arms       step simulated arms with no service (a bench baseline)
+//	hapticd docs                print the README tables generated from the protocol tables
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport"
+)
+
+// version is hapticd's own version (the API it emulates is actors.APIVersion).
+const version = "0.1.0"
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "deprecations":
+			exit(runDeprecations(os.Args[2:], os.Stdout))
+		case "baseline-arms":
+			exit(runBaselineArms(os.Args[2:]))
+		case "docs":
+			exit(runDocs(os.Args[2:], os.Stdout))
+		case "serve":
+			exit(serve(os.Args[2:]))
+		}
+	}
+	exit(serve(os.Args[1:]))
+}
+
+func exit(err error) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	fmt.Fprintln(os.Stderr, "hapticd:", err)
+	os.Exit(1)
+}
+
+// listFlag is a repeatable, comma-separable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l = append(*l, part)
+		}
+	}
+	return nil
+}
+
+type options struct {
+	bind                         string
+	port, legacyPort, eventsPort int
+	stateDir                     string
+	simArms, simGrips            int
+	simMotion                    sim.Motion
+	loopHz                       int
+	logLevel, logFormat          string
+	typeAlias                    string
+	allowOrigins, allowHosts     listFlag
+	eventRing                    int
+	hwPorts                      listFlag
+	hwScanPeriod                 time.Duration
+	emulateArms                  int
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("hapticd", flag.ContinueOnError)
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address every listener binds; keep loopback unless you know why")
+	fs.IntVar(&o.port, "port", 10001, "3.x HTTP and simulation WebSocket port (0: a free port)")
+	fs.IntVar(&o.legacyPort, "legacy-port", 10000, "legacy 3.0 API port (0: a free port, negative: off)")
+	fs.IntVar(&o.eventsPort, "events-port", 10020, "events WebSocket port (0: a free port, negative: off)")
+	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(), "directory for durable configuration")
+	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms")
+	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated grips")
+	fs.Var(&o.simMotion, "sim-motion", "scripted hand on simulated devices: none, circle or random")
+	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
+	fs.StringVar(&o.typeAlias, "type-alias", "", "device-type aliases, e.g. inverse3=arm3,verse_grip=grip")
+	fs.Var(&o.allowOrigins, "allow-origin", "browser origin allowed besides loopback (repeatable)")
+	fs.Var(&o.allowHosts, "allow-host", "Host header allowed besides loopback (repeatable)")
+	fs.IntVar(&o.eventRing, "event-ring", 4096, "recent events kept for ?since= replay")
+	fs.Var(&o.hwPorts, "hw-port", "serial port of a real device to open (repeatable)")
+	fs.DurationVar(&o.hwScanPeriod, "hw-scan-period", time.Second, "how often to scan for USB devices (0: no scan)")
+	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see hapticd -h)", fs.Arg(0))
+	}
+	if o.loopHz < 1 || o.loopHz > 8000 {
+		return nil, fmt.Errorf("--loop-hz %d is out of range 1..8000", o.loopHz)
+	}
+	if o.simArms < 0 || o.simGrips < 0 || o.emulateArms < 0 {
+		return nil, errors.New("--sim-arms, --sim-grips and --emulate-arms must not be negative")
+	}
+	if o.port < 0 {
+		return nil, errors.New("--port must not be negative: the 3.x API is always served")
+	}
+	return o, nil
+}
+
+// defaultStateDir follows the XDG base directory rules.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "hapticd")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "hapticd")
+	}
+	return "hapticd-state"
+}
+
+func newLogger(level, format string, w io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	switch format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: use console or json", format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func serve(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
+	if err != nil {
+		return fmt.Errorf("--type-alias: %w", err)
+	}
+	types, err := protocol.NewTypeTable(aliases)
+	if err != nil {
+		return fmt.Errorf("--type-alias: %w", err)
+	}
+
+	hardware, err := newHardware(o, log)
+	if err != nil {
+		return err
+	}
+	defer hardware.closeEmulators()
+	svc, err := actors.Start(actors.Options{
+		StateDir:      o.stateDir,
+		LoopHz:        o.loopHz,
+		Types:         types,
+		Log:           log,
+		EventRingSize: o.eventRing,
+		OnDeviceLost:  hardware.onDeviceLost,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
+
+	periodS := 1 / float64(o.loopHz)
+	for i := 0; i < o.simArms; i++ {
+		if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
+			return shutdownAfter(svc, nil, log, fmt.Errorf("simulated arm %d: %w", i, err))
+		}
+	}
+	for i := 0; i < o.simGrips; i++ {
+		if _, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
+			return shutdownAfter(svc, nil, log, fmt.Errorf("simulated grip %d: %w", i, err))
+		}
+	}
+	hardware.start(svc)
+
+	srv, err := transport.Start(transport.Config{
+		Service:      svc,
+		Log:          log,
+		Bind:         o.bind,
+		Port:         o.port,
+		LegacyPort:   o.legacyPort,
+		EventsPort:   o.eventsPort,
+		AllowOrigins: o.allowOrigins,
+		AllowHosts:   o.allowHosts,
+		Build:        transport.ReadBuildInfo(version),
+	})
+	if err != nil {
+		hardware.stop()
+		return shutdownAfter(svc, nil, log, err)
+	}
+	log.Info().Int("arms", len(svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	log.Info().Str("signal", s.String()).Msg("shutting down")
+	signal.Stop(sig)
+	hardware.stop()
+	return shutdownAfter(svc, srv, log, nil)
+}
+
+// shutdownAfter stops in the order STYLE.md 15 gives: stop accepting and
+// close the sockets, devices to zero force and state flushed, then return
+// cause.
+func shutdownAfter(svc *actors.Service, srv *transport.Server, log zerolog.Logger, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	if cause != nil {
+		errs = append(errs, cause)
+	}
+	if srv != nil {
+		srv.CloseSockets()
+	}
+	if err := svc.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if srv != nil {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		log.Info().Msg("stopped")
+	}
+	return errors.Join(errs...)
+}

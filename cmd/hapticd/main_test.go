@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildBinary builds hapticd once per test run into a temp dir.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hapticd")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// daemon is a hapticd process started by a test.
+type daemon struct {
+	cmd  *exec.Cmd
+	addr map[string]string
+}
+
+// startDaemon runs the real binary and waits for its "ready" line, reading
+// each listener's real address from the log.
+func startDaemon(t *testing.T, bin string, args ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cmd: cmd, addr: map[string]string{}}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if l, ok := line["listener"].(string); ok {
+				d.addr[l], _ = line["addr"].(string)
+			}
+			if line["message"] == "ready" {
+				ready <- nil
+				_, _ = io.Copy(io.Discard, stderr)
+				return
+			}
+		}
+		ready <- fmt.Errorf("hapticd exited before ready: %v", sc.Err())
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("hapticd did not log ready within 20 s")
+	}
+	return d
+}
+
+func (d *daemon) url(path string) string { return "http://" + d.addr["http"] + path }
+
+func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	var env map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &env)
+	return resp.StatusCode, env
+}
+
+// A POST answered 200 is durable: it survives SIGKILL right after the
+// answer.
+func TestConfigSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	tests := []struct{ route, body, want string }{
+		{"/arm3/0/config/gravity_compensation", `{"enabled":false,"scaling_factor":0.25}`, `{"enabled":false,"scaling_factor":0.25}`},
+		{"/arm3/0/config/handedness", `"left"`, `"left"`},
+		{"/settings/devices/force_scale", `{"value":0.5}`, `0.5`},
+	}
+	for _, tt := range tests {
+		d := startDaemon(t, bin, "--state-dir", dir)
+		status, env := httpDo(t, "POST", d.url(tt.route), tt.body)
+		if status != 200 {
+			t.Fatalf("POST %s: %d %v", tt.route, status, env)
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = d.cmd.Wait()
+
+		d2 := startDaemon(t, bin, "--state-dir", dir)
+		_, env = httpDo(t, "GET", d2.url(tt.route), "")
+		got, _ := json.Marshal(env["data"])
+		if string(got) != tt.want {
+			t.Fatalf("after SIGKILL and restart, %s = %s, want %s", tt.route, got, tt.want)
+		}
+		_ = d2.cmd.Process.Signal(syscall.SIGTERM)
+		_ = d2.cmd.Wait()
+	}
+}
+
+// SIGTERM shuts down cleanly (exit 0) and the same flags give the same
+// simulated device ids after a restart.
+func TestGracefulShutdownAndStableIDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	var ids [2]string
+	for i := range ids {
+		d := startDaemon(t, bin, "--state-dir", dir, "--sim-arms", "2")
+		_, env := httpDo(t, "GET", d.url("/devices?format=json"), "")
+		arms, _ := env["data"].(map[string]any)["arm3"].([]any)
+		if len(arms) != 2 {
+			t.Fatalf("want 2 arms: %v", env)
+		}
+		ids[i] = fmt.Sprint(arms[0].(map[string]any)["device_id"], arms[1].(map[string]any)["device_id"])
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.cmd.Wait(); err != nil {
+			t.Fatalf("SIGTERM: exit %v, want a clean exit", err)
+		}
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("simulated ids changed across restarts: %s then %s", ids[0], ids[1])
+	}
+}
