@@ -4,53 +4,83 @@ import (
 	"strconv"
 )
 
-// pathSeg is a lazily rendered path into a message ("arm3[0].configure.damping").
-// Segments live on the stack of the decoders; a path string is built only
-// when an error or warning needs it, so valid messages cost no allocation.
+// pathSeg is a lazily rendered path into a message
+// ("arm3[0].configure.damping"): a string is built only when an error or
+// warning needs it, so valid messages cost no allocation. It is a value with
+// no pointers to other segments on purpose: a linked list of stack segments
+// would escape to the heap as soon as one name reaches an error message
+// (escape analysis is field-insensitive), costing an allocation per level
+// per message.
 type pathSeg struct {
-	parent *pathSeg
-	name   string
-	index  int // >= 0: render as "[index]" after the parent; name unused
+	n     int
+	names [maxPathDepth]string
+	index [maxPathDepth]int32 // >= 0: an array index "[i]"; name unused
 }
 
-func rootPath(name string) pathSeg { return pathSeg{name: name, index: -1} }
+// maxPathDepth bounds the rendered depth; deeper levels render as "…".
+// Known members nest at most 7 levels.
+const maxPathDepth = 10
 
-func (p *pathSeg) child(name string) pathSeg { return pathSeg{parent: p, name: name, index: -1} }
+func rootPath(name string) pathSeg {
+	var p pathSeg
+	if name != "" {
+		p.names[0], p.index[0], p.n = name, -1, 1
+	}
+	return p
+}
 
-func (p *pathSeg) elem(i int) pathSeg { return pathSeg{parent: p, index: i} }
+func (p *pathSeg) child(name string) pathSeg {
+	var c pathSeg
+	if p != nil {
+		c = *p
+	}
+	if c.n < maxPathDepth {
+		c.names[c.n], c.index[c.n] = name, -1
+	}
+	c.n++
+	return c
+}
+
+func (p *pathSeg) elem(i int) pathSeg {
+	c := p.child("")
+	if c.n <= maxPathDepth {
+		c.index[c.n-1] = int32(i)
+	}
+	return c
+}
 
 // String renders the path.
 func (p *pathSeg) String() string {
-	if p == nil {
+	if p == nil || p.n == 0 {
 		return ""
 	}
-	return string(p.appendTo(nil))
-}
-
-func (p *pathSeg) appendTo(b []byte) []byte {
-	if p == nil {
-		return b
+	var b []byte
+	for i := 0; i < p.n && i < maxPathDepth; i++ {
+		if p.index[i] >= 0 {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(p.index[i]), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, p.names[i]...)
 	}
-	b = p.parent.appendTo(b)
-	if p.index >= 0 {
-		b = append(b, '[')
-		b = strconv.AppendInt(b, int64(p.index), 10)
-		return append(b, ']')
+	if p.n > maxPathDepth {
+		b = append(b, ".…"...)
 	}
-	if p.name == "" {
-		return b
-	}
-	if len(b) > 0 {
-		b = append(b, '.')
-	}
-	return append(b, p.name...)
+	return string(b)
 }
 
 // last is the final name of the path, for messages ("gain is out of range").
 func (p *pathSeg) last() string {
-	for q := p; q != nil; q = q.parent {
-		if q.index < 0 && q.name != "" {
-			return q.name
+	if p == nil {
+		return "value"
+	}
+	for i := min(p.n, maxPathDepth) - 1; i >= 0; i-- {
+		if p.index[i] < 0 && p.names[i] != "" {
+			return p.names[i]
 		}
 	}
 	return "value"

@@ -394,6 +394,14 @@ var commandFields = [...][2]string{
 	CmdSetAngularPosition: {"angles", ""},
 }
 
+// commandExamples show each command's body in error messages; never written.
+var commandExamples = [...]string{
+	CmdSetCursorForce:     `{"vector": {"x": 0, "y": 0, "z": 1}}`,
+	CmdSetCursorPosition:  `{"position": {"x": 0, "y": 0, "z": 0}}`,
+	CmdSetAngularTorques:  `{"torques": {"a0": 0, "a1": 0, "a2": 0}}`,
+	CmdSetAngularPosition: `{"angles": {"a0": 0, "a1": 0, "a2": 0}}`,
+}
+
 func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCommand, *Error) {
 	cmd := DeviceCommand{Kind: kind}
 	if !commandTable[kind].control {
@@ -406,10 +414,7 @@ func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCo
 		return cmd, nil
 	}
 	names := commandFields[kind]
-	example := `{"` + names[0] + `": {"x": 0, "y": 0, "z": 0}}`
-	if kind == CmdSetAngularTorques || kind == CmdSetAngularPosition {
-		example = `{"` + names[0] + `": {"a0": 0, "a1": 0, "a2": 0}}`
-	}
+	example := commandExamples[kind]
 	if err := expectObject(v, at, example); err != nil {
 		return cmd, err
 	}
