@@ -129,8 +129,9 @@ type Stats struct {
 	// runner has no headroom left.
 	Busy  Summary
 	Ticks uint64
-	// Exchange is the driver round trip per tick (for simulated devices,
-	// the cost of one step).
+	// Exchange is the driver round trip (for simulated devices, the cost
+	// of the simulation step). Devices on a Scheduler time one tick in
+	// exchangeSampleEvery.
 	Exchange Summary
 	// Errors counts driver errors.
 	Errors uint64
@@ -184,6 +185,8 @@ type Device struct {
 	disarmedVersion uint64 // register writes up to this one are never applied
 	appliedSeq      uint64
 	out             hw.Command
+	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
+	halted          bool    // Halt ran and no command armed the output since
 	state, scratch  hw.State
 	gate            forceGate
 	lastNowNs       int64
@@ -302,6 +305,7 @@ func (d *Device) haltLocked() {
 		d.disarmedVersion = v
 	}
 	d.armed, d.ramping = false, false
+	d.halted = true
 	d.out = hw.Command{}
 	d.pub.Mode = hw.ModeIdle
 	if err := d.drv.Halt(); err != nil {
@@ -316,14 +320,14 @@ func (d *Device) haltLocked() {
 // and ramp, compute the output, exchange with the driver and publish the
 // snapshot. It does not allocate. Only one goroutine may step a device at a
 // time (a concurrent Step or a Halt in progress makes it skip the tick).
-func (d *Device) Step(nowNs int64) { d.stepAt(nowNs, d.clock.Now()) }
+func (d *Device) Step(nowNs int64) { d.stepAt(nowNs, true) }
 
-// stepAt is Step with the exchange timer's start given (a scheduler shard
-// passes the previous device's end, so each device costs one clock read),
-// and returns the time the exchange ended.
-func (d *Device) stepAt(nowNs, startNs int64) (endNs int64) {
+// stepAt is Step; timed says whether to time the exchange. A scheduler
+// shard times a sample of its devices' exchanges, since a clock read can
+// cost a fair part of a simulated step.
+func (d *Device) stepAt(nowNs int64, timed bool) {
 	if !d.token.CompareAndSwap(false, true) {
-		return startNs
+		return
 	}
 	defer d.token.Store(false)
 	tick := d.ticks.Add(1)
@@ -337,16 +341,20 @@ func (d *Device) stepAt(nowNs, startNs int64) (endNs int64) {
 	d.lastNowNs = nowNs
 
 	owner := d.lease(nowNs)
-	endNs = startNs
 	if d.failed.Load() {
 		d.out = hw.Command{}
 	} else {
 		d.gate.update(d.state.VelocityMps, dtNs)
 		d.configure(nowNs)
 		d.compute(nowNs, owner)
+		var startNs int64
+		if timed {
+			startNs = d.clock.Now()
+		}
 		err := d.drv.Exchange(&d.out, &d.scratch)
-		endNs = d.clock.Now()
-		d.exchange.Record(endNs - startNs)
+		if timed {
+			d.exchange.Record(d.clock.Now() - startNs)
+		}
 		if err != nil {
 			d.driverError(err, owner)
 		} else {
@@ -364,7 +372,6 @@ func (d *Device) stepAt(nowNs, startNs int64) (endNs int64) {
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = d.failed.Load()
 	d.snap.Publish(p)
-	return endNs
 }
 
 // lease reads the register, takes it back from an owner whose lease lapsed,
@@ -412,7 +419,7 @@ func (d *Device) compute(nowNs int64, owner uint64) {
 		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
 	if valid {
 		d.held = *c
-		d.armed, d.ramping = true, false
+		d.armed, d.ramping, d.halted = true, false, false
 		d.appliedSeq = c.Seq
 		d.shape(&d.held, 1)
 		return
@@ -460,9 +467,6 @@ func (d *Device) shape(c *Command, ramp float64) {
 		}
 		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		if s := &g.Settings; s.GravityCompensation && d.info.HostGravityCompensation {
-			f.Z += d.info.EffectiveMassKg * standardGravity * clamp(s.GravityScale, 0, 2)
-		}
 		f = clampMagnitude(f, d.info.MaxForceN)
 		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
 	case hw.ModeTorque:
@@ -488,6 +492,32 @@ func (d *Device) shape(c *Command, ramp float64) {
 	default:
 		*out = hw.Command{}
 	}
+}
+
+// addGravity adds the host-side gravity feed-forward to the output of a
+// device without firmware compensation (simulated arms): m·g·scale upwards,
+// also while idle, so an arm with compensation on floats as a real one
+// does; after Halt the device is inert until a new command arms it. It is not the client's force: it comes after the ramp and the
+// force scale, and it is taken out of the reported force again. Position
+// and angle servos carry the arm's weight themselves; torque mode gets no
+// feed-forward (it would need the joint-space gravity model).
+func (d *Device) addGravity() {
+	d.gravityN = 0
+	s := &d.globals.Load().Settings
+	if d.halted || !d.info.HostGravityCompensation || !s.GravityCompensation {
+		return
+	}
+	switch d.out.Mode {
+	case hw.ModeIdle:
+		d.out = hw.Command{Mode: hw.ModeForce}
+	case hw.ModeForce:
+	default:
+		return
+	}
+	ff := d.info.EffectiveMassKg * standardGravity * clamp(s.GravityScale, 0, 2)
+	d.out.ForceN.Z += ff
+	d.out.ForceN = clampMagnitude(d.out.ForceN, d.info.MaxForceN)
+	d.gravityN = ff
 }
 
 // configure passes changed Settings to the driver between two exchanges. A
