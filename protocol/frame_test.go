@@ -1,0 +1,182 @@
+package protocol
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sampleFrame is an inventory-like frame: one arm and one grip with config,
+// the session view, an error and a warning.
+func sampleFrame() *Frame {
+	damping := DampingScalar(1.5)
+	arm := &DeviceView{
+		Info:    DeviceInfo{ID: "049D", UUID: "5f1c-049d", Major: 7, Minor: 2},
+		Device:  DefaultDeviceConfig(),
+		Session: SessionConfig{Preset: "arm_front_centered", Mount: IdentityTransformForTest(), Damping: damping, ForceGate: ForceGate{Gain: 0.3}},
+		Basis:   Basis{Permutation: "XZY"},
+		Mount:   Transform{Position: Vec3{X: 0, Y: -0.1, Z: -0.15}, Rotation: Quat{W: 1}, Scale: Vec3{X: 1, Y: 1, Z: 1}},
+	}
+	grip := &DeviceView{
+		Info:    DeviceInfo{ID: "61548", UUID: "grip-61548", Major: 1, Minor: 0},
+		Session: DefaultSessionConfig(),
+		Basis:   Basis{Permutation: "XYZ"},
+		Mount:   IdentityTransformForTest(),
+	}
+	return &Frame{
+		SessionID: 3,
+		Arms: []ArmFrame{{
+			DeviceID: "049D",
+			Config:   arm,
+			State: ArmState{
+				CursorPosition:     Vec3{X: 0.01, Y: -0.02, Z: 0.125},
+				CursorVelocity:     Vec3{X: 1e-7},
+				AngularPosition:    Angles3{A0: 10, A1: -20.5, A2: 30},
+				BodyOrientation:    Quat{W: 1},
+				CurrentCursorForce: Vec3{Z: 1.5},
+				ControlMode:        ControlForce,
+			},
+			Status: ArmStatus{Calibrated: true, InUse: true, Ready: true, Started: true, PowerSupply: true},
+		}},
+		Grips: []GripFrame{{
+			DeviceID: "61548",
+			Config:   grip,
+			State:    GripState{Orientation: Quat{W: 0.5, X: 0.5, Y: 0.5, Z: 0.5}, Buttons: GripButtons{A: true}, Hall: 0.25, Battery: 0.9},
+			Status:   GripStatus{Connected: true, Awake: true, Ready: true},
+		}},
+		Session:  &SessionView{Profile: &Profile{Name: "co.example.app:main"}, Basis: Basis{Permutation: "XYZ"}, LeaseMs: 100},
+		Errors:   []Error{{Code: CodeDeviceBusy, Message: "another session controls 049D", Path: "arm3[0]"}},
+		Warnings: []Error{{Code: CodeUnknownKey, Message: `unknown key "x": ignored`}},
+	}
+}
+
+const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2},"handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"preset":{"preset":"arm_front_centered"},"basis":{"permutation":"XZY"},"mount":{"transform":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"control_mode":"force","control_domain":"cartesian"},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
+
+const goldenGrip = `{"device_id":"61548","config":{"type":"%TYPE%","device_info":{"id":"61548","uuid":"grip-61548","major_version":1,"minor_version":0},"preset":{"preset":"defaults"},"basis":{"permutation":"XYZ"},"mount":{"transform":{"position":{"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}}},"state":{"orientation":{"w":0.5,"x":0.5,"y":0.5,"z":0.5},"buttons":{"a":true,"b":false,"c":false},"hall":0.25,"battery_level":0.9},"status":{"connected":true,"awake":true,"ready":true}}`
+
+const goldenTail = `"session":{"config":{"profile":{"name":"co.example.app:main"},"basis":{"permutation":"XYZ"},"lease":{"ms":100}}},"errors":[{"code":"device_busy","message":"another session controls 049D","path":"arm3[0]"}],"warnings":[{"code":"unknown_key","message":"unknown key \"x\": ignored"}]}`
+
+func TestAppendFrameGolden(t *testing.T) {
+	got := string(AppendFrame(nil, sampleFrame(), nil))
+	want := `{"session_id":3,"arm3":[` + strings.ReplaceAll(goldenArm, "%TYPE%", "arm3") +
+		`],"grip":[` + strings.ReplaceAll(goldenGrip, "%TYPE%", "grip") + `],` + goldenTail
+	if got != want {
+		t.Fatalf("frame\n%s\nwant\n%s", got, want)
+	}
+	if !json.Valid([]byte(got)) {
+		t.Fatal("frame is not valid JSON")
+	}
+}
+
+func TestAppendFrameAliases(t *testing.T) {
+	types := aliasTable(t)
+	out := AppendFrame(nil, sampleFrame(), types)
+	if !json.Valid(out) {
+		t.Fatalf("not valid JSON: %s", out)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]string{{"arm3", "inverse3"}, {"grip", "verse_grip"}} {
+		own, alias := string(doc[pair[0]]), string(doc[pair[1]])
+		if own == "" || alias == "" {
+			t.Fatalf("%s or %s missing", pair[0], pair[1])
+		}
+		// Same devices; only config.type differs.
+		if strings.Replace(alias, `"type":"`+pair[1]+`"`, `"type":"`+pair[0]+`"`, -1) != own {
+			t.Errorf("%s differs from %s beyond config.type:\n%s\n%s", pair[1], pair[0], alias, own)
+		}
+	}
+}
+
+func TestAppendFrameShapes(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame Frame
+		want  string
+	}{
+		{"inventory of nothing", Frame{SessionID: 1}, `{"session_id":1,"arm3":[],"grip":[]}`},
+		{"GET /devices omits session_id", Frame{}, `{"arm3":[],"grip":[]}`},
+		{"state frame without config", Frame{SessionID: 2, Arms: []ArmFrame{{DeviceID: "0A11", State: ArmState{ControlMode: ControlAngle, ControlDomain: DomainAngular}}}},
+			`{"session_id":2,"arm3":[{"device_id":"0A11","state":{"cursor_position":{"x":0,"y":0,"z":0},"cursor_velocity":{"x":0,"y":0,"z":0},"angular_position":{"a0":0,"a1":0,"a2":0},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":0,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":0},"control_mode":"angle","control_domain":"angular"},"status":{"calibrated":false,"in_use":false,"ready":false,"started":false,"power_supply":false}}],"grip":[]}`},
+		{"profile null", Frame{SessionID: 4, Session: &SessionView{Basis: Basis{"-XZY"}, LeaseMs: 50}},
+			`{"session_id":4,"arm3":[],"grip":[],"session":{"config":{"profile":null,"basis":{"permutation":"-XZY"},"lease":{"ms":50}}}}`},
+		{"non-finite numbers stay JSON", Frame{Grips: []GripFrame{{DeviceID: "1", State: GripState{Hall: math.NaN(), Battery: math.Inf(1)}}}},
+			`{"arm3":[],"grip":[{"device_id":"1","state":{"orientation":{"w":0,"x":0,"y":0,"z":0},"buttons":{"a":false,"b":false,"c":false},"hall":0,"battery_level":0},"status":{"connected":false,"awake":false,"ready":false}}]}`},
+	}
+	for _, tt := range tests {
+		got := string(AppendFrame(nil, &tt.frame, nil))
+		if got != tt.want {
+			t.Errorf("%s:\n%s\nwant\n%s", tt.name, got, tt.want)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("%s: not valid JSON", tt.name)
+		}
+	}
+}
+
+func TestAppendStringEscapes(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote\back`, "tab\tnl\n\x01", "<script>&", "café 😀", "bad\xffutf8", "\u2028\u2029"} {
+		out := AppendString(nil, s)
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q → %s: %v", s, out, err)
+		}
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if back != want {
+			t.Errorf("%q → %s → %q", s, out, back)
+		}
+	}
+}
+
+func TestAppendFrameAllocations(t *testing.T) {
+	types := aliasTable(t)
+	f := sampleFrame()
+	// A state frame for 8 arms with config, as a full-state frame.
+	for i := 0; i < 7; i++ {
+		f.Arms = append(f.Arms, f.Arms[0])
+	}
+	buf := AppendFrame(nil, f, types)
+	allocs := testing.AllocsPerRun(200, func() {
+		buf = AppendFrame(buf[:0], f, types)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame, want 0", allocs)
+	}
+}
+
+func TestFrameDecodesWithEncodingJSON(t *testing.T) {
+	// A client using encoding/json reads what the encoder wrote.
+	out := AppendFrame(nil, sampleFrame(), nil)
+	var doc struct {
+		SessionID uint64 `json:"session_id"`
+		Arm3      []struct {
+			DeviceID string `json:"device_id"`
+			Config   struct {
+				Type    string `json:"type"`
+				Filters struct {
+					Damping struct{ Scalar float64 } `json:"damping"`
+				} `json:"filters"`
+				Mount struct{ Transform Transform } `json:"mount"`
+			} `json:"config"`
+			State struct {
+				CursorPosition Vec3   `json:"cursor_position"`
+				ControlMode    string `json:"control_mode"`
+			} `json:"state"`
+		} `json:"arm3"`
+		Errors []Error `json:"errors"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	f := sampleFrame()
+	a := doc.Arm3[0]
+	if doc.SessionID != 3 || a.DeviceID != "049D" || a.Config.Type != "arm3" || a.Config.Filters.Damping.Scalar != 1.5 ||
+		a.Config.Mount.Transform != f.Arms[0].Config.Mount || a.State.CursorPosition != f.Arms[0].State.CursorPosition ||
+		a.State.ControlMode != "force" || !reflect.DeepEqual(doc.Errors, f.Errors) {
+		t.Fatalf("%+v", doc)
+	}
+}
