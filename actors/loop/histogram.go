@@ -21,14 +21,15 @@ const (
 // The zero value is empty and ready.
 type Histogram struct {
 	count   atomic.Uint64
+	sum     atomic.Int64
 	max     atomic.Int64
 	buckets [histBuckets]atomic.Uint64
 }
 
 // Summary is a histogram's distribution at one moment.
 type Summary struct {
-	Count                              uint64
-	P50Ns, P90Ns, P99Ns, P999Ns, MaxNs int64
+	Count                                      uint64
+	MeanNs, P50Ns, P90Ns, P99Ns, P999Ns, MaxNs int64
 }
 
 func histIndex(v uint64) int {
@@ -59,6 +60,7 @@ func (h *Histogram) Record(ns int64) {
 	}
 	h.buckets[histIndex(uint64(ns))].Add(1)
 	h.count.Add(1)
+	h.sum.Add(ns)
 	for {
 		m := h.max.Load()
 		if ns <= m || h.max.CompareAndSwap(m, ns) {
@@ -80,6 +82,7 @@ func (h *Histogram) Summary() Summary {
 	if total == 0 {
 		return s
 	}
+	s.MeanNs = h.sum.Load() / int64(total)
 	qs := [...]struct {
 		num, den uint64
 		dst      *int64
@@ -110,6 +113,7 @@ func (h *Histogram) Reset() {
 		h.buckets[i].Store(0)
 	}
 	h.count.Store(0)
+	h.sum.Store(0)
 	h.max.Store(0)
 }
 
