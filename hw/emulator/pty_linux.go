@@ -103,3 +103,24 @@ func StartPTY(o Options) (*Emulator, string, error) {
 	}()
 	return e, p.path, nil
 }
+
+// PTY is an open pseudo-terminal pair: Master is the device side, Path the
+// serial port a driver opens.
+type PTY struct {
+	Master *os.File
+	Path   string
+	pair   *ptyPair
+}
+
+// OpenPTY opens a raw pseudo-terminal pair, for tests and benchmarks that
+// play the device side themselves (an echo baseline, say).
+func OpenPTY() (*PTY, error) {
+	p, err := openPTY()
+	if err != nil {
+		return nil, err
+	}
+	return &PTY{Master: p.master, Path: p.path, pair: p}, nil
+}
+
+// Close closes both sides held here; a driver's open slave sees an unplug.
+func (p *PTY) Close() error { return p.pair.close() }
