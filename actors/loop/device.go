@@ -341,12 +341,16 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	d.lastNowNs = nowNs
 
 	owner := d.lease(nowNs)
+	mode := hw.ModeIdle
 	if d.failed.Load() {
 		d.out = hw.Command{}
+		d.gravityN = 0
 	} else {
 		d.gate.update(d.state.VelocityMps, dtNs)
 		d.configure(nowNs)
 		d.compute(nowNs, owner)
+		mode = d.out.Mode
+		d.addGravity()
 		var startNs int64
 		if timed {
 			startNs = d.clock.Now()
@@ -365,7 +369,8 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 
 	p := &d.pub
 	p.State = d.state
-	p.Mode = d.out.Mode
+	p.State.ForceN.Z -= d.gravityN
+	p.Mode = mode
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
