@@ -240,8 +240,8 @@ func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 	for i := range t {
 		t[i] /= 1000 // N·mm → N·m
 	}
-	angles, _ := InverseKinematics(a.pos, a.settings.LeftHanded)
-	j := jacobian(angles, a.settings.LeftHanded)
+	ps, _ := solvePose(a.pos, a.settings.LeftHanded)
+	j := ps.jacobian()
 	jt := j.transpose()
 	f, ok := jt.solve(t)
 	if !ok {
@@ -353,23 +353,19 @@ func (a *Arm) handForce() hw.Vec3 {
 // fill reports the state: position, velocity, joint angles by inverse
 // kinematics, joint speeds by J⁻¹·v, and the body turned by the base yaw.
 func (a *Arm) fill(st *hw.State) {
-	left := a.settings.LeftHanded
-	angles, _ := InverseKinematics(a.pos, left)
-	j := jacobian(angles, left)
-	w, ok := j.solve([3]float64{a.vel.X, a.vel.Y, a.vel.Z})
+	ps, _ := solvePose(a.pos, a.settings.LeftHanded)
+	w, ok := ps.jointRatesRad(a.vel)
 	if !ok {
 		w = [3]float64{}
 	}
-	heading := handSign(left) * angles.A0 * radPerDeg
 	*st = hw.State{
 		PositionM:          a.pos,
 		VelocityMps:        a.vel,
-		AnglesDeg:          angles,
+		AnglesDeg:          ps.anglesDeg,
 		AngularVelocityDps: hw.Angles3{A0: w[0] * degPerRad, A1: w[1] * degPerRad, A2: w[2] * degPerRad},
-		// Turning from +Y toward +X is a negative rotation about Z.
-		BodyOrientation: axisQuat(0, 0, 1, -heading),
-		ForceN:          a.forceN,
-		Status:          hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply,
+		BodyOrientation:    ps.bodyOrientation(),
+		ForceN:             a.forceN,
+		Status:             hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply,
 	}
 }
 

@@ -489,3 +489,52 @@ func TestExchangeDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+func TestInverseKinematicsOutOfReach(t *testing.T) {
+	shoulder := hw.Vec3{Z: ShoulderHeightM}
+	tests := []struct {
+		name  string
+		p     hw.Vec3
+		wantD float64 // distance from the shoulder of FK(IK(p))
+	}{
+		{"too far", hw.Vec3{X: 0.3, Y: 0.4, Z: 0.2}, UpperLinkM + ForearmM},
+		{"too close", hw.Vec3{Y: 0.01, Z: ShoulderHeightM + 0.005}, math.Abs(UpperLinkM - ForearmM)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, ok := InverseKinematics(tt.p, false)
+			if ok {
+				t.Fatal("reported reachable")
+			}
+			got := sub(ForwardKinematics(q, false), shoulder)
+			want := sub(tt.p, shoulder)
+			if d := norm(got); math.Abs(d-tt.wantD) > 1e-6 {
+				t.Errorf("nearest point is %.4f m from the shoulder, want %.4f", d, tt.wantD)
+			}
+			if c := dot(got, want) / (norm(got) * norm(want)); c < 1-1e-9 {
+				t.Errorf("nearest point %+v is off the ray toward %+v", got, tt.p)
+			}
+		})
+	}
+}
+
+func TestArmStableAcrossPeriods(t *testing.T) {
+	c := workspaceCenterM()
+	bottom := hw.Vec3{X: c.X, Y: c.Y, Z: c.Z - WorkspaceRadiusM}
+	for _, period := range []float64{0.000125, 0.001, 0.004, 0.02} {
+		a := NewArm(ArmOptions{PeriodS: period, Motion: MotionRandom, Seed: 1})
+		maxOff := 0.0
+		// A hard push out, then limp: it must neither escape nor blow up.
+		run(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: -10}}, 1, func(st *hw.State) {
+			maxOff = math.Max(maxOff, dist(st.PositionM, c))
+		})
+		if maxOff > WorkspaceRadiusM+EndStopMarginM+1e-12 {
+			t.Errorf("period %g: cursor reached %.4f m from the centre", period, maxOff)
+		}
+		b := NewArm(ArmOptions{PeriodS: period})
+		end := run(t, b, hw.Command{}, 3, nil)
+		if d := dist(end.PositionM, bottom); d > 0.002 || end.VelocityMps != (hw.Vec3{}) {
+			t.Errorf("period %g: limp arm rests %.4f m from the bottom, moving at %+v", period, d, end.VelocityMps)
+		}
+	}
+}

@@ -51,51 +51,108 @@ func ForwardKinematics(anglesDeg hw.Angles3, leftHanded bool) hw.Vec3 {
 // close to the shoulder) it returns the angles of the nearest reachable
 // point along the same ray and reachable = false.
 func InverseKinematics(positionM hw.Vec3, leftHanded bool) (anglesDeg hw.Angles3, reachable bool) {
-	r := math.Hypot(positionM.X, positionM.Y)
-	heading := math.Atan2(positionM.X, positionM.Y)
+	ps, ok := solvePose(positionM, leftHanded)
+	return ps.anglesDeg, ok
+}
+
+// pose is a solved arm configuration: the joint angles and the sines and
+// cosines the Jacobian needs, found algebraically so the tick spends three
+// inverse trigonometric calls and no forward ones.
+type pose struct {
+	anglesDeg hw.Angles3
+	sign      float64 // handSign
+	sh, ch    float64 // heading (the base yaw seen from above, +Y = 0, +X positive)
+	s1, c1    float64 // shoulder elevation
+	s12, c12  float64 // forearm elevation (shoulder + elbow)
+	r, up     float64 // horizontal reach and height of the handle above the shoulder
+}
+
+func solvePose(positionM hw.Vec3, leftHanded bool) (ps pose, reachable bool) {
+	ps.sign = handSign(leftHanded)
+	// Plain square roots: the values are metres, far from overflow, and
+	// math.Hypot's scaling costs a tenth of the tick.
+	r := math.Sqrt(positionM.X*positionM.X + positionM.Y*positionM.Y)
+	ps.sh, ps.ch = 0, 1 // on the vertical axis any heading will do; keep 0
+	if r > 0 {
+		ps.sh, ps.ch = positionM.X/r, positionM.Y/r
+	}
 	dz := positionM.Z - ShoulderHeightM
-	d := math.Hypot(r, dz)
+	d := math.Sqrt(r*r + dz*dz)
 	reachable = true
 	const slack = 1e-9
 	dMin := math.Abs(UpperLinkM-ForearmM) + slack
 	dMax := UpperLinkM + ForearmM - slack
-	if d < dMin || d > dMax || math.IsNaN(d) {
+	if !(d >= dMin && d <= dMax) {
 		reachable = false
-		d = math.Min(math.Max(d, dMin), dMax)
-		if math.IsNaN(d) {
-			d = dMin
+		if math.IsNaN(d) || d == 0 {
+			r, dz, d = dMin, 0, dMin
 		}
+		k := math.Min(math.Max(d, dMin), dMax) / d
+		r, dz, d = r*k, dz*k, d*k
 	}
-	cosElbow := (d*d - UpperLinkM*UpperLinkM - ForearmM*ForearmM) / (2 * UpperLinkM * ForearmM)
-	cosElbow = math.Min(math.Max(cosElbow, -1), 1)
-	a2 := -math.Acos(cosElbow)
-	s2, c2 := math.Sincos(a2)
-	a1 := math.Atan2(dz, r) - math.Atan2(ForearmM*s2, UpperLinkM+ForearmM*c2)
-	return hw.Angles3{
-		A0: handSign(leftHanded) * heading * degPerRad,
-		A1: a1 * degPerRad,
-		A2: a2 * degPerRad,
-	}, reachable
+	c2 := (d*d - UpperLinkM*UpperLinkM - ForearmM*ForearmM) / (2 * UpperLinkM * ForearmM)
+	c2 = math.Min(math.Max(c2, -1), 1)
+	s2 := -math.Sqrt(1 - c2*c2) // elbow up: the forearm bends down from the upper link
+	// a1 = atan2(dz, r) - atan2(k2, k1): one atan2 of the rotated vector.
+	k1 := UpperLinkM + ForearmM*c2
+	k2 := ForearmM * s2
+	y1, x1 := dz*k1-r*k2, r*k1+dz*k2
+	n1 := math.Sqrt(x1*x1 + y1*y1)
+	ps.s1, ps.c1 = y1/n1, x1/n1
+	ps.s12 = ps.s1*c2 + ps.c1*s2
+	ps.c12 = ps.c1*c2 - ps.s1*s2
+	ps.r = UpperLinkM*ps.c1 + ForearmM*ps.c12
+	ps.up = UpperLinkM*ps.s1 + ForearmM*ps.s12
+	ps.anglesDeg = hw.Angles3{
+		A0: ps.sign * math.Atan2(ps.sh, ps.ch) * degPerRad,
+		A1: math.Atan2(y1, x1) * degPerRad,
+		A2: -math.Acos(c2) * degPerRad,
+	}
+	return ps, reachable
 }
 
 // jacobian returns J = ∂position/∂angles in m per radian (columns: A0, A1,
-// A2) at anglesDeg.
-func jacobian(anglesDeg hw.Angles3, leftHanded bool) mat3 {
-	sign := handSign(leftHanded)
-	heading := sign * anglesDeg.A0 * radPerDeg
-	a1 := anglesDeg.A1 * radPerDeg
-	a12 := a1 + anglesDeg.A2*radPerDeg
-	s1, c1 := math.Sincos(a1)
-	s12, c12 := math.Sincos(a12)
-	sh, ch := math.Sincos(heading)
-	r := UpperLinkM*c1 + ForearmM*c12
-	up := UpperLinkM*s1 + ForearmM*s12
+// A2) at the pose.
+func (ps *pose) jacobian() mat3 {
 	// ∂r/∂a1 = -up, ∂z/∂a1 = r; ∂r/∂a2 = -L2 sin a12, ∂z/∂a2 = L2 cos a12.
-	dr2 := -ForearmM * s12
-	dz2 := ForearmM * c12
+	dr2 := -ForearmM * ps.s12
+	dz2 := ForearmM * ps.c12
 	return mat3{
-		{sign * r * ch, -up * sh, dr2 * sh},
-		{-sign * r * sh, -up * ch, dr2 * ch},
-		{0, r, dz2},
+		{ps.sign * ps.r * ps.ch, -ps.up * ps.sh, dr2 * ps.sh},
+		{-ps.sign * ps.r * ps.sh, -ps.up * ps.ch, dr2 * ps.ch},
+		{0, ps.r, dz2},
 	}
+}
+
+// jointRatesRad returns the joint speeds (rad/s) that move the handle at v:
+// J⁻¹·v, solved in closed form (the base decouples from the planar pair).
+// ok is false at a singular pose.
+func (ps *pose) jointRatesRad(v hw.Vec3) (w [3]float64, ok bool) {
+	if ps.r < 1e-9 {
+		return w, false
+	}
+	w[0] = ps.sign * (v.X*ps.ch - v.Y*ps.sh) / ps.r
+	vr := v.X*ps.sh + v.Y*ps.ch // speed along the reach
+	// [-up dr2; r dz2]·[w1 w2] = [vr vz]
+	dr2 := -ForearmM * ps.s12
+	dz2 := ForearmM * ps.c12
+	det := -ps.up*dz2 - dr2*ps.r
+	if math.Abs(det) < 1e-12 {
+		return w, false
+	}
+	w[1] = (vr*dz2 - dr2*v.Z) / det
+	w[2] = (-ps.up*v.Z - ps.r*vr) / det
+	return w, true
+}
+
+// bodyOrientation is the identity turned about Z by the base yaw. Turning
+// from +Y toward +X is a negative rotation about Z; the half-angle formulas
+// avoid trigonometry.
+func (ps *pose) bodyOrientation() hw.Quat {
+	half := math.Sqrt(math.Max(0, (1+ps.ch)/2))
+	s := math.Sqrt(math.Max(0, (1-ps.ch)/2))
+	if ps.sh > 0 {
+		s = -s
+	}
+	return hw.Quat{W: half, Z: s}
 }
