@@ -232,7 +232,12 @@ func (c *socketConn) writeLoop() {
 		c.sub.Close()
 		_ = c.ws.Close()
 		<-c.readerDone
-		c.srv.log.Debug().Str("remote", c.remote).Str("reason", string(reason)).
+		level := zerolog.DebugLevel
+		if reason == reasonWriteDeadline || reason == reasonInputTooBig {
+			// The client misbehaved: worth an operator's eye.
+			level = zerolog.WarnLevel
+		}
+		c.srv.log.WithLevel(level).Str("remote", c.remote).Str("reason", string(reason)).
 			Uint64("dropped", c.sub.Dropped()).Msg("events client closed")
 	}()
 	buf := make([]byte, 0, 1024)

@@ -1,0 +1,620 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/transport/events"
+)
+
+// waitLimit bounds every wait: a failure deadline, not a speed goal.
+const waitLimit = 30 * time.Second
+
+// testLog is silent unless HAPTICD_TEST_LOG is set.
+func testLog(extra io.Writer) zerolog.Logger {
+	var ws []io.Writer
+	if os.Getenv("HAPTICD_TEST_LOG") != "" {
+		ws = append(ws, zerolog.ConsoleWriter{Out: os.Stderr})
+	}
+	if extra != nil {
+		ws = append(ws, extra)
+	}
+	if len(ws) == 0 {
+		return zerolog.Nop()
+	}
+	return zerolog.New(zerolog.MultiLevelWriter(ws...)).With().Timestamp().Logger()
+}
+
+type fixture struct {
+	act  *activity.Activity
+	srv  *events.Server
+	http *httptest.Server
+	url  string
+}
+
+type fixtureOptions struct {
+	activity activity.Options
+	socket   events.SocketOptions
+	log      io.Writer
+	// listener wraps the test server's listener.
+	listener func(net.Listener) net.Listener
+}
+
+func newFixture(t *testing.T, o fixtureOptions) *fixture {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	o.activity.Log = testLog(nil)
+	act, err := activity.Start(sys, o.activity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(act.Stop)
+	srv := events.NewServerWithOptions(act, testLog(o.log), o.socket)
+	mux := http.NewServeMux()
+	mux.Handle("/events", events.NewRecentHandler(act))
+	mux.Handle("/", srv)
+	hs := httptest.NewUnstartedServer(mux)
+	if o.listener != nil {
+		hs.Listener = o.listener(hs.Listener)
+	}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	t.Cleanup(srv.Close)
+	return &fixture{act: act, srv: srv, http: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/"}
+}
+
+func (f *fixture) dial(t *testing.T, query string) *websocket.Conn {
+	t.Helper()
+	c, resp, err := websocket.DefaultDialer.Dial(f.url+query, nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", query, err, status)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// wireEvent is an event as a client decodes it.
+type wireEvent struct {
+	Seq      uint64          `json:"seq"`
+	Time     string          `json:"time"`
+	Name     string          `json:"name"`
+	Category string          `json:"category"`
+	Level    string          `json:"level"`
+	Data     json.RawMessage `json:"data"`
+	Message  string          `json:"message"`
+}
+
+func read(t *testing.T, c *websocket.Conn) wireEvent {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	mt, msg, err := c.ReadMessage()
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if mt != websocket.TextMessage {
+		t.Fatalf("frame type %d, want text", mt)
+	}
+	var e wireEvent
+	if err := json.Unmarshal(msg, &e); err != nil {
+		t.Fatalf("frame %s: %v", msg, err)
+	}
+	return e
+}
+
+func publishN(a *activity.Activity, from, n int) {
+	for i := from; i < from+n; i++ {
+		a.Publish(event.DeviceBusy("arm3", "049D", uint64(i), 0))
+	}
+}
+
+// settle returns once the actor handled everything published before.
+func settle(t *testing.T, a *activity.Activity) {
+	t.Helper()
+	if _, _, err := a.Recent(^uint64(0)-1, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkFor polls cond until it holds or waitLimit passes.
+func checkFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFrameShape(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := f.dial(t, "")
+	f.act.Publish(event.HTTPRouteDeprecated("POST /force_scale", "POST /settings/devices/force_scale", "127.0.0.1:1"))
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	_, msg, err := c.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &obj); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"category", "data", "level", "message", "name", "seq", "time"}; !slices.Equal(keys, want) {
+		t.Fatalf("frame keys %v, want %v", keys, want)
+	}
+	var e wireEvent
+	_ = json.Unmarshal(msg, &e)
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z", e.Time); err != nil || e.Seq != 1 || e.Name != "http-route-deprecated" {
+		t.Fatalf("event %+v (time: %v)", e, err)
+	}
+}
+
+// TestReplayWhileProducing connects with ?since= while a producer runs: the
+// client gets every later event exactly once, in order.
+func TestReplayWhileProducing(t *testing.T) {
+	const before, during = 200, 3000
+	f := newFixture(t, fixtureOptions{activity: activity.Options{RingSize: 8192, QueueSize: 8192}})
+	publishN(f.act, 1, before)
+	settle(t, f.act)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		publishN(f.act, before+1, during)
+	}()
+	c := f.dial(t, "?since=100")
+	for want := uint64(101); want <= before+during; want++ {
+		if e := read(t, c); e.Seq != want {
+			t.Fatalf("got seq %d, want %d: a gap or a duplicate", e.Seq, want)
+		}
+	}
+	wg.Wait()
+}
+
+func TestLiveOnlyWithoutSince(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	publishN(f.act, 1, 5)
+	settle(t, f.act)
+	c := f.dial(t, "")
+	publishN(f.act, 6, 1)
+	if e := read(t, c); e.Seq != 6 {
+		t.Fatalf("live-only socket got seq %d first, want 6", e.Seq)
+	}
+}
+
+func TestInputIsReportedAndTruncated(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	listener := f.dial(t, "")
+	sender := f.dial(t, "")
+	tests := []struct {
+		name  string
+		kind  int
+		input []byte
+		want  string
+	}{
+		{"text", websocket.TextMessage, []byte(`{"arm3":[]}`), `{"arm3":[]}`},
+		{"long text is cut", websocket.TextMessage, bytes.Repeat([]byte("y"), 1000), strings.Repeat("y", 256)},
+		{"binary", websocket.BinaryMessage, []byte("bin"), "bin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := sender.WriteMessage(tt.kind, tt.input); err != nil {
+				t.Fatal(err)
+			}
+			e := read(t, listener)
+			if e.Name != event.NameInvalidIOChannel || e.Category != "input" || e.Level != "warning" {
+				t.Fatalf("got %+v, want invalid-io-channel", e)
+			}
+			var d struct {
+				Received string `json:"received_data"`
+			}
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Received != tt.want {
+				t.Fatalf("received_data %q (%v), want %q", d.Received, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOversizedInputClosesWith1009(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := f.dial(t, "")
+	if err := c.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("z"), 70<<10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Fatalf("closed with %v, want 1009", err)
+			}
+			return
+		}
+	}
+}
+
+func TestServerPings(t *testing.T) {
+	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 20 * time.Millisecond}})
+	c := f.dial(t, "")
+	var mu sync.Mutex
+	pings := 0
+	c.SetPingHandler(func(data string) error {
+		mu.Lock()
+		pings++
+		mu.Unlock()
+		return c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	frames := make(chan []byte, 16)
+	go func() {
+		defer close(frames)
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			frames <- msg
+		}
+	}()
+	checkFor(t, "two pings", func() bool { mu.Lock(); defer mu.Unlock(); return pings >= 2 })
+	// A client that answers pings stays connected and keeps receiving.
+	publishN(f.act, 1, 1)
+	select {
+	case msg, ok := <-frames:
+		if !ok || !strings.Contains(string(msg), `"seq":1`) {
+			t.Fatalf("after the pings got %q (open %v), want seq 1", msg, ok)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no event after the pings")
+	}
+	_ = c.Close()
+	for range frames {
+	}
+}
+
+// TestStalledClientIsClosedOthersUnaffected: a client that stops reading
+// misses its write deadline and is closed with the reason logged; a live
+// client beside it receives everything.
+func TestStalledClientIsClosedOthersUnaffected(t *testing.T) {
+	const total = 3000
+	var logs syncBuffer
+	f := newFixture(t, fixtureOptions{
+		activity: activity.Options{QueueSize: 1024},
+		socket:   events.SocketOptions{WriteTimeout: 200 * time.Millisecond},
+		log:      &logs,
+		// Small socket buffers, so a stalled reader backs up the
+		// server's writes after a few kilobytes, not megabytes.
+		listener: func(l net.Listener) net.Listener { return smallBufferListener{l} },
+	})
+	stalled := smallBufferDial(t, f.url)
+	live := f.dial(t, "")
+	payload := bytes.Repeat([]byte("p"), 256)
+	for i := 1; i <= total; i++ {
+		f.act.Publish(event.InvalidIOChannel(payload))
+		if e := read(t, live); e.Seq != uint64(i) {
+			t.Fatalf("live client got seq %d, want %d", e.Seq, i)
+		}
+	}
+	checkFor(t, "the stalled client to be closed for missing its write deadline", func() bool {
+		return strings.Contains(logs.String(), "write deadline missed")
+	})
+	_ = stalled.SetReadDeadline(time.Now().Add(waitLimit))
+	got := 0
+	for {
+		if _, _, err := stalled.ReadMessage(); err != nil {
+			break
+		}
+		got++
+	}
+	if got >= total {
+		t.Fatalf("the stalled client read all %d events: it was never backed up", got)
+	}
+}
+
+func TestCloseSendsCloseFrameAndRefusesNewSockets(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	a, b := f.dial(t, ""), f.dial(t, "?since=0")
+	publishN(f.act, 1, 3)
+	if e := read(t, a); e.Seq != 1 {
+		t.Fatalf("seq %d", e.Seq)
+	}
+	settle(t, f.act) // all three are in both queues
+	f.srv.Close()
+	for name, c := range map[string]*websocket.Conn{"a": a, "b": b} {
+		_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+		var err error
+		n := 0
+		for err == nil {
+			_, _, err = c.ReadMessage()
+			n++
+		}
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("client %s: %v, want a 1001 close frame", name, err)
+		}
+		// Events queued before the close are still delivered.
+		if want := map[string]int{"a": 2, "b": 3}[name]; n-1 != want {
+			t.Fatalf("client %s got %d events before the close, want %d", name, n-1, want)
+		}
+	}
+	_, resp, err := websocket.DefaultDialer.Dial(f.url, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after Close: %v, want 503", err)
+	}
+	f.srv.Close() // idempotent
+}
+
+func TestActivityStopClosesSockets(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := f.dial(t, "")
+	f.act.Stop()
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Fatalf("%v, want a 1001 close frame", err)
+			}
+			break
+		}
+	}
+	_, resp, err := websocket.DefaultDialer.Dial(f.url, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after the actor stopped: %v, want 503", err)
+	}
+}
+
+func TestSocketRefusals(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	tests := []struct {
+		name       string
+		path       string
+		upgrade    bool
+		wantStatus int
+		wantCode   string
+	}{
+		{"plain GET", "/", false, http.StatusBadRequest, "invalid_value"},
+		{"other path", "/nope", true, http.StatusNotFound, "unknown_route"},
+		{"bad since", "/?since=abc", true, http.StatusBadRequest, "invalid_value"},
+		{"negative since", "/?since=-1", true, http.StatusBadRequest, "invalid_value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resp *http.Response
+			var err error
+			if tt.upgrade {
+				var c *websocket.Conn
+				c, resp, err = websocket.DefaultDialer.Dial(strings.TrimSuffix(f.url, "/")+tt.path, nil)
+				if err == nil {
+					_ = c.Close()
+					t.Fatal("upgrade succeeded")
+				}
+			} else {
+				resp, err = http.Get(f.http.URL + tt.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer resp.Body.Close()
+			checkError(t, resp, tt.wantStatus, tt.wantCode)
+		})
+	}
+}
+
+func checkError(t *testing.T, resp *http.Response, status int, code string) {
+	t.Helper()
+	var env struct {
+		OK    *bool  `json:"ok"`
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		t.Fatalf("status %d, body not the JSON envelope: %v", resp.StatusCode, err)
+	}
+	if resp.StatusCode != status || env.OK == nil || *env.OK || env.Code != code || !strings.HasPrefix(env.Error, "events: ") {
+		t.Fatalf("status %d %+v, want %d with code %s", resp.StatusCode, env, status, code)
+	}
+}
+
+func TestRecentHandler(t *testing.T) {
+	f := newFixture(t, fixtureOptions{activity: activity.Options{RingSize: 50}})
+	publishN(f.act, 1, 60) // the ring holds 11..60
+	settle(t, f.act)
+	tests := []struct {
+		query     string
+		wantFirst uint64
+		wantCount int
+		wantNext  uint64
+	}{
+		{"", 11, 50, 61},
+		{"?since=55", 56, 5, 61},
+		{"?since=20&limit=3", 21, 3, 24},
+		{"?limit=1", 11, 1, 12},
+		{"?since=60", 0, 0, 61},
+		{"?since=18446744073709551615", 0, 0, 61},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			resp, err := http.Get(f.http.URL + "/events" + tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			var env struct {
+				OK   bool `json:"ok"`
+				Data struct {
+					Events  *[]wireEvent `json:"events"`
+					NextSeq uint64       `json:"next_seq"`
+				} `json:"data"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+				t.Fatal(err)
+			}
+			if !env.OK || env.Data.Events == nil {
+				t.Fatalf("envelope %+v: want ok and an events array", env)
+			}
+			evs := *env.Data.Events
+			if len(evs) != tt.wantCount || env.Data.NextSeq != tt.wantNext {
+				t.Fatalf("%d events, next %d; want %d, next %d", len(evs), env.Data.NextSeq, tt.wantCount, tt.wantNext)
+			}
+			for i, e := range evs {
+				if e.Seq != tt.wantFirst+uint64(i) || e.Name != event.NameDeviceBusy {
+					t.Fatalf("event %d is %s seq %d, want seq %d", i, e.Name, e.Seq, tt.wantFirst+uint64(i))
+				}
+			}
+		})
+	}
+}
+
+func TestRecentHandlerRefusals(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	tests := []struct {
+		method, query string
+		status        int
+		code          string
+	}{
+		{"GET", "?since=abc", 400, "invalid_value"},
+		{"GET", "?since=-3", 400, "invalid_value"},
+		{"GET", "?since=1.5", 400, "invalid_value"},
+		{"GET", "?limit=0", 400, "invalid_value"},
+		{"GET", "?limit=10001", 400, "invalid_value"},
+		{"GET", "?limit=ten", 400, "invalid_value"},
+		{"POST", "", 405, "method_not_allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+tt.query, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, f.http.URL+"/events"+tt.query, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			checkError(t, resp, tt.status, tt.code)
+		})
+	}
+	f.act.Stop()
+	resp, err := http.Get(f.http.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	checkError(t, resp, http.StatusServiceUnavailable, "unavailable")
+}
+
+// TestGoroutinesGoneAfterClose: every connection goroutine ends when the
+// server closes.
+func TestGoroutinesGoneAfterClose(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer sys.Shutdown()
+	act, err := activity.Start(sys, activity.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer act.Stop()
+	http.DefaultClient.CloseIdleConnections()
+	baseline := runtime.NumGoroutine()
+
+	srv := events.NewServer(act, zerolog.Nop())
+	hs := httptest.NewServer(srv)
+	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/"
+	var conns []*websocket.Conn
+	for range 5 {
+		c, _, err := websocket.DefaultDialer.Dial(url+"?since=0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	publishN(act, 1, 10)
+	for _, c := range conns {
+		for range 10 {
+			read(t, c)
+		}
+	}
+	srv.Close()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	hs.Close()
+	checkFor(t, "goroutines to return to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
+}
+
+// syncBuffer collects log output written from connection goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// smallBufferListener shrinks the send buffer of every accepted connection.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// smallBufferDial connects a client with a small receive buffer, which it
+// then never reads.
+func smallBufferDial(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{
+		NetDial: func(network, addr string) (net.Conn, error) {
+			c, err := net.Dial(network, addr)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetReadBuffer(4096)
+			}
+			return c, err
+		},
+	}
+	c, _, err := d.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
