@@ -79,6 +79,15 @@ func TestArmPhysics(t *testing.T) {
 			}
 		},
 	}, {
+		name:    "half compensation still sags onto the boundary",
+		cmd:     hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: weightN() / 2}},
+		seconds: 3,
+		check: func(t *testing.T, end hw.State, _ float64) {
+			if d := dist(end.PositionM, bottom); d > 0.002 {
+				t.Errorf("rest point %+v is %.4f m from the boundary bottom", end.PositionM, d)
+			}
+		},
+	}, {
 		name:    "static friction holds a tiny net force",
 		cmd:     hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 0.1, Z: weightN()}},
 		seconds: 2,

@@ -32,8 +32,9 @@
 // The simulated arm has no firmware, so Info.HostGravityCompensation is
 // true: the service's loop adds EffectiveMassKg·GravityMps2·scale upwards
 // when gravity compensation is enabled. Configure only records the gravity
-// settings. So with compensation off, or scaled below 1, a hands-off cursor
-// sags and comes to rest on the bottom of the workspace boundary; that is
+// settings. So with compensation off, or scaled well below 1 (below about
+// 0.92, where the missing weight exceeds static friction), a hands-off
+// cursor sags and comes to rest on the bottom of the workspace boundary:
 // the simulated equivalent of an uncompensated arm dropping. The position
 // and angle servos carry the arm's own weight, as firmware servos do.
 //
