@@ -339,3 +339,21 @@ func TestArmExchangeDoesNotAllocate(t *testing.T) {
 		t.Errorf("Close left force %v in firmware", p.LastForce)
 	}
 }
+
+// The whole tick path through a real pty (go.bug.st/serial on the driver
+// side, the emulator and sim physics on the other) does not allocate.
+// AllocsPerRun counts every goroutine, so this pins the emulator too.
+func TestArmExchangeOverPTYDoesNotAllocate(t *testing.T) {
+	_, path := startEmulator(t, emulator.Options{Index: 110})
+	a := openArm(t, path, driver.ArmOptions{})
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 0.5}}
+	var st hw.State
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := a.Exchange(&cmd, &st); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Exchange over a pty allocates %v times per tick, want 0", allocs)
+	}
+}

@@ -77,6 +77,13 @@ type Emulator struct {
 	opts    Options
 	physics hw.Driver
 
+	// Owned by the serving goroutine: fixed buffers, so that serving does
+	// not allocate (allocation tests of drivers count every goroutine).
+	replyBuf [wire.MaxFrameLen]byte
+	outBuf   [2*wire.MaxFrameLen + 64]byte
+	applied  hw.Command
+	physSt   hw.State
+
 	mu      sync.Mutex // guards the following and serialises writes to out
 	faults  Faults
 	stats   Stats
@@ -211,7 +218,7 @@ func (e *Emulator) Serve(rw io.ReadWriter) error {
 }
 
 func (e *Emulator) handle(m *wire.Message) {
-	var reply [wire.MaxFrameLen]byte
+	reply := &e.replyBuf
 	var out []byte
 	switch m.Header {
 	case wire.HeaderWake:
@@ -271,13 +278,13 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	e.mu.Lock()
 	s := e.stats.Settings
 	e.mu.Unlock()
-	applied := cmd
+	e.applied = cmd
 	if cmd.Mode == hw.ModeForce && s.GravityCompensation {
-		applied.ForceN.Z += gravityN * s.GravityScale
+		e.applied.ForceN.Z += gravityN * s.GravityScale
 	}
-	var st hw.State
+	st := &e.physSt
 	// Physics runs on this goroutine only, outside the lock.
-	physErr := e.physics.Exchange(&applied, &st)
+	physErr := e.physics.Exchange(&e.applied, st)
 	e.mu.Lock()
 	e.stats.Commands++
 	if cmd.Mode == hw.ModeForce {
@@ -334,8 +341,7 @@ func (e *Emulator) reply(b []byte) {
 	if f.Jitter > 0 {
 		delay += time.Duration(e.rng.Int64N(int64(f.Jitter) + 1))
 	}
-	var buf [2*wire.MaxFrameLen + 64]byte
-	out := buf[:0]
+	out := e.outBuf[:0]
 	if f.GarbageProbability > 0 && e.rng.Float64() < f.GarbageProbability {
 		for range min(f.GarbageBytes, 64) {
 			out = append(out, byte(e.rng.UintN(256)))
