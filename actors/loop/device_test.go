@@ -314,6 +314,12 @@ func oscillate(hz, ampMps, driftMps float64) looptest.StateFunc {
 	}
 }
 
+func accelerate(mps2 float64) looptest.StateFunc {
+	return func(n uint64, _ *hw.Command, st *hw.State) {
+		st.VelocityMps = hw.Vec3{Y: mps2 * float64(n) * 1e-3}
+	}
+}
+
 func TestForceGate(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -326,6 +332,9 @@ func TestForceGate(t *testing.T) {
 		{"gain 0.3 attenuates partly", 0.3, oscillate(20, 0.1, 0), 3.4, 4.0},
 		{"steady motion is not attenuated", 1, oscillate(0, 0, 0.2), 4.9, 5 + 1e-9},
 		{"slow hand motion is barely attenuated", 1, oscillate(1, 0.05, 0), 4.5, 5 + 1e-9},
+		// A steady push accelerates the arm: velocity ramps, which is not
+		// ringing (a first-order high-pass would see it as such).
+		{"steady acceleration is not attenuated", 1, accelerate(2), 4.9, 5 + 1e-9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

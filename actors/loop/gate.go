@@ -9,7 +9,9 @@ import (
 // The force gate tells oscillation from voluntary motion by frequency: a
 // hand moves the arm below about 5 Hz, while an unstable contact (a stiff
 // wall rendered at too low a rate, too little damping) rings at 10–50 Hz. The
-// gate high-passes the end effector's velocity at gateCornerHz, low-passes
+// gate high-passes the end effector's velocity twice at gateCornerHz (a
+// second-order high-pass: a steady push accelerates the arm, and a ramp in
+// velocity must not read as ringing), low-passes
 // the squared result into an energy (time constant gateEnergyTauS), and maps
 // the energy e to an oscillation level s = e / (e + gateRefMps²) in [0, 1):
 // a ringing of gateRefMps (rms) gives s = 0.5. Force is multiplied by
@@ -25,7 +27,8 @@ const (
 // forceGate is the filter state; the loop updates it once per tick.
 type forceGate struct {
 	prevV  hw.Vec3
-	hp     hw.Vec3 // high-passed velocity, m/s
+	hp1    hw.Vec3 // velocity high-passed once, m/s
+	hp     hw.Vec3 // high-passed twice, m/s
 	energy float64 // low-passed |hp|², (m/s)²
 	primed bool
 }
@@ -40,12 +43,17 @@ func (g *forceGate) update(v hw.Vec3, dtNs int64) {
 	dt := float64(dtNs) * 1e-9
 	rc := 1 / (2 * math.Pi * gateCornerHz)
 	a := rc / (rc + dt)
-	g.hp = hw.Vec3{
-		X: a * (g.hp.X + v.X - g.prevV.X),
-		Y: a * (g.hp.Y + v.Y - g.prevV.Y),
-		Z: a * (g.hp.Z + v.Z - g.prevV.Z),
+	hp1 := hw.Vec3{
+		X: a * (g.hp1.X + v.X - g.prevV.X),
+		Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
+		Z: a * (g.hp1.Z + v.Z - g.prevV.Z),
 	}
-	g.prevV = v
+	g.hp = hw.Vec3{
+		X: a * (g.hp.X + hp1.X - g.hp1.X),
+		Y: a * (g.hp.Y + hp1.Y - g.hp1.Y),
+		Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
+	}
+	g.prevV, g.hp1 = v, hp1
 	b := dt / (gateEnergyTauS + dt)
 	e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
 	g.energy += b * (e - g.energy)
