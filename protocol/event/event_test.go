@@ -300,3 +300,19 @@ func ExampleAppendJSON() {
 	// Output:
 	// {"seq":1,"time":"2026-01-02T03:04:05.006Z","name":"http-route-deprecated","category":"system","level":"warning","data":{"route":"POST /force_scale","replacement":"POST /settings/devices/force_scale","remote":"127.0.0.1:5555"},"message":"POST /force_scale is deprecated and will be removed in 4.0; use POST /settings/devices/force_scale"}
 }
+
+func TestMarkdownTableListsEveryKind(t *testing.T) {
+	md := event.MarkdownTable()
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	if len(lines) != 2+len(event.Kinds()) {
+		t.Fatalf("%d lines for %d kinds:\n%s", len(lines), len(event.Kinds()), md)
+	}
+	for i, k := range event.Kinds() {
+		row := lines[2+i]
+		for _, want := range append([]string{"`" + k.Name + "`", "`" + k.Category + "`", "`" + k.Level + "`"}, k.Fields...) {
+			if !strings.Contains(row, want) {
+				t.Errorf("row %q lacks %q", row, want)
+			}
+		}
+	}
+}
