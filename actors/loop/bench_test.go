@@ -1,0 +1,139 @@
+package loop
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+)
+
+// nopArm is the cheapest possible driver: it isolates the loop's own cost.
+type nopArm struct{ info hw.Info }
+
+func (a *nopArm) Info() hw.Info                                { return a.info }
+func (a *nopArm) Exchange(cmd *hw.Command, st *hw.State) error { st.ForceN = cmd.ForceN; return nil }
+func (a *nopArm) Halt() error                                  { return nil }
+func (a *nopArm) Close() error                                 { return nil }
+
+var _ hw.Driver = (*nopArm)(nil)
+
+func newSimArm(i int) *sim.Arm {
+	return sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: sim.MotionCircle, Seed: int64(i)})
+}
+
+// controlled returns a device whose register holds a live force command with
+// damping and the force gate on, so Step runs its whole pipeline.
+func controlled(drv hw.Driver) *Device {
+	d := NewDevice(drv, DeviceOptions{})
+	reg := d.Register()
+	reg.Claim(1)
+	c := force(0.5, -0.2, 0.1)
+	p := &Params{Damping: [3][3]float64{{2, 0, 0}, {0, 2, 0}, {0, 0, 2}}, ForceGateGain: 0.3}
+	reg.Write(1, 1, 1<<62, &c, p)
+	return d
+}
+
+// BenchmarkStep measures one tick: against a no-op driver (the loop's own
+// cost) and against a simulated arm, reported as a ratio to the same arm's
+// bare Exchange measured in the same run.
+func BenchmarkStep(b *testing.B) {
+	b.Run("driver=nop", func(b *testing.B) {
+		d := controlled(&nopArm{info: hw.Info{Kind: hw.KindArm, MaxForceN: 10, EffectiveMassKg: 0.2, HostGravityCompensation: true}})
+		now := SystemClock().Now()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			now += int64(time.Millisecond)
+			d.Step(now)
+		}
+	})
+	b.Run("driver=sim", func(b *testing.B) {
+		bare := newSimArm(0)
+		var cmd hw.Command
+		var st hw.State
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			_ = bare.Exchange(&cmd, &st)
+		}
+		bareNs := float64(time.Since(start).Nanoseconds()) / float64(b.N)
+
+		d := controlled(newSimArm(0))
+		now := SystemClock().Now()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			now += int64(time.Millisecond)
+			d.Step(now)
+		}
+		b.StopTimer()
+		stepNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(bareNs, "bare-exchange-ns")
+		if bareNs > 0 {
+			b.ReportMetric(stepNs/bareNs, "x-bare")
+		}
+	})
+}
+
+// BenchmarkScheduler runs the real scheduler at 1 kHz with n simulated arms
+// on GOMAXPROCS shards. One op is one scheduler tick (so ns/op is about the
+// period). It reports the stepping cost per device (ns/step), the same cost
+// stepping the devices in a bare loop in the same run (bare-ns/step), the
+// period's p99 and max, and overruns per 1000 ticks.
+func BenchmarkScheduler(b *testing.B) {
+	for _, n := range []int{1, 100, 1000, 10000} {
+		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
+			devs := make([]*Device, n)
+			for i := range devs {
+				devs[i] = controlled(newSimArm(i))
+			}
+			// Bare baseline: the same steps with no pacing, threads or shards.
+			const bareTicks = 20
+			now := SystemClock().Now()
+			start := time.Now()
+			for k := 0; k < bareTicks; k++ {
+				now += int64(time.Millisecond)
+				for i, d := range devs {
+					d.stepAt(now, (uint64(k)+uint64(i))%exchangeSampleEvery == 0)
+				}
+			}
+			bareNs := float64(time.Since(start).Nanoseconds()) / float64(bareTicks*n)
+
+			s := NewScheduler(SchedulerOptions{PeriodNs: int64(time.Millisecond)})
+			for _, d := range devs {
+				s.Add(d)
+			}
+			sh := s.shards[0]
+			s.Start()
+			// Let the shards settle, then measure b.N ticks of shard 0.
+			for sh.stats.period.Count() < 50 {
+				time.Sleep(time.Millisecond)
+			}
+			for _, x := range s.shards {
+				x.stats.period.Reset()
+				x.stats.busy.Reset()
+			}
+			over0 := sh.stats.overruns.Load()
+			b.ResetTimer()
+			for sh.stats.period.Count() < uint64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			over := sh.stats.overruns.Load() - over0
+			var busyNs float64
+			for _, x := range s.shards {
+				busyNs += float64(x.stats.busy.Summary().MeanNs)
+			}
+			period := sh.stats.period.Summary()
+			s.Stop()
+			b.ReportMetric(busyNs/float64(n), "ns/step")
+			b.ReportMetric(bareNs, "bare-ns/step")
+			b.ReportMetric(float64(period.P99Ns)/1e3, "period-p99-us")
+			b.ReportMetric(float64(period.MaxNs)/1e3, "period-max-us")
+			b.ReportMetric(float64(over)*1000/float64(period.Count), "overruns/1k-ticks")
+			runtime.GC()
+		})
+	}
+}
