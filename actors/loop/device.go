@@ -186,6 +186,7 @@ type Device struct {
 	appliedSeq      uint64
 	out             hw.Command
 	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
+	stateGravityN   float64 // the feed-forward inside state.ForceN
 	halted          bool    // Halt ran and no command armed the output since
 	state, scratch  hw.State
 	gate            forceGate
@@ -364,12 +365,13 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		} else {
 			d.errRun = 0
 			d.state = d.scratch
+			d.stateGravityN = d.gravityN
 		}
 	}
 
 	p := &d.pub
 	p.State = d.state
-	p.State.ForceN.Z -= d.gravityN
+	p.State.ForceN.Z -= d.stateGravityN
 	p.Mode = mode
 	p.Owner = owner
 	p.Tick = tick
@@ -502,8 +504,9 @@ func (d *Device) shape(c *Command, ramp float64) {
 // addGravity adds the host-side gravity feed-forward to the output of a
 // device without firmware compensation (simulated arms): m·g·scale upwards,
 // also while idle, so an arm with compensation on floats as a real one
-// does; after Halt the device is inert until a new command arms it. It is not the client's force: it comes after the ramp and the
-// force scale, and it is taken out of the reported force again. Position
+// does; after Halt the device is inert until a new command arms it. It is
+// not the client's force: it comes after the ramp and the force scale, and
+// it is taken out of the reported force again. Position
 // and angle servos carry the arm's weight themselves; torque mode gets no
 // feed-forward (it would need the joint-space gravity model).
 func (d *Device) addGravity() {

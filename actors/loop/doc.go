@@ -16,12 +16,24 @@
 // # Output shaping
 //
 // For ModeForce: F = ForceN − Damping·v (v: the last reported velocity),
-// then the force gate, then × Globals.ForceScale, then + m·g·GravityScale
-// upwards when the device wants host gravity compensation and it is enabled
-// (not scaled by ForceScale), then |F| is clamped to Info.MaxForceN, then ×
-// the ramp factor while ramping. ModeTorque torques are scaled by ForceScale
-// and the ramp. ModePosition and ModeAngle pass through and stop at once
-// (ModeIdle) when control ends. Non-finite values command nothing.
+// then the force gate, then × Globals.ForceScale, then |F| is clamped to
+// Info.MaxForceN, then × the ramp factor while ramping. ModeTorque torques
+// are scaled by ForceScale and the ramp. ModePosition and ModeAngle pass
+// through and stop at once (ModeIdle) when control ends. Non-finite values
+// command nothing.
+//
+// # Gravity feed-forward
+//
+// A device whose Info says HostGravityCompensation (it has no firmware
+// compensation: the simulated arm) gets m·g·GravityScale upwards on top of
+// the shaped force when Settings.GravityCompensation is on, also while
+// nobody controls it, so the arm floats as a firmware-compensated one does.
+// It is not the client's force: ForceScale and the ramp do not scale it, the
+// total is clamped to MaxForceN again, and Snapshot.State.ForceN and
+// Snapshot.Mode report the client's side only. Position and angle servos
+// carry the weight themselves and torque mode gets none (that would need a
+// joint-space model). After Halt the device gets nothing until a new
+// command arms it.
 //
 // # Force gate
 //
