@@ -23,7 +23,11 @@ type CapacityOptions struct {
 	OverrunLimit float64
 	// Precision stops the bisection once the bracket is within this
 	// fraction of the passing N; default 0.05.
-	Precision  float64
+	Precision float64
+	// Retries re-runs a failing probe up to this many times and keeps the
+	// first pass, so one burst of noise from a neighbour on a shared
+	// machine does not end the search; default 1, negative for none.
+	Retries    int
 	NoBareLoop bool
 	Progress   io.Writer
 }
@@ -46,6 +50,9 @@ func (o *CapacityOptions) defaults() {
 	}
 	if o.Precision <= 0 {
 		o.Precision = 0.05
+	}
+	if o.Retries == 0 {
+		o.Retries = 1
 	}
 }
 
@@ -153,12 +160,19 @@ func errSuffix(e string) string {
 func searchCapacity(ctx context.Context, o CapacityOptions, probe func(n int) (CapacityProbe, error)) (CapacityResult, error) {
 	var res CapacityResult
 	try := func(n int) (bool, error) {
-		p, err := probe(n)
-		res.Probes = append(res.Probes, p)
-		if err != nil && len(res.Probes) == 1 {
-			return false, err
+		for attempt := 0; ; attempt++ {
+			p, err := probe(n)
+			res.Probes = append(res.Probes, p)
+			if err != nil && len(res.Probes) == 1 {
+				return false, err
+			}
+			if err == nil && p.Pass {
+				return true, ctx.Err()
+			}
+			if attempt >= o.Retries || ctx.Err() != nil {
+				return false, ctx.Err()
+			}
 		}
-		return err == nil && p.Pass, ctx.Err()
 	}
 	pass, fail := 0, 0
 	for n := 1; ; n *= 2 {

@@ -60,6 +60,27 @@ func TestSearchCapacityStopsWithinPrecision(t *testing.T) {
 	}
 }
 
+func TestSearchCapacityRetriesAFailingProbe(t *testing.T) {
+	o := CapacityOptions{Max: 64, Precision: 1e-9}
+	o.defaults()
+	calls := map[int]int{}
+	res, err := searchCapacity(context.Background(), o, func(n int) (CapacityProbe, error) {
+		calls[n]++
+		// 4 arms fail once (noise), then pass; 16 and more always fail.
+		pass := n < 16 && !(n == 4 && calls[n] == 1)
+		return CapacityProbe{Arms: n, Pass: pass}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity != 15 {
+		t.Errorf("capacity %d, want 15: a single noisy failure at 4 must not end the search", res.Capacity)
+	}
+	if calls[4] != 2 || calls[16] != 2 {
+		t.Errorf("probes per N %v: want 4 and 16 tried twice (one retry)", calls)
+	}
+}
+
 func TestSearchCapacityErrors(t *testing.T) {
 	o := CapacityOptions{Max: 64}
 	o.defaults()

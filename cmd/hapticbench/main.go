@@ -157,6 +157,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&o.Window, "window", 3*time.Second, "measured time per probe")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "time a started hapticd runs before each window")
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
+	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
