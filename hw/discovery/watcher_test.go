@@ -239,3 +239,21 @@ func TestRunScansUntilCancelled(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestExplicitGripPort(t *testing.T) {
+	e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{"grip:" + path}, Enumerate: noPorts})
+	r := w.Scan(rec)
+	if len(rec.found) != 1 || rec.found[0].Info().Kind != hw.KindGrip {
+		t.Fatalf("found %v, want one grip", rec.found)
+	}
+	if p, ok := portOf(r, path); !ok || p.Outcome != discovery.Loaded || p.Kind != hw.KindGrip {
+		t.Errorf("report %+v", p)
+	}
+}
