@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -43,10 +44,13 @@ type Options struct {
 // Activity is a handle on the activity actor. Its methods are safe for
 // concurrent use.
 type Activity struct {
-	root     *actor.RootContext
-	pid      *actor.PID
-	timeout  time.Duration
-	stopOnce sync.Once
+	lastSubID atomic.Uint64
+
+	root      *actor.RootContext
+	pid       *actor.PID
+	timeout   time.Duration
+	queueSize int
+	stopOnce  sync.Once
 }
 
 // ErrStopped is returned by requests made after the actor stopped.
@@ -80,7 +84,7 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 	if o.LogBurst <= 0 {
 		o.LogBurst = DefaultLogBurst
 	}
-	a := &Activity{root: system.Root, timeout: o.RequestTimeout}
+	a := &Activity{root: system.Root, timeout: o.RequestTimeout, queueSize: o.QueueSize}
 	state := newActivityActor(o)
 	// The producer hands back the same state on a restart: subscribers and
 	// the ring must survive a supervisor restart, or every socket would go
@@ -112,16 +116,18 @@ func (a *Activity) NoteLegacyRoute(route, remote, profile string) {
 // events-dropped event counting the lost ones. Without replay, since is
 // ignored and the stream is live only.
 func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
-	res, err := a.root.RequestFuture(a.pid, &subscribe{since: since, replay: replay}, a.timeout).Result()
+	sub := newSubscription(a, a.lastSubID.Add(1), a.queueSize)
+	res, err := a.root.RequestFuture(a.pid, &subscribe{since: since, replay: replay, sub: sub}, a.timeout).Result()
 	if err != nil {
+		// If the actor registers it late, this removes it again.
+		sub.Close()
 		return nil, a.requestError("subscribe", err)
 	}
-	r, ok := res.(*subscribed)
-	if !ok {
+	if _, ok := res.(*subscribed); !ok {
+		sub.Close()
 		return nil, fmt.Errorf("activity: subscribe: unexpected reply %T", res)
 	}
-	r.sub.act = a
-	return r.sub, nil
+	return sub, nil
 }
 
 // Recent returns up to limit ring entries with seq > since, oldest first

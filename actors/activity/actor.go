@@ -13,16 +13,14 @@ import (
 // activityActor owns the ring, the subscribers, the usage book and the log
 // budget. Only Receive touches them, on the actor's goroutine.
 type activityActor struct {
-	log       zerolog.Logger
-	clock     func() time.Time
-	queueSize int
-	logBurst  int
+	log      zerolog.Logger
+	clock    func() time.Time
+	logBurst int
 
 	ring    []event.Event // seq s lives at ring[(s-1) % len(ring)]
 	nextSeq uint64        // seq of the next event published, from 1
 
-	subs      map[uint64]*Subscription
-	nextSubID uint64
+	subs map[uint64]*Subscription
 
 	usage usageBook
 	// logWindows holds, per event name, the current one-second log budget.
@@ -40,7 +38,6 @@ func newActivityActor(o Options) *activityActor {
 	return &activityActor{
 		log:        o.Log,
 		clock:      o.Clock,
-		queueSize:  o.QueueSize,
 		logBurst:   o.LogBurst,
 		ring:       make([]event.Event, o.RingSize),
 		nextSeq:    1,
@@ -66,7 +63,8 @@ func (a *activityActor) Receive(ctx actor.Context) {
 	case *publish:
 		a.publish(&m.event)
 	case *subscribe:
-		ctx.Respond(&subscribed{sub: a.subscribe(m.since, m.replay)})
+		a.subscribe(m.sub, m.since, m.replay)
+		ctx.Respond(&subscribed{})
 	case *unsubscribe:
 		delete(a.subs, m.id)
 	case *recentRequest:
@@ -114,10 +112,12 @@ func (a *activityActor) oldest() uint64 {
 	return a.nextSeq - n
 }
 
-func (a *activityActor) subscribe(since uint64, replay bool) *Subscription {
-	a.nextSubID++
-	s := newSubscription(nil, a.queueSize)
-	s.id = a.nextSubID
+func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // closed before it was registered (its request timed out)
+	}
 	s.lastQueued = a.nextSeq - 1
 	if replay && since < a.nextSeq-1 {
 		from := since + 1
@@ -134,7 +134,6 @@ func (a *activityActor) subscribe(since uint64, replay bool) *Subscription {
 		}
 	}
 	a.subs[s.id] = s
-	return s
 }
 
 func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) {

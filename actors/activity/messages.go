@@ -15,16 +15,18 @@ type message interface{ activityMessage() }
 // counted.
 type publish struct{ event event.Event }
 
-// subscribe asks for a new subscriber. The actor replies with *subscribed.
-// With replay, ring entries with seq > since are queued first.
+// subscribe registers sub, made by the caller (so that a caller whose
+// request timed out can still remove it by id). With replay, ring entries
+// with seq > since are queued first. The actor replies with *subscribed.
 type subscribe struct {
 	since  uint64
 	replay bool
 	sub    *Subscription
 }
 
-// subscribed confirms that sub is registered and its replay is queued.
-type subscribed struct{ sub *Subscription }
+// subscribed confirms that the subscriber is registered and its replay is
+// queued.
+type subscribed struct{}
 
 // unsubscribe removes a subscriber; sent by Subscription.Close.
 type unsubscribe struct{ id uint64 }

@@ -49,8 +49,9 @@ type Subscription struct {
 	closed     bool   // closed by the reader: queued events are discarded
 }
 
-func newSubscription(act *Activity, queueSize int) *Subscription {
+func newSubscription(act *Activity, id uint64, queueSize int) *Subscription {
 	return &Subscription{
+		id:    id,
 		act:   act,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
@@ -139,9 +140,7 @@ func (s *Subscription) Close() {
 		return
 	}
 	s.end()
-	if s.act != nil {
-		s.act.root.Send(s.act.pid, &unsubscribe{id: s.id})
-	}
+	s.act.root.Send(s.act.pid, &unsubscribe{id: s.id})
 }
 
 // end marks that no more events will be queued.

@@ -367,6 +367,9 @@ func (c *socketConn) readLoop() {
 			// Over the read limit (gorilla has sent 1009) or the
 			// connection broke mid-message.
 			c.readReason = readReason(err)
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.drain()
+			}
 			return
 		}
 		_ = c.ws.SetReadDeadline(time.Now().Add(pongWait))
@@ -379,6 +382,16 @@ func (c *socketConn) readLoop() {
 			c.srv.act.Publish(event.InvalidIOChannel(kept[:n]))
 		}
 	}
+}
+
+// drain discards what the client is still sending, for up to closeGrace,
+// after gorilla sent it a 1009 close: closing a socket with unread input
+// resets the connection, and the reset would destroy the close frame before
+// the client reads it.
+func (c *socketConn) drain() {
+	nc := c.ws.NetConn()
+	_ = nc.SetReadDeadline(time.Now().Add(closeGrace))
+	_, _ = io.Copy(io.Discard, nc)
 }
 
 func readReason(err error) closeReason {
