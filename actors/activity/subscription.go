@@ -139,6 +139,13 @@ func (s *Subscription) Close() {
 	if already {
 		return
 	}
+	select {
+	case <-s.done:
+		// The actor ended it while stopping and has forgotten it already;
+		// a message now would only be a dead letter in the log.
+		return
+	default:
+	}
 	s.end()
 	s.act.root.Send(s.act.pid, &unsubscribe{id: s.id})
 }

@@ -176,7 +176,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close refuses new connections, sends every open socket a close frame
 // (1001, going away) after the events already queued for it, and waits for
 // every connection goroutine. A client that does not answer the close is
-// dropped after about a second, so Close is bounded. Close is idempotent.
+// dropped after about a second, and one that does not read at all after its
+// write deadline, so Close returns within about WriteTimeout plus a second.
+// Close is idempotent.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closing = true
