@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
@@ -232,8 +233,12 @@ func (a *Arm) write(b []byte) error {
 }
 
 // encode appends cmd's frame to a.out and returns it with the reply header
-// it expects. Idle is a zero force: commands are sticky in firmware.
+// it expects. Idle is a zero force: commands are sticky in firmware. So is
+// a command with a NaN or infinite value, which no firmware should see.
 func (a *Arm) encode(cmd *hw.Command) ([]byte, byte) {
+	if !commandFinite(cmd) {
+		return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
+	}
 	switch cmd.Mode {
 	case hw.ModeForce:
 		return wire.AppendForce(a.out[:0], cmd.ForceN), wire.HeaderEndEffectorState
@@ -245,6 +250,25 @@ func (a *Arm) encode(cmd *hw.Command) ([]byte, byte) {
 		return wire.AppendAngles(a.out[:0], cmd.AnglesDeg), wire.HeaderJointState
 	}
 	return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
+}
+
+func finite3(x, y, z float64) bool {
+	s := x + y + z // NaN or ±Inf in any term makes the sum non-finite
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
+}
+
+func commandFinite(cmd *hw.Command) bool {
+	switch cmd.Mode {
+	case hw.ModeForce:
+		return finite3(cmd.ForceN.X, cmd.ForceN.Y, cmd.ForceN.Z)
+	case hw.ModePosition:
+		return finite3(cmd.PositionM.X, cmd.PositionM.Y, cmd.PositionM.Z)
+	case hw.ModeTorque:
+		return finite3(cmd.TorquesNmm.A0, cmd.TorquesNmm.A1, cmd.TorquesNmm.A2)
+	case hw.ModeAngle:
+		return finite3(cmd.AnglesDeg.A0, cmd.AnglesDeg.A1, cmd.AnglesDeg.A2)
+	}
+	return true
 }
 
 // Exchange sends cmd and fills st from the reply. See the package doc for
@@ -294,7 +318,7 @@ func (a *Arm) apply(header byte, cmd *hw.Command) {
 	}
 	a.last.PositionM = a.msg.A
 	a.last.VelocityMps = a.msg.B
-	if cmd != nil && cmd.Mode == hw.ModeForce {
+	if cmd != nil && cmd.Mode == hw.ModeForce && commandFinite(cmd) {
 		a.last.ForceN = cmd.ForceN
 	} else {
 		a.last.ForceN = hw.Vec3{}

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -355,5 +356,36 @@ func TestArmExchangeOverPTYDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Exchange over a pty allocates %v times per tick, want 0", allocs)
+	}
+}
+
+func TestArmNeverSendsNonFiniteCommands(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name string
+		cmd  hw.Command
+	}{
+		{"NaN force", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: nan}}},
+		{"infinite force", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: -inf}}},
+		{"NaN position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: nan}}},
+		{"infinite angle", hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A1: inf}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := hwtest.NewArmPort(0x0101, [16]byte{2})
+			a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			var st hw.State
+			exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, 1)
+			if err := a.Exchange(&tc.cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			if p.LastForce != (hw.Vec3{}) || st.ForceN != (hw.Vec3{}) {
+				t.Errorf("firmware holds %v, state says %v; want a zero force instead", p.LastForce, st.ForceN)
+			}
+		})
 	}
 }
