@@ -13,7 +13,13 @@
 // A subscriber sees each event at most once, in seq order. Subscribe with
 // replay queues the ring entries after since and registers the subscriber
 // inside one actor message, so replay and live traffic meet with no gap and
-// no duplicate.
+// no duplicate. If the ring has already dropped some of the events after
+// since, the stream starts with an events-dropped event counting them
+// (with seq = since).
+//
+// Recent answers from the same ring: events after since, oldest first, and
+// the seq of the first event it did not return (continue with since =
+// nextSeq-1).
 //
 // # Backpressure
 //
