@@ -100,7 +100,8 @@ type Arm struct {
 	out      [wire.MaxFrameLen]byte
 	msg      wire.Message
 	last     hw.State // state of the last good reply, reported on a miss
-	misses   int
+	misses   int    // consecutive
+	missed   uint64 // since open
 	flush    bool // a reply was missed: drop stale input before the next command
 	closed   bool
 	replyErr error // prebuilt so a miss does not allocate
@@ -295,6 +296,7 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if !ok {
 		a.flush = true
 		a.misses++
+		a.missed++
 		*st = a.last
 		if a.misses >= a.opts.MaxMisses {
 			a.haltQuietly()
@@ -442,6 +444,10 @@ func (a *Arm) Close() error {
 	}
 	return haltErr
 }
+
+// Missed returns how many replies were missed since open. Like Skipped, it
+// is for the goroutine that calls Exchange (or after the loop stopped).
+func (a *Arm) Missed() uint64 { return a.missed }
 
 // Skipped returns how many received bytes were dropped as noise so far.
 func (a *Arm) Skipped() uint64 { return a.scan.Skipped() }

@@ -117,6 +117,7 @@ func BenchmarkArmRoundTripVsEcho(b *testing.B) {
 	b.ReportMetric(x99, "exchange-p99-ns")
 	b.ReportMetric(x50/e50, "p50-ratio")
 	b.ReportMetric(x99/e99, "p99-ratio")
+	b.ReportMetric(float64(a.Missed()), "missed")
 }
 
 // BenchmarkArmPaced drives one emulated arm at 1, 4 and 8 kHz with
@@ -173,6 +174,7 @@ func BenchmarkArmPaced(b *testing.B) {
 			b.ReportMetric(percentile(base, 0.5), "echo-p50-ns")
 			b.ReportMetric(percentile(rtt, 0.5)/max(percentile(base, 0.5), 1), "rtt/echo-p50")
 			b.ReportMetric(percentile(periods, 0.99), "period-p99-ns")
+			b.ReportMetric(float64(a.Missed()), "missed")
 		})
 	}
 }
