@@ -100,9 +100,9 @@ type Arm struct {
 	out      [wire.MaxFrameLen]byte
 	msg      wire.Message
 	last     hw.State // state of the last good reply, reported on a miss
-	misses   int    // consecutive
-	missed   uint64 // since open
-	flush    bool // a reply was missed: drop stale input before the next command
+	misses   int      // consecutive
+	missed   uint64   // since open
+	flush    bool     // a reply was missed: drop stale input before the next command
 	closed   bool
 	replyErr error // prebuilt so a miss does not allocate
 }
