@@ -92,6 +92,7 @@ type client struct {
 	role      Role
 	rateHz    float64
 	timeout   time.Duration
+	phaseNs   int64 // offset of this client's deadlines within a period
 	conn      *websocket.Conn
 	sessionID int64
 	deviceID  string
@@ -189,7 +190,7 @@ func (c *client) run(ctx context.Context, s schedule) {
 	for {
 		nowNs := int64(time.Since(s.base))
 		if periodNs > 0 {
-			deadline := tick * periodNs
+			deadline := c.phaseNs + tick*periodNs
 			if nowNs > deadline+periodNs {
 				// Late by more than a period: skip ahead to the next
 				// deadline still in the future, never a catch-up burst.
@@ -198,7 +199,7 @@ func (c *client) run(ctx context.Context, s schedule) {
 					c.result.MissedDeadlines += uint64(skip)
 				}
 				tick += skip
-				deadline = tick * periodNs
+				deadline = c.phaseNs + tick*periodNs
 			}
 			if deadline >= endNs {
 				break

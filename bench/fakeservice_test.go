@@ -135,6 +135,6 @@ func (f *fakeService) stats(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"device_type":"arm3","device_id":%q,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":%d,"period_us_max":1500,"overruns":%d,"ticks":%d},"exchange":{"p50_us":1,"p99_us":2,"max_us":3}}`,
 			id, 1010+10*i, ticks/100*uint64(i), ticks)
 	}
-	fmt.Fprintf(w, `],"process":{"cpu_seconds":%d,"rss_bytes":10485760,"goroutines":12,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
+	fmt.Fprintf(w, `],"process":{"cpu_seconds":%d,"rss_bytes":10485760,"goroutines":12,"sessions":3,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
 		ticks, ticks*1000, ticks)
 }

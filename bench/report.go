@@ -59,8 +59,8 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	writeSessions(&b, r.Hapticd)
 
 	if p := r.Process; p != nil {
-		fmt.Fprintf(&b, "\nservice process over the window: CPU %.2f s (%.0f %% of one core), RSS %s, %d goroutines, %d GCs (%.2f ms paused), heap %s\n",
-			p.CPUSeconds, p.CPUPercent, bytesText(p.RSSBytes), p.Goroutines, p.GCCount, p.GCPauseMs, bytesText(p.HeapBytes))
+		fmt.Fprintf(&b, "\nservice process over the window: CPU %.2f s (%.0f %% of one core), RSS %s, %d goroutines, %d sessions, %d GCs (%.2f ms paused), heap %s\n",
+			p.CPUSeconds, p.CPUPercent, bytesText(p.RSSBytes), p.Goroutines, p.Sessions, p.GCCount, p.GCPauseMs, bytesText(p.HeapBytes))
 	}
 	if l := r.Loop; l != nil {
 		fmt.Fprintf(&b, "device loops: %d devices, target period %s µs; period p50 %s µs (median device), p99 %s µs median / %s µs worst, max %s µs worst; overruns %d of %d ticks (worst device %.2f %%, median %.2f %%)\n",

@@ -370,6 +370,14 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 	if capture != nil {
 		clients[0].capture = capture
 	}
+	if o.RateHz > 0 {
+		// Spread the sessions' deadlines evenly over one period, as
+		// independent engines would be, instead of firing all at once.
+		periodNs := 1e9 / o.RateHz
+		for i, c := range clients {
+			c.phaseNs = int64(periodNs * float64(i) / float64(n))
+		}
+	}
 
 	s := schedule{base: time.Now(), measureStart: o.Warmup, measureEnd: o.Warmup + o.Duration}
 	var win statsWindow

@@ -63,6 +63,7 @@ type ProcessStats struct {
 	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
 	GCCount        uint64  `json:"gc_count"`
 	HeapBytes      uint64  `json:"heap_bytes"`
+	Sessions       int     `json:"sessions"`
 }
 
 // fetchStats reads GET {httpBase}/stats.
@@ -135,6 +136,9 @@ type ProcessFigures struct {
 	GCCount    uint64  `json:"gc_count"`
 	GCPauseMs  float64 `json:"gc_pause_ms"`
 	HeapBytes  uint64  `json:"heap_bytes"`
+	// Sessions is the service's count at the end of the window; it should
+	// be the run's clients plus observers.
+	Sessions int `json:"sessions"`
 }
 
 // windowFigures compares two /stats reads taken window apart.
@@ -181,6 +185,7 @@ func windowFigures(before, after ServiceStats, window time.Duration, perDevice b
 		GCCount:    sub(after.Process.GCCount, before.Process.GCCount),
 		GCPauseMs:  float64(sub(after.Process.GCPauseTotalNs, before.Process.GCPauseTotalNs)) / 1e6,
 		HeapBytes:  after.Process.HeapBytes,
+		Sessions:   after.Process.Sessions,
 	}
 	if window > 0 {
 		pf.CPUPercent = 100 * pf.CPUSeconds / window.Seconds()
