@@ -50,22 +50,34 @@ type api struct {
 	build  BuildInfo
 	log    zerolog.Logger
 	ws     *sessionHandler
+	// legacyUse, when set, counts each route use for the migration report.
+	legacyUse func(route, remote, profile string)
 }
 
-// newRouter builds the HTTP routes of one format. ws serves the
-// simulation WebSocket on "/".
-func newRouter(a *api) *httprouter.Router {
-	r := httprouter.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	p := a.prefix
-	r.GET(p+"/", a.root)
-	r.GET(p+"/version", a.version)
-	r.GET(p+"/devices", a.devices)
-	r.GET(p+"/sessions", a.sessions)
-	r.GET(p+"/stats", a.stats)
-	r.Handler(http.MethodGet, p+"/events", events.NewRecentHandler(a.svc.Activity()))
-	r.GET(p+"/deprecations", a.deprecations)
+// route is one HTTP route of the API. Both formats register the same list
+// (the legacy one under /3.0), and the tests walk it.
+type route struct {
+	method, path string
+	handle       httprouter.Handle
+}
+
+// routes lists every route of one format, without the format's prefix.
+func (a *api) routes() []route {
+	var rs []route
+	add := func(path string, h httprouter.Handle, methods ...string) {
+		for _, m := range methods {
+			rs = append(rs, route{m, path, h})
+		}
+	}
+	get := http.MethodGet
+	add("/", a.root, get)
+	add("/version", a.version, get)
+	add("/devices", a.devices, get)
+	add("/sessions", a.sessions, get)
+	add("/stats", a.stats, get)
+	recent := events.NewRecentHandler(a.svc.Activity())
+	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
+	add("/deprecations", a.deprecations, get)
 
 	// Device-type keys (and their aliases) are static path segments, so
 	// httprouter never sees a wildcard beside /version or /settings.
@@ -73,28 +85,32 @@ func newRouter(a *api) *httprouter.Router {
 	for _, t := range types.Types() {
 		for _, key := range types.Keys(t) {
 			for _, k := range protocol.Keys() {
-				path := p + "/" + key + "/:id/config/" + k.Path()
-				h := a.config(t, key, k)
-				r.GET(path, h)
-				r.POST(path, h)
-				r.DELETE(path, h)
+				add("/"+key+"/:id/config/"+k.Path(), a.config(t, key, k), get, http.MethodPost, http.MethodDelete)
 			}
 		}
 	}
-
-	r.GET(p+"/settings", a.allSettings)
+	add("/settings", a.allSettings, get)
 	for _, k := range protocol.SettingKeys() {
-		h := a.setting(k)
-		path := p + "/settings/" + k.Path()
-		r.GET(path, h)
-		r.POST(path, h)
-		r.DELETE(path, h)
+		add("/settings/"+k.Path(), a.setting(k), get, http.MethodPost, http.MethodDelete)
 	}
-
 	for _, d := range protocol.DeprecatedRoutes() {
-		r.Handle(d.Method, p+d.Path, a.deprecatedRoute(d))
+		add(d.Path, a.deprecatedRoute(d), d.Method)
 	}
+	return rs
+}
 
+// newRouter builds the HTTP routes of one format under its prefix.
+func newRouter(a *api) *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	for _, rt := range a.routes() {
+		h := rt.handle
+		if a.legacyUse != nil {
+			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
+		}
+		r.Handle(rt.method, a.prefix+rt.path, h)
+	}
 	r.NotFound = http.HandlerFunc(a.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: %s)", req.Method, req.URL.Path, w.Header().Get("Allow")))
@@ -104,6 +120,15 @@ func newRouter(a *api) *httprouter.Router {
 		writeError(w, protocol.Errorf(protocol.CodeInternal, "", "internal error"))
 	}
 	return r
+}
+
+// noteLegacy counts a use of a 3.0 route for the migration report (support
+// for the 3.0 format ends in 4.0).
+func (a *api) noteLegacy(name string, h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		a.legacyUse(name, r.RemoteAddr, "")
+		h(w, r, ps)
+	}
 }
 
 // root upgrades to the simulation WebSocket, or describes the service to a

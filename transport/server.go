@@ -80,7 +80,8 @@ func Start(cfg Config) (*Server, error) {
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
 	}
 	if cfg.LegacyPort >= 0 {
-		a := &api{svc: cfg.Service, codec: codec30{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log}
+		a := &api{svc: cfg.Service, codec: codec30{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
+			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.0").Logger())
 		router := newRouter(a)
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live

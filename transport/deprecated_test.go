@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// legacyBodies gives each deprecated route a body as clients send it, with
+// values that differ from the defaults so the change is visible. {id} is
+// the arm's id. The test fails for a route of the table that has none.
+var legacyBodies = map[string]struct{ body, want string }{
+	"/force_scale":          {`{"force_scale":0.25}`, `0.25`},
+	"/gravity_compensation": {`{"device_id":"{id}","enable":false,"gravity_scaling_factor":0.5}`, `{"enabled":false,"scaling_factor":0.5}`},
+	"/torque_scaling":       {`{"device_id":"{id}","enable":false}`, `{"enabled":false}`},
+	"/device_handedness":    {`{"device_id":"{id}","handedness":"left"}`, `"left"`},
+	"/serial_enable":        {`{"enable":false}`, `false`},
+	"/experimental/features/grip_dropped_simulation_stopper": {`{"enable":true}`, `true`},
+	"/experimental/features/screensaver_enable":              {`{"enable":true}`, `true`},
+}
+
+func TestDeprecatedRoutesWorkAndTell(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	routes := protocol.DeprecatedRoutes()
+	if len(routes) != 7 {
+		t.Fatalf("the deprecation table has %d routes, the reference lists 7", len(routes))
+	}
+	for _, d := range routes {
+		t.Run(d.Path, func(t *testing.T) {
+			lb, ok := legacyBodies[d.Path]
+			if !ok {
+				t.Fatalf("no legacy body for %s in this test", d.Path)
+			}
+			replacement := strings.NewReplacer("{type}", "arm3", "{id}", id).Replace(d.Replacement)
+			r := ts.do(d.Method, ts.base+d.Path, strings.ReplaceAll(lb.body, "{id}", id))
+			if r.status != 200 || !jsonEqual(t, r.env, `{"ok":true}`) {
+				t.Fatalf("%s %s: %v", d.Method, d.Path, r)
+			}
+			if got := ts.do("GET", ts.base+replacement, ""); !jsonEqual(t, got.data(), lb.want) {
+				t.Fatalf("GET %s after the legacy call: %v, want %s", replacement, got, lb.want)
+			}
+			e := waitEvent(t, ev, "http-route-deprecated", func(map[string]any) bool { return true })
+			if path(e, "data", "route") != d.Method+" "+d.Path || path(e, "data", "replacement") != d.Method+" "+replacement {
+				t.Fatalf("event data %v, want route %s and replacement %s", e["data"], d.Path, replacement)
+			}
+			if path(e, "data", "remote") == "" || e["category"] != "system" || e["level"] != "warning" {
+				t.Fatalf("event %v", e)
+			}
+		})
+	}
+	// Exactly one event per call: a session opening now is the next event.
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	e := waitEvent(t, ev, "session-started", func(map[string]any) bool { return true })
+	_ = e
+	report := ts.do("GET", ts.base+"/deprecations", "")
+	var u struct {
+		Routes []struct {
+			Name  string `json:"name"`
+			Count int    `json:"count"`
+		} `json:"routes"`
+	}
+	b, _ := json.Marshal(report.data())
+	if err := json.Unmarshal(b, &u); err != nil || len(u.Routes) != 7 {
+		t.Fatalf("migration report: %v (%v)", report, err)
+	}
+	for _, r := range u.Routes {
+		if r.Count != 1 {
+			t.Fatalf("route %s counted %d times, want 1 (one event per call)", r.Name, r.Count)
+		}
+	}
+}
+
+func TestDeprecatedRouteBadBodies(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	tests := []struct {
+		name, path, body string
+		status           int
+		check, unchanged string
+	}{
+		{"missing device_id", "/gravity_compensation", `{"enable":false,"gravity_scaling_factor":0.5}`, 400, "/arm3/0/config/gravity_compensation", `{"enabled":true,"scaling_factor":1}`},
+		{"unknown device", "/device_handedness", `{"device_id":"FFFF","handedness":"left"}`, 404, "/arm3/0/config/handedness", `"right"`},
+		{"wrong type", "/torque_scaling", `{"device_id":"` + id + `","enable":"yes"}`, 400, "/arm3/0/config/torque_scaling", `{"enabled":true}`},
+		{"out of range", "/force_scale", `{"force_scale":3}`, 400, "/settings/devices/force_scale", `1`},
+		{"not json", "/serial_enable", `enable=1`, 400, "/settings/system/serial_enable", `true`},
+		{"bad handedness", "/device_handedness", `{"device_id":"` + id + `","handedness":"both"}`, 400, "/arm3/0/config/handedness", `"right"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do("POST", ts.base+tt.path, tt.body)
+			if r.status != tt.status || r.env["ok"] != false || r.env["error"] == "" {
+				t.Fatalf("got %v, want %d with a JSON error", r, tt.status)
+			}
+			if got := ts.do("GET", ts.base+tt.check, ""); !jsonEqual(t, got.data(), tt.unchanged) {
+				t.Fatalf("a refused legacy call changed %s: %v", tt.check, got)
+			}
+			// The route was used, so its owner is still told.
+			waitEvent(t, ev, "http-route-deprecated", func(e map[string]any) bool { return path(e, "data", "route") == "POST "+tt.path })
+		})
+	}
+}
