@@ -10,7 +10,9 @@
 // does once per physics tick. A controlling client commands its own arm with
 // set_cursor_force; an observer only sends probe_position. Paced clients
 // (a rate above 0) send on absolute deadlines start+k·period: a missed
-// deadline skips ahead instead of sending a catch-up burst. Pacing uses a
+// deadline skips ahead instead of sending a catch-up burst, and the
+// sessions' deadlines are spread evenly over one period, as independent
+// engines would be, rather than all falling at once. Pacing uses a
 // time.Timer, which holds up to about 1 kHz per client on Linux; above that
 // the achieved rate falls short of the target, and the report shows it.
 //
