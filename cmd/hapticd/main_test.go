@@ -159,3 +159,24 @@ func TestGracefulShutdownAndStableIDs(t *testing.T) {
 		t.Fatalf("simulated ids changed across restarts: %s then %s", ids[0], ids[1])
 	}
 }
+
+// The migration report names what was used and what replaces it.
+func TestDeprecationsReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	d := startDaemon(t, bin, "--state-dir", t.TempDir())
+	if status, env := httpDo(t, "POST", d.url("/force_scale"), `{"force_scale":0.5}`); status != 200 {
+		t.Fatalf("POST /force_scale: %d %v", status, env)
+	}
+	out, err := exec.Command(bin, "deprecations", "--target", "http://"+d.addr["http"]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hapticd deprecations: %v\n%s", err, out)
+	}
+	for _, want := range []string{"POST /force_scale", "POST /settings/devices/force_scale", "1×"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
