@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,7 +94,8 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 	}
 	args := []string{"--port", "0", "--legacy-port", "-1", "--events-port", "0",
 		"--sim-arms", strconv.Itoa(o.Arms), "--sim-grips", "0",
-		"--loop-hz", strconv.FormatFloat(o.LoopHz, 'f', -1, 64),
+		// hapticd takes whole hertz.
+		"--loop-hz", strconv.Itoa(int(math.Round(o.LoopHz))),
 		"--state-dir", dir, "--log-format", "json"}
 	s := &service{stateDir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(o.Binary, args...)
