@@ -84,11 +84,16 @@ type Emulator struct {
 	applied  hw.Command
 	physSt   hw.State
 
-	mu      sync.Mutex // guards the following and serialises writes to out
+	// Lock order: wmu before mu. wmu is held across a write, so that
+	// replies and grip status frames never interleave; mu never is, so
+	// Stats and SetFaults answer while a write blocks on a full port.
+	wmu sync.Mutex // guards out
+	out io.Writer
+
+	mu      sync.Mutex // guards the following
 	faults  Faults
 	stats   Stats
 	rng     *rand.Rand
-	out     io.Writer
 	closeFn func() error
 	done    chan struct{}
 	serving bool
@@ -191,9 +196,9 @@ var ErrUnplugged = errors.New("hw/emulator: device unplugged")
 // side closed, or Unplug). It returns nil when the host closed its side
 // (io.EOF) and the read error otherwise.
 func (e *Emulator) Serve(rw io.ReadWriter) error {
-	e.mu.Lock()
+	e.wmu.Lock()
 	e.out = rw
-	e.mu.Unlock()
+	e.wmu.Unlock()
 	var stop chan struct{}
 	if e.opts.Kind == hw.KindGrip {
 		stop = make(chan struct{})
@@ -361,14 +366,24 @@ func (e *Emulator) reply(b []byte) {
 	e.write(out, true)
 }
 
+// write sends b. A reply is counted before it is written, so a host that
+// has read it always finds it counted; a failed write takes it back.
 func (e *Emulator) write(b []byte, countReply bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.out == nil {
-		return
-	}
-	if _, err := e.out.Write(b); err == nil && countReply {
+	if countReply {
+		e.mu.Lock()
 		e.stats.Replies++
+		e.mu.Unlock()
+	}
+	e.wmu.Lock()
+	err := io.ErrClosedPipe
+	if e.out != nil {
+		_, err = e.out.Write(b)
+	}
+	e.wmu.Unlock()
+	if err != nil && countReply {
+		e.mu.Lock()
+		e.stats.Replies--
+		e.mu.Unlock()
 	}
 }
 
