@@ -114,6 +114,11 @@ type DeviceOptions struct {
 	OnEvent func(Event)
 	// Clock is the time source (default SystemClock()).
 	Clock Clock
+	// RealtimePriority, 1..99, runs RunLocked's thread SCHED_FIFO at that
+	// priority (Linux, with CAP_SYS_NICE; best effort, see
+	// Stats.Realtime). 0 keeps normal scheduling, which is at the mercy
+	// of every other busy thread on the machine.
+	RealtimePriority int
 }
 
 // Stats are a loop's own measurements.
@@ -135,6 +140,9 @@ type Stats struct {
 	Exchange Summary
 	// Errors counts driver errors.
 	Errors uint64
+	// Realtime is true when the runner's thread got the real-time
+	// priority it asked for.
+	Realtime bool
 }
 
 // standardGravity is g in m/s².
@@ -262,6 +270,7 @@ func (d *Device) Stats() Stats {
 		s.Period = r.period.Summary()
 		s.Overruns = r.overruns.Load()
 		s.Busy = r.busy.Summary()
+		s.Realtime = r.realtime.Load()
 	}
 	return s
 }

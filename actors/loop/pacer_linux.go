@@ -16,9 +16,26 @@ func sleepUntil(deadlineNs int64) {
 	}
 }
 
-// tuneThread shortens the calling thread's timer slack to 1 ns: Linux lets a
-// normal thread's sleep end up to 50 µs late by default, which the spin
-// would otherwise have to cover. It is best effort.
-func tuneThread() {
+// tuneThread prepares the calling (locked) thread for pacing. It shortens
+// the thread's timer slack to 1 ns: Linux lets a normal thread's sleep end up
+// to 50 µs late by default, which the spin would otherwise have to cover.
+// With rtPriority in 1..99 it also asks for SCHED_FIFO at that priority,
+// which needs CAP_SYS_NICE (or an RLIMIT_RTPRIO); it reports whether the
+// thread got it. restore undoes both and must run before the thread is
+// unlocked, so no other goroutine inherits them.
+func tuneThread(rtPriority int) (realtime bool, restore func()) {
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	if rtPriority > 0 {
+		if rtPriority > 99 {
+			rtPriority = 99
+		}
+		attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(rtPriority)}
+		realtime = unix.SchedSetAttr(0, &attr, 0) == nil
+	}
+	return realtime, func() {
+		if realtime {
+			_ = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL}, 0)
+		}
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: back to the default
+	}
 }

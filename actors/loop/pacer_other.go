@@ -13,4 +13,5 @@ func sleepUntil(deadlineNs int64) {
 	}
 }
 
-func tuneThread() {}
+// tuneThread has nothing to tune off Linux.
+func tuneThread(int) (realtime bool, restore func()) { return false, func() {} }

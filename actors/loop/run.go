@@ -17,6 +17,7 @@ type runnerStats struct {
 	period   Histogram
 	busy     Histogram
 	overruns atomic.Uint64
+	realtime atomic.Bool
 
 	targetNs int64
 
@@ -66,7 +67,9 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 	d.runner.Store(rs)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	tuneThread()
+	realtime, restore := tuneThread(d.opts.RealtimePriority)
+	defer restore()
+	rs.realtime.Store(realtime)
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)

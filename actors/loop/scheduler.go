@@ -26,6 +26,12 @@ type SchedulerOptions struct {
 	// OnRateWarning receives a shard's EventRateWarning (on the shard's
 	// goroutine; it must not block).
 	OnRateWarning func(Event)
+	// RealtimePriority, 1..99, runs the shard threads SCHED_FIFO at that
+	// priority (Linux, with CAP_SYS_NICE; best effort, see
+	// Stats.Realtime). 0 keeps normal scheduling. A shard that cannot keep
+	// up never sleeps, so an RT shard can starve the rest of the process
+	// on a small machine: use it where ticks have headroom.
+	RealtimePriority int
 }
 
 // Scheduler steps many simulated devices from a few threads: each shard is
@@ -174,7 +180,9 @@ func (s *Scheduler) run(sh *shard) {
 	defer sh.running.Store(false)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	tuneThread()
+	realtime, restore := tuneThread(s.opts.RealtimePriority)
+	defer restore()
+	sh.stats.realtime.Store(realtime)
 	p := NewPacer(s.opts.PeriodNs, s.opts.Clock)
 	for !s.ticks(sh, p) {
 	}
