@@ -88,6 +88,8 @@ var (
 	ErrPortWrite = errors.New("short write to the port")
 )
 
+var errNilExchange = errors.New("hw/driver: Exchange needs a non-nil command and state; pass caller-owned values")
+
 // Arm drives one arm over a serial port.
 type Arm struct {
 	// Immutable after OpenArm.
@@ -253,9 +255,11 @@ func (a *Arm) encode(cmd *hw.Command) ([]byte, byte) {
 	return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
 }
 
+// finite3 reports whether x, y and z survive the wire's float32: not NaN,
+// not infinite, not beyond float32's range (which would become ±Inf).
 func finite3(x, y, z float64) bool {
-	s := x + y + z // NaN or ±Inf in any term makes the sum non-finite
-	return !math.IsNaN(s) && !math.IsInf(s, 0)
+	const m = math.MaxFloat32
+	return math.Abs(x) <= m && math.Abs(y) <= m && math.Abs(z) <= m // false for NaN
 }
 
 func commandFinite(cmd *hw.Command) bool {
@@ -277,6 +281,9 @@ func commandFinite(cmd *hw.Command) bool {
 func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if a.closed {
 		return ErrClosed
+	}
+	if cmd == nil || st == nil {
+		return errNilExchange
 	}
 	if a.flush {
 		if err := a.port.ResetInputBuffer(); err != nil {

@@ -369,6 +369,7 @@ func TestArmNeverSendsNonFiniteCommands(t *testing.T) {
 		{"infinite force", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: -inf}}},
 		{"NaN position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: nan}}},
 		{"infinite angle", hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A1: inf}}},
+		{"force beyond float32", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Y: 1e39}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
