@@ -431,7 +431,7 @@ func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []E
 	}
 	at := rootPath(path)
 	if path == "" {
-		at.name = k.Name()
+		at = rootPath(k.Name())
 	}
 	e, err := decodeEntryValue(k, doc.Root(), &at, w)
 	if path == "" {
@@ -608,59 +608,85 @@ func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
 	return t, nil
 }
 
-func decodeDamping(v Value, at *pathSeg, w warnings) (Damping, *Error) {
-	if e := expectObject(v, at, `{"scalar": 2} or {"vector": {"x": 1, "y": 1, "z": 1}}`); e != nil {
-		return Damping{}, e
+// dampingParts is a decoded damping before its pointers exist, so that a
+// decoder can compare it with a previous value without allocating.
+type dampingParts struct {
+	scalar               float64
+	vector               Vec3
+	hasScalar, hasVector bool
+}
+
+func (p dampingParts) damping() Damping {
+	var out Damping
+	if p.hasScalar {
+		s := p.scalar
+		out.Scalar = &s
 	}
-	var scalar float64
-	var vec Vec3
-	var hasScalar, hasVector bool
+	if p.hasVector {
+		v := p.vector
+		out.Vector = &v
+	}
+	return out
+}
+
+// equal reports whether d holds the same values as p.
+func (p dampingParts) equal(d Damping) bool {
+	return p.hasScalar == (d.Scalar != nil) && p.hasVector == (d.Vector != nil) &&
+		(!p.hasScalar || *d.Scalar == p.scalar) && (!p.hasVector || *d.Vector == p.vector)
+}
+
+func decodeDamping(v Value, at *pathSeg, w warnings) (Damping, *Error) {
+	p, err := decodeDampingParts(v, at, w)
+	if err != nil {
+		return Damping{}, err
+	}
+	return p.damping(), nil
+}
+
+func decodeDampingParts(v Value, at *pathSeg, w warnings) (dampingParts, *Error) {
+	var p dampingParts
+	if e := expectObject(v, at, `{"scalar": 2} or {"vector": {"x": 1, "y": 1, "z": 1}}`); e != nil {
+		return p, e
+	}
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
 		case it.KeyIs("scalar"):
 			if !val.Exists() {
-				hasScalar = false
+				p.hasScalar = false
 				continue
 			}
 			c := at.child("scalar")
 			f, err := readRange(val, &c, 0, DampingMax)
 			if err != nil {
-				return Damping{}, err
+				return p, err
 			}
-			scalar, hasScalar = f, true
+			p.scalar, p.hasScalar = f, true
 		case it.KeyIs("vector"):
 			if !val.Exists() {
-				hasVector = false
+				p.hasVector = false
 				continue
 			}
 			c := at.child("vector")
 			d, err := readVec3(val, &c, w)
 			if err != nil {
-				return Damping{}, err
+				return p, err
 			}
 			for i, comp := range [3]float64{d.X, d.Y, d.Z} {
 				if comp < 0 || comp > DampingMax {
 					cc := c.child(vec3Names[i])
-					return Damping{}, errAt(CodeOutOfRange, &cc, "damping vector %s %g is out of range 0..%g", vec3Names[i], comp, DampingMax)
+					return p, errAt(CodeOutOfRange, &cc, "damping vector %s %g is out of range 0..%g", vec3Names[i], comp, DampingMax)
 				}
 			}
-			vec, hasVector = d, true
+			p.vector, p.hasVector = d, true
 		default:
 			w.unknownField(at, &it)
 		}
 	}
-	if !hasScalar && !hasVector {
-		return Damping{}, errAt(CodeDampingEmpty, at, `damping needs "scalar" or "vector"`)
+	if !p.hasScalar && !p.hasVector {
+		return p, errAt(CodeDampingEmpty, at, `damping needs "scalar" or "vector"`)
 	}
-	var out Damping
-	if hasScalar {
-		out.Scalar = &scalar
-	}
-	if hasVector {
-		out.Vector = &vec
-	}
-	return out, nil
+	return p, nil
 }
 
 func decodeForceGate(v Value, at *pathSeg, w warnings) (ForceGate, *Error) {

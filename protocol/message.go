@@ -520,12 +520,62 @@ func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent 
 	if got[k] != nil {
 		return errAt(CodeInvalidValue, &c, "%s is given twice (as a flat key and under filters): send it once", k.Name())
 	}
-	entry, err := decodeEntryValue(k, val, &c, m.warnings())
+	entry, err := decodeReusing(k, val, &c, m.warnings(), e.Configure[:cap(e.Configure)])
 	if err != nil {
 		return err
 	}
 	got[k] = entry
 	return nil
+}
+
+// decodeReusing decodes a WebSocket configure entry. When the same device
+// slot carried an equal entry in the previous message, that Entry is
+// returned instead of a new one: clients may re-send configure every tick,
+// and boxing a fresh value into the interface would allocate each time.
+func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Entry, *Error) {
+	var old Entry
+	for _, p := range prev {
+		if p != nil && p.Key() == k {
+			old = p
+			break
+		}
+	}
+	switch k {
+	case KeyPreset:
+		v, err := decodePreset(val, at, w)
+		if o, ok := old.(Preset); ok && err == nil && o == v {
+			return old, nil
+		}
+		return v, err
+	case KeyMount:
+		v, err := decodeMount(val, at, w)
+		if o, ok := old.(Mount); ok && err == nil && o == v {
+			return old, nil
+		}
+		return v, err
+	case KeyBasis:
+		v, err := decodeBasis(val, at, w)
+		if o, ok := old.(Basis); ok && err == nil && o == v {
+			return old, nil
+		}
+		return v, err
+	case KeyDamping:
+		p, err := decodeDampingParts(val, at, w)
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Damping); ok && p.equal(o) {
+			return old, nil
+		}
+		return p.damping(), nil
+	case KeyForceGate:
+		v, err := decodeForceGate(val, at, w)
+		if o, ok := old.(ForceGate); ok && err == nil && o == v {
+			return old, nil
+		}
+		return v, err
+	}
+	return decodeEntryValue(k, val, at, w)
 }
 
 // DecodeSession decodes the "session" part of a message.

@@ -3,6 +3,7 @@ package protocol
 import (
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -312,7 +313,8 @@ func TestDecodeTypicalMessageAllocations(t *testing.T) {
 	msg := []byte(`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.125,"y":-0.5,"z":1.5}}}}]}`)
 	observer := []byte(`{"inverse3":[{"device_id":"049D","commands":{"probe_position":{}}}],"grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}]}`)
 	lease := []byte(`{"session":{"configure":{"lease":{"ms":100},"basis":{"permutation":"XZY"}}},"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"position":{"x":0.01,"y":0.02,"z":0.03}}}}]}`)
-	for name, data := range map[string][]byte{"force": msg, "observer": observer, "lease and basis": lease} {
+	configure := []byte(`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}},"configure":{"preset":{"preset":"arm_front"},"basis":{"permutation":"XZY"},"filters":{"damping":{"scalar":2,"vector":{"x":1,"y":1,"z":1}},"force_gate":{"gain":0.3}}}}]}`)
+	for name, data := range map[string][]byte{"force": msg, "observer": observer, "lease and basis": lease, "configure every tick": configure} {
 		var m ClientMessage
 		DecodeClientMessage(data, types, &m) // warm the buffers
 		allocs := testing.AllocsPerRun(200, func() {
@@ -322,6 +324,23 @@ func TestDecodeTypicalMessageAllocations(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per decode, want 0", name, allocs)
+		}
+	}
+}
+
+func TestConfigureReuseNeverReturnsStaleValues(t *testing.T) {
+	types := aliasTable(t)
+	var m ClientMessage
+	for _, gain := range []string{"0.1", "0.1", "0.2", "0.2", "0.9"} {
+		msg := `{"arm3":[{"device_id":"049D","configure":{"force_gate":{"gain":` + gain + `},"damping":{"scalar":` + gain + `}}}]}`
+		if errs := DecodeClientMessage([]byte(msg), types, &m); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		got := m.Devices[0].Configure
+		g := got[1].(ForceGate).Gain
+		d := got[0].(Damping).ScalarOrZero()
+		if formatted := strconv.FormatFloat(g, 'g', -1, 64); formatted != gain || d != g {
+			t.Fatalf("gain %s decoded as %v / damping %v", gain, g, d)
 		}
 	}
 }
