@@ -110,7 +110,9 @@ type DeviceOptions struct {
 	ClaimTimeoutNs int64
 	// OnEvent receives the loop's events. It is called on the goroutine
 	// that runs the device's tick (or a Halt caller's, for a failing Halt)
-	// and must not block.
+	// while the tick holds the driver, so it must not block and must not
+	// call Halt or Scheduler.Remove (they wait for the tick to end): hand
+	// the event on (a mailbox send) and act there.
 	OnEvent func(Event)
 	// Clock is the time source (default SystemClock()).
 	Clock Clock
