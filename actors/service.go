@@ -72,6 +72,9 @@ type Service struct {
 
 	// sessionsMu serialises changes to sessions (readers use the atomic).
 	sessionsMu sync.Mutex
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // Start builds the actor system, loads the state directory and starts the
@@ -256,8 +259,13 @@ func (s *Service) request(pid *actor.PID, msg actorMessage) (any, error) {
 // Shutdown stops the service in order: every device to zero force, the
 // loops stopped, sessions ended, pending profile writes flushed, actors
 // stopped. Transports stop accepting and close their sockets before
-// calling it.
+// calling it. Calls after the first return the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Service) shutdown(ctx context.Context) error {
 	for _, sess := range s.Sessions() {
 		sess.Close()
 	}

@@ -21,14 +21,7 @@ func readmeSections() string {
 	return protocol.DeprecationMarkdown() + "\n" + eventsMarkdown()
 }
 
-func eventsMarkdown() string {
-	var b strings.Builder
-	b.WriteString("| Event | Category | Level | Data | When |\n|---|---|---|---|---|\n")
-	for _, k := range event.Kinds() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | `{%s}` | %s |\n", k.Name, k.Category, k.Level, strings.Join(k.Fields, ", "), k.About)
-	}
-	return b.String()
-}
+func eventsMarkdown() string { return event.MarkdownTable() }
 
 func runDocs(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("hapticd docs", flag.ContinueOnError)

@@ -1,0 +1,140 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// syncBuffer is a log sink tests can read while actors write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startTestService(t *testing.T, dir string, log zerolog.Logger) (*Service, *Device) {
+	t.Helper()
+	svc, err := Start(Options{StateDir: dir, Log: log, SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := svc.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, d
+}
+
+func TestDeviceActorRestartKeepsConfig(t *testing.T) {
+	var logs syncBuffer
+	svc, d := startTestService(t, "", zerolog.New(&logs))
+	if _, err := svc.SetEntry(d, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	svc.system.Root.Send(d.pid, &supervisionDrill{reason: "test"})
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "restarting") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the device actor did not restart; logs:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e, err := svc.Entry(d, 0, protocol.KeyHandedness)
+	if err != nil {
+		t.Fatalf("the restarted actor does not answer: %v", err)
+	}
+	if e != protocol.Handedness("left") {
+		t.Fatalf("after a restart handedness is %v, want left", e)
+	}
+}
+
+func TestDeviceConfigSurvivesRestartOfTheService(t *testing.T) {
+	dir := t.TempDir()
+	svc, d := startTestService(t, dir, zerolog.Nop())
+	want := protocol.GravityCompensation{Enabled: false, ScalingFactor: 0.5}
+	if _, err := svc.SetEntry(d, 0, want); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := svc.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc2, d2 := startTestService(t, dir, zerolog.Nop())
+	if d2.ID != d.ID {
+		t.Fatalf("simulated arm id changed: %s then %s", d.ID, d2.ID)
+	}
+	got, err := svc2.Entry(d2, 0, protocol.KeyGravityCompensation)
+	if err != nil || got != want {
+		t.Fatalf("after a restart: %v %v, want %v", got, err, want)
+	}
+}
+
+func TestCorruptStateFileStartsWithDefaults(t *testing.T) {
+	dir := t.TempDir()
+	svc, d := startTestService(t, dir, zerolog.Nop())
+	if _, err := svc.SetEntry(d, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = svc.Shutdown(ctx)
+	if err := writeFile(dir+"/devices/arm3-"+d.ID+".json", `{"handedness": "lef`); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	svc2, d2 := startTestService(t, dir, zerolog.New(&logs))
+	got, err := svc2.Entry(d2, 0, protocol.KeyHandedness)
+	if err != nil || got != protocol.Handedness("right") {
+		t.Fatalf("with a torn file: %v %v, want the default", got, err)
+	}
+	if !strings.Contains(logs.String(), "arm3-"+d.ID) {
+		t.Fatalf("the torn file was not reported by name; logs:\n%s", logs.String())
+	}
+}
+
+func TestVersionSatisfies(t *testing.T) {
+	tests := []struct {
+		constraint string
+		want       bool
+	}{
+		{">=3.5", true}, {">=3.1", true}, {">=3.6", false}, {"3.5", true}, {"3", true},
+		{"=3.5", true}, {"<4", true}, {"<3.5", false}, {">3.4", true}, {"^3.0", true},
+		{"^4.0", false}, {"~3.5", true}, {"4.0", false}, {"banana", false}, {">=3.x", true},
+	}
+	for _, tt := range tests {
+		if got := versionSatisfies("3.5", tt.constraint); got != tt.want {
+			t.Errorf("3.5 satisfies %q = %v, want %v", tt.constraint, got, tt.want)
+		}
+	}
+}
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
