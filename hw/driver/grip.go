@@ -133,6 +133,9 @@ func (g *Grip) Exchange(_ *hw.Command, st *hw.State) error {
 	if g.closed {
 		return ErrClosed
 	}
+	if st == nil {
+		return errNilExchange
+	}
 	if err := g.port.SetReadTimeout(0); err != nil {
 		return fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, g.opts.Path, err)
 	}

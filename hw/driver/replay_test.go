@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
@@ -130,4 +131,24 @@ func itoa(v uint16) string {
 		b = append([]byte{byte('0' + v%10)}, b...)
 	}
 	return string(b)
+}
+
+func TestGripGoesStaleWithoutStatus(t *testing.T) {
+	// A grip that answers the query but never streams status.
+	_, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 4, GripStatusPeriod: time.Hour})
+	p, err := serial.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, StaleAfter: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var st hw.State
+	var xerr error
+	eventually(func() bool { xerr = g.Exchange(nil, &st); return xerr != nil })
+	if !errors.Is(xerr, driver.ErrStale) {
+		t.Fatalf("Exchange = %v, want ErrStale", xerr)
+	}
 }
