@@ -1,0 +1,95 @@
+package transport
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// BenchmarkLockstepRoundTrip measures one lock-step client (send a command,
+// wait for its frame) against hapticd, beside a bare gorilla/websocket echo
+// server that answers with a pre-encoded frame of the same size, measured in
+// the same run with the same client code. Round trips alternate between the
+// two so machine noise hits both alike. Reported: p50/p99 of each in µs and
+// the ratios.
+func BenchmarkLockstepRoundTrip(b *testing.B) {
+	ts := startService(b, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	svc := ts.dial(b, ts.wsURL())
+	svc.expect()
+	msg := []byte(force(id, 0, 0, 0.1))
+	frame := roundTripBytes(b, svc.conn, msg)
+
+	up := websocket.Upgrader{}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+			if err := c.WriteMessage(websocket.TextMessage, frame); err != nil {
+				return
+			}
+		}
+	}))
+	defer echo.Close()
+	ec, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(echo.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ec.Close()
+
+	svcNs := make([]int64, 0, b.N)
+	echoNs := make([]int64, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		roundTripBytes(b, svc.conn, msg)
+		t1 := time.Now()
+		roundTripBytes(b, ec, msg)
+		t2 := time.Now()
+		svcNs = append(svcNs, t1.Sub(t0).Nanoseconds())
+		echoNs = append(echoNs, t2.Sub(t1).Nanoseconds())
+	}
+	b.StopTimer()
+	sp50, sp99 := percentiles(svcNs)
+	ep50, ep99 := percentiles(echoNs)
+	b.ReportMetric(sp50/1e3, "hapticd-p50-µs")
+	b.ReportMetric(sp99/1e3, "hapticd-p99-µs")
+	b.ReportMetric(ep50/1e3, "echo-p50-µs")
+	b.ReportMetric(ep99/1e3, "echo-p99-µs")
+	b.ReportMetric(sp50/ep50, "ratio-p50")
+	b.ReportMetric(sp99/ep99, "ratio-p99")
+	b.ReportMetric(float64(len(frame)), "frame-bytes")
+}
+
+func roundTripBytes(tb testing.TB, c *websocket.Conn, msg []byte) []byte {
+	if err := c.WriteMessage(websocket.TextMessage, msg); err != nil {
+		tb.Fatal(err)
+	}
+	_, b, err := c.ReadMessage()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func percentiles(ns []int64) (p50, p99 float64) {
+	if len(ns) == 0 {
+		return 0, 0
+	}
+	s := append([]int64(nil), ns...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))]) }
+	return at(0.5), at(0.99)
+}
+
