@@ -1,7 +1,9 @@
 // Package discovery finds real devices: every scan period it lists the
 // serial ports, opens the ones whose USB id AND product string match a known
 // device (never a byte to any other port), plus the ports named explicitly
-// (--hw-port), and hands each new driver to a Handler. It reports every port
+// (--hw-port), plus RawHID boards (hw/hid; reported as "hid:<path>", left
+// out quietly in builds without HID), and hands each new driver to a
+// Handler. It reports every port
 // it saw as loaded, skipped or failed, with the reason and a fix hint, and
 // backs off ports that keep failing (exponential, capped).
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
@@ -116,6 +117,14 @@ type WatcherOptions struct {
 	Open      func(path string) (serial.Port, error)
 	Enumerate func() ([]serial.PortInfo, error)
 	Now       func() time.Time
+	// HIDEnumerate and HIDOpen find and open RawHID boards (defaults
+	// hid.Enumerate and hid.Open; in a build without HID they report
+	// hid.ErrUnavailable and HID is left out quietly). HID is the options
+	// of their drivers (Path is set by the Watcher). Boards are reported
+	// with the path "hid:" + their platform path.
+	HIDEnumerate func() ([]hid.DeviceInfo, error)
+	HIDOpen      func(hid.DeviceInfo) (hid.Device, error)
+	HID          hid.Options
 }
 
 // portState is what the watcher remembers of a port between scans.
@@ -163,6 +172,12 @@ func NewWatcher(o WatcherOptions) *Watcher {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.HIDEnumerate == nil {
+		o.HIDEnumerate = hid.Enumerate
+	}
+	if o.HIDOpen == nil {
+		o.HIDOpen = hid.Open
 	}
 	o.ExplicitPorts = slices.Clone(o.ExplicitPorts)
 	return &Watcher{opts: o, ports: map[string]*portState{}, wake: make(chan struct{}, 1)}
@@ -240,7 +255,11 @@ type candidate struct {
 	explicit bool
 	kind     hw.Kind // 0 = does not match
 	reason   string  // why it does not match
+	hid      *hid.DeviceInfo
 }
+
+// hidPrefix marks RawHID boards among serial port paths.
+const hidPrefix = "hid:"
 
 // Scan runs one scan: it opens every matching port that is not loaded and
 // not backing off, calls h.DeviceFound for each new driver, and
@@ -316,6 +335,17 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		kind, reason := classify(pi)
 		out = append(out, candidate{info: pi, kind: kind, reason: reason})
 	}
+	boards, herr := w.opts.HIDEnumerate()
+	if herr != nil && !errors.Is(herr, hid.ErrUnavailable) {
+		err = errors.Join(err, fmt.Errorf("hw/discovery: %w", herr))
+	}
+	for i := range boards {
+		b := boards[i]
+		out = append(out, candidate{
+			info: serial.PortInfo{Path: hidPrefix + b.Path, IsUSB: true, VID: b.VID, PID: b.PID, SerialNumber: b.Serial, Product: b.Product},
+			kind: hw.KindArm, hid: &b,
+		})
+	}
 	return out, err
 }
 
@@ -356,7 +386,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	}
 	w.mu.Unlock()
 
-	drv, err := w.open(path, c.kind)
+	drv, err := w.open(c)
 
 	w.mu.Lock()
 	rep := PortReport{Path: path, Explicit: c.explicit, VID: c.info.VID, PID: c.info.PID,
@@ -378,12 +408,22 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	h.DeviceFound(drv)
 }
 
-func (w *Watcher) open(path string, kind hw.Kind) (hw.Driver, error) {
+func (w *Watcher) open(c candidate) (hw.Driver, error) {
+	path := c.info.Path
+	if c.hid != nil {
+		dev, err := w.opts.HIDOpen(*c.hid)
+		if err != nil {
+			return nil, err
+		}
+		o := w.opts.HID
+		o.Path = path
+		return hid.NewDriver(dev, o)
+	}
 	p, err := w.opts.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if kind == hw.KindGrip {
+	if c.kind == hw.KindGrip {
 		o := w.opts.Grip
 		o.Path = path
 		return driver.OpenGrip(p, o)
@@ -402,7 +442,7 @@ func hint(err error) string {
 		return "another program holds the port: close the vendor tool, or stop ModemManager (`systemctl stop ModemManager`)"
 	case errors.Is(err, serial.ErrNotFound):
 		return "the port vanished: replug the device, or fix the --hw-port path"
-	case errors.Is(err, driver.ErrWake):
+	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):
 		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
 	}
 	return "replug the device; it is retried automatically with backoff"

@@ -13,6 +13,7 @@ import (
 	"github.com/hapticd/hapticd/hw/discovery"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
@@ -42,6 +43,7 @@ func (c *fakeClock) Now() time.Time       { return c.now }
 func (c *fakeClock) Add(d time.Duration)  { c.now = c.now.Add(d) }
 func newClock() *fakeClock                { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 func noPorts() ([]serial.PortInfo, error) { return nil, nil }
+func noBoards() ([]hid.DeviceInfo, error) { return nil, nil }
 func portOf(r discovery.Report, path string) (discovery.PortReport, bool) {
 	for _, p := range r.Ports {
 		if p.Path == path {
@@ -65,7 +67,7 @@ func TestExplicitPortLoadsOnce(t *testing.T) {
 	e, path := startEmulator(t, 1)
 	rec := &recorder{}
 	defer rec.closeAll()
-	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts,
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
 		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
 	r := w.Scan(rec)
 	w.Scan(rec)
@@ -99,7 +101,8 @@ func TestOnlyMatchingPortsGetAByte(t *testing.T) {
 	rec := &recorder{}
 	defer rec.closeAll()
 	w := discovery.NewWatcher(discovery.WatcherOptions{
-		Enumerate: func() ([]serial.PortInfo, error) { return ports, nil },
+		Enumerate:    func() ([]serial.PortInfo, error) { return ports, nil },
+		HIDEnumerate: noBoards,
 		Open: func(path string) (serial.Port, error) {
 			mu.Lock()
 			opened = append(opened, path)
@@ -139,6 +142,7 @@ func TestFailingPortBacksOff(t *testing.T) {
 	w := discovery.NewWatcher(discovery.WatcherOptions{
 		ExplicitPorts: []string{"/dev/ttyACM7"},
 		Enumerate:     noPorts,
+		HIDEnumerate:  noBoards,
 		Now:           clock.Now,
 		BackoffMin:    time.Second,
 		BackoffMax:    4 * time.Second,
@@ -181,6 +185,7 @@ func TestLostThenReplugSameIdentity(t *testing.T) {
 	w := discovery.NewWatcher(discovery.WatcherOptions{
 		ExplicitPorts: []string{"arm0"},
 		Enumerate:     noPorts,
+		HIDEnumerate:  noBoards,
 		Now:           clock.Now,
 		// "arm0" stands for a by-id path that survives a replug.
 		Open: func(string) (serial.Port, error) { return serial.Open(current) },
@@ -218,7 +223,7 @@ func TestRunScansUntilCancelled(t *testing.T) {
 	_, path := startEmulator(t, 5)
 	rec := &recorder{}
 	defer rec.closeAll()
-	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts,
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
 		ScanPeriod: 10 * time.Millisecond, Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -255,5 +260,36 @@ func TestExplicitGripPort(t *testing.T) {
 	}
 	if p, ok := portOf(r, path); !ok || p.Outcome != discovery.Loaded || p.Kind != hw.KindGrip {
 		t.Errorf("report %+v", p)
+	}
+}
+
+func TestRawHIDBoards(t *testing.T) {
+	board := hid.NewFake(hid.Info{ID: 0x00AB, UUID: [16]byte{15: 9}})
+	boards := []hid.DeviceInfo{{Path: "1-2:1.0", VID: hid.TeensyRawHIDVID, PID: hid.TeensyRawHIDPID, Product: "DIY arm"}}
+	opened := 0
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		Enumerate:    noPorts,
+		HIDEnumerate: func() ([]hid.DeviceInfo, error) { return boards, nil },
+		HIDOpen: func(d hid.DeviceInfo) (hid.Device, error) {
+			opened++
+			return board, nil
+		},
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	r := w.Scan(rec)
+	w.Scan(rec)
+	if opened != 1 || len(rec.found) != 1 || rec.found[0].Info().ID != "00AB" {
+		t.Fatalf("opened %d, found %d", opened, len(rec.found))
+	}
+	if p, ok := portOf(r, "hid:1-2:1.0"); !ok || p.Outcome != discovery.Loaded {
+		t.Errorf("report %+v", r.Ports)
+	}
+	if err := rec.found[0].Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, &hw.State{}); err != nil || board.ForceN() != (hw.Vec3{Z: 1}) {
+		t.Fatalf("Exchange = %v, board holds %v", err, board.ForceN())
+	}
+	w.Lost("hid:1-2:1.0")
+	if board.ForceN() != (hw.Vec3{}) {
+		t.Error("Lost did not leave the board at zero force")
 	}
 }
