@@ -92,4 +92,3 @@ func percentiles(ns []int64) (p50, p99 float64) {
 	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))]) }
 	return at(0.5), at(0.99)
 }
-
