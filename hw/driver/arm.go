@@ -22,7 +22,9 @@ type ArmOptions struct {
 	// ReplyTimeout bounds one Exchange's wait for its reply. Keep it under
 	// the period so a missing reply never costs a tick.
 	ReplyTimeout time.Duration
-	// MaxMisses consecutive missed replies make Exchange fail (default 3).
+	// MaxMisses consecutive missed replies make Exchange fail. The default
+	// tolerates 20 ms of silence (at least 3 misses): a scheduling hiccup
+	// on a busy host must not unplug the device, a dead one must.
 	MaxMisses int
 	// WakeAttempts bounds the wake-up retries at open (default 5): the
 	// first wake-up of a freshly plugged arm is often lost or garbled.
@@ -58,7 +60,7 @@ func (o *ArmOptions) fill() {
 		o.ReplyTimeout = time.Duration(0.8 * o.PeriodS * float64(time.Second))
 	}
 	if o.MaxMisses <= 0 {
-		o.MaxMisses = 3
+		o.MaxMisses = max(3, int(math.Ceil(maxSilenceS/o.PeriodS)))
 	}
 	if o.WakeAttempts <= 0 {
 		o.WakeAttempts = 5
@@ -79,6 +81,10 @@ func (o *ArmOptions) fill() {
 		o.EffectiveMassKg = DefaultArmEffectiveMassKg
 	}
 }
+
+// maxSilenceS is how long an arm may miss every reply before Exchange fails,
+// when ArmOptions.MaxMisses is not set.
+const maxSilenceS = 0.020
 
 // Errors of the arm driver, for errors.Is.
 var (
