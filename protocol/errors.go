@@ -151,11 +151,3 @@ func Errorf(code Code, path, format string, args ...any) *Error {
 	}
 	return &Error{Code: code, Message: msg, Path: path}
 }
-
-// joinPath appends a member name to a path ("a.b" + "c" → "a.b.c").
-func joinPath(base, name string) string {
-	if base == "" {
-		return name
-	}
-	return base + "." + name
-}

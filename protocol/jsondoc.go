@@ -126,7 +126,7 @@ func (p *parser) push(n node) uint32 {
 
 // value parses one value at p.pos and returns "" or what is wrong.
 func (p *parser) value(depth int) string {
-	if depth > maxDepth {
+	if depth >= maxDepth { // depth counts from 0 at the root
 		return "nested deeper than 64 levels"
 	}
 	if p.pos >= len(p.data) {

@@ -1,0 +1,83 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDocParseAgreesWithEncodingJSON: the tape parser accepts exactly what
+// encoding/json accepts (for UTF-8 input within the depth limit).
+func TestDocParseAgreesWithEncodingJSON(t *testing.T) {
+	inputs := []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e-3`, `1E+2`, `true`, `false`, `null`, ` {"a" : [1, 2, {"b": null}] } `,
+		`"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"`, `"\ud800"`, `"\uDC00x"`,
+		// Invalid.
+		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":1 "b":2}`, `[1 2]`, `01`, `-`, `1.`, `.5`, `+1`, `1e`, `1e+`,
+		`NaN`, `Infinity`, `-Infinity`, `nul`, `tru`, `"abc`, `"\x"`, `"\u12"`, `"\u12G4"`, "\"a\tb\"", `'a'`, `{"a":1}}`, `[1][2]`,
+		`"\`, `{"a":`, `[`, `[1`, `{"a"`,
+	}
+	for _, in := range inputs {
+		var d Doc
+		err := d.Parse([]byte(in))
+		if got, want := err == nil, json.Valid([]byte(in)); got != want {
+			t.Errorf("Parse(%q) ok=%v, encoding/json says %v (%v)", in, got, want, err)
+		}
+		if err != nil && (err.Code != CodeInvalidJSON || !strings.Contains(err.Message, "byte")) {
+			t.Errorf("Parse(%q): %+v", in, err)
+		}
+	}
+	var d Doc
+	if err := d.Parse([]byte("\"\xff\"")); err == nil {
+		t.Error("invalid UTF-8 accepted")
+	}
+	if err := d.Parse([]byte(strings.Repeat("[", 65) + strings.Repeat("]", 65))); err == nil || !strings.Contains(err.Message, "deeper") {
+		t.Errorf("deep nesting: %v", err)
+	}
+	if err := d.Parse([]byte(strings.Repeat("[", 64) + strings.Repeat("]", 64))); err != nil {
+		t.Errorf("64 levels should parse: %v", err)
+	}
+}
+
+func TestDocStrings(t *testing.T) {
+	for _, in := range []string{`"plain"`, `"a\"b\\c\/d"`, `"\b\f\n\r\t"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud800"`, `"\udc00\ud800x"`} {
+		var d Doc
+		if err := d.Parse([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := d.Root().String()
+		var want string
+		if err := json.Unmarshal([]byte(in), &want); err != nil || !ok || got != want {
+			t.Errorf("%s: got %q, encoding/json %q", in, got, want)
+		}
+	}
+}
+
+func TestValueAccessors(t *testing.T) {
+	var d Doc
+	if err := d.Parse([]byte(`{"a":[1,"x",true,null,{"k":2}],"a":{"dup":1},"n":1e400}`)); err != nil {
+		t.Fatal(err)
+	}
+	root := d.Root()
+	if root.Len() != 3 || root.Member("a").Kind() != KindObject || root.Member("missing").Exists() {
+		t.Fatal("duplicate keys: the last one wins, as in encoding/json")
+	}
+	if _, ok := root.Member("n").Float(); ok {
+		t.Error("1e400 is not finite")
+	}
+	var d2 Doc
+	if err := d2.Parse([]byte(`[1,"x",true,null]`)); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []JSONKind{}
+	for it := d2.Root().Elements(); it.Next(); {
+		kinds = append(kinds, it.Value().Kind())
+	}
+	if len(kinds) != 4 || kinds[0] != KindNumber || kinds[1] != KindString || kinds[2] != KindBool || kinds[3] != KindNull || d2.Root().Len() != 4 {
+		t.Fatal(kinds)
+	}
+	var zero Value
+	if zero.Kind() != KindInvalid || zero.Exists() || zero.Len() != 0 || zero.Raw() != nil {
+		t.Fatal("zero Value")
+	}
+}
