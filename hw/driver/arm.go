@@ -90,7 +90,7 @@ const maxSilenceS = 0.020
 var (
 	ErrNoReply   = errors.New("no reply from the device within the deadline; check the cable, or lower --loop-hz if the device is slower than the loop")
 	ErrWake      = errors.New("the device did not identify itself; check it is an arm powered on with current firmware, then replug it")
-	ErrClosed    = errors.New("driver is closed; open the device again")
+	ErrClosed    = errors.New("hw/driver: driver is closed; open the device again")
 	ErrPortWrite = errors.New("short write to the port")
 )
 

@@ -189,9 +189,6 @@ func (e *Emulator) Stats() Stats {
 	return e.stats
 }
 
-// ErrUnplugged is returned by Serve after Unplug or Close.
-var ErrUnplugged = errors.New("hw/emulator: device unplugged")
-
 // Serve speaks the device protocol on rw until reading fails (the host
 // side closed, or Unplug). It returns nil when the host closed its side
 // (io.EOF) and the read error otherwise.
