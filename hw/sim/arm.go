@@ -37,7 +37,7 @@ const (
 // Tuning of the physics. Gains are chosen so that semi-implicit Euler at
 // maxSubstepS is comfortably stable (ω·h and b·h/m well below 1).
 const (
-	maxSubstepS   = 0.0005
+	maxSubstepS   = 0.001
 	viscousNspm   = 1.0   // viscous friction, N per m/s
 	staticN       = 0.15  // Coulomb friction holding a resting cursor
 	kineticN      = 0.1   // Coulomb friction on a moving cursor
@@ -241,13 +241,11 @@ func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 		t[i] /= 1000 // N·mm → N·m
 	}
 	ps, _ := solvePose(a.pos, a.settings.LeftHanded)
-	j := ps.jacobian()
-	jt := j.transpose()
-	f, ok := jt.solve(t)
+	f, ok := ps.forceFromTorques(t)
 	if !ok {
 		return hw.Vec3{}
 	}
-	return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
+	return f
 }
 
 // servoForce is the position servo: a desired velocity toward the target,

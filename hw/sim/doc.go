@@ -8,7 +8,7 @@
 //
 // The end effector is a point mass of EffectiveMassKg in the device frame
 // (Z up, +X right, +Y forward; SI units), integrated with semi-implicit
-// Euler at the fixed step ArmOptions.PeriodS, sub-stepped to at most 0.5 ms
+// Euler at the fixed step ArmOptions.PeriodS, sub-stepped to at most 1 ms
 // so it stays stable at any loop rate. Forces on it:
 //
 //   - the actuator, per Command.Mode: ModeForce applies ForceN; ModePosition

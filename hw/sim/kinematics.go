@@ -111,17 +111,37 @@ func solvePose(positionM hw.Vec3, leftHanded bool) (ps pose, reachable bool) {
 	return ps, reachable
 }
 
-// jacobian returns J = ∂position/∂angles in m per radian (columns: A0, A1,
-// A2) at the pose.
-func (ps *pose) jacobian() mat3 {
-	// ∂r/∂a1 = -up, ∂z/∂a1 = r; ∂r/∂a2 = -L2 sin a12, ∂z/∂a2 = L2 cos a12.
+// The Jacobian J = ∂position/∂angles (m per radian; columns A0, A1, A2) at
+// a pose is, with dr2 = -L2·sin a12 and dz2 = L2·cos a12,
+//
+//	[ σ·r·ch   -up·sh   dr2·sh ]
+//	[ -σ·r·sh  -up·ch   dr2·ch ]
+//	[ 0         r       dz2    ]
+//
+// The base column is tangential and the other two lie in the arm's vertical
+// plane, so J⁻¹ and J⁻ᵀ have closed forms: one 2×2 solve each.
+
+// forceFromTorques returns the end-effector force F with Jᵀ·F = τ (τ in
+// N·m). ok is false at a singular pose.
+func (ps *pose) forceFromTorques(t [3]float64) (f hw.Vec3, ok bool) {
+	if ps.r < 1e-9 {
+		return f, false
+	}
+	tangential := ps.sign * t[0] / ps.r
+	// [-up r; dr2 dz2]·[Fr Fz] = [τ1 τ2]
 	dr2 := -ForearmM * ps.s12
 	dz2 := ForearmM * ps.c12
-	return mat3{
-		{ps.sign * ps.r * ps.ch, -ps.up * ps.sh, dr2 * ps.sh},
-		{-ps.sign * ps.r * ps.sh, -ps.up * ps.ch, dr2 * ps.ch},
-		{0, ps.r, dz2},
+	det := -ps.up*dz2 - ps.r*dr2
+	if math.Abs(det) < 1e-12 {
+		return f, false
 	}
+	radial := (t[1]*dz2 - ps.r*t[2]) / det
+	vertical := (-ps.up*t[2] - dr2*t[1]) / det
+	return hw.Vec3{
+		X: radial*ps.sh + tangential*ps.ch,
+		Y: radial*ps.ch - tangential*ps.sh,
+		Z: vertical,
+	}, true
 }
 
 // jointRatesRad returns the joint speeds (rad/s) that move the handle at v:

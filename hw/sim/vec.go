@@ -32,42 +32,6 @@ func clampNorm(a hw.Vec3, limit float64) hw.Vec3 {
 	return scale(a, limit/math.Sqrt(n2))
 }
 
-// mat3 is a row-major 3×3 matrix.
-type mat3 [3][3]float64
-
-func (m *mat3) det() float64 {
-	return m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) -
-		m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) +
-		m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
-}
-
-// solve returns x with m·x = b by Cramer's rule; ok is false when m is
-// (nearly) singular, so callers can refuse rather than blow up.
-func (m *mat3) solve(b [3]float64) (x [3]float64, ok bool) {
-	d := m.det()
-	if math.Abs(d) < 1e-12 || math.IsNaN(d) {
-		return x, false
-	}
-	for col := 0; col < 3; col++ {
-		t := *m
-		for row := 0; row < 3; row++ {
-			t[row][col] = b[row]
-		}
-		x[col] = t.det() / d
-	}
-	return x, true
-}
-
-func (m *mat3) transpose() mat3 {
-	var t mat3
-	for i := 0; i < 3; i++ {
-		for j := 0; j < 3; j++ {
-			t[i][j] = m[j][i]
-		}
-	}
-	return t
-}
-
 // quatMul returns the Hamilton product a·b.
 func quatMul(a, b hw.Quat) hw.Quat {
 	return hw.Quat{
