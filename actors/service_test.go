@@ -121,20 +121,4 @@ func TestCorruptStateFileStartsWithDefaults(t *testing.T) {
 	}
 }
 
-func TestVersionSatisfies(t *testing.T) {
-	tests := []struct {
-		constraint string
-		want       bool
-	}{
-		{">=3.5", true}, {">=3.1", true}, {">=3.6", false}, {"3.5", true}, {"3", true},
-		{"=3.5", true}, {"<4", true}, {"<3.5", false}, {">3.4", true}, {"^3.0", true},
-		{"^4.0", false}, {"~3.5", true}, {"4.0", false}, {"banana", false}, {">=3.x", true},
-	}
-	for _, tt := range tests {
-		if got := versionSatisfies("3.5", tt.constraint); got != tt.want {
-			t.Errorf("3.5 satisfies %q = %v, want %v", tt.constraint, got, tt.want)
-		}
-	}
-}
-
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

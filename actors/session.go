@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +17,6 @@ import (
 	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/space"
 )
-
-// APIVersion is the emulated service version that profile.required_version
-// is checked against.
-const APIVersion = "3.5"
 
 // Codec turns client messages into protocol.ClientMessage and frames into
 // bytes: one session implementation serves both API formats (3.x and 3.0)
@@ -304,17 +299,13 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 // lease and the deprecated session commands.
 func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 	sp := &a.msg.Session
-	if p := sp.Profile; p != nil {
-		if p.RequiredVersion != "" && !versionSatisfies(APIVersion, p.RequiredVersion) {
-			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeVersionMismatch, "session.configure.profile.required_version",
-				"this service emulates API version %s, which does not satisfy %q", APIVersion, p.RequiredVersion))
-		}
-		if p.Name != a.sess.Profile() {
-			name := p.Name
-			a.sess.profile.Store(&name)
-			a.loadProfileSession()
-			a.attachAll(ctx)
-		}
+	// The decoder already warned about a required_version this service
+	// does not satisfy.
+	if p := sp.Profile; p != nil && p.Name != a.sess.Profile() {
+		name := p.Name
+		a.sess.profile.Store(&name)
+		a.loadProfileSession()
+		a.attachAll(ctx)
 	}
 	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
 		a.leaseMs = sp.LeaseMs
@@ -605,64 +596,4 @@ func asProtocolError(err error, path string) protocol.Error {
 		return e
 	}
 	return protocol.Error{Code: protocol.CodeInternal, Message: err.Error(), Path: path}
-}
-
-// versionSatisfies checks a constraint such as ">=3.5", "3.5", "<4" or
-// "^3.1" against version (major.minor).
-func versionSatisfies(version, constraint string) bool {
-	c := strings.TrimSpace(constraint)
-	op := ""
-	for _, p := range []string{">=", "<=", "==", ">", "<", "=", "^", "~"} {
-		if strings.HasPrefix(c, p) {
-			op, c = p, strings.TrimSpace(c[len(p):])
-			break
-		}
-	}
-	cmp, ok := compareVersions(version, c)
-	if !ok {
-		return false
-	}
-	switch op {
-	case ">=":
-		return cmp >= 0
-	case "<=":
-		return cmp <= 0
-	case ">":
-		return cmp > 0
-	case "<":
-		return cmp < 0
-	case "^", "~":
-		vMaj, _, _ := strings.Cut(version, ".")
-		cMaj, _, _ := strings.Cut(c, ".")
-		return cmp >= 0 && vMaj == cMaj
-	}
-	return cmp == 0 || strings.HasPrefix(version+".", c+".")
-}
-
-func compareVersions(a, b string) (int, bool) {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y int
-		var err error
-		if i < len(as) {
-			if x, err = strconv.Atoi(as[i]); err != nil {
-				return 0, false
-			}
-		}
-		if i < len(bs) {
-			if bs[i] == "x" || bs[i] == "*" {
-				return 0, true
-			}
-			if y, err = strconv.Atoi(bs[i]); err != nil {
-				return 0, false
-			}
-		}
-		if x != y {
-			if x < y {
-				return -1, true
-			}
-			return 1, true
-		}
-	}
-	return 0, true
 }

@@ -190,7 +190,7 @@ func settingPaths() []string {
 func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	doc := map[string]any{
 		"service":         "hapticd",
-		"version":         actors.APIVersion,
+		"version":         protocol.APIVersion,
 		"hapticd_version": a.build.Version,
 		"api_versions":    []string{"3.0", "3.x"},
 		"git_hash":        a.build.GitHash,
