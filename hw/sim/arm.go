@@ -30,12 +30,16 @@ const (
 	// MaxJointTorqueNmm is each joint motor's torque limit in torque mode.
 	MaxJointTorqueNmm = 3000.0
 	// DefaultPeriodS is the step used when ArmOptions or GripOptions carry
-	// no valid period (zero, negative or not finite).
+	// no valid period: outside 0 < PeriodS ≤ MaxPeriodS, or not finite.
 	DefaultPeriodS = 0.001
+	// MaxPeriodS bounds the step, so one Exchange costs at most a thousand
+	// physics sub-steps.
+	MaxPeriodS = 1.0
 )
 
 // Tuning of the physics. Gains are chosen so that semi-implicit Euler at
-// maxSubstepS is comfortably stable (ω·h and b·h/m well below 1).
+// maxSubstepS stays stable and free of ringing: at the wall ω·h ≈ 0.3 and
+// b·h/m = 0.6, which gives real eigenvalues inside the unit circle.
 const (
 	maxSubstepS   = 0.001
 	viscousNspm   = 1.0   // viscous friction, N per m/s
@@ -50,7 +54,7 @@ const (
 	handNspm      = 4     // the scripted hand's damping
 	circleRadiusM = 0.04
 	circleHz      = 0.5
-	walkRadiusM   = 0.07 // random-walk targets stay this far inside the centre
+	walkRadiusM   = 0.07 // random-walk targets lie within this of the centre
 	walkSegmentS  = 1.5
 )
 
@@ -70,8 +74,8 @@ type ArmOptions struct {
 	// UUID derive from it, so they are stable across restarts.
 	Index int
 	// PeriodS is the fixed step in seconds (the loop period, e.g. 0.001);
-	// each Exchange advances simulated time by exactly this much. Zero or
-	// invalid means DefaultPeriodS.
+	// each Exchange advances simulated time by exactly this much. Valid:
+	// 0 < PeriodS ≤ MaxPeriodS; anything else means DefaultPeriodS.
 	PeriodS float64
 	// Motion is the scripted hand on the handle.
 	Motion Motion
@@ -147,7 +151,7 @@ func NewArm(o ArmOptions) *Arm {
 }
 
 func validPeriod(p float64) float64 {
-	if !(p > 0) || math.IsInf(p, 0) {
+	if !(p > 0 && p <= MaxPeriodS) {
 		return DefaultPeriodS
 	}
 	return p

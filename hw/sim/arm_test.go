@@ -438,10 +438,15 @@ func TestArmHaltAndClose(t *testing.T) {
 }
 
 func TestArmRejects(t *testing.T) {
-	a := NewArm(ArmOptions{})
-	if a.periodS != DefaultPeriodS {
-		t.Errorf("zero period became %g, want the default %g", a.periodS, DefaultPeriodS)
+	for _, p := range []float64{0, -1, math.NaN(), math.Inf(1), MaxPeriodS * 2} {
+		if got := NewArm(ArmOptions{PeriodS: p}).periodS; got != DefaultPeriodS {
+			t.Errorf("period %g became %g, want the default %g", p, got, DefaultPeriodS)
+		}
 	}
+	if got := NewArm(ArmOptions{PeriodS: MaxPeriodS}).periodS; got != MaxPeriodS {
+		t.Errorf("the largest valid period became %g", got)
+	}
+	a := NewArm(ArmOptions{})
 	var st hw.State
 	if err := a.Exchange(nil, &st); err == nil {
 		t.Error("nil command accepted")

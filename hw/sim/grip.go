@@ -28,7 +28,8 @@ type GripOptions struct {
 	// UUID derive from it.
 	Index int
 	// PeriodS is the fixed step in seconds; each Exchange advances simulated
-	// time by it. Zero or invalid means DefaultPeriodS.
+	// time by it. Valid: 0 < PeriodS ≤ MaxPeriodS; anything else means
+	// DefaultPeriodS.
 	PeriodS float64
 	// Motion scripts the hand holding the grip.
 	Motion Motion
