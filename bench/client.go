@@ -77,6 +77,9 @@ type schedule struct {
 	base         time.Time
 	measureStart time.Duration // end of the warm-up
 	measureEnd   time.Duration
+	// release closes once the service's figures for the window are read;
+	// sessions stay open until then so the service counts them all.
+	release <-chan struct{}
 }
 
 // capturedFrames holds copies of a real service's frames for the echo
@@ -176,6 +179,12 @@ func (c *client) run(ctx context.Context, s schedule) {
 	defer c.close()
 	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	defer stop()
+	defer func() {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+		}
+	}()
 
 	var periodNs int64
 	var timer *time.Timer

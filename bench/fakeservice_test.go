@@ -2,29 +2,36 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
 
 // fakeService behaves like hapticd's simulation socket as PROTOCOL.md 2.1
 // describes (inventory on open, then one frame per message, config only in
-// full-state frames) and serves a /stats route, with knobs to break the
-// contract the way a faulty service would.
+// full-state frames) and serves a /stats route whose loops tick at 1 kHz of
+// wall time, with knobs to break the contract the way a faulty service
+// would.
 type fakeService struct {
 	arms []string
 	fakeFaults
 
+	start       time.Time
 	nextSession atomic.Int64
-	messages    atomic.Int64
-	ticks       atomic.Uint64
-	srv         *httptest.Server
+	sessions    atomic.Int64
 	wg          sync.WaitGroup
 }
 
@@ -39,24 +46,44 @@ type fakeFaults struct {
 	errorEvery int
 	// foreignEvery gives every n-th frame another session's id.
 	foreignEvery int
+	// overrunPermille is the share of loop ticks /stats reports overrun.
+	overrunPermille uint64
 }
 
-func newFakeService(t *testing.T, faults fakeFaults) *fakeService {
-	t.Helper()
-	f := &fakeService{arms: []string{"049D", "1A2B"}, fakeFaults: faults}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/stats", f.stats)
-	mux.HandleFunc("/", f.socket)
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		f.srv.CloseClientConnections()
-		f.srv.Close()
-		f.wg.Wait()
-	})
+func newFake(arms int, faults fakeFaults) *fakeService {
+	f := &fakeService{fakeFaults: faults, start: time.Now()}
+	for i := range arms {
+		f.arms = append(f.arms, fmt.Sprintf("%04X", 0x049D+i*0x1111))
+	}
 	return f
 }
 
-func (f *fakeService) wsURL() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/" }
+func (f *fakeService) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stats", f.stats)
+	mux.HandleFunc("/", f.socket)
+	return mux
+}
+
+// testFake serves a fake with two arms on an httptest server.
+type testFake struct {
+	*fakeService
+	srv *httptest.Server
+}
+
+func newFakeService(t *testing.T, faults fakeFaults) testFake {
+	t.Helper()
+	f := newFake(2, faults)
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		f.wg.Wait()
+	})
+	return testFake{f, srv}
+}
+
+func (f testFake) wsURL() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/" }
 
 func (f *fakeService) frame(session int64, withConfig, withErrors bool) []byte {
 	var b bytes.Buffer
@@ -87,8 +114,12 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.wg.Add(1)
-	defer f.wg.Done()
-	defer conn.Close()
+	f.sessions.Add(1)
+	defer func() {
+		f.sessions.Add(-1)
+		conn.Close()
+		f.wg.Done()
+	}()
 	session := f.nextSession.Add(1)
 	if conn.WriteMessage(websocket.TextMessage, f.frame(session, true, false)) != nil {
 		return
@@ -99,8 +130,6 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		f.messages.Add(1)
-		f.ticks.Add(1)
 		full := bytes.Contains(msg, []byte("force_render_full_state"))
 		control := bytes.Contains(msg, []byte("arm3"))
 		if control {
@@ -126,15 +155,103 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeService) stats(w http.ResponseWriter, r *http.Request) {
-	ticks := f.ticks.Load()
+	elapsed := time.Since(f.start)
+	ticks := uint64(elapsed.Milliseconds())
 	fmt.Fprintf(w, `{"ok":true,"data":{"devices":[`)
 	for i, id := range f.arms {
 		if i > 0 {
 			fmt.Fprint(w, ",")
 		}
 		fmt.Fprintf(w, `{"device_type":"arm3","device_id":%q,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":%d,"period_us_max":1500,"overruns":%d,"ticks":%d},"exchange":{"p50_us":1,"p99_us":2,"max_us":3}}`,
-			id, 1010+10*i, ticks/100*uint64(i), ticks)
+			id, 1010+10*i, ticks*f.overrunPermille/1000, ticks)
 	}
-	fmt.Fprintf(w, `],"process":{"cpu_seconds":%d,"rss_bytes":10485760,"goroutines":12,"sessions":3,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
-		ticks, ticks*1000, ticks)
+	fmt.Fprintf(w, `],"process":{"cpu_seconds":%g,"rss_bytes":10485760,"goroutines":12,"sessions":%d,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
+		elapsed.Seconds()/2, f.sessions.Load(), ticks*1000, ticks/100)
+}
+
+// Running the test binary as a fake hapticd process: with
+// BENCH_FAKE_HAPTICD=1 in its environment, TestMain serves the hapticd
+// command line bench uses (and baseline-arms) instead of running tests, so
+// the process handling is tested without the real service.
+const fakeHapticdEnv = "BENCH_FAKE_HAPTICD"
+
+// fakeCapacityEnv sets the most arms the fake steps without overruns; the
+// fake bare loop manages twice as many.
+const fakeCapacityEnv = "BENCH_FAKE_CAPACITY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeHapticdEnv) == "1" {
+		if err := fakeHapticd(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "fake hapticd:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakeHapticd(args []string) error {
+	capacity, _ := strconv.Atoi(os.Getenv(fakeCapacityEnv))
+	if capacity == 0 {
+		capacity = 1 << 30
+	}
+	if len(args) > 0 && args[0] == "baseline-arms" {
+		fs := flag.NewFlagSet("baseline-arms", flag.ContinueOnError)
+		arms := fs.Int("arms", 1, "")
+		hz := fs.Float64("loop-hz", 1000, "")
+		d := fs.Duration("duration", time.Second, "")
+		fs.Bool("json", false, "")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		ticks := uint64(d.Seconds() * *hz)
+		var overruns uint64
+		if *arms > 2*capacity {
+			overruns = ticks / 10
+		}
+		return json.NewEncoder(os.Stdout).Encode(BareLoop{Arms: *arms, LoopHz: *hz, Ticks: ticks, Overruns: overruns,
+			PeriodUsP50: 1e6 / *hz, PeriodUsP99: 1.1e6 / *hz, NsPerStep: 100})
+	}
+	fs := flag.NewFlagSet("hapticd", flag.ContinueOnError)
+	port := fs.Int("port", 10001, "")
+	fs.Int("legacy-port", 10000, "")
+	fs.Int("events-port", 10020, "")
+	arms := fs.Int("sim-arms", 1, "")
+	fs.Int("sim-grips", 0, "")
+	fs.Int("loop-hz", 1000, "")
+	fs.String("state-dir", "", "")
+	fs.String("log-format", "console", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var faults fakeFaults
+	if *arms > capacity {
+		faults.overrunPermille = 100
+	}
+	f := newFake(*arms, faults)
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: f.handler()}
+	go srv.Serve(ln)
+	// The log lines bench waits for, as zerolog writes them.
+	fmt.Fprintf(os.Stderr, `{"level":"info","listener":"http","addr":%q,"message":"listening"}`+"\n", ln.Addr().String())
+	fmt.Fprintln(os.Stderr, `{"level":"info","arms":`+strconv.Itoa(*arms)+`,"message":"ready"}`)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt)
+	<-stop
+	return srv.Close()
+}
+
+// fakeHapticdBinary makes the test binary the hapticd that bench starts.
+func fakeHapticdBinary(t *testing.T, capacity int) string {
+	t.Helper()
+	t.Setenv(fakeHapticdEnv, "1")
+	t.Setenv(fakeCapacityEnv, strconv.Itoa(capacity))
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }

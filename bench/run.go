@@ -379,9 +379,9 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 		}
 	}
 
-	s := schedule{base: time.Now(), measureStart: o.Warmup, measureEnd: o.Warmup + o.Duration}
-	var win statsWindow
 	statsDone := make(chan struct{})
+	s := schedule{base: time.Now(), measureStart: o.Warmup, measureEnd: o.Warmup + o.Duration, release: statsDone}
+	var win statsWindow
 	go func() {
 		defer close(statsDone)
 		if httpBase == "" {

@@ -12,7 +12,7 @@ import (
 
 // quickRun runs a short load against a fake service with no bare-loop
 // baseline (the fake has no binary behind it).
-func quickRun(t *testing.T, f *fakeService, o RunOptions) RunReport {
+func quickRun(t *testing.T, f testFake, o RunOptions) RunReport {
 	t.Helper()
 	o.Target = f.wsURL()
 	o.NoBareLoop = true
@@ -49,7 +49,7 @@ func TestRunAgainstHealthyService(t *testing.T) {
 	if h.RTT.Count != h.Received || h.RTT.P50Us <= 0 || h.RTT.MaxUs < h.RTT.P99Us {
 		t.Errorf("rtt summary %+v does not describe %d round trips", h.RTT, h.Received)
 	}
-	wantDevices := []string{"049D", "1A2B", "049D", "049D"} // client i → arm i mod 2; observer 0 → arm 0
+	wantDevices := []string{"049D", "15AE", "049D", "049D"} // client i → arm i mod 2; observer 0 → arm 0
 	wantRoles := []Role{RoleController, RoleController, RoleController, RoleObserver}
 	for i, c := range rep.Hapticd.Clients {
 		if c.DeviceID != wantDevices[i] || c.Role != wantRoles[i] {

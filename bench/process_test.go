@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests start the test binary itself as a fake hapticd process (see
+// TestMain), so starting, readiness, stopping and baseline-arms are tested
+// with real processes and sockets while the real service may not build.
+
+func TestRunStartsAndStopsTheService(t *testing.T) {
+	bin := fakeHapticdBinary(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 3, Clients: 3, Observers: 1, RateHz: 500,
+		Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Warnings) != 0 {
+		t.Errorf("warnings: %q", rep.Warnings)
+	}
+	h := rep.Hapticd.Overall
+	if h.Received == 0 || h.Lost+h.OutOfOrder+h.ErrorFrames != 0 {
+		t.Errorf("hapticd load: %+v", h)
+	}
+	if rep.Loop == nil || rep.Loop.Devices != 3 {
+		t.Errorf("loop figures %+v, want the 3 started arms", rep.Loop)
+	}
+	if rep.Process == nil || rep.Process.Sessions != 4 {
+		t.Errorf("process figures %+v, want the 4 sessions open during the window", rep.Process)
+	}
+	if rep.BareLoop == nil || rep.BareLoop.Arms != 3 || rep.BareLoop.LoopHz != 1000 {
+		t.Errorf("bare loop %+v, want baseline-arms run with 3 arms at 1000 Hz", rep.BareLoop)
+	}
+	figures := map[string]Comparison{}
+	for _, c := range rep.Comparisons {
+		figures[c.Figure] = c
+	}
+	for _, name := range []string{"rtt p99", "rate total", "loop period p99 (worst device)", "service CPU"} {
+		if c, ok := figures[name]; !ok || c.Baseline == "-" || c.Ratio <= 0 {
+			t.Errorf("comparison %q = %+v, want a baseline and a ratio", name, c)
+		}
+	}
+}
+
+func TestStartServiceReportsAnEarlyExit(t *testing.T) {
+	// A binary that exits at once must give an error with its output, not
+	// a hang until the ready timeout.
+	script := filepath.Join(t.TempDir(), "hapticd")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'hapticd: --state-dir: permission denied' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := startService(context.Background(), ServiceOptions{Binary: script, Arms: 1, LoopHz: 1000, ReadyIn: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "exited before ready") || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("startService = %v, want an early-exit error carrying the service's last log line", err)
+	}
+}
+
+func TestFindHapticdExplicitPath(t *testing.T) {
+	if _, _, err := FindHapticd(context.Background(), filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("FindHapticd accepted a path that does not exist")
+	}
+	bin := fakeHapticdBinary(t, 0)
+	got, cleanup, err := FindHapticd(context.Background(), bin)
+	defer cleanup()
+	if err != nil || got != bin {
+		t.Errorf("FindHapticd(%q) = %q, %v", bin, got, err)
+	}
+}
+
+func TestCapacityAgainstFakeProcesses(t *testing.T) {
+	// The fake service steps up to 5 arms without overruns and its bare
+	// loop up to 10: the search must find exactly those.
+	bin := fakeHapticdBinary(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
+		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Service.Capacity != 5 || rep.BareLoop == nil || rep.BareLoop.Capacity != 10 {
+		t.Fatalf("capacities: service %d, bare loop %+v; want 5 and 10", rep.Service.Capacity, rep.BareLoop)
+	}
+	if rep.Ratio != 0.5 {
+		t.Errorf("ratio %v, want 0.5", rep.Ratio)
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0.50x") {
+		t.Errorf("capacity table lacks the ratio:\n%s", b.String())
+	}
+}
