@@ -212,3 +212,31 @@ func concat(parts ...[]byte) []byte {
 	}
 	return out
 }
+
+// Whoever corrects a layout in the table gets told here if its length,
+// encoder and decoder disagree.
+func TestFrameTableIsConsistent(t *testing.T) {
+	seen := map[[2]byte]string{}
+	for _, f := range wire.Frames() {
+		t.Run(f.Dir.String()+"/"+f.Name, func(t *testing.T) {
+			key := [2]byte{byte(f.Dir), f.Header}
+			if other, dup := seen[key]; dup {
+				t.Fatalf("header %#x is both %s and %s", f.Header, other, f.Name)
+			}
+			seen[key] = f.Name
+			// Sub-code: config frames need a valid one; others ignore it.
+			m := wire.Message{Header: f.Header, Config: wire.Config{Sub: wire.ConfigSave}}
+			b := wire.Append(nil, f.Dir, &m)
+			if len(b) != f.Len || f.Len > wire.MaxFrameLen {
+				t.Fatalf("encoded %d bytes (%x), table says %d (max %d)", len(b), b, f.Len, wire.MaxFrameLen)
+			}
+			var back wire.Message
+			if n, err := wire.Decode(f.Dir, b, &back); err != nil || n != f.Len {
+				t.Fatalf("Decode = %d, %v", n, err)
+			}
+			if n, err := wire.Decode(f.Dir, b[:len(b)-1], &back); len(b) > 1 && err != wire.ErrShort {
+				t.Fatalf("Decode of a truncated frame = %d, %v; want ErrShort", n, err)
+			}
+		})
+	}
+}
