@@ -160,7 +160,8 @@ func validPeriod(p float64) float64 {
 // Info returns the arm's identity and limits.
 func (a *Arm) Info() hw.Info { return a.info }
 
-// Settings returns the settings last given to Configure.
+// Settings returns the settings last given to Configure. Like Configure,
+// call it from the goroutine that drives the arm.
 func (a *Arm) Settings() hw.Settings { return a.settings }
 
 // Configure stores s. Handedness changes the kinematics' base angle

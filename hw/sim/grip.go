@@ -48,8 +48,8 @@ type Grip struct {
 	closed  bool
 
 	tS      float64
-	turn    smoothWalk // yaw, pitch, roll in radians (MotionRandom)
-	hall    smoothWalk // hall level in [0]        (MotionRandom)
+	turn    smoothWalk // yaw, pitch, roll in radians  (MotionRandom)
+	hall    smoothWalk // hall level in element 0 (MotionRandom)
 	slot    int64      // button slot whose presses are drawn
 	pressed hw.Buttons // buttons pressed during the current slot
 }
