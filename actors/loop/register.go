@@ -74,11 +74,17 @@ func (r *Register) Claim(session uint64) (owner uint64) {
 	if session == 0 {
 		return r.owner.Load()
 	}
-	if r.owner.CompareAndSwap(0, session) {
-		r.term.Add(1)
-		return session
+	for {
+		if r.owner.CompareAndSwap(0, session) {
+			r.term.Add(1)
+			return session
+		}
+		// Another owner, unless it let go between the two reads: then try
+		// again rather than report "owned by nobody".
+		if o := r.owner.Load(); o != 0 {
+			return o
+		}
 	}
-	return r.owner.Load()
 }
 
 // Owner returns the controlling session, or 0 if nobody controls the device.
