@@ -15,6 +15,28 @@
 // so a force is never dropped because a newer client added a key. null
 // counts as absent for an optional field.
 //
+// # Decisions the specs leave open
+//
+//   - Bases are reported in canonical form, the one protocol/space prints:
+//     '+' signs dropped, '-' kept ("+X-Z+Y" is stored and echoed as "X-ZY").
+//   - Vectors, quaternions and angle triples need all their components; a
+//     force with a missing "z" is an error, not a zero.
+//   - When "vector" and "values" (or "position" and "values") are both
+//     given, the documented name wins and the other is a warning.
+//   - damping and force_gate sent to a grip are warnings (a grip has no
+//     force to filter); preset, basis and mount apply to grips.
+//   - A key given both flat and under "filters" is an error.
+//   - gravity_compensation needs both "enabled" and "scaling_factor", as do
+//     the legacy bodies of POST /gravity_compensation.
+//   - A malformed required_version is an error; a mismatch is a warning.
+//
+// # Codecs
+//
+// The 3.x codec is DecodeClientMessage and AppendFrame. The decoding steps
+// (ClientMessage.Begin, DecodeSession, DecodeDevice) and the encoding pieces
+// (AppendArmBody, AppendGripBody, AppendFrameTail, Spelling) are exported so
+// that protocol/v30 lays out the 3.0 format over the same implementation.
+//
 // # Performance
 //
 // DecodeClientMessage and AppendFrame run once per WebSocket message, up to
