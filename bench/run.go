@@ -513,6 +513,7 @@ func compare(r RunReport) []Comparison {
 		add("loop period p50 (median device)", "µs", r.Loop.PeriodP50UsMedian, "bare loop", bl.PeriodUsP50, has)
 		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has)
 		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has)
+		add("arm step cost", "µs", r.Loop.ExchangeP50UsMedian, "bare loop", bl.NsPerStep/1e3, has)
 	}
 	if r.Process != nil && r.BareLoop != nil {
 		// What stepping the arms alone costs over the same window.

@@ -111,9 +111,12 @@ type LoopFigures struct {
 	Ticks             uint64  `json:"ticks"`
 	Overruns          uint64  `json:"overruns"`
 	// OverrunFractionWorst is the largest Δoverruns/Δticks of any device.
-	OverrunFractionWorst  float64        `json:"overrun_fraction_worst"`
-	OverrunFractionMedian float64        `json:"overrun_fraction_median"`
-	PerDevice             []DeviceWindow `json:"per_device,omitempty"`
+	OverrunFractionWorst  float64 `json:"overrun_fraction_worst"`
+	OverrunFractionMedian float64 `json:"overrun_fraction_median"`
+	// ExchangeP50UsMedian is the driver round trip per tick; for simulated
+	// arms, the cost of one step.
+	ExchangeP50UsMedian float64        `json:"exchange_p50_us_median"`
+	PerDevice           []DeviceWindow `json:"per_device,omitempty"`
 }
 
 // DeviceWindow is one device over the measured window.
@@ -148,7 +151,7 @@ func windowFigures(before, after ServiceStats, window time.Duration, perDevice b
 		prev[d.DeviceType+"/"+d.DeviceID] = d
 	}
 	var lf LoopFigures
-	var p50s, p99s, fractions []float64
+	var p50s, p99s, fractions, exchanges []float64
 	for _, d := range after.Devices {
 		b := prev[d.DeviceType+"/"+d.DeviceID]
 		w := DeviceWindow{DeviceType: d.DeviceType, DeviceID: d.DeviceID,
@@ -161,6 +164,7 @@ func windowFigures(before, after ServiceStats, window time.Duration, perDevice b
 		lf.PeriodP99UsWorst = max(lf.PeriodP99UsWorst, w.PeriodUsP99)
 		lf.PeriodMaxUsWorst = max(lf.PeriodMaxUsWorst, w.PeriodUsMax)
 		p50s = append(p50s, w.PeriodUsP50)
+		exchanges = append(exchanges, d.Exchange.P50Us)
 		p99s = append(p99s, w.PeriodUsP99)
 		f := 0.0
 		if w.Ticks > 0 {
@@ -177,6 +181,7 @@ func windowFigures(before, after ServiceStats, window time.Duration, perDevice b
 	lf.PeriodP50UsMedian = median(p50s)
 	lf.PeriodP99UsMedian = median(p99s)
 	lf.OverrunFractionMedian = median(fractions)
+	lf.ExchangeP50UsMedian = median(exchanges)
 
 	pf := ProcessFigures{
 		CPUSeconds: after.Process.CPUSeconds - before.Process.CPUSeconds,
