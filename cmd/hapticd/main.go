@@ -158,20 +158,42 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
-	if err != nil {
-		return fmt.Errorf("--type-alias: %w", err)
-	}
-	types, err := protocol.NewTypeTable(aliases)
-	if err != nil {
-		return fmt.Errorf("--type-alias: %w", err)
-	}
-
-	hardware, err := newHardware(o, log)
+	sv, err := startService(o, log)
 	if err != nil {
 		return err
 	}
-	defer hardware.closeEmulators()
+	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	log.Info().Str("signal", s.String()).Msg("shutting down")
+	signal.Stop(sig)
+	return sv.stop(nil)
+}
+
+// service is a running hapticd: actors, listeners and hardware.
+type service struct {
+	log      zerolog.Logger
+	svc      *actors.Service
+	srv      *transport.Server
+	hardware *hardware
+}
+
+// startService wires everything the flags ask for and starts serving.
+func startService(o *options, log zerolog.Logger) (*service, error) {
+	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
+	if err != nil {
+		return nil, fmt.Errorf("--type-alias: %w", err)
+	}
+	types, err := protocol.NewTypeTable(aliases)
+	if err != nil {
+		return nil, fmt.Errorf("--type-alias: %w", err)
+	}
+	hardware, err := newHardware(o, log)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := actors.Start(actors.Options{
 		StateDir:      o.stateDir,
 		LoopHz:        o.loopHz,
@@ -181,24 +203,26 @@ func serve(args []string) error {
 		OnDeviceLost:  hardware.onDeviceLost,
 	})
 	if err != nil {
-		return err
+		hardware.closeEmulators()
+		return nil, err
 	}
+	sv := &service{log: log, svc: svc, hardware: hardware}
 	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
 
 	periodS := 1 / float64(o.loopHz)
 	for i := 0; i < o.simArms; i++ {
 		if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
-			return shutdownAfter(svc, nil, log, fmt.Errorf("simulated arm %d: %w", i, err))
+			return nil, sv.stop(fmt.Errorf("simulated arm %d: %w", i, err))
 		}
 	}
 	for i := 0; i < o.simGrips; i++ {
 		if _, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
-			return shutdownAfter(svc, nil, log, fmt.Errorf("simulated grip %d: %w", i, err))
+			return nil, sv.stop(fmt.Errorf("simulated grip %d: %w", i, err))
 		}
 	}
 	hardware.start(svc)
 
-	srv, err := transport.Start(transport.Config{
+	sv.srv, err = transport.Start(transport.Config{
 		Service:      svc,
 		Log:          log,
 		Bind:         o.bind,
@@ -210,43 +234,36 @@ func serve(args []string) error {
 		Build:        transport.ReadBuildInfo(version),
 	})
 	if err != nil {
-		hardware.stop()
-		return shutdownAfter(svc, nil, log, err)
+		return nil, sv.stop(err)
 	}
-	log.Info().Int("arms", len(svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
-
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	log.Info().Str("signal", s.String()).Msg("shutting down")
-	signal.Stop(sig)
-	hardware.stop()
-	return shutdownAfter(svc, srv, log, nil)
+	return sv, nil
 }
 
-// shutdownAfter stops in the order STYLE.md 15 gives: stop accepting and
-// close the sockets, devices to zero force and state flushed, then return
-// cause.
-func shutdownAfter(svc *actors.Service, srv *transport.Server, log zerolog.Logger, cause error) error {
+// stop shuts down in the order STYLE.md 15 gives: no new hardware, sockets
+// closed, devices to zero force and state flushed, listeners stopped, then
+// the emulated arms unplugged. It returns cause joined with what failed.
+func (sv *service) stop(cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
 	if cause != nil {
 		errs = append(errs, cause)
 	}
-	if srv != nil {
-		srv.CloseSockets()
+	sv.hardware.stop()
+	if sv.srv != nil {
+		sv.srv.CloseSockets()
 	}
-	if err := svc.Shutdown(ctx); err != nil {
+	if err := sv.svc.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if srv != nil {
-		if err := srv.Shutdown(ctx); err != nil {
+	if sv.srv != nil {
+		if err := sv.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	sv.hardware.closeEmulators()
 	if len(errs) == 0 {
-		log.Info().Msg("stopped")
+		sv.log.Info().Msg("stopped")
 	}
 	return errors.Join(errs...)
 }

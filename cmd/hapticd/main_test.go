@@ -27,15 +27,15 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// daemon is a hapticd process started by a test.
-type daemon struct {
+// process is a hapticd process started by a test.
+type process struct {
 	cmd  *exec.Cmd
 	addr map[string]string
 }
 
 // startDaemon runs the real binary and waits for its "ready" line, reading
 // each listener's real address from the log.
-func startDaemon(t *testing.T, bin string, args ...string) *daemon {
+func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -45,7 +45,7 @@ func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, addr: map[string]string{}}
+	d := &process{cmd: cmd, addr: map[string]string{}}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -80,7 +80,7 @@ func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 	return d
 }
 
-func (d *daemon) url(path string) string { return "http://" + d.addr["http"] + path }
+func (d *process) url(path string) string { return "http://" + d.addr["http"] + path }
 
 func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
@@ -110,7 +110,7 @@ func TestConfigSurvivesSIGKILL(t *testing.T) {
 		{"/settings/devices/force_scale", `{"value":0.5}`, `0.5`},
 	}
 	for _, tt := range tests {
-		d := startDaemon(t, bin, "--state-dir", dir)
+		d := startProcess(t, bin, "--state-dir", dir)
 		status, env := httpDo(t, "POST", d.url(tt.route), tt.body)
 		if status != 200 {
 			t.Fatalf("POST %s: %d %v", tt.route, status, env)
@@ -120,7 +120,7 @@ func TestConfigSurvivesSIGKILL(t *testing.T) {
 		}
 		_ = d.cmd.Wait()
 
-		d2 := startDaemon(t, bin, "--state-dir", dir)
+		d2 := startProcess(t, bin, "--state-dir", dir)
 		_, env = httpDo(t, "GET", d2.url(tt.route), "")
 		got, _ := json.Marshal(env["data"])
 		if string(got) != tt.want {
@@ -141,7 +141,7 @@ func TestGracefulShutdownAndStableIDs(t *testing.T) {
 	dir := t.TempDir()
 	var ids [2]string
 	for i := range ids {
-		d := startDaemon(t, bin, "--state-dir", dir, "--sim-arms", "2")
+		d := startProcess(t, bin, "--state-dir", dir, "--sim-arms", "2")
 		_, env := httpDo(t, "GET", d.url("/devices?format=json"), "")
 		arms, _ := env["data"].(map[string]any)["arm3"].([]any)
 		if len(arms) != 2 {
@@ -166,7 +166,7 @@ func TestDeprecationsReport(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	d := startDaemon(t, bin, "--state-dir", t.TempDir())
+	d := startProcess(t, bin, "--state-dir", t.TempDir())
 	if status, env := httpDo(t, "POST", d.url("/force_scale"), `{"force_scale":0.5}`); status != 200 {
 		t.Fatalf("POST /force_scale: %d %v", status, env)
 	}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/transport"
+)
+
+// The real serial driver, found by --hw-port, against the firmware emulator
+// on a real pseudo-terminal, through the whole service: a session drives
+// it, it is unplugged mid-stream and plugged back in.
+func TestEmulatedArmUnplugReplug(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service against an emulated arm")
+	}
+	dir := t.TempDir()
+	// A stable name for the port, as /dev/serial/by-id gives a real arm:
+	// the pty behind it changes on every replug.
+	link := filepath.Join(dir, "usb-Teensyduino_USB_Serial_test-if00")
+	plug := func() *emulator.Emulator {
+		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: 7, PeriodS: 0.001})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(pts, link); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	emu := plug()
+	t.Cleanup(func() { _ = emu.Close() })
+	id := fmt.Sprintf("%04X", emu.ID())
+
+	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--hw-port", link, "--hw-scan-period", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sv.stop(nil) })
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	events := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
+	waitFor(t, events, "device-connected", id)
+
+	if status, env := httpDo(t, "POST", base+"/arm3/"+id+"/config/handedness", `"left"`); status != 200 {
+		t.Fatalf("POST handedness: %d %v", status, env)
+	}
+	checkEventually(t, 5*time.Second, func() error {
+		if s := emu.Stats().Settings; !s.LeftHanded {
+			return fmt.Errorf("firmware settings %+v", s)
+		}
+		return nil
+	})
+
+	sess := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")
+	z0 := dig(readJSON(t, sess), "arm3", 0, "state", "cursor_position", "z")
+	send := func(msg string) map[string]any {
+		t.Helper()
+		if err := sess.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, sess)
+	}
+	send(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	checkEventually(t, 5*time.Second, func() error {
+		f := send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":3}}}}]}`, id))
+		if f["errors"] != nil {
+			t.Fatalf("errors: %v", f["errors"])
+		}
+		if lf := emu.Stats().LastForce; lf.Z < 2.9 {
+			return fmt.Errorf("the emulated firmware holds %+v", lf)
+		}
+		if z := dig(f, "arm3", 0, "state", "cursor_position", "z"); z <= z0+0.005 {
+			return fmt.Errorf("cursor z %v has not risen from %v", z, z0)
+		}
+		return nil
+	})
+
+	// Unplug mid-stream: the device leaves, the session's frames drop it.
+	if err := emu.Unplug(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, events, "device-disconnected", id)
+	checkEventually(t, 5*time.Second, func() error {
+		if arms, _ := send(`{}`)["arm3"].([]any); len(arms) != 0 {
+			return fmt.Errorf("frames still list %d arms", len(arms))
+		}
+		return nil
+	})
+	_ = emu.Close()
+
+	// Replug: same UUID, same id, config restored, no force until a new
+	// command (the old one is never re-applied).
+	emu = plug()
+	waitFor(t, events, "device-connected", id)
+	if _, env := httpDo(t, "GET", base+"/arm3/"+id+"/config/handedness", ""); env["data"] != "left" {
+		t.Fatalf("handedness after replug: %v", env)
+	}
+	checkEventually(t, 5*time.Second, func() error {
+		if s := emu.Stats().Settings; !s.LeftHanded {
+			return fmt.Errorf("config not re-sent to the firmware: %+v", s)
+		}
+		return nil
+	})
+	for i := 0; i < 50; i++ {
+		f := send(`{}`)
+		if m := dig2(f, "arm3", 0, "state", "control_mode"); m != "idle" && m != nil {
+			t.Fatalf("after replug the arm is in %v mode without a new command", m)
+		}
+		if lf := emu.Stats().LastForce; math.Abs(lf.X)+math.Abs(lf.Y)+math.Abs(lf.Z) > 1e-9 {
+			t.Fatalf("after replug the firmware holds force %+v without a new command", lf)
+		}
+	}
+}
+
+func dialWS(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readJSON(t *testing.T, c *websocket.Conn) map[string]any {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := c.ReadMessage()
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not JSON: %s", b)
+	}
+	return m
+}
+
+// waitFor reads events until one named name is about device id.
+func waitFor(t *testing.T, events *websocket.Conn, name, id string) {
+	t.Helper()
+	for {
+		e := readJSON(t, events)
+		if e["name"] == name && strings.EqualFold(fmt.Sprint(dig2(e, "data", "device_id")), id) {
+			return
+		}
+	}
+}
+
+func checkEventually(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", d, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func dig2(v any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			a, _ := v.([]any)
+			if k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+func dig(v any, keys ...any) float64 {
+	f, _ := dig2(v, keys...).(float64)
+	return f
+}
