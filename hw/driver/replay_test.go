@@ -11,6 +11,7 @@ import (
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 // session is what the driver does in the recorded test: open, a few force
@@ -84,7 +85,7 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 }
 
 func TestGripThroughPTY(t *testing.T) {
-	e, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 3})
+	e, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 3, Motion: sim.MotionCircle})
 	p, err := serial.Open(path)
 	if err != nil {
 		t.Fatal(err)

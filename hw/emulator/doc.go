@@ -7,7 +7,10 @@
 //
 // An emulated arm applies each command it receives to a physics model (by
 // default a hw/sim arm, stepped once per command), so emulated physics is
-// simulated physics: a constant upward force raises z over ticks.
+// simulated physics: a constant upward force raises z over ticks. The
+// emulated firmware compensates gravity itself (as real firmware does, per
+// the gravity settings it is sent). An emulated grip streams the state of a
+// hw/sim grip, stepped once per status frame.
 //
 // # Faults
 //

@@ -51,8 +51,9 @@ type Options struct {
 	PeriodS float64
 	// Seed makes the physics' motion and the faults' randomness repeatable.
 	Seed int64
-	// Physics steps the arm for each command; default a hw/sim arm moved
-	// by Motion. It is driven from the emulator's goroutine only.
+	// Physics steps the device: an arm once per command, a grip once per
+	// status frame. Default a hw/sim arm or grip moved by Motion. It is
+	// driven from one emulator goroutine only.
 	Physics hw.Driver
 	Motion  sim.Motion
 	// GripStatusPeriod is how often a grip streams status (default 1 ms).
@@ -131,15 +132,9 @@ func New(o Options) (*Emulator, error) {
 		stats: Stats{Settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1}},
 		done:  make(chan struct{}),
 	}
-	if o.Kind == hw.KindArm {
-		e.physics = o.Physics
-		if e.physics == nil {
-			p, err := defaultPhysics(o)
-			if err != nil {
-				return nil, err
-			}
-			e.physics = p
-		}
+	e.physics = o.Physics
+	if e.physics == nil {
+		e.physics = defaultPhysics(o)
 	}
 	return e, nil
 }
@@ -389,19 +384,29 @@ func (e *Emulator) write(b []byte, countReply bool) {
 func (e *Emulator) streamGrip(stop <-chan struct{}) {
 	t := time.NewTicker(e.opts.GripStatusPeriod)
 	defer t.Stop()
-	start := time.Now()
 	var buf [wire.MaxFrameLen]byte
+	var cmd hw.Command
+	var st hw.State
 	for {
 		select {
 		case <-stop:
 			return
 		case <-e.done:
 			return
-		case now := <-t.C:
-			// A slow turn about z, so that orientation visibly changes.
-			half := 0.25 * now.Sub(start).Seconds()
-			s := wire.GripStatus{ID: e.opts.ID, Orientation: hw.Quat{W: math.Cos(half), Z: math.Sin(half)},
-				Hall: 0, Battery: 0.8}
+		case <-t.C:
+			if err := e.physics.Exchange(&cmd, &st); err != nil {
+				continue // a closed model sends nothing, as a grip asleep
+			}
+			s := wire.GripStatus{
+				ID:          e.opts.ID,
+				Orientation: st.Orientation,
+				Hall:        uint8(math.Round(255 * min(max(st.Hall, 0), 1))),
+				Buttons:     uint8(st.Buttons),
+				Battery:     st.Battery,
+			}
+			if st.Status&hw.StatusReady == 0 {
+				s.Error = 1
+			}
 			e.write(wire.AppendGripStatus(buf[:0], &s), false)
 		}
 	}
