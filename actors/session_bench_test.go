@@ -1,0 +1,70 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// testCodec is the 3.x codec as the transport wires it.
+type testCodec struct{}
+
+func (testCodec) Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
+	return protocol.DecodeClientMessage(data, types, dst)
+}
+func (testCodec) AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
+	return protocol.AppendFrame(dst, f, types)
+}
+func (testCodec) APIVersion() string { return "3.x" }
+
+// chanSink hands frames to the benchmark and recycles buffers as a
+// connection does.
+type chanSink struct {
+	frames chan []byte
+	free   chan []byte
+}
+
+func newChanSink() *chanSink {
+	return &chanSink{frames: make(chan []byte, 4), free: make(chan []byte, 4)}
+}
+
+func (s *chanSink) Buffer() []byte {
+	select {
+	case b := <-s.free:
+		return b[:0]
+	default:
+		return make([]byte, 0, 4096)
+	}
+}
+func (s *chanSink) Send(buf []byte)   { s.frames <- buf }
+func (s *chanSink) Recycle([]byte)    {}
+func (s *chanSink) Close(int, string) {}
+
+// BenchmarkSessionMessage is one per-tick message through a session actor:
+// the actor hop, decoding, the register write and the frame's encoding,
+// with one simulated arm. Allocations per message are reported.
+func BenchmarkSessionMessage(b *testing.B) {
+	svc, d := startTestService(&testing.T{}, "", zerolog.Nop())
+	defer svc.Shutdown(b.Context())
+	sink := newChanSink()
+	sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: testCodec{}, Sink: sink})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	sink.free <- <-sink.frames // the inventory
+	msg := []byte(`{"arm3":[{"device_id":"` + d.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+	var frameBytes int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sess.Deliver(msg)
+		f := <-sink.frames
+		frameBytes = len(f)
+		sink.free <- f
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(frameBytes), "frame-bytes")
+}
