@@ -192,9 +192,9 @@ func DecodeClientMessage(data []byte, types *TypeTable, dst *ClientMessage) []Er
 // 3.0 in protocol/v30): the codecs differ only in how device collections are
 // laid out and how paths are spelled.
 
-// Begin resets m, parses data and returns its root object. types resolves
-// the type keys the message names. It reports false
-// (with the error recorded) when data is not a JSON object.
+// Begin resets m, parses data and returns its root object; types resolves
+// the type keys the message names. It reports false (with the error
+// recorded) when data is not a JSON object.
 func (m *ClientMessage) Begin(data []byte, types *TypeTable) (Value, bool) {
 	m.Reset()
 	m.types = types
