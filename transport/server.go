@@ -116,9 +116,13 @@ func (s *Server) listen(name, addr string, h http.Handler) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
+		// A body that trickles in must not hold a handler forever. Upgraded
+		// WebSockets are not affected: gorilla clears the deadlines the
+		// server set when it takes the connection over.
+		ReadTimeout:    30 * time.Second,
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, srv)
