@@ -144,12 +144,6 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 	}
 	a.replyErr = fmt.Errorf("hw/driver: arm %s on %s: %d replies missed in a row: %w", a.info.ID, o.Path, o.MaxMisses, ErrNoReply)
 	a.last.Status = hw.StatusReady | hw.StatusStarted
-	// Leave the arm inert and the stream in step: the firmware may still
-	// hold a force from before the service started.
-	if err := a.Halt(); err != nil {
-		p.Close()
-		return nil, err
-	}
 	return a, nil
 }
 
@@ -169,11 +163,14 @@ func FormatUUID(u [16]byte) string {
 }
 
 // wake flushes the input, sends the wake-up command and validates the
-// reply, a bounded number of times.
+// reply and the first state, a bounded number of times.
 func (a *Arm) wake() (wire.WakeReply, error) {
 	var last error
 	for attempt := 1; attempt <= a.opts.WakeAttempts; attempt++ {
 		w, err := a.wakeOnce()
+		if err == nil {
+			err = a.firstState()
+		}
 		if err == nil {
 			return w, nil
 		}
@@ -225,6 +222,28 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		return w, fmt.Errorf("reply %x has id %d and uuid %x: %w", buf, w.ID, w.UUID, ErrWake)
 	}
 	return w, nil
+}
+
+// firstState sends a zero force (the firmware may still hold a force from
+// before the service started, and the loop starts inert) and checks the
+// reply: a half-awake arm reports a position of exactly zero, which a real
+// arm, whose origin is at its base, never does.
+func (a *Arm) firstState() error {
+	if err := a.write(wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
+		return portError{err}
+	}
+	ok, err := a.readReply(wire.HeaderEndEffectorState, a.opts.WakeTimeout)
+	if err != nil {
+		return portError{err}
+	}
+	if !ok {
+		return fmt.Errorf("no state after the wake-up: %w", ErrWake)
+	}
+	if a.msg.A == (hw.Vec3{}) {
+		return fmt.Errorf("first state has position exactly zero: %w", ErrWake)
+	}
+	a.apply(wire.HeaderEndEffectorState, nil)
+	return nil
 }
 
 // Info returns the identity read at wake-up.

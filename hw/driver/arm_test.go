@@ -49,19 +49,21 @@ func openArm(t *testing.T, path string, o driver.ArmOptions) *driver.Arm {
 
 func TestArmWakeUp(t *testing.T) {
 	tests := []struct {
-		name     string
-		flaky    int
-		attempts int
-		wantErr  bool
+		name       string
+		flaky      int
+		zeroStates int
+		attempts   int
+		wantErr    bool
 	}{
-		{"clean", 0, 5, false},
-		{"flaky first wake-up", 1, 5, false},
-		{"two flaky wake-ups", 2, 5, false},
-		{"flaky beyond the retry bound", 3, 3, true},
+		{"clean", 0, 0, 5, false},
+		{"flaky first wake-up", 1, 0, 5, false},
+		{"two flaky wake-ups", 2, 0, 5, false},
+		{"first state at exactly zero", 0, 1, 5, false},
+		{"flaky beyond the retry bound", 3, 0, 3, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, path := startEmulator(t, emulator.Options{Index: i, Faults: emulator.Faults{FlakyWakeups: tc.flaky}})
+			e, path := startEmulator(t, emulator.Options{Index: i, Faults: emulator.Faults{FlakyWakeups: tc.flaky, ZeroStates: tc.zeroStates}})
 			p, err := serial.Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -85,8 +87,12 @@ func TestArmWakeUp(t *testing.T) {
 			if info.HostGravityCompensation {
 				t.Error("HostGravityCompensation = true; the firmware compensates gravity")
 			}
-			if got := e.Stats().Wakeups; got != tc.flaky+1 {
-				t.Errorf("emulator saw %d wake-ups, want %d", got, tc.flaky+1)
+			if got, want := e.Stats().Wakeups, tc.flaky+tc.zeroStates+1; got != want {
+				t.Errorf("emulator saw %d wake-ups, want %d", got, want)
+			}
+			var st hw.State
+			if err := a.Exchange(&hw.Command{}, &st); err != nil || st.PositionM == (hw.Vec3{}) {
+				t.Errorf("first Exchange = %v with position %v", err, st.PositionM)
 			}
 		})
 	}

@@ -32,6 +32,9 @@ type Faults struct {
 	// FlakyWakeups is how many of the next wake-ups get a reply with id 0
 	// and a zero UUID, as a freshly plugged arm sometimes sends.
 	FlakyWakeups int
+	// ZeroStates is how many of the next state replies report position and
+	// velocity exactly zero, as a half-awake arm does.
+	ZeroStates int
 }
 
 // Options describe an emulated device. Zero values take the defaults.
@@ -294,9 +297,16 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 		e.faults.StallReplies--
 		e.stats.Stalled++
 	}
+	zero := !stall && e.faults.ZeroStates > 0
+	if zero {
+		e.faults.ZeroStates--
+	}
 	e.mu.Unlock()
 	if stall || physErr != nil {
 		return nil
+	}
+	if zero {
+		*st = hw.State{}
 	}
 	if joint {
 		return wire.AppendJointState(dst, st.AnglesDeg, st.AngularVelocityDps)
