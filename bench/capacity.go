@@ -143,6 +143,13 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 			}
 		}
 	}
+	if rep.Service.Capacity == 0 {
+		hint := "hapticd missed over the limit of its ticks even with 1 arm"
+		if rep.BareLoop != nil && rep.BareLoop.Capacity == 0 {
+			hint += ", and so did the bare loop: the machine is too busy to hold the rate; rerun it idle or raise --overrun-limit"
+		}
+		rep.Warnings = append(rep.Warnings, hint)
+	}
 	return rep, ctx.Err()
 }
 
