@@ -193,7 +193,7 @@ func TestArmDroppedBytesAreMissesNotErrors(t *testing.T) {
 
 func TestArmStalledReplyFailsWithinMisses(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Index: 40})
-	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 20 * time.Millisecond, MaxMisses: 3})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 100 * time.Millisecond, MaxMisses: 3})
 	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
 	exchangeN(t, a, cmd, 5)
 	e.Stall(1 << 30)
