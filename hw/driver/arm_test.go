@@ -195,7 +195,14 @@ func TestArmStalledReplyFailsWithinMisses(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Index: 40})
 	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 100 * time.Millisecond, MaxMisses: 3})
 	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
-	exchangeN(t, a, cmd, 5)
+	// End on an answered exchange, so the stall starts the miss count.
+	for i := 0; i < 100; i++ {
+		before := a.Missed()
+		exchangeN(t, a, cmd, 1)
+		if a.Missed() == before {
+			break
+		}
+	}
 	e.Stall(1 << 30)
 	var st hw.State
 	var err error
