@@ -203,6 +203,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	wsURL, httpBase := "", ""
 	var svc *service
 	if o.Target != "" {
+		rep.Config.Arms = 0 // known only from the target's /stats
 		var err error
 		if wsURL, httpBase, err = targetURLs(o.Target); err != nil {
 			return rep, err
