@@ -18,5 +18,6 @@
 // # Concurrency
 //
 // Run scans from its own goroutine and calls the Handler from it, one call
-// at a time. Lost and Report may be called from any goroutine.
+// at a time. Scan, Lost and Report may be called from any goroutine; scans
+// never overlap.
 package discovery

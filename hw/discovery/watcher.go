@@ -140,6 +140,11 @@ type portState struct {
 type Watcher struct {
 	opts WatcherOptions
 
+	// scanMu serialises scans (Run's and a caller's "rescan now"), so a
+	// port is never opened twice. It is held across I/O on purpose, and
+	// taken before mu.
+	scanMu sync.Mutex
+
 	mu      sync.Mutex // guards the following
 	ports   map[string]*portState
 	report  Report
@@ -266,6 +271,8 @@ const hidPrefix = "hid:"
 // h.ScanReport when the outcome changed. Run calls it; it is exported for
 // a "rescan now" and for tests.
 func (w *Watcher) Scan(h Handler) Report {
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
 	cands, enumErr := w.candidates()
 	now := w.opts.Now()
 	seen := map[string]bool{}
