@@ -50,6 +50,9 @@ type regSlot struct {
 
 const regBusy = 1 << 63
 
+// idleCommand is what a nil command means; it is never written.
+var idleCommand hw.Command
+
 // Register is a device's command register: a single logical slot written by
 // the controlling session (up to several kHz) and read by the real-time loop
 // every tick. It is lock-free: writers never wait for each other or for the
@@ -107,11 +110,14 @@ func (r *Register) releaseFrom(session uint64) bool {
 
 // Write stores a command from session, valid until deadlineNs (Clock time),
 // and reports false without storing it when session is not the owner. cmd is
-// copied; p is kept (Params are immutable once published; nil means
-// DefaultParams). Write does not allocate.
+// copied (nil means ModeIdle); p is kept (Params are immutable once
+// published; nil means DefaultParams). Write does not allocate.
 func (r *Register) Write(session, seq uint64, deadlineNs int64, cmd *hw.Command, p *Params) bool {
 	if session == 0 || r.owner.Load() != session {
 		return false
+	}
+	if cmd == nil {
+		cmd = &idleCommand // nothing asked: an inert output
 	}
 	term := r.term.Load()
 	for {

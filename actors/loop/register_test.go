@@ -146,6 +146,21 @@ func TestRegisterConcurrentWritersNeverTear(t *testing.T) {
 	}
 }
 
+func TestRegisterNilCommandIsIdle(t *testing.T) {
+	var r Register
+	r.Claim(1)
+	c := force(1, 0, 0)
+	r.Write(1, 1, 100, &c, nil)
+	if !r.Write(1, 2, 100, nil, nil) {
+		t.Fatal("Write with a nil command was refused")
+	}
+	var got Command
+	r.Read(&got)
+	if got.Seq != 2 || got.Cmd != (hw.Command{}) {
+		t.Fatalf("after a nil command the register holds %+v, want an idle command", got)
+	}
+}
+
 func TestRegisterDoesNotAllocate(t *testing.T) {
 	var r Register
 	r.Claim(1)

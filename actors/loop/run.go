@@ -60,6 +60,9 @@ func (r *runnerStats) tick(nowNs int64, overrun bool) (warn bool, p99Ns int64) {
 // p99 and emits EventRateWarning through OnEvent when it passed its bound.
 // A device is run by one runner at a time.
 func RunLocked(ctx context.Context, d *Device) (err error) {
+	if d == nil {
+		return fmt.Errorf("actors/loop: RunLocked needs a device; create it with NewDevice")
+	}
 	if !d.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("actors/loop: device %s already has a loop; remove it from its scheduler or stop its other RunLocked first", d.info.ID)
 	}

@@ -117,12 +117,12 @@ func (s *Scheduler) Stop() {
 	}
 }
 
-// Add puts d on the shard with the fewest devices. It does nothing if d
-// already has a runner or the scheduler was stopped.
+// Add puts d on the shard with the fewest devices. It does nothing if d is
+// nil, already has a runner, or the scheduler was stopped.
 func (s *Scheduler) Add(d *Device) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || !d.running.CompareAndSwap(false, true) {
+	if d == nil || s.stopped || !d.running.CompareAndSwap(false, true) {
 		return
 	}
 	best := s.shards[0]
