@@ -311,12 +311,14 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 		a.leaseMs = sp.LeaseMs
 		a.saveProfileSession()
 	}
-	if sp.Basis != nil {
-		a.setBasis(ctx, *sp.Basis)
-	}
+	// The deprecated command first: when a message carries both, the
+	// current spelling wins.
 	if sp.SetBasis != nil {
 		a.setBasis(ctx, *sp.SetBasis)
-		a.deprecated("session.set_basis")
+		a.deprecated(protocol.CommandSetBasis)
+	}
+	if sp.Basis != nil {
+		a.setBasis(ctx, *sp.Basis)
 	}
 	if sp.SetCoordinateOrigin != "" {
 		// Mapped per device, not as a global switch: every device of the
@@ -325,7 +327,7 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 		for _, d := range a.svc.Devices().All() {
 			a.configure(ctx, f, d, "session.set_coordinate_origin", preset)
 		}
-		a.deprecated("session.set_coordinate_origin")
+		a.deprecated(protocol.CommandSetCoordinateOrigin)
 	}
 }
 

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"strconv"
+	"unicode/utf8"
 )
 
 // CommandKind is a device command of a client message (PROTOCOL 2.2).
@@ -674,6 +675,10 @@ func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
 	return nil
 }
 
+// MaxProfileNameLen bounds a profile name: profiles name files in the state
+// directory, and a file name is at most 255 bytes once escaped.
+const MaxProfileNameLen = 64
+
 func (m *ClientMessage) decodeProfile(v Value, at *pathSeg) *Error {
 	if err := expectObject(v, at, `{"name": "co.example.app:main"}`); err != nil {
 		return err
@@ -693,6 +698,9 @@ func (m *ClientMessage) decodeProfile(v Value, at *pathSeg) *Error {
 	b, ok := name.StringBytes()
 	if !ok || len(b) == 0 {
 		return errAt(CodeInvalidValue, &nc, `profile needs "name": a non-empty string such as "co.example.app:main"`)
+	}
+	if utf8.RuneCount(b) > MaxProfileNameLen {
+		return errAt(CodeOutOfRange, &nc, "profile name is %d characters; at most %d are allowed (it names files in the state directory)", utf8.RuneCount(b), MaxProfileNameLen)
 	}
 	m.profile.Name = reuse(m.profile.Name, b)
 	m.profile.RequiredVersion = ""

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -341,6 +342,20 @@ func TestConfigureReuseNeverReturnsStaleValues(t *testing.T) {
 		d := got[0].(Damping).ScalarOrZero()
 		if formatted := strconv.FormatFloat(g, 'g', -1, 64); formatted != gain || d != g {
 			t.Fatalf("gain %s decoded as %v / damping %v", gain, g, d)
+		}
+	}
+}
+
+func TestProfileNameLength(t *testing.T) {
+	types, _ := NewTypeTable(nil)
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{{strings.Repeat("é", MaxProfileNameLen), true}, {strings.Repeat("a", MaxProfileNameLen+1), false}} {
+		var m ClientMessage
+		errs := DecodeClientMessage([]byte(`{"session":{"configure":{"profile":{"name":"`+tt.name+`"}}}}`), types, &m)
+		if (len(errs) == 0) != tt.ok {
+			t.Fatalf("profile name of %d characters: errors %v, want ok=%v", len([]rune(tt.name)), errs, tt.ok)
 		}
 	}
 }
