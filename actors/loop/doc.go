@@ -38,8 +38,10 @@
 // # Force gate
 //
 // The gate attenuates force while the arm oscillates. It high-passes the
-// velocity at 8 Hz (hand motion is slower, unstable contacts ring faster),
-// low-passes its square into an energy e (30 ms), and multiplies force by
+// velocity at 8 Hz (hand motion is slower, unstable contacts ring faster)
+// with a second-order filter, so that a steady push, which ramps the
+// velocity, does not read as ringing; it low-passes the square of the result
+// into an energy e (30 ms), and multiplies force by
 // 1 − gain·e/(e + (0.02 m/s)²). Gain 0 passes force unchanged; gain 1
 // removes nearly all of it while the arm rings hard. Steady motion is never
 // attenuated.
@@ -55,7 +57,9 @@
 // register still holds it: only a new Write re-arms the output. A driver
 // error halts the driver and disarms the output (EventDriverError on the
 // first of a run); MaxErrors in a row fail the device (EventFailed, once),
-// which then stops exchanging. Halt zeroes the output at once.
+// which then stops exchanging. Halt zeroes the output at once. An owner that
+// claimed the register but wrote nothing in its term is released after
+// ClaimTimeoutNs, so a claim cannot hold a device without a lease.
 //
 // # Concurrency
 //
