@@ -18,6 +18,7 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/discovery"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
@@ -59,7 +60,9 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 	}
 	wo := discovery.WatcherOptions{ExplicitPorts: ports, ScanPeriod: scan, PeriodS: periodS}
 	if o.hwScanPeriod <= 0 {
-		wo.Enumerate = func() ([]serial.PortInfo, error) { return nil, nil } // explicit ports only
+		// Explicit ports only: no USB or HID enumeration on each scan.
+		wo.Enumerate = func() ([]serial.PortInfo, error) { return nil, nil }
+		wo.HIDEnumerate = func() ([]hid.DeviceInfo, error) { return nil, nil }
 	}
 	h.watcher = discovery.NewWatcher(wo)
 	return h, nil
