@@ -180,3 +180,28 @@ func TestDeprecationsReport(t *testing.T) {
 		}
 	}
 }
+
+// --emulate-arms drives emulated arms through the real serial driver.
+func TestEmulateArmsFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0", "--emulate-arms", "1", "--hw-scan-period", "0")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, env := httpDo(t, "GET", d.url("/stats"), "")
+		devs, _ := env["data"].(map[string]any)["devices"].([]any)
+		if len(devs) == 1 {
+			dev := devs[0].(map[string]any)
+			if dev["simulated"] != false || dev["device_type"] != "arm3" {
+				t.Fatalf("emulated arm: %v", dev)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no emulated arm after 10 s: %v", env)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
