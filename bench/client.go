@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,8 +62,13 @@ type ClientResult struct {
 	// session's id, a "config" frame not asked for, or a stream found
 	// shifted by the end-of-run alignment check.
 	OutOfOrder uint64 `json:"out_of_order"`
-	// ErrorFrames counts frames that carried an "errors" array.
+	// ErrorFrames counts frames that carried an "errors" array, except
+	// those BusyFrames counts.
 	ErrorFrames uint64 `json:"error_frames"`
+	// BusyFrames counts frames whose error was device_busy: another
+	// session controls the arm, as PROTOCOL.md 2.5 says, which happens
+	// when there are more controlling clients than arms.
+	BusyFrames uint64 `json:"busy_frames"`
 	// Errors lists what stopped or disturbed the client (dial, I/O, checks).
 	Errors     []string `json:"errors,omitempty"`
 	FrameBytes int      `json:"frame_bytes"`
@@ -271,8 +277,12 @@ func (c *client) check(frame []byte, wantConfig bool) {
 		c.note(fmt.Sprintf("frame with session_id %d (found %v), want %d", id, ok, c.sessionID))
 	}
 	if bytes.Contains(frame, keyErrors) {
-		c.result.ErrorFrames++
-		c.note("frame carries errors: " + clip(frame, 300))
+		if onlyDeviceBusy(frame) {
+			c.result.BusyFrames++
+		} else {
+			c.result.ErrorFrames++
+			c.note("frame carries errors: " + clip(frame, 300))
+		}
 	}
 	if bytes.Contains(frame, keyConfig) != wantConfig {
 		c.result.OutOfOrder++
@@ -334,6 +344,26 @@ func (c *client) finish(measured time.Duration) ClientResult {
 	}
 	r.RTT = r.rtt.Summary()
 	return r
+}
+
+// onlyDeviceBusy reports whether every error in the frame is device_busy.
+// It decodes the frame, which allocates, but only frames with errors get
+// here.
+func onlyDeviceBusy(frame []byte) bool {
+	var f struct {
+		Errors []struct {
+			Code string `json:"code"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(frame, &f) != nil || len(f.Errors) == 0 {
+		return false
+	}
+	for _, e := range f.Errors {
+		if e.Code != "device_busy" {
+			return false
+		}
+	}
+	return true
 }
 
 // sessionIDOf reads the top-level session_id of a frame without decoding

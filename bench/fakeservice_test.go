@@ -46,6 +46,8 @@ type fakeFaults struct {
 	errorEvery int
 	// foreignEvery gives every n-th frame another session's id.
 	foreignEvery int
+	// busyEvery answers every n-th control message with device_busy.
+	busyEvery int
 	// overrunPermille is the share of loop ticks /stats reports overrun.
 	overrunPermille uint64
 }
@@ -86,6 +88,10 @@ func newFakeService(t *testing.T, faults fakeFaults) testFake {
 func (f testFake) wsURL() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/" }
 
 func (f *fakeService) frame(session int64, withConfig, withErrors bool) []byte {
+	return f.frameWith(session, withConfig, withErrors, false)
+}
+
+func (f *fakeService) frameWith(session int64, withConfig, withErrors, busy bool) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"session_id":%d,"arm3":[`, session)
 	for i, id := range f.arms {
@@ -99,8 +105,11 @@ func (f *fakeService) frame(session int64, withConfig, withErrors bool) []byte {
 		b.WriteString(`"state":{"cursor_position":{"x":0,"y":0.15,"z":0.1},"control_mode":"force"},"status":{"ready":true}}`)
 	}
 	b.WriteString(`],"grip":[]`)
-	if withErrors {
+	switch {
+	case withErrors:
 		b.WriteString(`,"errors":[{"code":"invalid","message":"bad","path":"arm3[0]"}]`)
+	case busy:
+		b.WriteString(`,"errors":[{"code":"device_busy","message":"another session controls 049D","path":"arm3[0].commands"}],"warnings":[{"code":"unknown_field","message":"x","path":"arm3[0].x"}]`)
 	}
 	b.WriteString("}")
 	return b.Bytes()
@@ -143,7 +152,8 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 			id = session + 1000
 		}
 		withErrors := control && f.errorEvery > 0 && n%f.errorEvery == 0
-		if conn.WriteMessage(websocket.TextMessage, f.frame(id, full, withErrors)) != nil {
+		busy := control && f.busyEvery > 0 && n%f.busyEvery == 0
+		if conn.WriteMessage(websocket.TextMessage, f.frameWith(id, full, withErrors, busy)) != nil {
 			return
 		}
 		if control && f.extraEvery > 0 && n%f.extraEvery == 0 {

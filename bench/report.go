@@ -47,11 +47,11 @@ func (r RunReport) WriteTable(w io.Writer) error {
 
 	b.WriteString("\n")
 	tw = textTable{}
-	tw.add("server", "sessions", "sent", "received", "missed deadlines", "lost", "out of order", "error frames", "sessions in error", "frame bytes")
+	tw.add("server", "sessions", "sent", "received", "missed deadlines", "lost", "out of order", "error frames", "busy frames", "sessions in error", "frame bytes")
 	for _, l := range r.loads() {
 		o := l.Overall
 		tw.add(l.Server, itoa(o.Sessions), utoa(o.Sent), utoa(o.Received), utoa(o.MissedDeadlines), utoa(o.Lost),
-			utoa(o.OutOfOrder), utoa(o.ErrorFrames), itoa(o.ClientsInError), itoa(o.FrameBytes))
+			utoa(o.OutOfOrder), utoa(o.ErrorFrames), utoa(o.BusyFrames), itoa(o.ClientsInError), itoa(o.FrameBytes))
 	}
 	tw.write(&b)
 

@@ -93,6 +93,7 @@ type Overall struct {
 	Lost            uint64  `json:"lost"`
 	OutOfOrder      uint64  `json:"out_of_order"`
 	ErrorFrames     uint64  `json:"error_frames"`
+	BusyFrames      uint64  `json:"busy_frames"`
 	ClientsInError  int     `json:"clients_in_error"`
 	FrameBytes      int     `json:"frame_bytes"`
 	RTT             Summary `json:"rtt"`
@@ -223,6 +224,11 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		}()
 	}
 
+	if o.Target == "" && o.Clients > o.Arms {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+			"%d controlling clients share %d arms: the first session to command an arm holds it, the others get device_busy (counted as busy frames)",
+			o.Clients, o.Arms))
+	}
 	o.progress("hapticd: %d clients, %d observers at %s for %s (+%s warm-up)", o.Clients, o.Observers, rateText(o.RateHz), o.Duration, o.Warmup)
 	frames := &capturedFrames{}
 	load, win, err := runLoad(ctx, o, "hapticd", wsURL, httpBase, frames)
@@ -413,6 +419,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 		ov.Lost += r.Lost
 		ov.OutOfOrder += r.OutOfOrder
 		ov.ErrorFrames += r.ErrorFrames
+		ov.BusyFrames += r.BusyFrames
 		if len(r.Errors) > 0 {
 			ov.ClientsInError++
 		}

@@ -111,6 +111,9 @@ func TestRunDetectsBrokenContract(t *testing.T) {
 			func(o Overall) bool { return o.ErrorFrames >= 1 }, "error frames ≥ 1"},
 		{"foreign session id", fakeFaults{foreignEvery: 10}, 0,
 			func(o Overall) bool { return o.OutOfOrder >= 1 }, "out of order ≥ 1"},
+		{"device busy is not a contract error", fakeFaults{busyEvery: 10}, 0,
+			func(o Overall) bool { return o.BusyFrames >= 1 && o.ErrorFrames == 0 && o.ClientsInError == 0 },
+			"busy frames ≥ 1 and no error frames"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
