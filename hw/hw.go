@@ -177,3 +177,21 @@ type Settings struct {
 type Configurer interface {
 	Configure(s Settings) error
 }
+
+// FormatUUID formats a device UUID in the usual 8-4-4-4-12 lower-case hex
+// form. Every driver reports Info.UUID this way, so the same device has the
+// same identity whichever transport found it.
+func FormatUUID(u [16]byte) string {
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = digits[c>>4], digits[c&0xf]
+		j += 2
+	}
+	return string(b[:])
+}

@@ -74,8 +74,8 @@ func TestExplicitPortLoadsOnce(t *testing.T) {
 	if len(rec.found) != 1 {
 		t.Fatalf("found %d devices over two scans, want 1", len(rec.found))
 	}
-	if got := rec.found[0].Info().UUID; got != driver.FormatUUID(e.UUID()) {
-		t.Errorf("UUID %s, want %s", got, driver.FormatUUID(e.UUID()))
+	if got := rec.found[0].Info().UUID; got != hw.FormatUUID(e.UUID()) {
+		t.Errorf("UUID %s, want %s", got, hw.FormatUUID(e.UUID()))
 	}
 	p, ok := portOf(r, path)
 	if !ok || p.Outcome != discovery.Loaded || !p.Explicit || p.UUID == "" {

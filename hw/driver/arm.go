@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -131,7 +130,7 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 	a.info = hw.Info{
 		Kind:             hw.KindArm,
 		ID:               fmt.Sprintf("%04X", w.ID),
-		UUID:             FormatUUID(w.UUID),
+		UUID:             hw.FormatUUID(w.UUID),
 		Model:            w.Model,
 		HardwareVersion:  w.HardwareVersion,
 		FirmwareVersion:  w.FirmwareVersion,
@@ -145,21 +144,6 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 	a.replyErr = fmt.Errorf("hw/driver: arm %s on %s: %d replies missed in a row: %w", a.info.ID, o.Path, o.MaxMisses, ErrNoReply)
 	a.last.Status = hw.StatusReady | hw.StatusStarted
 	return a, nil
-}
-
-// FormatUUID formats a device UUID in the usual 8-4-4-4-12 form.
-func FormatUUID(u [16]byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
 }
 
 // wake flushes the input, sends the wake-up command and validates the

@@ -81,8 +81,8 @@ func TestArmWakeUp(t *testing.T) {
 			defer a.Close()
 			info := a.Info()
 			wantID := hexID(e.ID())
-			if info.ID != wantID || info.UUID != driver.FormatUUID(e.UUID()) || info.Port != path || info.Kind != hw.KindArm {
-				t.Errorf("Info = %+v, want id %s uuid %s port %s", info, wantID, driver.FormatUUID(e.UUID()), path)
+			if info.ID != wantID || info.UUID != hw.FormatUUID(e.UUID()) || info.Port != path || info.Kind != hw.KindArm {
+				t.Errorf("Info = %+v, want id %s uuid %s port %s", info, wantID, hw.FormatUUID(e.UUID()), path)
 			}
 			if info.HostGravityCompensation {
 				t.Error("HostGravityCompensation = true; the firmware compensates gravity")

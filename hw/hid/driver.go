@@ -97,7 +97,7 @@ func NewDriver(dev Device, o Options) (*Driver, error) {
 	d.info = hw.Info{
 		Kind:            hw.KindArm,
 		ID:              fmt.Sprintf("%04X", in.ID),
-		UUID:            formatUUID(in.UUID),
+		UUID:            hw.FormatUUID(in.UUID),
 		Model:           in.Model,
 		HardwareVersion: in.HardwareVersion,
 		FirmwareVersion: in.FirmwareVersion,
@@ -113,10 +113,6 @@ func NewDriver(dev Device, o Options) (*Driver, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-func formatUUID(u [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
 func (d *Driver) identify() (Info, error) {

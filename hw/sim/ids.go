@@ -2,9 +2,10 @@ package sim
 
 import (
 	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"strconv"
+
+	"github.com/hapticd/hapticd/hw"
 )
 
 // idSpan is how many indices get distinct ids: the 16-bit id space minus
@@ -62,15 +63,7 @@ func nameUUID(name string) string {
 	b := sum[:16]
 	b[6] = b[6]&0x0F | 0x50
 	b[8] = b[8]&0x3F | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
+	var u [16]byte
+	copy(u[:], b)
+	return hw.FormatUUID(u)
 }
