@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -93,6 +94,30 @@ func TestSweepSVGIsValidXML(t *testing.T) {
 	}
 	if counts["circle"] != 9*4 {
 		t.Errorf("%d point markers, want %d", counts["circle"], 9*4)
+	}
+	// Every point lies inside its panel's frame, inside the canvas.
+	dec := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok || el.Name.Local != "circle" {
+			continue
+		}
+		var x, y float64
+		for _, a := range el.Attr {
+			switch a.Name.Local {
+			case "cx":
+				fmt.Sscan(a.Value, &x)
+			case "cy":
+				fmt.Sscan(a.Value, &y)
+			}
+		}
+		if x < plotMarginLeft || x > plotWidth-plotMarginRight || y < plotMarginTop || y > float64(plotMarginTop+2*(plotPanelHeight+plotPanelGap)) {
+			t.Errorf("point (%v, %v) lies outside the plot area", x, y)
+		}
 	}
 	for _, want := range []string{"hapticd p99.9", "echo p99", "clients", "RTT (µs, log scale)", "frames per second", "100"} {
 		if !strings.Contains(text, want) {
