@@ -77,7 +77,7 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)
 		}
-		d.Halt()
+		haltAfterPanic(d)
 		d.running.Store(false)
 	}()
 	done := ctx.Done()
@@ -98,4 +98,19 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 			return fmt.Errorf("actors/loop: %s stopped after %d driver errors in a row", d.info.ID, d.opts.MaxErrors)
 		}
 	}
+}
+
+// haltAfterPanic halts d where a panic was just recovered: a driver whose
+// Halt panics too must not take the process down with it.
+func haltAfterPanic(d *Device) {
+	defer func() {
+		if recover() != nil {
+			d.errors.Add(1)
+			// Give the request up rather than retry a Halt that panics
+			// on every tick, and release the driver haltLocked held.
+			d.haltAck.Store(d.haltReq.Load())
+			d.token.Store(false)
+		}
+	}()
+	d.Halt()
 }

@@ -263,3 +263,28 @@ func TestSchedulerWithoutStartHaltsDirectly(t *testing.T) {
 	s.Remove(d)
 	s.Stop()
 }
+
+// panickyArm panics in Exchange and in Halt.
+type panickyArm struct{ *looptest.Driver }
+
+func (a panickyArm) Exchange(*hw.Command, *hw.State) error { panic("exchange") }
+func (a panickyArm) Halt() error                           { panic("halt") }
+
+func TestPanickingHaltDoesNotCrash(t *testing.T) {
+	d := NewDevice(panickyArm{looptest.NewArm()}, DeviceOptions{PeriodNs: 200 * int64(time.Microsecond)})
+	if err := RunLocked(context.Background(), d); err == nil {
+		t.Fatal("RunLocked with a panicking driver returned nil")
+	}
+	s := NewScheduler(SchedulerOptions{PeriodNs: 200 * int64(time.Microsecond), Shards: 1})
+	d2 := NewDevice(panickyArm{looptest.NewArm()}, DeviceOptions{})
+	good := NewDevice(looptest.NewArm(), DeviceOptions{})
+	s.Add(d2)
+	s.Add(good)
+	s.Start()
+	checkFor(t, 10*time.Second, "the good device to keep ticking", func() bool { return good.Stats().Ticks > 20 })
+	if !d2.Failed() {
+		t.Fatal("the panicking device was not failed")
+	}
+	s.Remove(d2)
+	s.Stop()
+}

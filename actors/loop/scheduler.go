@@ -204,7 +204,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		if cur != nil {
 			cur.failed.Store(true)
 			cur.emit(Event{Kind: EventFailed, Err: fmt.Errorf("actors/loop: step of %s panicked; the device was halted and stopped: %v", cur.info.ID, v)})
-			cur.Halt()
+			haltAfterPanic(cur)
 		}
 	}()
 	clock := s.opts.Clock
