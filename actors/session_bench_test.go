@@ -8,17 +8,6 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
-// testCodec is the 3.x codec as the transport wires it.
-type testCodec struct{}
-
-func (testCodec) Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
-	return protocol.DecodeClientMessage(data, types, dst)
-}
-func (testCodec) AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
-	return protocol.AppendFrame(dst, f, types)
-}
-func (testCodec) APIVersion() string { return "3.x" }
-
 // chanSink hands frames to the benchmark and recycles buffers as a
 // connection does.
 type chanSink struct {
@@ -49,7 +38,7 @@ func BenchmarkSessionMessage(b *testing.B) {
 	svc, d := startTestService(&testing.T{}, "", zerolog.Nop())
 	defer svc.Shutdown(b.Context())
 	sink := newChanSink()
-	sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: testCodec{}, Sink: sink})
+	sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: protocol.Codec{}, Sink: sink})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // Every /3.0/ route answers as its 3.x twin does: the test walks the 3.x
@@ -13,7 +15,7 @@ func TestLegacyRoutesMirror3x(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, grips: 1})
 	c := ts.dial(t, ts.wsURL())
 	sid := itoa(int(num(c.expect()["session_id"])))
-	a := &api{svc: ts.svc, codec: codec3x{}}
+	a := &api{svc: ts.svc, codec: protocol.Codec{}}
 	bodies := map[string]string{
 		"preset": `{"preset":"arm_front"}`, "mount": `{"transform":{"position":{"x":0.1,"y":0,"z":0}}}`,
 		"basis": `{"permutation":"YXZ"}`, "filters/damping": `{"scalar":1}`, "filters/force_gate": `{"gain":0.5}`,

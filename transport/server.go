@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/v30"
 	"github.com/hapticd/hapticd/transport/events"
 )
 
@@ -75,12 +77,12 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
-		a := &api{svc: cfg.Service, codec: codec3x{}, build: cfg.Build, log: cfg.Log}
+		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.x").Logger())
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
 	}
 	if cfg.LegacyPort >= 0 {
-		a := &api{svc: cfg.Service, codec: codec30{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
+		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.0").Logger())
 		router := newRouter(a)

@@ -1,0 +1,19 @@
+package v30
+
+import "github.com/hapticd/hapticd/protocol"
+
+// Codec is the 3.0 format as a value: the twin of protocol.Codec.
+type Codec struct{}
+
+// Decode is DecodeClientMessage.
+func (Codec) Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
+	return DecodeClientMessage(data, types, dst)
+}
+
+// AppendFrame is AppendFrame.
+func (Codec) AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
+	return AppendFrame(dst, f, types)
+}
+
+// APIVersion names the format.
+func (Codec) APIVersion() string { return "3.0" }
