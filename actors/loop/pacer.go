@@ -76,11 +76,13 @@ func (p *Pacer) noteLate(lateNs int64) {
 	if lateNs < 0 {
 		lateNs = 0
 	}
+	if lateNs > maxSpinNs {
+		// The thread was preempted, not woken late by the timer: a
+		// longer spin would not have helped, only burnt CPU.
+		return
+	}
 	if lateNs > p.lateNs {
 		p.lateNs = lateNs
-		if p.lateNs > maxSpinNs {
-			p.lateNs = maxSpinNs
-		}
 		return
 	}
 	p.lateNs -= (p.lateNs - lateNs) / 64
