@@ -288,3 +288,28 @@ func TestPanickingHaltDoesNotCrash(t *testing.T) {
 	s.Remove(d2)
 	s.Stop()
 }
+
+func TestPacerLearnsItsSpinMargin(t *testing.T) {
+	us := int64(time.Microsecond)
+	p := NewPacer(ms, SystemClock())
+	start := p.spinNs()
+	p.noteLate(80 * us)
+	if got := p.spinNs(); got != 80*us+40*us+minSpinNs {
+		t.Fatalf("after an 80 µs late wake the spin is %d ns, want 125 µs", got)
+	}
+	p.noteLate(5 * ms) // preemption: not the timer's latency
+	if got := p.spinNs(); got != 80*us+40*us+minSpinNs {
+		t.Fatalf("a 5 ms preemption changed the spin to %d ns", got)
+	}
+	for i := 0; i < 2000; i++ {
+		p.noteLate(0)
+	}
+	if got := p.spinNs(); got >= start {
+		t.Fatalf("after 2000 punctual wakes the spin is %d ns, want it below the initial %d", got, start)
+	}
+	fast := NewPacer(20*us, SystemClock())
+	fast.noteLate(150 * us)
+	if got := fast.spinNs(); got > 10*us {
+		t.Fatalf("a 20 µs period spins %d ns, want at most half the period", got)
+	}
+}
