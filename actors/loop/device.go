@@ -395,13 +395,15 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 // lease reads the register, takes it back from an owner whose lease lapsed,
 // notices releases, and returns the owner for this tick.
 func (d *Device) lease(nowNs int64) (owner uint64) {
-	for i := 0; i < regReadAttempts; i++ {
-		if d.reg.read(&d.readBuf) {
+	r := &d.reg
+	// Versions only grow, so an unchanged latest version means the
+	// command in hand is still the register's: skip the read.
+	for i := 0; i < regReadAttempts && r.latest.Load() != d.cmd.version; i++ {
+		if r.read(&d.readBuf) {
 			d.cmd = d.readBuf
 			break
 		}
 	}
-	r := &d.reg
 	owner = r.owner.Load()
 	term := r.term.Load()
 	var expired uint64
@@ -436,7 +438,9 @@ func (d *Device) compute(nowNs int64, owner uint64) {
 	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
 		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
 	if valid {
-		d.held = *c
+		if !d.armed || d.held.version != c.version {
+			d.held = *c
+		}
 		d.armed, d.ramping, d.halted = true, false, false
 		d.appliedSeq = c.Seq
 		d.shape(&d.held, 1)
