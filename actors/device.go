@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 
@@ -31,6 +32,10 @@ type Device struct {
 	Info hw.Info
 	pid  *actor.PID
 	rt   *loop.Device
+	// stopLoop and loopDone belong to a hardware device's own loop thread
+	// (nil for simulated devices, which the shared scheduler steps).
+	stopLoop context.CancelFunc
+	loopDone chan struct{}
 }
 
 // View is how one session sees one device: the config to report and the

@@ -39,6 +39,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
+	// RealtimePriority, 1..99, runs every loop thread SCHED_FIFO at that
+	// priority (needs CAP_SYS_NICE; best effort). 0 keeps normal scheduling.
+	RealtimePriority int
 	// OnDeviceLost, if set, is told when a device leaves (its driver is
 	// already closed): discovery uses it to rescan the port.
 	OnDeviceLost func(info hw.Info)
@@ -144,9 +147,10 @@ func Start(o Options) (*Service, error) {
 	s.activity = act
 
 	s.sched = loop.NewScheduler(loop.SchedulerOptions{
-		PeriodNs: s.periodNs,
-		Shards:   o.SimShards,
-		Clock:    o.Clock,
+		PeriodNs:         s.periodNs,
+		Shards:           o.SimShards,
+		Clock:            o.Clock,
+		RealtimePriority: o.RealtimePriority,
 		OnRateWarning: func(ev loop.Event) {
 			act.Publish(event.ControlRateWarning("sim", "scheduler", float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
 		},
@@ -398,8 +402,9 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	d := &Device{Type: t, ID: info.ID, Info: info}
 	root := s.system.Root
 	d.rt = loop.NewDevice(m.driver, loop.DeviceOptions{
-		PeriodNs: s.periodNs,
-		Clock:    s.opts.Clock,
+		PeriodNs:         s.periodNs,
+		Clock:            s.opts.Clock,
+		RealtimePriority: s.opts.RealtimePriority,
 		// The loop must never block: an actor Send is a mailbox push.
 		OnEvent: func(ev loop.Event) { root.Send(d.pid, &loopEvent{event: ev}) },
 	})
@@ -424,10 +429,13 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	}
 	s.devices.Store(s.devices.Load().with(d))
 	if m.hardware {
+		ctx, cancel := context.WithCancel(s.hwCtx)
+		d.stopLoop, d.loopDone = cancel, make(chan struct{})
 		s.hwWG.Add(1)
 		go func() {
 			defer s.hwWG.Done()
-			if err := loop.RunLocked(s.hwCtx, d.rt); err != nil && s.hwCtx.Err() == nil {
+			defer close(d.loopDone)
+			if err := loop.RunLocked(ctx, d.rt); err != nil && ctx.Err() == nil {
 				core.log.Error().Err(err).Msg("hardware loop stopped")
 			}
 		}()
@@ -445,8 +453,19 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 		return // already gone
 	}
 	s.devices.Store(s.devices.Load().without(d))
-	// A hardware loop (RunLocked) returns by itself once its device failed.
-	s.sched.Remove(d.rt)
+	// The loop must be done with the driver before it is closed: a
+	// hardware loop is cancelled and waited for (it also returns by itself
+	// once its device failed); Scheduler.Remove waits out the current tick.
+	if d.stopLoop != nil {
+		d.stopLoop()
+		select {
+		case <-d.loopDone:
+		case <-time.After(time.Second):
+			s.log.Error().Str("device_id", d.ID).Msg("hardware loop did not stop within 1 s; closing its driver anyway")
+		}
+	} else {
+		s.sched.Remove(d.rt)
+	}
 	d.rt.Halt()
 	if err := d.rt.Driver().Close(); err != nil {
 		s.log.Debug().Err(err).Str("device_id", d.ID).Msg("close after failure")
