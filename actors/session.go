@@ -491,8 +491,8 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		if !withConfig {
 			return false
 		}
-		if len(only) == 0 {
-			return true
+		if only == nil {
+			return true // no device_types list: every type
 		}
 		for _, o := range only {
 			if o == t {

@@ -439,3 +439,17 @@ func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]an
 	t.Fatalf("no %s event", name)
 	return nil
 }
+
+func TestFullStateLimitedToDeviceTypes(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(`{"session":{"force_render_full_state":{"device_types":["grip"]}}}`)
+	if path(f, "grip", 0, "config") == nil || path(f, "arm3", 0, "config") != nil {
+		t.Fatalf("device_types [grip]: config on arm %v, on grip %v", path(f, "arm3", 0, "config") != nil, path(f, "grip", 0, "config") != nil)
+	}
+	f = c.roundTrip(`{"session":{"force_render_full_state":{"device_types":[]}}}`)
+	if path(f, "grip", 0, "config") != nil || path(f, "arm3", 0, "config") != nil || f["session"] == nil {
+		t.Fatalf("device_types []: %v", f)
+	}
+}
