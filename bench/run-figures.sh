@@ -93,14 +93,14 @@ figure() {
 
 hb="$bin/hapticbench"
 figure "One session as fast as it goes" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --json "$root/$out/run-1x1.json"
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --json "$out/run-1x1.json"
 figure "100 sessions at 1 kHz on 100 arms" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$root/$out/run-100x100.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$out/run-100x100.json"
 figure "Client sweep at 1 kHz on 100 arms" \
 	"$hb" run --quiet --arms 100 --rate 1000 --duration "$d_sweep" --warmup "$warm" --sweep clients=1,10,50,100 \
-	--json "$root/$out/sweep.json" --plot "$root/$out/sweep.svg"
+	--json "$out/sweep.json" --plot "$out/sweep.svg"
 figure "Simulated-arm capacity at 1 kHz" \
-	"$hb" arms --quiet --loop-hz 1000 --max "$arms_max" --window "$arms_window" --json "$root/$out/arms.json"
+	"$hb" arms --quiet --loop-hz 1000 --max "$arms_max" --window "$arms_window" --json "$out/arms.json"
 
 if [[ -f "$out/sweep.svg" ]]; then
 	printf '\n![RTT percentiles and achieved rate against clients](results/sweep.svg)\n' >> "$md"
