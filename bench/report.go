@@ -55,6 +55,15 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	}
 	tw.write(&b)
 
+	if h := r.Hapticd.Overall; h.TargetHz > 0 && h.Sessions > 0 {
+		total := h.TargetHz * float64(h.Sessions)
+		fmt.Fprintf(&b, "target: %s Hz per session, %s Hz in all; hapticd achieved %.1f %% of it", number(h.TargetHz), number(total), 100*h.AchievedHzTotal/total)
+		if r.Echo != nil {
+			fmt.Fprintf(&b, ", the echo baseline %.1f %%", 100*r.Echo.Overall.AchievedHzTotal/total)
+		}
+		b.WriteString("\n")
+	}
+
 	b.WriteString("\n")
 	writeSessions(&b, r.Hapticd)
 
