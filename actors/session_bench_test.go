@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -33,27 +35,45 @@ func (s *chanSink) Close(int, string) {}
 
 // BenchmarkSessionMessage is one per-tick message through a session actor:
 // the actor hop, decoding, the register write and the frame's encoding,
-// with one simulated arm. Allocations per message are reported.
+// with 1 and 100 simulated arms in the frame. Allocations per message are
+// reported.
 func BenchmarkSessionMessage(b *testing.B) {
-	svc, d := startTestService(&testing.T{}, "", zerolog.Nop())
-	defer svc.Shutdown(b.Context())
-	sink := newChanSink()
-	sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		b.Fatal(err)
+	for _, arms := range []int{1, 100} {
+		b.Run(fmt.Sprintf("arms=%d", arms), func(b *testing.B) {
+			svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer svc.Shutdown(b.Context())
+			var first *Device
+			for i := 0; i < arms; i++ {
+				d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if first == nil {
+					first = d
+				}
+			}
+			sink := newChanSink()
+			sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: protocol.Codec{}, Sink: sink})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sess.Close()
+			sink.free <- <-sink.frames // the inventory
+			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+			var frameBytes int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sess.Deliver(msg)
+				f := <-sink.frames
+				frameBytes = len(f)
+				sink.free <- f
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(frameBytes), "frame-bytes")
+		})
 	}
-	defer sess.Close()
-	sink.free <- <-sink.frames // the inventory
-	msg := []byte(`{"arm3":[{"device_id":"` + d.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
-	var frameBytes int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		sess.Deliver(msg)
-		f := <-sink.frames
-		frameBytes = len(f)
-		sink.free <- f
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(frameBytes), "frame-bytes")
 }

@@ -13,11 +13,26 @@ import (
 // AppendFloat appends a finite JSON number. JSON has no NaN or infinity; a
 // non-finite value (a sensor glitch) is written as 0 so that the frame stays
 // parseable for every client.
-func AppendFloat(dst []byte, f float64) []byte {
+func AppendFloat(dst []byte, f float64) []byte { return appendNumber(dst, f, exact) }
+
+// Number precisions. Configuration echoes exactly what was set (exact);
+// measured state goes out at the precision devices measure it with
+// (measured: float32, which is what the hardware protocol carries). The
+// shortest float32 form is about half as long as the float64 one (a 100-arm
+// frame shrinks by a third) and faster to write.
+const (
+	exact    = 64
+	measured = 32
+)
+
+func appendNumber(dst []byte, f float64, bits int) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, '0')
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	if bits == measured && math.Abs(f) > math.MaxFloat32 {
+		bits = exact // out of float32 range: keep it finite and right
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, bits)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -79,45 +94,45 @@ func appendBool(dst []byte, b bool) []byte {
 	return append(dst, "false"...)
 }
 
-func appendVec3(dst []byte, v Vec3) []byte {
+func appendVec3(dst []byte, bits int, v Vec3) []byte {
 	dst = append(dst, `{"x":`...)
-	dst = AppendFloat(dst, v.X)
+	dst = appendNumber(dst, v.X, bits)
 	dst = append(dst, `,"y":`...)
-	dst = AppendFloat(dst, v.Y)
+	dst = appendNumber(dst, v.Y, bits)
 	dst = append(dst, `,"z":`...)
-	dst = AppendFloat(dst, v.Z)
+	dst = appendNumber(dst, v.Z, bits)
 	return append(dst, '}')
 }
 
-func appendQuat(dst []byte, q Quat) []byte {
+func appendQuat(dst []byte, bits int, q Quat) []byte {
 	dst = append(dst, `{"w":`...)
-	dst = AppendFloat(dst, q.W)
+	dst = appendNumber(dst, q.W, bits)
 	dst = append(dst, `,"x":`...)
-	dst = AppendFloat(dst, q.X)
+	dst = appendNumber(dst, q.X, bits)
 	dst = append(dst, `,"y":`...)
-	dst = AppendFloat(dst, q.Y)
+	dst = appendNumber(dst, q.Y, bits)
 	dst = append(dst, `,"z":`...)
-	dst = AppendFloat(dst, q.Z)
+	dst = appendNumber(dst, q.Z, bits)
 	return append(dst, '}')
 }
 
-func appendAngles3(dst []byte, a Angles3) []byte {
+func appendAngles3(dst []byte, bits int, a Angles3) []byte {
 	dst = append(dst, `{"a0":`...)
-	dst = AppendFloat(dst, a.A0)
+	dst = appendNumber(dst, a.A0, bits)
 	dst = append(dst, `,"a1":`...)
-	dst = AppendFloat(dst, a.A1)
+	dst = appendNumber(dst, a.A1, bits)
 	dst = append(dst, `,"a2":`...)
-	dst = AppendFloat(dst, a.A2)
+	dst = appendNumber(dst, a.A2, bits)
 	return append(dst, '}')
 }
 
 func appendTransform(dst []byte, t Transform) []byte {
 	dst = append(dst, `{"position":`...)
-	dst = appendVec3(dst, t.Position)
+	dst = appendVec3(dst, exact, t.Position)
 	dst = append(dst, `,"rotation":`...)
-	dst = appendQuat(dst, t.Rotation)
+	dst = appendQuat(dst, exact, t.Rotation)
 	dst = append(dst, `,"scale":`...)
-	dst = appendVec3(dst, t.Scale)
+	dst = appendVec3(dst, exact, t.Scale)
 	return append(dst, '}')
 }
 

@@ -291,7 +291,7 @@ func (e Damping) AppendJSON(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"vector":`...)
-		dst = appendVec3(dst, *e.Vector)
+		dst = appendVec3(dst, exact, *e.Vector)
 	}
 	return append(dst, '}')
 }

@@ -180,3 +180,21 @@ func TestFrameDecodesWithEncodingJSON(t *testing.T) {
 		t.Fatalf("%+v", doc)
 	}
 }
+
+// Measured state goes out at float32 precision (what devices measure with);
+// configuration echoes exactly what was set.
+func TestFramePrecision(t *testing.T) {
+	f := sampleFrame()
+	f.Arms[0].State.CursorPosition.X = 0.20014484226703644
+	f.Arms[0].Config.Session.Damping = DampingScalar(0.123456789012345)
+	out := string(AppendFrame(nil, f, nil))
+	for _, want := range []string{`"cursor_position":{"x":0.20014484,`, `"damping":{"scalar":0.123456789012345}`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("frame lacks %s:\n%s", want, out)
+		}
+	}
+	f.Arms[0].State.CursorPosition.X = 1e300 // beyond float32: still finite and right
+	if out := string(AppendFrame(nil, f, nil)); !strings.Contains(out, `"x":1e+300`) {
+		t.Fatalf("huge value: %s", out)
+	}
+}
