@@ -43,8 +43,10 @@ func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, 
 		log:   log,
 		conns: conns,
 		upgrader: websocket.Upgrader{
-			ReadBufferSize:  4096,
-			WriteBufferSize: 16 << 10,
+			ReadBufferSize: 4096,
+			// A frame with a hundred arms is about 45 KiB: a buffer that
+			// holds a whole frame writes it with one syscall, not three.
+			WriteBufferSize: 64 << 10,
 			// The BrowserGuard has already refused foreign origins before
 			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
 			// would also refuse allowed non-loopback origins.
