@@ -155,11 +155,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	if s.closing {
-		s.mu.Unlock()
-		c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down")
-		sub.Close()
-		_ = ws.Close()
-		return
+		// Close ran during the upgrade and did not see this connection:
+		// stop it here, and let writeLoop send what is already queued
+		// before the close frame, as for every other connection.
+		c.stopOnce.Do(func() { close(c.stop) })
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
