@@ -169,9 +169,26 @@ func TestHaltWhileRunning(t *testing.T) {
 	<-done
 }
 
+// A few devices share one shard; the shards without devices sleep instead
+// of ticking, and wake when one arrives.
+func TestSchedulerIdleShardsSleep(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{PeriodNs: 500 * int64(time.Microsecond), Shards: 2})
+	s.Start()
+	defer s.Stop()
+	d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 500 * int64(time.Microsecond)})
+	s.Add(d)
+	checkFor(t, 10*time.Second, "the device to tick", func() bool { return d.Stats().Ticks > 20 })
+	if n := len(*s.shards[1].devices.Load()); n != 0 {
+		t.Fatalf("the second shard holds %d devices; one device belongs on the first", n)
+	}
+	if n := s.shards[1].stats.period.Count(); n != 0 {
+		t.Fatalf("an empty shard ticked %d times", n)
+	}
+}
+
 func TestSchedulerStepsAddedDevices(t *testing.T) {
 	var log eventLog
-	s := NewScheduler(SchedulerOptions{PeriodNs: 500 * int64(time.Microsecond), Shards: 2, OnRateWarning: log.add})
+	s := NewScheduler(SchedulerOptions{PeriodNs: 500 * int64(time.Microsecond), Shards: 2, ShardFill: 5, OnRateWarning: log.add})
 	var devs []*Device
 	var drvs []*looptest.Driver
 	for i := 0; i < 10; i++ {
@@ -186,7 +203,7 @@ func TestSchedulerStepsAddedDevices(t *testing.T) {
 	}
 	for i, sh := range s.shards {
 		if n := len(*sh.devices.Load()); n != 5 {
-			t.Fatalf("shard %d holds %d devices, want 5 (least loaded first)", i, n)
+			t.Fatalf("shard %d holds %d devices, want 5 (fill one, then the next)", i, n)
 		}
 	}
 	if err := RunLocked(context.Background(), devs[0]); err == nil {

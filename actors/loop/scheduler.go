@@ -32,6 +32,9 @@ type SchedulerOptions struct {
 	// up never sleeps, so an RT shard can starve the rest of the process
 	// on a small machine: use it where ticks have headroom.
 	RealtimePriority int
+	// ShardFill is how many devices a shard takes before the next one is
+	// used (default 256); past that, devices go to the least loaded shard.
+	ShardFill int
 }
 
 // Scheduler steps many simulated devices from a few threads: each shard is
@@ -59,6 +62,7 @@ type shard struct {
 	epoch   atomic.Uint64
 	running atomic.Bool
 	stats   *runnerStats
+	wake    chan struct{} // Add's signal to a shard that sleeps with no devices
 }
 
 // NewScheduler returns a stopped scheduler; Start starts its shards.
@@ -72,9 +76,12 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Clock == nil {
 		o.Clock = SystemClock()
 	}
+	if o.ShardFill <= 0 {
+		o.ShardFill = defaultShardFill
+	}
 	s := &Scheduler{opts: o, stop: make(chan struct{})}
 	for range o.Shards {
-		sh := &shard{stats: newRunnerStats(o.PeriodNs)}
+		sh := &shard{stats: newRunnerStats(o.PeriodNs), wake: make(chan struct{}, 1)}
 		sh.devices.Store(new([]*Device))
 		s.shards = append(s.shards, sh)
 	}
@@ -117,18 +124,33 @@ func (s *Scheduler) Stop() {
 	}
 }
 
-// Add puts d on the shard with the fewest devices. It does nothing if d is
-// nil, already has a runner, or the scheduler was stopped.
+// defaultShardFill is how many devices a shard takes before the next shard
+// wakes: a few devices cost less than one shard's own wake-ups, so they
+// share one thread, and an idle shard sleeps instead of ticking.
+const defaultShardFill = 256
+
+// Add puts d on the first shard with fewer than ShardFill devices, or, once
+// every shard has that many, on the one with the fewest. It does nothing if
+// d is nil, already has a runner, or the scheduler was stopped.
 func (s *Scheduler) Add(d *Device) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d == nil || s.stopped || !d.running.CompareAndSwap(false, true) {
 		return
 	}
-	best := s.shards[0]
-	for _, sh := range s.shards[1:] {
-		if len(*sh.devices.Load()) < len(*best.devices.Load()) {
+	var best *shard
+	for _, sh := range s.shards {
+		if len(*sh.devices.Load()) < s.opts.ShardFill {
 			best = sh
+			break
+		}
+	}
+	if best == nil {
+		best = s.shards[0]
+		for _, sh := range s.shards[1:] {
+			if len(*sh.devices.Load()) < len(*best.devices.Load()) {
+				best = sh
+			}
 		}
 	}
 	old := *best.devices.Load()
@@ -137,6 +159,10 @@ func (s *Scheduler) Add(d *Device) {
 	next = append(next, d)
 	best.devices.Store(&next)
 	d.runner.Store(best.stats)
+	select {
+	case best.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Remove takes d off its shard and returns once the shard will not step it
@@ -184,6 +210,9 @@ func (s *Scheduler) run(sh *shard) {
 	defer restore()
 	sh.stats.realtime.Store(realtime)
 	p := NewPacer(s.opts.PeriodNs, s.opts.Clock)
+	// Simulated devices need no sub-50 µs tick precision; a spinning shard
+	// per core would burn a fifth of each core doing nothing.
+	p.SleepOnly()
 	for !s.ticks(sh, p) {
 	}
 }
@@ -214,6 +243,17 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		case <-s.stop:
 			return true
 		default:
+		}
+		if len(*sh.devices.Load()) == 0 {
+			// Nothing to step: sleep until a device arrives, then start
+			// a fresh grid (the idle time is not an overrun).
+			select {
+			case <-s.stop:
+				return true
+			case <-sh.wake:
+			}
+			p.Restart()
+			continue
 		}
 		now, overrun := p.Wait()
 		if warn, p99 := sh.stats.tick(now, overrun); warn && s.opts.OnRateWarning != nil {
