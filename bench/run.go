@@ -35,6 +35,11 @@ type RunOptions struct {
 	NoEcho, NoBareLoop bool
 	// PerDevice keeps every device's loop figures in the report.
 	PerDevice bool
+	// EchoCommand, if set, runs the echo baseline as its own process
+	// (argv of a command that serves as ServeEcho does, given --inventory
+	// and --state files), as hapticd runs in its own; empty runs it inside
+	// this process (tests), which flatters the baseline.
+	EchoCommand []string
 	// Progress, if set, receives one line per phase.
 	Progress io.Writer
 }
@@ -263,12 +268,24 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		} else {
 			frames.padTo(rep.Hapticd.Overall.FrameBytes)
 			o.progress("echo baseline: same clients, %d-byte frames", len(frames.state))
-			echo, err := startEcho(*frames)
-			if err != nil {
-				return rep, err
+			var url string
+			var stop func()
+			if len(o.EchoCommand) > 0 {
+				echo, err := startEchoProcess(ctx, o.EchoCommand, *frames)
+				if err != nil {
+					return rep, err
+				}
+				url, stop = echo.url, echo.close
+			} else {
+				echo, err := startEcho(*frames)
+				if err != nil {
+					return rep, err
+				}
+				url, stop = echo.url, echo.close
+				rep.Warnings = append(rep.Warnings, "echo baseline ran inside hapticbench, not in a process of its own: it skips the cost of a cross-process round trip")
 			}
-			el, _, err := runLoad(ctx, o, "echo", echo.url, "", nil)
-			echo.close()
+			el, _, err := runLoad(ctx, o, "echo", url, "", nil)
+			stop()
 			if err != nil {
 				return rep, err
 			}

@@ -47,6 +47,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "arms":
 		return armsCommand(ctx, args[1:], stdout, stderr)
+	case "echo-serve":
+		return echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usageText)
 		return nil
@@ -58,6 +60,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("hapticbench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o bench.RunOptions
+	if exe, err := os.Executable(); err == nil {
+		o.EchoCommand = []string{exe, "echo-serve"}
+	}
 	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one")
 	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary to start and to run baseline-arms with (default: next to hapticbench, then $PATH, else go build)")
 	fs.IntVar(&o.Arms, "arms", 1, "simulated arms of the started hapticd")
@@ -199,4 +204,20 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// echoServeCommand is the echo baseline's own process (started by run; not
+// for users): it serves two captured frames until stdin closes.
+func echoServeCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench echo-serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	inv := fs.String("inventory", "", "file with the inventory frame")
+	state := fs.String("state", "", "file with the state frame")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *inv == "" || *state == "" {
+		return usageError{errors.New("echo-serve needs --inventory and --state")}
+	}
+	return bench.ServeEcho(*inv, *state, stdin, stdout)
 }

@@ -164,7 +164,6 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	loopHeadroom()
 	sv, err := startService(o, log)
 	if err != nil {
 		return err
@@ -277,13 +276,3 @@ func (sv *service) stop(cause error) error {
 	return errors.Join(errs...)
 }
 
-// loopHeadroom gives the runtime more Ps than cores (unless GOMAXPROCS is
-// set): a loop thread waking from its sleep needs a P to run on, and busy
-// session goroutines holding every P delay it by whole scheduler slices
-// (measured: p99 55 ms with GOMAXPROCS=2 under load, 1.05 ms with 8). The
-// spare Ps let the OS scheduler, not the Go one, decide who runs.
-func loopHeadroom() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(2*runtime.NumCPU() + 2)
-	}
-}
