@@ -275,4 +275,3 @@ func (sv *service) stop(cause error) error {
 	}
 	return errors.Join(errs...)
 }
-
