@@ -25,6 +25,7 @@ type Device struct {
 	// Atomics first.
 	slots       atomic.Pointer[map[uint64]*viewSlot] // copy-on-write; written by the device actor only
 	defaultView atomic.Pointer[View]                 // what a session with no entries of its own sees
+	bodies      [numCacheSlots]atomic.Pointer[encodedBody]
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
@@ -48,6 +49,52 @@ type View struct {
 }
 
 type viewSlot struct{ view atomic.Pointer[View] }
+
+// encodedBody is one device's state and status as a format encodes them
+// for one tick seen through one view. It is immutable once published.
+type encodedBody struct {
+	tick uint64
+	view *View
+	body []byte
+}
+
+// Cache slots, one per wire format.
+const (
+	slot3x = iota
+	slot30
+	numCacheSlots
+)
+
+// cacheSlot is the cache slot of a codec's format, or -1 for none.
+func cacheSlot(c Codec) int {
+	if c == nil {
+		return -1
+	}
+	switch c.APIVersion() {
+	case "3.x":
+		return slot3x
+	case "3.0":
+		return slot30
+	}
+	return -1
+}
+
+// cachedBody returns the encoded state of a tick seen through v in a
+// format's slot, or nil when the cache holds another tick or view.
+func (d *Device) cachedBody(slot int, tick uint64, v *View) []byte {
+	if e := d.bodies[slot].Load(); e != nil && e.tick == tick && e.view == v {
+		return e.body
+	}
+	return nil
+}
+
+// storeBody publishes a fresh encoding for the sessions that frame the same
+// tick next, and returns it. The session that found the cache stale pays
+// one small allocation; the others copy.
+func (d *Device) storeBody(slot int, tick uint64, v *View, body []byte) []byte {
+	d.bodies[slot].Store(&encodedBody{tick: tick, view: v, body: body})
+	return body
+}
 
 // ViewFor returns the view of session (the device's default view when the
 // session has no entries of its own yet). It never blocks and never
@@ -370,8 +417,15 @@ func (c *deviceCore) storeSlots() {
 	c.dev.slots.Store(&m)
 }
 
-// publish compiles and publishes one session's view.
+// publish compiles and publishes one session's view. A session whose
+// entries are all defaults shares the device's default view, so every such
+// session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
+	def := protocol.DefaultSessionConfig()
+	if sessionConfigEqual(&s.cfg, &def) && c.effectiveBasis(s).Permutation == "XYZ" {
+		s.slot.view.Store(nil)
+		return
+	}
 	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s)))
 }
 

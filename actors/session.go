@@ -24,6 +24,10 @@ import (
 type Codec interface {
 	Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error
 	AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte
+	// AppendArmState and AppendGripState encode one device's state and
+	// status alone, for the per-device cache (ArmFrame.Body).
+	AppendArmState(dst []byte, a *protocol.ArmFrame) []byte
+	AppendGripState(dst []byte, g *protocol.GripFrame) []byte
 	// APIVersion names the format: "3.x" or "3.0".
 	APIVersion() string
 }
@@ -483,17 +487,21 @@ func (a *sessionActor) sessionView() *protocol.SessionView {
 // space, to f; with config when withConfig is set (limited to the types in
 // only, when given).
 func (a *sessionActor) fillDevices(f *protocol.Frame, withConfig bool, only []protocol.DeviceType) {
-	fillFrame(a.svc.Devices(), a.sess.ID, f, &a.snap, withConfig, only)
+	fillFrame(a.svc.Devices(), a.sess.ID, f, &a.snap, withConfig, only, a.codec)
 }
 
 // FillFrame fills f with every device as session sees it (0: the default
 // view), with config when withConfig is set. GET /devices uses it.
 func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) {
 	var snap loop.Snapshot
-	fillFrame(s.Devices(), session, f, &snap, withConfig, nil)
+	fillFrame(s.Devices(), session, f, &snap, withConfig, nil, nil)
 }
 
-func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType) {
+// fillFrame fills f. With a codec, state-only elements of devices seen
+// through their shared default view come from the device's encoded-state
+// cache: one encoding per device, tick and format, however many sessions
+// frame it.
+func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec) {
 	configFor := func(t protocol.DeviceType) bool {
 		if !withConfig {
 			return false
@@ -509,25 +517,44 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		return false
 	}
 	armConfig, gripConfig := configFor(protocol.TypeArm), configFor(protocol.TypeGrip)
+	slot := cacheSlot(codec)
 	for _, d := range devs.OfType(protocol.TypeArm) {
 		d.Load(snap)
 		v := d.ViewFor(session)
-		af := protocol.ArmFrame{DeviceID: d.ID}
-		fillArm(&af, snap, v)
-		if armConfig {
+		// Built in place in f's reused slice: a local would escape through
+		// the codec call and cost an allocation per device per frame.
+		f.Arms = append(f.Arms, protocol.ArmFrame{DeviceID: d.ID})
+		af := &f.Arms[len(f.Arms)-1]
+		switch {
+		case armConfig:
+			fillArm(af, snap, v)
 			af.Config = &v.Config
+		case slot >= 0 && v == d.defaultView.Load():
+			if af.Body = d.cachedBody(slot, snap.Tick, v); af.Body == nil {
+				fillArm(af, snap, v)
+				af.Body = d.storeBody(slot, snap.Tick, v, codec.AppendArmState(make([]byte, 0, 512), af))
+			}
+		default:
+			fillArm(af, snap, v)
 		}
-		f.Arms = append(f.Arms, af)
 	}
 	for _, d := range devs.OfType(protocol.TypeGrip) {
 		d.Load(snap)
 		v := d.ViewFor(session)
-		gf := protocol.GripFrame{DeviceID: d.ID}
-		fillGrip(&gf, snap, v)
-		if gripConfig {
+		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID})
+		gf := &f.Grips[len(f.Grips)-1]
+		switch {
+		case gripConfig:
+			fillGrip(gf, snap, v)
 			gf.Config = &v.Config
+		case slot >= 0 && v == d.defaultView.Load():
+			if gf.Body = d.cachedBody(slot, snap.Tick, v); gf.Body == nil {
+				fillGrip(gf, snap, v)
+				gf.Body = d.storeBody(slot, snap.Tick, v, codec.AppendGripState(make([]byte, 0, 256), gf))
+			}
+		default:
+			fillGrip(gf, snap, v)
 		}
-		f.Grips = append(f.Grips, gf)
 	}
 }
 

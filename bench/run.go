@@ -141,13 +141,17 @@ type RunConfig struct {
 
 // RunReport is everything one run measured.
 type RunReport struct {
-	Config   RunConfig       `json:"config"`
-	Machine  Machine         `json:"machine"`
-	Hapticd  LoadResult      `json:"hapticd"`
-	Echo     *LoadResult     `json:"echo,omitempty"`
-	Loop     *LoopFigures    `json:"loop,omitempty"`
-	Process  *ProcessFigures `json:"process,omitempty"`
-	BareLoop *BareLoop       `json:"bare_loop,omitempty"`
+	Config  RunConfig   `json:"config"`
+	Machine Machine     `json:"machine"`
+	Hapticd LoadResult  `json:"hapticd"`
+	Echo    *LoadResult `json:"echo,omitempty"`
+	// EchoInProcess is true when the echo baseline ran inside hapticbench
+	// (RunOptions.EchoCommand unset) instead of in a process of its own;
+	// it then skips the cost of a cross-process round trip.
+	EchoInProcess bool            `json:"echo_in_process,omitempty"`
+	Loop          *LoopFigures    `json:"loop,omitempty"`
+	Process       *ProcessFigures `json:"process,omitempty"`
+	BareLoop      *BareLoop       `json:"bare_loop,omitempty"`
 	// Comparisons put each hapticd figure beside its baseline.
 	Comparisons []Comparison `json:"comparisons"`
 	// Warnings say what could not be measured and why.
@@ -282,7 +286,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 					return rep, err
 				}
 				url, stop = echo.url, echo.close
-				rep.Warnings = append(rep.Warnings, "echo baseline ran inside hapticbench, not in a process of its own: it skips the cost of a cross-process round trip")
+				rep.EchoInProcess = true
 			}
 			el, _, err := runLoad(ctx, o, "echo", url, "", nil)
 			stop()

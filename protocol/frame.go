@@ -91,6 +91,10 @@ type ArmFrame struct {
 	Config   *DeviceView // nil: the element carries no "config"
 	State    ArmState
 	Status   ArmStatus
+	// Body, when set and Config is nil, is State and Status already
+	// encoded by the same format's AppendArmState; it is copied as is.
+	// Many sessions that see a device alike share one encoding per tick.
+	Body []byte
 }
 
 // GripFrame is one grip's element of a frame.
@@ -99,6 +103,7 @@ type GripFrame struct {
 	Config   *DeviceView
 	State    GripState
 	Status   GripStatus
+	Body     []byte // as ArmFrame.Body
 }
 
 // SessionView is the session's own configuration as frames report it.
@@ -185,6 +190,9 @@ func AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
 // "state" and "status" of one arm element, without braces: the element
 // layout around them is the codec's.
 func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte {
+	if a.Config == nil && a.Body != nil {
+		return append(dst, a.Body...)
+	}
 	if c := a.Config; c != nil {
 		dst = append(dst, `"config":{"type":`...)
 		dst = AppendString(dst, typeKey)
@@ -239,6 +247,9 @@ func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 
 // AppendGripBody is AppendArmBody for a grip.
 func AppendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byte {
+	if g.Config == nil && g.Body != nil {
+		return append(dst, g.Body...)
+	}
 	if c := g.Config; c != nil {
 		dst = append(dst, `"config":{"type":`...)
 		dst = AppendString(dst, typeKey)

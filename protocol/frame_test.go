@@ -198,3 +198,18 @@ func TestFramePrecision(t *testing.T) {
 		t.Fatalf("huge value: %s", out)
 	}
 }
+
+// A frame built from pre-encoded bodies is byte for byte the frame encoded
+// from the states.
+func TestAppendFrameWithBodies(t *testing.T) {
+	f := sampleFrame()
+	f.Arms[0].Config, f.Grips[0].Config = nil, nil
+	want := string(AppendFrame(nil, f, nil))
+	var c Codec
+	f.Arms[0].Body = c.AppendArmState(nil, &f.Arms[0])
+	f.Grips[0].Body = c.AppendGripState(nil, &f.Grips[0])
+	f.Arms[0].State, f.Grips[0].State = ArmState{}, GripState{} // the bodies must carry it
+	if got := string(AppendFrame(nil, f, nil)); got != want {
+		t.Fatalf("with bodies\n%s\nwant\n%s", got, want)
+	}
+}

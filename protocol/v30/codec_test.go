@@ -238,3 +238,13 @@ func BenchmarkAppendFrame30(b *testing.B) {
 		buf = v30.AppendFrame(buf[:0], f, types)
 	}
 }
+
+func TestAppendFrameWithBodies30(t *testing.T) {
+	f := &protocol.Frame{SessionID: 2, Arms: []protocol.ArmFrame{{DeviceID: "049D", State: protocol.ArmState{CursorPosition: protocol.Vec3{X: 0.25}, ControlMode: protocol.ControlForce}}}}
+	want := string(v30.AppendFrame(nil, f, nil))
+	f.Arms[0].Body = v30.Codec{}.AppendArmState(nil, &f.Arms[0])
+	f.Arms[0].State = protocol.ArmState{}
+	if got := string(v30.AppendFrame(nil, f, nil)); got != want {
+		t.Fatalf("with bodies %s, want %s", got, want)
+	}
+}
