@@ -11,11 +11,15 @@
 //
 // # Connections
 //
-// A WebSocket connection has one reader goroutine and one writer goroutine.
-// The reader hands each message to the session actor; the writer writes
-// frames with a deadline and returns a token that lets the reader read the
-// next message, so a client that stops reading is pushed back by TCP and a
-// client that stops answering is closed. No lock is held across I/O.
+// A WebSocket connection's reader goroutine hands each message to the
+// session actor, which runs inline on it (synchronized dispatcher) and
+// writes the answering frame there, with a deadline. A lock-step client's
+// frame answers the message just read, so a separate writer goroutine would
+// only add a hand-off per tick. The reader takes an in-flight token before
+// each read and the frame returns it, so a client that sends faster than it
+// reads is pushed back by TCP, and one that stops reading is closed after
+// the write deadline. No lock is held across I/O but the connection's own
+// write lock.
 //
 // # Shutdown
 //
