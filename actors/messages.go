@@ -121,10 +121,6 @@ type ack struct{ err error }
 // The session actor owns buf until it answers with the frame.
 type inbound struct{ buf []byte }
 
-// viewChanged tells a session that one of its device views changed outside
-// its own messages (an HTTP POST), so its next frame carries it.
-type viewChanged struct{}
-
 func (*addDevice) actorMessage()        {}
 func (*addDeviceReply) actorMessage()   {}
 func (*deviceFailed) actorMessage()     {}
@@ -143,4 +139,3 @@ func (*loopEvent) actorMessage()        {}
 func (*supervisionDrill) actorMessage() {}
 func (*ack) actorMessage()              {}
 func (*inbound) actorMessage()          {}
-func (*viewChanged) actorMessage()      {}

@@ -196,7 +196,6 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 	case *inbound:
 		a.handle(ctx, m.buf)
 		a.sink.Recycle(m.buf)
-	case *viewChanged:
 	default:
 		a.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
 	}
