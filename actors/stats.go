@@ -6,64 +6,19 @@ import (
 	"syscall"
 
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/protocol"
 )
 
-// StatsDoc is what GET /stats answers: each device loop's own measurements
-// and the process's resource use, for load tests and operators.
-type StatsDoc struct {
-	Devices []DeviceStats `json:"devices"`
-	Process ProcessStats  `json:"process"`
-}
-
-// DeviceStats is one device's loop and transport figures.
-type DeviceStats struct {
-	DeviceType string       `json:"device_type"`
-	DeviceID   string       `json:"device_id"`
-	Simulated  bool         `json:"simulated"`
-	Loop       LoopStats    `json:"loop"`
-	Exchange   SummaryStats `json:"exchange"`
-	Errors     uint64       `json:"errors"`
-}
-
-// LoopStats is a loop's period histogram summary in microseconds.
-type LoopStats struct {
-	TargetUs    float64 `json:"target_us"`
-	PeriodUsP50 float64 `json:"period_us_p50"`
-	PeriodUsP99 float64 `json:"period_us_p99"`
-	PeriodUsMax float64 `json:"period_us_max"`
-	Overruns    uint64  `json:"overruns"`
-	Ticks       uint64  `json:"ticks"`
-}
-
-// SummaryStats is a round-trip histogram summary in microseconds.
-type SummaryStats struct {
-	Count uint64  `json:"count"`
-	P50Us float64 `json:"p50_us"`
-	P99Us float64 `json:"p99_us"`
-	MaxUs float64 `json:"max_us"`
-}
-
-// ProcessStats is the process's resource use.
-type ProcessStats struct {
-	CPUSeconds     float64 `json:"cpu_seconds"`
-	RSSBytes       uint64  `json:"rss_bytes"`
-	HeapBytes      uint64  `json:"heap_bytes"`
-	Goroutines     int     `json:"goroutines"`
-	GCCount        uint32  `json:"gc_count"`
-	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
-	Sessions       int     `json:"sessions"`
-}
-
-// StatsDoc gathers the figures now. Reading loop stats is lock-free.
-func (s *Service) StatsDoc() StatsDoc {
-	doc := StatsDoc{Devices: []DeviceStats{}}
+// StatsDoc gathers what GET /stats answers, now. Reading loop stats is lock-free.
+func (s *Service) StatsDoc() protocol.Stats {
+	doc := protocol.Stats{Devices: []protocol.DeviceStats{}}
 	for _, d := range s.Devices().All() {
 		st := d.Stats()
-		doc.Devices = append(doc.Devices, DeviceStats{
+		doc.Devices = append(doc.Devices, protocol.DeviceStats{
 			DeviceType: d.Type.Key(),
 			DeviceID:   d.ID,
 			Simulated:  d.Info.Simulated,
-			Loop: LoopStats{
+			Loop: protocol.LoopStats{
 				TargetUs:    us(st.TargetNs),
 				PeriodUsP50: us(st.Period.P50Ns),
 				PeriodUsP99: us(st.Period.P99Ns),
@@ -77,12 +32,12 @@ func (s *Service) StatsDoc() StatsDoc {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	doc.Process = ProcessStats{
+	doc.Process = protocol.ProcessStats{
 		CPUSeconds:     cpuSeconds(),
 		RSSBytes:       rssBytes(),
 		HeapBytes:      ms.HeapAlloc,
 		Goroutines:     runtime.NumGoroutine(),
-		GCCount:        ms.NumGC,
+		GCCount:        uint64(ms.NumGC),
 		GCPauseTotalNs: ms.PauseTotalNs,
 		Sessions:       len(s.Sessions()),
 	}
@@ -91,8 +46,8 @@ func (s *Service) StatsDoc() StatsDoc {
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
 
-func summary(s loop.Summary) SummaryStats {
-	return SummaryStats{Count: s.Count, P50Us: us(s.P50Ns), P99Us: us(s.P99Ns), MaxUs: us(s.MaxNs)}
+func summary(s loop.Summary) protocol.RoundTripStats {
+	return protocol.RoundTripStats{Count: s.Count, P50Us: us(s.P50Ns), P99Us: us(s.P99Ns), MaxUs: us(s.MaxNs)}
 }
 
 func cpuSeconds() float64 {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // hapticdPackage is what `go build` builds when no binary is found.
@@ -214,23 +216,7 @@ func (s *service) stop() error {
 
 // BareLoop is the output of `hapticd baseline-arms`: the same simulated
 // arms stepped in one paced loop with no service around them.
-type BareLoop struct {
-	Arms        int     `json:"arms"`
-	LoopHz      float64 `json:"loop_hz"`
-	Ticks       uint64  `json:"ticks"`
-	Overruns    uint64  `json:"overruns"`
-	PeriodUsP50 float64 `json:"period_us_p50"`
-	PeriodUsP99 float64 `json:"period_us_p99"`
-	NsPerStep   float64 `json:"ns_per_step"`
-}
-
-// OverrunFraction is overruns per tick.
-func (b BareLoop) OverrunFraction() float64 {
-	if b.Ticks == 0 {
-		return 1
-	}
-	return float64(b.Overruns) / float64(b.Ticks)
-}
+type BareLoop = protocol.BaselineArms
 
 // runBareLoop runs `hapticd baseline-arms` and reads its JSON.
 func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration) (BareLoop, error) {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // inventory is the part of the first frame a client needs.
@@ -29,42 +31,14 @@ func parseInventory(frame []byte) (inventory, error) {
 	return inv, nil
 }
 
-// ServiceStats is the body of hapticd's GET /stats.
-type ServiceStats struct {
-	Devices []DeviceStats `json:"devices"`
-	Process ProcessStats  `json:"process"`
-}
-
-// DeviceStats is one device's real-time loop, as /stats reports it. The
-// period and exchange percentiles cover the device's life so far.
-type DeviceStats struct {
-	DeviceType string `json:"device_type"`
-	DeviceID   string `json:"device_id"`
-	Loop       struct {
-		TargetUs    float64 `json:"target_us"`
-		PeriodUsP50 float64 `json:"period_us_p50"`
-		PeriodUsP99 float64 `json:"period_us_p99"`
-		PeriodUsMax float64 `json:"period_us_max"`
-		Overruns    uint64  `json:"overruns"`
-		Ticks       uint64  `json:"ticks"`
-	} `json:"loop"`
-	Exchange struct {
-		P50Us float64 `json:"p50_us"`
-		P99Us float64 `json:"p99_us"`
-		MaxUs float64 `json:"max_us"`
-	} `json:"exchange"`
-}
-
-// ProcessStats is the service process's resource use.
-type ProcessStats struct {
-	CPUSeconds     float64 `json:"cpu_seconds"`
-	RSSBytes       uint64  `json:"rss_bytes"`
-	Goroutines     int     `json:"goroutines"`
-	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
-	GCCount        uint64  `json:"gc_count"`
-	HeapBytes      uint64  `json:"heap_bytes"`
-	Sessions       int     `json:"sessions"`
-}
+// ServiceStats is the body of hapticd's GET /stats; DeviceStats and
+// ProcessStats are its parts. The shapes are protocol's, which hapticd
+// writes.
+type (
+	ServiceStats = protocol.Stats
+	DeviceStats  = protocol.DeviceStats
+	ProcessStats = protocol.ProcessStats
+)
 
 // fetchStats reads GET {httpBase}/stats.
 func fetchStats(ctx context.Context, httpBase string) (ServiceStats, error) {

@@ -14,20 +14,8 @@ import (
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 )
-
-// bareLoopResult is what `hapticd baseline-arms` prints: the figures
-// hapticbench sets beside the service's own loop figures.
-type bareLoopResult struct {
-	Arms        int     `json:"arms"`
-	LoopHz      float64 `json:"loop_hz"`
-	Ticks       uint64  `json:"ticks"`
-	Overruns    uint64  `json:"overruns"`
-	PeriodUsP50 float64 `json:"period_us_p50"`
-	PeriodUsP99 float64 `json:"period_us_p99"`
-	// NsPerStep is the mean cost of one arm's Exchange.
-	NsPerStep float64 `json:"ns_per_step"`
-}
 
 // runBaselineArms implements `hapticd baseline-arms --arms N --loop-hz H
 // --duration D [--json]`: it steps N simulated arms in one loop paced by
@@ -67,7 +55,7 @@ func baselineArms(args []string, w io.Writer) error {
 // stepBareLoop runs the loop on a locked OS thread, as the service's
 // scheduler shards do, commanding every arm idle (what an arm with no
 // controlling session gets).
-func stepBareLoop(arms int, loopHz float64, d time.Duration) bareLoopResult {
+func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineArms {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
@@ -91,7 +79,7 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) bareLoopResult {
 	// the percentiles need no histogram and the loop does not allocate.
 	periods := make([]int64, 0, wantTicks)
 	p := loop.NewPacer(periodNs, clock)
-	res := bareLoopResult{Arms: arms, LoopHz: loopHz}
+	res := protocol.BaselineArms{Arms: arms, LoopHz: loopHz}
 	var stepNs int64
 	start := clock.Now()
 	end := start + d.Nanoseconds()

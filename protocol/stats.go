@@ -1,0 +1,74 @@
+package protocol
+
+// The shapes of GET /stats and of `hapticd baseline-arms`: the service
+// writes them and load generators read them, so they live here once.
+
+// Stats is what GET /stats answers: each device loop's own measurements and
+// the process's resource use.
+type Stats struct {
+	Devices []DeviceStats `json:"devices"`
+	Process ProcessStats  `json:"process"`
+}
+
+// DeviceStats is one device's loop and transport figures. Percentiles cover
+// the device's life so far; counters only grow.
+type DeviceStats struct {
+	DeviceType string         `json:"device_type"`
+	DeviceID   string         `json:"device_id"`
+	Simulated  bool           `json:"simulated"`
+	Loop       LoopStats      `json:"loop"`
+	Exchange   RoundTripStats `json:"exchange"`
+	Errors     uint64         `json:"errors"`
+}
+
+// LoopStats is a loop's period histogram summary in microseconds.
+type LoopStats struct {
+	TargetUs    float64 `json:"target_us"`
+	PeriodUsP50 float64 `json:"period_us_p50"`
+	PeriodUsP99 float64 `json:"period_us_p99"`
+	PeriodUsMax float64 `json:"period_us_max"`
+	Overruns    uint64  `json:"overruns"`
+	Ticks       uint64  `json:"ticks"`
+}
+
+// RoundTripStats summarises a driver's exchange times in microseconds (for
+// simulated devices, the cost of one step).
+type RoundTripStats struct {
+	Count uint64  `json:"count"`
+	P50Us float64 `json:"p50_us"`
+	P99Us float64 `json:"p99_us"`
+	MaxUs float64 `json:"max_us"`
+}
+
+// ProcessStats is the service process's resource use.
+type ProcessStats struct {
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	RSSBytes       uint64  `json:"rss_bytes"`
+	HeapBytes      uint64  `json:"heap_bytes"`
+	Goroutines     int     `json:"goroutines"`
+	GCCount        uint64  `json:"gc_count"`
+	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
+	Sessions       int     `json:"sessions"`
+}
+
+// BaselineArms is what `hapticd baseline-arms` prints: simulated arms
+// stepped in one paced loop with no service around them, the baseline load
+// tests set beside the service's own loops.
+type BaselineArms struct {
+	Arms        int     `json:"arms"`
+	LoopHz      float64 `json:"loop_hz"`
+	Ticks       uint64  `json:"ticks"`
+	Overruns    uint64  `json:"overruns"`
+	PeriodUsP50 float64 `json:"period_us_p50"`
+	PeriodUsP99 float64 `json:"period_us_p99"`
+	// NsPerStep is the mean cost of one arm's step.
+	NsPerStep float64 `json:"ns_per_step"`
+}
+
+// OverrunFraction is overruns per tick (1 when nothing ticked).
+func (b BaselineArms) OverrunFraction() float64 {
+	if b.Ticks == 0 {
+		return 1
+	}
+	return float64(b.Overruns) / float64(b.Ticks)
+}
