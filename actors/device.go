@@ -341,7 +341,10 @@ func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
 			targets = append(targets, id)
 		}
 	}
-	def := protocol.DefaultSessionConfig()
+	// The answer is the value now in force (for the last session reset):
+	// a reset basis falls back to the session-level basis, a reset mount
+	// to the preset's.
+	var inForce protocol.Entry
 	for _, id := range targets {
 		s := c.sessions[id]
 		if s == nil {
@@ -349,24 +352,22 @@ func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
 		}
 		next := s.cfg
 		next.Reset(k)
-		if sessionConfigEqual(&next, &s.cfg) {
-			continue
-		}
-		if s.profile != "" {
-			if err := c.saveDurable(c.dev.profileStoreName(s.profile), next); err != nil {
-				return nil, err
+		if !sessionConfigEqual(&next, &s.cfg) {
+			if s.profile != "" {
+				if err := c.saveDurable(c.dev.profileStoreName(s.profile), next); err != nil {
+					return nil, err
+				}
 			}
+			s.cfg = next
+			c.publish(s)
 		}
-		s.cfg = next
-		c.publish(s)
+		inForce = c.effective(s, k)
 	}
-	if k == protocol.KeyBasis {
-		return protocol.Basis{Permutation: "XYZ"}, nil
+	if inForce == nil {
+		def := protocol.DefaultSessionConfig()
+		inForce = c.effective(&sessionState{cfg: def}, k)
 	}
-	if k == protocol.KeyMount {
-		return protocol.Mount{Transform: c.effectiveMount(&def, protocol.Basis{Permutation: "XYZ"})}, nil
-	}
-	return def.Get(k), nil
+	return inForce, nil
 }
 
 func (c *deviceCore) attach(m *attachSession) {

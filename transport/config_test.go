@@ -174,3 +174,22 @@ func flipHandedness(v any) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// DELETE of a session's per-device basis answers the basis now in force:
+// the session-level one.
+func TestDeleteBasisFallsBackToSessionBasis(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	c.roundTrip(`{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`)
+	url := ts.base + "/arm3/0/config/basis?session=" + sid
+	if r := ts.do("POST", url, `{"permutation":"YXZ"}`); !jsonEqual(t, r.data(), `{"permutation":"YXZ"}`) {
+		t.Fatalf("POST: %v", r)
+	}
+	if r := ts.do("DELETE", url, ""); !jsonEqual(t, r.data(), `{"permutation":"ZXY"}`) {
+		t.Fatalf("DELETE answered %v, want the session's basis ZXY", r)
+	}
+	if r := ts.do("GET", url, ""); !jsonEqual(t, r.data(), `{"permutation":"ZXY"}`) {
+		t.Fatalf("GET after DELETE: %v", r)
+	}
+}
