@@ -11,6 +11,11 @@ type Quat struct{ W, X, Y, Z float64 }
 // given by the field that holds it (deg, deg/s, N·mm).
 type Angles3 struct{ A0, A1, A2 float64 }
 
+// GravityMps2 is standard gravity. Simulated physics pulls with it and the
+// loop's host-side compensation pushes back with it: one constant, so the
+// two cancel exactly.
+const GravityMps2 = 9.80665
+
 // Kind says what sort of device a driver speaks to.
 type Kind uint8
 

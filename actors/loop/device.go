@@ -147,8 +147,6 @@ type Stats struct {
 	Realtime bool
 }
 
-// standardGravity is g in m/s².
-const standardGravity = 9.80665
 
 // regReadAttempts bounds how often a tick retries a register read that
 // writers overwrote under it before it keeps the previous command.
@@ -537,7 +535,7 @@ func (d *Device) addGravity() {
 	default:
 		return
 	}
-	ff := d.info.EffectiveMassKg * standardGravity * clamp(s.GravityScale, 0, 2)
+	ff := d.info.EffectiveMassKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
 	d.out.ForceN.Z += ff
 	d.out.ForceN = clampMagnitude(d.out.ForceN, d.info.MaxForceN)
 	d.gravityN = ff

@@ -248,7 +248,7 @@ func TestForceShaping(t *testing.T) {
 	firmwareArm := arm
 	firmwareArm.HostGravityCompensation = false
 	grip := hw.Info{Kind: hw.KindGrip, ID: "61548"}
-	mg := arm.EffectiveMassKg * standardGravity
+	mg := arm.EffectiveMassKg * hw.GravityMps2
 	diag := func(d float64) [3][3]float64 { return [3][3]float64{{d, 0, 0}, {0, d, 0}, {0, 0, d}} }
 	tests := []struct {
 		name     string

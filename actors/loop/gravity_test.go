@@ -9,7 +9,7 @@ import (
 
 func TestGravityFeedForwardOutsideControl(t *testing.T) {
 	arm := looptest.ArmInfo()
-	mg := arm.EffectiveMassKg * standardGravity
+	mg := arm.EffectiveMassKg * hw.GravityMps2
 	on := &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}
 	firmware := arm
 	firmware.HostGravityCompensation = false
@@ -53,7 +53,7 @@ func TestGravityFeedForwardOutsideControl(t *testing.T) {
 
 func TestGravityIsNotRampedOrReportedAsClientForce(t *testing.T) {
 	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
-	mg := looptest.ArmInfo().EffectiveMassKg * standardGravity
+	mg := looptest.ArmInfo().EffectiveMassKg * hw.GravityMps2
 	r.dev.SetGlobals(&Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}})
 	r.command(1, 1, 20*ms, force(2, 0, 0), nil)
 	if c := r.step(ms); !near(c.ForceN.X, 2, 1e-9) || !near(c.ForceN.Z, mg, 1e-9) {

@@ -12,8 +12,9 @@ import (
 const (
 	// EffectiveMassKg is the end effector's apparent mass.
 	EffectiveMassKg = 0.2
-	// GravityMps2 is the gravitational acceleration the physics applies.
-	GravityMps2 = 9.81
+	// GravityMps2 is the gravitational acceleration the physics applies:
+	// hw's, which the loop's compensation uses too.
+	GravityMps2 = hw.GravityMps2
 	// MaxForceN is the largest actuator force magnitude; larger commands
 	// are clamped inside the driver as a last line of safety.
 	MaxForceN = 10.0
