@@ -147,7 +147,6 @@ type Stats struct {
 	Realtime bool
 }
 
-
 // regReadAttempts bounds how often a tick retries a register read that
 // writers overwrote under it before it keeps the previous command.
 const regReadAttempts = 4
