@@ -117,6 +117,11 @@ type ack struct{ err error }
 
 // --- session ---
 
+// beginSession makes a new session visible: it attaches to the devices, is
+// listed, and sends the inventory frame. It is the session actor's first
+// message.
+type beginSession struct{}
+
 // inbound is one client message, read by the connection's reader goroutine.
 // The session actor owns buf until it answers with the frame.
 type inbound struct{ buf []byte }
@@ -138,4 +143,5 @@ func (*applyGlobals) actorMessage()     {}
 func (*loopEvent) actorMessage()        {}
 func (*supervisionDrill) actorMessage() {}
 func (*ack) actorMessage()              {}
+func (*beginSession) actorMessage()     {}
 func (*inbound) actorMessage()          {}

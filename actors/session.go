@@ -158,6 +158,11 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		return nil, fmt.Errorf("actors: spawn session actor: %w", err)
 	}
 	sess.pid = pid
+	// The session becomes visible (listed, attached, inventory sent) only
+	// now that its pid is set: with the synchronized dispatcher, Started
+	// runs inside Spawn, before the pid is known, and a session listed
+	// without one could not be stopped.
+	s.system.Root.Send(pid, &beginSession{})
 	return sess, nil
 }
 
@@ -189,6 +194,7 @@ type sessionActor struct {
 func (a *sessionActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+	case *beginSession:
 		a.start(ctx)
 	case *actor.Stopping:
 		a.stop(ctx)
