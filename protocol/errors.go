@@ -151,3 +151,19 @@ func Errorf(code Code, path, format string, args ...any) *Error {
 	}
 	return &Error{Code: code, Message: msg, Path: path}
 }
+
+// AppendErrorEnvelope appends the HTTP error envelope of e (PROTOCOL.md
+// 3.1): {"ok":false,"error":"<message>","code":"<code>"} with "path" when e
+// has one. Every HTTP listener answers errors with it, with the status
+// e.Code.HTTPStatus().
+func AppendErrorEnvelope(dst []byte, e *Error) []byte {
+	dst = append(dst, `{"ok":false,"error":`...)
+	dst = AppendString(dst, e.Message)
+	dst = append(dst, `,"code":`...)
+	dst = AppendString(dst, string(e.Code))
+	if e.Path != "" {
+		dst = append(dst, `,"path":`...)
+		dst = AppendString(dst, e.Path)
+	}
+	return append(dst, '}', '\n')
+}

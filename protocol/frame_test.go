@@ -213,3 +213,21 @@ func TestAppendFrameWithBodies(t *testing.T) {
 		t.Fatalf("with bodies\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestAppendErrorEnvelope(t *testing.T) {
+	for _, e := range []*Error{
+		{Code: CodeOutOfRange, Message: `gain 1.5 is out of range 0..1`, Path: "gain"},
+		{Code: CodeUnknownRoute, Message: "no route \"/x\"\n"},
+	} {
+		var got map[string]any
+		if err := json.Unmarshal(AppendErrorEnvelope(nil, e), &got); err != nil {
+			t.Fatalf("%+v: not JSON: %v", e, err)
+		}
+		if got["ok"] != false || got["error"] != e.Message || got["code"] != string(e.Code) {
+			t.Fatalf("envelope %v for %+v", got, e)
+		}
+		if _, has := got["path"]; has != (e.Path != "") {
+			t.Fatalf("path present=%v for %+v", has, e)
+		}
+	}
+}

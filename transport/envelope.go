@@ -25,13 +25,6 @@ type okEnvelope struct {
 	AppliedTo []appliedTo `json:"applied_to,omitempty"`
 }
 
-type errorEnvelope struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error"`
-	Code  string `json:"code"`
-	Path  string `json:"path,omitempty"`
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -53,7 +46,10 @@ func writeOK(w http.ResponseWriter) {
 // writeError answers with the status of the error's code (one table in
 // protocol) and the JSON error envelope.
 func writeError(w http.ResponseWriter, e *protocol.Error) {
-	writeJSON(w, e.Code.HTTPStatus(), errorEnvelope{Error: e.Message, Code: string(e.Code), Path: e.Path})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(e.Code.HTTPStatus())
+	_, _ = w.Write(protocol.AppendErrorEnvelope(nil, e)) // the client is gone if this fails
 }
 
 func errorFor(code, path, message string) *protocol.Error {

@@ -1,13 +1,13 @@
 package events
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -15,15 +15,6 @@ import (
 const (
 	DefaultRecentLimit = 100
 	MaxRecentLimit     = 10000
-)
-
-// Error codes of the JSON error envelope, spelled as in protocol's table
-// (PROTOCOL.md 3.1).
-const (
-	codeInvalidValue     = "invalid_value"
-	codeUnknownRoute     = "unknown_route"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeUnavailable      = "unavailable"
 )
 
 // NewRecentHandler serves GET /events?since=SEQ&limit=N on the HTTP port:
@@ -44,7 +35,7 @@ type recentHandler struct{ act *activity.Activity }
 func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		writeError(w, protocol.CodeMethodNotAllowed,
 			fmt.Sprintf("events: %s is not supported on /events; use GET", r.Method))
 		return
 	}
@@ -53,7 +44,7 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.Has("since") {
 		v, err := strconv.ParseUint(q.Get("since"), 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, codeInvalidValue,
+			writeError(w, protocol.CodeInvalidValue,
 				fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for the oldest)", q.Get("since")))
 			return
 		}
@@ -63,7 +54,7 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.Has("limit") {
 		v, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || v < 1 || v > MaxRecentLimit {
-			writeError(w, http.StatusBadRequest, codeInvalidValue,
+			writeError(w, protocol.CodeInvalidValue,
 				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", q.Get("limit"), MaxRecentLimit))
 			return
 		}
@@ -75,7 +66,7 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, activity.ErrStopped) {
 			msg = "events: hapticd is shutting down; the activity channel is stopped"
 		}
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, msg)
+		writeError(w, protocol.CodeUnavailable, msg)
 		return
 	}
 	size := 64
@@ -106,14 +97,10 @@ func header(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-store")
 }
 
-// writeError answers with the JSON error envelope.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	body, _ := json.Marshal(struct {
-		OK    bool   `json:"ok"`
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}{false, message, code})
+// writeError answers with the JSON error envelope; the status comes from
+// protocol's error table.
+func writeError(w http.ResponseWriter, code protocol.Code, message string) {
 	header(w)
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	w.WriteHeader(code.HTTPStatus())
+	_, _ = w.Write(protocol.AppendErrorEnvelope(nil, &protocol.Error{Code: code, Message: message}))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -108,24 +109,24 @@ func NewSocketHandler(a *activity.Activity, log zerolog.Logger) http.Handler {
 // socket is live only.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
-		writeError(w, http.StatusNotFound, codeUnknownRoute,
+		writeError(w, protocol.CodeUnknownRoute,
 			fmt.Sprintf("events: no route %s on the events port; the events WebSocket is on /", r.URL.Path))
 		return
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
-		writeError(w, http.StatusBadRequest, codeInvalidValue,
+		writeError(w, protocol.CodeInvalidValue,
 			"events: this port serves the events WebSocket; connect with a WebSocket client (or use GET /events on the HTTP port)")
 		return
 	}
 	since, replay, perr := parseSince(r)
 	if perr != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidValue, perr)
+		writeError(w, protocol.CodeInvalidValue, perr)
 		return
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "events: hapticd is shutting down; reconnect after it restarts")
+		writeError(w, protocol.CodeUnavailable, "events: hapticd is shutting down; reconnect after it restarts")
 		return
 	}
 	s.wg.Add(1)
@@ -136,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// client, and a stopped actor is a clean 503 rather than a dead socket.
 	sub, err := s.act.Subscribe(since, replay)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, fmt.Sprintf("events: %v", err))
+		writeError(w, protocol.CodeUnavailable, fmt.Sprintf("events: %v", err))
 		return
 	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
