@@ -122,3 +122,15 @@ func TestCorruptStateFileStartsWithDefaults(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+func TestStatsReportsTheProcess(t *testing.T) {
+	svc, d := startTestService(t, "", zerolog.Nop())
+	st := svc.StatsDoc()
+	if len(st.Devices) != 1 || st.Devices[0].DeviceID != d.ID || !st.Devices[0].Simulated {
+		t.Fatalf("devices: %+v", st.Devices)
+	}
+	// The resident set includes at least the Go heap in use.
+	if st.Process.RSSBytes < st.Process.HeapBytes || st.Process.Goroutines == 0 {
+		t.Fatalf("process: %+v", st.Process)
+	}
+}

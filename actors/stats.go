@@ -1,8 +1,11 @@
 package actors
 
 import (
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/hapticd/hapticd/actors/loop"
@@ -59,9 +62,17 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-// rssBytes reads the resident set from the runtime's view of mapped memory
-// that is in use; the process RSS itself is not portable to read.
+// rssBytes is the process's resident set as the kernel counts it
+// (/proc/self/statm on Linux, cgo shims and thread stacks included);
+// elsewhere, the memory the Go runtime has mapped and not released.
 func rssBytes() uint64 {
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if pages, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+				return pages * uint64(os.Getpagesize())
+			}
+		}
+	}
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
 	if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
