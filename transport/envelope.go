@@ -52,10 +52,6 @@ func writeError(w http.ResponseWriter, e *protocol.Error) {
 	_, _ = w.Write(protocol.AppendErrorEnvelope(nil, e)) // the client is gone if this fails
 }
 
-func errorFor(code, path, message string) *protocol.Error {
-	return &protocol.Error{Code: protocol.Code(code), Message: message, Path: path}
-}
-
 // asError turns any error from below into the envelope's shape.
 func asError(err error) *protocol.Error {
 	var pe *protocol.Error

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // BrowserGuard keeps web pages in the user's browser away from the devices
@@ -22,14 +24,14 @@ type BrowserGuard struct {
 	allowOrigins map[string]bool // lower-case hosts and full origins
 	allowHosts   map[string]bool // lower-case hosts
 	checkHost    bool            // only while bound to loopback
-	onRefused    func(r *http.Request, code, reason string)
+	onRefused    func(r *http.Request, code protocol.Code, reason string)
 }
 
 // NewBrowserGuard builds the guard for a listener bound to bindHost.
 // allowOrigins holds hosts ("lab.example") or full origins
 // ("http://lab.example:8080"); allowHosts holds host names.
 // onRefused, if not nil, is told of each refusal (for logs and events).
-func NewBrowserGuard(bindHost string, allowOrigins, allowHosts []string, onRefused func(r *http.Request, code, reason string)) *BrowserGuard {
+func NewBrowserGuard(bindHost string, allowOrigins, allowHosts []string, onRefused func(r *http.Request, code protocol.Code, reason string)) *BrowserGuard {
 	g := &BrowserGuard{
 		allowOrigins: make(map[string]bool),
 		allowHosts:   make(map[string]bool),
@@ -59,25 +61,25 @@ func (g *BrowserGuard) Wrap(h http.Handler) http.Handler {
 			// Tell the client not to keep the connection: a refused page
 			// should not get a warm socket to try again on.
 			w.Header().Set("Connection", "close")
-			writeError(w, errorFor(code, "", reason))
+			writeError(w, &protocol.Error{Code: code, Message: reason})
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-func (g *BrowserGuard) check(r *http.Request) (code, reason string, ok bool) {
+func (g *BrowserGuard) check(r *http.Request) (code protocol.Code, reason string, ok bool) {
 	if origins, present := r.Header["Origin"]; present {
 		for _, origin := range origins {
 			if !g.originAllowed(origin) {
-				return "forbidden_origin", "origin " + quoteShort(origin) + " may not use this service; a web page must not reach a device (start hapticd with --allow-origin to allow it)", false
+				return protocol.CodeForbiddenOrigin, "origin " + quoteShort(origin) + " may not use this service; a web page must not reach a device (start hapticd with --allow-origin to allow it)", false
 			}
 		}
 	}
 	if g.checkHost && r.Host != "" {
 		host := hostOnly(r.Host)
 		if !isLoopbackHost(host) && !g.allowHosts[strings.ToLower(host)] {
-			return "forbidden_host", "host " + quoteShort(r.Host) + " is not this loopback service (DNS rebinding?); start hapticd with --allow-host to allow it", false
+			return protocol.CodeForbiddenHost, "host " + quoteShort(r.Host) + " is not this loopback service (DNS rebinding?); start hapticd with --allow-host to allow it", false
 		}
 	}
 	return "", "", true

@@ -66,8 +66,8 @@ func Start(cfg Config) (*Server, error) {
 		conns: newConnSet(),
 		addrs: make(map[string]net.Addr),
 	}
-	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code, reason string) {
-		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", code).Msg("refused a browser request")
+	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code protocol.Code, reason string) {
+		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request")
 	})
 
 	type listenerSpec struct {
