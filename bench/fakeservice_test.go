@@ -238,6 +238,9 @@ func fakeHapticd(args []string) error {
 	if *arms > capacity {
 		faults.overrunPermille = 100
 	}
+	// Catch the signal before announcing the listener, as hapticd does.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt)
 	f := newFake(*arms, faults)
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
@@ -248,8 +251,6 @@ func fakeHapticd(args []string) error {
 	// The log lines bench waits for, as zerolog writes them.
 	fmt.Fprintf(os.Stderr, `{"level":"info","listener":"http","addr":%q,"message":"listening"}`+"\n", ln.Addr().String())
 	fmt.Fprintln(os.Stderr, `{"level":"info","arms":`+strconv.Itoa(*arms)+`,"message":"ready"}`)
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt)
 	<-stop
 	return srv.Close()
 }

@@ -164,17 +164,20 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Catch signals before any listener answers: a supervisor (or a test)
+	// that sees the port up and sends SIGTERM at once must get a clean
+	// shutdown, not the default action that kills the process mid-write.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	sv, err := startService(o, log)
 	if err != nil {
 		return err
 	}
 	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	log.Info().Str("signal", s.String()).Msg("shutting down")
-	signal.Stop(sig)
 	return sv.stop(nil)
 }
 
