@@ -409,19 +409,32 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
+	docName := func(i int) string {
+		if i%6 == 5 {
+			return "profiles/" + EscapeName("co.example.app:main") + "/session"
+		}
+		return fmt.Sprintf("devices/arm3-%04X", i%6)
+	}
+	docAt := func(i int) crashDoc {
+		n := (i * 7919) % 20000
+		return crashDoc{Seq: i, Payload: strings.Repeat(string(rune('a'+i%26)), n), Len: n}
+	}
+	// Every document is saved once before any progress is reported, so all
+	// six are acknowledged whenever the kill lands and all six must survive
+	// it, whichever writer the scheduler happened to favour.
+	for i := range 6 {
+		if err := s.Save(docName(i), docAt(i)); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+	}
 	// Several writers, so that whenever the parent's kill lands (it
 	// follows a progress line from one of them), others are mid-write.
 	var saved atomic.Int64
 	for w := range 3 {
 		go func() {
-			for i := w; ; i += 3 {
-				n := (i * 7919) % 20000
-				doc := crashDoc{Seq: i, Payload: strings.Repeat(string(rune('a'+i%26)), n), Len: n}
-				name := fmt.Sprintf("devices/arm3-%04X", i%5)
-				if i%3 == 0 {
-					name = "profiles/" + EscapeName("co.example.app:main") + "/session"
-				}
-				if err := s.Save(name, doc); err != nil {
+			for i := 6 + w; ; i += 3 {
+				if err := s.Save(docName(i), docAt(i)); err != nil {
 					fmt.Println("error", err)
 					os.Exit(2)
 				}
