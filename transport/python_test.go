@@ -7,7 +7,8 @@ import (
 )
 
 // A client written in another language (Python, Debian's python3-websockets)
-// runs a 2000-tick lock-step loop against the real service.
+// runs a lock-step loop (at least 2000 ticks and half a second) against the
+// real service.
 func TestPythonLockstepClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a Python client")
