@@ -267,6 +267,8 @@ func TestBusyDeviceAndEvent(t *testing.T) {
 	a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
 	a.expect()
 	b.expect()
+	// The longest lease, so A still holds the arm when B asks on a slow machine.
+	a.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	if f := a.roundTrip(force(id, 0, 0, 1)); f["errors"] != nil {
 		t.Fatalf("first controller refused: %v", f["errors"])
 	}
@@ -314,8 +316,8 @@ func TestDisconnectReleases(t *testing.T) {
 	ctl.expect()
 	obs.expect()
 	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	ctl.roundTrip(force(id, 0, 0, 2))
 	checkFor(t, 2*time.Second, func() error {
+		ctl.roundTrip(force(id, 0, 0, 2)) // renews the lease while we wait
 		if z := vec(path(obs.roundTrip(`{}`), "arm3", 0, "state", "current_cursor_force"))[2]; math.Abs(z-2) > 0.01 {
 			return fmt.Errorf("force z %v", z)
 		}

@@ -81,7 +81,7 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	checkEventually(t, 5*time.Second, func() error {
 		f := send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":3}}}}]}`, id))
 		if f["errors"] != nil {
-			t.Fatalf("errors: %v", f["errors"])
+			return fmt.Errorf("errors: %v", f["errors"])
 		}
 		if lf := emu.Stats().LastForce; lf.Z < 2.9 {
 			return fmt.Errorf("the emulated firmware holds %+v", lf)

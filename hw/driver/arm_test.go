@@ -36,8 +36,13 @@ func openArm(t *testing.T, path string, o driver.ArmOptions) *driver.Arm {
 		t.Fatalf("serial.Open: %v", err)
 	}
 	o.Path = path
+	// Generous timeouts: the emulator shares a loaded machine, and a late
+	// reply here would fail the test, not the driver.
 	if o.ReplyTimeout == 0 {
 		o.ReplyTimeout = testReplyTimeout
+	}
+	if o.HaltTimeout == 0 {
+		o.HaltTimeout = testReplyTimeout
 	}
 	a, err := driver.OpenArm(p, o)
 	if err != nil {
@@ -184,8 +189,20 @@ func TestArmDroppedBytesAreMissesNotErrors(t *testing.T) {
 	e.SetFaults(emulator.Faults{DropProbability: 0.05})
 	exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, 50)
 	e.SetFaults(emulator.Faults{})
+	// Let a command the emulator took late (past the 20 ms timeout) land
+	// before counting, so only the next 20 are counted.
+	exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 5)
+	for last := e.Stats().Commands; ; {
+		time.Sleep(50 * time.Millisecond)
+		if n := e.Stats().Commands; n == last {
+			break
+		} else {
+			last = n
+		}
+	}
 	before := e.Stats().Commands
 	st := exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 20)
+	eventually(func() bool { return e.Stats().Commands-before >= 20 })
 	if e.Stats().Commands-before != 20 || st.ForceN != (hw.Vec3{}) {
 		t.Errorf("after the faults stop the arm should follow every command: %d commands, force %v", e.Stats().Commands-before, st.ForceN)
 	}
@@ -294,8 +311,8 @@ func TestArmCloseAndHaltSendZeroForce(t *testing.T) {
 			if err := tc.stop(a); err != nil {
 				t.Fatal(err)
 			}
-			if f := e.Stats().LastForce; f != (hw.Vec3{}) {
-				t.Errorf("firmware holds %v after %s; want zero", f, tc.name)
+			if !eventually(func() bool { return e.Stats().LastForce == (hw.Vec3{}) }) {
+				t.Errorf("firmware holds %v after %s; want zero", e.Stats().LastForce, tc.name)
 			}
 		})
 	}
@@ -308,8 +325,8 @@ func TestArmConfigureReachesFirmware(t *testing.T) {
 	if err := a.Configure(want); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.Stats().Settings; got != want {
-		t.Errorf("firmware settings %+v, want %+v", got, want)
+	if !eventually(func() bool { return e.Stats().Settings == want }) {
+		t.Errorf("firmware settings %+v, want %+v", e.Stats().Settings, want)
 	}
 	exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 3)
 }

@@ -111,8 +111,10 @@ func TestFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, h := start(t, emulator.Options{Index: 10 + i, Faults: tc.faults})
 			h.port.Write(wire.AppendForce(nil, hw.Vec3{X: 1}))
-			// Read longer than the fault needs; nothing more may come.
-			got := h.read(tc.wantBytes+1, 200*time.Millisecond)
+			// Wait generously for what should come, then briefly for
+			// anything more, which must not come.
+			got := h.read(tc.wantBytes, 5*time.Second)
+			got = append(got, h.read(1, 200*time.Millisecond)...)
 			if len(got) != tc.wantBytes {
 				t.Fatalf("host read %d bytes (%x), want %d", len(got), got, tc.wantBytes)
 			}
@@ -120,6 +122,10 @@ func TestFaults(t *testing.T) {
 				t.Errorf("reply does not end with a state frame: %x", got)
 			}
 			// Firmware applied the command even when its reply was lost.
+			deadline := time.Now().Add(5 * time.Second)
+			for e.Stats().LastForce != (hw.Vec3{X: 1}) && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
 			if e.Stats().LastForce != (hw.Vec3{X: 1}) {
 				t.Errorf("firmware force %v", e.Stats().LastForce)
 			}

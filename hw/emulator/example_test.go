@@ -26,7 +26,7 @@ func ExampleStartPTY() {
 	}
 	// A loop at 1 kHz would keep the default deadline (0.8 ms); an
 	// example on a busy machine waits longer.
-	arm, err := driver.OpenArm(port, driver.ArmOptions{Path: path, ReplyTimeout: 100 * time.Millisecond})
+	arm, err := driver.OpenArm(port, driver.ArmOptions{Path: path, ReplyTimeout: 2 * time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return

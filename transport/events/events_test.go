@@ -263,7 +263,7 @@ func TestOversizedInputClosesWith1009(t *testing.T) {
 }
 
 func TestServerPings(t *testing.T) {
-	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 20 * time.Millisecond}})
+	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 250 * time.Millisecond}})
 	c := f.dial(t, "")
 	var mu sync.Mutex
 	pings := 0
