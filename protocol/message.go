@@ -160,43 +160,60 @@ func (m *ClientMessage) Reset() {
 // dst.Warnings and do not block the rest. Unknown device ids are the
 // caller's to report.
 func DecodeClientMessage(data []byte, types *TypeTable, dst *ClientMessage) []Error {
-	root, ok := dst.Begin(data, types)
+	return dst.Decode(data, types, decodeDeviceArray)
+}
+
+// decodeDeviceArray decodes a 3.x device collection: an array of entries
+// that carry their own "device_id".
+func decodeDeviceArray(m *ClientMessage, dt DeviceType, key string, list Value) {
+	if list.Kind() != KindArray {
+		m.Fail(CodeInvalidValue, key, `%s must be an array of device entries like [{"device_id": "049D", "commands": {...}}], got %s`, key, list.Kind())
+		return
+	}
+	for el := list.Elements(); el.Next(); {
+		m.DecodeDevice(dt, key, el.Index(), nil, el.Value())
+	}
+}
+
+// A CollectionDecoder decodes one device-type member of a message (the
+// value under "arm3", say) in its format's layout, with m.DecodeDevice for
+// each device. It is a plain function, not a closure, so that decoding a
+// message per tick allocates nothing.
+type CollectionDecoder func(m *ClientMessage, dt DeviceType, key string, collection Value)
+
+// Decode is the walk both formats share: it resets m, parses data, decodes
+// the session object, warns about unknown device types and hands each
+// known type's collection to collection. It returns m.Errors.
+func (m *ClientMessage) Decode(data []byte, types *TypeTable, collection CollectionDecoder) []Error {
+	root, ok := m.begin(data, types)
 	if !ok {
-		return dst.Errors
+		return m.Errors
 	}
 	for it := root.Members(); it.Next(); {
 		if it.KeyIs("session") {
-			dst.DecodeSession(it.Value())
+			m.decodeSession(it.Value())
 			continue
 		}
 		dt, key, ok := types.Lookup(it.Key())
 		if !ok {
-			dst.WarnUnknownType(it.Key())
+			m.warnUnknownType(it.Key())
 			continue
 		}
-		list := it.Value()
-		if !list.Exists() {
-			continue
-		}
-		if list.Kind() != KindArray {
-			dst.Fail(CodeInvalidValue, key, `%s must be an array of device entries like [{"device_id": "049D", "commands": {...}}], got %s`, key, list.Kind())
-			continue
-		}
-		for el := list.Elements(); el.Next(); {
-			dst.DecodeDevice(dt, key, el.Index(), nil, el.Value())
+		if v := it.Value(); v.Exists() {
+			collection(m, dt, key, v)
 		}
 	}
-	return dst.Errors
+	return m.Errors
 }
 
 // The methods below are the shared decoding steps of both codecs (3.x here,
 // 3.0 in protocol/v30): the codecs differ only in how device collections are
 // laid out and how paths are spelled.
 
-// Begin resets m, parses data and returns its root object; types resolves
+// begin resets m, parses data and returns its root object; types resolves
 // the type keys the message names. It reports false (with the error
 // recorded) when data is not a JSON object.
-func (m *ClientMessage) Begin(data []byte, types *TypeTable) (Value, bool) {
+func (m *ClientMessage) begin(data []byte, types *TypeTable) (Value, bool) {
 	m.Reset()
 	m.types = types
 	if err := m.doc.Parse(data); err != nil {
@@ -222,8 +239,8 @@ func (m *ClientMessage) Warn(code Code, path, format string, args ...any) {
 	m.Warnings = append(m.Warnings, *Errorf(code, path, format, args...))
 }
 
-// WarnUnknownType records the warning for an unknown device-type key.
-func (m *ClientMessage) WarnUnknownType(key []byte) {
+// warnUnknownType records the warning for an unknown device-type key.
+func (m *ClientMessage) warnUnknownType(key []byte) {
 	k := string(key)
 	m.Warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
 }
@@ -579,8 +596,8 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 	return decodeEntryValue(k, val, at, w)
 }
 
-// DecodeSession decodes the "session" part of a message.
-func (m *ClientMessage) DecodeSession(v Value) {
+// decodeSession decodes the "session" part of a message.
+func (m *ClientMessage) decodeSession(v Value) {
 	if !v.Exists() {
 		return
 	}

@@ -13,34 +13,20 @@ import (
 //
 // Paths in errors and warnings use dots ("arm3.049D.configure.damping").
 func DecodeClientMessage(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
-	root, ok := dst.Begin(data, types)
-	if !ok {
-		return dst.Errors
+	return dst.Decode(data, types, decodeDeviceObject)
+}
+
+// decodeDeviceObject decodes a 3.0 device collection: an object keyed by
+// device id.
+func decodeDeviceObject(m *protocol.ClientMessage, dt protocol.DeviceType, key string, devices protocol.Value) {
+	if devices.Kind() != protocol.KindObject {
+		m.Fail(protocol.CodeInvalidValue, key,
+			`%s must be an object keyed by device id like {"049D": {"commands": {...}}}, got %s`, key, devices.Kind())
+		return
 	}
-	for it := root.Members(); it.Next(); {
-		if it.KeyIs("session") {
-			dst.DecodeSession(it.Value())
-			continue
-		}
-		dt, key, ok := types.Lookup(it.Key())
-		if !ok {
-			dst.WarnUnknownType(it.Key())
-			continue
-		}
-		devices := it.Value()
-		if !devices.Exists() {
-			continue
-		}
-		if devices.Kind() != protocol.KindObject {
-			dst.Fail(protocol.CodeInvalidValue, key,
-				`%s must be an object keyed by device id like {"049D": {"commands": {...}}}, got %s`, key, devices.Kind())
-			continue
-		}
-		for d := devices.Members(); d.Next(); {
-			dst.DecodeDevice(dt, key, 0, d.Key(), d.Value())
-		}
+	for d := devices.Members(); d.Next(); {
+		m.DecodeDevice(dt, key, 0, d.Key(), d.Value())
 	}
-	return dst.Errors
 }
 
 // spelling is the 3.0 member names.
