@@ -32,8 +32,8 @@
 //
 // # Codecs
 //
-// The 3.x codec is DecodeClientMessage and AppendFrame. The decoding steps
-// (ClientMessage.Begin, DecodeSession, DecodeDevice) and the encoding pieces
+// The 3.x codec is DecodeClientMessage and AppendFrame. The message walk
+// (ClientMessage.Decode with a CollectionDecoder, DecodeDevice) and the encoding pieces
 // (AppendArmBody, AppendGripBody, AppendFrameTail, Spelling) are exported so
 // that protocol/v30 lays out the 3.0 format over the same implementation.
 //
