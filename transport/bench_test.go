@@ -92,3 +92,32 @@ func percentiles(ns []int64) (p50, p99 float64) {
 	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))]) }
 	return at(0.5), at(0.99)
 }
+
+// BenchmarkSendAhead measures a client that sends maxInFlight messages before
+// reading their frames, the most the reader accepts before it stops reading.
+// One op is one message and its frame; B/op and allocs/op count both ends
+// (they share the process), so they show whether message buffers are reused
+// when a client runs ahead.
+func BenchmarkSendAhead(b *testing.B) {
+	ts := startService(b, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	svc := ts.dial(b, ts.wsURL())
+	svc.expect()
+	msg := []byte(force(id, 0, 0, 0.1))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(maxInFlight, b.N-done)
+		for range n {
+			if err := svc.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range n {
+			if _, _, err := svc.conn.NextReader(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += n
+	}
+}

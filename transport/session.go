@@ -22,9 +22,17 @@ const (
 	// client instead of the service buffering without limit.
 	maxInFlight  = 64
 	writeTimeout = 5 * time.Second
-	// framePoolSize buffers are kept per connection; frames are encoded into
-	// them and reused once written.
-	framePoolSize = 8
+	// poolSize frame buffers and as many message buffers are kept per
+	// connection. A message is processed on the reader's goroutine, which
+	// also writes its frame, so one buffer of each kind circulates even
+	// when a client sends maxInFlight messages ahead (BenchmarkSendAhead:
+	// about 134 B/op in all, less than one message buffer); the spare
+	// slots cover a Stop processed on another goroutine.
+	poolSize = 8
+	// maxKeptMessageBytes is the largest message buffer kept for reuse. A
+	// client's message may be up to maxMessageBytes; keeping the buffer
+	// it grew would pin that much per connection for its lifetime.
+	maxKeptMessageBytes = 64 << 10
 )
 
 // sessionHandler upgrades connections on "/" to simulation sessions.
@@ -61,10 +69,13 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader already answered with an HTTP error
 	}
 	ws.SetReadLimit(maxMessageBytes)
+	// Frame buffers of any size are kept: frames are the service's own,
+	// sized by the number of arms, and a cap would allocate every tick
+	// once a large fleet's frames passed it.
 	c := &wsConn{
 		ws:       ws,
-		free:     make(chan []byte, framePoolSize),
-		inFree:   make(chan []byte, framePoolSize),
+		frames:   newBufPool(poolSize, 4096, 0),
+		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
 		inflight: make(chan struct{}, maxInFlight),
 		done:     make(chan struct{}),
 		log:      h.log,
@@ -105,8 +116,8 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // across I/O.
 type wsConn struct {
 	ws       *websocket.Conn
-	free     chan []byte   // reusable frame buffers
-	inFree   chan []byte   // reusable message buffers
+	frames   bufPool       // frame buffers, reused once written
+	messages bufPool       // message buffers, reused once processed
 	inflight chan struct{} // one token per message whose frame is not written yet
 	done     chan struct{} // closed by Close
 	log      zerolog.Logger
@@ -134,7 +145,7 @@ func (c *wsConn) readLoop(sess *actors.Session) {
 			c.readError(err)
 			return
 		}
-		buf, err := readInto(c.inBuffer(), r)
+		buf, err := readInto(c.messages.get(), r)
 		if err != nil {
 			c.readError(err)
 			return
@@ -164,28 +175,39 @@ func (c *wsConn) sendClose() {
 }
 
 // Buffer implements actors.FrameSink.
-func (c *wsConn) Buffer() []byte {
-	select {
-	case b := <-c.free:
-		return b
-	default:
-		return make([]byte, 0, 4096)
-	}
-}
-
-func (c *wsConn) inBuffer() []byte {
-	select {
-	case b := <-c.inFree:
-		return b
-	default:
-		return make([]byte, 0, 1024)
-	}
-}
+func (c *wsConn) Buffer() []byte { return c.frames.get() }
 
 // Recycle implements actors.FrameSink: the session is done with a message.
-func (c *wsConn) Recycle(inbound []byte) {
+func (c *wsConn) Recycle(inbound []byte) { c.messages.put(inbound) }
+
+// bufPool is a bounded free list of byte buffers.
+type bufPool struct {
+	free    chan []byte
+	newCap  int // capacity of a buffer made when the list is empty
+	keepCap int // put drops a buffer that grew past this; 0 keeps any
+}
+
+func newBufPool(n, newCap, keepCap int) bufPool {
+	return bufPool{free: make(chan []byte, n), newCap: newCap, keepCap: keepCap}
+}
+
+// get returns an empty buffer, reused if one is free.
+func (p bufPool) get() []byte {
 	select {
-	case c.inFree <- inbound[:0]:
+	case b := <-p.free:
+		return b
+	default:
+		return make([]byte, 0, p.newCap)
+	}
+}
+
+// put keeps b for reuse unless the list is full or b is over keepCap.
+func (p bufPool) put(b []byte) {
+	if p.keepCap > 0 && cap(b) > p.keepCap {
+		return
+	}
+	select {
+	case p.free <- b[:0]:
 	default:
 	}
 }
@@ -225,10 +247,7 @@ func (c *wsConn) Send(buf []byte) {
 		default:
 		}
 	}
-	select {
-	case c.free <- buf[:0]:
-	default:
-	}
+	c.frames.put(buf)
 	if err != nil {
 		c.writeFailed = true
 		c.log.Info().Err(err).Msg("write failed; closing the session")

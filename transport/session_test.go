@@ -455,3 +455,23 @@ func TestFullStateLimitedToDeviceTypes(t *testing.T) {
 		t.Fatalf("device_types []: %v", f)
 	}
 }
+
+func TestBufPoolDropsGrownMessageBuffers(t *testing.T) {
+	p := newBufPool(2, 1024, maxKeptMessageBytes)
+	small := append(p.get(), "small"...)
+	big := make([]byte, maxMessageBytes)
+	p.put(big)
+	p.put(small)
+	if got := p.get(); cap(got) != cap(small) || len(got) != 0 {
+		t.Fatalf("get after put(small) = len %d cap %d, want the small buffer emptied (cap %d)", len(got), cap(got), cap(small))
+	}
+	if got := p.get(); cap(got) != 1024 {
+		t.Fatalf("get on an empty pool = cap %d, want a new 1024-byte buffer (the 1 MiB one must not be kept)", cap(got))
+	}
+
+	frames := newBufPool(1, 4096, 0)
+	frames.put(big)
+	if got := frames.get(); cap(got) != len(big) {
+		t.Fatalf("frame pool get = cap %d, want the %d-byte buffer kept", cap(got), len(big))
+	}
+}
