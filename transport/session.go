@@ -305,9 +305,3 @@ func (s *connSet) closeAll(code int, reason string) {
 		c.Close(code, reason) // wakes the reader, which sends the close frame
 	}
 }
-
-func (s *connSet) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}

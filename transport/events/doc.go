@@ -1,6 +1,6 @@
 // Package events serves the activity channel to clients: the events
-// WebSocket on "/" of --events-port ([Server], [NewSocketHandler]) and GET
-// /events on the HTTP port ([NewRecentHandler]).
+// WebSocket on "/" of --events-port ([Server]) and GET /events on the HTTP
+// port ([NewRecentHandler]).
 //
 // # The socket
 //

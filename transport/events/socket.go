@@ -96,14 +96,6 @@ func NewServerWithOptions(a *activity.Activity, log zerolog.Logger, o SocketOpti
 	}
 }
 
-// NewSocketHandler returns the events WebSocket handler for "/" of
-// --events-port. It is a *Server: keep it as one (or use NewServer) to
-// close the sockets with a close frame on shutdown; otherwise they end when
-// the activity actor stops or the client leaves.
-func NewSocketHandler(a *activity.Activity, log zerolog.Logger) http.Handler {
-	return NewServer(a, log)
-}
-
 // ServeHTTP upgrades a request on "/" to the events socket. ?since=SEQ
 // replays what the ring holds after SEQ, then goes live; without it the
 // socket is live only.
