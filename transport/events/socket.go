@@ -253,27 +253,26 @@ func (c *socketConn) writeLoop() {
 			reason = c.readReason
 			return
 		case <-c.stop:
-			// Queued events first, then the close frame, so a
-			// shutdown loses nothing already published.
-			if r, ok := c.flush(&buf); !ok {
-				reason = r
-				return
-			}
-			reason = reasonShutdown
-			c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down")
-			c.awaitReader()
+			reason = c.goAway(&buf, reasonShutdown, "hapticd is shutting down")
 			return
 		case <-c.sub.Done():
-			if r, ok := c.flush(&buf); !ok {
-				reason = r
-				return
-			}
-			reason = reasonActivityEnded
-			c.closeWith(websocket.CloseGoingAway, "the activity channel stopped (hapticd is shutting down)")
-			c.awaitReader()
+			reason = c.goAway(&buf, reasonActivityEnded, "the activity channel stopped (hapticd is shutting down)")
 			return
 		}
 	}
+}
+
+// goAway ends the socket for a server-side reason: queued events first,
+// then the close frame (1001 with text), so a shutdown loses nothing
+// already published. It returns why the connection ended: reason, or the
+// write failure that cut the flush short.
+func (c *socketConn) goAway(buf *[]byte, reason closeReason, text string) closeReason {
+	if r, ok := c.flush(buf); !ok {
+		return r
+	}
+	c.closeWith(websocket.CloseGoingAway, text)
+	c.awaitReader()
+	return reason
 }
 
 // flush writes every event queued now.
