@@ -51,8 +51,21 @@ type ClientResult struct {
 	// TargetHz is the requested tick rate; 0 means as fast as possible.
 	TargetHz   float64 `json:"target_hz"`
 	AchievedHz float64 `json:"achieved_hz"`
-	Sent       uint64  `json:"sent"`
-	Received   uint64  `json:"received"`
+	Counts
+	// Errors lists what stopped or disturbed the client (dial, I/O, checks).
+	Errors     []string `json:"errors,omitempty"`
+	FrameBytes int      `json:"frame_bytes"`
+	RTT        Summary  `json:"rtt"`
+
+	rtt *Histogram
+}
+
+// Counts are the message and frame tallies of one client, or summed over
+// every client of a phase. Embedded untagged, its fields stay top-level
+// keys of the JSON report.
+type Counts struct {
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"received"`
 	// MissedDeadlines counts paced ticks skipped because the previous round
 	// trip ended after their deadline.
 	MissedDeadlines uint64 `json:"missed_deadlines"`
@@ -69,12 +82,17 @@ type ClientResult struct {
 	// session controls the arm, as PROTOCOL.md 2.5 says, which happens
 	// when there are more controlling clients than arms.
 	BusyFrames uint64 `json:"busy_frames"`
-	// Errors lists what stopped or disturbed the client (dial, I/O, checks).
-	Errors     []string `json:"errors,omitempty"`
-	FrameBytes int      `json:"frame_bytes"`
-	RTT        Summary  `json:"rtt"`
+}
 
-	rtt *Histogram
+// add sums o into c.
+func (c *Counts) add(o Counts) {
+	c.Sent += o.Sent
+	c.Received += o.Received
+	c.MissedDeadlines += o.MissedDeadlines
+	c.Lost += o.Lost
+	c.OutOfOrder += o.OutOfOrder
+	c.ErrorFrames += o.ErrorFrames
+	c.BusyFrames += o.BusyFrames
 }
 
 // schedule is the shared timeline of one load run, as offsets from base on

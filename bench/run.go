@@ -92,16 +92,10 @@ type Overall struct {
 	AchievedHzTotal float64 `json:"achieved_hz_total"`
 	AchievedHzMean  float64 `json:"achieved_hz_mean"`
 	AchievedHzMin   float64 `json:"achieved_hz_min"`
-	Sent            uint64  `json:"sent"`
-	Received        uint64  `json:"received"`
-	MissedDeadlines uint64  `json:"missed_deadlines"`
-	Lost            uint64  `json:"lost"`
-	OutOfOrder      uint64  `json:"out_of_order"`
-	ErrorFrames     uint64  `json:"error_frames"`
-	BusyFrames      uint64  `json:"busy_frames"`
-	ClientsInError  int     `json:"clients_in_error"`
-	FrameBytes      int     `json:"frame_bytes"`
-	RTT             Summary `json:"rtt"`
+	Counts
+	ClientsInError int     `json:"clients_in_error"`
+	FrameBytes     int     `json:"frame_bytes"`
+	RTT            Summary `json:"rtt"`
 }
 
 // Machine says where the figures were measured.
@@ -434,13 +428,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 		if ov.AchievedHzMin < 0 || r.AchievedHz < ov.AchievedHzMin {
 			ov.AchievedHzMin = r.AchievedHz
 		}
-		ov.Sent += r.Sent
-		ov.Received += r.Received
-		ov.MissedDeadlines += r.MissedDeadlines
-		ov.Lost += r.Lost
-		ov.OutOfOrder += r.OutOfOrder
-		ov.ErrorFrames += r.ErrorFrames
-		ov.BusyFrames += r.BusyFrames
+		ov.Counts.add(r.Counts)
 		if len(r.Errors) > 0 {
 			ov.ClientsInError++
 		}

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +223,67 @@ func TestSessionIDOf(t *testing.T) {
 		id, ok := sessionIDOf([]byte(tt.frame))
 		if id != tt.id || ok != tt.ok {
 			t.Errorf("sessionIDOf(%s) = %d, %v; want %d, %v", tt.frame, id, ok, tt.id, tt.ok)
+		}
+	}
+}
+
+// TestReportJSONKeys pins the keys, and their order, of the per-client and
+// overall figures: reports in bench/results and the plots read them.
+func TestReportJSONKeys(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"ClientResult", ClientResult{Errors: []string{"x"}},
+			"index role device_id session_id target_hz achieved_hz sent received missed_deadlines lost out_of_order error_frames busy_frames errors frame_bytes rtt"},
+		{"Overall", Overall{},
+			"sessions target_hz achieved_hz_total achieved_hz_mean achieved_hz_min sent received missed_deadlines lost out_of_order error_frames busy_frames clients_in_error frame_bytes rtt"},
+	} {
+		b, err := json.Marshal(tt.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(topLevelKeys(t, b), " "); got != tt.want {
+			t.Errorf("%s keys:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func topLevelKeys(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestCountsAddSumsEveryField fails when a field added to Counts is left
+// out of add.
+func TestCountsAddSumsEveryField(t *testing.T) {
+	var a, b Counts
+	va, vb := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
+	for i := range va.NumField() {
+		va.Field(i).SetUint(uint64(i + 1))
+		vb.Field(i).SetUint(uint64(100 * (i + 1)))
+	}
+	a.add(b)
+	for i := range va.NumField() {
+		if got, want := va.Field(i).Uint(), uint64(101*(i+1)); got != want {
+			t.Errorf("%s = %d after add, want %d", va.Type().Field(i).Name, got, want)
 		}
 	}
 }
