@@ -179,22 +179,32 @@ func (c *client) readFrame() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := c.buf[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	b, err := readAll(c.buf[:0], r)
+	if err != nil {
+		return nil, err
 	}
 	c.buf = b
 	return b, nil
+}
+
+// readAll appends the rest of one message to buf, growing it only when the
+// message does not fit, and returns it. Unlike io.ReadAll it keeps the
+// caller's memory, so a client reading frames of a steady size allocates
+// nothing per frame.
+func readAll(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // run drives the lock-step loop until the end of the schedule or ctx, then

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -99,19 +98,8 @@ func (e *echoServer) serve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		buf = buf[:0]
-		for {
-			if len(buf) == cap(buf) {
-				buf = append(buf, 0)[:len(buf)]
-			}
-			n, err := rd.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+n]
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return
-			}
+		if buf, err = readAll(buf[:0], rd); err != nil {
+			return
 		}
 		reply := e.state
 		if bytes.Contains(buf, keyFullState) {
