@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -168,19 +167,12 @@ func bytesText(n uint64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// WriteJSON writes v as indented JSON to path ("-" is stdout).
-func WriteJSON(path string, v any) error {
+// WriteJSON writes v to w as indented JSON, ending with a newline.
+func WriteJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("bench: encode report: %w", err)
 	}
-	b = append(b, '\n')
-	if path == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("bench: write %s: %w", path, err)
-	}
-	return nil
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

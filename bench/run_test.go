@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,14 +156,11 @@ func TestRunReportOutputs(t *testing.T) {
 
 	t.Logf("table:\n%s", table.String())
 
-	path := filepath.Join(t.TempDir(), "run.json")
-	if err := WriteJSON(path, rep); err != nil {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := buf.Bytes()
 	var doc struct {
 		Config  map[string]any `json:"config"`
 		Machine map[string]any `json:"machine"`

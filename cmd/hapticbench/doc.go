@@ -15,6 +15,10 @@
 // arms finds the largest number of simulated arms the service steps at the
 // loop rate with under 1 % overrun ticks, beside the bare loop's.
 //
+// --json FILE writes the report as JSON beside the table on stdout. With
+// --json - the JSON is written to stdout and the table to stderr, so stdout
+// is one JSON document (hapticbench run --quiet --json - | jq .hapticd.overall).
+//
 // The exit status is 1 when a run saw lost, out-of-order or error frames,
 // so a CI job fails on a broken contract and not on a slow machine.
 package main

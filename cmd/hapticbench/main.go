@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,18 +43,60 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) == 0 {
 		return usageError{errors.New(usageText)}
 	}
+	var err error
 	switch args[0] {
 	case "run":
-		return runCommand(ctx, args[1:], stdout, stderr)
+		err = runCommand(ctx, args[1:], stdout, stderr)
 	case "arms":
-		return armsCommand(ctx, args[1:], stdout, stderr)
+		err = armsCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
-		return echoServeCommand(args[1:], os.Stdin, stdout, stderr)
+		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usageText)
 		return nil
+	default:
+		return usageError{fmt.Errorf("unknown command %q\n%s", args[0], usageText)}
 	}
-	return usageError{fmt.Errorf("unknown command %q\n%s", args[0], usageText)}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h printed the flags: asked for, so not a failure
+	}
+	return err
+}
+
+// parseArgs parses a command's flags and refuses stray arguments. It
+// returns flag.ErrHelp for -h (the flags are printed already) and a
+// usageError for a bad command line.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("%s: unexpected arguments %q", strings.TrimPrefix(fs.Name(), "hapticbench "), fs.Args())}
+	}
+	return nil
+}
+
+// emit prints a report's table and, with --json, writes its JSON to
+// jsonPath. With "--json -" the JSON goes to stdout and the table to
+// stderr, so stdout holds one JSON document a pipe can parse.
+func emit(rep interface{ WriteTable(io.Writer) error }, jsonPath string, stdout, stderr io.Writer) error {
+	table := stdout
+	if jsonPath == "-" {
+		table = stderr
+	}
+	if err := rep.WriteTable(table); err != nil {
+		return err
+	}
+	switch jsonPath {
+	case "":
+		return nil
+	case "-":
+		return bench.WriteJSON(stdout, rep)
+	}
+	return writeFile(jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, rep) })
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -76,18 +119,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&o.NoEcho, "no-echo", false, "skip the echo baseline")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.BoolVar(&o.PerDevice, "per-device", false, "keep every device's loop figures in the JSON")
-	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	sweep := fs.String("sweep", "", "run once per client count, e.g. clients=1,10,50,100")
 	plot := fs.String("plot", "", "with --sweep, write an SVG plot of RTT percentiles and achieved rate to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("run: unexpected arguments %q", fs.Args())}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if *plot != "" && *sweep == "" {
 		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100")}
@@ -105,13 +142,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if err := rep.WriteTable(stdout); err != nil {
+		if err := emit(rep, *jsonPath, stdout, stderr); err != nil {
 			return err
-		}
-		if *jsonPath != "" {
-			if err := bench.WriteJSON(*jsonPath, rep); err != nil {
-				return err
-			}
 		}
 		if *plot != "" {
 			if err := writeFile(*plot, rep.WriteSVG); err != nil {
@@ -130,13 +162,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteTable(stdout); err != nil {
+	if err := emit(rep, *jsonPath, stdout, stderr); err != nil {
 		return err
-	}
-	if *jsonPath != "" {
-		if err := bench.WriteJSON(*jsonPath, rep); err != nil {
-			return err
-		}
 	}
 	return contractError(rep)
 }
@@ -164,16 +191,10 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
 	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
-	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("arms: unexpected arguments %q", fs.Args())}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if !*quiet {
 		o.Progress = stderr
@@ -182,13 +203,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteTable(stdout); err != nil {
-		return err
-	}
-	if *jsonPath != "" {
-		return bench.WriteJSON(*jsonPath, rep)
-	}
-	return nil
+	return emit(rep, *jsonPath, stdout, stderr)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -213,8 +228,8 @@ func echoServeCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	inv := fs.String("inventory", "", "file with the inventory frame")
 	state := fs.String("state", "", "file with the state frame")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if *inv == "" || *state == "" {
 		return usageError{errors.New("echo-serve needs --inventory and --state")}

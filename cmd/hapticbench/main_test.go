@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,6 +23,9 @@ func TestDispatchRejectsBadCommandLines(t *testing.T) {
 		{[]string{"run", "--sweep", "arms=1,2"}, "only the number of clients"},
 		{[]string{"run", "extra"}, "unexpected arguments"},
 		{[]string{"arms", "--max", "x"}, "invalid value"},
+		{[]string{"arms", "extra"}, "arms: unexpected arguments"},
+		{[]string{"echo-serve", "--inventory", "a"}, "needs --inventory and --state"},
+		{[]string{"echo-serve", "--nope"}, "flag provided but not defined"},
 	}
 	for _, tt := range tests {
 		err := dispatch(context.Background(), tt.args, io.Discard, io.Discard)
@@ -33,5 +40,56 @@ func TestDispatchHelp(t *testing.T) {
 	var out strings.Builder
 	if err := dispatch(context.Background(), []string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "hapticbench arms") {
 		t.Errorf("help: %v, %q", err, out.String())
+	}
+}
+
+func TestDispatchFlagHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"run", "arms", "echo-serve"} {
+		var stderr strings.Builder
+		if err := dispatch(context.Background(), []string{cmd, "-h"}, io.Discard, &stderr); err != nil {
+			t.Errorf("%s -h = %v, want nil (exit 0)", cmd, err)
+		}
+		if !strings.Contains(stderr.String(), "Usage of hapticbench "+cmd) {
+			t.Errorf("%s -h printed %q, want its flags", cmd, stderr.String())
+		}
+	}
+}
+
+type tableReport struct {
+	Figure int `json:"figure"`
+}
+
+func (r tableReport) WriteTable(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "figure  %d\n", r.Figure)
+	return err
+}
+
+func TestEmitJSONToStdoutKeepsItParseable(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if err := emit(tableReport{42}, "-", &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var got tableReport
+	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil || got.Figure != 42 {
+		t.Errorf("stdout with --json - is not the report's JSON (%v): %q", err, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "figure  42") {
+		t.Errorf("the table did not go to stderr: %q", stderr.String())
+	}
+}
+
+func TestEmitJSONToFile(t *testing.T) {
+	var stdout, stderr strings.Builder
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := emit(tableReport{7}, path, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	var got tableReport
+	if err != nil || json.Unmarshal(raw, &got) != nil || got.Figure != 7 {
+		t.Errorf("%s holds %q (%v), want the report's JSON", path, raw, err)
+	}
+	if stdout.String() != "figure  7\n" || stderr.Len() != 0 {
+		t.Errorf("table on stdout %q, stderr %q; want the table on stdout only", stdout.String(), stderr.String())
 	}
 }
