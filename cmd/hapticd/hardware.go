@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/discovery"
 	"github.com/hapticd/hapticd/hw/emulator"
@@ -140,48 +135,4 @@ func (f *foundHandler) ScanReport(r discovery.Report) {
 		ev.Str("port", p.Path).Str("outcome", p.Outcome.String()).Str("product", p.Product).
 			Str("device_id", p.DeviceID).Str("reason", p.Reason).Str("hint", p.Hint).Msg("hardware scan")
 	}
-}
-
-// printUsage renders the migration report as text.
-func printUsage(out io.Writer, data json.RawMessage) error {
-	var u activity.Usage
-	if err := json.Unmarshal(data, &u); err != nil {
-		return fmt.Errorf("read the report: %w", err)
-	}
-	fmt.Fprintf(out, "Deprecated use since %s (support ends in 4.0)\n\n", u.Since.Local().Format(time.RFC3339))
-	section := func(title string, uses []activity.DeprecatedUse) {
-		fmt.Fprintf(out, "%s:\n", title)
-		if len(uses) == 0 {
-			fmt.Fprintln(out, "  none")
-		}
-		for _, d := range uses {
-			fmt.Fprintf(out, "  %-60s %6d×  use %s\n", d.Name, d.Count, d.Replacement)
-			fmt.Fprintf(out, "      by remote: %s  by profile: %s\n", tally(d.ByRemote), tally(d.ByProfile))
-		}
-		fmt.Fprintln(out)
-	}
-	section("Deprecated HTTP routes", u.Routes)
-	section("Deprecated session commands", u.Commands)
-	fmt.Fprintf(out, "3.0 API sessions: %d (open now: %d)  by remote: %s  by profile: %s\n",
-		u.Legacy.Sessions.Count, u.Legacy.OpenSessions, tally(u.Legacy.Sessions.ByRemote), tally(u.Legacy.Sessions.ByProfile))
-	for _, r := range u.Legacy.Routes {
-		fmt.Fprintf(out, "  %-60s %6d×  by remote: %s\n", r.Route, r.Count, tally(r.ByRemote))
-	}
-	return nil
-}
-
-func tally(m map[string]uint64) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
