@@ -101,8 +101,8 @@ type WatcherOptions struct {
 	ExplicitPorts []string
 	// ScanPeriod is the time between scans (default 1 s).
 	ScanPeriod time.Duration
-	// PeriodS is the loop period the arms will be driven at (default
-	// 0.001 s); their reply deadline derives from it.
+	// PeriodS is the loop period the arms and RawHID boards will be driven
+	// at (default 0.001 s); their reply deadline derives from it.
 	PeriodS float64
 	// Arm and Grip are the driver options (Path and PeriodS are set by the
 	// Watcher).
@@ -120,7 +120,7 @@ type WatcherOptions struct {
 	// HIDEnumerate and HIDOpen find and open RawHID boards (defaults
 	// hid.Enumerate and hid.Open; in a build without HID they report
 	// hid.ErrUnavailable and HID is left out quietly). HID is the options
-	// of their drivers (Path is set by the Watcher). Boards are reported
+	// of their drivers (Path and PeriodS are set by the Watcher). Boards are reported
 	// with the path "hid:" + their platform path.
 	HIDEnumerate func() ([]hid.DeviceInfo, error)
 	HIDOpen      func(hid.DeviceInfo) (hid.Device, error)
@@ -158,7 +158,7 @@ func NewWatcher(o WatcherOptions) *Watcher {
 		o.ScanPeriod = time.Second
 	}
 	if o.PeriodS <= 0 {
-		o.PeriodS = 0.001
+		o.PeriodS = hw.DefaultPeriodS
 	}
 	if o.BackoffMin <= 0 {
 		o.BackoffMin = time.Second
@@ -423,7 +423,7 @@ func (w *Watcher) open(c candidate) (hw.Driver, error) {
 			return nil, err
 		}
 		o := w.opts.HID
-		o.Path = path
+		o.Path, o.PeriodS = path, w.opts.PeriodS
 		return hid.NewDriver(dev, o)
 	}
 	p, err := w.opts.Open(path)

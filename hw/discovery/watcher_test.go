@@ -293,3 +293,37 @@ func TestRawHIDBoards(t *testing.T) {
 		t.Error("Lost did not leave the board at zero force")
 	}
 }
+
+// TestRawHIDBoardTakesLoopPeriod checks the watcher hands its loop period
+// to RawHID drivers as it does to serial arms: at 500 Hz the reply budget
+// is 10 misses (20 ms), not the 1 kHz default's 20.
+func TestRawHIDBoardTakesLoopPeriod(t *testing.T) {
+	board := hid.NewFake(hid.Info{ID: 0x00AB, UUID: [16]byte{15: 9}})
+	boards := []hid.DeviceInfo{{Path: "1-2:1.0", VID: hid.TeensyRawHIDVID, PID: hid.TeensyRawHIDPID, Product: "DIY arm"}}
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		PeriodS:      0.002,
+		Enumerate:    noPorts,
+		HIDEnumerate: func() ([]hid.DeviceInfo, error) { return boards, nil },
+		HIDOpen:      func(hid.DeviceInfo) (hid.Device, error) { return board, nil },
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	w.Scan(rec)
+	if len(rec.found) != 1 {
+		t.Fatalf("found %d devices, want 1", len(rec.found))
+	}
+	_, wantMisses := hw.ReplyBudget(0.002)
+	board.Stall(1 << 20)
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	misses := 0
+	for err := error(nil); err == nil && misses < 100; {
+		misses++
+		err = rec.found[0].Exchange(&cmd, &hw.State{})
+		if err != nil && !errors.Is(err, hid.ErrNoReply) {
+			t.Fatalf("Exchange: %v", err)
+		}
+	}
+	if misses != wantMisses {
+		t.Errorf("the driver failed after %d misses, want %d (the budget of a 2 ms period)", misses, wantMisses)
+	}
+}

@@ -16,10 +16,12 @@ type ArmOptions struct {
 	// Path is reported as Info().Port.
 	Path string
 	// PeriodS is the loop period the arm is driven at, in seconds (default
-	// 0.001). ReplyTimeout defaults to 80% of it.
+	// hw.DefaultPeriodS). ReplyTimeout and MaxMisses default to
+	// hw.ReplyBudget(PeriodS).
 	PeriodS float64
-	// ReplyTimeout bounds one Exchange's wait for its reply. Keep it under
-	// the period so a missing reply never costs a tick.
+	// ReplyTimeout bounds one Exchange's wait for its reply (default 80% of
+	// the period). Keep it under the period so a missing reply never costs
+	// a tick.
 	ReplyTimeout time.Duration
 	// MaxMisses consecutive missed replies make Exchange fail. The default
 	// tolerates 20 ms of silence (at least 3 misses): a scheduling hiccup
@@ -52,14 +54,15 @@ const (
 func DefaultArmWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.15, Z: 0.1} }
 
 func (o *ArmOptions) fill() {
-	if o.PeriodS <= 0 {
-		o.PeriodS = 0.001
+	if !(o.PeriodS > 0) {
+		o.PeriodS = hw.DefaultPeriodS
 	}
+	timeout, misses := hw.ReplyBudget(o.PeriodS)
 	if o.ReplyTimeout <= 0 {
-		o.ReplyTimeout = time.Duration(0.8 * o.PeriodS * float64(time.Second))
+		o.ReplyTimeout = timeout
 	}
 	if o.MaxMisses <= 0 {
-		o.MaxMisses = max(3, int(math.Ceil(maxSilenceS/o.PeriodS)))
+		o.MaxMisses = misses
 	}
 	if o.WakeAttempts <= 0 {
 		o.WakeAttempts = 5
@@ -80,10 +83,6 @@ func (o *ArmOptions) fill() {
 		o.EffectiveMassKg = DefaultArmEffectiveMassKg
 	}
 }
-
-// maxSilenceS is how long an arm may miss every reply before Exchange fails,
-// when ArmOptions.MaxMisses is not set.
-const maxSilenceS = 0.020
 
 // Errors of the arm driver, for errors.Is.
 var (

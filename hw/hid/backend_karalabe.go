@@ -61,11 +61,11 @@ type karalabeDevice struct {
 }
 
 func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
-	// hidapi counts whole milliseconds, and 0 would not wait at all.
-	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
-	if ms < 1 {
-		ms = 1
-	}
+	// hidapi counts whole milliseconds. Round down, so a read never
+	// outlasts the caller's deadline (the reply deadline is under the loop
+	// period, often under 1 ms); below 1 ms this is 0, a read that does not
+	// wait, and the driver polls until its deadline.
+	ms := int(max(timeout, 0) / time.Millisecond)
 	n, err := k.dev.ReadTimeout(k.in[:], ms)
 	if err != nil {
 		return false, err

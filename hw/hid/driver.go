@@ -12,7 +12,10 @@ import (
 // Device is an open RawHID interface, one report per call.
 type Device interface {
 	// Read reads one input report into r, waiting at most timeout. It
-	// returns false, nil when the timeout passes first.
+	// returns false, nil when none came. It may wait less than timeout
+	// (a backend that counts whole milliseconds rounds down, and does not
+	// wait at all below one); the driver reads again until its own
+	// deadline passes.
 	Read(r *Report, timeout time.Duration) (bool, error)
 	// Write sends one output report.
 	Write(r *Report) error
@@ -24,10 +27,16 @@ type Device interface {
 type Options struct {
 	// Path is reported as Info().Port.
 	Path string
-	// ReplyTimeout bounds one Exchange's wait (default 0.8 ms: under a
-	// 1 kHz period; USB full-speed HID polls at 1 ms at best).
+	// PeriodS is the loop period the board is driven at, in seconds
+	// (default hw.DefaultPeriodS). ReplyTimeout and MaxMisses default to
+	// hw.ReplyBudget(PeriodS), as the serial arm's do. USB full-speed HID
+	// polls at 1 ms at best, so a board on it misses replies at faster
+	// loops; the default MaxMisses rides out 20 ms of them.
+	PeriodS float64
+	// ReplyTimeout bounds one Exchange's wait (default 80% of the period).
 	ReplyTimeout time.Duration
-	// MaxMisses consecutive missed replies make Exchange fail (default 3).
+	// MaxMisses consecutive missed replies make Exchange fail (default:
+	// 20 ms of silence, at least 3).
 	MaxMisses int
 	// InfoAttempts and InfoTimeout bound identification at open (defaults
 	// 5 and 250 ms).
@@ -39,11 +48,15 @@ type Options struct {
 }
 
 func (o *Options) fill() {
+	if !(o.PeriodS > 0) {
+		o.PeriodS = hw.DefaultPeriodS
+	}
+	timeout, misses := hw.ReplyBudget(o.PeriodS)
 	if o.ReplyTimeout <= 0 {
-		o.ReplyTimeout = 800 * time.Microsecond
+		o.ReplyTimeout = timeout
 	}
 	if o.MaxMisses <= 0 {
-		o.MaxMisses = 3
+		o.MaxMisses = misses
 	}
 	if o.InfoAttempts <= 0 {
 		o.InfoAttempts = 5

@@ -3,6 +3,7 @@ package hid_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hid"
@@ -101,7 +102,8 @@ func TestDriverStopsForceOnTrouble(t *testing.T) {
 		{"stalled replies", func(d *hid.Driver, f *hid.Fake) error {
 			f.Stall(1 << 20)
 			var err error
-			for i := 0; i < 3 && err == nil; i++ {
+			// The default budget at 1 kHz is 20 ms of silence: 20 misses.
+			for i := 0; i < 20 && err == nil; i++ {
 				err = d.Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 2}}, &hw.State{})
 			}
 			return err
@@ -143,5 +145,91 @@ func TestBuildReportsAvailability(t *testing.T) {
 	_, err := hid.Enumerate()
 	if !hid.Available() && !errors.Is(err, hid.ErrUnavailable) {
 		t.Errorf("HID compiled out but Enumerate = %v", err)
+	}
+}
+
+// TestMissBudgetFollowsPeriod checks the reply budget derives from the loop
+// period, as the serial arm's does: a fast loop tolerates more misses, each
+// waited for no longer than 80% of its period.
+func TestMissBudgetFollowsPeriod(t *testing.T) {
+	tests := []struct {
+		name       string
+		periodS    float64
+		wantMisses int
+	}{
+		{"5 kHz", 0.0002, 100},
+		{"default 1 kHz", 0, 20},
+		{"100 Hz", 0.01, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := hid.NewFake(board)
+			d, err := hid.NewDriver(f, hid.Options{Path: "hid:test", PeriodS: tc.periodS})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			timeout, _ := hw.ReplyBudget(tc.periodS)
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+			var st hw.State
+			if err := d.Exchange(&cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			f.Stall(1 << 20)
+			start := time.Now()
+			for i := 1; i < tc.wantMisses; i++ {
+				if err := d.Exchange(&cmd, &st); err != nil {
+					t.Fatalf("miss %d of %d: %v", i, tc.wantMisses, err)
+				}
+			}
+			if err := d.Exchange(&cmd, &st); !errors.Is(err, hid.ErrNoReply) {
+				t.Errorf("miss %d: error %v, want %v", tc.wantMisses, err, hid.ErrNoReply)
+			}
+			// Each miss waits out its whole deadline: the fake never blocks,
+			// so the driver must poll until then.
+			if took, min := time.Since(start), time.Duration(tc.wantMisses)*timeout; took < min {
+				t.Errorf("%d misses took %v, want at least %v", tc.wantMisses, took, min)
+			}
+			if f.ForceN() != (hw.Vec3{}) {
+				t.Errorf("board still holds %v", f.ForceN())
+			}
+		})
+	}
+}
+
+// TestShortPeriodTakesLateReplyWithinBudget drives a board at a loop period
+// whose reply deadline is under hidapi's 1 ms resolution: a reply that comes
+// before the deadline is taken, one that comes after it is a miss.
+func TestShortPeriodTakesLateReplyWithinBudget(t *testing.T) {
+	const periodS = 0.0009 // deadline 720 µs
+	f := hid.NewFake(board)
+	d, err := hid.NewDriver(f, hid.Options{Path: "hid:test", PeriodS: periodS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cmd := hw.Command{Mode: hw.ModeForce}
+	var st hw.State
+
+	f.Delay(150 * time.Microsecond)
+	f.SetState(hid.StateReport{PositionM: hw.Vec3{X: 0.25}, Status: 3})
+	// A loaded test machine may deschedule the driver past its deadline
+	// once; it must take the reply on some of a few tries.
+	for i := 0; i < 5 && st.PositionM.X != 0.25; i++ {
+		if err := d.Exchange(&cmd, &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.PositionM.X != 0.25 {
+		t.Errorf("a reply 150 µs late was missed with a 720 µs deadline; position %v", st.PositionM)
+	}
+
+	f.Delay(5 * time.Millisecond)
+	f.SetState(hid.StateReport{PositionM: hw.Vec3{X: 0.5}, Status: 3})
+	if err := d.Exchange(&cmd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PositionM.X == 0.5 {
+		t.Errorf("a reply 5 ms late was taken within a %v deadline", 720*time.Microsecond)
 	}
 }

@@ -16,7 +16,9 @@ type Fake struct {
 	state   StateReport
 	forceN  hw.Vec3
 	stall   int
+	delay   time.Duration
 	queue   [8]Report
+	due     [8]time.Time // when each queued reply becomes readable
 	head, n int
 	writes  int
 	closed  bool
@@ -35,20 +37,24 @@ func (f *Fake) SetState(s StateReport) { f.mu.Lock(); f.state = s; f.mu.Unlock()
 // Stall makes the next n commands go unanswered.
 func (f *Fake) Stall(n int) { f.mu.Lock(); f.stall = n; f.mu.Unlock() }
 
+// Delay makes each reply readable only d after the command that caused it,
+// as a board that answers late does.
+func (f *Fake) Delay(d time.Duration) { f.mu.Lock(); f.delay = d; f.mu.Unlock() }
+
 // ForceN returns the force the board holds (sticky, as firmware does).
 func (f *Fake) ForceN() hw.Vec3 { f.mu.Lock(); defer f.mu.Unlock(); return f.forceN }
 
 // Writes returns how many reports the host wrote.
 func (f *Fake) Writes() int { f.mu.Lock(); defer f.mu.Unlock(); return f.writes }
 
-// Read pops the oldest queued reply; it never waits.
+// Read pops the oldest queued reply once it is due; it never waits.
 func (f *Fake) Read(r *Report, _ time.Duration) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return false, ErrClosed
 	}
-	if f.n == 0 {
+	if f.n == 0 || (f.delay > 0 && time.Now().Before(f.due[f.head])) {
 		return false, nil
 	}
 	*r = f.queue[f.head]
@@ -83,7 +89,11 @@ func (f *Fake) Write(r *Report) error {
 		f.head = (f.head + 1) % len(f.queue)
 		f.n--
 	}
-	f.queue[(f.head+f.n)%len(f.queue)] = reply
+	i := (f.head + f.n) % len(f.queue)
+	f.queue[i] = reply
+	if f.delay > 0 {
+		f.due[i] = time.Now().Add(f.delay)
+	}
 	f.n++
 	return nil
 }
