@@ -451,6 +451,8 @@ func hint(err error) string {
 		return "the port vanished: replug the device, or fix the --hw-port path"
 	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):
 		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
+	case errors.Is(err, driver.ErrNoGripInfo):
+		return "no grip answered the dongle: switch the grip on, charge it, and pair it with the dongle; it is retried automatically"
 	}
 	return "replug the device; it is retried automatically with backoff"
 }

@@ -178,7 +178,7 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		return w, portError{fmt.Errorf("flush input: %w", err)}
 	}
 	a.scan.Reset()
-	if err := a.write(wire.AppendWake(a.out[:0])); err != nil {
+	if err := writeAll(a.port, wire.AppendWake(a.out[:0])); err != nil {
 		return w, portError{err}
 	}
 	var buf [wire.WakeReplyLen]byte
@@ -212,10 +212,10 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 // reply: a half-awake arm reports a position of exactly zero, which a real
 // arm, whose origin is at its base, never does.
 func (a *Arm) firstState() error {
-	if err := a.write(wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
+	if err := writeAll(a.port, wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
 		return portError{err}
 	}
-	ok, err := a.readReply(wire.HeaderEndEffectorState, a.opts.WakeTimeout)
+	ok, err := readFrame(a.port, a.scan, &a.msg, wire.HeaderEndEffectorState, a.opts.WakeTimeout)
 	if err != nil {
 		return portError{err}
 	}
@@ -232,8 +232,10 @@ func (a *Arm) firstState() error {
 // Info returns the identity read at wake-up.
 func (a *Arm) Info() hw.Info { return a.info }
 
-func (a *Arm) write(b []byte) error {
-	n, err := a.port.Write(b)
+// writeAll writes b to p in one call and fails with ErrPortWrite when the
+// port took less: a frame cut short would desynchronise the device.
+func writeAll(p serial.Port, b []byte) error {
+	n, err := p.Write(b)
 	if err != nil {
 		return err
 	}
@@ -293,18 +295,14 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if cmd == nil || st == nil {
 		return errNilExchange
 	}
-	if a.flush {
-		if err := a.port.ResetInputBuffer(); err != nil {
-			return a.fail(err)
-		}
-		a.scan.Reset()
-		a.flush = false
-	}
-	frame, want := a.encode(cmd)
-	if err := a.write(frame); err != nil {
+	if err := a.dropStale(); err != nil {
 		return a.fail(err)
 	}
-	ok, err := a.readReply(want, a.opts.ReplyTimeout)
+	frame, want := a.encode(cmd)
+	if err := writeAll(a.port, frame); err != nil {
+		return a.fail(err)
+	}
+	ok, err := readFrame(a.port, a.scan, &a.msg, want, a.opts.ReplyTimeout)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -342,27 +340,43 @@ func (a *Arm) apply(header byte, cmd *hw.Command) {
 	}
 }
 
-// readReply reads until a frame with header want is scanned (true) or the
-// timeout passes (false). An error is the port's.
-func (a *Arm) readReply(want byte, timeout time.Duration) (bool, error) {
+// readFrame reads p through scan until a frame with header want is decoded
+// into msg (true) or the timeout passes (false). Frames with other headers
+// are dropped. An error is the port's.
+func readFrame(p serial.Port, scan *wire.Scanner, msg *wire.Message, want byte, timeout time.Duration) (bool, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		if _, ok := a.scan.NextOf(want, &a.msg); ok {
+		if _, ok := scan.NextOf(want, msg); ok {
 			return true, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return false, nil
 		}
-		if err := a.port.SetReadTimeout(left); err != nil {
+		if err := p.SetReadTimeout(left); err != nil {
 			return false, err
 		}
-		n, err := a.port.Read(a.scan.Space())
-		a.scan.Fill(n)
+		n, err := p.Read(scan.Space())
+		scan.Fill(n)
 		if err != nil {
 			return false, err
 		}
 	}
+}
+
+// dropStale discards the input left over from a missed or unread reply, if
+// any, so the next reply read is the next command's. On error the input is
+// still stale and the next call tries again.
+func (a *Arm) dropStale() error {
+	if !a.flush {
+		return nil
+	}
+	if err := a.port.ResetInputBuffer(); err != nil {
+		return err
+	}
+	a.scan.Reset()
+	a.flush = false
+	return nil
 }
 
 // fail sends a best-effort zero force and wraps a port error. It is off the
@@ -376,7 +390,7 @@ func (a *Arm) fail(err error) error {
 // haltQuietly writes a zero force without waiting for the reply; the next
 // Exchange flushes the reply.
 func (a *Arm) haltQuietly() {
-	_ = a.write(wire.AppendForce(a.out[:0], hw.Vec3{}))
+	_ = writeAll(a.port, wire.AppendForce(a.out[:0], hw.Vec3{}))
 	a.last.ForceN = hw.Vec3{}
 	a.flush = true
 }
@@ -389,18 +403,15 @@ func (a *Arm) Halt() error {
 	if a.closed {
 		return ErrClosed
 	}
-	if a.flush {
-		if err := a.port.ResetInputBuffer(); err == nil {
-			a.scan.Reset()
-			a.flush = false
-		}
-	}
-	if err := a.write(wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
+	// A flush that fails is left for the next Exchange, which reports it:
+	// Halt's job is the zero force below.
+	_ = a.dropStale()
+	if err := writeAll(a.port, wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
 		a.flush = true
 		return fmt.Errorf("hw/driver: halt arm %s on %s: zero force not sent, the device may still apply its last force: %w", a.info.ID, a.opts.Path, err)
 	}
 	a.last.ForceN = hw.Vec3{}
-	ok, err := a.readReply(wire.HeaderEndEffectorState, a.opts.HaltTimeout)
+	ok, err := readFrame(a.port, a.scan, &a.msg, wire.HeaderEndEffectorState, a.opts.HaltTimeout)
 	if err != nil || !ok {
 		a.flush = true
 		return nil
@@ -420,18 +431,14 @@ func (a *Arm) Configure(s hw.Settings) error {
 		{Sub: wire.ConfigTorqueScaling, Flag: s.TorqueScaling},
 		{Sub: wire.ConfigGravity, Flag: s.GravityCompensation, Value: s.GravityScale},
 	}
-	if a.flush {
-		if err := a.port.ResetInputBuffer(); err != nil {
-			return a.fail(err)
-		}
-		a.scan.Reset()
-		a.flush = false
+	if err := a.dropStale(); err != nil {
+		return a.fail(err)
 	}
 	for _, c := range reqs {
-		if err := a.write(wire.AppendConfig(a.out[:0], c)); err != nil {
+		if err := writeAll(a.port, wire.AppendConfig(a.out[:0], c)); err != nil {
 			return a.fail(err)
 		}
-		ok, err := a.readReply(wire.HeaderConfig, a.opts.HaltTimeout)
+		ok, err := readFrame(a.port, a.scan, &a.msg, wire.HeaderConfig, a.opts.HaltTimeout)
 		if err != nil {
 			return a.fail(err)
 		}

@@ -37,9 +37,14 @@ func (o *GripOptions) fill() {
 	}
 }
 
-// ErrStale is returned by Grip.Exchange when no status frame came for
-// GripOptions.StaleAfter.
-var ErrStale = errors.New("no status from the grip; check it is switched on, charged and paired with the dongle")
+// Errors of the grip driver, for errors.Is.
+var (
+	// ErrStale is returned by Grip.Exchange when no status frame came for
+	// GripOptions.StaleAfter.
+	ErrStale = errors.New("no status from the grip; check it is switched on, charged and paired with the dongle")
+	// ErrNoGripInfo is returned by OpenGrip when the dongle lists no grip.
+	ErrNoGripInfo = errors.New("the dongle reported no grip; switch the grip on, charge it and pair it with the dongle")
+)
 
 // Grip reads one grip's status frames from a dongle's serial port. A dongle
 // may carry several grips; this driver follows the first one it lists.
@@ -89,38 +94,27 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 	return g, nil
 }
 
+// identify asks the dongle for its grips, a bounded number of times, and
+// returns the first one listed.
 func (g *Grip) identify() (wire.GripInfo, error) {
-	var last error
 	var out [1]byte
 	for attempt := 1; attempt <= g.opts.InfoAttempts; attempt++ {
 		if err := g.port.ResetInputBuffer(); err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: flush input: %w", g.opts.Path, err)
 		}
 		g.scan.Reset()
-		if _, err := g.port.Write(wire.AppendGripQuery(out[:0])); err != nil {
+		if err := writeAll(g.port, wire.AppendGripQuery(out[:0])); err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: %w", g.opts.Path, err)
 		}
-		deadline := time.Now().Add(g.opts.InfoTimeout)
-		for {
-			if _, ok := g.scan.NextOf(wire.HeaderGripInfo, &g.msg); ok {
-				return g.msg.GripInfo, nil
-			}
-			left := time.Until(deadline)
-			if left <= 0 {
-				last = ErrWake
-				break
-			}
-			if err := g.port.SetReadTimeout(left); err != nil {
-				return wire.GripInfo{}, err
-			}
-			n, err := g.port.Read(g.scan.Space())
-			g.scan.Fill(n)
-			if err != nil {
-				return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
-			}
+		ok, err := readFrame(g.port, g.scan, &g.msg, wire.HeaderGripInfo, g.opts.InfoTimeout)
+		if err != nil {
+			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
+		}
+		if ok {
+			return g.msg.GripInfo, nil
 		}
 	}
-	return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: no grip info after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, last)
+	return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: no grip info after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, ErrNoGripInfo)
 }
 
 // Info returns the identity read at open.
