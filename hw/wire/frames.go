@@ -212,15 +212,7 @@ func Frames() []Frame {
 	return out
 }
 
-// Lookup returns the table entry for a header sent in direction dir.
-func Lookup(dir Direction, header byte) (Frame, bool) {
-	f := lookup(dir, header)
-	if f == nil {
-		return Frame{}, false
-	}
-	return *f, true
-}
-
+// lookup returns the table entry for a header sent in direction dir, or nil.
 func lookup(dir Direction, header byte) *Frame {
 	if dir != ToDevice && dir != ToHost {
 		return nil
