@@ -36,22 +36,13 @@ type ArmOptions struct {
 	// 50 ms; not on the tick path).
 	HaltTimeout time.Duration
 	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
-	// (the wire does not carry them). Defaults are those of an Inverse3.
+	// (the wire does not carry them). Defaults are hw's nominal
+	// Inverse3-class figures (hw.ArmMaxForceN and so on), which hw/sim's
+	// arm is built to.
 	MaxForceN        float64
 	WorkspaceCenterM hw.Vec3
 	EffectiveMassKg  float64
 }
-
-// Defaults of an Inverse3-class arm, the same as hw/sim's (provisional until
-// measured on a real arm).
-const (
-	DefaultArmMaxForceN       = 10.0
-	DefaultArmEffectiveMassKg = 0.2
-)
-
-// DefaultArmWorkspaceCenterM is the centre of an Inverse3's workspace in its
-// device frame (provisional).
-func DefaultArmWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.15, Z: 0.1} }
 
 func (o *ArmOptions) fill() {
 	if !(o.PeriodS > 0) {
@@ -74,13 +65,13 @@ func (o *ArmOptions) fill() {
 		o.HaltTimeout = 50 * time.Millisecond
 	}
 	if o.MaxForceN <= 0 {
-		o.MaxForceN = DefaultArmMaxForceN
+		o.MaxForceN = hw.ArmMaxForceN
 	}
 	if o.WorkspaceCenterM == (hw.Vec3{}) {
-		o.WorkspaceCenterM = DefaultArmWorkspaceCenterM()
+		o.WorkspaceCenterM = hw.ArmWorkspaceCenterM()
 	}
 	if o.EffectiveMassKg <= 0 {
-		o.EffectiveMassKg = DefaultArmEffectiveMassKg
+		o.EffectiveMassKg = hw.ArmEffectiveMassKg
 	}
 }
 

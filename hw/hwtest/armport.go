@@ -29,10 +29,11 @@ type ArmPort struct {
 }
 
 // NewArmPort returns an arm with the given identity, its end effector
-// resting in front of and above its base (a real arm never reports exactly
-// zero: drivers take that for a half-awake arm).
+// resting at the nominal workspace centre, in front of and above its base
+// (a real arm never reports exactly zero: drivers take that for a
+// half-awake arm).
 func NewArmPort(id uint16, uuid [16]byte) *ArmPort {
-	return &ArmPort{ID: id, UUID: uuid, Position: hw.Vec3{Y: 0.15, Z: 0.1}, scan: wire.NewScanner(wire.ToDevice)}
+	return &ArmPort{ID: id, UUID: uuid, Position: hw.ArmWorkspaceCenterM(), scan: wire.NewScanner(wire.ToDevice)}
 }
 
 // ErrClosed is returned by calls after Close.

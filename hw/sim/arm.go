@@ -8,19 +8,20 @@ import (
 )
 
 // Physical constants of the simulated arm. They are what Info reports and
-// what the tests check against.
+// what the tests check against. Mass, force limit and workspace are hw's
+// nominal arm figures, which the serial arm driver reports too.
 const (
 	// EffectiveMassKg is the end effector's apparent mass.
-	EffectiveMassKg = 0.2
+	EffectiveMassKg = hw.ArmEffectiveMassKg
 	// GravityMps2 is the gravitational acceleration the physics applies:
 	// hw's, which the loop's compensation uses too.
 	GravityMps2 = hw.GravityMps2
 	// MaxForceN is the largest actuator force magnitude; larger commands
 	// are clamped inside the driver as a last line of safety.
-	MaxForceN = 10.0
+	MaxForceN = hw.ArmMaxForceN
 	// WorkspaceRadiusM is the radius of the workspace sphere; a stiff soft
 	// boundary pushes the cursor back inside it.
-	WorkspaceRadiusM = 0.1
+	WorkspaceRadiusM = hw.ArmWorkspaceRadiusM
 	// EndStopMarginM is how far past the workspace sphere the linkage's
 	// mechanical end stop lies: the soft boundary yields a little under a
 	// large force, the end stop does not.
@@ -32,7 +33,8 @@ const (
 	MaxJointTorqueNmm = 3000.0
 	// DefaultPeriodS is the step used when ArmOptions or GripOptions carry
 	// no valid period: outside 0 < PeriodS ≤ MaxPeriodS, or not finite.
-	DefaultPeriodS = 0.001
+	// It is hw's, the period drivers assume.
+	DefaultPeriodS = hw.DefaultPeriodS
 	// MaxPeriodS bounds the step, so one Exchange costs at most a thousand
 	// physics sub-steps.
 	MaxPeriodS = 1.0
@@ -58,10 +60,6 @@ const (
 	walkRadiusM   = 0.07 // random-walk targets lie within this of the centre
 	walkSegmentS  = 1.5
 )
-
-// workspaceCenterM is the centre of the simulated workspace: in front of
-// and above the base, within easy reach of both links.
-func workspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.15, Z: 0.1} }
 
 // ErrClosed is returned by every call on a device after its Close.
 var ErrClosed = errors.New("hw/sim: device is closed; create a new one with NewArm or NewGrip")
@@ -129,7 +127,7 @@ func NewArm(o ArmOptions) *Arm {
 			UUID:                    ArmUUID(o.Index),
 			Simulated:               true,
 			MaxForceN:               MaxForceN,
-			WorkspaceCenterM:        workspaceCenterM(),
+			WorkspaceCenterM:        hw.ArmWorkspaceCenterM(),
 			EffectiveMassKg:         EffectiveMassKg,
 			HostGravityCompensation: true,
 		},
@@ -141,10 +139,10 @@ func NewArm(o ArmOptions) *Arm {
 		// The golden angle spreads a thousand arms' circles evenly in phase.
 		phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
 		settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
-		pos:      workspaceCenterM(),
+		pos:      hw.ArmWorkspaceCenterM(),
 	}
 	if a.motion == MotionRandom {
-		c := workspaceCenterM()
+		c := hw.ArmWorkspaceCenterM()
 		start := [3]float64{c.X, c.Y, c.Z}
 		a.walk = smoothWalk{from: start, to: start, durS: 0}
 	}

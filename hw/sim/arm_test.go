@@ -32,7 +32,7 @@ func run(t *testing.T, a *Arm, cmd hw.Command, seconds float64, each func(st *hw
 func dist(a, b hw.Vec3) float64 { return norm(sub(a, b)) }
 
 func TestArmPhysics(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	bottom := hw.Vec3{X: c.X, Y: c.Y, Z: c.Z - WorkspaceRadiusM}
 	tests := []struct {
 		name    string
@@ -155,7 +155,7 @@ func TestArmForceClamp(t *testing.T) {
 }
 
 func TestArmPositionServo(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	targets := []hw.Vec3{
 		{X: c.X + 0.06, Y: c.Y, Z: c.Z},
 		{X: c.X - 0.05, Y: c.Y + 0.05, Z: c.Z - 0.03},
@@ -182,7 +182,7 @@ func TestArmPositionServo(t *testing.T) {
 func TestArmAngleServo(t *testing.T) {
 	for _, left := range []bool{false, true} {
 		want := hw.Angles3{A0: 12, A1: 50, A2: -90}
-		if d := dist(ForwardKinematics(want, left), workspaceCenterM()); d > WorkspaceRadiusM {
+		if d := dist(ForwardKinematics(want, left), hw.ArmWorkspaceCenterM()); d > WorkspaceRadiusM {
 			t.Fatalf("test target lies %.3f m from the centre, outside the workspace", d)
 		}
 		a := NewArm(ArmOptions{PeriodS: testPeriodS})
@@ -201,7 +201,7 @@ func TestArmAngleServo(t *testing.T) {
 }
 
 func TestKinematicsRoundTrip(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	const r = WorkspaceRadiusM + 0.005
 	for _, left := range []bool{false, true} {
 		for x := -r; x <= r; x += 0.01 {
@@ -355,7 +355,7 @@ func TestArmAngularVelocityMatchesAngles(t *testing.T) {
 
 func TestArmBodyOrientationFollowsBase(t *testing.T) {
 	a := NewArm(ArmOptions{PeriodS: testPeriodS})
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	target := hw.Vec3{X: 0.08, Y: c.Y, Z: c.Z}
 	end := run(t, a, hw.Command{Mode: hw.ModePosition, PositionM: target}, 2, nil)
 	// Rotating +Y by the body orientation must point at the cursor's heading.
@@ -368,7 +368,7 @@ func TestArmBodyOrientationFollowsBase(t *testing.T) {
 }
 
 func TestArmMotion(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	for _, m := range []Motion{MotionCircle, MotionRandom} {
 		t.Run(m.String(), func(t *testing.T) {
 			a := NewArm(ArmOptions{PeriodS: testPeriodS, Motion: m, Seed: 7})
@@ -465,7 +465,7 @@ func TestArmInfo(t *testing.T) {
 	info := NewArm(ArmOptions{Index: 5}).Info()
 	want := hw.Info{
 		Kind: hw.KindArm, ID: ArmID(5), UUID: ArmUUID(5), Simulated: true,
-		MaxForceN: MaxForceN, WorkspaceCenterM: workspaceCenterM(),
+		MaxForceN: MaxForceN, WorkspaceCenterM: hw.ArmWorkspaceCenterM(),
 		EffectiveMassKg: EffectiveMassKg, HostGravityCompensation: true,
 	}
 	if info != want {
@@ -533,7 +533,7 @@ func TestInverseKinematicsOutOfReach(t *testing.T) {
 }
 
 func TestArmStableAcrossPeriods(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	bottom := hw.Vec3{X: c.X, Y: c.Y, Z: c.Z - WorkspaceRadiusM}
 	for _, period := range []float64{0.000125, 0.001, 0.004, 0.02} {
 		a := NewArm(ArmOptions{PeriodS: period, Motion: MotionRandom, Seed: 1})

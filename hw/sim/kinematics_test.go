@@ -11,7 +11,7 @@ import (
 // numerically differentiated forward kinematics over the workspace, for
 // both hands.
 func TestClosedFormJacobian(t *testing.T) {
-	c := workspaceCenterM()
+	c := hw.ArmWorkspaceCenterM()
 	v := hw.Vec3{X: 0.11, Y: -0.07, Z: 0.05}
 	tau := [3]float64{0.3, -0.2, 0.15}
 	for _, left := range []bool{false, true} {
