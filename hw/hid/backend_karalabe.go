@@ -51,10 +51,12 @@ func Open(d DeviceInfo) (Device, error) {
 }
 
 // karalabeDevice adapts karalabe/hid to Device: one report per call, with
-// the report-ID byte hidapi wants in front of output reports.
+// the report-ID byte hidapi wants in front of output reports. Like the
+// Driver that owns it, it is used by one goroutine at a time (hw.Driver's
+// contract; the loop serialises Exchange, Halt and Close), so its buffers
+// need no lock, and none is held across hidapi's I/O.
 type karalabeDevice struct {
 	dev  karalabe.Device
-	mu   sync.Mutex // guards out: Close may halt from another goroutine
 	out  [1 + ReportLen]byte
 	in   [ReportLen]byte
 	once sync.Once
@@ -79,8 +81,6 @@ func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
 }
 
 func (k *karalabeDevice) Write(r *Report) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	b := k.out[:]
 	if runtime.GOOS == "windows" {
 		// karalabe/hid adds the report-ID byte itself on Windows.

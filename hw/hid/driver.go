@@ -78,6 +78,8 @@ var (
 	ErrUnavailable = errors.New("hw/hid: built without HID support (CGO_ENABLED=0 or -tags nohid); rebuild with cgo to drive RawHID boards")
 )
 
+var errNilExchange = errors.New("hw/hid: Exchange needs a non-nil command and state; pass caller-owned values")
+
 // Driver drives one RawHID board as an arm with force output.
 type Driver struct {
 	// Immutable after Open.
@@ -181,6 +183,9 @@ func finite(v hw.Vec3) bool {
 func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
 	if d.closed {
 		return ErrClosed
+	}
+	if cmd == nil || st == nil {
+		return errNilExchange
 	}
 	var f hw.Vec3
 	switch cmd.Mode {

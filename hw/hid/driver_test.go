@@ -233,3 +233,18 @@ func TestShortPeriodTakesLateReplyWithinBudget(t *testing.T) {
 		t.Errorf("a reply 5 ms late was taken within a %v deadline", 720*time.Microsecond)
 	}
 }
+
+func TestExchangeRejectsNil(t *testing.T) {
+	d, f := open(t)
+	defer d.Close()
+	writes := f.Writes()
+	if err := d.Exchange(nil, &hw.State{}); err == nil {
+		t.Error("nil command accepted")
+	}
+	if err := d.Exchange(&hw.Command{Mode: hw.ModeForce}, nil); err == nil {
+		t.Error("nil state accepted")
+	}
+	if f.Writes() != writes {
+		t.Errorf("a rejected Exchange wrote %d reports", f.Writes()-writes)
+	}
+}
