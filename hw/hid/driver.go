@@ -3,7 +3,6 @@ package hid
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
@@ -174,10 +173,6 @@ func (d *Driver) await(typ byte, timeout time.Duration) (bool, error) {
 // Info returns the identity read at open.
 func (d *Driver) Info() hw.Info { return d.info }
 
-func finite(v hw.Vec3) bool {
-	return !math.IsNaN(v.X+v.Y+v.Z) && !math.IsInf(v.X+v.Y+v.Z, 0)
-}
-
 // Exchange sends cmd's force (zero for ModeIdle) and fills st from the
 // reply. Other modes fail with ErrMode. Misses behave as the serial arm's.
 func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
@@ -192,7 +187,7 @@ func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
 	case hw.ModeIdle:
 	case hw.ModeForce:
 		f = cmd.ForceN
-		if !finite(f) {
+		if !f.Finite() {
 			f = hw.Vec3{}
 		}
 	default:

@@ -196,23 +196,23 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	servo := false
 	switch cmd.Mode {
 	case hw.ModeForce:
-		if finite(cmd.ForceN) {
+		if cmd.ForceN.Finite() {
 			fixedN = cmd.ForceN
 		}
 	case hw.ModeTorque:
-		if finiteAngles(cmd.TorquesNmm) {
+		if cmd.TorquesNmm.Finite() {
 			fixedN = a.torqueForce(cmd.TorquesNmm)
 		}
 	case hw.ModePosition:
-		if finite(cmd.PositionM) {
+		if cmd.PositionM.Finite() {
 			targetM, servo = cmd.PositionM, true
 		}
 	case hw.ModeAngle:
-		if finiteAngles(cmd.AnglesDeg) {
+		if cmd.AnglesDeg.Finite() {
 			targetM, servo = ForwardKinematics(cmd.AnglesDeg, left), true
 		}
 	}
-	fixedN = clampNorm(fixedN, MaxForceN)
+	fixedN = fixedN.ClampNorm(MaxForceN)
 
 	for i := 0; i < a.substeps; i++ {
 		actN := fixedN
@@ -258,10 +258,10 @@ func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 // below it. The velocity loop approaches the capped desired speed from
 // below, so the cursor does not exceed the cap on its own.
 func (a *Arm) servoForce(targetM hw.Vec3) hw.Vec3 {
-	want := clampNorm(scale(sub(targetM, a.pos), servoGainPerS), MaxServoSpeedMps)
-	f := scale(sub(want, a.vel), servoNspm)
+	want := targetM.Sub(a.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
+	f := want.Sub(a.vel).Scale(servoNspm)
 	f.Z += EffectiveMassKg * GravityMps2
-	return clampNorm(f, MaxForceN)
+	return f.ClampNorm(MaxForceN)
 }
 
 // step advances the physics by one sub-step with semi-implicit Euler:
@@ -272,23 +272,23 @@ func (a *Arm) step(actN hw.Vec3) {
 	h := a.stepS
 	f := actN
 	f.Z -= EffectiveMassKg * GravityMps2
-	f = sub(f, scale(a.vel, viscousNspm))
-	f = add(f, a.boundaryForce())
-	f = add(f, a.handForce())
+	f = f.Sub(a.vel.Scale(viscousNspm))
+	f = f.Add(a.boundaryForce())
+	f = f.Add(a.handForce())
 
-	v := add(a.vel, scale(f, h/EffectiveMassKg))
+	v := a.vel.Add(f.Scale(h / EffectiveMassKg))
 	friction := kineticN
-	if dot(a.vel, a.vel) < restSpeedMps*restSpeedMps {
+	if a.vel.Dot(a.vel) < restSpeedMps*restSpeedMps {
 		friction = staticN
 	}
 	dv := friction * h / EffectiveMassKg
-	if speed := norm(v); speed <= dv {
+	if speed := v.Norm(); speed <= dv {
 		v = hw.Vec3{}
 	} else {
-		v = scale(v, 1-dv/speed)
+		v = v.Scale(1 - dv/speed)
 	}
 	a.vel = v
-	a.pos = add(a.pos, scale(v, h))
+	a.pos = a.pos.Add(v.Scale(h))
 	a.endStop()
 	a.tS += h
 	a.forceN = actN
@@ -297,33 +297,33 @@ func (a *Arm) step(actN hw.Vec3) {
 // boundaryForce is a stiff spring and damper that push a cursor outside the
 // workspace sphere back in; inside, it is zero.
 func (a *Arm) boundaryForce() hw.Vec3 {
-	off := sub(a.pos, a.info.WorkspaceCenterM)
-	d := norm(off)
+	off := a.pos.Sub(a.info.WorkspaceCenterM)
+	d := off.Norm()
 	if d <= WorkspaceRadiusM {
 		return hw.Vec3{}
 	}
-	n := scale(off, 1/d)
-	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*dot(a.vel, n)
+	n := off.Scale(1 / d)
+	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*a.vel.Dot(n)
 	if push < 0 {
 		push = 0 // the wall pushes, never pulls
 	}
-	return scale(n, -push)
+	return n.Scale(-push)
 }
 
 // endStop models the linkage's mechanical stop EndStopMarginM beyond the
 // soft boundary: a cursor driven past it is put back on it and loses its
 // outward velocity (an inelastic contact).
 func (a *Arm) endStop() {
-	off := sub(a.pos, a.info.WorkspaceCenterM)
-	d := norm(off)
+	off := a.pos.Sub(a.info.WorkspaceCenterM)
+	d := off.Norm()
 	const stopM = WorkspaceRadiusM + EndStopMarginM
 	if d <= stopM {
 		return
 	}
-	n := scale(off, 1/d)
-	a.pos = add(a.info.WorkspaceCenterM, scale(n, stopM))
-	if out := dot(a.vel, n); out > 0 {
-		a.vel = sub(a.vel, scale(n, out))
+	n := off.Scale(1 / d)
+	a.pos = a.info.WorkspaceCenterM.Add(n.Scale(stopM))
+	if out := a.vel.Dot(n); out > 0 {
+		a.vel = a.vel.Sub(n.Scale(out))
 	}
 }
 
@@ -349,7 +349,7 @@ func (a *Arm) handForce() hw.Vec3 {
 	default:
 		return hw.Vec3{}
 	}
-	return add(scale(sub(target, a.pos), handNpm), scale(sub(targetV, a.vel), handNspm))
+	return target.Sub(a.pos).Scale(handNpm).Add(targetV.Sub(a.vel).Scale(handNspm))
 }
 
 // fill reports the state: position, velocity, joint angles by inverse

@@ -29,7 +29,7 @@ func run(t *testing.T, a *Arm, cmd hw.Command, seconds float64, each func(st *hw
 	return st
 }
 
-func dist(a, b hw.Vec3) float64 { return norm(sub(a, b)) }
+func dist(a, b hw.Vec3) float64 { return a.Sub(b).Norm() }
 
 func TestArmPhysics(t *testing.T) {
 	c := hw.ArmWorkspaceCenterM()
@@ -56,7 +56,7 @@ func TestArmPhysics(t *testing.T) {
 			if d := dist(end.PositionM, bottom); d > 0.002 {
 				t.Errorf("rest point %+v is %.4f m from the boundary bottom %+v", end.PositionM, d, bottom)
 			}
-			if norm(end.VelocityMps) != 0 {
+			if end.VelocityMps.Norm() != 0 {
 				t.Errorf("cursor still moving at rest: %+v", end.VelocityMps)
 			}
 		},
@@ -143,10 +143,10 @@ func TestArmForceClamp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := NewArm(ArmOptions{PeriodS: testPeriodS})
 			run(t, a, tt.cmd, 0.5, func(st *hw.State) {
-				if f := norm(st.ForceN); !(f <= MaxForceN*(1+1e-12)) {
+				if f := st.ForceN.Norm(); !(f <= MaxForceN*(1+1e-12)) {
 					t.Fatalf("applied force %.3f N exceeds the clamp %.1f N", f, MaxForceN)
 				}
-				if !finite(st.PositionM) {
+				if !st.PositionM.Finite() {
 					t.Fatalf("position went non-finite: %+v", st.PositionM)
 				}
 			})
@@ -167,7 +167,7 @@ func TestArmPositionServo(t *testing.T) {
 			a := NewArm(ArmOptions{PeriodS: period})
 			peak := 0.0
 			end := run(t, a, hw.Command{Mode: hw.ModePosition, PositionM: target}, 3, func(st *hw.State) {
-				peak = math.Max(peak, norm(st.VelocityMps))
+				peak = math.Max(peak, st.VelocityMps.Norm())
 			})
 			if d := dist(end.PositionM, target); d > 0.001 {
 				t.Errorf("period %g: ended %.4f m from target %+v", period, d, target)
@@ -249,7 +249,7 @@ func numericJacobian(q hw.Angles3, left bool) mat3 {
 		dq[col] = h * degPerRad
 		plus := ForwardKinematics(hw.Angles3{A0: q.A0 + dq[0], A1: q.A1 + dq[1], A2: q.A2 + dq[2]}, left)
 		minus := ForwardKinematics(hw.Angles3{A0: q.A0 - dq[0], A1: q.A1 - dq[1], A2: q.A2 - dq[2]}, left)
-		d := scale(sub(plus, minus), 1/(2*h))
+		d := plus.Sub(minus).Scale(1 / (2 * h))
 		j[0][col], j[1][col], j[2][col] = d.X, d.Y, d.Z
 	}
 	return j
@@ -520,12 +520,12 @@ func TestInverseKinematicsOutOfReach(t *testing.T) {
 			if ok {
 				t.Fatal("reported reachable")
 			}
-			got := sub(ForwardKinematics(q, false), shoulder)
-			want := sub(tt.p, shoulder)
-			if d := norm(got); math.Abs(d-tt.wantD) > 1e-6 {
+			got := ForwardKinematics(q, false).Sub(shoulder)
+			want := tt.p.Sub(shoulder)
+			if d := got.Norm(); math.Abs(d-tt.wantD) > 1e-6 {
 				t.Errorf("nearest point is %.4f m from the shoulder, want %.4f", d, tt.wantD)
 			}
-			if c := dot(got, want) / (norm(got) * norm(want)); c < 1-1e-9 {
+			if c := got.Dot(want) / (got.Norm() * want.Norm()); c < 1-1e-9 {
 				t.Errorf("nearest point %+v is off the ray toward %+v", got, tt.p)
 			}
 		})
