@@ -50,7 +50,7 @@ type Options struct {
 	UUID [16]byte
 	// Model and versions are reported at wake-up.
 	Model, HardwareVersion, FirmwareVersion uint8
-	// PeriodS is the physics step per command (default 0.001 s).
+	// PeriodS is the physics step per command (default hw.DefaultPeriodS).
 	PeriodS float64
 	// Seed makes the physics' motion and the faults' randomness repeatable.
 	Seed int64
@@ -112,7 +112,7 @@ func New(o Options) (*Emulator, error) {
 		return nil, fmt.Errorf("hw/emulator: kind %v is not emulated; use hw.KindArm or hw.KindGrip", o.Kind)
 	}
 	if o.PeriodS <= 0 {
-		o.PeriodS = 0.001
+		o.PeriodS = hw.DefaultPeriodS
 	}
 	if o.GripStatusPeriod <= 0 {
 		o.GripStatusPeriod = time.Millisecond
