@@ -36,10 +36,19 @@ func (s *chanSink) Close(int, string) {}
 // BenchmarkSessionMessage is one per-tick message through a session actor:
 // the actor hop, decoding, the register write and the frame's encoding,
 // with 1 and 100 simulated arms in the frame. Allocations per message are
-// reported.
+// reported. The +configure cases re-send an unchanged configure with every
+// command, as some engine plugins do every tick.
 func BenchmarkSessionMessage(b *testing.B) {
-	for _, arms := range []int{1, 100} {
-		b.Run(fmt.Sprintf("arms=%d", arms), func(b *testing.B) {
+	for _, c := range []struct {
+		arms      int
+		configure bool
+	}{{1, false}, {100, false}, {1, true}, {100, true}} {
+		name := fmt.Sprintf("arms=%d", c.arms)
+		if c.configure {
+			name += "+configure"
+		}
+		arms := c.arms
+		b.Run(name, func(b *testing.B) {
 			svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -62,7 +71,11 @@ func BenchmarkSessionMessage(b *testing.B) {
 			}
 			defer sess.Close()
 			sink.free <- <-sink.frames // the inventory
-			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+			configure := ""
+			if c.configure {
+				configure = `"configure":{"damping":{"scalar":2},"force_gate":{"gain":0.5}},`
+			}
+			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `",` + configure + `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
 			var frameBytes int
 			b.ReportAllocs()
 			b.ResetTimer()
