@@ -110,6 +110,46 @@ func (d *Device) ViewFor(session uint64) *View {
 	return d.defaultView.Load()
 }
 
+// unchangedBy reports whether session's device actor would apply entries
+// as a no-op: every entry is session-scoped, the session is attached (else
+// the actor answers unknown_session), and the entries leave the config in
+// force as it is. It reads the published view, so it never blocks; a
+// concurrent HTTP change is ordered after it, as if the message had been
+// answered first.
+func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
+	m := d.slots.Load()
+	if m == nil {
+		return false
+	}
+	if _, ok := (*m)[session]; !ok {
+		return false
+	}
+	cur := &d.ViewFor(session).Config.Session
+	next := *cur
+	// Set copies a Damping's values and boxes a Basis, which would allocate
+	// per tick; a config that is only compared may share the one and
+	// compares the other by value.
+	var basis protocol.Basis
+	hasBasis := false
+	for _, e := range entries {
+		switch v := e.(type) {
+		case protocol.Damping:
+			next.Damping = v
+		case protocol.Basis:
+			basis, hasBasis = v, true
+		default:
+			if !e.Key().SessionScoped() {
+				return false
+			}
+			next.Set(e)
+		}
+	}
+	if hasBasis && (cur.Basis == nil || *cur.Basis != basis) {
+		return false
+	}
+	return next.Equal(cur)
+}
+
 // Load fills dst with the loop's latest snapshot.
 func (d *Device) Load(dst *loop.Snapshot) { d.rt.Load(dst) }
 
@@ -311,7 +351,7 @@ func (c *deviceCore) set(m *setEntries) (protocol.Entry, error) {
 		next.Set(e)
 	}
 	last := m.entries[len(m.entries)-1].Key()
-	if sessionConfigEqual(&next, &s.cfg) {
+	if next.Equal(&s.cfg) {
 		return c.effective(s, last), nil // a client re-sending its configure every tick costs nothing
 	}
 	if s.profile != "" {
@@ -352,7 +392,7 @@ func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
 		}
 		next := s.cfg
 		next.Reset(k)
-		if !sessionConfigEqual(&next, &s.cfg) {
+		if !next.Equal(&s.cfg) {
 			if s.profile != "" {
 				if err := c.saveDurable(c.dev.profileStoreName(s.profile), next); err != nil {
 					return nil, err
@@ -372,10 +412,10 @@ func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
 
 func (c *deviceCore) attach(m *attachSession) {
 	s := c.sessions[m.session]
-	if s == nil {
+	added := s == nil
+	if added {
 		s = &sessionState{cfg: protocol.DefaultSessionConfig(), slot: &viewSlot{}}
 		c.sessions[m.session] = s
-		c.storeSlots()
 	}
 	s.basis = m.basis
 	if m.profile != "" && m.profile != s.profile {
@@ -391,13 +431,19 @@ func (c *deviceCore) attach(m *attachSession) {
 			default:
 				// A new profile starts from what the session has set so far.
 				def := protocol.DefaultSessionConfig()
-				if !sessionConfigEqual(&s.cfg, &def) && c.writeBehind != nil {
+				if !s.cfg.Equal(&def) && c.writeBehind != nil {
 					c.writeBehind.Put(c.dev.profileStoreName(m.profile), s.cfg)
 				}
 			}
 		}
 	}
 	c.publish(s)
+	if added {
+		// Only now that its view is published: a reader that finds the
+		// session's slot must find the view of its config (unchangedBy
+		// relies on it), not the default view of a profile still loading.
+		c.storeSlots()
+	}
 }
 
 func (c *deviceCore) detach(session uint64) {
@@ -423,7 +469,7 @@ func (c *deviceCore) storeSlots() {
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
 	def := protocol.DefaultSessionConfig()
-	if sessionConfigEqual(&s.cfg, &def) && c.effectiveBasis(s).Permutation == "XYZ" {
+	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == "XYZ" {
 		s.slot.view.Store(nil)
 		return
 	}
@@ -514,21 +560,4 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	case loop.EventRateWarning:
 		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
 	}
-}
-
-func sessionConfigEqual(a, b *protocol.SessionConfig) bool {
-	if a.Preset != b.Preset || a.Mount != b.Mount || a.ForceGate != b.ForceGate {
-		return false
-	}
-	if (a.Basis == nil) != (b.Basis == nil) || (a.Basis != nil && *a.Basis != *b.Basis) {
-		return false
-	}
-	return dampingEqual(a.Damping, b.Damping)
-}
-
-func dampingEqual(a, b protocol.Damping) bool {
-	if (a.Scalar == nil) != (b.Scalar == nil) || (a.Scalar != nil && *a.Scalar != *b.Scalar) {
-		return false
-	}
-	return (a.Vector == nil) == (b.Vector == nil) && (a.Vector == nil || *a.Vector == *b.Vector)
 }

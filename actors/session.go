@@ -296,7 +296,7 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 			continue
 		}
 		if len(e.Configure) > 0 {
-			a.configure(ctx, f, d, e.Path+".configure", e.Configure)
+			a.configure(ctx, f, d, e.Path, ".configure", e.Configure)
 		}
 		a.command(f, d, e, now)
 	}
@@ -341,7 +341,7 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 		// session, arms and grips, gets the preset.
 		preset := []protocol.Entry{protocol.Preset{Preset: sp.SetCoordinateOrigin}}
 		for _, d := range a.svc.Devices().All() {
-			a.configure(ctx, f, d, "session.set_coordinate_origin", preset)
+			a.configure(ctx, f, d, "session.set_coordinate_origin", "", preset)
 		}
 		a.deprecated(protocol.CommandSetCoordinateOrigin)
 	}
@@ -407,13 +407,23 @@ func (a *sessionActor) saveProfileSession() {
 	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{Basis: a.sess.Basis(), LeaseMs: a.leaseMs})
 }
 
-func (a *sessionActor) configure(ctx actor.Context, f *protocol.Frame, d *Device, path string, entries []protocol.Entry) {
+// configure applies a device entry's configure through the device actor.
+// Clients may re-send an unchanged configure every tick: when the entries
+// would change nothing, the actor is not asked (a round trip per device per
+// tick). The frame is the same either way: on success the actor's reply
+// adds nothing to it, and unchangedBy answers true only where the actor
+// would succeed. An error's path is path+suffix, joined only when there is
+// an error.
+func (a *sessionActor) configure(ctx actor.Context, f *protocol.Frame, d *Device, path, suffix string, entries []protocol.Entry) {
+	if d.unchangedBy(a.sess.ID, entries) {
+		return
+	}
 	r, err := a.requestDevice(ctx, d, &setEntries{session: a.sess.ID, entries: entries})
 	if err == nil {
 		err = r.(*entryReply).err
 	}
 	if err != nil {
-		f.Errors = append(f.Errors, asProtocolError(err, path))
+		f.Errors = append(f.Errors, asProtocolError(err, path+suffix))
 	}
 }
 

@@ -199,6 +199,20 @@ func (c *SessionConfig) Reset(k Key) {
 	}
 }
 
+// Equal compares values, not pointers: two configs that read the same are
+// equal however their Basis and Damping were allocated. Every field is
+// compared (TestSessionConfigEqualComparesEveryField fails otherwise), so a
+// caller that skips work on Equal never misses a change.
+func (c *SessionConfig) Equal(o *SessionConfig) bool {
+	if c.Preset != o.Preset || c.Mount != o.Mount || c.ForceGate != o.ForceGate {
+		return false
+	}
+	if (c.Basis == nil) != (o.Basis == nil) || (c.Basis != nil && *c.Basis != *o.Basis) {
+		return false
+	}
+	return c.Damping.Equal(o.Damping)
+}
+
 // AppendJSON appends the stored form: {"preset": "defaults"|"custom"|...,
 // "mount": {"transform": ...}, "basis": {"permutation"}|null,
 // "damping": {...}, "force_gate": {...}}.

@@ -1,0 +1,70 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// TestUnchangedByAgreesWithTheDeviceActor checks the session's shortcut for
+// a re-sent configure against the device actor itself: wherever
+// unchangedBy says the entries change nothing, the actor must accept them
+// and leave the session's config as it was; wherever the actor changes the
+// config or refuses, unchangedBy must have said no.
+func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
+	svc, d := startTestService(t, "", zerolog.Nop())
+	sink := newChanSink()
+	sess, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	<-sink.frames // the inventory: the session is attached
+
+	mount := protocol.Mount{Transform: protocol.Transform{
+		Position: protocol.Vec3{X: 1}, Rotation: protocol.Quat{W: 1}, Scale: protocol.Vec3{X: 1, Y: 1, Z: 1}}}
+	steps := [][]protocol.Entry{
+		{protocol.DampingScalar(0)}, // the default
+		{protocol.DampingScalar(2)},
+		{protocol.DampingScalar(2)},
+		{protocol.DampingScalar(2), protocol.ForceGate{Gain: 0.5}},
+		{protocol.ForceGate{Gain: 0.5}},
+		{protocol.Basis{Permutation: "XZY"}},
+		{protocol.Basis{Permutation: "XZY"}, protocol.DampingScalar(2)},
+		{protocol.Basis{Permutation: "XYZ"}},
+		{protocol.Preset{Preset: "arm_front"}},
+		{protocol.Preset{Preset: "arm_front"}},
+		{mount},
+		{mount},
+		{protocol.Preset{Preset: "arm_front"}},
+		{protocol.Damping{Vector: &protocol.Vec3{X: 1}}},
+		{protocol.Damping{Vector: &protocol.Vec3{X: 1}}},
+		{protocol.Handedness("left")}, // device-global: the actor refuses it
+	}
+	for i, entries := range steps {
+		skip := d.unchangedBy(sess.ID, entries)
+		before := d.ViewFor(sess.ID).Config.Session
+		r, err := svc.request(d.pid, &setEntries{session: sess.ID, entries: entries})
+		if err == nil {
+			err = r.(*entryReply).err
+		}
+		after := d.ViewFor(sess.ID).Config.Session
+		changed := !after.Equal(&before)
+		if skip && (err != nil || changed) {
+			t.Fatalf("step %d %v: unchangedBy said unchanged, but the actor answered %v and changed=%v", i, entries, err, changed)
+		}
+		if !skip && err == nil && !changed {
+			t.Errorf("step %d %v: unchangedBy missed a no-op", i, entries)
+		}
+	}
+	if d.unchangedBy(sess.ID+1000, []protocol.Entry{protocol.DampingScalar(0)}) {
+		t.Fatal("unchangedBy answered for a session the device does not know (the actor answers unknown_session)")
+	}
+
+	entries := []protocol.Entry{protocol.Basis{Permutation: "XYZ"}, protocol.DampingScalar(1), protocol.ForceGate{Gain: 0.3}}
+	if n := testing.AllocsPerRun(100, func() { d.unchangedBy(sess.ID, entries) }); n != 0 {
+		t.Fatalf("unchangedBy allocates %v times per call; it runs per device per tick", n)
+	}
+}

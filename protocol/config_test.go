@@ -1,0 +1,85 @@
+package protocol
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestSessionConfigEqualComparesEveryField changes one leaf of a
+// SessionConfig at a time, following pointers and nested structs by
+// reflection, and expects Equal to notice each change. A field added to
+// SessionConfig (or to a type inside it) that Equal does not compare makes
+// it fail.
+func TestSessionConfigEqualComparesEveryField(t *testing.T) {
+	base := DefaultSessionConfig()
+	base.Basis = &Basis{Permutation: "XZY"}
+	base.Damping = Damping{Scalar: ptr(1.0), Vector: &Vec3{X: 1, Y: 2, Z: 3}}
+
+	var leaves []string
+	var walk func(path string, get func(*SessionConfig) reflect.Value)
+	walk = func(path string, get func(*SessionConfig) reflect.Value) {
+		v := get(&base)
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				i := i
+				walk(path+"."+v.Type().Field(i).Name, func(c *SessionConfig) reflect.Value { return get(c).Field(i) })
+			}
+			return
+		case reflect.Pointer:
+			// Nil on one side only.
+			other := cloneSessionConfig(base)
+			get(&other).Set(reflect.Zero(v.Type()))
+			if base.Equal(&other) || other.Equal(&base) {
+				t.Errorf("Equal ignores %s being nil", path)
+			}
+			walk(path+".*", func(c *SessionConfig) reflect.Value { return get(c).Elem() })
+			return
+		}
+		leaves = append(leaves, path)
+		other := cloneSessionConfig(base)
+		f := get(&other)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Float32, reflect.Float64:
+			f.SetFloat(f.Float() + 0.5)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(f.Int() + 1)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(f.Uint() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		default:
+			t.Fatalf("%s: kind %v; teach this test to change it", path, f.Kind())
+		}
+		if base.Equal(&other) || other.Equal(&base) {
+			t.Errorf("Equal ignores a change of %s", path)
+		}
+	}
+	walk("SessionConfig", func(c *SessionConfig) reflect.Value { return reflect.ValueOf(c).Elem() })
+	if len(leaves) < 10 {
+		t.Fatalf("walked only %v", leaves)
+	}
+
+	// Values, not pointers.
+	same := cloneSessionConfig(base)
+	if same.Basis == base.Basis || same.Damping.Scalar == base.Damping.Scalar {
+		t.Fatal("cloneSessionConfig shares pointers")
+	}
+	if !base.Equal(&same) || !same.Equal(&base) {
+		t.Fatal("equal values behind different pointers compare unequal")
+	}
+}
+
+// cloneSessionConfig copies c, pointees included, so that changing the copy
+// leaves c alone.
+func cloneSessionConfig(c SessionConfig) SessionConfig {
+	out := c
+	if c.Basis != nil {
+		b := *c.Basis
+		out.Basis = &b
+	}
+	out.Damping = c.Damping.Clone()
+	return out
+}
