@@ -51,9 +51,11 @@ type View struct {
 type viewSlot struct{ view atomic.Pointer[View] }
 
 // encodedBody is one device's state and status as a format encodes them
-// for one tick seen through one view. It is immutable once published.
+// for one published snapshot seen through one view. It is keyed by the
+// loop's publish sequence, not the tick: a Halt republishes the same tick
+// with another mode. It is immutable once published.
 type encodedBody struct {
-	tick uint64
+	seq  uint64
 	view *View
 	body []byte
 }
@@ -79,20 +81,20 @@ func cacheSlot(c Codec) int {
 	return -1
 }
 
-// cachedBody returns the encoded state of a tick seen through v in a
-// format's slot, or nil when the cache holds another tick or view.
-func (d *Device) cachedBody(slot int, tick uint64, v *View) []byte {
-	if e := d.bodies[slot].Load(); e != nil && e.tick == tick && e.view == v {
+// cachedBody returns the encoded state of publish seq seen through v in a
+// format's slot, or nil when the cache holds another publish or view.
+func (d *Device) cachedBody(slot int, seq uint64, v *View) []byte {
+	if e := d.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
 		return e.body
 	}
 	return nil
 }
 
 // storeBody publishes a fresh encoding for the sessions that frame the same
-// tick next, and returns it. The session that found the cache stale pays
+// publish next, and returns it. The session that found the cache stale pays
 // one small allocation; the others copy.
-func (d *Device) storeBody(slot int, tick uint64, v *View, body []byte) []byte {
-	d.bodies[slot].Store(&encodedBody{tick: tick, view: v, body: body})
+func (d *Device) storeBody(slot int, seq uint64, v *View, body []byte) []byte {
+	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body})
 	return body
 }
 
@@ -152,6 +154,9 @@ func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
 
 // Load fills dst with the loop's latest snapshot.
 func (d *Device) Load(dst *loop.Snapshot) { d.rt.Load(dst) }
+
+// publishSeq is the loop's publish sequence (loop.Device.PublishSeq).
+func (d *Device) publishSeq() uint64 { return d.rt.PublishSeq() }
 
 // Register is the device's command register (data plane).
 func (d *Device) Register() *loop.Register { return d.rt.Register() }

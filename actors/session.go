@@ -514,8 +514,9 @@ func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) 
 
 // fillFrame fills f. With a codec, state-only elements of devices seen
 // through their shared default view come from the device's encoded-state
-// cache: one encoding per device, tick and format, however many sessions
-// frame it.
+// cache: one encoding per device, published snapshot and format, however
+// many sessions frame it. A cache hit neither copies the snapshot nor
+// encodes.
 func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec) {
 	configFor := func(t protocol.DeviceType) bool {
 		if !withConfig {
@@ -534,7 +535,6 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	armConfig, gripConfig := configFor(protocol.TypeArm), configFor(protocol.TypeGrip)
 	slot := cacheSlot(codec)
 	for _, d := range devs.OfType(protocol.TypeArm) {
-		d.Load(snap)
 		v := d.ViewFor(session)
 		// Built in place in f's reused slice: a local would escape through
 		// the codec call and cost an allocation per device per frame.
@@ -542,32 +542,41 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		af := &f.Arms[len(f.Arms)-1]
 		switch {
 		case armConfig:
+			d.Load(snap)
 			fillArm(af, snap, v)
 			af.Config = &v.Config
 		case slot >= 0 && v == d.defaultView.Load():
-			if af.Body = d.cachedBody(slot, snap.Tick, v); af.Body == nil {
+			// The sequence before the snapshot: what is stored under it is
+			// that publish or a newer one, never an older one.
+			seq := d.publishSeq()
+			if af.Body = d.cachedBody(slot, seq, v); af.Body == nil {
+				d.Load(snap)
 				fillArm(af, snap, v)
-				af.Body = d.storeBody(slot, snap.Tick, v, codec.AppendArmState(make([]byte, 0, 512), af))
+				af.Body = d.storeBody(slot, seq, v, codec.AppendArmState(make([]byte, 0, 512), af))
 			}
 		default:
+			d.Load(snap)
 			fillArm(af, snap, v)
 		}
 	}
 	for _, d := range devs.OfType(protocol.TypeGrip) {
-		d.Load(snap)
 		v := d.ViewFor(session)
 		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID})
 		gf := &f.Grips[len(f.Grips)-1]
 		switch {
 		case gripConfig:
+			d.Load(snap)
 			fillGrip(gf, snap, v)
 			gf.Config = &v.Config
 		case slot >= 0 && v == d.defaultView.Load():
-			if gf.Body = d.cachedBody(slot, snap.Tick, v); gf.Body == nil {
+			seq := d.publishSeq()
+			if gf.Body = d.cachedBody(slot, seq, v); gf.Body == nil {
+				d.Load(snap)
 				fillGrip(gf, snap, v)
-				gf.Body = d.storeBody(slot, snap.Tick, v, codec.AppendGripState(make([]byte, 0, 256), gf))
+				gf.Body = d.storeBody(slot, seq, v, codec.AppendGripState(make([]byte, 0, 256), gf))
 			}
 		default:
+			d.Load(snap)
 			fillGrip(gf, snap, v)
 		}
 	}

@@ -1,10 +1,15 @@
 package actors
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -66,5 +71,44 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 	entries := []protocol.Entry{protocol.Basis{Permutation: "XYZ"}, protocol.DampingScalar(1), protocol.ForceGate{Gain: 0.3}}
 	if n := testing.AllocsPerRun(100, func() { d.unchangedBy(sess.ID, entries) }); n != 0 {
 		t.Fatalf("unchangedBy allocates %v times per call; it runs per device per tick", n)
+	}
+}
+
+// TestHaltIsNotServedAStaleCachedBody frames a device that a command drives,
+// halts it between ticks (Halt republishes the same tick with the mode
+// idle), and frames it again: the encoded-state cache must not answer with
+// the body it encoded before the Halt.
+func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
+	arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
+	info := arm.Info()
+	d := &Device{Type: protocol.TypeArm, ID: info.ID, Info: info}
+	d.rt = loop.NewDevice(arm, loop.DeviceOptions{})
+	core := &deviceCore{dev: d, log: zerolog.Nop(), settings: protocol.DefaultSettings()}
+	core.init()
+	devs := (&DeviceSet{}).with(d)
+
+	now := loop.SystemClock().Now()
+	reg := d.Register()
+	if reg.Claim(1) != 1 || !reg.Write(1, 1, now+int64(time.Second), &hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 0.5}}, nil) {
+		t.Fatal("could not command the device")
+	}
+	d.rt.Step(now)
+
+	var f protocol.Frame
+	var snap loop.Snapshot
+	frame := func() string {
+		f.Arms = f.Arms[:0]
+		fillFrame(devs, 0, &f, &snap, false, nil, protocol.Codec{})
+		if len(f.Arms) != 1 || f.Arms[0].Body == nil {
+			t.Fatalf("no cached body: %+v", f.Arms)
+		}
+		return string(f.Arms[0].Body)
+	}
+	if b := frame(); !strings.Contains(b, `"control_mode":"force"`) {
+		t.Fatalf("before Halt: %s", b)
+	}
+	d.rt.Halt()
+	if b := frame(); !strings.Contains(b, `"control_mode":"idle"`) {
+		t.Fatalf("after Halt the frame still reads the tick before it: %s", b)
 	}
 }

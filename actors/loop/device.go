@@ -243,6 +243,11 @@ func (d *Device) Register() *Register { return &d.reg }
 // allocates; any number of goroutines may call it.
 func (d *Device) Load(dst *Snapshot) { d.snap.Load(dst) }
 
+// PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
+// read it before Load, and whatever was derived from a snapshot under the
+// same PublishSeq is still current. It never blocks.
+func (d *Device) PublishSeq() uint64 { return d.snap.Seq() }
+
 // SetGlobals publishes device-wide values (nil: DefaultGlobals). The loop
 // picks them up on its next tick and passes changed Settings to the driver
 // between two exchanges. g is copied.

@@ -237,3 +237,33 @@ func TestSnapshotDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Publish + Load allocate %.1f times, want 0", a)
 	}
 }
+
+func TestSnapshotSeqCountsEveryPublish(t *testing.T) {
+	var cell SnapshotCell
+	var s, d Snapshot
+	if cell.Seq() != 0 {
+		t.Fatalf("an empty cell has Seq %d", cell.Seq())
+	}
+	s.Tick = 7
+	cell.Publish(&s)
+	s.Mode = hw.ModeIdle // a Halt republishes the same tick
+	cell.Publish(&s)
+	if got := cell.Seq(); got != 2 {
+		t.Fatalf("Seq after two publishes of one tick = %d, want 2", got)
+	}
+	// With a reader announced on every other buffer, Publish stores
+	// nothing and Seq must not move.
+	latest := cell.latest.Load()
+	for i := range cell.bufs {
+		if b := &cell.bufs[i]; b != latest {
+			b.readers.Add(1)
+		}
+	}
+	if cell.Publish(&s) || cell.Seq() != 2 {
+		t.Fatalf("a publish that stored nothing moved Seq to %d", cell.Seq())
+	}
+	cell.Load(&d)
+	if d != s {
+		t.Fatalf("Load = %+v, want %+v", d, s)
+	}
+}

@@ -46,7 +46,8 @@ type snapBuf struct {
 // side waits for the other. The zero value holds a zero Snapshot.
 type SnapshotCell struct {
 	latest atomic.Pointer[snapBuf]
-	next   int // the writer's next candidate buffer
+	seq    atomic.Uint64 // Publishes that stored a snapshot; see Seq
+	next   int           // the writer's next candidate buffer
 	bufs   [snapBufs]snapBuf
 }
 
@@ -63,11 +64,19 @@ func (c *SnapshotCell) Publish(src *Snapshot) bool {
 		}
 		b.snap = *src
 		c.latest.Store(b)
+		c.seq.Add(1) // after the pointer: see Seq
 		c.next = (c.next + i + 1) % snapBufs
 		return true
 	}
 	return false
 }
+
+// Seq counts the Publishes that stored a snapshot. Unlike Snapshot.Tick it
+// changes with every publish, including a Halt's republish of the same
+// tick, so it is the key for anything derived from a snapshot. It is
+// stored after the snapshot: a reader that reads Seq and then Loads gets
+// the snapshot of that publish or a newer one, never an older one.
+func (c *SnapshotCell) Seq() uint64 { return c.seq.Load() }
 
 // Load fills dst with the latest snapshot.
 func (c *SnapshotCell) Load(dst *Snapshot) {
