@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -512,14 +511,4 @@ func (s *Service) SessionRefs() []protocol.SessionRef {
 		refs[i] = protocol.SessionRef{ID: sess.ID, Profile: sess.Profile()}
 	}
 	return refs
-}
-
-// SessionByID returns a connected session, or nil.
-func (s *Service) SessionByID(id uint64) *Session {
-	list := s.Sessions()
-	i := sort.Search(len(list), func(i int) bool { return list[i].ID >= id })
-	if i < len(list) && list[i].ID == id {
-		return list[i]
-	}
-	return nil
 }
