@@ -301,7 +301,7 @@ func (c *deviceCore) effectiveBasis(s *sessionState) protocol.Basis {
 		return *s.cfg.Basis
 	}
 	if s.basis.Permutation == "" {
-		return protocol.Basis{Permutation: "XYZ"}
+		return protocol.Basis{Permutation: protocol.IdentityBasis}
 	}
 	return s.basis
 }
@@ -474,7 +474,7 @@ func (c *deviceCore) storeSlots() {
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
 	def := protocol.DefaultSessionConfig()
-	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == "XYZ" {
+	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis {
 		s.slot.view.Store(nil)
 		return
 	}
@@ -491,16 +491,8 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 	}
 	mount := c.effectiveMount(cfg, basis)
 	v := &View{Space: space.NewView(perm, mount)}
-	var scalar float64
-	var vector space.Vec3
-	if cfg.Damping.Scalar != nil {
-		scalar = *cfg.Damping.Scalar
-	}
-	if cfg.Damping.Vector != nil {
-		vector = *cfg.Damping.Vector
-	}
 	v.Params = &loop.Params{
-		Damping:       v.Space.DampingMatrixDevice(scalar, vector),
+		Damping:       v.Space.DampingMatrixDevice(cfg.Damping.ScalarOrZero(), cfg.Damping.VectorOrZero()),
 		ForceGateGain: cfg.ForceGate.Gain,
 	}
 	info := c.dev.Info
@@ -531,7 +523,7 @@ func (c *deviceCore) publishGlobals() {
 		},
 	})
 	def := protocol.DefaultSessionConfig()
-	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: "XYZ"}))
+	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}))
 	for _, s := range c.sessions {
 		c.publish(s)
 	}

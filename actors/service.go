@@ -32,7 +32,8 @@ type Options struct {
 	Log   zerolog.Logger
 	// EventRingSize is how many recent events the activity actor keeps.
 	EventRingSize int
-	// DefaultLeaseMs is how long a control command holds (default 100).
+	// DefaultLeaseMs is how long a control command holds (default
+	// protocol.LeaseDefaultMs, 100).
 	DefaultLeaseMs int
 	// RequestTimeout bounds every control-plane request (default 2 s).
 	RequestTimeout time.Duration
@@ -96,7 +97,7 @@ func Start(o Options) (*Service, error) {
 		o.Types = t
 	}
 	if o.DefaultLeaseMs == 0 {
-		o.DefaultLeaseMs = 100
+		o.DefaultLeaseMs = protocol.LeaseDefaultMs
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 2 * time.Second

@@ -84,7 +84,7 @@ func (s *Session) Basis() protocol.Basis {
 	if b := s.basis.Load(); b != nil {
 		return *b
 	}
-	return protocol.Basis{Permutation: "XYZ"}
+	return protocol.Basis{Permutation: protocol.IdentityBasis}
 }
 
 // Controls lists the devices this session controls now.
@@ -395,7 +395,7 @@ func (a *sessionActor) loadProfileSession() {
 		b := ps.Basis
 		a.sess.basis.Store(&b)
 	}
-	if ps.LeaseMs >= 10 && ps.LeaseMs <= 1000 {
+	if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
 		a.leaseMs = ps.LeaseMs
 	}
 }
