@@ -168,18 +168,22 @@ func (s *Store) lock(name string) *stripe {
 }
 
 // supersededLocked reports whether a write numbered order is older than
-// what is already on disk for name, and otherwise records it as the newest.
-// It keeps a write-behind flush from putting back a value that a later
-// durable Save (an HTTP POST) replaced.
+// what is already on disk for name. It keeps a write-behind flush from
+// putting back a value that a later durable Save (an HTTP POST) replaced.
 func (st *stripe) supersededLocked(name string, order uint64) bool {
-	if st.written[name] > order {
-		return true
+	return st.written[name] > order
+}
+
+// wroteLocked records that the write numbered order reached the disk for
+// name; the newest number stays.
+func (st *stripe) wroteLocked(name string, order uint64) {
+	if st.supersededLocked(name, order) {
+		return
 	}
 	if st.written == nil {
 		st.written = make(map[string]uint64)
 	}
 	st.written[name] = order
-	return false
 }
 
 // Load reads document name into v (as encoding/json does). found is false
@@ -257,14 +261,11 @@ func (s *Store) moveAsideLocked(name, p string, fault error) error {
 // fsyncs the directory, so a reader sees the old document or the new one,
 // never a torn one.
 func (s *Store) Save(name string, v any) error {
-	if err := checkName(name); err != nil {
+	data, err := encodeDocument(name, v)
+	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("store: encode %s: %w", name, err)
-	}
-	return s.saveBytes(name, append(data, '\n'), s.order.Add(1))
+	return s.saveBytes(name, data, s.order.Add(1))
 }
 
 // saveBytes is Save for a checked name and encoded value. order is the
@@ -273,7 +274,7 @@ func (s *Store) Save(name string, v any) error {
 func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	st := s.lock(name)
 	defer st.mu.Unlock()
-	if st.written[name] > order {
+	if st.supersededLocked(name, order) {
 		return nil
 	}
 	p := s.path(name)
@@ -303,7 +304,7 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
-	st.supersededLocked(name, order)
+	st.wroteLocked(name, order)
 	if s.afterWrite != nil {
 		s.afterWrite(name)
 	}
@@ -347,7 +348,7 @@ func (s *Store) Delete(name string) error {
 	defer st.mu.Unlock()
 	p := s.path(name)
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
-		st.supersededLocked(name, order)
+		st.wroteLocked(name, order)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
@@ -355,7 +356,7 @@ func (s *Store) Delete(name string) error {
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
-	st.supersededLocked(name, order)
+	st.wroteLocked(name, order)
 	return nil
 }
 
