@@ -113,7 +113,7 @@ func BenchmarkScheduler(b *testing.B) {
 			sh := s.shards[0]
 			s.Start()
 			// Let the shards settle, then measure b.N ticks of shard 0.
-			for sh.stats.period.Count() < 50 {
+			for sh.stats.period.Summary().Count < 50 {
 				time.Sleep(time.Millisecond)
 			}
 			for _, x := range s.shards {
@@ -122,7 +122,7 @@ func BenchmarkScheduler(b *testing.B) {
 			}
 			over0 := sh.stats.overruns.Load()
 			b.ResetTimer()
-			for sh.stats.period.Count() < uint64(b.N) {
+			for sh.stats.period.Summary().Count < uint64(b.N) {
 				time.Sleep(time.Millisecond)
 			}
 			b.StopTimer()

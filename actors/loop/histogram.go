@@ -20,7 +20,6 @@ const (
 // is safe for concurrent use; Record does not allocate and takes no lock.
 // The zero value is empty and ready.
 type Histogram struct {
-	count   atomic.Uint64
 	sum     atomic.Int64
 	max     atomic.Int64
 	buckets [histBuckets]atomic.Uint64
@@ -59,7 +58,6 @@ func (h *Histogram) Record(ns int64) {
 		ns = 0
 	}
 	h.buckets[histIndex(uint64(ns))].Add(1)
-	h.count.Add(1)
 	h.sum.Add(ns)
 	for {
 		m := h.max.Load()
@@ -69,8 +67,10 @@ func (h *Histogram) Record(ns int64) {
 	}
 }
 
-// Summary returns the count, percentiles and maximum recorded so far. Under
-// concurrent Records it is a close, not an exact, picture.
+// Summary returns the count, percentiles and maximum recorded so far. The
+// count is the buckets' total (Record keeps no separate counter: one atomic
+// add fewer per tick). Under concurrent Records it is a close, not an
+// exact, picture.
 func (h *Histogram) Summary() Summary {
 	var counts [histBuckets]uint64
 	var total uint64
@@ -112,10 +112,6 @@ func (h *Histogram) Reset() {
 	for i := range h.buckets {
 		h.buckets[i].Store(0)
 	}
-	h.count.Store(0)
 	h.sum.Store(0)
 	h.max.Store(0)
 }
-
-// Count returns how many values were recorded.
-func (h *Histogram) Count() uint64 { return h.count.Load() }

@@ -181,7 +181,7 @@ func TestSchedulerIdleShardsSleep(t *testing.T) {
 	if n := len(*s.shards[1].devices.Load()); n != 0 {
 		t.Fatalf("the second shard holds %d devices; one device belongs on the first", n)
 	}
-	if n := s.shards[1].stats.period.Count(); n != 0 {
+	if n := s.shards[1].stats.period.Summary().Count; n != 0 {
 		t.Fatalf("an empty shard ticked %d times", n)
 	}
 }
