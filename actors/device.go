@@ -241,7 +241,7 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		ctx.Respond(&ack{})
 	case *applyGlobals:
 		c.settings = m.settings
-		c.publishGlobals()
+		c.publishLoopGlobals()
 	case *loopEvent:
 		c.onLoopEvent(ctx, m.event)
 	case *supervisionDrill:
@@ -510,8 +510,22 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 }
 
 // publishGlobals pushes device-wide values to the loop and refreshes every
-// view (they report the device-global entries too).
+// view (they report the device-global entries too). It is for init and for
+// device-global entries; a settings change needs only publishLoopGlobals.
 func (c *deviceCore) publishGlobals() {
+	c.publishLoopGlobals()
+	def := protocol.DefaultSessionConfig()
+	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}))
+	for _, s := range c.sessions {
+		c.publish(s)
+	}
+}
+
+// publishLoopGlobals pushes the device-global entries and the settings to
+// the loop. Views report the device-global entries but no setting, so a
+// settings change republishes no view (which would also empty the
+// encoded-state cache of every device).
+func (c *deviceCore) publishLoopGlobals() {
 	g := c.global
 	c.dev.rt.SetGlobals(&loop.Globals{
 		ForceScale: c.settings.ForceScale,
@@ -522,11 +536,6 @@ func (c *deviceCore) publishGlobals() {
 			GravityScale:        g.GravityCompensation.ScalingFactor,
 		},
 	})
-	def := protocol.DefaultSessionConfig()
-	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}))
-	for _, s := range c.sessions {
-		c.publish(s)
-	}
 }
 
 func (c *deviceCore) saveDurable(name string, v any) error {

@@ -134,3 +134,27 @@ func TestStatsReportsTheProcess(t *testing.T) {
 		t.Fatalf("process: %+v", st.Process)
 	}
 }
+
+// A settings change reaches the loop only: views report no setting, so
+// they (and the encoded-state cache keyed by them) stay as they are.
+func TestSettingChangeKeepsTheViews(t *testing.T) {
+	svc, d := startTestService(t, "", zerolog.Nop())
+	before := d.defaultView.Load()
+	if _, err := svc.SetSetting(protocol.SettingForceScale, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	// The registry sent applyGlobals before answering, so the device
+	// actor has handled it once it answers this.
+	if _, err := svc.Entry(d, 0, protocol.KeyHandedness); err != nil {
+		t.Fatal(err)
+	}
+	if d.defaultView.Load() != before {
+		t.Fatal("a settings change republished the device's views")
+	}
+	if _, err := svc.SetEntry(d, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	if v := d.defaultView.Load(); v == before || v.Config.Device.Handedness != "left" {
+		t.Fatal("a device-global entry did not republish the views")
+	}
+}
