@@ -360,11 +360,14 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		d.out = hw.Command{}
 		d.gravityN = 0
 	} else {
+		// One Globals for the whole tick: the settings passed to the
+		// driver, the force scale and the gravity feed-forward agree.
+		g := d.globals.Load()
 		d.gate.update(d.state.VelocityMps, dtNs)
-		d.configure(nowNs)
-		d.compute(nowNs, owner)
+		d.configure(nowNs, g)
+		d.compute(nowNs, owner, g)
 		mode = d.out.Mode
-		d.addGravity()
+		d.addGravity(g)
 		var startNs int64
 		if timed {
 			startNs = d.clock.Now()
@@ -435,7 +438,7 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 }
 
 // compute fills d.out from the command in force (or the ramp after it).
-func (d *Device) compute(nowNs int64, owner uint64) {
+func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	c := &d.cmd
 	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
 		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
@@ -445,7 +448,7 @@ func (d *Device) compute(nowNs int64, owner uint64) {
 		}
 		d.armed, d.ramping, d.halted = true, false, false
 		d.appliedSeq = c.Seq
-		d.shape(&d.held, 1)
+		d.shape(&d.held, 1, g)
 		return
 	}
 	if d.armed {
@@ -457,7 +460,7 @@ func (d *Device) compute(nowNs int64, owner uint64) {
 	if d.ramping {
 		el := nowNs - d.rampStartNs
 		if el < d.opts.RampNs {
-			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs))
+			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs), g)
 			return
 		}
 		d.ramping = false
@@ -467,8 +470,7 @@ func (d *Device) compute(nowNs int64, owner uint64) {
 
 // shape turns a command into the driver's output: damping, force gate,
 // force scale, gravity feed-forward, clamp, then the ramp factor.
-func (d *Device) shape(c *Command, ramp float64) {
-	g := d.globals.Load()
+func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 	scale := clamp(g.ForceScale, 0, 1)
 	out := &d.out
 	*out = hw.Command{Mode: c.Cmd.Mode}
@@ -526,9 +528,9 @@ func (d *Device) shape(c *Command, ramp float64) {
 // it is taken out of the reported force again. Position
 // and angle servos carry the arm's weight themselves; torque mode gets no
 // feed-forward (it would need the joint-space gravity model).
-func (d *Device) addGravity() {
+func (d *Device) addGravity(g *Globals) {
 	d.gravityN = 0
-	s := &d.globals.Load().Settings
+	s := &g.Settings
 	if d.halted || !d.info.HostGravityCompensation || !s.GravityCompensation {
 		return
 	}
@@ -547,8 +549,7 @@ func (d *Device) addGravity() {
 
 // configure passes changed Settings to the driver between two exchanges. A
 // failing Configure is retried once a second.
-func (d *Device) configure(nowNs int64) {
-	g := d.globals.Load()
+func (d *Device) configure(nowNs int64, g *Globals) {
 	if g == d.configuredFrom {
 		return
 	}
