@@ -163,17 +163,7 @@ func (b *usageBook) record(e *event.Event) {
 }
 
 func (b *usageBook) legacyRoute(route, remote, profile string, at time.Time) {
-	u := b.legacyRoutes[route]
-	if u == nil {
-		if len(b.legacyRoutes) >= MaxTallyKeys-1 {
-			route = OtherKey
-			u = b.legacyRoutes[route]
-		}
-		if u == nil {
-			u = &RouteUse{Route: route}
-			b.legacyRoutes[route] = u
-		}
-	}
+	u := cappedEntry(b.legacyRoutes, route, func(route string) *RouteUse { return &RouteUse{Route: route} })
 	u.add(at, hostOf(remote), profile)
 }
 
@@ -215,6 +205,13 @@ func copyUses(m map[string]*DeprecatedUse) []DeprecatedUse {
 }
 
 func use(m map[string]*DeprecatedUse, name string) *DeprecatedUse {
+	return cappedEntry(m, name, func(name string) *DeprecatedUse { return &DeprecatedUse{Name: name} })
+}
+
+// cappedEntry returns m[name], creating it with newEntry. Once m holds
+// MaxTallyKeys-1 names, a new name counts under OtherKey instead, so the
+// map never holds more than MaxTallyKeys.
+func cappedEntry[T any](m map[string]*T, name string, newEntry func(name string) *T) *T {
 	if u := m[name]; u != nil {
 		return u
 	}
@@ -224,7 +221,7 @@ func use(m map[string]*DeprecatedUse, name string) *DeprecatedUse {
 			return u
 		}
 	}
-	u := &DeprecatedUse{Name: name}
+	u := newEntry(name)
 	m[name] = u
 	return u
 }
