@@ -348,11 +348,8 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 }
 
 func (a *sessionActor) deprecated(name string) {
-	for _, c := range protocol.DeprecatedCommands() {
-		if c.Name == name {
-			a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.sess.Profile()))
-			return
-		}
+	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
+		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.sess.Profile()))
 	}
 }
 

@@ -197,6 +197,17 @@ func DeprecatedCommands() []DeprecatedCommand {
 	return append([]DeprecatedCommand(nil), deprecatedCommands...)
 }
 
+// LookupDeprecatedCommand finds the deprecated session command name
+// (CommandSetBasis, ...) without copying the table.
+func LookupDeprecatedCommand(name string) (DeprecatedCommand, bool) {
+	for _, c := range deprecatedCommands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return DeprecatedCommand{}, false
+}
+
 // coordinateOrigins maps set_coordinate_origin values to presets; never
 // written.
 var coordinateOrigins = [...][2]string{

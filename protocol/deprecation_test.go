@@ -125,3 +125,15 @@ func TestDeprecatedCommandsAndMarkdown(t *testing.T) {
 		t.Error("DeprecatedRoutes exposes the table")
 	}
 }
+
+func TestLookupDeprecatedCommandFindsEveryRow(t *testing.T) {
+	for _, c := range DeprecatedCommands() {
+		got, ok := LookupDeprecatedCommand(c.Name)
+		if !ok || got != c {
+			t.Errorf("LookupDeprecatedCommand(%q) = %+v, %v; want %+v", c.Name, got, ok, c)
+		}
+	}
+	if _, ok := LookupDeprecatedCommand("session.configure"); ok {
+		t.Error("a current command was found as deprecated")
+	}
+}
