@@ -134,7 +134,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		codec:   o.Codec,
 		sink:    o.Sink,
 		leaseMs: s.opts.DefaultLeaseMs,
-		busy:    make(map[*Device]busyNote),
+		busy:    make(map[busyKey]busyNote),
 		log:     s.log.With().Uint64("session_id", sess.ID).Str("remote", o.Remote).Logger(),
 	}
 	// A panic in one session must not take others down: stop the actor and
@@ -166,11 +166,22 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 	return sess, nil
 }
 
+// busyKey names a device by value: a key of *Device would keep a removed
+// device, and its loop state, alive for the session's lifetime.
+type busyKey struct {
+	typ protocol.DeviceType
+	id  string
+}
+
 // busyNote rate-limits device-busy events per device and owner.
 type busyNote struct {
 	owner uint64
-	at    time.Time
+	atNs  int64 // service Clock time of the last event
 }
+
+// busyEvery is the shortest interval between two device-busy events for
+// one device and owner.
+const busyEvery = int64(time.Second)
 
 // sessionActor is one connection's actor. All its fields are owned by it.
 type sessionActor struct {
@@ -181,7 +192,7 @@ type sessionActor struct {
 	log     zerolog.Logger
 	leaseMs int
 	seq     uint64
-	busy    map[*Device]busyNote
+	busy    map[busyKey]busyNote
 
 	// Scratch reused every message: decoding and encoding allocate little.
 	msg   protocol.ClientMessage
@@ -451,7 +462,7 @@ func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceE
 	if owner := reg.Claim(a.sess.ID); owner != a.sess.ID {
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
 			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
-		a.noteBusy(d, owner)
+		a.noteBusy(d, owner, now)
 		return
 	}
 	a.seq++
@@ -464,12 +475,22 @@ func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceE
 	}
 }
 
-func (a *sessionActor) noteBusy(d *Device, owner uint64) {
-	now := time.Now()
-	if n, ok := a.busy[d]; ok && n.owner == owner && now.Sub(n.at) < time.Second {
-		return // one event per device and owner per second, not per tick
+// noteBusy publishes a device-busy event, at most one per device and
+// owner per busyEvery (not one per tick). now is the service Clock time of
+// the message.
+func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
+	k := busyKey{d.Type, d.ID}
+	if n, ok := a.busy[k]; ok && n.owner == owner && now-n.atNs < busyEvery {
+		return
 	}
-	a.busy[d] = busyNote{owner: owner, at: now}
+	// Notes older than busyEvery no longer hold anything back: drop them,
+	// so the map holds only devices busy within the last interval.
+	for key, n := range a.busy {
+		if now-n.atNs >= busyEvery {
+			delete(a.busy, key)
+		}
+	}
+	a.busy[k] = busyNote{owner: owner, atNs: now}
 	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
 }
 

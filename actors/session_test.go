@@ -11,6 +11,7 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // TestUnchangedByAgreesWithTheDeviceActor checks the session's shortcut for
@@ -110,5 +111,49 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 	d.rt.Halt()
 	if b := frame(); !strings.Contains(b, `"control_mode":"idle"`) {
 		t.Fatalf("after Halt the frame still reads the tick before it: %s", b)
+	}
+}
+
+// noteBusy rate-limits by the service clock, per device and owner, and
+// forgets devices once their interval has passed (a removed device must not
+// stay reachable from the session).
+func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
+	svc, d := startTestService(t, "", zerolog.Nop())
+	a := &sessionActor{sess: &Session{ID: 42}, svc: svc, busy: make(map[busyKey]busyNote)}
+	gone := &Device{Type: protocol.TypeArm, ID: "gone"}
+	ms := int64(time.Millisecond)
+	a.noteBusy(d, 7, 0)
+	a.noteBusy(d, 7, 500*ms) // suppressed
+	a.noteBusy(d, 8, 600*ms) // another owner
+	a.noteBusy(gone, 7, 700*ms)
+	a.noteBusy(d, 8, 1650*ms) // over a second after the last one for owner 8
+	if len(a.busy) != 2 {
+		t.Fatalf("busy notes %v; want only the two within the last second", a.busy)
+	}
+	a.noteBusy(d, 8, 5000*ms)
+	if _, ok := a.busy[busyKey{gone.Type, gone.ID}]; ok || len(a.busy) != 1 {
+		t.Fatalf("busy notes %v; the device that left is still held", a.busy)
+	}
+	// Events: owner 7, owner 8, the other device, owner 8 again, and the
+	// last one; the second was suppressed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		events, _, err := svc.Activity().Recent(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range events {
+			if e.Name == event.NameDeviceBusy {
+				n++
+			}
+		}
+		if n == 5 {
+			return
+		}
+		if n > 5 || time.Now().After(deadline) {
+			t.Fatalf("%d device-busy events, want 5", n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
