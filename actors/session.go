@@ -36,8 +36,14 @@ type Codec interface {
 type FrameSink interface {
 	// Buffer returns an empty buffer to encode the next frame into.
 	Buffer() []byte
-	// Send queues a frame. The sink owns buf from then on. Send must not
-	// block for long: the writer goroutine does the I/O.
+	// Send writes a frame, or queues it for a writer goroutine; the sink
+	// owns buf from then on. It is called on the session actor's goroutine
+	// (with the synchronized dispatcher, often the connection's reader), and
+	// the session handles no other message until it returns, so Send must
+	// bound how long it blocks: the WebSocket sink writes in place with a
+	// write deadline (5 s) and closes a client that misses it. Send reports
+	// no error: a sink that fails closes itself, and later Sends drop their
+	// frames.
 	Send(buf []byte)
 	// Recycle hands back a message's bytes once the session is done with them.
 	Recycle(inbound []byte)
