@@ -2,7 +2,6 @@ package loop
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -481,11 +480,11 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 			p = &defaultParams
 		}
 		f := c.Cmd.ForceN
-		if !finiteVec(f) {
+		if !f.Finite() {
 			f = hw.Vec3{}
 		}
 		v := d.state.VelocityMps
-		if finiteVec(v) {
+		if v.Finite() {
 			D := &p.Damping
 			f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
 			f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
@@ -498,19 +497,19 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
 		k := scale * ramp
-		if !finite(t.A0) || !finite(t.A1) || !finite(t.A2) {
+		if !t.Finite() {
 			k = 0
 		}
 		out.TorquesNmm = hw.Angles3{A0: t.A0 * k, A1: t.A1 * k, A2: t.A2 * k}
 	case hw.ModePosition:
-		if !finiteVec(c.Cmd.PositionM) {
+		if !c.Cmd.PositionM.Finite() {
 			*out = hw.Command{}
 			return
 		}
 		out.PositionM = c.Cmd.PositionM
 	case hw.ModeAngle:
 		a := c.Cmd.AnglesDeg
-		if !finite(a.A0) || !finite(a.A1) || !finite(a.A2) {
+		if !a.Finite() {
 			*out = hw.Command{}
 			return
 		}
@@ -609,20 +608,11 @@ func clamp(x, lo, hi float64) float64 {
 	return x
 }
 
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-func finiteVec(v hw.Vec3) bool { return finite(v.X) && finite(v.Y) && finite(v.Z) }
-
 // clampMagnitude limits |f| to maxN; a device with no force output (maxN <=
 // 0) gets none.
 func clampMagnitude(f hw.Vec3, maxN float64) hw.Vec3 {
 	if !(maxN > 0) {
 		return hw.Vec3{}
 	}
-	m := math.Sqrt(f.X*f.X + f.Y*f.Y + f.Z*f.Z)
-	if m <= maxN {
-		return f
-	}
-	k := maxN / m
-	return hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
+	return f.ClampNorm(maxN)
 }

@@ -34,7 +34,7 @@ type forceGate struct {
 }
 
 func (g *forceGate) update(v hw.Vec3, dtNs int64) {
-	if !finiteVec(v) {
+	if !v.Finite() {
 		return // a bad reading must not poison the filter
 	}
 	if !g.primed {

@@ -72,8 +72,8 @@ var (
 func ArmInfo() hw.Info {
 	return hw.Info{
 		Kind: hw.KindArm, ID: "0A1B", UUID: "00000000-0000-0000-0000-00000000a1b0",
-		Simulated: true, MaxForceN: 10, EffectiveMassKg: 0.2, HostGravityCompensation: true,
-		WorkspaceCenterM: hw.Vec3{Y: 0.15, Z: 0.1},
+		Simulated: true, MaxForceN: hw.ArmMaxForceN, EffectiveMassKg: hw.ArmEffectiveMassKg, HostGravityCompensation: true,
+		WorkspaceCenterM: hw.ArmWorkspaceCenterM(),
 	}
 }
 
