@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -423,11 +424,21 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		return nil, fmt.Errorf("actors: spawn device actor: %w", err)
 	}
 	d.pid = pid
-	// Sessions already connected see the new device with their own view.
-	for _, sess := range s.Sessions() {
+	// Sessions already connected see the new device with their own view,
+	// attached before the device is listed.
+	before := s.Sessions()
+	for _, sess := range before {
 		ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
 	}
 	s.devices.Store(s.devices.Load().with(d))
+	// A session that listed itself meanwhile may have read the device list
+	// before d was on it: attach it too. Sessions do the mirror check, so
+	// one side or the other always attaches (attach is idempotent).
+	for _, sess := range s.Sessions() {
+		if !slices.Contains(before, sess) {
+			ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
+		}
+	}
 	if m.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})

@@ -228,11 +228,16 @@ func (a *sessionActor) start(ctx actor.Context) {
 	s := a.svc
 	// Attach before the session is listed, so HTTP selectors never find a
 	// session its devices do not know.
-	a.attachAll(ctx)
+	seen := a.attachAll(ctx, nil)
 	s.sessionsMu.Lock()
 	next := append(append([]*Session(nil), s.Sessions()...), a.sess)
 	s.sessions.Store(&next)
 	s.sessionsMu.Unlock()
+	// A device added meanwhile may have read the session list before this
+	// session was on it, after we read the device list: attach to what is
+	// new since. The registry does the mirror check after listing a device,
+	// so one side or the other always attaches (attach is idempotent).
+	a.attachAll(ctx, seen)
 	s.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
 	a.log.Info().Str("api_version", a.sess.APIVersion).Msg("session started")
 
@@ -267,10 +272,20 @@ func (a *sessionActor) stop(ctx actor.Context) {
 	a.log.Info().Msg("session ended")
 }
 
-func (a *sessionActor) attachAll(ctx actor.Context) {
-	for _, d := range a.svc.Devices().All() {
+// attachAll attaches the session to every listed device that is not in
+// seen (nil: none seen yet) and returns the list it went through.
+func (a *sessionActor) attachAll(ctx actor.Context, seen *DeviceSet) *DeviceSet {
+	devs := a.svc.Devices()
+	if devs == seen {
+		return devs
+	}
+	for _, d := range devs.All() {
+		if seen != nil && seen.Find(d.Type, d.ID) == d {
+			continue
+		}
 		a.requestDevice(ctx, d, &attachSession{session: a.sess.ID, profile: a.sess.Profile(), basis: a.sess.Basis()})
 	}
+	return devs
 }
 
 // requestDevice asks a device actor and waits for its answer. The session
@@ -338,7 +353,7 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 		name := p.Name
 		a.sess.profile.Store(&name)
 		a.loadProfileSession()
-		a.attachAll(ctx)
+		a.attachAll(ctx, nil)
 	}
 	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
 		a.leaseMs = sp.LeaseMs

@@ -157,3 +157,45 @@ func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSessionAndDeviceArrivingTogetherAreAttached opens sessions while
+// devices are added: whichever lands first, every device must know every
+// session once both are visible (a session a device does not know gets
+// unknown_session for as long as it stays connected).
+func TestSessionAndDeviceArrivingTogetherAreAttached(t *testing.T) {
+	svc, _ := startTestService(t, "", zerolog.Nop())
+	for round := range 40 {
+		var (
+			d      *Device
+			addErr error
+			added  = make(chan struct{})
+		)
+		go func() {
+			defer close(added)
+			d, addErr = svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: round + 1, PeriodS: 0.001}), false)
+		}()
+		sink := newChanSink()
+		sess, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-sink.frames // the inventory: the session is started
+		<-added
+		if addErr != nil {
+			t.Fatal(addErr)
+		}
+		// Attachments travel as actor messages: allow them to land.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := svc.Entry(d, sess.ID, protocol.KeyDamping)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: device %s does not know session %d: %v", round, d.ID, sess.ID, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		sess.Close()
+	}
+}
