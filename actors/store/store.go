@@ -346,6 +346,10 @@ func (s *Store) Delete(name string) error {
 	order := s.order.Add(1)
 	st := s.lock(name)
 	defer st.mu.Unlock()
+	// Like a save, a delete overtaken by a newer write must not undo it.
+	if st.supersededLocked(name, order) {
+		return nil
+	}
 	p := s.path(name)
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
 		st.wroteLocked(name, order)
