@@ -18,17 +18,12 @@ func (Codec) AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
 // APIVersion names the format.
 func (Codec) APIVersion() string { return "3.x" }
 
-// AppendArmState encodes an arm's state and status (no config) for
-// ArmFrame.Body.
+// AppendArmState is AppendArmState in the 3.x spelling.
 func (Codec) AppendArmState(dst []byte, a *ArmFrame) []byte {
-	s := *a
-	s.Config, s.Body = nil, nil
-	return AppendArmBody(dst, &s, "", Spelling3x())
+	return AppendArmState(dst, a, Spelling3x())
 }
 
-// AppendGripState encodes a grip's state and status for GripFrame.Body.
+// AppendGripState is AppendGripState.
 func (Codec) AppendGripState(dst []byte, g *GripFrame) []byte {
-	s := *g
-	s.Config, s.Body = nil, nil
-	return AppendGripBody(dst, &s, "", Spelling3x())
+	return AppendGripState(dst, g)
 }

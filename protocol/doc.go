@@ -33,9 +33,11 @@
 // # Codecs
 //
 // The 3.x codec is DecodeClientMessage and AppendFrame. The message walk
-// (ClientMessage.Decode with a CollectionDecoder, DecodeDevice) and the encoding pieces
-// (AppendArmBody, AppendGripBody, AppendFrameTail, Spelling) are exported so
-// that protocol/v30 lays out the 3.0 format over the same implementation.
+// (ClientMessage.Decode with a CollectionDecoder, DecodeDevice) and the frame
+// encoder (AppendFrameAs with a Spelling; AppendArmState and AppendGripState
+// for pre-encoded bodies) are exported so that protocol/v30 lays out the 3.0
+// format over the same implementation: it supplies only its collection
+// decoder and its Spelling.
 //
 // # Performance
 //

@@ -124,11 +124,16 @@ type Frame struct {
 	Warnings  []Error      // omitted when empty
 }
 
-// Spelling holds the member names that differ between the 3.x and 3.0
-// frame formats; the encoding logic is shared.
+// Spelling holds what differs between the 3.x and 3.0 frame formats: a few
+// member names and the layout of a device collection. The encoding logic is
+// shared (AppendFrameAs).
 type Spelling struct {
 	MajorVersion, MinorVersion string // device_info members for DeviceInfo.Major, Minor
 	ControlMode                string // arm state member for ControlMode
+	// KeyedByID lays a device collection out as an object keyed by device
+	// id ({"049D": {"state": ...}}, 3.0) instead of an array of elements
+	// that carry "device_id" ([{"device_id": "049D", "state": ...}], 3.x).
+	KeyedByID bool
 }
 
 // Spelling3x is the 3.x spelling.
@@ -141,7 +146,18 @@ func Spelling3x() Spelling {
 // under an alias, config.type carries the alias name). It does not allocate
 // once dst has the capacity.
 func AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
-	sp := Spelling3x()
+	return AppendFrameAs(dst, f, types, Spelling3x())
+}
+
+// AppendFrameAs appends the JSON of f in the format sp describes; it is the
+// one frame encoder behind AppendFrame and protocol/v30's. Every device
+// type's collection is present under its own key and each alias. It does not
+// allocate once dst has the capacity.
+func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
+	open, end := byte('['), byte(']')
+	if sp.KeyedByID {
+		open, end = '{', '}'
+	}
 	dst = append(dst, '{')
 	if f.SessionID != 0 {
 		dst = append(dst, `"session_id":`...)
@@ -153,43 +169,63 @@ func AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
 			dst = append(dst, ',')
 		}
 		dst = AppendString(dst, key)
-		dst = append(dst, ':', '[')
+		dst = append(dst, ':', open)
 		for j := range f.Arms {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, `{"device_id":`...)
-			dst = AppendString(dst, f.Arms[j].DeviceID)
-			dst = append(dst, ',')
-			dst = AppendArmBody(dst, &f.Arms[j], key, sp)
+			dst = appendElementHead(dst, f.Arms[j].DeviceID, sp)
+			dst = appendArmBody(dst, &f.Arms[j], key, sp)
 			dst = append(dst, '}')
 		}
-		dst = append(dst, ']')
+		dst = append(dst, end)
 	}
 	for _, key := range types.Keys(TypeGrip) {
 		dst = append(dst, ',')
 		dst = AppendString(dst, key)
-		dst = append(dst, ':', '[')
+		dst = append(dst, ':', open)
 		for j := range f.Grips {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, `{"device_id":`...)
-			dst = AppendString(dst, f.Grips[j].DeviceID)
-			dst = append(dst, ',')
-			dst = AppendGripBody(dst, &f.Grips[j], key, sp)
+			dst = appendElementHead(dst, f.Grips[j].DeviceID, sp)
+			dst = appendGripBody(dst, &f.Grips[j], key, sp)
 			dst = append(dst, '}')
 		}
-		dst = append(dst, ']')
+		dst = append(dst, end)
 	}
-	dst = AppendFrameTail(dst, f)
+	dst = appendFrameTail(dst, f)
 	return append(dst, '}')
 }
 
-// AppendArmBody appends the members "config" (when a.Config is set),
+// appendElementHead opens one device's element of a collection, up to where
+// its body starts: "049D":{ keyed by id, {"device_id":"049D", in an array.
+func appendElementHead(dst []byte, id string, sp Spelling) []byte {
+	if sp.KeyedByID {
+		dst = AppendString(dst, id)
+		return append(dst, ':', '{')
+	}
+	dst = append(dst, `{"device_id":`...)
+	dst = AppendString(dst, id)
+	return append(dst, ',')
+}
+
+// AppendArmState appends an arm's "state" and "status" members (no config,
+// no braces) in spelling sp: what a codec stores in ArmFrame.Body.
+func AppendArmState(dst []byte, a *ArmFrame, sp Spelling) []byte {
+	return appendArmState(dst, &a.State, &a.Status, sp)
+}
+
+// AppendGripState is AppendArmState for a grip (GripFrame.Body). It takes
+// no Spelling: a grip's state and status are spelled alike in both formats.
+func AppendGripState(dst []byte, g *GripFrame) []byte {
+	return appendGripState(dst, &g.State, &g.Status)
+}
+
+// appendArmBody appends the members "config" (when a.Config is set),
 // "state" and "status" of one arm element, without braces: the element
-// layout around them is the codec's.
-func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte {
+// layout around them is AppendFrameAs's.
+func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte {
 	if a.Config == nil && a.Body != nil {
 		return append(dst, a.Body...)
 	}
@@ -213,7 +249,10 @@ func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 		dst = c.Session.ForceGate.AppendJSON(dst)
 		dst = append(dst, `}},`...)
 	}
-	s := &a.State
+	return appendArmState(dst, &a.State, &a.Status, sp)
+}
+
+func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling) []byte {
 	dst = append(dst, `"state":{"cursor_position":`...)
 	dst = appendVec3(dst, measured, s.CursorPosition)
 	dst = append(dst, `,"cursor_velocity":`...)
@@ -231,7 +270,6 @@ func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 	dst = AppendString(dst, s.ControlMode.String())
 	dst = append(dst, `,"control_domain":`...)
 	dst = AppendString(dst, s.ControlDomain.String())
-	st := &a.Status
 	dst = append(dst, `},"status":{"calibrated":`...)
 	dst = appendBool(dst, st.Calibrated)
 	dst = append(dst, `,"in_use":`...)
@@ -245,8 +283,8 @@ func AppendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 	return append(dst, '}')
 }
 
-// AppendGripBody is AppendArmBody for a grip.
-func AppendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byte {
+// appendGripBody is appendArmBody for a grip.
+func appendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byte {
 	if g.Config == nil && g.Body != nil {
 		return append(dst, g.Body...)
 	}
@@ -258,7 +296,10 @@ func AppendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byt
 		dst = appendPlacement(dst, c)
 		dst = append(dst, `},`...)
 	}
-	s := &g.State
+	return appendGripState(dst, &g.State, &g.Status)
+}
+
+func appendGripState(dst []byte, s *GripState, st *GripStatus) []byte {
 	dst = append(dst, `"state":{"orientation":`...)
 	dst = appendQuat(dst, measured, s.Orientation)
 	dst = append(dst, `,"buttons":{"a":`...)
@@ -271,7 +312,6 @@ func AppendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byt
 	dst = appendNumber(dst, s.Hall, measured)
 	dst = append(dst, `,"battery_level":`...)
 	dst = appendNumber(dst, s.Battery, measured)
-	st := &g.Status
 	dst = append(dst, `},"status":{"connected":`...)
 	dst = appendBool(dst, st.Connected)
 	dst = append(dst, `,"awake":`...)
@@ -305,10 +345,10 @@ func appendPlacement(dst []byte, c *DeviceView) []byte {
 	return Mount{Transform: c.Mount}.AppendJSON(dst)
 }
 
-// AppendFrameTail appends the members after the device collections, each
+// appendFrameTail appends the members after the device collections, each
 // with a leading comma: "session" (when f.Session is set), "errors" and
-// "warnings" (when not empty). Both codecs end their frames with it.
-func AppendFrameTail(dst []byte, f *Frame) []byte {
+// "warnings" (when not empty).
+func appendFrameTail(dst []byte, f *Frame) []byte {
 	if s := f.Session; s != nil {
 		dst = append(dst, `,"session":{"config":{"profile":`...)
 		if s.Profile == nil {

@@ -1,10 +1,6 @@
 package v30
 
-import (
-	"strconv"
-
-	"github.com/hapticd/hapticd/protocol"
-)
+import "github.com/hapticd/hapticd/protocol"
 
 // DecodeClientMessage decodes and validates a 3.0 message into dst, with
 // the same rules as protocol.DecodeClientMessage:
@@ -29,9 +25,9 @@ func decodeDeviceObject(m *protocol.ClientMessage, dt protocol.DeviceType, key s
 	}
 }
 
-// spelling is the 3.0 member names.
+// spelling is the 3.0 member names and layout.
 func spelling() protocol.Spelling {
-	return protocol.Spelling{MajorVersion: "firmware_version", MinorVersion: "hardware_version", ControlMode: "mode"}
+	return protocol.Spelling{MajorVersion: "firmware_version", MinorVersion: "hardware_version", ControlMode: "mode", KeyedByID: true}
 }
 
 // AppendFrame appends the 3.0 JSON of f:
@@ -42,45 +38,5 @@ func spelling() protocol.Spelling {
 // Devices whose ids collide (arm ids are 4 hex digits) repeat a member
 // name; 3.x frames, which are arrays, do not have that limit.
 func AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
-	sp := spelling()
-	dst = append(dst, '{')
-	if f.SessionID != 0 {
-		dst = append(dst, `"session_id":`...)
-		dst = strconv.AppendUint(dst, f.SessionID, 10)
-		dst = append(dst, ',')
-	}
-	for i, key := range types.Keys(protocol.TypeArm) {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = protocol.AppendString(dst, key)
-		dst = append(dst, ':', '{')
-		for j := range f.Arms {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = protocol.AppendString(dst, f.Arms[j].DeviceID)
-			dst = append(dst, ':', '{')
-			dst = protocol.AppendArmBody(dst, &f.Arms[j], key, sp)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, '}')
-	}
-	for _, key := range types.Keys(protocol.TypeGrip) {
-		dst = append(dst, ',')
-		dst = protocol.AppendString(dst, key)
-		dst = append(dst, ':', '{')
-		for j := range f.Grips {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = protocol.AppendString(dst, f.Grips[j].DeviceID)
-			dst = append(dst, ':', '{')
-			dst = protocol.AppendGripBody(dst, &f.Grips[j], key, sp)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, '}')
-	}
-	dst = protocol.AppendFrameTail(dst, f)
-	return append(dst, '}')
+	return protocol.AppendFrameAs(dst, f, types, spelling())
 }

@@ -18,17 +18,14 @@ func (Codec) AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTabl
 // APIVersion names the format.
 func (Codec) APIVersion() string { return "3.0" }
 
-// AppendArmState encodes an arm's state and status (no config) in the 3.0
-// spelling, for protocol.ArmFrame.Body.
+// AppendArmState is protocol.AppendArmState in the 3.0 spelling, for
+// protocol.ArmFrame.Body.
 func (Codec) AppendArmState(dst []byte, a *protocol.ArmFrame) []byte {
-	s := *a
-	s.Config, s.Body = nil, nil
-	return protocol.AppendArmBody(dst, &s, "", spelling())
+	return protocol.AppendArmState(dst, a, spelling())
 }
 
-// AppendGripState is AppendArmState for a grip.
+// AppendGripState is protocol.AppendGripState (a grip's state is spelled
+// alike in both formats).
 func (Codec) AppendGripState(dst []byte, g *protocol.GripFrame) []byte {
-	s := *g
-	s.Config, s.Body = nil, nil
-	return protocol.AppendGripBody(dst, &s, "", spelling())
+	return protocol.AppendGripState(dst, g)
 }
