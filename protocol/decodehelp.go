@@ -166,37 +166,60 @@ func readBool(v Value, at *pathSeg) (bool, *Error) {
 	return b, nil
 }
 
+// soleMember is the value of member name of object v, the last occurrence
+// when the name repeats (the rule Value.Member documents: a later null
+// removes an earlier value), and the path to it. Other members are warnings.
+// v must be an object; example shows the right shape. The value does not
+// exist when the member is missing or null.
+func soleMember(v Value, at *pathSeg, w warnings, name, example string) (Value, pathSeg, *Error) {
+	if e := expectObject(v, at, example); e != nil {
+		return Value{}, pathSeg{}, e
+	}
+	var val Value
+	for it := v.Members(); it.Next(); {
+		if it.KeyIs(name) {
+			val = it.Value()
+			continue
+		}
+		w.unknownField(at, &it)
+	}
+	return val, at.child(name), nil
+}
+
 // readComponents reads an object of finite numbers named by names (all
-// required) into out; unknown members are warnings.
+// required, at most 4) into out; unknown members are warnings. A repeated
+// name counts by its last occurrence, as in soleMember.
 func readComponents(v Value, at *pathSeg, names []string, out []float64, example string, w warnings) *Error {
 	if e := expectObject(v, at, example); e != nil {
 		return e
 	}
-	var seen uint8
+	var vals [4]Value
 	for it := v.Members(); it.Next(); {
 		matched := false
 		for i, n := range names {
-			if !it.KeyIs(n) {
-				continue
-			}
-			matched = true
-			val := it.Value()
-			if !val.Exists() {
+			if it.KeyIs(n) {
+				vals[i], matched = it.Value(), true
 				break
 			}
-			c := at.child(n)
-			f, e := readFloat(val, &c)
-			if e != nil {
-				return e
-			}
-			out[i] = f
-			seen |= 1 << i
 		}
 		if !matched {
 			w.unknownField(at, &it)
 		}
 	}
-	if seen != 1<<len(names)-1 {
+	complete := true
+	for i, n := range names {
+		if !vals[i].Exists() {
+			complete = false
+			continue
+		}
+		c := at.child(n)
+		f, e := readFloat(vals[i], &c)
+		if e != nil {
+			return e
+		}
+		out[i] = f
+	}
+	if !complete {
 		return errAt(CodeInvalidValue, at, "%s needs all of %v: send %s", at.last(), names, example)
 	}
 	return nil

@@ -476,82 +476,50 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 }
 
 func decodePreset(v Value, at *pathSeg, w warnings) (Preset, *Error) {
-	if e := expectObject(v, at, `{"preset": "arm_front"}`); e != nil {
-		return Preset{}, e
+	val, c, err := soleMember(v, at, w, "preset", `{"preset": "arm_front"}`)
+	if err != nil {
+		return Preset{}, err
 	}
-	var out Preset
-	for it := v.Members(); it.Next(); {
-		if !it.KeyIs("preset") {
-			w.unknownField(at, &it)
-			continue
-		}
-		val := it.Value()
-		if !val.Exists() {
-			continue
-		}
-		c := at.child("preset")
-		name, known, err := readEnum(val, &c, presetNames)
-		if err != nil {
-			return Preset{}, err
-		}
-		if !known {
-			return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, strings.Join(presetNames, ", "))
-		}
-		out.Preset = name
-	}
-	if out.Preset == "" {
+	if !val.Exists() {
 		return Preset{}, errAt(CodeInvalidValue, at, `preset needs "preset": one of %s`, strings.Join(presetNames, ", "))
 	}
-	return out, nil
+	name, known, err := readEnum(val, &c, presetNames)
+	if err != nil {
+		return Preset{}, err
+	}
+	if !known {
+		return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, strings.Join(presetNames, ", "))
+	}
+	return Preset{Preset: name}, nil
 }
 
 func decodeBasis(v Value, at *pathSeg, w warnings) (Basis, *Error) {
-	if e := expectObject(v, at, `{"permutation": "XZY"}`); e != nil {
-		return Basis{}, e
+	val, c, err := soleMember(v, at, w, "permutation", `{"permutation": "XZY"}`)
+	if err != nil {
+		return Basis{}, err
 	}
-	var out Basis
-	for it := v.Members(); it.Next(); {
-		if !it.KeyIs("permutation") {
-			w.unknownField(at, &it)
-			continue
-		}
-		val := it.Value()
-		if !val.Exists() {
-			continue
-		}
-		c := at.child("permutation")
-		b, ok := val.StringBytes()
-		if !ok {
-			return Basis{}, errAt(CodeInvalidValue, &c, "permutation must be a string like \"XZY\", got %s", val.Kind())
-		}
-		p, ok := canonicalPermutation(b)
-		if !ok {
-			return Basis{}, errAt(CodeInvalidPermutation, &c, "invalid permutation %q: give each of X, Y, Z exactly once, each optionally prefixed + or - (e.g. \"XZY\", \"-XZY\")", b)
-		}
-		out.Permutation = p
-	}
-	if out.Permutation == "" {
+	if !val.Exists() {
 		return Basis{}, errAt(CodeInvalidValue, at, `basis needs "permutation", e.g. {"permutation": "XZY"}`)
 	}
-	return out, nil
+	b, ok := val.StringBytes()
+	if !ok {
+		return Basis{}, errAt(CodeInvalidValue, &c, "permutation must be a string like \"XZY\", got %s", val.Kind())
+	}
+	p, ok := canonicalPermutation(b)
+	if !ok {
+		return Basis{}, errAt(CodeInvalidPermutation, &c, "invalid permutation %q: give each of X, Y, Z exactly once, each optionally prefixed + or - (e.g. \"XZY\", \"-XZY\")", b)
+	}
+	return Basis{Permutation: p}, nil
 }
 
 func decodeMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
-	if e := expectObject(v, at, `{"transform": {"position": {...}, "rotation": {...}, "scale": {...}}}`); e != nil {
-		return Mount{}, e
-	}
-	var tv Value
-	for it := v.Members(); it.Next(); {
-		if it.KeyIs("transform") {
-			tv = it.Value()
-			continue
-		}
-		w.unknownField(at, &it)
+	tv, tat, err := soleMember(v, at, w, "transform", `{"transform": {"position": {...}, "rotation": {...}, "scale": {...}}}`)
+	if err != nil {
+		return Mount{}, err
 	}
 	if !tv.Exists() {
 		return Mount{}, errAt(CodeInvalidValue, at, `mount needs "transform": {"position", "rotation", "scale"} (each optional)`)
 	}
-	tat := at.child("transform")
 	t, err := decodeTransform(tv, &tat, w)
 	return Mount{Transform: t}, err
 }
@@ -560,12 +528,14 @@ func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
 	if e := expectObject(v, at, `{"position": {...}, "rotation": {...}, "scale": {...}}`); e != nil {
 		return Transform{}, e
 	}
-	t := space.IdentityTransform()
+	identity := space.IdentityTransform()
+	t := identity
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
 		case it.KeyIs("position"):
 			if !val.Exists() {
+				t.Position = identity.Position // a later null removes an earlier value
 				continue
 			}
 			c := at.child("position")
@@ -576,6 +546,7 @@ func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
 			t.Position = p
 		case it.KeyIs("rotation"):
 			if !val.Exists() {
+				t.Rotation = identity.Rotation // a later null removes an earlier value
 				continue
 			}
 			c := at.child("rotation")
@@ -590,6 +561,7 @@ func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
 			t.Rotation = Quat{W: q.W / n, X: q.X / n, Y: q.Y / n, Z: q.Z / n}
 		case it.KeyIs("scale"):
 			if !val.Exists() {
+				t.Scale = identity.Scale // a later null removes an earlier value
 				continue
 			}
 			c := at.child("scale")
@@ -690,47 +662,25 @@ func decodeDampingParts(v Value, at *pathSeg, w warnings) (dampingParts, *Error)
 }
 
 func decodeForceGate(v Value, at *pathSeg, w warnings) (ForceGate, *Error) {
-	if e := expectObject(v, at, `{"gain": 0.3}`); e != nil {
-		return ForceGate{}, e
+	val, c, err := soleMember(v, at, w, "gain", `{"gain": 0.3}`)
+	if err != nil {
+		return ForceGate{}, err
 	}
-	var out ForceGate
-	seen := false
-	for it := v.Members(); it.Next(); {
-		if !it.KeyIs("gain") {
-			w.unknownField(at, &it)
-			continue
-		}
-		val := it.Value()
-		if !val.Exists() {
-			seen = false
-			continue
-		}
-		c := at.child("gain")
-		f, err := readRange(val, &c, 0, ForceGateMax)
-		if err != nil {
-			return ForceGate{}, err
-		}
-		out.Gain, seen = f, true
-	}
-	if !seen {
+	if !val.Exists() {
 		return ForceGate{}, errAt(CodeInvalidValue, at, `force_gate needs "gain" (0..1), e.g. {"gain": 0.3}`)
 	}
-	return out, nil
+	f, err := readRange(val, &c, 0, ForceGateMax)
+	if err != nil {
+		return ForceGate{}, err
+	}
+	return ForceGate{Gain: f}, nil
 }
 
 func decodeHandedness(v Value, at *pathSeg, w warnings) (Handedness, *Error) {
 	sv := v
 	c := *at
 	if v.Kind() == KindObject {
-		sv = Value{}
-		for it := v.Members(); it.Next(); {
-			if it.KeyIs("handedness") {
-				sv = it.Value()
-				continue
-			}
-			w.unknownField(at, &it)
-		}
-		c = at.child("handedness")
+		sv, c, _ = soleMember(v, at, w, "handedness", "") // an object: no error
 		if !sv.Exists() {
 			return "", errAt(CodeInvalidValue, at, `handedness needs "left" or "right", e.g. {"handedness": "left"}`)
 		}
@@ -749,31 +699,14 @@ func decodeHandedness(v Value, at *pathSeg, w warnings) (Handedness, *Error) {
 }
 
 func decodeEnabledOnly(v Value, at *pathSeg, w warnings, name string) (bool, *Error) {
-	if e := expectObject(v, at, `{"enabled": true}`); e != nil {
-		return false, e
+	val, c, err := soleMember(v, at, w, "enabled", `{"enabled": true}`)
+	if err != nil {
+		return false, err
 	}
-	var out, seen bool
-	for it := v.Members(); it.Next(); {
-		if !it.KeyIs("enabled") {
-			w.unknownField(at, &it)
-			continue
-		}
-		val := it.Value()
-		if !val.Exists() {
-			seen = false
-			continue
-		}
-		c := at.child("enabled")
-		b, err := readBool(val, &c)
-		if err != nil {
-			return false, err
-		}
-		out, seen = b, true
-	}
-	if !seen {
+	if !val.Exists() {
 		return false, errAt(CodeInvalidValue, at, `%s needs "enabled": true or false`, name)
 	}
-	return out, nil
+	return readBool(val, &c)
 }
 
 func decodeGravity(v Value, at *pathSeg, w warnings) (GravityCompensation, *Error) {

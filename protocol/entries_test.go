@@ -353,3 +353,51 @@ func TestAggregatesJSON(t *testing.T) {
 		t.Fatalf("partial: %+v %v", partial, err)
 	}
 }
+
+// A member given twice counts by its last occurrence, the rule Value.Member
+// documents: a later null removes an earlier value (the entry then lacks
+// it, as if never sent), and a later value replaces an earlier one.
+func TestRepeatedMemberLastOccurrenceWins(t *testing.T) {
+	identity := IdentityTransformForTest()
+	at123 := identity
+	at123.Position = Vec3{X: 1, Y: 2, Z: 3}
+	tests := []struct {
+		key  Key
+		body string
+		want Entry
+		code Code // "" when valid
+		path string
+	}{
+		{KeyPreset, `{"preset":"arm_front","preset":null}`, nil, CodeInvalidValue, ""},
+		{KeyPreset, `{"preset":null,"preset":"arm_front"}`, Preset{"arm_front"}, "", ""},
+		{KeyPreset, `{"preset":"upside_down","preset":"arm_front"}`, Preset{"arm_front"}, "", ""},
+		{KeyPreset, `{"preset":"arm_front","preset":"upside_down"}`, nil, CodeUnknownPreset, "preset"},
+		{KeyBasis, `{"permutation":"XZY","permutation":null}`, nil, CodeInvalidValue, ""},
+		{KeyBasis, `{"permutation":"XXY","permutation":"XZY"}`, Basis{"XZY"}, "", ""},
+		{KeyMount, `{"transform":{},"transform":null}`, nil, CodeInvalidValue, ""},
+		{KeyMount, `{"transform":1,"transform":{}}`, Mount{identity}, "", ""},
+		{KeyMount, `{"transform":{"position":{"x":1,"y":2,"z":3},"position":null}}`, Mount{identity}, "", ""},
+		{KeyMount, `{"transform":{"position":{"x":1,"y":2,"z":3,"z":null}}}`, nil, CodeInvalidValue, "transform.position"},
+		{KeyMount, `{"transform":{"position":{"x":1,"y":2,"z":"3","z":3}}}`, Mount{at123}, "", ""},
+		{KeyForceGate, `{"gain":0.3,"gain":null}`, nil, CodeInvalidValue, ""},
+		{KeyForceGate, `{"gain":2,"gain":0.3}`, ForceGate{Gain: 0.3}, "", ""},
+		{KeyHandedness, `{"handedness":"left","handedness":null}`, nil, CodeInvalidValue, ""},
+		{KeyHandedness, `{"handedness":"up","handedness":"left"}`, HandednessLeft, "", ""},
+		{KeyTorqueScaling, `{"enabled":true,"enabled":null}`, nil, CodeInvalidValue, ""},
+		{KeyTorqueScaling, `{"enabled":1,"enabled":true}`, TorqueScaling{Enabled: true}, "", ""},
+		{KeyHomeReturn, `{"enabled":true,"enabled":null}`, nil, CodeInvalidValue, ""},
+		{KeyHomeReturn, `{"enabled":"yes","enabled":false}`, HomeReturn{}, "", ""},
+	}
+	for _, tt := range tests {
+		got, err := DecodeEntry(tt.key, []byte(tt.body), "")
+		if tt.code != "" {
+			if err == nil || err.Code != tt.code || err.Path != tt.path {
+				t.Errorf("%s %s: got %#v, %v; want %s at %q", tt.key.Name(), tt.body, got, err, tt.code, tt.path)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %s: got %#v, %v; want %#v", tt.key.Name(), tt.body, got, err, tt.want)
+		}
+	}
+}

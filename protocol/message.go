@@ -663,21 +663,13 @@ func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
 			m.Session.Basis = &m.basis
 		case it.KeyIs("lease"):
 			c := at.child("lease")
-			if err := expectObject(val, &c, `{"ms": 100}`); err != nil {
+			ms, mc, err := soleMember(val, &c, w, "ms", `{"ms": 100}`)
+			if err != nil {
 				return err
-			}
-			ms := Value{}
-			for f := val.Members(); f.Next(); {
-				if f.KeyIs("ms") {
-					ms = f.Value()
-					continue
-				}
-				w.unknownField(&c, &f)
 			}
 			if !ms.Exists() {
 				return errAt(CodeInvalidValue, &c, `lease needs "ms" (%d..%d), e.g. {"ms": 100}`, LeaseMinMs, LeaseMaxMs)
 			}
-			mc := c.child("ms")
 			n, err := readInt(ms, &mc, LeaseMinMs, LeaseMaxMs)
 			if err != nil {
 				return err
@@ -793,18 +785,10 @@ func (m *ClientMessage) resolveType(b []byte) (DeviceType, bool) {
 }
 
 func (m *ClientMessage) decodeSetCoordinateOrigin(v Value, at *pathSeg) *Error {
-	if err := expectObject(v, at, `{"coordinate_origin": "device_base"}`); err != nil {
+	origin, c, err := soleMember(v, at, m.warnings(), "coordinate_origin", `{"coordinate_origin": "device_base"}`)
+	if err != nil {
 		return err
 	}
-	var origin Value
-	for it := v.Members(); it.Next(); {
-		if it.KeyIs("coordinate_origin") {
-			origin = it.Value()
-			continue
-		}
-		m.warnings().unknownField(at, &it)
-	}
-	c := at.child("coordinate_origin")
 	b, ok := origin.StringBytes()
 	if !ok {
 		return errAt(CodeInvalidValue, &c, `set_coordinate_origin needs "coordinate_origin": "device_base" or "workspace_center"`)
@@ -818,21 +802,13 @@ func (m *ClientMessage) decodeSetCoordinateOrigin(v Value, at *pathSeg) *Error {
 }
 
 func (m *ClientMessage) decodeSetBasis(v Value, at *pathSeg) *Error {
-	if err := expectObject(v, at, `{"basis": {"permutation": "XZY"}}`); err != nil {
+	basis, c, err := soleMember(v, at, m.warnings(), "basis", `{"basis": {"permutation": "XZY"}}`)
+	if err != nil {
 		return err
-	}
-	var basis Value
-	for it := v.Members(); it.Next(); {
-		if it.KeyIs("basis") {
-			basis = it.Value()
-			continue
-		}
-		m.warnings().unknownField(at, &it)
 	}
 	if !basis.Exists() {
 		return errAt(CodeInvalidValue, at, `set_basis needs "basis": {"permutation": "XZY"}`)
 	}
-	c := at.child("basis")
 	b, err := decodeBasis(basis, &c, m.warnings())
 	if err != nil {
 		return err

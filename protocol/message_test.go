@@ -359,3 +359,35 @@ func TestProfileNameLength(t *testing.T) {
 		}
 	}
 }
+
+// The session members with one known member follow the last-occurrence rule
+// of TestRepeatedMemberLastOccurrenceWins.
+func TestSessionRepeatedMemberLastOccurrenceWins(t *testing.T) {
+	types := aliasTable(t)
+	tests := []struct {
+		msg    string
+		errors []string
+		check  func(s *SessionPart) bool
+	}{
+		{msg: `{"session":{"configure":{"lease":{"ms":100,"ms":null}}}}`, errors: []string{"invalid_value@session.configure.lease"}},
+		{msg: `{"session":{"configure":{"lease":{"ms":5,"ms":100}}}}`, check: func(s *SessionPart) bool { return s.LeaseMs == 100 }},
+		{msg: `{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center","coordinate_origin":null}}}`,
+			errors: []string{"invalid_value@session.set_coordinate_origin.coordinate_origin"}},
+		{msg: `{"session":{"set_coordinate_origin":{"coordinate_origin":"ceiling","coordinate_origin":"device_base"}}}`,
+			check: func(s *SessionPart) bool { return s.SetCoordinateOrigin != "" }},
+		{msg: `{"session":{"set_basis":{"basis":{"permutation":"YXZ"},"basis":null}}}`, errors: []string{"invalid_value@session.set_basis"}},
+		{msg: `{"session":{"set_basis":{"basis":1,"basis":{"permutation":"YXZ"}}}}`,
+			check: func(s *SessionPart) bool { return s.SetBasis != nil && s.SetBasis.Permutation == "YXZ" }},
+	}
+	for _, tt := range tests {
+		var m ClientMessage
+		errs := DecodeClientMessage([]byte(tt.msg), types, &m)
+		if got := codesAt(errs); !reflect.DeepEqual(got, nonNil(tt.errors)) {
+			t.Errorf("%s: errors %v, want %v", tt.msg, got, tt.errors)
+			continue
+		}
+		if tt.check != nil && !tt.check(&m.Session) {
+			t.Errorf("%s: session %+v", tt.msg, m.Session)
+		}
+	}
+}
