@@ -66,15 +66,22 @@ func (c *DeviceConfig) Reset(k Key) {
 // AppendJSON appends the stored form:
 // {"handedness":"right","torque_scaling":{...},"gravity_compensation":{...},"home_return":{...}}.
 func (c DeviceConfig) AppendJSON(dst []byte) []byte {
-	dst = append(dst, `{"handedness":`...)
+	dst = append(dst, '{')
+	dst = c.appendMembers(dst)
+	return append(dst, '}')
+}
+
+// appendMembers appends the members of the stored form without braces; a
+// frame's config object carries the same members.
+func (c *DeviceConfig) appendMembers(dst []byte) []byte {
+	dst = append(dst, `"handedness":`...)
 	dst = c.Handedness.AppendJSON(dst)
 	dst = append(dst, `,"torque_scaling":`...)
 	dst = c.TorqueScaling.AppendJSON(dst)
 	dst = append(dst, `,"gravity_compensation":`...)
 	dst = c.GravityCompensation.AppendJSON(dst)
 	dst = append(dst, `,"home_return":`...)
-	dst = c.HomeReturn.AppendJSON(dst)
-	return append(dst, '}')
+	return c.HomeReturn.AppendJSON(dst)
 }
 
 // MarshalJSON is AppendJSON.
