@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"strings"
+
+	"github.com/hapticd/hapticd/protocol/space"
 )
 
 // DeprecatedRoute is one deprecated HTTP route (PROTOCOL 5, reference 4.4).
@@ -38,27 +40,41 @@ type deprecatedRouteRow struct {
 
 // deprecatedRoutes is the one deprecation table for HTTP; never written.
 var deprecatedRoutes = []deprecatedRouteRow{
-	{DeprecatedRoute{"POST", "/force_scale", "/settings/devices/force_scale",
-		`{"force_scale":0.5}`, SettingForceScale, 0}, false,
-		[]legacyField{{"force_scale", "", KindNumber}}},
-	{DeprecatedRoute{"POST", "/gravity_compensation", "/{type}/{id}/config/gravity_compensation",
-		`{"device_id":"049D","enable":true,"gravity_scaling_factor":0.5}`, 0, KeyGravityCompensation}, true,
-		[]legacyField{{"enable", "enabled", KindBool}, {"gravity_scaling_factor", "scaling_factor", KindNumber}}},
-	{DeprecatedRoute{"POST", "/torque_scaling", "/{type}/{id}/config/torque_scaling",
-		`{"device_id":"049D","enable":true}`, 0, KeyTorqueScaling}, true,
-		[]legacyField{{"enable", "enabled", KindBool}}},
-	{DeprecatedRoute{"POST", "/device_handedness", "/{type}/{id}/config/handedness",
-		`{"device_id":"049D","handedness":"left"}`, 0, KeyHandedness}, true,
-		[]legacyField{{"handedness", "handedness", KindString}}},
-	{DeprecatedRoute{"POST", "/serial_enable", "/settings/system/serial_enable",
-		`{"enable":true}`, SettingSerialEnable, 0}, false,
-		[]legacyField{{"enable", "", KindBool}}},
-	{DeprecatedRoute{"POST", "/experimental/features/grip_dropped_simulation_stopper", "/settings/features/grip_hook/enabled",
-		`{"enable":true}`, SettingGripHook, 0}, false,
-		[]legacyField{{"enable", "", KindBool}}},
-	{DeprecatedRoute{"POST", "/experimental/features/screensaver_enable", "/settings/features/screensaver/enabled",
-		`{"enable":true}`, SettingScreensaver, 0}, false,
-		[]legacyField{{"enable", "", KindBool}}},
+	settingRoute("/force_scale", `{"force_scale":0.5}`, SettingForceScale,
+		legacyField{"force_scale", "", KindNumber}),
+	configRoute("/gravity_compensation", `{"device_id":"049D","enable":true,"gravity_scaling_factor":0.5}`, KeyGravityCompensation,
+		legacyField{"enable", "enabled", KindBool}, legacyField{"gravity_scaling_factor", "scaling_factor", KindNumber}),
+	configRoute("/torque_scaling", `{"device_id":"049D","enable":true}`, KeyTorqueScaling,
+		legacyField{"enable", "enabled", KindBool}),
+	configRoute("/device_handedness", `{"device_id":"049D","handedness":"left"}`, KeyHandedness,
+		legacyField{"handedness", "handedness", KindString}),
+	settingRoute("/serial_enable", `{"enable":true}`, SettingSerialEnable,
+		legacyField{"enable", "", KindBool}),
+	settingRoute("/experimental/features/grip_dropped_simulation_stopper", `{"enable":true}`, SettingGripHook,
+		legacyField{"enable", "", KindBool}),
+	settingRoute("/experimental/features/screensaver_enable", `{"enable":true}`, SettingScreensaver,
+		legacyField{"enable", "", KindBool}),
+}
+
+// settingRoute is a row for a deprecated POST route replaced by the
+// settings route of s, so that the replacement cannot drift from the
+// setting's path.
+func settingRoute(path, legacyBody string, s SettingKey, fields ...legacyField) deprecatedRouteRow {
+	return deprecatedRouteRow{
+		route:  DeprecatedRoute{Method: "POST", Path: path, Replacement: "/settings/" + s.Path(), LegacyBody: legacyBody, Setting: s},
+		fields: fields,
+	}
+}
+
+// configRoute is a row for a deprecated POST route replaced by the
+// device-global config route of k; its body names the device in
+// "device_id".
+func configRoute(path, legacyBody string, k Key, fields ...legacyField) deprecatedRouteRow {
+	return deprecatedRouteRow{
+		route:    DeprecatedRoute{Method: "POST", Path: path, Replacement: "/{type}/{id}/config/" + k.Path(), LegacyBody: legacyBody, Key: k},
+		deviceID: true,
+		fields:   fields,
+	}
 }
 
 // DeprecatedRoutes lists the deprecated HTTP routes (a copy).
@@ -211,8 +227,8 @@ func LookupDeprecatedCommand(name string) (DeprecatedCommand, bool) {
 // coordinateOrigins maps set_coordinate_origin values to presets; never
 // written.
 var coordinateOrigins = [...][2]string{
-	{"device_base", "arm_front"},
-	{"workspace_center", "arm_front_centered"},
+	{"device_base", space.PresetArmFront},
+	{"workspace_center", space.PresetArmFrontCentered},
 }
 
 // CoordinateOriginPreset maps a set_coordinate_origin value to its preset:

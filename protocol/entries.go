@@ -71,6 +71,16 @@ func (k Key) SessionScoped() bool { return k.valid() && keyTable[k].session }
 // the device-global keys are HTTP-only.
 func (k Key) WebSocket() bool { return k.SessionScoped() }
 
+// keyPathList is every key's Path in order, for messages
+// ("preset, mount, ..., home_return"); never written.
+var keyPathList = func() string {
+	paths := make([]string, numKeys)
+	for i := range paths {
+		paths[i] = keyTable[i+1].path
+	}
+	return strings.Join(paths, ", ")
+}()
+
 // Keys lists every key in order (a copy).
 func Keys() []Key {
 	out := make([]Key, numKeys)
@@ -417,7 +427,7 @@ func DecodeEntryWarn(k Key, data []byte, path string) (Entry, []Error, *Error) {
 
 func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []Error, *Error) {
 	if !k.valid() {
-		return nil, nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of preset, mount, basis, filters/damping, filters/force_gate, handedness, torque_scaling, gravity_compensation, home_return")
+		return nil, nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of %s", keyPathList)
 	}
 	var doc Doc
 	if err := doc.Parse(data); err != nil {

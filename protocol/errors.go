@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Code is a stable, machine-readable error or warning code. Every transport
@@ -58,7 +59,7 @@ var codeTable = []codeInfo{
 	{CodePresetMountConflict, http.StatusBadRequest, false, "preset and mount exclude each other: send one of them"},
 	{CodeDampingEmpty, http.StatusBadRequest, false, `damping needs "scalar" or "vector"`},
 	{CodeHTTPOnlyKey, http.StatusBadRequest, false, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
-	{CodeUnknownPreset, http.StatusBadRequest, false, "unknown preset: use defaults, arm_front, arm_front_centered, led_front or led_front_centered"},
+	{CodeUnknownPreset, http.StatusBadRequest, false, "unknown preset: use " + orList(presetNames)},
 	{CodeInvalidPermutation, http.StatusBadRequest, false, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
 	{CodeUnknownRoute, http.StatusNotFound, false, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
 	{CodeUnknownDeviceType, http.StatusNotFound, false, "unknown device type: use arm3, grip or a configured alias"},
@@ -76,9 +77,17 @@ var codeTable = []codeInfo{
 	{CodeUnknownCommand, http.StatusBadRequest, true, "unknown command: ignored"},
 	{CodeUnknownField, http.StatusBadRequest, true, "unknown field: ignored"},
 	{CodeCommandIgnored, http.StatusConflict, true, "another control command in this message took precedence: send one per device"},
-	{CodeVersionMismatch, http.StatusBadRequest, true, "the required API version does not match 3.5"},
+	{CodeVersionMismatch, http.StatusBadRequest, true, "the required API version does not match " + APIVersion},
 	{CodeInternal, http.StatusInternalServerError, false, "internal error: please report it with the service log"},
 	{CodeUnavailable, http.StatusServiceUnavailable, false, "the service is shutting down or the device is not ready: retry"},
+}
+
+// orList joins names for a message: "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func (c Code) info() (codeInfo, bool) {
