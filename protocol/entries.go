@@ -564,11 +564,12 @@ func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
 			if err != nil {
 				return Transform{}, err
 			}
-			n := math.Sqrt(q.W*q.W + q.X*q.X + q.Y*q.Y + q.Z*q.Z)
-			if n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			// Normalize would turn a zero (or overflowing) quaternion into
+			// the identity; input that names no rotation is an error.
+			if n := q.Norm(); n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
 				return Transform{}, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
 			}
-			t.Rotation = Quat{W: q.W / n, X: q.X / n, Y: q.Y / n, Z: q.Z / n}
+			t.Rotation = q.Normalize()
 		case it.KeyIs("scale"):
 			if !val.Exists() {
 				t.Scale = identity.Scale // a later null removes an earlier value
