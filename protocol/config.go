@@ -94,14 +94,11 @@ func (c DeviceConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), 
 func (c *DeviceConfig) UnmarshalJSON(data []byte) error {
 	out := DefaultDeviceConfig()
 	var doc Doc
-	if err := doc.Parse(data); err != nil {
-		return err
-	}
-	root := doc.Root()
-	at := rootPath("")
-	if e := expectObject(root, &at, `{"handedness": "right", ...}`); e != nil {
+	root, e := parseObject(&doc, data, `{"handedness": "right", ...}`)
+	if e != nil {
 		return e
 	}
+	at := rootPath("")
 	for it := root.Members(); it.Next(); {
 		k, ok := keyFromNameBytes(it.Key())
 		if !ok || k.SessionScoped() || !it.Value().Exists() {
@@ -250,14 +247,11 @@ func (c SessionConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil),
 func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 	out := DefaultSessionConfig()
 	var doc Doc
-	if err := doc.Parse(data); err != nil {
-		return err
-	}
-	root := doc.Root()
-	at := rootPath("")
-	if e := expectObject(root, &at, `{"preset": "defaults", ...}`); e != nil {
+	root, e := parseObject(&doc, data, `{"preset": "defaults", ...}`)
+	if e != nil {
 		return e
 	}
+	at := rootPath("")
 	var mount Value
 	for it := root.Members(); it.Next(); {
 		val := it.Value()

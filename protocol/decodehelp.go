@@ -118,6 +118,20 @@ func expectObject(v Value, at *pathSeg, example string) *Error {
 	return errAt(CodeInvalidValue, at, "%s must be an object like %s, got %s", at.last(), example, v.Kind())
 }
 
+// parseObject parses a stored document or body into doc and returns its
+// root, which must be an object; example shows the right shape.
+func parseObject(doc *Doc, data []byte, example string) (Value, *Error) {
+	if err := doc.Parse(data); err != nil {
+		return Value{}, err
+	}
+	root := doc.Root()
+	at := rootPath("")
+	if e := expectObject(root, &at, example); e != nil {
+		return Value{}, e
+	}
+	return root, nil
+}
+
 // readFloat reads a finite number.
 func readFloat(v Value, at *pathSeg) (float64, *Error) {
 	if v.Kind() != KindNumber {

@@ -114,13 +114,11 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		return LegacyRequest{}, Errorf(CodeUnknownRoute, "", "%s %s is not a deprecated route", r.Method, r.Path)
 	}
 	var doc Doc
-	if err := doc.Parse(body); err != nil {
-		return LegacyRequest{}, err
-	}
-	root := doc.Root()
-	at := rootPath("")
-	if e := expectObject(root, &at, r.LegacyBody); e != nil {
-		e.Message = "the body must be a JSON object like " + r.LegacyBody
+	root, e := parseObject(&doc, body, r.LegacyBody)
+	if e != nil {
+		if e.Code != CodeInvalidJSON { // not an object: name the body, not "value"
+			e.Message = "the body must be a JSON object like " + r.LegacyBody
+		}
 		return LegacyRequest{}, e
 	}
 	var req LegacyRequest

@@ -137,3 +137,18 @@ func TestLookupDeprecatedCommandFindsEveryRow(t *testing.T) {
 		t.Error("a current command was found as deprecated")
 	}
 }
+
+// A legacy body that is not an object names the body's expected shape; one
+// that is not JSON says so.
+func TestTranslateRejectsNonObjectBodies(t *testing.T) {
+	for _, r := range DeprecatedRoutes() {
+		_, err := r.Translate([]byte(`[1]`))
+		if err == nil || err.Code != CodeInvalidValue || err.Message != "the body must be a JSON object like "+r.LegacyBody {
+			t.Errorf("%s [1]: %v", r.Path, err)
+		}
+		_, err = r.Translate([]byte(`{`))
+		if err == nil || err.Code != CodeInvalidJSON {
+			t.Errorf("%s {: %v", r.Path, err)
+		}
+	}
+}

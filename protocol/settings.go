@@ -190,12 +190,8 @@ func (s Settings) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil 
 func (s *Settings) UnmarshalJSON(data []byte) error {
 	out := DefaultSettings()
 	var doc Doc
-	if err := doc.Parse(data); err != nil {
-		return err
-	}
-	root := doc.Root()
-	at := rootPath("")
-	if e := expectObject(root, &at, `{"devices": {"force_scale": 1}, ...}`); e != nil {
+	root, e := parseObject(&doc, data, `{"devices": {"force_scale": 1}, ...}`)
+	if e != nil {
 		return e
 	}
 	for k := SettingForceScale; k.valid(); k++ {
