@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -131,26 +132,30 @@ func Kinds() []Kind {
 
 // Lookup returns the table row of an event name.
 func Lookup(name string) (Kind, bool) {
-	for _, k := range kinds {
-		if k.Name == name {
-			k.Fields = append([]string(nil), k.Fields...)
-			return k, true
+	r := row(name)
+	if r == nil {
+		return Kind{}, false
+	}
+	k := *r
+	k.Fields = append([]string(nil), k.Fields...)
+	return k, true
+}
+
+// row is the table row of name, or nil; the caller must not write it.
+func row(name string) *Kind {
+	for i := range kinds {
+		if kinds[i].Name == name {
+			return &kinds[i]
 		}
 	}
-	return Kind{}, false
+	return nil
 }
 
 // build fills an event from its table row. data is a struct whose JSON
 // fields are the row's Fields, in order; the tests hold every constructor to
 // that.
 func build(name string, data any, message string) Event {
-	var k *Kind
-	for i := range kinds {
-		if kinds[i].Name == name {
-			k = &kinds[i]
-			break
-		}
-	}
+	k := row(name)
 	raw, err := json.Marshal(data)
 	if err != nil || k == nil {
 		// Unreachable: every data struct holds only strings, integers and
@@ -173,9 +178,9 @@ func nullable(s string) *string {
 }
 
 // finite keeps json.Marshal from failing on a NaN or infinite measurement;
-// such a value is reported as 0.
+// such a value is reported as 0. Every finite value, however large, is kept.
 func finite(f float64) float64 {
-	if f != f || f > 1e308 || f < -1e308 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0
 	}
 	return f

@@ -145,6 +145,8 @@ func TestDataValues(t *testing.T) {
 			`{"device_type":"arm3","device_id":"049D","session_id":4,"owner_session_id":3}`},
 		{"non-finite measurement", event.ControlRateWarning("arm3", "049D", math.Inf(1), math.NaN()),
 			`{"device_type":"arm3","device_id":"049D","period_us_p99":0,"target_us":0}`},
+		{"large finite measurement is kept", event.ControlRateWarning("arm3", "049D", math.MaxFloat64, -1.5e308),
+			`{"device_type":"arm3","device_id":"049D","period_us_p99":1.7976931348623157e+308,"target_us":-1.5e+308}`},
 		{"dropped", event.EventsDropped(7), `{"missed":7}`},
 	}
 	for _, tt := range tests {
