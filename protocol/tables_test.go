@@ -305,3 +305,37 @@ func TestVersionSatisfies(t *testing.T) {
 		}
 	}
 }
+
+// Lookup resolves keys and aliases to the interned key without allocating,
+// on a nil table (no aliases) as on one with aliases.
+func TestTypeTableLookup(t *testing.T) {
+	aliases := aliasTable(t)
+	for _, tt := range []struct {
+		table *TypeTable
+		key   string
+		dt    DeviceType
+		ok    bool
+	}{
+		{nil, "arm3", TypeArm, true},
+		{nil, "grip", TypeGrip, true},
+		{nil, "inverse3", 0, false},
+		{aliases, "inverse3", TypeArm, true},
+		{aliases, "verse_grip", TypeGrip, true},
+		{aliases, "session", 0, false},
+	} {
+		key := []byte(tt.key)
+		dt, k, ok := tt.table.Lookup(key)
+		if dt != tt.dt || ok != tt.ok || (ok && k != tt.key) || (!ok && k != "") {
+			t.Errorf("Lookup(%q) = %v, %q, %v", tt.key, dt, k, ok)
+		}
+		if n := testing.AllocsPerRun(100, func() { tt.table.Lookup(key) }); n != 0 {
+			t.Errorf("Lookup(%q) allocates %v times", tt.key, n)
+		}
+	}
+	if got := (*TypeTable)(nil).Keys(TypeArm); len(got) != 1 || got[0] != "arm3" {
+		t.Errorf("nil table Keys(arm) = %v", got)
+	}
+	if got := aliases.Keys(DeviceType(9)); got != nil {
+		t.Errorf("Keys(9) = %v", got)
+	}
+}

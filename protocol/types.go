@@ -26,13 +26,13 @@ const (
 	TypeGrip                       // "grip": a handheld grip
 )
 
+// typeKeys is indexed by DeviceType; never written.
+var typeKeys = [...]string{TypeArm: "arm3", TypeGrip: "grip"}
+
 // Key is the type's own wire name, used in messages, frames and HTTP paths.
 func (t DeviceType) Key() string {
-	switch t {
-	case TypeArm:
-		return "arm3"
-	case TypeGrip:
-		return "grip"
+	if int(t) < len(typeKeys) {
+		return typeKeys[t]
 	}
 	return ""
 }
@@ -51,8 +51,26 @@ var deviceTypes = [...]DeviceType{TypeArm, TypeGrip}
 // --type-alias. It is immutable after NewTypeTable and safe for concurrent
 // use. A nil *TypeTable behaves as a table without aliases.
 type TypeTable struct {
-	resolve map[string]DeviceType
+	resolve map[string]typeKey             // every key and alias
 	keys    [len(deviceTypes) + 1][]string // indexed by DeviceType
+}
+
+// typeKey is a resolved key: its type and the interned key string.
+type typeKey struct {
+	dt  DeviceType
+	key string
+}
+
+// noAliases is the table a nil *TypeTable stands for; never written.
+// NewTypeTable cannot fail without aliases.
+var noAliases, _ = NewTypeTable(nil)
+
+// orDefault is t, or noAliases when t is nil.
+func (t *TypeTable) orDefault() *TypeTable {
+	if t == nil {
+		return noAliases
+	}
+	return t
 }
 
 // ParseTypeAliases parses the --type-alias flag: comma-separated
@@ -86,9 +104,9 @@ func ParseTypeAliases(flag string) (map[string]string, error) {
 // arm3 or grip, must not shadow a type's own key or "session", and must be a
 // plain key (letters, digits, '_', '-', '.').
 func NewTypeTable(aliases map[string]string) (*TypeTable, error) {
-	t := &TypeTable{resolve: map[string]DeviceType{}}
+	t := &TypeTable{resolve: map[string]typeKey{}}
 	for _, dt := range deviceTypes {
-		t.resolve[dt.Key()] = dt
+		t.resolve[dt.Key()] = typeKey{dt, dt.Key()}
 		t.keys[dt] = []string{dt.Key()}
 	}
 	names := make([]string, 0, len(aliases))
@@ -112,7 +130,7 @@ func NewTypeTable(aliases map[string]string) (*TypeTable, error) {
 				errs = append(errs, fmt.Errorf("protocol: type alias %q would shadow a device type: pick another name", alias))
 				continue
 			}
-			t.resolve[alias] = dt
+			t.resolve[alias] = typeKey{dt, alias}
 			t.keys[dt] = append(t.keys[dt], alias)
 		}
 	}
@@ -144,50 +162,27 @@ func validAliasName(s string) bool {
 	return true
 }
 
-// baseKeys holds the alias-free key lists; never written.
-var baseKeys = [len(deviceTypes) + 1][]string{TypeArm: {"arm3"}, TypeGrip: {"grip"}}
-
 // Resolve maps a type key or alias to its device type.
 func (t *TypeTable) Resolve(key string) (DeviceType, bool) {
-	if t == nil {
-		return baseType(key)
-	}
-	dt, ok := t.resolve[key]
-	return dt, ok
+	r, ok := t.orDefault().resolve[key]
+	return r.dt, ok
 }
 
 // Lookup is Resolve for a key held in bytes (as a decoder sees it); it also
 // returns the interned key string, so that decoders do not allocate one per
 // message.
 func (t *TypeTable) Lookup(key []byte) (DeviceType, string, bool) {
-	var dt DeviceType
-	var ok bool
-	if t == nil {
-		dt, ok = baseType(string(key))
-	} else {
-		dt, ok = t.resolve[string(key)] // no allocation: map index by converted bytes
-	}
-	if !ok {
-		return 0, "", false
-	}
-	for _, k := range t.Keys(dt) {
-		if k == string(key) {
-			return dt, k, true
-		}
-	}
-	return 0, "", false
+	r, ok := t.orDefault().resolve[string(key)] // no allocation: map index by converted bytes
+	return r.dt, r.key, ok
 }
 
 // Keys lists the keys of dt: its own name first, then its aliases sorted.
 // The slice is shared: do not modify it.
 func (t *TypeTable) Keys(dt DeviceType) []string {
-	if int(dt) >= len(baseKeys) || dt == 0 {
+	if int(dt) >= len(typeKeys) {
 		return nil
 	}
-	if t == nil {
-		return baseKeys[dt]
-	}
-	return t.keys[dt]
+	return t.orDefault().keys[dt]
 }
 
 // Types lists the device types in wire order (a copy).
