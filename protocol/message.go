@@ -23,16 +23,25 @@ type commandInfo struct {
 	dt      DeviceType
 	control bool
 	rank    int // precedence among control commands: lower wins
+	// fields names the accepted fields of a control command's body: the
+	// first is the documented one, the second an alternative spelling
+	// clients send ("" when there is none).
+	fields  [2]string
+	example string // the body, for error messages
 }
 
 // commandTable is indexed by CommandKind; never written.
 var commandTable = [...]commandInfo{
-	CmdSetCursorForce:     {"set_cursor_force", TypeArm, true, 2},
-	CmdSetCursorPosition:  {"set_cursor_position", TypeArm, true, 0},
-	CmdSetAngularTorques:  {"set_angular_torques", TypeArm, true, 3},
-	CmdSetAngularPosition: {"set_angular_position", TypeArm, true, 1},
-	CmdProbePosition:      {"probe_position", TypeArm, false, 0},
-	CmdProbeOrientation:   {"probe_orientation", TypeGrip, false, 0},
+	CmdSetCursorForce: {"set_cursor_force", TypeArm, true, 2,
+		[2]string{"vector", "values"}, `{"vector": {"x": 0, "y": 0, "z": 1}}`},
+	CmdSetCursorPosition: {"set_cursor_position", TypeArm, true, 0,
+		[2]string{"position", "values"}, `{"position": {"x": 0, "y": 0, "z": 0}}`},
+	CmdSetAngularTorques: {"set_angular_torques", TypeArm, true, 3,
+		[2]string{"torques", ""}, `{"torques": {"a0": 0, "a1": 0, "a2": 0}}`},
+	CmdSetAngularPosition: {"set_angular_position", TypeArm, true, 1,
+		[2]string{"angles", ""}, `{"angles": {"a0": 0, "a1": 0, "a2": 0}}`},
+	CmdProbePosition:    {"probe_position", TypeArm, false, 0, [2]string{}, "{}"},
+	CmdProbeOrientation: {"probe_orientation", TypeGrip, false, 0, [2]string{}, "{}"},
 }
 
 // Name is the command's wire name; "" for CmdNone.
@@ -360,7 +369,7 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 			w.add(CodeUnknownCommand, &c, "unknown command %q: ignored", name)
 			continue
 		}
-		info := commandTable[kind]
+		info := &commandTable[kind]
 		c := at.child(info.name)
 		if info.dt != e.Type {
 			w.add(CodeUnknownCommand, &c, "%s is not a %s command: ignored", info.name, e.Type.Key())
@@ -403,27 +412,11 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	return nil
 }
 
-// commandFields names the accepted fields of each command body: the first
-// is the documented one, the second an alternative spelling clients send.
-var commandFields = [...][2]string{
-	CmdSetCursorForce:     {"vector", "values"},
-	CmdSetCursorPosition:  {"position", "values"},
-	CmdSetAngularTorques:  {"torques", ""},
-	CmdSetAngularPosition: {"angles", ""},
-}
-
-// commandExamples show each command's body in error messages; never written.
-var commandExamples = [...]string{
-	CmdSetCursorForce:     `{"vector": {"x": 0, "y": 0, "z": 1}}`,
-	CmdSetCursorPosition:  `{"position": {"x": 0, "y": 0, "z": 0}}`,
-	CmdSetAngularTorques:  `{"torques": {"a0": 0, "a1": 0, "a2": 0}}`,
-	CmdSetAngularPosition: `{"angles": {"a0": 0, "a1": 0, "a2": 0}}`,
-}
-
 func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCommand, *Error) {
 	cmd := DeviceCommand{Kind: kind}
-	if !commandTable[kind].control {
-		if err := expectObject(v, at, "{}"); err != nil {
+	info := &commandTable[kind]
+	if !info.control {
+		if err := expectObject(v, at, info.example); err != nil {
 			return cmd, err
 		}
 		for it := v.Members(); it.Next(); {
@@ -431,8 +424,8 @@ func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCo
 		}
 		return cmd, nil
 	}
-	names := commandFields[kind]
-	example := commandExamples[kind]
+	names := info.fields
+	example := info.example
 	if err := expectObject(v, at, example); err != nil {
 		return cmd, err
 	}
