@@ -63,13 +63,9 @@ func (k Key) Path() string {
 func (k Key) String() string { return k.Name() }
 
 // SessionScoped reports whether the entry belongs to a (session, device)
-// pair: preset, mount, basis, damping, force_gate. The others are
-// device-global.
+// pair: preset, mount, basis, damping, force_gate. Only these may be sent in
+// a WebSocket configure; the others are device-global and HTTP-only.
 func (k Key) SessionScoped() bool { return k.valid() && keyTable[k].session }
-
-// WebSocket reports whether the key may be sent in a WebSocket configure;
-// the device-global keys are HTTP-only.
-func (k Key) WebSocket() bool { return k.SessionScoped() }
 
 // keyPathList is every key's Path in order, for messages
 // ("preset, mount, ..., home_return"); never written.
@@ -101,16 +97,7 @@ func KeyFromPath(p string) (Key, bool) {
 	return 0, false
 }
 
-// KeyFromName resolves a WebSocket configure member name ("force_gate").
-func KeyFromName(n string) (Key, bool) {
-	for k := KeyPreset; int(k) <= numKeys; k++ {
-		if keyTable[k].name == n {
-			return k, true
-		}
-	}
-	return 0, false
-}
-
+// keyFromNameBytes resolves a WebSocket configure member name ("force_gate").
 func keyFromNameBytes(n []byte) (Key, bool) {
 	for k := KeyPreset; int(k) <= numKeys; k++ {
 		if keyTable[k].name == string(n) {

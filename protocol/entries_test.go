@@ -234,14 +234,14 @@ func TestKeyNamesAndPaths(t *testing.T) {
 		t.Fatalf("Keys() has %d keys, want %d", len(Keys()), len(tests))
 	}
 	for _, tt := range tests {
-		if tt.key.Name() != tt.name || tt.key.Path() != tt.path || tt.key.SessionScoped() != tt.sessionScoped || tt.key.WebSocket() != tt.sessionScoped {
+		if tt.key.Name() != tt.name || tt.key.Path() != tt.path || tt.key.SessionScoped() != tt.sessionScoped {
 			t.Errorf("%d: %s %s %v", tt.key, tt.key.Name(), tt.key.Path(), tt.key.SessionScoped())
 		}
 		if k, ok := KeyFromPath(tt.path); !ok || k != tt.key {
 			t.Errorf("KeyFromPath(%s) = %v %v", tt.path, k, ok)
 		}
-		if k, ok := KeyFromName(tt.name); !ok || k != tt.key {
-			t.Errorf("KeyFromName(%s) = %v %v", tt.name, k, ok)
+		if k, ok := keyFromNameBytes([]byte(tt.name)); !ok || k != tt.key {
+			t.Errorf("keyFromNameBytes(%s) = %v %v", tt.name, k, ok)
 		}
 	}
 	for _, bad := range []string{"damping", "filters", "navigation", ""} {

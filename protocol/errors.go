@@ -47,39 +47,38 @@ const (
 type codeInfo struct {
 	code    Code
 	status  int
-	warning bool
 	message string
 }
 
 // codeTable is the one error table. It is never written after init.
 var codeTable = []codeInfo{
-	{CodeInvalidJSON, http.StatusBadRequest, false, "the body is not valid JSON: send a JSON object"},
-	{CodeInvalidValue, http.StatusBadRequest, false, "a value has the wrong type or shape: see PROTOCOL.md section 4"},
-	{CodeOutOfRange, http.StatusBadRequest, false, "a number is out of its range: see PROTOCOL.md section 4"},
-	{CodePresetMountConflict, http.StatusBadRequest, false, "preset and mount exclude each other: send one of them"},
-	{CodeDampingEmpty, http.StatusBadRequest, false, `damping needs "scalar" or "vector"`},
-	{CodeHTTPOnlyKey, http.StatusBadRequest, false, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
-	{CodeUnknownPreset, http.StatusBadRequest, false, "unknown preset: use " + orList(presetNames)},
-	{CodeInvalidPermutation, http.StatusBadRequest, false, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
-	{CodeUnknownRoute, http.StatusNotFound, false, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
-	{CodeUnknownDeviceType, http.StatusNotFound, false, "unknown device type: use arm3, grip or a configured alias"},
-	{CodeUnknownDevice, http.StatusNotFound, false, "unknown device: list devices with GET /devices"},
-	{CodeUnknownSetting, http.StatusNotFound, false, "unknown setting: list settings with GET /settings"},
-	{CodeUnknownSession, http.StatusNotFound, false, "no session matches: list sessions with GET /sessions"},
-	{CodeAmbiguousSelector, http.StatusBadRequest, false, "the selector matches more than one: narrow it down (e.g. NAME:0 or an id)"},
-	{CodeSessionRequired, http.StatusBadRequest, false, "this route is session-scoped: add ?session=N"},
-	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, false, "method not allowed on this route"},
-	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, false, "the body is over 64 KiB"},
-	{CodeForbiddenOrigin, http.StatusForbidden, false, "requests from this Origin are refused: add it with --allow-origin"},
-	{CodeForbiddenHost, http.StatusForbidden, false, "requests for this Host are refused: add it with --allow-host"},
-	{CodeDeviceBusy, http.StatusConflict, false, "another session controls this device: wait until it disconnects or its lease lapses"},
-	{CodeUnknownKey, http.StatusBadRequest, true, "unknown key: ignored"},
-	{CodeUnknownCommand, http.StatusBadRequest, true, "unknown command: ignored"},
-	{CodeUnknownField, http.StatusBadRequest, true, "unknown field: ignored"},
-	{CodeCommandIgnored, http.StatusConflict, true, "another control command in this message took precedence: send one per device"},
-	{CodeVersionMismatch, http.StatusBadRequest, true, "the required API version does not match " + APIVersion},
-	{CodeInternal, http.StatusInternalServerError, false, "internal error: please report it with the service log"},
-	{CodeUnavailable, http.StatusServiceUnavailable, false, "the service is shutting down or the device is not ready: retry"},
+	{CodeInvalidJSON, http.StatusBadRequest, "the body is not valid JSON: send a JSON object"},
+	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: see PROTOCOL.md section 4"},
+	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: see PROTOCOL.md section 4"},
+	{CodePresetMountConflict, http.StatusBadRequest, "preset and mount exclude each other: send one of them"},
+	{CodeDampingEmpty, http.StatusBadRequest, `damping needs "scalar" or "vector"`},
+	{CodeHTTPOnlyKey, http.StatusBadRequest, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
+	{CodeUnknownPreset, http.StatusBadRequest, "unknown preset: use " + orList(presetNames)},
+	{CodeInvalidPermutation, http.StatusBadRequest, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
+	{CodeUnknownRoute, http.StatusNotFound, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
+	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use arm3, grip or a configured alias"},
+	{CodeUnknownDevice, http.StatusNotFound, "unknown device: list devices with GET /devices"},
+	{CodeUnknownSetting, http.StatusNotFound, "unknown setting: list settings with GET /settings"},
+	{CodeUnknownSession, http.StatusNotFound, "no session matches: list sessions with GET /sessions"},
+	{CodeAmbiguousSelector, http.StatusBadRequest, "the selector matches more than one: narrow it down (e.g. NAME:0 or an id)"},
+	{CodeSessionRequired, http.StatusBadRequest, "this route is session-scoped: add ?session=N"},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route"},
+	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB"},
+	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
+	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},
+	{CodeDeviceBusy, http.StatusConflict, "another session controls this device: wait until it disconnects or its lease lapses"},
+	{CodeUnknownKey, http.StatusBadRequest, "unknown key: ignored"},
+	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored"},
+	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},
+	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device"},
+	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion},
+	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log"},
+	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry"},
 }
 
 // orList joins names for a message: "a, b or c".
@@ -106,13 +105,6 @@ func (c Code) HTTPStatus() int {
 		return r.status
 	}
 	return http.StatusInternalServerError
-}
-
-// Warning reports whether c is listed under "warnings" (the rest of the
-// message applies) rather than "errors" (nothing applies).
-func (c Code) Warning() bool {
-	r, _ := c.info()
-	return r.warning
 }
 
 // DefaultMessage is the table's generic text for c, used when a transport has

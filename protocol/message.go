@@ -243,15 +243,15 @@ func (m *ClientMessage) Fail(code Code, path, format string, args ...any) {
 	m.Errors = append(m.Errors, *Errorf(code, path, format, args...))
 }
 
-// Warn records a warning.
-func (m *ClientMessage) Warn(code Code, path, format string, args ...any) {
+// warn records a warning.
+func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 	m.Warnings = append(m.Warnings, *Errorf(code, path, format, args...))
 }
 
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
 	k := string(key)
-	m.Warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
+	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
 }
 
 func (m *ClientMessage) fail(e *Error) { m.Errors = append(m.Errors, *e) }
@@ -518,7 +518,7 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 
 func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, got *[numKeys + 1]Entry) *Error {
 	c := parent.child(k.Name())
-	if !k.WebSocket() {
+	if !k.SessionScoped() { // only session-scoped keys travel in a WebSocket configure
 		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST /%s/%s/config/%s", k.Name(), e.TypeKey, e.DeviceID, k.Path())
 	}
 	if e.Type == TypeGrip && (k == KeyDamping || k == KeyForceGate) {

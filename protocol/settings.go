@@ -156,17 +156,6 @@ func (s *Settings) Reset(k SettingKey) {
 	s.Set(k, d.Get(k))
 }
 
-// AppendSettingValue appends the JSON of one setting's value.
-func AppendSettingValue(dst []byte, v any) []byte {
-	switch x := v.(type) {
-	case float64:
-		return AppendFloat(dst, x)
-	case bool:
-		return appendBool(dst, x)
-	}
-	return append(dst, "null"...)
-}
-
 // AppendJSON appends the nested document GET /settings answers:
 // {"devices":{"force_scale":1},"system":{"serial_enable":true},
 // "features":{"grip_hook":{"enabled":false},"screensaver":{"enabled":false}}}.

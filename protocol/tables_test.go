@@ -39,9 +39,34 @@ func TestCodeTable(t *testing.T) {
 		{CodeUnavailable, http.StatusServiceUnavailable, false},
 		{Code("no_such_code"), http.StatusInternalServerError, false},
 	}
+	// Whether a code is a warning is where the decoder lists it: under
+	// "warnings" (the rest of the message applies) or "errors".
+	produce := map[Code]string{
+		CodeInvalidJSON:    `{"arm3":`,
+		CodeOutOfRange:     `{"arm3":[{"device_id":"049D","configure":{"force_gate":{"gain":2}}}]}`,
+		CodeUnknownField:   `{"arm3":[{"device_id":"049D","configure":{"force_gate":{"gain":0.5,"x":1}}}]}`,
+		CodeCommandIgnored: `{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_cursor_position":{"position":{"x":0,"y":0,"z":0}}}}]}`,
+	}
+	has := func(list []Error, c Code) bool {
+		for _, e := range list {
+			if e.Code == c {
+				return true
+			}
+		}
+		return false
+	}
 	for _, tt := range tests {
-		if tt.code.HTTPStatus() != tt.status || tt.code.Warning() != tt.warning {
-			t.Errorf("%s: status %d warning %v, want %d %v", tt.code, tt.code.HTTPStatus(), tt.code.Warning(), tt.status, tt.warning)
+		if tt.code.HTTPStatus() != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.code, tt.code.HTTPStatus(), tt.status)
+		}
+		msg, ok := produce[tt.code]
+		if !ok {
+			continue
+		}
+		var m ClientMessage
+		errs := DecodeClientMessage([]byte(msg), nil, &m)
+		if has(m.Warnings, tt.code) != tt.warning || has(errs, tt.code) == tt.warning {
+			t.Errorf("%s: warning %v, want %v (errors %v, warnings %v)", tt.code, has(m.Warnings, tt.code), tt.warning, errs, m.Warnings)
 		}
 	}
 }
