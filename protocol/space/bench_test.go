@@ -69,7 +69,7 @@ func BenchmarkForceToApp(b *testing.B) {
 }
 
 func BenchmarkOrientationToApp(b *testing.B) {
-	v, q := benchView(b), QuatFromAxisAngle(Vec3{X: 1, Y: 1}, 0.3)
+	v, q := benchView(b), quatFromAxisAngle(Vec3{X: 1, Y: 1}, 0.3)
 	for b.Loop() {
 		q = v.OrientationToApp(q)
 	}
@@ -77,7 +77,7 @@ func BenchmarkOrientationToApp(b *testing.B) {
 }
 
 func BenchmarkOrientationToDevice(b *testing.B) {
-	v, q := benchView(b), QuatFromAxisAngle(Vec3{X: 1, Y: 1}, 0.3)
+	v, q := benchView(b), quatFromAxisAngle(Vec3{X: 1, Y: 1}, 0.3)
 	for b.Loop() {
 		q = v.OrientationToDevice(q)
 	}

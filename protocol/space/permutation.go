@@ -96,54 +96,10 @@ func (p Permutation) String() string {
 	return string(b[:n])
 }
 
-// MarshalText implements encoding.TextMarshaler with the canonical spelling.
-func (p Permutation) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParsePermutation.
-func (p *Permutation) UnmarshalText(text []byte) error {
-	q, err := ParsePermutation(string(text))
-	if err != nil {
-		return err
-	}
-	*p = q
-	return nil
-}
-
-// Axis returns which device axis (0 = X, 1 = Y, 2 = Z) becomes application
-// axis i, and whether it is negated. i outside 0..2 is treated as i mod 3.
-func (p Permutation) Axis(i int) (deviceAxis int, negated bool) {
-	i = ((i % 3) + 3) % 3
-	return int(p.axes()[i]), p.neg&(1<<i) != 0
-}
-
-// IsProper reports whether the basis keeps handedness (determinant +1). An
-// improper basis such as "XZY" mirrors the space: a right-handed device
-// frame becomes a left-handed one, as engines with Y up expect.
-func (p Permutation) IsProper() bool { return det(p.matrix()) > 0 }
-
 // Apply maps a device-frame vector into the basis frame.
 func (p Permutation) Apply(dev Vec3) Vec3 {
 	m := p.matrix()
 	return mulVec(&m, dev)
-}
-
-// Inverse returns the basis that undoes p.
-func (p Permutation) Inverse() Permutation {
-	// app[i] = s_i·dev[a_i]  ⇔  dev[a_i] = s_i·app[i].
-	var axes [3]uint8
-	var neg uint8
-	for i, a := range p.axes() {
-		axes[a] = uint8(i)
-		if p.neg&(1<<i) != 0 {
-			neg |= 1 << a
-		}
-	}
-	for o, order := range axisOrders {
-		if order == axes {
-			return Permutation{order: uint8(o), neg: neg}
-		}
-	}
-	return Permutation{}
 }
 
 func (p Permutation) axes() [3]uint8 {

@@ -32,31 +32,6 @@ func (q Quat) Normalize() Quat {
 	return Quat{W: q.W / n, X: q.X / n, Y: q.Y / n, Z: q.Z / n}
 }
 
-// Rotate returns v rotated by the unit quaternion q (q·v·q*).
-func (q Quat) Rotate(v Vec3) Vec3 {
-	// t = 2 (q.xyz × v); v' = v + w·t + q.xyz × t: cheaper than two
-	// quaternion products and exact for unit q.
-	tx := 2 * (q.Y*v.Z - q.Z*v.Y)
-	ty := 2 * (q.Z*v.X - q.X*v.Z)
-	tz := 2 * (q.X*v.Y - q.Y*v.X)
-	return Vec3{
-		X: v.X + q.W*tx + (q.Y*tz - q.Z*ty),
-		Y: v.Y + q.W*ty + (q.Z*tx - q.X*tz),
-		Z: v.Z + q.W*tz + (q.X*ty - q.Y*tx),
-	}
-}
-
-// QuatFromAxisAngle returns the rotation of angleRad radians about axis
-// (right-hand rule). A zero axis gives the identity.
-func QuatFromAxisAngle(axis Vec3, angleRad float64) Quat {
-	n := math.Sqrt(axis.X*axis.X + axis.Y*axis.Y + axis.Z*axis.Z)
-	if n == 0 {
-		return IdentityQuat()
-	}
-	s := math.Sin(angleRad/2) / n
-	return Quat{W: math.Cos(angleRad / 2), X: axis.X * s, Y: axis.Y * s, Z: axis.Z * s}
-}
-
 // mat3 is a row-major 3×3 matrix: m[row][col].
 type mat3 = [3][3]float64
 

@@ -14,9 +14,6 @@ type View struct {
 	rot mat3
 	// Orientation: app = outer·dev·conv*, dev = outer*·app·conv.
 	outer, conv Quat
-
-	basis Permutation
-	mount Transform
 }
 
 // NewView compiles the pipeline device → basis → mount → application:
@@ -36,7 +33,7 @@ func NewView(basis Permutation, mount Transform) View {
 	sign := Vec3{X: signOf(s.X), Y: signOf(s.Y), Z: signOf(s.Z)}
 	inverseScale := Vec3{X: 1 / s.X, Y: 1 / s.Y, Z: 1 / s.Z}
 
-	v := View{basis: basis, mount: mount, pos: mount.Position}
+	v := View{pos: mount.Position}
 	v.fwd = mulMat(r, mulMat(diag(s), p))
 	v.inv = mulMat(transpose(p), mulMat(diag(inverseScale), transpose(r)))
 
@@ -63,12 +60,6 @@ func signOf(x float64) float64 {
 	}
 	return 1
 }
-
-// Basis returns the basis the view was compiled from.
-func (v *View) Basis() Permutation { return v.basis }
-
-// Mount returns the mount the view was compiled from, rotation normalised.
-func (v *View) Mount() Transform { return v.mount }
 
 // PositionToApp maps a device-frame position (m) to application space.
 func (v *View) PositionToApp(dev Vec3) Vec3 {
