@@ -126,30 +126,7 @@ func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
 	if _, ok := (*m)[session]; !ok {
 		return false
 	}
-	cur := &d.ViewFor(session).Config.Session
-	next := *cur
-	// Set copies a Damping's values and boxes a Basis, which would allocate
-	// per tick; a config that is only compared may share the one and
-	// compares the other by value.
-	var basis protocol.Basis
-	hasBasis := false
-	for _, e := range entries {
-		switch v := e.(type) {
-		case protocol.Damping:
-			next.Damping = v
-		case protocol.Basis:
-			basis, hasBasis = v, true
-		default:
-			if !e.Key().SessionScoped() {
-				return false
-			}
-			next.Set(e)
-		}
-	}
-	if hasBasis && (cur.Basis == nil || *cur.Basis != basis) {
-		return false
-	}
-	return next.Equal(cur)
+	return d.ViewFor(session).Config.Session.Unchanged(entries)
 }
 
 // Load fills dst with the loop's latest snapshot.

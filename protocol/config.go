@@ -188,6 +188,34 @@ func (c *SessionConfig) Set(e Entry) bool {
 	return true
 }
 
+// Unchanged reports whether setting entries in order would leave c as it
+// is. It allocates nothing, so a session can skip a configure that a client
+// re-sends every tick. An entry Set does not take (a device-global one)
+// reports false: applying it is an error, not a no-op.
+func (c *SessionConfig) Unchanged(entries []Entry) bool {
+	next := *c
+	// Set copies a Damping's values and boxes a Basis; a config that is only
+	// compared may share the one and compares the other by value.
+	var basis Basis
+	hasBasis := false
+	for _, e := range entries {
+		switch v := e.(type) {
+		case Damping:
+			next.Damping = v
+		case Basis:
+			basis, hasBasis = v, true
+		default:
+			if !next.Set(e) {
+				return false
+			}
+		}
+	}
+	if hasBasis && (c.Basis == nil || *c.Basis != basis) {
+		return false
+	}
+	return next.Equal(c)
+}
+
 // Reset restores k to its default. Resetting the preset or the mount
 // restores both (they are one placement); resetting the basis removes the
 // device basis so the session-level one applies.

@@ -83,3 +83,47 @@ func cloneSessionConfig(c SessionConfig) SessionConfig {
 	out.Damping = c.Damping.Clone()
 	return out
 }
+
+// Unchanged must agree with applying the entries with Set and comparing,
+// and must not allocate: sessions call it per device per tick.
+func TestSessionConfigUnchangedAgreesWithSet(t *testing.T) {
+	left := Basis{Permutation: "XZY"}
+	base := DefaultSessionConfig()
+	base.Set(left)
+	base.Set(DampingScalar(2))
+	mount := Mount{Transform: Transform{Position: Vec3{X: 1}, Rotation: Quat{W: 1}, Scale: Vec3{X: 1, Y: 1, Z: 1}}}
+	tests := []struct {
+		name    string
+		entries []Entry
+	}{
+		{"nothing", nil},
+		{"same damping", []Entry{DampingScalar(2)}},
+		{"other damping", []Entry{DampingScalar(3)}},
+		{"vector damping", []Entry{Damping{Vector: &Vec3{X: 2}}}},
+		{"same basis", []Entry{Basis{Permutation: "XZY"}}},
+		{"other basis", []Entry{Basis{Permutation: "YXZ"}}},
+		{"same preset", []Entry{Preset{Preset: base.Preset}}},
+		{"other preset", []Entry{Preset{Preset: "arm_front"}}},
+		{"a mount", []Entry{mount}},
+		{"default force gate", []Entry{base.ForceGate}},
+		{"other force gate", []Entry{ForceGate{Gain: 0.5}}},
+		{"change then change back", []Entry{DampingScalar(3), DampingScalar(2)}},
+		{"device-global", []Entry{Handedness("left")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := base
+			set := true
+			for _, e := range tt.entries {
+				set = next.Set(e) && set
+			}
+			want := set && next.Equal(&base)
+			if got := base.Unchanged(tt.entries); got != want {
+				t.Errorf("Unchanged = %v, Set and Equal say %v", got, want)
+			}
+			if n := testing.AllocsPerRun(50, func() { base.Unchanged(tt.entries) }); n != 0 {
+				t.Errorf("Unchanged allocates %v times", n)
+			}
+		})
+	}
+}
