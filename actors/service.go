@@ -74,6 +74,8 @@ type Service struct {
 	hwCancel    context.CancelFunc
 	hwWG        sync.WaitGroup
 
+	closes closedRing // recent session ends, with their reasons
+
 	// sessionsMu serialises changes to sessions (readers use the atomic).
 	sessionsMu sync.Mutex
 
@@ -272,7 +274,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 
 func (s *Service) shutdown(ctx context.Context) error {
 	for _, sess := range s.Sessions() {
-		sess.Close()
+		sess.Close(protocol.CloseShutdown)
 	}
 	for _, d := range s.Devices().All() {
 		d.rt.Halt()

@@ -47,8 +47,9 @@ type FrameSink interface {
 	Send(buf []byte)
 	// Recycle hands back a message's bytes once the session is done with them.
 	Recycle(inbound []byte)
-	// Close closes the connection with a WebSocket close code and reason.
-	Close(code int, reason string)
+	// Close closes the connection for reason, with the reason's close code
+	// and text. The first call wins; later calls do nothing.
+	Close(reason protocol.CloseReason)
 }
 
 // SessionOptions describe a new connection.
@@ -66,6 +67,7 @@ type Session struct {
 	profile atomic.Pointer[string]
 	basis   atomic.Pointer[protocol.Basis]
 	closed  atomic.Bool
+	reason  atomic.Pointer[protocol.CloseReason] // set once, first cause wins
 
 	// Immutable after OpenSession.
 	ID          uint64
@@ -111,10 +113,12 @@ func (s *Session) Deliver(buf []byte) {
 	s.svc.system.Root.Send(s.pid, &inbound{buf: buf})
 }
 
-// Close ends the session: its devices are released at once (the loops
-// ramp their force to zero from the next tick), then the actor stops. It is
-// idempotent.
-func (s *Session) Close() {
+// Close ends the session for reason: its devices are released at once (the
+// loops ramp their force to zero from the next tick), then the actor stops.
+// It is idempotent; the first reason recorded (here or by the session's
+// own failure) is the one session-ended and GET /sessions/closed report.
+func (s *Session) Close(reason protocol.CloseReason) {
+	s.setReason(reason)
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		for _, d := range s.svc.Devices().All() {
@@ -122,6 +126,20 @@ func (s *Session) Close() {
 		}
 		s.svc.system.Root.Stop(s.pid)
 	})
+}
+
+// CloseReason is why the session ended: internal_error for a session that
+// ended without a recorded cause.
+func (s *Session) CloseReason() protocol.CloseReason {
+	if r := s.reason.Load(); r != nil {
+		return *r
+	}
+	return protocol.CloseInternalError
+}
+
+// setReason records reason unless one is recorded already.
+func (s *Session) setReason(reason protocol.CloseReason) {
+	s.reason.CompareAndSwap(nil, &reason)
 }
 
 // OpenSession creates a session for a new connection, attaches it to every
@@ -148,7 +166,8 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 	// half its state.
 	stopOnPanic := actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
 		a.log.Error().Interface("reason", reason).Msg("session crashed; closing it")
-		o.Sink.Close(1011, "internal error")
+		sess.setReason(protocol.CloseInternalError)
+		o.Sink.Close(protocol.CloseInternalError)
 		return actor.StopDirective
 	})
 	// The synchronized dispatcher runs the mailbox on the sender's
@@ -268,8 +287,8 @@ func (a *sessionActor) stop(ctx actor.Context) {
 			a.log.Error().Err(err).Msg("flush profile config at session end")
 		}
 	}
-	s.activity.Publish(event.SessionEnded(a.sess.ID, a.sess.Profile(), a.sess.Remote, a.sess.APIVersion))
-	a.log.Info().Msg("session ended")
+	s.sessionEnded(a.sess)
+	a.log.Info().Str("reason", string(a.sess.CloseReason())).Msg("session ended")
 }
 
 // attachAll attaches the session to every listed device that is not in

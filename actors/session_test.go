@@ -26,7 +26,7 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sess.Close)
+	t.Cleanup(func() { sess.Close(protocol.CloseClientClosed) })
 	<-sink.frames // the inventory: the session is attached
 
 	mount := protocol.Mount{Transform: protocol.Transform{
@@ -196,6 +196,6 @@ func TestSessionAndDeviceArrivingTogetherAreAttached(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		sess.Close()
+		sess.Close(protocol.CloseClientClosed)
 	}
 }

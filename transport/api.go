@@ -74,6 +74,7 @@ func (a *api) routes() []route {
 	add("/version", a.version, get)
 	add("/devices", a.devices, get)
 	add("/sessions", a.sessions, get)
+	add("/sessions/closed", a.closedSessions, get)
 	add("/stats", a.stats, get)
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
@@ -142,7 +143,7 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		"service":   "hapticd",
 		"api":       a.codec.APIVersion(),
 		"websocket": "upgrade on this path",
-		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
+		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/sessions/closed", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
 	}, nil)
 }
 
@@ -259,6 +260,32 @@ func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 		docs = append(docs, d)
 	}
 	writeData(w, map[string]any{"session_count": len(docs), "sessions": docs}, nil)
+}
+
+type closedDoc struct {
+	SessionID   uint64               `json:"session_id"`
+	Profile     *profileDoc          `json:"profile"`
+	APIVersion  string               `json:"api_version"`
+	Remote      string               `json:"remote"`
+	ConnectedAt time.Time            `json:"connected_at"`
+	ClosedAt    time.Time            `json:"closed_at"`
+	Reason      protocol.CloseReason `json:"reason"`
+	CloseCode   int                  `json:"close_code"`
+}
+
+// closedSessions lists the most recent session ends, newest last.
+func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	list := a.svc.ClosedSessions()
+	docs := make([]closedDoc, 0, len(list))
+	for _, c := range list {
+		d := closedDoc{SessionID: c.ID, APIVersion: c.APIVersion, Remote: c.Remote,
+			ConnectedAt: c.ConnectedAt.UTC(), ClosedAt: c.ClosedAt.UTC(), Reason: c.Reason, CloseCode: c.Reason.CloseCode()}
+		if c.Profile != "" {
+			d.Profile = &profileDoc{Name: c.Profile}
+		}
+		docs = append(docs, d)
+	}
+	writeData(w, map[string]any{"closed_count": len(docs), "kept": actors.ClosedRingSize, "closed": docs}, nil)
 }
 
 // matchSessions resolves a session= selector to live session ids; one

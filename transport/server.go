@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
@@ -152,7 +151,7 @@ func (s *Server) Addr(name string) net.Addr {
 // http.Server.Shutdown does not see hijacked connections, so this comes
 // first.
 func (s *Server) CloseSockets() {
-	s.conns.closeAll(websocket.CloseGoingAway, "hapticd is shutting down")
+	s.conns.closeAll(protocol.CloseShutdown)
 	if s.eventsSrv != nil {
 		s.eventsSrv.Close()
 	}

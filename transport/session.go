@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -11,12 +12,20 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 const (
 	// maxMessageBytes is the largest client message; a larger one closes
 	// the socket with 1009 (PROTOCOL.md 2.4).
-	maxMessageBytes = 1 << 20
+	maxMessageBytes = protocol.MaxMessageBytes
+	// After an over-size message the reader reads and discards up to
+	// drainBytes more, for at most drainTimeout, until the client's close
+	// frame: closing with unread data queued makes the kernel answer with a
+	// TCP reset, which can destroy the close frame before the client reads
+	// it.
+	drainBytes   = 4 * maxMessageBytes
+	drainTimeout = 2 * time.Second
 	// maxInFlight bounds the messages a client may send ahead of its
 	// frames. Past it the reader stops reading, so TCP pushes back on the
 	// client instead of the service buffering without limit.
@@ -59,8 +68,25 @@ func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, 
 			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
 			// would also refuse allowed non-loopback origins.
 			CheckOrigin: func(*http.Request) bool { return true },
+			// A refused handshake answers the JSON envelope, like every
+			// other error of the HTTP listeners.
+			Error: handshakeError,
 		},
 	}
+}
+
+// handshakeError answers a WebSocket upgrade that gorilla refused.
+func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+	code := protocol.CodeBadHandshake
+	switch status {
+	case http.StatusMethodNotAllowed:
+		code = protocol.CodeMethodNotAllowed
+	case http.StatusForbidden:
+		code = protocol.CodeForbiddenOrigin
+	case http.StatusInternalServerError:
+		code = protocol.CodeInternal
+	}
+	writeError(w, protocol.Errorf(code, "", "%v; %s", reason, code.DefaultMessage()))
 }
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +94,8 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered with an HTTP error
 	}
-	ws.SetReadLimit(maxMessageBytes)
+	// No gorilla read limit: past it gorilla closes without reading the
+	// rest of the message (see drainBytes); readInto enforces the limit.
 	// Frame buffers of any size are kept: frames are the service's own,
 	// sized by the number of arms, and a cap would allocate every tick
 	// once a large fleet's frames passed it.
@@ -81,24 +108,26 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log:      h.log,
 	}
 	if !h.conns.add(c) {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutting down"), time.Now().Add(time.Second))
+		r := protocol.CloseShutdown
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
 		_ = ws.Close()
 		return
 	}
 	sess, err := h.svc.OpenSession(actors.SessionOptions{Remote: r.RemoteAddr, Codec: h.codec, Sink: c})
 	if err != nil {
 		h.log.Error().Err(err).Msg("open session")
-		c.Close(websocket.CloseInternalServerErr, "could not open a session")
+		c.Close(protocol.CloseInternalError)
 		c.sendClose()
 		h.conns.remove(c)
 		_ = ws.Close()
 		return
 	}
 	c.log = h.log.With().Uint64("session_id", sess.ID).Logger()
-	c.readLoop(sess)
+	// The first cause recorded wins: a Close from the session, a write or
+	// shutdown came before the read error it caused.
+	c.Close(c.readLoop(sess))
 	// Release the devices first: a force never outlives its client.
-	sess.Close()
-	c.Close(websocket.CloseNormalClosure, "")
+	sess.Close(c.closeReason)
 	c.sendClose()
 	_ = ws.Close()
 	h.conns.remove(c)
@@ -122,56 +151,98 @@ type wsConn struct {
 	done     chan struct{} // closed by Close
 	log      zerolog.Logger
 
-	closeOnce sync.Once
-	closeCode int
-	closeText string
+	closeOnce   sync.Once
+	closeReason protocol.CloseReason // written once, inside closeOnce
 
 	wmu sync.Mutex // guards the following and every data write
 	// framesWritten counts frames; the first (the inventory) answers no
 	// message and so returns no token.
 	framesWritten uint64
 	writeFailed   bool
+	closeSent     bool
 }
 
-func (c *wsConn) readLoop(sess *actors.Session) {
+// readLoop reads messages until the connection ends and returns why it
+// ended, as the reader sees it (Close may have recorded a cause before).
+func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 	for {
 		select {
 		case c.inflight <- struct{}{}:
 		case <-c.done:
-			return
+			return protocol.CloseShutdown // Close recorded the real cause first
 		}
 		_, r, err := c.ws.NextReader()
 		if err != nil {
-			c.readError(err)
-			return
+			return readReason(err)
 		}
-		buf, err := readInto(c.messages.get(), r)
+		buf, err := readInto(c.messages.get(), r, maxMessageBytes)
+		if errors.Is(err, errTooBig) {
+			c.messages.put(buf)
+			c.tooBig(r)
+			return protocol.CloseMessageTooBig
+		}
 		if err != nil {
-			c.readError(err)
-			return
+			c.messages.put(buf)
+			return readReason(err)
 		}
 		sess.Deliver(buf)
 	}
 }
 
-func (c *wsConn) readError(err error) {
+// readReason names why a read failed. gorilla reports a close frame as a
+// CloseError and a broken connection as a net or io error; any other error
+// is a frame that breaks RFC 6455 (gorilla has sent close 1002).
+func readReason(err error) protocol.CloseReason {
+	var ce *websocket.CloseError
+	var ne net.Error
 	switch {
-	case errors.Is(err, websocket.ErrReadLimit):
-		// gorilla has already sent close 1009; make the reason visible.
-		c.log.Info().Msg("message over 1 MiB; closed with 1009")
-	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		return protocol.CloseReadError // gorilla's name for EOF without a close frame
+	case errors.As(err, &ce):
+		return protocol.CloseClientClosed
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return protocol.CloseReadError
 	default:
-		c.log.Debug().Err(err).Msg("read ended")
+		return protocol.CloseProtocolViolation
 	}
 }
 
-// sendClose writes the close frame Close recorded, once the session
-// cannot write any more frames.
+// tooBig ends a connection whose message r is over the limit: close 1009
+// at once, then read and discard (bounded in bytes and time) the rest of
+// the message and what follows, until the client's close frame, so that
+// the connection ends with FIN rather than a reset.
+func (c *wsConn) tooBig(r io.Reader) {
+	c.Close(protocol.CloseMessageTooBig)
+	c.sendClose()
+	c.log.Info().Msg("message over 1 MiB; closed with 1009")
+	_ = c.ws.SetReadDeadline(time.Now().Add(drainTimeout))
+	left := int64(drainBytes)
+	n, err := io.CopyN(io.Discard, r, left)
+	left -= n
+	for err == nil || err == io.EOF {
+		if left <= 0 {
+			return
+		}
+		if _, r, err = c.ws.NextReader(); err != nil {
+			return // the client's close frame, or the deadline
+		}
+		n, err = io.CopyN(io.Discard, r, left)
+		left -= n
+	}
+}
+
+// sendClose writes the close frame of the reason Close recorded, once the
+// session cannot write any more frames. Only the first call writes.
 func (c *wsConn) sendClose() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.writeFailed = true // no frame after the close frame
-	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(time.Second))
+	if c.closeSent {
+		return
+	}
+	c.closeSent = true
+	r := c.closeReason
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
 }
 
 // Buffer implements actors.FrameSink.
@@ -212,14 +283,22 @@ func (p bufPool) put(b []byte) {
 	}
 }
 
-// readInto appends all of r to buf, growing it as needed.
-func readInto(buf []byte, r io.Reader) ([]byte, error) {
+// errTooBig is readInto's answer to a message over its limit.
+var errTooBig = errors.New("transport: message over the limit")
+
+// readInto appends all of r to buf, growing it as needed, and fails with
+// errTooBig once it holds more than limit bytes (what it read of r so far
+// is in buf; the rest is not read).
+func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
 		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return buf, errTooBig
+		}
 		if err == io.EOF {
 			return buf, nil
 		}
@@ -251,16 +330,17 @@ func (c *wsConn) Send(buf []byte) {
 	if err != nil {
 		c.writeFailed = true
 		c.log.Info().Err(err).Msg("write failed; closing the session")
-		c.Close(websocket.CloseGoingAway, "write failed")
+		c.Close(protocol.CloseWriteTimeout)
 		_ = c.ws.Close() // unblocks the reader
 	}
 }
 
-// Close implements actors.FrameSink: it records the close code and wakes
-// the reader, which sends the close frame once the session has ended.
-func (c *wsConn) Close(code int, reason string) {
+// Close implements actors.FrameSink: it records the reason (the first call
+// wins) and wakes the reader, which sends the close frame once the session
+// has ended.
+func (c *wsConn) Close(reason protocol.CloseReason) {
 	c.closeOnce.Do(func() {
-		c.closeCode, c.closeText = code, reason
+		c.closeReason = reason
 		close(c.done)
 		_ = c.ws.SetReadDeadline(time.Now())
 	})
@@ -293,7 +373,7 @@ func (s *connSet) remove(c *wsConn) {
 }
 
 // closeAll sends every connection a close frame and refuses new ones.
-func (s *connSet) closeAll(code int, reason string) {
+func (s *connSet) closeAll(reason protocol.CloseReason) {
 	s.mu.Lock()
 	s.closed = true
 	list := make([]*wsConn, 0, len(s.conns))
@@ -302,6 +382,6 @@ func (s *connSet) closeAll(code int, reason string) {
 	}
 	s.mu.Unlock()
 	for _, c := range list {
-		c.Close(code, reason) // wakes the reader, which sends the close frame
+		c.Close(reason) // wakes the reader, which sends the close frame
 	}
 }
