@@ -46,7 +46,10 @@ type Options struct {
 	// OnDeviceLost, if set, is told when a device leaves (its driver is
 	// already closed): discovery uses it to rescan the port.
 	OnDeviceLost func(info hw.Info)
-	Clock        loop.Clock
+	// MaxStoredProfiles bounds the profiles kept in the state directory
+	// (0: DefaultMaxStoredProfiles); the least recently used go first.
+	MaxStoredProfiles int
+	Clock             loop.Clock
 }
 
 // Service is the running actor system behind every transport: devices,
@@ -119,6 +122,7 @@ func Start(o Options) (*Service, error) {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
 		s.store = st
+		migrateProfiles(st, o.Log)
 		s.writeBehind = st.NewWriteBehind(time.Second)
 		s.writeBehind.OnError(func(err error) {
 			o.Log.Error().Err(err).Msg("could not write profile config in the background; will retry")

@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -413,46 +412,6 @@ func (a *sessionActor) setBasis(ctx actor.Context, b protocol.Basis) {
 		a.requestDevice(ctx, d, &sessionBasis{session: a.sess.ID, basis: b})
 	}
 	a.saveProfileSession()
-}
-
-// profileSession is what a profile keeps of the session level.
-type profileSession struct {
-	Basis   protocol.Basis `json:"basis"`
-	LeaseMs int            `json:"lease_ms"`
-}
-
-func (a *sessionActor) profileSessionName() string {
-	return "profiles/" + store.EscapeName(a.sess.Profile()) + "/session"
-}
-
-func (a *sessionActor) loadProfileSession() {
-	if a.svc.store == nil || a.sess.Profile() == "" {
-		return
-	}
-	var ps profileSession
-	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
-	if err != nil {
-		a.log.Error().Err(err).Msg("stored profile session unreadable; using defaults")
-		return
-	}
-	if !found {
-		a.saveProfileSession()
-		return
-	}
-	if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
-		b := ps.Basis
-		a.sess.basis.Store(&b)
-	}
-	if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
-		a.leaseMs = ps.LeaseMs
-	}
-}
-
-func (a *sessionActor) saveProfileSession() {
-	if a.svc.writeBehind == nil || a.sess.Profile() == "" {
-		return
-	}
-	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{Basis: a.sess.Basis(), LeaseMs: a.leaseMs})
 }
 
 // configure applies a device entry's configure through the device actor.

@@ -40,6 +40,7 @@ type serviceConfig struct {
 	dir         string
 	aliases     string
 	allowOrigin []string
+	maxProfiles int
 }
 
 func testLogger() zerolog.Logger {
@@ -63,7 +64,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		t.Fatal(err)
 	}
 	goroutinesBefore := runtime.NumGoroutine()
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1})
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles})
 	if err != nil {
 		t.Fatal(err)
 	}
