@@ -600,8 +600,10 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 }
 
 func (a *sessionActor) emit(f *protocol.Frame) {
+	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
+	a.trimScratch()
 }
 
 // fillArm converts a loop snapshot into an arm frame in the view's

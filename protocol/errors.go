@@ -35,10 +35,11 @@ const (
 	CodeForbiddenOrigin     Code = "forbidden_origin"
 	CodeForbiddenHost       Code = "forbidden_host"
 	CodeDeviceBusy          Code = "device_busy"
-	CodeUnknownKey          Code = "unknown_key"     // warning: unknown configure or session key
-	CodeUnknownCommand      Code = "unknown_command" // warning: unknown command name
-	CodeUnknownField        Code = "unknown_field"   // warning: unknown field inside a known entry
-	CodeCommandIgnored      Code = "command_ignored" // warning: lost the control-command precedence
+	CodeUnknownKey          Code = "unknown_key"      // warning: unknown configure or session key
+	CodeUnknownCommand      Code = "unknown_command"  // warning: unknown command name
+	CodeUnknownField        Code = "unknown_field"    // warning: unknown field inside a known entry
+	CodeCommandIgnored      Code = "command_ignored"  // warning: lost the control-command precedence
+	CodeWarningsDropped     Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
 	CodeVersionMismatch     Code = "version_mismatch"
 	CodeInternal            Code = "internal"
 	CodeUnavailable         Code = "unavailable"
@@ -78,6 +79,7 @@ var codeTable = []codeInfo{
 	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored"},
 	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},
 	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device"},
+	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first"},
 	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion},
 	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log"},
 	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry"},

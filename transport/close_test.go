@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -170,4 +171,43 @@ func rawRequest(t *testing.T, addr, req string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestManyWarningsSmallFrame sends a message of 60,000 unknown fields: the
+// frame lists MaxWarnings of them and counts the rest, far under 64 KiB, and
+// the session goes on.
+func TestManyWarningsSmallFrame(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.5`, id)
+	for i := 0; i < 60000; i++ {
+		fmt.Fprintf(&b, `,"u%05d":1`, i)
+	}
+	b.WriteString(`}}}]}`)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.send(b.String())
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, raw, err := c.conn.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) >= 64<<10 {
+		t.Fatalf("a frame of %d bytes answers 60,000 unknown fields", len(raw))
+	}
+	var f map[string]any
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := f["warnings"].([]any)
+	if len(w) != protocol.MaxWarnings+1 || path(w[protocol.MaxWarnings], "code") != "warnings_dropped" ||
+		!strings.HasPrefix(path(w[protocol.MaxWarnings], "message").(string), fmt.Sprint(60000-protocol.MaxWarnings)+" more") {
+		t.Fatalf("%d warnings, last %v", len(w), w[len(w)-1])
+	}
+	// The known part applied, and the session goes on.
+	f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+	if num(path(f, "arm3", 0, "config", "filters", "force_gate", "gain")) != 0.5 {
+		t.Fatalf("force_gate after the message: %v", path(f, "arm3", 0, "config", "filters"))
+	}
 }

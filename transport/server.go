@@ -171,7 +171,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.conns.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

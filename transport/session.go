@@ -31,17 +31,28 @@ const (
 	// client instead of the service buffering without limit.
 	maxInFlight  = 64
 	writeTimeout = 5 * time.Second
-	// poolSize frame buffers and as many message buffers are kept per
-	// connection. A message is processed on the reader's goroutine, which
-	// also writes its frame, so one buffer of each kind circulates even
-	// when a client sends maxInFlight messages ahead (BenchmarkSendAhead:
-	// about 134 B/op in all, less than one message buffer); the spare
-	// slots cover a Stop processed on another goroutine.
+	// poolSize message buffers are kept per connection. A message is
+	// processed on the reader's goroutine, which also writes its frame, so
+	// one buffer circulates even when a client sends maxInFlight messages
+	// ahead; the spare slots cover a Stop processed on another goroutine.
 	poolSize = 8
 	// maxKeptMessageBytes is the largest message buffer kept for reuse. A
 	// client's message may be up to maxMessageBytes; keeping the buffer
 	// it grew would pin that much per connection for its lifetime.
 	maxKeptMessageBytes = 64 << 10
+	// maxKeptFrameBytes is the largest frame buffer put back in the
+	// listener's pool: a frame of 1,000 arms. Warnings are capped
+	// (protocol.MaxWarnings), so only a larger fleet passes it.
+	maxKeptFrameBytes = 512 << 10
+	// bigMessageSlots bounds how many messages over maxKeptMessageBytes a
+	// listener reads at once. The rest wait (TCP pushes back on their
+	// clients), so 40 clients sending 1 MiB at once cost 4 MiB of buffers,
+	// not 40, and the heap the GC sizes itself by stays small.
+	bigMessageSlots = 4
+	// readBufferBytes is gorilla's read buffer per connection, held for
+	// the connection's lifetime: a lock-step message fits, a larger one is
+	// read straight into the message buffer.
+	readBufferBytes = 1024
 )
 
 // sessionHandler upgrades connections on "/" to simulation sessions.
@@ -51,19 +62,29 @@ type sessionHandler struct {
 	log      zerolog.Logger
 	upgrader websocket.Upgrader
 	conns    *connSet
+	// frames are shared by the listener's connections: an idle connection
+	// holds no frame buffer, and the GC may empty the pool.
+	frames framePool
+	// big holds a token per message being read past maxKeptMessageBytes.
+	big chan struct{}
 }
 
 func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, log zerolog.Logger) *sessionHandler {
 	return &sessionHandler{
-		svc:   svc,
-		codec: codec,
-		log:   log,
-		conns: conns,
+		svc:    svc,
+		codec:  codec,
+		log:    log,
+		conns:  conns,
+		frames: framePool{newCap: 4096, keepCap: maxKeptFrameBytes},
+		big:    make(chan struct{}, bigMessageSlots),
 		upgrader: websocket.Upgrader{
-			ReadBufferSize: 4096,
+			ReadBufferSize: readBufferBytes,
 			// A frame with a hundred arms is about 45 KiB: a buffer that
 			// holds a whole frame writes it with one syscall, not three.
+			// It is taken from the pool for each write, not held per
+			// connection (64 KiB each would dominate an idle session).
 			WriteBufferSize: 64 << 10,
+			WriteBufferPool: &sync.Pool{},
 			// The BrowserGuard has already refused foreign origins before
 			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
 			// would also refuse allowed non-loopback origins.
@@ -96,16 +117,12 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// No gorilla read limit: past it gorilla closes without reading the
 	// rest of the message (see drainBytes); readInto enforces the limit.
-	// Frame buffers of any size are kept: frames are the service's own,
-	// sized by the number of arms, and a cap would allocate every tick
-	// once a large fleet's frames passed it.
 	c := &wsConn{
 		ws:       ws,
-		frames:   newBufPool(poolSize, 4096, 0),
+		h:        h,
 		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
 		inflight: make(chan struct{}, maxInFlight),
 		done:     make(chan struct{}),
-		log:      h.log,
 	}
 	if !h.conns.add(c) {
 		r := protocol.CloseShutdown
@@ -122,15 +139,24 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close()
 		return
 	}
-	c.log = h.log.With().Uint64("session_id", sess.ID).Logger()
+	c.sessionID = sess.ID
+	// The reader runs on its own goroutine (tracked by conns) and this
+	// handler returns: the HTTP server's per-request state (its buffers,
+	// the request, this goroutine's grown stack) is not kept for the
+	// lifetime of every idle session.
+	go c.serve(sess)
+}
+
+// serve reads the connection until it ends, then ends the session.
+func (c *wsConn) serve(sess *actors.Session) {
+	defer c.h.conns.remove(c)
 	// The first cause recorded wins: a Close from the session, a write or
 	// shutdown came before the read error it caused.
 	c.Close(c.readLoop(sess))
 	// Release the devices first: a force never outlives its client.
 	sess.Close(c.closeReason)
 	c.sendClose()
-	_ = ws.Close()
-	h.conns.remove(c)
+	_ = c.ws.Close()
 }
 
 // wsConn is one connection and the session's FrameSink. Its reader is the
@@ -144,12 +170,15 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // another goroutine may write the last frames); no other lock is held
 // across I/O.
 type wsConn struct {
-	ws       *websocket.Conn
-	frames   bufPool       // frame buffers, reused once written
-	messages bufPool       // message buffers, reused once processed
-	inflight chan struct{} // one token per message whose frame is not written yet
-	done     chan struct{} // closed by Close
-	log      zerolog.Logger
+	ws        *websocket.Conn
+	h         *sessionHandler
+	messages  bufPool       // message buffers, reused once processed
+	inflight  chan struct{} // one token per message whose frame is not written yet
+	done      chan struct{} // closed by Close
+	sessionID uint64        // set before the reader starts
+	// frame is the buffer Buffer handed out, until Send puts it back; the
+	// session actor calls them in pairs, one message at a time.
+	frame *frameBuf
 
 	closeOnce   sync.Once
 	closeReason protocol.CloseReason // written once, inside closeOnce
@@ -175,18 +204,39 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 		if err != nil {
 			return readReason(err)
 		}
-		buf, err := readInto(c.messages.get(), r, maxMessageBytes)
+		buf, err := c.read(r)
 		if errors.Is(err, errTooBig) {
-			c.messages.put(buf)
+			c.Recycle(buf)
 			c.tooBig(r)
 			return protocol.CloseMessageTooBig
 		}
 		if err != nil {
-			c.messages.put(buf)
+			c.Recycle(buf)
 			return readReason(err)
 		}
 		sess.Deliver(buf)
 	}
+}
+
+// read reads one message: into a buffer of at most maxKeptMessageBytes
+// freely, into a larger one only with one of the listener's big-message
+// tokens. So a buffer holds a token exactly when its capacity is over
+// maxKeptMessageBytes, and Recycle returns it.
+func (c *wsConn) read(r io.Reader) ([]byte, error) {
+	buf, err := readInto(c.messages.get(), r, maxKeptMessageBytes)
+	if !errors.Is(err, errFull) {
+		return buf, err
+	}
+	select {
+	case c.h.big <- struct{}{}:
+	case <-c.done:
+		return buf[:0], net.ErrClosed // shutting down: the cause is recorded
+	}
+	buf, err = readInto(buf, r, maxMessageBytes+1)
+	if errors.Is(err, errFull) {
+		err = errTooBig
+	}
+	return buf, err
 }
 
 // readReason names why a read failed. gorilla reports a close frame as a
@@ -214,7 +264,7 @@ func readReason(err error) protocol.CloseReason {
 func (c *wsConn) tooBig(r io.Reader) {
 	c.Close(protocol.CloseMessageTooBig)
 	c.sendClose()
-	c.log.Info().Msg("message over 1 MiB; closed with 1009")
+	c.h.log.Info().Uint64("session_id", c.sessionID).Msg("message over 1 MiB; closed with 1009")
 	_ = c.ws.SetReadDeadline(time.Now().Add(drainTimeout))
 	left := int64(drainBytes)
 	n, err := io.CopyN(io.Discard, r, left)
@@ -246,10 +296,46 @@ func (c *wsConn) sendClose() {
 }
 
 // Buffer implements actors.FrameSink.
-func (c *wsConn) Buffer() []byte { return c.frames.get() }
+func (c *wsConn) Buffer() []byte {
+	c.frame = c.h.frames.get()
+	return c.frame.b
+}
 
 // Recycle implements actors.FrameSink: the session is done with a message.
-func (c *wsConn) Recycle(inbound []byte) { c.messages.put(inbound) }
+// A buffer grown past maxKeptMessageBytes held a big-message token.
+func (c *wsConn) Recycle(inbound []byte) {
+	if cap(inbound) > maxKeptMessageBytes {
+		<-c.h.big
+		return // not kept: see maxKeptMessageBytes
+	}
+	c.messages.put(inbound)
+}
+
+// frameBuf carries a frame buffer through the pool: a pointer, so that
+// putting it back does not allocate.
+type frameBuf struct{ b []byte }
+
+// framePool is a listener's pool of frame buffers.
+type framePool struct {
+	pool    sync.Pool
+	newCap  int // capacity of a buffer made when the pool is empty
+	keepCap int // put drops a buffer that grew past this
+}
+
+func (p *framePool) get() *frameBuf {
+	if f, ok := p.pool.Get().(*frameBuf); ok {
+		return f
+	}
+	return &frameBuf{b: make([]byte, 0, p.newCap)}
+}
+
+func (p *framePool) put(f *frameBuf, b []byte) {
+	if cap(b) > p.keepCap {
+		b = make([]byte, 0, p.newCap)
+	}
+	f.b = b[:0]
+	p.pool.Put(f)
+}
 
 // bufPool is a bounded free list of byte buffers.
 type bufPool struct {
@@ -283,22 +369,30 @@ func (p bufPool) put(b []byte) {
 	}
 }
 
-// errTooBig is readInto's answer to a message over its limit.
-var errTooBig = errors.New("transport: message over the limit")
+var (
+	// errFull is readInto's answer when buf reached its limit before the
+	// end of the message.
+	errFull = errors.New("transport: message buffer full")
+	// errTooBig is read's answer to a message over maxMessageBytes.
+	errTooBig = errors.New("transport: message over the limit")
+)
 
-// readInto appends all of r to buf, growing it as needed, and fails with
-// errTooBig once it holds more than limit bytes (what it read of r so far
-// is in buf; the rest is not read).
+// readInto appends r to buf until EOF, growing buf as needed but never past
+// a capacity of limit bytes. It fails with errFull when buf holds limit
+// bytes and r has not said EOF yet (what it read so far is in buf; the rest
+// is not read).
 func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			if len(buf) >= limit {
+				return buf, errFull
+			}
+			grown := make([]byte, len(buf), min(limit, max(2*cap(buf), 1024)))
+			copy(grown, buf)
+			buf = grown
 		}
-		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return buf, errTooBig
-		}
 		if err == io.EOF {
 			return buf, nil
 		}
@@ -326,10 +420,14 @@ func (c *wsConn) Send(buf []byte) {
 		default:
 		}
 	}
-	c.frames.put(buf)
+	f := c.frame
+	if c.frame = nil; f == nil {
+		f = new(frameBuf) // a Send without Buffer: not the session's way
+	}
+	c.h.frames.put(f, buf)
 	if err != nil {
 		c.writeFailed = true
-		c.log.Info().Err(err).Msg("write failed; closing the session")
+		c.h.log.Info().Uint64("session_id", c.sessionID).Err(err).Msg("write failed; closing the session")
 		c.Close(protocol.CloseWriteTimeout)
 		_ = c.ws.Close() // unblocks the reader
 	}
@@ -349,6 +447,7 @@ func (c *wsConn) Close(reason protocol.CloseReason) {
 // connSet tracks live WebSocket connections so shutdown can close them
 // with a close frame (http.Server.Shutdown ignores hijacked connections).
 type connSet struct {
+	wg     sync.WaitGroup // one per connection added and not yet removed
 	mu     sync.Mutex
 	closed bool
 	conns  map[*wsConn]struct{}
@@ -363,6 +462,7 @@ func (s *connSet) add(c *wsConn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.wg.Add(1)
 	return true
 }
 
@@ -370,6 +470,7 @@ func (s *connSet) remove(c *wsConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // closeAll sends every connection a close frame and refuses new ones.
