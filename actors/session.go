@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
@@ -199,13 +200,13 @@ type busyKey struct {
 
 // busyNote rate-limits device-busy events per device and owner.
 type busyNote struct {
-	owner uint64
-	atNs  int64 // service Clock time of the last event
+	owner  uint64
+	budget *rate.Limiter // one event per busyEvery, by the service Clock
 }
 
 // busyEvery is the shortest interval between two device-busy events for
 // one device and owner.
-const busyEvery = int64(time.Second)
+const busyEvery = time.Second
 
 // sessionActor is one connection's actor. All its fields are owned by it.
 type sessionActor struct {
@@ -478,18 +479,21 @@ func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceE
 // owner per busyEvery (not one per tick). now is the service Clock time of
 // the message.
 func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
+	at := time.Unix(0, now) // the service Clock's time, as rate takes it
 	k := busyKey{d.Type, d.ID}
-	if n, ok := a.busy[k]; ok && n.owner == owner && now-n.atNs < busyEvery {
+	if n, ok := a.busy[k]; ok && n.owner == owner && !n.budget.AllowN(at, 1) {
 		return
 	}
-	// Notes older than busyEvery no longer hold anything back: drop them,
-	// so the map holds only devices busy within the last interval.
+	// A note whose budget is full again holds nothing back: drop it, so
+	// the map holds only devices busy within the last interval.
 	for key, n := range a.busy {
-		if now-n.atNs >= busyEvery {
+		if n.budget.TokensAt(at) >= 1 {
 			delete(a.busy, key)
 		}
 	}
-	a.busy[k] = busyNote{owner: owner, atNs: now}
+	n := busyNote{owner: owner, budget: rate.NewLimiter(rate.Every(busyEvery), 1)}
+	n.budget.AllowN(at, 1)
+	a.busy[k] = n
 	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
 }
 
