@@ -82,6 +82,41 @@ func TestSessionEndReasons(t *testing.T) {
 	}
 }
 
+// TestWriteTimeoutEndsTheSession has a client that sends and never reads:
+// once the socket buffers are full, a frame write misses its deadline and
+// the session ends with write_timeout.
+func TestWriteTimeoutEndsTheSession(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, writeTimeout: 200 * time.Millisecond})
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	sid := path(c.expect(), "session_id")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // full-state frames are large: the buffers fill fast
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(`{"session":{"force_render_full_state":{}}}`)) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	e := waitEventWithin(t, ev, 30*time.Second, "session-ended", func(e map[string]any) bool { return path(e, "data", "session_id") == sid })
+	if got := path(e, "data", "reason"); got != string(protocol.CloseWriteTimeout) {
+		t.Fatalf("session-ended reason %v, want write_timeout", got)
+	}
+	closed, _ := path(ts.do("GET", ts.base+"/sessions/closed", "").env, "data", "closed").([]any)
+	if len(closed) != 1 || path(closed[0], "reason") != string(protocol.CloseWriteTimeout) {
+		t.Fatalf("GET /sessions/closed: %v", closed)
+	}
+}
+
 // readCloseCode reads until the connection ends and returns the close code
 // the server sent; it fails the test on anything but a close frame (a TCP
 // reset, a timeout).

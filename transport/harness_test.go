@@ -36,11 +36,12 @@ type testService struct {
 }
 
 type serviceConfig struct {
-	arms, grips int
-	dir         string
-	aliases     string
-	allowOrigin []string
-	maxProfiles int
+	arms, grips  int
+	dir          string
+	aliases      string
+	allowOrigin  []string
+	maxProfiles  int
+	writeTimeout time.Duration
 }
 
 func testLogger() zerolog.Logger {
@@ -83,7 +84,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,10 @@ type Config struct {
 	Port, LegacyPort, EventsPort int
 	AllowOrigins, AllowHosts     []string
 	Build                        BuildInfo
+	// WriteTimeout bounds each frame write to a simulation client; a
+	// client that does not read for that long is closed (write_timeout).
+	// 0 means 5 s.
+	WriteTimeout time.Duration
 }
 
 // Server runs every listener. All listeners go through one accept path
@@ -77,13 +81,13 @@ func Start(cfg Config) (*Server, error) {
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
 		router := newRouter(a)
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
 		// under /3.0/.

@@ -29,8 +29,10 @@ const (
 	// maxInFlight bounds the messages a client may send ahead of its
 	// frames. Past it the reader stops reading, so TCP pushes back on the
 	// client instead of the service buffering without limit.
-	maxInFlight  = 64
-	writeTimeout = 5 * time.Second
+	maxInFlight = 64
+	// defaultWriteTimeout is how long a frame write may take before the
+	// client is closed with write_timeout (Config.WriteTimeout).
+	defaultWriteTimeout = 5 * time.Second
 	// poolSize message buffers are kept per connection. A message is
 	// processed on the reader's goroutine, which also writes its frame, so
 	// one buffer circulates even when a client sends maxInFlight messages
@@ -67,16 +69,22 @@ type sessionHandler struct {
 	frames framePool
 	// big holds a token per message being read past maxKeptMessageBytes.
 	big chan struct{}
+	// writeTimeout bounds each frame write.
+	writeTimeout time.Duration
 }
 
-func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, log zerolog.Logger) *sessionHandler {
+func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, writeTimeout time.Duration, log zerolog.Logger) *sessionHandler {
+	if writeTimeout <= 0 {
+		writeTimeout = defaultWriteTimeout
+	}
 	return &sessionHandler{
-		svc:    svc,
-		codec:  codec,
-		log:    log,
-		conns:  conns,
-		frames: framePool{newCap: 4096, keepCap: maxKeptFrameBytes},
-		big:    make(chan struct{}, bigMessageSlots),
+		writeTimeout: writeTimeout,
+		svc:          svc,
+		codec:        codec,
+		log:          log,
+		conns:        conns,
+		frames:       framePool{newCap: 4096, keepCap: maxKeptFrameBytes},
+		big:          make(chan struct{}, bigMessageSlots),
 		upgrader: websocket.Upgrader{
 			ReadBufferSize: readBufferBytes,
 			// A frame with a hundred arms is about 45 KiB: a buffer that
@@ -404,14 +412,14 @@ func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 
 // Send implements actors.FrameSink: it writes the frame now, with a
 // deadline, and returns the message's in-flight token. A client that does
-// not read for writeTimeout is closed.
+// not read for the handler's write timeout is closed.
 func (c *wsConn) Send(buf []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.writeFailed {
 		return
 	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.writeTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, buf)
 	c.framesWritten++
 	if c.framesWritten > 1 {

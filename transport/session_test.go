@@ -425,7 +425,13 @@ func TestOversizedMessageCloses1009(t *testing.T) {
 // waitEvent reads the events socket until an event with name matches.
 func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	return waitEventWithin(t, ev, 5*time.Second, name, match)
+}
+
+// waitEventWithin is waitEvent with its own deadline.
+func waitEventWithin(t *testing.T, ev *wsClient, d time.Duration, name string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		_ = ev.conn.SetReadDeadline(deadline)
 		_, b, err := ev.conn.ReadMessage()
