@@ -605,6 +605,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 
 func (a *sessionActor) emit(f *protocol.Frame) {
 	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
+	f.Errors = protocol.TrimErrors(f.Errors, a.msg.ErrorsDropped)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
 	a.trimScratch()

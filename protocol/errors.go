@@ -40,6 +40,7 @@ const (
 	CodeUnknownField        Code = "unknown_field"    // warning: unknown field inside a known entry
 	CodeCommandIgnored      Code = "command_ignored"  // warning: lost the control-command precedence
 	CodeWarningsDropped     Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
+	CodeErrorsDropped       Code = "errors_dropped"   // counts the errors past MaxErrors
 	CodeVersionMismatch     Code = "version_mismatch"
 	CodeInternal            Code = "internal"
 	CodeUnavailable         Code = "unavailable"
@@ -80,6 +81,7 @@ var codeTable = []codeInfo{
 	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},
 	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device"},
 	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first"},
+	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first"},
 	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion},
 	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log"},
 	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry"},

@@ -140,9 +140,10 @@ type ClientMessage struct {
 	Warnings []Error
 	// Errors is what the decoder returned: when non-empty, apply nothing.
 	Errors []Error
-	// WarningsDropped counts the warnings past MaxWarnings that were not
-	// listed (nor formatted): see TrimWarnings.
-	WarningsDropped int
+	// WarningsDropped and ErrorsDropped count the entries past MaxWarnings
+	// and MaxErrors that were not listed (nor formatted, where the check
+	// comes first): see TrimWarnings and TrimErrors.
+	WarningsDropped, ErrorsDropped int
 	// Empty is true for "{}": a ping that renews no lease.
 	Empty bool
 
@@ -162,7 +163,7 @@ func (m *ClientMessage) Reset() {
 	m.Devices = m.Devices[:0]
 	m.Warnings = m.Warnings[:0]
 	m.Errors = m.Errors[:0]
-	m.WarningsDropped = 0
+	m.WarningsDropped, m.ErrorsDropped = 0, 0
 	m.Empty = false
 }
 
@@ -250,8 +251,13 @@ func (m *ClientMessage) begin(data []byte, types *TypeTable) (Value, bool) {
 	return root, true
 }
 
-// Fail records an error: the message will apply not at all.
+// Fail records an error (or counts it past MaxErrors): the message will
+// apply not at all.
 func (m *ClientMessage) Fail(code Code, path, format string, args ...any) {
+	if len(m.Errors) >= MaxErrors {
+		m.ErrorsDropped++
+		return
+	}
 	m.Errors = append(m.Errors, *Errorf(code, path, format, args...))
 }
 
@@ -270,7 +276,13 @@ func (m *ClientMessage) warnUnknownType(key []byte) {
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
 }
 
-func (m *ClientMessage) fail(e *Error) { m.Errors = append(m.Errors, *e) }
+func (m *ClientMessage) fail(e *Error) {
+	if len(m.Errors) >= MaxErrors {
+		m.ErrorsDropped++
+		return
+	}
+	m.Errors = append(m.Errors, *e)
+}
 
 func (m *ClientMessage) warnings() warnings {
 	return warnings{list: &m.Warnings, dropped: &m.WarningsDropped}

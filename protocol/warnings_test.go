@@ -32,6 +32,31 @@ func TestDecoderCapsWarnings(t *testing.T) {
 	}
 }
 
+func TestDecoderCapsErrors(t *testing.T) {
+	types, err := NewTypeTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(`{"arm3":[`)
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"device_id":"%04X","configure":{"damping":1}}`, i)
+	}
+	b.WriteString(`]}`)
+	var m ClientMessage
+	errs := DecodeClientMessage([]byte(b.String()), types, &m)
+	if len(errs) != MaxErrors || m.ErrorsDropped != 100-MaxErrors {
+		t.Fatalf("100 bad entries: %d errors listed, %d dropped; want %d and %d", len(errs), m.ErrorsDropped, MaxErrors, 100-MaxErrors)
+	}
+	if got := TrimErrors(errs, m.ErrorsDropped); len(got) != MaxErrors+1 || got[MaxErrors].Code != CodeErrorsDropped ||
+		!strings.HasPrefix(got[MaxErrors].Message, fmt.Sprint(100-MaxErrors)+" more errors") {
+		t.Fatalf("TrimErrors: %d entries, last %+v", len(got), got[len(got)-1])
+	}
+}
+
 func TestTrimWarnings(t *testing.T) {
 	w := func(n int) []Error { return make([]Error, n) }
 	tests := []struct {

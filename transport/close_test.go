@@ -240,6 +240,26 @@ func TestManyWarningsSmallFrame(t *testing.T) {
 		!strings.HasPrefix(path(w[protocol.MaxWarnings], "message").(string), fmt.Sprint(60000-protocol.MaxWarnings)+" more") {
 		t.Fatalf("%d warnings, last %v", len(w), w[len(w)-1])
 	}
+	// A message of 20,000 bad device entries: errors are capped alike.
+	b.Reset()
+	b.WriteString(`{"arm3":[`)
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"device_id":%q,"configure":{"damping":1}}`, id)
+	}
+	b.WriteString(`]}`)
+	c.send(b.String())
+	if _, raw, err = c.conn.ReadMessage(); err != nil || len(raw) >= 64<<10 {
+		t.Fatalf("a frame of %d bytes (%v) answers 20,000 bad entries", len(raw), err)
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := f["errors"].([]any); len(e) != protocol.MaxErrors+1 || path(e[protocol.MaxErrors], "code") != "errors_dropped" {
+		t.Fatalf("%d errors, last %v", len(e), e[len(e)-1])
+	}
 	// The known part applied, and the session goes on.
 	f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
 	if num(path(f, "arm3", 0, "config", "filters", "force_gate", "gain")) != 0.5 {
