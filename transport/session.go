@@ -165,10 +165,14 @@ func (c *wsConn) serve(sess *actors.Session) {
 	sess.Close(c.closeReason)
 	c.sendClose()
 	_ = c.ws.Close()
+	// A stopped session drops the messages still in its mailbox without
+	// recycling them: give back the big-message tokens they hold, or a few
+	// such ends would stop the listener reading big messages at all.
+	c.releaseBig()
 }
 
-// wsConn is one connection and the session's FrameSink. Its reader is the
-// HTTP handler's goroutine (readLoop). There is no writer goroutine, unlike
+// wsConn is one connection and the session's FrameSink. Its reader is its
+// own goroutine (serve, started by the HTTP handler, which returns). There is no writer goroutine, unlike
 // the events socket: session actors run on the synchronized dispatcher, so
 // a client's message is processed on the reader's goroutine and its frame
 // written there too, with a deadline. A lock-step client's frame answers
@@ -187,6 +191,12 @@ type wsConn struct {
 	// frame is the buffer Buffer handed out, until Send puts it back; the
 	// session actor calls them in pairs, one message at a time.
 	frame *frameBuf
+
+	bigMu sync.Mutex // guards the following
+	// bigHeld counts the big-message tokens this connection's buffers hold.
+	bigHeld int
+	// bigReleased is set once the connection ended and gave them back.
+	bigReleased bool
 
 	closeOnce   sync.Once
 	closeReason protocol.CloseReason // written once, inside closeOnce
@@ -240,6 +250,9 @@ func (c *wsConn) read(r io.Reader) ([]byte, error) {
 	case <-c.done:
 		return buf[:0], net.ErrClosed // shutting down: the cause is recorded
 	}
+	c.bigMu.Lock()
+	c.bigHeld++
+	c.bigMu.Unlock()
 	buf, err = readInto(buf, r, maxMessageBytes+1)
 	if errors.Is(err, errFull) {
 		err = errTooBig
@@ -313,10 +326,26 @@ func (c *wsConn) Buffer() []byte {
 // A buffer grown past maxKeptMessageBytes held a big-message token.
 func (c *wsConn) Recycle(inbound []byte) {
 	if cap(inbound) > maxKeptMessageBytes {
-		<-c.h.big
+		c.bigMu.Lock()
+		if !c.bigReleased && c.bigHeld > 0 {
+			c.bigHeld--
+			<-c.h.big
+		}
+		c.bigMu.Unlock()
 		return // not kept: see maxKeptMessageBytes
 	}
 	c.messages.put(inbound)
+}
+
+// releaseBig gives back every big-message token the connection holds; a
+// Recycle afterwards gives back none.
+func (c *wsConn) releaseBig() {
+	c.bigMu.Lock()
+	defer c.bigMu.Unlock()
+	c.bigReleased = true
+	for ; c.bigHeld > 0; c.bigHeld-- {
+		<-c.h.big
+	}
 }
 
 // frameBuf carries a frame buffer through the pool: a pointer, so that

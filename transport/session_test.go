@@ -512,4 +512,15 @@ func TestReadIntoKeepsTokensExact(t *testing.T) {
 	if _, err := c.read(bytes.NewReader(make([]byte, maxMessageBytes+1))); !errors.Is(err, errTooBig) {
 		t.Fatalf("%d bytes: %v, want errTooBig", maxMessageBytes+1, err)
 	}
+	// A connection that ends with big messages its session never recycled
+	// (a stopped actor drops its mailbox) gives their tokens back, once.
+	dropped, err := c.read(bytes.NewReader(make([]byte, maxKeptMessageBytes+1)))
+	if err != nil || len(h.big) != 2 {
+		t.Fatalf("%v, %d tokens held; want 2", err, len(h.big))
+	}
+	c.releaseBig()
+	c.Recycle(dropped) // late: must not give back a token twice
+	if len(h.big) != 0 {
+		t.Fatalf("%d tokens held after the connection ended", len(h.big))
+	}
 }
