@@ -58,6 +58,7 @@ type Service struct {
 	sessions    atomic.Pointer[[]*Session] // connection order
 	settings    atomic.Pointer[protocol.Settings]
 	nextSession atomic.Uint64
+	traffic     traffic // GET /metrics (metrics.go)
 
 	// Immutable after Start.
 	opts        Options

@@ -303,6 +303,7 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 	if a.sess.closed.Load() {
 		return
 	}
+	a.svc.traffic.message(a.sess.APIVersion)
 	msg := &a.msg
 	msg.Reset()
 	f := a.resetFrame()
@@ -622,6 +623,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 }
 
 func (a *sessionActor) emit(f *protocol.Frame) {
+	a.svc.traffic.frame(a.sess.APIVersion, f)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
 }

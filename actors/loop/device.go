@@ -141,6 +141,10 @@ type Stats struct {
 	Exchange Summary
 	// Errors counts driver errors.
 	Errors uint64
+	// LeaseExpiries counts owners released because their lease (or claim)
+	// lapsed; BusyRefusals counts claims refused because another session
+	// controlled the device.
+	LeaseExpiries, BusyRefusals uint64
 	// Realtime is true when the runner's thread got the real-time
 	// priority it asked for.
 	Realtime bool
@@ -167,6 +171,7 @@ type Device struct {
 	running  atomic.Bool                 // a runner (RunLocked, Scheduler) steps the device
 	ticks    atomic.Uint64
 	errors   atomic.Uint64
+	expiries atomic.Uint64 // leases that lapsed
 	failed   atomic.Bool
 	reg      Register
 	snap     SnapshotCell
@@ -267,6 +272,9 @@ func (d *Device) Stats() Stats {
 		Ticks:    d.ticks.Load(),
 		Exchange: d.exchange.Summary(),
 		Errors:   d.errors.Load(),
+
+		LeaseExpiries: d.expiries.Load(),
+		BusyRefusals:  d.reg.Refused(),
 	}
 	if r := d.runner.Load(); r != nil {
 		s.TargetNs = r.targetNs
@@ -425,6 +433,7 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 			d.unarmedOwner = 0
 		}
 		if expired != 0 {
+			d.expiries.Add(1)
 			d.emit(Event{Kind: EventLeaseExpired, Session: expired})
 			owner = r.owner.Load()
 		}
