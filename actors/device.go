@@ -541,6 +541,6 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
 	case loop.EventRateWarning:
-		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
+		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}
 }

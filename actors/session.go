@@ -239,7 +239,7 @@ func (a *sessionActor) start(ctx actor.Context) {
 	// so one side or the other always attaches (attach is idempotent).
 	a.attachAll(ctx, seen)
 	s.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
-	a.log.Info().Str("api_version", a.sess.APIVersion).Msg("session started")
+	a.log.Debug().Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
 
 	f := a.resetFrame()
 	a.fillDevices(f, true, nil)
@@ -269,7 +269,7 @@ func (a *sessionActor) stop(ctx actor.Context) {
 		}
 	}
 	s.activity.Publish(event.SessionEnded(a.sess.ID, a.sess.Profile(), a.sess.Remote, a.sess.APIVersion))
-	a.log.Info().Msg("session ended")
+	a.log.Debug().Msg("session ended") // the event is the info line
 }
 
 // attachAll attaches the session to every listed device that is not in

@@ -89,8 +89,10 @@ type Event struct {
 	Kind    EventKind
 	Session uint64
 	Err     error
-	// PeriodP99Ns and TargetNs are set on EventRateWarning.
+	// PeriodP99Ns and TargetNs are set on EventRateWarning, and
+	// Suppressed: the late windows not reported since the previous warning.
 	PeriodP99Ns, TargetNs int64
+	Suppressed            uint64
 }
 
 // DeviceOptions configure a Device. Zero fields take the defaults noted.
