@@ -37,15 +37,17 @@ function setConn(ok, text) {
 function deviceCard(key, type, id) {
   const facts = el("dl", { class: "facts" });
   const rows = {};
-  for (const name of ["status", "position (m)", "force (N)", "loop p99", "overruns"]) {
-    rows[name] = el("dd", { class: "v-" + name.split(" ")[0] });
-    facts.append(el("dt", {}, name), rows[name]);
+  // Rows by what they hold; the label says it for this kind of device.
+  const labels = type === "grip"
+    ? [["status", "status"], ["position", "orientation (w, x, y, z)"], ["force", "hall, battery"], ["loop p99", "loop p99"], ["overruns", "overruns"]]
+    : [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
+  for (const [key, label] of labels) {
+    rows[key] = el("dd", { class: "v-" + key.split(" ")[0] });
+    facts.append(el("dt", {}, label), rows[key]);
   }
-  const force = el("span", { class: "force" });
-  rows["force (N)"].after(force);
   const plot = el("div", { class: "trace" });
   const card = el("div", { class: "device", "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
-  const d = { key, type, id, card, rows, force, t: [], x: [], y: [], z: [], chart: null };
+  const d = { key, type, id, card, rows, t: [], x: [], y: [], z: [], chart: null };
   if (type !== "grip" && window.uPlot) {
     d.chart = new uPlot({
       width: 540, height: 170, legend: { show: true },
@@ -58,10 +60,16 @@ function deviceCard(key, type, id) {
 }
 
 function forceArrow(f) {
-  // Top view of the force (x right, y up), scaled so 5 N reaches the edge.
-  const s = 18 / 5, x = Math.max(-18, Math.min(18, (f?.x || 0) * s)), y = Math.max(-18, Math.min(18, (f?.y || 0) * s));
-  return `<svg width="40" height="40" viewBox="-20 -20 40 40"><circle r="19" fill="none" stroke="#dde1e7"/>` +
+  // Top view of the force (x right, y up), scaled so 2 N reaches the edge.
+  const s = 18 / 2, x = Math.max(-18, Math.min(18, (f?.x || 0) * s)), y = Math.max(-18, Math.min(18, (f?.y || 0) * s));
+  return `<svg class="arrow" width="40" height="40" viewBox="-20 -20 40 40"><circle r="19" fill="none" stroke="#dde1e7"/>` +
     `<line x1="0" y1="0" x2="${x.toFixed(1)}" y2="${(-y).toFixed(1)}" stroke="#1d2430" stroke-width="2"/></svg>`;
+}
+
+// mark colours a readout good or bad, keeping its other classes.
+function mark(e, good) {
+  e.classList.toggle("status-ok", good);
+  e.classList.toggle("status-bad", !good);
 }
 
 function statusText(st) {
@@ -98,18 +106,19 @@ async function pollDevices() {
       d.config = dev.config;
       const s = dev.state || {};
       d.rows["status"].textContent = statusText(dev.status);
-      d.rows["status"].className = dev.status?.ready === false ? "status-bad" : "status-ok";
+      mark(d.rows["status"], dev.status?.ready !== false);
       if (s.cursor_position) {
         const p = s.cursor_position;
-        d.rows["position (m)"].textContent = vec(p, 4);
+        d.rows["position"].textContent = vec(p, 4);
         d.t.push(now); d.x.push(p.x); d.y.push(p.y); d.z.push(p.z);
         while (d.t.length && d.t[0] < now - TRACE_SECONDS) { d.t.shift(); d.x.shift(); d.y.shift(); d.z.shift(); }
         d.chart?.setData([d.t, d.x, d.y, d.z]);
-        d.rows["force (N)"].textContent = vec(s.current_cursor_force, 2);
-        d.force.innerHTML = forceArrow(s.current_cursor_force);
+        // Numbers only, so building the markup from them is safe.
+        d.rows["force"].innerHTML = `${vec(s.current_cursor_force, 2)} ${forceArrow(s.current_cursor_force)}`;
       } else {
-        d.rows["position (m)"].textContent = s.orientation ? "orientation " + [s.orientation.w, s.orientation.x, s.orientation.y, s.orientation.z].map((v) => fmt(v, 2)).join(", ") : "–";
-        d.rows["force (N)"].textContent = s.hall !== undefined ? `hall ${fmt(s.hall, 2)}, battery ${fmt((s.battery_level || 0) * 100, 0)} %` : "–";
+        const o = s.orientation;
+        d.rows["position"].textContent = o ? [o.w, o.x, o.y, o.z].map((v) => fmt(v, 2)).join(", ") : "–";
+        d.rows["force"].textContent = s.hall !== undefined ? `${fmt(s.hall, 2)}, ${fmt((s.battery_level || 0) * 100, 0)} %` : "–";
       }
     }
   }
@@ -125,8 +134,8 @@ async function pollStats() {
       const d = state.devices.get(ds.device_type + "/" + ds.device_id);
       if (!d) continue;
       const late = ds.loop.period_us_p99 > 1.5 * ds.loop.target_us;
-      d.rows["loop"].textContent = `${fmt(ds.loop.period_us_p99 / 1000, 3)} ms (target ${fmt(ds.loop.target_us / 1000, 3)} ms)`;
-      d.rows["loop"].className = late ? "status-bad" : "status-ok";
+      d.rows["loop p99"].textContent = `${fmt(ds.loop.period_us_p99 / 1000, 3)} ms (target ${fmt(ds.loop.target_us / 1000, 3)} ms)`;
+      mark(d.rows["loop p99"], !late);
       d.rows["overruns"].textContent = `${ds.loop.overruns} of ${ds.loop.ticks} ticks`;
     }
   } catch (e) { /* the device poll reports the connection */ }
