@@ -7,7 +7,7 @@
 // Both API formats register the same route list (api.routes) and run the
 // same session actor; only the codec differs (protocol.Codec, v30.Codec). Every
 // listener goes through BrowserGuard before a body is read or a connection
-// upgraded (PROTOCOL.md 3.4).
+// upgraded (the README's Browser safety section).
 //
 // # Connections
 //

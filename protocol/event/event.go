@@ -31,7 +31,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return AppendJSON(make([]byte, 0, 256+len(e.Data)+len(e.Message)), &e), nil
 }
 
-// Event names (PROTOCOL.md section 6 and the additions listed in [Kinds]).
+// Event names (the README's Events section and the additions listed in [Kinds]).
 const (
 	NameHTTPRouteDeprecated = "http-route-deprecated"
 	NameCommandDeprecated   = "command-deprecated"

@@ -99,7 +99,7 @@ func TestEveryKindHasAConstructorThatFollowsTheTable(t *testing.T) {
 }
 
 func TestProtocolTableIsCovered(t *testing.T) {
-	// PROTOCOL.md section 6, with the categories and levels it gives.
+	// the README's Events section, with the categories and levels it gives.
 	want := []struct{ name, category, level string }{
 		{"http-route-deprecated", "system", "warning"},
 		{"command-deprecated", "session", "warning"},
@@ -115,7 +115,7 @@ func TestProtocolTableIsCovered(t *testing.T) {
 	for _, w := range want {
 		k, ok := event.Lookup(w.name)
 		if !ok || k.Category != w.category || k.Level != w.level {
-			t.Errorf("%s: got %+v, PROTOCOL.md says %s/%s", w.name, k, w.category, w.level)
+			t.Errorf("%s: got %+v, the README says %s/%s", w.name, k, w.category, w.level)
 		}
 	}
 }
