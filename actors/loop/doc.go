@@ -76,9 +76,10 @@
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
 // minus a margin learned from observed wake-up latency, then spins to the
 // deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
-// Each runner records its period in a Histogram, counts overruns, and once
-// a second emits EventRateWarning when the p99 period of the last second
-// passed 1.5 × target.
+// Each runner records its period in a Histogram, counts overruns, and
+// emits EventRateWarning when the p99 period of a one-second window passed
+// 1.5 × target: at most once a minute, with the count of late windows it
+// held back (Event.Suppressed).
 //
 // The pacer is only as good as the thread's access to a CPU. Measured on
 // a loaded 2-core VM (load average 6, a 1 kHz loop): normal scheduling gave
