@@ -169,12 +169,13 @@ func TestDashboardInChromium(t *testing.T) {
 	shoot(t, ctx, shots, "1-devices-sessions-events.png")
 
 	// A config value edited in the page reads back over HTTP.
-	setForm := func(entry, value string) {
+	setForm := func(session, entry, value string) {
 		t.Helper()
 		js := fmt.Sprintf(`(() => {
+			document.getElementById("cfg-session").value = %q;
 			const dev = document.getElementById("cfg-device"); dev.value = %q; dev.dispatchEvent(new Event("change"));
 			const e = document.getElementById("cfg-entry"); e.value = %q; e.dispatchEvent(new Event("change"));
-			return dev.value === %q && e.value === %q })()`, arm, entry, arm, entry)
+			return dev.value === %q && e.value === %q })()`, session, arm, entry, arm, entry)
 		eventually(t, ctx, "config form set to "+entry, js)
 		// The change handlers read the value in force; wait for that, then
 		// type over it.
@@ -187,7 +188,7 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setForm("handedness", `"left"`)
+	setForm("", "handedness", `"left"`)
 	eventually(t, ctx, "save confirmed", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
 	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.status != http.StatusOK || r.data() != "left" {
 		t.Fatalf("handedness saved in the page reads back as %v", r)
@@ -200,11 +201,19 @@ func TestDashboardInChromium(t *testing.T) {
 	if want.status != http.StatusBadRequest || msg == "" {
 		t.Fatalf("POST sideways over HTTP: %v", want)
 	}
-	setForm("handedness", `"sideways"`)
+	setForm("", "handedness", `"sideways"`)
 	eventually(t, ctx, "validation message shown", fmt.Sprintf(`document.getElementById("cfg-result").textContent.includes(%q)`, msg))
 	shoot(t, ctx, shots, "2-config-validation.png")
 	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.data() != "left" {
 		t.Fatalf("a refused value changed handedness: %v", r)
+	}
+
+	// A session-scoped entry edited for the session reads back for it.
+	setForm(fmt.Sprintf("#%d", int(sid)), "filters/force_gate", `{"gain": 0.55}`)
+	eventually(t, ctx, "session entry saved", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
+	r := ts.do(http.MethodGet, fmt.Sprintf("%s/%s/config/filters/force_gate?session=%%23%d", ts.base, arm, int(sid)), "")
+	if !jsonEqual(t, r.data(), `{"gain": 0.55}`) {
+		t.Fatalf("force gate saved in the page for session %d reads back as %v", int(sid), r)
 	}
 
 	// A page from a foreign origin can neither read the data nor change a

@@ -154,6 +154,9 @@ async function pollSessions() {
       el("td", {}, s.remote), el("td", {}, s.controls.map((c) => c.device_type + " " + c.device_id).join(", ") || "–"),
       el("td", {}, new Date(s.connected_at).toLocaleTimeString()))));
     if (!data.sessions.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "empty" }, "No session connected.")));
+    // The config form offers the connected sessions by id.
+    document.getElementById("cfg-sessions").replaceChildren(...data.sessions.map((s) =>
+      el("option", { value: "#" + s.session_id }, s.profile?.name || s.remote)));
   } catch (e) { /* reported by the device poll */ }
   if (!closedAvailable) return;
   try {
@@ -164,11 +167,12 @@ async function pollSessions() {
       return;
     }
     const body = await r.json();
-    const list = (body.data && (body.data.sessions || body.data)) || [];
-    document.querySelector("#closed tbody").replaceChildren(...(Array.isArray(list) ? list : []).slice(-20).reverse().map((s) => el("tr", {},
-      el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || s.profile || "–"), el("td", {}, s.api_version || "–"),
+    const list = Array.isArray(body.data?.closed) ? body.data.closed : [];
+    // Oldest first on the wire; the newest twenty, newest first, here.
+    document.querySelector("#closed tbody").replaceChildren(...list.slice(-20).reverse().map((s) => el("tr", { "data-session": s.session_id },
+      el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version || "–"),
       el("td", {}, s.closed_at ? new Date(s.closed_at).toLocaleTimeString() : "–"),
-      el("td", {}, s.reason || s.close_reason || "–"))));
+      el("td", {}, s.reason || "–"))));
   } catch (e) { /* try again next poll */ }
 }
 
