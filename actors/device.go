@@ -536,7 +536,7 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	case loop.EventDriverError:
 		c.log.Warn().Err(ev.Err).Msg("driver error; output halted")
 	case loop.EventFailed:
-		c.log.Error().Err(ev.Err).Msg("device failed; removing it")
+		c.log.Debug().Err(ev.Err).Msg("device failed; removing it") // the device-failed event is the log line
 		if c.registry != nil {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
