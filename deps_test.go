@@ -137,6 +137,8 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"bench", module + "/actors", false},
 		{"bench", "github.com/gorilla/websocket", true},
 		{"cmd/hapticbench", module + "/hw/sim", false},
+		{"transport", "github.com/prometheus/client_golang/prometheus", true},
+		{"actors", "github.com/prometheus/client_golang/prometheus", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)
