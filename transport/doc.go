@@ -9,6 +9,14 @@
 // listener goes through BrowserGuard before a body is read or a connection
 // upgraded (the README's Browser safety section).
 //
+// # Operator's routes
+//
+// The 3.x port also serves /metrics (metrics.go: a Prometheus collector
+// that reads, at scrape time, what loops, sessions, the store and the
+// activity actor already count), /healthz and /readyz (health.go), and the
+// dashboard under /ui/ (transport/ui, embedded files), behind the same
+// guard.
+//
 // # Connections
 //
 // A WebSocket connection's reader goroutine hands each message to the
