@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -93,19 +92,32 @@ func codeCounts(m *sync.Map) map[protocol.Code]uint64 {
 	return out
 }
 
-// PeriodHistogram is the device loop's period histogram in nanoseconds
-// (for a simulated device, its scheduler shard's), or nil before its loop
-// ran. Reading it never disturbs the loop.
-func (d *Device) PeriodHistogram() *loop.Histogram { return d.rt.PeriodHistogram() }
+// Histogram is a histogram of durations in nanoseconds as GET /metrics
+// reads it: bucket by bucket, with atomic loads, never stopping a
+// recorder.
+type Histogram interface {
+	// Buckets calls fn for every non-empty bucket, lowest first, with
+	// its bounds (lo inclusive, hi exclusive) and count, and returns the
+	// sum of the values recorded.
+	Buckets(fn func(loNs, hiNs int64, n uint64)) (sumNs int64)
+}
 
-// ExchangeHistogram is the driver round trip in nanoseconds (for a
-// simulated device, the cost of its step; sampled on a scheduler).
-func (d *Device) ExchangeHistogram() *loop.Histogram { return d.rt.ExchangeHistogram() }
+// PeriodHistogram is the device loop's period histogram (for a simulated
+// device, its scheduler shard's), or nil before its loop ran.
+func (d *Device) PeriodHistogram() Histogram {
+	if h := d.rt.PeriodHistogram(); h != nil {
+		return h
+	}
+	return nil
+}
+
+// ExchangeHistogram is the driver round trip (for a simulated device, the
+// cost of its step; sampled on a scheduler).
+func (d *Device) ExchangeHistogram() Histogram { return d.rt.ExchangeHistogram() }
 
 // StoreWriteLatency is the histogram of durable writes to the state
-// directory in nanoseconds, or nil when the service keeps no state
-// directory.
-func (s *Service) StoreWriteLatency() *loop.Histogram {
+// directory, or nil when the service keeps no state directory.
+func (s *Service) StoreWriteLatency() Histogram {
 	if s.store == nil {
 		return nil
 	}

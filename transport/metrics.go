@@ -10,7 +10,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/actors/loop"
 )
 
 // newMetricsHandler serves GET /metrics in the Prometheus exposition
@@ -153,12 +152,12 @@ func (m *histogramMetric) Write(out *dto.Metric) error {
 	return nil
 }
 
-// newHistogram converts h (nanoseconds) to seconds. The loop's buckets
+// newHistogram converts h (nanoseconds) to seconds. The loops' buckets
 // are log-linear (each power of two split in 8 equal parts), the native
 // ones exponential; each loop bucket lands whole in the native bucket, and
 // under each classic bound, that holds its midpoint, so a count is never
 // split and the error stays within one bucket's width (about 6 %).
-func newHistogram(desc *prometheus.Desc, h *loop.Histogram, bounds []float64, labelValues []string) prometheus.Metric {
+func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, labelValues []string) prometheus.Metric {
 	type bucket struct {
 		mid float64
 		n   uint64
