@@ -216,6 +216,12 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("force gate saved in the page for session %d reads back as %v", int(sid), r)
 	}
 
+	// Nothing in the page failed on the way.
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+
 	// A page from a foreign origin can neither read the data nor change a
 	// setting with a request the browser sends without asking (a "simple"
 	// POST needs no CORS preflight: only the guard stops it).

@@ -4,14 +4,24 @@
 
 const TRACE_SECONDS = 10;
 const state = { devices: new Map(), eventsSince: 0, entries: [], charts: new Map() };
-// Tests and curious users can look at what the page holds.
+// Tests and curious users can look at what the page holds, errors included.
 window.dashboard = state;
+state.errors = [];
+window.addEventListener("error", (e) => state.errors.push(String(e.message)));
+window.addEventListener("unhandledrejection", (e) => state.errors.push(String(e.reason)));
 
 async function getJSON(path) {
   const r = await fetch(path, { cache: "no-store" });
   const body = await r.json();
   if (!r.ok || body.ok === false) throw new Error(body.error || r.status + " " + r.statusText);
   return "ok" in body && "data" in body ? body.data : body;
+}
+
+// tryJSON is getJSON for the polls: a poll nobody answered gives null (the
+// device poll shows the connection) while a bug in what follows still
+// surfaces as an error.
+async function tryJSON(path) {
+  try { return await getJSON(path); } catch (e) { return null; }
 }
 
 function el(tag, attrs, ...children) {
@@ -128,17 +138,16 @@ async function pollDevices() {
 }
 
 async function pollStats() {
-  try {
-    const st = await getJSON("/stats");
-    for (const ds of st.devices) {
-      const d = state.devices.get(ds.device_type + "/" + ds.device_id);
-      if (!d) continue;
-      const late = ds.loop.period_us_p99 > 1.5 * ds.loop.target_us;
-      d.rows["loop p99"].textContent = `${fmt(ds.loop.period_us_p99 / 1000, 3)} ms (target ${fmt(ds.loop.target_us / 1000, 3)} ms)`;
-      mark(d.rows["loop p99"], !late);
-      d.rows["overruns"].textContent = `${ds.loop.overruns} of ${ds.loop.ticks} ticks`;
-    }
-  } catch (e) { /* the device poll reports the connection */ }
+  const st = await tryJSON("/stats");
+  if (!st) return;
+  for (const ds of st.devices) {
+    const d = state.devices.get(ds.device_type + "/" + ds.device_id);
+    if (!d) continue;
+    const late = ds.loop.period_us_p99 > 1.5 * ds.loop.target_us;
+    d.rows["loop p99"].textContent = `${fmt(ds.loop.period_us_p99 / 1000, 3)} ms (target ${fmt(ds.loop.target_us / 1000, 3)} ms)`;
+    mark(d.rows["loop p99"], !late);
+    d.rows["overruns"].textContent = `${ds.loop.overruns} of ${ds.loop.ticks} ticks`;
+  }
 }
 
 // ---- sessions ------------------------------------------------------------
@@ -146,8 +155,8 @@ async function pollStats() {
 let closedAvailable = true;
 
 async function pollSessions() {
-  try {
-    const data = await getJSON("/sessions");
+  const data = await tryJSON("/sessions");
+  if (data) {
     const body = document.querySelector("#sessions tbody");
     body.replaceChildren(...data.sessions.map((s) => el("tr", { "data-session": s.session_id },
       el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version),
@@ -157,8 +166,14 @@ async function pollSessions() {
     // The config form offers the connected sessions by id.
     document.getElementById("cfg-sessions").replaceChildren(...data.sessions.map((s) =>
       el("option", { value: "#" + s.session_id }, s.profile?.name || s.remote)));
-  } catch (e) { /* reported by the device poll */ }
-  if (!closedAvailable) return;
+  }
+  if (closedAvailable) await pollClosed();
+}
+
+// pollClosed shows the recent closes, where the service keeps them
+// (GET /sessions/closed); without the route the table says so, once.
+async function pollClosed() {
+  let body;
   try {
     const r = await fetch("/sessions/closed", { cache: "no-store" });
     if (r.status === 404) {
@@ -166,14 +181,16 @@ async function pollSessions() {
       document.getElementById("closed-note").textContent = "This service does not keep recent closes (no /sessions/closed).";
       return;
     }
-    const body = await r.json();
-    const list = Array.isArray(body.data?.closed) ? body.data.closed : [];
-    // Oldest first on the wire; the newest twenty, newest first, here.
-    document.querySelector("#closed tbody").replaceChildren(...list.slice(-20).reverse().map((s) => el("tr", { "data-session": s.session_id },
-      el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version || "–"),
-      el("td", {}, s.closed_at ? new Date(s.closed_at).toLocaleTimeString() : "–"),
-      el("td", {}, s.reason || "–"))));
-  } catch (e) { /* try again next poll */ }
+    body = await r.json();
+  } catch (e) {
+    return; // try again next poll
+  }
+  const list = Array.isArray(body.data?.closed) ? body.data.closed : [];
+  // Oldest first on the wire; the newest twenty, newest first, here.
+  document.querySelector("#closed tbody").replaceChildren(...list.slice(-20).reverse().map((s) => el("tr", { "data-session": s.session_id },
+    el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version || "–"),
+    el("td", {}, s.closed_at ? new Date(s.closed_at).toLocaleTimeString() : "–"),
+    el("td", {}, s.reason || "–"))));
 }
 
 // ---- configuration -------------------------------------------------------
@@ -249,35 +266,33 @@ function setupConfig() {
 // ---- events --------------------------------------------------------------
 
 async function pollEvents() {
-  try {
-    const data = await getJSON(`/events?since=${state.eventsSince}&limit=200`);
-    const list = document.getElementById("events");
-    for (const e of data.events) {
-      list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
-        el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
-      state.eventsSince = e.seq;
-    }
-    while (list.children.length > 300) list.lastElementChild.remove();
-  } catch (e) { /* reported by the device poll */ }
+  const data = await tryJSON(`/events?since=${state.eventsSince}&limit=200`);
+  if (!data) return;
+  const list = document.getElementById("events");
+  for (const e of data.events) {
+    list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
+      el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
+    state.eventsSince = e.seq;
+  }
+  while (list.children.length > 300) list.lastElementChild.remove();
 }
 
 // ---- migration report ----------------------------------------------------
 
 async function pollMigration() {
-  try {
-    const u = await getJSON("/deprecations");
-    document.getElementById("mig-since").textContent = new Date(u.since).toLocaleString();
-    const row = (kind, name, t, repl) => el("tr", {}, el("td", {}, kind), el("td", {}, name), el("td", {}, t.count),
-      el("td", {}, t.last_seen ? new Date(t.last_seen).toLocaleTimeString() : "–"), el("td", {}, repl || "–"));
-    const rows = [
-      ...u.routes.map((r) => row("route", r.name, r, r.replacement)),
-      ...u.commands.map((c) => row("command", c.name, c, c.replacement)),
-      ...u.legacy_api.routes.map((r) => row("3.0 route", r.route, r, "the same route without /3.0")),
-    ];
-    if (u.legacy_api.sessions.count) rows.push(row("3.0 sessions", `${u.legacy_api.open_sessions} open`, u.legacy_api.sessions, "a 3.x client"));
-    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "empty" }, "Nothing deprecated used since start.")));
-    document.querySelector("#migration tbody").replaceChildren(...rows);
-  } catch (e) { /* reported by the device poll */ }
+  const u = await tryJSON("/deprecations");
+  if (!u) return;
+  document.getElementById("mig-since").textContent = new Date(u.since).toLocaleString();
+  const row = (kind, name, t, repl) => el("tr", {}, el("td", {}, kind), el("td", {}, name), el("td", {}, t.count),
+    el("td", {}, t.last_seen ? new Date(t.last_seen).toLocaleTimeString() : "–"), el("td", {}, repl || "–"));
+  const rows = [
+    ...u.routes.map((r) => row("route", r.name, r, r.replacement)),
+    ...u.commands.map((c) => row("command", c.name, c, c.replacement)),
+    ...u.legacy_api.routes.map((r) => row("3.0 route", r.route, r, "the same route without /3.0")),
+  ];
+  if (u.legacy_api.sessions.count) rows.push(row("3.0 sessions", `${u.legacy_api.open_sessions} open`, u.legacy_api.sessions, "a 3.x client"));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "empty" }, "Nothing deprecated used since start.")));
+  document.querySelector("#migration tbody").replaceChildren(...rows);
 }
 
 // ---- start ---------------------------------------------------------------
