@@ -536,11 +536,11 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	case loop.EventDriverError:
 		c.log.Warn().Err(ev.Err).Msg("driver error; output halted")
 	case loop.EventFailed:
-		c.log.Error().Err(ev.Err).Msg("device failed; removing it")
+		c.log.Debug().Err(ev.Err).Msg("device failed; removing it") // the device-failed event is the log line
 		if c.registry != nil {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
 	case loop.EventRateWarning:
-		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
+		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}
 }

@@ -61,6 +61,7 @@ type Service struct {
 	sessions    atomic.Pointer[[]*Session] // connection order
 	settings    atomic.Pointer[protocol.Settings]
 	nextSession atomic.Uint64
+	traffic     traffic // GET /metrics (metrics.go)
 
 	// Immutable after Start.
 	opts        Options
@@ -141,7 +142,10 @@ func Start(o Options) (*Service, error) {
 	// protoactor logs through slog; route it into zerolog so there is one
 	// log stream with one format. Its metrics provider stays off: it would
 	// listen on every interface.
-	slogger := slog.New(zerolog.NewSlogHandler(o.Log.With().Str("component", "protoactor").Logger()))
+	// Its own log is kept at warn and above ("actor system started" is
+	// not news).
+	protoLog := o.Log.With().Str("component", "protoactor").Logger()
+	slogger := slog.New(zerolog.NewSlogHandler(protoLog.Level(max(zerolog.WarnLevel, protoLog.GetLevel()))))
 	s.system = actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slogger }),
 	))
@@ -158,9 +162,8 @@ func Start(o Options) (*Service, error) {
 		Shards:           o.SimShards,
 		Clock:            o.Clock,
 		RealtimePriority: o.RealtimePriority,
-		OnRateWarning: func(ev loop.Event) {
-			act.Publish(event.ControlRateWarning("sim", "scheduler", float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
-		},
+		// No OnRateWarning: a shard is not a device, and a late simulation
+		// harms no hardware; its period is in GET /metrics and /stats.
 	})
 	s.sched.Start()
 	s.hwCtx, s.hwCancel = context.WithCancel(context.Background())
@@ -373,7 +376,8 @@ type registryActor struct{ svc *Service }
 func (r *registryActor) Receive(ctx actor.Context) {
 	s := r.svc
 	switch m := ctx.Message().(type) {
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
+		// Terminated: a device actor it stopped is gone (shutdown, removal).
 	case *addDevice:
 		d, err := r.add(ctx, m)
 		ctx.Respond(&addDeviceReply{device: d, err: err})
@@ -460,7 +464,8 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		s.sched.Add(d.rt)
 	}
 	s.activity.Publish(event.DeviceConnected(deviceFamily(t), t.Key(), d.ID))
-	core.log.Info().Str("uuid", info.UUID).Bool("simulated", info.Simulated).Str("port", info.Port).Msg("device connected")
+	// The device-connected event is the info line; this adds the details.
+	core.log.Debug().Str("uuid", info.UUID).Bool("simulated", info.Simulated).Str("port", info.Port).Msg("device connected")
 	return d, nil
 }
 
@@ -492,7 +497,7 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 		s.activity.Publish(event.DeviceFailed(d.Type.Key(), d.ID, cause.Error()))
 	}
 	s.activity.Publish(event.DeviceDisconnected(deviceFamily(d.Type), d.Type.Key(), d.ID))
-	s.log.Warn().Err(cause).Str("device_type", d.Type.Key()).Str("device_id", d.ID).Msg("device disconnected")
+	s.log.Debug().Err(cause).Str("device_type", d.Type.Key()).Str("device_id", d.ID).Msg("device disconnected") // the event is the log line
 	if s.opts.OnDeviceLost != nil {
 		s.opts.OnDeviceLost(d.Info)
 	}

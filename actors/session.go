@@ -258,7 +258,7 @@ func (a *sessionActor) start(ctx actor.Context) {
 	// so one side or the other always attaches (attach is idempotent).
 	a.attachAll(ctx, seen)
 	s.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
-	a.log.Info().Str("api_version", a.sess.APIVersion).Msg("session started")
+	a.log.Debug().Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
 
 	f := a.resetFrame()
 	a.fillDevices(f, true, nil)
@@ -288,7 +288,7 @@ func (a *sessionActor) stop(ctx actor.Context) {
 		}
 	}
 	s.sessionEnded(a.sess)
-	a.log.Info().Str("reason", string(a.sess.CloseReason())).Msg("session ended")
+	a.log.Debug().Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
 }
 
 // attachAll attaches the session to every listed device that is not in
@@ -322,6 +322,7 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 	if a.sess.closed.Load() {
 		return
 	}
+	a.svc.traffic.message(a.sess.APIVersion)
 	msg := &a.msg
 	msg.Reset()
 	f := a.resetFrame()
@@ -606,6 +607,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 func (a *sessionActor) emit(f *protocol.Frame) {
 	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
 	f.Errors = protocol.TrimErrors(f.Errors, a.msg.ErrorsDropped)
+	a.svc.traffic.frame(a.sess.APIVersion, f)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
 	a.trimScratch()

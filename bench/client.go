@@ -81,7 +81,7 @@ type Counts struct {
 	// those BusyFrames counts.
 	ErrorFrames uint64 `json:"error_frames"`
 	// BusyFrames counts frames whose error was device_busy: another
-	// session controls the arm, as PROTOCOL.md 2.5 says, which happens
+	// session controls the arm, as the README says, which happens
 	// when there are more controlling clients than arms.
 	BusyFrames uint64 `json:"busy_frames"`
 }

@@ -1,5 +1,5 @@
 // Package bench is hapticd's load generator: it drives the simulation
-// WebSocket (PROTOCOL.md section 2) from many lock-step clients, reads the
+// WebSocket (the README's simulation channel section) from many lock-step clients, reads the
 // service's /stats route, runs baselines in the same process and run, and
 // reports the figures as a table, JSON and an SVG plot.
 //

@@ -20,7 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// fakeService behaves like hapticd's simulation socket as PROTOCOL.md 2.1
+// fakeService behaves like hapticd's simulation socket as the README's simulation channel section
 // describes (inventory on open, then one frame per message, config only in
 // full-state frames) and serves a /stats route whose loops tick at 1 kHz of
 // wall time, with knobs to break the contract the way a faulty service

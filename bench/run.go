@@ -42,6 +42,9 @@ type RunOptions struct {
 	EchoCommand []string
 	// Progress, if set, receives one line per phase.
 	Progress io.Writer
+	// Live, with Progress, also keeps a line rewritten in place with the
+	// running phase and its elapsed time of its total: for a terminal.
+	Live bool
 }
 
 func (o *RunOptions) defaults() error {
@@ -234,7 +237,9 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	}
 	o.progress("hapticd: %d clients, %d observers at %s for %s (+%s warm-up)", o.Clients, o.Observers, rateText(o.RateHz), o.Duration, o.Warmup)
 	frames := &capturedFrames{}
+	stopLive := o.live("hapticd", o.Warmup+o.Duration)
 	load, win, err := runLoad(ctx, o, "hapticd", wsURL, httpBase, frames)
+	stopLive()
 	if err != nil {
 		return rep, err
 	}
@@ -282,7 +287,9 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 				url, stop = echo.url, echo.close
 				rep.EchoInProcess = true
 			}
+			stopLive := o.live("echo baseline", o.Warmup+o.Duration)
 			el, _, err := runLoad(ctx, o, "echo", url, "", nil)
+			stopLive()
 			stop()
 			if err != nil {
 				return rep, err
@@ -301,7 +308,9 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: the number of arms is unknown")
 		default:
 			o.progress("bare-loop baseline: %d arms at %v Hz for %s", rep.Config.Arms, o.LoopHz, o.Duration)
+			stopLive := o.live("bare-loop baseline", o.Duration)
 			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration)
+			stopLive()
 			if err != nil {
 				cache.err = err
 				rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())

@@ -23,7 +23,7 @@ type inventory struct {
 func parseInventory(frame []byte) (inventory, error) {
 	var inv inventory
 	if err := json.Unmarshal(frame, &inv); err != nil {
-		return inv, fmt.Errorf("inventory frame is not the JSON object PROTOCOL.md 2.1 describes: %w", err)
+		return inv, fmt.Errorf("inventory frame is not the JSON object the README's simulation channel section describes: %w", err)
 	}
 	if inv.SessionID < 1 {
 		return inv, fmt.Errorf("inventory frame has no session_id (got %d); is this a hapticd 3.x simulation socket?", inv.SessionID)

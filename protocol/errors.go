@@ -56,14 +56,14 @@ type codeInfo struct {
 // codeTable is the one error table. It is never written after init.
 var codeTable = []codeInfo{
 	{CodeInvalidJSON, http.StatusBadRequest, "the body is not valid JSON: send a JSON object"},
-	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: see PROTOCOL.md section 4"},
-	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: see PROTOCOL.md section 4"},
+	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: see the config entries in the README"},
+	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: see the config entries in the README"},
 	{CodePresetMountConflict, http.StatusBadRequest, "preset and mount exclude each other: send one of them"},
 	{CodeDampingEmpty, http.StatusBadRequest, `damping needs "scalar" or "vector"`},
 	{CodeHTTPOnlyKey, http.StatusBadRequest, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
 	{CodeUnknownPreset, http.StatusBadRequest, "unknown preset: use " + orList(presetNames)},
 	{CodeInvalidPermutation, http.StatusBadRequest, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
-	{CodeUnknownRoute, http.StatusNotFound, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
+	{CodeUnknownRoute, http.StatusNotFound, "unknown route: GET / lists the routes"},
 	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use arm3, grip or a configured alias"},
 	{CodeUnknownDevice, http.StatusNotFound, "unknown device: list devices with GET /devices"},
 	{CodeUnknownSetting, http.StatusNotFound, "unknown setting: list settings with GET /settings"},
@@ -159,8 +159,8 @@ func Errorf(code Code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Message: msg, Path: path}
 }
 
-// AppendErrorEnvelope appends the HTTP error envelope of e (PROTOCOL.md
-// 3.1): {"ok":false,"error":"<message>","code":"<code>"} with "path" when e
+// AppendErrorEnvelope appends the HTTP error envelope of e (see the
+// README): {"ok":false,"error":"<message>","code":"<code>"} with "path" when e
 // has one. Every HTTP listener answers errors with it, with the status
 // e.Code.HTTPStatus().
 func AppendErrorEnvelope(dst []byte, e *Error) []byte {

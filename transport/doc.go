@@ -7,7 +7,15 @@
 // Both API formats register the same route list (api.routes) and run the
 // same session actor; only the codec differs (protocol.Codec, v30.Codec). Every
 // listener goes through BrowserGuard before a body is read or a connection
-// upgraded (PROTOCOL.md 3.4).
+// upgraded (the README's Browser safety section).
+//
+// # Operator's routes
+//
+// The 3.x port also serves /metrics (metrics.go: a Prometheus collector
+// that reads, at scrape time, what loops, sessions, the store and the
+// activity actor already count), /healthz and /readyz (health.go), and the
+// dashboard under /ui/ (transport/ui, embedded files), behind the same
+// guard.
 //
 // # Connections
 //

@@ -42,6 +42,7 @@ type serviceConfig struct {
 	allowOrigin  []string
 	maxProfiles  int
 	writeTimeout time.Duration
+	motion       sim.Motion // the scripted hand on simulated devices
 }
 
 func testLogger() zerolog.Logger {
@@ -71,14 +72,14 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	}
 	ts := &testService{t: t, svc: svc, dir: cfg.dir}
 	for i := 0; i < cfg.arms; i++ {
-		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: cfg.motion}), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ts.armIDs = append(ts.armIDs, d.ID)
 	}
 	for i := 0; i < cfg.grips; i++ {
-		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: 0.001}), false)
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: 0.001, Motion: cfg.motion}), false)
 		if err != nil {
 			t.Fatal(err)
 		}

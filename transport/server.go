@@ -82,7 +82,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
-		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
+		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), newRouter(a))})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,

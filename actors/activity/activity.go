@@ -51,6 +51,7 @@ type Activity struct {
 	timeout   time.Duration
 	queueSize int
 	stopOnce  sync.Once
+	counts    eventCounts
 }
 
 // ErrStopped is returned by requests made after the actor stopped.
@@ -84,7 +85,7 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 	if o.LogBurst <= 0 {
 		o.LogBurst = DefaultLogBurst
 	}
-	a := &Activity{root: system.Root, timeout: o.RequestTimeout, queueSize: o.QueueSize}
+	a := &Activity{root: system.Root, timeout: o.RequestTimeout, queueSize: o.QueueSize, counts: newEventCounts()}
 	state := newActivityActor(o)
 	// The producer hands back the same state on a restart: subscribers and
 	// the ring must survive a supervisor restart, or every socket would go
@@ -99,6 +100,7 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 // out, counts and logs it. It never blocks: the actor's mailbox is
 // unbounded and its fan-out never waits on a subscriber.
 func (a *Activity) Publish(e event.Event) {
+	a.counts.add(e.Name)
 	a.root.Send(a.pid, &publish{event: e})
 }
 

@@ -32,8 +32,8 @@ type Usage struct {
 // included: uses past that count under OtherKey.
 type Tally struct {
 	Count     uint64            `json:"count"`
-	FirstSeen time.Time         `json:"first_seen"`
-	LastSeen  time.Time         `json:"last_seen"`
+	FirstSeen time.Time         `json:"first_seen,omitzero"`
+	LastSeen  time.Time         `json:"last_seen,omitzero"`
 	ByRemote  map[string]uint64 `json:"by_remote,omitempty"`
 	ByProfile map[string]uint64 `json:"by_profile,omitempty"`
 }

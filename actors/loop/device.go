@@ -90,8 +90,10 @@ type Event struct {
 	Kind    EventKind
 	Session uint64
 	Err     error
-	// PeriodP99Ns and TargetNs are set on EventRateWarning.
+	// PeriodP99Ns and TargetNs are set on EventRateWarning, and
+	// Suppressed: the late windows not reported since the previous warning.
 	PeriodP99Ns, TargetNs int64
+	Suppressed            uint64
 }
 
 // DeviceOptions configure a Device. Zero fields take the defaults noted.
@@ -142,6 +144,10 @@ type Stats struct {
 	Exchange Summary
 	// Errors counts driver errors.
 	Errors uint64
+	// LeaseExpiries counts owners released because their lease (or claim)
+	// lapsed; BusyRefusals counts claims refused because another session
+	// controlled the device.
+	LeaseExpiries, BusyRefusals uint64
 	// Realtime is true when the runner's thread got the real-time
 	// priority it asked for.
 	Realtime bool
@@ -168,6 +174,7 @@ type Device struct {
 	running  atomic.Bool                 // a runner (RunLocked, Scheduler) steps the device
 	ticks    atomic.Uint64
 	errors   atomic.Uint64
+	expiries atomic.Uint64 // leases that lapsed
 	failed   atomic.Bool
 	reg      Register
 	snap     SnapshotCell
@@ -268,6 +275,9 @@ func (d *Device) Stats() Stats {
 		Ticks:    d.ticks.Load(),
 		Exchange: d.exchange.Summary(),
 		Errors:   d.errors.Load(),
+
+		LeaseExpiries: d.expiries.Load(),
+		BusyRefusals:  d.reg.Refused(),
 	}
 	if r := d.runner.Load(); r != nil {
 		s.TargetNs = r.targetNs
@@ -426,6 +436,7 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 			d.unarmedOwner = 0
 		}
 		if expired != 0 {
+			d.expiries.Add(1)
 			d.emit(Event{Kind: EventLeaseExpired, Session: expired})
 			owner = r.owner.Load()
 		}

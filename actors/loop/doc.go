@@ -79,8 +79,9 @@
 // Each runner records its period in a protocol/histogram Histogram (the
 // one the load generator reads its round trips with; buckets 1/8 of their
 // value wide, percentiles reported at the bucket's upper edge), counts
-// overruns, and once a second emits EventRateWarning when the p99 period of
-// the last second passed 1.5 × target.
+// overruns, and emits EventRateWarning when the p99 period of a one-second
+// window passed 1.5 × target: at most once a minute, with the count of late
+// windows it held back (Event.Suppressed).
 //
 // The pacer is only as good as the thread's access to a CPU. Measured on
 // a loaded 2-core VM (load average 6, a 1 kHz loop): normal scheduling gave

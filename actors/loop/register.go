@@ -67,7 +67,10 @@ type Register struct {
 	term   atomic.Uint64
 	next   atomic.Uint64 // last version handed to a writer
 	latest atomic.Uint64 // highest fully written version
-	slots  [regSlots]regSlot
+	// refused counts Claims turned down because another session owns the
+	// register (busy refusals, for metrics).
+	refused atomic.Uint64
+	slots   [regSlots]regSlot
 }
 
 // Claim makes session the owner if the register has none, and returns the
@@ -90,10 +93,15 @@ func (r *Register) Claim(session uint64) (owner uint64) {
 		// Another owner, unless it let go between the two reads: then try
 		// again rather than report "owned by nobody".
 		if o := r.owner.Load(); o != 0 {
+			r.refused.Add(1)
 			return o
 		}
 	}
 }
+
+// Refused counts the Claims refused because another session owned the
+// register.
+func (r *Register) Refused() uint64 { return r.refused.Load() }
 
 // Owner returns the controlling session, or 0 if nobody controls the device.
 func (r *Register) Owner() uint64 { return r.owner.Load() }

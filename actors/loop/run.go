@@ -13,6 +13,11 @@ import (
 // rateWindowNs is how often a runner checks its period against the bound.
 const rateWindowNs = int64(time.Second)
 
+// rateWarnEveryNs: a loop that stays late reports it once per this long,
+// with the count of late windows it did not report, rather than once a
+// second.
+const rateWarnEveryNs = int64(time.Minute)
+
 // runnerStats are the measurements of one runner (a RunLocked loop or a
 // scheduler shard). Only the runner records; anyone may read.
 type runnerStats struct {
@@ -27,6 +32,9 @@ type runnerStats struct {
 	window        *histogram.Histogram
 	lastNs        int64
 	windowStartNs int64
+	warned        bool
+	warnedNs      int64  // when the last warning went out
+	suppressed    uint64 // late windows not reported since then
 }
 
 // Summary is a histogram's distribution at one moment.
@@ -70,11 +78,24 @@ func (r *runnerStats) tick(nowNs int64, overrun bool) (warn bool, p99Ns int64) {
 	return s.Count >= 10 && s.P99Ns > r.targetNs+r.targetNs/2, s.P99Ns
 }
 
+// limitWarning rate-limits the warnings of a late runner: it reports
+// whether this one goes out, and how many were held back before it.
+func (r *runnerStats) limitWarning(nowNs int64) (suppressed uint64, ok bool) {
+	if r.warned && nowNs-r.warnedNs < rateWarnEveryNs {
+		r.suppressed++
+		return 0, false
+	}
+	suppressed, r.suppressed = r.suppressed, 0
+	r.warned, r.warnedNs = true, nowNs
+	return suppressed, true
+}
+
 // RunLocked runs d's loop on the calling goroutine, locked to its OS thread
 // and paced by a Pacer at d's PeriodNs, until ctx ends or the device fails.
 // It halts the driver on the way out, also after a panic in the loop (which
 // it recovers and returns as an error). Once a second it checks the period's
-// p99 and emits EventRateWarning through OnEvent when it passed its bound.
+// p99 and emits EventRateWarning through OnEvent when it passed its bound
+// (at most once a minute, counting the late seconds it held back).
 // A device is run by one runner at a time.
 func RunLocked(ctx context.Context, d *Device) (err error) {
 	if d == nil {
@@ -107,7 +128,9 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 		}
 		now, overrun := p.Wait()
 		if warn, p99 := rs.tick(now, overrun); warn {
-			d.emit(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: rs.targetNs})
+			if held, ok := rs.limitWarning(now); ok {
+				d.emit(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: rs.targetNs, Suppressed: held})
+			}
 		}
 		d.Step(now)
 		rs.busy.Record(d.clock.Now() - now)

@@ -257,7 +257,9 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		}
 		now, overrun := p.Wait()
 		if warn, p99 := sh.stats.tick(now, overrun); warn && s.opts.OnRateWarning != nil {
-			s.opts.OnRateWarning(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: sh.stats.targetNs})
+			if held, ok := sh.stats.limitWarning(now); ok {
+				s.opts.OnRateWarning(Event{Kind: EventRateWarning, PeriodP99Ns: p99, TargetNs: sh.stats.targetNs, Suppressed: held})
+			}
 		}
 		sh.epoch.Add(1)
 		tick++

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 const (
@@ -42,6 +44,9 @@ type Store struct {
 	// a Load that moves a corrupt file aside never moves a good one a
 	// concurrent Save just renamed into place.
 	stripes [lockStripes]stripe
+
+	// writes times each durable write (GET /metrics).
+	writes *histogram.Histogram
 
 	// afterWrite, when set (tests only, before use), is called after each
 	// durable write with the document name.
@@ -84,7 +89,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", abs, err)
 	}
-	s := &Store{dir: abs}
+	s := &Store{dir: abs, writes: histogram.New(3)}
 	if err := s.removeTempFiles(); err != nil {
 		return nil, err
 	}
@@ -277,6 +282,7 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	if st.supersededLocked(name, order) {
 		return nil
 	}
+	start := time.Now()
 	p := s.path(name)
 	dir := filepath.Dir(p)
 	if err := s.mkdirDurable(dir); err != nil {
@@ -305,11 +311,16 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
 	st.wroteLocked(name, order)
+	s.writes.Record(int64(time.Since(start)))
 	if s.afterWrite != nil {
 		s.afterWrite(name)
 	}
 	return nil
 }
+
+// WriteLatency is the histogram of durable writes (temp file, fsync,
+// rename, directory fsync), in nanoseconds.
+func (s *Store) WriteLatency() *histogram.Histogram { return s.writes }
 
 // mkdirDurable creates dir and any missing parents below the state
 // directory, fsyncing each new entry's parent so the new path survives a

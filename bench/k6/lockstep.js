@@ -1,4 +1,4 @@
-// lockstep.js drives hapticd's simulation WebSocket (PROTOCOL.md section 2)
+// lockstep.js drives hapticd's simulation WebSocket (the README's simulation channel section)
 // the way hapticbench does, for users who already run k6:
 //
 //   go install go.k6.io/k6@v1.8.1

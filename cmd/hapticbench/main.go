@@ -131,6 +131,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if !*quiet {
 		o.Progress = stderr
+		o.Live = isTerminal(stderr)
 	}
 
 	if *sweep != "" {
@@ -235,4 +236,15 @@ func echoServeCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return usageError{errors.New("echo-serve needs --inventory and --state")}
 	}
 	return bench.ServeEcho(*inv, *state, stdin, stdout)
+}
+
+// isTerminal reports whether w is a terminal, where a progress line
+// rewritten in place reads well (a file or a pipe gets none).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,7 @@ func runBaselineArms(args []string) error {
 }
 
 func baselineArms(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("hapticd baseline-arms", flag.ContinueOnError)
+	fs := newFlagSet("baseline-arms")
 	arms := fs.Int("arms", 1, "simulated arms to step each tick")
 	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
 	duration := fs.Duration("duration", 5*time.Second, "how long to run")

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +25,7 @@ func readmeSections() string {
 func eventsMarkdown() string { return event.MarkdownTable() }
 
 func runDocs(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("hapticd docs", flag.ContinueOnError)
+	fs := newFlagSet("docs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,7 +37,7 @@ func runDocs(args []string, out io.Writer) error {
 // deprecated route or command used since it started, by whom, and what to
 // use instead.
 func runDeprecations(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("hapticd deprecations", flag.ContinueOnError)
+	fs := newFlagSet("deprecations")
 	target := fs.String("target", "http://127.0.0.1:10001", "base URL of the running hapticd")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {

@@ -125,10 +125,9 @@ func (f *foundHandler) DeviceFound(d hw.Driver) {
 
 func (f *foundHandler) ScanReport(r discovery.Report) {
 	for _, p := range r.Ports {
+		// A loaded device's info line is its device-connected event.
 		ev := f.h.log.Debug()
 		switch p.Outcome {
-		case discovery.Loaded:
-			ev = f.h.log.Info()
 		case discovery.Failed:
 			ev = f.h.log.Warn()
 		}

@@ -2,17 +2,13 @@
 // arms and grips, served over HTTP and WebSocket on loopback.
 //
 //	hapticd                     run the service (one simulated arm and grip)
-//	hapticd deprecations        print the migration report of a running service
-//	hapticd baseline-arms       step simulated arms with no service (a bench baseline)
-//	hapticd docs                print the README tables generated from the protocol tables
+//	hapticd help                list the subcommands (cli.go holds their table)
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,29 +28,7 @@ import (
 // version is hapticd's own version (the API it emulates is actors.APIVersion).
 const version = "0.1.0"
 
-func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "deprecations":
-			exit(runDeprecations(os.Args[2:], os.Stdout))
-		case "baseline-arms":
-			exit(runBaselineArms(os.Args[2:]))
-		case "docs":
-			exit(runDocs(os.Args[2:], os.Stdout))
-		case "serve":
-			exit(serve(os.Args[2:]))
-		}
-	}
-	exit(serve(os.Args[1:]))
-}
-
-func exit(err error) {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	fmt.Fprintln(os.Stderr, "hapticd:", err)
-	os.Exit(1)
-}
+func main() { exit(run(os.Args[1:], os.Stdout)) }
 
 // listFlag is a repeatable, comma-separable string flag.
 type listFlag []string
@@ -88,7 +62,7 @@ type options struct {
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("hapticd", flag.ContinueOnError)
+	fs := newFlagSet("serve")
 	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address every listener binds; keep loopback unless you know why")
 	fs.IntVar(&o.port, "port", 10001, "3.x HTTP and simulation WebSocket port (0: a free port)")
 	fs.IntVar(&o.legacyPort, "legacy-port", 10000, "legacy 3.0 API port (0: a free port, negative: off)")
@@ -112,7 +86,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (see hapticd -h)", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q (see hapticd serve -h)", fs.Arg(0))
 	}
 	if o.loopHz < 1 || o.loopHz > 8000 {
 		return nil, fmt.Errorf("--loop-hz %d is out of range 1..8000", o.loopHz)
@@ -138,21 +112,6 @@ func defaultStateDir() string {
 		return filepath.Join(home, ".local", "state", "hapticd")
 	}
 	return "hapticd-state"
-}
-
-func newLogger(level, format string, w io.Writer) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	switch format {
-	case "json":
-	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
-	default:
-		return zerolog.Nop(), fmt.Errorf("--log-format %q: use console or json", format)
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 func serve(args []string) error {

@@ -6,7 +6,7 @@
 // # Shape
 //
 // Every event is {seq, time, name, category, level, data, message}
-// (PROTOCOL.md section 6). The constructors fill name, category, level, data
+// (the README's Events section). The constructors fill name, category, level, data
 // and message; seq and time are assigned by the activity actor when the event
 // is published, so seq grows by exactly one per published event and time is
 // the moment of publication (UTC, RFC 3339 with milliseconds).

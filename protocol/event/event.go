@@ -33,7 +33,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return AppendJSON(make([]byte, 0, 256+len(e.Data)+len(e.Message)), &e), nil
 }
 
-// Event names (PROTOCOL.md section 6 and the additions listed in [Kinds]).
+// Event names (the README's Events section and the additions listed in [Kinds]).
 const (
 	NameHTTPRouteDeprecated = "http-route-deprecated"
 	NameCommandDeprecated   = "command-deprecated"
@@ -114,8 +114,8 @@ var kinds = [...]Kind{
 		[]string{"device_type", "device_id", "session_id"},
 		"a controlling session sent no command within its lease; the force ramps to zero"},
 	{NameControlRateWarning, CategoryDevice, LevelWarning,
-		[]string{"device_type", "device_id", "period_us_p99", "target_us"},
-		"a control loop's p99 period drifted past its bound"},
+		[]string{"device_type", "device_id", "period_us_p99", "target_us", "suppressed"},
+		"a device's control loop missed its bound (p99 period over 1.5 × target) over a one-second window; at most one a minute per device, suppressed counting the late windows not reported since the last one"},
 	{NameEventsDropped, CategorySystem, LevelWarning,
 		[]string{"missed"},
 		"this subscriber fell behind and missed events (its own stream only; not in the ring)"},
@@ -312,17 +312,23 @@ func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64) Event {
 }
 
 // ControlRateWarning reports a control loop whose p99 period drifted past
-// its bound. Both periods are in microseconds.
-func ControlRateWarning(deviceType, deviceID string, periodUsP99, targetUs float64) Event {
+// its bound. Both periods are in microseconds; suppressed counts the late
+// windows not reported since the previous warning.
+func ControlRateWarning(deviceType, deviceID string, periodUsP99, targetUs float64, suppressed uint64) Event {
 	periodUsP99, targetUs = finite(periodUsP99), finite(targetUs)
+	more := ""
+	if suppressed > 0 {
+		more = fmt.Sprintf("; late in %d more one-second windows since the last warning", suppressed)
+	}
 	return build(NameControlRateWarning, struct {
-		Type   string  `json:"device_type"`
-		ID     string  `json:"device_id"`
-		P99    float64 `json:"period_us_p99"`
-		Target float64 `json:"target_us"`
-	}{deviceType, deviceID, periodUsP99, targetUs},
-		fmt.Sprintf("the control loop of %s %s runs late: p99 period %.0f µs against a %.0f µs target (the machine is overloaded)",
-			deviceType, deviceID, periodUsP99, targetUs))
+		Type       string  `json:"device_type"`
+		ID         string  `json:"device_id"`
+		P99        float64 `json:"period_us_p99"`
+		Target     float64 `json:"target_us"`
+		Suppressed uint64  `json:"suppressed"`
+	}{deviceType, deviceID, periodUsP99, targetUs, suppressed},
+		fmt.Sprintf("the control loop of %s %s runs late: p99 period %.0f µs against a %.0f µs target (the machine is overloaded)%s",
+			deviceType, deviceID, periodUsP99, targetUs, more))
 }
 
 // EventsDropped tells one subscriber it fell behind and missed events. The

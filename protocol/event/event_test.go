@@ -36,7 +36,7 @@ var constructors = map[string]func() event.Event{
 		return event.ControlLeaseExpired("arm3", "049D", 3)
 	},
 	event.NameControlRateWarning: func() event.Event {
-		return event.ControlRateWarning("arm3", "049D", 1350.5, 1000)
+		return event.ControlRateWarning("arm3", "049D", 1350.5, 1000, 0)
 	},
 	event.NameEventsDropped: func() event.Event { return event.EventsDropped(42) },
 }
@@ -102,7 +102,7 @@ func TestEveryKindHasAConstructorThatFollowsTheTable(t *testing.T) {
 }
 
 func TestProtocolTableIsCovered(t *testing.T) {
-	// PROTOCOL.md section 6, with the categories and levels it gives.
+	// the README's Events section, with the categories and levels it gives.
 	want := []struct{ name, category, level string }{
 		{"http-route-deprecated", "system", "warning"},
 		{"command-deprecated", "session", "warning"},
@@ -118,7 +118,7 @@ func TestProtocolTableIsCovered(t *testing.T) {
 	for _, w := range want {
 		k, ok := event.Lookup(w.name)
 		if !ok || k.Category != w.category || k.Level != w.level {
-			t.Errorf("%s: got %+v, PROTOCOL.md says %s/%s", w.name, k, w.category, w.level)
+			t.Errorf("%s: got %+v, the README says %s/%s", w.name, k, w.category, w.level)
 		}
 	}
 }
@@ -146,10 +146,10 @@ func TestDataValues(t *testing.T) {
 			`{"session_id":9,"profile":"lab:rig","remote":"[::1]:2","api_version":"3.0"}`},
 		{"busy", event.DeviceBusy("arm3", "049D", 4, 3),
 			`{"device_type":"arm3","device_id":"049D","session_id":4,"owner_session_id":3}`},
-		{"non-finite measurement", event.ControlRateWarning("arm3", "049D", math.Inf(1), math.NaN()),
-			`{"device_type":"arm3","device_id":"049D","period_us_p99":0,"target_us":0}`},
-		{"large finite measurement is kept", event.ControlRateWarning("arm3", "049D", math.MaxFloat64, -1.5e308),
-			`{"device_type":"arm3","device_id":"049D","period_us_p99":1.7976931348623157e+308,"target_us":-1.5e+308}`},
+		{"non-finite measurement", event.ControlRateWarning("arm3", "049D", math.Inf(1), math.NaN(), 0),
+			`{"device_type":"arm3","device_id":"049D","period_us_p99":0,"target_us":0,"suppressed":0}`},
+		{"large finite measurement is kept", event.ControlRateWarning("arm3", "049D", math.MaxFloat64, -1.5e308, 0),
+			`{"device_type":"arm3","device_id":"049D","period_us_p99":1.7976931348623157e+308,"target_us":-1.5e+308,"suppressed":0}`},
 		{"dropped", event.EventsDropped(7), `{"missed":7}`},
 	}
 	for _, tt := range tests {

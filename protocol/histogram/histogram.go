@@ -202,3 +202,29 @@ func (h *Histogram) Summary() Summary {
 		MaxNs:  h.max.Load(),
 	}
 }
+
+// Buckets calls fn for every non-empty bucket of h, lowest first, with the
+// bucket's bounds in nanoseconds (lo inclusive, hi exclusive) and its count,
+// and returns the sum of the values recorded. It reads the buckets one
+// atomic at a time, so it never stops a recorder (a metrics scrape must not
+// disturb a loop); under concurrent Records the picture is close rather than
+// exact. The last bucket also holds everything beyond the range; its hi is
+// then the maximum recorded + 1.
+func (h *Histogram) Buckets(fn func(loNs, hiNs int64, n uint64)) (sumNs int64) {
+	for i := range h.buckets {
+		n := h.buckets[i].Load()
+		if n == 0 {
+			continue
+		}
+		lo := int64(0)
+		if i > 0 {
+			lo = h.upper(i-1) + 1
+		}
+		hi := h.upper(i) + 1
+		if i == len(h.buckets)-1 {
+			hi = max(hi, h.max.Load()+1)
+		}
+		fn(lo, hi, n)
+	}
+	return h.sum.Load()
+}

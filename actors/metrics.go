@@ -1,0 +1,145 @@
+package actors
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// traffic counts what the simulation channel carries, per API format, for
+// GET /metrics. Sessions add to it on their own goroutines with atomics
+// only; the zero value is ready.
+type traffic struct {
+	formats sync.Map // API format → *formatCounters
+}
+
+type formatCounters struct {
+	messages, frames atomic.Uint64
+	errors, warnings sync.Map // protocol.Code → *atomic.Uint64
+}
+
+func (t *traffic) of(format string) *formatCounters {
+	if c, ok := t.formats.Load(format); ok {
+		return c.(*formatCounters)
+	}
+	c, _ := t.formats.LoadOrStore(format, new(formatCounters))
+	return c.(*formatCounters)
+}
+
+// message counts one client message.
+func (t *traffic) message(format string) { t.of(format).messages.Add(1) }
+
+// frame counts one frame and the errors and warnings it carries.
+func (t *traffic) frame(format string, f *protocol.Frame) {
+	c := t.of(format)
+	c.frames.Add(1)
+	for i := range f.Errors {
+		addCode(&c.errors, f.Errors[i].Code)
+	}
+	for i := range f.Warnings {
+		addCode(&c.warnings, f.Warnings[i].Code)
+	}
+}
+
+func addCode(m *sync.Map, code protocol.Code) {
+	n, ok := m.Load(code)
+	if !ok {
+		n, _ = m.LoadOrStore(code, new(atomic.Uint64))
+	}
+	n.(*atomic.Uint64).Add(1)
+}
+
+// FormatTraffic is what the simulation channel carried in one API format
+// since the service started.
+type FormatTraffic struct {
+	Format           string // "3.x" or "3.0"
+	Messages, Frames uint64
+	// Errors and Warnings count the entries frames carried, by code.
+	Errors, Warnings map[protocol.Code]uint64
+}
+
+// Traffic reports the simulation channel's counters by API format, sorted
+// by format. It reads atomics only.
+func (s *Service) Traffic() []FormatTraffic {
+	var out []FormatTraffic
+	s.traffic.formats.Range(func(k, v any) bool {
+		c := v.(*formatCounters)
+		out = append(out, FormatTraffic{
+			Format:   k.(string),
+			Messages: c.messages.Load(),
+			Frames:   c.frames.Load(),
+			Errors:   codeCounts(&c.errors),
+			Warnings: codeCounts(&c.warnings),
+		})
+		return true
+	})
+	slices.SortFunc(out, func(a, b FormatTraffic) int { return cmp.Compare(a.Format, b.Format) })
+	return out
+}
+
+func codeCounts(m *sync.Map) map[protocol.Code]uint64 {
+	out := make(map[protocol.Code]uint64)
+	m.Range(func(k, v any) bool {
+		out[k.(protocol.Code)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
+}
+
+// Histogram is a histogram of durations in nanoseconds as GET /metrics
+// reads it: bucket by bucket, with atomic loads, never stopping a
+// recorder.
+type Histogram interface {
+	// Buckets calls fn for every non-empty bucket, lowest first, with
+	// its bounds (lo inclusive, hi exclusive) and count, and returns the
+	// sum of the values recorded.
+	Buckets(fn func(loNs, hiNs int64, n uint64)) (sumNs int64)
+}
+
+// PeriodHistogram is the device loop's period histogram (for a simulated
+// device, its scheduler shard's), or nil before its loop ran.
+func (d *Device) PeriodHistogram() Histogram {
+	if h := d.rt.PeriodHistogram(); h != nil {
+		return h
+	}
+	return nil
+}
+
+// ExchangeHistogram is the driver round trip (for a simulated device, the
+// cost of its step; sampled on a scheduler).
+func (d *Device) ExchangeHistogram() Histogram { return d.rt.ExchangeHistogram() }
+
+// StoreWriteLatency is the histogram of durable writes to the state
+// directory, or nil when the service keeps no state directory.
+func (s *Service) StoreWriteLatency() Histogram {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.WriteLatency()
+}
+
+// CheckStateDir reports whether the state directory takes a new file now
+// (a readiness probe): it creates and removes one. With no state directory
+// there is nothing to check.
+func (s *Service) CheckStateDir() error {
+	if s.store == nil {
+		return nil
+	}
+	dir := s.store.Dir()
+	f, err := os.CreateTemp(dir, ".readyz-probe-*")
+	if err != nil {
+		return fmt.Errorf("actors: state directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	err = errors.Join(f.Close(), os.Remove(name))
+	if err != nil {
+		return fmt.Errorf("actors: state directory %s: probe file: %w", dir, err)
+	}
+	return nil
+}

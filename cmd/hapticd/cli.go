@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hapticd/hapticd/transport"
+)
+
+// command is one subcommand of hapticd.
+type command struct {
+	name    string
+	summary string // one line, for `hapticd help`
+	run     func(args []string) error
+}
+
+// commandTable is every subcommand, in the order `hapticd help` lists
+// them. A new subcommand (a per-OS one too) is one more row here.
+func commandTable() []command {
+	return []command{
+		{"serve", "run the service (the default: `hapticd [flags]` is `hapticd serve [flags]`)", serve},
+		{"deprecations", "print the migration report of a running service", func(a []string) error { return runDeprecations(a, os.Stdout) }},
+		{"docs", "print the README tables generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
+		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
+		{"version", "print hapticd's version and VCS revision", func(a []string) error { return runVersion(a, os.Stdout) }},
+		{"help", "list the subcommands, or explain one: hapticd help SUBCOMMAND", func(a []string) error { return runHelp(a, os.Stdout) }},
+	}
+}
+
+// run dispatches a command line: a subcommand, -h, --version, or the
+// service's own flags.
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return serve(nil)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		return runHelp(nil, stdout)
+	case "-version", "--version":
+		return runVersion(nil, stdout)
+	}
+	for _, c := range commandTable() {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	if !strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("unknown subcommand %q (hapticd help lists them)", args[0])
+	}
+	return serve(args)
+}
+
+// newFlagSet is a subcommand's flag set; its -h says what the subcommand
+// does before listing its flags.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("hapticd "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "usage: hapticd %s [flags]\n\n", name)
+		for _, c := range commandTable() {
+			if c.name == name {
+				fmt.Fprintf(out, "%s\n\n", capitalize(c.summary))
+			}
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(out, "flags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func runHelp(args []string, out io.Writer) error {
+	if len(args) > 0 {
+		for _, c := range commandTable() {
+			if c.name == args[0] && c.name != "help" {
+				return c.run([]string{"-h"})
+			}
+		}
+		if args[0] != "help" {
+			return fmt.Errorf("unknown subcommand %q (hapticd help lists them)", args[0])
+		}
+	}
+	fmt.Fprint(out, "hapticd is the haptic device control service.\n\nusage: hapticd [SUBCOMMAND] [flags]\n\nsubcommands:\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, c := range commandTable() {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprint(out, "\nhapticd SUBCOMMAND -h lists the flags of one; hapticd serve -h those of the service.\n")
+	return nil
+}
+
+func runVersion(args []string, out io.Writer) error {
+	fs := newFlagSet("version")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b := transport.ReadBuildInfo(version)
+	modified := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.modified" && s.Value == "true" {
+				modified = " (modified)"
+			}
+		}
+	}
+	_, err := fmt.Fprintf(out, "hapticd %s\nrevision %s%s\nbuilt %s with %s\n", b.Version, b.GitHash, modified, b.BuildTime, runtime.Version())
+	return err
+}
+
+// exit ends the process with what err says; -h is not an error.
+func exit(err error) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	fmt.Fprintln(os.Stderr, "hapticd:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestCommandLine runs the real binary as a user would to find their way.
+func TestCommandLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		return string(out), err
+	}
+
+	// -h and help list every subcommand, one line each, with what it does.
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--help"}} {
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("hapticd %v: %v\n%s", args, err, out)
+		}
+		for _, c := range commandTable() {
+			if !strings.Contains(out, "\n  "+c.name+" ") || !strings.Contains(out, c.summary) {
+				t.Errorf("hapticd %v does not list %q with its summary:\n%s", args, c.name, out)
+			}
+		}
+	}
+
+	// version and --version: the version and the revision the binary
+	// carries (go version -m is the toolchain's own reading of it).
+	meta, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := "unknown"
+	for _, l := range strings.Split(string(meta), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[1], "vcs.revision=") {
+			revision = strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("hapticd %v: %v\n%s", args, err, out)
+		}
+		if !strings.HasPrefix(out, "hapticd "+version+"\n") || !strings.Contains(out, "revision "+revision) {
+			t.Errorf("hapticd %v:\n%s\nwant version %s and revision %s", args, out, version, revision)
+		}
+	}
+
+	// Each subcommand has its own -h, exiting 0 and saying what it does.
+	for _, c := range commandTable() {
+		if c.name == "help" {
+			continue
+		}
+		out, err := run(c.name, "-h")
+		if err != nil {
+			t.Errorf("hapticd %s -h: %v\n%s", c.name, err, out)
+		}
+		if !strings.Contains(out, "usage: hapticd "+c.name) {
+			t.Errorf("hapticd %s -h:\n%s", c.name, out)
+		}
+	}
+	if out, err := run("serve", "-h"); err != nil || !strings.Contains(out, "-sim-arms") {
+		t.Errorf("hapticd serve -h lists no service flags: %v\n%s", err, out)
+	}
+
+	// A typo is an error that points at help, not a service started.
+	if out, err := run("deprecatons"); err == nil || !strings.Contains(out, "hapticd help") {
+		t.Errorf("hapticd deprecatons: %v\n%s", err, out)
+	}
+}

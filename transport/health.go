@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport/ui"
+)
+
+// withOperatorRoutes mounts the operator's routes beside the 3.x API on the
+// HTTP port: /metrics, /healthz, /readyz and the dashboard under /ui/.
+// They sit behind the same browser guard as the API (the caller wraps the
+// result). listeners names the listeners /readyz waits for.
+func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Handler) http.Handler {
+	metrics := newMetricsHandler(cfg.Service, cfg.Build)
+	dashboard := ui.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var h http.Handler
+		switch p := r.URL.Path; {
+		case p == "/metrics":
+			h = metrics
+		case p == "/healthz":
+			h = http.HandlerFunc(healthz)
+		case p == "/readyz":
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.readyz(w, cfg.Service, listeners) })
+		case p == "/ui/entries.json":
+			h = http.HandlerFunc(configEntries)
+		case p == "/ui" || strings.HasPrefix(p, "/ui/"):
+			h = dashboard
+		default:
+			api.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD)", r.Method, r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// healthz answers while the process serves HTTP at all (a liveness probe).
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+}
+
+// readyCheck is one condition of /readyz.
+type readyCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// readyz answers 200 when every listener is bound, every device's loop is
+// running and the state directory takes writes; else 503. Either way the
+// body lists each check and why it failed.
+func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []string) {
+	var checks []readyCheck
+	var missing []string
+	for _, name := range listeners {
+		if s.Addr(name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		checks = append(checks, readyCheck{"listeners", false, "not yet listening: " + strings.Join(missing, ", ")})
+	} else {
+		checks = append(checks, readyCheck{"listeners", true, strings.Join(listeners, ", ") + " listening"})
+	}
+
+	devs := svc.Devices().All()
+	var idle []string
+	for _, d := range devs {
+		if d.PeriodHistogram() == nil || d.Stats().Ticks == 0 {
+			idle = append(idle, d.Type.Key()+" "+d.ID)
+		}
+	}
+	if len(idle) > 0 {
+		checks = append(checks, readyCheck{"devices", false, "loop not running yet: " + strings.Join(idle, ", ")})
+	} else {
+		checks = append(checks, readyCheck{"devices", true, fmt.Sprintf("%d devices loaded, every loop running", len(devs))})
+	}
+
+	if err := svc.CheckStateDir(); err != nil {
+		checks = append(checks, readyCheck{"state_dir", false, err.Error()})
+	} else {
+		checks = append(checks, readyCheck{"state_dir", true, "writable"})
+	}
+
+	status, code := "ready", http.StatusOK
+	for _, c := range checks {
+		if !c.OK {
+			status, code = "not ready", http.StatusServiceUnavailable
+		}
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}
+
+// enabledListeners names the listeners cfg turns on.
+func enabledListeners(cfg Config) []string {
+	var out []string
+	for _, l := range []struct {
+		name string
+		port int
+	}{{ListenerHTTP, cfg.Port}, {ListenerLegacy, cfg.LegacyPort}, {ListenerEvents, cfg.EventsPort}} {
+		if l.port >= 0 {
+			out = append(out, l.name)
+		}
+	}
+	return out
+}
+
+// configEntries tells the dashboard which config entries exist, from the
+// one table in protocol, so the page never keeps a list of its own.
+func configEntries(w http.ResponseWriter, _ *http.Request) {
+	type entry struct {
+		Path          string `json:"path"`
+		SessionScoped bool   `json:"session_scoped"`
+	}
+	var out []entry
+	for _, k := range protocol.Keys() {
+		out = append(out, entry{k.Path(), k.SessionScoped()})
+	}
+	writeData(w, out, nil)
+}

@@ -1,0 +1,229 @@
+package transport
+
+import (
+	"math"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hapticd/hapticd/actors"
+)
+
+// newMetricsHandler serves GET /metrics in the Prometheus exposition
+// formats. Everything is read at scrape time from what the loops, sessions,
+// store and activity actor already count, with atomic loads only: a scrape
+// never takes a lock a loop takes and never stops the world (the Go
+// collector reads runtime/metrics, not ReadMemStats). protoactor's own
+// metrics provider stays off.
+func newMetricsHandler(svc *actors.Service, build BuildInfo) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&serviceCollector{svc: svc, build: build},
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
+	})
+}
+
+// Classic bucket bounds in seconds, beside the native buckets, for
+// Prometheus servers that do not scrape native histograms. Loop periods
+// cover 8 kHz (125 µs) down to stalls of seconds.
+var (
+	periodBuckets   = []float64{50e-6, 100e-6, 125e-6, 150e-6, 200e-6, 250e-6, 500e-6, 750e-6, 1e-3, 1.25e-3, 1.5e-3, 2e-3, 3e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
+	exchangeBuckets = []float64{1e-6, 2.5e-6, 5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3}
+	storeBuckets    = []float64{100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 10}
+)
+
+var deviceLabels = []string{"device_type", "device_id"}
+
+// serviceCollector is the hapticd_ part of /metrics.
+type serviceCollector struct {
+	svc   *actors.Service
+	build BuildInfo
+}
+
+var (
+	descBuild      = prometheus.NewDesc("hapticd_build_info", "The running hapticd: version and VCS revision (value 1).", []string{"version", "revision"}, nil)
+	descPeriod     = prometheus.NewDesc("hapticd_loop_period_seconds", "Time between successive ticks of a device's real-time loop (simulated devices: of their scheduler shard).", deviceLabels, nil)
+	descTarget     = prometheus.NewDesc("hapticd_loop_target_period_seconds", "The period a device's loop aims at.", deviceLabels, nil)
+	descOverruns   = prometheus.NewDesc("hapticd_loop_overruns_total", "Loop ticks that started after their deadline had passed.", deviceLabels, nil)
+	descTicks      = prometheus.NewDesc("hapticd_loop_ticks_total", "Loop ticks that exchanged with the device.", deviceLabels, nil)
+	descExchange   = prometheus.NewDesc("hapticd_driver_exchange_seconds", "Driver round trip of one exchange (simulated devices: the simulation step, sampled).", deviceLabels, nil)
+	descDrvErrors  = prometheus.NewDesc("hapticd_driver_errors_total", "Driver errors.", deviceLabels, nil)
+	descLeases     = prometheus.NewDesc("hapticd_lease_expiries_total", "Controlling sessions released because their lease lapsed.", deviceLabels, nil)
+	descBusy       = prometheus.NewDesc("hapticd_busy_refusals_total", "Commands refused because another session controlled the device.", deviceLabels, nil)
+	descSessions   = prometheus.NewDesc("hapticd_sessions", "Connected simulation sessions.", []string{"api_format"}, nil)
+	descMessages   = prometheus.NewDesc("hapticd_messages_total", "Client messages received on simulation sessions.", []string{"api_format"}, nil)
+	descFrames     = prometheus.NewDesc("hapticd_frames_total", "Frames sent on simulation sessions (the inventory included).", []string{"api_format"}, nil)
+	descErrors     = prometheus.NewDesc("hapticd_frame_errors_total", "Errors reported in frames, by code.", []string{"api_format", "code"}, nil)
+	descWarnings   = prometheus.NewDesc("hapticd_frame_warnings_total", "Warnings reported in frames, by code.", []string{"api_format", "code"}, nil)
+	descEvents     = prometheus.NewDesc("hapticd_events_total", "Activity events published, by name.", []string{"name"}, nil)
+	descDepRoutes  = prometheus.NewDesc("hapticd_deprecated_route_uses_total", "Calls to deprecated HTTP routes (the migration report), by route.", []string{"route"}, nil)
+	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command.", []string{"command"}, nil)
+	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)
+	descLegacySess = prometheus.NewDesc("hapticd_legacy_sessions_total", "Sessions opened in the 3.0 API format.", nil, nil)
+	descStore      = prometheus.NewDesc("hapticd_store_write_seconds", "Durable writes to the state directory (temp file, fsync, rename, directory fsync).", nil, nil)
+)
+
+// Describe sends nothing: the collector is unchecked, because its series
+// (devices, codes, routes) come and go.
+func (c *serviceCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	svc := c.svc
+	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, c.build.Version, c.build.GitHash)
+	for _, d := range svc.Devices().All() {
+		lv := []string{d.Type.Key(), d.ID}
+		st := d.Stats()
+		if h := d.PeriodHistogram(); h != nil {
+			ch <- newHistogram(descPeriod, h, periodBuckets, lv)
+		}
+		ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, float64(st.TargetNs)/1e9, lv...)
+		ch <- prometheus.MustNewConstMetric(descOverruns, prometheus.CounterValue, float64(st.Overruns), lv...)
+		ch <- prometheus.MustNewConstMetric(descTicks, prometheus.CounterValue, float64(st.Ticks), lv...)
+		ch <- newHistogram(descExchange, d.ExchangeHistogram(), exchangeBuckets, lv)
+		ch <- prometheus.MustNewConstMetric(descDrvErrors, prometheus.CounterValue, float64(st.Errors), lv...)
+		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(st.LeaseExpiries), lv...)
+		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, float64(st.BusyRefusals), lv...)
+	}
+
+	open := map[string]int{"3.x": 0, "3.0": 0}
+	for _, s := range svc.Sessions() {
+		open[s.APIVersion]++
+	}
+	for format, n := range open {
+		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), format)
+	}
+	for _, t := range svc.Traffic() {
+		ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(t.Messages), t.Format)
+		ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(t.Frames), t.Format)
+		for code, n := range t.Errors {
+			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n), t.Format, string(code))
+		}
+		for code, n := range t.Warnings {
+			ch <- prometheus.MustNewConstMetric(descWarnings, prometheus.CounterValue, float64(n), t.Format, string(code))
+		}
+	}
+	for name, n := range svc.Activity().Counts() {
+		ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), name)
+	}
+	// The migration report is the activity actor's; asking it is a
+	// mailbox round trip, not a lock. A scrape during shutdown skips it.
+	if u, err := svc.Activity().Usage(); err == nil {
+		for _, r := range u.Routes {
+			ch <- prometheus.MustNewConstMetric(descDepRoutes, prometheus.CounterValue, float64(r.Count), r.Name)
+		}
+		for _, r := range u.Commands {
+			ch <- prometheus.MustNewConstMetric(descDepCmds, prometheus.CounterValue, float64(r.Count), r.Name)
+		}
+		for _, r := range u.Legacy.Routes {
+			ch <- prometheus.MustNewConstMetric(descLegacyRts, prometheus.CounterValue, float64(r.Count), r.Route)
+		}
+		ch <- prometheus.MustNewConstMetric(descLegacySess, prometheus.CounterValue, float64(u.Legacy.Sessions.Count))
+	}
+	if h := svc.StoreWriteLatency(); h != nil {
+		ch <- newHistogram(descStore, h, storeBuckets, nil)
+	}
+}
+
+// nativeSchema is the resolution of the native buckets: 2^3 = 8 buckets
+// per power of two, like the loop's own histogram.
+const nativeSchema = 3
+
+// histogramMetric is a loop.Histogram as a Prometheus histogram with both
+// classic and native buckets.
+type histogramMetric struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair
+	h      dto.Histogram
+}
+
+func (m *histogramMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *histogramMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	out.Histogram = &m.h
+	return nil
+}
+
+// newHistogram converts h (nanoseconds) to seconds. The loops' buckets
+// are log-linear (each power of two split in 8 equal parts), the native
+// ones exponential; each loop bucket lands whole in the native bucket, and
+// under each classic bound, that holds its midpoint, so a count is never
+// split and the error stays within one bucket's width (about 6 %).
+func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, labelValues []string) prometheus.Metric {
+	type bucket struct {
+		mid float64
+		n   uint64
+	}
+	var bs []bucket
+	var total, zero uint64
+	sum := h.Buckets(func(lo, hi int64, n uint64) {
+		total += n
+		if lo == 0 {
+			zero += n // exact zeros: the native zero bucket
+			return
+		}
+		bs = append(bs, bucket{float64(lo+hi) / 2e9, n})
+	})
+	m := &histogramMetric{desc: desc, labels: prometheus.MakeLabelPairs(desc, labelValues)}
+	hh := &m.h
+	hh.SampleCount = &total
+	sumS := float64(sum) / 1e9
+	hh.SampleSum = &sumS
+
+	// Classic: cumulative counts under each bound.
+	var cum uint64
+	i := 0
+	for _, b := range bounds {
+		for i < len(bs) && bs[i].mid <= b {
+			cum += bs[i].n
+			i++
+		}
+		hh.Bucket = append(hh.Bucket, &dto.Bucket{CumulativeCount: proto(cum + zero), UpperBound: proto(b)})
+	}
+
+	// Native: bucket index k holds (2^((k-1)/8), 2^(k/8)].
+	schema := int32(nativeSchema)
+	zeroThreshold := 0.5e-9 // below the smallest non-zero value, 1 ns
+	hh.Schema, hh.ZeroThreshold, hh.ZeroCount = &schema, &zeroThreshold, &zero
+	var idx []int32
+	var counts []uint64
+	for _, b := range bs {
+		k := int32(math.Ceil(math.Log2(b.mid) * (1 << nativeSchema)))
+		if n := len(idx); n > 0 && idx[n-1] == k {
+			counts[n-1] += b.n
+			continue
+		}
+		idx = append(idx, k)
+		counts = append(counts, b.n)
+	}
+	var prevIdx int32
+	var prevCount int64
+	for j, k := range idx {
+		if j == 0 || k != prevIdx+1 {
+			offset := k
+			if j > 0 {
+				offset = k - prevIdx - 1
+			}
+			hh.PositiveSpan = append(hh.PositiveSpan, &dto.BucketSpan{Offset: proto(offset), Length: proto(uint32(0))})
+		}
+		*hh.PositiveSpan[len(hh.PositiveSpan)-1].Length++
+		hh.PositiveDelta = append(hh.PositiveDelta, int64(counts[j])-prevCount)
+		prevIdx, prevCount = k, int64(counts[j])
+	}
+	if len(hh.PositiveSpan) == 0 && total == 0 {
+		// An empty native histogram still needs a span list to be told
+		// from a classic one.
+		hh.PositiveSpan = []*dto.BucketSpan{{Offset: proto(int32(0)), Length: proto(uint32(0))}}
+	}
+	return m
+}
+
+func proto[T any](v T) *T { return &v }

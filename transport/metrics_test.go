@@ -1,0 +1,261 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// scrape is one /metrics answer in Prometheus' protobuf format (the one
+// that carries native histograms), by family name.
+type scrape map[string]*dto.MetricFamily
+
+func (ts *testService) scrape(t testing.TB) scrape {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, ts.base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	out := scrape{}
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode /metrics: %v", err)
+		}
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// metric finds the series of family name whose labels include want
+// ("k=v" pairs), or nil.
+func (s scrape) metric(name string, want ...string) *dto.Metric {
+	mf := s[name]
+	if mf == nil {
+		return nil
+	}
+	for _, m := range mf.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for _, kv := range want {
+			k, v, _ := strings.Cut(kv, "=")
+			if have[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			return m
+		}
+	}
+	return nil
+}
+
+// value is a counter's or gauge's value, or a histogram's count; -1 when
+// the series is missing.
+func (s scrape) value(name string, labels ...string) float64 {
+	m := s.metric(name, labels...)
+	switch {
+	case m == nil:
+		return -1
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	}
+	return -1
+}
+
+// TestMetricsMoveWithTraffic drives a real service with lock-step clients
+// and checks that each counter and histogram moves as the traffic does.
+func TestMetricsMoveWithTraffic(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	arm := ts.armIDs[0]
+	dev := []string{"device_type=arm3", "device_id=" + arm}
+	x := []string{"api_format=3.x"}
+
+	before := ts.scrape(t)
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "hapticd_build_info"} {
+		if before[name] == nil {
+			t.Errorf("%s missing: the Go and process collectors and the build info belong in every scrape", name)
+		}
+	}
+	if got := before.value("hapticd_sessions", x...); got != 0 {
+		t.Errorf("hapticd_sessions{3.x} = %v before any client, want 0", got)
+	}
+
+	c := ts.dial(t, ts.wsURL())
+	c.expect() // inventory
+	const n = 50
+	force := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, arm)
+	for range n {
+		c.roundTrip(force)
+	}
+	c.roundTrip(`{"arm3":[{"device_id":"NOPE"}]}`) // a warning: unknown device
+	c.roundTrip(`{"arm3":[`)                       // an error: not JSON
+
+	// A second client asks for the arm the first one controls.
+	other := ts.dial(t, ts.wsURL())
+	other.expect()
+	other.roundTrip(force)
+
+	if r := ts.do(http.MethodPost, ts.base+"/arm3/0/config/handedness", `"left"`); r.status != http.StatusOK {
+		t.Fatalf("POST handedness: %v", r)
+	}
+	if r := ts.do(http.MethodPost, ts.base+"/force_scale", `{"force_scale":0.5}`); r.status != http.StatusOK {
+		t.Fatalf("deprecated POST /force_scale: %v", r)
+	}
+
+	after := ts.scrape(t)
+	grew := func(name string, labels []string, atLeast float64) {
+		t.Helper()
+		b, a := max(before.value(name, labels...), 0), after.value(name, labels...)
+		if a-b < atLeast {
+			t.Errorf("%s%v went from %v to %v, want at least +%v", name, labels, b, a, atLeast)
+		}
+	}
+	grew("hapticd_messages_total", x, n+2+1)
+	grew("hapticd_frames_total", x, n+2+1+2) // + two inventories
+	grew("hapticd_frame_warnings_total", append(x, "code=unknown_device"), 1)
+	grew("hapticd_frame_errors_total", append(x, "code=invalid_json"), 1)
+	grew("hapticd_frame_errors_total", append(x, "code=device_busy"), 1)
+	grew("hapticd_busy_refusals_total", dev, 1)
+	grew("hapticd_loop_period_seconds", dev, 1)
+	grew("hapticd_loop_ticks_total", dev, 1)
+	grew("hapticd_driver_exchange_seconds", dev, 1)
+	grew("hapticd_store_write_seconds", nil, 1)
+	grew("hapticd_events_total", []string{"name=session-started"}, 2)
+	grew("hapticd_events_total", []string{"name=http-route-deprecated"}, 1)
+	grew("hapticd_deprecated_route_uses_total", []string{"route=POST /force_scale"}, 1)
+	if got := after.value("hapticd_sessions", x...); got != 2 {
+		t.Errorf("hapticd_sessions{3.x} = %v with two clients, want 2", got)
+	}
+	if got := after.value("hapticd_loop_target_period_seconds", dev...); got != 0.001 {
+		t.Errorf("target period %v s, want 0.001 at 1 kHz", got)
+	}
+
+	// The period histogram carries classic and native buckets, in seconds.
+	h := after.metric("hapticd_loop_period_seconds", dev...).GetHistogram()
+	if len(h.GetBucket()) == 0 || len(h.GetPositiveSpan()) == 0 || h.GetSchema() != nativeSchema {
+		t.Fatalf("loop period histogram has %d classic buckets, %d native spans, schema %d: want both kinds",
+			len(h.GetBucket()), len(h.GetPositiveSpan()), h.GetSchema())
+	}
+	var native int64
+	var running int64
+	for _, d := range h.GetPositiveDelta() {
+		running += d
+		native += running
+	}
+	if uint64(native)+h.GetZeroCount() != h.GetSampleCount() {
+		t.Errorf("native buckets hold %d of %d samples", native, h.GetSampleCount())
+	}
+	if mean := h.GetSampleSum() / float64(h.GetSampleCount()); mean < 100e-6 || mean > 1 {
+		t.Errorf("mean loop period %v s at 1 kHz: the unit is not seconds", mean)
+	}
+
+	// The first client goes quiet: its lease lapses and the count shows it.
+	checkFor(t, 5*time.Second, func() error {
+		if got := ts.scrape(t).value("hapticd_lease_expiries_total", dev...); got < 1 {
+			return fmt.Errorf("hapticd_lease_expiries_total = %v after the controlling client went quiet", got)
+		}
+		return nil
+	})
+}
+
+// TestMetricsPassPromtool checks the text exposition with Prometheus' own
+// linter.
+func TestMetricsPassPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not found (Debian package prometheus; .ci/run installs it): the exposition is not linted")
+	}
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"arm3":[`)
+	if r := ts.do(http.MethodPost, ts.base+"/arm3/0/config/handedness", `"left"`); r.status != http.StatusOK {
+		t.Fatalf("POST handedness: %v", r)
+	}
+	r := ts.do(http.MethodGet, ts.base+"/metrics", "")
+	if r.status != http.StatusOK || !bytes.Contains(r.body, []byte("hapticd_loop_period_seconds_bucket")) {
+		t.Fatalf("GET /metrics: %d, %d bytes", r.status, len(r.body))
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(r.body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestOperatorRoutesAreGuarded(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ui/", "/ui/app.js", "/ui/entries.json"} {
+		if r := ts.do(http.MethodGet, ts.base+p, "", "Origin", "http://evil.example"); r.status != http.StatusForbidden {
+			t.Errorf("GET %s from a foreign origin: %d, want 403", p, r.status)
+		}
+		if r := ts.do(http.MethodGet, ts.base+p, ""); r.status != http.StatusOK {
+			t.Errorf("GET %s: %v", p, r)
+		}
+		if r := ts.do(http.MethodPost, ts.base+p, "{}"); r.status != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s: %d, want 405", p, r.status)
+		}
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	if r := ts.do(http.MethodGet, ts.base+"/healthz", ""); r.status != http.StatusOK || r.env["status"] != "alive" {
+		t.Errorf("/healthz: %v", r)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if r := ts.do(http.MethodGet, ts.base+"/readyz", ""); r.status != http.StatusOK || r.env["status"] != "ready" {
+			return fmt.Errorf("/readyz of a started service: %v", r)
+		}
+		return nil
+	})
+	// Without its state directory the service cannot keep a POST durable:
+	// not ready, and the body says which check failed.
+	if err := os.RemoveAll(ts.dir); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.do(http.MethodGet, ts.base+"/readyz", "")
+	if r.status != http.StatusServiceUnavailable || r.env["status"] != "not ready" {
+		t.Fatalf("/readyz without a state directory: %v", r)
+	}
+	var failed []string
+	for _, c := range r.env["checks"].([]any) {
+		if c := c.(map[string]any); c["ok"] == false {
+			failed = append(failed, fmt.Sprint(c["name"], ": ", c["detail"]))
+		}
+	}
+	if len(failed) != 1 || !strings.HasPrefix(failed[0], "state_dir: ") || !strings.Contains(failed[0], ts.dir) {
+		t.Errorf("failed checks %q: want only state_dir, naming %s", failed, ts.dir)
+	}
+}

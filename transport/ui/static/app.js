@@ -1,0 +1,321 @@
+// hapticd dashboard: polls the service's own routes (same origin) and
+// draws what they say. No framework, no build step.
+"use strict";
+
+const TRACE_SECONDS = 10;
+const state = { devices: new Map(), eventsSince: 0, entries: [], charts: new Map() };
+// Tests and curious users can look at what the page holds, errors included.
+window.dashboard = state;
+state.errors = [];
+window.addEventListener("error", (e) => state.errors.push(String(e.message)));
+window.addEventListener("unhandledrejection", (e) => state.errors.push(String(e.reason)));
+
+async function getJSON(path) {
+  const r = await fetch(path, { cache: "no-store" });
+  const body = await r.json();
+  if (!r.ok || body.ok === false) throw new Error(body.error || r.status + " " + r.statusText);
+  return "ok" in body && "data" in body ? body.data : body;
+}
+
+// tryJSON is getJSON for the polls: a poll nobody answered gives null (the
+// device poll shows the connection) while a bug in what follows still
+// surfaces as an error.
+async function tryJSON(path) {
+  try { return await getJSON(path); } catch (e) { return null; }
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+const fmt = (v, d = 3) => (typeof v === "number" ? v.toFixed(d) : "–");
+const vec = (v, d) => (v ? `${fmt(v.x, d)}, ${fmt(v.y, d)}, ${fmt(v.z, d)}` : "–");
+
+function setConn(ok, text) {
+  const c = document.getElementById("conn");
+  c.textContent = text;
+  c.className = "badge " + (ok ? "ok" : "err");
+}
+
+// ---- devices -------------------------------------------------------------
+
+function deviceCard(key, type, id) {
+  const facts = el("dl", { class: "facts" });
+  const rows = {};
+  // Rows by what they hold; the label says it for this kind of device.
+  const labels = type === "grip"
+    ? [["status", "status"], ["position", "orientation (w, x, y, z)"], ["force", "hall, battery"], ["loop p99", "loop p99"], ["overruns", "overruns"]]
+    : [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
+  for (const [key, label] of labels) {
+    rows[key] = el("dd", { class: "v-" + key.split(" ")[0] });
+    facts.append(el("dt", {}, label), rows[key]);
+  }
+  const plot = el("div", { class: "trace" });
+  const card = el("div", { class: "device", "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
+  const d = { key, type, id, card, rows, t: [], x: [], y: [], z: [], chart: null };
+  if (type !== "grip" && window.uPlot) {
+    d.chart = new uPlot({
+      width: 540, height: 170, legend: { show: true },
+      scales: { x: { time: true } },
+      series: [{}, { label: "x", stroke: "#c0392b" }, { label: "y", stroke: "#2f8f46" }, { label: "z", stroke: "#2a6fdb" }],
+      axes: [{}, { size: 60, values: (u, vals) => vals.map((v) => v.toFixed(3)) }],
+    }, [[], [], [], []], plot);
+  }
+  return d;
+}
+
+function forceArrow(f) {
+  // Top view of the force (x right, y up), scaled so 2 N reaches the edge.
+  const s = 18 / 2, x = Math.max(-18, Math.min(18, (f?.x || 0) * s)), y = Math.max(-18, Math.min(18, (f?.y || 0) * s));
+  return `<svg class="arrow" width="40" height="40" viewBox="-20 -20 40 40"><circle r="19" fill="none" stroke="#dde1e7"/>` +
+    `<line x1="0" y1="0" x2="${x.toFixed(1)}" y2="${(-y).toFixed(1)}" stroke="#1d2430" stroke-width="2"/></svg>`;
+}
+
+// mark colours a readout good or bad, keeping its other classes.
+function mark(e, good) {
+  e.classList.toggle("status-ok", good);
+  e.classList.toggle("status-bad", !good);
+}
+
+function statusText(st) {
+  if (!st) return "–";
+  const bad = Object.entries(st).filter(([k, v]) => v === false && k !== "in_use").map(([k]) => "not " + k);
+  return bad.length ? bad.join(", ") : st.in_use ? "ready, in use" : "ready";
+}
+
+async function pollDevices() {
+  let inv;
+  try {
+    inv = await getJSON("/devices");
+    setConn(true, "live");
+  } catch (e) {
+    setConn(false, "no answer: " + e.message);
+    return;
+  }
+  const now = Date.now() / 1000;
+  const box = document.getElementById("devices");
+  const seen = new Set();
+  for (const [type, list] of Object.entries(inv)) {
+    if (!Array.isArray(list)) continue;
+    for (const dev of list) {
+      const key = type + "/" + dev.device_id;
+      seen.add(key);
+      let d = state.devices.get(key);
+      if (!d) {
+        d = deviceCard(key, type, dev.device_id);
+        state.devices.set(key, d);
+        box.querySelector(".empty")?.remove();
+        box.append(d.card);
+        fillDeviceChoices();
+      }
+      d.config = dev.config;
+      const s = dev.state || {};
+      d.rows["status"].textContent = statusText(dev.status);
+      mark(d.rows["status"], dev.status?.ready !== false);
+      if (s.cursor_position) {
+        const p = s.cursor_position;
+        d.rows["position"].textContent = vec(p, 4);
+        d.t.push(now); d.x.push(p.x); d.y.push(p.y); d.z.push(p.z);
+        while (d.t.length && d.t[0] < now - TRACE_SECONDS) { d.t.shift(); d.x.shift(); d.y.shift(); d.z.shift(); }
+        d.chart?.setData([d.t, d.x, d.y, d.z]);
+        // Numbers only, so building the markup from them is safe.
+        d.rows["force"].innerHTML = `${vec(s.current_cursor_force, 2)} ${forceArrow(s.current_cursor_force)}`;
+      } else {
+        const o = s.orientation;
+        d.rows["position"].textContent = o ? [o.w, o.x, o.y, o.z].map((v) => fmt(v, 2)).join(", ") : "–";
+        d.rows["force"].textContent = s.hall !== undefined ? `${fmt(s.hall, 2)}, ${fmt((s.battery_level || 0) * 100, 0)} %` : "–";
+      }
+    }
+  }
+  for (const [key, d] of state.devices) {
+    if (!seen.has(key)) { d.card.remove(); d.chart?.destroy(); state.devices.delete(key); fillDeviceChoices(); }
+  }
+}
+
+async function pollStats() {
+  const st = await tryJSON("/stats");
+  if (!st) return;
+  for (const ds of st.devices) {
+    const d = state.devices.get(ds.device_type + "/" + ds.device_id);
+    if (!d) continue;
+    const late = ds.loop.period_us_p99 > 1.5 * ds.loop.target_us;
+    d.rows["loop p99"].textContent = `${fmt(ds.loop.period_us_p99 / 1000, 3)} ms (target ${fmt(ds.loop.target_us / 1000, 3)} ms)`;
+    mark(d.rows["loop p99"], !late);
+    d.rows["overruns"].textContent = `${ds.loop.overruns} of ${ds.loop.ticks} ticks`;
+  }
+}
+
+// ---- sessions ------------------------------------------------------------
+
+let closedAvailable = true;
+
+async function pollSessions() {
+  const data = await tryJSON("/sessions");
+  if (data) {
+    const body = document.querySelector("#sessions tbody");
+    body.replaceChildren(...data.sessions.map((s) => el("tr", { "data-session": s.session_id },
+      el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version),
+      el("td", {}, s.remote), el("td", {}, s.controls.map((c) => c.device_type + " " + c.device_id).join(", ") || "–"),
+      el("td", {}, new Date(s.connected_at).toLocaleTimeString()))));
+    if (!data.sessions.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "empty" }, "No session connected.")));
+    // The config form offers the connected sessions by id.
+    document.getElementById("cfg-sessions").replaceChildren(...data.sessions.map((s) =>
+      el("option", { value: "#" + s.session_id }, s.profile?.name || s.remote)));
+  }
+  if (closedAvailable) await pollClosed();
+}
+
+// pollClosed shows the recent closes, where the service keeps them
+// (GET /sessions/closed); without the route the table says so, once.
+async function pollClosed() {
+  let body;
+  try {
+    const r = await fetch("/sessions/closed", { cache: "no-store" });
+    if (r.status === 404) {
+      closedAvailable = false;
+      document.getElementById("closed-note").textContent = "This service does not keep recent closes (no /sessions/closed).";
+      return;
+    }
+    body = await r.json();
+  } catch (e) {
+    return; // try again next poll
+  }
+  const list = Array.isArray(body.data?.closed) ? body.data.closed : [];
+  // Oldest first on the wire; the newest twenty, newest first, here.
+  document.querySelector("#closed tbody").replaceChildren(...list.slice(-20).reverse().map((s) => el("tr", { "data-session": s.session_id },
+    el("td", {}, "#" + s.session_id), el("td", {}, s.profile?.name || "–"), el("td", {}, s.api_version || "–"),
+    el("td", {}, s.closed_at ? new Date(s.closed_at).toLocaleTimeString() : "–"),
+    el("td", {}, s.reason || "–"))));
+}
+
+// ---- configuration -------------------------------------------------------
+
+function fillDeviceChoices() {
+  const sel = document.getElementById("cfg-device");
+  const was = sel.value;
+  sel.replaceChildren(...[...state.devices.keys()].sort().map((k) => el("option", { value: k }, k.replace("/", " "))));
+  if ([...state.devices.keys()].includes(was)) sel.value = was;
+  fillEntryChoices();
+}
+
+function fillEntryChoices() {
+  const sel = document.getElementById("cfg-entry");
+  const was = sel.value;
+  const entries = state.entries;
+  sel.replaceChildren(...entries.map((e) => el("option", { value: e.path }, e.path + (e.session_scoped ? " (per session)" : ""))));
+  if (entries.some((e) => e.path === was)) sel.value = was;
+  sessionField();
+}
+
+function currentEntry() {
+  return state.entries.find((e) => e.path === document.getElementById("cfg-entry").value);
+}
+
+function sessionField() {
+  document.getElementById("cfg-session-label").hidden = !currentEntry()?.session_scoped;
+}
+
+function entryURL() {
+  const [type, id] = document.getElementById("cfg-device").value.split("/");
+  const e = currentEntry();
+  let url = `/${type}/${encodeURIComponent(id)}/config/${e.path}`;
+  const sess = document.getElementById("cfg-session").value.trim();
+  if (e.session_scoped && sess) url += "?session=" + encodeURIComponent(sess);
+  return url;
+}
+
+function showResult(ok, text) {
+  const out = document.getElementById("cfg-result");
+  out.textContent = text;
+  out.className = ok ? "ok" : "err";
+}
+
+// cfgCall sends one request and shows the service's own answer: the value
+// now in force, or its error message and code.
+async function cfgCall(method, body) {
+  if (!currentEntry()) return;
+  let r, doc;
+  try {
+    r = await fetch(entryURL(), { method, body, cache: "no-store" });
+    doc = await r.json();
+  } catch (e) {
+    showResult(false, "no answer: " + e.message);
+    return;
+  }
+  if (doc.ok) {
+    document.getElementById("cfg-value").value = JSON.stringify(doc.data, null, 1);
+    showResult(true, method === "GET" ? "read" : "saved: " + JSON.stringify(doc.data));
+  } else {
+    showResult(false, `${doc.error} (${doc.code}, HTTP ${r.status})`);
+  }
+}
+
+function setupConfig() {
+  document.getElementById("cfg-device").addEventListener("change", () => { fillEntryChoices(); cfgCall("GET"); });
+  document.getElementById("cfg-entry").addEventListener("change", () => { sessionField(); cfgCall("GET"); });
+  document.getElementById("cfg-load").addEventListener("click", () => cfgCall("GET"));
+  document.getElementById("cfg-reset").addEventListener("click", () => cfgCall("DELETE"));
+  document.getElementById("cfg").addEventListener("submit", (ev) => { ev.preventDefault(); cfgCall("POST", document.getElementById("cfg-value").value); });
+}
+
+// ---- events --------------------------------------------------------------
+
+async function pollEvents() {
+  const data = await tryJSON(`/events?since=${state.eventsSince}&limit=200`);
+  if (!data) return;
+  const list = document.getElementById("events");
+  for (const e of data.events) {
+    list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
+      el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
+    state.eventsSince = e.seq;
+  }
+  while (list.children.length > 300) list.lastElementChild.remove();
+}
+
+// ---- migration report ----------------------------------------------------
+
+async function pollMigration() {
+  const u = await tryJSON("/deprecations");
+  if (!u) return;
+  document.getElementById("mig-since").textContent = new Date(u.since).toLocaleString();
+  const row = (kind, name, t, repl) => el("tr", {}, el("td", {}, kind), el("td", {}, name), el("td", {}, t.count),
+    el("td", {}, t.last_seen ? new Date(t.last_seen).toLocaleTimeString() : "–"), el("td", {}, repl || "–"));
+  const rows = [
+    ...u.routes.map((r) => row("route", r.name, r, r.replacement)),
+    ...u.commands.map((c) => row("command", c.name, c, c.replacement)),
+    ...u.legacy_api.routes.map((r) => row("3.0 route", r.route, r, "the same route without /3.0")),
+  ];
+  if (u.legacy_api.sessions.count) rows.push(row("3.0 sessions", `${u.legacy_api.open_sessions} open`, u.legacy_api.sessions, "a 3.x client"));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "empty" }, "Nothing deprecated used since start.")));
+  document.querySelector("#migration tbody").replaceChildren(...rows);
+}
+
+// ---- start ---------------------------------------------------------------
+
+function every(ms, fn) {
+  let busy = false;
+  const tick = async () => { if (busy) return; busy = true; try { await fn(); } finally { busy = false; } };
+  tick();
+  setInterval(tick, ms);
+}
+
+async function start() {
+  setupConfig();
+  try {
+    const v = await getJSON("/version");
+    document.getElementById("version").textContent = `${v.hapticd_version} · API ${v.version}`;
+  } catch (e) { /* shown by the device poll */ }
+  try { state.entries = await getJSON("/ui/entries.json"); } catch (e) { state.entries = []; }
+  every(100, pollDevices);
+  every(1000, pollStats);
+  every(1000, pollSessions);
+  every(1000, pollEvents);
+  every(3000, pollMigration);
+}
+
+start();

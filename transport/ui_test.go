@@ -1,0 +1,284 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/hw/sim"
+)
+
+// findChromium returns the browser the dashboard test drives, or "".
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile. foreign.test
+// resolves to 127.0.0.1 inside it, so a page can come from a foreign
+// origin that still reaches the service.
+func browser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1100),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("host-resolver-rules", "MAP foreign.test 127.0.0.1"),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	return ctx
+}
+
+// screenshotDir is where the dashboard test leaves its screenshots:
+// $HAPTICD_SCREENSHOTS, or a new directory under the system's temp dir. It
+// outlives the test on purpose, so a person can look at them.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("HAPTICD_SCREENSHOTS")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "hapticd-dashboard-"); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshots in %s", dir)
+	return dir
+}
+
+func shoot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually evaluates a JavaScript condition in the page until it is
+// true, or fails with what the page shows.
+func eventually(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	checkFor(t, 20*time.Second, func() error {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			return fmt.Errorf("%s: %v", what, err)
+		}
+		if !ok {
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
+			return fmt.Errorf("%s: not yet; the page shows:\n%s", what, text)
+		}
+		return nil
+	})
+}
+
+// TestDashboardInChromium opens /ui/ in a real browser against a real
+// service whose simulated arms move, and uses it as a person would.
+func TestDashboardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	ts := startService(t, serviceConfig{arms: 2, grips: 1, motion: sim.MotionCircle})
+	shots := screenshotDir(t)
+	ctx := browser(t, exe)
+	arm := "arm3/" + ts.armIDs[0]
+
+	// The page lists every device.
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append([]string{"arm3/" + ts.armIDs[0], "arm3/" + ts.armIDs[1]}, "grip/"+ts.gripIDs[0]) {
+		eventually(t, ctx, "device "+id+" listed", fmt.Sprintf(`!!document.querySelector('[data-device=%q]')`, id))
+	}
+
+	// The position trace moves: the readout changes and the trace spans
+	// more than a tenth of a millimetre.
+	first, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(fmt.Sprintf(`[data-device=%q] .v-position`, arm))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "position readout changes", fmt.Sprintf(`document.querySelector('[data-device=%q] .v-position').textContent !== %q`, arm, first))
+	eventually(t, ctx, "position trace moves", fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q); return d.x.length > 20 && Math.max(...d.x) - Math.min(...d.x) > 1e-4 })()`, arm))
+	eventually(t, ctx, "loop period p99 shown", fmt.Sprintf(`/ms/.test(document.querySelector('[data-device=%q] .v-loop').textContent)`, arm))
+
+	// A session appears with its API format and the arm it controls, and
+	// its session-started event in the stream.
+	c := ts.dial(t, ts.wsURL())
+	sid := num(c.expect()["session_id"])
+	// The client keeps commanding, as a plugin does, while the page polls.
+	force := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0.5,"y":0,"z":0.5}}}}]}`, ts.armIDs[0])
+	c.roundTrip(force)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(force)) != nil {
+				return
+			}
+			if _, _, err := c.conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	eventually(t, ctx, "session listed with its format and device", fmt.Sprintf(
+		`(() => { const r = document.querySelector('#sessions tr[data-session="%d"]'); return !!r && r.textContent.includes("3.x") && r.textContent.includes(%q) })()`, int(sid), ts.armIDs[0]))
+	eventually(t, ctx, "session-started event shown", `!!document.querySelector('#events li[data-name="session-started"]')`)
+	shoot(t, ctx, shots, "1-devices-sessions-events.png")
+
+	// A config value edited in the page reads back over HTTP.
+	setForm := func(session, entry, value string) {
+		t.Helper()
+		js := fmt.Sprintf(`(() => {
+			document.getElementById("cfg-session").value = %q;
+			const dev = document.getElementById("cfg-device"); dev.value = %q; dev.dispatchEvent(new Event("change"));
+			const e = document.getElementById("cfg-entry"); e.value = %q; e.dispatchEvent(new Event("change"));
+			return dev.value === %q && e.value === %q })()`, session, arm, entry, arm, entry)
+		eventually(t, ctx, "config form set to "+entry, js)
+		// The change handlers read the value in force; wait for that, then
+		// type over it.
+		eventually(t, ctx, "current value read", `document.getElementById("cfg-result").textContent === "read"`)
+		if err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.ID("cfg-value"), value),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("cfg-result").textContent = ""`),
+			chromedp.Click(chromedp.ID("cfg-save")),
+		); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setForm("", "handedness", `"left"`)
+	eventually(t, ctx, "save confirmed", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
+	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.status != http.StatusOK || r.data() != "left" {
+		t.Fatalf("handedness saved in the page reads back as %v", r)
+	}
+
+	// A bad value shows the service's own validation message and changes
+	// nothing.
+	want := ts.do(http.MethodPost, ts.base+"/"+arm+"/config/handedness", `"sideways"`)
+	msg, _ := want.env["error"].(string)
+	if want.status != http.StatusBadRequest || msg == "" {
+		t.Fatalf("POST sideways over HTTP: %v", want)
+	}
+	setForm("", "handedness", `"sideways"`)
+	eventually(t, ctx, "validation message shown", fmt.Sprintf(`document.getElementById("cfg-result").textContent.includes(%q)`, msg))
+	shoot(t, ctx, shots, "2-config-validation.png")
+	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.data() != "left" {
+		t.Fatalf("a refused value changed handedness: %v", r)
+	}
+
+	// A session-scoped entry edited for the session reads back for it.
+	setForm(fmt.Sprintf("#%d", int(sid)), "filters/force_gate", `{"gain": 0.55}`)
+	eventually(t, ctx, "session entry saved", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
+	r := ts.do(http.MethodGet, fmt.Sprintf("%s/%s/config/filters/force_gate?session=%%23%d", ts.base, arm, int(sid)), "")
+	if !jsonEqual(t, r.data(), `{"gain": 0.55}`) {
+		t.Fatalf("force gate saved in the page for session %d reads back as %v", int(sid), r)
+	}
+
+	// Nothing in the page failed on the way.
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+
+	// A page from a foreign origin can neither read the data nor change a
+	// setting with a request the browser sends without asking (a "simple"
+	// POST needs no CORS preflight: only the guard stops it).
+	foreign := foreignPage(t, ts.base)
+	if err := chromedp.Do(ctx, chromedp.Navigate(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "foreign page done", `window.result !== undefined`)
+	result, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.result`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(result, "blocked") {
+		t.Errorf("a foreign page read the devices: %s", result)
+	}
+	shoot(t, ctx, shots, "3-foreign-origin.png")
+	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.data() != "left" {
+		t.Fatalf("a foreign page changed handedness: %v", r)
+	}
+
+	// DNS rebinding: the dashboard under a foreign host name is refused.
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(ts.base, "http://"))
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://foreign.test:"+port+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "rebound dashboard refused", `document.body.innerText.includes("forbidden_host") && !document.querySelector("#devices")`)
+	shoot(t, ctx, shots, "4-rebound-host.png")
+}
+
+// foreignPage serves, on another origin (foreign.test), a page that tries
+// to read /devices and to post a setting to the service at base.
+func foreignPage(t *testing.T, base string) string {
+	t.Helper()
+	page := fmt.Sprintf(`<!doctype html><title>foreign</title><pre id="out">working…</pre><script>
+(async () => {
+  await fetch(%[1]q + "/arm3/0/config/handedness", { method: "POST", mode: "no-cors", body: '"right"' }).catch(() => {});
+  let result;
+  try {
+    const r = await fetch(%[1]q + "/devices");
+    result = "loaded: " + (await r.text()).slice(0, 80);
+  } catch (e) {
+    result = "blocked: " + e.message;
+  }
+  document.getElementById("out").textContent = result;
+  window.result = result;
+})();
+</script>`, base)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(page))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return "http://foreign.test:" + port + "/"
+}
