@@ -41,6 +41,14 @@ func TestSetGravityCompensationPersistsOnlyChanges(t *testing.T) {
 	if r := ts.do("GET", ts.base+"/inverse3/0/config/gravity_compensation", ""); !jsonEqual(t, r.data(), `{"enabled":false,"scaling_factor":1}`) {
 		t.Fatalf("gravity_compensation %v", r)
 	}
+	// Another session may not change it while this one controls the arm.
+	clean(t, c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":1000}}},"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, arm)), "force")
+	other := ts.dial(t, ts.wsURL())
+	other.expect()
+	f := other.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_gravity_compensation":true}}]}`, arm))
+	if path(f, "errors", 0, "code") != "device_busy" || path(f, "errors", 0, "path") != "inverse3[0].commands.set_gravity_compensation" {
+		t.Fatalf("set_gravity_compensation under another session's control: %v", f["errors"])
+	}
 	ts.stop()
 	ts = startService(t, serviceConfig{arms: 1, dir: dir, haplyNames: true})
 	if r := ts.do("GET", ts.base+"/inverse3/0/config/gravity_compensation", ""); !jsonEqual(t, r.data(), `{"enabled":false,"scaling_factor":1}`) {
