@@ -454,6 +454,9 @@ func TestDropInTutorials(t *testing.T) {
 			if _, ok := path(f, "verse_grip", 0, "state", "hall").(float64); !ok {
 				t.Fatal("hall missing")
 			}
+			if _, ok := path(f, "verse_grip", 0, "state", "button").(bool); !ok {
+				t.Fatal("the wired grip's button missing")
+			}
 		}
 	})
 	t.Run("T05 position control", func(t *testing.T) {
