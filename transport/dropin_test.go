@@ -260,9 +260,10 @@ func TestDropInSawHaplyService(t *testing.T) {
 	reaches(t, "inverse3", target, func() map[string]any {
 		return d.tick(cycle(fmt.Sprintf(`"set_cursor_position":{"values":{"x":%g,"y":%g,"z":%g}}`, target[0], target[1], target[2]), true))
 	})
-	// Draining: five cycles sent before any frame is read.
+	// Idle cycles (a probe, without set_gravity_compensation), five sent
+	// before any frame is read: the client drains frames.
 	for range 5 {
-		d.c.send(cycle(`"probe_position":{}`, true))
+		d.c.send(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"probe_position":{}}}],%s}`, arm, grips))
 	}
 	for range 5 {
 		clean(t, d.c.expect(), "probe_position")
