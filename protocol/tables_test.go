@@ -110,6 +110,7 @@ func TestTypeAliases(t *testing.T) {
 		{"grip": "arm3"},
 		{"wireless_verse_grip": "arm3"},
 		{"session": "arm3"},
+		{"keep_alive": "grip"},
 		{"bad key": "arm3"},
 	} {
 		if _, err := NewTypeTable(bad); err == nil || !strings.HasPrefix(err.Error(), "protocol: ") {
