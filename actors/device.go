@@ -30,6 +30,9 @@ type Device struct {
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
 	ID   string
+	// Name is the device's type as the naming table writes it (frames,
+	// events, HTTP answers): "inverse3", "wireless_verse_grip", "arm3"...
+	Name string
 	Info hw.Info
 	pid  *actor.PID
 	rt   *loop.Device
@@ -46,6 +49,9 @@ type View struct {
 	Config protocol.DeviceView
 	Space  space.View
 	Params *loop.Params
+	// Workspace is the session's workspace transform (set_transform),
+	// already part of Space; frames report it as state.transform.
+	Workspace space.Transform
 }
 
 type viewSlot struct{ view atomic.Pointer[View] }
@@ -119,14 +125,7 @@ func (d *Device) ViewFor(session uint64) *View {
 // concurrent HTTP change is ordered after it, as if the message had been
 // answered first.
 func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
-	m := d.slots.Load()
-	if m == nil {
-		return false
-	}
-	if _, ok := (*m)[session]; !ok {
-		return false
-	}
-	return d.ViewFor(session).Config.Session.Unchanged(entries)
+	return d.attached(session) && d.ViewFor(session).Config.Session.Unchanged(entries)
 }
 
 // Load fills dst with the loop's latest snapshot.
@@ -153,7 +152,10 @@ type sessionState struct {
 	cfg     protocol.SessionConfig
 	profile string
 	basis   protocol.Basis // the session-level basis
-	slot    *viewSlot
+	// workspace is the session's workspace transform (set_transform): it
+	// lives as long as the session and is not stored.
+	workspace space.Transform
+	slot      *viewSlot
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -210,6 +212,8 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		if ctx.Sender() != nil {
 			ctx.Respond(&ack{})
 		}
+	case *setWorkspace:
+		ctx.Respond(&ack{err: c.setWorkspace(m)})
 	case *sessionBasis:
 		if s := c.sessions[m.session]; s != nil {
 			s.basis = m.basis
@@ -396,7 +400,7 @@ func (c *deviceCore) attach(m *attachSession) {
 	s := c.sessions[m.session]
 	added := s == nil
 	if added {
-		s = &sessionState{cfg: protocol.DefaultSessionConfig(), slot: &viewSlot{}}
+		s = &sessionState{cfg: protocol.DefaultSessionConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
 		c.sessions[m.session] = s
 	}
 	s.basis = m.basis
@@ -451,14 +455,14 @@ func (c *deviceCore) storeSlots() {
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
 	def := protocol.DefaultSessionConfig()
-	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis {
+	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
 		return
 	}
-	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s)))
+	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s), s.workspace))
 }
 
-func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) *View {
+func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, workspace space.Transform) *View {
 	perm, err := space.ParsePermutation(basis.Permutation)
 	if err != nil {
 		// Entries are validated on the way in; this is a stored file gone
@@ -467,7 +471,10 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 		perm = space.IdentityPermutation()
 	}
 	mount := c.effectiveMount(cfg, basis)
-	v := &View{Space: space.NewView(perm, mount)}
+	v := &View{Space: space.NewView(perm, mount), Workspace: workspace}
+	if workspace != space.IdentityTransform() {
+		v.Space = v.Space.Then(workspace)
+	}
 	v.Params = &loop.Params{
 		Damping:       v.Space.DampingMatrixDevice(cfg.Damping.ScalarOrZero(), cfg.Damping.VectorOrZero()),
 		ForceGateGain: cfg.ForceGate.Gain,
@@ -475,7 +482,7 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 	info := c.dev.Info
 	v.Config = protocol.DeviceView{
 		Info: protocol.DeviceInfo{
-			ID: info.ID, UUID: info.UUID,
+			ID: info.ID, UUID: info.UUID, Port: info.Port, Model: deviceModel(info),
 			Major: int(info.FirmwareVersion), Minor: int(info.HardwareVersion),
 		},
 		Device:  c.global,
@@ -492,7 +499,7 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 func (c *deviceCore) publishGlobals() {
 	c.publishLoopGlobals()
 	def := protocol.DefaultSessionConfig()
-	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}))
+	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}, space.IdentityTransform()))
 	for _, s := range c.sessions {
 		c.publish(s)
 	}
@@ -530,7 +537,7 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	d := c.dev
 	switch ev.Kind {
 	case loop.EventLeaseExpired:
-		c.activity.Publish(event.ControlLeaseExpired(d.Type.Key(), d.ID, ev.Session))
+		c.activity.Publish(event.ControlLeaseExpired(d.Name, d.ID, ev.Session))
 	case loop.EventReleased:
 		c.log.Debug().Uint64("session", ev.Session).Msg("control released")
 	case loop.EventDriverError:
@@ -541,6 +548,6 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
 	case loop.EventRateWarning:
-		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
+		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}
 }

@@ -28,7 +28,8 @@ type Options struct {
 	StateDir string
 	// LoopHz is the real-time loop rate, 1 to 8000 (default 1000).
 	LoopHz int
-	// Types is the device-type alias table.
+	// Types is the naming table: the device-type names written and
+	// accepted (nil: product names, no aliases).
 	Types *protocol.TypeTable
 	Log   zerolog.Logger
 	// EventRingSize is how many recent events the activity actor keeps.
@@ -182,7 +183,7 @@ func Start(o Options) (*Service, error) {
 // Activity is the activity channel (events).
 func (s *Service) Activity() *activity.Activity { return s.activity }
 
-// Types is the device-type alias table.
+// Types is the naming table.
 func (s *Service) Types() *protocol.TypeTable { return s.opts.Types }
 
 // LoopPeriodNs is the target period of every real-time loop.
@@ -410,7 +411,7 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	if s.devices.Load().Find(t, info.ID) != nil {
 		return nil, fmt.Errorf("actors: a %s with id %s is already connected; ids must be unique", t.Key(), info.ID)
 	}
-	d := &Device{Type: t, ID: info.ID, Info: info}
+	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info}
 	root := s.system.Root
 	d.rt = loop.NewDevice(m.driver, loop.DeviceOptions{
 		PeriodNs:         s.periodNs,
@@ -463,7 +464,7 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	} else {
 		s.sched.Add(d.rt)
 	}
-	s.activity.Publish(event.DeviceConnected(deviceFamily(t), t.Key(), d.ID))
+	s.activity.Publish(event.DeviceConnected(t.Family(), d.Name, d.ID))
 	// The device-connected event is the info line; this adds the details.
 	core.log.Debug().Str("uuid", info.UUID).Bool("simulated", info.Simulated).Str("port", info.Port).Msg("device connected")
 	return d, nil
@@ -494,10 +495,10 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 	}
 	ctx.Stop(d.pid)
 	if cause != nil {
-		s.activity.Publish(event.DeviceFailed(d.Type.Key(), d.ID, cause.Error()))
+		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
 	}
-	s.activity.Publish(event.DeviceDisconnected(deviceFamily(d.Type), d.Type.Key(), d.ID))
-	s.log.Debug().Err(cause).Str("device_type", d.Type.Key()).Str("device_id", d.ID).Msg("device disconnected") // the event is the log line
+	s.activity.Publish(event.DeviceDisconnected(d.Type.Family(), d.Name, d.ID))
+	s.log.Debug().Err(cause).Str("device_type", d.Name).Str("device_id", d.ID).Msg("device disconnected") // the event is the log line
 	if s.opts.OnDeviceLost != nil {
 		s.opts.OnDeviceLost(d.Info)
 	}
@@ -517,13 +518,6 @@ func (r *registryActor) changeSetting(ctx actor.Context, k protocol.SettingKey, 
 		ctx.Send(d.pid, &applyGlobals{settings: next})
 	}
 	return next.Get(k), nil
-}
-
-func deviceFamily(t protocol.DeviceType) string {
-	if t == protocol.TypeGrip {
-		return "verse_grip"
-	}
-	return "inverse"
 }
 
 // SessionRefs lists the sessions for selector matching, in connection order.

@@ -344,12 +344,13 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 		d := devs.Find(e.Type, e.DeviceID)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
-				"no %s with id %q is connected; it was ignored", e.Type.Key(), e.DeviceID))
+				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
 			continue
 		}
 		if len(e.Configure) > 0 {
 			a.configure(ctx, f, d, e.Path, ".configure", e.Configure)
 		}
+		a.stateCommands(ctx, f, d, e)
 		a.command(f, d, e, now)
 	}
 
@@ -495,7 +496,7 @@ func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
 	n := busyNote{owner: owner, budget: rate.NewLimiter(rate.Every(busyEvery), 1)}
 	n.budget.AllowN(at, 1)
 	a.busy[k] = n
-	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
+	a.svc.activity.Publish(event.DeviceBusy(d.Name, d.ID, a.sess.ID, owner))
 }
 
 func (a *sessionActor) resetFrame() *protocol.Frame {
@@ -583,7 +584,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	}
 	for _, d := range devs.OfType(protocol.TypeGrip) {
 		v := d.ViewFor(session)
-		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID})
+		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID, Link: d.Link()})
 		gf := &f.Grips[len(f.Grips)-1]
 		switch {
 		case gripConfig:
@@ -625,6 +626,7 @@ func fillArm(af *protocol.ArmFrame, snap *loop.Snapshot, v *View) {
 	s.BodyOrientation = v.Space.OrientationToApp(orientation(st.BodyOrientation))
 	s.CurrentCursorForce = v.Space.ForceToApp(space.Vec3(st.ForceN))
 	s.ControlMode, s.ControlDomain = controlMode(snap.Mode)
+	fillTargets(s, snap, v)
 	af.Status = protocol.ArmStatus{
 		Calibrated:  st.Status&hw.StatusCalibrated != 0,
 		InUse:       snap.Owner != 0,

@@ -90,6 +90,12 @@ type DeviceEntry struct {
 	// Configure holds the entries in key order (preset, mount, basis,
 	// damping, force_gate).
 	Configure []Entry
+	// Transform is set_transform: the parts of the session's workspace
+	// transform for this device that the message sets.
+	Transform TransformPatch
+	// GravityCompensation is set_gravity_compensation: the device's
+	// gravity compensation enable.
+	GravityCompensation OptionalBool
 }
 
 // Profile names the application behind a session.
@@ -217,6 +223,9 @@ func (m *ClientMessage) walk(data []byte, types *TypeTable, collection Collectio
 			m.decodeSession(it.Value())
 			continue
 		}
+		if it.KeyIs(keepAlive) {
+			continue // a client's liveness ping: the frame answers it
+		}
 		dt, key, ok := types.Lookup(it.Key())
 		if !ok {
 			m.warnUnknownType(it.Key())
@@ -273,7 +282,7 @@ func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
 	k := string(key)
-	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
+	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
 }
 
 func (m *ClientMessage) fail(e *Error) {
@@ -306,6 +315,8 @@ func (m *ClientMessage) nextDevice() *DeviceEntry {
 	e := &m.Devices[len(m.Devices)-1]
 	e.Command = DeviceCommand{}
 	e.Configure = e.Configure[:0]
+	e.Transform = TransformPatch{}
+	e.GravityCompensation = OptionalBool{}
 	return e
 }
 
@@ -394,6 +405,12 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	for it := v.Members(); it.Next(); {
 		kind := commandFromName(it.Key())
 		if kind == CmdNone {
+			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), at); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			name := string(it.Key())
 			c := at.child(name)
 			w.add(CodeUnknownCommand, &c, "unknown command %q: ignored", name)
@@ -649,6 +666,7 @@ func (m *ClientMessage) decodeSession(v Value) {
 		case it.KeyIs("set_basis"):
 			c := at.child("set_basis")
 			err = m.decodeSetBasis(val, &c)
+		case it.KeyIs(keepAlive):
 		default:
 			name := string(it.Key())
 			c := at.child(name)

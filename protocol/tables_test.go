@@ -108,8 +108,9 @@ func TestTypeAliases(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"inverse3": "arm4"},
 		{"grip": "arm3"},
-		{"arm3": "arm3"},
+		{"wireless_verse_grip": "arm3"},
 		{"session": "arm3"},
+		{"keep_alive": "grip"},
 		{"bad key": "arm3"},
 	} {
 		if _, err := NewTypeTable(bad); err == nil || !strings.HasPrefix(err.Error(), "protocol: ") {
@@ -123,7 +124,8 @@ func TestTypeAliases(t *testing.T) {
 	if got := tt.Keys(TypeArm); !reflect.DeepEqual(got, []string{"arm3", "haptic", "inverse3"}) {
 		t.Errorf("arm keys %v", got)
 	}
-	if got := tt.Keys(TypeGrip); !reflect.DeepEqual(got, []string{"grip", "verse_grip"}) {
+	// Aliases that repeat a known name of the same type add nothing.
+	if got := tt.Keys(TypeGrip); !reflect.DeepEqual(got, []string{"custom_verse_grip", "grip", "verse_grip", "wireless_verse_grip"}) {
 		t.Errorf("grip keys %v", got)
 	}
 	for key, want := range map[string]DeviceType{"arm3": TypeArm, "inverse3": TypeArm, "grip": TypeGrip, "verse_grip": TypeGrip, "session": 0, "Arm3": 0} {
@@ -133,8 +135,8 @@ func TestTypeAliases(t *testing.T) {
 		}
 	}
 	var none *TypeTable
-	if dt, ok := none.Resolve("grip"); !ok || dt != TypeGrip || len(none.Keys(TypeArm)) != 1 {
-		t.Error("a nil table should know the base types")
+	if dt, ok := none.Resolve("grip"); !ok || dt != TypeGrip || len(none.Keys(TypeArm)) != 2 {
+		t.Error("a nil table should know every built-in name")
 	}
 	if !reflect.DeepEqual(tt.Types(), []DeviceType{TypeArm, TypeGrip}) || TypeArm.Key() != "arm3" || TypeGrip.Key() != "grip" {
 		t.Error(tt.Types())
@@ -239,6 +241,8 @@ func TestSessionSelector(t *testing.T) {
 		{7, "org.lab.viewer"},
 		{9, "co.example.app:main"},
 		{11, "rig:2"},
+		{12, "co.haply.hub::demo-orb"},
+		{13, "co.haply.hub::demo-orb"},
 	}
 	tests := []struct {
 		sel  string
@@ -248,14 +252,20 @@ func TestSessionSelector(t *testing.T) {
 		{"#7", []uint64{7}},
 		{"3", nil},
 		{":0", []uint64{1}},
-		{":-1", []uint64{11}},
-		{":-6", []uint64{1}},
-		{":6", nil},
+		{":-1", []uint64{13}},
+		{":-8", []uint64{1}},
+		{":8", nil},
+		// Profile names with "::" (the vendor's Hub demos): NAME, not NAME:I.
+		{"co.haply.hub::demo-orb", []uint64{12, 13}},
+		{"co.haply.hub::demo-orb:1", []uint64{13}},
+		{"co.haply.hub::demo-orb:-2", []uint64{12}},
+		{"co.haply.hub::*", []uint64{12, 13}},
+		{"co.haply.hub:", nil},
 		{"co.example.app:main", []uint64{1, 9}},
 		{"co.example.app:*", []uint64{1, 5, 9}},
 		{"co.example.app:*:-1", []uint64{9}},
 		{"co.example.app:main:1", []uint64{9}},
-		{"*", []uint64{1, 5, 7, 9, 11}},
+		{"*", []uint64{1, 5, 7, 9, 11, 12, 13}},
 		{"*viewer", []uint64{7}},
 		{"rig:2", []uint64{11}}, // a profile literally named NAME:I wins
 		{"nobody", nil},
@@ -343,7 +353,10 @@ func TestTypeTableLookup(t *testing.T) {
 	}{
 		{nil, "arm3", TypeArm, true},
 		{nil, "grip", TypeGrip, true},
-		{nil, "inverse3", 0, false},
+		{nil, "inverse3", TypeArm, true},
+		{nil, "wireless_verse_grip", TypeGrip, true},
+		{nil, "custom_verse_grip", TypeGrip, true},
+		{nil, "Inverse3", 0, false},
 		{aliases, "inverse3", TypeArm, true},
 		{aliases, "verse_grip", TypeGrip, true},
 		{aliases, "session", 0, false},
@@ -357,10 +370,73 @@ func TestTypeTableLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) allocates %v times", tt.key, n)
 		}
 	}
-	if got := (*TypeTable)(nil).Keys(TypeArm); len(got) != 1 || got[0] != "arm3" {
+	if got := (*TypeTable)(nil).Keys(TypeArm); !reflect.DeepEqual(got, []string{"arm3", "inverse3"}) {
 		t.Errorf("nil table Keys(arm) = %v", got)
 	}
 	if got := aliases.Keys(DeviceType(9)); got != nil {
 		t.Errorf("Keys(9) = %v", got)
+	}
+}
+
+// The naming table: what each naming writes, each device in one collection,
+// every known name accepted, and the family selectors.
+func TestNamingTable(t *testing.T) {
+	for _, tt := range []struct {
+		flag        string
+		collections []string
+		arm, wired  string
+		wireless    string
+	}{
+		{"haply", []string{"inverse3", "verse_grip", "wireless_verse_grip"}, "inverse3", "verse_grip", "wireless_verse_grip"},
+		{"reference", []string{"arm3", "grip"}, "arm3", "grip", "grip"},
+	} {
+		n, err := ParseNaming(tt.flag)
+		if err != nil || n.String() != tt.flag {
+			t.Fatalf("ParseNaming(%q) = %v, %v", tt.flag, n, err)
+		}
+		types, err := NewNamedTypeTable(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, c := range types.Collections() {
+			keys = append(keys, c.Key)
+		}
+		if !reflect.DeepEqual(keys, tt.collections) {
+			t.Errorf("%s: collections %v", tt.flag, keys)
+		}
+		got := []string{types.Name(TypeArm, LinkAny), types.Name(TypeGrip, LinkWired), types.Name(TypeGrip, LinkWireless), types.Name(TypeGrip, LinkAny)}
+		if want := []string{tt.arm, tt.wired, tt.wireless, tt.wireless}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: names %v, want %v", tt.flag, got, want)
+		}
+		// Each device in exactly one collection.
+		for _, dev := range []struct {
+			dt   DeviceType
+			link Link
+		}{{TypeArm, LinkAny}, {TypeGrip, LinkWired}, {TypeGrip, LinkWireless}, {TypeGrip, LinkAny}} {
+			n := 0
+			for _, c := range types.Collections() {
+				if c.Holds(dev.dt, dev.link) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %v/%v is in %d collections", tt.flag, dev.dt, dev.link, n)
+			}
+		}
+		for name, want := range map[string]DeviceType{"arm3": TypeArm, "inverse3": TypeArm, "grip": TypeGrip, "verse_grip": TypeGrip, "wireless_verse_grip": TypeGrip, "custom_verse_grip": TypeGrip} {
+			if dt, ok := types.Resolve(name); !ok || dt != want {
+				t.Errorf("%s: Resolve(%s) = %v, %v", tt.flag, name, dt, ok)
+			}
+		}
+	}
+	if _, err := ParseNaming("vendor"); err == nil || !strings.HasPrefix(err.Error(), "protocol: ") {
+		t.Errorf("ParseNaming(vendor) = %v", err)
+	}
+	for seg, want := range map[string]DeviceType{"*inverse": TypeArm, "*verse_grip": TypeGrip, "*grip": 0, "inverse": 0, "*": 0} {
+		c, ok := ParseFamilySelector(seg)
+		if ok != (want != 0) || c.Type != want || ok && (c.Link != LinkAny || c.Key != seg) {
+			t.Errorf("ParseFamilySelector(%q) = %+v, %v", seg, c, ok)
+		}
 	}
 }

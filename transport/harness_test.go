@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -33,12 +34,15 @@ type testService struct {
 	eventsWS string // ws://127.0.0.1:port/ of the events listener
 	armIDs   []string
 	gripIDs  []string
+	wiredIDs []string // wired grips (serviceConfig.wiredGrips)
 }
 
 type serviceConfig struct {
 	arms, grips  int
 	dir          string
 	aliases      string
+	haplyNames   bool // write the default (product) names instead of the reference's
+	wiredGrips   int  // simulated grips on a cable, after the wireless ones
 	allowOrigin  []string
 	maxProfiles  int
 	writeTimeout time.Duration
@@ -61,7 +65,13 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types, err := protocol.NewTypeTable(aliases)
+	// Today's tests speak the reference's names; the drop-in tests start
+	// the service with the default naming (serviceConfig.naming).
+	naming := protocol.NamingReference
+	if cfg.haplyNames {
+		naming = protocol.NamingHaply
+	}
+	types, err := protocol.NewNamedTypeTable(naming, aliases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +94,13 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 			t.Fatal(err)
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
+	}
+	for i := 0; i < cfg.wiredGrips; i++ {
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: cfg.grips + i, PeriodS: 0.001, Link: hw.LinkWired}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
 	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout})
 	if err != nil {

@@ -73,7 +73,9 @@ func TestREADMEExamplesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	d := startProcess(t, buildBinary(t), "--state-dir", t.TempDir())
+	// The README is what a newcomer runs: the default names, not the
+	// reference names the other process tests use.
+	d := startProcess(t, buildBinary(t), "--state-dir", t.TempDir(), "--type-names", "haply")
 	host := d.addr["http"]
 	local := func(s string) string {
 		s = strings.ReplaceAll(s, "localhost:10001", host)
