@@ -5,6 +5,7 @@
 //	hapticd deprecations        print the migration report of a running service
 //	hapticd baseline-arms       step simulated arms with no service (a bench baseline)
 //	hapticd docs                print the README tables generated from the protocol tables
+//	hapticd service ...         install, start, stop or uninstall the Windows service
 package main
 
 import (
@@ -15,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -30,7 +30,8 @@ import (
 )
 
 // version is hapticd's own version (the API it emulates is actors.APIVersion).
-const version = "0.1.0"
+// Release builds stamp it: -ldflags "-X main.version=1.2.3".
+var version = "0.1.0"
 
 func main() {
 	if len(os.Args) > 1 {
@@ -43,6 +44,8 @@ func main() {
 			exit(runDocs(os.Args[2:], os.Stdout))
 		case "serve":
 			exit(serve(os.Args[2:]))
+		case "service":
+			exit(runService(os.Args[2:], os.Stdout))
 		}
 	}
 	exit(serve(os.Args[1:]))
@@ -129,17 +132,6 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-// defaultStateDir follows the XDG base directory rules.
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hapticd")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "hapticd")
-	}
-	return "hapticd-state"
-}
-
 func newLogger(level, format string, w io.Writer) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
@@ -174,11 +166,17 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
+	logReady(log, sv)
 
 	s := <-sig
 	log.Info().Str("signal", s.String()).Msg("shutting down")
 	return sv.stop(nil)
+}
+
+// logReady logs the line that says everything listens (also under the
+// Windows service).
+func logReady(log zerolog.Logger, sv *service) {
+	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
 }
 
 // service is a running hapticd: actors, listeners and hardware.
