@@ -39,6 +39,9 @@ var house = []houseRule{
 		why:        "the load generator is a client: it sees the service only as a client would"},
 	{prefix: "cmd/hapticbench", project: []string{"bench"},
 		why: "the bench command line is a thin shell over bench"},
+	{prefix: "cmd/hapticpkg",
+		thirdParty: []string{"github.com/goreleaser/nfpm/v2"},
+		why:        "the packager is a release tool: it packs the built binary and packaging/ files with nFPM and imports no hapticd code"},
 }
 
 type listedPackage struct {
@@ -134,6 +137,8 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"bench", module + "/actors", false},
 		{"bench", "github.com/gorilla/websocket", true},
 		{"cmd/hapticbench", module + "/hw/sim", false},
+		{"cmd/hapticpkg", "github.com/goreleaser/nfpm/v2/deb", true},
+		{"cmd/hapticpkg", module + "/protocol", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)
