@@ -63,9 +63,9 @@ func installService(flags []string, out io.Writer) error {
 	if _, err := parseFlags(runArgs[2:]); err != nil {
 		return fmt.Errorf("service: install: %w", err)
 	}
-	m, err := mgr.Connect()
+	m, err := connectSCM()
 	if err != nil {
-		return fmt.Errorf("service: connect to the Service Control Manager (run as administrator): %w", err)
+		return err
 	}
 	defer m.Disconnect()
 	if s, err := m.OpenService(serviceName); err == nil {
@@ -90,32 +90,55 @@ func installService(flags []string, out io.Writer) error {
 }
 
 func uninstallService(out io.Writer) error {
-	m, err := mgr.Connect()
-	if err != nil {
-		return fmt.Errorf("service: connect to the Service Control Manager (run as administrator): %w", err)
-	}
-	defer m.Disconnect()
-	s, err := m.OpenService(serviceName)
-	if err != nil {
-		return fmt.Errorf("service: %s is not installed: %w", serviceName, err)
-	}
-	defer s.Close()
-	if st, err := s.Query(); err == nil && st.State != svc.Stopped {
-		if err := stopAndWait(s); err != nil {
-			return err
+	return withService(func(s *mgr.Service) error {
+		if st, err := s.Query(); err == nil && st.State != svc.Stopped {
+			if err := stopAndWait(s); err != nil {
+				return err
+			}
 		}
-	}
-	if err := s.Delete(); err != nil {
-		return fmt.Errorf("service: uninstall: %w", err)
-	}
-	fmt.Fprintf(out, "removed service %s (its state directory is left in place)\n", serviceName)
-	return nil
+		if err := s.Delete(); err != nil {
+			return fmt.Errorf("service: uninstall: %w", err)
+		}
+		fmt.Fprintf(out, "removed service %s (its state directory is left in place)\n", serviceName)
+		return nil
+	})
 }
 
 func controlService(out io.Writer, start bool) error {
+	return withService(func(s *mgr.Service) error {
+		if !start {
+			if err := stopAndWait(s); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "service %s stopped\n", serviceName)
+			return nil
+		}
+		if err := s.Start(); err != nil {
+			return fmt.Errorf("service: start: %w", err)
+		}
+		if err := waitState(s, svc.Running); err != nil {
+			return fmt.Errorf("service: start: %w (see hapticd.log in the state directory)", err)
+		}
+		fmt.Fprintf(out, "service %s running\n", serviceName)
+		return nil
+	})
+}
+
+// connectSCM connects to the Service Control Manager, which needs an
+// administrator for every change.
+func connectSCM() (*mgr.Mgr, error) {
 	m, err := mgr.Connect()
 	if err != nil {
-		return fmt.Errorf("service: connect to the Service Control Manager (run as administrator): %w", err)
+		return nil, fmt.Errorf("service: connect to the Service Control Manager (run as administrator): %w", err)
+	}
+	return m, nil
+}
+
+// withService runs fn on the installed hapticd service.
+func withService(fn func(*mgr.Service) error) error {
+	m, err := connectSCM()
+	if err != nil {
+		return err
 	}
 	defer m.Disconnect()
 	s, err := m.OpenService(serviceName)
@@ -123,21 +146,7 @@ func controlService(out io.Writer, start bool) error {
 		return fmt.Errorf("service: %s is not installed (hapticd service install): %w", serviceName, err)
 	}
 	defer s.Close()
-	if !start {
-		if err := stopAndWait(s); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "service %s stopped\n", serviceName)
-		return nil
-	}
-	if err := s.Start(); err != nil {
-		return fmt.Errorf("service: start: %w", err)
-	}
-	if err := waitState(s, svc.Running); err != nil {
-		return fmt.Errorf("service: start: %w (see hapticd.log in the state directory)", err)
-	}
-	fmt.Fprintf(out, "service %s running\n", serviceName)
-	return nil
+	return fn(s)
 }
 
 func stopAndWait(s *mgr.Service) error {
