@@ -45,6 +45,9 @@ var house = []houseRule{
 		why:        "the load generator is a client: it sees the service only as a client would"},
 	{prefix: "cmd/hapticbench", project: []string{"bench"},
 		why: "the bench command line is a thin shell over bench"},
+	{prefix: "cmd/hapticpkg",
+		thirdParty: []string{"github.com/goreleaser/nfpm/v2"},
+		why:        "the packager is a release tool: it packs the built binary and packaging/ files with nFPM and imports no hapticd code"},
 }
 
 type listedPackage struct {
@@ -142,6 +145,8 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"cmd/hapticbench", module + "/hw/sim", false},
 		{"transport", "github.com/prometheus/client_golang/prometheus", true},
 		{"actors", "github.com/prometheus/client_golang/prometheus", false},
+		{"cmd/hapticpkg", "github.com/goreleaser/nfpm/v2/deb", true},
+		{"cmd/hapticpkg", module + "/protocol", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)

@@ -76,6 +76,12 @@
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
 // minus a margin learned from observed wake-up latency, then spins to the
 // deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
+// On Windows the clock is QueryPerformanceCounter (the runtime's monotonic
+// clock there steps by a whole clock interrupt), the sleep is a
+// high-resolution waitable timer armed with the relative time left, and
+// loop threads run at THREAD_PRIORITY_HIGHEST (TIME_CRITICAL with
+// RealtimePriority); timerwait.go holds that arithmetic, tested on every
+// OS. Elsewhere (macOS) the sleep is time.Sleep and the spin does the rest.
 // Each runner records its period in a protocol/histogram Histogram (the
 // one the load generator reads its round trips with; buckets 1/8 of their
 // value wide, percentiles reported at the bucket's upper edge), counts

@@ -21,6 +21,9 @@ type Pacer struct {
 	lateNs int64
 	// maxSpin bounds the spin (0: sleep only).
 	maxSpin int64
+	// timer is what the OS sleeps on (a waitable timer on Windows; nothing
+	// elsewhere). Its zero value is ready to use.
+	timer osTimer
 }
 
 const (
@@ -116,7 +119,7 @@ func (p *Pacer) waitFor(remainingNs int64) {
 		target = p.next
 	}
 	if sleepTo := target - p.spinNs(); sleepTo > start {
-		sleepUntil(sleepTo)
+		p.sleepUntil(sleepTo)
 		p.noteLate(monoNow() - sleepTo)
 	}
 	for monoNow() < target {

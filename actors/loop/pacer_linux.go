@@ -4,9 +4,12 @@ package loop
 
 import "golang.org/x/sys/unix"
 
+// osTimer is empty on Linux: clock_nanosleep needs no handle.
+type osTimer struct{}
+
 // sleepUntil sleeps until the CLOCK_MONOTONIC time deadlineNs. An absolute
 // deadline does not drift when the sleep is interrupted and restarted.
-func sleepUntil(deadlineNs int64) {
+func (p *Pacer) sleepUntil(deadlineNs int64) {
 	ts := unix.NsecToTimespec(deadlineNs)
 	for {
 		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)

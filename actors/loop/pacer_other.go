@@ -1,17 +1,15 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package loop
 
-import "time"
+// osTimer is empty here: the runtime's timers are all there is.
+type osTimer struct{}
 
-// sleepUntil sleeps until the monotonic time deadlineNs. This portable
-// fallback uses time.Sleep, which is coarser than clock_nanosleep; the spin
-// after it keeps ticks on their deadlines at a higher CPU cost.
-func sleepUntil(deadlineNs int64) {
-	if d := deadlineNs - monoNow(); d > 0 {
-		time.Sleep(time.Duration(d))
-	}
-}
+// sleepUntil sleeps until the monotonic time deadlineNs with time.Sleep,
+// which is coarser than Linux's clock_nanosleep or a Windows
+// high-resolution timer; the spin after it keeps ticks on their deadlines
+// at a higher CPU cost.
+func (p *Pacer) sleepUntil(deadlineNs int64) { sleepRuntime(deadlineNs) }
 
-// tuneThread has nothing to tune off Linux.
+// tuneThread has nothing to tune here (macOS, the BSDs).
 func tuneThread(int) (realtime bool, restore func()) { return false, func() {} }

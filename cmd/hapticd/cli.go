@@ -29,6 +29,7 @@ func commandTable() []command {
 		{"deprecations", "print the migration report of a running service", func(a []string) error { return runDeprecations(a, os.Stdout) }},
 		{"docs", "print the README tables generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
 		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
+		{"service", "install, start, stop or uninstall the Windows service (elsewhere: systemd or launchd)", func(a []string) error { return runService(a, os.Stdout) }},
 		{"version", "print hapticd's version and VCS revision", func(a []string) error { return runVersion(a, os.Stdout) }},
 		{"help", "list the subcommands, or explain one: hapticd help SUBCOMMAND", func(a []string) error { return runHelp(a, os.Stdout) }},
 	}

@@ -53,6 +53,9 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 		// comes back.
 		scan = time.Second
 	}
+	if o.hwScanPeriod > 0 && !serial.USBIdentity {
+		h.log.Warn().Msg("this build cannot read USB ids (macOS without cgo): the scan lists /dev/cu.usbmodem* ports but opens none; open a device with --hw-port /dev/cu.usbmodemNNNN")
+	}
 	wo := discovery.WatcherOptions{ExplicitPorts: ports, ScanPeriod: scan, PeriodS: periodS}
 	if o.hwScanPeriod <= 0 {
 		// Explicit ports only: no USB or HID enumeration on each scan.

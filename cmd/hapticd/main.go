@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -26,7 +25,8 @@ import (
 )
 
 // version is hapticd's own version (the API it emulates is actors.APIVersion).
-const version = "0.1.0"
+// Release builds stamp it: -ldflags "-X main.version=1.2.3".
+var version = "0.1.0"
 
 func main() { exit(run(os.Args[1:], os.Stdout)) }
 
@@ -105,17 +105,6 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-// defaultStateDir follows the XDG base directory rules.
-func defaultStateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hapticd")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "hapticd")
-	}
-	return "hapticd-state"
-}
-
 func serve(args []string) error {
 	o, err := parseFlags(args)
 	if err != nil {
@@ -135,11 +124,17 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
+	logReady(log, sv)
 
 	s := <-sig
 	log.Info().Str("signal", s.String()).Msg("shutting down")
 	return sv.stop(nil)
+}
+
+// logReady logs the line that says everything listens (also under the
+// Windows service).
+func logReady(log zerolog.Logger, sv *service) {
+	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
 }
 
 // service is a running hapticd: actors, listeners and hardware.

@@ -363,6 +363,9 @@ func (w *Watcher) candidates() ([]candidate, error) {
 
 // classify says which known device a port is, or why it is none.
 func classify(pi serial.PortInfo) (hw.Kind, string) {
+	if pi.Unidentified {
+		return 0, "this build cannot read USB ids (macOS without cgo); if it is a device, open it with --hw-port " + pi.Path
+	}
 	if !pi.IsUSB {
 		return 0, "not a USB serial port"
 	}

@@ -97,6 +97,9 @@ func TestOnlyMatchingPortsGetAByte(t *testing.T) {
 		{Path: otherPath, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensy MIDI"},
 		{Path: "/dev/ttyS0"},
 		{Path: "/dev/ttyUSB9", IsUSB: true, VID: 0x0403, PID: 0x6001, Product: "FT232R"},
+		// A macOS build without cgo cannot read USB ids: never opened
+		// by the scan, and the reason names the way to open it.
+		{Path: "/dev/cu.usbmodem1101", Unidentified: true},
 	}
 	rec := &recorder{}
 	defer rec.closeAll()
@@ -127,6 +130,7 @@ func TestOnlyMatchingPortsGetAByte(t *testing.T) {
 		{otherPath, discovery.Skipped, "Teensy MIDI"},
 		{"/dev/ttyS0", discovery.Skipped, "not a USB"},
 		{"/dev/ttyUSB9", discovery.Skipped, "0403:6001"},
+		{"/dev/cu.usbmodem1101", discovery.Skipped, "--hw-port /dev/cu.usbmodem1101"},
 	}
 	for _, tc := range tests {
 		p, ok := portOf(r, tc.path)

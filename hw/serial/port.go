@@ -6,7 +6,6 @@ import (
 	"time"
 
 	bugst "go.bug.st/serial"
-	"go.bug.st/serial/enumerator"
 )
 
 // Port is an open serial port.
@@ -69,49 +68,4 @@ func explain(err error) error {
 		return fmt.Errorf("%w (%w)", ErrPermission, err)
 	}
 	return err
-}
-
-// PortInfo is what the system tells about a serial port without opening it.
-type PortInfo struct {
-	Path         string
-	IsUSB        bool
-	VID, PID     uint16
-	SerialNumber string
-	Product      string
-}
-
-// Enumerate lists the serial ports of the system with their USB details (read
-// from sysfs on Linux: no byte is sent to any port).
-func Enumerate() ([]PortInfo, error) {
-	list, err := enumerator.GetDetailedPortsList()
-	if err != nil {
-		return nil, fmt.Errorf("hw/serial: list serial ports: %w", err)
-	}
-	out := make([]PortInfo, 0, len(list))
-	for _, d := range list {
-		pi := PortInfo{Path: d.Name, IsUSB: d.IsUSB, SerialNumber: d.SerialNumber, Product: d.Product}
-		if d.IsUSB {
-			pi.VID = parseHex16(d.VID)
-			pi.PID = parseHex16(d.PID)
-		}
-		out = append(out, pi)
-	}
-	return out, nil
-}
-
-func parseHex16(s string) uint16 {
-	var v uint16
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | uint16(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | uint16(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			v = v<<4 | uint16(c-'A'+10)
-		default:
-			return 0
-		}
-	}
-	return v
 }

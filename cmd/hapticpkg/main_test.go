@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The packaged unit runs the packaged binary as the user the package
+// creates; the rest of the unit (hardening, devices) is the source's.
+func TestPackagedUnit(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "packaging", "systemd", "hapticd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit, err := packagedUnit(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nExecStart=/usr/bin/hapticd ", "\nUser=hapticd\n", "\nGroup=hapticd\n", "\nStateDirectory=hapticd\n", "\nDeviceAllow=char-ttyACM rw\n"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("packaged unit lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, gone := range []string{"/usr/local/bin", "DynamicUser"} {
+		if strings.Contains(unit, gone) {
+			t.Errorf("packaged unit still has %q", gone)
+		}
+	}
+	if _, err := packagedUnit("[Service]\nExecStart=/opt/hapticd\n"); err == nil {
+		t.Error("a unit without the lines to rewrite was accepted; the package would ship a unit for the wrong path or user")
+	}
+}
+
+// hapticpkg writes a Debian package (an ar archive) from the repository's
+// packaging files and prints its path.
+func TestBuildsADeb(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hapticd")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err := run([]string{"--bin", bin, "--arch", "arm64", "--version", "1.2.3", "--out", filepath.Join(dir, "dist"), "--root", filepath.Join("..", ".."), "--formats", "deb"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimSpace(out.String())
+	if filepath.Base(path) != "hapticd_1.2.3-1_arm64.deb" {
+		t.Fatalf("printed %q, want the path of hapticd_1.2.3-1_arm64.deb", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head := make([]byte, 21)
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(head, []byte("!<arch>\ndebian-binary")) {
+		t.Fatalf("%s does not start as a Debian package: %q", path, head)
+	}
+}
+
+func TestRejectsBadArguments(t *testing.T) {
+	tests := [][]string{
+		{"--version", "1.0.0"}, // no binary
+		{"--bin", "x"},         // no version
+		{"--bin", "x", "--version", "1", "--arch", "386"},   // unsupported arch
+		{"--bin", "/nonexistent/hapticd", "--version", "1"}, // missing binary
+	}
+	for _, args := range tests {
+		if err := run(args, io.Discard); err == nil {
+			t.Errorf("hapticpkg %q succeeded", args)
+		}
+	}
+}
