@@ -158,51 +158,74 @@ const regReadAttempts = 4
 // device is between ticks. Step never waits for the token (it skips the tick
 // instead); Halt waits at most one tick.
 type Device struct {
-	// Atomics.
-	token    atomic.Bool // held while the driver is in use (Step, direct Halt)
-	haltReq  atomic.Uint64
-	haltAck  atomic.Uint64
-	globals  atomic.Pointer[Globals]
-	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
-	running  atomic.Bool                 // a runner (RunLocked, Scheduler) steps the device
-	ticks    atomic.Uint64
-	errors   atomic.Uint64
-	failed   atomic.Bool
-	reg      Register
-	snap     SnapshotCell
-	exchange Histogram
+	// Hot: what an idle tick touches, first and together, so a shard
+	// stepping thousands of devices reads few cache lines per device.
+	token           atomic.Bool // held while the driver is in use (Step, direct Halt)
+	failed          atomic.Bool
+	running         atomic.Bool // a runner (RunLocked, Scheduler) steps the device
+	armed           bool        // the output follows held
+	ramping         bool
+	halted          bool // Halt ran and no command armed the output since
+	configuredOnce  bool
+	haltReq         atomic.Uint64
+	haltAck         atomic.Uint64
+	ticks           atomic.Uint64
+	globals         atomic.Pointer[Globals]
+	drv             hw.Driver
+	lazy            lazyStateDriver // drv, when it leaves derived state to readers
+	configuredFrom  *Globals        // the Globals last acted on
+	lastNowNs       int64
+	lastOwner       uint64
+	unarmedOwner    uint64 // an owner seen with no command in its term...
+	unarmedSinceNs  int64  // ...since this time
+	disarmedVersion uint64 // register writes up to this one are never applied
+	appliedSeq      uint64
+	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
+	stateGravityN   float64 // the feed-forward inside state.ForceN
+	errRun          int
+	rampStartNs     int64
+	maxForceN       float64 // info's, kept beside the state
+	massKg          float64 // info's EffectiveMassKg
+	hostGravity     bool    // info's HostGravityCompensation
+	out             hw.Command
+	gate            forceGate
+	cmd             Command // the latest register contents
+
+	// Atomics read by others.
+	runner atomic.Pointer[runnerStats] // the measurements of the last runner
+	errors atomic.Uint64
+	reg    Register
 
 	// Immutable after NewDevice.
-	drv   hw.Driver
 	cfg   hw.Configurer // nil when the driver takes no settings
 	info  hw.Info
 	opts  DeviceOptions
 	clock Clock
 
 	// The holder of token owns the following.
-	cmd, readBuf    Command // the latest register contents
-	held            Command // the last command applied: what a ramp winds down
-	armed           bool    // the output follows held
-	ramping         bool
-	rampStartNs     int64
-	lastOwner       uint64
-	unarmedOwner    uint64 // an owner seen with no command in its term...
-	unarmedSinceNs  int64  // ...since this time
-	disarmedVersion uint64 // register writes up to this one are never applied
-	appliedSeq      uint64
-	out             hw.Command
-	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
-	stateGravityN   float64 // the feed-forward inside state.ForceN
-	halted          bool    // Halt ran and no command armed the output since
-	state, scratch  hw.State
-	gate            forceGate
-	lastNowNs       int64
-	errRun          int
-	configuredFrom  *Globals // the Globals last acted on
-	configured      hw.Settings
-	configuredOnce  bool
-	configRetryNs   int64
-	pub             Snapshot
+	held          Command // the last command applied: what a ramp winds down
+	state         hw.State
+	scratch       *hw.State // a non-lazy driver's exchange target (nil for lazy ones)
+	configured    hw.Settings
+	configRetryNs int64
+	pub           Snapshot
+	snap          SnapshotCell
+}
+
+// lazyStateDriver is a driver that leaves the state clients read but the
+// loop does not (joint angles and speeds, body orientation) to be derived
+// when a snapshot is loaded, and says when a step changed nothing, so an
+// arm at rest costs a tick no copies and no publish: the simulated arm.
+type lazyStateDriver interface {
+	// ExchangeCore is Exchange filling only position, velocity, force and
+	// status, and only when moved; !moved or an error leave st as the last
+	// call did.
+	ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error)
+	// LeftHanded is the handedness DeriveState must use for st now.
+	LeftHanded() bool
+	// DeriveState completes st; it reads only its arguments, so any
+	// goroutine may call it.
+	DeriveState(st *hw.State, leftHanded bool)
 }
 
 // NewDevice returns the loop state for drv (which must not be nil). Nothing
@@ -224,7 +247,12 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.Clock = SystemClock()
 	}
 	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)
+	d.lazy, _ = drv.(lazyStateDriver)
+	if d.lazy == nil {
+		d.scratch = new(hw.State)
+	}
 	g := DefaultGlobals()
 	d.globals.Store(g)
 	d.configuredFrom = g // the driver keeps its own settings until SetGlobals
@@ -240,7 +268,13 @@ func (d *Device) Register() *Register { return &d.reg }
 
 // Load fills dst with the latest snapshot. It never blocks and never
 // allocates; any number of goroutines may call it.
-func (d *Device) Load(dst *Snapshot) { d.snap.Load(dst) }
+func (d *Device) Load(dst *Snapshot) {
+	d.snap.Load(dst)
+	if dst.derive != deriveNone && d.lazy != nil {
+		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
+	}
+	dst.derive = deriveNone
+}
 
 // PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
 // read it before Load, and whatever was derived from a snapshot under the
@@ -265,7 +299,6 @@ func (d *Device) Stats() Stats {
 	s := Stats{
 		TargetNs: d.opts.PeriodNs,
 		Ticks:    d.ticks.Load(),
-		Exchange: d.exchange.Summary(),
 		Errors:   d.errors.Load(),
 	}
 	if r := d.runner.Load(); r != nil {
@@ -273,6 +306,7 @@ func (d *Device) Stats() Stats {
 		s.Period = r.period.Summary()
 		s.Overruns = r.overruns.Load()
 		s.Busy = r.busy.Summary()
+		s.Exchange = r.exchange.Summary()
 		s.Realtime = r.realtime.Load()
 	}
 	return s
@@ -344,7 +378,8 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	}
 	defer d.token.Store(false)
 	tick := d.ticks.Add(1)
-	if d.haltReq.Load() != d.haltAck.Load() {
+	halting := d.haltReq.Load() != d.haltAck.Load()
+	if halting {
 		d.haltLocked()
 	}
 	dtNs := nowNs - d.lastNowNs
@@ -355,6 +390,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 
 	owner := d.lease(nowNs)
 	mode := hw.ModeIdle
+	changed := d.lazy == nil || halting // other drivers publish every tick
 	if d.failed.Load() {
 		d.out = hw.Command{}
 		d.gravityN = 0
@@ -371,29 +407,60 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		if timed {
 			startNs = d.clock.Now()
 		}
-		err := d.drv.Exchange(&d.out, &d.scratch)
+		moved, err := d.exchange()
 		if timed {
-			d.exchange.Record(d.clock.Now() - startNs)
+			if r := d.runner.Load(); r != nil {
+				r.exchange.Record(d.clock.Now() - startNs)
+			}
 		}
 		if err != nil {
 			d.driverError(err, owner)
 		} else {
 			d.errRun = 0
-			d.state = d.scratch
+			changed = changed || moved || d.stateGravityN != d.gravityN
 			d.stateGravityN = d.gravityN
 		}
 	}
 
 	p := &d.pub
+	failed := d.failed.Load()
+	derive := deriveNone
+	if d.lazy != nil {
+		derive = deriveRight
+		if d.lazy.LeftHanded() {
+			derive = deriveLeft
+		}
+	}
+	if !changed && p.derive == derive && p.Mode == mode && p.Owner == owner && p.AppliedSeq == d.appliedSeq && p.Failed == failed {
+		// Nothing a reader sees changed (an arm at rest, nobody in
+		// control): the published snapshot still holds, and readers'
+		// PublishSeq-keyed caches stay valid.
+		return
+	}
 	p.State = d.state
 	p.State.ForceN.Z -= d.stateGravityN
+	p.derive = derive
 	p.Mode = mode
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
-	p.Failed = d.failed.Load()
+	p.Failed = failed
 	d.snap.Publish(p)
+}
+
+// exchange is one driver exchange of d.out; d.state takes the state only
+// when it succeeds. moved false means a lazy driver's state did not change.
+func (d *Device) exchange() (moved bool, err error) {
+	if d.lazy != nil {
+		// A lazy driver writes st only on success, and only when moved.
+		return d.lazy.ExchangeCore(&d.out, &d.state)
+	}
+	if err := d.drv.Exchange(&d.out, d.scratch); err != nil {
+		return false, err
+	}
+	d.state = *d.scratch
+	return true, nil
 }
 
 // lease reads the register, takes it back from an owner whose lease lapsed,
@@ -402,11 +469,8 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	r := &d.reg
 	// Versions only grow, so an unchanged latest version means the
 	// command in hand is still the register's: skip the read.
-	for i := 0; i < regReadAttempts && r.latest.Load() != d.cmd.version; i++ {
-		if r.read(&d.readBuf) {
-			d.cmd = d.readBuf
-			break
-		}
+	if r.latest.Load() != d.cmd.version {
+		d.readRegister()
 	}
 	owner = r.owner.Load()
 	term := r.term.Load()
@@ -434,6 +498,19 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	}
 	d.lastOwner = owner
 	return owner
+}
+
+// readRegister takes the register's latest command into d.cmd, unless
+// writers kept overwriting it under the read (then the previous one stays).
+// It is out of lease's line so the idle path keeps no Command on its stack.
+func (d *Device) readRegister() {
+	var buf Command
+	for i := 0; i < regReadAttempts; i++ {
+		if d.reg.read(&buf) {
+			d.cmd = buf
+			return
+		}
+	}
 }
 
 // compute fills d.out from the command in force (or the ramp after it).
@@ -492,7 +569,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 		}
 		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		f = clampMagnitude(f, d.info.MaxForceN)
+		f = clampMagnitude(f, d.maxForceN)
 		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
@@ -530,7 +607,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 func (d *Device) addGravity(g *Globals) {
 	d.gravityN = 0
 	s := &g.Settings
-	if d.halted || !d.info.HostGravityCompensation || !s.GravityCompensation {
+	if d.halted || !d.hostGravity || !s.GravityCompensation {
 		return
 	}
 	switch d.out.Mode {
@@ -540,9 +617,9 @@ func (d *Device) addGravity(g *Globals) {
 	default:
 		return
 	}
-	ff := d.info.EffectiveMassKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
+	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
 	d.out.ForceN.Z += ff
-	d.out.ForceN = clampMagnitude(d.out.ForceN, d.info.MaxForceN)
+	d.out.ForceN = clampMagnitude(d.out.ForceN, d.maxForceN)
 	d.gravityN = ff
 }
 

@@ -16,6 +16,7 @@ const rateWindowNs = int64(time.Second)
 type runnerStats struct {
 	period   Histogram
 	busy     Histogram
+	exchange Histogram // its devices' exchanges (a shard's: a sample)
 	overruns atomic.Uint64
 	realtime atomic.Bool
 
@@ -70,9 +71,9 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 	d.runner.Store(rs)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	realtime, restore := tuneThread(d.opts.RealtimePriority)
+	_, restore := tuneThread(d.opts.RealtimePriority)
 	defer restore()
-	rs.realtime.Store(realtime)
+	rs.realtime.Store(threadRealtime())
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)

@@ -54,3 +54,61 @@ func TestSimulatedArmWithTheLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestSimulatedArmStateIsDerivedOnLoad: the loop steps only the arm's
+// physics; a reader's Load still gets joint angles that put the cursor where
+// the snapshot says (for either handedness), an arm at rest publishes
+// nothing new, and a command or a handedness change publishes again.
+func TestSimulatedArmStateIsDerivedOnLoad(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	d := NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	checkAngles := func(left bool) Snapshot {
+		t.Helper()
+		var s Snapshot
+		d.Load(&s)
+		if s.State.AnglesDeg == (hw.Angles3{}) || s.State.BodyOrientation == (hw.Quat{}) {
+			t.Fatalf("loaded state has no derived fields: %+v", s.State)
+		}
+		if p := sim.ForwardKinematics(s.State.AnglesDeg, left); mag(p.Sub(s.State.PositionM)) > 1e-6 {
+			t.Fatalf("left %v: joint angles %+v put the cursor at %+v, the snapshot says %+v", left, s.State.AnglesDeg, p, s.State.PositionM)
+		}
+		return s
+	}
+	// Push the arm sideways for 30 ms, so its base angle is not zero.
+	seq := d.PublishSeq()
+	reg := d.Register()
+	reg.Claim(1)
+	push := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 2}}
+	reg.Write(1, 1, clock.Now()+30*ms, &push, nil)
+	d.Step(clock.Advance(ms))
+	var s Snapshot
+	d.Load(&s)
+	if d.PublishSeq() == seq || s.Owner != 1 || s.Mode != hw.ModeForce || s.AppliedSeq != 1 {
+		t.Fatalf("after a command: seq %d→%d owner %d mode %v applied %d", seq, d.PublishSeq(), s.Owner, s.Mode, s.AppliedSeq)
+	}
+	checkAngles(false)
+	// The lease lapses, the ramp ends and friction stops the arm.
+	for i := 0; i < 1000; i++ {
+		d.Step(clock.Advance(ms))
+	}
+	rest := checkAngles(false)
+	if rest.Owner != 0 || rest.Mode != hw.ModeIdle || rest.State.VelocityMps != (hw.Vec3{}) || rest.State.PositionM.X <= 0 {
+		t.Fatalf("1 s after the push: owner %d mode %v velocity %+v position %+v, want a pushed arm at rest", rest.Owner, rest.Mode, rest.State.VelocityMps, rest.State.PositionM)
+	}
+	seq = d.PublishSeq()
+	for i := 0; i < 20; i++ {
+		d.Step(clock.Advance(ms))
+	}
+	if got := d.PublishSeq(); got != seq {
+		t.Fatalf("an arm at rest published %d snapshots in 20 ticks, want none", got-seq)
+	}
+
+	d.SetGlobals(&Globals{ForceScale: 1, Settings: hw.Settings{LeftHanded: true, GravityCompensation: true, GravityScale: 1}})
+	d.Step(clock.Advance(ms))
+	if d.PublishSeq() == seq {
+		t.Fatal("a handedness change published nothing")
+	}
+	if left := checkAngles(true); left.State.AnglesDeg == rest.State.AnglesDeg {
+		t.Fatalf("left-handed angles %+v equal the right-handed ones", left.State.AnglesDeg)
+	}
+}

@@ -16,6 +16,9 @@ type Snapshot struct {
 	// Owner is the controlling session, 0 if none.
 	Owner uint64
 	// Tick counts the device's ticks; TimeNs is the Clock time of the tick.
+	// A device whose driver reports a step that changed nothing (a
+	// simulated arm at rest, nobody in control) publishes nothing, so
+	// these are the tick of the last change.
 	Tick   uint64
 	TimeNs int64
 	// AppliedSeq is the Seq of the last command the loop acted on.
@@ -23,13 +26,23 @@ type Snapshot struct {
 	// Failed is true once the device stopped exchanging after MaxErrors
 	// driver errors in a row.
 	Failed bool
+
+	// derive says State's derived fields are left for Device.Load to
+	// compute, and with which handedness.
+	derive uint8
 }
+
+const (
+	deriveNone uint8 = iota
+	deriveRight
+	deriveLeft
+)
 
 // snapBufs is how many snapshot buffers a SnapshotCell rotates through.
 // The writer fills a buffer nobody is reading and that is not the latest,
 // so it needs more buffers than readers can hold at once; readers hold one
 // only for the few nanoseconds of a copy.
-const snapBufs = 8
+const snapBufs = 4
 
 type snapBuf struct {
 	// readers counts readers copying this buffer (or about to check
