@@ -211,6 +211,7 @@ func fakeHapticd(args []string) error {
 		hz := fs.Float64("loop-hz", 1000, "")
 		d := fs.Duration("duration", time.Second, "")
 		fs.Bool("json", false, "")
+		fs.String("motion", "none", "")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -228,6 +229,7 @@ func fakeHapticd(args []string) error {
 	fs.Int("events-port", 10020, "")
 	arms := fs.Int("sim-arms", 1, "")
 	fs.Int("sim-grips", 0, "")
+	fs.String("sim-motion", "none", "")
 	fs.Int("loop-hz", 1000, "")
 	fs.String("state-dir", "", "")
 	fs.String("log-format", "console", "")

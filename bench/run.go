@@ -301,7 +301,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: the number of arms is unknown")
 		default:
 			o.progress("bare-loop baseline: %d arms at %v Hz for %s", rep.Config.Arms, o.LoopHz, o.Duration)
-			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration)
+			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration, "")
 			if err != nil {
 				cache.err = err
 				rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())

@@ -64,6 +64,7 @@ type ServiceOptions struct {
 	Binary   string
 	Arms     int
 	LoopHz   float64
+	Motion   string        // --sim-motion; empty: hapticd's default
 	ReadyIn  time.Duration // how long to wait for "ready"; default 60 s
 	LogLines int           // recent log lines kept for error messages; default 40
 }
@@ -99,6 +100,9 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 		// hapticd takes whole hertz.
 		"--loop-hz", strconv.Itoa(int(math.Round(o.LoopHz))),
 		"--state-dir", dir, "--log-format", "json"}
+	if o.Motion != "" {
+		args = append(args, "--sim-motion", o.Motion)
+	}
 	s := &service{stateDir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(o.Binary, args...)
 	stdout, err := s.cmd.StdoutPipe()
@@ -219,9 +223,13 @@ func (s *service) stop() error {
 type BareLoop = protocol.BaselineArms
 
 // runBareLoop runs `hapticd baseline-arms` and reads its JSON.
-func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration) (BareLoop, error) {
-	cmd := exec.CommandContext(ctx, binary, "baseline-arms", "--arms", strconv.Itoa(arms),
-		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json")
+func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
+	args := []string{"baseline-arms", "--arms", strconv.Itoa(arms),
+		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json"}
+	if motion != "" {
+		args = append(args, "--motion", motion)
+	}
+	cmd := exec.CommandContext(ctx, binary, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -158,23 +158,28 @@ const regReadAttempts = 4
 // device is between ticks. Step never waits for the token (it skips the tick
 // instead); Halt waits at most one tick.
 type Device struct {
-	// Hot: what an idle tick touches, first and together, so a shard
-	// stepping thousands of devices reads few cache lines per device.
-	token           atomic.Bool // held while the driver is in use (Step, direct Halt)
-	failed          atomic.Bool
-	running         atomic.Bool // a runner (RunLocked, Scheduler) steps the device
-	armed           bool        // the output follows held
-	ramping         bool
-	halted          bool // Halt ran and no command armed the output since
-	configuredOnce  bool
-	haltReq         atomic.Uint64
-	haltAck         atomic.Uint64
-	ticks           atomic.Uint64
-	globals         atomic.Pointer[Globals]
+	// Hot: an asleep device's tick reads this first cache line and the
+	// register's header only, so a shard can hold thousands of idle arms.
+	token          atomic.Bool // held while the driver is in use (Step, direct Halt)
+	failed         atomic.Bool
+	running        atomic.Bool // a runner (RunLocked, Scheduler) steps the device
+	asleep         bool        // see sleepCheck
+	armed          bool        // the output follows held
+	ramping        bool
+	halted         bool // Halt ran and no command armed the output since
+	configuredOnce bool
+	haltReq        atomic.Uint64
+	haltAck        atomic.Uint64
+	ticks          atomic.Uint64
+	globals        atomic.Pointer[Globals]
+	configuredFrom *Globals // the Globals last acted on
+	seenVersion    uint64   // the register version this tick's lease saw
+	lastNowNs      int64
+	reg            Register
+
+	// Warm: what an awake tick touches, together.
 	drv             hw.Driver
 	lazy            lazyStateDriver // drv, when it leaves derived state to readers
-	configuredFrom  *Globals        // the Globals last acted on
-	lastNowNs       int64
 	lastOwner       uint64
 	unarmedOwner    uint64 // an owner seen with no command in its term...
 	unarmedSinceNs  int64  // ...since this time
@@ -194,7 +199,6 @@ type Device struct {
 	// Atomics read by others.
 	runner atomic.Pointer[runnerStats] // the measurements of the last runner
 	errors atomic.Uint64
-	reg    Register
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -223,6 +227,10 @@ type lazyStateDriver interface {
 	ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error)
 	// LeftHanded is the handedness DeriveState must use for st now.
 	LeftHanded() bool
+	// TimeInvariant is true when the physics does not depend on time (no
+	// scripted hand): a step that changed nothing then changes nothing
+	// again under the same command, so the loop may stop stepping it.
+	TimeInvariant() bool
 	// DeriveState completes st; it reads only its arguments, so any
 	// goroutine may call it.
 	DeriveState(st *hw.State, leftHanded bool)
@@ -353,6 +361,7 @@ func (d *Device) haltLocked() {
 	}
 	d.armed, d.ramping = false, false
 	d.halted = true
+	d.asleep = false
 	d.out = hw.Command{}
 	d.pub.Mode = hw.ModeIdle
 	if err := d.drv.Halt(); err != nil {
@@ -378,6 +387,14 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	}
 	defer d.token.Store(false)
 	tick := d.ticks.Add(1)
+	if d.asleep {
+		if d.haltReq.Load() == d.haltAck.Load() && d.globals.Load() == d.configuredFrom &&
+			d.reg.latest.Load() == d.seenVersion && d.reg.owner.Load() == 0 {
+			d.lastNowNs = nowNs
+			return
+		}
+		d.asleep = false
+	}
 	halting := d.haltReq.Load() != d.haltAck.Load()
 	if halting {
 		d.haltLocked()
@@ -435,6 +452,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		// Nothing a reader sees changed (an arm at rest, nobody in
 		// control): the published snapshot still holds, and readers'
 		// PublishSeq-keyed caches stay valid.
+		d.asleep = d.sleepCheck(owner)
 		return
 	}
 	p.State = d.state
@@ -447,6 +465,23 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
 	d.snap.Publish(p)
+}
+
+// sleepCheck says whether the device may sleep after a tick that changed
+// nothing: a time-invariant lazy driver at rest, nobody in control, no ramp,
+// its settings applied, the force gate settled. An asleep device's tick only
+// checks what could wake it (a register write or claim, new Globals, a
+// Halt) and otherwise does nothing: stepping it would change nothing
+// either. The gate's remaining energy (below 1e-12 (m/s)², an attenuation
+// under 3e-9) is dropped so that waking finds it as it would have decayed.
+func (d *Device) sleepCheck(owner uint64) bool {
+	if d.lazy == nil || owner != 0 || d.lastOwner != 0 || d.armed || d.ramping || d.errRun != 0 ||
+		d.configuredFrom != d.globals.Load() || d.state.VelocityMps != (hw.Vec3{}) || !d.gate.settled() ||
+		!d.lazy.TimeInvariant() {
+		return false
+	}
+	d.gate = forceGate{prevV: d.gate.prevV, primed: d.gate.primed}
+	return true
 }
 
 // exchange is one driver exchange of d.out; d.state takes the state only
@@ -472,6 +507,7 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	if r.latest.Load() != d.cmd.version {
 		d.readRegister()
 	}
+	d.seenVersion = d.cmd.version
 	owner = r.owner.Load()
 	term := r.term.Load()
 	var expired uint64

@@ -112,3 +112,78 @@ func TestSimulatedArmStateIsDerivedOnLoad(t *testing.T) {
 		t.Fatalf("left-handed angles %+v equal the right-handed ones", left.State.AnglesDeg)
 	}
 }
+
+// TestRestingArmSleepsAndWakes: an idle arm at rest stops being stepped
+// (nothing is published), and everything that could change its output wakes
+// it: a command, new settings, a Halt.
+func TestRestingArmSleepsAndWakes(t *testing.T) {
+	settled := func(t *testing.T) (*Device, *looptest.Clock) {
+		t.Helper()
+		clock := looptest.NewClock(1000 * ms)
+		d := NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), DeviceOptions{PeriodNs: ms, Clock: clock})
+		for i := 0; i < 100; i++ {
+			d.Step(clock.Advance(ms))
+		}
+		seq, ticks := d.PublishSeq(), d.Stats().Ticks
+		for i := 0; i < 100; i++ {
+			d.Step(clock.Advance(ms))
+		}
+		if d.PublishSeq() != seq || !d.asleep || d.Stats().Ticks != ticks+100 {
+			t.Fatalf("an idle arm at rest: published %d times in 100 ticks, asleep %v, ticks %d→%d", d.PublishSeq()-seq, d.asleep, ticks, d.Stats().Ticks)
+		}
+		return d, clock
+	}
+	height := func(d *Device) float64 {
+		var s Snapshot
+		d.Load(&s)
+		return s.State.PositionM.Z
+	}
+	t.Run("a command", func(t *testing.T) {
+		d, clock := settled(t)
+		reg := d.Register()
+		reg.Claim(7)
+		up := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+		z0 := height(d)
+		reg.Write(7, 1, clock.Now()+50*ms, &up, nil)
+		for i := 0; i < 20; i++ {
+			d.Step(clock.Advance(ms))
+		}
+		var s Snapshot
+		d.Load(&s)
+		if s.Owner != 7 || s.AppliedSeq != 1 || s.State.PositionM.Z <= z0 {
+			t.Fatalf("20 ms after a command to push up: owner %d applied %d height %.4f→%.4f", s.Owner, s.AppliedSeq, z0, s.State.PositionM.Z)
+		}
+	})
+	t.Run("a claim alone", func(t *testing.T) {
+		d, clock := settled(t)
+		d.Register().Claim(9)
+		d.Step(clock.Advance(ms))
+		var s Snapshot
+		d.Load(&s)
+		if s.Owner != 9 {
+			t.Fatalf("after a claim the snapshot's owner is %d, want 9", s.Owner)
+		}
+	})
+	t.Run("new settings", func(t *testing.T) {
+		d, clock := settled(t)
+		z0 := height(d)
+		d.SetGlobals(&Globals{ForceScale: 1}) // gravity compensation off
+		for i := 0; i < 100; i++ {
+			d.Step(clock.Advance(ms))
+		}
+		if z := height(d); z >= z0-0.001 {
+			t.Fatalf("with compensation turned off the arm stayed at %.4f (was %.4f)", z, z0)
+		}
+	})
+	t.Run("a halt", func(t *testing.T) {
+		d, clock := settled(t)
+		z0 := height(d)
+		d.Halt() // no feed-forward until a command arms the output again
+		for i := 0; i < 100; i++ {
+			d.Step(clock.Advance(ms))
+		}
+		if z := height(d); z >= z0-0.001 {
+			t.Fatalf("after Halt the arm stayed at %.4f (was %.4f)", z, z0)
+		}
+	})
+}

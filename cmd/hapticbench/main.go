@@ -191,6 +191,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
 	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
+	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseArgs(fs, args); err != nil {

@@ -255,6 +255,11 @@ func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error
 	return true, nil
 }
 
+// TimeInvariant is true when the arm's physics does not depend on time: no
+// scripted hand moves it (MotionNone). A step that changed nothing then
+// changes nothing again under the same command.
+func (a *Arm) TimeInvariant() bool { return a.motion == MotionNone }
+
 // DeriveState completes a state ExchangeCore filled: joint angles by
 // inverse kinematics, joint speeds by J⁻¹·v and the body turned by the base
 // yaw, for the handedness given. It reads only its arguments, so any
