@@ -178,7 +178,10 @@ type Settings struct {
 }
 
 // Configurer is implemented by drivers whose device takes Settings. The loop
-// calls Configure between two Exchanges, never concurrently with them.
+// calls Configure between two Exchanges, never concurrently with them, so
+// Configure must not wait on the device: a driver queues the exchange and
+// carries it out with the following Exchanges without taking their
+// deadlines (the serial arm retries an unacknowledged code with backoff).
 type Configurer interface {
 	Configure(s Settings) error
 }
