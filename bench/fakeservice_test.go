@@ -221,7 +221,7 @@ func fakeHapticd(args []string) error {
 			overruns = ticks / 10
 		}
 		return json.NewEncoder(os.Stdout).Encode(BareLoop{Arms: *arms, LoopHz: *hz, Ticks: ticks, Overruns: overruns,
-			PeriodUsP50: 1e6 / *hz, PeriodUsP99: 1.1e6 / *hz, NsPerStep: 100})
+			PeriodUsP50: 1e6 / *hz, PeriodUsP99: 1e6 / *hz, NsPerStep: 100}) // a floor for the fake service
 	}
 	fs := flag.NewFlagSet("hapticd", flag.ContinueOnError)
 	port := fs.Int("port", 10001, "")

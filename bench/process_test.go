@@ -43,8 +43,9 @@ func TestRunStartsAndStopsTheService(t *testing.T) {
 		figures[c.Figure] = c
 	}
 	for _, name := range []string{"rtt p99", "rate total", "loop period p99 (worst device)", "service CPU"} {
-		if c, ok := figures[name]; !ok || c.Baseline == "-" || c.Ratio <= 0 {
-			t.Errorf("comparison %q = %+v, want a baseline and a ratio", name, c)
+		// A noisy run may beat the echo: then a flag stands for the ratio.
+		if c, ok := figures[name]; !ok || c.Baseline == "-" || (c.Ratio <= 0 && c.Flag != FlagBaselineLost) {
+			t.Errorf("comparison %q = %+v, want a baseline and a ratio (or a baseline-lost flag)", name, c)
 		}
 	}
 }

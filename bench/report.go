@@ -36,13 +36,25 @@ func (r RunReport) WriteTable(w io.Writer) error {
 		base, ratio := "-", "-"
 		if cmp.Baseline != "-" {
 			base = number(cmp.Base)
-			if cmp.Ratio != 0 {
+			switch {
+			case cmp.Flag == FlagBaselineLost:
+				ratio = "BASELINE LOST"
+			case cmp.Ratio != 0:
 				ratio = fmt.Sprintf("%.2fx", cmp.Ratio)
 			}
 		}
 		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio)
 	}
 	tw.write(&b)
+	for _, cmp := range r.Comparisons {
+		if cmp.Flag == FlagBaselineLost {
+			fmt.Fprintf(&b, "FLAG: %s: hapticd %s beat the %s %s beyond noise; that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
+				cmp.Figure, number(cmp.Hapticd), cmp.Baseline, number(cmp.Base))
+		}
+	}
+	if len(r.EchoRates) > 1 {
+		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (the fastest is the baseline; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
+	}
 
 	b.WriteString("\n")
 	tw = textTable{}
@@ -175,4 +187,13 @@ func WriteJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// floats joins xs as numbers.
+func floats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = number(x)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,6 +106,7 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 	}
 	s := &service{stateDir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(o.Binary, args...)
+	s.cmd.Env = childEnv()
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -230,6 +232,7 @@ func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d
 		args = append(args, "--motion", motion)
 	}
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = childEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -241,4 +244,11 @@ func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d
 		return BareLoop{}, fmt.Errorf("bench: %s baseline-arms printed no JSON object (%w): %s", binary, err, clip(out, 200))
 	}
 	return b, nil
+}
+
+// childEnv is this process's environment with GOMAXPROCS pinned to this
+// process's value, so hapticd, the echo baseline and the bare loop all run
+// with the same number of Ps whatever the machine's default.
+func childEnv() []string {
+	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 }
