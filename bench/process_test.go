@@ -100,3 +100,32 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 		t.Errorf("capacity table lacks the ratio:\n%s", b.String())
 	}
 }
+
+// TestSweepOverArms starts a service per arm count and runs the bare loop
+// beside each, and the plot gains the loop panel.
+func TestSweepOverArms(t *testing.T) {
+	bin := fakeHapticdBinary(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Sweep(ctx, RunOptions{Hapticd: bin, Clients: 1, RateHz: 500, NoEcho: true,
+		Duration: 200 * time.Millisecond, Warmup: 50 * time.Millisecond}, SweepSpec{Over: "arms", Counts: []int{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Points) != 2 {
+		t.Fatalf("%d points, want 2", len(rep.Points))
+	}
+	for i, want := range []int{1, 3} {
+		p := rep.Points[i]
+		if p.Config.Arms != want || p.BareLoop == nil || p.BareLoop.Arms != want || p.Loop == nil || p.Loop.Devices != want {
+			t.Errorf("point %d: config %+v, bare loop %+v, loop %+v; want %d arms in each", i, p.Config, p.BareLoop, p.Loop, want)
+		}
+	}
+	var svg strings.Builder
+	if err := rep.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), "Device loop period p99") || !strings.Contains(svg.String(), ">arms<") {
+		t.Error("the arms sweep's plot lacks the device-loop panel or the arms axis")
+	}
+}

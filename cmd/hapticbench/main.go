@@ -120,25 +120,26 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.BoolVar(&o.PerDevice, "per-device", false, "keep every device's loop figures in the JSON")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
-	sweep := fs.String("sweep", "", "run once per client count, e.g. clients=1,10,50,100")
+	sweep := fs.String("sweep", "", "run once per client or arm count, e.g. clients=1,10,50,100 or arms=1,100,1000")
+	fs.IntVar(&o.EchoRuns, "echo-runs", 2, "echo baseline runs; the fastest is the floor, their spread the noise a flag must exceed")
 	plot := fs.String("plot", "", "with --sweep, write an SVG plot of RTT percentiles and achieved rate to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *plot != "" && *sweep == "" {
-		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100")}
+		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100 or arms=1,100,1000")}
 	}
 	if !*quiet {
 		o.Progress = stderr
 	}
 
 	if *sweep != "" {
-		counts, err := bench.ParseSweep(*sweep)
+		spec, err := bench.ParseSweep(*sweep)
 		if err != nil {
 			return usageError{err}
 		}
-		rep, err := bench.Sweep(ctx, o, counts)
+		rep, err := bench.Sweep(ctx, o, spec)
 		if err != nil {
 			return err
 		}
