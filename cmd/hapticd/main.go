@@ -4,6 +4,8 @@
 //	hapticd                     run the service (one simulated arm and grip)
 //	hapticd deprecations        print the migration report of a running service
 //	hapticd baseline-arms       step simulated arms with no service (a bench baseline)
+//	hapticd baseline-device     drive an arm from a bare paced loop (a bench baseline)
+//	hapticd device-standin      an emulated arm timing the host loop from the device side
 //	hapticd docs                print the README tables generated from the protocol tables
 package main
 
@@ -39,6 +41,10 @@ func main() {
 			exit(runDeprecations(os.Args[2:], os.Stdout))
 		case "baseline-arms":
 			exit(runBaselineArms(os.Args[2:]))
+		case "baseline-device":
+			exit(runBaselineDevice(os.Args[2:], os.Stdin))
+		case "device-standin":
+			exit(runDeviceStandin(os.Args[2:], os.Stdin, os.Stdout))
 		case "docs":
 			exit(runDocs(os.Args[2:], os.Stdout))
 		case "serve":

@@ -67,6 +67,10 @@ type Options struct {
 	GripStatusPeriod time.Duration
 	// Faults are the initial faults (see SetFaults).
 	Faults Faults
+	// OnForce, if set, is called with the arrival time of every force
+	// frame, on the serving goroutine (it must not block): a stand-in arm
+	// timing the host's loop from the device side records them.
+	OnForce func(at time.Time)
 }
 
 // Stats count what an emulator saw and did.
@@ -275,6 +279,10 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	if e.opts.Kind != hw.KindArm {
 		return nil
 	}
+	var at time.Time // a force frame's arrival, before any work on it
+	if m.Header == wire.HeaderForce {
+		at = time.Now()
+	}
 	var cmd hw.Command
 	joint := false
 	switch m.Header {
@@ -301,8 +309,8 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	physErr := e.physics.Exchange(&e.applied, st)
 	e.mu.Lock()
 	e.stats.Commands++
-	if m.Header == wire.HeaderForce {
-		e.countForce(time.Now())
+	if !at.IsZero() {
+		e.countForce(at)
 	}
 	if cmd.Mode == hw.ModeForce {
 		e.stats.LastForce = cmd.ForceN
@@ -319,6 +327,9 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 		e.faults.ZeroStates--
 	}
 	e.mu.Unlock()
+	if !at.IsZero() && e.opts.OnForce != nil {
+		e.opts.OnForce(at)
+	}
 	if stall || physErr != nil {
 		return nil
 	}
