@@ -78,3 +78,32 @@ func TestEndToEndCapacity(t *testing.T) {
 		t.Errorf("capacity report %+v, want 2 arms (at max) for both", rep)
 	}
 }
+
+// TestDeviceModeAgainstRealHapticd: hapticbench device drives one stand-in
+// through the real service's hardware path and another through the bare
+// host loop, under a client load, and reports both from the arm's side.
+func TestDeviceModeAgainstRealHapticd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real service on a pseudo-terminal; skipped with -short")
+	}
+	bin := buildHapticd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Device(ctx, DeviceOptions{Hapticd: bin, Arms: 2, Clients: 2, RateHz: 200,
+		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	_ = rep.WriteTable(&table)
+	t.Logf("report:\n%s", table.String())
+	if rep.Hapticd.Frames == 0 || rep.BareLoop.Frames == 0 || rep.Hapticd.TargetUs != 1000 {
+		t.Errorf("force frames at the arms: hapticd %+v, bare loop %+v; want both timed against a 1000 µs target", rep.Hapticd, rep.BareLoop)
+	}
+	if rep.Load == nil || rep.Load.Overall.Received == 0 {
+		t.Errorf("client load %+v, want frames received", rep.Load)
+	}
+	if len(rep.Comparisons) != 4 || len(rep.Warnings) != 0 {
+		t.Errorf("comparisons %+v, warnings %q", rep.Comparisons, rep.Warnings)
+	}
+}

@@ -35,13 +35,7 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	for _, cmp := range r.Comparisons {
 		base, ratio := "-", "-"
 		if cmp.Baseline != "-" {
-			base = number(cmp.Base)
-			switch {
-			case cmp.Flag == FlagBaselineLost:
-				ratio = "BASELINE LOST"
-			case cmp.Ratio != 0:
-				ratio = fmt.Sprintf("%.2fx", cmp.Ratio)
-			}
+			base, ratio = number(cmp.Base), cmp.ratioText()
 		}
 		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio)
 	}
@@ -196,4 +190,16 @@ func floats(xs []float64) string {
 		parts[i] = number(x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ratioText is a comparison's ratio column: the ratio, or BASELINE LOST
+// when the baseline was no floor (no ratio is given then).
+func (c Comparison) ratioText() string {
+	switch {
+	case c.Flag == FlagBaselineLost:
+		return "BASELINE LOST"
+	case c.Ratio != 0:
+		return fmt.Sprintf("%.2fx", c.Ratio)
+	}
+	return "-"
 }

@@ -66,6 +66,7 @@ type ServiceOptions struct {
 	Arms     int
 	LoopHz   float64
 	Motion   string        // --sim-motion; empty: hapticd's default
+	Extra    []string      // more flags (e.g. --hw-port)
 	ReadyIn  time.Duration // how long to wait for "ready"; default 60 s
 	LogLines int           // recent log lines kept for error messages; default 40
 }
@@ -104,6 +105,7 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 	if o.Motion != "" {
 		args = append(args, "--sim-motion", o.Motion)
 	}
+	args = append(args, o.Extra...)
 	s := &service{stateDir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(o.Binary, args...)
 	s.cmd.Env = childEnv()

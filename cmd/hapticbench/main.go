@@ -37,7 +37,8 @@ type usageError struct{ error }
 const usageText = `usage:
   hapticbench run  [flags]   drive lock-step sessions against hapticd, beside the echo and bare-loop baselines
   hapticbench arms [flags]   find how many simulated arms the service steps at --loop-hz with under 1 % overruns
-run "hapticbench run -h" or "hapticbench arms -h" for the flags`
+  hapticbench device [flags] time the service's hardware loop from the arm's side, beside a bare host loop
+run "hapticbench run -h", "hapticbench arms -h" or "hapticbench device -h" for the flags`
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -49,6 +50,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = runCommand(ctx, args[1:], stdout, stderr)
 	case "arms":
 		err = armsCommand(ctx, args[1:], stdout, stderr)
+	case "device":
+		err = deviceCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -202,6 +205,32 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		o.Progress = stderr
 	}
 	rep, err := bench.Capacity(ctx, o)
+	if err != nil {
+		return err
+	}
+	return emit(rep, *jsonPath, stdout, stderr)
+}
+
+func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench device", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.DeviceOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of hapticd and the bare host loop")
+	fs.IntVar(&o.Arms, "arms", 0, "simulated arms beside the stand-in, for the client load")
+	fs.IntVar(&o.Clients, "clients", 0, "controlling sessions on the simulated arms during the window (0: no load)")
+	fs.Float64Var(&o.RateHz, "rate", 1000, "lock-step ticks per second per client; 0 is as fast as possible")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time run before measuring")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	rep, err := bench.Device(ctx, o)
 	if err != nil {
 		return err
 	}
