@@ -339,7 +339,7 @@ func (d *Device) Halt() {
 		if d.token.CompareAndSwap(false, true) {
 			if d.haltAck.Load() < gen {
 				d.haltLocked()
-				d.snap.Publish(&d.pub)
+				d.snap.publish(&d.pub, d.lazy != nil)
 			}
 			d.token.Store(false)
 			return
@@ -455,7 +455,11 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		d.asleep = d.sleepCheck(owner)
 		return
 	}
-	p.State = d.state
+	if d.lazy != nil {
+		copyCoreState(&p.State, &d.state)
+	} else {
+		p.State = d.state
+	}
 	p.State.ForceN.Z -= d.stateGravityN
 	p.derive = derive
 	p.Mode = mode
@@ -464,7 +468,12 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
-	d.snap.Publish(p)
+	d.snap.publish(p, d.lazy != nil)
+}
+
+// copyCoreState copies what a lazy driver's ExchangeCore fills.
+func copyCoreState(dst, src *hw.State) {
+	dst.PositionM, dst.VelocityMps, dst.ForceN, dst.Status = src.PositionM, src.VelocityMps, src.ForceN, src.Status
 }
 
 // sleepCheck says whether the device may sleep after a tick that changed

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
@@ -186,4 +187,25 @@ func TestRestingArmSleepsAndWakes(t *testing.T) {
 			t.Fatalf("after Halt the arm stayed at %.4f (was %.4f)", z, z0)
 		}
 	})
+}
+
+// TestCoreCopyCoversTheSnapshot guards copyCore and copyCoreState, which
+// copy lazy devices' snapshots field by field: a field added to Snapshot or
+// to hw.State's per-tick core must be added there too.
+func TestCoreCopyCoversTheSnapshot(t *testing.T) {
+	src := Snapshot{Mode: hw.ModeForce, Failed: true, derive: deriveLeft, Owner: 3, Tick: 4, TimeNs: 5, AppliedSeq: 6,
+		State: hw.State{PositionM: hw.Vec3{X: 1}, VelocityMps: hw.Vec3{Y: 2}, ForceN: hw.Vec3{Z: 3}, Status: hw.StatusReady}}
+	var dst Snapshot
+	copyCore(&dst, &src)
+	if dst != src {
+		t.Fatalf("copyCore lost fields: got %+v, want %+v", dst, src)
+	}
+	var st hw.State
+	copyCoreState(&st, &src.State)
+	if st != src.State {
+		t.Fatalf("copyCoreState lost fields: got %+v, want %+v", st, src.State)
+	}
+	if n := reflect.TypeOf(Snapshot{}).NumField(); n != 8 {
+		t.Fatalf("Snapshot has %d fields; copyCore knows 8: update it and this test", n)
+	}
 }

@@ -8,11 +8,15 @@ import (
 
 // Snapshot is what the loop publishes after every tick.
 type Snapshot struct {
-	// State is what the device reported at the last successful exchange.
-	State hw.State
 	// Mode is the control mode the loop sent this tick (ModeIdle when
 	// nobody controls the device, after a ramp, or after Halt).
 	Mode hw.ControlMode
+	// Failed is true once the device stopped exchanging after MaxErrors
+	// driver errors in a row.
+	Failed bool
+	// derive says State's derived fields are left for Device.Load to
+	// compute, and with which handedness.
+	derive uint8
 	// Owner is the controlling session, 0 if none.
 	Owner uint64
 	// Tick counts the device's ticks; TimeNs is the Clock time of the tick.
@@ -23,13 +27,10 @@ type Snapshot struct {
 	TimeNs int64
 	// AppliedSeq is the Seq of the last command the loop acted on.
 	AppliedSeq uint64
-	// Failed is true once the device stopped exchanging after MaxErrors
-	// driver errors in a row.
-	Failed bool
-
-	// derive says State's derived fields are left for Device.Load to
-	// compute, and with which handedness.
-	derive uint8
+	// State is what the device reported at the last successful exchange.
+	// (Last, so the fields above and State's per-tick core share the
+	// first two cache lines.)
+	State hw.State
 }
 
 const (
@@ -68,14 +69,24 @@ type SnapshotCell struct {
 // at a time (the device's loop). In the unlikely case that readers hold every
 // other buffer, the previous snapshot stays the latest and Publish reports
 // false; the next Publish catches up.
-func (c *SnapshotCell) Publish(src *Snapshot) bool {
+func (c *SnapshotCell) Publish(src *Snapshot) bool { return c.publish(src, false) }
+
+// publish is Publish; core copies only the fields a lazy device's tick
+// changes (State's derived and grip fields stay as the cell's first
+// publishes left them: zero), which writes two cache lines, not five. A
+// cell must be published core always or never.
+func (c *SnapshotCell) publish(src *Snapshot, core bool) bool {
 	cur := c.latest.Load()
 	for i := 0; i < snapBufs; i++ {
 		b := &c.bufs[(c.next+i)%snapBufs]
 		if b == cur || b.readers.Load() != 0 {
 			continue
 		}
-		b.snap = *src
+		if core {
+			copyCore(&b.snap, src)
+		} else {
+			b.snap = *src
+		}
 		c.latest.Store(b)
 		c.seq.Add(1) // after the pointer: see Seq
 		c.next = (c.next + i + 1) % snapBufs
@@ -109,4 +120,13 @@ func (c *SnapshotCell) Load(dst *Snapshot) {
 		}
 		b.readers.Add(-1) // b was replaced meanwhile; it may be refilled
 	}
+}
+
+// copyCore copies a lazy device's snapshot fields: the metadata and State's
+// position, velocity, force and status.
+func copyCore(dst, src *Snapshot) {
+	dst.Mode, dst.Failed, dst.derive = src.Mode, src.Failed, src.derive
+	dst.Owner, dst.Tick, dst.TimeNs, dst.AppliedSeq = src.Owner, src.Tick, src.TimeNs, src.AppliedSeq
+	dst.State.PositionM, dst.State.VelocityMps = src.State.PositionM, src.State.VelocityMps
+	dst.State.ForceN, dst.State.Status = src.State.ForceN, src.State.Status
 }

@@ -190,13 +190,11 @@ func (a *Arm) Configure(s hw.Settings) error {
 // st with the state after it. It never allocates. Non-finite command values
 // produce no actuator force.
 func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
-	moved, err := a.ExchangeCore(cmd, st)
-	if err != nil {
+	if _, err := a.ExchangeCore(cmd, st); err != nil {
 		return err
 	}
-	if !moved {
-		a.fill(st) // this caller's st may not be the one the last call filled
-	}
+	*st = hw.State{}
+	a.fill(st) // also when the arm rested: st may not be what the last call filled
 	DeriveArmState(st, a.settings.LeftHanded)
 	return nil
 }
@@ -204,9 +202,9 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 // ExchangeCore is Exchange without the derived fields (joint angles, joint
 // speeds, body orientation), which only clients read: it steps the physics
 // and, when the step changed anything, fills st's position, velocity,
-// force and status and zeroes the rest. moved false means the arm rested
-// (nothing changed) and st was not written: the state the previous call
-// filled still holds. DeriveState completes a state when a reader asks for
+// force and status, leaving its other fields as they were. moved false
+// means the arm rested (nothing changed) and st was not written: the state
+// the previous call filled still holds. DeriveState completes a state when a reader asks for
 // it. It never allocates.
 func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error) {
 	if a.closed {
@@ -410,15 +408,11 @@ func (a *Arm) handForce() hw.Vec3 {
 	return target.Sub(a.pos).Scale(handNpm).Add(targetV.Sub(a.vel).Scale(handNspm))
 }
 
-// fill reports the state the physics keeps (position, velocity, force,
-// status); DeriveArmState adds what is computed from it.
+// fill writes the state the physics keeps (position, velocity, force,
+// status) and nothing else; DeriveArmState adds what is computed from it.
 func (a *Arm) fill(st *hw.State) {
-	*st = hw.State{
-		PositionM:   a.pos,
-		VelocityMps: a.vel,
-		ForceN:      a.forceN,
-		Status:      hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply,
-	}
+	st.PositionM, st.VelocityMps, st.ForceN = a.pos, a.vel, a.forceN
+	st.Status = hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply
 }
 
 // Halt zeroes the actuator output: the arm goes limp (gravity and the
