@@ -107,3 +107,30 @@ func TestDeviceModeAgainstRealHapticd(t *testing.T) {
 		t.Errorf("comparisons %+v, warnings %q", rep.Comparisons, rep.Warnings)
 	}
 }
+
+// TestSubscribedRunAgainstRealHapticd: with --subscribe every session's
+// frames carry its own arm only, so they are a fraction of the full frame.
+func TestSubscribedRunAgainstRealHapticd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run starts the real service; skipped with -short")
+	}
+	bin := buildHapticd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	frameBytes := func(subscribe bool) int {
+		rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 8, Clients: 2, RateHz: 200, NoEcho: true, NoBareLoop: true,
+			Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Subscribe: subscribe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rep.Hapticd.Overall
+		if h.Received == 0 || h.Lost+h.OutOfOrder+h.ErrorFrames != 0 {
+			t.Fatalf("subscribe %v: received %d, lost %d, out of order %d, error frames %d", subscribe, h.Received, h.Lost, h.OutOfOrder, h.ErrorFrames)
+		}
+		return h.FrameBytes
+	}
+	all, one := frameBytes(false), frameBytes(true)
+	if one*4 > all {
+		t.Errorf("subscribed frames are %d bytes, full frames of 8 arms %d: want one arm's worth", one, all)
+	}
+}

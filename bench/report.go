@@ -21,8 +21,12 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	if c.Target != "" {
 		target = c.Target
 	}
-	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz\n",
-		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz)
+	sub := ""
+	if c.Subscribe {
+		sub = ", each session subscribed to its own arm"
+	}
+	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz%s\n",
+		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz, sub)
 	m := r.Machine
 	fmt.Fprintf(&b, "machine: %s %s/%s, %d CPUs", m.GoVersion, m.OS, m.Arch, m.CPUs)
 	if m.CPUModel != "" {

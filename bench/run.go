@@ -35,6 +35,9 @@ type RunOptions struct {
 	NoEcho, NoBareLoop bool
 	// PerDevice keeps every device's loop figures in the report.
 	PerDevice bool
+	// Subscribe makes every session subscribe to its own arm
+	// (session.configure.subscribe), so frames carry one arm, not all.
+	Subscribe bool
 	// EchoCommand, if set, runs the echo baseline as its own process
 	// (argv of a command that serves as ServeEcho does, given --inventory
 	// and --state files), as hapticd runs in its own; empty runs it inside
@@ -138,6 +141,7 @@ type RunConfig struct {
 	DurationS float64 `json:"duration_s"`
 	WarmupS   float64 `json:"warmup_s"`
 	LoopHz    float64 `json:"loop_hz"`
+	Subscribe bool    `json:"subscribe,omitempty"` // each session subscribed to its own arm
 }
 
 // RunReport is everything one run measured.
@@ -228,7 +232,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	}
 	rep := RunReport{
 		Config: RunConfig{Target: o.Target, Arms: o.Arms, Clients: o.Clients, Observers: o.Observers,
-			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz},
+			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz, Subscribe: o.Subscribe},
 		Machine: ThisMachine(),
 	}
 	if cache == nil {
@@ -405,7 +409,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 			if i >= o.Clients {
 				role, idx = RoleObserver, i-o.Clients
 			}
-			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout)
+			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout, o.Subscribe)
 			if err == nil {
 				c.result.Index = i
 			}

@@ -122,6 +122,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&o.NoEcho, "no-echo", false, "skip the echo baseline")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.BoolVar(&o.PerDevice, "per-device", false, "keep every device's loop figures in the JSON")
+	fs.BoolVar(&o.Subscribe, "subscribe", false, "each session subscribes to its own arm (session.configure.subscribe): frames carry one arm")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	sweep := fs.String("sweep", "", "run once per client or arm count, e.g. clients=1,10,50,100 or arms=1,100,1000")
 	fs.IntVar(&o.EchoRuns, "echo-runs", 2, "echo baseline runs; the fastest is the floor, their spread the noise a flag must exceed")
