@@ -134,3 +134,29 @@ func TestSubscribedRunAgainstRealHapticd(t *testing.T) {
 		t.Errorf("subscribed frames are %d bytes, full frames of 8 arms %d: want one arm's worth", one, all)
 	}
 }
+
+// TestLeaseReleaseAgainstRealHapticd: a client that stalls has its force
+// at zero after its lease (plus the ramp), every time, and never before
+// the lease lapsed.
+func TestLeaseReleaseAgainstRealHapticd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real service; skipped with -short")
+	}
+	bin := buildHapticd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Lease(ctx, LeaseOptions{Hapticd: bin, Stalls: 5, Hold: 50 * time.Millisecond, LeaseMs: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.ReleaseMs) != 5 || rep.BoundMs != 50 {
+		t.Fatalf("report %+v, want 5 releases against a 50 ms bound", rep)
+	}
+	for i, r := range rep.ReleaseMs {
+		// A release before the lease lapsed would mean the force was cut
+		// under a live lease.
+		if r < 30 {
+			t.Errorf("stall %d: force at zero %.1f ms after the last command, before the 30 ms lease lapsed", i, r)
+		}
+	}
+}

@@ -38,7 +38,8 @@ const usageText = `usage:
   hapticbench run  [flags]   drive lock-step sessions against hapticd, beside the echo and bare-loop baselines
   hapticbench arms [flags]   find how many simulated arms the service steps at --loop-hz with under 1 % overruns
   hapticbench device [flags] time the service's hardware loop from the arm's side, beside a bare host loop
-run "hapticbench run -h", "hapticbench arms -h" or "hapticbench device -h" for the flags`
+  hapticbench lease [flags]  measure how soon a stalled client's force is at zero, over many stalls
+run "hapticbench COMMAND -h" for a command's flags`
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -52,6 +53,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = armsCommand(ctx, args[1:], stdout, stderr)
 	case "device":
 		err = deviceCommand(ctx, args[1:], stdout, stderr)
+	case "lease":
+		err = leaseCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -232,6 +235,31 @@ func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		o.Progress = stderr
 	}
 	rep, err := bench.Device(ctx, o)
+	if err != nil {
+		return err
+	}
+	return emit(rep, *jsonPath, stdout, stderr)
+}
+
+func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench lease", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.LeaseOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one with one simulated arm")
+	fs.IntVar(&o.Stalls, "stalls", 100, "how many times the controlling client stalls")
+	fs.DurationVar(&o.Hold, "hold", 200*time.Millisecond, "how long the client commands a force before each stall")
+	fs.IntVar(&o.LeaseMs, "lease-ms", 100, "the session's lease (session.configure.lease)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of a started hapticd")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	rep, err := bench.Lease(ctx, o)
 	if err != nil {
 		return err
 	}
