@@ -19,13 +19,21 @@ func buildHapticd(t *testing.T) string {
 	return path
 }
 
-func TestEndToEndAgainstRealHapticd(t *testing.T) {
+// endToEnd skips with -short (why says what the test starts), else builds
+// the real service and returns it with a context bounded to two minutes.
+func endToEnd(t *testing.T, why string) (string, context.Context) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("end-to-end run starts the real service; skipped with -short")
+		t.Skip(why)
 	}
 	bin := buildHapticd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return bin, ctx
+}
+
+func TestEndToEndAgainstRealHapticd(t *testing.T) {
+	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
 	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 2, Clients: 2, Observers: 1, RateHz: 500,
 		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000})
 	if err != nil {
@@ -61,12 +69,7 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 }
 
 func TestEndToEndCapacity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("capacity search starts the real service; skipped with -short")
-	}
-	bin := buildHapticd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := endToEnd(t, "capacity search starts the real service; skipped with -short")
 	// A limit of 100 % passes every probe that ticks: this checks the
 	// search's plumbing, not the machine's speed.
 	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 2, Settle: 200 * time.Millisecond,
@@ -83,12 +86,7 @@ func TestEndToEndCapacity(t *testing.T) {
 // through the real service's hardware path and another through the bare
 // host loop, under a client load, and reports both from the arm's side.
 func TestDeviceModeAgainstRealHapticd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real service on a pseudo-terminal; skipped with -short")
-	}
-	bin := buildHapticd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := endToEnd(t, "starts the real service on a pseudo-terminal; skipped with -short")
 	rep, err := Device(ctx, DeviceOptions{Hapticd: bin, Arms: 2, Clients: 2, RateHz: 200,
 		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond})
 	if err != nil {
@@ -111,12 +109,7 @@ func TestDeviceModeAgainstRealHapticd(t *testing.T) {
 // TestSubscribedRunAgainstRealHapticd: with --subscribe every session's
 // frames carry its own arm only, so they are a fraction of the full frame.
 func TestSubscribedRunAgainstRealHapticd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run starts the real service; skipped with -short")
-	}
-	bin := buildHapticd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
 	frameBytes := func(subscribe bool) int {
 		rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 8, Clients: 2, RateHz: 200, NoEcho: true, NoBareLoop: true,
 			Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Subscribe: subscribe})
@@ -139,12 +132,7 @@ func TestSubscribedRunAgainstRealHapticd(t *testing.T) {
 // at zero after its lease (plus the ramp), every time, and never before
 // the lease lapsed.
 func TestLeaseReleaseAgainstRealHapticd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real service; skipped with -short")
-	}
-	bin := buildHapticd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := endToEnd(t, "starts the real service; skipped with -short")
 	rep, err := Lease(ctx, LeaseOptions{Hapticd: bin, Stalls: 5, Hold: 50 * time.Millisecond, LeaseMs: 30})
 	if err != nil {
 		t.Fatal(err)

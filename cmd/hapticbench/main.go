@@ -88,7 +88,7 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 // emit prints a report's table and, with --json, writes its JSON to
 // jsonPath. With "--json -" the JSON goes to stdout and the table to
 // stderr, so stdout holds one JSON document a pipe can parse.
-func emit(rep interface{ WriteTable(io.Writer) error }, jsonPath string, stdout, stderr io.Writer) error {
+func emit(rep report, jsonPath string, stdout, stderr io.Writer) error {
 	table := stdout
 	if jsonPath == "-" {
 		table = stderr
@@ -200,19 +200,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
-	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if !*quiet {
-		o.Progress = stderr
-	}
-	rep, err := bench.Capacity(ctx, o)
-	if err != nil {
-		return err
-	}
-	return emit(rep, *jsonPath, stdout, stderr)
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Capacity(ctx, o) })
 }
 
 func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -226,19 +214,7 @@ func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Float64Var(&o.RateHz, "rate", 1000, "lock-step ticks per second per client; 0 is as fast as possible")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time run before measuring")
-	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if !*quiet {
-		o.Progress = stderr
-	}
-	rep, err := bench.Device(ctx, o)
-	if err != nil {
-		return err
-	}
-	return emit(rep, *jsonPath, stdout, stderr)
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Device(ctx, o) })
 }
 
 func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -251,15 +227,25 @@ func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&o.Hold, "hold", 200*time.Millisecond, "how long the client commands a force before each stall")
 	fs.IntVar(&o.LeaseMs, "lease-ms", 100, "the session's lease (session.configure.lease)")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of a started hapticd")
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lease(ctx, o) })
+}
+
+// report is what a command prints: a table, and JSON with --json.
+type report interface{ WriteTable(io.Writer) error }
+
+// reportCommand adds --json and --quiet to a command's flags, parses them,
+// runs the command (progress lines go to stderr unless --quiet) and prints
+// its report.
+func reportCommand(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, progress *io.Writer, run func() (report, error)) error {
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if !*quiet {
-		o.Progress = stderr
+		*progress = stderr
 	}
-	rep, err := bench.Lease(ctx, o)
+	rep, err := run()
 	if err != nil {
 		return err
 	}
