@@ -93,8 +93,11 @@ type CapacityReport struct {
 	WindowS      float64         `json:"window_s"`
 	Service      CapacityResult  `json:"service"`
 	BareLoop     *CapacityResult `json:"bare_loop,omitempty"`
-	// Ratio is the service's capacity over the bare loop's.
+	// Ratio is the service's capacity over the bare loop's; 0 with Flag
+	// "baseline-lost" when the service beat the bare loop beyond noise
+	// (the bare loop was no floor in that run).
 	Ratio    float64  `json:"ratio"`
+	Flag     string   `json:"flag,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -145,7 +148,11 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())
 		} else {
 			rep.BareLoop = &bare
-			if bare.Capacity > 0 {
+			switch {
+			case float64(rep.Service.Capacity) > float64(bare.Capacity)*(1+max(minNoise, o.Precision)) && !bare.AtMax:
+				rep.Flag = FlagBaselineLost
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the bare loop held %d arms, hapticd %d: the baseline lost beyond noise, so no ratio is given; rerun on a quiet machine", bare.Capacity, rep.Service.Capacity))
+			case bare.Capacity > 0:
 				rep.Ratio = float64(rep.Service.Capacity) / float64(bare.Capacity)
 			}
 		}
@@ -266,9 +273,7 @@ func (r CapacityReport) WriteTable(w io.Writer) error {
 	baseline := "-"
 	if r.BareLoop != nil {
 		baseline, base = "bare loop", capText(*r.BareLoop)
-		if r.Ratio > 0 {
-			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-		}
+		ratio = Comparison{Ratio: r.Ratio, Flag: r.Flag}.ratioText()
 	}
 	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio)
 	t.write(&b)

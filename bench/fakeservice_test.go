@@ -189,6 +189,10 @@ const fakeHapticdEnv = "BENCH_FAKE_HAPTICD"
 // fake bare loop manages twice as many.
 const fakeCapacityEnv = "BENCH_FAKE_CAPACITY"
 
+// fakeBareEnv, if set, replaces the fake bare loop's factor of 2 (a factor
+// under 1 makes a bare loop that loses to the service).
+const fakeBareEnv = "BENCH_FAKE_BARE_FACTOR"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeHapticdEnv) == "1" {
 		if err := fakeHapticd(os.Args[1:]); err != nil {
@@ -217,7 +221,11 @@ func fakeHapticd(args []string) error {
 		}
 		ticks := uint64(d.Seconds() * *hz)
 		var overruns uint64
-		if *arms > 2*capacity {
+		factor := 2.0
+		if f, err := strconv.ParseFloat(os.Getenv(fakeBareEnv), 64); err == nil {
+			factor = f
+		}
+		if float64(*arms) > factor*float64(capacity) {
 			overruns = ticks / 10
 		}
 		return json.NewEncoder(os.Stdout).Encode(BareLoop{Arms: *arms, LoopHz: *hz, Ticks: ticks, Overruns: overruns,

@@ -101,6 +101,33 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 	}
 }
 
+// TestCapacityFlagsABareLoopThatLoses: when the bare loop holds fewer arms
+// than the service, the report gives no ratio and says so.
+func TestCapacityFlagsABareLoopThatLoses(t *testing.T) {
+	bin := fakeHapticdBinary(t, 8)
+	t.Setenv(fakeBareEnv, "0.25") // the bare loop holds 2
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
+		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Service.Capacity != 8 || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
+		t.Fatalf("capacities: service %d, bare loop %+v; want 8 and 2", rep.Service.Capacity, rep.BareLoop)
+	}
+	if rep.Ratio != 0 || rep.Flag != FlagBaselineLost || len(rep.Warnings) == 0 {
+		t.Errorf("ratio %v, flag %q, warnings %q; want no ratio, the baseline-lost flag and a warning", rep.Ratio, rep.Flag, rep.Warnings)
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "BASELINE LOST") {
+		t.Errorf("capacity table does not flag the lost baseline:\n%s", b.String())
+	}
+}
+
 // TestSweepOverArms starts a service per arm count and runs the bare loop
 // beside each, and the plot gains the loop panel.
 func TestSweepOverArms(t *testing.T) {

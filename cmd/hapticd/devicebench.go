@@ -144,8 +144,14 @@ func runBaselineDevice(args []string, in io.Reader) error {
 		}
 		pacer.Wait()
 		if err := arm.Exchange(&cmd, &st); err != nil {
-			_ = arm.Close()
-			return fmt.Errorf("hapticd: baseline-device: %w", err)
+			// As the service's loop does: a failed exchange (a run of
+			// missed replies on a starved machine) halts the arm and the
+			// loop goes on; only a port that is gone ends it.
+			if errors.Is(err, driver.ErrClosed) || !errors.Is(err, driver.ErrNoReply) {
+				_ = arm.Close()
+				return fmt.Errorf("hapticd: baseline-device: %w", err)
+			}
+			_ = arm.Halt()
 		}
 	}
 }
