@@ -168,6 +168,9 @@ type Device struct {
 	ramping        bool
 	halted         bool // Halt ran and no command armed the output since
 	configuredOnce bool
+	// publishPending: the last publish found no free buffer (readers held
+	// them all), so the next tick publishes even if nothing changed.
+	publishPending bool
 	haltReq        atomic.Uint64
 	haltAck        atomic.Uint64
 	ticks          atomic.Uint64
@@ -339,7 +342,7 @@ func (d *Device) Halt() {
 		if d.token.CompareAndSwap(false, true) {
 			if d.haltAck.Load() < gen {
 				d.haltLocked()
-				d.snap.publish(&d.pub, d.lazy != nil)
+				d.publishPending = !d.snap.publish(&d.pub, d.lazy != nil)
 			}
 			d.token.Store(false)
 			return
@@ -407,7 +410,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 
 	owner := d.lease(nowNs)
 	mode := hw.ModeIdle
-	changed := d.lazy == nil || halting // other drivers publish every tick
+	changed := d.lazy == nil || halting || d.publishPending // other drivers publish every tick
 	if d.failed.Load() {
 		d.out = hw.Command{}
 		d.gravityN = 0
@@ -468,7 +471,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
-	d.snap.publish(p, d.lazy != nil)
+	d.publishPending = !d.snap.publish(p, d.lazy != nil)
 }
 
 // copyCoreState copies what a lazy driver's ExchangeCore fills.

@@ -209,3 +209,42 @@ func TestCoreCopyCoversTheSnapshot(t *testing.T) {
 		t.Fatalf("Snapshot has %d fields; copyCore knows 8: update it and this test", n)
 	}
 }
+
+// TestPublishThatFoundNoBufferIsRetried: when readers hold every spare
+// snapshot buffer, the tick's publish is skipped; the next tick publishes
+// even though nothing changed, so a resting arm's last state is never lost.
+func TestPublishThatFoundNoBufferIsRetried(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	d := NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	for range 100 { // at rest
+		d.Step(clock.Advance(ms))
+	}
+	reg := d.Register()
+	reg.Claim(1) // a claim without a command: the arm stays at rest
+	d.Step(clock.Advance(ms))
+	// Readers announce themselves on every buffer but the latest.
+	cell := &d.snap
+	latest := cell.latest.Load()
+	for i := range cell.bufs {
+		if b := &cell.bufs[i]; b != latest {
+			b.readers.Add(1)
+		}
+	}
+	reg.Release(1)
+	d.Step(clock.Advance(ms)) // the release: its publish finds no buffer
+	var s Snapshot
+	d.Load(&s)
+	if s.Owner != 1 {
+		t.Fatalf("with every buffer held the release was published anyway (owner %d): the test holds nothing", s.Owner)
+	}
+	for i := range cell.bufs {
+		if b := &cell.bufs[i]; b != latest {
+			b.readers.Add(-1)
+		}
+	}
+	d.Step(clock.Advance(ms))
+	d.Load(&s)
+	if s.Owner != 0 {
+		t.Fatalf("after the readers left, the release is still unpublished: owner %d", s.Owner)
+	}
+}
