@@ -19,7 +19,7 @@ import (
 // fast as the service answers and notes when the arm's
 // current_cursor_force reaches zero. The release time runs from the
 // controller's last message to that frame. The documented bound is the
-// lease plus the 20 ms ramp.
+// lease plus 20 ms (the loop's ramp ends within it).
 type LeaseOptions struct {
 	Hapticd string // binary; empty searches as FindHapticd does
 	// Target is a running hapticd (ws://host:port/); empty starts one.
@@ -39,7 +39,7 @@ type LeaseReport struct {
 	Machine Machine `json:"machine"`
 	LeaseMs int     `json:"lease_ms"`
 	LoopHz  float64 `json:"loop_hz"`
-	// BoundMs is the documented release bound: lease + 20 ms ramp.
+	// BoundMs is the documented release bound: lease + 20 ms.
 	BoundMs float64 `json:"bound_ms"`
 	// ReleaseMs are the releases, in stall order.
 	ReleaseMs []float64 `json:"release_ms"`
@@ -57,7 +57,8 @@ type LeaseReport struct {
 	LastCommandRTTMaxMs float64 `json:"last_command_rtt_max_ms"`
 }
 
-// rampMs is the loop's ramp after a lapsed lease (actors/loop's default).
+// rampMs is how soon after a lapsed lease the force is documented to be at
+// zero (actors/loop's ReleaseBoundNs).
 const rampMs = 20
 
 func (o *LeaseOptions) defaults() {
@@ -229,7 +230,7 @@ func (r LeaseReport) WriteTable(w io.Writer) error {
 	t.add("force at zero after the last command, p50", number(r.P50Ms))
 	t.add("same, p99", number(r.P99Ms))
 	t.add("same, max", number(r.MaxMs))
-	t.add("documented bound (lease + 20 ms ramp)", number(r.BoundMs))
+	t.add("documented bound (lease + 20 ms)", number(r.BoundMs))
 	t.write(&b)
 	fmt.Fprintf(&b, "releases over the bound: %d of %d (observer round trip p50 %s µs: the resolution; a stall's last command took up to %s ms to answer, counted in)\n",
 		r.OverBound, len(r.ReleaseMs), number(r.ObserverRTTUs), number(r.LastCommandRTTMaxMs))

@@ -98,7 +98,11 @@ type DeviceOptions struct {
 	// PeriodNs is the target loop period (default 1 ms).
 	PeriodNs int64
 	// RampNs is how long the output takes to ramp to zero after a lease
-	// lapse or a release (default 20 ms).
+	// lapse or a release. The default keeps the documented promise, zero
+	// within ReleaseBoundNs of the lapse: the loop notices a lapse on its
+	// first tick after the deadline (up to a period late) and the zero goes
+	// out on a tick, so the ramp is ReleaseBoundNs less two periods, and
+	// at least one period (18 ms at 1 kHz).
 	RampNs int64
 	// MaxErrors is how many driver errors in a row fail the device
 	// (default 50); a failed device stops exchanging.
@@ -145,6 +149,11 @@ type Stats struct {
 	// priority it asked for.
 	Realtime bool
 }
+
+// ReleaseBoundNs is the documented bound on a release: the output is zero
+// within this long after a lease lapses or a session lets go (with the
+// default RampNs, on a loop that gets the CPU on time).
+const ReleaseBoundNs = 20 * int64(time.Millisecond)
 
 // regReadAttempts bounds how often a tick retries a register read that
 // writers overwrote under it before it keeps the previous command.
@@ -246,7 +255,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.PeriodNs = int64(time.Millisecond)
 	}
 	if o.RampNs <= 0 {
-		o.RampNs = 20 * int64(time.Millisecond)
+		o.RampNs = max(o.PeriodNs, ReleaseBoundNs-2*o.PeriodNs)
 	}
 	if o.MaxErrors <= 0 {
 		o.MaxErrors = 50
