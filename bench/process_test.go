@@ -75,10 +75,10 @@ func TestFindHapticdExplicitPath(t *testing.T) {
 	}
 }
 
-func TestCapacityAgainstFakeProcesses(t *testing.T) {
-	// The fake service steps up to 5 arms without overruns and its bare
-	// loop up to 10: the search must find exactly those.
-	bin := fakeHapticdBinary(t, 5)
+// fakeCapacity searches the fake service's capacity and its bare loop's,
+// and returns the report with its table.
+func fakeCapacity(t *testing.T, bin string) (CapacityReport, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
@@ -86,18 +86,25 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	return rep, b.String()
+}
+
+func TestCapacityAgainstFakeProcesses(t *testing.T) {
+	// The fake service steps up to 5 arms without overruns and its bare
+	// loop up to 10: the search must find exactly those.
+	rep, table := fakeCapacity(t, fakeHapticdBinary(t, 5))
 	if rep.Service.Capacity != 5 || rep.BareLoop == nil || rep.BareLoop.Capacity != 10 {
 		t.Fatalf("capacities: service %d, bare loop %+v; want 5 and 10", rep.Service.Capacity, rep.BareLoop)
 	}
 	if rep.Ratio != 0.5 {
 		t.Errorf("ratio %v, want 0.5", rep.Ratio)
 	}
-	var b strings.Builder
-	if err := rep.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "0.50x") {
-		t.Errorf("capacity table lacks the ratio:\n%s", b.String())
+	if !strings.Contains(table, "0.50x") {
+		t.Errorf("capacity table lacks the ratio:\n%s", table)
 	}
 }
 
@@ -106,25 +113,15 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 func TestCapacityFlagsABareLoopThatLoses(t *testing.T) {
 	bin := fakeHapticdBinary(t, 8)
 	t.Setenv(fakeBareEnv, "0.25") // the bare loop holds 2
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
-		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, table := fakeCapacity(t, bin)
 	if rep.Service.Capacity != 8 || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
 		t.Fatalf("capacities: service %d, bare loop %+v; want 8 and 2", rep.Service.Capacity, rep.BareLoop)
 	}
 	if rep.Ratio != 0 || rep.Flag != FlagBaselineLost || len(rep.Warnings) == 0 {
 		t.Errorf("ratio %v, flag %q, warnings %q; want no ratio, the baseline-lost flag and a warning", rep.Ratio, rep.Flag, rep.Warnings)
 	}
-	var b strings.Builder
-	if err := rep.WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "BASELINE LOST") {
-		t.Errorf("capacity table does not flag the lost baseline:\n%s", b.String())
+	if !strings.Contains(table, "BASELINE LOST") {
+		t.Errorf("capacity table does not flag the lost baseline:\n%s", table)
 	}
 }
 
