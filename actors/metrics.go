@@ -113,7 +113,12 @@ func (d *Device) PeriodHistogram() Histogram {
 
 // ExchangeHistogram is the driver round trip (for a simulated device, the
 // cost of its step; sampled on a scheduler).
-func (d *Device) ExchangeHistogram() Histogram { return d.rt.ExchangeHistogram() }
+func (d *Device) ExchangeHistogram() Histogram {
+	if h := d.rt.ExchangeHistogram(); h != nil {
+		return h
+	}
+	return nil
+}
 
 // StoreWriteLatency is the histogram of durable writes to the state
 // directory, or nil when the service keeps no state directory.

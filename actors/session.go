@@ -225,6 +225,7 @@ type sessionActor struct {
 	snap  loop.Snapshot
 	cmd   hw.Command
 	sview protocol.SessionView
+	sub   subscription // session.configure.subscribe (subscribe.go)
 }
 
 func (a *sessionActor) Receive(ctx actor.Context) {
@@ -376,6 +377,9 @@ func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
 		a.loadProfileSession()
 		a.attachAll(ctx, nil)
 	}
+	if sp.Subscribe != nil {
+		a.sub.update(sp.Subscribe, a.svc.Devices(), f)
+	}
 	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
 		a.leaseMs = sp.LeaseMs
 		a.saveProfileSession()
@@ -525,7 +529,7 @@ func (a *sessionActor) sessionView() *protocol.SessionView {
 // space, to f; with config when withConfig is set (limited to the types in
 // only, when given).
 func (a *sessionActor) fillDevices(f *protocol.Frame, withConfig bool, only []protocol.DeviceType) {
-	fillFrame(a.svc.Devices(), a.sess.ID, f, &a.snap, withConfig, only, a.codec)
+	fillFrame(a.sub.visible(a.svc.Devices()), a.sess.ID, f, &a.snap, withConfig, only, a.codec)
 }
 
 // FillFrame fills f with every device as session sees it (0: the default

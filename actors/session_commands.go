@@ -96,12 +96,12 @@ func (c *deviceCore) setWorkspace(m *setWorkspace) error {
 // workspace transform (the 3.5 state fields beside the measured ones).
 func fillTargets(s *protocol.ArmState, snap *loop.Snapshot, v *View) {
 	s.Transform = v.Workspace
-	switch t := &snap.Target; t.Mode {
+	switch t := &snap.Target; snap.Mode {
 	case hw.ModePosition:
-		s.CurrentCursorPosition = v.Space.PositionToApp(space.Vec3(t.PositionM))
+		s.CurrentCursorPosition = v.Space.PositionToApp(space.Vec3{X: t[0], Y: t[1], Z: t[2]})
 	case hw.ModeAngle:
-		s.CurrentAngularPosition = space.Angles3(t.AnglesDeg)
+		s.CurrentAngularPosition = space.Angles3{A0: t[0], A1: t[1], A2: t[2]}
 	case hw.ModeTorque:
-		s.CurrentAngularTorques = space.Angles3(t.TorquesNmm)
+		s.CurrentAngularTorques = space.Angles3{A0: t[0], A1: t[1], A2: t[2]}
 	}
 }

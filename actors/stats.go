@@ -25,6 +25,7 @@ func (s *Service) StatsDoc() protocol.Stats {
 				PeriodUsMax: us(st.Period.MaxNs),
 				Overruns:    st.Overruns,
 				Ticks:       st.Ticks,
+				Realtime:    st.Realtime,
 			},
 			Exchange: summary(st.Exchange),
 			Errors:   st.Errors,

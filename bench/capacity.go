@@ -29,7 +29,10 @@ type CapacityOptions struct {
 	// machine does not end the search; default 1, negative for none.
 	Retries    int
 	NoBareLoop bool
-	Progress   io.Writer
+	// Motion is hapticd's --sim-motion, given to the bare loop too
+	// (default none: arms at rest).
+	Motion   string
+	Progress io.Writer
 }
 
 func (o *CapacityOptions) defaults() {
@@ -66,6 +69,10 @@ type CapacityProbe struct {
 	// bare loop's cost per arm step.
 	CPUPercent float64 `json:"cpu_percent,omitempty"`
 	NsPerStep  float64 `json:"ns_per_step,omitempty"`
+	// HeapPerArm and RSSPerArm are the service's live heap and resident
+	// memory at the window's end over the arms (everything, divided).
+	HeapPerArm float64 `json:"heap_bytes_per_arm,omitempty"`
+	RSSPerArm  float64 `json:"rss_bytes_per_arm,omitempty"`
 	Error      string  `json:"error,omitempty"`
 }
 
@@ -86,8 +93,11 @@ type CapacityReport struct {
 	WindowS      float64         `json:"window_s"`
 	Service      CapacityResult  `json:"service"`
 	BareLoop     *CapacityResult `json:"bare_loop,omitempty"`
-	// Ratio is the service's capacity over the bare loop's.
+	// Ratio is the service's capacity over the bare loop's; 0 with Flag
+	// "baseline-lost" when the service beat the bare loop beyond noise
+	// (the bare loop was no floor in that run).
 	Ratio    float64  `json:"ratio"`
+	Flag     string   `json:"flag,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -123,7 +133,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 	}
 	if !o.NoBareLoop {
 		bare, err := searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
-			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window)
+			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window, o.Motion)
 			p := CapacityProbe{Arms: n}
 			if err != nil {
 				p.Error = err.Error()
@@ -138,7 +148,11 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())
 		} else {
 			rep.BareLoop = &bare
-			if bare.Capacity > 0 {
+			switch {
+			case float64(rep.Service.Capacity) > float64(bare.Capacity)*(1+max(minNoise, o.Precision)) && !bare.AtMax:
+				rep.Flag = FlagBaselineLost
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the bare loop held %d arms, hapticd %d: the baseline lost beyond noise, so no ratio is given; rerun on a quiet machine", bare.Capacity, rep.Service.Capacity))
+			case bare.Capacity > 0:
 				rep.Ratio = float64(rep.Service.Capacity) / float64(bare.Capacity)
 			}
 		}
@@ -217,7 +231,7 @@ func searchCapacity(ctx context.Context, o CapacityOptions, probe func(n int) (C
 // probeService starts hapticd with n arms and measures one window.
 func probeService(ctx context.Context, binary string, n int, o CapacityOptions) (CapacityProbe, error) {
 	p := CapacityProbe{Arms: n}
-	svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz})
+	svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz, Motion: o.Motion})
 	if err != nil {
 		p.Error = err.Error()
 		return p, err
@@ -236,6 +250,8 @@ func probeService(ctx context.Context, binary string, n int, o CapacityOptions) 
 	}
 	lf, pf := windowFigures(win.before, win.after, win.elapsed, false)
 	p.OverrunFraction, p.PeriodP99Us, p.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
+	p.HeapPerArm = float64(win.after.Process.HeapBytes) / float64(n)
+	p.RSSPerArm = float64(win.after.Process.RSSBytes) / float64(n)
 	p.Pass = p.OverrunFraction < o.OverrunLimit
 	return p, nil
 }
@@ -257,30 +273,31 @@ func (r CapacityReport) WriteTable(w io.Writer) error {
 	baseline := "-"
 	if r.BareLoop != nil {
 		baseline, base = "bare loop", capText(*r.BareLoop)
-		if r.Ratio > 0 {
-			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-		}
+		ratio = Comparison{Ratio: r.Ratio, Flag: r.Flag}.ratioText()
 	}
 	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio)
 	t.write(&b)
 
 	b.WriteString("\n")
 	t = textTable{}
-	t.add("search", "arms", "verdict", "overruns %", "period p99 µs", "CPU %", "ns/step", "error")
+	t.add("search", "arms", "verdict", "overruns %", "period p99 µs", "CPU %", "ns/step", "heap B/arm", "RSS B/arm", "error")
 	add := func(name string, c CapacityResult) {
 		for _, p := range c.Probes {
 			verdict := "pass"
 			if !p.Pass {
 				verdict = "fail"
 			}
-			cpu, nsStep := "-", "-"
+			cpu, nsStep, heap, rss := "-", "-", "-", "-"
+			if p.HeapPerArm > 0 {
+				heap, rss = number(p.HeapPerArm), number(p.RSSPerArm)
+			}
 			if p.CPUPercent > 0 {
 				cpu = number(p.CPUPercent)
 			}
 			if p.NsPerStep > 0 {
 				nsStep = number(p.NsPerStep)
 			}
-			t.add(name, itoa(p.Arms), verdict, number(100*p.OverrunFraction), number(p.PeriodP99Us), cpu, nsStep, clip([]byte(p.Error), 80))
+			t.add(name, itoa(p.Arms), verdict, number(100*p.OverrunFraction), number(p.PeriodP99Us), cpu, nsStep, heap, rss, clip([]byte(p.Error), 80))
 		}
 	}
 	add("hapticd", r.Service)

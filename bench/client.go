@@ -134,7 +134,11 @@ type client struct {
 
 // dialClient opens a session and reads the inventory. The client commands
 // (or probes) arm index mod the number of arms in the inventory.
-func dialClient(ctx context.Context, url string, index int, role Role, rateHz float64, timeout time.Duration) (*client, error) {
+// subscribeMessageFormat subscribes a session to one arm
+// (session.configure.subscribe).
+const subscribeMessageFormat = `{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":%q}]}}}}`
+
+func dialClient(ctx context.Context, url string, index int, role Role, rateHz float64, timeout time.Duration, subscribe bool) (*client, error) {
 	d := websocket.Dialer{HandshakeTimeout: timeout, ReadBufferSize: 16 << 10, WriteBufferSize: 4 << 10}
 	conn, resp, err := d.DialContext(ctx, url, nil)
 	if resp != nil && resp.Body != nil {
@@ -167,6 +171,18 @@ func dialClient(ctx context.Context, url string, index int, role Role, rateHz fl
 		format = probeMessageFormat
 	}
 	c.message = fmt.Appendf(nil, format, c.deviceID)
+	if subscribe {
+		// Frames sized to what this client reads: its own arm only. The
+		// answer to the subscription is not a measured tick.
+		if err := c.conn.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, subscribeMessageFormat, c.deviceID)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("bench: client %d: subscribe: %w", index, err)
+		}
+		if _, err := c.readFrame(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("bench: client %d: read the subscription's frame: %w", index, err)
+		}
+	}
 	c.result.SessionID = c.sessionID
 	c.result.DeviceID = c.deviceID
 	return c, nil

@@ -44,7 +44,7 @@ func BenchmarkLockStepEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer echo.close()
-	c, err := dialClient(context.Background(), echo.url, 0, RoleController, 0, 5*time.Second)
+	c, err := dialClient(context.Background(), echo.url, 0, RoleController, 0, 5*time.Second, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,13 +19,21 @@ func buildHapticd(t *testing.T) string {
 	return path
 }
 
-func TestEndToEndAgainstRealHapticd(t *testing.T) {
+// endToEnd skips with -short (why says what the test starts), else builds
+// the real service and returns it with a context bounded to two minutes.
+func endToEnd(t *testing.T, why string) (string, context.Context) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("end-to-end run starts the real service; skipped with -short")
+		t.Skip(why)
 	}
 	bin := buildHapticd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return bin, ctx
+}
+
+func TestEndToEndAgainstRealHapticd(t *testing.T) {
+	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
 	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 2, Clients: 2, Observers: 1, RateHz: 500,
 		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000})
 	if err != nil {
@@ -61,12 +69,7 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 }
 
 func TestEndToEndCapacity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("capacity search starts the real service; skipped with -short")
-	}
-	bin := buildHapticd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := endToEnd(t, "capacity search starts the real service; skipped with -short")
 	// A limit of 100 % passes every probe that ticks: this checks the
 	// search's plumbing, not the machine's speed.
 	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 2, Settle: 200 * time.Millisecond,
@@ -76,5 +79,72 @@ func TestEndToEndCapacity(t *testing.T) {
 	}
 	if rep.Service.Capacity != 2 || !rep.Service.AtMax || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
 		t.Errorf("capacity report %+v, want 2 arms (at max) for both", rep)
+	}
+}
+
+// TestDeviceModeAgainstRealHapticd: hapticbench device drives one stand-in
+// through the real service's hardware path and another through the bare
+// host loop, under a client load, and reports both from the arm's side.
+func TestDeviceModeAgainstRealHapticd(t *testing.T) {
+	bin, ctx := endToEnd(t, "starts the real service on a pseudo-terminal; skipped with -short")
+	rep, err := Device(ctx, DeviceOptions{Hapticd: bin, Arms: 2, Clients: 2, RateHz: 200,
+		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	_ = rep.WriteTable(&table)
+	t.Logf("report:\n%s", table.String())
+	if rep.Hapticd.Frames == 0 || rep.BareLoop.Frames == 0 || rep.Hapticd.TargetUs != 1000 {
+		t.Errorf("force frames at the arms: hapticd %+v, bare loop %+v; want both timed against a 1000 µs target", rep.Hapticd, rep.BareLoop)
+	}
+	if rep.Load == nil || rep.Load.Overall.Received == 0 {
+		t.Errorf("client load %+v, want frames received", rep.Load)
+	}
+	if len(rep.Comparisons) != 4 || len(rep.Warnings) != 0 {
+		t.Errorf("comparisons %+v, warnings %q", rep.Comparisons, rep.Warnings)
+	}
+}
+
+// TestSubscribedRunAgainstRealHapticd: with --subscribe every session's
+// frames carry its own arm only, so they are a fraction of the full frame.
+func TestSubscribedRunAgainstRealHapticd(t *testing.T) {
+	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
+	frameBytes := func(subscribe bool) int {
+		rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 8, Clients: 2, RateHz: 200, NoEcho: true, NoBareLoop: true,
+			Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Subscribe: subscribe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rep.Hapticd.Overall
+		if h.Received == 0 || h.Lost+h.OutOfOrder+h.ErrorFrames != 0 {
+			t.Fatalf("subscribe %v: received %d, lost %d, out of order %d, error frames %d", subscribe, h.Received, h.Lost, h.OutOfOrder, h.ErrorFrames)
+		}
+		return h.FrameBytes
+	}
+	all, one := frameBytes(false), frameBytes(true)
+	if one*4 > all {
+		t.Errorf("subscribed frames are %d bytes, full frames of 8 arms %d: want one arm's worth", one, all)
+	}
+}
+
+// TestLeaseReleaseAgainstRealHapticd: a client that stalls has its force
+// at zero after its lease (plus the ramp), every time, and never before
+// the lease lapsed.
+func TestLeaseReleaseAgainstRealHapticd(t *testing.T) {
+	bin, ctx := endToEnd(t, "starts the real service; skipped with -short")
+	rep, err := Lease(ctx, LeaseOptions{Hapticd: bin, Stalls: 5, Hold: 50 * time.Millisecond, LeaseMs: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.ReleaseMs) != 5 || rep.BoundMs != 50 {
+		t.Fatalf("report %+v, want 5 releases against a 50 ms bound", rep)
+	}
+	for i, r := range rep.ReleaseMs {
+		// A release before the lease lapsed would mean the force was cut
+		// under a live lease.
+		if r < 30 {
+			t.Errorf("stall %d: force at zero %.1f ms after the last command, before the 30 ms lease lapsed", i, r)
+		}
 	}
 }

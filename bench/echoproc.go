@@ -68,6 +68,7 @@ func startEchoProcess(ctx context.Context, command []string, frames capturedFram
 	args := append(append([]string(nil), command[1:]...), "--inventory", invFile, "--state", stateFile)
 	cmd := exec.CommandContext(ctx, command[0], args...)
 	cmd.Stderr = os.Stderr
+	cmd.Env = childEnv() // the same GOMAXPROCS as hapticd
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		os.RemoveAll(dir)

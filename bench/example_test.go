@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleParseSweep() {
-	clients, err := bench.ParseSweep("clients=50,1,10,100")
-	fmt.Println(clients, err)
-	// Output: [1 10 50 100] <nil>
+	spec, err := bench.ParseSweep("clients=50,1,10,100")
+	fmt.Println(spec.Over, spec.Counts, err)
+	// Output: clients [1 10 50 100] <nil>
 }

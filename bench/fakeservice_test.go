@@ -189,6 +189,10 @@ const fakeHapticdEnv = "BENCH_FAKE_HAPTICD"
 // fake bare loop manages twice as many.
 const fakeCapacityEnv = "BENCH_FAKE_CAPACITY"
 
+// fakeBareEnv, if set, replaces the fake bare loop's factor of 2 (a factor
+// under 1 makes a bare loop that loses to the service).
+const fakeBareEnv = "BENCH_FAKE_BARE_FACTOR"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeHapticdEnv) == "1" {
 		if err := fakeHapticd(os.Args[1:]); err != nil {
@@ -211,16 +215,21 @@ func fakeHapticd(args []string) error {
 		hz := fs.Float64("loop-hz", 1000, "")
 		d := fs.Duration("duration", time.Second, "")
 		fs.Bool("json", false, "")
+		fs.String("motion", "none", "")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		ticks := uint64(d.Seconds() * *hz)
 		var overruns uint64
-		if *arms > 2*capacity {
+		factor := 2.0
+		if f, err := strconv.ParseFloat(os.Getenv(fakeBareEnv), 64); err == nil {
+			factor = f
+		}
+		if float64(*arms) > factor*float64(capacity) {
 			overruns = ticks / 10
 		}
 		return json.NewEncoder(os.Stdout).Encode(BareLoop{Arms: *arms, LoopHz: *hz, Ticks: ticks, Overruns: overruns,
-			PeriodUsP50: 1e6 / *hz, PeriodUsP99: 1.1e6 / *hz, NsPerStep: 100})
+			PeriodUsP50: 1e6 / *hz, PeriodUsP99: 1e6 / *hz, NsPerStep: 100}) // a floor for the fake service
 	}
 	fs := flag.NewFlagSet("hapticd", flag.ContinueOnError)
 	port := fs.Int("port", 10001, "")
@@ -228,6 +237,7 @@ func fakeHapticd(args []string) error {
 	fs.Int("events-port", 10020, "")
 	arms := fs.Int("sim-arms", 1, "")
 	fs.Int("sim-grips", 0, "")
+	fs.String("sim-motion", "none", "")
 	fs.Int("loop-hz", 1000, "")
 	fs.String("state-dir", "", "")
 	fs.String("log-format", "console", "")

@@ -21,8 +21,12 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	if c.Target != "" {
 		target = c.Target
 	}
-	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz\n",
-		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz)
+	sub := ""
+	if c.Subscribe {
+		sub = ", each session subscribed to its own arm"
+	}
+	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz%s\n",
+		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz, sub)
 	m := r.Machine
 	fmt.Fprintf(&b, "machine: %s %s/%s, %d CPUs", m.GoVersion, m.OS, m.Arch, m.CPUs)
 	if m.CPUModel != "" {
@@ -35,14 +39,20 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	for _, cmp := range r.Comparisons {
 		base, ratio := "-", "-"
 		if cmp.Baseline != "-" {
-			base = number(cmp.Base)
-			if cmp.Ratio != 0 {
-				ratio = fmt.Sprintf("%.2fx", cmp.Ratio)
-			}
+			base, ratio = number(cmp.Base), cmp.ratioText()
 		}
 		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio)
 	}
 	tw.write(&b)
+	for _, cmp := range r.Comparisons {
+		if cmp.Flag == FlagBaselineLost {
+			fmt.Fprintf(&b, "FLAG: %s: hapticd %s beat the %s %s beyond noise; that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
+				cmp.Figure, number(cmp.Hapticd), cmp.Baseline, number(cmp.Base))
+		}
+	}
+	if len(r.EchoRates) > 1 {
+		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (the fastest is the baseline; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
+	}
 
 	b.WriteString("\n")
 	tw = textTable{}
@@ -175,4 +185,25 @@ func WriteJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// floats joins xs as numbers.
+func floats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = number(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratioText is a comparison's ratio column: the ratio, or BASELINE LOST
+// when the baseline was no floor (no ratio is given then).
+func (c Comparison) ratioText() string {
+	switch {
+	case c.Flag == FlagBaselineLost:
+		return "BASELINE LOST"
+	case c.Ratio != 0:
+		return fmt.Sprintf("%.2fx", c.Ratio)
+	}
+	return "-"
 }

@@ -35,11 +35,18 @@ type RunOptions struct {
 	NoEcho, NoBareLoop bool
 	// PerDevice keeps every device's loop figures in the report.
 	PerDevice bool
+	// Subscribe makes every session subscribe to its own arm
+	// (session.configure.subscribe), so frames carry one arm, not all.
+	Subscribe bool
 	// EchoCommand, if set, runs the echo baseline as its own process
 	// (argv of a command that serves as ServeEcho does, given --inventory
 	// and --state files), as hapticd runs in its own; empty runs it inside
 	// this process (tests), which flatters the baseline.
 	EchoCommand []string
+	// EchoRuns is how many times the echo baseline runs back to back
+	// (default 2): the fastest run is the floor, and the spread between
+	// runs is the noise a comparison must exceed to count.
+	EchoRuns int
 	// Progress, if set, receives one line per phase.
 	Progress io.Writer
 	// Live, with Progress, also keeps a line rewritten in place with the
@@ -68,6 +75,9 @@ func (o *RunOptions) defaults() error {
 	}
 	if o.FrameTimeout <= 0 {
 		o.FrameTimeout = 5 * time.Second
+	}
+	if o.EchoRuns <= 0 {
+		o.EchoRuns = 2
 	}
 	return nil
 }
@@ -134,6 +144,7 @@ type RunConfig struct {
 	DurationS float64 `json:"duration_s"`
 	WarmupS   float64 `json:"warmup_s"`
 	LoopHz    float64 `json:"loop_hz"`
+	Subscribe bool    `json:"subscribe,omitempty"` // each session subscribed to its own arm
 }
 
 // RunReport is everything one run measured.
@@ -142,6 +153,9 @@ type RunReport struct {
 	Machine Machine     `json:"machine"`
 	Hapticd LoadResult  `json:"hapticd"`
 	Echo    *LoadResult `json:"echo,omitempty"`
+	// EchoRates are the total rates of every echo run (RunOptions.EchoRuns);
+	// Echo is the fastest.
+	EchoRates []float64 `json:"echo_rates,omitempty"`
 	// EchoInProcess is true when the echo baseline ran inside hapticbench
 	// (RunOptions.EchoCommand unset) instead of in a process of its own;
 	// it then skips the cost of a cross-process round trip.
@@ -164,7 +178,18 @@ type Comparison struct {
 	Baseline string  `json:"baseline"`
 	Base     float64 `json:"base"`
 	Ratio    float64 `json:"ratio"`
+	// Flag is "baseline-lost" when hapticd beat its baseline by more than
+	// the noise: the baseline was no floor in this run, so Ratio is left 0
+	// rather than reported.
+	Flag string `json:"flag,omitempty"`
 }
+
+// FlagBaselineLost marks a comparison whose baseline lost to hapticd.
+const FlagBaselineLost = "baseline-lost"
+
+// minNoise is the smallest margin a comparison must exceed to count as a
+// baseline lost: run-to-run noise on a quiet machine.
+const minNoise = 0.05
 
 // Run measures hapticd under the load o describes, then the echo baseline
 // with the same clients and frame size, then the bare arm loop, and
@@ -172,6 +197,28 @@ type Comparison struct {
 // the two do not share the CPU.
 func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return run(ctx, o, nil)
+}
+
+// runEcho runs the load once against a fresh echo baseline serving frames.
+func runEcho(ctx context.Context, o RunOptions, frames capturedFrames) (LoadResult, error) {
+	var url string
+	var stop func()
+	if len(o.EchoCommand) > 0 {
+		echo, err := startEchoProcess(ctx, o.EchoCommand, frames)
+		if err != nil {
+			return LoadResult{}, err
+		}
+		url, stop = echo.url, echo.close
+	} else {
+		echo, err := startEcho(frames)
+		if err != nil {
+			return LoadResult{}, err
+		}
+		url, stop = echo.url, echo.close
+	}
+	defer stop()
+	el, _, err := runLoad(ctx, o, "echo", url, "", nil)
+	return el, err
 }
 
 // bareCache lets a sweep run the bare loop once for all its points.
@@ -188,7 +235,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	}
 	rep := RunReport{
 		Config: RunConfig{Target: o.Target, Arms: o.Arms, Clients: o.Clients, Observers: o.Observers,
-			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz},
+			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz, Subscribe: o.Subscribe},
 		Machine: ThisMachine(),
 	}
 	if cache == nil {
@@ -271,30 +318,17 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		} else {
 			frames.padTo(rep.Hapticd.Overall.FrameBytes)
 			o.progress("echo baseline: same clients, %d-byte frames", len(frames.state))
-			var url string
-			var stop func()
-			if len(o.EchoCommand) > 0 {
-				echo, err := startEchoProcess(ctx, o.EchoCommand, *frames)
+			for i := range o.EchoRuns {
+				el, err := runEcho(ctx, o, *frames)
 				if err != nil {
 					return rep, err
 				}
-				url, stop = echo.url, echo.close
-			} else {
-				echo, err := startEcho(*frames)
-				if err != nil {
-					return rep, err
+				rep.EchoInProcess = len(o.EchoCommand) == 0
+				rep.EchoRates = append(rep.EchoRates, el.Overall.AchievedHzTotal)
+				if i == 0 || el.Overall.AchievedHzTotal > rep.Echo.Overall.AchievedHzTotal {
+					rep.Echo = &el
 				}
-				url, stop = echo.url, echo.close
-				rep.EchoInProcess = true
 			}
-			stopLive := o.live("echo baseline", o.Warmup+o.Duration)
-			el, _, err := runLoad(ctx, o, "echo", url, "", nil)
-			stopLive()
-			stop()
-			if err != nil {
-				return rep, err
-			}
-			rep.Echo = &el
 		}
 	}
 
@@ -309,7 +343,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		default:
 			o.progress("bare-loop baseline: %d arms at %v Hz for %s", rep.Config.Arms, o.LoopHz, o.Duration)
 			stopLive := o.live("bare-loop baseline", o.Duration)
-			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration)
+			b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration, "")
 			stopLive()
 			if err != nil {
 				cache.err = err
@@ -382,7 +416,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 			if i >= o.Clients {
 				role, idx = RoleObserver, i-o.Clients
 			}
-			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout)
+			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout, o.Subscribe)
 			if err == nil {
 				c.result.Index = i
 			}
@@ -504,15 +538,23 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 // compare lines up each hapticd figure with its baseline.
 func compare(r RunReport) []Comparison {
 	var out []Comparison
-	add := func(figure, unit string, h float64, baseline string, b float64, ok bool) {
+	noise := max(minNoise, spread(r.EchoRates))
+	// higher says whether a larger value is better for this figure: a
+	// baseline that is a floor is never beaten beyond the noise.
+	add := func(figure, unit string, h float64, baseline string, b float64, ok, higher bool, tol float64) {
 		c := Comparison{Figure: figure, Unit: unit, Hapticd: h, Baseline: baseline}
-		if ok {
-			c.Base = b
-			if b != 0 {
-				c.Ratio = h / b
-			}
-		} else {
+		if !ok {
 			c.Baseline = "-"
+			out = append(out, c)
+			return
+		}
+		c.Base = b
+		lost := b > 0 && ((higher && h > b*(1+tol)) || (!higher && h < b*(1-tol)))
+		switch {
+		case lost:
+			c.Flag = FlagBaselineLost
+		case b != 0:
+			c.Ratio = h / b
 		}
 		out = append(out, c)
 	}
@@ -522,13 +564,13 @@ func compare(r RunReport) []Comparison {
 	if hasEcho {
 		e = r.Echo.Overall
 	}
-	add("rate total", "Hz", h.AchievedHzTotal, "echo", e.AchievedHzTotal, hasEcho)
-	add("rate per session (min)", "Hz", h.AchievedHzMin, "echo", e.AchievedHzMin, hasEcho)
-	add("rtt p50", "µs", h.RTT.P50Us, "echo", e.RTT.P50Us, hasEcho)
-	add("rtt p90", "µs", h.RTT.P90Us, "echo", e.RTT.P90Us, hasEcho)
-	add("rtt p99", "µs", h.RTT.P99Us, "echo", e.RTT.P99Us, hasEcho)
-	add("rtt p99.9", "µs", h.RTT.P999Us, "echo", e.RTT.P999Us, hasEcho)
-	add("rtt max", "µs", h.RTT.MaxUs, "echo", e.RTT.MaxUs, hasEcho)
+	add("rate total", "Hz", h.AchievedHzTotal, "echo", e.AchievedHzTotal, hasEcho, true, noise)
+	add("rate per session (min)", "Hz", h.AchievedHzMin, "echo", e.AchievedHzMin, hasEcho, true, noise)
+	add("rtt p50", "µs", h.RTT.P50Us, "echo", e.RTT.P50Us, hasEcho, false, noise)
+	add("rtt p90", "µs", h.RTT.P90Us, "echo", e.RTT.P90Us, hasEcho, false, noise)
+	add("rtt p99", "µs", h.RTT.P99Us, "echo", e.RTT.P99Us, hasEcho, false, noise)
+	add("rtt p99.9", "µs", h.RTT.P999Us, "echo", e.RTT.P999Us, hasEcho, false, noise)
+	add("rtt max", "µs", h.RTT.MaxUs, "echo", e.RTT.MaxUs, hasEcho, false, noise)
 	if r.Loop != nil {
 		b := r.BareLoop
 		has := b != nil
@@ -536,15 +578,30 @@ func compare(r RunReport) []Comparison {
 		if has {
 			bl = *b
 		}
-		add("loop period p50 (median device)", "µs", r.Loop.PeriodP50UsMedian, "bare loop", bl.PeriodUsP50, has)
-		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has)
-		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has)
-		add("arm step cost", "µs", r.Loop.ExchangeP50UsMedian, "bare loop", bl.NsPerStep/1e3, has)
+		add("loop period p50 (median device)", "µs", r.Loop.PeriodP50UsMedian, "bare loop", bl.PeriodUsP50, has, false, minNoise)
+		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has, false, minNoise)
+		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has, false, minNoise)
+		add("arm step cost", "µs", r.Loop.ExchangeP50UsMedian, "bare loop", bl.NsPerStep/1e3, has, false, minNoise)
 	}
 	if r.Process != nil && r.BareLoop != nil {
 		// What stepping the arms alone costs over the same window.
 		stepCPU := r.BareLoop.NsPerStep * float64(r.BareLoop.Arms) * r.BareLoop.LoopHz * r.Config.DurationS / 1e9
-		add("service CPU", "s", r.Process.CPUSeconds, "arm stepping", stepCPU, true)
+		add("service CPU", "s", r.Process.CPUSeconds, "arm stepping", stepCPU, true, false, minNoise)
 	}
 	return out
+}
+
+// spread is (max−min)/max of xs: the run-to-run noise of repeated runs.
+func spread(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if hi <= 0 {
+		return 0
+	}
+	return (hi - lo) / hi
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type ServiceOptions struct {
 	Binary   string
 	Arms     int
 	LoopHz   float64
+	Motion   string        // --sim-motion; empty: hapticd's default
+	Extra    []string      // more flags (e.g. --hw-port)
 	ReadyIn  time.Duration // how long to wait for "ready"; default 60 s
 	LogLines int           // recent log lines kept for error messages; default 40
 }
@@ -99,8 +102,13 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 		// hapticd takes whole hertz.
 		"--loop-hz", strconv.Itoa(int(math.Round(o.LoopHz))),
 		"--state-dir", dir, "--log-format", "json"}
+	if o.Motion != "" {
+		args = append(args, "--sim-motion", o.Motion)
+	}
+	args = append(args, o.Extra...)
 	s := &service{stateDir: dir, exited: make(chan struct{})}
 	s.cmd = exec.Command(o.Binary, args...)
+	s.cmd.Env = childEnv()
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -219,9 +227,14 @@ func (s *service) stop() error {
 type BareLoop = protocol.BaselineArms
 
 // runBareLoop runs `hapticd baseline-arms` and reads its JSON.
-func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration) (BareLoop, error) {
-	cmd := exec.CommandContext(ctx, binary, "baseline-arms", "--arms", strconv.Itoa(arms),
-		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json")
+func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
+	args := []string{"baseline-arms", "--arms", strconv.Itoa(arms),
+		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json"}
+	if motion != "" {
+		args = append(args, "--motion", motion)
+	}
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = childEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -233,4 +246,11 @@ func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d
 		return BareLoop{}, fmt.Errorf("bench: %s baseline-arms printed no JSON object (%w): %s", binary, err, clip(out, 200))
 	}
 	return b, nil
+}
+
+// childEnv is this process's environment with GOMAXPROCS pinned to this
+// process's value, so hapticd, the echo baseline and the bare loop all run
+// with the same number of Ps whatever the machine's default.
+func childEnv() []string {
+	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 }

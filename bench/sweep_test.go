@@ -16,15 +16,16 @@ import (
 func TestParseSweep(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    []int
+		want    SweepSpec
 		wantErr bool
 	}{
-		{"clients=1,10,50,100", []int{1, 10, 50, 100}, false},
-		{"clients=50, 1 ,10", []int{1, 10, 50}, false},
-		{"arms=1,2", nil, true},
-		{"clients=1,x", nil, true},
-		{"clients=0", nil, true},
-		{"clients", nil, true},
+		{"clients=1,10,50,100", SweepSpec{"clients", []int{1, 10, 50, 100}}, false},
+		{"clients=50, 1 ,10", SweepSpec{"clients", []int{1, 10, 50}}, false},
+		{"arms=100,1", SweepSpec{"arms", []int{1, 100}}, false},
+		{"threads=1,2", SweepSpec{}, true},
+		{"clients=1,x", SweepSpec{}, true},
+		{"clients=0", SweepSpec{}, true},
+		{"clients", SweepSpec{}, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseSweep(tt.in)
@@ -149,7 +150,7 @@ func TestSweepAgainstFakeService(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rep, err := Sweep(ctx, RunOptions{Target: f.wsURL(), NoBareLoop: true, Duration: 150 * time.Millisecond,
-		Warmup: 20 * time.Millisecond}, []int{1, 3})
+		Warmup: 20 * time.Millisecond}, SweepSpec{Over: "clients", Counts: []int{1, 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

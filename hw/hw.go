@@ -151,23 +151,29 @@ const (
 
 // State is what a device reports after one tick. Arm fields are zero for a
 // grip and grip fields are zero for an arm.
+//
+// The fields a loop reads and writes every tick (position, velocity, force,
+// status) come first, within 80 bytes: a loop stepping thousands of
+// simulated arms copies two cache lines per arm, not four.
 type State struct {
 	// Arm.
-	PositionM          Vec3
-	VelocityMps        Vec3
+	PositionM   Vec3
+	VelocityMps Vec3
+	// ForceN is the end-effector force the device applies after this tick.
+	ForceN Vec3
+	Status Status
+
+	// Arm, derived from the above (simulated arms compute them only when
+	// a reader asks).
 	AnglesDeg          Angles3
 	AngularVelocityDps Angles3
 	BodyOrientation    Quat
-	// ForceN is the end-effector force the device applies after this tick.
-	ForceN Vec3
 
 	// Grip.
 	Orientation Quat
 	Buttons     Buttons
 	Hall        float64 // 0..1
 	Battery     float64 // 0..1
-
-	Status Status
 }
 
 // Driver is one open device. A Driver is used by one goroutine at a time (the
@@ -200,7 +206,10 @@ type Settings struct {
 }
 
 // Configurer is implemented by drivers whose device takes Settings. The loop
-// calls Configure between two Exchanges, never concurrently with them.
+// calls Configure between two Exchanges, never concurrently with them, so
+// Configure must not wait on the device: a driver queues the exchange and
+// carries it out with the following Exchanges without taking their
+// deadlines (the serial arm retries an unacknowledged code with backoff).
 type Configurer interface {
 	Configure(s Settings) error
 }

@@ -123,6 +123,8 @@ type SessionPart struct {
 	// SetBasis is the deprecated session.set_basis. When Basis is also
 	// given, Basis wins.
 	SetBasis *Basis
+	// Subscribe is session.configure.subscribe (subscribe.go).
+	Subscribe *Subscription
 }
 
 // Lease bounds (ms) for session.configure.lease.
@@ -158,6 +160,7 @@ type ClientMessage struct {
 	basis     Basis
 	setBasis  Basis
 	fullState FullStateRequest
+	subscribe Subscription
 	typesBuf  [4]DeviceType
 	pathBuf   []byte
 	types     *TypeTable
@@ -716,6 +719,11 @@ func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
 				return err
 			}
 			m.Session.LeaseMs = n
+		case it.KeyIs("subscribe"):
+			c := at.child("subscribe")
+			if err := m.decodeSubscribe(val, &c); err != nil {
+				return err
+			}
 		default:
 			name := string(it.Key())
 			c := at.child(name)

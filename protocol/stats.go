@@ -29,6 +29,9 @@ type LoopStats struct {
 	PeriodUsMax float64 `json:"period_us_max"`
 	Overruns    uint64  `json:"overruns"`
 	Ticks       uint64  `json:"ticks"`
+	// Realtime is true when the loop's thread runs under a real-time
+	// policy (read back from the OS; see --realtime-priority).
+	Realtime bool `json:"realtime"`
 }
 
 // RoundTripStats summarises a driver's exchange times in microseconds (for

@@ -84,15 +84,38 @@ func BenchmarkStep(b *testing.B) {
 // period's p99 and max, and overruns per 1000 ticks.
 //
 // The rt=50 cases run the shards SCHED_FIFO (when the process may): they
-// show how much of the period jitter is other load on the machine.
+// show how much of the period jitter is other load on the machine. The idle
+// cases are arms nobody controls, at rest (they sleep, see Device.stepAt).
 func BenchmarkScheduler(b *testing.B) {
-	cases := []struct{ n, rt int }{{1, 0}, {100, 0}, {1000, 0}, {10000, 0}, {1, 50}, {1000, 50}}
+	cases := []struct {
+		n, rt int
+		idle  bool
+	}{{1, 0, false}, {100, 0, false}, {1000, 0, false}, {10000, 0, false}, {1, 50, false}, {1000, 50, false},
+		{10000, 0, true}, {10000, 50, true}}
 	for _, c := range cases {
 		n := c.n
-		b.Run(fmt.Sprintf("devices=%d/rt=%d", n, c.rt), func(b *testing.B) {
+		name := fmt.Sprintf("devices=%d/rt=%d", n, c.rt)
+		if c.idle {
+			name += "/idle"
+		}
+		b.Run(name, func(b *testing.B) {
 			devs := make([]*Device, n)
 			for i := range devs {
-				devs[i] = controlled(newSimArm(i))
+				if c.idle {
+					devs[i] = NewDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), DeviceOptions{})
+				} else {
+					devs[i] = controlled(newSimArm(i))
+				}
+			}
+			if c.idle {
+				// Let the arms come to rest first.
+				now := SystemClock().Now()
+				for range 100 {
+					now += int64(time.Millisecond)
+					for _, d := range devs {
+						d.stepAt(now, false)
+					}
+				}
 			}
 			// Bare baseline: the same steps with no pacing, threads or shards.
 			const bareTicks = 20

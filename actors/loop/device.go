@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
-	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // Params are the controlling session's filters for one device. They are
@@ -101,7 +100,11 @@ type DeviceOptions struct {
 	// PeriodNs is the target loop period (default 1 ms).
 	PeriodNs int64
 	// RampNs is how long the output takes to ramp to zero after a lease
-	// lapse or a release (default 20 ms).
+	// lapse or a release. The default keeps the documented promise, zero
+	// within ReleaseBoundNs of the lapse: the loop notices a lapse on its
+	// first tick after the deadline (up to a period late) and the zero goes
+	// out on a tick, so the ramp is ReleaseBoundNs less two periods, and
+	// at least one period (18 ms at 1 kHz).
 	RampNs int64
 	// MaxErrors is how many driver errors in a row fail the device
 	// (default 50); a failed device stops exchanging.
@@ -153,6 +156,11 @@ type Stats struct {
 	Realtime bool
 }
 
+// ReleaseBoundNs is the documented bound on a release: the output is zero
+// within this long after a lease lapses or a session lets go (with the
+// default RampNs, on a loop that gets the CPU on time).
+const ReleaseBoundNs = 20 * int64(time.Millisecond)
+
 // regReadAttempts bounds how often a tick retries a register read that
 // writers overwrote under it before it keeps the previous command.
 const regReadAttempts = 4
@@ -165,52 +173,86 @@ const regReadAttempts = 4
 // device is between ticks. Step never waits for the token (it skips the tick
 // instead); Halt waits at most one tick.
 type Device struct {
-	// Atomics.
-	token    atomic.Bool // held while the driver is in use (Step, direct Halt)
-	haltReq  atomic.Uint64
-	haltAck  atomic.Uint64
-	globals  atomic.Pointer[Globals]
+	// Hot: an asleep device's tick reads this first cache line and the
+	// register's header only, so a shard can hold thousands of idle arms.
+	token          atomic.Bool // held while the driver is in use (Step, direct Halt)
+	failed         atomic.Bool
+	running        atomic.Bool // a runner (RunLocked, Scheduler) steps the device
+	asleep         bool        // see sleepCheck
+	armed          bool        // the output follows held
+	ramping        bool
+	halted         bool // Halt ran and no command armed the output since
+	configuredOnce bool
+	// publishPending: the last publish found no free buffer (readers held
+	// them all), so the next tick publishes even if nothing changed.
+	publishPending bool
+	haltReq        atomic.Uint64
+	haltAck        atomic.Uint64
+	ticks          atomic.Uint64
+	globals        atomic.Pointer[Globals]
+	configuredFrom *Globals // the Globals last acted on
+	seenVersion    uint64   // the register version this tick's lease saw
+	lastNowNs      int64
+	reg            Register
+
+	// Warm: what an awake tick touches, together.
+	drv             hw.Driver
+	lazy            lazyStateDriver // drv, when it leaves derived state to readers
+	lastOwner       uint64
+	unarmedOwner    uint64 // an owner seen with no command in its term...
+	unarmedSinceNs  int64  // ...since this time
+	disarmedVersion uint64 // register writes up to this one are never applied
+	appliedSeq      uint64
+	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
+	stateGravityN   float64 // the feed-forward inside state.ForceN
+	errRun          int
+	rampStartNs     int64
+	maxForceN       float64 // info's, kept beside the state
+	massKg          float64 // info's EffectiveMassKg
+	hostGravity     bool    // info's HostGravityCompensation
+	out             hw.Command
+	gate            forceGate
+	cmd             Command // the latest register contents
+
+	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
-	running  atomic.Bool                 // a runner (RunLocked, Scheduler) steps the device
-	ticks    atomic.Uint64
 	errors   atomic.Uint64
 	expiries atomic.Uint64 // leases that lapsed
-	failed   atomic.Bool
-	reg      Register
-	snap     SnapshotCell
-	exchange *histogram.Histogram
 
 	// Immutable after NewDevice.
-	drv   hw.Driver
 	cfg   hw.Configurer // nil when the driver takes no settings
 	info  hw.Info
 	opts  DeviceOptions
 	clock Clock
 
 	// The holder of token owns the following.
-	cmd, readBuf    Command // the latest register contents
-	held            Command // the last command applied: what a ramp winds down
-	armed           bool    // the output follows held
-	ramping         bool
-	rampStartNs     int64
-	lastOwner       uint64
-	unarmedOwner    uint64 // an owner seen with no command in its term...
-	unarmedSinceNs  int64  // ...since this time
-	disarmedVersion uint64 // register writes up to this one are never applied
-	appliedSeq      uint64
-	out             hw.Command
-	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
-	stateGravityN   float64 // the feed-forward inside state.ForceN
-	halted          bool    // Halt ran and no command armed the output since
-	state, scratch  hw.State
-	gate            forceGate
-	lastNowNs       int64
-	errRun          int
-	configuredFrom  *Globals // the Globals last acted on
-	configured      hw.Settings
-	configuredOnce  bool
-	configRetryNs   int64
-	pub             Snapshot
+	held          Command // the last command applied: what a ramp winds down
+	state         hw.State
+	scratch       *hw.State // a non-lazy driver's exchange target (nil for lazy ones)
+	configured    hw.Settings
+	configRetryNs int64
+	pub           Snapshot
+	snap          SnapshotCell
+}
+
+// lazyStateDriver is a driver that leaves the state clients read but the
+// loop does not (joint angles and speeds, body orientation) to be derived
+// when a snapshot is loaded, and says when a step changed nothing, so an
+// arm at rest costs a tick no copies and no publish: the simulated arm.
+type lazyStateDriver interface {
+	// ExchangeCore is Exchange filling only position, velocity, force and
+	// status, and only when moved; !moved or an error leave st as the last
+	// call did.
+	ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error)
+	// LeftHanded is the handedness DeriveState must use for st now.
+	LeftHanded() bool
+	// TimeInvariant is true when the physics does not depend on time (no
+	// scripted hand): a step that changed nothing then changes nothing
+	// again under the same command, so the loop may stop stepping it.
+	TimeInvariant() bool
+	// DeriveState completes st; it reads only its arguments, so any
+	// goroutine may call it.
+	DeriveState(st *hw.State, leftHanded bool)
 }
 
 // NewDevice returns the loop state for drv (which must not be nil). Nothing
@@ -220,7 +262,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.PeriodNs = int64(time.Millisecond)
 	}
 	if o.RampNs <= 0 {
-		o.RampNs = 20 * int64(time.Millisecond)
+		o.RampNs = max(o.PeriodNs, ReleaseBoundNs-2*o.PeriodNs)
 	}
 	if o.MaxErrors <= 0 {
 		o.MaxErrors = 50
@@ -231,8 +273,13 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	if o.Clock == nil {
 		o.Clock = SystemClock()
 	}
-	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock, exchange: histogram.New(precisionBits)}
+	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)
+	d.lazy, _ = drv.(lazyStateDriver)
+	if d.lazy == nil {
+		d.scratch = new(hw.State)
+	}
 	g := DefaultGlobals()
 	d.globals.Store(g)
 	d.configuredFrom = g // the driver keeps its own settings until SetGlobals
@@ -248,7 +295,13 @@ func (d *Device) Register() *Register { return &d.reg }
 
 // Load fills dst with the latest snapshot. It never blocks and never
 // allocates; any number of goroutines may call it.
-func (d *Device) Load(dst *Snapshot) { d.snap.Load(dst) }
+func (d *Device) Load(dst *Snapshot) {
+	d.snap.Load(dst)
+	if dst.derive != deriveNone && d.lazy != nil {
+		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
+	}
+	dst.derive = deriveNone
+}
 
 // PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
 // read it before Load, and whatever was derived from a snapshot under the
@@ -273,7 +326,6 @@ func (d *Device) Stats() Stats {
 	s := Stats{
 		TargetNs: d.opts.PeriodNs,
 		Ticks:    d.ticks.Load(),
-		Exchange: d.exchange.Summary(),
 		Errors:   d.errors.Load(),
 
 		LeaseExpiries: d.expiries.Load(),
@@ -284,6 +336,7 @@ func (d *Device) Stats() Stats {
 		s.Period = r.period.Summary()
 		s.Overruns = r.overruns.Load()
 		s.Busy = r.busy.Summary()
+		s.Exchange = r.exchange.Summary()
 		s.Realtime = r.realtime.Load()
 	}
 	return s
@@ -308,7 +361,7 @@ func (d *Device) Halt() {
 		if d.token.CompareAndSwap(false, true) {
 			if d.haltAck.Load() < gen {
 				d.haltLocked()
-				d.snap.Publish(&d.pub)
+				d.publishPending = !d.snap.publish(&d.pub, d.lazy != nil)
 			}
 			d.token.Store(false)
 			return
@@ -330,8 +383,9 @@ func (d *Device) haltLocked() {
 	}
 	d.armed, d.ramping = false, false
 	d.halted = true
+	d.asleep = false
 	d.out = hw.Command{}
-	d.pub.Mode, d.pub.Target = hw.ModeIdle, hw.Command{}
+	d.pub.Mode, d.pub.Target = hw.ModeIdle, [3]float64{}
 	if err := d.drv.Halt(); err != nil {
 		d.errors.Add(1)
 		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
@@ -355,7 +409,16 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	}
 	defer d.token.Store(false)
 	tick := d.ticks.Add(1)
-	if d.haltReq.Load() != d.haltAck.Load() {
+	if d.asleep {
+		if d.haltReq.Load() == d.haltAck.Load() && d.globals.Load() == d.configuredFrom &&
+			d.reg.latest.Load() == d.seenVersion && d.reg.owner.Load() == 0 {
+			d.lastNowNs = nowNs
+			return
+		}
+		d.asleep = false
+	}
+	halting := d.haltReq.Load() != d.haltAck.Load()
+	if halting {
 		d.haltLocked()
 	}
 	dtNs := nowNs - d.lastNowNs
@@ -366,6 +429,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 
 	owner := d.lease(nowNs)
 	mode := hw.ModeIdle
+	changed := d.lazy == nil || halting || d.publishPending // other drivers publish every tick
 	if d.failed.Load() {
 		d.out = hw.Command{}
 		d.gravityN = 0
@@ -382,33 +446,103 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 		if timed {
 			startNs = d.clock.Now()
 		}
-		err := d.drv.Exchange(&d.out, &d.scratch)
+		moved, err := d.exchange()
 		if timed {
-			d.exchange.Record(d.clock.Now() - startNs)
+			if r := d.runner.Load(); r != nil {
+				r.exchange.Record(d.clock.Now() - startNs)
+			}
 		}
 		if err != nil {
 			d.driverError(err, owner)
 		} else {
 			d.errRun = 0
-			d.state = d.scratch
+			changed = changed || moved || d.stateGravityN != d.gravityN
 			d.stateGravityN = d.gravityN
 		}
 	}
 
 	p := &d.pub
-	p.State = d.state
-	p.State.ForceN.Z -= d.stateGravityN
-	p.Mode = mode
-	p.Target = hw.Command{}
-	if mode != hw.ModeIdle {
-		p.Target = d.held.Cmd
+	failed := d.failed.Load()
+	derive := deriveNone
+	if d.lazy != nil {
+		derive = deriveRight
+		if d.lazy.LeftHanded() {
+			derive = deriveLeft
+		}
 	}
+	if !changed && p.derive == derive && p.Mode == mode && p.Owner == owner && p.AppliedSeq == d.appliedSeq && p.Failed == failed {
+		// Nothing a reader sees changed (an arm at rest, nobody in
+		// control): the published snapshot still holds, and readers'
+		// PublishSeq-keyed caches stay valid.
+		d.asleep = d.sleepCheck(owner)
+		return
+	}
+	if d.lazy != nil {
+		copyCoreState(&p.State, &d.state)
+	} else {
+		p.State = d.state
+	}
+	p.State.ForceN.Z -= d.stateGravityN
+	p.derive = derive
+	p.Mode = mode
+	p.Target = commandTarget(mode, &d.held.Cmd)
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
-	p.Failed = d.failed.Load()
-	d.snap.Publish(p)
+	p.Failed = failed
+	d.publishPending = !d.snap.publish(p, d.lazy != nil)
+}
+
+// commandTarget is Snapshot.Target for a tick in mode acting on c.
+func commandTarget(mode hw.ControlMode, c *hw.Command) [3]float64 {
+	switch mode {
+	case hw.ModeForce:
+		return [3]float64{c.ForceN.X, c.ForceN.Y, c.ForceN.Z}
+	case hw.ModePosition:
+		return [3]float64{c.PositionM.X, c.PositionM.Y, c.PositionM.Z}
+	case hw.ModeTorque:
+		return [3]float64{c.TorquesNmm.A0, c.TorquesNmm.A1, c.TorquesNmm.A2}
+	case hw.ModeAngle:
+		return [3]float64{c.AnglesDeg.A0, c.AnglesDeg.A1, c.AnglesDeg.A2}
+	}
+	return [3]float64{}
+}
+
+// copyCoreState copies what a lazy driver's ExchangeCore fills.
+func copyCoreState(dst, src *hw.State) {
+	dst.PositionM, dst.VelocityMps, dst.ForceN, dst.Status = src.PositionM, src.VelocityMps, src.ForceN, src.Status
+}
+
+// sleepCheck says whether the device may sleep after a tick that changed
+// nothing: a time-invariant lazy driver at rest, nobody in control, no ramp,
+// its settings applied, the force gate settled. An asleep device's tick only
+// checks what could wake it (a register write or claim, new Globals, a
+// Halt) and otherwise does nothing: stepping it would change nothing
+// either. The gate's remaining energy (below 1e-12 (m/s)², an attenuation
+// under 3e-9) is dropped so that waking finds it as it would have decayed.
+func (d *Device) sleepCheck(owner uint64) bool {
+	if d.lazy == nil || owner != 0 || d.lastOwner != 0 || d.armed || d.ramping || d.errRun != 0 ||
+		d.configuredFrom != d.globals.Load() || d.state.VelocityMps != (hw.Vec3{}) || !d.gate.settled() ||
+		!d.lazy.TimeInvariant() {
+		return false
+	}
+	d.gate = forceGate{prevV: d.gate.prevV, primed: d.gate.primed}
+	return true
+}
+
+// exchange is one driver exchange of d.out; d.state takes the state only
+// when it succeeds. moved false means a lazy driver's state did not change.
+func (d *Device) exchange() (moved bool, err error) {
+	if d.lazy != nil {
+		// A lazy driver writes st only on success, and only when moved.
+		return d.lazy.ExchangeCore(&d.out, &d.state)
+	}
+	if err := d.drv.Exchange(&d.out, d.scratch); err != nil {
+		return false, err
+	}
+	d.state = *d.scratch
+	return true, nil
 }
 
 // lease reads the register, takes it back from an owner whose lease lapsed,
@@ -417,12 +551,10 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	r := &d.reg
 	// Versions only grow, so an unchanged latest version means the
 	// command in hand is still the register's: skip the read.
-	for i := 0; i < regReadAttempts && r.latest.Load() != d.cmd.version; i++ {
-		if r.read(&d.readBuf) {
-			d.cmd = d.readBuf
-			break
-		}
+	if r.latest.Load() != d.cmd.version {
+		d.readRegister()
 	}
+	d.seenVersion = d.cmd.version
 	owner = r.owner.Load()
 	term := r.term.Load()
 	var expired uint64
@@ -450,6 +582,19 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	}
 	d.lastOwner = owner
 	return owner
+}
+
+// readRegister takes the register's latest command into d.cmd, unless
+// writers kept overwriting it under the read (then the previous one stays).
+// It is out of lease's line so the idle path keeps no Command on its stack.
+func (d *Device) readRegister() {
+	var buf Command
+	for i := 0; i < regReadAttempts; i++ {
+		if d.reg.read(&buf) {
+			d.cmd = buf
+			return
+		}
+	}
 }
 
 // compute fills d.out from the command in force (or the ramp after it).
@@ -508,7 +653,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 		}
 		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		f = clampMagnitude(f, d.info.MaxForceN)
+		f = clampMagnitude(f, d.maxForceN)
 		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
@@ -546,7 +691,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 func (d *Device) addGravity(g *Globals) {
 	d.gravityN = 0
 	s := &g.Settings
-	if d.halted || !d.info.HostGravityCompensation || !s.GravityCompensation {
+	if d.halted || !d.hostGravity || !s.GravityCompensation {
 		return
 	}
 	switch d.out.Mode {
@@ -556,9 +701,9 @@ func (d *Device) addGravity(g *Globals) {
 	default:
 		return
 	}
-	ff := d.info.EffectiveMassKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
+	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
 	d.out.ForceN.Z += ff
-	d.out.ForceN = clampMagnitude(d.out.ForceN, d.info.MaxForceN)
+	d.out.ForceN = clampMagnitude(d.out.ForceN, d.maxForceN)
 	d.gravityN = ff
 }
 

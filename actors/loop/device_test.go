@@ -482,3 +482,38 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Step while ramping allocates %.1f times per tick, want 0", allocs)
 	}
 }
+
+// TestDefaultRampEndsWithinTheReleaseBound: with the default ramp, the zero
+// goes out within ReleaseBoundNs (20 ms) of the lease's deadline wherever in
+// its period the deadline falls, at several loop rates; the ramp before it
+// only goes down.
+func TestDefaultRampEndsWithinTheReleaseBound(t *testing.T) {
+	for _, periodNs := range []int64{ms, ms / 4, ms / 8, 5 * ms} {
+		for _, phase := range []int64{0, 1, periodNs / 3, periodNs / 2, periodNs - 1} {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{PeriodNs: periodNs})
+			lease := 50*ms + phase
+			deadline := r.clock.Now() + lease
+			r.command(7, 1, lease, force(4, 0, 0), nil)
+			prev, zeroAt := 4.0, int64(-1)
+			for r.clock.Now() < deadline+2*ReleaseBoundNs {
+				c := r.step(periodNs)
+				if c.Mode == hw.ModeIdle || mag(c.ForceN) == 0 {
+					if zeroAt < 0 && r.clock.Now() > deadline {
+						zeroAt = r.clock.Now()
+					}
+					continue
+				}
+				if zeroAt >= 0 {
+					t.Fatalf("period %d ns, phase %d ns: force came back after the zero", periodNs, phase)
+				}
+				if c.ForceN.X > prev+1e-9 {
+					t.Fatalf("period %d ns, phase %d ns: the ramp went up", periodNs, phase)
+				}
+				prev = c.ForceN.X
+			}
+			if zeroAt < 0 || zeroAt-deadline > ReleaseBoundNs {
+				t.Fatalf("period %d ns, phase %d ns: zero %d ns after the deadline, want within %d", periodNs, phase, zeroAt-deadline, ReleaseBoundNs)
+			}
+		}
+	}
+}

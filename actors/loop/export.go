@@ -12,5 +12,12 @@ func (d *Device) PeriodHistogram() *histogram.Histogram {
 	return nil
 }
 
-// ExchangeHistogram is the histogram behind Stats.Exchange.
-func (d *Device) ExchangeHistogram() *histogram.Histogram { return d.exchange }
+// ExchangeHistogram is the histogram behind Stats.Exchange (its runner's:
+// a scheduler shard times a sample of its devices' exchanges), or nil
+// before a runner started.
+func (d *Device) ExchangeHistogram() *histogram.Histogram {
+	if r := d.runner.Load(); r != nil {
+		return r.exchange
+	}
+	return nil
+}

@@ -64,3 +64,10 @@ func (g *forceGate) attenuation(gain float64) float64 {
 	s := g.energy / (g.energy + gateRefMps*gateRefMps)
 	return clamp(gain, 0, 1) * s
 }
+
+// settled says the gate holds no energy worth keeping: its filters are
+// below 1e-12 (m/s)², an attenuation under 3e-9 at full gain.
+func (g *forceGate) settled() bool {
+	const tiny = 1e-12
+	return g.energy < tiny && g.hp.Dot(g.hp) < tiny && g.hp1.Dot(g.hp1) < tiny
+}

@@ -23,6 +23,7 @@ const rateWarnEveryNs = int64(time.Minute)
 type runnerStats struct {
 	period   *histogram.Histogram
 	busy     *histogram.Histogram
+	exchange *histogram.Histogram // its devices' exchanges (a shard's: a sample)
 	overruns atomic.Uint64
 	realtime atomic.Bool
 
@@ -41,8 +42,8 @@ type runnerStats struct {
 type Summary = histogram.Summary
 
 // precisionBits is the loops' histogram precision: buckets at most 1/8 of
-// their value wide, 2.4 KiB per histogram (a service may run thousands of
-// simulated devices, each with its own exchange histogram).
+// their value wide, 2.4 KiB per histogram (kept per runner, not per device:
+// a service may run thousands of simulated devices).
 const precisionBits = 3
 
 func newRunnerStats(targetNs int64) *runnerStats {
@@ -50,6 +51,7 @@ func newRunnerStats(targetNs int64) *runnerStats {
 		targetNs: targetNs,
 		period:   histogram.New(precisionBits),
 		busy:     histogram.New(precisionBits),
+		exchange: histogram.New(precisionBits),
 		window:   histogram.New(precisionBits),
 	}
 }
@@ -108,9 +110,9 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 	d.runner.Store(rs)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	realtime, restore := tuneThread(d.opts.RealtimePriority)
+	_, restore := tuneThread(d.opts.RealtimePriority)
 	defer restore()
-	rs.realtime.Store(realtime)
+	rs.realtime.Store(threadRealtime())
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)

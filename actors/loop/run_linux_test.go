@@ -38,3 +38,39 @@ func TestRealtimePriorityIsUndone(t *testing.T) {
 		t.Fatalf("thread policy after RunLocked = %d, want SCHED_NORMAL", attr.Policy)
 	}
 }
+
+// TestStatsRealtimeTellsTheTruth: Stats.Realtime says whether the loop's
+// thread runs SCHED_FIFO, read back from the OS: true exactly when this
+// process may take a real-time policy (CAP_SYS_NICE or RLIMIT_RTPRIO) and
+// asked for one.
+func TestStatsRealtimeTellsTheTruth(t *testing.T) {
+	mayRT := func() bool {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 10}, 0) != nil {
+			return false
+		}
+		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL}, 0); err != nil {
+			t.Fatalf("cannot restore normal scheduling: %v", err)
+		}
+		return true
+	}()
+	for _, prio := range []int{0, 10} {
+		d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 200 * int64(time.Microsecond), RealtimePriority: prio})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- RunLocked(ctx, d) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for d.Stats().Ticks < 20 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		got := d.Stats().Realtime
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if want := prio > 0 && mayRT; got != want {
+			t.Fatalf("priority %d (process may use SCHED_FIFO: %v): Stats.Realtime = %v, want %v", prio, mayRT, got, want)
+		}
+	}
+}

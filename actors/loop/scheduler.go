@@ -206,9 +206,9 @@ func (s *Scheduler) run(sh *shard) {
 	defer sh.running.Store(false)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	realtime, restore := tuneThread(s.opts.RealtimePriority)
+	_, restore := tuneThread(s.opts.RealtimePriority)
 	defer restore()
-	sh.stats.realtime.Store(realtime)
+	sh.stats.realtime.Store(threadRealtime())
 	p := NewPacer(s.opts.PeriodNs, s.opts.Clock)
 	// Simulated devices need no sub-50 µs tick precision; a spinning shard
 	// per core would burn a fifth of each core doing nothing.

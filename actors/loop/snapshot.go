@@ -8,33 +8,50 @@ import (
 
 // Snapshot is what the loop publishes after every tick.
 type Snapshot struct {
-	// State is what the device reported at the last successful exchange.
-	State hw.State
 	// Mode is the control mode the loop sent this tick (ModeIdle when
 	// nobody controls the device, after a ramp, or after Halt).
 	Mode hw.ControlMode
 	// Target is the command the loop acts on, as the session wrote it
 	// (before filters, limits and the ramp), in the device frame: what
-	// frames report as current_cursor_position and its kin. Zero when Mode
-	// is ModeIdle.
-	Target hw.Command
+	// frames report as current_cursor_position and its kin. Mode says which
+	// it is: the force (N, x y z) in ModeForce, the position (m) in
+	// ModePosition, the torques (N·mm, a0 a1 a2) in ModeTorque, the angles
+	// (deg) in ModeAngle; zero in ModeIdle. (One vector, not an
+	// hw.Command: every snapshot buffer of every idle arm carries it.)
+	Target [3]float64
+	// Failed is true once the device stopped exchanging after MaxErrors
+	// driver errors in a row.
+	Failed bool
+	// derive says State's derived fields are left for Device.Load to
+	// compute, and with which handedness.
+	derive uint8
 	// Owner is the controlling session, 0 if none.
 	Owner uint64
 	// Tick counts the device's ticks; TimeNs is the Clock time of the tick.
+	// A device whose driver reports a step that changed nothing (a
+	// simulated arm at rest, nobody in control) publishes nothing, so
+	// these are the tick of the last change.
 	Tick   uint64
 	TimeNs int64
 	// AppliedSeq is the Seq of the last command the loop acted on.
 	AppliedSeq uint64
-	// Failed is true once the device stopped exchanging after MaxErrors
-	// driver errors in a row.
-	Failed bool
+	// State is what the device reported at the last successful exchange.
+	// (Last, so the fields above and State's per-tick core share the
+	// first two cache lines.)
+	State hw.State
 }
+
+const (
+	deriveNone uint8 = iota
+	deriveRight
+	deriveLeft
+)
 
 // snapBufs is how many snapshot buffers a SnapshotCell rotates through.
 // The writer fills a buffer nobody is reading and that is not the latest,
 // so it needs more buffers than readers can hold at once; readers hold one
 // only for the few nanoseconds of a copy.
-const snapBufs = 8
+const snapBufs = 4
 
 type snapBuf struct {
 	// readers counts readers copying this buffer (or about to check
@@ -60,14 +77,24 @@ type SnapshotCell struct {
 // at a time (the device's loop). In the unlikely case that readers hold every
 // other buffer, the previous snapshot stays the latest and Publish reports
 // false; the next Publish catches up.
-func (c *SnapshotCell) Publish(src *Snapshot) bool {
+func (c *SnapshotCell) Publish(src *Snapshot) bool { return c.publish(src, false) }
+
+// publish is Publish; core copies only the fields a lazy device's tick
+// changes (State's derived and grip fields stay as the cell's first
+// publishes left them: zero), which writes two cache lines, not five. A
+// cell must be published core always or never.
+func (c *SnapshotCell) publish(src *Snapshot, core bool) bool {
 	cur := c.latest.Load()
 	for i := 0; i < snapBufs; i++ {
 		b := &c.bufs[(c.next+i)%snapBufs]
 		if b == cur || b.readers.Load() != 0 {
 			continue
 		}
-		b.snap = *src
+		if core {
+			copyCore(&b.snap, src)
+		} else {
+			b.snap = *src
+		}
 		c.latest.Store(b)
 		c.seq.Add(1) // after the pointer: see Seq
 		c.next = (c.next + i + 1) % snapBufs
@@ -101,4 +128,14 @@ func (c *SnapshotCell) Load(dst *Snapshot) {
 		}
 		b.readers.Add(-1) // b was replaced meanwhile; it may be refilled
 	}
+}
+
+// copyCore copies a lazy device's snapshot fields: the metadata and State's
+// position, velocity, force and status.
+func copyCore(dst, src *Snapshot) {
+	dst.Mode, dst.Failed, dst.derive = src.Mode, src.Failed, src.derive
+	dst.Owner, dst.Tick, dst.TimeNs, dst.AppliedSeq = src.Owner, src.Tick, src.TimeNs, src.AppliedSeq
+	dst.Target = src.Target
+	dst.State.PositionM, dst.State.VelocityMps = src.State.PositionM, src.State.VelocityMps
+	dst.State.ForceN, dst.State.Status = src.State.ForceN, src.State.Status
 }

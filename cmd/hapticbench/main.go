@@ -37,7 +37,9 @@ type usageError struct{ error }
 const usageText = `usage:
   hapticbench run  [flags]   drive lock-step sessions against hapticd, beside the echo and bare-loop baselines
   hapticbench arms [flags]   find how many simulated arms the service steps at --loop-hz with under 1 % overruns
-run "hapticbench run -h" or "hapticbench arms -h" for the flags`
+  hapticbench device [flags] time the service's hardware loop from the arm's side, beside a bare host loop
+  hapticbench lease [flags]  measure how soon a stalled client's force is at zero, over many stalls
+run "hapticbench COMMAND -h" for a command's flags`
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -49,6 +51,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = runCommand(ctx, args[1:], stdout, stderr)
 	case "arms":
 		err = armsCommand(ctx, args[1:], stdout, stderr)
+	case "device":
+		err = deviceCommand(ctx, args[1:], stdout, stderr)
+	case "lease":
+		err = leaseCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -82,7 +88,7 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 // emit prints a report's table and, with --json, writes its JSON to
 // jsonPath. With "--json -" the JSON goes to stdout and the table to
 // stderr, so stdout holds one JSON document a pipe can parse.
-func emit(rep interface{ WriteTable(io.Writer) error }, jsonPath string, stdout, stderr io.Writer) error {
+func emit(rep report, jsonPath string, stdout, stderr io.Writer) error {
 	table := stdout
 	if jsonPath == "-" {
 		table = stderr
@@ -119,15 +125,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&o.NoEcho, "no-echo", false, "skip the echo baseline")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.BoolVar(&o.PerDevice, "per-device", false, "keep every device's loop figures in the JSON")
+	fs.BoolVar(&o.Subscribe, "subscribe", false, "each session subscribes to its own arm (session.configure.subscribe): frames carry one arm")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
-	sweep := fs.String("sweep", "", "run once per client count, e.g. clients=1,10,50,100")
+	sweep := fs.String("sweep", "", "run once per client or arm count, e.g. clients=1,10,50,100 or arms=1,100,1000")
+	fs.IntVar(&o.EchoRuns, "echo-runs", 2, "echo baseline runs; the fastest is the floor, their spread the noise a flag must exceed")
 	plot := fs.String("plot", "", "with --sweep, write an SVG plot of RTT percentiles and achieved rate to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *plot != "" && *sweep == "" {
-		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100")}
+		return usageError{errors.New("run: --plot draws a sweep; add --sweep clients=1,10,50,100 or arms=1,100,1000")}
 	}
 	if !*quiet {
 		o.Progress = stderr
@@ -135,11 +143,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	if *sweep != "" {
-		counts, err := bench.ParseSweep(*sweep)
+		spec, err := bench.ParseSweep(*sweep)
 		if err != nil {
 			return usageError{err}
 		}
-		rep, err := bench.Sweep(ctx, o, counts)
+		rep, err := bench.Sweep(ctx, o, spec)
 		if err != nil {
 			return err
 		}
@@ -192,15 +200,53 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
 	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
+	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Capacity(ctx, o) })
+}
+
+func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench device", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.DeviceOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of hapticd and the bare host loop")
+	fs.IntVar(&o.Arms, "arms", 0, "simulated arms beside the stand-in, for the client load")
+	fs.IntVar(&o.Clients, "clients", 0, "controlling sessions on the simulated arms during the window (0: no load)")
+	fs.Float64Var(&o.RateHz, "rate", 1000, "lock-step ticks per second per client; 0 is as fast as possible")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "time run before measuring")
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Device(ctx, o) })
+}
+
+func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench lease", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.LeaseOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one with one simulated arm")
+	fs.IntVar(&o.Stalls, "stalls", 100, "how many times the controlling client stalls")
+	fs.DurationVar(&o.Hold, "hold", 200*time.Millisecond, "how long the client commands a force before each stall")
+	fs.IntVar(&o.LeaseMs, "lease-ms", 100, "the session's lease (session.configure.lease)")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of a started hapticd")
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lease(ctx, o) })
+}
+
+// report is what a command prints: a table, and JSON with --json.
+type report interface{ WriteTable(io.Writer) error }
+
+// reportCommand adds --json and --quiet to a command's flags, parses them,
+// runs the command (progress lines go to stderr unless --quiet) and prints
+// its report.
+func reportCommand(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, progress *io.Writer, run func() (report, error)) error {
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (- for stdout, with the table on stderr)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if !*quiet {
-		o.Progress = stderr
+		*progress = stderr
 	}
-	rep, err := bench.Capacity(ctx, o)
+	rep, err := run()
 	if err != nil {
 		return err
 	}

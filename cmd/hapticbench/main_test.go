@@ -20,7 +20,7 @@ func TestDispatchRejectsBadCommandLines(t *testing.T) {
 		{nil, "usage"},
 		{[]string{"fly"}, `unknown command "fly"`},
 		{[]string{"run", "--plot", "x.svg"}, "--plot draws a sweep"},
-		{[]string{"run", "--sweep", "arms=1,2"}, "only the number of clients"},
+		{[]string{"run", "--sweep", "threads=1,2"}, "want clients=N,N,... or arms=N,N,..."},
 		{[]string{"run", "extra"}, "unexpected arguments"},
 		{[]string{"arms", "--max", "x"}, "invalid value"},
 		{[]string{"arms", "extra"}, "arms: unexpected arguments"},

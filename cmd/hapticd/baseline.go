@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
@@ -17,10 +18,12 @@ import (
 )
 
 // runBaselineArms implements `hapticd baseline-arms --arms N --loop-hz H
-// --duration D [--json]`: it steps N simulated arms in one loop paced by
-// absolute deadlines, with no actors, sessions or registers around them. It
-// is the floor the service's scheduler is measured against, and lives in the
-// service binary because the load generator may not import hw/sim.
+// --duration D [--threads T] [--json]`: it steps N simulated arms on T
+// threads (default GOMAXPROCS, as many as the service's scheduler shards),
+// each paced by absolute deadlines, with no actors, sessions or registers
+// around them. It is the floor the service's scheduler is measured against,
+// and lives in the service binary because the load generator may not import
+// hw/sim.
 func runBaselineArms(args []string) error {
 	return baselineArms(args, os.Stdout)
 }
@@ -30,14 +33,17 @@ func baselineArms(args []string, w io.Writer) error {
 	arms := fs.Int("arms", 1, "simulated arms to step each tick")
 	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
 	duration := fs.Duration("duration", 5*time.Second, "how long to run")
+	var motion sim.Motion
+	fs.Var(&motion, "motion", "scripted hand on the arms, as hapticd's --sim-motion: none, circle or random")
+	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "paced threads the arms are split over (the service runs one scheduler shard per GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("hapticd: baseline-arms: %w", err)
 	}
-	if *arms < 1 || *loopHz <= 0 || *loopHz > 1e6 || *duration <= 0 {
-		return errors.New("hapticd: baseline-arms: need --arms ≥ 1, --loop-hz in (0, 1e6] and a positive --duration")
+	if *arms < 1 || *loopHz <= 0 || *loopHz > 1e6 || *duration <= 0 || *threads < 1 {
+		return errors.New("hapticd: baseline-arms: need --arms ≥ 1, --loop-hz in (0, 1e6], a positive --duration and --threads ≥ 1")
 	}
-	res := stepBareLoop(*arms, *loopHz, *duration)
+	res := stepBareLoops(*arms, *threads, *loopHz, *duration, motion)
 	if *asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -51,24 +57,77 @@ func baselineArms(args []string, w io.Writer) error {
 	return err
 }
 
-// stepBareLoop runs the loop on a locked OS thread, as the service's
-// scheduler shards do, commanding every arm idle (what an arm with no
-// controlling session gets).
-func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineArms {
+// stepBareLoops splits the arms over threads contiguous runs and steps
+// each run on its own paced thread, and reports the worst thread (the
+// service's capacity is judged by its worst shard too). Ticks and Overruns
+// are that thread's; NsPerStep is over all threads.
+func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion sim.Motion) protocol.BaselineArms {
+	threads = min(threads, arms)
+	periodS := 1 / loopHz
+	// The arms lie in one slice of values, not pointers: the tightest
+	// layout the physics allows, so this is a floor for any service layout.
+	all := make([]sim.Arm, arms)
+	for i := range all {
+		// The same options hapticd's --sim-arms gives its arms.
+		all[i] = *sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)})
+	}
+	results := make([]bareResult, threads)
+	var wg sync.WaitGroup
+	for t := range threads {
+		lo, hi := t*arms/threads, (t+1)*arms/threads
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[t] = stepBareLoop(all[lo:hi], loopHz, d)
+		}()
+	}
+	wg.Wait()
+	for i := range all {
+		_ = all[i].Close()
+	}
+	res := protocol.BaselineArms{Arms: arms, LoopHz: loopHz}
+	worst := results[0]
+	var stepNs, steps float64
+	for _, r := range results {
+		if r.fraction() > worst.fraction() || (r.fraction() == worst.fraction() && r.p99 > worst.p99) {
+			worst = r
+		}
+		stepNs += float64(r.stepNs)
+		steps += float64(r.ticks) * float64(r.arms)
+	}
+	res.Ticks, res.Overruns = worst.ticks, worst.overruns
+	res.PeriodUsP50, res.PeriodUsP99 = float64(worst.p50)/1e3, float64(worst.p99)/1e3
+	if steps > 0 {
+		res.NsPerStep = stepNs / steps
+	}
+	return res
+}
+
+// bareResult is one bare thread's run.
+type bareResult struct {
+	arms            int
+	ticks, overruns uint64
+	stepNs          int64
+	p50, p99        int64
+}
+
+func (r bareResult) fraction() float64 {
+	if r.ticks == 0 {
+		return 1
+	}
+	return float64(r.overruns) / float64(r.ticks)
+}
+
+// stepBareLoop runs one thread's loop, locked to its OS thread as the
+// service's scheduler shards are. Each tick it gives every arm the command
+// the service's loop gives an idle arm (the gravity feed-forward, with
+// compensation on by default) and steps the physics only (ExchangeCore), as
+// the service's loop does: joint angles are derived only when a client
+// reads them, and an arm at rest is not stepped again.
+func stepBareLoop(arms []sim.Arm, loopHz float64, d time.Duration) bareResult {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-
-	periodS := 1 / loopHz
-	drivers := make([]*sim.Arm, arms)
-	for i := range drivers {
-		drivers[i] = sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS})
-	}
-	defer func() {
-		for _, a := range drivers {
-			_ = a.Close()
-		}
-	}()
-	cmd := hw.Command{Mode: hw.ModeIdle}
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: sim.EffectiveMassKg * hw.GravityMps2}}
 	var st hw.State
 
 	clock := loop.SystemClock()
@@ -77,10 +136,11 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineAr
 	// (protocol/histogram), finer: within 0.8 %, and no allocation per tick.
 	periods := histogram.New(7)
 	p := loop.NewPacer(periodNs, clock)
-	res := protocol.BaselineArms{Arms: arms, LoopHz: loopHz}
-	var stepNs int64
-	start := clock.Now()
-	end := start + d.Nanoseconds()
+	res := bareResult{arms: len(arms)}
+	// An arm at rest with no scripted hand stays at rest under the same
+	// command: like the service's loop, stop stepping it.
+	asleep := make([]bool, len(arms))
+	end := clock.Now() + d.Nanoseconds()
 	prev := int64(0)
 	for {
 		now, overrun := p.Wait()
@@ -92,18 +152,20 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineAr
 		}
 		prev = now
 		if overrun {
-			res.Overruns++
+			res.overruns++
 		}
-		res.Ticks++
-		for _, a := range drivers {
-			_ = a.Exchange(&cmd, &st) // a sim arm fails only after Close
+		res.ticks++
+		for i := range arms {
+			if asleep[i] {
+				continue
+			}
+			// A sim arm fails only after Close.
+			if moved, _ := arms[i].ExchangeCore(&cmd, &st); !moved && arms[i].TimeInvariant() {
+				asleep[i] = true
+			}
 		}
-		stepNs += clock.Now() - now
+		res.stepNs += clock.Now() - now
 	}
-	if res.Ticks > 0 {
-		res.NsPerStep = float64(stepNs) / float64(res.Ticks) / float64(arms)
-	}
-	res.PeriodUsP50 = float64(periods.QuantileNs(0.50)) / 1e3
-	res.PeriodUsP99 = float64(periods.QuantileNs(0.99)) / 1e3
+	res.p50, res.p99 = periods.QuantileNs(0.50), periods.QuantileNs(0.99)
 	return res
 }

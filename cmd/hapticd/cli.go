@@ -29,6 +29,8 @@ func commandTable() []command {
 		{"deprecations", "print the migration report of a running service", func(a []string) error { return runDeprecations(a, os.Stdout) }},
 		{"docs", "print the README tables generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
 		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
+		{"baseline-device", "drive an arm from a bare paced loop, no service (a bench baseline)", func(a []string) error { return runBaselineDevice(a, os.Stdin) }},
+		{"device-standin", "an emulated arm on a pseudo-terminal that times the host's loop from the device side", func(a []string) error { return runDeviceStandin(a, os.Stdin, os.Stdout) }},
 		{"service", "install, start, stop or uninstall the Windows service (elsewhere: systemd or launchd)", func(a []string) error { return runService(a, os.Stdout) }},
 		{"version", "print hapticd's version and VCS revision", func(a []string) error { return runVersion(a, os.Stdout) }},
 		{"help", "list the subcommands, or explain one: hapticd help SUBCOMMAND", func(a []string) error { return runHelp(a, os.Stdout) }},

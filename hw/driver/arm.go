@@ -32,8 +32,8 @@ type ArmOptions struct {
 	WakeAttempts int
 	// WakeTimeout bounds each wake-up attempt (default 250 ms).
 	WakeTimeout time.Duration
-	// HaltTimeout bounds Halt's and Configure's wait for a reply (default
-	// 50 ms; not on the tick path).
+	// HaltTimeout bounds Halt's wait for a reply (default 50 ms; not on
+	// the tick path).
 	HaltTimeout time.Duration
 	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
 	// (the wire does not carry them). Defaults are hw's nominal
@@ -94,7 +94,10 @@ type Arm struct {
 
 	// Owned by the goroutine that calls Exchange.
 	scan     *wire.Scanner
-	out      [wire.MaxFrameLen]byte
+	out      [2 * wire.MaxFrameLen]byte // a configuration code and a command fit
+	tick     uint64                     // Exchanges so far
+	config   [3]configCode              // handedness, torque scaling, gravity
+	refused  error                      // the last code the firmware refused
 	msg      wire.Message
 	last     hw.State // state of the last good reply, reported on a miss
 	misses   int      // consecutive
@@ -106,6 +109,22 @@ type Arm struct {
 
 var _ hw.Driver = (*Arm)(nil)
 var _ hw.Configurer = (*Arm)(nil)
+
+// configCode is one firmware configuration code on its way to the arm.
+type configCode struct {
+	req     wire.Config
+	pending bool   // not acknowledged yet
+	dueTick uint64 // send it with the first Exchange from this tick on
+	backoff uint64 // ticks to wait after the next unacknowledged try
+}
+
+// Backoff of an unacknowledged configuration code, in time: the first
+// retry comes after configRetryS, each next one after twice as long, up to
+// configRetryMaxS.
+const (
+	configRetryS    = 0.01
+	configRetryMaxS = 5.0
+)
 
 // OpenArm wakes the arm on port p, checks it identifies itself, and returns
 // its driver. The driver owns p from then on, and closes it on failure.
@@ -236,24 +255,24 @@ func writeAll(p serial.Port, b []byte) error {
 	return nil
 }
 
-// encode appends cmd's frame to a.out and returns it with the reply header
+// encode appends cmd's frame to dst and returns it with the reply header
 // it expects. Idle is a zero force: commands are sticky in firmware. So is
 // a command with a NaN or infinite value, which no firmware should see.
-func (a *Arm) encode(cmd *hw.Command) ([]byte, byte) {
+func (a *Arm) encode(dst []byte, cmd *hw.Command) ([]byte, byte) {
 	if !commandFinite(cmd) {
-		return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
+		return wire.AppendForce(dst, hw.Vec3{}), wire.HeaderEndEffectorState
 	}
 	switch cmd.Mode {
 	case hw.ModeForce:
-		return wire.AppendForce(a.out[:0], cmd.ForceN), wire.HeaderEndEffectorState
+		return wire.AppendForce(dst, cmd.ForceN), wire.HeaderEndEffectorState
 	case hw.ModePosition:
-		return wire.AppendPosition(a.out[:0], cmd.PositionM), wire.HeaderEndEffectorState
+		return wire.AppendPosition(dst, cmd.PositionM), wire.HeaderEndEffectorState
 	case hw.ModeTorque:
-		return wire.AppendTorques(a.out[:0], cmd.TorquesNmm), wire.HeaderJointState
+		return wire.AppendTorques(dst, cmd.TorquesNmm), wire.HeaderJointState
 	case hw.ModeAngle:
-		return wire.AppendAngles(a.out[:0], cmd.AnglesDeg), wire.HeaderJointState
+		return wire.AppendAngles(dst, cmd.AnglesDeg), wire.HeaderJointState
 	}
-	return wire.AppendForce(a.out[:0], hw.Vec3{}), wire.HeaderEndEffectorState
+	return wire.AppendForce(dst, hw.Vec3{}), wire.HeaderEndEffectorState
 }
 
 // finite3 reports whether x, y and z survive the wire's float32: not NaN,
@@ -279,6 +298,9 @@ func commandFinite(cmd *hw.Command) bool {
 
 // Exchange sends cmd and fills st from the reply. See the package doc for
 // misses; any port error is returned at once, after a best-effort zero force.
+// A configuration code that is due (see Configure) goes out in the same
+// write, before the command: the firmware answers it first, and the tick
+// waits for the state reply only, never for the acknowledgement.
 func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if a.closed {
 		return ErrClosed
@@ -289,11 +311,23 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if err := a.dropStale(); err != nil {
 		return a.fail(err)
 	}
-	frame, want := a.encode(cmd)
+	a.tick++
+	frame := a.out[:0]
+	code := a.dueConfig()
+	if code != nil {
+		frame = wire.AppendConfig(frame, code.req)
+	}
+	frame, want := a.encode(frame, cmd)
 	if err := writeAll(a.port, frame); err != nil {
 		return a.fail(err)
 	}
-	ok, err := readFrame(a.port, a.scan, &a.msg, want, a.opts.ReplyTimeout)
+	ok, err := a.readReply(want, code != nil, a.opts.ReplyTimeout)
+	if code != nil && code.pending {
+		// Unacknowledged (ignored, or the ack was lost): try again
+		// later, less often each time.
+		code.dueTick = a.tick + code.backoff
+		code.backoff = min(2*code.backoff, a.ticksFor(configRetryMaxS))
+	}
 	if err != nil {
 		return a.fail(err)
 	}
@@ -312,6 +346,73 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	a.apply(want, cmd)
 	*st = a.last
 	return nil
+}
+
+// dueConfig returns the first pending configuration code whose retry time
+// has come, or nil.
+func (a *Arm) dueConfig() *configCode {
+	for i := range a.config {
+		if c := &a.config[i]; c.pending && a.tick >= c.dueTick {
+			return c
+		}
+	}
+	return nil
+}
+
+// readReply is readFrame for the reply header want; with acks it also takes
+// configuration acknowledgements on the way (a code went out this tick).
+func (a *Arm) readReply(want byte, acks bool, timeout time.Duration) (bool, error) {
+	if !acks {
+		return readFrame(a.port, a.scan, &a.msg, want, timeout)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, ok := a.scan.Next(&a.msg); ok; _, ok = a.scan.Next(&a.msg) {
+			switch a.msg.Header {
+			case want:
+				return true, nil
+			case wire.HeaderConfig:
+				a.acknowledge(a.msg.Config)
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		if err := a.port.SetReadTimeout(left); err != nil {
+			return false, err
+		}
+		n, err := a.port.Read(a.scan.Space())
+		a.scan.Fill(n)
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// acknowledge settles the pending code an acknowledgement answers. A code
+// the firmware refused is not retried (the firmware does not support it)
+// until the next Configure; ConfigState reports it.
+func (a *Arm) acknowledge(ack wire.Config) {
+	for i := range a.config {
+		c := &a.config[i]
+		if !c.pending || c.req.Sub != ack.Sub {
+			continue
+		}
+		c.pending = false
+		if ack.Status != 0 {
+			a.refused = a.refusal(ack) // off the happy path: may allocate
+		}
+	}
+}
+
+func (a *Arm) refusal(ack wire.Config) error {
+	return fmt.Errorf("hw/driver: configure arm %s on %s: code %#x refused (status %d); the firmware may not support it, update it", a.info.ID, a.opts.Path, ack.Sub, ack.Status)
+}
+
+// ticksFor converts seconds to Exchanges at the arm's period, at least 1.
+func (a *Arm) ticksFor(seconds float64) uint64 {
+	return uint64(max(1, math.Ceil(seconds/a.opts.PeriodS)))
 }
 
 // apply folds the reply in a.msg into a.last.
@@ -411,37 +512,39 @@ func (a *Arm) Halt() error {
 	return nil
 }
 
-// Configure sends the firmware configuration codes for s, each
-// acknowledged before the next. The loop calls it between ticks.
+// Configure queues the firmware configuration codes for s and returns at
+// once: each code goes out with a following Exchange (see there), so a
+// configuration never takes a tick's deadline. A code the firmware does not
+// acknowledge is sent again after 10 ms, then after twice as long each time
+// up to 5 s, until it is acknowledged or a newer Configure replaces it.
+// ConfigState tells what is still pending.
 func (a *Arm) Configure(s hw.Settings) error {
 	if a.closed {
 		return ErrClosed
 	}
-	reqs := [...]wire.Config{
+	reqs := [len(a.config)]wire.Config{
 		{Sub: wire.ConfigHandedness, Flag: !s.LeftHanded},
 		{Sub: wire.ConfigTorqueScaling, Flag: s.TorqueScaling},
 		{Sub: wire.ConfigGravity, Flag: s.GravityCompensation, Value: s.GravityScale},
 	}
-	if err := a.dropStale(); err != nil {
-		return a.fail(err)
+	first := a.ticksFor(configRetryS)
+	for i, r := range reqs {
+		a.config[i] = configCode{req: r, pending: true, dueTick: a.tick + 1, backoff: first}
 	}
-	for _, c := range reqs {
-		if err := writeAll(a.port, wire.AppendConfig(a.out[:0], c)); err != nil {
-			return a.fail(err)
-		}
-		ok, err := readFrame(a.port, a.scan, &a.msg, wire.HeaderConfig, a.opts.HaltTimeout)
-		if err != nil {
-			return a.fail(err)
-		}
-		if !ok {
-			a.flush = true
-			return fmt.Errorf("hw/driver: configure arm %s on %s: code %#x: %w", a.info.ID, a.opts.Path, c.Sub, ErrNoReply)
-		}
-		if a.msg.Config.Sub != c.Sub || a.msg.Config.Status != 0 {
-			return fmt.Errorf("hw/driver: configure arm %s on %s: code %#x refused (ack %#x status %d); the firmware may not support it, update it", a.info.ID, a.opts.Path, c.Sub, a.msg.Config.Sub, a.msg.Config.Status)
-		}
-	}
+	a.refused = nil
 	return nil
+}
+
+// ConfigState returns how many configuration codes of the last Configure
+// the firmware has not acknowledged yet, and the error of a code it refused
+// (nil if none). Call it from the goroutine that calls Exchange.
+func (a *Arm) ConfigState() (pending int, refused error) {
+	for _, c := range a.config {
+		if c.pending {
+			pending++
+		}
+	}
+	return pending, a.refused
 }
 
 // Close sends a zero force, then closes the port. Calls after Close fail

@@ -325,10 +325,69 @@ func TestArmConfigureReachesFirmware(t *testing.T) {
 	if err := a.Configure(want); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return e.Stats().Settings == want }) {
-		t.Errorf("firmware settings %+v, want %+v", e.Stats().Settings, want)
-	}
+	// The codes travel with the next exchanges, one per tick.
 	exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 3)
+	if got := e.Stats().Settings; got != want {
+		t.Errorf("firmware settings %+v, want %+v", got, want)
+	}
+	if pending, refused := a.ConfigState(); pending != 0 || refused != nil {
+		t.Errorf("after three exchanges: %d codes pending, refused %v; want all acknowledged", pending, refused)
+	}
+}
+
+// TestArmIgnoredConfigurationCostsNoTick: a firmware that acknowledges no
+// configuration code still gets every force frame, one per exchange, and no
+// reply is missed; the codes are retried with backoff (far fewer sends than
+// ticks) and applied all the same. A normal arm is the reference.
+func TestArmIgnoredConfigurationCostsNoTick(t *testing.T) {
+	const ticks = 600
+	run := func(t *testing.T, index int, f emulator.Faults) (emulator.Stats, *driver.Arm) {
+		e, path := startEmulator(t, emulator.Options{Index: index, Faults: f})
+		a := openArm(t, path, driver.ArmOptions{})
+		before := e.Stats().ForceFrames // the wake-up's zero force
+		push := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+		var st hw.State
+		for i := 0; i < ticks; i++ {
+			if i%100 == 0 {
+				// New settings every 100 ticks, as a user clicking
+				// through the config API would send them.
+				s := hw.Settings{LeftHanded: i%200 == 0, TorqueScaling: true, GravityCompensation: true, GravityScale: 1 + float64(i)/1000}
+				if err := a.Configure(s); err != nil {
+					t.Fatalf("Configure at tick %d: %v", i, err)
+				}
+			}
+			if err := a.Exchange(&push, &st); err != nil {
+				t.Fatalf("Exchange %d: %v", i, err)
+			}
+		}
+		got := e.Stats()
+		got.ForceFrames -= before
+		return got, a
+	}
+	normal, na := run(t, 110, emulator.Faults{})
+	deaf, da := run(t, 111, emulator.Faults{DropConfigAcks: true})
+	for _, c := range []struct {
+		name string
+		st   emulator.Stats
+		arm  *driver.Arm
+	}{{"normal", normal, na}, {"acks dropped", deaf, da}} {
+		if c.st.ForceFrames != ticks || c.arm.Missed() != 0 {
+			t.Errorf("%s: the arm got %d force frames for %d ticks and the host missed %d replies; want every tick, none missed", c.name, c.st.ForceFrames, ticks, c.arm.Missed())
+		}
+	}
+	want := hw.Settings{LeftHanded: false, TorqueScaling: true, GravityCompensation: true, GravityScale: 1.5}
+	if deaf.Settings != want || normal.Settings != want {
+		t.Errorf("firmware settings: normal %+v, acks dropped %+v; want %+v on both", normal.Settings, deaf.Settings, want)
+	}
+	if deaf.AcksDropped == 0 || deaf.Configs >= ticks/4 {
+		t.Errorf("acks dropped: %d codes sent (%d acks withheld) over %d ticks; want retries, with backoff", deaf.Configs, deaf.AcksDropped, ticks)
+	}
+	if pending, _ := da.ConfigState(); pending == 0 {
+		t.Error("the deaf firmware acknowledged nothing, yet no code is pending")
+	}
+	if pending, _ := na.ConfigState(); pending != 0 {
+		t.Errorf("the normal firmware acknowledged everything, yet %d codes are pending", pending)
+	}
 }
 
 func TestArmJointModes(t *testing.T) {
@@ -362,6 +421,24 @@ func TestArmExchangeDoesNotAllocate(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("Exchange(%v) allocates %v times per tick, want 0", cmd.Mode, allocs)
 		}
+	}
+	// Ticks that carry configuration codes (and their acks) allocate
+	// nothing either: Configure before every run of three exchanges.
+	allocs := testing.AllocsPerRun(300, func() {
+		if err := a.Configure(hw.Settings{GravityCompensation: true, GravityScale: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := a.Exchange(&cmds[0], &st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Configure and the exchanges carrying its codes allocate %v times, want 0", allocs)
+	}
+	if pending, refused := a.ConfigState(); pending != 0 || refused != nil {
+		t.Errorf("after the exchanges: %d codes pending, refused %v", pending, refused)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)

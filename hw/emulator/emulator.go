@@ -35,6 +35,10 @@ type Faults struct {
 	// ZeroStates is how many of the next state replies report position and
 	// velocity exactly zero, as a half-awake arm does.
 	ZeroStates int
+	// DropConfigAcks applies every configuration code but acknowledges
+	// none, as a firmware that does not know a code (or loses its ack)
+	// does.
+	DropConfigAcks bool
 }
 
 // Options describe an emulated device. Zero values take the defaults.
@@ -63,6 +67,10 @@ type Options struct {
 	GripStatusPeriod time.Duration
 	// Faults are the initial faults (see SetFaults).
 	Faults Faults
+	// OnForce, if set, is called with the arrival time of every force
+	// frame, on the serving goroutine (it must not block): a stand-in arm
+	// timing the host's loop from the device side records them.
+	OnForce func(at time.Time)
 }
 
 // Stats count what an emulator saw and did.
@@ -74,6 +82,16 @@ type Stats struct {
 	Configs   int
 	LastForce hw.Vec3 // the force the firmware now holds (sticky)
 	Settings  hw.Settings
+	// ForceFrames counts force commands as they arrive, each timestamped:
+	// FirstForceAt and LastForceAt are the first and latest, MaxForceGap
+	// the longest time between two in a row. The host's tick rate, seen
+	// from the device.
+	ForceFrames               int
+	FirstForceAt, LastForceAt time.Time
+	MaxForceGap               time.Duration
+	// AcksDropped counts configuration acknowledgements withheld
+	// (Faults.DropConfigAcks).
+	AcksDropped int
 }
 
 // Emulator is one emulated device.
@@ -261,6 +279,10 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	if e.opts.Kind != hw.KindArm {
 		return nil
 	}
+	var at time.Time // a force frame's arrival, before any work on it
+	if m.Header == wire.HeaderForce {
+		at = time.Now()
+	}
 	var cmd hw.Command
 	joint := false
 	switch m.Header {
@@ -287,6 +309,9 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	physErr := e.physics.Exchange(&e.applied, st)
 	e.mu.Lock()
 	e.stats.Commands++
+	if !at.IsZero() {
+		e.countForce(at)
+	}
 	if cmd.Mode == hw.ModeForce {
 		e.stats.LastForce = cmd.ForceN
 	} else {
@@ -302,6 +327,9 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 		e.faults.ZeroStates--
 	}
 	e.mu.Unlock()
+	if !at.IsZero() && e.opts.OnForce != nil {
+		e.opts.OnForce(at)
+	}
 	if stall || physErr != nil {
 		return nil
 	}
@@ -314,12 +342,28 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	return wire.AppendEndEffectorState(dst, st.PositionM, st.VelocityMps)
 }
 
+// countForce timestamps a force frame; the caller holds mu.
+func (e *Emulator) countForce(now time.Time) {
+	st := &e.stats
+	if st.ForceFrames == 0 {
+		st.FirstForceAt = now
+	} else if gap := now.Sub(st.LastForceAt); gap > st.MaxForceGap {
+		st.MaxForceGap = gap
+	}
+	st.LastForceAt = now
+	st.ForceFrames++
+}
+
 func (e *Emulator) configure(dst []byte, c *wire.Config) []byte {
 	if e.opts.Kind != hw.KindArm {
 		return nil
 	}
 	e.mu.Lock()
 	e.stats.Configs++
+	drop := e.faults.DropConfigAcks
+	if drop {
+		e.stats.AcksDropped++
+	}
 	switch c.Sub {
 	case wire.ConfigHandedness:
 		e.stats.Settings.LeftHanded = !c.Flag
@@ -336,6 +380,9 @@ func (e *Emulator) configure(dst []byte, c *wire.Config) []byte {
 		if err := cfg.Configure(s); err != nil {
 			status = 1
 		}
+	}
+	if drop {
+		return nil
 	}
 	return wire.AppendConfigAck(dst, c.Sub, status)
 }

@@ -88,22 +88,28 @@ type ArmOptions struct {
 // hw.Driver and hw.Configurer. Like every driver it is used by one goroutine
 // at a time.
 type Arm struct {
-	info     hw.Info
-	periodS  float64
-	substeps int
+	// Hot: what every step reads and writes, first and together, so a
+	// shard stepping thousands of arms touches few cache lines per arm.
+	pos      hw.Vec3
+	vel      hw.Vec3
+	forceN   hw.Vec3 // actuator force applied in the last step
+	tS       float64
 	stepS    float64
+	substeps int
 	motion   Motion
-	rng      splitMix
-	phaseRad float64 // circle phase, spread by index
-	walk     smoothWalk
-
 	settings hw.Settings
 	closed   bool
+	// reported is set once ExchangeCore filled a state; until then it
+	// reports even a step that changed nothing.
+	reported bool
+	phaseRad float64 // circle phase, spread by index
+	centerM  hw.Vec3 // Info's workspace centre, kept beside the state
 
-	tS     float64
-	pos    hw.Vec3
-	vel    hw.Vec3
-	forceN hw.Vec3 // actuator force applied in the last step
+	// Cold: read on a command change, a random walk's next segment, Info.
+	periodS float64
+	rng     splitMix
+	walk    smoothWalk
+	info    hw.Info
 }
 
 var (
@@ -140,6 +146,7 @@ func NewArm(o ArmOptions) *Arm {
 		phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
 		settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
 		pos:      hw.ArmWorkspaceCenterM(),
+		centerM:  hw.ArmWorkspaceCenterM(),
 	}
 	if a.motion == MotionRandom {
 		c := hw.ArmWorkspaceCenterM()
@@ -183,13 +190,29 @@ func (a *Arm) Configure(s hw.Settings) error {
 // st with the state after it. It never allocates. Non-finite command values
 // produce no actuator force.
 func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
+	if _, err := a.ExchangeCore(cmd, st); err != nil {
+		return err
+	}
+	*st = hw.State{}
+	a.fill(st) // also when the arm rested: st may not be what the last call filled
+	DeriveArmState(st, a.settings.LeftHanded)
+	return nil
+}
+
+// ExchangeCore is Exchange without the derived fields (joint angles, joint
+// speeds, body orientation), which only clients read: it steps the physics
+// and, when the step changed anything, fills st's position, velocity,
+// force and status, leaving its other fields as they were. moved false
+// means the arm rested (nothing changed) and st was not written: the state
+// the previous call filled still holds. DeriveState completes a state when a reader asks for
+// it. It never allocates.
+func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error) {
 	if a.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if cmd == nil || st == nil {
-		return errNilExchange
+		return false, errNilExchange
 	}
-	left := a.settings.LeftHanded
 	// Per-tick actuator inputs: a fixed force, or a servo target that is
 	// re-evaluated every sub-step.
 	var fixedN, targetM hw.Vec3
@@ -209,11 +232,12 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		}
 	case hw.ModeAngle:
 		if cmd.AnglesDeg.Finite() {
-			targetM, servo = ForwardKinematics(cmd.AnglesDeg, left), true
+			targetM, servo = ForwardKinematics(cmd.AnglesDeg, a.settings.LeftHanded), true
 		}
 	}
 	fixedN = fixedN.ClampNorm(MaxForceN)
 
+	pos, vel, force := a.pos, a.vel, a.forceN
 	for i := 0; i < a.substeps; i++ {
 		actN := fixedN
 		if servo {
@@ -221,9 +245,41 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		}
 		a.step(actN)
 	}
+	if a.reported && a.pos == pos && a.vel == vel && a.forceN == force {
+		return false, nil
+	}
+	a.reported = true
 	a.fill(st)
-	return nil
+	return true, nil
 }
+
+// TimeInvariant is true when the arm's physics does not depend on time: no
+// scripted hand moves it (MotionNone). A step that changed nothing then
+// changes nothing again under the same command.
+func (a *Arm) TimeInvariant() bool { return a.motion == MotionNone }
+
+// DeriveState completes a state ExchangeCore filled: joint angles by
+// inverse kinematics, joint speeds by J⁻¹·v and the body turned by the base
+// yaw, for the handedness given. It reads only its arguments, so any
+// goroutine may call it, on any copy of the state.
+func (a *Arm) DeriveState(st *hw.State, leftHanded bool) { DeriveArmState(st, leftHanded) }
+
+// DeriveArmState is DeriveState as a function.
+func DeriveArmState(st *hw.State, leftHanded bool) {
+	ps, _ := solvePose(st.PositionM, leftHanded)
+	w, ok := ps.jointRatesRad(st.VelocityMps)
+	if !ok {
+		w = [3]float64{}
+	}
+	st.AnglesDeg = ps.anglesDeg
+	st.AngularVelocityDps = hw.Angles3{A0: w[0] * degPerRad, A1: w[1] * degPerRad, A2: w[2] * degPerRad}
+	st.BodyOrientation = ps.bodyOrientation()
+}
+
+// LeftHanded reports the handedness the arm was last configured with: what
+// DeriveState needs for the states ExchangeCore fills now. Call it from the
+// goroutine that drives the arm.
+func (a *Arm) LeftHanded() bool { return a.settings.LeftHanded }
 
 // torqueForce maps joint torques to the end-effector force F with Jᵀ·F = τ
 // at the current pose. Torque scaling on shrinks all torques together when
@@ -297,7 +353,7 @@ func (a *Arm) step(actN hw.Vec3) {
 // boundaryForce is a stiff spring and damper that push a cursor outside the
 // workspace sphere back in; inside, it is zero.
 func (a *Arm) boundaryForce() hw.Vec3 {
-	off := a.pos.Sub(a.info.WorkspaceCenterM)
+	off := a.pos.Sub(a.centerM)
 	d := off.Norm()
 	if d <= WorkspaceRadiusM {
 		return hw.Vec3{}
@@ -314,14 +370,14 @@ func (a *Arm) boundaryForce() hw.Vec3 {
 // soft boundary: a cursor driven past it is put back on it and loses its
 // outward velocity (an inelastic contact).
 func (a *Arm) endStop() {
-	off := a.pos.Sub(a.info.WorkspaceCenterM)
+	off := a.pos.Sub(a.centerM)
 	d := off.Norm()
 	const stopM = WorkspaceRadiusM + EndStopMarginM
 	if d <= stopM {
 		return
 	}
 	n := off.Scale(1 / d)
-	a.pos = a.info.WorkspaceCenterM.Add(n.Scale(stopM))
+	a.pos = a.centerM.Add(n.Scale(stopM))
 	if out := a.vel.Dot(n); out > 0 {
 		a.vel = a.vel.Sub(n.Scale(out))
 	}
@@ -331,7 +387,7 @@ func (a *Arm) endStop() {
 // toward a moving target.
 func (a *Arm) handForce() hw.Vec3 {
 	var target, targetV hw.Vec3
-	c := a.info.WorkspaceCenterM
+	c := a.centerM
 	switch a.motion {
 	case MotionCircle:
 		w := 2 * math.Pi * circleHz
@@ -352,23 +408,11 @@ func (a *Arm) handForce() hw.Vec3 {
 	return target.Sub(a.pos).Scale(handNpm).Add(targetV.Sub(a.vel).Scale(handNspm))
 }
 
-// fill reports the state: position, velocity, joint angles by inverse
-// kinematics, joint speeds by J⁻¹·v, and the body turned by the base yaw.
+// fill writes the state the physics keeps (position, velocity, force,
+// status) and nothing else; DeriveArmState adds what is computed from it.
 func (a *Arm) fill(st *hw.State) {
-	ps, _ := solvePose(a.pos, a.settings.LeftHanded)
-	w, ok := ps.jointRatesRad(a.vel)
-	if !ok {
-		w = [3]float64{}
-	}
-	*st = hw.State{
-		PositionM:          a.pos,
-		VelocityMps:        a.vel,
-		AnglesDeg:          ps.anglesDeg,
-		AngularVelocityDps: hw.Angles3{A0: w[0] * degPerRad, A1: w[1] * degPerRad, A2: w[2] * degPerRad},
-		BodyOrientation:    ps.bodyOrientation(),
-		ForceN:             a.forceN,
-		Status:             hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply,
-	}
+	st.PositionM, st.VelocityMps, st.ForceN = a.pos, a.vel, a.forceN
+	st.Status = hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply
 }
 
 // Halt zeroes the actuator output: the arm goes limp (gravity and the

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBaselineThatLosesIsFlagged: a baseline beaten beyond the noise gets a
+// flag and no ratio, in the report's data and its table; within the noise,
+// or when the baseline wins, the ratio stands.
+func TestBaselineThatLosesIsFlagged(t *testing.T) {
+	tests := []struct {
+		name                string
+		hapticdHz, echoHz   float64
+		hapticdP50, echoP50 float64
+		echoRates           []float64
+		wantRateFlag        bool
+		wantP50Flag         bool
+	}{
+		{"baseline is a floor", 9000, 10000, 60, 40, []float64{10000, 9900}, false, false},
+		{"tie within the default noise", 10300, 10000, 41, 42, []float64{10000, 9990}, false, false},
+		{"echo slower beyond noise", 12000, 10000, 40, 42, []float64{10000, 9900}, true, false},
+		{"echo slower and its p50 higher", 12000, 10000, 30, 42, []float64{10000, 9900}, true, true},
+		{"noisy echo runs widen the margin", 11500, 10000, 40, 40, []float64{10000, 8000}, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := RunReport{EchoRates: tc.echoRates}
+			r.Hapticd.Overall.AchievedHzTotal, r.Hapticd.Overall.RTT.P50Us = tc.hapticdHz, tc.hapticdP50
+			r.Echo = &LoadResult{}
+			r.Echo.Overall.AchievedHzTotal, r.Echo.Overall.RTT.P50Us = tc.echoHz, tc.echoP50
+			r.Comparisons = compare(r)
+			got := map[string]Comparison{}
+			for _, c := range r.Comparisons {
+				got[c.Figure] = c
+			}
+			for fig, want := range map[string]bool{"rate total": tc.wantRateFlag, "rtt p50": tc.wantP50Flag} {
+				c := got[fig]
+				if flagged := c.Flag == FlagBaselineLost; flagged != want {
+					t.Errorf("%s: flag %q, want flagged %v (%+v)", fig, c.Flag, want, c)
+				}
+				if (c.Ratio != 0) == (c.Flag != "") {
+					t.Errorf("%s: ratio %v with flag %q: want exactly one of them", fig, c.Ratio, c.Flag)
+				}
+			}
+			var b strings.Builder
+			if err := r.WriteTable(&b); err != nil {
+				t.Fatal(err)
+			}
+			if lost := tc.wantRateFlag || tc.wantP50Flag; strings.Contains(b.String(), "BASELINE LOST") != lost {
+				t.Errorf("table shows BASELINE LOST: %v, want %v:\n%s", !lost, lost, b.String())
+			}
+		})
+	}
+}

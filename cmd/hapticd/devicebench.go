@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/histogram"
+)
+
+// runDeviceStandin implements `hapticd device-standin [--loop-hz H]
+// [--index I]`, the device side of `hapticbench device`: an emulated arm
+// on a pseudo-terminal that timestamps every force frame. It prints the
+// terminal's path as its first line, restarts its record on each "mark"
+// line on stdin, and on each "report" line and when stdin closes prints the
+// host loop's period as the arm saw it since the last mark
+// (protocol.DeviceTiming, one JSON line).
+func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
+	fs := newFlagSet("device-standin")
+	loopHz := fs.Float64("loop-hz", 1000, "the host loop's rate, for the late count")
+	index := fs.Int("index", 900, "emulated arm index (its id and UUID derive from it)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("hapticd: device-standin: %w", err)
+	}
+	if !(*loopHz > 0) {
+		return errors.New("hapticd: device-standin: --loop-hz must be positive")
+	}
+	var (
+		mu      sync.Mutex
+		last    time.Time
+		periods []int64
+	)
+	e, path, err := emulator.StartPTY(emulator.Options{Index: *index, OnForce: func(at time.Time) {
+		mu.Lock()
+		if !last.IsZero() {
+			periods = append(periods, at.Sub(last).Nanoseconds())
+		}
+		last = at
+		mu.Unlock()
+	}})
+	if err != nil {
+		return fmt.Errorf("hapticd: device-standin: %w", err)
+	}
+	defer e.Close()
+	if _, err := fmt.Fprintln(out, path); err != nil {
+		return err
+	}
+	report := func() error {
+		mu.Lock()
+		sorted := slices.Clone(periods)
+		mu.Unlock()
+		b, err := json.Marshal(deviceTiming(sorted, *loopHz))
+		if err != nil {
+			return fmt.Errorf("hapticd: device-standin: %w", err)
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		switch sc.Text() {
+		case "mark":
+			mu.Lock()
+			periods, last = periods[:0], time.Time{}
+			mu.Unlock()
+		case "report":
+			if err := report(); err != nil {
+				return err
+			}
+		}
+	}
+	return report()
+}
+
+// deviceTiming summarises the periods between force frames.
+func deviceTiming(periods []int64, loopHz float64) protocol.DeviceTiming {
+	// The histogram the loops and the load generator use, at 0.8 %.
+	h := histogram.New(7)
+	for _, p := range periods {
+		h.Record(p)
+	}
+	sum := h.Summary()
+	targetNs := float64(time.Second) / loopHz
+	t := protocol.DeviceTiming{
+		Frames:      uint64(len(periods)),
+		TargetUs:    targetNs / 1e3,
+		PeriodUsP50: float64(sum.P50Ns) / 1e3,
+		PeriodUsP99: float64(sum.P99Ns) / 1e3,
+		PeriodUsMax: float64(sum.MaxNs) / 1e3,
+	}
+	for _, p := range periods {
+		if float64(p) > 1.5*targetNs {
+			t.Late++
+		}
+	}
+	return t
+}
+
+// runBaselineDevice implements `hapticd baseline-device --port PATH
+// [--loop-hz H]`: the bare host loop of `hapticbench device`. It drives the
+// arm on PATH through the serial driver from one paced loop on a locked OS
+// thread, as the service's hardware loop does, with nothing else around it,
+// commanding it idle until stdin closes.
+func runBaselineDevice(args []string, in io.Reader) error {
+	fs := newFlagSet("baseline-device")
+	port := fs.String("port", "", "serial port of the arm (a device-standin's path)")
+	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("hapticd: baseline-device: %w", err)
+	}
+	if *port == "" || !(*loopHz > 0) || *loopHz > 8000 {
+		return errors.New("hapticd: baseline-device: need --port and --loop-hz in (0, 8000]")
+	}
+	p, err := serial.Open(*port)
+	if err != nil {
+		return fmt.Errorf("hapticd: baseline-device: %w", err)
+	}
+	arm, err := driver.OpenArm(p, driver.ArmOptions{Path: *port, PeriodS: 1 / *loopHz})
+	if err != nil {
+		return fmt.Errorf("hapticd: baseline-device: %w", err)
+	}
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		close(stop)
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pacer := loop.NewPacer(int64(float64(time.Second) / *loopHz), loop.SystemClock())
+	cmd := hw.Command{Mode: hw.ModeIdle}
+	var st hw.State
+	for {
+		select {
+		case <-stop:
+			return arm.Close()
+		default:
+		}
+		pacer.Wait()
+		if err := arm.Exchange(&cmd, &st); err != nil {
+			// As the service's loop does: a failed exchange (a run of
+			// missed replies on a starved machine) halts the arm and the
+			// loop goes on; only a port that is gone ends it.
+			if errors.Is(err, driver.ErrClosed) || !errors.Is(err, driver.ErrNoReply) {
+				_ = arm.Close()
+				return fmt.Errorf("hapticd: baseline-device: %w", err)
+			}
+			_ = arm.Halt()
+		}
+	}
+}
