@@ -1,0 +1,128 @@
+package schema
+
+import (
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// Frame schema names.
+const (
+	InventoryFrame = "inventory-frame"
+	StateFrame     = "state-frame"
+	FullStateFrame = "full-state-frame"
+	AnyFrame       = "frame"
+	Devices        = "devices"
+)
+
+func controlModes() []string {
+	var out []string
+	for m := protocol.ControlIdle; m <= protocol.ControlAngle; m++ {
+		out = append(out, m.String())
+	}
+	return out
+}
+
+// defineFrames defines the frames of the simulation WebSocket (PROTOCOL
+// 2.1, 2.3) as the 3.x encoder writes them, with the collection keys of the
+// configured type table. Every object is closed: a member the encoder
+// writes and the schema does not name fails validation.
+func defineFrames(s *Set, o *Options) {
+	s.Define("arm-state", allRequired(Schema{
+		"cursor_position":      Ref("vec3"),
+		"cursor_velocity":      Ref("vec3"),
+		"angular_position":     Ref("angles3"),
+		"angular_velocity":     Ref("angles3"),
+		"body_orientation":     Ref("quat"),
+		"current_cursor_force": Ref("vec3"),
+		"control_mode":         enum(controlModes()),
+		"control_domain":       enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
+	}))
+	s.Define("arm-status", allRequired(Schema{
+		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
+	}))
+	s.Define("grip-state", allRequired(Schema{
+		"orientation":   Ref("quat"),
+		"buttons":       allRequired(Schema{"a": boolean(), "b": boolean(), "c": boolean()}),
+		"hall":          number(),
+		"battery_level": number(),
+	}))
+	s.Define("grip-status", allRequired(Schema{"connected": boolean(), "awake": boolean(), "ready": boolean()}))
+	s.Define("device-info", allRequired(Schema{
+		"id": str(), "uuid": str(), "major_version": Schema{"type": "integer"}, "minor_version": Schema{"type": "integer"},
+	}))
+	for _, c := range o.collections() {
+		slug := typeSlug(c.Type)
+		conf := Schema{
+			"type":        constant(c.Key),
+			"device_info": Ref("device-info"),
+			"preset":      Ref(EntryName(protocol.KeyPreset)),
+			"basis":       Ref(EntryName(protocol.KeyBasis)),
+			"mount":       Ref(EntryName(protocol.KeyMount)),
+		}
+		if c.Type == protocol.TypeArm {
+			for _, k := range protocol.Keys() {
+				if !k.SessionScoped() {
+					conf[k.Name()] = Ref(EntryName(k))
+				}
+			}
+			conf["filters"] = allRequired(Schema{
+				"damping":    Ref(EntryName(protocol.KeyDamping)),
+				"force_gate": Ref(EntryName(protocol.KeyForceGate)),
+			})
+		}
+		s.Define("config."+c.Key, allRequired(conf))
+		for _, withConfig := range []string{"required", "optional", "absent"} {
+			props := Schema{
+				"device_id": Schema{"type": "string", "minLength": 1},
+				"state":     Ref(slug + "-state"),
+				"status":    Ref(slug + "-status"),
+			}
+			required := []string{"device_id", "state", "status"}
+			switch withConfig {
+			case "required":
+				props["config"] = Ref("config." + c.Key)
+				required = append(required, "config")
+			case "optional":
+				props["config"] = Ref("config." + c.Key)
+			}
+			s.Define("element."+c.Key+"."+withConfig, closed(props, required...))
+		}
+	}
+	s.Define("session-view", allRequired(Schema{"config": allRequired(Schema{
+		"profile": Schema{"anyOf": []Schema{allRequired(Schema{"name": str()}), {"type": "null"}}},
+		"basis":   Ref(EntryName(protocol.KeyBasis)),
+		"lease":   allRequired(Schema{"ms": Schema{"type": "integer", "minimum": protocol.LeaseMinMs, "maximum": protocol.LeaseMaxMs}}),
+	})}))
+	problems := Schema{"type": "array", "items": Ref("error"), "minItems": 1}
+
+	frame := func(config string, sessionID, session, problemsToo bool) Schema {
+		props := Schema{}
+		var required []string
+		if sessionID {
+			props["session_id"] = Schema{"type": "integer", "minimum": 1}
+			required = append(required, "session_id")
+		}
+		for _, c := range o.collections() {
+			props[c.Key] = arrayOf(Ref("element." + c.Key + "." + config))
+			required = append(required, c.Key)
+		}
+		if session {
+			props["session"] = Ref("session-view")
+			required = append(required, "session")
+		}
+		if problemsToo {
+			props["errors"] = problems
+			props["warnings"] = problems
+		}
+		return closed(props, required...)
+	}
+	s.Publish(InventoryFrame, "The first frame of a simulation session: every device with its config, and the session's own view.",
+		frame("required", true, true, false))
+	s.Publish(StateFrame, "The frame answering each message: every device's state and status, with the message's errors and warnings.",
+		frame("absent", true, false, true))
+	s.Publish(FullStateFrame, "The frame answering a message with session.force_render_full_state: config too (for the types in device_types, when given).",
+		frame("optional", true, true, true))
+	s.Publish(AnyFrame, "Any frame of the 3.x simulation WebSocket.",
+		Schema{"anyOf": []Schema{Ref(InventoryFrame), Ref(StateFrame), Ref(FullStateFrame)}})
+	s.Publish(Devices, "The inventory GET /devices answers: every device with its config, as the session named by ?session= sees it.",
+		frame("required", false, false, false))
+}

@@ -1,0 +1,137 @@
+package schema
+
+import (
+	"encoding/json"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// typeSlug names a device type in schema names ("arm", "grip").
+func typeSlug(dt protocol.DeviceType) string {
+	if dt == protocol.TypeArm {
+		return "arm"
+	}
+	return "grip"
+}
+
+// defineMessage defines a 3.x client message as the service accepts it
+// (PROTOCOL 2.2), from the command table, the entry table and the type
+// table. It describes acceptance honestly: what the schema rejects is what
+// the service answers with "errors" (and applies not at all); members it
+// does not name are accepted, ignored and listed under "warnings".
+func defineMessage(s *Set, o *Options) {
+	for _, dt := range o.Types.Types() {
+		slug := typeSlug(dt)
+		cmds := Schema{}
+		for _, k := range protocol.Commands() {
+			if k.DeviceType() != dt {
+				continue
+			}
+			cmds[k.Name()] = orNull(commandBody(k))
+		}
+		s.Define("commands."+slug, open(cmds))
+
+		conf := Schema{}
+		for _, k := range protocol.Keys() {
+			switch {
+			case !k.SessionScoped():
+				conf[k.Name()] = Schema{"not": Schema{}, "description": k.Name() + " is HTTP-only (error http_only_key): use POST /{type}/{id}/config/" + k.Path()}
+			case dt == protocol.TypeGrip && (k == protocol.KeyDamping || k == protocol.KeyForceGate):
+				conf[k.Name()] = Schema{"description": k.Name() + " has no effect on a grip: ignored with a warning"}
+			default:
+				conf[k.Name()] = orNull(Ref(EntryName(k) + ".input"))
+			}
+		}
+		filters := Schema{}
+		for _, k := range []protocol.Key{protocol.KeyDamping, protocol.KeyForceGate} {
+			filters[k.Name()] = conf[k.Name()]
+		}
+		conf["filters"] = orNull(open(filters))
+		c := open(conf)
+		// preset and mount exclude each other; a filter given both flat and
+		// under "filters" is given twice.
+		c["allOf"] = []Schema{
+			{"not": both(present(protocol.KeyPreset.Name()), present(protocol.KeyMount.Name()))},
+			{"not": both(present(protocol.KeyDamping.Name()), Schema{"required": []string{"filters"}, "properties": Schema{"filters": present(protocol.KeyDamping.Name())}})},
+			{"not": both(present(protocol.KeyForceGate.Name()), Schema{"required": []string{"filters"}, "properties": Schema{"filters": present(protocol.KeyForceGate.Name())}})},
+		}
+		s.Define("configure."+slug, c)
+
+		s.Define("device-entry."+slug, open(Schema{
+			"device_id": Schema{"type": "string", "minLength": 1},
+			"commands":  orNull(Ref("commands." + slug)),
+			"configure": orNull(Ref("configure." + slug)),
+		}, "device_id"))
+	}
+
+	basis := Ref(EntryName(protocol.KeyBasis) + ".input")
+	session := open(Schema{
+		"configure": orNull(open(Schema{
+			"profile": orNull(open(Schema{
+				"name":             Schema{"type": "string", "minLength": 1, "maxLength": protocol.MaxProfileNameLen},
+				"required_version": orNull(Schema{"type": "string", "description": "a version constraint such as \">=3.5\"; a mismatch with " + protocol.APIVersion + " is a warning"}),
+			}, "name")),
+			"basis": orNull(basis),
+			"lease": orNull(open(Schema{"ms": Schema{"type": "integer", "minimum": protocol.LeaseMinMs, "maximum": protocol.LeaseMaxMs}}, "ms")),
+		})),
+		"force_render_full_state": orNull(open(Schema{
+			"device_types": orNull(arrayOf(Schema{"type": "string", "description": "a device-type key; unknown keys are warnings"})),
+		})),
+	})
+	props := session["properties"].(Schema)
+	for _, c := range protocol.DeprecatedCommands() {
+		var body Schema
+		switch c.Name {
+		case protocol.CommandSetCoordinateOrigin:
+			body = open(Schema{"coordinate_origin": enum(protocol.CoordinateOrigins())}, "coordinate_origin")
+		case protocol.CommandSetBasis:
+			body = open(Schema{"basis": basis}, "basis")
+		default:
+			continue
+		}
+		body["deprecated"] = true
+		body["description"] = "Deprecated; use " + c.Replacement
+		props[c.Name[len("session."):]] = orNull(body)
+	}
+	s.Define("session-part", session)
+
+	msg := Schema{}
+	for _, c := range o.inputKeys() {
+		msg[c.Key] = orNull(arrayOf(Ref("device-entry." + typeSlug(c.Type))))
+	}
+	msg["session"] = orNull(Ref("session-part"))
+	m := open(msg)
+	m["description"] = "A 3.x client message (PROTOCOL 2.2). " + unknownMembers +
+		" Unknown device ids are warnings too. {} is a ping. Numbers must be finite."
+	s.Publish("client-message", "A 3.x client message, as the simulation WebSocket accepts it.", m)
+}
+
+// both is a schema matched when a and b both are.
+func both(a, b Schema) Schema { return Schema{"allOf": []Schema{a, b}} }
+
+// commandBody is the body a command accepts: for a control command its
+// documented field or the alternative spelling (one of them, non-null),
+// holding a vector or an angle triple; a probe takes an object.
+func commandBody(k protocol.CommandKind) Schema {
+	doc, alt := k.Fields()
+	if doc == "" {
+		return open(Schema{})
+	}
+	value := Ref("vec3.input")
+	switch k {
+	case protocol.CmdSetAngularTorques, protocol.CmdSetAngularPosition:
+		value = Ref("angles3.input")
+	}
+	props := Schema{doc: orNull(value)}
+	alts := []Schema{present(doc)}
+	if alt != "" {
+		props[alt] = orNull(value)
+		alts = append(alts, present(alt))
+	}
+	sch := withAnyOf(open(props), alts...)
+	var example any
+	if json.Unmarshal([]byte(k.Example()), &example) == nil {
+		sch["examples"] = []any{example}
+	}
+	return sch
+}
