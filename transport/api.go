@@ -52,6 +52,10 @@ type api struct {
 	ws     *sessionHandler
 	// legacyUse, when set, counts each route use for the migration report.
 	legacyUse func(route, remote, profile string)
+	// servesSchema: this format serves /schema and /openapi.json (3.x
+	// only: the machine-readable schema covers 3.1 payloads and later).
+	servesSchema bool
+	schemas      *schemaDocs // set by newRouter when servesSchema
 }
 
 // route is one HTTP route of the API. Both formats register the same list
@@ -59,6 +63,7 @@ type api struct {
 type route struct {
 	method, path string
 	handle       httprouter.Handle
+	doc          *routeDoc // for the OpenAPI document (describeRoutes)
 }
 
 // routes lists every route of one format, without the format's prefix.
@@ -66,7 +71,7 @@ func (a *api) routes() []route {
 	var rs []route
 	add := func(path string, h httprouter.Handle, methods ...string) {
 		for _, m := range methods {
-			rs = append(rs, route{m, path, h})
+			rs = append(rs, route{method: m, path: path, handle: h})
 		}
 	}
 	get := http.MethodGet
@@ -96,15 +101,30 @@ func (a *api) routes() []route {
 	for _, d := range protocol.DeprecatedRoutes() {
 		add(d.Path, a.deprecatedRoute(d), d.Method)
 	}
+	if a.servesSchema {
+		add("/schema", a.schemaIndex, get)
+		add("/schema/:name", a.schemaDoc, get)
+		add(openAPIPath, a.openAPI, get)
+	}
+	a.describeRoutes(rs)
 	return rs
 }
 
-// newRouter builds the HTTP routes of one format under its prefix.
-func newRouter(a *api) *httprouter.Router {
+// newRouter builds the HTTP routes of one format under its prefix, and the
+// schema documents when the format serves them.
+func newRouter(a *api) (*httprouter.Router, error) {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	for _, rt := range a.routes() {
+	rs := a.routes()
+	if a.servesSchema {
+		docs, err := buildSchemaDocs(a.svc.Types(), rs)
+		if err != nil {
+			return nil, err
+		}
+		a.schemas = docs
+	}
+	for _, rt := range rs {
 		h := rt.handle
 		if a.legacyUse != nil {
 			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
@@ -119,7 +139,7 @@ func newRouter(a *api) *httprouter.Router {
 		a.log.Error().Interface("panic", v).Str("path", req.URL.Path).Bytes("stack", debug.Stack()).Msg("handler panic")
 		writeError(w, protocol.Errorf(protocol.CodeInternal, "", "internal error"))
 	}
-	return r
+	return r, nil
 }
 
 // noteLegacy counts a use of a 3.0 route for the migration report (support
@@ -138,12 +158,11 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		a.ws.ServeHTTP(w, r)
 		return
 	}
-	writeData(w, map[string]any{
-		"service":   "hapticd",
-		"api":       a.codec.APIVersion(),
-		"websocket": "upgrade on this path",
-		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
-	}, nil)
+	routes := []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"}
+	if a.servesSchema {
+		routes = append(routes, a.prefix+"/schema", a.prefix+openAPIPath)
+	}
+	writeData(w, rootDoc{Service: "hapticd", API: a.codec.APIVersion(), WebSocket: "upgrade on this path", Routes: routes}, nil)
 }
 
 func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
@@ -188,13 +207,13 @@ func settingPaths() []string {
 }
 
 func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	doc := map[string]any{
-		"service":         "hapticd",
-		"version":         protocol.APIVersion,
-		"hapticd_version": a.build.Version,
-		"api_versions":    []string{"3.0", "3.x"},
-		"git_hash":        a.build.GitHash,
-		"build_time":      a.build.BuildTime,
+	doc := versionDoc{
+		Service:        "hapticd",
+		Version:        protocol.APIVersion,
+		HapticdVersion: a.build.Version,
+		APIVersions:    []string{"3.0", "3.x"},
+		GitHash:        a.build.GitHash,
+		BuildTime:      a.build.BuildTime,
 	}
 	if r.URL.Query().Get("format") == "json" {
 		writeData(w, doc, nil)
@@ -258,7 +277,7 @@ func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 		}
 		docs = append(docs, d)
 	}
-	writeData(w, map[string]any{"session_count": len(docs), "sessions": docs}, nil)
+	writeData(w, sessionsDoc{SessionCount: len(docs), Sessions: docs}, nil)
 }
 
 // matchSessions resolves a session= selector to live session ids; one

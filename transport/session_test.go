@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -425,14 +424,9 @@ func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]an
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		_ = ev.conn.SetReadDeadline(deadline)
-		_, b, err := ev.conn.ReadMessage()
+		e, err := ev.next(deadline)
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", name, err)
-		}
-		var e map[string]any
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatalf("event is not JSON: %s", b)
 		}
 		if e["name"] == name && match(e) {
 			return e

@@ -201,7 +201,9 @@ func copyRewriting(v any, prefix string) any {
 		}
 		return out
 	case []string:
-		return append([]string(nil), v...)
+		out := make([]string, len(v)) // never nil: an empty list stays [], not null
+		copy(out, v)
+		return out
 	}
 	return v
 }
