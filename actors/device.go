@@ -30,6 +30,9 @@ type Device struct {
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
 	ID   string
+	// Name is the device's type as the naming table writes it (frames,
+	// events, HTTP answers): "inverse3", "wireless_verse_grip", "arm3"...
+	Name string
 	Info hw.Info
 	pid  *actor.PID
 	rt   *loop.Device
@@ -475,7 +478,7 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 	info := c.dev.Info
 	v.Config = protocol.DeviceView{
 		Info: protocol.DeviceInfo{
-			ID: info.ID, UUID: info.UUID,
+			ID: info.ID, UUID: info.UUID, Port: info.Port, Model: deviceModel(info),
 			Major: int(info.FirmwareVersion), Minor: int(info.HardwareVersion),
 		},
 		Device:  c.global,
@@ -530,7 +533,7 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	d := c.dev
 	switch ev.Kind {
 	case loop.EventLeaseExpired:
-		c.activity.Publish(event.ControlLeaseExpired(d.Type.Key(), d.ID, ev.Session))
+		c.activity.Publish(event.ControlLeaseExpired(d.Name, d.ID, ev.Session))
 	case loop.EventReleased:
 		c.log.Debug().Uint64("session", ev.Session).Msg("control released")
 	case loop.EventDriverError:
@@ -541,6 +544,6 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
 	case loop.EventRateWarning:
-		c.activity.Publish(event.ControlRateWarning(d.Type.Key(), d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
+		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3))
 	}
 }

@@ -400,7 +400,7 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	if s.devices.Load().Find(t, info.ID) != nil {
 		return nil, fmt.Errorf("actors: a %s with id %s is already connected; ids must be unique", t.Key(), info.ID)
 	}
-	d := &Device{Type: t, ID: info.ID, Info: info}
+	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info}
 	root := s.system.Root
 	d.rt = loop.NewDevice(m.driver, loop.DeviceOptions{
 		PeriodNs:         s.periodNs,
@@ -453,7 +453,7 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 	} else {
 		s.sched.Add(d.rt)
 	}
-	s.activity.Publish(event.DeviceConnected(deviceFamily(t), t.Key(), d.ID))
+	s.activity.Publish(event.DeviceConnected(t.Family(), d.Name, d.ID))
 	core.log.Info().Str("uuid", info.UUID).Bool("simulated", info.Simulated).Str("port", info.Port).Msg("device connected")
 	return d, nil
 }
@@ -483,9 +483,9 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 	}
 	ctx.Stop(d.pid)
 	if cause != nil {
-		s.activity.Publish(event.DeviceFailed(d.Type.Key(), d.ID, cause.Error()))
+		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
 	}
-	s.activity.Publish(event.DeviceDisconnected(deviceFamily(d.Type), d.Type.Key(), d.ID))
+	s.activity.Publish(event.DeviceDisconnected(d.Type.Family(), d.Name, d.ID))
 	s.log.Warn().Err(cause).Str("device_type", d.Type.Key()).Str("device_id", d.ID).Msg("device disconnected")
 	if s.opts.OnDeviceLost != nil {
 		s.opts.OnDeviceLost(d.Info)
@@ -506,13 +506,6 @@ func (r *registryActor) changeSetting(ctx actor.Context, k protocol.SettingKey, 
 		ctx.Send(d.pid, &applyGlobals{settings: next})
 	}
 	return next.Get(k), nil
-}
-
-func deviceFamily(t protocol.DeviceType) string {
-	if t == protocol.TypeGrip {
-		return "verse_grip"
-	}
-	return "inverse"
 }
 
 // SessionRefs lists the sessions for selector matching, in connection order.

@@ -324,7 +324,7 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 		d := devs.Find(e.Type, e.DeviceID)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
-				"no %s with id %q is connected; it was ignored", e.Type.Key(), e.DeviceID))
+				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
 			continue
 		}
 		if len(e.Configure) > 0 {
@@ -512,7 +512,7 @@ func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
 		}
 	}
 	a.busy[k] = busyNote{owner: owner, atNs: now}
-	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
+	a.svc.activity.Publish(event.DeviceBusy(d.Name, d.ID, a.sess.ID, owner))
 }
 
 func (a *sessionActor) resetFrame() *protocol.Frame {
@@ -600,7 +600,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	}
 	for _, d := range devs.OfType(protocol.TypeGrip) {
 		v := d.ViewFor(session)
-		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID})
+		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID, Link: d.Link()})
 		gf := &f.Grips[len(f.Grips)-1]
 		switch {
 		case gripConfig:

@@ -12,12 +12,17 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
-// inventory is the part of the first frame a client needs.
+// inventory is the part of the first frame a client needs. The arms are
+// under inverse3 (hapticd's default names) or arm3 (--type-names
+// reference); messages name them arm3, which hapticd accepts either way.
 type inventory struct {
-	SessionID int64 `json:"session_id"`
-	Arm3      []struct {
-		DeviceID string `json:"device_id"`
-	} `json:"arm3"`
+	SessionID int64      `json:"session_id"`
+	Inverse3  []armEntry `json:"inverse3"`
+	Arm3      []armEntry `json:"arm3"`
+}
+
+type armEntry struct {
+	DeviceID string `json:"device_id"`
 }
 
 func parseInventory(frame []byte) (inventory, error) {
@@ -28,6 +33,7 @@ func parseInventory(frame []byte) (inventory, error) {
 	if inv.SessionID < 1 {
 		return inv, fmt.Errorf("inventory frame has no session_id (got %d); is this a hapticd 3.x simulation socket?", inv.SessionID)
 	}
+	inv.Arm3 = append(inv.Arm3, inv.Inverse3...)
 	return inv, nil
 }
 

@@ -34,6 +34,26 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// Link is how a grip reaches the host: client software names wired and
+// wireless grips differently.
+type Link uint8
+
+const (
+	LinkUnknown  Link = iota // arms; grips whose driver cannot tell
+	LinkWireless             // through a radio dongle; simulated grips too
+	LinkWired                // a cable from the handle to the host
+)
+
+func (l Link) String() string {
+	switch l {
+	case LinkWireless:
+		return "wireless"
+	case LinkWired:
+		return "wired"
+	}
+	return "unknown"
+}
+
 // ControlMode is what a Command asks of an arm.
 type ControlMode uint8
 
@@ -77,6 +97,8 @@ type Info struct {
 	FirmwareVersion uint8
 	// Simulated is true for devices with no hardware behind them.
 	Simulated bool
+	// Link is how a grip reaches the host (LinkUnknown for arms).
+	Link Link
 	// Port names where the device is attached ("/dev/ttyACM0"); empty for
 	// simulated devices.
 	Port string

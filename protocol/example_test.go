@@ -9,7 +9,7 @@ import (
 // A session decodes each message into one reused ClientMessage, applies it
 // only when there are no errors, and answers with one frame.
 func Example() {
-	types, err := protocol.NewTypeTable(map[string]string{"inverse3": "arm3"})
+	types, err := protocol.NewTypeTable(nil) // product names: inverse3, ...
 	if err != nil {
 		panic(err)
 	}
@@ -23,10 +23,10 @@ func Example() {
 
 	frame := protocol.Frame{SessionID: 1, Errors: errs}
 	out := protocol.AppendFrame(nil, &frame, types)
-	fmt.Println(string(out[:50]))
+	fmt.Println(string(out[:71]))
 	// Output:
 	// http_only_key inverse3[0].configure.handedness - handedness is HTTP-only: use POST /inverse3/049D/config/handedness
-	// {"session_id":1,"arm3":[],"inverse3":[],"grip":[],
+	// {"session_id":1,"inverse3":[],"verse_grip":[],"wireless_verse_grip":[],
 }
 
 // HTTP bodies go through the same decoders.

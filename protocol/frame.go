@@ -5,6 +5,12 @@ import "strconv"
 // DeviceInfo is a device's identity as frames report it.
 type DeviceInfo struct {
 	ID, UUID string
+	// Port is where the device is attached ("/dev/ttyACM0"); "" for a
+	// simulated device (config.port is then omitted).
+	Port string
+	// Model is the vendor's device type number (device_info.device_type:
+	// 4 for an Inverse3); 0 omits it.
+	Model int
 	// Major and Minor are the device's version numbers; 3.x spells them
 	// major_version and minor_version, 3.0 firmware_version and
 	// hardware_version.
@@ -55,8 +61,17 @@ type ArmState struct {
 	// CurrentCursorForce is what the device applies after filters and
 	// limits, in N.
 	CurrentCursorForce Vec3
-	ControlMode        ControlMode
-	ControlDomain      ControlDomain
+	// CurrentCursorPosition, CurrentAngularPosition and
+	// CurrentAngularTorques are what the arm is commanded to: the target of
+	// position, angle or torque control; zero in other modes.
+	CurrentCursorPosition  Vec3
+	CurrentAngularPosition Angles3
+	CurrentAngularTorques  Angles3
+	ControlMode            ControlMode
+	ControlDomain          ControlDomain
+	// Transform is the session's workspace transform (set_transform);
+	// sub-fields at their identity are omitted from state.transform.
+	Transform Transform
 }
 
 // ArmStatus is an arm's status flags.
@@ -100,10 +115,12 @@ type ArmFrame struct {
 // GripFrame is one grip's element of a frame.
 type GripFrame struct {
 	DeviceID string
-	Config   *DeviceView
-	State    GripState
-	Status   GripStatus
-	Body     []byte // as ArmFrame.Body
+	// Link decides the grip's collection under the product names.
+	Link   Link
+	Config *DeviceView
+	State  GripState
+	Status GripStatus
+	Body   []byte // as ArmFrame.Body
 }
 
 // SessionView is the session's own configuration as frames report it.
@@ -141,17 +158,17 @@ func Spelling3x() Spelling {
 	return Spelling{MajorVersion: "major_version", MinorVersion: "minor_version", ControlMode: "control_mode"}
 }
 
-// AppendFrame appends the 3.x JSON of f. Every device type's array is
-// present, under its own key and under each alias key (the same elements;
-// under an alias, config.type carries the alias name). It does not allocate
-// once dst has the capacity.
+// AppendFrame appends the 3.x JSON of f. Every collection of the naming
+// table is present (possibly empty) and every device is in exactly one;
+// config.type carries the collection's name. It does not allocate once dst
+// has the capacity.
 func AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
 	return AppendFrameAs(dst, f, types, Spelling3x())
 }
 
 // AppendFrameAs appends the JSON of f in the format sp describes; it is the
-// one frame encoder behind AppendFrame and protocol/v30's. Every device
-// type's collection is present under its own key and each alias. It does not
+// one frame encoder behind AppendFrame and protocol/v30's. Every collection
+// of types is present and every device is in exactly one. It does not
 // allocate once dst has the capacity.
 func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 	open, end := byte('['), byte(']')
@@ -164,33 +181,37 @@ func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 		dst = strconv.AppendUint(dst, f.SessionID, 10)
 		dst = append(dst, ',')
 	}
-	for i, key := range types.Keys(TypeArm) {
+	for i, c := range types.Collections() {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendString(dst, key)
+		dst = AppendString(dst, c.Key)
 		dst = append(dst, ':', open)
-		for j := range f.Arms {
-			if j > 0 {
-				dst = append(dst, ',')
+		n := 0
+		switch c.Type {
+		case TypeArm:
+			for j := range f.Arms {
+				if n > 0 {
+					dst = append(dst, ',')
+				}
+				n++
+				dst = appendElementHead(dst, f.Arms[j].DeviceID, sp)
+				dst = appendArmBody(dst, &f.Arms[j], c.Key, sp)
+				dst = append(dst, '}')
 			}
-			dst = appendElementHead(dst, f.Arms[j].DeviceID, sp)
-			dst = appendArmBody(dst, &f.Arms[j], key, sp)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, end)
-	}
-	for _, key := range types.Keys(TypeGrip) {
-		dst = append(dst, ',')
-		dst = AppendString(dst, key)
-		dst = append(dst, ':', open)
-		for j := range f.Grips {
-			if j > 0 {
-				dst = append(dst, ',')
+		case TypeGrip:
+			for j := range f.Grips {
+				if !c.Holds(TypeGrip, f.Grips[j].Link) {
+					continue
+				}
+				if n > 0 {
+					dst = append(dst, ',')
+				}
+				n++
+				dst = appendElementHead(dst, f.Grips[j].DeviceID, sp)
+				dst = appendGripBody(dst, &f.Grips[j], c.Key, sp)
+				dst = append(dst, '}')
 			}
-			dst = appendElementHead(dst, f.Grips[j].DeviceID, sp)
-			dst = appendGripBody(dst, &f.Grips[j], key, sp)
-			dst = append(dst, '}')
 		}
 		dst = append(dst, end)
 	}
@@ -230,10 +251,11 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 		return append(dst, a.Body...)
 	}
 	if c := a.Config; c != nil {
-		dst = append(dst, `"config":{"type":`...)
-		dst = AppendString(dst, typeKey)
-		dst = append(dst, `,"device_info":`...)
-		dst = appendDeviceInfo(dst, &c.Info, sp)
+		dst = appendConfigHead(dst, c, typeKey, sp)
+		if c.Info.UUID != "" {
+			dst = append(dst, `,"extended_device_id":`...)
+			dst = AppendString(dst, c.Info.UUID)
+		}
 		dst = append(dst, ',')
 		dst = c.Device.appendMembers(dst)
 		dst = appendPlacement(dst, c)
@@ -259,6 +281,14 @@ func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling) []byte 
 	dst = appendQuat(dst, measured, s.BodyOrientation)
 	dst = append(dst, `,"current_cursor_force":`...)
 	dst = appendVec3(dst, measured, s.CurrentCursorForce)
+	dst = append(dst, `,"current_cursor_position":`...)
+	dst = appendVec3(dst, measured, s.CurrentCursorPosition)
+	dst = append(dst, `,"current_angular_position":`...)
+	dst = appendAngles3(dst, measured, s.CurrentAngularPosition)
+	dst = append(dst, `,"current_angular_torques":`...)
+	dst = appendAngles3(dst, measured, s.CurrentAngularTorques)
+	dst = append(dst, `,"transform":`...)
+	dst = appendPartialTransform(dst, s.Transform)
 	dst = append(dst, ',')
 	dst = appendKey(dst, sp.ControlMode)
 	dst = AppendString(dst, s.ControlMode.String())
@@ -283,10 +313,7 @@ func appendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byt
 		return append(dst, g.Body...)
 	}
 	if c := g.Config; c != nil {
-		dst = append(dst, `"config":{"type":`...)
-		dst = AppendString(dst, typeKey)
-		dst = append(dst, `,"device_info":`...)
-		dst = appendDeviceInfo(dst, &c.Info, sp)
+		dst = appendConfigHead(dst, c, typeKey, sp)
 		dst = appendPlacement(dst, c)
 		dst = append(dst, `},`...)
 	}
@@ -326,17 +353,65 @@ func appendDeviceInfo(dst []byte, in *DeviceInfo, sp Spelling) []byte {
 	dst = append(dst, ',')
 	dst = appendKey(dst, sp.MinorVersion)
 	dst = strconv.AppendInt(dst, int64(in.Minor), 10)
+	if in.Model != 0 {
+		dst = append(dst, `,"device_type":`...)
+		dst = strconv.AppendInt(dst, int64(in.Model), 10)
+	}
 	return append(dst, '}')
 }
 
-// appendPlacement appends ,"preset",,"basis",,"mount" (effective values).
+// appendConfigHead opens a device's "config" with the members every device
+// has: "type", "port" (when attached to one) and "device_info".
+func appendConfigHead(dst []byte, c *DeviceView, typeKey string, sp Spelling) []byte {
+	dst = append(dst, `"config":{"type":`...)
+	dst = AppendString(dst, typeKey)
+	if c.Info.Port != "" {
+		dst = append(dst, `,"port":`...)
+		dst = AppendString(dst, c.Info.Port)
+	}
+	dst = append(dst, `,"device_info":`...)
+	return appendDeviceInfo(dst, &c.Info, sp)
+}
+
+// appendPartialTransform appends a workspace transform with its identity
+// sub-fields left out, as the vendor's 3.5 frames do: {} for the identity.
+func appendPartialTransform(dst []byte, t Transform) []byte {
+	dst = append(dst, '{')
+	sep := false
+	if t.Position != (Vec3{}) {
+		dst = append(dst, `"position":`...)
+		dst = appendVec3(dst, exact, t.Position)
+		sep = true
+	}
+	if t.Rotation != (Quat{W: 1}) && t.Rotation != (Quat{}) {
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"rotation":`...)
+		dst = appendQuat(dst, exact, t.Rotation)
+		sep = true
+	}
+	if t.Scale != (Vec3{X: 1, Y: 1, Z: 1}) && t.Scale != (Vec3{}) {
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"scale":`...)
+		dst = appendVec3(dst, exact, t.Scale)
+	}
+	return append(dst, '}')
+}
+
+// appendPlacement appends ,"preset",,"basis",,"mount" (effective values)
+// in the vendor's 3.5 frame shapes: the preset as a plain string and the
+// mount as a flat transform. Inputs (configure, HTTP bodies) keep the
+// entry shapes {preset: name} and {transform: {...}}.
 func appendPlacement(dst []byte, c *DeviceView) []byte {
 	dst = append(dst, `,"preset":`...)
-	dst = Preset{Preset: c.Session.Preset}.AppendJSON(dst)
+	dst = AppendString(dst, c.Session.Preset)
 	dst = append(dst, `,"basis":`...)
 	dst = c.Basis.AppendJSON(dst)
 	dst = append(dst, `,"mount":`...)
-	return Mount{Transform: c.Mount}.AppendJSON(dst)
+	return appendTransform(dst, c.Mount)
 }
 
 // appendFrameTail appends the members after the device collections, each

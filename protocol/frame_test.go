@@ -13,7 +13,7 @@ import (
 func sampleFrame() *Frame {
 	damping := DampingScalar(1.5)
 	arm := &DeviceView{
-		Info:    DeviceInfo{ID: "049D", UUID: "5f1c-049d", Major: 7, Minor: 2},
+		Info:    DeviceInfo{ID: "049D", UUID: "5f1c-049d", Port: "/dev/ttyACM0", Model: 4, Major: 7, Minor: 2},
 		Device:  DefaultDeviceConfig(),
 		Session: SessionConfig{Preset: "arm_front_centered", Mount: IdentityTransformForTest(), Damping: damping, ForceGate: ForceGate{Gain: 0.3}},
 		Basis:   Basis{Permutation: "XZY"},
@@ -37,6 +37,7 @@ func sampleFrame() *Frame {
 				BodyOrientation:    Quat{W: 1},
 				CurrentCursorForce: Vec3{Z: 1.5},
 				ControlMode:        ControlForce,
+				Transform:          Transform{Position: Vec3{X: 0.5}, Rotation: Quat{W: 1}, Scale: Vec3{X: 1, Y: 1, Z: 1}},
 			},
 			Status: ArmStatus{Calibrated: true, InUse: true, Ready: true, Started: true, PowerSupply: true},
 		}},
@@ -52,42 +53,88 @@ func sampleFrame() *Frame {
 	}
 }
 
-const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2},"handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"preset":{"preset":"arm_front_centered"},"basis":{"permutation":"XZY"},"mount":{"transform":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"control_mode":"force","control_domain":"cartesian"},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
+const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","port":"/dev/ttyACM0","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2,"device_type":4},"extended_device_id":"5f1c-049d","handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"preset":"arm_front_centered","basis":{"permutation":"XZY"},"mount":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{"position":{"x":0.5,"y":0,"z":0}},"control_mode":"force","control_domain":"cartesian"},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
 
-const goldenGrip = `{"device_id":"61548","config":{"type":"%TYPE%","device_info":{"id":"61548","uuid":"grip-61548","major_version":1,"minor_version":0},"preset":{"preset":"defaults"},"basis":{"permutation":"XYZ"},"mount":{"transform":{"position":{"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}}},"state":{"orientation":{"w":0.5,"x":0.5,"y":0.5,"z":0.5},"buttons":{"a":true,"b":false,"c":false},"hall":0.25,"battery_level":0.9},"status":{"connected":true,"awake":true,"ready":true}}`
+const goldenGrip = `{"device_id":"61548","config":{"type":"%TYPE%","device_info":{"id":"61548","uuid":"grip-61548","major_version":1,"minor_version":0},"preset":"defaults","basis":{"permutation":"XYZ"},"mount":{"position":{"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}},"state":{"orientation":{"w":0.5,"x":0.5,"y":0.5,"z":0.5},"buttons":{"a":true,"b":false,"c":false},"hall":0.25,"battery_level":0.9},"status":{"connected":true,"awake":true,"ready":true}}`
 
 const goldenTail = `"session":{"config":{"profile":{"name":"co.example.app:main"},"basis":{"permutation":"XYZ"},"lease":{"ms":100}}},"errors":[{"code":"device_busy","message":"another session controls 049D","path":"arm3[0]"}],"warnings":[{"code":"unknown_key","message":"unknown key \"x\": ignored"}]}`
 
-func TestAppendFrameGolden(t *testing.T) {
-	got := string(AppendFrame(nil, sampleFrame(), nil))
-	want := `{"session_id":3,"arm3":[` + strings.ReplaceAll(goldenArm, "%TYPE%", "arm3") +
-		`],"grip":[` + strings.ReplaceAll(goldenGrip, "%TYPE%", "grip") + `],` + goldenTail
-	if got != want {
-		t.Fatalf("frame\n%s\nwant\n%s", got, want)
+// referenceTable writes the reference's names (--type-names reference).
+func referenceTable(t testing.TB) *TypeTable {
+	t.Helper()
+	tt, err := NewNamedTypeTable(NamingReference, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !json.Valid([]byte(got)) {
-		t.Fatal("frame is not valid JSON")
+	return tt
+}
+
+func TestAppendFrameGolden(t *testing.T) {
+	for _, tt := range []struct {
+		naming Naming
+		want   string
+	}{
+		{NamingReference, `{"session_id":3,"arm3":[` + strings.ReplaceAll(goldenArm, "%TYPE%", "arm3") +
+			`],"grip":[` + strings.ReplaceAll(goldenGrip, "%TYPE%", "grip") + `],` + goldenTail},
+		{NamingHaply, `{"session_id":3,"inverse3":[` + strings.ReplaceAll(goldenArm, "%TYPE%", "inverse3") +
+			`],"verse_grip":[],"wireless_verse_grip":[` + strings.ReplaceAll(goldenGrip, "%TYPE%", "wireless_verse_grip") + `],` + goldenTail},
+	} {
+		types, err := NewNamedTypeTable(tt.naming, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(AppendFrame(nil, sampleFrame(), types))
+		if got != tt.want {
+			t.Fatalf("%v frame\n%s\nwant\n%s", tt.naming, got, tt.want)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Fatal("frame is not valid JSON")
+		}
 	}
 }
 
-func TestAppendFrameAliases(t *testing.T) {
-	types := aliasTable(t)
-	out := AppendFrame(nil, sampleFrame(), types)
-	if !json.Valid(out) {
-		t.Fatalf("not valid JSON: %s", out)
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, pair := range [][2]string{{"arm3", "inverse3"}, {"grip", "verse_grip"}} {
-		own, alias := string(doc[pair[0]]), string(doc[pair[1]])
-		if own == "" || alias == "" {
-			t.Fatalf("%s or %s missing", pair[0], pair[1])
+// Every device appears exactly once, under the name of its collection,
+// whatever aliases are configured: aliases are input names only.
+func TestAppendFrameEachDeviceOnce(t *testing.T) {
+	f := sampleFrame()
+	wired := f.Grips[0]
+	wired.DeviceID, wired.Link = "7", LinkWired
+	f.Grips[0].Link = LinkWireless
+	f.Grips = append(f.Grips, wired)
+	for _, tt := range []struct {
+		naming Naming
+		want   map[string][]string // collection → device ids
+	}{
+		{NamingHaply, map[string][]string{"inverse3": {"049D"}, "verse_grip": {"7"}, "wireless_verse_grip": {"61548"}}},
+		{NamingReference, map[string][]string{"arm3": {"049D"}, "grip": {"61548", "7"}}},
+	} {
+		types, err := NewNamedTypeTable(tt.naming, map[string]string{"haptic": "arm3", "handle": "grip"})
+		if err != nil {
+			t.Fatal(err)
 		}
-		// Same devices; only config.type differs.
-		if strings.Replace(alias, `"type":"`+pair[1]+`"`, `"type":"`+pair[0]+`"`, -1) != own {
-			t.Errorf("%s differs from %s beyond config.type:\n%s\n%s", pair[1], pair[0], alias, own)
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(AppendFrame(nil, f, types), &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for key, raw := range doc {
+			var list []struct {
+				DeviceID string `json:"device_id"`
+				Config   struct{ Type string }
+			}
+			if key == "errors" || key == "warnings" || json.Unmarshal(raw, &list) != nil {
+				continue // not a device collection
+			}
+			got[key] = []string{}
+			for _, d := range list {
+				got[key] = append(got[key], d.DeviceID)
+				if d.Config.Type != key {
+					t.Errorf("%v: %s in %s has config.type %q", tt.naming, d.DeviceID, key, d.Config.Type)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%v: collections %v, want %v", tt.naming, got, tt.want)
 		}
 	}
 }
@@ -101,14 +148,14 @@ func TestAppendFrameShapes(t *testing.T) {
 		{"inventory of nothing", Frame{SessionID: 1}, `{"session_id":1,"arm3":[],"grip":[]}`},
 		{"GET /devices omits session_id", Frame{}, `{"arm3":[],"grip":[]}`},
 		{"state frame without config", Frame{SessionID: 2, Arms: []ArmFrame{{DeviceID: "0A11", State: ArmState{ControlMode: ControlAngle, ControlDomain: DomainAngular}}}},
-			`{"session_id":2,"arm3":[{"device_id":"0A11","state":{"cursor_position":{"x":0,"y":0,"z":0},"cursor_velocity":{"x":0,"y":0,"z":0},"angular_position":{"a0":0,"a1":0,"a2":0},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":0,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":0},"control_mode":"angle","control_domain":"angular"},"status":{"calibrated":false,"in_use":false,"ready":false,"started":false,"power_supply":false}}],"grip":[]}`},
+			`{"session_id":2,"arm3":[{"device_id":"0A11","state":{"cursor_position":{"x":0,"y":0,"z":0},"cursor_velocity":{"x":0,"y":0,"z":0},"angular_position":{"a0":0,"a1":0,"a2":0},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":0,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":0},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{},"control_mode":"angle","control_domain":"angular"},"status":{"calibrated":false,"in_use":false,"ready":false,"started":false,"power_supply":false}}],"grip":[]}`},
 		{"profile null", Frame{SessionID: 4, Session: &SessionView{Basis: Basis{"-XZY"}, LeaseMs: 50}},
 			`{"session_id":4,"arm3":[],"grip":[],"session":{"config":{"profile":null,"basis":{"permutation":"-XZY"},"lease":{"ms":50}}}}`},
 		{"non-finite numbers stay JSON", Frame{Grips: []GripFrame{{DeviceID: "1", State: GripState{Hall: math.NaN(), Battery: math.Inf(1)}}}},
 			`{"arm3":[],"grip":[{"device_id":"1","state":{"orientation":{"w":0,"x":0,"y":0,"z":0},"buttons":{"a":false,"b":false,"c":false},"hall":0,"battery_level":0},"status":{"connected":false,"awake":false,"ready":false}}]}`},
 	}
 	for _, tt := range tests {
-		got := string(AppendFrame(nil, &tt.frame, nil))
+		got := string(AppendFrame(nil, &tt.frame, referenceTable(t)))
 		if got != tt.want {
 			t.Errorf("%s:\n%s\nwant\n%s", tt.name, got, tt.want)
 		}
@@ -150,7 +197,7 @@ func TestAppendFrameAllocations(t *testing.T) {
 
 func TestFrameDecodesWithEncodingJSON(t *testing.T) {
 	// A client using encoding/json reads what the encoder wrote.
-	out := AppendFrame(nil, sampleFrame(), nil)
+	out := AppendFrame(nil, sampleFrame(), referenceTable(t))
 	var doc struct {
 		SessionID uint64 `json:"session_id"`
 		Arm3      []struct {
@@ -160,7 +207,7 @@ func TestFrameDecodesWithEncodingJSON(t *testing.T) {
 				Filters struct {
 					Damping struct{ Scalar float64 } `json:"damping"`
 				} `json:"filters"`
-				Mount struct{ Transform Transform } `json:"mount"`
+				Mount Transform `json:"mount"`
 			} `json:"config"`
 			State struct {
 				CursorPosition Vec3   `json:"cursor_position"`
@@ -175,7 +222,7 @@ func TestFrameDecodesWithEncodingJSON(t *testing.T) {
 	f := sampleFrame()
 	a := doc.Arm3[0]
 	if doc.SessionID != 3 || a.DeviceID != "049D" || a.Config.Type != "arm3" || a.Config.Filters.Damping.Scalar != 1.5 ||
-		a.Config.Mount.Transform != f.Arms[0].Config.Mount || a.State.CursorPosition != f.Arms[0].State.CursorPosition ||
+		a.Config.Mount != f.Arms[0].Config.Mount || a.State.CursorPosition != f.Arms[0].State.CursorPosition ||
 		a.State.ControlMode != "force" || !reflect.DeepEqual(doc.Errors, f.Errors) {
 		t.Fatalf("%+v", doc)
 	}

@@ -46,6 +46,21 @@ func (s DeviceSelector) Match(ids []string) []int {
 		}
 		return out
 	}
+	if out := s.MatchID(ids); len(out) > 0 {
+		return out
+	}
+	if s.Index >= 0 && s.Index < len(ids) {
+		return []int{s.Index}
+	}
+	return nil
+}
+
+// MatchID is Match without the index and "*" readings: the indices of ids
+// equal to s's id, exactly or else case-insensitively.
+func (s DeviceSelector) MatchID(ids []string) []int {
+	if s.All {
+		return nil
+	}
 	var out []int
 	for i, id := range ids {
 		if id == s.ID {
@@ -60,13 +75,22 @@ func (s DeviceSelector) Match(ids []string) []int {
 			out = append(out, i)
 		}
 	}
-	if len(out) > 0 {
-		return out
+	return out
+}
+
+// FamilySelector is the HTTP path segment that selects every device of
+// type t whatever its name: "*inverse" for arms, "*verse_grip" for grips.
+func FamilySelector(t DeviceType) string { return "*" + t.Family() }
+
+// ParseFamilySelector resolves a family selector path segment to the
+// collection it selects: every device of its type.
+func ParseFamilySelector(seg string) (Collection, bool) {
+	for _, t := range deviceTypes {
+		if seg == FamilySelector(t) {
+			return Collection{Key: seg, Type: t, Link: LinkAny}, true
+		}
 	}
-	if s.Index >= 0 && s.Index < len(ids) {
-		return []int{s.Index}
-	}
-	return nil
+	return Collection{}, false
 }
 
 // SessionRef is what a session selector matches against: one live session,

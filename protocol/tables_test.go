@@ -108,7 +108,7 @@ func TestTypeAliases(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"inverse3": "arm4"},
 		{"grip": "arm3"},
-		{"arm3": "arm3"},
+		{"wireless_verse_grip": "arm3"},
 		{"session": "arm3"},
 		{"bad key": "arm3"},
 	} {
@@ -123,7 +123,8 @@ func TestTypeAliases(t *testing.T) {
 	if got := tt.Keys(TypeArm); !reflect.DeepEqual(got, []string{"arm3", "haptic", "inverse3"}) {
 		t.Errorf("arm keys %v", got)
 	}
-	if got := tt.Keys(TypeGrip); !reflect.DeepEqual(got, []string{"grip", "verse_grip"}) {
+	// Aliases that repeat a known name of the same type add nothing.
+	if got := tt.Keys(TypeGrip); !reflect.DeepEqual(got, []string{"custom_verse_grip", "grip", "verse_grip", "wireless_verse_grip"}) {
 		t.Errorf("grip keys %v", got)
 	}
 	for key, want := range map[string]DeviceType{"arm3": TypeArm, "inverse3": TypeArm, "grip": TypeGrip, "verse_grip": TypeGrip, "session": 0, "Arm3": 0} {
@@ -133,8 +134,8 @@ func TestTypeAliases(t *testing.T) {
 		}
 	}
 	var none *TypeTable
-	if dt, ok := none.Resolve("grip"); !ok || dt != TypeGrip || len(none.Keys(TypeArm)) != 1 {
-		t.Error("a nil table should know the base types")
+	if dt, ok := none.Resolve("grip"); !ok || dt != TypeGrip || len(none.Keys(TypeArm)) != 2 {
+		t.Error("a nil table should know every built-in name")
 	}
 	if !reflect.DeepEqual(tt.Types(), []DeviceType{TypeArm, TypeGrip}) || TypeArm.Key() != "arm3" || TypeGrip.Key() != "grip" {
 		t.Error(tt.Types())
@@ -343,7 +344,10 @@ func TestTypeTableLookup(t *testing.T) {
 	}{
 		{nil, "arm3", TypeArm, true},
 		{nil, "grip", TypeGrip, true},
-		{nil, "inverse3", 0, false},
+		{nil, "inverse3", TypeArm, true},
+		{nil, "wireless_verse_grip", TypeGrip, true},
+		{nil, "custom_verse_grip", TypeGrip, true},
+		{nil, "Inverse3", 0, false},
 		{aliases, "inverse3", TypeArm, true},
 		{aliases, "verse_grip", TypeGrip, true},
 		{aliases, "session", 0, false},
@@ -357,7 +361,7 @@ func TestTypeTableLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) allocates %v times", tt.key, n)
 		}
 	}
-	if got := (*TypeTable)(nil).Keys(TypeArm); len(got) != 1 || got[0] != "arm3" {
+	if got := (*TypeTable)(nil).Keys(TypeArm); !reflect.DeepEqual(got, []string{"arm3", "inverse3"}) {
 		t.Errorf("nil table Keys(arm) = %v", got)
 	}
 	if got := aliases.Keys(DeviceType(9)); got != nil {

@@ -84,13 +84,16 @@ func (a *api) routes() []route {
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
 	add("/deprecations", a.deprecations, get)
 
-	// Device-type keys (and their aliases) are static path segments, so
-	// httprouter never sees a wildcard beside /version or /settings.
+	// Device-type names (every accepted one) are static path segments, so
+	// httprouter never sees a wildcard beside /version or /settings. The
+	// family selectors (*inverse, *verse_grip) cannot be: httprouter reads
+	// a leading '*' as a catch-all; notFound serves them.
 	types := a.svc.Types()
 	for _, t := range types.Types() {
 		for _, key := range types.Keys(t) {
+			c, _ := types.ResolveName(key)
 			for _, k := range protocol.Keys() {
-				add("/"+key+"/:id/config/"+k.Path(), a.config(t, key, k), get, http.MethodPost, http.MethodDelete)
+				add("/"+key+"/:id/config/"+k.Path(), a.config(c, k), get, http.MethodPost, http.MethodDelete)
 			}
 		}
 	}
@@ -169,6 +172,7 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, a.prefix)
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
+	case len(parts) >= 4 && parts[2] == "config" && a.serveFamily(w, r, parts):
 	case len(parts) >= 3 && parts[2] == "config":
 		if _, ok := a.svc.Types().Resolve(parts[0]); !ok {
 			writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
@@ -182,10 +186,36 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveFamily serves /{family}/{id}/config/{entry} for a family selector
+// (*inverse, *verse_grip: every device of the family, whatever its name).
+// It reports false when parts name no family or no entry.
+func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string) bool {
+	fam, ok := protocol.ParseFamilySelector(parts[0])
+	if !ok {
+		return false
+	}
+	k, ok := protocol.KeyFromPath(strings.Join(parts[3:], "/"))
+	if !ok {
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, POST, DELETE)", r.Method, r.URL.Path))
+		return true
+	}
+	a.config(fam, k)(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
+	return true
+}
+
 func (a *api) allTypeKeys() []string {
 	var keys []string
 	for _, t := range a.svc.Types().Types() {
 		keys = append(keys, a.svc.Types().Keys(t)...)
+	}
+	for _, t := range a.svc.Types().Types() {
+		keys = append(keys, protocol.FamilySelector(t))
 	}
 	return keys
 }
@@ -273,7 +303,7 @@ func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 			d.Profile = &profileDoc{Name: p}
 		}
 		for _, dev := range s.Controls() {
-			d.Controls = append(d.Controls, controlDoc{DeviceType: dev.Type.Key(), DeviceID: dev.ID})
+			d.Controls = append(d.Controls, controlDoc{DeviceType: dev.Name, DeviceID: dev.ID})
 		}
 		docs = append(docs, d)
 	}
@@ -297,31 +327,52 @@ func (a *api) matchSessions(sel string, one bool) ([]uint64, *protocol.Error) {
 	return ids, nil
 }
 
-func (a *api) matchDevices(t protocol.DeviceType, key, sel string) ([]*actors.Device, *protocol.Error) {
+// matchDevices resolves an {id} segment under the type name c. An id
+// matches any device of c's type (clients send one grip under several
+// names); an index or * counts the devices that c's collection holds, so
+// /wireless_verse_grip/0 is wireless_verse_grip[0] of GET /devices.
+func (a *api) matchDevices(c protocol.Collection, sel string) ([]*actors.Device, *protocol.Error) {
 	ds, perr := protocol.ParseDeviceSelector(sel)
 	if perr != nil {
 		return nil, perr
 	}
-	list := a.svc.Devices().OfType(t)
-	ids := make([]string, len(list))
-	for i, d := range list {
+	all := a.svc.Devices().OfType(c.Type)
+	ids := make([]string, len(all))
+	for i, d := range all {
 		ids[i] = d.ID
 	}
-	idx := ds.Match(ids)
-	if len(idx) == 0 {
-		return nil, protocol.Errorf(protocol.CodeUnknownDevice, "", "no %s matches %q (connected: %s)", key, sel, strings.Join(ids, ", "))
+	if !ds.All {
+		if idx := ds.MatchID(ids); len(idx) > 0 {
+			return pickDevices(all, idx), nil
+		}
 	}
+	var held []*actors.Device
+	var heldIDs []string
+	for _, d := range all {
+		if c.Holds(d.Type, d.Link()) {
+			held = append(held, d)
+			heldIDs = append(heldIDs, d.ID)
+		}
+	}
+	idx := ds.Match(heldIDs)
+	if len(idx) == 0 {
+		return nil, protocol.Errorf(protocol.CodeUnknownDevice, "", "no %s matches %q (connected: %s)", c.Key, sel, strings.Join(heldIDs, ", "))
+	}
+	return pickDevices(held, idx), nil
+}
+
+func pickDevices(list []*actors.Device, idx []int) []*actors.Device {
 	out := make([]*actors.Device, len(idx))
 	for i, j := range idx {
 		out[i] = list[j]
 	}
-	return out, nil
+	return out
 }
 
 // config serves GET, POST and DELETE of one config entry.
-func (a *api) config(t protocol.DeviceType, typeKey string, k protocol.Key) httprouter.Handle {
+func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		devs, perr := a.matchDevices(t, typeKey, ps.ByName("id"))
+		devs, perr := a.matchDevices(c, ps.ByName("id"))
 		if perr != nil {
 			writeError(w, perr)
 			return
@@ -403,7 +454,7 @@ func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uin
 				return
 			}
 			last = e
-			applied = append(applied, appliedTo{DeviceType: d.Type.Key(), DeviceID: d.ID, SessionID: sid})
+			applied = append(applied, appliedTo{DeviceType: d.Name, DeviceID: d.ID, SessionID: sid})
 		}
 	}
 	writeData(w, last, applied)
@@ -464,7 +515,7 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 			if dev == nil {
 				perr = protocol.Errorf(protocol.CodeUnknownDevice, "device_id", "no device with id %q is connected", req.DeviceID)
 			} else {
-				replacement = d.ReplacementFor(dev.Type.Key(), dev.ID)
+				replacement = d.ReplacementFor(dev.Name, dev.ID)
 			}
 		}
 		a.svc.Activity().Publish(event.HTTPRouteDeprecated(d.Method+" "+a.prefix+d.Path, d.Method+" "+a.prefix+replacement, r.RemoteAddr))

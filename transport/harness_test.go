@@ -44,6 +44,7 @@ type serviceConfig struct {
 	arms, grips int
 	dir         string
 	aliases     string
+	haplyNames  bool // write the default (product) names instead of the reference's
 	allowOrigin []string
 }
 
@@ -63,7 +64,13 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types, err := protocol.NewTypeTable(aliases)
+	// Today's tests speak the reference's names; the drop-in tests start
+	// the service with the default naming (serviceConfig.naming).
+	naming := protocol.NamingReference
+	if cfg.haplyNames {
+		naming = protocol.NamingHaply
+	}
+	types, err := protocol.NewNamedTypeTable(naming, aliases)
 	if err != nil {
 		t.Fatal(err)
 	}

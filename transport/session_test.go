@@ -137,9 +137,11 @@ func TestConfigureKeysShowInNextFrame(t *testing.T) {
 		key       string
 		want      string
 	}{
-		{`"preset":{"preset":"arm_front_centered"}`, "preset", `{"preset":"arm_front_centered"}`},
+		// Frames spell the preset as a plain string (the vendor's 3.5 frames);
+		// configure keeps the entry shape.
+		{`"preset":{"preset":"arm_front_centered"}`, "preset", `"arm_front_centered"`},
 		{`"basis":{"permutation":"XZY"}`, "basis", `{"permutation":"XZY"}`},
-		{`"mount":{"transform":{"position":{"x":1,"y":2,"z":3}}}`, "preset", `{"preset":"custom"}`},
+		{`"mount":{"transform":{"position":{"x":1,"y":2,"z":3}}}`, "preset", `"custom"`},
 		{`"damping":{"scalar":4}`, "filters", `{"damping":{"scalar":4},"force_gate":{"gain":0.3}}`},
 		{`"force_gate":{"gain":0.9}`, "filters", `{"damping":{"scalar":4},"force_gate":{"gain":0.9}}`},
 		{`"filters":{"damping":{"vector":{"x":1,"y":2,"z":3}}}`, "filters", `{"damping":{"vector":{"x":1,"y":2,"z":3}},"force_gate":{"gain":0.9}}`},
@@ -162,7 +164,7 @@ func TestConfigureKeysShowInNextFrame(t *testing.T) {
 	}
 	// preset on a grip is accepted.
 	f = c.roundTrip(fmt.Sprintf(`{%s,"grip":[{"device_id":%q,"configure":{"preset":{"preset":"led_front"}}}]}`, full, ts.gripIDs[0]))
-	if f["errors"] != nil || path(f, "grip", 0, "config", "preset", "preset") != "led_front" {
+	if f["errors"] != nil || path(f, "grip", 0, "config", "preset") != "led_front" {
 		t.Fatalf("grip preset: %v", f)
 	}
 }
@@ -344,7 +346,7 @@ func TestDeprecatedSessionCommands(t *testing.T) {
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
 	f := c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center"},"force_render_full_state":{}}}`)
-	if f["errors"] != nil || path(f, "arm3", 0, "config", "preset", "preset") != "arm_front_centered" || path(f, "grip", 0, "config", "preset", "preset") != "arm_front_centered" {
+	if f["errors"] != nil || path(f, "arm3", 0, "config", "preset") != "arm_front_centered" || path(f, "grip", 0, "config", "preset") != "arm_front_centered" {
 		t.Fatalf("set_coordinate_origin not mapped to preset on every device: %v", f)
 	}
 	waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == "session.set_coordinate_origin" })

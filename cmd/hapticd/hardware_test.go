@@ -44,7 +44,7 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	t.Cleanup(func() { _ = emu.Close() })
 	id := fmt.Sprintf("%04X", emu.ID())
 
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
+	o, err := parseFlags([]string{"--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
 		"--state-dir", filepath.Join(dir, "state"), "--hw-port", link, "--hw-scan-period", "0"})
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,7 @@ type options struct {
 	loopHz                       int
 	logLevel, logFormat          string
 	typeAlias                    string
+	typeNames                    string
 	allowOrigins, allowHosts     listFlag
 	eventRing                    int
 	hwPorts                      listFlag
@@ -100,7 +101,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
-	fs.StringVar(&o.typeAlias, "type-alias", "", "device-type aliases, e.g. inverse3=arm3,verse_grip=grip")
+	fs.StringVar(&o.typeAlias, "type-alias", "", "extra device-type names accepted on input, e.g. haptic=arm3")
+	fs.StringVar(&o.typeNames, "type-names", "haply", "device-type names written: haply (inverse3, verse_grip, wireless_verse_grip) or reference (arm3, grip)")
 	fs.Var(&o.allowOrigins, "allow-origin", "browser origin allowed besides loopback (repeatable)")
 	fs.Var(&o.allowHosts, "allow-host", "Host header allowed besides loopback (repeatable)")
 	fs.IntVar(&o.eventRing, "event-ring", 4096, "recent events kept for ?since= replay")
@@ -195,7 +197,11 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--type-alias: %w", err)
 	}
-	types, err := protocol.NewTypeTable(aliases)
+	naming, err := protocol.ParseNaming(o.typeNames)
+	if err != nil {
+		return nil, fmt.Errorf("--type-names: %w", err)
+	}
+	types, err := protocol.NewNamedTypeTable(naming, aliases)
 	if err != nil {
 		return nil, fmt.Errorf("--type-alias: %w", err)
 	}

@@ -37,7 +37,7 @@ type process struct {
 // each listener's real address from the log.
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json", "--type-names", "reference"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,8 @@ type Report struct {
 // WatcherOptions configure a Watcher. Zero values take the defaults.
 type WatcherOptions struct {
 	// ExplicitPorts are opened whatever their USB identity: arms, unless
-	// the path is prefixed "grip:" ("grip:/dev/ttyACM3").
+	// the path is prefixed "grip:" ("grip:/dev/ttyACM3"; a wireless grip's
+	// dongle) or "wired-grip:" (a handle on a cable).
 	ExplicitPorts []string
 	// ScanPeriod is the time between scans (default 1 s).
 	ScanPeriod time.Duration
@@ -259,6 +260,7 @@ type candidate struct {
 	info     serial.PortInfo
 	explicit bool
 	kind     hw.Kind // 0 = does not match
+	link     hw.Link // grips named with a grip: or wired-grip: prefix
 	reason   string  // why it does not match
 	hid      *hid.DeviceInfo
 }
@@ -325,11 +327,14 @@ func (w *Watcher) candidates() ([]candidate, error) {
 	explicit := map[string]bool{}
 	for _, p := range w.opts.ExplicitPorts {
 		kind, path := hw.KindArm, p
+		link := hw.LinkUnknown
 		if rest, ok := strings.CutPrefix(p, "grip:"); ok {
-			kind, path = hw.KindGrip, rest
+			kind, path, link = hw.KindGrip, rest, hw.LinkWireless
+		} else if rest, ok := strings.CutPrefix(p, "wired-grip:"); ok {
+			kind, path, link = hw.KindGrip, rest, hw.LinkWired
 		}
 		explicit[path] = true
-		out = append(out, candidate{info: serial.PortInfo{Path: path}, explicit: true, kind: kind})
+		out = append(out, candidate{info: serial.PortInfo{Path: path}, explicit: true, kind: kind, link: link})
 	}
 	list, err := w.opts.Enumerate()
 	if err != nil {
@@ -433,6 +438,9 @@ func (w *Watcher) open(c candidate) (hw.Driver, error) {
 	if c.kind == hw.KindGrip {
 		o := w.opts.Grip
 		o.Path = path
+		if c.link != hw.LinkUnknown {
+			o.Link = c.link
+		}
 		return driver.OpenGrip(p, o)
 	}
 	o := w.opts.Arm

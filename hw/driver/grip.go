@@ -15,6 +15,10 @@ import (
 type GripOptions struct {
 	// Path is reported as Info().Port.
 	Path string
+	// Link is reported as Info().Link: how the grip reaches the host
+	// (default LinkWireless: the radio dongle, the transport that
+	// discovery finds).
+	Link hw.Link
 	// StaleAfter is how long Exchange tolerates no status frame before it
 	// fails (default 250 ms: older handles report at about 50 Hz, so a
 	// 1 kHz loop sees most ticks without a new frame).
@@ -26,6 +30,9 @@ type GripOptions struct {
 }
 
 func (o *GripOptions) fill() {
+	if o.Link == hw.LinkUnknown {
+		o.Link = hw.LinkWireless
+	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 250 * time.Millisecond
 	}
@@ -87,6 +94,7 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 		HardwareVersion: gi.HardwareVersion,
 		FirmwareVersion: gi.FirmwareVersion,
 		Port:            o.Path,
+		Link:            o.Link,
 	}
 	g.staleErr = fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, o.Path, ErrStale)
 	g.last.Orientation = hw.Quat{W: 1}

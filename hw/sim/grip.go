@@ -64,6 +64,9 @@ func NewGrip(o GripOptions) *Grip {
 			ID:        GripID(o.Index),
 			UUID:      GripUUID(o.Index),
 			Simulated: true,
+			// Simulated grips stand in for the common product, the
+			// wireless one.
+			Link: hw.LinkWireless,
 		},
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,

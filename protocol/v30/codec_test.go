@@ -172,7 +172,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Respell the 3.x document as 3.0 and compare.
-	for _, key := range []string{"arm3", "inverse3", "grip"} {
+	for _, key := range []string{"inverse3", "verse_grip", "wireless_verse_grip"} {
 		byID := map[string]any{}
 		for _, el := range doc3x[key].([]any) {
 			dev := el.(map[string]any)
@@ -184,7 +184,7 @@ func TestFrameRoundTrip(t *testing.T) {
 				delete(info, "major_version")
 				delete(info, "minor_version")
 			}
-			if st, ok := dev["state"].(map[string]any); ok && key != "grip" {
+			if st, ok := dev["state"].(map[string]any); ok && key == "inverse3" {
 				st["mode"] = st["control_mode"]
 				delete(st, "control_mode")
 			}

@@ -20,5 +20,5 @@ func Example() {
 	fmt.Println(string(out[:60]))
 	// Output:
 	// 0 arm3.049D 049D set_cursor_force 1.5
-	// {"session_id":1,"arm3":{"049D":{"state":{"cursor_position":{
+	// {"session_id":1,"inverse3":{"049D":{"state":{"cursor_positio
 }
