@@ -121,7 +121,7 @@ func newRouter(a *api) (*httprouter.Router, error) {
 	r.RedirectFixedPath = false
 	rs := a.routes()
 	if a.servesSchema {
-		docs, err := buildSchemaDocs(a.svc.Types(), rs)
+		docs, err := buildSchemaDocs(a.svc.Types(), append(rs[:len(rs):len(rs)], a.familyRoutes()...))
 		if err != nil {
 			return nil, err
 		}

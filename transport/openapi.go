@@ -173,11 +173,19 @@ func (a *api) openAPI(w http.ResponseWriter, _ *http.Request, _ httprouter.Param
 func openAPIPathOf(p string) string {
 	parts := strings.Split(p, "/")
 	for i, s := range parts {
-		if len(s) > 1 && (s[0] == ':' || s[0] == '*') {
+		if isParam(parts, i) {
 			parts[i] = "{" + s[1:] + "}"
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// isParam reports whether segment i of an httprouter path is a parameter:
+// ":name", or "*name" as the last segment (a catch-all). A '*' elsewhere is
+// literal (the family selectors *inverse and *verse_grip).
+func isParam(parts []string, i int) bool {
+	s := parts[i]
+	return len(s) > 1 && (s[0] == ':' || (s[0] == '*' && i == len(parts)-1))
 }
 
 // openAPIDocument is the OpenAPI 3.1 document of routes, with every schema
@@ -208,8 +216,9 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 		op := schema.Schema{}
 		item[strings.ToLower(rt.method)] = op
 		var params []schema.Schema
-		for _, s := range strings.Split(rt.path, "/") {
-			if len(s) > 1 && (s[0] == ':' || s[0] == '*') {
+		segs := strings.Split(rt.path, "/")
+		for i, s := range segs {
+			if isParam(segs, i) {
 				params = append(params, schema.Schema{"name": s[1:], "in": "path", "required": true, "schema": schema.Schema{"type": "string"}})
 			}
 		}
@@ -308,13 +317,7 @@ func (a *api) describeRoutes(rs []route) {
 	for _, t := range types.Types() {
 		for _, key := range types.Keys(t) {
 			for _, k := range protocol.Keys() {
-				d := routeDoc{summary: k.Name() + " of " + key + " {id} (device id, index or *)", body: schema.EntryName(k) + ".input", answer: schema.EntryName(k), applied: true}
-				if k.SessionScoped() {
-					q := querySession
-					q.about += "; required for GET and POST, DELETE without it resets every session"
-					d.query = []queryParam{q}
-				}
-				describe(rs, "/"+key+"/:id/config/"+k.Path(), d)
+				describe(rs, "/"+key+"/:id/config/"+k.Path(), configDoc(key, k))
 			}
 		}
 	}
@@ -337,6 +340,34 @@ func hasQuery(d *routeDoc, name string) bool {
 		}
 	}
 	return false
+}
+
+// configDoc documents a config route of entry k under the type name (or
+// family selector) name.
+func configDoc(name string, k protocol.Key) routeDoc {
+	d := routeDoc{summary: k.Name() + " of " + name + " {id} (device id, index or *)", body: schema.EntryName(k) + ".input", answer: schema.EntryName(k), applied: true}
+	if k.SessionScoped() {
+		q := querySession
+		q.about += "; required for GET and POST, DELETE without it resets every session"
+		d.query = []queryParam{q}
+	}
+	return d
+}
+
+// familyRoutes are the config routes under the family selectors (*inverse,
+// *verse_grip), for the OpenAPI document only: httprouter cannot register
+// them (a leading '*' is a catch-all), notFound serves them.
+func (a *api) familyRoutes() []route {
+	var rs []route
+	for _, t := range a.svc.Types().Types() {
+		for _, k := range protocol.Keys() {
+			d := configDoc(protocol.FamilySelector(t), k)
+			for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+				rs = append(rs, route{method: m, path: "/" + protocol.FamilySelector(t) + "/:id/config/" + k.Path(), doc: &d})
+			}
+		}
+	}
+	return rs
 }
 
 // undescribed lists the routes without a routeDoc, as "METHOD path".

@@ -96,7 +96,7 @@ func TestSchemaChecksFailOnDrift(t *testing.T) {
 			obj(m[key].([]any)[0])["temperature"] = 21.5
 		}},
 		{"extra member in arm state", socket3x, false, state, func(m map[string]any) {
-			obj(obj(m[key].([]any)[0])["state"])["current_angular_torques"] = map[string]any{"a0": 0, "a1": 0, "a2": 0}
+			obj(obj(m[key].([]any)[0])["state"])["motor_temperatures"] = map[string]any{"a0": 0, "a1": 0, "a2": 0}
 		}},
 		{"arm state without cursor_position", socket3x, false, state, func(m map[string]any) {
 			delete(obj(obj(m[key].([]any)[0])["state"]), "cursor_position")
@@ -106,7 +106,7 @@ func TestSchemaChecksFailOnDrift(t *testing.T) {
 			obj(obj(m[key].([]any)[0])["state"])["control_mode"] = "dance"
 		}},
 		{"extra member in an arm's config", socket3x, true, inventory, func(m map[string]any) {
-			obj(obj(m[key].([]any)[0])["config"])["port"] = "/dev/ttyACM0"
+			obj(obj(m[key].([]any)[0])["config"])["serial_number"] = "SN1"
 		}},
 		{"inventory without config", socket3x, true, inventory, func(m map[string]any) {
 			delete(obj(m[key].([]any)[0]), "config")
@@ -210,7 +210,7 @@ func TestClientMessageSchemaMatchesTheDecoder(t *testing.T) {
 // table, each route with an answer schema; every reference in it resolves
 // and every schema in it compiles against the 2020-12 meta-schema.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	ts := startService(t, serviceConfig{arms: 1, grips: 1, aliases: "inverse3=arm3"})
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, aliases: "robot=arm3"})
 	doc, err := ts.schema.OpenAPI()
 	if err != nil {
 		t.Fatal(err)
@@ -287,13 +287,55 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	// The type keys of the running service (aliases included) are in the
-	// schema: the frame lists them, the config routes are documented.
-	if r := ts.do("GET", ts.base+"/schema/state-frame", ""); !strings.Contains(string(r.body), `"inverse3"`) {
-		t.Errorf("the state-frame schema does not name the alias collection: %s", r.body)
+	// Every accepted name (aliases included) is documented: config routes
+	// and message keys.
+	for _, p := range []string{"/robot/{id}/config/preset", "/inverse3/{id}/config/preset", "/*inverse/{id}/config/preset", "/*verse_grip/{id}/config/basis"} {
+		if paths[p] == nil {
+			t.Errorf("%s is not documented", p)
+		}
 	}
-	if paths["/inverse3/{id}/config/preset"] == nil {
-		t.Errorf("the alias's config routes are not documented")
+	if err := ts.schema.Check("client-message", []byte(`{"robot":[{"device_id":"x","configure":{"handedness":"left"}}]}`)); err == nil {
+		t.Errorf("the client-message schema does not check entries under the alias")
+	}
+}
+
+// Frame schemas follow the names the service writes (--type-names): the
+// product names by default, the reference's with --type-names reference.
+func TestFrameSchemaFollowsTypeNames(t *testing.T) {
+	for _, tt := range []struct {
+		haply       bool
+		want, never []string
+	}{
+		{true, []string{"inverse3", "wireless_verse_grip", "verse_grip"}, []string{"arm3", "grip"}},
+		{false, []string{"arm3", "grip"}, []string{"inverse3", "wireless_verse_grip"}},
+	} {
+		ts := startService(t, serviceConfig{arms: 1, grips: 1, haplyNames: tt.haply})
+		c := ts.dial(t, ts.wsURL())
+		inv := c.expect() // validated as the inventory by the harness
+		c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+		c.roundTrip(`{}`)
+		// Answers under the names and the family selectors validate too
+		// (the harness checks each against the OpenAPI document).
+		for _, q := range []struct{ method, url, body string }{
+			{"GET", "/devices", ""},
+			{"GET", "/*inverse/0/config/handedness", ""},
+			{"POST", "/*verse_grip/*/config/basis?session=:0", `{"permutation":"XZY"}`},
+		} {
+			if r := ts.do(q.method, ts.base+q.url, q.body); r.status != 200 {
+				t.Fatalf("%s %s: %v", q.method, q.url, r)
+			}
+		}
+		props := ts.do("GET", ts.base+"/schema/inventory-frame", "").env["properties"].(map[string]any)
+		for _, k := range tt.want {
+			if props[k] == nil || inv[k] == nil {
+				t.Errorf("haply=%v: %s: in schema %v, in inventory %v", tt.haply, k, props[k] != nil, inv[k] != nil)
+			}
+		}
+		for _, k := range tt.never {
+			if props[k] != nil || inv[k] != nil {
+				t.Errorf("haply=%v: %s is written", tt.haply, k)
+			}
+		}
 	}
 }
 

@@ -14,38 +14,42 @@ type Options struct {
 	Types *protocol.TypeTable
 }
 
-// Collection is one device collection of a frame: a key and the type of
-// the devices listed under it.
-type Collection struct {
-	Key  string
-	Type protocol.DeviceType
-}
+// collections lists the collections frames write, in frame order: the
+// naming table's output names (--type-names).
+func (o *Options) collections() []protocol.Collection { return o.Types.Collections() }
 
-// collections lists the keys frames write, in frame order.
-func (o *Options) collections() []Collection {
-	var out []Collection
+// inputKeys lists every device-type name a message may use (every known
+// name and alias, whatever the output names), with its type.
+func (o *Options) inputKeys() []protocol.Collection {
+	var out []protocol.Collection
 	for _, dt := range o.Types.Types() {
 		for _, k := range o.Types.Keys(dt) {
-			out = append(out, Collection{Key: k, Type: dt})
+			if c, ok := o.Types.ResolveName(k); ok {
+				out = append(out, c)
+			}
 		}
 	}
 	return out
 }
 
-// inputKeys lists every device-type key a message may use, with its type.
-func (o *Options) inputKeys() []Collection { return o.collections() }
-
-// eventTypeNames are the device_type values events carry.
+// eventTypeNames are the device_type values events and answers carry: the
+// output names.
 func (o *Options) eventTypeNames() []string {
 	var out []string
-	for _, dt := range o.Types.Types() {
-		out = append(out, dt.Key())
+	for _, c := range o.collections() {
+		out = append(out, c.Key)
 	}
 	return out
 }
 
 // familyNames are the device_family values of device events.
-func (o *Options) familyNames() []string { return []string{"inverse", "verse_grip"} }
+func (o *Options) familyNames() []string {
+	var out []string
+	for _, dt := range o.Types.Types() {
+		out = append(out, dt.Family())
+	}
+	return out
+}
 
 // New builds every schema of the 3.x wire protocol (reference 9: the
 // machine-readable schema covers 3.1 payloads and later) from protocol's

@@ -33,8 +33,15 @@ func defineFrames(s *Set, o *Options) {
 		"angular_velocity":     Ref("angles3"),
 		"body_orientation":     Ref("quat"),
 		"current_cursor_force": Ref("vec3"),
-		"control_mode":         enum(controlModes()),
-		"control_domain":       enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
+		// What position, angle or torque control aims at (zero otherwise).
+		"current_cursor_position":  Ref("vec3"),
+		"current_angular_position": Ref("angles3"),
+		"current_angular_torques":  Ref("angles3"),
+		// The session's workspace transform (set_transform), its identity
+		// parts left out: {} for the identity.
+		"transform":      closed(Schema{"position": Ref("vec3"), "rotation": Ref("quat"), "scale": Ref("vec3")}),
+		"control_mode":   enum(controlModes()),
+		"control_domain": enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
 	}))
 	s.Define("arm-status", allRequired(Schema{
 		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
@@ -46,19 +53,26 @@ func defineFrames(s *Set, o *Options) {
 		"battery_level": number(),
 	}))
 	s.Define("grip-status", allRequired(Schema{"connected": boolean(), "awake": boolean(), "ready": boolean()}))
-	s.Define("device-info", allRequired(Schema{
+	s.Define("device-info", closed(Schema{
 		"id": str(), "uuid": str(), "major_version": Schema{"type": "integer"}, "minor_version": Schema{"type": "integer"},
-	}))
+		"device_type": Schema{"type": "integer", "description": "the vendor's device type number (4 for an Inverse3); absent when unknown"},
+	}, "id", "uuid", "major_version", "minor_version"))
 	for _, c := range o.collections() {
 		slug := typeSlug(c.Type)
+		// The vendor's 3.5 frame shapes: the preset as a plain string, the
+		// mount as a flat transform (inputs keep the entry shapes).
 		conf := Schema{
 			"type":        constant(c.Key),
+			"port":        Schema{"type": "string", "minLength": 1, "description": "where the device is attached; absent for a simulated device"},
 			"device_info": Ref("device-info"),
-			"preset":      Ref(EntryName(protocol.KeyPreset)),
+			"preset":      enum(append(protocol.PresetNames(), protocol.PresetCustom)),
 			"basis":       Ref(EntryName(protocol.KeyBasis)),
-			"mount":       Ref(EntryName(protocol.KeyMount)),
+			"mount":       Ref("transform"),
 		}
+		optional := []string{"port"}
 		if c.Type == protocol.TypeArm {
+			conf["extended_device_id"] = Schema{"type": "string", "minLength": 1}
+			optional = append(optional, "extended_device_id")
 			for _, k := range protocol.Keys() {
 				if !k.SessionScoped() {
 					conf[k.Name()] = Ref(EntryName(k))
@@ -69,7 +83,7 @@ func defineFrames(s *Set, o *Options) {
 				"force_gate": Ref(EntryName(protocol.KeyForceGate)),
 			})
 		}
-		s.Define("config."+c.Key, allRequired(conf))
+		s.Define("config."+c.Key, closed(conf, without(sortedKeys(conf), optional)...))
 		for _, withConfig := range []string{"required", "optional", "absent"} {
 			props := Schema{
 				"device_id": Schema{"type": "string", "minLength": 1},
@@ -125,4 +139,19 @@ func defineFrames(s *Set, o *Options) {
 		Schema{"anyOf": []Schema{Ref(InventoryFrame), Ref(StateFrame), Ref(FullStateFrame)}})
 	s.Publish(Devices, "The inventory GET /devices answers: every device with its config, as the session named by ?session= sees it.",
 		frame("required", false, false, false))
+}
+
+// without is names less drop.
+func without(names, drop []string) []string {
+	var out []string
+	for _, n := range names {
+		keep := true
+		for _, d := range drop {
+			keep = keep && n != d
+		}
+		if keep {
+			out = append(out, n)
+		}
+	}
+	return out
 }
