@@ -31,7 +31,7 @@ var house = []houseRule{
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
-	{prefix: "transport/schematest", project: []string{"transport/schematest"},
+	{prefix: "transport/schematest", project: []string{"transport/schematest", "protocol"},
 		thirdParty: []string{"github.com/santhosh-tekuri/jsonschema/v6"},
 		why:        "schematest is a test helper: it validates what a running service writes against the schema it serves, and only tests import it"},
 	{prefix: "transport", project: []string{"transport", "protocol", "actors"},

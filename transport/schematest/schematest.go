@@ -11,6 +11,7 @@ package schematest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/hapticd/hapticd/protocol/schema"
 )
 
 // Validator validates documents against the schema served at one 3.x base
@@ -28,6 +31,8 @@ import (
 type Validator struct {
 	base   string
 	client *http.Client
+	// fetch reads a served document by path ("/schema/event").
+	fetch func(path string) ([]byte, error)
 
 	mu       sync.Mutex
 	compiled map[string]*jsonschema.Schema // by location
@@ -39,12 +44,37 @@ type Validator struct {
 // New validates against the schema served by the 3.x listener at base
 // ("http://127.0.0.1:10001").
 func New(base string) *Validator {
+	v := newValidator()
+	v.base = strings.TrimSuffix(base, "/")
+	v.client = &http.Client{}
+	v.fetch = v.get
+	return v
+}
+
+// ForSet validates against the documents of set, as a service would serve
+// them, for tests of a part that runs without the 3.x listener (the events
+// socket alone). It serves schemas by name only: CheckAnswer needs New.
+func ForSet(set *schema.Set) *Validator {
+	v := newValidator()
+	v.fetch = func(path string) ([]byte, error) {
+		name, ok := strings.CutPrefix(path, "/schema/")
+		if !ok {
+			return nil, fmt.Errorf("schematest: %s is not served without a listener", path)
+		}
+		doc, err := set.Document(name)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(doc)
+	}
+	return v
+}
+
+func newValidator() *Validator {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	return &Validator{
-		base:     strings.TrimSuffix(base, "/"),
-		client:   &http.Client{},
 		compiled: map[string]*jsonschema.Schema{},
 		compiler: c,
 		loaded:   map[string]bool{},
@@ -52,9 +82,13 @@ func New(base string) *Validator {
 }
 
 // Close releases the validator's idle connections.
-func (v *Validator) Close() { v.client.CloseIdleConnections() }
+func (v *Validator) Close() {
+	if v.client != nil {
+		v.client.CloseIdleConnections()
+	}
+}
 
-func (v *Validator) fetch(path string) ([]byte, error) {
+func (v *Validator) get(path string) ([]byte, error) {
 	resp, err := v.client.Get(v.base + path)
 	if err != nil {
 		return nil, fmt.Errorf("schematest: GET %s: %w", path, err)
