@@ -237,6 +237,23 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	if len(paths) < 30 {
 		t.Fatalf("only %d paths", len(paths))
 	}
+	// Every path template's parameters are declared by each operation.
+	for tmpl, item := range paths {
+		for method, op := range obj(item) {
+			declared := map[string]bool{}
+			params, _ := obj(op)["parameters"].([]any)
+			for _, p := range params {
+				if obj(p)["in"] == "path" && obj(p)["required"] == true {
+					declared[obj(p)["name"].(string)] = true
+				}
+			}
+			for _, seg := range strings.Split(tmpl, "/") {
+				if strings.HasPrefix(seg, "{") && !declared[strings.Trim(seg, "{}")] {
+					t.Errorf("%s %s does not declare path parameter %s", method, tmpl, seg)
+				}
+			}
+		}
+	}
 	// Every reference resolves.
 	var refs int
 	var walk func(v any)
