@@ -49,6 +49,9 @@ type View struct {
 	Config protocol.DeviceView
 	Space  space.View
 	Params *loop.Params
+	// Workspace is the session's workspace transform (set_transform),
+	// already part of Space; frames report it as state.transform.
+	Workspace space.Transform
 }
 
 type viewSlot struct{ view atomic.Pointer[View] }
@@ -122,14 +125,7 @@ func (d *Device) ViewFor(session uint64) *View {
 // concurrent HTTP change is ordered after it, as if the message had been
 // answered first.
 func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
-	m := d.slots.Load()
-	if m == nil {
-		return false
-	}
-	if _, ok := (*m)[session]; !ok {
-		return false
-	}
-	return d.ViewFor(session).Config.Session.Unchanged(entries)
+	return d.attached(session) && d.ViewFor(session).Config.Session.Unchanged(entries)
 }
 
 // Load fills dst with the loop's latest snapshot.
@@ -156,7 +152,10 @@ type sessionState struct {
 	cfg     protocol.SessionConfig
 	profile string
 	basis   protocol.Basis // the session-level basis
-	slot    *viewSlot
+	// workspace is the session's workspace transform (set_transform): it
+	// lives as long as the session and is not stored.
+	workspace space.Transform
+	slot      *viewSlot
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -213,6 +212,8 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		if ctx.Sender() != nil {
 			ctx.Respond(&ack{})
 		}
+	case *setWorkspace:
+		ctx.Respond(&ack{err: c.setWorkspace(m)})
 	case *sessionBasis:
 		if s := c.sessions[m.session]; s != nil {
 			s.basis = m.basis
@@ -399,7 +400,7 @@ func (c *deviceCore) attach(m *attachSession) {
 	s := c.sessions[m.session]
 	added := s == nil
 	if added {
-		s = &sessionState{cfg: protocol.DefaultSessionConfig(), slot: &viewSlot{}}
+		s = &sessionState{cfg: protocol.DefaultSessionConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
 		c.sessions[m.session] = s
 	}
 	s.basis = m.basis
@@ -454,14 +455,14 @@ func (c *deviceCore) storeSlots() {
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
 	def := protocol.DefaultSessionConfig()
-	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis {
+	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
 		return
 	}
-	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s)))
+	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s), s.workspace))
 }
 
-func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) *View {
+func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, workspace space.Transform) *View {
 	perm, err := space.ParsePermutation(basis.Permutation)
 	if err != nil {
 		// Entries are validated on the way in; this is a stored file gone
@@ -470,7 +471,10 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 		perm = space.IdentityPermutation()
 	}
 	mount := c.effectiveMount(cfg, basis)
-	v := &View{Space: space.NewView(perm, mount)}
+	v := &View{Space: space.NewView(perm, mount), Workspace: workspace}
+	if workspace != space.IdentityTransform() {
+		v.Space = v.Space.Then(workspace)
+	}
 	v.Params = &loop.Params{
 		Damping:       v.Space.DampingMatrixDevice(cfg.Damping.ScalarOrZero(), cfg.Damping.VectorOrZero()),
 		ForceGateGain: cfg.ForceGate.Gain,
@@ -495,7 +499,7 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis) 
 func (c *deviceCore) publishGlobals() {
 	c.publishLoopGlobals()
 	def := protocol.DefaultSessionConfig()
-	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}))
+	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}, space.IdentityTransform()))
 	for _, s := range c.sessions {
 		c.publish(s)
 	}

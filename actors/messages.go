@@ -4,6 +4,7 @@ import (
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
 )
 
 // Every message the actors of this package exchange is a pointer to one of
@@ -101,6 +102,13 @@ type sessionBasis struct {
 	basis   protocol.Basis
 }
 
+// setWorkspace sets a session's workspace transform on one device
+// (set_transform); the device answers with ack once the view is published.
+type setWorkspace struct {
+	session   uint64
+	transform space.Transform
+}
+
 // applyGlobals republishes device-wide loop values (after a settings change).
 type applyGlobals struct{ settings protocol.Settings }
 
@@ -139,6 +147,7 @@ func (*entryReply) actorMessage()       {}
 func (*attachSession) actorMessage()    {}
 func (*detachSession) actorMessage()    {}
 func (*sessionBasis) actorMessage()     {}
+func (*setWorkspace) actorMessage()     {}
 func (*applyGlobals) actorMessage()     {}
 func (*loopEvent) actorMessage()        {}
 func (*supervisionDrill) actorMessage() {}

@@ -330,6 +330,7 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 		if len(e.Configure) > 0 {
 			a.configure(ctx, f, d, e.Path, ".configure", e.Configure)
 		}
+		a.stateCommands(ctx, f, d, e)
 		a.command(f, d, e, now)
 	}
 
@@ -638,6 +639,7 @@ func fillArm(af *protocol.ArmFrame, snap *loop.Snapshot, v *View) {
 	s.BodyOrientation = v.Space.OrientationToApp(orientation(st.BodyOrientation))
 	s.CurrentCursorForce = v.Space.ForceToApp(space.Vec3(st.ForceN))
 	s.ControlMode, s.ControlDomain = controlMode(snap.Mode)
+	fillTargets(s, snap, v)
 	af.Status = protocol.ArmStatus{
 		Calibrated:  st.Status&hw.StatusCalibrated != 0,
 		InUse:       snap.Owner != 0,

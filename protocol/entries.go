@@ -522,53 +522,89 @@ func decodeMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
 }
 
 func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
-	if e := expectObject(v, at, `{"position": {...}, "rotation": {...}, "scale": {...}}`); e != nil {
-		return Transform{}, e
+	p, err := decodeTransformPatch(v, at, w)
+	if err != nil {
+		return Transform{}, err
 	}
-	identity := space.IdentityTransform()
-	t := identity
+	return p.Apply(space.IdentityTransform()), nil
+}
+
+// TransformPatch is a transform of which each part may be missing: a
+// set_transform command, or a mount body before the identity fills what it
+// leaves out.
+type TransformPatch struct {
+	Position                           Vec3
+	Rotation                           Quat // normalised
+	Scale                              Vec3 // components non-zero
+	HasPosition, HasRotation, HasScale bool
+}
+
+// Given reports whether p sets any part.
+func (p TransformPatch) Given() bool { return p.HasPosition || p.HasRotation || p.HasScale }
+
+// Apply returns t with the parts p gives replaced.
+func (p TransformPatch) Apply(t Transform) Transform {
+	if p.HasPosition {
+		t.Position = p.Position
+	}
+	if p.HasRotation {
+		t.Rotation = p.Rotation
+	}
+	if p.HasScale {
+		t.Scale = p.Scale
+	}
+	return t
+}
+
+// decodeTransformPatch decodes {position?, rotation?, scale?}. A null part
+// is absent (and removes an earlier occurrence of the same key).
+func decodeTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Error) {
+	var t TransformPatch
+	if e := expectObject(v, at, `{"position": {...}, "rotation": {...}, "scale": {...}}`); e != nil {
+		return t, e
+	}
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
 		case it.KeyIs("position"):
-			if !val.Exists() {
-				t.Position = identity.Position // a later null removes an earlier value
+			t.HasPosition = val.Exists()
+			if !t.HasPosition {
 				continue
 			}
 			c := at.child("position")
 			p, err := readVec3(val, &c, w)
 			if err != nil {
-				return Transform{}, err
+				return t, err
 			}
 			t.Position = p
 		case it.KeyIs("rotation"):
-			if !val.Exists() {
-				t.Rotation = identity.Rotation // a later null removes an earlier value
+			t.HasRotation = val.Exists()
+			if !t.HasRotation {
 				continue
 			}
 			c := at.child("rotation")
 			q, err := readQuat(val, &c, w)
 			if err != nil {
-				return Transform{}, err
+				return t, err
 			}
 			// Normalize would turn a zero (or overflowing) quaternion into
 			// the identity; input that names no rotation is an error.
 			if n := q.Norm(); n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
-				return Transform{}, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
+				return t, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
 			}
 			t.Rotation = q.Normalize()
 		case it.KeyIs("scale"):
-			if !val.Exists() {
-				t.Scale = identity.Scale // a later null removes an earlier value
+			t.HasScale = val.Exists()
+			if !t.HasScale {
 				continue
 			}
 			c := at.child("scale")
 			s, err := readVec3(val, &c, w)
 			if err != nil {
-				return Transform{}, err
+				return t, err
 			}
 			if s.X == 0 || s.Y == 0 || s.Z == 0 {
-				return Transform{}, errAt(CodeOutOfRange, &c, "scale components must be non-zero: unit scale is {\"x\": 1, \"y\": 1, \"z\": 1}")
+				return t, errAt(CodeOutOfRange, &c, "scale components must be non-zero: unit scale is {\"x\": 1, \"y\": 1, \"z\": 1}")
 			}
 			t.Scale = s
 		default:

@@ -6,7 +6,7 @@ import "strconv"
 type DeviceInfo struct {
 	ID, UUID string
 	// Port is where the device is attached ("/dev/ttyACM0"); "" for a
-	// simulated device (config.port is then omitted).
+	// simulated device. config.port is always written: clients print it.
 	Port string
 	// Model is the vendor's device type number (device_info.device_type:
 	// 4 for an Inverse3); 0 omits it.
@@ -361,14 +361,12 @@ func appendDeviceInfo(dst []byte, in *DeviceInfo, sp Spelling) []byte {
 }
 
 // appendConfigHead opens a device's "config" with the members every device
-// has: "type", "port" (when attached to one) and "device_info".
+// has: "type", "port" and "device_info".
 func appendConfigHead(dst []byte, c *DeviceView, typeKey string, sp Spelling) []byte {
 	dst = append(dst, `"config":{"type":`...)
 	dst = AppendString(dst, typeKey)
-	if c.Info.Port != "" {
-		dst = append(dst, `,"port":`...)
-		dst = AppendString(dst, c.Info.Port)
-	}
+	dst = append(dst, `,"port":`...)
+	dst = AppendString(dst, c.Info.Port)
 	dst = append(dst, `,"device_info":`...)
 	return appendDeviceInfo(dst, &c.Info, sp)
 }

@@ -90,6 +90,12 @@ type DeviceEntry struct {
 	// Configure holds the entries in key order (preset, mount, basis,
 	// damping, force_gate).
 	Configure []Entry
+	// Transform is set_transform: the parts of the session's workspace
+	// transform for this device that the message sets.
+	Transform TransformPatch
+	// GravityCompensation is set_gravity_compensation: the device's
+	// gravity compensation enable.
+	GravityCompensation OptionalBool
 }
 
 // Profile names the application behind a session.
@@ -203,6 +209,9 @@ func (m *ClientMessage) Decode(data []byte, types *TypeTable, collection Collect
 			m.decodeSession(it.Value())
 			continue
 		}
+		if it.KeyIs(keepAlive) {
+			continue // a client's liveness ping: the frame answers it
+		}
 		dt, key, ok := types.Lookup(it.Key())
 		if !ok {
 			m.warnUnknownType(it.Key())
@@ -276,6 +285,8 @@ func (m *ClientMessage) nextDevice() *DeviceEntry {
 	e := &m.Devices[len(m.Devices)-1]
 	e.Command = DeviceCommand{}
 	e.Configure = e.Configure[:0]
+	e.Transform = TransformPatch{}
+	e.GravityCompensation = OptionalBool{}
 	return e
 }
 
@@ -364,6 +375,12 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	for it := v.Members(); it.Next(); {
 		kind := commandFromName(it.Key())
 		if kind == CmdNone {
+			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), at); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			name := string(it.Key())
 			c := at.child(name)
 			w.add(CodeUnknownCommand, &c, "unknown command %q: ignored", name)
@@ -619,6 +636,7 @@ func (m *ClientMessage) decodeSession(v Value) {
 		case it.KeyIs("set_basis"):
 			c := at.child("set_basis")
 			err = m.decodeSetBasis(val, &c)
+		case it.KeyIs(keepAlive):
 		default:
 			name := string(it.Key())
 			c := at.child(name)

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
@@ -35,6 +36,7 @@ type testService struct {
 	eventsWS string // ws://127.0.0.1:port/ of the events listener
 	armIDs   []string
 	gripIDs  []string
+	wiredIDs []string // wired grips (serviceConfig.wiredGrips)
 	// schema validates every frame, event and HTTP answer the helpers
 	// read against the schema this same service serves.
 	schema *schematest.Validator
@@ -45,6 +47,7 @@ type serviceConfig struct {
 	dir         string
 	aliases     string
 	haplyNames  bool // write the default (product) names instead of the reference's
+	wiredGrips  int  // simulated grips on a cable, after the wireless ones
 	allowOrigin []string
 }
 
@@ -93,6 +96,13 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 			t.Fatal(err)
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
+	}
+	for i := 0; i < cfg.wiredGrips; i++ {
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: cfg.grips + i, PeriodS: 0.001, Link: hw.LinkWired}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
 	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}})
 	if err != nil {

@@ -320,7 +320,7 @@ func (d *Device) haltLocked() {
 	d.armed, d.ramping = false, false
 	d.halted = true
 	d.out = hw.Command{}
-	d.pub.Mode = hw.ModeIdle
+	d.pub.Mode, d.pub.Target = hw.ModeIdle, hw.Command{}
 	if err := d.drv.Halt(); err != nil {
 		d.errors.Add(1)
 		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
@@ -388,6 +388,10 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.State = d.state
 	p.State.ForceN.Z -= d.stateGravityN
 	p.Mode = mode
+	p.Target = hw.Command{}
+	if mode != hw.ModeIdle {
+		p.Target = d.held.Cmd
+	}
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs

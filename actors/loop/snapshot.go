@@ -13,6 +13,11 @@ type Snapshot struct {
 	// Mode is the control mode the loop sent this tick (ModeIdle when
 	// nobody controls the device, after a ramp, or after Halt).
 	Mode hw.ControlMode
+	// Target is the command the loop acts on, as the session wrote it
+	// (before filters, limits and the ramp), in the device frame: what
+	// frames report as current_cursor_position and its kin. Zero when Mode
+	// is ModeIdle.
+	Target hw.Command
 	// Owner is the controlling session, 0 if none.
 	Owner uint64
 	// Tick counts the device's ticks; TimeNs is the Clock time of the tick.

@@ -35,6 +35,10 @@ type GripOptions struct {
 	Motion Motion
 	// Seed makes MotionRandom reproducible.
 	Seed int64
+	// Link is reported as Info().Link; the default, LinkUnknown, reports
+	// LinkWireless, the common product. Tests simulate wired grips with
+	// LinkWired.
+	Link hw.Link
 }
 
 // Grip is a simulated handheld grip: orientation, three buttons, a hall
@@ -64,9 +68,7 @@ func NewGrip(o GripOptions) *Grip {
 			ID:        GripID(o.Index),
 			UUID:      GripUUID(o.Index),
 			Simulated: true,
-			// Simulated grips stand in for the common product, the
-			// wireless one.
-			Link: hw.LinkWireless,
+			Link:      gripLink(o.Link),
 		},
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,
@@ -171,4 +173,13 @@ func (g *Grip) Close() error {
 	}
 	g.closed = true
 	return nil
+}
+
+// gripLink is the link a simulated grip reports: the wireless product
+// unless told otherwise.
+func gripLink(l hw.Link) hw.Link {
+	if l == hw.LinkUnknown {
+		return hw.LinkWireless
+	}
+	return l
 }

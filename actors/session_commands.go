@@ -1,0 +1,99 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// The state commands of a device entry (protocol.StateCommands):
+// set_transform and set_gravity_compensation. Clients send them every tick,
+// mostly unchanged; an unchanged one is answered from the published view,
+// with no actor round trip and no disk write. keep_alive needs nothing.
+
+// stateCommands applies e's state commands to d. Errors go into f with
+// paths under e.Path.
+func (a *sessionActor) stateCommands(ctx actor.Context, f *protocol.Frame, d *Device, e *protocol.DeviceEntry) {
+	if e.Transform.Given() {
+		a.setWorkspace(ctx, f, d, e)
+	}
+	if g := e.GravityCompensation; g.Given {
+		a.setGravityCompensation(ctx, f, d, e.Path, g.Value)
+	}
+}
+
+// setWorkspace applies set_transform: the parts it gives replace those of
+// the session's workspace transform on d, the others stay.
+func (a *sessionActor) setWorkspace(ctx actor.Context, f *protocol.Frame, d *Device, e *protocol.DeviceEntry) {
+	view := d.ViewFor(a.sess.ID)
+	next := e.Transform.Apply(view.Workspace)
+	if next == view.Workspace && d.attached(a.sess.ID) {
+		return
+	}
+	r, err := a.requestDevice(ctx, d, &setWorkspace{session: a.sess.ID, transform: next})
+	if err == nil {
+		err = r.(*ack).err
+	}
+	if err != nil {
+		f.Errors = append(f.Errors, asProtocolError(err, e.Path+".commands.set_transform"))
+	}
+}
+
+// setGravityCompensation applies set_gravity_compensation: the device's
+// gravity compensation enable, keeping its scaling factor. The device
+// stores it (durably, as an HTTP POST would) only when it changes.
+func (a *sessionActor) setGravityCompensation(ctx actor.Context, f *protocol.Frame, d *Device, path string, enabled bool) {
+	cur := d.ViewFor(a.sess.ID).Config.Device.GravityCompensation
+	if cur.Enabled == enabled {
+		return
+	}
+	cur.Enabled = enabled
+	r, err := a.requestDevice(ctx, d, &setEntries{entries: []protocol.Entry{cur}})
+	if err == nil {
+		err = r.(*entryReply).err
+	}
+	if err != nil {
+		f.Errors = append(f.Errors, asProtocolError(err, path+".commands.set_gravity_compensation"))
+	}
+}
+
+// attached reports whether session has a view slot on d (the device actor
+// knows it).
+func (d *Device) attached(session uint64) bool {
+	m := d.slots.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[session]
+	return ok
+}
+
+// setWorkspace sets a session's workspace transform and publishes its view.
+func (c *deviceCore) setWorkspace(m *setWorkspace) error {
+	s := c.sessions[m.session]
+	if s == nil {
+		return protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Type.Key(), c.dev.ID)
+	}
+	if s.workspace != m.transform {
+		s.workspace = m.transform
+		c.publish(s)
+	}
+	return nil
+}
+
+// fillTargets reports what an arm is commanded to and the session's
+// workspace transform (the 3.5 state fields beside the measured ones).
+func fillTargets(s *protocol.ArmState, snap *loop.Snapshot, v *View) {
+	s.Transform = v.Workspace
+	switch t := &snap.Target; t.Mode {
+	case hw.ModePosition:
+		s.CurrentCursorPosition = v.Space.PositionToApp(space.Vec3(t.PositionM))
+	case hw.ModeAngle:
+		s.CurrentAngularPosition = space.Angles3(t.AnglesDeg)
+	case hw.ModeTorque:
+		s.CurrentAngularTorques = space.Angles3(t.TorquesNmm)
+	}
+}
