@@ -192,6 +192,10 @@ func TestClientMessageSchemaMatchesTheDecoder(t *testing.T) {
 		{`{"session":{"configure":{"lease":{"ms":5}}}}`, true},
 		{`{"session":{"configure":{"basis":{"permutation":"XXY"}}}}`, true},
 		{`{"session":{"set_coordinate_origin":{"coordinate_origin":"elsewhere"}}}`, true},
+		{`{"keep_alive":true,"session":{"keep_alive":{}},"arm3":[{"device_id":"` + arm + `","commands":{"keep_alive":{},"set_gravity_compensation":false,"set_transform":{"position":{"x":0,"y":0,"z":0.1},"scale":null}}}]}`, false},
+		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_gravity_compensation":{"enabled":true}}}]}`, false},
+		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_gravity_compensation":"yes"}}]}`, true},
+		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_transform":{"scale":{"x":0,"y":1,"z":1}}}}]}`, true},
 		{`[]`, true},
 	}
 	for _, tt := range tests {

@@ -63,13 +63,13 @@ func defineFrames(s *Set, o *Options) {
 		// mount as a flat transform (inputs keep the entry shapes).
 		conf := Schema{
 			"type":        constant(c.Key),
-			"port":        Schema{"type": "string", "minLength": 1, "description": "where the device is attached; absent for a simulated device"},
+			"port":        Schema{"type": "string", "description": "where the device is attached; \"\" for a simulated device"},
 			"device_info": Ref("device-info"),
 			"preset":      enum(append(protocol.PresetNames(), protocol.PresetCustom)),
 			"basis":       Ref(EntryName(protocol.KeyBasis)),
 			"mount":       Ref("transform"),
 		}
-		optional := []string{"port"}
+		var optional []string
 		if c.Type == protocol.TypeArm {
 			conf["extended_device_id"] = Schema{"type": "string", "minLength": 1}
 			optional = append(optional, "extended_device_id")

@@ -29,6 +29,13 @@ func defineMessage(s *Set, o *Options) {
 			}
 			cmds[k.Name()] = orNull(commandBody(k))
 		}
+		for _, c := range protocol.StateCommands() {
+			if c.Type != 0 && c.Type != dt {
+				continue // sent to the other type: ignored with a warning
+			}
+			body, _ := stateCommandBody(c.Name)
+			cmds[c.Name] = body
+		}
 		s.Define("commands."+slug, open(cmds))
 
 		conf := Schema{}
@@ -74,6 +81,7 @@ func defineMessage(s *Set, o *Options) {
 			"basis": orNull(basis),
 			"lease": orNull(open(Schema{"ms": Schema{"type": "integer", "minimum": protocol.LeaseMinMs, "maximum": protocol.LeaseMaxMs}}, "ms")),
 		})),
+		keepAlive: Schema{"description": "a liveness ping: accepted whatever its value"},
 		"force_render_full_state": orNull(open(Schema{
 			"device_types": orNull(arrayOf(Schema{"type": "string", "description": "a device-type key; unknown keys are warnings"})),
 		})),
@@ -100,10 +108,32 @@ func defineMessage(s *Set, o *Options) {
 		msg[c.Key] = orNull(arrayOf(Ref("device-entry." + typeSlug(c.Type))))
 	}
 	msg["session"] = orNull(Ref("session-part"))
+	msg[keepAlive] = Schema{"description": "a liveness ping: accepted whatever its value"}
 	m := open(msg)
 	m["description"] = "A 3.x client message (PROTOCOL 2.2). " + unknownMembers +
 		" Unknown device ids are warnings too. {} is a ping. Numbers must be finite."
 	s.Publish("client-message", "A 3.x client message, as the simulation WebSocket accepts it.", m)
+}
+
+// keepAlive is the liveness ping clients send as a device command, a
+// session key and a message member.
+const keepAlive = "keep_alive"
+
+// stateCommandBody is the body a state command accepts (protocol's
+// StateCommands): the session's workspace transform, the gravity
+// compensation enable (a bool, or the HTTP entry's {"enabled"}), or the
+// keep-alive ping. ok is false for a state command this package does not
+// know (TestEveryStateCommandHasASchema).
+func stateCommandBody(name string) (Schema, bool) {
+	switch name {
+	case "set_transform":
+		return orNull(Ref("transform.input")), true
+	case "set_gravity_compensation":
+		return orNull(Schema{"anyOf": []Schema{boolean(), open(Schema{"enabled": boolean()}, "enabled")}}), true
+	case keepAlive:
+		return Schema{"description": "a liveness ping: accepted whatever its value"}, true
+	}
+	return Schema{}, false
 }
 
 // both is a schema matched when a and b both are.

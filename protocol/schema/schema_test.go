@@ -48,6 +48,14 @@ func dig(t *testing.T, doc Schema, names ...string) Schema {
 	return cur
 }
 
+func TestEveryStateCommandHasASchema(t *testing.T) {
+	for _, c := range protocol.StateCommands() {
+		if _, ok := stateCommandBody(c.Name); !ok {
+			t.Errorf("state command %s has no body schema in stateCommandBody", c.Name)
+		}
+	}
+}
+
 func TestEveryEventFieldHasAType(t *testing.T) {
 	o := Options{}
 	for _, k := range event.Kinds() {
