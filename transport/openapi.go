@@ -26,6 +26,10 @@ type routeDoc struct {
 	// answer is the schema of a 200 answer: of its "data" unless plain.
 	answer string
 	plain  bool // answered as the bare document, not in the envelope
+	// media, when set, is the media type of an answer that is not JSON
+	// without parameters ("text/plain", "text/html"): the document declares
+	// it without a schema.
+	media string
 	// applied: POST and DELETE answers carry "applied_to".
 	applied    bool
 	deprecated bool
@@ -247,6 +251,10 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 		}
 		if d.body != "" && rt.method == http.MethodPost {
 			op["requestBody"] = schema.Schema{"required": true, "content": schema.Schema{"application/json": schema.Schema{"schema": ref(d.body)}}}
+		}
+		if d.media != "" {
+			errs["200"] = schema.Schema{"description": "OK", "content": schema.Schema{d.media: schema.Schema{}}}
+			continue
 		}
 		var answer schema.Schema
 		contentType := "application/json"
