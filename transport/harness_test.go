@@ -197,7 +197,26 @@ func (ts *testService) do(method, url, body string, headers ...string) reply {
 	r := reply{status: resp.StatusCode, body: b}
 	_ = json.Unmarshal(b, &r.env)
 	ts.checkAnswer(req, resp, b)
+	if method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		ts.checkRequest(req, body)
+	}
 	return r
+}
+
+// checkRequest validates the body of a POST the service accepted against
+// the request body the OpenAPI document declares.
+func (ts *testService) checkRequest(req *http.Request, body string) {
+	ts.t.Helper()
+	p, ok := req.URL.Path, "http://"+req.URL.Host == ts.base
+	if "http://"+req.URL.Host == ts.legacy {
+		p, ok = strings.CutPrefix(p, "/3.0")
+	}
+	if !ok {
+		return
+	}
+	if err := ts.schema.CheckRequest(req.Method, p, []byte(body)); err != nil {
+		ts.t.Errorf("POST %s: accepted, but %v", req.URL, err)
+	}
 }
 
 // checkAnswer validates an HTTP answer against the OpenAPI document the

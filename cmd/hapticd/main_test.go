@@ -102,6 +102,11 @@ func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
 	if err := v.CheckAnswer(method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"), b); err != nil {
 		t.Errorf("%s %s: %v", method, url, err)
 	}
+	if method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		if err := v.CheckRequest(method, req.URL.Path, []byte(body)); err != nil {
+			t.Errorf("%s %s: accepted, but %v", method, url, err)
+		}
+	}
 	return resp.StatusCode, env
 }
 

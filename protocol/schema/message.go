@@ -110,8 +110,10 @@ func defineMessage(s *Set, o *Options) {
 	msg["session"] = orNull(Ref("session-part"))
 	msg[keepAlive] = Schema{"description": "a liveness ping: accepted whatever its value"}
 	m := open(msg)
-	m["description"] = "A 3.x client message (PROTOCOL 2.2). " + unknownMembers +
-		" Unknown device ids are warnings too. {} is a ping. Numbers must be finite."
+	m["description"] = "A 3.x client message. Members this schema does not name (device types, commands, keys, fields) are accepted, " +
+		"ignored and listed under \"warnings\" in the frame (codes unknown_device_type, unknown_command, unknown_key, unknown_field): " +
+		"a newer client's extra keys never block a message. Unknown device ids are warnings too. {} is a ping. Numbers must be finite. " +
+		"What this schema refuses, the service answers with \"errors\" and applies not at all."
 	s.Publish("client-message", "A 3.x client message, as the simulation WebSocket accepts it.", m)
 }
 

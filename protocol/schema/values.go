@@ -35,7 +35,7 @@ func open(props Schema, required ...string) Schema {
 	return s
 }
 
-const unknownMembers = "Members not named here are accepted, ignored and reported under \"warnings\" (code unknown_field, unknown_key or unknown_command): a newer client's extra keys never block a message."
+const unknownMembers = "Other members are accepted, ignored and reported as warnings."
 
 // orNull admits null, which the service reads as absent for an optional
 // field.

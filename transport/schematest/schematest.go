@@ -282,6 +282,34 @@ func (v *Validator) CheckAnswer(method, path string, status int, contentType str
 	return validate(s, body, fmt.Sprintf("the OpenAPI answer of %s %s %d", method, tmpl, status))
 }
 
+// CheckRequest validates the body of a request the service accepted
+// against the request body the OpenAPI document declares for its route: the
+// schema must not refuse what the service takes. A route that declares no
+// body passes.
+func (v *Validator) CheckRequest(method, path string, body []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	doc, err := v.openAPILocked()
+	if err != nil {
+		return err
+	}
+	tmpl, op, ok := Operation(doc, method, path)
+	if !ok {
+		return fmt.Errorf("schematest: %s %s was accepted but the OpenAPI document has no such route", method, path)
+	}
+	rb, _ := op["requestBody"].(map[string]any)
+	content, _ := rb["content"].(map[string]any)
+	if _, ok := content["application/json"]; !ok {
+		return nil
+	}
+	ptr := "/paths/" + escape(tmpl) + "/" + strings.ToLower(method) + "/requestBody/content/application~1json/schema"
+	s, err := v.compileLocked("/openapi.json", ptr)
+	if err != nil {
+		return err
+	}
+	return validate(s, body, fmt.Sprintf("the OpenAPI request body of %s %s", method, tmpl))
+}
+
 // escape is a JSON pointer token, URL-encoded for a fragment.
 func escape(tok string) string {
 	tok = strings.ReplaceAll(tok, "~", "~0")
