@@ -137,6 +137,9 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"bench", module + "/actors", false},
 		{"bench", "github.com/gorilla/websocket", true},
 		{"cmd/hapticbench", module + "/hw/sim", false},
+		{"transport/schematest", "github.com/santhosh-tekuri/jsonschema/v6", true},
+		{"transport", "github.com/santhosh-tekuri/jsonschema/v6", false},
+		{"protocol/schema", "github.com/santhosh-tekuri/jsonschema/v6", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)
