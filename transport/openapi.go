@@ -202,9 +202,9 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 		return nil, fmt.Errorf("transport: openapi: %w", err)
 	}
 	ref := func(name string) schema.Schema { return schema.Schema{"$ref": comp + name} }
-	responses := schema.Schema{}
+	errorResponses := schema.Schema{}
 	for _, st := range schema.ErrorStatuses() {
-		responses[fmt.Sprint("error-", st)] = schema.Schema{
+		errorResponses[fmt.Sprint("error-", st)] = schema.Schema{
 			"description": http.StatusText(st),
 			"content":     schema.Schema{"application/json": schema.Schema{"schema": ref(schema.ErrorEnvelopeName(st))}},
 		}
@@ -226,14 +226,14 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 				params = append(params, schema.Schema{"name": s[1:], "in": "path", "required": true, "schema": schema.Schema{"type": "string"}})
 			}
 		}
-		errs := schema.Schema{}
+		responses := schema.Schema{}
 		for _, st := range schema.ErrorStatuses() {
-			errs[fmt.Sprint(st)] = schema.Schema{"$ref": fmt.Sprint("#/components/responses/error-", st)}
+			responses[fmt.Sprint(st)] = schema.Schema{"$ref": fmt.Sprint("#/components/responses/error-", st)}
 		}
-		op["responses"] = errs
+		op["responses"] = responses
 		d := rt.doc
 		if d == nil {
-			errs["200"] = schema.Schema{"description": "not described"}
+			responses["200"] = schema.Schema{"description": "not described"}
 			if len(params) > 0 {
 				op["parameters"] = params
 			}
@@ -253,7 +253,7 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 			op["requestBody"] = schema.Schema{"required": true, "content": schema.Schema{"application/json": schema.Schema{"schema": ref(d.body)}}}
 		}
 		if d.media != "" {
-			errs["200"] = schema.Schema{"description": "OK", "content": schema.Schema{d.media: schema.Schema{}}}
+			responses["200"] = schema.Schema{"description": "OK", "content": schema.Schema{d.media: schema.Schema{}}}
 			continue
 		}
 		var answer schema.Schema
@@ -277,7 +277,7 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 			// ?format=json wraps the same document in the envelope.
 			answer = schema.Schema{"anyOf": []schema.Schema{answer, schema.Envelope(ref(d.answer), nil)}}
 		}
-		errs["200"] = schema.Schema{"description": "OK", "content": schema.Schema{contentType: schema.Schema{"schema": answer}}}
+		responses["200"] = schema.Schema{"description": "OK", "content": schema.Schema{contentType: schema.Schema{"schema": answer}}}
 	}
 	return schema.Schema{
 		"openapi":           "3.1.0",
@@ -290,7 +290,7 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 				"the events socket has its own port (/schema/event).",
 		},
 		"paths":      paths,
-		"components": schema.Schema{"schemas": defs, "responses": responses},
+		"components": schema.Schema{"schemas": defs, "responses": errorResponses},
 	}, nil
 }
 
