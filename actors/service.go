@@ -28,7 +28,8 @@ type Options struct {
 	StateDir string
 	// LoopHz is the real-time loop rate, 1 to 8000 (default 1000).
 	LoopHz int
-	// Types is the device-type alias table.
+	// Types is the naming table: the device-type names written and
+	// accepted (nil: product names, no aliases).
 	Types *protocol.TypeTable
 	Log   zerolog.Logger
 	// EventRingSize is how many recent events the activity actor keeps.
@@ -173,7 +174,7 @@ func Start(o Options) (*Service, error) {
 // Activity is the activity channel (events).
 func (s *Service) Activity() *activity.Activity { return s.activity }
 
-// Types is the device-type alias table.
+// Types is the naming table.
 func (s *Service) Types() *protocol.TypeTable { return s.opts.Types }
 
 // LoopPeriodNs is the target period of every real-time loop.

@@ -37,15 +37,20 @@ func (s *chanSink) Close(int, string) {}
 // the actor hop, decoding, the register write and the frame's encoding,
 // with 1 and 100 simulated arms in the frame. Allocations per message are
 // reported. The +configure cases re-send an unchanged configure with every
-// command, as some engine plugins do every tick.
+// command, as some engine plugins do every tick; the +state cases re-send
+// unchanged state commands (set_transform, set_gravity_compensation,
+// keep_alive), as sawHaplyService and the vendor's navigator do.
 func BenchmarkSessionMessage(b *testing.B) {
 	for _, c := range []struct {
-		arms      int
-		configure bool
-	}{{1, false}, {100, false}, {1, true}, {100, true}} {
+		arms             int
+		configure, state bool
+	}{{1, false, false}, {100, false, false}, {1, true, false}, {100, true, false}, {1, false, true}} {
 		name := fmt.Sprintf("arms=%d", c.arms)
 		if c.configure {
 			name += "+configure"
+		}
+		if c.state {
+			name += "+state"
 		}
 		arms := c.arms
 		b.Run(name, func(b *testing.B) {
@@ -75,7 +80,11 @@ func BenchmarkSessionMessage(b *testing.B) {
 			if c.configure {
 				configure = `"configure":{"damping":{"scalar":2},"force_gate":{"gain":0.5}},`
 			}
-			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `",` + configure + `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+			state := ""
+			if c.state {
+				state = `,"set_transform":{"position":{"x":0,"y":0,"z":0}},"set_gravity_compensation":true,"keep_alive":{}`
+			}
+			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `",` + configure + `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}` + state + `}}]}`)
 			var frameBytes int
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -45,9 +45,17 @@ func (a *sessionActor) setWorkspace(ctx actor.Context, f *protocol.Frame, d *Dev
 // setGravityCompensation applies set_gravity_compensation: the device's
 // gravity compensation enable, keeping its scaling factor. The device
 // stores it (durably, as an HTTP POST would) only when it changes.
+//
+// It changes the device for every session, so a session may not change it
+// under another session's control.
 func (a *sessionActor) setGravityCompensation(ctx actor.Context, f *protocol.Frame, d *Device, path string, enabled bool) {
 	cur := d.ViewFor(a.sess.ID).Config.Device.GravityCompensation
 	if cur.Enabled == enabled {
+		return
+	}
+	if owner := d.Register().Owner(); owner != 0 && owner != a.sess.ID {
+		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, path+".commands.set_gravity_compensation",
+			"%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner))
 		return
 	}
 	cur.Enabled = enabled

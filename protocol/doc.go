@@ -1,7 +1,8 @@
 // Package protocol is hapticd's wire contract in code: configuration entries
 // and their validation, the error-code table, settings, selectors, the
-// device-type alias table, the deprecation table, the 3.x client-message
-// decoder and the frame encoder. Every transport (HTTP 3.x and /3.0/, both
+// naming table (the device-type names written and accepted), the
+// deprecation table, the 3.x client-message decoder and the frame encoder.
+// Every transport (HTTP 3.x and /3.0/, both
 // WebSockets) calls this package; nothing else validates input. The legacy
 // 3.0 codec (protocol/v30) is a second spelling over the same types and the
 // same decoders. protocol/schema generates the machine-readable schema

@@ -61,7 +61,7 @@ var codeTable = []codeInfo{
 	{CodeUnknownPreset, http.StatusBadRequest, "unknown preset: use " + orList(presetNames)},
 	{CodeInvalidPermutation, http.StatusBadRequest, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
 	{CodeUnknownRoute, http.StatusNotFound, "unknown route: see GET /version and PROTOCOL.md section 3.3"},
-	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use arm3, grip or a configured alias"},
+	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use inverse3, verse_grip, wireless_verse_grip (or arm3, grip), a configured alias, or *inverse or *verse_grip in paths"},
 	{CodeUnknownDevice, http.StatusNotFound, "unknown device: list devices with GET /devices"},
 	{CodeUnknownSetting, http.StatusNotFound, "unknown setting: list settings with GET /settings"},
 	{CodeUnknownSession, http.StatusNotFound, "no session matches: list sessions with GET /sessions"},

@@ -240,7 +240,7 @@ func AppendArmState(dst []byte, a *ArmFrame, sp Spelling) []byte {
 // AppendGripState is AppendArmState for a grip (GripFrame.Body). It takes
 // no Spelling: a grip's state and status are spelled alike in both formats.
 func AppendGripState(dst []byte, g *GripFrame) []byte {
-	return appendGripState(dst, &g.State, &g.Status)
+	return appendGripState(dst, &g.State, &g.Status, g.Link)
 }
 
 // appendArmBody appends the members "config" (when a.Config is set),
@@ -317,10 +317,13 @@ func appendGripBody(dst []byte, g *GripFrame, typeKey string, sp Spelling) []byt
 		dst = appendPlacement(dst, c)
 		dst = append(dst, `},`...)
 	}
-	return appendGripState(dst, &g.State, &g.Status)
+	return appendGripState(dst, &g.State, &g.Status, g.Link)
 }
 
-func appendGripState(dst []byte, s *GripState, st *GripStatus) []byte {
+// appendGripState appends a grip's state and status. A wired grip also
+// reports its main button as "button", the wired VerseGrip's own field that
+// clients of the wired handle read.
+func appendGripState(dst []byte, s *GripState, st *GripStatus, link Link) []byte {
 	dst = append(dst, `"state":{"orientation":`...)
 	dst = appendQuat(dst, measured, s.Orientation)
 	dst = append(dst, `,"buttons":{"a":`...)
@@ -329,7 +332,13 @@ func appendGripState(dst []byte, s *GripState, st *GripStatus) []byte {
 	dst = appendBool(dst, s.Buttons.B)
 	dst = append(dst, `,"c":`...)
 	dst = appendBool(dst, s.Buttons.C)
-	dst = append(dst, `},"hall":`...)
+	if link == LinkWired {
+		dst = append(dst, `},"button":`...)
+		dst = appendBool(dst, s.Buttons.A)
+		dst = append(dst, `,"hall":`...)
+	} else {
+		dst = append(dst, `},"hall":`...)
+	}
 	dst = appendNumber(dst, s.Hall, measured)
 	dst = append(dst, `,"battery_level":`...)
 	dst = appendNumber(dst, s.Battery, measured)

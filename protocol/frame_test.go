@@ -112,9 +112,15 @@ func TestAppendFrameEachDeviceOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		out := AppendFrame(nil, f, types)
 		var doc map[string]json.RawMessage
-		if err := json.Unmarshal(AppendFrame(nil, f, types), &doc); err != nil {
+		if err := json.Unmarshal(out, &doc); err != nil {
 			t.Fatal(err)
+		}
+		// The wired grip, and only it, also reports its main button as
+		// the wired VerseGrip's "button".
+		if n := strings.Count(string(out), `"button":true`); n != 1 {
+			t.Errorf("%v: %d grips report \"button\", want the wired one", tt.naming, n)
 		}
 		got := map[string][]string{}
 		for key, raw := range doc {

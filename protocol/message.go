@@ -260,7 +260,7 @@ func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
 	k := string(key)
-	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
+	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
 }
 
 func (m *ClientMessage) fail(e *Error) { m.Errors = append(m.Errors, *e) }

@@ -315,7 +315,9 @@ func TestDecodeTypicalMessageAllocations(t *testing.T) {
 	observer := []byte(`{"inverse3":[{"device_id":"049D","commands":{"probe_position":{}}}],"grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}]}`)
 	lease := []byte(`{"session":{"configure":{"lease":{"ms":100},"basis":{"permutation":"XZY"}}},"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"position":{"x":0.01,"y":0.02,"z":0.03}}}}]}`)
 	configure := []byte(`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}},"configure":{"preset":{"preset":"arm_front"},"basis":{"permutation":"XZY"},"filters":{"damping":{"scalar":2,"vector":{"x":1,"y":1,"z":1}},"force_gate":{"gain":0.3}}}}]}`)
-	for name, data := range map[string][]byte{"force": msg, "observer": observer, "lease and basis": lease, "configure every tick": configure} {
+	saw := []byte(`{"inverse3":[{"device_id":"049D","commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}],"verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}],"custom_verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}],"wireless_verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{},"keep_alive":{}}}]}`)
+	navigator := []byte(`{"inverse3":[{"device_id":"049D","commands":{"set_transform":{"position":{"x":0.1,"y":0,"z":0}},"probe_position":{}}}]}`)
+	for name, data := range map[string][]byte{"force": msg, "observer": observer, "lease and basis": lease, "configure every tick": configure, "sawHaplyService cycle": saw, "set_transform every tick": navigator} {
 		var m ClientMessage
 		DecodeClientMessage(data, types, &m) // warm the buffers
 		allocs := testing.AllocsPerRun(200, func() {
@@ -389,5 +391,59 @@ func TestSessionRepeatedMemberLastOccurrenceWins(t *testing.T) {
 		if tt.check != nil && !tt.check(&m.Session) {
 			t.Errorf("%s: session %+v", tt.msg, m.Session)
 		}
+	}
+}
+
+// The state commands real clients send among "commands": decoded, validated
+// as the HTTP entries are, never warned about.
+func TestDecodeStateCommands(t *testing.T) {
+	tests := []struct {
+		msg       string
+		errors    []string // code@path
+		warns     []string
+		transform TransformPatch
+		gravity   OptionalBool
+	}{
+		{msg: `{"inverse3":[{"device_id":"049D","commands":{"set_transform":{"position":{"x":1,"y":2,"z":3}}}}]}`,
+			transform: TransformPatch{Position: Vec3{X: 1, Y: 2, Z: 3}, HasPosition: true}},
+		{msg: `{"inverse3":[{"device_id":"049D","commands":{"set_transform":{"rotation":{"w":2,"x":0,"y":0,"z":0},"scale":{"x":2,"y":2,"z":2},"position":null}}}]}`,
+			transform: TransformPatch{Rotation: Quat{W: 1}, Scale: Vec3{X: 2, Y: 2, Z: 2}, HasRotation: true, HasScale: true}},
+		{msg: `{"inverse3":[{"device_id":"049D","commands":{"set_transform":{"scale":{"x":0,"y":1,"z":1}}}}]}`,
+			errors: []string{"out_of_range@inverse3[0].commands.set_transform.scale"}},
+		{msg: `{"inverse3":[{"device_id":"049D","commands":{"set_transform":{"rotation":{"w":0,"x":0,"y":0,"z":0}}}}]}`,
+			errors: []string{"out_of_range@inverse3[0].commands.set_transform.rotation"}},
+		{msg: `{"inverse3":[{"device_id":"049D","commands":{"set_gravity_compensation":false}}]}`,
+			gravity: OptionalBool{Given: true}},
+		{msg: `{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":{"enabled":true}}}]}`,
+			gravity: OptionalBool{Given: true, Value: true}},
+		{msg: `{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":1}}]}`,
+			errors: []string{"invalid_value@arm3[0].commands.set_gravity_compensation"}},
+		{msg: `{"wireless_verse_grip":[{"device_id":"1","commands":{"set_transform":{}}}]}`,
+			warns: []string{"unknown_command@wireless_verse_grip[0].commands.set_transform"}},
+		{msg: `{"keep_alive":true,"session":{"keep_alive":{}},"wireless_verse_grip":[{"device_id":"1","commands":{"keep_alive":{}}}],"inverse3":[{"device_id":"049D","commands":{"keep_alive":1}}]}`},
+	}
+	for _, tt := range tests {
+		var m ClientMessage
+		errs := DecodeClientMessage([]byte(tt.msg), nil, &m)
+		if got := codesAt(errs); !reflect.DeepEqual(got, append([]string{}, tt.errors...)) {
+			t.Errorf("%s: errors %v, want %v", tt.msg, got, tt.errors)
+		}
+		if got := codesAt(m.Warnings); !reflect.DeepEqual(got, append([]string{}, tt.warns...)) {
+			t.Errorf("%s: warnings %v, want %v", tt.msg, got, tt.warns)
+		}
+		if len(errs) > 0 || len(m.Devices) == 0 {
+			continue
+		}
+		e := m.Devices[0]
+		if e.Transform != tt.transform || e.GravityCompensation != tt.gravity || e.Command.Kind != CmdNone {
+			t.Errorf("%s: transform %+v gravity %+v command %v", tt.msg, e.Transform, e.GravityCompensation, e.Command.Kind)
+		}
+	}
+	// A reused message forgets the previous one's state commands.
+	var m ClientMessage
+	DecodeClientMessage([]byte(tests[0].msg), nil, &m)
+	DecodeClientMessage([]byte(`{"inverse3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`), nil, &m)
+	if m.Devices[0].Transform.Given() || m.Devices[0].GravityCompensation.Given {
+		t.Fatalf("state leaked between messages: %+v", m.Devices[0])
 	}
 }

@@ -110,6 +110,7 @@ func TestTypeAliases(t *testing.T) {
 		{"grip": "arm3"},
 		{"wireless_verse_grip": "arm3"},
 		{"session": "arm3"},
+		{"keep_alive": "grip"},
 		{"bad key": "arm3"},
 	} {
 		if _, err := NewTypeTable(bad); err == nil || !strings.HasPrefix(err.Error(), "protocol: ") {
@@ -240,6 +241,8 @@ func TestSessionSelector(t *testing.T) {
 		{7, "org.lab.viewer"},
 		{9, "co.example.app:main"},
 		{11, "rig:2"},
+		{12, "co.haply.hub::demo-orb"},
+		{13, "co.haply.hub::demo-orb"},
 	}
 	tests := []struct {
 		sel  string
@@ -249,14 +252,20 @@ func TestSessionSelector(t *testing.T) {
 		{"#7", []uint64{7}},
 		{"3", nil},
 		{":0", []uint64{1}},
-		{":-1", []uint64{11}},
-		{":-6", []uint64{1}},
-		{":6", nil},
+		{":-1", []uint64{13}},
+		{":-8", []uint64{1}},
+		{":8", nil},
+		// Profile names with "::" (the vendor's Hub demos): NAME, not NAME:I.
+		{"co.haply.hub::demo-orb", []uint64{12, 13}},
+		{"co.haply.hub::demo-orb:1", []uint64{13}},
+		{"co.haply.hub::demo-orb:-2", []uint64{12}},
+		{"co.haply.hub::*", []uint64{12, 13}},
+		{"co.haply.hub:", nil},
 		{"co.example.app:main", []uint64{1, 9}},
 		{"co.example.app:*", []uint64{1, 5, 9}},
 		{"co.example.app:*:-1", []uint64{9}},
 		{"co.example.app:main:1", []uint64{9}},
-		{"*", []uint64{1, 5, 7, 9, 11}},
+		{"*", []uint64{1, 5, 7, 9, 11, 12, 13}},
 		{"*viewer", []uint64{7}},
 		{"rig:2", []uint64{11}}, // a profile literally named NAME:I wins
 		{"nobody", nil},
@@ -366,5 +375,68 @@ func TestTypeTableLookup(t *testing.T) {
 	}
 	if got := aliases.Keys(DeviceType(9)); got != nil {
 		t.Errorf("Keys(9) = %v", got)
+	}
+}
+
+// The naming table: what each naming writes, each device in one collection,
+// every known name accepted, and the family selectors.
+func TestNamingTable(t *testing.T) {
+	for _, tt := range []struct {
+		flag        string
+		collections []string
+		arm, wired  string
+		wireless    string
+	}{
+		{"haply", []string{"inverse3", "verse_grip", "wireless_verse_grip"}, "inverse3", "verse_grip", "wireless_verse_grip"},
+		{"reference", []string{"arm3", "grip"}, "arm3", "grip", "grip"},
+	} {
+		n, err := ParseNaming(tt.flag)
+		if err != nil || n.String() != tt.flag {
+			t.Fatalf("ParseNaming(%q) = %v, %v", tt.flag, n, err)
+		}
+		types, err := NewNamedTypeTable(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, c := range types.Collections() {
+			keys = append(keys, c.Key)
+		}
+		if !reflect.DeepEqual(keys, tt.collections) {
+			t.Errorf("%s: collections %v", tt.flag, keys)
+		}
+		got := []string{types.Name(TypeArm, LinkAny), types.Name(TypeGrip, LinkWired), types.Name(TypeGrip, LinkWireless), types.Name(TypeGrip, LinkAny)}
+		if want := []string{tt.arm, tt.wired, tt.wireless, tt.wireless}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: names %v, want %v", tt.flag, got, want)
+		}
+		// Each device in exactly one collection.
+		for _, dev := range []struct {
+			dt   DeviceType
+			link Link
+		}{{TypeArm, LinkAny}, {TypeGrip, LinkWired}, {TypeGrip, LinkWireless}, {TypeGrip, LinkAny}} {
+			n := 0
+			for _, c := range types.Collections() {
+				if c.Holds(dev.dt, dev.link) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %v/%v is in %d collections", tt.flag, dev.dt, dev.link, n)
+			}
+		}
+		for name, want := range map[string]DeviceType{"arm3": TypeArm, "inverse3": TypeArm, "grip": TypeGrip, "verse_grip": TypeGrip, "wireless_verse_grip": TypeGrip, "custom_verse_grip": TypeGrip} {
+			if dt, ok := types.Resolve(name); !ok || dt != want {
+				t.Errorf("%s: Resolve(%s) = %v, %v", tt.flag, name, dt, ok)
+			}
+		}
+	}
+	if _, err := ParseNaming("vendor"); err == nil || !strings.HasPrefix(err.Error(), "protocol: ") {
+		t.Errorf("ParseNaming(vendor) = %v", err)
+	}
+	for seg, want := range map[string]DeviceType{"*inverse": TypeArm, "*verse_grip": TypeGrip, "*grip": 0, "inverse": 0, "*": 0} {
+		c, ok := ParseFamilySelector(seg)
+		if ok != (want != 0) || c.Type != want || ok && (c.Link != LinkAny || c.Key != seg) {
+			t.Errorf("ParseFamilySelector(%q) = %+v, %v", seg, c, ok)
+		}
 	}
 }

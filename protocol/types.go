@@ -169,20 +169,20 @@ type TypeTable struct {
 	keys    [len(deviceTypes) + 1][]string // indexed by DeviceType: accepted names, sorted
 }
 
-// noAliases is the table a nil *TypeTable stands for; never written.
-// NewTypeTable cannot fail without aliases.
-var noAliases, _ = NewTypeTable(nil)
+// defaultTable is the table a nil *TypeTable stands for (product names, no
+// aliases); never written. NewTypeTable cannot fail without aliases.
+var defaultTable, _ = NewTypeTable(nil)
 
-// orDefault is t, or noAliases when t is nil.
+// orDefault is t, or defaultTable when t is nil.
 func (t *TypeTable) orDefault() *TypeTable {
 	if t == nil {
-		return noAliases
+		return defaultTable
 	}
 	return t
 }
 
 // ParseTypeAliases parses the --type-alias flag: comma-separated
-// alias=type pairs ("inverse3=arm3,verse_grip=grip"). An empty flag gives an
+// alias=type pairs ("haptic=arm3,handle=grip"). An empty flag gives an
 // empty map. Targets are checked by NewTypeTable.
 func ParseTypeAliases(flag string) (map[string]string, error) {
 	out := map[string]string{}
@@ -198,7 +198,7 @@ func ParseTypeAliases(flag string) (map[string]string, error) {
 		alias, target, ok := strings.Cut(pair, "=")
 		alias, target = strings.TrimSpace(alias), strings.TrimSpace(target)
 		if !ok || alias == "" || target == "" {
-			return nil, fmt.Errorf("protocol: type alias %q is not alias=type: write e.g. inverse3=arm3", pair)
+			return nil, fmt.Errorf("protocol: type alias %q is not alias=type: write e.g. haptic=arm3", pair)
 		}
 		if prev, dup := out[alias]; dup && prev != target {
 			return nil, fmt.Errorf("protocol: type alias %q is given twice (%s and %s): keep one", alias, prev, target)
@@ -238,9 +238,9 @@ func NewNamedTypeTable(naming Naming, aliases map[string]string) (*TypeTable, er
 		prev, shadow := t.resolve[alias]
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("protocol: type alias %s=%s: target must be arm3 or grip", alias, target))
-		case alias == "session":
-			errs = append(errs, fmt.Errorf("protocol: type alias %q would shadow the session part of messages: pick another name", alias))
+			errs = append(errs, fmt.Errorf("protocol: type alias %s=%s: target must be a type name such as arm3 or grip", alias, target))
+		case alias == "session" || alias == keepAlive:
+			errs = append(errs, fmt.Errorf("protocol: type alias %q would shadow the %s part of messages: pick another name", alias, alias))
 		case !validAliasName(alias):
 			errs = append(errs, fmt.Errorf("protocol: type alias %q: use letters, digits, '_', '-' or '.'", alias))
 		case shadow && prev.Type == dt:

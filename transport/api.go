@@ -205,7 +205,11 @@ func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string
 		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, POST, DELETE)", r.Method, r.URL.Path))
 		return true
 	}
-	a.config(fam, k)(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
+	h := a.config(fam, k)
+	if a.legacyUse != nil {
+		h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/config/"+k.Path(), h)
+	}
+	h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
 	return true
 }
 

@@ -246,20 +246,24 @@ func TestRunScansUntilCancelled(t *testing.T) {
 }
 
 func TestExplicitGripPort(t *testing.T) {
-	e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	rec := &recorder{}
-	defer rec.closeAll()
-	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{"grip:" + path}, Enumerate: noPorts})
-	r := w.Scan(rec)
-	if len(rec.found) != 1 || rec.found[0].Info().Kind != hw.KindGrip {
-		t.Fatalf("found %v, want one grip", rec.found)
-	}
-	if p, ok := portOf(r, path); !ok || p.Outcome != discovery.Loaded || p.Kind != hw.KindGrip {
-		t.Errorf("report %+v", p)
+	// "grip:" names a wireless grip's dongle, "wired-grip:" a grip on a
+	// cable: clients name the two differently.
+	for prefix, link := range map[string]hw.Link{"grip:": hw.LinkWireless, "wired-grip:": hw.LinkWired} {
+		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{}
+		w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{prefix + path}, Enumerate: noPorts})
+		r := w.Scan(rec)
+		if len(rec.found) != 1 || rec.found[0].Info().Kind != hw.KindGrip || rec.found[0].Info().Link != link {
+			t.Fatalf("%s: found %v, want one %v grip", prefix, rec.found, link)
+		}
+		if p, ok := portOf(r, path); !ok || p.Outcome != discovery.Loaded || p.Kind != hw.KindGrip {
+			t.Errorf("%s: report %+v", prefix, p)
+		}
+		rec.closeAll()
+		e.Close()
 	}
 }
 

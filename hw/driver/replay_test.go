@@ -95,7 +95,8 @@ func TestGripThroughPTY(t *testing.T) {
 		t.Fatalf("OpenGrip: %v", err)
 	}
 	defer g.Close()
-	if info := g.Info(); info.Kind != hw.KindGrip || info.ID != itoa(e.ID()) || info.Port != path {
+	// A grip found on a port is the dongle's wireless grip unless told.
+	if info := g.Info(); info.Kind != hw.KindGrip || info.ID != itoa(e.ID()) || info.Port != path || info.Link != hw.LinkWireless {
 		t.Errorf("Info = %+v, want grip %d on %s", info, e.ID(), path)
 	}
 	var st hw.State

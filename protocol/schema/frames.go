@@ -46,12 +46,29 @@ func defineFrames(s *Set, o *Options) {
 	s.Define("arm-status", allRequired(Schema{
 		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
 	}))
-	s.Define("grip-state", allRequired(Schema{
-		"orientation":   Ref("quat"),
-		"buttons":       allRequired(Schema{"a": boolean(), "b": boolean(), "c": boolean()}),
-		"hall":          number(),
-		"battery_level": number(),
-	}))
+	// A wired grip also reports its main button as "button" (the wired
+	// VerseGrip's own field); a collection that holds grips of any link
+	// (the reference's "grip") may or may not carry it.
+	gripState := func(button string) Schema {
+		props := Schema{
+			"orientation":   Ref("quat"),
+			"buttons":       allRequired(Schema{"a": boolean(), "b": boolean(), "c": boolean()}),
+			"hall":          number(),
+			"battery_level": number(),
+		}
+		required := sortedKeys(props)
+		switch button {
+		case "required":
+			props["button"] = boolean()
+			required = append(required, "button")
+		case "optional":
+			props["button"] = boolean()
+		}
+		return closed(props, required...)
+	}
+	s.Define(gripStateName(protocol.LinkWireless), gripState("absent"))
+	s.Define(gripStateName(protocol.LinkWired), gripState("required"))
+	s.Define(gripStateName(protocol.LinkAny), gripState("optional"))
 	s.Define("grip-status", allRequired(Schema{"connected": boolean(), "awake": boolean(), "ready": boolean()}))
 	s.Define("device-info", closed(Schema{
 		"id": str(), "uuid": str(), "major_version": Schema{"type": "integer"}, "minor_version": Schema{"type": "integer"},
@@ -87,7 +104,7 @@ func defineFrames(s *Set, o *Options) {
 		for _, withConfig := range []string{"required", "optional", "absent"} {
 			props := Schema{
 				"device_id": Schema{"type": "string", "minLength": 1},
-				"state":     Ref(slug + "-state"),
+				"state":     Ref(stateName(c)),
 				"status":    Ref(slug + "-status"),
 			}
 			required := []string{"device_id", "state", "status"}
@@ -154,4 +171,23 @@ func without(names, drop []string) []string {
 		}
 	}
 	return out
+}
+
+// gripStateName is the grip state schema of the grips a link holds.
+func gripStateName(l protocol.Link) string {
+	switch l {
+	case protocol.LinkWired:
+		return "grip-state.wired"
+	case protocol.LinkWireless:
+		return "grip-state"
+	}
+	return "grip-state.any-link"
+}
+
+// stateName is the state schema of the devices collection c holds.
+func stateName(c protocol.Collection) string {
+	if c.Type == protocol.TypeArm {
+		return "arm-state"
+	}
+	return gripStateName(c.Link)
 }

@@ -32,9 +32,9 @@ func spelling() protocol.Spelling {
 
 // AppendFrame appends the 3.0 JSON of f:
 //
-//	{"session_id": 1, "arm3": {"049D": {"config", "state", "status"}}, "grip": {...}, ...}
+//	{"session_id": 1, "inverse3": {"049D": {"config", "state", "status"}}, "wireless_verse_grip": {...}, ...}
 //
-// Every device type's object is present under its own key and each alias.
+// Every collection of the naming table is present, each device in one.
 // Devices whose ids collide (arm ids are 4 hex digits) repeat a member
 // name; 3.x frames, which are arrays, do not have that limit.
 func AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte {
