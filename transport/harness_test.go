@@ -342,20 +342,22 @@ func (c *wsClient) check(m map[string]any, b []byte) {
 }
 
 // schemaName is the schema a frame read from this socket must match: the
-// first 3.x frame is the inventory; a frame with the session's own view
-// answers force_render_full_state. 3.0 frames are not covered.
+// first 3.x frame read is the inventory (when the test did not read that
+// one itself: an inventory carries the session's own view); a later frame
+// with that view answers force_render_full_state. 3.0 frames are not
+// covered.
 func (c *wsClient) schemaName(m map[string]any) string {
 	switch {
 	case c.kind == socketEvents:
 		return "event"
 	case c.kind == socketLegacy:
 		return ""
+	case m["session"] == nil:
+		return schema.StateFrame
 	case c.frames == 1:
 		return schema.InventoryFrame
-	case m["session"] != nil:
-		return schema.FullStateFrame
 	}
-	return schema.StateFrame
+	return schema.FullStateFrame
 }
 
 // expect reads the next frame as JSON.
