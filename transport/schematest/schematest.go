@@ -29,11 +29,13 @@ import (
 // URL. It fetches and compiles lazily, once per schema, and is safe for
 // concurrent use.
 type Validator struct {
+	// Immutable after New or ForSet.
 	base   string
 	client *http.Client
 	// fetch reads a served document by path ("/schema/event").
 	fetch func(path string) ([]byte, error)
 
+	// mu guards the following.
 	mu       sync.Mutex
 	compiled map[string]*jsonschema.Schema // by location
 	compiler *jsonschema.Compiler
