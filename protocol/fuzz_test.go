@@ -17,6 +17,7 @@ var fuzzSeeds = []string{
 	`{"arm3":[{"device_id":"0\u00349D","configure":{"handedness":"left"}}]}`,
 	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 	`{"a":1e400,"b":-0.0,"c":"\ud800","d":[true,false,null]}`,
+	`{"keep_alive":{},"inverse3":[{"device_id":"049D","commands":{"set_transform":{"position":{"x":1,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":1},"scale":{"x":2,"y":2,"z":2}},"set_gravity_compensation":true,"keep_alive":{}}}],"wireless_verse_grip":[{"device_id":"1","commands":{"keep_alive":true}}]}`,
 }
 
 // FuzzDecodeClientMessage: decoding must never panic, must reject whatever
@@ -44,7 +45,7 @@ func FuzzDecodeClientMessage(f *testing.F) {
 		frame := Frame{SessionID: 1, Errors: errs, Warnings: m.Warnings}
 		for _, d := range m.Devices {
 			if d.Type == TypeArm {
-				frame.Arms = append(frame.Arms, ArmFrame{DeviceID: d.DeviceID, State: ArmState{CurrentCursorForce: d.Command.Vec}})
+				frame.Arms = append(frame.Arms, ArmFrame{DeviceID: d.DeviceID, State: ArmState{CurrentCursorForce: d.Command.Vec, Transform: d.Transform.Apply(Transform{})}})
 			} else {
 				frame.Grips = append(frame.Grips, GripFrame{DeviceID: d.DeviceID})
 			}
