@@ -158,13 +158,16 @@ type sessionState struct {
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
 // registry creates it once and the props producer hands the same core to
-// every restart, so a panic never loses config.
+// every restart, so a panic never loses config, and the loop (which the
+// core does not own) runs on untouched.
 type deviceCore struct {
 	dev         *Device
-	store       *store.Store
+	store       Store // nil without a state directory
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
+	clock       loop.Clock
+	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
 
 	// Owned by the device actor.
@@ -192,40 +195,64 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.dev.rt.Halt()
 	case *actor.Stopped:
 	case *getEntry:
-		e, err := c.get(m.session, m.key)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(ctx, m.deadline) {
+			e, err := c.get(m.session, m.key)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *setEntries:
-		e, err := c.set(m)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(ctx, m.deadline) {
+			e, err := c.set(m)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *resetEntry:
-		e, err := c.reset(m)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(ctx, m.deadline) {
+			e, err := c.reset(m)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *attachSession:
 		c.attach(m)
-		if ctx.Sender() != nil {
-			ctx.Respond(&ack{})
-		}
 	case *detachSession:
 		c.detach(m.session)
-		if ctx.Sender() != nil {
-			ctx.Respond(&ack{})
-		}
-	case *sessionBasis:
-		if s := c.sessions[m.session]; s != nil {
-			s.basis = m.basis
-			c.publish(s)
-		}
-		ctx.Respond(&ack{})
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
 	case *loopEvent:
 		c.onLoopEvent(ctx, m.event)
-	case *supervisionDrill:
-		panic("supervision drill: " + m.reason)
 	default:
 		c.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("device actor: unknown message dropped")
 	}
+}
+
+// admit runs the test hook, then decides whether a control-plane request
+// is still wanted: one that waited past its deadline is refused unapplied,
+// since its requester has been (or is about to be) told it failed.
+func (c *deviceCore) admit(ctx actor.Context, deadline int64) bool {
+	if c.hook != nil {
+		c.hook(c.dev)
+	}
+	if deadline != 0 && c.clock != nil && c.clock.Now() > deadline {
+		ctx.Respond(&entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+			"%s %s was busy past the request's deadline; nothing was applied: retry", c.dev.Type.Key(), c.dev.ID)})
+		return false
+	}
+	return true
+}
+
+// deviceSupervisor restarts a device actor that panicked (oneForOne with a
+// budget) and first answers the request it was handling, if any: the
+// requester learns at once that nothing was applied instead of waiting out
+// its deadline.
+type deviceSupervisor struct{ restarts actor.SupervisorStrategy }
+
+func (s *deviceSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+	if env, ok := message.(*actor.MessageEnvelope); ok && env.Sender != nil {
+		switch env.Message.(type) {
+		case *getEntry, *setEntries, *resetEntry:
+			sys.Root.Send(env.Sender, &entryReply{err: protocol.Errorf(protocol.CodeInternal, "",
+				"the device actor failed while handling this request and was restarted; nothing was applied: %v", reason)})
+		}
+	}
+	s.restarts.HandleFailure(sys, sup, child, rs, reason, message)
 }
 
 // init loads the device-global entries and publishes the first views. It

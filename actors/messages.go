@@ -34,6 +34,24 @@ type deviceFailed struct {
 	err    error
 }
 
+// openSession asks the registry to list a session whose actor is spawned:
+// the registry attaches it to every device, then lists it, and answers ack.
+type openSession struct{ sess *Session }
+
+// updateSession tells the registry the session's profile or session-level
+// basis changed; the registry re-attaches it to every device with them and
+// answers ack. Only the registry sends attachSession, so every device sees
+// one ordered stream of a session's attachments, whoever added what first.
+type updateSession struct {
+	sess    *Session
+	profile string
+	basis   protocol.Basis
+}
+
+// sessionClosed tells the registry a session actor is stopping: it is
+// unlisted and detached from every device.
+type sessionClosed struct{ sess *Session }
+
 // setSetting and resetSetting change one service-wide setting; the registry
 // owns settings. The reply is settingReply.
 type setSetting struct {
@@ -48,11 +66,17 @@ type settingReply struct {
 
 // --- device ---
 
+// The control-plane requests (getEntry, setEntries, resetEntry) carry a
+// deadline on the service clock (loop.Clock nanoseconds; 0 for none). A
+// device actor that reaches a request after its deadline refuses it
+// unapplied, so a requester that gave up never sees its change land later.
+
 // getEntry reads one config entry of a device, as session sees it (0 for a
 // device-global entry).
 type getEntry struct {
-	session uint64
-	key     protocol.Key
+	session  uint64
+	key      protocol.Key
+	deadline int64
 }
 
 // setEntries applies config entries of one device, all or none. session is 0
@@ -60,9 +84,10 @@ type getEntry struct {
 // disk before the reply (HTTP); otherwise profile storage is write-behind
 // (WebSocket, possibly every tick).
 type setEntries struct {
-	session uint64
-	entries []protocol.Entry
-	durable bool
+	session  uint64
+	entries  []protocol.Entry
+	durable  bool
+	deadline int64
 }
 
 // resetEntry restores an entry's default: for the listed sessions, or for
@@ -73,6 +98,7 @@ type resetEntry struct {
 	sessions []uint64
 	all      bool
 	key      protocol.Key
+	deadline int64
 }
 
 // entryReply answers getEntry, setEntries and resetEntry with the value now
@@ -82,9 +108,9 @@ type entryReply struct {
 	err   error
 }
 
-// attachSession tells a device that a session exists: its profile's stored
-// entries (if any) are loaded for it and its session-level basis applies.
-// The device answers with ack once the session's view is published.
+// attachSession tells a device that a session exists, or that its profile
+// or session-level basis changed: the profile's stored entries (if any) are
+// loaded for it and the basis applies. Only the registry sends it.
 type attachSession struct {
 	session uint64
 	profile string
@@ -94,54 +120,54 @@ type attachSession struct {
 // detachSession drops a session's view; pending profile writes are flushed.
 type detachSession struct{ session uint64 }
 
-// sessionBasis changes the session-level basis, which applies to every
-// device where the session set no per-device basis.
-type sessionBasis struct {
-	session uint64
-	basis   protocol.Basis
-}
-
 // applyGlobals republishes device-wide loop values (after a settings change).
 type applyGlobals struct{ settings protocol.Settings }
 
 // loopEvent carries an event from the device's real-time loop.
 type loopEvent struct{ event loop.Event }
 
-// supervisionDrill makes the receiving actor panic. It exists so that tests
-// (and operators, through nothing exposed yet) can check that supervision
-// restarts a device actor with its config intact.
-type supervisionDrill struct{ reason string }
-
 // ack answers messages that carry no value.
 type ack struct{ err error }
 
 // --- session ---
 
-// beginSession makes a new session visible: it attaches to the devices, is
-// listed, and sends the inventory frame. It is the session actor's first
-// message.
+// beginSession makes a listed session send its inventory frame. It is the
+// session actor's first message after the registry listed it.
 type beginSession struct{}
 
 // inbound is one client message, read by the connection's reader goroutine.
 // The session actor owns buf until it answers with the frame.
 type inbound struct{ buf []byte }
 
-func (*addDevice) actorMessage()        {}
-func (*addDeviceReply) actorMessage()   {}
-func (*deviceFailed) actorMessage()     {}
-func (*setSetting) actorMessage()       {}
-func (*resetSetting) actorMessage()     {}
-func (*settingReply) actorMessage()     {}
-func (*getEntry) actorMessage()         {}
-func (*setEntries) actorMessage()       {}
-func (*resetEntry) actorMessage()       {}
-func (*entryReply) actorMessage()       {}
-func (*attachSession) actorMessage()    {}
-func (*detachSession) actorMessage()    {}
-func (*sessionBasis) actorMessage()     {}
-func (*applyGlobals) actorMessage()     {}
-func (*loopEvent) actorMessage()        {}
-func (*supervisionDrill) actorMessage() {}
-func (*ack) actorMessage()              {}
-func (*beginSession) actorMessage()     {}
-func (*inbound) actorMessage()          {}
+// answer is the reply to one request a session actor made while handling a
+// message (to the registry or a device actor), delivered as a message so
+// that the actor never waits inside Receive. gen is the message it belongs
+// to, slot the request's index among that message's requests.
+type answer struct {
+	gen   uint64
+	slot  int
+	reply any
+	err   error
+}
+
+func (*addDevice) actorMessage()      {}
+func (*addDeviceReply) actorMessage() {}
+func (*deviceFailed) actorMessage()   {}
+func (*openSession) actorMessage()    {}
+func (*updateSession) actorMessage()  {}
+func (*sessionClosed) actorMessage()  {}
+func (*setSetting) actorMessage()     {}
+func (*resetSetting) actorMessage()   {}
+func (*settingReply) actorMessage()   {}
+func (*getEntry) actorMessage()       {}
+func (*setEntries) actorMessage()     {}
+func (*resetEntry) actorMessage()     {}
+func (*entryReply) actorMessage()     {}
+func (*attachSession) actorMessage()  {}
+func (*detachSession) actorMessage()  {}
+func (*applyGlobals) actorMessage()   {}
+func (*loopEvent) actorMessage()      {}
+func (*ack) actorMessage()            {}
+func (*beginSession) actorMessage()   {}
+func (*inbound) actorMessage()        {}
+func (*answer) actorMessage()         {}

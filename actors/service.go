@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
@@ -36,7 +36,9 @@ type Options struct {
 	// DefaultLeaseMs is how long a control command holds (default
 	// protocol.LeaseDefaultMs, 100).
 	DefaultLeaseMs int
-	// RequestTimeout bounds every control-plane request (default 2 s).
+	// RequestTimeout is the deadline of every control-plane request
+	// (default 2 s): a device actor that reaches a request later refuses it
+	// unapplied, and the caller is answered unavailable.
 	RequestTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
@@ -47,13 +49,37 @@ type Options struct {
 	// already closed): discovery uses it to rescan the port.
 	OnDeviceLost func(info hw.Info)
 	Clock        loop.Clock
+
+	// WrapStore, if set, wraps the state directory's store (the durable
+	// writes and reads of config and settings). Tests use it to make one
+	// document fail.
+	WrapStore func(Store) Store
+	// DeviceHook, if set, runs inside a device actor before each
+	// control-plane request (get, set or reset of an entry). Tests use it to
+	// make a device actor slow or panic.
+	DeviceHook func(d *Device)
+	// DeviceRestarts is how many times a device actor may restart within a
+	// minute before it is given up and its device halted and unlisted
+	// (default 10).
+	DeviceRestarts int
+}
+
+// Store keeps documents durably: Save returns once the document is on
+// disk. *store.Store implements it.
+type Store interface {
+	Load(name string, v any) (found bool, err error)
+	Save(name string, v any) error
 }
 
 // Service is the running actor system behind every transport: devices,
 // sessions, settings and events. Transports call its methods; every method
 // is safe for concurrent use.
+//
+// The registry actor alone owns the device and session sets: it publishes
+// each as an immutable snapshot, which readers load with one atomic load.
 type Service struct {
-	// Atomics first.
+	// Atomics first. devices and sessions are written by the registry
+	// actor only.
 	devices     atomic.Pointer[DeviceSet]
 	sessions    atomic.Pointer[[]*Session] // connection order
 	settings    atomic.Pointer[protocol.Settings]
@@ -65,7 +91,7 @@ type Service struct {
 	system      *actor.ActorSystem
 	registry    *actor.PID
 	activity    *activity.Activity
-	store       *store.Store
+	store       Store // nil without a state directory
 	writeBehind *store.WriteBehind
 	sched       *loop.Scheduler
 	periodNs    int64
@@ -73,9 +99,10 @@ type Service struct {
 	hwCtx       context.Context
 	hwCancel    context.CancelFunc
 	hwWG        sync.WaitGroup
-
-	// sessionsMu serialises changes to sessions (readers use the atomic).
-	sessionsMu sync.Mutex
+	// sessionGuardian supervises every session actor: one strategy, so
+	// protoactor keeps one guardian process for all of them.
+	sessionGuardian actor.SupervisorStrategy
+	supervision     *eventstream.Subscription
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -103,6 +130,9 @@ func Start(o Options) (*Service, error) {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 2 * time.Second
 	}
+	if o.DeviceRestarts == 0 {
+		o.DeviceRestarts = 10
+	}
 	if o.Clock == nil {
 		o.Clock = loop.SystemClock()
 	}
@@ -117,12 +147,15 @@ func Start(o Options) (*Service, error) {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
 		s.store = st
+		if o.WrapStore != nil {
+			s.store = o.WrapStore(st)
+		}
 		s.writeBehind = st.NewWriteBehind(time.Second)
 		s.writeBehind.OnError(func(err error) {
 			o.Log.Error().Err(err).Msg("could not write profile config in the background; will retry")
 		})
 		var stored protocol.Settings
-		found, err := st.Load("settings", &stored)
+		found, err := s.store.Load("settings", &stored)
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
@@ -146,6 +179,13 @@ func Start(o Options) (*Service, error) {
 		return nil, fmt.Errorf("actors: activity actor: %w", err)
 	}
 	s.activity = act
+	// Every supervision decision (a device actor restarted or given up, a
+	// session actor stopped) reaches the activity actor.
+	s.supervision = s.system.EventStream.Subscribe(func(ev any) {
+		if se, ok := ev.(*actor.SupervisorEvent); ok {
+			act.NoteSupervision(se.Child.GetId(), fmt.Sprint(se.Reason), se.Directive.String())
+		}
+	})
 
 	s.sched = loop.NewScheduler(loop.SchedulerOptions{
 		PeriodNs:         s.periodNs,
@@ -159,13 +199,17 @@ func Start(o Options) (*Service, error) {
 	s.sched.Start()
 	s.hwCtx, s.hwCancel = context.WithCancel(context.Background())
 
-	supervisor := actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+	s.sessionGuardian = &sessionSupervisor{svc: s}
+	// A device actor that panics restarts with its config (the core
+	// outlives the instance); past its budget it is stopped, and the
+	// registry, its parent, gives the device up (registryActor.childStopped).
+	devices := &deviceSupervisor{restarts: actor.NewOneForOneStrategy(o.DeviceRestarts, time.Minute, func(reason any) actor.Directive {
 		o.Log.Error().Interface("reason", reason).Msg("device actor crashed; restarting it with its config")
 		return actor.RestartDirective
-	})
+	})}
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return &registryActor{svc: s} },
-		actor.WithSupervisor(supervisor),
+		actor.WithSupervisor(devices),
 	))
 	return s, nil
 }
@@ -186,7 +230,8 @@ func (s *Service) StartedAt() time.Time { return s.startedAt }
 // immutable.
 func (s *Service) Devices() *DeviceSet { return s.devices.Load() }
 
-// Sessions returns the connected sessions in connection order.
+// Sessions returns the connected sessions in connection order. It never
+// blocks; do not modify the slice.
 func (s *Service) Sessions() []*Session { return *s.sessions.Load() }
 
 // Settings returns the settings in force.
@@ -197,7 +242,7 @@ func (s *Service) Settings() protocol.Settings { return *s.settings.Load() }
 // set) and a device-connected event. The service closes the driver when the
 // device leaves.
 func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
-	r, err := s.request(s.registry, &addDevice{driver: d, hardware: hardware})
+	r, err := s.ask(s.registry, &addDevice{driver: d, hardware: hardware})
 	if err != nil {
 		return nil, err
 	}
@@ -207,25 +252,26 @@ func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
-	return s.entryRequest(dev, &getEntry{session: session, key: k})
+	return s.entryRequest(dev, &getEntry{session: session, key: k, deadline: s.deadline()})
 }
 
 // SetEntry sets one config entry durably: when it returns without error the
 // value is on disk (device-global entries, and session entries of a session
-// with a profile) and in force.
+// with a profile) and in force. When it returns an error the value was not
+// applied.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
-	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true})
+	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, deadline: s.deadline()})
 }
 
 // ResetEntry restores the default of k: the device-global entry when k is
 // device-global; else for the listed sessions, or every session of the
 // device when sessions is nil.
 func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (protocol.Entry, error) {
-	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k})
+	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, deadline: s.deadline()})
 }
 
 func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, error) {
-	r, err := s.request(dev.pid, msg)
+	r, err := s.ask(dev.pid, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +290,7 @@ func (s *Service) ResetSetting(k protocol.SettingKey) (any, error) {
 }
 
 func (s *Service) settingRequest(msg actorMessage) (any, error) {
-	r, err := s.request(s.registry, msg)
+	r, err := s.ask(s.registry, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -252,13 +298,35 @@ func (s *Service) settingRequest(msg actorMessage) (any, error) {
 	return reply.value, reply.err
 }
 
-// request is the HTTP edge's way into the actors: a future with a timeout.
-func (s *Service) request(pid *actor.PID, msg actorMessage) (any, error) {
-	r, err := s.system.Root.RequestFuture(pid, msg, s.opts.RequestTimeout).Result()
+// deadline is the deadline of a control-plane request made now.
+func (s *Service) deadline() int64 {
+	return s.opts.Clock.Now() + int64(s.opts.RequestTimeout)
+}
+
+// ask is the HTTP edge's way into the actors: a future, waited for outside
+// any actor. A request carries its deadline (Service.deadline), and the
+// actor refuses it unapplied past it, so ask waits longer than that for the
+// actor's own answer: what the caller hears is what happened. Only an actor
+// stuck for twice the timeout is answered for by the future's timeout.
+func (s *Service) ask(pid *actor.PID, msg actorMessage) (any, error) {
+	r, err := s.system.Root.RequestFuture(pid, msg, 2*s.opts.RequestTimeout).Result()
 	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "the service did not answer in %v: %v", s.opts.RequestTimeout, err)
+		return nil, s.askError(err)
 	}
 	return r, nil
+}
+
+// askError maps a failed request to the error table: a request that went
+// unanswered or found its actor gone is unavailable (503 over HTTP, the
+// same code over WebSocket).
+func (s *Service) askError(err error) error {
+	switch {
+	case errors.Is(err, actor.ErrTimeout):
+		return protocol.Errorf(protocol.CodeUnavailable, "", "not answered within %v; the request was not applied: retry", 2*s.opts.RequestTimeout)
+	case errors.Is(err, actor.ErrDeadLetter):
+		return protocol.Errorf(protocol.CodeUnavailable, "", "the device or session has left; nothing was applied")
+	}
+	return fmt.Errorf("actors: request: %w", err)
 }
 
 // Shutdown stops the service in order: every device to zero force, the
@@ -297,6 +365,7 @@ func (s *Service) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("actors: flush profiles: %w", err))
 		}
 	}
+	s.system.EventStream.Unsubscribe(s.supervision)
 	s.activity.Stop()
 	s.system.Root.Stop(s.registry)
 	s.system.Shutdown()
@@ -360,19 +429,48 @@ func (ds *DeviceSet) without(d *Device) *DeviceSet {
 	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips)}
 }
 
-// registryActor creates and supervises the device actors and owns the
-// service-wide settings.
-type registryActor struct{ svc *Service }
+// registryActor creates and supervises the device actors, owns the
+// service-wide settings, and alone owns the device and session sets: every
+// change to either is one of its messages, and it publishes each new set
+// as an immutable snapshot. Because one actor orders every addition, a
+// device added while a session opens is attached to it exactly once, by the
+// registry, whichever came first.
+type registryActor struct {
+	svc *Service
+	// attached is what the registry last told the devices about each
+	// listed session (its profile and session-level basis).
+	attached map[uint64]*attachSession
+}
 
 func (r *registryActor) Receive(ctx actor.Context) {
 	s := r.svc
 	switch m := ctx.Message().(type) {
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Started:
+		if r.attached == nil {
+			r.attached = make(map[uint64]*attachSession)
+		}
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Terminated:
+		r.childStopped(ctx, m.Who)
 	case *addDevice:
 		d, err := r.add(ctx, m)
 		ctx.Respond(&addDeviceReply{device: d, err: err})
 	case *deviceFailed:
 		r.remove(ctx, m.device, m.err)
+	case *openSession:
+		r.open(ctx, m.sess)
+		ctx.Respond(&ack{})
+	case *updateSession:
+		if at := r.attached[m.sess.ID]; at != nil {
+			at = &attachSession{session: m.sess.ID, profile: m.profile, basis: m.basis}
+			r.attached[m.sess.ID] = at
+			for _, d := range s.Devices().All() {
+				ctx.Send(d.pid, at)
+			}
+		}
+		ctx.Respond(&ack{})
+	case *sessionClosed:
+		r.close(ctx, m.sess)
 	case *setSetting:
 		v, err := r.changeSetting(ctx, m.key, m.value)
 		ctx.Respond(&settingReply{value: v, err: err})
@@ -382,6 +480,50 @@ func (r *registryActor) Receive(ctx actor.Context) {
 		ctx.Respond(&settingReply{value: v, err: err})
 	default:
 		s.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("registry: unknown message dropped")
+	}
+}
+
+// open attaches a session to every device, then lists it: a device's
+// mailbox holds the attachment before anyone can find the session.
+func (r *registryActor) open(ctx actor.Context, sess *Session) {
+	s := r.svc
+	at := &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()}
+	r.attached[sess.ID] = at
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, at)
+	}
+	next := append(append(make([]*Session, 0, len(s.Sessions())+1), s.Sessions()...), sess)
+	s.sessions.Store(&next)
+}
+
+// close unlists a session and detaches it from every device.
+func (r *registryActor) close(ctx actor.Context, sess *Session) {
+	s := r.svc
+	if _, ok := r.attached[sess.ID]; !ok {
+		return
+	}
+	delete(r.attached, sess.ID)
+	cur := s.Sessions()
+	next := make([]*Session, 0, len(cur))
+	for _, x := range cur {
+		if x != sess {
+			next = append(next, x)
+		}
+	}
+	s.sessions.Store(&next)
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, &detachSession{session: sess.ID})
+	}
+}
+
+// childStopped handles a device actor that stopped. One the registry did
+// not stop itself ran out of restarts: its device is given up as failed.
+func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
+	for _, d := range r.svc.Devices().All() {
+		if d.pid.Equal(pid) {
+			r.remove(ctx, d, fmt.Errorf("actors: the device actor of %s %s kept failing (%d restarts within a minute); output halted until the device is seen again", d.Type.Key(), d.ID, r.svc.opts.DeviceRestarts))
+			return
+		}
 	}
 }
 
@@ -415,6 +557,8 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		writeBehind: s.writeBehind,
 		activity:    s.activity,
 		registry:    ctx.Self(),
+		clock:       s.opts.Clock,
+		hook:        s.opts.DeviceHook,
 		log:         s.log.With().Str("device_type", t.Key()).Str("device_id", d.ID).Logger(),
 		settings:    s.Settings(),
 	}
@@ -424,21 +568,12 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		return nil, fmt.Errorf("actors: spawn device actor: %w", err)
 	}
 	d.pid = pid
-	// Sessions already connected see the new device with their own view,
-	// attached before the device is listed.
-	before := s.Sessions()
-	for _, sess := range before {
-		ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
+	// Every listed session is attached before the device is listed, so no
+	// reader finds the device without its sessions.
+	for _, sess := range s.Sessions() {
+		ctx.Send(pid, r.attached[sess.ID])
 	}
 	s.devices.Store(s.devices.Load().with(d))
-	// A session that listed itself meanwhile may have read the device list
-	// before d was on it: attach it too. Sessions do the mirror check, so
-	// one side or the other always attaches (attach is idempotent).
-	for _, sess := range s.Sessions() {
-		if !slices.Contains(before, sess) {
-			ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
-		}
-	}
 	if m.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})
@@ -463,6 +598,8 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 	if s.devices.Load().Find(d.Type, d.ID) != d {
 		return // already gone
 	}
+	// Zero force first, whatever happens to the loop and the driver next.
+	d.rt.Halt()
 	s.devices.Store(s.devices.Load().without(d))
 	// The loop must be done with the driver before it is closed: a
 	// hardware loop is cancelled and waited for (it also returns by itself

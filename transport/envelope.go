@@ -53,13 +53,7 @@ func writeError(w http.ResponseWriter, e *protocol.Error) {
 }
 
 // asError turns any error from below into the envelope's shape.
-func asError(err error) *protocol.Error {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
-}
+func asError(err error) *protocol.Error { return protocol.AsError(err, "") }
 
 // readBody reads a request body up to maxBodyBytes. Bodies are parsed as
 // JSON whatever the Content-Type says (curl without -H sends a form type).
