@@ -52,6 +52,17 @@ func writeError(w http.ResponseWriter, e *protocol.Error) {
 	_, _ = w.Write(protocol.AppendErrorEnvelope(nil, e)) // the client is gone if this fails
 }
 
+// writePartialError answers a write to several targets that failed partway:
+// the error envelope plus applied_to, the targets that took the change.
+func writePartialError(w http.ResponseWriter, e *protocol.Error, applied []appliedTo) {
+	writeJSON(w, e.Code.HTTPStatus(), struct {
+		OK        bool          `json:"ok"`
+		Error     string        `json:"error"`
+		Code      protocol.Code `json:"code"`
+		AppliedTo []appliedTo   `json:"applied_to"`
+	}{false, e.Message, e.Code, applied})
+}
+
 // asError turns any error from below into the envelope's shape.
 func asError(err error) *protocol.Error { return protocol.AsError(err, "") }
 

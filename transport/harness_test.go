@@ -40,6 +40,11 @@ type serviceConfig struct {
 	dir         string
 	aliases     string
 	allowOrigin []string
+	// Failure injection (zero: none).
+	wrapStore      func(actors.Store) actors.Store
+	deviceHook     func(*actors.Device)
+	requestTimeout time.Duration
+	wrapCodec      func(actors.Codec) actors.Codec
 }
 
 func testLogger() zerolog.Logger {
@@ -63,7 +68,8 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		t.Fatal(err)
 	}
 	goroutinesBefore := runtime.NumGoroutine()
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1})
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1,
+		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, RequestTimeout: cfg.requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +88,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WrapCodec: cfg.wrapCodec})
 	if err != nil {
 		t.Fatal(err)
 	}

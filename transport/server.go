@@ -31,6 +31,16 @@ type Config struct {
 	Port, LegacyPort, EventsPort int
 	AllowOrigins, AllowHosts     []string
 	Build                        BuildInfo
+	// WrapCodec, if set, wraps the codec of every simulation session (tests
+	// use it to make a codec panic).
+	WrapCodec func(actors.Codec) actors.Codec
+}
+
+func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {
+	if cfg.WrapCodec == nil {
+		return c
+	}
+	return cfg.WrapCodec(c)
 }
 
 // Server runs every listener. All listeners go through one accept path
@@ -78,13 +88,13 @@ func Start(cfg Config) (*Server, error) {
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.x").Logger())
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.0").Logger())
 		router := newRouter(a)
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
 		// under /3.0/.
