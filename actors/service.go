@@ -367,7 +367,11 @@ func (s *Service) shutdown(ctx context.Context) error {
 	}
 	s.system.EventStream.Unsubscribe(s.supervision)
 	s.activity.Stop()
-	s.system.Root.Stop(s.registry)
+	// Waited for: the device actors stop with the registry, before the
+	// system does.
+	if err := s.system.Root.StopFuture(s.registry).Wait(); err != nil {
+		errs = append(errs, fmt.Errorf("actors: stop the registry: %w", err))
+	}
 	s.system.Shutdown()
 	return errors.Join(errs...)
 }
@@ -440,6 +444,9 @@ type registryActor struct {
 	// attached is what the registry last told the devices about each
 	// listed session (its profile and session-level basis).
 	attached map[uint64]*attachSession
+	// stopping is set once the registry itself stops: its children stop
+	// with it, and that is no failure.
+	stopping bool
 }
 
 func (r *registryActor) Receive(ctx actor.Context) {
@@ -449,9 +456,13 @@ func (r *registryActor) Receive(ctx actor.Context) {
 		if r.attached == nil {
 			r.attached = make(map[uint64]*attachSession)
 		}
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Stopping:
+		r.stopping = true
+	case *actor.Stopped, *actor.Restarting:
 	case *actor.Terminated:
-		r.childStopped(ctx, m.Who)
+		if !r.stopping {
+			r.childStopped(ctx, m.Who)
+		}
 	case *addDevice:
 		d, err := r.add(ctx, m)
 		ctx.Respond(&addDeviceReply{device: d, err: err})

@@ -212,3 +212,23 @@ func TestDriverThatPanicsFailsItsDeviceOnly(t *testing.T) {
 		t.Fatalf("the other device refuses commands: %v", codes)
 	}
 }
+
+// Shutting down stops every device actor with the registry: that is no
+// failure, so no rescan and no second close of the driver.
+func TestShutdownIsNoDeviceFailure(t *testing.T) {
+	var lost atomic.Int64
+	svc, err := Start(Options{SimShards: 1, OnDeviceLost: func(hw.Info) { lost.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := &fakeDriver{Arm: simArm(0)}
+	addArm(t, svc, drv)
+	// Shutdown returns once the registry and its device actors stopped.
+	shutdown(t, svc)
+	if lost.Load() != 0 {
+		t.Fatalf("shutdown reported the device lost %d times", lost.Load())
+	}
+	if drv.closes.Load() != 1 {
+		t.Fatalf("the driver was closed %d times, want once", drv.closes.Load())
+	}
+}
