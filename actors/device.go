@@ -166,7 +166,6 @@ type deviceCore struct {
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
-	clock       loop.Clock
 	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
 
@@ -195,17 +194,17 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.dev.rt.Halt()
 	case *actor.Stopped:
 	case *getEntry:
-		if c.admit(ctx, m.deadline) {
+		if c.admit(m.ticket) {
 			e, err := c.get(m.session, m.key)
 			ctx.Respond(&entryReply{entry: e, err: err})
 		}
 	case *setEntries:
-		if c.admit(ctx, m.deadline) {
+		if c.admit(m.ticket) {
 			e, err := c.set(m)
 			ctx.Respond(&entryReply{entry: e, err: err})
 		}
 	case *resetEntry:
-		if c.admit(ctx, m.deadline) {
+		if c.admit(m.ticket) {
 			e, err := c.reset(m)
 			ctx.Respond(&entryReply{entry: e, err: err})
 		}
@@ -213,6 +212,8 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.attach(m)
 	case *detachSession:
 		c.detach(m.session)
+	case *published:
+		ctx.Respond(&ack{})
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
@@ -223,19 +224,13 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 	}
 }
 
-// admit runs the test hook, then decides whether a control-plane request
-// is still wanted: one that waited past its deadline is refused unapplied,
-// since its requester has been (or is about to be) told it failed.
-func (c *deviceCore) admit(ctx actor.Context, deadline int64) bool {
+// admit runs the test hook, then admits a control-plane request unless its
+// requester cancelled it at its deadline (and has answered unavailable).
+func (c *deviceCore) admit(t *ticket) bool {
 	if c.hook != nil {
 		c.hook(c.dev)
 	}
-	if deadline != 0 && c.clock != nil && c.clock.Now() > deadline {
-		ctx.Respond(&entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-			"%s %s was busy past the request's deadline; nothing was applied: retry", c.dev.Type.Key(), c.dev.ID)})
-		return false
-	}
-	return true
+	return t.admit()
 }
 
 // deviceSupervisor restarts a device actor that panicked (oneForOne with a

@@ -43,13 +43,14 @@
 //
 // # Outcomes
 //
-// Every control-plane request carries a deadline (Options.RequestTimeout
-// from when it was made). A device actor that reaches a request past its
-// deadline refuses it unapplied, and the caller is answered unavailable
-// (503 over HTTP, the same code in a frame): an answer of unavailable
-// never turns into a change later. Callers wait longer than the deadline
-// for the actor's own answer, so what they hear is what happened. Errors
-// map to codes once, through protocol.AsError, for HTTP and WebSocket.
+// Every control-plane request (an entry's get, set or reset, a setting)
+// carries a ticket. At Options.RequestTimeout the caller cancels it unless
+// the actor has admitted it; before applying it the actor admits it unless
+// it was cancelled. Whichever comes first wins: a cancelled request is
+// answered unavailable at once (503 over HTTP, the same code in a frame)
+// and never applied later; an admitted one is answered with its outcome,
+// however long its durable write takes. Errors map to codes once, through
+// protocol.AsError, for HTTP and WebSocket.
 //
 // # Supervision
 //

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"sync/atomic"
+
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -55,10 +57,14 @@ type sessionClosed struct{ sess *Session }
 // setSetting and resetSetting change one service-wide setting; the registry
 // owns settings. The reply is settingReply.
 type setSetting struct {
-	key   protocol.SettingKey
-	value any
+	key    protocol.SettingKey
+	value  any
+	ticket *ticket
 }
-type resetSetting struct{ key protocol.SettingKey }
+type resetSetting struct {
+	key    protocol.SettingKey
+	ticket *ticket
+}
 type settingReply struct {
 	value any
 	err   error
@@ -66,17 +72,38 @@ type settingReply struct {
 
 // --- device ---
 
-// The control-plane requests (getEntry, setEntries, resetEntry) carry a
-// deadline on the service clock (loop.Clock nanoseconds; 0 for none). A
-// device actor that reaches a request after its deadline refuses it
-// unapplied, so a requester that gave up never sees its change land later.
+// ticket settles the race between a control-plane request and its deadline.
+// At the deadline the requester cancels it; before applying it the actor
+// admits it. Whichever comes first wins: a cancelled request is answered
+// unavailable at once and never applied, an admitted one is waited for and
+// answered with its outcome. A nil ticket is always admitted. (Across hosts
+// a deadline carried in the message would do the same job, less exactly.)
+type ticket struct{ state atomic.Int32 }
+
+const (
+	ticketPending int32 = iota
+	ticketAdmitted
+	ticketCancelled
+)
+
+func (t *ticket) admit() bool {
+	return t == nil || t.state.CompareAndSwap(ticketPending, ticketAdmitted)
+}
+
+func (t *ticket) cancel() bool {
+	return t != nil && t.state.CompareAndSwap(ticketPending, ticketCancelled)
+}
+
+// cancelled is what a requester's future receives when it cancelled the
+// request at its deadline.
+type cancelled struct{}
 
 // getEntry reads one config entry of a device, as session sees it (0 for a
 // device-global entry).
 type getEntry struct {
 	session  uint64
 	key      protocol.Key
-	deadline int64
+	ticket   *ticket
 }
 
 // setEntries applies config entries of one device, all or none. session is 0
@@ -87,7 +114,7 @@ type setEntries struct {
 	session  uint64
 	entries  []protocol.Entry
 	durable  bool
-	deadline int64
+	ticket   *ticket
 }
 
 // resetEntry restores an entry's default: for the listed sessions, or for
@@ -98,7 +125,7 @@ type resetEntry struct {
 	sessions []uint64
 	all      bool
 	key      protocol.Key
-	deadline int64
+	ticket   *ticket
 }
 
 // entryReply answers getEntry, setEntries and resetEntry with the value now
@@ -116,6 +143,12 @@ type attachSession struct {
 	profile string
 	basis   protocol.Basis
 }
+
+// published asks a device actor to answer ack once it has handled every
+// message queued before it: a session that changed its profile or basis
+// sends it after the registry queued the attachments, so that its frame
+// shows the views they publish.
+type published struct{}
 
 // detachSession drops a session's view; pending profile writes are flushed.
 type detachSession struct{ session uint64 }
@@ -165,9 +198,11 @@ func (*resetEntry) actorMessage()     {}
 func (*entryReply) actorMessage()     {}
 func (*attachSession) actorMessage()  {}
 func (*detachSession) actorMessage()  {}
+func (*published) actorMessage()      {}
 func (*applyGlobals) actorMessage()   {}
 func (*loopEvent) actorMessage()      {}
 func (*ack) actorMessage()            {}
+func (*cancelled) actorMessage()      {}
 func (*beginSession) actorMessage()   {}
 func (*inbound) actorMessage()        {}
 func (*answer) actorMessage()         {}

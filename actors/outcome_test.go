@@ -29,23 +29,40 @@ func (g *gate) hook(*Device) {
 	}
 }
 
-// A request whose deadline passes while the device actor is busy is
-// answered unavailable and never applied later: neither in force nor on
-// disk after a restart.
-func TestRequestPastItsDeadlineIsNeverApplied(t *testing.T) {
+// slowStore delays every Save.
+type slowStore struct {
+	Store
+	delay time.Duration
+}
+
+func (s slowStore) Save(name string, v any) error {
+	time.Sleep(s.delay)
+	return s.Store.Save(name, v)
+}
+
+// A request the device actor has not taken up by its deadline is answered
+// unavailable and never applied, neither in force nor on disk after a
+// restart. One it took up is answered with its outcome, however long that
+// takes.
+func TestRequestOutcomeAtTheDeadline(t *testing.T) {
+	const timeout = 100 * time.Millisecond
 	for _, c := range []struct {
-		name string
-		// hold returns once the held request may go on: after the caller
-		// was answered, or while it still waits.
-		answeredFirst bool
+		name      string
+		late      func(*Options, *gate)
+		wantCode  protocol.Code
+		wantAfter protocol.Entry
 	}{
-		{"answered by the timeout", true},
-		{"answered by the device actor", false},
+		{"not taken up in time", func(o *Options, g *gate) { o.DeviceHook = g.hook }, protocol.CodeUnavailable, protocol.Handedness("left")},
+		{"taken up, slow to store", func(o *Options, g *gate) {
+			o.WrapStore = func(s Store) Store { return slowStore{s, 3 * timeout} }
+		}, "", protocol.Handedness("right")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			g := newGate()
-			svc := startWith(t, Options{StateDir: dir, RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
+			o := Options{StateDir: dir, RequestTimeout: timeout}
+			c.late(&o, g)
+			svc := startWith(t, o)
 			arm := addArm(t, svc, simArm(0))
 			if _, err := svc.SetEntry(arm, 0, protocol.Handedness("left")); err != nil {
 				t.Fatal(err)
@@ -57,32 +74,27 @@ func TestRequestPastItsDeadlineIsNeverApplied(t *testing.T) {
 				_, err := svc.SetEntry(arm, 0, protocol.Handedness("right"))
 				answered <- err
 			}()
-			<-g.held
 			var err error
-			if c.answeredFirst {
+			select {
+			case <-g.held:
 				err = <-answered
 				g.shut.Store(false)
 				close(g.release)
-			} else {
-				// Past the deadline, before the caller's own timeout.
-				time.Sleep(150 * time.Millisecond)
-				g.shut.Store(false)
-				close(g.release)
-				err = <-answered
+			case err = <-answered:
 			}
-			if errCode(err) != protocol.CodeUnavailable {
-				t.Fatalf("the late request answered %v, want unavailable", err)
+			if errCode(err) != c.wantCode {
+				t.Fatalf("the late request answered %v, want code %q", err, c.wantCode)
 			}
 			e, err := svc.Entry(arm, 0, protocol.KeyHandedness)
-			if err != nil || e != protocol.Handedness("left") {
-				t.Fatalf("after an answer of unavailable handedness is %v (%v), want left as before", e, err)
+			if err != nil || e != c.wantAfter {
+				t.Fatalf("after the answer handedness is %v (%v), want %v", e, err, c.wantAfter)
 			}
 
 			shutdown(t, svc)
 			svc2 := startWith(t, Options{StateDir: dir})
 			arm2 := addArm(t, svc2, simArm(0))
-			if e, err := svc2.Entry(arm2, 0, protocol.KeyHandedness); err != nil || e != protocol.Handedness("left") {
-				t.Fatalf("after a restart handedness is %v (%v), want left", e, err)
+			if e, err := svc2.Entry(arm2, 0, protocol.KeyHandedness); err != nil || e != c.wantAfter {
+				t.Fatalf("after a restart handedness is %v (%v), want %v", e, err, c.wantAfter)
 			}
 		})
 	}
@@ -121,8 +133,8 @@ func TestStoreFailureForOneTargetChangesNothingThere(t *testing.T) {
 }
 
 // While a configure waits for a slow device actor, the client's later
-// messages wait behind it: one frame per message, in order, and the
-// configure's frame says it was not applied.
+// messages wait behind it: one frame per message, in order; the configure
+// is answered at its deadline as not applied, and it never applies.
 func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
 	g := newGate()
 	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
@@ -140,10 +152,8 @@ func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
 		t.Fatalf("a frame was sent while the configure of the first message waited: %s", f)
 	case <-time.After(50 * time.Millisecond):
 	}
-	time.Sleep(100 * time.Millisecond) // past the configure's deadline
-	g.shut.Store(false)
-	close(g.release)
-
+	// The configure is answered at its deadline, while the device actor
+	// is still held, and the frames follow in order.
 	first := sink.next(t)
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
@@ -153,6 +163,8 @@ func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
 			t.Fatalf("frame %d: errors %v", i+2, codes)
 		}
 	}
+	g.shut.Store(false)
+	close(g.release)
 	e, err := svc.Entry(arm, sess.ID, protocol.KeyDamping)
 	if err != nil || e.(protocol.Damping).ScalarOrZero() != 0 {
 		t.Fatalf("damping is %v (%v) after a configure answered unavailable, want the default", e, err)
@@ -183,6 +195,11 @@ func TestProfileAndConfigureInOneMessage(t *testing.T) {
 	f := exchange(t, sess2, sink2, `{"session":{"configure":{"profile":{"name":"lab"}},"force_render_full_state":{}}}`)
 	if codes := f.errorCodes(); len(codes) != 0 {
 		t.Fatalf("errors %v", codes)
+	}
+	// The frame that answers the profile change already shows its entries.
+	cfg, _ := f.device(arm2.ID)["config"].(map[string]any)
+	if fmt.Sprint(cfg["filters"]) != "map[damping:map[scalar:3] force_gate:map[gain:0.3]]" {
+		t.Fatalf("the frame answering the profile change shows filters %v, want the profile's damping 3", cfg["filters"])
 	}
 	if e, err := svc2.Entry(arm2, sess2.ID, protocol.KeyDamping); err != nil || e.(protocol.Damping).ScalarOrZero() != 3 {
 		t.Fatalf("the profile's damping is %v (%v), want 3", e, err)

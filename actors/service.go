@@ -37,8 +37,8 @@ type Options struct {
 	// protocol.LeaseDefaultMs, 100).
 	DefaultLeaseMs int
 	// RequestTimeout is the deadline of every control-plane request
-	// (default 2 s): a device actor that reaches a request later refuses it
-	// unapplied, and the caller is answered unavailable.
+	// (default 2 s): one its actor has not taken up by then is answered
+	// unavailable and never applied.
 	RequestTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
@@ -252,7 +252,7 @@ func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
-	return s.entryRequest(dev, &getEntry{session: session, key: k, deadline: s.deadline()})
+	return s.entryRequest(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
 }
 
 // SetEntry sets one config entry durably: when it returns without error the
@@ -260,14 +260,14 @@ func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.E
 // with a profile) and in force. When it returns an error the value was not
 // applied.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
-	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, deadline: s.deadline()})
+	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
 }
 
 // ResetEntry restores the default of k: the device-global entry when k is
 // device-global; else for the listed sessions, or every session of the
 // device when sessions is nil.
 func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (protocol.Entry, error) {
-	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, deadline: s.deadline()})
+	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, ticket: &ticket{}})
 }
 
 func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, error) {
@@ -275,18 +275,21 @@ func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, e
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*entryReply)
+	reply, ok := r.(*entryReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.entry, reply.err
 }
 
 // SetSetting changes a setting durably and applies it to every device.
 func (s *Service) SetSetting(k protocol.SettingKey, v any) (any, error) {
-	return s.settingRequest(&setSetting{key: k, value: v})
+	return s.settingRequest(&setSetting{key: k, value: v, ticket: &ticket{}})
 }
 
 // ResetSetting restores a setting's default.
 func (s *Service) ResetSetting(k protocol.SettingKey) (any, error) {
-	return s.settingRequest(&resetSetting{key: k})
+	return s.settingRequest(&resetSetting{key: k, ticket: &ticket{}})
 }
 
 func (s *Service) settingRequest(msg actorMessage) (any, error) {
@@ -294,26 +297,78 @@ func (s *Service) settingRequest(msg actorMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*settingReply)
+	reply, ok := r.(*settingReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.value, reply.err
 }
 
-// deadline is the deadline of a control-plane request made now.
-func (s *Service) deadline() int64 {
-	return s.opts.Clock.Now() + int64(s.opts.RequestTimeout)
+// admittedLimit bounds the wait for an actor that admitted a request (its
+// deadline no longer applies: the caller is owed the outcome). Only a
+// wedged actor takes this long.
+const admittedLimit = time.Minute
+
+// ask is the HTTP edge's way into the actors: send, then wait outside any
+// actor.
+func (s *Service) ask(pid *actor.PID, msg actorMessage) (any, error) {
+	return s.send(pid, msg).wait()
 }
 
-// ask is the HTTP edge's way into the actors: a future, waited for outside
-// any actor. A request carries its deadline (Service.deadline), and the
-// actor refuses it unapplied past it, so ask waits longer than that for the
-// actor's own answer: what the caller hears is what happened. Only an actor
-// stuck for twice the timeout is answered for by the future's timeout.
-func (s *Service) ask(pid *actor.PID, msg actorMessage) (any, error) {
-	r, err := s.system.Root.RequestFuture(pid, msg, 2*s.opts.RequestTimeout).Result()
+// pendingRequest is a request sent to an actor and not yet answered.
+type pendingRequest struct {
+	svc    *Service
+	future *actor.Future
+	timer  *time.Timer
+}
+
+// send sends msg to pid now. When msg carries a ticket, the request is
+// cancelled at Options.RequestTimeout unless the actor admitted it by then:
+// the waiter is answered unavailable at once, and the actor will never
+// apply it. An admitted request is waited for until the actor answers.
+func (s *Service) send(pid *actor.PID, msg actorMessage) *pendingRequest {
+	root := s.system.Root
+	p := &pendingRequest{svc: s, future: root.RequestFuture(pid, msg, s.opts.RequestTimeout+admittedLimit)}
+	if t := ticketOf(msg); t != nil {
+		p.timer = time.AfterFunc(s.opts.RequestTimeout, func() {
+			if t.cancel() {
+				root.Send(p.future.PID(), &cancelled{})
+			}
+		})
+	}
+	return p
+}
+
+// wait returns the actor's answer, or the error table's reading of why
+// there is none.
+func (p *pendingRequest) wait() (any, error) {
+	r, err := p.future.Result()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	if err != nil {
-		return nil, s.askError(err)
+		return nil, p.svc.askError(err)
+	}
+	if _, ok := r.(*cancelled); ok {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "not taken up within %v (the device or service is busy); nothing was applied: retry", p.svc.opts.RequestTimeout)
 	}
 	return r, nil
+}
+
+func ticketOf(msg actorMessage) *ticket {
+	switch m := msg.(type) {
+	case *getEntry:
+		return m.ticket
+	case *setEntries:
+		return m.ticket
+	case *resetEntry:
+		return m.ticket
+	case *setSetting:
+		return m.ticket
+	case *resetSetting:
+		return m.ticket
+	}
+	return nil
 }
 
 // askError maps a failed request to the error table: a request that went
@@ -322,7 +377,7 @@ func (s *Service) ask(pid *actor.PID, msg actorMessage) (any, error) {
 func (s *Service) askError(err error) error {
 	switch {
 	case errors.Is(err, actor.ErrTimeout):
-		return protocol.Errorf(protocol.CodeUnavailable, "", "not answered within %v; the request was not applied: retry", 2*s.opts.RequestTimeout)
+		return protocol.Errorf(protocol.CodeUnavailable, "", "taken up but not answered within %v; its outcome is unknown: read the value back", s.opts.RequestTimeout+admittedLimit)
 	case errors.Is(err, actor.ErrDeadLetter):
 		return protocol.Errorf(protocol.CodeUnavailable, "", "the device or session has left; nothing was applied")
 	}
@@ -483,12 +538,16 @@ func (r *registryActor) Receive(ctx actor.Context) {
 	case *sessionClosed:
 		r.close(ctx, m.sess)
 	case *setSetting:
-		v, err := r.changeSetting(ctx, m.key, m.value)
-		ctx.Respond(&settingReply{value: v, err: err})
+		if m.ticket.admit() {
+			v, err := r.changeSetting(ctx, m.key, m.value)
+			ctx.Respond(&settingReply{value: v, err: err})
+		}
 	case *resetSetting:
-		def := protocol.DefaultSettings()
-		v, err := r.changeSetting(ctx, m.key, def.Get(m.key))
-		ctx.Respond(&settingReply{value: v, err: err})
+		if m.ticket.admit() {
+			def := protocol.DefaultSettings()
+			v, err := r.changeSetting(ctx, m.key, def.Get(m.key))
+			ctx.Respond(&settingReply{value: v, err: err})
+		}
 	default:
 		s.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("registry: unknown message dropped")
 	}
@@ -568,7 +627,6 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		writeBehind: s.writeBehind,
 		activity:    s.activity,
 		registry:    ctx.Self(),
-		clock:       s.opts.Clock,
 		hook:        s.opts.DeviceHook,
 		log:         s.log.With().Str("device_type", t.Key()).Str("device_id", d.ID).Logger(),
 		settings:    s.Settings(),

@@ -272,8 +272,11 @@ type sessionActor struct {
 	devs    *DeviceSet // the device set the message in hand is applied to
 	asked   []askSlot
 	waiting int
-	queue   [][]byte
-	qhead   int
+	// reviewed is set when the message in hand changed the profile or
+	// basis: its frame waits until every device published the new views.
+	reviewed bool
+	queue    [][]byte
+	qhead    int
 
 	// Scratch reused every message: decoding and encoding allocate little.
 	msg   protocol.ClientMessage
@@ -390,21 +393,18 @@ func (a *sessionActor) answered(ctx actor.Context, m *answer) {
 	a.drain(ctx)
 }
 
-// ask sends msg to pid for the message in hand. The answer comes back as an
-// *answer message: a goroutine waits on the future, outside any Receive,
-// and Sends it to the session (which, on the synchronized dispatcher, then
-// runs on that goroutine rather than on the answering actor's).
+// ask sends msg to pid for the message in hand, now (so requests to one
+// actor keep their order). The answer comes back as an *answer message: a
+// goroutine waits for it outside any Receive and Sends it to the session,
+// which, on the synchronized dispatcher, then runs on that goroutine rather
+// than on the answering actor's.
 func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, entry int, path string) {
 	a.asked = append(a.asked, askSlot{entry: entry, path: path})
 	a.waiting++
-	slot := len(a.asked) - 1
-	future := ctx.RequestFuture(pid, msg, 2*a.svc.opts.RequestTimeout)
-	self, root, gen, svc := ctx.Self(), a.svc.system.Root, a.gen, a.svc
+	req := a.svc.send(pid, msg)
+	self, root, gen, slot := ctx.Self(), a.svc.system.Root, a.gen, len(a.asked)-1
 	go func() {
-		r, err := future.Result()
-		if err != nil {
-			err = svc.askError(err)
-		}
+		r, err := req.wait()
 		root.Send(self, &answer{gen: gen, slot: slot, reply: r, err: err})
 	}()
 }
@@ -490,7 +490,8 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	if sp.SetCoordinateOrigin != "" {
 		a.deprecated(protocol.CommandSetCoordinateOrigin)
 	}
-	if a.profile != profile || a.basis != basis {
+	a.reviewed = a.profile != profile || a.basis != basis
+	if a.reviewed {
 		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: a.profile, basis: a.basis}, -1, "session.configure")
 	}
 }
@@ -553,9 +554,16 @@ func (a *sessionActor) saveProfileSession() {
 
 // configureAll sends the message's configures to the device actors: the
 // deprecated set_coordinate_origin (a preset on every device of the
-// session, arms and grips) first, then each device entry's own.
+// session, arms and grips) first, then each device entry's own. After a
+// profile or basis change it also waits for every device to publish the
+// views the registry's attachments bring, so the frame shows them.
 func (a *sessionActor) configureAll(ctx actor.Context) {
 	msg := &a.msg
+	if a.reviewed {
+		for _, d := range a.devs.All() {
+			a.ask(ctx, d.pid, &published{}, -1, "session.configure")
+		}
+	}
 	if o := msg.Session.SetCoordinateOrigin; o != "" {
 		preset := []protocol.Entry{protocol.Preset{Preset: o}}
 		for _, d := range a.devs.All() {
@@ -618,7 +626,7 @@ func (a *sessionActor) configure(ctx actor.Context, d *Device, entry int, path, 
 	if d.unchangedBy(a.sess.ID, entries) {
 		return
 	}
-	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, deadline: a.svc.deadline()}, entry, path+suffix)
+	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
 }
 
 // command writes a control command into the device's register (data
