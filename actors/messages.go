@@ -101,9 +101,9 @@ type cancelled struct{}
 // getEntry reads one config entry of a device, as session sees it (0 for a
 // device-global entry).
 type getEntry struct {
-	session  uint64
-	key      protocol.Key
-	ticket   *ticket
+	session uint64
+	key     protocol.Key
+	ticket  *ticket
 }
 
 // setEntries applies config entries of one device, all or none. session is 0
@@ -111,10 +111,10 @@ type getEntry struct {
 // disk before the reply (HTTP); otherwise profile storage is write-behind
 // (WebSocket, possibly every tick).
 type setEntries struct {
-	session  uint64
-	entries  []protocol.Entry
-	durable  bool
-	ticket   *ticket
+	session uint64
+	entries []protocol.Entry
+	durable bool
+	ticket  *ticket
 }
 
 // resetEntry restores an entry's default: for the listed sessions, or for
