@@ -410,7 +410,7 @@ func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, 
 }
 
 // begin takes a client message in hand: it decodes it and applies its
-// session part, then advances as far as it can without waiting.
+// session part; drain moves it on from there.
 func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
 	a.gen++
 	a.cur = buf
@@ -436,7 +436,6 @@ func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
 	a.devs = a.svc.Devices()
 	a.applySession(ctx)
 	a.stage = stageConfigure
-	a.drain(ctx)
 }
 
 // advance runs the next stage of the message in hand; every answer of the
