@@ -233,21 +233,17 @@ func (c *deviceCore) admit(t *ticket) bool {
 	return t.admit()
 }
 
-// deviceSupervisor restarts a device actor that panicked (oneForOne with a
-// budget) and first answers the request it was handling, if any: the
-// requester learns at once that nothing was applied instead of waiting out
-// its deadline.
-type deviceSupervisor struct{ restarts actor.SupervisorStrategy }
+// answering is a supervisor strategy that first answers the request the
+// failed actor was handling, if it was one (*failed), then lets its inner
+// strategy decide: the requester learns at once instead of waiting out its
+// deadline.
+type answering struct{ inner actor.SupervisorStrategy }
 
-func (s *deviceSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+func (s *answering) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
 	if env, ok := message.(*actor.MessageEnvelope); ok && env.Sender != nil {
-		switch env.Message.(type) {
-		case *getEntry, *setEntries, *resetEntry:
-			sys.Root.Send(env.Sender, &entryReply{err: protocol.Errorf(protocol.CodeInternal, "",
-				"the device actor failed while handling this request and was restarted; nothing was applied: %v", reason)})
-		}
+		sys.Root.Send(env.Sender, &failed{reason: reason})
 	}
-	s.restarts.HandleFailure(sys, sup, child, rs, reason, message)
+	s.inner.HandleFailure(sys, sup, child, rs, reason, message)
 }
 
 // init loads the device-global entries and publishes the first views. It

@@ -94,6 +94,10 @@ func (t *ticket) cancel() bool {
 	return t != nil && t.state.CompareAndSwap(ticketPending, ticketCancelled)
 }
 
+// failed answers a request whose handler panicked (see answering): the
+// requester learns at once instead of waiting out its deadline.
+type failed struct{ reason any }
+
 // cancelled is what a requester's future receives when it cancelled the
 // request at its deadline.
 type cancelled struct{}
@@ -203,6 +207,7 @@ func (*applyGlobals) actorMessage()   {}
 func (*loopEvent) actorMessage()      {}
 func (*ack) actorMessage()            {}
 func (*cancelled) actorMessage()      {}
+func (*failed) actorMessage()         {}
 func (*beginSession) actorMessage()   {}
 func (*inbound) actorMessage()        {}
 func (*answer) actorMessage()         {}

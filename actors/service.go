@@ -203,13 +203,22 @@ func Start(o Options) (*Service, error) {
 	// A device actor that panics restarts with its config (the core
 	// outlives the instance); past its budget it is stopped, and the
 	// registry, its parent, gives the device up (registryActor.childStopped).
-	devices := &deviceSupervisor{restarts: actor.NewOneForOneStrategy(o.DeviceRestarts, time.Minute, func(reason any) actor.Directive {
+	devices := &answering{inner: actor.NewOneForOneStrategy(o.DeviceRestarts, time.Minute, func(reason any) actor.Directive {
 		o.Log.Error().Interface("reason", reason).Msg("device actor crashed; restarting it with its config")
 		return actor.RestartDirective
 	})}
+	// The registry itself is resumed after a panic, never restarted: a
+	// restart would stop every device actor (its children) and drop the
+	// sets it owns.
+	resume := &answering{inner: actor.NewOneForOneStrategy(0, time.Minute, func(reason any) actor.Directive {
+		o.Log.Error().Interface("reason", reason).Msg("registry crashed on one message; resuming it")
+		return actor.ResumeDirective
+	})}
+	reg := &registryActor{svc: s, attached: make(map[uint64]*attachSession)}
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
-		func() actor.Actor { return &registryActor{svc: s} },
+		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),
+		actor.WithGuardian(resume),
 	))
 	return s, nil
 }
@@ -246,7 +255,10 @@ func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*addDeviceReply)
+	reply, ok := r.(*addDeviceReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.device, reply.err
 }
 
@@ -349,8 +361,11 @@ func (p *pendingRequest) wait() (any, error) {
 	if err != nil {
 		return nil, p.svc.askError(err)
 	}
-	if _, ok := r.(*cancelled); ok {
+	switch r := r.(type) {
+	case *cancelled:
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "not taken up within %v (the device or service is busy); nothing was applied: retry", p.svc.opts.RequestTimeout)
+	case *failed:
+		return nil, protocol.Errorf(protocol.CodeInternal, "", "the actor handling this request failed (%v) and was restarted; read the value back before retrying", r.reason)
 	}
 	return r, nil
 }
@@ -508,9 +523,6 @@ func (r *registryActor) Receive(ctx actor.Context) {
 	s := r.svc
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		if r.attached == nil {
-			r.attached = make(map[uint64]*attachSession)
-		}
 	case *actor.Stopping:
 		r.stopping = true
 	case *actor.Stopped, *actor.Restarting:
