@@ -264,6 +264,7 @@ type sessionActor struct {
 	leaseMs int
 	seq     uint64
 	busy    map[busyKey]busyNote
+	started bool // the inventory went out (and session-started)
 
 	// The message in hand and the ones queued behind it.
 	stage   int
@@ -304,6 +305,7 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 }
 
 func (a *sessionActor) start() {
+	a.started = true
 	a.svc.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
 	a.log.Info().Str("api_version", a.sess.APIVersion).Msg("session started")
 
@@ -327,8 +329,10 @@ func (a *sessionActor) stop(ctx actor.Context) {
 			a.log.Error().Err(err).Msg("flush profile config at session end")
 		}
 	}
-	s.activity.Publish(event.SessionEnded(a.sess.ID, a.profile, a.sess.Remote, a.sess.APIVersion))
-	a.log.Info().Str("reason", a.sess.reason()).Msg("session ended")
+	if a.started {
+		s.activity.Publish(event.SessionEnded(a.sess.ID, a.profile, a.sess.Remote, a.sess.APIVersion))
+		a.log.Info().Str("reason", a.sess.reason()).Msg("session ended")
+	}
 }
 
 // deliver takes one client message: at once when none is in hand (every
