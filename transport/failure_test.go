@@ -155,3 +155,43 @@ func TestSessionWhoseCodecPanicsIsClosedWith1011(t *testing.T) {
 		return nil
 	})
 }
+
+// A device actor that keeps panicking: each request it panicked on answers
+// 500 at once; past its restart budget the device leaves GET /devices,
+// answers 404, and GET /events reports device-failed.
+func TestDeviceActorPastItsBudgetOverHTTP(t *testing.T) {
+	var panicking atomic.Bool
+	ts := startService(t, serviceConfig{arms: 2, deviceHook: func(d *actors.Device) {
+		if panicking.Load() && d.ID == sim.ArmID(0) {
+			panic("test hook: device actor")
+		}
+	}})
+	url := ts.base + "/arm3/" + ts.armIDs[0] + "/config/handedness"
+	panicking.Store(true)
+	var statuses []int
+	checkFor(t, 10*time.Second, func() error {
+		r := ts.do(http.MethodGet, url, "")
+		statuses = append(statuses, r.status)
+		if r.status != http.StatusNotFound {
+			return fmt.Errorf("answers %v", statuses)
+		}
+		return nil
+	})
+	if statuses[0] != http.StatusInternalServerError {
+		t.Fatalf("the first request it panicked on answered %d, want 500", statuses[0])
+	}
+	r := ts.do(http.MethodGet, ts.base+"/devices", "")
+	if strings.Contains(string(r.body), ts.armIDs[0]) || !strings.Contains(string(r.body), ts.armIDs[1]) {
+		t.Fatalf("GET /devices after the failure: %s", r.body)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		r := ts.do(http.MethodGet, ts.base+"/events?since=0", "")
+		if !strings.Contains(string(r.body), `"device-failed"`) || !strings.Contains(string(r.body), ts.armIDs[0]) {
+			return fmt.Errorf("no device-failed in %s", r.body)
+		}
+		return nil
+	})
+	if r := ts.do(http.MethodGet, ts.base+"/arm3/"+ts.armIDs[1]+"/config/handedness", ""); r.status != 200 {
+		t.Fatalf("the other arm: %v", r)
+	}
+}
