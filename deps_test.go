@@ -28,11 +28,14 @@ var house = []houseRule{
 	{prefix: "hw", project: []string{"hw"},
 		thirdParty: []string{"go.bug.st/serial", "github.com/karalabe/hid", "golang.org/x/sys"},
 		why:        "hw is drivers and value types: it must not know about actors, sessions or HTTP"},
+	// golang.org/x/time (actors, transport): rate.Limiter, the one rate
+	// limiter of device-busy events, event logging and events-socket input
+	// reports.
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
-		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys"},
+		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
 	{prefix: "transport", project: []string{"transport", "protocol", "actors"},
-		thirdParty: []string{"github.com/gorilla/websocket", "github.com/julienschmidt/httprouter", "github.com/rs/zerolog", "github.com/asynkron/protoactor-go"},
+		thirdParty: []string{"github.com/gorilla/websocket", "github.com/julienschmidt/httprouter", "github.com/rs/zerolog", "github.com/asynkron/protoactor-go", "golang.org/x/time"},
 		why:        "transports reach devices only through actors, never a driver directly"},
 	{prefix: "bench", project: []string{"bench", "protocol"},
 		thirdParty: []string{"github.com/gorilla/websocket"},

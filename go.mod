@@ -10,6 +10,7 @@ require (
 	github.com/rs/zerolog v1.35.1
 	go.bug.st/serial v1.8.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -145,7 +145,7 @@ func (d *Device) Stats() loop.Stats { return d.rt.Stats() }
 func (d *Device) storeName() string { return "devices/" + d.Type.Key() + "-" + d.ID }
 
 func (d *Device) profileStoreName(profile string) string {
-	return "profiles/" + store.EscapeName(profile) + "/" + d.Type.Key() + "-" + d.ID
+	return profileFolder(profile) + "/" + d.Type.Key() + "-" + d.ID
 }
 
 // sessionState is what a device keeps for one session.

@@ -79,4 +79,17 @@
 // with exactly one frame through its FrameSink. It never blocks a device
 // loop; the transport bounds the messages in flight per connection, which
 // also bounds the messages a session queues while it waits for answers.
+//
+// # Session ends
+//
+// Every session ends with one protocol.CloseReason, the first one recorded
+// (by Session.Close, or internal_error by the session's supervisor): the
+// session-ended event carries it, and ClosedSessions keeps the last
+// ClosedRingSize ends for GET /sessions/closed.
+//
+// # Stored profiles
+//
+// A profile's config is stored under a folder named by a hash of its name,
+// so any valid name fits a file name; at most Options.MaxStoredProfiles are
+// kept, the least recently used removed first (profiles.go).
 package actors

@@ -83,8 +83,8 @@ func newRecSink() *recSink {
 func (s *recSink) Buffer() []byte  { return make([]byte, 0, 1024) }
 func (s *recSink) Send(buf []byte) { s.frames <- buf }
 func (s *recSink) Recycle([]byte)  {}
-func (s *recSink) Close(code int, _ string) {
-	s.once.Do(func() { s.closed <- code })
+func (s *recSink) Close(reason protocol.CloseReason) {
+	s.once.Do(func() { s.closed <- reason.CloseCode() })
 }
 
 // next returns the next frame, decoded.
@@ -159,7 +159,7 @@ func open(t *testing.T, svc *Service, codec Codec) (*Session, *recSink) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sess.Close)
+	t.Cleanup(func() { sess.Close(protocol.CloseClientClosed) })
 	sink.next(t)
 	return sess, sink
 }

@@ -186,7 +186,7 @@ func TestProfileAndConfigureInOneMessage(t *testing.T) {
 	if e, err := svc.Entry(arm, sess.ID, protocol.KeyBasis); err != nil || e != (protocol.Basis{Permutation: "XZY"}) {
 		t.Fatalf("basis in force %v (%v), want XZY", e, err)
 	}
-	sess.Close()
+	sess.Close(protocol.CloseClientClosed)
 	shutdown(t, svc)
 
 	svc2 := startWith(t, Options{StateDir: dir})
@@ -230,7 +230,7 @@ func TestRegistryListsSessionsInOrder(t *testing.T) {
 		}
 	}
 	gone := opened[2]
-	gone.Close()
+	gone.Close(protocol.CloseClientClosed)
 	checkFor(t, 5*time.Second, func() error {
 		if slices.Contains(svc.Sessions(), gone) {
 			return fmt.Errorf("session %d is still listed", gone.ID)

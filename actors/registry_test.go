@@ -35,7 +35,7 @@ func TestDeviceAddedLaterSeesTheSessionAsItIsNow(t *testing.T) {
 	if codes := exchange(t, sess, sink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.9}}}]}`, second.ID)).errorCodes(); len(codes) != 0 {
 		t.Fatalf("errors %v", codes)
 	}
-	sess.Close()
+	sess.Close(protocol.CloseClientClosed)
 	shutdown(t, svc)
 	svc2 := startWith(t, Options{StateDir: dir})
 	addArm(t, svc2, simArm(0))
@@ -80,7 +80,7 @@ func TestRegistryUnderConcurrentOpensAndAdds(t *testing.T) {
 		}
 	}
 	for _, s := range sessions {
-		t.Cleanup(s.Close)
+		t.Cleanup(func() { s.Close(protocol.CloseClientClosed) })
 	}
 	if got := len(svc.Sessions()); got != n {
 		t.Fatalf("%d sessions listed, want %d", got, n)

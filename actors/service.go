@@ -48,7 +48,10 @@ type Options struct {
 	// OnDeviceLost, if set, is told when a device leaves (its driver is
 	// already closed): discovery uses it to rescan the port.
 	OnDeviceLost func(info hw.Info)
-	Clock        loop.Clock
+	// MaxStoredProfiles bounds the profiles kept in the state directory
+	// (0: DefaultMaxStoredProfiles); the least recently used go first.
+	MaxStoredProfiles int
+	Clock             loop.Clock
 
 	// WrapStore, if set, wraps the state directory's store (the durable
 	// writes and reads of config and settings). Tests use it to make one
@@ -69,6 +72,8 @@ type Options struct {
 type Store interface {
 	Load(name string, v any) (found bool, err error)
 	Save(name string, v any) error
+	List(prefix string) ([]string, error)
+	DeleteFolder(name string) error
 }
 
 // Service is the running actor system behind every transport: devices,
@@ -103,6 +108,8 @@ type Service struct {
 	// protoactor keeps one guardian process for all of them.
 	sessionGuardian actor.SupervisorStrategy
 	supervision     *eventstream.Subscription
+
+	closes closedRing // recent session ends, with their reasons
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -147,6 +154,7 @@ func Start(o Options) (*Service, error) {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
 		s.store = st
+		migrateProfiles(st, o.Log)
 		if o.WrapStore != nil {
 			s.store = o.WrapStore(st)
 		}
@@ -410,7 +418,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 
 func (s *Service) shutdown(ctx context.Context) error {
 	for _, sess := range s.Sessions() {
-		sess.Close()
+		sess.Close(protocol.CloseShutdown)
 	}
 	for _, d := range s.Devices().All() {
 		d.rt.Halt()

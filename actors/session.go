@@ -9,9 +9,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -47,8 +47,9 @@ type FrameSink interface {
 	Send(buf []byte)
 	// Recycle hands back a message's bytes once the session is done with them.
 	Recycle(inbound []byte)
-	// Close closes the connection with a WebSocket close code and reason.
-	Close(code int, reason string)
+	// Close closes the connection for reason, with the reason's close code
+	// and text. The first call wins; later calls do nothing.
+	Close(reason protocol.CloseReason)
 }
 
 // SessionOptions describe a new connection.
@@ -68,8 +69,7 @@ type Session struct {
 	profile atomic.Pointer[string]
 	basis   atomic.Pointer[protocol.Basis]
 	closed  atomic.Bool
-	// endReason is why the session ended, once it did ("" until then).
-	endReason atomic.Pointer[string]
+	reason  atomic.Pointer[protocol.CloseReason] // set once, first cause wins
 
 	// Immutable after OpenSession.
 	ID          uint64
@@ -116,19 +116,12 @@ func (s *Session) Deliver(buf []byte) {
 	s.svc.system.Root.Send(s.pid, &inbound{buf: buf})
 }
 
-// Close ends the session: its devices are released at once (the loops
-// ramp their force to zero from the next tick), then the actor stops. It is
-// idempotent.
-func (s *Session) Close() { s.end(reasonClientClosed) }
-
-// Session end reasons, as session-ended reports them.
-const (
-	reasonClientClosed = "client_closed"
-	reasonInternal     = "internal_error"
-)
-
-func (s *Session) end(reason string) {
-	s.endReason.CompareAndSwap(nil, &reason)
+// Close ends the session for reason: its devices are released at once (the
+// loops ramp their force to zero from the next tick), then the actor stops.
+// It is idempotent; the first reason recorded (here or by the session's
+// own failure) is the one session-ended and GET /sessions/closed report.
+func (s *Session) Close(reason protocol.CloseReason) {
+	s.setReason(reason)
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		for _, d := range s.svc.Devices().All() {
@@ -138,12 +131,18 @@ func (s *Session) end(reason string) {
 	})
 }
 
-// reason is why the session ended.
-func (s *Session) reason() string {
-	if r := s.endReason.Load(); r != nil {
+// CloseReason is why the session ended: internal_error for a session that
+// ended without a recorded cause.
+func (s *Session) CloseReason() protocol.CloseReason {
+	if r := s.reason.Load(); r != nil {
 		return *r
 	}
-	return reasonClientClosed
+	return protocol.CloseInternalError
+}
+
+// setReason records reason unless one is recorded already.
+func (s *Session) setReason(reason protocol.CloseReason) {
+	s.reason.CompareAndSwap(nil, &reason)
 }
 
 // OpenSession creates a session for a new connection: the registry
@@ -186,7 +185,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 	}
 	sess.pid = pid
 	if _, err := s.ask(s.registry, &openSession{sess: sess}); err != nil {
-		sess.end(reasonInternal)
+		sess.Close(protocol.CloseInternalError)
 		return nil, fmt.Errorf("actors: list session: %w", err)
 	}
 	s.system.Root.Send(pid, &beginSession{})
@@ -204,19 +203,13 @@ func (g *sessionSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supe
 	for _, sess := range g.svc.Sessions() {
 		if sess.pid.Equal(child) {
 			g.svc.log.Error().Uint64("session_id", sess.ID).Interface("reason", reason).Msg("session crashed; closing it")
-			sess.endReason.CompareAndSwap(nil, ptr(reasonInternal))
-			sess.sink.Close(websocket1011, "internal error")
+			sess.setReason(protocol.CloseInternalError)
+			sess.sink.Close(protocol.CloseInternalError)
 			break
 		}
 	}
 	sup.StopChildren(child)
 }
-
-// websocket1011 is the WebSocket close code for an internal error (RFC
-// 6455 7.4.1).
-const websocket1011 = 1011
-
-func ptr[T any](v T) *T { return &v }
 
 // busyKey names a device by value: a key of *Device would keep a removed
 // device, and its loop state, alive for the session's lifetime.
@@ -227,13 +220,13 @@ type busyKey struct {
 
 // busyNote rate-limits device-busy events per device and owner.
 type busyNote struct {
-	owner uint64
-	atNs  int64 // service Clock time of the last event
+	owner  uint64
+	budget *rate.Limiter // one event per busyEvery, by the service Clock
 }
 
 // busyEvery is the shortest interval between two device-busy events for
 // one device and owner.
-const busyEvery = int64(time.Second)
+const busyEvery = time.Second
 
 // Stages of the message in hand. A stage that asks another actor waits for
 // the answers, as messages, before the next one starts; the client's later
@@ -330,8 +323,8 @@ func (a *sessionActor) stop(ctx actor.Context) {
 		}
 	}
 	if a.started {
-		s.activity.Publish(event.SessionEnded(a.sess.ID, a.profile, a.sess.Remote, a.sess.APIVersion))
-		a.log.Info().Str("reason", a.sess.reason()).Msg("session ended")
+		s.sessionEnded(a.sess)
+		a.log.Info().Str("reason", string(a.sess.CloseReason())).Msg("session ended")
 	}
 }
 
@@ -514,47 +507,6 @@ func (a *sessionActor) setBasis(b protocol.Basis) {
 	a.saveProfileSession()
 }
 
-// profileSession is what a profile keeps of the session level.
-type profileSession struct {
-	Basis   protocol.Basis `json:"basis"`
-	LeaseMs int            `json:"lease_ms"`
-}
-
-func (a *sessionActor) profileSessionName() string {
-	return "profiles/" + store.EscapeName(a.profile) + "/session"
-}
-
-func (a *sessionActor) loadProfileSession() {
-	if a.svc.store == nil || a.profile == "" {
-		return
-	}
-	var ps profileSession
-	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
-	if err != nil {
-		a.log.Error().Err(err).Msg("stored profile session unreadable; using defaults")
-		return
-	}
-	if !found {
-		a.saveProfileSession()
-		return
-	}
-	if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
-		b := ps.Basis
-		a.basis = b
-		a.sess.basis.Store(&b)
-	}
-	if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
-		a.leaseMs = ps.LeaseMs
-	}
-}
-
-func (a *sessionActor) saveProfileSession() {
-	if a.svc.writeBehind == nil || a.profile == "" {
-		return
-	}
-	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{Basis: a.basis, LeaseMs: a.leaseMs})
-}
-
 // configureAll sends the message's configures to the device actors: the
 // deprecated set_coordinate_origin (a preset on every device of the
 // session, arms and grips) first, then each device entry's own. After a
@@ -676,18 +628,21 @@ func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceE
 // owner per busyEvery (not one per tick). now is the service Clock time of
 // the message.
 func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
+	at := time.Unix(0, now) // the service Clock's time, as rate takes it
 	k := busyKey{d.Type, d.ID}
-	if n, ok := a.busy[k]; ok && n.owner == owner && now-n.atNs < busyEvery {
+	if n, ok := a.busy[k]; ok && n.owner == owner && !n.budget.AllowN(at, 1) {
 		return
 	}
-	// Notes older than busyEvery no longer hold anything back: drop them,
-	// so the map holds only devices busy within the last interval.
+	// A note whose budget is full again holds nothing back: drop it, so
+	// the map holds only devices busy within the last interval.
 	for key, n := range a.busy {
-		if now-n.atNs >= busyEvery {
+		if n.budget.TokensAt(at) >= 1 {
 			delete(a.busy, key)
 		}
 	}
-	a.busy[k] = busyNote{owner: owner, atNs: now}
+	n := busyNote{owner: owner, budget: rate.NewLimiter(rate.Every(busyEvery), 1)}
+	n.budget.AllowN(at, 1)
+	a.busy[k] = n
 	a.svc.activity.Publish(event.DeviceBusy(d.Type.Key(), d.ID, a.sess.ID, owner))
 }
 
@@ -798,8 +753,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 }
 
 func (a *sessionActor) emit(f *protocol.Frame) {
+	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
+	f.Errors = protocol.TrimErrors(f.Errors, a.msg.ErrorsDropped)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
+	a.trimScratch()
 }
 
 // fillArm converts a loop snapshot into an arm frame in the view's

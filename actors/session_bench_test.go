@@ -29,9 +29,9 @@ func (s *chanSink) Buffer() []byte {
 		return make([]byte, 0, 4096)
 	}
 }
-func (s *chanSink) Send(buf []byte)   { s.frames <- buf }
-func (s *chanSink) Recycle([]byte)    {}
-func (s *chanSink) Close(int, string) {}
+func (s *chanSink) Send(buf []byte)            { s.frames <- buf }
+func (s *chanSink) Recycle([]byte)             {}
+func (s *chanSink) Close(protocol.CloseReason) {}
 
 // BenchmarkSessionMessage is one per-tick message through a session actor:
 // the actor hop, decoding, the register write and the frame's encoding,
@@ -69,7 +69,7 @@ func BenchmarkSessionMessage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer sess.Close()
+			defer sess.Close(protocol.CloseClientClosed)
 			sink.free <- <-sink.frames // the inventory
 			configure := ""
 			if c.configure {

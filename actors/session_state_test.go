@@ -160,7 +160,7 @@ func TestSessionCloseReleasesAndUnlists(t *testing.T) {
 		t.Fatalf("the session controls %v, want the arm", ctl)
 	}
 
-	sess.Close()
+	sess.Close(protocol.CloseClientClosed)
 	checkFor(t, 5*time.Second, func() error {
 		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 0 {
 			return fmt.Errorf("force z=%v after the session closed, want 0", z)
@@ -174,8 +174,11 @@ func TestSessionCloseReleasesAndUnlists(t *testing.T) {
 		return nil
 	})
 	data := waitEvent(t, svc, event.NameSessionEnded, fmt.Sprintf(`"session_id":%d`, sess.ID))
-	if r := sess.reason(); r != reasonClientClosed {
-		t.Fatalf("ended with %q (%s), want %s", r, data, reasonClientClosed)
+	if r := eventData(t, data, "reason"); r != "client_closed" {
+		t.Fatalf("session-ended reports reason %v, want client_closed: %s", r, data)
+	}
+	if r := sess.CloseReason(); r != protocol.CloseClientClosed {
+		t.Fatalf("ended with %q (%s), want %s", r, data, protocol.CloseClientClosed)
 	}
 	if n := len(sess.Controls()); n != 0 {
 		t.Fatalf("a closed session controls %d devices", n)

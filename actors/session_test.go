@@ -26,7 +26,7 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sess.Close)
+	t.Cleanup(func() { sess.Close(protocol.CloseClientClosed) })
 	<-sink.frames // the inventory
 	// The registry queued the attachment before it listed the session, so
 	// the device has published the session's slot once it answers this.
@@ -201,6 +201,6 @@ func TestSessionAndDeviceArrivingTogetherAreAttached(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		sess.Close()
+		sess.Close(protocol.CloseClientClosed)
 	}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -33,18 +34,63 @@ func (s *Service) StatsDoc() protocol.Stats {
 			Errors:   st.Errors,
 		})
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
 	doc.Process = protocol.ProcessStats{
-		CPUSeconds:     cpuSeconds(),
-		RSSBytes:       rssBytes(),
-		HeapBytes:      ms.HeapAlloc,
-		Goroutines:     runtime.NumGoroutine(),
-		GCCount:        uint64(ms.NumGC),
-		GCPauseTotalNs: ms.PauseTotalNs,
-		Sessions:       len(s.Sessions()),
+		CPUSeconds: cpuSeconds(),
+		RSSBytes:   rssBytes(),
+		Goroutines: runtime.NumGoroutine(),
+		Sessions:   len(s.Sessions()),
 	}
+	readRuntimeMetrics(&doc.Process)
 	return doc
+}
+
+// readRuntimeMetrics fills the Go runtime's figures from runtime/metrics,
+// which reads them without stopping the world (runtime.ReadMemStats stops
+// it, and with it every device loop, on each GET /stats).
+func readRuntimeMetrics(p *protocol.ProcessStats) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/sched/pauses/total/gc:seconds"},
+	}
+	metrics.Read(samples)
+	u := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0 // a metric this Go version does not have
+		}
+		return samples[i].Value.Uint64()
+	}
+	p.HeapBytes = u(0)
+	p.HeapLiveBytes = u(1)
+	p.StackBytes = u(2)
+	p.GCCount = u(3)
+	if samples[4].Value.Kind() == metrics.KindFloat64Histogram {
+		p.GCPauseTotalNs = histogramTotalNs(samples[4].Value.Float64Histogram())
+	}
+}
+
+// histogramTotalNs estimates the sum of a histogram of seconds: each
+// bucket's count at its midpoint (its finite edge when the other is
+// infinite). runtime/metrics keeps pauses as a histogram, not a sum.
+func histogramTotalNs(h *metrics.Float64Histogram) uint64 {
+	var total float64
+	for i, n := range h.Counts {
+		if n == 0 {
+			continue
+		}
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		mid := (lo + hi) / 2
+		switch {
+		case math.IsInf(lo, -1):
+			mid = hi
+		case math.IsInf(hi, 1):
+			mid = lo
+		}
+		total += float64(n) * mid
+	}
+	return uint64(total * 1e9)
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }

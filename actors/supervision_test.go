@@ -54,8 +54,11 @@ func TestSessionThatPanicsIsStoppedAndReleasesItsDevices(t *testing.T) {
 		return nil
 	})
 	data := waitEvent(t, svc, event.NameSessionEnded, fmt.Sprintf(`"session_id":%d`, sess.ID))
-	if r := sess.reason(); r != reasonInternal {
-		t.Fatalf("session ended with reason %q (%s), want %s", r, data, reasonInternal)
+	if r := eventData(t, data, "reason"); r != "internal_error" {
+		t.Fatalf("session-ended reports reason %v, want internal_error: %s", r, data)
+	}
+	if r := sess.CloseReason(); r != protocol.CloseInternalError {
+		t.Fatalf("session ended with reason %q (%s), want %s", r, data, protocol.CloseInternalError)
 	}
 	waitSupervision(t, svc, "session-", "StopDirective")
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // Messages a client sends. They are JSON written by hand so that bench does
@@ -57,7 +59,7 @@ type ClientResult struct {
 	FrameBytes int      `json:"frame_bytes"`
 	RTT        Summary  `json:"rtt"`
 
-	rtt *Histogram
+	rtt *histogram.Histogram
 }
 
 // Counts are the message and frame tallies of one client, or summed over
@@ -142,7 +144,7 @@ func dialClient(ctx context.Context, url string, index int, role Role, rateHz fl
 		return nil, fmt.Errorf("bench: dial %s: %w; is hapticd listening there?", url, err)
 	}
 	c := &client{index: index, role: role, rateHz: rateHz, timeout: timeout, conn: conn, buf: make([]byte, 0, 16<<10)}
-	c.result = ClientResult{Index: index, Role: role, TargetHz: rateHz, rtt: NewHistogram()}
+	c.result = ClientResult{Index: index, Role: role, TargetHz: rateHz, rtt: newRTTHistogram()}
 	frame, err := c.readFrame()
 	if err != nil {
 		conn.Close()
@@ -370,7 +372,7 @@ func (c *client) finish(measured time.Duration) ClientResult {
 	if measured > 0 {
 		r.AchievedHz = float64(r.Received) / measured.Seconds()
 	}
-	r.RTT = r.rtt.Summary()
+	r.RTT = summarize(r.rtt)
 	return r
 }
 

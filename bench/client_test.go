@@ -10,7 +10,7 @@ import (
 )
 
 func TestFrameChecksDoNotAllocate(t *testing.T) {
-	c := &client{sessionID: 7, result: ClientResult{rtt: NewHistogram()}}
+	c := &client{sessionID: 7, result: ClientResult{rtt: newRTTHistogram()}}
 	frame := []byte(`{"session_id":7,"arm3":[{"device_id":"049D","state":{"control_mode":"force"},"status":{"ready":true}}],"grip":[]}`)
 	allocs := testing.AllocsPerRun(1000, func() { c.check(frame, false) })
 	if allocs != 0 {

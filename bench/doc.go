@@ -28,8 +28,9 @@
 //
 // # Measurements
 //
-// Round trips go into a Histogram per client (log-linear buckets, fixed
-// memory, no allocation per sample) that merge into the overall figures.
+// Round trips go into a histogram per client (protocol/histogram, the one
+// the service's loops use: log-linear buckets, fixed memory, no allocation
+// per sample) that merge into the overall figures.
 // Warm-up ticks are not recorded. Service figures come from GET /stats before
 // and after the measured window.
 //

@@ -418,7 +418,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 	<-statsDone
 
 	res.MeasuredS = o.Duration.Seconds()
-	agg := NewHistogram()
+	agg := newRTTHistogram()
 	ov := Overall{Sessions: n, TargetHz: o.RateHz, AchievedHzMin: -1}
 	var frameBytes, framed uint64
 	for _, c := range clients {
@@ -440,7 +440,7 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 	if framed > 0 {
 		ov.FrameBytes = int(frameBytes / framed)
 	}
-	ov.RTT = agg.Summary()
+	ov.RTT = summarize(agg)
 	res.Overall = ov
 	return res, win, ctx.Err()
 }

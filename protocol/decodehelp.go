@@ -92,17 +92,33 @@ func errAt(code Code, at *pathSeg, format string, args ...any) *Error {
 
 // warnings collects warnings; a nil list discards them (HTTP ignores
 // unknown fields).
-type warnings struct{ list *[]Error }
+type warnings struct {
+	list    *[]Error
+	dropped *int // counts warnings past MaxWarnings; nil: list is nil too
+}
+
+// full reports a list with no room left: the warning is counted, never
+// formatted (a message of 60,000 unknown fields costs no more than one).
+func (w warnings) full() bool {
+	if w.list == nil {
+		return true
+	}
+	if len(*w.list) >= MaxWarnings {
+		*w.dropped++
+		return true
+	}
+	return false
+}
 
 func (w warnings) add(code Code, at *pathSeg, format string, args ...any) {
-	if w.list == nil {
+	if w.full() {
 		return
 	}
 	*w.list = append(*w.list, *errAt(code, at, format, args...))
 }
 
 func (w warnings) unknownField(at *pathSeg, it *MemberIter) {
-	if w.list == nil {
+	if w.full() {
 		return
 	}
 	key := string(it.Key())

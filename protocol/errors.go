@@ -32,13 +32,16 @@ const (
 	CodeSessionRequired     Code = "session_required"
 	CodeMethodNotAllowed    Code = "method_not_allowed"
 	CodeBodyTooLarge        Code = "body_too_large"
+	CodeBadHandshake        Code = "bad_handshake" // a WebSocket upgrade request gorilla refused
 	CodeForbiddenOrigin     Code = "forbidden_origin"
 	CodeForbiddenHost       Code = "forbidden_host"
 	CodeDeviceBusy          Code = "device_busy"
-	CodeUnknownKey          Code = "unknown_key"     // warning: unknown configure or session key
-	CodeUnknownCommand      Code = "unknown_command" // warning: unknown command name
-	CodeUnknownField        Code = "unknown_field"   // warning: unknown field inside a known entry
-	CodeCommandIgnored      Code = "command_ignored" // warning: lost the control-command precedence
+	CodeUnknownKey          Code = "unknown_key"      // warning: unknown configure or session key
+	CodeUnknownCommand      Code = "unknown_command"  // warning: unknown command name
+	CodeUnknownField        Code = "unknown_field"    // warning: unknown field inside a known entry
+	CodeCommandIgnored      Code = "command_ignored"  // warning: lost the control-command precedence
+	CodeWarningsDropped     Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
+	CodeErrorsDropped       Code = "errors_dropped"   // counts the errors past MaxErrors
 	CodeVersionMismatch     Code = "version_mismatch"
 	CodeInternal            Code = "internal"
 	CodeUnavailable         Code = "unavailable"
@@ -70,6 +73,7 @@ var codeTable = []codeInfo{
 	{CodeSessionRequired, http.StatusBadRequest, "this route is session-scoped: add ?session=N"},
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB"},
+	{CodeBadHandshake, http.StatusBadRequest, "not a WebSocket handshake: send GET with Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key"},
 	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
 	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},
 	{CodeDeviceBusy, http.StatusConflict, "another session controls this device: wait until it disconnects or its lease lapses"},
@@ -77,6 +81,8 @@ var codeTable = []codeInfo{
 	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored"},
 	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},
 	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device"},
+	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first"},
+	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first"},
 	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion},
 	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log"},
 	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry"},

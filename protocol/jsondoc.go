@@ -65,6 +65,26 @@ type Doc struct {
 	scratch []byte // unescaped strings
 }
 
+// Scratch a Doc keeps between parses, at most: a message over these
+// (about 4,000 values, 4 KiB of escaped strings) has its scratch dropped
+// after use.
+const (
+	maxKeptTapeNodes    = 4096
+	maxKeptScratchBytes = 4 << 10
+)
+
+// release drops the reference to the parsed bytes and any scratch grown
+// past the kept sizes. Values of d are invalid afterwards.
+func (d *Doc) release() {
+	d.data = nil
+	if cap(d.tape) > maxKeptTapeNodes {
+		d.tape = nil
+	}
+	if cap(d.scratch) > maxKeptScratchBytes {
+		d.scratch = nil
+	}
+}
+
 // Value is one value of a Doc. The zero Value is invalid (Kind() ==
 // KindInvalid), which is what Member answers for a missing key.
 type Value struct {

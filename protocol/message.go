@@ -140,6 +140,10 @@ type ClientMessage struct {
 	Warnings []Error
 	// Errors is what the decoder returned: when non-empty, apply nothing.
 	Errors []Error
+	// WarningsDropped and ErrorsDropped count the entries past MaxWarnings
+	// and MaxErrors that were not listed (nor formatted, where the check
+	// comes first): see TrimWarnings and TrimErrors.
+	WarningsDropped, ErrorsDropped int
 	// Empty is true for "{}": a ping that renews no lease.
 	Empty bool
 
@@ -159,6 +163,7 @@ func (m *ClientMessage) Reset() {
 	m.Devices = m.Devices[:0]
 	m.Warnings = m.Warnings[:0]
 	m.Errors = m.Errors[:0]
+	m.WarningsDropped, m.ErrorsDropped = 0, 0
 	m.Empty = false
 }
 
@@ -194,9 +199,18 @@ type CollectionDecoder func(m *ClientMessage, dt DeviceType, key string, collect
 // the session object, warns about unknown device types and hands each
 // known type's collection to collection. It returns m.Errors.
 func (m *ClientMessage) Decode(data []byte, types *TypeTable, collection CollectionDecoder) []Error {
+	m.walk(data, types, collection)
+	// Nothing reads the document after the walk: let go of data, and of
+	// scratch a big message grew, so one such message does not pin its
+	// size for the session's lifetime.
+	m.doc.release()
+	return m.Errors
+}
+
+func (m *ClientMessage) walk(data []byte, types *TypeTable, collection CollectionDecoder) {
 	root, ok := m.begin(data, types)
 	if !ok {
-		return m.Errors
+		return
 	}
 	for it := root.Members(); it.Next(); {
 		if it.KeyIs("session") {
@@ -212,7 +226,6 @@ func (m *ClientMessage) Decode(data []byte, types *TypeTable, collection Collect
 			collection(m, dt, key, v)
 		}
 	}
-	return m.Errors
 }
 
 // The methods below are the shared decoding steps of both codecs (3.x here,
@@ -238,13 +251,22 @@ func (m *ClientMessage) begin(data []byte, types *TypeTable) (Value, bool) {
 	return root, true
 }
 
-// Fail records an error: the message will apply not at all.
+// Fail records an error (or counts it past MaxErrors): the message will
+// apply not at all.
 func (m *ClientMessage) Fail(code Code, path, format string, args ...any) {
+	if len(m.Errors) >= MaxErrors {
+		m.ErrorsDropped++
+		return
+	}
 	m.Errors = append(m.Errors, *Errorf(code, path, format, args...))
 }
 
-// warn records a warning.
+// warn records a warning, or counts it past MaxWarnings.
 func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
+	if len(m.Warnings) >= MaxWarnings {
+		m.WarningsDropped++
+		return
+	}
 	m.Warnings = append(m.Warnings, *Errorf(code, path, format, args...))
 }
 
@@ -254,9 +276,17 @@ func (m *ClientMessage) warnUnknownType(key []byte) {
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use arm3, grip or a configured alias)", k)
 }
 
-func (m *ClientMessage) fail(e *Error) { m.Errors = append(m.Errors, *e) }
+func (m *ClientMessage) fail(e *Error) {
+	if len(m.Errors) >= MaxErrors {
+		m.ErrorsDropped++
+		return
+	}
+	m.Errors = append(m.Errors, *e)
+}
 
-func (m *ClientMessage) warnings() warnings { return warnings{list: &m.Warnings} }
+func (m *ClientMessage) warnings() warnings {
+	return warnings{list: &m.Warnings, dropped: &m.WarningsDropped}
+}
 
 // reuse returns old when it already holds b, so that a session sending the
 // same ids every tick does not allocate a string per tick.

@@ -40,15 +40,23 @@ type RoundTripStats struct {
 	MaxUs float64 `json:"max_us"`
 }
 
-// ProcessStats is the service process's resource use.
+// ProcessStats is the service process's resource use. The Go runtime's
+// figures come from runtime/metrics, read without stopping the world.
 type ProcessStats struct {
-	CPUSeconds     float64 `json:"cpu_seconds"`
-	RSSBytes       uint64  `json:"rss_bytes"`
-	HeapBytes      uint64  `json:"heap_bytes"`
-	Goroutines     int     `json:"goroutines"`
-	GCCount        uint64  `json:"gc_count"`
-	GCPauseTotalNs uint64  `json:"gc_pause_total_ns"`
-	Sessions       int     `json:"sessions"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+	// HeapBytes is the heap's objects, live or not yet collected.
+	HeapBytes uint64 `json:"heap_bytes"`
+	// HeapLiveBytes is the heap the last GC found live.
+	HeapLiveBytes uint64 `json:"heap_live_bytes"`
+	// StackBytes is the goroutine stacks' memory.
+	StackBytes uint64 `json:"stack_bytes"`
+	Goroutines int    `json:"goroutines"`
+	GCCount    uint64 `json:"gc_count"`
+	// GCPauseTotalNs is estimated from the runtime's pause histogram
+	// (bucket midpoints), to within a bucket's width per pause.
+	GCPauseTotalNs uint64 `json:"gc_pause_total_ns"`
+	Sessions       int    `json:"sessions"`
 }
 
 // BaselineArms is what `hapticd baseline-arms` prints: simulated arms

@@ -74,6 +74,7 @@ func (a *api) routes() []route {
 	add("/version", a.version, get)
 	add("/devices", a.devices, get)
 	add("/sessions", a.sessions, get)
+	add("/sessions/closed", a.closedSessions, get)
 	add("/stats", a.stats, get)
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
@@ -142,7 +143,7 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		"service":   "hapticd",
 		"api":       a.codec.APIVersion(),
 		"websocket": "upgrade on this path",
-		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
+		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/sessions/closed", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
 	}, nil)
 }
 
@@ -227,13 +228,27 @@ func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	_, _ = w.Write(append(doc, '\n'))
 }
 
+// sessionBase is what GET /sessions and GET /sessions/closed say of every
+// session, live or ended.
+type sessionBase struct {
+	SessionID   uint64      `json:"session_id"`
+	Profile     *profileDoc `json:"profile"`
+	APIVersion  string      `json:"api_version"`
+	Remote      string      `json:"remote"`
+	ConnectedAt time.Time   `json:"connected_at"`
+}
+
+func newSessionBase(id uint64, profile, apiVersion, remote string, connectedAt time.Time) sessionBase {
+	b := sessionBase{SessionID: id, APIVersion: apiVersion, Remote: remote, ConnectedAt: connectedAt.UTC()}
+	if profile != "" {
+		b.Profile = &profileDoc{Name: profile}
+	}
+	return b
+}
+
 type sessionDoc struct {
-	SessionID   uint64       `json:"session_id"`
-	Profile     *profileDoc  `json:"profile"`
-	APIVersion  string       `json:"api_version"`
-	Remote      string       `json:"remote"`
-	ConnectedAt time.Time    `json:"connected_at"`
-	Controls    []controlDoc `json:"controls"`
+	sessionBase
+	Controls []controlDoc `json:"controls"`
 }
 
 type profileDoc struct {
@@ -249,16 +264,31 @@ func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 	list := a.svc.Sessions()
 	docs := make([]sessionDoc, 0, len(list))
 	for _, s := range list {
-		d := sessionDoc{SessionID: s.ID, APIVersion: s.APIVersion, Remote: s.Remote, ConnectedAt: s.ConnectedAt.UTC(), Controls: []controlDoc{}}
-		if p := s.Profile(); p != "" {
-			d.Profile = &profileDoc{Name: p}
-		}
+		d := sessionDoc{sessionBase: newSessionBase(s.ID, s.Profile(), s.APIVersion, s.Remote, s.ConnectedAt), Controls: []controlDoc{}}
 		for _, dev := range s.Controls() {
 			d.Controls = append(d.Controls, controlDoc{DeviceType: dev.Type.Key(), DeviceID: dev.ID})
 		}
 		docs = append(docs, d)
 	}
 	writeData(w, map[string]any{"session_count": len(docs), "sessions": docs}, nil)
+}
+
+type closedDoc struct {
+	sessionBase
+	ClosedAt  time.Time            `json:"closed_at"`
+	Reason    protocol.CloseReason `json:"reason"`
+	CloseCode int                  `json:"close_code"`
+}
+
+// closedSessions lists the most recent session ends, newest last.
+func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	list := a.svc.ClosedSessions()
+	docs := make([]closedDoc, 0, len(list))
+	for _, c := range list {
+		docs = append(docs, closedDoc{sessionBase: newSessionBase(c.ID, c.Profile, c.APIVersion, c.Remote, c.ConnectedAt),
+			ClosedAt: c.ClosedAt.UTC(), Reason: c.Reason, CloseCode: c.Reason.CloseCode()})
+	}
+	writeData(w, map[string]any{"closed_count": len(docs), "kept": actors.ClosedRingSize, "closed": docs}, nil)
 }
 
 // matchSessions resolves a session= selector to live session ids; one

@@ -36,10 +36,12 @@ type testService struct {
 }
 
 type serviceConfig struct {
-	arms, grips int
-	dir         string
-	aliases     string
-	allowOrigin []string
+	arms, grips  int
+	dir          string
+	aliases      string
+	allowOrigin  []string
+	maxProfiles  int
+	writeTimeout time.Duration
 	// Failure injection (zero: none).
 	wrapStore      func(actors.Store) actors.Store
 	deviceHook     func(*actors.Device)
@@ -68,7 +70,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		t.Fatal(err)
 	}
 	goroutinesBefore := runtime.NumGoroutine()
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1,
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
 		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, RequestTimeout: cfg.requestTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +90,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WrapCodec: cfg.wrapCodec})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec})
 	if err != nil {
 		t.Fatal(err)
 	}

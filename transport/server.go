@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
@@ -31,6 +30,10 @@ type Config struct {
 	Port, LegacyPort, EventsPort int
 	AllowOrigins, AllowHosts     []string
 	Build                        BuildInfo
+	// WriteTimeout bounds each frame write to a simulation client; a
+	// client that does not read for that long is closed (write_timeout).
+	// 0 means 5 s.
+	WriteTimeout time.Duration
 	// WrapCodec, if set, wraps the codec of every simulation session (tests
 	// use it to make a codec panic).
 	WrapCodec func(actors.Codec) actors.Codec
@@ -88,13 +91,13 @@ func Start(cfg Config) (*Server, error) {
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
-		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, newRouter(a)})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
-		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
 		router := newRouter(a)
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
 		// under /3.0/.
@@ -162,7 +165,7 @@ func (s *Server) Addr(name string) net.Addr {
 // http.Server.Shutdown does not see hijacked connections, so this comes
 // first.
 func (s *Server) CloseSockets() {
-	s.conns.closeAll(websocket.CloseGoingAway, "hapticd is shutting down")
+	s.conns.closeAll(protocol.CloseShutdown)
 	if s.eventsSrv != nil {
 		s.eventsSrv.Close()
 	}
@@ -182,7 +185,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.conns.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -11,28 +12,49 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 const (
 	// maxMessageBytes is the largest client message; a larger one closes
 	// the socket with 1009 (PROTOCOL.md 2.4).
-	maxMessageBytes = 1 << 20
+	maxMessageBytes = protocol.MaxMessageBytes
+	// After an over-size message the reader reads and discards up to
+	// drainBytes more, for at most drainTimeout, until the client's close
+	// frame: closing with unread data queued makes the kernel answer with a
+	// TCP reset, which can destroy the close frame before the client reads
+	// it.
+	drainBytes   = 4 * maxMessageBytes
+	drainTimeout = 2 * time.Second
 	// maxInFlight bounds the messages a client may send ahead of its
 	// frames. Past it the reader stops reading, so TCP pushes back on the
 	// client instead of the service buffering without limit.
-	maxInFlight  = 64
-	writeTimeout = 5 * time.Second
-	// poolSize frame buffers and as many message buffers are kept per
-	// connection. A message is processed on the reader's goroutine, which
-	// also writes its frame, so one buffer of each kind circulates even
-	// when a client sends maxInFlight messages ahead (BenchmarkSendAhead:
-	// about 134 B/op in all, less than one message buffer); the spare
-	// slots cover a Stop processed on another goroutine.
+	maxInFlight = 64
+	// defaultWriteTimeout is how long a frame write may take before the
+	// client is closed with write_timeout (Config.WriteTimeout).
+	defaultWriteTimeout = 5 * time.Second
+	// poolSize message buffers are kept per connection. A message is
+	// processed on the reader's goroutine, which also writes its frame, so
+	// one buffer circulates even when a client sends maxInFlight messages
+	// ahead; the spare slots cover a Stop processed on another goroutine.
 	poolSize = 8
 	// maxKeptMessageBytes is the largest message buffer kept for reuse. A
 	// client's message may be up to maxMessageBytes; keeping the buffer
 	// it grew would pin that much per connection for its lifetime.
 	maxKeptMessageBytes = 64 << 10
+	// maxKeptFrameBytes is the largest frame buffer put back in the
+	// listener's pool: a frame of 1,000 arms. Warnings are capped
+	// (protocol.MaxWarnings), so only a larger fleet passes it.
+	maxKeptFrameBytes = 512 << 10
+	// bigMessageSlots bounds how many messages over maxKeptMessageBytes a
+	// listener reads at once. The rest wait (TCP pushes back on their
+	// clients), so 40 clients sending 1 MiB at once cost 4 MiB of buffers,
+	// not 40, and the heap the GC sizes itself by stays small.
+	bigMessageSlots = 4
+	// readBufferBytes is gorilla's read buffer per connection, held for
+	// the connection's lifetime: a lock-step message fits, a larger one is
+	// read straight into the message buffer.
+	readBufferBytes = 1024
 )
 
 // sessionHandler upgrades connections on "/" to simulation sessions.
@@ -42,25 +64,58 @@ type sessionHandler struct {
 	log      zerolog.Logger
 	upgrader websocket.Upgrader
 	conns    *connSet
+	// frames are shared by the listener's connections: an idle connection
+	// holds no frame buffer, and the GC may empty the pool.
+	frames framePool
+	// big holds a token per message being read past maxKeptMessageBytes.
+	big chan struct{}
+	// writeTimeout bounds each frame write.
+	writeTimeout time.Duration
 }
 
-func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, log zerolog.Logger) *sessionHandler {
+func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, writeTimeout time.Duration, log zerolog.Logger) *sessionHandler {
+	if writeTimeout <= 0 {
+		writeTimeout = defaultWriteTimeout
+	}
 	return &sessionHandler{
-		svc:   svc,
-		codec: codec,
-		log:   log,
-		conns: conns,
+		writeTimeout: writeTimeout,
+		svc:          svc,
+		codec:        codec,
+		log:          log,
+		conns:        conns,
+		frames:       framePool{newCap: 4096, keepCap: maxKeptFrameBytes},
+		big:          make(chan struct{}, bigMessageSlots),
 		upgrader: websocket.Upgrader{
-			ReadBufferSize: 4096,
+			ReadBufferSize: readBufferBytes,
 			// A frame with a hundred arms is about 45 KiB: a buffer that
 			// holds a whole frame writes it with one syscall, not three.
+			// It is taken from the pool for each write, not held per
+			// connection (64 KiB each would dominate an idle session).
 			WriteBufferSize: 64 << 10,
+			WriteBufferPool: &sync.Pool{},
 			// The BrowserGuard has already refused foreign origins before
 			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
 			// would also refuse allowed non-loopback origins.
 			CheckOrigin: func(*http.Request) bool { return true },
+			// A refused handshake answers the JSON envelope, like every
+			// other error of the HTTP listeners.
+			Error: handshakeError,
 		},
 	}
+}
+
+// handshakeError answers a WebSocket upgrade that gorilla refused.
+func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+	code := protocol.CodeBadHandshake
+	switch status {
+	case http.StatusMethodNotAllowed:
+		code = protocol.CodeMethodNotAllowed
+	case http.StatusForbidden:
+		code = protocol.CodeForbiddenOrigin
+	case http.StatusInternalServerError:
+		code = protocol.CodeInternal
+	}
+	writeError(w, protocol.Errorf(code, "", "%v; %s", reason, code.DefaultMessage()))
 }
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,44 +123,56 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader already answered with an HTTP error
 	}
-	ws.SetReadLimit(maxMessageBytes)
-	// Frame buffers of any size are kept: frames are the service's own,
-	// sized by the number of arms, and a cap would allocate every tick
-	// once a large fleet's frames passed it.
+	// No gorilla read limit: past it gorilla closes without reading the
+	// rest of the message (see drainBytes); readInto enforces the limit.
 	c := &wsConn{
 		ws:       ws,
-		frames:   newBufPool(poolSize, 4096, 0),
+		h:        h,
 		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
 		inflight: make(chan struct{}, maxInFlight),
 		done:     make(chan struct{}),
-		log:      h.log,
 	}
 	if !h.conns.add(c) {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutting down"), time.Now().Add(time.Second))
+		r := protocol.CloseShutdown
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
 		_ = ws.Close()
 		return
 	}
 	sess, err := h.svc.OpenSession(actors.SessionOptions{Remote: r.RemoteAddr, Codec: h.codec, Sink: c})
 	if err != nil {
 		h.log.Error().Err(err).Msg("open session")
-		c.Close(websocket.CloseInternalServerErr, "could not open a session")
+		c.Close(protocol.CloseInternalError)
 		c.sendClose()
 		h.conns.remove(c)
 		_ = ws.Close()
 		return
 	}
-	c.log = h.log.With().Uint64("session_id", sess.ID).Logger()
-	c.readLoop(sess)
-	// Release the devices first: a force never outlives its client.
-	sess.Close()
-	c.Close(websocket.CloseNormalClosure, "")
-	c.sendClose()
-	_ = ws.Close()
-	h.conns.remove(c)
+	c.sessionID = sess.ID
+	// The reader runs on its own goroutine (tracked by conns) and this
+	// handler returns: the HTTP server's per-request state (its buffers,
+	// the request, this goroutine's grown stack) is not kept for the
+	// lifetime of every idle session.
+	go c.serve(sess)
 }
 
-// wsConn is one connection and the session's FrameSink. Its reader is the
-// HTTP handler's goroutine (readLoop). There is no writer goroutine, unlike
+// serve reads the connection until it ends, then ends the session.
+func (c *wsConn) serve(sess *actors.Session) {
+	defer c.h.conns.remove(c)
+	// The first cause recorded wins: a Close from the session, a write or
+	// shutdown came before the read error it caused.
+	c.Close(c.readLoop(sess))
+	// Release the devices first: a force never outlives its client.
+	sess.Close(c.closeReason)
+	c.sendClose()
+	_ = c.ws.Close()
+	// A stopped session drops the messages still in its mailbox without
+	// recycling them: give back the big-message tokens they hold, or a few
+	// such ends would stop the listener reading big messages at all.
+	c.releaseBig()
+}
+
+// wsConn is one connection and the session's FrameSink. Its reader is its
+// own goroutine (serve, started by the HTTP handler, which returns). There is no writer goroutine, unlike
 // the events socket: session actors run on the synchronized dispatcher, so
 // a client's message is processed on the reader's goroutine and its frame
 // written there too, with a deadline. A lock-step client's frame answers
@@ -115,70 +182,197 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // another goroutine may write the last frames); no other lock is held
 // across I/O.
 type wsConn struct {
-	ws       *websocket.Conn
-	frames   bufPool       // frame buffers, reused once written
-	messages bufPool       // message buffers, reused once processed
-	inflight chan struct{} // one token per message whose frame is not written yet
-	done     chan struct{} // closed by Close
-	log      zerolog.Logger
+	ws        *websocket.Conn
+	h         *sessionHandler
+	messages  bufPool       // message buffers, reused once processed
+	inflight  chan struct{} // one token per message whose frame is not written yet
+	done      chan struct{} // closed by Close
+	sessionID uint64        // set before the reader starts
+	// frame is the buffer Buffer handed out, until Send puts it back; the
+	// session actor calls them in pairs, one message at a time.
+	frame *frameBuf
 
-	closeOnce sync.Once
-	closeCode int
-	closeText string
+	bigMu sync.Mutex // guards the following
+	// bigHeld counts the big-message tokens this connection's buffers hold.
+	bigHeld int
+	// bigReleased is set once the connection ended and gave them back.
+	bigReleased bool
+
+	closeOnce   sync.Once
+	closeReason protocol.CloseReason // written once, inside closeOnce
 
 	wmu sync.Mutex // guards the following and every data write
 	// framesWritten counts frames; the first (the inventory) answers no
 	// message and so returns no token.
 	framesWritten uint64
 	writeFailed   bool
+	closeSent     bool
 }
 
-func (c *wsConn) readLoop(sess *actors.Session) {
+// readLoop reads messages until the connection ends and returns why it
+// ended, as the reader sees it (Close may have recorded a cause before).
+func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 	for {
 		select {
 		case c.inflight <- struct{}{}:
 		case <-c.done:
-			return
+			return protocol.CloseShutdown // Close recorded the real cause first
 		}
 		_, r, err := c.ws.NextReader()
 		if err != nil {
-			c.readError(err)
-			return
+			return readReason(err)
 		}
-		buf, err := readInto(c.messages.get(), r)
+		buf, err := c.read(r)
+		if errors.Is(err, errTooBig) {
+			c.Recycle(buf)
+			c.tooBig(r)
+			return protocol.CloseMessageTooBig
+		}
 		if err != nil {
-			c.readError(err)
-			return
+			c.Recycle(buf)
+			return readReason(err)
 		}
 		sess.Deliver(buf)
 	}
 }
 
-func (c *wsConn) readError(err error) {
+// read reads one message: into a buffer of at most maxKeptMessageBytes
+// freely, into a larger one only with one of the listener's big-message
+// tokens. So a buffer holds a token exactly when its capacity is over
+// maxKeptMessageBytes, and Recycle returns it.
+func (c *wsConn) read(r io.Reader) ([]byte, error) {
+	buf, err := readInto(c.messages.get(), r, maxKeptMessageBytes)
+	if !errors.Is(err, errFull) {
+		return buf, err
+	}
+	select {
+	case c.h.big <- struct{}{}:
+	case <-c.done:
+		return buf[:0], net.ErrClosed // shutting down: the cause is recorded
+	}
+	c.bigMu.Lock()
+	c.bigHeld++
+	c.bigMu.Unlock()
+	buf, err = readInto(buf, r, maxMessageBytes+1)
+	if errors.Is(err, errFull) {
+		err = errTooBig
+	}
+	return buf, err
+}
+
+// readReason names why a read failed. gorilla reports a close frame as a
+// CloseError and a broken connection as a net or io error; any other error
+// is a frame that breaks RFC 6455 (gorilla has sent close 1002).
+func readReason(err error) protocol.CloseReason {
+	var ce *websocket.CloseError
+	var ne net.Error
 	switch {
-	case errors.Is(err, websocket.ErrReadLimit):
-		// gorilla has already sent close 1009; make the reason visible.
-		c.log.Info().Msg("message over 1 MiB; closed with 1009")
-	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		return protocol.CloseReadError // gorilla's name for EOF without a close frame
+	case errors.As(err, &ce):
+		return protocol.CloseClientClosed
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return protocol.CloseReadError
 	default:
-		c.log.Debug().Err(err).Msg("read ended")
+		return protocol.CloseProtocolViolation
 	}
 }
 
-// sendClose writes the close frame Close recorded, once the session
-// cannot write any more frames.
+// tooBig ends a connection whose message r is over the limit: close 1009
+// at once, then read and discard (bounded in bytes and time) the rest of
+// the message and what follows, until the client's close frame, so that
+// the connection ends with FIN rather than a reset.
+func (c *wsConn) tooBig(r io.Reader) {
+	c.Close(protocol.CloseMessageTooBig)
+	c.sendClose()
+	c.h.log.Info().Uint64("session_id", c.sessionID).Msg("message over 1 MiB; closed with 1009")
+	_ = c.ws.SetReadDeadline(time.Now().Add(drainTimeout))
+	left := int64(drainBytes)
+	n, err := io.CopyN(io.Discard, r, left)
+	left -= n
+	for err == nil || err == io.EOF {
+		if left <= 0 {
+			return
+		}
+		if _, r, err = c.ws.NextReader(); err != nil {
+			return // the client's close frame, or the deadline
+		}
+		n, err = io.CopyN(io.Discard, r, left)
+		left -= n
+	}
+}
+
+// sendClose writes the close frame of the reason Close recorded, once the
+// session cannot write any more frames. Only the first call writes.
 func (c *wsConn) sendClose() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.writeFailed = true // no frame after the close frame
-	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(time.Second))
+	if c.closeSent {
+		return
+	}
+	c.closeSent = true
+	r := c.closeReason
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
 }
 
 // Buffer implements actors.FrameSink.
-func (c *wsConn) Buffer() []byte { return c.frames.get() }
+func (c *wsConn) Buffer() []byte {
+	c.frame = c.h.frames.get()
+	return c.frame.b
+}
 
 // Recycle implements actors.FrameSink: the session is done with a message.
-func (c *wsConn) Recycle(inbound []byte) { c.messages.put(inbound) }
+// A buffer grown past maxKeptMessageBytes held a big-message token.
+func (c *wsConn) Recycle(inbound []byte) {
+	if cap(inbound) > maxKeptMessageBytes {
+		c.bigMu.Lock()
+		if !c.bigReleased && c.bigHeld > 0 {
+			c.bigHeld--
+			<-c.h.big
+		}
+		c.bigMu.Unlock()
+		return // not kept: see maxKeptMessageBytes
+	}
+	c.messages.put(inbound)
+}
+
+// releaseBig gives back every big-message token the connection holds; a
+// Recycle afterwards gives back none.
+func (c *wsConn) releaseBig() {
+	c.bigMu.Lock()
+	defer c.bigMu.Unlock()
+	c.bigReleased = true
+	for ; c.bigHeld > 0; c.bigHeld-- {
+		<-c.h.big
+	}
+}
+
+// frameBuf carries a frame buffer through the pool: a pointer, so that
+// putting it back does not allocate.
+type frameBuf struct{ b []byte }
+
+// framePool is a listener's pool of frame buffers.
+type framePool struct {
+	pool    sync.Pool
+	newCap  int // capacity of a buffer made when the pool is empty
+	keepCap int // put drops a buffer that grew past this
+}
+
+func (p *framePool) get() *frameBuf {
+	if f, ok := p.pool.Get().(*frameBuf); ok {
+		return f
+	}
+	return &frameBuf{b: make([]byte, 0, p.newCap)}
+}
+
+func (p *framePool) put(f *frameBuf, b []byte) {
+	if cap(b) > p.keepCap {
+		b = make([]byte, 0, p.newCap)
+	}
+	f.b = b[:0]
+	p.pool.Put(f)
+}
 
 // bufPool is a bounded free list of byte buffers.
 type bufPool struct {
@@ -212,11 +406,27 @@ func (p bufPool) put(b []byte) {
 	}
 }
 
-// readInto appends all of r to buf, growing it as needed.
-func readInto(buf []byte, r io.Reader) ([]byte, error) {
+var (
+	// errFull is readInto's answer when buf reached its limit before the
+	// end of the message.
+	errFull = errors.New("transport: message buffer full")
+	// errTooBig is read's answer to a message over maxMessageBytes.
+	errTooBig = errors.New("transport: message over the limit")
+)
+
+// readInto appends r to buf until EOF, growing buf as needed but never past
+// a capacity of limit bytes. It fails with errFull when buf holds limit
+// bytes and r has not said EOF yet (what it read so far is in buf; the rest
+// is not read).
+func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			if len(buf) >= limit {
+				return buf, errFull
+			}
+			grown := make([]byte, len(buf), min(limit, max(2*cap(buf), 1024)))
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -231,14 +441,14 @@ func readInto(buf []byte, r io.Reader) ([]byte, error) {
 
 // Send implements actors.FrameSink: it writes the frame now, with a
 // deadline, and returns the message's in-flight token. A client that does
-// not read for writeTimeout is closed.
+// not read for the handler's write timeout is closed.
 func (c *wsConn) Send(buf []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.writeFailed {
 		return
 	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.writeTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, buf)
 	c.framesWritten++
 	if c.framesWritten > 1 {
@@ -247,20 +457,25 @@ func (c *wsConn) Send(buf []byte) {
 		default:
 		}
 	}
-	c.frames.put(buf)
+	f := c.frame
+	if c.frame = nil; f == nil {
+		f = new(frameBuf) // a Send without Buffer: not the session's way
+	}
+	c.h.frames.put(f, buf)
 	if err != nil {
 		c.writeFailed = true
-		c.log.Info().Err(err).Msg("write failed; closing the session")
-		c.Close(websocket.CloseGoingAway, "write failed")
+		c.h.log.Info().Uint64("session_id", c.sessionID).Err(err).Msg("write failed; closing the session")
+		c.Close(protocol.CloseWriteTimeout)
 		_ = c.ws.Close() // unblocks the reader
 	}
 }
 
-// Close implements actors.FrameSink: it records the close code and wakes
-// the reader, which sends the close frame once the session has ended.
-func (c *wsConn) Close(code int, reason string) {
+// Close implements actors.FrameSink: it records the reason (the first call
+// wins) and wakes the reader, which sends the close frame once the session
+// has ended.
+func (c *wsConn) Close(reason protocol.CloseReason) {
 	c.closeOnce.Do(func() {
-		c.closeCode, c.closeText = code, reason
+		c.closeReason = reason
 		close(c.done)
 		_ = c.ws.SetReadDeadline(time.Now())
 	})
@@ -269,6 +484,7 @@ func (c *wsConn) Close(code int, reason string) {
 // connSet tracks live WebSocket connections so shutdown can close them
 // with a close frame (http.Server.Shutdown ignores hijacked connections).
 type connSet struct {
+	wg     sync.WaitGroup // one per connection added and not yet removed
 	mu     sync.Mutex
 	closed bool
 	conns  map[*wsConn]struct{}
@@ -283,6 +499,7 @@ func (s *connSet) add(c *wsConn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.wg.Add(1)
 	return true
 }
 
@@ -290,10 +507,11 @@ func (s *connSet) remove(c *wsConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // closeAll sends every connection a close frame and refuses new ones.
-func (s *connSet) closeAll(code int, reason string) {
+func (s *connSet) closeAll(reason protocol.CloseReason) {
 	s.mu.Lock()
 	s.closed = true
 	list := make([]*wsConn, 0, len(s.conns))
@@ -302,6 +520,6 @@ func (s *connSet) closeAll(code int, reason string) {
 	}
 	s.mu.Unlock()
 	for _, c := range list {
-		c.Close(code, reason) // wakes the reader, which sends the close frame
+		c.Close(reason) // wakes the reader, which sends the close frame
 	}
 }

@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -423,7 +425,13 @@ func TestOversizedMessageCloses1009(t *testing.T) {
 // waitEvent reads the events socket until an event with name matches.
 func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	return waitEventWithin(t, ev, 5*time.Second, name, match)
+}
+
+// waitEventWithin is waitEvent with its own deadline.
+func waitEventWithin(t *testing.T, ev *wsClient, d time.Duration, name string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		_ = ev.conn.SetReadDeadline(deadline)
 		_, b, err := ev.conn.ReadMessage()
@@ -469,9 +477,50 @@ func TestBufPoolDropsGrownMessageBuffers(t *testing.T) {
 		t.Fatalf("get on an empty pool = cap %d, want a new 1024-byte buffer (the 1 MiB one must not be kept)", cap(got))
 	}
 
-	frames := newBufPool(1, 4096, 0)
-	frames.put(big)
-	if got := frames.get(); cap(got) != len(big) {
-		t.Fatalf("frame pool get = cap %d, want the %d-byte buffer kept", cap(got), len(big))
+	var frames framePool
+	frames.newCap, frames.keepCap = 4096, maxKeptFrameBytes
+	f := frames.get()
+	frames.put(f, make([]byte, maxKeptFrameBytes+1))
+	if cap(f.b) != 4096 {
+		t.Fatalf("a frame buffer over %d bytes was put back (cap %d)", maxKeptFrameBytes, cap(f.b))
+	}
+	frames.put(f, make([]byte, 0, maxKeptFrameBytes))
+	if cap(f.b) != maxKeptFrameBytes {
+		t.Fatalf("a frame buffer of %d bytes was not kept (cap %d)", maxKeptFrameBytes, cap(f.b))
+	}
+}
+
+// TestReadIntoKeepsTokensExact reads messages around maxKeptMessageBytes:
+// a buffer is over that capacity exactly when read took a big-message
+// token, which Recycle gives back, so no size leaks or double-returns one.
+func TestReadIntoKeepsTokensExact(t *testing.T) {
+	h := &sessionHandler{big: make(chan struct{}, bigMessageSlots)}
+	c := &wsConn{h: h, messages: newBufPool(poolSize, 1024, maxKeptMessageBytes), done: make(chan struct{})}
+	for _, n := range []int{0, 1, 1023, 1024, 1025, maxKeptMessageBytes - 1, maxKeptMessageBytes, maxKeptMessageBytes + 1, maxMessageBytes} {
+		buf, err := c.read(bytes.NewReader(make([]byte, n)))
+		if err != nil || len(buf) != n {
+			t.Fatalf("%d bytes: read %d, %v", n, len(buf), err)
+		}
+		if big := cap(buf) > maxKeptMessageBytes; big != (len(h.big) == 1) {
+			t.Fatalf("%d bytes: buffer cap %d, %d tokens held", n, cap(buf), len(h.big))
+		}
+		c.Recycle(buf)
+		if len(h.big) != 0 {
+			t.Fatalf("%d bytes: %d tokens held after Recycle", n, len(h.big))
+		}
+	}
+	if _, err := c.read(bytes.NewReader(make([]byte, maxMessageBytes+1))); !errors.Is(err, errTooBig) {
+		t.Fatalf("%d bytes: %v, want errTooBig", maxMessageBytes+1, err)
+	}
+	// A connection that ends with big messages its session never recycled
+	// (a stopped actor drops its mailbox) gives their tokens back, once.
+	dropped, err := c.read(bytes.NewReader(make([]byte, maxKeptMessageBytes+1)))
+	if err != nil || len(h.big) != 2 {
+		t.Fatalf("%v, %d tokens held; want 2", err, len(h.big))
+	}
+	c.releaseBig()
+	c.Recycle(dropped) // late: must not give back a token twice
+	if len(h.big) != 0 {
+		t.Fatalf("%d tokens held after the connection ended", len(h.big))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -426,7 +427,7 @@ func TestUsage(t *testing.T) {
 	a.Publish(event.SessionStarted(3, "", "10.0.0.3:5001", "3.0"))
 	a.Publish(event.CommandDeprecated("session.set_basis", "session.configure.basis", 1, "lab:rig"))
 	a.Publish(event.CommandDeprecated("session.set_basis", "session.configure.basis", 2, ""))
-	a.Publish(event.SessionEnded(2, "lab:old", "10.0.0.3:5000", "3.0"))
+	a.Publish(event.SessionEnded(2, "lab:old", "10.0.0.3:5000", "3.0", protocol.CloseClientClosed))
 	a.NoteLegacyRoute("GET /3.0/devices", "10.0.0.3:7000", "")
 	a.NoteLegacyRoute("GET /3.0/devices", "10.0.0.3:7001", "lab:old")
 	a.Publish(event.DeviceConnected("inverse", "arm3", "049D")) // not usage

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -24,14 +25,13 @@ type activityActor struct {
 
 	usage       usageBook
 	supervision supervisionBook
-	// logWindows holds, per event name, the current one-second log budget.
+	// logWindows holds, per event name, its log budget.
 	logWindows map[string]*logWindow
 }
 
 type logWindow struct {
-	start      time.Time
-	logged     int
-	suppressed int
+	budget     *rate.Limiter // logBurst lines a second, in bursts of logBurst
+	suppressed int           // events not logged since the last line
 	level      zerolog.Level
 }
 
@@ -159,8 +159,9 @@ func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) 
 }
 
 // logEvent writes one line per event at the event's level, at most logBurst
-// lines per name and second; the rest of the second is summed up in one
-// line when the next second of that name begins (or at stop).
+// lines per name and second (by the events' own times); the events not
+// logged are summed up in one line before the next line of that name (or at
+// stop).
 func (a *activityActor) logEvent(e *event.Event) {
 	level := zerologLevel(e.Level)
 	if a.log.GetLevel() > level || zerolog.GlobalLevel() > level {
@@ -168,18 +169,14 @@ func (a *activityActor) logEvent(e *event.Event) {
 	}
 	w := a.logWindows[e.Name]
 	if w == nil {
-		w = &logWindow{start: e.Time, level: level}
+		w = &logWindow{budget: rate.NewLimiter(rate.Limit(a.logBurst), a.logBurst), level: level}
 		a.logWindows[e.Name] = w
 	}
-	if e.Time.Sub(w.start) >= time.Second {
-		a.flushLogWindow(e.Name, w)
-		w.start, w.logged = e.Time, 0
-	}
-	if w.logged >= a.logBurst {
+	if !w.budget.AllowN(e.Time, 1) {
 		w.suppressed++
 		return
 	}
-	w.logged++
+	a.flushLogWindow(e.Name, w)
 	a.log.WithLevel(level).
 		Uint64("seq", e.Seq).
 		Str("event", e.Name).
@@ -195,7 +192,7 @@ func (a *activityActor) flushLogWindow(name string, w *logWindow) {
 	a.log.WithLevel(w.level).
 		Str("event", name).
 		Int("suppressed", w.suppressed).
-		Msg(fmt.Sprintf("%d more %s events in one second were not logged (they are in the ring and on the events socket)", w.suppressed, name))
+		Msg(fmt.Sprintf("%d more %s events were not logged, over %d a second (they are in the ring and on the events socket)", w.suppressed, name, a.logBurst))
 	w.suppressed = 0
 }
 

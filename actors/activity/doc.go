@@ -37,8 +37,9 @@
 // # Logging
 //
 // Each event is logged once at its level (notice logs at info), at most
-// Options.LogBurst lines per event name and second; the rest of such a
-// second is summed up in one line.
+// Options.LogBurst lines per event name and second (a token bucket of
+// golang.org/x/time/rate, by the events' own times); the events over it are
+// summed up in one line before the name's next line, or at stop.
 //
 // # Migration report
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // Params are the controlling session's filters for one device. They are
@@ -170,7 +171,7 @@ type Device struct {
 	failed   atomic.Bool
 	reg      Register
 	snap     SnapshotCell
-	exchange Histogram
+	exchange *histogram.Histogram
 
 	// Immutable after NewDevice.
 	drv   hw.Driver
@@ -223,7 +224,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	if o.Clock == nil {
 		o.Clock = SystemClock()
 	}
-	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock, exchange: histogram.New(precisionBits)}
 	d.cfg, _ = drv.(hw.Configurer)
 	g := DefaultGlobals()
 	d.globals.Store(g)

@@ -76,9 +76,11 @@
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
 // minus a margin learned from observed wake-up latency, then spins to the
 // deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
-// Each runner records its period in a Histogram, counts overruns, and once
-// a second emits EventRateWarning when the p99 period of the last second
-// passed 1.5 × target.
+// Each runner records its period in a protocol/histogram Histogram (the
+// one the load generator reads its round trips with; buckets 1/8 of their
+// value wide, percentiles reported at the bucket's upper edge), counts
+// overruns, and once a second emits EventRateWarning when the p99 period of
+// the last second passed 1.5 × target.
 //
 // The pacer is only as good as the thread's access to a CPU. Measured on
 // a loaded 2-core VM (load average 6, a 1 kHz loop): normal scheduling gave

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // rateWindowNs is how often a runner checks its period against the bound.
@@ -14,20 +16,35 @@ const rateWindowNs = int64(time.Second)
 // runnerStats are the measurements of one runner (a RunLocked loop or a
 // scheduler shard). Only the runner records; anyone may read.
 type runnerStats struct {
-	period   Histogram
-	busy     Histogram
+	period   *histogram.Histogram
+	busy     *histogram.Histogram
 	overruns atomic.Uint64
 	realtime atomic.Bool
 
 	targetNs int64
 
 	// The runner's goroutine owns the following.
-	window        Histogram
+	window        *histogram.Histogram
 	lastNs        int64
 	windowStartNs int64
 }
 
-func newRunnerStats(targetNs int64) *runnerStats { return &runnerStats{targetNs: targetNs} }
+// Summary is a histogram's distribution at one moment.
+type Summary = histogram.Summary
+
+// precisionBits is the loops' histogram precision: buckets at most 1/8 of
+// their value wide, 2.4 KiB per histogram (a service may run thousands of
+// simulated devices, each with its own exchange histogram).
+const precisionBits = 3
+
+func newRunnerStats(targetNs int64) *runnerStats {
+	return &runnerStats{
+		targetNs: targetNs,
+		period:   histogram.New(precisionBits),
+		busy:     histogram.New(precisionBits),
+		window:   histogram.New(precisionBits),
+	}
+}
 
 // tick records one tick at nowNs. Once per window it reports whether the
 // window's p99 period passed 1.5 × target, and that p99.

@@ -330,3 +330,40 @@ func TestPacerLearnsItsSpinMargin(t *testing.T) {
 		t.Fatalf("a 20 µs period spins %d ns, want at most half the period", got)
 	}
 }
+
+func TestRateWarning(t *testing.T) {
+	tests := []struct {
+		name     string
+		periodNs int64
+		jitterNs int64 // every 20th tick is late by this much
+		warn     bool
+	}{
+		{"steady", ms, 0, false},
+		{"small jitter", ms, ms / 4, false},
+		{"5 % of ticks at 2 ms", ms, ms, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := newRunnerStats(ms)
+			now := int64(1000 * ms)
+			var warnings int
+			var p99 int64
+			for i := 0; i < 2500; i++ {
+				now += tt.periodNs
+				if i%20 == 0 {
+					now += tt.jitterNs
+				}
+				if w, p := rs.tick(now, false); w {
+					warnings++
+					p99 = p
+				}
+			}
+			if (warnings > 0) != tt.warn {
+				t.Fatalf("%d warnings (p99 %d ns), want warning: %v", warnings, p99, tt.warn)
+			}
+			if tt.warn && (warnings > 2 || p99 <= ms*3/2) {
+				t.Fatalf("%d warnings with p99 %d ns over ~2.5 s, want at most one per second above the bound", warnings, p99)
+			}
+		})
+	}
+}

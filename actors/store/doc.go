@@ -5,10 +5,12 @@
 // # Names
 //
 // A document is named by a relative slash path without extension:
-// "settings", "devices/arm3-049D", "profiles/<EscapeName(profile)>/arm3-049D".
+// "settings", "devices/arm3-049D", "profiles.v2/<HashName(profile)>/arm3-049D".
 // Segments are [A-Za-z0-9._%-] and never start with '.', so no name
-// escapes the directory; EscapeName makes any user-supplied string (a
-// profile name such as "co.example.app:main") one safe, reversible segment.
+// escapes the directory. HashName makes any user-supplied string one safe
+// segment of fixed length (the caller keeps the string inside the
+// document); EscapeName makes it a reversible one, but as long as 3 bytes
+// per input byte, which a file name may not hold.
 // Document "a/b" is the file <dir>/a/b.json.
 //
 // # Durability

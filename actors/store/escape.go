@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -78,4 +80,15 @@ func unhex(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// HashName turns any string into a path segment of fixed length: 32
+// lower-case hex digits of its SHA-256 (128 bits; a collision needs about
+// 2^64 names). Unlike EscapeName it is not reversible, so a caller that
+// needs the string back keeps it inside the document; unlike EscapeName
+// it fits a file name whatever the string's length (34 × "é" escapes to
+// 205 bytes, over the 200-byte segment limit).
+func HashName(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
 }

@@ -364,6 +364,30 @@ func (s *Store) Delete(name string) error {
 	return nil
 }
 
+// DeleteFolder removes every document under prefix (a document name taken
+// as a folder, as List takes it), durably, then the folder itself when it is
+// left empty.
+func (s *Store) DeleteFolder(prefix string) error {
+	names, err := s.List(prefix)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := s.Delete(n); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	// Not empty (a temp or moved-aside file, a write since List) is fine:
+	// the documents are gone, which is what callers rely on.
+	if err := os.Remove(dir); err == nil {
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("store: delete folder %s: sync directory: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
 // List returns the names of the documents under prefix, sorted. prefix is
 // a document name taken as a folder ("profiles" or "profiles/" lists
 // everything below profiles/); "" lists everything. Temp and moved-aside

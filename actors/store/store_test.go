@@ -558,3 +558,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestHashNameFitsEveryName stores documents under the hash of names whose
+// escaped form no file system takes, and keeps distinct names apart.
+func TestHashNameFitsEveryName(t *testing.T) {
+	s := openTemp(t)
+	names := []string{"", "a", "A", strings.Repeat("é", 34), strings.Repeat("😀", 64), strings.Repeat("/..", 300)}
+	seen := map[string]string{}
+	for i, n := range names {
+		h := HashName(n)
+		if prev, dup := seen[h]; dup {
+			t.Fatalf("HashName(%q) = HashName(%q)", n, prev)
+		}
+		seen[h] = n
+		if err := s.Save("profiles/"+h+"/session", deviceDoc{Scale: float64(i)}); err != nil {
+			t.Fatalf("save under HashName(%q): %v", n, err)
+		}
+	}
+	for i, n := range names {
+		var d deviceDoc
+		if found, err := s.Load("profiles/"+HashName(n)+"/session", &d); !found || err != nil || d.Scale != float64(i) {
+			t.Fatalf("load under HashName(%q): found %v, %v, %+v", n, found, err, d)
+		}
+	}
+}
+
+func TestDeleteFolder(t *testing.T) {
+	s := openTemp(t)
+	for _, n := range []string{"profiles/a/session", "profiles/a/arm3-049D", "profiles/b/session"} {
+		if err := s.Save(n, deviceDoc{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteFolder("profiles/a"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List("profiles")
+	if err != nil || len(got) != 1 || got[0] != "profiles/b/session" {
+		t.Fatalf("after DeleteFolder(profiles/a): %v, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "profiles", "a")); !os.IsNotExist(err) {
+		t.Fatalf("the emptied folder is still there: %v", err)
+	}
+}

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // runBaselineArms implements `hapticd baseline-arms --arms N --loop-hz H
@@ -74,10 +74,9 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineAr
 
 	clock := loop.SystemClock()
 	periodNs := int64(float64(time.Second) / loopHz)
-	wantTicks := int(d.Nanoseconds()/periodNs) + 1
-	// Periods are kept exactly (one int64 per tick, allocated up front) so
-	// the percentiles need no histogram and the loop does not allocate.
-	periods := make([]int64, 0, wantTicks)
+	// Periods go into the histogram the service's loops use
+	// (protocol/histogram), finer: within 0.8 %, and no allocation per tick.
+	periods := histogram.New(7)
 	p := loop.NewPacer(periodNs, clock)
 	res := protocol.BaselineArms{Arms: arms, LoopHz: loopHz}
 	var stepNs int64
@@ -89,8 +88,8 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineAr
 		if now >= end {
 			break
 		}
-		if prev != 0 && len(periods) < cap(periods) {
-			periods = append(periods, now-prev)
+		if prev != 0 {
+			periods.Record(now - prev)
 		}
 		prev = now
 		if overrun {
@@ -105,17 +104,7 @@ func stepBareLoop(arms int, loopHz float64, d time.Duration) protocol.BaselineAr
 	if res.Ticks > 0 {
 		res.NsPerStep = float64(stepNs) / float64(res.Ticks) / float64(arms)
 	}
-	slices.Sort(periods)
-	res.PeriodUsP50 = float64(percentile(periods, 0.50)) / 1e3
-	res.PeriodUsP99 = float64(percentile(periods, 0.99)) / 1e3
+	res.PeriodUsP50 = float64(periods.QuantileNs(0.50)) / 1e3
+	res.PeriodUsP99 = float64(periods.QuantileNs(0.99)) / 1e3
 	return res
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []int64, q float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }

@@ -10,6 +10,12 @@ import (
 // methods. They inline, so the step allocates nothing.
 
 // quatMul returns the Hamilton product a·b.
+//
+// It is the second copy of protocol/space's Quat.Mul, on purpose: hw (and
+// its sub-packages) and protocol both sit at the bottom of the house and
+// may import only the standard library and themselves (deps_test.go), so
+// neither can hold the other's copy, and a third package both import would
+// need a new arrow in both rules for four lines of arithmetic.
 func quatMul(a, b hw.Quat) hw.Quat {
 	return hw.Quat{
 		W: a.W*b.W - a.X*b.X - a.Y*b.Y - a.Z*b.Z,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // Event is one activity event as it goes on the wire.
@@ -103,8 +105,8 @@ var kinds = [...]Kind{
 		[]string{"session_id", "profile", "remote", "api_version"},
 		"a simulation WebSocket session opened"},
 	{NameSessionEnded, CategorySession, LevelInfo,
-		[]string{"session_id", "profile", "remote", "api_version"},
-		"a simulation WebSocket session closed"},
+		[]string{"session_id", "profile", "remote", "api_version", "reason", "close_code"},
+		"a simulation WebSocket session closed; reason is client_closed, read_error, write_timeout, message_too_big, shutdown, internal_error or protocol_violation"},
 	{NameDeviceBusy, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "session_id", "owner_session_id"},
 		"a session was refused control of a device another session controls"},
@@ -275,10 +277,14 @@ func SessionStarted(sessionID uint64, profile, remote, apiVersion string) Event 
 }
 
 // SessionEnded reports a simulation session that closed, with the profile it
-// had at the end.
-func SessionEnded(sessionID uint64, profile, remote, apiVersion string) Event {
-	return build(NameSessionEnded, sessionData{sessionID, nullable(profile), remote, apiVersion},
-		fmt.Sprintf("session %d from %s ended (API %s%s)", sessionID, remote, apiVersion, profileSuffix(profile)))
+// had at the end and why it ended.
+func SessionEnded(sessionID uint64, profile, remote, apiVersion string, reason protocol.CloseReason) Event {
+	return build(NameSessionEnded, struct {
+		sessionData
+		Reason    protocol.CloseReason `json:"reason"`
+		CloseCode int                  `json:"close_code"`
+	}{sessionData{sessionID, nullable(profile), remote, apiVersion}, reason, reason.CloseCode()},
+		fmt.Sprintf("session %d from %s ended: %s (API %s%s)", sessionID, remote, reason, apiVersion, profileSuffix(profile)))
 }
 
 // DeviceBusy reports a control command refused because another session

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -27,8 +28,10 @@ var constructors = map[string]func() event.Event{
 	event.NameDeviceFailed:       func() event.Event { return event.DeviceFailed("arm3", "049D", "serial: device gone") },
 	event.NameInvalidIOChannel:   func() event.Event { return event.InvalidIOChannel([]byte("hello")) },
 	event.NameSessionStarted:     func() event.Event { return event.SessionStarted(3, "", "127.0.0.1:6000", "3.x") },
-	event.NameSessionEnded:       func() event.Event { return event.SessionEnded(3, "lab:rig", "127.0.0.1:6000", "3.0") },
-	event.NameDeviceBusy:         func() event.Event { return event.DeviceBusy("arm3", "049D", 4, 3) },
+	event.NameSessionEnded: func() event.Event {
+		return event.SessionEnded(3, "lab:rig", "127.0.0.1:6000", "3.0", protocol.CloseWriteTimeout)
+	},
+	event.NameDeviceBusy: func() event.Event { return event.DeviceBusy("arm3", "049D", 4, 3) },
 	event.NameControlLeaseExpired: func() event.Event {
 		return event.ControlLeaseExpired("arm3", "049D", 3)
 	},

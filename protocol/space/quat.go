@@ -3,6 +3,8 @@ package space
 import "math"
 
 // Mul returns the Hamilton product q·r: the rotation r followed by q.
+// hw/sim keeps a copy for hw.Quat (quatMul): hw may not import protocol,
+// nor protocol hw (deps_test.go).
 func (q Quat) Mul(r Quat) Quat {
 	return Quat{
 		W: q.W*r.W - q.X*r.X - q.Y*r.Y - q.Z*r.Z,

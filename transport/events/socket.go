@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/protocol"
@@ -339,11 +340,10 @@ func (c *socketConn) readLoop() {
 	c.ws.SetPongHandler(func(string) error {
 		return c.ws.SetReadDeadline(time.Now().Add(pongWait))
 	})
-	var (
-		kept        [event.MaxReceivedBytes]byte
-		windowStart time.Time
-		reports     int
-	)
+	var kept [event.MaxReceivedBytes]byte
+	// A client that keeps writing is reported at most
+	// InputReportsPerSecond times a second, not once per message.
+	reports := rate.NewLimiter(rate.Limit(c.srv.opts.InputReportsPerSecond), c.srv.opts.InputReportsPerSecond)
 	for {
 		_, rd, err := c.ws.NextReader()
 		if err != nil {
@@ -366,12 +366,7 @@ func (c *socketConn) readLoop() {
 			return
 		}
 		_ = c.ws.SetReadDeadline(time.Now().Add(pongWait))
-		now := time.Now()
-		if now.Sub(windowStart) >= time.Second {
-			windowStart, reports = now, 0
-		}
-		if reports < c.srv.opts.InputReportsPerSecond {
-			reports++
+		if reports.Allow() {
 			c.srv.act.Publish(event.InvalidIOChannel(kept[:n]))
 		}
 	}

@@ -1,0 +1,199 @@
+package actors
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// Profile storage.
+//
+// A profile's documents live in the folder profiles.v2/<store.HashName(name)>/:
+// "session" (the session level: basis and lease, the profile's name itself
+// and when a session last picked it) and one "<type>-<id>" per device. The
+// folder name has a fixed length whatever the name, so every valid name
+// (64 characters of any script) can be stored.
+//
+// The number of stored profiles is bounded: when a session picks a profile
+// that is not stored yet and that makes more than Options.MaxStoredProfiles
+// (default DefaultMaxStoredProfiles), the profiles least recently picked are
+// removed, never one a connected session has.
+//
+// State directories of the earlier layout, profiles/<store.EscapeName(name)>/,
+// are moved to the new one when the service starts.
+const (
+	DefaultMaxStoredProfiles = 1000
+	profilesFolder           = "profiles.v2"
+	oldProfilesFolder        = "profiles"
+)
+
+// profileFolder is the folder of a profile's documents.
+func profileFolder(name string) string { return profilesFolder + "/" + store.HashName(name) }
+
+// profileSession is what a profile keeps of the session level.
+type profileSession struct {
+	// Name is the profile's name: the folder name is a hash of it.
+	Name string `json:"name"`
+	// UsedAt is when a session last picked or changed the profile; the
+	// least recently used profiles are removed first.
+	UsedAt  time.Time      `json:"used_at"`
+	Basis   protocol.Basis `json:"basis"`
+	LeaseMs int            `json:"lease_ms"`
+}
+
+func (a *sessionActor) profileSessionName() string {
+	return profileFolder(a.profile) + "/session"
+}
+
+// loadProfileSession applies the stored session level of the profile just
+// picked, and records that it was used.
+func (a *sessionActor) loadProfileSession() {
+	if a.svc.store == nil || a.profile == "" {
+		return
+	}
+	var ps profileSession
+	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
+	if err != nil {
+		a.log.Error().Err(err).Msg("stored profile session unreadable; using defaults")
+		return
+	}
+	if found {
+		if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
+			b := ps.Basis
+			a.basis = b
+			a.sess.basis.Store(&b)
+		}
+		if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
+			a.leaseMs = ps.LeaseMs
+		}
+	}
+	a.saveProfileSession()
+	if !found {
+		a.svc.pruneProfiles(profileFolder(a.profile))
+	}
+}
+
+func (a *sessionActor) saveProfileSession() {
+	if a.svc.writeBehind == nil || a.profile == "" {
+		return
+	}
+	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
+		Name: a.profile, UsedAt: time.Now().UTC(), Basis: a.basis, LeaseMs: a.leaseMs})
+}
+
+// pruneProfiles removes the least recently used stored profiles beyond the
+// bound. added is the folder of a profile just created, counted even when
+// its documents are still in the write-behind queue.
+func (s *Service) pruneProfiles(added string) {
+	limit := s.opts.MaxStoredProfiles
+	if limit <= 0 {
+		limit = DefaultMaxStoredProfiles
+	}
+	names, err := s.store.List(profilesFolder)
+	if err != nil {
+		s.log.Error().Err(err).Msg("list stored profiles; none removed")
+		return
+	}
+	folders := map[string]bool{added: true}
+	for _, n := range names {
+		if i := strings.LastIndexByte(n, '/'); i > 0 {
+			folders[n[:i]] = true
+		}
+	}
+	over := len(folders) - limit
+	if over <= 0 {
+		return
+	}
+	live := map[string]bool{added: true}
+	for _, sess := range s.Sessions() {
+		if p := sess.Profile(); p != "" {
+			live[profileFolder(p)] = true
+		}
+	}
+	type candidate struct {
+		folder string
+		usedAt time.Time
+	}
+	var cands []candidate
+	for f := range folders {
+		if live[f] {
+			continue
+		}
+		var ps profileSession
+		// A folder without a readable session document sorts first (zero
+		// time): nothing says it was used.
+		_, _ = s.store.Load(f+"/session", &ps)
+		cands = append(cands, candidate{f, ps.UsedAt})
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return a.usedAt.Compare(b.usedAt) })
+	for _, c := range cands[:min(over, len(cands))] {
+		if err := s.store.DeleteFolder(c.folder); err != nil {
+			s.log.Error().Err(err).Str("folder", c.folder).Msg("remove a least recently used profile")
+		}
+	}
+}
+
+// migrateProfiles moves profiles of the earlier layout
+// (profiles/<EscapeName(name)>/) to profileFolder(name), adding the name to
+// the session document. A document that cannot be moved stays where it was
+// (and is logged); the rest of its profile moves anyway.
+func migrateProfiles(st *store.Store, log zerolog.Logger) {
+	names, err := st.List(oldProfilesFolder)
+	if err != nil {
+		log.Error().Err(err).Msg("list profiles of the earlier layout; not migrated")
+		return
+	}
+	failed := map[string]bool{}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seg, doc, ok := strings.Cut(strings.TrimPrefix(n, oldProfilesFolder+"/"), "/")
+		if !ok || strings.Contains(doc, "/") {
+			continue // not a document of the earlier layout
+		}
+		seen[seg] = true
+		if err := migrateProfileDoc(st, n, seg, doc); err != nil {
+			failed[seg] = true
+			log.Error().Err(err).Str("document", n).Msg("could not move a stored profile document to the new layout; it stays unused")
+		}
+	}
+	for seg := range seen {
+		if !failed[seg] {
+			if err := st.DeleteFolder(oldProfilesFolder + "/" + seg); err != nil {
+				log.Error().Err(err).Msg("remove a migrated profile folder")
+			}
+		}
+	}
+}
+
+func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
+	name, err := store.UnescapeName(seg)
+	if err != nil {
+		return err
+	}
+	var v any
+	if doc == "session" {
+		var ps profileSession
+		if _, err := st.Load(old, &ps); err != nil {
+			return err
+		}
+		ps.Name = name
+		v = ps
+	} else {
+		var raw json.RawMessage
+		if _, err := st.Load(old, &raw); err != nil {
+			return err
+		}
+		v = raw
+	}
+	if err := st.Save(profileFolder(name)+"/"+doc, v); err != nil {
+		return err
+	}
+	return st.Delete(old)
+}

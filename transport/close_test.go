@@ -1,0 +1,268 @@
+package transport
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// TestSessionEndReasons ends a session in each way a client can cause and
+// checks what the client, the events socket and GET /sessions/closed (on
+// both ports) report.
+func TestSessionEndReasons(t *testing.T) {
+	tests := []struct {
+		reason protocol.CloseReason
+		// end makes the session end; it returns the close code the client
+		// read, or 0 when the client cannot read one (it left).
+		end func(t *testing.T, ts *testService, c *wsClient) int
+	}{
+		{protocol.CloseClientClosed, func(t *testing.T, _ *testService, c *wsClient) int {
+			if err := c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"), time.Now().Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			return readCloseCode(t, c)
+		}},
+		{protocol.CloseReadError, func(t *testing.T, _ *testService, c *wsClient) int {
+			_ = c.conn.UnderlyingConn().Close() // gone without a close frame
+			return 0
+		}},
+		{protocol.CloseMessageTooBig, func(t *testing.T, _ *testService, c *wsClient) int {
+			c.send(`{"pad":"` + strings.Repeat("x", protocol.MaxMessageBytes) + `"}`)
+			return readCloseCode(t, c)
+		}},
+		{protocol.CloseProtocolViolation, func(t *testing.T, _ *testService, c *wsClient) int {
+			// A text frame without the mask RFC 6455 requires of clients.
+			if _, err := c.conn.UnderlyingConn().Write([]byte{0x81, 0x02, '{', '}'}); err != nil {
+				t.Fatal(err)
+			}
+			return readCloseCode(t, c)
+		}},
+		{protocol.CloseShutdown, func(t *testing.T, ts *testService, c *wsClient) int {
+			ts.srv.conns.closeAll(protocol.CloseShutdown) // CloseSockets would close the events socket too
+			return readCloseCode(t, c)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.reason), func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			ev := ts.dial(t, ts.eventsWS)
+			c := ts.dial(t, ts.wsURL())
+			sid := path(c.expect(), "session_id")
+			if code := tt.end(t, ts, c); code != 0 && code != tt.reason.CloseCode() {
+				t.Fatalf("client read close code %d, want %d", code, tt.reason.CloseCode())
+			}
+			e := waitEvent(t, ev, "session-ended", func(e map[string]any) bool { return path(e, "data", "session_id") == sid })
+			if got := path(e, "data", "reason"); got != string(tt.reason) {
+				t.Fatalf("session-ended reason %v, want %s: %v", got, tt.reason, e)
+			}
+			if got := num(path(e, "data", "close_code")); int(got) != tt.reason.CloseCode() {
+				t.Fatalf("session-ended close_code %v, want %d", got, tt.reason.CloseCode())
+			}
+			for _, base := range []string{ts.base, ts.legacy + "/3.0"} {
+				r := ts.do("GET", base+"/sessions/closed", "")
+				closed, _ := path(r.env, "data", "closed").([]any)
+				if r.status != 200 || len(closed) != 1 {
+					t.Fatalf("GET %s/sessions/closed: %v", base, r)
+				}
+				if path(closed[0], "session_id") != sid || path(closed[0], "reason") != string(tt.reason) || path(closed[0], "closed_at") == nil {
+					t.Fatalf("GET %s/sessions/closed: %v, want session %v ended by %s", base, closed[0], sid, tt.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteTimeoutEndsTheSession has a client that sends and never reads:
+// once the socket buffers are full, a frame write misses its deadline and
+// the session ends with write_timeout.
+func TestWriteTimeoutEndsTheSession(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, writeTimeout: 200 * time.Millisecond})
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	sid := path(c.expect(), "session_id")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // full-state frames are large: the buffers fill fast
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(`{"session":{"force_render_full_state":{}}}`)) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	e := waitEventWithin(t, ev, 30*time.Second, "session-ended", func(e map[string]any) bool { return path(e, "data", "session_id") == sid })
+	if got := path(e, "data", "reason"); got != string(protocol.CloseWriteTimeout) {
+		t.Fatalf("session-ended reason %v, want write_timeout", got)
+	}
+	closed, _ := path(ts.do("GET", ts.base+"/sessions/closed", "").env, "data", "closed").([]any)
+	if len(closed) != 1 || path(closed[0], "reason") != string(protocol.CloseWriteTimeout) {
+		t.Fatalf("GET /sessions/closed: %v", closed)
+	}
+}
+
+// readCloseCode reads until the connection ends and returns the close code
+// the server sent; it fails the test on anything but a close frame (a TCP
+// reset, a timeout).
+func readCloseCode(t *testing.T, c *wsClient) int {
+	t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := c.conn.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if !asCloseError(err, &ce) {
+			t.Fatalf("want a close frame, got %v", err)
+		}
+		return ce.Code
+	}
+}
+
+func asCloseError(err error, ce **websocket.CloseError) bool {
+	e, ok := err.(*websocket.CloseError)
+	*ce = e
+	return ok
+}
+
+// TestOversizeAlwaysCloses1009 sends many single-frame messages over the
+// limit, on both formats: every try must end with close 1009 read by the
+// client, never a TCP reset (which a server closing with the rest of the
+// message unread causes some of the time).
+func TestOversizeAlwaysCloses1009(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	big := []byte(`{"pad":"` + strings.Repeat("x", protocol.MaxMessageBytes+protocol.MaxMessageBytes/2) + `"}`)
+	for _, url := range []string{ts.wsURL(), ts.legacyWS()} {
+		for i := 0; i < 20; i++ {
+			c := ts.dial(t, url)
+			c.expect()
+			if err := c.conn.WriteMessage(websocket.TextMessage, big); err != nil {
+				t.Fatalf("%s try %d: write: %v", url, i, err)
+			}
+			if code := readCloseCode(t, c); code != websocket.CloseMessageTooBig {
+				t.Fatalf("%s try %d: close code %d, want 1009", url, i, code)
+			}
+			_ = c.conn.Close()
+		}
+	}
+}
+
+// TestHandshakeErrorsAnswerTheEnvelope sends upgrade requests gorilla
+// refuses: the answer is the JSON error envelope, on both ports.
+func TestHandshakeErrorsAnswerTheEnvelope(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	for _, base := range []string{ts.base, ts.legacy} {
+		addr := strings.TrimPrefix(base, "http://")
+		for _, headers := range []string{
+			"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", // no key
+			"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+			"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", // no Connection: Upgrade
+		} {
+			resp := rawRequest(t, addr, "GET / HTTP/1.1\r\nHost: "+addr+"\r\n"+headers+"\r\n")
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%s %q: %d %s %s", base, headers, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			if !strings.Contains(string(body), `"ok":false`) || !strings.Contains(string(body), `"code":"bad_handshake"`) {
+				t.Fatalf("%s %q: body %s", base, headers, body)
+			}
+		}
+	}
+}
+
+// rawRequest sends req as written on a new connection: the Go client would
+// fill in the headers these tests leave out.
+func rawRequest(t *testing.T, addr, req string) *http.Response {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprint(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestManyWarningsSmallFrame sends a message of 60,000 unknown fields: the
+// frame lists MaxWarnings of them and counts the rest, far under 64 KiB, and
+// the session goes on.
+func TestManyWarningsSmallFrame(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.5`, id)
+	for i := 0; i < 60000; i++ {
+		fmt.Fprintf(&b, `,"u%05d":1`, i)
+	}
+	b.WriteString(`}}}]}`)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.send(b.String())
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, raw, err := c.conn.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) >= 64<<10 {
+		t.Fatalf("a frame of %d bytes answers 60,000 unknown fields", len(raw))
+	}
+	var f map[string]any
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := f["warnings"].([]any)
+	if len(w) != protocol.MaxWarnings+1 || path(w[protocol.MaxWarnings], "code") != "warnings_dropped" ||
+		!strings.HasPrefix(path(w[protocol.MaxWarnings], "message").(string), fmt.Sprint(60000-protocol.MaxWarnings)+" more") {
+		t.Fatalf("%d warnings, last %v", len(w), w[len(w)-1])
+	}
+	// A message of 20,000 bad device entries: errors are capped alike.
+	b.Reset()
+	b.WriteString(`{"arm3":[`)
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"device_id":%q,"configure":{"damping":1}}`, id)
+	}
+	b.WriteString(`]}`)
+	c.send(b.String())
+	if _, raw, err = c.conn.ReadMessage(); err != nil || len(raw) >= 64<<10 {
+		t.Fatalf("a frame of %d bytes (%v) answers 20,000 bad entries", len(raw), err)
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := f["errors"].([]any); len(e) != protocol.MaxErrors+1 || path(e[protocol.MaxErrors], "code") != "errors_dropped" {
+		t.Fatalf("%d errors, last %v", len(e), e[len(e)-1])
+	}
+	// The known part applied, and the session goes on.
+	f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+	if num(path(f, "arm3", 0, "config", "filters", "force_gate", "gain")) != 0.5 {
+		t.Fatalf("force_gate after the message: %v", path(f, "arm3", 0, "config", "filters"))
+	}
+}

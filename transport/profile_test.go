@@ -1,0 +1,122 @@
+package transport
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/store"
+)
+
+// TestAnyValidProfileNameIsStored uses names within the 64-character limit
+// whose escaped form is over 200 bytes: a WebSocket configure and an HTTP
+// POST under each are stored and come back after a restart.
+func TestAnyValidProfileNameIsStored(t *testing.T) {
+	for _, name := range []string{strings.Repeat("é", 34), strings.Repeat("😀", 17), strings.Repeat("x", 64)} {
+		t.Run(fmt.Sprintf("%d runes", len([]rune(name))), func(t *testing.T) {
+			dir := t.TempDir()
+			ts := startService(t, serviceConfig{arms: 1, dir: dir})
+			id := ts.armIDs[0]
+			c := ts.dial(t, ts.wsURL())
+			c.expect()
+			f := c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}}}]}`, name, id))
+			if f["errors"] != nil {
+				t.Fatalf("configure under the profile: %v", f["errors"])
+			}
+			r := ts.do("POST", ts.base+"/arm3/0/config/basis?session="+url.QueryEscape(name), `{"permutation":"ZYX"}`)
+			if r.status != 200 {
+				t.Fatalf("POST under the profile: %v", r)
+			}
+			_ = c.conn.Close()
+			ts.stop()
+
+			ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+			c2 := ts2.dial(t, ts2.wsURL())
+			c2.expect()
+			f = c2.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}},"force_render_full_state":{}}}`, name))
+			if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":7}`) || path(f, "arm3", 0, "config", "basis", "permutation") != "ZYX" {
+				t.Fatalf("profile config after restart: %v", path(f, "arm3", 0, "config"))
+			}
+		})
+	}
+}
+
+// TestEarlierProfileLayoutStillLoads puts a profile in the layout of
+// earlier versions (profiles/<escaped name>/) and starts the service on it.
+func TestEarlierProfileLayoutStillLoads(t *testing.T) {
+	dir := t.TempDir()
+	const name = "lab:rig1"
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q},"lease":{"ms":250}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}}}]}`, name, id))
+	_ = c.conn.Close()
+	ts.stop()
+	// The same documents, where an earlier version kept them.
+	old := filepath.Join(dir, "profiles", store.EscapeName(name))
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "profiles.v2", store.HashName(name)), old); err != nil {
+		t.Fatal(err)
+	}
+
+	ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+	c2 := ts2.dial(t, ts2.wsURL())
+	c2.expect()
+	f := c2.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}},"force_render_full_state":{}}}`, name))
+	if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":7}`) || num(path(f, "session", "config", "lease", "ms")) != 250 {
+		t.Fatalf("profile of the earlier layout not loaded: %v %v", path(f, "arm3", 0, "config", "filters"), path(f, "session"))
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatalf("the earlier layout's folder is still there after the move: %v", err)
+	}
+}
+
+// TestStoredProfilesAreBounded picks more profiles than the bound: the
+// least recently used one is removed, the others keep their config.
+func TestStoredProfilesAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir, maxProfiles: 2})
+	id := ts.armIDs[0]
+	use := func(name string, damping int) {
+		c := ts.dial(t, ts.wsURL())
+		c.expect()
+		c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%d}}}]}`, name, id, damping))
+		_ = c.conn.Close()
+		// Session end flushes its profile: wait until it is on disk.
+		checkFor(t, 5*time.Second, func() error {
+			if _, err := os.Stat(filepath.Join(dir, "profiles.v2", store.HashName(name), "session.json")); err != nil {
+				return err
+			}
+			if n := path(ts.do("GET", ts.base+"/sessions", "").env, "data", "session_count"); n != 0.0 {
+				return fmt.Errorf("%v sessions still open", n)
+			}
+			return nil
+		})
+	}
+	use("first", 1)
+	use("second", 2)
+	use("third", 3)
+	entries, err := os.ReadDir(filepath.Join(dir, "profiles.v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("%d stored profiles, want the bound of 2", len(entries))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "profiles.v2", store.HashName("first"))); !os.IsNotExist(err) {
+		t.Fatalf("the least recently used profile is still stored (%v)", err)
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"second"}},"force_render_full_state":{}}}`)
+	if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":2}`) {
+		t.Fatalf("a kept profile lost its config: %v", path(f, "arm3", 0, "config", "filters"))
+	}
+}
