@@ -50,6 +50,9 @@ type api struct {
 	build  BuildInfo
 	log    zerolog.Logger
 	ws     *sessionHandler
+	// rec holds the recordings (POST/GET/DELETE /recordings) and records
+	// config changes made over HTTP.
+	rec *recorders
 	// legacyUse, when set, counts each route use for the migration report.
 	legacyUse func(route, remote, profile string)
 }
@@ -79,6 +82,9 @@ func (a *api) routes() []route {
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
 	add("/deprecations", a.deprecations, get)
+	add("/recordings", a.listRecordings, get)
+	add("/recordings", a.startRecording, http.MethodPost)
+	add("/recordings/:id", a.stopRecording, http.MethodDelete)
 
 	// Device-type names (every accepted one) are static path segments, so
 	// httprouter never sees a wildcard beside /version or /settings. The
@@ -112,6 +118,9 @@ func newRouter(a *api) *httprouter.Router {
 		h := rt.handle
 		if a.legacyUse != nil {
 			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
+		}
+		if (rt.method == http.MethodPost || rt.method == http.MethodDelete) && (strings.Contains(rt.path, "/config/") || strings.HasPrefix(rt.path, "/settings")) {
+			h = a.recordChange(h)
 		}
 		r.Handle(rt.method, a.prefix+rt.path, h)
 	}

@@ -47,6 +47,7 @@ type serviceConfig struct {
 	maxProfiles  int
 	writeTimeout time.Duration
 	motion       sim.Motion // the scripted hand on simulated devices
+	recordDir    string     // where POST /recordings writes
 }
 
 func testLogger() zerolog.Logger {
@@ -102,7 +103,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, RecordDir: cfg.recordDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,15 @@ package mcap_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/protocol/mcap/mcaptest"
 )
 
 // writeSample writes two channels over several chunks and returns the
@@ -94,36 +93,6 @@ func TestTruncatedKeepsCompleteChunks(t *testing.T) {
 	}
 }
 
-// MCAPJS reads path with @mcap/core under node (installing it into
-// testdata/mcapjs on first use); it skips when node or npm is missing.
-func MCAPJS(t *testing.T, script, path string) map[string]any {
-	t.Helper()
-	dir := filepath.Dir(script)
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the @mcap/core cross-check needs it (.ci/run installs it)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@mcap", "core")); err != nil {
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("npm install @mcap/core: %v\n%s", err, out)
-		}
-	}
-	out, err := exec.Command("node", script, path).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("@mcap/core could not read %s: %v\n%s", path, err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("decode node output: %v\n%s", err, out)
-	}
-	return got
-}
-
 func TestReferenceReaderAgrees(t *testing.T) {
 	b, _ := writeSample(t, 1024)
 	path := filepath.Join(t.TempDir(), "sample.mcap")
@@ -134,24 +103,22 @@ func TestReferenceReaderAgrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := MCAPJS(t, "testdata/mcapjs/read.mjs", path)
+	js := mcaptest.Read(t, path)
 	counts := map[uint16]int{}
 	for _, m := range f.Messages {
 		counts[m.ChannelID]++
 	}
-	indexed := js["indexed"].(map[string]any)["channels"].(map[string]any)
-	streamed := js["streamed"].(map[string]any)["channels"].(map[string]any)
-	if len(indexed) != len(f.Channels) {
-		t.Fatalf("@mcap/core found %d channels, we wrote %d", len(indexed), len(f.Channels))
+	if len(js.Indexed.Channels) != len(f.Channels) {
+		t.Fatalf("@mcap/core found %d channels, we wrote %d", len(js.Indexed.Channels), len(f.Channels))
 	}
 	for id, c := range f.Channels {
 		k := strconv.Itoa(int(id))
-		jc, ok := indexed[k].(map[string]any)
-		if !ok || jc["topic"] != c.Topic || int(jc["count"].(float64)) != counts[id] || int(streamed[k].(float64)) != counts[id] {
-			t.Fatalf("channel %d: @mcap/core indexed %v, streamed %v; we wrote %s with %d messages", id, jc, streamed[k], c.Topic, counts[id])
+		jc, ok := js.Indexed.Channels[k]
+		if !ok || jc.Topic != c.Topic || jc.Count != counts[id] || js.Streamed.Channels[k] != counts[id] {
+			t.Fatalf("channel %d: @mcap/core indexed %+v, streamed %d; we wrote %s with %d messages", id, jc, js.Streamed.Channels[k], c.Topic, counts[id])
 		}
 	}
-	if js["streamed"].(map[string]any)["done"] != true {
-		t.Fatalf("@mcap/core's stream reader did not reach the end: %v", js["streamed"])
+	if !js.Streamed.Done {
+		t.Fatal("@mcap/core's stream reader did not reach the end")
 	}
 }

@@ -1,0 +1,207 @@
+package transport
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/protocol/mcap/mcaptest"
+)
+
+// lockStep drives arm id with a force that pushes it around for d, one
+// message per frame, and returns the frames received after the inventory
+// and the number of messages sent.
+func lockStep(t *testing.T, c *wsClient, id string, d time.Duration) []map[string]any {
+	t.Helper()
+	var frames []map[string]any
+	start := time.Now()
+	for i := 0; time.Since(start) < d; i++ {
+		ph := float64(i) / 50
+		frames = append(frames, c.roundTrip(force(id, 2*math.Sin(ph), 2*math.Cos(ph), 0.5)))
+	}
+	return frames
+}
+
+// recordedFile reads a finished recording with the project's reader.
+func recordedFile(t *testing.T, path string) *mcap.File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mcap.Read(b)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	if !f.Complete || f.Statistics == nil || f.Chunks == 0 || len(f.ChunkIndexes) != f.Chunks {
+		t.Fatalf("%s: complete %v, %d chunks, %d chunk indexes, statistics %v: want a complete chunked and indexed file", path, f.Complete, f.Chunks, len(f.ChunkIndexes), f.Statistics)
+	}
+	return f
+}
+
+// byTopic gathers a file's messages per topic.
+func byTopic(f *mcap.File) map[string][]mcap.Message {
+	out := map[string][]mcap.Message{}
+	for _, m := range f.Messages {
+		topic := f.Channels[m.ChannelID].Topic
+		out[topic] = append(out[topic], m)
+	}
+	return out
+}
+
+func TestRecordLockStepSession(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+	arm := ts.armIDs[0]
+	started := ts.do("POST", ts.base+"/recordings", `{"name":"lockstep"}`)
+	if started.status != 200 {
+		t.Fatalf("POST /recordings: %v", started)
+	}
+	id := int(num(path(started.data(), "id")))
+	file, _ := path(started.data(), "path").(string)
+
+	c := ts.dial(t, ts.wsURL())
+	inv := c.expect()
+	session := strconv.Itoa(int(num(inv["session_id"])))
+	frames := lockStep(t, c, arm, 2*time.Second)
+	if len(frames) < 50 {
+		t.Fatalf("only %d round trips in 2 s", len(frames))
+	}
+	// A config change over HTTP is recorded too.
+	if r := ts.do("POST", ts.base+"/arm3/"+arm+"/config/handedness", `{"handedness":"left"}`); r.status != 200 {
+		t.Logf("config change answered %v (recorded with its status either way)", r)
+	}
+
+	if l := ts.do("GET", ts.base+"/recordings", ""); l.status != 200 || path(l.data(), 0, "active") != true {
+		t.Fatalf("GET /recordings while recording: %v", l)
+	}
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(id), "")
+	if stopped.status != 200 || path(stopped.data(), "active") != false {
+		t.Fatalf("DELETE /recordings/%d: %v", id, stopped)
+	}
+	if r := ts.do("DELETE", ts.base+"/recordings/999", ""); r.status != 404 {
+		t.Fatalf("DELETE of an unknown recording: %v, want 404", r)
+	}
+
+	f := recordedFile(t, file)
+	topics := byTopic(f)
+	clientTopic, frameTopic := "/sessions/"+session+"/client", "/sessions/"+session+"/frames"
+	if got := len(topics[clientTopic]); got != len(frames) {
+		t.Errorf("%s: %d messages recorded, %d sent", clientTopic, got, len(frames))
+	}
+	// Every frame the client received, the inventory first, is recorded
+	// byte for byte in order.
+	if got := len(topics[frameTopic]); got != len(frames)+1 {
+		t.Fatalf("%s: %d frames recorded, %d received", frameTopic, got, len(frames)+1)
+	}
+	var stateTopic string
+	for topic := range topics {
+		if strings.HasPrefix(topic, "/devices/") && strings.HasSuffix(topic, "-"+arm+"/state") {
+			stateTopic = topic
+		}
+	}
+	states := topics[stateTopic]
+	if len(states) < 100 {
+		t.Fatalf("device %s: %d states recorded over %d round trips (topics %v)", arm, len(states), len(frames), keys(topics))
+	}
+	// The device states match the frames: a frame reports the arm's state
+	// at the latest tick (in float32), and the frames, many per tick, see
+	// every tick; so each state recorded while the session held the arm
+	// is one the client received.
+	seen := map[[6]float32]bool{}
+	for i, fr := range frames {
+		var rec struct {
+			Message json.RawMessage `json:"message"`
+		}
+		if err := json.Unmarshal(topics[frameTopic][i+1].Data, &rec); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(rec.Message, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(t, got, mustJSON(t, fr)) {
+			t.Fatalf("frame %d: recorded %s, received %v", i, rec.Message, fr)
+		}
+		st := path(fr, "arm3", 0, "state")
+		seen[key6(vec(path(st, "cursor_position")), vec(path(st, "current_cursor_force")))] = true
+	}
+	held, matched := 0, 0
+	for _, m := range states {
+		var st deviceState
+		if err := json.Unmarshal(m.Data, &st); err != nil {
+			t.Fatal(err)
+		}
+		if strconv.FormatUint(st.Owner, 10) != session {
+			continue
+		}
+		held++
+		if seen[key6(st.Position, st.Force)] {
+			matched++
+		}
+	}
+	if held < 50 || matched < held*9/10 {
+		t.Errorf("%d of %d states recorded while the session held the arm match a received frame", matched, held)
+	}
+	if len(topics["/events"]) == 0 || len(topics["/recorder"]) == 0 {
+		t.Errorf("events %d, recorder stats %d: want both recorded", len(topics["/events"]), len(topics["/recorder"]))
+	}
+
+	js := mcaptest.Read(t, file)
+	if len(js.Indexed.Channels) != len(f.Channels) || len(js.Indexed.Schemas) != len(f.Schemas) {
+		t.Fatalf("@mcap/core: %d channels, %d schemas; ours: %d, %d", len(js.Indexed.Channels), len(js.Indexed.Schemas), len(f.Channels), len(f.Schemas))
+	}
+	for cid, ch := range f.Channels {
+		k := strconv.Itoa(int(cid))
+		jc := js.Indexed.Channels[k]
+		n := len(topics[ch.Topic])
+		if jc.Topic != ch.Topic || jc.Count != n || js.Streamed.Channels[k] != n || jc.SchemaID != int(ch.SchemaID) {
+			t.Errorf("channel %s: @mcap/core %+v (streamed %d), ours %d messages, schema %d", ch.Topic, jc, js.Streamed.Channels[k], n, ch.SchemaID)
+		}
+		js, ours := js.Indexed.Schemas[strconv.Itoa(int(ch.SchemaID))], f.Schemas[ch.SchemaID]
+		if js.Name != ours.Name || js.Encoding != "jsonschema" || js.Data != string(ours.Data) || !json.Valid(ours.Data) {
+			t.Errorf("schema %d: @mcap/core %+v, ours %s", ch.SchemaID, js, ours.Name)
+		}
+	}
+	if js.Statistics.MessageCount != len(f.Messages) {
+		t.Errorf("@mcap/core counts %d messages, ours %d", js.Statistics.MessageCount, len(f.Messages))
+	}
+}
+
+func TestRecordingRefusesBadOptions(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+	for _, body := range []string{`{"rate_hz":-1}`, `{"name":"../x"}`, `{"nope":1}`, `[`} {
+		if r := ts.do("POST", ts.base+"/recordings", body); r.status != 400 {
+			t.Errorf("POST /recordings %s: %v, want 400", body, r)
+		}
+	}
+	if l := ts.do("GET", ts.base+"/recordings", ""); l.status != 200 || !jsonEqual(t, l.data(), `[]`) {
+		t.Errorf("after refused starts: %v, want no recordings", l)
+	}
+}
+
+// key6 is a state's position and force as a frame writes them (float32).
+func key6(p, f [3]float64) [6]float32 {
+	return [6]float32{float32(p[0]), float32(p[1]), float32(p[2]), float32(f[0]), float32(f[1]), float32(f[2])}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
