@@ -51,7 +51,7 @@ const (
 var recordSchemas = []struct {
 	kind, name, schema string
 }{
-	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}}}}`},
+	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}}}}`},
 	{kindIn, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
 	{kindOut, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
 	{kindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string"},"status":{"type":"integer"},"body":{}}}`},
@@ -349,6 +349,8 @@ func (rs *recorders) tapConfig(method, path string, status int, body []byte) {
 // deviceState is the recorded form of one loop snapshot.
 type deviceState struct {
 	Device     string     `json:"device"`
+	Type       string     `json:"type"` // the reference's name: arm3 or grip
+	Status     uint8      `json:"status"`
 	Tick       uint64     `json:"tick"`
 	TimeNs     int64      `json:"time_ns"`
 	Mode       int        `json:"mode"`
@@ -388,7 +390,7 @@ func (rs *recorders) sample(ctx context.Context, r *recording) {
 					continue
 				}
 				last[d] = snap.Tick
-				st := deviceState{Device: d.ID, Tick: snap.Tick, TimeNs: snap.TimeNs, Mode: int(snap.Mode), Owner: snap.Owner,
+				st := deviceState{Device: d.ID, Type: d.Type.Key(), Status: uint8(snap.State.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, Mode: int(snap.Mode), Owner: snap.Owner,
 					AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 					Position: vec3(snap.State.PositionM), Velocity: vec3(snap.State.VelocityMps), Force: vec3(snap.State.ForceN)}
 				data, _ := json.Marshal(st)
