@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
 	"github.com/hapticd/hapticd/protocol/mcap/mcaptest"
 )
@@ -204,4 +206,54 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// BenchmarkRecordingCost measures what a recording of 100 moving arms at
+// the 1 kHz loop rate costs: the lock-step round trip (p50/p99) and the
+// loops' period p99, with and without the recording running. The lead
+// measures on a quiet machine:
+//
+//	go test -run '^$' -bench BenchmarkRecordingCost -benchtime 20000x ./transport
+func BenchmarkRecordingCost(b *testing.B) {
+	for _, record := range []bool{false, true} {
+		name := "off"
+		if record {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			ts := startService(b, serviceConfig{arms: 100, motion: sim.MotionCircle, recordDir: b.TempDir()})
+			var id string
+			if record {
+				r := ts.do("POST", ts.base+"/recordings", `{"name":"bench"}`)
+				if r.status != 200 {
+					b.Fatalf("POST /recordings: %v", r)
+				}
+				id = strconv.Itoa(int(num(path(r.data(), "id"))))
+			}
+			c := ts.dial(b, ts.wsURL())
+			c.expect()
+			msg := []byte(force(ts.armIDs[0], 0, 0, 0.1))
+			ns := make([]int64, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				roundTripBytes(b, c.conn, msg)
+				ns = append(ns, time.Since(t0).Nanoseconds())
+			}
+			b.StopTimer()
+			p50, p99 := percentiles(ns)
+			b.ReportMetric(p50/1e3, "rt-p50-µs")
+			b.ReportMetric(p99/1e3, "rt-p99-µs")
+			var period int64
+			for _, d := range ts.svc.Devices().OfType(protocol.TypeArm) {
+				period = max(period, d.Stats().Period.P99Ns)
+			}
+			b.ReportMetric(float64(period)/1e3, "loop-period-p99-µs")
+			if record {
+				r := ts.do("DELETE", ts.base+"/recordings/"+id, "")
+				b.ReportMetric(num(path(r.data(), "messages")), "recorded-msgs")
+				b.ReportMetric(num(path(r.data(), "dropped")), "dropped-msgs")
+			}
+		})
+	}
 }
