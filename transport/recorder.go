@@ -35,16 +35,23 @@ const recordQueue = 8192
 // written at least this often.
 const recordFlushEvery = 250 * time.Millisecond
 
-// Topic kinds; each has one schema.
+// Channel kinds, in each channel's "kind" metadata (its "key" names the
+// device or session); each kind has one schema.
 const (
-	kindState   = "state"
-	kindIn      = "in"
-	kindOut     = "out"
-	kindConfig  = "config"
-	kindEvent   = "event"
-	kindStats   = "recorder"
-	recProfile  = ""
-	recEncoding = "json"
+	RecordKindState  = "state"
+	RecordKindClient = "in"
+	RecordKindFrame  = "out"
+	kindConfig       = "config"
+	kindEvent        = "event"
+	kindStats        = "recorder"
+	recProfile       = ""
+	recEncoding      = "json"
+)
+
+const (
+	kindState = RecordKindState
+	kindIn    = RecordKindClient
+	kindOut   = RecordKindFrame
 )
 
 // recordSchemas are the JSON Schemas of the recording's channels.
@@ -346,8 +353,8 @@ func (rs *recorders) tapConfig(method, path string, status int, body []byte) {
 	}
 }
 
-// deviceState is the recorded form of one loop snapshot.
-type deviceState struct {
+// RecordedState is the recorded form of one loop snapshot.
+type RecordedState struct {
 	Device     string     `json:"device"`
 	Type       string     `json:"type"` // the reference's name: arm3 or grip
 	Status     uint8      `json:"status"`
@@ -361,6 +368,55 @@ type deviceState struct {
 	Position   [3]float64 `json:"position"`
 	Velocity   [3]float64 `json:"velocity"`
 	Force      [3]float64 `json:"force"`
+}
+
+// RecordedMessage is a session's client message or frame as recorded.
+type RecordedMessage struct {
+	Session uint64          `json:"session"`
+	TimeNs  int64           `json:"time_ns"` // receive time (client), send time (frame)
+	Message json.RawMessage `json:"message"` // a JSON string when the client sent no JSON
+}
+
+// appendJSON encodes s as encoding/json would, without reflection: the
+// sampler encodes every arm at the loop rate.
+func (s *RecordedState) appendJSON(b []byte) []byte {
+	b = append(b, `{"device":`...)
+	b = strconv.AppendQuote(b, s.Device)
+	b = append(b, `,"type":`...)
+	b = strconv.AppendQuote(b, s.Type)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendUint(b, uint64(s.Status), 10)
+	b = append(b, `,"tick":`...)
+	b = strconv.AppendUint(b, s.Tick, 10)
+	b = append(b, `,"time_ns":`...)
+	b = strconv.AppendInt(b, s.TimeNs, 10)
+	b = append(b, `,"mode":`...)
+	b = strconv.AppendInt(b, int64(s.Mode), 10)
+	b = append(b, `,"owner":`...)
+	b = strconv.AppendUint(b, s.Owner, 10)
+	b = append(b, `,"applied_seq":`...)
+	b = strconv.AppendUint(b, s.AppliedSeq, 10)
+	b = append(b, `,"failed":`...)
+	b = strconv.AppendBool(b, s.Failed)
+	for _, f := range []struct {
+		name string
+		v    *[3]float64
+	}{{"target", &s.Target}, {"position", &s.Position}, {"velocity", &s.Velocity}, {"force", &s.Force}} {
+		b = append(b, `,"`...)
+		b = append(b, f.name...)
+		b = append(b, `":[`...)
+		for i, x := range f.v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				x = 0 // JSON has no NaN; a failed device's state is zero
+			}
+			b = strconv.AppendFloat(b, x, 'g', -1, 64)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // sample reads each recorded device's latest snapshot at rate_hz (the loop
@@ -390,10 +446,10 @@ func (rs *recorders) sample(ctx context.Context, r *recording) {
 					continue
 				}
 				last[d] = snap.Tick
-				st := deviceState{Device: d.ID, Type: d.Type.Key(), Status: uint8(snap.State.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, Mode: int(snap.Mode), Owner: snap.Owner,
+				st := RecordedState{Device: d.ID, Type: d.Type.Key(), Status: uint8(snap.State.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, Mode: int(snap.Mode), Owner: snap.Owner,
 					AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 					Position: vec3(snap.State.PositionM), Velocity: vec3(snap.State.VelocityMps), Force: vec3(snap.State.ForceN)}
-				data, _ := json.Marshal(st)
+				data := st.appendJSON(make([]byte, 0, 400))
 				ns := snap.TimeNs
 				if ns == 0 {
 					ns = r.clock.Now()

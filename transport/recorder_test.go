@@ -134,7 +134,7 @@ func TestRecordLockStepSession(t *testing.T) {
 	}
 	held, matched := 0, 0
 	for _, m := range states {
-		var st deviceState
+		var st RecordedState
 		if err := json.Unmarshal(m.Data, &st); err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +171,17 @@ func TestRecordLockStepSession(t *testing.T) {
 	}
 	if js.Statistics.MessageCount != len(f.Messages) {
 		t.Errorf("@mcap/core counts %d messages, ours %d", js.Statistics.MessageCount, len(f.Messages))
+	}
+}
+
+// The sampler's hand-written encoding decodes to what it encoded.
+func TestRecordedStateJSON(t *testing.T) {
+	in := RecordedState{Device: "049D", Type: "arm3", Status: 7, Tick: 12, TimeNs: -3, Mode: 1, Owner: 4, AppliedSeq: 9, Failed: true,
+		Target: [3]float64{1, -2.5, 1e-9}, Position: [3]float64{0.1, 0.15, 0.2}, Velocity: [3]float64{-1e300, 0, 3}, Force: [3]float64{1.5, 2, 3}}
+	b := in.appendJSON(nil)
+	var out RecordedState
+	if err := json.Unmarshal(b, &out); err != nil || out != in {
+		t.Fatalf("%s decodes to %+v (%v), want %+v", b, out, err, in)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // readRecording reads the one recording in dir, complete or cut short.
@@ -67,7 +68,7 @@ func TestRecordingSurvivesSIGKILL(t *testing.T) {
 	}
 	states := 0
 	for _, m := range after.Messages {
-		if after.Channels[m.ChannelID].Metadata["kind"] == "state" {
+		if after.Channels[m.ChannelID].Metadata["kind"] == transport.RecordKindState {
 			states++
 		}
 	}

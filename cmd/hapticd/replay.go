@@ -25,6 +25,7 @@ import (
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // loadRecording reads a recording; a file cut short (a killed service) is
@@ -42,28 +43,6 @@ func loadRecording(path string) (*mcap.File, error) {
 		fmt.Fprintf(os.Stderr, "hapticd: %s was cut short (a killed service?): using its %d complete chunks\n", path, f.Chunks)
 	}
 	return f, nil
-}
-
-// recordedState is a device-state message as transport records it.
-type recordedState struct {
-	Device   string     `json:"device"`
-	Type     string     `json:"type"`
-	Status   uint8      `json:"status"`
-	Tick     uint64     `json:"tick"`
-	TimeNs   int64      `json:"time_ns"`
-	Mode     int        `json:"mode"`
-	Owner    uint64     `json:"owner"`
-	Target   [3]float64 `json:"target"`
-	Position [3]float64 `json:"position"`
-	Velocity [3]float64 `json:"velocity"`
-	Force    [3]float64 `json:"force"`
-}
-
-// recordedMessage is a session's client message or frame as recorded.
-type recordedMessage struct {
-	Session uint64          `json:"session"`
-	TimeNs  int64           `json:"time_ns"`
-	Message json.RawMessage `json:"message"`
 }
 
 // messagesOf returns the messages of the channels whose metadata kind is
@@ -181,7 +160,7 @@ func runReplay(args []string) error {
 // replayed: their orientation and buttons are not recorded yet.
 func replayDrivers(f *mcap.File, speed float64, loopPlay bool) ([]hw.Driver, error) {
 	var out []hw.Driver
-	states := messagesOf(f, "state")
+	states := messagesOf(f, transport.RecordKindState)
 	keys := make([]string, 0, len(states))
 	for k := range states {
 		keys = append(keys, k)
@@ -191,7 +170,7 @@ func replayDrivers(f *mcap.File, speed float64, loopPlay bool) ([]hw.Driver, err
 		var samples []replay.Sample
 		var id string
 		for _, m := range states[k] {
-			var st recordedState
+			var st transport.RecordedState
 			if err := json.Unmarshal(m.Data, &st); err != nil {
 				return nil, fmt.Errorf("replay: state of %s: %w", k, err)
 			}
@@ -226,7 +205,7 @@ func replayDrivers(f *mcap.File, speed float64, loopPlay bool) ([]hw.Driver, err
 // not fall where they fell when recording). It prints a report and
 // returns the number of differences beyond tol.
 func driveRecording(f *mcap.File, url string, tol tolerance, window time.Duration, out io.Writer) (int, error) {
-	in, frames := messagesOf(f, "in"), messagesOf(f, "out")
+	in, frames := messagesOf(f, transport.RecordKindClient), messagesOf(f, transport.RecordKindFrame)
 	sessions := make([]string, 0, len(frames))
 	for k := range frames {
 		sessions = append(sessions, k)
@@ -249,7 +228,7 @@ func driveRecording(f *mcap.File, url string, tol tolerance, window time.Duratio
 		fr := frames[s]
 		decoded := make([]any, len(fr))
 		for i, m := range fr {
-			var rec recordedMessage
+			var rec transport.RecordedMessage
 			if err := json.Unmarshal(m.Data, &rec); err != nil {
 				return total, fmt.Errorf("replay: recorded frame: %w", err)
 			}
@@ -309,7 +288,7 @@ func driveRecording(f *mcap.File, url string, tol tolerance, window time.Duratio
 			t0 = int64(in[s][0].LogTime)
 		}
 		for i := 0; err == nil && i < len(in[s]) && n < len(fr); i++ {
-			var rec recordedMessage
+			var rec transport.RecordedMessage
 			if err = json.Unmarshal(in[s][i].Data, &rec); err != nil {
 				break
 			}
@@ -476,10 +455,10 @@ func runExport(args []string, stdout io.Writer) error {
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, m := range f.Messages {
 		c := f.Channels[m.ChannelID]
-		if c.Metadata["kind"] != "state" {
+		if c.Metadata["kind"] != transport.RecordKindState {
 			continue
 		}
-		var st recordedState
+		var st transport.RecordedState
 		if err := json.Unmarshal(m.Data, &st); err != nil {
 			return fmt.Errorf("export: %s: %w", c.Topic, err)
 		}

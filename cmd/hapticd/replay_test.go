@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // lockStepClient is a simulation client that sends one message per frame.
@@ -121,11 +122,11 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	if err != nil || !f.Complete {
 		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
 	}
-	states := messagesOf(f, "state")
+	states := messagesOf(f, transport.RecordKindState)
 	var recorded [][3]float64
 	for _, ms := range states {
 		for _, m := range ms {
-			var st recordedState
+			var st transport.RecordedState
 			_ = json.Unmarshal(m.Data, &st)
 			recorded = append(recorded, st.Position)
 		}
