@@ -282,17 +282,26 @@ func (r *recording) info() RecordingInfo {
 	return i
 }
 
-// tapSession records one client message (in) or frame (out) of a session,
-// at the time it was received or is sent. It copies buf: the caller reuses it.
-func (rs *recorders) tapSession(kind string, session uint64, buf []byte) {
+// recording returns the running recordings and the time now, or nil when
+// none runs (one atomic load: the taps' whole cost then).
+func (rs *recorders) recording() ([]*recording, int64) {
 	if rs == nil {
-		return
+		return nil, 0
 	}
 	act := rs.active.Load()
 	if act == nil {
+		return nil, 0
+	}
+	return *act, rs.clock.Now()
+}
+
+// tapSession records one client message (in) or frame (out) of a session,
+// at the time it was received or is sent. It copies buf: the caller reuses it.
+func (rs *recorders) tapSession(kind string, session uint64, buf []byte) {
+	act, ns := rs.recording()
+	if act == nil {
 		return
 	}
-	ns := rs.clock.Now()
 	if session == 0 {
 		// The inventory is sent while the session opens, before the
 		// connection knows its id: the frame carries it.
@@ -302,7 +311,7 @@ func (rs *recorders) tapSession(kind string, session uint64, buf []byte) {
 		_ = json.Unmarshal(buf, &inv)
 		session = inv.SessionID
 	}
-	for _, r := range *act {
+	for _, r := range act {
 		if !r.wantsSession(session) {
 			continue
 		}
@@ -330,14 +339,10 @@ func sessionMessage(session uint64, ns int64, buf []byte) []byte {
 
 // tapConfig records a config or settings change made over HTTP.
 func (rs *recorders) tapConfig(method, path string, status int, body []byte) {
-	if rs == nil {
-		return
-	}
-	act := rs.active.Load()
+	act, ns := rs.recording()
 	if act == nil {
 		return
 	}
-	ns := rs.clock.Now()
 	var b json.RawMessage
 	if json.Valid(body) {
 		b = body
@@ -348,7 +353,7 @@ func (rs *recorders) tapConfig(method, path string, status int, body []byte) {
 		Status int             `json:"status"`
 		Body   json.RawMessage `json:"body,omitempty"`
 	}{method, path, status, b})
-	for _, r := range *act {
+	for _, r := range act {
 		r.put(recItem{kind: kindConfig, ns: ns, data: data})
 	}
 }

@@ -117,6 +117,12 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	return serveUntilSignal(o, log, nil)
+}
+
+// serveUntilSignal starts the service, lets more run on it (replay adds
+// its devices), logs ready and serves until SIGINT or SIGTERM.
+func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error) error {
 	// Catch signals before any listener answers: a supervisor (or a test)
 	// that sees the port up and sends SIGTERM at once must get a clean
 	// shutdown, not the default action that kills the process mid-write.
@@ -126,6 +132,11 @@ func serve(args []string) error {
 	sv, err := startService(o, log)
 	if err != nil {
 		return err
+	}
+	if more != nil {
+		if err := more(sv); err != nil {
+			return sv.stop(err)
+		}
 	}
 	logReady(log, sv)
 

@@ -10,12 +10,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -137,23 +135,15 @@ func runReplay(args []string) error {
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	sv, err := startService(o, log)
-	if err != nil {
-		return err
-	}
-	for _, d := range drivers {
-		if _, err := sv.svc.AddDevice(d, false); err != nil {
-			return sv.stop(fmt.Errorf("replayed device %s: %w", d.Info().ID, err))
+	return serveUntilSignal(o, log, func(sv *service) error {
+		for _, d := range drivers {
+			if _, err := sv.svc.AddDevice(d, false); err != nil {
+				return fmt.Errorf("replayed device %s: %w", d.Info().ID, err)
+			}
 		}
-	}
-	log.Info().Str("file", file).Float64("speed", *speed).Msg("replaying")
-	logReady(log, sv)
-	s := <-sig
-	log.Info().Str("signal", s.String()).Msg("shutting down")
-	return sv.stop(nil)
+		log.Info().Str("file", file).Float64("speed", *speed).Msg("replaying")
+		return nil
+	})
 }
 
 // replayDrivers makes one replayed arm per recorded arm. Grips are not
