@@ -200,6 +200,9 @@ func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string
 	if a.legacyUse != nil {
 		h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/config/"+k.Path(), h)
 	}
+	if r.Method != http.MethodGet {
+		h = a.recordChange(h)
+	}
 	h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
 	return true
 }

@@ -74,8 +74,8 @@ func TestRecordLockStepSession(t *testing.T) {
 		t.Fatalf("only %d round trips in 2 s", len(frames))
 	}
 	// A config change over HTTP is recorded too.
-	if r := ts.do("POST", ts.base+"/arm3/"+arm+"/config/handedness", `{"handedness":"left"}`); r.status != 200 {
-		t.Logf("config change answered %v (recorded with its status either way)", r)
+	if r := ts.do("POST", ts.base+"/arm3/"+arm+"/config/handedness", `"left"`); r.status != 200 {
+		t.Fatalf("config change: %v", r)
 	}
 
 	if l := ts.do("GET", ts.base+"/recordings", ""); l.status != 200 || path(l.data(), 0, "active") != true {
@@ -138,7 +138,9 @@ func TestRecordLockStepSession(t *testing.T) {
 		if err := json.Unmarshal(m.Data, &st); err != nil {
 			t.Fatal(err)
 		}
-		if strconv.FormatUint(st.Owner, 10) != session {
+		// Held by the session, and before its last frame (the arm stays
+		// held until its lease runs out).
+		if strconv.FormatUint(st.Owner, 10) != session || m.LogTime > topics[frameTopic][len(topics[frameTopic])-1].LogTime {
 			continue
 		}
 		held++
@@ -148,6 +150,9 @@ func TestRecordLockStepSession(t *testing.T) {
 	}
 	if held < 50 || matched < held*9/10 {
 		t.Errorf("%d of %d states recorded while the session held the arm match a received frame", matched, held)
+	}
+	if cfg := topics["/config"]; len(cfg) != 1 || !strings.Contains(string(cfg[0].Data), `"status":200`) || !strings.Contains(string(cfg[0].Data), `"body":"left"`) {
+		t.Errorf("/config: %d messages, want the one handedness change: %v", len(cfg), cfg)
 	}
 	if len(topics["/events"]) == 0 || len(topics["/recorder"]) == 0 {
 		t.Errorf("events %d, recorder stats %d: want both recorded", len(topics["/events"]), len(topics["/recorder"]))
