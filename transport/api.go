@@ -82,9 +82,11 @@ func (a *api) routes() []route {
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
 	add("/deprecations", a.deprecations, get)
-	add("/recordings", a.listRecordings, get)
-	add("/recordings", a.startRecording, http.MethodPost)
-	add("/recordings/:id", a.stopRecording, http.MethodDelete)
+	if a.prefix == "" { // a 3.x feature: the 3.0 API has no recordings
+		add("/recordings", a.listRecordings, get)
+		add("/recordings", a.startRecording, http.MethodPost)
+		add("/recordings/:id", a.stopRecording, http.MethodDelete)
+	}
 
 	// Device-type names (every accepted one) are static path segments, so
 	// httprouter never sees a wildcard beside /version or /settings. The
