@@ -156,6 +156,18 @@ func TestRecordLockStepSession(t *testing.T) {
 	if cfg := topics["/config"]; len(cfg) != 1 || !strings.Contains(string(cfg[0].Data), `"status":200`) || !strings.Contains(string(cfg[0].Data), `"body":"left"`) {
 		t.Errorf("/config: %d messages, want the one handedness change: %v", len(cfg), cfg)
 	}
+	// The recorder's own counts close the file and agree with DELETE's answer.
+	stats := topics["/recorder"]
+	if len(stats) == 0 {
+		t.Fatal("no /recorder messages")
+	}
+	var last struct{ Dropped, Messages float64 }
+	if err := json.Unmarshal(stats[len(stats)-1].Data, &last); err != nil {
+		t.Fatal(err)
+	}
+	if last.Dropped != num(path(stopped.data(), "dropped")) {
+		t.Errorf("the file's last drop count %v, DELETE answered %v", last.Dropped, path(stopped.data(), "dropped"))
+	}
 	if len(topics["/events"]) == 0 || len(topics["/recorder"]) == 0 {
 		t.Errorf("events %d, recorder stats %d: want both recorded", len(topics["/events"]), len(topics["/recorder"]))
 	}
@@ -189,6 +201,26 @@ func TestRecordedStateJSON(t *testing.T) {
 	var out RecordedState
 	if err := json.Unmarshal(b, &out); err != nil || out != in {
 		t.Fatalf("%s decodes to %+v (%v), want %+v", b, out, err, in)
+	}
+}
+
+// A full queue never blocks a tap: it drops, and counts the drop.
+func TestRecordingQueueDropsWhenFull(t *testing.T) {
+	r := &recording{queue: make(chan recItem, 2)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 5; i++ {
+			r.put(recItem{kind: kindState})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("put blocked on a full queue")
+	}
+	if got := r.dropped.Load(); got != 3 {
+		t.Fatalf("dropped %d, want 3", got)
 	}
 }
 
