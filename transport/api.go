@@ -50,6 +50,9 @@ type api struct {
 	build  BuildInfo
 	log    zerolog.Logger
 	ws     *sessionHandler
+	// rec holds the recordings (POST/GET/DELETE /recordings) and records
+	// config changes made over HTTP.
+	rec *recorders
 	// legacyUse, when set, counts each route use for the migration report.
 	legacyUse func(route, remote, profile string)
 	// servesSchema: this format serves /schema and /openapi.json (3.x
@@ -84,6 +87,11 @@ func (a *api) routes() []route {
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
 	add("/deprecations", a.deprecations, get)
+	if a.prefix == "" { // a 3.x feature: the 3.0 API has no recordings
+		add("/recordings", a.listRecordings, get)
+		add("/recordings", a.startRecording, http.MethodPost)
+		add("/recordings/:id", a.stopRecording, http.MethodDelete)
+	}
 
 	// Device-type names (every accepted one) are static path segments, so
 	// httprouter never sees a wildcard beside /version or /settings. The
@@ -132,6 +140,9 @@ func newRouter(a *api) (*httprouter.Router, error) {
 		h := rt.handle
 		if a.legacyUse != nil {
 			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
+		}
+		if (rt.method == http.MethodPost || rt.method == http.MethodDelete) && (strings.Contains(rt.path, "/config/") || strings.HasPrefix(rt.path, "/settings")) {
+			h = a.recordChange(h)
 		}
 		r.Handle(rt.method, a.prefix+rt.path, h)
 	}
@@ -209,6 +220,9 @@ func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string
 	h := a.config(fam, k)
 	if a.legacyUse != nil {
 		h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/config/"+k.Path(), h)
+	}
+	if r.Method != http.MethodGet {
+		h = a.recordChange(h)
 	}
 	h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
 	return true

@@ -57,6 +57,7 @@ type serviceConfig struct {
 	deviceHook     func(*actors.Device)
 	requestTimeout time.Duration
 	wrapCodec      func(actors.Codec) actors.Codec
+	recordDir      string // where POST /recordings writes
 }
 
 func testLogger() zerolog.Logger {
@@ -113,7 +114,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec, RecordDir: cfg.recordDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,9 @@ const (
 	schemaHealth         = "health"
 	schemaReadiness      = "readiness"
 	schemaUIEntries      = "ui-entries"
+	schemaRecording      = "recording"
+	schemaRecordings     = "recordings"
+	schemaRecordingInput = "recording.input"
 	// openAPIPath is where the OpenAPI document of the 3.x routes is.
 	openAPIPath = "/openapi.json"
 )
@@ -119,6 +122,9 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaSessionsClosed, "The data of GET /sessions/closed: the most recent session ends, each with its reason.", schema.FromType(reflect.TypeFor[closedListDoc]()))
 	s.Publish(schemaHealth, "GET /healthz: the process serves HTTP.", schema.FromType(reflect.TypeFor[healthDoc]()))
 	s.Publish(schemaReadiness, "GET /readyz (200 or 503): each readiness check and why it failed.", schema.FromType(reflect.TypeFor[readyDoc]()))
+	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[RecordingInfo]()))
+	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]RecordingInfo]()))
+	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", schema.FromType(reflect.TypeFor[RecordingOptions]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
 	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes); errors use error-envelope.",
 		schema.Envelope(schema.Schema{}, schema.Ref(schemaAppliedTo)))
@@ -343,6 +349,16 @@ func describe(routes []route, path string, d routeDoc) {
 	}
 }
 
+// describeMethod documents the route of routes at path with method only.
+func describeMethod(routes []route, method, path string, d routeDoc) {
+	for i := range routes {
+		if routes[i].path == path && routes[i].method == method {
+			doc := d
+			routes[i].doc = &doc
+		}
+	}
+}
+
 // describeRoutes documents the route table for the OpenAPI document. It
 // reads the same tables the routes were registered from.
 func (a *api) describeRoutes(rs []route) {
@@ -350,6 +366,9 @@ func (a *api) describeRoutes(rs []route) {
 	describe(rs, "/version", routeDoc{summary: "Service and API versions", answer: schemaVersion, plain: true, query: []queryParam{queryFormat}})
 	describe(rs, "/devices", routeDoc{summary: "Inventory: every device with config, state and status", answer: schema.Devices, plain: true, query: []queryParam{querySession, queryFormat}})
 	describe(rs, "/sessions", routeDoc{summary: "Connected simulation sessions", answer: schemaSessions})
+	describe(rs, "/recordings", routeDoc{summary: "The recordings to MCAP, running and stopped", answer: schemaRecordings})
+	describeMethod(rs, http.MethodPost, "/recordings", routeDoc{summary: "Start a recording to MCAP", body: schemaRecordingInput, answer: schemaRecording})
+	describe(rs, "/recordings/:id", routeDoc{summary: "Stop a recording; the answer is its final state", answer: schemaRecording})
 	describe(rs, "/sessions/closed", routeDoc{summary: "The most recent session ends, each with its typed reason", answer: schemaSessionsClosed})
 	describe(rs, "/stats", routeDoc{summary: "Loop periods, overruns and process resource use", answer: "stats"})
 	describe(rs, "/events", routeDoc{summary: "The recent-events ring", answer: "events-page", query: []queryParam{

@@ -37,6 +37,11 @@ type Config struct {
 	// WrapCodec, if set, wraps the codec of every simulation session (tests
 	// use it to make a codec panic).
 	WrapCodec func(actors.Codec) actors.Codec
+	// RecordDir is where POST /recordings writes MCAP files; empty
+	// refuses recordings. RecordAll starts one recording of everything at
+	// Start (--record DIR), stopped at Shutdown.
+	RecordDir string
+	RecordAll bool
 }
 
 func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {
@@ -54,6 +59,7 @@ type Server struct {
 	guard     *BrowserGuard
 	conns     *connSet
 	eventsSrv *events.Server
+	rec       *recorders
 	mu        sync.Mutex
 	servers   []*http.Server
 	addrs     map[string]net.Addr
@@ -78,6 +84,7 @@ func Start(cfg Config) (*Server, error) {
 		svc:   cfg.Service,
 		conns: newConnSet(),
 		addrs: make(map[string]net.Addr),
+		rec:   newRecorders(cfg.Service, cfg.RecordDir, cfg.Log),
 	}
 	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code protocol.Code, reason string) {
 		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request")
@@ -90,8 +97,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
-		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true}
+		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true, rec: s.rec}
 		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws.rec = s.rec
 		router, err := newRouter(a)
 		if err != nil {
 			return nil, err
@@ -100,8 +108,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
-			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
+			legacyUse: cfg.Service.Activity().NoteLegacyRoute, rec: s.rec}
 		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws.rec = s.rec
 		router, err := newRouter(a)
 		if err != nil {
 			return nil, err
@@ -126,6 +135,14 @@ func Start(cfg Config) (*Server, error) {
 			_ = s.Shutdown(context.Background())
 			return nil, err
 		}
+	}
+	if cfg.RecordAll {
+		info, err := s.rec.Start(RecordingOptions{Name: "hapticd"})
+		if err != nil {
+			_ = s.Shutdown(context.Background())
+			return nil, err
+		}
+		s.log.Info().Str("path", info.Path).Msg("recording everything")
 	}
 	return s, nil
 }
@@ -182,6 +199,8 @@ func (s *Server) CloseSockets() {
 // listeners' goroutines.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.CloseSockets()
+	// Recordings end complete (summary and footer) before the process does.
+	s.rec.StopAll()
 	s.mu.Lock()
 	servers := append([]*http.Server(nil), s.servers...)
 	s.mu.Unlock()

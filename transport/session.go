@@ -71,6 +71,8 @@ type sessionHandler struct {
 	big chan struct{}
 	// writeTimeout bounds each frame write.
 	writeTimeout time.Duration
+	// rec taps messages and frames for recordings (nil: none).
+	rec *recorders
 }
 
 func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, writeTimeout time.Duration, log zerolog.Logger) *sessionHandler {
@@ -232,6 +234,7 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 			c.Recycle(buf)
 			return readReason(err)
 		}
+		c.h.rec.tapSession(kindIn, c.sessionID, buf)
 		sess.Deliver(buf)
 	}
 }
@@ -448,6 +451,7 @@ func (c *wsConn) Send(buf []byte) {
 	if c.writeFailed {
 		return
 	}
+	c.h.rec.tapSession(kindOut, c.sessionID, buf)
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.writeTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, buf)
 	c.framesWritten++

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -59,6 +60,7 @@ type options struct {
 	hwScanPeriod                 time.Duration
 	emulateArms                  int
 	realtimePriority             int
+	record                       string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -84,6 +86,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.hwScanPeriod, "hw-scan-period", time.Second, "how often to scan for USB devices (0: no scan)")
 	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
 	fs.IntVar(&o.realtimePriority, "realtime-priority", 0, "run loop threads SCHED_FIFO at this priority, 1..99 (needs CAP_SYS_NICE; 0: normal scheduling)")
+	fs.StringVar(&o.record, "record", "", "record everything from start to an MCAP file in this directory (POST /recordings records on demand, into STATE-DIR/recordings by default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +117,12 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	return serveUntilSignal(o, log, nil)
+}
+
+// serveUntilSignal starts the service, lets more run on it (replay adds
+// its devices), logs ready and serves until SIGINT or SIGTERM.
+func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error) error {
 	// Catch signals before any listener answers: a supervisor (or a test)
 	// that sees the port up and sends SIGTERM at once must get a clean
 	// shutdown, not the default action that kills the process mid-write.
@@ -123,6 +132,11 @@ func serve(args []string) error {
 	sv, err := startService(o, log)
 	if err != nil {
 		return err
+	}
+	if more != nil {
+		if err := more(sv); err != nil {
+			return sv.stop(err)
+		}
 	}
 	logReady(log, sv)
 
@@ -204,11 +218,25 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 		AllowOrigins: o.allowOrigins,
 		AllowHosts:   o.allowHosts,
 		Build:        transport.ReadBuildInfo(version),
+		RecordDir:    recordDir(o),
+		RecordAll:    o.record != "",
 	})
 	if err != nil {
 		return nil, sv.stop(err)
 	}
 	return sv, nil
+}
+
+// recordDir is where recordings go: --record's directory, else the state
+// directory's recordings/.
+func recordDir(o *options) string {
+	if o.record != "" {
+		return o.record
+	}
+	if o.stateDir == "" {
+		return ""
+	}
+	return filepath.Join(o.stateDir, "recordings")
 }
 
 // stop shuts down in the order STYLE.md 15 gives: no new hardware, sockets

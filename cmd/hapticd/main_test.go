@@ -39,7 +39,12 @@ type process struct {
 // each listener's real address from the log.
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json", "--type-names", "reference"}, args...)...)
+	// A subcommand (replay) comes first, then the listener flags.
+	var sub []string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[:1], args[1:]
+	}
+	cmd := exec.Command(bin, append(append(sub, "--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json", "--type-names", "reference"), args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/transport"
+)
+
+// readRecording reads the one recording in dir, complete or cut short.
+func readRecording(t *testing.T, dir string) (*mcap.File, error) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		return nil, fmt.Errorf("want one recording in %s, found %v", dir, files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mcap.Read(b)
+}
+
+// --record writes chunks as it goes: a service killed with SIGKILL leaves
+// a file whose every chunk written before the kill is readable.
+func TestRecordingSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-motion", "circle", "--sim-arms", "2")
+	var before *mcap.File
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f, err := readRecording(t, dir)
+		if f != nil && f.Chunks >= 3 && errors.Is(err, mcap.ErrTruncated) {
+			before = f
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no three chunks recorded within 20 s: %v (%+v)", err, f)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.cmd.Wait()
+	after, err := readRecording(t, dir)
+	if !errors.Is(err, mcap.ErrTruncated) || after.Complete {
+		t.Fatalf("after SIGKILL: %v, complete %v; want a file cut short", err, after != nil && after.Complete)
+	}
+	if after.Chunks < before.Chunks || len(after.Messages) < len(before.Messages) {
+		t.Fatalf("after SIGKILL %d chunks, %d messages readable; %d chunks, %d messages were before it", after.Chunks, len(after.Messages), before.Chunks, len(before.Messages))
+	}
+	for i, m := range before.Messages {
+		if a := after.Messages[i]; a.ChannelID != m.ChannelID || a.LogTime != m.LogTime || !bytes.Equal(a.Data, m.Data) {
+			t.Fatalf("message %d changed after the kill", i)
+		}
+	}
+	states := 0
+	for _, m := range after.Messages {
+		if after.Channels[m.ChannelID].Metadata["kind"] == transport.RecordKindState {
+			states++
+		}
+	}
+	if states == 0 {
+		t.Fatal("no device states in the recording")
+	}
+}

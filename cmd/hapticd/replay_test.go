@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/transport"
+)
+
+// lockStepClient is a simulation client that sends one message per frame.
+type lockStepClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func dialLockStep(t *testing.T, d *process) (*lockStepClient, map[string]any) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+d.addr["http"]+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := &lockStepClient{t: t, conn: conn}
+	return c, c.read()
+}
+
+func (c *lockStepClient) read() map[string]any {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var m map[string]any
+	if err := c.conn.ReadJSON(&m); err != nil {
+		c.t.Fatalf("read frame: %v", err)
+	}
+	return m
+}
+
+func (c *lockStepClient) roundTrip(msg string) map[string]any {
+	c.t.Helper()
+	if err := c.conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.read()
+}
+
+func armState(frame map[string]any, key string) [3]float64 {
+	arms, _ := frame["arm3"].([]any)
+	if len(arms) == 0 {
+		return [3]float64{math.NaN(), math.NaN(), math.NaN()}
+	}
+	st, _ := arms[0].(map[string]any)["state"].(map[string]any)
+	v, _ := st[key].(map[string]any)
+	f := func(k string) float64 { x, _ := v[k].(float64); return x }
+	return [3]float64{f("x"), f("y"), f("z")}
+}
+
+// recordSession records a lock-step session pushing the arm around with
+// --record, stops the service cleanly and returns the file.
+func recordSession(t *testing.T, bin string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "1", "--sim-grips", "0")
+	// The session starts once the arm is up, as a user's would.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, env := httpDo(t, "GET", d.url("/devices"), "")
+		if fmt.Sprint(env["arm3"]) != "" && strings.Contains(fmt.Sprint(env["arm3"]), "ready:true") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the arm is not ready after 10 s: %v", env)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, inv := dialLockStep(t, d)
+	id, _ := inv["arm3"].([]any)[0].(map[string]any)["device_id"].(string)
+	// The longest lease: a machine busy with other tests may stall the
+	// client (or, later, --drive) for more than the default 100 ms, and a
+	// lapse is a real difference --drive would report.
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	// A client at the loop's 1 kHz, paced as such clients pace themselves.
+	start := time.Now()
+	for i := 0; time.Since(start) < 1500*time.Millisecond; i++ {
+		if wait := time.Duration(i)*time.Millisecond - time.Since(start); wait > 0 {
+			time.Sleep(wait)
+		}
+		ph := float64(i) / 200
+		c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":%g,"z":0}}}}]}`, id, 0.5*math.Sin(ph), 0.5*math.Cos(ph)))
+	}
+	_ = c.conn.Close()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	return files[0], id
+}
+
+func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	file, id := recordSession(t, bin)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mcap.Read(b)
+	if err != nil || !f.Complete {
+		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
+	}
+	states := messagesOf(f, transport.RecordKindState)
+	var recorded [][3]float64
+	for _, ms := range states {
+		for _, m := range ms {
+			var st transport.RecordedState
+			_ = json.Unmarshal(m.Data, &st)
+			recorded = append(recorded, st.Position)
+		}
+	}
+	if len(recorded) < 100 {
+		t.Fatalf("%d states recorded", len(recorded))
+	}
+
+	t.Run("virtual device", func(t *testing.T) {
+		d := startProcess(t, bin, "replay", "--speed", "2", file)
+		c, inv := dialLockStep(t, d)
+		arms, _ := inv["arm3"].([]any)
+		if len(arms) != 1 || arms[0].(map[string]any)["device_id"] != id {
+			t.Fatalf("replay serves %v, want the recorded arm %s", arms, id)
+		}
+		// Every position the client sees is a recorded one (as a frame's
+		// float32), and they come in the recorded order.
+		last, distinct := -1, 0
+		start := time.Now()
+		for time.Since(start) < 500*time.Millisecond {
+			p := armState(c.roundTrip(`{}`), "cursor_position")
+			if p == [3]float64{} {
+				continue // not exchanged yet
+			}
+			at := -1
+			for i := max(last, 0); i < len(recorded); i++ {
+				if near(p, recorded[i], 1e-6) {
+					at = i
+					break
+				}
+			}
+			if at < 0 {
+				t.Fatalf("position %v is not on the recorded trajectory after sample %d", p, last)
+			}
+			if at != last {
+				distinct++
+			}
+			last = at
+		}
+		if distinct < 20 {
+			t.Fatalf("the client saw %d distinct recorded positions in 0.5 s at 2x: the trajectory does not play", distinct)
+		}
+	})
+
+	t.Run("drive", func(t *testing.T) {
+		fresh := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+		// A wide window: on a machine busy with other tests either loop may
+		// stall for tens of milliseconds, a timing difference, not a
+		// behaviour one.
+		out, err := exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", "--window", "250ms", file).CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte(" 0 differences beyond tolerance")) {
+			t.Fatalf("--drive against a fresh service: %v\n%s", err, out)
+		}
+		// A service with another arm answers other frames: reported.
+		other := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "2", "--sim-grips", "0")
+		out, err = exec.Command(bin, "replay", "--drive", "ws://"+other.addr["http"]+"/", file).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "not in the recording") && !strings.Contains(string(out), "recorded 1 elements") {
+			t.Fatalf("--drive against a service with two arms: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("export", func(t *testing.T) {
+		for _, format := range []string{"csv", "jsonl"} {
+			out, err := exec.Command(bin, "export", file, "--format", format).Output()
+			if err != nil {
+				t.Fatalf("export --format %s: %v", format, err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			want := len(f.Messages)
+			if format == "csv" {
+				want = len(recorded) + 1 // the header
+			}
+			if len(lines) != want {
+				t.Fatalf("export --format %s: %d lines, want %d", format, len(lines), want)
+			}
+		}
+	})
+}
+
+func near(a, b [3]float64, tol float64) bool {
+	for i := range a {
+		if math.Abs(float64(float32(b[i]))-a[i]) > tol {
+			return false
+		}
+	}
+	return true
+}

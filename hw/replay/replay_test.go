@@ -1,0 +1,52 @@
+package replay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/replay"
+)
+
+// The recorded timeline plays at the given speed from the first Exchange,
+// holds its last state or starts over, and commands do not move it.
+func TestPlaysTheRecordedTimeline(t *testing.T) {
+	samples := []replay.Sample{
+		{TimeNs: 1000, Position: hw.Vec3{X: 1}},
+		{TimeNs: 1000 + int64(10*time.Millisecond), Position: hw.Vec3{X: 2}},
+		{TimeNs: 1000 + int64(20*time.Millisecond), Position: hw.Vec3{X: 3}},
+	}
+	tests := []struct {
+		speed   float64
+		loop    bool
+		elapsed time.Duration
+		want    float64
+	}{
+		{1, false, 0, 1},
+		{1, false, 9 * time.Millisecond, 1},
+		{1, false, 10 * time.Millisecond, 2},
+		{2, false, 5 * time.Millisecond, 2},
+		{2, false, 10 * time.Millisecond, 3},
+		{1, false, time.Hour, 3},
+		{1, true, 25 * time.Millisecond, 1},
+		{1, true, 31 * time.Millisecond, 2},
+	}
+	for _, tt := range tests {
+		var now time.Duration
+		d := replay.New(replay.Options{Samples: samples, Speed: tt.speed, Loop: tt.loop, Now: func() time.Duration { return now }})
+		var st hw.State
+		if err := d.Exchange(&hw.Command{}, &st); err != nil || st.PositionM.X != 1 {
+			t.Fatalf("first exchange: %v, %+v", err, st)
+		}
+		now = tt.elapsed
+		if err := d.Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 5}}, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.PositionM.X != tt.want {
+			t.Errorf("speed %v loop %v after %v: position %v, want %v", tt.speed, tt.loop, tt.elapsed, st.PositionM.X, tt.want)
+		}
+	}
+	if !replay.New(replay.Options{Samples: samples}).Info().Simulated {
+		t.Error("a replayed device must say it is simulated")
+	}
+}

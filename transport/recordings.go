@@ -1,0 +1,93 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// startRecording serves POST /recordings {devices?, sessions?, rate_hz?, name?}.
+func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	body, perr := readBody(w, r)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	var o RecordingOptions
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "recording options: %v (fields: devices, sessions, rate_hz, name)", err))
+			return
+		}
+	}
+	info, err := a.rec.Start(o)
+	if err != nil {
+		code := protocol.CodeInvalidValue
+		if a.rec.dir == "" {
+			code = protocol.CodeUnavailable
+		}
+		writeError(w, protocol.Errorf(code, "", "%v", err))
+		return
+	}
+	writeData(w, info, nil)
+}
+
+// stopRecording serves DELETE /recordings/{id}: the file is complete when
+// it answers.
+func (a *api) stopRecording(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
+	id, err := strconv.ParseUint(ps.ByName("id"), 10, 64)
+	if err != nil {
+		writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "recording id %q is not a number", ps.ByName("id")))
+		return
+	}
+	info, ok := a.rec.Stop(id)
+	if !ok {
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no recording %d (GET /recordings lists them)", id))
+		return
+	}
+	writeData(w, info, nil)
+}
+
+// listRecordings serves GET /recordings.
+func (a *api) listRecordings(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	writeData(w, a.rec.List(), nil)
+}
+
+// recordChange records a config or settings change made over HTTP, with
+// the status it got, when a recording is running.
+func (a *api) recordChange(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if a.rec == nil || a.rec.active.Load() == nil {
+			h(w, r, ps)
+			return
+		}
+		body, perr := readBody(w, r)
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(sw, r, ps)
+		a.rec.tapConfig(r.Method, r.URL.Path, sw.status, body)
+	}
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
