@@ -1,0 +1,216 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw"
+)
+
+// errNodeLost fails a proxy's exchanges once its node is gone: the loop
+// then halts it and the registry removes the device (device-disconnected).
+var errNodeLost = errors.New("cluster: the device's node is unreachable; its devices return when it answers again")
+
+// Gateway serves the devices of every node in cfg.Peers through svc.
+type Gateway struct {
+	svc  *actors.Service
+	cfg  Config
+	log  zerolog.Logger
+	sys  *actor.ActorSystem
+	rem  *remote.Remote
+	addr string
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// mu guards the following; it is never held across a registry request
+	// (the registry closes proxies, and Close takes mu).
+	mu      sync.Mutex
+	nodes   map[string]*nodeState // by node id
+	proxies map[string]*proxy     // by UUID
+}
+
+type nodeState struct {
+	id, addr, httpURL string
+	pid               *actor.PID
+	lastSeen          time.Time
+}
+
+// StartGateway starts the remote and subscribes to every peer.
+func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
+	cfg.defaults()
+	sys, rem, err := startRemote(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem,
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{}}
+	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
+		stopRemote(sys, rem)
+		return nil, fmt.Errorf("cluster: spawn gateway actor: %w", err)
+	}
+	g.wg.Add(1)
+	go g.watch()
+	return g, nil
+}
+
+// Close stops subscribing and shuts the remote down. The service removes
+// the proxied devices when it shuts down.
+func (g *Gateway) Close() {
+	close(g.stop)
+	g.wg.Wait()
+	g.mu.Lock()
+	for _, p := range g.proxies {
+		p.lost.Store(true)
+	}
+	g.mu.Unlock()
+	stopRemote(g.sys, g.rem)
+}
+
+type gatewayActor Gateway
+
+func (a *gatewayActor) Receive(ctx actor.Context) {
+	g := (*Gateway)(a)
+	switch m := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *wire.Inventory:
+		g.inventory(m)
+	case *wire.StateBatch:
+		g.states(m)
+	default:
+		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
+	}
+}
+
+// watch subscribes to every peer and drops nodes that fell silent.
+func (g *Gateway) watch() {
+	defer g.wg.Done()
+	sub := &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr}
+	check := time.NewTicker(g.cfg.NodeTimeout / 10)
+	defer check.Stop()
+	var lastSub time.Time
+	for {
+		if time.Since(lastSub) >= SubscribeEvery {
+			lastSub = time.Now()
+			for _, peer := range g.cfg.Peers {
+				g.sys.Root.Send(actor.NewPID(peer, nodeActorName), sub)
+			}
+		}
+		g.mu.Lock()
+		for id, n := range g.nodes {
+			if time.Since(n.lastSeen) > g.cfg.NodeTimeout {
+				g.dropNodeLocked(id)
+			}
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.stop:
+			return
+		case <-check.C:
+		}
+	}
+}
+
+// dropNodeLocked forgets a node; its devices fail and leave.
+func (g *Gateway) dropNodeLocked(id string) {
+	g.log.Warn().Str("node", id).Dur("timeout", g.cfg.NodeTimeout).Msg("node silent; its devices leave")
+	delete(g.nodes, id)
+	for _, p := range g.proxies {
+		if p.nodeID == id {
+			p.lost.Store(true)
+		}
+	}
+}
+
+func (g *Gateway) nodeLocked(id string) *nodeState {
+	n := g.nodes[id]
+	if n == nil {
+		n = &nodeState{id: id}
+		g.nodes[id] = n
+	}
+	n.lastSeen = time.Now()
+	return n
+}
+
+// inventory reconciles the gateway's devices with one node's list.
+func (g *Gateway) inventory(m *wire.Inventory) {
+	g.mu.Lock()
+	n := g.nodeLocked(m.NodeId)
+	if n.addr != m.Address {
+		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
+		g.log.Info().Str("node", n.id).Str("addr", n.addr).Int("devices", len(m.Devices)).Msg("node joined")
+	}
+	n.httpURL = m.HttpUrl
+	listed := map[string]bool{}
+	var news []newcomer
+	wanted := map[string]*wire.Device{}
+	for _, d := range m.Devices {
+		listed[d.Uuid] = true
+		if _, ok := g.proxies[d.Uuid]; !ok {
+			news = append(news, newcomer{uuid: d.Uuid, id: d.Id, kind: hw.Kind(d.Kind)})
+			wanted[d.Uuid] = d
+		}
+	}
+	for uuid, p := range g.proxies {
+		if p.nodeID == n.id && !listed[uuid] {
+			p.lost.Store(true) // unplugged on the node
+		}
+	}
+	var adds []*proxy
+	if len(news) > 0 {
+		used := map[hw.Kind]map[string]bool{}
+		for _, d := range g.svc.Devices().All() {
+			if used[d.Info.Kind] == nil {
+				used[d.Info.Kind] = map[string]bool{}
+			}
+			used[d.Info.Kind][d.ID] = true
+		}
+		for uuid, id := range assignIDs(used, news) {
+			p := newProxy(g, n, wanted[uuid], id)
+			g.proxies[uuid] = p
+			adds = append(adds, p)
+		}
+	}
+	g.mu.Unlock()
+	for _, p := range adds {
+		if _, err := g.svc.AddDevice(p, false); err != nil {
+			g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
+			g.forget(p)
+		}
+	}
+}
+
+// forget drops p from the map, unless another proxy replaced it.
+func (g *Gateway) forget(p *proxy) {
+	g.mu.Lock()
+	if g.proxies[p.info.UUID] == p {
+		delete(g.proxies, p.info.UUID)
+	}
+	g.mu.Unlock()
+}
+
+func (g *Gateway) states(m *wire.StateBatch) {
+	g.mu.Lock()
+	if n := g.nodes[m.NodeId]; n != nil {
+		n.lastSeen = time.Now()
+	}
+	// A batch from a node not (or no longer) known waits for its
+	// inventory: its devices have no proxies yet.
+	for _, s := range m.States {
+		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
+			p.setState(s)
+		}
+	}
+	g.mu.Unlock()
+}
