@@ -1,0 +1,258 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// labMember is one process of a test lab with what restarts it.
+type labMember struct {
+	*process
+	host string
+	args []string
+}
+
+// freeLabPort is a port free on host (a 127.0.0.x address) right now.
+func freeLabPort(t *testing.T, host string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Skipf("cannot listen on %s (the lab test needs 127.0.0.2-4): %v", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func startLabMember(t *testing.T, bin, host string, args ...string) *labMember {
+	t.Helper()
+	all := append([]string{"--bind", host, "--cluster-bind", host}, args...)
+	return &labMember{process: startProcess(t, bin, all...), host: host, args: args}
+}
+
+// arms lists the arms /devices reports, by device id.
+func labArms(t *testing.T, m *labMember) map[string]map[string]any {
+	t.Helper()
+	resp, err := http.Get(m.url("/devices"))
+	if err != nil {
+		return nil // a process being killed; callers poll
+	}
+	defer resp.Body.Close()
+	var body map[string][]map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /devices: %v", err)
+	}
+	out := map[string]map[string]any{}
+	for _, d := range body["arm3"] {
+		out[d["device_id"].(string)] = d
+	}
+	return out
+}
+
+func armUUID(d map[string]any) string {
+	s, _ := path(d, "config", "device_info", "uuid").(string)
+	return s
+}
+
+func path(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// waitLab polls cond every 10 ms for up to d and returns how long it took.
+func waitLab(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// eventSeen reports whether the member's event ring holds name for device id.
+func eventSeen(t *testing.T, m *labMember, name, id string) bool {
+	t.Helper()
+	resp, err := http.Get(m.url("/events?limit=10000"))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Events []struct {
+				Name string `json:"name"`
+				Data struct {
+					DeviceID string `json:"device_id"`
+				} `json:"data"`
+			} `json:"events"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /events: %v", err)
+	}
+	for _, e := range body.Data.Events {
+		if e.Name == name && e.Data.DeviceID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// forceThrough holds a force on device id through m's simulation socket
+// until the returned stop is called.
+func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+m.addr["http"]+"/", nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", m.addr["http"], err)
+	}
+	done := make(chan struct{})
+	go func() { // frames are not what this test reads
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, id, z)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
+				return
+			}
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			_ = conn.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func controlMode(d map[string]any) string {
+	s, _ := path(d, "state", "control_mode").(string)
+	return s
+}
+
+// TestLab runs a lab of three real processes: nodes n1 (127.0.0.2) and n2
+// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4). It
+// checks the merged inventory, forces through the gateway on the right
+// arm, a killed node's devices leaving with device-disconnected and
+// returning after a restart, a hung node's detection time, and the force
+// on a node going to zero when the gateway is killed while holding it.
+func TestLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	bin := buildBinary(t)
+	const n1Host, n2Host, gwHost = "127.0.0.2", "127.0.0.3", "127.0.0.4"
+	p1, p2, pg := freeLabPort(t, n1Host), freeLabPort(t, n2Host), freeLabPort(t, gwHost)
+	common := []string{"--sim-grips", "0", "--cluster-node-timeout", "1s"}
+	node := func(host string, port, base int) []string {
+		return append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
+			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
+	}
+	n1 := startLabMember(t, bin, n1Host, node(n1Host, p1, 0)...)
+	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
+	gw := startLabMember(t, bin, gwHost, append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
+		"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--state-dir", t.TempDir(), "--sim-arms", "0"}, common...)...)
+
+	// The merged inventory: both nodes' arms, same UUIDs as on their nodes.
+	var a1, a2 string // ids of n1's and n2's arm
+	for id := range labArms(t, n1) {
+		a1 = id
+	}
+	for id := range labArms(t, n2) {
+		a2 = id
+	}
+	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	t.Logf("merged inventory after %v", took)
+	gwArms := labArms(t, gw)
+	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
+		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
+			t.Fatalf("gateway arm %s has UUID %q, node says %q", id, armUUID(gwArms[id]), armUUID(labArms(t, node)[id]))
+		}
+	}
+
+	// A force through the gateway lands on n1's arm only.
+	stop := forceThrough(t, gw, a1, 1.5)
+	waitLab(t, 5*time.Second, "n1's arm under force from the gateway", func() bool {
+		d := labArms(t, n1)[a1]
+		return controlMode(d) == "force" && path(d, "state", "current_cursor_force", "z") == 1.5
+	})
+	if m := controlMode(labArms(t, n2)[a2]); m != "idle" {
+		t.Fatalf("n2's arm is in %q while only n1's is commanded", m)
+	}
+	stop()
+	waitLab(t, 5*time.Second, "n1's arm idle after the client left", func() bool { return controlMode(labArms(t, n1)[a1]) == "idle" })
+
+	// SIGKILL n1: its arm leaves the gateway with device-disconnected.
+	if err := n1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = n1.cmd.Wait()
+	took = waitLab(t, 5*time.Second, "n1's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return !ok })
+	t.Logf("SIGKILL of a node detected in %v (bound: node timeout 1 s + 50 failed ticks)", took)
+	waitLab(t, 5*time.Second, "device-disconnected on the gateway", func() bool { return eventSeen(t, gw, "device-disconnected", a1) })
+	if _, ok := labArms(t, gw)[a2]; !ok {
+		t.Fatal("n2's arm left with n1")
+	}
+
+	// n1 back at the same address: its arm returns.
+	n1 = startLabMember(t, bin, n1Host, n1.args...)
+	took = waitLab(t, 10*time.Second, "n1's arm back on the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return ok })
+	t.Logf("restarted node's arm back %v after its ready line", took)
+
+	// SIGSTOP n2: a hung node is detected by its silence.
+	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 5*time.Second, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
+	t.Logf("SIGSTOP of a node detected in %v", took)
+	if err := n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 10*time.Second, "resumed n2's arm back on the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return ok })
+	t.Logf("resumed node's arm back after %v", took)
+
+	// SIGKILL the gateway while it holds a force on n2's arm: the node's
+	// lease (100 ms) ramps it to zero.
+	forceThrough(t, gw, a2, 1.5)
+	waitLab(t, 5*time.Second, "n2's arm under force from the gateway", func() bool { return controlMode(labArms(t, n2)[a2]) == "force" })
+	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 5*time.Second, "n2's arm idle after the gateway died", func() bool { return controlMode(labArms(t, n2)[a2]) == "idle" })
+	t.Logf("force on a node ended %v after the gateway's SIGKILL (lease 100 ms)", took)
+	if took > time.Second {
+		t.Errorf("force held %v after the gateway died; the lease is 100 ms", took)
+	}
+}
