@@ -15,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // errNodeLost fails a proxy's exchanges once its node is gone: the loop
@@ -184,9 +185,53 @@ func (g *Gateway) inventory(m *wire.Inventory) {
 	}
 	g.mu.Unlock()
 	for _, p := range adds {
-		if _, err := g.svc.AddDevice(p, false); err != nil {
+		p.syncing.Store(true) // until its config is the node's
+		dev, err := g.svc.AddDevice(p, false)
+		if err != nil {
 			g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
 			g.forget(p)
+			continue
+		}
+		// Off the actor: the node's answers must not wait behind the
+		// state batches this actor handles.
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.syncConfig(p, dev)
+		}()
+	}
+}
+
+// syncConfig copies the node's device-level config into the gateway's
+// device, so a device that comes back comes back with its config. Until it
+// is done, sets through the gateway are not forwarded (p.syncing); a client
+// that sets config in the first milliseconds may see it overwritten.
+func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
+	defer p.syncing.Store(false)
+	for _, k := range protocol.Keys() {
+		if p.lost.Load() {
+			return
+		}
+		r, err := g.sys.Root.RequestFuture(p.node, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, configTimeout).Result()
+		reply, ok := r.(*wire.ConfigReply)
+		if err != nil || !ok || reply.Error != "" {
+			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
+			continue
+		}
+		mine, err := g.svc.Entry(dev, 0, k)
+		if err != nil {
+			continue // the device left meanwhile
+		}
+		if b, _ := mine.MarshalJSON(); string(b) == string(reply.Json) {
+			continue
+		}
+		e, pe := protocol.DecodeEntry(k, reply.Json, "")
+		if pe != nil {
+			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
+			continue
+		}
+		if _, err := g.svc.SetEntry(dev, 0, e); err != nil {
+			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // gatewaySession is the register owner a node writes forwarded commands
@@ -263,8 +265,55 @@ func stateFromWire(m *wire.State, dst *hw.State) {
 	}
 }
 
-// config is future work: config requests are answered with an error until
-// the node side of the config path lands.
+// config answers a gateway's config request on the owning node: protocol
+// validates the JSON, the device actor applies and persists it (durably,
+// before the answer), and the reply carries the entry now in force.
 func (n *Node) config(m *wire.ConfigRequest) *wire.ConfigReply {
-	return &wire.ConfigReply{Error: "cluster: config across hosts is not implemented yet"}
+	fail := func(err error) *wire.ConfigReply {
+		pe := asProtocolError(err)
+		return &wire.ConfigReply{Error: pe.Message, Code: string(pe.Code)}
+	}
+	n.mu.Lock()
+	d := n.devicesLocked()[m.Uuid]
+	n.mu.Unlock()
+	if d == nil {
+		return fail(protocol.Errorf(protocol.CodeUnavailable, "", "device %s is no longer on node %s", m.Uuid, n.cfg.NodeID))
+	}
+	k, ok := protocol.KeyFromPath(m.Key)
+	if !ok {
+		return fail(protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key))
+	}
+	var e protocol.Entry
+	var err error
+	switch m.Op {
+	case "get":
+		e, err = n.svc.Entry(d, 0, k)
+	case "set":
+		var pe *protocol.Error
+		if e, pe = protocol.DecodeEntry(k, m.Json, ""); pe != nil {
+			return fail(pe)
+		}
+		e, err = n.svc.SetEntry(d, 0, e)
+	case "reset":
+		e, err = n.svc.ResetEntry(d, nil, k)
+	default:
+		err = protocol.Errorf(protocol.CodeInvalidValue, "", "unknown config op %q", m.Op)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return fail(err)
+	}
+	return &wire.ConfigReply{Json: b}
+}
+
+// asProtocolError keeps a protocol error's code; anything else is internal.
+func asProtocolError(err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
 }

@@ -1,14 +1,17 @@
 package cluster
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // keepAlive is how often an unchanged non-idle command is sent again, well
@@ -19,11 +22,15 @@ const keepAlive = 20 * time.Millisecond
 // the node's pushed batches, the command goes to the node one-way. Exchange
 // never waits on the network.
 type proxy struct {
-	lost   atomic.Bool
-	g      *Gateway
-	nodeID string
-	node   *actor.PID
-	info   hw.Info
+	lost atomic.Bool
+	// syncing is set while the gateway copies the node's config into the
+	// gateway's device: those sets come from the node, so they are not sent
+	// back to it.
+	syncing atomic.Bool
+	g       *Gateway
+	nodeID  string
+	node    *actor.PID
+	info    hw.Info
 
 	// mu guards st, written by the gateway actor and read by the loop.
 	mu sync.Mutex
@@ -35,7 +42,10 @@ type proxy struct {
 	seq    uint64
 }
 
-var _ hw.Driver = (*proxy)(nil)
+var (
+	_ hw.Driver          = (*proxy)(nil)
+	_ actors.ConfigOwner = (*proxy)(nil)
+)
 
 func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 	port := n.id // where the device is: its node, and its port there
@@ -116,3 +126,53 @@ func (p *proxy) Close() error {
 	p.g.forget(p)
 	return err
 }
+
+// SetConfig sets device-level config on the owning node, which validates
+// and persists it before it answers.
+func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
+	if p.syncing.Load() {
+		return e, nil
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode %s: %w", e.Key().Path(), err)
+	}
+	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+}
+
+// ResetConfig restores a device-global entry's default on the owning node.
+func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
+	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+}
+
+// configRequest is one request/response to the node; its answer is decoded
+// with the same protocol code the node used.
+func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
+	k, ok := protocol.KeyFromPath(m.Key)
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key)
+	}
+	if p.lost.Load() {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
+	}
+	r, err := p.g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
+	}
+	reply, ok := r.(*wire.ConfigReply)
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeInternal, "", "node %s answered %T", p.nodeID, r)
+	}
+	if reply.Error != "" {
+		return nil, protocol.Errorf(protocol.Code(reply.Code), "", "%s", reply.Error)
+	}
+	e, pe := protocol.DecodeEntry(k, reply.Json, "")
+	if pe != nil {
+		return nil, fmt.Errorf("cluster: node %s answered an invalid %s: %w", p.nodeID, m.Key, pe)
+	}
+	return e, nil
+}
+
+// configTimeout bounds a config request to a node: the node persists
+// before it answers, so it is a disk write plus a round trip.
+const configTimeout = 2 * time.Second

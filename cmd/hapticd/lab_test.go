@@ -214,6 +214,41 @@ func TestLab(t *testing.T) {
 	stop()
 	waitLab(t, 5*time.Second, "n1's arm idle after the client left", func() bool { return controlMode(labArms(t, n1)[a1]) == "idle" })
 
+	// Config through the gateway is validated, then set and persisted on
+	// the owning node (read back from the node itself).
+	gc := "/arm3/" + a1 + "/config/gravity_compensation"
+	const gcBody = `{"enabled":false,"scaling_factor":0.25}`
+	for _, op := range []struct{ method, route, body string }{
+		{"POST", gc, gcBody},
+		{"POST", "/arm3/" + a1 + "/config/handedness", `"left"`},
+		{"DELETE", "/arm3/" + a1 + "/config/handedness", ""},
+	} {
+		if status, env := httpDo(t, op.method, gw.url(op.route), op.body); status != 200 {
+			t.Fatalf("%s %s through the gateway: %d %v", op.method, op.route, status, env)
+		}
+	}
+	labConfig := func(m *labMember, route string) string {
+		_, env := httpDo(t, "GET", m.url(route), "")
+		b, _ := json.Marshal(env["data"])
+		return string(b)
+	}
+	if got := labConfig(n1, gc); got != gcBody {
+		t.Fatalf("node n1 has %s = %s after a POST through the gateway, want %s", gc, got, gcBody)
+	}
+	if got := labConfig(n1, "/arm3/"+a1+"/config/handedness"); got != `"right"` {
+		t.Fatalf("node n1 has handedness %s after a DELETE through the gateway, want the default", got)
+	}
+	if status, _ := httpDo(t, "POST", gw.url("/arm3/"+a1+"/config/handedness"), `"sideways"`); status != 400 {
+		t.Fatalf("bad handedness through the gateway: status %d, want 400", status)
+	}
+
+	// Config set on the node itself, behind the gateway's back: the
+	// gateway must show it once the node comes back.
+	hd := "/arm3/" + a1 + "/config/handedness"
+	if status, env := httpDo(t, "POST", n1.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s on n1: %d %v", hd, status, env)
+	}
+
 	// SIGKILL n1: its arm leaves the gateway with device-disconnected.
 	if err := n1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -230,6 +265,9 @@ func TestLab(t *testing.T) {
 	n1 = startLabMember(t, bin, n1Host, n1.args...)
 	took = waitLab(t, 10*time.Second, "n1's arm back on the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return ok })
 	t.Logf("restarted node's arm back %v after its ready line", took)
+	waitLab(t, 5*time.Second, "n1's arm back with its config", func() bool {
+		return labConfig(gw, gc) == gcBody && labConfig(gw, hd) == `"left"`
+	})
 
 	// SIGSTOP n2: a hung node is detected by its silence.
 	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {

@@ -571,8 +571,8 @@ func (x *Command) GetTarget() []float64 {
 type ConfigRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
-	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"` // "get", "set" or "reset"
-	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`   // "get", "set" or "reset"
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"` // the entry's path (protocol.Key.Path)
 	Json          []byte                 `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -642,6 +642,7 @@ type ConfigReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Json          []byte                 `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
 	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string                 `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code, so the gateway answers as the node would
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +687,13 @@ func (x *ConfigReply) GetJson() []byte {
 func (x *ConfigReply) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *ConfigReply) GetCode() string {
+	if x != nil {
+		return x.Code
 	}
 	return ""
 }
@@ -749,10 +757,11 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x12\n" +
-	"\x04json\x18\x04 \x01(\fR\x04json\"7\n" +
+	"\x04json\x18\x04 \x01(\fR\x04json\"K\n" +
 	"\vConfigReply\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05errorB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
