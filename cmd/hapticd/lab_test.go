@@ -1,10 +1,19 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -292,5 +301,82 @@ func TestLab(t *testing.T) {
 	t.Logf("force on a node ended %v after the gateway's SIGKILL (lease 100 ms)", took)
 	if took > time.Second {
 		t.Errorf("force held %v after the gateway died; the lease is 100 ms", took)
+	}
+}
+
+// writeLabPKI writes a CA and one certificate signed by it, valid for
+// 127.0.0.2-4 as server and client, into dir: ca.pem, cert.pem, key.pem.
+func writeLabPKI(t *testing.T, dir string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lab ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "lab member"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3"), net.ParseIP("127.0.0.4")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*pem.Block{
+		"ca.pem": {Type: "CERTIFICATE", Bytes: caDER}, "cert.pem": {Type: "CERTIFICATE", Bytes: der},
+		"key.pem": {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// With mutual TLS on, a gateway with the lab's certificate sees the node's
+// arm and a foreign one (its own CA) never does, though it asks as often.
+func TestLabMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	bin := buildBinary(t)
+	lab, foreign := t.TempDir(), t.TempDir()
+	writeLabPKI(t, lab)
+	writeLabPKI(t, foreign)
+	tlsArgs := func(dir string) []string {
+		return []string{"--cluster-cert", filepath.Join(dir, "cert.pem"), "--cluster-key", filepath.Join(dir, "key.pem"), "--cluster-ca", filepath.Join(dir, "ca.pem")}
+	}
+	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
+	pn := freeLabPort(t, nHost)
+	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn),
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
+	gateway := func(pki []string) *labMember {
+		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)),
+			"--peers", fmt.Sprintf("%s:%d", nHost, pn), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
+		return startLabMember(t, bin, gwHost, append(args, pki...)...)
+	}
+	// The foreign gateway starts first, so it has asked at least as often
+	// as the lab's own by the time that one sees the arm.
+	intruder := gateway(tlsArgs(foreign))
+	plain := gateway(nil)
+	member := gateway(tlsArgs(lab))
+	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
+	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
+		if n := len(labArms(t, g)); n != 0 {
+			t.Errorf("gateway with %s sees %d arms of a TLS lab", name, n)
+		}
 	}
 }
