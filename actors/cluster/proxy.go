@@ -48,9 +48,11 @@ var (
 )
 
 func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
-	port := n.id // where the device is: its node, and its port there
+	// The port says where the device is: its node's URL (clients that need
+	// the tightest lock-step connect there), then its port on the node.
+	port := n.httpURL
 	if d.Port != "" {
-		port += ":" + d.Port
+		port += " " + d.Port
 	}
 	return &proxy{g: g, nodeID: n.id, node: n.pid, st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{

@@ -209,6 +209,9 @@ func TestLab(t *testing.T) {
 		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
 			t.Fatalf("gateway arm %s has UUID %q, node says %q", id, armUUID(gwArms[id]), armUUID(labArms(t, node)[id]))
 		}
+		if port, want := path(gwArms[id], "config", "port"), "http://"+node.addr["http"]; port != want {
+			t.Errorf("gateway arm %s has port %v, want its node's URL %s", id, port, want)
+		}
 	}
 
 	// A force through the gateway lands on n1's arm only.
