@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // errNodeLost fails a proxy's exchanges once its node is gone: the loop
@@ -89,6 +91,8 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		g.inventory(m)
 	case *wire.StateBatch:
 		g.states(m)
+	case *wire.Event:
+		g.event(m)
 	default:
 		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
 	}
@@ -258,4 +262,38 @@ func (g *Gateway) states(m *wire.StateBatch) {
 		}
 	}
 	g.mu.Unlock()
+}
+
+// event publishes a node's event on the gateway's activity channel, with
+// the device named by its gateway id.
+func (g *Gateway) event(m *wire.Event) {
+	var e event.Event
+	if err := json.Unmarshal(m.Json, &e); err != nil {
+		g.log.Warn().Err(err).Str("node", m.NodeId).Msg("node's event does not decode; dropped")
+		return
+	}
+	var data map[string]any
+	if json.Unmarshal(e.Data, &data) == nil {
+		if id, ok := data["device_id"].(string); ok {
+			if gid := g.gatewayID(m.NodeId, id); gid != id {
+				data["device_id"] = gid
+				if b, err := json.Marshal(data); err == nil {
+					e.Data = b
+				}
+			}
+		}
+	}
+	g.svc.Activity().Publish(e)
+}
+
+// gatewayID is the gateway's id of the device a node calls id.
+func (g *Gateway) gatewayID(nodeID, id string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.proxies {
+		if p.nodeID == nodeID && p.nodeDeviceID == id {
+			return p.info.ID
+		}
+	}
+	return id
 }

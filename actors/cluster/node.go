@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,10 +14,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // gatewaySession is the register owner a node writes forwarded commands
@@ -65,9 +68,66 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 		stopRemote(sys, rem)
 		return nil, fmt.Errorf("cluster: spawn node actor: %w", err)
 	}
-	n.wg.Add(1)
+	sub, err := svc.Activity().Subscribe(0, false)
+	if err != nil {
+		stopRemote(sys, rem)
+		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
+	}
+	n.wg.Add(2)
 	go n.push()
+	go n.forwardEvents(sub)
 	return n, nil
+}
+
+// notForwarded are the events a gateway makes itself when a node's
+// inventory changes or the node goes: forwarding them would say it twice.
+var notForwarded = map[string]bool{
+	event.NameDeviceConnected: true, event.NameDeviceDisconnected: true, event.NameDeviceFailed: true,
+}
+
+// forwardEvents sends the node's activity events to every live gateway.
+func (n *Node) forwardEvents(sub *activity.Subscription) {
+	defer n.wg.Done()
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		if notForwarded[e.Name] {
+			continue
+		}
+		b, err := e.MarshalJSON()
+		if err != nil {
+			continue
+		}
+		m := &wire.Event{NodeId: n.cfg.NodeID, Json: b}
+		for _, pid := range n.livePIDs() {
+			n.sys.Root.Send(pid, m)
+		}
+	}
+}
+
+// livePIDs are the gateways heard from within GatewayTimeout.
+func (n *Node) livePIDs() []*actor.PID {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var pids []*actor.PID
+	for _, s := range n.subs {
+		if time.Since(s.lastSeen) <= GatewayTimeout {
+			pids = append(pids, s.pid)
+		}
+	}
+	return pids
 }
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse

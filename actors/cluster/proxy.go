@@ -31,6 +31,9 @@ type proxy struct {
 	nodeID  string
 	node    *actor.PID
 	info    hw.Info
+	// nodeDeviceID is the id the node knows the device by (info.ID differs
+	// after a short-id collision).
+	nodeDeviceID string
 
 	// mu guards st, written by the gateway actor and read by the loop.
 	mu sync.Mutex
@@ -54,7 +57,7 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 	if d.Port != "" {
 		port += " " + d.Port
 	}
-	return &proxy{g: g, nodeID: n.id, node: n.pid, st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
+	return &proxy{g: g, nodeID: n.id, node: n.pid, nodeDeviceID: d.Id, st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
 			Kind: hw.Kind(d.Kind), ID: id, UUID: d.Uuid, Model: uint8(d.Model),
 			HardwareVersion: uint8(d.HardwareVersion), FirmwareVersion: uint8(d.FirmwareVersion),

@@ -94,7 +94,8 @@ func waitLab(t *testing.T, d time.Duration, what string, cond func() bool) time.
 	return time.Since(start)
 }
 
-// eventSeen reports whether the member's event ring holds name for device id.
+// eventSeen reports whether the member's event ring holds name for device
+// id (any device when id is empty).
 func eventSeen(t *testing.T, m *labMember, name, id string) bool {
 	t.Helper()
 	resp, err := http.Get(m.url("/events?limit=10000"))
@@ -116,7 +117,7 @@ func eventSeen(t *testing.T, m *labMember, name, id string) bool {
 		t.Fatalf("GET /events: %v", err)
 	}
 	for _, e := range body.Data.Events {
-		if e.Name == name && e.Data.DeviceID == id {
+		if e.Name == name && (id == "" || e.Data.DeviceID == id) {
 			return true
 		}
 	}
@@ -253,6 +254,15 @@ func TestLab(t *testing.T) {
 	if status, _ := httpDo(t, "POST", gw.url("/arm3/"+a1+"/config/handedness"), `"sideways"`); status != 400 {
 		t.Fatalf("bad handedness through the gateway: status %d, want 400", status)
 	}
+
+	// A deprecated route used on a node shows on the gateway's events.
+	if eventSeen(t, gw, "http-route-deprecated", "") {
+		t.Fatal("the gateway has an http-route-deprecated event before any deprecated route was used")
+	}
+	if status, env := httpDo(t, "POST", n1.url("/device_handedness"), fmt.Sprintf(`{"device_id":%q,"handedness":"right"}`, a1)); status != 200 {
+		t.Fatalf("POST /device_handedness on n1: %d %v", status, env)
+	}
+	waitLab(t, 5*time.Second, "n1's deprecation event on the gateway", func() bool { return eventSeen(t, gw, "http-route-deprecated", "") })
 
 	// Config set on the node itself, behind the gateway's back: the
 	// gateway must show it once the node comes back.

@@ -698,6 +698,62 @@ func (x *ConfigReply) GetCode() string {
 	return ""
 }
 
+// Event is one activity event of a node (deprecations, device warnings),
+// node to gateway, one-way; json is protocol/event's own encoding. The
+// gateway publishes it on its own activity channel (its events socket and
+// GET /events).
+type Event struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Json          []byte                 `protobuf:"bytes,2,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_hapticd_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Event) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Event) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -761,7 +817,10 @@ const file_hapticd_proto_rawDesc = "" +
 	"\vConfigReply\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x03 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x04code\x18\x03 \x01(\tR\x04code\"4\n" +
+	"\x05Event\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04json\x18\x02 \x01(\fR\x04jsonB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -775,7 +834,7 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_hapticd_proto_goTypes = []any{
 	(*Subscribe)(nil),     // 0: hapticd.cluster.Subscribe
 	(*Device)(nil),        // 1: hapticd.cluster.Device
@@ -785,6 +844,7 @@ var file_hapticd_proto_goTypes = []any{
 	(*Command)(nil),       // 5: hapticd.cluster.Command
 	(*ConfigRequest)(nil), // 6: hapticd.cluster.ConfigRequest
 	(*ConfigReply)(nil),   // 7: hapticd.cluster.ConfigReply
+	(*Event)(nil),         // 8: hapticd.cluster.Event
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
@@ -807,7 +867,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
