@@ -121,11 +121,19 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 func (n *Node) livePIDs() []*actor.PID {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.livePIDsLocked()
+}
+
+// livePIDsLocked is livePIDs; it also forgets gateways gone silent.
+func (n *Node) livePIDsLocked() []*actor.PID {
 	var pids []*actor.PID
-	for _, s := range n.subs {
-		if time.Since(s.lastSeen) <= GatewayTimeout {
-			pids = append(pids, s.pid)
+	for addr, s := range n.subs {
+		if time.Since(s.lastSeen) > GatewayTimeout {
+			delete(n.subs, addr)
+			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
+			continue
 		}
+		pids = append(pids, s.pid)
 	}
 	return pids
 }
@@ -257,15 +265,7 @@ func (n *Node) push() {
 		if n.set != n.invSent {
 			inv = n.inventoryLocked()
 		}
-		var pids []*actor.PID
-		for addr, s := range n.subs {
-			if time.Since(s.lastSeen) > GatewayTimeout {
-				delete(n.subs, addr)
-				n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
-				continue
-			}
-			pids = append(pids, s.pid)
-		}
+		pids := n.livePIDsLocked()
 		n.mu.Unlock()
 		if len(pids) == 0 {
 			continue
