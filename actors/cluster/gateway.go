@@ -101,7 +101,6 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 // watch subscribes to every peer and drops nodes that fell silent.
 func (g *Gateway) watch() {
 	defer g.wg.Done()
-	sub := &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr}
 	check := time.NewTicker(g.cfg.NodeTimeout / 10)
 	defer check.Stop()
 	var lastSub time.Time
@@ -109,7 +108,8 @@ func (g *Gateway) watch() {
 		if time.Since(lastSub) >= SubscribeEvery {
 			lastSub = time.Now()
 			for _, peer := range g.cfg.Peers {
-				g.sys.Root.Send(actor.NewPID(peer, nodeActorName), sub)
+				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
+					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
 			}
 		}
 		g.mu.Lock()

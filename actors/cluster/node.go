@@ -52,6 +52,33 @@ type Node struct {
 type subscriber struct {
 	pid      *actor.PID
 	lastSeen time.Time
+	// offset estimates the gateway's wall clock less the node's: the
+	// largest (sent - received) seen, which is the clock offset less the
+	// shortest delay. Delayed messages give smaller samples, so a backlog
+	// does not skew it; two windows let it follow drift.
+	offsetCur, offsetPrev int64
+	offsetSince           time.Time
+}
+
+// offsetWindow is how long one window of clock-offset samples lasts.
+const offsetWindow = 10 * time.Second
+
+func (s *subscriber) sample(sentUnixNs int64, now time.Time) {
+	v := sentUnixNs - now.UnixNano()
+	if s.offsetSince.IsZero() {
+		s.offsetCur, s.offsetPrev, s.offsetSince = v, v, now
+		return
+	}
+	if now.Sub(s.offsetSince) > offsetWindow {
+		s.offsetPrev, s.offsetCur, s.offsetSince = s.offsetCur, v, now
+		return
+	}
+	s.offsetCur = max(s.offsetCur, v)
+}
+
+// ageNs is how long ago (node time) the gateway sent at sentUnixNs.
+func (s *subscriber) ageNs(sentUnixNs int64, now time.Time) int64 {
+	return now.UnixNano() - (sentUnixNs - max(s.offsetCur, s.offsetPrev))
 }
 
 // StartNode starts the remote and serves svc's devices to gateways.
@@ -172,6 +199,7 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.log.Info().Str("gateway", m.GatewayAddress).Msg("gateway subscribed")
 	}
 	s.lastSeen = time.Now()
+	s.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
 	n.mu.Unlock()
 	// Every Subscribe is answered with the inventory, so a gateway that
@@ -209,10 +237,19 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 }
 
 // command writes a forwarded command into the device's register with the
-// node's own lease.
+// node's own lease, less the time the command took to arrive. A command
+// older than the lease, or from a gateway that has not subscribed, is
+// dropped: after a stall (SIGSTOP, a saturated link) the node must not
+// replay forces queued meanwhile.
 func (n *Node) command(m *wire.Command) {
+	now := time.Now()
+	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
 	n.mu.Lock()
 	d := n.devicesLocked()[m.Uuid]
+	var ageNs int64 = -1
+	if s := n.subs[m.GatewayAddress]; s != nil {
+		ageNs = max(s.ageNs(m.SentUnixNs, now), 0)
+	}
 	n.mu.Unlock()
 	if d == nil {
 		return // gone meanwhile; the next inventory tells the gateway
@@ -220,7 +257,10 @@ func (n *Node) command(m *wire.Command) {
 	reg := d.Register()
 	mode := hw.ControlMode(m.Mode)
 	if mode == hw.ModeIdle {
-		reg.Release(gatewaySession)
+		reg.Release(gatewaySession) // always honoured: it only ends a force
+		return
+	}
+	if ageNs < 0 || ageNs >= leaseNs {
 		return
 	}
 	if reg.Claim(gatewaySession) != gatewaySession {
@@ -243,7 +283,7 @@ func (n *Node) command(m *wire.Command) {
 	default:
 		return
 	}
-	reg.Write(gatewaySession, m.Seq, n.clock.Now()+int64(n.cfg.LeaseMs)*int64(time.Millisecond), &cmd, nil)
+	reg.Write(gatewaySession, m.Seq, n.clock.Now()+leaseNs-ageNs, &cmd, nil)
 }
 
 // push sends every device's state to each live subscriber, and the

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 
@@ -35,7 +36,19 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 	}
 	cfg := Config{NodeID: "n", LeaseMs: 100, Log: zerolog.Nop()}
 	cfg.defaults()
-	return &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(), subs: map[string]*subscriber{}}, d
+	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
+	t.Cleanup(sys.Shutdown)
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{}}
+	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+	return n, d
+}
+
+const testGW = "127.0.0.4:7070"
+
+// fresh is a command as the gateway sends it now.
+func fresh(uuid string, seq uint64, mode hw.ControlMode, target ...float64) *wire.Command {
+	return &wire.Command{Uuid: uuid, Seq: seq, Mode: uint32(mode), Target: target,
+		GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
@@ -55,19 +68,40 @@ func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 func TestForwardedCommandLapsesWithTheLease(t *testing.T) {
 	n, d := testNode(t)
 	var snap loop.Snapshot
-	n.command(&wire.Command{Uuid: d.Info.UUID, Seq: 1, Mode: uint32(hw.ModeForce), Target: []float64{0, 0, 2}})
+	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2))
 	waitFor(t, "force applied", func() bool { d.Load(&snap); return snap.Mode == hw.ModeForce && snap.Target[2] == 2 })
 	took := waitFor(t, "force ended by the lease", func() bool { d.Load(&snap); return snap.Mode == hw.ModeIdle })
 	if took > time.Second {
 		t.Errorf("force held %v after the last command; the lease is 100 ms", took)
 	}
 	// An idle command releases at once; an unknown device is ignored.
-	n.command(&wire.Command{Uuid: d.Info.UUID, Seq: 2, Mode: uint32(hw.ModeForce), Target: []float64{0, 0, 2}})
-	n.command(&wire.Command{Uuid: d.Info.UUID, Seq: 3})
+	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2))
+	n.command(fresh(d.Info.UUID, 3, hw.ModeIdle))
 	if o := d.Register().Owner(); o != 0 {
 		t.Errorf("owner %d after an idle command, want none", o)
 	}
 	n.command(&wire.Command{Uuid: "no-such-device", Mode: uint32(hw.ModeForce)})
+}
+
+// A command that waited longer than the lease (a node resumed after a
+// stall, with the gateway's commands queued) or that comes from a gateway
+// that never subscribed moves nothing.
+func TestStaleOrUnknownCommandsDropped(t *testing.T) {
+	n, d := testNode(t)
+	stale := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+	stale.SentUnixNs -= int64(500 * time.Millisecond)
+	stranger := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2)
+	stranger.GatewayAddress = "127.0.0.9:7070"
+	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger} {
+		n.command(m)
+		if o := d.Register().Owner(); o != 0 {
+			t.Errorf("%s command took the arm (owner %d)", name, o)
+		}
+	}
+	n.command(fresh(d.Info.UUID, 3, hw.ModeForce, 0, 0, 2))
+	if o := d.Register().Owner(); o != gatewaySession {
+		t.Errorf("fresh command: owner %d, want the gateway", o)
+	}
 }
 
 // A local session that holds the arm keeps it: the gateway's commands do
@@ -77,7 +111,7 @@ func TestForwardedCommandRespectsALocalOwner(t *testing.T) {
 	if d.Register().Claim(7) != 7 {
 		t.Fatal("local claim failed")
 	}
-	n.command(&wire.Command{Uuid: d.Info.UUID, Seq: 1, Mode: uint32(hw.ModeForce), Target: []float64{0, 0, 2}})
+	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2))
 	if o := d.Register().Owner(); o != 7 {
 		t.Fatalf("owner %d after a gateway command, want the local session 7", o)
 	}

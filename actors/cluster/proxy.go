@@ -101,7 +101,8 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 
 func (p *proxy) send(cmd *hw.Command, now time.Time) {
 	p.seq++
-	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode)}
+	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
+		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano()}
 	switch cmd.Mode {
 	case hw.ModeForce:
 		m.Target = []float64{cmd.ForceN.X, cmd.ForceN.Y, cmd.ForceN.Z}

@@ -34,8 +34,11 @@ type Subscribe struct {
 	// gateway_address is the gateway's remote address (host:port); the node
 	// pushes to the actor named "hapticd-gateway" there.
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// sent_unix_ns is the gateway's wall clock at sending; the node learns
+	// the clocks' offset from it (see Command.sent_unix_ns).
+	SentUnixNs    int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Subscribe) Reset() {
@@ -80,6 +83,13 @@ func (x *Subscribe) GetGatewayAddress() string {
 		return x.GatewayAddress
 	}
 	return ""
+}
+
+func (x *Subscribe) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
 }
 
 // Device is one device of a node as the node itself knows it.
@@ -498,13 +508,19 @@ func (x *StateBatch) GetStates() []*State {
 // The node writes it into the device's register with its own lease, so a
 // lost link or gateway ramps the force to zero on the node.
 type Command struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`             // hw.ControlMode; 0 (idle) releases the device
-	Target        []float64              `protobuf:"fixed64,4,rep,packed,name=target,proto3" json:"target,omitempty"` // the vector Mode reads (N, m, N·mm or deg)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Uuid   string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Seq    uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Mode   uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`             // hw.ControlMode; 0 (idle) releases the device
+	Target []float64              `protobuf:"fixed64,4,rep,packed,name=target,proto3" json:"target,omitempty"` // the vector Mode reads (N, m, N·mm or deg)
+	// gateway_address and sent_unix_ns let the node drop a command that
+	// waited longer than the lease (a node resumed after a stall must not
+	// replay the forces queued meanwhile), and shorten the lease of one that
+	// waited less.
+	GatewayAddress string `protobuf:"bytes,5,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
+	SentUnixNs     int64  `protobuf:"varint,6,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -563,6 +579,20 @@ func (x *Command) GetTarget() []float64 {
 		return x.Target
 	}
 	return nil
+}
+
+func (x *Command) GetGatewayAddress() string {
+	if x != nil {
+		return x.GatewayAddress
+	}
+	return ""
+}
+
+func (x *Command) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
 }
 
 // ConfigRequest reads, sets or resets device-global config on the owning
@@ -758,11 +788,13 @@ var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
 	"\n" +
-	"\rhapticd.proto\x12\x0fhapticd.cluster\"S\n" +
+	"\rhapticd.proto\x12\x0fhapticd.cluster\"u\n" +
 	"\tSubscribe\x12\x1d\n" +
 	"\n" +
 	"gateway_id\x18\x01 \x01(\tR\tgatewayId\x12'\n" +
-	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\"\x9c\x03\n" +
+	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
+	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
+	"sentUnixNs\"\x9c\x03\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -803,12 +835,15 @@ const file_hapticd_proto_rawDesc = "" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
-	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\"[\n" +
+	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\"\xa6\x01\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x16\n" +
-	"\x06target\x18\x04 \x03(\x01R\x06target\"Y\n" +
+	"\x06target\x18\x04 \x03(\x01R\x06target\x12'\n" +
+	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
+	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
+	"sentUnixNs\"Y\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
