@@ -10,9 +10,11 @@
 // placement (a device lives where its cable is). The gateway sends
 // Subscribe to each peer every SubscribeEvery; a node answers with its
 // Inventory and pushes a StateBatch of every device to each gateway heard
-// from within GatewayTimeout. The batches are the node's heartbeat: a node
-// silent for NodeTimeout (killed, hung, cut off) is dropped and its devices
-// leave the gateway with device-disconnected.
+// from within GatewayTimeout. The gateway watches each node's actor, so a
+// node whose connection closes (killed, restarted) is dropped at once; the
+// batches are the node's heartbeat, so a node silent for NodeTimeout (hung,
+// cut off) is dropped then. A dropped node's devices leave the gateway with
+// device-disconnected.
 //
 // # Data plane
 //

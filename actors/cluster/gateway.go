@@ -88,7 +88,14 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	case *wire.Inventory:
-		g.inventory(m)
+		if pid := g.inventory(m); pid != nil {
+			// A node that joins is watched: when its connection drops
+			// (a killed process refuses at once), it is dropped without
+			// waiting for the timeout. A hung node still needs it.
+			ctx.Watch(pid)
+		}
+	case *actor.Terminated:
+		g.terminated(m.Who)
 	case *wire.StateBatch:
 		g.states(m)
 	case *wire.Event:
@@ -115,7 +122,7 @@ func (g *Gateway) watch() {
 		g.mu.Lock()
 		for id, n := range g.nodes {
 			if time.Since(n.lastSeen) > g.cfg.NodeTimeout {
-				g.dropNodeLocked(id)
+				g.dropNodeLocked(id, "silent for "+g.cfg.NodeTimeout.String())
 			}
 		}
 		g.mu.Unlock()
@@ -128,8 +135,8 @@ func (g *Gateway) watch() {
 }
 
 // dropNodeLocked forgets a node; its devices fail and leave.
-func (g *Gateway) dropNodeLocked(id string) {
-	g.log.Warn().Str("node", id).Dur("timeout", g.cfg.NodeTimeout).Msg("node silent; its devices leave")
+func (g *Gateway) dropNodeLocked(id, why string) {
+	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
 	delete(g.nodes, id)
 	for _, p := range g.proxies {
 		if p.nodeID == id {
@@ -148,12 +155,25 @@ func (g *Gateway) nodeLocked(id string) *nodeState {
 	return n
 }
 
-// inventory reconciles the gateway's devices with one node's list.
-func (g *Gateway) inventory(m *wire.Inventory) {
+// terminated drops the node whose actor (or connection) is gone.
+func (g *Gateway) terminated(who *actor.PID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, n := range g.nodes {
+		if n.pid != nil && n.pid.Equal(who) {
+			g.dropNodeLocked(id, "node's connection closed")
+		}
+	}
+}
+
+// inventory reconciles the gateway's devices with one node's list. It
+// returns the node's PID when the node just joined.
+func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	g.mu.Lock()
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {
 		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
+		joined = n.pid
 		g.log.Info().Str("node", n.id).Str("addr", n.addr).Int("devices", len(m.Devices)).Msg("node joined")
 	}
 	n.httpURL = m.HttpUrl
@@ -204,6 +224,7 @@ func (g *Gateway) inventory(m *wire.Inventory) {
 			g.syncConfig(p, dev)
 		}()
 	}
+	return joined
 }
 
 // syncConfig copies the node's device-level config into the gateway's

@@ -277,7 +277,7 @@ func TestLab(t *testing.T) {
 	}
 	_ = n1.cmd.Wait()
 	took = waitLab(t, 5*time.Second, "n1's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return !ok })
-	t.Logf("SIGKILL of a node detected in %v (bound: node timeout 1 s + 50 failed ticks)", took)
+	t.Logf("SIGKILL of a node detected in %v (watch; bound: node timeout 1 s + 50 failed ticks)", took)
 	waitLab(t, 5*time.Second, "device-disconnected on the gateway", func() bool { return eventSeen(t, gw, "device-disconnected", a1) })
 	if _, ok := labArms(t, gw)[a2]; !ok {
 		t.Fatal("n2's arm left with n1")
