@@ -46,8 +46,14 @@ func startLabMember(t *testing.T, bin, host string, args ...string) *labMember {
 	return &labMember{process: startProcess(t, bin, all...), host: host, args: args}
 }
 
-// arms lists the arms /devices reports, by device id.
+// labArms lists the arms /devices reports, by device id.
 func labArms(t *testing.T, m *labMember) map[string]map[string]any {
+	t.Helper()
+	return labDevices(t, m, "arm3")
+}
+
+// labDevices lists the devices of one type /devices reports, by device id.
+func labDevices(t *testing.T, m *labMember, typ string) map[string]map[string]any {
 	t.Helper()
 	resp, err := http.Get(m.url("/devices"))
 	if err != nil {
@@ -59,7 +65,7 @@ func labArms(t *testing.T, m *labMember) map[string]map[string]any {
 		t.Fatalf("GET /devices: %v", err)
 	}
 	out := map[string]map[string]any{}
-	for _, d := range body["arm3"] {
+	for _, d := range body[typ] {
 		out[d["device_id"].(string)] = d
 	}
 	return out
@@ -190,7 +196,7 @@ func TestLab(t *testing.T) {
 		return append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
 	}
-	n1 := startLabMember(t, bin, n1Host, node(n1Host, p1, 0)...)
+	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1")...)
 	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
 	gw := startLabMember(t, bin, gwHost, append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
 		"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--state-dir", t.TempDir(), "--sim-arms", "0"}, common...)...)
@@ -214,6 +220,17 @@ func TestLab(t *testing.T) {
 			t.Errorf("gateway arm %s has port %v, want its node's URL %s", id, port, want)
 		}
 	}
+
+	// n1's grip too, with its state (a simulated grip reports its battery).
+	var grip string
+	for id := range labDevices(t, n1, "grip") {
+		grip = id
+	}
+	waitLab(t, 5*time.Second, "n1's grip with its state on the gateway", func() bool {
+		d := labDevices(t, gw, "grip")[grip]
+		return d != nil && path(d, "config", "device_info", "uuid") == path(labDevices(t, n1, "grip")[grip], "config", "device_info", "uuid") &&
+			path(d, "state", "battery_level") != nil && path(d, "state", "battery_level") != 0.0
+	})
 
 	// A force through the gateway lands on n1's arm only.
 	stop := forceThrough(t, gw, a1, 1.5)
