@@ -224,7 +224,7 @@ func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.E
 // value is on disk (device-global entries, and session entries of a session
 // with a profile) and in force.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
-	if o, ok := dev.rt.Driver().(ConfigOwner); ok && session == 0 {
+	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !e.Key().SessionScoped() {
 		var err error
 		if e, err = o.SetConfig(e); err != nil {
 			return nil, err
@@ -235,7 +235,7 @@ func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (proto
 
 // ConfigOwner is implemented by drivers whose device's own config is kept
 // by someone else (a lab gateway's proxy of a node's device): SetEntry and
-// ResetEntry of device-level config ask the owner first, which validates
+// ResetEntry of device-global entries ask the owner first, which validates
 // and persists, then apply what it answered.
 type ConfigOwner interface {
 	SetConfig(e protocol.Entry) (protocol.Entry, error)

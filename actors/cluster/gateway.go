@@ -227,7 +227,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	return joined
 }
 
-// syncConfig copies the node's device-level config into the gateway's
+// syncConfig copies the node's device-global config into the gateway's
 // device, so a device that comes back comes back with its config. Until it
 // is done, sets through the gateway are not forwarded (p.syncing); a client
 // that sets config in the first milliseconds may see it overwritten.
@@ -237,9 +237,15 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if p.lost.Load() {
 			return
 		}
+		if k.SessionScoped() {
+			continue // sessions live on the gateway, and so does their config
+		}
 		r, err := g.sys.Root.RequestFuture(p.node, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, configTimeout).Result()
 		reply, ok := r.(*wire.ConfigReply)
-		if err != nil || !ok || reply.Error != "" {
+		if err == nil && ok && reply.Error != "" {
+			err = errors.New(reply.Error)
+		}
+		if err != nil || !ok {
 			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
 			continue
 		}

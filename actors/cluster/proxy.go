@@ -133,7 +133,7 @@ func (p *proxy) Close() error {
 	return err
 }
 
-// SetConfig sets device-level config on the owning node, which validates
+// SetConfig sets a device-global entry on the owning node, which validates
 // and persists it before it answers.
 func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
 	if p.syncing.Load() {
