@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,6 +27,11 @@ var errNodeLost = errors.New("cluster: the device's node is unreachable; its dev
 
 // Gateway serves the devices of every node in cfg.Peers through svc.
 type Gateway struct {
+	// closing stops proxies sending once the remote is going away; the
+	// service's shutdown then halts their devices as usual, and the nodes'
+	// leases end any force.
+	closing atomic.Bool
+
 	svc  *actors.Service
 	cfg  Config
 	log  zerolog.Logger
@@ -68,16 +74,13 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close stops subscribing and shuts the remote down. The service removes
-// the proxied devices when it shuts down.
+// Close stops subscribing and sending and shuts the remote down. The
+// service halts and removes the proxied devices when it shuts down; the
+// nodes' leases end any force.
 func (g *Gateway) Close() {
+	g.closing.Store(true)
 	close(g.stop)
 	g.wg.Wait()
-	g.mu.Lock()
-	for _, p := range g.proxies {
-		p.lost.Store(true)
-	}
-	g.mu.Unlock()
 	stopRemote(g.sys, g.rem)
 }
 

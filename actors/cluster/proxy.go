@@ -100,6 +100,9 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 }
 
 func (p *proxy) send(cmd *hw.Command, now time.Time) {
+	if p.g.closing.Load() {
+		return
+	}
 	p.seq++
 	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
 		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano()}

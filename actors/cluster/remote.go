@@ -122,13 +122,26 @@ func startRecovered(r *remote.Remote) (err error) {
 	return nil
 }
 
-// stopRemote shuts the remote down; protoactor panics on some shutdown
-// paths, and a panic there must not keep the service from stopping.
+// stopRemote shuts the remote down within stopRemoteWithin. It is not
+// graceful: the link is at-most-once anyway, and protoactor's graceful stop
+// waits up to 10 s on a peer that is gone, which would eat the service's
+// own shutdown budget. protoactor panics on some shutdown paths; a panic
+// there must not keep the service from stopping.
 func stopRemote(sys *actor.ActorSystem, r *remote.Remote) {
-	defer func() { _ = recover() }()
-	r.Shutdown(true)
-	sys.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		r.Shutdown(false)
+		sys.Shutdown()
+	}()
+	select {
+	case <-done:
+	case <-time.After(stopRemoteWithin):
+	}
 }
+
+const stopRemoteWithin = time.Second
 
 // mutualTLS builds the server and client sides of mutual TLS from PEM files.
 func mutualTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {

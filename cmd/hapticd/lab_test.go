@@ -332,6 +332,21 @@ func TestLab(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("force held %v after the gateway died; the lease is 100 ms", took)
 	}
+
+	// A node whose gateway is gone still stops cleanly and promptly.
+	if err := n2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- n2.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("node exited with %v after SIGTERM, want status 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("node did not exit within 10 s of SIGTERM")
+	}
 }
 
 // writeLabPKI writes a CA and one certificate signed by it, valid for
