@@ -51,6 +51,9 @@ func (l *labOptions) check() error {
 	if l.role == "gateway" && len(l.peers) == 0 {
 		return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")
 	}
+	if l.role != "gateway" && len(l.peers) > 0 {
+		return fmt.Errorf("--peers is for --role gateway (this is --role %s): nodes learn their gateway when it subscribes", l.role)
+	}
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
 	}

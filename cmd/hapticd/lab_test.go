@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -422,6 +423,34 @@ func TestLabMutualTLS(t *testing.T) {
 	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
 		if n := len(labArms(t, g)); n != 0 {
 			t.Errorf("gateway with %s sees %d arms of a TLS lab", name, n)
+		}
+	}
+}
+
+// Lab flags that cannot work are refused before anything starts, with the
+// flag named; standalone stays the default.
+func TestLabFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, ""},
+		{[]string{"--role", "node"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7070"}, ""},
+		{[]string{"--role", "cluster"}, "--role"},
+		{[]string{"--role", "gateway"}, "--peers"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7070"}, "--peers"},
+		{[]string{"--sim-index-base", "-1"}, "--sim-index-base"},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.args)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%v: error %v, want one naming %s", tt.args, err, tt.wantErr)
+		case tt.args == nil && o.lab.role != "standalone":
+			t.Errorf("default role %q, want standalone", o.lab.role)
 		}
 	}
 }
