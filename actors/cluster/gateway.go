@@ -43,7 +43,7 @@ type Gateway struct {
 	wg   sync.WaitGroup
 
 	// mu guards the following; it is never held across a registry request
-	// (the registry closes proxies, and Close takes mu).
+	// (the registry closes proxies, and proxy.Close takes mu).
 	mu      sync.Mutex
 	nodes   map[string]*nodeState // by node id
 	proxies map[string]*proxy     // by UUID
