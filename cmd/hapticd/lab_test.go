@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -219,6 +220,19 @@ func TestLab(t *testing.T) {
 		}
 		if port, want := path(gwArms[id], "config", "port"), "http://"+node.addr["http"]; port != want {
 			t.Errorf("gateway arm %s has port %v, want its node's URL %s", id, port, want)
+		}
+	}
+
+	// 3.0 clients see the remote arms on the gateway's legacy port too.
+	resp, err := http.Get("http://" + gw.addr["legacy"] + "/3.0/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, id := range []string{a1, a2} {
+		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(legacy), armUUID(gwArms[id])) {
+			t.Errorf("GET /3.0/devices on the gateway (%d, %v) does not list arm %s: %s", resp.StatusCode, err, id, legacy)
 		}
 	}
 
