@@ -247,11 +247,16 @@ func TestLab(t *testing.T) {
 			path(d, "state", "battery_level") != nil && path(d, "state", "battery_level") != 0.0
 	})
 
-	// A force through the gateway lands on n1's arm only.
+	// A force through the gateway lands on n1's arm only, and moves it.
+	z0, _ := path(labArms(t, n1)[a1], "state", "cursor_position", "z").(float64)
 	stop := forceThrough(t, gw, a1, 1.5)
 	waitLab(t, 5*time.Second, "n1's arm under force from the gateway", func() bool {
 		d := labArms(t, n1)[a1]
 		return controlMode(d) == "force" && path(d, "state", "current_cursor_force", "z") == 1.5
+	})
+	waitLab(t, 5*time.Second, "n1's arm moving up under the gateway's force", func() bool {
+		z, _ := path(labArms(t, n1)[a1], "state", "cursor_position", "z").(float64)
+		return z > z0+0.005
 	})
 	if m := controlMode(labArms(t, n2)[a2]); m != "idle" {
 		t.Fatalf("n2's arm is in %q while only n1's is commanded", m)
