@@ -41,6 +41,9 @@ var house = []houseRule{
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
+	{prefix: "transport/schematest", project: []string{"transport/schematest", "protocol"},
+		thirdParty: []string{"github.com/santhosh-tekuri/jsonschema/v6"},
+		why:        "schematest is a test helper: it validates what a running service writes against the schema it serves, and only tests import it"},
 	{prefix: "transport", project: []string{"transport", "protocol", "actors"},
 		// Prometheus: GET /metrics is an HTTP route like the others; the
 		// collector only reads what actors and loops already count.
@@ -158,6 +161,9 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"actors/cluster/wire", "google.golang.org/protobuf/reflect/protoreflect", true},
 		{"actors", "google.golang.org/grpc", false},
 		{"protocol", "github.com/asynkron/protoactor-go/remote", false},
+		{"transport/schematest", "github.com/santhosh-tekuri/jsonschema/v6", true},
+		{"transport", "github.com/santhosh-tekuri/jsonschema/v6", false},
+		{"protocol/schema", "github.com/santhosh-tekuri/jsonschema/v6", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)

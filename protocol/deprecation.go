@@ -169,6 +169,23 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 	return req, nil
 }
 
+// LegacyField is one field a deprecated route's body must carry.
+type LegacyField struct {
+	Name string
+	Kind JSONKind
+}
+
+// LegacyFields lists the fields r's body must carry besides "device_id"
+// (which a route replaced by a config route needs too), in table order.
+func (r DeprecatedRoute) LegacyFields() []LegacyField {
+	row, _ := r.row()
+	out := make([]LegacyField, len(row.fields))
+	for i, f := range row.fields {
+		out[i] = LegacyField{Name: f.from, Kind: f.kind}
+	}
+	return out
+}
+
 // ReplacementFor is the replacement route with {type} and {id} filled in
 // where known (an empty argument leaves its placeholder).
 func (r DeprecatedRoute) ReplacementFor(deviceType, deviceID string) string {
@@ -227,6 +244,16 @@ func LookupDeprecatedCommand(name string) (DeprecatedCommand, bool) {
 var coordinateOrigins = [...][2]string{
 	{"device_base", space.PresetArmFront},
 	{"workspace_center", space.PresetArmFrontCentered},
+}
+
+// CoordinateOrigins lists the accepted set_coordinate_origin values, in
+// table order (a copy).
+func CoordinateOrigins() []string {
+	out := make([]string, len(coordinateOrigins))
+	for i, m := range coordinateOrigins {
+		out[i] = m[0]
+	}
+	return out
 }
 
 // CoordinateOriginPreset maps a set_coordinate_origin value to its preset:

@@ -5,7 +5,8 @@
 // Every transport (HTTP 3.x and /3.0/, both
 // WebSockets) calls this package; nothing else validates input. The legacy
 // 3.0 codec (protocol/v30) is a second spelling over the same types and the
-// same decoders.
+// same decoders. protocol/schema generates the machine-readable schema
+// (JSON Schema 2020-12) from this package's tables.
 //
 // # Rules
 //

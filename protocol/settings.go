@@ -12,6 +12,9 @@ const (
 	SettingScreensaver                        // features/screensaver/enabled: bool, default false
 )
 
+// ForceScaleMax is the largest devices/force_scale (the smallest is 0).
+const ForceScaleMax = 1.0
+
 // settingPaths is indexed by SettingKey; never written.
 var settingPaths = [...]string{
 	SettingForceScale:   "devices/force_scale",
@@ -94,7 +97,7 @@ func decodeSettingValue(k SettingKey, v Value, at *pathSeg) (any, *Error) {
 	var out any
 	var err *Error
 	if k == SettingForceScale {
-		out, err = readRange(v, &name, 0, 1)
+		out, err = readRange(v, &name, 0, ForceScaleMax)
 	} else {
 		out, err = readBool(v, &name)
 	}

@@ -52,6 +52,10 @@ type api struct {
 	ws     *sessionHandler
 	// legacyUse, when set, counts each route use for the migration report.
 	legacyUse func(route, remote, profile string)
+	// servesSchema: this format serves /schema and /openapi.json (3.x
+	// only: the machine-readable schema covers 3.1 payloads and later).
+	servesSchema bool
+	schemas      *schemaDocs // set by newRouter when servesSchema
 }
 
 // route is one HTTP route of the API. Both formats register the same list
@@ -59,6 +63,7 @@ type api struct {
 type route struct {
 	method, path string
 	handle       httprouter.Handle
+	doc          *routeDoc // for the OpenAPI document (describeRoutes)
 }
 
 // routes lists every route of one format, without the format's prefix.
@@ -66,7 +71,7 @@ func (a *api) routes() []route {
 	var rs []route
 	add := func(path string, h httprouter.Handle, methods ...string) {
 		for _, m := range methods {
-			rs = append(rs, route{m, path, h})
+			rs = append(rs, route{method: m, path: path, handle: h})
 		}
 	}
 	get := http.MethodGet
@@ -100,15 +105,30 @@ func (a *api) routes() []route {
 	for _, d := range protocol.DeprecatedRoutes() {
 		add(d.Path, a.deprecatedRoute(d), d.Method)
 	}
+	if a.servesSchema {
+		add("/schema", a.schemaIndex, get)
+		add("/schema/:name", a.schemaDoc, get)
+		add(openAPIPath, a.openAPI, get)
+	}
+	a.describeRoutes(rs)
 	return rs
 }
 
-// newRouter builds the HTTP routes of one format under its prefix.
-func newRouter(a *api) *httprouter.Router {
+// newRouter builds the HTTP routes of one format under its prefix, and the
+// schema documents when the format serves them.
+func newRouter(a *api) (*httprouter.Router, error) {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	for _, rt := range a.routes() {
+	rs := a.routes()
+	if a.servesSchema {
+		docs, err := buildSchemaDocs(a.svc.Types(), append(append(rs[:len(rs):len(rs)], a.familyRoutes()...), operatorRoutes()...))
+		if err != nil {
+			return nil, err
+		}
+		a.schemas = docs
+	}
+	for _, rt := range rs {
 		h := rt.handle
 		if a.legacyUse != nil {
 			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
@@ -123,7 +143,7 @@ func newRouter(a *api) *httprouter.Router {
 		a.log.Error().Interface("panic", v).Str("path", req.URL.Path).Bytes("stack", debug.Stack()).Msg("handler panic")
 		writeError(w, protocol.Errorf(protocol.CodeInternal, "", "internal error"))
 	}
-	return r
+	return r, nil
 }
 
 // noteLegacy counts a use of a 3.0 route for the migration report (support
@@ -142,12 +162,11 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		a.ws.ServeHTTP(w, r)
 		return
 	}
-	writeData(w, map[string]any{
-		"service":   "hapticd",
-		"api":       a.codec.APIVersion(),
-		"websocket": "upgrade on this path",
-		"routes":    []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/sessions/closed", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"},
-	}, nil)
+	routes := []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/sessions/closed", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"}
+	if a.servesSchema {
+		routes = append(routes, a.prefix+"/schema", a.prefix+openAPIPath)
+	}
+	writeData(w, rootDoc{Service: "hapticd", API: a.codec.APIVersion(), WebSocket: "upgrade on this path", Routes: routes}, nil)
 }
 
 func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
@@ -223,13 +242,13 @@ func settingPaths() []string {
 }
 
 func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	doc := map[string]any{
-		"service":         "hapticd",
-		"version":         protocol.APIVersion,
-		"hapticd_version": a.build.Version,
-		"api_versions":    []string{"3.0", "3.x"},
-		"git_hash":        a.build.GitHash,
-		"build_time":      a.build.BuildTime,
+	doc := versionDoc{
+		Service:        "hapticd",
+		Version:        protocol.APIVersion,
+		HapticdVersion: a.build.Version,
+		APIVersions:    []string{"3.0", "3.x"},
+		GitHash:        a.build.GitHash,
+		BuildTime:      a.build.BuildTime,
 	}
 	if r.URL.Query().Get("format") == "json" {
 		writeData(w, doc, nil)
@@ -304,7 +323,7 @@ func (a *api) sessions(w http.ResponseWriter, _ *http.Request, _ httprouter.Para
 		}
 		docs = append(docs, d)
 	}
-	writeData(w, map[string]any{"session_count": len(docs), "sessions": docs}, nil)
+	writeData(w, sessionsDoc{SessionCount: len(docs), Sessions: docs}, nil)
 }
 
 type closedDoc struct {
@@ -312,6 +331,13 @@ type closedDoc struct {
 	ClosedAt  time.Time            `json:"closed_at"`
 	Reason    protocol.CloseReason `json:"reason"`
 	CloseCode int                  `json:"close_code"`
+}
+
+// closedListDoc is the data of GET /sessions/closed.
+type closedListDoc struct {
+	ClosedCount int         `json:"closed_count"`
+	Kept        int         `json:"kept"` // how many ends the ring keeps
+	Closed      []closedDoc `json:"closed"`
 }
 
 // closedSessions lists the most recent session ends, newest last.
@@ -322,7 +348,7 @@ func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httproute
 		docs = append(docs, closedDoc{sessionBase: newSessionBase(c.ID, c.Profile, c.APIVersion, c.Remote, c.ConnectedAt),
 			ClosedAt: c.ClosedAt.UTC(), Reason: c.Reason, CloseCode: c.Reason.CloseCode()})
 	}
-	writeData(w, map[string]any{"closed_count": len(docs), "kept": actors.ClosedRingSize, "closed": docs}, nil)
+	writeData(w, closedListDoc{ClosedCount: len(docs), Kept: actors.ClosedRingSize, Closed: docs}, nil)
 }
 
 // matchSessions resolves a session= selector to live session ids; one

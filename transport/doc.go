@@ -17,6 +17,15 @@
 // dashboard under /ui/ (transport/ui, embedded files), behind the same
 // guard.
 //
+// # Schema
+//
+// The 3.x listener serves the machine-readable schema built once at start:
+// GET /schema (an index), GET /schema/{name} (protocol/schema's documents
+// plus the few this package writes) and GET /openapi.json, generated from
+// the route table. Each route is described beside its registration
+// (describeRoutes); a route without a description fails
+// TestOpenAPIDescribesEveryRoute. The 3.0 listener serves none of them.
+//
 // # Connections
 //
 // A WebSocket connection's reader goroutine hands each message to the

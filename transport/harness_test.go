@@ -20,6 +20,8 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/schema"
+	"github.com/hapticd/hapticd/transport/schematest"
 )
 
 // testService is a real service on 127.0.0.1 ports picked by the kernel,
@@ -35,6 +37,9 @@ type testService struct {
 	armIDs   []string
 	gripIDs  []string
 	wiredIDs []string // wired grips (serviceConfig.wiredGrips)
+	// schema validates every frame, event and HTTP answer the helpers
+	// read against the schema this same service serves.
+	schema *schematest.Validator
 }
 
 type serviceConfig struct {
@@ -110,7 +115,9 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	ts.base = "http://" + srv.Addr(ListenerHTTP).String()
 	ts.legacy = "http://" + srv.Addr(ListenerLegacy).String()
 	ts.eventsWS = "ws://" + srv.Addr(ListenerEvents).String() + "/"
+	ts.schema = schematest.New(ts.base)
 	t.Cleanup(func() {
+		ts.schema.Close()
 		ts.stop()
 		// Every goroutine the service started must be gone (the HTTP client's
 		// idle connections are closed first).
@@ -192,7 +199,53 @@ func (ts *testService) do(method, url, body string, headers ...string) reply {
 	b, _ := io.ReadAll(resp.Body)
 	r := reply{status: resp.StatusCode, body: b}
 	_ = json.Unmarshal(b, &r.env)
+	ts.checkAnswer(req, resp, b)
+	if method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		ts.checkRequest(req, body)
+	}
 	return r
+}
+
+// checkedPath is the path of req in the terms of the 3.x OpenAPI document,
+// and whether the answer is the service's to check: the legacy listener's
+// routes are their 3.x twins under /3.0 (outside /3.0 it serves only the
+// upgrade path and errors).
+func (ts *testService) checkedPath(req *http.Request) (string, bool) {
+	switch "http://" + req.URL.Host {
+	case ts.base:
+		return req.URL.Path, true
+	case ts.legacy:
+		p, _ := strings.CutPrefix(req.URL.Path, "/3.0")
+		return p, true
+	}
+	return "", false
+}
+
+// checkRequest validates the body of a POST the service accepted against
+// the request body the OpenAPI document declares.
+func (ts *testService) checkRequest(req *http.Request, body string) {
+	ts.t.Helper()
+	if p, ok := ts.checkedPath(req); ok {
+		if err := ts.schema.CheckRequest(req.Method, p, []byte(body)); err != nil {
+			ts.t.Errorf("POST %s: accepted, but %v", req.URL, err)
+		}
+	}
+}
+
+// checkAnswer validates an HTTP answer against the OpenAPI document the
+// service serves. Answers of the legacy listener are checked against their
+// 3.x twins (the routes and bodies are the same) except GET /3.0/devices,
+// whose inventory is in the 3.0 format the schema does not cover.
+func (ts *testService) checkAnswer(req *http.Request, resp *http.Response, body []byte) {
+	ts.t.Helper()
+	p, ok := ts.checkedPath(req)
+	legacyInventory := "http://"+req.URL.Host == ts.legacy && p == "/devices" && resp.StatusCode == http.StatusOK
+	if !ok || req.Method == http.MethodHead || legacyInventory {
+		return
+	}
+	if err := ts.schema.CheckAnswer(req.Method, p, resp.StatusCode, resp.Header.Get("Content-Type"), body); err != nil {
+		ts.t.Errorf("%s %s: %v", req.Method, req.URL, err)
+	}
 }
 
 // jsonEqual compares a decoded JSON value with a JSON literal.
@@ -207,11 +260,26 @@ func jsonEqual(t testing.TB, got any, want string) bool {
 	return bytes.Equal(gb, wb)
 }
 
-// wsClient is a real WebSocket client with send/expect helpers.
+// wsClient is a real WebSocket client with send/expect helpers. Every frame
+// or event it reads is validated against the schema the service serves.
 type wsClient struct {
 	t    testing.TB
 	conn *websocket.Conn
+	kind socketKind
+	// schema is the service's validator; frames counts what was read, so
+	// that the first 3.x frame is checked as the inventory.
+	schema *schematest.Validator
+	frames int
 }
+
+// socketKind is which of the service's sockets a client is on.
+type socketKind int
+
+const (
+	socket3x socketKind = iota
+	socketLegacy
+	socketEvents
+)
 
 func (ts *testService) dial(t testing.TB, url string, headers ...string) *wsClient {
 	t.Helper()
@@ -227,7 +295,13 @@ func (ts *testService) dial(t testing.TB, url string, headers ...string) *wsClie
 		}
 		t.Fatalf("dial %s: %v (status %d)", url, err, status)
 	}
-	c := &wsClient{t: t, conn: conn}
+	c := &wsClient{t: t, conn: conn, schema: ts.schema}
+	switch {
+	case strings.HasPrefix(url, ts.eventsWS):
+		c.kind = socketEvents
+	case strings.HasPrefix(url, ts.legacyWS()):
+		c.kind = socketLegacy
+	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return c
 }
@@ -242,26 +316,76 @@ func (c *wsClient) send(msg string) {
 	}
 }
 
-// expect reads the next frame as JSON.
-func (c *wsClient) expect() map[string]any {
+// next reads the next frame or event by deadline, validates it against the
+// served schema and decodes it.
+func (c *wsClient) next(deadline time.Time) (map[string]any, error) {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.conn.SetReadDeadline(deadline)
 	_, b, err := c.conn.ReadMessage()
 	if err != nil {
-		c.t.Fatalf("read frame: %v", err)
+		return nil, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		c.t.Fatalf("frame is not a JSON object: %v: %s", err, b)
 	}
+	c.frames++
+	c.check(m, b)
+	return m, nil
+}
+
+// check validates frame b (decoded: m) against the schema it must match.
+func (c *wsClient) check(m map[string]any, b []byte) {
+	c.t.Helper()
+	if name := c.schemaName(m); name != "" {
+		if err := c.schema.Check(name, b); err != nil {
+			c.t.Errorf("frame %d: %v", c.frames, err)
+		}
+	}
+}
+
+// schemaName is the schema a frame read from this socket must match: the
+// first 3.x frame read is the inventory (when the test did not read that
+// one itself: an inventory carries the session's own view); a later frame
+// with that view answers force_render_full_state. 3.0 frames are not
+// covered.
+func (c *wsClient) schemaName(m map[string]any) string {
+	switch {
+	case c.kind == socketEvents:
+		return "event"
+	case c.kind == socketLegacy:
+		return ""
+	case m["session"] == nil:
+		return schema.StateFrame
+	case c.frames == 1:
+		return schema.InventoryFrame
+	}
+	return schema.FullStateFrame
+}
+
+// expect reads the next frame as JSON.
+func (c *wsClient) expect() map[string]any {
+	c.t.Helper()
+	m, err := c.next(time.Now().Add(5 * time.Second))
+	if err != nil {
+		c.t.Fatalf("read frame: %v", err)
+	}
 	return m
 }
 
-// roundTrip sends msg and returns its frame.
+// roundTrip sends msg and returns its frame. A message the service accepted
+// without errors must validate against the client-message schema: the
+// schema must not refuse what the service takes.
 func (c *wsClient) roundTrip(msg string) map[string]any {
 	c.t.Helper()
 	c.send(msg)
-	return c.expect()
+	f := c.expect()
+	if c.kind == socket3x && f["errors"] == nil {
+		if err := c.schema.Check("client-message", []byte(msg)); err != nil {
+			c.t.Errorf("a message the service accepted: %v", err)
+		}
+	}
+	return f
 }
 
 // path digs into decoded JSON: path("arm3", 0, "state", "cursor_position").

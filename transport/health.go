@@ -45,7 +45,18 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 
 // healthz answers while the process serves HTTP at all (a liveness probe).
 func healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+	writeJSON(w, http.StatusOK, healthDoc{Status: "alive"})
+}
+
+// healthDoc is the answer of /healthz.
+type healthDoc struct {
+	Status string `json:"status"` // "alive"
+}
+
+// readyDoc is the answer of /readyz, 200 or 503 alike.
+type readyDoc struct {
+	Status string       `json:"status"` // "ready" or "not ready"
+	Checks []readyCheck `json:"checks"`
 }
 
 // readyCheck is one condition of /readyz.
@@ -97,7 +108,7 @@ func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []
 			status, code = "not ready", http.StatusServiceUnavailable
 		}
 	}
-	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+	writeJSON(w, code, readyDoc{Status: status, Checks: checks})
 }
 
 // enabledListeners names the listeners cfg turns on.
@@ -114,16 +125,18 @@ func enabledListeners(cfg Config) []string {
 	return out
 }
 
+// uiEntry is one config entry as the dashboard lists it.
+type uiEntry struct {
+	Path          string `json:"path"`
+	SessionScoped bool   `json:"session_scoped"`
+}
+
 // configEntries tells the dashboard which config entries exist, from the
 // one table in protocol, so the page never keeps a list of its own.
 func configEntries(w http.ResponseWriter, _ *http.Request) {
-	type entry struct {
-		Path          string `json:"path"`
-		SessionScoped bool   `json:"session_scoped"`
-	}
-	var out []entry
+	var out []uiEntry
 	for _, k := range protocol.Keys() {
-		out = append(out, entry{k.Path(), k.SessionScoped()})
+		out = append(out, uiEntry{k.Path(), k.SessionScoped()})
 	}
 	writeData(w, out, nil)
 }

@@ -80,15 +80,22 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
-		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log}
+		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
-		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), newRouter(a))})
+		router, err := newRouter(a)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), router)})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
 		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
-		router := newRouter(a)
+		router, err := newRouter(a)
+		if err != nil {
+			return nil, err
+		}
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
 		// under /3.0/.
 		root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

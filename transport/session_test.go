@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -435,14 +434,9 @@ func waitEventWithin(t *testing.T, ev *wsClient, d time.Duration, name string, m
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		_ = ev.conn.SetReadDeadline(deadline)
-		_, b, err := ev.conn.ReadMessage()
+		e, err := ev.next(deadline)
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", name, err)
-		}
-		var e map[string]any
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatalf("event is not JSON: %s", b)
 		}
 		if e["name"] == name && match(e) {
 			return e

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/transport/schematest"
 )
 
 // buildBinary builds hapticd once per test run into a temp dir.
@@ -93,6 +95,18 @@ func httpDo(t *testing.T, method, url, body string) (int, map[string]any) {
 	var env map[string]any
 	b, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(b, &env)
+	// Every answer of the real binary is checked against the OpenAPI
+	// document it serves.
+	v := schematest.New("http://" + req.URL.Host)
+	defer v.Close()
+	if err := v.CheckAnswer(method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"), b); err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+	}
+	if method == http.MethodPost && resp.StatusCode == http.StatusOK {
+		if err := v.CheckRequest(method, req.URL.Path, []byte(body)); err != nil {
+			t.Errorf("%s %s: accepted, but %v", method, url, err)
+		}
+	}
 	return resp.StatusCode, env
 }
 

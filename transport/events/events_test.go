@@ -21,8 +21,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/protocol/schema"
 	"github.com/hapticd/hapticd/transport/events"
+	"github.com/hapticd/hapticd/transport/schematest"
 )
 
 // waitLimit bounds every wait: a failure deadline, not a speed goal.
@@ -122,8 +125,19 @@ func read(t *testing.T, c *websocket.Conn) wireEvent {
 	if err := json.Unmarshal(msg, &e); err != nil {
 		t.Fatalf("frame %s: %v", msg, err)
 	}
+	if err := eventSchema().Check("event", msg); err != nil {
+		t.Error(err)
+	}
 	return e
 }
+
+// eventSchema validates what the socket sends against the served event
+// schema, as built for a service with the reference's type names (which
+// the events these tests publish carry).
+var eventSchema = sync.OnceValue(func() *schematest.Validator {
+	types, _ := protocol.NewNamedTypeTable(protocol.NamingReference, nil) // fails only on bad aliases
+	return schematest.ForSet(schema.New(schema.Options{Types: types}))
+})
 
 func publishN(a *activity.Activity, from, n int) {
 	for i := from; i < from+n; i++ {
