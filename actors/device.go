@@ -160,13 +160,15 @@ type sessionState struct {
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
 // registry creates it once and the props producer hands the same core to
-// every restart, so a panic never loses config.
+// every restart, so a panic never loses config, and the loop (which the
+// core does not own) runs on untouched.
 type deviceCore struct {
 	dev         *Device
-	store       *store.Store
+	store       Store // nil without a state directory
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
+	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
 
 	// Owned by the device actor.
@@ -194,42 +196,58 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.dev.rt.Halt()
 	case *actor.Stopped:
 	case *getEntry:
-		e, err := c.get(m.session, m.key)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(m.ticket) {
+			e, err := c.get(m.session, m.key)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *setEntries:
-		e, err := c.set(m)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(m.ticket) {
+			e, err := c.set(m)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *resetEntry:
-		e, err := c.reset(m)
-		ctx.Respond(&entryReply{entry: e, err: err})
+		if c.admit(m.ticket) {
+			e, err := c.reset(m)
+			ctx.Respond(&entryReply{entry: e, err: err})
+		}
 	case *attachSession:
 		c.attach(m)
-		if ctx.Sender() != nil {
-			ctx.Respond(&ack{})
-		}
 	case *detachSession:
 		c.detach(m.session)
-		if ctx.Sender() != nil {
-			ctx.Respond(&ack{})
-		}
 	case *setWorkspace:
 		ctx.Respond(&ack{err: c.setWorkspace(m)})
-	case *sessionBasis:
-		if s := c.sessions[m.session]; s != nil {
-			s.basis = m.basis
-			c.publish(s)
-		}
+	case *published:
 		ctx.Respond(&ack{})
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
 	case *loopEvent:
 		c.onLoopEvent(ctx, m.event)
-	case *supervisionDrill:
-		panic("supervision drill: " + m.reason)
 	default:
 		c.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("device actor: unknown message dropped")
 	}
+}
+
+// admit runs the test hook, then admits a control-plane request unless its
+// requester cancelled it at its deadline (and has answered unavailable).
+func (c *deviceCore) admit(t *ticket) bool {
+	if c.hook != nil {
+		c.hook(c.dev)
+	}
+	return t.admit()
+}
+
+// answering is a supervisor strategy that first answers the request the
+// failed actor was handling, if it was one (*failed), then lets its inner
+// strategy decide: the requester learns at once instead of waiting out its
+// deadline.
+type answering struct{ inner actor.SupervisorStrategy }
+
+func (s *answering) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+	if env, ok := message.(*actor.MessageEnvelope); ok && env.Sender != nil {
+		sys.Root.Send(env.Sender, &failed{reason: reason})
+	}
+	s.inner.HandleFailure(sys, sup, child, rs, reason, message)
 }
 
 // init loads the device-global entries and publishes the first views. It

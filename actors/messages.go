@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"sync/atomic"
+
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -35,13 +37,35 @@ type deviceFailed struct {
 	err    error
 }
 
+// openSession asks the registry to list a session whose actor is spawned:
+// the registry attaches it to every device, then lists it, and answers ack.
+type openSession struct{ sess *Session }
+
+// updateSession tells the registry the session's profile or session-level
+// basis changed; the registry re-attaches it to every device with them and
+// answers ack. Only the registry sends attachSession, so every device sees
+// one ordered stream of a session's attachments, whoever added what first.
+type updateSession struct {
+	sess    *Session
+	profile string
+	basis   protocol.Basis
+}
+
+// sessionClosed tells the registry a session actor is stopping: it is
+// unlisted and detached from every device.
+type sessionClosed struct{ sess *Session }
+
 // setSetting and resetSetting change one service-wide setting; the registry
 // owns settings. The reply is settingReply.
 type setSetting struct {
-	key   protocol.SettingKey
-	value any
+	key    protocol.SettingKey
+	value  any
+	ticket *ticket
 }
-type resetSetting struct{ key protocol.SettingKey }
+type resetSetting struct {
+	key    protocol.SettingKey
+	ticket *ticket
+}
 type settingReply struct {
 	value any
 	err   error
@@ -49,11 +73,42 @@ type settingReply struct {
 
 // --- device ---
 
+// ticket settles the race between a control-plane request and its deadline.
+// At the deadline the requester cancels it; before applying it the actor
+// admits it. Whichever comes first wins: a cancelled request is answered
+// unavailable at once and never applied, an admitted one is waited for and
+// answered with its outcome. A nil ticket is always admitted. (Across hosts
+// a deadline carried in the message would do the same job, less exactly.)
+type ticket struct{ state atomic.Int32 }
+
+const (
+	ticketPending int32 = iota
+	ticketAdmitted
+	ticketCancelled
+)
+
+func (t *ticket) admit() bool {
+	return t == nil || t.state.CompareAndSwap(ticketPending, ticketAdmitted)
+}
+
+func (t *ticket) cancel() bool {
+	return t != nil && t.state.CompareAndSwap(ticketPending, ticketCancelled)
+}
+
+// failed answers a request whose handler panicked (see answering): the
+// requester learns at once instead of waiting out its deadline.
+type failed struct{ reason any }
+
+// cancelled is what a requester's future receives when it cancelled the
+// request at its deadline.
+type cancelled struct{}
+
 // getEntry reads one config entry of a device, as session sees it (0 for a
 // device-global entry).
 type getEntry struct {
 	session uint64
 	key     protocol.Key
+	ticket  *ticket
 }
 
 // setEntries applies config entries of one device, all or none. session is 0
@@ -64,6 +119,7 @@ type setEntries struct {
 	session uint64
 	entries []protocol.Entry
 	durable bool
+	ticket  *ticket
 }
 
 // resetEntry restores an entry's default: for the listed sessions, or for
@@ -74,6 +130,7 @@ type resetEntry struct {
 	sessions []uint64
 	all      bool
 	key      protocol.Key
+	ticket   *ticket
 }
 
 // entryReply answers getEntry, setEntries and resetEntry with the value now
@@ -83,24 +140,23 @@ type entryReply struct {
 	err   error
 }
 
-// attachSession tells a device that a session exists: its profile's stored
-// entries (if any) are loaded for it and its session-level basis applies.
-// The device answers with ack once the session's view is published.
+// attachSession tells a device that a session exists, or that its profile
+// or session-level basis changed: the profile's stored entries (if any) are
+// loaded for it and the basis applies. Only the registry sends it.
 type attachSession struct {
 	session uint64
 	profile string
 	basis   protocol.Basis
 }
 
+// published asks a device actor to answer ack once it has handled every
+// message queued before it: a session that changed its profile or basis
+// sends it after the registry queued the attachments, so that its frame
+// shows the views they publish.
+type published struct{}
+
 // detachSession drops a session's view; pending profile writes are flushed.
 type detachSession struct{ session uint64 }
-
-// sessionBasis changes the session-level basis, which applies to every
-// device where the session set no per-device basis.
-type sessionBasis struct {
-	session uint64
-	basis   protocol.Basis
-}
 
 // setWorkspace sets a session's workspace transform on one device
 // (set_transform); the device answers with ack once the view is published.
@@ -115,42 +171,52 @@ type applyGlobals struct{ settings protocol.Settings }
 // loopEvent carries an event from the device's real-time loop.
 type loopEvent struct{ event loop.Event }
 
-// supervisionDrill makes the receiving actor panic. It exists so that tests
-// (and operators, through nothing exposed yet) can check that supervision
-// restarts a device actor with its config intact.
-type supervisionDrill struct{ reason string }
-
 // ack answers messages that carry no value.
 type ack struct{ err error }
 
 // --- session ---
 
-// beginSession makes a new session visible: it attaches to the devices, is
-// listed, and sends the inventory frame. It is the session actor's first
-// message.
+// beginSession makes a listed session send its inventory frame. It is the
+// session actor's first message after the registry listed it.
 type beginSession struct{}
 
 // inbound is one client message, read by the connection's reader goroutine.
 // The session actor owns buf until it answers with the frame.
 type inbound struct{ buf []byte }
 
-func (*addDevice) actorMessage()        {}
-func (*addDeviceReply) actorMessage()   {}
-func (*deviceFailed) actorMessage()     {}
-func (*setSetting) actorMessage()       {}
-func (*resetSetting) actorMessage()     {}
-func (*settingReply) actorMessage()     {}
-func (*getEntry) actorMessage()         {}
-func (*setEntries) actorMessage()       {}
-func (*resetEntry) actorMessage()       {}
-func (*entryReply) actorMessage()       {}
-func (*attachSession) actorMessage()    {}
-func (*detachSession) actorMessage()    {}
-func (*sessionBasis) actorMessage()     {}
-func (*setWorkspace) actorMessage()     {}
-func (*applyGlobals) actorMessage()     {}
-func (*loopEvent) actorMessage()        {}
-func (*supervisionDrill) actorMessage() {}
-func (*ack) actorMessage()              {}
-func (*beginSession) actorMessage()     {}
-func (*inbound) actorMessage()          {}
+// answer is the reply to one request a session actor made while handling a
+// message (to the registry or a device actor), delivered as a message so
+// that the actor never waits inside Receive. gen is the message it belongs
+// to, slot the request's index among that message's requests.
+type answer struct {
+	gen   uint64
+	slot  int
+	reply any
+	err   error
+}
+
+func (*addDevice) actorMessage()      {}
+func (*addDeviceReply) actorMessage() {}
+func (*deviceFailed) actorMessage()   {}
+func (*openSession) actorMessage()    {}
+func (*updateSession) actorMessage()  {}
+func (*sessionClosed) actorMessage()  {}
+func (*setSetting) actorMessage()     {}
+func (*resetSetting) actorMessage()   {}
+func (*settingReply) actorMessage()   {}
+func (*getEntry) actorMessage()       {}
+func (*setEntries) actorMessage()     {}
+func (*resetEntry) actorMessage()     {}
+func (*entryReply) actorMessage()     {}
+func (*attachSession) actorMessage()  {}
+func (*detachSession) actorMessage()  {}
+func (*published) actorMessage()      {}
+func (*applyGlobals) actorMessage()   {}
+func (*loopEvent) actorMessage()      {}
+func (*ack) actorMessage()            {}
+func (*cancelled) actorMessage()      {}
+func (*failed) actorMessage()         {}
+func (*beginSession) actorMessage()   {}
+func (*inbound) actorMessage()        {}
+func (*answer) actorMessage()         {}
+func (*setWorkspace) actorMessage()   {}

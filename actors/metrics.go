@@ -123,20 +123,20 @@ func (d *Device) ExchangeHistogram() Histogram {
 // StoreWriteLatency is the histogram of durable writes to the state
 // directory, or nil when the service keeps no state directory.
 func (s *Service) StoreWriteLatency() Histogram {
-	if s.store == nil {
+	if s.disk == nil {
 		return nil
 	}
-	return s.store.WriteLatency()
+	return s.disk.WriteLatency()
 }
 
 // CheckStateDir reports whether the state directory takes a new file now
 // (a readiness probe): it creates and removes one. With no state directory
 // there is nothing to check.
 func (s *Service) CheckStateDir() error {
-	if s.store == nil {
+	if s.disk == nil {
 		return nil
 	}
-	dir := s.store.Dir()
+	dir := s.disk.Dir()
 	f, err := os.CreateTemp(dir, ".readyz-probe-*")
 	if err != nil {
 		return fmt.Errorf("actors: state directory %s is not writable: %w", dir, err)

@@ -49,13 +49,13 @@ type profileSession struct {
 }
 
 func (a *sessionActor) profileSessionName() string {
-	return profileFolder(a.sess.Profile()) + "/session"
+	return profileFolder(a.profile) + "/session"
 }
 
 // loadProfileSession applies the stored session level of the profile just
 // picked, and records that it was used.
 func (a *sessionActor) loadProfileSession() {
-	if a.svc.store == nil || a.sess.Profile() == "" {
+	if a.svc.store == nil || a.profile == "" {
 		return
 	}
 	var ps profileSession
@@ -67,6 +67,7 @@ func (a *sessionActor) loadProfileSession() {
 	if found {
 		if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
 			b := ps.Basis
+			a.basis = b
 			a.sess.basis.Store(&b)
 		}
 		if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
@@ -75,16 +76,16 @@ func (a *sessionActor) loadProfileSession() {
 	}
 	a.saveProfileSession()
 	if !found {
-		a.svc.pruneProfiles(profileFolder(a.sess.Profile()))
+		a.svc.pruneProfiles(profileFolder(a.profile))
 	}
 }
 
 func (a *sessionActor) saveProfileSession() {
-	if a.svc.writeBehind == nil || a.sess.Profile() == "" {
+	if a.svc.writeBehind == nil || a.profile == "" {
 		return
 	}
 	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
-		Name: a.sess.Profile(), UsedAt: time.Now().UTC(), Basis: a.sess.Basis(), LeaseMs: a.leaseMs})
+		Name: a.profile, UsedAt: time.Now().UTC(), Basis: a.basis, LeaseMs: a.leaseMs})
 }
 
 // pruneProfiles removes the least recently used stored profiles beyond the

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
@@ -37,7 +37,9 @@ type Options struct {
 	// DefaultLeaseMs is how long a control command holds (default
 	// protocol.LeaseDefaultMs, 100).
 	DefaultLeaseMs int
-	// RequestTimeout bounds every control-plane request (default 2 s).
+	// RequestTimeout is the deadline of every control-plane request
+	// (default 2 s): one its actor has not taken up by then is answered
+	// unavailable and never applied.
 	RequestTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
@@ -51,13 +53,39 @@ type Options struct {
 	// (0: DefaultMaxStoredProfiles); the least recently used go first.
 	MaxStoredProfiles int
 	Clock             loop.Clock
+
+	// WrapStore, if set, wraps the state directory's store (the durable
+	// writes and reads of config and settings). Tests use it to make one
+	// document fail.
+	WrapStore func(Store) Store
+	// DeviceHook, if set, runs inside a device actor before each
+	// control-plane request (get, set or reset of an entry). Tests use it to
+	// make a device actor slow or panic.
+	DeviceHook func(d *Device)
+	// DeviceRestarts is how many times a device actor may restart within a
+	// minute before it is given up and its device halted and unlisted
+	// (default 10).
+	DeviceRestarts int
+}
+
+// Store keeps documents durably: Save returns once the document is on
+// disk. *store.Store implements it.
+type Store interface {
+	Load(name string, v any) (found bool, err error)
+	Save(name string, v any) error
+	List(prefix string) ([]string, error)
+	DeleteFolder(name string) error
 }
 
 // Service is the running actor system behind every transport: devices,
 // sessions, settings and events. Transports call its methods; every method
 // is safe for concurrent use.
+//
+// The registry actor alone owns the device and session sets: it publishes
+// each as an immutable snapshot, which readers load with one atomic load.
 type Service struct {
-	// Atomics first.
+	// Atomics first. devices and sessions are written by the registry
+	// actor only.
 	devices     atomic.Pointer[DeviceSet]
 	sessions    atomic.Pointer[[]*Session] // connection order
 	settings    atomic.Pointer[protocol.Settings]
@@ -70,7 +98,8 @@ type Service struct {
 	system      *actor.ActorSystem
 	registry    *actor.PID
 	activity    *activity.Activity
-	store       *store.Store
+	store       Store        // nil without a state directory
+	disk        *store.Store // the state directory itself, under any WrapStore (its latency and path)
 	writeBehind *store.WriteBehind
 	sched       *loop.Scheduler
 	periodNs    int64
@@ -78,11 +107,12 @@ type Service struct {
 	hwCtx       context.Context
 	hwCancel    context.CancelFunc
 	hwWG        sync.WaitGroup
+	// sessionGuardian supervises every session actor: one strategy, so
+	// protoactor keeps one guardian process for all of them.
+	sessionGuardian actor.SupervisorStrategy
+	supervision     *eventstream.Subscription
 
 	closes closedRing // recent session ends, with their reasons
-
-	// sessionsMu serialises changes to sessions (readers use the atomic).
-	sessionsMu sync.Mutex
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -110,6 +140,9 @@ func Start(o Options) (*Service, error) {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 2 * time.Second
 	}
+	if o.DeviceRestarts == 0 {
+		o.DeviceRestarts = 10
+	}
 	if o.Clock == nil {
 		o.Clock = loop.SystemClock()
 	}
@@ -123,14 +156,17 @@ func Start(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
-		s.store = st
+		s.store, s.disk = st, st
 		migrateProfiles(st, o.Log)
+		if o.WrapStore != nil {
+			s.store = o.WrapStore(st)
+		}
 		s.writeBehind = st.NewWriteBehind(time.Second)
 		s.writeBehind.OnError(func(err error) {
 			o.Log.Error().Err(err).Msg("could not write profile config in the background; will retry")
 		})
 		var stored protocol.Settings
-		found, err := st.Load("settings", &stored)
+		found, err := s.store.Load("settings", &stored)
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
@@ -157,6 +193,13 @@ func Start(o Options) (*Service, error) {
 		return nil, fmt.Errorf("actors: activity actor: %w", err)
 	}
 	s.activity = act
+	// Every supervision decision (a device actor restarted or given up, a
+	// session actor stopped) reaches the activity actor.
+	s.supervision = s.system.EventStream.Subscribe(func(ev any) {
+		if se, ok := ev.(*actor.SupervisorEvent); ok {
+			act.NoteSupervision(se.Child.GetId(), fmt.Sprint(se.Reason), se.Directive.String())
+		}
+	})
 
 	s.sched = loop.NewScheduler(loop.SchedulerOptions{
 		PeriodNs:         s.periodNs,
@@ -169,13 +212,26 @@ func Start(o Options) (*Service, error) {
 	s.sched.Start()
 	s.hwCtx, s.hwCancel = context.WithCancel(context.Background())
 
-	supervisor := actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+	s.sessionGuardian = &sessionSupervisor{svc: s}
+	// A device actor that panics restarts with its config (the core
+	// outlives the instance); past its budget it is stopped, and the
+	// registry, its parent, gives the device up (registryActor.childStopped).
+	devices := &answering{inner: actor.NewOneForOneStrategy(o.DeviceRestarts, time.Minute, func(reason any) actor.Directive {
 		o.Log.Error().Interface("reason", reason).Msg("device actor crashed; restarting it with its config")
 		return actor.RestartDirective
-	})
+	})}
+	// The registry itself is resumed after a panic, never restarted: a
+	// restart would stop every device actor (its children) and drop the
+	// sets it owns.
+	resume := &answering{inner: actor.NewOneForOneStrategy(0, time.Minute, func(reason any) actor.Directive {
+		o.Log.Error().Interface("reason", reason).Msg("registry crashed on one message; resuming it")
+		return actor.ResumeDirective
+	})}
+	reg := &registryActor{svc: s, attached: make(map[uint64]*attachSession)}
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
-		func() actor.Actor { return &registryActor{svc: s} },
-		actor.WithSupervisor(supervisor),
+		func() actor.Actor { return reg },
+		actor.WithSupervisor(devices),
+		actor.WithGuardian(resume),
 	))
 	return s, nil
 }
@@ -196,7 +252,8 @@ func (s *Service) StartedAt() time.Time { return s.startedAt }
 // immutable.
 func (s *Service) Devices() *DeviceSet { return s.devices.Load() }
 
-// Sessions returns the connected sessions in connection order.
+// Sessions returns the connected sessions in connection order. It never
+// blocks; do not modify the slice.
 func (s *Service) Sessions() []*Session { return *s.sessions.Load() }
 
 // Settings returns the settings in force.
@@ -207,22 +264,26 @@ func (s *Service) Settings() protocol.Settings { return *s.settings.Load() }
 // set) and a device-connected event. The service closes the driver when the
 // device leaves.
 func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
-	r, err := s.request(s.registry, &addDevice{driver: d, hardware: hardware})
+	r, err := s.ask(s.registry, &addDevice{driver: d, hardware: hardware})
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*addDeviceReply)
+	reply, ok := r.(*addDeviceReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.device, reply.err
 }
 
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
-	return s.entryRequest(dev, &getEntry{session: session, key: k})
+	return s.entryRequest(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
 }
 
 // SetEntry sets one config entry durably: when it returns without error the
 // value is on disk (device-global entries, and session entries of a session
-// with a profile) and in force.
+// with a profile) and in force. When it returns an error the value was not
+// applied.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
 	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !e.Key().SessionScoped() {
 		var err error
@@ -230,7 +291,7 @@ func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (proto
 			return nil, err
 		}
 	}
-	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true})
+	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
 }
 
 // ConfigOwner is implemented by drivers whose device's own config is kept
@@ -251,44 +312,124 @@ func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (pr
 			return nil, err
 		}
 	}
-	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k})
+	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, ticket: &ticket{}})
 }
 
 func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, error) {
-	r, err := s.request(dev.pid, msg)
+	r, err := s.ask(dev.pid, msg)
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*entryReply)
+	reply, ok := r.(*entryReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.entry, reply.err
 }
 
 // SetSetting changes a setting durably and applies it to every device.
 func (s *Service) SetSetting(k protocol.SettingKey, v any) (any, error) {
-	return s.settingRequest(&setSetting{key: k, value: v})
+	return s.settingRequest(&setSetting{key: k, value: v, ticket: &ticket{}})
 }
 
 // ResetSetting restores a setting's default.
 func (s *Service) ResetSetting(k protocol.SettingKey) (any, error) {
-	return s.settingRequest(&resetSetting{key: k})
+	return s.settingRequest(&resetSetting{key: k, ticket: &ticket{}})
 }
 
 func (s *Service) settingRequest(msg actorMessage) (any, error) {
-	r, err := s.request(s.registry, msg)
+	r, err := s.ask(s.registry, msg)
 	if err != nil {
 		return nil, err
 	}
-	reply := r.(*settingReply)
+	reply, ok := r.(*settingReply)
+	if !ok {
+		return nil, fmt.Errorf("actors: unexpected reply %T", r)
+	}
 	return reply.value, reply.err
 }
 
-// request is the HTTP edge's way into the actors: a future with a timeout.
-func (s *Service) request(pid *actor.PID, msg actorMessage) (any, error) {
-	r, err := s.system.Root.RequestFuture(pid, msg, s.opts.RequestTimeout).Result()
+// admittedLimit bounds the wait for an actor that admitted a request (its
+// deadline no longer applies: the caller is owed the outcome). Only a
+// wedged actor takes this long.
+const admittedLimit = time.Minute
+
+// ask is the HTTP edge's way into the actors: send, then wait outside any
+// actor.
+func (s *Service) ask(pid *actor.PID, msg actorMessage) (any, error) {
+	return s.send(pid, msg).wait()
+}
+
+// pendingRequest is a request sent to an actor and not yet answered.
+type pendingRequest struct {
+	svc    *Service
+	future *actor.Future
+	timer  *time.Timer
+}
+
+// send sends msg to pid now. When msg carries a ticket, the request is
+// cancelled at Options.RequestTimeout unless the actor admitted it by then:
+// the waiter is answered unavailable at once, and the actor will never
+// apply it. An admitted request is waited for until the actor answers.
+func (s *Service) send(pid *actor.PID, msg actorMessage) *pendingRequest {
+	root := s.system.Root
+	p := &pendingRequest{svc: s, future: root.RequestFuture(pid, msg, s.opts.RequestTimeout+admittedLimit)}
+	if t := ticketOf(msg); t != nil {
+		p.timer = time.AfterFunc(s.opts.RequestTimeout, func() {
+			if t.cancel() {
+				root.Send(p.future.PID(), &cancelled{})
+			}
+		})
+	}
+	return p
+}
+
+// wait returns the actor's answer, or the error table's reading of why
+// there is none.
+func (p *pendingRequest) wait() (any, error) {
+	r, err := p.future.Result()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "the service did not answer in %v: %v", s.opts.RequestTimeout, err)
+		return nil, p.svc.askError(err)
+	}
+	switch r := r.(type) {
+	case *cancelled:
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "not taken up within %v (the device or service is busy); nothing was applied: retry", p.svc.opts.RequestTimeout)
+	case *failed:
+		return nil, protocol.Errorf(protocol.CodeInternal, "", "the actor handling this request failed (%v) and was restarted; read the value back before retrying", r.reason)
 	}
 	return r, nil
+}
+
+func ticketOf(msg actorMessage) *ticket {
+	switch m := msg.(type) {
+	case *getEntry:
+		return m.ticket
+	case *setEntries:
+		return m.ticket
+	case *resetEntry:
+		return m.ticket
+	case *setSetting:
+		return m.ticket
+	case *resetSetting:
+		return m.ticket
+	}
+	return nil
+}
+
+// askError maps a failed request to the error table: a request that went
+// unanswered or found its actor gone is unavailable (503 over HTTP, the
+// same code over WebSocket).
+func (s *Service) askError(err error) error {
+	switch {
+	case errors.Is(err, actor.ErrTimeout):
+		return protocol.Errorf(protocol.CodeUnavailable, "", "taken up but not answered within %v; its outcome is unknown: read the value back", s.opts.RequestTimeout+admittedLimit)
+	case errors.Is(err, actor.ErrDeadLetter):
+		return protocol.Errorf(protocol.CodeUnavailable, "", "the device or session has left; nothing was applied")
+	}
+	return fmt.Errorf("actors: request: %w", err)
 }
 
 // Shutdown stops the service in order: every device to zero force, the
@@ -327,8 +468,13 @@ func (s *Service) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("actors: flush profiles: %w", err))
 		}
 	}
+	s.system.EventStream.Unsubscribe(s.supervision)
 	s.activity.Stop()
-	s.system.Root.Stop(s.registry)
+	// Waited for: the device actors stop with the registry, before the
+	// system does.
+	if err := s.system.Root.StopFuture(s.registry).Wait(); err != nil {
+		errs = append(errs, fmt.Errorf("actors: stop the registry: %w", err))
+	}
 	s.system.Shutdown()
 	return errors.Join(errs...)
 }
@@ -390,29 +536,109 @@ func (ds *DeviceSet) without(d *Device) *DeviceSet {
 	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips)}
 }
 
-// registryActor creates and supervises the device actors and owns the
-// service-wide settings.
-type registryActor struct{ svc *Service }
+// registryActor creates and supervises the device actors, owns the
+// service-wide settings, and alone owns the device and session sets: every
+// change to either is one of its messages, and it publishes each new set
+// as an immutable snapshot. Because one actor orders every addition, a
+// device added while a session opens is attached to it exactly once, by the
+// registry, whichever came first.
+type registryActor struct {
+	svc *Service
+	// attached is what the registry last told the devices about each
+	// listed session (its profile and session-level basis).
+	attached map[uint64]*attachSession
+	// stopping is set once the registry itself stops: its children stop
+	// with it, and that is no failure.
+	stopping bool
+}
 
 func (r *registryActor) Receive(ctx actor.Context) {
 	s := r.svc
 	switch m := ctx.Message().(type) {
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
-		// Terminated: a device actor it stopped is gone (shutdown, removal).
+	case *actor.Started:
+	case *actor.Stopping:
+		r.stopping = true
+	case *actor.Stopped, *actor.Restarting:
+	case *actor.Terminated:
+		if !r.stopping {
+			r.childStopped(ctx, m.Who)
+		}
 	case *addDevice:
 		d, err := r.add(ctx, m)
 		ctx.Respond(&addDeviceReply{device: d, err: err})
 	case *deviceFailed:
 		r.remove(ctx, m.device, m.err)
+	case *openSession:
+		r.open(ctx, m.sess)
+		ctx.Respond(&ack{})
+	case *updateSession:
+		if at := r.attached[m.sess.ID]; at != nil {
+			at = &attachSession{session: m.sess.ID, profile: m.profile, basis: m.basis}
+			r.attached[m.sess.ID] = at
+			for _, d := range s.Devices().All() {
+				ctx.Send(d.pid, at)
+			}
+		}
+		ctx.Respond(&ack{})
+	case *sessionClosed:
+		r.close(ctx, m.sess)
 	case *setSetting:
-		v, err := r.changeSetting(ctx, m.key, m.value)
-		ctx.Respond(&settingReply{value: v, err: err})
+		if m.ticket.admit() {
+			v, err := r.changeSetting(ctx, m.key, m.value)
+			ctx.Respond(&settingReply{value: v, err: err})
+		}
 	case *resetSetting:
-		def := protocol.DefaultSettings()
-		v, err := r.changeSetting(ctx, m.key, def.Get(m.key))
-		ctx.Respond(&settingReply{value: v, err: err})
+		if m.ticket.admit() {
+			def := protocol.DefaultSettings()
+			v, err := r.changeSetting(ctx, m.key, def.Get(m.key))
+			ctx.Respond(&settingReply{value: v, err: err})
+		}
 	default:
 		s.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("registry: unknown message dropped")
+	}
+}
+
+// open attaches a session to every device, then lists it: a device's
+// mailbox holds the attachment before anyone can find the session.
+func (r *registryActor) open(ctx actor.Context, sess *Session) {
+	s := r.svc
+	at := &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()}
+	r.attached[sess.ID] = at
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, at)
+	}
+	next := append(append(make([]*Session, 0, len(s.Sessions())+1), s.Sessions()...), sess)
+	s.sessions.Store(&next)
+}
+
+// close unlists a session and detaches it from every device.
+func (r *registryActor) close(ctx actor.Context, sess *Session) {
+	s := r.svc
+	if _, ok := r.attached[sess.ID]; !ok {
+		return
+	}
+	delete(r.attached, sess.ID)
+	cur := s.Sessions()
+	next := make([]*Session, 0, len(cur))
+	for _, x := range cur {
+		if x != sess {
+			next = append(next, x)
+		}
+	}
+	s.sessions.Store(&next)
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, &detachSession{session: sess.ID})
+	}
+}
+
+// childStopped handles a device actor that stopped. One the registry did
+// not stop itself ran out of restarts: its device is given up as failed.
+func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
+	for _, d := range r.svc.Devices().All() {
+		if d.pid.Equal(pid) {
+			r.remove(ctx, d, fmt.Errorf("actors: the device actor of %s %s kept failing (%d restarts within a minute); output halted until the device is seen again", d.Type.Key(), d.ID, r.svc.opts.DeviceRestarts))
+			return
+		}
 	}
 }
 
@@ -446,6 +672,7 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		writeBehind: s.writeBehind,
 		activity:    s.activity,
 		registry:    ctx.Self(),
+		hook:        s.opts.DeviceHook,
 		log:         s.log.With().Str("device_type", t.Key()).Str("device_id", d.ID).Logger(),
 		settings:    s.Settings(),
 	}
@@ -455,21 +682,12 @@ func (r *registryActor) add(ctx actor.Context, m *addDevice) (*Device, error) {
 		return nil, fmt.Errorf("actors: spawn device actor: %w", err)
 	}
 	d.pid = pid
-	// Sessions already connected see the new device with their own view,
-	// attached before the device is listed.
-	before := s.Sessions()
-	for _, sess := range before {
-		ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
+	// Every listed session is attached before the device is listed, so no
+	// reader finds the device without its sessions.
+	for _, sess := range s.Sessions() {
+		ctx.Send(pid, r.attached[sess.ID])
 	}
 	s.devices.Store(s.devices.Load().with(d))
-	// A session that listed itself meanwhile may have read the device list
-	// before d was on it: attach it too. Sessions do the mirror check, so
-	// one side or the other always attaches (attach is idempotent).
-	for _, sess := range s.Sessions() {
-		if !slices.Contains(before, sess) {
-			ctx.Send(pid, &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()})
-		}
-	}
 	if m.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})
@@ -495,6 +713,8 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 	if s.devices.Load().Find(d.Type, d.ID) != d {
 		return // already gone
 	}
+	// Zero force first, whatever happens to the loop and the driver next.
+	d.rt.Halt()
 	s.devices.Store(s.devices.Load().without(d))
 	// The loop must be done with the driver before it is closed: a
 	// hardware loop is cancelled and waited for (it also returns by itself

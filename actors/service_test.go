@@ -53,29 +53,6 @@ func startTestService(t *testing.T, dir string, log zerolog.Logger) (*Service, *
 	return svc, d
 }
 
-func TestDeviceActorRestartKeepsConfig(t *testing.T) {
-	var logs syncBuffer
-	svc, d := startTestService(t, "", zerolog.New(&logs))
-	if _, err := svc.SetEntry(d, 0, protocol.Handedness("left")); err != nil {
-		t.Fatal(err)
-	}
-	svc.system.Root.Send(d.pid, &supervisionDrill{reason: "test"})
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), "restarting") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the device actor did not restart; logs:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e, err := svc.Entry(d, 0, protocol.KeyHandedness)
-	if err != nil {
-		t.Fatalf("the restarted actor does not answer: %v", err)
-	}
-	if e != protocol.Handedness("left") {
-		t.Fatalf("after a restart handedness is %v, want left", e)
-	}
-}
-
 func TestDeviceConfigSurvivesRestartOfTheService(t *testing.T) {
 	dir := t.TempDir()
 	svc, d := startTestService(t, dir, zerolog.Nop())

@@ -60,10 +60,12 @@ type SessionOptions struct {
 }
 
 // Session is one client connection on the simulation channel. Its actor
+// owns the session's state (profile, basis, lease, the messages in hand),
 // processes the client's messages in order and answers each with exactly
 // one frame.
 type Session struct {
-	// Atomics first.
+	// Atomics first. profile and basis mirror the actor's own fields for
+	// readers outside it (listings, selectors).
 	profile atomic.Pointer[string]
 	basis   atomic.Pointer[protocol.Basis]
 	closed  atomic.Bool
@@ -76,6 +78,7 @@ type Session struct {
 	ConnectedAt time.Time
 	svc         *Service
 	pid         *actor.PID
+	sink        FrameSink
 	closeOnce   sync.Once
 }
 
@@ -142,8 +145,9 @@ func (s *Session) setReason(reason protocol.CloseReason) {
 	s.reason.CompareAndSwap(nil, &reason)
 }
 
-// OpenSession creates a session for a new connection, attaches it to every
-// device and sends the inventory frame.
+// OpenSession creates a session for a new connection: the registry
+// attaches it to every device and lists it, then it sends the inventory
+// frame.
 func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 	sess := &Session{
 		ID:          s.nextSession.Add(1),
@@ -151,6 +155,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		APIVersion:  o.Codec.APIVersion(),
 		ConnectedAt: time.Now(),
 		svc:         s,
+		sink:        o.Sink,
 	}
 	a := &sessionActor{
 		sess:    sess,
@@ -158,37 +163,52 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		codec:   o.Codec,
 		sink:    o.Sink,
 		leaseMs: s.opts.DefaultLeaseMs,
+		basis:   protocol.Basis{Permutation: protocol.IdentityBasis},
 		busy:    make(map[busyKey]busyNote),
 		log:     s.log.With().Uint64("session_id", sess.ID).Str("remote", o.Remote).Logger(),
 	}
-	// A panic in one session must not take others down: stop the actor and
-	// close its connection (the client reconnects), never restart it with
-	// half its state.
-	stopOnPanic := actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
-		a.log.Error().Interface("reason", reason).Msg("session crashed; closing it")
-		sess.setReason(protocol.CloseInternalError)
-		o.Sink.Close(protocol.CloseInternalError)
-		return actor.StopDirective
-	})
 	// The synchronized dispatcher runs the mailbox on the sender's
 	// goroutine when it is idle: a lock-step client's message is processed
 	// by the connection's reader itself, with no goroutine hop per tick
 	// (the default dispatcher starts a goroutine each time the mailbox
 	// wakes, which costs more than the rest of the message).
+	//
+	// A session actor is spawned at the root, so its supervisor is a
+	// guardian (WithSupervisor would only supervise its children): the
+	// service's sessionSupervisor stops a session that panics.
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
-		actor.WithSupervisor(stopOnPanic),
+		actor.WithGuardian(s.sessionGuardian),
 		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
 	pid, err := s.system.Root.SpawnNamed(props, "session-"+strconv.FormatUint(sess.ID, 10))
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn session actor: %w", err)
 	}
 	sess.pid = pid
-	// The session becomes visible (listed, attached, inventory sent) only
-	// now that its pid is set: with the synchronized dispatcher, Started
-	// runs inside Spawn, before the pid is known, and a session listed
-	// without one could not be stopped.
+	if _, err := s.ask(s.registry, &openSession{sess: sess}); err != nil {
+		sess.Close(protocol.CloseInternalError)
+		return nil, fmt.Errorf("actors: list session: %w", err)
+	}
 	s.system.Root.Send(pid, &beginSession{})
 	return sess, nil
+}
+
+// sessionSupervisor is the guardian of every session actor. A session that
+// panics is not restarted with half its state: its connection is closed
+// with 1011, it is stopped (which releases its devices) and it ends with
+// reason internal_error. Other sessions carry on.
+type sessionSupervisor struct{ svc *Service }
+
+func (g *sessionSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
+	sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
+	for _, sess := range g.svc.Sessions() {
+		if sess.pid.Equal(child) {
+			g.svc.log.Error().Uint64("session_id", sess.ID).Interface("reason", reason).Msg("session crashed; closing it")
+			sess.setReason(protocol.CloseInternalError)
+			sess.sink.Close(protocol.CloseInternalError)
+			break
+		}
+	}
+	sup.StopChildren(child)
 }
 
 // busyKey names a device by value: a key of *Device would keep a removed
@@ -208,6 +228,23 @@ type busyNote struct {
 // one device and owner.
 const busyEvery = time.Second
 
+// Stages of the message in hand. A stage that asks another actor waits for
+// the answers, as messages, before the next one starts; the client's later
+// messages queue behind it, so frames stay one per message and in order.
+const (
+	stageIdle      = iota // no message in hand
+	stageConfigure        // session part applied; device configures next
+	stageFrame            // configures answered; commands and frame next
+)
+
+// askSlot is one request the message in hand made, and its outcome.
+type askSlot struct {
+	entry int // index in msg.Devices, or -1 for the session part
+	path  string
+	err   error
+	done  bool
+}
+
 // sessionActor is one connection's actor. All its fields are owned by it.
 type sessionActor struct {
 	sess    *Session
@@ -215,9 +252,25 @@ type sessionActor struct {
 	codec   Codec
 	sink    FrameSink
 	log     zerolog.Logger
+	profile string
+	basis   protocol.Basis // session-level
 	leaseMs int
 	seq     uint64
 	busy    map[busyKey]busyNote
+	started bool // the inventory went out (and session-started)
+
+	// The message in hand and the ones queued behind it.
+	stage   int
+	gen     uint64 // counts messages; an answer names the one it is for
+	cur     []byte
+	devs    *DeviceSet // the device set the message in hand is applied to
+	asked   []askSlot
+	waiting int
+	// reviewed is set when the message in hand changed the profile or
+	// basis: its frame waits until every device published the new views.
+	reviewed bool
+	queue    [][]byte
+	qhead    int
 
 	// Scratch reused every message: decoding and encoding allocate little.
 	msg   protocol.ClientMessage
@@ -232,33 +285,22 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 	case *beginSession:
-		a.start(ctx)
+		a.start()
 	case *actor.Stopping:
 		a.stop(ctx)
 	case *actor.Stopped, *actor.Restarting:
 	case *inbound:
-		a.handle(ctx, m.buf)
-		a.sink.Recycle(m.buf)
+		a.deliver(ctx, m.buf)
+	case *answer:
+		a.answered(ctx, m)
 	default:
 		a.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
 	}
 }
 
-func (a *sessionActor) start(ctx actor.Context) {
-	s := a.svc
-	// Attach before the session is listed, so HTTP selectors never find a
-	// session its devices do not know.
-	seen := a.attachAll(ctx, nil)
-	s.sessionsMu.Lock()
-	next := append(append([]*Session(nil), s.Sessions()...), a.sess)
-	s.sessions.Store(&next)
-	s.sessionsMu.Unlock()
-	// A device added meanwhile may have read the session list before this
-	// session was on it, after we read the device list: attach to what is
-	// new since. The registry does the mirror check after listing a device,
-	// so one side or the other always attaches (attach is idempotent).
-	a.attachAll(ctx, seen)
-	s.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
+func (a *sessionActor) start() {
+	a.started = true
+	a.svc.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
 	a.log.Debug().Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
 
 	f := a.resetFrame()
@@ -269,92 +311,263 @@ func (a *sessionActor) start(ctx actor.Context) {
 
 func (a *sessionActor) stop(ctx actor.Context) {
 	s := a.svc
+	// Release first: a force never outlives its session, even one that
+	// panicked.
 	for _, d := range s.Devices().All() {
 		d.Register().Release(a.sess.ID)
-		ctx.Send(d.pid, &detachSession{session: a.sess.ID})
 	}
-	s.sessionsMu.Lock()
-	cur := s.Sessions()
-	next := make([]*Session, 0, len(cur))
-	for _, x := range cur {
-		if x != a.sess {
-			next = append(next, x)
-		}
-	}
-	s.sessions.Store(&next)
-	s.sessionsMu.Unlock()
-	if s.writeBehind != nil && a.sess.Profile() != "" {
+	a.sess.closed.Store(true)
+	ctx.Send(s.registry, &sessionClosed{sess: a.sess})
+	if s.writeBehind != nil && a.profile != "" {
 		if err := s.writeBehind.Flush(); err != nil {
 			a.log.Error().Err(err).Msg("flush profile config at session end")
 		}
 	}
-	s.sessionEnded(a.sess)
-	a.log.Debug().Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
+	if a.started {
+		s.sessionEnded(a.sess)
+		a.log.Debug().Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
+	}
 }
 
-// attachAll attaches the session to every listed device that is not in
-// seen (nil: none seen yet) and returns the list it went through.
-func (a *sessionActor) attachAll(ctx actor.Context, seen *DeviceSet) *DeviceSet {
-	devs := a.svc.Devices()
-	if devs == seen {
-		return devs
+// deliver takes one client message: at once when none is in hand (every
+// lock-step tick), else behind the queue.
+func (a *sessionActor) deliver(ctx actor.Context, buf []byte) {
+	if a.stage == stageIdle && a.qhead == len(a.queue) {
+		a.begin(ctx, buf)
+	} else {
+		a.queue = append(a.queue, buf)
 	}
-	for _, d := range devs.All() {
-		if seen != nil && seen.Find(d.Type, d.ID) == d {
+	a.drain(ctx)
+}
+
+// drain moves the message in hand on as far as its answers allow, then
+// takes the queued messages one by one, until one waits or none is left.
+func (a *sessionActor) drain(ctx actor.Context) {
+	for {
+		if a.stage != stageIdle {
+			if a.waiting > 0 {
+				return
+			}
+			a.advance(ctx)
 			continue
 		}
-		a.requestDevice(ctx, d, &attachSession{session: a.sess.ID, profile: a.sess.Profile(), basis: a.sess.Basis()})
+		if a.qhead == len(a.queue) {
+			a.queue, a.qhead = a.queue[:0], 0
+			return
+		}
+		buf := a.queue[a.qhead]
+		a.queue[a.qhead] = nil
+		a.qhead++
+		a.begin(ctx, buf)
 	}
-	return devs
 }
 
-// requestDevice asks a device actor and waits for its answer. The session
-// processes its messages in order, so waiting here keeps the frame of a
-// configure message consistent with what it configured.
-func (a *sessionActor) requestDevice(ctx actor.Context, d *Device, msg actorMessage) (any, error) {
-	r, err := ctx.RequestFuture(d.pid, msg, a.svc.opts.RequestTimeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s did not answer: %w", d.Type.Key(), d.ID, err)
+// answered records the outcome of one request of the message in hand.
+func (a *sessionActor) answered(ctx actor.Context, m *answer) {
+	if m.gen != a.gen || a.stage == stageIdle {
+		return // an answer for a message already framed (cannot happen; cheap to check)
 	}
-	return r, nil
-}
-
-func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
-	if a.sess.closed.Load() {
+	if m.slot < 0 || m.slot >= len(a.asked) {
 		return
 	}
-	a.svc.traffic.message(a.sess.APIVersion)
+	slot := &a.asked[m.slot]
+	if slot.done {
+		return
+	}
+	slot.done = true
+	a.waiting--
+	err := m.err
+	switch r := m.reply.(type) {
+	case *entryReply:
+		if err == nil {
+			err = r.err
+		}
+	case *ack:
+		if err == nil {
+			err = r.err
+		}
+	}
+	slot.err = err
+	a.drain(ctx)
+}
+
+// ask sends msg to pid for the message in hand, now (so requests to one
+// actor keep their order). The answer comes back as an *answer message: a
+// goroutine waits for it outside any Receive and Sends it to the session,
+// which, on the synchronized dispatcher, then runs on that goroutine rather
+// than on the answering actor's.
+func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, entry int, path string) {
+	a.asked = append(a.asked, askSlot{entry: entry, path: path})
+	a.waiting++
+	req := a.svc.send(pid, msg)
+	self, root, gen, slot := ctx.Self(), a.svc.system.Root, a.gen, len(a.asked)-1
+	go func() {
+		r, err := req.wait()
+		root.Send(self, &answer{gen: gen, slot: slot, reply: r, err: err})
+	}()
+}
+
+// begin takes a client message in hand: it decodes it and applies its
+// session part; drain moves it on from there.
+func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
+	a.gen++
+	a.cur = buf
+	a.asked = a.asked[:0]
+	a.waiting = 0
 	msg := &a.msg
 	msg.Reset()
 	f := a.resetFrame()
+	if a.sess.closed.Load() {
+		a.done()
+		return
+	}
+	a.svc.traffic.message(a.sess.APIVersion)
 	if errs := a.codec.Decode(buf, a.svc.opts.Types, msg); len(errs) > 0 {
 		// Applied not at all: the frame reports the errors and the state.
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
 		a.fillDevices(f, false, nil)
 		a.emit(f)
+		a.done()
 		return
 	}
 	f.Warnings = append(f.Warnings, msg.Warnings...)
-	a.applySession(ctx, f)
+	a.devs = a.svc.Devices()
+	a.applySession(ctx)
+	a.stage = stageConfigure
+}
 
-	devs := a.svc.Devices()
+// advance runs the next stage of the message in hand; every answer of the
+// stage before it is in.
+func (a *sessionActor) advance(ctx actor.Context) {
+	switch a.stage {
+	case stageConfigure:
+		a.stage = stageFrame
+		a.configureAll(ctx)
+	case stageFrame:
+		a.finish()
+		a.done()
+	}
+}
+
+// done ends the message in hand.
+func (a *sessionActor) done() {
+	a.sink.Recycle(a.cur)
+	a.cur, a.devs, a.stage = nil, nil, stageIdle
+}
+
+// applySession applies the session part of a message: profile, basis,
+// lease and the deprecated session commands. A new profile or basis goes
+// to the devices through the registry, which answers once every device has
+// it queued; the device configures of the message are sent after that
+// answer, so they apply under the new profile and basis.
+func (a *sessionActor) applySession(ctx actor.Context) {
+	sp := &a.msg.Session
+	profile, basis := a.profile, a.basis
+	// The decoder already warned about a required_version this service
+	// does not satisfy.
+	if p := sp.Profile; p != nil && p.Name != a.profile {
+		a.profile = p.Name
+		name := p.Name
+		a.sess.profile.Store(&name)
+		a.loadProfileSession()
+	}
+	if sp.Subscribe != nil {
+		a.sub.update(sp.Subscribe, a.devs, &a.frame)
+	}
+	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
+		a.leaseMs = sp.LeaseMs
+		a.saveProfileSession()
+	}
+	// The deprecated command first: when a message carries both, the
+	// current spelling wins.
+	if sp.SetBasis != nil {
+		a.setBasis(*sp.SetBasis)
+		a.deprecated(protocol.CommandSetBasis)
+	}
+	if sp.Basis != nil {
+		a.setBasis(*sp.Basis)
+	}
+	if sp.SetCoordinateOrigin != "" {
+		a.deprecated(protocol.CommandSetCoordinateOrigin)
+	}
+	a.reviewed = a.profile != profile || a.basis != basis
+	if a.reviewed {
+		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: a.profile, basis: a.basis}, -1, "session.configure")
+	}
+}
+
+func (a *sessionActor) deprecated(name string) {
+	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
+		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.profile))
+	}
+}
+
+func (a *sessionActor) setBasis(b protocol.Basis) {
+	if b == a.basis {
+		return
+	}
+	a.basis = b
+	a.sess.basis.Store(&b)
+	a.saveProfileSession()
+}
+
+// configureAll sends the message's configures to the device actors: the
+// deprecated set_coordinate_origin (a preset on every device of the
+// session, arms and grips) first, then each device entry's own. After a
+// profile or basis change it also waits for every device to publish the
+// views the registry's attachments bring, so the frame shows them.
+func (a *sessionActor) configureAll(ctx actor.Context) {
+	msg := &a.msg
+	if a.reviewed {
+		for _, d := range a.devs.All() {
+			a.ask(ctx, d.pid, &published{}, -1, "session.configure")
+		}
+	}
+	if o := msg.Session.SetCoordinateOrigin; o != "" {
+		preset := []protocol.Entry{protocol.Preset{Preset: o}}
+		for _, d := range a.devs.All() {
+			a.configure(ctx, d, -1, "session.set_coordinate_origin", "", preset)
+		}
+	}
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		d := a.devs.Find(e.Type, e.DeviceID)
+		if d == nil {
+			continue // finish warns
+		}
+		if len(e.Configure) > 0 {
+			a.configure(ctx, d, i, e.Path, ".configure", e.Configure)
+		}
+		a.stateCommands(ctx, d, i, e)
+	}
+}
+
+// finish writes the message's commands and sends its frame, with the
+// errors of every request in the order they were made.
+func (a *sessionActor) finish() {
+	msg, f := &a.msg, &a.frame
+	for i := range a.asked {
+		if s := &a.asked[i]; s.entry < 0 && s.err != nil {
+			f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+		}
+	}
 	now := a.svc.opts.Clock.Now()
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		d := devs.Find(e.Type, e.DeviceID)
+		d := a.devs.Find(e.Type, e.DeviceID)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
 				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
 			continue
 		}
-		if len(e.Configure) > 0 {
-			a.configure(ctx, f, d, e.Path, ".configure", e.Configure)
+		for j := range a.asked {
+			if s := &a.asked[j]; s.entry == i && s.err != nil {
+				f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+			}
 		}
-		a.stateCommands(ctx, f, d, e)
 		a.command(f, d, e, now)
 	}
-
 	full := msg.Session.FullState != nil
 	var only []protocol.DeviceType
 	if full {
@@ -365,80 +578,17 @@ func (a *sessionActor) handle(ctx actor.Context, buf []byte) {
 	a.emit(f)
 }
 
-// applySession applies the session part of a message: profile, basis,
-// lease and the deprecated session commands.
-func (a *sessionActor) applySession(ctx actor.Context, f *protocol.Frame) {
-	sp := &a.msg.Session
-	// The decoder already warned about a required_version this service
-	// does not satisfy.
-	if p := sp.Profile; p != nil && p.Name != a.sess.Profile() {
-		name := p.Name
-		a.sess.profile.Store(&name)
-		a.loadProfileSession()
-		a.attachAll(ctx, nil)
-	}
-	if sp.Subscribe != nil {
-		a.sub.update(sp.Subscribe, a.svc.Devices(), f)
-	}
-	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
-		a.leaseMs = sp.LeaseMs
-		a.saveProfileSession()
-	}
-	// The deprecated command first: when a message carries both, the
-	// current spelling wins.
-	if sp.SetBasis != nil {
-		a.setBasis(ctx, *sp.SetBasis)
-		a.deprecated(protocol.CommandSetBasis)
-	}
-	if sp.Basis != nil {
-		a.setBasis(ctx, *sp.Basis)
-	}
-	if sp.SetCoordinateOrigin != "" {
-		// Mapped per device, not as a global switch: every device of the
-		// session, arms and grips, gets the preset.
-		preset := []protocol.Entry{protocol.Preset{Preset: sp.SetCoordinateOrigin}}
-		for _, d := range a.svc.Devices().All() {
-			a.configure(ctx, f, d, "session.set_coordinate_origin", "", preset)
-		}
-		a.deprecated(protocol.CommandSetCoordinateOrigin)
-	}
-}
-
-func (a *sessionActor) deprecated(name string) {
-	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.sess.Profile()))
-	}
-}
-
-func (a *sessionActor) setBasis(ctx actor.Context, b protocol.Basis) {
-	if b == a.sess.Basis() {
-		return
-	}
-	a.sess.basis.Store(&b)
-	for _, d := range a.svc.Devices().All() {
-		a.requestDevice(ctx, d, &sessionBasis{session: a.sess.ID, basis: b})
-	}
-	a.saveProfileSession()
-}
-
 // configure applies a device entry's configure through the device actor.
 // Clients may re-send an unchanged configure every tick: when the entries
 // would change nothing, the actor is not asked (a round trip per device per
 // tick). The frame is the same either way: on success the actor's reply
 // adds nothing to it, and unchangedBy answers true only where the actor
-// would succeed. An error's path is path+suffix, joined only when there is
-// an error.
-func (a *sessionActor) configure(ctx actor.Context, f *protocol.Frame, d *Device, path, suffix string, entries []protocol.Entry) {
+// would succeed. An error's path is path+suffix.
+func (a *sessionActor) configure(ctx actor.Context, d *Device, entry int, path, suffix string, entries []protocol.Entry) {
 	if d.unchangedBy(a.sess.ID, entries) {
 		return
 	}
-	r, err := a.requestDevice(ctx, d, &setEntries{session: a.sess.ID, entries: entries})
-	if err == nil {
-		err = r.(*entryReply).err
-	}
-	if err != nil {
-		f.Errors = append(f.Errors, asProtocolError(err, path+suffix))
-	}
+	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
 }
 
 // command writes a control command into the device's register (data
@@ -517,10 +667,10 @@ func (a *sessionActor) resetFrame() *protocol.Frame {
 func (a *sessionActor) sessionView() *protocol.SessionView {
 	v := &a.sview
 	v.Profile = nil
-	if name := a.sess.Profile(); name != "" {
-		v.Profile = &protocol.Profile{Name: name}
+	if a.profile != "" {
+		v.Profile = &protocol.Profile{Name: a.profile}
 	}
-	v.Basis = a.sess.Basis()
+	v.Basis = a.basis
 	v.LeaseMs = a.leaseMs
 	return v
 }
@@ -679,13 +829,4 @@ func controlMode(m hw.ControlMode) (protocol.ControlMode, protocol.ControlDomain
 }
 
 // asProtocolError gives err the shape of a frame's error entry.
-func asProtocolError(err error, path string) protocol.Error {
-	if pe, ok := err.(*protocol.Error); ok {
-		e := *pe
-		if e.Path == "" {
-			e.Path = path
-		}
-		return e
-	}
-	return protocol.Error{Code: protocol.CodeInternal, Message: err.Error(), Path: path}
-}
+func asProtocolError(err error, path string) protocol.Error { return *protocol.AsError(err, path) }

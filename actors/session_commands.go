@@ -14,32 +14,27 @@ import (
 // mostly unchanged; an unchanged one is answered from the published view,
 // with no actor round trip and no disk write. keep_alive needs nothing.
 
-// stateCommands applies e's state commands to d. Errors go into f with
-// paths under e.Path.
-func (a *sessionActor) stateCommands(ctx actor.Context, f *protocol.Frame, d *Device, e *protocol.DeviceEntry) {
+// stateCommands applies e (entry i of the message)'s state commands to d.
+// A change is asked of the device actor like a configure (its answer comes
+// back as a message); an error's path is under e.Path.
+func (a *sessionActor) stateCommands(ctx actor.Context, d *Device, i int, e *protocol.DeviceEntry) {
 	if e.Transform.Given() {
-		a.setWorkspace(ctx, f, d, e)
+		a.setWorkspace(ctx, d, i, e)
 	}
 	if g := e.GravityCompensation; g.Given {
-		a.setGravityCompensation(ctx, f, d, e.Path, g.Value)
+		a.setGravityCompensation(ctx, d, i, e.Path, g.Value)
 	}
 }
 
 // setWorkspace applies set_transform: the parts it gives replace those of
 // the session's workspace transform on d, the others stay.
-func (a *sessionActor) setWorkspace(ctx actor.Context, f *protocol.Frame, d *Device, e *protocol.DeviceEntry) {
+func (a *sessionActor) setWorkspace(ctx actor.Context, d *Device, i int, e *protocol.DeviceEntry) {
 	view := d.ViewFor(a.sess.ID)
 	next := e.Transform.Apply(view.Workspace)
 	if next == view.Workspace && d.attached(a.sess.ID) {
 		return
 	}
-	r, err := a.requestDevice(ctx, d, &setWorkspace{session: a.sess.ID, transform: next})
-	if err == nil {
-		err = r.(*ack).err
-	}
-	if err != nil {
-		f.Errors = append(f.Errors, asProtocolError(err, e.Path+".commands.set_transform"))
-	}
+	a.ask(ctx, d.pid, &setWorkspace{session: a.sess.ID, transform: next}, i, e.Path+".commands.set_transform")
 }
 
 // setGravityCompensation applies set_gravity_compensation: the device's
@@ -47,25 +42,21 @@ func (a *sessionActor) setWorkspace(ctx actor.Context, f *protocol.Frame, d *Dev
 // stores it (durably, as an HTTP POST would) only when it changes.
 //
 // It changes the device for every session, so a session may not change it
-// under another session's control.
-func (a *sessionActor) setGravityCompensation(ctx actor.Context, f *protocol.Frame, d *Device, path string, enabled bool) {
+// under another session's control: that refusal is recorded as a request
+// already answered, so it takes its place among the entry's errors.
+func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i int, path string, enabled bool) {
 	cur := d.ViewFor(a.sess.ID).Config.Device.GravityCompensation
 	if cur.Enabled == enabled {
 		return
 	}
+	path += ".commands.set_gravity_compensation"
 	if owner := d.Register().Owner(); owner != 0 && owner != a.sess.ID {
-		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, path+".commands.set_gravity_compensation",
-			"%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner))
+		a.asked = append(a.asked, askSlot{entry: i, path: path, done: true,
+			err: protocol.Errorf(protocol.CodeDeviceBusy, "", "%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner)})
 		return
 	}
 	cur.Enabled = enabled
-	r, err := a.requestDevice(ctx, d, &setEntries{entries: []protocol.Entry{cur}})
-	if err == nil {
-		err = r.(*entryReply).err
-	}
-	if err != nil {
-		f.Errors = append(f.Errors, asProtocolError(err, path+".commands.set_gravity_compensation"))
-	}
+	a.ask(ctx, d.pid, &setEntries{entries: []protocol.Entry{cur}, ticket: &ticket{}}, i, path)
 }
 
 // attached reports whether session has a view slot on d (the device actor

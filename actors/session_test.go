@@ -27,7 +27,12 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close(protocol.CloseClientClosed) })
-	<-sink.frames // the inventory: the session is attached
+	<-sink.frames // the inventory
+	// The registry queued the attachment before it listed the session, so
+	// the device has published the session's slot once it answers this.
+	if _, err := svc.Entry(d, sess.ID, protocol.KeyDamping); err != nil {
+		t.Fatal(err)
+	}
 
 	mount := protocol.Mount{Transform: protocol.Transform{
 		Position: protocol.Vec3{X: 1}, Rotation: protocol.Quat{W: 1}, Scale: protocol.Vec3{X: 1, Y: 1, Z: 1}}}
@@ -52,7 +57,7 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 	for i, entries := range steps {
 		skip := d.unchangedBy(sess.ID, entries)
 		before := d.ViewFor(sess.ID).Config.Session
-		r, err := svc.request(d.pid, &setEntries{session: sess.ID, entries: entries})
+		r, err := svc.ask(d.pid, &setEntries{session: sess.ID, entries: entries})
 		if err == nil {
 			err = r.(*entryReply).err
 		}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -157,6 +158,22 @@ func Errorf(code Code, path, format string, args ...any) *Error {
 		msg = code.DefaultMessage()
 	}
 	return &Error{Code: code, Message: msg, Path: path}
+}
+
+// AsError gives any error the shape of an entry of the error table: an
+// *Error (wrapped or not) as it is, with path filled in where it has none;
+// anything else is internal. Every transport maps errors through it, so a
+// failure carries the same code (and HTTP status) over HTTP and WebSocket.
+func AsError(err error, path string) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		e := *pe
+		if e.Path == "" {
+			e.Path = path
+		}
+		return &e
+	}
+	return &Error{Code: CodeInternal, Message: err.Error(), Path: path}
 }
 
 // AppendErrorEnvelope appends the HTTP error envelope of e (see the

@@ -480,6 +480,13 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 
 // apply runs op on every (device, session) a POST or DELETE selects and
 // answers with the value now in force and the list of what it changed.
+// Targets are applied one by one, and the first failure stops the rest:
+// with several targets, the error answer carries applied_to too, listing
+// exactly the targets that took the change before it (empty: none did).
+// Every target is validated before any is applied (the body by
+// DecodeEntry, the devices and sessions by the selectors), so what can
+// fail partway is the service itself (a store that cannot write, a device
+// that left or stays busy past the deadline).
 func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, op func(*actors.Device, uint64) (protocol.Entry, error)) {
 	targets := sessions
 	if !k.SessionScoped() || len(sessions) == 0 {
@@ -491,7 +498,11 @@ func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uin
 		for _, sid := range targets {
 			e, err := op(d, sid)
 			if err != nil {
-				writeError(w, asError(err))
+				if len(devs)*len(targets) > 1 {
+					writePartialError(w, asError(err), applied)
+				} else {
+					writeError(w, asError(err))
+				}
 				return
 			}
 			last = e

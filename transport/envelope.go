@@ -52,14 +52,19 @@ func writeError(w http.ResponseWriter, e *protocol.Error) {
 	_, _ = w.Write(protocol.AppendErrorEnvelope(nil, e)) // the client is gone if this fails
 }
 
-// asError turns any error from below into the envelope's shape.
-func asError(err error) *protocol.Error {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
+// writePartialError answers a write to several targets that failed partway:
+// the error envelope plus applied_to, the targets that took the change.
+func writePartialError(w http.ResponseWriter, e *protocol.Error, applied []appliedTo) {
+	writeJSON(w, e.Code.HTTPStatus(), struct {
+		OK        bool          `json:"ok"`
+		Error     string        `json:"error"`
+		Code      protocol.Code `json:"code"`
+		AppliedTo []appliedTo   `json:"applied_to"`
+	}{false, e.Message, e.Code, applied})
 }
+
+// asError turns any error from below into the envelope's shape.
+func asError(err error) *protocol.Error { return protocol.AsError(err, "") }
 
 // readBody reads a request body up to maxBodyBytes. Bodies are parsed as
 // JSON whatever the Content-Type says (curl without -H sends a form type).

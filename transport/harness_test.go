@@ -52,6 +52,11 @@ type serviceConfig struct {
 	maxProfiles  int
 	writeTimeout time.Duration
 	motion       sim.Motion // the scripted hand on simulated devices
+	// Failure injection (zero: none).
+	wrapStore      func(actors.Store) actors.Store
+	deviceHook     func(*actors.Device)
+	requestTimeout time.Duration
+	wrapCodec      func(actors.Codec) actors.Codec
 }
 
 func testLogger() zerolog.Logger {
@@ -81,7 +86,8 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		t.Fatal(err)
 	}
 	goroutinesBefore := runtime.NumGoroutine()
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles})
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
+		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, RequestTimeout: cfg.requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +113,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec})
 	if err != nil {
 		t.Fatal(err)
 	}

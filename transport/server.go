@@ -34,6 +34,16 @@ type Config struct {
 	// client that does not read for that long is closed (write_timeout).
 	// 0 means 5 s.
 	WriteTimeout time.Duration
+	// WrapCodec, if set, wraps the codec of every simulation session (tests
+	// use it to make a codec panic).
+	WrapCodec func(actors.Codec) actors.Codec
+}
+
+func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {
+	if cfg.WrapCodec == nil {
+		return c
+	}
+	return cfg.WrapCodec(c)
 }
 
 // Server runs every listener. All listeners go through one accept path
@@ -81,7 +91,7 @@ func Start(cfg Config) (*Server, error) {
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
 		router, err := newRouter(a)
 		if err != nil {
 			return nil, err
@@ -91,7 +101,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute}
-		a.ws = newSessionHandler(cfg.Service, a.codec, s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
 		router, err := newRouter(a)
 		if err != nil {
 			return nil, err

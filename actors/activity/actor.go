@@ -23,7 +23,8 @@ type activityActor struct {
 
 	subs map[uint64]*Subscription
 
-	usage usageBook
+	usage       usageBook
+	supervision supervisionBook
 	// logWindows holds, per event name, its log budget.
 	logWindows map[string]*logWindow
 }
@@ -72,6 +73,11 @@ func (a *activityActor) Receive(ctx actor.Context) {
 		ctx.Respond(&recentReply{events: events, nextSeq: next})
 	case *usageRequest:
 		ctx.Respond(&usageReply{usage: a.usage.report()})
+	case *supervised:
+		a.supervision.note(SupervisionNote{Time: a.clock().UTC(), Actor: m.actor, Reason: m.reason, Directive: m.directive})
+		a.log.Warn().Str("actor", m.actor).Str("directive", m.directive).Str("reason", m.reason).Msg("supervision")
+	case *supervisionRequest:
+		ctx.Respond(&supervisionReply{report: a.supervision.report()})
 	case *legacyRoute:
 		a.usage.legacyRoute(m.route, m.remote, m.profile, a.clock().UTC())
 	default:

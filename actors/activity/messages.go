@@ -53,14 +53,28 @@ type legacyRoute struct {
 	route, remote, profile string
 }
 
-func (*publish) activityMessage()       {}
-func (*subscribe) activityMessage()     {}
-func (*subscribed) activityMessage()    {}
-func (*unsubscribe) activityMessage()   {}
-func (*recentRequest) activityMessage() {}
-func (*recentReply) activityMessage()   {}
-func (*usageRequest) activityMessage()  {}
-func (*usageReply) activityMessage()    {}
-func (*legacyRoute) activityMessage()   {}
+// supervised records one supervision decision (NoteSupervision).
+type supervised struct {
+	actor, reason, directive string
+}
+
+// supervisionRequest asks for the supervision report; the reply is
+// *supervisionReply.
+type supervisionRequest struct{}
+
+type supervisionReply struct{ report Supervision }
+
+func (*supervised) activityMessage()         {}
+func (*supervisionRequest) activityMessage() {}
+func (*supervisionReply) activityMessage()   {}
+func (*publish) activityMessage()            {}
+func (*subscribe) activityMessage()          {}
+func (*subscribed) activityMessage()         {}
+func (*unsubscribe) activityMessage()        {}
+func (*recentRequest) activityMessage()      {}
+func (*recentReply) activityMessage()        {}
+func (*usageRequest) activityMessage()       {}
+func (*usageReply) activityMessage()         {}
+func (*legacyRoute) activityMessage()        {}
 
 var _ message = (*publish)(nil)

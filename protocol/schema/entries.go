@@ -70,7 +70,7 @@ func defineErrors(s *Set) {
 		"path":    Schema{"type": "string", "minLength": 1, "description": "where in the message: arm3[0].configure.damping"},
 	}, "code", "message"))
 	for _, st := range append([]int{0}, ErrorStatuses()...) {
-		about := "An HTTP error answer (PROTOCOL 3.1)."
+		about := "An HTTP error answer."
 		if st != 0 {
 			about = "An HTTP error answer with status " + strconv.Itoa(st) + " " + http.StatusText(st) + "."
 		}
@@ -79,6 +79,13 @@ func defineErrors(s *Set) {
 			"error": Schema{"type": "string", "description": "what is wrong and how to fix it"},
 			"code":  enum(codeNames(st)),
 			"path":  Schema{"type": "string", "minLength": 1},
+			// A write to several targets that failed partway names the
+			// targets that took the change before it failed.
+			"applied_to": Schema{"type": "array", "items": closed(Schema{
+				"device_type": str(),
+				"device_id":   Schema{"type": "string", "minLength": 1},
+				"session_id":  Schema{"type": "integer", "minimum": 1},
+			}, "device_type", "device_id")},
 		}, "ok", "error", "code")
 		if st == 0 {
 			s.Publish(ErrorEnvelopeName(0), about, sch)

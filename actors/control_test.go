@@ -1,0 +1,120 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// One controller per device: a second session's command is refused with
+// device_busy (the rest of its message still applies) and one device-busy
+// event names both sessions; once the first lets go, the second may take
+// control.
+func TestOneControllerPerDevice(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	first, sink1 := open(t, svc, nil)
+	second, sink2 := open(t, svc, nil)
+	if c := exchangeErrors(t, first, sink1, forceMsg(arm.ID, 1)); len(c.errors) != 0 {
+		t.Fatalf("the first session: %v", c.errors)
+	}
+	msg := fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":500}}},"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":2}}}}]}`, arm.ID)
+	if c := exchangeErrors(t, second, sink2, msg); !slices.Equal(c.errors, []string{string(protocol.CodeDeviceBusy)}) {
+		t.Fatalf("the second session's command: errors %v, want [device_busy]", c.errors)
+	}
+	f := exchange(t, second, sink2, `{"session":{"force_render_full_state":{}}}`)
+	if lease := f.raw["session"].(map[string]any)["config"].(map[string]any)["lease"].(map[string]any)["ms"]; lease != 500.0 {
+		t.Fatalf("the rest of the refused message did not apply: lease %v", lease)
+	}
+	waitEvent(t, svc, event.NameDeviceBusy, fmt.Sprintf(`"session_id":%d,"owner_session_id":%d`, second.ID, first.ID))
+
+	first.Close(protocol.CloseClientClosed)
+	checkFor(t, 5*time.Second, func() error {
+		if c := exchangeErrors(t, second, sink2, forceMsg(arm.ID, 2)); len(c.errors) != 0 {
+			return fmt.Errorf("after the first session closed: %v", c.errors)
+		}
+		return nil
+	})
+	if ctl := second.Controls(); len(ctl) != 1 || ctl[0] != arm {
+		t.Fatalf("the second session controls %v", ctl)
+	}
+}
+
+// A controlling session that goes quiet past its lease loses the device:
+// the force ramps to zero, as another session sees it, and
+// control-lease-expired names the session.
+func TestLeaseLapseReleasesTheDevice(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	quiet, sink := open(t, svc, nil)
+	observer, obsSink := open(t, svc, nil)
+	exchange(t, quiet, sink, `{"session":{"configure":{"lease":{"ms":20}}}}`)
+	exchange(t, quiet, sink, forceMsg(arm.ID, 1.5))
+	waitEvent(t, svc, event.NameControlLeaseExpired, fmt.Sprintf(`"session_id":%d`, quiet.ID))
+	checkFor(t, 5*time.Second, func() error {
+		f := exchange(t, observer, obsSink, `{}`)
+		if z := f.forceZ(t, arm.ID); z != 0 {
+			return fmt.Errorf("force z=%v after the lease lapsed, want 0", z)
+		}
+		if mode := f.device(arm.ID)["state"].(map[string]any)["control_mode"]; mode != "idle" {
+			return fmt.Errorf("control_mode %v, want idle", mode)
+		}
+		return nil
+	})
+	if n := len(quiet.Controls()); n != 0 {
+		t.Fatalf("a session whose lease lapsed still controls %d devices", n)
+	}
+}
+
+// Stored profiles are bounded: past Options.MaxStoredProfiles the least
+// recently picked go, never one a connected session has.
+func TestStoredProfilesAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2})
+	arm := addArm(t, svc, simArm(0))
+	keeper, ksink := open(t, svc, nil)
+	pick := func(sess *Session, sink *recSink, name string) {
+		t.Helper()
+		msg := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":2}}}]}`, name, arm.ID)
+		if c := exchangeErrors(t, sess, sink, msg); len(c.errors) != 0 {
+			t.Fatalf("%s: %v", name, c.errors)
+		}
+		if err := svc.writeBehind.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pick(keeper, ksink, "kept: connected")
+	for _, name := range []string{"old", "newer", "newest"} {
+		s, sink := open(t, svc, nil)
+		pick(s, sink, name)
+		s.Close(protocol.CloseClientClosed)
+		checkFor(t, 5*time.Second, func() error {
+			if slices.Contains(svc.Sessions(), s) {
+				return fmt.Errorf("%s still listed", name)
+			}
+			return nil
+		})
+	}
+	stored := map[string]bool{}
+	names, err := svc.store.List(profilesFolder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, "/session") {
+			var ps profileSession
+			if _, err := svc.store.Load(n, &ps); err != nil {
+				t.Fatal(err)
+			}
+			stored[ps.Name] = true
+		}
+	}
+	if !stored["kept: connected"] || !stored["newest"] || stored["old"] || len(stored) != 2 {
+		t.Fatalf("stored profiles %v: want the connected session's and the newest, not the oldest", stored)
+	}
+}

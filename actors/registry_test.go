@@ -1,0 +1,211 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// A device added after a session changed its basis and profile is attached
+// with them: the registry, which alone attaches, knows the session's
+// latest state.
+func TestDeviceAddedLaterSeesTheSessionAsItIsNow(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	first := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"later"},"basis":{"permutation":"-YXZ"}}}}`)
+	if codes := f.errorCodes(); len(codes) != 0 {
+		t.Fatalf("errors %v", codes)
+	}
+	second := addArm(t, svc, simArm(1))
+	for _, d := range []*Device{first, second} {
+		e, err := svc.Entry(d, sess.ID, protocol.KeyBasis)
+		if err != nil || e != (protocol.Basis{Permutation: "-YXZ"}) {
+			t.Fatalf("%s: basis %v (%v), want the session's -YXZ", d.ID, e, err)
+		}
+	}
+	// The later device also stores under the session's profile.
+	if codes := exchange(t, sess, sink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.9}}}]}`, second.ID)).errorCodes(); len(codes) != 0 {
+		t.Fatalf("errors %v", codes)
+	}
+	sess.Close(protocol.CloseClientClosed)
+	shutdown(t, svc)
+	svc2 := startWith(t, Options{StateDir: dir})
+	addArm(t, svc2, simArm(0))
+	second2 := addArm(t, svc2, simArm(1))
+	sess2, sink2 := open(t, svc2, nil)
+	exchange(t, sess2, sink2, `{"session":{"configure":{"profile":{"name":"later"}}}}`)
+	if e, err := svc2.Entry(second2, sess2.ID, protocol.KeyForceGate); err != nil || e != (protocol.ForceGate{Gain: 0.9}) {
+		t.Fatalf("the profile's force gate on the later device: %v (%v), want 0.9", e, err)
+	}
+}
+
+// Sessions opened and devices added at the same time, from many
+// goroutines: every device knows every open session, exactly as listed.
+func TestRegistryUnderConcurrentOpensAndAdds(t *testing.T) {
+	svc := startWith(t, Options{})
+	const n = 8
+	var wg sync.WaitGroup
+	devs := make([]*Device, n)
+	sessions := make([]*Session, n)
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			d, err := svc.AddDevice(simArm(i), false)
+			devs[i] = d
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			sink := newRecSink()
+			s, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+			sessions[i] = s
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range sessions {
+		t.Cleanup(func() { s.Close(protocol.CloseClientClosed) })
+	}
+	if got := len(svc.Sessions()); got != n {
+		t.Fatalf("%d sessions listed, want %d", got, n)
+	}
+	if got := len(svc.Devices().All()); got != n {
+		t.Fatalf("%d devices listed, want %d", got, n)
+	}
+	for _, d := range devs {
+		for _, s := range sessions {
+			if _, err := svc.Entry(d, s.ID, protocol.KeyDamping); err != nil {
+				t.Fatalf("device %s does not know session %d: %v", d.ID, s.ID, err)
+			}
+		}
+	}
+}
+
+// AddDevice refuses a second device with the same id, and a driver of no
+// known kind, and lists neither.
+func TestAddDeviceRefusals(t *testing.T) {
+	svc := startWith(t, Options{})
+	addArm(t, svc, simArm(0))
+	if _, err := svc.AddDevice(simArm(0), false); err == nil {
+		t.Fatal("a second arm with the same id was adopted")
+	}
+	if _, err := svc.AddDevice(oddDriver{simArm(5)}, false); err == nil {
+		t.Fatal("a driver of unknown kind was adopted")
+	}
+	if n := len(svc.Devices().All()); n != 1 {
+		t.Fatalf("%d devices listed, want 1", n)
+	}
+	if n := countEvents(t, svc, event.NameDeviceConnected, ""); n != 1 {
+		t.Fatalf("%d device-connected events, want 1", n)
+	}
+}
+
+// oddDriver reports a kind no device type maps to.
+type oddDriver struct{ hw.Driver }
+
+func (d oddDriver) Info() hw.Info {
+	i := d.Driver.Info()
+	i.Kind = 99
+	return i
+}
+
+// Settings are owned by the registry: a change is stored before it
+// applies, survives a restart, and a store that fails leaves it as it was.
+func TestSettingsAreDurableOrUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	if v, err := svc.SetSetting(protocol.SettingForceScale, 0.25); err != nil || v != 0.25 {
+		t.Fatalf("set: %v %v", v, err)
+	}
+	shutdown(t, svc)
+
+	svc2 := startWith(t, Options{StateDir: dir, WrapStore: func(s Store) Store { return failingStore{Store: s, name: "settings"} }})
+	if got := svc2.Settings().ForceScale; got != 0.25 {
+		t.Fatalf("after a restart force_scale is %v, want 0.25", got)
+	}
+	if _, err := svc2.SetSetting(protocol.SettingForceScale, 0.75); errCode(err) != protocol.CodeInternal {
+		t.Fatalf("a setting that cannot be stored answered %v, want internal", err)
+	}
+	if got := svc2.Settings().ForceScale; got != 0.25 {
+		t.Fatalf("a setting that could not be stored is in force: %v", got)
+	}
+	shutdown(t, svc2)
+
+	svc3 := startWith(t, Options{StateDir: dir})
+	if v, err := svc3.ResetSetting(protocol.SettingForceScale); err != nil || v != 1.0 {
+		t.Fatalf("reset: %v %v, want the default 1", v, err)
+	}
+}
+
+// Many concurrent writes to one entry through a device actor slower than
+// their deadline: each is answered applied or unavailable, and the value
+// in force (and on disk after a restart) is one that was answered applied,
+// the last of them the actor took.
+func TestConcurrentWritesPastTheirDeadline(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir, RequestTimeout: 40 * time.Millisecond,
+		DeviceHook: func(*Device) { time.Sleep(2 * time.Millisecond) }})
+	arm := addArm(t, svc, simArm(0))
+	const n = 60
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied []float64
+		refused int
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := float64(i+1) / 100
+			_, err := svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: want})
+			mu.Lock()
+			defer mu.Unlock()
+			switch errCode(err) {
+			case "":
+				applied = append(applied, want)
+			case protocol.CodeUnavailable:
+				refused++
+			default:
+				t.Errorf("write %d answered %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(applied) == 0 || refused == 0 {
+		t.Skipf("%d applied, %d refused: the machine did not make the device actor late enough to test anything", len(applied), refused)
+	}
+	// The actor may still be refusing the backlog: ask until it answers.
+	var e protocol.Entry
+	checkFor(t, 5*time.Second, func() (err error) {
+		e, err = svc.Entry(arm, 0, protocol.KeyGravityCompensation)
+		return err
+	})
+	got := e.(protocol.GravityCompensation).ScalingFactor
+	if !slices.Contains(applied, got) {
+		t.Fatalf("the value in force %v was never answered applied (%d applied, %d refused)", got, len(applied), refused)
+	}
+	shutdown(t, svc)
+	svc2 := startWith(t, Options{StateDir: dir})
+	arm2 := addArm(t, svc2, simArm(0))
+	e2, err := svc2.Entry(arm2, 0, protocol.KeyGravityCompensation)
+	if err != nil || e2 != e {
+		t.Fatalf("after a restart %v (%v), want %v", e2, err, e)
+	}
+}

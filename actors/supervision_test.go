@@ -1,0 +1,237 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// A session whose handling panics is stopped, not restarted: its
+// connection is closed with 1011, it leaves the listing, its device's force
+// ramps to zero (as another session sees it), and it ends with
+// internal_error. The other session carries on.
+func TestSessionThatPanicsIsStoppedAndReleasesItsDevices(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, panicCodec{trigger: "boom"})
+	observer, obsSink := open(t, svc, nil)
+
+	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
+	checkFor(t, 5*time.Second, func() error {
+		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z < 0.1 {
+			return fmt.Errorf("the observer sees force z=%v, want the commanded force", z)
+		}
+		return nil
+	})
+
+	sess.Deliver([]byte(`{"boom": 1}`))
+	select {
+	case code := <-sink.closed:
+		if code != 1011 {
+			t.Fatalf("closed with %d, want 1011", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection of the session that panicked was not closed")
+	}
+	checkFor(t, 5*time.Second, func() error {
+		for _, s := range svc.Sessions() {
+			if s == sess {
+				return errors.New("the session that panicked is still listed")
+			}
+		}
+		return nil
+	})
+	checkFor(t, 5*time.Second, func() error {
+		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 0 {
+			return fmt.Errorf("the observer sees force z=%v after the session panicked, want 0", z)
+		}
+		return nil
+	})
+	data := waitEvent(t, svc, event.NameSessionEnded, fmt.Sprintf(`"session_id":%d`, sess.ID))
+	if r := eventData(t, data, "reason"); r != "internal_error" {
+		t.Fatalf("session-ended reports reason %v, want internal_error: %s", r, data)
+	}
+	if r := sess.CloseReason(); r != protocol.CloseInternalError {
+		t.Fatalf("session ended with reason %q (%s), want %s", r, data, protocol.CloseInternalError)
+	}
+	waitSupervision(t, svc, "session-", "StopDirective")
+
+	// Not restarted: a message now gets no frame.
+	sess.Deliver([]byte(`{}`))
+	select {
+	case f := <-sink.frames:
+		t.Fatalf("the stopped session answered: %s", f)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// The observer can now take control of the arm.
+	if codes := exchange(t, observer, obsSink, forceMsg(arm.ID, 0.5)).errorCodes(); len(codes) != 0 {
+		t.Fatalf("the observer could not take the released arm: %v", codes)
+	}
+}
+
+// A device actor that panics restarts with its config and its loop as they
+// were; the request it was handling is answered at once, unapplied.
+func TestDeviceActorRestartKeepsConfigAndLoop(t *testing.T) {
+	var boom atomic.Bool
+	svc := startWith(t, Options{DeviceHook: func(*Device) {
+		if boom.CompareAndSwap(true, false) {
+			panic("test hook: device actor")
+		}
+	}})
+	arm := addArm(t, svc, simArm(0))
+	if _, err := svc.SetEntry(arm, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	ticks := arm.Stats().Ticks
+
+	boom.Store(true)
+	start := time.Now()
+	_, err := svc.SetEntry(arm, 0, protocol.Handedness("right"))
+	if errCode(err) != protocol.CodeInternal {
+		t.Fatalf("the request the actor panicked on answered %v, want code internal", err)
+	}
+	if waited := time.Since(start); waited > svc.opts.RequestTimeout {
+		t.Fatalf("the request the actor panicked on was answered after %v, past its deadline", waited)
+	}
+	waitSupervision(t, svc, "", "RestartDirective")
+
+	e, err := svc.Entry(arm, 0, protocol.KeyHandedness)
+	if err != nil || e != protocol.Handedness("left") {
+		t.Fatalf("after the restart handedness is %v (%v), want left: the panicked request must not apply", e, err)
+	}
+	if svc.Devices().Find(arm.Type, arm.ID) != arm {
+		t.Fatal("the restarted device left the inventory")
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if now := arm.Stats().Ticks; now <= ticks {
+			return fmt.Errorf("the loop stopped at tick %d", now)
+		}
+		return nil
+	})
+	if n := countEvents(t, svc, event.NameDeviceFailed, arm.ID); n != 0 {
+		t.Fatalf("%d device-failed events for a device actor that restarted", n)
+	}
+}
+
+// A device actor that runs out of restarts halts its device, leaves every
+// inventory, emits device-failed, and is re-created when the device is
+// seen again.
+func TestDeviceActorPastItsRestartBudgetIsGivenUp(t *testing.T) {
+	var panicking atomic.Bool
+	var lost atomic.Int64
+	svc := startWith(t, Options{
+		DeviceRestarts: 2,
+		DeviceHook: func(*Device) {
+			if panicking.Load() {
+				panic("test hook: device actor keeps failing")
+			}
+		},
+		OnDeviceLost: func(hw.Info) { lost.Add(1) },
+	})
+	drv := &fakeDriver{Arm: simArm(0)}
+	arm := addArm(t, svc, drv)
+	other := addArm(t, svc, simArm(1))
+	sess, sink := open(t, svc, nil)
+	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
+
+	panicking.Store(true)
+	for i := 0; i < 10 && svc.Devices().Find(arm.Type, arm.ID) != nil; i++ {
+		_, err := svc.Entry(arm, 0, protocol.KeyHandedness)
+		if err == nil {
+			t.Fatal("a device actor that panics answered a request as if it had succeeded")
+		}
+	}
+	data := waitEvent(t, svc, event.NameDeviceFailed, arm.ID)
+	if r, _ := eventData(t, data, "reason").(string); r == "" {
+		t.Fatalf("device-failed gives no reason: %s", data)
+	}
+	waitEvent(t, svc, event.NameDeviceDisconnected, arm.ID)
+	waitSupervision(t, svc, "", "StopDirective")
+
+	if svc.Devices().Find(arm.Type, arm.ID) != nil {
+		t.Fatal("the failed device is still listed")
+	}
+	if f := exchange(t, sess, sink, `{}`); f.device(arm.ID) != nil || f.device(other.ID) == nil {
+		t.Fatalf("the session's frame after the failure: %s", f.text)
+	}
+	if drv.halts.Load() == 0 || drv.closes.Load() == 0 {
+		t.Fatalf("the failed device's driver was halted %d and closed %d times", drv.halts.Load(), drv.closes.Load())
+	}
+	if lost.Load() != 1 {
+		t.Fatalf("OnDeviceLost called %d times, want 1 (discovery rescans the port)", lost.Load())
+	}
+	if _, err := svc.Entry(arm, 0, protocol.KeyHandedness); errCode(err) != protocol.CodeUnavailable {
+		t.Fatalf("a request to the failed device answered %v, want unavailable", err)
+	}
+
+	// Seen again: a new device actor serves it.
+	panicking.Store(false)
+	again := addArm(t, svc, simArm(0))
+	if again.ID != arm.ID {
+		t.Fatalf("re-created as %s, want %s", again.ID, arm.ID)
+	}
+	if _, err := svc.SetEntry(again, 0, protocol.Handedness("left")); err != nil {
+		t.Fatalf("the re-created device does not answer: %v", err)
+	}
+	if f := exchange(t, sess, sink, `{}`); f.device(arm.ID) == nil {
+		t.Fatalf("the re-created device is not in the frame: %s", f.text)
+	}
+}
+
+// A driver that panics fails its device alone: halted, unlisted, reported.
+func TestDriverThatPanicsFailsItsDeviceOnly(t *testing.T) {
+	svc := startWith(t, Options{})
+	drv := &fakeDriver{Arm: simArm(0)}
+	arm := addArm(t, svc, drv)
+	other := addArm(t, svc, simArm(1))
+	sess, sink := open(t, svc, nil)
+	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
+
+	drv.panicking.Store(true)
+	waitEvent(t, svc, event.NameDeviceFailed, arm.ID)
+	checkFor(t, 5*time.Second, func() error {
+		if f := exchange(t, sess, sink, `{}`); f.device(arm.ID) != nil {
+			return errors.New("the failed device is still in the frame")
+		}
+		return nil
+	})
+	if drv.halts.Load() == 0 {
+		t.Fatal("the driver that panicked was never halted")
+	}
+	ticks := other.Stats().Ticks
+	checkFor(t, 5*time.Second, func() error {
+		if other.Stats().Ticks <= ticks {
+			return errors.New("the other device's loop stopped")
+		}
+		return nil
+	})
+	if codes := exchange(t, sess, sink, forceMsg(other.ID, 0.5)).errorCodes(); len(codes) != 0 {
+		t.Fatalf("the other device refuses commands: %v", codes)
+	}
+}
+
+// Shutting down stops every device actor with the registry: that is no
+// failure, so no rescan and no second close of the driver.
+func TestShutdownIsNoDeviceFailure(t *testing.T) {
+	var lost atomic.Int64
+	svc, err := Start(Options{SimShards: 1, OnDeviceLost: func(hw.Info) { lost.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := &fakeDriver{Arm: simArm(0)}
+	addArm(t, svc, drv)
+	// Shutdown returns once the registry and its device actors stopped.
+	shutdown(t, svc)
+	if lost.Load() != 0 {
+		t.Fatalf("shutdown reported the device lost %d times", lost.Load())
+	}
+	if drv.closes.Load() != 1 {
+		t.Fatalf("the driver was closed %d times, want once", drv.closes.Load())
+	}
+}
