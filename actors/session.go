@@ -729,7 +729,9 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			if af.Body = d.cachedBody(slot, seq, v); af.Body == nil {
 				d.Load(snap)
 				fillArm(af, snap, v)
-				af.Body = d.storeBody(slot, seq, v, codec.AppendArmState(make([]byte, 0, 512), af))
+				if d.worthStoring(slot, seq) {
+					af.Body = d.storeBody(slot, seq, v, codec.AppendArmState(make([]byte, 0, 512), af))
+				}
 			}
 		default:
 			d.Load(snap)
@@ -750,7 +752,9 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			if gf.Body = d.cachedBody(slot, seq, v); gf.Body == nil {
 				d.Load(snap)
 				fillGrip(gf, snap, v)
-				gf.Body = d.storeBody(slot, seq, v, codec.AppendGripState(make([]byte, 0, 256), gf))
+				if d.worthStoring(slot, seq) {
+					gf.Body = d.storeBody(slot, seq, v, codec.AppendGripState(make([]byte, 0, 256), gf))
+				}
 			}
 		default:
 			d.Load(snap)

@@ -74,3 +74,27 @@ func TestStatsRealtimeTellsTheTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepOnlyPacerSleeps: a simulated shard's pacer must really sleep
+// (on the timerfd) between ticks, not spin out the period on its thread.
+func TestSleepOnlyPacerSleeps(t *testing.T) {
+	runtime.LockOSThread() // RUSAGE_THREAD counts this thread only
+	defer runtime.UnlockOSThread()
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	p := NewPacer(int64(time.Millisecond), SystemClock())
+	p.SleepOnly()
+	start, used := time.Now(), cpu()
+	for range 100 {
+		p.Wait()
+	}
+	wall, used := time.Since(start), cpu()-used
+	if used > wall/2 {
+		t.Fatalf("100 ticks of 1 ms took %v of CPU in %v: the pacer spun instead of sleeping", used, wall)
+	}
+}

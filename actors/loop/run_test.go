@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,32 @@ func TestPacerTicksAdvance(t *testing.T) {
 			t.Fatalf("tick %d at %d, not after the previous %d", i, now, prev)
 		}
 		prev = now
+	}
+}
+
+// TestPacerWakesNoEarlierThanItsDeadline covers both ways of sleeping: a
+// spinning pacer (hardware loops) and a sleep-only one (simulated shards,
+// on Linux a timerfd in the runtime's poller). A tick before its deadline
+// would run a loop faster than its rate.
+func TestPacerWakesNoEarlierThanItsDeadline(t *testing.T) {
+	for _, sleepOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sleep-only=%v", sleepOnly), func(t *testing.T) {
+			const period, ticks = 500 * int64(time.Microsecond), 100
+			p := NewPacer(period, SystemClock())
+			if sleepOnly {
+				p.SleepOnly()
+			}
+			start, _ := p.Wait()
+			for i := 0; i < ticks; i++ {
+				now, overrun := p.Wait()
+				if !overrun && now < p.next {
+					t.Fatalf("tick %d woke %d ns before its deadline", i, p.next-now)
+				}
+			}
+			if took := SystemClock().Now() - start; took < (ticks-1)*period {
+				t.Fatalf("%d ticks of %d ns took %d ns", ticks, period, took)
+			}
+		})
 	}
 }
 

@@ -153,6 +153,7 @@ type service struct {
 
 // startService wires everything the flags ask for and starts serving.
 func startService(o *options, log zerolog.Logger) (*service, error) {
+	tuneGC(os.LookupEnv)
 	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
 	if err != nil {
 		return nil, fmt.Errorf("--type-alias: %w", err)
