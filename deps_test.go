@@ -31,6 +31,13 @@ var house = []houseRule{
 	// golang.org/x/time (actors, transport): rate.Limiter, the one rate
 	// limiter of device-busy events, event logging and events-socket input
 	// reports.
+	// actors/cluster carries devices across hosts: protoactor's remote
+	// speaks gRPC (grpc for its TLS credentials) with protobuf messages
+	// (google.golang.org/protobuf for the generated wire types). Only the
+	// cluster package may use them: a single host links none of it.
+	{prefix: "actors/cluster", project: []string{"actors", "protocol", "hw"},
+		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "google.golang.org/grpc", "google.golang.org/protobuf"},
+		why:        "the lab's cluster link sits beside the actors, above protocol and hw; only it speaks gRPC and protobuf"},
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
@@ -150,6 +157,10 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"actors", "github.com/prometheus/client_golang/prometheus", false},
 		{"cmd/hapticpkg", "github.com/goreleaser/nfpm/v2/deb", true},
 		{"cmd/hapticpkg", module + "/protocol", false},
+		{"actors/cluster", "google.golang.org/grpc/credentials", true},
+		{"actors/cluster/wire", "google.golang.org/protobuf/reflect/protoreflect", true},
+		{"actors", "google.golang.org/grpc", false},
+		{"protocol", "github.com/asynkron/protoactor-go/remote", false},
 		{"transport/schematest", "github.com/santhosh-tekuri/jsonschema/v6", true},
 		{"transport", "github.com/santhosh-tekuri/jsonschema/v6", false},
 		{"protocol/schema", "github.com/santhosh-tekuri/jsonschema/v6", false},

@@ -285,13 +285,33 @@ func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.E
 // with a profile) and in force. When it returns an error the value was not
 // applied.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
+	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !e.Key().SessionScoped() {
+		var err error
+		if e, err = o.SetConfig(e); err != nil {
+			return nil, err
+		}
+	}
 	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
+}
+
+// ConfigOwner is implemented by drivers whose device's own config is kept
+// by someone else (a lab gateway's proxy of a node's device): SetEntry and
+// ResetEntry of device-global entries ask the owner first, which validates
+// and persists, then apply what it answered.
+type ConfigOwner interface {
+	SetConfig(e protocol.Entry) (protocol.Entry, error)
+	ResetConfig(k protocol.Key) (protocol.Entry, error)
 }
 
 // ResetEntry restores the default of k: the device-global entry when k is
 // device-global; else for the listed sessions, or every session of the
 // device when sessions is nil.
 func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (protocol.Entry, error) {
+	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !k.SessionScoped() {
+		if _, err := o.ResetConfig(k); err != nil {
+			return nil, err
+		}
+	}
 	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, ticket: &ticket{}})
 }
 

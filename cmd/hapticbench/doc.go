@@ -5,12 +5,17 @@
 //	                 [--warmup D] [--loop-hz H] [--target URL | --hapticd PATH]
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
 //	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
+//	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--hapticd PATH]
 //
 // run starts hapticd (the binary next to hapticbench, else on $PATH, else
 // built with `go build`), drives M lock-step controlling sessions and K
 // observers, then the same clients against an in-process echo server that
 // answers with a captured hapticd frame, then `hapticd baseline-arms`, and
 // prints each hapticd figure beside its baseline and the ratio.
+//
+// lab starts a hapticd node and a gateway in front of it and drives the same
+// lock-step clients against the node directly, then through the gateway,
+// printing round trip and rate side by side with gateway/direct ratios.
 //
 // arms finds the largest number of simulated arms the service steps at the
 // loop rate with under 1 % overrun ticks, beside the bare loop's.

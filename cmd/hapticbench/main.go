@@ -39,6 +39,7 @@ const usageText = `usage:
   hapticbench arms [flags]   find how many simulated arms the service steps at --loop-hz with under 1 % overruns
   hapticbench device [flags] time the service's hardware loop from the arm's side, beside a bare host loop
   hapticbench lease [flags]  measure how soon a stalled client's force is at zero, over many stalls
+  hapticbench lab [flags]    lock-step through a gateway (--role gateway) against the node directly, in one run
 run "hapticbench COMMAND -h" for a command's flags`
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,6 +56,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = deviceCommand(ctx, args[1:], stdout, stderr)
 	case "lease":
 		err = leaseCommand(ctx, args[1:], stdout, stderr)
+	case "lab":
+		err = labCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -229,6 +232,20 @@ func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.LeaseMs, "lease-ms", 100, "the session's lease (session.configure.lease)")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of a started hapticd")
 	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lease(ctx, o) })
+}
+
+func labCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench lab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.LabOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	fs.IntVar(&o.Arms, "arms", 1, "simulated arms on the node")
+	fs.IntVar(&o.Clients, "clients", 1, "controlling sessions, on each path in turn")
+	fs.Float64Var(&o.RateHz, "rate", 0, "lock-step ticks per second per session; 0 is as fast as possible")
+	fs.DurationVar(&o.Duration, "duration", 5*time.Second, "measured time per path")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "time run before measuring each path")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of both processes")
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lab(ctx, o) })
 }
 
 // report is what a command prints: a table, and JSON with --json.

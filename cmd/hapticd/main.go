@@ -61,6 +61,7 @@ type options struct {
 	emulateArms                  int
 	realtimePriority             int
 	record                       string
+	lab                          labOptions
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -87,7 +88,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
 	fs.IntVar(&o.realtimePriority, "realtime-priority", 0, "run loop threads SCHED_FIFO at this priority, 1..99 (needs CAP_SYS_NICE; 0: normal scheduling)")
 	fs.StringVar(&o.record, "record", "", "record everything from start to an MCAP file in this directory (POST /recordings records on demand, into STATE-DIR/recordings by default)")
+	o.lab.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := o.lab.check(); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -157,6 +162,7 @@ type service struct {
 	svc      *actors.Service
 	srv      *transport.Server
 	hardware *hardware
+	lab      lab // nil in standalone
 }
 
 // startService wires everything the flags ask for and starts serving.
@@ -197,12 +203,12 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 
 	periodS := 1 / float64(o.loopHz)
 	for i := 0; i < o.simArms; i++ {
-		if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
+		if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: o.lab.simIndexBase + i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
 			return nil, sv.stop(fmt.Errorf("simulated arm %d: %w", i, err))
 		}
 	}
 	for i := 0; i < o.simGrips; i++ {
-		if _, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
+		if _, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: o.lab.simIndexBase + i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
 			return nil, sv.stop(fmt.Errorf("simulated grip %d: %w", i, err))
 		}
 	}
@@ -222,6 +228,9 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 		RecordAll:    o.record != "",
 	})
 	if err != nil {
+		return nil, sv.stop(err)
+	}
+	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), log); err != nil {
 		return nil, sv.stop(err)
 	}
 	return sv, nil
@@ -250,6 +259,9 @@ func (sv *service) stop(cause error) error {
 		errs = append(errs, cause)
 	}
 	sv.hardware.stop()
+	if sv.lab != nil {
+		sv.lab.Close() // no more commands from or states to the lab
+	}
 	if sv.srv != nil {
 		sv.srv.CloseSockets()
 	}

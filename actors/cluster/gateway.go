@@ -1,0 +1,329 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// errNodeLost fails a proxy's exchanges once its node is gone: the loop
+// then halts it and the registry removes the device (device-disconnected).
+var errNodeLost = errors.New("cluster: the device's node is unreachable; its devices return when it answers again")
+
+// Gateway serves the devices of every node in cfg.Peers through svc.
+type Gateway struct {
+	// closing stops proxies sending once the remote is going away; the
+	// service's shutdown then halts their devices as usual, and the nodes'
+	// leases end any force.
+	closing atomic.Bool
+
+	svc  *actors.Service
+	cfg  Config
+	log  zerolog.Logger
+	sys  *actor.ActorSystem
+	rem  *remote.Remote
+	addr string
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// mu guards the following; it is never held across a registry request
+	// (the registry closes proxies, and proxy.Close takes mu).
+	mu      sync.Mutex
+	nodes   map[string]*nodeState // by node id
+	proxies map[string]*proxy     // by UUID
+}
+
+type nodeState struct {
+	id, addr, httpURL string
+	pid               *actor.PID
+	lastSeen          time.Time
+}
+
+// StartGateway starts the remote and subscribes to every peer.
+func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
+	cfg.defaults()
+	sys, rem, err := startRemote(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem,
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{}}
+	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
+		stopRemote(sys, rem)
+		return nil, fmt.Errorf("cluster: spawn gateway actor: %w", err)
+	}
+	g.wg.Add(1)
+	go g.watch()
+	return g, nil
+}
+
+// Close stops subscribing and sending and shuts the remote down. The
+// service halts and removes the proxied devices when it shuts down; the
+// nodes' leases end any force.
+func (g *Gateway) Close() {
+	g.closing.Store(true)
+	close(g.stop)
+	g.wg.Wait()
+	stopRemote(g.sys, g.rem)
+}
+
+type gatewayActor Gateway
+
+func (a *gatewayActor) Receive(ctx actor.Context) {
+	g := (*Gateway)(a)
+	switch m := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *wire.Inventory:
+		if pid := g.inventory(m); pid != nil {
+			// A node that joins is watched: when its connection drops
+			// (a killed process refuses at once), it is dropped without
+			// waiting for the timeout. A hung node still needs it.
+			ctx.Watch(pid)
+		}
+	case *actor.Terminated:
+		g.terminated(m.Who)
+	case *wire.StateBatch:
+		g.states(m)
+	case *wire.Event:
+		g.event(m)
+	default:
+		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
+	}
+}
+
+// watch subscribes to every peer and drops nodes that fell silent.
+func (g *Gateway) watch() {
+	defer g.wg.Done()
+	check := time.NewTicker(g.cfg.NodeTimeout / 10)
+	defer check.Stop()
+	var lastSub time.Time
+	for {
+		if time.Since(lastSub) >= SubscribeEvery {
+			lastSub = time.Now()
+			for _, peer := range g.cfg.Peers {
+				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
+					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
+			}
+		}
+		g.mu.Lock()
+		for id, n := range g.nodes {
+			if time.Since(n.lastSeen) > g.cfg.NodeTimeout {
+				g.dropNodeLocked(id, "silent for "+g.cfg.NodeTimeout.String())
+			}
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.stop:
+			return
+		case <-check.C:
+		}
+	}
+}
+
+// dropNodeLocked forgets a node; its devices fail and leave.
+func (g *Gateway) dropNodeLocked(id, why string) {
+	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
+	delete(g.nodes, id)
+	for _, p := range g.proxies {
+		if p.nodeID == id {
+			p.lost.Store(true)
+		}
+	}
+}
+
+func (g *Gateway) nodeLocked(id string) *nodeState {
+	n := g.nodes[id]
+	if n == nil {
+		n = &nodeState{id: id}
+		g.nodes[id] = n
+	}
+	n.lastSeen = time.Now()
+	return n
+}
+
+// terminated drops the node whose actor (or connection) is gone.
+func (g *Gateway) terminated(who *actor.PID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, n := range g.nodes {
+		if n.pid != nil && n.pid.Equal(who) {
+			g.dropNodeLocked(id, "node's connection closed")
+		}
+	}
+}
+
+// inventory reconciles the gateway's devices with one node's list. It
+// returns the node's PID when the node just joined.
+func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
+	g.mu.Lock()
+	n := g.nodeLocked(m.NodeId)
+	if n.addr != m.Address {
+		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
+		joined = n.pid
+		g.log.Info().Str("node", n.id).Str("addr", n.addr).Int("devices", len(m.Devices)).Msg("node joined")
+	}
+	n.httpURL = m.HttpUrl
+	listed := map[string]bool{}
+	var news []newcomer
+	wanted := map[string]*wire.Device{}
+	for _, d := range m.Devices {
+		listed[d.Uuid] = true
+		if _, ok := g.proxies[d.Uuid]; !ok {
+			news = append(news, newcomer{uuid: d.Uuid, id: d.Id, kind: hw.Kind(d.Kind)})
+			wanted[d.Uuid] = d
+		}
+	}
+	for uuid, p := range g.proxies {
+		if p.nodeID == n.id && !listed[uuid] {
+			p.lost.Store(true) // unplugged on the node
+		}
+	}
+	var adds []*proxy
+	if len(news) > 0 {
+		used := map[hw.Kind]map[string]bool{}
+		for _, d := range g.svc.Devices().All() {
+			if used[d.Info.Kind] == nil {
+				used[d.Info.Kind] = map[string]bool{}
+			}
+			used[d.Info.Kind][d.ID] = true
+		}
+		for uuid, id := range assignIDs(used, news) {
+			p := newProxy(g, n, wanted[uuid], id)
+			g.proxies[uuid] = p
+			adds = append(adds, p)
+		}
+	}
+	g.mu.Unlock()
+	for _, p := range adds {
+		p.syncing.Store(true) // until its config is the node's
+		dev, err := g.svc.AddDevice(p, false)
+		if err != nil {
+			g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
+			g.forget(p)
+			continue
+		}
+		// Off the actor: the node's answers must not wait behind the
+		// state batches this actor handles.
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.syncConfig(p, dev)
+		}()
+	}
+	return joined
+}
+
+// syncConfig copies the node's device-global config into the gateway's
+// device, so a device that comes back comes back with its config. Until it
+// is done, sets through the gateway are not forwarded (p.syncing); a client
+// that sets config in the first milliseconds may see it overwritten.
+func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
+	defer p.syncing.Store(false)
+	for _, k := range protocol.Keys() {
+		if p.lost.Load() {
+			return
+		}
+		if k.SessionScoped() {
+			continue // sessions live on the gateway, and so does their config
+		}
+		r, err := g.sys.Root.RequestFuture(p.node, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, configTimeout).Result()
+		reply, ok := r.(*wire.ConfigReply)
+		if err == nil && ok && reply.Error != "" {
+			err = errors.New(reply.Error)
+		}
+		if err != nil || !ok {
+			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
+			continue
+		}
+		mine, err := g.svc.Entry(dev, 0, k)
+		if err != nil {
+			continue // the device left meanwhile
+		}
+		if b, _ := mine.MarshalJSON(); string(b) == string(reply.Json) {
+			continue
+		}
+		e, pe := protocol.DecodeEntry(k, reply.Json, "")
+		if pe != nil {
+			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
+			continue
+		}
+		if _, err := g.svc.SetEntry(dev, 0, e); err != nil {
+			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
+		}
+	}
+}
+
+// forget drops p from the map, unless another proxy replaced it.
+func (g *Gateway) forget(p *proxy) {
+	g.mu.Lock()
+	if g.proxies[p.info.UUID] == p {
+		delete(g.proxies, p.info.UUID)
+	}
+	g.mu.Unlock()
+}
+
+func (g *Gateway) states(m *wire.StateBatch) {
+	g.mu.Lock()
+	if n := g.nodes[m.NodeId]; n != nil {
+		n.lastSeen = time.Now()
+	}
+	// A batch from a node not (or no longer) known waits for its
+	// inventory: its devices have no proxies yet.
+	for _, s := range m.States {
+		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
+			p.setState(s)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// event publishes a node's event on the gateway's activity channel, with
+// the device named by its gateway id.
+func (g *Gateway) event(m *wire.Event) {
+	var e event.Event
+	if err := json.Unmarshal(m.Json, &e); err != nil {
+		g.log.Warn().Err(err).Str("node", m.NodeId).Msg("node's event does not decode; dropped")
+		return
+	}
+	var data map[string]any
+	if json.Unmarshal(e.Data, &data) == nil {
+		if id, ok := data["device_id"].(string); ok {
+			if gid := g.gatewayID(m.NodeId, id); gid != id {
+				data["device_id"] = gid
+				if b, err := json.Marshal(data); err == nil {
+					e.Data = b
+				}
+			}
+		}
+	}
+	g.svc.Activity().Publish(e)
+}
+
+// gatewayID is the gateway's id of the device a node calls id.
+func (g *Gateway) gatewayID(nodeID, id string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.proxies {
+		if p.nodeID == nodeID && p.nodeDeviceID == id {
+			return p.info.ID
+		}
+	}
+	return id
+}

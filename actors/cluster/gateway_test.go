@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// testGateway is a gateway without its remote: the tests hand it what the
+// gateway actor would receive. Messages it sends go to dead letters.
+func testGateway(t *testing.T) *Gateway {
+	t.Helper()
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{NodeID: "gw", NodeTimeout: 300 * time.Millisecond, Log: zerolog.Nop()}
+	cfg.defaults()
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), addr: "127.0.0.1:1",
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{}}
+	g.wg.Add(1)
+	go g.watch()
+	t.Cleanup(func() {
+		close(g.stop)
+		g.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+		g.sys.Shutdown()
+	})
+	return g
+}
+
+func arm(uuid, id string) *wire.Device {
+	return &wire.Device{Uuid: uuid, Id: id, Kind: uint32(hw.KindArm), MaxForceN: 10, Simulated: true}
+}
+
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Two nodes with arms of the same short id: both are served, under
+// distinct ids; pushed state reaches the right one; a node that falls
+// silent takes its arm away with device-disconnected and leaves the other.
+func TestGatewayMergesNodes(t *testing.T) {
+	g := testGateway(t)
+	sub, err := g.svc.Activity().Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "049D")}})
+	byUUID := map[string]*actors.Device{}
+	for _, d := range g.svc.Devices().All() {
+		byUUID[d.Info.UUID] = d
+	}
+	if len(byUUID) != 2 || byUUID["uuid-a"] == nil || byUUID["uuid-b"] == nil {
+		t.Fatalf("gateway devices %v, want both nodes' arms", byUUID)
+	}
+	if byUUID["uuid-a"].ID != "049D" || byUUID["uuid-b"].ID == "049D" {
+		t.Errorf("ids a=%s b=%s: the first connected keeps 049D, the other gets another", byUUID["uuid-a"].ID, byUUID["uuid-b"].ID)
+	}
+
+	// Node b keeps talking; node a does not.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			g.states(&wire.StateBatch{NodeId: "b", States: []*wire.State{{Uuid: "uuid-b", PositionM: []float64{0.01, 0.02, 0.03}}}})
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	var snap loop.Snapshot
+	waitCond(t, "b's pushed position on the gateway", func() bool {
+		byUUID["uuid-b"].Load(&snap)
+		return snap.State.PositionM == hw.Vec3{X: 0.01, Y: 0.02, Z: 0.03}
+	})
+	waitCond(t, "a's arm gone after its node fell silent", func() bool {
+		for _, d := range g.svc.Devices().All() {
+			if d.Info.UUID == "uuid-a" {
+				return false
+			}
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal("no device-disconnected event for a's arm")
+		}
+		if e.Name == event.NameDeviceDisconnected {
+			break
+		}
+	}
+	if len(g.svc.Devices().All()) != 1 {
+		t.Errorf("b's arm left with a's: %d devices", len(g.svc.Devices().All()))
+	}
+}

@@ -1,0 +1,419 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// gatewaySession is the register owner a node writes forwarded commands
+// as. Local sessions count up from 1, so they never reach it; a local
+// client that holds a device keeps it, and the gateway's commands are
+// dropped until it lets go (device-busy on the gateway side is future work).
+const gatewaySession = 1 << 62
+
+// Node serves a hapticd's devices to the lab's gateways.
+type Node struct {
+	svc   *actors.Service
+	cfg   Config
+	log   zerolog.Logger
+	sys   *actor.ActorSystem
+	rem   *remote.Remote
+	clock loop.Clock
+	addr  string
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// mu guards the following.
+	mu      sync.Mutex
+	subs    map[string]*subscriber // by gateway address
+	set     *actors.DeviceSet      // the set byUUID was built from
+	byUUID  map[string]*actors.Device
+	invSent *actors.DeviceSet // the set the subscribers last got
+}
+
+type subscriber struct {
+	pid      *actor.PID
+	lastSeen time.Time
+	// offset estimates the gateway's wall clock less the node's: the
+	// largest (sent - received) seen, which is the clock offset less the
+	// shortest delay. Delayed messages give smaller samples, so a backlog
+	// does not skew it; two windows let it follow drift.
+	offsetCur, offsetPrev int64
+	offsetSince           time.Time
+}
+
+// offsetWindow is how long one window of clock-offset samples lasts.
+const offsetWindow = 10 * time.Second
+
+func (s *subscriber) sample(sentUnixNs int64, now time.Time) {
+	v := sentUnixNs - now.UnixNano()
+	if s.offsetSince.IsZero() {
+		s.offsetCur, s.offsetPrev, s.offsetSince = v, v, now
+		return
+	}
+	if now.Sub(s.offsetSince) > offsetWindow {
+		s.offsetPrev, s.offsetCur, s.offsetSince = s.offsetCur, v, now
+		return
+	}
+	s.offsetCur = max(s.offsetCur, v)
+}
+
+// ageNs is how long ago (node time) the gateway sent at sentUnixNs.
+func (s *subscriber) ageNs(sentUnixNs int64, now time.Time) int64 {
+	return now.UnixNano() - (sentUnixNs - max(s.offsetCur, s.offsetPrev))
+}
+
+// StartNode starts the remote and serves svc's devices to gateways.
+func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
+	cfg.defaults()
+	sys, rem, err := startRemote(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem, clock: loop.SystemClock(),
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
+		stopRemote(sys, rem)
+		return nil, fmt.Errorf("cluster: spawn node actor: %w", err)
+	}
+	sub, err := svc.Activity().Subscribe(0, false)
+	if err != nil {
+		stopRemote(sys, rem)
+		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
+	}
+	n.wg.Add(2)
+	go n.push()
+	go n.forwardEvents(sub)
+	return n, nil
+}
+
+// notForwarded are the events a gateway makes itself when a node's
+// inventory changes or the node goes: forwarding them would say it twice.
+var notForwarded = map[string]bool{
+	event.NameDeviceConnected: true, event.NameDeviceDisconnected: true, event.NameDeviceFailed: true,
+}
+
+// forwardEvents sends the node's activity events to every live gateway.
+func (n *Node) forwardEvents(sub *activity.Subscription) {
+	defer n.wg.Done()
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		if notForwarded[e.Name] {
+			continue
+		}
+		b, err := e.MarshalJSON()
+		if err != nil {
+			continue
+		}
+		m := &wire.Event{NodeId: n.cfg.NodeID, Json: b}
+		for _, pid := range n.livePIDs() {
+			n.sys.Root.Send(pid, m)
+		}
+	}
+}
+
+// livePIDs are the gateways heard from within GatewayTimeout.
+func (n *Node) livePIDs() []*actor.PID {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.livePIDsLocked()
+}
+
+// livePIDsLocked is livePIDs; it also forgets gateways gone silent.
+func (n *Node) livePIDsLocked() []*actor.PID {
+	var pids []*actor.PID
+	for addr, s := range n.subs {
+		if time.Since(s.lastSeen) > GatewayTimeout {
+			delete(n.subs, addr)
+			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
+			continue
+		}
+		pids = append(pids, s.pid)
+	}
+	return pids
+}
+
+// Close stops pushing and shuts the remote down. Forwarded commands lapse
+// with their lease.
+func (n *Node) Close() {
+	close(n.stop)
+	n.wg.Wait()
+	stopRemote(n.sys, n.rem)
+}
+
+type nodeActor Node
+
+func (a *nodeActor) Receive(ctx actor.Context) {
+	n := (*Node)(a)
+	switch m := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *wire.Subscribe:
+		n.subscribe(m)
+	case *wire.Command:
+		n.command(m)
+	case *wire.ConfigRequest:
+		ctx.Respond(n.config(m))
+	default:
+		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
+	}
+}
+
+func (n *Node) subscribe(m *wire.Subscribe) {
+	n.mu.Lock()
+	s, ok := n.subs[m.GatewayAddress]
+	if !ok {
+		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName)}
+		n.subs[m.GatewayAddress] = s
+		n.log.Info().Str("gateway", m.GatewayAddress).Msg("gateway subscribed")
+	}
+	s.lastSeen = time.Now()
+	s.sample(m.SentUnixNs, s.lastSeen)
+	inv := n.inventoryLocked()
+	n.mu.Unlock()
+	// Every Subscribe is answered with the inventory, so a gateway that
+	// dropped this node (or lost a message) converges within one round.
+	n.sys.Root.Send(s.pid, inv)
+}
+
+// devicesLocked refreshes the UUID index when the device set changed.
+func (n *Node) devicesLocked() map[string]*actors.Device {
+	set := n.svc.Devices()
+	if set != n.set {
+		m := map[string]*actors.Device{}
+		for _, d := range set.All() {
+			m[d.Info.UUID] = d
+		}
+		n.set, n.byUUID = set, m
+	}
+	return n.byUUID
+}
+
+func (n *Node) inventoryLocked() *wire.Inventory {
+	devs := n.devicesLocked()
+	n.invSent = n.set
+	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.addr}
+	for _, d := range devs {
+		i := d.Info
+		inv.Devices = append(inv.Devices, &wire.Device{
+			Uuid: i.UUID, Id: i.ID, Kind: uint32(i.Kind), Link: uint32(i.Link), Port: i.Port,
+			Simulated: i.Simulated, Model: uint32(i.Model), HardwareVersion: uint32(i.HardwareVersion),
+			FirmwareVersion: uint32(i.FirmwareVersion), MaxForceN: i.MaxForceN,
+			WorkspaceCenterX: i.WorkspaceCenterM.X, WorkspaceCenterY: i.WorkspaceCenterM.Y, WorkspaceCenterZ: i.WorkspaceCenterM.Z,
+		})
+	}
+	return inv
+}
+
+// command writes a forwarded command into the device's register with the
+// node's own lease, less the time the command took to arrive. A command
+// older than the lease, or from a gateway that has not subscribed, is
+// dropped: after a stall (SIGSTOP, a saturated link) the node must not
+// replay forces queued meanwhile.
+func (n *Node) command(m *wire.Command) {
+	now := time.Now()
+	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
+	n.mu.Lock()
+	d := n.devicesLocked()[m.Uuid]
+	var ageNs int64 = -1
+	if s := n.subs[m.GatewayAddress]; s != nil {
+		ageNs = max(s.ageNs(m.SentUnixNs, now), 0)
+	}
+	n.mu.Unlock()
+	if d == nil {
+		return // gone meanwhile; the next inventory tells the gateway
+	}
+	reg := d.Register()
+	mode := hw.ControlMode(m.Mode)
+	if mode == hw.ModeIdle {
+		reg.Release(gatewaySession) // always honoured: it only ends a force
+		return
+	}
+	if ageNs < 0 || ageNs >= leaseNs {
+		return
+	}
+	if reg.Claim(gatewaySession) != gatewaySession {
+		return // a local client holds the device
+	}
+	var t hw.Vec3
+	if len(m.Target) == 3 {
+		t = hw.Vec3{X: m.Target[0], Y: m.Target[1], Z: m.Target[2]}
+	}
+	cmd := hw.Command{Mode: mode}
+	switch mode {
+	case hw.ModeForce:
+		cmd.ForceN = t
+	case hw.ModePosition:
+		cmd.PositionM = t
+	case hw.ModeTorque:
+		cmd.TorquesNmm = hw.Angles3{A0: t.X, A1: t.Y, A2: t.Z}
+	case hw.ModeAngle:
+		cmd.AnglesDeg = hw.Angles3{A0: t.X, A1: t.Y, A2: t.Z}
+	default:
+		return
+	}
+	reg.Write(gatewaySession, m.Seq, n.clock.Now()+leaseNs-ageNs, &cmd, nil)
+}
+
+// push sends every device's state to each live subscriber, and the
+// inventory when the device set changed.
+func (n *Node) push() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second / time.Duration(n.cfg.PushHz))
+	defer t.Stop()
+	var snap loop.Snapshot
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		devs := n.devicesLocked()
+		var inv *wire.Inventory
+		if n.set != n.invSent {
+			inv = n.inventoryLocked()
+		}
+		pids := n.livePIDsLocked()
+		n.mu.Unlock()
+		if len(pids) == 0 {
+			continue
+		}
+		batch := &wire.StateBatch{NodeId: n.cfg.NodeID, States: make([]*wire.State, 0, len(devs))}
+		for uuid, d := range devs {
+			d.Load(&snap)
+			batch.States = append(batch.States, stateToWire(uuid, &snap))
+		}
+		for _, pid := range pids {
+			if inv != nil {
+				n.sys.Root.Send(pid, inv)
+			}
+			n.sys.Root.Send(pid, batch)
+		}
+	}
+}
+
+func stateToWire(uuid string, s *loop.Snapshot) *wire.State {
+	st := &s.State
+	return &wire.State{
+		Uuid: uuid, Tick: s.Tick,
+		PositionM:          []float64{st.PositionM.X, st.PositionM.Y, st.PositionM.Z},
+		VelocityMps:        []float64{st.VelocityMps.X, st.VelocityMps.Y, st.VelocityMps.Z},
+		ForceN:             []float64{st.ForceN.X, st.ForceN.Y, st.ForceN.Z},
+		AnglesDeg:          []float64{st.AnglesDeg.A0, st.AnglesDeg.A1, st.AnglesDeg.A2},
+		AngularVelocityDps: []float64{st.AngularVelocityDps.A0, st.AngularVelocityDps.A1, st.AngularVelocityDps.A2},
+		BodyOrientation:    []float64{st.BodyOrientation.W, st.BodyOrientation.X, st.BodyOrientation.Y, st.BodyOrientation.Z},
+		Orientation:        []float64{st.Orientation.W, st.Orientation.X, st.Orientation.Y, st.Orientation.Z},
+		Status:             uint32(st.Status), Buttons: uint32(st.Buttons), Hall: st.Hall, Battery: st.Battery,
+	}
+}
+
+// stateFromWire fills dst from m; missing vectors stay zero.
+func stateFromWire(m *wire.State, dst *hw.State) {
+	v3 := func(f []float64) hw.Vec3 {
+		if len(f) != 3 {
+			return hw.Vec3{}
+		}
+		return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
+	}
+	a3 := func(f []float64) hw.Angles3 {
+		v := v3(f)
+		return hw.Angles3{A0: v.X, A1: v.Y, A2: v.Z}
+	}
+	q := func(f []float64) hw.Quat {
+		if len(f) != 4 {
+			return hw.Quat{W: 1}
+		}
+		return hw.Quat{W: f[0], X: f[1], Y: f[2], Z: f[3]}
+	}
+	*dst = hw.State{
+		PositionM: v3(m.PositionM), VelocityMps: v3(m.VelocityMps), ForceN: v3(m.ForceN),
+		Status: hw.Status(m.Status), AnglesDeg: a3(m.AnglesDeg), AngularVelocityDps: a3(m.AngularVelocityDps),
+		BodyOrientation: q(m.BodyOrientation), Orientation: q(m.Orientation),
+		Buttons: hw.Buttons(m.Buttons), Hall: m.Hall, Battery: m.Battery,
+	}
+}
+
+// config answers a gateway's config request on the owning node: protocol
+// validates the JSON, the device actor applies and persists it (durably,
+// before the answer), and the reply carries the entry now in force.
+func (n *Node) config(m *wire.ConfigRequest) *wire.ConfigReply {
+	fail := func(err error) *wire.ConfigReply {
+		pe := asProtocolError(err)
+		return &wire.ConfigReply{Error: pe.Message, Code: string(pe.Code)}
+	}
+	n.mu.Lock()
+	d := n.devicesLocked()[m.Uuid]
+	n.mu.Unlock()
+	if d == nil {
+		return fail(protocol.Errorf(protocol.CodeUnavailable, "", "device %s is no longer on node %s", m.Uuid, n.cfg.NodeID))
+	}
+	k, ok := protocol.KeyFromPath(m.Key)
+	if !ok {
+		return fail(protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key))
+	}
+	var e protocol.Entry
+	var err error
+	switch m.Op {
+	case "get":
+		e, err = n.svc.Entry(d, 0, k)
+	case "set":
+		var pe *protocol.Error
+		if e, pe = protocol.DecodeEntry(k, m.Json, ""); pe != nil {
+			return fail(pe)
+		}
+		e, err = n.svc.SetEntry(d, 0, e)
+	case "reset":
+		e, err = n.svc.ResetEntry(d, nil, k)
+	default:
+		err = protocol.Errorf(protocol.CodeInvalidValue, "", "unknown config op %q", m.Op)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return fail(err)
+	}
+	return &wire.ConfigReply{Json: b}
+}
+
+// asProtocolError keeps a protocol error's code; anything else is internal.
+func asProtocolError(err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
+}

@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// testNode is a node without its remote: the tests call what the node
+// actor would, so no protoactor remote runs in the test process.
+func testNode(t *testing.T) (*Node, *actors.Device) {
+	t.Helper()
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	})
+	d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{NodeID: "n", LeaseMs: 100, Log: zerolog.Nop()}
+	cfg.defaults()
+	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
+	t.Cleanup(sys.Shutdown)
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{}}
+	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+	return n, d
+}
+
+const testGW = "127.0.0.4:7070"
+
+// fresh is a command as the gateway sends it now.
+func fresh(uuid string, seq uint64, mode hw.ControlMode, target ...float64) *wire.Command {
+	return &wire.Command{Uuid: uuid, Seq: seq, Mode: uint32(mode), Target: target,
+		GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// A forwarded force drives the arm; when the gateway stops sending, the
+// node's lease ends it without any message (a lost link or gateway).
+func TestForwardedCommandLapsesWithTheLease(t *testing.T) {
+	n, d := testNode(t)
+	var snap loop.Snapshot
+	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2))
+	waitFor(t, "force applied", func() bool { d.Load(&snap); return snap.Mode == hw.ModeForce && snap.Target[2] == 2 })
+	took := waitFor(t, "force ended by the lease", func() bool { d.Load(&snap); return snap.Mode == hw.ModeIdle })
+	if took > time.Second {
+		t.Errorf("force held %v after the last command; the lease is 100 ms", took)
+	}
+	// An idle command releases at once; an unknown device is ignored.
+	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2))
+	n.command(fresh(d.Info.UUID, 3, hw.ModeIdle))
+	if o := d.Register().Owner(); o != 0 {
+		t.Errorf("owner %d after an idle command, want none", o)
+	}
+	n.command(&wire.Command{Uuid: "no-such-device", Mode: uint32(hw.ModeForce)})
+}
+
+// A command that waited longer than the lease (a node resumed after a
+// stall, with the gateway's commands queued) or that comes from a gateway
+// that never subscribed moves nothing.
+func TestStaleOrUnknownCommandsDropped(t *testing.T) {
+	n, d := testNode(t)
+	stale := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+	stale.SentUnixNs -= int64(500 * time.Millisecond)
+	stranger := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2)
+	stranger.GatewayAddress = "127.0.0.9:7070"
+	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger} {
+		n.command(m)
+		if o := d.Register().Owner(); o != 0 {
+			t.Errorf("%s command took the arm (owner %d)", name, o)
+		}
+	}
+	n.command(fresh(d.Info.UUID, 3, hw.ModeForce, 0, 0, 2))
+	if o := d.Register().Owner(); o != gatewaySession {
+		t.Errorf("fresh command: owner %d, want the gateway", o)
+	}
+}
+
+// A local session that holds the arm keeps it: the gateway's commands do
+// not take it over.
+func TestForwardedCommandRespectsALocalOwner(t *testing.T) {
+	n, d := testNode(t)
+	if d.Register().Claim(7) != 7 {
+		t.Fatal("local claim failed")
+	}
+	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2))
+	if o := d.Register().Owner(); o != 7 {
+		t.Fatalf("owner %d after a gateway command, want the local session 7", o)
+	}
+}
+
+// Config requests are validated and applied on the node, and errors keep
+// protocol's code for the gateway to answer with.
+func TestNodeConfig(t *testing.T) {
+	n, d := testNode(t)
+	tests := []struct {
+		req      *wire.ConfigRequest
+		wantJSON string
+		wantCode protocol.Code
+	}{
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"left"`)}, `"left"`, ""},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "handedness"}, `"left"`, ""},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"sideways"`)}, "", protocol.CodeInvalidValue},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "reset", Key: "handedness"}, `"right"`, ""},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "no_such_key"}, "", protocol.CodeUnknownKey},
+		{&wire.ConfigRequest{Uuid: "gone", Op: "get", Key: "handedness"}, "", protocol.CodeUnavailable},
+	}
+	for _, tt := range tests {
+		r := n.config(tt.req)
+		if string(r.Json) != tt.wantJSON || protocol.Code(r.Code) != tt.wantCode {
+			t.Errorf("%s %s %s: got json %s code %q (%s), want %s %q", tt.req.Op, tt.req.Key, tt.req.Json, r.Json, r.Code, r.Error, tt.wantJSON, tt.wantCode)
+		}
+	}
+}
+
+// A state survives the wire: what the node pushes is what the gateway's
+// loop reads.
+func TestStateRoundTrip(t *testing.T) {
+	want := hw.State{
+		PositionM: hw.Vec3{X: 0.01, Y: 0.15, Z: 0.1}, VelocityMps: hw.Vec3{X: -1}, ForceN: hw.Vec3{Z: 1.5},
+		Status: hw.StatusReady | hw.StatusCalibrated, AnglesDeg: hw.Angles3{A0: 1, A1: 85, A2: -114},
+		AngularVelocityDps: hw.Angles3{A2: 3}, BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 0.5, X: 0.5, Y: 0.5, Z: 0.5},
+		Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.25, Battery: 0.75,
+	}
+	b, err := proto.Marshal(stateToWire("u", &loop.Snapshot{Tick: 9, State: want}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wire.State
+	if err := proto.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var got hw.State
+	stateFromWire(&m, &got)
+	if got != want || m.Uuid != "u" || m.Tick != 9 {
+		t.Errorf("round trip: got %+v (uuid %q tick %d), want %+v", got, m.Uuid, m.Tick, want)
+	}
+}

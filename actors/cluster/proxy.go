@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// keepAlive is how often an unchanged non-idle command is sent again, well
+// inside the node's lease, so a steady force does not lapse on the node.
+const keepAlive = 20 * time.Millisecond
+
+// proxy is the gateway's driver of a device on a node: the state comes from
+// the node's pushed batches, the command goes to the node one-way. Exchange
+// never waits on the network.
+type proxy struct {
+	lost atomic.Bool
+	// syncing is set while the gateway copies the node's config into the
+	// gateway's device: those sets come from the node, so they are not sent
+	// back to it.
+	syncing atomic.Bool
+	g       *Gateway
+	nodeID  string
+	node    *actor.PID
+	info    hw.Info
+	// nodeDeviceID is the id the node knows the device by (info.ID differs
+	// after a short-id collision).
+	nodeDeviceID string
+
+	// mu guards st, written by the gateway actor and read by the loop.
+	mu sync.Mutex
+	st hw.State
+
+	// The loop's own: what it sent last and when.
+	last   hw.Command
+	sentAt time.Time
+	seq    uint64
+}
+
+var (
+	_ hw.Driver          = (*proxy)(nil)
+	_ actors.ConfigOwner = (*proxy)(nil)
+)
+
+func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
+	// The port says where the device is: its node's URL (clients that need
+	// the tightest lock-step connect there), then its port on the node.
+	port := n.httpURL
+	if d.Port != "" {
+		port += " " + d.Port
+	}
+	return &proxy{g: g, nodeID: n.id, node: n.pid, nodeDeviceID: d.Id, st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
+		info: hw.Info{
+			Kind: hw.Kind(d.Kind), ID: id, UUID: d.Uuid, Model: uint8(d.Model),
+			HardwareVersion: uint8(d.HardwareVersion), FirmwareVersion: uint8(d.FirmwareVersion),
+			Simulated: d.Simulated, Link: hw.Link(d.Link), Port: port, MaxForceN: d.MaxForceN,
+			WorkspaceCenterM: hw.Vec3{X: d.WorkspaceCenterX, Y: d.WorkspaceCenterY, Z: d.WorkspaceCenterZ},
+			// The node's loop compensates gravity; the gateway's must not
+			// add it a second time.
+			HostGravityCompensation: false,
+		}}
+}
+
+func (p *proxy) Info() hw.Info { return p.info }
+
+func (p *proxy) setState(m *wire.State) {
+	var st hw.State
+	stateFromWire(m, &st)
+	p.mu.Lock()
+	p.st = st
+	p.mu.Unlock()
+}
+
+// Exchange reports the latest pushed state and forwards cmd when it changed
+// (or, unchanged and non-idle, every keepAlive).
+func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
+	if p.lost.Load() {
+		return errNodeLost
+	}
+	p.mu.Lock()
+	*st = p.st
+	p.mu.Unlock()
+	now := time.Now()
+	switch {
+	case *cmd != p.last:
+	case cmd.Mode != hw.ModeIdle && now.Sub(p.sentAt) >= keepAlive:
+	default:
+		return nil
+	}
+	p.send(cmd, now)
+	return nil
+}
+
+func (p *proxy) send(cmd *hw.Command, now time.Time) {
+	if p.g.closing.Load() {
+		return
+	}
+	p.seq++
+	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
+		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano()}
+	switch cmd.Mode {
+	case hw.ModeForce:
+		m.Target = []float64{cmd.ForceN.X, cmd.ForceN.Y, cmd.ForceN.Z}
+	case hw.ModePosition:
+		m.Target = []float64{cmd.PositionM.X, cmd.PositionM.Y, cmd.PositionM.Z}
+	case hw.ModeTorque:
+		m.Target = []float64{cmd.TorquesNmm.A0, cmd.TorquesNmm.A1, cmd.TorquesNmm.A2}
+	case hw.ModeAngle:
+		m.Target = []float64{cmd.AnglesDeg.A0, cmd.AnglesDeg.A1, cmd.AnglesDeg.A2}
+	}
+	p.g.sys.Root.Send(p.node, m)
+	p.last, p.sentAt = *cmd, now
+}
+
+// Halt sends the idle command: the node releases the device.
+func (p *proxy) Halt() error {
+	if !p.lost.Load() {
+		p.send(&hw.Command{}, time.Now())
+	}
+	return nil
+}
+
+// Close halts the device and forgets the proxy, so the node's next
+// inventory can bring the device back.
+func (p *proxy) Close() error {
+	err := p.Halt()
+	p.g.forget(p)
+	return err
+}
+
+// SetConfig sets a device-global entry on the owning node, which validates
+// and persists it before it answers.
+func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
+	if p.syncing.Load() {
+		return e, nil
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode %s: %w", e.Key().Path(), err)
+	}
+	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+}
+
+// ResetConfig restores a device-global entry's default on the owning node.
+func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
+	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+}
+
+// configRequest is one request/response to the node; its answer is decoded
+// with the same protocol code the node used.
+func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
+	k, ok := protocol.KeyFromPath(m.Key)
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key)
+	}
+	if p.lost.Load() {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
+	}
+	r, err := p.g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
+	}
+	reply, ok := r.(*wire.ConfigReply)
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeInternal, "", "node %s answered %T", p.nodeID, r)
+	}
+	if reply.Error != "" {
+		return nil, protocol.Errorf(protocol.Code(reply.Code), "", "%s", reply.Error)
+	}
+	e, pe := protocol.DecodeEntry(k, reply.Json, "")
+	if pe != nil {
+		return nil, fmt.Errorf("cluster: node %s answered an invalid %s: %w", p.nodeID, m.Key, pe)
+	}
+	return e, nil
+}
+
+// configTimeout bounds a config request to a node: the node persists
+// before it answers, so it is a disk write plus a round trip.
+const configTimeout = 2 * time.Second

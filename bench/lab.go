@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LabOptions configure a gateway-against-direct run: one hapticd node with
+// simulated arms and one gateway in front of it, both on loopback, driven
+// by the same lock-step clients one after the other.
+type LabOptions struct {
+	Hapticd  string // binary; empty searches as FindHapticd does
+	Arms     int    // simulated arms on the node (default 1)
+	Clients  int    // controlling sessions (default 1)
+	RateHz   float64
+	Duration time.Duration
+	Warmup   time.Duration
+	LoopHz   float64
+	Progress io.Writer
+}
+
+// LabReport is the direct and the gateway path measured in one run, with
+// the gateway's figures as ratios of the direct ones.
+type LabReport struct {
+	Machine Machine    `json:"machine"`
+	Direct  LoadResult `json:"direct"`
+	Gateway LoadResult `json:"gateway"`
+	// RTTP50Ratio, RTTP99Ratio and RateRatio are gateway / direct.
+	RTTP50Ratio float64 `json:"rtt_p50_ratio"`
+	RTTP99Ratio float64 `json:"rtt_p99_ratio"`
+	RateRatio   float64 `json:"rate_ratio"`
+}
+
+// Lab starts a node and a gateway (--role node, --role gateway) and runs
+// the same lock-step load against the node directly, then through the
+// gateway. The gateway's frames carry the state the node last pushed, so
+// its round trip is the client's to the gateway; the state's age adds up
+// to one push period on top.
+func Lab(ctx context.Context, o LabOptions) (LabReport, error) {
+	rep := LabReport{Machine: ThisMachine()}
+	ro := RunOptions{Hapticd: o.Hapticd, Arms: o.Arms, Clients: o.Clients, RateHz: o.RateHz,
+		Duration: o.Duration, Warmup: o.Warmup, LoopHz: o.LoopHz, Progress: o.Progress, NoEcho: true, NoBareLoop: true}
+	if err := ro.defaults(); err != nil {
+		return rep, err
+	}
+	binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
+	if err != nil {
+		return rep, err
+	}
+	defer cleanup()
+	nodePort, err := freePort()
+	if err != nil {
+		return rep, err
+	}
+	gwPort, err := freePort()
+	if err != nil {
+		return rep, err
+	}
+	ro.progress("starting a node with %d simulated arms and a gateway", ro.Arms)
+	node, err := startService(ctx, ServiceOptions{Binary: binary, Arms: ro.Arms, LoopHz: ro.LoopHz,
+		Extra: []string{"--role", "node", "--node-id", "node", "--cluster-port", strconv.Itoa(nodePort)}})
+	if err != nil {
+		return rep, err
+	}
+	defer node.stop()
+	gw, err := startService(ctx, ServiceOptions{Binary: binary, Arms: 0, LoopHz: ro.LoopHz,
+		Extra: []string{"--role", "gateway", "--node-id", "gateway", "--cluster-port", strconv.Itoa(gwPort),
+			"--peers", "127.0.0.1:" + strconv.Itoa(nodePort)}})
+	if err != nil {
+		return rep, err
+	}
+	defer gw.stop()
+	if err := waitArms(ctx, gw.httpBase, ro.Arms, 10*time.Second); err != nil {
+		return rep, err
+	}
+	for _, phase := range []struct {
+		name string
+		svc  *service
+		dst  *LoadResult
+	}{{"direct", node, &rep.Direct}, {"gateway", gw, &rep.Gateway}} {
+		ro.progress("%s: %d clients at %s for %s (+%s warm-up)", phase.name, ro.Clients, rateText(ro.RateHz), ro.Duration, ro.Warmup)
+		load, _, err := runLoad(ctx, ro, phase.name, phase.svc.wsURL, phase.svc.httpBase, &capturedFrames{})
+		if err != nil {
+			return rep, fmt.Errorf("bench: %s: %w", phase.name, err)
+		}
+		*phase.dst = load
+	}
+	ratio := func(g, d float64) float64 {
+		if d == 0 {
+			return 0
+		}
+		return g / d
+	}
+	rep.RTTP50Ratio = ratio(rep.Gateway.Overall.RTT.P50Us, rep.Direct.Overall.RTT.P50Us)
+	rep.RTTP99Ratio = ratio(rep.Gateway.Overall.RTT.P99Us, rep.Direct.Overall.RTT.P99Us)
+	rep.RateRatio = ratio(rep.Gateway.Overall.AchievedHzTotal, rep.Direct.Overall.AchievedHzTotal)
+	return rep, nil
+}
+
+// freePort is a loopback port free right now (the cluster link needs a
+// fixed port, since the gateway lists it).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("bench: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitArms polls GET /devices until it lists n arms.
+func waitArms(ctx context.Context, httpBase string, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var body map[string][]json.RawMessage
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/devices", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+		}
+		got := 0
+		for k, v := range body {
+			if k == "inverse3" || k == "arm3" {
+				got += len(v)
+			}
+		}
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the gateway listed %d of the node's %d arms within %v", got, n, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// WriteTable prints both paths and the ratios.
+func (r LabReport) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hapticbench lab: %d clients; %s %s/%s, %d CPUs\n\n",
+		r.Direct.Overall.Sessions, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	var t textTable
+	t.add("figure", "direct", "gateway", "gateway/direct")
+	t.add("lock-step round trip p50 (µs)", number(r.Direct.Overall.RTT.P50Us), number(r.Gateway.Overall.RTT.P50Us), number(r.RTTP50Ratio))
+	t.add("lock-step round trip p99 (µs)", number(r.Direct.Overall.RTT.P99Us), number(r.Gateway.Overall.RTT.P99Us), number(r.RTTP99Ratio))
+	t.add("achieved rate, all clients (Hz)", number(r.Direct.Overall.AchievedHzTotal), number(r.Gateway.Overall.AchievedHzTotal), number(r.RateRatio))
+	t.write(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

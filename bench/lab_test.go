@@ -1,0 +1,31 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Lab drives a real node and gateway: both paths carry frames with no
+// broken contract, and the ratios come from the same run.
+func TestLabAgainstRealProcesses(t *testing.T) {
+	bin, ctx := endToEnd(t, "starts a hapticd node and gateway; skipped with -short")
+	rep, err := Lab(ctx, LabOptions{Hapticd: bin, Arms: 1, Clients: 1, RateHz: 500,
+		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	_ = rep.WriteTable(&table)
+	t.Logf("report:\n%s", table.String())
+	for name, r := range map[string]LoadResult{"direct": rep.Direct, "gateway": rep.Gateway} {
+		o := r.Overall
+		if o.Received == 0 || o.Received != o.Sent || o.Lost+o.OutOfOrder+o.ErrorFrames != 0 || o.ClientsInError != 0 {
+			t.Errorf("%s: sent %d, received %d, lost %d, out of order %d, error frames %d, sessions in error %d",
+				name, o.Sent, o.Received, o.Lost, o.OutOfOrder, o.ErrorFrames, o.ClientsInError)
+		}
+	}
+	if rep.RTTP50Ratio <= 0 || rep.RateRatio <= 0 {
+		t.Errorf("ratios not computed: %+v", rep)
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster"
+)
+
+// labOptions are the flags of a lab (several hosts): the process's role,
+// where its cluster link listens, and its peers.
+type labOptions struct {
+	role          string
+	nodeID        string
+	peers         listFlag
+	bind          string
+	port          int
+	cert, key, ca string
+	nodeTimeout   time.Duration
+	leaseMs       int
+	pushHz        int
+	simIndexBase  int
+}
+
+func (l *labOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.role, "role", "standalone", "standalone (one host, no cluster code), node (serves its devices to a gateway) or gateway (serves every node's devices)")
+	fs.StringVar(&l.nodeID, "node-id", "", "this process's name in the lab (default: its cluster address)")
+	fs.Var(&l.peers, "peers", "gateway: the nodes' cluster addresses, host:port (repeatable, comma-separated)")
+	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
+	fs.IntVar(&l.port, "cluster-port", 7070, "cluster link port (fixed: peers list it)")
+	fs.StringVar(&l.cert, "cluster-cert", "", "PEM certificate for mutual TLS on the cluster link")
+	fs.StringVar(&l.key, "cluster-key", "", "PEM key of --cluster-cert")
+	fs.StringVar(&l.ca, "cluster-ca", "", "PEM CA that signs every lab member's certificate (turns on mutual TLS)")
+	fs.DurationVar(&l.nodeTimeout, "cluster-node-timeout", time.Second, "gateway: drop a node silent for this long")
+	fs.IntVar(&l.leaseMs, "cluster-lease-ms", 100, "node: how long a gateway's command holds; a lost gateway ramps the force to zero after it")
+	fs.IntVar(&l.pushHz, "cluster-push-hz", 500, "node: how often device states are pushed to the gateway")
+	fs.IntVar(&l.simIndexBase, "sim-index-base", 0, "index of the first simulated device (nodes of one lab need distinct simulated UUIDs)")
+}
+
+func (l *labOptions) check() error {
+	switch l.role {
+	case "standalone", "node", "gateway":
+	default:
+		return fmt.Errorf("--role %q: want standalone, node or gateway", l.role)
+	}
+	if l.role == "gateway" && len(l.peers) == 0 {
+		return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")
+	}
+	if l.role != "gateway" && len(l.peers) > 0 {
+		return fmt.Errorf("--peers is for --role gateway (this is --role %s): nodes learn their gateway when it subscribes", l.role)
+	}
+	if l.simIndexBase < 0 {
+		return errors.New("--sim-index-base must not be negative")
+	}
+	return nil
+}
+
+// lab is a running node or gateway; nil in standalone.
+type lab interface{ Close() }
+
+// startLab starts the cluster side of a node or gateway; standalone starts
+// nothing.
+func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Logger) (lab, error) {
+	if l.role == "standalone" {
+		return nil, nil
+	}
+	cfg := cluster.Config{
+		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Peers: l.peers,
+		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, HTTPURL: httpURL,
+		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
+		Log: log.With().Str("component", "cluster").Logger(),
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = fmt.Sprintf("%s:%d", l.bind, l.port)
+	}
+	if l.role == "node" {
+		n, err := cluster.StartNode(svc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+	g, err := cluster.StartGateway(svc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}

@@ -1,0 +1,475 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// labMember is one process of a test lab with what restarts it.
+type labMember struct {
+	*process
+	host string
+	args []string
+}
+
+// freeLabPort is a port free on host (a 127.0.0.x address) right now.
+func freeLabPort(t *testing.T, host string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Skipf("cannot listen on %s (the lab test needs 127.0.0.2-4): %v", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func startLabMember(t *testing.T, bin, host string, args ...string) *labMember {
+	t.Helper()
+	all := append([]string{"--bind", host, "--cluster-bind", host}, args...)
+	return &labMember{process: startProcess(t, bin, all...), host: host, args: args}
+}
+
+// labArms lists the arms /devices reports, by device id.
+func labArms(t *testing.T, m *labMember) map[string]map[string]any {
+	t.Helper()
+	return labDevices(t, m, "arm3")
+}
+
+// labDevices lists the devices of one type /devices reports, by device id.
+func labDevices(t *testing.T, m *labMember, typ string) map[string]map[string]any {
+	t.Helper()
+	resp, err := http.Get(m.url("/devices"))
+	if err != nil {
+		return nil // a process being killed; callers poll
+	}
+	defer resp.Body.Close()
+	var body map[string][]map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /devices: %v", err)
+	}
+	out := map[string]map[string]any{}
+	for _, d := range body[typ] {
+		out[d["device_id"].(string)] = d
+	}
+	return out
+}
+
+func armUUID(d map[string]any) string {
+	s, _ := path(d, "config", "device_info", "uuid").(string)
+	return s
+}
+
+func path(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// waitLab polls cond every 10 ms for up to d and returns how long it took.
+func waitLab(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// eventSeen reports whether the member's event ring holds name for device
+// id (any device when id is empty).
+func eventSeen(t *testing.T, m *labMember, name, id string) bool {
+	t.Helper()
+	resp, err := http.Get(m.url("/events?limit=10000"))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Events []struct {
+				Name string `json:"name"`
+				Data struct {
+					DeviceID string `json:"device_id"`
+				} `json:"data"`
+			} `json:"events"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /events: %v", err)
+	}
+	for _, e := range body.Data.Events {
+		if e.Name == name && (id == "" || e.Data.DeviceID == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// forceThrough holds a force on device id through m's simulation socket
+// until the returned stop is called.
+func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+m.addr["http"]+"/", nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", m.addr["http"], err)
+	}
+	done := make(chan struct{})
+	go func() { // frames are not what this test reads
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, id, z)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
+				return
+			}
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			_ = conn.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func controlMode(d map[string]any) string {
+	s, _ := path(d, "state", "control_mode").(string)
+	return s
+}
+
+// TestLab runs a lab of three real processes: nodes n1 (127.0.0.2) and n2
+// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4). It
+// checks the merged inventory, forces through the gateway on the right
+// arm, a killed node's devices leaving with device-disconnected and
+// returning after a restart, a hung node's detection time, and the force
+// on a node going to zero when the gateway is killed while holding it.
+func TestLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	bin := buildBinary(t)
+	const n1Host, n2Host, gwHost = "127.0.0.2", "127.0.0.3", "127.0.0.4"
+	p1, p2, pg := freeLabPort(t, n1Host), freeLabPort(t, n2Host), freeLabPort(t, gwHost)
+	common := []string{"--sim-grips", "0", "--cluster-node-timeout", "1s"}
+	node := func(host string, port, base int) []string {
+		return append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
+			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
+	}
+	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1")...)
+	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
+	gw := startLabMember(t, bin, gwHost, append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
+		"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--state-dir", t.TempDir(), "--sim-arms", "0"}, common...)...)
+
+	// The merged inventory: both nodes' arms, same UUIDs as on their nodes.
+	var a1, a2 string // ids of n1's and n2's arm
+	for id := range labArms(t, n1) {
+		a1 = id
+	}
+	for id := range labArms(t, n2) {
+		a2 = id
+	}
+	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	t.Logf("merged inventory after %v", took)
+	gwArms := labArms(t, gw)
+	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
+		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
+			t.Fatalf("gateway arm %s has UUID %q, node says %q", id, armUUID(gwArms[id]), armUUID(labArms(t, node)[id]))
+		}
+		if port, want := path(gwArms[id], "config", "port"), "http://"+node.addr["http"]; port != want {
+			t.Errorf("gateway arm %s has port %v, want its node's URL %s", id, port, want)
+		}
+	}
+
+	// 3.0 clients see the remote arms on the gateway's legacy port too.
+	resp, err := http.Get("http://" + gw.addr["legacy"] + "/3.0/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, id := range []string{a1, a2} {
+		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(legacy), armUUID(gwArms[id])) {
+			t.Errorf("GET /3.0/devices on the gateway (%d, %v) does not list arm %s: %s", resp.StatusCode, err, id, legacy)
+		}
+	}
+
+	// n1's grip too, with its state (a simulated grip reports its battery).
+	var grip string
+	for id := range labDevices(t, n1, "grip") {
+		grip = id
+	}
+	waitLab(t, 5*time.Second, "n1's grip with its state on the gateway", func() bool {
+		d := labDevices(t, gw, "grip")[grip]
+		return d != nil && path(d, "config", "device_info", "uuid") == path(labDevices(t, n1, "grip")[grip], "config", "device_info", "uuid") &&
+			path(d, "state", "battery_level") != nil && path(d, "state", "battery_level") != 0.0
+	})
+
+	// A force through the gateway lands on n1's arm only, and moves it.
+	z0, _ := path(labArms(t, n1)[a1], "state", "cursor_position", "z").(float64)
+	stop := forceThrough(t, gw, a1, 1.5)
+	waitLab(t, 5*time.Second, "n1's arm under force from the gateway", func() bool {
+		d := labArms(t, n1)[a1]
+		return controlMode(d) == "force" && path(d, "state", "current_cursor_force", "z") == 1.5
+	})
+	waitLab(t, 5*time.Second, "n1's arm moving up under the gateway's force", func() bool {
+		z, _ := path(labArms(t, n1)[a1], "state", "cursor_position", "z").(float64)
+		return z > z0+0.005
+	})
+	if m := controlMode(labArms(t, n2)[a2]); m != "idle" {
+		t.Fatalf("n2's arm is in %q while only n1's is commanded", m)
+	}
+	stop()
+	waitLab(t, 5*time.Second, "n1's arm idle after the client left", func() bool { return controlMode(labArms(t, n1)[a1]) == "idle" })
+
+	// Config through the gateway is validated, then set and persisted on
+	// the owning node (read back from the node itself).
+	gc := "/arm3/" + a1 + "/config/gravity_compensation"
+	const gcBody = `{"enabled":false,"scaling_factor":0.25}`
+	for _, op := range []struct{ method, route, body string }{
+		{"POST", gc, gcBody},
+		{"POST", "/arm3/" + a1 + "/config/handedness", `"left"`},
+		{"DELETE", "/arm3/" + a1 + "/config/handedness", ""},
+	} {
+		if status, env := httpDo(t, op.method, gw.url(op.route), op.body); status != 200 {
+			t.Fatalf("%s %s through the gateway: %d %v", op.method, op.route, status, env)
+		}
+	}
+	labConfig := func(m *labMember, route string) string {
+		_, env := httpDo(t, "GET", m.url(route), "")
+		b, _ := json.Marshal(env["data"])
+		return string(b)
+	}
+	if got := labConfig(n1, gc); got != gcBody {
+		t.Fatalf("node n1 has %s = %s after a POST through the gateway, want %s", gc, got, gcBody)
+	}
+	if got := labConfig(n1, "/arm3/"+a1+"/config/handedness"); got != `"right"` {
+		t.Fatalf("node n1 has handedness %s after a DELETE through the gateway, want the default", got)
+	}
+	if status, _ := httpDo(t, "POST", gw.url("/arm3/"+a1+"/config/handedness"), `"sideways"`); status != 400 {
+		t.Fatalf("bad handedness through the gateway: status %d, want 400", status)
+	}
+
+	// A deprecated route used on a node shows on the gateway's events.
+	if eventSeen(t, gw, "http-route-deprecated", "") {
+		t.Fatal("the gateway has an http-route-deprecated event before any deprecated route was used")
+	}
+	if status, env := httpDo(t, "POST", n1.url("/device_handedness"), fmt.Sprintf(`{"device_id":%q,"handedness":"right"}`, a1)); status != 200 {
+		t.Fatalf("POST /device_handedness on n1: %d %v", status, env)
+	}
+	waitLab(t, 5*time.Second, "n1's deprecation event on the gateway", func() bool { return eventSeen(t, gw, "http-route-deprecated", "") })
+
+	// Config set on the node itself, behind the gateway's back: the
+	// gateway must show it once the node comes back.
+	hd := "/arm3/" + a1 + "/config/handedness"
+	if status, env := httpDo(t, "POST", n1.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s on n1: %d %v", hd, status, env)
+	}
+
+	// SIGKILL n1: its arm leaves the gateway with device-disconnected.
+	if err := n1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = n1.cmd.Wait()
+	took = waitLab(t, 5*time.Second, "n1's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return !ok })
+	t.Logf("SIGKILL of a node detected in %v (watch; bound: node timeout 1 s + 50 failed ticks)", took)
+	waitLab(t, 5*time.Second, "device-disconnected on the gateway", func() bool { return eventSeen(t, gw, "device-disconnected", a1) })
+	if _, ok := labArms(t, gw)[a2]; !ok {
+		t.Fatal("n2's arm left with n1")
+	}
+
+	// n1 back at the same address: its arm returns.
+	n1 = startLabMember(t, bin, n1Host, n1.args...)
+	took = waitLab(t, 10*time.Second, "n1's arm back on the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return ok })
+	t.Logf("restarted node's arm back %v after its ready line", took)
+	waitLab(t, 5*time.Second, "n1's arm back with its config", func() bool {
+		return labConfig(gw, gc) == gcBody && labConfig(gw, hd) == `"left"`
+	})
+
+	// SIGSTOP n2: a hung node is detected by its silence.
+	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 5*time.Second, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
+	t.Logf("SIGSTOP of a node detected in %v", took)
+	if err := n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 10*time.Second, "resumed n2's arm back on the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return ok })
+	t.Logf("resumed node's arm back after %v", took)
+
+	// SIGKILL the gateway while it holds a force on n2's arm: the node's
+	// lease (100 ms) ramps it to zero.
+	forceThrough(t, gw, a2, 1.5)
+	waitLab(t, 5*time.Second, "n2's arm under force from the gateway", func() bool { return controlMode(labArms(t, n2)[a2]) == "force" })
+	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	took = waitLab(t, 5*time.Second, "n2's arm idle after the gateway died", func() bool { return controlMode(labArms(t, n2)[a2]) == "idle" })
+	t.Logf("force on a node ended %v after the gateway's SIGKILL (lease 100 ms)", took)
+	if took > time.Second {
+		t.Errorf("force held %v after the gateway died; the lease is 100 ms", took)
+	}
+
+	// A node whose gateway is gone still stops cleanly and promptly.
+	if err := n2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- n2.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("node exited with %v after SIGTERM, want status 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("node did not exit within 10 s of SIGTERM")
+	}
+}
+
+// writeLabPKI writes a CA and one certificate signed by it, valid for
+// 127.0.0.2-4 as server and client, into dir: ca.pem, cert.pem, key.pem.
+func writeLabPKI(t *testing.T, dir string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lab ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "lab member"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3"), net.ParseIP("127.0.0.4")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*pem.Block{
+		"ca.pem": {Type: "CERTIFICATE", Bytes: caDER}, "cert.pem": {Type: "CERTIFICATE", Bytes: der},
+		"key.pem": {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// With mutual TLS on, a gateway with the lab's certificate sees the node's
+// arm and a foreign one (its own CA) never does, though it asks as often.
+func TestLabMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	bin := buildBinary(t)
+	lab, foreign := t.TempDir(), t.TempDir()
+	writeLabPKI(t, lab)
+	writeLabPKI(t, foreign)
+	tlsArgs := func(dir string) []string {
+		return []string{"--cluster-cert", filepath.Join(dir, "cert.pem"), "--cluster-key", filepath.Join(dir, "key.pem"), "--cluster-ca", filepath.Join(dir, "ca.pem")}
+	}
+	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
+	pn := freeLabPort(t, nHost)
+	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn),
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
+	gateway := func(pki []string) *labMember {
+		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)),
+			"--peers", fmt.Sprintf("%s:%d", nHost, pn), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
+		return startLabMember(t, bin, gwHost, append(args, pki...)...)
+	}
+	// The foreign gateway starts first, so it has asked at least as often
+	// as the lab's own by the time that one sees the arm.
+	intruder := gateway(tlsArgs(foreign))
+	plain := gateway(nil)
+	member := gateway(tlsArgs(lab))
+	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
+	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
+		if n := len(labArms(t, g)); n != 0 {
+			t.Errorf("gateway with %s sees %d arms of a TLS lab", name, n)
+		}
+	}
+}
+
+// Lab flags that cannot work are refused before anything starts, with the
+// flag named; standalone stays the default.
+func TestLabFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, ""},
+		{[]string{"--role", "node"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7070"}, ""},
+		{[]string{"--role", "cluster"}, "--role"},
+		{[]string{"--role", "gateway"}, "--peers"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7070"}, "--peers"},
+		{[]string{"--sim-index-base", "-1"}, "--sim-index-base"},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.args)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%v: error %v, want one naming %s", tt.args, err, tt.wantErr)
+		case tt.args == nil && o.lab.role != "standalone":
+			t.Errorf("default role %q, want standalone", o.lab.role)
+		}
+	}
+}
