@@ -1,3 +1,7 @@
+//go:build linux
+
+// The lab runs on 127.0.0.2-4 and stops a node with SIGSTOP: Linux only.
+
 package main
 
 import (
