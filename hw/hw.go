@@ -126,6 +126,43 @@ type Command struct {
 	AnglesDeg  Angles3 // ModeAngle
 }
 
+// Target is the one vector c's Mode acts on, as three numbers: the force
+// (N), the position (m), the torques (N·mm) or the angles (deg); zero for
+// ModeIdle. CommandTarget is its inverse. Snapshots and the cluster wire
+// carry a command this way.
+func (c *Command) Target() [3]float64 {
+	switch c.Mode {
+	case ModeForce:
+		return [3]float64{c.ForceN.X, c.ForceN.Y, c.ForceN.Z}
+	case ModePosition:
+		return [3]float64{c.PositionM.X, c.PositionM.Y, c.PositionM.Z}
+	case ModeTorque:
+		return [3]float64{c.TorquesNmm.A0, c.TorquesNmm.A1, c.TorquesNmm.A2}
+	case ModeAngle:
+		return [3]float64{c.AnglesDeg.A0, c.AnglesDeg.A1, c.AnglesDeg.A2}
+	}
+	return [3]float64{}
+}
+
+// CommandTarget is the command in mode acting on t (see Command.Target);
+// ok is false for a mode that acts on nothing (ModeIdle, or unknown).
+func CommandTarget(mode ControlMode, t [3]float64) (c Command, ok bool) {
+	c.Mode = mode
+	switch mode {
+	case ModeForce:
+		c.ForceN = Vec3{X: t[0], Y: t[1], Z: t[2]}
+	case ModePosition:
+		c.PositionM = Vec3{X: t[0], Y: t[1], Z: t[2]}
+	case ModeTorque:
+		c.TorquesNmm = Angles3{A0: t[0], A1: t[1], A2: t[2]}
+	case ModeAngle:
+		c.AnglesDeg = Angles3{A0: t[0], A1: t[1], A2: t[2]}
+	default:
+		return Command{}, false
+	}
+	return c, true
+}
+
 // Buttons is a grip's button set as a bit field.
 type Buttons uint8
 

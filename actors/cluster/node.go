@@ -266,21 +266,10 @@ func (n *Node) command(m *wire.Command) {
 	if reg.Claim(gatewaySession) != gatewaySession {
 		return // a local client holds the device
 	}
-	var t hw.Vec3
-	if len(m.Target) == 3 {
-		t = hw.Vec3{X: m.Target[0], Y: m.Target[1], Z: m.Target[2]}
-	}
-	cmd := hw.Command{Mode: mode}
-	switch mode {
-	case hw.ModeForce:
-		cmd.ForceN = t
-	case hw.ModePosition:
-		cmd.PositionM = t
-	case hw.ModeTorque:
-		cmd.TorquesNmm = hw.Angles3{A0: t.X, A1: t.Y, A2: t.Z}
-	case hw.ModeAngle:
-		cmd.AnglesDeg = hw.Angles3{A0: t.X, A1: t.Y, A2: t.Z}
-	default:
+	var t [3]float64
+	copy(t[:], m.Target) // a short or missing target reads as zeros
+	cmd, ok := hw.CommandTarget(mode, t)
+	if !ok {
 		return
 	}
 	reg.Write(gatewaySession, m.Seq, n.clock.Now()+leaseNs-ageNs, &cmd, nil)

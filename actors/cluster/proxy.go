@@ -106,15 +106,9 @@ func (p *proxy) send(cmd *hw.Command, now time.Time) {
 	p.seq++
 	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
 		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano()}
-	switch cmd.Mode {
-	case hw.ModeForce:
-		m.Target = []float64{cmd.ForceN.X, cmd.ForceN.Y, cmd.ForceN.Z}
-	case hw.ModePosition:
-		m.Target = []float64{cmd.PositionM.X, cmd.PositionM.Y, cmd.PositionM.Z}
-	case hw.ModeTorque:
-		m.Target = []float64{cmd.TorquesNmm.A0, cmd.TorquesNmm.A1, cmd.TorquesNmm.A2}
-	case hw.ModeAngle:
-		m.Target = []float64{cmd.AnglesDeg.A0, cmd.AnglesDeg.A1, cmd.AnglesDeg.A2}
+	if cmd.Mode != hw.ModeIdle {
+		t := cmd.Target()
+		m.Target = t[:]
 	}
 	p.g.sys.Root.Send(p.node, m)
 	p.last, p.sentAt = *cmd, now

@@ -485,28 +485,16 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.State.ForceN.Z -= d.stateGravityN
 	p.derive = derive
 	p.Mode = mode
-	p.Target = commandTarget(mode, &d.held.Cmd)
+	p.Target = [3]float64{}
+	if mode != hw.ModeIdle {
+		p.Target = d.held.Cmd.Target()
+	}
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
 	d.publishPending = !d.snap.publish(p, d.lazy != nil)
-}
-
-// commandTarget is Snapshot.Target for a tick in mode acting on c.
-func commandTarget(mode hw.ControlMode, c *hw.Command) [3]float64 {
-	switch mode {
-	case hw.ModeForce:
-		return [3]float64{c.ForceN.X, c.ForceN.Y, c.ForceN.Z}
-	case hw.ModePosition:
-		return [3]float64{c.PositionM.X, c.PositionM.Y, c.PositionM.Z}
-	case hw.ModeTorque:
-		return [3]float64{c.TorquesNmm.A0, c.TorquesNmm.A1, c.TorquesNmm.A2}
-	case hw.ModeAngle:
-		return [3]float64{c.AnglesDeg.A0, c.AnglesDeg.A1, c.AnglesDeg.A2}
-	}
-	return [3]float64{}
 }
 
 // copyCoreState copies what a lazy driver's ExchangeCore fills.
