@@ -236,17 +236,22 @@ function showResult(ok, text) {
 }
 
 // cfgCall sends one request and shows the service's own answer: the value
-// now in force, or its error message and code.
+// now in force, or its error message and code. Only the latest request's
+// answer is shown: changing the device and then the entry sends two reads,
+// and the first one's answer may arrive last.
+let cfgSeq = 0;
 async function cfgCall(method, body) {
   if (!currentEntry()) return;
+  const seq = ++cfgSeq;
   let r, doc;
   try {
     r = await fetch(entryURL(), { method, body, cache: "no-store" });
     doc = await r.json();
   } catch (e) {
-    showResult(false, "no answer: " + e.message);
+    if (seq === cfgSeq) showResult(false, "no answer: " + e.message);
     return;
   }
+  if (seq !== cfgSeq) return;
   if (doc.ok) {
     document.getElementById("cfg-value").value = JSON.stringify(doc.data, null, 1);
     showResult(true, method === "GET" ? "read" : "saved: " + JSON.stringify(doc.data));
