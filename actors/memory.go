@@ -11,6 +11,9 @@ const maxKeptScratch = 4 * protocol.MaxWarnings
 // Frames of a large fleet keep their device slices: those are the
 // service's own size, needed again next tick.
 func (a *sessionActor) trimScratch() {
+	if a.sessionScratch == nil {
+		return
+	}
 	if cap(a.frame.Warnings) > maxKeptScratch {
 		a.frame.Warnings = nil
 	}

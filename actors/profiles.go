@@ -61,7 +61,7 @@ func (a *sessionActor) loadProfileSession() {
 	var ps profileSession
 	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
 	if err != nil {
-		a.log.Error().Err(err).Msg("stored profile session unreadable; using defaults")
+		a.logged(a.svc.log.Error()).Err(err).Msg("stored profile session unreadable; using defaults")
 		return
 	}
 	if found {

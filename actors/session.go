@@ -165,7 +165,6 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		leaseMs: s.opts.DefaultLeaseMs,
 		basis:   protocol.Basis{Permutation: protocol.IdentityBasis},
 		busy:    make(map[busyKey]busyNote),
-		log:     s.log.With().Uint64("session_id", sess.ID).Str("remote", o.Remote).Logger(),
 	}
 	// The synchronized dispatcher runs the mailbox on the sender's
 	// goroutine when it is idle: a lock-step client's message is processed
@@ -251,7 +250,6 @@ type sessionActor struct {
 	svc     *Service
 	codec   Codec
 	sink    FrameSink
-	log     zerolog.Logger
 	profile string
 	basis   protocol.Basis // session-level
 	leaseMs int
@@ -272,13 +270,21 @@ type sessionActor struct {
 	queue    [][]byte
 	qhead    int
 
-	// Scratch reused every message: decoding and encoding allocate little.
+	// Scratch reused every message, taken at the session's first message:
+	// a session that has said nothing since its inventory (most of a
+	// large idle fleet) does not hold it.
+	*sessionScratch
+	sub subscription // session.configure.subscribe (subscribe.go)
+}
+
+// sessionScratch is what a session reuses for every message, so that
+// decoding and encoding allocate little.
+type sessionScratch struct {
 	msg   protocol.ClientMessage
 	frame protocol.Frame
 	snap  loop.Snapshot
 	cmd   hw.Command
 	sview protocol.SessionView
-	sub   subscription // session.configure.subscribe (subscribe.go)
 }
 
 func (a *sessionActor) Receive(ctx actor.Context) {
@@ -294,15 +300,25 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 	case *answer:
 		a.answered(ctx, m)
 	default:
-		a.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
+		a.logged(a.svc.log.Warn()).Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
 	}
+}
+
+// logged adds the session's fields to a line of the service's logger (nil,
+// and free, when its level is off). A logger kept per session held half a
+// kilobyte of every idle session.
+func (a *sessionActor) logged(e *zerolog.Event) *zerolog.Event {
+	return e.Uint64("session_id", a.sess.ID).Str("remote", a.sess.Remote)
 }
 
 func (a *sessionActor) start() {
 	a.started = true
 	a.svc.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
-	a.log.Debug().Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
+	a.logged(a.svc.log.Debug()).Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
 
+	// The inventory borrows a scratch it does not keep (see sessionScratch).
+	a.sessionScratch = new(sessionScratch)
+	defer func() { a.sessionScratch = nil }()
 	f := a.resetFrame()
 	a.fillDevices(f, true, nil)
 	f.Session = a.sessionView()
@@ -320,12 +336,12 @@ func (a *sessionActor) stop(ctx actor.Context) {
 	ctx.Send(s.registry, &sessionClosed{sess: a.sess})
 	if s.writeBehind != nil && a.profile != "" {
 		if err := s.writeBehind.Flush(); err != nil {
-			a.log.Error().Err(err).Msg("flush profile config at session end")
+			a.logged(a.svc.log.Error()).Err(err).Msg("flush profile config at session end")
 		}
 	}
 	if a.started {
 		s.sessionEnded(a.sess)
-		a.log.Debug().Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
+		a.logged(a.svc.log.Debug()).Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
 	}
 }
 
@@ -414,6 +430,9 @@ func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
 	a.cur = buf
 	a.asked = a.asked[:0]
 	a.waiting = 0
+	if a.sessionScratch == nil {
+		a.sessionScratch = new(sessionScratch)
+	}
 	msg := &a.msg
 	msg.Reset()
 	f := a.resetFrame()

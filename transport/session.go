@@ -54,7 +54,7 @@ const (
 	// readBufferBytes is gorilla's read buffer per connection, held for
 	// the connection's lifetime: a lock-step message fits, a larger one is
 	// read straight into the message buffer.
-	readBufferBytes = 1024
+	readBufferBytes = 512
 )
 
 // sessionHandler upgrades connections on "/" to simulation sessions.

@@ -13,7 +13,8 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// This test holds the service to its memory bound under hostile messages,
+// These tests hold the service to its memory bounds under hostile messages
+// and with many idle sessions,
 // measured as a user would: the resident set of the real binary in its own
 // process, read from /proc. It waits on the condition with a generous
 // deadline: the bound must be reached, however loaded the machine. (What an
@@ -23,6 +24,14 @@ const (
 	hostileClients    = 40
 	hostileBudget     = 64 << 20
 	hostileFrameLimit = 64 << 10
+
+	// 2,000 idle sessions hold about 20 MiB of heap and stacks (transport's
+	// TestIdleSessionMemory bounds that at 32 MiB); the resident set adds
+	// the GC's headroom: +29.5 to +30.5 MiB measured on Linux amd64. The
+	// bound leaves room for other page sizes and allocators and still
+	// catches a session that keeps a buffer (64 KiB each was +125 MiB).
+	idleSessions       = 2000
+	idleSessionsBudget = 40 << 20
 )
 
 // rssBytes reads a process's resident set size.
@@ -166,4 +175,18 @@ func TestHostileMessagesMemory(t *testing.T) {
 	}
 	rss := waitRSSWithin(t, pid, idle, hostileBudget, fmt.Sprintf("after %d clients sent %d-byte messages", hostileClients, len(msg)))
 	t.Logf("message %d bytes, frame %d bytes; idle RSS %d KiB, after %d KiB", len(msg), frames[0], idle>>10, rss>>10)
+}
+
+// TestIdleSessionsRSS opens 2,000 sessions that say nothing after their
+// inventory: the service's resident set grows by at most 40 MiB.
+func TestIdleSessionsRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2,000 sessions")
+	}
+	d := startProcess(t, buildBinary(t), "--sim-arms", "1", "--sim-grips", "1", "--state-dir", t.TempDir())
+	pid := d.cmd.Process.Pid
+	idle := idleRSS(t, pid)
+	dialAll(t, "ws://"+d.addr["http"]+"/", idleSessions)
+	rss := waitRSSWithin(t, pid, idle, idleSessionsBudget, fmt.Sprintf("%d idle sessions", idleSessions))
+	t.Logf("idle RSS %d KiB; with %d idle sessions %d KiB (+%d KiB)", idle>>10, idleSessions, rss>>10, (rss-idle)>>10)
 }
