@@ -296,7 +296,7 @@ func (c *deviceCore) get(session uint64, k protocol.Key) (protocol.Entry, error)
 	}
 	s := c.sessions[session]
 	if s == nil {
-		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", session, c.dev.Type.Key(), c.dev.ID)
+		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", session, c.dev.Name, c.dev.ID)
 	}
 	return c.effective(s, k), nil
 }
@@ -364,7 +364,7 @@ func (c *deviceCore) set(m *setEntries) (protocol.Entry, error) {
 	}
 	s := c.sessions[m.session]
 	if s == nil {
-		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Type.Key(), c.dev.ID)
+		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Name, c.dev.ID)
 	}
 	next := s.cfg
 	for _, e := range m.entries {

@@ -636,7 +636,7 @@ func (r *registryActor) close(ctx actor.Context, sess *Session) {
 func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
 	for _, d := range r.svc.Devices().All() {
 		if d.pid.Equal(pid) {
-			r.remove(ctx, d, fmt.Errorf("actors: the device actor of %s %s kept failing (%d restarts within a minute); output halted until the device is seen again", d.Type.Key(), d.ID, r.svc.opts.DeviceRestarts))
+			r.remove(ctx, d, fmt.Errorf("actors: the device actor of %s %s kept failing (%d restarts within a minute); output halted until the device is seen again", d.Name, d.ID, r.svc.opts.DeviceRestarts))
 			return
 		}
 	}

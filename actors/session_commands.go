@@ -74,7 +74,7 @@ func (d *Device) attached(session uint64) bool {
 func (c *deviceCore) setWorkspace(m *setWorkspace) error {
 	s := c.sessions[m.session]
 	if s == nil {
-		return protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Type.Key(), c.dev.ID)
+		return protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Name, c.dev.ID)
 	}
 	if s.workspace != m.transform {
 		s.workspace = m.transform

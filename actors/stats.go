@@ -15,7 +15,7 @@ func (s *Service) StatsDoc() protocol.Stats {
 	for _, d := range s.Devices().All() {
 		st := d.Stats()
 		doc.Devices = append(doc.Devices, protocol.DeviceStats{
-			DeviceType: d.Type.Key(),
+			DeviceType: d.Name,
 			DeviceID:   d.ID,
 			Simulated:  d.Info.Simulated,
 			Loop: protocol.LoopStats{

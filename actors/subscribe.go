@@ -33,7 +33,7 @@ func (s *subscription) update(sub *protocol.Subscription, devs *DeviceSet, f *pr
 		if devs.Find(d.Type, d.ID) == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice,
 				fmt.Sprintf("session.configure.subscribe.devices[%d]", i),
-				"no %s with id %q is connected now; frames carry it once it is", d.Type.Key(), d.ID))
+				"no device with id %q is connected now; frames carry it once it is", d.ID))
 		}
 	}
 }

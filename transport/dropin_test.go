@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -689,6 +690,18 @@ func TestNamingBothWays(t *testing.T) {
 			}
 			if strings.Contains(fmt.Sprint(f["errors"]), tt.arm+"[") {
 				t.Fatalf("error paths use the output name: %v", f["errors"])
+			}
+			// The operator's views name devices as the frames do.
+			st := ts.do("GET", ts.base+"/stats", "")
+			var named []string
+			for i := 0; path(st.env, "data", "devices", i) != nil; i++ {
+				named = append(named, fmt.Sprint(path(st.env, "data", "devices", i, "device_type")))
+			}
+			if slices.Sort(named); !slices.Equal(named, []string{tt.arm, tt.grip}) {
+				t.Fatalf("/stats names the devices %v, want %s and %s", named, tt.arm, tt.grip)
+			}
+			if m := ts.do("GET", ts.base+"/metrics", ""); !strings.Contains(string(m.body), fmt.Sprintf(`device_type=%q`, tt.arm)) {
+				t.Fatalf("/metrics does not label the arm %s", tt.arm)
 			}
 		})
 	}

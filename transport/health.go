@@ -87,7 +87,7 @@ func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []
 	var idle []string
 	for _, d := range devs {
 		if d.PeriodHistogram() == nil || d.Stats().Ticks == 0 {
-			idle = append(idle, d.Type.Key()+" "+d.ID)
+			idle = append(idle, d.Name+" "+d.ID)
 		}
 	}
 	if len(idle) > 0 {

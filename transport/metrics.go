@@ -79,7 +79,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	svc := c.svc
 	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, c.build.Version, c.build.GitHash)
 	for _, d := range svc.Devices().All() {
-		lv := []string{d.Type.Key(), d.ID}
+		lv := []string{d.Name, d.ID}
 		st := d.Stats()
 		if h := d.PeriodHistogram(); h != nil {
 			ch <- newHistogram(descPeriod, h, periodBuckets, lv)
