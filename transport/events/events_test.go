@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -315,8 +316,8 @@ func TestServerPings(t *testing.T) {
 }
 
 // TestStalledClientIsClosedOthersUnaffected: a client that stops reading
-// misses its write deadline and is closed with the reason logged; a live
-// client beside it receives everything.
+// misses its write deadline and is closed; a live client beside it
+// receives everything.
 func TestStalledClientIsClosedOthersUnaffected(t *testing.T) {
 	const total = 3000
 	var logs syncBuffer
@@ -337,16 +338,19 @@ func TestStalledClientIsClosedOthersUnaffected(t *testing.T) {
 			t.Fatalf("live client got seq %d, want %d", e.Seq, i)
 		}
 	}
-	checkFor(t, "the stalled client to be closed for missing its write deadline", func() bool {
-		return strings.Contains(logs.String(), "write deadline missed")
-	})
+	// The stalled client, reading again, finds what was buffered and then
+	// the end of its connection: the server closed it. Had the server kept
+	// it open, the read would time out instead.
 	_ = stalled.SetReadDeadline(time.Now().Add(waitLimit))
 	got := 0
-	for {
-		if _, _, err := stalled.ReadMessage(); err != nil {
-			break
+	var err error
+	for err == nil {
+		if _, _, err = stalled.ReadMessage(); err == nil {
+			got++
 		}
-		got++
+	}
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the stalled client was not closed within %v (it read %d events)", waitLimit, got)
 	}
 	if got >= total {
 		t.Fatalf("the stalled client read all %d events: it was never backed up", got)

@@ -199,27 +199,17 @@ type socketConn struct {
 	readerDone chan struct{} // closed when the reader returns
 	// readReason is why the reader returned; written before readerDone
 	// is closed and read only after.
-	readReason closeReason
+	readReason protocol.CloseReason
 }
 
-// closeReason says why the server ended a connection, for the log.
-type closeReason string
-
-const (
-	reasonClientClosed  closeReason = "client closed"
-	reasonReadFailed    closeReason = "read failed"
-	reasonInputTooBig   closeReason = "input message too big"
-	reasonWriteDeadline closeReason = "write deadline missed: the client reads too slowly"
-	reasonWriteFailed   closeReason = "write failed"
-	reasonShutdown      closeReason = "server shutting down"
-	reasonActivityEnded closeReason = "activity channel stopped"
-)
+// The events socket ends for the reasons a session does (protocol's
+// CloseReason): the log line names one of the same values.
 
 // writeLoop sends each event as one text frame, pings, and closes the
 // socket. It owns every data write; only close and pong frames are written
 // elsewhere (gorilla allows those concurrently).
 func (c *socketConn) writeLoop() {
-	reason := reasonShutdown
+	reason := protocol.CloseShutdown
 	defer func() {
 		if p := recover(); p != nil {
 			c.srv.log.Error().Interface("panic", p).Str("remote", c.remote).Msg("events socket writer panicked; connection closed")
@@ -228,7 +218,7 @@ func (c *socketConn) writeLoop() {
 		_ = c.ws.Close()
 		<-c.readerDone
 		level := zerolog.DebugLevel
-		if reason == reasonWriteDeadline || reason == reasonInputTooBig {
+		if reason == protocol.CloseWriteTimeout || reason == protocol.CloseMessageTooBig {
 			// The client misbehaved: worth an operator's eye.
 			level = zerolog.WarnLevel
 		}
@@ -247,17 +237,17 @@ func (c *socketConn) writeLoop() {
 		case <-c.sub.Ready():
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
-				reason = writeReason(err)
+				reason = protocol.CloseWriteTimeout
 				return
 			}
 		case <-c.readerDone:
 			reason = c.readReason
 			return
 		case <-c.stop:
-			reason = c.goAway(&buf, reasonShutdown, "hapticd is shutting down")
+			reason = c.goAway(&buf, protocol.CloseShutdown, "hapticd is shutting down")
 			return
 		case <-c.sub.Done():
-			reason = c.goAway(&buf, reasonActivityEnded, "the activity channel stopped (hapticd is shutting down)")
+			reason = c.goAway(&buf, protocol.CloseShutdown, "the activity channel stopped (hapticd is shutting down)")
 			return
 		}
 	}
@@ -267,7 +257,7 @@ func (c *socketConn) writeLoop() {
 // then the close frame (1001 with text), so a shutdown loses nothing
 // already published. It returns why the connection ended: reason, or the
 // write failure that cut the flush short.
-func (c *socketConn) goAway(buf *[]byte, reason closeReason, text string) closeReason {
+func (c *socketConn) goAway(buf *[]byte, reason protocol.CloseReason, text string) protocol.CloseReason {
 	if r, ok := c.flush(buf); !ok {
 		return r
 	}
@@ -277,7 +267,7 @@ func (c *socketConn) goAway(buf *[]byte, reason closeReason, text string) closeR
 }
 
 // flush writes every event queued now.
-func (c *socketConn) flush(buf *[]byte) (closeReason, bool) {
+func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 	for {
 		e, ok := c.sub.TryNext()
 		if !ok {
@@ -285,26 +275,17 @@ func (c *socketConn) flush(buf *[]byte) (closeReason, bool) {
 		}
 		*buf = event.AppendJSON((*buf)[:0], &e)
 		if err := c.ws.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
-			return reasonWriteFailed, false
+			return protocol.CloseWriteTimeout, false
 		}
 		if err := c.ws.WriteMessage(websocket.TextMessage, *buf); err != nil {
-			r := writeReason(err)
-			if r == reasonWriteDeadline {
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				// The connection is likely wedged; try to say why,
 				// briefly, and drop it either way.
 				c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
 			}
-			return r, false
+			return protocol.CloseWriteTimeout, false
 		}
 	}
-}
-
-func writeReason(err error) closeReason {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return reasonWriteDeadline
-	}
-	return reasonWriteFailed
 }
 
 // closeWith sends a close frame; errors mean the peer is gone already.
@@ -382,15 +363,15 @@ func (c *socketConn) drain() {
 	_, _ = io.Copy(io.Discard, nc)
 }
 
-func readReason(err error) closeReason {
+func readReason(err error) protocol.CloseReason {
 	var ce *websocket.CloseError
 	switch {
 	case errors.As(err, &ce):
-		return reasonClientClosed
+		return protocol.CloseClientClosed
 	case errors.Is(err, websocket.ErrReadLimit):
-		return reasonInputTooBig
+		return protocol.CloseMessageTooBig
 	default:
-		return reasonReadFailed
+		return protocol.CloseReadError
 	}
 }
 
