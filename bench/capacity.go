@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/hapticd/hapticd/protocol"
 	"io"
 	"strings"
 	"time"
@@ -243,8 +244,8 @@ func probeService(ctx context.Context, binary string, n int, o CapacityOptions) 
 		p.Error = win.err.Error()
 		return p, win.err
 	}
-	if got := countType(win.after, "arm3"); got != n {
-		err := fmt.Errorf("bench: hapticd started with --sim-arms %d lists %d arm3 devices in /stats", n, got)
+	if got := countType(win.after, protocol.TypeArm); got != n {
+		err := fmt.Errorf("bench: hapticd started with --sim-arms %d lists %d arms in /stats", n, got)
 		p.Error = err.Error()
 		return p, err
 	}

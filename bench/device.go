@@ -216,7 +216,7 @@ func waitHardwareArm(ctx context.Context, httpBase string) error {
 		st, err := fetchStats(ctx, httpBase)
 		if err == nil {
 			for _, d := range st.Devices {
-				if d.DeviceType == "arm3" && !d.Simulated && d.Loop.Ticks > 0 {
+				if isType(d.DeviceType, protocol.TypeArm) && !d.Simulated && d.Loop.Ticks > 0 {
 					return nil
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hapticd/hapticd/protocol"
 	"io"
 	"net/url"
 	"os"
@@ -302,7 +303,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 			rep.Config.LoopHz = o.LoopHz
 		}
 		if o.Target != "" {
-			rep.Config.Arms = countType(win.after, "arm3")
+			rep.Config.Arms = countType(win.after, protocol.TypeArm)
 		}
 	}
 	if svc != nil {
@@ -365,14 +366,23 @@ func rateText(hz float64) string {
 	return fmt.Sprintf("%g Hz", hz)
 }
 
-func countType(s ServiceStats, deviceType string) int {
+// countType counts the devices of type dt in /stats, under whichever
+// names the service writes (--type-names haply or reference).
+func countType(s ServiceStats, dt protocol.DeviceType) int {
 	n := 0
 	for _, d := range s.Devices {
-		if d.DeviceType == deviceType {
+		if isType(d.DeviceType, dt) {
 			n++
 		}
 	}
 	return n
+}
+
+// isType reports whether a device type name, as /stats writes it, names
+// a device of type dt.
+func isType(name string, dt protocol.DeviceType) bool {
+	t, _, ok := (*protocol.TypeTable)(nil).Lookup([]byte(name))
+	return ok && t == dt
 }
 
 // targetURLs turns --target into the simulation socket and HTTP base.
