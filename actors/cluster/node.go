@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
@@ -33,8 +33,8 @@ type Node struct {
 	svc   *actors.Service
 	cfg   Config
 	log   zerolog.Logger
+	lk    *link
 	sys   *actor.ActorSystem
-	rem   *remote.Remote
 	clock loop.Clock
 	addr  string
 
@@ -84,20 +84,25 @@ func (s *subscriber) ageNs(sentUnixNs int64, now time.Time) int64 {
 // StartNode starts the remote and serves svc's devices to gateways.
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
-	sys, rem, err := startRemote(&cfg)
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+	// The node's one kind: a device's cluster identity is this kind plus
+	// its UUID, so placement is where the device's cable is.
+	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
+	lk, err := startLink(&cfg, []*cluster.Kind{kind}, func(sys *actor.ActorSystem) error {
+		if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
+			return fmt.Errorf("cluster: spawn node actor: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem, clock: loop.SystemClock(),
-		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
-		stop: make(chan struct{}), subs: map[string]*subscriber{}}
-	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
-		stopRemote(sys, rem)
-		return nil, fmt.Errorf("cluster: spawn node actor: %w", err)
-	}
+	n.lk, n.sys = lk, lk.sys
 	sub, err := svc.Activity().Subscribe(0, false)
 	if err != nil {
-		stopRemote(sys, rem)
+		lk.stop()
 		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
 	}
 	n.wg.Add(2)
@@ -170,7 +175,7 @@ func (n *Node) livePIDsLocked() []*actor.PID {
 func (n *Node) Close() {
 	close(n.stop)
 	n.wg.Wait()
-	stopRemote(n.sys, n.rem)
+	n.lk.stop()
 }
 
 type nodeActor Node
@@ -187,6 +192,32 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		ctx.Respond(n.config(m))
 	default:
 		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
+	}
+}
+
+// NodeKind is the cluster kind a node registers: its devices' identities
+// are their UUIDs under it.
+func NodeKind(nodeID string) string { return "node-" + nodeID }
+
+// deviceGrain is a device's virtual actor on its node (automanaged
+// membership): it answers config requests for its own UUID only, so an
+// identity the node has no device for is refused, never served by another.
+type deviceGrain struct {
+	n    *Node
+	uuid string
+}
+
+func (g *deviceGrain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.uuid = m.Identity.Identity
+	case *wire.ConfigRequest:
+		if m.Uuid != g.uuid {
+			ctx.Respond(&wire.ConfigReply{Code: string(protocol.CodeInvalidValue),
+				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
+			return
+		}
+		ctx.Respond(g.n.config(m))
 	}
 }
 

@@ -158,7 +158,7 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 	if p.lost.Load() {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
-	r, err := p.g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+	r, err := p.g.configRequest(p, m)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
 	}

@@ -185,27 +185,69 @@ func controlMode(d map[string]any) string {
 }
 
 // TestLab runs a lab of three real processes: nodes n1 (127.0.0.2) and n2
-// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4). It
-// checks the merged inventory, forces through the gateway on the right
-// arm, a killed node's devices leaving with device-disconnected and
-// returning after a restart, a hung node's detection time, and the force
-// on a node going to zero when the gateway is killed while holding it.
+// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4), once
+// per membership. It checks the merged inventory, forces through the
+// gateway on the right arm, config through the gateway persisted on the
+// node, a killed node's devices leaving with device-disconnected and
+// returning after a restart, a hung node's detection time, and the force on
+// a node going to zero when the gateway is killed while holding it.
 func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three processes")
 	}
 	bin := buildBinary(t)
+	for _, membership := range []string{"static", "automanaged"} {
+		t.Run(membership, func(t *testing.T) { testLab(t, bin, membership) })
+	}
+}
+
+func testLab(t *testing.T, bin, membership string) {
 	const n1Host, n2Host, gwHost = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 	p1, p2, pg := freeLabPort(t, n1Host), freeLabPort(t, n2Host), freeLabPort(t, gwHost)
-	common := []string{"--sim-grips", "0", "--cluster-node-timeout", "1s"}
+	common := []string{"--sim-grips", "0", "--membership", membership}
+	extra := map[string][]string{} // per host
+	checkHealth := func() {}
+	hungBound := 5 * time.Second
+	switch membership {
+	case "static":
+		extra[gwHost] = []string{"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--cluster-node-timeout", "1s"}
+	case "automanaged":
+		health := map[string]int{n1Host: freeLabPort(t, n1Host), n2Host: freeLabPort(t, n2Host), gwHost: freeLabPort(t, gwHost)}
+		peers := fmt.Sprintf("%s:%d,%s:%d,%s:%d", n1Host, health[n1Host], n2Host, health[n2Host], gwHost, health[gwHost])
+		for host, port := range health {
+			extra[host] = []string{"--peers", peers, "--cluster-health-port", strconv.Itoa(port)}
+		}
+		// The heartbeat timeout is out of the way, so a hung node must be
+		// found by the cluster's topology: the health poll's fixed 2 s
+		// timeout, one poll period, then the loop's 50 failed ticks.
+		extra[gwHost] = append(extra[gwHost], "--cluster-node-timeout", "10s")
+		hungBound = 8 * time.Second
+		checkHealth = func() {
+			// The health endpoints listen on --cluster-bind only (protoactor's
+			// own would take every interface): the member's own address
+			// answers, 127.0.0.1 does not.
+			for host, port := range health {
+				resp, err := http.Get(fmt.Sprintf("http://%s:%d/_health", host, port))
+				if err != nil {
+					t.Fatalf("%s's health endpoint: %v", host, err)
+				}
+				resp.Body.Close()
+				if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+					c.Close()
+					t.Errorf("%s's health port %d answers on 127.0.0.1: it binds beyond --cluster-bind", host, port)
+				}
+			}
+		}
+	}
 	node := func(host string, port, base int) []string {
-		return append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
+		args := append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
+		return append(args, extra[host]...)
 	}
 	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1")...)
 	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
-	gw := startLabMember(t, bin, gwHost, append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
-		"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--state-dir", t.TempDir(), "--sim-arms", "0"}, common...)...)
+	gw := startLabMember(t, bin, gwHost, append(append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
+		"--state-dir", t.TempDir(), "--sim-arms", "0"}, common...), extra[gwHost]...)...)
 
 	// The merged inventory: both nodes' arms, same UUIDs as on their nodes.
 	var a1, a2 string // ids of n1's and n2's arm
@@ -217,6 +259,7 @@ func TestLab(t *testing.T) {
 	}
 	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
 	t.Logf("merged inventory after %v", took)
+	checkHealth()
 	gwArms := labArms(t, gw)
 	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
 		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
@@ -318,7 +361,7 @@ func TestLab(t *testing.T) {
 	}
 	_ = n1.cmd.Wait()
 	took = waitLab(t, 5*time.Second, "n1's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return !ok })
-	t.Logf("SIGKILL of a node detected in %v (watch; bound: node timeout 1 s + 50 failed ticks)", took)
+	t.Logf("SIGKILL of a node detected in %v (%s)", took, membership)
 	waitLab(t, 5*time.Second, "device-disconnected on the gateway", func() bool { return eventSeen(t, gw, "device-disconnected", a1) })
 	if _, ok := labArms(t, gw)[a2]; !ok {
 		t.Fatal("n2's arm left with n1")
@@ -336,8 +379,8 @@ func TestLab(t *testing.T) {
 	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	took = waitLab(t, 5*time.Second, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
-	t.Logf("SIGSTOP of a node detected in %v", took)
+	took = waitLab(t, hungBound, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
+	t.Logf("SIGSTOP of a node detected in %v (%s)", took, membership)
 	if err := n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -464,6 +507,12 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "gateway"}, "--peers"},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7070"}, "--peers"},
 		{[]string{"--sim-index-base", "-1"}, "--sim-index-base"},
+		{[]string{"--role", "node", "--membership", "automanaged", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
+		{[]string{"--role", "gateway", "--membership", "automanaged", "--peers", "127.0.0.2:7071"}, ""},
+		{[]string{"--role", "node", "--membership", "automanaged"}, "--peers"},
+		{[]string{"--membership", "automanaged", "--peers", "127.0.0.2:7071"}, "standalone"},
+		{[]string{"--role", "node", "--membership", "gossip"}, "--membership"},
+		{[]string{"--role", "node", "--membership", "automanaged", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
