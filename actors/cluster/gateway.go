@@ -17,6 +17,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -33,13 +34,14 @@ type Gateway struct {
 	// leases end any force.
 	closing atomic.Bool
 
-	svc  *actors.Service
-	cfg  Config
-	log  zerolog.Logger
-	lk   *link
-	sys  *actor.ActorSystem
-	cl   *cluster.Cluster // automanaged membership only
-	addr string
+	svc   *actors.Service
+	cfg   Config
+	log   zerolog.Logger
+	lk    *link
+	sys   *actor.ActorSystem
+	cl    *cluster.Cluster // automanaged membership only
+	clock loop.Clock
+	addr  string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -62,12 +64,14 @@ type nodeState struct {
 	id, addr, httpURL string
 	pid               *actor.PID
 	lastSeen          time.Time
+	// offset is the node's clock less the gateway's, from the batches.
+	offset clockOffset
 }
 
 // StartGateway starts the remote and subscribes to every peer.
 func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log,
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
 		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
 		targets: map[string]bool{}, members: map[string]bool{}}
@@ -292,6 +296,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			g.forget(p)
 			continue
 		}
+		p.dev.Store(dev)
 		// Off the actor: the node's answers must not wait behind the
 		// state batches this actor handles.
 		g.wg.Add(1)
@@ -353,15 +358,22 @@ func (g *Gateway) forget(p *proxy) {
 }
 
 func (g *Gateway) states(m *wire.StateBatch) {
+	now := time.Now()
 	g.mu.Lock()
+	// When the node read the states, on the gateway's clock: the mean of
+	// the node's estimate (gateway less node, low by the shortest delay to
+	// the node) and the gateway's (high by the shortest delay from it).
+	sampled := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
-		n.lastSeen = time.Now()
+		n.lastSeen = now
+		n.offset.sample(m.SentUnixNs, now)
+		sampled += (m.OffsetNs - n.offset.ns()) / 2
 	}
 	// A batch from a node not (or no longer) known waits for its
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s)
+			p.setState(s, sampled)
 		}
 	}
 	g.mu.Unlock()

@@ -27,7 +27,7 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	}
 	cfg := Config{NodeID: "gw", NodeTimeout: nodeTimeout, Log: zerolog.Nop()}
 	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), addr: "127.0.0.1:1",
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
 		targets: map[string]bool{}, members: map[string]bool{}}
 	g.wg.Add(1)

@@ -23,9 +23,10 @@ import (
 )
 
 // gatewaySession is the register owner a node writes forwarded commands
-// as. Local sessions count up from 1, so they never reach it; a local
-// client that holds a device keeps it, and the gateway's commands are
-// dropped until it lets go (device-busy on the gateway side is future work).
+// as. Local sessions count up from 1, so they never reach it. A local
+// client that holds a device keeps it: the gateway's commands are dropped
+// until it lets go, and the pushed state says the device is held locally,
+// so the gateway refuses its own sessions with device_busy meanwhile.
 const gatewaySession = 1 << 62
 
 // Node serves a hapticd's devices to the lab's gateways.
@@ -52,33 +53,43 @@ type Node struct {
 type subscriber struct {
 	pid      *actor.PID
 	lastSeen time.Time
-	// offset estimates the gateway's wall clock less the node's: the
-	// largest (sent - received) seen, which is the clock offset less the
-	// shortest delay. Delayed messages give smaller samples, so a backlog
-	// does not skew it; two windows let it follow drift.
-	offsetCur, offsetPrev int64
-	offsetSince           time.Time
+	// offset estimates the gateway's wall clock less the node's, from the
+	// gateway's Subscribe messages.
+	offset clockOffset
+}
+
+// clockOffset estimates a peer's wall clock less this process's from the
+// peer's send times: the largest (sent - received) seen, which is the
+// offset less the shortest delay. Delayed messages give smaller samples, so
+// a backlog does not skew it; two windows let it follow drift.
+type clockOffset struct {
+	cur, prev int64
+	since     time.Time
 }
 
 // offsetWindow is how long one window of clock-offset samples lasts.
 const offsetWindow = 10 * time.Second
 
-func (s *subscriber) sample(sentUnixNs int64, now time.Time) {
+func (o *clockOffset) sample(sentUnixNs int64, now time.Time) {
 	v := sentUnixNs - now.UnixNano()
-	if s.offsetSince.IsZero() {
-		s.offsetCur, s.offsetPrev, s.offsetSince = v, v, now
+	if o.since.IsZero() {
+		o.cur, o.prev, o.since = v, v, now
 		return
 	}
-	if now.Sub(s.offsetSince) > offsetWindow {
-		s.offsetPrev, s.offsetCur, s.offsetSince = s.offsetCur, v, now
+	if now.Sub(o.since) > offsetWindow {
+		o.prev, o.cur, o.since = o.cur, v, now
 		return
 	}
-	s.offsetCur = max(s.offsetCur, v)
+	o.cur = max(o.cur, v)
 }
 
-// ageNs is how long ago (node time) the gateway sent at sentUnixNs.
-func (s *subscriber) ageNs(sentUnixNs int64, now time.Time) int64 {
-	return now.UnixNano() - (sentUnixNs - max(s.offsetCur, s.offsetPrev))
+// ns is the estimate: the peer's clock less this one's, low by the
+// shortest delay from the peer.
+func (o *clockOffset) ns() int64 { return max(o.cur, o.prev) }
+
+// ageNs is how long ago (this process's time) the peer sent at sentUnixNs.
+func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
+	return now.UnixNano() - (sentUnixNs - o.ns())
 }
 
 // StartNode starts the remote and serves svc's devices to gateways.
@@ -159,15 +170,25 @@ func (n *Node) livePIDs() []*actor.PID {
 // livePIDsLocked is livePIDs; it also forgets gateways gone silent.
 func (n *Node) livePIDsLocked() []*actor.PID {
 	var pids []*actor.PID
+	for _, s := range n.liveLocked() {
+		pids = append(pids, s.pid)
+	}
+	return pids
+}
+
+// liveLocked are the gateways heard from within GatewayTimeout; it forgets
+// the others.
+func (n *Node) liveLocked() []*subscriber {
+	var live []*subscriber
 	for addr, s := range n.subs {
 		if time.Since(s.lastSeen) > GatewayTimeout {
 			delete(n.subs, addr)
 			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
 			continue
 		}
-		pids = append(pids, s.pid)
+		live = append(live, s)
 	}
-	return pids
+	return live
 }
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
@@ -230,7 +251,7 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.log.Info().Str("gateway", m.GatewayAddress).Msg("gateway subscribed")
 	}
 	s.lastSeen = time.Now()
-	s.sample(m.SentUnixNs, s.lastSeen)
+	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
 	n.mu.Unlock()
 	// Every Subscribe is answered with the inventory, so a gateway that
@@ -279,7 +300,7 @@ func (n *Node) command(m *wire.Command) {
 	d := n.devicesLocked()[m.Uuid]
 	var ageNs int64 = -1
 	if s := n.subs[m.GatewayAddress]; s != nil {
-		ageNs = max(s.ageNs(m.SentUnixNs, now), 0)
+		ageNs = max(s.offset.ageNs(m.SentUnixNs, now), 0)
 	}
 	n.mu.Unlock()
 	if d == nil {
@@ -325,21 +346,34 @@ func (n *Node) push() {
 		if n.set != n.invSent {
 			inv = n.inventoryLocked()
 		}
-		pids := n.livePIDsLocked()
+		live := n.liveLocked()
+		type dest struct {
+			pid      *actor.PID
+			offsetNs int64
+		}
+		dests := make([]dest, len(live))
+		for i, s := range live {
+			dests[i] = dest{s.pid, s.offset.ns()}
+		}
 		n.mu.Unlock()
-		if len(pids) == 0 {
+		if len(dests) == 0 {
 			continue
 		}
-		batch := &wire.StateBatch{NodeId: n.cfg.NodeID, States: make([]*wire.State, 0, len(devs))}
+		states := make([]*wire.State, 0, len(devs))
+		now := time.Now().UnixNano()
 		for uuid, d := range devs {
 			d.Load(&snap)
-			batch.States = append(batch.States, stateToWire(uuid, &snap))
+			st := stateToWire(uuid, &snap)
+			st.HeldLocally = snap.Owner != 0 && snap.Owner != gatewaySession
+			states = append(states, st)
 		}
-		for _, pid := range pids {
+		for _, to := range dests {
 			if inv != nil {
-				n.sys.Root.Send(pid, inv)
+				n.sys.Root.Send(to.pid, inv)
 			}
-			n.sys.Root.Send(pid, batch)
+			// One message per gateway (the offset is the gateway's); the
+			// states are shared and never written after this.
+			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: now, OffsetNs: to.offsetNs})
 		}
 	}
 }

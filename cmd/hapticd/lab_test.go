@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,6 +180,36 @@ func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()
 	return stop
 }
 
+// labSession opens a simulation session on m and returns its round trip:
+// one message out, its frame back.
+func labSession(t *testing.T, m *labMember) (roundTrip func(msg string) map[string]any, close func()) {
+	t.Helper()
+	c := dialWS(t, "ws://"+m.addr["http"]+"/")
+	readJSON(t, c) // the inventory frame
+	return func(msg string) map[string]any {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, c)
+	}, func() { c.Close() }
+}
+
+func labForce(id string, z float64) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, id, z)
+}
+
+// errorCodes are the codes of a frame's errors.
+func errorCodes(f map[string]any) []string {
+	var codes []string
+	errs, _ := f["errors"].([]any)
+	for _, e := range errs {
+		c, _ := path(e, "code").(string)
+		codes = append(codes, c)
+	}
+	return codes
+}
+
 func controlMode(d map[string]any) string {
 	s, _ := path(d, "state", "control_mode").(string)
 	return s
@@ -260,6 +291,7 @@ func testLab(t *testing.T, bin, membership string) {
 	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
 	t.Logf("merged inventory after %v", took)
 	checkHealth()
+	labRemoteStats(t, gw, map[string]*labMember{a1: n1, a2: n2})
 	gwArms := labArms(t, gw)
 	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
 		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
@@ -310,6 +342,7 @@ func testLab(t *testing.T, bin, membership string) {
 	}
 	stop()
 	waitLab(t, 5*time.Second, "n1's arm idle after the client left", func() bool { return controlMode(labArms(t, n1)[a1]) == "idle" })
+	labBusy(t, gw, n1, a1)
 
 	// Config through the gateway is validated, then set and persisted on
 	// the owning node (read back from the node itself).
@@ -414,6 +447,102 @@ func testLab(t *testing.T, bin, membership string) {
 	case <-time.After(10 * time.Second):
 		t.Error("node did not exit within 10 s of SIGTERM")
 	}
+}
+
+// labRemoteStats checks that the gateway's GET /stats says, for each
+// node's arm, which node serves it, where clients reach that node, and how
+// old the states its loop got were.
+func labRemoteStats(t *testing.T, gw *labMember, nodes map[string]*labMember) {
+	t.Helper()
+	var body struct {
+		Data struct {
+			Devices []struct {
+				DeviceID string `json:"device_id"`
+				Remote   *struct {
+					NodeID   string `json:"node_id"`
+					NodeURL  string `json:"node_url"`
+					StateAge struct {
+						Count uint64  `json:"count"`
+						P50Us float64 `json:"p50_us"`
+					} `json:"state_age"`
+				} `json:"remote"`
+			} `json:"devices"`
+		} `json:"data"`
+	}
+	waitLab(t, 5*time.Second, "state ages of both arms in the gateway's /stats", func() bool {
+		resp, err := http.Get(gw.url("/stats"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("GET /stats: %v", err)
+		}
+		aged := 0
+		for _, d := range body.Data.Devices {
+			if n := nodes[d.DeviceID]; n != nil && d.Remote != nil {
+				if d.Remote.NodeURL != "http://"+n.addr["http"] || d.Remote.NodeID != n.host {
+					t.Fatalf("gateway /stats: arm %s on node %q at %q, want %q at http://%s", d.DeviceID, d.Remote.NodeID, d.Remote.NodeURL, n.host, n.addr["http"])
+				}
+				if d.Remote.StateAge.Count > 0 && d.Remote.StateAge.P50Us > 0 {
+					aged++
+				}
+			}
+		}
+		return aged == len(nodes)
+	})
+}
+
+// labBusy checks one controller per arm across a gateway and its node: a
+// second session on the gateway gets device_busy as on a single host; a
+// session on the gateway holding the arm makes a session on the node get
+// device_busy, and the other way round.
+func labBusy(t *testing.T, gw, node *labMember, id string) {
+	// Two sessions on the gateway: the gateway's own register decides.
+	a, closeA := labSession(t, gw)
+	a(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := a(labForce(id, 1)); f["errors"] != nil {
+		t.Fatalf("first session on the gateway refused: %v", f["errors"])
+	}
+	b, closeB := labSession(t, gw)
+	if codes := errorCodes(b(labForce(id, -1))); !slices.Equal(codes, []string{"device_busy"}) {
+		t.Fatalf("second session on the gateway: errors %v, want [device_busy]", codes)
+	}
+	closeB()
+
+	// The gateway's session holds the arm on the node: a session on the
+	// node itself is refused.
+	waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+	d, closeD := labSession(t, node)
+	if codes := errorCodes(d(labForce(id, -1))); !slices.Equal(codes, []string{"device_busy"}) {
+		t.Fatalf("session on the node while the gateway's holds the arm: errors %v, want [device_busy]", codes)
+	}
+	closeD()
+	closeA()
+	waitLab(t, 5*time.Second, "the arm idle on the node after the gateway's session left", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
+
+	// A session on the node holds the arm: the gateway's sessions are
+	// refused once the node's state says so (one push). The gateway's
+	// session uses the shortest lease, so a command that got in before
+	// that lapses at once and the refusal follows.
+	stop := forceThrough(t, node, id, 1.5)
+	defer stop()
+	waitLab(t, 5*time.Second, "the node's own session forcing the arm", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+	g, closeG := labSession(t, gw)
+	defer closeG()
+	g(`{"session":{"configure":{"lease":{"ms":10}}}}`)
+	waitLab(t, 5*time.Second, "device_busy on the gateway while a node session holds the arm", func() bool {
+		return slices.Equal(errorCodes(g(labForce(id, -1))), []string{"device_busy"})
+	})
+	if z, _ := path(labArms(t, node)[id], "state", "current_cursor_force", "z").(float64); z < 1 {
+		t.Errorf("node's arm under force z %v, want the node session's (1.5, not the gateway's -1)", z)
+	}
+	stop()
+	waitLab(t, 5*time.Second, "the gateway's session controls the arm once the node's let go", func() bool {
+		return len(errorCodes(g(labForce(id, 0.5)))) == 0 && path(labArms(t, node)[id], "state", "current_cursor_force", "z") == 0.5
+	})
+	closeG()
+	waitLab(t, 5*time.Second, "the arm idle on the node after the sessions left", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
 }
 
 // writeLabPKI writes a CA and one certificate signed by it, valid for
