@@ -601,23 +601,48 @@ func TestLabMutualTLS(t *testing.T) {
 		return []string{"--cluster-cert", filepath.Join(dir, "cert.pem"), "--cluster-key", filepath.Join(dir, "key.pem"), "--cluster-ca", filepath.Join(dir, "ca.pem")}
 	}
 	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
-	pn := freeLabPort(t, nHost)
-	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn),
-		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
-	gateway := func(pki []string) *labMember {
-		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)),
-			"--peers", fmt.Sprintf("%s:%d", nHost, pn), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
+	// Membership is automanaged (the default); its health endpoints are
+	// plain HTTP, so the foreign gateways see the node as a member, and
+	// must still get nothing over the cluster link.
+	pn, hn, hMember := freeLabPort(t, nHost), freeLabPort(t, nHost), freeLabPort(t, gwHost)
+	labPeers := fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, hMember)
+	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn), "--cluster-health-port", strconv.Itoa(hn),
+		"--peers", labPeers, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
+	gateway := func(health int, pki []string) *labMember {
+		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)), "--cluster-health-port", strconv.Itoa(health),
+			"--peers", fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
 		return startLabMember(t, bin, gwHost, append(args, pki...)...)
 	}
 	// The foreign gateway starts first, so it has asked at least as often
 	// as the lab's own by the time that one sees the arm.
-	intruder := gateway(tlsArgs(foreign))
-	plain := gateway(nil)
-	member := gateway(tlsArgs(lab))
+	intruder := gateway(freeLabPort(t, gwHost), tlsArgs(foreign))
+	plain := gateway(freeLabPort(t, gwHost), nil)
+	member := gateway(hMember, tlsArgs(lab))
 	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
 	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
 		if n := len(labArms(t, g)); n != 0 {
 			t.Errorf("gateway with %s sees %d arms of a TLS lab", name, n)
+		}
+	}
+}
+
+// --role standalone, the default, starts no cluster code: with the lab's
+// flags given, neither the cluster port nor the health port listens.
+func TestStandaloneStartsNoClusterCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	const host = "127.0.0.2"
+	port, health := freeLabPort(t, host), freeLabPort(t, host)
+	m := startLabMember(t, buildBinary(t), host, "--cluster-port", strconv.Itoa(port), "--cluster-health-port", strconv.Itoa(health),
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+	if len(labArms(t, m)) != 1 {
+		t.Fatal("the standalone service does not serve its arm")
+	}
+	for name, p := range map[string]int{"cluster": port, "health": health} {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", host, p), time.Second); err == nil {
+			c.Close()
+			t.Errorf("standalone listens on the %s port %d", name, p)
 		}
 	}
 }
@@ -630,18 +655,21 @@ func TestLabFlags(t *testing.T) {
 		wantErr string
 	}{
 		{nil, ""},
-		{[]string{"--role", "node"}, ""},
-		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7070"}, ""},
 		{[]string{"--role", "cluster"}, "--role"},
-		{[]string{"--role", "gateway"}, "--peers"},
-		{[]string{"--role", "node", "--peers", "127.0.0.2:7070"}, "--peers"},
 		{[]string{"--sim-index-base", "-1"}, "--sim-index-base"},
-		{[]string{"--role", "node", "--membership", "automanaged", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
-		{[]string{"--role", "gateway", "--membership", "automanaged", "--peers", "127.0.0.2:7071"}, ""},
-		{[]string{"--role", "node", "--membership", "automanaged"}, "--peers"},
-		{[]string{"--membership", "automanaged", "--peers", "127.0.0.2:7071"}, "standalone"},
+		// automanaged, the default: every process lists every member.
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
+		{[]string{"--role", "node"}, "--peers"},
+		{[]string{"--role", "gateway", "--membership", "automanaged"}, "--peers"},
+		{[]string{"--peers", "127.0.0.2:7071"}, "standalone"},
 		{[]string{"--role", "node", "--membership", "gossip"}, "--membership"},
-		{[]string{"--role", "node", "--membership", "automanaged", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
+		// static: only the gateway lists the nodes.
+		{[]string{"--role", "node", "--membership", "static"}, ""},
+		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070"}, ""},
+		{[]string{"--role", "gateway", "--membership", "static"}, "--peers"},
+		{[]string{"--role", "node", "--membership", "static", "--peers", "127.0.0.2:7070"}, "--peers"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
@@ -650,8 +678,8 @@ func TestLabFlags(t *testing.T) {
 			t.Errorf("%v: %v", tt.args, err)
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%v: error %v, want one naming %s", tt.args, err, tt.wantErr)
-		case tt.args == nil && o.lab.role != "standalone":
-			t.Errorf("default role %q, want standalone", o.lab.role)
+		case tt.args == nil && (o.lab.role != "standalone" || o.lab.membership != "automanaged"):
+			t.Errorf("default role %q, membership %q; want standalone, automanaged", o.lab.role, o.lab.membership)
 		}
 	}
 }
