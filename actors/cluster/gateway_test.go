@@ -153,3 +153,48 @@ func TestGatewayFollowsTopology(t *testing.T) {
 		t.Errorf("after a left: a a member %v, subscribed %v; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets["127.0.0.2:7070"])
 	}
 }
+
+// A node's word that a session on the node holds its arm takes the
+// gateway's register for localSession, so gateway sessions are refused;
+// its word that nobody does gives it back.
+func TestGatewayMirrorsLocalHold(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	devs := g.svc.Devices().All()
+	if len(devs) != 1 {
+		t.Fatalf("%d devices, want a's arm", len(devs))
+	}
+	reg := devs[0].Register()
+	push := func(held bool) {
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{{Uuid: "uuid-a", HeldLocally: held}}})
+	}
+	push(true)
+	waitCond(t, "the gateway's register held for the node's session", func() bool { return reg.Owner() == localSession })
+	if owner := reg.Claim(7); owner != localSession {
+		t.Fatalf("a gateway session's claim got owner %d, want localSession", owner)
+	}
+	push(false)
+	waitCond(t, "the gateway's register free once the node's session let go", func() bool { return reg.Owner() == 0 })
+}
+
+// The states' age is measured on the gateway's clock even when the node's
+// clock is far off: the node's offset estimate and the gateway's, from the
+// two directions, cancel the skew.
+func TestGatewayStateAgeAcrossClocks(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	const skew = int64(5 * time.Hour) // the node's clock is ahead
+	// The node read the state now (its clock) and estimates the gateway's
+	// clock as its own less the skew (and a 100 µs shortest delay).
+	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano() + skew, OffsetNs: -skew - 100_000,
+		States: []*wire.State{{Uuid: "uuid-a"}}})
+	g.mu.Lock()
+	p := g.proxies["uuid-a"]
+	g.mu.Unlock()
+	p.mu.Lock()
+	age := time.Since(time.Unix(0, p.sampledNs))
+	p.mu.Unlock()
+	if age < -time.Millisecond || age > time.Second {
+		t.Fatalf("state sampled %v ago on the gateway's clock, want about now", age)
+	}
+}
