@@ -37,7 +37,15 @@
 // loop's output command one-way to the node, which writes it into the
 // device's command register under its own lease (LeaseMs). No tick waits on
 // the network, and a lost link or gateway ramps the force to zero on the
-// node as a quiet client does.
+// node as a quiet client does. Each batch carries the node's read time and
+// its estimate of the gateway's clock offset; with the gateway's own
+// estimate from the other direction, the proxy measures how old each state
+// its loop takes is (GET /stats, remote.state_age).
+//
+// One session controls a device across the lab: the node's register
+// decides. A node session that holds a device is pushed as held_locally,
+// and the proxy then holds the gateway's register for localSession, so the
+// gateway's sessions get device_busy as they would on the node.
 //
 // # Short ids
 //
@@ -50,5 +58,9 @@
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
-// guarded by one mutex never held across a registry request.
+// guarded by one mutex never held across a registry request. Cluster
+// topology events arrive on the provider's poller goroutine and take the
+// same mutex. protoactor's known races (disthash swapping its rendezvous
+// without a lock, grpclog set by every remote.Start) are why no test runs a
+// remote or cluster in its own process: the lab tests run real processes.
 package cluster
