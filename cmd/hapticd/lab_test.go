@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -587,6 +588,44 @@ func writeLabPKI(t *testing.T, dir string) {
 	}
 }
 
+// readmeLabPKI runs the README's certificate recipe, as written but for the
+// addresses (hosts a, b and gw at 127.0.0.2-4), and leaves ca.pem and each
+// member's NAME.pem and NAME.key in dir. It reports false when openssl is
+// not installed.
+func readmeLabPKI(t *testing.T, dir string) bool {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		return false
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := readmeBlock(t, string(readme), "### Running a two-host lab")
+	for from, to := range map[string]string{"10.0.0.1": "127.0.0.2", "10.0.0.2": "127.0.0.3", "10.0.0.3": "127.0.0.4"} {
+		if !strings.Contains(block, from) {
+			t.Fatalf("the README's certificate recipe no longer names %s", from)
+		}
+		block = strings.ReplaceAll(block, from, to)
+	}
+	cmd := exec.Command("sh", "-e", "-c", block)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's certificate recipe: %v\n%s", err, out)
+	}
+	// The recipe writes into ./lab; the test reads dir.
+	entries, err := os.ReadDir(filepath.Join(dir, "lab"))
+	if err != nil {
+		t.Fatalf("the README's certificate recipe made no lab directory: %v", err)
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(dir, "lab", e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return true
+}
+
 // With mutual TLS on, a gateway with the lab's certificate sees the node's
 // arm and a foreign one (its own CA) never does, though it asks as often.
 func TestLabMutualTLS(t *testing.T) {
@@ -595,10 +634,16 @@ func TestLabMutualTLS(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	lab, foreign := t.TempDir(), t.TempDir()
-	writeLabPKI(t, lab)
+	// The lab's certificates are made by the README's recipe, run as
+	// written with the lab's addresses on 127.0.0.x; the foreign CA's by Go.
+	nodeCert, gwCert := []string{"a.pem", "a.key"}, []string{"gw.pem", "gw.key"}
+	if !readmeLabPKI(t, lab) {
+		writeLabPKI(t, lab)
+		nodeCert, gwCert = []string{"cert.pem", "key.pem"}, []string{"cert.pem", "key.pem"}
+	}
 	writeLabPKI(t, foreign)
-	tlsArgs := func(dir string) []string {
-		return []string{"--cluster-cert", filepath.Join(dir, "cert.pem"), "--cluster-key", filepath.Join(dir, "key.pem"), "--cluster-ca", filepath.Join(dir, "ca.pem")}
+	tlsArgs := func(dir string, certKey []string) []string {
+		return []string{"--cluster-cert", filepath.Join(dir, certKey[0]), "--cluster-key", filepath.Join(dir, certKey[1]), "--cluster-ca", filepath.Join(dir, "ca.pem")}
 	}
 	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
 	// Membership is automanaged (the default); its health endpoints are
@@ -607,7 +652,7 @@ func TestLabMutualTLS(t *testing.T) {
 	pn, hn, hMember := freeLabPort(t, nHost), freeLabPort(t, nHost), freeLabPort(t, gwHost)
 	labPeers := fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, hMember)
 	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn), "--cluster-health-port", strconv.Itoa(hn),
-		"--peers", labPeers, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
+		"--peers", labPeers, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab, nodeCert)...)...)
 	gateway := func(health int, pki []string) *labMember {
 		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)), "--cluster-health-port", strconv.Itoa(health),
 			"--peers", fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
@@ -615,9 +660,9 @@ func TestLabMutualTLS(t *testing.T) {
 	}
 	// The foreign gateway starts first, so it has asked at least as often
 	// as the lab's own by the time that one sees the arm.
-	intruder := gateway(freeLabPort(t, gwHost), tlsArgs(foreign))
+	intruder := gateway(freeLabPort(t, gwHost), tlsArgs(foreign, []string{"cert.pem", "key.pem"}))
 	plain := gateway(freeLabPort(t, gwHost), nil)
-	member := gateway(hMember, tlsArgs(lab))
+	member := gateway(hMember, tlsArgs(lab, gwCert))
 	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
 	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
 		if n := len(labArms(t, g)); n != 0 {
