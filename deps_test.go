@@ -33,10 +33,13 @@ var house = []houseRule{
 	// reports.
 	// actors/cluster carries devices across hosts: protoactor's remote
 	// speaks gRPC (grpc for its TLS credentials) with protobuf messages
-	// (google.golang.org/protobuf for the generated wire types). Only the
-	// cluster package may use them: a single host links none of it.
+	// (google.golang.org/protobuf for the generated wire types); with
+	// automanaged membership protoactor's provider serves its health
+	// endpoint with labstack/echo, which the package hands a listener bound
+	// to --cluster-bind. Only the cluster package may use them: a single
+	// host links none of it.
 	{prefix: "actors/cluster", project: []string{"actors", "protocol", "hw"},
-		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "google.golang.org/grpc", "google.golang.org/protobuf"},
+		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/labstack/echo", "github.com/rs/zerolog", "google.golang.org/grpc", "google.golang.org/protobuf"},
 		why:        "the lab's cluster link sits beside the actors, above protocol and hw; only it speaks gRPC and protobuf"},
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},

@@ -9,12 +9,25 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
+// RemoteDriver is implemented by drivers of a device on another host (a lab
+// gateway's proxy of a node's device): GET /stats says which node it is on,
+// where clients reach that node, and how old the states the loop got were.
+type RemoteDriver interface {
+	Remote() (nodeID, nodeURL string, stateAge loop.Summary)
+}
+
 // StatsDoc gathers what GET /stats answers, now. Reading loop stats is lock-free.
 func (s *Service) StatsDoc() protocol.Stats {
 	doc := protocol.Stats{Devices: []protocol.DeviceStats{}}
 	for _, d := range s.Devices().All() {
 		st := d.Stats()
+		var remote *protocol.RemoteStats
+		if r, ok := d.rt.Driver().(RemoteDriver); ok {
+			node, url, age := r.Remote()
+			remote = &protocol.RemoteStats{NodeID: node, NodeURL: url, StateAge: summary(age)}
+		}
 		doc.Devices = append(doc.Devices, protocol.DeviceStats{
+			Remote:     remote,
 			DeviceType: d.Name,
 			DeviceID:   d.ID,
 			Simulated:  d.Info.Simulated,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,19 @@ type LabReport struct {
 	RTTP50Ratio float64 `json:"rtt_p50_ratio"`
 	RTTP99Ratio float64 `json:"rtt_p99_ratio"`
 	RateRatio   float64 `json:"rate_ratio"`
+	// StateAge is how old the node's state was when the gateway's loop
+	// took it (the state a gateway frame answers with is up to one gateway
+	// tick older still), from the gateway's GET /stats after its phase,
+	// over the arms' life: the arm with the highest p99.
+	StateAge StateAge `json:"gateway_state_age"`
+}
+
+// StateAge summarises a gateway's state age in microseconds.
+type StateAge struct {
+	Count uint64  `json:"count"`
+	P50Us float64 `json:"p50_us"`
+	P99Us float64 `json:"p99_us"`
+	MaxUs float64 `json:"max_us"`
 }
 
 // Lab starts a node and a gateway (--role node, --role gateway) and runs
@@ -55,24 +69,28 @@ func Lab(ctx context.Context, o LabOptions) (LabReport, error) {
 		return rep, err
 	}
 	defer cleanup()
-	nodePort, err := freePort()
-	if err != nil {
-		return rep, err
+	// Each process: a cluster port and a health port (membership is
+	// automanaged, hapticd's default; every process lists both members).
+	var ports [4]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return rep, err
+		}
 	}
-	gwPort, err := freePort()
-	if err != nil {
-		return rep, err
+	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[1], ports[3])
+	member := func(role string, cluster, health int) []string {
+		return []string{"--role", role, "--node-id", role, "--cluster-port", strconv.Itoa(cluster),
+			"--cluster-health-port", strconv.Itoa(health), "--peers", peers}
 	}
 	ro.progress("starting a node with %d simulated arms and a gateway", ro.Arms)
 	node, err := startService(ctx, ServiceOptions{Binary: binary, Arms: ro.Arms, LoopHz: ro.LoopHz,
-		Extra: []string{"--role", "node", "--node-id", "node", "--cluster-port", strconv.Itoa(nodePort)}})
+		Extra: member("node", ports[0], ports[1])})
 	if err != nil {
 		return rep, err
 	}
 	defer node.stop()
 	gw, err := startService(ctx, ServiceOptions{Binary: binary, Arms: 0, LoopHz: ro.LoopHz,
-		Extra: []string{"--role", "gateway", "--node-id", "gateway", "--cluster-port", strconv.Itoa(gwPort),
-			"--peers", "127.0.0.1:" + strconv.Itoa(nodePort)}})
+		Extra: member("gateway", ports[2], ports[3])})
 	if err != nil {
 		return rep, err
 	}
@@ -101,7 +119,44 @@ func Lab(ctx context.Context, o LabOptions) (LabReport, error) {
 	rep.RTTP50Ratio = ratio(rep.Gateway.Overall.RTT.P50Us, rep.Direct.Overall.RTT.P50Us)
 	rep.RTTP99Ratio = ratio(rep.Gateway.Overall.RTT.P99Us, rep.Direct.Overall.RTT.P99Us)
 	rep.RateRatio = ratio(rep.Gateway.Overall.AchievedHzTotal, rep.Direct.Overall.AchievedHzTotal)
+	if rep.StateAge, err = gatewayStateAge(ctx, gw.httpBase); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// gatewayStateAge reads the gateway's GET /stats: the state age of the
+// remote device with the highest p99.
+func gatewayStateAge(ctx context.Context, httpBase string) (StateAge, error) {
+	var body struct {
+		Data struct {
+			Devices []struct {
+				Remote *struct {
+					StateAge StateAge `json:"state_age"`
+				} `json:"remote"`
+			} `json:"devices"`
+		} `json:"data"`
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/stats", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return StateAge{}, fmt.Errorf("bench: gateway /stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return StateAge{}, fmt.Errorf("bench: gateway /stats: %w", err)
+	}
+	var worst StateAge
+	found := false
+	for _, d := range body.Data.Devices {
+		if d.Remote != nil && (!found || d.Remote.StateAge.P99Us > worst.P99Us) {
+			worst, found = d.Remote.StateAge, true
+		}
+	}
+	if !found || worst.Count == 0 {
+		return StateAge{}, errors.New("bench: the gateway's /stats reports no state age for a remote device")
+	}
+	return worst, nil
 }
 
 // freePort is a loopback port free right now (the cluster link needs a
@@ -155,6 +210,7 @@ func (r LabReport) WriteTable(w io.Writer) error {
 	t.add("lock-step round trip p50 (µs)", number(r.Direct.Overall.RTT.P50Us), number(r.Gateway.Overall.RTT.P50Us), number(r.RTTP50Ratio))
 	t.add("lock-step round trip p99 (µs)", number(r.Direct.Overall.RTT.P99Us), number(r.Gateway.Overall.RTT.P99Us), number(r.RTTP99Ratio))
 	t.add("achieved rate, all clients (Hz)", number(r.Direct.Overall.AchievedHzTotal), number(r.Gateway.Overall.AchievedHzTotal), number(r.RateRatio))
+	t.add("state age p50 / p99 / max (µs)", "-", fmt.Sprintf("%s / %s / %s", number(r.StateAge.P50Us), number(r.StateAge.P99Us), number(r.StateAge.MaxUs)), "")
 	t.write(&b)
 	_, err := io.WriteString(w, b.String())
 	return err

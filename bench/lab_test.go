@@ -28,4 +28,9 @@ func TestLabAgainstRealProcesses(t *testing.T) {
 	if rep.RTTP50Ratio <= 0 || rep.RateRatio <= 0 {
 		t.Errorf("ratios not computed: %+v", rep)
 	}
+	// The gateway's state age: at least the node's read to the gateway's
+	// loop, and under a second on loopback.
+	if a := rep.StateAge; a.Count == 0 || a.P50Us <= 0 || a.P99Us < a.P50Us || a.P99Us > 1e6 {
+		t.Errorf("gateway state age %+v", a)
+	}
 }

@@ -19,6 +19,19 @@ type DeviceStats struct {
 	Loop       LoopStats      `json:"loop"`
 	Exchange   RoundTripStats `json:"exchange"`
 	Errors     uint64         `json:"errors"`
+	// Remote is set on a lab gateway for a device served by a node.
+	Remote *RemoteStats `json:"remote,omitempty"`
+}
+
+// RemoteStats is a lab gateway's view of a device on a node: where it
+// lives, and how old the state the gateway's loop answered with was (from
+// the node reading it to the gateway using it, each tick, on the gateway's
+// clock; across hosts the clocks' offset is estimated, within half the
+// difference of the two directions' shortest delays).
+type RemoteStats struct {
+	NodeID   string         `json:"node_id"`
+	NodeURL  string         `json:"node_url"`
+	StateAge RoundTripStats `json:"state_age"`
 }
 
 // LoopStats is a loop's period histogram summary in microseconds.

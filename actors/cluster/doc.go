@@ -4,17 +4,31 @@
 //
 // # Membership
 //
-// Membership is protoactor's remote with a static peer list, not its
-// cluster providers: the automanaged provider binds all interfaces on its
-// health port and panics on a client's Shutdown, and a hapticd lab needs no
-// placement (a device lives where its cable is). The gateway sends
-// Subscribe to each peer every SubscribeEvery; a node answers with its
-// Inventory and pushes a StateBatch of every device to each gateway heard
-// from within GatewayTimeout. The gateway watches each node's actor, so a
-// node whose connection closes (killed, restarted) is dropped at once; the
-// batches are the node's heartbeat, so a node silent for NodeTimeout (hung,
-// cut off) is dropped then. A dropped node's devices leave the gateway with
-// device-disconnected.
+// Two modes (Config.Membership), one data path. Static: protoactor's remote
+// with the gateway's list of node addresses. Automanaged: every process is
+// a member of protoactor's cluster with the automanaged provider and the
+// same static list of health endpoints; each node registers the kind
+// node-<id> (NodeKind) and the gateway none, so a device's cluster identity
+// is its node's kind plus its UUID, and disthash can place it nowhere but
+// on its node. The provider would serve its health endpoint on 0.0.0.0;
+// startLink hands it an echo server with a listener already bound to
+// Config.Bind instead.
+//
+// In both modes the gateway sends Subscribe to each node every
+// SubscribeEvery (static: --peers; automanaged: every node member the
+// topology has shown); a node answers with its Inventory and pushes a
+// StateBatch of every device to each gateway heard from within
+// GatewayTimeout. A node is dropped, its devices leaving with
+// device-disconnected, on the first of: its actor's Watch firing (a killed
+// or restarted process's connection closes), the topology saying it left
+// (automanaged: the next health poll after a kill, the poll's fixed 2 s
+// timeout after a hang), or NodeTimeout of silence (hung, cut off).
+//
+// protoactor blocks a member that left by its member id for good, so a hung
+// node that resumes stays out of the topology until it restarts. Its link
+// still works: it returns through its inventory like any node, and config
+// for its devices goes to its actor by address instead of through the
+// grain.
 //
 // # Data plane
 //
@@ -23,7 +37,15 @@
 // loop's output command one-way to the node, which writes it into the
 // device's command register under its own lease (LeaseMs). No tick waits on
 // the network, and a lost link or gateway ramps the force to zero on the
-// node as a quiet client does.
+// node as a quiet client does. Each batch carries the node's read time and
+// its estimate of the gateway's clock offset; with the gateway's own
+// estimate from the other direction, the proxy measures how old each state
+// its loop takes is (GET /stats, remote.state_age).
+//
+// One session controls a device across the lab: the node's register
+// decides. A node session that holds a device is pushed as held_locally,
+// and the proxy then holds the gateway's register for localSession, so the
+// gateway's sessions get device_busy as they would on the node.
 //
 // # Short ids
 //
@@ -36,5 +58,9 @@
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
-// guarded by one mutex never held across a registry request.
+// guarded by one mutex never held across a registry request. Cluster
+// topology events arrive on the provider's poller goroutine and take the
+// same mutex. protoactor's known races (disthash swapping its rendezvous
+// without a lock, grpclog set by every remote.Start) are why no test runs a
+// remote or cluster in its own process: the lab tests run real processes.
 package cluster

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -32,12 +34,14 @@ type Gateway struct {
 	// leases end any force.
 	closing atomic.Bool
 
-	svc  *actors.Service
-	cfg  Config
-	log  zerolog.Logger
-	sys  *actor.ActorSystem
-	rem  *remote.Remote
-	addr string
+	svc   *actors.Service
+	cfg   Config
+	log   zerolog.Logger
+	lk    *link
+	sys   *actor.ActorSystem
+	cl    *cluster.Cluster // automanaged membership only
+	clock loop.Clock
+	addr  string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -47,28 +51,52 @@ type Gateway struct {
 	mu      sync.Mutex
 	nodes   map[string]*nodeState // by node id
 	proxies map[string]*proxy     // by UUID
+	// targets are the nodes' cluster addresses subscribed to: --peers
+	// (static), or every node member the cluster has shown (automanaged;
+	// kept after it leaves, so a node that answers again comes back).
+	targets map[string]bool
+	// members are the node ids in the cluster's current topology
+	// (automanaged): their devices' config goes to the device's grain.
+	members map[string]bool
 }
 
 type nodeState struct {
 	id, addr, httpURL string
 	pid               *actor.PID
 	lastSeen          time.Time
+	// offset is the node's clock less the gateway's, from the batches.
+	offset clockOffset
 }
 
 // StartGateway starts the remote and subscribes to every peer.
 func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
-	sys, rem, err := startRemote(&cfg)
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
+		targets: map[string]bool{}, members: map[string]bool{}}
+	if cfg.Membership == MembershipStatic {
+		for _, p := range cfg.Peers {
+			g.targets[p] = true
+		}
+	}
+	// A member with no kinds: it never hosts a placement.
+	lk, err := startLink(&cfg, nil, func(sys *actor.ActorSystem) error {
+		if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
+			return fmt.Errorf("cluster: spawn gateway actor: %w", err)
+		}
+		// Published by the provider's poller before StartMember returns.
+		sys.EventStream.Subscribe(func(ev any) {
+			if t, ok := ev.(*cluster.ClusterTopology); ok {
+				g.topology(t)
+			}
+		})
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem,
-		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
-		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{}}
-	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
-		stopRemote(sys, rem)
-		return nil, fmt.Errorf("cluster: spawn gateway actor: %w", err)
-	}
+	g.lk, g.sys, g.cl = lk, lk.sys, lk.cl
 	g.wg.Add(1)
 	go g.watch()
 	return g, nil
@@ -81,7 +109,7 @@ func (g *Gateway) Close() {
 	g.closing.Store(true)
 	close(g.stop)
 	g.wg.Wait()
-	stopRemote(g.sys, g.rem)
+	g.lk.stop()
 }
 
 type gatewayActor Gateway
@@ -115,14 +143,14 @@ func (g *Gateway) watch() {
 	defer check.Stop()
 	var lastSub time.Time
 	for {
+		g.mu.Lock()
 		if time.Since(lastSub) >= SubscribeEvery {
 			lastSub = time.Now()
-			for _, peer := range g.cfg.Peers {
+			for peer := range g.targets {
 				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
 					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
 			}
 		}
-		g.mu.Lock()
 		for id, n := range g.nodes {
 			if time.Since(n.lastSeen) > g.cfg.NodeTimeout {
 				g.dropNodeLocked(id, "silent for "+g.cfg.NodeTimeout.String())
@@ -135,6 +163,55 @@ func (g *Gateway) watch() {
 		case <-check.C:
 		}
 	}
+}
+
+// topology follows the automanaged cluster: a node member that joins is
+// subscribed to, one that leaves is dropped at once (a killed
+// node's health port refuses at the next poll; a hung one's poll times
+// out). The subscriptions' heartbeat still decides when a node returns.
+func (g *Gateway) topology(t *cluster.ClusterTopology) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range t.Left {
+		if id, ok := nodeOf(m); ok {
+			delete(g.members, id)
+			if _, known := g.nodes[id]; known {
+				g.dropNodeLocked(id, "left the cluster")
+			}
+		}
+	}
+	clear(g.members)
+	for _, m := range t.Members {
+		if id, ok := nodeOf(m); ok {
+			g.members[id] = true
+			g.targets[m.Address()] = true // watch subscribes within SubscribeEvery
+		}
+	}
+}
+
+// nodeOf is the node id of a member that registered a node kind.
+func nodeOf(m *cluster.Member) (string, bool) {
+	for _, k := range m.Kinds {
+		if id, ok := strings.CutPrefix(k, NodeKind("")); ok {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// configRequest asks a device's node, and waits for its answer: through
+// the device's cluster identity (its node's kind and its UUID) while the
+// node is a cluster member, else to the node's actor by address (static
+// membership; or a node the cluster expelled, which protoactor never lets
+// back in under the same member id, but whose link works).
+func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
+	g.mu.Lock()
+	member := g.cl != nil && g.members[p.nodeID]
+	g.mu.Unlock()
+	if member {
+		return g.cl.Request(p.info.UUID, NodeKind(p.nodeID), m, cluster.WithTimeout(configTimeout), cluster.WithRetryCount(2))
+	}
+	return g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
 }
 
 // dropNodeLocked forgets a node; its devices fail and leave.
@@ -219,6 +296,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			g.forget(p)
 			continue
 		}
+		p.dev.Store(dev)
 		// Off the actor: the node's answers must not wait behind the
 		// state batches this actor handles.
 		g.wg.Add(1)
@@ -243,7 +321,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if k.SessionScoped() {
 			continue // sessions live on the gateway, and so does their config
 		}
-		r, err := g.sys.Root.RequestFuture(p.node, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, configTimeout).Result()
+		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
 		reply, ok := r.(*wire.ConfigReply)
 		if err == nil && ok && reply.Error != "" {
 			err = errors.New(reply.Error)
@@ -280,15 +358,22 @@ func (g *Gateway) forget(p *proxy) {
 }
 
 func (g *Gateway) states(m *wire.StateBatch) {
+	now := time.Now()
 	g.mu.Lock()
+	// When the node read the states, on the gateway's clock: the mean of
+	// the node's estimate (gateway less node, low by the shortest delay to
+	// the node) and the gateway's (high by the shortest delay from it).
+	sampled := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
-		n.lastSeen = time.Now()
+		n.lastSeen = now
+		n.offset.sample(m.SentUnixNs, now)
+		sampled += (m.OffsetNs - n.offset.ns()) / 2
 	}
 	// A batch from a node not (or no longer) known waits for its
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s)
+			p.setState(s, sampled)
 		}
 	}
 	g.mu.Unlock()

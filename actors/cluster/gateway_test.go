@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
@@ -17,16 +19,17 @@ import (
 
 // testGateway is a gateway without its remote: the tests hand it what the
 // gateway actor would receive. Messages it sends go to dead letters.
-func testGateway(t *testing.T) *Gateway {
+func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	t.Helper()
 	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{NodeID: "gw", NodeTimeout: 300 * time.Millisecond, Log: zerolog.Nop()}
+	cfg := Config{NodeID: "gw", NodeTimeout: nodeTimeout, Log: zerolog.Nop()}
 	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), addr: "127.0.0.1:1",
-		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{}}
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
+		targets: map[string]bool{}, members: map[string]bool{}}
 	g.wg.Add(1)
 	go g.watch()
 	t.Cleanup(func() {
@@ -59,7 +62,7 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // distinct ids; pushed state reaches the right one; a node that falls
 // silent takes its arm away with device-disconnected and leaves the other.
 func TestGatewayMergesNodes(t *testing.T) {
-	g := testGateway(t)
+	g := testGateway(t, 300*time.Millisecond)
 	sub, err := g.svc.Activity().Subscribe(0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -119,5 +122,79 @@ func TestGatewayMergesNodes(t *testing.T) {
 	}
 	if len(g.svc.Devices().All()) != 1 {
 		t.Errorf("b's arm left with a's: %d devices", len(g.svc.Devices().All()))
+	}
+}
+
+// With automanaged membership the cluster's topology drives the gateway: a
+// node member that joins is subscribed to, one that leaves takes its
+// devices away at once (not after NodeTimeout), and members without a node
+// kind (another gateway) are neither.
+func TestGatewayFollowsTopology(t *testing.T) {
+	g := testGateway(t, time.Hour) // only the topology may drop the node
+	na := &cluster.Member{Id: "m-a", Host: "127.0.0.2", Port: 7070, Kinds: []string{NodeKind("a"), cluster.TopicActorKind}}
+	gw := &cluster.Member{Id: "m-gw", Host: "127.0.0.4", Port: 7070, Kinds: []string{cluster.TopicActorKind}}
+	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{na, gw}, Joined: []*cluster.Member{na, gw}})
+	g.mu.Lock()
+	targets, member := maps.Clone(g.targets), g.members["a"]
+	g.mu.Unlock()
+	if !maps.Equal(targets, map[string]bool{"127.0.0.2:7070": true}) || !member {
+		t.Fatalf("after a joined: targets %v, a a member %v; want a's address only, and a member", targets, member)
+	}
+
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	if len(g.svc.Devices().All()) != 1 {
+		t.Fatalf("%d devices after a's inventory, want 1", len(g.svc.Devices().All()))
+	}
+	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{gw}, Left: []*cluster.Member{na}})
+	waitCond(t, "a's arm gone after a left the topology", func() bool { return len(g.svc.Devices().All()) == 0 })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.members["a"] || !g.targets["127.0.0.2:7070"] {
+		t.Errorf("after a left: a a member %v, subscribed %v; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets["127.0.0.2:7070"])
+	}
+}
+
+// A node's word that a session on the node holds its arm takes the
+// gateway's register for localSession, so gateway sessions are refused;
+// its word that nobody does gives it back.
+func TestGatewayMirrorsLocalHold(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	devs := g.svc.Devices().All()
+	if len(devs) != 1 {
+		t.Fatalf("%d devices, want a's arm", len(devs))
+	}
+	reg := devs[0].Register()
+	push := func(held bool) {
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{{Uuid: "uuid-a", HeldLocally: held}}})
+	}
+	push(true)
+	waitCond(t, "the gateway's register held for the node's session", func() bool { return reg.Owner() == localSession })
+	if owner := reg.Claim(7); owner != localSession {
+		t.Fatalf("a gateway session's claim got owner %d, want localSession", owner)
+	}
+	push(false)
+	waitCond(t, "the gateway's register free once the node's session let go", func() bool { return reg.Owner() == 0 })
+}
+
+// The states' age is measured on the gateway's clock even when the node's
+// clock is far off: the node's offset estimate and the gateway's, from the
+// two directions, cancel the skew.
+func TestGatewayStateAgeAcrossClocks(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	const skew = int64(5 * time.Hour) // the node's clock is ahead
+	// The node read the state now (its clock) and estimates the gateway's
+	// clock as its own less the skew (and a 100 µs shortest delay).
+	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano() + skew, OffsetNs: -skew - 100_000,
+		States: []*wire.State{{Uuid: "uuid-a"}}})
+	g.mu.Lock()
+	p := g.proxies["uuid-a"]
+	g.mu.Unlock()
+	p.mu.Lock()
+	age := time.Since(time.Unix(0, p.sampledNs))
+	p.mu.Unlock()
+	if age < -time.Millisecond || age > time.Second {
+		t.Fatalf("state sampled %v ago on the gateway's clock, want about now", age)
 	}
 }

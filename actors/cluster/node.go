@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
@@ -23,9 +23,10 @@ import (
 )
 
 // gatewaySession is the register owner a node writes forwarded commands
-// as. Local sessions count up from 1, so they never reach it; a local
-// client that holds a device keeps it, and the gateway's commands are
-// dropped until it lets go (device-busy on the gateway side is future work).
+// as. Local sessions count up from 1, so they never reach it. A local
+// client that holds a device keeps it: the gateway's commands are dropped
+// until it lets go, and the pushed state says the device is held locally,
+// so the gateway refuses its own sessions with device_busy meanwhile.
 const gatewaySession = 1 << 62
 
 // Node serves a hapticd's devices to the lab's gateways.
@@ -33,8 +34,8 @@ type Node struct {
 	svc   *actors.Service
 	cfg   Config
 	log   zerolog.Logger
+	lk    *link
 	sys   *actor.ActorSystem
-	rem   *remote.Remote
 	clock loop.Clock
 	addr  string
 
@@ -52,52 +53,67 @@ type Node struct {
 type subscriber struct {
 	pid      *actor.PID
 	lastSeen time.Time
-	// offset estimates the gateway's wall clock less the node's: the
-	// largest (sent - received) seen, which is the clock offset less the
-	// shortest delay. Delayed messages give smaller samples, so a backlog
-	// does not skew it; two windows let it follow drift.
-	offsetCur, offsetPrev int64
-	offsetSince           time.Time
+	// offset estimates the gateway's wall clock less the node's, from the
+	// gateway's Subscribe messages.
+	offset clockOffset
+}
+
+// clockOffset estimates a peer's wall clock less this process's from the
+// peer's send times: the largest (sent - received) seen, which is the
+// offset less the shortest delay. Delayed messages give smaller samples, so
+// a backlog does not skew it; two windows let it follow drift.
+type clockOffset struct {
+	cur, prev int64
+	since     time.Time
 }
 
 // offsetWindow is how long one window of clock-offset samples lasts.
 const offsetWindow = 10 * time.Second
 
-func (s *subscriber) sample(sentUnixNs int64, now time.Time) {
+func (o *clockOffset) sample(sentUnixNs int64, now time.Time) {
 	v := sentUnixNs - now.UnixNano()
-	if s.offsetSince.IsZero() {
-		s.offsetCur, s.offsetPrev, s.offsetSince = v, v, now
+	if o.since.IsZero() {
+		o.cur, o.prev, o.since = v, v, now
 		return
 	}
-	if now.Sub(s.offsetSince) > offsetWindow {
-		s.offsetPrev, s.offsetCur, s.offsetSince = s.offsetCur, v, now
+	if now.Sub(o.since) > offsetWindow {
+		o.prev, o.cur, o.since = o.cur, v, now
 		return
 	}
-	s.offsetCur = max(s.offsetCur, v)
+	o.cur = max(o.cur, v)
 }
 
-// ageNs is how long ago (node time) the gateway sent at sentUnixNs.
-func (s *subscriber) ageNs(sentUnixNs int64, now time.Time) int64 {
-	return now.UnixNano() - (sentUnixNs - max(s.offsetCur, s.offsetPrev))
+// ns is the estimate: the peer's clock less this one's, low by the
+// shortest delay from the peer.
+func (o *clockOffset) ns() int64 { return max(o.cur, o.prev) }
+
+// ageNs is how long ago (this process's time) the peer sent at sentUnixNs.
+func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
+	return now.UnixNano() - (sentUnixNs - o.ns())
 }
 
 // StartNode starts the remote and serves svc's devices to gateways.
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
-	sys, rem, err := startRemote(&cfg)
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
+		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+	// The node's one kind: a device's cluster identity is this kind plus
+	// its UUID, so placement is where the device's cable is.
+	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
+	lk, err := startLink(&cfg, []*cluster.Kind{kind}, func(sys *actor.ActorSystem) error {
+		if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
+			return fmt.Errorf("cluster: spawn node actor: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, rem: rem, clock: loop.SystemClock(),
-		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
-		stop: make(chan struct{}), subs: map[string]*subscriber{}}
-	if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
-		stopRemote(sys, rem)
-		return nil, fmt.Errorf("cluster: spawn node actor: %w", err)
-	}
+	n.lk, n.sys = lk, lk.sys
 	sub, err := svc.Activity().Subscribe(0, false)
 	if err != nil {
-		stopRemote(sys, rem)
+		lk.stop()
 		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
 	}
 	n.wg.Add(2)
@@ -154,15 +170,25 @@ func (n *Node) livePIDs() []*actor.PID {
 // livePIDsLocked is livePIDs; it also forgets gateways gone silent.
 func (n *Node) livePIDsLocked() []*actor.PID {
 	var pids []*actor.PID
+	for _, s := range n.liveLocked() {
+		pids = append(pids, s.pid)
+	}
+	return pids
+}
+
+// liveLocked are the gateways heard from within GatewayTimeout; it forgets
+// the others.
+func (n *Node) liveLocked() []*subscriber {
+	var live []*subscriber
 	for addr, s := range n.subs {
 		if time.Since(s.lastSeen) > GatewayTimeout {
 			delete(n.subs, addr)
 			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
 			continue
 		}
-		pids = append(pids, s.pid)
+		live = append(live, s)
 	}
-	return pids
+	return live
 }
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
@@ -170,7 +196,7 @@ func (n *Node) livePIDsLocked() []*actor.PID {
 func (n *Node) Close() {
 	close(n.stop)
 	n.wg.Wait()
-	stopRemote(n.sys, n.rem)
+	n.lk.stop()
 }
 
 type nodeActor Node
@@ -190,6 +216,32 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	}
 }
 
+// NodeKind is the cluster kind a node registers: its devices' identities
+// are their UUIDs under it.
+func NodeKind(nodeID string) string { return "node-" + nodeID }
+
+// deviceGrain is a device's virtual actor on its node (automanaged
+// membership): it answers config requests for its own UUID only, so an
+// identity the node has no device for is refused, never served by another.
+type deviceGrain struct {
+	n    *Node
+	uuid string
+}
+
+func (g *deviceGrain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.uuid = m.Identity.Identity
+	case *wire.ConfigRequest:
+		if m.Uuid != g.uuid {
+			ctx.Respond(&wire.ConfigReply{Code: string(protocol.CodeInvalidValue),
+				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
+			return
+		}
+		ctx.Respond(g.n.config(m))
+	}
+}
+
 func (n *Node) subscribe(m *wire.Subscribe) {
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
@@ -199,7 +251,7 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.log.Info().Str("gateway", m.GatewayAddress).Msg("gateway subscribed")
 	}
 	s.lastSeen = time.Now()
-	s.sample(m.SentUnixNs, s.lastSeen)
+	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
 	n.mu.Unlock()
 	// Every Subscribe is answered with the inventory, so a gateway that
@@ -248,7 +300,7 @@ func (n *Node) command(m *wire.Command) {
 	d := n.devicesLocked()[m.Uuid]
 	var ageNs int64 = -1
 	if s := n.subs[m.GatewayAddress]; s != nil {
-		ageNs = max(s.ageNs(m.SentUnixNs, now), 0)
+		ageNs = max(s.offset.ageNs(m.SentUnixNs, now), 0)
 	}
 	n.mu.Unlock()
 	if d == nil {
@@ -294,21 +346,34 @@ func (n *Node) push() {
 		if n.set != n.invSent {
 			inv = n.inventoryLocked()
 		}
-		pids := n.livePIDsLocked()
+		live := n.liveLocked()
+		type dest struct {
+			pid      *actor.PID
+			offsetNs int64
+		}
+		dests := make([]dest, len(live))
+		for i, s := range live {
+			dests[i] = dest{s.pid, s.offset.ns()}
+		}
 		n.mu.Unlock()
-		if len(pids) == 0 {
+		if len(dests) == 0 {
 			continue
 		}
-		batch := &wire.StateBatch{NodeId: n.cfg.NodeID, States: make([]*wire.State, 0, len(devs))}
+		states := make([]*wire.State, 0, len(devs))
+		now := time.Now().UnixNano()
 		for uuid, d := range devs {
 			d.Load(&snap)
-			batch.States = append(batch.States, stateToWire(uuid, &snap))
+			st := stateToWire(uuid, &snap)
+			st.HeldLocally = snap.Owner != 0 && snap.Owner != gatewaySession
+			states = append(states, st)
 		}
-		for _, pid := range pids {
+		for _, to := range dests {
 			if inv != nil {
-				n.sys.Root.Send(pid, inv)
+				n.sys.Root.Send(to.pid, inv)
 			}
-			n.sys.Root.Send(pid, batch)
+			// One message per gateway (the offset is the gateway's); the
+			// states are shared and never written after this.
+			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: now, OffsetNs: to.offsetNs})
 		}
 	}
 }

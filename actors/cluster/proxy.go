@@ -10,8 +10,10 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // keepAlive is how often an unchanged non-idle command is sent again, well
@@ -35,20 +37,45 @@ type proxy struct {
 	// after a short-id collision).
 	nodeDeviceID string
 
-	// mu guards st, written by the gateway actor and read by the loop.
-	mu sync.Mutex
-	st hw.State
+	// dev is the gateway's device of this proxy, once added; heldLocally
+	// is the node's word that a session on the node controls the device.
+	dev         atomic.Pointer[actors.Device]
+	heldLocally atomic.Bool
+	// stateAge records, each tick, how old the state the loop got was.
+	stateAge *histogram.Histogram
+	nodeURL  string
 
-	// The loop's own: what it sent last and when.
-	last   hw.Command
-	sentAt time.Time
-	seq    uint64
+	// mu guards st and sampledNs (when the node read st, on the gateway's
+	// wall clock), written by the gateway actor and read by the loop.
+	mu        sync.Mutex
+	st        hw.State
+	sampledNs int64
+
+	// The loop's own: what it sent last and when; whether it holds the
+	// gateway's register for a node-local session.
+	last    hw.Command
+	sentAt  time.Time
+	seq     uint64
+	holding bool
+	holdSeq uint64
 }
 
 var (
-	_ hw.Driver          = (*proxy)(nil)
-	_ actors.ConfigOwner = (*proxy)(nil)
+	_ hw.Driver           = (*proxy)(nil)
+	_ actors.ConfigOwner  = (*proxy)(nil)
+	_ actors.RemoteDriver = (*proxy)(nil)
 )
+
+// localSession owns a gateway device's register while a session on the
+// node controls the device, so the gateway's sessions get device_busy (with
+// this number as the owner) just as a second session on the node would.
+// Gateway sessions count up from 1 and never reach it.
+const localSession = gatewaySession + 1
+
+// localHoldFor is how far ahead each tick moves the local hold's deadline:
+// the hold ends when the node says so, or this long after the node's word
+// stops coming.
+const localHoldFor = 200 * time.Millisecond
 
 func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 	// The port says where the device is: its node's URL (clients that need
@@ -57,7 +84,8 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 	if d.Port != "" {
 		port += " " + d.Port
 	}
-	return &proxy{g: g, nodeID: n.id, node: n.pid, nodeDeviceID: d.Id, st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
+	return &proxy{g: g, nodeID: n.id, node: n.pid, nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
+		st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
 			Kind: hw.Kind(d.Kind), ID: id, UUID: d.Uuid, Model: uint8(d.Model),
 			HardwareVersion: uint8(d.HardwareVersion), FirmwareVersion: uint8(d.FirmwareVersion),
@@ -71,12 +99,20 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 
 func (p *proxy) Info() hw.Info { return p.info }
 
-func (p *proxy) setState(m *wire.State) {
+// Remote says where the device lives and how old its states were.
+func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
+	return p.nodeID, p.nodeURL, p.stateAge.Summary()
+}
+
+// setState takes a pushed state that the node read at sampledNs (gateway
+// wall clock).
+func (p *proxy) setState(m *wire.State, sampledNs int64) {
 	var st hw.State
 	stateFromWire(m, &st)
 	p.mu.Lock()
-	p.st = st
+	p.st, p.sampledNs = st, sampledNs
 	p.mu.Unlock()
+	p.heldLocally.Store(m.HeldLocally)
 }
 
 // Exchange reports the latest pushed state and forwards cmd when it changed
@@ -87,8 +123,15 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	}
 	p.mu.Lock()
 	*st = p.st
+	sampled := p.sampledNs
 	p.mu.Unlock()
 	now := time.Now()
+	if sampled != 0 {
+		p.stateAge.Record(max(now.UnixNano()-sampled, 0))
+	}
+	if dev := p.dev.Load(); dev != nil {
+		p.mirrorLocalHold(dev.Register())
+	}
 	switch {
 	case *cmd != p.last:
 	case cmd.Mode != hw.ModeIdle && now.Sub(p.sentAt) >= keepAlive:
@@ -97,6 +140,28 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	}
 	p.send(cmd, now)
 	return nil
+}
+
+// mirrorLocalHold makes a node-local session's control visible on the
+// gateway: while the node says a local session holds the device, the
+// gateway's register is held by localSession (an idle command, renewed every
+// tick), so the gateway's sessions are refused with device_busy. A gateway
+// session that claimed the register first keeps it; its commands are then
+// dropped on the node until the local session lets go.
+func (p *proxy) mirrorLocalHold(reg *loop.Register) {
+	if !p.heldLocally.Load() {
+		if p.holding {
+			reg.Release(localSession)
+			p.holding = false
+		}
+		return
+	}
+	if reg.Claim(localSession) != localSession {
+		return
+	}
+	p.holding = true
+	p.holdSeq++
+	reg.Write(localSession, p.holdSeq, p.g.clock.Now()+int64(localHoldFor), nil, nil)
 }
 
 func (p *proxy) send(cmd *hw.Command, now time.Time) {
@@ -158,7 +223,7 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 	if p.lost.Load() {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
-	r, err := p.g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+	r, err := p.g.configRequest(p, m)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
 	}

@@ -5,14 +5,21 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -27,8 +34,14 @@ type Config struct {
 	// lab spans hosts). Port must be fixed: peers are listed by address.
 	Bind string
 	Port int
-	// Peers are the nodes' remote addresses, host:port (gateway only).
+	// Membership is MembershipStatic (default) or MembershipAutomanaged.
+	Membership string
+	// Peers are, with static membership, the nodes' cluster addresses
+	// (gateway only); with automanaged membership, every member's health
+	// endpoint, host:health-port (every process, the same list).
 	Peers []string
+	// HealthPort is where the automanaged health endpoint listens, on Bind.
+	HealthPort int
 	// CertFile, KeyFile and CAFile turn on mutual TLS: this process shows
 	// its certificate and accepts only peers whose certificate CAFile signed.
 	CertFile, KeyFile, CAFile string
@@ -45,6 +58,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.Membership == "" {
+		c.Membership = MembershipStatic
+	}
 	if c.Bind == "" {
 		c.Bind = "127.0.0.1"
 	}
@@ -59,6 +75,13 @@ func (c *Config) defaults() {
 	}
 }
 
+// Membership modes: the static list of node addresses with a remote Watch
+// on each, or protoactor's cluster with the automanaged provider.
+const (
+	MembershipStatic      = "static"
+	MembershipAutomanaged = "automanaged"
+)
+
 // Names of the one actor per process that remote messages reach.
 const (
 	nodeActorName    = "hapticd-node"
@@ -72,25 +95,39 @@ const (
 	GatewayTimeout = 3 * time.Second
 )
 
-// startRemote starts an actor system of its own with protoactor's remote on
-// c.Bind:c.Port. The service's actors stay in their own system: nothing of
-// theirs is reachable from the network.
-func startRemote(c *Config) (*actor.ActorSystem, *remote.Remote, error) {
+// link is a process's end of the lab: its own actor system with
+// protoactor's remote and, with automanaged membership, its cluster. The
+// service's actors stay in their own system: nothing of theirs is reachable
+// from the network.
+type link struct {
+	sys *actor.ActorSystem
+	rem *remote.Remote
+	// cl, prov and health are set with automanaged membership only.
+	cl     *cluster.Cluster
+	prov   *automanaged.AutoManagedProvider
+	health net.Listener
+}
+
+// startLink starts the remote on c.Bind:c.Port and, with automanaged
+// membership, joins the cluster as a member with the given kinds (none for
+// a gateway). start runs on the new system before the remote listens, so
+// the process's named actor exists before any peer can message it.
+func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) error) (*link, error) {
 	addr := net.JoinHostPort(c.Bind, strconv.Itoa(c.Port))
 	if c.Port <= 0 {
-		return nil, nil, fmt.Errorf("cluster: --cluster-port %d: a fixed port is needed, peers list it", c.Port)
+		return nil, fmt.Errorf("cluster: --cluster-port %d: a fixed port is needed, peers list it", c.Port)
 	}
 	// remote.Start panics when it cannot listen: find out first.
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("cluster: listen %s: %w", addr, err)
 	}
 	_ = l.Close()
 	var opts []remote.ConfigOption
 	if c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" {
 		server, client, err := mutualTLS(c.CertFile, c.KeyFile, c.CAFile)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		opts = append(opts,
 			remote.WithServerOptions(grpc.Creds(credentials.NewTLS(server))),
@@ -98,42 +135,119 @@ func startRemote(c *Config) (*actor.ActorSystem, *remote.Remote, error) {
 	} else {
 		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	}
-	protoLog := c.Log.With().Str("component", "protoactor-remote").Logger()
+	protoLog := c.Log.With().Str("component", "protoactor").Logger()
 	slogger := slog.New(zerolog.NewSlogHandler(protoLog.Level(max(zerolog.WarnLevel, protoLog.GetLevel()))))
-	sys := actor.NewActorSystemWithConfig(actor.Configure(
+	lk := &link{sys: actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slogger }),
-	))
-	r := remote.NewRemote(sys, remote.Configure(c.Bind, c.Port, opts...))
-	if err := startRecovered(r); err != nil {
-		sys.Shutdown()
-		return nil, nil, err
+	))}
+	if err := start(lk.sys); err != nil {
+		lk.sys.Shutdown()
+		return nil, err
 	}
-	c.Log.Info().Str("listener", "cluster").Str("addr", addr).Bool("tls", c.CAFile != "").Msg("listening")
-	return sys, r, nil
+	rcfg := remote.Configure(c.Bind, c.Port, opts...)
+	if c.Membership == MembershipAutomanaged {
+		err = lk.joinCluster(c, rcfg, kinds)
+	} else {
+		lk.rem = remote.NewRemote(lk.sys, rcfg)
+		err = recovered("start remote", lk.rem.Start)
+	}
+	if err != nil {
+		lk.stop()
+		return nil, err
+	}
+	c.Log.Info().Str("listener", "cluster").Str("addr", addr).Bool("tls", c.CAFile != "").
+		Str("membership", c.Membership).Msg("listening")
+	return lk, nil
 }
 
-func startRecovered(r *remote.Remote) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("cluster: start remote: %v", p)
+// clusterName is the automanaged cluster's name: a health endpoint that
+// answers with another name is not a member.
+const clusterName = "hapticd-lab"
+
+// joinCluster starts the remote as a member of protoactor's cluster with
+// the automanaged provider. The provider's own health server would bind
+// 0.0.0.0:<health port>; handing it an echo server whose listener is
+// already bound to c.Bind keeps the health endpoint on the cluster's
+// interface (echo serves a preset Listener instead of binding).
+func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kind) error {
+	haddr := net.JoinHostPort(c.Bind, strconv.Itoa(c.HealthPort))
+	if c.HealthPort <= 0 {
+		return fmt.Errorf("cluster: --cluster-health-port %d: a fixed port is needed, peers list it", c.HealthPort)
+	}
+	hl, err := net.Listen("tcp", haddr)
+	if err != nil {
+		return fmt.Errorf("cluster: listen %s (health): %w", haddr, err)
+	}
+	lk.health = hl
+	e := echo.New()
+	e.HideBanner, e.HidePort, e.Listener = true, true, hl
+	e.Logger.SetOutput(io.Discard)
+	e.StdLogger = log.New(io.Discard, "", 0)
+	// Every member polls every host, itself included: the list is the same
+	// on every process of a lab, with or without the process's own entry.
+	hosts := []string{haddr}
+	for _, p := range c.Peers {
+		if p != haddr {
+			hosts = append(hosts, p)
 		}
-	}()
-	r.Start()
+	}
+	lk.prov = automanaged.NewWithTesting(HealthRefresh, c.HealthPort, e, hosts...)
+	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, lk.prov, disthash.New(), rcfg,
+		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(configTimeout)))
+	cl, sysID := lk.cl, lk.sys.ID
+	e.GET("/_health", func(ctx echo.Context) error {
+		return ctx.JSON(http.StatusOK, automanaged.NewNode(clusterName, sysID, c.Bind, c.Port, c.HealthPort, cl.GetClusterKinds()))
+	})
+	if err := recovered("join the cluster", lk.cl.StartMember); err != nil {
+		return err
+	}
+	lk.rem = lk.cl.Remote
 	return nil
 }
 
-// stopRemote shuts the remote down within stopRemoteWithin. It is not
-// graceful: the link is at-most-once anyway, and protoactor's graceful stop
-// waits up to 10 s on a peer that is gone, which would eat the service's
-// own shutdown budget. protoactor panics on some shutdown paths; a panic
-// there must not keep the service from stopping.
-func stopRemote(sys *actor.ActorSystem, r *remote.Remote) {
+// HealthRefresh is how often an automanaged member polls every host's
+// health endpoint (each poll waits up to protoactor's fixed 2 s).
+const HealthRefresh = 250 * time.Millisecond
+
+// recovered runs f, turning protoactor's panics (it panics where it cannot
+// listen or a provider fails) into an error.
+func recovered(what string, f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cluster: %s: %v", what, p)
+		}
+	}()
+	f()
+	return nil
+}
+
+// stop shuts the link down within stopRemoteWithin. It is not graceful:
+// the link is at-most-once anyway, and protoactor's graceful stop waits up
+// to 10 s on a peer that is gone (2 s more in a cluster), which would eat
+// the service's own shutdown budget. protoactor panics on some shutdown
+// paths; a panic there must not keep the service from stopping.
+func (lk *link) stop() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer func() { _ = recover() }()
-		r.Shutdown(false)
-		sys.Shutdown()
+		if lk.prov != nil {
+			// A non-graceful cluster shutdown leaves the provider polling
+			// and serving health; peers should see this member go at once.
+			_ = recovered("stop the provider", func() { _ = lk.prov.Shutdown(false) })
+		}
+		if lk.health != nil {
+			_ = lk.health.Close() // the provider's Close only reaches it once serving
+		}
+		switch {
+		case lk.cl != nil && lk.rem != nil:
+			lk.cl.Shutdown(false)
+		case lk.rem != nil:
+			lk.rem.Shutdown(false)
+			lk.sys.Shutdown()
+		default:
+			lk.sys.Shutdown()
+		}
 	}()
 	select {
 	case <-done:

@@ -15,7 +15,9 @@
 //
 // lab starts a hapticd node and a gateway in front of it and drives the same
 // lock-step clients against the node directly, then through the gateway,
-// printing round trip and rate side by side with gateway/direct ratios.
+// printing round trip and rate side by side with gateway/direct ratios, and
+// the gateway's state age (how old the node's state was when the gateway's
+// loop took it, from the gateway's GET /stats).
 //
 // arms finds the largest number of simulated arms the service steps at the
 // loop rate with under 1 % overrun ticks, beside the bare loop's.

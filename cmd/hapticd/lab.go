@@ -16,6 +16,8 @@ import (
 // where its cluster link listens, and its peers.
 type labOptions struct {
 	role          string
+	membership    string
+	healthPort    int
 	nodeID        string
 	peers         listFlag
 	bind          string
@@ -30,7 +32,9 @@ type labOptions struct {
 func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.role, "role", "standalone", "standalone (one host, no cluster code), node (serves its devices to a gateway) or gateway (serves every node's devices)")
 	fs.StringVar(&l.nodeID, "node-id", "", "this process's name in the lab (default: its cluster address)")
-	fs.Var(&l.peers, "peers", "gateway: the nodes' cluster addresses, host:port (repeatable, comma-separated)")
+	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses)")
+	fs.Var(&l.peers, "peers", "static: on the gateway, the nodes' cluster addresses host:cluster-port; automanaged: on every process, every member's host:health-port (repeatable, comma-separated)")
+	fs.IntVar(&l.healthPort, "cluster-health-port", 7071, "automanaged: port of the membership health endpoint (plain HTTP, bound to --cluster-bind only; peers list it)")
 	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
 	fs.IntVar(&l.port, "cluster-port", 7070, "cluster link port (fixed: peers list it)")
 	fs.StringVar(&l.cert, "cluster-cert", "", "PEM certificate for mutual TLS on the cluster link")
@@ -48,11 +52,29 @@ func (l *labOptions) check() error {
 	default:
 		return fmt.Errorf("--role %q: want standalone, node or gateway", l.role)
 	}
-	if l.role == "gateway" && len(l.peers) == 0 {
-		return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")
-	}
-	if l.role != "gateway" && len(l.peers) > 0 {
-		return fmt.Errorf("--peers is for --role gateway (this is --role %s): nodes learn their gateway when it subscribes", l.role)
+	switch l.membership {
+	case cluster.MembershipStatic:
+		if l.role == "gateway" && len(l.peers) == 0 {
+			return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")
+		}
+		if l.role != "gateway" && len(l.peers) > 0 {
+			return fmt.Errorf("--peers is for --role gateway with --membership static (this is --role %s): nodes learn their gateway when it subscribes", l.role)
+		}
+	case cluster.MembershipAutomanaged:
+		if l.role == "standalone" {
+			if len(l.peers) > 0 {
+				return errors.New("--peers is for --role node or gateway; standalone runs no cluster code")
+			}
+			break
+		}
+		if len(l.peers) == 0 {
+			return errors.New("--membership automanaged needs --peers (every member's host:health-port, the same list on every process)")
+		}
+		if l.healthPort == l.port {
+			return fmt.Errorf("--cluster-health-port %d is --cluster-port's: they need two ports", l.healthPort)
+		}
+	default:
+		return fmt.Errorf("--membership %q: want static or automanaged", l.membership)
 	}
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
@@ -71,6 +93,7 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Lo
 	}
 	cfg := cluster.Config{
 		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Peers: l.peers,
+		Membership: l.membership, HealthPort: l.healthPort,
 		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, HTTPURL: httpURL,
 		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
 		Log: log.With().Str("component", "cluster").Logger(),

@@ -18,7 +18,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,33 +181,105 @@ func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()
 	return stop
 }
 
+// labSession opens a simulation session on m and returns its round trip:
+// one message out, its frame back.
+func labSession(t *testing.T, m *labMember) (roundTrip func(msg string) map[string]any, close func()) {
+	t.Helper()
+	c := dialWS(t, "ws://"+m.addr["http"]+"/")
+	readJSON(t, c) // the inventory frame
+	return func(msg string) map[string]any {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, c)
+	}, func() { c.Close() }
+}
+
+func labForce(id string, z float64) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, id, z)
+}
+
+// errorCodes are the codes of a frame's errors.
+func errorCodes(f map[string]any) []string {
+	var codes []string
+	errs, _ := f["errors"].([]any)
+	for _, e := range errs {
+		c, _ := path(e, "code").(string)
+		codes = append(codes, c)
+	}
+	return codes
+}
+
 func controlMode(d map[string]any) string {
 	s, _ := path(d, "state", "control_mode").(string)
 	return s
 }
 
 // TestLab runs a lab of three real processes: nodes n1 (127.0.0.2) and n2
-// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4). It
-// checks the merged inventory, forces through the gateway on the right
-// arm, a killed node's devices leaving with device-disconnected and
-// returning after a restart, a hung node's detection time, and the force
-// on a node going to zero when the gateway is killed while holding it.
+// (127.0.0.3) with one simulated arm each, and a gateway (127.0.0.4), once
+// per membership. It checks the merged inventory, forces through the
+// gateway on the right arm, config through the gateway persisted on the
+// node, a killed node's devices leaving with device-disconnected and
+// returning after a restart, a hung node's detection time, and the force on
+// a node going to zero when the gateway is killed while holding it.
 func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three processes")
 	}
 	bin := buildBinary(t)
+	for _, membership := range []string{"static", "automanaged"} {
+		t.Run(membership, func(t *testing.T) { testLab(t, bin, membership) })
+	}
+}
+
+func testLab(t *testing.T, bin, membership string) {
 	const n1Host, n2Host, gwHost = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 	p1, p2, pg := freeLabPort(t, n1Host), freeLabPort(t, n2Host), freeLabPort(t, gwHost)
-	common := []string{"--sim-grips", "0", "--cluster-node-timeout", "1s"}
+	common := []string{"--sim-grips", "0", "--membership", membership}
+	extra := map[string][]string{} // per host
+	checkHealth := func() {}
+	hungBound := 5 * time.Second
+	switch membership {
+	case "static":
+		extra[gwHost] = []string{"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--cluster-node-timeout", "1s"}
+	case "automanaged":
+		health := map[string]int{n1Host: freeLabPort(t, n1Host), n2Host: freeLabPort(t, n2Host), gwHost: freeLabPort(t, gwHost)}
+		peers := fmt.Sprintf("%s:%d,%s:%d,%s:%d", n1Host, health[n1Host], n2Host, health[n2Host], gwHost, health[gwHost])
+		for host, port := range health {
+			extra[host] = []string{"--peers", peers, "--cluster-health-port", strconv.Itoa(port)}
+		}
+		// The heartbeat timeout is out of the way, so a hung node must be
+		// found by the cluster's topology: the health poll's fixed 2 s
+		// timeout, one poll period, then the loop's 50 failed ticks.
+		extra[gwHost] = append(extra[gwHost], "--cluster-node-timeout", "10s")
+		hungBound = 8 * time.Second
+		checkHealth = func() {
+			// The health endpoints listen on --cluster-bind only (protoactor's
+			// own would take every interface): the member's own address
+			// answers, 127.0.0.1 does not.
+			for host, port := range health {
+				resp, err := http.Get(fmt.Sprintf("http://%s:%d/_health", host, port))
+				if err != nil {
+					t.Fatalf("%s's health endpoint: %v", host, err)
+				}
+				resp.Body.Close()
+				if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+					c.Close()
+					t.Errorf("%s's health port %d answers on 127.0.0.1: it binds beyond --cluster-bind", host, port)
+				}
+			}
+		}
+	}
 	node := func(host string, port, base int) []string {
-		return append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
+		args := append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
+		return append(args, extra[host]...)
 	}
 	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1")...)
 	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
-	gw := startLabMember(t, bin, gwHost, append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
-		"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--state-dir", t.TempDir(), "--sim-arms", "0"}, common...)...)
+	gw := startLabMember(t, bin, gwHost, append(append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
+		"--state-dir", t.TempDir(), "--sim-arms", "0"}, common...), extra[gwHost]...)...)
 
 	// The merged inventory: both nodes' arms, same UUIDs as on their nodes.
 	var a1, a2 string // ids of n1's and n2's arm
@@ -217,6 +291,8 @@ func TestLab(t *testing.T) {
 	}
 	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
 	t.Logf("merged inventory after %v", took)
+	checkHealth()
+	labRemoteStats(t, gw, map[string]*labMember{a1: n1, a2: n2})
 	gwArms := labArms(t, gw)
 	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
 		if armUUID(gwArms[id]) == "" || armUUID(gwArms[id]) != armUUID(labArms(t, node)[id]) {
@@ -267,6 +343,7 @@ func TestLab(t *testing.T) {
 	}
 	stop()
 	waitLab(t, 5*time.Second, "n1's arm idle after the client left", func() bool { return controlMode(labArms(t, n1)[a1]) == "idle" })
+	labBusy(t, gw, n1, a1)
 
 	// Config through the gateway is validated, then set and persisted on
 	// the owning node (read back from the node itself).
@@ -318,7 +395,7 @@ func TestLab(t *testing.T) {
 	}
 	_ = n1.cmd.Wait()
 	took = waitLab(t, 5*time.Second, "n1's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a1]; return !ok })
-	t.Logf("SIGKILL of a node detected in %v (watch; bound: node timeout 1 s + 50 failed ticks)", took)
+	t.Logf("SIGKILL of a node detected in %v (%s)", took, membership)
 	waitLab(t, 5*time.Second, "device-disconnected on the gateway", func() bool { return eventSeen(t, gw, "device-disconnected", a1) })
 	if _, ok := labArms(t, gw)[a2]; !ok {
 		t.Fatal("n2's arm left with n1")
@@ -336,8 +413,8 @@ func TestLab(t *testing.T) {
 	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	took = waitLab(t, 5*time.Second, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
-	t.Logf("SIGSTOP of a node detected in %v", took)
+	took = waitLab(t, hungBound, "hung n2's arm gone from the gateway", func() bool { _, ok := labArms(t, gw)[a2]; return !ok })
+	t.Logf("SIGSTOP of a node detected in %v (%s)", took, membership)
 	if err := n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -371,6 +448,102 @@ func TestLab(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("node did not exit within 10 s of SIGTERM")
 	}
+}
+
+// labRemoteStats checks that the gateway's GET /stats says, for each
+// node's arm, which node serves it, where clients reach that node, and how
+// old the states its loop got were.
+func labRemoteStats(t *testing.T, gw *labMember, nodes map[string]*labMember) {
+	t.Helper()
+	var body struct {
+		Data struct {
+			Devices []struct {
+				DeviceID string `json:"device_id"`
+				Remote   *struct {
+					NodeID   string `json:"node_id"`
+					NodeURL  string `json:"node_url"`
+					StateAge struct {
+						Count uint64  `json:"count"`
+						P50Us float64 `json:"p50_us"`
+					} `json:"state_age"`
+				} `json:"remote"`
+			} `json:"devices"`
+		} `json:"data"`
+	}
+	waitLab(t, 5*time.Second, "state ages of both arms in the gateway's /stats", func() bool {
+		resp, err := http.Get(gw.url("/stats"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("GET /stats: %v", err)
+		}
+		aged := 0
+		for _, d := range body.Data.Devices {
+			if n := nodes[d.DeviceID]; n != nil && d.Remote != nil {
+				if d.Remote.NodeURL != "http://"+n.addr["http"] || d.Remote.NodeID != n.host {
+					t.Fatalf("gateway /stats: arm %s on node %q at %q, want %q at http://%s", d.DeviceID, d.Remote.NodeID, d.Remote.NodeURL, n.host, n.addr["http"])
+				}
+				if d.Remote.StateAge.Count > 0 && d.Remote.StateAge.P50Us > 0 {
+					aged++
+				}
+			}
+		}
+		return aged == len(nodes)
+	})
+}
+
+// labBusy checks one controller per arm across a gateway and its node: a
+// second session on the gateway gets device_busy as on a single host; a
+// session on the gateway holding the arm makes a session on the node get
+// device_busy, and the other way round.
+func labBusy(t *testing.T, gw, node *labMember, id string) {
+	// Two sessions on the gateway: the gateway's own register decides.
+	a, closeA := labSession(t, gw)
+	a(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := a(labForce(id, 1)); f["errors"] != nil {
+		t.Fatalf("first session on the gateway refused: %v", f["errors"])
+	}
+	b, closeB := labSession(t, gw)
+	if codes := errorCodes(b(labForce(id, -1))); !slices.Equal(codes, []string{"device_busy"}) {
+		t.Fatalf("second session on the gateway: errors %v, want [device_busy]", codes)
+	}
+	closeB()
+
+	// The gateway's session holds the arm on the node: a session on the
+	// node itself is refused.
+	waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+	d, closeD := labSession(t, node)
+	if codes := errorCodes(d(labForce(id, -1))); !slices.Equal(codes, []string{"device_busy"}) {
+		t.Fatalf("session on the node while the gateway's holds the arm: errors %v, want [device_busy]", codes)
+	}
+	closeD()
+	closeA()
+	waitLab(t, 5*time.Second, "the arm idle on the node after the gateway's session left", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
+
+	// A session on the node holds the arm: the gateway's sessions are
+	// refused once the node's state says so (one push). The gateway's
+	// session uses the shortest lease, so a command that got in before
+	// that lapses at once and the refusal follows.
+	stop := forceThrough(t, node, id, 1.5)
+	defer stop()
+	waitLab(t, 5*time.Second, "the node's own session forcing the arm", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+	g, closeG := labSession(t, gw)
+	defer closeG()
+	g(`{"session":{"configure":{"lease":{"ms":10}}}}`)
+	waitLab(t, 5*time.Second, "device_busy on the gateway while a node session holds the arm", func() bool {
+		return slices.Equal(errorCodes(g(labForce(id, -1))), []string{"device_busy"})
+	})
+	if z, _ := path(labArms(t, node)[id], "state", "current_cursor_force", "z").(float64); z < 1 {
+		t.Errorf("node's arm under force z %v, want the node session's (1.5, not the gateway's -1)", z)
+	}
+	stop()
+	waitLab(t, 5*time.Second, "the gateway's session controls the arm once the node's let go", func() bool {
+		return len(errorCodes(g(labForce(id, 0.5)))) == 0 && path(labArms(t, node)[id], "state", "current_cursor_force", "z") == 0.5
+	})
+	closeG()
+	waitLab(t, 5*time.Second, "the arm idle on the node after the sessions left", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
 }
 
 // writeLabPKI writes a CA and one certificate signed by it, valid for
@@ -415,6 +588,44 @@ func writeLabPKI(t *testing.T, dir string) {
 	}
 }
 
+// readmeLabPKI runs the README's certificate recipe, as written but for the
+// addresses (hosts a, b and gw at 127.0.0.2-4), and leaves ca.pem and each
+// member's NAME.pem and NAME.key in dir. It reports false when openssl is
+// not installed.
+func readmeLabPKI(t *testing.T, dir string) bool {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		return false
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := readmeBlock(t, string(readme), "### Running a two-host lab")
+	for from, to := range map[string]string{"10.0.0.1": "127.0.0.2", "10.0.0.2": "127.0.0.3", "10.0.0.3": "127.0.0.4"} {
+		if !strings.Contains(block, from) {
+			t.Fatalf("the README's certificate recipe no longer names %s", from)
+		}
+		block = strings.ReplaceAll(block, from, to)
+	}
+	cmd := exec.Command("sh", "-e", "-c", block)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's certificate recipe: %v\n%s", err, out)
+	}
+	// The recipe writes into ./lab; the test reads dir.
+	entries, err := os.ReadDir(filepath.Join(dir, "lab"))
+	if err != nil {
+		t.Fatalf("the README's certificate recipe made no lab directory: %v", err)
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(dir, "lab", e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return true
+}
+
 // With mutual TLS on, a gateway with the lab's certificate sees the node's
 // arm and a foreign one (its own CA) never does, though it asks as often.
 func TestLabMutualTLS(t *testing.T) {
@@ -423,29 +634,60 @@ func TestLabMutualTLS(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	lab, foreign := t.TempDir(), t.TempDir()
-	writeLabPKI(t, lab)
+	// The lab's certificates are made by the README's recipe, run as
+	// written with the lab's addresses on 127.0.0.x; the foreign CA's by Go.
+	nodeCert, gwCert := []string{"a.pem", "a.key"}, []string{"gw.pem", "gw.key"}
+	if !readmeLabPKI(t, lab) {
+		writeLabPKI(t, lab)
+		nodeCert, gwCert = []string{"cert.pem", "key.pem"}, []string{"cert.pem", "key.pem"}
+	}
 	writeLabPKI(t, foreign)
-	tlsArgs := func(dir string) []string {
-		return []string{"--cluster-cert", filepath.Join(dir, "cert.pem"), "--cluster-key", filepath.Join(dir, "key.pem"), "--cluster-ca", filepath.Join(dir, "ca.pem")}
+	tlsArgs := func(dir string, certKey []string) []string {
+		return []string{"--cluster-cert", filepath.Join(dir, certKey[0]), "--cluster-key", filepath.Join(dir, certKey[1]), "--cluster-ca", filepath.Join(dir, "ca.pem")}
 	}
 	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
-	pn := freeLabPort(t, nHost)
-	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn),
-		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab)...)...)
-	gateway := func(pki []string) *labMember {
-		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)),
-			"--peers", fmt.Sprintf("%s:%d", nHost, pn), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
+	// Membership is automanaged (the default); its health endpoints are
+	// plain HTTP, so the foreign gateways see the node as a member, and
+	// must still get nothing over the cluster link.
+	pn, hn, hMember := freeLabPort(t, nHost), freeLabPort(t, nHost), freeLabPort(t, gwHost)
+	labPeers := fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, hMember)
+	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn), "--cluster-health-port", strconv.Itoa(hn),
+		"--peers", labPeers, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab, nodeCert)...)...)
+	gateway := func(health int, pki []string) *labMember {
+		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)), "--cluster-health-port", strconv.Itoa(health),
+			"--peers", fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
 		return startLabMember(t, bin, gwHost, append(args, pki...)...)
 	}
 	// The foreign gateway starts first, so it has asked at least as often
 	// as the lab's own by the time that one sees the arm.
-	intruder := gateway(tlsArgs(foreign))
-	plain := gateway(nil)
-	member := gateway(tlsArgs(lab))
+	intruder := gateway(freeLabPort(t, gwHost), tlsArgs(foreign, []string{"cert.pem", "key.pem"}))
+	plain := gateway(freeLabPort(t, gwHost), nil)
+	member := gateway(hMember, tlsArgs(lab, gwCert))
 	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
 	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
 		if n := len(labArms(t, g)); n != 0 {
 			t.Errorf("gateway with %s sees %d arms of a TLS lab", name, n)
+		}
+	}
+}
+
+// --role standalone, the default, starts no cluster code: with the lab's
+// flags given, neither the cluster port nor the health port listens.
+func TestStandaloneStartsNoClusterCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	const host = "127.0.0.2"
+	port, health := freeLabPort(t, host), freeLabPort(t, host)
+	m := startLabMember(t, buildBinary(t), host, "--cluster-port", strconv.Itoa(port), "--cluster-health-port", strconv.Itoa(health),
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+	if len(labArms(t, m)) != 1 {
+		t.Fatal("the standalone service does not serve its arm")
+	}
+	for name, p := range map[string]int{"cluster": port, "health": health} {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", host, p), time.Second); err == nil {
+			c.Close()
+			t.Errorf("standalone listens on the %s port %d", name, p)
 		}
 	}
 }
@@ -458,12 +700,21 @@ func TestLabFlags(t *testing.T) {
 		wantErr string
 	}{
 		{nil, ""},
-		{[]string{"--role", "node"}, ""},
-		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7070"}, ""},
 		{[]string{"--role", "cluster"}, "--role"},
-		{[]string{"--role", "gateway"}, "--peers"},
-		{[]string{"--role", "node", "--peers", "127.0.0.2:7070"}, "--peers"},
 		{[]string{"--sim-index-base", "-1"}, "--sim-index-base"},
+		// automanaged, the default: every process lists every member.
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071,127.0.0.4:7071"}, ""},
+		{[]string{"--role", "node"}, "--peers"},
+		{[]string{"--role", "gateway", "--membership", "automanaged"}, "--peers"},
+		{[]string{"--peers", "127.0.0.2:7071"}, "standalone"},
+		{[]string{"--role", "node", "--membership", "gossip"}, "--membership"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
+		// static: only the gateway lists the nodes.
+		{[]string{"--role", "node", "--membership", "static"}, ""},
+		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070"}, ""},
+		{[]string{"--role", "gateway", "--membership", "static"}, "--peers"},
+		{[]string{"--role", "node", "--membership", "static", "--peers", "127.0.0.2:7070"}, "--peers"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
@@ -472,8 +723,8 @@ func TestLabFlags(t *testing.T) {
 			t.Errorf("%v: %v", tt.args, err)
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%v: error %v, want one naming %s", tt.args, err, tt.wantErr)
-		case tt.args == nil && o.lab.role != "standalone":
-			t.Errorf("default role %q, want standalone", o.lab.role)
+		case tt.args == nil && (o.lab.role != "standalone" || o.lab.membership != "automanaged"):
+			t.Errorf("default role %q, membership %q; want standalone, automanaged", o.lab.role, o.lab.membership)
 		}
 	}
 }

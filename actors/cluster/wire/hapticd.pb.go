@@ -323,8 +323,12 @@ type State struct {
 	Buttons            uint32                 `protobuf:"varint,11,opt,name=buttons,proto3" json:"buttons,omitempty"`
 	Hall               float64                `protobuf:"fixed64,12,opt,name=hall,proto3" json:"hall,omitempty"`
 	Battery            float64                `protobuf:"fixed64,13,opt,name=battery,proto3" json:"battery,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// held_locally is true while a session on the node itself (not a
+	// gateway) controls the device: the gateway then refuses its own
+	// sessions' control commands with device_busy, as the node would.
+	HeldLocally   bool `protobuf:"varint,14,opt,name=held_locally,json=heldLocally,proto3" json:"held_locally,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *State) Reset() {
@@ -448,14 +452,29 @@ func (x *State) GetBattery() float64 {
 	return 0
 }
 
+func (x *State) GetHeldLocally() bool {
+	if x != nil {
+		return x.HeldLocally
+	}
+	return false
+}
+
 // StateBatch is every device's latest state on a node, pushed to each
 // subscribed gateway at the node's push rate. It is also the node's
 // heartbeat: a gateway that hears nothing from a node for its timeout
 // drops the node's devices.
 type StateBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	States        []*State               `protobuf:"bytes,2,rep,name=states,proto3" json:"states,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	States []*State               `protobuf:"bytes,2,rep,name=states,proto3" json:"states,omitempty"`
+	// sent_unix_ns is the node's wall clock when it read the states.
+	// offset_ns is the node's estimate of the receiving gateway's clock less
+	// its own (from Subscribe, so it is low by the shortest gateway-to-node
+	// delay); the gateway's own estimate from sent_unix_ns is high by the
+	// shortest node-to-gateway delay, and their mean gives the states' age
+	// on the gateway's clock.
+	SentUnixNs    int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	OffsetNs      int64 `protobuf:"varint,4,opt,name=offset_ns,json=offsetNs,proto3" json:"offset_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -502,6 +521,20 @@ func (x *StateBatch) GetStates() []*State {
 		return x.States
 	}
 	return nil
+}
+
+func (x *StateBatch) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *StateBatch) GetOffsetNs() int64 {
+	if x != nil {
+		return x.OffsetNs
+	}
+	return 0
 }
 
 // Command is one control command for a device, gateway to node, one-way.
@@ -814,7 +847,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\x88\x03\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xab\x03\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -831,11 +864,15 @@ const file_hapticd_proto_rawDesc = "" +
 	" \x01(\rR\x06status\x12\x18\n" +
 	"\abuttons\x18\v \x01(\rR\abuttons\x12\x12\n" +
 	"\x04hall\x18\f \x01(\x01R\x04hall\x12\x18\n" +
-	"\abattery\x18\r \x01(\x01R\abattery\"U\n" +
+	"\abattery\x18\r \x01(\x01R\abattery\x12!\n" +
+	"\fheld_locally\x18\x0e \x01(\bR\vheldLocally\"\x94\x01\n" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
-	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\"\xa6\x01\n" +
+	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
+	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
+	"sentUnixNs\x12\x1b\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xa6\x01\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
