@@ -72,7 +72,7 @@ const (
 var recordSchemas = []struct {
 	kind, name, schema string
 }{
-	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"}}}`},
+	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
 	{kindIn, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
 	{kindOut, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
 	{kindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string"},"status":{"type":"integer"},"body":{}}}`},
@@ -471,6 +471,7 @@ type RecordedState struct {
 	Buttons     uint8      `json:"buttons"`
 	Hall        float64    `json:"hall"`
 	Battery     float64    `json:"battery"`
+	Link        string     `json:"link,omitempty"` // wired or wireless (hw.Link)
 }
 
 // IsGrip says whether s is a grip's state.
@@ -515,6 +516,8 @@ func (s *RecordedState) appendJSON(b []byte) []byte {
 		b = strconv.AppendUint(b, uint64(s.Buttons), 10)
 		b = appendFloats(b, "hall", []float64{s.Hall})
 		b = appendFloats(b, "battery", []float64{s.Battery})
+		b = append(b, `,"link":`...)
+		b = strconv.AppendQuote(b, s.Link)
 	}
 	return append(b, '}')
 }
@@ -551,7 +554,7 @@ func recordedState(s *RecordedState, d *actors.Device, snap *loop.Snapshot) {
 	if d.Type == protocol.TypeGrip {
 		q := st.Orientation
 		s.Orientation = [4]float64{q.W, q.X, q.Y, q.Z}
-		s.Buttons, s.Hall, s.Battery = uint8(st.Buttons), st.Hall, st.Battery
+		s.Buttons, s.Hall, s.Battery, s.Link = uint8(st.Buttons), st.Hall, st.Battery, d.Info.Link.String()
 	}
 }
 

@@ -195,7 +195,7 @@ func TestRecordLockStepSession(t *testing.T) {
 func TestRecordedStateJSON(t *testing.T) {
 	in := RecordedState{Device: "049D", Type: "arm3", Status: 7, Tick: 12, TimeNs: -3, Mode: 1, Owner: 4, AppliedSeq: 9, Failed: true,
 		Target: [3]float64{1, -2.5, 1e-9}, Position: [3]float64{0.1, 0.15, 0.2}, Velocity: [3]float64{-1e300, 0, 3}, Force: [3]float64{1.5, 2, 3}}
-	grip := RecordedState{Device: "C3B2", Type: protocol.TypeGrip.Key(), Tick: 3, Orientation: [4]float64{0.5, -0.5, 0.5, 0.5}, Buttons: 5, Hall: 0.25, Battery: 1}
+	grip := RecordedState{Device: "C3B2", Type: protocol.TypeGrip.Key(), Tick: 3, Orientation: [4]float64{0.5, -0.5, 0.5, 0.5}, Buttons: 5, Hall: 0.25, Battery: 1, Link: "wired"}
 	for _, in := range []RecordedState{in, grip} {
 		b := in.appendJSON(nil)
 		var out RecordedState
