@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -263,54 +265,94 @@ func keys[V any](m map[string]V) []string {
 }
 
 // BenchmarkRecordingCost measures what a recording of 100 moving arms at
-// the 1 kHz loop rate costs: the lock-step round trip (p50/p99) and the
-// loops' period p99, with and without the recording running. The lead
-// measures on a quiet machine:
+// the 1 kHz loop rate costs (every tick of every arm through the loops'
+// taps): the lock-step round trip (p50/p99) and the loop period p99 of the
+// same service and session, first without a recording, then with one
+// running, and their ratios (on/off). One op is one round trip of each.
+// The lead measures on a quiet machine:
 //
 //	go test -run '^$' -bench BenchmarkRecordingCost -benchtime 20000x ./transport
 func BenchmarkRecordingCost(b *testing.B) {
-	for _, record := range []bool{false, true} {
-		name := "off"
-		if record {
-			name = "on"
+	ts := startService(b, serviceConfig{arms: 100, motion: sim.MotionCircle, recordDir: b.TempDir()})
+	c := ts.dial(b, ts.wsURL())
+	c.expect()
+	_ = c.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
+	msg := []byte(force(ts.armIDs[0], 0, 0, 0.1))
+	arms := ts.svc.Devices().OfType(protocol.TypeArm)
+	// phase runs b.N round trips and returns their times and the loops'
+	// period p99 over them.
+	phase := func() (rt []int64, periodP99 float64) {
+		before := periodCounts(arms)
+		rt = make([]int64, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			roundTripBytes(b, c.conn, msg)
+			rt = append(rt, time.Since(t0).Nanoseconds())
 		}
-		b.Run(name, func(b *testing.B) {
-			ts := startService(b, serviceConfig{arms: 100, motion: sim.MotionCircle, recordDir: b.TempDir()})
-			var id string
-			if record {
-				r := ts.do("POST", ts.base+"/recordings", `{"name":"bench"}`)
-				if r.status != 200 {
-					b.Fatalf("POST /recordings: %v", r)
-				}
-				id = strconv.Itoa(int(num(path(r.data(), "id"))))
-			}
-			c := ts.dial(b, ts.wsURL())
-			c.expect()
-			_ = c.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
-			msg := []byte(force(ts.armIDs[0], 0, 0, 0.1))
-			ns := make([]int64, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				roundTripBytes(b, c.conn, msg)
-				ns = append(ns, time.Since(t0).Nanoseconds())
-			}
-			b.StopTimer()
-			p50, p99 := percentiles(ns)
-			b.ReportMetric(p50/1e3, "rt-p50-µs")
-			b.ReportMetric(p99/1e3, "rt-p99-µs")
-			var period int64
-			for _, d := range ts.svc.Devices().OfType(protocol.TypeArm) {
-				period = max(period, d.Stats().Period.P99Ns)
-			}
-			b.ReportMetric(float64(period)/1e3, "loop-period-p99-µs")
-			if record {
-				r := ts.do("DELETE", ts.base+"/recordings/"+id, "")
-				b.ReportMetric(num(path(r.data(), "messages")), "recorded-msgs")
-				b.ReportMetric(num(path(r.data(), "dropped")), "dropped-msgs")
-			}
-		})
+		return rt, diffQuantile(before, periodCounts(arms), 0.99)
 	}
+	b.ResetTimer()
+	offRT, offPeriod := phase()
+	b.StopTimer()
+	r := ts.do("POST", ts.base+"/recordings", `{"name":"bench"}`)
+	if r.status != 200 {
+		b.Fatalf("POST /recordings: %v", r)
+	}
+	b.StartTimer()
+	onRT, onPeriod := phase()
+	b.StopTimer()
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(r.data(), "id")))), "")
+	off50, off99 := percentiles(offRT)
+	on50, on99 := percentiles(onRT)
+	b.ReportMetric(off50/1e3, "rt-p50-off-µs")
+	b.ReportMetric(off99/1e3, "rt-p99-off-µs")
+	b.ReportMetric(on50/1e3, "rt-p50-on-µs")
+	b.ReportMetric(on99/1e3, "rt-p99-on-µs")
+	b.ReportMetric(offPeriod/1e3, "period-p99-off-µs")
+	b.ReportMetric(onPeriod/1e3, "period-p99-on-µs")
+	b.ReportMetric(on99/off99, "rt-p99-ratio")
+	if offPeriod > 0 {
+		b.ReportMetric(onPeriod/offPeriod, "period-p99-ratio")
+	}
+	b.ReportMetric(num(path(stopped.data(), "messages")), "recorded-msgs")
+	b.ReportMetric(num(path(stopped.data(), "dropped")), "dropped-msgs")
+}
+
+// periodCounts adds up the period histograms of devs' runners (devices on
+// one scheduler shard share one), by bucket upper bound.
+func periodCounts(devs []*actors.Device) map[int64]uint64 {
+	out := map[int64]uint64{}
+	seen := map[actors.Histogram]bool{}
+	for _, d := range devs {
+		h := d.PeriodHistogram()
+		if h == nil || seen[h] {
+			continue
+		}
+		seen[h] = true
+		h.Buckets(func(_, hi int64, n uint64) { out[hi] += n })
+	}
+	return out
+}
+
+// diffQuantile is the q quantile (a bucket's upper bound) of the values
+// recorded between two periodCounts.
+func diffQuantile(before, after map[int64]uint64, q float64) float64 {
+	var his []int64
+	var total uint64
+	for hi, n := range after {
+		if n > before[hi] {
+			his = append(his, hi)
+			total += n - before[hi]
+		}
+	}
+	slices.Sort(his)
+	var seen uint64
+	for _, hi := range his {
+		if seen += after[hi] - before[hi]; float64(seen) >= q*float64(total) {
+			return float64(hi)
+		}
+	}
+	return 0
 }
 
 // recordFor records the service's devices with the options in body until

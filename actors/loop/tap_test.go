@@ -137,3 +137,33 @@ func TestStepWithTapDoesNotAllocate(t *testing.T) {
 		t.Fatalf("the last tapped snapshot %+v: want the session's force", s)
 	}
 }
+
+// BenchmarkStepTap is the tick of a moving simulated arm without a tap and
+// with one taking every tick (drained as a recorder does, every few ms).
+func BenchmarkStepTap(b *testing.B) {
+	for _, tapped := range []bool{false, true} {
+		name := "tap=off"
+		if tapped {
+			name = "tap=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			clock := looptest.NewClock(1000 * ms)
+			d := NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{Clock: clock, PeriodNs: ms})
+			tap := NewTap(256, 0)
+			if tapped {
+				if err := d.AddTap(tap); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var s Snapshot
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				d.Step(clock.Advance(ms))
+				if i%8 == 7 {
+					for tap.Next(&s) {
+					}
+				}
+			}
+		})
+	}
+}
