@@ -116,8 +116,9 @@ func TestRecordLockStepSession(t *testing.T) {
 	// The device states match the frames: the recording holds the arm's
 	// state at every tick, and a frame reports the state of the latest
 	// tick (in float32), so every frame the client received shows a
-	// recorded state (but for states the loop dropped, if any).
-	recorded := map[[6]float32]bool{}
+	// recorded state (but for states the loop dropped, if any), first
+	// recorded before the frame was sent: one clock times both.
+	recorded := map[[6]float32]uint64{} // the first log time of each state
 	var prevTick uint64
 	for _, m := range states {
 		var st RecordedState
@@ -128,7 +129,9 @@ func TestRecordLockStepSession(t *testing.T) {
 			t.Fatalf("state at tick %d (%d ns) logged at %d after tick %d", st.Tick, st.TimeNs, m.LogTime, prevTick)
 		}
 		prevTick = st.Tick
-		recorded[key6(st.Position, st.Force)] = true
+		if k := key6(st.Position, st.Force); recorded[k] == 0 {
+			recorded[k] = m.LogTime
+		}
 	}
 	unmatched := 0
 	for i, fr := range frames {
@@ -146,8 +149,11 @@ func TestRecordLockStepSession(t *testing.T) {
 			t.Fatalf("frame %d: recorded %s, received %v", i, rec.Message, fr)
 		}
 		st := path(fr, "arm3", 0, "state")
-		if !recorded[key6(vec(path(st, "cursor_position")), vec(path(st, "current_cursor_force")))] {
+		at, ok := recorded[key6(vec(path(st, "cursor_position")), vec(path(st, "current_cursor_force")))]
+		if !ok {
 			unmatched++
+		} else if sent := topics[frameTopic][i+1].LogTime; at > sent {
+			t.Fatalf("frame %d, sent at %d ns, shows a state first recorded at %d ns", i, sent, at)
 		}
 	}
 	if dropped := int(num(path(stopped.data(), "dropped_states"))); unmatched > dropped {
