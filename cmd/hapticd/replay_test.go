@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,12 +128,12 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
 	}
 	states := messagesOf(f, transport.RecordKindState)
-	var recorded [][3]float64
+	var recorded [][]float64
 	for _, ms := range states {
 		for _, m := range ms {
 			var st transport.RecordedState
 			_ = json.Unmarshal(m.Data, &st)
-			recorded = append(recorded, st.Position)
+			recorded = append(recorded, st.Position[:])
 		}
 	}
 	if len(recorded) < 100 {
@@ -146,33 +147,10 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		if len(arms) != 1 || arms[0].(map[string]any)["device_id"] != id {
 			t.Fatalf("replay serves %v, want the recorded arm %s", arms, id)
 		}
-		// Every position the client sees is a recorded one (as a frame's
-		// float32), and they come in the recorded order.
-		last, distinct := -1, 0
-		start := time.Now()
-		for time.Since(start) < 500*time.Millisecond {
-			p := armState(c.roundTrip(`{}`), "cursor_position")
-			if p == [3]float64{} {
-				continue // not exchanged yet
-			}
-			at := -1
-			for i := max(last, 0); i < len(recorded); i++ {
-				if near(p, recorded[i], 1e-6) {
-					at = i
-					break
-				}
-			}
-			if at < 0 {
-				t.Fatalf("position %v is not on the recorded trajectory after sample %d", p, last)
-			}
-			if at != last {
-				distinct++
-			}
-			last = at
-		}
-		if distinct < 20 {
-			t.Fatalf("the client saw %d distinct recorded positions in 0.5 s at 2x: the trajectory does not play", distinct)
-		}
+		playsRecorded(t, c, recorded, func(frame map[string]any) ([]float64, bool) {
+			p := armState(frame, "cursor_position")
+			return p[:], p != [3]float64{} // zero: not exchanged yet
+		})
 	})
 
 	t.Run("drive", func(t *testing.T) {
@@ -210,18 +188,45 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	})
 }
 
-func near(a, b [3]float64, tol float64) bool {
-	for i := range a {
-		if math.Abs(float64(float32(b[i]))-a[i]) > tol {
-			return false
+// playsRecorded round-trips empty messages for 0.5 s and fails unless every
+// state the client sees (read from a frame; false: not exchanged yet) is a
+// recorded one (as a frame's float32), in the recorded order, and at least
+// 20 distinct ones play (the replay runs at 2x).
+func playsRecorded(t *testing.T, c *lockStepClient, recorded [][]float64, read func(map[string]any) ([]float64, bool)) {
+	t.Helper()
+	last, distinct := -1, 0
+	for start := time.Now(); time.Since(start) < 500*time.Millisecond; {
+		got, ok := read(c.roundTrip(`{}`))
+		if got == nil {
+			t.Fatal("the frame does not list the replayed device")
 		}
+		if !ok && last < 0 {
+			continue
+		}
+		at := slices.IndexFunc(recorded[max(last, 0):], func(rec []float64) bool {
+			for i := range got {
+				if math.Abs(float64(float32(rec[i]))-got[i]) > 1e-6 {
+					return false
+				}
+			}
+			return true
+		})
+		if at < 0 {
+			t.Fatalf("state %v is not on the recorded timeline after sample %d", got, last)
+		}
+		if at += max(last, 0); at != last {
+			distinct++
+		}
+		last = at
 	}
-	return true
+	if distinct < 20 {
+		t.Fatalf("the client saw %d distinct recorded states in 0.5 s at 2x: the recording does not play", distinct)
+	}
 }
 
 // gripState is the orientation (w x y z) and hall value a frame reports
 // for grip id, and whether it lists the grip.
-func gripState(frame map[string]any, id string) ([5]float64, bool) {
+func gripState(frame map[string]any, id string) ([]float64, bool) {
 	for _, v := range frame {
 		devs, _ := v.([]any)
 		for _, d := range devs {
@@ -232,10 +237,10 @@ func gripState(frame map[string]any, id string) ([5]float64, bool) {
 			st, _ := dm["state"].(map[string]any)
 			q, _ := st["orientation"].(map[string]any)
 			f := func(m map[string]any, k string) float64 { x, _ := m[k].(float64); return x }
-			return [5]float64{f(q, "w"), f(q, "x"), f(q, "y"), f(q, "z"), f(st, "hall")}, true
+			return []float64{f(q, "w"), f(q, "x"), f(q, "y"), f(q, "z"), f(st, "hall")}, true
 		}
 	}
-	return [5]float64{}, false
+	return nil, false
 }
 
 // A recorded grip replays as a virtual grip: a client sees its recorded
@@ -247,7 +252,7 @@ func TestReplayGrip(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "0", "--sim-grips", "1", "--sim-motion", "circle")
-	checkGrips := func(f *mcap.File) (recorded [][5]float64, id string) {
+	checkGrips := func(f *mcap.File) (recorded [][]float64, id string) {
 		for _, ms := range messagesOf(f, transport.RecordKindState) {
 			for _, m := range ms {
 				var st transport.RecordedState
@@ -257,7 +262,7 @@ func TestReplayGrip(t *testing.T) {
 				if st.IsGrip() {
 					id = st.Device
 					q := st.Orientation
-					recorded = append(recorded, [5]float64{q[0], q[1], q[2], q[3], st.Hall})
+					recorded = append(recorded, []float64{q[0], q[1], q[2], q[3], st.Hall})
 				}
 			}
 		}
@@ -295,40 +300,10 @@ func TestReplayGrip(t *testing.T) {
 	if _, ok := gripState(inv, id); !ok {
 		t.Fatalf("replay serves %v, want the recorded grip %s", inv, id)
 	}
-	last, distinct := -1, 0
-	start := time.Now()
-	for time.Since(start) < 500*time.Millisecond {
-		g, _ := gripState(c.roundTrip(`{}`), id)
-		if last < 0 && (g == [5]float64{} || g == [5]float64{1, 0, 0, 0, 0}) {
-			continue // not exchanged yet: a zero state, shown as the identity
-		}
-		at := -1
-		for i := max(last, 0); i < len(recorded); i++ {
-			if near5(g, recorded[i]) {
-				at = i
-				break
-			}
-		}
-		if at < 0 {
-			t.Fatalf("grip state %v is not on the recorded timeline after sample %d", g, last)
-		}
-		if at != last {
-			distinct++
-		}
-		last = at
-	}
-	if distinct < 20 {
-		t.Fatalf("the client saw %d distinct recorded grip states in 0.5 s at 2x: the recording does not play", distinct)
-	}
-}
-
-// near5 compares a frame's values with recorded ones (a frame writes
-// float32).
-func near5(got, rec [5]float64) bool {
-	for i := range got {
-		if math.Abs(float64(float32(rec[i]))-got[i]) > 1e-6 {
-			return false
-		}
-	}
-	return true
+	playsRecorded(t, c, recorded, func(frame map[string]any) ([]float64, bool) {
+		g, _ := gripState(frame, id)
+		// Before its first exchange a grip's zero state shows as the
+		// identity.
+		return g, !slices.Equal(g, []float64{1, 0, 0, 0, 0}) && !slices.Equal(g, []float64{0, 0, 0, 0, 0})
+	})
 }
