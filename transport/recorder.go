@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,8 +36,24 @@ import (
 const recordQueue = 8192
 
 // recordTapTicks is each recorded device's ring by default: a quarter
-// second at 1 kHz for the pump to fall behind before the loop drops.
-const recordTapTicks = 256
+// second at 1 kHz for the pump to fall behind before the loop drops. With
+// many devices the rings share recordTapBytes instead (a snapshot is about
+// 300 bytes: 10,000 simulated arms would otherwise hold 740 MB), down to
+// minTapTicks, three drains' worth at 1 kHz.
+const (
+	recordTapTicks = 256
+	recordTapBytes = 32 << 20
+	minTapTicks    = 16
+)
+
+// tapTicksFor is the ring of each of n recorded devices.
+func tapTicksFor(n int) int {
+	if n <= 0 {
+		return recordTapTicks
+	}
+	per := recordTapBytes / (n * int(reflect.TypeFor[loop.Snapshot]().Size()))
+	return min(max(per, minTapTicks), recordTapTicks)
+}
 
 // recordDrainEvery is how often the pump drains the devices' rings, and
 // recordAttachEvery how often it looks for devices that came or went.
@@ -170,7 +187,7 @@ type recorders struct {
 	// active is read by every tap: copy-on-write, nil when none record.
 	active   atomic.Pointer[[]*recording]
 	schemas  map[string][]byte // channel kind → JSON Schema; immutable
-	tapTicks int               // each recorded device's ring, in ticks
+	tapTicks int               // each recorded device's ring, in ticks; 0: tapTicksFor
 	// stateBufs recycles encoded states: at 1 kHz per device they would
 	// otherwise be the recorder's main garbage.
 	stateBufs sync.Pool
@@ -179,12 +196,9 @@ type recorders struct {
 	nextID    uint64
 }
 
-// newRecorders returns the service's recordings; tapTicks <= 0 takes
-// recordTapTicks.
+// newRecorders returns the service's recordings; tapTicks <= 0 sizes the
+// rings by the number of devices (tapTicksFor).
 func newRecorders(svc *actors.Service, dir string, tapTicks int, log zerolog.Logger) *recorders {
-	if tapTicks <= 0 {
-		tapTicks = recordTapTicks
-	}
 	rs := &recorders{svc: svc, dir: dir, log: log, clock: loop.SystemClock(), nextID: 1, schemas: channelSchemas(svc.Types(), log), tapTicks: tapTicks}
 	rs.stateBufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	return rs
@@ -585,22 +599,29 @@ func (rs *recorders) pump(ctx context.Context, r *recording, attached chan<- str
 			f.seen = false
 		}
 		ds := rs.svc.Devices()
+		var want []*actors.Device
 		for _, typ := range rs.svc.Types().Types() {
 			for _, d := range ds.OfType(typ) {
-				if len(r.opts.Devices) > 0 && !slices.Contains(r.opts.Devices, d.ID) {
-					continue
+				if len(r.opts.Devices) == 0 || slices.Contains(r.opts.Devices, d.ID) {
+					want = append(want, d)
 				}
-				if f := feeds[d]; f != nil {
-					f.seen = true
-					continue
-				}
-				tap := loop.NewTap(rs.tapTicks, everyNs)
-				if err := d.AddTap(tap); err != nil {
-					r.setErr(fmt.Errorf("transport: record %s: %w", d.ID, err))
-					continue
-				}
-				feeds[d] = &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
 			}
+		}
+		ticks := rs.tapTicks
+		if ticks <= 0 {
+			ticks = tapTicksFor(len(want))
+		}
+		for _, d := range want {
+			if f := feeds[d]; f != nil {
+				f.seen = true
+				continue
+			}
+			tap := loop.NewTap(ticks, everyNs)
+			if err := d.AddTap(tap); err != nil {
+				r.setErr(fmt.Errorf("transport: record %s: %w", d.ID, err))
+				continue
+			}
+			feeds[d] = &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
 		}
 	}
 	var snap loop.Snapshot

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -514,5 +516,18 @@ func TestRecordingGripStates(t *testing.T) {
 		if st.Orientation != [4]float64{} || st.IsGrip() {
 			t.Fatalf("an arm's state carries grip fields: %+v", st)
 		}
+	}
+}
+
+// The rings of many recorded devices share a bounded budget: 10,000
+// simulated arms do not get a quarter second of snapshots each.
+func TestTapTicksFor(t *testing.T) {
+	for _, tc := range []struct{ devices, want int }{{0, recordTapTicks}, {1, recordTapTicks}, {100, recordTapTicks}, {10_000, minTapTicks}} {
+		if got := tapTicksFor(tc.devices); got != tc.want {
+			t.Errorf("tapTicksFor(%d) = %d, want %d", tc.devices, got, tc.want)
+		}
+	}
+	if n := 1000; tapTicksFor(n)*n*int(reflect.TypeFor[loop.Snapshot]().Size()) > recordTapBytes {
+		t.Errorf("1,000 devices' rings of %d ticks pass the %d byte budget", tapTicksFor(n), recordTapBytes)
 	}
 }
