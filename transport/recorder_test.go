@@ -444,16 +444,36 @@ func TestRecordingAtTheLoopRate(t *testing.T) {
 	})
 
 	t.Run("rate_hz 100", func(t *testing.T) {
+		// A recording of every tick runs alongside: it says when the
+		// loop ticked, also when a loaded machine stalled it.
+		all := ts.do("POST", ts.base+"/recordings", `{}`)
+		if all.status != 200 {
+			t.Fatalf("POST /recordings: %v", all)
+		}
 		f, _, _, _ := recordFor(t, ts, `{"rate_hz":100}`, 1000)
+		ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(all.data(), "id")))), "")
+		file, _ := path(all.data(), "path").(string)
+		ticks := statesOf(t, recordedFile(t, file), arm)
 		states := statesOf(t, f, arm)
-		if len(states) < 2 {
+		if len(states) < 50 {
 			t.Fatalf("%d states recorded", len(states))
 		}
-		spanS := float64(states[len(states)-1].TimeNs-states[0].TimeNs) / 1e9
-		// 100 a second; a stalled loop (a loaded machine) restarts the
-		// count, so fewer, never more.
-		if want := spanS * 100; float64(len(states)) > want+2 || float64(len(states)) < want*0.8 {
-			t.Fatalf("%d states over %.3f s at rate_hz 100", len(states), spanS)
+		first, last := states[0].TimeNs, states[len(states)-1].TimeNs
+		// Never more than 100 a second...
+		if max := (last-first)/int64(10*time.Millisecond) + 1; int64(len(states)) > max {
+			t.Fatalf("%d states over %d ns at rate_hz 100", len(states), last-first)
+		}
+		// ...and a state at the first tick 10 ms or more after the one
+		// before, at the latest (after a stall the count restarts).
+		k := 0
+		for i := 1; i < len(states); i++ {
+			due := states[i-1].TimeNs + int64(10*time.Millisecond)
+			for k < len(ticks) && ticks[k].TimeNs < due {
+				k++
+			}
+			if k < len(ticks) && states[i].TimeNs > ticks[k].TimeNs {
+				t.Fatalf("state %d at %d ns: the loop ticked at %d ns, 10 ms after the state before (%d ns)", i, states[i].TimeNs, ticks[k].TimeNs, states[i-1].TimeNs)
+			}
 		}
 	})
 }
