@@ -438,7 +438,7 @@ func TestRecordingAtTheLoopRate(t *testing.T) {
 		if first > inner[0]+1 || last < inner[1] || first <= outer[0] || last > outer[1] {
 			t.Fatalf("ticks %d..%d recorded; the loop was at %d..%d while recording for sure, %d..%d at most", first, last, inner[0], inner[1], outer[0], outer[1])
 		}
-		if dropped > span/10 {
+		if dropped > span/4 { // a loaded machine may starve the recorder, never the count
 			t.Fatalf("%d of %d ticks dropped", dropped, span)
 		}
 	})
