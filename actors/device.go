@@ -156,6 +156,13 @@ func (d *Device) publishSeq() uint64 { return d.rt.PublishSeq() }
 // Register is the device's command register (data plane).
 func (d *Device) Register() *loop.Register { return d.rt.Register() }
 
+// AddTap attaches a recorder's per-tick feed to the device's loop
+// (loop.Device.AddTap).
+func (d *Device) AddTap(t *loop.Tap) error { return d.rt.AddTap(t) }
+
+// RemoveTap detaches a feed AddTap attached.
+func (d *Device) RemoveTap(t *loop.Tap) { d.rt.RemoveTap(t) }
+
 // Stats are the device loop's own measurements.
 func (d *Device) Stats() loop.Stats { return d.rt.Stats() }
 

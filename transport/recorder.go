@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,15 +24,43 @@ import (
 )
 
 // Recordings write what the service sees to MCAP files: each device's
-// state, each session's messages and frames, config changes over HTTP,
-// and activity events. Taps never block: they put a copy on a bounded
-// queue and count a drop when it is full; one writer goroutine per
-// recording owns the file. The device loops are not touched at all: a
-// sampler reads their lock-free snapshots.
+// state at every tick (or decimated to rate_hz), each session's messages
+// and frames, config changes over HTTP, and activity events. Taps never
+// block: they put a copy on a bounded queue and count a drop when it is
+// full; one writer goroutine per recording owns the file. The device loops
+// feed each recording's loop.Tap (a bounded ring per device, dropping and
+// counting when full), which a pump goroutine drains into the queue.
 
 // recordQueue bounds each recording's queue (100 arms at 1 kHz fill it in
 // about 80 ms if the writer stalls).
 const recordQueue = 8192
+
+// recordTapTicks is each recorded device's ring by default: a quarter
+// second at 1 kHz for the pump to fall behind before the loop drops. With
+// many devices the rings share recordTapBytes instead (a snapshot is about
+// 300 bytes: 10,000 simulated arms would otherwise hold 740 MB), down to
+// minTapTicks, three drains' worth at 1 kHz.
+const (
+	recordTapTicks = 256
+	recordTapBytes = 32 << 20
+	minTapTicks    = 16
+)
+
+// tapTicksFor is the ring of each of n recorded devices.
+func tapTicksFor(n int) int {
+	if n <= 0 {
+		return recordTapTicks
+	}
+	per := recordTapBytes / (n * int(reflect.TypeFor[loop.Snapshot]().Size()))
+	return min(max(per, minTapTicks), recordTapTicks)
+}
+
+// recordDrainEvery is how often the pump drains the devices' rings, and
+// recordAttachEvery how often it looks for devices that came or went.
+const (
+	recordDrainEvery  = 5 * time.Millisecond
+	recordAttachEvery = 100 * time.Millisecond
+)
 
 // recordFlushEvery bounds how much a killed service loses: a chunk is
 // written at least this often.
@@ -60,12 +89,12 @@ const (
 var recordSchemas = []struct {
 	kind, name, schema string
 }{
-	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}}}}`},
+	{kindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
 	{kindIn, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
 	{kindOut, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
 	{kindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string"},"status":{"type":"integer"},"body":{}}}`},
 	{kindEvent, "hapticd.Event", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an activity event (PROTOCOL.md)","type":"object","required":["seq","time","name"],"properties":{"seq":{"type":"integer"},"time":{"type":"string"},"name":{"type":"string"},"category":{"type":"string"},"level":{"type":"string"},"data":{},"message":{"type":"string"}}}`},
-	{kindStats, "hapticd.RecorderStats", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"the recorder's own counters","type":"object","required":["dropped","messages"],"properties":{"dropped":{"type":"integer","description":"messages the bounded queue refused so far"},"messages":{"type":"integer"}}}`},
+	{kindStats, "hapticd.RecorderStats", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"the recorder's own counters","type":"object","required":["dropped","dropped_states","messages"],"properties":{"dropped":{"type":"integer","description":"messages lost so far: refused by the bounded queue, and device states the loops dropped"},"dropped_states":{"type":"integer","description":"of dropped, the device states the loops dropped (a device's ring was full)"},"messages":{"type":"integer"}}}`},
 }
 
 // RecordingOptions is the body of POST /recordings.
@@ -74,7 +103,7 @@ type RecordingOptions struct {
 	Devices []string `json:"devices,omitempty"`
 	// Sessions are session IDs to record; empty records every session.
 	Sessions []uint64 `json:"sessions,omitempty"`
-	// RateHz decimates device states; 0 samples at the loop rate.
+	// RateHz decimates device states; 0 records every tick.
 	RateHz float64 `json:"rate_hz,omitempty"`
 	Name   string  `json:"name,omitempty"`
 }
@@ -88,8 +117,11 @@ type RecordingInfo struct {
 	Started  time.Time        `json:"started"`
 	Active   bool             `json:"active"`
 	Messages uint64           `json:"messages"`
-	Dropped  uint64           `json:"dropped"`
-	Error    string           `json:"error,omitempty"`
+	// Dropped counts messages lost: refused by the recording's queue, or
+	// device states a loop dropped; DroppedStates is the latter part.
+	Dropped       uint64 `json:"dropped"`
+	DroppedStates uint64 `json:"dropped_states"`
+	Error         string `json:"error,omitempty"`
 }
 
 // recItem is one message on its way to the writer.
@@ -98,34 +130,43 @@ type recItem struct {
 	key  string // device or session id within the kind
 	ns   int64
 	data []byte
+	buf  *[]byte // data's buffer, back to stateBufs once written
 }
 
 type recording struct {
-	id       uint64
-	opts     RecordingOptions
-	name     string
-	path     string
-	started  time.Time
-	clock    loop.Clock
-	queue    chan recItem
-	dropped  atomic.Uint64
-	written  atomic.Uint64
-	sessions map[uint64]bool // nil: every session
-	stop     context.CancelFunc
-	done     chan struct{}
-	active   atomic.Bool
-	errMu    sync.Mutex
-	err      error
+	id      uint64
+	opts    RecordingOptions
+	name    string
+	path    string
+	started time.Time
+	clock   loop.Clock
+	queue   chan recItem
+	dropped atomic.Uint64 // refused by queue
+	// droppedStates counts the states the loops dropped; the pump keeps
+	// it up to date.
+	droppedStates atomic.Uint64
+	written       atomic.Uint64
+	sessions      map[uint64]bool // nil: every session
+	stop          context.CancelFunc
+	done          chan struct{}
+	active        atomic.Bool
+	errMu         sync.Mutex
+	err           error
 }
 
 // put queues an item without waiting; a full queue counts a drop.
-func (r *recording) put(it recItem) {
+func (r *recording) put(it recItem) bool {
 	select {
 	case r.queue <- it:
+		return true
 	default:
 		r.dropped.Add(1)
+		return false
 	}
 }
+
+// droppedAll is every message lost so far.
+func (r *recording) droppedAll() uint64 { return r.dropped.Load() + r.droppedStates.Load() }
 
 func (r *recording) wantsSession(id uint64) bool { return r.sessions == nil || r.sessions[id] }
 
@@ -144,15 +185,23 @@ type recorders struct {
 	log   zerolog.Logger
 	clock loop.Clock
 	// active is read by every tap: copy-on-write, nil when none record.
-	active  atomic.Pointer[[]*recording]
-	schemas map[string][]byte // channel kind → JSON Schema; immutable
-	mu      sync.Mutex        // guards the following
-	all     []*recording
-	nextID  uint64
+	active   atomic.Pointer[[]*recording]
+	schemas  map[string][]byte // channel kind → JSON Schema; immutable
+	tapTicks int               // each recorded device's ring, in ticks; 0: tapTicksFor
+	// stateBufs recycles encoded states: at 1 kHz per device they would
+	// otherwise be the recorder's main garbage.
+	stateBufs sync.Pool
+	mu        sync.Mutex // guards the following
+	all       []*recording
+	nextID    uint64
 }
 
-func newRecorders(svc *actors.Service, dir string, log zerolog.Logger) *recorders {
-	return &recorders{svc: svc, dir: dir, log: log, clock: loop.SystemClock(), nextID: 1, schemas: channelSchemas(svc.Types(), log)}
+// newRecorders returns the service's recordings; tapTicks <= 0 sizes the
+// rings by the number of devices (tapTicksFor).
+func newRecorders(svc *actors.Service, dir string, tapTicks int, log zerolog.Logger) *recorders {
+	rs := &recorders{svc: svc, dir: dir, log: log, clock: loop.SystemClock(), nextID: 1, schemas: channelSchemas(svc.Types(), log), tapTicks: tapTicks}
+	rs.stateBufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return rs
 }
 
 // channelSchemas are the JSON Schemas written for the recording's
@@ -254,9 +303,11 @@ func (rs *recorders) Start(o RecordingOptions) (RecordingInfo, error) {
 	r.active.Store(true)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); rs.sample(ctx, r) }()
+	attached := make(chan struct{})
+	go func() { defer wg.Done(); rs.pump(ctx, r, attached) }()
 	go func() { defer wg.Done(); rs.events(ctx, r) }()
 	go rs.write(r, f, w, &wg)
+	<-attached // every tick from here on is recorded
 	rs.mu.Lock()
 	rs.all = append(rs.all, r)
 	rs.publish()
@@ -328,7 +379,7 @@ func (rs *recorders) List() []RecordingInfo {
 
 func (r *recording) info() RecordingInfo {
 	i := RecordingInfo{ID: r.id, Name: r.name, Path: r.path, Options: r.opts, Started: r.started,
-		Active: r.active.Load(), Messages: r.written.Load(), Dropped: r.dropped.Load()}
+		Active: r.active.Load(), Messages: r.written.Load(), Dropped: r.droppedAll(), DroppedStates: r.droppedStates.Load()}
 	r.errMu.Lock()
 	if r.err != nil {
 		i.Error = r.err.Error()
@@ -413,7 +464,8 @@ func (rs *recorders) tapConfig(method, path string, status int, body []byte) {
 	}
 }
 
-// RecordedState is the recorded form of one loop snapshot.
+// RecordedState is the recorded form of one tick's loop snapshot. Grips
+// also carry Orientation, Buttons, Hall and Battery (arms leave them out).
 type RecordedState struct {
 	Device     string     `json:"device"`
 	Type       string     `json:"type"` // the reference's name: arm3 or grip
@@ -428,7 +480,16 @@ type RecordedState struct {
 	Position   [3]float64 `json:"position"`
 	Velocity   [3]float64 `json:"velocity"`
 	Force      [3]float64 `json:"force"`
+	// Grip.
+	Orientation [4]float64 `json:"orientation"` // w x y z
+	Buttons     uint8      `json:"buttons"`
+	Hall        float64    `json:"hall"`
+	Battery     float64    `json:"battery"`
+	Link        string     `json:"link,omitempty"` // wired or wireless (hw.Link)
 }
+
+// IsGrip says whether s is a grip's state.
+func (s *RecordedState) IsGrip() bool { return s.Type == protocol.TypeGrip.Key() }
 
 // RecordedMessage is a session's client message or frame as recorded.
 type RecordedMessage struct {
@@ -437,8 +498,9 @@ type RecordedMessage struct {
 	Message json.RawMessage `json:"message"` // a JSON string when the client sent no JSON
 }
 
-// appendJSON encodes s as encoding/json would, without reflection: the
-// sampler encodes every arm at the loop rate.
+// appendJSON encodes s as encoding/json would, without reflection (the
+// pump encodes every device at the loop rate), leaving the grip fields out
+// of an arm's state.
 func (s *RecordedState) appendJSON(b []byte) []byte {
 	b = append(b, `{"device":`...)
 	b = strconv.AppendQuote(b, s.Device)
@@ -458,70 +520,161 @@ func (s *RecordedState) appendJSON(b []byte) []byte {
 	b = strconv.AppendUint(b, s.AppliedSeq, 10)
 	b = append(b, `,"failed":`...)
 	b = strconv.AppendBool(b, s.Failed)
-	for _, f := range []struct {
-		name string
-		v    *[3]float64
-	}{{"target", &s.Target}, {"position", &s.Position}, {"velocity", &s.Velocity}, {"force", &s.Force}} {
-		b = append(b, `,"`...)
-		b = append(b, f.name...)
-		b = append(b, `":[`...)
-		for i, x := range f.v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				x = 0 // JSON has no NaN; a failed device's state is zero
-			}
-			b = strconv.AppendFloat(b, x, 'g', -1, 64)
-		}
-		b = append(b, ']')
+	b = appendFloats(b, "target", s.Target[:])
+	b = appendFloats(b, "position", s.Position[:])
+	b = appendFloats(b, "velocity", s.Velocity[:])
+	b = appendFloats(b, "force", s.Force[:])
+	if s.IsGrip() {
+		b = appendFloats(b, "orientation", s.Orientation[:])
+		b = append(b, `,"buttons":`...)
+		b = strconv.AppendUint(b, uint64(s.Buttons), 10)
+		b = appendFloats(b, "hall", []float64{s.Hall})
+		b = appendFloats(b, "battery", []float64{s.Battery})
+		b = append(b, `,"link":`...)
+		b = strconv.AppendQuote(b, s.Link)
 	}
 	return append(b, '}')
 }
 
-// sample reads each recorded device's latest snapshot at rate_hz (the loop
-// rate by default) and queues those that changed. It reads the loops'
-// lock-free snapshots: a loop never waits on it.
-func (rs *recorders) sample(ctx context.Context, r *recording) {
-	period := time.Duration(rs.svc.LoopPeriodNs())
+// appendFloats appends ,"name":x (one value) or ,"name":[x,...].
+func appendFloats(b []byte, name string, v []float64) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	if len(v) != 1 {
+		b = append(b, '[')
+	}
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			x = 0 // JSON has no NaN; a failed device's state is zero
+		}
+		b = strconv.AppendFloat(b, x, 'g', -1, 64)
+	}
+	if len(v) != 1 {
+		b = append(b, ']')
+	}
+	return b
+}
+
+// recordedState fills s from one tick's snapshot of d.
+func recordedState(s *RecordedState, d *actors.Device, snap *loop.Snapshot) {
+	st := &snap.State
+	*s = RecordedState{Device: d.ID, Type: d.Type.Key(), Status: uint8(st.Status), Tick: snap.Tick, TimeNs: snap.TimeNs,
+		Mode: int(snap.Mode), Owner: snap.Owner, AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
+		Position: vec3(st.PositionM), Velocity: vec3(st.VelocityMps), Force: vec3(st.ForceN)}
+	if d.Type == protocol.TypeGrip {
+		q := st.Orientation
+		s.Orientation = [4]float64{q.W, q.X, q.Y, q.Z}
+		s.Buttons, s.Hall, s.Battery, s.Link = uint8(st.Buttons), st.Hall, st.Battery, d.Info.Link.String()
+	}
+}
+
+// feed is one recorded device's tap.
+type feed struct {
+	dev  *actors.Device
+	tap  *loop.Tap
+	key  string // the channel key
+	seen bool   // still in the service's device set
+}
+
+// pump attaches a loop.Tap to each recorded device (and to devices that
+// come later), and every recordDrainEvery moves what the loops queued onto
+// the recording's queue. The loops feed the taps at every tick, or once
+// per 1/rate_hz: a loop never waits on the pump; a full tap drops and
+// counts, and the pump keeps droppedStates up to date. It detaches the
+// taps, drains them a last time and returns once ctx ends. It closes
+// attached once the devices there are have their taps.
+func (rs *recorders) pump(ctx context.Context, r *recording, attached chan<- struct{}) {
+	var everyNs int64
 	if r.opts.RateHz > 0 {
-		period = time.Duration(float64(time.Second) / r.opts.RateHz)
+		everyNs = int64(float64(time.Second) / r.opts.RateHz)
 	}
-	if period <= 0 {
-		period = time.Millisecond
-	}
-	t := time.NewTicker(period)
-	defer t.Stop()
-	last := map[*actors.Device]uint64{}
-	var snap loop.Snapshot
-	for {
+	feeds := map[*actors.Device]*feed{}
+	var goneDropped uint64 // the drops of taps of devices that went away
+	attach := func() {
+		for _, f := range feeds {
+			f.seen = false
+		}
 		ds := rs.svc.Devices()
+		var want []*actors.Device
 		for _, typ := range rs.svc.Types().Types() {
 			for _, d := range ds.OfType(typ) {
-				if len(r.opts.Devices) > 0 && !slices.Contains(r.opts.Devices, d.ID) {
-					continue
+				if len(r.opts.Devices) == 0 || slices.Contains(r.opts.Devices, d.ID) {
+					want = append(want, d)
 				}
-				d.Load(&snap)
-				if prev, seen := last[d]; seen && prev == snap.Tick {
-					continue
-				}
-				last[d] = snap.Tick
-				st := RecordedState{Device: d.ID, Type: d.Type.Key(), Status: uint8(snap.State.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, Mode: int(snap.Mode), Owner: snap.Owner,
-					AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
-					Position: vec3(snap.State.PositionM), Velocity: vec3(snap.State.VelocityMps), Force: vec3(snap.State.ForceN)}
-				data := st.appendJSON(make([]byte, 0, 400))
-				ns := snap.TimeNs
-				if ns == 0 {
-					ns = r.clock.Now()
-				}
-				r.put(recItem{kind: kindState, key: d.Name + "-" + d.ID, ns: ns, data: data})
 			}
 		}
+		ticks := rs.tapTicks
+		if ticks <= 0 {
+			ticks = tapTicksFor(len(want))
+		}
+		for _, d := range want {
+			if f := feeds[d]; f != nil {
+				f.seen = true
+				continue
+			}
+			tap := loop.NewTap(ticks, everyNs)
+			if err := d.AddTap(tap); err != nil {
+				r.setErr(fmt.Errorf("transport: record %s: %w", d.ID, err))
+				continue
+			}
+			feeds[d] = &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
+		}
+	}
+	var snap loop.Snapshot
+	var st RecordedState
+	drain := func() {
+		dropped := goneDropped
+		for _, f := range feeds {
+			for f.tap.Next(&snap) {
+				recordedState(&st, f.dev, &snap)
+				buf := rs.stateBufs.Get().(*[]byte)
+				*buf = st.appendJSON((*buf)[:0])
+				if !r.put(recItem{kind: kindState, key: f.key, ns: snap.TimeNs, data: *buf, buf: buf}) {
+					rs.stateBufs.Put(buf)
+				}
+			}
+			dropped += f.tap.Dropped()
+		}
+		r.droppedStates.Store(dropped)
+	}
+	detach := func(gone bool) {
+		for d, f := range feeds {
+			if gone && f.seen {
+				continue
+			}
+			d.RemoveTap(f.tap)
+		}
+		drain() // what the loops queued before the taps came off
+		for d, f := range feeds {
+			if gone && f.seen {
+				continue
+			}
+			goneDropped += f.tap.Dropped()
+			delete(feeds, d)
+		}
+	}
+	attach()
+	close(attached)
+	t := time.NewTicker(recordDrainEvery)
+	defer t.Stop()
+	lastAttach := time.Now()
+	for {
 		select {
 		case <-ctx.Done():
+			detach(false)
 			return
 		case <-t.C:
 		}
+		if time.Since(lastAttach) >= recordAttachEvery {
+			lastAttach = time.Now()
+			attach()
+			detach(true) // devices that went away
+		}
+		drain()
 	}
 }
 
@@ -560,6 +713,9 @@ func (rs *recorders) write(r *recording, f *os.File, w *mcap.Writer, producers *
 	seq := map[uint16]uint32{}
 	var failed bool
 	emit := func(it recItem) {
+		if it.buf != nil {
+			defer rs.stateBufs.Put(it.buf) // WriteMessage copies the data
+		}
 		if failed {
 			return
 		}
@@ -588,9 +744,10 @@ func (rs *recorders) write(r *recording, f *os.File, w *mcap.Writer, producers *
 	}
 	stats := func() {
 		data, _ := json.Marshal(struct {
-			Dropped  uint64 `json:"dropped"`
-			Messages uint64 `json:"messages"`
-		}{r.dropped.Load(), r.written.Load()})
+			Dropped       uint64 `json:"dropped"`
+			DroppedStates uint64 `json:"dropped_states"`
+			Messages      uint64 `json:"messages"`
+		}{r.droppedAll(), r.droppedStates.Load(), r.written.Load()})
 		emit(recItem{kind: kindStats, ns: r.clock.Now(), data: data})
 	}
 	flush := func() {

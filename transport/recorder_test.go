@@ -2,13 +2,18 @@ package transport
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -110,11 +115,27 @@ func TestRecordLockStepSession(t *testing.T) {
 	if len(states) < 100 {
 		t.Fatalf("device %s: %d states recorded over %d round trips (topics %v)", arm, len(states), len(frames), keys(topics))
 	}
-	// The device states match the frames: a frame reports the arm's state
-	// at the latest tick (in float32), and the frames, many per tick, see
-	// every tick; so a state recorded while the session held the arm is
-	// one the client received.
-	seen := map[[6]float32]bool{}
+	// The device states match the frames: the recording holds the arm's
+	// state at every tick, and a frame reports the state of the latest
+	// tick (in float32), so every frame the client received shows a
+	// recorded state (but for states the loop dropped, if any), first
+	// recorded before the frame was sent: one clock times both.
+	recorded := map[[6]float32]uint64{} // the first log time of each state
+	var prevTick uint64
+	for _, m := range states {
+		var st RecordedState
+		if err := json.Unmarshal(m.Data, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Tick <= prevTick || st.TimeNs != int64(m.LogTime) {
+			t.Fatalf("state at tick %d (%d ns) logged at %d after tick %d", st.Tick, st.TimeNs, m.LogTime, prevTick)
+		}
+		prevTick = st.Tick
+		if k := key6(st.Position, st.Force); recorded[k] == 0 {
+			recorded[k] = m.LogTime
+		}
+	}
+	unmatched := 0
 	for i, fr := range frames {
 		var rec struct {
 			Message json.RawMessage `json:"message"`
@@ -130,28 +151,15 @@ func TestRecordLockStepSession(t *testing.T) {
 			t.Fatalf("frame %d: recorded %s, received %v", i, rec.Message, fr)
 		}
 		st := path(fr, "arm3", 0, "state")
-		seen[key6(vec(path(st, "cursor_position")), vec(path(st, "current_cursor_force")))] = true
-	}
-	held, matched := 0, 0
-	for _, m := range states {
-		var st RecordedState
-		if err := json.Unmarshal(m.Data, &st); err != nil {
-			t.Fatal(err)
-		}
-		// Held by the session, and before its last frame (the arm stays
-		// held until its lease runs out).
-		if strconv.FormatUint(st.Owner, 10) != session || m.LogTime > topics[frameTopic][len(topics[frameTopic])-1].LogTime {
-			continue
-		}
-		held++
-		if seen[key6(st.Position, st.Force)] {
-			matched++
+		at, ok := recorded[key6(vec(path(st, "cursor_position")), vec(path(st, "current_cursor_force")))]
+		if !ok {
+			unmatched++
+		} else if sent := topics[frameTopic][i+1].LogTime; at > sent {
+			t.Fatalf("frame %d, sent at %d ns, shows a state first recorded at %d ns", i, sent, at)
 		}
 	}
-	// A client stalled past a tick (a loaded machine) sees no frame of
-	// that tick: most states, not all, have their frame.
-	if held < 50 || matched < held*3/4 {
-		t.Errorf("%d of %d states recorded while the session held the arm match a received frame", matched, held)
+	if dropped := int(num(path(stopped.data(), "dropped_states"))); unmatched > dropped {
+		t.Errorf("%d of %d frames show a state not recorded (%d states dropped)", unmatched, len(frames), dropped)
 	}
 	if cfg := topics["/config"]; len(cfg) != 1 || !strings.Contains(string(cfg[0].Data), `"status":200`) || !strings.Contains(string(cfg[0].Data), `"body":"left"`) {
 		t.Errorf("/config: %d messages, want the one handedness change: %v", len(cfg), cfg)
@@ -197,10 +205,16 @@ func TestRecordLockStepSession(t *testing.T) {
 func TestRecordedStateJSON(t *testing.T) {
 	in := RecordedState{Device: "049D", Type: "arm3", Status: 7, Tick: 12, TimeNs: -3, Mode: 1, Owner: 4, AppliedSeq: 9, Failed: true,
 		Target: [3]float64{1, -2.5, 1e-9}, Position: [3]float64{0.1, 0.15, 0.2}, Velocity: [3]float64{-1e300, 0, 3}, Force: [3]float64{1.5, 2, 3}}
-	b := in.appendJSON(nil)
-	var out RecordedState
-	if err := json.Unmarshal(b, &out); err != nil || out != in {
-		t.Fatalf("%s decodes to %+v (%v), want %+v", b, out, err, in)
+	grip := RecordedState{Device: "C3B2", Type: protocol.TypeGrip.Key(), Tick: 3, Orientation: [4]float64{0.5, -0.5, 0.5, 0.5}, Buttons: 5, Hall: 0.25, Battery: 1, Link: "wired"}
+	for _, in := range []RecordedState{in, grip} {
+		b := in.appendJSON(nil)
+		var out RecordedState
+		if err := json.Unmarshal(b, &out); err != nil || out != in {
+			t.Fatalf("%s decodes to %+v (%v), want %+v", b, out, err, in)
+		}
+		if strings.Contains(string(b), "orientation") != in.IsGrip() {
+			t.Fatalf("%s: grip fields on an arm, or none on a grip", b)
+		}
 	}
 }
 
@@ -259,52 +273,281 @@ func keys[V any](m map[string]V) []string {
 }
 
 // BenchmarkRecordingCost measures what a recording of 100 moving arms at
-// the 1 kHz loop rate costs: the lock-step round trip (p50/p99) and the
-// loops' period p99, with and without the recording running. The lead
-// measures on a quiet machine:
+// the 1 kHz loop rate costs (every tick of every arm through the loops'
+// taps): the lock-step round trip (p50/p99) and the loop period p99 of the
+// same service and session, first without a recording, then with one
+// running, and their ratios (on/off). One op is one round trip of each.
+// The lead measures on a quiet machine:
 //
 //	go test -run '^$' -bench BenchmarkRecordingCost -benchtime 20000x ./transport
 func BenchmarkRecordingCost(b *testing.B) {
-	for _, record := range []bool{false, true} {
-		name := "off"
-		if record {
-			name = "on"
+	ts := startService(b, serviceConfig{arms: 100, motion: sim.MotionCircle, recordDir: b.TempDir()})
+	c := ts.dial(b, ts.wsURL())
+	c.expect()
+	_ = c.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
+	msg := []byte(force(ts.armIDs[0], 0, 0, 0.1))
+	arms := ts.svc.Devices().OfType(protocol.TypeArm)
+	// phase runs b.N round trips and returns their times and the loops'
+	// period p99 over them.
+	phase := func() (rt []int64, periodP99 float64) {
+		before := periodCounts(arms)
+		rt = make([]int64, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			roundTripBytes(b, c.conn, msg)
+			rt = append(rt, time.Since(t0).Nanoseconds())
 		}
-		b.Run(name, func(b *testing.B) {
-			ts := startService(b, serviceConfig{arms: 100, motion: sim.MotionCircle, recordDir: b.TempDir()})
-			var id string
-			if record {
-				r := ts.do("POST", ts.base+"/recordings", `{"name":"bench"}`)
-				if r.status != 200 {
-					b.Fatalf("POST /recordings: %v", r)
-				}
-				id = strconv.Itoa(int(num(path(r.data(), "id"))))
+		return rt, diffQuantile(before, periodCounts(arms), 0.99)
+	}
+	b.ResetTimer()
+	offRT, offPeriod := phase()
+	b.StopTimer()
+	r := ts.do("POST", ts.base+"/recordings", `{"name":"bench"}`)
+	if r.status != 200 {
+		b.Fatalf("POST /recordings: %v", r)
+	}
+	b.StartTimer()
+	onRT, onPeriod := phase()
+	b.StopTimer()
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(r.data(), "id")))), "")
+	off50, off99 := percentiles(offRT)
+	on50, on99 := percentiles(onRT)
+	b.ReportMetric(off50/1e3, "rt-p50-off-µs")
+	b.ReportMetric(off99/1e3, "rt-p99-off-µs")
+	b.ReportMetric(on50/1e3, "rt-p50-on-µs")
+	b.ReportMetric(on99/1e3, "rt-p99-on-µs")
+	b.ReportMetric(offPeriod/1e3, "period-p99-off-µs")
+	b.ReportMetric(onPeriod/1e3, "period-p99-on-µs")
+	b.ReportMetric(on99/off99, "rt-p99-ratio")
+	if offPeriod > 0 {
+		b.ReportMetric(onPeriod/offPeriod, "period-p99-ratio")
+	}
+	b.ReportMetric(num(path(stopped.data(), "messages")), "recorded-msgs")
+	b.ReportMetric(num(path(stopped.data(), "dropped")), "dropped-msgs")
+}
+
+// periodCounts adds up the period histograms of devs' runners (devices on
+// one scheduler shard share one), by bucket upper bound.
+func periodCounts(devs []*actors.Device) map[int64]uint64 {
+	out := map[int64]uint64{}
+	seen := map[actors.Histogram]bool{}
+	for _, d := range devs {
+		h := d.PeriodHistogram()
+		if h == nil || seen[h] {
+			continue
+		}
+		seen[h] = true
+		h.Buckets(func(_, hi int64, n uint64) { out[hi] += n })
+	}
+	return out
+}
+
+// diffQuantile is the q quantile (a bucket's upper bound) of the values
+// recorded between two periodCounts.
+func diffQuantile(before, after map[int64]uint64, q float64) float64 {
+	var his []int64
+	var total uint64
+	for hi, n := range after {
+		if n > before[hi] {
+			his = append(his, hi)
+			total += n - before[hi]
+		}
+	}
+	slices.Sort(his)
+	var seen uint64
+	for _, hi := range his {
+		if seen += after[hi] - before[hi]; float64(seen) >= q*float64(total) {
+			return float64(hi)
+		}
+	}
+	return 0
+}
+
+// recordFor records the service's devices with the options in body until
+// the first arm's loop ran ticks more ticks, and returns the file, DELETE's
+// answer, and the arm's tick counter around the recording: after POST
+// answered and before DELETE was sent (every tick between them is
+// recorded), and before POST and after DELETE answered (no tick outside
+// them is).
+func recordFor(t *testing.T, ts *testService, body string, ticks uint64) (f *mcap.File, stopped reply, inner, outer [2]uint64) {
+	t.Helper()
+	arm := ts.svc.Devices().OfType(protocol.TypeArm)[0]
+	outer[0] = arm.Stats().Ticks
+	started := ts.do("POST", ts.base+"/recordings", body)
+	if started.status != 200 {
+		t.Fatalf("POST /recordings %s: %v", body, started)
+	}
+	inner[0] = arm.Stats().Ticks
+	checkFor(t, 30*time.Second, func() error {
+		if n := arm.Stats().Ticks - inner[0]; n < ticks {
+			return fmt.Errorf("the loop ran %d ticks, waiting for %d", n, ticks)
+		}
+		return nil
+	})
+	inner[1] = arm.Stats().Ticks
+	stopped = ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), "")
+	if stopped.status != 200 {
+		t.Fatalf("DELETE /recordings: %v", stopped)
+	}
+	outer[1] = arm.Stats().Ticks
+	file, _ := path(started.data(), "path").(string)
+	return recordedFile(t, file), stopped, inner, outer
+}
+
+// statesOf decodes the states recorded on the channel of the device whose
+// id is id.
+func statesOf(t *testing.T, f *mcap.File, id string) []RecordedState {
+	t.Helper()
+	var out []RecordedState
+	for topic, ms := range byTopic(f) {
+		if !strings.HasPrefix(topic, "/devices/") || !strings.HasSuffix(topic, "-"+id+"/state") {
+			continue
+		}
+		for _, m := range ms {
+			var st RecordedState
+			if err := json.Unmarshal(m.Data, &st); err != nil {
+				t.Fatal(err)
 			}
-			c := ts.dial(b, ts.wsURL())
-			c.expect()
-			_ = c.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
-			msg := []byte(force(ts.armIDs[0], 0, 0, 0.1))
-			ns := make([]int64, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				roundTripBytes(b, c.conn, msg)
-				ns = append(ns, time.Since(t0).Nanoseconds())
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// A device's states are recorded at every tick the loop runs, or at
+// rate_hz.
+func TestRecordingAtTheLoopRate(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir(), motion: sim.MotionCircle})
+	arm := ts.armIDs[0]
+
+	t.Run("every tick", func(t *testing.T) {
+		f, stopped, inner, outer := recordFor(t, ts, `{}`, 1000)
+		states := statesOf(t, f, arm)
+		if len(states) == 0 {
+			t.Fatal("no states recorded")
+		}
+		first, last := states[0].Tick, states[len(states)-1].Tick
+		span := last - first + 1
+		dropped := uint64(num(path(stopped.data(), "dropped_states")))
+		// Every tick from the first recorded to the last is there, but
+		// for those the loop dropped.
+		if uint64(len(states))+dropped != span {
+			t.Fatalf("%d states and %d dropped over ticks %d..%d (%d ticks)", len(states), dropped, first, last, span)
+		}
+		// And they are the ticks the loop ran while recording.
+		if first > inner[0]+1 || last < inner[1] || first <= outer[0] || last > outer[1] {
+			t.Fatalf("ticks %d..%d recorded; the loop was at %d..%d while recording for sure, %d..%d at most", first, last, inner[0], inner[1], outer[0], outer[1])
+		}
+		if dropped > span/4 { // a loaded machine may starve the recorder, never the count
+			t.Fatalf("%d of %d ticks dropped", dropped, span)
+		}
+	})
+
+	t.Run("rate_hz 100", func(t *testing.T) {
+		// A recording of every tick runs alongside: it says when the
+		// loop ticked, also when a loaded machine stalled it.
+		all := ts.do("POST", ts.base+"/recordings", `{}`)
+		if all.status != 200 {
+			t.Fatalf("POST /recordings: %v", all)
+		}
+		f, _, _, _ := recordFor(t, ts, `{"rate_hz":100}`, 1000)
+		ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(all.data(), "id")))), "")
+		file, _ := path(all.data(), "path").(string)
+		ticks := statesOf(t, recordedFile(t, file), arm)
+		states := statesOf(t, f, arm)
+		if len(states) < 50 {
+			t.Fatalf("%d states recorded", len(states))
+		}
+		first, last := states[0].TimeNs, states[len(states)-1].TimeNs
+		// Never more than 100 a second...
+		if max := (last-first)/int64(10*time.Millisecond) + 1; int64(len(states)) > max {
+			t.Fatalf("%d states over %d ns at rate_hz 100", len(states), last-first)
+		}
+		// ...and a state at the first tick 10 ms or more after the one
+		// before, at the latest (after a stall the count restarts).
+		k := 0
+		for i := 1; i < len(states); i++ {
+			due := states[i-1].TimeNs + int64(10*time.Millisecond)
+			for k < len(ticks) && ticks[k].TimeNs < due {
+				k++
 			}
-			b.StopTimer()
-			p50, p99 := percentiles(ns)
-			b.ReportMetric(p50/1e3, "rt-p50-µs")
-			b.ReportMetric(p99/1e3, "rt-p99-µs")
-			var period int64
-			for _, d := range ts.svc.Devices().OfType(protocol.TypeArm) {
-				period = max(period, d.Stats().Period.P99Ns)
+			if k < len(ticks) && states[i].TimeNs > ticks[k].TimeNs {
+				t.Fatalf("state %d at %d ns: the loop ticked at %d ns, 10 ms after the state before (%d ns)", i, states[i].TimeNs, ticks[k].TimeNs, states[i-1].TimeNs)
 			}
-			b.ReportMetric(float64(period)/1e3, "loop-period-p99-µs")
-			if record {
-				r := ts.do("DELETE", ts.base+"/recordings/"+id, "")
-				b.ReportMetric(num(path(r.data(), "messages")), "recorded-msgs")
-				b.ReportMetric(num(path(r.data(), "dropped")), "dropped-msgs")
-			}
-		})
+		}
+	})
+}
+
+// A device's ring that fills (here: two ticks) drops states without
+// holding the loop up; the drops are reported in GET /recordings and
+// recorded in the file.
+func TestRecordingCountsDroppedStates(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir(), recordTapTicks: 2})
+	started := ts.do("POST", ts.base+"/recordings", `{}`)
+	if started.status != 200 {
+		t.Fatalf("POST /recordings: %v", started)
+	}
+	checkFor(t, 30*time.Second, func() error {
+		l := ts.do("GET", ts.base+"/recordings", "")
+		if d := num(path(l.data(), 0, "dropped_states")); d == 0 || num(path(l.data(), 0, "dropped")) < d {
+			return fmt.Errorf("GET /recordings: %v", l)
+		}
+		return nil
+	})
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), "")
+	file, _ := path(started.data(), "path").(string)
+	stats := byTopic(recordedFile(t, file))["/recorder"]
+	if len(stats) == 0 {
+		t.Fatal("no /recorder messages")
+	}
+	var last struct {
+		Dropped       float64 `json:"dropped"`
+		DroppedStates float64 `json:"dropped_states"`
+	}
+	if err := json.Unmarshal(stats[len(stats)-1].Data, &last); err != nil {
+		t.Fatal(err)
+	}
+	if last.DroppedStates == 0 || last.DroppedStates != num(path(stopped.data(), "dropped_states")) || last.Dropped != num(path(stopped.data(), "dropped")) {
+		t.Fatalf("the file's last counts %+v; DELETE answered %v", last, stopped)
+	}
+}
+
+// Grips are recorded with their orientation, buttons, hall sensor and
+// battery at every tick; arms without those fields.
+func TestRecordingGripStates(t *testing.T) {
+	ts := startService(t, serviceConfig{grips: 1, arms: 1, recordDir: t.TempDir(), motion: sim.MotionCircle})
+	f, _, _, _ := recordFor(t, ts, `{}`, 300)
+	states := statesOf(t, f, ts.gripIDs[0])
+	if len(states) < 100 {
+		t.Fatalf("%d grip states recorded", len(states))
+	}
+	orientations, halls := map[[4]float64]bool{}, map[float64]bool{}
+	for _, st := range states {
+		q := st.Orientation
+		if !st.IsGrip() || math.Abs(q[0]*q[0]+q[1]*q[1]+q[2]*q[2]+q[3]*q[3]-1) > 1e-6 || st.Battery <= 0 || st.Battery > 1 || st.Hall < 0 || st.Hall > 1 {
+			t.Fatalf("grip state %+v: want a unit orientation, hall and battery in 0..1", st)
+		}
+		orientations[q], halls[st.Hall] = true, true
+	}
+	if len(orientations) < 10 || len(halls) < 10 {
+		t.Fatalf("%d orientations, %d hall values over %d states of a moving grip", len(orientations), len(halls), len(states))
+	}
+	for _, st := range statesOf(t, f, ts.armIDs[0]) {
+		if st.Orientation != [4]float64{} || st.IsGrip() {
+			t.Fatalf("an arm's state carries grip fields: %+v", st)
+		}
+	}
+}
+
+// The rings of many recorded devices share a bounded budget: 10,000
+// simulated arms do not get a quarter second of snapshots each.
+func TestTapTicksFor(t *testing.T) {
+	for _, tc := range []struct{ devices, want int }{{0, recordTapTicks}, {1, recordTapTicks}, {100, recordTapTicks}, {10_000, minTapTicks}} {
+		if got := tapTicksFor(tc.devices); got != tc.want {
+			t.Errorf("tapTicksFor(%d) = %d, want %d", tc.devices, got, tc.want)
+		}
+	}
+	if n := 1000; tapTicksFor(n)*n*int(reflect.TypeFor[loop.Snapshot]().Size()) > recordTapBytes {
+		t.Errorf("1,000 devices' rings of %d ticks pass the %d byte budget", tapTicksFor(n), recordTapBytes)
 	}
 }

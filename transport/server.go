@@ -42,6 +42,10 @@ type Config struct {
 	// Start (--record DIR), stopped at Shutdown.
 	RecordDir string
 	RecordAll bool
+	// RecordTapTicks is how many ticks of one device a recording's ring
+	// holds before the loop drops states (0: 256, a quarter second at
+	// 1 kHz). Tests set a small one.
+	RecordTapTicks int
 }
 
 func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {
@@ -84,7 +88,7 @@ func Start(cfg Config) (*Server, error) {
 		svc:   cfg.Service,
 		conns: newConnSet(),
 		addrs: make(map[string]net.Addr),
-		rec:   newRecorders(cfg.Service, cfg.RecordDir, cfg.Log),
+		rec:   newRecorders(cfg.Service, cfg.RecordDir, cfg.RecordTapTicks, cfg.Log),
 	}
 	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code protocol.Code, reason string) {
 		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request")

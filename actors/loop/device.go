@@ -218,6 +218,7 @@ type Device struct {
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
 	errors   atomic.Uint64
 	expiries atomic.Uint64 // leases that lapsed
+	taps     taps          // recorders' per-tick feeds (tap.go)
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -407,7 +408,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	if !d.token.CompareAndSwap(false, true) {
 		return
 	}
-	defer d.token.Store(false)
+	defer d.endTick(nowNs) // feeds the taps, then releases token
 	tick := d.ticks.Add(1)
 	if d.asleep {
 		if d.haltReq.Load() == d.haltAck.Load() && d.globals.Load() == d.configuredFrom &&

@@ -72,6 +72,14 @@
 // halted. Events are delivered synchronously through DeviceOptions.OnEvent,
 // which must not block.
 //
+// # Taps
+//
+// A recorder attaches a Tap to a device (Device.AddTap): each tick then
+// copies its snapshot into the tap's bounded ring, at most once per the
+// tap's everyNs (NewTap), and the recorder drains it with Tap.Next. A full ring
+// drops the tick's snapshot and counts it (Tap.Dropped): the loop never
+// waits on a recorder, and never allocates for one.
+//
 // # Pacing
 //
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline

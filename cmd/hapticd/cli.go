@@ -31,7 +31,7 @@ func commandTable() []command {
 		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
 		{"baseline-device", "drive an arm from a bare paced loop, no service (a bench baseline)", func(a []string) error { return runBaselineDevice(a, os.Stdin) }},
 		{"device-standin", "an emulated arm on a pseudo-terminal that times the host's loop from the device side", func(a []string) error { return runDeviceStandin(a, os.Stdin, os.Stdout) }},
-		{"replay", "serve a recording's arms as virtual devices (FILE, --speed), or --drive a service with its sessions and compare the frames", runReplay},
+		{"replay", "serve a recording's arms and grips as virtual devices (FILE, --speed), or --drive a service with its sessions and compare the frames", runReplay},
 		{"export", "write a recording as jsonl (every message) or csv (device states): hapticd export FILE --format csv|jsonl", func(a []string) error { return runExport(a, os.Stdout) }},
 		{"service", "install, start, stop or uninstall the Windows service (elsewhere: systemd or launchd)", func(a []string) error { return runService(a, os.Stdout) }},
 		{"version", "print hapticd's version and VCS revision", func(a []string) error { return runVersion(a, os.Stdout) }},

@@ -146,8 +146,7 @@ func runReplay(args []string) error {
 	})
 }
 
-// replayDrivers makes one replayed arm per recorded arm. Grips are not
-// replayed: their orientation and buttons are not recorded yet.
+// replayDrivers makes one replayed device per recorded arm and grip.
 func replayDrivers(f *mcap.File, speed float64, loopPlay bool) ([]hw.Driver, error) {
 	var out []hw.Driver
 	states := messagesOf(f, transport.RecordKindState)
@@ -156,34 +155,49 @@ func replayDrivers(f *mcap.File, speed float64, loopPlay bool) ([]hw.Driver, err
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for i, k := range keys {
+	arms, grips := 0, 0
+	for _, k := range keys {
 		var samples []replay.Sample
-		var id string
-		for _, m := range states[k] {
+		var first transport.RecordedState
+		for i, m := range states[k] {
 			var st transport.RecordedState
 			if err := json.Unmarshal(m.Data, &st); err != nil {
 				return nil, fmt.Errorf("replay: state of %s: %w", k, err)
 			}
-			if st.Type != protocol.TypeArm.Key() {
-				break
+			if i == 0 {
+				first = st
 			}
-			id = st.Device
+			q := st.Orientation
 			samples = append(samples, replay.Sample{TimeNs: int64(m.LogTime), Status: hw.Status(st.Status),
-				Position: hw.Vec3{X: st.Position[0], Y: st.Position[1], Z: st.Position[2]},
-				Velocity: hw.Vec3{X: st.Velocity[0], Y: st.Velocity[1], Z: st.Velocity[2]},
-				Force:    hw.Vec3{X: st.Force[0], Y: st.Force[1], Z: st.Force[2]}})
+				Position:    hw.Vec3{X: st.Position[0], Y: st.Position[1], Z: st.Position[2]},
+				Velocity:    hw.Vec3{X: st.Velocity[0], Y: st.Velocity[1], Z: st.Velocity[2]},
+				Force:       hw.Vec3{X: st.Force[0], Y: st.Force[1], Z: st.Force[2]},
+				Orientation: hw.Quat{W: q[0], X: q[1], Y: q[2], Z: q[3]},
+				Buttons:     hw.Buttons(st.Buttons), Hall: st.Hall, Battery: st.Battery})
 		}
-		if len(samples) == 0 {
+		// A simulated device's identity gives the workspace, force limit
+		// and mass (a grip's link too); the recorded id is what clients
+		// address.
+		var info hw.Info
+		switch first.Type {
+		case protocol.TypeArm.Key():
+			info = sim.NewArm(sim.ArmOptions{Index: arms}).Info()
+			arms++
+		case protocol.TypeGrip.Key():
+			link := hw.LinkWireless
+			if first.Link == hw.LinkWired.String() {
+				link = hw.LinkWired
+			}
+			info = sim.NewGrip(sim.GripOptions{Index: grips, Link: link}).Info()
+			grips++
+		default:
 			continue
 		}
-		// A simulated arm's identity gives the workspace, force limit and
-		// mass; the recorded id is what clients address.
-		info := sim.NewArm(sim.ArmOptions{Index: i}).Info()
-		info.ID, info.UUID, info.Port = id, "replay-"+id, ""
+		info.ID, info.UUID, info.Port = first.Device, "replay-"+first.Device, ""
 		out = append(out, replay.New(replay.Options{Info: info, Samples: samples, Speed: speed, Loop: loopPlay}))
 	}
 	if len(out) == 0 {
-		return nil, errors.New("replay: the recording holds no arm states")
+		return nil, errors.New("replay: the recording holds no device states")
 	}
 	return out, nil
 }
@@ -414,7 +428,7 @@ func compareJSON(at string, want, got any, tol tolerance, diffs *[]string) {
 
 func runExport(args []string, stdout io.Writer) error {
 	fs := newFlagSet("export")
-	format := fs.String("format", "jsonl", "jsonl (every message, one JSON object a line) or csv (device states, one row each)")
+	format := fs.String("format", "jsonl", "jsonl (every message, one JSON object a line) or csv (device states, one row each; a grip's orientation, buttons, hall and battery in the last columns)")
 	file, err := parseWithFile(fs, args)
 	if err != nil {
 		return err
@@ -441,7 +455,7 @@ func runExport(args []string, stdout io.Writer) error {
 		return w.Flush()
 	}
 	cw := csv.NewWriter(w)
-	_ = cw.Write(strings.Split("topic,log_time_ns,device,type,tick,mode,owner,px,py,pz,vx,vy,vz,fx,fy,fz,target_x,target_y,target_z", ","))
+	_ = cw.Write(strings.Split("topic,log_time_ns,device,type,tick,mode,owner,px,py,pz,vx,vy,vz,fx,fy,fz,target_x,target_y,target_z,qw,qx,qy,qz,buttons,hall,battery", ","))
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, m := range f.Messages {
 		c := f.Channels[m.ChannelID]
@@ -455,7 +469,9 @@ func runExport(args []string, stdout io.Writer) error {
 		_ = cw.Write([]string{c.Topic, strconv.FormatUint(m.LogTime, 10), st.Device, st.Type, strconv.FormatUint(st.Tick, 10),
 			strconv.Itoa(st.Mode), strconv.FormatUint(st.Owner, 10),
 			g(st.Position[0]), g(st.Position[1]), g(st.Position[2]), g(st.Velocity[0]), g(st.Velocity[1]), g(st.Velocity[2]),
-			g(st.Force[0]), g(st.Force[1]), g(st.Force[2]), g(st.Target[0]), g(st.Target[1]), g(st.Target[2])})
+			g(st.Force[0]), g(st.Force[1]), g(st.Force[2]), g(st.Target[0]), g(st.Target[1]), g(st.Target[2]),
+			g(st.Orientation[0]), g(st.Orientation[1]), g(st.Orientation[2]), g(st.Orientation[3]),
+			strconv.Itoa(int(st.Buttons)), g(st.Hall), g(st.Battery)})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,12 +128,12 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
 	}
 	states := messagesOf(f, transport.RecordKindState)
-	var recorded [][3]float64
+	var recorded [][]float64
 	for _, ms := range states {
 		for _, m := range ms {
 			var st transport.RecordedState
 			_ = json.Unmarshal(m.Data, &st)
-			recorded = append(recorded, st.Position)
+			recorded = append(recorded, st.Position[:])
 		}
 	}
 	if len(recorded) < 100 {
@@ -146,33 +147,10 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		if len(arms) != 1 || arms[0].(map[string]any)["device_id"] != id {
 			t.Fatalf("replay serves %v, want the recorded arm %s", arms, id)
 		}
-		// Every position the client sees is a recorded one (as a frame's
-		// float32), and they come in the recorded order.
-		last, distinct := -1, 0
-		start := time.Now()
-		for time.Since(start) < 500*time.Millisecond {
-			p := armState(c.roundTrip(`{}`), "cursor_position")
-			if p == [3]float64{} {
-				continue // not exchanged yet
-			}
-			at := -1
-			for i := max(last, 0); i < len(recorded); i++ {
-				if near(p, recorded[i], 1e-6) {
-					at = i
-					break
-				}
-			}
-			if at < 0 {
-				t.Fatalf("position %v is not on the recorded trajectory after sample %d", p, last)
-			}
-			if at != last {
-				distinct++
-			}
-			last = at
-		}
-		if distinct < 20 {
-			t.Fatalf("the client saw %d distinct recorded positions in 0.5 s at 2x: the trajectory does not play", distinct)
-		}
+		playsRecorded(t, c, recorded, func(frame map[string]any) ([]float64, bool) {
+			p := armState(frame, "cursor_position")
+			return p[:], p != [3]float64{} // zero: not exchanged yet
+		})
 	})
 
 	t.Run("drive", func(t *testing.T) {
@@ -210,11 +188,122 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	})
 }
 
-func near(a, b [3]float64, tol float64) bool {
-	for i := range a {
-		if math.Abs(float64(float32(b[i]))-a[i]) > tol {
-			return false
+// playsRecorded round-trips empty messages for 0.5 s and fails unless every
+// state the client sees (read from a frame; false: not exchanged yet) is a
+// recorded one (as a frame's float32), in the recorded order, and at least
+// 20 distinct ones play (the replay runs at 2x).
+func playsRecorded(t *testing.T, c *lockStepClient, recorded [][]float64, read func(map[string]any) ([]float64, bool)) {
+	t.Helper()
+	last, distinct := -1, 0
+	for start := time.Now(); time.Since(start) < 500*time.Millisecond; {
+		got, ok := read(c.roundTrip(`{}`))
+		if got == nil {
+			t.Fatal("the frame does not list the replayed device")
+		}
+		if !ok && last < 0 {
+			continue
+		}
+		at := slices.IndexFunc(recorded[max(last, 0):], func(rec []float64) bool {
+			for i := range got {
+				if math.Abs(float64(float32(rec[i]))-got[i]) > 1e-6 {
+					return false
+				}
+			}
+			return true
+		})
+		if at < 0 {
+			t.Fatalf("state %v is not on the recorded timeline after sample %d", got, last)
+		}
+		if at += max(last, 0); at != last {
+			distinct++
+		}
+		last = at
+	}
+	if distinct < 20 {
+		t.Fatalf("the client saw %d distinct recorded states in 0.5 s at 2x: the recording does not play", distinct)
+	}
+}
+
+// gripState is the orientation (w x y z) and hall value a frame reports
+// for grip id, and whether it lists the grip.
+func gripState(frame map[string]any, id string) ([]float64, bool) {
+	for _, v := range frame {
+		devs, _ := v.([]any)
+		for _, d := range devs {
+			dm, _ := d.(map[string]any)
+			if dm["device_id"] != id {
+				continue
+			}
+			st, _ := dm["state"].(map[string]any)
+			q, _ := st["orientation"].(map[string]any)
+			f := func(m map[string]any, k string) float64 { x, _ := m[k].(float64); return x }
+			return []float64{f(q, "w"), f(q, "x"), f(q, "y"), f(q, "z"), f(st, "hall")}, true
 		}
 	}
-	return true
+	return nil, false
+}
+
+// A recorded grip replays as a virtual grip: a client sees its recorded
+// orientation and hall sensor, in the recorded order.
+func TestReplayGrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "0", "--sim-grips", "1", "--sim-motion", "circle")
+	checkGrips := func(f *mcap.File) (recorded [][]float64, id string) {
+		for _, ms := range messagesOf(f, transport.RecordKindState) {
+			for _, m := range ms {
+				var st transport.RecordedState
+				if err := json.Unmarshal(m.Data, &st); err != nil {
+					t.Fatal(err)
+				}
+				if st.IsGrip() {
+					id = st.Device
+					q := st.Orientation
+					recorded = append(recorded, []float64{q[0], q[1], q[2], q[3], st.Hall})
+				}
+			}
+		}
+		return recorded, id
+	}
+	// A second of the scripted hand turning the grip.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f, _ := readRecording(t, dir)
+		if f != nil {
+			if rec, _ := checkGrips(f); len(rec) >= 1000 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no 1000 grip states recorded within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	f, err := readRecording(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, id := checkGrips(f)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+
+	r := startProcess(t, bin, "replay", "--speed", "2", files[0])
+	c, inv := dialLockStep(t, r)
+	if _, ok := gripState(inv, id); !ok {
+		t.Fatalf("replay serves %v, want the recorded grip %s", inv, id)
+	}
+	playsRecorded(t, c, recorded, func(frame map[string]any) ([]float64, bool) {
+		g, _ := gripState(frame, id)
+		// Before its first exchange a grip's zero state shows as the
+		// identity.
+		return g, !slices.Equal(g, []float64{1, 0, 0, 0, 0}) && !slices.Equal(g, []float64{0, 0, 0, 0, 0})
+	})
 }

@@ -1,4 +1,4 @@
-// Package replay is a driver that plays back a recorded device: each
+// Package replay is a driver that plays back a recorded arm or grip: each
 // Exchange reports the recorded state at the recorded time (scaled by a
 // speed) since its first Exchange. Commands do not move it; it is for
 // developing and testing clients against a real session without hardware.
@@ -11,11 +11,16 @@ import (
 	"github.com/hapticd/hapticd/hw"
 )
 
-// Sample is one recorded state.
+// Sample is one recorded state: an arm's position, velocity and force, a
+// grip's orientation, buttons, hall sensor and battery.
 type Sample struct {
 	TimeNs                    int64
 	Position, Velocity, Force hw.Vec3
 	Status                    hw.Status
+	// Grip.
+	Orientation   hw.Quat
+	Buttons       hw.Buttons
+	Hall, Battery float64
 }
 
 // Options describe one replayed device.
@@ -83,7 +88,8 @@ func (d *Device) Exchange(_ *hw.Command, st *hw.State) error {
 		d.started, d.start = true, now
 	}
 	smp := d.At(time.Duration(float64(now-d.start) * d.o.Speed))
-	*st = hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity, ForceN: smp.Force, Status: smp.Status}
+	*st = hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity, ForceN: smp.Force, Status: smp.Status,
+		Orientation: smp.Orientation, Buttons: smp.Buttons, Hall: smp.Hall, Battery: smp.Battery}
 	return nil
 }
 

@@ -50,3 +50,17 @@ func TestPlaysTheRecordedTimeline(t *testing.T) {
 		t.Error("a replayed device must say it is simulated")
 	}
 }
+
+// A replayed grip reports its recorded orientation, buttons, hall sensor
+// and battery.
+func TestPlaysAGrip(t *testing.T) {
+	want := replay.Sample{TimeNs: 5, Orientation: hw.Quat{W: 0.5, X: 0.5, Y: -0.5, Z: 0.5}, Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.3, Battery: 0.9, Status: hw.StatusReady}
+	d := replay.New(replay.Options{Info: hw.Info{Kind: hw.KindGrip}, Samples: []replay.Sample{want}})
+	var st hw.State
+	if err := d.Exchange(&hw.Command{}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Orientation != want.Orientation || st.Buttons != want.Buttons || st.Hall != want.Hall || st.Battery != want.Battery || st.Status != want.Status {
+		t.Fatalf("grip state %+v, want the sample %+v", st, want)
+	}
+}

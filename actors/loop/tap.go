@@ -1,0 +1,144 @@
+package loop
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// A Tap hands every tick's snapshot of one device (or every tick at most
+// once per its everyNs) to one reader, a recorder, through a bounded ring the
+// loop writes and the reader drains. The loop never waits on it: when the
+// ring is full the tick's snapshot is dropped and counted. A device without
+// taps pays one atomic pointer load per tick, and a tap costs a tick a
+// snapshot copy and no allocation.
+//
+// The snapshot a tap takes is the one the tick published (or the last one
+// still in force, when the tick changed nothing), with Tick and TimeNs of
+// the tick itself, so consecutive taken snapshots count the ticks. A
+// simulated arm's derived fields (joint angles, body orientation) are not
+// computed: Next leaves them zero.
+type Tap struct {
+	// The reader's.
+	head atomic.Uint64 // the next slot Next takes
+	// The loop's; read by the reader.
+	tail    atomic.Uint64 // the next slot the loop fills
+	dropped atomic.Uint64
+	// Immutable after NewTap.
+	everyNs int64
+	ring    []Snapshot
+	// The device's token holder owns the following.
+	dev    *Device
+	nextNs int64
+}
+
+// NewTap returns a tap whose ring holds size snapshots (at least 1) and
+// that takes at most one snapshot per everyNs of loop time (<= 0: every
+// tick). Attach it to one device with Device.AddTap.
+func NewTap(size int, everyNs int64) *Tap {
+	return &Tap{ring: make([]Snapshot, max(size, 1)), everyNs: max(everyNs, 0)}
+}
+
+// Dropped counts the snapshots the loop could not queue because the ring
+// was full. Any goroutine may call it.
+func (t *Tap) Dropped() uint64 { return t.dropped.Load() }
+
+// Next moves the oldest queued snapshot into dst and reports whether there
+// was one. Only one goroutine may call Next at a time.
+func (t *Tap) Next(dst *Snapshot) bool {
+	head := t.head.Load()
+	if head == t.tail.Load() {
+		return false
+	}
+	*dst = t.ring[head%uint64(len(t.ring))]
+	dst.derive = deriveNone
+	t.head.Store(head + 1) // the slot may be refilled from here on
+	return true
+}
+
+// taps is a device's attached taps: copy-on-write, nil when none.
+type taps struct {
+	mu   sync.Mutex // serialises AddTap and RemoveTap
+	list atomic.Pointer[[]*Tap]
+}
+
+// AddTap attaches t to the device; its next tick feeds it. A tap belongs to
+// one device.
+func (d *Device) AddTap(t *Tap) error {
+	d.taps.mu.Lock()
+	defer d.taps.mu.Unlock()
+	if t.dev != nil {
+		return fmt.Errorf("actors/loop: tap already attached to %s", t.dev.info.ID)
+	}
+	t.dev = d
+	var list []*Tap
+	if cur := d.taps.list.Load(); cur != nil {
+		list = append(list, *cur...)
+	}
+	list = append(list, t)
+	d.taps.list.Store(&list)
+	return nil
+}
+
+// RemoveTap detaches t; from the tick after the one under way (if any) the
+// device no longer feeds it. Snapshots already queued stay for Next.
+func (d *Device) RemoveTap(t *Tap) {
+	d.taps.mu.Lock()
+	defer d.taps.mu.Unlock()
+	cur := d.taps.list.Load()
+	if cur == nil {
+		return
+	}
+	var list []*Tap
+	for _, x := range *cur {
+		if x != t {
+			list = append(list, x)
+		}
+	}
+	if len(list) == 0 {
+		d.taps.list.Store(nil)
+		return
+	}
+	d.taps.list.Store(&list)
+}
+
+// endTick feeds the taps, then hands the driver back. Step's deferred call:
+// it runs on every path out of a tick, the asleep one included.
+func (d *Device) endTick(nowNs int64) {
+	if l := d.taps.list.Load(); l != nil {
+		d.feedTaps(*l, nowNs)
+	}
+	d.token.Store(false)
+}
+
+// feedTaps queues this tick's snapshot on each tap that wants it. The caller
+// holds token, so d.pub is the latest snapshot and ticks is this tick's.
+func (d *Device) feedTaps(l []*Tap, nowNs int64) {
+	tick := d.ticks.Load()
+	for _, t := range l {
+		if t.everyNs > 0 {
+			if nowNs < t.nextNs {
+				continue
+			}
+			// One per everyNs on average; after a stall, restart from now
+			// rather than catch up with a burst.
+			t.nextNs += t.everyNs
+			if t.nextNs <= nowNs {
+				t.nextNs = nowNs + t.everyNs
+			}
+		}
+		tail := t.tail.Load()
+		if tail-t.head.Load() >= uint64(len(t.ring)) {
+			t.dropped.Add(1)
+			continue
+		}
+		s := &t.ring[tail%uint64(len(t.ring))]
+		if d.lazy != nil {
+			copyCore(s, &d.pub) // the rest stays zero: see Tap
+		} else {
+			*s = d.pub
+		}
+		s.Tick, s.TimeNs = tick, nowNs
+		t.tail.Store(tail + 1)
+	}
+}
