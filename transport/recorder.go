@@ -421,20 +421,22 @@ func (rs *recorders) tapSession(kind string, session uint64, buf []byte) {
 		if !r.wantsSession(session) {
 			continue
 		}
-		r.put(recItem{kind: kind, key: strconv.FormatUint(session, 10), ns: ns, data: sessionMessage(session, ns, buf)})
+		r.put(recItem{kind: kind, key: strconv.FormatUint(session, 10), ns: ns, data: sessionMessage(session, ns, buf, kind == kindOut)})
 	}
 }
 
-// sessionMessage wraps a client message or frame; one that is not JSON (a
-// client's bad input) is kept as a string.
-func sessionMessage(session uint64, ns int64, buf []byte) []byte {
+// sessionMessage wraps a client message or frame; a message that is not
+// JSON (a client's bad input) is kept as a string. A frame is the service's
+// own JSON (its encoders are checked against the schema): validating every
+// frame of a 100-arm fleet took 30 % of the CPU while recording.
+func sessionMessage(session uint64, ns int64, buf []byte, frame bool) []byte {
 	out := make([]byte, 0, len(buf)+64)
 	out = append(out, `{"session":`...)
 	out = strconv.AppendUint(out, session, 10)
 	out = append(out, `,"time_ns":`...)
 	out = strconv.AppendInt(out, ns, 10)
 	out = append(out, `,"message":`...)
-	if json.Valid(buf) {
+	if frame || json.Valid(buf) {
 		out = append(out, buf...)
 	} else {
 		s, _ := json.Marshal(string(buf))
