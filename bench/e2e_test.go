@@ -63,6 +63,20 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	if rep.BareLoop == nil || rep.BareLoop.Arms != 2 || rep.BareLoop.Ticks == 0 {
 		t.Errorf("bare loop %+v, want 2 arms stepped", rep.BareLoop)
 	}
+	// The loop's period under load stands beside a bare loop that bore the
+	// same clients' load (the echo serving them).
+	if l := rep.BareLoopLoaded; l == nil || l.Arms != 2 || l.Ticks == 0 {
+		t.Errorf("bare loop under the echo's load %+v, want 2 arms stepped", l)
+	}
+	loaded := 0
+	for _, c := range rep.Comparisons {
+		if c.Baseline == loadedBaseline && (c.Ratio > 0 || c.Flag != "" || c.Hapticd == 0) {
+			loaded++
+		}
+	}
+	if loaded != 2 {
+		t.Errorf("comparisons %+v: want the loop period p99 and overruns beside the loaded bare loop", rep.Comparisons)
+	}
 	if len(rep.Warnings) != 0 {
 		t.Errorf("warnings: %q", rep.Warnings)
 	}

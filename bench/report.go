@@ -89,6 +89,10 @@ func (r RunReport) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "bare loop: %d arms at %g Hz, %d ticks, %d overruns, period p50 %s µs p99 %s µs, %s ns per arm step\n",
 			bl.Arms, bl.LoopHz, bl.Ticks, bl.Overruns, number(bl.PeriodUsP50), number(bl.PeriodUsP99), number(bl.NsPerStep))
 	}
+	if bl := r.BareLoopLoaded; bl != nil {
+		fmt.Fprintf(&b, "bare loop beside the first echo run (the same clients' load): %d arms at %g Hz, %d ticks, %d overruns, period p50 %s µs p99 %s µs\n",
+			bl.Arms, bl.LoopHz, bl.Ticks, bl.Overruns, number(bl.PeriodUsP50), number(bl.PeriodUsP99))
+	}
 	for _, l := range r.loads() {
 		for _, cl := range l.Clients {
 			for _, e := range cl.Errors {

@@ -164,6 +164,10 @@ type RunReport struct {
 	Loop          *LoopFigures    `json:"loop,omitempty"`
 	Process       *ProcessFigures `json:"process,omitempty"`
 	BareLoop      *BareLoop       `json:"bare_loop,omitempty"`
+	// BareLoopLoaded is the bare loop run beside the first echo run: the
+	// same arms under the same clients' load, served by the echo. The
+	// service's loop period under load is compared with it.
+	BareLoopLoaded *BareLoop `json:"bare_loop_under_load,omitempty"`
 	// Comparisons put each hapticd figure beside its baseline.
 	Comparisons []Comparison `json:"comparisons"`
 	// Warnings say what could not be measured and why.
@@ -185,6 +189,9 @@ type Comparison struct {
 	Flag string `json:"flag,omitempty"`
 }
 
+// loadedBaseline names the bare loop run under the echo's load.
+const loadedBaseline = "bare loop + echo load"
+
 // FlagBaselineLost marks a comparison whose baseline lost to hapticd.
 const FlagBaselineLost = "baseline-lost"
 
@@ -200,8 +207,9 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return run(ctx, o, nil)
 }
 
-// runEcho runs the load once against a fresh echo baseline serving frames.
-func runEcho(ctx context.Context, o RunOptions, frames capturedFrames) (LoadResult, error) {
+// runEcho runs the load once against a fresh echo baseline serving frames,
+// with during (if set) beside it as runLoadWith runs it.
+func runEcho(ctx context.Context, o RunOptions, frames capturedFrames, during func(schedule)) (LoadResult, error) {
 	var url string
 	var stop func()
 	if len(o.EchoCommand) > 0 {
@@ -218,7 +226,7 @@ func runEcho(ctx context.Context, o RunOptions, frames capturedFrames) (LoadResu
 		url, stop = echo.url, echo.close
 	}
 	defer stop()
-	el, _, err := runLoad(ctx, o, "echo", url, "", nil)
+	el, _, err := runLoadWith(ctx, o, "echo", url, "", nil, during)
 	return el, err
 }
 
@@ -319,8 +327,25 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		} else {
 			frames.padTo(rep.Hapticd.Overall.FrameBytes)
 			o.progress("echo baseline: same clients, %d-byte frames", len(frames.state))
+			// The first echo run also carries the bare loop, so that the
+			// service's loop figures under load have a baseline that bore
+			// the same clients' load (the echo serving them), not a quiet
+			// machine's.
+			var loaded *BareLoop
+			var loadedErr error
+			during := func(s schedule) {
+				if !waitUntil(ctx, s.base.Add(s.measureStart)) {
+					return
+				}
+				b, err := runBareLoop(ctx, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration, "")
+				loaded, loadedErr = &b, err
+			}
+			if o.NoBareLoop || cache.err != nil || cache.binary == "" || rep.Config.Arms <= 0 {
+				during = nil
+			}
 			for i := range o.EchoRuns {
-				el, err := runEcho(ctx, o, *frames)
+				el, err := runEcho(ctx, o, *frames, during)
+				during = nil
 				if err != nil {
 					return rep, err
 				}
@@ -329,6 +354,12 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 				if i == 0 || el.Overall.AchievedHzTotal > rep.Echo.Overall.AchievedHzTotal {
 					rep.Echo = &el
 				}
+			}
+			switch {
+			case loadedErr != nil:
+				rep.Warnings = append(rep.Warnings, "bare-loop baseline under the echo's load skipped: "+loadedErr.Error())
+			case loaded != nil:
+				rep.BareLoopLoaded = loaded
 			}
 		}
 	}
@@ -415,6 +446,13 @@ type statsWindow struct {
 // results. With httpBase set it reads /stats at the window's edges; with
 // capture set, client 0 copies the first frames it sees.
 func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, capture *capturedFrames) (LoadResult, statsWindow, error) {
+	return runLoadWith(ctx, o, server, wsURL, httpBase, capture, nil)
+}
+
+// runLoadWith is runLoad with during, if set, run beside the sessions on the
+// same schedule (it may wait for the measured window with waitUntil); the
+// sessions stay open until it returns.
+func runLoadWith(ctx context.Context, o RunOptions, server, wsURL, httpBase string, capture *capturedFrames, during func(schedule)) (LoadResult, statsWindow, error) {
 	res := LoadResult{Server: server, URL: wsURL}
 	n := o.Clients + o.Observers
 	clients := make([]*client, n)
@@ -459,10 +497,14 @@ func runLoad(ctx context.Context, o RunOptions, server, wsURL, httpBase string, 
 	var win statsWindow
 	go func() {
 		defer close(statsDone)
-		if httpBase == "" {
-			return
+		var side sync.WaitGroup
+		if during != nil {
+			side.Go(func() { during(s) })
 		}
-		win = readStatsWindow(ctx, httpBase, s)
+		if httpBase != "" {
+			win = readStatsWindow(ctx, httpBase, s)
+		}
+		side.Wait()
 	}()
 	for _, c := range clients {
 		wg.Go(func() { c.run(ctx, s) })
@@ -592,6 +634,12 @@ func compare(r RunReport) []Comparison {
 		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has, false, minNoise)
 		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has, false, minNoise)
 		add("arm step cost", "µs", r.Loop.ExchangeP50UsMedian, "bare loop", bl.NsPerStep/1e3, has, false, minNoise)
+		if ll := r.BareLoopLoaded; ll != nil {
+			// The same hapticd figures, beside a bare loop that bore the
+			// clients' load too (the echo serving them).
+			add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, loadedBaseline, ll.PeriodUsP99, true, false, minNoise)
+			add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, loadedBaseline, 100*ll.OverrunFraction(), true, false, minNoise)
+		}
 	}
 	if r.Process != nil && r.BareLoop != nil {
 		// What stepping the arms alone costs over the same window.

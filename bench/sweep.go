@@ -90,7 +90,7 @@ func (s SweepReport) axis() string {
 // WriteTable writes one line per sweep point.
 func (s SweepReport) WriteTable(w io.Writer) error {
 	var t textTable
-	t.add(s.axis(), "rate Hz", "echo Hz", "ratio", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "echo p99 µs", "ratio", "loop p99 µs", "lost", "out of order")
+	t.add(s.axis(), "rate Hz", "echo Hz", "ratio", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "echo p99 µs", "ratio", "loop p99 µs", "bare+load p99 µs", "lost", "out of order")
 	for _, p := range s.Points {
 		h := p.Hapticd.Overall
 		echoHz, echoP99, rRate, rP99 := "-", "-", "-", "-"
@@ -104,12 +104,15 @@ func (s SweepReport) WriteTable(w io.Writer) error {
 				rP99 = fmt.Sprintf("%.2fx", h.RTT.P99Us/e.RTT.P99Us)
 			}
 		}
-		loopP99 := "-"
+		loopP99, loadedP99 := "-", "-"
 		if p.Loop != nil {
 			loopP99 = number(p.Loop.PeriodP99UsWorst)
 		}
+		if p.BareLoopLoaded != nil {
+			loadedP99 = number(p.BareLoopLoaded.PeriodUsP99)
+		}
 		t.add(itoa(s.x(p)), number(h.AchievedHzTotal), echoHz, rRate, number(h.RTT.P50Us), number(h.RTT.P90Us),
-			number(h.RTT.P99Us), number(h.RTT.P999Us), number(h.RTT.MaxUs), echoP99, rP99, loopP99, utoa(h.Lost), utoa(h.OutOfOrder))
+			number(h.RTT.P99Us), number(h.RTT.P999Us), number(h.RTT.MaxUs), echoP99, rP99, loopP99, loadedP99, utoa(h.Lost), utoa(h.OutOfOrder))
 	}
 	var b strings.Builder
 	if len(s.Points) > 0 {
