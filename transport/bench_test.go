@@ -22,6 +22,7 @@ func BenchmarkLockstepRoundTrip(b *testing.B) {
 	id := ts.armIDs[0]
 	svc := ts.dial(b, ts.wsURL())
 	svc.expect()
+	_ = svc.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
 	msg := []byte(force(id, 0, 0, 0.1))
 	frame := roundTripBytes(b, svc.conn, msg)
 
