@@ -506,6 +506,24 @@ func (ds *DeviceSet) Find(t protocol.DeviceType, id string) *Device {
 	return nil
 }
 
+// findAt is Find that looks at index hint of the type's list first (where
+// the caller found the device last time) and also returns where it found
+// it (-1: nowhere). A lock-step client names the same devices every tick,
+// so a session's lookup is one comparison instead of a scan of every
+// device.
+func (ds *DeviceSet) findAt(t protocol.DeviceType, id string, hint int) (*Device, int) {
+	list := ds.OfType(t)
+	if hint >= 0 && hint < len(list) && list[hint].ID == id {
+		return list[hint], hint
+	}
+	for i, d := range list {
+		if d.ID == id {
+			return d, i
+		}
+	}
+	return nil, -1
+}
+
 // All returns every device, arms first.
 func (ds *DeviceSet) All() []*Device {
 	all := make([]*Device, 0, len(ds.arms)+len(ds.grips))

@@ -285,6 +285,9 @@ type sessionScratch struct {
 	snap  loop.Snapshot
 	cmd   hw.Command
 	sview protocol.SessionView
+	// hints[i] is where message entry i's device was in its type's list
+	// last time (find).
+	hints []int
 }
 
 func (a *sessionActor) Receive(ctx actor.Context) {
@@ -551,7 +554,7 @@ func (a *sessionActor) configureAll(ctx actor.Context) {
 	}
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		d := a.devs.Find(e.Type, e.DeviceID)
+		d := a.find(i, e)
 		if d == nil {
 			continue // finish warns
 		}
@@ -574,7 +577,7 @@ func (a *sessionActor) finish() {
 	now := a.svc.opts.Clock.Now()
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		d := a.devs.Find(e.Type, e.DeviceID)
+		d := a.find(i, e)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
 				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
@@ -595,6 +598,21 @@ func (a *sessionActor) finish() {
 	}
 	a.fillDevices(f, full, only)
 	a.emit(f)
+}
+
+// find returns the device entry i of the message in hand names, or nil. It
+// starts where entry i's device was found in the last message (hints holds
+// indexes, not devices, so a removed device is not kept alive): with 100
+// arms a scan was a quarter of a lock-step message's cost.
+func (a *sessionActor) find(i int, e *protocol.DeviceEntry) *Device {
+	for len(a.hints) <= i {
+		a.hints = append(a.hints, -1)
+	}
+	d, at := a.devs.findAt(e.Type, e.DeviceID, a.hints[i])
+	if at >= 0 {
+		a.hints[i] = at
+	}
+	return d
 }
 
 // configure applies a device entry's configure through the device actor.

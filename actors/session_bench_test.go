@@ -39,18 +39,23 @@ func (s *chanSink) Close(protocol.CloseReason) {}
 // reported. The +configure cases re-send an unchanged configure with every
 // command, as some engine plugins do every tick; the +state cases re-send
 // unchanged state commands (set_transform, set_gravity_compensation,
-// keep_alive), as sawHaplyService and the vendor's navigator do.
+// keep_alive), as sawHaplyService and the vendor's navigator do. The
+// +subscribe case is one of issue 12's 100 clients: subscribed to its own
+// arm, the last of 100, and commanding it.
 func BenchmarkSessionMessage(b *testing.B) {
 	for _, c := range []struct {
-		arms             int
-		configure, state bool
-	}{{1, false, false}, {100, false, false}, {1, true, false}, {100, true, false}, {1, false, true}} {
+		arms                        int
+		configure, state, subscribe bool
+	}{{1, false, false, false}, {100, false, false, false}, {1, true, false, false}, {100, true, false, false}, {1, false, true, false}, {100, false, false, true}} {
 		name := fmt.Sprintf("arms=%d", c.arms)
 		if c.configure {
 			name += "+configure"
 		}
 		if c.state {
 			name += "+state"
+		}
+		if c.subscribe {
+			name += "+subscribe"
 		}
 		arms := c.arms
 		b.Run(name, func(b *testing.B) {
@@ -65,8 +70,8 @@ func BenchmarkSessionMessage(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if first == nil {
-					first = d
+				if first == nil || c.subscribe {
+					first = d // with subscribe: the last arm
 				}
 			}
 			sink := newChanSink()
@@ -76,6 +81,10 @@ func BenchmarkSessionMessage(b *testing.B) {
 			}
 			defer sess.Close(protocol.CloseClientClosed)
 			sink.free <- <-sink.frames // the inventory
+			if c.subscribe {
+				sess.Deliver([]byte(`{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"` + first.ID + `"}]}}}}`))
+				sink.free <- <-sink.frames
+			}
 			configure := ""
 			if c.configure {
 				configure = `"configure":{"damping":{"scalar":2},"force_gate":{"gain":0.5}},`
