@@ -33,11 +33,10 @@ func (t *traffic) of(format string) *formatCounters {
 }
 
 // message counts one client message.
-func (t *traffic) message(format string) { t.of(format).messages.Add(1) }
+func (c *formatCounters) message() { c.messages.Add(1) }
 
 // frame counts one frame and the errors and warnings it carries.
-func (t *traffic) frame(format string, f *protocol.Frame) {
-	c := t.of(format)
+func (c *formatCounters) frame(f *protocol.Frame) {
 	c.frames.Add(1)
 	for i := range f.Errors {
 		addCode(&c.errors, f.Errors[i].Code)

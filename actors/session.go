@@ -163,6 +163,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		codec:   o.Codec,
 		sink:    o.Sink,
 		leaseMs: s.opts.DefaultLeaseMs,
+		counts:  s.traffic.of(o.Codec.APIVersion()),
 		basis:   protocol.Basis{Permutation: protocol.IdentityBasis},
 		busy:    make(map[busyKey]busyNote),
 	}
@@ -246,10 +247,13 @@ type askSlot struct {
 
 // sessionActor is one connection's actor. All its fields are owned by it.
 type sessionActor struct {
-	sess    *Session
-	svc     *Service
-	codec   Codec
-	sink    FrameSink
+	sess  *Session
+	svc   *Service
+	codec Codec
+	sink  FrameSink
+	// counts are the session's API format's traffic counters, looked up
+	// once rather than in a sync.Map twice per message.
+	counts  *formatCounters
 	profile string
 	basis   protocol.Basis // session-level
 	leaseMs int
@@ -443,7 +447,7 @@ func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
 		a.done()
 		return
 	}
-	a.svc.traffic.message(a.sess.APIVersion)
+	a.counts.message()
 	if errs := a.codec.Decode(buf, a.svc.opts.Types, msg); len(errs) > 0 {
 		// Applied not at all: the frame reports the errors and the state.
 		f.Errors = append(f.Errors, errs...)
@@ -803,7 +807,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 func (a *sessionActor) emit(f *protocol.Frame) {
 	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
 	f.Errors = protocol.TrimErrors(f.Errors, a.msg.ErrorsDropped)
-	a.svc.traffic.frame(a.sess.APIVersion, f)
+	a.counts.frame(f)
 	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
 	a.sink.Send(buf)
 	a.trimScratch()
