@@ -39,9 +39,8 @@ type SchedulerOptions struct {
 
 // Scheduler steps many simulated devices from a few threads: each shard is
 // one goroutine paced by a Pacer (locked to an OS thread where run says
-// why), and each tick
-// it steps every device it holds. A device's Stats report its shard's
-// period and overruns.
+// why), and each tick it steps every device it holds. A device's Stats
+// report its shard's period and overruns.
 //
 // Device lists are copy-on-write: Add and Remove publish a new list that the
 // shard picks up on its next tick, so a tick never waits for them.
