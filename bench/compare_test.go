@@ -53,3 +53,42 @@ func TestBaselineThatLosesIsFlagged(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopUnderLoadIsSetBesideTheLoadedBareLoop: the service's loop period
+// and overruns under the clients' load stand beside the bare loop run under
+// the same load, as well as beside the quiet one; without that run there is
+// no such row.
+func TestLoopUnderLoadIsSetBesideTheLoadedBareLoop(t *testing.T) {
+	r := RunReport{
+		Loop:     &LoopFigures{PeriodP99UsWorst: 3000, OverrunFractionWorst: 0.02},
+		BareLoop: &BareLoop{Arms: 100, LoopHz: 1000, Ticks: 1000, Overruns: 1, PeriodUsP99: 1000},
+	}
+	loadedRows := func() map[string]Comparison {
+		got := map[string]Comparison{}
+		for _, c := range compare(r) {
+			if c.Baseline == loadedBaseline {
+				got[c.Figure] = c
+			}
+		}
+		return got
+	}
+	if got := loadedRows(); len(got) != 0 {
+		t.Fatalf("rows against a loaded bare loop that did not run: %+v", got)
+	}
+	r.BareLoopLoaded = &BareLoop{Arms: 100, LoopHz: 1000, Ticks: 1000, Overruns: 10, PeriodUsP99: 2000}
+	got := loadedRows()
+	if c := got["loop period p99 (worst device)"]; c.Ratio != 1.5 || c.Base != 2000 {
+		t.Errorf("period p99 under load: %+v, want 3000 against 2000, ratio 1.5", c)
+	}
+	if c := got["loop overruns (worst device)"]; c.Ratio != 2 || c.Base != 1 {
+		t.Errorf("overruns under load: %+v, want 2 %% against 1 %%, ratio 2", c)
+	}
+	var b strings.Builder
+	r.Comparisons = compare(r)
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), loadedBaseline) || !strings.Contains(b.String(), "bare loop beside the first echo run") {
+		t.Errorf("the table does not show the loaded bare loop:\n%s", b.String())
+	}
+}
