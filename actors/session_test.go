@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +208,60 @@ func TestSessionAndDeviceArrivingTogetherAreAttached(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		sess.Close(protocol.CloseClientClosed)
+	}
+}
+
+// TestCommandsReachTheirDevicesWhenTheSetShifts: a session looks up the
+// devices a message names where it found them last time; after a device
+// before them is removed, the same message must still command each named
+// arm, not the one now at its old place, and a removed arm is reported.
+func TestCommandsReachTheirDevicesWhenTheSetShifts(t *testing.T) {
+	svc := startWith(t, Options{})
+	drv := &fakeDriver{Arm: simArm(0)}
+	first := addArm(t, svc, drv)
+	b := addArm(t, svc, simArm(1))
+	c := addArm(t, svc, simArm(2))
+	sess, sink := open(t, svc, nil)
+	twoArms := fmt.Sprintf(`{"arm3":[`+
+		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}},`+
+		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, c.ID, b.ID)
+	applied := func() error {
+		f := exchange(t, sess, sink, twoArms)
+		if codes := f.errorCodes(); len(codes) != 0 {
+			return fmt.Errorf("errors %v", codes)
+		}
+		if zc, zb := f.forceZ(t, c.ID), f.forceZ(t, b.ID); zc != 1.5 || zb != 0.5 {
+			return fmt.Errorf("force z: %s %v, %s %v; want 1.5 and 0.5", c.ID, zc, b.ID, zb)
+		}
+		return nil
+	}
+	checkFor(t, 5*time.Second, applied)
+
+	// The first arm fails and leaves the set: b and c move down one place.
+	// (A commanded arm is stepped every tick, so its driver's panic comes.)
+	exchange(t, sess, sink, forceMsg(first.ID, 1.5))
+	drv.panicking.Store(true)
+	waitEvent(t, svc, event.NameDeviceFailed, first.ID)
+	checkFor(t, 5*time.Second, func() error {
+		if exchange(t, sess, sink, `{}`).device(first.ID) != nil {
+			return errors.New("the failed arm is still in the frame")
+		}
+		return nil
+	})
+	// Zero both, then command them again: each force must land on its arm.
+	zero := fmt.Sprintf(`{"arm3":[`+
+		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}},`+
+		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, c.ID, b.ID)
+	checkFor(t, 5*time.Second, func() error {
+		f := exchange(t, sess, sink, zero)
+		if f.forceZ(t, c.ID) != 0 || f.forceZ(t, b.ID) != 0 {
+			return errors.New("forces not at zero yet")
+		}
+		return nil
+	})
+	checkFor(t, 5*time.Second, applied)
+
+	if w := exchange(t, sess, sink, forceMsg(first.ID, 1)).text; !strings.Contains(w, string(protocol.CodeUnknownDevice)) {
+		t.Fatalf("a command to the removed arm is not reported as an unknown device: %s", w)
 	}
 }
