@@ -67,11 +67,10 @@
 // Register writers and Snapshot readers are lock-free and may be many
 // goroutines. One goroutine steps a device at a time: a hardware device
 // runs under RunLocked on its own OS thread; simulated devices share a
-// Scheduler whose shards step all their devices per tick (a shard is a
-// goroutine, locked to its thread with RealtimePriority or off Linux).
-// Halt may be called from anywhere and returns once the driver was halted.
-// Events are delivered synchronously through DeviceOptions.OnEvent, which
-// must not block.
+// Scheduler whose shards (one thread each) step all their devices per
+// tick. Halt may be called from anywhere and returns once the driver was
+// halted. Events are delivered synchronously through DeviceOptions.OnEvent,
+// which must not block.
 //
 // # Taps
 //
