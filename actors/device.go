@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,6 +41,19 @@ type Device struct {
 	// (nil for simulated devices, which the shared scheduler steps).
 	stopLoop context.CancelFunc
 	loopDone chan struct{}
+
+	// The driver is closed once: by the registry when the device fails,
+	// or by Shutdown, which may list the device while the registry is
+	// removing it.
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// closeDriver closes the device's driver the first time it is called and
+// returns that Close's error every time.
+func (d *Device) closeDriver() error {
+	d.closeOnce.Do(func() { d.closeErr = d.rt.Driver().Close() })
+	return d.closeErr
 }
 
 // View is how one session sees one device: the config to report and the

@@ -459,7 +459,7 @@ func (s *Service) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("actors: hardware loops did not stop: %w", ctx.Err()))
 	}
 	for _, d := range s.Devices().All() {
-		if err := d.rt.Driver().Close(); err != nil {
+		if err := d.closeDriver(); err != nil {
 			errs = append(errs, fmt.Errorf("actors: close %s %s: %w", d.Type.Key(), d.ID, err))
 		}
 	}
@@ -748,7 +748,7 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 		s.sched.Remove(d.rt)
 	}
 	d.rt.Halt()
-	if err := d.rt.Driver().Close(); err != nil {
+	if err := d.closeDriver(); err != nil {
 		s.log.Debug().Err(err).Str("device_id", d.ID).Msg("close after failure")
 	}
 	ctx.Stop(d.pid)
