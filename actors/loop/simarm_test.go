@@ -1,0 +1,174 @@
+package loop
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+)
+
+// TestShardRecordStepsAsTheDevice: a simulated arm on a scheduler shard,
+// stepped from the shard's record (the fast path while nobody controls it),
+// publishes exactly what the same arm stepped by Device.Step publishes, tick
+// by tick, through a scripted hand, a claim, commands, a lapsed lease and
+// its ramp, new Globals, a Halt, a release and rest; and its tick count
+// agrees.
+func TestShardRecordStepsAsTheDevice(t *testing.T) {
+	for _, m := range []sim.Motion{sim.MotionNone, sim.MotionCircle, sim.MotionRandom} {
+		t.Run(m.String(), func(t *testing.T) {
+			clock := looptest.NewClock(1000 * ms)
+			newArm := func() *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 5, PeriodS: 0.001, Motion: m, Seed: 9}) }
+			opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+			direct := NewDevice(newArm(), opts)
+			onShard := NewDevice(newArm(), opts)
+			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+			s.Add(onShard) // not started: the test runs the shard's passes
+			defer s.Stop()
+			sh := s.shards[0]
+			both := func(f func(d *Device)) { f(direct); f(onShard) }
+			p := &Params{Damping: [3][3]float64{{3, 0, 0}, {0, 3, 0}, {0, 0, 3}}, ForceGateGain: 0.5}
+			script := map[int]func(d *Device, now int64){
+				300: func(d *Device, now int64) {
+					d.Register().Claim(7)
+					c := force(1, -0.5, 0.2)
+					d.Register().Write(7, 1, now+100*ms, &c, p)
+				},
+				350: func(d *Device, now int64) {
+					c := force(-2, 0, 0.5)
+					d.Register().Write(7, 2, now+40*ms, &c, p) // lapses at 390, then the ramp
+				},
+				500: func(d *Device, _ int64) {
+					d.SetGlobals(&Globals{ForceScale: 0.5, Settings: hw.Settings{LeftHanded: true, GravityCompensation: true, GravityScale: 0.5}})
+				},
+				600: func(d *Device, now int64) {
+					d.Register().Claim(8)
+					c := hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: 0.15, Z: 0.12}}
+					d.Register().Write(8, 1, now+time64(200), &c, nil)
+				},
+				650: func(d *Device, _ int64) { d.Halt() },
+				700: func(d *Device, _ int64) { d.Register().Release(8) },
+				800: func(d *Device, _ int64) { d.SetGlobals(nil) },
+			}
+			var cur *Device
+			var a, b Snapshot
+			for tick := 0; tick < 2500; tick++ {
+				now := clock.Advance(ms)
+				if f := script[tick]; f != nil {
+					both(func(d *Device) { f(d, now) })
+				}
+				seqA, seqB := direct.PublishSeq(), onShard.PublishSeq()
+				direct.Step(now)
+				sh.mu.Lock()
+				sh.pass(now, ms, clock, &cur)
+				sh.mu.Unlock()
+				direct.Load(&a)
+				onShard.Load(&b)
+				if a != b {
+					t.Fatalf("tick %d: the shard's record published\n%+v\nDevice.Step published\n%+v", tick, b, a)
+				}
+				if (direct.PublishSeq() != seqA) != (onShard.PublishSeq() != seqB) {
+					t.Fatalf("tick %d: one of them published, the other did not (seq %d→%d, on the shard %d→%d)",
+						tick, seqA, direct.PublishSeq(), seqB, onShard.PublishSeq())
+				}
+			}
+			if got, want := onShard.Stats().Ticks, direct.Stats().Ticks; got != want {
+				t.Fatalf("ticks on the shard %d, stepped directly %d", got, want)
+			}
+			// Off the shard the device carries on where the record left it.
+			s.Remove(onShard)
+			for range 50 {
+				now := clock.Advance(ms)
+				direct.Step(now)
+				onShard.Step(now)
+			}
+			direct.Load(&a)
+			onShard.Load(&b)
+			if a != b {
+				t.Fatalf("after Remove: %+v, want %+v", b, a)
+			}
+		})
+	}
+}
+
+func time64(msecs int) int64 { return int64(msecs) * ms }
+
+// TestShardFastPathSeesEveryPoke: an arm the shard steps on its fast path
+// notices a claim, a write, new Globals and a Halt on its next tick.
+func TestShardFastPathSeesEveryPoke(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	d := NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	var cur *Device
+	tick := func() {
+		sh.mu.Lock()
+		sh.pass(clock.Advance(ms), ms, clock, &cur)
+		sh.mu.Unlock()
+	}
+	for range 10 {
+		tick()
+	}
+	r := d.slot.Load()
+	if r == nil || r.slow {
+		t.Fatalf("an arm nobody controls is not on the fast path (record %v)", r)
+	}
+	var snap Snapshot
+	steps := []struct {
+		name  string
+		do    func()
+		check func() error
+	}{
+		{"claim", func() { d.Register().Claim(3) }, func() error {
+			if d.Load(&snap); snap.Owner != 3 {
+				return fmt.Errorf("owner %d, want 3", snap.Owner)
+			}
+			return nil
+		}},
+		{"write", func() {
+			c := force(0, 0, 1)
+			d.Register().Write(3, 4, clock.Now()+time64(500), &c, nil)
+		}, func() error {
+			if d.Load(&snap); snap.AppliedSeq != 4 || snap.Mode != hw.ModeForce {
+				return fmt.Errorf("applied seq %d mode %v, want 4 and force", snap.AppliedSeq, snap.Mode)
+			}
+			return nil
+		}},
+		{"halt", func() { d.Halt() }, func() error {
+			if d.Load(&snap); snap.Mode != hw.ModeIdle {
+				return fmt.Errorf("mode %v after Halt, want idle", snap.Mode)
+			}
+			return nil
+		}},
+		{"release", func() { d.Register().Release(3) }, func() error {
+			if d.Load(&snap); snap.Owner != 0 {
+				return fmt.Errorf("owner %d after release", snap.Owner)
+			}
+			return nil
+		}},
+		{"globals", func() {
+			d.SetGlobals(&Globals{ForceScale: 1, Settings: hw.Settings{LeftHanded: true}})
+		}, func() error {
+			if d.Load(&snap); snap.derive != deriveNone || snap.State.AnglesDeg == (hw.Angles3{}) {
+				return fmt.Errorf("snapshot not derived: %+v", snap)
+			}
+			if left := d.Driver().(*sim.Arm).Settings().LeftHanded; !left {
+				return fmt.Errorf("the new settings did not reach the arm")
+			}
+			return nil
+		}},
+	}
+	for _, st := range steps {
+		for range 5 {
+			tick() // back on the fast path where it can be
+		}
+		st.do()
+		tick()
+		if err := st.check(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+	}
+}
