@@ -349,6 +349,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
+	var gk gateCoeffs
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {
@@ -371,7 +372,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 					r.lastNowNs = now
 					continue
 				}
-				if r.fastTick(now, periodNs, k == sample, clock, sh.stats) {
+				if r.fastTick(now, periodNs, &gk, k == sample, clock, sh.stats) {
 					continue
 				}
 			}

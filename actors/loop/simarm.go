@@ -52,8 +52,9 @@ type simArm struct {
 	lastNowNs int64
 	ticks     uint64
 	gate      forceGate
-	meta      armMeta
 	core      sim.ArmCore
+	meta      armMeta
+	metaVer   uint64 // counts changes of meta, so a publish copies it only then
 	pub       armCell
 
 	sh *shard // immutable: the shard whose block holds the record
@@ -75,6 +76,7 @@ type armSnap struct {
 	// readers counts readers copying this buffer (see armCell).
 	readers atomic.Int32
 	meta    armMeta
+	metaVer uint64 // the record's metaVer meta came with (0: always copy)
 	tick    uint64
 	timeNs  int64
 	pos     hw.Vec3
@@ -96,13 +98,16 @@ type armCell struct {
 // publish stores a state; false means a reader still held the other
 // buffer, so the previous state stays the latest (the caller retries on its
 // next tick).
-func (c *armCell) publish(m *armMeta, tick uint64, timeNs int64, pos, vel, force hw.Vec3) bool {
+func (c *armCell) publish(m *armMeta, metaVer, tick uint64, timeNs int64, pos, vel, force hw.Vec3) bool {
 	s := c.seq.Load()
 	b := &c.bufs[(s+1)&1]
 	if b.readers.Load() != 0 {
 		return false
 	}
-	b.meta, b.tick, b.timeNs = *m, tick, timeNs
+	if metaVer == 0 || b.metaVer != metaVer {
+		b.meta, b.metaVer = *m, metaVer
+	}
+	b.tick, b.timeNs = tick, timeNs
 	b.pos, b.vel, b.force = pos, vel, force
 	c.seq.Store(s + 1)
 	return true
@@ -140,14 +145,17 @@ func metaOf(p *Snapshot) armMeta {
 // publishSnap publishes a full step's snapshot into the record, whose
 // fast path publishes the same metadata until the next full step.
 func (r *simArm) publishSnap(p *Snapshot) bool {
-	r.meta = metaOf(p)
-	return r.pub.publish(&r.meta, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
+	if m := metaOf(p); m != r.meta || r.metaVer == 0 {
+		r.meta = m
+		r.metaVer++
+	}
+	return r.pub.publish(&r.meta, r.metaVer, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
 }
 
 // publishSnap publishes a snapshot of a lazy device.
 func (c *armCell) publishSnap(p *Snapshot) bool {
 	m := metaOf(p)
-	return c.publish(&m, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
+	return c.publish(&m, 0, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
 }
 
 // fastTick is one tick of an arm nobody controls, whose full step would
@@ -155,14 +163,17 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // what Device.stepLocked does in that case, on the record alone. It
 // reports false when the device needs its full step after all (a driver
 // error: the full step handles it on the next tick).
-func (r *simArm) fastTick(nowNs, periodNs int64, timed bool, clock Clock, rs *runnerStats) bool {
+func (r *simArm) fastTick(nowNs, periodNs int64, k *gateCoeffs, timed bool, clock Clock, rs *runnerStats) bool {
 	dtNs := nowNs - r.lastNowNs
 	if r.lastNowNs == 0 || dtNs <= 0 {
 		dtNs = periodNs
 	}
 	r.lastNowNs = nowNs
 	r.ticks++
-	r.gate.update(r.core.Velocity(), dtNs)
+	if k.dtNs != dtNs {
+		k.set(dtNs)
+	}
+	r.gate.step(r.core.Velocity(), k)
 	cmd := hw.Command{Mode: r.outMode, ForceN: r.outForce}
 	var startNs int64
 	if timed {
@@ -179,7 +190,7 @@ func (r *simArm) fastTick(nowNs, periodNs int64, timed bool, clock Clock, rs *ru
 	if moved || r.pending {
 		f := r.core.Force()
 		f.Z -= r.gravityN
-		r.pending = !r.pub.publish(&r.meta, r.ticks, nowNs, r.core.Position(), r.core.Velocity(), f)
+		r.pending = !r.pub.publish(&r.meta, r.metaVer, r.ticks, nowNs, r.core.Position(), r.core.Velocity(), f)
 		return true
 	}
 	// As sleepCheck, for an arm the fast path steps.
