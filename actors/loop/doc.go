@@ -68,7 +68,9 @@
 // goroutines. One goroutine steps a device at a time: a hardware device
 // runs under RunLocked on its own OS thread; simulated devices share a
 // Scheduler whose shards (one thread each) step all their devices per
-// tick. Halt may be called from anywhere and returns once the driver was
+// tick; a shard holds its simulated arms in records it steps in one pass
+// (the README, # Many simulated arms) and holds its mutex for each tick.
+// Halt may be called from anywhere and returns once the driver was
 // halted. Events are delivered synchronously through DeviceOptions.OnEvent,
 // which must not block.
 //
