@@ -337,7 +337,7 @@ func (d *Device) Load(dst *Snapshot) {
 // same PublishSeq is still current. It never blocks.
 func (d *Device) PublishSeq() uint64 {
 	if d.lazy != nil {
-		return d.cell.Load().seq.Load()
+		return d.cell.Load().count()
 	}
 	return d.snap.Seq()
 }

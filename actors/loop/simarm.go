@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/hapticd/hapticd/hw"
@@ -91,9 +92,16 @@ type armSnap struct {
 // latest. A reader announces itself on the latest buffer and copies it if
 // it is still the latest.
 type armCell struct {
-	seq  atomic.Uint64
+	seq atomic.Uint64
+	// base plus seq is PublishSeq: a device moving into or out of a shard
+	// record keeps its count growing, without moving seq (which says
+	// which buffer is the latest).
+	base atomic.Uint64
 	bufs [2]armSnap
 }
+
+// count is the device's PublishSeq while it publishes here.
+func (c *armCell) count() uint64 { return c.base.Load() + c.seq.Load() }
 
 // publish stores a state; false means a reader still held the other
 // buffer, so the previous state stays the latest (the caller retries on its
@@ -257,9 +265,13 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.gate, r.lastNowNs, r.ticks = d.gate, d.lastNowNs, d.ticks.Load()
 	m.MoveCore(&r.core)
 	// The record's publishes continue the cell's count, so PublishSeq
-	// only grows.
-	r.pub.seq.Store(d.cell.Load().seq.Load())
-	r.publishSnap(&d.pub)
+	// only grows (modular arithmetic: base may wrap).
+	r.pub.base.Store(d.cell.Load().count() - r.pub.seq.Load())
+	// Until this publish the record's latest is its last device's state;
+	// a reader of that device may hold the spare buffer for a moment.
+	for !r.publishSnap(&d.pub) {
+		runtime.Gosched()
+	}
 	d.arm = r
 	d.slot.Store(r)
 	d.cell.Store(&r.pub)
@@ -280,7 +292,7 @@ func (d *Device) detach(r *simArm) {
 	}
 	d.ticks.Store(r.ticks)
 	c := new(armCell)
-	c.seq.Store(r.pub.seq.Load())
+	c.base.Store(r.pub.count())
 	c.publishSnap(&d.pub)
 	d.cell.Store(c)
 	d.slot.Store(nil)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
@@ -232,5 +233,89 @@ func TestArmCellReadersNeverTear(t *testing.T) {
 	cell.load(&last)
 	if last.Tick != 100_000 {
 		t.Fatalf("latest tick = %d, want 100000", last.Tick)
+	}
+}
+
+// TestShardArmsUnderConcurrentUse runs a started scheduler of moving arms
+// while sessions claim, command and release them, others Halt them, and
+// arms are added and removed; readers never see a snapshot go back in time.
+// With -race it checks the records' concurrency.
+func TestShardArmsUnderConcurrentUse(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 2, ShardFill: 40})
+	s.Start()
+	defer s.Stop()
+	const n = 100
+	devs := make([]*Device, n)
+	for i := range devs {
+		devs[i] = NewDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms})
+		s.Add(devs[i])
+	}
+	var stop atomic.Bool
+	var backwards atomic.Uint64
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := make([]uint64, n)
+			var snap Snapshot
+			for !stop.Load() {
+				for i := r; i < n; i += 2 {
+					devs[i].Load(&snap)
+					if snap.Tick < last[i] {
+						backwards.Add(1)
+					}
+					last[i] = snap.Tick
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // sessions
+		defer wg.Done()
+		clock := SystemClock()
+		for k := uint64(1); !stop.Load(); k++ {
+			d := devs[int(k)%n]
+			reg := d.Register()
+			reg.Claim(k)
+			c := force(0.3, 0, 0.1)
+			reg.Write(k, k, clock.Now()+int64(50*time.Millisecond), &c, nil)
+			if k%3 == 0 {
+				d.Halt()
+			}
+			if k%2 == 0 {
+				reg.Release(k)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	wg.Add(1)
+	go func() { // hot-plug
+		defer wg.Done()
+		for k := 0; !stop.Load(); k++ {
+			d := devs[k%n]
+			s.Remove(d)
+			s.Add(d)
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		ticks := devs[0].Stats().Ticks
+		if ticks > 300 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if got := devs[0].Stats().Ticks; got == 0 {
+		t.Fatal("the scheduler never ticked arm 0")
+	}
+	if backwards.Load() != 0 {
+		t.Fatalf("%d snapshot loads went back in time", backwards.Load())
+	}
+	if got := s.Len(); got != n {
+		t.Fatalf("Len = %d after the hot-plugging, want %d", got, n)
 	}
 }
