@@ -479,7 +479,8 @@ func (d *Device) haltLocked() {
 // Step runs one tick at nowNs (Clock time): read the register, apply lease
 // and ramp, compute the output, exchange with the driver and publish the
 // snapshot. It does not allocate. Only one goroutine may step a device at a
-// time (a concurrent Step or a Halt in progress makes it skip the tick).
+// time (a concurrent Step or a Halt in progress makes it skip the tick, and
+// so does a Scheduler holding a simulated arm: its shard steps it).
 func (d *Device) Step(nowNs int64) { d.stepAt(nowNs, true) }
 
 // stepAt is Step; timed says whether to time the exchange. A scheduler

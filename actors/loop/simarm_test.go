@@ -183,57 +183,20 @@ func TestArmCellReadersNeverTear(t *testing.T) {
 	var cell armCell
 	// The metadata changes every third publish, with its version: the
 	// cell copies metadata only then, so both paths are exercised.
-	pattern := func(k uint64) (m armMeta, pos hw.Vec3) {
+	pattern := func(k uint64, s *Snapshot) {
 		v := k / 3
-		g := float64(v)
-		m = armMeta{mode: hw.ControlMode(v % 5), failed: v%2 == 1, derive: uint8(v % 3), status: hw.Status(v % 64),
-			owner: v, appliedSeq: v, target: [3]float64{g, g, g}}
-		f := float64(k)
-		return m, hw.Vec3{X: f, Y: f, Z: f}
+		g, f := float64(v), float64(k)
+		p := hw.Vec3{X: f, Y: f, Z: f}
+		*s = Snapshot{Mode: hw.ControlMode(v % 5), Failed: v%2 == 1, derive: uint8(v % 3), Owner: v, AppliedSeq: v,
+			Target: [3]float64{g, g, g}, Tick: k, TimeNs: int64(k),
+			State: hw.State{PositionM: p, VelocityMps: p, ForceN: p, Status: hw.Status(v % 64)}}
 	}
-	var stop atomic.Bool
-	var torn, backwards atomic.Uint64
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var got Snapshot
-			var prev uint64
-			for !stop.Load() {
-				cell.load(&got)
-				k := got.Tick
-				m, p := pattern(k)
-				want := Snapshot{Mode: m.mode, Failed: m.failed, derive: m.derive, Owner: m.owner, AppliedSeq: m.appliedSeq, Target: m.target,
-					Tick: k, TimeNs: int64(k), State: hw.State{PositionM: p, VelocityMps: p, ForceN: p, Status: m.status}}
-				if k != 0 && got != want {
-					torn.Add(1)
-				}
-				if k < prev {
-					backwards.Add(1)
-				}
-				prev = k
-			}
-		}()
-	}
-	stored := false
-	for k := uint64(1); k <= 100_000; k++ {
-		m, p := pattern(k)
-		stored = cell.publish(&m, k/3+1, k, int64(k), p, p, p)
-		if !stored {
-			k-- // as the shard's next tick would: publish the same again
-		}
-	}
-	stop.Store(true)
-	wg.Wait()
-	if torn.Load() != 0 || backwards.Load() != 0 {
-		t.Fatalf("%d torn reads, %d that went back in time", torn.Load(), backwards.Load())
-	}
-	var last Snapshot
-	cell.load(&last)
-	if last.Tick != 100_000 {
-		t.Fatalf("latest tick = %d, want 100000", last.Tick)
-	}
+	var s Snapshot
+	hammerCell(t, func(k uint64) bool {
+		pattern(k, &s)
+		m := metaOf(&s)
+		return cell.publish(&m, k/3+1, k, s.TimeNs, s.State.PositionM, s.State.VelocityMps, s.State.ForceN)
+	}, cell.load, pattern)
 }
 
 // TestShardArmsUnderConcurrentUse runs a started scheduler of moving arms
