@@ -384,4 +384,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 		d.stepAt(now, (tick+uint64(i))%exchangeSampleEvery == 0)
 	}
 	*cur = nil
+	// Here every device of the shard has been stepped and has published
+	// its state for now (fast path or full step alike): the one place for
+	// a per-tick hook of a shard (RunLocked's is after its d.Step).
 }
