@@ -79,10 +79,13 @@
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
 // minus a margin learned from observed wake-up latency, then spins to the
 // deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
-// A sleep-only pacer (simulated shards) sleeps on a timerfd in the
-// runtime's poller instead, which frees its P at once: a thread that sleeps
-// 1,000 times a second inside a syscall keeps sysmon waking every 20 µs to
-// retake its P, which cost a lock-step client a third of its rate.
+// A sleep-only pacer (simulated shards below SchedulerOptions.SpinFrom
+// devices) sleeps on a timerfd in the runtime's poller instead, which frees
+// its P at once: a thread that sleeps 1,000 times a second inside a syscall
+// keeps sysmon waking every 20 µs to retake its P, which cost a lock-step
+// client a third of its rate. A big shard pays that to keep its deadlines:
+// one that slept on the timerfd woke too late to step thousands of arms in
+// time.
 // On Windows the clock is QueryPerformanceCounter (the runtime's monotonic
 // clock there steps by a whole clock interrupt), the sleep is a
 // high-resolution waitable timer armed with the relative time left, and
