@@ -219,6 +219,15 @@ type Device struct {
 	errors   atomic.Uint64
 	expiries atomic.Uint64 // leases that lapsed
 	taps     taps          // recorders' per-tick feeds (tap.go)
+	// slot is the device's record on a scheduler shard (simulated arms),
+	// which then holds its hot state and its published snapshot; nil
+	// otherwise. joinTick is the shard's tick count when it got there.
+	slot     atomic.Pointer[simArm]
+	joinTick atomic.Uint64
+	// cell is where a lazy driver's snapshots are published: a compact
+	// cell of its own, or its shard record's. Other drivers publish to
+	// snap.
+	cell atomic.Pointer[armCell]
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -233,7 +242,8 @@ type Device struct {
 	configured    hw.Settings
 	configRetryNs int64
 	pub           Snapshot
-	snap          SnapshotCell
+	snap          *SnapshotCell // nil for a lazy driver
+	arm           *simArm       // slot, for the holder of the driver
 }
 
 // lazyStateDriver is a driver that leaves the state clients read but the
@@ -284,7 +294,14 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	g := DefaultGlobals()
 	d.globals.Store(g)
 	d.configuredFrom = g // the driver keeps its own settings until SetGlobals
-	d.snap.Publish(&d.pub)
+	if d.lazy != nil {
+		c := new(armCell)
+		c.publishSnap(&d.pub)
+		d.cell.Store(c)
+	} else {
+		d.snap = new(SnapshotCell)
+		d.snap.Publish(&d.pub)
+	}
 	return d
 }
 
@@ -297,7 +314,19 @@ func (d *Device) Register() *Register { return &d.reg }
 // Load fills dst with the latest snapshot. It never blocks and never
 // allocates; any number of goroutines may call it.
 func (d *Device) Load(dst *Snapshot) {
-	d.snap.Load(dst)
+	if d.lazy == nil {
+		d.snap.Load(dst)
+		return
+	}
+	for {
+		c := d.cell.Load()
+		c.load(dst)
+		// A shard record the device left meanwhile may hold another
+		// device's state by now: read again from where the device is.
+		if d.cell.Load() == c {
+			break
+		}
+	}
 	if dst.derive != deriveNone && d.lazy != nil {
 		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
 	}
@@ -307,7 +336,12 @@ func (d *Device) Load(dst *Snapshot) {
 // PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
 // read it before Load, and whatever was derived from a snapshot under the
 // same PublishSeq is still current. It never blocks.
-func (d *Device) PublishSeq() uint64 { return d.snap.Seq() }
+func (d *Device) PublishSeq() uint64 {
+	if d.lazy != nil {
+		return d.cell.Load().count()
+	}
+	return d.snap.Seq()
+}
 
 // SetGlobals publishes device-wide values (nil: DefaultGlobals). The loop
 // picks them up on its next tick and passes changed Settings to the driver
@@ -320,6 +354,14 @@ func (d *Device) SetGlobals(g *Globals) {
 		g = &c
 	}
 	d.globals.Store(g)
+	d.poke()
+}
+
+// poke tells a shard's fast path that the device needs its full step.
+func (d *Device) poke() {
+	if r := d.slot.Load(); r != nil {
+		r.poke.Store(1)
+	}
 }
 
 // Stats returns the loop's measurements.
@@ -333,6 +375,11 @@ func (d *Device) Stats() Stats {
 		BusyRefusals:  d.reg.Refused(),
 	}
 	if r := d.runner.Load(); r != nil {
+		if d.slot.Load() != nil {
+			// On a shard the device's ticks are the shard's since it
+			// joined; the count before that is in d.ticks.
+			s.Ticks += r.ticks.Load() - d.joinTick.Load()
+		}
 		s.TargetNs = r.targetNs
 		s.Period = r.period.Summary()
 		s.Overruns = r.overruns.Load()
@@ -355,6 +402,7 @@ func (d *Device) Failed() bool { return d.failed.Load() }
 // Stats.Errors and reported as EventDriverError.
 func (d *Device) Halt() {
 	gen := d.haltReq.Add(1)
+	d.poke()
 	for spins := 0; ; spins++ {
 		if d.haltAck.Load() >= gen {
 			return
@@ -362,9 +410,12 @@ func (d *Device) Halt() {
 		if d.token.CompareAndSwap(false, true) {
 			if d.haltAck.Load() < gen {
 				d.haltLocked()
-				d.publishPending = !d.snap.publish(&d.pub, d.lazy != nil)
+				d.publishPending = !d.publish()
 			}
 			d.token.Store(false)
+			return
+		}
+		if d.haltOnShard(gen) {
 			return
 		}
 		// A tick holds the driver; it does the halt or finishes soon.
@@ -374,6 +425,37 @@ func (d *Device) Halt() {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
+}
+
+// haltOnShard halts a device on a scheduler shard (whose token the shard
+// holds) between two of the shard's ticks, and reports whether it did.
+func (d *Device) haltOnShard(gen uint64) bool {
+	r := d.slot.Load()
+	if r == nil || !r.sh.mu.TryLock() {
+		return false
+	}
+	defer r.sh.mu.Unlock()
+	if d.slot.Load() != r {
+		return false // it left the shard: its token is free again
+	}
+	if d.haltAck.Load() < gen {
+		d.pull(r)
+		d.haltLocked()
+		d.publishPending = !d.publish()
+		d.push(r)
+	}
+	return true
+}
+
+// publish publishes d.pub where readers look for it.
+func (d *Device) publish() bool {
+	switch {
+	case d.arm != nil:
+		return d.arm.publishSnap(&d.pub)
+	case d.lazy != nil:
+		return d.cell.Load().publishSnap(&d.pub)
+	}
+	return d.snap.Publish(&d.pub)
 }
 
 // haltLocked zeroes the output and halts the driver. The caller holds token.
@@ -398,7 +480,8 @@ func (d *Device) haltLocked() {
 // Step runs one tick at nowNs (Clock time): read the register, apply lease
 // and ramp, compute the output, exchange with the driver and publish the
 // snapshot. It does not allocate. Only one goroutine may step a device at a
-// time (a concurrent Step or a Halt in progress makes it skip the tick).
+// time (a concurrent Step or a Halt in progress makes it skip the tick, and
+// so does a Scheduler holding a simulated arm: its shard steps it).
 func (d *Device) Step(nowNs int64) { d.stepAt(nowNs, true) }
 
 // stepAt is Step; timed says whether to time the exchange. A scheduler
@@ -408,8 +491,20 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	if !d.token.CompareAndSwap(false, true) {
 		return
 	}
-	defer d.endTick(nowNs) // feeds the taps, then releases token
-	tick := d.ticks.Add(1)
+	defer d.endTick(nowNs) // feeds the taps, then releases the token
+	d.stepLocked(nowNs, timed)
+}
+
+// stepLocked is a tick; the caller holds the driver (the token, or for a
+// device on a shard the shard's lock).
+func (d *Device) stepLocked(nowNs int64, timed bool) {
+	var tick uint64
+	if d.arm != nil {
+		d.arm.ticks++
+		tick = d.arm.ticks
+	} else {
+		tick = d.ticks.Add(1)
+	}
 	if d.asleep {
 		if d.haltReq.Load() == d.haltAck.Load() && d.globals.Load() == d.configuredFrom &&
 			d.reg.latest.Load() == d.seenVersion && d.reg.owner.Load() == 0 {
@@ -495,7 +590,7 @@ func (d *Device) stepAt(nowNs int64, timed bool) {
 	p.TimeNs = nowNs
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
-	d.publishPending = !d.snap.publish(p, d.lazy != nil)
+	d.publishPending = !d.publish()
 }
 
 // copyCoreState copies what a lazy driver's ExchangeCore fills.

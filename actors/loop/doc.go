@@ -68,7 +68,9 @@
 // goroutines. One goroutine steps a device at a time: a hardware device
 // runs under RunLocked on its own OS thread; simulated devices share a
 // Scheduler whose shards (one thread each) step all their devices per
-// tick. Halt may be called from anywhere and returns once the driver was
+// tick; a shard holds its simulated arms in records it steps in one pass
+// (the README, # Many simulated arms) and holds its mutex for each tick.
+// Halt may be called from anywhere and returns once the driver was
 // halted. Events are delivered synchronously through DeviceOptions.OnEvent,
 // which must not block.
 //
@@ -85,17 +87,19 @@
 // Pacer sleeps with clock_nanosleep to an absolute CLOCK_MONOTONIC deadline
 // minus a margin learned from observed wake-up latency, then spins to the
 // deadline; time.Ticker and time.Sleep cannot hold more than about 1 kHz.
-// A sleep-only pacer (simulated shards) sleeps on a timerfd in the
-// runtime's poller instead, which frees its P at once: a thread that sleeps
-// 1,000 times a second inside a syscall keeps sysmon waking every 20 µs to
-// retake its P, which cost a lock-step client a third of its rate. Its read
-// of the timerfd carries a read deadline at the same time: when sessions
-// keep every P busy, the deadline's runtime timer puts the shard next on
-// its P, where the poller would queue it behind the sessions it readied
-// with it (100 sessions at 1 kHz on 2 cores: period p99 about 10 ms -> 5
-// ms). Such a shard is not locked to a thread unless it runs with
-// RealtimePriority: a locked goroutine that parks hands its P to another
-// thread and back on every tick.
+// A sleep-only pacer (simulated shards below SchedulerOptions.SpinFrom
+// devices) sleeps on a timerfd in the runtime's poller instead, which frees
+// its P at once: a thread that sleeps 1,000 times a second inside a syscall
+// keeps sysmon waking every 20 µs to retake its P, which cost a lock-step
+// client a third of its rate. Its read of the timerfd carries a read
+// deadline at the same time: when sessions keep every P busy, the
+// deadline's runtime timer puts the shard next on its P, where the poller
+// would queue it behind the sessions it readied with it (100 sessions at 1
+// kHz on 2 cores: period p99 about 10 ms -> 5 ms). Such a shard is not
+// locked to a thread unless it runs with RealtimePriority: a locked
+// goroutine that parks hands its P to another thread and back on every
+// tick. A big shard pays sysmon's cost to keep its deadlines: one that
+// slept on the timerfd woke too late to step thousands of arms in time.
 // On Windows the clock is QueryPerformanceCounter (the runtime's monotonic
 // clock there steps by a whole clock interrupt), the sleep is a
 // high-resolution waitable timer armed with the relative time left, and

@@ -34,15 +34,33 @@ type forceGate struct {
 }
 
 func (g *forceGate) update(v hw.Vec3, dtNs int64) {
+	var k gateCoeffs
+	k.set(dtNs)
+	g.step(v, &k)
+}
+
+// gateCoeffs are the filters' coefficients for one tick length; a shard
+// computes them once for all the arms it stepped a period ago.
+type gateCoeffs struct {
+	dtNs int64
+	a, b float64 // the high-passes' and the energy low-pass's
+}
+
+func (k *gateCoeffs) set(dtNs int64) {
+	dt := float64(dtNs) * 1e-9
+	rc := 1 / (2 * math.Pi * gateCornerHz)
+	k.dtNs, k.a, k.b = dtNs, rc/(rc+dt), dt/(gateEnergyTauS+dt)
+}
+
+// step is update with the coefficients for the tick's length.
+func (g *forceGate) step(v hw.Vec3, k *gateCoeffs) {
 	if !v.Finite() {
 		return // a bad reading must not poison the filter
 	}
 	if !g.primed {
 		g.prevV, g.primed = v, true
 	}
-	dt := float64(dtNs) * 1e-9
-	rc := 1 / (2 * math.Pi * gateCornerHz)
-	a := rc / (rc + dt)
+	a := k.a
 	hp1 := hw.Vec3{
 		X: a * (g.hp1.X + v.X - g.prevV.X),
 		Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
@@ -54,9 +72,8 @@ func (g *forceGate) update(v hw.Vec3, dtNs int64) {
 		Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
 	}
 	g.prevV, g.hp1 = v, hp1
-	b := dt / (gateEnergyTauS + dt)
 	e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
-	g.energy += b * (e - g.energy)
+	g.energy += k.b * (e - g.energy)
 }
 
 // attenuation is the fraction of force the gate removes at gain (0..1).

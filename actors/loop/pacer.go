@@ -48,7 +48,16 @@ func NewPacer(periodNs int64, clock Clock) *Pacer {
 // spin buys a few tens of microseconds of precision for up to a fifth of a
 // core per loop; loops that do not need that precision (simulated devices)
 // should not pay for it.
-func (p *Pacer) SleepOnly() { p.maxSpin = 0 }
+func (p *Pacer) SleepOnly() { p.Spin(false) }
+
+// Spin turns the spin before each deadline on (the default) or off
+// (SleepOnly).
+func (p *Pacer) Spin(on bool) {
+	p.maxSpin = 0
+	if on {
+		p.maxSpin = maxSpinNs
+	}
+}
 
 // Restart starts a new grid from the next Wait, after a pause that must not
 // count as overruns.

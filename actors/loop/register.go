@@ -70,7 +70,17 @@ type Register struct {
 	// refused counts Claims turned down because another session owns the
 	// register (busy refusals, for metrics).
 	refused atomic.Uint64
-	slots   [regSlots]regSlot
+	// wake is poked on every change of owner and every write, so a loop
+	// that skips reading the register while nothing pokes it (a shard's
+	// fast path) notices them.
+	wake  atomic.Pointer[atomic.Uint32]
+	slots [regSlots]regSlot
+}
+
+func (r *Register) poke() {
+	if w := r.wake.Load(); w != nil {
+		w.Store(1)
+	}
 }
 
 // Claim makes session the owner if the register has none, and returns the
@@ -88,6 +98,7 @@ func (r *Register) Claim(session uint64) (owner uint64) {
 	for {
 		if r.owner.CompareAndSwap(0, session) {
 			r.term.Add(1)
+			r.poke()
 			return session
 		}
 		// Another owner, unless it let go between the two reads: then try
@@ -116,6 +127,7 @@ func (r *Register) Release(session uint64) bool {
 func (r *Register) releaseFrom(session uint64) bool {
 	if r.owner.CompareAndSwap(session, 0) {
 		r.term.Add(1)
+		r.poke()
 		return true
 	}
 	return false
@@ -160,6 +172,7 @@ func (r *Register) Write(session, seq uint64, deadlineNs int64, cmd *hw.Command,
 				break
 			}
 		}
+		r.poke()
 		return true
 	}
 }

@@ -191,36 +191,55 @@ func TestSnapshotReadersNeverTear(t *testing.T) {
 		s.Mode = hw.ControlMode(k % 5)
 		s.Owner, s.Tick, s.TimeNs, s.AppliedSeq, s.Failed = k, k, int64(k), k, k%2 == 1
 	}
+	var s Snapshot
+	hammerCell(t, func(k uint64) bool {
+		pattern(k, &s)
+		return cell.Publish(&s)
+	}, cell.Load, pattern)
+}
+
+// hammerCell publishes states 1 to 100,000 (publish(k) false: try k
+// again, as the loop's next tick would) while four readers load them, and
+// fails on a torn read (want(k) is what a load of state k must equal), a
+// load that went back in time, or a last state that is not the last.
+func hammerCell(t *testing.T, publish func(k uint64) bool, load func(dst *Snapshot), want func(k uint64, dst *Snapshot)) {
+	t.Helper()
 	var stop atomic.Bool
-	var torn, reads atomic.Uint64
+	var torn, backwards, reads atomic.Uint64
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var got, want Snapshot
+			var got, exp Snapshot
+			var prev uint64
 			for !stop.Load() {
-				cell.Load(&got)
+				load(&got)
 				reads.Add(1)
-				pattern(got.Tick, &want)
-				if got != want {
+				k := got.Tick
+				want(k, &exp)
+				if k != 0 && got != exp {
 					torn.Add(1)
 				}
+				if k < prev {
+					backwards.Add(1)
+				}
+				prev = k
 			}
 		}()
 	}
-	var s Snapshot
 	for k := uint64(1); k <= 100_000; k++ {
-		pattern(k, &s)
-		cell.Publish(&s)
+		if !publish(k) {
+			k--
+		}
 	}
 	stop.Store(true)
 	wg.Wait()
-	if torn.Load() != 0 {
-		t.Fatalf("%d of %d snapshot reads were torn", torn.Load(), reads.Load())
+	if torn.Load() != 0 || backwards.Load() != 0 {
+		t.Fatalf("of %d reads %d were torn and %d went back in time", reads.Load(), torn.Load(), backwards.Load())
 	}
 	var last Snapshot
-	cell.Load(&last)
+	load(&last)
 	if last.Tick != 100_000 {
 		t.Fatalf("latest tick = %d, want 100000", last.Tick)
 	}

@@ -26,6 +26,9 @@ type runnerStats struct {
 	exchange *histogram.Histogram // its devices' exchanges (a shard's: a sample)
 	overruns atomic.Uint64
 	realtime atomic.Bool
+	// ticks counts a shard's ticks (the ticks of the devices in its
+	// records are counted from it).
+	ticks atomic.Uint64
 
 	targetNs int64
 
@@ -151,7 +154,9 @@ func haltAfterPanic(d *Device) {
 			// Give the request up rather than retry a Halt that panics
 			// on every tick, and release the driver haltLocked held.
 			d.haltAck.Store(d.haltReq.Load())
-			d.token.Store(false)
+			if d.slot.Load() == nil { // on a shard the token stays the shard's
+				d.token.Store(false)
+			}
 		}
 	}()
 	d.Halt()

@@ -189,16 +189,20 @@ func TestRestingArmSleepsAndWakes(t *testing.T) {
 	})
 }
 
-// TestCoreCopyCoversTheSnapshot guards copyCore and copyCoreState, which
-// copy lazy devices' snapshots field by field: a field added to Snapshot or
+// TestCoreCopyCoversTheSnapshot guards armCell and copyCoreState, which
+// carry lazy devices' snapshots field by field: a field added to Snapshot or
 // to hw.State's per-tick core must be added there too.
 func TestCoreCopyCoversTheSnapshot(t *testing.T) {
 	src := Snapshot{Mode: hw.ModeForce, Target: [3]float64{7, 8, 9}, Failed: true, derive: deriveLeft, Owner: 3, Tick: 4, TimeNs: 5, AppliedSeq: 6,
 		State: hw.State{PositionM: hw.Vec3{X: 1}, VelocityMps: hw.Vec3{Y: 2}, ForceN: hw.Vec3{Z: 3}, Status: hw.StatusReady}}
+	var cell armCell
+	if !cell.publishSnap(&src) {
+		t.Fatal("a cell nobody reads refused a publish")
+	}
 	var dst Snapshot
-	copyCore(&dst, &src)
+	cell.load(&dst)
 	if dst != src {
-		t.Fatalf("copyCore lost fields: got %+v, want %+v", dst, src)
+		t.Fatalf("armCell lost fields: got %+v, want %+v", dst, src)
 	}
 	var st hw.State
 	copyCoreState(&st, &src.State)
@@ -206,7 +210,7 @@ func TestCoreCopyCoversTheSnapshot(t *testing.T) {
 		t.Fatalf("copyCoreState lost fields: got %+v, want %+v", st, src.State)
 	}
 	if n := reflect.TypeOf(Snapshot{}).NumField(); n != 9 {
-		t.Fatalf("Snapshot has %d fields; copyCore knows 9: update it and this test", n)
+		t.Fatalf("Snapshot has %d fields; armMeta and armSnap know 9: update them and this test", n)
 	}
 }
 
@@ -222,14 +226,10 @@ func TestPublishThatFoundNoBufferIsRetried(t *testing.T) {
 	reg := d.Register()
 	reg.Claim(1) // a claim without a command: the arm stays at rest
 	d.Step(clock.Advance(ms))
-	// Readers announce themselves on every buffer but the latest.
-	cell := &d.snap
-	latest := cell.latest.Load()
-	for i := range cell.bufs {
-		if b := &cell.bufs[i]; b != latest {
-			b.readers.Add(1)
-		}
-	}
+	// A reader announces itself on the buffer that is not the latest.
+	cell := d.cell.Load()
+	spare := &cell.bufs[(cell.seq.Load()+1)&1]
+	spare.readers.Add(1)
 	reg.Release(1)
 	d.Step(clock.Advance(ms)) // the release: its publish finds no buffer
 	var s Snapshot
@@ -237,11 +237,7 @@ func TestPublishThatFoundNoBufferIsRetried(t *testing.T) {
 	if s.Owner != 1 {
 		t.Fatalf("with every buffer held the release was published anyway (owner %d): the test holds nothing", s.Owner)
 	}
-	for i := range cell.bufs {
-		if b := &cell.bufs[i]; b != latest {
-			b.readers.Add(-1)
-		}
-	}
+	spare.readers.Add(-1)
 	d.Step(clock.Advance(ms))
 	d.Load(&s)
 	if s.Owner != 0 {

@@ -77,24 +77,14 @@ type SnapshotCell struct {
 // at a time (the device's loop). In the unlikely case that readers hold every
 // other buffer, the previous snapshot stays the latest and Publish reports
 // false; the next Publish catches up.
-func (c *SnapshotCell) Publish(src *Snapshot) bool { return c.publish(src, false) }
-
-// publish is Publish; core copies only the fields a lazy device's tick
-// changes (State's derived and grip fields stay as the cell's first
-// publishes left them: zero), which writes two cache lines, not five. A
-// cell must be published core always or never.
-func (c *SnapshotCell) publish(src *Snapshot, core bool) bool {
+func (c *SnapshotCell) Publish(src *Snapshot) bool {
 	cur := c.latest.Load()
 	for i := 0; i < snapBufs; i++ {
 		b := &c.bufs[(c.next+i)%snapBufs]
 		if b == cur || b.readers.Load() != 0 {
 			continue
 		}
-		if core {
-			copyCore(&b.snap, src)
-		} else {
-			b.snap = *src
-		}
+		b.snap = *src
 		c.latest.Store(b)
 		c.seq.Add(1) // after the pointer: see Seq
 		c.next = (c.next + i + 1) % snapBufs
@@ -128,14 +118,4 @@ func (c *SnapshotCell) Load(dst *Snapshot) {
 		}
 		b.readers.Add(-1) // b was replaced meanwhile; it may be refilled
 	}
-}
-
-// copyCore copies a lazy device's snapshot fields: the metadata and State's
-// position, velocity, force and status.
-func copyCore(dst, src *Snapshot) {
-	dst.Mode, dst.Failed, dst.derive = src.Mode, src.Failed, src.derive
-	dst.Owner, dst.Tick, dst.TimeNs, dst.AppliedSeq = src.Owner, src.Tick, src.TimeNs, src.AppliedSeq
-	dst.Target = src.Target
-	dst.State.PositionM, dst.State.VelocityMps = src.State.PositionM, src.State.VelocityMps
-	dst.State.ForceN, dst.State.Status = src.State.ForceN, src.State.Status
 }

@@ -106,15 +106,18 @@ func (d *Device) RemoveTap(t *Tap) {
 // it runs on every path out of a tick, the asleep one included.
 func (d *Device) endTick(nowNs int64) {
 	if l := d.taps.list.Load(); l != nil {
-		d.feedTaps(*l, nowNs)
+		d.feedTaps(*l, nowNs, d.ticks.Load())
 	}
 	d.token.Store(false)
 }
 
-// feedTaps queues this tick's snapshot on each tap that wants it. The caller
-// holds token, so d.pub is the latest snapshot and ticks is this tick's.
-func (d *Device) feedTaps(l []*Tap, nowNs int64) {
-	tick := d.ticks.Load()
+// feedTaps queues this tick's snapshot on each tap that wants it. The
+// caller holds the driver (the token, or a shard's lock for a device on
+// its records), so the published snapshot is this tick's; tick is its
+// count. A lazy driver's snapshot is in its compact cell (its own or its
+// shard record's), which a shard's fast path updates without d.pub.
+func (d *Device) feedTaps(l []*Tap, nowNs int64, tick uint64) {
+	cell := d.cell.Load()
 	for _, t := range l {
 		if t.everyNs > 0 {
 			if nowNs < t.nextNs {
@@ -133,8 +136,8 @@ func (d *Device) feedTaps(l []*Tap, nowNs int64) {
 			continue
 		}
 		s := &t.ring[tail%uint64(len(t.ring))]
-		if d.lazy != nil {
-			copyCore(s, &d.pub) // the rest stays zero: see Tap
+		if cell != nil {
+			cell.load(s) // the core and the metadata; derived fields stay zero: see Tap
 		} else {
 			*s = d.pub
 		}

@@ -64,12 +64,13 @@ func baselineArms(args []string, w io.Writer) error {
 func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion sim.Motion) protocol.BaselineArms {
 	threads = min(threads, arms)
 	periodS := 1 / loopHz
-	// The arms lie in one slice of values, not pointers: the tightest
-	// layout the physics allows, so this is a floor for any service layout.
-	all := make([]sim.Arm, arms)
+	// The arms' physics states lie in one slice of values, not pointers:
+	// the tightest layout the physics allows (nothing but what a step
+	// touches), so this is a floor for any service layout.
+	all := make([]sim.ArmCore, arms)
 	for i := range all {
 		// The same options hapticd's --sim-arms gives its arms.
-		all[i] = *sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)})
+		sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)}).MoveCore(&all[i])
 	}
 	results := make([]bareResult, threads)
 	var wg sync.WaitGroup
@@ -82,9 +83,6 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 		}()
 	}
 	wg.Wait()
-	for i := range all {
-		_ = all[i].Close()
-	}
 	res := protocol.BaselineArms{Arms: arms, LoopHz: loopHz}
 	worst := results[0]
 	var stepNs, steps float64
@@ -121,14 +119,13 @@ func (r bareResult) fraction() float64 {
 // stepBareLoop runs one thread's loop, locked to its OS thread as the
 // service's scheduler shards are. Each tick it gives every arm the command
 // the service's loop gives an idle arm (the gravity feed-forward, with
-// compensation on by default) and steps the physics only (ExchangeCore), as
+// compensation on by default) and steps the physics only (ArmCore.Step), as
 // the service's loop does: joint angles are derived only when a client
 // reads them, and an arm at rest is not stepped again.
-func stepBareLoop(arms []sim.Arm, loopHz float64, d time.Duration) bareResult {
+func stepBareLoop(arms []sim.ArmCore, loopHz float64, d time.Duration) bareResult {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: sim.EffectiveMassKg * hw.GravityMps2}}
-	var st hw.State
 
 	clock := loop.SystemClock()
 	periodNs := int64(float64(time.Second) / loopHz)
@@ -160,7 +157,7 @@ func stepBareLoop(arms []sim.Arm, loopHz float64, d time.Duration) bareResult {
 				continue
 			}
 			// A sim arm fails only after Close.
-			if moved, _ := arms[i].ExchangeCore(&cmd, &st); !moved && arms[i].TimeInvariant() {
+			if moved, _ := arms[i].Step(&cmd); !moved && arms[i].TimeInvariant() {
 				asleep[i] = true
 			}
 		}

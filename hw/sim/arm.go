@@ -88,8 +88,23 @@ type ArmOptions struct {
 // hw.Driver and hw.Configurer. Like every driver it is used by one goroutine
 // at a time.
 type Arm struct {
-	// Hot: what every step reads and writes, first and together, so a
-	// shard stepping thousands of arms touches few cache lines per arm.
+	// c is the physics state the arm steps: own, or where MoveCore put it
+	// (a scheduler shard's array of arms, so one linear pass steps them).
+	c   *ArmCore
+	own ArmCore
+
+	// Cold: read on a command change, Info.
+	periodS float64
+	info    hw.Info
+}
+
+// ArmCore is everything one physics step of a simulated arm reads and
+// writes, and nothing else, so an array of them is the tightest layout a
+// loop over thousands of arms can step: the service's scheduler shards and
+// `hapticd baseline-arms` both step ArmCores with Step, the one
+// implementation of the physics. Get one from an Arm with MoveCore.
+type ArmCore struct {
+	// Hot: what every step reads and writes, first and together.
 	pos      hw.Vec3
 	vel      hw.Vec3
 	forceN   hw.Vec3 // actuator force applied in the last step
@@ -97,19 +112,16 @@ type Arm struct {
 	stepS    float64
 	substeps int
 	motion   Motion
-	settings hw.Settings
 	closed   bool
-	// reported is set once ExchangeCore filled a state; until then it
-	// reports even a step that changed nothing.
+	// reported is set once Step ran; until then it reports even a step
+	// that changed nothing.
 	reported bool
+	settings hw.Settings
 	phaseRad float64 // circle phase, spread by index
 	centerM  hw.Vec3 // Info's workspace centre, kept beside the state
-
-	// Cold: read on a command change, a random walk's next segment, Info.
-	periodS float64
-	rng     splitMix
-	walk    smoothWalk
-	info    hw.Info
+	// A random walk's state, read every step of MotionRandom.
+	rng  splitMix
+	walk smoothWalk
 }
 
 var (
@@ -137,23 +149,41 @@ func NewArm(o ArmOptions) *Arm {
 			EffectiveMassKg:         EffectiveMassKg,
 			HostGravityCompensation: true,
 		},
-		periodS:  period,
-		substeps: n,
-		stepS:    period / float64(n),
-		motion:   o.Motion,
-		rng:      newSplitMix(o.Seed, uint64(o.Index)<<1|0),
-		// The golden angle spreads a thousand arms' circles evenly in phase.
-		phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
-		settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
-		pos:      hw.ArmWorkspaceCenterM(),
-		centerM:  hw.ArmWorkspaceCenterM(),
+		periodS: period,
+		own: ArmCore{
+			substeps: n,
+			stepS:    period / float64(n),
+			motion:   o.Motion,
+			rng:      newSplitMix(o.Seed, uint64(o.Index)<<1|0),
+			// The golden angle spreads a thousand arms' circles evenly in phase.
+			phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
+			settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
+			pos:      hw.ArmWorkspaceCenterM(),
+			centerM:  hw.ArmWorkspaceCenterM(),
+		},
 	}
-	if a.motion == MotionRandom {
+	a.c = &a.own
+	if o.Motion == MotionRandom {
 		c := hw.ArmWorkspaceCenterM()
 		start := [3]float64{c.X, c.Y, c.Z}
-		a.walk = smoothWalk{from: start, to: start, durS: 0}
+		a.own.walk = smoothWalk{from: start, to: start, durS: 0}
 	}
 	return a
+}
+
+// MoveCore moves the arm's physics state to dst (nil: back into the arm)
+// and steps it there from now on. A loop stepping many arms keeps their
+// cores side by side this way. The caller keeps dst alive and leaves it
+// alone, except through ArmCore's methods from the goroutine that drives
+// the arm, until it moves the core again.
+func (a *Arm) MoveCore(dst *ArmCore) {
+	if dst == nil {
+		dst = &a.own
+	}
+	if dst != a.c {
+		*dst = *a.c
+		a.c = dst
+	}
 }
 
 func validPeriod(p float64) float64 {
@@ -168,7 +198,7 @@ func (a *Arm) Info() hw.Info { return a.info }
 
 // Settings returns the settings last given to Configure. Like Configure,
 // call it from the goroutine that drives the arm.
-func (a *Arm) Settings() hw.Settings { return a.settings }
+func (a *Arm) Settings() hw.Settings { return a.c.settings }
 
 // Configure stores s. Handedness changes the kinematics' base angle
 // convention and torque scaling changes how ModeTorque limits joint
@@ -176,13 +206,13 @@ func (a *Arm) Settings() hw.Settings { return a.settings }
 // firmware, so the host loop adds the compensating force
 // (Info.HostGravityCompensation).
 func (a *Arm) Configure(s hw.Settings) error {
-	if a.closed {
+	if a.c.closed {
 		return ErrClosed
 	}
 	if math.IsNaN(s.GravityScale) || s.GravityScale < 0 || s.GravityScale > 2 {
 		return errors.New("hw/sim: gravity scale must be within 0..2; pass a value in range")
 	}
-	a.settings = s
+	a.c.settings = s
 	return nil
 }
 
@@ -194,8 +224,8 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		return err
 	}
 	*st = hw.State{}
-	a.fill(st) // also when the arm rested: st may not be what the last call filled
-	DeriveArmState(st, a.settings.LeftHanded)
+	a.c.Fill(st) // also when the arm rested: st may not be what the last call filled
+	DeriveArmState(st, a.c.settings.LeftHanded)
 	return nil
 }
 
@@ -207,10 +237,23 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 // the previous call filled still holds. DeriveState completes a state when a reader asks for
 // it. It never allocates.
 func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error) {
-	if a.closed {
+	if st == nil {
+		return false, errNilExchange
+	}
+	if moved, err = a.c.Step(cmd); moved {
+		a.c.Fill(st)
+	}
+	return moved, err
+}
+
+// Step applies cmd for one period, as Exchange does, to the state alone:
+// moved false means nothing changed (the arm rests). Read the state with
+// Fill or Position, Velocity and Force. It never allocates.
+func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
+	if c.closed {
 		return false, ErrClosed
 	}
-	if cmd == nil || st == nil {
+	if cmd == nil {
 		return false, errNilExchange
 	}
 	// Per-tick actuator inputs: a fixed force, or a servo target that is
@@ -224,7 +267,7 @@ func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error
 		}
 	case hw.ModeTorque:
 		if cmd.TorquesNmm.Finite() {
-			fixedN = a.torqueForce(cmd.TorquesNmm)
+			fixedN = c.torqueForce(cmd.TorquesNmm)
 		}
 	case hw.ModePosition:
 		if cmd.PositionM.Finite() {
@@ -232,31 +275,43 @@ func (a *Arm) ExchangeCore(cmd *hw.Command, st *hw.State) (moved bool, err error
 		}
 	case hw.ModeAngle:
 		if cmd.AnglesDeg.Finite() {
-			targetM, servo = ForwardKinematics(cmd.AnglesDeg, a.settings.LeftHanded), true
+			targetM, servo = ForwardKinematics(cmd.AnglesDeg, c.settings.LeftHanded), true
 		}
 	}
 	fixedN = fixedN.ClampNorm(MaxForceN)
 
-	pos, vel, force := a.pos, a.vel, a.forceN
-	for i := 0; i < a.substeps; i++ {
+	pos, vel, force := c.pos, c.vel, c.forceN
+	for i := 0; i < c.substeps; i++ {
 		actN := fixedN
 		if servo {
-			actN = a.servoForce(targetM)
+			actN = c.servoForce(targetM)
 		}
-		a.step(actN)
+		c.step(actN)
 	}
-	if a.reported && a.pos == pos && a.vel == vel && a.forceN == force {
+	if c.reported && c.pos == pos && c.vel == vel && c.forceN == force {
 		return false, nil
 	}
-	a.reported = true
-	a.fill(st)
+	c.reported = true
 	return true, nil
 }
+
+// Position, Velocity and Force are the state after the last step: the
+// end effector's position (m), velocity (m/s) and the actuator force (N).
+func (c *ArmCore) Position() hw.Vec3 { return c.pos }
+
+// Velocity is the end effector's velocity after the last step, m/s.
+func (c *ArmCore) Velocity() hw.Vec3 { return c.vel }
+
+// Force is the actuator force applied in the last step, N.
+func (c *ArmCore) Force() hw.Vec3 { return c.forceN }
 
 // TimeInvariant is true when the arm's physics does not depend on time: no
 // scripted hand moves it (MotionNone). A step that changed nothing then
 // changes nothing again under the same command.
-func (a *Arm) TimeInvariant() bool { return a.motion == MotionNone }
+func (a *Arm) TimeInvariant() bool { return a.c.TimeInvariant() }
+
+// TimeInvariant is Arm.TimeInvariant.
+func (c *ArmCore) TimeInvariant() bool { return c.motion == MotionNone }
 
 // DeriveState completes a state ExchangeCore filled: joint angles by
 // inverse kinematics, joint speeds by J⁻¹·v and the body turned by the base
@@ -279,16 +334,19 @@ func DeriveArmState(st *hw.State, leftHanded bool) {
 // LeftHanded reports the handedness the arm was last configured with: what
 // DeriveState needs for the states ExchangeCore fills now. Call it from the
 // goroutine that drives the arm.
-func (a *Arm) LeftHanded() bool { return a.settings.LeftHanded }
+func (a *Arm) LeftHanded() bool { return a.c.settings.LeftHanded }
+
+// LeftHanded is Arm.LeftHanded.
+func (c *ArmCore) LeftHanded() bool { return c.settings.LeftHanded }
 
 // torqueForce maps joint torques to the end-effector force F with Jᵀ·F = τ
 // at the current pose. Torque scaling on shrinks all torques together when
 // one exceeds its limit (keeping the direction); off clips each joint alone.
-func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
+func (c *ArmCore) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 	t := [3]float64{tNmm.A0, tNmm.A1, tNmm.A2}
 	peak := math.Max(math.Abs(t[0]), math.Max(math.Abs(t[1]), math.Abs(t[2])))
 	if peak > MaxJointTorqueNmm {
-		if a.settings.TorqueScaling {
+		if c.settings.TorqueScaling {
 			k := MaxJointTorqueNmm / peak
 			t[0], t[1], t[2] = t[0]*k, t[1]*k, t[2]*k
 		} else {
@@ -300,7 +358,7 @@ func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 	for i := range t {
 		t[i] /= 1000 // N·mm → N·m
 	}
-	ps, _ := solvePose(a.pos, a.settings.LeftHanded)
+	ps, _ := solvePose(c.pos, c.settings.LeftHanded)
 	f, ok := ps.forceFromTorques(t)
 	if !ok {
 		return hw.Vec3{}
@@ -313,9 +371,9 @@ func (a *Arm) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 // weight as feed-forward so the servo settles on the target instead of
 // below it. The velocity loop approaches the capped desired speed from
 // below, so the cursor does not exceed the cap on its own.
-func (a *Arm) servoForce(targetM hw.Vec3) hw.Vec3 {
-	want := targetM.Sub(a.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
-	f := want.Sub(a.vel).Scale(servoNspm)
+func (c *ArmCore) servoForce(targetM hw.Vec3) hw.Vec3 {
+	want := targetM.Sub(c.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
+	f := want.Sub(c.vel).Scale(servoNspm)
 	f.Z += EffectiveMassKg * GravityMps2
 	return f.ClampNorm(MaxForceN)
 }
@@ -324,17 +382,17 @@ func (a *Arm) servoForce(targetM hw.Vec3) hw.Vec3 {
 // velocity first from all forces, then Coulomb friction as a velocity
 // reduction that may stop the cursor (so a small net force leaves a resting
 // cursor put), then position from the new velocity.
-func (a *Arm) step(actN hw.Vec3) {
-	h := a.stepS
+func (c *ArmCore) step(actN hw.Vec3) {
+	h := c.stepS
 	f := actN
 	f.Z -= EffectiveMassKg * GravityMps2
-	f = f.Sub(a.vel.Scale(viscousNspm))
-	f = f.Add(a.boundaryForce())
-	f = f.Add(a.handForce())
+	f = f.Sub(c.vel.Scale(viscousNspm))
+	f = f.Add(c.boundaryForce())
+	f = f.Add(c.handForce())
 
-	v := a.vel.Add(f.Scale(h / EffectiveMassKg))
+	v := c.vel.Add(f.Scale(h / EffectiveMassKg))
 	friction := kineticN
-	if a.vel.Dot(a.vel) < restSpeedMps*restSpeedMps {
+	if c.vel.Dot(c.vel) < restSpeedMps*restSpeedMps {
 		friction = staticN
 	}
 	dv := friction * h / EffectiveMassKg
@@ -343,23 +401,23 @@ func (a *Arm) step(actN hw.Vec3) {
 	} else {
 		v = v.Scale(1 - dv/speed)
 	}
-	a.vel = v
-	a.pos = a.pos.Add(v.Scale(h))
-	a.endStop()
-	a.tS += h
-	a.forceN = actN
+	c.vel = v
+	c.pos = c.pos.Add(v.Scale(h))
+	c.endStop()
+	c.tS += h
+	c.forceN = actN
 }
 
 // boundaryForce is a stiff spring and damper that push a cursor outside the
 // workspace sphere back in; inside, it is zero.
-func (a *Arm) boundaryForce() hw.Vec3 {
-	off := a.pos.Sub(a.centerM)
+func (c *ArmCore) boundaryForce() hw.Vec3 {
+	off := c.pos.Sub(c.centerM)
 	d := off.Norm()
 	if d <= WorkspaceRadiusM {
 		return hw.Vec3{}
 	}
 	n := off.Scale(1 / d)
-	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*a.vel.Dot(n)
+	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*c.vel.Dot(n)
 	if push < 0 {
 		push = 0 // the wall pushes, never pulls
 	}
@@ -369,49 +427,49 @@ func (a *Arm) boundaryForce() hw.Vec3 {
 // endStop models the linkage's mechanical stop EndStopMarginM beyond the
 // soft boundary: a cursor driven past it is put back on it and loses its
 // outward velocity (an inelastic contact).
-func (a *Arm) endStop() {
-	off := a.pos.Sub(a.centerM)
+func (c *ArmCore) endStop() {
+	off := c.pos.Sub(c.centerM)
 	d := off.Norm()
 	const stopM = WorkspaceRadiusM + EndStopMarginM
 	if d <= stopM {
 		return
 	}
 	n := off.Scale(1 / d)
-	a.pos = a.centerM.Add(n.Scale(stopM))
-	if out := a.vel.Dot(n); out > 0 {
-		a.vel = a.vel.Sub(n.Scale(out))
+	c.pos = c.centerM.Add(n.Scale(stopM))
+	if out := c.vel.Dot(n); out > 0 {
+		c.vel = c.vel.Sub(n.Scale(out))
 	}
 }
 
 // handForce is the scripted user's hand: a spring-damper pulling the handle
 // toward a moving target.
-func (a *Arm) handForce() hw.Vec3 {
+func (c *ArmCore) handForce() hw.Vec3 {
 	var target, targetV hw.Vec3
-	c := a.centerM
-	switch a.motion {
+	ctr := c.centerM
+	switch c.motion {
 	case MotionCircle:
 		w := 2 * math.Pi * circleHz
-		s, co := math.Sincos(w*a.tS + a.phaseRad)
-		target = hw.Vec3{X: c.X + circleRadiusM*co, Y: c.Y + circleRadiusM*s, Z: c.Z}
+		s, co := math.Sincos(w*c.tS + c.phaseRad)
+		target = hw.Vec3{X: ctr.X + circleRadiusM*co, Y: ctr.Y + circleRadiusM*s, Z: ctr.Z}
 		targetV = hw.Vec3{X: -circleRadiusM * w * s, Y: circleRadiusM * w * co}
 	case MotionRandom:
-		for a.walk.due(a.tS) {
-			p := a.rng.inBall(walkRadiusM)
-			a.walk.push([3]float64{c.X + p[0], c.Y + p[1], c.Z + p[2]}, walkSegmentS*a.rng.between(0.6, 1.4))
+		for c.walk.due(c.tS) {
+			p := c.rng.inBall(walkRadiusM)
+			c.walk.push([3]float64{ctr.X + p[0], ctr.Y + p[1], ctr.Z + p[2]}, walkSegmentS*c.rng.between(0.6, 1.4))
 		}
-		p, v := a.walk.at(a.tS)
+		p, v := c.walk.at(c.tS)
 		target = hw.Vec3{X: p[0], Y: p[1], Z: p[2]}
 		targetV = hw.Vec3{X: v[0], Y: v[1], Z: v[2]}
 	default:
 		return hw.Vec3{}
 	}
-	return target.Sub(a.pos).Scale(handNpm).Add(targetV.Sub(a.vel).Scale(handNspm))
+	return target.Sub(c.pos).Scale(handNpm).Add(targetV.Sub(c.vel).Scale(handNspm))
 }
 
-// fill writes the state the physics keeps (position, velocity, force,
+// Fill writes the state the physics keeps (position, velocity, force,
 // status) and nothing else; DeriveArmState adds what is computed from it.
-func (a *Arm) fill(st *hw.State) {
-	st.PositionM, st.VelocityMps, st.ForceN = a.pos, a.vel, a.forceN
+func (c *ArmCore) Fill(st *hw.State) {
+	st.PositionM, st.VelocityMps, st.ForceN = c.pos, c.vel, c.forceN
 	st.Status = hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply
 }
 
@@ -419,19 +477,19 @@ func (a *Arm) fill(st *hw.State) {
 // scripted hand still act on it) until the next Exchange with a non-idle
 // command. It does not advance time and is idempotent.
 func (a *Arm) Halt() error {
-	if a.closed {
+	if a.c.closed {
 		return ErrClosed
 	}
-	a.forceN = hw.Vec3{}
+	a.c.forceN = hw.Vec3{}
 	return nil
 }
 
 // Close halts the arm; every later call returns ErrClosed.
 func (a *Arm) Close() error {
-	if a.closed {
+	if a.c.closed {
 		return ErrClosed
 	}
-	a.forceN = hw.Vec3{}
-	a.closed = true
+	a.c.forceN = hw.Vec3{}
+	a.c.closed = true
 	return nil
 }

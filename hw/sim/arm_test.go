@@ -272,7 +272,7 @@ func TestArmTorqueMode(t *testing.T) {
 			if err := a.Configure(hw.Settings{LeftHanded: tt.left, TorqueScaling: true, GravityScale: 1}); err != nil {
 				t.Fatal(err)
 			}
-			q, _ := InverseKinematics(a.pos, tt.left)
+			q, _ := InverseKinematics(a.c.pos, tt.left)
 			jt := numericJacobian(q, tt.left)
 			jt = jt.transpose()
 			want, ok := jt.solve([3]float64{tt.torques.A0 / 1000, tt.torques.A1 / 1000, tt.torques.A2 / 1000})

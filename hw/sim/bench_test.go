@@ -37,7 +37,7 @@ func BenchmarkArmStepBaseline(b *testing.B) {
 	a := NewArm(ArmOptions{PeriodS: 0.001})
 	f := hw.Vec3{Z: 2}
 	for b.Loop() {
-		a.step(f)
+		a.c.step(f)
 	}
 }
 

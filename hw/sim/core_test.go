@@ -68,3 +68,45 @@ func TestRestingArmReportsNoMove(t *testing.T) {
 		t.Fatalf("a push: moved %v err %v velocity %+v", moved, err, st.VelocityMps)
 	}
 }
+
+// TestMovedCoreStepsTheSameArm: an arm whose physics state was moved out
+// (as a scheduler shard does) and back steps exactly as one that kept it,
+// and the moved-out core steps it meanwhile.
+func TestMovedCoreStepsTheSameArm(t *testing.T) {
+	kept := NewArm(ArmOptions{Index: 2, PeriodS: 0.001, Motion: MotionRandom, Seed: 4})
+	moved := NewArm(ArmOptions{Index: 2, PeriodS: 0.001, Motion: MotionRandom, Seed: 4})
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 0.5, Z: 2}}
+	var want, got hw.State
+	var cores [2]ArmCore
+	for i := 0; i < 600; i++ {
+		switch i {
+		case 100:
+			moved.MoveCore(&cores[1])
+		case 300:
+			moved.MoveCore(nil)
+		}
+		if err := kept.Exchange(&cmd, &want); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 100 && i < 300 {
+			// Stepped where it lives now, as the shard does.
+			if _, err := cores[1].Step(&cmd); err != nil {
+				t.Fatal(err)
+			}
+			got = hw.State{}
+			cores[1].Fill(&got)
+			DeriveArmState(&got, cores[1].LeftHanded())
+		} else if err := moved.Exchange(&cmd, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("tick %d: moved arm %+v, kept arm %+v", i, got, want)
+		}
+	}
+	if err := moved.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cores[1].Step(&cmd); err != nil {
+		t.Fatalf("the core the arm left behind is no longer the arm's: %v", err)
+	}
+}

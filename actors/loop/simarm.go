@@ -1,0 +1,320 @@
+package loop
+
+import (
+	"runtime"
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+)
+
+// A scheduler shard keeps its simulated arms in blocks of simArm records:
+// each record holds everything a tick of an arm nobody controls reads and
+// writes (the physics core, the force gate, the output, the published
+// state), so the shard steps them in one linear pass over compact memory,
+// with no locked instruction per arm. The Device keeps the rest (register,
+// stats, configuration, identity): the tick reads it only when something
+// may have changed (a register write or claim, new Globals, a Halt: all of
+// them poke the record) or while a session controls the arm.
+
+// armBlockLen is how many records a block holds: blocks never move, so a
+// record's address is stable while the shard's block list is copied on
+// write.
+const armBlockLen = 64
+
+type armBlock struct{ arms [armBlockLen]simArm }
+
+// coreMover is a driver whose physics state can live in a shard's record:
+// the simulated arm.
+type coreMover interface {
+	lazyStateDriver
+	MoveCore(dst *sim.ArmCore)
+}
+
+// simArm is one simulated arm's record on a shard. The shard's goroutine,
+// while it holds the shard's lock, owns every field but the atomics.
+type simArm struct {
+	// dev is the device stepped from this record, nil while it is free.
+	dev atomic.Pointer[Device]
+	// poke is set by whatever may change the tick's work: a register
+	// write, claim or release, SetGlobals, Halt. The next tick then runs
+	// the device's full step.
+	poke atomic.Uint32
+	// slow: the last full step found the device controlled, ramping,
+	// failing or otherwise needing the full step every tick.
+	slow    bool
+	asleep  bool // at rest and time-invariant: nothing to step (see sleepCheck)
+	pending bool // the last publish found no free buffer
+	outMode hw.ControlMode
+	// The output of an arm nobody controls (the gravity feed-forward),
+	// and that feed-forward, which the published force leaves out.
+	outForce  hw.Vec3
+	gravityN  float64
+	lastNowNs int64
+	ticks     uint64
+	gate      forceGate
+	core      sim.ArmCore
+	meta      armMeta
+	metaVer   uint64 // counts changes of meta, so a publish copies it only then
+	pub       armCell
+
+	sh *shard // immutable: the shard whose block holds the record
+}
+
+// armMeta is the part of a snapshot that changes only on a full step.
+type armMeta struct {
+	mode       hw.ControlMode
+	failed     bool
+	derive     uint8
+	status     hw.Status
+	owner      uint64
+	appliedSeq uint64
+	target     [3]float64
+}
+
+// armSnap is one published state of an arm: a compact Snapshot.
+type armSnap struct {
+	// readers counts readers copying this buffer (see armCell).
+	readers atomic.Int32
+	meta    armMeta
+	metaVer uint64 // the record's metaVer meta came with (0: always copy)
+	tick    uint64
+	timeNs  int64
+	pos     hw.Vec3
+	vel     hw.Vec3
+	force   hw.Vec3
+}
+
+// armCell is SnapshotCell's algorithm on two compact buffers with one
+// atomic for both "which is latest" and the publish count, so a publish
+// costs one locked instruction: the writer fills the buffer that is not
+// the latest and has no readers, then bumps seq; bufs[seq&1] is the
+// latest. A reader announces itself on the latest buffer and copies it if
+// it is still the latest.
+type armCell struct {
+	seq atomic.Uint64
+	// base plus seq is PublishSeq: a device moving into or out of a shard
+	// record keeps its count growing, without moving seq (which says
+	// which buffer is the latest).
+	base atomic.Uint64
+	bufs [2]armSnap
+}
+
+// count is the device's PublishSeq while it publishes here.
+func (c *armCell) count() uint64 { return c.base.Load() + c.seq.Load() }
+
+// publish stores a state; false means a reader still held the other
+// buffer, so the previous state stays the latest (the caller retries on its
+// next tick).
+func (c *armCell) publish(m *armMeta, metaVer, tick uint64, timeNs int64, pos, vel, force hw.Vec3) bool {
+	s := c.seq.Load()
+	b := &c.bufs[(s+1)&1]
+	if b.readers.Load() != 0 {
+		return false
+	}
+	if metaVer == 0 || b.metaVer != metaVer {
+		b.meta, b.metaVer = *m, metaVer
+	}
+	b.tick, b.timeNs = tick, timeNs
+	b.pos, b.vel, b.force = pos, vel, force
+	c.seq.Store(s + 1)
+	return true
+}
+
+// latest is the writer's view of the last published state (only the
+// writer may call it: it reads without announcing).
+func (c *armCell) latest() *armSnap { return &c.bufs[c.seq.Load()&1] }
+
+// load fills dst with the latest state, as Snapshot fields.
+func (c *armCell) load(dst *Snapshot) {
+	for {
+		s := c.seq.Load()
+		b := &c.bufs[s&1]
+		b.readers.Add(1)
+		if c.seq.Load() == s {
+			m := &b.meta
+			dst.Mode, dst.Failed, dst.derive = m.mode, m.failed, m.derive
+			dst.Owner, dst.AppliedSeq, dst.Target = m.owner, m.appliedSeq, m.target
+			dst.Tick, dst.TimeNs = b.tick, b.timeNs
+			dst.State = hw.State{PositionM: b.pos, VelocityMps: b.vel, ForceN: b.force, Status: m.status}
+			b.readers.Add(-1)
+			return
+		}
+		b.readers.Add(-1) // the writer moved on meanwhile; b may be refilled
+	}
+}
+
+// metaOf is the armMeta of a Snapshot.
+func metaOf(p *Snapshot) armMeta {
+	return armMeta{mode: p.Mode, failed: p.Failed, derive: p.derive, status: p.State.Status,
+		owner: p.Owner, appliedSeq: p.AppliedSeq, target: p.Target}
+}
+
+// publishSnap publishes a full step's snapshot into the record, whose
+// fast path publishes the same metadata until the next full step.
+func (r *simArm) publishSnap(p *Snapshot) bool {
+	if m := metaOf(p); m != r.meta || r.metaVer == 0 {
+		r.meta = m
+		r.metaVer++
+	}
+	return r.pub.publish(&r.meta, r.metaVer, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
+}
+
+// publishSnap publishes a snapshot of a lazy device.
+func (c *armCell) publishSnap(p *Snapshot) bool {
+	m := metaOf(p)
+	return c.publish(&m, 0, p.Tick, p.TimeNs, p.State.PositionM, p.State.VelocityMps, p.State.ForceN)
+}
+
+// fastTick is one tick of an arm nobody controls, whose full step would
+// only step the physics under a constant output and publish the state:
+// what Device.stepLocked does in that case, on the record alone. It
+// reports false when the device needs its full step after all (a driver
+// error: the full step handles it on the next tick).
+func (r *simArm) fastTick(nowNs, periodNs int64, k *gateCoeffs, timed bool, clock Clock, rs *runnerStats) bool {
+	dtNs := nowNs - r.lastNowNs
+	if r.lastNowNs == 0 || dtNs <= 0 {
+		dtNs = periodNs
+	}
+	r.lastNowNs = nowNs
+	r.ticks++
+	if k.dtNs != dtNs {
+		k.set(dtNs)
+	}
+	r.gate.step(r.core.Velocity(), k)
+	cmd := hw.Command{Mode: r.outMode, ForceN: r.outForce}
+	var startNs int64
+	if timed {
+		startNs = clock.Now()
+	}
+	moved, err := r.core.Step(&cmd)
+	if timed {
+		rs.exchange.Record(clock.Now() - startNs)
+	}
+	if err != nil {
+		r.slow = true
+		return false
+	}
+	if moved || r.pending {
+		f := r.core.Force()
+		f.Z -= r.gravityN
+		r.pending = !r.pub.publish(&r.meta, r.metaVer, r.ticks, nowNs, r.core.Position(), r.core.Velocity(), f)
+		return true
+	}
+	// As sleepCheck, for an arm the fast path steps.
+	if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) && r.gate.settled() {
+		r.gate = forceGate{prevV: r.gate.prevV, primed: r.gate.primed}
+		r.asleep = true
+	}
+	return true
+}
+
+// step is one tick of the record's device: nothing but the count when it
+// sleeps, the fast path when nobody controls it and nothing poked it, else
+// the device's full step. timedFast and timedSlow say whether the fast
+// path's physics step or the full step's exchange is timed this tick.
+func (r *simArm) step(d *Device, nowNs, periodNs int64, k *gateCoeffs, timedFast, timedSlow bool, clock Clock, rs *runnerStats) {
+	if !r.slow && r.poke.Load() == 0 {
+		if r.asleep {
+			// As Device.stepLocked's asleep path: count the tick,
+			// nothing else.
+			r.ticks++
+			r.lastNowNs = nowNs
+			return
+		}
+		if r.fastTick(nowNs, periodNs, k, timedFast, clock, rs) {
+			return
+		}
+	}
+	r.slowTick(d, nowNs, timedSlow)
+}
+
+// slowTick runs the device's full step from the record.
+func (r *simArm) slowTick(d *Device, nowNs int64, timed bool) {
+	if r.poke.Load() != 0 {
+		// Cleared before the step reads what the pokes announce, so a
+		// poke during the step is seen on the next tick.
+		r.poke.Store(0)
+	}
+	d.pull(r)
+	d.stepLocked(nowNs, timed)
+	d.push(r)
+}
+
+// pull brings the record's state into the device before a full step (or a
+// Halt) on a scheduled arm.
+func (d *Device) pull(r *simArm) {
+	d.gate, d.lastNowNs, d.publishPending = r.gate, r.lastNowNs, r.pending
+	d.asleep = false
+	r.core.Fill(&d.state)
+	l := r.pub.latest()
+	p := &d.pub
+	p.Tick, p.TimeNs = l.tick, l.timeNs
+	p.State.PositionM, p.State.VelocityMps, p.State.ForceN = l.pos, l.vel, l.force
+}
+
+// push hands the device's state back to the record after a full step, and
+// says whether the next ticks may take the fast path.
+func (d *Device) push(r *simArm) {
+	r.gate, r.lastNowNs, r.pending = d.gate, d.lastNowNs, d.publishPending
+	r.asleep, d.asleep = d.asleep, false
+	r.outMode, r.outForce, r.gravityN = d.out.Mode, d.out.ForceN, d.stateGravityN
+	r.slow = !d.quiet()
+}
+
+// quiet says whether the device's tick, until something pokes it, is the
+// fast path's: nobody in control, no ramp, no error, settings applied, no
+// Halt or register write pending, and an output that is a plain force.
+func (d *Device) quiet() bool {
+	return d.lastOwner == 0 && d.reg.owner.Load() == 0 && !d.armed && !d.ramping && d.errRun == 0 &&
+		!d.failed.Load() && d.configuredFrom == d.globals.Load() && d.haltReq.Load() == d.haltAck.Load() &&
+		d.reg.latest.Load() == d.cmd.version && d.unarmedOwner == 0 &&
+		(d.out.Mode == hw.ModeIdle || d.out.Mode == hw.ModeForce) && d.gravityN == d.stateGravityN
+}
+
+// attach moves the device's loop state into r (a free record of a shard).
+// The caller holds d's token, which stays held while the device is on the
+// shard (the shard's lock guards the driver instead), and the Scheduler's
+// lock.
+func (d *Device) attach(r *simArm, m coreMover) {
+	// Field by field: the record's atomics and buffers are read by the
+	// shard and by readers of a device that left it.
+	r.poke.Store(0)
+	r.slow, r.asleep, r.pending = true, false, false
+	r.outMode, r.outForce, r.gravityN = hw.ModeIdle, hw.Vec3{}, 0
+	r.gate, r.lastNowNs, r.ticks = d.gate, d.lastNowNs, d.ticks.Load()
+	m.MoveCore(&r.core)
+	// The record's publishes continue the cell's count, so PublishSeq
+	// only grows (modular arithmetic: base may wrap).
+	r.pub.base.Store(d.cell.Load().count() - r.pub.seq.Load())
+	// Until this publish the record's latest is its last device's state;
+	// a reader of that device may hold the spare buffer for a moment.
+	for !r.publishSnap(&d.pub) {
+		runtime.Gosched()
+	}
+	d.arm = r
+	d.slot.Store(r)
+	d.cell.Store(&r.pub)
+	d.reg.wake.Store(&r.poke)
+	r.dev.Store(d)
+}
+
+// detach moves the device's loop state back out of r; the shard no longer
+// steps it (the caller cleared r.dev and holds the shard's lock). It
+// releases d's token.
+func (d *Device) detach(r *simArm) {
+	d.reg.wake.Store(nil)
+	d.pull(r)
+	d.asleep = false
+	d.arm = nil
+	if m, ok := d.drv.(coreMover); ok {
+		m.MoveCore(nil)
+	}
+	d.ticks.Store(r.ticks)
+	c := new(armCell)
+	c.base.Store(r.pub.count())
+	c.publishSnap(&d.pub)
+	d.cell.Store(c)
+	d.slot.Store(nil)
+	d.token.Store(false)
+}
