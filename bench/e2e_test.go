@@ -70,7 +70,9 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	}
 	loaded := 0
 	for _, c := range rep.Comparisons {
-		if c.Baseline == loadedBaseline && (c.Ratio > 0 || c.Flag != "" || c.Hapticd == 0) {
+		// A ratio is left out where the loaded bare loop had no overruns
+		// to divide by; the row still stands beside it.
+		if c.Baseline == loadedBaseline {
 			loaded++
 		}
 	}
