@@ -143,6 +143,7 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 			return sv.stop(err)
 		}
 	}
+	releaseStartGarbage()
 	logReady(log, sv)
 
 	s := <-sig
