@@ -92,3 +92,28 @@ func TestLoopUnderLoadIsSetBesideTheLoadedBareLoop(t *testing.T) {
 		t.Errorf("the table does not show the loaded bare loop:\n%s", b.String())
 	}
 }
+
+// TestEchoBaselineIsTheBestOfItsRuns: with several echo runs, each figure is
+// compared with the best any run did, so the run with the highest rate does
+// not bring a worse tail along: hapticd's p99 under the fastest run's but
+// over the other run's is a ratio above 1, not a win.
+func TestEchoBaselineIsTheBestOfItsRuns(t *testing.T) {
+	fast := Overall{AchievedHzTotal: 28000, RTT: Summary{P50Us: 19, P99Us: 160}}
+	steady := Overall{AchievedHzTotal: 16000, RTT: Summary{P50Us: 40, P99Us: 70}}
+	r := RunReport{EchoRates: []float64{fast.AchievedHzTotal, steady.AchievedHzTotal}}
+	r.Echo = &LoadResult{Overall: fast}
+	r.EchoFloor = bestOf(bestOf(nil, fast), steady)
+	r.Hapticd.Overall = Overall{AchievedHzTotal: 23000, RTT: Summary{P50Us: 37, P99Us: 102}}
+	got := map[string]Comparison{}
+	for _, c := range compare(r) {
+		got[c.Figure] = c
+	}
+	for fig, wantBase := range map[string]float64{"rate total": 28000, "rtt p50": 19, "rtt p99": 70} {
+		if c := got[fig]; c.Base != wantBase {
+			t.Errorf("%s: baseline %v, want the best echo run's %v", fig, c.Base, wantBase)
+		}
+	}
+	if c := got["rtt p99"]; c.Ratio <= 1 {
+		t.Errorf("rtt p99: ratio %v against the steadier run's 70 µs, want above 1", c.Ratio)
+	}
+}

@@ -51,7 +51,7 @@ func (r RunReport) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.EchoRates) > 1 {
-		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (the fastest is the baseline; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
+		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (each figure's baseline is the best any run did; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
 	}
 
 	b.WriteString("\n")
