@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"github.com/hapticd/hapticd/actors/loop"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,5 +235,22 @@ func TestShutdownIsNoDeviceFailure(t *testing.T) {
 	}
 	if drv.closes.Load() != 1 {
 		t.Fatalf("the driver was closed %d times, want once", drv.closes.Load())
+	}
+}
+
+// A driver is closed once, however many paths close it at the same time
+// (the registry removing a failed device while Shutdown closes every device
+// it listed; both after the device's loop stopped): the first Close's
+// error answers them all.
+func TestDriverIsClosedOnceWhateverClosesIt(t *testing.T) {
+	drv := &fakeDriver{Arm: simArm(0)}
+	d := &Device{rt: loop.NewDevice(drv, loop.DeviceOptions{})}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _ = d.closeDriver() })
+	}
+	wg.Wait()
+	if n := drv.closes.Load(); n != 1 {
+		t.Fatalf("the driver was closed %d times, want once", n)
 	}
 }
