@@ -100,11 +100,11 @@ type DeviceOptions struct {
 	// PeriodNs is the target loop period (default 1 ms).
 	PeriodNs int64
 	// RampNs is how long the output takes to ramp to zero after a lease
-	// lapse or a release. The default keeps the documented promise, zero
-	// within ReleaseBoundNs of the lapse: the loop notices a lapse on its
-	// first tick after the deadline (up to a period late) and the zero goes
-	// out on a tick, so the ramp is ReleaseBoundNs less two periods and
-	// less releaseJitterNs for ticks that wake late, and at least one
+	// lapse (counted from the deadline) or a release (from the tick that
+	// saw it). The default keeps the documented promise, zero within
+	// ReleaseBoundNs of the lapse: the zero goes out on the first tick
+	// after the ramp's end, so the ramp is ReleaseBoundNs less two periods
+	// and less releaseJitterNs for ticks that wake late, and at least one
 	// period (16 ms at 1 kHz).
 	RampNs int64
 	// MaxErrors is how many driver errors in a row fail the device
@@ -704,7 +704,15 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	if d.armed {
 		d.armed = false
 		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque {
+			// A lapse ramps from the deadline, not from the tick that
+			// noticed it: a tick that woke late (a busy CPU) shortens the
+			// ramp instead of pushing the zero past ReleaseBoundNs.
+			// Past it by a whole ramp, the force drops to zero at once:
+			// the bound on the release outranks the smoothness of it.
 			d.ramping, d.rampStartNs = true, nowNs
+			if dl := d.held.DeadlineNs; dl < nowNs {
+				d.rampStartNs = dl
+			}
 		}
 	}
 	if d.ramping {

@@ -517,3 +517,46 @@ func TestDefaultRampEndsWithinTheReleaseBound(t *testing.T) {
 		}
 	}
 }
+
+// TestLateTickAfterLapseStillReleasesWithinTheBound: a loop that wakes late
+// just after a lease lapses (another process had the CPU) ramps from the
+// deadline, not from the late tick, so the zero still goes out within
+// ReleaseBoundNs of the deadline; a tick later than the whole ramp drops
+// the force at once.
+func TestLateTickAfterLapseStillReleasesWithinTheBound(t *testing.T) {
+	for _, lateNs := range []int64{0, 3 * ms, 8 * ms, 15 * ms, 19 * ms, 40 * ms} {
+		r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+		r.command(7, 1, 50*ms, force(4, 0, 0), nil)
+		deadline := r.clock.Now() + 50*ms
+		for r.clock.Now() < deadline {
+			r.step(ms)
+		}
+		// The first tick after the deadline comes lateNs late.
+		c := r.step(ms + lateNs)
+		zeroAt := int64(-1)
+		prev := mag(c.ForceN)
+		if c.Mode == hw.ModeIdle || prev == 0 {
+			zeroAt = r.clock.Now()
+		}
+		for zeroAt < 0 && r.clock.Now() < deadline+3*ReleaseBoundNs {
+			c = r.step(ms)
+			f := mag(c.ForceN)
+			if c.Mode == hw.ModeIdle || f == 0 {
+				zeroAt = r.clock.Now()
+				break
+			}
+			if f > prev+1e-9 {
+				t.Fatalf("late %d ms: the ramp went up (%.3f N after %.3f N)", lateNs/ms, f, prev)
+			}
+			prev = f
+		}
+		if zeroAt < 0 {
+			t.Fatalf("late %d ms: the force never reached zero", lateNs/ms)
+		}
+		// The late tick itself can only be as early as it came.
+		bound := max(ReleaseBoundNs, ms+lateNs)
+		if got := zeroAt - deadline; got > bound {
+			t.Fatalf("late %d ms: zero %.1f ms after the deadline, want within %.1f ms", lateNs/ms, float64(got)/1e6, float64(bound)/1e6)
+		}
+	}
+}

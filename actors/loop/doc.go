@@ -50,8 +50,10 @@
 //
 // A command is never applied after its deadline. When the owner's lease
 // lapses the loop releases the register (EventLeaseExpired, once) and ramps
-// the output linearly to zero over RampNs, then sends ModeIdle (by default
-// the zero goes out within ReleaseBoundNs, 20 ms, of the lapse); a release
+// the output linearly to zero over RampNs counted from the deadline (a tick
+// that woke late shortens the ramp rather than delaying the zero), then
+// sends ModeIdle (by default the zero goes out within ReleaseBoundNs, 20 ms,
+// of the lapse); a release
 // by the session does the same with EventReleased. Every change of owner
 // starts a new ownership term and a command counts only in its own term, so
 // a command written before a release is never applied again, even if the

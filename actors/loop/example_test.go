@@ -10,7 +10,8 @@ import (
 )
 
 // A session controls a device through its register; the loop enforces the
-// lease: when it lapses, the force ramps to zero and the device goes idle.
+// lease: when it lapses, the force ramps to zero from the lease's deadline
+// (here 3 ms, seen by the tick at 4 ms) and the device goes idle.
 func Example() {
 	clock := looptest.NewClock(0)
 	arm := looptest.NewArm()
@@ -39,10 +40,10 @@ func Example() {
 	// t=2ms mode=force force=2.0N owner=42
 	// t=3ms mode=force force=2.0N owner=42
 	// event: lease-expired session 42
-	// t=4ms mode=force force=2.0N owner=0
-	// t=5ms mode=force force=1.5N owner=0
-	// t=6ms mode=force force=1.0N owner=0
-	// t=7ms mode=force force=0.5N owner=0
+	// t=4ms mode=force force=1.5N owner=0
+	// t=5ms mode=force force=1.0N owner=0
+	// t=6ms mode=force force=0.5N owner=0
+	// t=7ms mode=idle force=0.0N owner=0
 	// t=8ms mode=idle force=0.0N owner=0
 	// t=9ms mode=idle force=0.0N owner=0
 }
