@@ -50,8 +50,9 @@ type echoProcess struct {
 }
 
 // startEchoProcess runs command (the hapticbench binary and its echo
-// subcommand) with the frames in temp files and waits for its URL.
-func startEchoProcess(ctx context.Context, command []string, frames capturedFrames) (*echoProcess, error) {
+// subcommand) on cpus (nil: any) with the frames in temp files and waits
+// for its URL.
+func startEchoProcess(ctx context.Context, command []string, frames capturedFrames, cpus []int) (*echoProcess, error) {
 	dir, err := os.MkdirTemp("", "hapticbench-echo-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: echo process: %w", err)
@@ -79,7 +80,7 @@ func startEchoProcess(ctx context.Context, command []string, frames capturedFram
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: echo process: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, cpus); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: start echo process %s: %w", command[0], err)
 	}

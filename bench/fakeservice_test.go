@@ -50,6 +50,10 @@ type fakeFaults struct {
 	busyEvery int
 	// overrunPermille is the share of loop ticks /stats reports overrun.
 	overrunPermille uint64
+	// faultyFrom limits the faults above to sessions from this id on
+	// (0: every session), and slows those sessions' frames by 200 µs:
+	// a later run that is both slower and faulty.
+	faultyFrom int64
 }
 
 func newFake(arms int, faults fakeFaults) *fakeService {
@@ -133,6 +137,10 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 	if conn.WriteMessage(websocket.TextMessage, f.frame(session, true, false)) != nil {
 		return
 	}
+	faults := f.fakeFaults
+	if f.faultyFrom > 0 && session < f.faultyFrom {
+		faults = fakeFaults{}
+	}
 	var n int
 	for {
 		_, msg, err := conn.ReadMessage()
@@ -144,19 +152,22 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 		if control {
 			n++
 		}
-		if control && f.dropEvery > 0 && n%f.dropEvery == 0 {
+		if f.faultyFrom > 0 && session >= f.faultyFrom {
+			time.Sleep(200 * time.Microsecond)
+		}
+		if control && faults.dropEvery > 0 && n%faults.dropEvery == 0 {
 			continue
 		}
 		id := session
-		if control && f.foreignEvery > 0 && n%f.foreignEvery == 0 {
+		if control && faults.foreignEvery > 0 && n%faults.foreignEvery == 0 {
 			id = session + 1000
 		}
-		withErrors := control && f.errorEvery > 0 && n%f.errorEvery == 0
-		busy := control && f.busyEvery > 0 && n%f.busyEvery == 0
+		withErrors := control && faults.errorEvery > 0 && n%faults.errorEvery == 0
+		busy := control && faults.busyEvery > 0 && n%faults.busyEvery == 0
 		if conn.WriteMessage(websocket.TextMessage, f.frameWith(id, full, withErrors, busy)) != nil {
 			return
 		}
-		if control && f.extraEvery > 0 && n%f.extraEvery == 0 {
+		if control && faults.extraEvery > 0 && n%faults.extraEvery == 0 {
 			if conn.WriteMessage(websocket.TextMessage, f.frame(id, false, false)) != nil {
 				return
 			}

@@ -50,8 +50,14 @@ func (r RunReport) WriteTable(w io.Writer) error {
 				cmp.Figure, number(cmp.Hapticd), cmp.Baseline, number(cmp.Base))
 		}
 	}
+	if len(r.HapticdRates) > 1 {
+		fmt.Fprintf(&b, "hapticd runs: %d, rates %s Hz (each hapticd figure is the best any run did; noise %.1f %%)\n", len(r.HapticdRates), floats(r.HapticdRates), 100*spread(r.HapticdRates))
+	}
 	if len(r.EchoRates) > 1 {
 		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (each figure's baseline is the best any run did; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
+	}
+	if c := r.Config; c.Placement != "" {
+		fmt.Fprintf(&b, "placement %s: clients on CPUs %v, hapticd and its baselines on CPUs %v\n", c.Placement, c.ClientCPUs, c.ServerCPUs)
 	}
 
 	b.WriteString("\n")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +286,45 @@ func TestCountsAddSumsEveryField(t *testing.T) {
 		if got, want := va.Field(i).Uint(), uint64(101*(i+1)); got != want {
 			t.Errorf("%s = %d after add, want %d", va.Type().Field(i).Name, got, want)
 		}
+	}
+}
+
+// TestHapticdRunsTakeTheBestOfEachSide: with several hapticd runs the
+// comparisons use each figure's best run, as the echo's floor does, and
+// every run's rate is in the report.
+func TestHapticdRunsTakeTheBestOfEachSide(t *testing.T) {
+	f := newFakeService(t, fakeFaults{})
+	rep := quickRun(t, f, RunOptions{Clients: 1, HapticdRuns: 3, EchoRuns: 2})
+	if len(rep.HapticdRates) != 3 || len(rep.EchoRates) != 2 {
+		t.Fatalf("hapticd rates %v, echo rates %v: want 3 and 2 runs", rep.HapticdRates, rep.EchoRates)
+	}
+	if rep.HapticdBest == nil {
+		t.Fatal("no best-of-runs figures for hapticd")
+	}
+	best := slices.Max(rep.HapticdRates)
+	if rep.HapticdBest.AchievedHzTotal != best || rep.Hapticd.Overall.AchievedHzTotal != best {
+		t.Errorf("best rate %v, shown run %v, want the highest of %v", rep.HapticdBest.AchievedHzTotal, rep.Hapticd.Overall.AchievedHzTotal, rep.HapticdRates)
+	}
+	if rep.HapticdBest.RTT.P50Us > rep.Hapticd.Overall.RTT.P50Us {
+		t.Errorf("best p50 %v is worse than the shown run's %v", rep.HapticdBest.RTT.P50Us, rep.Hapticd.Overall.RTT.P50Us)
+	}
+	for _, c := range rep.Comparisons {
+		if c.Figure == "rate total" && c.Hapticd != best {
+			t.Errorf("rate comparison uses %v, want the best run's %v", c.Hapticd, best)
+		}
+	}
+}
+
+// TestAFaultyRunIsNeverHiddenBehindAFasterOne: the run that broke the
+// contract is the one the report shows (and the command fails on).
+func TestAFaultyRunIsNeverHiddenBehindAFasterOne(t *testing.T) {
+	// The second run's session (id 2) is slower and answers with errors.
+	f := newFakeService(t, fakeFaults{errorEvery: 10, faultyFrom: 2})
+	rep := quickRun(t, f, RunOptions{Clients: 1, HapticdRuns: 2, EchoRuns: 1})
+	if len(rep.HapticdRates) != 2 || rep.HapticdRates[1] >= rep.HapticdRates[0] {
+		t.Fatalf("rates %v: want the faulty second run to be the slower", rep.HapticdRates)
+	}
+	if rep.Hapticd.Overall.ErrorFrames == 0 {
+		t.Fatalf("shown run has no error frames (rates %v): a faulty run was hidden", rep.HapticdRates)
 	}
 }

@@ -69,6 +69,7 @@ type ServiceOptions struct {
 	Extra    []string      // more flags (e.g. --hw-port)
 	ReadyIn  time.Duration // how long to wait for "ready"; default 60 s
 	LogLines int           // recent log lines kept for error messages; default 40
+	CPUs     []int         // CPUs the service may run on; nil: any (Placement)
 }
 
 // service is a hapticd process this run started.
@@ -119,7 +120,7 @@ func startService(ctx context.Context, o ServiceOptions) (*service, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: hapticd stderr: %w", err)
 	}
-	if err := s.cmd.Start(); err != nil {
+	if err := startOn(s.cmd, o.CPUs); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: start %s: %w", o.Binary, err)
 	}
@@ -228,6 +229,11 @@ type BareLoop = protocol.BaselineArms
 
 // runBareLoop runs `hapticd baseline-arms` and reads its JSON.
 func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
+	return runBareLoopOn(ctx, nil, binary, arms, loopHz, d, motion)
+}
+
+// runBareLoopOn is runBareLoop on cpus (nil: any).
+func runBareLoopOn(ctx context.Context, cpus []int, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
 	args := []string{"baseline-arms", "--arms", strconv.Itoa(arms),
 		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json"}
 	if motion != "" {
@@ -235,9 +241,13 @@ func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d
 	}
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = childEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := startOn(cmd, cpus)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	out := stdout.Bytes()
 	if err != nil {
 		return BareLoop{}, fmt.Errorf("bench: %s baseline-arms: %w: %s", binary, err, strings.TrimSpace(stderr.String()))
 	}
