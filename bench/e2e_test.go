@@ -68,6 +68,11 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	if l := rep.BareLoopLoaded; l == nil || l.Arms != 2 || l.Ticks == 0 {
 		t.Errorf("bare loop under the echo's load %+v, want 2 arms stepped", l)
 	}
+	// ...in runs of its own: the echo's floor comes from the two runs
+	// that had the machine to themselves, as hapticd's run had.
+	if len(rep.EchoRates) != 2 {
+		t.Errorf("echo rates %v: want the 2 runs for the floor, not the runs that carried the bare loop", rep.EchoRates)
+	}
 	loaded := 0
 	for _, c := range rep.Comparisons {
 		// A ratio is left out where the loaded bare loop had no overruns
