@@ -788,7 +788,10 @@ func compare(r RunReport) []Comparison {
 		add("loop period p50 (median device)", "µs", r.Loop.PeriodP50UsMedian, "bare loop", bl.PeriodUsP50, has, false, minNoise)
 		add("loop period p99 (worst device)", "µs", r.Loop.PeriodP99UsWorst, "bare loop", bl.PeriodUsP99, has, false, minNoise)
 		add("loop overruns (worst device)", "%", 100*r.Loop.OverrunFractionWorst, "bare loop", 100*bl.OverrunFraction(), has, false, minNoise)
-		add("arm step cost", "µs", r.Loop.ExchangeP50UsMedian, "bare loop", bl.NsPerStep/1e3, has, false, minNoise)
+		// No step-cost row: the service's arms move under the clients'
+		// commands while the bare loop's rest (and sleep), so the two
+		// step costs measure different work. `hapticbench arms` compares
+		// step costs on the same motion.
 		if ll := r.BareLoopLoaded; ll != nil {
 			// The same hapticd figures, beside a bare loop that bore the
 			// clients' load too (the echo serving them).
