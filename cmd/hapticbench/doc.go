@@ -3,15 +3,20 @@
 //
 //	hapticbench run  [--arms N] [--clients M] [--observers K] [--rate HZ] [--duration D]
 //	                 [--warmup D] [--loop-hz H] [--target URL | --hapticd PATH]
+//	                 [--hapticd-runs N] [--echo-runs N] [--cpus any|shared|split]
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
 //	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
 //	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--hapticd PATH]
 //
 // run starts hapticd (the binary next to hapticbench, else on $PATH, else
 // built with `go build`), drives M lock-step controlling sessions and K
-// observers, then the same clients against an in-process echo server that
-// answers with a captured hapticd frame, then `hapticd baseline-arms`, and
-// prints each hapticd figure beside its baseline and the ratio.
+// observers, then the same clients against an echo server in its own
+// process that answers with a captured hapticd frame, hapticd's and the
+// echo's runs taking turns (--hapticd-runs, --echo-runs; each side's best
+// per figure), then `hapticd baseline-arms`, and prints each hapticd figure
+// beside its baseline and the ratio. --cpus shared or split fixes where the
+// clients and the servers run, the same for hapticd and its baselines
+// (bench/README.md, "Placement").
 //
 // lab starts a hapticd node and a gateway in front of it and drives the same
 // lock-step clients against the node directly, then through the gateway,
