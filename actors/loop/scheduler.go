@@ -95,7 +95,9 @@ func (sh *shard) record() *simArm {
 	}
 	b := new(armBlock)
 	for i := range b.arms {
+		b.arms[i].armCold = &b.cold[i]
 		b.arms[i].sh = sh
+		b.arms[i].phase = uint8(i % publishIdleEvery)
 	}
 	for i := armBlockLen - 1; i > 0; i-- {
 		sh.free = append(sh.free, &b.arms[i])
@@ -366,6 +368,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		locked = false
 		sh.mu.Unlock()
 		sh.stats.busy.Record(clock.Now() - now)
+		sh.stats.endTick()
 	}
 }
 
@@ -375,7 +378,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
-	var gk gateCoeffs
+	var ps passScratch
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {
@@ -390,8 +393,12 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 			}
 			k++
 			*cur = d
-			r.step(d, now, periodNs, &gk, k == sample, (tick+k)%exchangeSampleEvery == 0, clock, sh.stats)
-			if l := d.taps.list.Load(); l != nil {
+			l := r.taps.Load()
+			if l != nil && r.hotLeft == 0 {
+				r.hotLeft = 1 // a tap takes this tick's state from the cell
+			}
+			r.step(d, now, periodNs, &ps, k == sample, (tick+k)%exchangeSampleEvery == 0, clock, sh.stats)
+			if l != nil {
 				d.feedTaps(*l, now, r.ticks)
 			}
 		}
