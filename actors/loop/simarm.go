@@ -65,7 +65,7 @@ type simArm struct {
 	// publishDue), so the next tick that may publishes even at rest.
 	pending bool
 	outMode hw.ControlMode
-	// phase staggers the records' publishes without readers over
+	// phase staggers the blocks' publishes without readers over
 	// publishIdleEvery ticks, so no tick carries them all.
 	phase uint8
 	// hotLeft is how many more moving ticks publish every tick: a reader
@@ -224,7 +224,10 @@ func (r *simArm) fastTick(nowNs, periodNs int64, ps *passScratch, timed bool, cl
 	if k := &ps.gk; k.dtNs != dtNs {
 		k.set(dtNs)
 	}
-	r.gate.step(r.core.Velocity(), &ps.gk)
+	// The gate takes the velocity the tick starts with, as the full step's
+	// does; it is stepped after the physics, which does not read it, so
+	// the two chains of arithmetic overlap.
+	v0 := r.core.Velocity()
 	// The pass's command, whose other fields stay zero: building a whole
 	// hw.Command per arm cost the step a tenth more.
 	cmd := &ps.cmd
@@ -237,6 +240,7 @@ func (r *simArm) fastTick(nowNs, periodNs int64, ps *passScratch, timed bool, cl
 	if timed {
 		rs.exchange.Record(clock.Now() - startNs)
 	}
+	r.gate.step(v0, &ps.gk)
 	if err != nil {
 		r.slow = true
 		return false
