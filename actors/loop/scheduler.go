@@ -381,7 +381,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
-	var ps passScratch
+	ps := passScratch{periodNs: periodNs, clock: clock, rs: sh.stats}
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {
@@ -400,7 +400,17 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 			if l != nil && r.hotLeft == 0 {
 				r.hotLeft = 1 // a tap takes this tick's state from the cell
 			}
-			r.step(d, now, periodNs, &ps, k == sample, (tick+k)%exchangeSampleEvery == 0, clock, sh.stats)
+			// Nothing but the count when the arm sleeps, the fast path
+			// when nobody controls it and nothing poked it, else the
+			// device's full step (which the fast path may hand over to).
+			switch {
+			case r.slow || r.poke.Load() != 0:
+				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
+			case r.asleep:
+				r.restTick(now)
+			case !r.fastTick(now, &ps, k == sample):
+				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
+			}
 			if l != nil {
 				d.feedTaps(*l, now, r.ticks)
 			}

@@ -214,10 +214,10 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // what Device.stepLocked does in that case, on the record alone. It
 // reports false when the device needs its full step after all (a driver
 // error: the full step handles it on the next tick).
-func (r *simArm) fastTick(nowNs, periodNs int64, ps *passScratch, timed bool, clock Clock, rs *runnerStats) bool {
+func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 	dtNs := nowNs - r.lastNowNs
 	if r.lastNowNs == 0 || dtNs <= 0 {
-		dtNs = periodNs
+		dtNs = ps.periodNs
 	}
 	r.lastNowNs = nowNs
 	r.ticks++
@@ -234,11 +234,11 @@ func (r *simArm) fastTick(nowNs, periodNs int64, ps *passScratch, timed bool, cl
 	cmd.Mode, cmd.ForceN = r.outMode, r.outForce
 	var startNs int64
 	if timed {
-		startNs = clock.Now()
+		startNs = ps.clock.Now()
 	}
 	moved, err := r.core.Step(cmd)
 	if timed {
-		rs.exchange.Record(clock.Now() - startNs)
+		ps.rs.exchange.Record(ps.clock.Now() - startNs)
 	}
 	r.gate.step(v0, &ps.gk)
 	if err != nil {
@@ -264,10 +264,15 @@ func (r *simArm) fastTick(nowNs, periodNs int64, ps *passScratch, timed bool, cl
 }
 
 // passScratch is what a shard's pass shares across its arms' fast ticks:
-// the force gate's coefficients for the tick's length, and the command.
+// the force gate's coefficients for the tick's length, the command, and
+// what the one timed step a tick needs (kept here, not passed to every
+// arm's call).
 type passScratch struct {
-	gk  gateCoeffs
-	cmd hw.Command // only Mode and ForceN are ever set
+	gk       gateCoeffs
+	cmd      hw.Command // only Mode and ForceN are ever set
+	periodNs int64
+	clock    Clock
+	rs       *runnerStats
 }
 
 // publishDue says whether a moving tick on the fast path publishes (see
@@ -287,24 +292,11 @@ func (r *simArm) publishDue() bool {
 	return (r.ticks+uint64(r.phase))%publishIdleEvery == 0
 }
 
-// step is one tick of the record's device: nothing but the count when it
-// sleeps, the fast path when nobody controls it and nothing poked it, else
-// the device's full step. timedFast and timedSlow say whether the fast
-// path's physics step or the full step's exchange is timed this tick.
-func (r *simArm) step(d *Device, nowNs, periodNs int64, ps *passScratch, timedFast, timedSlow bool, clock Clock, rs *runnerStats) {
-	if !r.slow && r.poke.Load() == 0 {
-		if r.asleep {
-			// As Device.stepLocked's asleep path: count the tick,
-			// nothing else.
-			r.ticks++
-			r.lastNowNs = nowNs
-			return
-		}
-		if r.fastTick(nowNs, periodNs, ps, timedFast, clock, rs) {
-			return
-		}
-	}
-	r.slowTick(d, nowNs, timedSlow)
+// restTick is the tick of an arm asleep on the fast path, as
+// Device.stepLocked's asleep path: count the tick, nothing else.
+func (r *simArm) restTick(nowNs int64) {
+	r.ticks++
+	r.lastNowNs = nowNs
 }
 
 // slowTick runs the device's full step from the record.
