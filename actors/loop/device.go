@@ -318,7 +318,10 @@ func (d *Device) Driver() hw.Driver { return d.drv }
 func (d *Device) Register() *Register { return &d.reg }
 
 // Load fills dst with the latest snapshot. It never blocks and never
-// allocates; any number of goroutines may call it.
+// allocates; any number of goroutines may call it. A moving simulated arm
+// on a Scheduler that nobody read lately published only one tick in 8: the
+// first Load after a quiet spell may get a state up to 7 ticks old (Tick
+// says which), and the arm publishes every tick from the next one on.
 func (d *Device) Load(dst *Snapshot) {
 	if d.lazy == nil {
 		d.snap.Load(dst)
