@@ -421,4 +421,5 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 		d.stepAt(now, (tick+uint64(i))%exchangeSampleEvery == 0)
 	}
 	*cur = nil
+	sh.stats.endTick() // the exchange timed in this pass (ticks ends it again after Busy)
 }

@@ -247,7 +247,9 @@ func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 	}
 	if moved || r.pending {
 		if moved && !r.publishDue() {
-			r.pending = true
+			if !r.pending {
+				r.pending = true // once: a store each tick would dirty the line readers mark
+			}
 			return true
 		}
 		f := r.core.Force()

@@ -399,3 +399,50 @@ func TestShardPublishesAtTheRateItIsRead(t *testing.T) {
 		t.Fatalf("the arm with no scripted hand did not come to rest")
 	}
 }
+
+// TestShardStatsStayCurrent: the devices of a shard share its summaries,
+// computed once a tick however many devices are asked; each read still
+// sees the ticks and exchanges since the last one, whether the shard runs
+// or its passes are driven by hand.
+func TestShardStatsStayCurrent(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	a := NewDevice(sim.NewArm(sim.ArmOptions{Index: 1, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	b := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(a)
+	s.Add(b)
+	defer s.Stop()
+	sh := s.shards[0]
+	var cur *Device
+	prev := uint64(0)
+	for round := range 5 {
+		for range 64 {
+			sh.mu.Lock()
+			sh.pass(clock.Advance(ms), ms, clock, &cur)
+			sh.mu.Unlock()
+		}
+		sa, sb := a.Stats(), b.Stats()
+		if sa.Exchange != sb.Exchange {
+			t.Fatalf("round %d: two devices of one shard report different exchanges: %+v and %+v", round, sa.Exchange, sb.Exchange)
+		}
+		if sa.Exchange.Count <= prev {
+			t.Fatalf("round %d: %d exchanges timed after 64 more passes, %d before", round, sa.Exchange.Count, prev)
+		}
+		prev = sa.Exchange.Count
+	}
+
+	// Running: the period's count grows between reads.
+	run := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1})
+	c := NewDevice(sim.NewArm(sim.ArmOptions{Index: 3, PeriodS: 0.001}), DeviceOptions{PeriodNs: ms})
+	run.Add(c)
+	run.Start()
+	defer run.Stop()
+	first := c.Stats().Period.Count
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Period.Count < first+20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the period's count stayed at %d for 10 s (from %d)", c.Stats().Period.Count, first)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
