@@ -446,3 +446,33 @@ func TestShardStatsStayCurrent(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestShardPassAllocatesNothing: a shard's tick over moving arms, read and
+// unread, tapped and not, allocates nothing.
+func TestShardPassAllocatesNothing(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	devs := make([]*Device, 3*armBlockLen)
+	for i := range devs {
+		devs[i] = NewDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+		s.Add(devs[i])
+	}
+	tap := NewTap(16, 0)
+	if err := devs[1].AddTap(tap); err != nil {
+		t.Fatal(err)
+	}
+	sh := s.shards[0]
+	var cur *Device
+	var snap Snapshot
+	allocs := testing.AllocsPerRun(1000, func() {
+		sh.mu.Lock()
+		sh.pass(clock.Advance(ms), ms, clock, &cur)
+		sh.mu.Unlock()
+		devs[0].Load(&snap)
+		tap.Next(&snap)
+	})
+	if allocs != 0 {
+		t.Fatalf("a shard's pass over %d moving arms allocates %.1f times per tick, want 0", len(devs), allocs)
+	}
+}
