@@ -10,9 +10,10 @@ import (
 
 // A scheduler shard keeps its simulated arms in blocks of simArm records:
 // each record holds everything a tick of an arm nobody controls reads and
-// writes (the physics core, the force gate, the output, the published
-// state), so the shard steps them in one linear pass over compact memory,
-// with no locked instruction per arm. The Device keeps the rest (register,
+// writes (the physics core, the force gate, the output; the published
+// state in the block's cold half), so the shard steps them in one linear
+// pass over compact memory, with a locked instruction only for the arms it
+// publishes (see publishIdleEvery). The Device keeps the rest (register,
 // stats, configuration, identity): the tick reads it only when something
 // may have changed (a register write or claim, new Globals, a Halt: all of
 // them poke the record) or while a session controls the arm.
