@@ -318,7 +318,10 @@ func (d *Device) Driver() hw.Driver { return d.drv }
 func (d *Device) Register() *Register { return &d.reg }
 
 // Load fills dst with the latest snapshot. It never blocks and never
-// allocates; any number of goroutines may call it.
+// allocates; any number of goroutines may call it. A moving simulated arm
+// on a Scheduler that nobody read lately published only one tick in 8: the
+// first Load after a quiet spell may get a state up to 7 ticks old (Tick
+// says which), and the arm publishes every tick from the next one on.
 func (d *Device) Load(dst *Snapshot) {
 	if d.lazy == nil {
 		d.snap.Load(dst)
@@ -326,6 +329,7 @@ func (d *Device) Load(dst *Snapshot) {
 	}
 	for {
 		c := d.cell.Load()
+		d.markRead()
 		c.load(dst)
 		// A shard record the device left meanwhile may hold another
 		// device's state by now: read again from where the device is.
@@ -344,9 +348,20 @@ func (d *Device) Load(dst *Snapshot) {
 // same PublishSeq is still current. It never blocks.
 func (d *Device) PublishSeq() uint64 {
 	if d.lazy != nil {
+		d.markRead() // a reader that caches by PublishSeq reads too
 		return d.cell.Load().count()
 	}
 	return d.snap.Seq()
+}
+
+// markRead tells a shard's fast path that someone reads the device's
+// state, so it publishes every tick for a while (see publishIdleEvery). It
+// stores only when the mark is clear: a steady reader costs the record's
+// line a store per half a hot spell.
+func (d *Device) markRead() {
+	if r := d.slot.Load(); r != nil && r.want.Load() == 0 {
+		r.want.Store(1)
+	}
 }
 
 // SetGlobals publishes device-wide values (nil: DefaultGlobals). The loop
@@ -386,11 +401,12 @@ func (d *Device) Stats() Stats {
 			// joined; the count before that is in d.ticks.
 			s.Ticks += r.ticks.Load() - d.joinTick.Load()
 		}
+		sums := r.summaries()
 		s.TargetNs = r.targetNs
-		s.Period = r.period.Summary()
+		s.Period = sums.period
 		s.Overruns = r.overruns.Load()
-		s.Busy = r.busy.Summary()
-		s.Exchange = r.exchange.Summary()
+		s.Busy = sums.busy
+		s.Exchange = sums.exchange
 		s.Realtime = r.realtime.Load()
 	}
 	return s

@@ -32,6 +32,14 @@ type runnerStats struct {
 
 	targetNs int64
 
+	// version counts the runner's finished ticks (bumped after each
+	// tick's last record), and sums caches the histograms' summaries
+	// under it: the devices of a shard share its runnerStats, and
+	// summarising three histograms for each of 10,000 devices on every
+	// GET /stats took 40-90 ms of CPU away from the shards.
+	version atomic.Uint64
+	sums    atomic.Pointer[runnerSums]
+
 	// The runner's goroutine owns the following.
 	window        *histogram.Histogram
 	lastNs        int64
@@ -40,6 +48,28 @@ type runnerStats struct {
 	warnedNs      int64  // when the last warning went out
 	suppressed    uint64 // late windows not reported since then
 }
+
+// runnerSums is the summaries of a runnerStats at one version.
+type runnerSums struct {
+	version                uint64
+	period, busy, exchange Summary
+}
+
+// summaries returns the runner's summaries, computed at most once per
+// tick however many devices ask. A reader during a tick may get them
+// without that tick's records, as it could a moment earlier.
+func (r *runnerStats) summaries() *runnerSums {
+	v := r.version.Load()
+	if s := r.sums.Load(); s != nil && s.version == v {
+		return s
+	}
+	s := &runnerSums{version: v, period: r.period.Summary(), busy: r.busy.Summary(), exchange: r.exchange.Summary()}
+	r.sums.Store(s)
+	return s
+}
+
+// endTick marks a tick's records done (see summaries).
+func (r *runnerStats) endTick() { r.version.Add(1) }
 
 // Summary is a histogram's distribution at one moment.
 type Summary = histogram.Summary
@@ -139,6 +169,7 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 		}
 		d.Step(now)
 		rs.busy.Record(d.clock.Now() - now)
+		rs.endTick()
 		if d.failed.Load() {
 			return fmt.Errorf("actors/loop: %s stopped after %d driver errors in a row", d.info.ID, d.opts.MaxErrors)
 		}

@@ -94,13 +94,18 @@ func (sh *shard) record() *simArm {
 		return r
 	}
 	b := new(armBlock)
+	old := *sh.blocks.Load()
 	for i := range b.arms {
+		b.arms[i].armCold = &b.cold[i]
 		b.arms[i].sh = sh
+		// By block: a tick's sparse publishes fill whole blocks' buffers
+		// in order, which the prefetcher streams, where one record in
+		// eight of every block missed the cache each.
+		b.arms[i].phase = uint8(len(old) % publishIdleEvery)
 	}
 	for i := armBlockLen - 1; i > 0; i-- {
 		sh.free = append(sh.free, &b.arms[i])
 	}
-	old := *sh.blocks.Load()
 	next := make([]*armBlock, len(old), len(old)+1)
 	copy(next, old)
 	next = append(next, b)
@@ -366,6 +371,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer) (stopped bool) {
 		locked = false
 		sh.mu.Unlock()
 		sh.stats.busy.Record(clock.Now() - now)
+		sh.stats.endTick()
 	}
 }
 
@@ -375,7 +381,7 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
-	var gk gateCoeffs
+	ps := passScratch{periodNs: periodNs, clock: clock, rs: sh.stats}
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {
@@ -390,8 +396,22 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 			}
 			k++
 			*cur = d
-			r.step(d, now, periodNs, &gk, k == sample, (tick+k)%exchangeSampleEvery == 0, clock, sh.stats)
-			if l := d.taps.list.Load(); l != nil {
+			l := r.taps.Load()
+			if l != nil && r.hotLeft == 0 {
+				r.hotLeft = 1 // a tap takes this tick's state from the cell
+			}
+			// Nothing but the count when the arm sleeps, the fast path
+			// when nobody controls it and nothing poked it, else the
+			// device's full step (which the fast path may hand over to).
+			switch {
+			case r.slow || r.poke.Load() != 0:
+				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
+			case r.asleep:
+				r.restTick(now)
+			case !r.fastTick(now, &ps, k == sample):
+				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
+			}
+			if l != nil {
 				d.feedTaps(*l, now, r.ticks)
 			}
 		}
@@ -401,4 +421,5 @@ func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
 		d.stepAt(now, (tick+uint64(i))%exchangeSampleEvery == 0)
 	}
 	*cur = nil
+	sh.stats.endTick() // the exchange timed in this pass (ticks ends it again after Busy)
 }

@@ -10,9 +10,10 @@ import (
 
 // A scheduler shard keeps its simulated arms in blocks of simArm records:
 // each record holds everything a tick of an arm nobody controls reads and
-// writes (the physics core, the force gate, the output, the published
-// state), so the shard steps them in one linear pass over compact memory,
-// with no locked instruction per arm. The Device keeps the rest (register,
+// writes (the physics core, the force gate, the output; the published
+// state in the block's cold half), so the shard steps them in one linear
+// pass over compact memory, with a locked instruction only for the arms it
+// publishes (see publishIdleEvery). The Device keeps the rest (register,
 // stats, configuration, identity): the tick reads it only when something
 // may have changed (a register write or claim, new Globals, a Halt: all of
 // them poke the record) or while a session controls the arm.
@@ -22,7 +23,14 @@ import (
 // write.
 const armBlockLen = 64
 
-type armBlock struct{ arms [armBlockLen]simArm }
+// armBlock keeps the records' hot parts side by side and their cold parts
+// (the published snapshot buffers, read by others and written at most once
+// a tick) in an array of their own, so the shard's pass streams only what
+// every tick touches: 760 B a record stepped each tick before the split.
+type armBlock struct {
+	arms [armBlockLen]simArm
+	cold [armBlockLen]armCold
+}
 
 // coreMover is a driver whose physics state can live in a shard's record:
 // the simulated arm.
@@ -31,21 +39,39 @@ type coreMover interface {
 	MoveCore(dst *sim.ArmCore)
 }
 
-// simArm is one simulated arm's record on a shard. The shard's goroutine,
+// simArm is one simulated arm's record on a shard: its hot part, what a
+// tick of an arm nobody controls reads and writes. The shard's goroutine,
 // while it holds the shard's lock, owns every field but the atomics.
 type simArm struct {
 	// dev is the device stepped from this record, nil while it is free.
 	dev atomic.Pointer[Device]
+	// taps is the device's tap list (Device.taps), mirrored here under
+	// its lock so the pass does not read the Device of every arm (a cache
+	// miss each at thousands of arms).
+	taps atomic.Pointer[[]*Tap]
 	// poke is set by whatever may change the tick's work: a register
 	// write, claim or release, SetGlobals, Halt. The next tick then runs
 	// the device's full step.
 	poke atomic.Uint32
+	// want is set by readers of the device's state (Device.markRead) and
+	// taken up by publishDue: here, not in the cold part, so the fast path
+	// checks it on a line it touches anyway.
+	want atomic.Uint32
 	// slow: the last full step found the device controlled, ramping,
 	// failing or otherwise needing the full step every tick.
-	slow    bool
-	asleep  bool // at rest and time-invariant: nothing to step (see sleepCheck)
-	pending bool // the last publish found no free buffer
+	slow   bool
+	asleep bool // at rest and time-invariant: nothing to step (see sleepCheck)
+	// pending: the record's state is newer than its last publish (a
+	// reader held the spare buffer, or nobody read it lately: see
+	// publishDue), so the next tick that may publishes even at rest.
+	pending bool
 	outMode hw.ControlMode
+	// phase staggers the blocks' publishes without readers over
+	// publishIdleEvery ticks, so no tick carries them all.
+	phase uint8
+	// hotLeft is how many more moving ticks publish every tick: a reader
+	// asked for the state within the last publishHotTicks.
+	hotLeft uint32
 	// The output of an arm nobody controls (the gravity feed-forward),
 	// and that feed-forward, which the published force leaves out.
 	outForce  hw.Vec3
@@ -54,12 +80,30 @@ type simArm struct {
 	ticks     uint64
 	gate      forceGate
 	core      sim.ArmCore
-	meta      armMeta
-	metaVer   uint64 // counts changes of meta, so a publish copies it only then
-	pub       armCell
-
-	sh *shard // immutable: the shard whose block holds the record
+	*armCold  // immutable: the record's cold part, in the same block
 }
+
+// armCold is the cold part of a record.
+type armCold struct {
+	meta    armMeta
+	metaVer uint64 // counts changes of meta, so a publish copies it only then
+	pub     armCell
+	sh      *shard // immutable: the shard whose block holds the record
+}
+
+// Publishing an arm nobody controls costs a fair part of its tick (a
+// locked instruction and a snapshot buffer pulled into the cache), and
+// with thousands of arms and no clients nobody reads them. So a moving arm
+// on a shard's fast path publishes every tick only while someone reads it
+// (Load or PublishSeq within the last publishHotTicks ticks), and
+// otherwise every publishIdleEvery ticks and whenever it comes to rest:
+// the first read after a quiet spell sees a state at most that many ticks
+// old (its Tick and TimeNs say which), and the reads after it every tick's.
+// Controlled arms, taps and Halt publish every tick as before.
+const (
+	publishIdleEvery = 8
+	publishHotTicks  = 1024
+)
 
 // armMeta is the part of a snapshot that changes only on a full step.
 type armMeta struct {
@@ -171,31 +215,40 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // what Device.stepLocked does in that case, on the record alone. It
 // reports false when the device needs its full step after all (a driver
 // error: the full step handles it on the next tick).
-func (r *simArm) fastTick(nowNs, periodNs int64, k *gateCoeffs, timed bool, clock Clock, rs *runnerStats) bool {
+func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 	dtNs := nowNs - r.lastNowNs
 	if r.lastNowNs == 0 || dtNs <= 0 {
-		dtNs = periodNs
+		dtNs = ps.periodNs
 	}
 	r.lastNowNs = nowNs
 	r.ticks++
-	if k.dtNs != dtNs {
+	if k := &ps.gk; k.dtNs != dtNs {
 		k.set(dtNs)
 	}
-	r.gate.step(r.core.Velocity(), k)
-	cmd := hw.Command{Mode: r.outMode, ForceN: r.outForce}
+	r.gate.step(r.core.Velocity(), &ps.gk)
+	// The pass's command, whose other fields stay zero: building a whole
+	// hw.Command per arm cost the physics step about 7 % more.
+	cmd := &ps.cmd
+	cmd.Mode, cmd.ForceN = r.outMode, r.outForce
 	var startNs int64
 	if timed {
-		startNs = clock.Now()
+		startNs = ps.clock.Now()
 	}
-	moved, err := r.core.Step(&cmd)
+	moved, err := r.core.Step(cmd)
 	if timed {
-		rs.exchange.Record(clock.Now() - startNs)
+		ps.rs.exchange.Record(ps.clock.Now() - startNs)
 	}
 	if err != nil {
 		r.slow = true
 		return false
 	}
 	if moved || r.pending {
+		if moved && !r.publishDue() {
+			if !r.pending {
+				r.pending = true // once: a store each tick would dirty the line readers mark
+			}
+			return true
+		}
 		f := r.core.Force()
 		f.Z -= r.gravityN
 		r.pending = !r.pub.publish(&r.meta, r.metaVer, r.ticks, nowNs, r.core.Position(), r.core.Velocity(), f)
@@ -209,24 +262,40 @@ func (r *simArm) fastTick(nowNs, periodNs int64, k *gateCoeffs, timed bool, cloc
 	return true
 }
 
-// step is one tick of the record's device: nothing but the count when it
-// sleeps, the fast path when nobody controls it and nothing poked it, else
-// the device's full step. timedFast and timedSlow say whether the fast
-// path's physics step or the full step's exchange is timed this tick.
-func (r *simArm) step(d *Device, nowNs, periodNs int64, k *gateCoeffs, timedFast, timedSlow bool, clock Clock, rs *runnerStats) {
-	if !r.slow && r.poke.Load() == 0 {
-		if r.asleep {
-			// As Device.stepLocked's asleep path: count the tick,
-			// nothing else.
-			r.ticks++
-			r.lastNowNs = nowNs
-			return
-		}
-		if r.fastTick(nowNs, periodNs, k, timedFast, clock, rs) {
-			return
-		}
+// passScratch is what a shard's pass shares across its arms' fast ticks:
+// the force gate's coefficients for the tick's length, the command, and
+// what the one timed step a tick needs (kept here, not passed to every
+// arm's call).
+type passScratch struct {
+	gk       gateCoeffs
+	cmd      hw.Command // only Mode and ForceN are ever set
+	periodNs int64
+	clock    Clock
+	rs       *runnerStats
+}
+
+// publishDue says whether a moving tick on the fast path publishes (see
+// publishIdleEvery): every tick while someone reads, else one in
+// publishIdleEvery. A reader's mark is taken up on the next tick, and
+// cleared at most once per half a hot spell, so a steady reader's marks
+// cost the record's line little.
+func (r *simArm) publishDue() bool {
+	if r.hotLeft < publishHotTicks/2 && r.want.Load() != 0 {
+		r.want.Store(0)
+		r.hotLeft = publishHotTicks
 	}
-	r.slowTick(d, nowNs, timedSlow)
+	if r.hotLeft > 0 {
+		r.hotLeft--
+		return true
+	}
+	return (r.ticks+uint64(r.phase))%publishIdleEvery == 0
+}
+
+// restTick is the tick of an arm asleep on the fast path, as
+// Device.stepLocked's asleep path: count the tick, nothing else.
+func (r *simArm) restTick(nowNs int64) {
+	r.ticks++
+	r.lastNowNs = nowNs
 }
 
 // slowTick runs the device's full step from the record.
@@ -247,8 +316,16 @@ func (d *Device) pull(r *simArm) {
 	d.gate, d.lastNowNs, d.publishPending = r.gate, r.lastNowNs, r.pending
 	d.asleep = false
 	r.core.Fill(&d.state)
-	l := r.pub.latest()
 	p := &d.pub
+	if r.pending {
+		// The record's state is newer than its last publish: what the
+		// fast path would publish now.
+		p.Tick, p.TimeNs = r.ticks, r.lastNowNs
+		p.State.PositionM, p.State.VelocityMps, p.State.ForceN = r.core.Position(), r.core.Velocity(), r.core.Force()
+		p.State.ForceN.Z -= r.gravityN
+		return
+	}
+	l := r.pub.latest()
 	p.Tick, p.TimeNs = l.tick, l.timeNs
 	p.State.PositionM, p.State.VelocityMps, p.State.ForceN = l.pos, l.vel, l.force
 }
@@ -293,7 +370,12 @@ func (d *Device) attach(r *simArm, m coreMover) {
 		runtime.Gosched()
 	}
 	d.arm = r
+	r.hotLeft = 0
+	r.want.Store(0)
+	d.taps.mu.Lock() // the mirror and the slot change together (AddTap)
+	r.taps.Store(d.taps.list.Load())
 	d.slot.Store(r)
+	d.taps.mu.Unlock()
 	d.cell.Store(&r.pub)
 	d.reg.wake.Store(&r.poke)
 	r.dev.Store(d)
@@ -315,6 +397,9 @@ func (d *Device) detach(r *simArm) {
 	c.base.Store(r.pub.count())
 	c.publishSnap(&d.pub)
 	d.cell.Store(c)
+	d.taps.mu.Lock()
 	d.slot.Store(nil)
+	r.taps.Store(nil)
+	d.taps.mu.Unlock()
 	d.token.Store(false)
 }

@@ -282,3 +282,197 @@ func TestShardArmsUnderConcurrentUse(t *testing.T) {
 		t.Fatalf("Len = %d after the hot-plugging, want %d", got, n)
 	}
 }
+
+// TestShardPublishesAtTheRateItIsRead: a moving arm on a shard's fast path
+// that nobody reads publishes one tick in publishIdleEvery, never a state
+// older than that; from the tick after a read it publishes every tick's
+// state, as Device.Step does; a tap gets every tick's state without
+// reading; and an arm that comes to rest or is halted between two of its
+// sparse publishes publishes its current state.
+func TestShardPublishesAtTheRateItIsRead(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func(m sim.Motion) *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 3, PeriodS: 0.001, Motion: m}) }
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	direct, onShard := NewDevice(newArm(sim.MotionCircle), opts), NewDevice(newArm(sim.MotionCircle), opts)
+	tapped, tappedDirect := NewDevice(newArm(sim.MotionCircle), opts), NewDevice(newArm(sim.MotionCircle), opts)
+	resting, restingDirect := NewDevice(newArm(sim.MotionNone), opts), NewDevice(newArm(sim.MotionNone), opts)
+	halted, haltedDirect := NewDevice(newArm(sim.MotionCircle), opts), NewDevice(newArm(sim.MotionCircle), opts)
+	tap := NewTap(4096, 0)
+	if err := tapped.AddTap(tap); err != nil {
+		t.Fatal(err)
+	}
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	for _, d := range []*Device{onShard, tapped, resting, halted} {
+		s.Add(d)
+	}
+	defer s.Stop()
+	sh := s.shards[0]
+	var cur *Device
+	tick := func() int64 {
+		now := clock.Advance(ms)
+		for _, d := range []*Device{direct, tappedDirect, restingDirect, haltedDirect} {
+			d.Step(now)
+		}
+		sh.mu.Lock()
+		sh.pass(now, ms, clock, &cur)
+		sh.mu.Unlock()
+		return now
+	}
+	// The cell's count and contents, read as the test's own white box:
+	// Load and PublishSeq count as reads.
+	published := func(d *Device) (uint64, Snapshot) {
+		var p Snapshot
+		c := d.cell.Load()
+		c.load(&p)
+		return c.count(), p
+	}
+	same := func(what string, got, want *Snapshot) {
+		t.Helper()
+		if got.Tick != want.Tick || got.State.PositionM != want.State.PositionM || got.State.VelocityMps != want.State.VelocityMps || got.State.ForceN != want.State.ForceN {
+			t.Fatalf("%s: tick %d at %+v, want tick %d at %+v", what, got.Tick, got.State, want.Tick, want.State)
+		}
+	}
+	for range 20 {
+		tick()
+	}
+	// Unread: sparse publishes, none older than publishIdleEvery ticks.
+	seq0, _ := published(onShard)
+	var d Snapshot
+	const quiet = 20 * publishIdleEvery
+	for range quiet {
+		tick()
+		direct.Load(&d)
+		_, p := published(onShard)
+		if d.Tick-p.Tick >= publishIdleEvery {
+			t.Fatalf("unread, the published state is of tick %d at tick %d: more than %d ticks old", p.Tick, d.Tick, publishIdleEvery-1)
+		}
+	}
+	if seq, _ := published(onShard); seq-seq0 > quiet/publishIdleEvery+1 {
+		t.Fatalf("unread, the arm published %d times in %d ticks, want at most %d", seq-seq0, quiet, quiet/publishIdleEvery+1)
+	}
+	// Read: every tick from the next one on, as Device.Step publishes.
+	var got Snapshot
+	onShard.Load(&got)
+	for i := range 50 {
+		tick()
+		direct.Load(&d)
+		onShard.Load(&got)
+		same(fmt.Sprintf("read, tick %d", i), &got, &d)
+	}
+	// The tap took every tick's state, though nobody read the arm.
+	var want, fromTap Snapshot
+	tappedDirect.Load(&want)
+	n := 0
+	for tap.Next(&fromTap) {
+		n++
+	}
+	if _, p := published(tapped); n < 200 || fromTap.Tick != want.Tick || p.Tick != want.Tick {
+		t.Fatalf("the tap took %d states, the last of tick %d (published %d), want one a tick up to tick %d", n, fromTap.Tick, p.Tick, want.Tick)
+	}
+	tapped.Load(&got)
+	same("tapped", &got, &want)
+	// A halt between two sparse publishes publishes the current state.
+	for i := 0; ; i++ {
+		tick()
+		haltedDirect.Load(&d)
+		if _, p := published(halted); p.Tick != d.Tick {
+			break // the published state is behind
+		}
+		if i > publishIdleEvery {
+			t.Fatalf("an arm nobody reads published every tick")
+		}
+	}
+	haltedDirect.Halt()
+	halted.Halt()
+	haltedDirect.Load(&d)
+	_, p := published(halted)
+	same("halted", &p, &d)
+	// An arm with no scripted hand comes to rest; its last moves are
+	// published, though nobody read it.
+	for range 3000 {
+		tick()
+	}
+	restingDirect.Load(&want)
+	_, p = published(resting)
+	same("at rest", &p, &want)
+	if r := resting.slot.Load(); r == nil || !r.asleep {
+		t.Fatalf("the arm with no scripted hand did not come to rest")
+	}
+}
+
+// TestShardStatsStayCurrent: the devices of a shard share its summaries,
+// computed once a tick however many devices are asked; each read still
+// sees the ticks and exchanges since the last one, whether the shard runs
+// or its passes are driven by hand.
+func TestShardStatsStayCurrent(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	a := NewDevice(sim.NewArm(sim.ArmOptions{Index: 1, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	b := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(a)
+	s.Add(b)
+	defer s.Stop()
+	sh := s.shards[0]
+	var cur *Device
+	prev := uint64(0)
+	for round := range 5 {
+		for range 64 {
+			sh.mu.Lock()
+			sh.pass(clock.Advance(ms), ms, clock, &cur)
+			sh.mu.Unlock()
+		}
+		sa, sb := a.Stats(), b.Stats()
+		if sa.Exchange != sb.Exchange {
+			t.Fatalf("round %d: two devices of one shard report different exchanges: %+v and %+v", round, sa.Exchange, sb.Exchange)
+		}
+		if sa.Exchange.Count <= prev {
+			t.Fatalf("round %d: %d exchanges timed after 64 more passes, %d before", round, sa.Exchange.Count, prev)
+		}
+		prev = sa.Exchange.Count
+	}
+
+	// Running: the period's count grows between reads.
+	run := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1})
+	c := NewDevice(sim.NewArm(sim.ArmOptions{Index: 3, PeriodS: 0.001}), DeviceOptions{PeriodNs: ms})
+	run.Add(c)
+	run.Start()
+	defer run.Stop()
+	first := c.Stats().Period.Count
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Period.Count < first+20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the period's count stayed at %d for 10 s (from %d)", c.Stats().Period.Count, first)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestShardPassAllocatesNothing: a shard's tick over moving arms, read and
+// unread, tapped and not, allocates nothing.
+func TestShardPassAllocatesNothing(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	devs := make([]*Device, 3*armBlockLen)
+	for i := range devs {
+		devs[i] = NewDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+		s.Add(devs[i])
+	}
+	tap := NewTap(16, 0)
+	if err := devs[1].AddTap(tap); err != nil {
+		t.Fatal(err)
+	}
+	sh := s.shards[0]
+	var cur *Device
+	var snap Snapshot
+	allocs := testing.AllocsPerRun(1000, func() {
+		sh.mu.Lock()
+		sh.pass(clock.Advance(ms), ms, clock, &cur)
+		sh.mu.Unlock()
+		devs[0].Load(&snap)
+		tap.Next(&snap)
+	})
+	if allocs != 0 {
+		t.Fatalf("a shard's pass over %d moving arms allocates %.1f times per tick, want 0", len(devs), allocs)
+	}
+}

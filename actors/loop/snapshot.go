@@ -30,7 +30,8 @@ type Snapshot struct {
 	// Tick counts the device's ticks; TimeNs is the Clock time of the tick.
 	// A device whose driver reports a step that changed nothing (a
 	// simulated arm at rest, nobody in control) publishes nothing, so
-	// these are the tick of the last change.
+	// these are the tick of the last change (or of the last publish: see
+	// Device.Load for simulated arms nobody reads).
 	Tick   uint64
 	TimeNs int64
 	// AppliedSeq is the Seq of the last command the loop acted on.

@@ -77,6 +77,9 @@ func (d *Device) AddTap(t *Tap) error {
 	}
 	list = append(list, t)
 	d.taps.list.Store(&list)
+	if r := d.slot.Load(); r != nil {
+		r.taps.Store(&list)
+	}
 	return nil
 }
 
@@ -95,11 +98,14 @@ func (d *Device) RemoveTap(t *Tap) {
 			list = append(list, x)
 		}
 	}
+	next := &list
 	if len(list) == 0 {
-		d.taps.list.Store(nil)
-		return
+		next = nil
 	}
-	d.taps.list.Store(&list)
+	d.taps.list.Store(next)
+	if r := d.slot.Load(); r != nil {
+		r.taps.Store(next) // the shard's pass reads the mirror (simArm.taps)
+	}
 }
 
 // endTick feeds the taps, then hands the driver back. Step's deferred call:
