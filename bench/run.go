@@ -694,7 +694,9 @@ func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWind
 		return w
 	}
 	t0 := time.Now()
-	if w.before, w.err = fetchStats(ctx, httpBase); w.err != nil {
+	before, err := fetchStatsRaw(ctx, httpBase)
+	if err != nil {
+		w.err = err
 		return w
 	}
 	if !waitUntil(ctx, s.base.Add(s.measureEnd)) {
@@ -703,6 +705,9 @@ func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWind
 	}
 	w.after, w.err = fetchStats(ctx, httpBase)
 	w.elapsed = time.Since(t0)
+	if w.err == nil {
+		w.before, w.err = before.decode()
+	}
 	return w
 }
 

@@ -48,31 +48,51 @@ type (
 
 // fetchStats reads GET {httpBase}/stats.
 func fetchStats(ctx context.Context, httpBase string) (ServiceStats, error) {
+	r, err := fetchStatsRaw(ctx, httpBase)
+	if err != nil {
+		return ServiceStats{}, err
+	}
+	return r.decode()
+}
+
+// rawStats is a /stats answer not yet decoded: a window's first read is
+// decoded after the window, so that decoding (megabytes of JSON with
+// 10,000 arms) does not take CPU from the loops it measures.
+type rawStats struct {
+	status string
+	body   []byte
+}
+
+func fetchStatsRaw(ctx context.Context, httpBase string) (rawStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/stats", nil)
 	if err != nil {
-		return ServiceStats{}, fmt.Errorf("bench: stats request: %w", err)
+		return rawStats{}, fmt.Errorf("bench: stats request: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return ServiceStats{}, fmt.Errorf("bench: GET %s/stats: %w", httpBase, err)
+		return rawStats{}, fmt.Errorf("bench: GET %s/stats: %w", httpBase, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return ServiceStats{}, fmt.Errorf("bench: read /stats: %w", err)
+		return rawStats{}, fmt.Errorf("bench: read /stats: %w", err)
 	}
+	return rawStats{status: resp.Status, body: body}, nil
+}
+
+func (r rawStats) decode() (ServiceStats, error) {
 	var env struct {
 		OK    bool         `json:"ok"`
 		Error string       `json:"error"`
 		Data  ServiceStats `json:"data"`
 	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s with a body that is not the {ok,data} envelope (%w): %s", resp.Status, err, clip(body, 200))
+	if err := json.Unmarshal(r.body, &env); err != nil {
+		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s with a body that is not the {ok,data} envelope (%w): %s", r.status, err, clip(r.body, 200))
 	}
 	if !env.OK {
-		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s: %s; does this hapticd build have the /stats route?", resp.Status, env.Error)
+		return ServiceStats{}, fmt.Errorf("bench: /stats answered %s: %s; does this hapticd build have the /stats route?", r.status, env.Error)
 	}
 	return env.Data, nil
 }
