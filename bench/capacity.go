@@ -97,9 +97,12 @@ type CapacityReport struct {
 	// Ratio is the service's capacity over the bare loop's; 0 with Flag
 	// "baseline-lost" when the service beat the bare loop beyond noise
 	// (the bare loop was no floor in that run).
-	Ratio    float64  `json:"ratio"`
-	Flag     string   `json:"flag,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Ratio float64 `json:"ratio"`
+	// RatioIsUpperBound says the bare loop's search stopped at --max still
+	// passing: its true capacity is higher, so the ratio is at most Ratio.
+	RatioIsUpperBound bool     `json:"ratio_is_upper_bound,omitempty"`
+	Flag              string   `json:"flag,omitempty"`
+	Warnings          []string `json:"warnings,omitempty"`
 }
 
 // Capacity searches the largest N (doubling, then bisecting) for the
@@ -155,6 +158,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the bare loop held %d arms, hapticd %d: the baseline lost beyond noise, so no ratio is given; rerun on a quiet machine", bare.Capacity, rep.Service.Capacity))
 			case bare.Capacity > 0:
 				rep.Ratio = float64(rep.Service.Capacity) / float64(bare.Capacity)
+				rep.RatioIsUpperBound = bare.AtMax && !rep.Service.AtMax
 			}
 		}
 	}
@@ -275,6 +279,9 @@ func (r CapacityReport) WriteTable(w io.Writer) error {
 	if r.BareLoop != nil {
 		baseline, base = "bare loop", capText(*r.BareLoop)
 		ratio = Comparison{Ratio: r.Ratio, Flag: r.Flag}.ratioText()
+		if r.RatioIsUpperBound {
+			ratio = "≤ " + ratio // the bare loop was still passing at --max
+		}
 	}
 	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio)
 	t.write(&b)

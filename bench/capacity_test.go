@@ -106,12 +106,12 @@ func TestCapacityTable(t *testing.T) {
 	rep := CapacityReport{LoopHz: 1000, OverrunLimit: 0.01, WindowS: 3, Machine: Machine{GoVersion: "go1.26.8", CPUs: 2},
 		Service:  CapacityResult{Capacity: 3000, Probes: []CapacityProbe{{Arms: 2048, Pass: true, OverrunFraction: 0.001}, {Arms: 4096, OverrunFraction: 0.2}}},
 		BareLoop: &CapacityResult{Capacity: 8192, AtMax: true, Probes: []CapacityProbe{{Arms: 8192, Pass: true, NsPerStep: 80}}},
-		Ratio:    3000.0 / 8192}
+		Ratio:    3000.0 / 8192, RatioIsUpperBound: true}
 	var b strings.Builder
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"capacity (arms)", "3000", "≥ 8192", "bare loop", "0.37x", "4096", "fail", "20.00"} {
+	for _, want := range []string{"capacity (arms)", "3000", "≥ 8192", "bare loop", "≤ 0.37x", "4096", "fail", "20.00"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("capacity table lacks %q:\n%s", want, b.String())
 		}

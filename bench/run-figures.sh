@@ -44,7 +44,7 @@ fi
 if [[ -n "${QUICK:-}" ]]; then
 	d_single=1s; d_hundred=2s; d_sweep=1s; warm=500ms; arms_window=1s; arms_max=256; benchtime=200ms; stalls=10
 else
-	d_single=10s; d_hundred=20s; d_sweep=5s; warm=2s; arms_window=3s; arms_max=16384; benchtime=1s; stalls=100
+	d_single=10s; d_hundred=20s; d_sweep=5s; warm=2s; arms_window=3s; arms_max=32768; benchtime=1s; stalls=100
 fi
 
 {

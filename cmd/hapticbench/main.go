@@ -203,7 +203,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var o bench.CapacityOptions
 	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate to hold")
-	fs.IntVar(&o.Max, "max", 16384, "largest number of arms to try")
+	fs.IntVar(&o.Max, "max", 32768, "largest number of arms to try (a baseline still passing there makes the ratio an upper bound, printed ≤)")
 	fs.DurationVar(&o.Window, "window", 3*time.Second, "measured time per probe")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "time a started hapticd runs before each window")
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
