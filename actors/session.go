@@ -720,6 +720,12 @@ func (a *sessionActor) sessionView() *protocol.SessionView {
 // space, to f; with config when withConfig is set (limited to the types in
 // only, when given).
 func (a *sessionActor) fillDevices(f *protocol.Frame, withConfig bool, only []protocol.DeviceType) {
+	// A full-state frame is the full state: the subscription's arm state
+	// fields select only in the frames that answer other messages.
+	f.ArmState = 0
+	if !withConfig {
+		f.ArmState = a.sub.armState
+	}
 	fillFrame(a.sub.visible(a.svc.Devices()), a.sess.ID, f, &a.snap, withConfig, only, a.codec)
 }
 
@@ -763,7 +769,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			d.Load(snap)
 			fillArm(af, snap, v)
 			af.Config = &v.Config
-		case slot >= 0 && v == d.defaultView.Load():
+		case slot >= 0 && v == d.defaultView.Load() && f.ArmState == 0:
 			// The sequence before the snapshot: what is stored under it is
 			// that publish or a newer one, never an older one.
 			seq := d.publishSeq()
@@ -788,7 +794,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			d.Load(snap)
 			fillGrip(gf, snap, v)
 			gf.Config = &v.Config
-		case slot >= 0 && v == d.defaultView.Load():
+		case slot >= 0 && v == d.defaultView.Load() && f.ArmState == 0:
 			seq := d.publishSeq()
 			if gf.Body = d.cachedBody(slot, seq, v); gf.Body == nil {
 				d.Load(snap)

@@ -10,8 +10,11 @@ import (
 // frames carry (protocol/subscribe.go). The zero value carries every device,
 // the default. It is owned by the session's actor.
 type subscription struct {
-	subset bool
-	want   protocol.Subscription // when subset: the devices, copied
+	// armState selects the arm state fields of the frames answering
+	// messages (zero: every field).
+	armState protocol.StateFields
+	subset   bool
+	want     protocol.Subscription // when subset: the devices, copied
 	// The filtered set of the last device set seen, reused until the
 	// device set or the subscription changes: framing a subset costs no
 	// allocation per frame.
@@ -22,6 +25,7 @@ type subscription struct {
 // about named devices that are not connected (they appear once they are).
 func (s *subscription) update(sub *protocol.Subscription, devs *DeviceSet, f *protocol.Frame) {
 	s.src, s.view = nil, nil
+	s.armState = sub.ArmState
 	if sub.All {
 		s.subset = false
 		s.want.Devices = s.want.Devices[:0]

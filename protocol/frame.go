@@ -139,6 +139,10 @@ type Frame struct {
 	Session   *SessionView // nil: omit
 	Errors    []Error      // omitted when empty
 	Warnings  []Error      // omitted when empty
+	// ArmState selects the arm state fields written (zero: every field):
+	// the session's subscription (subscribe.go). A selection writes each
+	// arm's state afresh, never ArmFrame.Body.
+	ArmState StateFields
 }
 
 // Spelling holds what differs between the 3.x and 3.0 frame formats: a few
@@ -196,7 +200,7 @@ func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 				}
 				n++
 				dst = appendElementHead(dst, f.Arms[j].DeviceID, sp)
-				dst = appendArmBody(dst, &f.Arms[j], c.Key, sp)
+				dst = appendArmBody(dst, &f.Arms[j], c.Key, sp, f.ArmState)
 				dst = append(dst, '}')
 			}
 		case TypeGrip:
@@ -234,7 +238,7 @@ func appendElementHead(dst []byte, id string, sp Spelling) []byte {
 // AppendArmState appends an arm's "state" and "status" members (no config,
 // no braces) in spelling sp: what a codec stores in ArmFrame.Body.
 func AppendArmState(dst []byte, a *ArmFrame, sp Spelling) []byte {
-	return appendArmState(dst, &a.State, &a.Status, sp)
+	return appendArmState(dst, &a.State, &a.Status, sp, 0)
 }
 
 // AppendGripState is AppendArmState for a grip (GripFrame.Body). It takes
@@ -246,8 +250,8 @@ func AppendGripState(dst []byte, g *GripFrame) []byte {
 // appendArmBody appends the members "config" (when a.Config is set),
 // "state" and "status" of one arm element, without braces: the element
 // layout around them is AppendFrameAs's.
-func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte {
-	if a.Config == nil && a.Body != nil {
+func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling, fields StateFields) []byte {
+	if a.Config == nil && a.Body != nil && fields == 0 {
 		return append(dst, a.Body...)
 	}
 	if c := a.Config; c != nil {
@@ -265,35 +269,51 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling) []byte 
 		dst = c.Session.ForceGate.AppendJSON(dst)
 		dst = append(dst, `}},`...)
 	}
-	return appendArmState(dst, &a.State, &a.Status, sp)
+	return appendArmState(dst, &a.State, &a.Status, sp, fields)
 }
 
-func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling) []byte {
-	dst = append(dst, `"state":{"cursor_position":`...)
-	dst = appendVec3(dst, measured, s.CursorPosition)
-	dst = append(dst, `,"cursor_velocity":`...)
-	dst = appendVec3(dst, measured, s.CursorVelocity)
-	dst = append(dst, `,"angular_position":`...)
-	dst = appendAngles3(dst, measured, s.AngularPosition)
-	dst = append(dst, `,"angular_velocity":`...)
-	dst = appendAngles3(dst, measured, s.AngularVelocity)
-	dst = append(dst, `,"body_orientation":`...)
-	dst = appendQuat(dst, measured, s.BodyOrientation)
-	dst = append(dst, `,"current_cursor_force":`...)
-	dst = appendVec3(dst, measured, s.CurrentCursorForce)
-	dst = append(dst, `,"current_cursor_position":`...)
-	dst = appendVec3(dst, measured, s.CurrentCursorPosition)
-	dst = append(dst, `,"current_angular_position":`...)
-	dst = appendAngles3(dst, measured, s.CurrentAngularPosition)
-	dst = append(dst, `,"current_angular_torques":`...)
-	dst = appendAngles3(dst, measured, s.CurrentAngularTorques)
-	dst = append(dst, `,"transform":`...)
-	dst = appendPartialTransform(dst, s.Transform)
-	dst = append(dst, ',')
-	dst = appendKey(dst, sp.ControlMode)
-	dst = AppendString(dst, s.ControlMode.String())
-	dst = append(dst, `,"control_domain":`...)
-	dst = AppendString(dst, s.ControlDomain.String())
+// appendArmState appends an arm's "state" (the fields selects) and its
+// whole "status".
+func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling, fields StateFields) []byte {
+	dst = append(dst, `"state":{`...)
+	open := len(dst)
+	if fields.Has(FieldCursorPosition) {
+		dst = appendVec3(stateKey(dst, open, `"cursor_position":`), measured, s.CursorPosition)
+	}
+	if fields.Has(FieldCursorVelocity) {
+		dst = appendVec3(stateKey(dst, open, `"cursor_velocity":`), measured, s.CursorVelocity)
+	}
+	if fields.Has(FieldAngularPosition) {
+		dst = appendAngles3(stateKey(dst, open, `"angular_position":`), measured, s.AngularPosition)
+	}
+	if fields.Has(FieldAngularVelocity) {
+		dst = appendAngles3(stateKey(dst, open, `"angular_velocity":`), measured, s.AngularVelocity)
+	}
+	if fields.Has(FieldBodyOrientation) {
+		dst = appendQuat(stateKey(dst, open, `"body_orientation":`), measured, s.BodyOrientation)
+	}
+	if fields.Has(FieldCurrentCursorForce) {
+		dst = appendVec3(stateKey(dst, open, `"current_cursor_force":`), measured, s.CurrentCursorForce)
+	}
+	if fields.Has(FieldCurrentCursorPosition) {
+		dst = appendVec3(stateKey(dst, open, `"current_cursor_position":`), measured, s.CurrentCursorPosition)
+	}
+	if fields.Has(FieldCurrentAngularPosition) {
+		dst = appendAngles3(stateKey(dst, open, `"current_angular_position":`), measured, s.CurrentAngularPosition)
+	}
+	if fields.Has(FieldCurrentAngularTorques) {
+		dst = appendAngles3(stateKey(dst, open, `"current_angular_torques":`), measured, s.CurrentAngularTorques)
+	}
+	if fields.Has(FieldTransform) {
+		dst = appendPartialTransform(stateKey(dst, open, `"transform":`), s.Transform)
+	}
+	if fields.Has(FieldControlMode) {
+		dst = appendKey(stateKey(dst, open, ""), sp.ControlMode)
+		dst = AppendString(dst, s.ControlMode.String())
+	}
+	if fields.Has(FieldControlDomain) {
+		dst = AppendString(stateKey(dst, open, `"control_domain":`), s.ControlDomain.String())
+	}
 	dst = append(dst, `},"status":{"calibrated":`...)
 	dst = appendBool(dst, st.Calibrated)
 	dst = append(dst, `,"in_use":`...)
@@ -305,6 +325,15 @@ func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling) []byte 
 	dst = append(dst, `,"power_supply":`...)
 	dst = appendBool(dst, st.PowerSupply)
 	return append(dst, '}')
+}
+
+// stateKey appends key after a comma unless it is the first member since
+// the state object opened at open.
+func stateKey(dst []byte, open int, key string) []byte {
+	if len(dst) > open {
+		dst = append(dst, ',')
+	}
+	return append(dst, key...)
 }
 
 // appendGripBody is appendArmBody for a grip.

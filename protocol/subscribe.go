@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"slices"
+	"strings"
+)
+
 // session.configure.subscribe (an extension): a session names the devices
 // its frames carry, so a client that commands one arm of a hundred receives
 // one arm. Without it (the default) every frame carries every device.
@@ -10,6 +15,15 @@ package protocol
 // An empty list subscribes to no device (frames then carry only errors,
 // warnings and session data). The subscription lasts until the next one;
 // devices in it that are not connected appear once they are.
+//
+// "state" names the arm state fields the frames carry, in any order (the
+// frame keeps its own); "*" or no "state" is every field. A client that
+// reads the cursor's position and velocity sends
+//
+//	{"session": {"configure": {"subscribe": {"devices": "*", "state": ["cursor_position", "cursor_velocity"]}}}}
+//
+// Grips and every device's status always come whole; so do full-state
+// frames' configs. Without "devices" a subscription takes every device.
 
 // MaxSubscribedDevices bounds one subscription's device list.
 const MaxSubscribedDevices = 4096
@@ -22,10 +36,50 @@ type SubscribedDevice struct {
 
 // Subscription is a decoded session.configure.subscribe. All is true for
 // "*" (every device, the default); otherwise Devices lists the devices.
+// ArmState selects the arm state fields (zero: every one).
 type Subscription struct {
-	All     bool
-	Devices []SubscribedDevice
+	All      bool
+	Devices  []SubscribedDevice
+	ArmState StateFields
 }
+
+// StateFields selects arm state fields by their index in
+// ArmStateFieldNames; the zero value is every field.
+type StateFields uint16
+
+// stateFieldsChosen marks a chosen set, so that choosing no field (an
+// empty list: the state object empty) differs from the zero value.
+const stateFieldsChosen StateFields = 1 << 15
+
+// The arm state fields, in the order frames carry them.
+const (
+	FieldCursorPosition = iota
+	FieldCursorVelocity
+	FieldAngularPosition
+	FieldAngularVelocity
+	FieldBodyOrientation
+	FieldCurrentCursorForce
+	FieldCurrentCursorPosition
+	FieldCurrentAngularPosition
+	FieldCurrentAngularTorques
+	FieldTransform
+	FieldControlMode
+	FieldControlDomain
+	armStateFields
+)
+
+var armStateFieldNames = [armStateFields]string{
+	"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation",
+	"current_cursor_force", "current_cursor_position", "current_angular_position", "current_angular_torques",
+	"transform", "control_mode", "control_domain",
+}
+
+// ArmStateFieldNames lists the arm state fields a subscription may name,
+// in frame order (the 3.x names).
+func ArmStateFieldNames() []string { return armStateFieldNames[:] }
+
+// Has reports whether the selection takes field i (a Field constant).
+func (f StateFields) Has(i int) bool { return f == 0 || f&(1<<i) != 0 }
 
 // Wants reports whether the subscription takes the device.
 func (s *Subscription) Wants(t DeviceType, id string) bool {
@@ -46,18 +100,33 @@ func (m *ClientMessage) decodeSubscribe(v Value, at *pathSeg) *Error {
 	if err := expectObject(v, at, subscribeExample); err != nil {
 		return err
 	}
-	var list Value
+	var list, state Value
+	var hasList, hasState bool
 	for it := v.Members(); it.Next(); {
-		if !it.KeyIs("devices") {
+		switch {
+		case it.KeyIs("devices"):
+			list, hasList = it.Value(), true
+		case it.KeyIs("state"):
+			state, hasState = it.Value(), true
+		default:
 			m.warnings().unknownField(at, &it)
-			continue
 		}
-		list = it.Value()
 	}
 	c := at.child("devices")
 	sub := &m.subscribe
-	sub.All, sub.Devices = false, sub.Devices[:0]
-	if b, ok := list.StringBytes(); ok && string(b) == "*" {
+	sub.All, sub.Devices, sub.ArmState = false, sub.Devices[:0], 0
+	if !hasList && !hasState {
+		return errAt(CodeInvalidValue, &c, `subscribe needs "devices": a list like [{"device_type": "arm3", "device_id": "049D"}] or "*", and/or "state": a list of arm state fields`)
+	}
+	if hasState {
+		sc := at.child("state")
+		f, err := decodeStateFields(state, &sc)
+		if err != nil {
+			return err
+		}
+		sub.ArmState = f
+	}
+	if b, ok := list.StringBytes(); !hasList || ok && string(b) == "*" {
 		sub.All = true
 		m.Session.Subscribe = sub
 		return nil
@@ -118,4 +187,28 @@ func (m *ClientMessage) decodeSubscribedDevice(v Value, at *pathSeg) (Subscribed
 	}
 	d.Type, d.ID = dt, string(id)
 	return d, nil
+}
+
+// decodeStateFields reads "state": "*" or a list of arm state field names.
+func decodeStateFields(v Value, at *pathSeg) (StateFields, *Error) {
+	if b, ok := v.StringBytes(); ok && string(b) == "*" {
+		return 0, nil
+	}
+	if v.Kind() != KindArray {
+		return 0, errAt(CodeInvalidValue, at, `state must be "*" or a list of arm state fields such as ["cursor_position", "cursor_velocity"], got %s`, v.Kind())
+	}
+	f := stateFieldsChosen
+	for el := v.Elements(); el.Next(); {
+		ec := at.elem(el.Index())
+		b, ok := el.Value().StringBytes()
+		if !ok {
+			return 0, errAt(CodeInvalidValue, &ec, "a state field is a string such as \"cursor_position\", got %s", el.Value().Kind())
+		}
+		i := slices.Index(armStateFieldNames[:], string(b))
+		if i < 0 {
+			return 0, errAt(CodeInvalidValue, &ec, "unknown arm state field %q: one of %s", b, strings.Join(armStateFieldNames[:], ", "))
+		}
+		f |= 1 << i
+	}
+	return f, nil
 }

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +27,15 @@ func TestDecodeSubscribe(t *testing.T) {
 		{"unknown type", `{"devices":[{"device_type":"arm9","device_id":"1"}]}`, nil, `unknown device type "arm9"`},
 		{"missing id", `{"devices":[{"device_type":"arm3"}]}`, nil, `needs "device_type" and "device_id"`},
 		{"id not a string", `{"devices":[{"device_type":"arm3","device_id":5}]}`, nil, "device_id must be a non-empty string"},
+		{"state fields, every device", `{"state":["cursor_velocity","cursor_position"]}`,
+			&Subscription{All: true, ArmState: stateFieldsChosen | 1<<FieldCursorPosition | 1<<FieldCursorVelocity}, ""},
+		{"state fields and one arm", `{"devices":[{"device_type":"arm3","device_id":"049D"}],"state":["control_mode"]}`,
+			&Subscription{Devices: []SubscribedDevice{{TypeArm, "049D"}}, ArmState: stateFieldsChosen | 1<<FieldControlMode}, ""},
+		{"every state field", `{"devices":"*","state":"*"}`, &Subscription{All: true}, ""},
+		{"no state field", `{"state":[]}`, &Subscription{All: true, ArmState: stateFieldsChosen}, ""},
+		{"unknown state field", `{"state":["cursor_position","motor_temperature"]}`, nil, `unknown arm state field "motor_temperature"`},
+		{"state not a list", `{"state":"cursor_position"}`, nil, `state must be "*" or a list`},
+		{"state field not a string", `{"state":[1]}`, nil, "a state field is a string"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,7 +51,7 @@ func TestDecodeSubscribe(t *testing.T) {
 				t.Fatalf("errors %+v", errs)
 			}
 			got := m.Session.Subscribe
-			if got == nil || got.All != tc.want.All || len(got.Devices) != len(tc.want.Devices) ||
+			if got == nil || got.All != tc.want.All || got.ArmState != tc.want.ArmState || len(got.Devices) != len(tc.want.Devices) ||
 				(len(got.Devices) > 0 && !reflect.DeepEqual(got.Devices, tc.want.Devices)) {
 				t.Fatalf("subscription %+v, want %+v", got, tc.want)
 			}
@@ -55,5 +66,59 @@ func TestSubscriptionWants(t *testing.T) {
 	}
 	if all := (Subscription{All: true}); !all.Wants(TypeGrip, "x") {
 		t.Fatal("an all-devices subscription refused a device")
+	}
+}
+
+// TestFrameCarriesTheSubscribedStateFields: the encoder writes the chosen
+// arm state fields only, in frame order, with the whole status, and still
+// allocates nothing; the zero selection writes every field.
+func TestFrameCarriesTheSubscribedStateFields(t *testing.T) {
+	types := aliasTable(t)
+	tests := []struct {
+		name   string
+		fields StateFields
+		want   []string
+	}{
+		{"every field", 0, ArmStateFieldNames()},
+		{"two, frame order", stateFieldsChosen | 1<<FieldCursorVelocity | 1<<FieldCursorPosition, []string{"cursor_position", "cursor_velocity"}},
+		{"last only", stateFieldsChosen | 1<<FieldControlDomain, []string{"control_domain"}},
+		{"control mode", stateFieldsChosen | 1<<FieldControlMode, []string{"control_mode"}},
+		{"none", stateFieldsChosen, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Frame{SessionID: 1, Arms: []ArmFrame{{DeviceID: "049D"}}, ArmState: tc.fields}
+			f.Arms[0].Body = []byte(`"state":{"stale":true},"status":{}`) // never used under a selection
+			if tc.fields == 0 {
+				f.Arms[0].Body = nil
+			}
+			out := AppendFrame(nil, &f, types)
+			var m struct {
+				Arms []struct {
+					State  map[string]json.RawMessage `json:"state"`
+					Status map[string]bool            `json:"status"`
+				} `json:"inverse3"` // the test table's arm key
+			}
+			if err := json.Unmarshal(out, &m); err != nil || len(m.Arms) != 1 {
+				t.Fatalf("frame is not JSON with one arm (%v): %s", err, out)
+			}
+			arm := m.Arms[0]
+			var got []string
+			for _, name := range ArmStateFieldNames() {
+				if _, ok := arm.State[name]; ok {
+					got = append(got, name)
+				}
+			}
+			if len(got) != len(arm.State) || !slices.Equal(got, tc.want) {
+				t.Fatalf("state fields %v (%d members), want %v: %s", got, len(arm.State), tc.want, out)
+			}
+			if len(arm.Status) != 5 {
+				t.Fatalf("status %v, want its five members", arm.Status)
+			}
+			buf := make([]byte, 0, 4096)
+			if n := testing.AllocsPerRun(100, func() { buf = AppendFrame(buf[:0], &f, types) }); n != 0 {
+				t.Fatalf("encoding allocates %.0f times", n)
+			}
+		})
 	}
 }

@@ -278,6 +278,9 @@ type wsClient struct {
 	// that the first 3.x frame is checked as the inventory.
 	schema *schematest.Validator
 	frames int
+	// stateSubset says the session subscribed to some arm state fields:
+	// its state frames are checked as schema.StateFrameSubset.
+	stateSubset bool
 }
 
 // socketKind is which of the service's sockets a client is on.
@@ -363,6 +366,8 @@ func (c *wsClient) schemaName(m map[string]any) string {
 		return "event"
 	case c.kind == socketLegacy:
 		return ""
+	case m["session"] == nil && c.stateSubset:
+		return schema.StateFrameSubset
 	case m["session"] == nil:
 		return schema.StateFrame
 	case c.frames == 1:

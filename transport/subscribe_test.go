@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -51,5 +52,77 @@ func TestSubscribeSizesFramesToTheClient(t *testing.T) {
 
 	if a, g := count(c.roundTrip(`{"session":{"configure":{"subscribe":{"devices":"*"}}}}`)); a != 3 || g != 1 {
 		t.Fatalf(`after subscribing to "*": %d arms, %d grips, want every device`, a, g)
+	}
+}
+
+// TestSubscribeToArmStateFields: a session that names the arm state fields
+// it reads receives those only, in the frame's order, with the whole
+// status; grips and full-state frames stay whole; "*" brings every field
+// back; an unknown field is an error that changes nothing; another session
+// keeps every field.
+func TestSubscribeToArmStateFields(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2, grips: 1})
+	c := ts.dial(t, ts.wsURL())
+	c.expect() // inventory
+	other := ts.dial(t, ts.wsURL())
+	other.expect()
+	arm := ts.armIDs[0]
+
+	stateKeys := func(f map[string]any, i int) []string {
+		st, _ := path(f, "arm3", i, "state").(map[string]any)
+		var keys []string
+		for k := range st {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	all := stateKeys(c.roundTrip(`{}`), 0)
+	if len(all) < 12 {
+		t.Fatalf("a default frame's arm state has %d fields (%v), want every one", len(all), all)
+	}
+
+	c.stateSubset = true
+	f := c.roundTrip(`{"session":{"configure":{"subscribe":{"state":["cursor_velocity","cursor_position"]}}}}`)
+	if f["errors"] != nil {
+		t.Fatalf("subscribing to two state fields: errors %v", f["errors"])
+	}
+	want := []string{"cursor_position", "cursor_velocity"}
+	for i := range 2 {
+		if got := stateKeys(f, i); !slices.Equal(got, want) {
+			t.Fatalf("arm %d's state after subscribing: %v, want %v", i, got, want)
+		}
+		if path(f, "arm3", i, "status", "ready") == nil {
+			t.Fatalf("arm %d's status is not whole: %v", i, path(f, "arm3", i, "status"))
+		}
+	}
+	if path(f, "grip", 0, "state", "orientation") == nil {
+		t.Fatalf("the grip's state is not whole: %v", path(f, "grip", 0, "state"))
+	}
+	// A command still moves the arm, and the fields report it.
+	f = c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, arm))
+	if f["errors"] != nil || !slices.Equal(stateKeys(f, 0), want) {
+		t.Fatalf("a command under the subscription: %v", f)
+	}
+	if got := stateKeys(other.roundTrip(`{}`), 0); !slices.Equal(got, all) {
+		t.Fatalf("another session's arm state: %v, want every field", got)
+	}
+
+	full := c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+	if got := stateKeys(full, 0); !slices.Equal(got, all) {
+		t.Fatalf("a full-state frame's arm state: %v, want every field", got)
+	}
+
+	bad := c.roundTrip(`{"session":{"configure":{"subscribe":{"state":["cursor_position","motor_temperature"]}}}}`)
+	if bad["errors"] == nil {
+		t.Fatalf("an unknown state field was accepted: %v", bad)
+	}
+	if got := stateKeys(bad, 0); !slices.Equal(got, want) {
+		t.Fatalf("a refused subscription changed the fields: %v, want %v", got, want)
+	}
+
+	c.stateSubset = false
+	if got := stateKeys(c.roundTrip(`{"session":{"configure":{"subscribe":{"state":"*"}}}}`), 0); !slices.Equal(got, all) {
+		t.Fatalf(`after "state": "*": %v, want every field`, got)
 	}
 }

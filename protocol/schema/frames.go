@@ -8,9 +8,13 @@ import (
 const (
 	InventoryFrame = "inventory-frame"
 	StateFrame     = "state-frame"
-	FullStateFrame = "full-state-frame"
-	AnyFrame       = "frame"
-	Devices        = "devices"
+	// StateFrameSubset is a state frame of a session subscribed to a
+	// subset of the arm state fields (session.configure.subscribe.state):
+	// each arm's state holds only those.
+	StateFrameSubset = "state-frame-subset"
+	FullStateFrame   = "full-state-frame"
+	AnyFrame         = "frame"
+	Devices          = "devices"
 )
 
 func controlModes() []string {
@@ -26,7 +30,7 @@ func controlModes() []string {
 // configured type table. Every object is closed: a member the encoder
 // writes and the schema does not name fails validation.
 func defineFrames(s *Set, o *Options) {
-	s.Define("arm-state", allRequired(Schema{
+	armState := Schema{
 		"cursor_position":      Ref("vec3"),
 		"cursor_velocity":      Ref("vec3"),
 		"angular_position":     Ref("angles3"),
@@ -42,7 +46,9 @@ func defineFrames(s *Set, o *Options) {
 		"transform":      closed(Schema{"position": Ref("vec3"), "rotation": Ref("quat"), "scale": Ref("vec3")}),
 		"control_mode":   enum(controlModes()),
 		"control_domain": enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
-	}))
+	}
+	s.Define("arm-state", allRequired(armState))
+	s.Define("arm-state.subset", closed(armState))
 	s.Define("arm-status", allRequired(Schema{
 		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
 	}))
@@ -101,10 +107,14 @@ func defineFrames(s *Set, o *Options) {
 			})
 		}
 		s.Define("config."+c.Key, closed(conf, without(sortedKeys(conf), optional)...))
-		for _, withConfig := range []string{"required", "optional", "absent"} {
+		for _, withConfig := range []string{"required", "optional", "absent", "subset"} {
+			state := Ref(stateName(c))
+			if withConfig == "subset" && c.Type == protocol.TypeArm {
+				state = Ref("arm-state.subset")
+			}
 			props := Schema{
 				"device_id": Schema{"type": "string", "minLength": 1},
-				"state":     Ref(stateName(c)),
+				"state":     state,
 				"status":    Ref(slug + "-status"),
 			}
 			required := []string{"device_id", "state", "status"}
@@ -150,10 +160,12 @@ func defineFrames(s *Set, o *Options) {
 		frame("required", true, true, false))
 	s.Publish(StateFrame, "The frame answering each message: every device's state and status, with the message's errors and warnings.",
 		frame("absent", true, false, true))
+	s.Publish(StateFrameSubset, "A state frame of a session subscribed to some arm state fields (session.configure.subscribe.state): each arm's state holds those only.",
+		frame("subset", true, false, true))
 	s.Publish(FullStateFrame, "The frame answering a message with session.force_render_full_state: config too (for the types in device_types, when given).",
 		frame("optional", true, true, true))
 	s.Publish(AnyFrame, "Any frame of the 3.x simulation WebSocket.",
-		Schema{"anyOf": []Schema{Ref(InventoryFrame), Ref(StateFrame), Ref(FullStateFrame)}})
+		Schema{"anyOf": []Schema{Ref(InventoryFrame), Ref(StateFrame), Ref(StateFrameSubset), Ref(FullStateFrame)}})
 	s.Publish(Devices, "The inventory GET /devices answers: every device with its config, as the session named by ?session= sees it.",
 		frame("required", false, false, false))
 }

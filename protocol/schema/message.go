@@ -80,6 +80,16 @@ func defineMessage(s *Set, o *Options) {
 			}, "name")),
 			"basis": orNull(basis),
 			"lease": orNull(open(Schema{"ms": Schema{"type": "integer", "minimum": protocol.LeaseMinMs, "maximum": protocol.LeaseMaxMs}}, "ms")),
+			"subscribe": orNull(Schema{
+				"description": "an extension: the devices and arm state fields this session's frames carry; at least one of the two",
+				"type":        "object",
+				"anyOf":       []Schema{{"required": []string{"devices"}}, {"required": []string{"state"}}},
+				"properties": Schema{
+					"devices": Schema{"anyOf": []Schema{constant("*"), Schema{"type": "array", "maxItems": protocol.MaxSubscribedDevices,
+						"items": open(Schema{"device_type": str(), "device_id": Schema{"type": "string", "minLength": 1}}, "device_type", "device_id")}}},
+					"state": Schema{"anyOf": []Schema{constant("*"), arrayOf(enum(protocol.ArmStateFieldNames()))}},
+				},
+			}),
 		})),
 		keepAlive: Schema{"description": "a liveness ping: accepted whatever its value"},
 		"force_render_full_state": orNull(open(Schema{
