@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -134,11 +135,40 @@ type client struct {
 
 // dialClient opens a session and reads the inventory. The client commands
 // (or probes) arm index mod the number of arms in the inventory.
-// subscribeMessageFormat subscribes a session to one arm
-// (session.configure.subscribe).
-const subscribeMessageFormat = `{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":%q}]}}}}`
+// subscribeTo is what a client subscribes to (session.configure.subscribe):
+// its own arm only, and the arm state fields it names (none: every field).
+// The zero value subscribes to nothing: the service's default frames.
+type subscribeTo struct {
+	ownArm bool
+	state  []string
+}
 
-func dialClient(ctx context.Context, url string, index int, role Role, rateHz float64, timeout time.Duration, subscribe bool) (*client, error) {
+// message is the subscription's message for the client's arm id, or nil.
+func (s subscribeTo) message(id string) []byte {
+	if !s.ownArm && len(s.state) == 0 {
+		return nil
+	}
+	b := []byte(`{"session":{"configure":{"subscribe":{`)
+	if s.ownArm {
+		b = fmt.Appendf(b, `"devices":[{"device_type":"arm3","device_id":%q}]`, id)
+	}
+	if len(s.state) > 0 {
+		if s.ownArm {
+			b = append(b, ',')
+		}
+		b = append(b, `"state":[`...)
+		for i, f := range s.state {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, f)
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}}}}"...)
+}
+
+func dialClient(ctx context.Context, url string, index int, role Role, rateHz float64, timeout time.Duration, subscribe subscribeTo) (*client, error) {
 	d := websocket.Dialer{HandshakeTimeout: timeout, ReadBufferSize: 16 << 10, WriteBufferSize: 4 << 10}
 	conn, resp, err := d.DialContext(ctx, url, nil)
 	if resp != nil && resp.Body != nil {
@@ -171,10 +201,11 @@ func dialClient(ctx context.Context, url string, index int, role Role, rateHz fl
 		format = probeMessageFormat
 	}
 	c.message = fmt.Appendf(nil, format, c.deviceID)
-	if subscribe {
-		// Frames sized to what this client reads: its own arm only. The
-		// answer to the subscription is not a measured tick.
-		if err := c.conn.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, subscribeMessageFormat, c.deviceID)); err != nil {
+	if msg := subscribe.message(c.deviceID); msg != nil {
+		// Frames sized to what this client reads: its own arm only, or
+		// the state fields named. The answer to the subscription is not a
+		// measured tick.
+		if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("bench: client %d: subscribe: %w", index, err)
 		}

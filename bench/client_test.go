@@ -44,7 +44,7 @@ func BenchmarkLockStepEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer echo.close()
-	c, err := dialClient(context.Background(), echo.url, 0, RoleController, 0, 5*time.Second, false)
+	c, err := dialClient(context.Background(), echo.url, 0, RoleController, 0, 5*time.Second, subscribeTo{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,5 +62,25 @@ func BenchmarkLockStepEcho(b *testing.B) {
 	}
 	if c.result.OutOfOrder+c.result.ErrorFrames != 0 {
 		b.Fatalf("echo frames failed the checks: %+v", c.result)
+	}
+}
+
+func TestSubscribeMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		sub  subscribeTo
+		want string
+	}{
+		{"nothing", subscribeTo{}, ""},
+		{"own arm", subscribeTo{ownArm: true}, `{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"049D"}]}}}}`},
+		{"state fields", subscribeTo{state: []string{"cursor_position", "cursor_velocity"}}, `{"session":{"configure":{"subscribe":{"state":["cursor_position","cursor_velocity"]}}}}`},
+		{"both", subscribeTo{ownArm: true, state: []string{"cursor_position"}}, `{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"049D"}],"state":["cursor_position"]}}}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(tc.sub.message("049D")); got != tc.want {
+				t.Errorf("message = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -104,12 +104,12 @@ func Lease(ctx context.Context, o LeaseOptions) (LeaseReport, error) {
 	} else {
 		return rep, err
 	}
-	ctl, err := dialClient(ctx, wsURL, 0, RoleController, o.RateHz, o.Timeout, false)
+	ctl, err := dialClient(ctx, wsURL, 0, RoleController, o.RateHz, o.Timeout, subscribeTo{})
 	if err != nil {
 		return rep, err
 	}
 	defer ctl.close()
-	obs, err := dialClient(ctx, wsURL, 0, RoleObserver, 0, o.Timeout, false)
+	obs, err := dialClient(ctx, wsURL, 0, RoleObserver, 0, o.Timeout, subscribeTo{})
 	if err != nil {
 		return rep, err
 	}

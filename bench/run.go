@@ -39,6 +39,9 @@ type RunOptions struct {
 	// Subscribe makes every session subscribe to its own arm
 	// (session.configure.subscribe), so frames carry one arm, not all.
 	Subscribe bool
+	// StateFields, if set, makes every session subscribe to these arm
+	// state fields only (session.configure.subscribe.state).
+	StateFields []string
 	// EchoCommand, if set, runs the echo baseline as its own process
 	// (argv of a command that serves as ServeEcho does, given --inventory
 	// and --state files), as hapticd runs in its own; empty runs it inside
@@ -158,6 +161,8 @@ type RunConfig struct {
 	WarmupS   float64 `json:"warmup_s"`
 	LoopHz    float64 `json:"loop_hz"`
 	Subscribe bool    `json:"subscribe,omitempty"` // each session subscribed to its own arm
+	// StateFields are the arm state fields every session subscribed to.
+	StateFields []string `json:"state_fields,omitempty"`
 	// Placement is RunOptions.CPUs, and the CPUs it gave each side.
 	Placement  string `json:"placement,omitempty"`
 	ClientCPUs []int  `json:"client_cpus,omitempty"`
@@ -273,7 +278,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	rep := RunReport{
 		Config: RunConfig{Target: o.Target, Arms: o.Arms, Clients: o.Clients, Observers: o.Observers,
 			RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), LoopHz: o.LoopHz, Subscribe: o.Subscribe,
-			Placement: string(o.CPUs)},
+			StateFields: o.StateFields, Placement: string(o.CPUs)},
 		Machine: ThisMachine(),
 	}
 	clientCPUs, serverCPUs, err := o.CPUs.cpuSets()
@@ -599,7 +604,7 @@ func runLoadWith(ctx context.Context, o RunOptions, server, wsURL, httpBase stri
 			if i >= o.Clients {
 				role, idx = RoleObserver, i-o.Clients
 			}
-			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout, o.Subscribe)
+			c, err := dialClient(ctx, wsURL, idx, role, o.RateHz, o.FrameTimeout, subscribeTo{ownArm: o.Subscribe, state: o.StateFields})
 			if err == nil {
 				c.result.Index = i
 			}

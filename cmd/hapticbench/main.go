@@ -133,6 +133,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sweep := fs.String("sweep", "", "run once per client or arm count, e.g. clients=1,10,50,100 or arms=1,100,1000")
 	fs.IntVar(&o.EchoRuns, "echo-runs", 2, "echo baseline runs; the fastest is the floor, their spread the noise a flag must exceed")
 	fs.IntVar(&o.HapticdRuns, "hapticd-runs", 1, "hapticd runs, each a fresh service, taking turns with the echo's; with several, each figure is the best of them")
+	state := fs.String("state", "", "arm state fields every session subscribes to, comma-separated (session.configure.subscribe.state), e.g. cursor_position,cursor_velocity")
 	cpus := fs.String("cpus", "", "placement: empty or any (the kernel's), shared (clients and servers on one CPU) or split (clients on one CPU, servers on the others)")
 	plot := fs.String("plot", "", "with --sweep, write an SVG plot of RTT percentiles and achieved rate to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
@@ -145,6 +146,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var err error
 	if o.CPUs, err = bench.ParsePlacement(*cpus); err != nil {
 		return usageError{err}
+	}
+	if *state != "" {
+		o.StateFields = strings.Split(*state, ",")
 	}
 	if !*quiet {
 		o.Progress = stderr
