@@ -164,6 +164,9 @@ func (d *Device) unchangedBy(session uint64, entries []protocol.Entry) bool {
 // Load fills dst with the loop's latest snapshot.
 func (d *Device) Load(dst *loop.Snapshot) { d.rt.Load(dst) }
 
+// LoadPhysical is Load without the pose-derived state (loop.Device.LoadPhysical).
+func (d *Device) LoadPhysical(dst *loop.Snapshot) { d.rt.LoadPhysical(dst) }
+
 // publishSeq is the loop's publish sequence (loop.Device.PublishSeq).
 func (d *Device) publishSeq() uint64 { return d.rt.PublishSeq() }
 

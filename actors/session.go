@@ -780,6 +780,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 					af.Body = d.storeBody(slot, seq, v, codec.AppendArmState(make([]byte, 0, 512), af))
 				}
 			}
+		case !f.ArmState.NeedsPose():
+			// The subscribed fields need no joint angles or orientation:
+			// leave them underived (they are not written).
+			d.LoadPhysical(snap)
+			fillArm(af, snap, v)
 		default:
 			d.Load(snap)
 			fillArm(af, snap, v)

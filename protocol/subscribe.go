@@ -81,6 +81,15 @@ func ArmStateFieldNames() []string { return armStateFieldNames[:] }
 // Has reports whether the selection takes field i (a Field constant).
 func (f StateFields) Has(i int) bool { return f == 0 || f&(1<<i) != 0 }
 
+// NeedsPose reports whether the selection takes a field derived from the
+// arm's pose (joint angles and rates, body orientation, the angular
+// targets): a reader of positions and velocities alone can skip the
+// inverse kinematics.
+func (f StateFields) NeedsPose() bool {
+	return f.Has(FieldAngularPosition) || f.Has(FieldAngularVelocity) || f.Has(FieldBodyOrientation) ||
+		f.Has(FieldCurrentAngularPosition) || f.Has(FieldCurrentAngularTorques)
+}
+
 // Wants reports whether the subscription takes the device.
 func (s *Subscription) Wants(t DeviceType, id string) bool {
 	if s.All {

@@ -121,6 +121,14 @@ func TestSubscribeToArmStateFields(t *testing.T) {
 		t.Fatalf("a refused subscription changed the fields: %v, want %v", got, want)
 	}
 
+	// Fields derived from the pose are derived when asked for: the joint
+	// angles of an arm away from its zero pose are not all zero.
+	f = c.roundTrip(`{"session":{"configure":{"subscribe":{"state":["angular_position"]}}}}`)
+	ang, _ := path(f, "arm3", 0, "state", "angular_position").(map[string]any)
+	if f["errors"] != nil || len(ang) != 3 || ang["a0"] == 0.0 && ang["a1"] == 0.0 && ang["a2"] == 0.0 {
+		t.Fatalf("angular_position alone: %v (errors %v)", ang, f["errors"])
+	}
+
 	c.stateSubset = false
 	if got := stateKeys(c.roundTrip(`{"session":{"configure":{"subscribe":{"state":"*"}}}}`), 0); !slices.Equal(got, all) {
 		t.Fatalf(`after "state": "*": %v, want every field`, got)

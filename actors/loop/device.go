@@ -322,7 +322,16 @@ func (d *Device) Register() *Register { return &d.reg }
 // on a Scheduler that nobody read lately published only one tick in 8: the
 // first Load after a quiet spell may get a state up to 7 ticks old (Tick
 // says which), and the arm publishes every tick from the next one on.
-func (d *Device) Load(dst *Snapshot) {
+func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
+
+// LoadPhysical is Load without what a lazy driver derives from the pose on
+// read (joint angles, their rates, the body's orientation: left as the
+// snapshot holds them, not current), for a reader that reports none of
+// them; a frame of positions and velocities then costs no inverse
+// kinematics.
+func (d *Device) LoadPhysical(dst *Snapshot) { d.load(dst, false) }
+
+func (d *Device) load(dst *Snapshot, derive bool) {
 	if d.lazy == nil {
 		d.snap.Load(dst)
 		return
@@ -337,7 +346,7 @@ func (d *Device) Load(dst *Snapshot) {
 			break
 		}
 	}
-	if dst.derive != deriveNone && d.lazy != nil {
+	if derive && dst.derive != deriveNone && d.lazy != nil {
 		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
 	}
 	dst.derive = deriveNone
