@@ -112,6 +112,8 @@ figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, placement 
 	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-subscribed.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, clients on one CPU, servers on the other" \
 	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --cpus split --json "$out/run-100x100-subscribed-split.json"
+figure "100 sessions at 1 kHz, each subscribed to its own arm of 100 and to the two state fields an engine reads" \
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --state cursor_position,cursor_velocity --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-state.json"
 figure "100 sessions at 1 kHz on 100 arms, every frame with all 100 arms (the old default)" \
 	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$out/run-100x100.json"
 figure "Device loop timed at the arm under the 100-client load, beside a bare host loop under the same load" \
