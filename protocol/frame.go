@@ -273,7 +273,9 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling, fields 
 }
 
 // appendArmState appends an arm's "state" (the fields selects) and its
-// whole "status".
+// whole "status". The fields are written one by one, in the order of
+// ArmStateFieldNames (TestFrameCarriesTheSubscribedStateFields holds the
+// two together): a table of appenders was 10 % slower per frame.
 func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling, fields StateFields) []byte {
 	dst = append(dst, `"state":{`...)
 	open := len(dst)
