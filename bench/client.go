@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
+
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
@@ -161,7 +162,7 @@ func (s subscribeTo) message(id string) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendQuote(b, f)
+			b = protocol.AppendString(b, f) // JSON's quoting, not Go's
 		}
 		b = append(b, ']')
 	}
@@ -209,9 +210,16 @@ func dialClient(ctx context.Context, url string, index int, role Role, rateHz fl
 			conn.Close()
 			return nil, fmt.Errorf("bench: client %d: subscribe: %w", index, err)
 		}
-		if _, err := c.readFrame(); err != nil {
+		answer, err := c.readFrame()
+		if err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("bench: client %d: read the subscription's frame: %w", index, err)
+		}
+		// A refused subscription leaves the default frames: measuring
+		// those under the subscription's name would mislead.
+		if i := bytes.Index(answer, keyErrors); i >= 0 {
+			conn.Close()
+			return nil, fmt.Errorf("bench: client %d: the service refused the subscription %s: %s", index, msg, clip(answer[i:], 300))
 		}
 	}
 	c.result.SessionID = c.sessionID

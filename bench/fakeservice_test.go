@@ -54,6 +54,9 @@ type fakeFaults struct {
 	// (0: every session), and slows those sessions' frames by 200 µs:
 	// a later run that is both slower and faulty.
 	faultyFrom int64
+	// refuseSubscribe answers a session.configure.subscribe with errors,
+	// as the service answers an unknown state field.
+	refuseSubscribe bool
 }
 
 func newFake(arms int, faults fakeFaults) *fakeService {
@@ -162,7 +165,8 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 		if control && faults.foreignEvery > 0 && n%faults.foreignEvery == 0 {
 			id = session + 1000
 		}
-		withErrors := control && faults.errorEvery > 0 && n%faults.errorEvery == 0
+		withErrors := control && faults.errorEvery > 0 && n%faults.errorEvery == 0 ||
+			f.refuseSubscribe && bytes.Contains(msg, []byte(`"subscribe"`))
 		busy := control && faults.busyEvery > 0 && n%faults.busyEvery == 0
 		if conn.WriteMessage(websocket.TextMessage, f.frameWith(id, full, withErrors, busy)) != nil {
 			return

@@ -328,3 +328,17 @@ func TestAFaultyRunIsNeverHiddenBehindAFasterOne(t *testing.T) {
 		t.Fatalf("shown run has no error frames (rates %v): a faulty run was hidden", rep.HapticdRates)
 	}
 }
+
+// TestARefusedSubscriptionFailsTheRun: a subscription the service refuses
+// (an unknown state field) fails the run with the service's answer, rather
+// than measuring the default frames under the subscription's name.
+func TestARefusedSubscriptionFailsTheRun(t *testing.T) {
+	f := newFakeService(t, fakeFaults{refuseSubscribe: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Run(ctx, RunOptions{Target: f.wsURL(), NoBareLoop: true, NoEcho: true, Clients: 1,
+		StateFields: []string{"bogus_field"}, Duration: 200 * time.Millisecond, FrameTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "refused the subscription") || !strings.Contains(err.Error(), "bogus_field") {
+		t.Fatalf("Run = %v, want an error naming the refused subscription", err)
+	}
+}
