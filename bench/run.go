@@ -53,9 +53,9 @@ type RunOptions struct {
 	EchoRuns int
 	// HapticdRuns is how many times hapticd runs (default 1), each a
 	// fresh service (fresh sessions on a Target), taking turns with the
-	// echo's runs. With several, each
-	// hapticd figure is the best of its runs, as the echo's floor is of
-	// its own: the same number of draws on each side of a ratio.
+	// echo's runs. With several, each hapticd figure is the best of its
+	// runs, as the echo's floor is of its own: the same number of draws
+	// on each side of a ratio.
 	HapticdRuns int
 	// CPUs places the clients and the servers (Placement); the default
 	// leaves it to the kernel.
@@ -321,7 +321,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	// frames), so that a slow minute of a shared machine falls on both
 	// sides rather than on one.
 	frames := &capturedFrames{}
-	echo := newEchoRounds(ctx, &o, &rep, cache, frames, serverCPUs)
+	echo := &echoRounds{ctx: ctx, o: &o, rep: &rep, cache: cache, frames: frames, cpus: serverCPUs}
 	for i := 0; i < max(o.HapticdRuns, o.EchoRuns); i++ {
 		if i < o.HapticdRuns {
 			if err := runHapticdOnce(ctx, &o, &rep, cache, frames, serverCPUs, i); err != nil {
@@ -461,10 +461,6 @@ type echoRounds struct {
 	loaded    *BareLoop
 	loadedErr error
 	skipped   bool
-}
-
-func newEchoRounds(ctx context.Context, o *RunOptions, rep *RunReport, cache *bareCache, frames *capturedFrames, cpus []int) *echoRounds {
-	return &echoRounds{ctx: ctx, o: o, rep: rep, cache: cache, frames: frames, cpus: cpus}
 }
 
 // wantsBareLoop says whether a bare loop can run under the echo's load.
