@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -37,15 +38,43 @@ type labMember struct {
 	args []string
 }
 
-// freeLabPort is a port free on host (a 127.0.0.x address) right now.
-func freeLabPort(t *testing.T, host string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		t.Skipf("cannot listen on %s (the lab test needs 127.0.0.2-4): %v", host, err)
+// labPorts hands out the ports a test lab's members are told to listen on.
+// A port is chosen before the member that binds it starts, so it is drawn
+// from below Linux's ephemeral range (32768 and up): no listener on port 0
+// and no outgoing connection of another member, or of a test running
+// beside this one, can take it in between. A port is never handed out
+// twice in one test.
+type labPorts struct {
+	t    *testing.T
+	used map[int]bool
+}
+
+func newLabPorts(t *testing.T) *labPorts { return &labPorts{t: t, used: map[int]bool{}} }
+
+// free is a port free on host (a 127.0.0.x address) right now.
+func (p *labPorts) free(host string) int {
+	p.t.Helper()
+	const low, high = 20000, 32768 // [low, high): below the ephemeral range
+	for range 1000 {
+		port := low + mrand.IntN(high-low)
+		if p.used[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			l0, anyErr := net.Listen("tcp", host+":0")
+			if anyErr != nil {
+				p.t.Skipf("cannot listen on %s (the lab test needs 127.0.0.2-4): %v", host, anyErr)
+			}
+			l0.Close()
+			continue // taken: draw again
+		}
+		l.Close()
+		p.used[port] = true
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	p.t.Fatalf("no free port on %s in [%d, %d) after 1000 draws", host, low, high)
+	return 0
 }
 
 func startLabMember(t *testing.T, bin, host string, args ...string) *labMember {
@@ -235,7 +264,8 @@ func TestLab(t *testing.T) {
 
 func testLab(t *testing.T, bin, membership string) {
 	const n1Host, n2Host, gwHost = "127.0.0.2", "127.0.0.3", "127.0.0.4"
-	p1, p2, pg := freeLabPort(t, n1Host), freeLabPort(t, n2Host), freeLabPort(t, gwHost)
+	ports := newLabPorts(t)
+	p1, p2, pg := ports.free(n1Host), ports.free(n2Host), ports.free(gwHost)
 	common := []string{"--sim-grips", "0", "--membership", membership}
 	extra := map[string][]string{} // per host
 	checkHealth := func() {}
@@ -244,7 +274,7 @@ func testLab(t *testing.T, bin, membership string) {
 	case "static":
 		extra[gwHost] = []string{"--peers", fmt.Sprintf("%s:%d,%s:%d", n1Host, p1, n2Host, p2), "--cluster-node-timeout", "1s"}
 	case "automanaged":
-		health := map[string]int{n1Host: freeLabPort(t, n1Host), n2Host: freeLabPort(t, n2Host), gwHost: freeLabPort(t, gwHost)}
+		health := map[string]int{n1Host: ports.free(n1Host), n2Host: ports.free(n2Host), gwHost: ports.free(gwHost)}
 		peers := fmt.Sprintf("%s:%d,%s:%d,%s:%d", n1Host, health[n1Host], n2Host, health[n2Host], gwHost, health[gwHost])
 		for host, port := range health {
 			extra[host] = []string{"--peers", peers, "--cluster-health-port", strconv.Itoa(port)}
@@ -646,22 +676,23 @@ func TestLabMutualTLS(t *testing.T) {
 		return []string{"--cluster-cert", filepath.Join(dir, certKey[0]), "--cluster-key", filepath.Join(dir, certKey[1]), "--cluster-ca", filepath.Join(dir, "ca.pem")}
 	}
 	const nHost, gwHost = "127.0.0.2", "127.0.0.4"
+	ports := newLabPorts(t)
 	// Membership is automanaged (the default); its health endpoints are
 	// plain HTTP, so the foreign gateways see the node as a member, and
 	// must still get nothing over the cluster link.
-	pn, hn, hMember := freeLabPort(t, nHost), freeLabPort(t, nHost), freeLabPort(t, gwHost)
+	pn, hn, hMember := ports.free(nHost), ports.free(nHost), ports.free(gwHost)
 	labPeers := fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, hMember)
 	startLabMember(t, bin, nHost, append([]string{"--role", "node", "--cluster-port", strconv.Itoa(pn), "--cluster-health-port", strconv.Itoa(hn),
 		"--peers", labPeers, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0"}, tlsArgs(lab, nodeCert)...)...)
 	gateway := func(health int, pki []string) *labMember {
-		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(freeLabPort(t, gwHost)), "--cluster-health-port", strconv.Itoa(health),
+		args := []string{"--role", "gateway", "--cluster-port", strconv.Itoa(ports.free(gwHost)), "--cluster-health-port", strconv.Itoa(health),
 			"--peers", fmt.Sprintf("%s:%d,%s:%d", nHost, hn, gwHost, health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0"}
 		return startLabMember(t, bin, gwHost, append(args, pki...)...)
 	}
 	// The foreign gateway starts first, so it has asked at least as often
 	// as the lab's own by the time that one sees the arm.
-	intruder := gateway(freeLabPort(t, gwHost), tlsArgs(foreign, []string{"cert.pem", "key.pem"}))
-	plain := gateway(freeLabPort(t, gwHost), nil)
+	intruder := gateway(ports.free(gwHost), tlsArgs(foreign, []string{"cert.pem", "key.pem"}))
+	plain := gateway(ports.free(gwHost), nil)
 	member := gateway(hMember, tlsArgs(lab, gwCert))
 	waitLab(t, 10*time.Second, "the arm on the lab's gateway", func() bool { return len(labArms(t, member)) == 1 })
 	for name, g := range map[string]*labMember{"foreign CA": intruder, "no TLS": plain} {
@@ -678,7 +709,8 @@ func TestStandaloneStartsNoClusterCode(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	const host = "127.0.0.2"
-	port, health := freeLabPort(t, host), freeLabPort(t, host)
+	ports := newLabPorts(t)
+	port, health := ports.free(host), ports.free(host)
 	m := startLabMember(t, buildBinary(t), host, "--cluster-port", strconv.Itoa(port), "--cluster-health-port", strconv.Itoa(health),
 		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
 	if len(labArms(t, m)) != 1 {

@@ -60,7 +60,11 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		var tail []string // the last lines, to say why it exited
 		for sc.Scan() {
+			if tail = append(tail, sc.Text()); len(tail) > 8 {
+				tail = tail[1:]
+			}
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
 				continue
@@ -74,7 +78,7 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 				return
 			}
 		}
-		ready <- fmt.Errorf("hapticd exited before ready: %v", sc.Err())
+		ready <- fmt.Errorf("hapticd %s exited before ready (read error %v); its last lines:\n%s", strings.Join(args, " "), sc.Err(), strings.Join(tail, "\n"))
 	}()
 	select {
 	case err := <-ready:
