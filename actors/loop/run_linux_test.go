@@ -5,10 +5,12 @@ package loop
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/hw"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,4 +99,45 @@ func TestSleepOnlyPacerSleeps(t *testing.T) {
 	if used > wall/2 {
 		t.Fatalf("100 ticks of 1 ms took %v of CPU in %v: the pacer spun instead of sleeping", used, wall)
 	}
+}
+
+// TestSpinningShardHoldsATunedThread: a shard whose pacer spins (SpinFrom
+// devices or more) paces from a thread of its own with a 1 ns timer slack,
+// so its clock_nanosleep wakes on time and comes back to its P; below
+// SpinFrom it gives the thread back, untuned. The devices' exchanges run on
+// the shard's goroutine and read the slack of the thread they run on.
+func TestSpinningShardHoldsATunedThread(t *testing.T) {
+	s := NewScheduler(SchedulerOptions{Shards: 1, SpinFrom: 2})
+	s.Start()
+	defer s.Stop()
+	var slack atomic.Int64
+	readSlack := func(uint64, *hw.Command, *hw.State) {
+		v, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		slack.Store(int64(v))
+	}
+	add := func() *Device {
+		drv := looptest.NewArm()
+		drv.SetStateFunc(readSlack)
+		d := NewDevice(drv, DeviceOptions{})
+		s.Add(d)
+		return d
+	}
+	waitSlack := func(what string, ok func(int64) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(slack.Load()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the shard's thread has timer slack %d ns", what, slack.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	first := add()
+	waitSlack("one device, sleep-only", func(v int64) bool { return v > 1 })
+	second := add()
+	waitSlack("two devices, spinning", func(v int64) bool { return v == 1 })
+	s.Remove(second)
+	slack.Store(0)
+	waitSlack("back to one device", func(v int64) bool { return v > 1 })
+	s.Remove(first)
 }
