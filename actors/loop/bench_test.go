@@ -202,7 +202,7 @@ func movingArmsTick(b *testing.B, n int) {
 		now += int64(time.Millisecond)
 		t0 := time.Now()
 		sh.mu.Lock()
-		sh.pass(now, int64(time.Millisecond), clock, &cur)
+		sh.pass(now, clock, &cur)
 		sh.mu.Unlock()
 		t1 := time.Now()
 		for i := range bare {

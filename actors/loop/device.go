@@ -554,6 +554,13 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 	}
 	d.lastNowNs = nowNs
 
+	// The force gate watches the arm only while a force may be commanded
+	// or is still ramping out (read before lease, which may end both this
+	// tick): it shapes nothing else. Between controls it rests at zero and
+	// primes on the first watching tick, so a new owner's force is gated
+	// by what the arm does under that force, not by how a hand moved the
+	// idle arm, and an idle simulated arm's fast path skips it.
+	gateWatching := d.armed || d.ramping || d.lastOwner != 0 || d.reg.owner.Load() != 0
 	owner := d.lease(nowNs)
 	mode := hw.ModeIdle
 	changed := d.lazy == nil || halting || d.publishPending // other drivers publish every tick
@@ -564,9 +571,14 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 		// One Globals for the whole tick: the settings passed to the
 		// driver, the force scale and the gravity feed-forward agree.
 		g := d.globals.Load()
-		d.gate.update(d.state.VelocityMps, dtNs)
+		if gateWatching {
+			d.gate.update(d.state.VelocityMps, dtNs)
+		}
 		d.configure(nowNs, g)
 		d.compute(nowNs, owner, g)
+		if !d.armed && !d.ramping && owner == 0 {
+			d.gate = forceGate{} // at rest until the next control
+		}
 		mode = d.out.Mode
 		d.addGravity(g)
 		var startNs int64
@@ -631,19 +643,13 @@ func copyCoreState(dst, src *hw.State) {
 
 // sleepCheck says whether the device may sleep after a tick that changed
 // nothing: a time-invariant lazy driver at rest, nobody in control, no ramp,
-// its settings applied, the force gate settled. An asleep device's tick only
-// checks what could wake it (a register write or claim, new Globals, a
-// Halt) and otherwise does nothing: stepping it would change nothing
-// either. The gate's remaining energy (below 1e-12 (m/s)², an attenuation
-// under 3e-9) is dropped so that waking finds it as it would have decayed.
+// its settings applied (the force gate, nobody in control, rests). An
+// asleep device's tick only checks what could wake it (a register write or
+// claim, new Globals, a Halt) and otherwise does nothing: stepping it would
+// change nothing either.
 func (d *Device) sleepCheck(owner uint64) bool {
-	if d.lazy == nil || owner != 0 || d.lastOwner != 0 || d.armed || d.ramping || d.errRun != 0 ||
-		d.configuredFrom != d.globals.Load() || d.state.VelocityMps != (hw.Vec3{}) || !d.gate.settled() ||
-		!d.lazy.TimeInvariant() {
-		return false
-	}
-	d.gate = forceGate{prevV: d.gate.prevV, primed: d.gate.primed}
-	return true
+	return d.lazy != nil && owner == 0 && d.lastOwner == 0 && !d.armed && !d.ramping && d.errRun == 0 &&
+		d.configuredFrom == d.globals.Load() && d.state.VelocityMps == (hw.Vec3{}) && d.lazy.TimeInvariant()
 }
 
 // exchange is one driver exchange of d.out; d.state takes the state only

@@ -353,6 +353,50 @@ func TestForceGate(t *testing.T) {
 	}
 }
 
+// The gate watches an arm while someone controls it and while its force
+// ramps out, and rests between controls: ringing before a claim does not
+// attenuate the new owner's first force, ringing under control keeps
+// attenuating the ramp after a lapse, and the ramp's end leaves it at rest.
+func TestForceGateWatchesControlAndRampOnly(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 20 * ms})
+	r.drv.SetStateFunc(oscillate(20, 0.1, 0))
+	for range 300 {
+		r.step(ms) // ringing, nobody in control
+	}
+	p := &Params{ForceGateGain: 1}
+	r.command(1, 1, 100*ms, force(0, 5, 0), p)
+	if f := r.step(ms).ForceN.Y; !near(f, 5, 1e-9) {
+		t.Fatalf("first force after a claim on a ringing idle arm = %.3f N, want 5 (the gate rests between controls)", f)
+	}
+	for i := range 300 {
+		r.command(1, uint64(i+2), 100*ms, force(0, 5, 0), p)
+		r.step(ms)
+	}
+	if f := r.step(ms).ForceN.Y; f > 1 {
+		t.Fatalf("force under control on the ringing arm = %.3f N, want under 1 (gated)", f)
+	}
+	// No more commands: the lease lapses 100 ms after the last one, and
+	// the ramp starts from the gated force, not from the commanded 5 N.
+	var ramp []float64
+	for range 150 {
+		c := r.step(ms)
+		if c.Mode == hw.ModeForce && r.dev.Register().Owner() == 0 {
+			ramp = append(ramp, c.ForceN.Y)
+		}
+	}
+	if len(ramp) == 0 {
+		t.Fatal("no ramp after the lease lapsed")
+	}
+	for i, f := range ramp {
+		if f > 1 {
+			t.Fatalf("ramp tick %d after the lapse: %.3f N, want under 1 (the gate still watches the ramp): %.3f", i, f, ramp)
+		}
+	}
+	if r.dev.gate != (forceGate{}) {
+		t.Fatalf("gate after the ramp ended = %+v, want at rest", r.dev.gate)
+	}
+}
+
 func TestDriverErrorsHaltAndFail(t *testing.T) {
 	r := newRig(t, looptest.ArmInfo(), DeviceOptions{MaxErrors: 5})
 	r.command(1, 1, 1000*ms, force(1, 0, 0), nil)

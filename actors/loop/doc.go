@@ -44,7 +44,10 @@
 // into an energy e (30 ms), and multiplies force by
 // 1 − gain·e/(e + (0.02 m/s)²). Gain 0 passes force unchanged; gain 1
 // removes nearly all of it while the arm rings hard. Steady motion is never
-// attenuated.
+// attenuated. The gate watches the arm only while someone controls it or
+// its force ramps out; between controls it rests at zero, so a new owner's
+// force is gated by how the arm answers that force (a hard ringing builds
+// the attenuation within a few ticks), not by how a hand moved it before.
 //
 // # Safety
 //

@@ -24,7 +24,9 @@ const (
 	gateRefMps     = 0.02
 )
 
-// forceGate is the filter state; the loop updates it once per tick.
+// forceGate is the filter state. The loop updates it once per tick while
+// a force may be commanded or ramps out, and zeroes it otherwise (see
+// Device.stepLocked).
 type forceGate struct {
 	prevV  hw.Vec3
 	hp1    hw.Vec3 // velocity high-passed once, m/s
@@ -33,34 +35,17 @@ type forceGate struct {
 	primed bool
 }
 
+// update feeds one tick's velocity, dtNs after the last.
 func (g *forceGate) update(v hw.Vec3, dtNs int64) {
-	var k gateCoeffs
-	k.set(dtNs)
-	g.step(v, &k)
-}
-
-// gateCoeffs are the filters' coefficients for one tick length; a shard
-// computes them once for all the arms it stepped a period ago.
-type gateCoeffs struct {
-	dtNs int64
-	a, b float64 // the high-passes' and the energy low-pass's
-}
-
-func (k *gateCoeffs) set(dtNs int64) {
-	dt := float64(dtNs) * 1e-9
-	rc := 1 / (2 * math.Pi * gateCornerHz)
-	k.dtNs, k.a, k.b = dtNs, rc/(rc+dt), dt/(gateEnergyTauS+dt)
-}
-
-// step is update with the coefficients for the tick's length.
-func (g *forceGate) step(v hw.Vec3, k *gateCoeffs) {
 	if !v.Finite() {
 		return // a bad reading must not poison the filter
 	}
 	if !g.primed {
 		g.prevV, g.primed = v, true
 	}
-	a := k.a
+	dt := float64(dtNs) * 1e-9
+	const rc = 1 / (2 * math.Pi * gateCornerHz)
+	a := rc / (rc + dt)
 	hp1 := hw.Vec3{
 		X: a * (g.hp1.X + v.X - g.prevV.X),
 		Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
@@ -73,18 +58,11 @@ func (g *forceGate) step(v hw.Vec3, k *gateCoeffs) {
 	}
 	g.prevV, g.hp1 = v, hp1
 	e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
-	g.energy += k.b * (e - g.energy)
+	g.energy += dt / (gateEnergyTauS + dt) * (e - g.energy)
 }
 
 // attenuation is the fraction of force the gate removes at gain (0..1).
 func (g *forceGate) attenuation(gain float64) float64 {
 	s := g.energy / (g.energy + gateRefMps*gateRefMps)
 	return clamp(gain, 0, 1) * s
-}
-
-// settled says the gate holds no energy worth keeping: its filters are
-// below 1e-12 (m/s)², an attenuation under 3e-9 at full gain.
-func (g *forceGate) settled() bool {
-	const tiny = 1e-12
-	return g.energy < tiny && g.hp.Dot(g.hp) < tiny && g.hp1.Dot(g.hp1) < tiny
 }

@@ -410,7 +410,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		}
 		sh.mu.Lock()
 		locked = true
-		sh.pass(now, s.opts.PeriodNs, clock, &cur)
+		sh.pass(now, clock, &cur)
 		locked = false
 		sh.mu.Unlock()
 		sh.stats.busy.Record(clock.Now() - now)
@@ -420,11 +420,11 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 
 // pass steps the shard's devices once; the caller holds sh.mu. cur is the
 // device being stepped, for the caller's panic handling.
-func (sh *shard) pass(now, periodNs int64, clock Clock, cur **Device) {
+func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
-	ps := passScratch{periodNs: periodNs, clock: clock, rs: sh.stats}
+	ps := passScratch{clock: clock, rs: sh.stats}
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {

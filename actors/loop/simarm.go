@@ -10,7 +10,7 @@ import (
 
 // A scheduler shard keeps its simulated arms in blocks of simArm records:
 // each record holds everything a tick of an arm nobody controls reads and
-// writes (the physics core, the force gate, the output; the published
+// writes (the physics core, the output; the published
 // state in the block's cold half), so the shard steps them in one linear
 // pass over compact memory, with a locked instruction only for the arms it
 // publishes (see publishIdleEvery). The Device keeps the rest (register,
@@ -78,7 +78,6 @@ type simArm struct {
 	gravityN  float64
 	lastNowNs int64
 	ticks     uint64
-	gate      forceGate
 	core      sim.ArmCore
 	*armCold  // immutable: the record's cold part, in the same block
 }
@@ -216,16 +215,8 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // reports false when the device needs its full step after all (a driver
 // error: the full step handles it on the next tick).
 func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
-	dtNs := nowNs - r.lastNowNs
-	if r.lastNowNs == 0 || dtNs <= 0 {
-		dtNs = ps.periodNs
-	}
 	r.lastNowNs = nowNs
 	r.ticks++
-	if k := &ps.gk; k.dtNs != dtNs {
-		k.set(dtNs)
-	}
-	r.gate.step(r.core.Velocity(), &ps.gk)
 	// The pass's command, whose other fields stay zero: building a whole
 	// hw.Command per arm cost the physics step about 7 % more.
 	cmd := &ps.cmd
@@ -255,23 +246,19 @@ func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 		return true
 	}
 	// As sleepCheck, for an arm the fast path steps.
-	if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) && r.gate.settled() {
-		r.gate = forceGate{prevV: r.gate.prevV, primed: r.gate.primed}
+	if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
 		r.asleep = true
 	}
 	return true
 }
 
 // passScratch is what a shard's pass shares across its arms' fast ticks:
-// the force gate's coefficients for the tick's length, the command, and
-// what the one timed step a tick needs (kept here, not passed to every
-// arm's call).
+// the command, and what the one timed step a tick needs (kept here, not
+// passed to every arm's call).
 type passScratch struct {
-	gk       gateCoeffs
-	cmd      hw.Command // only Mode and ForceN are ever set
-	periodNs int64
-	clock    Clock
-	rs       *runnerStats
+	cmd   hw.Command // only Mode and ForceN are ever set
+	clock Clock
+	rs    *runnerStats
 }
 
 // publishDue says whether a moving tick on the fast path publishes (see
@@ -313,7 +300,7 @@ func (r *simArm) slowTick(d *Device, nowNs int64, timed bool) {
 // pull brings the record's state into the device before a full step (or a
 // Halt) on a scheduled arm.
 func (d *Device) pull(r *simArm) {
-	d.gate, d.lastNowNs, d.publishPending = r.gate, r.lastNowNs, r.pending
+	d.lastNowNs, d.publishPending = r.lastNowNs, r.pending
 	d.asleep = false
 	r.core.Fill(&d.state)
 	p := &d.pub
@@ -333,7 +320,7 @@ func (d *Device) pull(r *simArm) {
 // push hands the device's state back to the record after a full step, and
 // says whether the next ticks may take the fast path.
 func (d *Device) push(r *simArm) {
-	r.gate, r.lastNowNs, r.pending = d.gate, d.lastNowNs, d.publishPending
+	r.lastNowNs, r.pending = d.lastNowNs, d.publishPending
 	r.asleep, d.asleep = d.asleep, false
 	r.outMode, r.outForce, r.gravityN = d.out.Mode, d.out.ForceN, d.stateGravityN
 	r.slow = !d.quiet()
@@ -359,7 +346,7 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.poke.Store(0)
 	r.slow, r.asleep, r.pending = true, false, false
 	r.outMode, r.outForce, r.gravityN = hw.ModeIdle, hw.Vec3{}, 0
-	r.gate, r.lastNowNs, r.ticks = d.gate, d.lastNowNs, d.ticks.Load()
+	r.lastNowNs, r.ticks = d.lastNowNs, d.ticks.Load()
 	m.MoveCore(&r.core)
 	// The record's publishes continue the cell's count, so PublishSeq
 	// only grows (modular arithmetic: base may wrap).

@@ -64,7 +64,7 @@ func TestShardRecordStepsAsTheDevice(t *testing.T) {
 				seqA, seqB := direct.PublishSeq(), onShard.PublishSeq()
 				direct.Step(now)
 				sh.mu.Lock()
-				sh.pass(now, ms, clock, &cur)
+				sh.pass(now, clock, &cur)
 				sh.mu.Unlock()
 				direct.Load(&a)
 				onShard.Load(&b)
@@ -109,7 +109,7 @@ func TestShardFastPathSeesEveryPoke(t *testing.T) {
 	var cur *Device
 	tick := func() {
 		sh.mu.Lock()
-		sh.pass(clock.Advance(ms), ms, clock, &cur)
+		sh.pass(clock.Advance(ms), clock, &cur)
 		sh.mu.Unlock()
 	}
 	for range 10 {
@@ -314,7 +314,7 @@ func TestShardPublishesAtTheRateItIsRead(t *testing.T) {
 			d.Step(now)
 		}
 		sh.mu.Lock()
-		sh.pass(now, ms, clock, &cur)
+		sh.pass(now, clock, &cur)
 		sh.mu.Unlock()
 		return now
 	}
@@ -418,7 +418,7 @@ func TestShardStatsStayCurrent(t *testing.T) {
 	for round := range 5 {
 		for range 64 {
 			sh.mu.Lock()
-			sh.pass(clock.Advance(ms), ms, clock, &cur)
+			sh.pass(clock.Advance(ms), clock, &cur)
 			sh.mu.Unlock()
 		}
 		sa, sb := a.Stats(), b.Stats()
@@ -467,7 +467,7 @@ func TestShardPassAllocatesNothing(t *testing.T) {
 	var snap Snapshot
 	allocs := testing.AllocsPerRun(1000, func() {
 		sh.mu.Lock()
-		sh.pass(clock.Advance(ms), ms, clock, &cur)
+		sh.pass(clock.Advance(ms), clock, &cur)
 		sh.mu.Unlock()
 		devs[0].Load(&snap)
 		tap.Next(&snap)
