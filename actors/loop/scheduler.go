@@ -424,7 +424,7 @@ func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
 	// The records first, in one pass; each tick one arm nobody controls
 	// has its step timed (a clock read costs a fair part of a step).
-	ps := passScratch{clock: clock, rs: sh.stats}
+	ps := passScratch{tick: tick, clock: clock, rs: sh.stats}
 	k := uint64(0)
 	sample := uint64(1)
 	if n := sh.arms.Load(); n > 0 {

@@ -234,7 +234,7 @@ func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 		return false
 	}
 	if moved || r.pending {
-		if moved && !r.publishDue() {
+		if moved && !r.publishDue(ps.tick) {
 			if !r.pending {
 				r.pending = true // once: a store each tick would dirty the line readers mark
 			}
@@ -257,6 +257,7 @@ func (r *simArm) fastTick(nowNs int64, ps *passScratch, timed bool) bool {
 // passed to every arm's call).
 type passScratch struct {
 	cmd   hw.Command // only Mode and ForceN are ever set
+	tick  uint64     // the shard's pass count
 	clock Clock
 	rs    *runnerStats
 }
@@ -266,7 +267,7 @@ type passScratch struct {
 // publishIdleEvery. A reader's mark is taken up on the next tick, and
 // cleared at most once per half a hot spell, so a steady reader's marks
 // cost the record's line little.
-func (r *simArm) publishDue() bool {
+func (r *simArm) publishDue(tick uint64) bool {
 	if r.hotLeft < publishHotTicks/2 && r.want.Load() != 0 {
 		r.want.Store(0)
 		r.hotLeft = publishHotTicks
@@ -275,7 +276,10 @@ func (r *simArm) publishDue() bool {
 		r.hotLeft--
 		return true
 	}
-	return (r.ticks+uint64(r.phase))%publishIdleEvery == 0
+	// The shard's tick, not the arm's own count (which starts wherever
+	// the device's did, so arms added later would fall out of their
+	// block's phase): a block's records publish on the same ticks.
+	return (tick+uint64(r.phase))%publishIdleEvery == 0
 }
 
 // restTick is the tick of an arm asleep on the fast path, as
