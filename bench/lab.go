@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +75,7 @@ func Lab(ctx context.Context, o LabOptions) (LabReport, error) {
 	// automanaged, hapticd's default; every process lists both members).
 	var ports [4]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = freePort(ports[:i]); err != nil {
 			return rep, err
 		}
 	}
@@ -159,15 +161,25 @@ func gatewayStateAge(ctx context.Context, httpBase string) (StateAge, error) {
 	return worst, nil
 }
 
-// freePort is a loopback port free right now (the cluster link needs a
-// fixed port, since the gateway lists it).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("bench: free port: %w", err)
+// freePort is a loopback port free right now and not in taken (the
+// cluster link needs a fixed port, since the gateway lists it). It is
+// drawn below Linux's ephemeral range (32768 and up), so no port-0
+// listener or outgoing connection can take it before its process binds it.
+func freePort(taken []int) (int, error) {
+	const low, high = 20000, 32768
+	for range 1000 {
+		port := low + rand.IntN(high-low)
+		if slices.Contains(taken, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: draw again
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("bench: no free loopback port in [%d, %d) after 1000 draws", low, high)
 }
 
 // waitArms polls GET /devices until it lists n arms.
