@@ -165,16 +165,31 @@ func TestGatewayMirrorsLocalHold(t *testing.T) {
 		t.Fatalf("%d devices, want a's arm", len(devs))
 	}
 	reg := devs[0].Register()
+	// The node's session holds the arm in position mode.
 	push := func(held bool) {
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{{Uuid: "uuid-a", HeldLocally: held}}})
+		st := &wire.State{Uuid: "uuid-a", HeldLocally: held}
+		if held {
+			st.ControlMode, st.Target = uint32(hw.ModePosition), []float64{0.01, 0.02, 0.03}
+		}
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+	}
+	var snap loop.Snapshot
+	shows := func(mode hw.ControlMode, target [3]float64) func() bool {
+		return func() bool {
+			devs[0].Load(&snap)
+			return snap.Mode == mode && snap.Target == target
+		}
 	}
 	push(true)
 	waitCond(t, "the gateway's register held for the node's session", func() bool { return reg.Owner() == localSession })
 	if owner := reg.Claim(7); owner != localSession {
 		t.Fatalf("a gateway session's claim got owner %d, want localSession", owner)
 	}
+	// Its frames show the node's control, not the gateway's idle hold.
+	waitCond(t, "the gateway's snapshot showing the node's position control", shows(hw.ModePosition, [3]float64{0.01, 0.02, 0.03}))
 	push(false)
 	waitCond(t, "the gateway's register free once the node's session let go", func() bool { return reg.Owner() == 0 })
+	waitCond(t, "the gateway's snapshot idle again", shows(hw.ModeIdle, [3]float64{}))
 }
 
 // The states' age is measured on the gateway's clock even when the node's

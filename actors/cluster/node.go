@@ -390,7 +390,17 @@ func stateToWire(uuid string, s *loop.Snapshot) *wire.State {
 		BodyOrientation:    []float64{st.BodyOrientation.W, st.BodyOrientation.X, st.BodyOrientation.Y, st.BodyOrientation.Z},
 		Orientation:        []float64{st.Orientation.W, st.Orientation.X, st.Orientation.Y, st.Orientation.Z},
 		Status:             uint32(st.Status), Buttons: uint32(st.Buttons), Hall: st.Hall, Battery: st.Battery,
+		ControlMode: uint32(s.Mode),
+		Target:      targetToWire(s),
 	}
+}
+
+// targetToWire is the snapshot's target, none while the device idles.
+func targetToWire(s *loop.Snapshot) []float64 {
+	if s.Mode == hw.ModeIdle {
+		return nil
+	}
+	return []float64{s.Target[0], s.Target[1], s.Target[2]}
 }
 
 // stateFromWire fills dst from m; missing vectors stay zero.

@@ -164,3 +164,44 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Errorf("round trip: got %+v (uuid %q tick %d), want %+v", got, m.Uuid, m.Tick, want)
 	}
 }
+
+// The node's control crosses the wire with its state, and a gateway's proxy
+// reports it while the node says one of its own sessions holds the device:
+// an idle device carries no target, and a mode no command can carry reads
+// as idle.
+func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
+	tests := []struct {
+		name       string
+		mode       hw.ControlMode
+		target     [3]float64
+		held       bool
+		wantOK     bool
+		wantMode   hw.ControlMode
+		wantTarget [3]float64
+	}{
+		{"held, position", hw.ModePosition, [3]float64{0.01, 0.02, 0.03}, true, true, hw.ModePosition, [3]float64{0.01, 0.02, 0.03}},
+		{"held, force", hw.ModeForce, [3]float64{0, 0, 1.5}, true, true, hw.ModeForce, [3]float64{0, 0, 1.5}},
+		{"held, idle", hw.ModeIdle, [3]float64{9, 9, 9}, true, true, hw.ModeIdle, [3]float64{}},
+		{"held, a mode no command carries", hw.ControlMode(200), [3]float64{1, 2, 3}, true, true, hw.ModeIdle, [3]float64{}},
+		{"not held: the gateway's own output stands", hw.ModeForce, [3]float64{1, 2, 3}, false, false, hw.ModeIdle, [3]float64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := proto.Marshal(stateToWire("u", &loop.Snapshot{Mode: tt.mode, Target: tt.target}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m wire.State
+			if err := proto.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			m.HeldLocally = tt.held
+			var p proxy
+			p.setState(&m, 0)
+			mode, target, ok := p.ReportedMode()
+			if ok != tt.wantOK || mode != tt.wantMode || target != tt.wantTarget {
+				t.Errorf("ReportedMode() = %v %v %v, want %v %v %v", mode, target, ok, tt.wantMode, tt.wantTarget, tt.wantOK)
+			}
+		})
+	}
+}

@@ -46,10 +46,13 @@ type proxy struct {
 	nodeURL  string
 
 	// mu guards st and sampledNs (when the node read st, on the gateway's
-	// wall clock), written by the gateway actor and read by the loop.
-	mu        sync.Mutex
-	st        hw.State
-	sampledNs int64
+	// wall clock), and the mode and target the node's loop applied then;
+	// written by the gateway actor and read by the loop.
+	mu         sync.Mutex
+	st         hw.State
+	sampledNs  int64
+	nodeMode   hw.ControlMode
+	nodeTarget [3]float64
 
 	// The loop's own: what it sent last and when; whether it holds the
 	// gateway's register for a node-local session.
@@ -64,6 +67,7 @@ var (
 	_ hw.Driver           = (*proxy)(nil)
 	_ actors.ConfigOwner  = (*proxy)(nil)
 	_ actors.RemoteDriver = (*proxy)(nil)
+	_ loop.ModeReporter   = (*proxy)(nil)
 )
 
 // localSession owns a gateway device's register while a session on the
@@ -109,10 +113,33 @@ func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 func (p *proxy) setState(m *wire.State, sampledNs int64) {
 	var st hw.State
 	stateFromWire(m, &st)
+	// The node's control: idle, or a mode a command can carry (anything
+	// else reads as idle) with its target.
+	mode, target := hw.ModeIdle, [3]float64{}
+	copy(target[:], m.Target)
+	if _, ok := hw.CommandTarget(hw.ControlMode(m.ControlMode), target); ok && m.ControlMode <= 0xff {
+		mode = hw.ControlMode(m.ControlMode)
+	} else {
+		target = [3]float64{}
+	}
 	p.mu.Lock()
 	p.st, p.sampledNs = st, sampledNs
+	p.nodeMode, p.nodeTarget = mode, target
 	p.mu.Unlock()
 	p.heldLocally.Store(m.HeldLocally)
+}
+
+// ReportedMode is the node's mode and target while a session on the node
+// controls the device: the gateway's loop then holds the register for it
+// with an idle command (mirrorLocalHold), and its frames must show what the
+// node's session does instead.
+func (p *proxy) ReportedMode() (hw.ControlMode, [3]float64, bool) {
+	if !p.heldLocally.Load() {
+		return hw.ModeIdle, [3]float64{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodeMode, p.nodeTarget, true
 }
 
 // Exchange reports the latest pushed state and forwards cmd when it changed

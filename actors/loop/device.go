@@ -204,6 +204,7 @@ type Device struct {
 	// Warm: what an awake tick touches, together.
 	drv             hw.Driver
 	lazy            lazyStateDriver // drv, when it leaves derived state to readers
+	reporter        ModeReporter    // drv, when its device may run another's control
 	lastOwner       uint64
 	unarmedOwner    uint64 // an owner seen with no command in its term...
 	unarmedSinceNs  int64  // ...since this time
@@ -272,6 +273,16 @@ type lazyStateDriver interface {
 	DeriveState(st *hw.State, leftHanded bool)
 }
 
+// A ModeReporter is a driver whose device can run under a control this loop
+// did not send: a gateway's proxy of a device that a session on its node
+// controls. While ReportedMode says ok, the loop publishes that mode and
+// target in place of its own output's (the snapshot's Mode and Target), so
+// readers see what the device does. Such a driver is not lazy: the loop
+// publishes its state every tick anyway.
+type ModeReporter interface {
+	ReportedMode() (mode hw.ControlMode, target [3]float64, ok bool)
+}
+
 // NewDevice returns the loop state for drv (which must not be nil). Nothing
 // runs until Step is called, directly or through RunLocked or a Scheduler.
 func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
@@ -296,6 +307,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	d.lazy, _ = drv.(lazyStateDriver)
 	if d.lazy == nil {
 		d.scratch = new(hw.State)
+		d.reporter, _ = drv.(ModeReporter)
 	}
 	g := DefaultGlobals()
 	d.globals.Store(g)
@@ -627,6 +639,11 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 	p.Target = [3]float64{}
 	if mode != hw.ModeIdle {
 		p.Target = d.held.Cmd.Target()
+	}
+	if d.reporter != nil {
+		if m, t, ok := d.reporter.ReportedMode(); ok {
+			p.Mode, p.Target = m, t
+		}
 	}
 	p.Owner = owner
 	p.Tick = tick

@@ -568,6 +568,8 @@ func labBusy(t *testing.T, gw, node *labMember, id string) {
 	if z, _ := path(labArms(t, node)[id], "state", "current_cursor_force", "z").(float64); z < 1 {
 		t.Errorf("node's arm under force z %v, want the node session's (1.5, not the gateway's -1)", z)
 	}
+	// The gateway shows the node session's control, not its own idle hold.
+	waitLab(t, 5*time.Second, "the gateway showing the node session's force", func() bool { return controlMode(labArms(t, gw)[id]) == "force" })
 	stop()
 	waitLab(t, 5*time.Second, "the gateway's session controls the arm once the node's let go", func() bool {
 		return len(errorCodes(g(labForce(id, 0.5)))) == 0 && path(labArms(t, node)[id], "state", "current_cursor_force", "z") == 0.5

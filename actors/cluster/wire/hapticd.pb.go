@@ -326,7 +326,13 @@ type State struct {
 	// held_locally is true while a session on the node itself (not a
 	// gateway) controls the device: the gateway then refuses its own
 	// sessions' control commands with device_busy, as the node would.
-	HeldLocally   bool `protobuf:"varint,14,opt,name=held_locally,json=heldLocally,proto3" json:"held_locally,omitempty"`
+	HeldLocally bool `protobuf:"varint,14,opt,name=held_locally,json=heldLocally,proto3" json:"held_locally,omitempty"`
+	// control_mode and target are what the node's loop applies (a
+	// hw.ControlMode and its target: position m, angles deg, force N or
+	// torques N·mm, as the mode says), so a gateway shows a node-local
+	// session's control as it is, not as its own idle hold of the register.
+	ControlMode   uint32    `protobuf:"varint,15,opt,name=control_mode,json=controlMode,proto3" json:"control_mode,omitempty"`
+	Target        []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -457,6 +463,20 @@ func (x *State) GetHeldLocally() bool {
 		return x.HeldLocally
 	}
 	return false
+}
+
+func (x *State) GetControlMode() uint32 {
+	if x != nil {
+		return x.ControlMode
+	}
+	return 0
+}
+
+func (x *State) GetTarget() []float64 {
+	if x != nil {
+		return x.Target
+	}
+	return nil
 }
 
 // StateBatch is every device's latest state on a node, pushed to each
@@ -847,7 +867,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xab\x03\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xe6\x03\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -865,7 +885,9 @@ const file_hapticd_proto_rawDesc = "" +
 	"\abuttons\x18\v \x01(\rR\abuttons\x12\x12\n" +
 	"\x04hall\x18\f \x01(\x01R\x04hall\x12\x18\n" +
 	"\abattery\x18\r \x01(\x01R\abattery\x12!\n" +
-	"\fheld_locally\x18\x0e \x01(\bR\vheldLocally\"\x94\x01\n" +
+	"\fheld_locally\x18\x0e \x01(\bR\vheldLocally\x12!\n" +
+	"\fcontrol_mode\x18\x0f \x01(\rR\vcontrolMode\x12\x16\n" +
+	"\x06target\x18\x10 \x03(\x01R\x06target\"\x94\x01\n" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
