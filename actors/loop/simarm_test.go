@@ -476,3 +476,52 @@ func TestShardPassAllocatesNothing(t *testing.T) {
 		t.Fatalf("a shard's pass over %d moving arms allocates %.1f times per tick, want 0", len(devs), allocs)
 	}
 }
+
+// TestShardBlockPublishesTogether: the unread moving arms of one block
+// publish on the same ticks (the block's phase on the shard's tick), also
+// when one of them joined the shard later, its own tick count elsewhere.
+func TestShardBlockPublishesTogether(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	early := NewDevice(sim.NewArm(sim.ArmOptions{Index: 1, PeriodS: 0.001, Motion: sim.MotionCircle}), opts)
+	late := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), opts)
+	for range 3 {
+		late.Step(clock.Advance(ms)) // ticks of its own before it joins
+	}
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	sh := s.shards[0]
+	var cur *Device
+	pass := func() {
+		sh.mu.Lock()
+		sh.pass(clock.Advance(ms), clock, &cur)
+		sh.mu.Unlock()
+	}
+	s.Add(early)
+	for range 5 {
+		pass()
+	}
+	s.Add(late)
+	if early.slot.Load() == nil || late.slot.Load() == nil {
+		t.Fatal("the arms are not on the shard's records")
+	}
+	count := func(d *Device) uint64 { return d.cell.Load().count() } // not a read: Load and PublishSeq are
+	for range 4 {
+		pass() // both on the fast path
+	}
+	publishes := 0
+	for i := range 4 * publishIdleEvery {
+		e, l := count(early), count(late)
+		pass()
+		de, dl := count(early) != e, count(late) != l
+		if de != dl {
+			t.Fatalf("pass %d: early arm published %v, late arm %v: one block, different ticks", i, de, dl)
+		}
+		if de {
+			publishes++
+		}
+	}
+	if publishes == 0 || publishes > 4 {
+		t.Fatalf("%d publishes in %d passes, want one in %d", publishes, 4*publishIdleEvery, publishIdleEvery)
+	}
+}
