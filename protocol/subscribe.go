@@ -75,8 +75,9 @@ var armStateFieldNames = [armStateFields]string{
 }
 
 // ArmStateFieldNames lists the arm state fields a subscription may name,
-// in frame order (the 3.x names).
-func ArmStateFieldNames() []string { return armStateFieldNames[:] }
+// in frame order (the 3.x names). The list is a copy: the package's own
+// table cannot be changed through it.
+func ArmStateFieldNames() []string { return slices.Clone(armStateFieldNames[:]) }
 
 // Has reports whether the selection takes field i (a Field constant).
 func (f StateFields) Has(i int) bool { return f == 0 || f&(1<<i) != 0 }
