@@ -198,6 +198,10 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 			m.HeldLocally = tt.held
 			var p proxy
 			p.setState(&m, 0)
+			var st hw.State
+			if err := p.Exchange(&hw.Command{}, &st); err != nil { // the loop's order: exchange, then report
+				t.Fatal(err)
+			}
 			mode, target, ok := p.ReportedMode()
 			if ok != tt.wantOK || mode != tt.wantMode || target != tt.wantTarget {
 				t.Errorf("ReportedMode() = %v %v %v, want %v %v %v", mode, target, ok, tt.wantMode, tt.wantTarget, tt.wantOK)

@@ -37,25 +37,24 @@ type proxy struct {
 	// after a short-id collision).
 	nodeDeviceID string
 
-	// dev is the gateway's device of this proxy, once added; heldLocally
-	// is the node's word that a session on the node controls the device.
-	dev         atomic.Pointer[actors.Device]
-	heldLocally atomic.Bool
+	// dev is the gateway's device of this proxy, once added.
+	dev atomic.Pointer[actors.Device]
 	// stateAge records, each tick, how old the state the loop got was.
 	stateAge *histogram.Histogram
 	nodeURL  string
 
-	// mu guards st and sampledNs (when the node read st, on the gateway's
-	// wall clock), and the mode and target the node's loop applied then;
-	// written by the gateway actor and read by the loop.
-	mu         sync.Mutex
-	st         hw.State
-	sampledNs  int64
-	nodeMode   hw.ControlMode
-	nodeTarget [3]float64
+	// mu guards st, sampledNs (when the node read st, on the gateway's
+	// wall clock) and pushed, the node's control then; written by the
+	// gateway actor and read by the loop.
+	mu        sync.Mutex
+	st        hw.State
+	sampledNs int64
+	pushed    nodeControl
 
-	// The loop's own: what it sent last and when; whether it holds the
-	// gateway's register for a node-local session.
+	// The loop's own: the node's control as of its last exchange; what it
+	// sent last and when; whether it holds the gateway's register for a
+	// node-local session.
+	control nodeControl
 	last    hw.Command
 	sentAt  time.Time
 	seq     uint64
@@ -124,22 +123,30 @@ func (p *proxy) setState(m *wire.State, sampledNs int64) {
 	}
 	p.mu.Lock()
 	p.st, p.sampledNs = st, sampledNs
-	p.nodeMode, p.nodeTarget = mode, target
+	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	p.mu.Unlock()
-	p.heldLocally.Store(m.HeldLocally)
 }
 
-// ReportedMode is the node's mode and target while a session on the node
-// controls the device: the gateway's loop then holds the register for it
-// with an idle command (mirrorLocalHold), and its frames must show what the
-// node's session does instead.
+// nodeControl is the node's word on the device's control, from one push.
+type nodeControl struct {
+	// heldLocally: a session on the node itself controls the device.
+	heldLocally bool
+	// The mode and target the node's loop applies.
+	mode   hw.ControlMode
+	target [3]float64
+}
+
+// ReportedMode is the node's mode and target, as of the loop's last
+// exchange, while a session on the node controls the device: the gateway's
+// loop then holds the register for it with an idle command
+// (mirrorLocalHold), and its frames must show what the node's session does
+// instead.
 func (p *proxy) ReportedMode() (hw.ControlMode, [3]float64, bool) {
-	if !p.heldLocally.Load() {
+	c := &p.control
+	if !c.heldLocally {
 		return hw.ModeIdle, [3]float64{}, false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.nodeMode, p.nodeTarget, true
+	return c.mode, c.target, true
 }
 
 // Exchange reports the latest pushed state and forwards cmd when it changed
@@ -151,6 +158,7 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	p.mu.Lock()
 	*st = p.st
 	sampled := p.sampledNs
+	p.control = p.pushed
 	p.mu.Unlock()
 	now := time.Now()
 	if sampled != 0 {
@@ -176,7 +184,7 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 // session that claimed the register first keeps it; its commands are then
 // dropped on the node until the local session lets go.
 func (p *proxy) mirrorLocalHold(reg *loop.Register) {
-	if !p.heldLocally.Load() {
+	if !p.control.heldLocally {
 		if p.holding {
 			reg.Release(localSession)
 			p.holding = false
