@@ -54,7 +54,6 @@ func TestShardRecordStepsAsTheDevice(t *testing.T) {
 				700: func(d *Device, _ int64) { d.Register().Release(8) },
 				800: func(d *Device, _ int64) { d.SetGlobals(nil) },
 			}
-			var cur *Device
 			var a, b Snapshot
 			for tick := 0; tick < 2500; tick++ {
 				now := clock.Advance(ms)
@@ -63,9 +62,7 @@ func TestShardRecordStepsAsTheDevice(t *testing.T) {
 				}
 				seqA, seqB := direct.PublishSeq(), onShard.PublishSeq()
 				direct.Step(now)
-				sh.mu.Lock()
-				sh.pass(now, clock, &cur)
-				sh.mu.Unlock()
+				sh.passLocked(now, clock)
 				direct.Load(&a)
 				onShard.Load(&b)
 				if a != b {
@@ -106,11 +103,8 @@ func TestShardFastPathSeesEveryPoke(t *testing.T) {
 	s.Add(d)
 	defer s.Stop()
 	sh := s.shards[0]
-	var cur *Device
 	tick := func() {
-		sh.mu.Lock()
-		sh.pass(clock.Advance(ms), clock, &cur)
-		sh.mu.Unlock()
+		sh.passLocked(clock.Advance(ms), clock)
 	}
 	for range 10 {
 		tick()
@@ -307,15 +301,12 @@ func TestShardPublishesAtTheRateItIsRead(t *testing.T) {
 	}
 	defer s.Stop()
 	sh := s.shards[0]
-	var cur *Device
 	tick := func() int64 {
 		now := clock.Advance(ms)
 		for _, d := range []*Device{direct, tappedDirect, restingDirect, haltedDirect} {
 			d.Step(now)
 		}
-		sh.mu.Lock()
-		sh.pass(now, clock, &cur)
-		sh.mu.Unlock()
+		sh.passLocked(now, clock)
 		return now
 	}
 	// The cell's count and contents, read as the test's own white box:
@@ -413,13 +404,10 @@ func TestShardStatsStayCurrent(t *testing.T) {
 	s.Add(b)
 	defer s.Stop()
 	sh := s.shards[0]
-	var cur *Device
 	prev := uint64(0)
 	for round := range 5 {
 		for range 64 {
-			sh.mu.Lock()
-			sh.pass(clock.Advance(ms), clock, &cur)
-			sh.mu.Unlock()
+			sh.passLocked(clock.Advance(ms), clock)
 		}
 		sa, sb := a.Stats(), b.Stats()
 		if sa.Exchange != sb.Exchange {
@@ -463,12 +451,9 @@ func TestShardPassAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := s.shards[0]
-	var cur *Device
 	var snap Snapshot
 	allocs := testing.AllocsPerRun(1000, func() {
-		sh.mu.Lock()
-		sh.pass(clock.Advance(ms), clock, &cur)
-		sh.mu.Unlock()
+		sh.passLocked(clock.Advance(ms), clock)
 		devs[0].Load(&snap)
 		tap.Next(&snap)
 	})
@@ -491,11 +476,8 @@ func TestShardBlockPublishesTogether(t *testing.T) {
 	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
 	defer s.Stop()
 	sh := s.shards[0]
-	var cur *Device
 	pass := func() {
-		sh.mu.Lock()
-		sh.pass(clock.Advance(ms), clock, &cur)
-		sh.mu.Unlock()
+		sh.passLocked(clock.Advance(ms), clock)
 	}
 	s.Add(early)
 	for range 5 {
@@ -524,4 +506,13 @@ func TestShardBlockPublishesTogether(t *testing.T) {
 	if publishes == 0 || publishes > 4 {
 		t.Fatalf("%d publishes in %d passes, want one in %d", publishes, 4*publishIdleEvery, publishIdleEvery)
 	}
+}
+
+// passLocked runs one pass by hand, under the shard's lock as its goroutine
+// does.
+func (sh *shard) passLocked(now int64, clock Clock) {
+	var cur *Device
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.pass(now, clock, &cur)
 }
