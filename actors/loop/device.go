@@ -382,6 +382,7 @@ func (d *Device) PublishSeq() uint64 {
 func (d *Device) markRead() {
 	if r := d.slot.Load(); r != nil && r.want.Load() == 0 {
 		r.want.Store(1)
+		r.blk.want.Store(1) // after the record's mark, which the pass looks for then
 	}
 }
 

@@ -97,12 +97,12 @@ func (sh *shard) record() *simArm {
 	old := *sh.blocks.Load()
 	for i := range b.arms {
 		b.arms[i].armCold = &b.cold[i]
-		b.arms[i].sh = sh
-		// By block: a tick's sparse publishes fill whole blocks' buffers
-		// in order, which the prefetcher streams, where one record in
-		// eight of every block missed the cache each.
-		b.arms[i].phase = uint8(len(old) % publishIdleEvery)
+		b.arms[i].sh, b.arms[i].blk = sh, b
 	}
+	// By block: a tick's sparse publishes fill whole blocks' buffers in
+	// order, which the prefetcher streams, where one record in eight of
+	// every block missed the cache each.
+	b.phase = uint8(len(old) % publishIdleEvery)
 	for i := armBlockLen - 1; i > 0; i-- {
 		sh.free = append(sh.free, &b.arms[i])
 	}
@@ -422,42 +422,17 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 // device being stepped, for the caller's panic handling.
 func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	tick := sh.stats.ticks.Add(1)
-	// The records first, in one pass; each tick one arm nobody controls
-	// has its step timed (a clock read costs a fair part of a step).
-	ps := passScratch{tick: tick, clock: clock, rs: sh.stats}
-	k := uint64(0)
-	sample := uint64(1)
+	// The records first, a block at a time; each tick one arm nobody
+	// controls has its step timed (a clock read costs a fair part of a
+	// step).
+	ps := passScratch{tick: tick, clock: clock, rs: sh.stats, now: now}
+	ps.sample = 1
 	if n := sh.arms.Load(); n > 0 {
-		sample += tick % uint64(n)
+		ps.sample += tick % uint64(n)
 	}
-	for _, b := range *sh.blocks.Load() {
-		for i := range b.arms {
-			r := &b.arms[i]
-			d := r.dev.Load()
-			if d == nil {
-				continue
-			}
-			k++
-			*cur = d
-			l := r.taps.Load()
-			if l != nil && r.hotLeft == 0 {
-				r.hotLeft = 1 // a tap takes this tick's state from the cell
-			}
-			// Nothing but the count when the arm sleeps, the fast path
-			// when nobody controls it and nothing poked it, else the
-			// device's full step (which the fast path may hand over to).
-			switch {
-			case r.slow || r.poke.Load() != 0:
-				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
-			case r.asleep:
-				r.restTick(now)
-			case !r.fastTick(now, &ps, k == sample):
-				r.slowTick(d, now, (tick+k)%exchangeSampleEvery == 0)
-			}
-			if l != nil {
-				d.feedTaps(*l, now, r.ticks)
-			}
-		}
+	for bi, b := range *sh.blocks.Load() {
+		ps.first = uint64(bi * armBlockLen)
+		b.pass(&ps, cur)
 	}
 	for i, d := range *sh.devices.Load() {
 		*cur = d

@@ -17,7 +17,8 @@ import (
 // publishes exactly what the same arm stepped by Device.Step publishes, tick
 // by tick, through a scripted hand, a claim, commands, a lapsed lease and
 // its ramp, new Globals, a Halt, a release and rest; and its tick count
-// agrees.
+// agrees. Eight copies share the shard, so each is stepped by the block's
+// first loop on most ticks and by fastTick when its step is timed.
 func TestShardRecordStepsAsTheDevice(t *testing.T) {
 	for _, m := range []sim.Motion{sim.MotionNone, sim.MotionCircle, sim.MotionRandom} {
 		t.Run(m.String(), func(t *testing.T) {
@@ -25,12 +26,20 @@ func TestShardRecordStepsAsTheDevice(t *testing.T) {
 			newArm := func() *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 5, PeriodS: 0.001, Motion: m, Seed: 9}) }
 			opts := DeviceOptions{PeriodNs: ms, Clock: clock}
 			direct := NewDevice(newArm(), opts)
-			onShard := NewDevice(newArm(), opts)
+			onShard := make([]*Device, 8)
 			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
-			s.Add(onShard) // not started: the test runs the shard's passes
+			for i := range onShard {
+				onShard[i] = NewDevice(newArm(), opts)
+				s.Add(onShard[i]) // not started: the test runs the shard's passes
+			}
 			defer s.Stop()
 			sh := s.shards[0]
-			both := func(f func(d *Device)) { f(direct); f(onShard) }
+			all := func(f func(d *Device)) {
+				f(direct)
+				for _, d := range onShard {
+					f(d)
+				}
+			}
 			p := &Params{Damping: [3][3]float64{{3, 0, 0}, {0, 3, 0}, {0, 0, 3}}, ForceGateGain: 0.5}
 			script := map[int]func(d *Device, now int64){
 				300: func(d *Device, now int64) {
@@ -58,35 +67,46 @@ func TestShardRecordStepsAsTheDevice(t *testing.T) {
 			for tick := 0; tick < 2500; tick++ {
 				now := clock.Advance(ms)
 				if f := script[tick]; f != nil {
-					both(func(d *Device) { f(d, now) })
+					all(func(d *Device) { f(d, now) })
 				}
-				seqA, seqB := direct.PublishSeq(), onShard.PublishSeq()
+				seqA := direct.PublishSeq()
+				seqB := make([]uint64, len(onShard))
+				for i, d := range onShard {
+					seqB[i] = d.PublishSeq()
+				}
 				direct.Step(now)
 				sh.passLocked(now, clock)
 				direct.Load(&a)
-				onShard.Load(&b)
-				if a != b {
-					t.Fatalf("tick %d: the shard's record published\n%+v\nDevice.Step published\n%+v", tick, b, a)
-				}
-				if (direct.PublishSeq() != seqA) != (onShard.PublishSeq() != seqB) {
-					t.Fatalf("tick %d: one of them published, the other did not (seq %d→%d, on the shard %d→%d)",
-						tick, seqA, direct.PublishSeq(), seqB, onShard.PublishSeq())
+				for i, d := range onShard {
+					d.Load(&b)
+					if a != b {
+						t.Fatalf("tick %d: shard arm %d published\n%+v\nDevice.Step published\n%+v", tick, i, b, a)
+					}
+					if (direct.PublishSeq() != seqA) != (d.PublishSeq() != seqB[i]) {
+						t.Fatalf("tick %d: one of them published, the other did not (seq %d→%d, shard arm %d %d→%d)",
+							tick, seqA, direct.PublishSeq(), i, seqB[i], d.PublishSeq())
+					}
 				}
 			}
-			if got, want := onShard.Stats().Ticks, direct.Stats().Ticks; got != want {
-				t.Fatalf("ticks on the shard %d, stepped directly %d", got, want)
+			for i, d := range onShard {
+				if got, want := d.Stats().Ticks, direct.Stats().Ticks; got != want {
+					t.Fatalf("ticks of shard arm %d %d, stepped directly %d", i, got, want)
+				}
 			}
-			// Off the shard the device carries on where the record left it.
-			s.Remove(onShard)
+			// Off the shard the devices carry on where the records left them.
+			for _, d := range onShard {
+				s.Remove(d)
+			}
 			for range 50 {
-				now := clock.Advance(ms)
-				direct.Step(now)
-				onShard.Step(now)
+				all(func(d *Device) { d.Step(clock.Now()) })
+				clock.Advance(ms)
 			}
 			direct.Load(&a)
-			onShard.Load(&b)
-			if a != b {
-				t.Fatalf("after Remove: %+v, want %+v", b, a)
+			for i, d := range onShard {
+				d.Load(&b)
+				if a != b {
+					t.Fatalf("after Remove, arm %d: %+v, want %+v", i, b, a)
+				}
 			}
 		})
 	}
@@ -388,6 +408,126 @@ func TestShardPublishesAtTheRateItIsRead(t *testing.T) {
 	same("at rest", &p, &want)
 	if r := resting.slot.Load(); r == nil || !r.asleep {
 		t.Fatalf("the arm with no scripted hand did not come to rest")
+	}
+}
+
+// TestShardUnreadArmsPublishTheirRest: arms nobody reads, pushed and
+// released, coast on the shard's fast path (publishing one tick in
+// publishIdleEvery) and come to rest between two of those publishes: the
+// state they rest in is published as Device.Step publishes it, and they
+// sleep. Then their drivers fail, and the shard's records report it as
+// Device.Step does.
+func TestShardUnreadArmsPublishTheirRest(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock, MaxErrors: 5}
+	newArm := func() *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionNone}) }
+	direct := NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	onShard := make([]*Device, 8)
+	for i := range onShard {
+		onShard[i] = NewDevice(newArm(), opts)
+		s.Add(onShard[i])
+	}
+	sh := s.shards[0]
+	all := func(f func(d *Device)) {
+		f(direct)
+		for _, d := range onShard {
+			f(d)
+		}
+	}
+	tick := func() {
+		now := clock.Advance(ms)
+		direct.Step(now)
+		sh.passLocked(now, clock)
+	}
+	// The cell's contents, read as the test's own white box: Load would
+	// count as a read and make the arm publish every tick.
+	published := func(d *Device) Snapshot {
+		var p Snapshot
+		d.cell.Load().load(&p)
+		return p
+	}
+	// The same state; an arm that published its rest on the tick it found
+	// itself at rest labels it with that tick, one after Device.Step's
+	// (which publishes every tick, the last one on the last move). A closed
+	// sim arm zeroes its force, which a record reads back and Device.Step
+	// does not: once closed, only the motion and the failure must agree.
+	closed := false
+	match := func(what string) {
+		t.Helper()
+		var want Snapshot
+		direct.LoadPhysical(&want)
+		for i, d := range onShard {
+			got := published(d)
+			if closed {
+				got.State.ForceN = want.State.ForceN
+			}
+			if got.State != want.State || got.Mode != want.Mode || got.Failed != want.Failed || got.Tick < want.Tick || got.Tick > want.Tick+1 {
+				t.Fatalf("%s: shard arm %d published\n%+v\nDevice.Step published\n%+v", what, i, got, want)
+			}
+		}
+	}
+	for range 20 {
+		tick()
+	}
+	all(func(d *Device) {
+		d.Register().Claim(4)
+		c := force(2, -1, 0.5)
+		d.Register().Write(4, 1, clock.Now()+time64(500), &c, nil)
+	})
+	for range 30 {
+		tick()
+	}
+	all(func(d *Device) { d.Register().Release(4) })
+	coasting := 0
+	for range 5000 {
+		tick()
+		if direct.asleep {
+			break
+		}
+		if published(onShard[0]).Tick != direct.Stats().Ticks {
+			coasting++ // a tick whose state the arm kept to itself
+		}
+	}
+	if !direct.asleep || coasting == 0 {
+		t.Fatalf("the arms did not coast unread and come to rest (asleep %v; %d ticks with unpublished moves)", direct.asleep, coasting)
+	}
+	match("at rest")
+	for range 5 {
+		tick()
+	}
+	for i, d := range onShard {
+		if r := d.slot.Load(); r == nil || !r.asleep {
+			t.Fatalf("shard arm %d came to rest but does not sleep", i)
+		}
+	}
+	// Wake them with a push, then fail their drivers mid-move.
+	all(func(d *Device) {
+		d.Register().Claim(5)
+		c := force(-1, 1, 0)
+		d.Register().Write(5, 1, clock.Now()+time64(500), &c, nil)
+	})
+	for range 20 {
+		tick()
+	}
+	all(func(d *Device) { d.Register().Release(5) })
+	for range 50 {
+		tick()
+	}
+	for i, d := range onShard {
+		if r := d.slot.Load(); r == nil || r.slow || r.asleep {
+			t.Fatalf("shard arm %d is not coasting on the fast path after its release", i)
+		}
+	}
+	all(func(d *Device) { _ = d.drv.(*sim.Arm).Close() })
+	closed = true
+	for i := range 20 {
+		tick()
+		match(fmt.Sprintf("driver closed, tick %d", i))
+	}
+	if p := published(onShard[0]); !p.Failed {
+		t.Fatalf("a closed driver's arm does not report failure: %+v", p)
 	}
 }
 
