@@ -3,6 +3,8 @@ package protocol
 // The shapes of GET /stats and of `hapticd baseline-arms`: the service
 // writes them and load generators read them, so they live here once.
 
+import "strconv"
+
 // Stats is what GET /stats answers: each device loop's own measurements and
 // the process's resource use.
 type Stats struct {
@@ -95,4 +97,67 @@ func (b BaselineArms) OverrunFraction() float64 {
 		return 1
 	}
 	return float64(b.Overruns) / float64(b.Ticks)
+}
+
+// AppendStats appends s as the JSON object GET /stats answers with under
+// "data", field for field as encoding/json writes Stats (numbers in the
+// package's shortest form). With thousands of simulated arms the answer
+// runs to megabytes, and encoding/json took 56 ms for 22,528 devices on
+// the 2-core test host: CPU the loop shards then lacked (about 15 overrun
+// ticks per GET at that load).
+func AppendStats(dst []byte, s *Stats) []byte {
+	dst = append(dst, `{"devices":[`...)
+	for i := range s.Devices {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendDeviceStats(dst, &s.Devices[i])
+	}
+	p := &s.Process
+	dst = append(dst, `],"process":{"cpu_seconds":`...)
+	dst = AppendFloat(dst, p.CPUSeconds)
+	dst = appendUintField(dst, `,"rss_bytes":`, p.RSSBytes)
+	dst = appendUintField(dst, `,"heap_bytes":`, p.HeapBytes)
+	dst = appendUintField(dst, `,"heap_live_bytes":`, p.HeapLiveBytes)
+	dst = appendUintField(dst, `,"stack_bytes":`, p.StackBytes)
+	dst = strconv.AppendInt(append(dst, `,"goroutines":`...), int64(p.Goroutines), 10)
+	dst = appendUintField(dst, `,"gc_count":`, p.GCCount)
+	dst = appendUintField(dst, `,"gc_pause_total_ns":`, p.GCPauseTotalNs)
+	dst = strconv.AppendInt(append(dst, `,"sessions":`...), int64(p.Sessions), 10)
+	return append(dst, "}}"...)
+}
+
+func appendDeviceStats(dst []byte, d *DeviceStats) []byte {
+	dst = AppendString(append(dst, `{"device_type":`...), d.DeviceType)
+	dst = AppendString(append(dst, `,"device_id":`...), d.DeviceID)
+	dst = strconv.AppendBool(append(dst, `,"simulated":`...), d.Simulated)
+	l := &d.Loop
+	dst = AppendFloat(append(dst, `,"loop":{"target_us":`...), l.TargetUs)
+	dst = AppendFloat(append(dst, `,"period_us_p50":`...), l.PeriodUsP50)
+	dst = AppendFloat(append(dst, `,"period_us_p99":`...), l.PeriodUsP99)
+	dst = AppendFloat(append(dst, `,"period_us_max":`...), l.PeriodUsMax)
+	dst = appendUintField(dst, `,"overruns":`, l.Overruns)
+	dst = appendUintField(dst, `,"ticks":`, l.Ticks)
+	dst = strconv.AppendBool(append(dst, `,"realtime":`...), l.Realtime)
+	dst = appendRoundTripStats(append(dst, `},"exchange":`...), &d.Exchange)
+	dst = appendUintField(dst, `,"errors":`, d.Errors)
+	if r := d.Remote; r != nil {
+		dst = AppendString(append(dst, `,"remote":{"node_id":`...), r.NodeID)
+		dst = AppendString(append(dst, `,"node_url":`...), r.NodeURL)
+		dst = appendRoundTripStats(append(dst, `,"state_age":`...), &r.StateAge)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+func appendRoundTripStats(dst []byte, r *RoundTripStats) []byte {
+	dst = appendUintField(dst, `{"count":`, r.Count)
+	dst = AppendFloat(append(dst, `,"p50_us":`...), r.P50Us)
+	dst = AppendFloat(append(dst, `,"p99_us":`...), r.P99Us)
+	dst = AppendFloat(append(dst, `,"max_us":`...), r.MaxUs)
+	return append(dst, '}')
+}
+
+func appendUintField(dst []byte, key string, v uint64) []byte {
+	return strconv.AppendUint(append(dst, key...), v, 10)
 }
