@@ -24,8 +24,8 @@ import (
 // transport; everything mutable in it is atomic.
 type Device struct {
 	// Atomics first.
-	slots       atomic.Pointer[map[uint64]*viewSlot] // copy-on-write; written by the device actor only
-	defaultView atomic.Pointer[View]                 // what a session with no entries of its own sees
+	slots       sessionSlots         // written by the device actor only
+	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
 	bodies      [numCacheSlots]atomic.Pointer[encodedBody]
 
 	// Immutable after the registry creates the Device.
@@ -69,6 +69,62 @@ type View struct {
 }
 
 type viewSlot struct{ view atomic.Pointer[View] }
+
+// sessionSlots maps a session to its view slot on one device: read without
+// a lock by every frame, written by the device actor alone. The map is in
+// copy-on-write shards by session: with one map, every session opened
+// copied every other session's entry on every device, and opening 600
+// sessions on 600 arms took 3.3 s, 300 on 300 0.5 s (cubic).
+type sessionSlots [sessionSlotShards]atomic.Pointer[map[uint64]*viewSlot]
+
+// sessionSlotShards: an attach or detach copies 1/16 of the map, and an
+// idle device carries 128 bytes of empty shards.
+const sessionSlotShards = 16
+
+// get returns session's slot.
+func (s *sessionSlots) get(session uint64) (*viewSlot, bool) {
+	m := s[session%sessionSlotShards].Load()
+	if m == nil {
+		return nil, false
+	}
+	v, ok := (*m)[session]
+	return v, ok
+}
+
+// set publishes session's slot (the device actor only).
+func (s *sessionSlots) set(session uint64, slot *viewSlot) {
+	shard := &s[session%sessionSlotShards]
+	var m map[uint64]*viewSlot
+	if old := shard.Load(); old != nil {
+		m = make(map[uint64]*viewSlot, len(*old)+1)
+		for id, v := range *old {
+			m[id] = v
+		}
+	} else {
+		m = make(map[uint64]*viewSlot, 1)
+	}
+	m[session] = slot
+	shard.Store(&m)
+}
+
+// remove withdraws session's slot (the device actor only).
+func (s *sessionSlots) remove(session uint64) {
+	shard := &s[session%sessionSlotShards]
+	old := shard.Load()
+	if old == nil {
+		return
+	}
+	if _, ok := (*old)[session]; !ok {
+		return
+	}
+	m := make(map[uint64]*viewSlot, len(*old)-1)
+	for id, v := range *old {
+		if id != session {
+			m[id] = v
+		}
+	}
+	shard.Store(&m)
+}
 
 // encodedBody is one device's state and status as a format encodes them
 // for one published snapshot seen through one view. It is keyed by the
@@ -141,11 +197,9 @@ func (d *Device) storeBody(slot int, seq uint64, v *View, body []byte) []byte {
 // session has no entries of its own yet). It never blocks and never
 // allocates.
 func (d *Device) ViewFor(session uint64) *View {
-	if m := d.slots.Load(); m != nil {
-		if s, ok := (*m)[session]; ok {
-			if v := s.view.Load(); v != nil {
-				return v
-			}
+	if s, ok := d.slots.get(session); ok {
+		if v := s.view.Load(); v != nil {
+			return v
 		}
 	}
 	return d.defaultView.Load()
@@ -309,8 +363,6 @@ func (c *deviceCore) init() {
 			c.global = stored
 		}
 	}
-	empty := map[uint64]*viewSlot{}
-	c.dev.slots.Store(&empty)
 	c.publishGlobals()
 }
 
@@ -489,7 +541,7 @@ func (c *deviceCore) attach(m *attachSession) {
 		// Only now that its view is published: a reader that finds the
 		// session's slot must find the view of its config (unchangedBy
 		// relies on it), not the default view of a profile still loading.
-		c.storeSlots()
+		c.dev.slots.set(m.session, s.slot)
 	}
 }
 
@@ -498,17 +550,7 @@ func (c *deviceCore) detach(session uint64) {
 		return
 	}
 	delete(c.sessions, session)
-	c.storeSlots()
-}
-
-// storeSlots publishes a new copy of the session → slot map. It runs only on
-// attach and detach, never per message.
-func (c *deviceCore) storeSlots() {
-	m := make(map[uint64]*viewSlot, len(c.sessions))
-	for id, s := range c.sessions {
-		m[id] = s.slot
-	}
-	c.dev.slots.Store(&m)
+	c.dev.slots.remove(session)
 }
 
 // publish compiles and publishes one session's view. A session whose

@@ -114,3 +114,38 @@ func TestViewsAreSharedWhereTheyCanBe(t *testing.T) {
 		t.Fatal("a session back at defaults does not share the default view again")
 	}
 }
+
+// TestSessionSlots: a slot set for a session is found by it alone, in
+// whichever shard, until removed; removing an absent session changes
+// nothing; readers on other goroutines see each published shard whole.
+func TestSessionSlots(t *testing.T) {
+	var s sessionSlots
+	slots := map[uint64]*viewSlot{}
+	for _, id := range []uint64{1, 2, 17, 33, sessionSlotShards, 1 << 40} {
+		slots[id] = &viewSlot{}
+		s.set(id, slots[id])
+	}
+	done := make(chan struct{})
+	go func() { // a reader, for the race detector
+		defer close(done)
+		for range 1000 {
+			if v, ok := s.get(1); !ok || v != slots[1] {
+				t.Error("session 1's slot vanished while others changed")
+				return
+			}
+		}
+	}()
+	s.remove(17)
+	s.remove(99) // never set
+	s.set(2, slots[2])
+	<-done
+	for _, tc := range []struct {
+		id   uint64
+		want bool
+	}{{1, true}, {2, true}, {17, false}, {33, true}, {sessionSlotShards, true}, {1 << 40, true}, {99, false}, {3, false}} {
+		v, ok := s.get(tc.id)
+		if ok != tc.want || (ok && v != slots[tc.id]) {
+			t.Errorf("get(%d) = %p, %v; want %p, %v", tc.id, v, ok, slots[tc.id], tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -105,6 +106,51 @@ func BenchmarkSessionMessage(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(frameBytes), "frame-bytes")
+		})
+	}
+}
+
+// BenchmarkSessionsOpen opens n sessions on n simulated arms, so each
+// session attaches to every arm (its inventory lists them all): the cost
+// per session and device should stay flat as n grows. With one
+// copy-on-write map of sessions per device it grew with n (every attach
+// copied every other session's entry).
+func BenchmarkSessionsOpen(b *testing.B) {
+	for _, n := range []int{100, 400} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var perPair float64
+			for range b.N {
+				b.StopTimer()
+				svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range n {
+					if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sessions := make([]*Session, 0, n)
+				b.StartTimer()
+				start := time.Now()
+				for range n {
+					sink := newChanSink()
+					sink.frames = make(chan []byte, 1)
+					sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: protocol.Codec{}, Sink: sink})
+					if err != nil {
+						b.Fatal(err)
+					}
+					sessions = append(sessions, sess)
+				}
+				perPair += float64(time.Since(start).Nanoseconds()) / float64(n*n)
+				b.StopTimer()
+				for _, s := range sessions {
+					s.Close(protocol.CloseClientClosed)
+				}
+				svc.Shutdown(b.Context())
+				b.StartTimer()
+			}
+			b.ReportMetric(perPair/float64(b.N), "ns/session/device")
 		})
 	}
 }

@@ -62,11 +62,7 @@ func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i in
 // attached reports whether session has a view slot on d (the device actor
 // knows it).
 func (d *Device) attached(session uint64) bool {
-	m := d.slots.Load()
-	if m == nil {
-		return false
-	}
-	_, ok := (*m)[session]
+	_, ok := d.slots.get(session)
 	return ok
 }
 
