@@ -77,7 +77,7 @@ type recSink struct {
 }
 
 func newRecSink() *recSink {
-	return &recSink{frames: make(chan []byte, 256), closed: make(chan int, 1)}
+	return &recSink{frames: make(chan []byte, 4096), closed: make(chan int, 1)}
 }
 
 func (s *recSink) Buffer() []byte  { return make([]byte, 0, 1024) }

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -243,4 +244,75 @@ func TestRegistryListsSessionsInOrder(t *testing.T) {
 	if n := len(svc.Sessions()); n != 4 {
 		t.Fatalf("%d sessions listed, want 4", n)
 	}
+}
+
+// A client's messages are answered one frame each, in order, whether each
+// is processed at once on the deliverer's goroutine (the actor idle) or
+// through the mailbox behind a configure that waits for a device actor,
+// with the answers arriving on other goroutines meanwhile.
+func TestFramesStayInOrderAcrossDirectAndMailboxDelivery(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	const n = 1000
+	for i := range n {
+		msg := fmt.Sprintf(`{"arm3":[{"device_id":"ghost-%03d","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, i)
+		if i%2 == 0 {
+			// Also a configure that changes something: the device actor
+			// answers it, so the messages after it queue until it does.
+			msg = fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%d}}},{"device_id":"ghost-%03d","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, arm.ID, 1+i%3, i)
+		}
+		sess.Deliver([]byte(msg))
+	}
+	for i := range n {
+		f := sink.next(t)
+		if want := fmt.Sprintf("ghost-%03d", i); !strings.Contains(f.text, want) {
+			t.Fatalf("frame %d does not answer message %d (no %s in it): %s", i, i, want, f.text)
+		}
+	}
+	select {
+	case f := <-sink.frames:
+		t.Fatalf("a frame more than the messages: %s", f)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// deliverDirect takes a message only while the actor is idle, its
+// inventory sent, and nothing waits in its mailbox or queue; otherwise the
+// message goes behind the others (the guards that keep frames in order).
+func TestDirectDeliveryOnlyWhenNothingWaits(t *testing.T) {
+	svc := startWith(t, Options{})
+	addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	a := sess.actor
+	// locked changes the actor's state as the actor would, under its lock.
+	locked := func(f func()) func() {
+		return func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			f()
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		set, reset func()
+	}{
+		{"a message in the mailbox", func() { sess.inboxed.Add(1) }, func() { sess.inboxed.Add(-1) }},
+		{"a message in hand", locked(func() { a.stage = stageConfigure }), locked(func() { a.stage = stageIdle })},
+		{"a message queued", locked(func() { a.queue = append(a.queue, nil) }), locked(func() { a.queue = a.queue[:0] })},
+		{"the inventory not sent", locked(func() { a.started = false }), locked(func() { a.started = true })},
+		{"the actor stopped", locked(func() { a.stopped = true }), locked(func() { a.stopped = false })},
+		{"the actor busy on another goroutine", a.mu.Lock, a.mu.Unlock},
+	} {
+		tc.set()
+		took := a.deliverDirect([]byte(`{}`))
+		tc.reset()
+		if took {
+			t.Errorf("%s: the message was processed at once", tc.name)
+		}
+	}
+	if !a.deliverDirect([]byte(`{}`)) {
+		t.Fatal("an idle session did not process a message at once")
+	}
+	sink.next(t)
 }

@@ -70,6 +70,10 @@ type Session struct {
 	basis   atomic.Pointer[protocol.Basis]
 	closed  atomic.Bool
 	reason  atomic.Pointer[protocol.CloseReason] // set once, first cause wins
+	// inboxed counts the client messages sent to the actor's mailbox and
+	// not yet taken from it: while there are any, Deliver sends the next
+	// one after them.
+	inboxed atomic.Int64
 
 	// Immutable after OpenSession.
 	ID          uint64
@@ -78,6 +82,7 @@ type Session struct {
 	ConnectedAt time.Time
 	svc         *Service
 	pid         *actor.PID
+	actor       *sessionActor
 	sink        FrameSink
 	closeOnce   sync.Once
 }
@@ -112,7 +117,19 @@ func (s *Session) Controls() []*Device {
 // Deliver hands one client message to the session actor. The actor owns
 // buf from then on. It never blocks; the transport bounds how many messages
 // are in flight.
+//
+// A message that finds the actor idle, with nothing in its mailbox, is
+// processed at once on the caller's goroutine under the actor's lock (see
+// sessionActor.mu): the lock-step tick, a client message answered by one
+// frame, then costs no mailbox post, dispatch and invocation (3.5 % of the
+// service's CPU with 100 clients at 1 kHz) and no allocation. Others go
+// through the mailbox, behind whatever is in it, so messages keep their
+// order either way.
 func (s *Session) Deliver(buf []byte) {
+	if s.actor.deliverDirect(buf) {
+		return
+	}
+	s.inboxed.Add(1)
 	s.svc.system.Root.Send(s.pid, &inbound{buf: buf})
 }
 
@@ -167,6 +184,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		basis:   protocol.Basis{Permutation: protocol.IdentityBasis},
 		busy:    make(map[busyKey]busyNote),
 	}
+	sess.actor = a
 	// The synchronized dispatcher runs the mailbox on the sender's
 	// goroutine when it is idle: a lock-step client's message is processed
 	// by the connection's reader itself, with no goroutine hop per tick
@@ -202,13 +220,23 @@ func (g *sessionSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supe
 	sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
 	for _, sess := range g.svc.Sessions() {
 		if sess.pid.Equal(child) {
-			g.svc.log.Error().Uint64("session_id", sess.ID).Interface("reason", reason).Msg("session crashed; closing it")
-			sess.setReason(protocol.CloseInternalError)
-			sess.sink.Close(protocol.CloseInternalError)
+			sess.crashed(reason)
 			break
 		}
 	}
 	sup.StopChildren(child)
+}
+
+// rethrow carries a panic of Deliver's direct path to Receive, which
+// panics with it again for the session's supervisor.
+type rethrow struct{ reason any }
+
+// crashed closes the connection of a session whose actor panicked, with
+// 1011 and reason internal_error; the caller stops the actor.
+func (s *Session) crashed(reason any) {
+	s.svc.log.Error().Uint64("session_id", s.ID).Interface("reason", reason).Msg("session crashed; closing it")
+	s.setReason(protocol.CloseInternalError)
+	s.sink.Close(protocol.CloseInternalError)
 }
 
 // busyKey names a device by value: a key of *Device would keep a removed
@@ -245,8 +273,21 @@ type askSlot struct {
 	done  bool
 }
 
-// sessionActor is one connection's actor. All its fields are owned by it.
+// sessionActor is one connection's actor. All its fields are owned by it,
+// under mu.
 type sessionActor struct {
+	// mu is held by Receive and by Deliver's direct path (deliverDirect),
+	// so the actor's state has one owner at a time whichever goroutine
+	// runs it. Nothing that holds it sends to the actor's own mailbox
+	// and waits (the synchronized dispatcher would run Receive there).
+	mu sync.Mutex
+	// broken: a message panicked; the supervisor is stopping the actor
+	// and nothing more is processed.
+	broken bool
+	// stopped: the actor stopped; a message delivered directly now is
+	// dropped as the mailbox of a stopped actor drops it.
+	stopped bool
+
 	sess  *Session
 	svc   *Service
 	codec Codec
@@ -295,17 +336,32 @@ type sessionScratch struct {
 }
 
 func (a *sessionActor) Receive(ctx actor.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			a.broken = true
+			panic(v) // to the session's supervisor
+		}
+	}()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 	case *beginSession:
 		a.start()
 	case *actor.Stopping:
-		a.stop(ctx)
+		a.stop()
 	case *actor.Stopped, *actor.Restarting:
+		a.stopped = true
+	case *rethrow:
+		panic(m.reason)
 	case *inbound:
-		a.deliver(ctx, m.buf)
+		a.sess.inboxed.Add(-1)
+		if a.stopped || a.broken {
+			return
+		}
+		a.deliver(m.buf)
 	case *answer:
-		a.answered(ctx, m)
+		a.answered(m)
 	default:
 		a.logged(a.svc.log.Warn()).Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
 	}
@@ -332,7 +388,7 @@ func (a *sessionActor) start() {
 	a.emit(f)
 }
 
-func (a *sessionActor) stop(ctx actor.Context) {
+func (a *sessionActor) stop() {
 	s := a.svc
 	// Release first: a force never outlives its session, even one that
 	// panicked.
@@ -340,7 +396,7 @@ func (a *sessionActor) stop(ctx actor.Context) {
 		d.Register().Release(a.sess.ID)
 	}
 	a.sess.closed.Store(true)
-	ctx.Send(s.registry, &sessionClosed{sess: a.sess})
+	a.svc.system.Root.Send(s.registry, &sessionClosed{sess: a.sess})
 	if s.writeBehind != nil && a.profile != "" {
 		if err := s.writeBehind.Flush(); err != nil {
 			a.logged(a.svc.log.Error()).Err(err).Msg("flush profile config at session end")
@@ -352,26 +408,57 @@ func (a *sessionActor) stop(ctx actor.Context) {
 	}
 }
 
+// deliverDirect processes buf on the caller's goroutine, as Receive would
+// an inbound message, if the actor is idle: not running on another
+// goroutine, no message in hand or queued, none in its mailbox, its
+// inventory sent. It reports whether it took buf. A panic goes to the
+// session's supervisor, as one in Receive does.
+func (a *sessionActor) deliverDirect(buf []byte) (taken bool) {
+	if a.sess.inboxed.Load() != 0 || !a.mu.TryLock() {
+		return false
+	}
+	var crash any
+	func() {
+		defer a.mu.Unlock()
+		defer func() {
+			if v := recover(); v != nil {
+				crash, a.broken = v, true
+			}
+		}()
+		if !a.started || a.stopped || a.broken || a.stage != stageIdle || a.qhead != len(a.queue) || a.sess.inboxed.Load() != 0 {
+			return
+		}
+		taken = true
+		a.deliver(buf)
+	}()
+	if crash != nil {
+		// Through the mailbox, so the session's supervisor handles it
+		// as it handles a panic in Receive.
+		a.svc.system.Root.Send(a.sess.pid, &rethrow{reason: crash})
+	}
+	return taken
+}
+
 // deliver takes one client message: at once when none is in hand (every
 // lock-step tick), else behind the queue.
-func (a *sessionActor) deliver(ctx actor.Context, buf []byte) {
+func (a *sessionActor) deliver(buf []byte) {
 	if a.stage == stageIdle && a.qhead == len(a.queue) {
-		a.begin(ctx, buf)
+		a.begin(buf)
 	} else {
 		a.queue = append(a.queue, buf)
 	}
-	a.drain(ctx)
+	a.drain()
 }
 
 // drain moves the message in hand on as far as its answers allow, then
 // takes the queued messages one by one, until one waits or none is left.
-func (a *sessionActor) drain(ctx actor.Context) {
+func (a *sessionActor) drain() {
 	for {
 		if a.stage != stageIdle {
 			if a.waiting > 0 {
 				return
 			}
-			a.advance(ctx)
+			a.advance()
 			continue
 		}
 		if a.qhead == len(a.queue) {
@@ -381,12 +468,12 @@ func (a *sessionActor) drain(ctx actor.Context) {
 		buf := a.queue[a.qhead]
 		a.queue[a.qhead] = nil
 		a.qhead++
-		a.begin(ctx, buf)
+		a.begin(buf)
 	}
 }
 
 // answered records the outcome of one request of the message in hand.
-func (a *sessionActor) answered(ctx actor.Context, m *answer) {
+func (a *sessionActor) answered(m *answer) {
 	if m.gen != a.gen || a.stage == stageIdle {
 		return // an answer for a message already framed (cannot happen; cheap to check)
 	}
@@ -411,7 +498,7 @@ func (a *sessionActor) answered(ctx actor.Context, m *answer) {
 		}
 	}
 	slot.err = err
-	a.drain(ctx)
+	a.drain()
 }
 
 // ask sends msg to pid for the message in hand, now (so requests to one
@@ -419,11 +506,11 @@ func (a *sessionActor) answered(ctx actor.Context, m *answer) {
 // goroutine waits for it outside any Receive and Sends it to the session,
 // which, on the synchronized dispatcher, then runs on that goroutine rather
 // than on the answering actor's.
-func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, entry int, path string) {
+func (a *sessionActor) ask(pid *actor.PID, msg actorMessage, entry int, path string) {
 	a.asked = append(a.asked, askSlot{entry: entry, path: path})
 	a.waiting++
 	req := a.svc.send(pid, msg)
-	self, root, gen, slot := ctx.Self(), a.svc.system.Root, a.gen, len(a.asked)-1
+	self, root, gen, slot := a.sess.pid, a.svc.system.Root, a.gen, len(a.asked)-1
 	go func() {
 		r, err := req.wait()
 		root.Send(self, &answer{gen: gen, slot: slot, reply: r, err: err})
@@ -432,7 +519,7 @@ func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, 
 
 // begin takes a client message in hand: it decodes it and applies its
 // session part; drain moves it on from there.
-func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
+func (a *sessionActor) begin(buf []byte) {
 	a.gen++
 	a.cur = buf
 	a.asked = a.asked[:0]
@@ -459,17 +546,17 @@ func (a *sessionActor) begin(ctx actor.Context, buf []byte) {
 	}
 	f.Warnings = append(f.Warnings, msg.Warnings...)
 	a.devs = a.svc.Devices()
-	a.applySession(ctx)
+	a.applySession()
 	a.stage = stageConfigure
 }
 
 // advance runs the next stage of the message in hand; every answer of the
 // stage before it is in.
-func (a *sessionActor) advance(ctx actor.Context) {
+func (a *sessionActor) advance() {
 	switch a.stage {
 	case stageConfigure:
 		a.stage = stageFrame
-		a.configureAll(ctx)
+		a.configureAll()
 	case stageFrame:
 		a.finish()
 		a.done()
@@ -487,7 +574,7 @@ func (a *sessionActor) done() {
 // to the devices through the registry, which answers once every device has
 // it queued; the device configures of the message are sent after that
 // answer, so they apply under the new profile and basis.
-func (a *sessionActor) applySession(ctx actor.Context) {
+func (a *sessionActor) applySession() {
 	sp := &a.msg.Session
 	profile, basis := a.profile, a.basis
 	// The decoder already warned about a required_version this service
@@ -519,7 +606,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	}
 	a.reviewed = a.profile != profile || a.basis != basis
 	if a.reviewed {
-		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: a.profile, basis: a.basis}, -1, "session.configure")
+		a.ask(a.svc.registry, &updateSession{sess: a.sess, profile: a.profile, basis: a.basis}, -1, "session.configure")
 	}
 }
 
@@ -543,17 +630,17 @@ func (a *sessionActor) setBasis(b protocol.Basis) {
 // session, arms and grips) first, then each device entry's own. After a
 // profile or basis change it also waits for every device to publish the
 // views the registry's attachments bring, so the frame shows them.
-func (a *sessionActor) configureAll(ctx actor.Context) {
+func (a *sessionActor) configureAll() {
 	msg := &a.msg
 	if a.reviewed {
 		for _, d := range a.devs.All() {
-			a.ask(ctx, d.pid, &published{}, -1, "session.configure")
+			a.ask(d.pid, &published{}, -1, "session.configure")
 		}
 	}
 	if o := msg.Session.SetCoordinateOrigin; o != "" {
 		preset := []protocol.Entry{protocol.Preset{Preset: o}}
 		for _, d := range a.devs.All() {
-			a.configure(ctx, d, -1, "session.set_coordinate_origin", "", preset)
+			a.configure(d, -1, "session.set_coordinate_origin", "", preset)
 		}
 	}
 	for i := range msg.Devices {
@@ -563,9 +650,9 @@ func (a *sessionActor) configureAll(ctx actor.Context) {
 			continue // finish warns
 		}
 		if len(e.Configure) > 0 {
-			a.configure(ctx, d, i, e.Path, ".configure", e.Configure)
+			a.configure(d, i, e.Path, ".configure", e.Configure)
 		}
-		a.stateCommands(ctx, d, i, e)
+		a.stateCommands(d, i, e)
 	}
 }
 
@@ -625,11 +712,11 @@ func (a *sessionActor) find(i int, e *protocol.DeviceEntry) *Device {
 // tick). The frame is the same either way: on success the actor's reply
 // adds nothing to it, and unchangedBy answers true only where the actor
 // would succeed. An error's path is path+suffix.
-func (a *sessionActor) configure(ctx actor.Context, d *Device, entry int, path, suffix string, entries []protocol.Entry) {
+func (a *sessionActor) configure(d *Device, entry int, path, suffix string, entries []protocol.Entry) {
 	if d.unchangedBy(a.sess.ID, entries) {
 		return
 	}
-	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
+	a.ask(d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
 }
 
 // command writes a control command into the device's register (data

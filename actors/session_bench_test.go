@@ -154,3 +154,37 @@ func BenchmarkSessionsOpen(b *testing.B) {
 		})
 	}
 }
+
+// TestSessionMessageDoesNotAllocate: a lock-step client's message through
+// its session (delivery, decoding, the register write, the frame's
+// encoding into a recycled buffer) allocates nothing, on average over many
+// messages: the service's other goroutines count too.
+func TestSessionMessageDoesNotAllocate(t *testing.T) {
+	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Shutdown(t.Context())
+	arm, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: 0, PeriodS: 0.001}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newChanSink()
+	sess, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(protocol.CloseClientClosed)
+	sink.free <- <-sink.frames // the inventory
+	msg := []byte(`{"arm3":[{"device_id":"` + arm.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+	exchange := func() {
+		sess.Deliver(msg)
+		sink.free <- <-sink.frames
+	}
+	for range 100 {
+		exchange() // warm up: the session's scratch, the device's encodings
+	}
+	if n := testing.AllocsPerRun(2000, exchange); n != 0 {
+		t.Fatalf("a message through the session allocates %v times, want 0", n)
+	}
+}

@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -17,24 +15,24 @@ import (
 // stateCommands applies e (entry i of the message)'s state commands to d.
 // A change is asked of the device actor like a configure (its answer comes
 // back as a message); an error's path is under e.Path.
-func (a *sessionActor) stateCommands(ctx actor.Context, d *Device, i int, e *protocol.DeviceEntry) {
+func (a *sessionActor) stateCommands(d *Device, i int, e *protocol.DeviceEntry) {
 	if e.Transform.Given() {
-		a.setWorkspace(ctx, d, i, e)
+		a.setWorkspace(d, i, e)
 	}
 	if g := e.GravityCompensation; g.Given {
-		a.setGravityCompensation(ctx, d, i, e.Path, g.Value)
+		a.setGravityCompensation(d, i, e.Path, g.Value)
 	}
 }
 
 // setWorkspace applies set_transform: the parts it gives replace those of
 // the session's workspace transform on d, the others stay.
-func (a *sessionActor) setWorkspace(ctx actor.Context, d *Device, i int, e *protocol.DeviceEntry) {
+func (a *sessionActor) setWorkspace(d *Device, i int, e *protocol.DeviceEntry) {
 	view := d.ViewFor(a.sess.ID)
 	next := e.Transform.Apply(view.Workspace)
 	if next == view.Workspace && d.attached(a.sess.ID) {
 		return
 	}
-	a.ask(ctx, d.pid, &setWorkspace{session: a.sess.ID, transform: next}, i, e.Path+".commands.set_transform")
+	a.ask(d.pid, &setWorkspace{session: a.sess.ID, transform: next}, i, e.Path+".commands.set_transform")
 }
 
 // setGravityCompensation applies set_gravity_compensation: the device's
@@ -44,7 +42,7 @@ func (a *sessionActor) setWorkspace(ctx actor.Context, d *Device, i int, e *prot
 // It changes the device for every session, so a session may not change it
 // under another session's control: that refusal is recorded as a request
 // already answered, so it takes its place among the entry's errors.
-func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i int, path string, enabled bool) {
+func (a *sessionActor) setGravityCompensation(d *Device, i int, path string, enabled bool) {
 	cur := d.ViewFor(a.sess.ID).Config.Device.GravityCompensation
 	if cur.Enabled == enabled {
 		return
@@ -56,7 +54,7 @@ func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i in
 		return
 	}
 	cur.Enabled = enabled
-	a.ask(ctx, d.pid, &setEntries{entries: []protocol.Entry{cur}, ticket: &ticket{}}, i, path)
+	a.ask(d.pid, &setEntries{entries: []protocol.Entry{cur}, ticket: &ticket{}}, i, path)
 }
 
 // attached reports whether session has a view slot on d (the device actor
