@@ -34,6 +34,20 @@ func (s *chanSink) Send(buf []byte)            { s.frames <- buf }
 func (s *chanSink) Recycle([]byte)             {}
 func (s *chanSink) Close(protocol.CloseReason) {}
 
+// openRecycling opens a session whose frames come back on a chanSink, its
+// inventory taken and recycled; the session closes with the test.
+func openRecycling(tb testing.TB, svc *Service) (*Session, *chanSink) {
+	tb.Helper()
+	sink := newChanSink()
+	sess, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sess.Close(protocol.CloseClientClosed) })
+	sink.free <- <-sink.frames // the inventory
+	return sess, sink
+}
+
 // BenchmarkSessionMessage is one per-tick message through a session actor:
 // the actor hop, decoding, the register write and the frame's encoding,
 // with 1 and 100 simulated arms in the frame. Allocations per message are
@@ -75,13 +89,7 @@ func BenchmarkSessionMessage(b *testing.B) {
 					first = d // with subscribe: the last arm
 				}
 			}
-			sink := newChanSink()
-			sess, err := svc.OpenSession(SessionOptions{Remote: "bench", Codec: protocol.Codec{}, Sink: sink})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sess.Close(protocol.CloseClientClosed)
-			sink.free <- <-sink.frames // the inventory
+			sess, sink := openRecycling(b, svc)
 			if c.subscribe {
 				sess.Deliver([]byte(`{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"` + first.ID + `"}]}}}}`))
 				sink.free <- <-sink.frames
@@ -169,13 +177,7 @@ func TestSessionMessageDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := newChanSink()
-	sess, err := svc.OpenSession(SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(protocol.CloseClientClosed)
-	sink.free <- <-sink.frames // the inventory
+	sess, sink := openRecycling(t, svc)
 	msg := []byte(`{"arm3":[{"device_id":"` + arm.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
 	exchange := func() {
 		sess.Deliver(msg)
