@@ -34,12 +34,16 @@
 // message with nothing to ask is handled at once). A configure that would
 // change nothing is not sent at all (Device.unchangedBy).
 //
-// Session actors run on protoactor's synchronized dispatcher: a message is
-// handled on the goroutine that delivers it when the actor is idle, which
-// for a lock-step client is the connection's reader (no goroutine hop per
-// tick). Answers are delivered by a goroutine that waited on the request's
-// future, so a frame completed by an answer is written there, never on a
-// device actor's goroutine.
+// A client's message that finds its session idle (nothing in hand, queued
+// or in the mailbox) is handled at once on the goroutine that delivers it,
+// for a lock-step client the connection's reader, under the actor's lock
+// (Session.Deliver): no goroutine hop, no mailbox post and no allocation
+// per tick. Other messages go through the mailbox, behind what is there.
+// Session actors run on protoactor's synchronized dispatcher, so those too
+// are handled on the delivering goroutine when the mailbox is idle. Answers
+// are delivered by a goroutine that waited on the request's future, so a
+// frame completed by an answer is written there, never on a device actor's
+// goroutine. A panic on either path goes to the session's supervisor.
 //
 // # Outcomes
 //

@@ -29,8 +29,9 @@
 // # Connections
 //
 // A WebSocket connection's reader goroutine hands each message to the
-// session actor, which runs inline on it (synchronized dispatcher) and
-// writes the answering frame there, with a deadline. A lock-step client's
+// session, which handles it inline on that goroutine when it is idle (see
+// actors.Session.Deliver) and writes the answering frame there, with a
+// deadline. A lock-step client's
 // frame answers the message just read, so a separate writer goroutine would
 // only add a hand-off per tick. The reader takes an in-flight token before
 // each read and the frame returns it, so a client that sends faster than it
