@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -94,14 +95,9 @@ func (s *sessionSlots) get(session uint64) (*viewSlot, bool) {
 // set publishes session's slot (the device actor only).
 func (s *sessionSlots) set(session uint64, slot *viewSlot) {
 	shard := &s[session%sessionSlotShards]
-	var m map[uint64]*viewSlot
+	m := map[uint64]*viewSlot{}
 	if old := shard.Load(); old != nil {
-		m = make(map[uint64]*viewSlot, len(*old)+1)
-		for id, v := range *old {
-			m[id] = v
-		}
-	} else {
-		m = make(map[uint64]*viewSlot, 1)
+		m = maps.Clone(*old)
 	}
 	m[session] = slot
 	shard.Store(&m)
@@ -117,12 +113,8 @@ func (s *sessionSlots) remove(session uint64) {
 	if _, ok := (*old)[session]; !ok {
 		return
 	}
-	m := make(map[uint64]*viewSlot, len(*old)-1)
-	for id, v := range *old {
-		if id != session {
-			m[id] = v
-		}
-	}
+	m := maps.Clone(*old)
+	delete(m, session)
 	shard.Store(&m)
 }
 

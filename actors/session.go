@@ -425,7 +425,7 @@ func (a *sessionActor) deliverDirect(buf []byte) (taken bool) {
 				crash, a.broken = v, true
 			}
 		}()
-		if !a.started || a.stopped || a.broken || a.stage != stageIdle || a.qhead != len(a.queue) || a.sess.inboxed.Load() != 0 {
+		if !a.started || a.stopped || a.broken || !a.idle() || a.sess.inboxed.Load() != 0 {
 			return
 		}
 		taken = true
@@ -442,13 +442,16 @@ func (a *sessionActor) deliverDirect(buf []byte) (taken bool) {
 // deliver takes one client message: at once when none is in hand (every
 // lock-step tick), else behind the queue.
 func (a *sessionActor) deliver(buf []byte) {
-	if a.stage == stageIdle && a.qhead == len(a.queue) {
+	if a.idle() {
 		a.begin(buf)
 	} else {
 		a.queue = append(a.queue, buf)
 	}
 	a.drain()
 }
+
+// idle says no message is in hand or queued.
+func (a *sessionActor) idle() bool { return a.stage == stageIdle && a.qhead == len(a.queue) }
 
 // drain moves the message in hand on as far as its answers allow, then
 // takes the queued messages one by one, until one waits or none is left.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hapticd/hapticd/actors/loop"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,5 +253,45 @@ func TestDriverIsClosedOnceWhateverClosesIt(t *testing.T) {
 	wg.Wait()
 	if n := drv.closes.Load(); n != 1 {
 		t.Fatalf("the driver was closed %d times, want once", n)
+	}
+}
+
+// A panic in a message that queued behind another (handled by Receive on
+// the goroutine that delivered the answer it waited for, not directly on
+// the reader's) stops the session the same way: 1011, internal_error, and
+// nothing more is answered.
+func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
+	g := newGate()
+	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, panicCodec{trigger: "boom"})
+
+	g.shut.Store(true)
+	sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID)))
+	<-g.held
+	sess.Deliver([]byte(`{"boom": 1}`)) // queues behind the configure
+	first := sink.next(t)               // the configure, answered at its deadline
+	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
+		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
+	}
+	select {
+	case code := <-sink.closed:
+		if code != 1011 {
+			t.Fatalf("closed with %d, want 1011", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection of the session that panicked was not closed")
+	}
+	g.shut.Store(false)
+	close(g.release)
+	waitSupervision(t, svc, "session-", "StopDirective")
+	if r := sess.CloseReason(); r != protocol.CloseInternalError {
+		t.Fatalf("session ended with reason %q, want %s", r, protocol.CloseInternalError)
+	}
+	sess.Deliver([]byte(`{}`))
+	select {
+	case f := <-sink.frames:
+		t.Fatalf("the stopped session answered: %s", f)
+	case <-time.After(50 * time.Millisecond):
 	}
 }

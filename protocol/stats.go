@@ -130,7 +130,7 @@ func AppendStats(dst []byte, s *Stats) []byte {
 func appendDeviceStats(dst []byte, d *DeviceStats) []byte {
 	dst = AppendString(append(dst, `{"device_type":`...), d.DeviceType)
 	dst = AppendString(append(dst, `,"device_id":`...), d.DeviceID)
-	dst = strconv.AppendBool(append(dst, `,"simulated":`...), d.Simulated)
+	dst = appendBool(append(dst, `,"simulated":`...), d.Simulated)
 	l := &d.Loop
 	dst = AppendFloat(append(dst, `,"loop":{"target_us":`...), l.TargetUs)
 	dst = AppendFloat(append(dst, `,"period_us_p50":`...), l.PeriodUsP50)
@@ -138,7 +138,7 @@ func appendDeviceStats(dst []byte, d *DeviceStats) []byte {
 	dst = AppendFloat(append(dst, `,"period_us_max":`...), l.PeriodUsMax)
 	dst = appendUintField(dst, `,"overruns":`, l.Overruns)
 	dst = appendUintField(dst, `,"ticks":`, l.Ticks)
-	dst = strconv.AppendBool(append(dst, `,"realtime":`...), l.Realtime)
+	dst = appendBool(append(dst, `,"realtime":`...), l.Realtime)
 	dst = appendRoundTripStats(append(dst, `},"exchange":`...), &d.Exchange)
 	dst = appendUintField(dst, `,"errors":`, d.Errors)
 	if r := d.Remote; r != nil {

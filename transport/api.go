@@ -644,9 +644,5 @@ func (a *api) stats(w http.ResponseWriter, _ *http.Request, _ httprouter.Params)
 	// thousands of arms encoding/json took most of the answer's CPU.
 	buf := make([]byte, 0, 64+300*len(doc.Devices))
 	buf = protocol.AppendStats(append(buf, `{"ok":true,"data":`...), &doc)
-	buf = append(buf, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf) // the client is gone if this fails
+	writeRaw(w, "application/json", append(buf, "}\n"...))
 }

@@ -290,14 +290,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 		}
 	}
 	for m := still; m != 0; m &= m - 1 {
-		// A moving arm's last state is published as it comes to rest;
-		// an arm at rest and time-invariant sleeps (see sleepCheck).
-		r := &b.arms[bits.TrailingZeros64(m)]
-		if r.pending {
-			r.pending = !r.publishState(now)
-		} else if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
-			r.asleep = true
-		}
+		b.arms[bits.TrailingZeros64(m)].settle(now)
 	}
 	for m := failed; m != 0; m &= m - 1 {
 		// The full step handles the driver's error.
@@ -327,6 +320,17 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 		if l != nil {
 			d.feedTaps(*l, now, r.ticks)
 		}
+	}
+}
+
+// settle is the end of a tick whose step left the arm where it was: a
+// moving arm's last state is published as it comes to rest, and an arm at
+// rest and time-invariant sleeps (see sleepCheck).
+func (r *simArm) settle(nowNs int64) {
+	if r.pending {
+		r.pending = !r.publishState(nowNs)
+	} else if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
+		r.asleep = true
 	}
 }
 
@@ -361,16 +365,13 @@ func (r *simArm) fastTick(ps *passScratch, b *armBlock, i int, timed, tapped boo
 		r.slow = true
 		return false
 	}
-	if moved || r.pending {
-		if moved && !b.publishDue(r, i, ps.due) && !tapped {
-			r.pending = true
-			return true
-		}
+	switch {
+	case !moved:
+		r.settle(ps.now)
+	case b.publishDue(r, i, ps.due) || tapped:
 		r.pending = !r.publishState(ps.now)
-		return true
-	}
-	if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
-		r.asleep = true
+	default:
+		r.pending = true
 	}
 	return true
 }
