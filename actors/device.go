@@ -28,6 +28,9 @@ type Device struct {
 	slots       sessionSlots         // written by the device actor only
 	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
 	bodies      [numCacheSlots]atomic.Pointer[encodedBody]
+	// lastMiss is, per cache slot, the publish and session of the last
+	// frame that encoded the state without storing it (missKey).
+	lastMiss [numCacheSlots]atomic.Uint64
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
@@ -126,16 +129,15 @@ type encodedBody struct {
 	seq  uint64
 	view *View
 	body []byte
-	// hits counts the frames that reused it: none means the device is
-	// framed by one session at most once per publish (say, the one session
-	// subscribed to it), so storing encodings only costs allocations.
+	// by is the session whose frame stored it.
+	by uint64
+	// hits counts the frames of other sessions that reused it: none means
+	// no other session framed the device during that publish (say, one
+	// session alone is subscribed to it), so storing encodings only costs
+	// allocations. A session that frames the same publish twice does not
+	// count: its one saved encoding is not worth an allocation per publish.
 	hits atomic.Int32
 }
-
-// probeEvery: a device whose last stored encoding was never reused stores
-// only one encoding in this many misses, enough to notice within a few
-// publishes that other sessions frame it again.
-const probeEvery = 16
 
 // Cache slots, one per wire format.
 const (
@@ -160,29 +162,63 @@ func cacheSlot(c Codec) int {
 
 // cachedBody returns the encoded state of publish seq seen through v in a
 // format's slot, or nil when the cache holds another publish or view.
-func (d *Device) cachedBody(slot int, seq uint64, v *View) []byte {
+func (d *Device) cachedBody(slot int, seq uint64, v *View, session uint64) []byte {
 	if e := d.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
-		e.hits.Add(1)
+		if e.by != session {
+			e.hits.Add(1)
+		}
 		return e.body
 	}
 	return nil
 }
 
-// worthStoring says whether a frame that missed the cache should store its
-// encoding (storeBody) or encode the state inline with no allocation:
-// measured with 100 sessions each subscribed to its own of 100 moving arms,
-// storing cost 1.5 KB of garbage per frame and the cache never hit.
-func (d *Device) worthStoring(slot int, seq uint64) bool {
-	e := d.bodies[slot].Load()
-	return e == nil || e.hits.Load() > 0 || seq%probeEvery == 0
+// missKey packs a publish sequence (its low 40 bits: 35 years at 1 kHz)
+// and a session ID (its low 24 bits) into one word, so that one atomic swap
+// records and compares them. A collision only misjudges one decision of
+// worthStoring, never what a frame carries.
+func missKey(seq, session uint64) uint64 {
+	return seq<<24 | session&(1<<24-1)
 }
 
-// storeBody publishes a fresh encoding for the sessions that frame the same
-// publish next, and returns it. The session that found the cache stale pays
-// one small allocation; the others copy.
-func (d *Device) storeBody(slot int, seq uint64, v *View, body []byte) []byte {
-	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body})
+// worthStoring says whether a frame of session that missed the cache
+// should store its encoding (storeBody) or encode the state inline with no
+// allocation. It stores while other sessions reuse the stored encodings,
+// and starts again once a second session encodes a publish that the first
+// encoded without storing. Measured with 100 sessions each subscribed to
+// its own of 100 moving arms, storing cost 1.5 KB of garbage per frame and
+// the cache never hit; an earlier rule that stored one publish in 16 to
+// probe for readers still made 6.5 MB/s of garbage there.
+func (d *Device) worthStoring(slot int, seq, session uint64) bool {
+	e := d.bodies[slot].Load()
+	if e == nil || e.hits.Load() > 0 {
+		return true
+	}
+	key := missKey(seq, session)
+	if prev := d.lastMiss[slot].Swap(key); prev != key && prev>>24 == key>>24 {
+		// Too late to share this publish (the first session has encoded
+		// it), so the stale entry takes the hit: the first miss of the
+		// next publish stores, and the second session reuses it.
+		e.hits.Add(1)
+	}
+	return false
+}
+
+// storeBody publishes a fresh encoding by session for the sessions that
+// frame the same publish next, and returns it. The session that found the
+// cache stale pays one small allocation; the others copy.
+func (d *Device) storeBody(slot int, seq uint64, v *View, session uint64, body []byte) []byte {
+	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body, by: session})
 	return body
+}
+
+// bodyBuffer is an empty buffer for an encoding storeBody will keep: room
+// for the last stored encoding and a little more, so that encoding into it
+// does not grow it (a fixed 512 bytes made two allocations per arm).
+func (d *Device) bodyBuffer(slot int, fresh int) []byte {
+	if e := d.bodies[slot].Load(); e != nil {
+		return make([]byte, 0, len(e.body)+64)
+	}
+	return make([]byte, 0, fresh)
 }
 
 // ViewFor returns the view of session (the device's default view when the

@@ -104,23 +104,23 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 
 	var f protocol.Frame
 	var snap loop.Snapshot
-	frame := func() string {
+	frame := func(session uint64) string {
 		f.Arms = f.Arms[:0]
-		fillFrame(devs, 0, &f, &snap, false, nil, protocol.Codec{})
+		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{})
 		if len(f.Arms) != 1 || f.Arms[0].Body == nil {
 			t.Fatalf("no cached body: %+v", f.Arms)
 		}
 		return string(f.Arms[0].Body)
 	}
-	// Framed twice, as two sessions would: a reused encoding keeps the
+	// Framed by two sessions: an encoding another session reused keeps the
 	// cache storing (worthStoring), so the frame after Halt is cached too.
-	for range 2 {
-		if b := frame(); !strings.Contains(b, `"control_mode":"force"`) {
+	for session := range uint64(2) {
+		if b := frame(session); !strings.Contains(b, `"control_mode":"force"`) {
 			t.Fatalf("before Halt: %s", b)
 		}
 	}
 	d.rt.Halt()
-	if b := frame(); !strings.Contains(b, `"control_mode":"idle"`) {
+	if b := frame(0); !strings.Contains(b, `"control_mode":"idle"`) {
 		t.Fatalf("after Halt the frame still reads the tick before it: %s", b)
 	}
 }
