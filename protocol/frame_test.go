@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -281,6 +282,27 @@ func TestAppendErrorEnvelope(t *testing.T) {
 		}
 		if _, has := got["path"]; has != (e.Path != "") {
 			t.Fatalf("path present=%v for %+v", has, e)
+		}
+	}
+}
+
+// TestNumbersAreWrittenAsStrconvWritesThem: the whole-number shortcut of
+// appendNumber writes exactly what strconv's shortest form writes, at both
+// precisions, at and around its limits (-0 stays "-0"; a million switches
+// to the exponent form).
+func TestNumbersAreWrittenAsStrconvWritesThem(t *testing.T) {
+	values := []float64{0, math.Copysign(0, -1), 1, -1, 2, 42, -42, 0.5, -0.25, 1.5,
+		999999, -999999, 1e6, -1e6, 1e6 + 1, 123456, 16777217, 1e21, -1e21, 1e300,
+		0.1, 1e-7, math.MaxInt64, math.MinInt64, 9.223372036854776e18, math.MaxFloat32 * 2}
+	for _, bits := range []int{exact, measured} {
+		for _, v := range values {
+			strconvBits := bits
+			if bits == measured && math.Abs(v) > math.MaxFloat32 {
+				strconvBits = exact // appendNumber's rule for what float32 cannot hold
+			}
+			if got, want := string(appendNumber(nil, v, bits)), strconv.FormatFloat(v, 'g', -1, strconvBits); got != want {
+				t.Errorf("appendNumber(%v, %d bits) = %s, strconv writes %s", v, bits, got, want)
+			}
 		}
 	}
 }
