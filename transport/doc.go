@@ -43,8 +43,10 @@
 //
 // The reader runs on its own goroutine and the HTTP handler returns, so an
 // idle connection keeps neither the HTTP server's request state nor a grown
-// handler stack. gorilla takes its 64 KiB write buffer from a pool for each
-// write, frame buffers come from a pool per listener, and message buffers
+// handler stack. gorilla's write buffer is 2 KiB, held (through a pool,
+// gorilla allocates for every message it writes): a frame of one or two
+// arms is copied in, a larger one is written from the frame buffer in one
+// writev. Frame buffers come from a pool per listener, and message buffers
 // over 64 KiB are neither kept nor read more than four at a time per
 // listener. An idle session holds about 12 KiB (TestIdleSessionMemory).
 //
