@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -135,7 +136,7 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws:       ws,
 		h:        h,
 		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
-		inflight: make(chan struct{}, maxInFlight),
+		inflight: newInflightGate(maxInFlight),
 		done:     make(chan struct{}),
 	}
 	if !h.conns.add(c) {
@@ -191,7 +192,7 @@ type wsConn struct {
 	ws        *websocket.Conn
 	h         *sessionHandler
 	messages  bufPool       // message buffers, reused once processed
-	inflight  chan struct{} // one token per message whose frame is not written yet
+	inflight  inflightGate  // messages whose frame is not written yet
 	done      chan struct{} // closed by Close
 	sessionID uint64        // set before the reader starts
 	// frame is the buffer Buffer handed out, until Send puts it back; the
@@ -219,9 +220,7 @@ type wsConn struct {
 // ended, as the reader sees it (Close may have recorded a cause before).
 func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 	for {
-		select {
-		case c.inflight <- struct{}{}:
-		case <-c.done:
+		if !c.inflight.enter(c.done) {
 			return protocol.CloseShutdown // Close recorded the real cause first
 		}
 		_, r, err := c.ws.NextReader()
@@ -355,6 +354,58 @@ func (c *wsConn) releaseBig() {
 	}
 }
 
+// inflightGate bounds the messages read whose frame is not written yet.
+// It is a counter, not a channel of tokens: a lock-step client keeps one
+// message in flight, and two channel operations per message were 1.6 % of
+// the service's CPU at 100 clients at 1 kHz. Only the reader that finds
+// the bound reached waits, on room.
+type inflightGate struct {
+	pending *atomic.Int32
+	limit   int32
+	// room gets one signal for each time the reader passed the limit: at
+	// most one is outstanding, since the reader then waits for it.
+	room chan struct{}
+}
+
+func newInflightGate(limit int) inflightGate {
+	return inflightGate{pending: new(atomic.Int32), limit: int32(limit), room: make(chan struct{}, 1)}
+}
+
+// enter counts a message about to be read; past the limit it waits for a
+// leave. It returns false when done closes first.
+func (g inflightGate) enter(done <-chan struct{}) bool {
+	if g.pending.Add(1) <= g.limit {
+		return true
+	}
+	select {
+	case <-g.room:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// leave counts a message answered, and lets a waiting reader on. A frame
+// that answers no message (the last frames of a Stop) finds nothing to
+// count and changes nothing.
+func (g inflightGate) leave() {
+	for {
+		n := g.pending.Load()
+		if n <= 0 {
+			return
+		}
+		if g.pending.CompareAndSwap(n, n-1) {
+			if n > g.limit {
+				select {
+				case g.room <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+	}
+}
+
 // frameBuf carries a frame buffer through the pool: a pointer, so that
 // putting it back does not allocate.
 type frameBuf struct{ b []byte }
@@ -460,10 +511,7 @@ func (c *wsConn) Send(buf []byte) {
 	err := c.ws.WriteMessage(websocket.TextMessage, buf)
 	c.framesWritten++
 	if c.framesWritten > 1 {
-		select {
-		case <-c.inflight:
-		default:
-		}
+		c.inflight.leave()
 	}
 	f := c.frame
 	if c.frame = nil; f == nil {
