@@ -30,14 +30,15 @@
 //
 // A WebSocket connection's reader goroutine hands each message to the
 // session, which handles it inline on that goroutine when it is idle (see
-// actors.Session.Deliver) and writes the answering frame there, with a
-// deadline. A lock-step client's
-// frame answers the message just read, so a separate writer goroutine would
-// only add a hand-off per tick. The reader takes an in-flight token before
-// each read and the frame returns it, so a client that sends faster than it
-// reads is pushed back by TCP, and one that stops reading is closed after
-// the write deadline. No lock is held across I/O but the connection's own
-// write lock.
+// actors.Session.Deliver) and writes the answering frame there. A
+// lock-step client's frame answers the message just read, so a separate
+// writer goroutine would only add a hand-off per tick. The reader counts
+// each message in flight and stops reading at 64 until frames answer them,
+// so a client that sends faster than it reads is pushed back by TCP. A
+// client that stops reading is closed by the listeners' write watchdog,
+// which ends any frame write older than the write timeout (a deadline per
+// write would move a runtime timer on every frame). No lock is held across
+// I/O but the connection's own write lock.
 //
 // # Memory per connection
 //

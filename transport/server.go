@@ -31,8 +31,9 @@ type Config struct {
 	AllowOrigins, AllowHosts     []string
 	Build                        BuildInfo
 	// WriteTimeout bounds each frame write to a simulation client; a
-	// client that does not read for that long is closed (write_timeout).
-	// 0 means 5 s.
+	// client that does not read for that long is closed (write_timeout),
+	// within a quarter of it more (the watchdog looks that often). 0
+	// means 5 s.
 	WriteTimeout time.Duration
 	// WrapCodec, if set, wraps the codec of every simulation session (tests
 	// use it to make a codec panic).
@@ -68,6 +69,9 @@ type Server struct {
 	servers   []*http.Server
 	addrs     map[string]net.Addr
 	wg        sync.WaitGroup
+	// stopWatch ends the connections' write watchdog, once they are gone.
+	stopWatch     chan struct{}
+	stopWatchOnce sync.Once
 }
 
 // Listener names, as logged and as Addr takes them.
@@ -86,10 +90,17 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{
 		log:   cfg.Log,
 		svc:   cfg.Service,
-		conns: newConnSet(),
+		conns: newConnSet(cfg.WriteTimeout),
 		addrs: make(map[string]net.Addr),
 		rec:   newRecorders(cfg.Service, cfg.RecordDir, cfg.RecordTapTicks, cfg.Log),
+
+		stopWatch: make(chan struct{}),
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.conns.expireStalledWrites(s.stopWatch)
+	}()
 	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code protocol.Code, reason string) {
 		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request")
 	})
@@ -102,7 +113,7 @@ func Start(cfg Config) (*Server, error) {
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
 		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true, rec: s.rec}
-		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.x").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.x").Logger())
 		a.ws.rec = s.rec
 		router, err := newRouter(a)
 		if err != nil {
@@ -113,7 +124,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute, rec: s.rec}
-		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.WriteTimeout, cfg.Log.With().Str("api", "3.0").Logger())
+		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.0").Logger())
 		a.ws.rec = s.rec
 		router, err := newRouter(a)
 		if err != nil {
@@ -215,7 +226,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); s.conns.wg.Wait(); close(done) }()
+	go func() {
+		// The watchdog outlives the connections: one whose write
+		// stalls during the shutdown ends only through it.
+		s.conns.wg.Wait()
+		s.stopWatchOnce.Do(func() { close(s.stopWatch) })
+		s.wg.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
