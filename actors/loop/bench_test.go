@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +223,45 @@ func movingArmsTick(b *testing.B, n int) {
 	// The fastest tick of each: on a loaded machine, the one least
 	// disturbed by neighbours, so the steadier ratio.
 	b.ReportMetric(float64(minStep)/float64(minBare), "x-bare-min")
+}
+
+// BenchmarkRegisterWrite times one session's per-tick command write, the
+// register's share of every lock-step message, beside a baseline that
+// copies the same command under a mutex (what a register without lock-free
+// reads would do).
+func BenchmarkRegisterWrite(b *testing.B) {
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 0.5}}
+	var baseNs float64
+	b.Run("baseline=mutex_copy", func(b *testing.B) {
+		var mu sync.Mutex
+		var slot struct {
+			session, seq uint64
+			deadline     int64
+			cmd          hw.Command
+		}
+		var seq uint64
+		for b.Loop() {
+			seq++
+			mu.Lock()
+			slot.session, slot.seq, slot.deadline, slot.cmd = 1, seq, int64(seq), cmd
+			mu.Unlock()
+		}
+		baseNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("register", func(b *testing.B) {
+		r := new(Register)
+		if r.Claim(1) != 1 {
+			b.Fatal("claim refused")
+		}
+		var seq uint64
+		for b.Loop() {
+			seq++
+			if !r.Write(1, seq, int64(seq), &cmd, nil) {
+				b.Fatal("write refused")
+			}
+		}
+		if baseNs > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/baseNs, "x_baseline")
+		}
+	})
 }
