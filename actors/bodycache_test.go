@@ -2,49 +2,72 @@ package actors
 
 import "testing"
 
-// TestEncodedStateCacheStoresOnlyWhatIsReused: a device framed by one
-// session (that session subscribed to it alone) stops storing encodings,
-// which would each be an allocation no frame reuses, even when that session
-// frames a publish twice; once a second session frames the same publishes,
-// the cache stores again and the second session reuses what the first
-// stored.
+// TestEncodedStateCacheStoresOnlyWhatIsReused: a device whose publishes are
+// each framed once or twice (one session subscribed to it at the loop's
+// rate) stops storing encodings, which would each be an allocation at most
+// one frame reuses. A publish framed a third time by the same session, or
+// framed by a second session, makes the cache store again, and the frames
+// that follow reuse what was stored.
 func TestEncodedStateCacheStoresOnlyWhatIsReused(t *testing.T) {
 	const alone, other = 7, 8
 	d := &Device{}
 	v := &View{}
+	store := func(seq uint64) { d.storeBody(slot3x, seq, v, []byte(`{}`)) }
 	if !d.worthStoring(slot3x, 1, alone) {
 		t.Fatal("an empty cache must store the first encoding")
 	}
-	d.storeBody(slot3x, 1, v, alone, []byte(`{}`))
-	if d.cachedBody(slot3x, 1, v, alone) == nil {
-		t.Fatal("the stored encoding is not found")
-	}
+	store(1)
 	for seq := uint64(2); seq < 100; seq++ {
-		for range 2 { // the session frames each publish twice
-			if d.worthStoring(slot3x, seq, alone) {
-				t.Fatalf("publish %d: stores although no other session reused an encoding", seq)
-			}
+		if d.worthStoring(slot3x, seq, alone) {
+			t.Fatalf("publish %d: stores although no frame reused an encoding", seq)
 		}
 	}
-	// A second session frames publish 100 after the first encoded it.
-	if d.worthStoring(slot3x, 100, alone) {
-		t.Fatal("publish 100: stores before a second session framed the device")
+
+	// The session frames publish 99 twice (its tick and the loop's drift
+	// apart): not worth an allocation.
+	if d.worthStoring(slot3x, 99, alone) {
+		t.Fatal("publish 99: stores on its second frame")
 	}
-	if d.worthStoring(slot3x, 100, other) {
-		t.Fatal("publish 100: the second session to encode it stores an encoding nobody else will read")
+	// The session frames publish 100 three times and more (a client faster
+	// than the loop): the third frame stores, and the next reuse it.
+	for range 2 {
+		if d.worthStoring(slot3x, 100, alone) {
+			t.Fatal("publish 100: stores on its first or second frame")
+		}
 	}
-	// From the next publish on, the first to frame it stores and the
-	// other reuses, whichever session comes first.
-	for seq := uint64(101); seq < 110; seq++ {
-		first, second := uint64(alone), uint64(other)
+	if !d.worthStoring(slot3x, 100, alone) {
+		t.Fatal("publish 100: not stored when framed a third time")
+	}
+	store(100)
+	if d.cachedBody(slot3x, 100, v) == nil {
+		t.Fatal("publish 100: the stored encoding is not found")
+	}
+	// Reused, so the next publish stores at once.
+	if !d.worthStoring(slot3x, 101, alone) {
+		t.Fatal("publish 101: not stored although the last encoding was reused")
+	}
+	store(101)
+	// Framed once only: the cache stops storing again.
+	if d.worthStoring(slot3x, 102, alone) {
+		t.Fatal("publish 102: stores although publish 101 was framed once")
+	}
+
+	// A second session frames publish 103 after the first encoded it: too
+	// late to share it, but from the next publish on the first frame
+	// stores and the other reuses it, whichever session comes first.
+	if d.worthStoring(slot3x, 103, alone) || d.worthStoring(slot3x, 103, other) {
+		t.Fatal("publish 103: stores before a second session framed the device twice")
+	}
+	for seq := uint64(104); seq < 110; seq++ {
+		first := uint64(alone)
 		if seq%2 == 0 {
-			first, second = second, first
+			first = other
 		}
 		if !d.worthStoring(slot3x, seq, first) {
 			t.Fatalf("publish %d: not stored although another session reused the last encoding", seq)
 		}
-		d.storeBody(slot3x, seq, v, first, []byte(`{}`))
-		if d.cachedBody(slot3x, seq, v, second) == nil {
+		store(seq)
+		if d.cachedBody(slot3x, seq, v) == nil {
 			t.Fatalf("publish %d: the second session misses the stored encoding", seq)
 		}
 	}

@@ -129,13 +129,9 @@ type encodedBody struct {
 	seq  uint64
 	view *View
 	body []byte
-	// by is the session whose frame stored it.
-	by uint64
-	// hits counts the frames of other sessions that reused it: none means
-	// no other session framed the device during that publish (say, one
-	// session alone is subscribed to it), so storing encodings only costs
-	// allocations. A session that frames the same publish twice does not
-	// count: its one saved encoding is not worth an allocation per publish.
+	// hits counts the frames that reused it: none means no frame needed
+	// that publish again (say, one session subscribed to the device at the
+	// loop's rate), so storing encodings only costs allocations.
 	hits atomic.Int32
 }
 
@@ -162,52 +158,68 @@ func cacheSlot(c Codec) int {
 
 // cachedBody returns the encoded state of publish seq seen through v in a
 // format's slot, or nil when the cache holds another publish or view.
-func (d *Device) cachedBody(slot int, seq uint64, v *View, session uint64) []byte {
+func (d *Device) cachedBody(slot int, seq uint64, v *View) []byte {
 	if e := d.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
-		if e.by != session {
-			e.hits.Add(1)
-		}
+		e.hits.Add(1)
 		return e.body
 	}
 	return nil
 }
 
-// missKey packs a publish sequence (its low 40 bits: 35 years at 1 kHz)
-// and a session ID (its low 24 bits) into one word, so that one atomic swap
-// records and compares them. A collision only misjudges one decision of
-// worthStoring, never what a frame carries.
+// missKey packs a publish sequence (its low 40 bits: 35 years at 1 kHz),
+// a session ID (its low 22 bits) and a count of that session's frames of
+// that publish less one (2 bits, 0 here) into one word, so that one atomic
+// operation records and compares them. A collision only misjudges one
+// decision of worthStoring, never what a frame carries.
 func missKey(seq, session uint64) uint64 {
-	return seq<<24 | session&(1<<24-1)
+	return seq<<24 | (session&(1<<22-1))<<2
 }
 
 // worthStoring says whether a frame of session that missed the cache
 // should store its encoding (storeBody) or encode the state inline with no
-// allocation. It stores while other sessions reuse the stored encodings,
-// and starts again once a second session encodes a publish that the first
-// encoded without storing. Measured with 100 sessions each subscribed to
-// its own of 100 moving arms, storing cost 1.5 KB of garbage per frame and
-// the cache never hit; an earlier rule that stored one publish in 16 to
-// probe for readers still made 6.5 MB/s of garbage there.
+// allocation. It stores while stored encodings are reused, and starts
+// again when a publish encoded inline is framed again: a third time by the
+// same session (a client faster than the loop), which stores it now for
+// its next frames, or by another session, which cannot share this publish
+// any more but makes the first miss of the next one store.
+//
+// Measured with 100 sessions each subscribed to its own of 100 moving arms
+// at the loop's rate: storing cost 1.1 KB of garbage per frame and the
+// cache seldom hit; a rule that stored one publish in 16 to probe for
+// readers still made 6.5 MB/s of garbage, and one that stored a publish
+// framed twice by a session 10 MB/s (a client's tick and the loop's drift
+// apart: one frame in ten lands twice in one publish).
 func (d *Device) worthStoring(slot int, seq, session uint64) bool {
 	e := d.bodies[slot].Load()
 	if e == nil || e.hits.Load() > 0 {
 		return true
 	}
 	key := missKey(seq, session)
-	if prev := d.lastMiss[slot].Swap(key); prev != key && prev>>24 == key>>24 {
-		// Too late to share this publish (the first session has encoded
-		// it), so the stale entry takes the hit: the first miss of the
-		// next publish stores, and the second session reuses it.
-		e.hits.Add(1)
+	last := &d.lastMiss[slot]
+	for {
+		prev := last.Load()
+		next := key
+		if prev&^3 == key {
+			if prev&3 >= 1 {
+				return true // the third frame of this publish: store it
+			}
+			next = prev + 1
+		}
+		if !last.CompareAndSwap(prev, next) {
+			continue // another session's frame of this device came between
+		}
+		if prev>>24 == key>>24 && prev&^3 != key {
+			e.hits.Add(1) // another session's: the stale entry takes the hit, the next publish stores
+		}
+		return false
 	}
-	return false
 }
 
-// storeBody publishes a fresh encoding by session for the sessions that
-// frame the same publish next, and returns it. The session that found the
-// cache stale pays one small allocation; the others copy.
-func (d *Device) storeBody(slot int, seq uint64, v *View, session uint64, body []byte) []byte {
-	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body, by: session})
+// storeBody publishes a fresh encoding for the frames of the same publish
+// that come next, and returns it. The frame that found the cache stale
+// pays one small allocation; the others copy.
+func (d *Device) storeBody(slot int, seq uint64, v *View, body []byte) []byte {
+	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body})
 	return body
 }
 
