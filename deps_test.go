@@ -53,6 +53,9 @@ var house = []houseRule{
 		thirdParty: []string{"github.com/gorilla/websocket", "github.com/julienschmidt/httprouter", "github.com/rs/zerolog", "github.com/asynkron/protoactor-go", "golang.org/x/time",
 			"github.com/prometheus/client_golang", "github.com/prometheus/client_model"},
 		why: "transports reach devices only through actors, never a driver directly"},
+	{prefix: "bench/echoserver", project: []string{"bench/echoserver"},
+		thirdParty: []string{"github.com/gorilla/websocket"},
+		why:        "the echo baseline is a bare WebSocket server: hapticbench and hapticd baseline-arms both run it, so it imports nothing of either"},
 	{prefix: "bench", project: []string{"bench", "protocol"},
 		thirdParty: []string{"github.com/gorilla/websocket", "golang.org/x/sys"},
 		why: "the load generator is a client: it sees the service only as a client would " +

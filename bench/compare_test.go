@@ -88,7 +88,7 @@ func TestLoopUnderLoadIsSetBesideTheLoadedBareLoop(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), loadedBaseline) || !strings.Contains(b.String(), "bare loop beside the first echo run") {
+	if !strings.Contains(b.String(), loadedBaseline) || !strings.Contains(b.String(), "bare loop inside an echo's process") {
 		t.Errorf("the table does not show the loaded bare loop:\n%s", b.String())
 	}
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hapticd/hapticd/bench/echoserver"
 )
 
 // The echo baseline runs in a process of its own, as hapticd does: a
@@ -21,22 +25,11 @@ import (
 // stdin closes (the parent exits or closes it), after printing its URL as
 // the first line on out.
 func ServeEcho(inventoryFile, stateFile string, in io.Reader, out io.Writer) error {
-	inv, err := os.ReadFile(inventoryFile)
+	e, err := echoserver.StartFiles(inventoryFile, stateFile, out)
 	if err != nil {
-		return fmt.Errorf("bench: echo inventory: %w", err)
+		return fmt.Errorf("bench: echo: %w", err)
 	}
-	state, err := os.ReadFile(stateFile)
-	if err != nil {
-		return fmt.Errorf("bench: echo state frame: %w", err)
-	}
-	e, err := startEcho(capturedFrames{inventory: inv, state: state})
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	if _, err := fmt.Fprintln(out, e.url); err != nil {
-		return err
-	}
+	defer e.Close()
 	_, _ = io.Copy(io.Discard, in) // until the parent closes stdin
 	return nil
 }
@@ -45,7 +38,9 @@ func ServeEcho(inventoryFile, stateFile string, in io.Reader, out io.Writer) err
 type echoProcess struct {
 	url   string
 	cmd   *exec.Cmd
-	stdin io.Closer
+	stdin io.WriteCloser
+	// lines are the lines it printed after its URL (a bare loop's JSON).
+	lines <-chan string
 	dir   string
 }
 
@@ -84,18 +79,22 @@ func startEchoProcess(ctx context.Context, command []string, frames capturedFram
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench: start echo process %s: %w", command[0], err)
 	}
-	p := &echoProcess{cmd: cmd, stdin: stdin, dir: dir}
-	line := make(chan string, 1)
+	lines := make(chan string, 4)
+	p := &echoProcess{cmd: cmd, stdin: stdin, dir: dir, lines: lines}
 	go func() {
+		defer close(lines)
 		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			line <- sc.Text()
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody asked for more lines: dropped
+			}
 		}
-		close(line)
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	select {
-	case url, ok := <-line:
+	case url, ok := <-lines:
 		if !ok || !strings.HasPrefix(url, "ws://") {
 			p.close()
 			return nil, fmt.Errorf("bench: echo process printed no URL (got %q)", url)
@@ -106,6 +105,31 @@ func startEchoProcess(ctx context.Context, command []string, frames capturedFram
 		return nil, fmt.Errorf("bench: echo process did not start within 10 s")
 	}
 	return p, nil
+}
+
+// bareLoop asks an echo process that is `hapticd baseline-arms` to step
+// its arms (a line on its stdin) and reads the result it prints after d.
+func (p *echoProcess) bareLoop(ctx context.Context, d time.Duration) (BareLoop, error) {
+	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+		return BareLoop{}, fmt.Errorf("bench: start the bare loop: %w", err)
+	}
+	timeout := time.NewTimer(d + 30*time.Second)
+	defer timeout.Stop()
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			return BareLoop{}, errors.New("bench: the bare loop's process ended without a result")
+		}
+		var b BareLoop
+		if err := json.Unmarshal([]byte(line), &b); err != nil {
+			return BareLoop{}, fmt.Errorf("bench: the bare loop printed no JSON object (%w): %s", err, clip([]byte(line), 200))
+		}
+		return b, nil
+	case <-timeout.C:
+		return BareLoop{}, fmt.Errorf("bench: the bare loop printed no result within %s", d+30*time.Second)
+	case <-ctx.Done():
+		return BareLoop{}, ctx.Err()
+	}
 }
 
 func (p *echoProcess) close() {

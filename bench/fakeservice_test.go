@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/bench/echoserver"
 )
 
 // fakeService behaves like hapticd's simulation socket as the README's simulation channel section
@@ -231,8 +234,27 @@ func fakeHapticd(args []string) error {
 		d := fs.Duration("duration", time.Second, "")
 		fs.Bool("json", false, "")
 		fs.String("motion", "none", "")
+		inventory := fs.String("inventory", "", "")
+		state := fs.String("state", "", "")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		// Inside an echo, as the real one: the URL, a line on stdin to
+		// step, the result, and serving until stdin closes.
+		lines := bufio.NewScanner(os.Stdin)
+		if *inventory != "" {
+			echo, err := echoserver.StartFiles(*inventory, *state, os.Stdout)
+			if err != nil {
+				return err
+			}
+			defer echo.Close()
+			if !lines.Scan() {
+				return nil
+			}
+			defer func() {
+				for lines.Scan() {
+				}
+			}()
 		}
 		ticks := uint64(d.Seconds() * *hz)
 		var overruns uint64

@@ -96,7 +96,7 @@ func (r RunReport) WriteTable(w io.Writer) error {
 			bl.Arms, bl.LoopHz, bl.Ticks, bl.Overruns, number(bl.PeriodUsP50), number(bl.PeriodUsP99), number(bl.NsPerStep))
 	}
 	if bl := r.BareLoopLoaded; bl != nil {
-		fmt.Fprintf(&b, "bare loop beside the first echo run (the same clients' load): %d arms at %g Hz, %d ticks, %d overruns, period p50 %s µs p99 %s µs\n",
+		fmt.Fprintf(&b, "bare loop inside an echo's process (the same clients' load), best run: %d arms at %g Hz, %d ticks, %d overruns, period p50 %s µs p99 %s µs\n",
 			bl.Arms, bl.LoopHz, bl.Ticks, bl.Overruns, number(bl.PeriodUsP50), number(bl.PeriodUsP99))
 	}
 	for _, l := range r.loads() {

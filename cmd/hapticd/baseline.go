@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/bench/echoserver"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
@@ -24,11 +26,17 @@ import (
 // around them. It is the floor the service's scheduler is measured against,
 // and lives in the service binary because the load generator may not import
 // hw/sim.
+//
+// With --inventory and --state it is also an echo baseline serving those
+// frames (bench/echoserver): the bare loop inside an echo's process, as the
+// service's loop is inside the service's. It prints the echo's URL, steps
+// the arms once a line arrives on stdin, prints the result, and serves
+// until stdin closes.
 func runBaselineArms(args []string) error {
-	return baselineArms(args, os.Stdout)
+	return baselineArms(args, os.Stdin, os.Stdout)
 }
 
-func baselineArms(args []string, w io.Writer) error {
+func baselineArms(args []string, in io.Reader, w io.Writer) error {
 	fs := newFlagSet("baseline-arms")
 	arms := fs.Int("arms", 1, "simulated arms to step each tick")
 	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
@@ -37,14 +45,43 @@ func baselineArms(args []string, w io.Writer) error {
 	fs.Var(&motion, "motion", "scripted hand on the arms, as hapticd's --sim-motion: none, circle or random")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "paced threads the arms are split over (the service runs one scheduler shard per GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	inventory := fs.String("inventory", "", "with --state: also serve these frames as an echo baseline (hapticbench), and step the arms once a line arrives on stdin")
+	state := fs.String("state", "", "the echo's state frame (with --inventory)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("hapticd: baseline-arms: %w", err)
 	}
 	if *arms < 1 || *loopHz <= 0 || *loopHz > 1e6 || *duration <= 0 || *threads < 1 {
 		return errors.New("hapticd: baseline-arms: need --arms ≥ 1, --loop-hz in (0, 1e6], a positive --duration and --threads ≥ 1")
 	}
+	if (*inventory == "") != (*state == "") {
+		return errors.New("hapticd: baseline-arms: --inventory and --state go together")
+	}
+	lines := bufio.NewScanner(in)
+	if *inventory != "" {
+		echo, err := echoserver.StartFiles(*inventory, *state, w)
+		if err != nil {
+			return fmt.Errorf("hapticd: baseline-arms: %w", err)
+		}
+		defer echo.Close()
+		if !lines.Scan() {
+			return nil // stdin closed before the loop was asked for
+		}
+	}
 	res := stepBareLoops(*arms, *threads, *loopHz, *duration, motion)
-	if *asJSON {
+	if err := writeBaseline(w, res, *asJSON); err != nil {
+		return err
+	}
+	if *inventory != "" {
+		for lines.Scan() { // the echo serves until stdin closes
+		}
+	}
+	return nil
+}
+
+// writeBaseline prints a bare loop's result as one JSON object or a line of
+// text.
+func writeBaseline(w io.Writer, res protocol.BaselineArms, asJSON bool) error {
+	if asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return fmt.Errorf("hapticd: baseline-arms: encode result: %w", err)
