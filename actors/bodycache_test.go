@@ -53,22 +53,27 @@ func TestEncodedStateCacheStoresOnlyWhatIsReused(t *testing.T) {
 	}
 
 	// A second session frames publish 103 after the first encoded it: too
-	// late to share it, but from the next publish on the first frame
-	// stores and the other reuses it, whichever session comes first.
+	// late to share it, but the next miss stores, and from then on the
+	// other session reuses what the first stored.
 	if d.worthStoring(slot3x, 103, alone) || d.worthStoring(slot3x, 103, other) {
-		t.Fatal("publish 103: stores before a second session framed the device twice")
+		t.Fatal("publish 103: stores before a second session framed the device")
 	}
 	for seq := uint64(104); seq < 110; seq++ {
-		first := uint64(alone)
-		if seq%2 == 0 {
-			first = other
-		}
-		if !d.worthStoring(slot3x, seq, first) {
-			t.Fatalf("publish %d: not stored although another session reused the last encoding", seq)
+		if !d.worthStoring(slot3x, seq, alone) {
+			t.Fatalf("publish %d: not stored although the other session reused the last encoding", seq)
 		}
 		store(seq)
-		if d.cachedBody(slot3x, seq, v) == nil {
+		if d.cachedBody(slot3x, seq, v) == nil { // the other session's frame
 			t.Fatalf("publish %d: the second session misses the stored encoding", seq)
 		}
+	}
+	// The other session leaves: publish 110 is stored (109 was reused) but
+	// not reused, so 111 is not stored.
+	if !d.worthStoring(slot3x, 110, alone) {
+		t.Fatal("publish 110: not stored although publish 109 was reused")
+	}
+	store(110)
+	if d.worthStoring(slot3x, 111, alone) {
+		t.Fatal("publish 111: stored although nobody reused publish 110")
 	}
 }

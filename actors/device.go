@@ -180,8 +180,8 @@ func missKey(seq, session uint64) uint64 {
 // allocation. It stores while stored encodings are reused, and starts
 // again when a publish encoded inline is framed again: a third time by the
 // same session (a client faster than the loop), which stores it now for
-// its next frames, or by another session, which cannot share this publish
-// any more but makes the first miss of the next one store.
+// its next frames, or by another session, which marks the cache reused so
+// that the next miss (of this publish or the next) stores.
 //
 // Measured with 100 sessions each subscribed to its own of 100 moving arms
 // at the loop's rate: storing cost 1.1 KB of garbage per frame and the
@@ -209,7 +209,7 @@ func (d *Device) worthStoring(slot int, seq, session uint64) bool {
 			continue // another session's frame of this device came between
 		}
 		if prev>>24 == key>>24 && prev&^3 != key {
-			e.hits.Add(1) // another session's: the stale entry takes the hit, the next publish stores
+			e.hits.Add(1) // another session's: the stale entry takes the hit, the next miss stores
 		}
 		return false
 	}

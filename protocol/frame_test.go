@@ -293,7 +293,8 @@ func TestAppendErrorEnvelope(t *testing.T) {
 func TestNumbersAreWrittenAsStrconvWritesThem(t *testing.T) {
 	values := []float64{0, math.Copysign(0, -1), 1, -1, 2, 42, -42, 0.5, -0.25, 1.5,
 		999999, -999999, 1e6, -1e6, 1e6 + 1, 123456, 16777217, 1e21, -1e21, 1e300,
-		0.1, 1e-7, math.MaxInt64, math.MinInt64, 9.223372036854776e18, math.MaxFloat32 * 2}
+		0.1, 1e-7, math.MaxInt64, math.MinInt64, 9.223372036854776e18, math.MaxFloat32 * 2,
+		0.99999999, -0.99999999, 1.0000001, 999999.5, 999999.99}
 	for _, bits := range []int{exact, measured} {
 		for _, v := range values {
 			strconvBits := bits

@@ -96,11 +96,6 @@ func Start(cfg Config) (*Server, error) {
 
 		stopWatch: make(chan struct{}),
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.conns.expireStalledWrites(s.stopWatch)
-	}()
 	s.guard = NewBrowserGuard(cfg.Bind, cfg.AllowOrigins, cfg.AllowHosts, func(r *http.Request, code protocol.Code, reason string) {
 		cfg.Log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request")
 	})
@@ -145,6 +140,13 @@ func Start(cfg Config) (*Server, error) {
 		s.eventsSrv = events.NewServer(cfg.Service.Activity(), cfg.Log.With().Str("listener", ListenerEvents).Logger())
 		specs = append(specs, listenerSpec{ListenerEvents, cfg.EventsPort, s.eventsSrv})
 	}
+	// Started once nothing before the listeners can fail: every return
+	// after this one goes through Shutdown, which stops it.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.conns.expireStalledWrites(s.stopWatch)
+	}()
 	for _, sp := range specs {
 		if err := s.listen(sp.name, net.JoinHostPort(cfg.Bind, strconv.Itoa(sp.port)), s.guard.Wrap(sp.handler)); err != nil {
 			_ = s.Shutdown(context.Background())

@@ -176,7 +176,8 @@ func (c *wsConn) serve(sess *actors.Session) {
 // own goroutine (serve, started by the HTTP handler, which returns). There
 // is no writer goroutine, unlike the events socket: a client's message is
 // processed on the reader's goroutine (actors.Session.Deliver) and its frame
-// written there too, with a deadline. A lock-step client's frame answers
+// written there too (the listeners' watchdog bounds the write). A lock-step
+// client's frame answers
 // the message just read, so a writer goroutine would only add a goroutine
 // hand-off per tick (measured: p50 54 → 29-47 µs round trip between two
 // processes without it). Writes are serialised by wmu (a Stop processed on
@@ -499,8 +500,8 @@ func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// Send implements actors.FrameSink: it writes the frame now and returns the
-// message's in-flight token. A client that does not read for the write
+// Send implements actors.FrameSink: it writes the frame now and counts the
+// message it answers out of the in-flight gate. A client that does not read for the write
 // timeout is closed: the connSet's watchdog ends a write that takes longer
 // (connSet.expireStalledWrites).
 func (c *wsConn) Send(buf []byte) {
