@@ -46,8 +46,10 @@ type SchedulerOptions struct {
 	SpinFrom int
 }
 
-// defaultSpinFrom is SchedulerOptions.SpinFrom's default.
-const defaultSpinFrom = 1024
+// DefaultSpinFrom is SchedulerOptions.SpinFrom's default. The bare loop
+// of the benchmarks (hapticd baseline-arms) paces a thread of that many
+// arms or more as a shard does.
+const DefaultSpinFrom = 1024
 
 // Scheduler steps many simulated devices from a few threads: each shard is
 // one goroutine paced by a Pacer (locked to an OS thread where run says
@@ -128,7 +130,7 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.ShardFill = defaultShardFill
 	}
 	if o.SpinFrom == 0 {
-		o.SpinFrom = defaultSpinFrom
+		o.SpinFrom = DefaultSpinFrom
 	}
 	s := &Scheduler{opts: o, stop: make(chan struct{})}
 	for range o.Shards {
