@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,8 +84,9 @@ func TestSessionEndReasons(t *testing.T) {
 }
 
 // TestWriteTimeoutEndsTheSession has a client that sends and never reads:
-// once the socket buffers are full, a frame write misses its deadline and
-// the session ends with write_timeout.
+// once the socket buffers are full, a frame write outlasts the write
+// timeout, the listeners' watchdog ends it, and the session ends with
+// write_timeout.
 func TestWriteTimeoutEndsTheSession(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, grips: 1, writeTimeout: 200 * time.Millisecond})
 	ev := ts.dial(t, ts.eventsWS)
@@ -114,6 +116,34 @@ func TestWriteTimeoutEndsTheSession(t *testing.T) {
 	closed, _ := path(ts.do("GET", ts.base+"/sessions/closed", "").env, "data", "closed").([]any)
 	if len(closed) != 1 || path(closed[0], "reason") != string(protocol.CloseWriteTimeout) {
 		t.Fatalf("GET /sessions/closed: %v", closed)
+	}
+}
+
+// TestShutdownEndsAStalledFrameWrite: a client that stops reading leaves
+// a frame write blocked when the service shuts down; the shutdown still
+// completes within the write timeout, because the write watchdog runs
+// until the last connection is gone.
+func TestShutdownEndsAStalledFrameWrite(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, writeTimeout: 2 * time.Second})
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	// Send without reading until a send blocks: the service has stopped
+	// reading, its frame write stalled on the full socket buffers.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_ = c.conn.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		if c.conn.WriteMessage(websocket.TextMessage, []byte(`{"session":{"force_render_full_state":{}}}`)) != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the service kept reading a client that never reads")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ts.srv.CloseSockets()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a stalled frame write: %v", err)
 	}
 }
 
