@@ -87,6 +87,20 @@ func (s *recSink) Close(reason protocol.CloseReason) {
 	s.once.Do(func() { s.closed <- reason.CloseCode() })
 }
 
+// waitClosed fails the test unless the session closes the connection with
+// code within 5 s.
+func (s *recSink) waitClosed(t *testing.T, code int) {
+	t.Helper()
+	select {
+	case got := <-s.closed:
+		if got != code {
+			t.Fatalf("closed with %d, want %d", got, code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the connection was not closed (want %d)", code)
+	}
+}
+
 // next returns the next frame, decoded.
 func (s *recSink) next(t *testing.T) testFrame {
 	t.Helper()

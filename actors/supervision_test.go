@@ -34,14 +34,7 @@ func TestSessionThatPanicsIsStoppedAndReleasesItsDevices(t *testing.T) {
 	})
 
 	sess.Deliver([]byte(`{"boom": 1}`))
-	select {
-	case code := <-sink.closed:
-		if code != 1011 {
-			t.Fatalf("closed with %d, want 1011", code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection of the session that panicked was not closed")
-	}
+	sink.waitClosed(t, 1011) // the session that panicked
 	checkFor(t, 5*time.Second, func() error {
 		for _, s := range svc.Sessions() {
 			if s == sess {
@@ -274,14 +267,7 @@ func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
 	}
-	select {
-	case code := <-sink.closed:
-		if code != 1011 {
-			t.Fatalf("closed with %d, want 1011", code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection of the session that panicked was not closed")
-	}
+	sink.waitClosed(t, 1011) // the session that panicked
 	g.shut.Store(false)
 	close(g.release)
 	waitSupervision(t, svc, "session-", "StopDirective")
