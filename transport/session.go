@@ -187,7 +187,7 @@ type wsConn struct {
 	ws        *websocket.Conn
 	h         *sessionHandler
 	messages  bufPool       // message buffers, reused once processed
-	inflight  inflightGate  // messages whose frame is not written yet
+	inflight  *inflightGate // messages whose frame is not written yet
 	done      chan struct{} // closed by Close
 	sessionID uint64        // set before the reader starts
 	// frame is the buffer Buffer handed out, until Send puts it back; the
@@ -361,20 +361,20 @@ func (c *wsConn) releaseBig() {
 // the service's CPU at 100 clients at 1 kHz. Only the reader that finds
 // the bound reached waits, on room.
 type inflightGate struct {
-	pending *atomic.Int32
+	pending atomic.Int32
 	limit   int32
 	// room gets one signal for each time the reader passed the limit: at
 	// most one is outstanding, since the reader then waits for it.
 	room chan struct{}
 }
 
-func newInflightGate(limit int) inflightGate {
-	return inflightGate{pending: new(atomic.Int32), limit: int32(limit), room: make(chan struct{}, 1)}
+func newInflightGate(limit int) *inflightGate {
+	return &inflightGate{limit: int32(limit), room: make(chan struct{}, 1)}
 }
 
 // enter counts a message about to be read; past the limit it waits for a
 // leave. It returns false when done closes first.
-func (g inflightGate) enter(done <-chan struct{}) bool {
+func (g *inflightGate) enter(done <-chan struct{}) bool {
 	if g.pending.Add(1) <= g.limit {
 		return true
 	}
@@ -389,7 +389,7 @@ func (g inflightGate) enter(done <-chan struct{}) bool {
 // leave counts a message answered, and lets a waiting reader on. A frame
 // that answers no message (the last frames of a Stop) finds nothing to
 // count and changes nothing.
-func (g inflightGate) leave() {
+func (g *inflightGate) leave() {
 	for {
 		n := g.pending.Load()
 		if n <= 0 {
