@@ -620,7 +620,7 @@ func writeLabPKI(t *testing.T, dir string) {
 	}
 }
 
-// readmeLabPKI runs the README's certificate recipe, as written but for the
+// readmeLabPKI runs docs/lab.md's certificate recipe, as written but for the
 // addresses (hosts a, b and gw at 127.0.0.2-4), and leaves ca.pem and each
 // member's NAME.pem and NAME.key in dir. It reports false when openssl is
 // not installed.
@@ -629,7 +629,7 @@ func readmeLabPKI(t *testing.T, dir string) bool {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		return false
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/lab.md")
 	if err != nil {
 		t.Fatal(err)
 	}
