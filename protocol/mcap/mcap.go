@@ -9,6 +9,17 @@
 // messages into uncompressed chunks, each followed by its Message Index
 // records; Close writes the summary (schemas, channels, statistics, chunk
 // indexes), the summary offsets and the footer.
+//
+// # Why hand-written
+//
+// The field's Go library, github.com/foxglove/mcap/go/mcap, is refused by
+// the module proxy this project builds from ("403 Forbidden: This module
+// version is not available", checked 2026-11-25), so the codec is written
+// here against the spec. Two checks keep it honest: the tests read every
+// file it writes with the reference TypeScript reader, @mcap/core (package
+// mcaptest), and FuzzRead feeds Read cut and damaged files, which must
+// answer with an error and never a panic (the summary's offsets come from
+// the file and are bounds-checked without adding them up).
 package mcap
 
 import (

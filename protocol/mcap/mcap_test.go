@@ -15,7 +15,7 @@ import (
 
 // writeSample writes two channels over several chunks and returns the
 // file and the messages written.
-func writeSample(t *testing.T, chunkSize int) ([]byte, []mcap.Message) {
+func writeSample(t testing.TB, chunkSize int) ([]byte, []mcap.Message) {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := mcap.NewWriter(&buf, mcap.Header{Profile: "", Library: "hapticd test"}, chunkSize)

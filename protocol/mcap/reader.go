@@ -162,16 +162,22 @@ func (f *File) check(b []byte, sawDataEnd bool) error {
 		}
 	}
 	for _, ci := range f.ChunkIndexes {
-		if ci.ChunkStartOffset+ci.ChunkLength > uint64(len(b)) || b[ci.ChunkStartOffset] != OpChunk {
+		if !spans(b, ci.ChunkStartOffset, max(ci.ChunkLength, 1)) || b[ci.ChunkStartOffset] != OpChunk {
 			return fmt.Errorf("mcap: chunk index points at %d, which is no chunk", ci.ChunkStartOffset)
 		}
 		for ch, at := range ci.MessageIndexOffsets {
-			if at >= uint64(len(b)) || b[at] != OpMessageIndex || binary.LittleEndian.Uint16(b[at+9:]) != ch {
+			if !spans(b, at, 9+2) || b[at] != OpMessageIndex || binary.LittleEndian.Uint16(b[at+9:]) != ch {
 				return fmt.Errorf("mcap: chunk index's message index for channel %d at %d is not one", ch, at)
 			}
 		}
 	}
 	return nil
+}
+
+// spans says whether n bytes from off lie inside b. The summary's offsets
+// come from the file, so off+n may wrap around: it is never computed.
+func spans(b []byte, off, n uint64) bool {
+	return off <= uint64(len(b)) && n <= uint64(len(b))-off
 }
 
 func readStatistics(body []byte) (Statistics, error) {
