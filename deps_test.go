@@ -20,6 +20,10 @@ type houseRule struct {
 	project    []string // project package prefixes it may import
 	thirdParty []string
 	why        string
+	// importedBy, when set, are the only package prefixes (besides the
+	// package's own) that may import it: a package beside the others of
+	// its layer that only the layers above use.
+	importedBy []string
 }
 
 var house = []houseRule{
@@ -41,6 +45,10 @@ var house = []houseRule{
 	{prefix: "actors/cluster", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/labstack/echo", "github.com/rs/zerolog", "google.golang.org/grpc", "google.golang.org/protobuf"},
 		why:        "the lab's cluster link sits beside the actors, above protocol and hw; only it speaks gRPC and protobuf"},
+	{prefix: "actors/recording", project: []string{"actors", "protocol", "hw"},
+		thirdParty: []string{"github.com/rs/zerolog"},
+		importedBy: []string{"transport", "cmd/hapticd"},
+		why:        "recording taps the actors' loops and events and replays into hw drivers; transport serves its routes and cmd its flags, and no actor depends on it"},
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
@@ -101,6 +109,9 @@ func TestHouseRules(t *testing.T) {
 			if !allowed(rule, imp) {
 				t.Errorf("%s imports %s: not allowed by the house (%s)", rel, imp, rule.why)
 			}
+			if dep, ok := ruleFor(strings.TrimPrefix(imp, module+"/")); ok && !importableBy(dep, rel) {
+				t.Errorf("%s imports %s: only %v may (%s)", rel, imp, dep.importedBy, dep.why)
+			}
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -141,6 +152,19 @@ func allowed(r houseRule, imp string) bool {
 	return false
 }
 
+// importableBy says whether the package rel may import one under r.
+func importableBy(r houseRule, rel string) bool {
+	if r.importedBy == nil || rel == r.prefix || strings.HasPrefix(rel, r.prefix+"/") {
+		return true
+	}
+	for _, p := range r.importedBy {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func TestHouseRuleMatcher(t *testing.T) {
 	tests := []struct {
 		pkg, imp string
@@ -171,6 +195,9 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"transport/schematest", "github.com/santhosh-tekuri/jsonschema/v6", true},
 		{"transport", "github.com/santhosh-tekuri/jsonschema/v6", false},
 		{"protocol/schema", "github.com/santhosh-tekuri/jsonschema/v6", false},
+		{"actors/recording", module + "/hw/replay", true},
+		{"actors/recording", module + "/transport", false},
+		{"actors/recording", "github.com/gorilla/websocket", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)
@@ -179,6 +206,15 @@ func TestHouseRuleMatcher(t *testing.T) {
 		}
 		if got := allowed(r, tt.imp); got != tt.want {
 			t.Errorf("%s importing %s: allowed=%v, want %v", tt.pkg, tt.imp, got, tt.want)
+		}
+	}
+	recording, _ := ruleFor("actors/recording")
+	for _, tt := range []struct {
+		importer string
+		want     bool
+	}{{"transport", true}, {"cmd/hapticd", true}, {"actors/recording", true}, {"actors", false}, {"actors/loop", false}, {"bench", false}} {
+		if got := importableBy(recording, tt.importer); got != tt.want {
+			t.Errorf("%s importing actors/recording: %v, want %v", tt.importer, got, tt.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/transport/events"
@@ -52,7 +53,7 @@ type api struct {
 	ws     *sessionHandler
 	// rec holds the recordings (POST/GET/DELETE /recordings) and records
 	// config changes made over HTTP.
-	rec *recorders
+	rec *recording.Recorder
 	// legacyUse, when set, counts each route use for the migration report.
 	legacyUse func(route, remote, profile string)
 	// servesSchema: this format serves /schema and /openapi.json (3.x

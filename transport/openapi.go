@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
 )
@@ -122,9 +123,9 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaSessionsClosed, "The data of GET /sessions/closed: the most recent session ends, each with its reason.", schema.FromType(reflect.TypeFor[closedListDoc]()))
 	s.Publish(schemaHealth, "GET /healthz: the process serves HTTP.", schema.FromType(reflect.TypeFor[healthDoc]()))
 	s.Publish(schemaReadiness, "GET /readyz (200 or 503): each readiness check and why it failed.", schema.FromType(reflect.TypeFor[readyDoc]()))
-	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[RecordingInfo]()))
-	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]RecordingInfo]()))
-	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", schema.FromType(reflect.TypeFor[RecordingOptions]()))
+	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[recording.Info]()))
+	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]recording.Info]()))
+	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", schema.FromType(reflect.TypeFor[recording.Options]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
 	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes); errors use error-envelope.",
 		schema.Envelope(schema.Schema{}, schema.Ref(schemaAppliedTo)))

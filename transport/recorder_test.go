@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -123,7 +122,7 @@ func TestRecordLockStepSession(t *testing.T) {
 	recorded := map[[6]float32]uint64{} // the first log time of each state
 	var prevTick uint64
 	for _, m := range states {
-		var st RecordedState
+		var st recording.State
 		if err := json.Unmarshal(m.Data, &st); err != nil {
 			t.Fatal(err)
 		}
@@ -198,43 +197,6 @@ func TestRecordLockStepSession(t *testing.T) {
 	}
 	if js.Statistics.MessageCount != len(f.Messages) {
 		t.Errorf("@mcap/core counts %d messages, ours %d", js.Statistics.MessageCount, len(f.Messages))
-	}
-}
-
-// The sampler's hand-written encoding decodes to what it encoded.
-func TestRecordedStateJSON(t *testing.T) {
-	in := RecordedState{Device: "049D", Type: "arm3", Status: 7, Tick: 12, TimeNs: -3, Mode: 1, Owner: 4, AppliedSeq: 9, Failed: true,
-		Target: [3]float64{1, -2.5, 1e-9}, Position: [3]float64{0.1, 0.15, 0.2}, Velocity: [3]float64{-1e300, 0, 3}, Force: [3]float64{1.5, 2, 3}}
-	grip := RecordedState{Device: "C3B2", Type: protocol.TypeGrip.Key(), Tick: 3, Orientation: [4]float64{0.5, -0.5, 0.5, 0.5}, Buttons: 5, Hall: 0.25, Battery: 1, Link: "wired"}
-	for _, in := range []RecordedState{in, grip} {
-		b := in.appendJSON(nil)
-		var out RecordedState
-		if err := json.Unmarshal(b, &out); err != nil || out != in {
-			t.Fatalf("%s decodes to %+v (%v), want %+v", b, out, err, in)
-		}
-		if strings.Contains(string(b), "orientation") != in.IsGrip() {
-			t.Fatalf("%s: grip fields on an arm, or none on a grip", b)
-		}
-	}
-}
-
-// A full queue never blocks a tap: it drops, and counts the drop.
-func TestRecordingQueueDropsWhenFull(t *testing.T) {
-	r := &recording{queue: make(chan recItem, 2)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; i < 5; i++ {
-			r.put(recItem{kind: kindState})
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("put blocked on a full queue")
-	}
-	if got := r.dropped.Load(); got != 3 {
-		t.Fatalf("dropped %d, want 3", got)
 	}
 }
 
@@ -396,15 +358,15 @@ func recordFor(t *testing.T, ts *testService, body string, ticks uint64) (f *mca
 
 // statesOf decodes the states recorded on the channel of the device whose
 // id is id.
-func statesOf(t *testing.T, f *mcap.File, id string) []RecordedState {
+func statesOf(t *testing.T, f *mcap.File, id string) []recording.State {
 	t.Helper()
-	var out []RecordedState
+	var out []recording.State
 	for topic, ms := range byTopic(f) {
 		if !strings.HasPrefix(topic, "/devices/") || !strings.HasSuffix(topic, "-"+id+"/state") {
 			continue
 		}
 		for _, m := range ms {
-			var st RecordedState
+			var st recording.State
 			if err := json.Unmarshal(m.Data, &st); err != nil {
 				t.Fatal(err)
 			}
@@ -536,18 +498,5 @@ func TestRecordingGripStates(t *testing.T) {
 		if st.Orientation != [4]float64{} || st.IsGrip() {
 			t.Fatalf("an arm's state carries grip fields: %+v", st)
 		}
-	}
-}
-
-// The rings of many recorded devices share a bounded budget: 10,000
-// simulated arms do not get a quarter second of snapshots each.
-func TestTapTicksFor(t *testing.T) {
-	for _, tc := range []struct{ devices, want int }{{0, recordTapTicks}, {1, recordTapTicks}, {100, recordTapTicks}, {10_000, minTapTicks}} {
-		if got := tapTicksFor(tc.devices); got != tc.want {
-			t.Errorf("tapTicksFor(%d) = %d, want %d", tc.devices, got, tc.want)
-		}
-	}
-	if n := 1000; tapTicksFor(n)*n*int(reflect.TypeFor[loop.Snapshot]().Size()) > recordTapBytes {
-		t.Errorf("1,000 devices' rings of %d ticks pass the %d byte budget", tapTicksFor(n), recordTapBytes)
 	}
 }

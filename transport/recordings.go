@@ -3,14 +3,28 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 )
+
+// The recording routes. Recording itself (taps, writer, schema) is
+// actors/recording's; the session taps are called from session.go.
+
+// newRecorder is the service's recorder, whose channels carry the schemas
+// GET /schema serves.
+func newRecorder(cfg Config) *recording.Recorder {
+	return recording.New(recording.Config{
+		Service: cfg.Service, Dir: cfg.RecordDir, TapTicks: cfg.RecordTapTicks, Log: cfg.Log,
+		ServedSchema: newSchemaSet(cfg.Service.Types()).Document,
+	})
+}
 
 // startRecording serves POST /recordings {devices?, sessions?, rate_hz?, name?}.
 func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -19,7 +33,7 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, perr)
 		return
 	}
-	var o RecordingOptions
+	var o recording.Options
 	if len(bytes.TrimSpace(body)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
@@ -31,7 +45,7 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 	info, err := a.rec.Start(o)
 	if err != nil {
 		code := protocol.CodeInvalidValue
-		if a.rec.dir == "" {
+		if errors.Is(err, recording.ErrNoDirectory) {
 			code = protocol.CodeUnavailable
 		}
 		writeError(w, protocol.Errorf(code, "", "%v", err))
@@ -65,7 +79,7 @@ func (a *api) listRecordings(w http.ResponseWriter, _ *http.Request, _ httproute
 // the status it got, when a recording is running.
 func (a *api) recordChange(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if a.rec == nil || a.rec.active.Load() == nil {
+		if !a.rec.Recording() {
 			h(w, r, ps)
 			return
 		}
@@ -77,7 +91,7 @@ func (a *api) recordChange(h httprouter.Handle) httprouter.Handle {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h(sw, r, ps)
-		a.rec.tapConfig(r.Method, r.URL.Path, sw.status, body)
+		a.rec.Config(r.Method, r.URL.Path, sw.status, body)
 	}
 }
 

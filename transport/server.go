@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/v30"
 	"github.com/hapticd/hapticd/transport/events"
@@ -64,7 +65,7 @@ type Server struct {
 	guard     *BrowserGuard
 	conns     *connSet
 	eventsSrv *events.Server
-	rec       *recorders
+	rec       *recording.Recorder
 	mu        sync.Mutex
 	servers   []*http.Server
 	addrs     map[string]net.Addr
@@ -92,7 +93,7 @@ func Start(cfg Config) (*Server, error) {
 		svc:   cfg.Service,
 		conns: newConnSet(cfg.WriteTimeout),
 		addrs: make(map[string]net.Addr),
-		rec:   newRecorders(cfg.Service, cfg.RecordDir, cfg.RecordTapTicks, cfg.Log),
+		rec:   newRecorder(cfg),
 
 		stopWatch: make(chan struct{}),
 	}
@@ -154,7 +155,7 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.RecordAll {
-		info, err := s.rec.Start(RecordingOptions{Name: "hapticd"})
+		info, err := s.rec.Start(recording.Options{Name: "hapticd"})
 		if err != nil {
 			_ = s.Shutdown(context.Background())
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -74,7 +75,7 @@ type sessionHandler struct {
 	// big holds a token per message being read past maxKeptMessageBytes.
 	big chan struct{}
 	// rec taps messages and frames for recordings (nil: none).
-	rec *recorders
+	rec *recording.Recorder
 }
 
 func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, log zerolog.Logger) *sessionHandler {
@@ -238,7 +239,7 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 			c.Recycle(buf)
 			return readReason(err)
 		}
-		c.h.rec.tapSession(kindIn, c.sessionID, buf)
+		c.h.rec.Session(recording.KindClient, c.sessionID, buf)
 		sess.Deliver(buf)
 	}
 }
@@ -510,7 +511,7 @@ func (c *wsConn) Send(buf []byte) {
 	if c.writeFailed {
 		return
 	}
-	c.h.rec.tapSession(kindOut, c.sessionID, buf)
+	c.h.rec.Session(recording.KindFrame, c.sessionID, buf)
 	c.writeStarted.Store(c.h.conns.writeClock())
 	err := c.ws.WriteMessage(websocket.TextMessage, buf)
 	c.writeStarted.Store(0)

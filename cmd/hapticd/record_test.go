@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol/mcap"
-	"github.com/hapticd/hapticd/transport"
 )
 
 // readRecording reads the one recording in dir, complete or cut short.
@@ -68,7 +68,7 @@ func TestRecordingSurvivesSIGKILL(t *testing.T) {
 	}
 	states := 0
 	for _, m := range after.Messages {
-		if after.Channels[m.ChannelID].Metadata["kind"] == transport.RecordKindState {
+		if after.Channels[m.ChannelID].Metadata["kind"] == recording.KindState {
 			states++
 		}
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol/mcap"
-	"github.com/hapticd/hapticd/transport"
 )
 
 // lockStepClient is a simulation client that sends one message per frame.
@@ -127,11 +127,11 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	if err != nil || !f.Complete {
 		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
 	}
-	states := messagesOf(f, transport.RecordKindState)
+	states := recording.MessagesOf(f, recording.KindState)
 	var recorded [][]float64
 	for _, ms := range states {
 		for _, m := range ms {
-			var st transport.RecordedState
+			var st recording.State
 			_ = json.Unmarshal(m.Data, &st)
 			recorded = append(recorded, st.Position[:])
 		}
@@ -253,9 +253,9 @@ func TestReplayGrip(t *testing.T) {
 	dir := t.TempDir()
 	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "0", "--sim-grips", "1", "--sim-motion", "circle")
 	checkGrips := func(f *mcap.File) (recorded [][]float64, id string) {
-		for _, ms := range messagesOf(f, transport.RecordKindState) {
+		for _, ms := range recording.MessagesOf(f, recording.KindState) {
 			for _, m := range ms {
-				var st transport.RecordedState
+				var st recording.State
 				if err := json.Unmarshal(m.Data, &st); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,342 @@
+package recording
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol/mcap"
+)
+
+// FrameConn is one session with a running service, as Drive uses it: a
+// WebSocket connection to its simulation channel.
+type FrameConn interface {
+	// Send writes one client message.
+	Send(msg []byte) error
+	// Receive reads the next frame, waiting at most timeout.
+	Receive(timeout time.Duration) ([]byte, error)
+	Close() error
+}
+
+// Tolerance is how far a number in a frame may be from its recorded value:
+// Abs (Force for forces, Angle for angles) plus Rel times the value.
+type Tolerance struct {
+	Abs, Force, Angle, Rel float64
+	// Ignore names frame keys not compared.
+	Ignore []string
+}
+
+// Drive re-sends each recorded session's client messages to a running
+// service, one at a time as the client did (a frame answers each) and on
+// the recorded timeline, and compares every frame with the recorded one or
+// the closest recorded frame within Window of it (the service's ticks do
+// not fall where they fell when recording).
+type Drive struct {
+	// Dial opens one session with the service.
+	Dial      func() (FrameConn, error)
+	Tolerance Tolerance
+	Window    time.Duration
+	// Report receives a summary per session and its first differences.
+	Report io.Writer
+}
+
+// frameTimeout bounds the wait for the frame that answers a message.
+const frameTimeout = 5 * time.Second
+
+// shownDiffs is how many differences the report lists per session.
+const shownDiffs = 20
+
+// Run drives every recorded session and returns the number of differences
+// beyond tolerance.
+func (d Drive) Run(f *mcap.File) (int, error) {
+	in, frames := MessagesOf(f, KindClient), MessagesOf(f, KindFrame)
+	sessions := make([]string, 0, len(frames))
+	for k := range frames {
+		sessions = append(sessions, k)
+	}
+	sort.Slice(sessions, func(i, j int) bool {
+		a, _ := strconv.Atoi(sessions[i])
+		b, _ := strconv.Atoi(sessions[j])
+		return a < b
+	})
+	if len(sessions) == 0 {
+		return 0, errors.New("recording: the recording holds no session")
+	}
+	total := 0
+	for _, s := range sessions {
+		diffs, sent, err := d.session(in[s], frames[s])
+		if err != nil {
+			return total, fmt.Errorf("recording: session %s: %w", s, err)
+		}
+		d.report(s, sent, diffs)
+		total += len(diffs)
+	}
+	return total, nil
+}
+
+// session re-sends one session's messages and compares its frames; sent
+// counts the messages re-sent.
+func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, err error) {
+	check, err := newFrameCheck(frames, d.Tolerance, d.Window)
+	if err != nil {
+		return nil, 0, err
+	}
+	conn, err := d.Dial()
+	if err != nil {
+		return nil, 0, fmt.Errorf("dial: %w", err)
+	}
+	defer conn.Close()
+	if err := check.next(conn); err != nil { // the inventory
+		return nil, 0, err
+	}
+	start, t0 := time.Now(), int64(0)
+	if len(in) > 0 {
+		t0 = int64(in[0].LogTime)
+	}
+	for _, m := range in {
+		if check.done() {
+			break
+		}
+		msg, err := clientMessage(m)
+		if err != nil {
+			return nil, sent, err
+		}
+		// On the recorded timeline: as many ticks pass between two
+		// messages as did when recording.
+		if wait := time.Duration(int64(m.LogTime)-t0) - time.Since(start); wait > 0 {
+			time.Sleep(wait)
+		}
+		if err := conn.Send(msg); err != nil {
+			return nil, sent, fmt.Errorf("send: %w", err)
+		}
+		sent++
+		if err := check.next(conn); err != nil {
+			return nil, sent, err
+		}
+	}
+	return check.diffs, sent, nil
+}
+
+// report prints one session's outcome.
+func (d Drive) report(session string, sent int, diffs []string) {
+	if d.Report == nil {
+		return
+	}
+	tol := d.Tolerance
+	fmt.Fprintf(d.Report, "session %s: %d client messages re-sent, %d frames compared, %d differences beyond tolerance (%g, angles %g, + %g×value)\n",
+		session, sent, sent+1, len(diffs), tol.Abs, tol.Angle, tol.Rel)
+	for i, diff := range diffs {
+		if i == shownDiffs {
+			fmt.Fprintf(d.Report, "  ... and %d more\n", len(diffs)-shownDiffs)
+			break
+		}
+		fmt.Fprintf(d.Report, "  %s\n", diff)
+	}
+}
+
+// clientMessage is a recorded client message as the client sent it.
+func clientMessage(m mcap.Message) ([]byte, error) {
+	var rec Message
+	if err := json.Unmarshal(m.Data, &rec); err != nil {
+		return nil, fmt.Errorf("recorded client message: %w", err)
+	}
+	var str string
+	if json.Unmarshal(rec.Message, &str) == nil {
+		return []byte(str), nil // recorded as a string: it was not JSON
+	}
+	return rec.Message, nil
+}
+
+// frameCheck compares one session's frames, in order, with its recorded
+// frames.
+type frameCheck struct {
+	recorded []mcap.Message
+	decoded  []any // recorded[i]'s message
+	// inventoryState is the inventory as a later frame would carry it.
+	inventoryState any
+	tol            Tolerance
+	window         uint64 // ns
+	n              int    // the next frame's index
+	diffs          []string
+}
+
+func newFrameCheck(frames []mcap.Message, tol Tolerance, window time.Duration) (*frameCheck, error) {
+	if len(frames) == 0 {
+		return nil, errors.New("no recorded frame")
+	}
+	c := &frameCheck{recorded: frames, decoded: make([]any, len(frames)), tol: tol, window: uint64(window)}
+	for i, m := range frames {
+		var rec Message
+		if err := json.Unmarshal(m.Data, &rec); err != nil {
+			return nil, fmt.Errorf("recorded frame %d: %w", i, err)
+		}
+		_ = json.Unmarshal(rec.Message, &c.decoded[i])
+	}
+	// Later frames may match the inventory's state too (a command that
+	// lands a tick later than recorded): without the parts only the
+	// inventory carries.
+	c.inventoryState = stripInventory(c.decoded[0])
+	return c, nil
+}
+
+// done says every recorded frame has been compared.
+func (c *frameCheck) done() bool { return c.n >= len(c.recorded) }
+
+// next reads the next frame from conn and compares it.
+func (c *frameCheck) next(conn FrameConn) error {
+	got, err := conn.Receive(frameTimeout)
+	if err != nil {
+		return fmt.Errorf("read frame %d: %w", c.n, err)
+	}
+	n := c.n
+	c.n++
+	var g any
+	if err := json.Unmarshal(got, &g); err != nil {
+		c.diffs = append(c.diffs, fmt.Sprintf("frame %d is not JSON: %s", n, got))
+		return nil
+	}
+	if n == 0 { // the inventory answers the connection, not a tick
+		compareJSON("inventory", c.decoded[0], g, c.tol, &c.diffs)
+		return nil
+	}
+	c.diffs = append(c.diffs, c.closest(n, g)...)
+	return nil
+}
+
+// closest compares frame n with the recorded frames within the window of
+// it and returns the differences from the closest (none when one matches).
+func (c *frameCheck) closest(n int, g any) []string {
+	at := fmt.Sprintf("frame %d", n)
+	var best []string
+	consider := func(i int) bool {
+		want := c.decoded[i]
+		if i == 0 {
+			want = c.inventoryState
+		}
+		var d []string
+		compareJSON(at, want, g, c.tol, &d)
+		if best == nil || len(d) < len(best) {
+			best = d
+		}
+		return len(best) == 0
+	}
+	fr := c.recorded
+	for i := n; i >= 0 && fr[n].LogTime-fr[i].LogTime <= c.window; i-- {
+		if consider(i) {
+			return nil
+		}
+	}
+	for i := n + 1; i < len(fr) && fr[i].LogTime-fr[n].LogTime <= c.window; i++ {
+		if consider(i) {
+			return nil
+		}
+	}
+	return best
+}
+
+// stripInventory returns the inventory frame as a later frame would
+// carry it: no session view, no device config.
+func stripInventory(inv any) any {
+	m, ok := inv.(map[string]any)
+	if !ok {
+		return inv
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		if k == "session" {
+			continue
+		}
+		if devs, ok := v.([]any); ok {
+			v = withoutConfig(devs)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// withoutConfig copies devs without each device's config.
+func withoutConfig(devs []any) []any {
+	var out []any
+	for _, d := range devs {
+		dm, ok := d.(map[string]any)
+		if !ok {
+			out = append(out, d)
+			continue
+		}
+		c := map[string]any{}
+		for k, v := range dm {
+			if k != "config" {
+				c[k] = v
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// compareJSON appends where got differs from want: a missing or extra
+// key, another string or bool, a number off by more than tol. session_id
+// differs by nature and is not compared.
+func compareJSON(at string, want, got any, tol Tolerance, diffs *[]string) {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			*diffs = append(*diffs, fmt.Sprintf("%s: recorded an object, got %v", at, got))
+			return
+		}
+		for k, wv := range w {
+			if k == "session_id" || slices.Contains(tol.Ignore, k) {
+				continue
+			}
+			gv, ok := g[k]
+			if !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing", at, k))
+				continue
+			}
+			compareJSON(at+"."+k, wv, gv, tol, diffs)
+		}
+		for k := range g {
+			if _, ok := w[k]; !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: not in the recording", at, k))
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %d elements, got %v", at, len(w), got))
+			return
+		}
+		for i := range w {
+			compareJSON(at+"["+strconv.Itoa(i)+"]", w[i], g[i], tol, diffs)
+		}
+	case float64:
+		g, ok := got.(float64)
+		if !ok || math.Abs(g-w) > tol.absFor(at)+tol.Rel*math.Abs(w) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %v, got %v", at, w, got))
+		}
+	default:
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %v, got %v", at, want, got))
+		}
+	}
+}
+
+// absFor is the absolute tolerance of the number at a path: angles and
+// forces have their own.
+func (t Tolerance) absFor(at string) float64 {
+	switch {
+	case strings.Contains(at, "angular"):
+		return t.Angle
+	case strings.Contains(at, "force"):
+		return t.Force
+	}
+	return t.Abs
+}

@@ -1,0 +1,465 @@
+package recording
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/protocol/schema"
+)
+
+// queueLen bounds each recording's queue (100 arms at 1 kHz fill it in
+// about 80 ms if the writer stalls).
+const queueLen = 8192
+
+// defaultTapTicks is each recorded device's ring by default: a quarter
+// second at 1 kHz for the pump to fall behind before the loop drops. With
+// many devices the rings share tapBytes instead (a snapshot is about 300
+// bytes: 10,000 simulated arms would otherwise hold 740 MB), down to
+// minTapTicks, three drains' worth at 1 kHz.
+const (
+	defaultTapTicks = 256
+	tapBytes        = 32 << 20
+	minTapTicks     = 16
+)
+
+// tapTicksFor is the ring of each of n recorded devices.
+func tapTicksFor(n int) int {
+	if n <= 0 {
+		return defaultTapTicks
+	}
+	per := tapBytes / (n * int(reflect.TypeFor[loop.Snapshot]().Size()))
+	return min(max(per, minTapTicks), defaultTapTicks)
+}
+
+// drainEvery is how often the pump drains the devices' rings, and
+// attachEvery how often it looks for devices that came or went.
+const (
+	drainEvery  = 5 * time.Millisecond
+	attachEvery = 100 * time.Millisecond
+)
+
+// flushEvery bounds how much a killed service loses: a chunk is written at
+// least this often.
+const flushEvery = 250 * time.Millisecond
+
+// ErrNoDirectory is Start's answer when the service has nowhere to write.
+var ErrNoDirectory = errors.New("recording: recordings need a directory (start hapticd with --record DIR or a state directory)")
+
+// Config is what a Recorder needs of the service.
+type Config struct {
+	Service *actors.Service
+	// Dir is where recordings go; "" refuses Start with ErrNoDirectory.
+	Dir string
+	// TapTicks is each recorded device's ring, in ticks; <= 0 sizes the
+	// rings by the number of devices.
+	TapTicks int
+	Log      zerolog.Logger
+	// ServedSchema returns the JSON Schema the service serves under a name
+	// ("client-message", "frame", "event"), so a recording's channels
+	// carry the very schema clients validate against. nil, or an error,
+	// keeps the minimal schemas.
+	ServedSchema func(name string) (schema.Schema, error)
+}
+
+// Options is the body of POST /recordings.
+type Options struct {
+	// Devices are device IDs to record; empty records every device.
+	Devices []string `json:"devices,omitempty"`
+	// Sessions are session IDs to record; empty records every session.
+	Sessions []uint64 `json:"sessions,omitempty"`
+	// RateHz decimates device states; 0 records every tick.
+	RateHz float64 `json:"rate_hz,omitempty"`
+	Name   string  `json:"name,omitempty"`
+}
+
+// check refuses options that would make no recording.
+func (o Options) check() error {
+	if o.RateHz < 0 || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
+		return fmt.Errorf("recording: rate_hz must be a positive number or 0 (the loop rate), got %v", o.RateHz)
+	}
+	for _, c := range o.Name {
+		if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return fmt.Errorf("recording: name %q may hold only letters, digits, '-', '_' and '.'", o.Name)
+		}
+	}
+	return nil
+}
+
+// Info is one recording as GET /recordings lists it.
+type Info struct {
+	ID       uint64    `json:"id"`
+	Name     string    `json:"name"`
+	Path     string    `json:"path"`
+	Options  Options   `json:"options"`
+	Started  time.Time `json:"started"`
+	Active   bool      `json:"active"`
+	Messages uint64    `json:"messages"`
+	// Dropped counts messages lost: refused by the recording's queue, or
+	// device states a loop dropped; DroppedStates is the latter part.
+	Dropped       uint64 `json:"dropped"`
+	DroppedStates uint64 `json:"dropped_states"`
+	Error         string `json:"error,omitempty"`
+}
+
+// item is one message on its way to the writer.
+type item struct {
+	kind string
+	key  string // device or session id within the kind
+	ns   int64
+	data []byte
+	buf  *[]byte // data's buffer, back to Recorder.stateBufs once written
+}
+
+// recording is one file being written.
+type recording struct {
+	// Atomics.
+	dropped atomic.Uint64 // refused by queue
+	// droppedStates counts the states the loops dropped; the pump keeps
+	// it up to date.
+	droppedStates atomic.Uint64
+	written       atomic.Uint64
+	active        atomic.Bool
+	// Immutable after Start.
+	id       uint64
+	opts     Options
+	name     string
+	path     string
+	started  time.Time
+	clock    loop.Clock
+	queue    chan item
+	sessions map[uint64]bool // nil: every session
+	stop     context.CancelFunc
+	done     chan struct{} // closed once the file is complete
+	// errMu guards err.
+	errMu sync.Mutex
+	err   error
+}
+
+// put queues an item without waiting; a full queue counts a drop.
+func (r *recording) put(it item) bool {
+	select {
+	case r.queue <- it:
+		return true
+	default:
+		r.dropped.Add(1)
+		return false
+	}
+}
+
+// droppedAll is every message lost so far.
+func (r *recording) droppedAll() uint64 { return r.dropped.Load() + r.droppedStates.Load() }
+
+func (r *recording) wantsSession(id uint64) bool { return r.sessions == nil || r.sessions[id] }
+
+// setErr keeps the first error; Info reports it.
+func (r *recording) setErr(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+}
+
+func (r *recording) info() Info {
+	i := Info{ID: r.id, Name: r.name, Path: r.path, Options: r.opts, Started: r.started,
+		Active: r.active.Load(), Messages: r.written.Load(), Dropped: r.droppedAll(), DroppedStates: r.droppedStates.Load()}
+	r.errMu.Lock()
+	if r.err != nil {
+		i.Error = r.err.Error()
+	}
+	r.errMu.Unlock()
+	return i
+}
+
+// Recorder is the service's set of recordings. Its methods may be called
+// from any goroutine; the taps (Session, Config) also on a nil Recorder.
+type Recorder struct {
+	// active is read by every tap: copy-on-write, nil when none record.
+	active atomic.Pointer[[]*recording]
+	// Immutable after New.
+	cfg     Config
+	clock   loop.Clock
+	schemas map[string][]byte // channel kind → JSON Schema
+	// stateBufs recycles encoded states: at 1 kHz per device they would
+	// otherwise be the recorder's main garbage.
+	stateBufs sync.Pool
+	// mu guards the following.
+	mu     sync.Mutex
+	all    []*recording
+	nextID uint64
+}
+
+// New returns the service's recordings, none running.
+func New(cfg Config) *Recorder {
+	rs := &Recorder{cfg: cfg, clock: loop.SystemClock(), nextID: 1, schemas: channelSchemas(cfg)}
+	rs.stateBufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return rs
+}
+
+// channelSchemas are the JSON Schemas written for the recording's
+// channels: the minimal ones, with the served schemas of client messages,
+// frames and events in their place where the service gives them.
+func channelSchemas(cfg Config) map[string][]byte {
+	out := map[string][]byte{}
+	for _, s := range minimalSchemas {
+		out[s.kind] = []byte(s.schema)
+	}
+	if cfg.ServedSchema == nil {
+		return out
+	}
+	for _, w := range []struct{ kind, served, title, timeAbout string }{
+		{KindClient, "client-message", "a session's client message as received", "receive time"},
+		{KindFrame, "frame", "a frame as sent to a session", "send time"},
+		{KindEvent, "event", "an activity event", ""},
+	} {
+		b, err := wrapServed(cfg.ServedSchema, w.kind, w.served, w.title, w.timeAbout)
+		if err != nil {
+			cfg.Log.Warn().Err(err).Str("schema", w.served).Msg("recording keeps its minimal channel schema")
+			continue
+		}
+		out[w.kind] = b
+	}
+	return out
+}
+
+// wrapServed makes a channel's schema of the served schema: under
+// "message" of a session's record, or the event itself.
+func wrapServed(served func(string) (schema.Schema, error), kind, name, title, timeAbout string) ([]byte, error) {
+	doc, err := served(name)
+	if err != nil {
+		return nil, err
+	}
+	defs, _ := doc["$defs"].(schema.Schema)
+	if defs == nil {
+		defs = schema.Schema{}
+	}
+	delete(doc, "$defs")
+	delete(doc, "$schema")
+	defs[name] = doc
+	wrapped := schema.Schema{"$schema": schema.Dialect, "title": title, "$ref": "#/$defs/" + name, "$defs": defs}
+	if kind != KindEvent {
+		wrapped = schema.Schema{
+			"$schema":  schema.Dialect,
+			"title":    title,
+			"type":     "object",
+			"required": []string{"session", "time_ns", "message"},
+			"properties": schema.Schema{
+				"session": schema.Schema{"type": "integer"},
+				"time_ns": schema.Schema{"type": "integer", "description": timeAbout},
+				"message": schema.Schema{"$ref": "#/$defs/" + name},
+			},
+			"$defs": defs,
+		}
+	}
+	return json.Marshal(wrapped)
+}
+
+// Start opens a file and starts recording into it. Every tick after it
+// returns is recorded.
+func (rs *Recorder) Start(o Options) (Info, error) {
+	if rs.cfg.Dir == "" {
+		return Info{}, ErrNoDirectory
+	}
+	if err := o.check(); err != nil {
+		return Info{}, err
+	}
+	if err := os.MkdirAll(rs.cfg.Dir, 0o755); err != nil {
+		return Info{}, fmt.Errorf("recording: recordings directory: %w", err)
+	}
+	rs.mu.Lock()
+	id := rs.nextID
+	rs.nextID++
+	rs.mu.Unlock()
+	name := o.Name
+	if name == "" {
+		name = "recording"
+	}
+	started := time.Now()
+	path := filepath.Join(rs.cfg.Dir, fmt.Sprintf("%s-%s-%d.mcap", name, started.UTC().Format("20060102T150405"), id))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return Info{}, fmt.Errorf("recording: create %s: %w", path, err)
+	}
+	w, err := mcap.NewWriter(f, mcap.Header{Library: "hapticd"}, 0)
+	if err != nil {
+		_ = f.Close()
+		return Info{}, fmt.Errorf("recording: %s: %w", path, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recording{id: id, opts: o, name: name, path: path, started: started, clock: rs.clock,
+		queue: make(chan item, queueLen), stop: cancel, done: make(chan struct{})}
+	if len(o.Sessions) > 0 {
+		r.sessions = map[uint64]bool{}
+		for _, s := range o.Sessions {
+			r.sessions[s] = true
+		}
+	}
+	r.active.Store(true)
+	var producers sync.WaitGroup
+	producers.Add(2)
+	attached := make(chan struct{})
+	go func() { defer producers.Done(); newPump(rs, r).run(ctx, attached) }()
+	go func() { defer producers.Done(); rs.events(ctx, r) }()
+	go newWriter(rs, r, f, w).run(&producers)
+	<-attached
+	rs.mu.Lock()
+	rs.all = append(rs.all, r)
+	rs.publishLocked()
+	rs.mu.Unlock()
+	return r.info(), nil
+}
+
+// publishLocked refreshes the taps' list.
+func (rs *Recorder) publishLocked() {
+	var act []*recording
+	for _, r := range rs.all {
+		if r.active.Load() {
+			act = append(act, r)
+		}
+	}
+	if len(act) == 0 {
+		rs.active.Store(nil)
+		return
+	}
+	rs.active.Store(&act)
+}
+
+// Stop ends a recording and waits until its file is complete; false when
+// there is no recording id.
+func (rs *Recorder) Stop(id uint64) (Info, bool) {
+	rs.mu.Lock()
+	var r *recording
+	for _, c := range rs.all {
+		if c.id == id {
+			r = c
+		}
+	}
+	if r == nil {
+		rs.mu.Unlock()
+		return Info{}, false
+	}
+	wasActive := r.active.Swap(false)
+	rs.publishLocked()
+	rs.mu.Unlock()
+	if wasActive {
+		r.stop()
+	}
+	<-r.done
+	return r.info(), true
+}
+
+// StopAll ends every recording (shutdown).
+func (rs *Recorder) StopAll() {
+	rs.mu.Lock()
+	ids := make([]uint64, 0, len(rs.all))
+	for _, r := range rs.all {
+		ids = append(ids, r.id)
+	}
+	rs.mu.Unlock()
+	for _, id := range ids {
+		rs.Stop(id)
+	}
+}
+
+// List returns every recording of this run, oldest first.
+func (rs *Recorder) List() []Info {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]Info, 0, len(rs.all))
+	for _, r := range rs.all {
+		out = append(out, r.info())
+	}
+	return out
+}
+
+// Recording says whether a recording runs: a tap's caller may skip work
+// (reading a request body) when none does.
+func (rs *Recorder) Recording() bool { return rs != nil && rs.active.Load() != nil }
+
+// running returns the running recordings and the time now, or nil when
+// none runs (one atomic load: the taps' whole cost then).
+func (rs *Recorder) running() ([]*recording, int64) {
+	if rs == nil {
+		return nil, 0
+	}
+	act := rs.active.Load()
+	if act == nil {
+		return nil, 0
+	}
+	return *act, rs.clock.Now()
+}
+
+// Session records one client message (KindClient) or frame (KindFrame) of
+// a session, at the time it was received or is sent. It copies buf: the
+// caller may reuse it.
+func (rs *Recorder) Session(kind string, session uint64, buf []byte) {
+	act, ns := rs.running()
+	if act == nil {
+		return
+	}
+	if session == 0 {
+		// The inventory is sent while the session opens, before the
+		// connection knows its id: the frame carries it.
+		var inv struct {
+			SessionID uint64 `json:"session_id"`
+		}
+		_ = json.Unmarshal(buf, &inv)
+		session = inv.SessionID
+	}
+	var data []byte
+	for _, r := range act {
+		if !r.wantsSession(session) {
+			continue
+		}
+		if data == nil {
+			data = sessionMessage(session, ns, buf, kind == KindFrame)
+		}
+		r.put(item{kind: kind, key: strconv.FormatUint(session, 10), ns: ns, data: data})
+	}
+}
+
+// Config records a config or settings change made over HTTP, with the
+// status it was answered.
+func (rs *Recorder) Config(method, path string, status int, body []byte) {
+	act, ns := rs.running()
+	if act == nil {
+		return
+	}
+	data := configChange(method, path, status, body)
+	for _, r := range act {
+		r.put(item{kind: KindConfig, ns: ns, data: data})
+	}
+}
+
+// events records the activity channel until ctx ends.
+func (rs *Recorder) events(ctx context.Context, r *recording) {
+	sub, err := rs.cfg.Service.Activity().Subscribe(0, false)
+	if err != nil {
+		r.setErr(fmt.Errorf("recording: events: %w", err))
+		return
+	}
+	defer sub.Close()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		data, _ := e.MarshalJSON()
+		r.put(item{kind: KindEvent, ns: r.clock.Now(), data: data})
+	}
+}

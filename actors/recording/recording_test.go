@@ -1,0 +1,327 @@
+package recording
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/replay"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/mcap"
+	"github.com/hapticd/hapticd/protocol/mcap/mcaptest"
+)
+
+// oddStrings are what firmware and clients may send where the recording
+// writes a string: each must come out as valid JSON.
+var oddStrings = []struct{ name, s string }{
+	{"control characters", "arm\x00\x01\a\x1f\x7f"},
+	{"quotes and backslashes", `a"b\c\"d`},
+	{"newlines and tabs", "a\nb\r\tc"},
+	{"non-ASCII", "Gerät-Ω-機械-🤖"},
+	{"invalid UTF-8", "a\xff\xfeb\xc3"},
+	{"HTML and line separators", "<a>&\u2028\u2029"},
+}
+
+// asJSON is s as encoding/json carries it: each byte that is not UTF-8
+// becomes U+FFFD.
+func asJSON(s string) string {
+	b, _ := json.Marshal(s)
+	var out string
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// The state's hand-written encoding decodes to what it encoded, strings
+// escaped as JSON asks (invalid UTF-8 as U+FFFD).
+func TestStateJSON(t *testing.T) {
+	arm := State{Device: "049D", Type: "arm3", Status: 7, Tick: 12, TimeNs: -3, Mode: 1, Owner: 4, AppliedSeq: 9, Failed: true,
+		Target: [3]float64{1, -2.5, 1e-9}, Position: [3]float64{0.1, 0.15, 0.2}, Velocity: [3]float64{-1e300, 0, 3}, Force: [3]float64{1.5, 2, 3}}
+	grip := State{Device: "C3B2", Type: protocol.TypeGrip.Key(), Tick: 3, Orientation: [4]float64{0.5, -0.5, 0.5, 0.5}, Buttons: 5, Hall: 0.25, Battery: 1, Link: "wired"}
+	tests := []struct {
+		name string
+		in   State
+	}{{"arm", arm}, {"grip", grip}}
+	for _, odd := range oddStrings {
+		a, g := arm, grip
+		a.Device, g.Device, g.Link = odd.s, odd.s, odd.s
+		tests = append(tests, struct {
+			name string
+			in   State
+		}{"arm id with " + odd.name, a}, struct {
+			name string
+			in   State
+		}{"grip id and link with " + odd.name, g})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.in.AppendJSON(nil)
+			if !json.Valid(b) {
+				t.Fatalf("not JSON: %q", b)
+			}
+			var out State
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			want := tt.in
+			want.Device = asJSON(want.Device)
+			want.Link = asJSON(want.Link)
+			if out != want {
+				t.Fatalf("%s decodes to %+v, want %+v", b, out, want)
+			}
+			if strings.Contains(string(b), "orientation") != tt.in.IsGrip() {
+				t.Fatalf("%s: grip fields on an arm, or none on a grip", b)
+			}
+		})
+	}
+}
+
+// A full queue never blocks a tap: it drops, and counts the drop.
+func TestQueueDropsWhenFull(t *testing.T) {
+	r := &recording{queue: make(chan item, 2)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 5 {
+			r.put(item{kind: KindState})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("put blocked on a full queue")
+	}
+	if got := r.dropped.Load(); got != 3 {
+		t.Fatalf("dropped %d, want 3", got)
+	}
+}
+
+// The rings of many recorded devices share a bounded budget: 10,000
+// simulated arms do not get a quarter second of snapshots each.
+func TestTapTicksFor(t *testing.T) {
+	for _, tc := range []struct{ devices, want int }{{0, defaultTapTicks}, {1, defaultTapTicks}, {100, defaultTapTicks}, {10_000, minTapTicks}} {
+		if got := tapTicksFor(tc.devices); got != tc.want {
+			t.Errorf("tapTicksFor(%d) = %d, want %d", tc.devices, got, tc.want)
+		}
+	}
+	if n := 1000; tapTicksFor(n)*n*int(reflect.TypeFor[loop.Snapshot]().Size()) > tapBytes {
+		t.Errorf("1,000 devices' rings of %d ticks pass the %d byte budget", tapTicksFor(n), tapBytes)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	rs := New(Config{Dir: t.TempDir()})
+	for _, o := range []Options{{RateHz: -1}, {Name: "../x"}, {Name: "a b"}, {Name: "é"}} {
+		if _, err := rs.Start(o); err == nil {
+			t.Errorf("Start(%+v) accepted", o)
+		}
+	}
+	if l := rs.List(); len(l) != 0 {
+		t.Errorf("refused starts left recordings: %+v", l)
+	}
+	if _, err := New(Config{}).Start(Options{}); err != ErrNoDirectory {
+		t.Errorf("without a directory: %v, want ErrNoDirectory", err)
+	}
+}
+
+// startService runs a service with one replayed arm per id, each holding
+// still at a recorded state.
+func startService(t *testing.T, ids []string) *actors.Service {
+	t.Helper()
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	})
+	for i, id := range ids {
+		info := sim.NewArm(sim.ArmOptions{Index: i}).Info()
+		info.ID, info.UUID = id, fmt.Sprintf("odd-%d", i)
+		d := replay.New(replay.Options{Info: info, Samples: []replay.Sample{{Position: hw.Vec3{X: 0.01 * float64(i)}}}})
+		if _, err := svc.AddDevice(d, false); err != nil {
+			t.Fatalf("add a device with id %q: %v", id, err)
+		}
+	}
+	return svc
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Device ids come from firmware and messages from clients: whatever they
+// hold, every recorded message is JSON, every topic UTF-8, and the file
+// reads back with our reader and @mcap/core.
+func TestRecordOddIdentities(t *testing.T) {
+	var ids []string
+	for _, odd := range oddStrings {
+		ids = append(ids, odd.s)
+	}
+	svc := startService(t, ids)
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop()})
+	info, err := rs.Start(Options{Name: "odd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, odd := range oddStrings {
+		rs.Session(KindClient, uint64(i+1), []byte(odd.s)) // not JSON: kept as a string
+		rs.Session(KindFrame, uint64(i+1), []byte(`{"session_id":1,"note":`+string(protocol.AppendString(nil, odd.s))+`}`))
+		rs.Config("POST", "/arm3/"+odd.s+"/config/handedness", 400, []byte(odd.s))
+	}
+	waitFor(t, "every device's states", func() bool {
+		return rs.List()[0].Messages >= uint64(20*len(ids))
+	})
+	stopped, ok := rs.Stop(info.ID)
+	if !ok || stopped.Error != "" {
+		t.Fatalf("Stop: %+v, %v", stopped, ok)
+	}
+
+	f, cut, err := Load(stopped.Path)
+	if err != nil || cut || !f.Complete {
+		t.Fatalf("Load: %v (cut %v)", err, cut)
+	}
+	devices := map[string]bool{}
+	for i, m := range f.Messages {
+		c := f.Channels[m.ChannelID]
+		if !json.Valid(m.Data) {
+			t.Fatalf("message %d on %q is not JSON: %q", i, c.Topic, m.Data)
+		}
+		if !utf8.ValidString(c.Topic) || !utf8.ValidString(c.Metadata["key"]) {
+			t.Fatalf("channel %q (key %q) is not UTF-8", c.Topic, c.Metadata["key"])
+		}
+		if c.Metadata["kind"] == KindState {
+			var st State
+			if err := json.Unmarshal(m.Data, &st); err != nil {
+				t.Fatal(err)
+			}
+			devices[st.Device] = true
+		}
+	}
+	for _, id := range ids {
+		if want := asJSON(id); !devices[want] {
+			t.Errorf("no state recorded for device %q (as %q); recorded %v", id, want, devices)
+		}
+	}
+	for i, odd := range oddStrings {
+		in := MessagesOf(f, KindClient)[fmt.Sprint(i+1)]
+		if len(in) != 1 {
+			t.Fatalf("session %d: %d client messages", i+1, len(in))
+		}
+		msg, err := clientMessage(in[0])
+		if want := asJSON(odd.s); err != nil || string(msg) != want {
+			t.Errorf("client message %q replays as %q (%v), want %q", odd.s, msg, err, want)
+		}
+	}
+
+	var jsonl bytes.Buffer
+	if err := ExportJSONL(f, &jsonl); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range bytes.Split(bytes.TrimSpace(jsonl.Bytes()), []byte("\n")) {
+		if !json.Valid(line) {
+			t.Fatalf("export line %d is not JSON: %q", i, line)
+		}
+	}
+
+	js := mcaptest.Read(t, stopped.Path)
+	if js.Statistics.MessageCount != len(f.Messages) {
+		t.Errorf("@mcap/core counts %d messages, ours %d", js.Statistics.MessageCount, len(f.Messages))
+	}
+	for _, c := range js.Indexed.Channels {
+		if c.Count == 0 {
+			t.Errorf("@mcap/core read no message on %q", c.Topic)
+		}
+	}
+}
+
+// Export writes each device state as a CSV row with its columns.
+func TestExportCSV(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := mcap.NewWriter(&buf, mcap.Header{Library: "test"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := State{Device: "a,\"b", Type: "arm3", Tick: 7, Position: [3]float64{0.5, 0, -1}}
+	steps := []error{
+		w.AddChannel(mcap.Channel{ID: 1, Topic: topic(KindState, "arm3-x"), MessageEncoding: messageEncoding, Metadata: map[string]string{"kind": KindState}}),
+		w.AddChannel(mcap.Channel{ID: 2, Topic: topic(KindConfig, ""), MessageEncoding: messageEncoding, Metadata: map[string]string{"kind": KindConfig}}),
+		w.WriteMessage(mcap.Message{ChannelID: 1, LogTime: 5, Data: st.AppendJSON(nil)}),
+		w.WriteMessage(mcap.Message{ChannelID: 2, LogTime: 6, Data: configChange("POST", "/x", 200, nil)}),
+		w.Close(),
+	}
+	for _, err := range steps {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := mcap.Read(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ExportCSV(f, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := csvHeader + "\n" + `/devices/arm3-x/state,5,"a,""b",arm3,7,0,0,0.5,0,-1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0` + "\n"
+	if out.String() != want {
+		t.Fatalf("csv:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestCompareJSON(t *testing.T) {
+	tol := Tolerance{Abs: 0.01, Force: 0.1, Angle: 2, Rel: 0.1, Ignore: []string{"skip"}}
+	tests := []struct {
+		name      string
+		want, got string
+		diffs     int
+	}{
+		{"equal", `{"a":1,"b":"x"}`, `{"a":1,"b":"x"}`, 0},
+		{"within tolerance", `{"p":1}`, `{"p":1.1}`, 0},
+		{"beyond tolerance", `{"p":1}`, `{"p":1.2}`, 1},
+		{"forces have their own", `{"force":0}`, `{"force":0.09}`, 0},
+		{"angles have their own", `{"angular":0}`, `{"angular":1.5}`, 0},
+		{"session_id differs by nature", `{"session_id":1}`, `{"session_id":2}`, 0},
+		{"ignored key", `{"skip":1}`, `{"skip":9}`, 0},
+		{"missing and extra keys", `{"a":1}`, `{"b":1}`, 2},
+		{"array length", `[1,2]`, `[1]`, 1},
+		{"another string", `{"s":"a"}`, `{"s":"b"}`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w, g any
+			if err := json.Unmarshal([]byte(tt.want), &w); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.got), &g); err != nil {
+				t.Fatal(err)
+			}
+			var diffs []string
+			compareJSON("f", w, g, tol, &diffs)
+			if len(diffs) != tt.diffs {
+				t.Fatalf("%d differences %q, want %d", len(diffs), diffs, tt.diffs)
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package recording
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/replay"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/mcap"
+)
+
+// Load reads a recording. A file cut short (a killed service) is used up
+// to its last complete chunk, and cut says so.
+func Load(path string) (f *mcap.File, cut bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("recording: %w", err)
+	}
+	f, err = mcap.Read(b)
+	if errors.Is(err, mcap.ErrTruncated) {
+		return f, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("recording: %s: %w", path, err)
+	}
+	return f, false, nil
+}
+
+// MessagesOf returns the messages of the channels of kind, by channel key,
+// each in log-time order.
+func MessagesOf(f *mcap.File, kind string) map[string][]mcap.Message {
+	out := map[string][]mcap.Message{}
+	for _, m := range f.Messages {
+		c := f.Channels[m.ChannelID]
+		if c.Metadata["kind"] == kind {
+			out[c.Metadata["key"]] = append(out[c.Metadata["key"]], m)
+		}
+	}
+	for _, ms := range out {
+		sort.SliceStable(ms, func(i, j int) bool { return ms[i].LogTime < ms[j].LogTime })
+	}
+	return out
+}
+
+// Replay makes one virtual device per recorded arm and grip, playing its
+// recorded states at speed (1: as recorded), from the start again at the
+// end when loop is set.
+func Replay(f *mcap.File, speed float64, loop bool) ([]hw.Driver, error) {
+	states := MessagesOf(f, KindState)
+	keys := make([]string, 0, len(states))
+	for k := range states {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []hw.Driver
+	var identities identities
+	for _, k := range keys {
+		first, samples, err := samplesOf(states[k])
+		if err != nil {
+			return nil, fmt.Errorf("recording: state of %s: %w", k, err)
+		}
+		info, ok := identities.next(first)
+		if !ok {
+			continue // a device type this build cannot replay
+		}
+		out = append(out, replay.New(replay.Options{Info: info, Samples: samples, Speed: speed, Loop: loop}))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("recording: the recording holds no device states")
+	}
+	return out, nil
+}
+
+// samplesOf decodes one device's recorded states.
+func samplesOf(ms []mcap.Message) (first State, samples []replay.Sample, err error) {
+	samples = make([]replay.Sample, 0, len(ms))
+	for i, m := range ms {
+		var st State
+		if err := json.Unmarshal(m.Data, &st); err != nil {
+			return State{}, nil, err
+		}
+		if i == 0 {
+			first = st
+		}
+		samples = append(samples, sample(int64(m.LogTime), &st))
+	}
+	return first, samples, nil
+}
+
+// sample is the replayed form of a recorded state.
+func sample(timeNs int64, st *State) replay.Sample {
+	vec := func(v [3]float64) hw.Vec3 { return hw.Vec3{X: v[0], Y: v[1], Z: v[2]} }
+	q := st.Orientation
+	return replay.Sample{TimeNs: timeNs, Status: hw.Status(st.Status),
+		Position: vec(st.Position), Velocity: vec(st.Velocity), Force: vec(st.Force),
+		Orientation: hw.Quat{W: q[0], X: q[1], Y: q[2], Z: q[3]},
+		Buttons:     hw.Buttons(st.Buttons), Hall: st.Hall, Battery: st.Battery}
+}
+
+// identities numbers the replayed arms and grips as the simulation would.
+type identities struct{ arms, grips int }
+
+// next is the identity of a replayed device: a simulated device's gives
+// the workspace, force limit and mass (a grip's link too); the recorded id
+// is what clients address.
+func (n *identities) next(first State) (hw.Info, bool) {
+	var info hw.Info
+	switch first.Type {
+	case protocol.TypeArm.Key():
+		info = sim.NewArm(sim.ArmOptions{Index: n.arms}).Info()
+		n.arms++
+	case protocol.TypeGrip.Key():
+		link := hw.LinkWireless
+		if first.Link == hw.LinkWired.String() {
+			link = hw.LinkWired
+		}
+		info = sim.NewGrip(sim.GripOptions{Index: n.grips, Link: link}).Info()
+		n.grips++
+	default:
+		return hw.Info{}, false
+	}
+	info.ID, info.UUID, info.Port = first.Device, "replay-"+first.Device, ""
+	return info, true
+}

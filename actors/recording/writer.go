@@ -1,0 +1,151 @@
+package recording
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol/mcap"
+)
+
+// writer owns one recording's file: it turns queued items into messages on
+// channels made on first use, writes a chunk at least every flushEvery and
+// records the drop counters with each chunk. One goroutine runs it.
+type writer struct {
+	rs        *Recorder
+	r         *recording
+	f         *os.File
+	w         *mcap.Writer
+	schemaIDs map[string]uint16 // kind → schema
+	channels  map[string]uint16 // topic → channel
+	seq       map[uint16]uint32 // channel → last sequence number
+	// failed stops writing after the first error; the recording reports it.
+	failed bool
+}
+
+func newWriter(rs *Recorder, r *recording, f *os.File, w *mcap.Writer) *writer {
+	return &writer{rs: rs, r: r, f: f, w: w, schemaIDs: map[string]uint16{}, channels: map[string]uint16{}, seq: map[uint16]uint32{}}
+}
+
+// run writes until the producers (pump and event reader) have ended and
+// the queue is empty, then closes the file and r.done.
+func (wr *writer) run(producers *sync.WaitGroup) {
+	defer close(wr.r.done)
+	wr.addSchemas()
+	// Once the producers end nothing more is queued: what is there is
+	// written, then the file closed.
+	stopped := make(chan struct{})
+	go func() { producers.Wait(); close(stopped) }()
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case it := <-wr.r.queue:
+			wr.emit(it)
+		case <-t.C:
+			wr.flush()
+		case <-stopped:
+			wr.finish()
+			return
+		}
+	}
+}
+
+func (wr *writer) addSchemas() {
+	for i, s := range minimalSchemas {
+		id := uint16(i + 1)
+		wr.schemaIDs[s.kind] = id
+		if err := wr.w.AddSchema(mcap.Schema{ID: id, Name: s.name, Encoding: "jsonschema", Data: wr.rs.schemas[s.kind]}); err != nil {
+			wr.fail(err)
+		}
+	}
+}
+
+// emit writes one item, on its channel.
+func (wr *writer) emit(it item) {
+	if it.buf != nil {
+		defer wr.rs.stateBufs.Put(it.buf) // WriteMessage copies the data
+	}
+	if wr.failed {
+		return
+	}
+	ch, ok := wr.channel(it)
+	if !ok {
+		return
+	}
+	wr.seq[ch]++
+	if err := wr.w.WriteMessage(mcap.Message{ChannelID: ch, Sequence: wr.seq[ch], LogTime: uint64(it.ns), PublishTime: uint64(it.ns), Data: it.data}); err != nil {
+		wr.fail(err)
+		return
+	}
+	wr.r.written.Add(1)
+}
+
+// channel returns the item's channel, adding it on first use.
+func (wr *writer) channel(it item) (uint16, bool) {
+	key := validUTF8(it.key)
+	name := topic(it.kind, key)
+	if ch, ok := wr.channels[name]; ok {
+		return ch, true
+	}
+	ch := uint16(len(wr.channels) + 1)
+	wr.channels[name] = ch
+	md := map[string]string{"kind": it.kind}
+	if key != "" {
+		md["key"] = key
+	}
+	if err := wr.w.AddChannel(mcap.Channel{ID: ch, SchemaID: wr.schemaIDs[it.kind], Topic: name, MessageEncoding: messageEncoding, Metadata: md}); err != nil {
+		wr.fail(err)
+		return 0, false
+	}
+	return ch, true
+}
+
+// stats records the recorder's counters.
+func (wr *writer) stats() {
+	r := wr.r
+	data, _ := json.Marshal(struct {
+		Dropped       uint64 `json:"dropped"`
+		DroppedStates uint64 `json:"dropped_states"`
+		Messages      uint64 `json:"messages"`
+	}{r.droppedAll(), r.droppedStates.Load(), r.written.Load()})
+	wr.emit(item{kind: KindStats, ns: r.clock.Now(), data: data})
+}
+
+// flush writes the open chunk, counters last.
+func (wr *writer) flush() {
+	wr.stats()
+	if err := wr.w.Flush(); err != nil {
+		wr.fail(err)
+	}
+}
+
+// finish writes what is left on the queue, the counters and the summary,
+// and closes the file.
+func (wr *writer) finish() {
+	for drained := false; !drained; {
+		select {
+		case it := <-wr.r.queue:
+			wr.emit(it)
+		default:
+			drained = true
+		}
+	}
+	wr.stats()
+	if err := wr.w.Close(); err != nil {
+		wr.fail(err)
+	}
+	if err := wr.f.Close(); err != nil {
+		wr.r.setErr(fmt.Errorf("recording: close %s: %w", wr.r.path, err))
+	}
+}
+
+// fail keeps the first write error and stops writing.
+func (wr *writer) fail(err error) {
+	if !wr.failed {
+		wr.r.setErr(fmt.Errorf("recording: write %s: %w", wr.r.path, err))
+	}
+	wr.failed = true
+}
