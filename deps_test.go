@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -216,5 +218,107 @@ func TestHouseRuleMatcher(t *testing.T) {
 		if got := importableBy(recording, tt.importer); got != tt.want {
 			t.Errorf("%s importing actors/recording: %v, want %v", tt.importer, got, tt.want)
 		}
+	}
+}
+
+// designTable returns the rows of the first table under heading in
+// docs/design.md, each row's cells trimmed.
+func designTable(t *testing.T, heading string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/design.md has no %q section", heading)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(rest, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		if !strings.HasPrefix(line, "| `") && !strings.HasPrefix(line, "| ") {
+			if len(rows) > 0 {
+				break // the table ended
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if strings.HasPrefix(cells[0], "`") {
+			rows = append(rows, cells)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("docs/design.md: no table under %q", heading)
+	}
+	return rows
+}
+
+// codeList reads a cell of `a`, `b` items.
+func codeList(cell string) []string {
+	var out []string
+	for _, part := range strings.Split(cell, ",") {
+		if p := strings.Trim(strings.TrimSpace(part), "`"); p != "" {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The house in docs/design.md is the house enforced here, rule for rule.
+func TestDesignDocMatchesHouse(t *testing.T) {
+	doc := map[string][2][]string{}
+	for _, row := range designTable(t, "## The house") {
+		if len(row) < 3 {
+			t.Fatalf("docs/design.md house row %v: want rule, project imports, third-party", row)
+		}
+		doc[strings.Trim(row[0], "`")] = [2][]string{codeList(row[1]), codeList(row[2])}
+	}
+	for _, r := range house {
+		d, ok := doc[r.prefix]
+		if !ok {
+			t.Errorf("docs/design.md's house has no row for %s (%s)", r.prefix, r.why)
+			continue
+		}
+		delete(doc, r.prefix)
+		project, third := slices.Sorted(slices.Values(r.project)), slices.Sorted(slices.Values(r.thirdParty))
+		if !slices.Equal(d[0], project) || !slices.Equal(d[1], third) {
+			t.Errorf("docs/design.md says %s may import %v and %v; deps_test.go says %v and %v", r.prefix, d[0], d[1], project, third)
+		}
+	}
+	for prefix := range doc {
+		t.Errorf("docs/design.md's house has a row for %s, which deps_test.go has no rule for", prefix)
+	}
+}
+
+// docs/design.md lists every package of the module but the test helpers
+// (packages named ...test), and no other.
+func TestDesignDocListsPackages(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	want := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		if rel == "" || strings.HasSuffix(rel[strings.LastIndex(rel, "/")+1:], "test") {
+			continue // the module root holds only this test
+		}
+		want[rel] = true
+	}
+	for _, row := range designTable(t, "## Packages") {
+		p := strings.Trim(row[0], "`")
+		if !want[p] {
+			t.Errorf("docs/design.md lists %s, which is no package of the module (or a test helper)", p)
+		}
+		delete(want, p)
+	}
+	for p := range want {
+		t.Errorf("docs/design.md does not list package %s", p)
 	}
 }
