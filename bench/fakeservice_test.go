@@ -23,7 +23,7 @@ import (
 	"github.com/hapticd/hapticd/bench/echoserver"
 )
 
-// fakeService behaves like hapticd's simulation socket as the README's simulation channel section
+// fakeService behaves like hapticd's simulation socket as docs/walkthrough.md's simulation channel section
 // describes (inventory on open, then one frame per message, config only in
 // full-state frames) and serves a /stats route whose loops tick at 1 kHz of
 // wall time, with knobs to break the contract the way a faulty service

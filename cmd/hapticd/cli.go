@@ -27,7 +27,7 @@ func commandTable() []command {
 	return []command{
 		{"serve", "run the service (the default: `hapticd [flags]` is `hapticd serve [flags]`)", serve},
 		{"deprecations", "print the migration report of a running service", func(a []string) error { return runDeprecations(a, os.Stdout) }},
-		{"docs", "print the README tables generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
+		{"docs", "print the deprecation and event tables of docs/clients.md and docs/events.md, generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
 		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
 		{"baseline-device", "drive an arm from a bare paced loop, no service (a bench baseline)", func(a []string) error { return runBaselineDevice(a, os.Stdin) }},
 		{"device-standin", "an emulated arm on a pseudo-terminal that times the host's loop from the device side", func(a []string) error { return runDeviceStandin(a, os.Stdin, os.Stdout) }},

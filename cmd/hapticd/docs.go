@@ -15,9 +15,10 @@ import (
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
-// readmeSections are the README parts generated from the one deprecation
-// table and the one event table; a test fails when the README drifts, and
-// `hapticd docs` prints what it should say.
+// readmeSections are the parts of the docs generated from the one
+// deprecation table (docs/clients.md) and the one event table
+// (docs/events.md); a test fails when a page drifts, and `hapticd docs`
+// prints what it should say.
 func readmeSections() string {
 	return protocol.DeprecationMarkdown() + "\n" + eventsMarkdown()
 }

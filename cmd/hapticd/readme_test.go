@@ -4,37 +4,92 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// The README's deprecation and event tables are generated from the one
+// The deprecation and event tables of the docs are generated from the one
 // table of each in protocol; this fails when they drift.
-func TestREADMEMatchesTables(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestDocsMatchTables(t *testing.T) {
+	for _, tt := range []struct{ page, section string }{
+		{"docs/clients.md", protocolSection()},
+		{"docs/events.md", eventsMarkdown()},
+	} {
+		if !strings.Contains(readPage(t, tt.page), tt.section) {
+			t.Errorf("%s does not contain the generated section; run `go run ./cmd/hapticd docs` and paste:\n%s", tt.page, tt.section)
+		}
+	}
+}
+
+// readPage reads a page of the repository's documentation (README.md,
+// docs/*.md).
+func readPage(t *testing.T, page string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, section := range []string{protocolSection(), eventsMarkdown()} {
-		if !strings.Contains(string(readme), section) {
-			t.Errorf("README.md does not contain the generated section; run `go run ./cmd/hapticd docs` and paste:\n%s", section)
+	return string(b)
+}
+
+// The README is a front page: short, with the two commands as the
+// project promises them, and links that lead somewhere.
+func TestREADMEFrontPage(t *testing.T) {
+	readme := readPage(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines; the front page keeps to 250 (details go to docs/)", n)
+	}
+	for _, command := range []string{"go run ./cmd/hapticd", "go test -race ./..."} {
+		if !strings.Contains(readme, "```sh\n"+command+"\n```") {
+			t.Errorf("README.md does not give %q as a command of its own", command)
+		}
+	}
+	ci := readPage(t, ".ci/run")
+	if !strings.Contains(ci, "go test -race -count=1 ./...") {
+		t.Errorf(".ci/run no longer runs the README's test command (go test -race ./..., uncached)")
+	}
+}
+
+// Every relative link of the README and the docs leads to a file.
+func TestDocLinks(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join("..", "..", "README.md"))
+	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(m[1]))); err != nil {
+				t.Errorf("%s links to %s: %v", filepath.Base(page), m[1], err)
+			}
 		}
 	}
 }
 
 func protocolSection() string { return strings.Split(readmeSections(), "\n"+eventsMarkdown())[0] }
 
-// readmeBlock returns the first ```sh block after heading in the README.
-func readmeBlock(t *testing.T, readme, heading string) string {
+// readmeBlock returns the first ```sh block after heading in page, the
+// text of the README or of a page in docs/.
+func readmeBlock(t *testing.T, page, heading string) string {
 	t.Helper()
-	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
+	_, rest, ok := strings.Cut(page, "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no %q section", heading)
+		t.Fatalf("the page has no %q section", heading)
 	}
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	block, _, ok2 := strings.Cut(rest, "```\n")
 	if !ok || !ok2 {
-		t.Fatalf("README section %q has no sh block", heading)
+		t.Fatalf("section %q has no sh block", heading)
 	}
 	return block
 }
@@ -57,23 +112,19 @@ func shellCommands(block string) []string {
 	return cmds
 }
 
-// TestREADMEExamplesRun runs the README's walk-through and its Python
-// example, in order and as written, against the real binary; only the
-// address changes to the test's free port. The walk-through must leave
+// TestWalkthroughRuns runs docs/walkthrough.md's curl walk-through and its
+// Python example, in order and as written, against the real binary; only
+// the address changes to the test's free port. The walk-through must leave
 // the stored config as it found it.
-func TestREADMEExamplesRun(t *testing.T) {
+func TestWalkthroughRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl not found: the README's walk-through uses it")
+		t.Skip("curl not found: the walk-through uses it")
 	}
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	// The README is what a newcomer runs: the default names, not the
+	walkthrough := readPage(t, "docs/walkthrough.md")
+	// The walk-through is what a newcomer runs: the default names, not the
 	// reference names the other process tests use.
 	d := startProcess(t, buildBinary(t), "--state-dir", t.TempDir(), "--type-names", "haply")
 	host := d.addr["http"]
@@ -89,7 +140,7 @@ func TestREADMEExamplesRun(t *testing.T) {
 		before[p] = env["data"]
 	}
 
-	for _, c := range shellCommands(readmeBlock(t, readme, "## A walk through the config API")) {
+	for _, c := range shellCommands(readmeBlock(t, walkthrough, "## A walk through the config API")) {
 		if !strings.HasPrefix(c, "curl ") {
 			t.Fatalf("walk-through line is not a curl command: %q", c)
 		}
@@ -109,7 +160,7 @@ func TestREADMEExamplesRun(t *testing.T) {
 	for _, p := range stored {
 		_, env := httpDo(t, "GET", d.url(p), "")
 		if got, _ := json.Marshal(env["data"]); string(got) != mustJSON(before[p]) {
-			t.Errorf("after the walk-through %s = %s, was %s: the README leaves it changed", p, got, mustJSON(before[p]))
+			t.Errorf("after the walk-through %s = %s, was %s: the walk-through leaves it changed", p, got, mustJSON(before[p]))
 		}
 	}
 
@@ -121,13 +172,13 @@ func TestREADMEExamplesRun(t *testing.T) {
 		}
 	}
 	if python == "" {
-		t.Skip("python3-websockets not installed: the README's Python example is not run")
+		t.Skip("python3-websockets not installed: the walk-through's Python example is not run")
 	}
-	script := local(readmeBlock(t, readme, "## The simulation channel (WebSocket)"))
+	script := local(readmeBlock(t, walkthrough, "## The simulation channel (WebSocket)"))
 	script = strings.Replace(script, "python3 - <<", python+" - <<", 1)
 	out, err := exec.Command("sh", "-c", script).CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's Python example: %v\n%s", err, out)
+		t.Fatalf("the walk-through's Python example: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "'x'") {
 		t.Errorf("the Python example printed %q, want the cursor position", out)

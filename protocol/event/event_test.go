@@ -102,7 +102,7 @@ func TestEveryKindHasAConstructorThatFollowsTheTable(t *testing.T) {
 }
 
 func TestProtocolTableIsCovered(t *testing.T) {
-	// the README's Events section, with the categories and levels it gives.
+	// docs/events.md, with the categories and levels it gives.
 	want := []struct{ name, category, level string }{
 		{"http-route-deprecated", "system", "warning"},
 		{"command-deprecated", "session", "warning"},
@@ -118,7 +118,7 @@ func TestProtocolTableIsCovered(t *testing.T) {
 	for _, w := range want {
 		k, ok := event.Lookup(w.name)
 		if !ok || k.Category != w.category || k.Level != w.level {
-			t.Errorf("%s: got %+v, the README says %s/%s", w.name, k, w.category, w.level)
+			t.Errorf("%s: got %+v, docs/events.md says %s/%s", w.name, k, w.category, w.level)
 		}
 	}
 }
