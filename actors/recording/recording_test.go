@@ -325,3 +325,23 @@ func TestCompareJSON(t *testing.T) {
 		})
 	}
 }
+
+// The pump encodes every recorded device's state at the loop rate into a
+// recycled buffer: no allocation per state.
+func TestStateAppendJSONAllocs(t *testing.T) {
+	st := State{Device: "049D\x01", Type: protocol.TypeGrip.Key(), Tick: 1, Position: [3]float64{0.1, 0.2, 0.3}, Link: "wired"}
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = st.AppendJSON(buf[:0]) }); n != 0 {
+		t.Fatalf("AppendJSON allocates %v times per state", n)
+	}
+}
+
+func BenchmarkStateAppendJSON(b *testing.B) {
+	st := State{Device: "049D", Type: "arm3", Tick: 123456, TimeNs: 987654321, Position: [3]float64{0.0123, -0.0456, 0.0789},
+		Velocity: [3]float64{0.001, 0.002, -0.003}, Force: [3]float64{1.25, -0.5, 2}}
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = st.AppendJSON(buf[:0])
+	}
+}

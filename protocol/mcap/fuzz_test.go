@@ -2,6 +2,7 @@ package mcap_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -114,4 +115,44 @@ func smallSample(t testing.TB, chunkSize int) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// A summary whose chunk index points past the end of the file, or so far
+// that offset plus length wraps around to a small number, is refused with
+// an error: FuzzRead's first find, which used to index out of range.
+func TestReadRefusesWrappingChunkIndex(t *testing.T) {
+	tests := []struct {
+		name          string
+		start, length uint64 // the chunk index's chunk start offset and length
+	}{
+		{"offset past the end", 1 << 40, 10},
+		{"offset plus length wraps", 1<<64 - 8, 16},
+		{"length wraps", 8, 1<<64 - 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := smallSample(t, 0)
+			body := chunkIndexBody(t, b)
+			binary.LittleEndian.PutUint64(b[body+16:], tt.start)
+			binary.LittleEndian.PutUint64(b[body+24:], tt.length)
+			if _, err := mcap.Read(b); err == nil {
+				t.Fatal("read a file whose chunk index points outside it")
+			}
+		})
+	}
+}
+
+// chunkIndexBody returns where the first chunk index record's body starts.
+func chunkIndexBody(t *testing.T, b []byte) int {
+	t.Helper()
+	off := len(mcap.Magic)
+	for off+9 <= len(b) {
+		op, n := b[off], int(binary.LittleEndian.Uint64(b[off+1:]))
+		if op == mcap.OpChunkIndex {
+			return off + 9
+		}
+		off += 9 + n
+	}
+	t.Fatal("no chunk index record")
+	return 0
 }
