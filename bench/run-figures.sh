@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-figures.sh measures the standard hapticd figures on this machine and
 # writes bench/results.md (plus the JSON reports and the sweep plot under
-# bench/results/), for the README's performance section.
+# bench/results/), for docs/performance.md.
 #
 #   bench/run-figures.sh            # the full set, about 10 minutes on 2 cores
 #   QUICK=1 bench/run-figures.sh    # short runs, to check the pipeline
@@ -50,7 +50,7 @@ fi
 {
 	echo "# hapticd performance figures"
 	echo
-	echo "Measured by \`bench/run-figures.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')${QUICK:+ (QUICK: shortened runs, not for the README)}."
+	echo "Measured by \`bench/run-figures.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')${QUICK:+ (QUICK: shortened runs, not for docs/performance.md)}."
 	echo
 	echo "| | |"
 	echo "|---|---|"

@@ -267,7 +267,7 @@ func CoordinateOriginPreset(origin string) (string, bool) {
 	return "", false
 }
 
-// DeprecationMarkdown is the README's deprecation section, generated from
+// DeprecationMarkdown is docs/clients.md's deprecation section, generated from
 // the tables above so that the documentation cannot drift from the code.
 func DeprecationMarkdown() string {
 	var b strings.Builder

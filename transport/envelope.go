@@ -9,7 +9,7 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
-// maxBodyBytes is the largest request body any route reads (the README's config walk-through).
+// maxBodyBytes is the largest request body any route reads (docs/walkthrough.md).
 const maxBodyBytes = 64 << 10
 
 // appliedTo names one (device, session) a POST or DELETE changed.

@@ -6,14 +6,14 @@
 // # Shape
 //
 // Every event is {seq, time, name, category, level, data, message}
-// (the README's Events section). The constructors fill name, category, level, data
+// (docs/events.md). The constructors fill name, category, level, data
 // and message; seq and time are assigned by the activity actor when the event
 // is published, so seq grows by exactly one per published event and time is
 // the moment of publication (UTC, RFC 3339 with milliseconds).
 //
 // # The table
 //
-// [Kinds] lists every event name once. The constructors, the README and the
+// [Kinds] lists every event name once. The constructors, docs/events.md and the
 // tests all read or check against it, so a new event is one row and one
 // constructor. `events-dropped` is special: it is written only on a
 // subscriber's own stream, never into the shared ring, and carries no seq of

@@ -33,7 +33,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return AppendJSON(make([]byte, 0, 256+len(e.Data)+len(e.Message)), &e), nil
 }
 
-// Event names (the README's Events section and the additions listed in [Kinds]).
+// Event names (docs/events.md and the additions listed in [Kinds]).
 const (
 	NameHTTPRouteDeprecated = "http-route-deprecated"
 	NameCommandDeprecated   = "command-deprecated"

@@ -2,9 +2,9 @@ package event
 
 import "strings"
 
-// MarkdownTable renders the event table for the README, so the
+// MarkdownTable renders the event table for docs/events.md, so the
 // documentation is generated from the same table as the events themselves
-// (a README test can compare its section with this).
+// (a docs test can compare its section with this).
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| name | category | level | data | emitted when |\n")

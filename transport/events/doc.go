@@ -5,7 +5,7 @@
 // # The socket
 //
 // Each event is sent once, as it happens, as one text frame holding the
-// event object of the README's Events section. With ?since=SEQ the socket first
+// event object of docs/events.md. With ?since=SEQ the socket first
 // replays what the ring still holds after SEQ, then goes live, with no gap
 // and no duplicate (the subscription is made before the upgrade, inside the
 // activity actor). Without since it is live only.
@@ -28,7 +28,7 @@
 // # Browser safety
 //
 // The handler does not check Origin itself: the caller wraps it in the
-// browser-safety guard (the README's Browser safety section), which refuses foreign origins and
+// browser-safety guard (docs/operations.md, Browser safety), which refuses foreign origins and
 // hosts before the upgrade.
 //
 // # Shutdown

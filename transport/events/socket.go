@@ -87,7 +87,7 @@ func NewServerWithOptions(a *activity.Activity, log zerolog.Logger, o SocketOpti
 		upgrader: websocket.Upgrader{
 			ReadBufferSize:  1024,
 			WriteBufferSize: 4096,
-			// The browser-safety guard (the README's Browser safety section) wraps this
+			// The browser-safety guard (docs/operations.md, Browser safety) wraps this
 			// handler and has already refused foreign origins before
 			// the upgrade gets here; checking again would only disagree
 			// with --allow-origin.
