@@ -56,19 +56,19 @@ type options struct {
 	sim, fleet sim.Fleet
 	// simMotionSet is true when --sim-motion was given: then it moves
 	// every simulated device, else only grips move (gripMotion).
-	simMotionSet bool
-	loopHz                       int
-	logLevel, logFormat          string
-	typeAlias                    string
-	typeNames                    string
-	allowOrigins, allowHosts     listFlag
-	eventRing                    int
-	hwPorts                      listFlag
-	hwScanPeriod                 time.Duration
-	emulateArms                  int
-	realtimePriority             int
-	record                       string
-	lab                          labOptions
+	simMotionSet             bool
+	loopHz                   int
+	logLevel, logFormat      string
+	typeAlias                string
+	typeNames                string
+	allowOrigins, allowHosts listFlag
+	eventRing                int
+	hwPorts                  listFlag
+	hwScanPeriod             time.Duration
+	emulateArms              int
+	realtimePriority         int
+	record                   string
+	lab                      labOptions
 }
 
 func parseFlags(args []string) (*options, error) {
