@@ -51,24 +51,25 @@ type options struct {
 	stateDir                     string
 	simArms, simGrips            int
 	simMotion                    sim.Motion
+	loopHz                       int
+	logLevel, logFormat          string
+	typeAlias                    string
+	typeNames                    string
+	allowOrigins, allowHosts     listFlag
+	eventRing                    int
+	hwPorts                      listFlag
+	hwScanPeriod                 time.Duration
+	emulateArms                  int
+	realtimePriority             int
+	record                       string
+	lab                          labOptions
+
 	// sim is --sim as given; fleet is what to simulate once the
 	// shorthands (--sim-arms, --sim-grips) are folded in.
 	sim, fleet sim.Fleet
 	// simMotionSet is true when --sim-motion was given: then it moves
-	// every simulated device, else only grips move (gripMotion).
-	simMotionSet             bool
-	loopHz                   int
-	logLevel, logFormat      string
-	typeAlias                string
-	typeNames                string
-	allowOrigins, allowHosts listFlag
-	eventRing                int
-	hwPorts                  listFlag
-	hwScanPeriod             time.Duration
-	emulateArms              int
-	realtimePriority         int
-	record                   string
-	lab                      labOptions
+	// every simulated device, else only grips move (simMotion).
+	simMotionSet bool
 }
 
 func parseFlags(args []string) (*options, error) {
