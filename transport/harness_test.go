@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
@@ -109,7 +108,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		ts.gripIDs = append(ts.gripIDs, d.ID)
 	}
 	for i := 0; i < cfg.wiredGrips; i++ {
-		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: cfg.grips + i, PeriodS: 0.001, Link: hw.LinkWired}), false)
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: 0.001, Family: sim.FamilyVerseGrip, Motion: cfg.motion}), false)
 		if err != nil {
 			t.Fatal(err)
 		}
