@@ -11,7 +11,8 @@ import (
 // The vendor's Rust client also reads grip pairing and an "expert status"
 // document, but only their existence is public: neither the paths nor the
 // bodies are (spec MODULES.md, section 4). hapticd serves each at a path of
-// its choice with what it can honestly say, documented in docs/protocol.md.
+// its choice with what it can honestly say, documented in docs/protocol.md,
+// on the 3.x listener only: the 3.0 API had neither.
 
 // Route paths and schema names of the two documents.
 const (
@@ -63,5 +64,5 @@ func (a *api) pairing(w http.ResponseWriter, _ *http.Request, _ httprouter.Param
 
 // expertStatus answers GET /expert/status.
 func (a *api) expertStatus(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	writeData(w, expertStatusDoc{Message: expertStatusMessage, See: []string{a.prefix + "/stats", a.prefix + "/devices", a.prefix + "/events"}}, nil)
+	writeData(w, expertStatusDoc{Message: expertStatusMessage, See: []string{"/stats", "/devices", "/events"}}, nil)
 }
