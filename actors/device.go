@@ -623,10 +623,12 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, 
 		ForceGateGain: cfg.ForceGate.Gain,
 	}
 	info := c.dev.Info
+	fam := family(c.dev.Type, info)
 	v.Config = protocol.DeviceView{
 		Info: protocol.DeviceInfo{
-			ID: info.ID, UUID: info.UUID, Port: info.Port, Model: deviceModel(info),
+			ID: info.ID, UUID: info.UUID, Port: info.Port, Model: fam.DeviceType,
 			Major: int(info.FirmwareVersion), Minor: int(info.HardwareVersion),
+			Family: fam.Name, FirmwareDigest: firmwareDigest(info, fam),
 		},
 		Device:  c.global,
 		Session: *cfg,

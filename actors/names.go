@@ -1,6 +1,11 @@
 package actors
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -17,18 +22,25 @@ func link(info hw.Info) protocol.Link {
 	return protocol.LinkAny
 }
 
-// inverse3Model is the vendor's device type number for an Inverse3
-// (config.device_info.device_type).
-const inverse3Model = 4
+// family is the product family a device reports (config.type,
+// device_info.device_type): an arm's by the device type number its driver
+// reports (hw.Info.Model; an unknown one answers as an Inverse3, which is
+// what clients check), a grip's by its link.
+func family(dt protocol.DeviceType, info hw.Info) protocol.Family {
+	return protocol.FamilyOf(dt, link(info), int(info.Model))
+}
 
-// deviceModel is the device type number a frame reports: every arm this
-// service drives answers as an Inverse3, which is what clients check;
-// grips report none.
-func deviceModel(info hw.Info) int {
-	if info.Kind == hw.KindArm {
-		return inverse3Model
+// firmwareDigest is an arm's config.extended_firmware_version: 32 uppercase
+// hex digits, as the vendor's inventories show. The provisional wire
+// carries only a firmware version byte, so hapticd derives the digest from
+// the family and the version numbers: equal firmware gives equal digests.
+// Grips report none ("").
+func firmwareDigest(info hw.Info, fam protocol.Family) string {
+	if info.Kind != hw.KindArm {
+		return ""
 	}
-	return 0
+	sum := sha256.Sum256(fmt.Appendf(nil, "hapticd/firmware/%s/%d.%d", fam.Name, info.FirmwareVersion, info.HardwareVersion))
+	return strings.ToUpper(hex.EncodeToString(sum[:16]))
 }
 
 // Link is how the device reaches the host, as the naming table tells

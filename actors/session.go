@@ -934,6 +934,10 @@ func fillArm(af *protocol.ArmFrame, snap *loop.Snapshot, v *View) {
 		Started:     st.Status&hw.StatusStarted != 0,
 		PowerSupply: st.Status&hw.StatusPowerSupply != 0,
 	}
+	s.CalibrationState = protocol.CalibrationNone
+	if af.Status.Calibrated {
+		s.CalibrationState = protocol.CalibrationDone
+	}
 }
 
 func fillGrip(gf *protocol.GripFrame, snap *loop.Snapshot, v *View) {
@@ -948,6 +952,7 @@ func fillGrip(gf *protocol.GripFrame, snap *loop.Snapshot, v *View) {
 		Connected: st.Status&hw.StatusConnected != 0,
 		Awake:     st.Status&hw.StatusAwake != 0,
 		Ready:     st.Status&hw.StatusReady != 0 && !snap.Failed,
+		Error:     int(st.GripError),
 	}
 }
 

@@ -211,6 +211,8 @@ type State struct {
 	Buttons     Buttons
 	Hall        float64 // 0..1
 	Battery     float64 // 0..1
+	// GripError is the grip firmware's error code; 0 means none.
+	GripError uint8
 }
 
 // Driver is one open device. A Driver is used by one goroutine at a time (the

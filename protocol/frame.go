@@ -15,6 +15,12 @@ type DeviceInfo struct {
 	// major_version and minor_version, 3.0 firmware_version and
 	// hardware_version.
 	Major, Minor int
+	// Family is the device's product family (FamilyOf(...).Name): config.type
+	// where its collection holds the family ("minverse" in "inverse3").
+	Family string
+	// FirmwareDigest is an arm's config.extended_firmware_version (32 hex
+	// digits); "" omits it.
+	FirmwareDigest string
 }
 
 // ControlMode is what an arm is doing (state.control_mode).
@@ -69,6 +75,9 @@ type ArmState struct {
 	CurrentAngularTorques  Angles3
 	ControlMode            ControlMode
 	ControlDomain          ControlDomain
+	// CalibrationState is state.calibration_state: CalibrationDone (2)
+	// once calibrated, CalibrationNone (0) before.
+	CalibrationState int
 	// Transform is the session's workspace transform (set_transform);
 	// sub-fields at their identity are omitted from state.transform.
 	Transform Transform
@@ -88,8 +97,12 @@ type GripState struct {
 	Battery     float64 // 0..1, reported as battery_level
 }
 
-// GripStatus is a grip's status flags.
-type GripStatus struct{ Connected, Awake, Ready bool }
+// GripStatus is a grip's status flags. Error is the firmware's error code
+// (0: none), which a wired grip reports as status.error.
+type GripStatus struct {
+	Connected, Awake, Ready bool
+	Error                   int
+}
 
 // DeviceView is one device's configuration as one session sees it.
 type DeviceView struct {
@@ -260,7 +273,11 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling, fields 
 			dst = append(dst, `,"extended_device_id":`...)
 			dst = AppendString(dst, c.Info.UUID)
 		}
-		dst = append(dst, ',')
+		if c.Info.FirmwareDigest != "" {
+			dst = append(dst, `,"extended_firmware_version":`...)
+			dst = AppendString(dst, c.Info.FirmwareDigest)
+		}
+		dst = append(dst, `,"streaming_mode":"`+StreamingMode+`",`...)
 		dst = c.Device.appendMembers(dst)
 		dst = appendPlacement(dst, c)
 		dst = append(dst, `,"filters":{"damping":`...)
@@ -315,6 +332,9 @@ func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling, fields 
 	}
 	if fields.Has(FieldControlDomain) {
 		dst = AppendString(stateKey(dst, open, `"control_domain":`), s.ControlDomain.String())
+	}
+	if fields.Has(FieldCalibrationState) {
+		dst = strconv.AppendInt(stateKey(dst, open, `"calibration_state":`), int64(s.CalibrationState), 10)
 	}
 	dst = append(dst, `},"status":{"calibrated":`...)
 	dst = appendBool(dst, st.Calibrated)
@@ -379,6 +399,10 @@ func appendGripState(dst []byte, s *GripState, st *GripStatus, link Link) []byte
 	dst = appendBool(dst, st.Awake)
 	dst = append(dst, `,"ready":`...)
 	dst = appendBool(dst, st.Ready)
+	if link == LinkWired {
+		dst = append(dst, `,"error":`...)
+		dst = strconv.AppendInt(dst, int64(st.Error), 10)
+	}
 	return append(dst, '}')
 }
 
@@ -404,7 +428,7 @@ func appendDeviceInfo(dst []byte, in *DeviceInfo, sp Spelling) []byte {
 // has: "type", "port" and "device_info".
 func appendConfigHead(dst []byte, c *DeviceView, typeKey string, sp Spelling) []byte {
 	dst = append(dst, `"config":{"type":`...)
-	dst = AppendString(dst, typeKey)
+	dst = AppendString(dst, configType(typeKey, c.Info.Family))
 	dst = append(dst, `,"port":`...)
 	dst = AppendString(dst, c.Info.Port)
 	dst = append(dst, `,"device_info":`...)

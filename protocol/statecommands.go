@@ -70,7 +70,7 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 	}
 	switch sc.name {
 	case "set_transform":
-		p, err := decodeTransformPatch(v, &c, m.warnings())
+		p, err := decodeSetTransform(v, &c, m.warnings())
 		if err != nil {
 			return true, err
 		}
@@ -97,4 +97,37 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 		// gets.
 	}
 	return true, nil
+}
+
+// decodeSetTransform decodes set_transform's body in either shape clients
+// send: flat, {position?, rotation?, scale?} (the vendor's tutorials), or
+// wrapped, {"transform": {position?, rotation?, scale?}} (the vendor's Rust
+// client carries a TransformPatch inside its SetTransformCmd). Both are
+// partial: a part left out keeps its value. A body mixing the two shapes
+// is refused, since which one wins would be a guess.
+func decodeSetTransform(v Value, at *pathSeg, w warnings) (TransformPatch, *Error) {
+	if v.Kind() != KindObject {
+		return decodeTransformPatch(v, at, w) // its error names the shape
+	}
+	var inner Value
+	flat := false
+	for it := v.Members(); it.Next(); {
+		switch {
+		case it.KeyIs("transform"):
+			inner = it.Value()
+		case it.KeyIs("position"), it.KeyIs("rotation"), it.KeyIs("scale"):
+			flat = true
+		}
+	}
+	if !inner.Exists() {
+		return decodeTransformPatch(v, at, w)
+	}
+	if flat {
+		return TransformPatch{}, errAt(CodeInvalidValue, at, "set_transform takes {position, rotation, scale} or {\"transform\": {position, rotation, scale}}, not both at once")
+	}
+	tv, tat, err := soleMember(v, at, w, "transform", `{"transform": {"position": {"x": 0, "y": 0, "z": 0}}}`)
+	if err != nil {
+		return TransformPatch{}, err
+	}
+	return decodeTransformPatch(tv, &tat, w)
 }

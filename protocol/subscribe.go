@@ -65,13 +65,14 @@ const (
 	FieldTransform
 	FieldControlMode
 	FieldControlDomain
+	FieldCalibrationState
 	armStateFields
 )
 
 var armStateFieldNames = [armStateFields]string{
 	"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation",
 	"current_cursor_force", "current_cursor_position", "current_angular_position", "current_angular_torques",
-	"transform", "control_mode", "control_domain",
+	"transform", "control_mode", "control_domain", "calibration_state",
 }
 
 // ArmStateFieldNames lists the arm state fields a subscription may name,

@@ -88,6 +88,10 @@ func (a *api) routes() []route {
 	recent := events.NewRecentHandler(a.svc.Activity())
 	add("/events", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { recent.ServeHTTP(w, r) }, get)
 	add("/deprecations", a.deprecations, get)
+	if a.prefix == "" { // 3.5 documents the vendor's Rust client reads; the 3.0 API had none
+		add(pairingPath, a.pairing, get)
+		add(expertStatusPath, a.expertStatus, get)
+	}
 	if a.prefix == "" { // a 3.x feature: the 3.0 API has no recordings
 		add("/recordings", a.listRecordings, get)
 		add("/recordings", a.startRecording, http.MethodPost)

@@ -195,26 +195,40 @@ func TestOversizeAlwaysCloses1009(t *testing.T) {
 }
 
 // TestHandshakeErrorsAnswerTheEnvelope sends upgrade requests gorilla
-// refuses: the answer is the JSON error envelope, on both ports.
+// refuses: the answer is the JSON error envelope on each of the three
+// ports that take a WebSocket (3.x, legacy 3.0, events), never gorilla's
+// plain-text Bad Request.
 func TestHandshakeErrorsAnswerTheEnvelope(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	for _, base := range []string{ts.base, ts.legacy} {
-		addr := strings.TrimPrefix(base, "http://")
-		for _, headers := range []string{
-			"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", // no key
-			"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
-			"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", // no Connection: Upgrade
-		} {
-			resp := rawRequest(t, addr, "GET / HTTP/1.1\r\nHost: "+addr+"\r\n"+headers+"\r\n")
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" {
-				t.Fatalf("%s %q: %d %s %s", base, headers, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	const key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	for _, port := range []struct{ name, addr string }{
+		{"3.x", strings.TrimPrefix(ts.base, "http://")},
+		{"legacy 3.0", strings.TrimPrefix(ts.legacy, "http://")},
+		{"events", strings.TrimSuffix(strings.TrimPrefix(ts.eventsWS, "ws://"), "/")},
+	} {
+		t.Run(port.name, func(t *testing.T) {
+			for _, tt := range []struct {
+				method, headers string
+				status          int
+				code            string
+			}{
+				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", 400, "bad_handshake"}, // no key
+				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key, 400, "bad_handshake"},
+				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\n" + key, 400, "bad_handshake"}, // no version
+				{"POST", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n" + key, 405, "method_not_allowed"},
+			} {
+				resp := rawRequest(t, port.addr, tt.method+" / HTTP/1.1\r\nHost: "+port.addr+"\r\n"+tt.headers+"\r\n")
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" {
+					t.Fatalf("%s %q: %d %s %s, want %d and the JSON envelope", tt.method, tt.headers, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
+				}
+				var env map[string]any
+				if err := json.Unmarshal(body, &env); err != nil || env["ok"] != false || env["code"] != tt.code || env["error"] == "" {
+					t.Fatalf("%s %q: body %s, want the envelope with code %s", tt.method, tt.headers, body, tt.code)
+				}
 			}
-			if !strings.Contains(string(body), `"ok":false`) || !strings.Contains(string(body), `"code":"bad_handshake"`) {
-				t.Fatalf("%s %q: body %s", base, headers, body)
-			}
-		}
+		})
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 // Drop-in tests: the message sequences of the public clients that labs run
@@ -446,20 +448,33 @@ func TestDropInTutorials(t *testing.T) {
 		}
 	})
 	t.Run("T02 print VerseGrip", func(t *testing.T) {
-		d := startDropIn(t, serviceConfig{wiredGrips: 1})
+		// A grip in a hand (hapticd's default for simulated grips): T02
+		// prints it moving.
+		d := startDropIn(t, serviceConfig{wiredGrips: 1, motion: sim.MotionCircle})
 		grip := firstID(t, d.c.expect(), "verse_grip")
 		probe := fmt.Sprintf(`"verse_grip":[{"device_id":%q,"commands":{"probe_orientation":{}}}]`, grip)
 		gripReports(t, d.tick(`{`+profile("co.haply.inverse.tutorials:print-verse-grip")+`,`+probe+`}`), "verse_grip")
-		for range 20 {
+		orientations, buttons := map[string]bool{}, map[bool]bool{}
+		checkFor(t, 20*time.Second, func() error {
 			f := d.tick(`{` + probe + `}`)
 			gripReports(t, f, "verse_grip")
 			if _, ok := path(f, "verse_grip", 0, "state", "hall").(float64); !ok {
 				t.Fatal("hall missing")
 			}
-			if _, ok := path(f, "verse_grip", 0, "state", "button").(bool); !ok {
+			b, ok := path(f, "verse_grip", 0, "state", "button").(bool)
+			if !ok {
 				t.Fatal("the wired grip's button missing")
 			}
-		}
+			if code, ok := path(f, "verse_grip", 0, "status", "error").(float64); !ok || code != 0 {
+				t.Fatalf("the wired grip's status.error: %v", path(f, "verse_grip", 0, "status"))
+			}
+			orientations[fmt.Sprint(path(f, "verse_grip", 0, "state", "orientation"))] = true
+			buttons[b] = true
+			if len(orientations) < 10 || len(buttons) < 2 {
+				return fmt.Errorf("%d orientations and button states %v so far: the grip does not move", len(orientations), buttons)
+			}
+			return nil
+		})
 	})
 	t.Run("T05 position control", func(t *testing.T) {
 		d := startDropIn(t, serviceConfig{arms: 1})
@@ -500,8 +515,14 @@ func TestDropInTutorials(t *testing.T) {
 	t.Run("T08 remote session configurator", func(t *testing.T) {
 		testRemoteConfigurator(t)
 	})
+	// The transform flat, as the tutorial's text shows it, and wrapped in
+	// "transform", as the vendor's Rust client (SetTransformCmd carrying a
+	// TransformPatch) may send it.
 	t.Run("T09 workspace navigator", func(t *testing.T) {
-		testWorkspaceNavigator(t)
+		testWorkspaceNavigator(t, func(tr string) string { return tr })
+	})
+	t.Run("T09 workspace navigator, transform wrapped", func(t *testing.T) {
+		testWorkspaceNavigator(t, func(tr string) string { return `{"transform":` + tr + `}` })
 	})
 }
 
@@ -568,7 +589,7 @@ func testRemoteConfigurator(t *testing.T) {
 // T09: streams set_transform every tick; the workspace stacks on the mount,
 // a position-only update keeps the rotation and scale, and state.transform
 // shows what is not the identity.
-func testWorkspaceNavigator(t *testing.T) {
+func testWorkspaceNavigator(t *testing.T, shape func(transform string) string) {
 	d := startDropIn(t, serviceConfig{arms: 1})
 	inv := d.c.expect()
 	arm := firstID(t, inv, "inverse3")
@@ -581,7 +602,7 @@ func testWorkspaceNavigator(t *testing.T) {
 		t.Fatal(mounted)
 	}
 	send := func(tr string) map[string]any {
-		return d.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":%s,"probe_position":{}}}]}`, arm, tr))
+		return d.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":%s,"probe_position":{}}}]}`, arm, shape(tr)))
 	}
 	before := cursor(d.tick(`{}`), "inverse3")
 	// Scale 2 about the mount's output, turned 90° about Z, moved up.

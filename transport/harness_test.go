@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
@@ -37,6 +36,8 @@ type testService struct {
 	armIDs   []string
 	gripIDs  []string
 	wiredIDs []string // wired grips (serviceConfig.wiredGrips)
+	// otherArms are the arms of serviceConfig.armFamilies, by family.
+	otherArms map[sim.Family][]string
 	// schema validates every frame, event and HTTP answer the helpers
 	// read against the schema this same service serves.
 	schema *schematest.Validator
@@ -46,8 +47,9 @@ type serviceConfig struct {
 	arms, grips  int
 	dir          string
 	aliases      string
-	haplyNames   bool // write the default (product) names instead of the reference's
-	wiredGrips   int  // simulated grips on a cable, after the wireless ones
+	haplyNames   bool      // write the default (product) names instead of the reference's
+	wiredGrips   int       // simulated grips on a cable, after the wireless ones
+	armFamilies  sim.Fleet // arms of other families (minverse, inverse3x), after the Inverse3s
 	allowOrigin  []string
 	maxProfiles  int
 	writeTimeout time.Duration
@@ -108,8 +110,20 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.gripIDs = append(ts.gripIDs, d.ID)
 	}
+	for _, e := range cfg.armFamilies {
+		for i := 0; i < e.Count; i++ {
+			d, err := svc.AddDevice(sim.NewDevice(e.Family, i, sim.ArmOptions{PeriodS: 0.001, Motion: cfg.motion}), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts.otherArms == nil {
+				ts.otherArms = map[sim.Family][]string{}
+			}
+			ts.otherArms[e.Family] = append(ts.otherArms[e.Family], d.ID)
+		}
+	}
 	for i := 0; i < cfg.wiredGrips; i++ {
-		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: cfg.grips + i, PeriodS: 0.001, Link: hw.LinkWired}), false)
+		d, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: i, PeriodS: 0.001, Family: sim.FamilyVerseGrip, Motion: cfg.motion}), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,6 +126,8 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[recording.Info]()))
 	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]recording.Info]()))
 	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", schema.FromType(reflect.TypeFor[recording.Options]()))
+	s.Publish(schemaPairing, "The data of GET /pairing: every grip with the ids of the arms it is paired with (always none: hapticd does not pair).", schema.FromType(reflect.TypeFor[pairingDoc]()))
+	s.Publish(schemaExpertStatus, "The data of GET /expert/status: hapticd has no expert status (available is false) and names the routes that hold its figures.", schema.FromType(reflect.TypeFor[expertStatusDoc]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
 	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes); errors use error-envelope.",
 		schema.Envelope(schema.Schema{}, schema.Ref(schemaAppliedTo)))
@@ -375,6 +377,8 @@ func (a *api) describeRoutes(rs []route) {
 	describe(rs, "/events", routeDoc{summary: "The recent-events ring", answer: "events-page", query: []queryParam{
 		{name: "since", about: "return events with seq > since (default 0)"}, {name: "limit", about: "at most this many, 1..10000 (default 100)"}}})
 	describe(rs, "/deprecations", routeDoc{summary: "The migration report: deprecated routes and commands in use", answer: schemaDeprecations})
+	describe(rs, pairingPath, routeDoc{summary: "Grip pairing: every grip and the arms it is paired with (hapticd pairs none)", answer: schemaPairing})
+	describe(rs, expertStatusPath, routeDoc{summary: "Expert status: hapticd has none, and says where its figures are", answer: schemaExpertStatus})
 	types := a.svc.Types()
 	for _, t := range types.Types() {
 		for _, key := range types.Keys(t) {

@@ -282,3 +282,54 @@ func foreignPage(t *testing.T, base string) string {
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return "http://foreign.test:" + port + "/"
 }
+
+// TestDashboardGripCardInChromium opens /ui/ against a service that writes
+// the product names, with a wired and a wireless grip in a hand: each grip's
+// card shows what a grip has, every reading with its unit, and traces its
+// orientation angles and hall level; the arm's card keeps position and
+// force.
+func TestDashboardGripCardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle})
+	shots := screenshotDir(t)
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	arm := "inverse3/" + ts.armIDs[0]
+	eventually(t, ctx, "arm card labelled as an arm", fmt.Sprintf(
+		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm))
+	for _, grip := range []string{"wireless_verse_grip/" + ts.gripIDs[0], "verse_grip/" + ts.wiredIDs[0]} {
+		card := fmt.Sprintf(`document.querySelector('[data-device=%q]')`, grip)
+		eventually(t, ctx, grip+" listed", "!!"+card)
+		labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`[...%s.querySelectorAll("dt")].map((e) => e.textContent)`, card)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"status", "orientation (quaternion w, x, y, z)", "yaw, pitch, roll (°)", "buttons (pressed)", "hall level (0–1)", "battery (%)", "loop p99", "overruns"}
+		if strings.Join(labels, "|") != strings.Join(want, "|") {
+			t.Fatalf("%s card labels %q, want %q", grip, labels, want)
+		}
+		eventually(t, ctx, grip+" battery in percent", fmt.Sprintf(`/^\d+ %%$/.test(%s.querySelector(".v-battery").textContent)`, card))
+		eventually(t, ctx, grip+" hall level shown", fmt.Sprintf(`(() => { const v = parseFloat(%s.querySelector(".v-hall").textContent); return v >= 0 && v <= 1 })()`, card))
+		eventually(t, ctx, grip+" quaternion shown", fmt.Sprintf(`%s.querySelector(".v-orientation").textContent.split(", ").length === 4`, card))
+		// The grip rocks and clicks: the trace spans angles and squeeze,
+		// and a button shows pressed, then released.
+		eventually(t, ctx, grip+" trace moves", fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q);
+			const span = (a) => Math.max(...a) - Math.min(...a);
+			return d.t.length > 20 && span(d.x) > 1 && span(d.hall) > 0.01 && d.chart && d.chart.series.slice(1).map((s) => s.label).join() === "yaw (°),pitch (°),roll (°),hall level" })()`, grip))
+		eventually(t, ctx, grip+" button pressed", fmt.Sprintf(`%s.querySelector(".v-buttons").textContent !== "none"`, card))
+		eventually(t, ctx, grip+" buttons released", fmt.Sprintf(`%s.querySelector(".v-buttons").textContent === "none"`, card))
+	}
+	shoot(t, ctx, shots, "5-grip-cards.png")
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -62,6 +63,13 @@ type options struct {
 	realtimePriority             int
 	record                       string
 	lab                          labOptions
+
+	// sim is --sim as given; fleet is what to simulate once the
+	// shorthands (--sim-arms, --sim-grips) are folded in.
+	sim, fleet sim.Fleet
+	// simMotionSet is true when --sim-motion was given: then it moves
+	// every simulated device, else only grips move (simMotion).
+	simMotionSet bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -72,9 +80,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.legacyPort, "legacy-port", 10000, "legacy 3.0 API port (0: a free port, negative: off)")
 	fs.IntVar(&o.eventsPort, "events-port", 10020, "events WebSocket port (0: a free port, negative: off)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(), "directory for durable configuration")
-	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms")
-	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated grips")
-	fs.Var(&o.simMotion, "sim-motion", "scripted hand on simulated devices: none, circle or random")
+	fs.Var(&o.sim, "sim", "what to simulate, family=count pairs: inverse3, minverse, inverse3x, verse_grip (wired), wireless_verse_grip; e.g. inverse3=2,minverse=1,verse_grip=1 (given: no default devices)")
+	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms (Inverse3): short for --sim inverse3=N")
+	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated wireless grips: short for --sim wireless_verse_grip=N")
+	fs.Var(&o.simMotion, "sim-motion", "scripted hand on simulated devices: none, circle or random (unset: arms rest, grips rock and click as in a hand)")
 	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
@@ -104,6 +113,14 @@ func parseFlags(args []string) (*options, error) {
 	if o.simArms < 0 || o.simGrips < 0 || o.emulateArms < 0 {
 		return nil, errors.New("--sim-arms, --sim-grips and --emulate-arms must not be negative")
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.simMotionSet = given["sim-motion"]
+	fleet, err := simFleet(o, given)
+	if err != nil {
+		return nil, err
+	}
+	o.fleet = fleet
 	if o.realtimePriority < 0 || o.realtimePriority > 99 {
 		return nil, fmt.Errorf("--realtime-priority %d is out of range 0..99", o.realtimePriority)
 	}
@@ -203,14 +220,12 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
 
 	periodS := 1 / float64(o.loopHz)
-	for i := 0; i < o.simArms; i++ {
-		if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: o.lab.simIndexBase + i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
-			return nil, sv.stop(fmt.Errorf("simulated arm %d: %w", i, err))
-		}
-	}
-	for i := 0; i < o.simGrips; i++ {
-		if _, err := svc.AddDevice(sim.NewGrip(sim.GripOptions{Index: o.lab.simIndexBase + i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)}), false); err != nil {
-			return nil, sv.stop(fmt.Errorf("simulated grip %d: %w", i, err))
+	for _, e := range o.fleet.Sorted() {
+		for i := 0; i < e.Count; i++ {
+			dev := sim.NewDevice(e.Family, o.lab.simIndexBase+i, sim.ArmOptions{PeriodS: periodS, Motion: simMotion(o, e.Family), Seed: int64(i)})
+			if _, err := svc.AddDevice(dev, false); err != nil {
+				return nil, sv.stop(fmt.Errorf("simulated %s %d: %w", e.Family, i, err))
+			}
 		}
 	}
 	hardware.start(svc)

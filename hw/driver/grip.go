@@ -174,11 +174,13 @@ func (g *Grip) apply() {
 		g.last.Hall = float64(s.Hall) / 255
 		g.last.Battery = min(max(s.Battery, 0), 1)
 		g.last.Status = hw.StatusConnected | hw.StatusAwake
+		g.last.GripError = s.Error
 		if s.Error == 0 {
 			g.last.Status |= hw.StatusReady
 		}
 	case wire.HeaderGripError:
 		if g.msg.GripUser.ID == g.id {
+			g.last.GripError = g.msg.GripUser.Error
 			g.last.Status &^= hw.StatusReady
 		}
 	}

@@ -81,6 +81,9 @@ type ArmOptions struct {
 	// Seed makes MotionRandom reproducible; arms with the same seed still
 	// move differently because the index is mixed in.
 	Seed int64
+	// Family is the product simulated (families.go): its id range, force
+	// limit and workspace. Zero means FamilyInverse3.
+	Family Family
 }
 
 // Arm is a simulated 3-DOF force-feedback arm: a point-mass end effector
@@ -119,6 +122,9 @@ type ArmCore struct {
 	settings hw.Settings
 	phaseRad float64 // circle phase, spread by index
 	centerM  hw.Vec3 // Info's workspace centre, kept beside the state
+	// The family's figures (families.go), kept beside the state.
+	radiusM   float64 // workspace sphere radius
+	maxForceN float64 // actuator force limit
 	// A random walk's state, read every step of MotionRandom.
 	rng  splitMix
 	walk smoothWalk
@@ -138,14 +144,16 @@ func NewArm(o ArmOptions) *Arm {
 	if n < 1 {
 		n = 1
 	}
+	spec := armFamily(o.Family)
 	a := &Arm{
 		info: hw.Info{
 			Kind:                    hw.KindArm,
-			ID:                      ArmID(o.Index),
-			UUID:                    ArmUUID(o.Index),
+			ID:                      ArmID(idIndex(spec, o.Index)),
+			UUID:                    ArmUUID(idIndex(spec, o.Index)),
+			Model:                   spec.Model,
 			Simulated:               true,
-			MaxForceN:               MaxForceN,
-			WorkspaceCenterM:        hw.ArmWorkspaceCenterM(),
+			MaxForceN:               spec.MaxForceN,
+			WorkspaceCenterM:        spec.WorkspaceCenterM,
 			EffectiveMassKg:         EffectiveMassKg,
 			HostGravityCompensation: true,
 		},
@@ -156,15 +164,17 @@ func NewArm(o ArmOptions) *Arm {
 			motion:   o.Motion,
 			rng:      newSplitMix(o.Seed, uint64(o.Index)<<1|0),
 			// The golden angle spreads a thousand arms' circles evenly in phase.
-			phaseRad: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
-			settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
-			pos:      hw.ArmWorkspaceCenterM(),
-			centerM:  hw.ArmWorkspaceCenterM(),
+			phaseRad:  math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
+			settings:  hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
+			pos:       spec.WorkspaceCenterM,
+			centerM:   spec.WorkspaceCenterM,
+			radiusM:   spec.WorkspaceRadiusM,
+			maxForceN: spec.MaxForceN,
 		},
 	}
 	a.c = &a.own
 	if o.Motion == MotionRandom {
-		c := hw.ArmWorkspaceCenterM()
+		c := spec.WorkspaceCenterM
 		start := [3]float64{c.X, c.Y, c.Z}
 		a.own.walk = smoothWalk{from: start, to: start, durS: 0}
 	}
@@ -278,7 +288,7 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 			targetM, servo = ForwardKinematics(cmd.AnglesDeg, c.settings.LeftHanded), true
 		}
 	}
-	fixedN = fixedN.ClampNorm(MaxForceN)
+	fixedN = fixedN.ClampNorm(c.maxForceN)
 
 	pos, vel, force := c.pos, c.vel, c.forceN
 	for i := 0; i < c.substeps; i++ {
@@ -375,7 +385,7 @@ func (c *ArmCore) servoForce(targetM hw.Vec3) hw.Vec3 {
 	want := targetM.Sub(c.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
 	f := want.Sub(c.vel).Scale(servoNspm)
 	f.Z += EffectiveMassKg * GravityMps2
-	return f.ClampNorm(MaxForceN)
+	return f.ClampNorm(c.maxForceN)
 }
 
 // step advances the physics by one sub-step with semi-implicit Euler:
@@ -413,11 +423,11 @@ func (c *ArmCore) step(actN hw.Vec3) {
 func (c *ArmCore) boundaryForce() hw.Vec3 {
 	off := c.pos.Sub(c.centerM)
 	d := off.Norm()
-	if d <= WorkspaceRadiusM {
+	if d <= c.radiusM {
 		return hw.Vec3{}
 	}
 	n := off.Scale(1 / d)
-	push := boundaryNpm*(d-WorkspaceRadiusM) + boundaryNspm*c.vel.Dot(n)
+	push := boundaryNpm*(d-c.radiusM) + boundaryNspm*c.vel.Dot(n)
 	if push < 0 {
 		push = 0 // the wall pushes, never pulls
 	}
@@ -430,7 +440,7 @@ func (c *ArmCore) boundaryForce() hw.Vec3 {
 func (c *ArmCore) endStop() {
 	off := c.pos.Sub(c.centerM)
 	d := off.Norm()
-	const stopM = WorkspaceRadiusM + EndStopMarginM
+	stopM := c.radiusM + EndStopMarginM
 	if d <= stopM {
 		return
 	}

@@ -464,7 +464,7 @@ func TestArmRejects(t *testing.T) {
 func TestArmInfo(t *testing.T) {
 	info := NewArm(ArmOptions{Index: 5}).Info()
 	want := hw.Info{
-		Kind: hw.KindArm, ID: ArmID(5), UUID: ArmUUID(5), Simulated: true,
+		Kind: hw.KindArm, ID: ArmID(5), UUID: ArmUUID(5), Model: ModelInverse3, Simulated: true,
 		MaxForceN: MaxForceN, WorkspaceCenterM: hw.ArmWorkspaceCenterM(),
 		EffectiveMassKg: EffectiveMassKg, HostGravityCompensation: true,
 	}

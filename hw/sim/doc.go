@@ -57,11 +57,21 @@
 // With MotionNone it lies still: identity orientation, nothing pressed. It
 // has no actuator and ignores commands.
 //
+// # Families
+//
+// A simulated device belongs to one of the vendor's product families
+// (families.go): the Inverse3, Minverse and Inverse3x arms, the wired and
+// the wireless VerseGrip. The family decides the device type number
+// (Info.Model), the force limit, the workspace sphere and the id range;
+// ArmOptions.Family and GripOptions.Family pick it, NewDevice builds any
+// family, and a Fleet (the --sim flag) says how many of each to build.
+//
 // # Identity
 //
-// Ids and UUIDs derive from the index alone (ArmID, GripID, ArmUUID,
-// GripUUID), so the same flags give the same devices after a restart and
-// stored device config comes back.
+// Ids and UUIDs derive from the family and the index alone (ArmID, GripID,
+// ArmUUID, GripUUID over the family's quarter of the index space), so the
+// same flags give the same devices after a restart and stored device
+// config comes back.
 //
 // # Time and concurrency
 //

@@ -53,3 +53,22 @@ func ExampleMotion_Set() {
 	// circle
 	// hw/sim: unknown motion "spiral"; use none, circle or random
 }
+
+// A Fleet is the --sim flag: how many devices of each family to build.
+// NewDevice builds each with its family's identity and limits.
+func ExampleFleet() {
+	fleet, err := sim.ParseFleet("verse_grip=1,minverse=1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range fleet.Sorted() {
+		for i := 0; i < e.Count; i++ {
+			info := sim.NewDevice(e.Family, i, sim.ArmOptions{}).Info()
+			fmt.Printf("%s: %s %s, device type %d, max %g N\n", e.Family, info.Kind, info.ID, info.Model, info.MaxForceN)
+		}
+	}
+	// Output:
+	// minverse: arm 083D, device type 6, max 4 N
+	// verse_grip: grip 13174, device type 7, max 0 N
+}

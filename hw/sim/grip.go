@@ -35,9 +35,11 @@ type GripOptions struct {
 	Motion Motion
 	// Seed makes MotionRandom reproducible.
 	Seed int64
-	// Link is reported as Info().Link; the default, LinkUnknown, reports
-	// LinkWireless, the common product. Tests simulate wired grips with
-	// LinkWired.
+	// Family is the product simulated: FamilyVerseGrip (wired) or
+	// FamilyWirelessVerseGrip. Zero lets Link decide.
+	Family Family
+	// Link, when Family is zero, picks the family: LinkWired the wired
+	// grip, anything else the wireless one (the common product).
 	Link hw.Link
 }
 
@@ -62,13 +64,15 @@ var _ hw.Driver = (*Grip)(nil)
 
 // NewGrip returns a simulated grip at rest with a full battery.
 func NewGrip(o GripOptions) *Grip {
+	spec := gripFamily(o.Family, o.Link)
 	return &Grip{
 		info: hw.Info{
 			Kind:      hw.KindGrip,
-			ID:        GripID(o.Index),
-			UUID:      GripUUID(o.Index),
+			ID:        GripID(idIndex(spec, o.Index)),
+			UUID:      GripUUID(idIndex(spec, o.Index)),
+			Model:     spec.Model,
 			Simulated: true,
-			Link:      gripLink(o.Link),
+			Link:      spec.Link,
 		},
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,
@@ -173,13 +177,4 @@ func (g *Grip) Close() error {
 	}
 	g.closed = true
 	return nil
-}
-
-// gripLink is the link a simulated grip reports: the wireless product
-// unless told otherwise.
-func gripLink(l hw.Link) hw.Link {
-	if l == hw.LinkUnknown {
-		return hw.LinkWireless
-	}
-	return l
 }

@@ -46,6 +46,8 @@ func defineFrames(s *Set, o *Options) {
 		"transform":      closed(Schema{"position": Ref("vec3"), "rotation": Ref("quat"), "scale": Ref("vec3")}),
 		"control_mode":   enum(controlModes()),
 		"control_domain": enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
+		"calibration_state": Schema{"type": "integer", "enum": []int{protocol.CalibrationNone, protocol.CalibrationInProgress, protocol.CalibrationDone},
+			"description": "0 not calibrated, 1 calibrating, 2 calibrated (2 or more means calibrated, as clients read it)"},
 	}
 	s.Define("arm-state", allRequired(armState))
 	s.Define("arm-state.subset", closed(armState))
@@ -75,17 +77,30 @@ func defineFrames(s *Set, o *Options) {
 	s.Define(gripStateName(protocol.LinkWireless), gripState("absent"))
 	s.Define(gripStateName(protocol.LinkWired), gripState("required"))
 	s.Define(gripStateName(protocol.LinkAny), gripState("optional"))
-	s.Define("grip-status", allRequired(Schema{"connected": boolean(), "awake": boolean(), "ready": boolean()}))
+	// A wired grip also reports its firmware's error code (0: none).
+	gripStatus := func(errorCode string) Schema {
+		props := Schema{"connected": boolean(), "awake": boolean(), "ready": boolean()}
+		required := sortedKeys(props)
+		if errorCode != "absent" {
+			props["error"] = Schema{"type": "integer", "minimum": 0, "maximum": 255, "description": "the grip firmware's error code; 0: none"}
+			if errorCode == "required" {
+				required = append(required, "error")
+			}
+		}
+		return closed(props, required...)
+	}
+	s.Define(gripStatusName(protocol.LinkWireless), gripStatus("absent"))
+	s.Define(gripStatusName(protocol.LinkWired), gripStatus("required"))
+	s.Define(gripStatusName(protocol.LinkAny), gripStatus("optional"))
 	s.Define("device-info", closed(Schema{
 		"id": str(), "uuid": str(), "major_version": Schema{"type": "integer"}, "minor_version": Schema{"type": "integer"},
-		"device_type": Schema{"type": "integer", "description": "the vendor's device type number (4 for an Inverse3); absent when unknown"},
+		"device_type": Schema{"type": "integer", "description": "the device type number: 4 Inverse3 (the vendor's), 5 Inverse3x, 6 Minverse, 7 wired VerseGrip, 8 wireless VerseGrip (hapticd's choice: the vendor's are not public)"},
 	}, "id", "uuid", "major_version", "minor_version"))
 	for _, c := range o.collections() {
-		slug := typeSlug(c.Type)
 		// The vendor's 3.5 frame shapes: the preset as a plain string, the
 		// mount as a flat transform (inputs keep the entry shapes).
 		conf := Schema{
-			"type":        constant(c.Key),
+			"type":        enum(protocol.ConfigTypes(c.Key)),
 			"port":        Schema{"type": "string", "description": "where the device is attached; \"\" for a simulated device"},
 			"device_info": Ref("device-info"),
 			"preset":      enum(append(protocol.PresetNames(), protocol.PresetCustom)),
@@ -95,7 +110,10 @@ func defineFrames(s *Set, o *Options) {
 		var optional []string
 		if c.Type == protocol.TypeArm {
 			conf["extended_device_id"] = Schema{"type": "string", "minLength": 1}
-			optional = append(optional, "extended_device_id")
+			conf["extended_firmware_version"] = Schema{"type": "string", "pattern": "^[0-9A-F]{32}$",
+				"description": "the firmware's digest, 32 hex digits; hapticd derives it from the family and version numbers"}
+			conf["streaming_mode"] = Schema{"type": "string", "enum": []string{protocol.StreamingMode}, "description": "how the device streams to the service"}
+			optional = append(optional, "extended_device_id", "extended_firmware_version")
 			for _, k := range protocol.Keys() {
 				if !k.SessionScoped() {
 					conf[k.Name()] = Ref(EntryName(k))
@@ -115,7 +133,7 @@ func defineFrames(s *Set, o *Options) {
 			props := Schema{
 				"device_id": Schema{"type": "string", "minLength": 1},
 				"state":     state,
-				"status":    Ref(slug + "-status"),
+				"status":    Ref(statusName(c)),
 			}
 			required := []string{"device_id", "state", "status"}
 			switch withConfig {
@@ -194,6 +212,25 @@ func gripStateName(l protocol.Link) string {
 		return "grip-state"
 	}
 	return "grip-state.any-link"
+}
+
+// gripStatusName is the grip status schema of the grips a link holds.
+func gripStatusName(l protocol.Link) string {
+	switch l {
+	case protocol.LinkWired:
+		return "grip-status.wired"
+	case protocol.LinkWireless:
+		return "grip-status"
+	}
+	return "grip-status.any-link"
+}
+
+// statusName is the status schema of the devices collection c holds.
+func statusName(c protocol.Collection) string {
+	if c.Type == protocol.TypeArm {
+		return "arm-status"
+	}
+	return gripStatusName(c.Link)
 }
 
 // stateName is the state schema of the devices collection c holds.

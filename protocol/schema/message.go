@@ -139,7 +139,9 @@ const keepAlive = "keep_alive"
 func stateCommandBody(name string) (Schema, bool) {
 	switch name {
 	case "set_transform":
-		return orNull(Ref("transform.input")), true
+		// Flat, or wrapped in "transform" (the vendor's Rust client); both
+		// partial.
+		return orNull(Schema{"anyOf": []Schema{Ref("transform.input"), open(Schema{"transform": Ref("transform.input")}, "transform")}}), true
 	case "set_gravity_compensation":
 		return orNull(Schema{"anyOf": []Schema{boolean(), open(Schema{"enabled": boolean()}, "enabled")}}), true
 	case keepAlive:

@@ -92,6 +92,9 @@ func NewServerWithOptions(a *activity.Activity, log zerolog.Logger, o SocketOpti
 			// the upgrade gets here; checking again would only disagree
 			// with --allow-origin.
 			CheckOrigin: func(*http.Request) bool { return true },
+			// A refused handshake answers the JSON envelope, as the
+			// other ports do, not gorilla's plain-text Bad Request.
+			Error: handshakeError,
 		},
 		conns: make(map[*socketConn]struct{}),
 	}
@@ -389,3 +392,18 @@ func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
 }
 
 var _ http.Handler = (*Server)(nil)
+
+// handshakeError answers an events upgrade that gorilla refused (a missing
+// key, an unsupported version) with the JSON error envelope.
+func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+	code := protocol.CodeBadHandshake
+	switch status {
+	case http.StatusMethodNotAllowed:
+		code = protocol.CodeMethodNotAllowed
+	case http.StatusForbidden:
+		code = protocol.CodeForbiddenOrigin
+	case http.StatusInternalServerError:
+		code = protocol.CodeInternal
+	}
+	writeError(w, code, fmt.Sprintf("events: %v; %s", reason, code.DefaultMessage()))
+}

@@ -44,29 +44,81 @@ function setConn(ok, text) {
 
 // ---- devices -------------------------------------------------------------
 
-function deviceCard(key, type, id) {
+// GRIP_TYPES are the names a grip's array goes by, under either naming:
+// the card of a grip shows what a grip has, not an arm's position and force.
+const GRIP_TYPES = new Set(["grip", "verse_grip", "wireless_verse_grip", "custom_verse_grip"]);
+
+// isGrip tells a grip by its array's name, or, for a name given with
+// --type-alias, by what it reports (an orientation and no cursor).
+function isGrip(type, dev) {
+  return GRIP_TYPES.has(type) || (!!dev?.state?.orientation && !dev?.state?.cursor_position);
+}
+
+// Rows by what they hold, each label with its unit.
+const ARM_ROWS = [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
+const GRIP_ROWS = [["status", "status"], ["orientation", "orientation (quaternion w, x, y, z)"], ["angles", "yaw, pitch, roll (°)"],
+  ["buttons", "buttons (pressed)"], ["hall", "hall level (0–1)"], ["battery", "battery (%)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
+
+function deviceCard(key, type, id, grip) {
   const facts = el("dl", { class: "facts" });
   const rows = {};
-  // Rows by what they hold; the label says it for this kind of device.
-  const labels = type === "grip"
-    ? [["status", "status"], ["position", "orientation (w, x, y, z)"], ["force", "hall, battery"], ["loop p99", "loop p99"], ["overruns", "overruns"]]
-    : [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
-  for (const [key, label] of labels) {
+  for (const [key, label] of grip ? GRIP_ROWS : ARM_ROWS) {
     rows[key] = el("dd", { class: "v-" + key.split(" ")[0] });
     facts.append(el("dt", {}, label), rows[key]);
   }
   const plot = el("div", { class: "trace" });
-  const card = el("div", { class: "device", "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
-  const d = { key, type, id, card, rows, t: [], x: [], y: [], z: [], chart: null };
-  if (type !== "grip" && window.uPlot) {
-    d.chart = new uPlot({
-      width: 540, height: 170, legend: { show: true },
+  const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
+  // A trace of what the device has: an arm's position (m); a grip's
+  // orientation angles (°) and hall level (0–1, on its own axis).
+  const d = { key, type, id, grip, card, rows, t: [], x: [], y: [], z: [], hall: [], chart: null };
+  if (window.uPlot) {
+    const opts = grip ? {
+      scales: { x: { time: true }, deg: {}, level: { range: [0, 1] } },
+      series: [{}, { label: "yaw (°)", stroke: "#c0392b", scale: "deg" }, { label: "pitch (°)", stroke: "#2f8f46", scale: "deg" },
+        { label: "roll (°)", stroke: "#2a6fdb", scale: "deg" }, { label: "hall level", stroke: "#8e44ad", scale: "level" }],
+      axes: [{}, { scale: "deg", size: 50, values: (u, vals) => vals.map((v) => v.toFixed(0) + "°") },
+        { scale: "level", side: 1, size: 40, grid: { show: false }, values: (u, vals) => vals.map((v) => v.toFixed(1)) }],
+    } : {
       scales: { x: { time: true } },
-      series: [{}, { label: "x", stroke: "#c0392b" }, { label: "y", stroke: "#2f8f46" }, { label: "z", stroke: "#2a6fdb" }],
+      series: [{}, { label: "x (m)", stroke: "#c0392b" }, { label: "y (m)", stroke: "#2f8f46" }, { label: "z (m)", stroke: "#2a6fdb" }],
       axes: [{}, { size: 60, values: (u, vals) => vals.map((v) => v.toFixed(3)) }],
-    }, [[], [], [], []], plot);
+    };
+    d.chart = new uPlot({ width: 540, height: 170, legend: { show: true }, ...opts }, grip ? [[], [], [], [], []] : [[], [], [], []], plot);
   }
   return d;
+}
+
+// gripAngles turns a grip's orientation into yaw (about Z), pitch (about X)
+// and roll (about Y) in degrees: the intrinsic Z-X-Y order the vendor's
+// tutorials use, in the +X right, +Y forward, +Z up frame.
+function gripAngles(q) {
+  const { w, x, y, z } = q;
+  const r12 = 2 * (x * y - w * z), r22 = 1 - 2 * (x * x + z * z);
+  const r31 = 2 * (x * z - w * y), r32 = 2 * (y * z + w * x), r33 = 1 - 2 * (x * x + y * y);
+  const deg = 180 / Math.PI;
+  return [Math.atan2(-r12, r22) * deg, Math.asin(Math.max(-1, Math.min(1, r32))) * deg, Math.atan2(-r31, r33) * deg];
+}
+
+// trim keeps the last TRACE_SECONDS of a card's trace.
+function trim(d, now, series) {
+  while (d.t.length && d.t[0] < now - TRACE_SECONDS) { d.t.shift(); for (const s of series) s.shift(); }
+}
+
+function showGrip(d, s, now) {
+  const o = s.orientation;
+  d.rows["orientation"].textContent = o ? [o.w, o.x, o.y, o.z].map((v) => fmt(v, 3)).join(", ") : "–";
+  const b = s.buttons || {};
+  const pressed = ["a", "b", "c", "home"].filter((k) => b[k] === true);
+  if (s.button === true && !pressed.length) pressed.push("button");
+  d.rows["buttons"].textContent = pressed.length ? pressed.join(", ") : "none";
+  d.rows["hall"].textContent = typeof s.hall === "number" ? fmt(s.hall, 2) : "–";
+  d.rows["battery"].textContent = typeof s.battery_level === "number" ? fmt(s.battery_level * 100, 0) + " %" : "–";
+  if (!o) { d.rows["angles"].textContent = "–"; return; }
+  const [yaw, pitch, roll] = gripAngles(o);
+  d.rows["angles"].textContent = [yaw, pitch, roll].map((v) => fmt(v, 1)).join(", ");
+  d.t.push(now); d.x.push(yaw); d.y.push(pitch); d.z.push(roll); d.hall.push(typeof s.hall === "number" ? s.hall : null);
+  trim(d, now, [d.x, d.y, d.z, d.hall]);
+  d.chart?.setData([d.t, d.x, d.y, d.z, d.hall]);
 }
 
 function forceArrow(f) {
@@ -107,7 +159,7 @@ async function pollDevices() {
       seen.add(key);
       let d = state.devices.get(key);
       if (!d) {
-        d = deviceCard(key, type, dev.device_id);
+        d = deviceCard(key, type, dev.device_id, isGrip(type, dev));
         state.devices.set(key, d);
         box.querySelector(".empty")?.remove();
         box.append(d.card);
@@ -117,18 +169,16 @@ async function pollDevices() {
       const s = dev.state || {};
       d.rows["status"].textContent = statusText(dev.status);
       mark(d.rows["status"], dev.status?.ready !== false);
-      if (s.cursor_position) {
+      if (d.grip) {
+        showGrip(d, s, now);
+      } else if (s.cursor_position) {
         const p = s.cursor_position;
         d.rows["position"].textContent = vec(p, 4);
         d.t.push(now); d.x.push(p.x); d.y.push(p.y); d.z.push(p.z);
-        while (d.t.length && d.t[0] < now - TRACE_SECONDS) { d.t.shift(); d.x.shift(); d.y.shift(); d.z.shift(); }
+        trim(d, now, [d.x, d.y, d.z]);
         d.chart?.setData([d.t, d.x, d.y, d.z]);
         // Numbers only, so building the markup from them is safe.
         d.rows["force"].innerHTML = `${vec(s.current_cursor_force, 2)} ${forceArrow(s.current_cursor_force)}`;
-      } else {
-        const o = s.orientation;
-        d.rows["position"].textContent = o ? [o.w, o.x, o.y, o.z].map((v) => fmt(v, 2)).join(", ") : "–";
-        d.rows["force"].textContent = s.hall !== undefined ? `${fmt(s.hall, 2)}, ${fmt((s.battery_level || 0) * 100, 0)} %` : "–";
       }
     }
   }

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// at walks a decoded JSON value by object keys (string) and array
+// indices (int); nil when anything is missing.
+func at(v any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// tutorialSession is a tutorial's WebSocket: the first frame, then one
+// message out and its frame back, which must carry no errors or warnings.
+type tutorialSession struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func (s *tutorialSession) tick(msg string) map[string]any {
+	s.t.Helper()
+	if err := s.c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		s.t.Fatal(err)
+	}
+	f := readJSON(s.t, s.c)
+	if f["errors"] != nil || f["warnings"] != nil {
+		s.t.Fatalf("after %s: errors %v, warnings %v", msg, f["errors"], f["warnings"])
+	}
+	return f
+}
+
+// The vendor's tutorials against the families --sim makes, on the real
+// binary with its default names, as a user runs them.
+func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
+	bin := buildBinary(t)
+	t.Run("T02 print VerseGrip with --sim verse_grip=1", func(t *testing.T) {
+		d := startProcess(t, bin, "--state-dir", t.TempDir(), "--type-names", "haply", "--sim", "verse_grip=1")
+		s := &tutorialSession{t: t, c: dialWS(t, "ws://"+d.addr["http"]+"/")}
+		inv := readJSON(t, s.c)
+		grip, _ := at(inv, "verse_grip", 0, "device_id").(string)
+		if grip == "" {
+			t.Fatalf("no wired grip in the first frame: %v", inv)
+		}
+		for _, key := range []string{"inverse3", "wireless_verse_grip"} {
+			if l, _ := inv[key].([]any); len(l) != 0 {
+				t.Fatalf("--sim verse_grip=1 also made %s: %v", key, inv[key])
+			}
+		}
+		if at(inv, "verse_grip", 0, "config", "type") != "verse_grip" || at(inv, "verse_grip", 0, "config", "device_info", "device_type") != float64(sim.ModelVerseGrip) {
+			t.Fatalf("the wired grip's config: %v", at(inv, "verse_grip", 0, "config"))
+		}
+		probe := fmt.Sprintf(`"verse_grip":[{"device_id":%q,"commands":{"probe_orientation":{}}}]`, grip)
+		s.tick(`{"session":{"configure":{"profile":{"name":"co.haply.inverse.tutorials:print-verse-grip"}}},` + probe + `}`)
+		// What T02 prints every tick: orientation, hall level, button. The
+		// grip must move: its orientation changes and its button goes both
+		// down and up.
+		orientations := map[string]bool{}
+		button := map[bool]bool{}
+		deadline := time.Now().Add(20 * time.Second)
+		for len(orientations) < 10 || len(button) < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("in 20 s the grip showed %d orientations and button states %v", len(orientations), button)
+			}
+			f := s.tick(`{` + probe + `}`)
+			q, _ := at(f, "verse_grip", 0, "state", "orientation").(map[string]any)
+			hall, hallOK := at(f, "verse_grip", 0, "state", "hall").(float64)
+			b, bOK := at(f, "verse_grip", 0, "state", "button").(bool)
+			code, errOK := at(f, "verse_grip", 0, "status", "error").(float64)
+			if len(q) != 4 || !hallOK || hall < 0 || hall > 1 || !bOK || !errOK || code != 0 {
+				t.Fatalf("the wired grip's state and status: %v", at(f, "verse_grip", 0))
+			}
+			orientations[fmt.Sprintf("%.4f %.4f %.4f %.4f", q["w"], q["x"], q["y"], q["z"])] = true
+			button[b] = true
+		}
+	})
+	t.Run("T05 Minverse branch with --sim minverse=1", func(t *testing.T) {
+		d := startProcess(t, bin, "--state-dir", t.TempDir(), "--type-names", "haply", "--sim", "minverse=1")
+		s := &tutorialSession{t: t, c: dialWS(t, "ws://"+d.addr["http"]+"/")}
+		inv := readJSON(t, s.c)
+		arm, _ := at(inv, "inverse3", 0, "device_id").(string)
+		if arm == "" {
+			t.Fatalf("no arm in the inverse3 array: %v", inv)
+		}
+		if at(inv, "inverse3", 0, "status", "calibrated") != true {
+			t.Fatalf("status %v: the tutorial waits for calibrated", at(inv, "inverse3", 0, "status"))
+		}
+		// The tutorial's choice: 0.04 m for a Minverse, 0.10 m for the rest.
+		radius := 0.10
+		if at(inv, "inverse3", 0, "config", "type") == "minverse" {
+			radius = 0.04
+		}
+		if radius != 0.04 || at(inv, "inverse3", 0, "config", "device_info", "device_type") != float64(sim.ModelMinverse) {
+			t.Fatalf("config %v: the tutorial would not take the Minverse branch", at(inv, "inverse3", 0, "config"))
+		}
+		s.tick(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":"co.haply.inverse.tutorials:position-control"}}},"inverse3":[{"device_id":%q,"configure":{"preset":{"preset":"arm_front_centered"}}}]}`, arm))
+		// Hold D (+x), then W (+y), then E (+z): the target moves 0.00005 m
+		// a tick and is clamped to the sphere, as the tutorial does.
+		const speed = 0.00005
+		var target [3]float64
+		limit := sim.MinverseWorkspaceRadiusM + sim.EndStopMarginM
+		var cursor [3]float64
+		send := func() {
+			f := s.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":%g,"y":%g,"z":%g}}}}]}`, arm, target[0], target[1], target[2]))
+			for i, c := range []string{"x", "y", "z"} {
+				cursor[i], _ = at(f, "inverse3", 0, "state", "cursor_position", c).(float64)
+			}
+			if r := math.Sqrt(cursor[0]*cursor[0] + cursor[1]*cursor[1] + cursor[2]*cursor[2]); r > limit {
+				t.Fatalf("cursor %v is %.4f m from the centre, outside the Minverse's workspace (%.3f m)", cursor, r, limit)
+			}
+		}
+		for _, axis := range []int{0, 1, 2} {
+			for range 1200 {
+				target[axis] += speed
+				if n := math.Sqrt(target[0]*target[0] + target[1]*target[1] + target[2]*target[2]); n > radius {
+					for i := range target {
+						target[i] *= radius / n
+					}
+				}
+				send()
+			}
+		}
+		if math.Abs(math.Sqrt(target[0]*target[0]+target[1]*target[1]+target[2]*target[2])-radius) > 1e-9 {
+			t.Fatalf("target %v is not on the tutorial's sphere", target)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for math.Hypot(math.Hypot(cursor[0]-target[0], cursor[1]-target[1]), cursor[2]-target[2]) > 0.003 {
+			if time.Now().After(deadline) {
+				t.Fatalf("cursor %v did not reach the target %v on the 0.04 m sphere", cursor, target)
+			}
+			send()
+		}
+	})
+}
+
+// --sim parses into a fleet, keeps the shorthands, and refuses what is
+// ambiguous or wrong with a message that says how to fix it.
+func TestSimFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // the fleet, or the error's start
+	}{
+		{nil, "inverse3=1,wireless_verse_grip=1"},
+		{[]string{"--sim-arms", "3", "--sim-grips", "0"}, "inverse3=3,wireless_verse_grip=0"},
+		{[]string{"--sim", "inverse3=2,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=2"}, "inverse3=2,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=2"},
+		{[]string{"--sim", "verse_grip=1"}, "verse_grip=1"},
+		{[]string{"--sim", "minverse=1", "--sim", "verse_grip=2"}, "minverse=1,verse_grip=2"},
+		{[]string{"--sim", "minverse=1", "--sim-arms", "2"}, "minverse=1,inverse3=2"},
+		{[]string{"--sim", "inverse3=1", "--sim-arms", "2"}, "error: --sim-arms and --sim inverse3=1"},
+		{[]string{"--sim", "minverse=1,minverse=2"}, "error: invalid value"},
+		{[]string{"--sim", "gadget=1"}, "error: invalid value"},
+		{[]string{"--sim", "minverse"}, "error: invalid value"},
+		{[]string{"--sim", "minverse=-1"}, "error: invalid value"},
+		{[]string{"--sim", "minverse=20000"}, "error: invalid value"},
+	} {
+		o, err := parseFlags(tt.args)
+		got := ""
+		if err != nil {
+			got = "error: " + err.Error()
+		} else {
+			got = o.fleet.String()
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%q: %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
+
+// The simulator's families and the wire's are one list: same names, same
+// device type numbers, grips on the same links.
+func TestFamilyTablesAgree(t *testing.T) {
+	wire := map[string]protocol.Family{}
+	for _, f := range protocol.Families() {
+		wire[f.Name] = f
+	}
+	if len(wire) != len(sim.Families()) {
+		t.Fatalf("protocol has %d families, hw/sim %d", len(wire), len(sim.Families()))
+	}
+	for _, s := range sim.Families() {
+		w, ok := wire[s.Name]
+		if !ok || w.DeviceType != int(s.Model) || (s.Kind == hw.KindGrip) != (w.Type == protocol.TypeGrip) {
+			t.Errorf("%s: hw/sim %+v, protocol %+v", s.Name, s, w)
+		}
+		link := protocol.LinkAny
+		switch s.Link {
+		case hw.LinkWired:
+			link = protocol.LinkWired
+		case hw.LinkWireless:
+			link = protocol.LinkWireless
+		}
+		dt := protocol.TypeArm
+		if s.Kind == hw.KindGrip {
+			dt = protocol.TypeGrip
+		}
+		if got := protocol.FamilyOf(dt, link, int(s.Model)); got != w {
+			t.Errorf("%s: FamilyOf gives %+v", s.Name, got)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Each family's device reports its own identity and limits, and its
+// physics keeps to them: pushed hard outward, the cursor stops at the
+// family's workspace sphere, and the force applied is the family's limit.
+func TestFamiliesBuildTheirDevices(t *testing.T) {
+	ids := map[string]Family{}
+	for _, spec := range Families() {
+		t.Run(spec.Name, func(t *testing.T) {
+			for i := range 3 {
+				info := NewDevice(spec.Family, i, ArmOptions{PeriodS: 0.001}).Info()
+				if info.Kind != spec.Kind || info.Model != spec.Model || info.Link != spec.Link || !info.Simulated {
+					t.Fatalf("info %+v does not match the family %+v", info, spec)
+				}
+				if f, dup := ids[info.Kind.String()+info.ID]; dup {
+					t.Fatalf("%s %d has id %s, as a %s does", spec.Name, i, info.ID, f)
+				}
+				ids[info.Kind.String()+info.ID] = spec.Family
+			}
+			if spec.Kind != hw.KindArm {
+				return
+			}
+			arm := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001})
+			if info := arm.Info(); info.MaxForceN != spec.MaxForceN || info.WorkspaceCenterM != spec.WorkspaceCenterM {
+				t.Fatalf("info %+v, want the family's force %g and centre %v", info, spec.MaxForceN, spec.WorkspaceCenterM)
+			}
+			var st hw.State
+			push := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 50}}
+			for range 3000 {
+				if err := arm.Exchange(&push, &st); err != nil {
+					t.Fatal(err)
+				}
+				if d := st.PositionM.Sub(spec.WorkspaceCenterM).Norm(); d > spec.WorkspaceRadiusM+EndStopMarginM+1e-9 {
+					t.Fatalf("cursor %.4f m from the centre, past the %g m workspace", d, spec.WorkspaceRadiusM)
+				}
+			}
+			if got := st.ForceN.Norm(); got > spec.MaxForceN+1e-9 || got < spec.MaxForceN-1e-9 {
+				t.Fatalf("a 50 N command applied %g N, want the family's limit %g N", got, spec.MaxForceN)
+			}
+			if d := st.PositionM.Sub(spec.WorkspaceCenterM).Norm(); d < spec.WorkspaceRadiusM {
+				t.Fatalf("pushed outward for 3 s the cursor is %.4f m from the centre, inside the %g m sphere", d, spec.WorkspaceRadiusM)
+			}
+		})
+	}
+	// Before families, Index alone decided; the Inverse3 and the wireless
+	// grip keep those ids, so stored configuration comes back.
+	if NewArm(ArmOptions{Index: 7}).Info().ID != ArmID(7) || NewGrip(GripOptions{Index: 7}).Info().ID != GripID(7) {
+		t.Fatal("the default families changed their ids")
+	}
+	if NewGrip(GripOptions{Link: hw.LinkWired}).Info().Model != ModelVerseGrip {
+		t.Fatal("a grip asked for by link is not the wired family")
+	}
+}
+
+func TestParseFleet(t *testing.T) {
+	for _, tt := range []struct {
+		in, want, err string
+	}{
+		{"", "", ""},
+		{"inverse3=2, minverse=1 ,verse_grip=0", "inverse3=2,minverse=1,verse_grip=0", ""},
+		{"wireless_verse_grip=16384", "wireless_verse_grip=16384", ""},
+		{"inverse3=2,inverse3=1", "", "given twice"},
+		{"inverse=1", "", `unknown device family "inverse"`},
+		{"minverse", "", "not family=count"},
+		{"minverse=x", "", "whole number"},
+		{"minverse=16385", "", "whole number"},
+	} {
+		fl, err := ParseFleet(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want one saying %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || fl.String() != tt.want {
+			t.Errorf("%q: %q, %v; want %q", tt.in, fl.String(), err, tt.want)
+		}
+	}
+	var fl Fleet
+	if err := fl.Set("minverse=1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.Set("minverse=2"); err == nil {
+		t.Fatal("a family given in two flags was accepted")
+	}
+	if got := (Fleet{{FamilyVerseGrip, 1}, {FamilyMinverse, 2}, {FamilyInverse3, 1}}).Sorted().String(); got != "inverse3=1,minverse=2,verse_grip=1" {
+		t.Fatalf("sorted fleet %s", got)
+	}
+}
