@@ -51,7 +51,8 @@
 //
 // # Safety
 //
-// A command is never applied after its deadline. When the owner's lease
+// safety.go holds this code, apart from the shards and the halt handshake,
+// and safety_test.go its tests. A command is never applied after its deadline. When the owner's lease
 // lapses the loop releases the register (EventLeaseExpired, once) and ramps
 // the output linearly to zero over RampNs counted from the deadline (a tick
 // that woke late shortens the ramp rather than delaying the zero), then
