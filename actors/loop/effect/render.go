@@ -62,15 +62,16 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 	var sum hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
+		// The energy the effect absorbed from the arm (package passivity's
+		// convention): the work of last tick's force over the tick that
+		// ended, −F·v·dt, positive while it takes energy out.
+		s.energyJ -= s.forceN.Dot(in.VelocityMps) * dtS
 		s.advance(in, dtS, alpha)
 		f := s.render(in, dtS, r.prevM, r.havePrev).Scale(s.weight * gain)
 		if !f.Finite() {
 			f = hw.Vec3{}
 		}
 		s.forceN = f
-		// The energy the effect absorbed from the arm (see the passivity
-		// layer): −F·v·dt, positive while it takes energy out.
-		s.energyJ -= f.Dot(in.VelocityMps) * dtS
 		if s.removing && s.weight == 0 {
 			r.n--
 			r.st[i], r.st[r.n] = r.st[r.n], state{}
@@ -90,7 +91,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 func (r *Renderer) Pause() {
 	for i := range r.n {
 		s := &r.st[i]
-		s.contact, s.trapped, s.weight = false, false, 0
+		s.contact, s.trapped, s.weight, s.forceN = false, false, 0, hw.Vec3{}
 	}
 	r.havePrev = false
 }
@@ -119,7 +120,8 @@ type Rendered struct {
 	Weight   float64
 	Removing bool
 	// EnergyJ is the energy the effect absorbed from the arm so far
-	// (−Σ F·v·dt): positive is passive, negative means it drove the arm.
+	// (−Σ F·v·dt, package passivity's convention): positive is passive,
+	// negative means it drove the arm.
 	EnergyJ float64
 }
 

@@ -385,3 +385,21 @@ func TestRenderDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Render allocates %.1f times per tick, want 0", allocs)
 	}
 }
+
+func TestEffectEnergySigns(t *testing.T) {
+	g := newRig(t, Spec{ID: "d", Kind: Damper, Params: Params{DampingNsPerM: 2}},
+		Spec{ID: "f", Kind: Field, Params: Params{RadiusM: 10, ForceN: vec(1, 0, 0)}})
+	v := vec(0.1, 0, 0)
+	for range 1000 {
+		g.tick(hw.Vec3{}, v)
+	}
+	var damper, field Rendered
+	g.r.Rendered(0, &damper)
+	g.r.Rendered(1, &field)
+	if damper.ID != "d" || !(damper.EnergyJ > 0) {
+		t.Fatalf("damper %q absorbed %v J moving at 0.1 m/s, want > 0", damper.ID, damper.EnergyJ)
+	}
+	if field.ID != "f" || !(field.EnergyJ < 0) {
+		t.Fatalf("field %q pushing along the motion absorbed %v J, want < 0 (it drives the arm)", field.ID, field.EnergyJ)
+	}
+}
