@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -39,6 +40,17 @@ type Globals struct {
 	// they change; GravityCompensation and GravityScale also drive the
 	// loop's own feed-forward on devices with host gravity compensation.
 	Settings hw.Settings
+	// ForceClampN lowers the clamp on the commanded force (the session's
+	// plus its effects') below the device's MaxForceN; 0 or more than
+	// MaxForceN leaves MaxForceN.
+	ForceClampN float64
+	// ForceSlewNps limits how fast the commanded force may change, in N/s
+	// (0: no limit). A new control starts from zero force.
+	ForceSlewNps float64
+	// Passivity configures the passivity controller on the commanded
+	// force; its observer always runs (see the package doc, # Effects and
+	// passivity). Off by default.
+	Passivity passivity.Options
 }
 
 // DefaultGlobals returns full force scale and gravity compensation enabled at
@@ -66,6 +78,10 @@ const (
 	// EventRateWarning: the loop period's p99 over the last window passed
 	// its bound (1.5 × target).
 	EventRateWarning
+	// EventPassivitySustained: the passivity controller has been adding
+	// damping for over a second without a break (see Output); once per
+	// such spell. Session is the owner.
+	EventPassivitySustained
 )
 
 func (k EventKind) String() string {
@@ -80,6 +96,8 @@ func (k EventKind) String() string {
 		return "failed"
 	case EventRateWarning:
 		return "rate-warning"
+	case EventPassivitySustained:
+		return "passivity-sustained"
 	}
 	return "unknown"
 }
@@ -210,11 +228,22 @@ type Device struct {
 	out             hw.Command
 	gate            forceGate
 	cmd             Command // the latest register contents
+	tickDtNs        int64   // this tick's time since the last
+
+	// The commanded force's last stages (safety.go): the effects in
+	// force (nil until SetEffects), the passivity observer and
+	// controller, the slew limiter's last force.
+	fx         atomic.Pointer[effectStage]
+	sessionObs passivity.Observer
+	pc         passivity.Controller
+	slewN      hw.Vec3
+	outTicks   uint8 // ticks since the output figures were last stored
 
 	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
 	errors   atomic.Uint64
 	expiries atomic.Uint64 // leases that lapsed
+	output   outputFigures // the passivity figures Output reads
 	taps     taps          // recorders' per-tick feeds (tap.go)
 	// slot is the device's record on a scheduler shard (simulated arms),
 	// which then holds its hot state and its published snapshot; nil
@@ -537,6 +566,7 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 		dtNs = d.opts.PeriodNs
 	}
 	d.lastNowNs = nowNs
+	d.tickDtNs = dtNs
 
 	// The force gate watches the arm only while a force may be commanded
 	// or is still ramping out (read before lease, which may end both this

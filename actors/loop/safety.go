@@ -12,7 +12,9 @@ package loop
 //	           lapsed; notice releases                        -> owner
 //	compute    the owner's valid command, else the ramp of the last one,
 //	           else nothing                                   -> d.out
-//	  shape    damping, force gate, force scale, clamp to MaxForceN, × ramp
+//	  shape    damping, force gate, force scale; then finishForce: + the
+//	           session's effects, passivity observer and controller, clamp
+//	           to MaxForceN (or ForceClampN), slew limit, × ramp
 //	addGravity the host-side feed-forward (not the client's force), clamped
 //	           again
 //	(exchange)
@@ -35,11 +37,16 @@ package loop
 //	gravityN         the feed-forward inside out.ForceN.Z this tick
 //	errRun           driver errors in a row
 //	out              what goes to the driver this tick
+//	fx               the effects (effects.go: the Set, its Renderer)
+//	sessionObs, pc   the passivity observer of the session's force and the
+//	                 controller of the summed output
+//	slewN            the force before the ramp last tick (slew limit)
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -63,6 +70,7 @@ func (d *Device) haltLocked() {
 	d.halted = true
 	d.asleep = false
 	d.out = hw.Command{}
+	d.endForce(d.lastNowNs)
 	d.pub.Mode, d.pub.Target = hw.ModeIdle, [3]float64{}
 	if err := d.drv.Halt(); err != nil {
 		d.errors.Add(1)
@@ -135,12 +143,12 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 		}
 		d.armed, d.ramping, d.halted = true, false, false
 		d.appliedSeq = c.Seq
-		d.shape(&d.held, 1, g)
+		d.shape(&d.held, 1, g, nowNs)
 		return
 	}
 	if d.armed {
 		d.armed = false
-		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque {
+		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.effectsActive(d.held.Session) {
 			// A lapse ramps from the deadline, not from the tick that
 			// noticed it: a tick that woke late (a busy CPU) shortens the
 			// ramp instead of pushing the zero past ReleaseBoundNs.
@@ -155,28 +163,51 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	if d.ramping {
 		el := nowNs - d.rampStartNs
 		if el < d.opts.RampNs {
-			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs), g)
+			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs), g, nowNs)
 			return
 		}
 		d.ramping = false
 	}
 	d.out = hw.Command{}
+	d.endForce(nowNs)
 }
 
-// shape turns a command into the driver's output: damping, force gate,
-// force scale, gravity feed-forward, clamp, then the ramp factor.
-func (d *Device) shape(c *Command, ramp float64, g *Globals) {
+// endForce forgets the commanded force's history when no control holds
+// the output: effects pause, the observer and controller start from zero
+// energy, the slew limiter from zero force.
+func (d *Device) endForce(nowNs int64) {
+	if d.slewN == (hw.Vec3{}) && d.pc == (passivity.Controller{Spells: d.pc.Spells}) && d.sessionObs == (passivity.Observer{}) {
+		d.pauseEffects(nowNs)
+		return
+	}
+	d.pauseEffects(nowNs)
+	d.slewN = hw.Vec3{}
+	d.pc.Reset()
+	d.sessionObs.Reset()
+	d.storeOutput(true)
+}
+
+// shape turns a command into the driver's output. A force: the session's
+// force less its damping, through the force gate, × force scale; plus the
+// session's effects (× force scale); through the passivity controller;
+// clamped; slew-limited; × the ramp factor. A command with no output
+// (ModeIdle) whose session has effects is a force of zero plus them.
+func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	scale := clamp(g.ForceScale, 0, 1)
 	out := &d.out
-	*out = hw.Command{Mode: c.Cmd.Mode}
-	switch c.Cmd.Mode {
+	mode := c.Cmd.Mode
+	if mode == hw.ModeIdle && d.effectsActive(c.Session) {
+		mode = hw.ModeForce
+	}
+	*out = hw.Command{Mode: mode}
+	switch mode {
 	case hw.ModeForce:
 		p := c.Params
 		if p == nil {
 			p = &defaultParams
 		}
 		f := c.Cmd.ForceN
-		if !f.Finite() {
+		if !f.Finite() || c.Cmd.Mode != hw.ModeForce {
 			f = hw.Vec3{}
 		}
 		v := d.state.VelocityMps
@@ -188,8 +219,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 		}
 		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		f = clampMagnitude(f, d.maxForceN)
-		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
+		out.ForceN = d.finishForce(f, c, ramp, g, nowNs, scale)
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
 		k := scale * ramp
@@ -213,6 +243,49 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals) {
 	default:
 		*out = hw.Command{}
 	}
+}
+
+// finishForce takes the session's shaped force f through the stages every
+// commanded force passes: the effects are added, the passivity observer
+// counts each source's energy and its controller adds damping if the
+// output turned active, then the clamp, the slew limit and the ramp.
+// Without effects, with the controller off and no slew limit, it is the
+// clamp and the ramp alone.
+func (d *Device) finishForce(f hw.Vec3, c *Command, ramp float64, g *Globals, nowNs int64, scale float64) hw.Vec3 {
+	v := d.state.VelocityMps
+	if !v.Finite() {
+		v = hw.Vec3{}
+	}
+	dt := d.tickDtNs
+	d.sessionObs.Add(f, v, dt)
+	f = f.Add(d.renderEffects(c, nowNs, scale))
+	f = d.pc.Step(f, v, nowNs, dt, &g.Passivity)
+	if d.pc.Sustained && d.pc.ActiveNs > 0 && d.pc.Spells != d.output.spells.Load() {
+		d.emit(Event{Kind: EventPassivitySustained, Session: c.Session})
+		d.storeOutput(true)
+	}
+	limit := d.maxForceN
+	if g.ForceClampN > 0 && g.ForceClampN < limit {
+		limit = g.ForceClampN
+	}
+	f = clampMagnitude(f, limit)
+	if s := g.ForceSlewNps; s > 0 {
+		f = slew(d.slewN, f, s*float64(dt)*1e-9)
+	}
+	d.slewN = f
+	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
+	d.pc.Applied(f)
+	d.storeOutput(false)
+	return f
+}
+
+// slew moves from toward to by at most maxStepN.
+func slew(from, to hw.Vec3, maxStepN float64) hw.Vec3 {
+	step := to.Sub(from)
+	if n := step.Norm(); n > maxStepN {
+		return from.Add(step.Scale(maxStepN / n))
+	}
+	return to
 }
 
 // addGravity adds the host-side gravity feed-forward to the output of a
@@ -254,6 +327,7 @@ func (d *Device) driverError(err error, owner uint64) {
 	}
 	d.armed, d.ramping = false, false
 	d.out = hw.Command{}
+	d.endForce(d.lastNowNs)
 	if d.errRun == 1 {
 		d.emit(Event{Kind: EventDriverError, Session: owner,
 			Err: fmt.Errorf("actors/loop: exchange with %s failed, output halted: %w", d.info.ID, err)})

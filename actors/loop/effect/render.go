@@ -91,7 +91,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 func (r *Renderer) Pause() {
 	for i := range r.n {
 		s := &r.st[i]
-		s.contact, s.trapped, s.weight, s.forceN = false, false, 0, hw.Vec3{}
+		s.contact, s.trapped, s.weight, s.forceN, s.energyJ = false, false, 0, hw.Vec3{}, 0
 	}
 	r.havePrev = false
 }
