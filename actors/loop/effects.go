@@ -12,20 +12,48 @@ import (
 // reportEvery is how many ticks apart the effects report and the output
 // figures are published: readers (frames' extension fields, /metrics, a
 // proxy drawn by an engine at 60 to 200 Hz) need no more, and a report of
-// 16 effects is a kilobyte and a half to copy.
-const reportEvery = 4
+// 16 effects is a kilobyte and a half to copy. A report nobody read for
+// unreadTicks is published only every unreadEvery ticks: ten thousand
+// arms' reports cost 3.5 MB of copies a tick otherwise.
+const (
+	reportEvery = 4
+	unreadTicks = 1000
+	unreadEvery = 128
+)
 
 // effectStage is a device's effects: the Set in force, which a session
-// publishes (SetEffects), the Renderer the tick owns, and the report
-// readers load. A device gets one on its first SetEffects, so the
-// thousands of arms that never render an effect carry a nil pointer.
+// publishes (SetEffects), the Renderer the tick owns with room for two
+// effects beside it, and the report readers load (kept apart: it is
+// kilobytes the tick writes only every few ticks). A device gets one on its
+// first SetEffects, so the thousands of arms that never render an effect
+// carry a nil pointer.
 type effectStage struct {
-	set       atomic.Pointer[effect.Set]
-	r         effect.Renderer
-	rendering bool // rendered on the last tick (else paused)
+	set atomic.Pointer[effect.Set]
+	// grow is room for more effects, allocated by SetEffects for the tick
+	// to move its Renderer into (the tick allocates nothing).
+	grow      atomic.Pointer[effect.Slots]
+	capacity  atomic.Int64 // r.Cap(), for SetEffects
+	rendering bool         // rendered on the last tick (else paused)
 	ticks     uint8
-	buf       EffectsReport
-	report    cell[EffectsReport]
+	unread    uint16 // ticks since read was set (see read)
+	// read is set by LoadEffects and cleared by the tick once unread
+	// for unreadTicks.
+	read   atomic.Bool
+	r      effect.Renderer
+	inline effect.Inline
+	rep    *effectsReport
+}
+
+type effectsReport struct {
+	buf  EffectsReport // the tick's, filled before each publish
+	cell cell[EffectsReport]
+}
+
+func newEffectStage() *effectStage {
+	st := &effectStage{rep: new(effectsReport)}
+	st.r.UseInline(&st.inline)
+	st.capacity.Store(int64(st.r.Cap()))
+	return st
 }
 
 // EffectsReport is what the loop rendered of a device's effects, as of
@@ -46,20 +74,36 @@ type EffectsReport struct {
 // SetEffects publishes the Set of effects the loop renders on this device
 // from its next tick (nil: none). The loop renders a Set only while its
 // Session controls the device under a valid lease, summed with that
-// session's command; when control ends they ramp out with it. SetEffects
-// allocates once per device, on its first call; the tick reads the Set
-// through an atomic pointer and never waits for it.
+// session's command; when control ends they ramp out with it. Only one
+// goroutine at a time may call it (the device's controlling session, in
+// order). It allocates when the device needs more room for effects than it
+// had (its first call, a larger Set); the tick reads the Set through an
+// atomic pointer and never waits for it.
 func (d *Device) SetEffects(s *effect.Set) {
 	st := d.fx.Load()
 	if st == nil {
 		if s == nil {
 			return
 		}
-		d.fx.CompareAndSwap(nil, new(effectStage))
+		d.fx.CompareAndSwap(nil, newEffectStage())
 		st = d.fx.Load()
+	}
+	// Room for the new Set beside the old one's effects, which fade out
+	// while the new ones fade in. Published before the Set: a tick that
+	// sees the Set sees the room.
+	need := s.Len() + st.set.Load().Len()
+	if g := st.grow.Load(); int64(need) > max(st.capacity.Load(), int64(capOf(g))) {
+		st.grow.Store(effect.NewSlots(need))
 	}
 	st.set.Store(s)
 	d.poke()
+}
+
+func capOf(s *effect.Slots) int {
+	if s == nil {
+		return 0
+	}
+	return s.Cap()
 }
 
 // Effects returns the Set published last (nil: none).
@@ -71,14 +115,20 @@ func (d *Device) Effects() *effect.Set {
 }
 
 // LoadEffects fills dst with the latest effects report and reports false
-// (dst zeroed) when the device never had effects. It never blocks.
+// (dst zeroed) when the device never had effects. It never blocks. A
+// device whose report nobody loaded for a second publishes it only every
+// unreadEvery ticks, so the first Load after a quiet spell may be that old
+// (TimeNs says); the loop publishes every reportEvery ticks from then on.
 func (d *Device) LoadEffects(dst *EffectsReport) bool {
 	st := d.fx.Load()
 	if st == nil {
 		*dst = EffectsReport{}
 		return false
 	}
-	st.report.Load(dst)
+	if !st.read.Load() {
+		st.read.Store(true)
+	}
+	st.rep.cell.Load(dst)
 	return true
 }
 
@@ -90,6 +140,9 @@ func (d *Device) renderEffects(c *Command, nowNs int64, gain float64) hw.Vec3 {
 		return hw.Vec3{}
 	}
 	set := st.set.Load()
+	if set != st.r.Set() {
+		d.growEffects(st) // after loading the Set: see SetEffects
+	}
 	if set != nil && set.Session != c.Session {
 		set = nil // another session's effects: not this owner's to feel
 	}
@@ -103,12 +156,23 @@ func (d *Device) renderEffects(c *Command, nowNs int64, gain float64) hw.Vec3 {
 		return hw.Vec3{}
 	}
 	f := st.r.Render(set, &in, gain)
+	started := !st.rendering
 	st.rendering = true
 	st.ticks++
-	if st.ticks >= reportEvery {
+	if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
 		d.publishEffects(st, nowNs, set)
 	}
 	return f
+}
+
+// growEffects moves the Renderer into the room SetEffects allocated, if
+// it did.
+func (d *Device) growEffects(st *effectStage) {
+	if g := st.grow.Load(); g != nil {
+		st.r.UseSlots(g)
+		st.capacity.Store(int64(st.r.Cap()))
+		st.grow.CompareAndSwap(g, nil)
+	}
 }
 
 // effectsActive says whether a command of session's yields a force from
@@ -137,8 +201,15 @@ func (d *Device) pauseEffects(nowNs int64) {
 }
 
 func (d *Device) publishEffects(st *effectStage, nowNs int64, set *effect.Set) {
+	if st.read.Load() {
+		st.unread += uint16(st.ticks)
+		if st.unread >= unreadTicks {
+			st.read.Store(false)
+			st.unread = 0
+		}
+	}
 	st.ticks = 0
-	b := &st.buf
+	b := &st.rep.buf
 	b.TimeNs, b.Rendering = nowNs, st.rendering
 	b.Session = 0
 	if set != nil {
@@ -151,7 +222,7 @@ func (d *Device) publishEffects(st *effectStage, nowNs int64, set *effect.Set) {
 	for i := b.N; i < len(b.Effects) && b.Effects[i].ID != ""; i++ {
 		b.Effects[i] = effect.Rendered{}
 	}
-	st.report.Publish(b)
+	st.rep.cell.Publish(b)
 }
 
 // OutputReport is the energy the passivity layer observed on a device's
@@ -211,15 +282,7 @@ func (d *Device) storeOutput(force bool) {
 	d.outTicks = 0
 	var fxJ, navJ float64
 	if st := d.fx.Load(); st != nil {
-		var r effect.Rendered
-		for i := range st.r.Len() {
-			st.r.Rendered(i, &r)
-			if r.Source == effect.SourceNavigation {
-				navJ += r.EnergyJ
-			} else {
-				fxJ += r.EnergyJ
-			}
-		}
+		fxJ, navJ = st.r.Energy()
 	}
 	o := &d.output
 	o.sessionJ.Store(math.Float64bits(d.sessionObs.EnergyJ))

@@ -45,15 +45,18 @@ func TestEffectsAreSummedWithTheCommand(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 			r.dev.SetEffects(springSet(t, 7))
+			var rep EffectsReport
+			r.dev.LoadEffects(&rep) // a reader: the loop reports every few ticks
 			seq := uint64(0)
 			keep := func() { seq++; r.command(7, seq, 100*ms, c.cmd, nil) }
 			out := r.run(100, keep)
 			if out.Mode != hw.ModeForce || !near(out.ForceN.X, c.wantN.X, 1e-9) || !near(out.ForceN.Z, c.wantN.Z, 1e-9) {
 				t.Fatalf("output %+v, want force %v", out, c.wantN)
 			}
-			var rep EffectsReport
-			if !r.dev.LoadEffects(&rep) || rep.N != 1 || rep.Effects[0].ID != "k" || !rep.Rendering || rep.Session != 7 {
-				t.Fatalf("effects report %+v, want effect k rendering for session 7", rep)
+			if !r.dev.LoadEffects(&rep) || rep.N != 1 || rep.Effects[0].ID != "k" || !rep.Rendering || rep.Session != 7 ||
+				rep.TimeNs < r.clock.Now()-reportEvery*ms || !near(rep.Effects[0].ForceN.X, 1, 1e-9) {
+				t.Fatalf("effects report: %d effects (first %+v), rendering %v, session %d, %d ns old; want effect k at 1 N rendering for session 7",
+					rep.N, rep.Effects[0], rep.Rendering, rep.Session, r.clock.Now()-rep.TimeNs)
 			}
 		})
 	}

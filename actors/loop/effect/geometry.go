@@ -9,25 +9,25 @@ import (
 // freeDistance is a wall-like effect's signed distance from x to its
 // surface, positive on the free side (where the cursor may be) and negative
 // past the surface, in metres.
-func freeDistance(sp *Spec, p *Params, x hw.Vec3) float64 {
-	switch sp.Kind {
+func freeDistance(s *state, p *Params, x hw.Vec3) float64 {
+	switch s.kind {
 	case Wall:
 		return p.AxisUnit.Dot(x.Sub(p.PointM))
 	case LimitSphere:
 		d := x.Sub(p.PointM).Norm() - p.RadiusM
-		if sp.KeepInside {
+		if s.keepIn {
 			return -d
 		}
 		return d
 	case LimitBox:
 		d := sdBox(x.Sub(p.PointM), p.HalfExtentsM)
-		if sp.KeepInside {
+		if s.keepIn {
 			return -d
 		}
 		return d
 	case Shape:
-		d := shapeDistance(sp.Primitive, p, x)
-		if sp.KeepInside {
+		d := shapeDistance(s.prim, p, x)
+		if s.keepIn {
 			return -d
 		}
 		return d
@@ -38,27 +38,27 @@ func freeDistance(sp *Spec, p *Params, x hw.Vec3) float64 {
 // freeNormal is the unit gradient of freeDistance at x: the direction out
 // of the wall into free space. The plane and the sphere have it in closed
 // form; the other shapes take central differences (6 more distances).
-func freeNormal(sp *Spec, p *Params, x hw.Vec3) hw.Vec3 {
+func freeNormal(s *state, p *Params, x hw.Vec3) hw.Vec3 {
 	var n hw.Vec3
 	switch {
-	case sp.Kind == Wall:
+	case s.kind == Wall:
 		return p.AxisUnit
-	case sp.Kind == LimitSphere || (sp.Kind == Shape && sp.Primitive == PrimSphere):
+	case s.kind == LimitSphere || (s.kind == Shape && s.prim == PrimSphere):
 		n = x.Sub(p.PointM)
-		if sp.KeepInside {
+		if s.keepIn {
 			n = n.Scale(-1)
 		}
-	case sp.Kind == Shape && sp.Primitive == PrimPlane:
+	case s.kind == Shape && s.prim == PrimPlane:
 		n = p.AxisUnit
-		if sp.KeepInside {
+		if s.keepIn {
 			n = n.Scale(-1)
 		}
 	default:
 		const h = 1e-6 // m: far below a desk arm's encoder resolution
 		n = hw.Vec3{
-			X: freeDistance(sp, p, hw.Vec3{X: x.X + h, Y: x.Y, Z: x.Z}) - freeDistance(sp, p, hw.Vec3{X: x.X - h, Y: x.Y, Z: x.Z}),
-			Y: freeDistance(sp, p, hw.Vec3{X: x.X, Y: x.Y + h, Z: x.Z}) - freeDistance(sp, p, hw.Vec3{X: x.X, Y: x.Y - h, Z: x.Z}),
-			Z: freeDistance(sp, p, hw.Vec3{X: x.X, Y: x.Y, Z: x.Z + h}) - freeDistance(sp, p, hw.Vec3{X: x.X, Y: x.Y, Z: x.Z - h}),
+			X: freeDistance(s, p, hw.Vec3{X: x.X + h, Y: x.Y, Z: x.Z}) - freeDistance(s, p, hw.Vec3{X: x.X - h, Y: x.Y, Z: x.Z}),
+			Y: freeDistance(s, p, hw.Vec3{X: x.X, Y: x.Y + h, Z: x.Z}) - freeDistance(s, p, hw.Vec3{X: x.X, Y: x.Y - h, Z: x.Z}),
+			Z: freeDistance(s, p, hw.Vec3{X: x.X, Y: x.Y, Z: x.Z + h}) - freeDistance(s, p, hw.Vec3{X: x.X, Y: x.Y, Z: x.Z - h}),
 		}
 	}
 	l := n.Norm()

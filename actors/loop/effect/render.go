@@ -15,38 +15,97 @@ type Input struct {
 	VelocityMps hw.Vec3
 }
 
-// state is one effect's rendering state, owned by the loop's tick.
+// state is one effect's rendering state, owned by the loop's tick. A tick
+// of a settled wall reads and writes its first two cache lines only (the
+// flags, fade and force, then cur's first fields); with 10,000 arms
+// rendering, the lines a tick touches are its cost.
 type state struct {
-	sp *Spec // the effect as declared (in the Set in force, or the one it was removed from)
-	// tgt is where cur is heading; mid and cur are the two smoothing
-	// stages (see SmoothNs). settled: cur == tgt, skip the smoothing.
-	mid, cur Params
-	settled  bool
+	kind     Kind
+	prim     Primitive
+	keepIn   bool
 	removing bool
-	// weight fades the effect in (0 → 1) and out (→ 0) over its FadeNs.
-	weight float64
+	settled  bool
 	// A wall-like effect's proxy: contact says the cursor went through
 	// the surface and the proxy stays on it; trapped says the surface
 	// came over the cursor (or the cursor was behind it when the effect
 	// started), so it pushes nothing until the cursor is free again.
 	contact, trapped bool
-	proxyM           hw.Vec3
-	phaseRad         float64
-	forceN           hw.Vec3
-	energyJ          float64
+	// weight fades the effect in (0 → 1) and out (→ 0) over fadeNs.
+	weight    float64
+	expiresNs int64
+	forceN    hw.Vec3
+	energyJ   float64
+	// cur is where the parameters are this tick (Params puts the fields
+	// springs, dampers and walls read first); mid the first of the two
+	// smoothing stages toward sp.Params (see SmoothNs).
+	cur      Params
+	proxyM   hw.Vec3
+	fadeNs   int64
+	phaseRad float64
+	sp       *Spec // the effect as declared (in the Set in force, or the one it left)
+	mid      Params
+}
+
+// Slots is room for a Renderer's effects, allocated off the tick and
+// handed to it (Renderer.UseSlots).
+type Slots struct{ st []state }
+
+// NewSlots returns room for n effects.
+func NewSlots(n int) *Slots { return &Slots{st: make([]state, n)} }
+
+// Cap is how many effects s has room for.
+func (s *Slots) Cap() int { return len(s.st) }
+
+// Inline is room for two effects (a wall and a damper, say) inside the
+// struct that holds the Renderer, so that rendering them reads memory next
+// to the Renderer's own: with thousands of arms, separately allocated
+// slots cost a tick several times more in cache misses.
+type Inline struct{ st [2]state }
+
+// UseInline makes in the Renderer's room, if it has less. Call it before
+// the first Render, on the goroutine that renders.
+func (r *Renderer) UseInline(in *Inline) {
+	if len(r.st) < len(in.st) {
+		copy(in.st[:], r.st[:r.n])
+		r.st = in.st[:]
+	}
 }
 
 // Renderer renders one arm's effects, tick by tick. It is the loop's: one
-// goroutine at a time, no allocation, no lock. Its zero value is ready.
+// goroutine at a time, no allocation, no lock. It holds as many effects as
+// its slots (Reserve, UseSlots): a Set's effects plus those of the Set
+// before it that still fade out. Its zero value has none.
 type Renderer struct {
 	set *Set
 	n   int
-	// Removed effects fade out in the slots after the live ones, so there
-	// is room for a whole Set beside a whole fading one.
-	st       [2 * MaxEffects]state
+	// The effects in force first, then those fading out.
+	st       []state
 	prevM    hw.Vec3
 	havePrev bool
+	alphaDt  int64 // the tick length alpha was computed for
+	alpha    float64
 }
+
+// Reserve makes room for n effects (allocating: call it off the tick, on
+// the goroutine that renders).
+func (r *Renderer) Reserve(n int) {
+	if n > len(r.st) {
+		r.UseSlots(NewSlots(n))
+	}
+}
+
+// UseSlots moves the effects into s, if it is larger. It does not
+// allocate: a loop allocates s where it may and hands it over.
+func (r *Renderer) UseSlots(s *Slots) {
+	if len(s.st) <= len(r.st) {
+		return
+	}
+	copy(s.st, r.st[:r.n])
+	r.st = s.st
+}
+
+// Cap is how many effects the Renderer has room for.
+func (r *Renderer) Cap() int { return len(r.st) }
 
 // Render advances every effect of set by one tick and returns the sum of
 // their forces (N), each × gain. A set other than the last one adopts it:
@@ -58,7 +117,10 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		r.adopt(set)
 	}
 	dtS := float64(in.DtNs) * 1e-9
-	alpha := 1 - math.Exp(-float64(in.DtNs)/float64(SmoothNs))
+	if in.DtNs != r.alphaDt {
+		r.alphaDt, r.alpha = in.DtNs, 1-math.Exp(-float64(in.DtNs)/float64(SmoothNs))
+	}
+	alpha := r.alpha
 	var sum hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
@@ -66,7 +128,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		// convention): the work of last tick's force over the tick that
 		// ended, −F·v·dt, positive while it takes energy out.
 		s.energyJ -= s.forceN.Dot(in.VelocityMps) * dtS
-		s.advance(in, dtS, alpha)
+		s.advance(in, alpha)
 		f := s.render(in, dtS, r.prevM, r.havePrev).Scale(s.weight * gain)
 		if !f.Finite() {
 			f = hw.Vec3{}
@@ -98,10 +160,30 @@ func (r *Renderer) Pause() {
 
 // Reset forgets every effect at once (a halted device: its output is zero
 // anyway).
-func (r *Renderer) Reset() { *r = Renderer{} }
+func (r *Renderer) Reset() {
+	clear(r.st)
+	*r = Renderer{st: r.st}
+}
 
 // Len is the number of effects rendered, including those fading out.
 func (r *Renderer) Len() int { return r.n }
+
+// Energy returns the energy the effects absorbed from the arm (see
+// Rendered.EnergyJ), summed by Source.
+func (r *Renderer) Energy() (effectsJ, navigationJ float64) {
+	for i := range r.n {
+		s := &r.st[i]
+		if s.sp.Source == SourceNavigation {
+			navigationJ += s.energyJ
+		} else {
+			effectsJ += s.energyJ
+		}
+	}
+	return effectsJ, navigationJ
+}
+
+// Set returns the Set the Renderer adopted last.
+func (r *Renderer) Set() *Set { return r.set }
 
 // Rendered describes one effect after a tick.
 type Rendered struct {
@@ -128,11 +210,13 @@ type Rendered struct {
 // Rendered fills dst with effect i (0 <= i < Len) as of the last tick.
 func (r *Renderer) Rendered(i int, dst *Rendered) {
 	s := &r.st[i]
-	*dst = Rendered{ID: s.sp.ID, Kind: s.sp.Kind, Source: s.sp.Source, ForceN: s.forceN, ProxyM: s.proxyM,
+	*dst = Rendered{ID: s.sp.ID, Kind: s.kind, Source: s.sp.Source, ForceN: s.forceN, ProxyM: s.proxyM,
 		Contact: s.contact, Weight: s.weight, Removing: s.removing, EnergyJ: s.energyJ}
 }
 
-// adopt makes set the one in force (see Render).
+// adopt makes set the one in force (see Render). An effect that finds no
+// slot (a Renderer with too little room) is not rendered: the loop
+// reserves room for every Set before publishing it.
 func (r *Renderer) adopt(set *Set) {
 	r.set = set
 	for i := range r.n {
@@ -143,34 +227,42 @@ func (r *Renderer) adopt(set *Set) {
 		if i := r.find(sp.ID, sp.Kind, sp.Primitive); i >= 0 {
 			s := &r.st[i]
 			s.sp, s.removing = sp, false
+			s.expiresNs, s.fadeNs, s.keepIn = sp.ExpiresNs, fadeOf(sp), sp.KeepInside
 			if s.cur != sp.Params {
 				s.settled = false
 			}
 			continue
 		}
-		if r.n == len(r.st) {
-			r.dropFading()
+		if r.n == len(r.st) && !r.dropFading() {
+			continue
 		}
-		r.st[r.n] = state{sp: sp, mid: sp.Params, cur: sp.Params, settled: true}
+		r.st[r.n] = state{kind: sp.Kind, prim: sp.Primitive, keepIn: sp.KeepInside, settled: true,
+			expiresNs: sp.ExpiresNs, fadeNs: fadeOf(sp), cur: sp.Params, sp: sp, mid: sp.Params}
 		r.n++
 	}
+}
+
+func fadeOf(sp *Spec) int64 {
+	if sp.FadeNs <= 0 {
+		return DefaultFadeNs
+	}
+	return sp.FadeNs
 }
 
 // find returns the slot of a live or fading effect with this id, kind and
 // primitive (an ID reused for another kind is a new effect), or -1.
 func (r *Renderer) find(id string, k Kind, p Primitive) int {
 	for i := range r.n {
-		if sp := r.st[i].sp; sp.ID == id && sp.Kind == k && sp.Primitive == p {
+		if s := &r.st[i]; s.kind == k && s.prim == p && s.sp.ID == id {
 			return i
 		}
 	}
 	return -1
 }
 
-// dropFading makes room by ending the faintest effect still fading out.
-// Only a Set replaced while the previous one's removals still fade can
-// fill the slots.
-func (r *Renderer) dropFading() {
+// dropFading makes room by ending the faintest effect still fading out,
+// and reports whether there was one.
+func (r *Renderer) dropFading() bool {
 	k := -1
 	for i := range r.n {
 		if s := &r.st[i]; s.removing && (k < 0 || s.weight < r.st[k].weight) {
@@ -178,33 +270,30 @@ func (r *Renderer) dropFading() {
 		}
 	}
 	if k < 0 {
-		k = r.n - 1 // cannot happen: live effects never exceed MaxEffects
+		return false
 	}
 	r.n--
 	r.st[k], r.st[r.n] = r.st[r.n], state{}
+	return true
 }
 
 // advance moves the fade weight and the smoothed parameters one tick on.
-func (s *state) advance(in *Input, dtS, alpha float64) {
-	fade := s.sp.FadeNs
-	if fade <= 0 {
-		fade = DefaultFadeNs
-	}
-	step := float64(in.DtNs) / float64(fade)
+func (s *state) advance(in *Input, alpha float64) {
 	target := 1.0
-	if s.removing || (s.sp.ExpiresNs > 0 && in.NowNs >= s.sp.ExpiresNs) {
+	if s.removing || (s.expiresNs > 0 && in.NowNs >= s.expiresNs) {
 		target = 0
 	}
-	switch {
-	case s.weight < target:
-		s.weight = math.Min(target, s.weight+step)
-	case s.weight > target:
-		s.weight = math.Max(target, s.weight-step)
+	if s.weight != target {
+		step := float64(in.DtNs) / float64(s.fadeNs)
+		if s.weight < target {
+			s.weight = math.Min(target, s.weight+step)
+		} else {
+			s.weight = math.Max(target, s.weight-step)
+		}
 	}
 	if !s.settled {
 		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, alpha)
-		if s.sp.Kind == Wall || s.sp.Kind == SpringLine || s.sp.Kind == SpringPlane || s.sp.Kind == Vibration ||
-			(s.sp.Kind == Shape && s.sp.Primitive == PrimPlane) {
+		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || (k == Shape && s.prim == PrimPlane) {
 			// A direction blended component-wise is no longer unit.
 			if l := s.cur.AxisUnit.Norm(); l > 1e-9 {
 				s.cur.AxisUnit = s.cur.AxisUnit.Scale(1 / l)
@@ -218,7 +307,7 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 	p := &s.cur
 	x, v := in.PositionM, in.VelocityMps
 	s.proxyM = x
-	switch s.sp.Kind {
+	switch s.kind {
 	case SpringPoint:
 		return p.PointM.Sub(x).Scale(p.StiffnessNPerM).Sub(v.Scale(p.DampingNsPerM))
 	case SpringLine:
@@ -275,7 +364,7 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 // nothing until the cursor is out: a wall never fires a hand out of it.
 func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	p := &s.cur
-	phi := freeDistance(s.sp, p, x)
+	phi := freeDistance(s, p, x)
 	if phi >= 0 {
 		s.contact, s.trapped = false, false
 		return hw.Vec3{}
@@ -283,7 +372,7 @@ func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	if !s.contact && !s.trapped {
 		// Entering this tick. It is a contact only if the cursor moved
 		// in: where it was last tick is free under today's surface.
-		if havePrev && freeDistance(s.sp, p, prevM) >= 0 {
+		if havePrev && freeDistance(s, p, prevM) >= 0 {
 			s.contact = true
 		} else {
 			s.trapped = true
@@ -292,7 +381,7 @@ func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	if s.trapped {
 		return hw.Vec3{}
 	}
-	n := freeNormal(s.sp, p, x)
+	n := freeNormal(s, p, x)
 	s.proxyM = x.Sub(n.Scale(phi))
 	// Pushes out only: the damper never pulls a cursor that leaves.
 	fn := -p.StiffnessNPerM*phi - p.DampingNsPerM*n.Dot(v)

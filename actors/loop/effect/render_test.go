@@ -20,6 +20,7 @@ type rig struct {
 func newRig(t *testing.T, specs ...Spec) *rig {
 	t.Helper()
 	g := &rig{t: t, in: Input{NowNs: 1e9, DtNs: msNs}}
+	g.r.Reserve(2 * MaxEffects)
 	g.publish(specs...)
 	return g
 }

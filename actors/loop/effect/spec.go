@@ -118,16 +118,18 @@ const (
 // when an effect is updated (see Renderer), so it is one value type that
 // the loop blends field by field.
 type Params struct {
+	// The fields every spring, damper and wall reads come first, on one
+	// cache line.
 	StiffnessNPerM float64
 	DampingNsPerM  float64
-	// DampingPerAxisNsPerM is the per-axis part of a Damper (X, Y, Z).
-	DampingPerAxisNsPerM hw.Vec3
 	// PointM is the anchor, a point on the line or plane, the centre of a
 	// limit or shape, the field's x0, or a capsule's first endpoint.
 	PointM hw.Vec3
 	// AxisUnit is a direction: the line's, the plane's or wall's normal
 	// (into free space), the vibration's. It is normalised on NewSet.
 	AxisUnit hw.Vec3
+	// DampingPerAxisNsPerM is the per-axis part of a Damper (X, Y, Z).
+	DampingPerAxisNsPerM hw.Vec3
 	// EndM is a capsule's or capped cylinder's second endpoint.
 	EndM         hw.Vec3
 	HalfExtentsM hw.Vec3
