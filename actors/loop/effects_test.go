@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/loop/effect"
@@ -218,5 +219,71 @@ func TestStepWithEffectsDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Step with effects allocates %.2f times per tick, want 0", allocs)
+	}
+}
+
+// TestEffectsPublishedWhileTheLoopRuns publishes Sets of growing size from
+// one goroutine and loads reports from another while the device steps
+// (run under -race): the tick takes each Set whole, grows its room
+// without allocating on its side, and readers never see a torn report.
+func TestEffectsPublishedWhileTheLoopRuns(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	sets := make([]*effect.Set, effect.MaxEffects)
+	for n := range sets {
+		specs := make([]effect.Spec, n+1)
+		for i := range specs {
+			specs[i] = effect.Spec{ID: string(rune('a' + i)), Kind: effect.Damper, Params: effect.Params{DampingNsPerM: 1}}
+		}
+		s, err := effect.NewSet(7, specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[n] = s
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			r.dev.SetEffects(sets[i%len(sets)])
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		var rep EffectsReport
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if r.dev.LoadEffects(&rep) {
+				for i := range rep.N {
+					if id := rep.Effects[i].ID; len(id) != 1 || id[0] < 'a' || id[0] >= 'a'+effect.MaxEffects {
+						t.Errorf("report holds effect id %q, which no Set had", id)
+						return
+					}
+				}
+			}
+		}
+	}()
+	r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.01}})
+	for i := range 3000 {
+		r.command(7, uint64(i+1), 100*ms, hw.Command{}, nil)
+		r.step(ms)
+	}
+	close(done)
+	wg.Wait()
+	r.dev.SetEffects(sets[len(sets)-1])
+	out := r.run(200, func() { r.command(7, 9999, 100*ms, hw.Command{}, nil) })
+	// 16 dampers of 1 N·s/m at 0.01 m/s.
+	if !near(out.ForceN.X, -0.16, 1e-9) {
+		t.Fatalf("force %v with the largest Set settled, want -0.16 N: some effect found no room", out.ForceN)
 	}
 }
