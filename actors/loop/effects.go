@@ -248,17 +248,26 @@ type OutputReport struct {
 }
 
 // outputFigures are OutputReport's fields as atomics: a reader gets each
-// figure whole, not all of them from the same tick.
+// figure whole, not all of them from the same tick. They are stored every
+// reportEvery ticks while read (an Output call within unreadTicks), every
+// unreadEvery ticks otherwise, and when a control ends.
 type outputFigures struct {
 	sessionJ, effectsJ, navigationJ, energyJ, dampingNsPerM atomic.Uint64
 	activeNs                                                atomic.Int64
 	spells                                                  atomic.Uint64
+	read                                                    atomic.Bool
+	unread                                                  uint16 // the tick's: ticks since read was set
 }
 
 // Output returns the passivity figures of the device's output, as of a
-// recent tick (they are stored every few ticks). It never blocks.
+// recent tick: every few ticks while someone calls Output, and up to
+// unreadEvery ticks old on the first call after a quiet second. It never
+// blocks.
 func (d *Device) Output() OutputReport {
 	o := &d.output
+	if !o.read.Load() {
+		o.read.Store(true)
+	}
 	r := OutputReport{
 		SessionEnergyJ:     math.Float64frombits(o.sessionJ.Load()),
 		EffectsEnergyJ:     math.Float64frombits(o.effectsJ.Load()),
@@ -275,16 +284,23 @@ func (d *Device) Output() OutputReport {
 // storeOutput stores the output figures, every reportEvery ticks or when
 // forced (control ended).
 func (d *Device) storeOutput(force bool) {
+	o := &d.output
 	d.outTicks++
-	if !force && d.outTicks < reportEvery {
+	if !force && (d.outTicks < reportEvery || (d.outTicks < unreadEvery && !o.read.Load())) {
 		return
+	}
+	if o.read.Load() {
+		o.unread += uint16(d.outTicks)
+		if o.unread >= unreadTicks {
+			o.read.Store(false)
+			o.unread = 0
+		}
 	}
 	d.outTicks = 0
 	var fxJ, navJ float64
 	if st := d.fx.Load(); st != nil {
 		fxJ, navJ = st.r.Energy()
 	}
-	o := &d.output
 	o.sessionJ.Store(math.Float64bits(d.sessionObs.EnergyJ))
 	o.effectsJ.Store(math.Float64bits(fxJ))
 	o.navigationJ.Store(math.Float64bits(navJ))

@@ -163,6 +163,7 @@ func TestPassivityControllerDampsAnActiveOutput(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 			r.dev.SetGlobals(&Globals{ForceScale: 1, Passivity: passivity.Options{Enabled: c.enabled}})
 			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.1}})
+			r.dev.Output() // a reader: the loop stores the figures every few ticks
 			seq := uint64(0)
 			out := r.run(1500, func() { seq++; r.command(7, seq, 100*ms, force(c.forceX, 0, 0), &Params{}) })
 			o := r.dev.Output()
