@@ -267,7 +267,9 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling, fields 
 		dst = c.Session.Damping.AppendJSON(dst)
 		dst = append(dst, `,"force_gate":`...)
 		dst = c.Session.ForceGate.AppendJSON(dst)
-		dst = append(dst, `}},`...)
+		dst = append(dst, `},"navigation":`...)
+		dst = c.Session.Navigation.AppendJSON(dst)
+		dst = append(dst, `},`...)
 	}
 	return appendArmState(dst, &a.State, &a.Status, sp, fields)
 }
