@@ -489,7 +489,7 @@ func (r *effectReader) unit(name string, def Vec3, required bool, what string) (
 	if n == 0 || math.IsInf(n, 0) {
 		return d, errAt(CodeOutOfRange, &c, "%s must be a non-zero vector (it is normalised), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", name)
 	}
-	return scale3(d, 1/n), nil
+	return unitStable(d), nil
 }
 
 func (r *effectReader) enum(name string, table []string, def int) (int, *Error) {
@@ -713,7 +713,7 @@ func (r *effectReader) limitBox(b *LimitBoxEffect) *Error {
 		if n := q.Norm(); n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
 			return errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
 		}
-		b.Rotation = q.Normalize()
+		b.Rotation = quatStable(q)
 	}
 	b.Axes = quatMat3(b.Rotation)
 	k, err := r.enum("keep", keepNames, 0)
@@ -818,6 +818,12 @@ func (r *effectReader) sdf(s *SDFEffect) *Error {
 		p, err := decodeTransformPatch(tv, &tc, r.w)
 		if err != nil {
 			return err
+		}
+		if p.HasRotation {
+			// decodeTransformPatch normalised it; keep a unit rotation's
+			// own bits so that the effect round-trips exactly.
+			raw, _ := readQuat(tv.Member("rotation"), &tc, warnings{})
+			p.Rotation = quatStable(raw)
 		}
 		s.Pose = p.Apply(s.Pose)
 		if sc := s.Pose.Scale; sc.X != sc.Y || sc.Y != sc.Z || sc.X <= 0 {

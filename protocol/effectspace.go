@@ -118,6 +118,25 @@ func (m *deviceMap) rot() Mat3 {
 	return r
 }
 
+// unitStable normalises v, keeping a vector that is already of unit length
+// within rounding as it is, so that a declaration encodes and decodes to
+// the same bits (recordings, the gateway). A zero or non-finite norm gives
+// the zero vector.
+func unitStable(v Vec3) Vec3 {
+	if n := norm3(v); math.Abs(n-1) <= 1e-12 {
+		return v
+	}
+	return unit3(v)
+}
+
+// quatStable normalises q like unitStable.
+func quatStable(q Quat) Quat {
+	if math.Abs(q.Norm()-1) <= 1e-12 {
+		return q
+	}
+	return q.Normalize()
+}
+
 func unit3(v Vec3) Vec3 {
 	n := norm3(v)
 	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {

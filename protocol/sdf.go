@@ -230,7 +230,7 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings) 
 			if n == 0 {
 				return errAt(CodeOutOfRange, at, "%s must be a non-zero vector (a normal), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", q.name)
 			}
-			vec = scale3(vec, 1/n)
+			vec = unitStable(vec)
 		}
 		*sdfVector(dst, q.name) = vec
 	case sdfUnitPair:
@@ -242,7 +242,9 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings) 
 		if n == 0 || math.IsInf(n, 0) {
 			return errAt(CodeOutOfRange, at, "%s must be a non-zero {x, y} pair (an angle's sine and cosine)", q.name)
 		}
-		c[0], c[1] = c[0]/n, c[1]/n
+		if math.Abs(n-1) > 1e-12 {
+			c[0], c[1] = c[0]/n, c[1]/n
+		}
 		if q.name == "sc" {
 			dst.SC = c
 		} else {
