@@ -211,33 +211,22 @@ func decodeBubble(v Value, at *pathSeg, w warnings, b *BubbleNavigation) *Error 
 	if err := expectObject(v, at, `{"center": {"position": {"x": 0, "y": 0, "z": 0}}, "shape": {...}}`); err != nil {
 		return err
 	}
-	scalars := [...]struct {
-		name   string
-		dst    *float64
-		lo, hi float64
-	}{
-		{"velocity_zone_width", &b.VelocityZoneWidthM, NavZoneWidthMin, NavZoneWidthMax},
-		{"speed_gain", &b.SpeedGainPerS, 0, NavSpeedGainMax},
-		{"max_speed", &b.MaxSpeedMps, 0, NavMaxSpeedMax},
-		{"dead_zone_damping", &b.DeadZoneDampingNsPerM, 0, DampingMax},
-		{"velocity_zone_stiffness", &b.VelocityZoneStiffnessNPerM, 0, NavZoneStiffnessMax},
-		{"wall_stiffness", &b.WallStiffnessNPerM, 0, navWallStiffnessLimit},
-		{"wall_damping", &b.WallDampingNsPerM, 0, DampingMax},
-	}
 members:
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		if !val.Exists() {
 			continue
 		}
-		for _, s := range scalars {
+		// The numeric members, by table: a table of field pointers would
+		// move the decoded value to the heap on every decode.
+		for i, s := range bubbleScalars {
 			if it.KeyIs(s.name) {
 				c := at.child(s.name)
 				f, err := readRange(val, &c, s.lo, s.hi)
 				if err != nil {
 					return err
 				}
-				*s.dst = f
+				b.setScalar(i, f)
 				continue members
 			}
 		}
@@ -304,6 +293,40 @@ func checkBubbleShape(s SDFShape, at *pathSeg) *Error {
 		}
 	}
 	return nil
+}
+
+// bubbleScalars are the bubble's numeric members with their ranges, in the
+// order setScalar numbers them; never written.
+var bubbleScalars = [...]struct {
+	name   string
+	lo, hi float64
+}{
+	{"velocity_zone_width", NavZoneWidthMin, NavZoneWidthMax},
+	{"speed_gain", 0, NavSpeedGainMax},
+	{"max_speed", 0, NavMaxSpeedMax},
+	{"dead_zone_damping", 0, DampingMax},
+	{"velocity_zone_stiffness", 0, NavZoneStiffnessMax},
+	{"wall_stiffness", 0, navWallStiffnessLimit},
+	{"wall_damping", 0, DampingMax},
+}
+
+func (b *BubbleNavigation) setScalar(i int, f float64) {
+	switch i {
+	case 0:
+		b.VelocityZoneWidthM = f
+	case 1:
+		b.SpeedGainPerS = f
+	case 2:
+		b.MaxSpeedMps = f
+	case 3:
+		b.DeadZoneDampingNsPerM = f
+	case 4:
+		b.VelocityZoneStiffnessNPerM = f
+	case 5:
+		b.WallStiffnessNPerM = f
+	case 6:
+		b.WallDampingNsPerM = f
+	}
 }
 
 func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Error {
