@@ -176,6 +176,12 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 	if err := expectObject(v, at, `{"mode": "bubble", "bubble": {"shape": {"primitive": "sphere", "parameters": {"r": 0.05}}}}`); err != nil {
 		return out, err
 	}
+	if c := v.Member("config"); c.Exists() && !v.Member("mode").Exists() && !v.Member("bubble").Exists() {
+		// What GET answers ({"config", "state", "status"}) posted back
+		// after an edit: its config is the entry, the rest is read-only.
+		cat := at.child("config")
+		return decodeNavigation(c, &cat, w)
+	}
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {

@@ -38,6 +38,12 @@ func TestDecodeNavigation(t *testing.T) {
 					t.Fatalf("%+v", b)
 				}
 			}},
+		{name: "GET's answer posted back", body: `{"config":{"mode":"bubble","bubble":{"max_speed":0.25}},"state":null,"status":{"mode":"off"}}`, check: func(t *testing.T, n Navigation) {
+			if n.Mode != NavigationBubble || n.Bubble.MaxSpeedMps != 0.25 {
+				t.Fatalf("%+v", n)
+			}
+		}},
+		{name: "GET's answer with a bad config", body: `{"config":{"mode":"warp"},"status":{"mode":"off"}}`, code: CodeInvalidValue, path: "config.mode", msg: "not one of"},
 		{name: "not an object", body: `"bubble"`, code: CodeInvalidValue, path: "", msg: "must be an object"},
 		{name: "unknown mode", body: `{"mode":"teleport"}`, code: CodeInvalidValue, path: "mode", msg: `"teleport" is not one of off, bubble`},
 		{name: "mode not a string", body: `{"mode":1}`, code: CodeInvalidValue, path: "mode", msg: "must be a string"},
