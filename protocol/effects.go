@@ -1215,3 +1215,32 @@ func (p PassivityState) AppendJSON(dst []byte) []byte {
 	dst = appendNumber(dst, p.AddedDampingNsPerM, measured)
 	return append(dst, '}')
 }
+
+// ArmStateExtensions are the members an arm's state carries beside the
+// reference's while the effects, passivity or navigation layers report
+// something: "effects" {count, proxies}, "passivity" {energy,
+// added_damping} and "navigation" (NavigationState). Whatever a subscription
+// selects, they are written when set (they are not state fields a client
+// subscribes to). Proxies is caller-owned and read only.
+type ArmStateExtensions struct {
+	HasEffects    bool
+	EffectCount   int
+	Proxies       []EffectProxy
+	HasPassivity  bool
+	Passivity     PassivityState
+	HasNavigation bool
+	Navigation    NavigationState
+}
+
+func (x *ArmStateExtensions) appendMembers(dst []byte, open int) []byte {
+	if x.HasEffects {
+		dst = AppendEffectsState(stateKey(dst, open, `"effects":`), x.EffectCount, x.Proxies)
+	}
+	if x.HasPassivity {
+		dst = x.Passivity.AppendJSON(stateKey(dst, open, `"passivity":`))
+	}
+	if x.HasNavigation {
+		dst = x.Navigation.AppendJSON(stateKey(dst, open, `"navigation":`))
+	}
+	return dst
+}

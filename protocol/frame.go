@@ -58,6 +58,10 @@ type ArmState struct {
 	CursorPosition, CursorVelocity   Vec3    // m, m/s
 	AngularPosition, AngularVelocity Angles3 // deg, deg/s
 	BodyOrientation                  Quat
+	// Ext holds hapticd's extension members (effects, passivity,
+	// navigation); nil writes none. It is read, never written, by the
+	// encoder.
+	Ext *ArmStateExtensions
 	// CurrentCursorForce is what the device applies after filters and
 	// limits, in N.
 	CurrentCursorForce Vec3
@@ -310,6 +314,9 @@ func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling, fields 
 	}
 	if fields.Has(FieldTransform) {
 		dst = appendPartialTransform(stateKey(dst, open, `"transform":`), s.Transform)
+	}
+	if s.Ext != nil {
+		dst = s.Ext.appendMembers(dst, open)
 	}
 	if fields.Has(FieldControlMode) {
 		dst = appendKey(stateKey(dst, open, ""), sp.ControlMode)

@@ -115,3 +115,47 @@ func TestSchemaRefusesWhatTheDecoderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A state frame whose arms carry the extension members validates against
+// the frame schemas, whole and with a subscribed subset of fields.
+func TestSchemaFramesWithStateExtensions(t *testing.T) {
+	v := effectsValidator(t)
+	types, err := protocol.NewTypeTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := &protocol.ArmStateExtensions{
+		HasEffects: true, EffectCount: 2, Proxies: []protocol.EffectProxy{{ID: "floor", PositionM: protocol.Vec3{Z: 0.05}, Contact: true}},
+		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: -0.002, AddedDampingNsPerM: 1.5},
+		HasNavigation: true, Navigation: protocol.NavigationState{Zone: protocol.ZoneDead, VelocityZoneWidthM: 0.03},
+	}
+	f := &protocol.Frame{SessionID: 1, Arms: []protocol.ArmFrame{
+		{DeviceID: "049D", State: protocol.ArmState{BodyOrientation: protocol.Quat{W: 1}, Ext: ext}},
+		{DeviceID: "0A11", State: protocol.ArmState{BodyOrientation: protocol.Quat{W: 1}}},
+	}}
+	frame := protocol.AppendFrame(nil, f, types)
+	if !strings.Contains(string(frame), `"effects":{"count":2`) || !strings.Contains(string(frame), `"passivity":{"energy":-0.002`) {
+		t.Fatalf("frame without the extensions: %s", frame)
+	}
+	if err := v.Check(schema.StateFrame, frame); err != nil {
+		t.Fatal(err)
+	}
+	var m protocol.ClientMessage
+	if errs := protocol.DecodeClientMessage([]byte(`{"session":{"configure":{"subscribe":{"state":["cursor_position"]}}}}`), types, &m); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	f.ArmState = m.Session.Subscribe.ArmState
+	sub := protocol.AppendFrame(nil, f, types)
+	if !strings.Contains(string(sub), `"state":{"cursor_position":{"x":0,"y":0,"z":0},"effects":`) {
+		t.Fatalf("subset frame: %s", sub)
+	}
+	if err := v.Check(schema.StateFrameSubset, sub); err != nil {
+		t.Fatal(err)
+	}
+	// A member the schema does not know still fails: the extensions did
+	// not open the state object.
+	bad := []byte(strings.Replace(string(frame), `"passivity":`, `"passivity_x":1,"passivity":`, 1))
+	if err := v.Check(schema.StateFrame, bad); err == nil {
+		t.Fatal("an unknown state member validates")
+	}
+}
