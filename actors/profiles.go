@@ -49,43 +49,41 @@ type profileSession struct {
 }
 
 func (a *sessionActor) profileSessionName() string {
-	return profileFolder(a.profile) + "/session"
+	return profileFolder(a.state.profile) + "/session"
 }
 
 // loadProfileSession applies the stored session level of the profile just
 // picked, and records that it was used.
 func (a *sessionActor) loadProfileSession() {
-	if a.svc.store == nil || a.profile == "" {
+	if a.svc.store == nil || a.state.profile == "" {
 		return
 	}
 	var ps profileSession
 	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
 	if err != nil {
-		a.logged(a.svc.log.Error()).Err(err).Msg("stored profile session unreadable; using defaults")
+		a.sess.logged(a.svc.log.Error()).Err(err).Msg("stored profile session unreadable; using defaults")
 		return
 	}
 	if found {
 		if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
-			b := ps.Basis
-			a.basis = b
-			a.sess.basis.Store(&b)
+			a.state.basis = ps.Basis
 		}
 		if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
-			a.leaseMs = ps.LeaseMs
+			a.state.leaseMs = ps.LeaseMs
 		}
 	}
 	a.saveProfileSession()
 	if !found {
-		a.svc.pruneProfiles(profileFolder(a.profile))
+		a.svc.pruneProfiles(profileFolder(a.state.profile))
 	}
 }
 
 func (a *sessionActor) saveProfileSession() {
-	if a.svc.writeBehind == nil || a.profile == "" {
+	if a.svc.writeBehind == nil || a.state.profile == "" {
 		return
 	}
 	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
-		Name: a.profile, UsedAt: time.Now().UTC(), Basis: a.basis, LeaseMs: a.leaseMs})
+		Name: a.state.profile, UsedAt: time.Now().UTC(), Basis: a.state.basis, LeaseMs: a.state.leaseMs})
 }
 
 // pruneProfiles removes the least recently used stored profiles beyond the

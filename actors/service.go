@@ -387,7 +387,12 @@ func (s *Service) send(pid *actor.PID, msg actorMessage) *pendingRequest {
 // wait returns the actor's answer, or the error table's reading of why
 // there is none.
 func (p *pendingRequest) wait() (any, error) {
-	r, err := p.future.Result()
+	return p.settle(p.future.Result())
+}
+
+// settle reads a completed future's result as wait does; an actor that
+// takes the answer as a message (ReenterAfter) calls it.
+func (p *pendingRequest) settle(r any, err error) (any, error) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}

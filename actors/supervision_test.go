@@ -249,20 +249,20 @@ func TestDriverIsClosedOnceWhateverClosesIt(t *testing.T) {
 	}
 }
 
-// A panic in a message that queued behind another (handled by Receive on
-// the goroutine that delivered the answer it waited for, not directly on
-// the reader's) stops the session the same way: 1011, internal_error, and
-// nothing more is answered.
+// A panic in a message that waited behind another (in the socket, while
+// the first one's configure waited for its device actor) stops the session
+// the same way: 1011, internal_error, and nothing more is answered.
 func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	g := newGate()
 	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, panicCodec{trigger: "boom"})
 
+	r := startReader(t, sess)
 	g.shut.Store(true)
-	sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID)))
+	r.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID))
 	<-g.held
-	sess.Deliver([]byte(`{"boom": 1}`)) // queues behind the configure
+	r.send(`{"boom": 1}`) // waits behind the configure
 	first := sink.next(t)               // the configure, answered at its deadline
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
@@ -274,7 +274,7 @@ func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	if r := sess.CloseReason(); r != protocol.CloseInternalError {
 		t.Fatalf("session ended with reason %q, want %s", r, protocol.CloseInternalError)
 	}
-	sess.Deliver([]byte(`{}`))
+	r.send(`{}`)
 	select {
 	case f := <-sink.frames:
 		t.Fatalf("the stopped session answered: %s", f)
