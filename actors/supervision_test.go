@@ -263,7 +263,7 @@ func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	r.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID))
 	<-g.held
 	r.send(`{"boom": 1}`) // waits behind the configure
-	first := sink.next(t)               // the configure, answered at its deadline
+	first := sink.next(t) // the configure, answered at its deadline
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
 	}
