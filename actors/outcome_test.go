@@ -248,10 +248,9 @@ func TestRegistryListsSessionsInOrder(t *testing.T) {
 }
 
 // A client's messages are answered one frame each, in order, whether each
-// is processed at once on the deliverer's goroutine (the actor idle) or
-// through the mailbox behind a configure that waits for a device actor,
-// with the answers arriving on other goroutines meanwhile.
-func TestFramesStayInOrderAcrossDirectAndMailboxDelivery(t *testing.T) {
+// is handled by the per-tick path alone or waits for the session actor
+// (a configure the device actor answers, on its own goroutine).
+func TestFramesStayInOrderWithAndWithoutTheActor(t *testing.T) {
 	svc := startWith(t, Options{})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, nil)
