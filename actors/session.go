@@ -549,6 +549,12 @@ func (p *tickPath) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 		// device back. The client sees it as busy for this tick.
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
 			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
+		return
+	}
+	if p.sess.closed.Load() {
+		// Close released the devices while this message was on its way:
+		// a force never outlives its session, even by a lease.
+		reg.Release(id)
 	}
 }
 
