@@ -210,6 +210,9 @@ type controlRequest struct {
 	asked    []askSlot
 	warnings []protocol.Error
 	done     chan struct{} // buffered (1)
+	// stored is the stored session level of the profile msg picks, read
+	// by Deliver (a disk read has no place in Receive).
+	stored storedProfile
 }
 
 func (*controlRequest) actorMessage() {}

@@ -62,6 +62,10 @@ type Options struct {
 	// control-plane request (get, set or reset of an entry). Tests use it to
 	// make a device actor slow or panic.
 	DeviceHook func(d *Device)
+	// SessionHook, if set, runs inside a session actor before it applies
+	// a client message that changes something. Tests use it to make a
+	// session actor panic.
+	SessionHook func(s *Session)
 	// DeviceRestarts is how many times a device actor may restart within a
 	// minute before it is given up and its device halted and unlisted
 	// (default 10).

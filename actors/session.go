@@ -392,10 +392,11 @@ func (p *tickPath) handle(buf []byte) bool {
 	devs := p.svc.Devices()
 	var req *controlRequest
 	if p.needsControl(snap, devs) {
-		if req = p.askActor(devs); req == nil {
+		if req = p.askActor(snap, devs); req == nil {
 			p.gone = true
 			return false
 		}
+		p.svc.storedProfilePicked(&req.stored)
 		snap = p.sess.snap.Load()
 		f.Warnings = append(f.Warnings, req.warnings...)
 	}
@@ -439,14 +440,19 @@ func (p *tickPath) needsControl(snap *sessionSnapshot, devs *DeviceSet) bool {
 }
 
 // askActor hands the message in hand to the session actor and waits until
-// it has every answer. It returns nil when the session ended first.
-func (p *tickPath) askActor(devs *DeviceSet) *controlRequest {
+// it has every answer. It returns nil when the session ended first. A
+// profile the message picks is read from the store here, where blocking on
+// the disk is allowed, for the actor to apply.
+func (p *tickPath) askActor(snap *sessionSnapshot, devs *DeviceSet) *controlRequest {
 	r := p.control
 	if r == nil {
 		r = &controlRequest{done: make(chan struct{}, 1)}
 		p.control = r
 	}
-	r.msg, r.devs = &p.msg, devs
+	r.msg, r.devs, r.stored = &p.msg, devs, storedProfile{}
+	if pr := p.msg.Session.Profile; pr != nil && pr.Name != snap.profile {
+		r.stored = p.svc.loadStoredProfile(pr.Name)
+	}
 	p.svc.system.Root.Send(p.sess.pid, r)
 	select {
 	case <-r.done:

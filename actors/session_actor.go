@@ -107,6 +107,9 @@ func (a *sessionActor) stop() {
 // begin takes a control request in hand and applies its session part;
 // drain moves it on from there.
 func (a *sessionActor) begin(ctx actor.Context, r *controlRequest) {
+	if h := a.svc.opts.SessionHook; h != nil {
+		h(a.sess)
+	}
 	a.gen++
 	a.req = r
 	r.asked = r.asked[:0]
@@ -193,7 +196,12 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	// does not satisfy.
 	if p := sp.Profile; p != nil && p.Name != st.profile {
 		st.profile = p.Name
-		a.loadProfileSession()
+		// The per-tick path read the profile's stored document, seeing the
+		// same profile as here: the actor publishes it before it answers,
+		// and Deliver hands over one request at a time.
+		if r.stored.name == p.Name {
+			a.applyStoredProfile(&r.stored)
+		}
 	}
 	if sp.Subscribe != nil {
 		st.sub = newSubscription(sp.Subscribe, r.devs, &r.warnings)

@@ -226,38 +226,26 @@ func TestReaderAndActorAtOnceKeepFramesInOrder(t *testing.T) {
 	}
 }
 
-// panicStore panics on loading one document: the session actor loads a
-// profile's session document when a session picks the profile.
-type panicStore struct {
-	Store
-	doc string
-}
-
-func (s panicStore) Load(name string, v any) (bool, error) {
-	if name == s.doc {
-		panic("test store: " + name)
-	}
-	return s.Store.Load(name, v)
-}
-
 // A panic ends its session the same way whichever part panicked, the
-// per-tick path on the reader (a codec) or the actor (picking a profile):
+// per-tick path on the reader (its codec) or the actor (applying a
+// message that changes the session):
 // the connection closes with 1011, the message gets no frame, the arm the
 // session commanded ramps to zero and is free for another session, and
 // session-ended reports internal_error. The other session carries on.
 func TestPanicInEitherPathEndsTheSession(t *testing.T) {
+	panicking := func(*Session) { panic("test hook: session actor") }
 	for _, c := range []struct {
 		name  string
 		codec Codec
+		hook  func(*Session) // Options.SessionHook
 		msg   string
 	}{
-		{"reader", panicCodec{trigger: "boom"}, `{"boom":1}`},
-		{"actor", nil, `{"session":{"configure":{"profile":{"name":"boom"}}}}`},
+		{"reader", panicCodec{trigger: "boom"}, nil, `{"boom":1}`},
+		// Only this message goes to the actor: the others change nothing.
+		{"actor", nil, panicking, `{"session":{"configure":{"profile":{"name":"boom"}}}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			svc := startWith(t, Options{StateDir: t.TempDir(), WrapStore: func(s Store) Store {
-				return panicStore{s, profileFolder("boom") + "/session"}
-			}})
+			svc := startWith(t, Options{SessionHook: c.hook})
 			arm := addArm(t, svc, simArm(0))
 			sess, sink := open(t, svc, c.codec)
 			observer, obsSink := open(t, svc, nil)
