@@ -272,14 +272,19 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 type sessionSupervisor struct{ svc *Service }
 
 func (g *sessionSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
+	listed := false
 	for _, sess := range g.svc.Sessions() {
 		if sess.pid.Equal(child) {
 			sess.fail(reason)
-			return
+			listed = true
+			break
 		}
 	}
-	// Not listed (any more): it is ending anyway.
-	sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
+	if !listed { // not listed (any more): it is ending anyway
+		sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
+	}
+	// Again, in case Close had already stopped it and it panicked while
+	// stopping: a Stop it already took does nothing.
 	sup.StopChildren(child)
 }
 
