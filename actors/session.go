@@ -168,12 +168,28 @@ func (s *Session) Deliver(buf []byte) {
 
 // Close ends the session for reason: its devices are released at once (the
 // loops ramp their force to zero from the next tick), a Deliver waiting for
-// the actor returns, then the actor stops. It is idempotent; the first
-// reason recorded (here or by the session's own failure) is the one
-// session-ended and GET /sessions/closed report.
+// the actor returns, then the actor stops. The first Close then writes the
+// session's pending profile changes durably, so it may block on the disk
+// (the actor does not: no Receive may). It is idempotent; the first reason
+// recorded (here or by the session's own failure) is the one session-ended
+// and GET /sessions/closed report.
 func (s *Session) Close(reason protocol.CloseReason) {
+	if !s.close(reason) {
+		return
+	}
+	if w := s.svc.writeBehind; w != nil && s.Profile() != "" {
+		if err := w.Flush(); err != nil {
+			s.logged(s.svc.log.Error()).Err(err).Msg("flush profile config at session end")
+		}
+	}
+}
+
+// close is Close without the flush (the write-behind still writes within
+// its interval); it reports whether this call closed the session.
+func (s *Session) close(reason protocol.CloseReason) (first bool) {
 	s.setReason(reason)
 	s.closeOnce.Do(func() {
+		first = true
 		s.closed.Store(true)
 		for _, d := range s.svc.Devices().All() {
 			d.Register().Release(s.ID)
@@ -181,6 +197,7 @@ func (s *Session) Close(reason protocol.CloseReason) {
 		s.end()
 		s.svc.system.Root.Stop(s.pid)
 	})
+	return first
 }
 
 // end wakes a Deliver waiting for the actor, which will not answer: the
@@ -211,7 +228,8 @@ func (s *Session) fail(reason any) {
 	s.svc.system.EventStream.Publish(&actor.SupervisorEvent{Child: s.pid, Reason: reason, Directive: actor.StopDirective})
 	s.setReason(protocol.CloseInternalError)
 	s.sink.Close(protocol.CloseInternalError)
-	s.Close(protocol.CloseInternalError)
+	// No flush here: fail may run on an actor's goroutine.
+	s.close(protocol.CloseInternalError)
 }
 
 // OpenSession creates a session for a new connection: the registry

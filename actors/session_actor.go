@@ -93,11 +93,7 @@ func (a *sessionActor) stop() {
 	}
 	sess.closed.Store(true)
 	s.system.Root.Send(s.registry, &sessionClosed{sess: sess})
-	if s.writeBehind != nil && a.state.profile != "" {
-		if err := s.writeBehind.Flush(); err != nil {
-			sess.logged(s.log.Error()).Err(err).Msg("flush profile config at session end")
-		}
-	}
+	// Pending profile writes are flushed by Session.Close, off the actor.
 	if sess.phase.Swap(phaseEnded) == phaseStarted {
 		s.sessionEnded(sess)
 		sess.logged(s.log.Debug()).Str("reason", string(sess.CloseReason())).Msg("session ended") // the event is the info line

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -295,5 +296,29 @@ func TestPanicInEitherPathEndsTheSession(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		})
+	}
+}
+
+// When Close returns, the session's profile changes are on disk: the
+// session actor does not write them (no Receive may block on the disk), so
+// Close does, rather than leaving them to the write-behind's next interval.
+func TestCloseWritesTheProfileDurably(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	sess, sink := open(t, svc, nil)
+	f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"lab"},"lease":{"ms":250}}}}`)
+	if codes := f.errorCodes(); len(codes) != 0 {
+		t.Fatalf("errors %v", codes)
+	}
+	sess.Close(protocol.CloseClientClosed)
+
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps profileSession
+	found, err := disk.Load(profileFolder("lab")+"/session", &ps)
+	if err != nil || !found || ps.LeaseMs != 250 || ps.Name != "lab" {
+		t.Fatalf("the profile's session document after Close: found %v, %+v (%v); want lab with lease 250", found, ps, err)
 	}
 }
