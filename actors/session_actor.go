@@ -126,7 +126,13 @@ func (a *sessionActor) drain(ctx actor.Context) {
 		case stageDone:
 			r := a.req
 			a.req, a.stage = nil, stageIdle
-			r.done <- struct{}{} // buffered; Deliver waits for it
+			// Never full: Deliver hands over one request at a time and
+			// takes this before the next; one that stopped waiting (the
+			// session ended) hands over no more.
+			select {
+			case r.done <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
