@@ -36,6 +36,29 @@ func (p Path) String() string {
 	return fmt.Sprintf("path(%d)", uint8(p))
 }
 
+// MarshalText spells the path as its letter: "A", "B" or "C".
+func (p Path) MarshalText() ([]byte, error) {
+	if p < PathClient || p > PathClientPassivity {
+		return nil, fmt.Errorf("actors/loop/zwidth: unknown path %d", uint8(p))
+	}
+	return []byte{"ABC"[p-1]}, nil
+}
+
+// UnmarshalText parses "A", "B" or "C".
+func (p *Path) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "A":
+		*p = PathClient
+	case "B":
+		*p = PathEffect
+	case "C":
+		*p = PathClientPassivity
+	default:
+		return fmt.Errorf("actors/loop/zwidth: unknown path %q; use A, B or C", b)
+	}
+	return nil
+}
+
 // Row is one line of the table: a path at a rate, with or without the hand.
 type Row struct {
 	Path Path `json:"path"`
