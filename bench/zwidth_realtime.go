@@ -1,0 +1,394 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The real-time mode measures row A against a running hapticd: a client
+// computes the penalty wall at its frame rate and streams the force over
+// the WebSocket (set_cursor_force), exactly as an engine does, while an
+// observer session reads the arm's position and force as fast as the
+// service answers, to judge stability. The arm's mechanical figures the
+// bounds need cannot be read over the wire, so they are the simulated
+// arm's defaults (hw/sim DefaultPhysics): measure a real arm only with its
+// own figures in mind.
+//
+// Rows B and C need effects and the passivity controller configured over
+// the WebSocket; the mode refuses them until hapticd accepts effects, with
+// the reason.
+
+// Simulated-arm figures the real-time bounds use: hw/sim's DefaultPhysics
+// (the bench may not import it; hw/sim's tests pin the same values).
+const (
+	simArmMassKg     = 0.2
+	simArmDampNspm   = 1
+	simArmStaticN    = 0.15
+	simArmKineticN   = 0.1
+	simArmMaxForceN  = 10
+	realtimeGapM     = 0.002
+	realtimeSettleS  = 1.0
+	realtimeWindowS  = 0.5
+	realtimeEnergyJ  = 1e-4
+	realtimeOscM     = 0.5e-3
+	realtimeMinNpm   = 10
+	realtimeMaxNpm   = 5000 // a 60..200 Hz client is far below this
+	realtimeScan     = 1.5
+	realtimeTol      = 1.1
+	realtimeTimeout  = 5 * time.Second
+	realtimeRestMps  = 0.002
+	realtimeHomeTime = 3 * time.Second
+)
+
+// ZwidthRealtime runs rows A at o.ClientHz against o.Target, or against a
+// hapticd it starts with one simulated arm at o.LoopHz.
+func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) {
+	rep := ZwidthReport{Mode: "real time against " + o.Target,
+		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
+		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
+		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
+		Renderers: "the client's penalty wall over set_cursor_force"}
+	if strings.ContainsAny(strings.ToUpper(o.Paths), "BC") {
+		return rep, errors.New("bench: zwidth in real time: rows B and C need the wall declared as an effect and the passivity controller configured over the WebSocket, which this hapticd build does not accept yet (issue 22, items 2 and 3); run --paths A against a service, or the virtual-time table (no --realtime, no --target) for all rows")
+	}
+	if o.Hand == "on" {
+		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")
+	}
+	if o.DelayFrames != math.Trunc(o.DelayFrames) || o.DelayFrames < 0 || o.DelayFrames > 4 {
+		return rep, fmt.Errorf("bench: zwidth in real time: --delay-frames %v: the real-time client delays by whole frames, 0..4", o.DelayFrames)
+	}
+	if !(o.PushN > 0 && o.PushN <= 5) {
+		return rep, fmt.Errorf("bench: zwidth: --push %v N: use 0 < push ≤ 5", o.PushN)
+	}
+	rates, err := parseRates(o.ClientHz)
+	if err != nil {
+		return rep, err
+	}
+	var wsURL string
+	if o.Target == "" {
+		binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
+		if err != nil {
+			return rep, err
+		}
+		defer cleanup()
+		svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: 1, LoopHz: o.LoopHz})
+		if err != nil {
+			return rep, err
+		}
+		defer svc.stop()
+		wsURL = svc.wsURL
+		rep.Mode = fmt.Sprintf("real time against a hapticd it started (1 simulated arm, loop %g Hz)", o.LoopHz)
+	} else if wsURL, _, err = targetURLs(o.Target); err != nil {
+		return rep, err
+	}
+	ctl, err := dialClient(ctx, wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		return rep, err
+	}
+	defer ctl.close()
+	obs, err := dialClient(ctx, wsURL, 0, RoleObserver, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		return rep, err
+	}
+	defer obs.close()
+	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
+	if err != nil {
+		return rep, err
+	}
+	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: o.PushN, delayFrames: int(o.DelayFrames)}
+	for _, hz := range rates {
+		row := ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}
+		if err := rt.limit(&row, o); err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, row)
+	}
+	rep.addBounds()
+	return rep, nil
+}
+
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		var v float64
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &v); err != nil || !(v >= 1 && v <= 1000) {
+			return nil, fmt.Errorf("bench: zwidth: --client-hz %q: want rates of 1..1000 Hz, comma-separated", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// armSample is one reading of the arm: position and applied force.
+type armSample struct {
+	at  time.Time
+	pos [3]float64
+	f   [3]float64
+}
+
+// armPositionForce reads the arm's cursor_position and current_cursor_force.
+func armPositionForce(frame []byte, id string) (armSample, error) {
+	type arm struct {
+		DeviceID string `json:"device_id"`
+		State    struct {
+			Pos   struct{ X, Y, Z float64 } `json:"cursor_position"`
+			Force struct{ X, Y, Z float64 } `json:"current_cursor_force"`
+		} `json:"state"`
+	}
+	var f struct {
+		Inverse3 []arm `json:"inverse3"`
+		Arm3     []arm `json:"arm3"`
+	}
+	if err := json.Unmarshal(frame, &f); err != nil {
+		return armSample{}, fmt.Errorf("bench: zwidth: frame is not JSON: %w", err)
+	}
+	for _, a := range append(f.Arm3, f.Inverse3...) {
+		if a.DeviceID == id {
+			p, v := a.State.Pos, a.State.Force
+			return armSample{at: time.Now(), pos: [3]float64{p.X, p.Y, p.Z}, f: [3]float64{v.X, v.Y, v.Z}}, nil
+		}
+	}
+	return armSample{}, fmt.Errorf("bench: zwidth: the frame lists no arm %s: %s", id, clip(frame, 200))
+}
+
+type realtimeRun struct {
+	ctx         context.Context
+	ctl, obs    *client
+	home        [3]float64
+	pushN       float64
+	delayFrames int
+}
+
+// limit scans and bisects the stiffness of one row, as the virtual mode.
+func (rt *realtimeRun) limit(row *ZwidthRow, o ZwidthOptions) error {
+	var fail ZwidthTrial
+	lo := 0.0
+	try := func(k float64) (ZwidthTrial, error) {
+		row.Trials++
+		t, err := rt.trial(row.RateHz, k)
+		if err == nil && o.Progress != nil {
+			fmt.Fprintf(o.Progress, "zwidth: A %g Hz, %s N/m: stable %v %s\n", row.RateHz, number(k), t.Stable, t.Reason)
+		}
+		return t, err
+	}
+	for k := float64(realtimeMinNpm); ; k *= realtimeScan {
+		k = math.Min(k, realtimeMaxNpm)
+		t, err := try(k)
+		if err != nil {
+			return err
+		}
+		if t.Stable {
+			if lo == 0 {
+				row.LowestStableNpm = k
+			}
+			lo = k
+		} else {
+			fail = t
+			if lo > 0 {
+				break
+			}
+		}
+		if k == realtimeMaxNpm {
+			if lo == 0 {
+				row.UnstableNpm, row.Failure = k, &fail
+			} else {
+				row.LimitNpm = lo
+			}
+			return nil
+		}
+	}
+	hi := math.Min(lo*realtimeScan, realtimeMaxNpm)
+	for hi/lo > realtimeTol {
+		mid := math.Sqrt(lo * hi)
+		t, err := try(mid)
+		if err != nil {
+			return err
+		}
+		if t.Stable {
+			lo = mid
+		} else {
+			hi, fail = mid, t
+		}
+	}
+	row.LimitNpm, row.UnstableNpm, row.Failure = lo, hi, &fail
+	return nil
+}
+
+// goHome servos the arm back to its starting point and waits until it
+// rests near it (the servo holds within a millimetre or two against
+// friction), returning where it rests.
+func (rt *realtimeRun) goHome() ([3]float64, error) {
+	h := rt.home
+	msg := fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":%g,"y":%g,"z":%g}}}}]}`, rt.ctl.deviceID, h[0], h[1], h[2])
+	end := time.Now().Add(realtimeHomeTime)
+	var prev armSample
+	for i := 0; time.Now().Before(end); i++ {
+		frame, err := rt.ctl.exchange(msg)
+		if err != nil {
+			return h, fmt.Errorf("bench: zwidth: servo home: %w", err)
+		}
+		if strings.Contains(string(frame), `"errors"`) {
+			return h, fmt.Errorf("bench: zwidth: the service refused set_cursor_position: %s", clip(frame, 300))
+		}
+		s, err := armPositionForce(frame, rt.ctl.deviceID)
+		if err != nil {
+			return h, err
+		}
+		if i > 20 {
+			dt := s.at.Sub(prev.at).Seconds()
+			if dt > 0 && dist3(s.pos, h) < 2e-3 && dist3(s.pos, prev.pos)/dt < realtimeRestMps {
+				return s.pos, nil
+			}
+		}
+		prev = s
+		if !waitUntil(rt.ctx, time.Now().Add(5*time.Millisecond)) {
+			return h, rt.ctx.Err()
+		}
+	}
+	return h, fmt.Errorf("bench: zwidth: the arm did not come to rest within 2 mm of its start in %s", realtimeHomeTime)
+}
+
+func dist3(a, b [3]float64) float64 {
+	return math.Sqrt((a[0]-b[0])*(a[0]-b[0]) + (a[1]-b[1])*(a[1]-b[1]) + (a[2]-b[2])*(a[2]-b[2]))
+}
+
+// trial renders a wall of stiffness k from a client at rateHz: the
+// controller streams penalty + push forces, the observer judges.
+func (rt *realtimeRun) trial(rateHz, k float64) (ZwidthTrial, error) {
+	t := ZwidthTrial{StiffnessNpm: k, Stable: true, ContactS: -1}
+	rest, err := rt.goHome()
+	if err != nil {
+		return t, err
+	}
+	wallX := rest[0] + realtimeGapM
+	ctx, cancel := context.WithCancel(rt.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var ctlErr error
+	wg.Add(1)
+	go func() { // the client: one frame per period, the force of the state it last read
+		defer wg.Done()
+		period := time.Duration(float64(time.Second) / rateHz)
+		queue := make([]float64, rt.delayFrames)
+		x := rest[0]
+		next := time.Now()
+		for ctx.Err() == nil {
+			if rt.delayFrames == 0 { // read the state now, then send
+				frame, err := rt.ctl.exchange([]byte(`{}`))
+				if err != nil {
+					ctlErr = err
+					return
+				}
+				s, err := armPositionForce(frame, rt.ctl.deviceID)
+				if err != nil {
+					ctlErr = err
+					return
+				}
+				x = s.pos[0]
+			}
+			f := rt.pushN
+			if d := x - wallX; d > 0 {
+				f -= k * d
+			}
+			queue = append(queue, f)
+			f, queue = queue[0], queue[1:]
+			frame, err := rt.ctl.exchange(fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":0,"z":0}}}}]}`, rt.ctl.deviceID, f))
+			if err != nil {
+				ctlErr = err
+				return
+			}
+			if strings.Contains(string(frame), `"errors"`) {
+				ctlErr = fmt.Errorf("the service refused set_cursor_force: %s", clip(frame, 300))
+				return
+			}
+			s, err := armPositionForce(frame, rt.ctl.deviceID)
+			if err != nil {
+				ctlErr = err
+				return
+			}
+			x = s.pos[0] // read at this frame, used at the next one
+			next = next.Add(period)
+			if !waitUntil(ctx, next) {
+				return
+			}
+		}
+	}()
+	err = rt.observe(&t, wallX, k)
+	cancel()
+	wg.Wait()
+	if ctlErr != nil {
+		return t, fmt.Errorf("bench: zwidth: client: %w", ctlErr)
+	}
+	return t, err
+}
+
+// observe reads the arm as fast as the service answers until the trial is
+// decided, filling t.
+func (rt *realtimeRun) observe(t *ZwidthTrial, wallX, k float64) error {
+	begin := time.Now()
+	var prev armSample
+	energy := 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
+	escape := math.Min(0.09, math.Max(0.02, 2.5*rt.pushN/k))
+	for i := 0; ; i++ {
+		frame, err := rt.obs.exchange([]byte(`{}`))
+		if err != nil {
+			return fmt.Errorf("bench: zwidth: observer: %w", err)
+		}
+		s, err := armPositionForce(frame, rt.obs.deviceID)
+		if err != nil {
+			return err
+		}
+		now := s.at.Sub(begin).Seconds()
+		if i > 0 {
+			// The wall's share of the applied force along the normal: the
+			// arm's X force less the user's push the client adds.
+			fw := prev.f[0] - rt.pushN
+			dx := s.pos[0] - prev.pos[0]
+			dt := s.at.Sub(prev.at).Seconds()
+			energy += -fw * dx
+			if dt > 0 {
+				energy += simArmDampNspm * dx * dx / dt
+			}
+			energy += simArmKineticN * math.Abs(dx)
+			t.MinEnergyJ = math.Min(t.MinEnergyJ, energy)
+		}
+		prev = s
+		depth := s.pos[0] - wallX
+		if t.ContactS < 0 {
+			if depth > 0 {
+				t.ContactS = now
+			} else if now > 3 {
+				t.Stable, t.Reason = false, "never reached the wall"
+				return nil
+			}
+		}
+		switch {
+		case t.MinEnergyJ < -realtimeEnergyJ:
+			t.Stable, t.Reason = false, fmt.Sprintf("observed energy fell to %.3g J", t.MinEnergyJ)
+			return nil
+		case math.Abs(depth) > escape:
+			t.Stable, t.Reason = false, fmt.Sprintf("cursor %.0f mm from the wall", depth*1000)
+			return nil
+		case t.ContactS < 0:
+			continue
+		}
+		since := now - t.ContactS
+		if since >= realtimeSettleS {
+			lo, hi = math.Min(lo, depth), math.Max(hi, depth)
+		}
+		if since >= realtimeSettleS+realtimeWindowS {
+			t.PeakToPeakM = hi - lo
+			if t.PeakToPeakM > realtimeOscM {
+				t.Stable, t.Reason = false, fmt.Sprintf("%.2f mm peak to peak %.1f s after contact", t.PeakToPeakM*1000, realtimeSettleS)
+			}
+			return nil
+		}
+	}
+}
