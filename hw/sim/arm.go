@@ -96,7 +96,6 @@ type Arm struct {
 	// Cold: read on a command change, Info.
 	periodS float64
 	info    hw.Info
-	phys    Physics
 }
 
 // ArmCore is everything one physics step of a simulated arm reads and
@@ -123,10 +122,11 @@ type ArmCore struct {
 	// A random walk's state, read every step of MotionRandom.
 	rng  splitMix
 	walk smoothWalk
-	// prm is the mechanical constants prepared for stepS.
-	prm armParams
-	// hand is the hand model, nil when it is off.
-	hand *handState
+	// ext holds the physics of an arm built with other than
+	// DefaultPhysics, and its hand model; nil for the default arm, whose
+	// constants the step derives from stepS, so thousands of default arms
+	// carry one pointer each rather than a copy of the constants.
+	ext *armExt
 }
 
 var (
@@ -175,7 +175,6 @@ func newArm(o ArmOptions, p Physics) *Arm {
 			HostGravityCompensation: true,
 		},
 		periodS: period,
-		phys:    p,
 		own: ArmCore{
 			substeps: n,
 			stepS:    period / float64(n),
@@ -186,12 +185,10 @@ func newArm(o ArmOptions, p Physics) *Arm {
 			settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
 			pos:      hw.ArmWorkspaceCenterM(),
 			centerM:  hw.ArmWorkspaceCenterM(),
-			prm:      newArmParams(p, period/float64(n)),
 		},
 	}
-	if p.Hand.Model {
-		h := p.Hand
-		a.own.hand = &handState{pos: a.own.pos, massKg: h.MassKg, kNpm: h.StiffnessNpm, cNspm: h.DampingNspm, pushN: h.PushN}
+	if p != DefaultPhysics() {
+		a.own.ext = newArmExt(p, period/float64(n), a.own.pos)
 	}
 	a.c = &a.own
 	if o.Motion == MotionRandom {
@@ -312,15 +309,16 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 	fixedN = fixedN.ClampNorm(MaxForceN)
 
 	pos, vel, force := c.pos, c.vel, c.forceN
-	if c.hand != nil {
+	if c.hasHand() {
 		c.reported = false // the hand may move while the handle sticks: always report
 	}
+	k := c.coefficients()
 	for i := 0; i < c.substeps; i++ {
 		actN := fixedN
 		if servo {
-			actN = c.servoForce(targetM)
+			actN = c.servoForce(targetM, k.massKg)
 		}
-		c.step(actN)
+		c.step(actN, &k)
 	}
 	if c.reported && c.pos == pos && c.vel == vel && c.forceN == force {
 		return false, nil
@@ -332,7 +330,12 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 // Position, Velocity and Force are the state after the last step: the
 // end effector's position (m) as the encoder reads it (quantized to
 // Physics.EncoderStepM), velocity (m/s) and the actuator force (N).
-func (c *ArmCore) Position() hw.Vec3 { return quantize(c.pos, c.prm.encoderM) }
+func (c *ArmCore) Position() hw.Vec3 {
+	if c.ext == nil {
+		return c.pos
+	}
+	return quantize(c.pos, c.ext.encoderM)
+}
 
 // Velocity is the end effector's velocity after the last step, m/s.
 func (c *ArmCore) Velocity() hw.Vec3 { return c.vel }
@@ -347,7 +350,7 @@ func (a *Arm) TimeInvariant() bool { return a.c.TimeInvariant() }
 
 // TimeInvariant is Arm.TimeInvariant. A hand model is never
 // time-invariant: its mass may move while static friction holds the handle.
-func (c *ArmCore) TimeInvariant() bool { return c.motion == MotionNone && c.hand == nil }
+func (c *ArmCore) TimeInvariant() bool { return c.motion == MotionNone && !c.hasHand() }
 
 // DeriveState completes a state ExchangeCore filled: joint angles by
 // inverse kinematics, joint speeds by J⁻¹·v and the body turned by the base
@@ -407,10 +410,10 @@ func (c *ArmCore) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 // weight as feed-forward so the servo settles on the target instead of
 // below it. The velocity loop approaches the capped desired speed from
 // below, so the cursor does not exceed the cap on its own.
-func (c *ArmCore) servoForce(targetM hw.Vec3) hw.Vec3 {
+func (c *ArmCore) servoForce(targetM hw.Vec3, massKg float64) hw.Vec3 {
 	want := targetM.Sub(c.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
 	f := want.Sub(c.vel).Scale(servoNspm)
-	f.Z += c.prm.massKg * GravityMps2
+	f.Z += massKg * GravityMps2
 	return f.ClampNorm(MaxForceN)
 }
 
@@ -420,14 +423,15 @@ func (c *ArmCore) servoForce(targetM hw.Vec3) hw.Vec3 {
 // reduces the velocity and may stop the cursor (so a small net force leaves
 // a resting cursor put), and the hand model, if any, takes a semi-implicit
 // Euler step under the opposite of its grip force.
-func (c *ArmCore) step(actN hw.Vec3) {
-	h, p := c.stepS, &c.prm
+func (c *ArmCore) step(actN hw.Vec3, p *armParams) {
+	h := c.stepS
 	f := actN.Add(p.pushN)
 	f.Z -= p.massKg * GravityMps2
 	f = f.Add(c.boundaryForce())
 	var grip hw.Vec3
-	if c.hand != nil {
-		grip = c.hand.gripForce(c.pos, c.vel)
+	hand := c.hand()
+	if hand != nil {
+		grip = hand.gripForce(c.pos, c.vel)
 		f = f.Add(grip)
 	} else {
 		f = f.Add(c.motionForce(c.pos, c.vel))
@@ -456,7 +460,7 @@ func (c *ArmCore) step(actN hw.Vec3) {
 	c.vel = v
 	c.pos = c.pos.Add(dx)
 	c.endStop()
-	if s := c.hand; s != nil {
+	if s := hand; s != nil {
 		fh := s.pushN.Sub(grip).Add(c.motionForce(s.pos, s.vel))
 		s.vel = s.vel.Add(fh.Scale(h / s.massKg))
 		s.pos = s.pos.Add(s.vel.Scale(h))

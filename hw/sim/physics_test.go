@@ -171,7 +171,7 @@ func TestHandPushWithoutModelActsOnHandle(t *testing.T) {
 	driven := physicsArm(t, DefaultPhysics())
 	a := run(t, pushed, hover(p, hw.Vec3{}), 0.2, nil)
 	b := run(t, driven, hover(p, hw.Vec3{X: 0.8}), 0.2, nil)
-	if a.PositionM != b.PositionM {
+	if a.PositionM.Sub(b.PositionM).Norm() > 1e-9 {
 		t.Errorf("a 0.8 N push took the handle to %+v, an actuator force to %+v", a.PositionM, b.PositionM)
 	}
 }
