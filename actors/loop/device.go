@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -39,6 +40,17 @@ type Globals struct {
 	// they change; GravityCompensation and GravityScale also drive the
 	// loop's own feed-forward on devices with host gravity compensation.
 	Settings hw.Settings
+	// ForceClampN lowers the clamp on the commanded force (the session's
+	// plus its effects') below the device's MaxForceN; 0 or more than
+	// MaxForceN leaves MaxForceN.
+	ForceClampN float64
+	// ForceSlewNps limits how fast the commanded force may change, in N/s
+	// (0: no limit). A new control starts from zero force.
+	ForceSlewNps float64
+	// Passivity configures the passivity controller on the commanded
+	// force; its observer always runs (see the package doc, # Effects and
+	// passivity). Off by default.
+	Passivity passivity.Options
 }
 
 // DefaultGlobals returns full force scale and gravity compensation enabled at
@@ -66,6 +78,10 @@ const (
 	// EventRateWarning: the loop period's p99 over the last window passed
 	// its bound (1.5 × target).
 	EventRateWarning
+	// EventPassivitySustained: the passivity controller has been adding
+	// damping for over a second without a break (see Output); once per
+	// such spell. Session is the owner.
+	EventPassivitySustained
 )
 
 func (k EventKind) String() string {
@@ -80,6 +96,8 @@ func (k EventKind) String() string {
 		return "failed"
 	case EventRateWarning:
 		return "rate-warning"
+	case EventPassivitySustained:
+		return "passivity-sustained"
 	}
 	return "unknown"
 }
@@ -157,16 +175,6 @@ type Stats struct {
 	Realtime bool
 }
 
-// ReleaseBoundNs is the documented bound on a release: the output is zero
-// within this long after a lease lapses or a session lets go (with the
-// default RampNs, on a loop that gets the CPU on time).
-const ReleaseBoundNs = 20 * int64(time.Millisecond)
-
-// releaseJitterNs is the default ramp's allowance for ticks that run late:
-// with a ramp of the bound less two periods, 6 of 100 stalls on an idle
-// 2-core machine released 0.1 to 0.6 ms past the bound (hapticbench lease).
-const releaseJitterNs = 2 * int64(time.Millisecond)
-
 // regReadAttempts bounds how often a tick retries a register read that
 // writers overwrote under it before it keeps the previous command.
 const regReadAttempts = 4
@@ -220,11 +228,22 @@ type Device struct {
 	out             hw.Command
 	gate            forceGate
 	cmd             Command // the latest register contents
+	tickDtNs        int64   // this tick's time since the last
+
+	// The commanded force's last stages (safety.go): the effects in
+	// force (nil until SetEffects), the passivity observer and
+	// controller, the slew limiter's last force.
+	fx         atomic.Pointer[effectStage]
+	sessionObs passivity.Observer
+	pc         passivity.Controller
+	slewN      hw.Vec3
+	outTicks   uint8 // ticks since the output figures were last stored
 
 	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
 	errors   atomic.Uint64
 	expiries atomic.Uint64 // leases that lapsed
+	output   outputFigures // the passivity figures Output reads
 	taps     taps          // recorders' per-tick feeds (tap.go)
 	// slot is the device's record on a scheduler shard (simulated arms),
 	// which then holds its hot state and its published snapshot; nil
@@ -502,25 +521,6 @@ func (d *Device) publish() bool {
 	return d.snap.Publish(&d.pub)
 }
 
-// haltLocked zeroes the output and halts the driver. The caller holds token.
-func (d *Device) haltLocked() {
-	gen := d.haltReq.Load()
-	if v := d.reg.latest.Load(); v > d.disarmedVersion {
-		d.disarmedVersion = v
-	}
-	d.armed, d.ramping = false, false
-	d.halted = true
-	d.asleep = false
-	d.out = hw.Command{}
-	d.pub.Mode, d.pub.Target = hw.ModeIdle, [3]float64{}
-	if err := d.drv.Halt(); err != nil {
-		d.errors.Add(1)
-		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
-			Err: fmt.Errorf("actors/loop: halt %s: %w; unplug the device if it keeps applying force", d.info.ID, err)})
-	}
-	d.haltAck.Store(gen)
-}
-
 // Step runs one tick at nowNs (Clock time): read the register, apply lease
 // and ramp, compute the output, exchange with the driver and publish the
 // snapshot. It does not allocate. Only one goroutine may step a device at a
@@ -566,6 +566,7 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 		dtNs = d.opts.PeriodNs
 	}
 	d.lastNowNs = nowNs
+	d.tickDtNs = dtNs
 
 	// The force gate watches the arm only while a force may be commanded
 	// or is still ramping out (read before lease, which may end both this
@@ -684,176 +685,6 @@ func (d *Device) exchange() (moved bool, err error) {
 	return true, nil
 }
 
-// lease reads the register, takes it back from an owner whose lease lapsed,
-// notices releases, and returns the owner for this tick.
-func (d *Device) lease(nowNs int64) (owner uint64) {
-	r := &d.reg
-	// Versions only grow, so an unchanged latest version means the
-	// command in hand is still the register's: skip the read.
-	if r.latest.Load() != d.cmd.version {
-		d.readRegister()
-	}
-	d.seenVersion = d.cmd.version
-	owner = r.owner.Load()
-	term := r.term.Load()
-	var expired uint64
-	if owner != 0 {
-		c := &d.cmd
-		if c.Session == owner && c.term == term {
-			d.unarmedOwner = 0
-			if nowNs > c.DeadlineNs && r.releaseFrom(owner) {
-				expired = owner
-			}
-		} else if d.unarmedOwner != owner {
-			d.unarmedOwner, d.unarmedSinceNs = owner, nowNs
-		} else if nowNs-d.unarmedSinceNs > d.opts.ClaimTimeoutNs && r.releaseFrom(owner) {
-			expired = owner
-			d.unarmedOwner = 0
-		}
-		if expired != 0 {
-			d.expiries.Add(1)
-			d.emit(Event{Kind: EventLeaseExpired, Session: expired})
-			owner = r.owner.Load()
-		}
-	}
-	if d.lastOwner != 0 && owner != d.lastOwner && d.lastOwner != expired {
-		d.emit(Event{Kind: EventReleased, Session: d.lastOwner})
-	}
-	d.lastOwner = owner
-	return owner
-}
-
-// readRegister takes the register's latest command into d.cmd, unless
-// writers kept overwriting it under the read (then the previous one stays).
-// It is out of lease's line so the idle path keeps no Command on its stack.
-func (d *Device) readRegister() {
-	var buf Command
-	for i := 0; i < regReadAttempts; i++ {
-		if d.reg.read(&buf) {
-			d.cmd = buf
-			return
-		}
-	}
-}
-
-// compute fills d.out from the command in force (or the ramp after it).
-func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
-	c := &d.cmd
-	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
-		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
-	if valid {
-		if !d.armed || d.held.version != c.version {
-			d.held = *c
-		}
-		d.armed, d.ramping, d.halted = true, false, false
-		d.appliedSeq = c.Seq
-		d.shape(&d.held, 1, g)
-		return
-	}
-	if d.armed {
-		d.armed = false
-		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque {
-			// A lapse ramps from the deadline, not from the tick that
-			// noticed it: a tick that woke late (a busy CPU) shortens the
-			// ramp instead of pushing the zero past ReleaseBoundNs.
-			// Past it by a whole ramp, the force drops to zero at once:
-			// the bound on the release outranks the smoothness of it.
-			d.ramping, d.rampStartNs = true, nowNs
-			if dl := d.held.DeadlineNs; dl < nowNs {
-				d.rampStartNs = dl
-			}
-		}
-	}
-	if d.ramping {
-		el := nowNs - d.rampStartNs
-		if el < d.opts.RampNs {
-			d.shape(&d.held, 1-float64(el)/float64(d.opts.RampNs), g)
-			return
-		}
-		d.ramping = false
-	}
-	d.out = hw.Command{}
-}
-
-// shape turns a command into the driver's output: damping, force gate,
-// force scale, gravity feed-forward, clamp, then the ramp factor.
-func (d *Device) shape(c *Command, ramp float64, g *Globals) {
-	scale := clamp(g.ForceScale, 0, 1)
-	out := &d.out
-	*out = hw.Command{Mode: c.Cmd.Mode}
-	switch c.Cmd.Mode {
-	case hw.ModeForce:
-		p := c.Params
-		if p == nil {
-			p = &defaultParams
-		}
-		f := c.Cmd.ForceN
-		if !f.Finite() {
-			f = hw.Vec3{}
-		}
-		v := d.state.VelocityMps
-		if v.Finite() {
-			D := &p.Damping
-			f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
-			f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
-			f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
-		}
-		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
-		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		f = clampMagnitude(f, d.maxForceN)
-		out.ForceN = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
-	case hw.ModeTorque:
-		t := c.Cmd.TorquesNmm
-		k := scale * ramp
-		if !t.Finite() {
-			k = 0
-		}
-		out.TorquesNmm = hw.Angles3{A0: t.A0 * k, A1: t.A1 * k, A2: t.A2 * k}
-	case hw.ModePosition:
-		if !c.Cmd.PositionM.Finite() {
-			*out = hw.Command{}
-			return
-		}
-		out.PositionM = c.Cmd.PositionM
-	case hw.ModeAngle:
-		a := c.Cmd.AnglesDeg
-		if !a.Finite() {
-			*out = hw.Command{}
-			return
-		}
-		out.AnglesDeg = a
-	default:
-		*out = hw.Command{}
-	}
-}
-
-// addGravity adds the host-side gravity feed-forward to the output of a
-// device without firmware compensation (simulated arms): m·g·scale upwards,
-// also while idle, so an arm with compensation on floats as a real one
-// does; after Halt the device is inert until a new command arms it. It is
-// not the client's force: it comes after the ramp and the force scale, and
-// it is taken out of the reported force again. Position
-// and angle servos carry the arm's weight themselves; torque mode gets no
-// feed-forward (it would need the joint-space gravity model).
-func (d *Device) addGravity(g *Globals) {
-	d.gravityN = 0
-	s := &g.Settings
-	if d.halted || !d.hostGravity || !s.GravityCompensation {
-		return
-	}
-	switch d.out.Mode {
-	case hw.ModeIdle:
-		d.out = hw.Command{Mode: hw.ModeForce}
-	case hw.ModeForce:
-	default:
-		return
-	}
-	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
-	d.out.ForceN.Z += ff
-	d.out.ForceN = clampMagnitude(d.out.ForceN, d.maxForceN)
-	d.gravityN = ff
-}
-
 // configure passes changed Settings to the driver between two exchanges. A
 // failing Configure is retried once a second.
 func (d *Device) configure(nowNs int64, g *Globals) {
@@ -877,50 +708,8 @@ func (d *Device) configure(nowNs int64, g *Globals) {
 	d.configuredFrom, d.configured, d.configuredOnce = g, g.Settings, true
 }
 
-// driverError halts the driver after a failed exchange, disarms the output
-// (re-arming needs a new Write) and fails the device after MaxErrors in a
-// row.
-func (d *Device) driverError(err error, owner uint64) {
-	d.errors.Add(1)
-	d.errRun++
-	_ = d.drv.Halt() // best effort: the device may be gone; the error is the exchange's
-	if d.cmd.version > d.disarmedVersion {
-		d.disarmedVersion = d.cmd.version
-	}
-	d.armed, d.ramping = false, false
-	d.out = hw.Command{}
-	if d.errRun == 1 {
-		d.emit(Event{Kind: EventDriverError, Session: owner,
-			Err: fmt.Errorf("actors/loop: exchange with %s failed, output halted: %w", d.info.ID, err)})
-	}
-	if d.errRun >= d.opts.MaxErrors && !d.failed.Load() {
-		d.failed.Store(true)
-		d.emit(Event{Kind: EventFailed, Session: owner,
-			Err: fmt.Errorf("actors/loop: %s failed %d exchanges in a row and stopped; check the cable and reconnect it: %w", d.info.ID, d.errRun, err)})
-	}
-}
-
 func (d *Device) emit(e Event) {
 	if d.opts.OnEvent != nil {
 		d.opts.OnEvent(e)
 	}
-}
-
-func clamp(x, lo, hi float64) float64 {
-	if !(x >= lo) { // also catches NaN
-		return lo
-	}
-	if x > hi {
-		return hi
-	}
-	return x
-}
-
-// clampMagnitude limits |f| to maxN; a device with no force output (maxN <=
-// 0) gets none.
-func clampMagnitude(f hw.Vec3, maxN float64) hw.Vec3 {
-	if !(maxN > 0) {
-		return hw.Vec3{}
-	}
-	return f.ClampNorm(maxN)
 }

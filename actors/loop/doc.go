@@ -16,11 +16,47 @@
 // # Output shaping
 //
 // For ModeForce: F = ForceN − Damping·v (v: the last reported velocity),
-// then the force gate, then × Globals.ForceScale, then |F| is clamped to
-// Info.MaxForceN, then × the ramp factor while ramping. ModeTorque torques
+// then the force gate, then × Globals.ForceScale, then + the session's
+// effects and the passivity controller (# Effects and passivity), then |F|
+// is clamped to Info.MaxForceN (or Globals.ForceClampN), slew-limited,
+// then × the ramp factor while ramping. ModeTorque torques
 // are scaled by ForceScale and the ramp. ModePosition and ModeAngle pass
 // through and stop at once (ModeIdle) when control ends. Non-finite values
 // command nothing.
+//
+// # Effects and passivity
+//
+// A session may declare effects for an arm it controls (package effect:
+// springs to a point, line and plane, dampers, friction, a plane wall and
+// SDF shapes with a proxy, sphere and box limits, a local linear field,
+// vibration). Device.SetEffects publishes the immutable effect.Set; the
+// tick reads it through an atomic pointer and renders it from the cursor's
+// last state, with no lock, no mailbox and no allocation. A Set is
+// rendered only while its Session owns the register and its command is
+// valid (a force command, or an idle one: then the force is the effects'
+// alone; position, angle and torque commands render none). Its force is
+// summed with the session's shaped force (both × ForceScale; the force
+// gate acts on the session's force only), and the sum goes through the
+// stages below, then the lease ramp: when the lease lapses, the session
+// releases the arm or Halt runs, the effects' force ramps to zero with the
+// command's (within ReleaseBoundNs), and their walls let go of their
+// contacts; a new command renders the Set again, fading in from zero.
+// Another session's Set is never rendered. Units, defaults and limits are
+// package effect's (see also docs/effects.md).
+//
+// The passivity layer watches every commanded force (package passivity;
+// energy is what the rendered environment absorbed from the arm, −Σ F·v·dt,
+// negative when a source drove it): an observer per source (the session's
+// force; each effect; the navigation module's effects, tagged
+// effect.SourceNavigation) and a controller on the sum that, when
+// Globals.Passivity.Enabled, adds just the damping that keeps the energy
+// from going negative. Then the clamp (MaxForceN, or Globals.ForceClampN
+// if lower) and the slew limit (Globals.ForceSlewNps; a new control starts
+// from zero force). Device.Output reports the energies, the damping added
+// and whether the controller has acted for over a second without a break
+// (EventPassivitySustained, once per spell); Device.LoadEffects each
+// effect's force, proxy point, fade and energy. The controller is off by
+// default: it changes what a client's stream of forces feels like.
 //
 // # Gravity feed-forward
 //
@@ -51,7 +87,8 @@
 //
 // # Safety
 //
-// A command is never applied after its deadline. When the owner's lease
+// safety.go holds this code, apart from the shards and the halt handshake,
+// and safety_test.go its tests. A command is never applied after its deadline. When the owner's lease
 // lapses the loop releases the register (EventLeaseExpired, once) and ramps
 // the output linearly to zero over RampNs counted from the deadline (a tick
 // that woke late shortens the ramp rather than delaying the zero), then

@@ -54,11 +54,11 @@ const (
 // only for the few nanoseconds of a copy.
 const snapBufs = 4
 
-type snapBuf struct {
+type snapBuf[T any] struct {
 	// readers counts readers copying this buffer (or about to check
 	// whether they may). The writer never fills a buffer with readers.
 	readers atomic.Int32
-	snap    Snapshot
+	snap    T
 }
 
 // SnapshotCell publishes the latest Snapshot from one writer to any number of
@@ -67,18 +67,22 @@ type snapBuf struct {
 // writer only fills buffers that are neither the latest nor announced, so a
 // copy never overlaps a write and readers never see a torn snapshot. Neither
 // side waits for the other. The zero value holds a zero Snapshot.
-type SnapshotCell struct {
-	latest atomic.Pointer[snapBuf]
+type SnapshotCell struct{ cell[Snapshot] }
+
+// cell is SnapshotCell's algorithm for any value: the device's effects
+// report uses it too.
+type cell[T any] struct {
+	latest atomic.Pointer[snapBuf[T]]
 	seq    atomic.Uint64 // Publishes that stored a snapshot; see Seq
 	next   int           // the writer's next candidate buffer
-	bufs   [snapBufs]snapBuf
+	bufs   [snapBufs]snapBuf[T]
 }
 
 // Publish stores src as the latest snapshot. Only one goroutine may publish
 // at a time (the device's loop). In the unlikely case that readers hold every
 // other buffer, the previous snapshot stays the latest and Publish reports
 // false; the next Publish catches up.
-func (c *SnapshotCell) Publish(src *Snapshot) bool {
+func (c *cell[T]) Publish(src *T) bool {
 	cur := c.latest.Load()
 	for i := 0; i < snapBufs; i++ {
 		b := &c.bufs[(c.next+i)%snapBufs]
@@ -99,14 +103,15 @@ func (c *SnapshotCell) Publish(src *Snapshot) bool {
 // tick, so it is the key for anything derived from a snapshot. It is
 // stored after the snapshot: a reader that reads Seq and then Loads gets
 // the snapshot of that publish or a newer one, never an older one.
-func (c *SnapshotCell) Seq() uint64 { return c.seq.Load() }
+func (c *cell[T]) Seq() uint64 { return c.seq.Load() }
 
 // Load fills dst with the latest snapshot.
-func (c *SnapshotCell) Load(dst *Snapshot) {
+func (c *cell[T]) Load(dst *T) {
 	for {
 		b := c.latest.Load()
 		if b == nil {
-			*dst = Snapshot{}
+			var zero T
+			*dst = zero
 			return
 		}
 		b.readers.Add(1)

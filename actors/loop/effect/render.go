@@ -1,0 +1,437 @@
+package effect
+
+import (
+	"math"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Input is what a tick renders from: the loop's clock and the cursor's
+// last reported state, in the device frame.
+type Input struct {
+	NowNs       int64
+	DtNs        int64
+	PositionM   hw.Vec3
+	VelocityMps hw.Vec3
+}
+
+// state is one effect's rendering state, owned by the loop's tick. A tick
+// of a settled wall reads and writes its first two cache lines only (the
+// flags, fade and force, then cur's first fields); with 10,000 arms
+// rendering, the lines a tick touches are its cost.
+type state struct {
+	kind     Kind
+	prim     Primitive
+	keepIn   bool
+	removing bool
+	settled  bool
+	// A wall-like effect's proxy: contact says the cursor went through
+	// the surface and the proxy stays on it; trapped says the surface
+	// came over the cursor (or the cursor was behind it when the effect
+	// started), so it pushes nothing until the cursor is free again.
+	contact, trapped bool
+	// weight fades the effect in (0 → 1) and out (→ 0) over fadeNs.
+	weight    float64
+	expiresNs int64
+	forceN    hw.Vec3
+	energyJ   float64
+	// cur is where the parameters are this tick (Params puts the fields
+	// springs, dampers and walls read first); mid the first of the two
+	// smoothing stages toward sp.Params (see SmoothNs).
+	cur      Params
+	proxyM   hw.Vec3
+	fadeNs   int64
+	phaseRad float64
+	sp       *Spec // the effect as declared (in the Set in force, or the one it left)
+	mid      Params
+}
+
+// Slots is room for a Renderer's effects, allocated off the tick and
+// handed to it (Renderer.UseSlots).
+type Slots struct{ st []state }
+
+// NewSlots returns room for n effects.
+func NewSlots(n int) *Slots { return &Slots{st: make([]state, n)} }
+
+// Cap is how many effects s has room for.
+func (s *Slots) Cap() int { return len(s.st) }
+
+// Inline is room for two effects (a wall and a damper, say) inside the
+// struct that holds the Renderer, so that rendering them reads memory next
+// to the Renderer's own: with thousands of arms, separately allocated
+// slots cost a tick several times more in cache misses.
+type Inline struct{ st [2]state }
+
+// UseInline makes in the Renderer's room, if it has less. Call it before
+// the first Render, on the goroutine that renders.
+func (r *Renderer) UseInline(in *Inline) {
+	if len(r.st) < len(in.st) {
+		copy(in.st[:], r.st[:r.n])
+		r.st = in.st[:]
+	}
+}
+
+// Renderer renders one arm's effects, tick by tick. It is the loop's: one
+// goroutine at a time, no allocation, no lock. It holds as many effects as
+// its slots (Reserve, UseSlots): a Set's effects plus those of the Set
+// before it that still fade out. Its zero value has none.
+type Renderer struct {
+	set *Set
+	n   int
+	// The effects in force first, then those fading out.
+	st       []state
+	prevM    hw.Vec3
+	havePrev bool
+	alphaDt  int64 // the tick length alpha was computed for
+	alpha    float64
+}
+
+// Reserve makes room for n effects (allocating: call it off the tick, on
+// the goroutine that renders).
+func (r *Renderer) Reserve(n int) {
+	if n > len(r.st) {
+		r.UseSlots(NewSlots(n))
+	}
+}
+
+// UseSlots moves the effects into s, if it is larger. It does not
+// allocate: a loop allocates s where it may and hands it over.
+func (r *Renderer) UseSlots(s *Slots) {
+	if len(s.st) <= len(r.st) {
+		return
+	}
+	copy(s.st, r.st[:r.n])
+	r.st = s.st
+}
+
+// Cap is how many effects the Renderer has room for.
+func (r *Renderer) Cap() int { return len(r.st) }
+
+// Render advances every effect of set by one tick and returns the sum of
+// their forces (N), each × gain. A set other than the last one adopts it:
+// effects with the same ID keep their state and move smoothly to the new
+// parameters, new ones fade in, missing ones fade out. A nil set fades
+// everything out.
+func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
+	if set != r.set {
+		r.adopt(set)
+	}
+	dtS := float64(in.DtNs) * 1e-9
+	if in.DtNs != r.alphaDt {
+		r.alphaDt, r.alpha = in.DtNs, 1-math.Exp(-float64(in.DtNs)/float64(SmoothNs))
+	}
+	alpha := r.alpha
+	var sum hw.Vec3
+	for i := 0; i < r.n; {
+		s := &r.st[i]
+		// The energy the effect absorbed from the arm (package passivity's
+		// convention): the work of last tick's force over the tick that
+		// ended, −F·v·dt, positive while it takes energy out.
+		s.energyJ -= s.forceN.Dot(in.VelocityMps) * dtS
+		s.advance(in, alpha)
+		f := s.render(in, dtS, r.prevM, r.havePrev).Scale(s.weight * gain)
+		if !f.Finite() {
+			f = hw.Vec3{}
+		}
+		s.forceN = f
+		if s.removing && s.weight == 0 {
+			r.n--
+			r.st[i], r.st[r.n] = r.st[r.n], state{}
+			continue
+		}
+		sum = sum.Add(f)
+		i++
+	}
+	r.prevM, r.havePrev = in.PositionM, true
+	return sum
+}
+
+// Pause says the effects are not rendered this tick (nobody's lease holds
+// them). Their walls forget their contacts, so when rendering resumes a
+// cursor behind a surface is let out rather than pushed out, and their
+// fades start again from zero.
+func (r *Renderer) Pause() {
+	for i := range r.n {
+		s := &r.st[i]
+		s.contact, s.trapped, s.weight, s.forceN, s.energyJ = false, false, 0, hw.Vec3{}, 0
+	}
+	r.havePrev = false
+}
+
+// Reset forgets every effect at once (a halted device: its output is zero
+// anyway).
+func (r *Renderer) Reset() {
+	clear(r.st)
+	*r = Renderer{st: r.st}
+}
+
+// Len is the number of effects rendered, including those fading out.
+func (r *Renderer) Len() int { return r.n }
+
+// Energy returns the energy the effects absorbed from the arm (see
+// Rendered.EnergyJ), summed by Source.
+func (r *Renderer) Energy() (effectsJ, navigationJ float64) {
+	for i := range r.n {
+		s := &r.st[i]
+		if s.sp.Source == SourceNavigation {
+			navigationJ += s.energyJ
+		} else {
+			effectsJ += s.energyJ
+		}
+	}
+	return effectsJ, navigationJ
+}
+
+// Set returns the Set the Renderer adopted last.
+func (r *Renderer) Set() *Set { return r.set }
+
+// Rendered describes one effect after a tick.
+type Rendered struct {
+	ID     string
+	Kind   Kind
+	Source Source
+	// ForceN is the effect's force this tick (after its fade and the
+	// gain, before the loop's passivity stage, clamp and ramp).
+	ForceN hw.Vec3
+	// ProxyM is a wall's proxy point: on the surface while the cursor is
+	// through it (Contact), at the cursor otherwise. Other kinds: the cursor.
+	ProxyM  hw.Vec3
+	Contact bool
+	// Weight is the fade, 0..1; Removing says the effect is fading out
+	// because it left its Set.
+	Weight   float64
+	Removing bool
+	// EnergyJ is the energy the effect absorbed from the arm so far
+	// (−Σ F·v·dt, package passivity's convention): positive is passive,
+	// negative means it drove the arm.
+	EnergyJ float64
+}
+
+// Rendered fills dst with effect i (0 <= i < Len) as of the last tick.
+func (r *Renderer) Rendered(i int, dst *Rendered) {
+	s := &r.st[i]
+	*dst = Rendered{ID: s.sp.ID, Kind: s.kind, Source: s.sp.Source, ForceN: s.forceN, ProxyM: s.proxyM,
+		Contact: s.contact, Weight: s.weight, Removing: s.removing, EnergyJ: s.energyJ}
+}
+
+// adopt makes set the one in force (see Render). An effect that finds no
+// slot (a Renderer with too little room) is not rendered: the loop
+// reserves room for every Set before publishing it.
+func (r *Renderer) adopt(set *Set) {
+	r.set = set
+	for i := range r.n {
+		r.st[i].removing = true
+	}
+	for j := range set.Len() {
+		sp := &set.specs[j]
+		if i := r.find(sp.ID, sp.Kind, sp.Primitive); i >= 0 {
+			s := &r.st[i]
+			s.sp, s.removing = sp, false
+			s.expiresNs, s.fadeNs, s.keepIn = sp.ExpiresNs, fadeOf(sp), sp.KeepInside
+			if s.cur != sp.Params {
+				s.settled = false
+			}
+			continue
+		}
+		if r.n == len(r.st) && !r.dropFading() {
+			continue
+		}
+		r.st[r.n] = state{kind: sp.Kind, prim: sp.Primitive, keepIn: sp.KeepInside, settled: true,
+			expiresNs: sp.ExpiresNs, fadeNs: fadeOf(sp), cur: sp.Params, sp: sp, mid: sp.Params}
+		r.n++
+	}
+}
+
+func fadeOf(sp *Spec) int64 {
+	if sp.FadeNs <= 0 {
+		return DefaultFadeNs
+	}
+	return sp.FadeNs
+}
+
+// find returns the slot of a live or fading effect with this id, kind and
+// primitive (an ID reused for another kind is a new effect), or -1.
+func (r *Renderer) find(id string, k Kind, p Primitive) int {
+	for i := range r.n {
+		if s := &r.st[i]; s.kind == k && s.prim == p && s.sp.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropFading makes room by ending the faintest effect still fading out,
+// and reports whether there was one.
+func (r *Renderer) dropFading() bool {
+	k := -1
+	for i := range r.n {
+		if s := &r.st[i]; s.removing && (k < 0 || s.weight < r.st[k].weight) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return false
+	}
+	r.n--
+	r.st[k], r.st[r.n] = r.st[r.n], state{}
+	return true
+}
+
+// advance moves the fade weight and the smoothed parameters one tick on.
+func (s *state) advance(in *Input, alpha float64) {
+	target := 1.0
+	if s.removing || (s.expiresNs > 0 && in.NowNs >= s.expiresNs) {
+		target = 0
+	}
+	if s.weight != target {
+		step := float64(in.DtNs) / float64(s.fadeNs)
+		if s.weight < target {
+			s.weight = math.Min(target, s.weight+step)
+		} else {
+			s.weight = math.Max(target, s.weight-step)
+		}
+	}
+	if !s.settled {
+		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, alpha)
+		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || (k == Shape && s.prim == PrimPlane) {
+			// A direction blended component-wise is no longer unit.
+			if l := s.cur.AxisUnit.Norm(); l > 1e-9 {
+				s.cur.AxisUnit = s.cur.AxisUnit.Scale(1 / l)
+			}
+		}
+	}
+}
+
+// render is the effect's force this tick (before weight and gain).
+func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.Vec3 {
+	p := &s.cur
+	x, v := in.PositionM, in.VelocityMps
+	s.proxyM = x
+	switch s.kind {
+	case SpringPoint:
+		return p.PointM.Sub(x).Scale(p.StiffnessNPerM).Sub(v.Scale(p.DampingNsPerM))
+	case SpringLine:
+		a := p.AxisUnit
+		d := x.Sub(p.PointM)
+		d = d.Sub(a.Scale(d.Dot(a)))
+		vp := v.Sub(a.Scale(v.Dot(a)))
+		return d.Scale(-p.StiffnessNPerM).Sub(vp.Scale(p.DampingNsPerM))
+	case SpringPlane:
+		n := p.AxisUnit
+		return n.Scale(-p.StiffnessNPerM*n.Dot(x.Sub(p.PointM)) - p.DampingNsPerM*n.Dot(v))
+	case Damper:
+		b := p.DampingPerAxisNsPerM
+		return hw.Vec3{
+			X: -(p.DampingNsPerM + b.X) * v.X,
+			Y: -(p.DampingNsPerM + b.Y) * v.Y,
+			Z: -(p.DampingNsPerM + b.Z) * v.Z,
+		}
+	case Friction:
+		stick := p.StickMps
+		if stick <= 0 {
+			stick = DefaultStickMps
+		}
+		return v.Scale(-p.CoulombN / math.Max(v.Norm(), stick))
+	case Field:
+		d := x.Sub(p.PointM)
+		r := d.Norm()
+		edge := clamp01((p.RadiusM - r) / (0.1 * p.RadiusM))
+		if edge == 0 {
+			return hw.Vec3{}
+		}
+		J := &p.JacobianNPerM
+		f := hw.Vec3{
+			X: p.ForceN.X + J[0][0]*d.X + J[0][1]*d.Y + J[0][2]*d.Z,
+			Y: p.ForceN.Y + J[1][0]*d.X + J[1][1]*d.Y + J[1][2]*d.Z,
+			Z: p.ForceN.Z + J[2][0]*d.X + J[2][1]*d.Y + J[2][2]*d.Z,
+		}
+		return f.Scale(edge)
+	case Vibration:
+		s.phaseRad = math.Mod(s.phaseRad+2*math.Pi*p.FrequencyHz*dtS, 2*math.Pi)
+		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.phaseRad))
+	case Wall, LimitSphere, LimitBox, Shape:
+		return s.wall(x, v, prevM, havePrev)
+	}
+	return hw.Vec3{}
+}
+
+// wall renders a wall-like effect with a proxy (god object). The proxy
+// follows the cursor in free space; when the cursor passes through the
+// surface the proxy stays on it and a spring-damper pulls the cursor to
+// it, never into the wall. If the surface came over the cursor instead
+// (the effect appeared, was moved, or grew, with the cursor behind it),
+// the proxy stays with the cursor on the side it was, and the wall pushes
+// nothing until the cursor is out: a wall never fires a hand out of it.
+func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
+	p := &s.cur
+	phi := freeDistance(s, p, x)
+	if phi >= 0 {
+		s.contact, s.trapped = false, false
+		return hw.Vec3{}
+	}
+	if !s.contact && !s.trapped {
+		// Entering this tick. It is a contact only if the cursor moved
+		// in: where it was last tick is free under today's surface.
+		if havePrev && freeDistance(s, p, prevM) >= 0 {
+			s.contact = true
+		} else {
+			s.trapped = true
+		}
+	}
+	if s.trapped {
+		return hw.Vec3{}
+	}
+	n := freeNormal(s, p, x)
+	s.proxyM = x.Sub(n.Scale(phi))
+	// Pushes out only: the damper never pulls a cursor that leaves.
+	fn := -p.StiffnessNPerM*phi - p.DampingNsPerM*n.Dot(v)
+	if fn <= 0 {
+		return hw.Vec3{}
+	}
+	return n.Scale(fn)
+}
+
+// smooth moves mid toward tgt and cur toward mid by alpha of the way (two
+// first-order stages, so a step starts with zero slope), and reports
+// whether cur has arrived (then it is set to tgt exactly).
+func smooth(mid, cur, tgt *Params, alpha float64) bool {
+	a := alpha
+	var err float64
+	f := func(m, c *float64, t float64) {
+		*m += (t - *m) * a
+		*c += (*m - *c) * a
+		err = math.Max(err, math.Abs(t-*c))
+	}
+	vec := func(m, c *hw.Vec3, t hw.Vec3) {
+		f(&m.X, &c.X, t.X)
+		f(&m.Y, &c.Y, t.Y)
+		f(&m.Z, &c.Z, t.Z)
+	}
+	f(&mid.StiffnessNPerM, &cur.StiffnessNPerM, tgt.StiffnessNPerM)
+	f(&mid.DampingNsPerM, &cur.DampingNsPerM, tgt.DampingNsPerM)
+	vec(&mid.DampingPerAxisNsPerM, &cur.DampingPerAxisNsPerM, tgt.DampingPerAxisNsPerM)
+	vec(&mid.PointM, &cur.PointM, tgt.PointM)
+	vec(&mid.AxisUnit, &cur.AxisUnit, tgt.AxisUnit)
+	vec(&mid.EndM, &cur.EndM, tgt.EndM)
+	vec(&mid.HalfExtentsM, &cur.HalfExtentsM, tgt.HalfExtentsM)
+	f(&mid.RadiusM, &cur.RadiusM, tgt.RadiusM)
+	f(&mid.MinorRadiusM, &cur.MinorRadiusM, tgt.MinorRadiusM)
+	f(&mid.HeightM, &cur.HeightM, tgt.HeightM)
+	f(&mid.CoulombN, &cur.CoulombN, tgt.CoulombN)
+	f(&mid.StickMps, &cur.StickMps, tgt.StickMps)
+	vec(&mid.ForceN, &cur.ForceN, tgt.ForceN)
+	for i := range 3 {
+		for j := range 3 {
+			f(&mid.JacobianNPerM[i][j], &cur.JacobianNPerM[i][j], tgt.JacobianNPerM[i][j])
+		}
+	}
+	f(&mid.FrequencyHz, &cur.FrequencyHz, tgt.FrequencyHz)
+	f(&mid.AmplitudeN, &cur.AmplitudeN, tgt.AmplitudeN)
+	// 1e-9 of SI units: a nanometre, a nanonewton; below any device's
+	// resolution, so snapping the rest of the way moves nothing.
+	if err < 1e-9 {
+		*mid, *cur = *tgt, *tgt
+		return true
+	}
+	return false
+}

@@ -1,0 +1,311 @@
+package loop
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
+	"github.com/hapticd/hapticd/hw"
+)
+
+// reportEvery is how many ticks apart the effects report and the output
+// figures are published: readers (frames' extension fields, /metrics, a
+// proxy drawn by an engine at 60 to 200 Hz) need no more, and a report of
+// 16 effects is a kilobyte and a half to copy. A report nobody read for
+// unreadTicks is published only every unreadEvery ticks: ten thousand
+// arms' reports cost 3.5 MB of copies a tick otherwise.
+const (
+	reportEvery = 4
+	unreadTicks = 1000
+	unreadEvery = 128
+)
+
+// effectStage is a device's effects: the Set in force, which a session
+// publishes (SetEffects), the Renderer the tick owns with room for two
+// effects beside it, and the report readers load (kept apart: it is
+// kilobytes the tick writes only every few ticks). A device gets one on its
+// first SetEffects, so the thousands of arms that never render an effect
+// carry a nil pointer.
+type effectStage struct {
+	set atomic.Pointer[effect.Set]
+	// grow is room for more effects, allocated by SetEffects for the tick
+	// to move its Renderer into (the tick allocates nothing).
+	grow      atomic.Pointer[effect.Slots]
+	capacity  atomic.Int64 // r.Cap(), for SetEffects
+	rendering bool         // rendered on the last tick (else paused)
+	ticks     uint8
+	unread    uint16 // ticks since read was set (see read)
+	// read is set by LoadEffects and cleared by the tick once unread
+	// for unreadTicks.
+	read   atomic.Bool
+	r      effect.Renderer
+	inline effect.Inline
+	rep    *effectsReport
+}
+
+type effectsReport struct {
+	buf  EffectsReport // the tick's, filled before each publish
+	cell cell[EffectsReport]
+}
+
+func newEffectStage() *effectStage {
+	st := &effectStage{rep: new(effectsReport)}
+	st.r.UseInline(&st.inline)
+	st.capacity.Store(int64(st.r.Cap()))
+	return st
+}
+
+// EffectsReport is what the loop rendered of a device's effects, as of
+// TimeNs: each effect's force, proxy point, fade and energy.
+type EffectsReport struct {
+	TimeNs int64
+	// Session owns the Set in force (0: none).
+	Session uint64
+	// Rendering is false while no lease holds the effects (they push
+	// nothing).
+	Rendering bool
+	// N effects are in Effects: those in force first, then those fading
+	// out; a report holds at most effect.MaxEffects.
+	N       int
+	Effects [effect.MaxEffects]effect.Rendered
+}
+
+// SetEffects publishes the Set of effects the loop renders on this device
+// from its next tick (nil: none). The loop renders a Set only while its
+// Session controls the device under a valid lease, summed with that
+// session's command; when control ends they ramp out with it. Only one
+// goroutine at a time may call it (the device's controlling session, in
+// order). It allocates when the device needs more room for effects than it
+// had (its first call, a larger Set); the tick reads the Set through an
+// atomic pointer and never waits for it.
+func (d *Device) SetEffects(s *effect.Set) {
+	st := d.fx.Load()
+	if st == nil {
+		if s == nil {
+			return
+		}
+		d.fx.CompareAndSwap(nil, newEffectStage())
+		st = d.fx.Load()
+	}
+	// Room for the new Set beside the old one's effects, which fade out
+	// while the new ones fade in. Published before the Set: a tick that
+	// sees the Set sees the room.
+	need := s.Len() + st.set.Load().Len()
+	if g := st.grow.Load(); int64(need) > max(st.capacity.Load(), int64(capOf(g))) {
+		st.grow.Store(effect.NewSlots(need))
+	}
+	st.set.Store(s)
+	d.poke()
+}
+
+func capOf(s *effect.Slots) int {
+	if s == nil {
+		return 0
+	}
+	return s.Cap()
+}
+
+// Effects returns the Set published last (nil: none).
+func (d *Device) Effects() *effect.Set {
+	if st := d.fx.Load(); st != nil {
+		return st.set.Load()
+	}
+	return nil
+}
+
+// LoadEffects fills dst with the latest effects report and reports false
+// (dst zeroed) when the device never had effects. It never blocks. A
+// device whose report nobody loaded for a second publishes it only every
+// unreadEvery ticks, so the first Load after a quiet spell may be that old
+// (TimeNs says); the loop publishes every reportEvery ticks from then on.
+func (d *Device) LoadEffects(dst *EffectsReport) bool {
+	st := d.fx.Load()
+	if st == nil {
+		*dst = EffectsReport{}
+		return false
+	}
+	if !st.read.Load() {
+		st.read.Store(true)
+	}
+	st.rep.cell.Load(dst)
+	return true
+}
+
+// renderEffects is the effects' force for the tick under c's session
+// (gain: the force scale), zero for a device without effects.
+func (d *Device) renderEffects(c *Command, nowNs int64, gain float64) hw.Vec3 {
+	st := d.fx.Load()
+	if st == nil {
+		return hw.Vec3{}
+	}
+	set := st.set.Load()
+	if set != st.r.Set() {
+		d.growEffects(st) // after loading the Set: see SetEffects
+	}
+	if set != nil && set.Session != c.Session {
+		set = nil // another session's effects: not this owner's to feel
+	}
+	if set == nil && st.r.Len() == 0 && !st.rendering {
+		return hw.Vec3{}
+	}
+	in := effect.Input{NowNs: nowNs, DtNs: d.tickDtNs, PositionM: d.state.PositionM, VelocityMps: d.state.VelocityMps}
+	if !in.PositionM.Finite() || !in.VelocityMps.Finite() {
+		st.r.Pause()
+		st.rendering = false
+		return hw.Vec3{}
+	}
+	f := st.r.Render(set, &in, gain)
+	started := !st.rendering
+	st.rendering = true
+	st.ticks++
+	if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
+		d.publishEffects(st, nowNs, set)
+	}
+	return f
+}
+
+// growEffects moves the Renderer into the room SetEffects allocated, if
+// it did.
+func (d *Device) growEffects(st *effectStage) {
+	if g := st.grow.Load(); g != nil {
+		st.r.UseSlots(g)
+		st.capacity.Store(int64(st.r.Cap()))
+		st.grow.CompareAndSwap(g, nil)
+	}
+}
+
+// effectsActive says whether a command of session's yields a force from
+// effects: its Set has some, or some still fade out.
+func (d *Device) effectsActive(session uint64) bool {
+	st := d.fx.Load()
+	if st == nil {
+		return false
+	}
+	if s := st.set.Load(); s != nil && s.Session == session && s.Len() > 0 {
+		return true
+	}
+	return st.r.Len() > 0 && st.rendering
+}
+
+// pauseEffects stops rendering (no lease holds the effects): walls let go
+// of their contacts and fades start again from zero.
+func (d *Device) pauseEffects(nowNs int64) {
+	st := d.fx.Load()
+	if st == nil || !st.rendering {
+		return
+	}
+	st.r.Pause()
+	st.rendering = false
+	d.publishEffects(st, nowNs, st.set.Load())
+}
+
+func (d *Device) publishEffects(st *effectStage, nowNs int64, set *effect.Set) {
+	if st.read.Load() {
+		st.unread += uint16(st.ticks)
+		if st.unread >= unreadTicks {
+			st.read.Store(false)
+			st.unread = 0
+		}
+	}
+	st.ticks = 0
+	b := &st.rep.buf
+	b.TimeNs, b.Rendering = nowNs, st.rendering
+	b.Session = 0
+	if set != nil {
+		b.Session = set.Session
+	}
+	b.N = min(st.r.Len(), len(b.Effects))
+	for i := range b.N {
+		st.r.Rendered(i, &b.Effects[i])
+	}
+	for i := b.N; i < len(b.Effects) && b.Effects[i].ID != ""; i++ {
+		b.Effects[i] = effect.Rendered{}
+	}
+	st.rep.cell.Publish(b)
+}
+
+// OutputReport is the energy the passivity layer observed on a device's
+// commanded force and what its controller did (package passivity's sign
+// convention: energy absorbed from the arm, negative when a source drove
+// it). Energies count from the start of the current control and are zero
+// between controls.
+type OutputReport struct {
+	// SessionEnergyJ is the session's own force's, EffectsEnergyJ its
+	// effects', NavigationEnergyJ the navigation module's effects'.
+	SessionEnergyJ, EffectsEnergyJ, NavigationEnergyJ float64
+	// EnergyJ is the controller's account of the summed output, its own
+	// dissipation included.
+	EnergyJ float64
+	// AddedDampingNsPerM is the damping the controller added last.
+	AddedDampingNsPerM float64
+	// ActiveNs is how long the controller has been acting without a
+	// break; Sustained is true past a second (EventPassivitySustained),
+	// and SustainedSpells counts such spells since the device started.
+	ActiveNs        int64
+	Sustained       bool
+	SustainedSpells uint64
+}
+
+// outputFigures are OutputReport's fields as atomics: a reader gets each
+// figure whole, not all of them from the same tick. They are stored every
+// reportEvery ticks while read (an Output call within unreadTicks), every
+// unreadEvery ticks otherwise, and when a control ends.
+type outputFigures struct {
+	sessionJ, effectsJ, navigationJ, energyJ, dampingNsPerM atomic.Uint64
+	activeNs                                                atomic.Int64
+	spells                                                  atomic.Uint64
+	read                                                    atomic.Bool
+	unread                                                  uint16 // the tick's: ticks since read was set
+}
+
+// Output returns the passivity figures of the device's output, as of a
+// recent tick: every few ticks while someone calls Output, and up to
+// unreadEvery ticks old on the first call after a quiet second. It never
+// blocks.
+func (d *Device) Output() OutputReport {
+	o := &d.output
+	if !o.read.Load() {
+		o.read.Store(true)
+	}
+	r := OutputReport{
+		SessionEnergyJ:     math.Float64frombits(o.sessionJ.Load()),
+		EffectsEnergyJ:     math.Float64frombits(o.effectsJ.Load()),
+		NavigationEnergyJ:  math.Float64frombits(o.navigationJ.Load()),
+		EnergyJ:            math.Float64frombits(o.energyJ.Load()),
+		AddedDampingNsPerM: math.Float64frombits(o.dampingNsPerM.Load()),
+		ActiveNs:           o.activeNs.Load(),
+		SustainedSpells:    o.spells.Load(),
+	}
+	r.Sustained = r.ActiveNs > 0 && r.ActiveNs > passivity.SustainedNs
+	return r
+}
+
+// storeOutput stores the output figures, every reportEvery ticks or when
+// forced (control ended).
+func (d *Device) storeOutput(force bool) {
+	o := &d.output
+	d.outTicks++
+	if !force && (d.outTicks < reportEvery || (d.outTicks < unreadEvery && !o.read.Load())) {
+		return
+	}
+	if o.read.Load() {
+		o.unread += uint16(d.outTicks)
+		if o.unread >= unreadTicks {
+			o.read.Store(false)
+			o.unread = 0
+		}
+	}
+	d.outTicks = 0
+	var fxJ, navJ float64
+	if st := d.fx.Load(); st != nil {
+		fxJ, navJ = st.r.Energy()
+	}
+	o.sessionJ.Store(math.Float64bits(d.sessionObs.EnergyJ))
+	o.effectsJ.Store(math.Float64bits(fxJ))
+	o.navigationJ.Store(math.Float64bits(navJ))
+	o.energyJ.Store(math.Float64bits(d.pc.EnergyJ))
+	o.dampingNsPerM.Store(math.Float64bits(d.pc.DampingNsPerM))
+	o.activeNs.Store(d.pc.ActiveNs)
+	o.spells.Store(d.pc.Spells)
+}

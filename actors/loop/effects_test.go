@@ -1,0 +1,290 @@
+package loop
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
+	"github.com/hapticd/hapticd/hw"
+)
+
+// springSet is one spring pulling the cursor (at the origin) 1 N along +X.
+func springSet(t *testing.T, session uint64) *effect.Set {
+	t.Helper()
+	s, err := effect.NewSet(session, []effect.Spec{{ID: "k", Kind: effect.SpringPoint,
+		Params: effect.Params{StiffnessNPerM: 100, PointM: hw.Vec3{X: 0.01}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// settle steps until the effects have faded in (DefaultFadeNs) under a
+// lease the caller keeps alive with rewrite.
+func (r *rig) run(n int, rewrite func()) hw.Command {
+	var out hw.Command
+	for range n {
+		if rewrite != nil {
+			rewrite()
+		}
+		out = r.step(ms)
+	}
+	return out
+}
+
+func TestEffectsAreSummedWithTheCommand(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cmd   hw.Command
+		wantN hw.Vec3
+	}{
+		{"with a force command", force(0, 0, 2), hw.Vec3{X: 1, Z: 2}},
+		{"with an idle command (effects only)", hw.Command{}, hw.Vec3{X: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetEffects(springSet(t, 7))
+			var rep EffectsReport
+			r.dev.LoadEffects(&rep) // a reader: the loop reports every few ticks
+			seq := uint64(0)
+			keep := func() { seq++; r.command(7, seq, 100*ms, c.cmd, nil) }
+			out := r.run(100, keep)
+			if out.Mode != hw.ModeForce || !near(out.ForceN.X, c.wantN.X, 1e-9) || !near(out.ForceN.Z, c.wantN.Z, 1e-9) {
+				t.Fatalf("output %+v, want force %v", out, c.wantN)
+			}
+			if !r.dev.LoadEffects(&rep) || rep.N != 1 || rep.Effects[0].ID != "k" || !rep.Rendering || rep.Session != 7 ||
+				rep.TimeNs < r.clock.Now()-reportEvery*ms || !near(rep.Effects[0].ForceN.X, 1, 1e-9) {
+				t.Fatalf("effects report: %d effects (first %+v), rendering %v, session %d, %d ns old; want effect k at 1 N rendering for session 7",
+					rep.N, rep.Effects[0], rep.Rendering, rep.Session, r.clock.Now()-rep.TimeNs)
+			}
+		})
+	}
+}
+
+func TestAnotherSessionsEffectsAreNotRendered(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.dev.SetEffects(springSet(t, 8))
+	seq := uint64(0)
+	out := r.run(100, func() { seq++; r.command(7, seq, 100*ms, force(0, 0, 2), nil) })
+	if out.ForceN != (hw.Vec3{Z: 2}) {
+		t.Fatalf("output %v: session 8's effects reached session 7's control", out.ForceN)
+	}
+}
+
+// TestLeaseLapseRampsEffectForcesToZero: when the lease lapses, when the
+// session releases the arm, and when the loop halts, the effects' force
+// goes to zero with the command's, within the release bound.
+func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
+	for _, end := range []string{"lease lapses", "session releases", "halt"} {
+		t.Run(end, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetEffects(springSet(t, 7))
+			r.command(7, 1, 200*ms, hw.Command{}, nil)
+			out := r.run(100, nil)
+			if !near(out.ForceN.X, 1, 1e-9) {
+				t.Fatalf("effect force %v before the end, want 1 N", out.ForceN)
+			}
+			var endNs int64
+			switch end {
+			case "lease lapses":
+				endNs = r.clock.Now() + 100*ms + 1 // the lease written above
+				for r.clock.Now() < endNs {
+					r.step(ms)
+				}
+			case "session releases":
+				endNs = r.clock.Now()
+				r.dev.Register().Release(7)
+			case "halt":
+				endNs = r.clock.Now()
+				r.dev.Halt()
+				if got := r.drv.Last(); got.ForceN != (hw.Vec3{}) {
+					t.Fatalf("force %v right after Halt, want none", got.ForceN)
+				}
+			}
+			prev := 1.0
+			for r.clock.Now() <= endNs+ReleaseBoundNs {
+				out = r.step(ms)
+				if f := mag(out.ForceN); f > prev+1e-12 {
+					t.Fatalf("effect force grew to %v N while ending", f)
+				} else {
+					prev = f
+				}
+			}
+			if out.ForceN != (hw.Vec3{}) || out.Mode != hw.ModeIdle {
+				t.Fatalf("output %+v %d ms after the end, want idle", out, ReleaseBoundNs/ms)
+			}
+			var rep EffectsReport
+			r.dev.LoadEffects(&rep)
+			if rep.Rendering {
+				t.Fatalf("effects report says rendering after the control ended")
+			}
+			// The Set stays published; a new command renders it again,
+			// fading in from zero.
+			r.command(7, 2, 200*ms, hw.Command{}, nil)
+			if f := r.step(ms).ForceN.X; !(f >= 0 && f < 0.1) {
+				t.Fatalf("first tick of a new control: effect force %v N, want a fade from zero", f)
+			}
+		})
+	}
+}
+
+func TestClampAndSlewLimitTheCommandedForce(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.dev.SetGlobals(&Globals{ForceScale: 1, ForceClampN: 4, ForceSlewNps: 1000})
+	r.command(7, 1, 500*ms, force(10, 0, 0), nil)
+	for i := 1; i <= 10; i++ {
+		want := min(float64(i), 4)
+		if f := r.step(ms).ForceN.X; !near(f, want, 1e-9) {
+			t.Fatalf("tick %d: force %v, want %v (1 N/ms slew up to the 4 N clamp)", i, f, want)
+		}
+	}
+}
+
+// TestPassivityControllerDampsAnActiveOutput drives the arm at a steady
+// speed along the commanded force (the output does work on the arm every
+// tick): the observer reports the session's energy going negative, and
+// the controller, when on, adds damping; a force against the motion is
+// passive and left alone.
+func TestPassivityControllerDampsAnActiveOutput(t *testing.T) {
+	cases := []struct {
+		name        string
+		forceX      float64
+		enabled     bool
+		wantDamping bool
+	}{
+		{"active, controller on", 1, true, true},
+		{"active, controller off", 1, false, false},
+		{"passive, controller on", -1, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetGlobals(&Globals{ForceScale: 1, Passivity: passivity.Options{Enabled: c.enabled}})
+			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.1}})
+			r.dev.Output() // a reader: the loop stores the figures every few ticks
+			seq := uint64(0)
+			out := r.run(1500, func() { seq++; r.command(7, seq, 100*ms, force(c.forceX, 0, 0), &Params{}) })
+			o := r.dev.Output()
+			if c.forceX > 0 && !(o.SessionEnergyJ < 0) {
+				t.Fatalf("session energy %v J pushing along the motion, want < 0", o.SessionEnergyJ)
+			}
+			damped := out.ForceN.X < c.forceX-1e-9
+			if damped != c.wantDamping || (o.AddedDampingNsPerM > 0) != c.wantDamping {
+				t.Fatalf("output %v N, added damping %v N·s/m; want damping %v", out.ForceN.X, o.AddedDampingNsPerM, c.wantDamping)
+			}
+			sustained := len(r.eventsOf(EventPassivitySustained))
+			if c.wantDamping && (sustained != 1 || !o.Sustained || o.SustainedSpells != 1) {
+				t.Fatalf("after 1.5 s of action: %d sustained events, report %+v; want one", sustained, o)
+			}
+			if !c.wantDamping && sustained != 0 {
+				t.Fatalf("%d sustained events without action", sustained)
+			}
+		})
+	}
+}
+
+// TestStepWithEffectsDoesNotAllocate: the per-tick path with a wall, a
+// damper, the passivity controller and the slew limit allocates nothing,
+// including the tick that adopts an updated Set.
+func TestStepWithEffectsDoesNotAllocate(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 1e4, Passivity: passivity.Options{Enabled: true}})
+	mk := func(z float64) *effect.Set {
+		s, err := effect.NewSet(7, []effect.Spec{
+			{ID: "wall", Kind: effect.Wall, Params: effect.Params{StiffnessNPerM: 2000, DampingNsPerM: 2, AxisUnit: hw.Vec3{Z: 1}, PointM: hw.Vec3{Z: z}}},
+			{ID: "damper", Kind: effect.Damper, Params: effect.Params{DampingNsPerM: 3}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sets := [2]*effect.Set{mk(0), mk(0.001)}
+	r.dev.SetEffects(sets[0])
+	cmd := force(0, 0, 1)
+	p := &Params{}
+	reg := r.dev.Register()
+	reg.Claim(7)
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		i++
+		if i%500 == 0 {
+			r.dev.SetEffects(sets[(i/500)%2])
+		}
+		z := 0.002 * float64(i%10-5) / 5
+		r.drv.SetState(hw.State{PositionM: hw.Vec3{Z: z}, VelocityMps: hw.Vec3{Z: -0.05}})
+		reg.Write(7, uint64(i), r.clock.Now()+100*ms, &cmd, p)
+		r.dev.Step(r.clock.Advance(ms))
+	})
+	if allocs != 0 {
+		t.Fatalf("Step with effects allocates %.2f times per tick, want 0", allocs)
+	}
+}
+
+// TestEffectsPublishedWhileTheLoopRuns publishes Sets of growing size from
+// one goroutine and loads reports from another while the device steps
+// (run under -race): the tick takes each Set whole, grows its room
+// without allocating on its side, and readers never see a torn report.
+func TestEffectsPublishedWhileTheLoopRuns(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	sets := make([]*effect.Set, effect.MaxEffects)
+	for n := range sets {
+		specs := make([]effect.Spec, n+1)
+		for i := range specs {
+			specs[i] = effect.Spec{ID: string(rune('a' + i)), Kind: effect.Damper, Params: effect.Params{DampingNsPerM: 1}}
+		}
+		s, err := effect.NewSet(7, specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[n] = s
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			r.dev.SetEffects(sets[i%len(sets)])
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		var rep EffectsReport
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if r.dev.LoadEffects(&rep) {
+				for i := range rep.N {
+					if id := rep.Effects[i].ID; len(id) != 1 || id[0] < 'a' || id[0] >= 'a'+effect.MaxEffects {
+						t.Errorf("report holds effect id %q, which no Set had", id)
+						return
+					}
+				}
+			}
+		}
+	}()
+	r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.01}})
+	for i := range 3000 {
+		r.command(7, uint64(i+1), 100*ms, hw.Command{}, nil)
+		r.step(ms)
+	}
+	close(done)
+	wg.Wait()
+	r.dev.SetEffects(sets[len(sets)-1])
+	out := r.run(200, func() { r.command(7, 9999, 100*ms, hw.Command{}, nil) })
+	// 16 dampers of 1 N·s/m at 0.01 m/s.
+	if !near(out.ForceN.X, -0.16, 1e-9) {
+		t.Fatalf("force %v with the largest Set settled, want -0.16 N: some effect found no room", out.ForceN)
+	}
+}

@@ -1,0 +1,152 @@
+// Package passivity is the time-domain passivity observer and controller
+// (Hannaford and Ryu, "Time-domain passivity control of haptic
+// interfaces", IEEE Trans. Robotics and Automation 18(1), 2002) that the
+// loop runs on every arm's output. It is pure and allocation-free.
+//
+// Sign convention: energies are what the rendered environment absorbed
+// from the arm, E = −Σ F·v·dt, with F the force the device held over a
+// tick and v the velocity reported at its end (the force sent on one tick
+// and the velocity read on the next: the work that force did). A passive source (a damper, a
+// spring the hand compresses) keeps E ≥ 0; E < 0 means the source drove
+// the arm with energy it never took from it: a stale or delayed force, a
+// negative damper, a wall sampled too slowly.
+//
+// The controller (impedance form: velocity in, force out) watches the
+// total E of the summed output. When the energy expected at the end of
+// the coming tick, E − F·v·dt, is negative, it adds the damping
+// α = −E'/(|v|²·dt) that dissipates exactly that deficit (capped at
+// MaxDampingNsPerM), so E stays at zero; while E ≥ 0 it adds nothing
+// and the output passes unchanged. The total is capped at ReserveJ, so a
+// long passive spell cannot bank an unbounded budget for an active source
+// to spend later.
+package passivity
+
+import (
+	"math"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxDampingNsPerM caps the added damping: a virtual damper b
+	// sampled at T on a handle of mass m is stable only while b < m/T
+	// about (0.2 kg at 1 kHz: 200 N·s/m); 40 keeps a wide margin.
+	DefaultMaxDampingNsPerM = 40.0
+	// DefaultReserveJ caps the energy the observer banks.
+	DefaultReserveJ = 0.2
+	// SustainedNs is how long the controller must act, with no gap over
+	// gapNs, before it counts as acting continuously (an event).
+	SustainedNs = int64(1e9)
+	// gapNs: the controller acts on ticks apart (E goes negative, is
+	// paid back, goes negative again); gaps shorter than this do not end
+	// a spell of action.
+	gapNs = int64(50e6)
+	// minSpeed2 is the speed² under which no damping is added: with the
+	// arm still, damping could dissipate nothing and α would blow up.
+	minSpeed2 = 1e-8 // (0.1 mm/s)²
+)
+
+// Options configure a Controller; zero fields take the defaults.
+type Options struct {
+	// Enabled turns the controller on; the observer always runs.
+	Enabled          bool
+	MaxDampingNsPerM float64
+	ReserveJ         float64
+}
+
+// Controller observes one arm's output energy and, when Enabled, adds
+// damping to keep it passive. Its zero value is ready; one goroutine (the
+// loop's) uses it.
+type Controller struct {
+	// EnergyJ is the observed energy of the output, the controller's own
+	// dissipation included (capped at ReserveJ).
+	EnergyJ float64
+	// DampingNsPerM is the damping added on the last tick (0: none).
+	DampingNsPerM float64
+	// ActiveNs is how long the current spell of action has lasted (0 when
+	// the controller is not acting).
+	ActiveNs int64
+	// Sustained is true while a spell has lasted over SustainedNs;
+	// Spells counts the spells that did (each once).
+	Sustained bool
+	Spells    uint64
+
+	spellStartNs, lastActNs int64
+	lastF                   hw.Vec3 // the force held since the last tick
+}
+
+// Step observes the output f (N) at velocity v (m/s) over dtNs and returns
+// it, with damping added when Enabled and the energy went negative.
+func (c *Controller) Step(f, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
+	dtS := float64(dtNs) * 1e-9
+	reserve := o.ReserveJ
+	if reserve <= 0 {
+		reserve = DefaultReserveJ
+	}
+	// The work of the force held over the tick that just ended.
+	e := c.EnergyJ - c.lastF.Dot(v)*dtS
+	c.DampingNsPerM = 0
+	if v2 := v.Dot(v); o.Enabled && v2 > minSpeed2 && dtS > 0 {
+		if next := e - f.Dot(v)*dtS; next < 0 {
+			maxB := o.MaxDampingNsPerM
+			if maxB <= 0 {
+				maxB = DefaultMaxDampingNsPerM
+			}
+			alpha := math.Min(-next/(v2*dtS), maxB)
+			f = f.Sub(v.Scale(alpha))
+			c.DampingNsPerM = alpha
+			c.acted(nowNs)
+		}
+	}
+	c.lastF = f
+	c.EnergyJ = math.Min(e, reserve)
+	if !(c.EnergyJ > -1e12) { // NaN from a non-finite input: start over
+		c.EnergyJ = 0
+	}
+	if c.ActiveNs > 0 && nowNs-c.lastActNs > gapNs {
+		c.ActiveNs, c.Sustained = 0, false
+	}
+	return f
+}
+
+func (c *Controller) acted(nowNs int64) {
+	if c.ActiveNs == 0 || nowNs-c.lastActNs > gapNs {
+		c.spellStartNs, c.Sustained = nowNs, false
+	}
+	c.lastActNs = nowNs
+	c.ActiveNs = max(nowNs-c.spellStartNs, 1)
+	if !c.Sustained && c.ActiveNs > SustainedNs {
+		c.Sustained = true
+		c.Spells++
+	}
+}
+
+// Applied tells the controller the force the device got after Step's
+// output went through the stages after it (clamp, slew limit, ramp), so
+// the next tick counts the work of that force.
+func (c *Controller) Applied(f hw.Vec3) { c.lastF = f }
+
+// Reset forgets the energy and the current spell (control ended); Spells
+// is kept.
+func (c *Controller) Reset() {
+	*c = Controller{Spells: c.Spells}
+}
+
+// Observer integrates one source's energy, E −= F·v·dt, with the
+// package's convention: F the source's force of the previous tick, v this
+// tick's velocity.
+type Observer struct {
+	EnergyJ float64
+	lastF   hw.Vec3
+}
+
+// Add counts the work of the previous tick's force at velocity v over
+// dtNs, and holds f as the force of the tick to come.
+func (o *Observer) Add(f, v hw.Vec3, dtNs int64) {
+	o.EnergyJ -= o.lastF.Dot(v) * float64(dtNs) * 1e-9
+	o.lastF = f
+}
+
+// Reset zeroes the energy and the held force.
+func (o *Observer) Reset() { *o = Observer{} }

@@ -1,0 +1,132 @@
+package passivity
+
+import (
+	"math"
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// handle is a point mass on the output: what the controller's force moves.
+type handle struct {
+	massKg float64
+	x, v   hw.Vec3
+}
+
+func (h *handle) step(f hw.Vec3, dtS float64) {
+	h.v = h.v.Add(f.Scale(dtS / h.massKg))
+	h.x = h.x.Add(h.v.Scale(dtS))
+}
+
+const dtNs = int64(1e6) // 1 kHz
+
+// run drives a handle for n ticks with source (a force law of the
+// handle's state and the tick) through a controller, and reports the
+// largest speed, the largest damping added and the number of ticks the
+// output differed from the source.
+func run(c *Controller, o *Options, n int, source func(h *handle, k int) hw.Vec3) (maxSpeed, maxDamping float64, altered int) {
+	h := &handle{massKg: 0.2, v: hw.Vec3{X: 0.05}}
+	now := int64(1e9)
+	for k := range n {
+		now += dtNs
+		f := source(h, k)
+		out := c.Step(f, h.v, now, dtNs, o)
+		if out != f {
+			altered++
+		}
+		maxDamping = math.Max(maxDamping, c.DampingNsPerM)
+		h.step(out, float64(dtNs)*1e-9)
+		maxSpeed = math.Max(maxSpeed, h.v.Norm())
+	}
+	return maxSpeed, maxDamping, altered
+}
+
+func TestActiveSourcesAreDampedPassiveOnesUntouched(t *testing.T) {
+	negativeDamper := func(h *handle, _ int) hw.Vec3 { return h.v.Scale(0.5) }
+	damper := func(h *handle, _ int) hw.Vec3 { return h.v.Scale(-2) }
+	// Sampled at T, a spring k is passive with damping over k·T/2
+	// (Colgate and Brown, 1994); this one has 5 times that.
+	spring := func(h *handle, _ int) hw.Vec3 { return h.x.Scale(-200).Sub(h.v.Scale(0.5)) }
+	// A stiff spring whose force is computed at 60 Hz and held, as a
+	// client streaming a penalty wall sends it: it pumps energy in.
+	var held hw.Vec3
+	sampled := func(h *handle, k int) hw.Vec3 {
+		if k%16 == 0 {
+			held = h.x.Scale(-2000)
+		}
+		return held
+	}
+	cases := []struct {
+		name     string
+		source   func(*handle, int) hw.Vec3
+		active   bool
+		maxSpeed float64 // bound with the controller on
+	}{
+		{"negative damper", negativeDamper, true, 0.06},
+		{"spring sampled at 60 Hz", sampled, true, 0.2},
+		{"damper", damper, false, 0.05},
+		{"damped spring at the loop's rate", spring, false, 0.06},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			offSpeed, _, _ := run(new(Controller), &Options{}, 3000, c.source)
+			var ctl Controller
+			onSpeed, damping, altered := run(&ctl, &Options{Enabled: true}, 3000, c.source)
+			if !c.active {
+				if altered != 0 || damping != 0 {
+					t.Fatalf("passive source altered on %d ticks (damping up to %v N·s/m)", altered, damping)
+				}
+				return
+			}
+			if !(offSpeed > 2*c.maxSpeed) {
+				t.Fatalf("without the controller the speed peaked at %v m/s: the source is not active enough to test", offSpeed)
+			}
+			if onSpeed > c.maxSpeed || damping == 0 {
+				t.Fatalf("with the controller the speed peaked at %v m/s (damping up to %v), want under %v",
+					onSpeed, damping, c.maxSpeed)
+			}
+			if ctl.EnergyJ < -1e-6 { // the prediction's error: µJ
+				t.Fatalf("observed energy %v J left negative", ctl.EnergyJ)
+			}
+		})
+	}
+}
+
+func TestSustainedActionIsCountedOncePerSpell(t *testing.T) {
+	var c Controller
+	o := &Options{Enabled: true}
+	v := hw.Vec3{X: 0.1}
+	now := int64(1e9)
+	// A force along the motion, forever: the controller acts every tick.
+	for range 1500 {
+		now += dtNs
+		c.Step(hw.Vec3{X: 1}, v, now, dtNs, o)
+	}
+	if !c.Sustained || c.Spells != 1 || c.ActiveNs < SustainedNs {
+		t.Fatalf("after 1.5 s of action: sustained %v, spells %d, active %d ns", c.Sustained, c.Spells, c.ActiveNs)
+	}
+	// A passive second: the spell ends.
+	for range 1000 {
+		now += dtNs
+		c.Step(hw.Vec3{X: -1}, v, now, dtNs, o)
+	}
+	if c.Sustained || c.ActiveNs != 0 || c.Spells != 1 {
+		t.Fatalf("after a passive second: sustained %v, active %d ns, spells %d", c.Sustained, c.ActiveNs, c.Spells)
+	}
+}
+
+func TestObserverSignConvention(t *testing.T) {
+	var o Observer
+	o.Add(hw.Vec3{X: -2}, hw.Vec3{X: 0.5}, int64(1e9))
+	if o.EnergyJ != 0 {
+		t.Fatalf("energy %v J before the force did any work, want 0", o.EnergyJ)
+	}
+	o.Add(hw.Vec3{X: 2}, hw.Vec3{X: 0.5}, int64(1e9)) // the damper held 1 s: absorbs 1 J
+	if o.EnergyJ != 1 {
+		t.Fatalf("damper absorbed %v J, want +1", o.EnergyJ)
+	}
+	o.Add(hw.Vec3{}, hw.Vec3{X: 0.5}, int64(1e9)) // the push held 1 s: gives 1 J back
+	if o.EnergyJ != 0 {
+		t.Fatalf("after driving the arm %v J, want 0", o.EnergyJ)
+	}
+}

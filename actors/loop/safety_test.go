@@ -1,0 +1,470 @@
+package loop
+
+// Tests of safety.go: lease, ramp, shaping and clamp, gravity, driver errors
+// and halt. The rig they drive is in device_test.go.
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/hw"
+)
+
+func TestLeaseExpiryReleasesRampsAndEndsIdle(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 20 * ms})
+	r.command(7, 1, 100*ms, force(4, 0, 0), nil)
+	for i := 0; i < 100; i++ {
+		if c := r.step(ms); c.Mode != hw.ModeForce || !near(c.ForceN.X, 4, 1e-9) {
+			t.Fatalf("tick %d inside the lease: driver got %+v, want 4 N along X", i, c)
+		}
+	}
+	if s := r.snapshot(); s.Owner != 7 || s.AppliedSeq != 1 || s.Mode != hw.ModeForce {
+		t.Fatalf("snapshot inside the lease = owner %d seq %d mode %v", s.Owner, s.AppliedSeq, s.Mode)
+	}
+	// Past the deadline: the loop takes the register back and ramps down.
+	prev := 4.0
+	idleAt := int64(-1)
+	for i := int64(1); i <= 40; i++ {
+		c := r.step(ms)
+		if c.Mode == hw.ModeIdle {
+			if idleAt < 0 {
+				idleAt = i
+			}
+			continue
+		}
+		if idleAt >= 0 {
+			t.Fatalf("output came back (%+v) %d ms after it went idle", c, i-idleAt)
+		}
+		if c.ForceN.X > prev+1e-9 {
+			t.Fatalf("ramp went up: %.3f N after %.3f N", c.ForceN.X, prev)
+		}
+		prev = c.ForceN.X
+	}
+	if idleAt < 0 || idleAt > 21 {
+		t.Fatalf("output went idle %d ms after the lease lapsed, want within the 20 ms ramp", idleAt)
+	}
+	if got := r.eventsOf(EventLeaseExpired); len(got) != 1 || got[0].Session != 7 {
+		t.Fatalf("lease-expired events = %+v, want one for session 7", got)
+	}
+	if got := r.eventsOf(EventReleased); len(got) != 0 {
+		t.Fatalf("an expiry also reported a release: %+v", got)
+	}
+	if o := r.dev.Register().Owner(); o != 0 {
+		t.Fatalf("owner after expiry = %d, want 0", o)
+	}
+	if s := r.snapshot(); s.Owner != 0 || s.Mode != hw.ModeIdle {
+		t.Fatalf("snapshot after expiry = owner %d mode %v, want 0, idle", s.Owner, s.Mode)
+	}
+}
+
+func TestReleaseRampsToIdle(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 20 * ms})
+	r.command(3, 1, 500*ms, force(0, 0, 2), nil)
+	r.step(ms)
+	if !r.dev.Register().Release(3) {
+		t.Fatal("Release by the owner failed")
+	}
+	c := r.step(ms)
+	if c.Mode != hw.ModeForce || c.ForceN.Z <= 0 || c.ForceN.Z > 2 {
+		t.Fatalf("first tick after release = %+v, want the start of a ramp", c)
+	}
+	for i := 0; i < 20; i++ {
+		c = r.step(ms)
+	}
+	if c.Mode != hw.ModeIdle {
+		t.Fatalf("21 ms after release the driver got %+v, want idle", c)
+	}
+	if got := r.eventsOf(EventReleased); len(got) != 1 || got[0].Session != 3 {
+		t.Fatalf("released events = %+v, want one for session 3", got)
+	}
+	if got := r.eventsOf(EventLeaseExpired); len(got) != 0 {
+		t.Fatalf("a release also reported an expiry: %+v", got)
+	}
+}
+
+func TestPositionCommandStopsAtOnceWhenControlEnds(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.command(3, 1, 500*ms, hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: 0.1}}, nil)
+	if c := r.step(ms); c.Mode != hw.ModePosition || c.PositionM.Y != 0.1 {
+		t.Fatalf("position command reached the driver as %+v", c)
+	}
+	r.dev.Register().Release(3)
+	if c := r.step(ms); c.Mode != hw.ModeIdle {
+		t.Fatalf("after release a position command became %+v, want idle at once", c)
+	}
+}
+
+func TestStaleCommandNeverReapplied(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(r *rig) // ends the session's control; the register keeps its command
+	}{
+		{"after expiry", func(r *rig) { r.clock.Advance(60 * ms) }},
+		{"after release", func(r *rig) { r.dev.Register().Release(5) }},
+		{"after halt", func(r *rig) { r.dev.Halt() }},
+		{"after driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+			r.command(5, 1, 50*ms, force(1, 1, 0), nil)
+			r.step(ms)
+			tt.end(r)
+			for i := 0; i < 30; i++ {
+				r.step(ms)
+			}
+			// The same session claims again (or still owns the device)
+			// but writes nothing new: the old command stays dead.
+			r.dev.Register().Claim(5)
+			for i := 0; i < 30; i++ {
+				if c := r.step(ms); c.Mode != hw.ModeIdle {
+					t.Fatalf("tick %d: stale command re-applied: %+v", i, c)
+				}
+			}
+			// A new write re-arms.
+			r.command(5, 2, 50*ms, force(0, 2, 0), nil)
+			if c := r.step(ms); c.Mode != hw.ModeForce || !near(c.ForceN.Y, 2, 1e-9) {
+				t.Fatalf("a new write did not re-arm: %+v", c)
+			}
+			if s := r.snapshot(); s.AppliedSeq != 2 {
+				t.Fatalf("AppliedSeq = %d, want 2", s.AppliedSeq)
+			}
+		})
+	}
+}
+
+func TestOtherSessionsCommandIsNotApplied(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.command(1, 1, 50*ms, force(1, 0, 0), nil)
+	reg := r.dev.Register()
+	if owner := reg.Claim(2); owner != 1 {
+		t.Fatalf("Claim by a second session returned %d, want the owner 1", owner)
+	}
+	c := force(9, 0, 0)
+	if reg.Write(2, 1, r.clock.Now()+50*ms, &c, nil) {
+		t.Fatal("a non-owner's Write was accepted")
+	}
+	if got := r.step(ms); !near(got.ForceN.X, 1, 1e-9) {
+		t.Fatalf("driver got %+v, want the owner's 1 N", got)
+	}
+}
+
+func TestClaimWithoutCommandTimesOut(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{ClaimTimeoutNs: 100 * ms})
+	r.dev.Register().Claim(9)
+	for i := 0; i < 150; i++ {
+		r.step(ms)
+	}
+	if o := r.dev.Register().Owner(); o != 0 {
+		t.Fatalf("owner = %d 150 ms after a claim with no command, want released", o)
+	}
+	if got := r.eventsOf(EventLeaseExpired); len(got) != 1 || got[0].Session != 9 {
+		t.Fatalf("events = %+v, want one lease expiry for 9", got)
+	}
+}
+
+func TestForceShaping(t *testing.T) {
+	arm := looptest.ArmInfo()
+	firmwareArm := arm
+	firmwareArm.HostGravityCompensation = false
+	grip := hw.Info{Kind: hw.KindGrip, ID: "61548"}
+	mg := arm.EffectiveMassKg * hw.GravityMps2
+	diag := func(d float64) [3][3]float64 { return [3][3]float64{{d, 0, 0}, {0, d, 0}, {0, 0, d}} }
+	tests := []struct {
+		name     string
+		info     hw.Info
+		globals  Globals
+		params   *Params
+		velocity hw.Vec3
+		cmd      hw.Vec3
+		want     hw.Vec3
+	}{
+		{"passes force", arm, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: 1, Y: -2, Z: 3}, hw.Vec3{X: 1, Y: -2, Z: 3}},
+		{"damping opposes velocity", arm, Globals{ForceScale: 1}, &Params{Damping: diag(5)}, hw.Vec3{X: 0.1, Y: -0.2}, hw.Vec3{}, hw.Vec3{X: -0.5, Y: 1}},
+		{"anisotropic damping", arm, Globals{ForceScale: 1}, &Params{Damping: [3][3]float64{{0, 2, 0}, {0, 0, 0}, {0, 0, 0}}}, hw.Vec3{Y: 0.5}, hw.Vec3{X: 1}, hw.Vec3{X: 0}},
+		{"force scale", arm, Globals{ForceScale: 0.5}, nil, hw.Vec3{}, hw.Vec3{X: 4, Z: -2}, hw.Vec3{X: 2, Z: -1}},
+		{"force scale above 1 is 1", arm, Globals{ForceScale: 3}, nil, hw.Vec3{}, hw.Vec3{X: 4}, hw.Vec3{X: 4}},
+		{"gravity feed-forward", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{X: 1, Z: mg}},
+		{"gravity is not force-scaled", arm, Globals{ForceScale: 0.5, Settings: hw.Settings{GravityCompensation: true, GravityScale: 2}}, nil, hw.Vec3{}, hw.Vec3{X: 2}, hw.Vec3{X: 1, Z: 2 * mg}},
+		{"gravity off", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: false, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{X: 1}},
+		{"firmware compensates gravity", firmwareArm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{X: 1}},
+		{"clamp keeps direction", arm, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: 30, Y: 40}, hw.Vec3{X: 6, Y: 8}},
+		{"clamp after gravity", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{Z: 20}, hw.Vec3{Z: 10}},
+		{"no force output", grip, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{}},
+		{"non-finite force commands nothing", arm, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: math.NaN(), Y: 1}, hw.Vec3{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, tt.info, DeviceOptions{})
+			r.dev.SetGlobals(&tt.globals)
+			r.drv.SetState(hw.State{VelocityMps: tt.velocity})
+			r.step(ms) // the loop learns the velocity from an exchange
+			r.command(1, 1, 100*ms, hw.Command{Mode: hw.ModeForce, ForceN: tt.cmd}, tt.params)
+			got := r.step(ms).ForceN
+			if !near(got.X, tt.want.X, 1e-6) || !near(got.Y, tt.want.Y, 1e-6) || !near(got.Z, tt.want.Z, 1e-6) {
+				t.Fatalf("driver got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTorquesAreScaledAndRamped(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+	r.dev.SetGlobals(&Globals{ForceScale: 0.5})
+	r.command(1, 1, 100*ms, hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3{A0: 100, A1: -50, A2: 10}}, nil)
+	if c := r.step(ms); c.Mode != hw.ModeTorque || c.TorquesNmm != (hw.Angles3{A0: 50, A1: -25, A2: 5}) {
+		t.Fatalf("driver got %+v, want torques halved", c)
+	}
+	r.dev.Register().Release(1)
+	r.step(ms)
+	if c := r.step(5 * ms); c.Mode != hw.ModeTorque || !near(c.TorquesNmm.A0, 25, 1e-9) {
+		t.Fatalf("half way through the ramp the driver got %+v, want 25 N·mm", c)
+	}
+	if c := r.step(5 * ms); c.Mode != hw.ModeIdle {
+		t.Fatalf("after the ramp the driver got %+v, want idle", c)
+	}
+}
+
+func TestDriverErrorsHaltAndFail(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{MaxErrors: 5})
+	r.command(1, 1, 1000*ms, force(1, 0, 0), nil)
+	r.step(ms)
+	r.drv.FailNext(3, nil)
+	halts := r.drv.Halts()
+	for i := 0; i < 3; i++ {
+		r.step(ms)
+	}
+	if got := r.drv.Halts() - halts; got != 3 {
+		t.Fatalf("driver halted %d times for 3 errors, want 3", got)
+	}
+	evs := r.eventsOf(EventDriverError)
+	if len(evs) != 1 || !errors.Is(evs[0].Err, looptest.ErrInjected) || evs[0].Session != 1 {
+		t.Fatalf("driver-error events = %+v, want one wrapping the driver's error", evs)
+	}
+	// The output stays off until the session writes again.
+	if c := r.step(ms); c.Mode != hw.ModeIdle {
+		t.Fatalf("after errors the old command came back: %+v", c)
+	}
+	r.command(1, 2, 1000*ms, force(1, 0, 0), nil)
+	if c := r.step(ms); c.Mode != hw.ModeForce {
+		t.Fatalf("a new write after errors did not re-arm: %+v", c)
+	}
+	// A new run of errors reports again; MaxErrors in a row fail the device.
+	r.drv.FailNext(100, nil)
+	for i := 0; i < 5; i++ {
+		r.step(ms)
+	}
+	if n := len(r.eventsOf(EventDriverError)); n != 2 {
+		t.Fatalf("driver-error events = %d, want 2 (one per run)", n)
+	}
+	failed := r.eventsOf(EventFailed)
+	if len(failed) != 1 || !errors.Is(failed[0].Err, looptest.ErrInjected) {
+		t.Fatalf("failed events = %+v, want one", failed)
+	}
+	exchanges := r.drv.Exchanges()
+	for i := 0; i < 10; i++ {
+		r.step(ms)
+	}
+	if r.drv.Exchanges() != exchanges {
+		t.Fatal("a failed device kept exchanging")
+	}
+	if n := len(r.eventsOf(EventFailed)); n != 1 {
+		t.Fatalf("failed events = %d, want exactly 1", n)
+	}
+	if s := r.snapshot(); !s.Failed || s.Mode != hw.ModeIdle {
+		t.Fatalf("snapshot of a failed device = %+v", s)
+	}
+	if st := r.dev.Stats(); st.Errors != 8 {
+		t.Fatalf("Stats.Errors = %d, want 8", st.Errors)
+	}
+}
+
+func TestHaltZeroesOutputAtOnce(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.command(1, 1, 1000*ms, force(3, 0, 0), nil)
+	r.step(ms)
+	r.dev.Halt()
+	r.dev.Halt() // idempotent
+	if r.drv.Halts() != 2 {
+		t.Fatalf("driver halts = %d, want 2", r.drv.Halts())
+	}
+	if c := r.step(ms); c.Mode != hw.ModeIdle {
+		t.Fatalf("after Halt the driver got %+v, want idle (no ramp)", c)
+	}
+	if s := r.snapshot(); s.Mode != hw.ModeIdle {
+		t.Fatalf("snapshot mode after Halt = %v", s.Mode)
+	}
+}
+
+// TestDefaultRampEndsWithinTheReleaseBound: with the default ramp, the zero
+// goes out within ReleaseBoundNs (20 ms) of the lease's deadline wherever in
+// its period the deadline falls, at several loop rates; the ramp before it
+// only goes down.
+func TestDefaultRampEndsWithinTheReleaseBound(t *testing.T) {
+	for _, periodNs := range []int64{ms, ms / 4, ms / 8, 5 * ms} {
+		for _, phase := range []int64{0, 1, periodNs / 3, periodNs / 2, periodNs - 1} {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{PeriodNs: periodNs})
+			lease := 50*ms + phase
+			deadline := r.clock.Now() + lease
+			r.command(7, 1, lease, force(4, 0, 0), nil)
+			prev, zeroAt := 4.0, int64(-1)
+			for r.clock.Now() < deadline+2*ReleaseBoundNs {
+				c := r.step(periodNs)
+				if c.Mode == hw.ModeIdle || mag(c.ForceN) == 0 {
+					if zeroAt < 0 && r.clock.Now() > deadline {
+						zeroAt = r.clock.Now()
+					}
+					continue
+				}
+				if zeroAt >= 0 {
+					t.Fatalf("period %d ns, phase %d ns: force came back after the zero", periodNs, phase)
+				}
+				if c.ForceN.X > prev+1e-9 {
+					t.Fatalf("period %d ns, phase %d ns: the ramp went up", periodNs, phase)
+				}
+				prev = c.ForceN.X
+			}
+			if zeroAt < 0 || zeroAt-deadline > ReleaseBoundNs {
+				t.Fatalf("period %d ns, phase %d ns: zero %d ns after the deadline, want within %d", periodNs, phase, zeroAt-deadline, ReleaseBoundNs)
+			}
+		}
+	}
+}
+
+// TestLateTickAfterLapseStillReleasesWithinTheBound: a loop that wakes late
+// just after a lease lapses (another process had the CPU) ramps from the
+// deadline, not from the late tick, so the zero still goes out within
+// ReleaseBoundNs of the deadline; a tick later than the whole ramp drops
+// the force at once.
+func TestLateTickAfterLapseStillReleasesWithinTheBound(t *testing.T) {
+	for _, lateNs := range []int64{0, 3 * ms, 8 * ms, 15 * ms, 19 * ms, 40 * ms} {
+		r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+		r.command(7, 1, 50*ms, force(4, 0, 0), nil)
+		deadline := r.clock.Now() + 50*ms
+		for r.clock.Now() < deadline {
+			r.step(ms)
+		}
+		// The first tick after the deadline comes lateNs late.
+		c := r.step(ms + lateNs)
+		zeroAt := int64(-1)
+		prev := mag(c.ForceN)
+		if c.Mode == hw.ModeIdle || prev == 0 {
+			zeroAt = r.clock.Now()
+		}
+		for zeroAt < 0 && r.clock.Now() < deadline+3*ReleaseBoundNs {
+			c = r.step(ms)
+			f := mag(c.ForceN)
+			if c.Mode == hw.ModeIdle || f == 0 {
+				zeroAt = r.clock.Now()
+				break
+			}
+			if f > prev+1e-9 {
+				t.Fatalf("late %d ms: the ramp went up (%.3f N after %.3f N)", lateNs/ms, f, prev)
+			}
+			prev = f
+		}
+		if zeroAt < 0 {
+			t.Fatalf("late %d ms: the force never reached zero", lateNs/ms)
+		}
+		// The late tick itself can only be as early as it came.
+		bound := max(ReleaseBoundNs, ms+lateNs)
+		if got := zeroAt - deadline; got > bound {
+			t.Fatalf("late %d ms: zero %.1f ms after the deadline, want within %.1f ms", lateNs/ms, float64(got)/1e6, float64(bound)/1e6)
+		}
+	}
+}
+
+func TestGravityFeedForwardOutsideControl(t *testing.T) {
+	arm := looptest.ArmInfo()
+	mg := arm.EffectiveMassKg * hw.GravityMps2
+	on := &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}
+	firmware := arm
+	firmware.HostGravityCompensation = false
+	tests := []struct {
+		name    string
+		info    hw.Info
+		globals *Globals
+		prepare func(r *rig)
+		wantZ   float64 // of the driver's force; NaN-free: 0 with mode idle means nothing sent
+		wantOut hw.ControlMode
+	}{
+		{"idle arm floats", arm, on, func(r *rig) {}, mg, hw.ModeForce},
+		{"half scale", arm, &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 0.5}}, func(r *rig) {}, mg / 2, hw.ModeForce},
+		{"compensation off", arm, &Globals{ForceScale: 1}, func(r *rig) {}, 0, hw.ModeIdle},
+		{"firmware compensates", firmware, on, func(r *rig) {}, 0, hw.ModeIdle},
+		{"after halt nothing", arm, on, func(r *rig) { r.dev.Halt() }, 0, hw.ModeIdle},
+		{"after a lease ends", arm, on, func(r *rig) {
+			r.command(1, 1, 5*ms, force(0, 0, 3), nil)
+			for i := 0; i < 40; i++ {
+				r.step(ms)
+			}
+		}, mg, hw.ModeForce},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, tt.info, DeviceOptions{RampNs: 10 * ms})
+			r.dev.SetGlobals(tt.globals)
+			r.step(ms)
+			tt.prepare(r)
+			c := r.step(ms)
+			if c.Mode != tt.wantOut || !near(c.ForceN.Z, tt.wantZ, 1e-9) || c.ForceN.X != 0 || c.ForceN.Y != 0 {
+				t.Fatalf("driver got %+v, want mode %v with %.3f N up", c, tt.wantOut, tt.wantZ)
+			}
+			s := r.snapshot()
+			if s.Mode != hw.ModeIdle || s.State.ForceN != (hw.Vec3{}) {
+				t.Fatalf("snapshot reports mode %v force %+v; want idle and no client force", s.Mode, s.State.ForceN)
+			}
+		})
+	}
+}
+
+func TestGravityIsNotRampedOrReportedAsClientForce(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+	mg := looptest.ArmInfo().EffectiveMassKg * hw.GravityMps2
+	r.dev.SetGlobals(&Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}})
+	r.command(1, 1, 20*ms, force(2, 0, 0), nil)
+	if c := r.step(ms); !near(c.ForceN.X, 2, 1e-9) || !near(c.ForceN.Z, mg, 1e-9) {
+		t.Fatalf("under control the driver got %+v", c)
+	}
+	if s := r.snapshot(); !near(s.State.ForceN.X, 2, 1e-9) || !near(s.State.ForceN.Z, 0, 1e-9) {
+		t.Fatalf("snapshot force %+v, want the client's 2 N along X only", s.State.ForceN)
+	}
+	r.dev.Register().Release(1)
+	r.step(ms)
+	c := r.step(5 * ms) // half way down the ramp
+	if !near(c.ForceN.X, 1, 1e-9) || !near(c.ForceN.Z, mg, 1e-9) {
+		t.Fatalf("half way through the ramp the driver got %+v, want 1 N along X and full gravity", c)
+	}
+	// A failed exchange does not skew the reported force.
+	r.drv.FailNext(1, nil)
+	r.step(ms)
+	if s := r.snapshot(); !near(s.State.ForceN.Z, 0, 1e-9) {
+		t.Fatalf("after a failed exchange the snapshot reports %+v", s.State.ForceN)
+	}
+}
+
+func TestClampRejectsNaNAndDevicesWithoutForce(t *testing.T) {
+	cases := []struct {
+		name  string
+		f     hw.Vec3
+		maxN  float64
+		wantN float64
+	}{
+		{"under the limit passes", hw.Vec3{X: 3, Y: 4}, 10, 5},
+		{"over the limit is scaled to it", hw.Vec3{X: 30, Y: 40}, 10, 10},
+		{"no force output gets none", hw.Vec3{X: 1}, 0, 0},
+		{"a NaN limit gets none", hw.Vec3{X: 1}, math.NaN(), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mag(clampMagnitude(c.f, c.maxN)); !near(got, c.wantN, 1e-9) {
+				t.Fatalf("|clampMagnitude(%v, %v)| = %v, want %v", c.f, c.maxN, got, c.wantN)
+			}
+		})
+	}
+	if got := clamp(math.NaN(), 0, 1); got != 0 {
+		t.Fatalf("clamp(NaN, 0, 1) = %v, want the lower bound 0", got)
+	}
+}
