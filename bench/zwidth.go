@@ -76,6 +76,7 @@ type ZwidthRow struct {
 	LowestStableNpm float64      `json:"lowest_stable_npm"`
 	UnstableNpm     float64      `json:"unstable_npm"`
 	Trials          int          `json:"trials"`
+	TopNpm          float64      `json:"top_npm"`
 	Failure         *ZwidthTrial `json:"failure,omitempty"`
 
 	// ColgateNpm is 2b/T (Colgate and Brown 1994), T = 1/RateHz.
@@ -177,7 +178,15 @@ func (r *ZwidthReport) explain(row *ZwidthRow) string {
 	}
 	var why []string
 	if row.UnstableNpm == 0 {
-		why = append(why, fmt.Sprintf("stable up to the top of the search (%s N/m): a lower bound", number(r.MaxNpm)))
+		top := row.TopNpm
+		if top == 0 {
+			top = r.MaxNpm
+		}
+		why = append(why, fmt.Sprintf("stable up to the top of the search (%s N/m): the limit is only a lower bound", number(top)))
+		if row.Ratio < 0.5 {
+			why = append(why, "B's search stops at the stiffest wall a session may declare (actors/loop/effect's MaxStiffnessNPerM), below this rate's bound")
+		}
+		return strings.Join(why, "; ")
 	}
 	if row.Path == "C" && row.Ratio > 2 {
 		why = append(why, "the passivity controller adds damping whenever the observed energy goes negative, so the bare client's sampled-data bound (shown) no longer limits it; what does is the damping the controller may add at the loop's rate")

@@ -47,7 +47,7 @@ const cannedZwidth = `{"mode":"virtual","mass_kg":0.2,"damping_nspm":1,"static_f
  {"path":"A","rate_hz":60,"loop_hz":1000,"delay_s":0.016666666666666666,"hand":false,"limit_npm":72,"lowest_stable_npm":10,"unstable_npm":74,"trials":13,
   "failure":{"stiffness_npm":74,"stable":false,"reason":"4.32 mm peak to peak 1.0 s after contact","min_energy_j":0,"peak_to_peak_m":0.0043,"contact_s":0.04}},
  {"path":"B","rate_hz":1000,"loop_hz":1000,"delay_s":0,"hand":false,"limit_npm":24000,"lowest_stable_npm":10,"unstable_npm":25000,"trials":40},
- {"path":"B","rate_hz":4000,"loop_hz":4000,"delay_s":0,"hand":false,"limit_npm":1e6,"lowest_stable_npm":10,"unstable_npm":0,"trials":46},
+ {"path":"B","rate_hz":4000,"loop_hz":4000,"delay_s":0,"hand":false,"limit_npm":1e6,"lowest_stable_npm":10,"unstable_npm":0,"trials":46,"top_npm":1e6},
  {"path":"C","rate_hz":60,"loop_hz":1000,"delay_s":0.016666666666666666,"hand":false,"limit_npm":7000,"lowest_stable_npm":10,"unstable_npm":7200,"trials":34}
 ]}`
 

@@ -21,9 +21,9 @@ import (
 // because the load generator may not import the loop or the simulated arm.
 func runZwidth(args []string) error { return zwidthVirtual(args, os.Stdout) }
 
-// renderersInUse names the wall and passivity implementations zwidth runs;
-// it changes when the loop's own are plugged into zwidth.Config.
-const renderersInUse = "stand-ins: zwidth.ProxyWall, zwidth.ObserverController"
+// renderersInUse names the wall and passivity implementations zwidth runs
+// (zwidth.Config's defaults: the loop's own).
+const renderersInUse = "the loop's: actors/loop/effect Wall, actors/loop/passivity Controller"
 
 func zwidthVirtual(args []string, w io.Writer) error {
 	fs := newFlagSet("zwidth")

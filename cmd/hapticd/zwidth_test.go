@@ -24,7 +24,7 @@ func TestZwidthPrintsTheReport(t *testing.T) {
 	if a, b := rep.Results[0].LimitNpm, rep.Results[1].LimitNpm; a <= 0 || b < 20*a {
 		t.Errorf("limits A %v, B %v N/m: want B ≥ 20·A", a, b)
 	}
-	if rep.DampingNspm != 1 || rep.EncoderStepM == 0 || !strings.Contains(rep.Renderers, "ProxyWall") {
+	if rep.DampingNspm != 1 || rep.EncoderStepM == 0 || !strings.Contains(rep.Renderers, "actors/loop/effect") {
 		t.Errorf("report figures: b %v, encoder %v, renderers %q", rep.DampingNspm, rep.EncoderStepM, rep.Renderers)
 	}
 }

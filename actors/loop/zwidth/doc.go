@@ -35,11 +35,13 @@
 //
 // # The renderers
 //
-// The wall the loop renders (B) and the passivity controller (C) are
-// reached through WallRenderer and Passivity, so the loop's own renderer
-// and controller plug in with one line each (Config.NewWall,
-// Config.NewPassivity). Until they are merged, ProxyWall and
-// ObserverController implement them from the same papers.
+// The wall the loop renders (B) and the passivity controller (C) are the
+// loop's own: LoopWall declares a Wall effect and renders it with
+// actors/loop/effect's Renderer, LoopPassivity is actors/loop/passivity's
+// Controller, enabled with its defaults. They are reached through
+// WallRenderer and Passivity (Config.NewWall, Config.NewPassivity), so a
+// test can swap either. The search of B stops at effect.MaxStiffnessNPerM,
+// the stiffest wall a session may declare.
 //
 // # Determinism
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 )
@@ -86,16 +87,19 @@ type Plane struct {
 func (pl Plane) Depth(p hw.Vec3) float64 { return -p.Sub(pl.PointM).Dot(pl.Normal) }
 
 // WallRenderer computes the loop's wall force from the latest cursor
-// state, once a tick. The loop's effect renderer satisfies it.
+// state, once a tick of dtNs at the loop's clock nowNs. LoopWall (the
+// loop's effect renderer) implements it.
 type WallRenderer interface {
-	Force(posM, velMps hw.Vec3) hw.Vec3
+	Force(posM, velMps hw.Vec3, nowNs, dtNs int64) hw.Vec3
 }
 
-// Passivity filters the loop's output force once a tick of dtS seconds,
-// given the measured cursor velocity: a passivity controller returns the
-// force with the damping it adds.
+// Passivity is a passivity controller on the loop's output: Step returns
+// the force with the damping it adds, given the velocity measured this
+// tick; Applied tells it the force the device then got (after the clamp).
+// LoopPassivity (the loop's controller) implements it.
 type Passivity interface {
-	Filter(forceN, velMps hw.Vec3, dtS float64) hw.Vec3
+	Step(forceN, velMps hw.Vec3, nowNs, dtNs int64) hw.Vec3
+	Applied(forceN hw.Vec3)
 }
 
 // Config is everything a trial depends on besides its row and stiffness.
@@ -118,11 +122,11 @@ type Config struct {
 	// stable and unstable stiffnesses are within this ratio (> 1).
 	MinNpm, MaxNpm float64
 	ToleranceRatio float64
-	// NewWall builds the loop's wall renderer for B (default NewProxyWall).
-	NewWall func(pl Plane, stiffnessNpm float64) WallRenderer
-	// NewPassivity builds the passivity controller for C (default
-	// NewObserverController with the arm's mass).
-	NewPassivity func(loopHz float64) Passivity
+	// NewWall builds the loop's wall renderer for B (nil: NewLoopWall).
+	NewWall func(pl Plane, stiffnessNpm float64) (WallRenderer, error)
+	// NewPassivity builds the passivity controller for C (nil:
+	// NewLoopPassivity).
+	NewPassivity func() Passivity
 }
 
 // DefaultConfig is the configuration `hapticbench zwidth` documents: the
@@ -239,6 +243,9 @@ type Result struct {
 	// unstable (0: not even MaxNpm was, so LimitNpm is a lower bound).
 	UnstableNpm float64 `json:"unstable_npm"`
 	Trials      int     `json:"trials"`
+	// TopNpm is the top of this row's search: Config.MaxNpm, or for B the
+	// stiffest wall a session may declare (effect.MaxStiffnessNPerM).
+	TopNpm float64 `json:"top_npm"`
 	// Failure is the trial at UnstableNpm.
 	Failure *Trial `json:"failure,omitempty"`
 }
@@ -260,15 +267,28 @@ func Limit(c Config, r Row) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Row: r}
+	var err error
 	try := func(k float64) Trial {
 		res.Trials++
-		return c.trial(r, k)
+		t, e := c.trial(r, k)
+		if e != nil && err == nil {
+			err = e
+		}
+		return t
 	}
+	top := c.MaxNpm
+	if r.Path == PathEffect {
+		top = math.Min(top, effect.MaxStiffnessNPerM) // the most a session may declare
+	}
+	res.TopNpm = top
 	var fail Trial
 	lo := 0.0
 	for k := c.MinNpm; ; k *= gridRatio {
-		k = math.Min(k, c.MaxNpm)
+		k = math.Min(k, top)
 		t := try(k)
+		if err != nil {
+			return Result{}, err
+		}
 		switch {
 		case t.Stable && lo == 0:
 			res.LowestStableNpm, lo = k, k
@@ -283,7 +303,7 @@ func Limit(c Config, r Row) (Result, error) {
 		if !t.Stable {
 			fail = t
 		}
-		if k == c.MaxNpm {
+		if k == top {
 			if lo == 0 {
 				res.UnstableNpm, res.Failure = k, &fail
 			} else {
@@ -292,11 +312,14 @@ func Limit(c Config, r Row) (Result, error) {
 			return res, nil
 		}
 	}
-	hi := lo * gridRatio
-	hi = math.Min(hi, c.MaxNpm)
+	hi := math.Min(lo*gridRatio, top)
 	for hi/lo > c.ToleranceRatio {
 		mid := math.Sqrt(lo * hi)
-		if t := try(mid); t.Stable {
+		t := try(mid)
+		if err != nil {
+			return Result{}, err
+		}
+		if t.Stable {
 			lo = mid
 		} else {
 			hi, fail = mid, t
@@ -340,11 +363,11 @@ func Try(c Config, r Row, kNpm float64) (Trial, error) {
 	if !(kNpm > 0 && kNpm <= 1e7) {
 		return Trial{}, fmt.Errorf("actors/loop/zwidth: stiffness %v N/m is out of range; use 0 < K ≤ 1e7", kNpm)
 	}
-	return c.trial(r, kNpm), nil
+	return c.trial(r, kNpm)
 }
 
 // trial simulates one contact; c and r are valid.
-func (c Config) trial(r Row, k float64) Trial {
+func (c Config) trial(r Row, k float64) (Trial, error) {
 	p := c.Physics
 	p.MaxSubstepS = trialSubstepS
 	push := hw.Vec3{X: c.PushN}
@@ -368,18 +391,22 @@ func (c Config) trial(r Row, k float64) Trial {
 
 	var wall WallRenderer
 	if r.Path == PathEffect {
-		wall = NewProxyWall(pl, k)
-		if c.NewWall != nil {
-			wall = c.NewWall(pl, k)
+		newWall := c.NewWall
+		if newWall == nil {
+			newWall = func(pl Plane, k float64) (WallRenderer, error) { return NewLoopWall(pl, k) }
+		}
+		if wall, err = newWall(pl, k); err != nil {
+			return Trial{}, err
 		}
 	}
 	var pc Passivity
 	if r.Path == PathClientPassivity {
-		pc = NewObserverController(p.MassKg)
+		pc = NewLoopPassivity()
 		if c.NewPassivity != nil {
-			pc = c.NewPassivity(r.LoopHz)
+			pc = c.NewPassivity()
 		}
 	}
+	dtNs := int64(math.Round(periodS * 1e9))
 
 	gravity := hw.Vec3{Z: p.MassKg * hw.GravityMps2}
 	var st hw.State
@@ -415,12 +442,13 @@ func (c Config) trial(r Row, k float64) Trial {
 				head, n = (head+1)%len(queue), n-1
 			}
 		}
+		nowNs := int64(tick) * dtNs
 		out := held
 		if wall != nil {
-			out = wall.Force(st.PositionM, st.VelocityMps)
+			out = wall.Force(st.PositionM, st.VelocityMps, nowNs, dtNs)
 		}
 		if pc != nil {
-			out = pc.Filter(out, st.VelocityMps, periodS)
+			out = pc.Step(out, st.VelocityMps, nowNs, dtNs)
 		}
 		cmd := hw.Command{Mode: hw.ModeForce, ForceN: out.Add(gravity)}
 		before := core.TruePosition()
@@ -430,6 +458,9 @@ func (c Config) trial(r Row, k float64) Trial {
 		core.Fill(&st)
 		dx := core.TruePosition().Sub(before)
 		applied := core.Force().Sub(gravity) // after the driver's clamp
+		if pc != nil {
+			pc.Applied(applied)
+		}
 		dd := dx.Dot(dx)
 		energy += -applied.Dot(dx) + p.DampingNspm*dd/periodS + p.KineticFrictionN*math.Sqrt(dd)
 		if energy < t.MinEnergyJ {
@@ -442,16 +473,16 @@ func (c Config) trial(r Row, k float64) Trial {
 				t.ContactS = endS
 			} else if endS > contactTimeoutS {
 				t.Stable, t.Reason = false, "never reached the wall"
-				return t
+				return t, nil
 			}
 		}
 		if t.MinEnergyJ < -c.EnergyBoundJ {
 			t.Stable, t.Reason = false, fmt.Sprintf("observed energy fell to %.3g J", t.MinEnergyJ)
-			return t
+			return t, nil
 		}
 		if math.Abs(depth) > escapeM {
 			t.Stable, t.Reason = false, fmt.Sprintf("cursor %.0f mm from the wall", depth*1000)
-			return t
+			return t, nil
 		}
 		if t.ContactS < 0 {
 			continue
@@ -465,7 +496,7 @@ func (c Config) trial(r Row, k float64) Trial {
 			if t.PeakToPeakM > c.OscillationM {
 				t.Stable, t.Reason = false, fmt.Sprintf("%.2f mm peak to peak %.1f s after contact", t.PeakToPeakM*1000, c.SettleS)
 			}
-			return t
+			return t, nil
 		}
 	}
 }
