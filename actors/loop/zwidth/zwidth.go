@@ -240,7 +240,8 @@ type Result struct {
 	// softest walls still rang 1 s after contact).
 	LowestStableNpm float64 `json:"lowest_stable_npm"`
 	// UnstableNpm is the smallest stiffness above the stable band found
-	// unstable (0: not even MaxNpm was, so LimitNpm is a lower bound).
+	// unstable (0: not even the top was, so LimitNpm is a lower bound;
+	// MinNpm when no stiffness was stable).
 	UnstableNpm float64 `json:"unstable_npm"`
 	Trials      int     `json:"trials"`
 	// TopNpm is the top of this row's search: Config.MaxNpm, or for B the
@@ -281,6 +282,8 @@ func Limit(c Config, r Row) (Result, error) {
 		top = math.Min(top, effect.MaxStiffnessNPerM) // the most a session may declare
 	}
 	res.TopNpm = top
+	// fail is the trial just above the stable band; with no band at all,
+	// the softest wall's, which says why even that one failed.
 	var fail Trial
 	lo := 0.0
 	for k := c.MinNpm; ; k *= gridRatio {
@@ -289,23 +292,20 @@ func Limit(c Config, r Row) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		switch {
-		case t.Stable && lo == 0:
-			res.LowestStableNpm, lo = k, k
-		case t.Stable:
+		if t.Stable {
+			if lo == 0 {
+				res.LowestStableNpm = k
+			}
 			lo = k
-		case lo > 0:
+		} else if lo > 0 {
 			fail = t
-		}
-		if !t.Stable && lo > 0 {
 			break
-		}
-		if !t.Stable {
+		} else if k == c.MinNpm {
 			fail = t
 		}
 		if k == top {
 			if lo == 0 {
-				res.UnstableNpm, res.Failure = k, &fail
+				res.UnstableNpm, res.Failure = c.MinNpm, &fail
 			} else {
 				res.LimitNpm = lo // stable up to the top: a lower bound
 			}
