@@ -47,8 +47,8 @@ func defineFrames(s *Set, o *Options) {
 		"control_mode":   enum(controlModes()),
 		"control_domain": enum([]string{protocol.DomainCartesian.String(), protocol.DomainAngular.String()}),
 	}
-	s.Define("arm-state", allRequired(armState))
-	s.Define("arm-state.subset", closed(armState))
+	s.Define("arm-state", withArmStateExtensions(allRequired(armState)))
+	s.Define("arm-state.subset", withArmStateExtensions(closed(armState)))
 	s.Define("arm-status", allRequired(Schema{
 		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
 	}))
@@ -105,6 +105,7 @@ func defineFrames(s *Set, o *Options) {
 				"damping":    Ref(EntryName(protocol.KeyDamping)),
 				"force_gate": Ref(EntryName(protocol.KeyForceGate)),
 			})
+			conf["navigation"] = Ref(EntryName(protocol.KeyNavigation))
 		}
 		s.Define("config."+c.Key, closed(conf, without(sortedKeys(conf), optional)...))
 		for _, withConfig := range []string{"required", "optional", "absent", "subset"} {
