@@ -20,25 +20,34 @@ import (
 // arm's defaults (hw/sim DefaultPhysics): measure a real arm only with its
 // own figures in mind.
 //
-// Rows B and C need effects and the passivity controller configured over
-// the WebSocket; the mode refuses them until hapticd accepts effects, with
-// the reason.
+// Row B declares the wall as an effect over the WebSocket, in the shape
+// docs/protocol.md's Effects section gives, and fails with the service's
+// answer if the service refuses or ignores it. Row C needs the passivity
+// controller switched on over the wire, which the protocol has no entry
+// for: the mode refuses it with that reason.
 
 // Simulated-arm figures the real-time bounds use: hw/sim's DefaultPhysics
 // (the bench may not import it; hw/sim's tests pin the same values).
 const (
-	simArmMassKg     = 0.2
-	simArmDampNspm   = 1
-	simArmStaticN    = 0.15
-	simArmKineticN   = 0.1
-	simArmMaxForceN  = 10
-	realtimeGapM     = 0.002
-	realtimeSettleS  = 1.0
-	realtimeWindowS  = 0.5
-	realtimeEnergyJ  = 1e-4
-	realtimeOscM     = 0.5e-3
-	realtimeMinNpm   = 10
-	realtimeMaxNpm   = 5000 // a 60..200 Hz client is far below this
+	simArmMassKg    = 0.2
+	simArmDampNspm  = 1
+	simArmStaticN   = 0.15
+	simArmKineticN  = 0.1
+	simArmMaxForceN = 10
+	realtimeGapM    = 0.002
+	realtimeSettleS = 1.0
+	realtimeWindowS = 0.5
+	realtimeEnergyJ = 1e-4
+	realtimeOscM    = 0.5e-3
+	realtimeMinNpm  = 10
+	realtimeMaxNpm  = 5000 // a 60..200 Hz client is far below this
+	// realtimeEffectMaxNpm is the stiffest wall the wire accepts
+	// (docs/protocol.md, Effects: stiffness 0..20,000 N/m).
+	realtimeEffectMaxNpm = 20000
+	// realtimeKeepHz is how often B's client renews its lease (its push
+	// command and an empty effects member) while the loop renders.
+	realtimeKeepHz   = 200
+	wallEffectID     = "zwidth-wall"
 	realtimeScan     = 1.5
 	realtimeTol      = 1.1
 	realtimeTimeout  = 5 * time.Second
@@ -46,16 +55,19 @@ const (
 	realtimeHomeTime = 3 * time.Second
 )
 
-// ZwidthRealtime runs rows A at o.ClientHz against o.Target, or against a
-// hapticd it starts with one simulated arm at o.LoopHz.
+// ZwidthRealtime runs rows A at o.ClientHz and B at o.EffectHz against
+// o.Target, or against hapticds it starts with one simulated arm: at
+// o.LoopHz for A, at each B rate for B (an effect renders at the loop's
+// rate). Against a Target, B's rate must be the target's loop rate.
 func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) {
 	rep := ZwidthReport{Mode: "real time against " + o.Target,
 		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
 		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
 		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
-		Renderers: "the client's penalty wall over set_cursor_force"}
-	if strings.ContainsAny(strings.ToUpper(o.Paths), "BC") {
-		return rep, errors.New("bench: zwidth in real time: rows B and C need the wall declared as an effect and the passivity controller configured over the WebSocket, which this hapticd build does not accept yet (issue 22, items 2 and 3); run --paths A against a service, or the virtual-time table (no --realtime, no --target) for all rows")
+		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects)"}
+	paths := strings.ToUpper(o.Paths)
+	if strings.Contains(paths, "C") {
+		return rep, errors.New("bench: zwidth in real time: row C needs the passivity controller switched on for the client's arm, and docs/protocol.md's Passivity section has no entry that does (force_clamp and force_slew_limit only); run --paths A or AB, or the virtual-time table (no --realtime, no --target) for C")
 	}
 	if o.Hand == "on" {
 		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")
@@ -66,45 +78,40 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 	if !(o.PushN > 0 && o.PushN <= 5) {
 		return rep, fmt.Errorf("bench: zwidth: --push %v N: use 0 < push ≤ 5", o.PushN)
 	}
-	rates, err := parseRates(o.ClientHz)
-	if err != nil {
-		return rep, err
+	var rows []ZwidthRow
+	if strings.Contains(paths, "A") {
+		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
+		if err != nil {
+			return rep, err
+		}
+		for _, hz := range rates {
+			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
+		}
 	}
-	var wsURL string
+	if strings.Contains(paths, "B") {
+		rates, err := parseRates("--effect-hz", o.EffectHz, 20000)
+		if err != nil {
+			return rep, err
+		}
+		for _, hz := range rates {
+			rows = append(rows, ZwidthRow{Path: "B", RateHz: hz, LoopHz: hz})
+		}
+	}
+	if len(rows) == 0 {
+		return rep, fmt.Errorf("bench: zwidth: --paths %q names no row A or B", o.Paths)
+	}
+	binary := ""
 	if o.Target == "" {
-		binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
+		bin, cleanup, err := FindHapticd(ctx, o.Hapticd)
 		if err != nil {
 			return rep, err
 		}
 		defer cleanup()
-		svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: 1, LoopHz: o.LoopHz})
-		if err != nil {
-			return rep, err
-		}
-		defer svc.stop()
-		wsURL = svc.wsURL
-		rep.Mode = fmt.Sprintf("real time against a hapticd it started (1 simulated arm, loop %g Hz)", o.LoopHz)
-	} else if wsURL, _, err = targetURLs(o.Target); err != nil {
-		return rep, err
+		binary = bin
+		rep.Mode = "real time against hapticds it started (1 simulated arm each, at the row's loop rate)"
 	}
-	ctl, err := dialClient(ctx, wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
-	if err != nil {
-		return rep, err
-	}
-	defer ctl.close()
-	obs, err := dialClient(ctx, wsURL, 0, RoleObserver, 0, realtimeTimeout, subscribeTo{})
-	if err != nil {
-		return rep, err
-	}
-	defer obs.close()
-	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
-	if err != nil {
-		return rep, err
-	}
-	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: o.PushN, delayFrames: int(o.DelayFrames)}
-	for _, hz := range rates {
-		row := ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}
-		if err := rt.limit(&row, o); err != nil {
+	for _, row := range rows {
+		if err := realtimeRow(ctx, o, binary, &row); err != nil {
 			return rep, err
 		}
 		rep.Results = append(rep.Results, row)
@@ -113,12 +120,47 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 	return rep, nil
 }
 
-func parseRates(s string) ([]float64, error) {
+// realtimeRow measures one row against o.Target, or a hapticd started
+// from binary at the row's loop rate.
+func realtimeRow(ctx context.Context, o ZwidthOptions, binary string, row *ZwidthRow) error {
+	var wsURL string
+	if binary != "" {
+		svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: 1, LoopHz: row.LoopHz})
+		if err != nil {
+			return err
+		}
+		defer svc.stop()
+		wsURL = svc.wsURL
+	} else {
+		var err error
+		if wsURL, _, err = targetURLs(o.Target); err != nil {
+			return err
+		}
+	}
+	ctl, err := dialClient(ctx, wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		return err
+	}
+	defer ctl.close()
+	obs, err := dialClient(ctx, wsURL, 0, RoleObserver, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
+	if err != nil {
+		return err
+	}
+	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: o.PushN, delayFrames: int(o.DelayFrames)}
+	return rt.limit(row, o)
+}
+
+func parseRates(flagName, s string, maxHz float64) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		var v float64
-		if _, err := fmt.Sscan(strings.TrimSpace(f), &v); err != nil || !(v >= 1 && v <= 1000) {
-			return nil, fmt.Errorf("bench: zwidth: --client-hz %q: want rates of 1..1000 Hz, comma-separated", s)
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &v); err != nil || !(v >= 1 && v <= maxHz) {
+			return nil, fmt.Errorf("bench: zwidth: %s %q: want rates of 1..%g Hz, comma-separated", flagName, s, maxHz)
 		}
 		out = append(out, v)
 	}
@@ -171,14 +213,25 @@ func (rt *realtimeRun) limit(row *ZwidthRow, o ZwidthOptions) error {
 	lo := 0.0
 	try := func(k float64) (ZwidthTrial, error) {
 		row.Trials++
-		t, err := rt.trial(row.RateHz, k)
+		var t ZwidthTrial
+		var err error
+		if row.Path == "B" {
+			t, err = rt.effectTrial(k)
+		} else {
+			t, err = rt.trial(row.RateHz, k)
+		}
 		if err == nil && o.Progress != nil {
-			fmt.Fprintf(o.Progress, "zwidth: A %g Hz, %s N/m: stable %v %s\n", row.RateHz, number(k), t.Stable, t.Reason)
+			fmt.Fprintf(o.Progress, "zwidth: %s %g Hz, %s N/m: stable %v %s\n", row.Path, row.RateHz, number(k), t.Stable, t.Reason)
 		}
 		return t, err
 	}
+	top := float64(realtimeMaxNpm)
+	if row.Path == "B" {
+		top = realtimeEffectMaxNpm
+	}
+	row.TopNpm = top
 	for k := float64(realtimeMinNpm); ; k *= realtimeScan {
-		k = math.Min(k, realtimeMaxNpm)
+		k = math.Min(k, top)
 		t, err := try(k)
 		if err != nil {
 			return err
@@ -194,7 +247,7 @@ func (rt *realtimeRun) limit(row *ZwidthRow, o ZwidthOptions) error {
 				break
 			}
 		}
-		if k == realtimeMaxNpm {
+		if k == top {
 			if lo == 0 {
 				row.UnstableNpm, row.Failure = k, &fail
 			} else {
@@ -203,7 +256,7 @@ func (rt *realtimeRun) limit(row *ZwidthRow, o ZwidthOptions) error {
 			return nil
 		}
 	}
-	hi := math.Min(lo*realtimeScan, realtimeMaxNpm)
+	hi := math.Min(lo*realtimeScan, top)
 	for hi/lo > realtimeTol {
 		mid := math.Sqrt(lo * hi)
 		t, err := try(mid)
@@ -391,4 +444,122 @@ func (rt *realtimeRun) observe(t *ZwidthTrial, wallX, k float64) error {
 			return nil
 		}
 	}
+}
+
+// effectTrial declares a wall of stiffness k as an effect (docs/protocol.md,
+// Effects) and lets the service's loop render it while the client only
+// pushes and renews its lease; the observer judges as for A. It fails with
+// the service's answer when the service refuses or ignores effects.
+func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
+	t := ZwidthTrial{StiffnessNpm: k, Stable: true, ContactS: -1}
+	rest, err := rt.goHome()
+	if err != nil {
+		return t, err
+	}
+	wall := rest
+	wall[0] += realtimeGapM
+	id := rt.ctl.deviceID
+	declare := fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":0,"z":0}}},`+
+		`"effects":{"clear":true,"set":[{"id":%q,"type":"wall","position":{"x":%g,"y":%g,"z":%g},"normal":{"x":-1,"y":0,"z":0},"stiffness":%g,"damping":0}]}}]}`,
+		id, rt.pushN, wallEffectID, wall[0], wall[1], wall[2], k)
+	keep := fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":0,"z":0}}},"effects":{}}]}`, id, rt.pushN)
+	clear := fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}},"effects":{"clear":true}}]}`, id)
+	frame, err := rt.ctl.exchange(declare)
+	if err != nil {
+		return t, fmt.Errorf("bench: zwidth: declare the wall: %w", err)
+	}
+	if err := effectRefusal(frame); err != nil {
+		return t, err
+	}
+	// The declaration takes effect at the loop's next tick: a frame soon
+	// after must show it in force.
+	inForce := false
+	for end := time.Now().Add(200 * time.Millisecond); !inForce && time.Now().Before(end); {
+		if frame, err = rt.ctl.exchange(keep); err != nil {
+			return t, fmt.Errorf("bench: zwidth: renew the wall: %w", err)
+		}
+		if err := effectRefusal(frame); err != nil {
+			return t, err
+		}
+		inForce = effectsInForce(frame, id) > 0
+	}
+	if !inForce {
+		return t, fmt.Errorf("bench: zwidth: hapticd took the wall effect without an error, but its frames show no effect in force (no state.effects.count): it does not render effects yet; last frame: %s", clip(frame, 300))
+	}
+	ctx, cancel := context.WithCancel(rt.ctx)
+	var wg sync.WaitGroup
+	var ctlErr error
+	wg.Add(1)
+	go func() { // the client only pushes and keeps its lease
+		defer wg.Done()
+		period := time.Second / realtimeKeepHz
+		for next := time.Now(); ctx.Err() == nil; {
+			if _, err := rt.ctl.exchange(keep); err != nil {
+				ctlErr = err
+				return
+			}
+			next = next.Add(period)
+			if !waitUntil(ctx, next) {
+				return
+			}
+		}
+	}()
+	err = rt.observe(&t, wall[0], k)
+	cancel()
+	wg.Wait()
+	if ctlErr != nil {
+		return t, fmt.Errorf("bench: zwidth: client: %w", ctlErr)
+	}
+	if _, cerr := rt.ctl.exchange(clear); cerr != nil && err == nil {
+		err = fmt.Errorf("bench: zwidth: clear the wall: %w", cerr)
+	}
+	return t, err
+}
+
+// effectRefusal is the service's refusal of an effects member: an error
+// entry, or a warning that names effects (a service that does not know
+// the member warns unknown_key).
+func effectRefusal(frame []byte) error {
+	var f struct {
+		Errors   []json.RawMessage `json:"errors"`
+		Warnings []json.RawMessage `json:"warnings"`
+	}
+	if err := json.Unmarshal(frame, &f); err != nil {
+		return fmt.Errorf("bench: zwidth: frame is not JSON: %w", err)
+	}
+	if len(f.Errors) > 0 {
+		return fmt.Errorf("bench: zwidth: hapticd refused the wall effect: %s", clip(f.Errors[0], 300))
+	}
+	for _, w := range f.Warnings {
+		if strings.Contains(string(w), "effects") {
+			return fmt.Errorf("bench: zwidth: hapticd does not accept effects over the WebSocket (it warned: %s); run rows B in the virtual mode", clip(w, 300))
+		}
+	}
+	return nil
+}
+
+// effectsInForce is the arm's state.effects.count in a frame (0: none, or
+// a service that reports none).
+func effectsInForce(frame []byte, id string) int {
+	type arm struct {
+		DeviceID string `json:"device_id"`
+		State    struct {
+			Effects struct {
+				Count int `json:"count"`
+			} `json:"effects"`
+		} `json:"state"`
+	}
+	var f struct {
+		Inverse3 []arm `json:"inverse3"`
+		Arm3     []arm `json:"arm3"`
+	}
+	if json.Unmarshal(frame, &f) != nil {
+		return 0
+	}
+	for _, a := range append(f.Arm3, f.Inverse3...) {
+		if a.DeviceID == id {
+			return a.State.Effects.Count
+		}
+	}
+	return 0
 }

@@ -101,10 +101,12 @@ func TestZwidthRefusesWhatItCannotMeasure(t *testing.T) {
 		{name: "not JSON", data: "oops", want: "no report"},
 		{name: "empty", data: `{"mode":"virtual","results":[]}`, want: "empty report"},
 		{name: "unknown field", data: `{"mode":"virtual","surprise":1,"results":[{}]}`, want: "no report"},
-		{name: "real-time effects", o: ZwidthOptions{Realtime: true, Paths: "AB", Hand: "off", PushN: 0.5, ClientHz: "60"}, want: "rows B and C"},
+		{name: "real-time passivity", o: ZwidthOptions{Realtime: true, Paths: "AC", Hand: "off", PushN: 0.5, ClientHz: "60"}, want: "row C"},
 		{name: "real-time hand", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "on", PushN: 0.5, ClientHz: "60"}, want: "hand model"},
 		{name: "fractional delay", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "off", DelayFrames: 0.5, PushN: 0.5, ClientHz: "60"}, want: "whole frames"},
 		{name: "bad rate", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "off", PushN: 0.5, ClientHz: "sixty"}, want: "client-hz"},
+		{name: "bad effect rate", o: ZwidthOptions{Realtime: true, Paths: "B", Hand: "off", PushN: 0.5, EffectHz: "0"}, want: "effect-hz"},
+		{name: "no rows", o: ZwidthOptions{Realtime: true, Paths: "", Hand: "off", PushN: 0.5}, want: "no row"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,5 +182,14 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 		if tr.Stable != tc.stable || tr.ContactS < 0 {
 			t.Errorf("a %v N/m wall from a 200 Hz client: %+v, want stable %v after contact", tc.k, tr, tc.stable)
 		}
+	}
+	// The same soft wall declared as an effect: stable where the service
+	// renders effects, else a refusal that says effects are the matter.
+	tr, err := rt.effectTrial(40)
+	switch {
+	case err != nil && !strings.Contains(err.Error(), "effect"):
+		t.Errorf("declaring the wall as an effect failed without saying effects are the matter: %v", err)
+	case err == nil && (!tr.Stable || tr.ContactS < 0):
+		t.Errorf("a 40 N/m wall effect: %+v, want stable after contact", tr)
 	}
 }

@@ -266,7 +266,7 @@ func zwidthCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	var o bench.ZwidthOptions
 	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary whose `zwidth` subcommand runs the virtual mode (default: next to hapticbench, then $PATH, else go build)")
-	fs.BoolVar(&o.Realtime, "realtime", false, "measure rows A in real time through the WebSocket against --target, or a hapticd started with one simulated arm, instead of the deterministic virtual-time mode")
+	fs.BoolVar(&o.Realtime, "realtime", false, "measure rows A and B in real time through the WebSocket (B declares the wall as an effect) against --target, or hapticds started with one simulated arm, instead of the deterministic virtual-time mode")
 	fs.StringVar(&o.Target, "target", "", "a running hapticd (ws://127.0.0.1:10001/) to measure in real time (implies --realtime)")
 	fs.Float64Var(&o.DelayFrames, "delay-frames", 1, "client delay in its own frames, from reading a state to its force reaching the loop (an engine reads at a frame's start and sends at its end: 1)")
 	fs.Float64Var(&o.PushN, "push", 0.5, "the user's steady push into the wall, N")
