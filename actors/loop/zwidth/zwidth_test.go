@@ -184,7 +184,9 @@ func TestTrialTicksDoNotAllocate(t *testing.T) {
 	short := testing.AllocsPerRun(3, func() { _, _ = c.trial(row, 100) })
 	c.SettleS = 5
 	long := testing.AllocsPerRun(3, func() { _, _ = c.trial(row, 100) })
-	if long != short {
+	// Five times the ticks: allocating ticks would add thousands. (Under
+	// the race detector the counts wobble by a few, either way.)
+	if long > short {
 		t.Errorf("a 5 s trial allocates %v times, a 1 s one %v: the ticks allocate", long, short)
 	}
 }
