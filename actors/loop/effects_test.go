@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 // springSet is one spring pulling the cursor (at the origin) 1 N along +X.
@@ -286,5 +288,65 @@ func TestEffectsPublishedWhileTheLoopRuns(t *testing.T) {
 	// 16 dampers of 1 N·s/m at 0.01 m/s.
 	if !near(out.ForceN.X, -0.16, 1e-9) {
 		t.Fatalf("force %v with the largest Set settled, want -0.16 N: some effect found no room", out.ForceN)
+	}
+}
+
+// TestWallHoldsTheSimulatedArm pushes a simulated arm into a 2,000 N/m wall
+// rendered by the loop at 1 kHz with a steady 2 N: the arm comes to rest
+// 1 mm into the wall (2 N / 2,000 N/m), with the proxy reported on the
+// surface, and nothing rings; with the passivity controller on as well.
+func TestWallHoldsTheSimulatedArm(t *testing.T) {
+	for _, pc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("passivity=%v", pc), func(t *testing.T) {
+			clock := looptest.NewClock(1000 * ms)
+			arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
+			d := NewDevice(arm, DeviceOptions{Clock: clock})
+			g := DefaultGlobals()
+			g.Passivity.Enabled = pc
+			d.SetGlobals(g)
+			var s Snapshot
+			d.Step(clock.Advance(ms))
+			d.Load(&s)
+			start := s.State.PositionM
+			surface := start.Z - 0.005
+			set, err := effect.NewSet(7, []effect.Spec{{ID: "floor", Kind: effect.Wall, Params: effect.Params{
+				StiffnessNPerM: 2000, DampingNsPerM: 2, AxisUnit: hw.Vec3{Z: 1}, PointM: hw.Vec3{Z: surface}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.SetEffects(set)
+			var rep EffectsReport
+			d.LoadEffects(&rep)
+			reg := d.Register()
+			reg.Claim(7)
+			push := force(0, 0, -2)
+			var minZ, maxZ float64
+			for i := range 3000 {
+				reg.Write(7, uint64(i+1), clock.Now()+100*ms, &push, &Params{})
+				d.Step(clock.Advance(ms))
+				if i >= 2000 { // the last second
+					d.Load(&s)
+					z := s.State.PositionM.Z
+					if i == 2000 {
+						minZ, maxZ = z, z
+					}
+					minZ, maxZ = min(minZ, z), max(maxZ, z)
+				}
+			}
+			depth := surface - (minZ+maxZ)/2
+			// The simulated arm's friction may hold it up to 1 N short.
+			if !near(depth, 0.001, 0.0005) {
+				t.Fatalf("arm rests %.2f mm into the wall, want 1 mm (2 N on 2000 N/m)", depth*1e3)
+			}
+			// Issue 22's test of a stable wall: no motion over 0.5 mm
+			// left a second after contact.
+			if maxZ-minZ > 0.0005 {
+				t.Fatalf("arm still moves %.3f mm over the last second: the wall rings", (maxZ-minZ)*1e3)
+			}
+			d.LoadEffects(&rep)
+			if rep.N != 1 || !rep.Effects[0].Contact || !near(rep.Effects[0].ProxyM.Z, surface, 1e-9) {
+				t.Fatalf("report %d effects, first %+v; want the floor in contact with its proxy at z = %v", rep.N, rep.Effects[0], surface)
+			}
+		})
 	}
 }

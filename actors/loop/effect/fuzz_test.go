@@ -1,0 +1,58 @@
+package effect
+
+import (
+	"testing"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// FuzzRender declares one effect from arbitrary numbers and drives a
+// cursor through it: whatever NewSet accepts renders finite forces, and a
+// wall-like effect only ever pushes out of its surface.
+func FuzzRender(f *testing.F) {
+	f.Add(uint8(Wall), uint8(0), false, 1000.0, 5.0, 0.05, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.01, 0.0, 0.0, 0.2)
+	f.Add(uint8(Shape), uint8(PrimCappedCylinder), true, 2000.0, 1.0, 0.02, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 0.03, 0.0, 0.5)
+	f.Add(uint8(LimitBox), uint8(0), true, 500.0, 0.0, 0.1, 0.0, 0.1, 0.0, 0.0, 1.0, 0.0, 0.05, 0.05, 0.05, 1.0)
+	f.Add(uint8(Field), uint8(0), false, 0.0, 0.0, 0.2, 0.1, 0.0, 0.0, 1.0, -2.0, 0.5, 0.0, 0.0, 0.0, 0.3)
+	f.Fuzz(func(t *testing.T, kind, prim uint8, keepIn bool, k, b, r, px, py, pz, ax, ay, az, ex, ey, ez, speed float64) {
+		sp := Spec{ID: "f", Kind: Kind(kind), Primitive: Primitive(prim), KeepInside: keepIn, Params: Params{
+			StiffnessNPerM: k, DampingNsPerM: b, RadiusM: r, MinorRadiusM: r / 3, HeightM: r,
+			PointM: hw.Vec3{X: px, Y: py, Z: pz}, AxisUnit: hw.Vec3{X: ax, Y: ay, Z: az},
+			EndM: hw.Vec3{X: ex, Y: ey, Z: ez}, HalfExtentsM: hw.Vec3{X: r, Y: r / 2, Z: r * 2},
+			CoulombN: k / 1000, FrequencyHz: r * 1000, AmplitudeN: b,
+			ForceN: hw.Vec3{X: ax, Y: ay, Z: az}, JacobianNPerM: [3][3]float64{{-k, 0, 0}, {0, -k, 0}, {0, 0, -k}},
+		}}
+		set, err := NewSet(1, []Spec{sp})
+		if err != nil {
+			return
+		}
+		var rnd Renderer
+		rnd.Reserve(1)
+		in := Input{NowNs: 1e9, DtNs: 1e6}
+		// A line through the effect's point, crossed back and forth.
+		dir := hw.Vec3{X: 0.6, Y: -0.48, Z: 0.64}
+		for i := range 400 {
+			s := float64(i%200-100) / 100 // -1..1
+			if (i/200)%2 == 1 {
+				s = -s
+			}
+			in.NowNs += in.DtNs
+			in.PositionM = set.specs[0].Params.PointM.Add(dir.Scale(s * (r + 0.05)))
+			in.VelocityMps = dir.Scale(speed)
+			got := rnd.Render(set, &in, 1)
+			if !got.Finite() {
+				t.Fatalf("tick %d: force %v from %+v", i, got, set.specs[0])
+			}
+			st := &rnd.st[0]
+			switch st.kind {
+			case Wall, LimitSphere, LimitBox, Shape:
+				if st.contact {
+					n := freeNormal(st, &st.cur, in.PositionM)
+					if got.Dot(n) < -1e-9*got.Norm() {
+						t.Fatalf("tick %d: wall force %v pulls into the surface (normal %v)", i, got, n)
+					}
+				}
+			}
+		}
+	})
+}
