@@ -40,10 +40,10 @@ type Physics struct {
 	// figures of the service's simulated arms stay what they were; the
 	// Inverse3 preset (Inverse3Physics) uses 10 µm, a documented choice.
 	EncoderStepM float64
-	// MaxSubstepS bounds the physics sub-step, s (1e-6 ≤ s ≤ 1e-3).
-	// Default 1 ms with no hand model and 0.1 ms with one (its coupling
-	// spring is integrated explicitly, and at 1 ms it would be a sampled
-	// spring near its own Colgate limit).
+	// MaxSubstepS bounds the physics sub-step, s (1e-6 ≤ s ≤ 1e-3, or 0
+	// for the default: 1 ms with no hand model and 0.1 ms with one, whose
+	// coupling spring is integrated explicitly and at 1 ms would be a
+	// sampled spring near its own Colgate limit).
 	MaxSubstepS float64
 	// Hand is the user's hand on the handle.
 	Hand Hand
@@ -80,14 +80,13 @@ func DefaultHand() Hand {
 
 // DefaultPhysics returns the constants every simulated arm had before they
 // were configurable: 0.2 kg, b = 1 N·s/m, 0.15/0.1 N of Coulomb friction,
-// exact positions, 1 ms sub-steps, no hand.
+// exact positions, default sub-steps (1 ms), no hand.
 func DefaultPhysics() Physics {
 	return Physics{
 		MassKg:           EffectiveMassKg,
 		DampingNspm:      viscousNspm,
 		StaticFrictionN:  staticN,
 		KineticFrictionN: kineticN,
-		MaxSubstepS:      maxSubstepS,
 	}
 }
 
