@@ -90,6 +90,20 @@ type ZwidthRow struct {
 	Ratio float64 `json:"ratio"`
 	// Note explains a row more than 2 times away from its bound.
 	Note string `json:"note,omitempty"`
+	// Timing is how a real-time row A's client frames went (nil in
+	// virtual time, where they go exactly as modelled).
+	Timing *ZwidthTiming `json:"timing,omitempty"`
+}
+
+// ZwidthTiming is a real-time client's frames over a row's trials: the
+// intervals between its force commands (the model holds each for exactly
+// 1/rate) and their round trips.
+type ZwidthTiming struct {
+	Frames         int     `json:"frames"`
+	MeanIntervalMs float64 `json:"mean_interval_ms"`
+	MaxIntervalMs  float64 `json:"max_interval_ms"`
+	MeanRTTMs      float64 `json:"mean_rtt_ms"`
+	MaxRTTMs       float64 `json:"max_rtt_ms"`
 }
 
 // ZwidthTrial is the trial that failed just above a row's limit.
@@ -294,6 +308,13 @@ func (r ZwidthReport) WriteTable(w io.Writer) error {
 	for i, row := range r.Results {
 		if row.Note != "" {
 			fmt.Fprintf(&b, "[%d] %s %s Hz, hand %v: %s\n", i+1, row.Path, number(row.RateHz), row.Hand, row.Note)
+		}
+	}
+	for _, row := range r.Results {
+		if tm := row.Timing; tm != nil {
+			fmt.Fprintf(&b, "%s %s Hz client: %d frames, %s ms apart on average (max %s; the model: %s), round trip %s ms on average (max %s)\n",
+				row.Path, number(row.RateHz), tm.Frames, number(tm.MeanIntervalMs), number(tm.MaxIntervalMs), number(1000/row.RateHz),
+				number(tm.MeanRTTMs), number(tm.MaxRTTMs))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

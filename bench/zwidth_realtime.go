@@ -152,7 +152,9 @@ func realtimeRow(ctx context.Context, o ZwidthOptions, binary string, row *Zwidt
 		return err
 	}
 	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: o.PushN, delayFrames: int(o.DelayFrames)}
-	return rt.limit(row, o)
+	err = rt.limit(row, o)
+	rt.timing.row(row)
+	return err
 }
 
 func parseRates(flagName, s string, maxHz float64) ([]float64, error) {
@@ -205,6 +207,40 @@ type realtimeRun struct {
 	home        [3]float64
 	pushN       float64
 	delayFrames int
+	// timing of the client's frames over the row's trials
+	timing realtimeTiming
+}
+
+// realtimeTiming accumulates how the client's frames actually went: the
+// intervals between its force commands and their round trips, the delay
+// the model's 2b/(T+2d) does not see.
+type realtimeTiming struct {
+	n                int
+	sumGapS, maxGapS float64
+	sumRTTS, maxRTTS float64
+	lastSend         time.Time
+	haveLast         bool
+}
+
+func (t *realtimeTiming) frame(sent time.Time, rtt time.Duration) {
+	if t.haveLast {
+		gap := sent.Sub(t.lastSend).Seconds()
+		t.n++
+		t.sumGapS += gap
+		t.maxGapS = math.Max(t.maxGapS, gap)
+		t.sumRTTS += rtt.Seconds()
+		t.maxRTTS = math.Max(t.maxRTTS, rtt.Seconds())
+	}
+	t.lastSend, t.haveLast = sent, true
+}
+
+// row fills the row's timing figures.
+func (t *realtimeTiming) row(row *ZwidthRow) {
+	if t.n == 0 {
+		return
+	}
+	row.Timing = &ZwidthTiming{Frames: t.n, MeanIntervalMs: t.sumGapS / float64(t.n) * 1e3, MaxIntervalMs: t.maxGapS * 1e3,
+		MeanRTTMs: t.sumRTTS / float64(t.n) * 1e3, MaxRTTMs: t.maxRTTS * 1e3}
 }
 
 // limit scans and bisects the stiffness of one row, as the virtual mode.
@@ -351,7 +387,9 @@ func (rt *realtimeRun) trial(rateHz, k float64) (ZwidthTrial, error) {
 			}
 			queue = append(queue, f)
 			f, queue = queue[0], queue[1:]
+			sent := time.Now()
 			frame, err := rt.ctl.exchange(fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":0,"z":0}}}}]}`, rt.ctl.deviceID, f))
+			rt.timing.frame(sent, time.Since(sent))
 			if err != nil {
 				ctlErr = err
 				return
@@ -375,6 +413,7 @@ func (rt *realtimeRun) trial(rateHz, k float64) (ZwidthTrial, error) {
 	err = rt.observe(&t, wallX, k)
 	cancel()
 	wg.Wait()
+	rt.timing.haveLast = false // the next trial's first frame follows the homing, not this frame
 	if ctlErr != nil {
 		return t, fmt.Errorf("bench: zwidth: client: %w", ctlErr)
 	}

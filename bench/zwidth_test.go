@@ -183,6 +183,10 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 			t.Errorf("a %v N/m wall from a 200 Hz client: %+v, want stable %v after contact", tc.k, tr, tc.stable)
 		}
 	}
+	var row ZwidthRow
+	if rt.timing.row(&row); row.Timing == nil || row.Timing.MeanIntervalMs < 4 || row.Timing.MeanRTTMs <= 0 {
+		t.Errorf("client timing over two trials at 200 Hz: %+v, want frames about 5 ms apart and round trips", row.Timing)
+	}
 	// The same soft wall declared as an effect: stable where the service
 	// renders effects, else a refusal that says effects are the matter.
 	tr, err := rt.effectTrial(40)
