@@ -78,16 +78,9 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 	if !(o.PushN > 0 && o.PushN <= 5) {
 		return rep, fmt.Errorf("bench: zwidth: --push %v N: use 0 < push ≤ 5", o.PushN)
 	}
+	// Rows B first: a service that does not render effects fails them at
+	// once, before minutes of rows A.
 	var rows []ZwidthRow
-	if strings.Contains(paths, "A") {
-		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
-		if err != nil {
-			return rep, err
-		}
-		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
-		}
-	}
 	if strings.Contains(paths, "B") {
 		rates, err := parseRates("--effect-hz", o.EffectHz, 20000)
 		if err != nil {
@@ -95,6 +88,15 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 		}
 		for _, hz := range rates {
 			rows = append(rows, ZwidthRow{Path: "B", RateHz: hz, LoopHz: hz})
+		}
+	}
+	if strings.Contains(paths, "A") {
+		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
+		if err != nil {
+			return rep, err
+		}
+		for _, hz := range rates {
+			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
 		}
 	}
 	if len(rows) == 0 {
@@ -251,10 +253,19 @@ func (rt *realtimeRun) limit(row *ZwidthRow, o ZwidthOptions) error {
 		row.Trials++
 		var t ZwidthTrial
 		var err error
-		if row.Path == "B" {
-			t, err = rt.effectTrial(k)
-		} else {
-			t, err = rt.trial(row.RateHz, k)
+		// A wall past its limit fails every time; a stall of the shared
+		// machine (frames 100 ms late under load) fails one trial at
+		// random. So an unstable trial is run once more, as hapticbench
+		// arms retries a failing probe, and stands only if it fails again.
+		for attempt := 0; attempt < 2; attempt++ {
+			if row.Path == "B" {
+				t, err = rt.effectTrial(k)
+			} else {
+				t, err = rt.trial(row.RateHz, k)
+			}
+			if err != nil || t.Stable {
+				break
+			}
 		}
 		if err == nil && o.Progress != nil {
 			fmt.Fprintf(o.Progress, "zwidth: %s %g Hz, %s N/m: stable %v %s\n", row.Path, row.RateHz, number(k), t.Stable, t.Reason)
