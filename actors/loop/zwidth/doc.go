@@ -46,6 +46,8 @@
 // # Determinism
 //
 // Everything runs in simulated time on the calling goroutine: the same
-// Config and Row give the same Result on every machine. Nothing allocates
+// Config and Row give the same Result on every run, and on every machine
+// of the same architecture (on others the compiler may fuse
+// multiply-adds, which can move a limit by a bisection step). Nothing allocates
 // per tick.
 package zwidth
