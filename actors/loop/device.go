@@ -20,6 +20,9 @@ type Params struct {
 	// arm oscillates, 0..1: 0 passes force unchanged, 1 is the strongest
 	// attenuation (see the package doc, # Force gate).
 	ForceGateGain float64
+	// Navigation is the session's bubble navigation on the device (nil:
+	// none), rendered with its commands (navigation.go).
+	Navigation *Navigation
 }
 
 // defaultParams is never written; DefaultParams hands out copies.
@@ -235,6 +238,7 @@ type Device struct {
 	// controller, the slew limiter's last force.
 	fx         atomic.Pointer[effectStage]
 	sessionObs passivity.Observer
+	navObs     passivity.Observer // the navigation's force (navigation.go)
 	pc         passivity.Controller
 	slewN      hw.Vec3
 	outTicks   uint8 // ticks since the output figures were last stored

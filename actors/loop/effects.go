@@ -301,6 +301,7 @@ func (d *Device) storeOutput(force bool) {
 	if st := d.fx.Load(); st != nil {
 		fxJ, navJ = st.r.Energy()
 	}
+	navJ += d.navObs.EnergyJ
 	o.sessionJ.Store(math.Float64bits(d.sessionObs.EnergyJ))
 	o.effectsJ.Store(math.Float64bits(fxJ))
 	o.navigationJ.Store(math.Float64bits(navJ))

@@ -13,7 +13,7 @@ package loop
 //	compute    the owner's valid command, else the ramp of the last one,
 //	           else nothing                                   -> d.out
 //	  shape    damping, force gate, force scale; then finishForce: + the
-//	           session's effects, passivity observer and controller, clamp
+//	           session's effects and navigation, passivity observer and controller, clamp
 //	           to MaxForceN (or ForceClampN), slew limit, × ramp
 //	addGravity the host-side feed-forward (not the client's force), clamped
 //	           again
@@ -38,6 +38,8 @@ package loop
 //	errRun           driver errors in a row
 //	out              what goes to the driver this tick
 //	fx               the effects (effects.go: the Set, its Renderer)
+//	navObs           the passivity observer of the navigation's force
+//	                 (navigation.go renders it from the command's Params)
 //	sessionObs, pc   the passivity observer of the session's force and the
 //	                 controller of the summed output
 //	slewN            the force before the ramp last tick (slew limit)
@@ -176,7 +178,8 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 // the output: effects pause, the observer and controller start from zero
 // energy, the slew limiter from zero force.
 func (d *Device) endForce(nowNs int64) {
-	if d.slewN == (hw.Vec3{}) && d.pc == (passivity.Controller{Spells: d.pc.Spells}) && d.sessionObs == (passivity.Observer{}) {
+	d.pauseNavigation(nowNs)
+	if d.slewN == (hw.Vec3{}) && d.pc == (passivity.Controller{Spells: d.pc.Spells}) && d.sessionObs == (passivity.Observer{}) && d.navObs == (passivity.Observer{}) {
 		d.pauseEffects(nowNs)
 		return
 	}
@@ -184,6 +187,7 @@ func (d *Device) endForce(nowNs int64) {
 	d.slewN = hw.Vec3{}
 	d.pc.Reset()
 	d.sessionObs.Reset()
+	d.navObs.Reset()
 	d.storeOutput(true)
 }
 
@@ -259,6 +263,9 @@ func (d *Device) finishForce(f hw.Vec3, c *Command, ramp float64, g *Globals, no
 	dt := d.tickDtNs
 	d.sessionObs.Add(f, v, dt)
 	f = f.Add(d.renderEffects(c, nowNs, scale))
+	nav := d.renderNavigation(c, nowNs, scale, ramp)
+	d.navObs.Add(nav, v, dt)
+	f = f.Add(nav)
 	f = d.pc.Step(f, v, nowNs, dt, &g.Passivity)
 	if d.pc.Sustained && d.pc.ActiveNs > 0 && d.pc.Spells != d.output.spells.Load() {
 		d.emit(Event{Kind: EventPassivitySustained, Session: c.Session})
