@@ -106,7 +106,9 @@ func TestNavigatorHysteresisAndReturn(t *testing.T) {
 }
 
 func TestNavigatorStepDoesNotAllocate(t *testing.T) {
-	b := testBubble(t, func(b *Bubble) { b.Primitive, b.Shape = PrimBox, Params{HalfExtentsM: hw.Vec3{X: 0.04, Y: 0.04, Z: 0.04}} })
+	b := testBubble(t, func(b *Bubble) {
+		b.Primitive, b.Shape = PrimBox, Params{HalfExtentsM: hw.Vec3{X: 0.04, Y: 0.04, Z: 0.04}}
+	})
 	var n Navigator
 	in := Input{DtNs: 1e6, PositionM: hw.Vec3{X: 0.06, Y: 0.01}}
 	if a := testing.AllocsPerRun(100, func() { n.Step(b, &in, true) }); a != 0 {
