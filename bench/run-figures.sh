@@ -102,18 +102,18 @@ hb="$bin/hapticbench"
 # Issue 12's "what it must show", one figure each, every one beside its
 # baseline from the same run. A baseline that loses to hapticd beyond noise
 # is flagged (BASELINE LOST / FLAG lines) instead of given a ratio.
-figure "One session as fast as it goes, placement left to the kernel (3 runs each side, taking turns)" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --json "$out/run-1x1.json"
+figure "One session as fast as it goes, placement left to the kernel (5 alternated pairs, median of the pair ratios)" \
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --json "$out/run-1x1.json"
 figure "One session as fast as it goes, client and servers on one CPU" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --cpus shared --json "$out/run-1x1-shared.json"
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --cpus shared --json "$out/run-1x1-shared.json"
 figure "One session as fast as it goes, client on one CPU, servers on the other" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --cpus split --json "$out/run-1x1-split.json"
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --cpus split --json "$out/run-1x1-split.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, placement left to the kernel" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-subscribed.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --pairs 5 --json "$out/run-100x100-subscribed.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, clients on one CPU, servers on the other" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --cpus split --json "$out/run-100x100-subscribed-split.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --pairs 5 --cpus split --json "$out/run-100x100-subscribed-split.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100 and to the two state fields an engine reads" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --state cursor_position,cursor_velocity --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-state.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --state cursor_position,cursor_velocity --duration "$d_hundred" --warmup "$warm" --pairs 5 --json "$out/run-100x100-state.json"
 figure "100 sessions at 1 kHz on 100 arms, every frame with all 100 arms (the old default)" \
 	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$out/run-100x100.json"
 figure "Device loop timed at the arm under the 100-client load, beside a bare host loop under the same load" \
