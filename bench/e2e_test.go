@@ -125,6 +125,18 @@ func TestDeviceModeAgainstRealHapticd(t *testing.T) {
 	if len(rep.Comparisons) != 4 || len(rep.Warnings) != 0 {
 		t.Errorf("comparisons %+v, warnings %q", rep.Comparisons, rep.Warnings)
 	}
+	// The probe's force commands went through the service's session and
+	// loop to the stand-in's motors, each timed on one clock.
+	l := rep.CommandToMotor
+	if l == nil || l.Sent == 0 || l.OwnFrame == 0 || l.Latency.Count != l.OwnFrame+l.Superseded {
+		t.Fatalf("command to motor %+v: want commands sent and timed at the arm", l)
+	}
+	if l.Latency.P50Us <= 0 || l.Latency.MaxUs < l.Latency.P99Us || l.LoopPeriodUs != 1000 || l.BoundUs != 1250 {
+		t.Errorf("command to motor %+v: want ordered percentiles beside a 1000 µs period and its 1250 µs bound", l)
+	}
+	if !strings.Contains(table.String(), "command to motor") {
+		t.Errorf("the table does not show the command-to-motor latency:\n%s", table.String())
+	}
 }
 
 // TestSubscribedRunAgainstRealHapticd: with --subscribe every session's
