@@ -23,48 +23,48 @@ type DeviceTiming = protocol.DeviceTiming
 // (`hapticd baseline-device`) drives a second stand-in, at the same time and
 // under the same client load, and both stand-ins time every force frame.
 type DeviceOptions struct {
-	Hapticd  string  // binary; empty searches as FindHapticd does
-	LoopHz   float64 // default 1000
-	Arms     int     // simulated arms beside the stand-in, for the client load
-	Clients  int     // controlling sessions on the simulated arms (0: none)
-	RateHz   float64 // per client; 0 as fast as possible
+	Hapticd string  // binary; empty searches as FindHapticd does
+	LoopHz  float64 // default 1000
+	Arms    int     // simulated arms beside the stand-in, for the client load
+	Clients int     // controlling sessions on the simulated arms (0: none)
+	RateHz  float64 // per client; 0 as fast as possible
 	// ProbeRateHz is the rate of the client whose force commands are timed
 	// to the stand-in arm (CommandLatency); default LoopHz, negative turns
 	// the probe off.
 	ProbeRateHz float64
 	Duration    time.Duration
-	Warmup   time.Duration
-	Progress io.Writer
+	Warmup      time.Duration
+	Progress    io.Writer
 }
 
 // DeviceReport sets hapticd's loop, timed from the device side, beside the
 // bare host loop's in the same run.
 type DeviceReport struct {
-	Machine     Machine         `json:"machine"`
-	Options     DeviceConfig    `json:"config"`
-	Hapticd     DeviceTiming    `json:"hapticd"`
-	BareLoop    DeviceTiming    `json:"bare_loop"`
-	Load        *LoadResult     `json:"load,omitempty"`
+	Machine  Machine      `json:"machine"`
+	Options  DeviceConfig `json:"config"`
+	Hapticd  DeviceTiming `json:"hapticd"`
+	BareLoop DeviceTiming `json:"bare_loop"`
+	Load     *LoadResult  `json:"load,omitempty"`
 	// CommandToMotor is the probe client's command-to-motor latency on the
 	// stand-in arm (nil with the probe off).
 	CommandToMotor *CommandLatency `json:"command_to_motor,omitempty"`
-	Comparisons []Comparison    `json:"comparisons"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Loop        *LoopFigures    `json:"service_loops,omitempty"`
-	Process     *ProcessFigures `json:"process,omitempty"`
+	Comparisons    []Comparison    `json:"comparisons"`
+	Warnings       []string        `json:"warnings,omitempty"`
+	Loop           *LoopFigures    `json:"service_loops,omitempty"`
+	Process        *ProcessFigures `json:"process,omitempty"`
 }
 
 // DeviceConfig is what a device run measured.
 type DeviceConfig struct {
-	LoopHz    float64 `json:"loop_hz"`
-	Arms      int     `json:"arms"`
-	Clients   int     `json:"clients"`
-	RateHz    float64 `json:"rate_hz"`
+	LoopHz  float64 `json:"loop_hz"`
+	Arms    int     `json:"arms"`
+	Clients int     `json:"clients"`
+	RateHz  float64 `json:"rate_hz"`
 	// ProbeRateHz is the latency probe's rate (0: as fast as lock-step
 	// allows; absent: no probe).
 	ProbeRateHz *float64 `json:"probe_rate_hz,omitempty"`
 	DurationS   float64  `json:"duration_s"`
-	WarmupS   float64 `json:"warmup_s"`
+	WarmupS     float64  `json:"warmup_s"`
 }
 
 func (o *DeviceOptions) defaults() {
