@@ -49,7 +49,11 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	}
 	tw.write(&b)
 	for _, cmp := range r.Comparisons {
-		if cmp.Flag == FlagBaselineLost {
+		switch {
+		case cmp.Flag == FlagBaselineLost && len(cmp.PairRatios) > 0:
+			fmt.Fprintf(&b, "FLAG: %s: hapticd beat the %s beyond noise in the median pair (pairs %.2f–%.2f); that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
+				cmp.Figure, cmp.Baseline, cmp.RatioMin, cmp.RatioMax)
+		case cmp.Flag == FlagBaselineLost:
 			fmt.Fprintf(&b, "FLAG: %s: hapticd %s beat the %s %s beyond noise; that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
 				cmp.Figure, number(cmp.Hapticd), cmp.Baseline, number(cmp.Base))
 		}
