@@ -6,7 +6,7 @@
 //	                 [--pairs N] [--cpus any|shared|split]
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
 //	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
-//	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--hapticd PATH]
+//	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--pairs N] [--hapticd PATH]
 //
 // run starts hapticd (the binary next to hapticbench, else on $PATH, else
 // built with `go build`), drives M lock-step controlling sessions and K

@@ -253,6 +253,7 @@ func labCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&o.Clients, "clients", 1, "controlling sessions, on each path in turn")
 	fs.Float64Var(&o.RateHz, "rate", 0, "lock-step ticks per second per session; 0 is as fast as possible")
 	fs.DurationVar(&o.Duration, "duration", 5*time.Second, "measured time per path")
+	fs.IntVar(&o.Pairs, "pairs", bench.DefaultPairs, "runs of each path, alternated (direct, gateway, direct, …); each ratio is the median of the pairs' ratios")
 	fs.DurationVar(&o.Warmup, "warmup", time.Second, "time run before measuring each path")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of both processes")
 	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lab(ctx, o) })
