@@ -25,25 +25,34 @@
 //
 // # Sessions
 //
-// A session actor owns its session's state: profile, session-level basis,
-// lease and the client messages in hand. It never waits inside Receive: a
-// message that configures devices or changes the profile or basis asks the
-// registry and the device actors, and their answers come back as messages.
-// Until the last answer is in, the client's later messages queue behind it,
-// so each message still gets exactly one frame, in order (the per-tick
-// message with nothing to ask is handled at once). A configure that would
-// change nothing is not sent at all (Device.unchangedBy).
+// A session has two parts, each with one owner, and one path per message.
 //
-// A client's message that finds its session idle (nothing in hand, queued
-// or in the mailbox) is handled at once on the goroutine that delivers it,
-// for a lock-step client the connection's reader, under the actor's lock
-// (Session.Deliver): no goroutine hop, no mailbox post and no allocation
-// per tick. Other messages go through the mailbox, behind what is there.
-// Session actors run on protoactor's synchronized dispatcher, so those too
-// are handled on the delivering goroutine when the mailbox is idle. Answers
-// are delivered by a goroutine that waited on the request's future, so a
-// frame completed by an answer is written there, never on a device actor's
-// goroutine. A panic on either path goes to the session's supervisor.
+// The session actor owns the session's control-plane state: profile,
+// session-level basis, lease and subscription. It alone writes them, and
+// publishes each change as an immutable snapshot (one atomic pointer) that
+// everything else reads: the per-tick path, listings, GET /sessions.
+//
+// The per-tick path is Session.Deliver, run by the connection's reader,
+// one message at a time. It decodes the message, writes its commands into
+// the device registers, encodes the frame and writes it, reading the latest
+// session snapshot and the devices' published views; it takes no lock and
+// never touches the actor's state. A per-tick message costs no actor hop
+// and no allocation. A configure or state command that would change
+// nothing is answered from the published views, as the device actor would
+// answer it (Device.unchangedBy).
+//
+// A message that changes the session or a device is handed to the actor,
+// and Deliver waits for it: the actor applies the session part, asks the
+// registry and the device actors, and their answers come back to it as
+// messages (protoactor's ReenterAfter); no goroutine is started per request
+// and Receive never waits. Once every answer is in, Deliver writes the
+// frame with their errors. The client's later messages wait behind it, in
+// the socket, so each message gets exactly one frame, in order. A Deliver
+// that waits returns without a frame when the session is closed.
+//
+// A panic in either part ends the session the same way (Session.fail): its
+// connection is closed with 1011, its devices are released (the loops ramp
+// the force to zero) and session-ended reports internal_error.
 //
 // # Outcomes
 //
@@ -70,19 +79,28 @@
 //
 // A session actor is spawned at the root, so its supervisor is a guardian
 // (protoactor's WithGuardian; WithSupervisor would only supervise its
-// children). A session that panics is stopped, not restarted with half its
-// state: its connection is closed with 1011, its devices are released (the
-// loops ramp the force to zero) and session-ended reports internal_error.
+// children). A session that panics, in its actor or on its reader, is not
+// restarted with half its state: it ends through Session.fail (see
+// Sessions).
 //
 // Every supervision decision also reaches the activity actor
 // (activity.Activity.Supervision).
 //
 // # Ordering and backpressure
 //
-// A session actor handles its client's messages in order and answers each
-// with exactly one frame through its FrameSink. It never blocks a device
-// loop; the transport bounds the messages in flight per connection, which
-// also bounds the messages a session queues while it waits for answers.
+// A session answers its client's messages in order, each with exactly one
+// frame through its FrameSink, on the reader's goroutine. It never blocks
+// a device loop. While a message waits for the actor, the reader reads no
+// further: TCP pushes back on the client.
+//
+// # Locks
+//
+// The sessions and the actors hold no lock: each piece of state has one
+// owner, and what others read is published through atomics. The package's
+// own mutexes (the ring of session ends) are leaves: none is held while
+// another is taken, across a send to an actor, or across I/O. The
+// sub-packages write their lock order in their own package docs
+// (actors/store).
 //
 // # Session ends
 //

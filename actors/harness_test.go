@@ -178,6 +178,33 @@ func open(t *testing.T, svc *Service, codec Codec) (*Session, *recSink) {
 	return sess, sink
 }
 
+// reader delivers messages to a session on a goroutine of its own, in
+// order, as a connection's reader does: Deliver may wait for the session's
+// actor, and the test meanwhile watches the frames.
+type reader struct {
+	in   chan string
+	done chan struct{}
+}
+
+// startReader starts a reader for sess; it stops with the test.
+func startReader(t *testing.T, sess *Session) *reader {
+	r := &reader{in: make(chan string, 1024), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for m := range r.in {
+			sess.Deliver([]byte(m))
+		}
+	}()
+	t.Cleanup(func() {
+		close(r.in)
+		sess.Close(protocol.CloseClientClosed) // a Deliver still waiting returns
+		<-r.done
+	})
+	return r
+}
+
+func (r *reader) send(msg string) { r.in <- msg }
+
 // exchange sends one message and returns its frame.
 func exchange(t *testing.T, sess *Session, sink *recSink, msg string) testFrame {
 	t.Helper()

@@ -10,20 +10,20 @@ const maxKeptScratch = 4 * protocol.MaxWarnings
 // trimScratch drops scratch slices a message grew past maxKeptScratch.
 // Frames of a large fleet keep their device slices: those are the
 // service's own size, needed again next tick.
-func (a *sessionActor) trimScratch() {
-	if a.sessionScratch == nil {
+func (p *tickPath) trimScratch() {
+	if p.sessionScratch == nil {
 		return
 	}
-	if cap(a.frame.Warnings) > maxKeptScratch {
-		a.frame.Warnings = nil
+	if cap(p.frame.Warnings) > maxKeptScratch {
+		p.frame.Warnings = nil
 	}
-	if cap(a.frame.Errors) > maxKeptScratch {
-		a.frame.Errors = nil
+	if cap(p.frame.Errors) > maxKeptScratch {
+		p.frame.Errors = nil
 	}
-	if cap(a.msg.Devices) > maxKeptScratch {
-		a.msg.Devices = nil
+	if cap(p.msg.Devices) > maxKeptScratch {
+		p.msg.Devices = nil
 	}
-	if cap(a.msg.Errors) > maxKeptScratch {
-		a.msg.Errors = nil
+	if cap(p.msg.Errors) > maxKeptScratch {
+		p.msg.Errors = nil
 	}
 }

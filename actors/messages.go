@@ -174,27 +174,6 @@ type loopEvent struct{ event loop.Event }
 // ack answers messages that carry no value.
 type ack struct{ err error }
 
-// --- session ---
-
-// beginSession makes a listed session send its inventory frame. It is the
-// session actor's first message after the registry listed it.
-type beginSession struct{}
-
-// inbound is one client message, read by the connection's reader goroutine.
-// The session actor owns buf until it answers with the frame.
-type inbound struct{ buf []byte }
-
-// answer is the reply to one request a session actor made while handling a
-// message (to the registry or a device actor), delivered as a message so
-// that the actor never waits inside Receive. gen is the message it belongs
-// to, slot the request's index among that message's requests.
-type answer struct {
-	gen   uint64
-	slot  int
-	reply any
-	err   error
-}
-
 func (*addDevice) actorMessage()      {}
 func (*addDeviceReply) actorMessage() {}
 func (*deviceFailed) actorMessage()   {}
@@ -216,7 +195,24 @@ func (*loopEvent) actorMessage()      {}
 func (*ack) actorMessage()            {}
 func (*cancelled) actorMessage()      {}
 func (*failed) actorMessage()         {}
-func (*beginSession) actorMessage()   {}
-func (*inbound) actorMessage()        {}
-func (*answer) actorMessage()         {}
 func (*setWorkspace) actorMessage()   {}
+
+// --- session ---
+
+// controlRequest is a client message that changes the session or a device,
+// handed by the per-tick path (Deliver) to the session actor. The actor
+// reads msg and devs, fills asked and warnings, and signals done once every
+// answer is in; Deliver waits for that before it writes the frame. One
+// request per session is reused: Deliver hands over one at a time.
+type controlRequest struct {
+	msg      *protocol.ClientMessage
+	devs     *DeviceSet // the device set when the message was decoded
+	asked    []askSlot
+	warnings []protocol.Error
+	done     chan struct{} // buffered (1)
+	// stored is the stored session level of the profile msg picks, read
+	// by Deliver (a disk read has no place in Receive).
+	stored storedProfile
+}
+
+func (*controlRequest) actorMessage() {}

@@ -141,12 +141,13 @@ func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
 	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, nil)
+	r := startReader(t, sess)
 
 	g.shut.Store(true)
-	sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID)))
+	r.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID))
 	<-g.held
 	for range 3 {
-		sess.Deliver([]byte(forceMsg(arm.ID, 0.5)))
+		r.send(forceMsg(arm.ID, 0.5))
 	}
 	select {
 	case f := <-sink.frames:
@@ -247,10 +248,9 @@ func TestRegistryListsSessionsInOrder(t *testing.T) {
 }
 
 // A client's messages are answered one frame each, in order, whether each
-// is processed at once on the deliverer's goroutine (the actor idle) or
-// through the mailbox behind a configure that waits for a device actor,
-// with the answers arriving on other goroutines meanwhile.
-func TestFramesStayInOrderAcrossDirectAndMailboxDelivery(t *testing.T) {
+// is handled by the per-tick path alone or waits for the session actor
+// (a configure the device actor answers, on its own goroutine).
+func TestFramesStayInOrderWithAndWithoutTheActor(t *testing.T) {
 	svc := startWith(t, Options{})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, nil)
@@ -275,44 +275,4 @@ func TestFramesStayInOrderAcrossDirectAndMailboxDelivery(t *testing.T) {
 		t.Fatalf("a frame more than the messages: %s", f)
 	case <-time.After(50 * time.Millisecond):
 	}
-}
-
-// deliverDirect takes a message only while the actor is idle, its
-// inventory sent, and nothing waits in its mailbox or queue; otherwise the
-// message goes behind the others (the guards that keep frames in order).
-func TestDirectDeliveryOnlyWhenNothingWaits(t *testing.T) {
-	svc := startWith(t, Options{})
-	addArm(t, svc, simArm(0))
-	sess, sink := open(t, svc, nil)
-	a := sess.actor
-	// locked changes the actor's state as the actor would, under its lock.
-	locked := func(f func()) func() {
-		return func() {
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			f()
-		}
-	}
-	for _, tc := range []struct {
-		name       string
-		set, reset func()
-	}{
-		{"a message in the mailbox", func() { sess.inboxed.Add(1) }, func() { sess.inboxed.Add(-1) }},
-		{"a message in hand", locked(func() { a.stage = stageConfigure }), locked(func() { a.stage = stageIdle })},
-		{"a message queued", locked(func() { a.queue = append(a.queue, nil) }), locked(func() { a.queue = a.queue[:0] })},
-		{"the inventory not sent", locked(func() { a.started = false }), locked(func() { a.started = true })},
-		{"the actor stopped", locked(func() { a.stopped = true }), locked(func() { a.stopped = false })},
-		{"the actor busy on another goroutine", a.mu.Lock, a.mu.Unlock},
-	} {
-		tc.set()
-		took := a.deliverDirect([]byte(`{}`))
-		tc.reset()
-		if took {
-			t.Errorf("%s: the message was processed at once", tc.name)
-		}
-	}
-	if !a.deliverDirect([]byte(`{}`)) {
-		t.Fatal("an idle session did not process a message at once")
-	}
-	sink.next(t)
 }

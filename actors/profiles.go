@@ -49,43 +49,64 @@ type profileSession struct {
 }
 
 func (a *sessionActor) profileSessionName() string {
-	return profileFolder(a.profile) + "/session"
+	return profileFolder(a.state.profile) + "/session"
 }
 
-// loadProfileSession applies the stored session level of the profile just
-// picked, and records that it was used.
-func (a *sessionActor) loadProfileSession() {
-	if a.svc.store == nil || a.profile == "" {
+// storedProfile is a profile's stored session level, read for the session
+// actor by the per-tick path when a message picks the profile: the read may
+// block on the disk, which no Receive may.
+type storedProfile struct {
+	name  string // "" when the message picks no new profile
+	found bool
+	ps    profileSession
+	err   error
+}
+
+// loadStoredProfile reads the stored session level of profile name.
+func (s *Service) loadStoredProfile(name string) storedProfile {
+	sp := storedProfile{name: name}
+	if s.store != nil && name != "" {
+		sp.found, sp.err = s.store.Load(profileFolder(name)+"/session", &sp.ps)
+	}
+	return sp
+}
+
+// applyStoredProfile applies the stored session level of the profile just
+// picked (read by the per-tick path), and records that it was used.
+func (a *sessionActor) applyStoredProfile(sp *storedProfile) {
+	if a.svc.store == nil || a.state.profile == "" {
 		return
 	}
-	var ps profileSession
-	found, err := a.svc.store.Load(a.profileSessionName(), &ps)
-	if err != nil {
-		a.logged(a.svc.log.Error()).Err(err).Msg("stored profile session unreadable; using defaults")
+	if sp.err != nil {
+		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; using defaults")
 		return
 	}
-	if found {
-		if _, err := space.ParsePermutation(ps.Basis.Permutation); err == nil {
-			b := ps.Basis
-			a.basis = b
-			a.sess.basis.Store(&b)
+	if sp.found {
+		if _, err := space.ParsePermutation(sp.ps.Basis.Permutation); err == nil {
+			a.state.basis = sp.ps.Basis
 		}
-		if ps.LeaseMs >= protocol.LeaseMinMs && ps.LeaseMs <= protocol.LeaseMaxMs {
-			a.leaseMs = ps.LeaseMs
+		if sp.ps.LeaseMs >= protocol.LeaseMinMs && sp.ps.LeaseMs <= protocol.LeaseMaxMs {
+			a.state.leaseMs = sp.ps.LeaseMs
 		}
 	}
 	a.saveProfileSession()
-	if !found {
-		a.svc.pruneProfiles(profileFolder(a.profile))
+}
+
+// storedProfilePicked ends the picking of a profile, on the per-tick path
+// after the actor applied it: a profile stored for the first time may take
+// the store past its bound.
+func (s *Service) storedProfilePicked(sp *storedProfile) {
+	if s.store != nil && sp.name != "" && sp.err == nil && !sp.found {
+		s.pruneProfiles(profileFolder(sp.name))
 	}
 }
 
 func (a *sessionActor) saveProfileSession() {
-	if a.svc.writeBehind == nil || a.profile == "" {
+	if a.svc.writeBehind == nil || a.state.profile == "" {
 		return
 	}
 	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
-		Name: a.profile, UsedAt: time.Now().UTC(), Basis: a.basis, LeaseMs: a.leaseMs})
+		Name: a.state.profile, UsedAt: time.Now().UTC(), Basis: a.state.basis, LeaseMs: a.state.leaseMs})
 }
 
 // pruneProfiles removes the least recently used stored profiles beyond the

@@ -62,6 +62,10 @@ type Options struct {
 	// control-plane request (get, set or reset of an entry). Tests use it to
 	// make a device actor slow or panic.
 	DeviceHook func(d *Device)
+	// SessionHook, if set, runs inside a session actor before it applies
+	// a client message that changes something. Tests use it to make a
+	// session actor panic.
+	SessionHook func(s *Session)
 	// DeviceRestarts is how many times a device actor may restart within a
 	// minute before it is given up and its device halted and unlisted
 	// (default 10).
@@ -387,7 +391,12 @@ func (s *Service) send(pid *actor.PID, msg actorMessage) *pendingRequest {
 // wait returns the actor's answer, or the error table's reading of why
 // there is none.
 func (p *pendingRequest) wait() (any, error) {
-	r, err := p.future.Result()
+	return p.settle(p.future.Result())
+}
+
+// settle reads a completed future's result as wait does; an actor that
+// takes the answer as a message (ReenterAfter) calls it.
+func (p *pendingRequest) settle(r any, err error) (any, error) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}

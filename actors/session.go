@@ -37,13 +37,13 @@ type FrameSink interface {
 	// Buffer returns an empty buffer to encode the next frame into.
 	Buffer() []byte
 	// Send writes a frame, or queues it for a writer goroutine; the sink
-	// owns buf from then on. It is called on the session actor's goroutine
-	// (with the synchronized dispatcher, often the connection's reader), and
-	// the session handles no other message until it returns, so Send must
-	// bound how long it blocks: the WebSocket sink writes in place with a
-	// write deadline (5 s) and closes a client that misses it. Send reports
-	// no error: a sink that fails closes itself, and later Sends drop their
-	// frames.
+	// owns buf from then on. It is called by Deliver's caller (the
+	// connection's reader) and, for the inventory, by OpenSession's, one
+	// call at a time; the session handles no other message until it
+	// returns, so Send must bound how long it blocks: the WebSocket sink
+	// writes in place and its watchdog closes a client that does not read
+	// for the write timeout (5 s). Send reports no error: a sink that fails
+	// closes itself, and later Sends drop their frames.
 	Send(buf []byte)
 	// Recycle hands back a message's bytes once the session is done with them.
 	Recycle(inbound []byte)
@@ -59,21 +59,26 @@ type SessionOptions struct {
 	Sink   FrameSink
 }
 
-// Session is one client connection on the simulation channel. Its actor
-// owns the session's state (profile, basis, lease, the messages in hand),
-// processes the client's messages in order and answers each with exactly
-// one frame.
+// Session is one client connection on the simulation channel. It has two
+// parts, each with one owner (see the package doc, Sessions):
+//
+//   - the session actor (sessionActor) owns the control-plane state and is
+//     its only writer; it publishes what the per-tick path reads as an
+//     immutable sessionSnapshot;
+//   - the per-tick path (tickPath) is run by Deliver's caller, the
+//     connection's reader: it decodes each message, writes its commands
+//     into the device registers and writes its frame, reading the latest
+//     snapshot and never the actor's state.
 type Session struct {
-	// Atomics first. profile and basis mirror the actor's own fields for
-	// readers outside it (listings, selectors).
-	profile atomic.Pointer[string]
-	basis   atomic.Pointer[protocol.Basis]
-	closed  atomic.Bool
-	reason  atomic.Pointer[protocol.CloseReason] // set once, first cause wins
-	// inboxed counts the client messages sent to the actor's mailbox and
-	// not yet taken from it: while there are any, Deliver sends the next
-	// one after them.
-	inboxed atomic.Int64
+	// Atomics first. snap is the actor's latest published state; it is
+	// never nil after OpenSession.
+	snap   atomic.Pointer[sessionSnapshot]
+	closed atomic.Bool
+	reason atomic.Pointer[protocol.CloseReason] // set once, first cause wins
+	// phase moves from phaseNew to phaseStarted (the inventory went out)
+	// to phaseEnded (the actor stopped), or from phaseNew straight to
+	// phaseEnded: session-started and session-ended go out in pairs.
+	phase atomic.Int32
 
 	// Immutable after OpenSession.
 	ID          uint64
@@ -82,26 +87,39 @@ type Session struct {
 	ConnectedAt time.Time
 	svc         *Service
 	pid         *actor.PID
-	actor       *sessionActor
 	sink        FrameSink
-	closeOnce   sync.Once
+	// path is the per-tick path's state, used only by Deliver's caller.
+	path *tickPath
+	// ended is closed by Close: a Deliver that waits for the actor stops
+	// waiting.
+	ended     chan struct{}
+	closeOnce sync.Once
+	endOnce   sync.Once
+}
+
+// Session phases (Session.phase).
+const (
+	phaseNew int32 = iota
+	phaseStarted
+	phaseEnded
+)
+
+// sessionSnapshot is the session actor's control-plane state as the
+// per-tick path and readers outside the actor (listings, selectors) see
+// it. The actor publishes a new one on every change and never modifies one
+// it published.
+type sessionSnapshot struct {
+	profile string
+	basis   protocol.Basis // session-level
+	leaseMs int
+	sub     *subscription // session.configure.subscribe; never nil
 }
 
 // Profile is the session's profile name ("" when it has none).
-func (s *Session) Profile() string {
-	if p := s.profile.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
+func (s *Session) Profile() string { return s.snap.Load().profile }
 
 // Basis is the session-level basis.
-func (s *Session) Basis() protocol.Basis {
-	if b := s.basis.Load(); b != nil {
-		return *b
-	}
-	return protocol.Basis{Permutation: protocol.IdentityBasis}
-}
+func (s *Session) Basis() protocol.Basis { return s.snap.Load().basis }
 
 // Controls lists the devices this session controls now.
 func (s *Session) Controls() []*Device {
@@ -114,39 +132,77 @@ func (s *Session) Controls() []*Device {
 	return out
 }
 
-// Deliver hands one client message to the session actor. The actor owns
-// buf from then on. It never blocks; the transport bounds how many messages
-// are in flight.
+// Deliver processes one client message and writes its frame (exactly one)
+// before it returns; the session owns buf until then and hands it back
+// through FrameSink.Recycle. It runs on the caller's goroutine, and must be
+// called by one goroutine at a time, in the client's order: the
+// connection's reader.
 //
-// A message that finds the actor idle, with nothing in its mailbox, is
-// processed at once on the caller's goroutine under the actor's lock (see
-// sessionActor.mu): the lock-step tick, a client message answered by one
-// frame, then costs no mailbox post, dispatch and invocation (3.5 % of the
-// service's CPU with 100 clients at 1 kHz) and no allocation. Others go
-// through the mailbox, behind whatever is in it, so messages keep their
-// order either way.
+// A message with nothing for the control plane (the per-tick message:
+// commands, probes, unchanged configures and state commands) costs no
+// actor hop, no lock and no allocation. One that changes the session or
+// a device is handed to the session actor, and Deliver waits for it to
+// collect the answers of the registry and the device actors; the client's
+// later messages wait behind it (in the socket), so frames stay one per
+// message and in order. The wait ends early when the session is closed;
+// the message then gets no frame.
+//
+// A panic while processing the message ends the session as a panic in its
+// actor does (Session.fail).
 func (s *Session) Deliver(buf []byte) {
-	if s.actor.deliverDirect(buf) {
+	p := s.path
+	defer func() {
+		if v := recover(); v != nil {
+			p.gone = true
+			s.fail(v)
+		}
+	}()
+	if p.gone || s.closed.Load() {
+		s.sink.Recycle(buf)
 		return
 	}
-	s.inboxed.Add(1)
-	s.svc.system.Root.Send(s.pid, &inbound{buf: buf})
+	if p.handle(buf) {
+		s.sink.Recycle(buf)
+	}
 }
 
 // Close ends the session for reason: its devices are released at once (the
-// loops ramp their force to zero from the next tick), then the actor stops.
-// It is idempotent; the first reason recorded (here or by the session's
-// own failure) is the one session-ended and GET /sessions/closed report.
+// loops ramp their force to zero from the next tick), a Deliver waiting for
+// the actor returns, then the actor stops. The first Close then writes the
+// session's pending profile changes durably, so it may block on the disk
+// (the actor does not: no Receive may). It is idempotent; the first reason
+// recorded (here or by the session's own failure) is the one session-ended
+// and GET /sessions/closed report.
 func (s *Session) Close(reason protocol.CloseReason) {
+	if !s.close(reason) {
+		return
+	}
+	if w := s.svc.writeBehind; w != nil && s.Profile() != "" {
+		if err := w.Flush(); err != nil {
+			s.logged(s.svc.log.Error()).Err(err).Msg("flush profile config at session end")
+		}
+	}
+}
+
+// close is Close without the flush (the write-behind still writes within
+// its interval); it reports whether this call closed the session.
+func (s *Session) close(reason protocol.CloseReason) (first bool) {
 	s.setReason(reason)
 	s.closeOnce.Do(func() {
+		first = true
 		s.closed.Store(true)
 		for _, d := range s.svc.Devices().All() {
 			d.Register().Release(s.ID)
 		}
+		s.end()
 		s.svc.system.Root.Stop(s.pid)
 	})
+	return first
 }
+
+// end wakes a Deliver waiting for the actor, which will not answer: the
+// session is closing or its actor stopped.
+func (s *Session) end() { s.endOnce.Do(func() { close(s.ended) }) }
 
 // CloseReason is why the session ended: internal_error for a session that
 // ended without a recorded cause.
@@ -162,9 +218,24 @@ func (s *Session) setReason(reason protocol.CloseReason) {
 	s.reason.CompareAndSwap(nil, &reason)
 }
 
+// fail is the one way a session that panicked ends, whichever part
+// panicked (Deliver on the reader, or the actor, through
+// sessionSupervisor): it is not restarted with half its state, its
+// connection is closed with 1011, its devices are released and it ends
+// with reason internal_error. Other sessions carry on.
+func (s *Session) fail(reason any) {
+	s.svc.log.Error().Uint64("session_id", s.ID).Interface("reason", reason).Msg("session crashed; closing it")
+	s.svc.system.EventStream.Publish(&actor.SupervisorEvent{Child: s.pid, Reason: reason, Directive: actor.StopDirective})
+	s.setReason(protocol.CloseInternalError)
+	s.sink.Close(protocol.CloseInternalError)
+	// No flush here: fail may run on an actor's goroutine.
+	s.close(protocol.CloseInternalError)
+}
+
 // OpenSession creates a session for a new connection: the registry
-// attaches it to every device and lists it, then it sends the inventory
-// frame.
+// attaches it to every device and lists it, then the inventory frame is
+// written, on the caller's goroutine, before OpenSession returns (so it
+// comes before the frame of any message Deliver is given).
 func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 	sess := &Session{
 		ID:          s.nextSession.Add(1),
@@ -173,27 +244,31 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		ConnectedAt: time.Now(),
 		svc:         s,
 		sink:        o.Sink,
+		ended:       make(chan struct{}),
 	}
-	a := &sessionActor{
-		sess:    sess,
-		svc:     s,
-		codec:   o.Codec,
-		sink:    o.Sink,
-		leaseMs: s.opts.DefaultLeaseMs,
-		counts:  s.traffic.of(o.Codec.APIVersion()),
+	first := &sessionSnapshot{
 		basis:   protocol.Basis{Permutation: protocol.IdentityBasis},
-		busy:    make(map[busyKey]busyNote),
+		leaseMs: s.opts.DefaultLeaseMs,
+		sub:     everyDevice,
 	}
-	sess.actor = a
-	// The synchronized dispatcher runs the mailbox on the sender's
-	// goroutine when it is idle: a lock-step client's message is processed
-	// by the connection's reader itself, with no goroutine hop per tick
-	// (the default dispatcher starts a goroutine each time the mailbox
-	// wakes, which costs more than the rest of the message).
+	sess.snap.Store(first)
+	sess.path = &tickPath{
+		sess:   sess,
+		svc:    s,
+		codec:  o.Codec,
+		sink:   o.Sink,
+		counts: s.traffic.of(o.Codec.APIVersion()),
+		busy:   make(map[busyKey]busyNote),
+	}
+	a := &sessionActor{sess: sess, svc: s, state: *first}
+	// The synchronized dispatcher runs the actor on the goroutine that
+	// sends to it when its mailbox is idle: a control request from Deliver
+	// is taken up on the reader itself, and an answer on the answering
+	// actor's goroutine (the actor then only records it; frames are the
+	// reader's).
 	//
 	// A session actor is spawned at the root, so its supervisor is a
-	// guardian (WithSupervisor would only supervise its children): the
-	// service's sessionSupervisor stops a session that panics.
+	// guardian (WithSupervisor would only supervise its children).
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
 		actor.WithGuardian(s.sessionGuardian),
 		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
@@ -206,37 +281,29 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		sess.Close(protocol.CloseInternalError)
 		return nil, fmt.Errorf("actors: list session: %w", err)
 	}
-	s.system.Root.Send(pid, &beginSession{})
+	sess.path.begin()
 	return sess, nil
 }
 
-// sessionSupervisor is the guardian of every session actor. A session that
-// panics is not restarted with half its state: its connection is closed
-// with 1011, it is stopped (which releases its devices) and it ends with
-// reason internal_error. Other sessions carry on.
+// sessionSupervisor is the guardian of every session actor: a session
+// whose actor panics ends through Session.fail.
 type sessionSupervisor struct{ svc *Service }
 
 func (g *sessionSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
-	sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
+	listed := false
 	for _, sess := range g.svc.Sessions() {
 		if sess.pid.Equal(child) {
-			sess.crashed(reason)
+			sess.fail(reason)
+			listed = true
 			break
 		}
 	}
+	if !listed { // not listed (any more): it is ending anyway
+		sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: actor.StopDirective})
+	}
+	// Again, in case Close had already stopped it and it panicked while
+	// stopping: a Stop it already took does nothing.
 	sup.StopChildren(child)
-}
-
-// rethrow carries a panic of Deliver's direct path to Receive, which
-// panics with it again for the session's supervisor.
-type rethrow struct{ reason any }
-
-// crashed closes the connection of a session whose actor panicked, with
-// 1011 and reason internal_error; the caller stops the actor.
-func (s *Session) crashed(reason any) {
-	s.svc.log.Error().Uint64("session_id", s.ID).Interface("reason", reason).Msg("session crashed; closing it")
-	s.setReason(protocol.CloseInternalError)
-	s.sink.Close(protocol.CloseInternalError)
 }
 
 // busyKey names a device by value: a key of *Device would keep a removed
@@ -256,70 +323,32 @@ type busyNote struct {
 // one device and owner.
 const busyEvery = time.Second
 
-// Stages of the message in hand. A stage that asks another actor waits for
-// the answers, as messages, before the next one starts; the client's later
-// messages queue behind it, so frames stay one per message and in order.
-const (
-	stageIdle      = iota // no message in hand
-	stageConfigure        // session part applied; device configures next
-	stageFrame            // configures answered; commands and frame next
-)
-
-// askSlot is one request the message in hand made, and its outcome.
-type askSlot struct {
-	entry int // index in msg.Devices, or -1 for the session part
-	path  string
-	err   error
-	done  bool
-}
-
-// sessionActor is one connection's actor. All its fields are owned by it,
-// under mu.
-type sessionActor struct {
-	// mu is held by Receive and by Deliver's direct path (deliverDirect),
-	// so the actor's state has one owner at a time whichever goroutine
-	// runs it. Nothing that holds it sends to the actor's own mailbox
-	// and waits (the synchronized dispatcher would run Receive there).
-	mu sync.Mutex
-	// broken: a message panicked; the supervisor is stopping the actor
-	// and nothing more is processed.
-	broken bool
-	// stopped: the actor stopped; a message delivered directly now is
-	// dropped as the mailbox of a stopped actor drops it.
-	stopped bool
-
+// tickPath is the per-tick path of a session: everything Deliver uses
+// that is not the actor's. Only Deliver's caller (and OpenSession, before
+// the session is handed out) touches it.
+type tickPath struct {
 	sess  *Session
 	svc   *Service
 	codec Codec
 	sink  FrameSink
 	// counts are the session's API format's traffic counters, looked up
 	// once rather than in a sync.Map twice per message.
-	counts  *formatCounters
-	profile string
-	basis   protocol.Basis // session-level
-	leaseMs int
-	seq     uint64
-	busy    map[busyKey]busyNote
-	started bool // the inventory went out (and session-started)
-
-	// The message in hand and the ones queued behind it.
-	stage   int
-	gen     uint64 // counts messages; an answer names the one it is for
-	cur     []byte
-	devs    *DeviceSet // the device set the message in hand is applied to
-	asked   []askSlot
-	waiting int
-	// reviewed is set when the message in hand changed the profile or
-	// basis: its frame waits until every device published the new views.
-	reviewed bool
-	queue    [][]byte
-	qhead    int
+	counts *formatCounters
+	seq    uint64
+	busy   map[busyKey]busyNote
+	// gone: the session ended while a message waited for the actor, or a
+	// message panicked; nothing more is processed.
+	gone bool
+	// visible is the subscription's filtered device set, cached.
+	visible visibleSet
+	// control is the one request to the actor, reused (allocated at the
+	// first message that needs it).
+	control *controlRequest
 
 	// Scratch reused every message, taken at the session's first message:
 	// a session that has said nothing since its inventory (most of a
 	// large idle fleet) does not hold it.
 	*sessionScratch
-	sub subscription // session.configure.subscribe (subscribe.go)
 }
 
 // sessionScratch is what a session reuses for every message, so that
@@ -335,399 +364,189 @@ type sessionScratch struct {
 	hints []int
 }
 
-func (a *sessionActor) Receive(ctx actor.Context) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	defer func() {
-		if v := recover(); v != nil {
-			a.broken = true
-			panic(v) // to the session's supervisor
-		}
-	}()
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-	case *beginSession:
-		a.start()
-	case *actor.Stopping:
-		a.stop()
-	case *actor.Stopped, *actor.Restarting:
-		a.stopped = true
-	case *rethrow:
-		panic(m.reason)
-	case *inbound:
-		a.sess.inboxed.Add(-1)
-		if a.stopped || a.broken {
-			return
-		}
-		a.deliver(m.buf)
-	case *answer:
-		a.answered(m)
-	default:
-		a.logged(a.svc.log.Warn()).Str("type", fmt.Sprintf("%T", m)).Msg("session actor: unknown message dropped")
-	}
-}
-
 // logged adds the session's fields to a line of the service's logger (nil,
 // and free, when its level is off). A logger kept per session held half a
 // kilobyte of every idle session.
-func (a *sessionActor) logged(e *zerolog.Event) *zerolog.Event {
-	return e.Uint64("session_id", a.sess.ID).Str("remote", a.sess.Remote)
+func (s *Session) logged(e *zerolog.Event) *zerolog.Event {
+	return e.Uint64("session_id", s.ID).Str("remote", s.Remote)
 }
 
-func (a *sessionActor) start() {
-	a.started = true
-	a.svc.activity.Publish(event.SessionStarted(a.sess.ID, "", a.sess.Remote, a.sess.APIVersion))
-	a.logged(a.svc.log.Debug()).Str("api_version", a.sess.APIVersion).Msg("session started") // the event is the info line
+// begin sends the inventory frame and publishes session-started, unless
+// the session already ended.
+func (p *tickPath) begin() {
+	s := p.sess
+	if !s.phase.CompareAndSwap(phaseNew, phaseStarted) {
+		return
+	}
+	p.svc.activity.Publish(event.SessionStarted(s.ID, "", s.Remote, s.APIVersion))
+	s.logged(p.svc.log.Debug()).Str("api_version", s.APIVersion).Msg("session started") // the event is the info line
 
 	// The inventory borrows a scratch it does not keep (see sessionScratch).
-	a.sessionScratch = new(sessionScratch)
-	defer func() { a.sessionScratch = nil }()
-	f := a.resetFrame()
-	a.fillDevices(f, true, nil)
-	f.Session = a.sessionView()
-	a.emit(f)
+	p.sessionScratch = new(sessionScratch)
+	defer func() { p.sessionScratch = nil }()
+	snap := s.snap.Load()
+	f := p.resetFrame()
+	p.fillDevices(f, snap, true, nil)
+	f.Session = p.sessionView(snap)
+	p.emit(f)
 }
 
-func (a *sessionActor) stop() {
-	s := a.svc
-	// Release first: a force never outlives its session, even one that
-	// panicked.
-	for _, d := range s.Devices().All() {
-		d.Register().Release(a.sess.ID)
+// handle processes one message and writes its frame. It reports false
+// when the session ended while the message waited for the actor: the
+// message then got no frame and buf may still be read by the actor.
+func (p *tickPath) handle(buf []byte) bool {
+	if p.sessionScratch == nil {
+		p.sessionScratch = new(sessionScratch)
 	}
-	a.sess.closed.Store(true)
-	a.svc.system.Root.Send(s.registry, &sessionClosed{sess: a.sess})
-	if s.writeBehind != nil && a.profile != "" {
-		if err := s.writeBehind.Flush(); err != nil {
-			a.logged(a.svc.log.Error()).Err(err).Msg("flush profile config at session end")
-		}
-	}
-	if a.started {
-		s.sessionEnded(a.sess)
-		a.logged(a.svc.log.Debug()).Str("reason", string(a.sess.CloseReason())).Msg("session ended") // the event is the info line
-	}
-}
-
-// deliverDirect processes buf on the caller's goroutine, as Receive would
-// an inbound message, if the actor is idle: not running on another
-// goroutine, no message in hand or queued, none in its mailbox, its
-// inventory sent. It reports whether it took buf. A panic goes to the
-// session's supervisor, as one in Receive does.
-func (a *sessionActor) deliverDirect(buf []byte) (taken bool) {
-	if a.sess.inboxed.Load() != 0 || !a.mu.TryLock() {
-		return false
-	}
-	var crash any
-	func() {
-		defer a.mu.Unlock()
-		defer func() {
-			if v := recover(); v != nil {
-				crash, a.broken = v, true
-			}
-		}()
-		if !a.started || a.stopped || a.broken || !a.idle() || a.sess.inboxed.Load() != 0 {
-			return
-		}
-		taken = true
-		a.deliver(buf)
-	}()
-	if crash != nil {
-		// Through the mailbox, so the session's supervisor handles it
-		// as it handles a panic in Receive.
-		a.svc.system.Root.Send(a.sess.pid, &rethrow{reason: crash})
-	}
-	return taken
-}
-
-// deliver takes one client message: at once when none is in hand (every
-// lock-step tick), else behind the queue.
-func (a *sessionActor) deliver(buf []byte) {
-	if a.idle() {
-		a.begin(buf)
-	} else {
-		a.queue = append(a.queue, buf)
-	}
-	a.drain()
-}
-
-// idle says no message is in hand or queued.
-func (a *sessionActor) idle() bool { return a.stage == stageIdle && a.qhead == len(a.queue) }
-
-// drain moves the message in hand on as far as its answers allow, then
-// takes the queued messages one by one, until one waits or none is left.
-func (a *sessionActor) drain() {
-	for {
-		if a.stage != stageIdle {
-			if a.waiting > 0 {
-				return
-			}
-			a.advance()
-			continue
-		}
-		if a.qhead == len(a.queue) {
-			a.queue, a.qhead = a.queue[:0], 0
-			return
-		}
-		buf := a.queue[a.qhead]
-		a.queue[a.qhead] = nil
-		a.qhead++
-		a.begin(buf)
-	}
-}
-
-// answered records the outcome of one request of the message in hand.
-func (a *sessionActor) answered(m *answer) {
-	if m.gen != a.gen || a.stage == stageIdle {
-		return // an answer for a message already framed (cannot happen; cheap to check)
-	}
-	if m.slot < 0 || m.slot >= len(a.asked) {
-		return
-	}
-	slot := &a.asked[m.slot]
-	if slot.done {
-		return
-	}
-	slot.done = true
-	a.waiting--
-	err := m.err
-	switch r := m.reply.(type) {
-	case *entryReply:
-		if err == nil {
-			err = r.err
-		}
-	case *ack:
-		if err == nil {
-			err = r.err
-		}
-	}
-	slot.err = err
-	a.drain()
-}
-
-// ask sends msg to pid for the message in hand, now (so requests to one
-// actor keep their order). The answer comes back as an *answer message: a
-// goroutine waits for it outside any Receive and Sends it to the session,
-// which, on the synchronized dispatcher, then runs on that goroutine rather
-// than on the answering actor's.
-func (a *sessionActor) ask(pid *actor.PID, msg actorMessage, entry int, path string) {
-	a.asked = append(a.asked, askSlot{entry: entry, path: path})
-	a.waiting++
-	req := a.svc.send(pid, msg)
-	self, root, gen, slot := a.sess.pid, a.svc.system.Root, a.gen, len(a.asked)-1
-	go func() {
-		r, err := req.wait()
-		root.Send(self, &answer{gen: gen, slot: slot, reply: r, err: err})
-	}()
-}
-
-// begin takes a client message in hand: it decodes it and applies its
-// session part; drain moves it on from there.
-func (a *sessionActor) begin(buf []byte) {
-	a.gen++
-	a.cur = buf
-	a.asked = a.asked[:0]
-	a.waiting = 0
-	if a.sessionScratch == nil {
-		a.sessionScratch = new(sessionScratch)
-	}
-	msg := &a.msg
+	msg := &p.msg
 	msg.Reset()
-	f := a.resetFrame()
-	if a.sess.closed.Load() {
-		a.done()
-		return
-	}
-	a.counts.message()
-	if errs := a.codec.Decode(buf, a.svc.opts.Types, msg); len(errs) > 0 {
+	f := p.resetFrame()
+	snap := p.sess.snap.Load()
+	p.counts.message()
+	if errs := p.codec.Decode(buf, p.svc.opts.Types, msg); len(errs) > 0 {
 		// Applied not at all: the frame reports the errors and the state.
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
-		a.fillDevices(f, false, nil)
-		a.emit(f)
-		a.done()
-		return
+		p.fillDevices(f, snap, false, nil)
+		p.emit(f)
+		return true
 	}
 	f.Warnings = append(f.Warnings, msg.Warnings...)
-	a.devs = a.svc.Devices()
-	a.applySession()
-	a.stage = stageConfigure
-}
-
-// advance runs the next stage of the message in hand; every answer of the
-// stage before it is in.
-func (a *sessionActor) advance() {
-	switch a.stage {
-	case stageConfigure:
-		a.stage = stageFrame
-		a.configureAll()
-	case stageFrame:
-		a.finish()
-		a.done()
-	}
-}
-
-// done ends the message in hand.
-func (a *sessionActor) done() {
-	a.sink.Recycle(a.cur)
-	a.cur, a.devs, a.stage = nil, nil, stageIdle
-}
-
-// applySession applies the session part of a message: profile, basis,
-// lease and the deprecated session commands. A new profile or basis goes
-// to the devices through the registry, which answers once every device has
-// it queued; the device configures of the message are sent after that
-// answer, so they apply under the new profile and basis.
-func (a *sessionActor) applySession() {
-	sp := &a.msg.Session
-	profile, basis := a.profile, a.basis
-	// The decoder already warned about a required_version this service
-	// does not satisfy.
-	if p := sp.Profile; p != nil && p.Name != a.profile {
-		a.profile = p.Name
-		name := p.Name
-		a.sess.profile.Store(&name)
-		a.loadProfileSession()
-	}
-	if sp.Subscribe != nil {
-		a.sub.update(sp.Subscribe, a.devs, &a.frame)
-	}
-	if sp.LeaseMs != 0 && sp.LeaseMs != a.leaseMs {
-		a.leaseMs = sp.LeaseMs
-		a.saveProfileSession()
-	}
-	// The deprecated command first: when a message carries both, the
-	// current spelling wins.
-	if sp.SetBasis != nil {
-		a.setBasis(*sp.SetBasis)
-		a.deprecated(protocol.CommandSetBasis)
-	}
-	if sp.Basis != nil {
-		a.setBasis(*sp.Basis)
-	}
-	if sp.SetCoordinateOrigin != "" {
-		a.deprecated(protocol.CommandSetCoordinateOrigin)
-	}
-	a.reviewed = a.profile != profile || a.basis != basis
-	if a.reviewed {
-		a.ask(a.svc.registry, &updateSession{sess: a.sess, profile: a.profile, basis: a.basis}, -1, "session.configure")
-	}
-}
-
-func (a *sessionActor) deprecated(name string) {
-	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.profile))
-	}
-}
-
-func (a *sessionActor) setBasis(b protocol.Basis) {
-	if b == a.basis {
-		return
-	}
-	a.basis = b
-	a.sess.basis.Store(&b)
-	a.saveProfileSession()
-}
-
-// configureAll sends the message's configures to the device actors: the
-// deprecated set_coordinate_origin (a preset on every device of the
-// session, arms and grips) first, then each device entry's own. After a
-// profile or basis change it also waits for every device to publish the
-// views the registry's attachments bring, so the frame shows them.
-func (a *sessionActor) configureAll() {
-	msg := &a.msg
-	if a.reviewed {
-		for _, d := range a.devs.All() {
-			a.ask(d.pid, &published{}, -1, "session.configure")
+	devs := p.svc.Devices()
+	var req *controlRequest
+	if p.needsControl(snap, devs) {
+		if req = p.askActor(snap, devs); req == nil {
+			p.gone = true
+			return false
 		}
+		p.svc.storedProfilePicked(&req.stored)
+		snap = p.sess.snap.Load()
+		f.Warnings = append(f.Warnings, req.warnings...)
 	}
-	if o := msg.Session.SetCoordinateOrigin; o != "" {
-		preset := []protocol.Entry{protocol.Preset{Preset: o}}
-		for _, d := range a.devs.All() {
-			a.configure(d, -1, "session.set_coordinate_origin", "", preset)
-		}
+	p.finish(f, snap, devs, req)
+	return true
+}
+
+// needsControl reports whether the message in hand changes anything the
+// actors own: the session's state, or a device's config or workspace.
+// What changes nothing is answered from the published views and
+// snapshots, as the actors would answer it.
+func (p *tickPath) needsControl(snap *sessionSnapshot, devs *DeviceSet) bool {
+	sp := &p.msg.Session
+	switch {
+	case sp.Profile != nil && sp.Profile.Name != snap.profile,
+		sp.Subscribe != nil,
+		sp.LeaseMs != 0 && sp.LeaseMs != snap.leaseMs,
+		sp.SetBasis != nil, // deprecated: the actor publishes command-deprecated
+		sp.Basis != nil && *sp.Basis != snap.basis,
+		sp.SetCoordinateOrigin != "":
+		return true
 	}
-	for i := range msg.Devices {
-		e := &msg.Devices[i]
-		d := a.find(i, e)
+	id := p.sess.ID
+	for i := range p.msg.Devices {
+		e := &p.msg.Devices[i]
+		d := p.find(i, e, devs)
 		if d == nil {
-			continue // finish warns
+			continue
 		}
-		if len(e.Configure) > 0 {
-			a.configure(d, i, e.Path, ".configure", e.Configure)
+		if len(e.Configure) > 0 && !d.unchangedBy(id, e.Configure) {
+			return true
 		}
-		a.stateCommands(d, i, e)
+		if _, changed := workspaceChange(d, id, e); changed {
+			return true
+		}
+		if _, changed := gravityChange(d, id, e); changed {
+			return true
+		}
+	}
+	return false
+}
+
+// askActor hands the message in hand to the session actor and waits until
+// it has every answer. It returns nil when the session ended first. A
+// profile the message picks is read from the store here, where blocking on
+// the disk is allowed, for the actor to apply.
+func (p *tickPath) askActor(snap *sessionSnapshot, devs *DeviceSet) *controlRequest {
+	r := p.control
+	if r == nil {
+		r = &controlRequest{done: make(chan struct{}, 1)}
+		p.control = r
+	}
+	r.msg, r.devs, r.stored = &p.msg, devs, storedProfile{}
+	if pr := p.msg.Session.Profile; pr != nil && pr.Name != snap.profile {
+		r.stored = p.svc.loadStoredProfile(pr.Name)
+	}
+	p.svc.system.Root.Send(p.sess.pid, r)
+	select {
+	case <-r.done:
+		return r
+	case <-p.sess.ended:
+		return nil
 	}
 }
 
 // finish writes the message's commands and sends its frame, with the
-// errors of every request in the order they were made.
-func (a *sessionActor) finish() {
-	msg, f := &a.msg, &a.frame
-	for i := range a.asked {
-		if s := &a.asked[i]; s.entry < 0 && s.err != nil {
-			f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+// errors of every request the actor made (req; nil when none) in the
+// order they were made.
+func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *DeviceSet, req *controlRequest) {
+	msg := &p.msg
+	if req != nil {
+		for i := range req.asked {
+			if s := &req.asked[i]; s.entry < 0 && s.err != nil {
+				f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+			}
 		}
 	}
-	now := a.svc.opts.Clock.Now()
+	now := p.svc.opts.Clock.Now()
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		d := a.find(i, e)
+		d := p.find(i, e, devs)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
 				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
 			continue
 		}
-		for j := range a.asked {
-			if s := &a.asked[j]; s.entry == i && s.err != nil {
-				f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+		if req != nil {
+			for j := range req.asked {
+				if s := &req.asked[j]; s.entry == i && s.err != nil {
+					f.Errors = append(f.Errors, asProtocolError(s.err, s.path))
+				}
 			}
 		}
-		a.command(f, d, e, now)
+		p.command(f, d, e, now, snap.leaseMs)
 	}
 	full := msg.Session.FullState != nil
 	var only []protocol.DeviceType
 	if full {
 		only = msg.Session.FullState.DeviceTypes
-		f.Session = a.sessionView()
+		f.Session = p.sessionView(snap)
 	}
-	a.fillDevices(f, full, only)
-	a.emit(f)
+	p.fillDevices(f, snap, full, only)
+	p.emit(f)
 }
 
 // find returns the device entry i of the message in hand names, or nil. It
 // starts where entry i's device was found in the last message (hints holds
 // indexes, not devices, so a removed device is not kept alive): with 100
 // arms a scan was a quarter of a lock-step message's cost.
-func (a *sessionActor) find(i int, e *protocol.DeviceEntry) *Device {
-	for len(a.hints) <= i {
-		a.hints = append(a.hints, -1)
+func (p *tickPath) find(i int, e *protocol.DeviceEntry, devs *DeviceSet) *Device {
+	for len(p.hints) <= i {
+		p.hints = append(p.hints, -1)
 	}
-	d, at := a.devs.findAt(e.Type, e.DeviceID, a.hints[i])
+	d, at := devs.findAt(e.Type, e.DeviceID, p.hints[i])
 	if at >= 0 {
-		a.hints[i] = at
+		p.hints[i] = at
 	}
 	return d
 }
 
-// configure applies a device entry's configure through the device actor.
-// Clients may re-send an unchanged configure every tick: when the entries
-// would change nothing, the actor is not asked (a round trip per device per
-// tick). The frame is the same either way: on success the actor's reply
-// adds nothing to it, and unchangedBy answers true only where the actor
-// would succeed. An error's path is path+suffix.
-func (a *sessionActor) configure(d *Device, entry int, path, suffix string, entries []protocol.Entry) {
-	if d.unchangedBy(a.sess.ID, entries) {
-		return
-	}
-	a.ask(d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
-}
-
 // command writes a control command into the device's register (data
 // plane): no actor hop, no lock.
-func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64) {
+func (p *tickPath) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
 	c := e.Command
-	cmd := &a.cmd
-	view := d.ViewFor(a.sess.ID)
+	cmd := &p.cmd
+	id := p.sess.ID
+	view := d.ViewFor(id)
 	switch c.Kind {
 	case protocol.CmdSetCursorForce:
 		*cmd = hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3(view.Space.ForceToDevice(c.Vec))}
@@ -746,47 +565,53 @@ func (a *sessionActor) command(f *protocol.Frame, d *Device, e *protocol.DeviceE
 		return
 	}
 	reg := d.Register()
-	if owner := reg.Claim(a.sess.ID); owner != a.sess.ID {
+	if owner := reg.Claim(id); owner != id {
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
 			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
-		a.noteBusy(d, owner, now)
+		p.noteBusy(d, owner, now)
 		return
 	}
-	a.seq++
-	deadline := now + int64(a.leaseMs)*int64(time.Millisecond)
-	if !reg.Write(a.sess.ID, a.seq, deadline, cmd, view.Params) {
+	p.seq++
+	deadline := now + int64(leaseMs)*int64(time.Millisecond)
+	if !reg.Write(id, p.seq, deadline, cmd, view.Params) {
 		// The lease lapsed between Claim and Write: the loop took the
 		// device back. The client sees it as busy for this tick.
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
 			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
+		return
+	}
+	if p.sess.closed.Load() {
+		// Close released the devices while this message was on its way:
+		// a force never outlives its session, even by a lease.
+		reg.Release(id)
 	}
 }
 
 // noteBusy publishes a device-busy event, at most one per device and
 // owner per busyEvery (not one per tick). now is the service Clock time of
 // the message.
-func (a *sessionActor) noteBusy(d *Device, owner uint64, now int64) {
+func (p *tickPath) noteBusy(d *Device, owner uint64, now int64) {
 	at := time.Unix(0, now) // the service Clock's time, as rate takes it
 	k := busyKey{d.Type, d.ID}
-	if n, ok := a.busy[k]; ok && n.owner == owner && !n.budget.AllowN(at, 1) {
+	if n, ok := p.busy[k]; ok && n.owner == owner && !n.budget.AllowN(at, 1) {
 		return
 	}
 	// A note whose budget is full again holds nothing back: drop it, so
 	// the map holds only devices busy within the last interval.
-	for key, n := range a.busy {
+	for key, n := range p.busy {
 		if n.budget.TokensAt(at) >= 1 {
-			delete(a.busy, key)
+			delete(p.busy, key)
 		}
 	}
 	n := busyNote{owner: owner, budget: rate.NewLimiter(rate.Every(busyEvery), 1)}
 	n.budget.AllowN(at, 1)
-	a.busy[k] = n
-	a.svc.activity.Publish(event.DeviceBusy(d.Name, d.ID, a.sess.ID, owner))
+	p.busy[k] = n
+	p.svc.activity.Publish(event.DeviceBusy(d.Name, d.ID, p.sess.ID, owner))
 }
 
-func (a *sessionActor) resetFrame() *protocol.Frame {
-	f := &a.frame
-	f.SessionID = a.sess.ID
+func (p *tickPath) resetFrame() *protocol.Frame {
+	f := &p.frame
+	f.SessionID = p.sess.ID
 	f.Arms = f.Arms[:0]
 	f.Grips = f.Grips[:0]
 	f.Session = nil
@@ -795,28 +620,28 @@ func (a *sessionActor) resetFrame() *protocol.Frame {
 	return f
 }
 
-func (a *sessionActor) sessionView() *protocol.SessionView {
-	v := &a.sview
+func (p *tickPath) sessionView(snap *sessionSnapshot) *protocol.SessionView {
+	v := &p.sview
 	v.Profile = nil
-	if a.profile != "" {
-		v.Profile = &protocol.Profile{Name: a.profile}
+	if snap.profile != "" {
+		v.Profile = &protocol.Profile{Name: snap.profile}
 	}
-	v.Basis = a.basis
-	v.LeaseMs = a.leaseMs
+	v.Basis = snap.basis
+	v.LeaseMs = snap.leaseMs
 	return v
 }
 
 // fillDevices adds every device's state, in this session's application
 // space, to f; with config when withConfig is set (limited to the types in
 // only, when given).
-func (a *sessionActor) fillDevices(f *protocol.Frame, withConfig bool, only []protocol.DeviceType) {
+func (p *tickPath) fillDevices(f *protocol.Frame, snap *sessionSnapshot, withConfig bool, only []protocol.DeviceType) {
 	// A full-state frame is the full state: the subscription's arm state
 	// fields select only in the frames that answer other messages.
 	f.ArmState = 0
 	if !withConfig {
-		f.ArmState = a.sub.armState
+		f.ArmState = snap.sub.armState
 	}
-	fillFrame(a.sub.visible(a.svc.Devices()), a.sess.ID, f, &a.snap, withConfig, only, a.codec)
+	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec)
 }
 
 // FillFrame fills f with every device as session sees it (0: the default
@@ -905,13 +730,13 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	}
 }
 
-func (a *sessionActor) emit(f *protocol.Frame) {
-	f.Warnings = protocol.TrimWarnings(f.Warnings, a.msg.WarningsDropped)
-	f.Errors = protocol.TrimErrors(f.Errors, a.msg.ErrorsDropped)
-	a.counts.frame(f)
-	buf := a.codec.AppendFrame(a.sink.Buffer(), f, a.svc.opts.Types)
-	a.sink.Send(buf)
-	a.trimScratch()
+func (p *tickPath) emit(f *protocol.Frame) {
+	f.Warnings = protocol.TrimWarnings(f.Warnings, p.msg.WarningsDropped)
+	f.Errors = protocol.TrimErrors(f.Errors, p.msg.ErrorsDropped)
+	p.counts.frame(f)
+	buf := p.codec.AppendFrame(p.sink.Buffer(), f, p.svc.opts.Types)
+	p.sink.Send(buf)
+	p.trimScratch()
 }
 
 // fillArm converts a loop snapshot into an arm frame in the view's

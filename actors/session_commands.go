@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -9,52 +11,63 @@ import (
 
 // The state commands of a device entry (protocol.StateCommands):
 // set_transform and set_gravity_compensation. Clients send them every tick,
-// mostly unchanged; an unchanged one is answered from the published view,
-// with no actor round trip and no disk write. keep_alive needs nothing.
+// mostly unchanged; an unchanged one is answered from the published view
+// by the per-tick path, with no actor round trip and no disk write (see
+// tickPath.needsControl). keep_alive needs nothing.
 
-// stateCommands applies e (entry i of the message)'s state commands to d.
+// stateCommands applies e (entry i of the request)'s state commands to d.
 // A change is asked of the device actor like a configure (its answer comes
-// back as a message); an error's path is under e.Path.
-func (a *sessionActor) stateCommands(d *Device, i int, e *protocol.DeviceEntry) {
-	if e.Transform.Given() {
-		a.setWorkspace(d, i, e)
+// back to the session actor); an error's path is under e.Path.
+func (a *sessionActor) stateCommands(ctx actor.Context, d *Device, i int, e *protocol.DeviceEntry) {
+	if next, changed := workspaceChange(d, a.sess.ID, e); changed {
+		a.ask(ctx, d.pid, &setWorkspace{session: a.sess.ID, transform: next}, i, e.Path+".commands.set_transform")
 	}
-	if g := e.GravityCompensation; g.Given {
-		a.setGravityCompensation(d, i, e.Path, g.Value)
+	if g, changed := gravityChange(d, a.sess.ID, e); changed {
+		a.setGravityCompensation(ctx, d, i, e.Path+".commands.set_gravity_compensation", g)
 	}
 }
 
-// setWorkspace applies set_transform: the parts it gives replace those of
-// the session's workspace transform on d, the others stay.
-func (a *sessionActor) setWorkspace(d *Device, i int, e *protocol.DeviceEntry) {
-	view := d.ViewFor(a.sess.ID)
+// workspaceChange is the workspace transform e's set_transform makes of
+// the session's on d (the parts it gives replace those of the current one,
+// the others stay), and whether that changes anything.
+func workspaceChange(d *Device, session uint64, e *protocol.DeviceEntry) (space.Transform, bool) {
+	if !e.Transform.Given() {
+		return space.Transform{}, false
+	}
+	view := d.ViewFor(session)
 	next := e.Transform.Apply(view.Workspace)
-	if next == view.Workspace && d.attached(a.sess.ID) {
-		return
-	}
-	a.ask(d.pid, &setWorkspace{session: a.sess.ID, transform: next}, i, e.Path+".commands.set_transform")
+	return next, next != view.Workspace || !d.attached(session)
 }
 
-// setGravityCompensation applies set_gravity_compensation: the device's
-// gravity compensation enable, keeping its scaling factor. The device
-// stores it (durably, as an HTTP POST would) only when it changes.
+// gravityChange is d's gravity compensation with e's
+// set_gravity_compensation applied (its scaling factor kept), and whether
+// that changes anything.
+func gravityChange(d *Device, session uint64, e *protocol.DeviceEntry) (protocol.GravityCompensation, bool) {
+	g := e.GravityCompensation
+	if !g.Given {
+		return protocol.GravityCompensation{}, false
+	}
+	cur := d.ViewFor(session).Config.Device.GravityCompensation
+	if cur.Enabled == g.Value {
+		return cur, false
+	}
+	cur.Enabled = g.Value
+	return cur, true
+}
+
+// setGravityCompensation applies set_gravity_compensation: the device
+// stores it (durably, as an HTTP POST would).
 //
 // It changes the device for every session, so a session may not change it
 // under another session's control: that refusal is recorded as a request
 // already answered, so it takes its place among the entry's errors.
-func (a *sessionActor) setGravityCompensation(d *Device, i int, path string, enabled bool) {
-	cur := d.ViewFor(a.sess.ID).Config.Device.GravityCompensation
-	if cur.Enabled == enabled {
-		return
-	}
-	path += ".commands.set_gravity_compensation"
+func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i int, path string, g protocol.GravityCompensation) {
 	if owner := d.Register().Owner(); owner != 0 && owner != a.sess.ID {
-		a.asked = append(a.asked, askSlot{entry: i, path: path, done: true,
+		a.req.asked = append(a.req.asked, askSlot{entry: i, path: path, done: true,
 			err: protocol.Errorf(protocol.CodeDeviceBusy, "", "%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner)})
 		return
 	}
-	cur.Enabled = enabled
-	a.ask(d.pid, &setEntries{entries: []protocol.Entry{cur}, ticket: &ticket{}}, i, path)
+	a.ask(ctx, d.pid, &setEntries{entries: []protocol.Entry{g}, ticket: &ticket{}}, i, path)
 }
 
 // attached reports whether session has a view slot on d (the device actor

@@ -130,7 +130,7 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 // stay reachable from the session).
 func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
 	svc, d := startTestService(t, "", zerolog.Nop())
-	a := &sessionActor{sess: &Session{ID: 42}, svc: svc, busy: make(map[busyKey]busyNote)}
+	a := &tickPath{sess: &Session{ID: 42}, svc: svc, busy: make(map[busyKey]busyNote)}
 	gone := &Device{Type: protocol.TypeArm, ID: "gone"}
 	ms := int64(time.Millisecond)
 	a.noteBusy(d, 7, 0)

@@ -7,60 +7,67 @@ import (
 )
 
 // subscription is a session's session.configure.subscribe: the devices its
-// frames carry (protocol/subscribe.go). The zero value carries every device,
-// the default. It is owned by the session's actor.
+// frames carry (protocol/subscribe.go). The session actor makes one per
+// change and publishes it in the session's snapshot; it is never modified
+// afterwards.
 type subscription struct {
 	// armState selects the arm state fields of the frames answering
 	// messages (zero: every field).
 	armState protocol.StateFields
 	subset   bool
 	want     protocol.Subscription // when subset: the devices, copied
-	// The filtered set of the last device set seen, reused until the
-	// device set or the subscription changes: framing a subset costs no
-	// allocation per frame.
-	src, view *DeviceSet
 }
 
-// update takes a new subscription from a decoded message and warns in f
-// about named devices that are not connected (they appear once they are).
-func (s *subscription) update(sub *protocol.Subscription, devs *DeviceSet, f *protocol.Frame) {
-	s.src, s.view = nil, nil
-	s.armState = sub.ArmState
+// everyDevice is the default subscription: every device, every field.
+var everyDevice = &subscription{}
+
+// newSubscription takes a subscription from a decoded message and warns
+// (in warnings) about named devices that are not connected (they appear
+// once they are).
+func newSubscription(sub *protocol.Subscription, devs *DeviceSet, warnings *[]protocol.Error) *subscription {
+	s := &subscription{armState: sub.ArmState}
 	if sub.All {
-		s.subset = false
-		s.want.Devices = s.want.Devices[:0]
-		return
+		return s
 	}
 	s.subset = true
-	s.want.Devices = append(s.want.Devices[:0], sub.Devices...)
+	s.want.Devices = append([]protocol.SubscribedDevice(nil), sub.Devices...)
 	for i, d := range s.want.Devices {
 		if devs.Find(d.Type, d.ID) == nil {
-			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice,
+			*warnings = append(*warnings, *protocol.Errorf(protocol.CodeUnknownDevice,
 				fmt.Sprintf("session.configure.subscribe.devices[%d]", i),
 				"no device with id %q is connected now; frames carry it once it is", d.ID))
 		}
 	}
+	return s
 }
 
-// visible returns the devices this session's frames carry, out of all.
-func (s *subscription) visible(all *DeviceSet) *DeviceSet {
-	if !s.subset {
+// visibleSet is the per-tick path's cache of a subscription's filtered
+// device set, reused until the device set or the subscription changes:
+// framing a subset costs no allocation per frame.
+type visibleSet struct {
+	sub       *subscription
+	src, view *DeviceSet
+}
+
+// of returns the devices sub's frames carry, out of all.
+func (v *visibleSet) of(sub *subscription, all *DeviceSet) *DeviceSet {
+	if !sub.subset {
 		return all
 	}
-	if all == s.src {
-		return s.view
+	if sub == v.sub && all == v.src {
+		return v.view
 	}
-	v := &DeviceSet{}
+	view := &DeviceSet{}
 	for _, d := range all.arms {
-		if s.want.Wants(d.Type, d.ID) {
-			v.arms = append(v.arms, d)
+		if sub.want.Wants(d.Type, d.ID) {
+			view.arms = append(view.arms, d)
 		}
 	}
 	for _, d := range all.grips {
-		if s.want.Wants(d.Type, d.ID) {
-			v.grips = append(v.grips, d)
+		if sub.want.Wants(d.Type, d.ID) {
+			view.grips = append(view.grips, d)
 		}
 	}
-	s.src, s.view = all, v
-	return v
+	v.sub, v.src, v.view = sub, all, view
+	return view
 }

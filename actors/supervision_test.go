@@ -15,62 +15,6 @@ import (
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
-// A session whose handling panics is stopped, not restarted: its
-// connection is closed with 1011, it leaves the listing, its device's force
-// ramps to zero (as another session sees it), and it ends with
-// internal_error. The other session carries on.
-func TestSessionThatPanicsIsStoppedAndReleasesItsDevices(t *testing.T) {
-	svc := startWith(t, Options{})
-	arm := addArm(t, svc, simArm(0))
-	sess, sink := open(t, svc, panicCodec{trigger: "boom"})
-	observer, obsSink := open(t, svc, nil)
-
-	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
-	checkFor(t, 5*time.Second, func() error {
-		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z < 0.1 {
-			return fmt.Errorf("the observer sees force z=%v, want the commanded force", z)
-		}
-		return nil
-	})
-
-	sess.Deliver([]byte(`{"boom": 1}`))
-	sink.waitClosed(t, 1011) // the session that panicked
-	checkFor(t, 5*time.Second, func() error {
-		for _, s := range svc.Sessions() {
-			if s == sess {
-				return errors.New("the session that panicked is still listed")
-			}
-		}
-		return nil
-	})
-	checkFor(t, 5*time.Second, func() error {
-		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 0 {
-			return fmt.Errorf("the observer sees force z=%v after the session panicked, want 0", z)
-		}
-		return nil
-	})
-	data := waitEvent(t, svc, event.NameSessionEnded, fmt.Sprintf(`"session_id":%d`, sess.ID))
-	if r := eventData(t, data, "reason"); r != "internal_error" {
-		t.Fatalf("session-ended reports reason %v, want internal_error: %s", r, data)
-	}
-	if r := sess.CloseReason(); r != protocol.CloseInternalError {
-		t.Fatalf("session ended with reason %q (%s), want %s", r, data, protocol.CloseInternalError)
-	}
-	waitSupervision(t, svc, "session-", "StopDirective")
-
-	// Not restarted: a message now gets no frame.
-	sess.Deliver([]byte(`{}`))
-	select {
-	case f := <-sink.frames:
-		t.Fatalf("the stopped session answered: %s", f)
-	case <-time.After(50 * time.Millisecond):
-	}
-	// The observer can now take control of the arm.
-	if codes := exchange(t, observer, obsSink, forceMsg(arm.ID, 0.5)).errorCodes(); len(codes) != 0 {
-		t.Fatalf("the observer could not take the released arm: %v", codes)
-	}
-}
-
 // A device actor that panics restarts with its config and its loop as they
 // were; the request it was handling is answered at once, unapplied.
 func TestDeviceActorRestartKeepsConfigAndLoop(t *testing.T) {
@@ -249,21 +193,21 @@ func TestDriverIsClosedOnceWhateverClosesIt(t *testing.T) {
 	}
 }
 
-// A panic in a message that queued behind another (handled by Receive on
-// the goroutine that delivered the answer it waited for, not directly on
-// the reader's) stops the session the same way: 1011, internal_error, and
-// nothing more is answered.
+// A panic in a message that waited behind another (in the socket, while
+// the first one's configure waited for its device actor) stops the session
+// the same way: 1011, internal_error, and nothing more is answered.
 func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	g := newGate()
 	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, panicCodec{trigger: "boom"})
 
+	r := startReader(t, sess)
 	g.shut.Store(true)
-	sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID)))
+	r.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID))
 	<-g.held
-	sess.Deliver([]byte(`{"boom": 1}`)) // queues behind the configure
-	first := sink.next(t)               // the configure, answered at its deadline
+	r.send(`{"boom": 1}`) // waits behind the configure
+	first := sink.next(t) // the configure, answered at its deadline
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
 	}
@@ -274,7 +218,7 @@ func TestSessionThatPanicsBehindAWaitingMessageIsStopped(t *testing.T) {
 	if r := sess.CloseReason(); r != protocol.CloseInternalError {
 		t.Fatalf("session ended with reason %q, want %s", r, protocol.CloseInternalError)
 	}
-	sess.Deliver([]byte(`{}`))
+	r.send(`{}`)
 	select {
 	case f := <-sink.frames:
 		t.Fatalf("the stopped session answered: %s", f)

@@ -11,6 +11,8 @@ type DeviceConfig struct {
 	TorqueScaling       TorqueScaling
 	GravityCompensation GravityCompensation
 	HomeReturn          HomeReturn
+	ForceClamp          ForceClamp
+	ForceSlewLimit      ForceSlewLimit
 }
 
 // DefaultDeviceConfig is every device-global entry at its default.
@@ -20,6 +22,8 @@ func DefaultDeviceConfig() DeviceConfig {
 		TorqueScaling:       DefaultEntry(KeyTorqueScaling).(TorqueScaling),
 		GravityCompensation: DefaultEntry(KeyGravityCompensation).(GravityCompensation),
 		HomeReturn:          DefaultEntry(KeyHomeReturn).(HomeReturn),
+		ForceClamp:          DefaultEntry(KeyForceClamp).(ForceClamp),
+		ForceSlewLimit:      DefaultEntry(KeyForceSlewLimit).(ForceSlewLimit),
 	}
 }
 
@@ -34,6 +38,10 @@ func (c *DeviceConfig) Get(k Key) Entry {
 		return c.GravityCompensation
 	case KeyHomeReturn:
 		return c.HomeReturn
+	case KeyForceClamp:
+		return c.ForceClamp
+	case KeyForceSlewLimit:
+		return c.ForceSlewLimit
 	}
 	return nil
 }
@@ -50,6 +58,10 @@ func (c *DeviceConfig) Set(e Entry) bool {
 		c.GravityCompensation = v
 	case HomeReturn:
 		c.HomeReturn = v
+	case ForceClamp:
+		c.ForceClamp = v
+	case ForceSlewLimit:
+		c.ForceSlewLimit = v
 	default:
 		return false
 	}
@@ -64,7 +76,8 @@ func (c *DeviceConfig) Reset(k Key) {
 }
 
 // AppendJSON appends the stored form:
-// {"handedness":"right","torque_scaling":{...},"gravity_compensation":{...},"home_return":{...}}.
+// {"handedness":"right","torque_scaling":{...},"gravity_compensation":{...},"home_return":{...},
+// "force_clamp":{...},"force_slew_limit":{...}}.
 func (c DeviceConfig) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	dst = c.appendMembers(dst)
@@ -81,7 +94,11 @@ func (c *DeviceConfig) appendMembers(dst []byte) []byte {
 	dst = append(dst, `,"gravity_compensation":`...)
 	dst = c.GravityCompensation.AppendJSON(dst)
 	dst = append(dst, `,"home_return":`...)
-	return c.HomeReturn.AppendJSON(dst)
+	dst = c.HomeReturn.AppendJSON(dst)
+	dst = append(dst, `,"force_clamp":`...)
+	dst = c.ForceClamp.AppendJSON(dst)
+	dst = append(dst, `,"force_slew_limit":`...)
+	return c.ForceSlewLimit.AppendJSON(dst)
 }
 
 // MarshalJSON is AppendJSON.
@@ -130,6 +147,9 @@ type SessionConfig struct {
 	Basis     *Basis
 	Damping   Damping
 	ForceGate ForceGate
+	// Navigation is the bubble navigation entry; a value without pointers,
+	// so == compares it.
+	Navigation Navigation
 }
 
 // DefaultSessionConfig is preset "defaults", identity mount, no device
@@ -140,6 +160,8 @@ func DefaultSessionConfig() SessionConfig {
 		Mount:     space.IdentityTransform(),
 		Damping:   DefaultEntry(KeyDamping).(Damping),
 		ForceGate: DefaultEntry(KeyForceGate).(ForceGate),
+
+		Navigation: DefaultNavigation(),
 	}
 }
 
@@ -161,6 +183,8 @@ func (c *SessionConfig) Get(k Key) Entry {
 		return c.Damping
 	case KeyForceGate:
 		return c.ForceGate
+	case KeyNavigation:
+		return c.Navigation
 	}
 	return nil
 }
@@ -182,6 +206,8 @@ func (c *SessionConfig) Set(e Entry) bool {
 		c.Damping = v.Clone()
 	case ForceGate:
 		c.ForceGate = v
+	case Navigation:
+		c.Navigation = v
 	default:
 		return false
 	}
@@ -226,7 +252,7 @@ func (c *SessionConfig) Reset(k Key) {
 		c.Preset, c.Mount = d.Preset, d.Mount
 	case KeyBasis:
 		c.Basis = nil
-	case KeyDamping, KeyForceGate:
+	case KeyDamping, KeyForceGate, KeyNavigation:
 		c.Set(DefaultEntry(k))
 	}
 }
@@ -236,7 +262,7 @@ func (c *SessionConfig) Reset(k Key) {
 // compared (TestSessionConfigEqualComparesEveryField fails otherwise), so a
 // caller that skips work on Equal never misses a change.
 func (c *SessionConfig) Equal(o *SessionConfig) bool {
-	if c.Preset != o.Preset || c.Mount != o.Mount || c.ForceGate != o.ForceGate {
+	if c.Preset != o.Preset || c.Mount != o.Mount || c.ForceGate != o.ForceGate || c.Navigation != o.Navigation {
 		return false
 	}
 	if (c.Basis == nil) != (o.Basis == nil) || (c.Basis != nil && *c.Basis != *o.Basis) {
@@ -247,7 +273,7 @@ func (c *SessionConfig) Equal(o *SessionConfig) bool {
 
 // AppendJSON appends the stored form: {"preset": "defaults"|"custom"|...,
 // "mount": {"transform": ...}, "basis": {"permutation"}|null,
-// "damping": {...}, "force_gate": {...}}.
+// "damping": {...}, "force_gate": {...}, "navigation": {...}}.
 func (c SessionConfig) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"preset":`...)
 	dst = AppendString(dst, c.Preset)
@@ -263,6 +289,8 @@ func (c SessionConfig) AppendJSON(dst []byte) []byte {
 	dst = c.Damping.AppendJSON(dst)
 	dst = append(dst, `,"force_gate":`...)
 	dst = c.ForceGate.AppendJSON(dst)
+	dst = append(dst, `,"navigation":`...)
+	dst = c.Navigation.AppendJSON(dst)
 	return append(dst, '}')
 }
 

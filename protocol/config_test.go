@@ -50,6 +50,11 @@ func TestSessionConfigEqualComparesEveryField(t *testing.T) {
 			f.SetUint(f.Uint() + 1)
 		case reflect.Bool:
 			f.SetBool(!f.Bool())
+		case reflect.Array:
+			// A fixed array of numbers (an SDF parameter pair): change its
+			// first element.
+			e := f.Index(0)
+			e.SetFloat(e.Float() + 0.5)
 		default:
 			t.Fatalf("%s: kind %v; teach this test to change it", path, f.Kind())
 		}

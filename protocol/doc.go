@@ -25,12 +25,25 @@
 //     force with a missing "z" is an error, not a zero.
 //   - When "vector" and "values" (or "position" and "values") are both
 //     given, the documented name wins and the other is a warning.
-//   - damping and force_gate sent to a grip are warnings (a grip has no
-//     force to filter); preset, basis and mount apply to grips.
+//   - damping, force_gate, navigation and effects sent to a grip are
+//     warnings (a grip has no force output); preset, basis and mount apply
+//     to grips (Key.AppliesTo).
 //   - A key given both flat and under "filters" is an error.
 //   - gravity_compensation needs both "enabled" and "scaling_factor", as do
 //     the legacy bodies of POST /gravity_compensation.
 //   - A malformed required_version is an error; a mismatch is a warning.
+//
+// # Effects, navigation and passivity
+//
+// An arm's entry in a message may carry "effects" (effects.go): springs,
+// dampers, friction, walls with a proxy, workspace limits, a local linear
+// field, vibrations and the vendor's SDF shapes (sdf.go), declared in the
+// session's application space and converted once to the device frame by
+// Effect.ToDevice. "navigation" (navigation.go) is a session-scoped entry;
+// "passivity/force_clamp" and "passivity/force_slew_limit" (passivity.go)
+// are device-global. This package decodes, validates and encodes them; the
+// loop renders them. An arm's state carries their reports through
+// ArmState.Ext.
 //
 // # Codecs
 //

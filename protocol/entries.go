@@ -20,24 +20,31 @@ const (
 	KeyTorqueScaling
 	KeyGravityCompensation
 	KeyHomeReturn
+	KeyNavigation
+	KeyForceClamp
+	KeyForceSlewLimit
 )
 
 type keyInfo struct {
 	name, path string
 	session    bool // session-scoped and sent in WebSocket configure
+	grip       bool // applies to grips too (all keys apply to arms)
 }
 
 // keyTable is indexed by Key; never written.
 var keyTable = [...]keyInfo{
-	KeyPreset:              {"preset", "preset", true},
-	KeyMount:               {"mount", "mount", true},
-	KeyBasis:               {"basis", "basis", true},
-	KeyDamping:             {"damping", "filters/damping", true},
-	KeyForceGate:           {"force_gate", "filters/force_gate", true},
-	KeyHandedness:          {"handedness", "handedness", false},
-	KeyTorqueScaling:       {"torque_scaling", "torque_scaling", false},
-	KeyGravityCompensation: {"gravity_compensation", "gravity_compensation", false},
-	KeyHomeReturn:          {"home_return", "home_return", false},
+	KeyPreset:              {"preset", "preset", true, true},
+	KeyMount:               {"mount", "mount", true, true},
+	KeyBasis:               {"basis", "basis", true, true},
+	KeyDamping:             {"damping", "filters/damping", true, false},
+	KeyForceGate:           {"force_gate", "filters/force_gate", true, false},
+	KeyHandedness:          {"handedness", "handedness", false, false},
+	KeyTorqueScaling:       {"torque_scaling", "torque_scaling", false, false},
+	KeyGravityCompensation: {"gravity_compensation", "gravity_compensation", false, false},
+	KeyHomeReturn:          {"home_return", "home_return", false, false},
+	KeyNavigation:          {"navigation", "navigation", true, false},
+	KeyForceClamp:          {"force_clamp", "passivity/force_clamp", false, false},
+	KeyForceSlewLimit:      {"force_slew_limit", "passivity/force_slew_limit", false, false},
 }
 
 const numKeys = len(keyTable) - 1
@@ -63,9 +70,20 @@ func (k Key) Path() string {
 func (k Key) String() string { return k.Name() }
 
 // SessionScoped reports whether the entry belongs to a (session, device)
-// pair: preset, mount, basis, damping, force_gate. Only these may be sent in
-// a WebSocket configure; the others are device-global and HTTP-only.
+// pair: preset, mount, basis, damping, force_gate, navigation. Only these
+// may be sent in a WebSocket configure; the others are device-global and
+// HTTP-only.
 func (k Key) SessionScoped() bool { return k.valid() && keyTable[k].session }
+
+// AppliesTo reports whether the entry acts on devices of type dt: every
+// entry on arms; preset, mount and basis on grips too (a grip has no force
+// output for the others to act on).
+func (k Key) AppliesTo(dt DeviceType) bool {
+	if !k.valid() {
+		return false
+	}
+	return dt == TypeArm || (dt == TypeGrip && keyTable[k].grip)
+}
 
 // keyPathList is every key's Path in order, for messages
 // ("preset, mount, ..., home_return"); never written.
@@ -393,6 +411,12 @@ func DefaultEntry(k Key) Entry {
 		return GravityCompensation{Enabled: true, ScalingFactor: 1}
 	case KeyHomeReturn:
 		return HomeReturn{Enabled: false}
+	case KeyNavigation:
+		return DefaultNavigation()
+	case KeyForceClamp:
+		return ForceClamp{MaxForceN: ForceClampDefaultN}
+	case KeyForceSlewLimit:
+		return ForceSlewLimit{MaxRateNPerS: ForceSlewDefaultNPerS}
 	}
 	return nil
 }
@@ -468,6 +492,12 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 	case KeyHomeReturn:
 		b, err := decodeEnabledOnly(v, at, w, "home_return")
 		return HomeReturn{Enabled: b}, err
+	case KeyNavigation:
+		return decodeNavigation(v, at, w)
+	case KeyForceClamp:
+		return decodeForceClamp(v, at, w)
+	case KeyForceSlewLimit:
+		return decodeForceSlewLimit(v, at, w)
 	}
 	return nil, errAt(CodeInternal, at, "unknown key %d", k)
 }

@@ -202,6 +202,9 @@ func TestDefaultEntries(t *testing.T) {
 		KeyTorqueScaling:       `{"enabled":true}`,
 		KeyGravityCompensation: `{"enabled":true,"scaling_factor":1}`,
 		KeyHomeReturn:          `{"enabled":false}`,
+		KeyNavigation:          `{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}`,
+		KeyForceClamp:          `{"max_force":10}`,
+		KeyForceSlewLimit:      `{"max_rate":5000}`,
 	}
 	for _, k := range Keys() {
 		got, _ := json.Marshal(DefaultEntry(k))
@@ -229,6 +232,9 @@ func TestKeyNamesAndPaths(t *testing.T) {
 		{KeyTorqueScaling, "torque_scaling", "torque_scaling", false},
 		{KeyGravityCompensation, "gravity_compensation", "gravity_compensation", false},
 		{KeyHomeReturn, "home_return", "home_return", false},
+		{KeyNavigation, "navigation", "navigation", true},
+		{KeyForceClamp, "force_clamp", "passivity/force_clamp", false},
+		{KeyForceSlewLimit, "force_slew_limit", "passivity/force_slew_limit", false},
 	}
 	if len(Keys()) != len(tests) {
 		t.Fatalf("Keys() has %d keys, want %d", len(Keys()), len(tests))
@@ -244,7 +250,7 @@ func TestKeyNamesAndPaths(t *testing.T) {
 			t.Errorf("keyFromNameBytes(%s) = %v %v", tt.name, k, ok)
 		}
 	}
-	for _, bad := range []string{"damping", "filters", "navigation", ""} {
+	for _, bad := range []string{"damping", "filters", "force_clamp", "passivity", ""} {
 		if k, ok := KeyFromPath(bad); ok {
 			t.Errorf("KeyFromPath(%q) = %s, want unknown", bad, k)
 		}

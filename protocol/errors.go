@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -36,6 +37,8 @@ const (
 	CodeForbiddenOrigin     Code = "forbidden_origin"
 	CodeForbiddenHost       Code = "forbidden_host"
 	CodeDeviceBusy          Code = "device_busy"
+	CodeTooManyEffects      Code = "too_many_effects" // more effects on an arm than MaxEffectsPerArm
+	CodeUnknownEffect       Code = "unknown_effect"   // warning: remove named an effect the session does not have
 	CodeUnknownKey          Code = "unknown_key"      // warning: unknown configure or session key
 	CodeUnknownCommand      Code = "unknown_command"  // warning: unknown command name
 	CodeUnknownField        Code = "unknown_field"    // warning: unknown field inside a known entry
@@ -77,6 +80,8 @@ var codeTable = []codeInfo{
 	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
 	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},
 	{CodeDeviceBusy, http.StatusConflict, "another session controls this device: wait until it disconnects or its lease lapses"},
+	{CodeTooManyEffects, http.StatusConflict, "an arm holds at most " + strconv.Itoa(MaxEffectsPerArm) + " effects per session: remove some first"},
+	{CodeUnknownEffect, http.StatusNotFound, "no effect has this id: nothing removed"},
 	{CodeUnknownKey, http.StatusBadRequest, "unknown key: ignored"},
 	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored"},
 	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},

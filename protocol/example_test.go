@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
 )
 
 // A session decodes each message into one reused ClientMessage, applies it
@@ -38,4 +39,20 @@ func ExampleDecodeEntry() {
 	// Output:
 	// 400 out_of_range gain 1.5 is out of range 0..1
 	// {"permutation":"X-ZY"}
+}
+
+// A session declares a floor in its own space (Y up under basis XZY); the
+// loop renders it in the device frame, where Z is up.
+func ExampleDecodeEffectsUpdate() {
+	u, _, err := protocol.DecodeEffectsUpdate([]byte(`{"set":[{"id":"floor","type":"wall",
+		"position":{"x":0,"y":0.05,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":2500}]}`), "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	basis, _ := space.ParsePermutation("XZY")
+	view := space.NewView(basis, space.IdentityTransform())
+	wall := u.Set[0].ToDevice(&view).Wall
+	fmt.Printf("%s: point %v, normal %v, %g N/m\n", u.Set[0].ID, wall.PositionM, wall.Normal, wall.StiffnessNPerM)
+	// Output: floor: point {0 0 0.05}, normal {0 0 1}, 2500 N/m
 }

@@ -64,6 +64,10 @@ type ArmState struct {
 	CursorPosition, CursorVelocity   Vec3    // m, m/s
 	AngularPosition, AngularVelocity Angles3 // deg, deg/s
 	BodyOrientation                  Quat
+	// Ext holds hapticd's extension members (effects, passivity,
+	// navigation); nil writes none. It is read, never written, by the
+	// encoder.
+	Ext *ArmStateExtensions
 	// CurrentCursorForce is what the device applies after filters and
 	// limits, in N.
 	CurrentCursorForce Vec3
@@ -284,7 +288,9 @@ func appendArmBody(dst []byte, a *ArmFrame, typeKey string, sp Spelling, fields 
 		dst = c.Session.Damping.AppendJSON(dst)
 		dst = append(dst, `,"force_gate":`...)
 		dst = c.Session.ForceGate.AppendJSON(dst)
-		dst = append(dst, `}},`...)
+		dst = append(dst, `},"navigation":`...)
+		dst = c.Session.Navigation.AppendJSON(dst)
+		dst = append(dst, `},`...)
 	}
 	return appendArmState(dst, &a.State, &a.Status, sp, fields)
 }
@@ -325,6 +331,9 @@ func appendArmState(dst []byte, s *ArmState, st *ArmStatus, sp Spelling, fields 
 	}
 	if fields.Has(FieldTransform) {
 		dst = appendPartialTransform(stateKey(dst, open, `"transform":`), s.Transform)
+	}
+	if s.Ext != nil {
+		dst = s.Ext.appendMembers(dst, open)
 	}
 	if fields.Has(FieldControlMode) {
 		dst = appendKey(stateKey(dst, open, ""), sp.ControlMode)

@@ -17,6 +17,7 @@ var fuzzSeeds = []string{
 	`{"arm3":[{"device_id":"0\u00349D","configure":{"handedness":"left"}}]}`,
 	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 	`{"a":1e400,"b":-0.0,"c":"\ud800","d":[true,false,null]}`,
+	`{"inverse3":[{"device_id":"049D","effects":{"clear":true,"remove":["x"],"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":2000},{"id":"m","type":"field","jacobian":[[1,0,0],[0,1,0],[0,0,1]],"origin":{"x":0,"y":0,"z":0},"radius":0.1}]},"configure":{"navigation":{"mode":"bubble"}}}]}`,
 	`{"keep_alive":{},"inverse3":[{"device_id":"049D","commands":{"set_transform":{"position":{"x":1,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":1},"scale":{"x":2,"y":2,"z":2}},"set_gravity_compensation":true,"keep_alive":{}}}],"wireless_verse_grip":[{"device_id":"1","commands":{"keep_alive":true}}]}`,
 }
 

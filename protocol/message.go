@@ -96,6 +96,10 @@ type DeviceEntry struct {
 	// GravityCompensation is set_gravity_compensation: the device's
 	// gravity compensation enable.
 	GravityCompensation OptionalBool
+	// Effects is the device entry's "effects" declaration (effects.go),
+	// valid when HasEffects; its slices are reused by the next decode.
+	Effects    EffectsUpdate
+	HasEffects bool
 }
 
 // Profile names the application behind a session.
@@ -320,6 +324,7 @@ func (m *ClientMessage) nextDevice() *DeviceEntry {
 	e.Configure = e.Configure[:0]
 	e.Transform = TransformPatch{}
 	e.GravityCompensation = OptionalBool{}
+	e.HasEffects = false
 	return e
 }
 
@@ -391,6 +396,20 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 			if err := m.decodeConfigure(e, val, &c); err != nil {
 				m.fail(err)
 			}
+		case it.KeyIs("effects"):
+			if !val.Exists() {
+				continue
+			}
+			c := at.child("effects")
+			if e.Type != TypeArm {
+				w.add(CodeUnknownKey, &c, "effects need a force output: a %s has none, ignored", e.TypeKey)
+				continue
+			}
+			if err := decodeEffectsUpdate(val, &c, w, &e.Effects); err != nil {
+				m.fail(err)
+				continue
+			}
+			e.HasEffects = true
 		default:
 			w.unknownField(&at, &it)
 		}
@@ -571,7 +590,7 @@ func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent 
 	if !k.SessionScoped() { // only session-scoped keys travel in a WebSocket configure
 		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST /%s/%s/config/%s", k.Name(), e.TypeKey, e.DeviceID, k.Path())
 	}
-	if e.Type == TypeGrip && (k == KeyDamping || k == KeyForceGate) {
+	if !k.AppliesTo(e.Type) {
 		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())
 		return nil
 	}
@@ -632,6 +651,12 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 	case KeyForceGate:
 		v, err := decodeForceGate(val, at, w)
 		if o, ok := old.(ForceGate); ok && err == nil && o == v {
+			return old, nil
+		}
+		return v, err
+	case KeyNavigation:
+		v, err := decodeNavigation(val, at, w)
+		if o, ok := old.(Navigation); ok && err == nil && o == v {
 			return old, nil
 		}
 		return v, err

@@ -139,8 +139,8 @@ func TestDecodeClientMessage(t *testing.T) {
 		},
 		{
 			name:     "configure: unknown keys and filters are warnings",
-			msg:      `{"arm3":[{"device_id":"049D","configure":{"navigation":{},"filters":{"lowpass":{},"damping":{"scalar":1}}}}]}`,
-			warnings: []string{"unknown_key@arm3[0].configure.filters.lowpass", "unknown_key@arm3[0].configure.navigation"},
+			msg:      `{"arm3":[{"device_id":"049D","configure":{"teleport":{},"filters":{"lowpass":{},"damping":{"scalar":1}}}}]}`,
+			warnings: []string{"unknown_key@arm3[0].configure.filters.lowpass", "unknown_key@arm3[0].configure.teleport"},
 			check: func(t *testing.T, m *ClientMessage) {
 				if !reflect.DeepEqual(m.Devices[0].Configure, []Entry{DampingScalar(1)}) {
 					t.Fatalf("%#v", m.Devices[0].Configure)

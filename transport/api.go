@@ -465,6 +465,13 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				writeError(w, asError(err))
 				return
 			}
+			if nav, ok := e.(protocol.Navigation); ok {
+				// GET answers navigation's config, state and status
+				// together (MODULES 1.3). The state is null until the
+				// device renders navigation and reports it.
+				writeData(w, protocol.NavigationView{Config: nav}, nil)
+				return
+			}
 			writeData(w, e, nil)
 		case http.MethodPost:
 			body, perr := readBody(w, r)

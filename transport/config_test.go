@@ -25,6 +25,8 @@ var configCases = []configCase{
 	{"torque_scaling", `{"enabled":true}`, `{"enabled":false}`, `{"enabled":false}`, false},
 	{"gravity_compensation", `{"enabled":true,"scaling_factor":1}`, `{"enabled":false,"scaling_factor":0.5}`, `{"enabled":false,"scaling_factor":0.5}`, false},
 	{"home_return", `{"enabled":false}`, `{"enabled":true}`, `{"enabled":true}`, false},
+	{"passivity/force_clamp", `{"max_force":10}`, `{"max_force":6.5}`, `{"max_force":6.5}`, false},
+	{"passivity/force_slew_limit", `{"max_rate":5000}`, `{"max_rate":800}`, `{"max_rate":800}`, false},
 }
 
 func TestConfigRoutesRoundTrip(t *testing.T) {
@@ -190,6 +192,71 @@ func TestDeleteBasisFallsBackToSessionBasis(t *testing.T) {
 		t.Fatalf("DELETE answered %v, want the session's basis ZXY", r)
 	}
 	if r := ts.do("GET", url, ""); !jsonEqual(t, r.data(), `{"permutation":"ZXY"}`) {
+		t.Fatalf("GET after DELETE: %v", r)
+	}
+}
+
+// The navigation entry over both channels: GET answers config, state and
+// status; a WebSocket configure and a POST under a profile are stored and
+// come back after a restart; bad bodies change nothing; DELETE turns it
+// off.
+func TestNavigationEntryOverWebSocketAndHTTP(t *testing.T) {
+	const name = "co.example.nav:main"
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, dir: dir})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	url := ts.base + "/arm3/0/config/navigation?session=" + name
+	f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"` + name + `"}}},"arm3":[{"device_id":"` + id + `","configure":{"navigation":{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0.01,"z":0.15}},"max_speed":0.3}}}}]}`)
+	if f["errors"] != nil {
+		t.Fatalf("configure.navigation: %v", f["errors"])
+	}
+	r := ts.do(http.MethodGet, url, "")
+	if r.status != 200 || path(r.env, "data", "status", "mode") != "bubble" || num(path(r.env, "data", "config", "bubble", "max_speed")) != 0.3 ||
+		num(path(r.env, "data", "config", "bubble", "center", "position", "z")) != 0.15 {
+		t.Fatalf("GET after configure: %v", r)
+	}
+	// A bad body is refused with its path and changes nothing.
+	for _, bad := range []struct{ body, code, path string }{
+		{`{"mode":"teleport"}`, "invalid_value", "mode"},
+		{`{"bubble":{"max_speed":50}}`, "out_of_range", "bubble.max_speed"},
+		{`{"bubble":{"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":0}}}}`, "invalid_value", "bubble.shape.primitive"},
+	} {
+		r = ts.do(http.MethodPost, url, bad.body)
+		if r.status != 400 || r.env["code"] != bad.code || r.env["path"] != bad.path {
+			t.Fatalf("POST %s: %v, want %s at %s", bad.body, r, bad.code, bad.path)
+		}
+	}
+	bad := c.roundTrip(`{"arm3":[{"device_id":"` + id + `","configure":{"navigation":{"bubble":{"speed_gain":-1}}}}]}`)
+	if errs, _ := bad["errors"].([]any); len(errs) != 1 || path(bad, "errors", 0, "path") != "arm3[0].configure.navigation.bubble.speed_gain" {
+		t.Fatalf("WebSocket bad navigation: %v", bad["errors"])
+	}
+	r = ts.do(http.MethodPost, url, `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0.01,"z":0.15}},"max_speed":0.3,"wall_stiffness":1200}}`)
+	if r.status != 200 || num(path(r.env, "data", "bubble", "wall_stiffness")) != 1200 {
+		t.Fatalf("POST: %v", r)
+	}
+	// A grip has no navigation: a warning, not an error.
+	g := c.roundTrip(`{"grip":[{"device_id":"` + ts.gripIDs[0] + `","configure":{"navigation":{"mode":"bubble"}}}]}`)
+	if g["errors"] != nil || path(g, "warnings", 0, "code") != "unknown_key" {
+		t.Fatalf("grip navigation: %v %v", g["errors"], g["warnings"])
+	}
+	_ = c.conn.Close()
+	ts.stop()
+
+	ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+	c2 := ts2.dial(t, ts2.wsURL())
+	c2.expect()
+	f = c2.roundTrip(`{"session":{"configure":{"profile":{"name":"` + name + `"}},"force_render_full_state":{}}}`)
+	nav := path(f, "arm3", 0, "config", "navigation")
+	if path(f, "arm3", 0, "config", "navigation", "mode") != "bubble" || num(path(f, "arm3", 0, "config", "navigation", "bubble", "wall_stiffness")) != 1200 {
+		t.Fatalf("navigation after restart: %v", nav)
+	}
+	url2 := ts2.base + "/arm3/0/config/navigation?session=" + name
+	if r = ts2.do(http.MethodDelete, url2, ""); r.status != 200 || path(r.env, "data", "mode") != "off" {
+		t.Fatalf("DELETE: %v", r)
+	}
+	if r = ts2.do(http.MethodGet, url2, ""); path(r.env, "data", "status", "mode") != "off" || path(r.env, "data", "state") != nil {
 		t.Fatalf("GET after DELETE: %v", r)
 	}
 }

@@ -112,11 +112,28 @@ func (c panicOn) Decode(data []byte, types *protocol.TypeTable, dst *protocol.Cl
 	return c.Codec.Decode(data, types, dst)
 }
 
-// A session whose codec panics is closed with 1011 over a real socket; its
-// arm's force drops to zero as another client sees it; it leaves
-// GET /sessions; the service keeps serving.
-func TestSessionWhoseCodecPanicsIsClosedWith1011(t *testing.T) {
-	ts := startService(t, serviceConfig{arms: 1, wrapCodec: func(c actors.Codec) actors.Codec { return panicOn{c, "boom"} }})
+// A session that panics is closed with 1011 over a real socket, whichever
+// part panicked: its codec, on the connection's reader, or its actor, on
+// a message that changes the session. Its arm's force drops to zero as
+// another client sees it; it leaves GET /sessions; the service keeps
+// serving.
+func TestSessionThatPanicsIsClosedWith1011(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  serviceConfig
+		msg  string
+	}{
+		{"codec", serviceConfig{arms: 1, wrapCodec: func(c actors.Codec) actors.Codec { return panicOn{c, "boom"} }}, `{"boom":true}`},
+		// Only the message that picks a profile reaches the session actor.
+		{"session actor", serviceConfig{arms: 1, sessionHook: func(*actors.Session) { panic("test hook: session actor") }},
+			`{"session":{"configure":{"profile":{"name":"boom"}}}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) { sessionPanicClosesWith1011(t, c.cfg, c.msg) })
+	}
+}
+
+func sessionPanicClosesWith1011(t *testing.T, cfg serviceConfig, boom string) {
+	ts := startService(t, cfg)
 	arm := ts.armIDs[0]
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
@@ -135,12 +152,12 @@ func TestSessionWhoseCodecPanicsIsClosedWith1011(t *testing.T) {
 		return nil
 	})
 
-	c.send(`{"boom":true}`)
+	c.send(boom)
 	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, _, err := c.conn.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
-		t.Fatalf("after the codec panicked the client read %v, want close 1011", err)
+		t.Fatalf("after the session panicked the client read %v, want close 1011", err)
 	}
 	checkFor(t, 5*time.Second, func() error {
 		if z := force(); z != 0 {

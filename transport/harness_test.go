@@ -57,6 +57,7 @@ type serviceConfig struct {
 	// Failure injection (zero: none).
 	wrapStore      func(actors.Store) actors.Store
 	deviceHook     func(*actors.Device)
+	sessionHook    func(*actors.Session)
 	requestTimeout time.Duration
 	wrapCodec      func(actors.Codec) actors.Codec
 	recordDir      string // where POST /recordings writes
@@ -91,7 +92,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	}
 	goroutinesBefore := runtime.NumGoroutine()
 	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
-		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, RequestTimeout: cfg.requestTimeout})
+		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, SessionHook: cfg.sessionHook, RequestTimeout: cfg.requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ func TestLegacyRoutesMirror3x(t *testing.T) {
 		"handedness": `"left"`, "torque_scaling": `{"enabled":false}`, "gravity_compensation": `{"enabled":true,"scaling_factor":0.5}`,
 		"home_return": `{"enabled":true}`, "devices/force_scale": `{"value":0.5}`, "system/serial_enable": `{"value":false}`,
 		"features/grip_hook/enabled": `{"value":true}`, "features/screensaver/enabled": `{"value":true}`,
+		"navigation": `{"mode":"bubble"}`, "passivity/force_clamp": `{"max_force":8}`, "passivity/force_slew_limit": `{"max_rate":2000}`,
 	}
 	walked := 0
 	for _, rt := range a.routes() {

@@ -384,6 +384,12 @@ func (a *api) describeRoutes(rs []route) {
 		for _, key := range types.Keys(t) {
 			for _, k := range protocol.Keys() {
 				describe(rs, "/"+key+"/:id/config/"+k.Path(), configDoc(key, k))
+				if g, ok := configGetDoc(key, k); ok {
+					describeMethod(rs, http.MethodGet, "/"+key+"/:id/config/"+k.Path(), g)
+				}
+			}
+			if t == protocol.TypeArm {
+				describe(rs, "/"+key+"/:id/effects", effectsDoc(key))
 			}
 		}
 	}
@@ -420,6 +426,24 @@ func configDoc(name string, k protocol.Key) routeDoc {
 	return d
 }
 
+// configGetDoc documents GET of an entry whose answer is not the entry
+// itself: navigation answers its config, state and status together (POST
+// and DELETE echo the entry as usual).
+func configGetDoc(name string, k protocol.Key) (routeDoc, bool) {
+	if k != protocol.KeyNavigation {
+		return routeDoc{}, false
+	}
+	d := configDoc(name, k)
+	d.answer = schema.NavigationView
+	d.summary = "navigation of " + name + " {id}: config, state and status"
+	return d, true
+}
+
+// effectsDoc documents GET of the effects an arm renders.
+func effectsDoc(name string) routeDoc {
+	return routeDoc{summary: "The effects " + name + " {id} renders: the declaring session's, as declared, with the time each has left", answer: schema.EffectsInForce}
+}
+
 // familyRoutes are the config routes under the family selectors (*inverse,
 // *verse_grip), for the OpenAPI document only: httprouter cannot register
 // them (a leading '*' is a catch-all), notFound serves them.
@@ -429,7 +453,11 @@ func (a *api) familyRoutes() []route {
 		for _, k := range protocol.Keys() {
 			d := configDoc(protocol.FamilySelector(t), k)
 			for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-				rs = append(rs, route{method: m, path: "/" + protocol.FamilySelector(t) + "/:id/config/" + k.Path(), doc: &d})
+				doc := &d
+				if g, ok := configGetDoc(protocol.FamilySelector(t), k); ok && m == http.MethodGet {
+					doc = &g
+				}
+				rs = append(rs, route{method: m, path: "/" + protocol.FamilySelector(t) + "/:id/config/" + k.Path(), doc: doc})
 			}
 		}
 	}

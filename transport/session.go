@@ -38,7 +38,7 @@ const (
 	// poolSize message buffers are kept per connection. A message is
 	// processed on the reader's goroutine, which also writes its frame, so
 	// one buffer circulates even when a client sends maxInFlight messages
-	// ahead; the spare slots cover a Stop processed on another goroutine.
+	// ahead.
 	poolSize = 8
 	// maxKeptMessageBytes is the largest message buffer kept for reuse. A
 	// client's message may be up to maxMessageBytes; keeping the buffer
@@ -177,13 +177,14 @@ func (c *wsConn) serve(sess *actors.Session) {
 // own goroutine (serve, started by the HTTP handler, which returns). There
 // is no writer goroutine, unlike the events socket: a client's message is
 // processed on the reader's goroutine (actors.Session.Deliver) and its frame
-// written there too (the listeners' watchdog bounds the write). A lock-step
-// client's frame answers
-// the message just read, so a writer goroutine would only add a goroutine
-// hand-off per tick (measured: p50 54 → 29-47 µs round trip between two
-// processes without it). Writes are serialised by wmu (a Stop processed on
-// another goroutine may write the last frames); no other lock is held
-// across I/O.
+// written there too (the listeners' watchdog bounds the write); only the
+// inventory is written before, by the HTTP handler, before the reader
+// starts. A lock-step client's frame answers the message just read, so a
+// writer goroutine would only add a goroutine hand-off per tick (measured:
+// p50 54 → 29-47 µs round trip between two processes without it). So
+// frames and the close frame are written by one goroutine at a time (the
+// handler, then the reader); wmu, uncontended, keeps the write state
+// consistent should that change. No other lock is held across I/O.
 type wsConn struct {
 	ws        *websocket.Conn
 	h         *sessionHandler

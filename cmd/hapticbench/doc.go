@@ -7,6 +7,9 @@
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
 //	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
 //	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--pairs N] [--hapticd PATH]
+//	hapticbench zwidth [--paths ABC] [--hand off|on|both] [--client-hz 60,90,200]
+//	                 [--effect-hz 1000,4000] [--delay-frames N] [--push N]
+//	                 [--realtime | --target URL] [--plot FILE.svg] [--json FILE]
 //
 // run starts hapticd (the binary next to hapticbench, else on $PATH, else
 // built with `go build`), drives M lock-step controlling sessions and K
@@ -23,6 +26,14 @@
 // printing round trip and rate side by side with gateway/direct ratios, and
 // the gateway's state age (how old the node's state was when the gateway's
 // loop took it, from the gateway's GET /stats).
+//
+// zwidth finds the stiffest stable wall for a client streaming a penalty
+// wall's force (A), the wall declared as an effect and rendered by the
+// loop (B), and A with the passivity controller (C), and prints each
+// beside its theoretical bound (docs/effects.md, "Measuring stiffness").
+// By default it runs `hapticd zwidth`, a deterministic simulation; with
+// --realtime or --target it drives rows A and B through a service's
+// WebSocket.
 //
 // arms finds the largest number of simulated arms the service steps at the
 // loop rate with under 1 % overrun ticks, beside the bare loop's.

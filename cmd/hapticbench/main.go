@@ -40,6 +40,7 @@ const usageText = `usage:
   hapticbench device [flags] time the service's hardware loop from the arm's side, beside a bare host loop
   hapticbench lease [flags]  measure how soon a stalled client's force is at zero, over many stalls
   hapticbench lab [flags]    lock-step through a gateway (--role gateway) against the node directly, in one run
+  hapticbench zwidth [flags] the stiffest stable wall: a client's, the loop's effect, with passivity (virtual time, or --target)
 run "hapticbench COMMAND -h" for a command's flags`
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,6 +59,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = leaseCommand(ctx, args[1:], stdout, stderr)
 	case "lab":
 		err = labCommand(ctx, args[1:], stdout, stderr)
+	case "zwidth":
+		err = zwidthCommand(ctx, args[1:], stdout, stderr)
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -257,6 +260,33 @@ func labCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.Warmup, "warmup", time.Second, "time run before measuring each path")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of both processes")
 	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Lab(ctx, o) })
+}
+
+func zwidthCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hapticbench zwidth", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.ZwidthOptions
+	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary whose `zwidth` subcommand runs the virtual mode (default: next to hapticbench, then $PATH, else go build)")
+	fs.BoolVar(&o.Realtime, "realtime", false, "measure rows A and B in real time through the WebSocket (B declares the wall as an effect) against --target, or hapticds started with one simulated arm, instead of the deterministic virtual-time mode")
+	fs.StringVar(&o.Target, "target", "", "a running hapticd (ws://127.0.0.1:10001/) to measure in real time (implies --realtime)")
+	fs.Float64Var(&o.DelayFrames, "delay-frames", 1, "client delay in its own frames, from reading a state to its force reaching the loop (an engine reads at a frame's start and sends at its end: 1)")
+	fs.Float64Var(&o.PushN, "push", 0.5, "the user's steady push into the wall, N")
+	fs.StringVar(&o.ClientHz, "client-hz", "60,90,200", "client frame rates of rows A and C, Hz")
+	fs.StringVar(&o.EffectHz, "effect-hz", "1000,4000", "loop rates of rows B, Hz")
+	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "the loop's rate under rows A and C, Hz")
+	fs.StringVar(&o.Paths, "paths", "ABC", "rows to run: any of A (client), B (effect), C (client with passivity)")
+	fs.StringVar(&o.Hand, "hand", "both", "rows without the hand model (off), with it (on), or both")
+	plot := fs.String("plot", "", "also write an SVG plot of the limits beside the bounds to this file")
+	var rep bench.ZwidthReport
+	err := reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) {
+		var err error
+		rep, err = bench.Zwidth(ctx, o)
+		return rep, err
+	})
+	if err != nil || *plot == "" {
+		return err
+	}
+	return writeFile(*plot, rep.WriteSVG)
 }
 
 // report is what a command prints: a table, and JSON with --json.

@@ -29,6 +29,7 @@ func commandTable() []command {
 		{"deprecations", "print the migration report of a running service", func(a []string) error { return runDeprecations(a, os.Stdout) }},
 		{"docs", "print the deprecation and event tables of docs/clients.md and docs/events.md, generated from the protocol tables", func(a []string) error { return runDocs(a, os.Stdout) }},
 		{"baseline-arms", "step simulated arms with no service around them (a bench baseline)", runBaselineArms},
+		{"zwidth", "find the stiffest stable wall per path and rate in virtual time, as JSON (hapticbench zwidth tabulates it)", runZwidth},
 		{"baseline-device", "drive an arm from a bare paced loop, no service (a bench baseline)", func(a []string) error { return runBaselineDevice(a, os.Stdin) }},
 		{"device-standin", "an emulated arm on a pseudo-terminal that times the host's loop from the device side", func(a []string) error { return runDeviceStandin(a, os.Stdin, os.Stdout) }},
 		{"replay", "serve a recording's arms and grips as virtual devices (FILE, --speed), or --drive a service with its sessions and compare the frames", runReplay},

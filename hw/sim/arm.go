@@ -128,6 +128,11 @@ type ArmCore struct {
 	// A random walk's state, read every step of MotionRandom.
 	rng  splitMix
 	walk smoothWalk
+	// ext holds the physics of an arm built with other than
+	// DefaultPhysics, and its hand model; nil for the default arm, whose
+	// constants the step derives from stepS, so thousands of default arms
+	// carry one pointer each rather than a copy of the constants.
+	ext *armExt
 }
 
 var (
@@ -137,10 +142,30 @@ var (
 
 // NewArm returns a simulated arm resting at the workspace centre, with the
 // default settings (right-handed, torque scaling on, gravity compensation on
-// at scale 1: the compensation itself is the host loop's job, see doc.go).
-func NewArm(o ArmOptions) *Arm {
+// at scale 1: the compensation itself is the host loop's job, see doc.go)
+// and DefaultPhysics.
+func NewArm(o ArmOptions) *Arm { return newArm(o, DefaultPhysics()) }
+
+// NewArmWithPhysics is NewArm with the mechanical constants p (start from
+// DefaultPhysics or Inverse3Physics). It refuses invalid constants with
+// the reason (Physics.Validate).
+func NewArmWithPhysics(o ArmOptions, p Physics) (*Arm, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return newArm(o, p), nil
+}
+
+func newArm(o ArmOptions, p Physics) *Arm {
 	period := validPeriod(o.PeriodS)
-	n := int(math.Ceil(period/maxSubstepS - 1e-9))
+	sub := p.MaxSubstepS
+	if sub == 0 {
+		sub = maxSubstepS
+		if p.Hand.Model {
+			sub = handSubstepS
+		}
+	}
+	n := int(math.Ceil(period/sub - 1e-9))
 	if n < 1 {
 		n = 1
 	}
@@ -154,7 +179,7 @@ func NewArm(o ArmOptions) *Arm {
 			Simulated:               true,
 			MaxForceN:               spec.MaxForceN,
 			WorkspaceCenterM:        spec.WorkspaceCenterM,
-			EffectiveMassKg:         EffectiveMassKg,
+			EffectiveMassKg:         p.MassKg,
 			HostGravityCompensation: true,
 		},
 		periodS: period,
@@ -171,6 +196,9 @@ func NewArm(o ArmOptions) *Arm {
 			radiusM:   spec.WorkspaceRadiusM,
 			maxForceN: spec.MaxForceN,
 		},
+	}
+	if p != DefaultPhysics() {
+		a.own.ext = newArmExt(p, period/float64(n), a.own.pos)
 	}
 	a.c = &a.own
 	if o.Motion == MotionRandom {
@@ -291,12 +319,16 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 	fixedN = fixedN.ClampNorm(c.maxForceN)
 
 	pos, vel, force := c.pos, c.vel, c.forceN
+	if c.hasHand() {
+		c.reported = false // the hand may move while the handle sticks: always report
+	}
+	k := c.coefficients()
 	for i := 0; i < c.substeps; i++ {
 		actN := fixedN
 		if servo {
-			actN = c.servoForce(targetM)
+			actN = c.servoForce(targetM, k.massKg)
 		}
-		c.step(actN)
+		c.step(actN, &k)
 	}
 	if c.reported && c.pos == pos && c.vel == vel && c.forceN == force {
 		return false, nil
@@ -306,8 +338,14 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 }
 
 // Position, Velocity and Force are the state after the last step: the
-// end effector's position (m), velocity (m/s) and the actuator force (N).
-func (c *ArmCore) Position() hw.Vec3 { return c.pos }
+// end effector's position (m) as the encoder reads it (quantized to
+// Physics.EncoderStepM), velocity (m/s) and the actuator force (N).
+func (c *ArmCore) Position() hw.Vec3 {
+	if c.ext == nil {
+		return c.pos
+	}
+	return quantize(c.pos, c.ext.encoderM)
+}
 
 // Velocity is the end effector's velocity after the last step, m/s.
 func (c *ArmCore) Velocity() hw.Vec3 { return c.vel }
@@ -320,8 +358,9 @@ func (c *ArmCore) Force() hw.Vec3 { return c.forceN }
 // changes nothing again under the same command.
 func (a *Arm) TimeInvariant() bool { return a.c.TimeInvariant() }
 
-// TimeInvariant is Arm.TimeInvariant.
-func (c *ArmCore) TimeInvariant() bool { return c.motion == MotionNone }
+// TimeInvariant is Arm.TimeInvariant. A hand model is never
+// time-invariant: its mass may move while static friction holds the handle.
+func (c *ArmCore) TimeInvariant() bool { return c.motion == MotionNone && !c.hasHand() }
 
 // DeriveState completes a state ExchangeCore filled: joint angles by
 // inverse kinematics, joint speeds by J⁻¹·v and the body turned by the base
@@ -381,39 +420,61 @@ func (c *ArmCore) torqueForce(tNmm hw.Angles3) hw.Vec3 {
 // weight as feed-forward so the servo settles on the target instead of
 // below it. The velocity loop approaches the capped desired speed from
 // below, so the cursor does not exceed the cap on its own.
-func (c *ArmCore) servoForce(targetM hw.Vec3) hw.Vec3 {
+func (c *ArmCore) servoForce(targetM hw.Vec3, massKg float64) hw.Vec3 {
 	want := targetM.Sub(c.pos).Scale(servoGainPerS).ClampNorm(MaxServoSpeedMps)
 	f := want.Sub(c.vel).Scale(servoNspm)
-	f.Z += EffectiveMassKg * GravityMps2
+	f.Z += massKg * GravityMps2
 	return f.ClampNorm(c.maxForceN)
 }
 
-// step advances the physics by one sub-step with semi-implicit Euler:
-// velocity first from all forces, then Coulomb friction as a velocity
-// reduction that may stop the cursor (so a small net force leaves a resting
-// cursor put), then position from the new velocity.
-func (c *ArmCore) step(actN hw.Vec3) {
+// step advances the physics by one sub-step h. Every force but Coulomb
+// friction is held over the sub-step and the arm's mass and viscous damping
+// are integrated exactly under it (armParams); Coulomb friction then
+// reduces the velocity and may stop the cursor (so a small net force leaves
+// a resting cursor put), and the hand model, if any, takes a semi-implicit
+// Euler step under the opposite of its grip force.
+func (c *ArmCore) step(actN hw.Vec3, p *armParams) {
 	h := c.stepS
-	f := actN
-	f.Z -= EffectiveMassKg * GravityMps2
-	f = f.Sub(c.vel.Scale(viscousNspm))
+	f := actN.Add(p.pushN)
+	f.Z -= p.massKg * GravityMps2
 	f = f.Add(c.boundaryForce())
-	f = f.Add(c.handForce())
-
-	v := c.vel.Add(f.Scale(h / EffectiveMassKg))
-	friction := kineticN
-	if c.vel.Dot(c.vel) < restSpeedMps*restSpeedMps {
-		friction = staticN
-	}
-	dv := friction * h / EffectiveMassKg
-	if speed := v.Norm(); speed <= dv {
-		v = hw.Vec3{}
+	var grip hw.Vec3
+	hand := c.hand()
+	if hand != nil {
+		grip = hand.gripForce(c.pos, c.vel)
+		f = f.Add(grip)
 	} else {
-		v = v.Scale(1 - dv/speed)
+		f = f.Add(c.motionForce(c.pos, c.vel))
+	}
+
+	v := c.vel.Scale(p.alpha).Add(f.Scale(p.beta))
+	dx := c.vel.Scale(p.gamma).Add(f.Scale(p.delta))
+	friction := p.kineticN
+	if c.vel.Dot(c.vel) < restSpeedMps*restSpeedMps {
+		friction = p.staticN
+	}
+	dv := friction * p.beta
+	if speed := v.Norm(); speed <= dv {
+		// Friction stops the cursor within the sub-step: it moved about
+		// half as far as it would have unhindered (none from rest).
+		v = hw.Vec3{}
+		dx = dx.Scale(0.5)
+		if c.vel == (hw.Vec3{}) {
+			dx = hw.Vec3{}
+		}
+	} else {
+		u := v.Scale(1 / speed)
+		v = v.Sub(u.Scale(dv))
+		dx = dx.Sub(u.Scale(friction * p.delta))
 	}
 	c.vel = v
-	c.pos = c.pos.Add(v.Scale(h))
+	c.pos = c.pos.Add(dx)
 	c.endStop()
+	if s := hand; s != nil {
+		fh := s.pushN.Sub(grip).Add(c.motionForce(s.pos, s.vel))
+		s.vel = s.vel.Add(fh.Scale(h / s.massKg))
+		s.pos = s.pos.Add(s.vel.Scale(h))
+	}
 	c.tS += h
 	c.forceN = actN
 }
@@ -451,9 +512,10 @@ func (c *ArmCore) endStop() {
 	}
 }
 
-// handForce is the scripted user's hand: a spring-damper pulling the handle
+// motionForce is the scripted user's hand: a spring-damper pulling what
+// it holds (at pos, moving at vel: the handle, or the hand model's mass)
 // toward a moving target.
-func (c *ArmCore) handForce() hw.Vec3 {
+func (c *ArmCore) motionForce(pos, vel hw.Vec3) hw.Vec3 {
 	var target, targetV hw.Vec3
 	ctr := c.centerM
 	switch c.motion {
@@ -473,13 +535,13 @@ func (c *ArmCore) handForce() hw.Vec3 {
 	default:
 		return hw.Vec3{}
 	}
-	return target.Sub(c.pos).Scale(handNpm).Add(targetV.Sub(c.vel).Scale(handNspm))
+	return target.Sub(pos).Scale(handNpm).Add(targetV.Sub(vel).Scale(handNspm))
 }
 
 // Fill writes the state the physics keeps (position, velocity, force,
 // status) and nothing else; DeriveArmState adds what is computed from it.
 func (c *ArmCore) Fill(st *hw.State) {
-	st.PositionM, st.VelocityMps, st.ForceN = c.pos, c.vel, c.forceN
+	st.PositionM, st.VelocityMps, st.ForceN = c.Position(), c.vel, c.forceN
 	st.Status = hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply
 }
 

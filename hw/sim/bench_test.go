@@ -36,8 +36,9 @@ func BenchmarkArmExchange(b *testing.B) {
 func BenchmarkArmStepBaseline(b *testing.B) {
 	a := NewArm(ArmOptions{PeriodS: 0.001})
 	f := hw.Vec3{Z: 2}
+	k := a.c.coefficients()
 	for b.Loop() {
-		a.c.step(f)
+		a.c.step(f, &k)
 	}
 }
 

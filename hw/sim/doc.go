@@ -6,10 +6,15 @@
 //
 // # The arm
 //
-// The end effector is a point mass of EffectiveMassKg in the device frame
-// (Z up, +X right, +Y forward; SI units), integrated with semi-implicit
-// Euler at the fixed step ArmOptions.PeriodS, sub-stepped to at most 1 ms
-// so it stays stable at any loop rate. Forces on it:
+// The end effector is a point mass (Physics.MassKg, by default
+// EffectiveMassKg) in the device frame (Z up, +X right, +Y forward; SI
+// units), stepped at the fixed step ArmOptions.PeriodS, sub-stepped to at
+// most Physics.MaxSubstepS (1 ms by default). Within a sub-step every force
+// is held and the mass and viscous damping are integrated exactly, so a
+// force the loop holds for a period acts on the arm as a zero-order hold
+// acts on a real one (the plant of Colgate and Brown's 2b/T bound), at any
+// loop rate. Physics documents every constant and its source; NewArm uses
+// DefaultPhysics and NewArmWithPhysics takes others. Forces on it:
 //
 //   - the actuator, per Command.Mode: ModeForce applies ForceN; ModePosition
 //     is a servo toward PositionM whose speed is capped at MaxServoSpeedMps;
@@ -19,13 +24,20 @@
 //     clamped to MaxForceN inside the driver whatever the caller did, and
 //     State.ForceN reports it after the clamp;
 //   - gravity, EffectiveMassKg·GravityMps2 downwards, always;
-//   - viscous friction, plus a small Coulomb friction that keeps a resting
-//     cursor put under a small net force;
+//   - viscous damping b (Physics.DampingNspm), plus Coulomb friction
+//     (static and kinetic) that keeps a resting cursor put under a small
+//     net force;
 //   - a soft boundary: a stiff spring and damper that push the cursor back
 //     inside the sphere of WorkspaceRadiusM around Info.WorkspaceCenterM,
 //     backed by a hard end stop EndStopMarginM further out;
 //   - the scripted hand (ArmOptions.Motion): a spring-damper pulling the
-//     handle toward a moving target, as a user's hand would.
+//     handle toward a moving target, as a user's hand would;
+//   - the user's hand (Physics.Hand): a steady push, on the handle or,
+//     with the hand model on, on a hand mass held to the handle by a
+//     spring and damper (the scripted motion then moves the hand).
+//
+// The encoder quantizes the reported position to Physics.EncoderStepM;
+// the physics keeps the exact one.
 //
 // # Gravity compensation
 //

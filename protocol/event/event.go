@@ -47,6 +47,9 @@ const (
 	NameControlLeaseExpired = "control-lease-expired"
 	NameControlRateWarning  = "control-rate-warning"
 	NameEventsDropped       = "events-dropped"
+	NameEffectRefused       = "effect-refused"
+	NameEffectExpired       = "effect-expired"
+	NamePassivityActive     = "passivity-active"
 )
 
 // Categories.
@@ -119,6 +122,15 @@ var kinds = [...]Kind{
 	{NameEventsDropped, CategorySystem, LevelWarning,
 		[]string{"missed"},
 		"this subscriber fell behind and missed events (its own stream only; not in the ring)"},
+	{NameEffectRefused, CategoryDevice, LevelWarning,
+		[]string{"device_type", "device_id", "session_id", "effect_id", "code", "reason"},
+		"a device refused a session's effect declaration (code: the error code the session got, e.g. device_busy or too_many_effects); nothing of it applied"},
+	{NameEffectExpired, CategoryDevice, LevelInfo,
+		[]string{"device_type", "device_id", "session_id", "effect_id"},
+		"an effect's ttl_ms ran out (or a vibration's duration_ms); its force faded out and it was removed"},
+	{NamePassivityActive, CategoryDevice, LevelWarning,
+		[]string{"device_type", "device_id", "session_id", "duration_ms", "added_damping"},
+		"the passivity controller added damping to a device's output for longer than a second (the rendering generates energy: lower a stiffness or raise the loop rate); at most one per episode"},
 }
 
 // Kinds returns the table of every event, in documentation order. The
@@ -329,6 +341,48 @@ func ControlRateWarning(deviceType, deviceID string, periodUsP99, targetUs float
 	}{deviceType, deviceID, periodUsP99, targetUs, suppressed},
 		fmt.Sprintf("the control loop of %s %s runs late: p99 period %.0f µs against a %.0f µs target (the machine is overloaded)%s",
 			deviceType, deviceID, periodUsP99, targetUs, more))
+}
+
+// EffectRefused reports an effect declaration a device refused; effectID
+// is the first effect of the declaration it names ("" when it names none),
+// code the error code the session got.
+func EffectRefused(deviceType, deviceID string, sessionID uint64, effectID, code, reason string) Event {
+	return build(NameEffectRefused, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+		Effect  string `json:"effect_id"`
+		Code    string `json:"code"`
+		Reason  string `json:"reason"`
+	}{deviceType, deviceID, sessionID, effectID, code, reason},
+		fmt.Sprintf("%s %s refused effects of session %d (%s): %s", deviceType, deviceID, sessionID, code, reason))
+}
+
+// EffectExpired reports an effect whose time to live ran out.
+func EffectExpired(deviceType, deviceID string, sessionID uint64, effectID string) Event {
+	return build(NameEffectExpired, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+		Effect  string `json:"effect_id"`
+	}{deviceType, deviceID, sessionID, effectID},
+		fmt.Sprintf("effect %q of session %d on %s %s expired and faded out", effectID, sessionID, deviceType, deviceID))
+}
+
+// PassivityActive reports a passivity controller that has been adding
+// damping for durationMs (over a second); addedDamping is the damping it
+// adds now, N·s/m. sessionID is the controlling session, 0 for none.
+func PassivityActive(deviceType, deviceID string, sessionID uint64, durationMs, addedDamping float64) Event {
+	durationMs, addedDamping = finite(durationMs), finite(addedDamping)
+	return build(NamePassivityActive, struct {
+		Type     string  `json:"device_type"`
+		ID       string  `json:"device_id"`
+		Session  uint64  `json:"session_id"`
+		Duration float64 `json:"duration_ms"`
+		Damping  float64 `json:"added_damping"`
+	}{deviceType, deviceID, sessionID, durationMs, addedDamping},
+		fmt.Sprintf("the passivity controller of %s %s has added damping for %.0f ms (%.2f N·s/m now): the rendering generates energy; lower a stiffness or raise the loop rate",
+			deviceType, deviceID, durationMs, addedDamping))
 }
 
 // EventsDropped tells one subscriber it fell behind and missed events. The

@@ -39,6 +39,11 @@ var constructors = map[string]func() event.Event{
 		return event.ControlRateWarning("arm3", "049D", 1350.5, 1000, 0)
 	},
 	event.NameEventsDropped: func() event.Event { return event.EventsDropped(42) },
+	event.NameEffectRefused: func() event.Event {
+		return event.EffectRefused("inverse3", "049D", 3, "wall1", "too_many_effects", "an arm holds at most 16 effects")
+	},
+	event.NameEffectExpired:   func() event.Event { return event.EffectExpired("inverse3", "049D", 3, "buzz") },
+	event.NamePassivityActive: func() event.Event { return event.PassivityActive("inverse3", "049D", 3, 1200, 2.5) },
 }
 
 // dataKeys returns the keys of a JSON object in the order they appear.

@@ -60,6 +60,7 @@ func New(o Options) *Set {
 	s := &Set{}
 	defineValues(s)
 	defineErrors(s)
+	defineEffects(s)
 	defineEntries(s)
 	defineSettings(s)
 	defineDeprecatedBodies(s)

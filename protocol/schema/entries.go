@@ -144,6 +144,7 @@ func defineEntries(s *Set) {
 			"enabled": boolean(), "scaling_factor": numberIn(0, protocol.GravityScaleMax)}, "enabled", "scaling_factor"),
 		protocol.KeyHomeReturn: open(Schema{"enabled": boolean()}, "enabled"),
 	}
+	extraEntries(out, in)
 	for _, k := range protocol.Keys() {
 		scope := "device-global, HTTP only"
 		if k.SessionScoped() {

@@ -14,8 +14,12 @@ func EventName(name string) string { return "event." + name }
 // TestEveryEventFieldHasAType.
 func eventField(name string, o *Options) (Schema, bool) {
 	switch name {
-	case "route", "replacement", "remote", "command", "reason", "received_data":
+	case "route", "replacement", "remote", "command", "reason", "received_data", "code":
 		return str(), true
+	case "effect_id":
+		return Schema{"type": "string", "maxLength": 64}, true
+	case "duration_ms", "added_damping":
+		return Schema{"type": "number", "minimum": 0}, true
 	case "device_id":
 		return Schema{"type": "string", "minLength": 1}, true
 	case "api_version":

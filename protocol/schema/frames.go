@@ -49,8 +49,8 @@ func defineFrames(s *Set, o *Options) {
 		"calibration_state": Schema{"type": "integer", "enum": []int{protocol.CalibrationNone, protocol.CalibrationInProgress, protocol.CalibrationDone},
 			"description": "0 not calibrated, 1 calibrating, 2 calibrated (2 or more means calibrated, as clients read it)"},
 	}
-	s.Define("arm-state", allRequired(armState))
-	s.Define("arm-state.subset", closed(armState))
+	s.Define("arm-state", withArmStateExtensions(allRequired(armState)))
+	s.Define("arm-state.subset", withArmStateExtensions(closed(armState)))
 	s.Define("arm-status", allRequired(Schema{
 		"calibrated": boolean(), "in_use": boolean(), "ready": boolean(), "started": boolean(), "power_supply": boolean(),
 	}))
@@ -123,6 +123,7 @@ func defineFrames(s *Set, o *Options) {
 				"damping":    Ref(EntryName(protocol.KeyDamping)),
 				"force_gate": Ref(EntryName(protocol.KeyForceGate)),
 			})
+			conf["navigation"] = Ref(EntryName(protocol.KeyNavigation))
 		}
 		s.Define("config."+c.Key, closed(conf, without(sortedKeys(conf), optional)...))
 		for _, withConfig := range []string{"required", "optional", "absent", "subset"} {

@@ -43,7 +43,7 @@ func defineMessage(s *Set, o *Options) {
 			switch {
 			case !k.SessionScoped():
 				conf[k.Name()] = Schema{"not": Schema{}, "description": k.Name() + " is HTTP-only (error http_only_key): use POST /{type}/{id}/config/" + k.Path()}
-			case dt == protocol.TypeGrip && (k == protocol.KeyDamping || k == protocol.KeyForceGate):
+			case !k.AppliesTo(dt):
 				conf[k.Name()] = Schema{"description": k.Name() + " has no effect on a grip: ignored with a warning"}
 			default:
 				conf[k.Name()] = orNull(Ref(EntryName(k) + ".input"))
@@ -64,11 +64,17 @@ func defineMessage(s *Set, o *Options) {
 		}
 		s.Define("configure."+slug, c)
 
-		s.Define("device-entry."+slug, open(Schema{
+		entry := Schema{
 			"device_id": Schema{"type": "string", "minLength": 1},
 			"commands":  orNull(Ref("commands." + slug)),
 			"configure": orNull(Ref("configure." + slug)),
-		}, "device_id"))
+		}
+		if dt == protocol.TypeArm {
+			entry["effects"] = orNull(Ref(EffectsUpdateInput))
+		} else {
+			entry["effects"] = Schema{"description": "a grip has no force output: effects are ignored with a warning"}
+		}
+		s.Define("device-entry."+slug, open(entry, "device_id"))
 	}
 
 	basis := Ref(EntryName(protocol.KeyBasis) + ".input")

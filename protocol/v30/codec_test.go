@@ -62,6 +62,17 @@ func TestSameMessageBothFormats(t *testing.T) {
 			v30:    `{"arm3":{"049D":{"configure":{"force_gate":{"gain":3}}}}}`,
 			errors: []string{"out_of_range@arm3.049D.configure.force_gate.gain"},
 		},
+		{
+			name: "effects and navigation",
+			v3x:  `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]},"configure":{"navigation":{"mode":"bubble"}}}]}`,
+			v30:  `{"arm3":{"049D":{"effects":{"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]},"configure":{"navigation":{"mode":"bubble"}}}}}`,
+		},
+		{
+			name:   "bad effect",
+			v3x:    `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"v","type":"vibration","frequency":2000,"amplitude":1}]}}]}`,
+			v30:    `{"arm3":{"049D":{"effects":{"set":[{"id":"v","type":"vibration","frequency":2000,"amplitude":1}]}}}}`,
+			errors: []string{"out_of_range@arm3.049D.effects.set[0].frequency"},
+		},
 	}
 	types := table(t)
 	for _, tt := range tests {

@@ -1,0 +1,219 @@
+package protocol
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+func TestDecodeNavigation(t *testing.T) {
+	tests := []struct {
+		name, body string
+		check      func(t *testing.T, n Navigation)
+		code       Code
+		path, msg  string
+	}{
+		{name: "mode alone turns the default bubble on", body: `{"mode":"bubble"}`, check: func(t *testing.T, n Navigation) {
+			want := DefaultNavigation()
+			want.Mode = NavigationBubble
+			if n != want {
+				t.Fatalf("%+v", n)
+			}
+		}},
+		{name: "vendor demo shape", body: `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":-0.05,"z":0.18}},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"collision_detection":{}}}`,
+			check: func(t *testing.T, n Navigation) {
+				if n.Bubble.Center.PositionM != (Vec3{Y: -0.05, Z: 0.18}) || n.Bubble.Shape.Params.R != 0.05 || n.Bubble.HysteresisM != 0.002 {
+					t.Fatalf("%+v", n.Bubble)
+				}
+			}},
+		{name: "every field", body: `{"mode":"bubble","bubble":{"center":{"position":{"x":0.01,"y":0,"z":0.1},"mode":"drift","drift_rate":0.02},"shape":{"primitive":"capsule_vertical","parameters":{"h":0.04,"r":0.03}},"velocity_zone_width":0.05,"speed_gain":8,"max_speed":1.5,"easing":"quadratic","dead_zone_damping":0.5,"velocity_zone_stiffness":80,"wall_stiffness":1500,"wall_damping":6,"collision_detection":{"hysteresis":0.004}}}`,
+			check: func(t *testing.T, n Navigation) {
+				b := n.Bubble
+				if b.Center.Mode != CenterDrift || b.Center.DriftRateMps != 0.02 || b.Shape.Primitive != "capsule_vertical" || b.VelocityZoneWidthM != 0.05 ||
+					b.SpeedGainPerS != 8 || b.MaxSpeedMps != 1.5 || b.Easing != "quadratic" || b.DeadZoneDampingNsPerM != 0.5 ||
+					b.VelocityZoneStiffnessNPerM != 80 || b.WallStiffnessNPerM != 1500 || b.WallDampingNsPerM != 6 || b.HysteresisM != 0.004 {
+					t.Fatalf("%+v", b)
+				}
+			}},
+		{name: "GET's answer posted back", body: `{"config":{"mode":"bubble","bubble":{"max_speed":0.25}},"state":null,"status":{"mode":"off"}}`, check: func(t *testing.T, n Navigation) {
+			if n.Mode != NavigationBubble || n.Bubble.MaxSpeedMps != 0.25 {
+				t.Fatalf("%+v", n)
+			}
+		}},
+		{name: "GET's answer with a bad config", body: `{"config":{"mode":"warp"},"status":{"mode":"off"}}`, code: CodeInvalidValue, path: "config.mode", msg: "not one of"},
+		{name: "not an object", body: `"bubble"`, code: CodeInvalidValue, path: "", msg: "must be an object"},
+		{name: "unknown mode", body: `{"mode":"teleport"}`, code: CodeInvalidValue, path: "mode", msg: `"teleport" is not one of off, bubble`},
+		{name: "mode not a string", body: `{"mode":1}`, code: CodeInvalidValue, path: "mode", msg: "must be a string"},
+		{name: "zone too thin", body: `{"bubble":{"velocity_zone_width":0}}`, code: CodeOutOfRange, path: "bubble.velocity_zone_width", msg: "out of range 0.001..0.5"},
+		{name: "speed too high", body: `{"bubble":{"max_speed":11}}`, code: CodeOutOfRange, path: "bubble.max_speed", msg: "out of range 0..10"},
+		{name: "negative gain", body: `{"bubble":{"speed_gain":-1}}`, code: CodeOutOfRange, path: "bubble.speed_gain", msg: "out of range"},
+		{name: "gain not finite", body: `{"bubble":{"speed_gain":1e999}}`, code: CodeInvalidValue, path: "bubble.speed_gain", msg: "not a finite number"},
+		{name: "wall too stiff", body: `{"bubble":{"wall_stiffness":30000}}`, code: CodeOutOfRange, path: "bubble.wall_stiffness", msg: "out of range 0..20000"},
+		{name: "unknown easing", body: `{"bubble":{"easing":"bounce"}}`, code: CodeInvalidValue, path: "bubble.easing", msg: "not one of linear, quadratic, cubic"},
+		{name: "center far away", body: `{"bubble":{"center":{"position":{"x":0,"y":2,"z":0}}}}`, code: CodeOutOfRange, path: "bubble.center.position.y", msg: "out of range -1..1"},
+		{name: "unknown center mode", body: `{"bubble":{"center":{"mode":"orbit"}}}`, code: CodeInvalidValue, path: "bubble.center.mode", msg: "not one of fixed, drift"},
+		{name: "plane is no bubble", body: `{"bubble":{"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":0}}}}`, code: CodeInvalidValue, path: "bubble.shape.primitive", msg: "enclose the cursor"},
+		{name: "bubble larger than a workspace", body: `{"bubble":{"shape":{"primitive":"sphere","parameters":{"r":2}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters", msg: "at most 0.5 m"},
+		{name: "shape without parameters", body: `{"bubble":{"shape":{"primitive":"box"}}}`, code: CodeInvalidValue, path: "bubble.shape.parameters", msg: "needs parameters b"},
+		{name: "hysteresis too wide", body: `{"bubble":{"collision_detection":{"hysteresis":0.1}}}`, code: CodeOutOfRange, path: "bubble.collision_detection.hysteresis", msg: "out of range 0..0.05"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := DecodeEntry(KeyNavigation, []byte(tt.body), "")
+			if tt.check != nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tt.check(t, e.(Navigation))
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted %s", tt.body)
+			}
+			if err.Code != tt.code || err.Path != tt.path || !strings.Contains(err.Message, tt.msg) {
+				t.Fatalf("got %s @%q %q; want %s @%q containing %q", err.Code, err.Path, err.Message, tt.code, tt.path, tt.msg)
+			}
+		})
+	}
+}
+
+func TestNavigationWarnsAboutUnknownFields(t *testing.T) {
+	_, warns, err := DecodeEntryWarn(KeyNavigation, []byte(`{"mode":"bubble","toggle":1,"bubble":{"springs":{},"center":{"offset":1}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range warns {
+		got = append(got, w.Path)
+	}
+	if strings.Join(got, " ") != "toggle bubble.springs bubble.center.offset" {
+		t.Fatalf("%v", got)
+	}
+}
+
+// The entry is stored with the session's config (per profile) and comes
+// back whole; a stored file from before navigation existed loads with the
+// default.
+func TestNavigationPersistsWithTheSessionConfig(t *testing.T) {
+	n, err := DecodeEntry(KeyNavigation, []byte(`{"mode":"bubble","bubble":{"shape":{"primitive":"ellipsoid","parameters":{"a":{"x":0.04,"y":0.05,"z":0.06}}},"wall_stiffness":1234}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultSessionConfig()
+	if !c.Set(n) || c.Get(KeyNavigation) != n {
+		t.Fatal("Set/Get")
+	}
+	b, _ := json.Marshal(c)
+	var back SessionConfig
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(&c) || back.Navigation != n.(Navigation) {
+		t.Fatalf("stored %s, read %+v", b, back.Navigation)
+	}
+	var old SessionConfig
+	if err := json.Unmarshal([]byte(`{"preset":"defaults","damping":{"scalar":2}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Navigation != DefaultNavigation() {
+		t.Fatalf("an old file reads navigation %+v", old.Navigation)
+	}
+	c.Reset(KeyNavigation)
+	if c.Navigation != DefaultNavigation() {
+		t.Fatal("Reset")
+	}
+	if bad := json.Unmarshal([]byte(`{"navigation":{"mode":"warp"}}`), &old); bad == nil {
+		t.Fatal("a hand-edited invalid navigation loads")
+	}
+}
+
+func TestPassivityEntriesPersistWithTheDeviceConfig(t *testing.T) {
+	c := DefaultDeviceConfig()
+	if !c.Set(ForceClamp{MaxForceN: 4}) || !c.Set(ForceSlewLimit{MaxRateNPerS: 900}) {
+		t.Fatal("Set")
+	}
+	b, _ := json.Marshal(c)
+	var back DeviceConfig
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != c {
+		t.Fatalf("stored %s, read %+v", b, back)
+	}
+	var old DeviceConfig
+	if err := json.Unmarshal([]byte(`{"handedness":"left"}`), &old); err != nil || old.ForceClamp.MaxForceN != ForceClampDefaultN || old.ForceSlewLimit.MaxRateNPerS != ForceSlewDefaultNPerS {
+		t.Fatalf("an old file reads %+v (%v)", old, err)
+	}
+	for _, tt := range []struct {
+		k    Key
+		body string
+		path string
+	}{
+		{KeyForceClamp, `{"max_force":-1}`, "max_force"},
+		{KeyForceClamp, `{}`, ""},
+		{KeyForceSlewLimit, `{"max_rate":5}`, "max_rate"},
+		{KeyForceSlewLimit, `{"max_rate":"fast"}`, "max_rate"},
+	} {
+		if _, err := DecodeEntry(tt.k, []byte(tt.body), ""); err == nil || err.Path != tt.path {
+			t.Errorf("%s %s: %v, want an error at %q", tt.k, tt.body, err, tt.path)
+		}
+	}
+}
+
+func TestNavigationOverWebSocket(t *testing.T) {
+	types, err := NewTypeTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ClientMessage
+	msg := []byte(`{"arm3":[{"device_id":"049D","configure":{"navigation":{"mode":"bubble"}}}],"grip":[{"device_id":"1","configure":{"navigation":{"mode":"bubble"}}}]}`)
+	if errs := DecodeClientMessage(msg, types, &m); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if len(m.Devices[0].Configure) != 1 || m.Devices[0].Configure[0].(Navigation).Mode != NavigationBubble {
+		t.Fatalf("%+v", m.Devices[0].Configure)
+	}
+	if len(m.Devices[1].Configure) != 0 || len(m.Warnings) != 1 || m.Warnings[0].Path != "grip[0].configure.navigation" {
+		t.Fatalf("grip: %+v %v", m.Devices[1].Configure, m.Warnings)
+	}
+	// A client re-sending the same configure every tick costs nothing.
+	arm := []byte(`{"arm3":[{"device_id":"049D","configure":{"navigation":{"mode":"bubble","bubble":{"max_speed":0.2}}}}]}`)
+	DecodeClientMessage(arm, types, &m)
+	if a := testing.AllocsPerRun(100, func() { DecodeClientMessage(arm, types, &m) }); a != 0 {
+		t.Fatalf("%v allocations per re-sent navigation", a)
+	}
+}
+
+func TestNavigationViewAndBubbleToDevice(t *testing.T) {
+	v := NavigationView{Config: DefaultNavigation()}
+	if got := string(v.AppendJSON(nil)); !strings.HasSuffix(got, `,"state":null,"status":{"mode":"off"}}`) || !json.Valid([]byte(got)) {
+		t.Fatal(got)
+	}
+	st := NavigationState{CenterM: Vec3{Z: 0.1}, VelocityZoneWidthM: 0.03, Zone: ZoneWall, WorkspaceOffsetM: Vec3{X: 1}}
+	v.State = &st
+	if got := string(v.AppendJSON(nil)); !strings.Contains(got, `"state":{"bubble":{"center":{"x":0,"y":0,"z":0.1},"velocity_zone_width":0.03,"collision_extra_inflate":0},"zone":"wall","workspace_offset":{"x":1,"y":0,"z":0},"velocity":{"x":0,"y":0,"z":0}}`) {
+		t.Fatal(got)
+	}
+
+	// The bubble's centre, in mount space, maps to the device frame through
+	// the mount; lengths by its scale.
+	basis, err := space.ParsePermutation("XZY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount := space.Transform{Position: Vec3{X: 0.1}, Rotation: Quat{W: 1}, Scale: Vec3{X: 2, Y: 2, Z: 2}}
+	view := space.NewView(basis, mount)
+	n := DefaultNavigation()
+	n.Bubble.Center.PositionM = Vec3{X: 0.1, Y: 0.3, Z: 0.02}
+	d := n.ToDevice(&view)
+	if !near(d.CenterM, view.PositionToDevice(n.Bubble.Center.PositionM)) || math.Abs(d.VelocityZoneM-0.015) > 1e-12 || d.WorkspacePerDev != 2 {
+		t.Fatalf("%+v", d)
+	}
+	// The device centre is the local origin of the shape.
+	if l := add3(d.ToLocal.MulVec(d.CenterM), d.LocalOffset); !near(l, Vec3{}) {
+		t.Fatalf("centre maps to local %v", l)
+	}
+}

@@ -1,0 +1,72 @@
+package protocol
+
+// The passivity entries are device-global (HTTP only, persisted per device
+// like handedness): the last stages of every arm's output, after the
+// passivity controller. The clamp bounds the force's magnitude and the slew
+// limit its rate of change, so that no declaration, command or module can
+// jerk the handle. Neither raises the driver's own force limit.
+
+// ForceClamp bounds the magnitude of the output force (N).
+type ForceClamp struct{ MaxForceN float64 }
+
+// ForceSlewLimit bounds how fast the output force may change (N/s).
+type ForceSlewLimit struct{ MaxRateNPerS float64 }
+
+// Ranges and defaults of the passivity entries. The default clamp is an
+// Inverse3's rated force; the default slew limit lets the force cross that
+// range in 2 ms, well above what a stiff wall needs and well below a step.
+const (
+	ForceClampMax         = 50.0 // N
+	ForceClampDefaultN    = 10.0
+	ForceSlewMinNPerS     = 10.0
+	ForceSlewMaxNPerS     = 100000.0
+	ForceSlewDefaultNPerS = 5000.0
+	forceClampExample     = `{"max_force": 10}`
+	forceSlewLimitExample = `{"max_rate": 5000}`
+)
+
+func (ForceClamp) Key() Key     { return KeyForceClamp }
+func (ForceSlewLimit) Key() Key { return KeyForceSlewLimit }
+func (ForceClamp) entry()       {}
+func (ForceSlewLimit) entry()   {}
+
+// AppendJSON appends {"max_force": N}.
+func (e ForceClamp) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"max_force":`...)
+	dst = AppendFloat(dst, e.MaxForceN)
+	return append(dst, '}')
+}
+
+// AppendJSON appends {"max_rate": N/s}.
+func (e ForceSlewLimit) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"max_rate":`...)
+	dst = AppendFloat(dst, e.MaxRateNPerS)
+	return append(dst, '}')
+}
+
+func (e ForceClamp) MarshalJSON() ([]byte, error)     { return e.AppendJSON(nil), nil }
+func (e ForceSlewLimit) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
+func decodeForceClamp(v Value, at *pathSeg, w warnings) (ForceClamp, *Error) {
+	val, c, err := soleMember(v, at, w, "max_force", forceClampExample)
+	if err != nil {
+		return ForceClamp{}, err
+	}
+	if !val.Exists() {
+		return ForceClamp{}, errAt(CodeInvalidValue, at, `force_clamp needs "max_force" (N, 0..%g), e.g. %s`, ForceClampMax, forceClampExample)
+	}
+	f, err := readRange(val, &c, 0, ForceClampMax)
+	return ForceClamp{MaxForceN: f}, err
+}
+
+func decodeForceSlewLimit(v Value, at *pathSeg, w warnings) (ForceSlewLimit, *Error) {
+	val, c, err := soleMember(v, at, w, "max_rate", forceSlewLimitExample)
+	if err != nil {
+		return ForceSlewLimit{}, err
+	}
+	if !val.Exists() {
+		return ForceSlewLimit{}, errAt(CodeInvalidValue, at, `force_slew_limit needs "max_rate" (N/s, %g..%g), e.g. %s`, ForceSlewMinNPerS, ForceSlewMaxNPerS, forceSlewLimitExample)
+	}
+	f, err := readRange(val, &c, ForceSlewMinNPerS, ForceSlewMaxNPerS)
+	return ForceSlewLimit{MaxRateNPerS: f}, err
+}

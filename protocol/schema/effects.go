@@ -1,0 +1,253 @@
+package schema
+
+import (
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// Schema names of the effects, navigation and passivity documents.
+const (
+	EffectsUpdateInput = "effects-update.input" // a device entry's "effects"
+	EffectsInForce     = "effects-in-force"     // data of GET /{type}/{id}/effects
+	NavigationView     = "navigation-view"      // data of GET .../config/navigation
+	StateEffects       = "arm-state.effects"
+	StatePassivity     = "arm-state.passivity"
+	StateNavigation    = "arm-state.navigation"
+)
+
+func lengthIn(hi float64) Schema {
+	return Schema{"type": "number", "exclusiveMinimum": 0, "maximum": hi}
+}
+
+// sdfShape is the SDF shape of protocol's primitive catalogue, as written
+// (closed) or accepted (input), one alternative per primitive.
+func sdfShape(input bool, maxLength float64) Schema {
+	var alts []Schema
+	vec := func(item Schema) Schema { return components(vec3Names, item, input) }
+	for _, name := range protocol.SDFPrimitiveNames() {
+		params := Schema{}
+		var required []string
+		for _, p := range protocol.SDFPrimitiveParams(name) {
+			var ps Schema
+			switch p.Kind {
+			case "length":
+				ps = lengthIn(maxLength)
+			case "offset":
+				ps = numberIn(-maxLength, maxLength)
+			case "point":
+				ps = vec(numberIn(-maxLength, maxLength))
+			case "extents":
+				ps = vec(lengthIn(maxLength))
+			case "normal":
+				ps = vec(number())
+			case "unit_pair":
+				ps = components([]string{"x", "y"}, number(), input)
+			}
+			params[p.Name] = ps
+			required = append(required, p.Name)
+		}
+		if input {
+			alts = append(alts, open(Schema{"primitive": constant(name), "parameters": open(params, required...)}, "primitive", "parameters"))
+		} else {
+			alts = append(alts, closed(Schema{"primitive": constant(name), "parameters": closed(params, required...)}, "primitive", "parameters"))
+		}
+	}
+	return Schema{"oneOf": alts}
+}
+
+// effectProps are the members of each effect type beside id, type and
+// ttl_ms; required lists those without a default.
+func effectProps(t protocol.EffectType, input bool) (props Schema, required []string) {
+	vec := Ref("vec3")
+	quat := Ref("quat")
+	if input {
+		vec, quat = Ref("vec3.input"), Ref("quat.input")
+	}
+	stiffness := numberIn(0, protocol.EffectStiffnessMax)
+	damping := numberIn(0, protocol.EffectDampingMax)
+	force := numberIn(0, protocol.EffectForceMax)
+	length := lengthIn(protocol.EffectLengthMax)
+	keep := enum([]string{protocol.KeepInside.String(), protocol.KeepOutside.String()})
+	switch t {
+	case protocol.EffectSpring:
+		return Schema{"anchor": enum([]string{"point", "line", "plane"}), "position": vec, "direction": vec,
+			"stiffness": stiffness, "damping": damping}, []string{"position", "stiffness"}
+	case protocol.EffectDamper:
+		return Schema{"scalar": damping, "vector": components(vec3Names, damping, input)}, nil
+	case protocol.EffectFriction:
+		return Schema{"force": force, "slip_velocity": numberIn(protocol.FrictionSlipMinMps, protocol.FrictionSlipMaxMps)}, []string{"force"}
+	case protocol.EffectWall:
+		return Schema{"position": vec, "normal": vec, "stiffness": stiffness, "damping": damping}, []string{"position", "normal", "stiffness"}
+	case protocol.EffectLimitSphere:
+		return Schema{"center": vec, "radius": length, "keep": keep, "stiffness": stiffness, "damping": damping},
+			[]string{"center", "radius", "stiffness"}
+	case protocol.EffectLimitBox:
+		return Schema{"center": vec, "half_extents": components(vec3Names, length, input), "rotation": quat, "keep": keep,
+			"stiffness": stiffness, "damping": damping}, []string{"center", "half_extents", "stiffness"}
+	case protocol.EffectField:
+		row := Schema{"type": "array", "items": numberIn(-protocol.EffectStiffnessMax, protocol.EffectStiffnessMax), "minItems": 3, "maxItems": 3}
+		return Schema{"force": vec, "jacobian": Schema{"type": "array", "items": row, "minItems": 3, "maxItems": 3,
+			"description": "rows of ∂F/∂x, N/m"}, "origin": vec, "radius": length,
+			"valid_ms": Schema{"type": "integer", "minimum": 1, "maximum": protocol.FieldValidMaxMs}}, []string{"origin", "radius"}
+	case protocol.EffectVibration:
+		return Schema{"frequency": numberIn(protocol.VibrationFrequencyMinHz, protocol.VibrationFrequencyMaxHz), "amplitude": force,
+			"duration_ms": Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}, "direction": vec}, []string{"frequency", "amplitude"}
+	case protocol.EffectSDF:
+		shape := Ref("sdf-shape")
+		transform := Ref("transform")
+		if input {
+			shape = Schema{"anyOf": []Schema{Ref("sdf-shape.input"), enum(protocol.SDFPrimitiveNames())}}
+			transform = Ref("transform.input")
+		}
+		p := Schema{"shape": shape, "transform": transform, "force_scale": force, "range": length,
+			"ease": enum(protocol.SDFEaseNames()), "reverse_easing": boolean(), "symmetry": enum(protocol.SDFSymmetryNames()),
+			"blend": enum(protocol.SDFBlendNames())}
+		if input {
+			p["params"] = Schema{"type": "object", "description": "the parameters when shape names the primitive (the flat form)"}
+		}
+		return p, []string{"shape"}
+	}
+	return nil, nil
+}
+
+// effect is one effect as written (closed, every member the encoder
+// writes) or accepted (open), one alternative per type.
+func effect(input, inForce bool) Schema {
+	var alts []Schema
+	for i, name := range protocol.EffectTypeNames() {
+		t := protocol.EffectType(i + 1)
+		props, required := effectProps(t, input)
+		props["id"] = Schema{"type": "string", "minLength": 1, "maxLength": protocol.MaxEffectIDLen, "pattern": "^[A-Za-z0-9_.:-]+$"}
+		props["type"] = constant(name)
+		props["ttl_ms"] = Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}
+		if inForce {
+			props["remaining_ms"] = Schema{"type": "integer", "minimum": 0, "description": "ms left before the effect fades out; absent without ttl_ms"}
+		}
+		required = append([]string{"id", "type"}, required...)
+		if input {
+			alt := open(props, required...)
+			if t == protocol.EffectDamper {
+				alt["anyOf"] = []Schema{present("scalar"), present("vector")}
+			}
+			alts = append(alts, alt)
+			continue
+		}
+		// The encoder writes every member with a default; the optional
+		// ones are ttl_ms, a point spring's direction, a damper's parts
+		// and a vibration's duration.
+		out := []string{}
+		for _, k := range sortedKeys(props) {
+			switch {
+			case k == "ttl_ms", k == "remaining_ms", k == "direction" && t == protocol.EffectSpring,
+				t == protocol.EffectDamper && k != "id" && k != "type",
+				k == "duration_ms":
+			default:
+				out = append(out, k)
+			}
+		}
+		alts = append(alts, closed(props, out...))
+	}
+	return Schema{"oneOf": alts}
+}
+
+// defineEffects defines the SDF shapes, the effect declarations, the read
+// shape of the effects in force, navigation's GET answer and the arm state
+// extensions.
+func defineEffects(s *Set) {
+	s.Define("sdf-shape", sdfShape(false, protocol.SDFLengthMax))
+	s.Define("sdf-shape.input", sdfShape(true, protocol.SDFLengthMax))
+	s.Define("effect", effect(false, false))
+	s.Define("effect.in-force", effect(false, true))
+	s.Define("effect.input", effect(true, false))
+	idList := Schema{"type": "array", "maxItems": protocol.MaxEffectsPerArm,
+		"items": Schema{"type": "string", "minLength": 1, "maxLength": protocol.MaxEffectIDLen}}
+	s.Publish(EffectsUpdateInput, "An effects declaration, the \"effects\" member of an arm's entry in a client message: clear, then remove, then set (create or replace by id); whole or not at all.",
+		open(Schema{
+			"clear":  orNull(boolean()),
+			"remove": orNull(idList),
+			"set":    orNull(Schema{"type": "array", "maxItems": protocol.MaxEffectsPerArm, "items": Ref("effect.input")}),
+		}))
+	s.Publish(EffectsInForce, "The data of GET /{type}/{id}/effects: the session whose effects the arm renders (null: none) and the effects, as declared, with the time each has left.",
+		allRequired(Schema{
+			"session_id":  orNull(Schema{"type": "integer", "minimum": 1}),
+			"max_effects": constant(protocol.MaxEffectsPerArm),
+			"effects":     arrayOf(Ref("effect.in-force")),
+		}))
+	s.Define(StateEffects, allRequired(Schema{
+		"count": Schema{"type": "integer", "minimum": 0, "maximum": protocol.MaxEffectsPerArm},
+		"proxies": arrayOf(allRequired(Schema{
+			"id": Schema{"type": "string", "minLength": 1}, "position": Ref("vec3"), "contact": boolean(),
+		})),
+	}))
+	s.Define(StatePassivity, allRequired(Schema{"energy": number(), "added_damping": Schema{"type": "number", "minimum": 0}}))
+	s.Define(StateNavigation, allRequired(Schema{
+		"bubble":           allRequired(Schema{"center": Ref("vec3"), "velocity_zone_width": number(), "collision_extra_inflate": number()}),
+		"zone":             enum(protocol.NavigationZoneNames()),
+		"workspace_offset": Ref("vec3"),
+		"velocity":         Ref("vec3"),
+	}))
+	s.Publish(NavigationView, "The data of GET /{type}/{id}/config/navigation: the configuration, the state (null while navigation is off) and the status.",
+		allRequired(Schema{
+			"config": Ref(EntryName(protocol.KeyNavigation)),
+			"state":  orNull(Ref(StateNavigation)),
+			"status": allRequired(Schema{"mode": enum(protocol.NavigationModes())}),
+		}))
+}
+
+// withArmStateExtensions adds the optional arm state members of the
+// effects, passivity and navigation layers to an arm state schema.
+func withArmStateExtensions(sch Schema) Schema {
+	props := sch["properties"].(Schema)
+	props["effects"] = Ref(StateEffects)
+	props["passivity"] = Ref(StatePassivity)
+	props["navigation"] = Ref(StateNavigation)
+	return sch
+}
+
+// navigationEntry is the navigation entry as answered (closed, complete)
+// or accepted (open, every member optional).
+func navigationEntry(input bool) Schema {
+	vec, shape := Ref("vec3"), Ref("sdf-shape")
+	obj := func(props Schema) Schema { return allRequired(props) }
+	if input {
+		vec, shape = Ref("vec3.input"), Ref("sdf-shape.input")
+		obj = func(props Schema) Schema {
+			for k, v := range props {
+				props[k] = orNull(v.(Schema))
+			}
+			return open(props)
+		}
+	}
+	return obj(Schema{
+		"mode": enum(protocol.NavigationModes()),
+		"bubble": obj(Schema{
+			"center": obj(Schema{
+				"position":   vec,
+				"mode":       enum(protocol.NavigationCenterModes()),
+				"drift_rate": numberIn(0, protocol.NavDriftRateMax),
+			}),
+			"shape":                   shape,
+			"velocity_zone_width":     numberIn(protocol.NavZoneWidthMin, protocol.NavZoneWidthMax),
+			"speed_gain":              numberIn(0, protocol.NavSpeedGainMax),
+			"max_speed":               numberIn(0, protocol.NavMaxSpeedMax),
+			"easing":                  enum(protocol.NavigationEasings()),
+			"dead_zone_damping":       numberIn(0, protocol.DampingMax),
+			"velocity_zone_stiffness": numberIn(0, protocol.NavZoneStiffnessMax),
+			"wall_stiffness":          numberIn(0, protocol.EffectStiffnessMax),
+			"wall_damping":            numberIn(0, protocol.DampingMax),
+			"collision_detection":     obj(Schema{"hysteresis": numberIn(0, protocol.NavHysteresisMax)}),
+		}),
+	})
+}
+
+// extraEntries adds the entries of the navigation and passivity layers to
+// the answered (out) and accepted (in) entry schemas.
+func extraEntries(out, in map[protocol.Key]Schema) {
+	out[protocol.KeyNavigation] = navigationEntry(false)
+	in[protocol.KeyNavigation] = navigationEntry(true)
+	clamp := numberIn(0, protocol.ForceClampMax)
+	slew := numberIn(protocol.ForceSlewMinNPerS, protocol.ForceSlewMaxNPerS)
+	out[protocol.KeyForceClamp] = allRequired(Schema{"max_force": clamp})
+	in[protocol.KeyForceClamp] = open(Schema{"max_force": clamp}, "max_force")
+	out[protocol.KeyForceSlewLimit] = allRequired(Schema{"max_rate": slew})
+	in[protocol.KeyForceSlewLimit] = open(Schema{"max_rate": slew}, "max_rate")
+}
