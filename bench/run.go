@@ -250,10 +250,10 @@ const FlagBaselineLost = "baseline-lost"
 // baseline lost: run-to-run noise on a quiet machine.
 const minNoise = 0.05
 
-// Run measures hapticd under the load o describes, then the echo baseline
-// with the same clients and frame size, then the bare arm loop, and
-// compares them. A started hapticd is stopped before the echo baseline so
-// the two do not share the CPU.
+// Run measures hapticd under the load o describes and the echo baseline
+// with the same clients and frame size, alternating in o.Pairs pairs, then
+// the bare arm loop, and compares them. A started hapticd is stopped before
+// each echo run so the two do not share the CPU.
 func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return run(ctx, o, nil)
 }
