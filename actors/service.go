@@ -110,6 +110,9 @@ type Service struct {
 	hwCtx       context.Context
 	hwCancel    context.CancelFunc
 	hwWG        sync.WaitGroup
+	// offload runs the actors' blocking work; Shutdown waits for it once
+	// the actors are stopped.
+	offload offloader
 	// sessionGuardian supervises every session actor: one strategy, so
 	// protoactor keeps one guardian process for all of them.
 	sessionGuardian actor.SupervisorStrategy
@@ -230,7 +233,7 @@ func Start(o Options) (*Service, error) {
 		o.Log.Error().Interface("reason", reason).Msg("registry crashed on one message; resuming it")
 		return actor.ResumeDirective
 	})}
-	reg := &registryActor{svc: s, attached: make(map[uint64]*attachSession)}
+	reg := newRegistryActor(s)
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),
@@ -478,8 +481,52 @@ func (s *Service) shutdown(ctx context.Context) error {
 	if err := s.system.Root.StopFuture(s.registry).Wait(); err != nil {
 		errs = append(errs, fmt.Errorf("actors: stop the registry: %w", err))
 	}
+	// Blocking work the actors handed off (a durable write, a removal
+	// closing its driver) is over before Shutdown returns.
+	offloaded := make(chan struct{})
+	go func() { s.offload.wait(); close(offloaded) }()
+	select {
+	case <-offloaded:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("actors: a durable write or a driver's close did not finish: %w", ctx.Err()))
+	}
 	s.system.Shutdown()
 	return errors.Join(errs...)
+}
+
+// offloader runs the actors' blocking work (a durable write, a load, a
+// driver's close) on goroutines of its own, so that no actor waits inside
+// Receive; each piece of work sends its outcome back to its actor as a
+// message.
+type offloader struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex // guards done, so that no Add races the final Wait
+	done bool
+}
+
+// run runs fn on a goroutine of its own.
+func (o *offloader) run(fn func()) {
+	o.mu.Lock()
+	if o.done {
+		o.mu.Unlock()
+		go fn() // the actors are stopped: nobody waits for this outcome
+		return
+	}
+	o.wg.Add(1)
+	o.mu.Unlock()
+	go func() {
+		defer o.wg.Done()
+		fn()
+	}()
+}
+
+// wait waits for every fn run before it was called; later ones are not
+// tracked.
+func (o *offloader) wait() {
+	o.mu.Lock()
+	o.done = true
+	o.mu.Unlock()
+	o.wg.Wait()
 }
 
 // SessionRefs lists the sessions for selector matching, in connection order.
