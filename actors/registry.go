@@ -252,7 +252,6 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	core.init(m.global)
 	pid, err := ctx.SpawnNamed(newDeviceProps(core), "device-"+t.Key()+"-"+d.ID+fmt.Sprintf("-%d", time.Now().UnixNano()))
 	if err != nil {
-		s.offload.run(func() { _ = m.add.driver.Close() })
 		return nil, fmt.Errorf("actors: spawn device actor: %w", err)
 	}
 	d.pid = pid
@@ -283,8 +282,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 }
 
 // abandon answers every addition and setting change not yet done when the
-// registry stops, and closes the drivers of those additions, which the
-// service would otherwise never close.
+// registry stops (an addition refused leaves its driver to the caller).
 func (r *registryActor) abandon(ctx actor.Context) {
 	if m := r.settingWrite; m != nil {
 		r.settingWrite = nil
@@ -296,7 +294,6 @@ func (r *registryActor) abandon(ctx actor.Context) {
 	r.settingQueue = nil
 	abandon := func(p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the service is shutting down; device not added")})
-		r.svc.offload.run(func() { _ = p.msg.driver.Close() })
 	}
 	for key, p := range r.adding {
 		delete(r.adding, key) // its deviceLoaded, if it comes, is ignored

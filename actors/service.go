@@ -268,7 +268,8 @@ func (s *Service) Settings() protocol.Settings { return *s.settings.Load() }
 // AddDevice adopts an open driver: a device actor, a real-time loop (on the
 // shared simulation scheduler, or on its own locked thread when hardware is
 // set) and a device-connected event. The service closes the driver when the
-// device leaves.
+// device leaves; when AddDevice returns an error, the driver is the
+// caller's to close.
 func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 	r, err := s.ask(s.registry, &addDevice{driver: d, hardware: hardware})
 	if err != nil {
