@@ -144,6 +144,7 @@ func TestBlockingCheckFindsEachKind(t *testing.T) {
 		"literal":       "time.Sleep",
 		"mutual":        "time.Sleep",
 		"goroutine":     "",
+		"timer":         "",
 		"polite":        "",
 		"selectDefault": "",
 	}
