@@ -27,10 +27,8 @@ type Device struct {
 	// Atomics first.
 	slots       sessionSlots         // written by the device actor only
 	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
-	bodies      [numCacheSlots]atomic.Pointer[encodedBody]
-	// lastMiss is, per cache slot, the publish and session of the last
-	// frame that encoded the state without storing it (missKey).
-	lastMiss [numCacheSlots]atomic.Uint64
+	// frames is the encoded-frame cache the sessions share (framecache.go).
+	frames frameCache
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
@@ -48,16 +46,32 @@ type Device struct {
 
 	// The driver is closed once: by the registry when the device fails,
 	// or by Shutdown, which may list the device while the registry is
-	// removing it.
-	closeOnce sync.Once
-	closeErr  error
+	// removing it. driverMu also keeps a halt from racing the close.
+	driverMu sync.Mutex
+	closed   bool
+	closeErr error
 }
 
 // closeDriver closes the device's driver the first time it is called and
 // returns that Close's error every time.
 func (d *Device) closeDriver() error {
-	d.closeOnce.Do(func() { d.closeErr = d.rt.Driver().Close() })
+	d.driverMu.Lock()
+	defer d.driverMu.Unlock()
+	if !d.closed {
+		d.closed = true
+		d.closeErr = d.rt.Driver().Close()
+	}
 	return d.closeErr
+}
+
+// haltOpen halts the device's output unless its driver is closed (a closed
+// driver drives nothing, and may not be called again).
+func (d *Device) haltOpen() {
+	d.driverMu.Lock()
+	defer d.driverMu.Unlock()
+	if !d.closed {
+		d.rt.Halt()
+	}
 }
 
 // View is how one session sees one device: the config to report and the
@@ -121,118 +135,6 @@ func (s *sessionSlots) remove(session uint64) {
 	shard.Store(&m)
 }
 
-// encodedBody is one device's state and status as a format encodes them
-// for one published snapshot seen through one view. It is keyed by the
-// loop's publish sequence, not the tick: a Halt republishes the same tick
-// with another mode. It is immutable once published, but for hits.
-type encodedBody struct {
-	seq  uint64
-	view *View
-	body []byte
-	// hits counts the frames that reused it: none means no frame needed
-	// that publish again (say, one session subscribed to the device at the
-	// loop's rate), so storing encodings only costs allocations.
-	hits atomic.Int32
-}
-
-// Cache slots, one per wire format.
-const (
-	slot3x = iota
-	slot30
-	numCacheSlots
-)
-
-// cacheSlot is the cache slot of a codec's format, or -1 for none.
-func cacheSlot(c Codec) int {
-	if c == nil {
-		return -1
-	}
-	switch c.APIVersion() {
-	case "3.x":
-		return slot3x
-	case "3.0":
-		return slot30
-	}
-	return -1
-}
-
-// cachedBody returns the encoded state of publish seq seen through v in a
-// format's slot, or nil when the cache holds another publish or view.
-func (d *Device) cachedBody(slot int, seq uint64, v *View) []byte {
-	if e := d.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
-		e.hits.Add(1)
-		return e.body
-	}
-	return nil
-}
-
-// missKey packs a publish sequence (its low 40 bits: 35 years at 1 kHz),
-// a session ID (its low 22 bits) and a count of that session's frames of
-// that publish less one (2 bits, 0 here) into one word, so that one atomic
-// operation records and compares them. A collision only misjudges one
-// decision of worthStoring, never what a frame carries.
-func missKey(seq, session uint64) uint64 {
-	return seq<<24 | (session&(1<<22-1))<<2
-}
-
-// worthStoring says whether a frame of session that missed the cache
-// should store its encoding (storeBody) or encode the state inline with no
-// allocation. It stores while stored encodings are reused, and starts
-// again when a publish encoded inline is framed again: a third time by the
-// same session (a client faster than the loop), which stores it now for
-// its next frames, or by another session, which marks the cache reused so
-// that the next miss (of this publish or the next) stores.
-//
-// Measured with 100 sessions each subscribed to its own of 100 moving arms
-// at the loop's rate: storing cost 1.1 KB of garbage per frame and the
-// cache seldom hit; a rule that stored one publish in 16 to probe for
-// readers still made 6.5 MB/s of garbage, and one that stored a publish
-// framed twice by a session 10 MB/s (a client's tick and the loop's drift
-// apart: one frame in ten lands twice in one publish).
-func (d *Device) worthStoring(slot int, seq, session uint64) bool {
-	e := d.bodies[slot].Load()
-	if e == nil || e.hits.Load() > 0 {
-		return true
-	}
-	key := missKey(seq, session)
-	last := &d.lastMiss[slot]
-	for {
-		prev := last.Load()
-		next := key
-		if prev&^3 == key {
-			if prev&3 >= 1 {
-				return true // the third frame of this publish: store it
-			}
-			next = prev + 1
-		}
-		if !last.CompareAndSwap(prev, next) {
-			continue // another session's frame of this device came between
-		}
-		if prev>>24 == key>>24 && prev&^3 != key {
-			e.hits.Add(1) // another session's: the stale entry takes the hit, the next miss stores
-		}
-		return false
-	}
-}
-
-// storeBody publishes a fresh encoding for the frames of the same publish
-// that come next, and returns it. The frame that found the cache stale
-// pays one small allocation; the others copy.
-func (d *Device) storeBody(slot int, seq uint64, v *View, body []byte) []byte {
-	d.bodies[slot].Store(&encodedBody{seq: seq, view: v, body: body})
-	return body
-}
-
-// bodyBuffer is an empty buffer for an encoding storeBody will keep: room
-// for the last stored encoding and a little more, so that encoding into it
-// does not grow it (a fixed 512 bytes made two allocations per arm).
-func (d *Device) bodyBuffer(slot int, fresh int) []byte {
-	if e := d.bodies[slot].Load(); e != nil {
-		return make([]byte, 0, len(e.body)+64)
-	}
-	return make([]byte, 0, fresh)
-}
-
 // ViewFor returns the view of session (the device's default view when the
 // session has no entries of its own yet). It never blocks and never
 // allocates.
@@ -278,7 +180,9 @@ func (d *Device) RemoveTap(t *loop.Tap) { d.rt.RemoveTap(t) }
 func (d *Device) Stats() loop.Stats { return d.rt.Stats() }
 
 // storeName is where the device-global entries live in the state directory.
-func (d *Device) storeName() string { return "devices/" + d.Type.Key() + "-" + d.ID }
+func (d *Device) storeName() string { return storeName(d.Type, d.ID) }
+
+func storeName(t protocol.DeviceType, id string) string { return "devices/" + t.Key() + "-" + id }
 
 func (d *Device) profileStoreName(profile string) string {
 	return profileFolder(profile) + "/" + d.Type.Key() + "-" + d.ID
@@ -308,6 +212,8 @@ type deviceCore struct {
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
+	system      *actor.ActorSystem
+	offload     *offloader    // where a durable write or a load runs (Service.offload)
 	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
 
@@ -315,6 +221,27 @@ type deviceCore struct {
 	global   protocol.DeviceConfig
 	settings protocol.Settings
 	sessions map[uint64]*sessionState
+	// pending is the request whose durable write or load is under way,
+	// and held the config requests that arrived since, in order: they are
+	// taken up (and only then admitted) once it is done, so every request
+	// still sees the config its predecessors left.
+	pending *pendingIO
+	held    []heldRequest
+}
+
+// pendingIO is a request of the device actor waiting for blocking work
+// done off the actor (startIO).
+type pendingIO struct {
+	sender *actor.PID
+	work   func() error    // off the actor
+	done   func(err error) // on the actor, with work's outcome; it answers sender
+}
+
+// heldRequest is a config request that arrived while another was waiting
+// for its write.
+type heldRequest struct {
+	msg    actorMessage
+	sender *actor.PID
 }
 
 // deviceActor owns one device's configuration and applies it to the
@@ -330,41 +257,127 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.log.Debug().Msg("device actor started")
+		// A restart in the middle of held requests takes them up again.
+		c.release(ctx)
 	case *actor.Restarting:
 		c.log.Warn().Msg("device actor restarting; config kept")
 	case *actor.Stopping:
-		c.dev.rt.Halt()
+		// Halt waits for the loop's tick (and may drive the driver);
+		// the registry has halted a device it removes already.
+		c.offload.run(c.dev.haltOpen)
+		c.abandon(ctx)
 	case *actor.Stopped:
+	case *loopEvent:
+		c.onLoopEvent(ctx, m.event)
+	case *ioDone:
+		c.finishIO(ctx, m)
+		c.release(ctx)
+	case *getEntry, *setEntries, *resetEntry, *attachSession, *detachSession, *setWorkspace, *published, *applyGlobals:
+		msg := m.(actorMessage)
+		if c.pending != nil || len(c.held) > 0 {
+			c.held = append(c.held, heldRequest{msg: msg, sender: ctx.Sender()})
+			return
+		}
+		c.handle(ctx, msg, ctx.Sender())
+	default:
+		c.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("device actor: unknown message dropped")
+	}
+}
+
+// handle takes up one config request; sender is whom to answer.
+func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.PID) {
+	switch m := msg.(type) {
 	case *getEntry:
 		if c.admit(m.ticket) {
 			e, err := c.get(m.session, m.key)
-			ctx.Respond(&entryReply{entry: e, err: err})
+			reply(ctx, sender, &entryReply{entry: e, err: err})
 		}
 	case *setEntries:
 		if c.admit(m.ticket) {
-			e, err := c.set(m)
-			ctx.Respond(&entryReply{entry: e, err: err})
+			c.set(ctx, sender, m)
 		}
 	case *resetEntry:
 		if c.admit(m.ticket) {
-			e, err := c.reset(m)
-			ctx.Respond(&entryReply{entry: e, err: err})
+			c.reset(ctx, sender, m)
 		}
 	case *attachSession:
-		c.attach(m)
+		c.attach(ctx, m)
 	case *detachSession:
 		c.detach(m.session)
 	case *setWorkspace:
-		ctx.Respond(&ack{err: c.setWorkspace(m)})
+		reply(ctx, sender, &ack{err: c.setWorkspace(m)})
 	case *published:
-		ctx.Respond(&ack{})
+		reply(ctx, sender, &ack{})
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
-	case *loopEvent:
-		c.onLoopEvent(ctx, m.event)
-	default:
-		c.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("device actor: unknown message dropped")
+	}
+}
+
+// startIO hands blocking work to a goroutine (work) and holds the device's
+// config requests until its outcome is back, when done finishes the
+// request on the actor and answers it.
+func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
+	c.pending = op
+	self, root := ctx.Self(), c.system.Root
+	c.offload.run(func() {
+		root.Send(self, &ioDone{op: op, err: op.work()})
+	})
+}
+
+// finishIO completes the request whose work is done. A panic in it
+// answers the request as failed first (the supervisor answers only the
+// message in hand).
+func (c *deviceCore) finishIO(ctx actor.Context, m *ioDone) {
+	if c.pending != m.op {
+		return
+	}
+	c.pending = nil
+	defer answerPanic(ctx, m.op.sender)
+	m.op.done(m.err)
+}
+
+// release takes up the held requests in order, until one waits for its
+// own work again.
+func (c *deviceCore) release(ctx actor.Context) {
+	for c.pending == nil && len(c.held) > 0 {
+		h := c.held[0]
+		c.held[0] = heldRequest{}
+		c.held = c.held[1:]
+		func() {
+			defer answerPanic(ctx, h.sender)
+			c.handle(ctx, h.msg, h.sender)
+		}()
+	}
+}
+
+// abandon answers the request whose work is under way, and those held
+// behind it, when the actor stops (its device left, or the service is
+// shutting down): their answers could no longer reach anyone.
+func (c *deviceCore) abandon(ctx actor.Context) {
+	if op := c.pending; op != nil {
+		c.pending = nil
+		reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+			"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
+	}
+	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s %s has left; nothing was applied", c.dev.Name, c.dev.ID)
+	for _, h := range c.held {
+		switch h.msg.(type) {
+		case *getEntry, *setEntries, *resetEntry:
+			reply(ctx, h.sender, &entryReply{err: gone})
+		default:
+			reply(ctx, h.sender, &ack{err: gone})
+		}
+	}
+	c.held = nil
+}
+
+// answerPanic answers to as failed if the caller is panicking, and lets
+// the panic go on to the supervisor.
+func answerPanic(ctx actor.Context, to *actor.PID) {
+	if v := recover(); v != nil {
+		reply(ctx, to, &failed{reason: v})
+		panic(v)
 	}
 }
 
@@ -390,22 +403,24 @@ func (s *answering) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, 
 	s.inner.HandleFailure(sys, sup, child, rs, reason, message)
 }
 
-// init loads the device-global entries and publishes the first views. It
-// runs before the actor starts, so the device is fully configured when it
-// appears in any listing.
-func (c *deviceCore) init() {
-	c.global = protocol.DefaultDeviceConfig()
-	c.sessions = make(map[uint64]*sessionState)
-	if c.store != nil {
-		var stored protocol.DeviceConfig
-		found, err := c.store.Load(c.dev.storeName(), &stored)
-		switch {
-		case err != nil:
-			c.log.Error().Err(err).Msg("stored device config unreadable; using defaults")
-		case found:
-			c.global = stored
-		}
+// loadDeviceConfig reads a device's stored device-global entries (the
+// defaults when none are stored, or when they are unreadable, with the
+// error). It blocks on the disk: the registry runs it off the actor.
+func loadDeviceConfig(st Store, name string) (protocol.DeviceConfig, error) {
+	var stored protocol.DeviceConfig
+	found, err := st.Load(name, &stored)
+	if err != nil || !found {
+		return protocol.DefaultDeviceConfig(), err
 	}
+	return stored, nil
+}
+
+// init sets the device-global entries (loadDeviceConfig) and publishes the
+// first views. It runs before the actor starts, so the device is fully
+// configured when it appears in any listing.
+func (c *deviceCore) init(global protocol.DeviceConfig) {
+	c.global = global
+	c.sessions = make(map[uint64]*sessionState)
 	c.publishGlobals()
 }
 
@@ -460,61 +475,100 @@ func (c *deviceCore) effectiveMount(cfg *protocol.SessionConfig, basis protocol.
 	return cfg.Mount
 }
 
-func (c *deviceCore) set(m *setEntries) (protocol.Entry, error) {
+// set applies m and answers sender: at once, or once the durable write
+// it needs is done (an entry is never in force before it is on disk).
+func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
+	answer := func(e protocol.Entry, err error) { reply(ctx, sender, &entryReply{entry: e, err: err}) }
 	if len(m.entries) == 0 {
-		return nil, nil
+		answer(nil, nil)
+		return
 	}
+	last := m.entries[len(m.entries)-1].Key()
 	if m.session == 0 {
 		next := c.global
 		for _, e := range m.entries {
 			if e.Key().SessionScoped() {
-				return nil, protocol.Errorf(protocol.CodeInvalidValue, "", "%s is session-scoped: name a session", e.Key().Name())
+				answer(nil, protocol.Errorf(protocol.CodeInvalidValue, "", "%s is session-scoped: name a session", e.Key().Name()))
+				return
 			}
 			next.Set(e)
 		}
-		if next != c.global {
-			if err := c.saveDurable(c.dev.storeName(), next); err != nil {
-				return nil, err
+		if next == c.global {
+			answer(c.global.Get(last), nil)
+			return
+		}
+		c.saveThen(ctx, sender, c.dev.storeName(), next, func(err error) {
+			if err != nil {
+				answer(nil, err)
+				return
 			}
 			c.global = next
 			c.publishGlobals()
-		}
-		return c.global.Get(m.entries[len(m.entries)-1].Key()), nil
+			answer(c.global.Get(last), nil)
+		})
+		return
 	}
 	s := c.sessions[m.session]
 	if s == nil {
-		return nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Name, c.dev.ID)
+		answer(nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Name, c.dev.ID))
+		return
 	}
 	next := s.cfg
 	for _, e := range m.entries {
 		if !e.Key().SessionScoped() {
-			return nil, protocol.Errorf(protocol.CodeHTTPOnlyKey, "", "%s is device-global: use POST /{type}/{id}/config/%s", e.Key().Name(), e.Key().Path())
+			answer(nil, protocol.Errorf(protocol.CodeHTTPOnlyKey, "", "%s is device-global: use POST /{type}/{id}/config/%s", e.Key().Name(), e.Key().Path()))
+			return
 		}
 		next.Set(e)
 	}
-	last := m.entries[len(m.entries)-1].Key()
 	if next.Equal(&s.cfg) {
-		return c.effective(s, last), nil // a client re-sending its configure every tick costs nothing
+		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
+		return
 	}
-	if s.profile != "" {
-		name := c.dev.profileStoreName(s.profile)
-		if m.durable {
-			if err := c.saveDurable(name, next); err != nil {
-				return nil, err
-			}
-		} else if c.writeBehind != nil {
-			c.writeBehind.Put(name, next)
+	apply := func(err error) {
+		if err != nil {
+			answer(nil, err)
+			return
 		}
+		s.cfg = next
+		c.publish(s)
+		answer(c.effective(s, last), nil)
 	}
-	s.cfg = next
-	c.publish(s)
-	return c.effective(s, last), nil
+	if s.profile == "" {
+		apply(nil)
+		return
+	}
+	name := c.dev.profileStoreName(s.profile)
+	if m.durable {
+		c.saveThen(ctx, sender, name, next, apply)
+		return
+	}
+	if c.writeBehind != nil {
+		c.writeBehind.Put(name, next)
+	}
+	apply(nil)
 }
 
-func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
+// saveThen writes v durably off the actor, then runs done with the
+// outcome (saveDurable's error) on it.
+func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string, v any, done func(error)) {
+	if c.store == nil {
+		done(nil)
+		return
+	}
+	c.startIO(ctx, &pendingIO{sender: sender, work: func() error { return c.saveDurable(name, v) }, done: done})
+}
+
+// reset restores k's default and answers sender with the value now in
+// force (for the last session reset): a reset basis falls back to the
+// session-level basis, a reset mount to the preset's. The sessions are
+// reset in order, each once its profile's document is written; the first
+// write that fails stops there and is the answer.
+func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) {
 	k := m.key
 	if !k.SessionScoped() {
-		return c.set(&setEntries{entries: []protocol.Entry{protocol.DefaultEntry(k)}, durable: true})
+		c.set(ctx, sender, &setEntries{entries: []protocol.Entry{protocol.DefaultEntry(k)}, durable: true})
+		return
 	}
 	targets := m.sessions
 	if m.all {
@@ -523,36 +577,81 @@ func (c *deviceCore) reset(m *resetEntry) (protocol.Entry, error) {
 			targets = append(targets, id)
 		}
 	}
-	// The answer is the value now in force (for the last session reset):
-	// a reset basis falls back to the session-level basis, a reset mount
-	// to the preset's.
-	var inForce protocol.Entry
+	type change struct {
+		s    *sessionState
+		next protocol.SessionConfig
+	}
+	var changes []change
+	var last *sessionState
 	for _, id := range targets {
 		s := c.sessions[id]
 		if s == nil {
 			continue
 		}
+		last = s
 		next := s.cfg
 		next.Reset(k)
 		if !next.Equal(&s.cfg) {
-			if s.profile != "" {
-				if err := c.saveDurable(c.dev.profileStoreName(s.profile), next); err != nil {
-					return nil, err
+			changes = append(changes, change{s, next})
+		}
+	}
+	inForce := func() protocol.Entry {
+		if last == nil {
+			def := protocol.DefaultSessionConfig()
+			return c.effective(&sessionState{cfg: def}, k)
+		}
+		return c.effective(last, k)
+	}
+	applyUpTo := func(n int) {
+		for _, ch := range changes[:n] {
+			ch.s.cfg = ch.next
+			c.publish(ch.s)
+		}
+	}
+	type write struct {
+		name   string
+		cfg    protocol.SessionConfig
+		change int // the index in changes
+	}
+	var writes []write
+	if c.store != nil {
+		for i, ch := range changes {
+			if ch.s.profile != "" {
+				writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), ch.next, i})
+			}
+		}
+	}
+	if len(writes) == 0 {
+		applyUpTo(len(changes))
+		reply(ctx, sender, &entryReply{entry: inForce()})
+		return
+	}
+	failedAt := len(writes)
+	c.startIO(ctx, &pendingIO{sender: sender,
+		work: func() error {
+			for i, w := range writes {
+				if err := c.saveDurable(w.name, w.cfg); err != nil {
+					failedAt = i
+					return err
 				}
 			}
-			s.cfg = next
-			c.publish(s)
-		}
-		inForce = c.effective(s, k)
-	}
-	if inForce == nil {
-		def := protocol.DefaultSessionConfig()
-		inForce = c.effective(&sessionState{cfg: def}, k)
-	}
-	return inForce, nil
+			return nil
+		},
+		done: func(err error) {
+			if err != nil {
+				applyUpTo(writes[failedAt].change)
+				reply(ctx, sender, &entryReply{err: err})
+				return
+			}
+			applyUpTo(len(changes))
+			reply(ctx, sender, &entryReply{entry: inForce()})
+		}})
 }
 
-func (c *deviceCore) attach(m *attachSession) {
+// attach adds a session or applies its new profile and basis. A profile
+// whose stored entries must be read first holds the device's later
+// requests until they are in (finishAttach).
+func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	s := c.sessions[m.session]
 	added := s == nil
 	if added {
@@ -560,11 +659,23 @@ func (c *deviceCore) attach(m *attachSession) {
 		c.sessions[m.session] = s
 	}
 	s.basis = m.basis
-	if m.profile != "" && m.profile != s.profile {
-		s.profile = m.profile
-		if c.store != nil {
-			var stored protocol.SessionConfig
-			found, err := c.store.Load(c.dev.profileStoreName(m.profile), &stored)
+	if m.profile == "" || m.profile == s.profile || c.store == nil {
+		if m.profile != "" {
+			s.profile = m.profile
+		}
+		c.finishAttach(m.session, s, added)
+		return
+	}
+	s.profile = m.profile
+	var stored protocol.SessionConfig
+	var found bool
+	name := c.dev.profileStoreName(m.profile)
+	c.startIO(ctx, &pendingIO{
+		work: func() (err error) {
+			found, err = c.store.Load(name, &stored)
+			return err
+		},
+		done: func(err error) {
 			switch {
 			case err != nil:
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
@@ -574,17 +685,20 @@ func (c *deviceCore) attach(m *attachSession) {
 				// A new profile starts from what the session has set so far.
 				def := protocol.DefaultSessionConfig()
 				if !s.cfg.Equal(&def) && c.writeBehind != nil {
-					c.writeBehind.Put(c.dev.profileStoreName(m.profile), s.cfg)
+					c.writeBehind.Put(name, s.cfg)
 				}
 			}
-		}
-	}
+			c.finishAttach(m.session, s, added)
+		}})
+}
+
+func (c *deviceCore) finishAttach(session uint64, s *sessionState, added bool) {
 	c.publish(s)
 	if added {
 		// Only now that its view is published: a reader that finds the
 		// session's slot must find the view of its config (unchangedBy
 		// relies on it), not the default view of a profile still loading.
-		c.dev.slots.set(m.session, s.slot)
+		c.dev.slots.set(session, s.slot)
 	}
 }
 

@@ -114,4 +114,17 @@
 // A profile's config is stored under a folder named by a hash of its name,
 // so any valid name fits a file name; at most Options.MaxStoredProfiles are
 // kept, the least recently used removed first (profiles.go).
+//
+// # Blocking work
+//
+// No actor waits inside Receive (TestNoReceiveBlocks checks it). Work that
+// blocks, a durable write, a stored config read, a device's loop stopped and
+// its driver closed, runs on a goroutine of its operation (Service.offload,
+// which Shutdown waits for) and sends its outcome back to the actor as a
+// message. The actor keeps the order meanwhile: the registry lists an added
+// device only once its config is read, re-adds a device only after it left,
+// and writes setting changes one at a time; a device actor holds the config
+// requests that arrive while one waits for the disk and takes them up, and
+// only then admits them, once it is done. A POST is still answered only
+// after its durable write.
 package actors

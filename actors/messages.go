@@ -3,6 +3,8 @@ package actors
 import (
 	"sync/atomic"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -216,3 +218,45 @@ type controlRequest struct {
 }
 
 func (*controlRequest) actorMessage() {}
+
+// --- blocking work done off the actors ---
+
+// deviceLoaded carries an added device's stored config, read off the
+// registry (registryActor.add), back to it.
+type deviceLoaded struct {
+	add     *addDevice
+	sender  *actor.PID // the requester of add
+	typ     protocol.DeviceType
+	info    hw.Info
+	global  protocol.DeviceConfig
+	loadErr error // unreadable: global holds the defaults
+}
+
+// deviceLeft tells the registry that a device it unlisted has its output
+// halted, its loop stopped and its driver closed.
+type deviceLeft struct {
+	device *Device
+	cause  error // nil: removed, not failed
+}
+
+// settingSaved carries the outcome of a setting change's durable write
+// back to the registry, which applies and answers it only then.
+type settingSaved struct {
+	key      protocol.SettingKey
+	settings protocol.Settings
+	sender   *actor.PID
+	err      error
+}
+
+// ioDone carries the outcome of a device actor's durable write or load
+// back to it (deviceCore.startIO); the actor holds its later config
+// requests until then.
+type ioDone struct {
+	op  *pendingIO
+	err error
+}
+
+func (*deviceLoaded) actorMessage() {}
+func (*deviceLeft) actorMessage()   {}
+func (*settingSaved) actorMessage() {}
+func (*ioDone) actorMessage()       {}

@@ -3,7 +3,9 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +209,227 @@ func TestConcurrentWritesPastTheirDeadline(t *testing.T) {
 	e2, err := svc2.Entry(arm2, 0, protocol.KeyGravityCompensation)
 	if err != nil || e2 != e {
 		t.Fatalf("after a restart %v (%v), want %v", e2, err, e)
+	}
+}
+
+// heldStore holds every Save or Load (op) of one document until release
+// is closed, and says on entered when one starts: a disk that stalls.
+type heldStore struct {
+	Store
+	op, name string
+	entered  chan string
+	release  chan struct{}
+}
+
+func newHeldStore(s Store, op, name string) *heldStore {
+	return &heldStore{Store: s, op: op, name: name, entered: make(chan string, 16), release: make(chan struct{})}
+}
+
+func (s *heldStore) hold(op, name string) {
+	if op == s.op && name == s.name {
+		s.entered <- op
+		<-s.release
+	}
+}
+
+func (s *heldStore) Save(name string, v any) error {
+	s.hold("save", name)
+	return s.Store.Save(name, v)
+}
+
+func (s *heldStore) Load(name string, v any) (bool, error) {
+	s.hold("load", name)
+	return s.Store.Load(name, v)
+}
+
+// waitEntered waits for the held store to hold an operation.
+func (s *heldStore) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("nothing reached %s within 5 s", s.name)
+	}
+}
+
+// pending runs f on a goroutine; the channel closes when it returns.
+func pending(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	return done
+}
+
+func stillPending(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+		t.Fatalf("%s returned while its document was held on the disk", what)
+	default:
+	}
+}
+
+func waitDone(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not return within 5 s of the disk answering", what)
+	}
+}
+
+// While one document's write or read stalls on the disk, the registry and
+// every other device actor go on: devices are added, sessions open,
+// another device is configured. The stalled request is answered only once
+// its write is done (a POST is answered after its durable write), and a
+// request to the same device that came after it waits for it and sees its
+// outcome.
+func TestStalledDiskHoldsOnlyItsOwnRequest(t *testing.T) {
+	armID := simArm(0).Info().ID
+	for _, c := range []struct {
+		name    string
+		op, doc string
+		// stall starts the request that reaches the held document; check
+		// runs once it is answered.
+		stall func(t *testing.T, svc *Service, arm *Device) (done func(), check func())
+	}{
+		{"setting write", "save", "settings", func(t *testing.T, svc *Service, _ *Device) (func(), func()) {
+			var v any
+			var err error
+			return func() { v, err = svc.SetSetting(protocol.SettingForceScale, 0.5) },
+				func() {
+					if err != nil || v != 0.5 || svc.Settings().ForceScale != 0.5 {
+						t.Fatalf("set force_scale: %v %v, in force %v", v, err, svc.Settings().ForceScale)
+					}
+				}
+		}},
+		{"device config write", "save", storeName(protocol.TypeArm, armID), func(t *testing.T, svc *Service, arm *Device) (func(), func()) {
+			want := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
+			var err error
+			return func() { _, err = svc.SetEntry(arm, 0, want) },
+				func() {
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Asked after the write: answered after it, with it.
+					if got, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != want {
+						t.Fatalf("read back %v (%v), want %v", got, err, want)
+					}
+				}
+		}},
+		{"added device's config read", "load", storeName(protocol.TypeArm, simArm(5).Info().ID), func(t *testing.T, svc *Service, _ *Device) (func(), func()) {
+			var d *Device
+			var err error
+			return func() { d, err = svc.AddDevice(simArm(5), false) },
+				func() {
+					if err != nil || svc.Devices().Find(protocol.TypeArm, d.ID) != d {
+						t.Fatalf("added %v (%v); not listed", d, err)
+					}
+				}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var held *heldStore
+			svc := startWith(t, Options{StateDir: t.TempDir(), RequestTimeout: 10 * time.Second, WrapStore: func(s Store) Store {
+				held = newHeldStore(s, c.op, c.doc)
+				return held
+			}})
+			arm := addArm(t, svc, simArm(0))
+			other := addArm(t, svc, simArm(1))
+			t.Cleanup(func() {
+				select {
+				case <-held.release:
+				default:
+					close(held.release) // before the shutdown, should the test fail
+				}
+			})
+			request, check := c.stall(t, svc, arm)
+			done := pending(request)
+			held.waitEntered(t)
+
+			added := addArm(t, svc, simArm(2))
+			if svc.Devices().Find(protocol.TypeArm, added.ID) != added {
+				t.Fatal("a device added while the disk stalled is not listed")
+			}
+			sess, sink := open(t, svc, nil)
+			if _, err := svc.SetEntry(other, sess.ID, protocol.ForceGate{Gain: 0.3}); err != nil {
+				t.Fatalf("another device's config while the disk stalled: %v", err)
+			}
+			exchange(t, sess, sink, `{}`)
+			stillPending(t, done, c.name)
+
+			close(held.release)
+			waitDone(t, done, c.name)
+			check()
+		})
+	}
+}
+
+// closeHeldDriver is a simulated arm whose Close stalls until release is
+// closed (a USB device that does not answer).
+type closeHeldDriver struct {
+	*fakeDriver
+	closing chan struct{}
+	release chan struct{}
+}
+
+func (d *closeHeldDriver) Close() error {
+	close(d.closing)
+	<-d.release
+	return d.fakeDriver.Close()
+}
+
+// A failed device whose driver takes its time to close is unlisted at
+// once, and the registry goes on meanwhile; it leaves (device-disconnected,
+// OnDeviceLost) once its driver is closed, and the same device added again
+// meanwhile appears after that, never alongside it.
+func TestRemovalWaitsOffTheRegistry(t *testing.T) {
+	var lost atomic.Int64
+	svc := startWith(t, Options{OnDeviceLost: func(hw.Info) { lost.Add(1) }})
+	drv := &closeHeldDriver{fakeDriver: &fakeDriver{Arm: simArm(0)}, closing: make(chan struct{}), release: make(chan struct{})}
+	arm := addArm(t, svc, drv)
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(drv.release) }) }) // before the shutdown, should the test fail
+	drv.panicking.Store(true)
+	select {
+	case <-drv.closing:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failed device's driver was not closed")
+	}
+	if svc.Devices().Find(protocol.TypeArm, arm.ID) != nil {
+		t.Fatal("a device being removed is still listed")
+	}
+	if drv.halts.Load() == 0 {
+		t.Fatal("the failed device was not halted before its driver was closed")
+	}
+	addArm(t, svc, simArm(1))
+	var againErr error
+	again := pending(func() { _, againErr = svc.AddDevice(simArm(0), false) })
+	sess, sink := open(t, svc, nil)
+	exchange(t, sess, sink, `{}`)
+	if n := countEvents(t, svc, event.NameDeviceDisconnected, arm.ID); n != 0 || lost.Load() != 0 {
+		t.Fatalf("the device left (%d events, %d rescans) before its driver was closed", n, lost.Load())
+	}
+
+	releaseOnce.Do(func() { close(drv.release) })
+	waitDone(t, again, "adding the device again")
+	if againErr != nil {
+		t.Fatalf("adding the device again: %v", againErr)
+	}
+	events, _, err := svc.Activity().Recent(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range events {
+		if strings.Contains(string(e.Data), arm.ID) {
+			order = append(order, e.Name)
+		}
+	}
+	want := []string{event.NameDeviceConnected, event.NameDeviceFailed, event.NameDeviceDisconnected, event.NameDeviceConnected}
+	if !slices.Equal(order, want) {
+		t.Fatalf("events of %s: %v, want %v", arm.ID, order, want)
+	}
+	if lost.Load() != 1 {
+		t.Fatalf("OnDeviceLost called %d times, want 1", lost.Load())
 	}
 }

@@ -689,11 +689,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			// The sequence before the snapshot: what is stored under it is
 			// that publish or a newer one, never an older one.
 			seq := d.publishSeq()
-			if af.Body = d.cachedBody(slot, seq, v); af.Body == nil {
+			if af.Body = d.frames.cached(slot, seq, v); af.Body == nil {
 				d.Load(snap)
 				fillArm(af, snap, v)
-				if d.worthStoring(slot, seq, session) {
-					af.Body = d.storeBody(slot, seq, v, codec.AppendArmState(d.bodyBuffer(slot, 1024), af))
+				if d.frames.worthStoring(slot, seq, session) {
+					af.Body = d.frames.store(slot, seq, v, codec.AppendArmState(d.frames.buffer(slot, 1024), af))
 				}
 			}
 		case !f.ArmState.NeedsPose():
@@ -719,11 +719,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			gf.Config = &v.Config
 		case slot >= 0 && v == d.defaultView.Load() && f.ArmState == 0:
 			seq := d.publishSeq()
-			if gf.Body = d.cachedBody(slot, seq, v); gf.Body == nil {
+			if gf.Body = d.frames.cached(slot, seq, v); gf.Body == nil {
 				d.Load(snap)
 				fillGrip(gf, snap, v)
-				if d.worthStoring(slot, seq, session) {
-					gf.Body = d.storeBody(slot, seq, v, codec.AppendGripState(d.bodyBuffer(slot, 512), gf))
+				if d.frames.worthStoring(slot, seq, session) {
+					gf.Body = d.frames.store(slot, seq, v, codec.AppendGripState(d.frames.buffer(slot, 512), gf))
 				}
 			}
 		default:

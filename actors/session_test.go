@@ -92,7 +92,7 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 	d := &Device{Type: protocol.TypeArm, ID: info.ID, Info: info}
 	d.rt = loop.NewDevice(arm, loop.DeviceOptions{})
 	core := &deviceCore{dev: d, log: zerolog.Nop(), settings: protocol.DefaultSettings()}
-	core.init()
+	core.init(protocol.DefaultDeviceConfig())
 	devs := (&DeviceSet{}).with(d)
 
 	now := loop.SystemClock().Now()

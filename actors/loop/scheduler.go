@@ -373,8 +373,10 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		}
 		if cur != nil {
 			cur.failed.Store(true)
-			cur.emit(Event{Kind: EventFailed, Err: fmt.Errorf("actors/loop: step of %s panicked; the device was halted and stopped: %v", cur.info.ID, v)})
+			// Halted before it is reported: the registry closes the
+			// driver once it hears, and the halt must be over by then.
 			haltAfterPanic(cur)
+			cur.emit(Event{Kind: EventFailed, Err: fmt.Errorf("actors/loop: step of %s panicked; the device was halted and stopped: %v", cur.info.ID, v)})
 		}
 	}()
 	clock := s.opts.Clock

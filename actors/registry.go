@@ -1,0 +1,438 @@
+package actors
+
+// The registry actor: it creates and supervises the device actors, owns the
+// service-wide settings, and is the only writer of the device and session
+// sets (deviceset.go, Service.Sessions).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// registryActor creates and supervises the device actors, owns the
+// service-wide settings, and alone owns the device and session sets: every
+// change to either is one of its messages, and it publishes each new set
+// as an immutable snapshot. Because one actor orders every addition, a
+// device added while a session opens is attached to it exactly once, by the
+// registry, whichever came first.
+//
+// It never waits inside Receive. What blocks runs on a goroutine of the
+// operation (Service.offload), which sends the outcome back as a message:
+// an added device's stored config is read before the device is spawned and
+// listed (deviceLoaded), a removed device's loop is stopped and its driver
+// closed after it is unlisted (deviceLeft), and a changed setting is
+// written durably before it is applied and answered (settingSaved).
+type registryActor struct {
+	svc *Service
+	// attached is what the registry last told the devices about each
+	// listed session (its profile and session-level basis).
+	attached map[uint64]*attachSession
+	// stopping is set once the registry itself stops: its children stop
+	// with it, and that is no failure.
+	stopping bool
+
+	// adding holds the devices whose stored config is being read, by
+	// deviceKey: an id is taken from the moment it is asked for.
+	adding map[string]pendingAdd
+	// leaving holds the devices unlisted whose loop and driver are still
+	// being stopped, by deviceKey, with the additions of the same device
+	// that wait for it (a device that is re-added appears after it left,
+	// and its device-connected follows the device-disconnected).
+	leaving map[string][]pendingAdd
+	// settingWrite is the setting change being written, and settingQueue
+	// the changes that arrived meanwhile: one at a time, in order, each
+	// admitted only when its turn comes (so a change stuck behind a slow
+	// disk can still be cancelled at its deadline).
+	settingWrite *settingSaved
+	settingQueue []queuedSetting
+}
+
+// pendingAdd is an addDevice with the requester to answer.
+type pendingAdd struct {
+	msg    *addDevice
+	sender *actor.PID
+}
+
+// queuedSetting is a setting change waiting for the one being written.
+type queuedSetting struct {
+	msg    actorMessage // *setSetting or *resetSetting
+	sender *actor.PID
+}
+
+func newRegistryActor(s *Service) *registryActor {
+	return &registryActor{svc: s, attached: make(map[uint64]*attachSession),
+		adding: make(map[string]pendingAdd), leaving: make(map[string][]pendingAdd)}
+}
+
+// deviceKey names a device in adding and leaving.
+func deviceKey(t protocol.DeviceType, id string) string { return t.Key() + "/" + id }
+
+func (r *registryActor) Receive(ctx actor.Context) {
+	s := r.svc
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+	case *actor.Stopping:
+		r.stopping = true
+		r.abandon(ctx)
+	case *actor.Stopped, *actor.Restarting:
+	case *actor.Terminated:
+		if !r.stopping {
+			r.childStopped(ctx, m.Who)
+		}
+	case *addDevice:
+		r.add(ctx, pendingAdd{msg: m, sender: ctx.Sender()})
+	case *deviceLoaded:
+		r.adopt(ctx, m)
+	case *deviceFailed:
+		r.remove(ctx, m.device, m.err)
+	case *deviceLeft:
+		r.left(ctx, m)
+	case *openSession:
+		r.open(ctx, m.sess)
+		ctx.Respond(&ack{})
+	case *updateSession:
+		if at := r.attached[m.sess.ID]; at != nil {
+			at = &attachSession{session: m.sess.ID, profile: m.profile, basis: m.basis}
+			r.attached[m.sess.ID] = at
+			for _, d := range s.Devices().All() {
+				ctx.Send(d.pid, at)
+			}
+		}
+		ctx.Respond(&ack{})
+	case *sessionClosed:
+		r.close(ctx, m.sess)
+	case *setSetting, *resetSetting:
+		r.queueSetting(ctx, queuedSetting{msg: m.(actorMessage), sender: ctx.Sender()})
+	case *settingSaved:
+		r.settingDone(ctx, m)
+	default:
+		s.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("registry: unknown message dropped")
+	}
+}
+
+// reply answers a requester found earlier (ctx.Respond answers only the
+// message in hand).
+func reply(ctx actor.Context, to *actor.PID, msg actorMessage) {
+	if to != nil {
+		ctx.Send(to, msg)
+	}
+}
+
+// open attaches a session to every device, then lists it: a device's
+// mailbox holds the attachment before anyone can find the session.
+func (r *registryActor) open(ctx actor.Context, sess *Session) {
+	s := r.svc
+	at := &attachSession{session: sess.ID, profile: sess.Profile(), basis: sess.Basis()}
+	r.attached[sess.ID] = at
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, at)
+	}
+	next := append(append(make([]*Session, 0, len(s.Sessions())+1), s.Sessions()...), sess)
+	s.sessions.Store(&next)
+}
+
+// close unlists a session and detaches it from every device.
+func (r *registryActor) close(ctx actor.Context, sess *Session) {
+	s := r.svc
+	if _, ok := r.attached[sess.ID]; !ok {
+		return
+	}
+	delete(r.attached, sess.ID)
+	cur := s.Sessions()
+	next := make([]*Session, 0, len(cur))
+	for _, x := range cur {
+		if x != sess {
+			next = append(next, x)
+		}
+	}
+	s.sessions.Store(&next)
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, &detachSession{session: sess.ID})
+	}
+}
+
+// childStopped handles a device actor that stopped. One the registry did
+// not stop itself ran out of restarts: its device is given up as failed.
+func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
+	for _, d := range r.svc.Devices().All() {
+		if d.pid.Equal(pid) {
+			r.remove(ctx, d, fmt.Errorf("actors: the device actor of %s %s kept failing (%d restarts within a minute); output halted until the device is seen again", d.Name, d.ID, r.svc.opts.DeviceRestarts))
+			return
+		}
+	}
+}
+
+// add takes a driver up: it checks the device is new, then has its stored
+// config read off the actor (adopt continues). A device still leaving is
+// added once it has left.
+func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
+	s := r.svc
+	info := p.msg.driver.Info()
+	var t protocol.DeviceType
+	switch info.Kind {
+	case hw.KindArm:
+		t = protocol.TypeArm
+	case hw.KindGrip:
+		t = protocol.TypeGrip
+	default:
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: device %q has unknown kind %d", info.ID, info.Kind)})
+		return
+	}
+	key := deviceKey(t, info.ID)
+	if waiting, ok := r.leaving[key]; ok {
+		r.leaving[key] = append(waiting, p)
+		return
+	}
+	if _, ok := r.adding[key]; ok || s.devices.Load().Find(t, info.ID) != nil {
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s is already connected; ids must be unique", t.Key(), info.ID)})
+		return
+	}
+	r.adding[key] = p
+	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
+	if s.store == nil {
+		r.adopt(ctx, loaded)
+		return
+	}
+	self, root := ctx.Self(), s.system.Root
+	name := storeName(t, info.ID)
+	s.offload.run(func() {
+		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name)
+		root.Send(self, loaded)
+	})
+}
+
+// adopt spawns the device actor of a device whose stored config is read,
+// attaches every listed session to it, lists it, starts its loop and
+// answers the requester.
+func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
+	key := deviceKey(m.typ, m.info.ID)
+	if r.adding[key].msg != m.add {
+		return // given up at shutdown (abandon) and answered then
+	}
+	delete(r.adding, key)
+	d, err := r.spawn(ctx, m)
+	reply(ctx, m.sender, &addDeviceReply{device: d, err: err})
+}
+
+func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, error) {
+	s := r.svc
+	t, info := m.typ, m.info
+	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info}
+	root := s.system.Root
+	d.rt = loop.NewDevice(m.add.driver, loop.DeviceOptions{
+		PeriodNs:         s.periodNs,
+		Clock:            s.opts.Clock,
+		RealtimePriority: s.opts.RealtimePriority,
+		// The loop must never block: an actor Send is a mailbox push.
+		OnEvent: func(ev loop.Event) { root.Send(d.pid, &loopEvent{event: ev}) },
+	})
+	core := &deviceCore{
+		dev:         d,
+		store:       s.store,
+		writeBehind: s.writeBehind,
+		activity:    s.activity,
+		registry:    ctx.Self(),
+		system:      s.system,
+		offload:     &s.offload,
+		hook:        s.opts.DeviceHook,
+		log:         s.log.With().Str("device_type", t.Key()).Str("device_id", d.ID).Logger(),
+		settings:    s.Settings(),
+	}
+	if m.loadErr != nil {
+		core.log.Error().Err(m.loadErr).Msg("stored device config unreadable; using defaults")
+	}
+	core.init(m.global)
+	pid, err := ctx.SpawnNamed(newDeviceProps(core), "device-"+t.Key()+"-"+d.ID+fmt.Sprintf("-%d", time.Now().UnixNano()))
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn device actor: %w", err)
+	}
+	d.pid = pid
+	// Every listed session is attached before the device is listed, so no
+	// reader finds the device without its sessions.
+	for _, sess := range s.Sessions() {
+		ctx.Send(pid, r.attached[sess.ID])
+	}
+	s.devices.Store(s.devices.Load().with(d))
+	if m.add.hardware {
+		ctx, cancel := context.WithCancel(s.hwCtx)
+		d.stopLoop, d.loopDone = cancel, make(chan struct{})
+		s.hwWG.Add(1)
+		go func() {
+			defer s.hwWG.Done()
+			defer close(d.loopDone)
+			if err := loop.RunLocked(ctx, d.rt); err != nil && ctx.Err() == nil {
+				core.log.Error().Err(err).Msg("hardware loop stopped")
+			}
+		}()
+	} else {
+		s.sched.Add(d.rt)
+	}
+	s.activity.Publish(event.DeviceConnected(t.Family(), d.Name, d.ID))
+	// The device-connected event is the info line; this adds the details.
+	core.log.Debug().Str("uuid", info.UUID).Bool("simulated", info.Simulated).Str("port", info.Port).Msg("device connected")
+	return d, nil
+}
+
+// abandon answers every addition and setting change not yet done when the
+// registry stops (an addition refused leaves its driver to the caller).
+func (r *registryActor) abandon(ctx actor.Context) {
+	if m := r.settingWrite; m != nil {
+		r.settingWrite = nil
+		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "the service shut down while the setting was being stored; read it back")})
+	}
+	for _, q := range r.settingQueue {
+		reply(ctx, q.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "the service is shutting down; nothing was applied")})
+	}
+	r.settingQueue = nil
+	abandon := func(p pendingAdd) {
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the service is shutting down; device not added")})
+	}
+	for key, p := range r.adding {
+		delete(r.adding, key) // its deviceLoaded, if it comes, is ignored
+		abandon(p)
+	}
+	for key, waiting := range r.leaving {
+		r.leaving[key] = nil
+		for _, p := range waiting {
+			abandon(p)
+		}
+	}
+}
+
+// remove unlists a device at once and stops it off the actor: its output
+// is halted first, then its loop is stopped (a hardware loop is cancelled
+// and waited for up to a second; Scheduler.Remove waits out the current
+// tick) so that the loop is done with the driver before the driver is
+// closed. deviceLeft reports when that is over.
+func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
+	s := r.svc
+	if s.devices.Load().Find(d.Type, d.ID) != d {
+		return // already gone
+	}
+	s.devices.Store(s.devices.Load().without(d))
+	r.leaving[deviceKey(d.Type, d.ID)] = nil
+	self, root := ctx.Self(), s.system.Root
+	s.offload.run(func() {
+		// Zero force first, whatever happens to the loop and the driver next.
+		d.rt.Halt()
+		if d.stopLoop != nil {
+			d.stopLoop()
+			select {
+			case <-d.loopDone:
+			case <-time.After(time.Second):
+				s.log.Error().Str("device_id", d.ID).Msg("hardware loop did not stop within 1 s; closing its driver anyway")
+			}
+		} else {
+			s.sched.Remove(d.rt)
+		}
+		d.rt.Halt()
+		if err := d.closeDriver(); err != nil {
+			s.log.Debug().Err(err).Str("device_id", d.ID).Msg("close after failure")
+		}
+		root.Send(self, &deviceLeft{device: d, cause: cause})
+	})
+}
+
+// left finishes a removal once the device's loop is stopped and its driver
+// closed: its actor stops, the events go out, discovery is told, and an
+// addition of the same device that waited proceeds.
+func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
+	s, d, cause := r.svc, m.device, m.cause
+	ctx.Stop(d.pid)
+	if cause != nil {
+		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
+	}
+	s.activity.Publish(event.DeviceDisconnected(d.Type.Family(), d.Name, d.ID))
+	s.log.Debug().Err(cause).Str("device_type", d.Name).Str("device_id", d.ID).Msg("device disconnected") // the event is the log line
+	if s.opts.OnDeviceLost != nil {
+		s.opts.OnDeviceLost(d.Info)
+	}
+	key := deviceKey(d.Type, d.ID)
+	waiting := r.leaving[key]
+	delete(r.leaving, key)
+	for _, p := range waiting {
+		r.add(ctx, p)
+	}
+}
+
+// queueSetting takes a setting change up now, or after the one being
+// written.
+func (r *registryActor) queueSetting(ctx actor.Context, q queuedSetting) {
+	if r.settingWrite != nil {
+		r.settingQueue = append(r.settingQueue, q)
+		return
+	}
+	r.changeSetting(ctx, q)
+}
+
+// changeSetting applies one setting change: at once when it changes
+// nothing or there is no state directory, else once it is on disk
+// (settingDone).
+func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
+	s := r.svc
+	var k protocol.SettingKey
+	var v any
+	switch m := q.msg.(type) {
+	case *setSetting:
+		if !m.ticket.admit() {
+			return // its requester was answered unavailable at the deadline
+		}
+		k, v = m.key, m.value
+	case *resetSetting:
+		if !m.ticket.admit() {
+			return
+		}
+		def := protocol.DefaultSettings()
+		k, v = m.key, def.Get(m.key)
+	}
+	next := s.Settings()
+	next.Set(k, v)
+	saved := &settingSaved{key: k, settings: next, sender: q.sender}
+	if next == s.Settings() || s.store == nil {
+		r.applySetting(ctx, saved)
+		return
+	}
+	r.settingWrite = saved
+	self, root := ctx.Self(), s.system.Root
+	s.offload.run(func() {
+		saved.err = s.store.Save("settings", next)
+		root.Send(self, saved)
+	})
+}
+
+// settingDone applies a setting change whose write is over, then takes up
+// the changes queued behind it.
+func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
+	if r.settingWrite != m {
+		return
+	}
+	r.settingWrite = nil
+	if m.err != nil {
+		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", m.err)})
+	} else {
+		r.applySetting(ctx, m)
+	}
+	for r.settingWrite == nil && len(r.settingQueue) > 0 {
+		q := r.settingQueue[0]
+		r.settingQueue = r.settingQueue[1:]
+		r.changeSetting(ctx, q)
+	}
+}
+
+func (r *registryActor) applySetting(ctx actor.Context, m *settingSaved) {
+	s := r.svc
+	next := m.settings
+	s.settings.Store(&next)
+	for _, d := range s.Devices().All() {
+		ctx.Send(d.pid, &applyGlobals{settings: next})
+	}
+	reply(ctx, m.sender, &settingReply{value: next.Get(m.key)})
+}
