@@ -272,3 +272,37 @@ func TestNavigationRestoredAfterRestart(t *testing.T) {
 		t.Fatalf("navigation off, the workspace is set_transform's again: %v (before: %v)", off, s)
 	}
 }
+
+// TestNavigationForceEndsWithTheLease: a client that pushed the cursor into
+// the wall and went silent leaves no navigation force once its lease
+// lapses, and its workspace stays where the navigation took it.
+func TestNavigationForceEndsWithTheLease(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:lease", true)
+	obs := ts.dial(t, ts.wsURL())
+	obs.expect()
+	r.configure()
+	r.c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	r.until(4, "the wall", func(s navSample) bool { return s.zone == "wall" && s.offset[0] > 0.005 }) // then silence
+	var offset [3]float64
+	checkFor(t, 3*time.Second, func() error {
+		f := obs.roundTrip(`{}`)
+		if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); got != [3]float64{} || path(f, "arm3", 0, "status", "in_use") != false {
+			return fmt.Errorf("force %v in use %v", got, path(f, "arm3", 0, "status", "in_use"))
+		}
+		a := ts.do(http.MethodGet, r.navigationURL(), "")
+		if v := vec(path(a.env, "data", "state", "velocity")); v != [3]float64{} {
+			return fmt.Errorf("the workspace still moves at %v", v)
+		}
+		offset = vec(path(a.env, "data", "state", "workspace_offset"))
+		return nil
+	})
+	if offset[0] < 0.005 {
+		t.Fatalf("the workspace offset %v did not stay where the navigation took it", offset)
+	}
+	// It stays: the lease lapsed, nothing renders the navigation.
+	obs.roundTrip(`{}`)
+	if a := ts.do(http.MethodGet, r.navigationURL(), ""); vec(path(a.env, "data", "state", "workspace_offset")) != offset {
+		t.Fatalf("the offset moved after the lease lapsed: %v, was %v", path(a.env, "data", "state"), offset)
+	}
+}
