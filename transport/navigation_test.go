@@ -306,3 +306,39 @@ func TestNavigationForceEndsWithTheLease(t *testing.T) {
 		t.Fatalf("the offset moved after the lease lapsed: %v, was %v", path(a.env, "data", "state"), offset)
 	}
 }
+
+// TestNavigationComposesWithSetTransform: the offset adds to set_transform's
+// position, and the velocity law (mount metres) is carried into
+// application space by its scale.
+func TestNavigationComposesWithSetTransform(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:transform", true)
+	r.configure()
+	const shift, scale = 0.5, 2.0
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":%g,"y":0,"z":0},"scale":{"x":%g,"y":%g,"z":%g}}}}]}`,
+		r.id, shift, scale, scale, scale))
+	if f["errors"] != nil {
+		t.Fatalf("set_transform: %v", f["errors"])
+	}
+	// depth in mount metres: app = shift + scale·mount + offset.
+	depth := func(s navSample) float64 {
+		var d2 float64
+		for i := range 3 {
+			m := s.pos[i] - s.offset[i]
+			if i == 0 {
+				m -= shift
+			}
+			m /= scale
+			d2 += (m - r.center[i]) * (m - r.center[i])
+		}
+		return math.Sqrt(d2) - navRadius
+	}
+	s := r.until(1, "the velocity zone at scale 2", func(s navSample) bool {
+		d := depth(s)
+		want := scale * navGain * d
+		return s.zone == "velocity" && d > 0.005 && math.Abs(s.velocity[0]-want) <= 0.15*want+0.004
+	})
+	if math.Abs(s.transform[0]-(shift+s.offset[0])) > 1e-6 || s.offset[0] <= 0 {
+		t.Fatalf("state.transform.position %v is not set_transform's %g plus the offset %v", s.transform, shift, s.offset)
+	}
+}
