@@ -115,3 +115,24 @@ func TestNavigatorStepDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per tick", a)
 	}
 }
+
+func TestNavigatorCentreDriftsInTheDeadZone(t *testing.T) {
+	b := testBubble(t, func(b *Bubble) { b.DriftRateMps = 0.01 })
+	var n Navigator
+	in := Input{DtNs: 1e6, PositionM: hw.Vec3{X: 0.02}}
+	for range 1000 { // 1 s at 1 cm/s: the centre reaches the cursor 2 cm away halfway
+		n.Step(b, &in, true)
+	}
+	if c := n.CenterM(b); math.Abs(c.X-0.01) > 1e-9 || c.Y != 0 || c.Z != 0 {
+		t.Fatalf("centre %+v after 1 s at 1 cm/s toward a cursor 2 cm away, want 1 cm along x", c)
+	}
+	for range 2000 {
+		n.Step(b, &in, true)
+	}
+	if c := n.CenterM(b); math.Abs(c.X-0.02) > 1e-9 {
+		t.Fatalf("centre %+v, want it on the cursor and no further", c)
+	}
+	if n.OffsetM != (hw.Vec3{}) {
+		t.Fatalf("the workspace moved while the centre drifted: %+v", n.OffsetM)
+	}
+}
