@@ -124,15 +124,15 @@ type armControl struct {
 	maxForceN float64
 }
 
-// Publishing an arm nobody controls costs a fair part of its tick (a
-// locked instruction and a snapshot buffer pulled into the cache), and
-// with thousands of arms and no clients nobody reads them. So a moving arm
-// on a shard's fast path publishes every tick only while someone reads it
+// Publishing an arm costs a fair part of its tick (a locked instruction
+// and a snapshot buffer pulled into the cache), and with thousands of arms
+// nobody reads most of them. So a moving arm on a shard's fast path (for
+// arms nobody controls or for controlled ones) publishes every tick only while someone reads it
 // (Load or PublishSeq within the last publishHotTicks ticks), and
 // otherwise every publishIdleEvery ticks and whenever it comes to rest:
 // the first read after a quiet spell sees a state at most that many ticks
 // old (its Tick and TimeNs say which), and the reads after it every tick's.
-// Controlled arms, taps and Halt publish every tick as before.
+// A full step, taps and Halt publish every tick.
 const (
 	publishIdleEvery = 8
 	publishHotTicks  = 1024
