@@ -246,6 +246,7 @@ type forceStages struct {
 	// EventPassivitySustained went out.
 	spellsEmitted uint64
 	outTicks      uint8 // ticks since the output figures were last stored
+	readSeen      bool  // someone read them at store's last look
 }
 
 // forceInputs are what a force command's stages read besides the arm's

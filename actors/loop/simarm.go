@@ -36,6 +36,11 @@ type armBlock struct {
 	// controlled arm reads (armControl): apart from arms, so the pass over
 	// arms nobody controls streams none of it.
 	ctl [armBlockLen]armControl
+	// fx is room for the records' devices' effect stages (claimStage),
+	// allocated on the first SetEffects of one of them; fxUsed has a bit
+	// set for each place a device took (for good: see placeEffectStage).
+	fx     atomic.Pointer[[armBlockLen]effectStage]
+	fxUsed atomic.Uint64
 	// hot has a bit set for each record whose readers keep it publishing
 	// every tick (simArm.hotLeft > 0), so a tick visits only those
 	// between two sparse publishes.
@@ -106,6 +111,30 @@ type armCold struct {
 	sh      *shard      // immutable: the shard whose block holds the record
 	blk     *armBlock   // immutable: that block
 	ctl     *armControl // immutable: the record's in that block
+	idx     uint8       // immutable: the record's index in that block
+}
+
+// claimStage takes the effect stage at place i of the block, allocating
+// the block's stages if it has none yet, and readies it; nil if a device
+// took that place before.
+func (b *armBlock) claimStage(i uint8) *effectStage {
+	fx := b.fx.Load()
+	if fx == nil {
+		b.fx.CompareAndSwap(nil, new([armBlockLen]effectStage))
+		fx = b.fx.Load()
+	}
+	for {
+		used := b.fxUsed.Load()
+		if used&(1<<i) != 0 {
+			return nil
+		}
+		if b.fxUsed.CompareAndSwap(used, used|1<<i) {
+			break
+		}
+	}
+	st := &fx[i]
+	st.init()
+	return st
 }
 
 // armControl is a record's force stages and, while the record is on the
