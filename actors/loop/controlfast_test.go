@@ -227,3 +227,62 @@ func TestShardPassWithEffectsAllocatesNothing(t *testing.T) {
 		t.Fatalf("a shard's pass over %d controlled arms with effects allocates %.1f times per tick, want 0", len(devs), allocs)
 	}
 }
+
+// TestEffectStageInTheBlockOutlivesTheRecord: a device on a shard takes
+// its effect stage from its block, keeps rendering it after it left the
+// shard, and the device that takes its record next gets a stage of its
+// own, not the first one's.
+func TestEffectStageInTheBlockOutlivesTheRecord(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	damper := func(session uint64, b float64) *effect.Set {
+		set, err := effect.NewSet(session, []effect.Spec{{ID: "damper", Kind: effect.Damper, Params: effect.Params{DampingNsPerM: b}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	control := func(d *Device, session uint64, set *effect.Set) {
+		d.SetEffects(set)
+		d.Register().Claim(session)
+		c := force(0, 0, 0)
+		d.Register().Write(session, 1, clock.Now()+int64(1e12), &c, nil)
+	}
+	first := NewDevice(sim.NewArm(sim.ArmOptions{Index: 1, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s.Add(first)
+	r := first.slot.Load()
+	control(first, 1, damper(1, 2))
+	sh := s.shards[0]
+	for range 20 {
+		sh.passLocked(clock.Advance(ms), clock)
+	}
+	st := first.fx.Load()
+	if fx := r.blk.fx.Load(); fx == nil || st != &fx[r.idx] {
+		t.Fatalf("the effect stage of a device on a shard is not its record's place in the block")
+	}
+	s.Remove(first)
+	second := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s.Add(second)
+	if second.slot.Load() != r {
+		t.Fatalf("the second device did not take the first one's record")
+	}
+	control(second, 2, damper(2, 3))
+	if second.fx.Load() == st {
+		t.Fatalf("the second device got the first one's effect stage")
+	}
+	var rep EffectsReport
+	for range 20 {
+		now := clock.Advance(ms)
+		sh.passLocked(now, clock)
+		first.Step(now)
+	}
+	for _, c := range []struct {
+		d       *Device
+		session uint64
+	}{{first, 1}, {second, 2}} {
+		if !c.d.LoadEffects(&rep) || rep.Session != c.session || !rep.Rendering || rep.N != 1 {
+			t.Fatalf("session %d's device reports %+v, want its damper rendered", c.session, rep)
+		}
+	}
+}
