@@ -64,10 +64,11 @@
 // (Params.Navigation: the bubble in the device frame, package effect's
 // Bubble, and the session's NavigationTrack on the device), so the loop
 // renders the navigation of the command it applies, under that command's
-// lease, and never another session's. Every tick, in finishForce beside
-// the effects: effect.Navigator.Step classifies the cursor (dead zone,
-// velocity zone, wall, with hysteresis), gives a force (dead-zone damping,
-// the zone's spring, the wall) that is summed with the session's force
+// lease, and never another session's. Every tick, in forceStages.force
+// beside the effects (the full step and a shard's fast path alike),
+// effect.Navigator.Step classifies the cursor (dead zone, velocity zone,
+// wall, with hysteresis) and gives a force (dead-zone damping, the zone's
+// spring, the wall) that is summed with the session's force
 // before the passivity stage (its own observer: OutputReport's
 // NavigationEnergyJ), and, while the command is in force (not while it
 // ramps out), integrates the workspace offset by the velocity law. The

@@ -24,6 +24,7 @@ type Navigation struct {
 // track starts again from zero. Only the device's loop writes it.
 type NavigationTrack struct {
 	nav       effect.Navigator // the tick's
+	lastF     hw.Vec3          // the force of the last tick, for the passivity observer
 	rendering bool             // rendered on the last tick
 	published atomic.Bool
 	rep       NavigationReport // the tick's, filled before each publish
@@ -67,34 +68,32 @@ func (t *NavigationTrack) Load(dst *NavigationReport) bool {
 	return true
 }
 
-// renderNavigation is the navigation's force for the tick under c's
-// session (gain: the force scale). It slides the workspace only while the
-// command is in force (ramp 1), not while its force ramps out.
-func (d *Device) renderNavigation(c *Command, nowNs int64, gain, ramp float64) hw.Vec3 {
-	p := c.Params
-	if p == nil || p.Navigation == nil {
-		return hw.Vec3{}
-	}
-	n := p.Navigation
+// render is the navigation's force for one tick at the cursor's pos and v
+// (gain: the force scale). It slides the workspace only while the command
+// is in force (ramp 1), not while its force ramps out. The tick that
+// steps the command calls it (forceStages.force, on a Device or a shard's
+// fast path).
+func (n *Navigation) render(pos, v hw.Vec3, nowNs, dtNs int64, gain, ramp float64) hw.Vec3 {
 	t := n.Track
-	in := effect.Input{NowNs: nowNs, DtNs: d.tickDtNs, PositionM: d.state.PositionM, VelocityMps: d.state.VelocityMps}
-	if !in.PositionM.Finite() || !in.VelocityMps.Finite() {
-		d.stopNavigation(n, nowNs)
+	if !pos.Finite() || !v.Finite() {
+		n.stop(nowNs)
 		return hw.Vec3{}
 	}
+	in := effect.Input{NowNs: nowNs, DtNs: dtNs, PositionM: pos, VelocityMps: v}
 	f := t.nav.Step(n.Bubble, &in, ramp >= 1).Scale(gain)
 	t.rendering = true
 	t.publish(n.Bubble, nowNs)
 	return f
 }
 
-// stopNavigation publishes n's track at rest (control ended).
-func (d *Device) stopNavigation(n *Navigation, nowNs int64) {
+// stop publishes n's track at rest (control ended).
+func (n *Navigation) stop(nowNs int64) {
 	t := n.Track
 	if !t.rendering && t.published.Load() {
 		return
 	}
 	t.nav.Stop()
+	t.lastF = hw.Vec3{}
 	t.rendering = false
 	t.publish(n.Bubble, nowNs)
 }
@@ -103,8 +102,17 @@ func (d *Device) stopNavigation(n *Navigation, nowNs int64) {
 // had one: nobody's lease holds it now.
 func (d *Device) pauseNavigation(nowNs int64) {
 	if p := d.held.Params; p != nil && p.Navigation != nil {
-		d.stopNavigation(p.Navigation, nowNs)
+		p.Navigation.stop(nowNs)
 	}
+}
+
+// observe is the energy the navigation absorbed from the arm over the tick
+// that ended (package passivity's convention: −F·v·dt with last tick's
+// force and this tick's velocity), and holds f for the next.
+func (t *NavigationTrack) observe(f, v hw.Vec3, dtNs int64) float64 {
+	e := -t.lastF.Dot(v) * float64(dtNs) * 1e-9
+	t.lastF = f
+	return e
 }
 
 func (t *NavigationTrack) publish(b *effect.Bubble, nowNs int64) {

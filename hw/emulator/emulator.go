@@ -108,9 +108,8 @@ type Emulator struct {
 	applied  hw.Command
 	physSt   hw.State
 
-	// Lock order: wmu before mu. wmu is held across a write, so that
-	// replies and grip status frames never interleave; mu never is, so
-	// Stats and SetFaults answer while a write blocks on a full port.
+	// wmu is held across a write, mu never is; lock order: see the
+	// package doc.
 	wmu sync.Mutex // guards out
 	out io.Writer
 
