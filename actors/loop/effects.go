@@ -38,10 +38,13 @@ type effectStage struct {
 	unread    uint16 // ticks since read was set (see read)
 	// read is set by LoadEffects and cleared by the tick once unread
 	// for unreadTicks.
-	read   atomic.Bool
-	r      effect.Renderer
-	inline effect.Inline
-	rep    *effectsReport
+	read atomic.Bool
+	// seen is the Set render loaded last and seenSession its Session.
+	seen        *effect.Set
+	seenSession uint64
+	r           effect.Renderer
+	inline      effect.Inline
+	rep         *effectsReport
 }
 
 type effectsReport struct {
@@ -161,7 +164,15 @@ func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int6
 	if set != st.r.Set() {
 		st.useGrown() // after loading the Set: see SetEffects
 	}
-	if set != nil && set.Session != session {
+	if set != st.seen {
+		// A Set is immutable: its session is read once, not every tick
+		// (a cache miss an arm with thousands of arms rendering).
+		st.seen, st.seenSession = set, 0
+		if set != nil {
+			st.seenSession = set.Session
+		}
+	}
+	if set != nil && st.seenSession != session {
 		set = nil // another session's effects: not this owner's to feel
 	}
 	if set == nil && st.r.Len() == 0 && !st.rendering {
