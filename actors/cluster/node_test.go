@@ -209,3 +209,55 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 		})
 	}
 }
+
+// Two gateways subscribed to one node: each writes as its own owner, so
+// the one that holds the arm keeps it and the other's commands move
+// nothing until the holder's lease lapses; then the other takes it.
+func TestTwoGatewaysOneController(t *testing.T) {
+	n, d := testNode(t)
+	const other = "127.0.0.5:7070"
+	n.subscribe(&wire.Subscribe{GatewayAddress: other, SentUnixNs: time.Now().UnixNano()})
+	first := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 1)
+	n.command(first)
+	if o := d.Register().Owner(); o != gatewaySession {
+		t.Fatalf("owner %d after the first gateway's command, want %d", o, uint64(gatewaySession))
+	}
+	second := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, -1)
+	second.GatewayAddress = other
+	n.command(second)
+	var snap loop.Snapshot
+	d.Load(&snap)
+	if o := d.Register().Owner(); o != gatewaySession || snap.Target[2] == -1 {
+		t.Fatalf("the second gateway's command took the arm (owner %d, target %v)", o, snap.Target)
+	}
+	// The first gateway goes quiet: once its lease lapses the second's
+	// command takes the arm.
+	waitFor(t, "the second gateway controls the arm after the first's lease", func() bool {
+		c := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, -1)
+		c.GatewayAddress = other
+		n.command(c)
+		return d.Register().Owner() == gatewaySession+2
+	})
+}
+
+// A node forgets a gateway whose subscriptions stopped for GatewayTimeout,
+// counted in push ticks: ticks that come late because the node was starved
+// count no more than silenceCredit each.
+func TestNodeJudgesGatewaySilenceByItsTicks(t *testing.T) {
+	n, _ := testNode(t)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	// Three stalls of 2 s each: 150 ms of silence, not 6 s.
+	for range 3 {
+		n.forgetSilentLocked(2 * time.Second)
+	}
+	if n.subs[testGW] == nil {
+		t.Fatal("a starved node forgot its gateway after 3 late ticks")
+	}
+	for range int(GatewayTimeout/silenceCredit) + 1 {
+		n.forgetSilentLocked(silenceCredit)
+	}
+	if n.subs[testGW] != nil {
+		t.Fatalf("gateway still subscribed after %v of ticks without a subscription", GatewayTimeout)
+	}
+}

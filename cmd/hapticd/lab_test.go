@@ -302,6 +302,9 @@ func testLab(t *testing.T, bin, membership string) {
 		}
 	}
 	node := func(host string, port, base int) []string {
+		if membership == "automanaged" {
+			port = 0 // the default: a fresh port per start, found through the health port
+		}
 		args := append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
 		return append(args, extra[host]...)
@@ -743,12 +746,14 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "gateway", "--membership", "automanaged"}, "--peers"},
 		{[]string{"--peers", "127.0.0.2:7071"}, "standalone"},
 		{[]string{"--role", "node", "--membership", "gossip"}, "--membership"},
-		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7071"}, "--cluster-health-port"},
 		// static: only the gateway lists the nodes.
-		{[]string{"--role", "node", "--membership", "static"}, ""},
+		{[]string{"--role", "node", "--membership", "static"}, "--cluster-port"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "70000"}, "--cluster-port"},
 		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070"}, ""},
 		{[]string{"--role", "gateway", "--membership", "static"}, "--peers"},
-		{[]string{"--role", "node", "--membership", "static", "--peers", "127.0.0.2:7070"}, "--peers"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--peers", "127.0.0.2:7070"}, "--peers"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
