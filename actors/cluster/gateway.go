@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -257,13 +259,38 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 }
 
 // suspectLocked marks a node whose connection closed or that left the
-// topology: probed drops it unless its messages keep coming.
+// topology: probed drops it unless its messages keep coming. A node whose
+// port refuses a connection is gone for sure (a killed process; a hung one
+// still has its port, a cut-off one does not answer): it is dropped at
+// once, without waiting out suspectFor on a loaded machine.
 func (g *Gateway) suspectLocked(n *nodeState, why string) {
-	if !n.suspect {
-		g.log.Info().Str("node", n.id).Str("why", why).Msg("node suspect; dropped unless it is heard from")
+	if n.suspect {
+		return
 	}
+	g.log.Info().Str("node", n.id).Str("why", why).Msg("node suspect; dropped unless it is heard from")
 	n.suspect, n.heard, n.silence = true, false, 0
+	id, addr := n.id, n.addr
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		c, err := net.DialTimeout("tcp", addr, refusedWithin)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return // no answer: its silence decides
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
+			g.dropNodeLocked(id, "its connection closed and its port refuses")
+		}
+	}()
 }
+
+// refusedWithin bounds the dial that tells a killed node from a live one.
+const refusedWithin = 250 * time.Millisecond
 
 // nodeOf is the node id of a member that registered a node kind.
 func nodeOf(m *cluster.Member) (string, bool) {

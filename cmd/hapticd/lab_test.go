@@ -623,7 +623,7 @@ func writeLabPKI(t *testing.T, dir string) {
 	}
 }
 
-// readmeLabPKI runs the README's certificate recipe, as written but for the
+// readmeLabPKI runs docs/lab.md's certificate recipe, as written but for the
 // addresses (hosts a, b and gw at 127.0.0.2-4), and leaves ca.pem and each
 // member's NAME.pem and NAME.key in dir. It reports false when openssl is
 // not installed.
@@ -632,26 +632,26 @@ func readmeLabPKI(t *testing.T, dir string) bool {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		return false
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/lab.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := readmeBlock(t, string(readme), "### Running a two-host lab")
+	block := readmeBlock(t, string(doc), "## Running a two-host lab")
 	for from, to := range map[string]string{"10.0.0.1": "127.0.0.2", "10.0.0.2": "127.0.0.3", "10.0.0.3": "127.0.0.4"} {
 		if !strings.Contains(block, from) {
-			t.Fatalf("the README's certificate recipe no longer names %s", from)
+			t.Fatalf("docs/lab.md's certificate recipe no longer names %s", from)
 		}
 		block = strings.ReplaceAll(block, from, to)
 	}
 	cmd := exec.Command("sh", "-e", "-c", block)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's certificate recipe: %v\n%s", err, out)
+		t.Fatalf("docs/lab.md's certificate recipe: %v\n%s", err, out)
 	}
 	// The recipe writes into ./lab; the test reads dir.
 	entries, err := os.ReadDir(filepath.Join(dir, "lab"))
 	if err != nil {
-		t.Fatalf("the README's certificate recipe made no lab directory: %v", err)
+		t.Fatalf("docs/lab.md's certificate recipe made no lab directory: %v", err)
 	}
 	for _, e := range entries {
 		if err := os.Rename(filepath.Join(dir, "lab", e.Name()), filepath.Join(dir, e.Name())); err != nil {
@@ -669,7 +669,7 @@ func TestLabMutualTLS(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	lab, foreign := t.TempDir(), t.TempDir()
-	// The lab's certificates are made by the README's recipe, run as
+	// The lab's certificates are made by docs/lab.md's recipe, run as
 	// written with the lab's addresses on 127.0.0.x; the foreign CA's by Go.
 	nodeCert, gwCert := []string{"a.pem", "a.key"}, []string{"gw.pem", "gw.key"}
 	if !readmeLabPKI(t, lab) {
