@@ -45,6 +45,12 @@ type Node struct {
 	mu      sync.Mutex
 	subs    map[string]*subscriber // by gateway address
 	owners  uint64                 // gateways given an owner so far
+	// offsets are the clock offsets learnt from each gateway address,
+	// kept when a silent gateway is forgotten: after a partition heals,
+	// the first of its messages to arrive are the ones TCP queued during
+	// it, and an offset learnt afresh from a stale Subscribe would make
+	// the stale commands behind it look fresh (they were replayed).
+	offsets map[string]*clockOffset
 	set     *actors.DeviceSet      // the set byUUID was built from
 	byUUID  map[string]*actors.Device
 	invSent *actors.DeviceSet // the set the subscribers last got
@@ -61,8 +67,10 @@ type subscriber struct {
 	silence  time.Duration
 	lastSeen time.Time
 	// offset estimates the gateway's wall clock less the node's, from the
+	// gateway's Subscribe messages. It is shared with Node.offsets and
+	// outlives the subscription: see there.
 	// gateway's Subscribe messages.
-	offset clockOffset
+	offset *clockOffset
 }
 
 // clockOffset estimates a peer's wall clock less this process's from the
@@ -256,7 +264,8 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
 	if !ok {
-		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName), owner: gatewaySession + 2*n.owners}
+		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName), owner: gatewaySession + 2*n.owners,
+			offset: n.offsetLocked(m.GatewayAddress)}
 		n.owners++
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
@@ -268,6 +277,32 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 	// Every Subscribe is answered with the inventory, so a gateway that
 	// dropped this node (or lost a message) converges within one round.
 	n.sys.Root.Send(s.pid, inv)
+}
+
+// keptOffsets bounds Node.offsets: the one whose sample window is oldest goes
+// (each gateway process start has an address of its own).
+const keptOffsets = 64
+
+// offsetLocked is the clock offset of the gateway at addr, kept or new.
+func (n *Node) offsetLocked(addr string) *clockOffset {
+	if o := n.offsets[addr]; o != nil {
+		return o
+	}
+	if n.offsets == nil {
+		n.offsets = map[string]*clockOffset{}
+	}
+	if len(n.offsets) >= keptOffsets {
+		var oldest string
+		for a, o := range n.offsets {
+			if oldest == "" || o.since.Before(n.offsets[oldest].since) {
+				oldest = a
+			}
+		}
+		delete(n.offsets, oldest)
+	}
+	o := &clockOffset{}
+	n.offsets[addr] = o
+	return o
 }
 
 // devicesLocked refreshes the UUID index when the device set changed.

@@ -261,3 +261,32 @@ func TestNodeJudgesGatewaySilenceByItsTicks(t *testing.T) {
 		t.Fatalf("gateway still subscribed after %v of ticks without a subscription", GatewayTimeout)
 	}
 }
+
+// After a partition heals, TCP delivers what it queued during it first: a
+// gateway the node forgot meanwhile comes back through a stale Subscribe,
+// and the stale commands behind it must still be judged by the clock
+// offset learnt before, and dropped.
+func TestStaleCommandsAfterAPartitionDropped(t *testing.T) {
+	n, d := testNode(t)
+	n.mu.Lock()
+	for range int(GatewayTimeout/silenceCredit) + 2 { // the first tick takes the subscription's word
+		n.forgetSilentLocked(silenceCredit)
+	}
+	forgotten := n.subs[testGW] == nil
+	n.mu.Unlock()
+	if !forgotten {
+		t.Fatal("the silent gateway was not forgotten")
+	}
+	queued := time.Now().Add(-2 * time.Second).UnixNano()
+	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: queued})
+	stale := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+	stale.SentUnixNs = queued + int64(time.Millisecond)
+	n.command(stale)
+	if o := d.Register().Owner(); o != 0 {
+		t.Fatalf("a command queued during the partition took the arm after it healed (owner %d)", o)
+	}
+	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2))
+	if o := d.Register().Owner(); o == 0 {
+		t.Fatal("a fresh command after the partition was dropped")
+	}
+}
