@@ -42,16 +42,16 @@ type Node struct {
 	wg   sync.WaitGroup
 
 	// mu guards the following.
-	mu      sync.Mutex
-	subs    map[string]*subscriber // by gateway address
-	owners  uint64                 // gateways given an owner so far
+	mu     sync.Mutex
+	subs   map[string]*subscriber // by gateway address
+	owners uint64                 // gateways given an owner so far
 	// offsets are the clock offsets learnt from each gateway address,
 	// kept when a silent gateway is forgotten: after a partition heals,
 	// the first of its messages to arrive are the ones TCP queued during
 	// it, and an offset learnt afresh from a stale Subscribe would make
 	// the stale commands behind it look fresh (they were replayed).
 	offsets map[string]*clockOffset
-	set     *actors.DeviceSet      // the set byUUID was built from
+	set     *actors.DeviceSet // the set byUUID was built from
 	byUUID  map[string]*actors.Device
 	invSent *actors.DeviceSet // the set the subscribers last got
 }
