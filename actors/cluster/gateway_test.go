@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"maps"
+	"net"
 	"testing"
 	"time"
 
@@ -138,17 +139,25 @@ func TestGatewayMergesNodes(t *testing.T) {
 // subscribed to at its old one.
 func TestGatewayFollowsTopology(t *testing.T) {
 	g := testGateway(t, time.Hour) // only the topology may drop the node
-	na := &cluster.Member{Id: "m-a", Host: "127.0.0.2", Port: 7070, Kinds: []string{NodeKind("a"), cluster.TopicActorKind}}
+	// a's cluster port listens, as a live node's does (a refused one would
+	// be dropped at once).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	aAddr := l.Addr().String()
+	na := &cluster.Member{Id: "m-a", Host: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port), Kinds: []string{NodeKind("a"), cluster.TopicActorKind}}
 	gw := &cluster.Member{Id: "m-gw", Host: "127.0.0.4", Port: 7070, Kinds: []string{cluster.TopicActorKind}}
 	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{na, gw}, Joined: []*cluster.Member{na, gw}})
 	g.mu.Lock()
 	targets, member := maps.Clone(g.targets), g.members["a"]
 	g.mu.Unlock()
-	if !maps.Equal(targets, map[string]string{"127.0.0.2:7070": "a"}) || !member {
+	if !maps.Equal(targets, map[string]string{aAddr: "a"}) || !member {
 		t.Fatalf("after a joined: targets %v, a a member %v; want a's address only, and a member", targets, member)
 	}
 
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.inventory(&wire.Inventory{NodeId: "a", Address: aAddr, Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	if len(g.svc.Devices().All()) != 1 {
 		t.Fatalf("%d devices after a's inventory, want 1", len(g.svc.Devices().All()))
 	}
@@ -166,8 +175,8 @@ func TestGatewayFollowsTopology(t *testing.T) {
 	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{gw}, Left: []*cluster.Member{na}})
 	waitCond(t, "a's arm gone after a left the topology and fell silent", func() bool { return len(g.svc.Devices().All()) == 0 })
 	g.mu.Lock()
-	if g.members["a"] || g.targets["127.0.0.2:7070"] != "a" {
-		t.Errorf("after a left: a a member %v, subscribed %q; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets["127.0.0.2:7070"])
+	if g.members["a"] || g.targets[aAddr] != "a" {
+		t.Errorf("after a left: a a member %v, subscribed %q; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets[aAddr])
 	}
 	g.mu.Unlock()
 	// a restarted: a new member at a new address replaces the old target.

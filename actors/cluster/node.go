@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,9 +52,13 @@ type Node struct {
 	// it, and an offset learnt afresh from a stale Subscribe would make
 	// the stale commands behind it look fresh (they were replayed).
 	offsets map[string]*clockOffset
-	set     *actors.DeviceSet // the set byUUID was built from
-	byUUID  map[string]*actors.Device
-	invSent *actors.DeviceSet // the set the subscribers last got
+	// leaseEnds are, by gateway owner, when its last command's lease ends
+	// (n.clock): a gateway whose lease lapsed gives way to another at
+	// once, not after the register's claim timeout (1 s).
+	leaseEnds map[uint64]int64
+	set       *actors.DeviceSet // the set byUUID was built from
+	byUUID    map[string]*actors.Device
+	invSent   *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -365,8 +370,14 @@ func (n *Node) command(m *wire.Command) {
 	if ageNs >= leaseNs {
 		return
 	}
-	if reg.Claim(owner) != owner {
-		return // a local client or another gateway holds the device
+	if held := reg.Claim(owner); held != owner {
+		if !n.lapsed(held) {
+			return // a local client, or another gateway within its lease, holds the device
+		}
+		reg.Release(held)
+		if reg.Claim(owner) != owner {
+			return
+		}
 	}
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
@@ -374,7 +385,36 @@ func (n *Node) command(m *wire.Command) {
 	if !ok {
 		return
 	}
-	reg.Write(owner, m.Seq, n.clock.Now()+leaseNs-ageNs, &cmd, nil)
+	end := n.clock.Now() + leaseNs - ageNs
+	reg.Write(owner, m.Seq, end, &cmd, nil)
+	n.mu.Lock()
+	if n.leaseEnds == nil {
+		n.leaseEnds = map[uint64]int64{}
+	}
+	n.leaseEnds[owner] = end
+	n.mu.Unlock()
+}
+
+// lapsed reports whether owner is a gateway whose last command's lease
+// has ended; it then forgets that lease.
+func (n *Node) lapsed(owner uint64) bool {
+	if owner < gatewaySession {
+		return false // a local session: the register's own rules hold
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.leaseOverLocked(owner) {
+		return false
+	}
+	delete(n.leaseEnds, owner)
+	return true
+}
+
+// leaseOverLocked reports whether owner is a gateway whose last command's
+// lease has ended.
+func (n *Node) leaseOverLocked(owner uint64) bool {
+	end, ok := n.leaseEnds[owner]
+	return ok && owner >= gatewaySession && n.clock.Now() >= end
 }
 
 // push sends every device's state to each live subscriber, and the
@@ -389,10 +429,11 @@ func (n *Node) push() {
 		offsetNs int64
 	}
 	var (
-		snaps []loop.Snapshot
-		uuids []string
-		dests []dest
-		last  = time.Now()
+		snaps        []loop.Snapshot
+		uuids        []string
+		dests        []dest
+		lapsedOwners []uint64
+		last         = time.Now()
 	)
 	for {
 		select {
@@ -410,6 +451,15 @@ func (n *Node) push() {
 			inv = n.inventoryLocked()
 		}
 		dests = dests[:0]
+		// A gateway whose lease ended holds nothing any more, whatever the
+		// register says until another claims it: the others are told the
+		// arm is free, so their sessions can take it.
+		lapsedOwners = lapsedOwners[:0]
+		for o := range n.leaseEnds {
+			if n.leaseOverLocked(o) {
+				lapsedOwners = append(lapsedOwners, o)
+			}
+		}
 		for _, s := range n.subs {
 			dests = append(dests, dest{s.pid, s.owner, s.offset.ns()})
 		}
@@ -434,7 +484,7 @@ func (n *Node) push() {
 			for i := range snaps {
 				states[i] = stateToWire(uuids[i], &snaps[i])
 				owner := snaps[i].Owner
-				states[i].HeldLocally = owner != 0 && owner != to.owner
+				states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
 			}
 			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: sent, OffsetNs: to.offsetNs})
 		}

@@ -232,12 +232,17 @@ func TestTwoGatewaysOneController(t *testing.T) {
 	}
 	// The first gateway goes quiet: once its lease lapses the second's
 	// command takes the arm.
-	waitFor(t, "the second gateway controls the arm after the first's lease", func() bool {
+	took := waitFor(t, "the second gateway controls the arm after the first's lease", func() bool {
 		c := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, -1)
 		c.GatewayAddress = other
 		n.command(c)
 		return d.Register().Owner() == gatewaySession+2
 	})
+	// Not after the register's claim timeout (1 s): the lapsed gateway's
+	// claim is released as soon as its lease (100 ms) ends.
+	if took >= 900*time.Millisecond {
+		t.Errorf("the second gateway took the arm %v after the first's last command; the lease is 100 ms", took)
+	}
 }
 
 // A node forgets a gateway whose subscriptions stopped for GatewayTimeout,

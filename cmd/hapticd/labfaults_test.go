@@ -451,3 +451,69 @@ func TestLabTwoGateways(t *testing.T) {
 	})
 	t.Logf("the second gateway's session took the arm %v after the first gateway's SIGKILL (lease 100 ms)", time.Since(killed).Round(time.Millisecond))
 }
+
+// A gateway restarted at the same HTTP address: its clients reconnect and
+// find every node's arm, with its config, and can drive them again.
+func TestLabGatewayRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
+	a := lab.node(labHostA)
+	b := lab.node(labHostB)
+	httpPort := strconv.Itoa(lab.ports.free(labHostGW))
+	gw := lab.gateway(labHostGW, "--port", httpPort)
+	armA, armB := onlyArm(t, a), onlyArm(t, b)
+	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	hd := "/arm3/" + armA + "/config/handedness"
+	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
+	}
+	url := "ws://" + gw.addr["http"] + "/"
+	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.cmd.Wait()
+	gw = lab.gateway(labHostGW, "--port", httpPort)
+	ready := time.Now()
+	if "ws://"+gw.addr["http"]+"/" != url {
+		t.Fatalf("the restarted gateway listens on %s, its clients on %s", gw.addr["http"], url)
+	}
+	// A client reconnecting as a client would: its first frame, the
+	// inventory, lists both arms once the gateway has them.
+	var took time.Duration
+	for {
+		c := dialWS(t, url)
+		inv := readJSON(t, c)
+		c.Close()
+		ids := map[string]bool{}
+		for _, d := range asList(inv["arm3"]) {
+			if id, _ := path(d, "device_id").(string); id != "" {
+				ids[id] = true
+			}
+		}
+		if ids[armA] && ids[armB] {
+			took = time.Since(ready)
+			break
+		}
+		if time.Since(ready) > 10*time.Second {
+			t.Fatalf("a client of the restarted gateway finds arms %v, want %s and %s", ids, armA, armB)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a reconnecting client found both arms %v after the restarted gateway's ready line", took.Round(time.Millisecond))
+	waitLab(t, 5*time.Second, "node a's arm with its config on the restarted gateway", func() bool {
+		_, env := httpDo(t, "GET", gw.url(hd), "")
+		return env["data"] == "left"
+	})
+	stop := forceThrough(t, gw, armB, 1.5)
+	defer stop()
+	waitLab(t, 5*time.Second, "the restarted gateway's force on node b's arm", func() bool {
+		return path(labArms(t, b)[armB], "state", "current_cursor_force", "z") == 1.5
+	})
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
