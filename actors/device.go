@@ -29,6 +29,9 @@ type Device struct {
 	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
 	// frames is the encoded-frame cache the sessions share (framecache.go).
 	frames frameCache
+	// declared is the effects declaration behind the Set the loop renders,
+	// as its session declared it (effects.go).
+	declared atomic.Pointer[declaredEffects]
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
@@ -778,6 +781,8 @@ func (c *deviceCore) publishLoopGlobals() {
 			GravityCompensation: g.GravityCompensation.Enabled,
 			GravityScale:        g.GravityCompensation.ScalingFactor,
 		},
+		ForceClampN:  g.ForceClamp.MaxForceN,
+		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
 	})
 }
 
@@ -806,6 +811,9 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 		if c.registry != nil {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
+	case loop.EventPassivitySustained:
+		out := d.rt.Output()
+		c.activity.Publish(event.PassivityActive(d.Name, d.ID, ev.Session, float64(out.ActiveNs)/1e6, out.AddedDampingNsPerM))
 	case loop.EventRateWarning:
 		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}

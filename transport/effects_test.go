@@ -1,0 +1,221 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// effectsMsg is an arm entry with only an effects member.
+func effectsMsg(id, effects string) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":%s}]}`, id, effects)
+}
+
+// springAt is a spring to a point off the cursor: it pushes at rest.
+func springAt(effectID string, x float64) string {
+	return fmt.Sprintf(`{"id":%q,"type":"spring","position":{"x":%g,"y":0,"z":0},"stiffness":400,"damping":5}`, effectID, x)
+}
+
+func effectCount(f map[string]any) float64 {
+	if c := path(f, "arm3", 0, "state", "effects", "count"); c != nil {
+		return num(c)
+	}
+	return 0
+}
+
+func forceNorm(f map[string]any) float64 {
+	v := vec(path(f, "arm3", 0, "state", "current_cursor_force"))
+	return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2])
+}
+
+func errorCodes(f map[string]any) []string {
+	var codes []string
+	errs, _ := f["errors"].([]any)
+	for _, e := range errs {
+		codes = append(codes, fmt.Sprint(path(e, "code")))
+	}
+	return codes
+}
+
+func TestEffectsSetUpdateRemoveClear(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}`
+	f := c.roundTrip(effectsMsg(id, `{"set":[`+wall+`,`+springAt("pull", 0.02)+`]}`))
+	if f["errors"] != nil {
+		t.Fatalf("declaration refused: %v", f["errors"])
+	}
+	if n := effectCount(f); n != 2 {
+		t.Fatalf("effects in force %v, want 2: %v", n, f)
+	}
+	// The proxies are the loop's: they appear once it rendered the Set.
+	checkFor(t, 3*time.Second, func() error {
+		f := c.roundTrip(effectsMsg(id, `{}`))
+		proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
+		if len(proxies) != 1 || path(proxies[0], "id") != "floor" || path(proxies[0], "contact") != false {
+			return fmt.Errorf("want the wall's proxy alone, out of contact, got %v", proxies)
+		}
+		return nil
+	})
+	if path(f, "arm3", 0, "state", "passivity", "energy") == nil {
+		t.Fatalf("no passivity figures beside the effects: %v", path(f, "arm3", 0, "state"))
+	}
+	// The spring pulls the arm: the loop renders it.
+	checkFor(t, 3*time.Second, func() error {
+		if n := forceNorm(c.roundTrip(effectsMsg(id, `{}`))); n < 0.05 {
+			return fmt.Errorf("force %v N: the spring is not rendered", n)
+		}
+		return nil
+	})
+	// Update by id keeps the count; remove and clear shrink it.
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`)); effectCount(f) != 2 || f["errors"] != nil {
+		t.Fatalf("update: %v", f)
+	}
+	f = c.roundTrip(effectsMsg(id, `{"remove":["pull","nope"]}`))
+	if effectCount(f) != 1 {
+		t.Fatalf("remove: count %v", effectCount(f))
+	}
+	if ws, _ := f["warnings"].([]any); len(ws) != 1 || path(ws[0], "code") != "unknown_effect" {
+		t.Fatalf("removing an unknown id: want an unknown_effect warning, got %v", f["warnings"])
+	}
+	// The effects in force are readable over HTTP.
+	r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", "")
+	if r.status != 200 || path(r.data(), "effects", 0, "id") != "floor" || num(path(r.data(), "session_id")) != num(f["session_id"]) {
+		t.Fatalf("GET effects: %v", r)
+	}
+	if f := c.roundTrip(effectsMsg(id, `{"clear":true}`)); effectCount(f) != 0 {
+		t.Fatalf("clear: count %v", effectCount(f))
+	}
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); r.status != 200 || len(path(r.data(), "effects").([]any)) != 0 {
+		t.Fatalf("GET effects after clear: %v", r)
+	}
+}
+
+func TestEffectsBadInputChangesNothing(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	many := make([]string, 16)
+	for i := range many {
+		many[i] = springAt(fmt.Sprintf("s%d", i), 0.01)
+	}
+	cases := []struct{ name, effects, code string }{
+		{"no id", `{"set":[{"type":"spring","position":{"x":0,"y":0,"z":0},"stiffness":1}]}`, "invalid_value"},
+		{"unknown type", `{"set":[{"id":"a","type":"magnet"}]}`, ""},
+		{"stiffness too high", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e9}]}`, "out_of_range"},
+		{"zero normal", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":0},"stiffness":10}]}`, ""},
+		{"not an object", `{"set":[3]}`, "invalid_value"},
+		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, ""},
+		// 16 new beside the one in force: the cap holds across messages.
+		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects"},
+		{"sdf not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.02}}}]}`, "invalid_value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := c.roundTrip(effectsMsg(id, tc.effects))
+			codes := errorCodes(f)
+			if len(codes) == 0 || (tc.code != "" && codes[0] != tc.code) {
+				t.Fatalf("want an error %q, got %v (warnings %v)", tc.code, codes, f["warnings"])
+			}
+			if n := effectCount(f); n != 1 {
+				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
+			}
+		})
+	}
+}
+
+func TestEffectsOfAnotherSessionsArmAreBusy(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	a.expect()
+	b.expect()
+	a.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	a.roundTrip(effectsMsg(id, `{"set":[`+springAt("a", 0.01)+`]}`))
+	f := b.roundTrip(effectsMsg(id, `{"set":[`+springAt("b", 0.01)+`]}`))
+	if codes := errorCodes(f); len(codes) != 1 || codes[0] != "device_busy" {
+		t.Fatalf("want device_busy, got %v", f)
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "code") == "device_busy" && path(e, "data", "effect_id") == "b"
+	})
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); path(r.data(), "effects", 0, "id") != "a" {
+		t.Fatalf("the owner's effects changed: %v", r)
+	}
+}
+
+func TestEffectExpiresAfterTTL(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":30},`+springAt("long", 0.01)+`]}`))
+	checkFor(t, 3*time.Second, func() error {
+		if n := effectCount(c.roundTrip(effectsMsg(id, `{}`))); n != 1 {
+			return fmt.Errorf("%v effects in force", n)
+		}
+		return nil
+	})
+	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "short" })
+}
+
+// Effects belong to the lease: a stalled, closed or reset client leaves no
+// effect force, and its effects are dropped.
+func TestEffectsEndWithTheirControl(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(c *wsClient)
+	}{
+		{"stalled", func(c *wsClient) {}},
+		{"closed", func(c *wsClient) { c.conn.Close() }},
+		{"reset", func(c *wsClient) { c.conn.UnderlyingConn().Close() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			id := ts.armIDs[0]
+			ctl, obs := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+			ctl.expect()
+			obs.expect()
+			lease := `{"session":{"configure":{"lease":{"ms":50}}}}`
+			if tc.name != "stalled" {
+				lease = `{"session":{"configure":{"lease":{"ms":1000}}}}`
+			}
+			ctl.roundTrip(lease)
+			checkFor(t, 3*time.Second, func() error {
+				ctl.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`))
+				if n := forceNorm(obs.roundTrip(`{}`)); n < 0.05 {
+					return fmt.Errorf("force %v N", n)
+				}
+				return nil
+			})
+			tc.end(ctl)
+			checkFor(t, 3*time.Second, func() error {
+				f := obs.roundTrip(`{}`)
+				if n := forceNorm(f); n != 0 {
+					return fmt.Errorf("force %v N after the control ended", n)
+				}
+				if effectCount(f) != 0 {
+					return fmt.Errorf("effects still in force: %v", path(f, "arm3", 0, "state", "effects"))
+				}
+				return nil
+			})
+			if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); len(path(r.data(), "effects").([]any)) != 0 {
+				t.Fatalf("effects still reported: %v", r)
+			}
+		})
+	}
+}
