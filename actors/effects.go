@@ -460,3 +460,6 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	}
 	return out
 }
+
+// Output is the passivity layer's figures of d's output (loop.Device.Output).
+func (d *Device) Output() loop.OutputReport { return d.rt.Output() }

@@ -88,6 +88,17 @@ func TestEffectsSetUpdateRemoveClear(t *testing.T) {
 	if r.status != 200 || path(r.data(), "effects", 0, "id") != "floor" || num(path(r.data(), "session_id")) != num(f["session_id"]) {
 		t.Fatalf("GET effects: %v", r)
 	}
+	// /metrics carries the passivity figures of every arm.
+	m := ts.do("GET", ts.base+"/metrics", "")
+	for _, name := range []string{"hapticd_passivity_energy_joules", "hapticd_passivity_added_damping_newton_seconds_per_metre"} {
+		found := false
+		for _, line := range strings.Split(string(m.body), "\n") {
+			found = found || (strings.HasPrefix(line, name+"{") && strings.Contains(line, `device_id="`+id+`"`))
+		}
+		if !found {
+			t.Fatalf("/metrics has no %s for %s:\n%s", name, id, m.body)
+		}
+	}
 	if f := c.roundTrip(effectsMsg(id, `{"clear":true}`)); effectCount(f) != 0 {
 		t.Fatalf("clear: count %v", effectCount(f))
 	}
