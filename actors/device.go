@@ -12,6 +12,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -783,6 +784,7 @@ func (c *deviceCore) publishLoopGlobals() {
 		},
 		ForceClampN:  g.ForceClamp.MaxForceN,
 		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
+		Passivity:    passivity.Options{Enabled: g.PassivityController.Enabled},
 	})
 }
 

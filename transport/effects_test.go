@@ -230,3 +230,49 @@ func TestEffectsEndWithTheirControl(t *testing.T) {
 		})
 	}
 }
+
+// The passivity controller is a device-global entry: switched on, it damps
+// a force that drives the free arm (energy the rendering puts in); off (the
+// default), the force passes whole.
+func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	route := ts.base + "/arm3/" + id + "/config/passivity/controller"
+	if r := ts.do("GET", route, ""); r.status != 200 || path(r.data(), "enabled") != false {
+		t.Fatalf("default: %v", r)
+	}
+	for _, bad := range []string{`{}`, `{"enabled":1}`, `true`, `{"enabled":"yes"}`} {
+		if r := ts.do("POST", route, bad); r.status != 400 {
+			t.Fatalf("POST %s accepted: %v", bad, r)
+		}
+	}
+	if r := ts.do("GET", route, ""); path(r.data(), "enabled") != false {
+		t.Fatalf("a refused body changed the entry: %v", r)
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	pushZ := func() float64 {
+		return vec(path(c.roundTrip(force(id, 0, 0, 1.5)), "arm3", 0, "state", "current_cursor_force"))[2]
+	}
+	checkFor(t, 3*time.Second, func() error {
+		if z := pushZ(); math.Abs(z-1.5) > 0.01 {
+			return fmt.Errorf("controller off: force z %v, want 1.5", z)
+		}
+		return nil
+	})
+	if r := ts.do("POST", route, `{"enabled":true}`); r.status != 200 {
+		t.Fatalf("switch on: %v", r)
+	}
+	// Back at rest first, then pushed: the controller damps the push.
+	c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0,"y":0.15,"z":0.1}}}}]}`, id))
+	checkFor(t, 5*time.Second, func() error {
+		if z := pushZ(); z > 1.2 {
+			return fmt.Errorf("controller on: force z %v, want it damped below 1.2", z)
+		}
+		return nil
+	})
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/config/passivity/controller", ""); path(r.data(), "enabled") != true {
+		t.Fatalf("not stored: %v", r)
+	}
+}
