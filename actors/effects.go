@@ -451,12 +451,20 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	}
 	now := s.opts.Clock.Now()
 	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, len(decl.effects))}
+	var rep loop.EffectsReport
+	d.rt.LoadEffects(&rep)
+	view := d.ViewFor(set.Session)
 	for i := range decl.effects {
 		left := -1
 		if e := decl.endsNs[i]; e != 0 {
 			left = int(max(0, (e-now)/int64(time.Millisecond)))
 		}
 		out.Effects[i] = protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
+		for j := range rep.N {
+			if r := &rep.Effects[j]; r.ID == decl.effects[i].ID && !r.Removing {
+				out.Effects[i].ForceN, out.Effects[i].HasForce = view.Space.ForceToApp(space.Vec3(r.ForceN)), true
+			}
+		}
 	}
 	return out
 }

@@ -252,23 +252,40 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	pushZ := func() float64 {
-		return vec(path(c.roundTrip(force(id, 0, 0, 1.5)), "arm3", 0, "state", "current_cursor_force"))[2]
+	// leastPush servoes the arm back, then pushes it from rest and
+	// returns the least force the push reached: while the push
+	// accelerates the arm a controller damps it (at the workspace's edge
+	// the arm stops and the push passes whole again).
+	home := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0,"y":0.15,"z":0.1}}}}]}`, id)
+	leastPush := func() float64 {
+		for range 30 {
+			c.roundTrip(home)
+		}
+		least := math.Inf(1)
+		for range 30 {
+			// Frames show the loop's last tick: until it applied the push
+			// they report the servo.
+			f := c.roundTrip(force(id, 0, 0, 1.5))
+			if path(f, "arm3", 0, "state", "control_mode") == "force" {
+				least = math.Min(least, vec(path(f, "arm3", 0, "state", "current_cursor_force"))[2])
+			}
+		}
+		return least
 	}
-	checkFor(t, 3*time.Second, func() error {
-		if z := pushZ(); math.Abs(z-1.5) > 0.01 {
-			return fmt.Errorf("controller off: force z %v, want 1.5", z)
+	checkFor(t, 5*time.Second, func() error {
+		// The force gate may trim the push's first ticks a little; the
+		// controller takes most of it.
+		if z := leastPush(); z < 1.0 {
+			return fmt.Errorf("controller off: the push's force fell to %v, want at least 1 N throughout", z)
 		}
 		return nil
 	})
 	if r := ts.do("POST", route, `{"enabled":true}`); r.status != 200 {
 		t.Fatalf("switch on: %v", r)
 	}
-	// Back at rest first, then pushed: the controller damps the push.
-	c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0,"y":0.15,"z":0.1}}}}]}`, id))
-	checkFor(t, 5*time.Second, func() error {
-		if z := pushZ(); z > 1.2 {
-			return fmt.Errorf("controller on: force z %v, want it damped below 1.2", z)
+	checkFor(t, 10*time.Second, func() error {
+		if least := leastPush(); least > 0.5 {
+			return fmt.Errorf("controller on: the push's force never went below %v N, want it damped below 0.5", least)
 		}
 		return nil
 	})

@@ -121,6 +121,7 @@ func effect(input, inForce bool) Schema {
 		props["ttl_ms"] = Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}
 		if inForce {
 			props["remaining_ms"] = Schema{"type": "integer", "minimum": 0, "description": "ms left before the effect fades out; absent without ttl_ms"}
+			props["rendered_force"] = Ref("vec3")
 		}
 		required = append([]string{"id", "type"}, required...)
 		if input {
@@ -137,7 +138,7 @@ func effect(input, inForce bool) Schema {
 		out := []string{}
 		for _, k := range sortedKeys(props) {
 			switch {
-			case k == "ttl_ms", k == "remaining_ms", k == "direction" && t == protocol.EffectSpring,
+			case k == "ttl_ms", k == "remaining_ms", k == "rendered_force", k == "direction" && t == protocol.EffectSpring,
 				t == protocol.EffectDamper && k != "id" && k != "type",
 				k == "duration_ms":
 			default:
