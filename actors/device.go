@@ -201,6 +201,9 @@ type sessionState struct {
 	// lives as long as the session and is not stored.
 	workspace space.Transform
 	slot      *viewSlot
+	// nav is the session's navigation state on the loop (navigation.go);
+	// nil while its navigation is off.
+	nav *loop.NavigationTrack
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -720,7 +723,9 @@ func (c *deviceCore) publish(s *sessionState) {
 		s.slot.view.Store(nil)
 		return
 	}
-	s.slot.view.Store(c.compile(&s.cfg, c.effectiveBasis(s), s.workspace))
+	v := c.compile(&s.cfg, c.effectiveBasis(s), s.workspace)
+	v.Params.Navigation = c.navigation(s)
+	s.slot.view.Store(v)
 }
 
 func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, workspace space.Transform) *View {

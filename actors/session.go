@@ -565,7 +565,7 @@ func (p *tickPath) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	case protocol.CmdSetCursorForce:
 		*cmd = hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3(view.Space.ForceToDevice(c.Vec))}
 	case protocol.CmdSetCursorPosition:
-		*cmd = hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3(view.Space.PositionToDevice(c.Vec))}
+		*cmd = hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3(view.Space.PositionToDevice(workspacePosition(view, c.Vec)))}
 	case protocol.CmdSetAngularTorques:
 		*cmd = hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3(c.Angles)}
 	case protocol.CmdSetAngularPosition:
@@ -699,6 +699,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		case armConfig:
 			d.Load(snap)
 			fillArm(af, snap, v)
+			applyNavigation(af, v)
 			af.Config = &v.Config
 		case slot >= 0 && af.State.Ext == nil && v == d.defaultView.Load() && f.ArmState == 0:
 			// (An arm with effects is encoded per frame: the cache is keyed
@@ -718,9 +719,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			// leave them underived (they are not written).
 			d.LoadPhysical(snap)
 			fillArm(af, snap, v)
+			applyNavigation(af, v)
 		default:
 			d.Load(snap)
 			fillArm(af, snap, v)
+			applyNavigation(af, v)
 		}
 	}
 	for _, d := range devs.OfType(protocol.TypeGrip) {

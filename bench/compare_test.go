@@ -1,34 +1,41 @@
 package bench
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
 
-// TestBaselineThatLosesIsFlagged: a baseline beaten beyond the noise gets a
-// flag and no ratio, in the report's data and its table; within the noise,
-// or when the baseline wins, the ratio stands.
+// TestBaselineThatLosesIsFlagged: a baseline beaten beyond the noise in
+// the median pair gets a flag and no ratio, in the report's data and its
+// table; within the noise, or when the baseline wins, the ratio stands.
 func TestBaselineThatLosesIsFlagged(t *testing.T) {
+	type run struct{ hz, p50 float64 }
 	tests := []struct {
-		name                string
-		hapticdHz, echoHz   float64
-		hapticdP50, echoP50 float64
-		echoRates           []float64
-		wantRateFlag        bool
-		wantP50Flag         bool
+		name         string
+		hapticd      []run
+		echo         []run
+		wantRateFlag bool
+		wantP50Flag  bool
 	}{
-		{"baseline is a floor", 9000, 10000, 60, 40, []float64{10000, 9900}, false, false},
-		{"tie within the default noise", 10300, 10000, 41, 42, []float64{10000, 9990}, false, false},
-		{"echo slower beyond noise", 12000, 10000, 40, 42, []float64{10000, 9900}, true, false},
-		{"echo slower and its p50 higher", 12000, 10000, 30, 42, []float64{10000, 9900}, true, true},
-		{"noisy echo runs widen the margin", 11500, 10000, 40, 40, []float64{10000, 8000}, false, false},
+		{"baseline is a floor", []run{{9000, 60}, {9100, 61}, {8900, 59}}, []run{{10000, 40}, {9900, 41}, {10100, 40}}, false, false},
+		{"tie within the noise", []run{{10300, 41}, {10200, 42}, {10100, 41}}, []run{{10000, 42}, {10000, 42}, {10000, 42}}, false, false},
+		{"echo slower beyond noise", []run{{12000, 40}, {12000, 40}, {12000, 40}}, []run{{10000, 42}, {10000, 42}, {10000, 42}}, true, false},
+		{"echo slower and its p50 higher", []run{{12000, 30}, {12000, 30}, {12000, 30}}, []run{{10000, 42}, {10000, 42}, {10000, 42}}, true, true},
+		// One pair where the echo had a bad minute does not flag the run.
+		{"one pair lost, the median did not", []run{{9000, 60}, {12000, 40}, {9000, 60}}, []run{{10000, 40}, {8000, 80}, {10000, 40}}, false, false},
+		// ...nor does one good pair rescue a run whose baseline lost.
+		{"the median pair lost", []run{{12000, 30}, {9000, 60}, {12000, 30}}, []run{{10000, 42}, {10000, 40}, {10000, 42}}, true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := RunReport{EchoRates: tc.echoRates}
-			r.Hapticd.Overall.AchievedHzTotal, r.Hapticd.Overall.RTT.P50Us = tc.hapticdHz, tc.hapticdP50
-			r.Echo = &LoadResult{}
-			r.Echo.Overall.AchievedHzTotal, r.Echo.Overall.RTT.P50Us = tc.echoHz, tc.echoP50
+			var r RunReport
+			for i := range tc.hapticd {
+				p := RunPair{Echo: &Overall{}}
+				p.Hapticd.AchievedHzTotal, p.Hapticd.RTT.P50Us = tc.hapticd[i].hz, tc.hapticd[i].p50
+				p.Echo.AchievedHzTotal, p.Echo.RTT.P50Us = tc.echo[i].hz, tc.echo[i].p50
+				r.Pairs = append(r.Pairs, p)
+			}
 			r.Comparisons = compare(r)
 			got := map[string]Comparison{}
 			for _, c := range r.Comparisons {
@@ -41,6 +48,9 @@ func TestBaselineThatLosesIsFlagged(t *testing.T) {
 				}
 				if (c.Ratio != 0) == (c.Flag != "") {
 					t.Errorf("%s: ratio %v with flag %q: want exactly one of them", fig, c.Ratio, c.Flag)
+				}
+				if len(c.PairRatios) != len(tc.hapticd) {
+					t.Errorf("%s: pair ratios %v, want one per pair, flagged or not", fig, c.PairRatios)
 				}
 			}
 			var b strings.Builder
@@ -93,27 +103,54 @@ func TestLoopUnderLoadIsSetBesideTheLoadedBareLoop(t *testing.T) {
 	}
 }
 
-// TestEchoBaselineIsTheBestOfItsRuns: with several echo runs, each figure is
-// compared with the best any run did, so the run with the highest rate does
-// not bring a worse tail along: hapticd's p99 under the fastest run's but
-// over the other run's is a ratio above 1, not a win.
-func TestEchoBaselineIsTheBestOfItsRuns(t *testing.T) {
-	fast := Overall{AchievedHzTotal: 28000, RTT: Summary{P50Us: 19, P99Us: 160}}
-	steady := Overall{AchievedHzTotal: 16000, RTT: Summary{P50Us: 40, P99Us: 70}}
-	r := RunReport{EchoRates: []float64{fast.AchievedHzTotal, steady.AchievedHzTotal}}
-	r.Echo = &LoadResult{Overall: fast}
-	r.EchoFloor = bestOf(bestOf(nil, fast), steady)
-	r.Hapticd.Overall = Overall{AchievedHzTotal: 23000, RTT: Summary{P50Us: 37, P99Us: 102}}
-	got := map[string]Comparison{}
-	for _, c := range compare(r) {
-		got[c.Figure] = c
+// TestPairedRatioIsTheMedianOfThePairs: each ratio is taken inside a
+// pair (runs that shared a minute of the machine) and the median of those
+// is quoted: not the ratio of each side's best run, nor of their medians.
+func TestPairedRatioIsTheMedianOfThePairs(t *testing.T) {
+	pair := func(h, e float64) RunPair {
+		return RunPair{Hapticd: Overall{RTT: Summary{P99Us: h}}, Echo: &Overall{RTT: Summary{P99Us: e}}}
 	}
-	for fig, wantBase := range map[string]float64{"rate total": 28000, "rtt p50": 19, "rtt p99": 70} {
-		if c := got[fig]; c.Base != wantBase {
-			t.Errorf("%s: baseline %v, want the best echo run's %v", fig, c.Base, wantBase)
+	// Ratios 1.2, 1.5, 1.1, 1.4, 3.0: the median is 1.4. The best of
+	// each side (60 / 50) would say 1.2 and the medians (100 / 80) 1.25.
+	r := RunReport{Pairs: []RunPair{pair(60, 50), pair(150, 100), pair(88, 80), pair(112, 80), pair(300, 100)}}
+	var c Comparison
+	for _, x := range compare(r) {
+		if x.Figure == "rtt p99" {
+			c = x
 		}
 	}
-	if c := got["rtt p99"]; c.Ratio <= 1 {
-		t.Errorf("rtt p99: ratio %v against the steadier run's 70 µs, want above 1", c.Ratio)
+	if math.Abs(c.Ratio-1.4) > 1e-9 || math.Abs(c.RatioMin-1.1) > 1e-9 || math.Abs(c.RatioMax-3) > 1e-9 {
+		t.Errorf("rtt p99: ratio %v in %v–%v, want the median pair's 1.4 in 1.1–3", c.Ratio, c.RatioMin, c.RatioMax)
+	}
+	if c.Hapticd != 112 || c.Base != 80 {
+		t.Errorf("rtt p99: hapticd %v beside %v, want each side's median run, 112 and 80", c.Hapticd, c.Base)
+	}
+	if want := []float64{1.2, 1.5, 1.1, 1.4, 3}; len(c.PairRatios) != 5 || math.Abs(c.PairRatios[4]-want[4]) > 1e-9 {
+		t.Errorf("pair ratios %v, want %v in run order", c.PairRatios, want)
+	}
+}
+
+// TestShownRunIsTheMedianUnlessOneBrokeTheContract picks the run a report
+// shows in full.
+func TestShownRunIsTheMedianUnlessOneBrokeTheContract(t *testing.T) {
+	run := func(hz float64, lost uint64) hapticdRun {
+		var r hapticdRun
+		r.load.Overall.AchievedHzTotal, r.load.Overall.Lost = hz, lost
+		return r
+	}
+	tests := []struct {
+		name string
+		runs []hapticdRun
+		want int
+	}{
+		{"odd count", []hapticdRun{run(300, 0), run(100, 0), run(200, 0)}, 2},
+		{"even count takes the lower middle", []hapticdRun{run(400, 0), run(100, 0), run(300, 0), run(200, 0)}, 3},
+		{"a faulty run is shown", []hapticdRun{run(300, 0), run(500, 1), run(200, 0)}, 1},
+		{"one run", []hapticdRun{run(10, 0)}, 0},
+	}
+	for _, tt := range tests {
+		if got := shownRun(tt.runs); got != tt.want {
+			t.Errorf("%s: shown run %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }

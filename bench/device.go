@@ -23,38 +23,48 @@ type DeviceTiming = protocol.DeviceTiming
 // (`hapticd baseline-device`) drives a second stand-in, at the same time and
 // under the same client load, and both stand-ins time every force frame.
 type DeviceOptions struct {
-	Hapticd  string  // binary; empty searches as FindHapticd does
-	LoopHz   float64 // default 1000
-	Arms     int     // simulated arms beside the stand-in, for the client load
-	Clients  int     // controlling sessions on the simulated arms (0: none)
-	RateHz   float64 // per client; 0 as fast as possible
-	Duration time.Duration
-	Warmup   time.Duration
-	Progress io.Writer
+	Hapticd string  // binary; empty searches as FindHapticd does
+	LoopHz  float64 // default 1000
+	Arms    int     // simulated arms beside the stand-in, for the client load
+	Clients int     // controlling sessions on the simulated arms (0: none)
+	RateHz  float64 // per client; 0 as fast as possible
+	// ProbeRateHz is the rate of the client whose force commands are timed
+	// to the stand-in arm (CommandLatency); default LoopHz, negative turns
+	// the probe off.
+	ProbeRateHz float64
+	Duration    time.Duration
+	Warmup      time.Duration
+	Progress    io.Writer
 }
 
 // DeviceReport sets hapticd's loop, timed from the device side, beside the
 // bare host loop's in the same run.
 type DeviceReport struct {
-	Machine     Machine         `json:"machine"`
-	Options     DeviceConfig    `json:"config"`
-	Hapticd     DeviceTiming    `json:"hapticd"`
-	BareLoop    DeviceTiming    `json:"bare_loop"`
-	Load        *LoadResult     `json:"load,omitempty"`
-	Comparisons []Comparison    `json:"comparisons"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Loop        *LoopFigures    `json:"service_loops,omitempty"`
-	Process     *ProcessFigures `json:"process,omitempty"`
+	Machine  Machine      `json:"machine"`
+	Options  DeviceConfig `json:"config"`
+	Hapticd  DeviceTiming `json:"hapticd"`
+	BareLoop DeviceTiming `json:"bare_loop"`
+	Load     *LoadResult  `json:"load,omitempty"`
+	// CommandToMotor is the probe client's command-to-motor latency on the
+	// stand-in arm (nil with the probe off).
+	CommandToMotor *CommandLatency `json:"command_to_motor,omitempty"`
+	Comparisons    []Comparison    `json:"comparisons"`
+	Warnings       []string        `json:"warnings,omitempty"`
+	Loop           *LoopFigures    `json:"service_loops,omitempty"`
+	Process        *ProcessFigures `json:"process,omitempty"`
 }
 
 // DeviceConfig is what a device run measured.
 type DeviceConfig struct {
-	LoopHz    float64 `json:"loop_hz"`
-	Arms      int     `json:"arms"`
-	Clients   int     `json:"clients"`
-	RateHz    float64 `json:"rate_hz"`
-	DurationS float64 `json:"duration_s"`
-	WarmupS   float64 `json:"warmup_s"`
+	LoopHz  float64 `json:"loop_hz"`
+	Arms    int     `json:"arms"`
+	Clients int     `json:"clients"`
+	RateHz  float64 `json:"rate_hz"`
+	// ProbeRateHz is the latency probe's rate (0: as fast as lock-step
+	// allows; absent: no probe).
+	ProbeRateHz *float64 `json:"probe_rate_hz,omitempty"`
+	DurationS   float64  `json:"duration_s"`
+	WarmupS     float64  `json:"warmup_s"`
 }
 
 func (o *DeviceOptions) defaults() {
@@ -70,6 +80,9 @@ func (o *DeviceOptions) defaults() {
 	if o.Clients > 0 && o.Arms < 1 {
 		o.Arms = 1
 	}
+	if o.ProbeRateHz == 0 {
+		o.ProbeRateHz = o.LoopHz
+	}
 }
 
 // Device runs `hapticbench device`.
@@ -77,6 +90,10 @@ func Device(ctx context.Context, o DeviceOptions) (DeviceReport, error) {
 	o.defaults()
 	rep := DeviceReport{Machine: ThisMachine(), Options: DeviceConfig{LoopHz: o.LoopHz, Arms: o.Arms, Clients: o.Clients,
 		RateHz: o.RateHz, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds()}}
+	if o.ProbeRateHz >= 0 {
+		rate := o.ProbeRateHz
+		rep.Options.ProbeRateHz = &rate
+	}
 	binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
 	if err != nil {
 		return rep, err
@@ -105,7 +122,8 @@ func Device(ctx context.Context, o DeviceOptions) (DeviceReport, error) {
 		return rep, err
 	}
 	defer svc.stop()
-	if err := waitHardwareArm(ctx, svc.httpBase); err != nil {
+	armID, err := waitHardwareArm(ctx, svc.httpBase)
+	if err != nil {
 		return rep, err
 	}
 	progress("starting the bare host loop on stand-in %s", forBare.path)
@@ -140,6 +158,20 @@ func Device(ctx context.Context, o DeviceOptions) (DeviceReport, error) {
 		forBare.send("mark")
 	})
 	defer mark.Stop()
+	// The latency probe commands the stand-in arm on the same timeline as
+	// the load, from its own session.
+	type probeResult struct {
+		sends probeSends
+		err   error
+	}
+	probeDone := make(chan probeResult, 1)
+	if o.ProbeRateHz >= 0 {
+		progress("latency probe: coded force commands to %s at %s", armID, rateText(o.ProbeRateHz))
+		go func() {
+			p, err := runProbe(ctx, svc.wsURL, armID, o.ProbeRateHz, o.Warmup, o.Duration)
+			probeDone <- probeResult{p, err}
+		}()
+	}
 	if o.Clients > 0 {
 		progress("load: %d clients at %s for %s (+%s warm-up)", o.Clients, rateText(o.RateHz), o.Duration, o.Warmup)
 		ro := RunOptions{Arms: o.Arms, Clients: o.Clients, RateHz: o.RateHz, Duration: o.Duration, Warmup: o.Warmup, LoopHz: o.LoopHz}
@@ -161,6 +193,29 @@ func Device(ctx context.Context, o DeviceOptions) (DeviceReport, error) {
 		progress("no client load: %s (+%s warm-up)", o.Duration, o.Warmup)
 		if !waitUntil(ctx, time.Now().Add(o.Warmup+o.Duration)) {
 			return rep, ctx.Err()
+		}
+	}
+	if o.ProbeRateHz >= 0 {
+		pr := <-probeDone
+		if pr.err != nil {
+			return rep, pr.err
+		}
+		// The last commands' frames: a few ticks after the last send.
+		waitUntil(ctx, time.Now().Add(max(20*time.Millisecond, time.Duration(20e9/o.LoopHz))))
+		arrivals, err := forService.arrivals()
+		if err != nil {
+			return rep, err
+		}
+		lat, err := commandLatency(pr.sends, arrivals)
+		if err != nil {
+			return rep, err
+		}
+		lat.DeviceID, lat.RateHz = armID, o.ProbeRateHz
+		lat.LoopPeriodUs = 1e6 / o.LoopHz
+		lat.BoundUs = lat.LoopPeriodUs + latencyBoundExtraUs
+		rep.CommandToMotor = &lat
+		if lat.Latency.Count == 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("latency probe: none of %d commands reached the arm", lat.Sent))
 		}
 	}
 	// The window's end: both stand-ins report before anything stops.
@@ -209,23 +264,24 @@ func latePercent(t DeviceTiming) float64 {
 }
 
 // waitHardwareArm waits (up to 30 s) for a non-simulated arm in /stats: the
-// stand-in, woken and driven by the service's hardware loop.
-func waitHardwareArm(ctx context.Context, httpBase string) error {
+// stand-in, woken and driven by the service's hardware loop. It returns the
+// arm's device id.
+func waitHardwareArm(ctx context.Context, httpBase string) (string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		st, err := fetchStats(ctx, httpBase)
 		if err == nil {
 			for _, d := range st.Devices {
 				if isType(d.DeviceType, protocol.TypeArm) && !d.Simulated && d.Loop.Ticks > 0 {
-					return nil
+					return d.DeviceID, nil
 				}
 			}
 		}
 		if !waitUntil(ctx, time.Now().Add(50*time.Millisecond)) {
-			return ctx.Err()
+			return "", ctx.Err()
 		}
 	}
-	return errors.New("bench: hapticd did not drive the stand-in arm within 30 s (is --hw-port supported on this platform?)")
+	return "", errors.New("bench: hapticd did not drive the stand-in arm within 30 s (is --hw-port supported on this platform?)")
 }
 
 // standIn is a running `hapticd device-standin`.
@@ -252,6 +308,7 @@ func startStandIn(ctx context.Context, binary, loopHz string, index int) (*stand
 		return nil, fmt.Errorf("bench: start device-standin: %w", err)
 	}
 	s := &standIn{cmd: cmd, in: in, lines: bufio.NewScanner(out)}
+	s.lines.Buffer(nil, 256<<20) // "arrivals" is one line: ~40 bytes a command
 	if !s.lines.Scan() {
 		s.stop()
 		return nil, fmt.Errorf("bench: device-standin printed no pseudo-terminal path: %v", s.lines.Err())
@@ -273,6 +330,19 @@ func (s *standIn) report() (DeviceTiming, error) {
 		return t, fmt.Errorf("bench: device-standin timing %q: %w", clip(s.lines.Bytes(), 200), err)
 	}
 	return t, nil
+}
+
+// arrivals asks the stand-in for every coded force that reached it.
+func (s *standIn) arrivals() ([]protocol.ForceArrival, error) {
+	var a protocol.ForceArrivals
+	s.send("arrivals")
+	if !s.lines.Scan() {
+		return nil, fmt.Errorf("bench: device-standin printed no arrivals: %v", s.lines.Err())
+	}
+	if err := json.Unmarshal(s.lines.Bytes(), &a); err != nil {
+		return nil, fmt.Errorf("bench: device-standin arrivals %q: %w", clip(s.lines.Bytes(), 200), err)
+	}
+	return a.Arrivals, nil
 }
 
 func (s *standIn) stop() {
@@ -297,6 +367,20 @@ func (r DeviceReport) WriteTable(w io.Writer) error {
 	}
 	t.write(&b)
 	fmt.Fprintf(&b, "force frames at the arm: hapticd %d, bare loop %d\n", r.Hapticd.Frames, r.BareLoop.Frames)
+	if l := r.CommandToMotor; l != nil {
+		verdict := "within"
+		if l.Latency.P99Us > l.BoundUs {
+			verdict = "OVER"
+		}
+		fmt.Fprintf(&b, "\ncommand to motor (a client's send of a force command on %s to the force frame the arm received, one clock), probe at %s:\n", l.DeviceID, rateText(l.RateHz))
+		var t textTable
+		t.add("latency", "p50 µs", "p90 µs", "p99 µs", "max µs", "loop period µs", "p99 bound µs")
+		t.add("command to motor", number(l.Latency.P50Us), number(l.Latency.P90Us), number(l.Latency.P99Us), number(l.Latency.MaxUs),
+			number(l.LoopPeriodUs), number(l.BoundUs))
+		t.write(&b)
+		fmt.Fprintf(&b, "p99 %s the bound (one loop period + %d µs); %d commands: %d in a frame of their own, %d replaced by a later one before their tick (timed to its frame), %d never at the arm; probe round trip p50 %s µs p99 %s µs\n",
+			verdict, latencyBoundExtraUs, l.Sent, l.OwnFrame, l.Superseded, l.Missing, number(l.ProbeRTT.P50Us), number(l.ProbeRTT.P99Us))
+	}
 	if l := r.Load; l != nil {
 		o := l.Overall
 		fmt.Fprintf(&b, "client load: %d sessions, %s Hz achieved, rtt p50 %s µs p99 %s µs\n", o.Sessions, number(o.AchievedHzTotal), number(o.RTT.P50Us), number(o.RTT.P99Us))

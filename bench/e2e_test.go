@@ -35,7 +35,7 @@ func endToEnd(t *testing.T, why string) (string, context.Context) {
 func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
 	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 2, Clients: 2, Observers: 1, RateHz: 500,
-		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000})
+		Duration: 600 * time.Millisecond, Warmup: 200 * time.Millisecond, LoopHz: 1000, Pairs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +68,10 @@ func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	if l := rep.BareLoopLoaded; l == nil || l.Arms != 2 || l.Ticks == 0 {
 		t.Errorf("bare loop under the echo's load %+v, want 2 arms stepped", l)
 	}
-	// ...in runs of its own: the echo's floor comes from the two runs
-	// that had the machine to themselves, as hapticd's run had.
-	if len(rep.EchoRates) != 2 {
-		t.Errorf("echo rates %v: want the 2 runs for the floor, not the runs that carried the bare loop", rep.EchoRates)
+	// ...in runs of its own: the echo's figures come from the two runs
+	// that had the machine to themselves, as hapticd's runs had.
+	if len(rep.Pairs) != 2 || rep.Pairs[0].Echo == nil || rep.Pairs[1].Echo == nil {
+		t.Errorf("pairs %+v: want 2 pairs of a hapticd run and an echo run alone, not the runs that carried the bare loop", rep.Pairs)
 	}
 	loaded := 0
 	for _, c := range rep.Comparisons {
@@ -124,6 +124,18 @@ func TestDeviceModeAgainstRealHapticd(t *testing.T) {
 	}
 	if len(rep.Comparisons) != 4 || len(rep.Warnings) != 0 {
 		t.Errorf("comparisons %+v, warnings %q", rep.Comparisons, rep.Warnings)
+	}
+	// The probe's force commands went through the service's session and
+	// loop to the stand-in's motors, each timed on one clock.
+	l := rep.CommandToMotor
+	if l == nil || l.Sent == 0 || l.OwnFrame == 0 || l.Latency.Count != l.OwnFrame+l.Superseded {
+		t.Fatalf("command to motor %+v: want commands sent and timed at the arm", l)
+	}
+	if l.Latency.P50Us <= 0 || l.Latency.MaxUs < l.Latency.P99Us || l.LoopPeriodUs != 1000 || l.BoundUs != 1250 {
+		t.Errorf("command to motor %+v: want ordered percentiles beside a 1000 µs period and its 1250 µs bound", l)
+	}
+	if !strings.Contains(table.String(), "command to motor") {
+		t.Errorf("the table does not show the command-to-motor latency:\n%s", table.String())
 	}
 }
 

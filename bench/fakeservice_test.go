@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,6 +61,10 @@ type fakeFaults struct {
 	// refuseSubscribe answers a session.configure.subscribe with errors,
 	// as the service answers an unknown state field.
 	refuseSubscribe bool
+	// delays, if set, hold every frame of session i (ids from 1) for
+	// delays[(i-1) mod len(delays)] before it is sent: a service whose
+	// speed changes from run to run, as a shared machine's does.
+	delays []time.Duration
 }
 
 func newFake(arms int, faults fakeFaults) *fakeService {
@@ -161,6 +166,9 @@ func (f *fakeService) socket(w http.ResponseWriter, r *http.Request) {
 		if f.faultyFrom > 0 && session >= f.faultyFrom {
 			time.Sleep(200 * time.Microsecond)
 		}
+		if d := f.delays; len(d) > 0 {
+			time.Sleep(d[int(session-1)%len(d)])
+		}
 		if control && faults.dropEvery > 0 && n%faults.dropEvery == 0 {
 			continue
 		}
@@ -211,7 +219,19 @@ const fakeCapacityEnv = "BENCH_FAKE_CAPACITY"
 // under 1 makes a bare loop that loses to the service).
 const fakeBareEnv = "BENCH_FAKE_BARE_FACTOR"
 
+// fakeEchoEnv, if set to a duration, makes the test binary an echo
+// process (RunOptions.EchoCommand) that holds every frame that long: a
+// baseline slower than the service.
+const fakeEchoEnv = "BENCH_FAKE_ECHO_DELAY"
+
 func TestMain(m *testing.M) {
+	if d := os.Getenv(fakeEchoEnv); d != "" {
+		if err := fakeEcho(d); err != nil {
+			fmt.Fprintln(os.Stderr, "fake echo:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(fakeHapticdEnv) == "1" {
 		if err := fakeHapticd(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "fake hapticd:", err)
@@ -220,6 +240,25 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// fakeEcho serves as an echo process does (its URL as the first line,
+// until stdin closes), slowed by delay per frame.
+func fakeEcho(delay string) error {
+	d, err := time.ParseDuration(delay)
+	if err != nil {
+		return err
+	}
+	f := newFake(2, fakeFaults{delays: []time.Duration{d}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: f.handler()}
+	go srv.Serve(ln)
+	fmt.Printf("ws://%s/\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return srv.Close()
 }
 
 func fakeHapticd(args []string) error {

@@ -26,24 +26,42 @@ type LabOptions struct {
 	Duration time.Duration
 	Warmup   time.Duration
 	LoopHz   float64
+	// Pairs is how many times each path runs, alternating (direct,
+	// gateway, direct, …; default 5): each ratio is the median of the
+	// pairs' ratios.
+	Pairs    int
 	Progress io.Writer
 }
 
 // LabReport is the direct and the gateway path measured in one run, with
 // the gateway's figures as ratios of the direct ones.
 type LabReport struct {
-	Machine Machine    `json:"machine"`
+	Machine Machine `json:"machine"`
+	// Direct and Gateway are each path's run of the median rate, with
+	// every session's figures.
 	Direct  LoadResult `json:"direct"`
 	Gateway LoadResult `json:"gateway"`
-	// RTTP50Ratio, RTTP99Ratio and RateRatio are gateway / direct.
-	RTTP50Ratio float64 `json:"rtt_p50_ratio"`
-	RTTP99Ratio float64 `json:"rtt_p99_ratio"`
-	RateRatio   float64 `json:"rate_ratio"`
+	// Pairs are every run's overall figures in the order they ran: pair i
+	// is the direct path's i-th run and the gateway's right after it.
+	Pairs []LabPair `json:"pairs"`
+	// RTTP50Ratio, RTTP99Ratio and RateRatio are gateway / direct: the
+	// median of the pairs' ratios. Comparisons hold them with their range
+	// and every pair's ratio.
+	RTTP50Ratio float64      `json:"rtt_p50_ratio"`
+	RTTP99Ratio float64      `json:"rtt_p99_ratio"`
+	RateRatio   float64      `json:"rate_ratio"`
+	Comparisons []Comparison `json:"comparisons"`
 	// StateAge is how old the node's state was when the gateway's loop
 	// took it (the state a gateway frame answers with is up to one gateway
 	// tick older still), from the gateway's GET /stats after its phase,
 	// over the arms' life: the arm with the highest p99.
 	StateAge StateAge `json:"gateway_state_age"`
+}
+
+// LabPair is one turn of a lab run: the direct path, then the gateway.
+type LabPair struct {
+	Direct  Overall `json:"direct"`
+	Gateway Overall `json:"gateway"`
 }
 
 // StateAge summarises a gateway's state age in microseconds.
@@ -100,31 +118,68 @@ func Lab(ctx context.Context, o LabOptions) (LabReport, error) {
 	if err := waitArms(ctx, gw.httpBase, ro.Arms, 10*time.Second); err != nil {
 		return rep, err
 	}
-	for _, phase := range []struct {
-		name string
-		svc  *service
-		dst  *LoadResult
-	}{{"direct", node, &rep.Direct}, {"gateway", gw, &rep.Gateway}} {
-		ro.progress("%s: %d clients at %s for %s (+%s warm-up)", phase.name, ro.Clients, rateText(ro.RateHz), ro.Duration, ro.Warmup)
-		load, _, err := runLoad(ctx, ro, phase.name, phase.svc.wsURL, phase.svc.httpBase, &capturedFrames{})
-		if err != nil {
-			return rep, fmt.Errorf("bench: %s: %w", phase.name, err)
-		}
-		*phase.dst = load
+	pairs := o.Pairs
+	if pairs <= 0 {
+		pairs = DefaultPairs
 	}
-	ratio := func(g, d float64) float64 {
-		if d == 0 {
-			return 0
+	var direct, gateway []LoadResult
+	for i := range pairs {
+		var pair LabPair
+		for _, phase := range []struct {
+			name string
+			svc  *service
+			runs *[]LoadResult
+			dst  *Overall
+		}{{"direct", node, &direct, &pair.Direct}, {"gateway", gw, &gateway, &pair.Gateway}} {
+			ro.progress("pair %d of %d, %s: %d clients at %s for %s (+%s warm-up)", i+1, pairs, phase.name, ro.Clients, rateText(ro.RateHz), ro.Duration, ro.Warmup)
+			load, _, err := runLoad(ctx, ro, phase.name, phase.svc.wsURL, phase.svc.httpBase, &capturedFrames{})
+			if err != nil {
+				return rep, fmt.Errorf("bench: %s: %w", phase.name, err)
+			}
+			*phase.runs = append(*phase.runs, load)
+			*phase.dst = load.Overall
 		}
-		return g / d
+		rep.Pairs = append(rep.Pairs, pair)
 	}
-	rep.RTTP50Ratio = ratio(rep.Gateway.Overall.RTT.P50Us, rep.Direct.Overall.RTT.P50Us)
-	rep.RTTP99Ratio = ratio(rep.Gateway.Overall.RTT.P99Us, rep.Direct.Overall.RTT.P99Us)
-	rep.RateRatio = ratio(rep.Gateway.Overall.AchievedHzTotal, rep.Direct.Overall.AchievedHzTotal)
+	rep.Direct, rep.Gateway = medianRun(direct), medianRun(gateway)
+	runPairs := make([]RunPair, len(rep.Pairs))
+	for i, p := range rep.Pairs {
+		runPairs[i] = RunPair{Hapticd: p.Gateway, Echo: &p.Direct}
+	}
+	for _, f := range pairedFigures {
+		if f.figure != "rate total" && f.figure != "rtt p50" && f.figure != "rtt p99" {
+			continue
+		}
+		c := comparePairs(runPairs, f.figure, f.unit, f.higher, f.get)
+		c.Baseline = "direct"
+		// The direct path is no floor the gateway could lose to by noise
+		// alone only: a gateway ahead of it is reported as it came.
+		if c.Flag != "" {
+			c.Flag, c.Ratio = "", median(slices.Clone(c.PairRatios))
+		}
+		rep.Comparisons = append(rep.Comparisons, c)
+		switch f.figure {
+		case "rate total":
+			rep.RateRatio = c.Ratio
+		case "rtt p50":
+			rep.RTTP50Ratio = c.Ratio
+		case "rtt p99":
+			rep.RTTP99Ratio = c.Ratio
+		}
+	}
 	if rep.StateAge, err = gatewayStateAge(ctx, gw.httpBase); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// medianRun is the run of the median total rate.
+func medianRun(runs []LoadResult) LoadResult {
+	rates := make([]float64, len(runs))
+	for i, r := range runs {
+		rates[i] = r.Overall.AchievedHzTotal
+	}
+	return runs[medianIndex(rates)]
 }
 
 // gatewayStateAge reads the gateway's GET /stats: the state age of the
@@ -218,11 +273,32 @@ func (r LabReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "hapticbench lab: %d clients; %s %s/%s, %d CPUs\n\n",
 		r.Direct.Overall.Sessions, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
 	var t textTable
-	t.add("figure", "direct", "gateway", "gateway/direct")
-	t.add("lock-step round trip p50 (µs)", number(r.Direct.Overall.RTT.P50Us), number(r.Gateway.Overall.RTT.P50Us), number(r.RTTP50Ratio))
-	t.add("lock-step round trip p99 (µs)", number(r.Direct.Overall.RTT.P99Us), number(r.Gateway.Overall.RTT.P99Us), number(r.RTTP99Ratio))
-	t.add("achieved rate, all clients (Hz)", number(r.Direct.Overall.AchievedHzTotal), number(r.Gateway.Overall.AchievedHzTotal), number(r.RateRatio))
-	t.add("state age p50 / p99 / max (µs)", "-", fmt.Sprintf("%s / %s / %s", number(r.StateAge.P50Us), number(r.StateAge.P99Us), number(r.StateAge.MaxUs)), "")
+	t.add("figure", "direct", "gateway", "gateway/direct", "pairs min–max")
+	names := map[string]string{"rtt p50": "lock-step round trip p50 (µs)", "rtt p99": "lock-step round trip p99 (µs)", "rate total": "achieved rate, all clients (Hz)"}
+	for _, c := range r.Comparisons {
+		spread := ""
+		if len(c.PairRatios) > 0 {
+			spread = fmt.Sprintf("%.2f–%.2f (%d)", c.RatioMin, c.RatioMax, len(c.PairRatios))
+		}
+		t.add(names[c.Figure], number(c.Base), number(c.Hapticd), number(c.Ratio), spread)
+	}
+	t.add("state age p50 / p99 / max (µs)", "-", fmt.Sprintf("%s / %s / %s", number(r.StateAge.P50Us), number(r.StateAge.P99Us), number(r.StateAge.MaxUs)), "", "")
+	t.write(&b)
+	fmt.Fprintf(&b, "direct and gateway are the medians of each path's %d runs; gateway/direct is the MEDIAN of the per-pair ratios (direct run i, then gateway run i)\n", len(r.Pairs))
+	t = textTable{}
+	t.add("pair", "direct Hz", "gateway Hz", "ratio", "direct p50 µs", "gateway p50 µs", "ratio", "direct p99 µs", "gateway p99 µs", "ratio")
+	ratio := func(g, d float64) string {
+		if d <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", g/d)
+	}
+	for i, p := range r.Pairs {
+		d, g := p.Direct, p.Gateway
+		t.add(itoa(i+1), number(d.AchievedHzTotal), number(g.AchievedHzTotal), ratio(g.AchievedHzTotal, d.AchievedHzTotal),
+			number(d.RTT.P50Us), number(g.RTT.P50Us), ratio(g.RTT.P50Us, d.RTT.P50Us),
+			number(d.RTT.P99Us), number(g.RTT.P99Us), ratio(g.RTT.P99Us, d.RTT.P99Us))
+	}
 	t.write(&b)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -35,27 +36,29 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	b.WriteString("\n\n")
 
 	var tw textTable
-	tw.add("figure", "hapticd", "baseline", "base", "ratio")
+	tw.add("figure", "hapticd", "baseline", "base", "ratio", "pairs min–max")
 	for _, cmp := range r.Comparisons {
-		base, ratio := "-", "-"
+		base, ratio, spread := "-", "-", ""
 		if cmp.Baseline != "-" {
 			base, ratio = number(cmp.Base), cmp.ratioText()
 		}
-		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio)
+		if len(cmp.PairRatios) > 0 {
+			spread = fmt.Sprintf("%.2f–%.2f (%d)", cmp.RatioMin, cmp.RatioMax, len(cmp.PairRatios))
+		}
+		tw.add(cmp.Figure+" ("+cmp.Unit+")", number(cmp.Hapticd), cmp.Baseline, base, ratio, spread)
 	}
 	tw.write(&b)
 	for _, cmp := range r.Comparisons {
-		if cmp.Flag == FlagBaselineLost {
+		switch {
+		case cmp.Flag == FlagBaselineLost && len(cmp.PairRatios) > 0:
+			fmt.Fprintf(&b, "FLAG: %s: hapticd beat the %s beyond noise in the median pair (pairs %.2f–%.2f); that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
+				cmp.Figure, cmp.Baseline, cmp.RatioMin, cmp.RatioMax)
+		case cmp.Flag == FlagBaselineLost:
 			fmt.Fprintf(&b, "FLAG: %s: hapticd %s beat the %s %s beyond noise; that baseline was not a floor in this run, so no ratio is given: rerun on a quiet machine\n",
 				cmp.Figure, number(cmp.Hapticd), cmp.Baseline, number(cmp.Base))
 		}
 	}
-	if len(r.HapticdRates) > 1 {
-		fmt.Fprintf(&b, "hapticd runs: %d, rates %s Hz (each hapticd figure is the best any run did; noise %.1f %%)\n", len(r.HapticdRates), floats(r.HapticdRates), 100*spread(r.HapticdRates))
-	}
-	if len(r.EchoRates) > 1 {
-		fmt.Fprintf(&b, "echo runs: %d, rates %s Hz (each figure's baseline is the best any run did; noise %.1f %%)\n", len(r.EchoRates), floats(r.EchoRates), 100*spread(r.EchoRates))
-	}
+	writePairs(&b, r)
 	if c := r.Config; c.Placement != "" {
 		fmt.Fprintf(&b, "placement %s: clients on CPUs %v, hapticd and its baselines on CPUs %v\n", c.Placement, c.ClientCPUs, c.ServerCPUs)
 	}
@@ -197,19 +200,54 @@ func WriteJSON(w io.Writer, v any) error {
 	return err
 }
 
-// floats joins xs as numbers.
-func floats(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = number(x)
+// writePairs explains the paired figures and lists every pair, so that a
+// reader sees how far apart the runs were, not only their median.
+func writePairs(b *strings.Builder, r RunReport) {
+	if len(r.Pairs) == 0 {
+		return
 	}
-	return strings.Join(parts, ", ")
+	withEcho := 0
+	for _, p := range r.Pairs {
+		if p.Echo != nil {
+			withEcho++
+		}
+	}
+	if withEcho > 0 {
+		fmt.Fprintf(b, "echo figures: hapticd and base are the medians of each side's %d runs; ratio is the MEDIAN of the %d per-pair ratios (hapticd run i / echo run i, run back to back), \"pairs min–max\" their range\n",
+			len(r.Pairs), withEcho)
+	}
+	var tw textTable
+	tw.add("pair", "hapticd Hz", "echo Hz", "ratio", "hapticd p50 µs", "echo p50 µs", "ratio", "hapticd p99 µs", "echo p99 µs", "ratio")
+	ratio := func(h, e float64) string {
+		if e <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", h/e)
+	}
+	for i, p := range r.Pairs {
+		h := p.Hapticd
+		if p.Echo == nil {
+			tw.add(itoa(i+1), number(h.AchievedHzTotal), "-", "-", number(h.RTT.P50Us), "-", "-", number(h.RTT.P99Us), "-", "-")
+			continue
+		}
+		e := *p.Echo
+		tw.add(itoa(i+1), number(h.AchievedHzTotal), number(e.AchievedHzTotal), ratio(h.AchievedHzTotal, e.AchievedHzTotal),
+			number(h.RTT.P50Us), number(e.RTT.P50Us), ratio(h.RTT.P50Us, e.RTT.P50Us),
+			number(h.RTT.P99Us), number(e.RTT.P99Us), ratio(h.RTT.P99Us, e.RTT.P99Us))
+	}
+	tw.write(b)
+	if len(r.Pairs) > 1 {
+		b.WriteString("the session table below is the hapticd run of the median rate; every run's figures are in the JSON (pairs)\n")
+	}
 }
 
 // ratioText is a comparison's ratio column: the ratio, or BASELINE LOST
 // when the baseline was no floor (no ratio is given then).
 func (c Comparison) ratioText() string {
 	switch {
+	case c.Flag == FlagBaselineLost && len(c.PairRatios) > 0:
+		// The median is kept in sight, never quoted as a ratio.
+		return fmt.Sprintf("BASELINE LOST (median pair %.2fx)", median(slices.Clone(c.PairRatios)))
 	case c.Flag == FlagBaselineLost:
 		return "BASELINE LOST"
 	case c.Ratio != 0:

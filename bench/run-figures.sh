@@ -102,20 +102,22 @@ hb="$bin/hapticbench"
 # Issue 12's "what it must show", one figure each, every one beside its
 # baseline from the same run. A baseline that loses to hapticd beyond noise
 # is flagged (BASELINE LOST / FLAG lines) instead of given a ratio.
-figure "One session as fast as it goes, placement left to the kernel (3 runs each side, taking turns)" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --json "$out/run-1x1.json"
+figure "One session as fast as it goes, placement left to the kernel (5 alternated pairs, median of the pair ratios)" \
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --json "$out/run-1x1.json"
 figure "One session as fast as it goes, client and servers on one CPU" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --cpus shared --json "$out/run-1x1-shared.json"
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --cpus shared --json "$out/run-1x1-shared.json"
 figure "One session as fast as it goes, client on one CPU, servers on the other" \
-	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --hapticd-runs 3 --echo-runs 3 --cpus split --json "$out/run-1x1-split.json"
+	"$hb" run --quiet --arms 1 --clients 1 --rate 0 --duration "$d_single" --warmup "$warm" --pairs 5 --cpus split --json "$out/run-1x1-split.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, placement left to the kernel" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-subscribed.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --pairs 5 --json "$out/run-100x100-subscribed.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100, clients on one CPU, servers on the other" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --cpus split --json "$out/run-100x100-subscribed-split.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --duration "$d_hundred" --warmup "$warm" --pairs 5 --cpus split --json "$out/run-100x100-subscribed-split.json"
 figure "100 sessions at 1 kHz, each subscribed to its own arm of 100 and to the two state fields an engine reads" \
-	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --state cursor_position,cursor_velocity --duration "$d_hundred" --warmup "$warm" --hapticd-runs 2 --echo-runs 2 --json "$out/run-100x100-state.json"
+	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --subscribe --state cursor_position,cursor_velocity --duration "$d_hundred" --warmup "$warm" --pairs 5 --json "$out/run-100x100-state.json"
 figure "100 sessions at 1 kHz on 100 arms, every frame with all 100 arms (the old default)" \
 	"$hb" run --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$out/run-100x100.json"
+figure "Command to motor (a client's force command to the arm's force frame) and the device loop timed at the arm, no other load" \
+	"$hb" device --quiet --duration "$d_hundred" --warmup "$warm" --json "$out/device-alone.json"
 figure "Device loop timed at the arm under the 100-client load, beside a bare host loop under the same load" \
 	"$hb" device --quiet --arms 100 --clients 100 --rate 1000 --duration "$d_hundred" --warmup "$warm" --json "$out/device-100.json"
 figure "Simulated-arm capacity at 1 kHz, idle arms at rest (with heap and RSS per arm)" \
@@ -131,10 +133,10 @@ figure "An arm that acknowledges no configuration code loses no force tick (test
 figure "The per-tick chain allocates nothing (test)" \
 	go test -count=1 -run 'TestPerTickChainDoesNotAllocate' -v ./actors
 figure "Client sweep at 1 kHz on 100 arms, each session subscribed to its own arm" \
-	"$hb" run --quiet --arms 100 --rate 1000 --subscribe --duration "$d_sweep" --warmup "$warm" --sweep clients=1,10,50,100 \
+	"$hb" run --quiet --arms 100 --rate 1000 --subscribe --duration "$d_sweep" --warmup "$warm" --pairs 3 --sweep clients=1,10,50,100 \
 	--json "$out/sweep.json" --plot "$out/sweep.svg"
 figure "Arm sweep at 1 kHz, one session per 10 arms" \
-	"$hb" run --quiet --clients 10 --rate 1000 --subscribe --duration "$d_sweep" --warmup "$warm" --sweep arms=10,100,1000 \
+	"$hb" run --quiet --clients 10 --rate 1000 --subscribe --duration "$d_sweep" --warmup "$warm" --pairs 3 --sweep arms=10,100,1000 \
 	--json "$out/sweep-arms.json" --plot "$out/sweep-arms.svg"
 
 if [[ -f "$out/sweep.svg" ]]; then

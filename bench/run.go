@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,16 +51,13 @@ type RunOptions struct {
 	// and --state files), as hapticd runs in its own; empty runs it inside
 	// this process (tests), which flatters the baseline.
 	EchoCommand []string
-	// EchoRuns is how many times the echo baseline runs back to back
-	// (default 2): the fastest run is the floor, and the spread between
-	// runs is the noise a comparison must exceed to count.
-	EchoRuns int
-	// HapticdRuns is how many times hapticd runs (default 1), each a
-	// fresh service (fresh sessions on a Target), taking turns with the
-	// echo's runs. With several, each hapticd figure is the best of its
-	// runs, as the echo's floor is of its own: the same number of draws
-	// on each side of a ratio.
-	HapticdRuns int
+	// Pairs is how many times hapticd and the echo baseline each run,
+	// alternating (hapticd, echo, hapticd, echo, …; default 5, or 1 with
+	// NoEcho), each hapticd run a fresh service (fresh sessions on a
+	// Target). Each comparison is the median of the pairs' ratios, with
+	// their range: a slow minute of a shared machine falls on one pair,
+	// not on the figure, and no run is picked for being the best.
+	Pairs int
 	// CPUs places the clients and the servers (Placement); the default
 	// leaves it to the kernel.
 	CPUs Placement
@@ -68,6 +67,9 @@ type RunOptions struct {
 	// running phase and its elapsed time of its total: for a terminal.
 	Live bool
 }
+
+// DefaultPairs is the default number of alternated hapticd and echo runs.
+const DefaultPairs = 5
 
 func (o *RunOptions) defaults() error {
 	if o.Arms <= 0 && o.Target == "" {
@@ -91,11 +93,11 @@ func (o *RunOptions) defaults() error {
 	if o.FrameTimeout <= 0 {
 		o.FrameTimeout = 5 * time.Second
 	}
-	if o.EchoRuns <= 0 {
-		o.EchoRuns = 2
-	}
-	if o.HapticdRuns <= 0 {
-		o.HapticdRuns = 1
+	if o.Pairs <= 0 {
+		o.Pairs = DefaultPairs
+		if o.NoEcho {
+			o.Pairs = 1 // nothing to pair with
+		}
 	}
 	return nil
 }
@@ -173,24 +175,19 @@ type RunConfig struct {
 
 // RunReport is everything one run measured.
 type RunReport struct {
-	Config  RunConfig   `json:"config"`
-	Machine Machine     `json:"machine"`
-	Hapticd LoadResult  `json:"hapticd"`
-	Echo    *LoadResult `json:"echo,omitempty"`
-	// HapticdRates are the total rates of every hapticd run
-	// (RunOptions.HapticdRuns); Hapticd is the fastest.
-	HapticdRates []float64 `json:"hapticd_rates,omitempty"`
-	// HapticdBest is, with several hapticd runs, figure by figure the best
-	// any of them did; the comparisons use it.
-	HapticdBest *Overall `json:"hapticd_best,omitempty"`
-	// EchoRates are the total rates of every echo run (RunOptions.EchoRuns);
-	// Echo is the fastest.
-	EchoRates []float64 `json:"echo_rates,omitempty"`
-	// EchoFloor is, figure by figure, the best any echo run did: the
-	// highest rates and the lowest round-trip percentiles. The comparisons
-	// use it, so that the run with the best rate cannot bring a worse tail
-	// along as the baseline.
-	EchoFloor *Overall `json:"echo_floor,omitempty"`
+	Config  RunConfig `json:"config"`
+	Machine Machine   `json:"machine"`
+	// Hapticd is the hapticd run whose total rate is the median of the
+	// runs (the lower middle one of an even count), with every session's
+	// figures; a run that broke the one-frame-per-message contract is
+	// shown instead, never hidden behind the others.
+	Hapticd LoadResult `json:"hapticd"`
+	// Echo is the echo run whose total rate is the median of its runs.
+	Echo *LoadResult `json:"echo,omitempty"`
+	// Pairs are every run's overall figures, in the order they ran: pair
+	// i is hapticd's i-th run and the echo's run right after it. The
+	// comparisons are the medians of the pairs' ratios.
+	Pairs []RunPair `json:"pairs"`
 	// EchoInProcess is true when the echo baseline ran inside hapticbench
 	// (RunOptions.EchoCommand unset) instead of in a process of its own;
 	// it then skips the cost of a cross-process round trip.
@@ -199,8 +196,8 @@ type RunReport struct {
 	Process       *ProcessFigures `json:"process,omitempty"`
 	BareLoop      *BareLoop       `json:"bare_loop,omitempty"`
 	// BareLoopLoaded is the bare loop run inside the echo's process in
-	// echo runs of its own (as many as RunOptions.EchoRuns, the lowest
-	// period p99 kept): the same arms under the same clients' load, served
+	// echo runs of its own (loadedBareRuns of them, the run with the
+	// median period p99 kept): the same arms under the same clients' load, served
 	// by the echo beside them as the service serves them beside its loop.
 	// The service's loop period under load is compared with it.
 	BareLoopLoaded *BareLoop `json:"bare_loop_under_load,omitempty"`
@@ -210,8 +207,19 @@ type RunReport struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// RunPair is one turn of a run: a hapticd run, then an echo run with the
+// same clients and frame size.
+type RunPair struct {
+	Hapticd Overall  `json:"hapticd"`
+	Echo    *Overall `json:"echo,omitempty"` // nil when the echo was skipped
+}
+
 // Comparison is one hapticd figure beside its baseline. Ratio is
-// hapticd/baseline (0 when the baseline is missing or zero).
+// hapticd/baseline (0 when the baseline is missing or zero). For a figure
+// measured in pairs (the echo's), Hapticd and Base are the medians of each
+// side's runs and Ratio is the median of the pairs' ratios, which is not
+// the ratio of the two medians: each pair's ratio is taken between runs
+// that shared a minute of the machine.
 type Comparison struct {
 	Figure   string  `json:"figure"`
 	Unit     string  `json:"unit"`
@@ -219,9 +227,16 @@ type Comparison struct {
 	Baseline string  `json:"baseline"`
 	Base     float64 `json:"base"`
 	Ratio    float64 `json:"ratio"`
+	// PairRatios are every pair's ratio in run order, and RatioMin and
+	// RatioMax their range: the spread the median is quoted with. They
+	// are kept when the baseline lost too.
+	PairRatios []float64 `json:"pair_ratios,omitempty"`
+	RatioMin   float64   `json:"ratio_min,omitempty"`
+	RatioMax   float64   `json:"ratio_max,omitempty"`
 	// Flag is "baseline-lost" when hapticd beat its baseline by more than
-	// the noise: the baseline was no floor in this run, so Ratio is left 0
-	// rather than reported.
+	// the noise (for paired figures: the median pair ratio is beyond 5 %
+	// in hapticd's favour): the baseline was no floor in this run, so
+	// Ratio is left 0 rather than reported.
 	Flag string `json:"flag,omitempty"`
 }
 
@@ -235,10 +250,10 @@ const FlagBaselineLost = "baseline-lost"
 // baseline lost: run-to-run noise on a quiet machine.
 const minNoise = 0.05
 
-// Run measures hapticd under the load o describes, then the echo baseline
-// with the same clients and frame size, then the bare arm loop, and
-// compares them. A started hapticd is stopped before the echo baseline so
-// the two do not share the CPU.
+// Run measures hapticd under the load o describes and the echo baseline
+// with the same clients and frame size, alternating in o.Pairs pairs, then
+// the bare arm loop, and compares them. A started hapticd is stopped before
+// each echo run so the two do not share the CPU.
 func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return run(ctx, o, nil)
 }
@@ -349,26 +364,44 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	}
 
 	// hapticd and the echo take turns (hapticd first: the echo serves its
-	// frames), so that a slow minute of a shared machine falls on both
-	// sides rather than on one.
+	// frames), so that a slow minute of a shared machine falls on one
+	// pair rather than on one side.
 	frames := &capturedFrames{}
 	echo := &echoRounds{ctx: ctx, o: &o, rep: &rep, cache: cache, frames: frames, cpus: serverCPUs}
-	for i := 0; i < max(o.HapticdRuns, o.EchoRuns); i++ {
-		if i < o.HapticdRuns {
-			if err := runHapticdOnce(ctx, &o, &rep, cache, frames, serverCPUs, i); err != nil {
-				return rep, err
-			}
-		}
-		if i < o.EchoRuns && !o.NoEcho {
-			if err := echo.runOnce(false); err != nil {
-				return rep, err
-			}
-		}
-	}
-	for i := 0; i < o.EchoRuns && echo.wantsBareLoop(); i++ {
-		if err := echo.runOnce(true); err != nil {
+	var runs []hapticdRun
+	for i := 0; i < o.Pairs; i++ {
+		run, err := runHapticdOnce(ctx, &o, &rep, cache, frames, serverCPUs, i)
+		if err != nil {
 			return rep, err
 		}
+		runs = append(runs, run)
+		pair := RunPair{Hapticd: run.load.Overall}
+		if !o.NoEcho {
+			el, ok, err := echo.runOnce(runs[0].load.Overall.FrameBytes)
+			if err != nil {
+				return rep, err
+			}
+			if ok {
+				pair.Echo = &el.Overall
+				echo.loads = append(echo.loads, el)
+			}
+		}
+		rep.Pairs = append(rep.Pairs, pair)
+	}
+	shown := shownRun(runs)
+	rep.Hapticd = runs[shown].load
+	if w := runs[shown].window; w != nil {
+		rep.Loop, rep.Process = &w.loop, &w.process
+	}
+	if len(echo.loads) > 0 {
+		rates := make([]float64, len(echo.loads))
+		for i, l := range echo.loads {
+			rates[i] = l.Overall.AchievedHzTotal
+		}
+		rep.Echo = &echo.loads[medianIndex(rates)]
+	}
+	for i := 0; i < loadedBareRuns && echo.wantsBareLoop(); i++ {
+		echo.runWithBareLoop(runs[0].load.Overall.FrameBytes)
 	}
 	echo.finish()
 
@@ -398,25 +431,63 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 	return rep, ctx.Err()
 }
 
+// hapticdRun is one hapticd run of a run's pairs: its load, and the
+// service's loop and process figures over its window (nil when they could
+// not be read).
+type hapticdRun struct {
+	load   LoadResult
+	window *struct {
+		loop    LoopFigures
+		process ProcessFigures
+	}
+}
+
+// faulty says whether a run broke the one-frame-per-message contract.
+func faulty(o Overall) bool { return o.Lost+o.OutOfOrder+o.ErrorFrames > 0 }
+
+// shownRun picks the run a report shows in full: the first that broke the
+// contract (shown, and failing the command, never hidden behind the
+// others), else the run of the median rate.
+func shownRun(runs []hapticdRun) int {
+	rates := make([]float64, len(runs))
+	for i, r := range runs {
+		if faulty(r.load.Overall) {
+			return i
+		}
+		rates[i] = r.load.Overall.AchievedHzTotal
+	}
+	return medianIndex(rates)
+}
+
+// medianIndex is the index of the median of xs (the lower middle one of
+// an even count; the first of equal values); xs is left as it is.
+func medianIndex(xs []float64) int {
+	order := make([]int, len(xs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return xs[order[a]] < xs[order[b]] })
+	return order[(len(xs)-1)/2]
+}
+
 // runHapticdOnce runs the load once against hapticd (a started one on
-// cpus, or the target) and records it in rep: the run with the best rate
-// is rep.Hapticd, with its loop and process figures; with several runs,
-// rep.HapticdBest is figure by figure the best of them, as the echo's
-// floor is of its runs.
-func runHapticdOnce(ctx context.Context, o *RunOptions, rep *RunReport, cache *bareCache, frames *capturedFrames, cpus []int, i int) error {
+// cpus, or the target). The first run captures the frames the echo serves,
+// and with a target sets the loop rate and arm count from its /stats.
+func runHapticdOnce(ctx context.Context, o *RunOptions, rep *RunReport, cache *bareCache, frames *capturedFrames, cpus []int, i int) (hapticdRun, error) {
+	var run hapticdRun
 	wsURL, httpBase := "", ""
 	var svc *service
 	if o.Target != "" {
 		var err error
 		if wsURL, httpBase, err = targetURLs(o.Target); err != nil {
-			return err
+			return run, err
 		}
 	} else {
 		o.progress("starting %s with %d simulated arms at %v Hz", cache.binary, o.Arms, o.LoopHz)
 		var err error
 		svc, err = startService(ctx, ServiceOptions{Binary: cache.binary, Arms: o.Arms, LoopHz: o.LoopHz, CPUs: cpus})
 		if err != nil {
-			return err
+			return run, err
 		}
 		wsURL, httpBase = svc.wsURL, svc.httpBase
 		// Stopped before the echo's turn, so the two never share the CPU.
@@ -426,7 +497,7 @@ func runHapticdOnce(ctx context.Context, o *RunOptions, rep *RunReport, cache *b
 			}
 		}()
 	}
-	o.progress("hapticd run %d of %d: %d clients, %d observers at %s for %s (+%s warm-up)", i+1, o.HapticdRuns, o.Clients, o.Observers, rateText(o.RateHz), o.Duration, o.Warmup)
+	o.progress("pair %d of %d, hapticd: %d clients, %d observers at %s for %s (+%s warm-up)", i+1, o.Pairs, o.Clients, o.Observers, rateText(o.RateHz), o.Duration, o.Warmup)
 	capture := frames
 	if i > 0 {
 		capture = nil // the first run's frames serve every echo run
@@ -435,32 +506,23 @@ func runHapticdOnce(ctx context.Context, o *RunOptions, rep *RunReport, cache *b
 	load, win, err := runLoad(ctx, *o, "hapticd", wsURL, httpBase, capture)
 	stopLive()
 	if err != nil {
-		return err
+		return run, err
 	}
-	rep.HapticdRates = append(rep.HapticdRates, load.Overall.AchievedHzTotal)
-	if o.HapticdRuns > 1 {
-		rep.HapticdBest = bestOf(rep.HapticdBest, load.Overall)
-	}
-	// The fastest run stands for hapticd, unless a run broke the
-	// one-frame-per-message contract: that one is shown (and fails the
-	// command), never hidden behind a faster one.
-	faulty := func(o Overall) bool { return o.Lost+o.OutOfOrder+o.ErrorFrames > 0 }
-	best := i == 0 || !faulty(rep.Hapticd.Overall) &&
-		(faulty(load.Overall) || load.Overall.AchievedHzTotal > rep.Hapticd.Overall.AchievedHzTotal)
-	if best {
-		rep.Hapticd = load
-	}
+	run.load = load
 	if win.err != nil {
-		rep.Warnings = append(rep.Warnings, win.err.Error())
-	} else if best {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("hapticd run %d: %v", i+1, win.err))
+	} else {
 		lf, pf := windowFigures(win.before, win.after, win.elapsed, o.PerDevice)
-		rep.Loop, rep.Process = &lf, &pf
-		if o.Target != "" && lf.TargetUs > 0 {
-			// The loop rate of a service we did not start is what it reports.
-			o.LoopHz = 1e6 / lf.TargetUs
-			rep.Config.LoopHz = o.LoopHz
-		}
-		if o.Target != "" {
+		run.window = &struct {
+			loop    LoopFigures
+			process ProcessFigures
+		}{lf, pf}
+		if i == 0 && o.Target != "" {
+			if lf.TargetUs > 0 {
+				// The loop rate of a service we did not start is what it reports.
+				o.LoopHz = 1e6 / lf.TargetUs
+				rep.Config.LoopHz = o.LoopHz
+			}
 			rep.Config.Arms = countType(win.after, protocol.TypeArm)
 		}
 	}
@@ -471,16 +533,19 @@ func runHapticdOnce(ctx context.Context, o *RunOptions, rep *RunReport, cache *b
 			rep.Warnings = append(rep.Warnings, err.Error())
 		}
 	}
-	return nil
+	return run, nil
 }
 
+// loadedBareRuns is how many echo runs carry the bare loop beside them;
+// the run with the median period p99 is the loaded baseline.
+const loadedBareRuns = 3
+
 // echoRounds runs the echo baseline's turns of a run. Its runs for the
-// floor run alone, as hapticd's do. The bare loop under load runs in runs
-// of its own, inside the echo's process (runEchoWithBareLoop), so that the
-// service's loop figures under load have a baseline that bore the same
-// clients' load in the same place, not a quiet machine's; as with the echo,
-// the best of those runs (the lowest period p99) is the floor. Their round
-// trips are not the echo's floor: a loop waking a thousand times a second
+// comparisons run alone, as hapticd's do. The bare loop under load runs in
+// runs of its own, inside the echo's process (runEchoWithBareLoop), so that
+// the service's loop figures under load have a baseline that bore the same
+// clients' load in the same place, not a quiet machine's. Their round trips
+// are not the echo's baseline: a loop waking a thousand times a second
 // beside the echo put its p99 at 2.8 times hapticd's on one CPU (--cpus
 // shared).
 type echoRounds struct {
@@ -490,7 +555,8 @@ type echoRounds struct {
 	cache     *bareCache
 	frames    *capturedFrames
 	cpus      []int
-	loaded    *BareLoop
+	loads     []LoadResult // every echo run, in order
+	loaded    []BareLoop
 	loadedErr error
 	skipped   bool
 }
@@ -505,50 +571,64 @@ func (e *echoRounds) wantsBareLoop() bool {
 		e.cache.err == nil && e.cache.binary != "" && e.rep.Config.Arms > 0
 }
 
-// runOnce runs the echo once: for the floor, or with the bare loop beside
-// it (withBareLoop).
-func (e *echoRounds) runOnce(withBareLoop bool) error {
+// ready pads the captured frames to hapticd's size (the same in every
+// run), or notes once that there are none to serve.
+func (e *echoRounds) ready(frameBytes int) bool {
 	if e.frames.state == nil {
 		if !e.skipped {
 			e.skipped = true
 			e.rep.Warnings = append(e.rep.Warnings, "echo baseline skipped: no hapticd frame was captured (did every client fail?)")
 		}
-		return nil
+		return false
 	}
-	// hapticd's frames are the same size in every run.
-	e.frames.padTo(e.rep.Hapticd.Overall.FrameBytes)
-	if withBareLoop {
-		e.o.progress("bare loop inside an echo's process: same clients, %d-byte frames", len(e.frames.state))
-		b, err := runEchoWithBareLoop(e.ctx, *e.o, *e.frames, e.cache.binary, e.rep.Config.Arms)
-		switch {
-		case err != nil:
-			e.loadedErr = err
-		case e.loaded == nil || b.PeriodUsP99 < e.loaded.PeriodUsP99:
-			e.loaded = &b
-		}
-		return nil
-	}
-	e.o.progress("echo baseline run %d of %d: same clients, %d-byte frames", len(e.rep.EchoRates)+1, e.o.EchoRuns, len(e.frames.state))
-	el, err := runEcho(e.ctx, *e.o, *e.frames, e.cpus)
-	if err != nil {
-		return err
-	}
-	e.rep.EchoInProcess = len(e.o.EchoCommand) == 0
-	e.rep.EchoRates = append(e.rep.EchoRates, el.Overall.AchievedHzTotal)
-	if e.rep.Echo == nil || el.Overall.AchievedHzTotal > e.rep.Echo.Overall.AchievedHzTotal {
-		e.rep.Echo = &el
-	}
-	e.rep.EchoFloor = bestOf(e.rep.EchoFloor, el.Overall)
-	return nil
+	e.frames.padTo(frameBytes)
+	return true
 }
 
-// finish records the bare loop under the echo's load, or why there is none.
+// runOnce runs the echo once for the comparisons; ok is false when there
+// were no frames to serve.
+func (e *echoRounds) runOnce(frameBytes int) (LoadResult, bool, error) {
+	if !e.ready(frameBytes) {
+		return LoadResult{}, false, nil
+	}
+	e.o.progress("pair %d of %d, echo: same clients, %d-byte frames", len(e.loads)+1, e.o.Pairs, len(e.frames.state))
+	stopLive := e.o.live("echo", e.o.Warmup+e.o.Duration)
+	el, err := runEcho(e.ctx, *e.o, *e.frames, e.cpus)
+	stopLive()
+	if err != nil {
+		return LoadResult{}, false, err
+	}
+	e.rep.EchoInProcess = len(e.o.EchoCommand) == 0
+	return el, true, nil
+}
+
+// runWithBareLoop runs the echo once with the bare loop beside it.
+func (e *echoRounds) runWithBareLoop(frameBytes int) {
+	if !e.ready(frameBytes) {
+		return
+	}
+	e.o.progress("bare loop inside an echo's process: same clients, %d-byte frames", len(e.frames.state))
+	b, err := runEchoWithBareLoop(e.ctx, *e.o, *e.frames, e.cache.binary, e.rep.Config.Arms)
+	if err != nil {
+		e.loadedErr = err
+		return
+	}
+	e.loaded = append(e.loaded, b)
+}
+
+// finish records the bare loop under the echo's load (the run of the
+// median period p99), or why there is none.
 func (e *echoRounds) finish() {
 	switch {
-	case e.loaded == nil && e.loadedErr != nil:
+	case len(e.loaded) == 0 && e.loadedErr != nil:
 		e.rep.Warnings = append(e.rep.Warnings, "bare-loop baseline under the echo's load skipped: "+e.loadedErr.Error())
-	case e.loaded != nil:
-		e.rep.BareLoopLoaded = e.loaded
+	case len(e.loaded) > 0:
+		p99s := make([]float64, len(e.loaded))
+		for i, b := range e.loaded {
+			p99s[i] = b.PeriodUsP99
+		}
+		b := e.loaded[medianIndex(p99s)]
+		e.rep.BareLoopLoaded = &b
 	}
 }
 
@@ -754,29 +834,70 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// compare lines up each hapticd figure with its baseline.
-// bestOf is floor with run's figures where run did better: higher rates,
-// lower round-trip percentiles. A nil floor takes run as it is.
-func bestOf(floor *Overall, run Overall) *Overall {
-	if floor == nil {
-		return &run
-	}
-	f := *floor
-	f.AchievedHzTotal = max(f.AchievedHzTotal, run.AchievedHzTotal)
-	f.AchievedHzMean = max(f.AchievedHzMean, run.AchievedHzMean)
-	f.AchievedHzMin = max(f.AchievedHzMin, run.AchievedHzMin)
-	f.RTT.P50Us = min(f.RTT.P50Us, run.RTT.P50Us)
-	f.RTT.P90Us = min(f.RTT.P90Us, run.RTT.P90Us)
-	f.RTT.P99Us = min(f.RTT.P99Us, run.RTT.P99Us)
-	f.RTT.P999Us = min(f.RTT.P999Us, run.RTT.P999Us)
-	f.RTT.MaxUs = min(f.RTT.MaxUs, run.RTT.MaxUs)
-	f.RTT.MeanUs = min(f.RTT.MeanUs, run.RTT.MeanUs)
-	return &f
+// pairedFigures are the figures compared with the echo pair by pair;
+// higher says whether a larger value is better.
+var pairedFigures = []struct {
+	figure, unit string
+	higher       bool
+	get          func(Overall) float64
+}{
+	{"rate total", "Hz", true, func(o Overall) float64 { return o.AchievedHzTotal }},
+	{"rate per session (min)", "Hz", true, func(o Overall) float64 { return o.AchievedHzMin }},
+	{"rtt p50", "µs", false, func(o Overall) float64 { return o.RTT.P50Us }},
+	{"rtt p90", "µs", false, func(o Overall) float64 { return o.RTT.P90Us }},
+	{"rtt p99", "µs", false, func(o Overall) float64 { return o.RTT.P99Us }},
+	{"rtt p99.9", "µs", false, func(o Overall) float64 { return o.RTT.P999Us }},
+	{"rtt max", "µs", false, func(o Overall) float64 { return o.RTT.MaxUs }},
 }
 
+// comparePairs puts one figure of every pair side by side: the median of
+// each side's runs, and the median and range of the pairs' ratios. Pairs
+// without an echo run, or whose echo figure is zero, give no ratio.
+func comparePairs(pairs []RunPair, figure, unit string, higher bool, get func(Overall) float64) Comparison {
+	c := Comparison{Figure: figure, Unit: unit, Baseline: "echo"}
+	var hs, es []float64
+	for _, p := range pairs {
+		if p.Echo == nil {
+			continue
+		}
+		h, e := get(p.Hapticd), get(*p.Echo)
+		hs, es = append(hs, h), append(es, e)
+		if e > 0 {
+			c.PairRatios = append(c.PairRatios, h/e)
+		}
+	}
+	if len(hs) == 0 {
+		c.Baseline = "-"
+		if len(pairs) > 0 {
+			hs := make([]float64, len(pairs))
+			for i, p := range pairs {
+				hs[i] = get(p.Hapticd)
+			}
+			c.Hapticd = median(hs)
+		}
+		return c
+	}
+	c.Hapticd, c.Base = median(hs), median(es)
+	if len(c.PairRatios) == 0 {
+		return c
+	}
+	ratios := slices.Clone(c.PairRatios)
+	r := median(ratios) // sorts ratios
+	c.RatioMin, c.RatioMax = ratios[0], ratios[len(ratios)-1]
+	if (higher && r > 1+minNoise) || (!higher && r < 1-minNoise) {
+		c.Flag = FlagBaselineLost
+	} else {
+		c.Ratio = r
+	}
+	return c
+}
+
+// compare lines up each hapticd figure with its baseline.
 func compare(r RunReport) []Comparison {
 	var out []Comparison
-	noise := max(minNoise, spread(r.EchoRates), spread(r.HapticdRates))
+	for _, f := range pairedFigures {
+		out = append(out, comparePairs(r.Pairs, f.figure, f.unit, f.higher, f.get))
+	}
 	// higher says whether a larger value is better for this figure: a
 	// baseline that is a floor is never beaten beyond the noise.
 	add := func(figure, unit string, h float64, baseline string, b float64, ok, higher bool, tol float64) {
@@ -796,25 +917,6 @@ func compare(r RunReport) []Comparison {
 		}
 		out = append(out, c)
 	}
-	h := r.Hapticd.Overall
-	if r.HapticdBest != nil {
-		h = *r.HapticdBest
-	}
-	var e Overall
-	hasEcho := r.Echo != nil
-	switch {
-	case r.EchoFloor != nil:
-		e = *r.EchoFloor
-	case hasEcho:
-		e = r.Echo.Overall
-	}
-	add("rate total", "Hz", h.AchievedHzTotal, "echo", e.AchievedHzTotal, hasEcho, true, noise)
-	add("rate per session (min)", "Hz", h.AchievedHzMin, "echo", e.AchievedHzMin, hasEcho, true, noise)
-	add("rtt p50", "µs", h.RTT.P50Us, "echo", e.RTT.P50Us, hasEcho, false, noise)
-	add("rtt p90", "µs", h.RTT.P90Us, "echo", e.RTT.P90Us, hasEcho, false, noise)
-	add("rtt p99", "µs", h.RTT.P99Us, "echo", e.RTT.P99Us, hasEcho, false, noise)
-	add("rtt p99.9", "µs", h.RTT.P999Us, "echo", e.RTT.P999Us, hasEcho, false, noise)
-	add("rtt max", "µs", h.RTT.MaxUs, "echo", e.RTT.MaxUs, hasEcho, false, noise)
 	if r.Loop != nil {
 		b := r.BareLoop
 		has := b != nil
@@ -842,19 +944,4 @@ func compare(r RunReport) []Comparison {
 		add("service CPU", "s", r.Process.CPUSeconds, "arm stepping", stepCPU, true, false, minNoise)
 	}
 	return out
-}
-
-// spread is (max−min)/max of xs: the run-to-run noise of repeated runs.
-func spread(xs []float64) float64 {
-	if len(xs) < 2 {
-		return 0
-	}
-	lo, hi := xs[0], xs[0]
-	for _, x := range xs[1:] {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	if hi <= 0 {
-		return 0
-	}
-	return (hi - lo) / hi
 }

@@ -286,9 +286,13 @@ members:
 // coordinate at most NavShapeMax. A plane is no bubble (it has no inside
 // to navigate from).
 func checkBubbleShape(s SDFShape, at *pathSeg) *Error {
-	if s.Primitive == "plane" {
+	known := false
+	for _, p := range bubbleShapes {
+		known = known || p == s.Primitive
+	}
+	if !known {
 		c := at.child("primitive")
-		return errAt(CodeInvalidValue, &c, "a bubble must enclose the cursor: use a closed primitive (sphere, box, rounded_box, ellipsoid, capsule_vertical, ...), not plane")
+		return errAt(CodeInvalidValue, &c, "a bubble must enclose the cursor in a shape the loop renders: one of %s, not %s", strings.Join(bubbleShapes, ", "), s.Primitive)
 	}
 	p := s.Params
 	for _, f := range [...]float64{p.R, p.R1, p.R2, p.H, p.W, p.E, p.Le,
@@ -300,6 +304,14 @@ func checkBubbleShape(s SDFShape, at *pathSeg) *Error {
 	}
 	return nil
 }
+
+// bubbleShapes are the primitives a bubble may take: the closed shapes of
+// the catalogue that the loop renders; never written.
+var bubbleShapes = []string{"sphere", "ellipsoid", "box", "rounded_box", "capsule", "capped_cylinder",
+	"capsule_vertical", "capped_cylinder_vertical", "torus"}
+
+// BubbleShapes lists the primitives a bubble may take (a copy).
+func BubbleShapes() []string { return append([]string(nil), bubbleShapes...) }
 
 // bubbleScalars are the bubble's numeric members with their ranges, in the
 // order setScalar numbers them; never written.

@@ -56,6 +56,7 @@ func TestDecodeNavigation(t *testing.T) {
 		{name: "center far away", body: `{"bubble":{"center":{"position":{"x":0,"y":2,"z":0}}}}`, code: CodeOutOfRange, path: "bubble.center.position.y", msg: "out of range -1..1"},
 		{name: "unknown center mode", body: `{"bubble":{"center":{"mode":"orbit"}}}`, code: CodeInvalidValue, path: "bubble.center.mode", msg: "not one of fixed, drift"},
 		{name: "plane is no bubble", body: `{"bubble":{"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":0}}}}`, code: CodeInvalidValue, path: "bubble.shape.primitive", msg: "enclose the cursor"},
+		{name: "cone is not rendered as a bubble", body: `{"bubble":{"shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.05}}}}`, code: CodeInvalidValue, path: "bubble.shape.primitive", msg: "one of sphere, ellipsoid"},
 		{name: "bubble larger than a workspace", body: `{"bubble":{"shape":{"primitive":"sphere","parameters":{"r":2}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters", msg: "at most 0.5 m"},
 		{name: "shape without parameters", body: `{"bubble":{"shape":{"primitive":"box"}}}`, code: CodeInvalidValue, path: "bubble.shape.parameters", msg: "needs parameters b"},
 		{name: "hysteresis too wide", body: `{"bubble":{"collision_detection":{"hysteresis":0.1}}}`, code: CodeOutOfRange, path: "bubble.collision_detection.hysteresis", msg: "out of range 0..0.05"},

@@ -472,7 +472,7 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				// GET answers navigation's config, state and status
 				// together (MODULES 1.3). The state is null until the
 				// device renders navigation and reports it.
-				writeData(w, protocol.NavigationView{Config: nav}, nil)
+				writeData(w, protocol.NavigationView{Config: nav, State: devs[0].NavigationState(sid)}, nil)
 				return
 			}
 			writeData(w, e, nil)

@@ -267,11 +267,12 @@ func BenchmarkRegisterWrite(b *testing.B) {
 	})
 }
 
-// effectArm makes arm i's device controlled by session i+1, with a wall
-// (through the workspace centre, normal +Z, 2000 N/m) and a damper
-// (2 N·s/m) declared, under a zero force command; and the same Set for a
-// bare loop to render.
-func effectArm(b *testing.B, i int, effects bool) (*Device, *effect.Set) {
+// effectArm adds arm i's device to s and makes it controlled by session
+// i+1, with a wall (through the workspace centre, normal +Z, 2000 N/m) and
+// a damper (2 N·s/m) declared, under a zero force command, in the order a
+// service does (the device runs before a session declares effects); and
+// returns the same Set for a bare loop to render.
+func effectArm(b *testing.B, s *Scheduler, i int, effects bool) (*Device, *effect.Set) {
 	session := uint64(i + 1)
 	c := hw.ArmWorkspaceCenterM()
 	set, err := effect.NewSet(session, []effect.Spec{
@@ -282,6 +283,7 @@ func effectArm(b *testing.B, i int, effects bool) (*Device, *effect.Set) {
 		b.Fatal(err)
 	}
 	d := NewDevice(newSimArm(i), DeviceOptions{})
+	s.Add(d)
 	if !effects {
 		set = nil
 	}
@@ -325,8 +327,7 @@ func effectArmsTick(b *testing.B, n int, effects bool) {
 	}
 	renderers := make([]bareFx, n)
 	for i := range n {
-		d, set := effectArm(b, i, effects)
-		s.Add(d)
+		_, set := effectArm(b, s, i, effects)
 		sets[i] = set
 		renderers[i].r.UseInline(&renderers[i].in)
 		newSimArm(i).MoveCore(&bare[i])
@@ -380,8 +381,7 @@ func BenchmarkEffectArmsScheduler(b *testing.B) {
 	const n = 10000
 	s := NewScheduler(SchedulerOptions{PeriodNs: int64(time.Millisecond)})
 	for i := range n {
-		d, _ := effectArm(b, i, true)
-		s.Add(d)
+		effectArm(b, s, i, true)
 	}
 	sh := s.shards[0]
 	s.Start()

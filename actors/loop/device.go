@@ -20,6 +20,9 @@ type Params struct {
 	// arm oscillates, 0..1: 0 passes force unchanged, 1 is the strongest
 	// attenuation (see the package doc, # Force gate).
 	ForceGateGain float64
+	// Navigation is the session's bubble navigation on the device (nil:
+	// none), rendered with its commands (navigation.go).
+	Navigation *Navigation
 }
 
 // defaultParams is never written; DefaultParams hands out copies.
@@ -226,18 +229,17 @@ type Device struct {
 	massKg          float64 // info's EffectiveMassKg
 	hostGravity     bool    // info's HostGravityCompensation
 	out             hw.Command
-	gate            forceGate
 	cmd             Command // the latest register contents
 	tickDtNs        int64   // this tick's time since the last
 
-	// The commanded force's last stages (safety.go): the effects in
-	// force (nil until SetEffects), the passivity observer and
-	// controller, the slew limiter's last force.
-	fx         atomic.Pointer[effectStage]
-	sessionObs passivity.Observer
-	pc         passivity.Controller
-	slewN      hw.Vec3
-	outTicks   uint8 // ticks since the output figures were last stored
+	// The commanded force's stages (safety.go): the effects in force
+	// (nil until SetEffects); the state of the force gate, the passivity
+	// observer and controller and the slew limiter: allocated apart, or
+	// while the device is on a shard in its block's armControl (then the
+	// device holds none of its own: thousands of idle arms). The holder
+	// of the driver reads fs.
+	fx atomic.Pointer[effectStage]
+	fs *forceStages
 
 	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
@@ -321,6 +323,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.Clock = SystemClock()
 	}
 	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d.fs = new(forceStages)
 	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)
 	d.lazy, _ = drv.(lazyStateDriver)
@@ -586,12 +589,12 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 		// driver, the force scale and the gravity feed-forward agree.
 		g := d.globals.Load()
 		if gateWatching {
-			d.gate.update(d.state.VelocityMps, dtNs)
+			d.fs.gate.update(d.state.VelocityMps, dtNs)
 		}
 		d.configure(nowNs, g)
 		d.compute(nowNs, owner, g)
 		if !d.armed && !d.ramping && owner == 0 {
-			d.gate = forceGate{} // at rest until the next control
+			d.fs.gate = forceGate{} // at rest until the next control
 		}
 		mode = d.out.Mode
 		d.addGravity(g)
@@ -614,6 +617,12 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 		}
 	}
 
+	d.publishTick(nowNs, tick, owner, mode, changed)
+}
+
+// publishTick ends a tick: it publishes the state, unless nothing a reader
+// sees changed, and then checks whether the device may sleep.
+func (d *Device) publishTick(nowNs int64, tick, owner uint64, mode hw.ControlMode, changed bool) {
 	p := &d.pub
 	failed := d.failed.Load()
 	derive := deriveNone

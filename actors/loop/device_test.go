@@ -176,8 +176,8 @@ func TestForceGateWatchesControlAndRampOnly(t *testing.T) {
 			t.Fatalf("ramp tick %d after the lapse: %.3f N, want under 1 (the gate still watches the ramp): %.3f", i, f, ramp)
 		}
 	}
-	if r.dev.gate != (forceGate{}) {
-		t.Fatalf("gate after the ramp ended = %+v, want at rest", r.dev.gate)
+	if r.dev.fs.gate != (forceGate{}) {
+		t.Fatalf("gate after the ramp ended = %+v, want at rest", r.dev.fs.gate)
 	}
 }
 

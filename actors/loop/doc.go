@@ -58,6 +58,24 @@
 // effect's force, proxy point, fade and energy. The controller is off by
 // default: it changes what a client's stream of forces feels like.
 //
+// # Navigation
+//
+// A session's bubble navigation travels with its commands
+// (Params.Navigation: the bubble in the device frame, package effect's
+// Bubble, and the session's NavigationTrack on the device), so the loop
+// renders the navigation of the command it applies, under that command's
+// lease, and never another session's. Every tick, in forceStages.force
+// beside the effects (the full step and a shard's fast path alike),
+// effect.Navigator.Step classifies the cursor (dead zone, velocity zone,
+// wall, with hysteresis) and gives a force (dead-zone damping, the zone's
+// spring, the wall) that is summed with the session's force
+// before the passivity stage (its own observer: OutputReport's
+// NavigationEnergyJ), and, while the command is in force (not while it
+// ramps out), integrates the workspace offset by the velocity law. The
+// track publishes a NavigationReport every rendered tick (a snapshot
+// cell: readers never block the tick, nothing allocates) and once more,
+// at rest, when control ends; the offset stays in the track.
+//
 // # Gravity feed-forward
 //
 // A device whose Info says HostGravityCompensation (it has no firmware

@@ -38,9 +38,10 @@ package loop
 //	errRun           driver errors in a row
 //	out              what goes to the driver this tick
 //	fx               the effects (effects.go: the Set, its Renderer)
-//	sessionObs, pc   the passivity observer of the session's force and the
-//	                 controller of the summed output
-//	slewN            the force before the ramp last tick (slew limit)
+//	fs               the force stages' state (forceStages: the force gate,
+//	                 the passivity observer of the session's force and the
+//	                 controller of the summed output, the slew limiter):
+//	                 the Device's own, or its shard block's (armControl)
 
 import (
 	"fmt"
@@ -176,24 +177,27 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 // the output: effects pause, the observer and controller start from zero
 // energy, the slew limiter from zero force.
 func (d *Device) endForce(nowNs int64) {
-	if d.slewN == (hw.Vec3{}) && d.pc == (passivity.Controller{Spells: d.pc.Spells}) && d.sessionObs == (passivity.Observer{}) {
+	fs := d.fs
+	d.pauseNavigation(nowNs)
+	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{Spells: fs.pc.Spells}) && fs.sessionObs == (passivity.Observer{}) && fs.navJ == 0 {
 		d.pauseEffects(nowNs)
 		return
 	}
 	d.pauseEffects(nowNs)
-	d.slewN = hw.Vec3{}
-	d.pc.Reset()
-	d.sessionObs.Reset()
-	d.storeOutput(true)
+	fs.slewN = hw.Vec3{}
+	fs.pc.Reset()
+	fs.sessionObs.Reset()
+	fs.navJ = 0
+	d.output.store(fs, d.fx.Load(), true)
 }
 
 // shape turns a command into the driver's output. A force: the session's
 // force less its damping, through the force gate, × force scale; plus the
 // session's effects (× force scale); through the passivity controller;
-// clamped; slew-limited; × the ramp factor. A command with no output
-// (ModeIdle) whose session has effects is a force of zero plus them.
+// clamped; slew-limited; × the ramp factor (forceStages.force). A command
+// with no output (ModeIdle) whose session has effects is a force of zero
+// plus them.
 func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
-	scale := clamp(g.ForceScale, 0, 1)
 	out := &d.out
 	mode := c.Cmd.Mode
 	if mode == hw.ModeIdle && d.effectsActive(c.Session) {
@@ -202,27 +206,12 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	*out = hw.Command{Mode: mode}
 	switch mode {
 	case hw.ModeForce:
-		p := c.Params
-		if p == nil {
-			p = &defaultParams
-		}
-		f := c.Cmd.ForceN
-		if !f.Finite() || c.Cmd.Mode != hw.ModeForce {
-			f = hw.Vec3{}
-		}
-		v := d.state.VelocityMps
-		if v.Finite() {
-			D := &p.Damping
-			f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
-			f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
-			f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
-		}
-		k := (1 - d.gate.attenuation(p.ForceGateGain)) * scale
-		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		out.ForceN = d.finishForce(f, c, ramp, g, nowNs, scale)
+		var in forceInputs
+		d.forceInputs(&in, c, g)
+		out.ForceN = d.finishForce(&in, ramp, nowNs)
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
-		k := scale * ramp
+		k := clamp(g.ForceScale, 0, 1) * ramp
 		if !t.Finite() {
 			k = 0
 		}
@@ -245,38 +234,117 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	}
 }
 
-// finishForce takes the session's shaped force f through the stages every
-// commanded force passes: the effects are added, the passivity observer
-// counts each source's energy and its controller adds damping if the
-// output turned active, then the clamp, the slew limit and the ramp.
-// Without effects, with the controller off and no slew limit, it is the
-// clamp and the ramp alone.
-func (d *Device) finishForce(f hw.Vec3, c *Command, ramp float64, g *Globals, nowNs int64, scale float64) hw.Vec3 {
-	v := d.state.VelocityMps
-	if !v.Finite() {
+// forceStages is the state of the stages a commanded force passes (the
+// force gate, the passivity observer and controller, the slew limiter, the
+// output figures' tick count). A Device holds its own; a simulated arm on a
+// shard keeps it in its block (armControl), where the shard's fast path
+// for controlled arms steps it with the same functions as the full step.
+type forceStages struct {
+	gate       forceGate
+	sessionObs passivity.Observer
+	// navJ is the navigation's energy since the control began (its
+	// observer's held force is in the NavigationTrack: an idle arm holds a
+	// float here, not a whole observer).
+	navJ  float64
+	pc    passivity.Controller
+	slewN hw.Vec3 // the force before the ramp last tick (slew limit)
+	// spellsEmitted is the controller's Spells when the last
+	// EventPassivitySustained went out.
+	spellsEmitted uint64
+	outTicks      uint8 // ticks since the output figures were last stored
+	readSeen      bool  // someone read them at store's last look
+}
+
+// forceInputs are what a force command's stages read besides the arm's
+// state and the stages' own: fixed while the same command holds under the
+// same Globals and effect stage.
+type forceInputs struct {
+	params  *Params // the command's (never nil)
+	forceN  hw.Vec3 // the command's force: zero unless a finite ModeForce
+	session uint64
+	scale   float64 // the force scale, 0..1
+	limitN  float64 // the clamp: MaxForceN or a lower ForceClampN
+	slewNps float64 // 0: no slew limit
+	pass    passivity.Options
+	fx      *effectStage // nil: no effects
+}
+
+// forceInputs fills in for command c under g.
+func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
+	in.params = c.Params
+	if in.params == nil {
+		in.params = &defaultParams
+	}
+	in.forceN = c.Cmd.ForceN
+	if !in.forceN.Finite() || c.Cmd.Mode != hw.ModeForce {
+		in.forceN = hw.Vec3{}
+	}
+	in.session = c.Session
+	in.scale = clamp(g.ForceScale, 0, 1)
+	in.limitN = d.maxForceN
+	if g.ForceClampN > 0 && g.ForceClampN < in.limitN {
+		in.limitN = g.ForceClampN
+	}
+	in.slewNps = g.ForceSlewNps
+	in.pass = g.Passivity
+	in.fx = d.fx.Load()
+}
+
+// finishForce is a force command's output this tick on d (see
+// forceStages.force), with the event and figures that go with it.
+func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3 {
+	f, sustained := d.fs.force(in, d.state.PositionM, d.state.VelocityMps, ramp, nowNs, d.tickDtNs)
+	if sustained {
+		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		d.output.store(d.fs, in.fx, true)
+	}
+	d.output.store(d.fs, in.fx, false)
+	return f
+}
+
+// force is the output of a force command this tick, from the arm's last
+// position and velocity, dtNs after the last tick: the command's force
+// less its damping, through the force gate, × the force scale; plus the
+// session's effects and navigation (× the force scale); the passivity
+// observer counts each source's energy and its controller adds damping if
+// the output turned active; then the clamp, the slew limit and the ramp. sustained
+// says the controller's action just passed a second
+// (EventPassivitySustained is due). Without effects, with the controller
+// off and no slew limit, it is the clamp and the ramp alone.
+func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
+	f = in.forceN
+	raw := v // the effects pause on a bad reading
+	if v.Finite() {
+		D := &in.params.Damping
+		f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
+		f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
+		f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
+	} else {
 		v = hw.Vec3{}
 	}
-	dt := d.tickDtNs
-	d.sessionObs.Add(f, v, dt)
-	f = f.Add(d.renderEffects(c, nowNs, scale))
-	f = d.pc.Step(f, v, nowNs, dt, &g.Passivity)
-	if d.pc.Sustained && d.pc.ActiveNs > 0 && d.pc.Spells != d.output.spells.Load() {
-		d.emit(Event{Kind: EventPassivitySustained, Session: c.Session})
-		d.storeOutput(true)
+	k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
+	f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
+	fs.sessionObs.Add(f, v, dtNs)
+	if in.fx != nil {
+		f = f.Add(in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale))
 	}
-	limit := d.maxForceN
-	if g.ForceClampN > 0 && g.ForceClampN < limit {
-		limit = g.ForceClampN
+	if n := in.params.Navigation; n != nil {
+		nav := n.render(pos, raw, nowNs, dtNs, in.scale, ramp)
+		fs.navJ += n.Track.observe(nav, v, dtNs)
+		f = f.Add(nav)
 	}
-	f = clampMagnitude(f, limit)
-	if s := g.ForceSlewNps; s > 0 {
-		f = slew(d.slewN, f, s*float64(dt)*1e-9)
+	f = fs.pc.Step(f, v, nowNs, dtNs, &in.pass)
+	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && fs.pc.Spells != fs.spellsEmitted {
+		fs.spellsEmitted, sustained = fs.pc.Spells, true
 	}
-	d.slewN = f
+	f = clampMagnitude(f, in.limitN)
+	if s := in.slewNps; s > 0 {
+		f = slew(fs.slewN, f, s*float64(dtNs)*1e-9)
+	}
+	fs.slewN = f
 	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
-	d.pc.Applied(f)
-	d.storeOutput(false)
-	return f
+	fs.pc.Applied(f)
+	return f, sustained
 }
 
 // slew moves from toward to by at most maxStepN.
@@ -310,9 +378,15 @@ func (d *Device) addGravity(g *Globals) {
 		return
 	}
 	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
-	d.out.ForceN.Z += ff
-	d.out.ForceN = clampMagnitude(d.out.ForceN, d.maxForceN)
+	d.out.ForceN = withGravity(d.out.ForceN, ff, d.maxForceN)
 	d.gravityN = ff
+}
+
+// withGravity is force f with the feed-forward ffN added upwards, clamped
+// to the device's maxN.
+func withGravity(f hw.Vec3, ffN, maxN float64) hw.Vec3 {
+	f.Z += ffN
+	return clampMagnitude(f, maxN)
 }
 
 // driverError halts the driver after a failed exchange, disarms the output

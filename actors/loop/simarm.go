@@ -31,6 +31,16 @@ const armBlockLen = 64
 type armBlock struct {
 	arms [armBlockLen]simArm
 	cold [armBlockLen]armCold
+	// ctl is the force stages of the records' devices (Device.fs points
+	// here while a device is on the shard) and what the fast path of a
+	// controlled arm reads (armControl): apart from arms, so the pass over
+	// arms nobody controls streams none of it.
+	ctl [armBlockLen]armControl
+	// fx is room for the records' devices' effect stages (claimStage),
+	// allocated on the first SetEffects of one of them; fxUsed has a bit
+	// set for each place a device took (for good: see placeEffectStage).
+	fx     atomic.Pointer[[armBlockLen]effectStage]
+	fxUsed atomic.Uint64
 	// hot has a bit set for each record whose readers keep it publishing
 	// every tick (simArm.hotLeft > 0), so a tick visits only those
 	// between two sparse publishes.
@@ -69,8 +79,12 @@ type simArm struct {
 	want atomic.Uint32
 	// slow: the last full step found the device controlled, ramping,
 	// failing or otherwise needing the full step every tick.
-	slow   bool
-	asleep bool // at rest and time-invariant: nothing to step (see sleepCheck)
+	slow bool
+	// controlled: the last full step found a session in control of a
+	// force under a valid lease, and nothing that the fast path for such
+	// an arm leaves to the full step (see Device.controlQuiet).
+	controlled bool
+	asleep     bool // at rest and time-invariant: nothing to step (see sleepCheck)
 	// pending: the record's state is newer than its last publish (a
 	// reader held the spare buffer, or nobody read it lately: see
 	// publishDue), so the next tick that may publishes even at rest.
@@ -94,19 +108,60 @@ type armCold struct {
 	meta    armMeta
 	metaVer uint64 // counts changes of meta, so a publish copies it only then
 	pub     armCell
-	sh      *shard    // immutable: the shard whose block holds the record
-	blk     *armBlock // immutable: that block
+	sh      *shard      // immutable: the shard whose block holds the record
+	blk     *armBlock   // immutable: that block
+	ctl     *armControl // immutable: the record's in that block
+	idx     uint8       // immutable: the record's index in that block
 }
 
-// Publishing an arm nobody controls costs a fair part of its tick (a
-// locked instruction and a snapshot buffer pulled into the cache), and
-// with thousands of arms and no clients nobody reads them. So a moving arm
-// on a shard's fast path publishes every tick only while someone reads it
+// claimStage takes the effect stage at place i of the block, allocating
+// the block's stages if it has none yet, and readies it; nil if a device
+// took that place before.
+func (b *armBlock) claimStage(i uint8) *effectStage {
+	fx := b.fx.Load()
+	if fx == nil {
+		b.fx.CompareAndSwap(nil, new([armBlockLen]effectStage))
+		fx = b.fx.Load()
+	}
+	for {
+		used := b.fxUsed.Load()
+		if used&(1<<i) != 0 {
+			return nil
+		}
+		if b.fxUsed.CompareAndSwap(used, used|1<<i) {
+			break
+		}
+	}
+	st := &fx[i]
+	st.init()
+	return st
+}
+
+// armControl is a record's force stages and, while the record is on the
+// fast path for a controlled arm, what that path's tick reads besides
+// them: the command's inputs as the last full step found them (see
+// Device.fillControl).
+type armControl struct {
+	fs         forceStages
+	in         forceInputs
+	deadlineNs int64 // the command's lease: past it, the full step
+	periodNs   int64 // the device's PeriodNs
+	// The gravity feed-forward (Device.addGravity), when gravity says
+	// the device gets one.
+	gravity   bool
+	ffN       float64
+	maxForceN float64
+}
+
+// Publishing an arm costs a fair part of its tick (a locked instruction
+// and a snapshot buffer pulled into the cache), and with thousands of arms
+// nobody reads most of them. So a moving arm on a shard's fast path (for
+// arms nobody controls or for controlled ones) publishes every tick only while someone reads it
 // (Load or PublishSeq within the last publishHotTicks ticks), and
 // otherwise every publishIdleEvery ticks and whenever it comes to rest:
 // the first read after a quiet spell sees a state at most that many ticks
 // old (its Tick and TimeNs say which), and the reads after it every tick's.
-// Controlled arms, taps and Halt publish every tick as before.
+// A full step, taps and Halt publish every tick.
 const (
 	publishIdleEvery = 8
 	publishHotTicks  = 1024
@@ -245,17 +300,34 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 			left |= 1 << i
 			continue
 		}
-		// As Device.stepLocked: an arm asleep only counts the tick.
-		r.lastNowNs = now
-		r.ticks++
-		if r.asleep {
-			continue
+		var moved bool
+		var err error
+		if r.controlled {
+			c := &b.ctl[i]
+			if now > c.deadlineNs {
+				// The lease lapsed: the full step releases and ramps.
+				r.slow, r.controlled = true, false
+				left |= 1 << i
+				continue
+			}
+			*cur = d
+			if moved, err = r.controlStep(c, d, ps, false); err != nil {
+				continue // handled by the full step's code, this tick
+			}
+		} else {
+			// As Device.stepLocked: an arm asleep only counts the tick.
+			r.lastNowNs = now
+			r.ticks++
+			if r.asleep {
+				continue
+			}
+			*cur = d
+			// The pass's command, whose other fields stay zero: building
+			// a whole hw.Command per arm cost the physics step about 7 %
+			// more.
+			cmd.Mode, cmd.ForceN = r.outMode, r.outForce
+			moved, err = r.core.Step(cmd)
 		}
-		*cur = d
-		// The pass's command, whose other fields stay zero: building a
-		// whole hw.Command per arm cost the physics step about 7 % more.
-		cmd.Mode, cmd.ForceN = r.outMode, r.outForce
-		moved, err := r.core.Step(cmd)
 		stepped |= 1 << i
 		switch {
 		case err != nil:
@@ -312,6 +384,8 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 		switch {
 		case r.slow || r.poke.Load() != 0:
 			r.slowTick(d, now, ps.slowTimed(i))
+		case r.controlled:
+			r.controlTick(ps, b, i, d, i == timed, l != nil)
 		case r.asleep:
 			r.restTick(now)
 		case !r.fastTick(ps, b, i, i == timed, l != nil):
@@ -329,7 +403,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 func (r *simArm) settle(nowNs int64) {
 	if r.pending {
 		r.pending = !r.publishState(nowNs)
-	} else if r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
+	} else if !r.controlled && r.core.TimeInvariant() && r.core.Velocity() == (hw.Vec3{}) {
 		r.asleep = true
 	}
 }
@@ -374,6 +448,86 @@ func (r *simArm) fastTick(ps *passScratch, b *armBlock, i int, timed, tapped boo
 		r.pending = true
 	}
 	return true
+}
+
+// controlTick is controlStep for an arm the block's first loop leaves out
+// (a tapped one, the one whose step is timed), with its publish.
+func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, timed, tapped bool) {
+	c := &b.ctl[i]
+	if ps.now > c.deadlineNs {
+		r.slow, r.controlled = true, false
+		r.slowTick(d, ps.now, ps.slowTimed(i))
+		return
+	}
+	moved, err := r.controlStep(c, d, ps, timed)
+	switch {
+	case err != nil:
+	case !moved:
+		r.settle(ps.now)
+	case b.publishDue(r, i, ps.due) || tapped:
+		r.pending = !r.publishState(ps.now)
+	default:
+		r.pending = true
+	}
+}
+
+// controlStep is the tick of a controlled arm on the fast path (the
+// caller checked its lease): what Device.stepLocked does for it while
+// nothing pokes the record, on the record and its block's armControl,
+// with the same functions: the force gate, the command's force stages
+// (forceStages.force: damping, gate, scale, effects, passivity, clamp,
+// slew), the output figures, the gravity feed-forward and the physics
+// step. The register, the Globals, the Halt handshake and the lease's
+// owner are the Device's and unchanged since the full step that put the
+// arm on this path, since any change to them pokes the record. A driver
+// error is handled at once by the full step's code (Device.controlError),
+// which takes the arm off this path. The caller publishes.
+func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
+	now := ps.now
+	dt := now - r.lastNowNs
+	if r.lastNowNs == 0 || dt <= 0 {
+		dt = c.periodNs
+	}
+	r.lastNowNs = now
+	r.ticks++
+	pos, v := r.core.Position(), r.core.Velocity()
+	fs := &c.fs
+	fs.gate.update(v, dt)
+	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
+	if sustained {
+		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
+		d.output.store(fs, c.in.fx, true)
+	}
+	d.output.store(fs, c.in.fx, false)
+	if c.gravity {
+		f = withGravity(f, c.ffN, c.maxForceN)
+	}
+	cmd := &ps.cmd
+	cmd.Mode, cmd.ForceN = hw.ModeForce, f
+	var startNs int64
+	if timed {
+		startNs = ps.clock.Now()
+	}
+	moved, err = r.core.Step(cmd)
+	if timed {
+		ps.rs.exchange.Record(ps.clock.Now() - startNs)
+	}
+	if err != nil {
+		d.controlError(r, err, f)
+	}
+	return moved, err
+}
+
+// controlError handles a driver error on the fast path for a controlled
+// arm as Device.stepLocked does (driverError: halt, disarm, fail after
+// MaxErrors), and takes the arm off that path.
+func (d *Device) controlError(r *simArm, err error, out hw.Vec3) {
+	d.pull(r)
+	d.out = hw.Command{Mode: hw.ModeForce, ForceN: out}
+	owner := d.lastOwner
+	d.driverError(err, owner)
+	d.publishTick(r.lastNowNs, r.ticks, owner, hw.ModeForce, d.publishPending)
+	d.push(r)
 }
 
 // passScratch is what a shard's pass shares across its blocks and arms:
@@ -461,6 +615,41 @@ func (d *Device) push(r *simArm) {
 	r.asleep, d.asleep = d.asleep, false
 	r.outMode, r.outForce, r.gravityN = d.out.Mode, d.out.ForceN, d.stateGravityN
 	r.slow = !d.quiet()
+	r.controlled = false
+	if r.slow && d.controlQuiet() {
+		d.fillControl(r.ctl)
+		r.slow, r.controlled = false, true
+	}
+}
+
+// controlQuiet says whether the device's tick, until something pokes it
+// or its lease lapses, is the fast path's for a controlled arm
+// (simArm.controlStep): a session controls it with a force command it
+// applied (armed, in the owner's term, the register's latest), no ramp,
+// no error, settings applied, no Halt pending, the gravity feed-forward
+// in the state as in the output. An idle command whose session has
+// effects takes the full step: when its effects have faded out, its
+// output changes mode without a poke.
+func (d *Device) controlQuiet() bool {
+	owner := d.lastOwner
+	return owner != 0 && d.armed && !d.ramping && !d.halted && d.errRun == 0 && !d.failed.Load() &&
+		d.reg.owner.Load() == owner && d.cmd.Session == owner && d.cmd.term == d.reg.term.Load() &&
+		d.reg.latest.Load() == d.cmd.version && d.held.version == d.cmd.version &&
+		d.cmd.version > d.disarmedVersion && d.unarmedOwner == 0 &&
+		d.held.Cmd.Mode == hw.ModeForce && d.out.Mode == hw.ModeForce &&
+		d.configuredFrom == d.globals.Load() && d.haltReq.Load() == d.haltAck.Load() &&
+		d.gravityN == d.stateGravityN && d.reporter == nil
+}
+
+// fillControl sets c up for the fast path of the controlled arm d (see
+// controlQuiet): the held command's inputs under the Globals in force.
+func (d *Device) fillControl(c *armControl) {
+	g := d.configuredFrom
+	d.forceInputs(&c.in, &d.held, g)
+	c.deadlineNs = d.held.DeadlineNs
+	c.periodNs = d.opts.PeriodNs
+	c.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
+	c.ffN, c.maxForceN = d.gravityN, d.maxForceN
 }
 
 // quiet says whether the device's tick, until something pokes it, is the
@@ -485,6 +674,9 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.outMode, r.outForce, r.gravityN = hw.ModeIdle, hw.Vec3{}, 0
 	r.lastNowNs, r.ticks = d.lastNowNs, d.ticks.Load()
 	m.MoveCore(&r.core)
+	r.controlled = false
+	r.ctl.fs = *d.fs
+	d.fs = &r.ctl.fs
 	// The record's publishes continue the cell's count, so PublishSeq
 	// only grows (modular arithmetic: base may wrap).
 	r.pub.base.Store(d.cell.Load().count() - r.pub.seq.Load())
@@ -512,6 +704,9 @@ func (d *Device) detach(r *simArm) {
 	d.reg.wake.Store(nil)
 	d.pull(r)
 	d.asleep = false
+	own := new(forceStages)
+	*own = *d.fs
+	d.fs = own
 	d.arm = nil
 	if m, ok := d.drv.(coreMover); ok {
 		m.MoveCore(nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/replay"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
@@ -159,18 +160,6 @@ func startService(t *testing.T, ids []string) *actors.Service {
 	return svc
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Device ids come from firmware and messages from clients: whatever they
 // hold, every recorded message is JSON, every topic UTF-8, and the file
 // reads back with our reader and @mcap/core.
@@ -190,7 +179,7 @@ func TestRecordOddIdentities(t *testing.T) {
 		rs.Session(KindFrame, uint64(i+1), []byte(`{"session_id":1,"note":`+string(protocol.AppendString(nil, odd.s))+`}`))
 		rs.Config("POST", "/arm3/"+odd.s+"/config/handedness", 400, []byte(odd.s))
 	}
-	waitFor(t, "every device's states", func() bool {
+	hwtest.Eventually(t, 30*time.Second, "every device's states", func() bool {
 		return rs.List()[0].Messages >= uint64(20*len(ids))
 	})
 	stopped, ok := rs.Stop(info.ID)

@@ -49,7 +49,15 @@
 // are serialised; operations on different names run in parallel except for
 // a small, fixed set of lock stripes. One process per state directory.
 //
-// Lock order: WriteBehind.flushMu, then a Store stripe. WriteBehind.mu is
-// taken alone and never held across disk I/O, which is why Put never waits
-// for a flush.
+// # Locks
+//
+// The package's lock order is written here and only here:
+//
+//  1. WriteBehind.flushMu, held across a whole flush (disk I/O included),
+//     so that Flush returning means every earlier Put is on disk;
+//  2. then either WriteBehind.mu or one Store stripe, never both and
+//     never two stripes: each is a leaf.
+//
+// A stripe is held across the disk I/O of its names. WriteBehind.mu never
+// is, which is why Put never waits for a flush.
 package store

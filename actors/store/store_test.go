@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 type deviceDoc struct {
@@ -543,19 +542,6 @@ func TestCrashLeavesNoTornFile(t *testing.T) {
 		if temps != 0 {
 			t.Errorf("round %d: %d temp files survive Open", round, temps)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or a generous deadline passes: the
-// machine is shared, so only the bound is a failure, not slowness.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -29,7 +29,7 @@ type WriteBehind struct {
 	done     chan struct{}
 
 	// flushMu serialises flushes, so that Flush returning means every Put
-	// made before the call is on disk. Lock order: flushMu, then mu.
+	// made before the call is on disk. Lock order: see the package doc.
 	flushMu sync.Mutex
 
 	// mu guards the following. It is never held across disk I/O.

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // countWrites installs the store's write hook and returns per-name counts.
@@ -79,14 +81,14 @@ func TestWriteBehindFlushesOnItsOwn(t *testing.T) {
 	w := s.NewWriteBehind(5 * time.Millisecond)
 	defer w.Close()
 	w.Put("profiles/a/session", deviceDoc{Scale: 3})
-	waitFor(t, "the background flush", func() bool { return writes("profiles/a/session") == 1 })
+	hwtest.Eventually(t, 20*time.Second, "the background flush", func() bool { return writes("profiles/a/session") == 1 })
 	var got deviceDoc
 	if found, _ := s.Load("profiles/a/session", &got); !found || got.Scale != 3 {
 		t.Errorf("after background flush: %v %+v", found, got)
 	}
 	// A later batch is flushed too.
 	w.Put("profiles/a/session", deviceDoc{Scale: 4})
-	waitFor(t, "the second batch", func() bool { return writes("profiles/a/session") == 2 })
+	hwtest.Eventually(t, 20*time.Second, "the second batch", func() bool { return writes("profiles/a/session") == 2 })
 }
 
 func TestWriteBehindCloseFlushes(t *testing.T) {

@@ -3,10 +3,10 @@
 //
 //	hapticbench run  [--arms N] [--clients M] [--observers K] [--rate HZ] [--duration D]
 //	                 [--warmup D] [--loop-hz H] [--target URL | --hapticd PATH]
-//	                 [--hapticd-runs N] [--echo-runs N] [--cpus any|shared|split]
+//	                 [--pairs N] [--cpus any|shared|split]
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
 //	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
-//	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--hapticd PATH]
+//	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--pairs N] [--hapticd PATH]
 //	hapticbench zwidth [--paths ABC] [--hand off|on|both] [--client-hz 60,90,200]
 //	                 [--effect-hz 1000,4000] [--delay-frames N] [--push N]
 //	                 [--realtime | --target URL] [--plot FILE.svg] [--json FILE]
@@ -15,9 +15,9 @@
 // built with `go build`), drives M lock-step controlling sessions and K
 // observers, then the same clients against an echo server in its own
 // process that answers with a captured hapticd frame, hapticd's and the
-// echo's runs taking turns (--hapticd-runs, --echo-runs; each side's best
-// per figure), then `hapticd baseline-arms`, and prints each hapticd figure
-// beside its baseline and the ratio. --cpus shared or split fixes where the
+// echo's runs alternating in --pairs pairs (default 5), then `hapticd
+// baseline-arms`, and prints each hapticd figure beside its baseline: the
+// median of the per-pair ratios with their min–max range, and every pair. --cpus shared or split fixes where the
 // clients and the servers run, the same for hapticd and its baselines
 // (bench/README.md, "Placement").
 //

@@ -26,7 +26,11 @@ import (
 // terminal's path as its first line, restarts its record on each "mark"
 // line on stdin, and on each "report" line and when stdin closes prints the
 // host loop's period as the arm saw it since the last mark
-// (protocol.DeviceTiming, one JSON line).
+// (protocol.DeviceTiming, one JSON line). On each "arrivals" line it prints
+// every coded force (protocol.ForceCode) that reached the arm since it
+// started, with its arrival on CLOCK_MONOTONIC (protocol.ForceArrivals, one
+// JSON line): a client that stamped its sends on the same clock knows how
+// long each command took to reach the motors.
 func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 	fs := newFlagSet("device-standin")
 	loopHz := fs.Float64("loop-hz", 1000, "the host loop's rate, for the late count")
@@ -37,17 +41,29 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 	if !(*loopHz > 0) {
 		return errors.New("hapticd: device-standin: --loop-hz must be positive")
 	}
+	clock, err := newMonoClock()
+	if err != nil {
+		return fmt.Errorf("hapticd: device-standin: %w", err)
+	}
 	var (
-		mu      sync.Mutex
-		last    time.Time
-		periods []int64
+		mu       sync.Mutex
+		last     time.Time
+		periods  []int64
+		arrivals []protocol.ForceArrival
+		newest   = -1 // the highest sequence number arrived, -1 none
 	)
-	e, path, err := emulator.StartPTY(emulator.Options{Index: *index, OnForce: func(at time.Time) {
+	e, path, err := emulator.StartPTY(emulator.Options{Index: *index, OnForce: func(at time.Time, f hw.Vec3) {
 		mu.Lock()
 		if !last.IsZero() {
 			periods = append(periods, at.Sub(last).Nanoseconds())
 		}
 		last = at
+		// A command's first frame; its repeats on later ticks, and a
+		// lower code (the last one ramped down) are no new command.
+		if seq, ok := protocol.ReadForceCode(f.X, f.Y, f.Z); ok && int(seq) > newest {
+			newest = int(seq)
+			arrivals = append(arrivals, protocol.ForceArrival{Seq: seq, MonoNs: clock.mono(at)})
+		}
 		mu.Unlock()
 	}})
 	if err != nil {
@@ -79,10 +95,42 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 			if err := report(); err != nil {
 				return err
 			}
+		case "arrivals":
+			mu.Lock()
+			b, err := json.Marshal(protocol.ForceArrivals{Arrivals: slices.Clone(arrivals)})
+			mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("hapticd: device-standin: %w", err)
+			}
+			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				return err
+			}
 		}
 	}
 	return report()
 }
+
+// monoClock turns a time.Time read in this process into CLOCK_MONOTONIC
+// nanoseconds, which other processes read too: Go's monotonic readings are
+// private to a process, but their differences are true, so one pair of
+// readings taken together anchors them.
+type monoClock struct {
+	anchor     time.Time
+	anchorMono int64
+}
+
+func newMonoClock() (monoClock, error) {
+	before := time.Now()
+	m, err := monotonicNs()
+	after := time.Now()
+	if err != nil {
+		return monoClock{}, err
+	}
+	// The system clock was read between the two: anchor it at their middle.
+	return monoClock{anchor: before.Add(after.Sub(before) / 2), anchorMono: m}, nil
+}
+
+func (c monoClock) mono(t time.Time) int64 { return c.anchorMono + t.Sub(c.anchor).Nanoseconds() }
 
 // deviceTiming summarises the periods between force frames.
 func deviceTiming(periods []int64, loopHz float64) protocol.DeviceTiming {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -56,6 +59,89 @@ func TestDeviceStandinTimesTheBareLoop(t *testing.T) {
 	if err := <-loopDone; err != nil {
 		t.Errorf("baseline-device: %v", err)
 	}
+	toStandIn.Close()
+	go func() { _, _ = io.Copy(io.Discard, fromStandIn) }()
+	if err := <-standDone; err != nil {
+		t.Errorf("device-standin: %v", err)
+	}
+}
+
+// TestDeviceStandinStampsCodedForces drives the stand-in's arm through the
+// serial driver with coded forces, as the service's loop passes a client's
+// commands on, and checks that "arrivals" lists each command once, in
+// order, stamped on the clock this process reads: after its send, and
+// before the exchange that carried it returned.
+func TestDeviceStandinStampsCodedForces(t *testing.T) {
+	standIn, toStandIn := io.Pipe()
+	fromStandIn, standOut := io.Pipe()
+	standDone := make(chan error, 1)
+	go func() {
+		err := runDeviceStandin([]string{"--loop-hz", "1000", "--index", "902"}, standIn, standOut)
+		standOut.CloseWithError(err)
+		standDone <- err
+	}()
+	lines := bufio.NewScanner(fromStandIn)
+	lines.Buffer(nil, 16<<20)
+	if !lines.Scan() {
+		t.Fatalf("the stand-in printed no path: %v", lines.Err())
+	}
+	p, err := serial.Open(lines.Text())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm, err := driver.OpenArm(p, driver.ArmOptions{Path: lines.Text(), PeriodS: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stamp struct{ sent, returned int64 }
+	var stamps []stamp
+	var st hw.State
+	// Each code twice (as a loop repeats the latest command), then a
+	// lower code and the last one scaled down, as a ramp would: none of
+	// those is a new command.
+	seqs := []uint32{5, 5, 6, 6, 7, 4097, 4097, 3}
+	for _, seq := range seqs {
+		f := protocol.ForceCode(seq)
+		cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: f[0], Y: f[1], Z: f[2]}}
+		sent, err := monotonicNs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := arm.Exchange(&cmd, &st); err != nil {
+			t.Fatalf("exchange of code %d: %v", seq, err)
+		}
+		returned, _ := monotonicNs()
+		stamps = append(stamps, stamp{sent, returned})
+	}
+	f := protocol.ForceCode(4097)
+	ramped := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: f[0] / 2, Y: f[1] / 2, Z: f[2] / 2}}
+	if err := arm.Exchange(&ramped, &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(toStandIn, "arrivals\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !lines.Scan() {
+		t.Fatalf("no arrivals: %v", lines.Err())
+	}
+	var got protocol.ForceArrivals
+	if err := json.Unmarshal(lines.Bytes(), &got); err != nil {
+		t.Fatalf("arrivals %q: %v", lines.Text(), err)
+	}
+	want := map[uint32]int{5: 0, 6: 2, 7: 4, 4097: 5} // seq → the exchange that first carried it
+	if len(got.Arrivals) != len(want) {
+		t.Fatalf("arrivals %+v, want one each for 5, 6, 7 and 4097", got.Arrivals)
+	}
+	for i, a := range got.Arrivals {
+		at, ok := want[a.Seq]
+		if !ok || (i > 0 && a.Seq <= got.Arrivals[i-1].Seq) {
+			t.Fatalf("arrivals %+v: want 5, 6, 7, 4097 in order", got.Arrivals)
+		}
+		if s := stamps[at]; a.MonoNs < s.sent || a.MonoNs > s.returned {
+			t.Errorf("code %d arrived at %d ns, outside its exchange %d..%d ns on the same clock", a.Seq, a.MonoNs, s.sent, s.returned)
+		}
+	}
+	_ = arm.Close()
 	toStandIn.Close()
 	go func() { _, _ = io.Copy(io.Discard, fromStandIn) }()
 	if err := <-standDone; err != nil {

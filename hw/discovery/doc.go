@@ -20,4 +20,12 @@
 // Run scans from its own goroutine and calls the Handler from it, one call
 // at a time. Scan, Lost and Report may be called from any goroutine; scans
 // never overlap.
+//
+// # Locks
+//
+// Watcher.scanMu, then Watcher.mu. scanMu serialises scans, so a port is
+// never opened twice: it is held across a whole scan, port I/O and Handler
+// calls included, so a Handler must not call Scan. mu is a leaf, never
+// held across I/O or a Handler call, so Report and Lost answer during a
+// scan.
 package discovery

@@ -142,8 +142,8 @@ type Watcher struct {
 	opts WatcherOptions
 
 	// scanMu serialises scans (Run's and a caller's "rescan now"), so a
-	// port is never opened twice. It is held across I/O on purpose, and
-	// taken before mu.
+	// port is never opened twice. It is held across I/O on purpose; lock
+	// order: see the package doc.
 	scanMu sync.Mutex
 
 	mu      sync.Mutex // guards the following

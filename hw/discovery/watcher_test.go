@@ -14,6 +14,7 @@ import (
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hid"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
@@ -232,19 +233,11 @@ func TestRunScansUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx, rec); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	hwtest.Eventually(t, 10*time.Second, "Run to find the explicit port", func() bool {
 		rec.mu.Lock()
-		n := len(rec.found)
-		rec.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run never found the explicit port")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer rec.mu.Unlock()
+		return len(rec.found) == 1
+	})
 	cancel()
 	<-done
 }

@@ -103,18 +103,6 @@ func TestArmWakeUp(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
-}
-
 func hexID(id uint16) string {
 	const digits = "0123456789ABCDEF"
 	return string([]byte{digits[id>>12], digits[id>>8&15], digits[id>>4&15], digits[id&15]})
@@ -186,23 +174,23 @@ func TestArmResynchronisesOnNoise(t *testing.T) {
 func TestArmDroppedBytesAreMissesNotErrors(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Index: 30})
 	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 20 * time.Millisecond, MaxMisses: 1000})
+	// Only reply bytes drop: every command written reaches the emulator,
+	// some after the driver gave up waiting for their reply.
+	sent := e.Stats().Commands
 	e.SetFaults(emulator.Faults{DropProbability: 0.05})
 	exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}, 50)
 	e.SetFaults(emulator.Faults{})
-	// Let a command the emulator took late (past the 20 ms timeout) land
-	// before counting, so only the next 20 are counted.
 	exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 5)
-	for last := e.Stats().Commands; ; {
-		time.Sleep(50 * time.Millisecond)
-		if n := e.Stats().Commands; n == last {
-			break
-		} else {
-			last = n
-		}
-	}
+	sent += 55
+	// Let the commands taken late land before counting, so only the next
+	// 20 are counted.
+	hwtest.Eventually(t, 10*time.Second, "the emulator to take every command written", func() bool { return e.Stats().Commands >= sent })
 	before := e.Stats().Commands
+	if before != sent {
+		t.Fatalf("the emulator took %d commands, %d were written", before, sent)
+	}
 	st := exchangeN(t, a, hw.Command{Mode: hw.ModeIdle}, 20)
-	eventually(func() bool { return e.Stats().Commands-before >= 20 })
+	hwtest.Eventually(t, 10*time.Second, "the emulator to take the 20 commands", func() bool { return e.Stats().Commands-before >= 20 })
 	if e.Stats().Commands-before != 20 || st.ForceN != (hw.Vec3{}) {
 		t.Errorf("after the faults stop the arm should follow every command: %d commands, force %v", e.Stats().Commands-before, st.ForceN)
 	}
@@ -235,9 +223,7 @@ func TestArmStalledReplyFailsWithinMisses(t *testing.T) {
 	// still applied it: commands are sticky.
 	// The zero force was written without waiting for a reply, so the
 	// emulator may not have read it yet: poll, bounded.
-	if !eventually(func() bool { return e.Stats().LastForce == (hw.Vec3{}) }) {
-		t.Errorf("firmware still holds force %v after the error; want zero", e.Stats().LastForce)
-	}
+	hwtest.Eventually(t, 10*time.Second, "the firmware to hold zero force after the error", func() bool { return e.Stats().LastForce == (hw.Vec3{}) })
 	// The device answers again: the same driver recovers.
 	e.Stall(0)
 	if err := a.Halt(); err != nil {
@@ -311,9 +297,7 @@ func TestArmCloseAndHaltSendZeroForce(t *testing.T) {
 			if err := tc.stop(a); err != nil {
 				t.Fatal(err)
 			}
-			if !eventually(func() bool { return e.Stats().LastForce == (hw.Vec3{}) }) {
-				t.Errorf("firmware holds %v after %s; want zero", e.Stats().LastForce, tc.name)
-			}
+			hwtest.Eventually(t, 10*time.Second, "the firmware to hold zero force after "+tc.name, func() bool { return e.Stats().LastForce == (hw.Vec3{}) })
 		})
 	}
 }

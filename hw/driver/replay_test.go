@@ -10,6 +10,7 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/hw/sim"
 )
@@ -101,7 +102,7 @@ func TestGripThroughPTY(t *testing.T) {
 	}
 	var st hw.State
 	var first hw.Quat
-	changed := eventually(func() bool {
+	hwtest.Eventually(t, 10*time.Second, "the connected grip's orientation to change", func() bool {
 		if err := g.Exchange(nil, &st); err != nil {
 			t.Fatalf("Exchange: %v", err)
 		}
@@ -110,15 +111,12 @@ func TestGripThroughPTY(t *testing.T) {
 		}
 		return st.Status&hw.StatusConnected != 0 && st.Orientation != first
 	})
-	if !changed {
-		t.Fatalf("grip orientation never changed: %+v", st)
-	}
 	if st.Battery <= 0 || st.Battery > 1 {
 		t.Errorf("battery %v, want within (0, 1]", st.Battery)
 	}
 	e.Unplug()
 	var err2 error
-	eventually(func() bool { err2 = g.Exchange(nil, &st); return err2 != nil })
+	hwtest.Eventually(t, 10*time.Second, "Exchange to fail after the unplug", func() bool { err2 = g.Exchange(nil, &st); return err2 != nil })
 	if err2 == nil || errors.Is(err2, driver.ErrClosed) {
 		t.Errorf("Exchange after unplug = %v, want a port error", err2)
 	}
@@ -149,7 +147,7 @@ func TestGripGoesStaleWithoutStatus(t *testing.T) {
 	defer g.Close()
 	var st hw.State
 	var xerr error
-	eventually(func() bool { xerr = g.Exchange(nil, &st); return xerr != nil })
+	hwtest.Eventually(t, 10*time.Second, "Exchange to fail on a grip that streams no status", func() bool { xerr = g.Exchange(nil, &st); return xerr != nil })
 	if !errors.Is(xerr, driver.ErrStale) {
 		t.Fatalf("Exchange = %v, want ErrStale", xerr)
 	}

@@ -30,4 +30,11 @@
 //
 // An Emulator serves one connection from one goroutine (plus one status
 // streamer for grips); its methods are safe to call from other goroutines.
+//
+// # Locks
+//
+// Emulator.wmu, then Emulator.mu; today neither is taken while the other is
+// held. wmu is held across a write, so that replies and grip status frames
+// never interleave; mu never is, so Stats and SetFaults answer while a
+// write blocks on a full port.
 package emulator

@@ -68,9 +68,11 @@ type Options struct {
 	// Faults are the initial faults (see SetFaults).
 	Faults Faults
 	// OnForce, if set, is called with the arrival time of every force
-	// frame, on the serving goroutine (it must not block): a stand-in arm
-	// timing the host's loop from the device side records them.
-	OnForce func(at time.Time)
+	// frame and the force it carried (as received: before the firmware's
+	// gravity compensation), on the serving goroutine (it must not block):
+	// a stand-in arm timing the host's loop, and the commands it carries,
+	// from the device side records them.
+	OnForce func(at time.Time, forceN hw.Vec3)
 }
 
 // Stats count what an emulator saw and did.
@@ -106,9 +108,8 @@ type Emulator struct {
 	applied  hw.Command
 	physSt   hw.State
 
-	// Lock order: wmu before mu. wmu is held across a write, so that
-	// replies and grip status frames never interleave; mu never is, so
-	// Stats and SetFaults answer while a write blocks on a full port.
+	// wmu is held across a write, mu never is; lock order: see the
+	// package doc.
 	wmu sync.Mutex // guards out
 	out io.Writer
 
@@ -328,7 +329,7 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	}
 	e.mu.Unlock()
 	if !at.IsZero() && e.opts.OnForce != nil {
-		e.opts.OnForce(at)
+		e.opts.OnForce(at, cmd.ForceN)
 	}
 	if stall || physErr != nil {
 		return nil

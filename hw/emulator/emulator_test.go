@@ -7,6 +7,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/hw/wire"
 )
@@ -122,13 +123,9 @@ func TestFaults(t *testing.T) {
 				t.Errorf("reply does not end with a state frame: %x", got)
 			}
 			// Firmware applied the command even when its reply was lost.
-			deadline := time.Now().Add(5 * time.Second)
-			for e.Stats().LastForce != (hw.Vec3{X: 1}) && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-			if e.Stats().LastForce != (hw.Vec3{X: 1}) {
-				t.Errorf("firmware force %v", e.Stats().LastForce)
-			}
+			hwtest.Eventually(t, 5*time.Second, "the firmware to apply force (1, 0, 0)", func() bool {
+				return e.Stats().LastForce == (hw.Vec3{X: 1})
+			})
 		})
 	}
 }

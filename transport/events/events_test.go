@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/schema"
@@ -151,18 +152,6 @@ func settle(t *testing.T, a *activity.Activity) {
 	t.Helper()
 	if _, _, err := a.Recent(^uint64(0)-1, 1); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// checkFor polls cond until it holds or waitLimit passes.
-func checkFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -299,7 +288,7 @@ func TestServerPings(t *testing.T) {
 			frames <- msg
 		}
 	}()
-	checkFor(t, "two pings", func() bool { mu.Lock(); defer mu.Unlock(); return pings >= 2 })
+	hwtest.Eventually(t, waitLimit, "two pings", func() bool { mu.Lock(); defer mu.Unlock(); return pings >= 2 })
 	// A client that answers pings stays connected and keeps receiving.
 	publishN(f.act, 1, 1)
 	select {
@@ -584,7 +573,7 @@ func TestGoroutinesGoneAfterClose(t *testing.T) {
 		_ = c.Close()
 	}
 	hs.Close()
-	checkFor(t, "goroutines to return to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
+	hwtest.Eventually(t, waitLimit, "goroutines to return to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
 }
 
 // syncBuffer collects log output written from connection goroutines.

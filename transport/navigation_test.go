@@ -1,0 +1,344 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// Bubble navigation rendered: a simulated arm pushed by the session's own
+// force command into each zone of a bubble centred where the cursor rests,
+// with the navigation configured over WebSocket and read from the frames,
+// or configured with POST and read with GET; then the same profile after a
+// restart. The bubble: a 3 cm sphere, a 3 cm velocity zone, 4 1/s
+// (linear), an 800 N/m wall, 2 mm of hysteresis.
+
+const (
+	navRadius = 0.03
+	navWidth  = 0.03
+	navGain   = 4.0
+)
+
+// navRig is one session steering one simulated arm.
+type navRig struct {
+	t       *testing.T
+	ts      *testService
+	c       *wsClient
+	id      string
+	profile string
+	center  [3]float64
+	overWS  bool // configure and read over WebSocket (else HTTP)
+}
+
+// navSample is what the session sees of its arm and navigation after one
+// message.
+type navSample struct {
+	pos, offset, velocity, transform, force [3]float64
+	zone                                    string
+	hasState                                bool
+}
+
+func (s navSample) String() string {
+	return fmt.Sprintf("zone %q pos %.4v offset %.4v velocity %.4v transform %.4v force %.3v", s.zone, s.pos, s.offset, s.velocity, s.transform, s.force)
+}
+
+func startNavRig(t *testing.T, ts *testService, profile string, overWS bool) *navRig {
+	t.Helper()
+	r := &navRig{t: t, ts: ts, id: ts.armIDs[0], profile: profile, overWS: overWS}
+	r.c = ts.dial(t, ts.wsURL())
+	r.c.expect()
+	f := r.c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile))
+	if f["errors"] != nil {
+		t.Fatalf("profile: %v", f["errors"])
+	}
+	r.center = vec(path(f, "arm3", 0, "state", "cursor_position"))
+	return r
+}
+
+func (r *navRig) navigationURL() string {
+	return r.ts.base + "/arm3/0/config/navigation?session=" + r.profile
+}
+
+// configure turns the bubble on around the rig's centre.
+func (r *navRig) configure() {
+	r.t.Helper()
+	body := fmt.Sprintf(`{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g}},`+
+		`"shape":{"primitive":"sphere","parameters":{"r":%g}},"velocity_zone_width":%g,"speed_gain":%g,"max_speed":0.5,`+
+		`"easing":"linear","wall_stiffness":800,"collision_detection":{"hysteresis":0.002}}}`,
+		r.center[0], r.center[1], r.center[2], navRadius, navWidth, navGain)
+	if r.overWS {
+		f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":%s}}]}`, r.id, body))
+		if f["errors"] != nil {
+			r.t.Fatalf("configure.navigation: %v", f["errors"])
+		}
+		return
+	}
+	if a := r.ts.do(http.MethodPost, r.navigationURL(), body); a.status != 200 || path(a.env, "data", "mode") != "bubble" {
+		r.t.Fatalf("POST navigation: %v", a)
+	}
+}
+
+// push commands a force along x (N) and returns what the session then
+// sees: from the frame over WebSocket, with GET's navigation state over
+// HTTP.
+func (r *navRig) push(fx float64) navSample {
+	r.t.Helper()
+	f := r.c.roundTrip(force(r.id, fx, 0, 0))
+	if f["errors"] != nil {
+		r.t.Fatalf("force: %v", f["errors"])
+	}
+	st := path(f, "arm3", 0, "state")
+	s := navSample{pos: vec(path(st, "cursor_position")), transform: vec(path(st, "transform", "position")),
+		force: vec(path(st, "current_cursor_force"))}
+	nav := path(st, "navigation")
+	if !r.overWS {
+		a := r.ts.do(http.MethodGet, r.navigationURL(), "")
+		if a.status != 200 {
+			r.t.Fatalf("GET navigation: %v", a)
+		}
+		nav = path(a.env, "data", "state")
+	}
+	if nav != nil {
+		s.hasState = true
+		s.zone, _ = path(nav, "zone").(string)
+		s.offset, s.velocity = vec(path(nav, "workspace_offset")), vec(path(nav, "velocity"))
+	}
+	return s
+}
+
+// until pushes with fx until ok holds for what the session sees.
+func (r *navRig) until(fx float64, what string, ok func(navSample) bool) navSample {
+	r.t.Helper()
+	var s navSample
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if s = r.push(fx); ok(s) {
+			return s
+		}
+	}
+	r.t.Fatalf("pushing %g N: %s never came; last: %v", fx, what, s)
+	return s
+}
+
+// depth is how far the cursor is outside the bubble's surface, in the
+// workspace as set_transform alone places it (the offset taken out).
+func (r *navRig) depth(s navSample) float64 {
+	var d2 float64
+	for i := range 3 {
+		x := s.pos[i] - s.offset[i] - r.center[i]
+		d2 += x * x
+	}
+	return math.Sqrt(d2) - navRadius
+}
+
+func norm(v [3]float64) float64 { return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]) }
+
+// checkZones pushes the cursor through each zone and checks what the
+// navigation does there.
+func checkZones(t *testing.T, r *navRig) {
+	// Dead zone: the cursor moves inside the bubble, the workspace does not.
+	s := r.until(0, "navigation state", func(s navSample) bool { return s.hasState })
+	if s.zone != "dead" || s.offset != [3]float64{} {
+		t.Fatalf("at rest in the bubble: %v", s)
+	}
+	far := r.until(0.5, "cursor 1 cm into the dead zone", func(s navSample) bool {
+		if s.zone != "dead" || s.offset != [3]float64{} || s.velocity != [3]float64{} {
+			t.Fatalf("the workspace moved in the dead zone: %v", s)
+		}
+		return s.pos[0]-r.center[0] > 0.01
+	})
+	r.until(-0.5, "cursor back toward the centre", func(s navSample) bool {
+		if s.zone != "dead" || s.offset != [3]float64{} {
+			t.Fatalf("the workspace moved in the dead zone: %v (from %v)", s, far)
+		}
+		return s.pos[0]-r.center[0] < 0.005
+	})
+
+	// Velocity zone: 1 N against the zone's 50 N/m spring rests the cursor
+	// about 2 cm deep; the workspace slides outward (+x) at gain·depth.
+	s = r.until(1, "the velocity zone, cursor settled", func(s navSample) bool {
+		d := r.depth(s)
+		want := navGain * d
+		return s.zone == "velocity" && d > 0.005 && math.Abs(s.velocity[0]-want) <= 0.15*want+0.004
+	})
+	if math.Abs(s.velocity[1])+math.Abs(s.velocity[2]) > 0.3*s.velocity[0] {
+		t.Fatalf("the workspace does not slide outward along x: %v", s)
+	}
+	// The offset shows in the positions the session reads and in
+	// state.transform (set_transform is the identity here).
+	// (Over HTTP the offset is GET's, read a moment after the frame.)
+	tol := 1e-6
+	if !r.overWS {
+		tol = 2e-3
+	}
+	for i := range 3 {
+		if math.Abs(s.transform[i]-s.offset[i]) > tol {
+			t.Fatalf("state.transform %v is not the navigation's offset %v", s.transform, s.offset)
+		}
+	}
+	first := s
+	s = r.until(1, "the workspace sliding on", func(s navSample) bool { return s.offset[0] > first.offset[0]+0.01 })
+	if s.pos[0] < first.pos[0]+0.005 {
+		t.Fatalf("the cursor's position does not carry the workspace's motion: %v, then %v", first, s)
+	}
+
+	// Letting go: the zone's spring brings the cursor back and the
+	// workspace stops where it got to.
+	stopped := r.until(0, "the cursor back in the dead zone", func(s navSample) bool {
+		return s.zone == "dead" && s.velocity == [3]float64{}
+	})
+	r.until(0, "the cursor at rest", func(s navSample) bool {
+		if s.offset != stopped.offset {
+			t.Fatalf("the workspace moved on after the cursor came back: %v, then %v", stopped, s)
+		}
+		return math.Abs(r.depth(s)) < navRadius && norm(s.velocity) == 0 && r.depth(s) < -0.003
+	})
+
+	// Wall: 4 N is more than the zone's spring holds (1.5 N); the wall
+	// beyond the outer boundary pushes back toward the inside.
+	s = r.until(4, "the wall", func(s navSample) bool { return s.zone == "wall" && r.depth(s) > navWidth })
+	s = r.until(4, "the wall holding the cursor", func(s navSample) bool {
+		// What the navigation adds to the session's 4 N: inward, more than
+		// the zone's spring alone.
+		return s.zone == "wall" && s.force[0]-4 < -1.5
+	})
+	if want := navGain * navWidth; math.Abs(norm(s.velocity)-want) > 0.1*want {
+		t.Fatalf("in the wall the workspace slides at the full zone's speed %g: %v", want, s)
+	}
+	r.until(0, "the cursor back inside", func(s navSample) bool { return s.zone == "dead" })
+}
+
+func TestNavigationZones(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		overWS bool
+	}{
+		{"websocket", true},
+		{"http", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			r := startNavRig(t, ts, "co.example.nav:"+tt.name, tt.overWS)
+			r.configure()
+			checkZones(t, r)
+		})
+	}
+}
+
+// TestNavigationRestoredAfterRestart: navigation set under a profile comes
+// back with the profile after a restart and renders the same zones; a bad
+// body in between changes nothing; DELETE turns it off and the workspace
+// returns to what set_transform says.
+func TestNavigationRestoredAfterRestart(t *testing.T) {
+	const profile = "co.example.nav:restart"
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	r := startNavRig(t, ts, profile, false)
+	r.configure()
+	for _, bad := range []string{`{"mode":"bubble","bubble":{"speed_gain":-4}}`, `{"mode":"bubble","bubble":{"shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.05}}}}`, `{"mode":`} {
+		if a := ts.do(http.MethodPost, r.navigationURL(), bad); a.status != 400 || a.env["code"] == nil {
+			t.Fatalf("POST %s: %v", bad, a)
+		}
+	}
+	bad := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble","bubble":{"max_speed":99}}}}]}`, r.id))
+	if path(bad, "errors", 0, "path") != "arm3[0].configure.navigation.bubble.max_speed" {
+		t.Fatalf("bad configure: %v", bad["errors"])
+	}
+	a := ts.do(http.MethodGet, r.navigationURL(), "")
+	if num(path(a.env, "data", "config", "bubble", "speed_gain")) != navGain || num(path(a.env, "data", "config", "bubble", "max_speed")) != 0.5 ||
+		path(a.env, "data", "config", "bubble", "shape", "primitive") != "sphere" {
+		t.Fatalf("a refused body changed the navigation: %v", a)
+	}
+	_ = r.c.conn.Close()
+	ts.stop()
+
+	ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+	r2 := startNavRig(t, ts2, profile, true)
+	r2.center = r.center // the arm starts where it did, the bubble is where it was
+	a = ts2.do(http.MethodGet, r2.navigationURL(), "")
+	if path(a.env, "data", "status", "mode") != "bubble" || num(path(a.env, "data", "config", "bubble", "velocity_zone_width")) != navWidth ||
+		num(path(a.env, "data", "config", "bubble", "center", "position", "x")) != r.center[0] {
+		t.Fatalf("navigation after restart: %v", a)
+	}
+	checkZones(t, r2)
+	s := r2.until(1, "the workspace away from zero", func(s navSample) bool { return s.offset[0] > 0.005 })
+	if a = ts2.do(http.MethodDelete, r2.navigationURL(), ""); a.status != 200 || path(a.env, "data", "mode") != "off" {
+		t.Fatalf("DELETE: %v", a)
+	}
+	off := r2.push(0)
+	if off.hasState || off.transform != [3]float64{} || math.Abs(off.pos[0]-(s.pos[0]-s.offset[0])) > 0.02 {
+		t.Fatalf("navigation off, the workspace is set_transform's again: %v (before: %v)", off, s)
+	}
+}
+
+// TestNavigationForceEndsWithTheLease: a client that pushed the cursor into
+// the wall and went silent leaves no navigation force once its lease
+// lapses, and its workspace stays where the navigation took it.
+func TestNavigationForceEndsWithTheLease(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:lease", true)
+	obs := ts.dial(t, ts.wsURL())
+	obs.expect()
+	r.configure()
+	r.c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	r.until(4, "the wall", func(s navSample) bool { return s.zone == "wall" && s.offset[0] > 0.005 }) // then silence
+	var offset [3]float64
+	checkFor(t, 3*time.Second, func() error {
+		f := obs.roundTrip(`{}`)
+		if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); got != [3]float64{} || path(f, "arm3", 0, "status", "in_use") != false {
+			return fmt.Errorf("force %v in use %v", got, path(f, "arm3", 0, "status", "in_use"))
+		}
+		a := ts.do(http.MethodGet, r.navigationURL(), "")
+		if v := vec(path(a.env, "data", "state", "velocity")); v != [3]float64{} {
+			return fmt.Errorf("the workspace still moves at %v", v)
+		}
+		offset = vec(path(a.env, "data", "state", "workspace_offset"))
+		return nil
+	})
+	if offset[0] < 0.005 {
+		t.Fatalf("the workspace offset %v did not stay where the navigation took it", offset)
+	}
+	// It stays: the lease lapsed, nothing renders the navigation.
+	obs.roundTrip(`{}`)
+	if a := ts.do(http.MethodGet, r.navigationURL(), ""); vec(path(a.env, "data", "state", "workspace_offset")) != offset {
+		t.Fatalf("the offset moved after the lease lapsed: %v, was %v", path(a.env, "data", "state"), offset)
+	}
+}
+
+// TestNavigationComposesWithSetTransform: the offset adds to set_transform's
+// position, and the velocity law (mount metres) is carried into
+// application space by its scale.
+func TestNavigationComposesWithSetTransform(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:transform", true)
+	r.configure()
+	const shift, scale = 0.5, 2.0
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":%g,"y":0,"z":0},"scale":{"x":%g,"y":%g,"z":%g}}}}]}`,
+		r.id, shift, scale, scale, scale))
+	if f["errors"] != nil {
+		t.Fatalf("set_transform: %v", f["errors"])
+	}
+	// depth in mount metres: app = shift + scale·mount + offset.
+	depth := func(s navSample) float64 {
+		var d2 float64
+		for i := range 3 {
+			m := s.pos[i] - s.offset[i]
+			if i == 0 {
+				m -= shift
+			}
+			m /= scale
+			d2 += (m - r.center[i]) * (m - r.center[i])
+		}
+		return math.Sqrt(d2) - navRadius
+	}
+	s := r.until(1, "the velocity zone at scale 2", func(s navSample) bool {
+		d := depth(s)
+		want := scale * navGain * d
+		return s.zone == "velocity" && d > 0.005 && math.Abs(s.velocity[0]-want) <= 0.15*want+0.004
+	})
+	if math.Abs(s.transform[0]-(shift+s.offset[0])) > 1e-6 || s.offset[0] <= 0 {
+		t.Fatalf("state.transform.position %v is not set_transform's %g plus the offset %v", s.transform, shift, s.offset)
+	}
+}
