@@ -66,7 +66,7 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
 		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
 		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
-		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects)"}
+		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}
 	paths := strings.ToUpper(o.Paths)
 	if o.Hand == "on" {
 		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")

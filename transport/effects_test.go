@@ -293,3 +293,53 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 		t.Fatalf("not stored: %v", r)
 	}
 }
+
+// A field's force is declared in the session's space: it stays what was
+// declared when the session changes its basis afterwards (the effects are
+// converted again with the new view), and the 3.0 format declares effects
+// in its own layout.
+func TestEffectsFollowTheSessionsSpace(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	field := `{"set":[{"id":"push","type":"field","force":{"x":1,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5,"valid_ms":10000}]}`
+	forceIs := func(c *wsClient, msg string, get func(map[string]any) [3]float64, want [3]float64) {
+		t.Helper()
+		checkFor(t, 3*time.Second, func() error {
+			got := get(c.roundTrip(msg))
+			for i := range got {
+				if math.Abs(got[i]-want[i]) > 0.02 {
+					return fmt.Errorf("force %v in the session's space, want %v", got, want)
+				}
+			}
+			return nil
+		})
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	arm := func(f map[string]any) [3]float64 { return vec(path(f, "arm3", 0, "state", "current_cursor_force")) }
+	if f := c.roundTrip(effectsMsg(id, field)); f["errors"] != nil {
+		t.Fatalf("field refused: %v", f["errors"])
+	}
+	forceIs(c, effectsMsg(id, `{}`), arm, [3]float64{1, 0, 0})
+	if f := c.roundTrip(`{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); f["errors"] != nil {
+		t.Fatalf("basis refused: %v", f["errors"])
+	}
+	forceIs(c, effectsMsg(id, `{}`), arm, [3]float64{1, 0, 0})
+	c.conn.Close()
+
+	// The 3.0 layout: devices keyed by id.
+	l := ts.dial(t, ts.legacyWS())
+	l.expect()
+	l.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	legacyArm := func(f map[string]any) [3]float64 { return vec(path(f, "arm3", id, "state", "current_cursor_force")) }
+	var f map[string]any
+	checkFor(t, 3*time.Second, func() error { // the closed session's control ends first
+		f = l.roundTrip(fmt.Sprintf(`{"arm3":{%q:{"effects":%s}}}`, id, field))
+		if f["errors"] != nil {
+			return fmt.Errorf("3.0 declaration refused: %v", f["errors"])
+		}
+		return nil
+	})
+	forceIs(l, fmt.Sprintf(`{"arm3":{%q:{"effects":{}}}}`, id), legacyArm, [3]float64{1, 0, 0})
+}
