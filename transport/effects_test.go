@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // effectsMsg is an arm entry with only an effects member.
@@ -342,4 +344,42 @@ func TestEffectsFollowTheSessionsSpace(t *testing.T) {
 		return nil
 	})
 	forceIs(l, fmt.Sprintf(`{"arm3":{%q:{"effects":{}}}}`, id), legacyArm, [3]float64{1, 0, 0})
+}
+
+// A vibration drives the arm all the time: with the passivity controller
+// on, the controller acts for over a second and passivity-active is
+// published, with the damping it adds in the arm's state.
+func TestPassivityActiveEvent(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	if r := ts.do("POST", ts.base+"/arm3/"+id+"/config/passivity/controller", `{"enabled":true}`); r.status != 200 {
+		t.Fatalf("switch on: %v", r)
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"buzz","type":"vibration","frequency":15,"amplitude":3,"direction":{"x":1,"y":0,"z":0}}]}`))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // renews the lease, as an engine would
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(effectsMsg(id, `{}`))) != nil {
+				return
+			}
+			if _, _, err := c.conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	e := waitEventWithin(t, ev, 10*time.Second, "passivity-active", func(e map[string]any) bool { return path(e, "data", "device_id") == id })
+	if num(path(e, "data", "duration_ms")) < 1000 || num(path(e, "data", "session_id")) < 1 {
+		t.Fatalf("passivity-active: %v", e)
+	}
 }
