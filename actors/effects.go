@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"time"
 
@@ -101,7 +102,17 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, at,
 			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
 		p.noteBusy(d, owner, now)
-		p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(&e.Effects), string(protocol.CodeDeviceBusy), msg))
+		// As device-busy: at most one event per device per busyEvery, not
+		// one per tick of a client that keeps trying.
+		k := busyKey{d.Type, d.ID}
+		if last, ok := p.fxBusy[k]; !ok || now-last >= int64(busyEvery) {
+			if p.fxBusy == nil {
+				p.fxBusy = map[busyKey]int64{}
+			}
+			maps.DeleteFunc(p.fxBusy, func(_ busyKey, at int64) bool { return now-at >= int64(busyEvery) })
+			p.fxBusy[k] = now
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(&e.Effects), string(protocol.CodeDeviceBusy), msg))
+		}
 		return
 	}
 	a := p.fx[d]

@@ -348,6 +348,8 @@ type tickPath struct {
 	// fx is the session's effects per arm (effects.go); nil until the
 	// session declares some.
 	fx map[*Device]*armEffects
+	// fxBusy is when effect-refused last went out for a busy device.
+	fxBusy map[busyKey]int64
 
 	// Scratch reused every message, taken at the session's first message:
 	// a session that has said nothing since its inventory (most of a
