@@ -242,9 +242,10 @@ func readComponents(v Value, at *pathSeg, names []string, out []float64, example
 			complete = false
 			continue
 		}
-		c := at.child(n)
-		f, e := readFloat(vals[i], &c)
-		if e != nil {
+		f, ok := vals[i].Float()
+		if !ok { // the path is built only for the error: it is a 200-byte copy
+			c := at.child(n)
+			_, e := readFloat(vals[i], &c)
 			return e
 		}
 		out[i] = f
