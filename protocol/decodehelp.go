@@ -41,6 +41,18 @@ func (p *pathSeg) child(name string) pathSeg {
 	return c
 }
 
+// push appends name to p in place for the duration of a call, and pop
+// takes it off again: the per-message path uses them where child would
+// copy all 208 bytes of the path for each level it descends.
+func (p *pathSeg) push(name string) {
+	if p.n < maxPathDepth {
+		p.names[p.n], p.index[p.n] = name, -1
+	}
+	p.n++
+}
+
+func (p *pathSeg) pop() { p.n-- }
+
 func (p *pathSeg) elem(i int) pathSeg {
 	c := p.child("")
 	if c.n <= maxPathDepth {
