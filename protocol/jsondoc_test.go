@@ -128,3 +128,23 @@ func TestValueFloatAgreesWithStrconv(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValueFloat: for any JSON number, Value.Float agrees with
+// strconv.ParseFloat bit for bit.
+func FuzzValueFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "0.5", "-0.125", "123456789012345", "1e5", "0.1234567890123456"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var d Doc
+		if d.Parse([]byte(in)) != nil || d.Root().Kind() != KindNumber {
+			return
+		}
+		got, ok := d.Root().Float()
+		want, err := strconv.ParseFloat(strings.TrimSpace(in), 64)
+		wantOK := err == nil && !math.IsInf(want, 0)
+		if ok != wantOK || ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("Float(%q) = %v, %v; strconv says %v (%v)", in, got, ok, want, err)
+		}
+	})
+}
