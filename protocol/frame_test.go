@@ -2,11 +2,13 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // sampleFrame is an inventory-like frame: one arm and one grip with config,
@@ -182,6 +184,33 @@ func TestAppendStringEscapes(t *testing.T) {
 		want := strings.ToValidUTF8(s, "\uFFFD")
 		if back != want {
 			t.Errorf("%q → %s → %q", s, out, back)
+		}
+	}
+}
+
+// TestAppendStringASCIIBytes pins the exact output for every ASCII byte
+// between two plain ones: the bytes frames carry must not change with the
+// encoder's speed-ups.
+func TestAppendStringASCIIBytes(t *testing.T) {
+	for c := byte(0); c < utf8.RuneSelf; c++ {
+		var esc string
+		switch {
+		case c == '"' || c == '\\':
+			esc = `\` + string(c)
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			esc = fmt.Sprintf(`\u%04x`, c)
+		default:
+			esc = string(c)
+		}
+		want := `"a` + esc + `b"`
+		if got := string(AppendString(nil, "a"+string(c)+"b")); got != want {
+			t.Errorf("byte %#02x: got %s, want %s", c, got, want)
 		}
 	}
 }
