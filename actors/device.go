@@ -12,6 +12,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
@@ -29,6 +30,9 @@ type Device struct {
 	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
 	// frames is the encoded-frame cache the sessions share (framecache.go).
 	frames frameCache
+	// declared is the effects declaration behind the Set the loop renders,
+	// as its session declared it (effects.go).
+	declared atomic.Pointer[declaredEffects]
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType
@@ -783,6 +787,9 @@ func (c *deviceCore) publishLoopGlobals() {
 			GravityCompensation: g.GravityCompensation.Enabled,
 			GravityScale:        g.GravityCompensation.ScalingFactor,
 		},
+		ForceClampN:  g.ForceClamp.MaxForceN,
+		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
+		Passivity:    passivity.Options{Enabled: g.PassivityController.Enabled},
 	})
 }
 
@@ -811,6 +818,9 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 		if c.registry != nil {
 			ctx.Send(c.registry, &deviceFailed{device: d, err: ev.Err})
 		}
+	case loop.EventPassivitySustained:
+		out := d.rt.Output()
+		c.activity.Publish(event.PassivityActive(d.Name, d.ID, ev.Session, float64(out.ActiveNs)/1e6, out.AddedDampingNsPerM))
 	case loop.EventRateWarning:
 		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}

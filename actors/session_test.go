@@ -106,7 +106,7 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 	var snap loop.Snapshot
 	frame := func(session uint64) string {
 		f.Arms = f.Arms[:0]
-		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{})
+		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{}, nil)
 		if len(f.Arms) != 1 || f.Arms[0].Body == nil {
 			t.Fatalf("no cached body: %+v", f.Arms)
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -22,9 +24,9 @@ import (
 //
 // Row B declares the wall as an effect over the WebSocket, in the shape
 // docs/protocol.md's Effects section gives, and fails with the service's
-// answer if the service refuses or ignores it. Row C needs the passivity
-// controller switched on over the wire, which the protocol has no entry
-// for: the mode refuses it with that reason.
+// answer if the service refuses or ignores it. Row C is row A with the
+// arm's passivity controller switched on over HTTP (the device-global
+// entry passivity/controller) for the row, and off again after it.
 
 // Simulated-arm figures the real-time bounds use: hw/sim's DefaultPhysics
 // (the bench may not import it; hw/sim's tests pin the same values).
@@ -64,11 +66,8 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
 		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
 		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
-		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects)"}
+		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}
 	paths := strings.ToUpper(o.Paths)
-	if strings.Contains(paths, "C") {
-		return rep, errors.New("bench: zwidth in real time: row C needs the passivity controller switched on for the client's arm, and docs/protocol.md's Passivity section has no entry that does (force_clamp and force_slew_limit only); run --paths A or AB, or the virtual-time table (no --realtime, no --target) for C")
-	}
 	if o.Hand == "on" {
 		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")
 	}
@@ -99,8 +98,17 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
 		}
 	}
+	if strings.Contains(paths, "C") {
+		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
+		if err != nil {
+			return rep, err
+		}
+		for _, hz := range rates {
+			rows = append(rows, ZwidthRow{Path: "C", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
+		}
+	}
 	if len(rows) == 0 {
-		return rep, fmt.Errorf("bench: zwidth: --paths %q names no row A or B", o.Paths)
+		return rep, fmt.Errorf("bench: zwidth: --paths %q names no row A, B or C", o.Paths)
 	}
 	binary := ""
 	if o.Target == "" {
@@ -152,6 +160,13 @@ func realtimeRow(ctx context.Context, o ZwidthOptions, binary string, row *Zwidt
 	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
 	if err != nil {
 		return err
+	}
+	if row.Path == "C" {
+		off, err := switchPassivity(ctx, wsURL, ctl.deviceID, true)
+		if err != nil {
+			return err
+		}
+		defer off()
 	}
 	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: o.PushN, delayFrames: int(o.DelayFrames)}
 	err = rt.limit(row, o)
@@ -612,4 +627,40 @@ func effectsInForce(frame []byte, id string) int {
 		}
 	}
 	return 0
+}
+
+// switchPassivity sets the passivity controller of arm id on the service
+// behind wsURL (POST /arm3/{id}/config/passivity/controller) and returns
+// what restores it to off. Row C measures row A's client with it on.
+func switchPassivity(ctx context.Context, wsURL, id string, on bool) (restore func(), err error) {
+	_, httpBase, err := targetURLs(wsURL)
+	if err != nil {
+		return nil, err
+	}
+	set := func(ctx context.Context, enabled bool) error {
+		body := fmt.Sprintf(`{"enabled":%v}`, enabled)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, httpBase+"/arm3/"+id+"/config/passivity/controller", strings.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("bench: zwidth: passivity controller: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("bench: zwidth: switching the passivity controller: %w", err)
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("bench: zwidth: row C needs the passivity controller (POST passivity/controller), and the service answered %d: %s", resp.StatusCode, clip(answer, 300))
+		}
+		return nil
+	}
+	if err := set(ctx, on); err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), realtimeTimeout)
+		defer cancel()
+		_ = set(ctx, false) // a service that went away has no controller left on
+	}, nil
 }

@@ -101,7 +101,7 @@ func TestZwidthRefusesWhatItCannotMeasure(t *testing.T) {
 		{name: "not JSON", data: "oops", want: "no report"},
 		{name: "empty", data: `{"mode":"virtual","results":[]}`, want: "empty report"},
 		{name: "unknown field", data: `{"mode":"virtual","surprise":1,"results":[{}]}`, want: "no report"},
-		{name: "real-time passivity", o: ZwidthOptions{Realtime: true, Paths: "AC", Hand: "off", PushN: 0.5, ClientHz: "60"}, want: "row C"},
+		{name: "bad row C rate", o: ZwidthOptions{Realtime: true, Paths: "C", Hand: "off", PushN: 0.5, ClientHz: "0"}, want: "client-hz"},
 		{name: "real-time hand", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "on", PushN: 0.5, ClientHz: "60"}, want: "hand model"},
 		{name: "fractional delay", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "off", DelayFrames: 0.5, PushN: 0.5, ClientHz: "60"}, want: "whole frames"},
 		{name: "bad rate", o: ZwidthOptions{Realtime: true, Paths: "A", Hand: "off", PushN: 0.5, ClientHz: "sixty"}, want: "client-hz"},

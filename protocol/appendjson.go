@@ -44,6 +44,17 @@ func appendNumber(dst []byte, f float64, bits int) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes AppendString copies as they are: printable
+// ASCII other than '"', '\\', '<', '>' and '&'. One table load per byte
+// replaced a chain of six comparisons, in a loop every frame runs over its
+// collection keys and device ids. Never written.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // <, > and & are escaped so that frames can be embedded in HTML safely.
 func AppendString(dst []byte, s string) []byte {
@@ -51,11 +62,11 @@ func AppendString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

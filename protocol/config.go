@@ -13,6 +13,7 @@ type DeviceConfig struct {
 	HomeReturn          HomeReturn
 	ForceClamp          ForceClamp
 	ForceSlewLimit      ForceSlewLimit
+	PassivityController PassivityController
 }
 
 // DefaultDeviceConfig is every device-global entry at its default.
@@ -24,6 +25,7 @@ func DefaultDeviceConfig() DeviceConfig {
 		HomeReturn:          DefaultEntry(KeyHomeReturn).(HomeReturn),
 		ForceClamp:          DefaultEntry(KeyForceClamp).(ForceClamp),
 		ForceSlewLimit:      DefaultEntry(KeyForceSlewLimit).(ForceSlewLimit),
+		PassivityController: DefaultEntry(KeyPassivityController).(PassivityController),
 	}
 }
 
@@ -42,6 +44,8 @@ func (c *DeviceConfig) Get(k Key) Entry {
 		return c.ForceClamp
 	case KeyForceSlewLimit:
 		return c.ForceSlewLimit
+	case KeyPassivityController:
+		return c.PassivityController
 	}
 	return nil
 }
@@ -62,6 +66,8 @@ func (c *DeviceConfig) Set(e Entry) bool {
 		c.ForceClamp = v
 	case ForceSlewLimit:
 		c.ForceSlewLimit = v
+	case PassivityController:
+		c.PassivityController = v
 	default:
 		return false
 	}
@@ -77,7 +83,7 @@ func (c *DeviceConfig) Reset(k Key) {
 
 // AppendJSON appends the stored form:
 // {"handedness":"right","torque_scaling":{...},"gravity_compensation":{...},"home_return":{...},
-// "force_clamp":{...},"force_slew_limit":{...}}.
+// "force_clamp":{...},"force_slew_limit":{...},"passivity_controller":{...}}.
 func (c DeviceConfig) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	dst = c.appendMembers(dst)
@@ -98,7 +104,9 @@ func (c *DeviceConfig) appendMembers(dst []byte) []byte {
 	dst = append(dst, `,"force_clamp":`...)
 	dst = c.ForceClamp.AppendJSON(dst)
 	dst = append(dst, `,"force_slew_limit":`...)
-	return c.ForceSlewLimit.AppendJSON(dst)
+	dst = c.ForceSlewLimit.AppendJSON(dst)
+	dst = append(dst, `,"passivity_controller":`...)
+	return c.PassivityController.AppendJSON(dst)
 }
 
 // MarshalJSON is AppendJSON.

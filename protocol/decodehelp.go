@@ -41,6 +41,18 @@ func (p *pathSeg) child(name string) pathSeg {
 	return c
 }
 
+// push appends name to p in place for the duration of a call, and pop
+// takes it off again: the per-message path uses them where child would
+// copy all 208 bytes of the path for each level it descends.
+func (p *pathSeg) push(name string) {
+	if p.n < maxPathDepth {
+		p.names[p.n], p.index[p.n] = name, -1
+	}
+	p.n++
+}
+
+func (p *pathSeg) pop() { p.n-- }
+
 func (p *pathSeg) elem(i int) pathSeg {
 	c := p.child("")
 	if c.n <= maxPathDepth {
@@ -242,9 +254,10 @@ func readComponents(v Value, at *pathSeg, names []string, out []float64, example
 			complete = false
 			continue
 		}
-		c := at.child(n)
-		f, e := readFloat(vals[i], &c)
-		if e != nil {
+		f, ok := vals[i].Float()
+		if !ok { // the path is built only for the error: it is a 200-byte copy
+			c := at.child(n)
+			_, e := readFloat(vals[i], &c)
 			return e
 		}
 		out[i] = f

@@ -1128,6 +1128,10 @@ func (u EffectsUpdate) MarshalJSON() ([]byte, error) { return u.AppendJSON(nil),
 type EffectInForce struct {
 	Effect      Effect
 	RemainingMs int
+	// ForceN is the effect's force as the loop last rendered it, in the
+	// declaring session's space (N), when HasForce.
+	ForceN   Vec3
+	HasForce bool
 }
 
 // EffectsInForce is the answer of GET /{type}/{id}/effects: the session
@@ -1158,6 +1162,11 @@ func (v *EffectsInForce) AppendJSON(dst []byte) []byte {
 		if e.RemainingMs >= 0 {
 			dst = append(dst[:len(dst)-1], `,"remaining_ms":`...)
 			dst = appendInt(dst, e.RemainingMs)
+			dst = append(dst, '}')
+		}
+		if e.HasForce {
+			dst = append(dst[:len(dst)-1], `,"rendered_force":`...)
+			dst = appendVec3(dst, measured, e.ForceN)
 			dst = append(dst, '}')
 		}
 	}

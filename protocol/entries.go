@@ -23,6 +23,7 @@ const (
 	KeyNavigation
 	KeyForceClamp
 	KeyForceSlewLimit
+	KeyPassivityController
 )
 
 type keyInfo struct {
@@ -45,6 +46,7 @@ var keyTable = [...]keyInfo{
 	KeyNavigation:          {"navigation", "navigation", true, false},
 	KeyForceClamp:          {"force_clamp", "passivity/force_clamp", false, false},
 	KeyForceSlewLimit:      {"force_slew_limit", "passivity/force_slew_limit", false, false},
+	KeyPassivityController: {"passivity_controller", "passivity/controller", false, false},
 }
 
 const numKeys = len(keyTable) - 1
@@ -417,6 +419,8 @@ func DefaultEntry(k Key) Entry {
 		return ForceClamp{MaxForceN: ForceClampDefaultN}
 	case KeyForceSlewLimit:
 		return ForceSlewLimit{MaxRateNPerS: ForceSlewDefaultNPerS}
+	case KeyPassivityController:
+		return PassivityController{Enabled: false}
 	}
 	return nil
 }
@@ -498,6 +502,9 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 		return decodeForceClamp(v, at, w)
 	case KeyForceSlewLimit:
 		return decodeForceSlewLimit(v, at, w)
+	case KeyPassivityController:
+		b, err := decodeEnabledOnly(v, at, w, "passivity_controller")
+		return PassivityController{Enabled: b}, err
 	}
 	return nil, errAt(CodeInternal, at, "unknown key %d", k)
 }

@@ -205,6 +205,7 @@ func TestDefaultEntries(t *testing.T) {
 		KeyNavigation:          `{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}`,
 		KeyForceClamp:          `{"max_force":10}`,
 		KeyForceSlewLimit:      `{"max_rate":5000}`,
+		KeyPassivityController: `{"enabled":false}`,
 	}
 	for _, k := range Keys() {
 		got, _ := json.Marshal(DefaultEntry(k))
@@ -235,6 +236,7 @@ func TestKeyNamesAndPaths(t *testing.T) {
 		{KeyNavigation, "navigation", "navigation", true},
 		{KeyForceClamp, "force_clamp", "passivity/force_clamp", false},
 		{KeyForceSlewLimit, "force_slew_limit", "passivity/force_slew_limit", false},
+		{KeyPassivityController, "passivity_controller", "passivity/controller", false},
 	}
 	if len(Keys()) != len(tests) {
 		t.Fatalf("Keys() has %d keys, want %d", len(Keys()), len(tests))

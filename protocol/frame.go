@@ -124,8 +124,10 @@ type ArmFrame struct {
 	State    ArmState
 	Status   ArmStatus
 	// Body, when set and Config is nil, is State and Status already
-	// encoded by the same format's AppendArmState; it is copied as is.
-	// Many sessions that see a device alike share one encoding per tick.
+	// encoded by the same format's AppendArmState; it is copied as is,
+	// and State and Status are not read (a reused element may hold an
+	// older frame's). Many sessions that see a device alike share one
+	// encoding per tick.
 	Body []byte
 }
 

@@ -2,11 +2,13 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // sampleFrame is an inventory-like frame: one arm and one grip with config,
@@ -54,7 +56,7 @@ func sampleFrame() *Frame {
 	}
 }
 
-const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","port":"/dev/ttyACM0","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2,"device_type":4},"extended_device_id":"5f1c-049d","streaming_mode":"USB","handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"force_clamp":{"max_force":10},"force_slew_limit":{"max_rate":5000},"preset":"arm_front_centered","basis":{"permutation":"XZY"},"mount":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}},"navigation":{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{"position":{"x":0.5,"y":0,"z":0}},"control_mode":"force","control_domain":"cartesian","calibration_state":0},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
+const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","port":"/dev/ttyACM0","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2,"device_type":4},"extended_device_id":"5f1c-049d","streaming_mode":"USB","handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"force_clamp":{"max_force":10},"force_slew_limit":{"max_rate":5000},"passivity_controller":{"enabled":false},"preset":"arm_front_centered","basis":{"permutation":"XZY"},"mount":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}},"navigation":{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{"position":{"x":0.5,"y":0,"z":0}},"control_mode":"force","control_domain":"cartesian","calibration_state":0},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
 
 const goldenGrip = `{"device_id":"61548","config":{"type":"%TYPE%","port":"","device_info":{"id":"61548","uuid":"grip-61548","major_version":1,"minor_version":0},"preset":"defaults","basis":{"permutation":"XYZ"},"mount":{"position":{"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}},"state":{"orientation":{"w":0.5,"x":0.5,"y":0.5,"z":0.5},"buttons":{"a":true,"b":false,"c":false},"hall":0.25,"battery_level":0.9},"status":{"connected":true,"awake":true,"ready":true}}`
 
@@ -182,6 +184,33 @@ func TestAppendStringEscapes(t *testing.T) {
 		want := strings.ToValidUTF8(s, "\uFFFD")
 		if back != want {
 			t.Errorf("%q → %s → %q", s, out, back)
+		}
+	}
+}
+
+// TestAppendStringASCIIBytes pins the exact output for every ASCII byte
+// between two plain ones: the bytes frames carry must not change with the
+// encoder's speed-ups.
+func TestAppendStringASCIIBytes(t *testing.T) {
+	for c := byte(0); c < utf8.RuneSelf; c++ {
+		var esc string
+		switch {
+		case c == '"' || c == '\\':
+			esc = `\` + string(c)
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			esc = fmt.Sprintf(`\u%04x`, c)
+		default:
+			esc = string(c)
+		}
+		want := `"a` + esc + `b"`
+		if got := string(AppendString(nil, "a"+string(c)+"b")); got != want {
+			t.Errorf("byte %#02x: got %s, want %s", c, got, want)
 		}
 	}
 }

@@ -2,6 +2,9 @@ package protocol
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,4 +83,68 @@ func TestValueAccessors(t *testing.T) {
 	if zero.Kind() != KindInvalid || zero.Exists() || zero.Len() != 0 || zero.Raw() != nil {
 		t.Fatal("zero Value")
 	}
+}
+
+// TestValueFloatAgreesWithStrconv: Value.Float returns the very float64
+// strconv.ParseFloat does, bit for bit, on its fast path (short decimals)
+// and off it (exponents, 16 and more digits, long fractions), for fixed
+// cases and many random decimals.
+func TestValueFloatAgreesWithStrconv(t *testing.T) {
+	inputs := []string{
+		"0", "-0", "1", "-1", "0.5", "-0.125", "1.5", "0.1", "0.2", "0.3", "123.456", "0.000001", "-0.0000000000001",
+		"999999999999999", "9999999999999999", "9007199254740993", "0.123456789012345", "0.1234567890123456",
+		"1e3", "1.5E-3", "-2e+2", "123456789012345678901234567890", "0.30000000000000004", "1e400", "-1e400", "4.9e-324",
+	}
+	rng := rand.New(rand.NewPCG(26, 2))
+	for range 20000 {
+		digits := 1 + rng.IntN(18)
+		b := []byte{}
+		if rng.IntN(2) == 0 {
+			b = append(b, '-')
+		}
+		b = append(b, byte('1'+rng.IntN(9)))
+		point := rng.IntN(digits + 1)
+		if rng.IntN(3) == 0 {
+			b, point = append(b[:len(b)-1], '0'), 1 // "0.xxx"
+		}
+		for i := 1; i < digits; i++ {
+			if i == point {
+				b = append(b, '.')
+			}
+			b = append(b, byte('0'+rng.IntN(10)))
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		var d Doc
+		if err := d.Parse([]byte(in)); err != nil {
+			t.Fatalf("Parse(%q): %v", in, err)
+		}
+		got, ok := d.Root().Float()
+		want, err := strconv.ParseFloat(in, 64)
+		wantOK := err == nil && !math.IsInf(want, 0)
+		if ok != wantOK || ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("Float(%q) = %v, %v; strconv says %v (%v)", in, got, ok, want, err)
+		}
+	}
+}
+
+// FuzzValueFloat: for any JSON number, Value.Float agrees with
+// strconv.ParseFloat bit for bit.
+func FuzzValueFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "0.5", "-0.125", "123456789012345", "1e5", "0.1234567890123456"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var d Doc
+		if d.Parse([]byte(in)) != nil || d.Root().Kind() != KindNumber {
+			return
+		}
+		got, ok := d.Root().Float()
+		want, err := strconv.ParseFloat(strings.TrimSpace(in), 64)
+		wantOK := err == nil && !math.IsInf(want, 0)
+		if ok != wantOK || ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("Float(%q) = %v, %v; strconv says %v (%v)", in, got, ok, want, err)
+		}
+	})
 }

@@ -384,8 +384,10 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 			if !val.Exists() {
 				continue
 			}
-			c := at.child("commands")
-			if err := m.decodeCommands(e, val, &c); err != nil {
+			at.push("commands")
+			err := m.decodeCommands(e, val, &at)
+			at.pop()
+			if err != nil {
 				m.fail(err)
 			}
 		case it.KeyIs("configure"):
@@ -439,8 +441,8 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 			continue
 		}
 		info := &commandTable[kind]
-		c := at.child(info.name)
 		if info.dt != e.Type {
+			c := at.child(info.name)
 			w.add(CodeUnknownCommand, &c, "%s is not a %s command: ignored", info.name, e.Type.Key())
 			continue
 		}
@@ -448,7 +450,9 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 		if !val.Exists() {
 			continue
 		}
-		cmd, err := decodeCommand(kind, val, &c, w)
+		at.push(info.name)
+		cmd, err := decodeCommand(kind, val, at, w)
+		at.pop()
 		if err != nil {
 			return err
 		}
@@ -523,14 +527,15 @@ func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCo
 		}
 		return cmd, errAt(CodeInvalidValue, at, "%s needs %q, e.g. %s", kind.Name(), names[0], example)
 	}
-	c := at.child(field)
+	at.push(field)
 	var err *Error
 	switch kind {
 	case CmdSetCursorForce, CmdSetCursorPosition:
-		cmd.Vec, err = readVec3(val, &c, w)
+		cmd.Vec, err = readVec3(val, at, w)
 	default:
-		cmd.Angles, err = readAngles3(val, &c, w)
+		cmd.Angles, err = readAngles3(val, at, w)
 	}
+	at.pop()
 	return cmd, err
 }
 

@@ -25,6 +25,27 @@ const (
 	forceSlewLimitExample = `{"max_rate": 5000}`
 )
 
+// PassivityController switches the passivity controller of a device's
+// output (the observer always runs). It is off by default: the controller
+// counts a force that accelerates the handle as energy the rendering put
+// in, and damps it, so with it on a client's steady set_cursor_force of
+// 1.5 N on a free arm ended near 0.13 N (measured with the transport
+// tests). A client that renders walls or effects switches it on; see
+// docs/protocol.md, Passivity.
+type PassivityController struct{ Enabled bool }
+
+func (PassivityController) Key() Key { return KeyPassivityController }
+func (PassivityController) entry()   {}
+
+// AppendJSON appends {"enabled": bool}.
+func (e PassivityController) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"enabled":`...)
+	dst = appendBool(dst, e.Enabled)
+	return append(dst, '}')
+}
+
+func (e PassivityController) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
 func (ForceClamp) Key() Key     { return KeyForceClamp }
 func (ForceSlewLimit) Key() Key { return KeyForceSlewLimit }
 func (ForceClamp) entry()       {}

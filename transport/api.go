@@ -109,6 +109,9 @@ func (a *api) routes() []route {
 			for _, k := range protocol.Keys() {
 				add("/"+key+"/:id/config/"+k.Path(), a.config(c, k), get, http.MethodPost, http.MethodDelete)
 			}
+			if t == protocol.TypeArm {
+				add("/"+key+"/:id/effects", a.effects(c), get) // effects.go
+			}
 		}
 	}
 	add("/settings", a.allSettings, get)

@@ -23,6 +23,7 @@ func TestLegacyRoutesMirror3x(t *testing.T) {
 		"home_return": `{"enabled":true}`, "devices/force_scale": `{"value":0.5}`, "system/serial_enable": `{"value":false}`,
 		"features/grip_hook/enabled": `{"value":true}`, "features/screensaver/enabled": `{"value":true}`,
 		"navigation": `{"mode":"bubble"}`, "passivity/force_clamp": `{"max_force":8}`, "passivity/force_slew_limit": `{"max_rate":2000}`,
+		"passivity/controller": `{"enabled":true}`,
 	}
 	walked := 0
 	for _, rt := range a.routes() {

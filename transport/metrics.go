@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // newMetricsHandler serves GET /metrics in the Prometheus exposition
@@ -58,6 +59,8 @@ var (
 	descDrvErrors  = prometheus.NewDesc("hapticd_driver_errors_total", "Driver errors.", deviceLabels, nil)
 	descLeases     = prometheus.NewDesc("hapticd_lease_expiries_total", "Controlling sessions released because their lease lapsed.", deviceLabels, nil)
 	descBusy       = prometheus.NewDesc("hapticd_busy_refusals_total", "Commands refused because another session controlled the device.", deviceLabels, nil)
+	descPassivityJ = prometheus.NewDesc("hapticd_passivity_energy_joules", "Energy the passivity observer counts on an arm's commanded output since its control began (negative: the rendering drove the arm).", deviceLabels, nil)
+	descAddedDamp  = prometheus.NewDesc("hapticd_passivity_added_damping_newton_seconds_per_metre", "Damping the passivity controller adds to an arm's output now.", deviceLabels, nil)
 	descSessions   = prometheus.NewDesc("hapticd_sessions", "Connected simulation sessions.", []string{"api_format"}, nil)
 	descMessages   = prometheus.NewDesc("hapticd_messages_total", "Client messages received on simulation sessions.", []string{"api_format"}, nil)
 	descFrames     = prometheus.NewDesc("hapticd_frames_total", "Frames sent on simulation sessions (the inventory included).", []string{"api_format"}, nil)
@@ -91,6 +94,11 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDrvErrors, prometheus.CounterValue, float64(st.Errors), lv...)
 		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(st.LeaseExpiries), lv...)
 		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, float64(st.BusyRefusals), lv...)
+		if d.Type == protocol.TypeArm {
+			out := d.Output()
+			ch <- prometheus.MustNewConstMetric(descPassivityJ, prometheus.GaugeValue, out.EnergyJ, lv...)
+			ch <- prometheus.MustNewConstMetric(descAddedDamp, prometheus.GaugeValue, out.AddedDampingNsPerM, lv...)
+		}
 	}
 
 	open := map[string]int{"3.x": 0, "3.0": 0}

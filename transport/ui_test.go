@@ -333,3 +333,63 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
 	}
 }
+
+// TestDashboardEffectsInChromium: the arm's card lists the effects a
+// session declared on it (id, type, force) while they are in force, and
+// says none once they are cleared.
+func TestDashboardEffectsInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	ts := startService(t, serviceConfig{arms: 1})
+	shots := screenshotDir(t)
+	ctx := browser(t, exe)
+	id := ts.armIDs[0]
+	arm := "arm3/" + id
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`document.querySelector('[data-device=%q] .v-effects')`, arm)
+	eventually(t, ctx, "no effects at first", row+`.textContent === "none"`)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	// The client keeps its effects alive, as an engine does, while the page polls.
+	keep := effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`,{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]}`)
+	c.roundTrip(keep)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(effectsMsg(id, `{}`))) != nil {
+				return
+			}
+			if _, _, err := c.conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	eventually(t, ctx, "effects listed with type and force", fmt.Sprintf(`(() => {
+		const items = [...%s.querySelectorAll("li")].map((e) => e.textContent);
+		const pull = items.find((s) => s.startsWith("pull spring "));
+		return items.length === 2 && !!pull && items.some((s) => s.startsWith("floor wall ")) &&
+			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row))
+	shoot(t, ctx, shots, "6-effects.png")
+	close(stop)
+	<-done
+	c.roundTrip(effectsMsg(id, `{"clear":true}`))
+	eventually(t, ctx, "none after clear", row+`.textContent === "none"`)
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}

@@ -18,17 +18,51 @@
 // SubscribeEvery (static: --peers; automanaged: every node member the
 // topology has shown); a node answers with its Inventory and pushes a
 // StateBatch of every device to each gateway heard from within
-// GatewayTimeout. A node is dropped, its devices leaving with
-// device-disconnected, on the first of: its actor's Watch firing (a killed
-// or restarted process's connection closes), the topology saying it left
-// (automanaged: the next health poll after a kill, the poll's fixed 2 s
-// timeout after a hang), or NodeTimeout of silence (hung, cut off).
+// GatewayTimeout.
+//
+// # Rejoin
+//
+// protoactor keys its connections by address, not by process: a process
+// that restarts at the address of the one that left inherits that one's
+// end. Endpoint writers still retrying the dead process (five attempts 2 s
+// apart), and the topology's EndpointTerminatedEvent for the member that
+// left, tear down whatever connection is current for the address when they
+// finally fire, the new process's included; each torn-down connection's
+// own event then tears down the next. Seen here: a node restarted after 3
+// to 10 s never came back, or came back and was dropped again. So each
+// process start takes a fresh cluster port (Config.Port 0, the default
+// with automanaged membership; the health port, which --peers lists, stays
+// fixed): a new process is a new member at a new address, which nothing
+// said about the old one can reach, while the node's id, its kind and its
+// devices' UUIDs stay what they were. The gateway then subscribes at the
+// new address only, and the old proxies leave as the new inventory
+// arrives (a new process has fresh registers and leases).
+//
+// # Silence
+//
+// A node is dropped, its devices leaving with device-disconnected, when
+// its messages stop arriving: NodeTimeout of silence (hung, cut off), or
+// suspectFor once its connection closed (a killed process) or it left the
+// topology (a poll that failed). Silence is counted in probes the gateway
+// actor gets in line with the nodes' messages, so a batch that waited in
+// the mailbox while the gateway was starved still counts as heard, and a
+// probe that came late counts no more than probeCredit: a loaded gateway
+// does not blame its nodes for its own stall. The node judges its gateways
+// the same way (silenceCredit per push tick).
 //
 // protoactor blocks a member that left by its member id for good, so a hung
 // node that resumes stays out of the topology until it restarts. Its link
 // still works: it returns through its inventory like any node, and config
 // for its devices goes to its actor by address instead of through the
 // grain.
+//
+// # Several gateways
+//
+// A node gives each gateway it hears from its own register owner
+// (gatewaySession, then the next even numbers), so sessions on two
+// gateways never share an arm: the one holding it keeps it until it lets
+// go or its lease lapses on the node, and the state pushed to the other
+// says the arm is held, so its sessions get device_busy.
 //
 // # Data plane
 //

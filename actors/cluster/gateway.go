@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -51,10 +51,13 @@ type Gateway struct {
 	mu      sync.Mutex
 	nodes   map[string]*nodeState // by node id
 	proxies map[string]*proxy     // by UUID
-	// targets are the nodes' cluster addresses subscribed to: --peers
-	// (static), or every node member the cluster has shown (automanaged;
-	// kept after it leaves, so a node that answers again comes back).
-	targets map[string]bool
+	// targets are the nodes' cluster addresses subscribed to, with the
+	// node id where known: --peers (static), or every node member the
+	// cluster has shown (automanaged; kept after it leaves, so a node that
+	// answers again comes back, until the node shows up at a new address).
+	targets map[string]string
+	// lastProbe is when the latest probe was sent (see probed).
+	lastProbe time.Time
 	// members are the node ids in the cluster's current topology
 	// (automanaged): their devices' config goes to the device's grain.
 	members map[string]bool
@@ -64,6 +67,13 @@ type nodeState struct {
 	id, addr, httpURL string
 	pid               *actor.PID
 	lastSeen          time.Time
+	// heard: a message of the node's was handled since the last probe.
+	// silence is how long, counted in probes, none was; suspect is set
+	// when its connection closed or it left the topology, and cleared by
+	// its next message.
+	heard   bool
+	silence time.Duration
+	suspect bool
 	// offset is the node's clock less the gateway's, from the batches.
 	offset clockOffset
 }
@@ -72,12 +82,11 @@ type nodeState struct {
 func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
-		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]bool{}, members: map[string]bool{}}
+		targets: map[string]string{}, members: map[string]bool{}}
 	if cfg.Membership == MembershipStatic {
 		for _, p := range cfg.Peers {
-			g.targets[p] = true
+			g.targets[p] = ""
 		}
 	}
 	// A member with no kinds: it never hosts a placement.
@@ -96,7 +105,8 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.lk, g.sys, g.cl = lk, lk.sys, lk.cl
+	// The address the remote took: subscriptions and commands carry it.
+	g.lk, g.sys, g.cl, g.addr = lk, lk.sys, lk.cl, lk.sys.Address()
 	g.wg.Add(1)
 	go g.watch()
 	return g, nil
@@ -127,6 +137,8 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Terminated:
 		g.terminated(m.Who)
+	case *probe:
+		g.probed(m)
 	case *wire.StateBatch:
 		g.states(m)
 	case *wire.Event:
@@ -136,31 +148,82 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 	}
 }
 
-// watch subscribes to every peer and drops nodes that fell silent.
+// watch subscribes to every peer, and sends the gateway actor a probe
+// every probeEvery: the probes are what a node's silence is judged by.
 func (g *Gateway) watch() {
 	defer g.wg.Done()
-	check := time.NewTicker(g.cfg.NodeTimeout / 10)
+	check := time.NewTicker(probeEvery)
 	defer check.Stop()
+	self := actor.NewPID(g.sys.Address(), gatewayActorName)
 	var lastSub time.Time
 	for {
-		g.mu.Lock()
-		if time.Since(lastSub) >= SubscribeEvery {
-			lastSub = time.Now()
+		now := time.Now()
+		if now.Sub(lastSub) >= SubscribeEvery {
+			lastSub = now
+			g.mu.Lock()
+			peers := make([]string, 0, len(g.targets))
 			for peer := range g.targets {
+				peers = append(peers, peer)
+			}
+			g.mu.Unlock()
+			for _, peer := range peers {
 				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
 					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
 			}
 		}
-		for id, n := range g.nodes {
-			if time.Since(n.lastSeen) > g.cfg.NodeTimeout {
-				g.dropNodeLocked(id, "silent for "+g.cfg.NodeTimeout.String())
-			}
-		}
-		g.mu.Unlock()
+		g.sys.Root.Send(self, &probe{sent: now})
 		select {
 		case <-g.stop:
 			return
 		case <-check.C:
+		}
+	}
+}
+
+// probe is a local message the gateway actor gets every probeEvery, in
+// line with the nodes' messages.
+type probe struct{ sent time.Time }
+
+// Silence is judged by probes, not by a clock the gateway reads when it
+// gets round to it. The actor handles its mailbox in order, so a node
+// message handled between two probes arrived between their sends: a node
+// none of whose messages came between probes sent silence apart was
+// silent that long, however late the actor handles them. A probe sent
+// late (the gateway's own goroutines starved of CPU) counts as one sent
+// in time, probeCredit at most, so a loaded gateway does not blame its
+// nodes for its own stall.
+const (
+	probeEvery  = 50 * time.Millisecond
+	probeCredit = 2 * probeEvery
+	// suspectFor is how long a node whose connection closed (or that left
+	// the topology) may stay silent before it is dropped: protoactor also
+	// closes a live node's connection when stale events about its address
+	// arrive, and the node's own pushes, on their own connection, say it
+	// is there. A killed node is dropped within about 0.2 s.
+	suspectFor = 3 * probeEvery
+)
+
+// probed counts one probe interval of silence for every node not heard
+// from since the last probe, and drops the nodes silent for too long.
+func (g *Gateway) probed(p *probe) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	credit := time.Duration(0)
+	if !g.lastProbe.IsZero() {
+		credit = min(max(p.sent.Sub(g.lastProbe), 0), probeCredit)
+	}
+	g.lastProbe = p.sent
+	for id, n := range g.nodes {
+		if n.heard {
+			n.heard, n.silence, n.suspect = false, 0, false
+			continue
+		}
+		n.silence += credit
+		switch {
+		case n.silence > g.cfg.NodeTimeout:
+			g.dropNodeLocked(id, "its messages stopped arriving "+g.cfg.NodeTimeout.String()+" ago")
+		case n.suspect && n.silence >= suspectFor:
+			g.dropNodeLocked(id, "its connection closed and its messages stopped")
 		}
 	}
 }
@@ -174,9 +237,8 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 	defer g.mu.Unlock()
 	for _, m := range t.Left {
 		if id, ok := nodeOf(m); ok {
-			delete(g.members, id)
-			if _, known := g.nodes[id]; known {
-				g.dropNodeLocked(id, "left the cluster")
+			if n := g.nodes[id]; n != nil && n.addr == m.Address() {
+				g.suspectLocked(n, "left the cluster")
 			}
 		}
 	}
@@ -184,10 +246,51 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 	for _, m := range t.Members {
 		if id, ok := nodeOf(m); ok {
 			g.members[id] = true
-			g.targets[m.Address()] = true // watch subscribes within SubscribeEvery
+			// A node back at a new address (a new process: each start
+			// takes a fresh port) is no longer at the old one.
+			for addr, tid := range g.targets {
+				if tid == id && addr != m.Address() {
+					delete(g.targets, addr)
+				}
+			}
+			g.targets[m.Address()] = id // watch subscribes within SubscribeEvery
 		}
 	}
 }
+
+// suspectLocked marks a node whose connection closed or that left the
+// topology: probed drops it unless its messages keep coming. A node whose
+// port refuses a connection is gone for sure (a killed process; a hung one
+// still has its port, a cut-off one does not answer): it is dropped at
+// once, without waiting out suspectFor on a loaded machine.
+func (g *Gateway) suspectLocked(n *nodeState, why string) {
+	if n.suspect {
+		return
+	}
+	g.log.Info().Str("node", n.id).Str("why", why).Msg("node suspect; dropped unless it is heard from")
+	n.suspect, n.heard, n.silence = true, false, 0
+	id, addr := n.id, n.addr
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		c, err := net.DialTimeout("tcp", addr, refusedWithin)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return // no answer: its silence decides
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
+			g.dropNodeLocked(id, "its connection closed and its port refuses")
+		}
+	}()
+}
+
+// refusedWithin bounds the dial that tells a killed node from a live one.
+const refusedWithin = 250 * time.Millisecond
 
 // nodeOf is the node id of a member that registered a node kind.
 func nodeOf(m *cluster.Member) (string, bool) {
@@ -231,7 +334,7 @@ func (g *Gateway) nodeLocked(id string) *nodeState {
 		n = &nodeState{id: id}
 		g.nodes[id] = n
 	}
-	n.lastSeen = time.Now()
+	n.lastSeen, n.heard = time.Now(), true
 	return n
 }
 
@@ -239,9 +342,9 @@ func (g *Gateway) nodeLocked(id string) *nodeState {
 func (g *Gateway) terminated(who *actor.PID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for id, n := range g.nodes {
+	for _, n := range g.nodes {
 		if n.pid != nil && n.pid.Equal(who) {
-			g.dropNodeLocked(id, "node's connection closed")
+			g.suspectLocked(n, "its connection closed")
 		}
 	}
 }
@@ -252,7 +355,19 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	g.mu.Lock()
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {
+		if n.addr != "" {
+			// A new process of the node (a fresh address per start): its
+			// devices leave with the old one and return with this one's
+			// inventory, their config read afresh.
+			g.log.Info().Str("node", n.id).Str("was", n.addr).Str("now", m.Address).Msg("node restarted")
+			for _, p := range g.proxies {
+				if p.nodeID == n.id {
+					p.lost.Store(true)
+				}
+			}
+		}
 		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
+		n.suspect = false
 		joined = n.pid
 		g.log.Info().Str("node", n.id).Str("addr", n.addr).Int("devices", len(m.Devices)).Msg("node joined")
 	}
@@ -365,7 +480,7 @@ func (g *Gateway) states(m *wire.StateBatch) {
 	// the node) and the gateway's (high by the shortest delay from it).
 	sampled := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
-		n.lastSeen = now
+		n.lastSeen, n.heard = now, true
 		n.offset.sample(m.SentUnixNs, now)
 		sampled += (m.OffsetNs - n.offset.ns()) / 2
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"maps"
+	"net"
 	"testing"
 	"time"
 
@@ -29,7 +30,12 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]bool{}, members: map[string]bool{}}
+		targets: map[string]string{}, members: map[string]bool{}}
+	// The gateway actor, local only: it gets the watch's probes, which
+	// judge the nodes' silence.
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
+		t.Fatal(err)
+	}
 	g.wg.Add(1)
 	go g.watch()
 	t.Cleanup(func() {
@@ -127,30 +133,59 @@ func TestGatewayMergesNodes(t *testing.T) {
 
 // With automanaged membership the cluster's topology drives the gateway: a
 // node member that joins is subscribed to, one that leaves takes its
-// devices away at once (not after NodeTimeout), and members without a node
-// kind (another gateway) are neither.
+// devices away once its messages stop too (not after NodeTimeout), while
+// one that left but keeps pushing stays; members without a node kind
+// (another gateway) are neither; a node back at a new address is no longer
+// subscribed to at its old one.
 func TestGatewayFollowsTopology(t *testing.T) {
 	g := testGateway(t, time.Hour) // only the topology may drop the node
-	na := &cluster.Member{Id: "m-a", Host: "127.0.0.2", Port: 7070, Kinds: []string{NodeKind("a"), cluster.TopicActorKind}}
+	// a's cluster port listens, as a live node's does (a refused one would
+	// be dropped at once).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	aAddr := l.Addr().String()
+	na := &cluster.Member{Id: "m-a", Host: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port), Kinds: []string{NodeKind("a"), cluster.TopicActorKind}}
 	gw := &cluster.Member{Id: "m-gw", Host: "127.0.0.4", Port: 7070, Kinds: []string{cluster.TopicActorKind}}
 	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{na, gw}, Joined: []*cluster.Member{na, gw}})
 	g.mu.Lock()
 	targets, member := maps.Clone(g.targets), g.members["a"]
 	g.mu.Unlock()
-	if !maps.Equal(targets, map[string]bool{"127.0.0.2:7070": true}) || !member {
+	if !maps.Equal(targets, map[string]string{aAddr: "a"}) || !member {
 		t.Fatalf("after a joined: targets %v, a a member %v; want a's address only, and a member", targets, member)
 	}
 
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.inventory(&wire.Inventory{NodeId: "a", Address: aAddr, Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	if len(g.svc.Devices().All()) != 1 {
 		t.Fatalf("%d devices after a's inventory, want 1", len(g.svc.Devices().All()))
 	}
+	// a leaves the topology but its pushes keep arriving (a health poll
+	// that timed out on a loaded machine): it stays.
 	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{gw}, Left: []*cluster.Member{na}})
-	waitCond(t, "a's arm gone after a left the topology", func() bool { return len(g.svc.Devices().All()) == 0 })
+	for range 20 { // 20 × 20 ms, well past suspectFor
+		g.states(&wire.StateBatch{NodeId: "a"})
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(g.svc.Devices().All()) != 1 {
+		t.Fatal("a's arm left with the topology while a's pushes kept arriving")
+	}
+	// It left and is silent: its arm goes, long before NodeTimeout.
+	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{gw}, Left: []*cluster.Member{na}})
+	waitCond(t, "a's arm gone after a left the topology and fell silent", func() bool { return len(g.svc.Devices().All()) == 0 })
+	g.mu.Lock()
+	if g.members["a"] || g.targets[aAddr] != "a" {
+		t.Errorf("after a left: a a member %v, subscribed %q; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets[aAddr])
+	}
+	g.mu.Unlock()
+	// a restarted: a new member at a new address replaces the old target.
+	na2 := &cluster.Member{Id: "m-a2", Host: "127.0.0.2", Port: 7072, Kinds: []string{NodeKind("a")}}
+	g.topology(&cluster.ClusterTopology{Members: []*cluster.Member{na2, gw}, Joined: []*cluster.Member{na2}})
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.members["a"] || !g.targets["127.0.0.2:7070"] {
-		t.Errorf("after a left: a a member %v, subscribed %v; want not a member, still subscribed (it may answer again)", g.members["a"], g.targets["127.0.0.2:7070"])
+	if !maps.Equal(g.targets, map[string]string{"127.0.0.2:7072": "a"}) {
+		t.Errorf("after a restarted at a new address: targets %v, want the new address only", g.targets)
 	}
 }
 
@@ -211,5 +246,65 @@ func TestGatewayStateAgeAcrossClocks(t *testing.T) {
 	p.mu.Unlock()
 	if age < -time.Millisecond || age > time.Second {
 		t.Fatalf("state sampled %v ago on the gateway's clock, want about now", age)
+	}
+}
+
+// A node's silence is counted in probes: a gateway whose probes come late
+// (its goroutines starved of CPU) does not drop a node for its own stall,
+// while a node unheard for NodeTimeout of timely probes is dropped, and a
+// node whose connection closed is dropped after suspectFor unless heard.
+func TestGatewayJudgesSilenceByProbes(t *testing.T) {
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	})
+	cfg := Config{NodeID: "gw", NodeTimeout: time.Second, Log: zerolog.Nop()}
+	cfg.defaults()
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
+		targets: map[string]string{}, members: map[string]bool{}}
+	t.Cleanup(g.sys.Shutdown)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "04A0")}})
+	known := func(id string) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.nodes[id] != nil
+	}
+	at := time.Now()
+	probe := func(after time.Duration) {
+		at = at.Add(after)
+		g.probed(&probe{sent: at})
+	}
+	probe(0)
+	// The gateway stalls: probes 3 s apart, nothing handled in between.
+	for range 3 {
+		probe(3 * time.Second)
+	}
+	if !known("a") || !known("b") {
+		t.Fatal("a gateway starved between its probes dropped its nodes")
+	}
+	// Timely probes: b keeps pushing, a does not.
+	for range int(cfg.NodeTimeout/probeEvery) + 1 {
+		g.states(&wire.StateBatch{NodeId: "b"})
+		probe(probeEvery)
+	}
+	if known("a") || !known("b") {
+		t.Fatalf("after %v of timely probes: a known %v (silent), b known %v (pushing)", cfg.NodeTimeout, known("a"), known("b"))
+	}
+	// b's connection closes: it goes after suspectFor, not NodeTimeout.
+	g.mu.Lock()
+	g.suspectLocked(g.nodes["b"], "test")
+	g.mu.Unlock()
+	for range int(suspectFor/probeEvery) + 1 {
+		probe(probeEvery)
+	}
+	if known("b") {
+		t.Fatal("a node whose connection closed and that fell silent was kept")
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,11 +21,13 @@ import (
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
-// gatewaySession is the register owner a node writes forwarded commands
-// as. Local sessions count up from 1, so they never reach it. A local
-// client that holds a device keeps it: the gateway's commands are dropped
-// until it lets go, and the pushed state says the device is held locally,
-// so the gateway refuses its own sessions with device_busy meanwhile.
+// gatewaySession is the register owner a node writes the first gateway's
+// forwarded commands as; each further gateway it hears from gets the next
+// even number above it, so two gateways never share an arm. Local sessions
+// count up from 1, so they never reach it. Whoever holds a device keeps
+// it: the other gateways' commands are dropped until it lets go, and the
+// state pushed to each gateway says the device is held by someone else, so
+// that gateway refuses its own sessions with device_busy meanwhile.
 const gatewaySession = 1 << 62
 
 // Node serves a hapticd's devices to the lab's gateways.
@@ -37,25 +38,44 @@ type Node struct {
 	lk    *link
 	sys   *actor.ActorSystem
 	clock loop.Clock
-	addr  string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 
 	// mu guards the following.
-	mu      sync.Mutex
-	subs    map[string]*subscriber // by gateway address
-	set     *actors.DeviceSet      // the set byUUID was built from
-	byUUID  map[string]*actors.Device
-	invSent *actors.DeviceSet // the set the subscribers last got
+	mu     sync.Mutex
+	subs   map[string]*subscriber // by gateway address
+	owners uint64                 // gateways given an owner so far
+	// offsets are the clock offsets learnt from each gateway address,
+	// kept when a silent gateway is forgotten: after a partition heals,
+	// the first of its messages to arrive are the ones TCP queued during
+	// it, and an offset learnt afresh from a stale Subscribe would make
+	// the stale commands behind it look fresh (they were replayed).
+	offsets map[string]*clockOffset
+	// leaseEnds are, by gateway owner, when its last command's lease ends
+	// (n.clock): a gateway whose lease lapsed gives way to another at
+	// once, not after the register's claim timeout (1 s).
+	leaseEnds map[uint64]int64
+	set       *actors.DeviceSet // the set byUUID was built from
+	byUUID    map[string]*actors.Device
+	invSent   *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
-	pid      *actor.PID
+	pid *actor.PID
+	// owner is the register owner this gateway's commands are written as.
+	owner uint64
+	// heard is set by each Subscribe; silence is how long none came, on
+	// the push loop's clock, counting at most silenceCredit per tick so a
+	// node starved of CPU does not blame its gateway for its own stall.
+	heard    bool
+	silence  time.Duration
 	lastSeen time.Time
 	// offset estimates the gateway's wall clock less the node's, from the
+	// gateway's Subscribe messages. It is shared with Node.offsets and
+	// outlives the subscription: see there.
 	// gateway's Subscribe messages.
-	offset clockOffset
+	offset *clockOffset
 }
 
 // clockOffset estimates a peer's wall clock less this process's from the
@@ -96,12 +116,14 @@ func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
 	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
-		addr: net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)),
 		stop: make(chan struct{}), subs: map[string]*subscriber{}}
 	// The node's one kind: a device's cluster identity is this kind plus
 	// its UUID, so placement is where the device's cable is.
 	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
 	lk, err := startLink(&cfg, []*cluster.Kind{kind}, func(sys *actor.ActorSystem) error {
+		// Set before any peer can reach the node actor; its address is
+		// the one the remote takes (sys.Address()).
+		n.sys = sys
 		if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
 			return fmt.Errorf("cluster: spawn node actor: %w", err)
 		}
@@ -110,7 +132,7 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.lk, n.sys = lk, lk.sys
+	n.lk = lk
 	sub, err := svc.Activity().Subscribe(0, false)
 	if err != nil {
 		lk.stop()
@@ -160,35 +182,36 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 	}
 }
 
-// livePIDs are the gateways heard from within GatewayTimeout.
+// livePIDs are the gateways subscribed.
 func (n *Node) livePIDs() []*actor.PID {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.livePIDsLocked()
-}
-
-// livePIDsLocked is livePIDs; it also forgets gateways gone silent.
-func (n *Node) livePIDsLocked() []*actor.PID {
 	var pids []*actor.PID
-	for _, s := range n.liveLocked() {
+	for _, s := range n.subs {
 		pids = append(pids, s.pid)
 	}
 	return pids
 }
 
-// liveLocked are the gateways heard from within GatewayTimeout; it forgets
-// the others.
-func (n *Node) liveLocked() []*subscriber {
-	var live []*subscriber
+// silenceCredit is the most one push tick counts towards a gateway's
+// silence: a tick that comes late because this process was starved counts
+// as one that came in time.
+const silenceCredit = 50 * time.Millisecond
+
+// forgetSilentLocked forgets the gateways whose subscriptions stopped
+// arriving for GatewayTimeout; elapsed is the time since the last tick.
+func (n *Node) forgetSilentLocked(elapsed time.Duration) {
+	credit := min(elapsed, silenceCredit)
 	for addr, s := range n.subs {
-		if time.Since(s.lastSeen) > GatewayTimeout {
-			delete(n.subs, addr)
-			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
+		if s.heard {
+			s.heard, s.silence = false, 0
 			continue
 		}
-		live = append(live, s)
+		if s.silence += credit; s.silence > GatewayTimeout {
+			delete(n.subs, addr)
+			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
+		}
 	}
-	return live
 }
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
@@ -246,17 +269,45 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
 	if !ok {
-		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName)}
+		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName), owner: gatewaySession + 2*n.owners,
+			offset: n.offsetLocked(m.GatewayAddress)}
+		n.owners++
 		n.subs[m.GatewayAddress] = s
-		n.log.Info().Str("gateway", m.GatewayAddress).Msg("gateway subscribed")
+		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
 	}
-	s.lastSeen = time.Now()
+	s.heard, s.lastSeen = true, time.Now()
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
 	n.mu.Unlock()
 	// Every Subscribe is answered with the inventory, so a gateway that
 	// dropped this node (or lost a message) converges within one round.
 	n.sys.Root.Send(s.pid, inv)
+}
+
+// keptOffsets bounds Node.offsets: the one whose sample window is oldest goes
+// (each gateway process start has an address of its own).
+const keptOffsets = 64
+
+// offsetLocked is the clock offset of the gateway at addr, kept or new.
+func (n *Node) offsetLocked(addr string) *clockOffset {
+	if o := n.offsets[addr]; o != nil {
+		return o
+	}
+	if n.offsets == nil {
+		n.offsets = map[string]*clockOffset{}
+	}
+	if len(n.offsets) >= keptOffsets {
+		var oldest string
+		for a, o := range n.offsets {
+			if oldest == "" || o.since.Before(n.offsets[oldest].since) {
+				oldest = a
+			}
+		}
+		delete(n.offsets, oldest)
+	}
+	o := &clockOffset{}
+	n.offsets[addr] = o
+	return o
 }
 
 // devicesLocked refreshes the UUID index when the device set changed.
@@ -275,7 +326,7 @@ func (n *Node) devicesLocked() map[string]*actors.Device {
 func (n *Node) inventoryLocked() *wire.Inventory {
 	devs := n.devicesLocked()
 	n.invSent = n.set
-	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.addr}
+	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.sys.Address()}
 	for _, d := range devs {
 		i := d.Info
 		inv.Devices = append(inv.Devices, &wire.Device{
@@ -298,25 +349,35 @@ func (n *Node) command(m *wire.Command) {
 	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
 	n.mu.Lock()
 	d := n.devicesLocked()[m.Uuid]
-	var ageNs int64 = -1
-	if s := n.subs[m.GatewayAddress]; s != nil {
-		ageNs = max(s.offset.ageNs(m.SentUnixNs, now), 0)
+	s := n.subs[m.GatewayAddress]
+	var ageNs int64
+	var owner uint64
+	if s != nil {
+		ageNs, owner = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner
 	}
 	n.mu.Unlock()
-	if d == nil {
-		return // gone meanwhile; the next inventory tells the gateway
+	if d == nil || s == nil {
+		// Gone meanwhile (the next inventory tells the gateway), or a
+		// gateway not subscribed: whatever it held lapses with the lease.
+		return
 	}
 	reg := d.Register()
 	mode := hw.ControlMode(m.Mode)
 	if mode == hw.ModeIdle {
-		reg.Release(gatewaySession) // always honoured: it only ends a force
+		reg.Release(owner) // always honoured: it only ends a force
 		return
 	}
-	if ageNs < 0 || ageNs >= leaseNs {
+	if ageNs >= leaseNs {
 		return
 	}
-	if reg.Claim(gatewaySession) != gatewaySession {
-		return // a local client holds the device
+	if held := reg.Claim(owner); held != owner {
+		if !n.lapsed(held) {
+			return // a local client, or another gateway within its lease, holds the device
+		}
+		reg.Release(held)
+		if reg.Claim(owner) != owner {
+			return
+		}
 	}
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
@@ -324,7 +385,36 @@ func (n *Node) command(m *wire.Command) {
 	if !ok {
 		return
 	}
-	reg.Write(gatewaySession, m.Seq, n.clock.Now()+leaseNs-ageNs, &cmd, nil)
+	end := n.clock.Now() + leaseNs - ageNs
+	reg.Write(owner, m.Seq, end, &cmd, nil)
+	n.mu.Lock()
+	if n.leaseEnds == nil {
+		n.leaseEnds = map[uint64]int64{}
+	}
+	n.leaseEnds[owner] = end
+	n.mu.Unlock()
+}
+
+// lapsed reports whether owner is a gateway whose last command's lease
+// has ended; it then forgets that lease.
+func (n *Node) lapsed(owner uint64) bool {
+	if owner < gatewaySession {
+		return false // a local session: the register's own rules hold
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.leaseOverLocked(owner) {
+		return false
+	}
+	delete(n.leaseEnds, owner)
+	return true
+}
+
+// leaseOverLocked reports whether owner is a gateway whose last command's
+// lease has ended.
+func (n *Node) leaseOverLocked(owner uint64) bool {
+	end, ok := n.leaseEnds[owner]
+	return ok && owner >= gatewaySession && n.clock.Now() >= end
 }
 
 // push sends every device's state to each live subscriber, and the
@@ -333,47 +423,70 @@ func (n *Node) push() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second / time.Duration(n.cfg.PushHz))
 	defer t.Stop()
-	var snap loop.Snapshot
+	type dest struct {
+		pid      *actor.PID
+		owner    uint64
+		offsetNs int64
+	}
+	var (
+		snaps        []loop.Snapshot
+		uuids        []string
+		dests        []dest
+		lapsedOwners []uint64
+		last         = time.Now()
+	)
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
 		}
+		now := time.Now()
 		n.mu.Lock()
+		n.forgetSilentLocked(now.Sub(last))
+		last = now
 		devs := n.devicesLocked()
 		var inv *wire.Inventory
 		if n.set != n.invSent {
 			inv = n.inventoryLocked()
 		}
-		live := n.liveLocked()
-		type dest struct {
-			pid      *actor.PID
-			offsetNs int64
+		dests = dests[:0]
+		// A gateway whose lease ended holds nothing any more, whatever the
+		// register says until another claims it: the others are told the
+		// arm is free, so their sessions can take it.
+		lapsedOwners = lapsedOwners[:0]
+		for o := range n.leaseEnds {
+			if n.leaseOverLocked(o) {
+				lapsedOwners = append(lapsedOwners, o)
+			}
 		}
-		dests := make([]dest, len(live))
-		for i, s := range live {
-			dests[i] = dest{s.pid, s.offset.ns()}
+		for _, s := range n.subs {
+			dests = append(dests, dest{s.pid, s.owner, s.offset.ns()})
 		}
 		n.mu.Unlock()
 		if len(dests) == 0 {
 			continue
 		}
-		states := make([]*wire.State, 0, len(devs))
-		now := time.Now().UnixNano()
+		snaps, uuids = snaps[:0], uuids[:0]
 		for uuid, d := range devs {
-			d.Load(&snap)
-			st := stateToWire(uuid, &snap)
-			st.HeldLocally = snap.Owner != 0 && snap.Owner != gatewaySession
-			states = append(states, st)
+			snaps = append(snaps, loop.Snapshot{})
+			d.Load(&snaps[len(snaps)-1])
+			uuids = append(uuids, uuid)
 		}
+		sent := now.UnixNano()
 		for _, to := range dests {
 			if inv != nil {
 				n.sys.Root.Send(to.pid, inv)
 			}
-			// One message per gateway (the offset is the gateway's); the
-			// states are shared and never written after this.
-			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: now, OffsetNs: to.offsetNs})
+			// One batch per gateway: the offset is the gateway's, and so is
+			// whether someone else holds each device.
+			states := make([]*wire.State, len(snaps))
+			for i := range snaps {
+				states[i] = stateToWire(uuids[i], &snaps[i])
+				owner := snaps[i].Owner
+				states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
+			}
+			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: sent, OffsetNs: to.offsetNs})
 		}
 	}
 }

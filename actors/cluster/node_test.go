@@ -209,3 +209,89 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 		})
 	}
 }
+
+// Two gateways subscribed to one node: each writes as its own owner, so
+// the one that holds the arm keeps it and the other's commands move
+// nothing until the holder's lease lapses; then the other takes it.
+func TestTwoGatewaysOneController(t *testing.T) {
+	n, d := testNode(t)
+	const other = "127.0.0.5:7070"
+	n.subscribe(&wire.Subscribe{GatewayAddress: other, SentUnixNs: time.Now().UnixNano()})
+	first := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 1)
+	n.command(first)
+	if o := d.Register().Owner(); o != gatewaySession {
+		t.Fatalf("owner %d after the first gateway's command, want %d", o, uint64(gatewaySession))
+	}
+	second := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, -1)
+	second.GatewayAddress = other
+	n.command(second)
+	var snap loop.Snapshot
+	d.Load(&snap)
+	if o := d.Register().Owner(); o != gatewaySession || snap.Target[2] == -1 {
+		t.Fatalf("the second gateway's command took the arm (owner %d, target %v)", o, snap.Target)
+	}
+	// The first gateway goes quiet: once its lease lapses the second's
+	// command takes the arm.
+	took := waitFor(t, "the second gateway controls the arm after the first's lease", func() bool {
+		c := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, -1)
+		c.GatewayAddress = other
+		n.command(c)
+		return d.Register().Owner() == gatewaySession+2
+	})
+	// Not after the register's claim timeout (1 s): the lapsed gateway's
+	// claim is released as soon as its lease (100 ms) ends.
+	if took >= 900*time.Millisecond {
+		t.Errorf("the second gateway took the arm %v after the first's last command; the lease is 100 ms", took)
+	}
+}
+
+// A node forgets a gateway whose subscriptions stopped for GatewayTimeout,
+// counted in push ticks: ticks that come late because the node was starved
+// count no more than silenceCredit each.
+func TestNodeJudgesGatewaySilenceByItsTicks(t *testing.T) {
+	n, _ := testNode(t)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	// Three stalls of 2 s each: 150 ms of silence, not 6 s.
+	for range 3 {
+		n.forgetSilentLocked(2 * time.Second)
+	}
+	if n.subs[testGW] == nil {
+		t.Fatal("a starved node forgot its gateway after 3 late ticks")
+	}
+	for range int(GatewayTimeout/silenceCredit) + 1 {
+		n.forgetSilentLocked(silenceCredit)
+	}
+	if n.subs[testGW] != nil {
+		t.Fatalf("gateway still subscribed after %v of ticks without a subscription", GatewayTimeout)
+	}
+}
+
+// After a partition heals, TCP delivers what it queued during it first: a
+// gateway the node forgot meanwhile comes back through a stale Subscribe,
+// and the stale commands behind it must still be judged by the clock
+// offset learnt before, and dropped.
+func TestStaleCommandsAfterAPartitionDropped(t *testing.T) {
+	n, d := testNode(t)
+	n.mu.Lock()
+	for range int(GatewayTimeout/silenceCredit) + 2 { // the first tick takes the subscription's word
+		n.forgetSilentLocked(silenceCredit)
+	}
+	forgotten := n.subs[testGW] == nil
+	n.mu.Unlock()
+	if !forgotten {
+		t.Fatal("the silent gateway was not forgotten")
+	}
+	queued := time.Now().Add(-2 * time.Second).UnixNano()
+	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: queued})
+	stale := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+	stale.SentUnixNs = queued + int64(time.Millisecond)
+	n.command(stale)
+	if o := d.Register().Owner(); o != 0 {
+		t.Fatalf("a command queued during the partition took the arm after it healed (owner %d)", o)
+	}
+	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2))
+	if o := d.Register().Owner(); o == 0 {
+		t.Fatal("a fresh command after the partition was dropped")
+	}
+}

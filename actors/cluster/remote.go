@@ -31,7 +31,9 @@ type Config struct {
 	// NodeID names this process in the lab (a node's inventory carries it).
 	NodeID string
 	// Bind and Port are where the remote listens (Bind: loopback unless the
-	// lab spans hosts). Port must be fixed: peers are listed by address.
+	// lab spans hosts). Port 0 takes a fresh port at every start, which is
+	// what lets a restarted process back in (package doc, Rejoin); a node
+	// with static membership needs a fixed one, the gateway lists it.
 	Bind string
 	Port int
 	// Membership is MembershipStatic (default) or MembershipAutomanaged.
@@ -114,8 +116,8 @@ type link struct {
 // the process's named actor exists before any peer can message it.
 func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) error) (*link, error) {
 	addr := net.JoinHostPort(c.Bind, strconv.Itoa(c.Port))
-	if c.Port <= 0 {
-		return nil, fmt.Errorf("cluster: --cluster-port %d: a fixed port is needed, peers list it", c.Port)
+	if c.Port < 0 {
+		return nil, fmt.Errorf("cluster: --cluster-port %d: want 0 (a fresh port each start) or a port", c.Port)
 	}
 	// remote.Start panics when it cannot listen: find out first.
 	l, err := net.Listen("tcp", addr)
@@ -155,7 +157,7 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		lk.stop()
 		return nil, err
 	}
-	c.Log.Info().Str("listener", "cluster").Str("addr", addr).Bool("tls", c.CAFile != "").
+	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Bool("tls", c.CAFile != "").
 		Str("membership", c.Membership).Msg("listening")
 	return lk, nil
 }
@@ -194,9 +196,15 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 	lk.prov = automanaged.NewWithTesting(HealthRefresh, c.HealthPort, e, hosts...)
 	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, lk.prov, disthash.New(), rcfg,
 		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(configTimeout)))
-	cl, sysID := lk.cl, lk.sys.ID
+	cl, sys := lk.cl, lk.sys
 	e.GET("/_health", func(ctx echo.Context) error {
-		return ctx.JSON(http.StatusOK, automanaged.NewNode(clusterName, sysID, c.Bind, c.Port, c.HealthPort, cl.GetClusterKinds()))
+		// The port the remote took (a fresh one per start with port 0):
+		// the endpoint answers only once the remote listens.
+		host, port, err := sys.GetHostPort()
+		if err != nil || port <= 0 {
+			return ctx.NoContent(http.StatusServiceUnavailable)
+		}
+		return ctx.JSON(http.StatusOK, automanaged.NewNode(clusterName, sys.ID, host, port, c.HealthPort, cl.GetClusterKinds()))
 	})
 	if err := recovered("join the cluster", lk.cl.StartMember); err != nil {
 		return err

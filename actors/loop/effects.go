@@ -365,3 +365,26 @@ func (o *outputFigures) storeDue(fs *forceStages, fx *effectStage, force bool) {
 	o.activeNs.Store(fs.pc.ActiveNs)
 	o.spells.Store(fs.pc.Spells)
 }
+
+// DropEffects withdraws the Set in force if session declared it, and
+// reports whether it did. Unlike SetEffects it may be called from any
+// goroutine, at any time: a session that ends withdraws its effects while
+// the device may already have a new controller, whose Set it leaves alone.
+// The withdrawn effects fade out like removed ones (under the ramp that
+// ends their control).
+func (d *Device) DropEffects(session uint64) bool {
+	st := d.fx.Load()
+	if st == nil {
+		return false
+	}
+	for {
+		s := st.set.Load()
+		if s == nil || s.Session != session {
+			return false
+		}
+		if st.set.CompareAndSwap(s, nil) {
+			d.poke()
+			return true
+		}
+	}
+}

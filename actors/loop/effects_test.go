@@ -350,3 +350,23 @@ func TestWallHoldsTheSimulatedArm(t *testing.T) {
 		})
 	}
 }
+
+// TestDropEffectsWithdrawsOnlyItsSessionsSet: a session that ends
+// withdraws its Set, never the Set a new controller published meanwhile.
+func TestDropEffectsWithdrawsOnlyItsSessionsSet(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	if r.dev.DropEffects(7) {
+		t.Fatal("dropped effects from a device that never had any")
+	}
+	mine := springSet(t, 7)
+	r.dev.SetEffects(mine)
+	if r.dev.DropEffects(8) || r.dev.Effects() != mine {
+		t.Fatal("session 8 dropped session 7's effects")
+	}
+	if !r.dev.DropEffects(7) || r.dev.Effects() != nil {
+		t.Fatalf("session 7's effects still in force: %v", r.dev.Effects())
+	}
+	if r.dev.DropEffects(7) {
+		t.Fatal("dropped twice")
+	}
+}

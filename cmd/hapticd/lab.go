@@ -36,7 +36,7 @@ func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.Var(&l.peers, "peers", "static: on the gateway, the nodes' cluster addresses host:cluster-port; automanaged: on every process, every member's host:health-port (repeatable, comma-separated)")
 	fs.IntVar(&l.healthPort, "cluster-health-port", 7071, "automanaged: port of the membership health endpoint (plain HTTP, bound to --cluster-bind only; peers list it)")
 	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
-	fs.IntVar(&l.port, "cluster-port", 7070, "cluster link port (fixed: peers list it)")
+	fs.IntVar(&l.port, "cluster-port", 0, "cluster link port; 0 takes a fresh port at every start, which lets a restarted process rejoin (automanaged peers find it through --cluster-health-port); a node with --membership static needs a fixed one, the gateway's --peers list it")
 	fs.StringVar(&l.cert, "cluster-cert", "", "PEM certificate for mutual TLS on the cluster link")
 	fs.StringVar(&l.key, "cluster-key", "", "PEM key of --cluster-cert")
 	fs.StringVar(&l.ca, "cluster-ca", "", "PEM CA that signs every lab member's certificate (turns on mutual TLS)")
@@ -60,6 +60,9 @@ func (l *labOptions) check() error {
 		if l.role != "gateway" && len(l.peers) > 0 {
 			return fmt.Errorf("--peers is for --role gateway with --membership static (this is --role %s): nodes learn their gateway when it subscribes", l.role)
 		}
+		if l.role == "node" && l.port == 0 {
+			return errors.New("--role node with --membership static needs a fixed --cluster-port: the gateway's --peers list it")
+		}
 	case cluster.MembershipAutomanaged:
 		if l.role == "standalone" {
 			if len(l.peers) > 0 {
@@ -75,6 +78,9 @@ func (l *labOptions) check() error {
 		}
 	default:
 		return fmt.Errorf("--membership %q: want static or automanaged", l.membership)
+	}
+	if l.port < 0 || l.port > 65535 {
+		return fmt.Errorf("--cluster-port %d: want 0 (a fresh port each start) or a port", l.port)
 	}
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
@@ -99,7 +105,12 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Lo
 		Log: log.With().Str("component", "cluster").Logger(),
 	}
 	if cfg.NodeID == "" {
-		cfg.NodeID = fmt.Sprintf("%s:%d", l.bind, l.port)
+		// Stable across restarts: the node's kind and its devices'
+		// identities must not change with the fresh cluster port.
+		cfg.NodeID = l.bind
+		if l.port != 0 {
+			cfg.NodeID = fmt.Sprintf("%s:%d", l.bind, l.port)
+		}
 	}
 	if l.role == "node" {
 		n, err := cluster.StartNode(svc, cfg)

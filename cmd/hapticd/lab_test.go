@@ -302,6 +302,9 @@ func testLab(t *testing.T, bin, membership string) {
 		}
 	}
 	node := func(host string, port, base int) []string {
+		if membership == "automanaged" {
+			port = 0 // the default: a fresh port per start, found through the health port
+		}
 		args := append([]string{"--role", "node", "--node-id", host, "--cluster-port", strconv.Itoa(port),
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
 		return append(args, extra[host]...)
@@ -629,26 +632,26 @@ func readmeLabPKI(t *testing.T, dir string) bool {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		return false
 	}
-	readme, err := os.ReadFile("../../docs/lab.md")
+	doc, err := os.ReadFile("../../docs/lab.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := readmeBlock(t, string(readme), "### Running a two-host lab")
+	block := readmeBlock(t, string(doc), "## Running a two-host lab")
 	for from, to := range map[string]string{"10.0.0.1": "127.0.0.2", "10.0.0.2": "127.0.0.3", "10.0.0.3": "127.0.0.4"} {
 		if !strings.Contains(block, from) {
-			t.Fatalf("the README's certificate recipe no longer names %s", from)
+			t.Fatalf("docs/lab.md's certificate recipe no longer names %s", from)
 		}
 		block = strings.ReplaceAll(block, from, to)
 	}
 	cmd := exec.Command("sh", "-e", "-c", block)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's certificate recipe: %v\n%s", err, out)
+		t.Fatalf("docs/lab.md's certificate recipe: %v\n%s", err, out)
 	}
 	// The recipe writes into ./lab; the test reads dir.
 	entries, err := os.ReadDir(filepath.Join(dir, "lab"))
 	if err != nil {
-		t.Fatalf("the README's certificate recipe made no lab directory: %v", err)
+		t.Fatalf("docs/lab.md's certificate recipe made no lab directory: %v", err)
 	}
 	for _, e := range entries {
 		if err := os.Rename(filepath.Join(dir, "lab", e.Name()), filepath.Join(dir, e.Name())); err != nil {
@@ -666,7 +669,7 @@ func TestLabMutualTLS(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	lab, foreign := t.TempDir(), t.TempDir()
-	// The lab's certificates are made by the README's recipe, run as
+	// The lab's certificates are made by docs/lab.md's recipe, run as
 	// written with the lab's addresses on 127.0.0.x; the foreign CA's by Go.
 	nodeCert, gwCert := []string{"a.pem", "a.key"}, []string{"gw.pem", "gw.key"}
 	if !readmeLabPKI(t, lab) {
@@ -743,12 +746,14 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "gateway", "--membership", "automanaged"}, "--peers"},
 		{[]string{"--peers", "127.0.0.2:7071"}, "standalone"},
 		{[]string{"--role", "node", "--membership", "gossip"}, "--membership"},
-		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-health-port", "7070"}, "--cluster-health-port"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7071"}, "--cluster-health-port"},
 		// static: only the gateway lists the nodes.
-		{[]string{"--role", "node", "--membership", "static"}, ""},
+		{[]string{"--role", "node", "--membership", "static"}, "--cluster-port"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "70000"}, "--cluster-port"},
 		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070"}, ""},
 		{[]string{"--role", "gateway", "--membership", "static"}, "--peers"},
-		{[]string{"--role", "node", "--membership", "static", "--peers", "127.0.0.2:7070"}, "--peers"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--peers", "127.0.0.2:7070"}, "--peers"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

@@ -121,6 +121,7 @@ func effect(input, inForce bool) Schema {
 		props["ttl_ms"] = Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}
 		if inForce {
 			props["remaining_ms"] = Schema{"type": "integer", "minimum": 0, "description": "ms left before the effect fades out; absent without ttl_ms"}
+			props["rendered_force"] = Ref("vec3")
 		}
 		required = append([]string{"id", "type"}, required...)
 		if input {
@@ -137,7 +138,7 @@ func effect(input, inForce bool) Schema {
 		out := []string{}
 		for _, k := range sortedKeys(props) {
 			switch {
-			case k == "ttl_ms", k == "remaining_ms", k == "direction" && t == protocol.EffectSpring,
+			case k == "ttl_ms", k == "remaining_ms", k == "rendered_force", k == "direction" && t == protocol.EffectSpring,
 				t == protocol.EffectDamper && k != "id" && k != "type",
 				k == "duration_ms":
 			default:
@@ -250,4 +251,6 @@ func extraEntries(out, in map[protocol.Key]Schema) {
 	in[protocol.KeyForceClamp] = open(Schema{"max_force": clamp}, "max_force")
 	out[protocol.KeyForceSlewLimit] = allRequired(Schema{"max_rate": slew})
 	in[protocol.KeyForceSlewLimit] = open(Schema{"max_rate": slew}, "max_rate")
+	out[protocol.KeyPassivityController] = allRequired(Schema{"enabled": boolean()})
+	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean()}, "enabled")
 }

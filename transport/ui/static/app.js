@@ -55,7 +55,8 @@ function isGrip(type, dev) {
 }
 
 // Rows by what they hold, each label with its unit.
-const ARM_ROWS = [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
+const ARM_ROWS = [["status", "status"], ["position", "position (m)"], ["force", "force (N)"], ["effects", "effects in force (id, type, force N)"],
+  ["loop p99", "loop p99"], ["overruns", "overruns"]];
 const GRIP_ROWS = [["status", "status"], ["orientation", "orientation (quaternion w, x, y, z)"], ["angles", "yaw, pitch, roll (°)"],
   ["buttons", "buttons (pressed)"], ["hall", "hall level (0–1)"], ["battery", "battery (%)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
 
@@ -179,11 +180,37 @@ async function pollDevices() {
         d.chart?.setData([d.t, d.x, d.y, d.z]);
         // Numbers only, so building the markup from them is safe.
         d.rows["force"].innerHTML = `${vec(s.current_cursor_force, 2)} ${forceArrow(s.current_cursor_force)}`;
+        showEffects(d, type, s.effects);
       }
     }
   }
   for (const [key, d] of state.devices) {
     if (!seen.has(key)) { d.card.remove(); d.chart?.destroy(); state.devices.delete(key); fillDeviceChoices(); }
+  }
+}
+
+// showEffects lists the effects an arm renders. The frame says how many
+// (state.effects); their ids, types and forces come from the effects
+// route, asked only while there are some and one ask at a time.
+async function showEffects(d, type, fx) {
+  const row = d.rows["effects"];
+  if (!fx || !fx.count) {
+    row.replaceChildren("none");
+    return;
+  }
+  if (d.effectsAsking) return;
+  d.effectsAsking = true;
+  try {
+    const v = await tryJSON(`/${type}/${encodeURIComponent(d.id)}/effects`);
+    if (!v) return;
+    const list = el("ul", { class: "effects" });
+    for (const e of v.effects) {
+      // Text nodes only: ids are the client's strings.
+      list.append(el("li", { "data-effect": e.id }, `${e.id} ${e.type} ${vec(e.rendered_force, 2)}`));
+    }
+    row.replaceChildren(v.effects.length ? list : "none");
+  } finally {
+    d.effectsAsking = false;
   }
 }
 

@@ -1,0 +1,484 @@
+package actors
+
+import (
+	"errors"
+	"maps"
+	"math"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// armEffects is what one session declared on one arm, as its per-tick path
+// keeps it: the declaration in the session's application space (what GET
+// .../effects reports), the Set published from it and the view it was
+// converted with, so a change of basis, mount or transform converts it
+// again. Only the session's reader touches it.
+type armEffects struct {
+	declared []protocol.Effect
+	// endsNs[i] is when declared[i]'s ttl or vibration runs out (service
+	// Clock; 0: never): it is then dropped and effect-expired published.
+	endsNs []int64
+	// declaredNs[i] is when declared[i] was last set: a field's validity
+	// counts from its refresh.
+	declaredNs []int64
+	set        *effect.Set
+	view       *View
+	// deadlineNs is the lease deadline last written for the arm: past it
+	// the lease lapsed and the effects were dropped with it.
+	deadlineNs int64
+}
+
+// errEffectNotRendered wraps the effects this service validates on the
+// wire but its loop cannot render as declared.
+var errEffectNotRendered = errors.New("not rendered")
+
+// effectsBefore runs before a message's entry for d is applied: it drops
+// the session's effects on d when their control ended (lease lapsed,
+// released, another session took the arm), ends the effects whose time
+// ran out, and converts the rest again when the session's view of d
+// changed. It costs a map lookup for a session without effects.
+func (p *tickPath) effectsBefore(d *Device, now int64) {
+	a := p.fx[d]
+	if a == nil {
+		return
+	}
+	id := p.sess.ID
+	if d.Register().Owner() != id || now > a.deadlineNs || d.rt.Effects() != a.set {
+		p.dropEffects(d)
+		return
+	}
+	changed := false
+	for i := 0; i < len(a.declared); {
+		if e := a.endsNs[i]; e != 0 && now >= e {
+			p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
+			a.declared = append(a.declared[:i], a.declared[i+1:]...)
+			a.endsNs = append(a.endsNs[:i], a.endsNs[i+1:]...)
+			a.declaredNs = append(a.declaredNs[:i], a.declaredNs[i+1:]...)
+			changed = true
+			continue
+		}
+		i++
+	}
+	if v := d.ViewFor(id); changed || v != a.view {
+		// Both were accepted when declared; a new view can still make one
+		// unrenderable (a basis that turns a box): then the arm keeps the
+		// Set it had.
+		if set, _, err := buildSet(id, a.declared, a.declaredNs, &v.Space); err == nil {
+			a.set, a.view = set, v
+			p.publishEffects(d, a)
+		}
+	}
+}
+
+// dropEffects forgets the session's effects on d and withdraws them from
+// the loop.
+func (p *tickPath) dropEffects(d *Device) {
+	d.rt.DropEffects(p.sess.ID)
+	delete(p.fx, d)
+}
+
+// effects applies an entry's "effects" member to d, after its command (if
+// any) was written: it takes control of a free arm, applies the update to
+// the session's effects on the arm whole or not at all, publishes them to
+// the loop and renews the lease like a command.
+func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
+	at := e.Path + ".effects"
+	id := p.sess.ID
+	if d.Type != protocol.TypeArm {
+		f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownKey, at,
+			"a %s has no force output: effects were ignored", e.TypeKey))
+		return
+	}
+	reg := d.Register()
+	wasOwner := reg.Owner() == id
+	if owner := reg.Claim(id); owner != id {
+		msg := "controlled by another session until it disconnects or its lease lapses"
+		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, at,
+			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
+		p.noteBusy(d, owner, now)
+		// As device-busy: at most one event per device per busyEvery, not
+		// one per tick of a client that keeps trying.
+		k := busyKey{d.Type, d.ID}
+		if last, ok := p.fxBusy[k]; !ok || now-last >= int64(busyEvery) {
+			if p.fxBusy == nil {
+				p.fxBusy = map[busyKey]int64{}
+			}
+			maps.DeleteFunc(p.fxBusy, func(_ busyKey, at int64) bool { return now-at >= int64(busyEvery) })
+			p.fxBusy[k] = now
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(&e.Effects), string(protocol.CodeDeviceBusy), msg))
+		}
+		return
+	}
+	a := p.fx[d]
+	if a == nil {
+		a = &armEffects{}
+	}
+	u := &e.Effects
+	if !u.Empty() {
+		declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
+		if perr == nil {
+			view := d.ViewFor(id)
+			set, bad, err := buildSet(id, declared, declaredNs, &view.Space)
+			if err != nil {
+				perr = protocol.Errorf(protocol.CodeInvalidValue, at, "effect %q: %v", declared[bad].ID, err)
+			} else {
+				a.declared, a.declaredNs, a.set, a.view = declared, declaredNs, set, view
+				a.endsNs = endsOf(declared, declaredNs)
+				f.Warnings = append(f.Warnings, warnings...)
+			}
+		}
+		if perr != nil {
+			f.Errors = append(f.Errors, *perr)
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(u), string(perr.Code), perr.Message))
+			if !wasOwner && p.fx[d] == nil {
+				// The refused declaration took the arm for nothing.
+				reg.Release(id)
+			}
+			return
+		}
+		p.publishEffects(d, a)
+	}
+	if p.fx == nil {
+		p.fx = map[*Device]*armEffects{}
+	}
+	p.fx[d] = a
+	p.renewLease(d, e, now, leaseMs, wasOwner, a)
+}
+
+// renewLease writes the session's command in force on d again with a new
+// deadline: an effects member is a control action. The command a message
+// wrote in this entry is renewed already; otherwise the last command the
+// session wrote in this term is, or an idle command (the effects' force
+// alone) on a fresh claim.
+func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, leaseMs int, wasOwner bool, a *armEffects) {
+	id := p.sess.ID
+	reg := d.Register()
+	deadline := now + int64(leaseMs)*int64(time.Millisecond)
+	a.deadlineNs = deadline
+	if e.Command.Kind != protocol.CmdNone && e.Command.Kind != protocol.CmdProbePosition {
+		return // command wrote it, with the same deadline
+	}
+	var held loop.Command
+	cmd := &hw.Command{}
+	if wasOwner {
+		reg.Read(&held)
+		if held.Session == id {
+			cmd = &held.Cmd
+		}
+	}
+	p.seq++
+	if !reg.Write(id, p.seq, deadline, cmd, d.ViewFor(id).Params) {
+		p.dropEffects(d)
+		return
+	}
+	if p.sess.closed.Load() {
+		reg.Release(id)
+		d.rt.DropEffects(id)
+	}
+}
+
+// applyEffectsUpdate returns a's declaration with u applied (clear, then
+// remove, then set by id), or the error that refuses it whole.
+func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at string) ([]protocol.Effect, []int64, []protocol.Error, *protocol.Error) {
+	var declared []protocol.Effect
+	var declaredNs []int64
+	if !u.Clear {
+		declared = append(declared, a.declared...)
+		declaredNs = append(declaredNs, a.declaredNs...)
+	}
+	var warnings []protocol.Error
+	for _, rid := range u.Remove {
+		i := indexOfEffect(declared, rid)
+		if i < 0 {
+			warnings = append(warnings, *protocol.Errorf(protocol.CodeUnknownEffect, at+".remove",
+				"no effect %q on this arm: nothing removed", rid))
+			continue
+		}
+		declared = append(declared[:i], declared[i+1:]...)
+		declaredNs = append(declaredNs[:i], declaredNs[i+1:]...)
+	}
+	for _, ef := range u.Set {
+		if i := indexOfEffect(declared, ef.ID); i >= 0 {
+			declared[i], declaredNs[i] = ef, now
+			continue
+		}
+		declared = append(declared, ef)
+		declaredNs = append(declaredNs, now)
+	}
+	if len(declared) > protocol.MaxEffectsPerArm {
+		return nil, nil, nil, protocol.Errorf(protocol.CodeTooManyEffects, at,
+			"the arm would hold %d effects of this session; at most %d: remove some first", len(declared), protocol.MaxEffectsPerArm)
+	}
+	return declared, declaredNs, warnings, nil
+}
+
+func indexOfEffect(list []protocol.Effect, id string) int {
+	for i := range list {
+		if list[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstEffectID(u *protocol.EffectsUpdate) string {
+	if len(u.Set) > 0 {
+		return u.Set[0].ID
+	}
+	if len(u.Remove) > 0 {
+		return u.Remove[0]
+	}
+	return ""
+}
+
+// endsOf is when each effect's ttl or vibration runs out (0: never).
+func endsOf(declared []protocol.Effect, declaredNs []int64) []int64 {
+	ends := make([]int64, len(declared))
+	for i := range declared {
+		ends[i] = effectEndNs(&declared[i], declaredNs[i])
+	}
+	return ends
+}
+
+func effectEndNs(e *protocol.Effect, fromNs int64) int64 {
+	ms := e.TTLMs
+	if e.Type == protocol.EffectVibration && e.Vibration.DurationMs > 0 && (ms == 0 || e.Vibration.DurationMs < ms) {
+		ms = e.Vibration.DurationMs
+	}
+	if ms == 0 {
+		return 0
+	}
+	return fromNs + int64(ms)*int64(time.Millisecond)
+}
+
+// buildSet converts a declaration to the device frame and makes the Set the
+// loop renders. On error, bad is the index of the effect refused.
+func buildSet(session uint64, declared []protocol.Effect, declaredNs []int64, view *space.View) (set *effect.Set, bad int, err error) {
+	specs := make([]effect.Spec, len(declared))
+	for i := range declared {
+		if err := toSpec(&specs[i], declared[i].ToDevice(view), declaredNs[i]); err != nil {
+			return nil, i, err
+		}
+	}
+	set, err = effect.NewSet(session, specs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return set, 0, nil
+}
+
+// toSpec fills sp with e (in the device frame) as the loop renders it.
+// Expiry counts from fromNs, the service Clock time of the declaration,
+// which is the loop's clock.
+func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
+	*sp = effect.Spec{ID: e.ID, ExpiresNs: effectEndNs(&e, fromNs)}
+	p := &sp.Params
+	switch e.Type {
+	case protocol.EffectSpring:
+		s := &e.Spring
+		sp.Kind = [...]effect.Kind{protocol.SpringToPoint: effect.SpringPoint, protocol.SpringToLine: effect.SpringLine, protocol.SpringToPlane: effect.SpringPlane}[s.Anchor]
+		p.PointM, p.AxisUnit = hw.Vec3(s.PositionM), hw.Vec3(s.Direction)
+		p.StiffnessNPerM, p.DampingNsPerM = s.StiffnessNPerM, s.DampingNsPerM
+	case protocol.EffectDamper:
+		// The loop's damper is a scalar plus a diagonal: a per-axis damper
+		// in axes the device's are a signed permutation of (every basis
+		// and mount preset) is exact; another rotation is refused.
+		m := &e.Damper.MatrixNsPerM
+		for i := range 3 {
+			for j := range 3 {
+				if i != j && math.Abs(m[i][j]) > 1e-9*(1+math.Abs(m[i][i])+math.Abs(m[j][j])) {
+					return errors.New("a per-axis damper whose axes are turned against the device's is " + errEffectNotRendered.Error() + ": use a scalar damper")
+				}
+			}
+		}
+		sp.Kind = effect.Damper
+		p.DampingPerAxisNsPerM = hw.Vec3{X: m[0][0], Y: m[1][1], Z: m[2][2]}
+	case protocol.EffectFriction:
+		sp.Kind = effect.Friction
+		p.CoulombN, p.StickMps = e.Friction.ForceN, e.Friction.SlipVelocityMps
+	case protocol.EffectWall:
+		sp.Kind = effect.Wall
+		p.PointM, p.AxisUnit = hw.Vec3(e.Wall.PositionM), hw.Vec3(e.Wall.Normal)
+		p.StiffnessNPerM, p.DampingNsPerM = e.Wall.StiffnessNPerM, e.Wall.DampingNsPerM
+	case protocol.EffectLimitSphere:
+		s := &e.LimitSphere
+		sp.Kind, sp.KeepInside = effect.LimitSphere, s.Keep == protocol.KeepInside
+		p.PointM, p.RadiusM = hw.Vec3(s.CenterM), s.RadiusM
+		p.StiffnessNPerM, p.DampingNsPerM = s.StiffnessNPerM, s.DampingNsPerM
+	case protocol.EffectLimitBox:
+		b := &e.LimitBox
+		h, err := axisAlignedHalfExtents(&b.Axes, b.HalfExtentsM)
+		if err != nil {
+			return err
+		}
+		sp.Kind, sp.KeepInside = effect.LimitBox, b.Keep == protocol.KeepInside
+		p.PointM, p.HalfExtentsM = hw.Vec3(b.CenterM), h
+		p.StiffnessNPerM, p.DampingNsPerM = b.StiffnessNPerM, b.DampingNsPerM
+	case protocol.EffectField:
+		fe := &e.Field
+		sp.Kind = effect.Field
+		p.ForceN, p.JacobianNPerM, p.PointM, p.RadiusM = hw.Vec3(fe.ForceN), fe.JacobianNPerM, hw.Vec3(fe.OriginM), fe.RadiusM
+		// The model is valid for valid_ms from its refresh; a ttl ends it
+		// sooner.
+		if end := fromNs + int64(fe.ValidMs)*int64(time.Millisecond); sp.ExpiresNs == 0 || end < sp.ExpiresNs {
+			sp.ExpiresNs = end
+		}
+	case protocol.EffectVibration:
+		v := &e.Vibration
+		sp.Kind = effect.Vibration
+		p.FrequencyHz, p.AmplitudeN, p.AxisUnit = v.FrequencyHz, v.AmplitudeN, hw.Vec3(v.Direction)
+	case protocol.EffectSDF:
+		// The vendor's SDF effect is a force by distance with easings; the
+		// loop's shapes are walls with a proxy. Rendering one as the other
+		// would feel different from what was declared.
+		return errors.New("sdf effects are " + errEffectNotRendered.Error() + " by this service's loop yet; declare a wall, limit_sphere or limit_box")
+	default:
+		return errors.New("unknown effect type")
+	}
+	return nil
+}
+
+// axisAlignedHalfExtents maps a box whose axes (columns, device frame) are
+// a signed permutation of the device's to its half-extents along the
+// device's axes; the loop's boxes are axis-aligned.
+func axisAlignedHalfExtents(axes *protocol.Mat3, h protocol.Vec3) (hw.Vec3, error) {
+	in := [3]float64{h.X, h.Y, h.Z}
+	var out [3]float64
+	for j := range 3 {
+		found := false
+		for i := range 3 {
+			if math.Abs(math.Abs(axes[i][j])-1) < 1e-6 {
+				out[i], found = in[j], true
+			}
+		}
+		if !found {
+			return hw.Vec3{}, errors.New("a limit_box turned against the device's axes is " + errEffectNotRendered.Error() + ": the loop's boxes are axis-aligned")
+		}
+	}
+	return hw.Vec3{X: out[0], Y: out[1], Z: out[2]}, nil
+}
+
+// dropSessionEffects withdraws every effect session declared (it ended).
+func (s *Service) dropSessionEffects(session uint64) {
+	for _, d := range s.Devices().All() {
+		d.rt.DropEffects(session)
+	}
+}
+
+// effectsAfterCommand notes a command the entry wrote to d: it renewed
+// the lease of the session's effects there too.
+func (p *tickPath) effectsAfterCommand(d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
+	a := p.fx[d]
+	if a == nil || e.Command.Kind == protocol.CmdNone || e.Command.Kind == protocol.CmdProbePosition {
+		return
+	}
+	if d.Register().Owner() == p.sess.ID {
+		a.deadlineNs = now + int64(leaseMs)*int64(time.Millisecond)
+	}
+}
+
+// armExtScratch holds the arm state extensions of one frame, reused from
+// frame to frame so a session framing effects does not allocate.
+type armExtScratch struct {
+	n       int
+	exts    []protocol.ArmStateExtensions
+	proxies [][]protocol.EffectProxy
+	rep     loop.EffectsReport
+}
+
+func (xs *armExtScratch) reset() {
+	if xs != nil {
+		xs.n = 0
+	}
+}
+
+// armExt returns d's state extensions as session's view v sees them: the
+// effects in force (count, and each wall's proxy point in the session's
+// space) and the passivity layer's figures, while the arm renders
+// effects; nil otherwise. xs may be nil (then it allocates).
+func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions {
+	set := d.rt.Effects()
+	if set == nil || set.Len() == 0 || d.Register().Owner() != set.Session {
+		return nil
+	}
+	if xs == nil {
+		xs = &armExtScratch{}
+	}
+	if xs.n == len(xs.exts) {
+		xs.exts = append(xs.exts, protocol.ArmStateExtensions{})
+		xs.proxies = append(xs.proxies, nil)
+	}
+	x := &xs.exts[xs.n]
+	proxies := xs.proxies[xs.n][:0]
+	xs.n++
+	rep := &xs.rep
+	d.rt.LoadEffects(rep)
+	for i := range rep.N {
+		r := &rep.Effects[i]
+		if r.Removing {
+			continue
+		}
+		switch r.Kind {
+		case effect.Wall, effect.LimitSphere, effect.LimitBox, effect.Shape:
+			proxies = append(proxies, protocol.EffectProxy{ID: r.ID, PositionM: v.Space.PositionToApp(space.Vec3(r.ProxyM)), Contact: r.Contact})
+		}
+	}
+	xs.proxies[xs.n-1] = proxies
+	out := d.rt.Output()
+	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: set.Len(), Proxies: proxies,
+		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}}
+	return x
+}
+
+// declaredEffects is a published declaration: immutable once stored.
+type declaredEffects struct {
+	set     *effect.Set
+	effects []protocol.Effect
+	endsNs  []int64
+}
+
+// publishEffects hands a's Set to d's loop, and its declaration to readers
+// (EffectsInForce).
+func (p *tickPath) publishEffects(d *Device, a *armEffects) {
+	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
+	d.rt.SetEffects(a.set)
+}
+
+// EffectsInForce is what GET /{type}/{id}/effects answers: the effects d
+// renders for its controlling session, as that session declared them, with
+// the time each has left. A device renders none while nobody controls it,
+// or when its controller declared none.
+func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
+	set := d.rt.Effects()
+	decl := d.declared.Load()
+	if set == nil || decl == nil || decl.set != set || d.Register().Owner() != set.Session {
+		return protocol.EffectsInForce{Effects: []protocol.EffectInForce{}}
+	}
+	now := s.opts.Clock.Now()
+	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, len(decl.effects))}
+	var rep loop.EffectsReport
+	d.rt.LoadEffects(&rep)
+	view := d.ViewFor(set.Session)
+	for i := range decl.effects {
+		left := -1
+		if e := decl.endsNs[i]; e != 0 {
+			left = int(max(0, (e-now)/int64(time.Millisecond)))
+		}
+		out.Effects[i] = protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
+		for j := range rep.N {
+			if r := &rep.Effects[j]; r.ID == decl.effects[i].ID && !r.Removing {
+				out.Effects[i].ForceN, out.Effects[i].HasForce = view.Space.ForceToApp(space.Vec3(r.ForceN)), true
+			}
+		}
+	}
+	return out
+}
+
+// Output is the passivity layer's figures of d's output (loop.Device.Output).
+func (d *Device) Output() loop.OutputReport { return d.rt.Output() }

@@ -1,0 +1,519 @@
+//go:build linux
+
+// Faults of a lab with real processes on 127.0.0.2-4: restarts after any
+// downtime, a loaded machine, two gateways. Linux only (127.0.0.x).
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testLabSpec is a lab of automanaged members on 127.0.0.x: two nodes with
+// one simulated arm each and the gateways, every one with a fresh cluster
+// port per start (the default) and a fixed health port.
+type testLabSpec struct {
+	t      *testing.T
+	bin    string
+	peers  string
+	health map[string]int    // by host
+	state  map[string]string // state directory by host, kept across restarts
+	ports  *labPorts
+}
+
+const (
+	labHostA, labHostB, labHostGW, labHostGW2 = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
+)
+
+func newTestLab(t *testing.T, bin string, hosts ...string) *testLabSpec {
+	l := &testLabSpec{t: t, bin: bin, health: map[string]int{}, state: map[string]string{}, ports: newLabPorts(t)}
+	for _, h := range hosts {
+		l.state[h] = t.TempDir()
+		l.health[h] = l.ports.free(h)
+		if l.peers != "" {
+			l.peers += ","
+		}
+		l.peers += fmt.Sprintf("%s:%d", h, l.health[h])
+	}
+	return l
+}
+
+func (l *testLabSpec) common(host string) []string {
+	return []string{"--peers", l.peers, "--cluster-health-port", strconv.Itoa(l.health[host]), "--sim-grips", "0", "--state-dir", l.state[host]}
+}
+
+// node starts the node on host (ids a and b by host; b's simulated arm
+// has another UUID). Its state directory is kept across restarts.
+func (l *testLabSpec) node(host string, extra ...string) *labMember {
+	id, base := "a", "0"
+	if host == labHostB {
+		id, base = "b", "10"
+	}
+	args := append([]string{"--role", "node", "--node-id", id, "--sim-arms", "1", "--sim-index-base", base}, l.common(host)...)
+	return startLabMember(l.t, l.bin, host, append(args, extra...)...)
+}
+
+func (l *testLabSpec) gateway(host string, extra ...string) *labMember {
+	args := append([]string{"--role", "gateway", "--node-id", "gw-" + host, "--sim-arms", "0"}, l.common(host)...)
+	return startLabMember(l.t, l.bin, host, append(args, extra...)...)
+}
+
+// onlyArm is the id of the one arm m serves.
+func onlyArm(t *testing.T, m *labMember) string {
+	t.Helper()
+	for id := range labArms(t, m) {
+		return id
+	}
+	t.Fatalf("%s serves no arm", m.host)
+	return ""
+}
+
+// armIDs polls m's /devices without failing the test (it runs beside it).
+func armIDs(m *labMember) (map[string]bool, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(m.url("/devices"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body map[string][]struct {
+		ID string `json:"device_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, d := range body["arm3"] {
+		ids[d.ID] = true
+	}
+	return ids, nil
+}
+
+// armWatch polls a gateway's /devices every 10 ms until stopped, and counts
+// the polls in which an arm that must stay was missing.
+type armWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	// polls and misses by arm id; missing the gaps seen (first poll
+	// without it until the next with it).
+	polls  int
+	misses map[string]int
+	gaps   map[string][]time.Duration
+}
+
+func watchArms(gw *labMember, ids ...string) *armWatch {
+	w := &armWatch{stop: make(chan struct{}), done: make(chan struct{}), misses: map[string]int{}, gaps: map[string][]time.Duration{}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		gone := map[string]time.Time{}
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			have, err := armIDs(gw)
+			if err != nil {
+				continue // a poll the loaded machine timed out; the next one counts
+			}
+			now := time.Now()
+			w.mu.Lock()
+			w.polls++
+			for _, id := range ids {
+				switch {
+				case !have[id]:
+					w.misses[id]++
+					if gone[id].IsZero() {
+						gone[id] = now
+					}
+				case !gone[id].IsZero():
+					w.gaps[id] = append(w.gaps[id], now.Sub(gone[id]))
+					gone[id] = time.Time{}
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// end stops the watch and reports polls and misses of each arm.
+func (w *armWatch) end() (polls int, misses map[string]int, gaps map[string][]time.Duration) {
+	close(w.stop)
+	<-w.done
+	return w.polls, w.misses, w.gaps
+}
+
+// eventCount counts the events name for device id in m's event ring.
+func eventCount(m *labMember, name, id string) int {
+	n, _ := eventsOf(m, name, id)
+	return n
+}
+
+// eventsOf counts the events name for device id in m's event ring, and
+// says when the last one happened (m's clock: the same machine's).
+func eventsOf(m *labMember, name, id string) (int, time.Time) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(m.url("/events?limit=10000"))
+	if err != nil {
+		return -1, time.Time{}
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Events []struct {
+				Name string    `json:"name"`
+				Time time.Time `json:"time"`
+				Data struct {
+					DeviceID string `json:"device_id"`
+				} `json:"data"`
+			} `json:"events"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return -1, time.Time{}
+	}
+	n, last := 0, time.Time{}
+	for _, e := range body.Data.Events {
+		if e.Name == name && e.Data.DeviceID == id {
+			n++
+			last = e.Time
+		}
+	}
+	return n, last
+}
+
+// labReps is how many times each fault repeats: HAPTICD_LAB_REPS, or def.
+func labReps(t *testing.T, def int) int {
+	if s := os.Getenv("HAPTICD_LAB_REPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("HAPTICD_LAB_REPS=%q: want a positive count", s)
+		}
+		return n
+	}
+	return def
+}
+
+// A node restarted after any downtime, stopped with SIGTERM or SIGKILL, is
+// readmitted: its arm is back on the gateway with its config within 2 s of
+// the node's ready line, stays listed for the following 5 s, and the other
+// node's arm never leaves the gateway meanwhile. CI runs each case once
+// (about 90 s); HAPTICD_LAB_REPS=5 is the full figure.
+func TestLabRejoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and restarts real processes for about 90 s")
+	}
+	reps := labReps(t, 1)
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
+	a := lab.node(labHostA)
+	b := lab.node(labHostB)
+	gw := lab.gateway(labHostGW)
+	armA, armB := onlyArm(t, a), onlyArm(t, b)
+	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	// Config set through the gateway, persisted on node a: it must come
+	// back with the arm.
+	hd := "/arm3/" + armA + "/config/handedness"
+	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
+	}
+	handedness := func() string {
+		resp, err := http.Get(gw.url(hd))
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		var env struct {
+			Data string `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&env)
+		return env.Data
+	}
+
+	watchB := watchArms(gw, armB)
+	figures := map[string][]time.Duration{}
+	for _, down := range []time.Duration{0, 3 * time.Second, 5 * time.Second, 10 * time.Second} {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			for rep := range reps {
+				name := fmt.Sprintf("%v after %v", sig, down)
+				connected := eventCount(gw, "device-connected", armA)
+				if connected < 1 {
+					t.Fatalf("%s: the gateway's events show %d device-connected for node a's arm", name, connected)
+				}
+				if err := a.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				_ = a.cmd.Wait()
+				time.Sleep(down) // the downtime is the scenario, not a wait for a condition
+				a = lab.node(labHostA)
+				ready := time.Now()
+				// Back with its config: polled every 10 ms; the bound is
+				// the issue's, the deadline generous so a miss is measured.
+				var back time.Duration
+				for {
+					// A new device-connected: this is the restarted process's
+					// arm, not the old one not yet gone.
+					if ids, err := armIDs(gw); err == nil && ids[armA] && handedness() == "left" && eventCount(gw, "device-connected", armA) > connected {
+						back = time.Since(ready)
+						break
+					}
+					if time.Since(ready) > 20*time.Second {
+						ids, err := armIDs(gw)
+						t.Fatalf("%s (rep %d): node a's arm not back with its config 20 s after its ready line (gateway arms %v %v, handedness %q)", name, rep+1, ids, err, handedness())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				figures[name] = append(figures[name], back)
+				if back > 2*time.Second {
+					t.Errorf("%s (rep %d): arm back %v after the node's ready line, want within 2 s", name, rep+1, back)
+				}
+				// Then listed throughout the next 5 s.
+				stay := watchArms(gw, armA)
+				time.Sleep(5 * time.Second) // the window the arm must stay through
+				if polls, misses, _ := stay.end(); misses[armA] > 0 || polls == 0 {
+					t.Errorf("%s (rep %d): node a's arm missing in %d of %d polls in the 5 s after it returned (flapping)", name, rep+1, misses[armA], polls)
+				}
+			}
+		}
+	}
+	polls, misses, gaps := watchB.end()
+	if misses[armB] > 0 || polls == 0 {
+		t.Errorf("node b's arm was off the gateway in %d of %d polls while node a restarted (gaps %v)", misses[armB], polls, gaps[armB])
+	}
+	keys := make([]string, 0, len(figures))
+	for k := range figures {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		d := slices.Clone(figures[k])
+		slices.Sort(d)
+		t.Logf("%-22s back after ready: min %v median %v max %v (%d restarts)", k, d[0].Round(time.Millisecond), d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), len(d))
+	}
+	t.Logf("node b's arm listed in all %d polls of the gateway", polls)
+}
+
+// startCPUHogs runs perCore busy processes per core for d, each stopped by
+// coreutils' timeout even if the test dies, and by the test's cleanup.
+func startCPUHogs(t *testing.T, perCore int, d time.Duration) {
+	t.Helper()
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Skipf("the CPU hogs need coreutils' timeout: %v", err)
+	}
+	for range perCore * runtime.NumCPU() {
+		cmd := exec.Command("timeout", strconv.Itoa(int(d.Seconds())+1), "sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start a CPU hog: %v", err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+}
+
+// loadAverage is the 1-minute load average, or -1.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
+}
+
+// With CPU hogs on every core the gateway drops no live node (their pushes
+// keep arriving, however late the gateway gets round to them), and a node
+// SIGKILLed under that load still leaves within 0.5 s. CI loads the
+// machine for 20 s; HAPTICD_LAB_HOG=2m is the issue's figure.
+func TestLabLoadedGatewayKeepsLiveNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and loads every core for 20 s")
+	}
+	hog := 20 * time.Second
+	if s := os.Getenv("HAPTICD_LAB_HOG"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("HAPTICD_LAB_HOG=%q: want a duration", s)
+		}
+		hog = d
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
+	a := lab.node(labHostA)
+	b := lab.node(labHostB)
+	gw := lab.gateway(labHostGW)
+	armA, armB := onlyArm(t, a), onlyArm(t, b)
+	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+
+	startCPUHogs(t, 4, hog+10*time.Second)
+	w := watchArms(gw, armA, armB)
+	start := time.Now()
+	for time.Since(start) < hog {
+		time.Sleep(time.Second) // the load's duration is the scenario
+	}
+	load := loadAverage()
+	polls, misses, gaps := w.end()
+	t.Logf("%v of CPU hogs (load average %.1f): %d polls of the gateway; arm misses a=%d b=%d", hog, load, polls, misses[armA], misses[armB])
+	for _, id := range []string{armA, armB} {
+		if misses[id] > 0 {
+			t.Errorf("live node's arm %s off the gateway in %d of %d polls under load (gaps %v)", id, misses[id], polls, gaps[id])
+		}
+	}
+	if polls < 10 {
+		t.Errorf("only %d polls of the gateway in %v: the watch saw too little to judge", polls, hog)
+	}
+
+	// Still loaded: a SIGKILLed node leaves within 0.5 s, by the time of
+	// the gateway's device-disconnected (the poll below is itself slowed by
+	// the load, and says so).
+	before := eventCount(gw, "device-disconnected", armA)
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	polled := waitLab(t, 10*time.Second, "the killed node's arm gone from the loaded gateway", func() bool {
+		ids, err := armIDs(gw)
+		return err == nil && !ids[armA]
+	})
+	var left time.Time
+	waitLab(t, 10*time.Second, "device-disconnected for the killed node's arm", func() bool {
+		var n int
+		n, left = eventsOf(gw, "device-disconnected", armA)
+		return n > before
+	})
+	took := left.Sub(killed)
+	t.Logf("SIGKILLed node's arm left the loaded gateway %v after the kill (device-disconnected; a poll saw it gone after %v)", took.Round(time.Millisecond), polled.Round(time.Millisecond))
+	if took > 500*time.Millisecond {
+		t.Errorf("SIGKILLed node's arm left %v after the kill under load, want within 0.5 s", took)
+	}
+	if ids, err := armIDs(gw); err != nil || !ids[armB] {
+		t.Errorf("node b's arm left with a's (%v, %v)", ids, err)
+	}
+}
+
+// Two gateways and one arm: a session on each asks for it; one controls,
+// the other gets device_busy. SIGKILL the controlling gateway: once the
+// node's lease lapses, the other's session takes the arm.
+func TestLabTwoGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW, labHostGW2)
+	a := lab.node(labHostA)
+	g1 := lab.gateway(labHostGW)
+	g2 := lab.gateway(labHostGW2)
+	arm := onlyArm(t, a)
+	for _, g := range []*labMember{g1, g2} {
+		waitLab(t, 10*time.Second, "the arm on gateway "+g.host, func() bool { _, ok := labArms(t, g)[arm]; return ok })
+	}
+	// A session on g1 holds the arm, its command flowing as a client's
+	// loop would send it.
+	stop := forceThrough(t, g1, arm, 1)
+	defer stop()
+	waitLab(t, 5*time.Second, "the first gateway's force on the node", func() bool {
+		d := labArms(t, a)[arm]
+		return controlMode(d) == "force" && path(d, "state", "current_cursor_force", "z") == 1.0
+	})
+	s2, close2 := labSession(t, g2)
+	defer close2()
+	s2(`{"session":{"configure":{"lease":{"ms":10}}}}`)
+	waitLab(t, 5*time.Second, "device_busy for the second gateway's session", func() bool {
+		return slices.Equal(errorCodes(s2(labForce(arm, -1))), []string{"device_busy"})
+	})
+	if z := path(labArms(t, a)[arm], "state", "current_cursor_force", "z"); z != 1.0 {
+		t.Fatalf("node's arm under force z %v while the second gateway was refused, want the first's 1", z)
+	}
+	// The controller's gateway dies: its lease lapses on the node, and the
+	// other gateway's session takes the arm.
+	if err := g1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitLab(t, 10*time.Second, "the second gateway's session controls the arm", func() bool {
+		return len(errorCodes(s2(labForce(arm, -1)))) == 0 && path(labArms(t, a)[arm], "state", "current_cursor_force", "z") == -1.0
+	})
+	t.Logf("the second gateway's session took the arm %v after the first gateway's SIGKILL (lease 100 ms)", time.Since(killed).Round(time.Millisecond))
+}
+
+// A gateway restarted at the same HTTP address: its clients reconnect and
+// find every node's arm, with its config, and can drive them again.
+func TestLabGatewayRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
+	a := lab.node(labHostA)
+	b := lab.node(labHostB)
+	httpPort := strconv.Itoa(lab.ports.free(labHostGW))
+	gw := lab.gateway(labHostGW, "--port", httpPort)
+	armA, armB := onlyArm(t, a), onlyArm(t, b)
+	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	hd := "/arm3/" + armA + "/config/handedness"
+	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
+	}
+	url := "ws://" + gw.addr["http"] + "/"
+	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.cmd.Wait()
+	gw = lab.gateway(labHostGW, "--port", httpPort)
+	ready := time.Now()
+	if "ws://"+gw.addr["http"]+"/" != url {
+		t.Fatalf("the restarted gateway listens on %s, its clients on %s", gw.addr["http"], url)
+	}
+	// A client reconnecting as a client would: its first frame, the
+	// inventory, lists both arms once the gateway has them.
+	var took time.Duration
+	for {
+		c := dialWS(t, url)
+		inv := readJSON(t, c)
+		c.Close()
+		ids := map[string]bool{}
+		for _, d := range asList(inv["arm3"]) {
+			if id, _ := path(d, "device_id").(string); id != "" {
+				ids[id] = true
+			}
+		}
+		if ids[armA] && ids[armB] {
+			took = time.Since(ready)
+			break
+		}
+		if time.Since(ready) > 10*time.Second {
+			t.Fatalf("a client of the restarted gateway finds arms %v, want %s and %s", ids, armA, armB)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a reconnecting client found both arms %v after the restarted gateway's ready line", took.Round(time.Millisecond))
+	waitLab(t, 5*time.Second, "node a's arm with its config on the restarted gateway", func() bool {
+		_, env := httpDo(t, "GET", gw.url(hd), "")
+		return env["data"] == "left"
+	})
+	stop := forceThrough(t, gw, armB, 1.5)
+	defer stop()
+	waitLab(t, 5*time.Second, "the restarted gateway's force on node b's arm", func() bool {
+		return path(labArms(t, b)[armB], "state", "current_cursor_force", "z") == 1.5
+	})
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}

@@ -1,0 +1,348 @@
+//go:build linux
+
+// Partitions between a node and its gateway, each in a network namespace
+// the test creates, joined by a veth pair; a blackhole route on one side
+// drops what that side sends (one way), on both sides both ways. Needs
+// root (CAP_NET_ADMIN) and iproute2; skipped with the reason otherwise.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"golang.org/x/sys/unix"
+)
+
+// forceIn holds a force on device id through m's WebSocket, dialled inside
+// ns, until the returned stop is called.
+func forceIn(t *testing.T, ns *labNetns, m *labMember, id string, z float64) (stop func()) {
+	t.Helper()
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dialInNetns(ctx, ns.name, network, addr)
+	}}
+	conn, _, err := d.Dial("ws://"+m.addr["http"]+"/", nil)
+	if err != nil {
+		t.Fatalf("dial %s in %s: %v", m.addr["http"], ns.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(labForce(id, z))) != nil {
+				return
+			}
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			_ = conn.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// labNetns is a network namespace the test made.
+type labNetns struct {
+	name string
+	// client reaches the namespace's own addresses (its loopback).
+	client *http.Client
+}
+
+func ipCmd(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %v: %w: %s", args, err, out)
+	}
+	return nil
+}
+
+// newLabNetns makes a namespace with its loopback up, removed at cleanup.
+func newLabNetns(t *testing.T, name string) *labNetns {
+	t.Helper()
+	if err := ipCmd("netns", "add", name); err != nil {
+		t.Skipf("cannot create a network namespace (needs root and iproute2): %v", err)
+	}
+	t.Cleanup(func() { _ = ipCmd("netns", "del", name) })
+	if err := ipCmd("netns", "exec", name, "ip", "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+	ns := &labNetns{name: name}
+	ns.client = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		// Kept alive: a poll of the node's force must not pay a dial.
+		MaxIdleConnsPerHost: 4,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialInNetns(ctx, name, network, addr)
+		},
+	}}
+	return ns
+}
+
+// dialInNetns dials from inside the namespace: the socket is made on an OS
+// thread moved into it (the thread is then dropped, never reused).
+func dialInNetns(ctx context.Context, name, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		f, err := os.Open(filepath.Join("/run/netns", name))
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{nil, fmt.Errorf("setns %s: %w", name, err)}
+			return
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		done <- result{c, err}
+	}()
+	r := <-done
+	return r.c, r.err
+}
+
+// runIn is a wrapper that runs the binary inside the namespace.
+func runIn(t *testing.T, ns *labNetns, bin string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "in-"+ns.name)
+	script := fmt.Sprintf("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n", ns.name, bin)
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// nsArm is one arm as /devices reports it, read inside the namespace.
+func nsArm(ns *labNetns, m *labMember, id string) (map[string]any, error) {
+	resp, err := ns.client.Get(m.url("/devices"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body map[string][]map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	for _, d := range body["arm3"] {
+		if d["device_id"] == id {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+func nsWait(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// A node and its gateway in two namespaces. Partitioned both ways: the
+// node's force lapses with its lease (plus the ramp's 20 ms), the gateway
+// drops the arm; healed, the arm returns with its config and nothing sent
+// during the partition moves it. Partitioned one way (the node's packets
+// dropped): the same. CI runs this where it can create namespaces.
+func TestLabPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes in network namespaces")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2's ip is not installed")
+	}
+	tag := strconv.Itoa(os.Getpid() % 100000)
+	gns, nns := newLabNetns(t, "hxg"+tag), newLabNetns(t, "hxn"+tag)
+	vg, vn := "hxg"+tag+"v", "hxn"+tag+"v"
+	if err := ipCmd("link", "add", vg, "netns", gns.name, "type", "veth", "peer", "name", vn, "netns", nns.name); err != nil {
+		t.Skipf("cannot create a veth pair: %v", err)
+	}
+	const gwAddr, nodeAddr = "10.231.0.1", "10.231.0.2"
+	for _, c := range [][]string{
+		{"netns", "exec", gns.name, "ip", "addr", "add", gwAddr + "/24", "dev", vg},
+		{"netns", "exec", gns.name, "ip", "link", "set", vg, "up"},
+		{"netns", "exec", nns.name, "ip", "addr", "add", nodeAddr + "/24", "dev", vn},
+		{"netns", "exec", nns.name, "ip", "link", "set", vn, "up"},
+	} {
+		if err := ipCmd(c...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// drop makes ns's packets to addr vanish; the returned func heals.
+	drop := func(ns *labNetns, addr string) func() {
+		if err := ipCmd("netns", "exec", ns.name, "ip", "route", "add", "blackhole", addr+"/32"); err != nil {
+			t.Fatal(err)
+		}
+		healed := false
+		heal := func() {
+			if !healed {
+				healed = true
+				if err := ipCmd("netns", "exec", ns.name, "ip", "route", "del", "blackhole", addr+"/32"); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		t.Cleanup(heal)
+		return heal
+	}
+
+	bin := buildBinary(t)
+	const health = 7071 // a namespace of its own: any port is free
+	peers := fmt.Sprintf("%s:%d,%s:%d", gwAddr, health, nodeAddr, health)
+	node := &labMember{process: startProcess(t, runIn(t, nns, bin), "--role", "node", "--node-id", "a", "--cluster-bind", nodeAddr,
+		"--peers", peers, "--cluster-health-port", strconv.Itoa(health), "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")}
+	gw := &labMember{process: startProcess(t, runIn(t, gns, bin), "--role", "gateway", "--node-id", "gw", "--cluster-bind", gwAddr,
+		"--peers", peers, "--cluster-health-port", strconv.Itoa(health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0")}
+	var arm string
+	nsWait(t, 10*time.Second, "the node's arm", func() bool {
+		resp, err := nns.client.Get(node.url("/devices"))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body map[string][]map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		if len(body["arm3"]) == 1 {
+			arm, _ = body["arm3"][0]["device_id"].(string)
+		}
+		return arm != ""
+	})
+	onGateway := func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d != nil }
+	nsWait(t, 10*time.Second, "the arm on the gateway across the veth", onGateway)
+	hd := "/arm3/" + arm + "/config/handedness"
+	req, _ := http.NewRequest("POST", gw.url(hd), strings.NewReader(`"left"`))
+	if resp, err := gns.client.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST %s through the gateway: %v %v", hd, resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	force := func(d map[string]any) float64 {
+		z, _ := path(d, "state", "current_cursor_force", "z").(float64)
+		return z
+	}
+	// Both ways, and the gateway's packets dropped, the commands stop at
+	// the cut and the node's lease ends the force. The node's packets
+	// dropped, the gateway's commands still arrive until TCP, its acks
+	// lost, stops sending (about one retransmission timeout, 0.2 s and
+	// up), and at the latest until the gateway drops the silent node
+	// (--cluster-node-timeout, 1 s); then the lease.
+	const lease, ramp = 100 * time.Millisecond, 20 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		cut   func() (heal func())
+		bound time.Duration
+	}{
+		{"both ways", func() func() {
+			h1, h2 := drop(gns, nodeAddr), drop(nns, gwAddr)
+			return func() { h1(); h2() }
+		}, lease + ramp},
+		{"one way, the gateway's packets dropped", func() func() { return drop(gns, nodeAddr) }, lease + ramp},
+		{"one way, the node's packets dropped", func() func() { return drop(nns, gwAddr) }, time.Second + lease + ramp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A client on the gateway holds a force on the arm.
+			conn := forceIn(t, gns, gw, arm, 1.5)
+			nsWait(t, 5*time.Second, "the gateway's force on the node", func() bool {
+				d, err := nsArm(nns, node, arm)
+				return err == nil && force(d) == 1.5
+			})
+			// The partition takes effect while the route command runs;
+			// times count from its end (its own length is logged).
+			cutStart := time.Now()
+			heal := tc.cut()
+			cut := time.Now()
+			t.Logf("%s: the route command took %v", tc.name, cut.Sub(cutStart).Round(time.Millisecond))
+			// The force ends on the node: the last poll that still saw it
+			// bounds the lapse from below, the first that did not from above.
+			var lastSeen, zeroAt time.Duration
+			for {
+				d, err := nsArm(nns, node, arm)
+				now := time.Since(cut)
+				if err == nil && d != nil {
+					if force(d) == 0 {
+						zeroAt = now
+						break
+					}
+					lastSeen = now
+				}
+				if now > 5*time.Second {
+					t.Fatal("the node's force did not end within 5 s of the partition")
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			t.Logf("%s: force on the node ended between %v and %v after the cut (lease 100 ms)", tc.name, lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond))
+			if lastSeen > tc.bound {
+				t.Errorf("force still on %v after the partition; want zero within %v", lastSeen, tc.bound)
+			}
+			nsWait(t, 10*time.Second, "the arm gone from the gateway", func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d == nil })
+			t.Logf("%s: the gateway dropped the arm %v after the cut", tc.name, time.Since(cut).Round(time.Millisecond))
+			// The client stops before the link heals: nothing it sent may
+			// move the arm afterwards.
+			conn()
+			heal()
+			healed := time.Now()
+			back := nsWait(t, 20*time.Second, "the arm back on the gateway with its config", func() bool {
+				resp, err := gns.client.Get(gw.url(hd))
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				var env struct {
+					Data string `json:"data"`
+				}
+				_ = json.NewDecoder(resp.Body).Decode(&env)
+				return env.Data == "left"
+			})
+			t.Logf("%s: arm back on the gateway with its config %v after healing", tc.name, back.Round(time.Millisecond))
+			for time.Since(healed) < back+time.Second {
+				d, err := nsArm(nns, node, arm)
+				if err == nil && d != nil && (force(d) != 0 || controlMode(d) != "idle") {
+					t.Fatalf("after healing the node's arm is in %q with force %v: a command from the partition was replayed", controlMode(d), force(d))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -1,0 +1,385 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// effectsMsg is an arm entry with only an effects member.
+func effectsMsg(id, effects string) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":%s}]}`, id, effects)
+}
+
+// springAt is a spring to a point off the cursor: it pushes at rest.
+func springAt(effectID string, x float64) string {
+	return fmt.Sprintf(`{"id":%q,"type":"spring","position":{"x":%g,"y":0,"z":0},"stiffness":400,"damping":5}`, effectID, x)
+}
+
+func effectCount(f map[string]any) float64 {
+	if c := path(f, "arm3", 0, "state", "effects", "count"); c != nil {
+		return num(c)
+	}
+	return 0
+}
+
+func forceNorm(f map[string]any) float64 {
+	v := vec(path(f, "arm3", 0, "state", "current_cursor_force"))
+	return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2])
+}
+
+func errorCodes(f map[string]any) []string {
+	var codes []string
+	errs, _ := f["errors"].([]any)
+	for _, e := range errs {
+		codes = append(codes, fmt.Sprint(path(e, "code")))
+	}
+	return codes
+}
+
+func TestEffectsSetUpdateRemoveClear(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}`
+	f := c.roundTrip(effectsMsg(id, `{"set":[`+wall+`,`+springAt("pull", 0.02)+`]}`))
+	if f["errors"] != nil {
+		t.Fatalf("declaration refused: %v", f["errors"])
+	}
+	if n := effectCount(f); n != 2 {
+		t.Fatalf("effects in force %v, want 2: %v", n, f)
+	}
+	// The proxies are the loop's: they appear once it rendered the Set.
+	checkFor(t, 3*time.Second, func() error {
+		f := c.roundTrip(effectsMsg(id, `{}`))
+		proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
+		if len(proxies) != 1 || path(proxies[0], "id") != "floor" || path(proxies[0], "contact") != false {
+			return fmt.Errorf("want the wall's proxy alone, out of contact, got %v", proxies)
+		}
+		return nil
+	})
+	if path(f, "arm3", 0, "state", "passivity", "energy") == nil {
+		t.Fatalf("no passivity figures beside the effects: %v", path(f, "arm3", 0, "state"))
+	}
+	// The spring pulls the arm: the loop renders it.
+	checkFor(t, 3*time.Second, func() error {
+		if n := forceNorm(c.roundTrip(effectsMsg(id, `{}`))); n < 0.05 {
+			return fmt.Errorf("force %v N: the spring is not rendered", n)
+		}
+		return nil
+	})
+	// Update by id keeps the count; remove and clear shrink it.
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`)); effectCount(f) != 2 || f["errors"] != nil {
+		t.Fatalf("update: %v", f)
+	}
+	f = c.roundTrip(effectsMsg(id, `{"remove":["pull","nope"]}`))
+	if effectCount(f) != 1 {
+		t.Fatalf("remove: count %v", effectCount(f))
+	}
+	if ws, _ := f["warnings"].([]any); len(ws) != 1 || path(ws[0], "code") != "unknown_effect" {
+		t.Fatalf("removing an unknown id: want an unknown_effect warning, got %v", f["warnings"])
+	}
+	// The effects in force are readable over HTTP.
+	r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", "")
+	if r.status != 200 || path(r.data(), "effects", 0, "id") != "floor" || num(path(r.data(), "session_id")) != num(f["session_id"]) {
+		t.Fatalf("GET effects: %v", r)
+	}
+	// /metrics carries the passivity figures of every arm.
+	m := ts.do("GET", ts.base+"/metrics", "")
+	for _, name := range []string{"hapticd_passivity_energy_joules", "hapticd_passivity_added_damping_newton_seconds_per_metre"} {
+		found := false
+		for _, line := range strings.Split(string(m.body), "\n") {
+			found = found || (strings.HasPrefix(line, name+"{") && strings.Contains(line, `device_id="`+id+`"`))
+		}
+		if !found {
+			t.Fatalf("/metrics has no %s for %s:\n%s", name, id, m.body)
+		}
+	}
+	if f := c.roundTrip(effectsMsg(id, `{"clear":true}`)); effectCount(f) != 0 {
+		t.Fatalf("clear: count %v", effectCount(f))
+	}
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); r.status != 200 || len(path(r.data(), "effects").([]any)) != 0 {
+		t.Fatalf("GET effects after clear: %v", r)
+	}
+}
+
+func TestEffectsBadInputChangesNothing(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	many := make([]string, 16)
+	for i := range many {
+		many[i] = springAt(fmt.Sprintf("s%d", i), 0.01)
+	}
+	cases := []struct{ name, effects, code string }{
+		{"no id", `{"set":[{"type":"spring","position":{"x":0,"y":0,"z":0},"stiffness":1}]}`, "invalid_value"},
+		{"unknown type", `{"set":[{"id":"a","type":"magnet"}]}`, ""},
+		{"stiffness too high", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e9}]}`, "out_of_range"},
+		{"zero normal", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":0},"stiffness":10}]}`, ""},
+		{"not an object", `{"set":[3]}`, "invalid_value"},
+		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, ""},
+		// 16 new beside the one in force: the cap holds across messages.
+		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects"},
+		{"sdf not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.02}}}]}`, "invalid_value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := c.roundTrip(effectsMsg(id, tc.effects))
+			codes := errorCodes(f)
+			if len(codes) == 0 || (tc.code != "" && codes[0] != tc.code) {
+				t.Fatalf("want an error %q, got %v (warnings %v)", tc.code, codes, f["warnings"])
+			}
+			if n := effectCount(f); n != 1 {
+				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
+			}
+		})
+	}
+}
+
+func TestEffectsOfAnotherSessionsArmAreBusy(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	a.expect()
+	b.expect()
+	a.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	a.roundTrip(effectsMsg(id, `{"set":[`+springAt("a", 0.01)+`]}`))
+	f := b.roundTrip(effectsMsg(id, `{"set":[`+springAt("b", 0.01)+`]}`))
+	if codes := errorCodes(f); len(codes) != 1 || codes[0] != "device_busy" {
+		t.Fatalf("want device_busy, got %v", f)
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "code") == "device_busy" && path(e, "data", "effect_id") == "b"
+	})
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); path(r.data(), "effects", 0, "id") != "a" {
+		t.Fatalf("the owner's effects changed: %v", r)
+	}
+}
+
+func TestEffectExpiresAfterTTL(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":30},`+springAt("long", 0.01)+`]}`))
+	checkFor(t, 3*time.Second, func() error {
+		if n := effectCount(c.roundTrip(effectsMsg(id, `{}`))); n != 1 {
+			return fmt.Errorf("%v effects in force", n)
+		}
+		return nil
+	})
+	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "short" })
+}
+
+// Effects belong to the lease: a stalled, closed or reset client leaves no
+// effect force, and its effects are dropped.
+func TestEffectsEndWithTheirControl(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(c *wsClient)
+	}{
+		{"stalled", func(c *wsClient) {}},
+		{"closed", func(c *wsClient) { c.conn.Close() }},
+		{"reset", func(c *wsClient) { c.conn.UnderlyingConn().Close() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			id := ts.armIDs[0]
+			ctl, obs := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+			ctl.expect()
+			obs.expect()
+			lease := `{"session":{"configure":{"lease":{"ms":50}}}}`
+			if tc.name != "stalled" {
+				lease = `{"session":{"configure":{"lease":{"ms":1000}}}}`
+			}
+			ctl.roundTrip(lease)
+			checkFor(t, 3*time.Second, func() error {
+				ctl.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`))
+				if n := forceNorm(obs.roundTrip(`{}`)); n < 0.05 {
+					return fmt.Errorf("force %v N", n)
+				}
+				return nil
+			})
+			tc.end(ctl)
+			checkFor(t, 3*time.Second, func() error {
+				f := obs.roundTrip(`{}`)
+				if n := forceNorm(f); n != 0 {
+					return fmt.Errorf("force %v N after the control ended", n)
+				}
+				if effectCount(f) != 0 {
+					return fmt.Errorf("effects still in force: %v", path(f, "arm3", 0, "state", "effects"))
+				}
+				return nil
+			})
+			if r := ts.do("GET", ts.base+"/arm3/"+id+"/effects", ""); len(path(r.data(), "effects").([]any)) != 0 {
+				t.Fatalf("effects still reported: %v", r)
+			}
+		})
+	}
+}
+
+// The passivity controller is a device-global entry: switched on, it damps
+// a force that drives the free arm (energy the rendering puts in); off (the
+// default), the force passes whole.
+func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	route := ts.base + "/arm3/" + id + "/config/passivity/controller"
+	if r := ts.do("GET", route, ""); r.status != 200 || path(r.data(), "enabled") != false {
+		t.Fatalf("default: %v", r)
+	}
+	for _, bad := range []string{`{}`, `{"enabled":1}`, `true`, `{"enabled":"yes"}`} {
+		if r := ts.do("POST", route, bad); r.status != 400 {
+			t.Fatalf("POST %s accepted: %v", bad, r)
+		}
+	}
+	if r := ts.do("GET", route, ""); path(r.data(), "enabled") != false {
+		t.Fatalf("a refused body changed the entry: %v", r)
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	// leastPush servoes the arm back, then pushes it from rest and
+	// returns the least force the push reached: while the push
+	// accelerates the arm a controller damps it (at the workspace's edge
+	// the arm stops and the push passes whole again).
+	home := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0,"y":0.15,"z":0.1}}}}]}`, id)
+	leastPush := func() float64 {
+		for range 30 {
+			c.roundTrip(home)
+		}
+		least := math.Inf(1)
+		for range 30 {
+			// Frames show the loop's last tick: until it applied the push
+			// they report the servo.
+			f := c.roundTrip(force(id, 0, 0, 1.5))
+			if path(f, "arm3", 0, "state", "control_mode") == "force" {
+				least = math.Min(least, vec(path(f, "arm3", 0, "state", "current_cursor_force"))[2])
+			}
+		}
+		return least
+	}
+	checkFor(t, 5*time.Second, func() error {
+		// The force gate may trim the push's first ticks a little; the
+		// controller takes most of it.
+		if z := leastPush(); z < 1.0 {
+			return fmt.Errorf("controller off: the push's force fell to %v, want at least 1 N throughout", z)
+		}
+		return nil
+	})
+	if r := ts.do("POST", route, `{"enabled":true}`); r.status != 200 {
+		t.Fatalf("switch on: %v", r)
+	}
+	checkFor(t, 10*time.Second, func() error {
+		if least := leastPush(); least > 0.5 {
+			return fmt.Errorf("controller on: the push's force never went below %v N, want it damped below 0.5", least)
+		}
+		return nil
+	})
+	if r := ts.do("GET", ts.base+"/arm3/"+id+"/config/passivity/controller", ""); path(r.data(), "enabled") != true {
+		t.Fatalf("not stored: %v", r)
+	}
+}
+
+// A field's force is declared in the session's space: it stays what was
+// declared when the session changes its basis afterwards (the effects are
+// converted again with the new view), and the 3.0 format declares effects
+// in its own layout.
+func TestEffectsFollowTheSessionsSpace(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	field := `{"set":[{"id":"push","type":"field","force":{"x":1,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5,"valid_ms":10000}]}`
+	forceIs := func(c *wsClient, msg string, get func(map[string]any) [3]float64, want [3]float64) {
+		t.Helper()
+		checkFor(t, 3*time.Second, func() error {
+			got := get(c.roundTrip(msg))
+			for i := range got {
+				if math.Abs(got[i]-want[i]) > 0.02 {
+					return fmt.Errorf("force %v in the session's space, want %v", got, want)
+				}
+			}
+			return nil
+		})
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	arm := func(f map[string]any) [3]float64 { return vec(path(f, "arm3", 0, "state", "current_cursor_force")) }
+	if f := c.roundTrip(effectsMsg(id, field)); f["errors"] != nil {
+		t.Fatalf("field refused: %v", f["errors"])
+	}
+	forceIs(c, effectsMsg(id, `{}`), arm, [3]float64{1, 0, 0})
+	if f := c.roundTrip(`{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); f["errors"] != nil {
+		t.Fatalf("basis refused: %v", f["errors"])
+	}
+	forceIs(c, effectsMsg(id, `{}`), arm, [3]float64{1, 0, 0})
+	c.conn.Close()
+
+	// The 3.0 layout: devices keyed by id.
+	l := ts.dial(t, ts.legacyWS())
+	l.expect()
+	l.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	legacyArm := func(f map[string]any) [3]float64 { return vec(path(f, "arm3", id, "state", "current_cursor_force")) }
+	var f map[string]any
+	checkFor(t, 3*time.Second, func() error { // the closed session's control ends first
+		f = l.roundTrip(fmt.Sprintf(`{"arm3":{%q:{"effects":%s}}}`, id, field))
+		if f["errors"] != nil {
+			return fmt.Errorf("3.0 declaration refused: %v", f["errors"])
+		}
+		return nil
+	})
+	forceIs(l, fmt.Sprintf(`{"arm3":{%q:{"effects":{}}}}`, id), legacyArm, [3]float64{1, 0, 0})
+}
+
+// A vibration drives the arm all the time: with the passivity controller
+// on, the controller acts for over a second and passivity-active is
+// published, with the damping it adds in the arm's state.
+func TestPassivityActiveEvent(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	if r := ts.do("POST", ts.base+"/arm3/"+id+"/config/passivity/controller", `{"enabled":true}`); r.status != 200 {
+		t.Fatalf("switch on: %v", r)
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"buzz","type":"vibration","frequency":15,"amplitude":3,"direction":{"x":1,"y":0,"z":0}}]}`))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // renews the lease, as an engine would
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if c.conn.WriteMessage(websocket.TextMessage, []byte(effectsMsg(id, `{}`))) != nil {
+				return
+			}
+			if _, _, err := c.conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	e := waitEventWithin(t, ev, 10*time.Second, "passivity-active", func(e map[string]any) bool { return path(e, "data", "device_id") == id })
+	if num(path(e, "data", "duration_ms")) < 1000 || num(path(e, "data", "session_id")) < 1 {
+		t.Fatalf("passivity-active: %v", e)
+	}
+}
