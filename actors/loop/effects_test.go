@@ -75,6 +75,27 @@ func TestAnotherSessionsEffectsAreNotRendered(t *testing.T) {
 	}
 }
 
+// TestTheNextSessionsEffectsAreRendered: when one session hands the arm
+// over to another, which declares its own effects, the arm renders the
+// new owner's effects (the effect stage remembers the session of the Set
+// it loaded last: a new Set is a new session to read).
+func TestTheNextSessionsEffectsAreRendered(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.dev.SetEffects(springSet(t, 7))
+	seq := uint64(0)
+	out := r.run(100, func() { seq++; r.command(7, seq, 100*ms, force(0, 0, 2), nil) })
+	if !near(out.ForceN.X, 1, 1e-9) {
+		t.Fatalf("output %v under session 7, want its spring's 1 N along X", out.ForceN)
+	}
+	r.dev.Register().Release(7)
+	r.run(30, nil) // the release ramps out
+	r.dev.SetEffects(springSet(t, 8))
+	out = r.run(100, func() { seq++; r.command(8, seq, 100*ms, force(0, 0, 2), nil) })
+	if !near(out.ForceN.X, 1, 1e-9) || !near(out.ForceN.Z, 2, 1e-9) {
+		t.Fatalf("output %v under session 8, want its spring's 1 N along X plus its 2 N along Z", out.ForceN)
+	}
+}
+
 // TestLeaseLapseRampsEffectForcesToZero: when the lease lapses, when the
 // session releases the arm, and when the loop halts, the effects' force
 // goes to zero with the command's, within the release bound.
