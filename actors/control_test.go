@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -34,7 +35,7 @@ func TestOneControllerPerDevice(t *testing.T) {
 	waitEvent(t, svc, event.NameDeviceBusy, fmt.Sprintf(`"session_id":%d,"owner_session_id":%d`, second.ID, first.ID))
 
 	first.Close(protocol.CloseClientClosed)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the second session to command the arm", func() error {
 		if c := exchangeErrors(t, second, sink2, forceMsg(arm.ID, 2)); len(c.errors) != 0 {
 			return fmt.Errorf("after the first session closed: %v", c.errors)
 		}
@@ -56,7 +57,7 @@ func TestLeaseLapseReleasesTheDevice(t *testing.T) {
 	exchange(t, quiet, sink, `{"session":{"configure":{"lease":{"ms":20}}}}`)
 	exchange(t, quiet, sink, forceMsg(arm.ID, 1.5))
 	waitEvent(t, svc, event.NameControlLeaseExpired, fmt.Sprintf(`"session_id":%d`, quiet.ID))
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the force to end with the lapsed lease", func() error {
 		f := exchange(t, observer, obsSink, `{}`)
 		if z := f.forceZ(t, arm.ID); z != 0 {
 			return fmt.Errorf("force z=%v after the lease lapsed, want 0", z)
@@ -93,7 +94,7 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 		s, sink := open(t, svc, nil)
 		pick(s, sink, name)
 		s.Close(protocol.CloseClientClosed)
-		checkFor(t, 5*time.Second, func() error {
+		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
 			if slices.Contains(svc.Sessions(), s) {
 				return fmt.Errorf("%s still listed", name)
 			}

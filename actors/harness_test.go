@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -53,20 +54,6 @@ func addArm(t *testing.T, svc *Service, d hw.Driver) *Device {
 }
 
 func simArm(index int) *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: index, PeriodS: 0.001}) }
-
-// checkFor polls f until it returns nil or d passes: never a bare sleep.
-func checkFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("after %v: %v", d, err)
-}
 
 // recSink is a connection as a test sees it: every frame, and the close
 // code the session asked for.
@@ -221,7 +208,7 @@ func forceMsg(id string, z float64) string {
 func waitEvent(t *testing.T, svc *Service, name, want string) string {
 	t.Helper()
 	var data string
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "a "+name+" event", func() error {
 		events, _, err := svc.Activity().Recent(0, 0)
 		if err != nil {
 			return err
@@ -257,7 +244,7 @@ func countEvents(t *testing.T, svc *Service, name, want string) int {
 // decision with directive for an actor whose id starts with prefix.
 func waitSupervision(t *testing.T, svc *Service, prefix, directive string) {
 	t.Helper()
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "a supervision decision", func() error {
 		rep, err := svc.Activity().Supervision()
 		if err != nil {
 			return err

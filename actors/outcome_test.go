@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -233,7 +234,7 @@ func TestRegistryListsSessionsInOrder(t *testing.T) {
 	}
 	gone := opened[2]
 	gone.Close(protocol.CloseClientClosed)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the closed session to leave the list", func() error {
 		if slices.Contains(svc.Sessions(), gone) {
 			return fmt.Errorf("session %d is still listed", gone.ID)
 		}

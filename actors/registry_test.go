@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -195,7 +196,7 @@ func TestConcurrentWritesPastTheirDeadline(t *testing.T) {
 	}
 	// The actor may still be refusing the backlog: ask until it answers.
 	var e protocol.Entry
-	checkFor(t, 5*time.Second, func() (err error) {
+	hwtest.EventuallyNil(t, 5*time.Second, "the gravity compensation entry", func() (err error) {
 		e, err = svc.Entry(arm, 0, protocol.KeyGravityCompensation)
 		return err
 	})

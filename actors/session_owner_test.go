@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -254,7 +255,7 @@ func TestPanicInEitherPathEndsTheSession(t *testing.T) {
 
 			r.send(forceMsg(arm.ID, 1.5))
 			sink.next(t)
-			checkFor(t, 5*time.Second, func() error {
+			hwtest.EventuallyNil(t, 5*time.Second, "the observer to see the commanded force", func() error {
 				if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z < 0.1 {
 					return fmt.Errorf("the observer sees force z=%v, want the commanded force", z)
 				}
@@ -263,7 +264,7 @@ func TestPanicInEitherPathEndsTheSession(t *testing.T) {
 
 			r.send(c.msg)
 			sink.waitClosed(t, 1011)
-			checkFor(t, 5*time.Second, func() error {
+			hwtest.EventuallyNil(t, 5*time.Second, "the force to end after the panic", func() error {
 				if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 0 {
 					return fmt.Errorf("the observer sees force z=%v after the session panicked, want 0", z)
 				}
@@ -280,7 +281,7 @@ func TestPanicInEitherPathEndsTheSession(t *testing.T) {
 				t.Fatalf("session ended with reason %q, want %s", r, protocol.CloseInternalError)
 			}
 			waitSupervision(t, svc, "session-", "StopDirective")
-			checkFor(t, 5*time.Second, func() error {
+			hwtest.EventuallyNil(t, 5*time.Second, "the session that panicked to leave the list", func() error {
 				for _, s := range svc.Sessions() {
 					if s == sess {
 						return errors.New("the session that panicked is still listed")

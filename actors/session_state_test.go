@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -150,7 +151,7 @@ func TestSessionCloseReleasesAndUnlists(t *testing.T) {
 	sess, sink := open(t, svc, nil)
 	observer, obsSink := open(t, svc, nil)
 	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the commanded force", func() error {
 		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z < 0.1 {
 			return fmt.Errorf("force z=%v, want the commanded force", z)
 		}
@@ -161,7 +162,7 @@ func TestSessionCloseReleasesAndUnlists(t *testing.T) {
 	}
 
 	sess.Close(protocol.CloseClientClosed)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the force to end after the close", func() error {
 		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 0 {
 			return fmt.Errorf("force z=%v after the session closed, want 0", z)
 		}

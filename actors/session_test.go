@@ -11,6 +11,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -147,8 +148,7 @@ func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
 	}
 	// Events: owner 7, owner 8, the other device, owner 8 again, and the
 	// last one; the second was suppressed.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	hwtest.EventuallyNil(t, 5*time.Second, "five device-busy events", func() error {
 		events, _, err := svc.Activity().Recent(0, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -159,14 +159,14 @@ func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
 				n++
 			}
 		}
-		if n == 5 {
-			return
-		}
-		if n > 5 || time.Now().After(deadline) {
+		if n > 5 {
 			t.Fatalf("%d device-busy events, want 5", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		if n != 5 {
+			return fmt.Errorf("%d device-busy events so far", n)
+		}
+		return nil
+	})
 }
 
 // TestSessionAndDeviceArrivingTogetherAreAttached opens sessions while
@@ -196,17 +196,10 @@ func TestSessionAndDeviceArrivingTogetherAreAttached(t *testing.T) {
 			t.Fatal(addErr)
 		}
 		// Attachments travel as actor messages: allow them to land.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		hwtest.EventuallyNil(t, 5*time.Second, fmt.Sprintf("round %d: device %s to know session %d", round, d.ID, sess.ID), func() error {
 			_, err := svc.Entry(d, sess.ID, protocol.KeyDamping)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: device %s does not know session %d: %v", round, d.ID, sess.ID, err)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return err
+		})
 		sess.Close(protocol.CloseClientClosed)
 	}
 }
@@ -235,14 +228,14 @@ func TestCommandsReachTheirDevicesWhenTheSetShifts(t *testing.T) {
 		}
 		return nil
 	}
-	checkFor(t, 5*time.Second, applied)
+	hwtest.EventuallyNil(t, 5*time.Second, "the forces on both arms", applied)
 
 	// The first arm fails and leaves the set: b and c move down one place.
 	// (A commanded arm is stepped every tick, so its driver's panic comes.)
 	exchange(t, sess, sink, forceMsg(first.ID, 1.5))
 	drv.panicking.Store(true)
 	waitEvent(t, svc, event.NameDeviceFailed, first.ID)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the failed arm to leave the frame", func() error {
 		if exchange(t, sess, sink, `{}`).device(first.ID) != nil {
 			return errors.New("the failed arm is still in the frame")
 		}
@@ -252,14 +245,14 @@ func TestCommandsReachTheirDevicesWhenTheSetShifts(t *testing.T) {
 	zero := fmt.Sprintf(`{"arm3":[`+
 		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}},`+
 		`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, c.ID, b.ID)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the forces to return to zero", func() error {
 		f := exchange(t, sess, sink, zero)
 		if f.forceZ(t, c.ID) != 0 || f.forceZ(t, b.ID) != 0 {
 			return errors.New("forces not at zero yet")
 		}
 		return nil
 	})
-	checkFor(t, 5*time.Second, applied)
+	hwtest.EventuallyNil(t, 5*time.Second, "the forces on the arms that stayed", applied)
 
 	if w := exchange(t, sess, sink, forceMsg(first.ID, 1)).text; !strings.Contains(w, string(protocol.CodeUnknownDevice)) {
 		t.Fatalf("a command to the removed arm is not reported as an unknown device: %s", w)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,7 @@ func TestDeviceActorRestartKeepsConfigAndLoop(t *testing.T) {
 	if svc.Devices().Find(arm.Type, arm.ID) != arm {
 		t.Fatal("the restarted device left the inventory")
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the loop to keep ticking", func() error {
 		if now := arm.Stats().Ticks; now <= ticks {
 			return fmt.Errorf("the loop stopped at tick %d", now)
 		}
@@ -135,7 +136,7 @@ func TestDriverThatPanicsFailsItsDeviceOnly(t *testing.T) {
 
 	drv.panicking.Store(true)
 	waitEvent(t, svc, event.NameDeviceFailed, arm.ID)
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the failed device to leave the frame", func() error {
 		if f := exchange(t, sess, sink, `{}`); f.device(arm.ID) != nil {
 			return errors.New("the failed device is still in the frame")
 		}
@@ -145,7 +146,7 @@ func TestDriverThatPanicsFailsItsDeviceOnly(t *testing.T) {
 		t.Fatal("the driver that panicked was never halted")
 	}
 	ticks := other.Stats().Ticks
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the other device's loop to keep ticking", func() error {
 		if other.Stats().Ticks <= ticks {
 			return errors.New("the other device's loop stopped")
 		}

@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
 
 	"github.com/hapticd/hapticd/bench/echoserver"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // fakeService behaves like hapticd's simulation socket as docs/walkthrough.md's simulation channel section
@@ -224,6 +226,8 @@ const fakeBareEnv = "BENCH_FAKE_BARE_FACTOR"
 // baseline slower than the service.
 const fakeEchoEnv = "BENCH_FAKE_ECHO_DELAY"
 
+// TestMain runs the tests, or, when the tests start this binary as a fake
+// echo process or a fake hapticd (its environment says which), that fake.
 func TestMain(m *testing.M) {
 	if d := os.Getenv(fakeEchoEnv); d != "" {
 		if err := fakeEcho(d); err != nil {
@@ -239,7 +243,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Only the tests, not the fakes above, are checked for leaks: a fake
+	// ends its process when its work is done.
+	hwtest.Main(m, func() error { return goleak.Find() })
 }
 
 // fakeEcho serves as an echo process does (its URL as the first line,

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the live line's goroutine.
@@ -30,10 +32,7 @@ func TestLiveProgressLine(t *testing.T) {
 	var out lockedBuffer
 	o := RunOptions{Progress: &out, Live: true}
 	stop := o.live("hapticd", 12*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(out.String(), "\r") < 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	hwtest.Eventually(t, 10*time.Second, "the live line rewritten four times", func() bool { return strings.Count(out.String(), "\r") >= 4 })
 	stop()
 	s := out.String()
 	if !strings.Contains(s, "\r\033[Khapticd: ") || !strings.Contains(s, " s of 12.0 s") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -109,7 +110,9 @@ func TestWriteTimeoutEndsTheSession(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	e := waitEventWithin(t, ev, 30*time.Second, "session-ended", func(e map[string]any) bool { return path(e, "data", "session_id") == sid })
+	var e map[string]any
+	hwtest.EventuallyNil(t, 30*time.Second, "the session to end on its write timeout",
+		nextEventMatches(t, ev, 30*time.Second, "session-ended", func(e map[string]any) bool { return path(e, "data", "session_id") == sid }, &e))
 	if got := path(e, "data", "reason"); got != string(protocol.CloseWriteTimeout) {
 		t.Fatalf("session-ended reason %v, want write_timeout", got)
 	}
@@ -129,16 +132,10 @@ func TestShutdownEndsAStalledFrameWrite(t *testing.T) {
 	c.expect()
 	// Send without reading until a send blocks: the service has stopped
 	// reading, its frame write stalled on the full socket buffers.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	hwtest.Eventually(t, 30*time.Second, "a send to block (the service kept reading a client that never reads)", func() bool {
 		_ = c.conn.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
-		if c.conn.WriteMessage(websocket.TextMessage, []byte(`{"session":{"force_render_full_state":{}}}`)) != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the service kept reading a client that never reads")
-		}
-	}
+		return c.conn.WriteMessage(websocket.TextMessage, []byte(`{"session":{"force_render_full_state":{}}}`)) != nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ts.srv.CloseSockets()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -98,7 +99,7 @@ func cursor(f map[string]any, key string) [3]float64 {
 // arm under key has risen, through frames read by next.
 func forceMoves(t *testing.T, key string, z0 float64, send func() map[string]any) {
 	t.Helper()
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the cursor to rise", func() error {
 		f := send()
 		if z := cursor(f, key)[2]; z <= z0+0.005 {
 			return fmt.Errorf("cursor z %v has not risen from %v (mode %v)", z, z0, path(f, key, 0, "state", "control_mode"))
@@ -110,7 +111,7 @@ func forceMoves(t *testing.T, key string, z0 float64, send func() map[string]any
 // reaches sends msg (a position target) until the arm under key is there.
 func reaches(t *testing.T, key string, target [3]float64, send func() map[string]any) {
 	t.Helper()
-	checkFor(t, 10*time.Second, func() error {
+	hwtest.EventuallyNil(t, 10*time.Second, "the cursor to reach the target", func() error {
 		f := send()
 		p := cursor(f, key)
 		if d := math.Hypot(math.Hypot(p[0]-target[0], p[1]-target[1]), p[2]-target[2]); d > 0.005 {
@@ -209,7 +210,7 @@ func TestDropInIsaacTeleop(t *testing.T) {
 	if h, _ := path(inv, "inverse3", 0, "config", "handedness").(string); h == "" {
 		t.Fatalf("config.handedness missing: %v", path(inv, "inverse3", 0, "config"))
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the arm in force mode", func() error {
 		f := d.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":0}}}}]}`, arm))
 		gripReports(t, f, "wireless_verse_grip")
 		if path(f, "inverse3", 0, "state", "cursor_velocity") == nil {
@@ -242,7 +243,7 @@ func TestDropInSawHaplyService(t *testing.T) {
 		}
 	}
 	// It waits for a calibrated arm and an awake grip.
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "a calibrated arm and an awake grip", func() error {
 		f := d.tick(`{}`)
 		if c, a := path(f, "inverse3", 0, "status", "calibrated"), path(f, "wireless_verse_grip", 0, "status", "awake"); c != true || a != true {
 			return fmt.Errorf("calibrated %v, grip awake %v", c, a)
@@ -455,7 +456,7 @@ func TestDropInTutorials(t *testing.T) {
 		probe := fmt.Sprintf(`"verse_grip":[{"device_id":%q,"commands":{"probe_orientation":{}}}]`, grip)
 		gripReports(t, d.tick(`{`+profile("co.haply.inverse.tutorials:print-verse-grip")+`,`+probe+`}`), "verse_grip")
 		orientations, buttons := map[string]bool{}, map[bool]bool{}
-		checkFor(t, 20*time.Second, func() error {
+		hwtest.EventuallyNil(t, 20*time.Second, "the grip to turn and press its buttons", func() error {
 			f := d.tick(`{` + probe + `}`)
 			gripReports(t, f, "verse_grip")
 			if _, ok := path(f, "verse_grip", 0, "state", "hall").(float64); !ok {
@@ -484,7 +485,7 @@ func TestDropInTutorials(t *testing.T) {
 			t.Fatalf("config.type %v", path(inv, "inverse3", 0, "config", "type"))
 		}
 		// The tutorial waits for status.calibrated before it commands.
-		checkFor(t, 5*time.Second, func() error {
+		hwtest.EventuallyNil(t, 5*time.Second, "a calibrated arm", func() error {
 			if c := path(d.tick(`{}`), "inverse3", 0, "status", "calibrated"); c != true {
 				return fmt.Errorf("calibrated %v", c)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -142,7 +143,7 @@ func sessionPanicClosesWith1011(t *testing.T, cfg serviceConfig, boom string) {
 	force := func() float64 {
 		return vec(path(obs.roundTrip(`{}`), "arm3", 0, "state", "current_cursor_force"))[2]
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the observer to see the commanded force", func() error {
 		// Renewed inside the poll: the 100 ms lease may lapse between
 		// polls on a loaded machine.
 		c.roundTrip(`{"arm3":[{"device_id":"` + arm + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}}]}`)
@@ -159,13 +160,13 @@ func sessionPanicClosesWith1011(t *testing.T, cfg serviceConfig, boom string) {
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseInternalServerErr {
 		t.Fatalf("after the session panicked the client read %v, want close 1011", err)
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the force to end after the panic", func() error {
 		if z := force(); z != 0 {
 			return fmt.Errorf("the observer sees z=%v after the session panicked, want 0", z)
 		}
 		return nil
 	})
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the observer to be the only session listed", func() error {
 		r := ts.do(http.MethodGet, ts.base+"/sessions", "")
 		list, _ := path(r.data(), "sessions").([]any)
 		if len(list) != 1 || num(path(list[0], "session_id")) != obsID {
@@ -188,7 +189,7 @@ func TestDeviceActorPastItsBudgetOverHTTP(t *testing.T) {
 	url := ts.base + "/arm3/" + ts.armIDs[0] + "/config/handedness"
 	panicking.Store(true)
 	var statuses []int
-	checkFor(t, 10*time.Second, func() error {
+	hwtest.EventuallyNil(t, 10*time.Second, "the failed device to be gone (404)", func() error {
 		r := ts.do(http.MethodGet, url, "")
 		statuses = append(statuses, r.status)
 		if r.status != http.StatusNotFound {
@@ -203,7 +204,7 @@ func TestDeviceActorPastItsBudgetOverHTTP(t *testing.T) {
 	if strings.Contains(string(r.body), ts.armIDs[0]) || !strings.Contains(string(r.body), ts.armIDs[1]) {
 		t.Fatalf("GET /devices after the failure: %s", r.body)
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "a device-failed event", func() error {
 		r := ts.do(http.MethodGet, ts.base+"/events?since=0", "")
 		if !strings.Contains(string(r.body), `"device-failed"`) || !strings.Contains(string(r.body), ts.armIDs[0]) {
 			return fmt.Errorf("no device-failed in %s", r.body)

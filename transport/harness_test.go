@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
@@ -145,7 +146,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		// Every goroutine the service started must be gone (the HTTP client's
 		// idle connections are closed first).
 		http.DefaultClient.CloseIdleConnections()
-		checkFor(t, 5*time.Second, func() error {
+		hwtest.EventuallyNil(t, 5*time.Second, "the service's goroutines to end", func() error {
 			if n := runtime.NumGoroutine(); n > goroutinesBefore+2 {
 				return fmt.Errorf("%d goroutines still running (%d before the service)", n, goroutinesBefore)
 			}
@@ -169,21 +170,6 @@ func (ts *testService) stop() {
 		ts.t.Errorf("server shutdown: %v", err)
 	}
 	ts.srv = nil
-}
-
-// checkFor polls f until it returns nil or the deadline passes: never a bare
-// sleep.
-func checkFor(t testing.TB, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("after %v: %v", d, err)
 }
 
 // reply is a decoded HTTP answer.

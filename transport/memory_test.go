@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 const (
@@ -48,7 +49,7 @@ func TestIdleSessionMemory(t *testing.T) {
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
 	_ = c.conn.Close()
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the closed session to leave the list", func() error {
 		if n := len(ts.svc.Sessions()); n != 0 {
 			return fmt.Errorf("%d sessions", n)
 		}
@@ -88,7 +89,7 @@ func TestIdleSessionMemory(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("client process did not open its sessions within 60 s")
 	}
-	checkFor(t, 10*time.Second, func() error {
+	hwtest.EventuallyNil(t, 10*time.Second, "the idle sessions to be listed", func() error {
 		if n := len(ts.svc.Sessions()); n != idleSessions {
 			return fmt.Errorf("%d sessions listed", n)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -181,7 +182,7 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	}
 
 	// The first client goes quiet: its lease lapses and the count shows it.
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "a lease expiry counted", func() error {
 		if got := ts.scrape(t).value("hapticd_lease_expiries_total", dev...); got < 1 {
 			return fmt.Errorf("hapticd_lease_expiries_total = %v after the controlling client went quiet", got)
 		}
@@ -234,7 +235,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	if r := ts.do(http.MethodGet, ts.base+"/healthz", ""); r.status != http.StatusOK || r.env["status"] != "alive" {
 		t.Errorf("/healthz: %v", r)
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "/readyz to say ready", func() error {
 		if r := ts.do(http.MethodGet, ts.base+"/readyz", ""); r.status != http.StatusOK || r.env["status"] != "ready" {
 			return fmt.Errorf("/readyz of a started service: %v", r)
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // Bubble navigation rendered: a simulated arm pushed by the session's own
@@ -112,13 +114,12 @@ func (r *navRig) push(fx float64) navSample {
 func (r *navRig) until(fx float64, what string, ok func(navSample) bool) navSample {
 	r.t.Helper()
 	var s navSample
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if s = r.push(fx); ok(s) {
-			return s
+	hwtest.EventuallyNil(r.t, 10*time.Second, fmt.Sprintf("pushing %g N: %s", fx, what), func() error {
+		if s = r.push(fx); !ok(s) {
+			return fmt.Errorf("last: %v", s)
 		}
-	}
-	r.t.Fatalf("pushing %g N: %s never came; last: %v", fx, what, s)
+		return nil
+	})
 	return s
 }
 
@@ -285,7 +286,7 @@ func TestNavigationForceEndsWithTheLease(t *testing.T) {
 	r.c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
 	r.until(4, "the wall", func(s navSample) bool { return s.zone == "wall" && s.offset[0] > 0.005 }) // then silence
 	var offset [3]float64
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "the force to end with the lease, the arm free", func() error {
 		f := obs.roundTrip(`{}`)
 		if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); got != [3]float64{} || path(f, "arm3", 0, "status", "in_use") != false {
 			return fmt.Errorf("force %v in use %v", got, path(f, "arm3", 0, "status", "in_use"))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // TestAnyValidProfileNameIsStored uses names within the 64-character limit
@@ -90,7 +91,7 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 		c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%d}}}]}`, name, id, damping))
 		_ = c.conn.Close()
 		// Session end flushes its profile: wait until it is on disk.
-		checkFor(t, 5*time.Second, func() error {
+		hwtest.EventuallyNil(t, 5*time.Second, "the session profile on disk", func() error {
 			if _, err := os.Stat(filepath.Join(dir, "profiles.v2", store.HashName(name), "session.json")); err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -340,7 +341,7 @@ func recordFor(t *testing.T, ts *testService, body string, ticks uint64) (f *mca
 		t.Fatalf("POST /recordings %s: %v", body, started)
 	}
 	inner[0] = arm.Stats().Ticks
-	checkFor(t, 30*time.Second, func() error {
+	hwtest.EventuallyNil(t, 30*time.Second, "the loop to run its ticks", func() error {
 		if n := arm.Stats().Ticks - inner[0]; n < ticks {
 			return fmt.Errorf("the loop ran %d ticks, waiting for %d", n, ticks)
 		}
@@ -449,7 +450,7 @@ func TestRecordingCountsDroppedStates(t *testing.T) {
 	if started.status != 200 {
 		t.Fatalf("POST /recordings: %v", started)
 	}
-	checkFor(t, 30*time.Second, func() error {
+	hwtest.EventuallyNil(t, 30*time.Second, "dropped states counted", func() error {
 		l := ts.do("GET", ts.base+"/recordings", "")
 		if d := num(path(l.data(), 0, "dropped_states")); d == 0 || num(path(l.data(), 0, "dropped")) < d {
 			return fmt.Errorf("GET /recordings: %v", l)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 func force(id string, x, y, z float64) string {
@@ -106,7 +107,7 @@ func TestForceFieldSpellingsAndBinaryFrames(t *testing.T) {
 		fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":1.5}}}}]}`, id),
 	} {
 		var f map[string]any
-		checkFor(t, 2*time.Second, func() error {
+		hwtest.EventuallyNil(t, 2*time.Second, "a frame without errors", func() error {
 			f = c.roundTrip(msg)
 			if errs := f["errors"]; errs != nil {
 				t.Fatalf("errors: %v", errs)
@@ -228,7 +229,7 @@ func TestUnknownThingsAreWarnings(t *testing.T) {
 	}
 	// The force still went through (damping, applied too, takes some of it
 	// off as the arm moves).
-	checkFor(t, 2*time.Second, func() error {
+	hwtest.EventuallyNil(t, 2*time.Second, "the force to go through", func() error {
 		f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
 		if got := vec(path(f, "arm3", 0, "state", "current_cursor_force")); got[2] <= 0 || path(f, "arm3", 0, "state", "control_mode") != "force" {
 			return fmt.Errorf("force %v, mode %v", got, path(f, "arm3", 0, "state", "control_mode"))
@@ -250,7 +251,7 @@ func TestTwoSessionsSeeTheirOwnBasis(t *testing.T) {
 	b.roundTrip(`{"session":{"configure":{"basis":{"permutation":"YXZ"}}}}`)
 	// Hold the arm still with a position command so both read the same point.
 	a.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0.02,"y":0.13,"z":0.1}}}}]}`, id))
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "both sessions to read the same point", func() error {
 		pa := vec(path(a.roundTrip(`{}`), "arm3", 0, "state", "cursor_position"))
 		pb := vec(path(b.roundTrip(`{}`), "arm3", 0, "state", "cursor_position"))
 		if math.Abs(pa[0]-pb[1]) > 1e-3 || math.Abs(pa[1]-pb[0]) > 1e-3 || math.Abs(pa[2]-pb[2]) > 1e-3 {
@@ -298,7 +299,7 @@ func TestLeaseExpiryRampsForceToZero(t *testing.T) {
 	obs.expect()
 	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
 	ctl.roundTrip(force(id, 0, 0, 2)) // then silence
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "the force to end with the lease", func() error {
 		f := obs.roundTrip(`{}`)
 		got := vec(path(f, "arm3", 0, "state", "current_cursor_force"))
 		if math.Abs(got[0])+math.Abs(got[1])+math.Abs(got[2]) > 1e-9 || path(f, "arm3", 0, "state", "control_mode") != "idle" {
@@ -319,7 +320,7 @@ func TestDisconnectReleases(t *testing.T) {
 	ctl.expect()
 	obs.expect()
 	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	checkFor(t, 2*time.Second, func() error {
+	hwtest.EventuallyNil(t, 2*time.Second, "the force to reach the observer", func() error {
 		ctl.roundTrip(force(id, 0, 0, 2)) // renews the lease while we wait
 		if z := vec(path(obs.roundTrip(`{}`), "arm3", 0, "state", "current_cursor_force"))[2]; math.Abs(z-2) > 0.01 {
 			return fmt.Errorf("force z %v", z)
@@ -329,15 +330,14 @@ func TestDisconnectReleases(t *testing.T) {
 	ctl.conn.Close()
 	// The lease would hold for a second; a disconnect releases at once, and
 	// the ramp takes 20 ms.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	checkFor(t, time.Second, func() error {
+	took := hwtest.EventuallyNil(t, time.Second, "the force to end on disconnect", func() error {
 		f := obs.roundTrip(`{}`)
 		if z := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[2]; z != 0 {
 			return fmt.Errorf("force z %v", z)
 		}
 		return nil
 	})
-	if time.Now().After(deadline) {
+	if took > 500*time.Millisecond {
 		t.Logf("release took longer than the lease would have; machine is very loaded?")
 	}
 }
@@ -423,27 +423,33 @@ func TestOversizedMessageCloses1009(t *testing.T) {
 	}
 }
 
-// waitEvent reads the events socket until an event with name matches.
+// waitEvent reads the events socket until an event named name matches,
+// for up to 5 s (generous for an event the test caused), and returns it.
 func waitEvent(t *testing.T, ev *wsClient, name string, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	return waitEventWithin(t, ev, 5*time.Second, name, match)
+	var found map[string]any
+	hwtest.EventuallyNil(t, 5*time.Second, "a "+name+" event", nextEventMatches(t, ev, 5*time.Second, name, match, &found))
+	return found
 }
 
-// waitEventWithin is waitEvent with its own deadline.
-func waitEventWithin(t *testing.T, ev *wsClient, d time.Duration, name string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		e, err := ev.next(deadline)
+// nextEventMatches is a check for hwtest.EventuallyNil: each call reads the
+// next event from ev and holds when it is named name and matches, storing
+// it in found. Reads wait until within from now; a failed read fails the
+// test (after a read timeout the socket is unusable).
+func nextEventMatches(t *testing.T, ev *wsClient, within time.Duration, name string, match func(map[string]any) bool, found *map[string]any) func() error {
+	readUntil := time.Now().Add(within)
+	return func() error {
+		t.Helper()
+		e, err := ev.next(readUntil)
 		if err != nil {
-			t.Fatalf("waiting for %s: %v", name, err)
+			t.Fatalf("waiting for a %s event: %v", name, err)
 		}
-		if e["name"] == name && match(e) {
-			return e
+		if e["name"] != name || !match(e) {
+			return fmt.Errorf("the last event was %v", e["name"])
 		}
+		*found = e
+		return nil
 	}
-	t.Fatalf("no %s event", name)
-	return nil
 }
 
 func TestFullStateLimitedToDeviceTypes(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // set_gravity_compensation, sent every cycle, changes the device's enable
@@ -70,7 +72,7 @@ func TestSetTransformIsPerSession(t *testing.T) {
 	// session's +X is the device's -Y.
 	clean(t, nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"rotation":{"w":0.7071067811865476,"x":0,"y":0,"z":0.7071067811865476}}}}]}`, arm)), "set_transform")
 	clean(t, nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":0,"y":0,"z":0.25}}}}]}`, arm)), "set_transform")
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the force through the transform", func() error {
 		f := nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":1.5,"y":0,"z":0}}}}]}`, arm))
 		clean(t, f, "force")
 		o := obs.roundTrip(`{}`)

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -86,21 +87,24 @@ func shoot(t *testing.T, ctx context.Context, dir, name string) {
 	}
 }
 
-// eventually evaluates a JavaScript condition in the page until it is
-// true, or fails with what the page shows.
-func eventually(t *testing.T, ctx context.Context, what, js string) {
-	t.Helper()
-	checkFor(t, 20*time.Second, func() error {
+// pageWithin is how long a test waits for the page to show something: a
+// browser on a loaded machine is slow to start and to render.
+const pageWithin = 20 * time.Second
+
+// pageHolds is a check for hwtest.EventuallyNil: it evaluates a JavaScript
+// condition in the page, and says what the page shows while it is false.
+func pageHolds(ctx context.Context, js string) func() error {
+	return func() error {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
 		if err != nil {
-			return fmt.Errorf("%s: %v", what, err)
+			return err
 		}
 		if !ok {
 			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
-			return fmt.Errorf("%s: not yet; the page shows:\n%s", what, text)
+			return fmt.Errorf("the page shows:\n%s", text)
 		}
 		return nil
-	})
+	}
 }
 
 // TestDashboardInChromium opens /ui/ in a real browser against a real
@@ -123,7 +127,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range append([]string{"arm3/" + ts.armIDs[0], "arm3/" + ts.armIDs[1]}, "grip/"+ts.gripIDs[0]) {
-		eventually(t, ctx, "device "+id+" listed", fmt.Sprintf(`!!document.querySelector('[data-device=%q]')`, id))
+		hwtest.EventuallyNil(t, pageWithin, "device "+id+" listed", pageHolds(ctx, fmt.Sprintf(`!!document.querySelector('[data-device=%q]')`, id)))
 	}
 
 	// The position trace moves: the readout changes and the trace spans
@@ -132,9 +136,9 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "position readout changes", fmt.Sprintf(`document.querySelector('[data-device=%q] .v-position').textContent !== %q`, arm, first))
-	eventually(t, ctx, "position trace moves", fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q); return d.x.length > 20 && Math.max(...d.x) - Math.min(...d.x) > 1e-4 })()`, arm))
-	eventually(t, ctx, "loop period p99 shown", fmt.Sprintf(`/ms/.test(document.querySelector('[data-device=%q] .v-loop').textContent)`, arm))
+	hwtest.EventuallyNil(t, pageWithin, "position readout changes", pageHolds(ctx, fmt.Sprintf(`document.querySelector('[data-device=%q] .v-position').textContent !== %q`, arm, first)))
+	hwtest.EventuallyNil(t, pageWithin, "position trace moves", pageHolds(ctx, fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q); return d.x.length > 20 && Math.max(...d.x) - Math.min(...d.x) > 1e-4 })()`, arm)))
+	hwtest.EventuallyNil(t, pageWithin, "loop period p99 shown", pageHolds(ctx, fmt.Sprintf(`/ms/.test(document.querySelector('[data-device=%q] .v-loop').textContent)`, arm)))
 
 	// A session appears with its API format and the arm it controls, and
 	// its session-started event in the stream.
@@ -163,9 +167,9 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	eventually(t, ctx, "session listed with its format and device", fmt.Sprintf(
-		`(() => { const r = document.querySelector('#sessions tr[data-session="%d"]'); return !!r && r.textContent.includes("3.x") && r.textContent.includes(%q) })()`, int(sid), ts.armIDs[0]))
-	eventually(t, ctx, "session-started event shown", `!!document.querySelector('#events li[data-name="session-started"]')`)
+	hwtest.EventuallyNil(t, pageWithin, "session listed with its format and device", pageHolds(ctx, fmt.Sprintf(
+		`(() => { const r = document.querySelector('#sessions tr[data-session="%d"]'); return !!r && r.textContent.includes("3.x") && r.textContent.includes(%q) })()`, int(sid), ts.armIDs[0])))
+	hwtest.EventuallyNil(t, pageWithin, "session-started event shown", pageHolds(ctx, `!!document.querySelector('#events li[data-name="session-started"]')`))
 	shoot(t, ctx, shots, "1-devices-sessions-events.png")
 
 	// A config value edited in the page reads back over HTTP.
@@ -176,10 +180,10 @@ func TestDashboardInChromium(t *testing.T) {
 			const dev = document.getElementById("cfg-device"); dev.value = %q; dev.dispatchEvent(new Event("change"));
 			const e = document.getElementById("cfg-entry"); e.value = %q; e.dispatchEvent(new Event("change"));
 			return dev.value === %q && e.value === %q })()`, session, arm, entry, arm, entry)
-		eventually(t, ctx, "config form set to "+entry, js)
+		hwtest.EventuallyNil(t, pageWithin, "config form set to "+entry, pageHolds(ctx, js))
 		// The change handlers read the value in force; wait for that, then
 		// type over it.
-		eventually(t, ctx, "current value read", `document.getElementById("cfg-result").textContent === "read"`)
+		hwtest.EventuallyNil(t, pageWithin, "current value read", pageHolds(ctx, `document.getElementById("cfg-result").textContent === "read"`))
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(chromedp.ID("cfg-value"), value),
 			chromedp.Evaluate[chromedp.Void](`document.getElementById("cfg-result").textContent = ""`),
@@ -189,7 +193,7 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 	setForm("", "handedness", `"left"`)
-	eventually(t, ctx, "save confirmed", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
+	hwtest.EventuallyNil(t, pageWithin, "save confirmed", pageHolds(ctx, `document.getElementById("cfg-result").textContent.startsWith("saved")`))
 	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.status != http.StatusOK || r.data() != "left" {
 		t.Fatalf("handedness saved in the page reads back as %v", r)
 	}
@@ -202,7 +206,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("POST sideways over HTTP: %v", want)
 	}
 	setForm("", "handedness", `"sideways"`)
-	eventually(t, ctx, "validation message shown", fmt.Sprintf(`document.getElementById("cfg-result").textContent.includes(%q)`, msg))
+	hwtest.EventuallyNil(t, pageWithin, "validation message shown", pageHolds(ctx, fmt.Sprintf(`document.getElementById("cfg-result").textContent.includes(%q)`, msg)))
 	shoot(t, ctx, shots, "2-config-validation.png")
 	if r := ts.do(http.MethodGet, ts.base+"/"+arm+"/config/handedness", ""); r.data() != "left" {
 		t.Fatalf("a refused value changed handedness: %v", r)
@@ -210,7 +214,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// A session-scoped entry edited for the session reads back for it.
 	setForm(fmt.Sprintf("#%d", int(sid)), "filters/force_gate", `{"gain": 0.55}`)
-	eventually(t, ctx, "session entry saved", `document.getElementById("cfg-result").textContent.startsWith("saved")`)
+	hwtest.EventuallyNil(t, pageWithin, "session entry saved", pageHolds(ctx, `document.getElementById("cfg-result").textContent.startsWith("saved")`))
 	r := ts.do(http.MethodGet, fmt.Sprintf("%s/%s/config/filters/force_gate?session=%%23%d", ts.base, arm, int(sid)), "")
 	if !jsonEqual(t, r.data(), `{"gain": 0.55}`) {
 		t.Fatalf("force gate saved in the page for session %d reads back as %v", int(sid), r)
@@ -229,7 +233,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(foreign)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "foreign page done", `window.result !== undefined`)
+	hwtest.EventuallyNil(t, pageWithin, "foreign page done", pageHolds(ctx, `window.result !== undefined`))
 	result, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.result`))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +251,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate("http://foreign.test:"+port+"/ui/")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "rebound dashboard refused", `document.body.innerText.includes("forbidden_host") && !document.querySelector("#devices")`)
+	hwtest.EventuallyNil(t, pageWithin, "rebound dashboard refused", pageHolds(ctx, `document.body.innerText.includes("forbidden_host") && !document.querySelector("#devices")`))
 	shoot(t, ctx, shots, "4-rebound-host.png")
 }
 
@@ -303,11 +307,11 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	arm := "inverse3/" + ts.armIDs[0]
-	eventually(t, ctx, "arm card labelled as an arm", fmt.Sprintf(
-		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm))
+	hwtest.EventuallyNil(t, pageWithin, "arm card labelled as an arm", pageHolds(ctx, fmt.Sprintf(
+		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm)))
 	for _, grip := range []string{"wireless_verse_grip/" + ts.gripIDs[0], "verse_grip/" + ts.wiredIDs[0]} {
 		card := fmt.Sprintf(`document.querySelector('[data-device=%q]')`, grip)
-		eventually(t, ctx, grip+" listed", "!!"+card)
+		hwtest.EventuallyNil(t, pageWithin, grip+" listed", pageHolds(ctx, "!!"+card))
 		labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`[...%s.querySelectorAll("dt")].map((e) => e.textContent)`, card)))
 		if err != nil {
 			t.Fatal(err)
@@ -316,16 +320,16 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 		if strings.Join(labels, "|") != strings.Join(want, "|") {
 			t.Fatalf("%s card labels %q, want %q", grip, labels, want)
 		}
-		eventually(t, ctx, grip+" battery in percent", fmt.Sprintf(`/^\d+ %%$/.test(%s.querySelector(".v-battery").textContent)`, card))
-		eventually(t, ctx, grip+" hall level shown", fmt.Sprintf(`(() => { const v = parseFloat(%s.querySelector(".v-hall").textContent); return v >= 0 && v <= 1 })()`, card))
-		eventually(t, ctx, grip+" quaternion shown", fmt.Sprintf(`%s.querySelector(".v-orientation").textContent.split(", ").length === 4`, card))
+		hwtest.EventuallyNil(t, pageWithin, grip+" battery in percent", pageHolds(ctx, fmt.Sprintf(`/^\d+ %%$/.test(%s.querySelector(".v-battery").textContent)`, card)))
+		hwtest.EventuallyNil(t, pageWithin, grip+" hall level shown", pageHolds(ctx, fmt.Sprintf(`(() => { const v = parseFloat(%s.querySelector(".v-hall").textContent); return v >= 0 && v <= 1 })()`, card)))
+		hwtest.EventuallyNil(t, pageWithin, grip+" quaternion shown", pageHolds(ctx, fmt.Sprintf(`%s.querySelector(".v-orientation").textContent.split(", ").length === 4`, card)))
 		// The grip rocks and clicks: the trace spans angles and squeeze,
 		// and a button shows pressed, then released.
-		eventually(t, ctx, grip+" trace moves", fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q);
+		hwtest.EventuallyNil(t, pageWithin, grip+" trace moves", pageHolds(ctx, fmt.Sprintf(`(() => { const d = dashboard.devices.get(%q);
 			const span = (a) => Math.max(...a) - Math.min(...a);
-			return d.t.length > 20 && span(d.x) > 1 && span(d.hall) > 0.01 && d.chart && d.chart.series.slice(1).map((s) => s.label).join() === "yaw (°),pitch (°),roll (°),hall level" })()`, grip))
-		eventually(t, ctx, grip+" button pressed", fmt.Sprintf(`%s.querySelector(".v-buttons").textContent !== "none"`, card))
-		eventually(t, ctx, grip+" buttons released", fmt.Sprintf(`%s.querySelector(".v-buttons").textContent === "none"`, card))
+			return d.t.length > 20 && span(d.x) > 1 && span(d.hall) > 0.01 && d.chart && d.chart.series.slice(1).map((s) => s.label).join() === "yaw (°),pitch (°),roll (°),hall level" })()`, grip)))
+		hwtest.EventuallyNil(t, pageWithin, grip+" button pressed", pageHolds(ctx, fmt.Sprintf(`%s.querySelector(".v-buttons").textContent !== "none"`, card)))
+		hwtest.EventuallyNil(t, pageWithin, grip+" buttons released", pageHolds(ctx, fmt.Sprintf(`%s.querySelector(".v-buttons").textContent === "none"`, card)))
 	}
 	shoot(t, ctx, shots, "5-grip-cards.png")
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -138,18 +139,15 @@ func BenchmarkScheduler(b *testing.B) {
 			sh := s.shards[0]
 			s.Start()
 			// Let the shards settle, then measure b.N ticks of shard 0.
-			for sh.stats.period.Summary().Count < 50 {
-				time.Sleep(time.Millisecond)
-			}
+			hwtest.Eventually(b, 30*time.Second, "the shards to settle", func() bool { return sh.stats.period.Summary().Count >= 50 })
 			for _, x := range s.shards {
 				x.stats.period.Reset()
 				x.stats.busy.Reset()
 			}
 			over0 := sh.stats.overruns.Load()
 			b.ResetTimer()
-			for sh.stats.period.Summary().Count < uint64(b.N) {
-				time.Sleep(time.Millisecond)
-			}
+			// A 1 ms shard takes b.N ms; the deadline only stops a stalled one.
+			hwtest.Eventually(b, time.Duration(b.N)*10*time.Millisecond+30*time.Second, "b.N ticks of shard 0", func() bool { return sh.stats.period.Summary().Count >= uint64(b.N) })
 			b.StopTimer()
 			over := sh.stats.overruns.Load() - over0
 			var busyNs float64
@@ -386,18 +384,15 @@ func BenchmarkEffectArmsScheduler(b *testing.B) {
 	sh := s.shards[0]
 	s.Start()
 	defer s.Stop()
-	for sh.stats.period.Summary().Count < 50 {
-		time.Sleep(time.Millisecond)
-	}
+	hwtest.Eventually(b, 30*time.Second, "the shards to settle", func() bool { return sh.stats.period.Summary().Count >= 50 })
 	for _, x := range s.shards {
 		x.stats.period.Reset()
 		x.stats.busy.Reset()
 	}
 	over0 := sh.stats.overruns.Load()
 	b.ResetTimer()
-	for sh.stats.period.Summary().Count < uint64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
+	// A 1 ms shard takes b.N ms; the deadline only stops a stalled one.
+	hwtest.Eventually(b, time.Duration(b.N)*10*time.Millisecond+30*time.Second, "b.N ticks of shard 0", func() bool { return sh.stats.period.Summary().Count >= uint64(b.N) })
 	b.StopTimer()
 	over := sh.stats.overruns.Load() - over0
 	var busyNs float64

@@ -4,6 +4,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,6 +24,9 @@ func TestRealtimePriorityIsUndone(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 200 * int64(time.Microsecond), RealtimePriority: 10})
 	ctx, cancel := context.WithCancel(context.Background())
+	// RunLocked must run on this goroutine (the thread it tunes), so the
+	// wait for ticks runs on another and cannot fail the test: the test's
+	// own deadline bounds it.
 	go func() {
 		for d.Stats().Ticks < 20 {
 			time.Sleep(time.Millisecond)
@@ -62,10 +67,7 @@ func TestStatsRealtimeTellsTheTruth(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- RunLocked(ctx, d) }()
-		deadline := time.Now().Add(10 * time.Second)
-		for d.Stats().Ticks < 20 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		hwtest.Eventually(t, 10*time.Second, fmt.Sprintf("priority %d: 20 ticks", prio), func() bool { return d.Stats().Ticks >= 20 })
 		got := d.Stats().Realtime
 		cancel()
 		if err := <-done; err != nil {
@@ -124,13 +126,12 @@ func TestSpinningShardHoldsATunedThread(t *testing.T) {
 	}
 	waitSlack := func(what string, ok func(int64) bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok(slack.Load()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the shard's thread has timer slack %d ns", what, slack.Load())
+		hwtest.EventuallyNil(t, 10*time.Second, what, func() error {
+			if v := slack.Load(); !ok(v) {
+				return fmt.Errorf("the shard's thread has timer slack %d ns", v)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	first := add()
 	waitSlack("one device, sleep-only", func(v int64) bool { return v > 1 })

@@ -9,19 +9,8 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
-
-// checkFor polls cond until it holds or the deadline passes.
-func checkFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", within, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // eventLog collects events from any goroutine.
 type eventLog struct {
@@ -115,7 +104,7 @@ func TestRunLockedStopsOnCancelAndHalts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- RunLocked(ctx, d) }()
-	checkFor(t, 10*time.Second, "20 ticks", func() bool { return d.Stats().Ticks >= 20 })
+	hwtest.Eventually(t, 10*time.Second, "20 ticks", func() bool { return d.Stats().Ticks >= 20 })
 	if err := RunLocked(ctx, d); err == nil {
 		t.Fatal("a second RunLocked on a running device did not fail")
 	}
@@ -124,7 +113,7 @@ func TestRunLockedStopsOnCancelAndHalts(t *testing.T) {
 	reg.Claim(1)
 	c := force(1, 0, 0)
 	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
-	checkFor(t, 10*time.Second, "the command to reach the driver", func() bool { return drv.Last().Mode == hw.ModeForce })
+	hwtest.Eventually(t, 10*time.Second, "the command to reach the driver", func() bool { return drv.Last().Mode == hw.ModeForce })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("RunLocked after cancel = %v, want nil", err)
@@ -183,7 +172,7 @@ func TestHaltWhileRunning(t *testing.T) {
 	reg.Claim(1)
 	c := force(2, 0, 0)
 	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
-	checkFor(t, 10*time.Second, "the command to reach the driver", func() bool { return drv.Last().Mode == hw.ModeForce })
+	hwtest.Eventually(t, 10*time.Second, "the command to reach the driver", func() bool { return drv.Last().Mode == hw.ModeForce })
 	for i := 0; i < 20; i++ {
 		d.Halt()
 		// Halt returns after the driver was halted; the loop then sends
@@ -193,7 +182,7 @@ func TestHaltWhileRunning(t *testing.T) {
 		}
 	}
 	ticks := d.Stats().Ticks
-	checkFor(t, 10*time.Second, "more ticks", func() bool { return d.Stats().Ticks > ticks+10 })
+	hwtest.Eventually(t, 10*time.Second, "more ticks", func() bool { return d.Stats().Ticks > ticks+10 })
 	if m := drv.Last().Mode; m != hw.ModeIdle {
 		t.Fatalf("after Halt the loop applied %v", m)
 	}
@@ -209,7 +198,7 @@ func TestSchedulerIdleShardsSleep(t *testing.T) {
 	defer s.Stop()
 	d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 500 * int64(time.Microsecond)})
 	s.Add(d)
-	checkFor(t, 10*time.Second, "the device to tick", func() bool { return d.Stats().Ticks > 20 })
+	hwtest.Eventually(t, 10*time.Second, "the device to tick", func() bool { return d.Stats().Ticks > 20 })
 	if n := len(*s.shards[1].devices.Load()); n != 0 {
 		t.Fatalf("the second shard holds %d devices; one device belongs on the first", n)
 	}
@@ -243,7 +232,7 @@ func TestSchedulerStepsAddedDevices(t *testing.T) {
 	}
 	s.Start()
 	s.Start() // idempotent
-	checkFor(t, 10*time.Second, "every device to tick", func() bool {
+	hwtest.Eventually(t, 10*time.Second, "every device to tick", func() bool {
 		for _, d := range devs {
 			if d.Stats().Ticks < 5 {
 				return false
@@ -256,7 +245,7 @@ func TestSchedulerStepsAddedDevices(t *testing.T) {
 	s.Remove(devs[3]) // not there any more: a no-op
 	removed := devs[3].Stats().Ticks
 	other := devs[4].Stats().Ticks
-	checkFor(t, 10*time.Second, "the others to tick on", func() bool { return devs[4].Stats().Ticks > other+10 })
+	hwtest.Eventually(t, 10*time.Second, "the others to tick on", func() bool { return devs[4].Stats().Ticks > other+10 })
 	if got := devs[3].Stats().Ticks; got != removed {
 		t.Fatalf("a removed device ticked %d more times", got-removed)
 	}
@@ -294,7 +283,7 @@ func TestSchedulerSurvivesAPanickingDevice(t *testing.T) {
 	s.Add(good)
 	s.Start()
 	defer s.Stop()
-	checkFor(t, 10*time.Second, "the good device to keep ticking", func() bool { return good.Stats().Ticks > 50 })
+	hwtest.Eventually(t, 10*time.Second, "the good device to keep ticking", func() bool { return good.Stats().Ticks > 50 })
 	if !badDev.Failed() || log.count(EventFailed) != 1 || bad.Halts() == 0 {
 		t.Fatalf("panicking device: failed %v, events %+v, halts %d", badDev.Failed(), log.events, bad.Halts())
 	}
@@ -330,7 +319,7 @@ func TestPanickingHaltDoesNotCrash(t *testing.T) {
 	s.Add(d2)
 	s.Add(good)
 	s.Start()
-	checkFor(t, 10*time.Second, "the good device to keep ticking", func() bool { return good.Stats().Ticks > 20 })
+	hwtest.Eventually(t, 10*time.Second, "the good device to keep ticking", func() bool { return good.Stats().Ticks > 20 })
 	if !d2.Failed() {
 		t.Fatal("the panicking device was not failed")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -276,16 +277,10 @@ func TestShardArmsUnderConcurrentUse(t *testing.T) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		ticks := devs[0].Stats().Ticks
-		if ticks > 300 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop.Store(true)
-	wg.Wait()
+	churning := func() { stop.Store(true); wg.Wait() }
+	defer churning() // again, harmless, if the wait below fails
+	hwtest.Eventually(t, 30*time.Second, "arm 0 to tick 300 times while the set churns", func() bool { return devs[0].Stats().Ticks > 300 })
+	churning()
 	if got := devs[0].Stats().Ticks; got == 0 {
 		t.Fatal("the scheduler never ticked arm 0")
 	}
@@ -566,13 +561,7 @@ func TestShardStatsStayCurrent(t *testing.T) {
 	run.Start()
 	defer run.Stop()
 	first := c.Stats().Period.Count
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Period.Count < first+20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the period's count stayed at %d for 10 s (from %d)", c.Stats().Period.Count, first)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	hwtest.Eventually(t, 10*time.Second, "the period's count to grow by 20", func() bool { return c.Stats().Period.Count >= first+20 })
 }
 
 // TestShardPassAllocatesNothing: a shard's tick over moving arms, read and

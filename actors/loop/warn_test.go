@@ -7,6 +7,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // slowArm takes at least 3 ms per exchange, so a 1 ms loop cannot keep its
@@ -27,7 +28,7 @@ func TestRateWarningReachesTheOwner(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- RunLocked(ctx, d) }()
-		checkFor(t, 20*time.Second, "a rate warning", func() bool { return log.count(EventRateWarning) > 0 })
+		hwtest.Eventually(t, 20*time.Second, "a rate warning", func() bool { return log.count(EventRateWarning) > 0 })
 		cancel()
 		<-done
 		log.mu.Lock()
@@ -47,6 +48,6 @@ func TestRateWarningReachesTheOwner(t *testing.T) {
 		s.Add(NewDevice(slowArm{looptest.NewArm()}, DeviceOptions{}))
 		s.Start()
 		defer s.Stop()
-		checkFor(t, 20*time.Second, "a rate warning", func() bool { return log.count(EventRateWarning) > 0 })
+		hwtest.Eventually(t, 20*time.Second, "a rate warning", func() bool { return log.count(EventRateWarning) > 0 })
 	})
 }

@@ -34,4 +34,13 @@
 // increasing sequence numbers; across channels, readers sort by log time
 // (MessagesOf does). Stop returns once every message queued before it is in
 // the file and the file is closed with its summary.
+//
+// # Locks
+//
+// Two mutexes, taken in this order and no other: Recorder.mu (the list of
+// recordings and the next id), then a recording's errMu (its first error).
+// List holds the first while it reads each recording's Info, which takes
+// the second; errMu is a leaf, nothing is taken under it, and the writer
+// and pump goroutines take it alone. The taps take neither: they load the
+// active recordings atomically.
 package recording

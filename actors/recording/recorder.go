@@ -145,7 +145,7 @@ type recording struct {
 	sessions map[uint64]bool // nil: every session
 	stop     context.CancelFunc
 	done     chan struct{} // closed once the file is complete
-	// errMu guards err.
+	// errMu guards err (lock order: the package doc, # Locks).
 	errMu sync.Mutex
 	err   error
 }
@@ -198,7 +198,7 @@ type Recorder struct {
 	// stateBufs recycles encoded states: at 1 kHz per device they would
 	// otherwise be the recorder's main garbage.
 	stateBufs sync.Pool
-	// mu guards the following.
+	// mu guards the following (lock order: the package doc, # Locks).
 	mu     sync.Mutex
 	all    []*recording
 	nextID uint64

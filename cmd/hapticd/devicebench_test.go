@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -36,11 +38,7 @@ func TestDeviceStandinTimesTheBareLoop(t *testing.T) {
 	go func() { loopDone <- runBaselineDevice([]string{"--port", path, "--loop-hz", "500"}, loopIn) }()
 
 	var got protocol.DeviceTiming
-	deadline := time.Now().Add(20 * time.Second)
-	for got.Frames < 50 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stand-in saw %d force frames in 20 s, want 50", got.Frames)
-		}
+	hwtest.EventuallyNil(t, 20*time.Second, "the stand-in to see 50 force frames", func() error {
 		if _, err := io.WriteString(toStandIn, "report\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -50,8 +48,11 @@ func TestDeviceStandinTimesTheBareLoop(t *testing.T) {
 		if err := json.Unmarshal(lines.Bytes(), &got); err != nil {
 			t.Fatalf("report %q: %v", lines.Text(), err)
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not an assertion
-	}
+		if got.Frames < 50 {
+			return fmt.Errorf("%d so far", got.Frames)
+		}
+		return nil
+	})
 	if got.TargetUs != 2000 || got.PeriodUsP50 <= 0 || got.PeriodUsMax < got.PeriodUsP99 || got.PeriodUsP99 < got.PeriodUsP50 {
 		t.Errorf("timing %+v, want a 2000 µs target and ordered percentiles", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -82,11 +83,7 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		// down and up.
 		orientations := map[string]bool{}
 		button := map[bool]bool{}
-		deadline := time.Now().Add(20 * time.Second)
-		for len(orientations) < 10 || len(button) < 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("in 20 s the grip showed %d orientations and button states %v", len(orientations), button)
-			}
+		hwtest.EventuallyNil(t, 20*time.Second, "the grip to turn and press its button", func() error {
 			f := s.tick(`{` + probe + `}`)
 			q, _ := at(f, "verse_grip", 0, "state", "orientation").(map[string]any)
 			hall, hallOK := at(f, "verse_grip", 0, "state", "hall").(float64)
@@ -97,7 +94,11 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 			}
 			orientations[fmt.Sprintf("%.4f %.4f %.4f %.4f", q["w"], q["x"], q["y"], q["z"])] = true
 			button[b] = true
-		}
+			if len(orientations) < 10 || len(button) < 2 {
+				return fmt.Errorf("%d orientations and button states %v so far", len(orientations), button)
+			}
+			return nil
+		})
 	})
 	t.Run("T05 Minverse branch with --sim minverse=1", func(t *testing.T) {
 		d := startProcess(t, bin, "--state-dir", t.TempDir(), "--type-names", "haply", "--sim", "minverse=1")
@@ -148,13 +149,13 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		if math.Abs(math.Sqrt(target[0]*target[0]+target[1]*target[1]+target[2]*target[2])-radius) > 1e-9 {
 			t.Fatalf("target %v is not on the tutorial's sphere", target)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for math.Hypot(math.Hypot(cursor[0]-target[0], cursor[1]-target[1]), cursor[2]-target[2]) > 0.003 {
-			if time.Now().After(deadline) {
-				t.Fatalf("cursor %v did not reach the target %v on the 0.04 m sphere", cursor, target)
+		hwtest.EventuallyNil(t, 10*time.Second, fmt.Sprintf("the cursor to reach the target %v on the 0.04 m sphere", target), func() error {
+			if math.Hypot(math.Hypot(cursor[0]-target[0], cursor[1]-target[1]), cursor[2]-target[2]) > 0.003 {
+				send()
+				return fmt.Errorf("cursor %v", cursor)
 			}
-			send()
-		}
+			return nil
+		})
 	})
 }
 

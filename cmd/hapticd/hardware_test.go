@@ -15,6 +15,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -56,12 +57,12 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	t.Cleanup(func() { _ = sv.stop(nil) })
 	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
 	events := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
-	waitFor(t, events, "device-connected", id)
+	nextEventAbout(t, events, "device-connected", id)
 
 	if status, env := httpDo(t, "POST", base+"/arm3/"+id+"/config/handedness", `"left"`); status != 200 {
 		t.Fatalf("POST handedness: %d %v", status, env)
 	}
-	checkEventually(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the firmware to be left-handed", func() error {
 		if s := emu.Stats().Settings; !s.LeftHanded {
 			return fmt.Errorf("firmware settings %+v", s)
 		}
@@ -78,7 +79,7 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 		return readJSON(t, sess)
 	}
 	send(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	checkEventually(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the commanded force", func() error {
 		f := send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":3}}}}]}`, id))
 		if f["errors"] != nil {
 			return fmt.Errorf("errors: %v", f["errors"])
@@ -96,8 +97,8 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	if err := emu.Unplug(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, events, "device-disconnected", id)
-	checkEventually(t, 5*time.Second, func() error {
+	nextEventAbout(t, events, "device-disconnected", id)
+	hwtest.EventuallyNil(t, 5*time.Second, "the arm to leave the frames", func() error {
 		if arms, _ := send(`{}`)["arm3"].([]any); len(arms) != 0 {
 			return fmt.Errorf("frames still list %d arms", len(arms))
 		}
@@ -108,11 +109,11 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	// Replug: same UUID, same id, config restored, no force until a new
 	// command (the old one is never re-applied).
 	emu = plug()
-	waitFor(t, events, "device-connected", id)
+	nextEventAbout(t, events, "device-connected", id)
 	if _, env := httpDo(t, "GET", base+"/arm3/"+id+"/config/handedness", ""); env["data"] != "left" {
 		t.Fatalf("handedness after replug: %v", env)
 	}
-	checkEventually(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the config re-sent to the firmware on replug", func() error {
 		if s := emu.Stats().Settings; !s.LeftHanded {
 			return fmt.Errorf("config not re-sent to the firmware: %+v", s)
 		}
@@ -153,29 +154,15 @@ func readJSON(t *testing.T, c *websocket.Conn) map[string]any {
 	return m
 }
 
-// waitFor reads events until one named name is about device id.
-func waitFor(t *testing.T, events *websocket.Conn, name, id string) {
+// nextEventAbout reads events until one named name is about device id
+// (each read has readJSON's deadline).
+func nextEventAbout(t *testing.T, events *websocket.Conn, name, id string) {
 	t.Helper()
 	for {
 		e := readJSON(t, events)
 		if e["name"] == name && strings.EqualFold(fmt.Sprint(dig2(e, "data", "device_id")), id) {
 			return
 		}
-	}
-}
-
-func checkEventually(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // The log is what these tests check: the operator reads it, so its lines,
@@ -51,7 +52,7 @@ func startLogged(t *testing.T, bin string, args ...string) *loggedProcess {
 		_ = p.cmd.Process.Kill()
 		_ = p.cmd.Wait()
 	})
-	checkEventually(t, 20*time.Second, func() error {
+	hwtest.EventuallyNil(t, 20*time.Second, "hapticd to log ready", func() error {
 		for _, l := range p.lines() {
 			if strings.Contains(l, "ready") {
 				return nil
@@ -114,7 +115,7 @@ func TestLogs(t *testing.T) {
 		sid := readJSON(t, c)["session_id"]
 		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 		var events []any
-		checkEventually(t, 10*time.Second, func() error {
+		hwtest.EventuallyNil(t, 10*time.Second, "the session events", func() error {
 			_, env := httpDo(t, "GET", base+"/events?since=0", "")
 			events, _ = dig2(env, "data", "events").([]any)
 			for _, e := range events {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/transport/schematest"
 )
 
@@ -211,20 +212,15 @@ func TestEmulateArmsFlag(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0", "--emulate-arms", "1", "--hw-scan-period", "0")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	hwtest.EventuallyNil(t, 10*time.Second, "an emulated arm", func() error {
 		_, env := httpDo(t, "GET", d.url("/stats"), "")
 		devs, _ := env["data"].(map[string]any)["devices"].([]any)
-		if len(devs) == 1 {
-			dev := devs[0].(map[string]any)
-			if dev["simulated"] != false || dev["device_type"] != "arm3" {
-				t.Fatalf("emulated arm: %v", dev)
-			}
-			return
+		if len(devs) != 1 {
+			return fmt.Errorf("/stats: %v", env)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no emulated arm after 10 s: %v", env)
+		if dev := devs[0].(map[string]any); dev["simulated"] != false || dev["device_type"] != "arm3" {
+			t.Fatalf("emulated arm: %v", dev)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

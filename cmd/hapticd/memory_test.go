@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // These tests hold the service to its memory bounds under hostile messages
@@ -70,17 +71,14 @@ func idleRSS(t *testing.T, pid int) int64 {
 // figure it saw last.
 func waitRSSWithin(t *testing.T, pid int, base, budget int64, what string) int64 {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rss := rssBytes(t, pid)
-		if rss-base <= budget {
-			return rss
+	var rss int64
+	hwtest.EventuallyNil(t, 30*time.Second, what+": RSS within its budget", func() error {
+		if rss = rssBytes(t, pid); rss-base > budget {
+			return fmt.Errorf("RSS %d MiB, %d MiB over the idle %d MiB (budget %d MiB)", rss>>20, (rss-base)>>20, base>>20, budget>>20)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: RSS %d MiB, %d MiB over the idle %d MiB (budget %d MiB)", what, rss>>20, (rss-base)>>20, base>>20, budget>>20)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return rss
 }
 
 func dialAll(t *testing.T, url string, n int) []*websocket.Conn {

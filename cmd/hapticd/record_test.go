@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -38,18 +39,14 @@ func TestRecordingSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-motion", "circle", "--sim-arms", "2")
 	var before *mcap.File
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	hwtest.EventuallyNil(t, 20*time.Second, "three chunks recorded", func() error {
 		f, err := readRecording(t, dir)
-		if f != nil && f.Chunks >= 3 && errors.Is(err, mcap.ErrTruncated) {
-			before = f
-			break
+		if f == nil || f.Chunks < 3 || !errors.Is(err, mcap.ErrTruncated) {
+			return fmt.Errorf("%v (%+v)", err, f)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no three chunks recorded within 20 s: %v (%+v)", err, f)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		before = f
+		return nil
+	})
 	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -73,17 +75,12 @@ func recordSession(t *testing.T, bin string) (string, string) {
 	dir := t.TempDir()
 	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "1", "--sim-grips", "0")
 	// The session starts once the arm is up, as a user's would.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, env := httpDo(t, "GET", d.url("/devices"), "")
-		if fmt.Sprint(env["arm3"]) != "" && strings.Contains(fmt.Sprint(env["arm3"]), "ready:true") {
-			break
+	hwtest.EventuallyNil(t, 10*time.Second, "the arm to be ready", func() error {
+		if _, env := httpDo(t, "GET", d.url("/devices"), ""); !strings.Contains(fmt.Sprint(env["arm3"]), "ready:true") {
+			return fmt.Errorf("GET /devices: %v", env)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the arm is not ready after 10 s: %v", env)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	c, inv := dialLockStep(t, d)
 	id, _ := inv["arm3"].([]any)[0].(map[string]any)["device_id"].(string)
 	// The longest lease: a machine busy with other tests may stall the
@@ -188,20 +185,20 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	})
 }
 
-// playsRecorded round-trips empty messages for 0.5 s and fails unless every
-// state the client sees (read from a frame; false: not exchanged yet) is a
-// recorded one (as a frame's float32), in the recorded order, and at least
-// 20 distinct ones play (the replay runs at 2x).
+// playsRecorded round-trips empty messages until 20 distinct recorded
+// states have played, and fails unless every state the client sees (read
+// from a frame; false: not exchanged yet) is a recorded one (as a frame's
+// float32), in the recorded order.
 func playsRecorded(t *testing.T, c *lockStepClient, recorded [][]float64, read func(map[string]any) ([]float64, bool)) {
 	t.Helper()
 	last, distinct := -1, 0
-	for start := time.Now(); time.Since(start) < 500*time.Millisecond; {
+	hwtest.EventuallyNil(t, 30*time.Second, "20 distinct recorded states to play", func() error {
 		got, ok := read(c.roundTrip(`{}`))
 		if got == nil {
 			t.Fatal("the frame does not list the replayed device")
 		}
 		if !ok && last < 0 {
-			continue
+			return errors.New("no state exchanged yet")
 		}
 		at := slices.IndexFunc(recorded[max(last, 0):], func(rec []float64) bool {
 			for i := range got {
@@ -218,10 +215,11 @@ func playsRecorded(t *testing.T, c *lockStepClient, recorded [][]float64, read f
 			distinct++
 		}
 		last = at
-	}
-	if distinct < 20 {
-		t.Fatalf("the client saw %d distinct recorded states in 0.5 s at 2x: the recording does not play", distinct)
-	}
+		if distinct < 20 {
+			return fmt.Errorf("%d so far", distinct)
+		}
+		return nil
+	})
 }
 
 // gripState is the orientation (w x y z) and hall value a frame reports
@@ -269,19 +267,16 @@ func TestReplayGrip(t *testing.T) {
 		return recorded, id
 	}
 	// A second of the scripted hand turning the grip.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f, _ := readRecording(t, dir)
-		if f != nil {
-			if rec, _ := checkGrips(f); len(rec) >= 1000 {
-				break
-			}
+	hwtest.EventuallyNil(t, 30*time.Second, "1000 grip states recorded", func() error {
+		f, err := readRecording(t, dir)
+		if f == nil {
+			return fmt.Errorf("no recording yet: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no 1000 grip states recorded within 30 s")
+		if rec, _ := checkGrips(f); len(rec) < 1000 {
+			return fmt.Errorf("%d so far", len(rec))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

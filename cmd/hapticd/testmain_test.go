@@ -1,0 +1,12 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the tests when a goroutine outlives them: every service,
+// process and client a test starts must be stopped.
+func TestMain(m *testing.M) { hwtest.Main(m, func() error { return goleak.Find() }) }
