@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"math"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestEffectsSetUpdateRemoveClear(t *testing.T) {
 		t.Fatalf("effects in force %v, want 2: %v", n, f)
 	}
 	// The proxies are the loop's: they appear once it rendered the Set.
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "the loop renders the Set's proxies", func() error {
 		f := c.roundTrip(effectsMsg(id, `{}`))
 		proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
 		if len(proxies) != 1 || path(proxies[0], "id") != "floor" || path(proxies[0], "contact") != false {
@@ -68,7 +69,7 @@ func TestEffectsSetUpdateRemoveClear(t *testing.T) {
 		t.Fatalf("no passivity figures beside the effects: %v", path(f, "arm3", 0, "state"))
 	}
 	// The spring pulls the arm: the loop renders it.
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "the spring pulls the arm", func() error {
 		if n := forceNorm(c.roundTrip(effectsMsg(id, `{}`))); n < 0.05 {
 			return fmt.Errorf("force %v N: the spring is not rendered", n)
 		}
@@ -176,7 +177,7 @@ func TestEffectExpiresAfterTTL(t *testing.T) {
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":30},`+springAt("long", 0.01)+`]}`))
-	checkFor(t, 3*time.Second, func() error {
+	hwtest.EventuallyNil(t, 3*time.Second, "the short-lived damper expires", func() error {
 		if n := effectCount(c.roundTrip(effectsMsg(id, `{}`))); n != 1 {
 			return fmt.Errorf("%v effects in force", n)
 		}
@@ -208,7 +209,7 @@ func TestEffectsEndWithTheirControl(t *testing.T) {
 				lease = `{"session":{"configure":{"lease":{"ms":1000}}}}`
 			}
 			ctl.roundTrip(lease)
-			checkFor(t, 3*time.Second, func() error {
+			hwtest.EventuallyNil(t, 3*time.Second, "the effects render under the lease", func() error {
 				ctl.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`))
 				if n := forceNorm(obs.roundTrip(`{}`)); n < 0.05 {
 					return fmt.Errorf("force %v N", n)
@@ -216,7 +217,7 @@ func TestEffectsEndWithTheirControl(t *testing.T) {
 				return nil
 			})
 			tc.end(ctl)
-			checkFor(t, 3*time.Second, func() error {
+			hwtest.EventuallyNil(t, 3*time.Second, "every effect force is at zero", func() error {
 				f := obs.roundTrip(`{}`)
 				if n := forceNorm(f); n != 0 {
 					return fmt.Errorf("force %v N after the control ended", n)
@@ -274,7 +275,7 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 		}
 		return least
 	}
-	checkFor(t, 5*time.Second, func() error {
+	hwtest.EventuallyNil(t, 5*time.Second, "the passivity figures settle", func() error {
 		// The force gate may trim the push's first ticks a little; the
 		// controller takes most of it.
 		if z := leastPush(); z < 1.0 {
@@ -285,7 +286,7 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 	if r := ts.do("POST", route, `{"enabled":true}`); r.status != 200 {
 		t.Fatalf("switch on: %v", r)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	hwtest.EventuallyNil(t, 10*time.Second, "the controller damps the push", func() error {
 		if least := leastPush(); least > 0.5 {
 			return fmt.Errorf("controller on: the push's force never went below %v N, want it damped below 0.5", least)
 		}
@@ -306,7 +307,7 @@ func TestEffectsFollowTheSessionsSpace(t *testing.T) {
 	field := `{"set":[{"id":"push","type":"field","force":{"x":1,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5,"valid_ms":10000}]}`
 	forceIs := func(c *wsClient, msg string, get func(map[string]any) [3]float64, want [3]float64) {
 		t.Helper()
-		checkFor(t, 3*time.Second, func() error {
+		hwtest.EventuallyNil(t, 3*time.Second, "the force is as declared", func() error {
 			got := get(c.roundTrip(msg))
 			for i := range got {
 				if math.Abs(got[i]-want[i]) > 0.02 {
@@ -336,7 +337,7 @@ func TestEffectsFollowTheSessionsSpace(t *testing.T) {
 	l.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	legacyArm := func(f map[string]any) [3]float64 { return vec(path(f, "arm3", id, "state", "current_cursor_force")) }
 	var f map[string]any
-	checkFor(t, 3*time.Second, func() error { // the closed session's control ends first
+	hwtest.EventuallyNil(t, 3*time.Second, "the closed session's control ends", func() error { // the closed session's control ends first
 		f = l.roundTrip(fmt.Sprintf(`{"arm3":{%q:{"effects":%s}}}`, id, field))
 		if f["errors"] != nil {
 			return fmt.Errorf("3.0 declaration refused: %v", f["errors"])
@@ -378,7 +379,9 @@ func TestPassivityActiveEvent(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	e := waitEventWithin(t, ev, 10*time.Second, "passivity-active", func(e map[string]any) bool { return path(e, "data", "device_id") == id })
+	var e map[string]any
+	hwtest.EventuallyNil(t, 10*time.Second, "a passivity-active event", nextEventMatches(t, ev, 10*time.Second, "passivity-active",
+		func(e map[string]any) bool { return path(e, "data", "device_id") == id }, &e))
 	if num(path(e, "data", "duration_ms")) < 1000 || num(path(e, "data", "session_id")) < 1 {
 		t.Fatalf("passivity-active: %v", e)
 	}

@@ -358,7 +358,7 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := fmt.Sprintf(`document.querySelector('[data-device=%q] .v-effects')`, arm)
-	eventually(t, ctx, "no effects at first", row+`.textContent === "none"`)
+	hwtest.EventuallyNil(t, pageWithin, "no effects at first", pageHolds(ctx, row+`.textContent === "none"`))
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
@@ -382,16 +382,16 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 			}
 		}
 	}()
-	eventually(t, ctx, "effects listed with type and force", fmt.Sprintf(`(() => {
+	hwtest.EventuallyNil(t, pageWithin, "effects listed with type and force", pageHolds(ctx, fmt.Sprintf(`(() => {
 		const items = [...%s.querySelectorAll("li")].map((e) => e.textContent);
 		const pull = items.find((s) => s.startsWith("pull spring "));
 		return items.length === 2 && !!pull && items.some((s) => s.startsWith("floor wall ")) &&
-			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row))
+			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row)))
 	shoot(t, ctx, shots, "6-effects.png")
 	close(stop)
 	<-done
 	c.roundTrip(effectsMsg(id, `{"clear":true}`))
-	eventually(t, ctx, "none after clear", row+`.textContent === "none"`)
+	hwtest.EventuallyNil(t, pageWithin, "none after clear", pageHolds(ctx, row+`.textContent === "none"`))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
