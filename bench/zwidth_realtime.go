@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol/zwidthreport"
 )
 
 // The real-time mode measures row A against a running hapticd: a client
@@ -62,11 +64,11 @@ const (
 // o.LoopHz for A, at each B rate for B (an effect renders at the loop's
 // rate). Against a Target, B's rate must be the target's loop rate.
 func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) {
-	rep := ZwidthReport{Mode: "real time against " + o.Target,
+	rep := ZwidthReport{Setup: zwidthreport.Setup{Mode: "real time against " + o.Target,
 		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
 		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
 		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
-		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}
+		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}}
 	paths := strings.ToUpper(o.Paths)
 	if o.Hand == "on" {
 		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")
@@ -86,7 +88,7 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "B", RateHz: hz, LoopHz: hz})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "B", RateHz: hz, LoopHz: hz}})
 		}
 	}
 	if strings.Contains(paths, "A") {
@@ -95,7 +97,7 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
 		}
 	}
 	if strings.Contains(paths, "C") {
@@ -104,7 +106,7 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "C", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "C", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
 		}
 	}
 	if len(rows) == 0 {
