@@ -188,36 +188,13 @@ func parseRates(flagName, s string, maxHz float64) ([]float64, error) {
 	return out, nil
 }
 
-// armSample is one reading of the arm: position and applied force.
-type armSample struct {
-	at  time.Time
-	pos [3]float64
-	f   [3]float64
-}
-
 // armPositionForce reads the arm's cursor_position and current_cursor_force.
 func armPositionForce(frame []byte, id string) (armSample, error) {
-	type arm struct {
-		DeviceID string `json:"device_id"`
-		State    struct {
-			Pos   struct{ X, Y, Z float64 } `json:"cursor_position"`
-			Force struct{ X, Y, Z float64 } `json:"current_cursor_force"`
-		} `json:"state"`
+	s, err := readArmSample(frame, id)
+	if err != nil {
+		return armSample{}, fmt.Errorf("bench: zwidth: %w", err)
 	}
-	var f struct {
-		Inverse3 []arm `json:"inverse3"`
-		Arm3     []arm `json:"arm3"`
-	}
-	if err := json.Unmarshal(frame, &f); err != nil {
-		return armSample{}, fmt.Errorf("bench: zwidth: frame is not JSON: %w", err)
-	}
-	for _, a := range append(f.Arm3, f.Inverse3...) {
-		if a.DeviceID == id {
-			p, v := a.State.Pos, a.State.Force
-			return armSample{at: time.Now(), pos: [3]float64{p.X, p.Y, p.Z}, f: [3]float64{v.X, v.Y, v.Z}}, nil
-		}
-	}
-	return armSample{}, fmt.Errorf("bench: zwidth: the frame lists no arm %s: %s", id, clip(frame, 200))
+	return s, nil
 }
 
 type realtimeRun struct {
