@@ -91,22 +91,16 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "B", RateHz: hz, LoopHz: hz}})
 		}
 	}
-	if strings.Contains(paths, "A") {
+	for _, path := range []string{"A", "C"} { // the client's rows: without, then with passivity
+		if !strings.Contains(paths, path) {
+			continue
+		}
 		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
 		if err != nil {
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
-		}
-	}
-	if strings.Contains(paths, "C") {
-		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
-		if err != nil {
-			return rep, err
-		}
-		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "C", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: path, RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
 		}
 	}
 	if len(rows) == 0 {
