@@ -478,3 +478,38 @@ func clip(b []byte, n int) string {
 	}
 	return string(b[:n]) + "…"
 }
+
+// armSample is an arm's cursor position and force as one frame gave them,
+// and when it arrived.
+type armSample struct {
+	at  time.Time
+	pos [3]float64
+	f   [3]float64
+}
+
+// readArmSample reads arm id's cursor_position and current_cursor_force
+// from a frame. Arms are under inverse3 (hapticd's default names) or arm3
+// (--type-names reference), as in parseInventory.
+func readArmSample(frame []byte, id string) (armSample, error) {
+	type arm struct {
+		DeviceID string `json:"device_id"`
+		State    struct {
+			Pos   struct{ X, Y, Z float64 } `json:"cursor_position"`
+			Force struct{ X, Y, Z float64 } `json:"current_cursor_force"`
+		} `json:"state"`
+	}
+	var f struct {
+		Inverse3 []arm `json:"inverse3"`
+		Arm3     []arm `json:"arm3"`
+	}
+	if err := json.Unmarshal(frame, &f); err != nil {
+		return armSample{}, fmt.Errorf("frame is not JSON: %w", err)
+	}
+	for _, a := range append(f.Arm3, f.Inverse3...) {
+		if a.DeviceID == id {
+			p, v := a.State.Pos, a.State.Force
+			return armSample{at: time.Now(), pos: [3]float64{p.X, p.Y, p.Z}, f: [3]float64{v.X, v.Y, v.Z}}, nil
+		}
+	}
+	return armSample{}, fmt.Errorf("the frame lists no arm %s: %s", id, clip(frame, 200))
+}

@@ -287,17 +287,11 @@ func (r LabReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "direct and gateway are the medians of each path's %d runs; gateway/direct is the MEDIAN of the per-pair ratios (direct run i, then gateway run i)\n", len(r.Pairs))
 	t = textTable{}
 	t.add("pair", "direct Hz", "gateway Hz", "ratio", "direct p50 µs", "gateway p50 µs", "ratio", "direct p99 µs", "gateway p99 µs", "ratio")
-	ratio := func(g, d float64) string {
-		if d <= 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2fx", g/d)
-	}
 	for i, p := range r.Pairs {
 		d, g := p.Direct, p.Gateway
-		t.add(itoa(i+1), number(d.AchievedHzTotal), number(g.AchievedHzTotal), ratio(g.AchievedHzTotal, d.AchievedHzTotal),
-			number(d.RTT.P50Us), number(g.RTT.P50Us), ratio(g.RTT.P50Us, d.RTT.P50Us),
-			number(d.RTT.P99Us), number(g.RTT.P99Us), ratio(g.RTT.P99Us, d.RTT.P99Us))
+		t.add(itoa(i+1), number(d.AchievedHzTotal), number(g.AchievedHzTotal), ratioCell(g.AchievedHzTotal, d.AchievedHzTotal),
+			number(d.RTT.P50Us), number(g.RTT.P50Us), ratioCell(g.RTT.P50Us, d.RTT.P50Us),
+			number(d.RTT.P99Us), number(g.RTT.P99Us), ratioCell(g.RTT.P99Us, d.RTT.P99Us))
 	}
 	t.write(&b)
 	_, err := io.WriteString(w, b.String())

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -200,28 +199,12 @@ func (c *client) exchange(msg []byte) ([]byte, error) {
 
 // armForce reads the arm's current_cursor_force magnitude from a frame.
 func armForce(frame []byte, id string) (float64, error) {
-	type arm struct {
-		DeviceID string `json:"device_id"`
-		State    struct {
-			Force struct{ X, Y, Z float64 } `json:"current_cursor_force"`
-		} `json:"state"`
+	s, err := readArmSample(frame, id)
+	if err != nil {
+		return 0, err
 	}
-	// Arms are under inverse3 (hapticd's default names) or arm3
-	// (--type-names reference), as in parseInventory.
-	var f struct {
-		Inverse3 []arm `json:"inverse3"`
-		Arm3     []arm `json:"arm3"`
-	}
-	if err := json.Unmarshal(frame, &f); err != nil {
-		return 0, fmt.Errorf("frame is not JSON: %w", err)
-	}
-	for _, a := range append(f.Arm3, f.Inverse3...) {
-		if a.DeviceID == id {
-			v := a.State.Force
-			return math.Sqrt(v.X*v.X + v.Y*v.Y + v.Z*v.Z), nil
-		}
-	}
-	return 0, fmt.Errorf("the frame lists no arm %s", id)
+	v := s.f
+	return math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2]), nil
 }
 
 // WriteTable writes the release figures.

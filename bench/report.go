@@ -200,6 +200,15 @@ func WriteJSON(w io.Writer, v any) error {
 	return err
 }
 
+// ratioCell is a table's ratio cell, num/den as "1.23x", or "-" where
+// den is no figure to divide by (a run that measured nothing).
+func ratioCell(num, den float64) string {
+	if den <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", num/den)
+}
+
 // writePairs explains the paired figures and lists every pair, so that a
 // reader sees how far apart the runs were, not only their median.
 func writePairs(b *strings.Builder, r RunReport) {
@@ -218,12 +227,6 @@ func writePairs(b *strings.Builder, r RunReport) {
 	}
 	var tw textTable
 	tw.add("pair", "hapticd Hz", "echo Hz", "ratio", "hapticd p50 µs", "echo p50 µs", "ratio", "hapticd p99 µs", "echo p99 µs", "ratio")
-	ratio := func(h, e float64) string {
-		if e <= 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2fx", h/e)
-	}
 	for i, p := range r.Pairs {
 		h := p.Hapticd
 		if p.Echo == nil {
@@ -231,9 +234,9 @@ func writePairs(b *strings.Builder, r RunReport) {
 			continue
 		}
 		e := *p.Echo
-		tw.add(itoa(i+1), number(h.AchievedHzTotal), number(e.AchievedHzTotal), ratio(h.AchievedHzTotal, e.AchievedHzTotal),
-			number(h.RTT.P50Us), number(e.RTT.P50Us), ratio(h.RTT.P50Us, e.RTT.P50Us),
-			number(h.RTT.P99Us), number(e.RTT.P99Us), ratio(h.RTT.P99Us, e.RTT.P99Us))
+		tw.add(itoa(i+1), number(h.AchievedHzTotal), number(e.AchievedHzTotal), ratioCell(h.AchievedHzTotal, e.AchievedHzTotal),
+			number(h.RTT.P50Us), number(e.RTT.P50Us), ratioCell(h.RTT.P50Us, e.RTT.P50Us),
+			number(h.RTT.P99Us), number(e.RTT.P99Us), ratioCell(h.RTT.P99Us, e.RTT.P99Us))
 	}
 	tw.write(b)
 	if len(r.Pairs) > 1 {

@@ -97,12 +97,7 @@ func (s SweepReport) WriteTable(w io.Writer) error {
 		if p.Echo != nil {
 			e := p.Echo.Overall
 			echoHz, echoP99 = number(e.AchievedHzTotal), number(e.RTT.P99Us)
-			if e.AchievedHzTotal > 0 {
-				rRate = fmt.Sprintf("%.2fx", h.AchievedHzTotal/e.AchievedHzTotal)
-			}
-			if e.RTT.P99Us > 0 {
-				rP99 = fmt.Sprintf("%.2fx", h.RTT.P99Us/e.RTT.P99Us)
-			}
+			rRate, rP99 = ratioCell(h.AchievedHzTotal, e.AchievedHzTotal), ratioCell(h.RTT.P99Us, e.RTT.P99Us)
 		}
 		loopP99, loadedP99 := "-", "-"
 		if p.Loop != nil {

@@ -10,6 +10,8 @@ import (
 	"math"
 	"os/exec"
 	"strings"
+
+	"github.com/hapticd/hapticd/protocol/zwidthreport"
 )
 
 // ZwidthOptions configure `hapticbench zwidth`.
@@ -39,45 +41,16 @@ type ZwidthOptions struct {
 }
 
 // ZwidthReport is the table: hapticd zwidth's figures and, per row, its
-// theoretical bounds. The fields up to Results mirror zwidth.Report in
-// actors/loop/zwidth (the wire contract of `hapticd zwidth`).
+// theoretical bounds. The figures and rows are the wire contract of
+// `hapticd zwidth` (protocol/zwidthreport).
 type ZwidthReport struct {
-	Mode             string      `json:"mode"`
-	MassKg           float64     `json:"mass_kg"`
-	DampingNspm      float64     `json:"damping_nspm"`
-	StaticFrictionN  float64     `json:"static_friction_n"`
-	KineticFrictionN float64     `json:"kinetic_friction_n"`
-	EncoderStepM     float64     `json:"encoder_step_m"`
-	MaxForceN        float64     `json:"max_force_n"`
-	HandMassKg       float64     `json:"hand_mass_kg"`
-	HandStiffnessNpm float64     `json:"hand_stiffness_npm"`
-	HandDampingNspm  float64     `json:"hand_damping_nspm"`
-	PushN            float64     `json:"push_n"`
-	GapM             float64     `json:"gap_m"`
-	EnergyBoundJ     float64     `json:"energy_bound_j"`
-	OscillationM     float64     `json:"oscillation_m"`
-	SettleS          float64     `json:"settle_s"`
-	WindowS          float64     `json:"window_s"`
-	MinNpm           float64     `json:"min_npm"`
-	MaxNpm           float64     `json:"max_npm"`
-	ToleranceRatio   float64     `json:"tolerance_ratio"`
-	Renderers        string      `json:"renderers"`
-	Results          []ZwidthRow `json:"results"`
+	zwidthreport.Setup
+	Results []ZwidthRow `json:"results"`
 }
 
 // ZwidthRow is one row: the measured limit beside its bounds.
 type ZwidthRow struct {
-	Path            string       `json:"path"` // A, B or C
-	RateHz          float64      `json:"rate_hz"`
-	LoopHz          float64      `json:"loop_hz"`
-	DelayS          float64      `json:"delay_s"`
-	Hand            bool         `json:"hand"`
-	LimitNpm        float64      `json:"limit_npm"`
-	LowestStableNpm float64      `json:"lowest_stable_npm"`
-	UnstableNpm     float64      `json:"unstable_npm"`
-	Trials          int          `json:"trials"`
-	TopNpm          float64      `json:"top_npm"`
-	Failure         *ZwidthTrial `json:"failure,omitempty"`
+	zwidthreport.Result
 
 	// ColgateNpm is 2b/T (Colgate and Brown 1994), T = 1/RateHz.
 	ColgateNpm float64 `json:"colgate_npm"`
@@ -107,14 +80,7 @@ type ZwidthTiming struct {
 }
 
 // ZwidthTrial is the trial that failed just above a row's limit.
-type ZwidthTrial struct {
-	StiffnessNpm float64 `json:"stiffness_npm"`
-	Stable       bool    `json:"stable"`
-	Reason       string  `json:"reason,omitempty"`
-	MinEnergyJ   float64 `json:"min_energy_j"`
-	PeakToPeakM  float64 `json:"peak_to_peak_m"`
-	ContactS     float64 `json:"contact_s"`
-}
+type ZwidthTrial = zwidthreport.Trial
 
 // ZwidthBound is the largest stiffness of a wall sampled every periodS
 // with delayS of latency, on an arm of mass massKg and viscous damping

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol/zwidthreport"
 )
 
 // The real-time mode measures row A against a running hapticd: a client
@@ -62,11 +64,11 @@ const (
 // o.LoopHz for A, at each B rate for B (an effect renders at the loop's
 // rate). Against a Target, B's rate must be the target's loop rate.
 func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) {
-	rep := ZwidthReport{Mode: "real time against " + o.Target,
+	rep := ZwidthReport{Setup: zwidthreport.Setup{Mode: "real time against " + o.Target,
 		MassKg: simArmMassKg, DampingNspm: simArmDampNspm, StaticFrictionN: simArmStaticN, KineticFrictionN: simArmKineticN,
 		MaxForceN: simArmMaxForceN, PushN: o.PushN, GapM: realtimeGapM, EnergyBoundJ: realtimeEnergyJ, OscillationM: realtimeOscM,
 		SettleS: realtimeSettleS, WindowS: realtimeWindowS, MinNpm: realtimeMinNpm, MaxNpm: realtimeMaxNpm, ToleranceRatio: realtimeTol,
-		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}
+		Renderers: "A: the client's penalty wall over set_cursor_force; B: a wall effect declared over the WebSocket (docs/protocol.md, Effects); C: A's client with the arm's passivity/controller on"}}
 	paths := strings.ToUpper(o.Paths)
 	if o.Hand == "on" {
 		return rep, errors.New("bench: zwidth in real time: the hand model exists only in the virtual mode (a service's simulated arms have none); use --hand off")
@@ -86,25 +88,19 @@ func ZwidthRealtime(ctx context.Context, o ZwidthOptions) (ZwidthReport, error) 
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "B", RateHz: hz, LoopHz: hz})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: "B", RateHz: hz, LoopHz: hz}})
 		}
 	}
-	if strings.Contains(paths, "A") {
+	for _, path := range []string{"A", "C"} { // the client's rows: without, then with passivity
+		if !strings.Contains(paths, path) {
+			continue
+		}
 		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
 		if err != nil {
 			return rep, err
 		}
 		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "A", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
-		}
-	}
-	if strings.Contains(paths, "C") {
-		rates, err := parseRates("--client-hz", o.ClientHz, 1000)
-		if err != nil {
-			return rep, err
-		}
-		for _, hz := range rates {
-			rows = append(rows, ZwidthRow{Path: "C", RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz})
+			rows = append(rows, ZwidthRow{Result: zwidthreport.Result{Path: path, RateHz: hz, LoopHz: o.LoopHz, DelayS: o.DelayFrames / hz}})
 		}
 	}
 	if len(rows) == 0 {
@@ -186,36 +182,13 @@ func parseRates(flagName, s string, maxHz float64) ([]float64, error) {
 	return out, nil
 }
 
-// armSample is one reading of the arm: position and applied force.
-type armSample struct {
-	at  time.Time
-	pos [3]float64
-	f   [3]float64
-}
-
 // armPositionForce reads the arm's cursor_position and current_cursor_force.
 func armPositionForce(frame []byte, id string) (armSample, error) {
-	type arm struct {
-		DeviceID string `json:"device_id"`
-		State    struct {
-			Pos   struct{ X, Y, Z float64 } `json:"cursor_position"`
-			Force struct{ X, Y, Z float64 } `json:"current_cursor_force"`
-		} `json:"state"`
+	s, err := readArmSample(frame, id)
+	if err != nil {
+		return armSample{}, fmt.Errorf("bench: zwidth: %w", err)
 	}
-	var f struct {
-		Inverse3 []arm `json:"inverse3"`
-		Arm3     []arm `json:"arm3"`
-	}
-	if err := json.Unmarshal(frame, &f); err != nil {
-		return armSample{}, fmt.Errorf("bench: zwidth: frame is not JSON: %w", err)
-	}
-	for _, a := range append(f.Arm3, f.Inverse3...) {
-		if a.DeviceID == id {
-			p, v := a.State.Pos, a.State.Force
-			return armSample{at: time.Now(), pos: [3]float64{p.X, p.Y, p.Z}, f: [3]float64{v.X, v.Y, v.Z}}, nil
-		}
-	}
-	return armSample{}, fmt.Errorf("bench: zwidth: the frame lists no arm %s: %s", id, clip(frame, 200))
+	return s, nil
 }
 
 type realtimeRun struct {

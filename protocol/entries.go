@@ -489,12 +489,12 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 	case KeyHandedness:
 		return decodeHandedness(v, at, w)
 	case KeyTorqueScaling:
-		b, err := decodeEnabledOnly(v, at, w, "torque_scaling")
+		b, err := decodeEnabledOnly(v, at, w, k)
 		return TorqueScaling{Enabled: b}, err
 	case KeyGravityCompensation:
 		return decodeGravity(v, at, w)
 	case KeyHomeReturn:
-		b, err := decodeEnabledOnly(v, at, w, "home_return")
+		b, err := decodeEnabledOnly(v, at, w, k)
 		return HomeReturn{Enabled: b}, err
 	case KeyNavigation:
 		return decodeNavigation(v, at, w)
@@ -503,7 +503,7 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 	case KeyForceSlewLimit:
 		return decodeForceSlewLimit(v, at, w)
 	case KeyPassivityController:
-		b, err := decodeEnabledOnly(v, at, w, "passivity_controller")
+		b, err := decodeEnabledOnly(v, at, w, k)
 		return PassivityController{Enabled: b}, err
 	}
 	return nil, errAt(CodeInternal, at, "unknown key %d", k)
@@ -769,13 +769,13 @@ func decodeHandedness(v Value, at *pathSeg, w warnings) (Handedness, *Error) {
 	return "", errAt(CodeInvalidValue, &c, `handedness %q is not "left" or "right"`, b)
 }
 
-func decodeEnabledOnly(v Value, at *pathSeg, w warnings, name string) (bool, *Error) {
+func decodeEnabledOnly(v Value, at *pathSeg, w warnings, k Key) (bool, *Error) {
 	val, c, err := soleMember(v, at, w, "enabled", `{"enabled": true}`)
 	if err != nil {
 		return false, err
 	}
 	if !val.Exists() {
-		return false, errAt(CodeInvalidValue, at, `%s needs "enabled": true or false`, name)
+		return false, errAt(CodeInvalidValue, at, `%s needs "enabled": true or false`, k.Name())
 	}
 	return readBool(val, &c)
 }

@@ -181,6 +181,21 @@ func AsError(err error, path string) *Error {
 	return &Error{Code: CodeInternal, Message: err.Error(), Path: path}
 }
 
+// HandshakeCode is the code of a WebSocket upgrade the library refused
+// with an HTTP status: every WebSocket listener (sessions, events) answers
+// such a refusal with the same code for the same status.
+func HandshakeCode(status int) Code {
+	switch status {
+	case http.StatusMethodNotAllowed:
+		return CodeMethodNotAllowed
+	case http.StatusForbidden:
+		return CodeForbiddenOrigin
+	case http.StatusInternalServerError:
+		return CodeInternal
+	}
+	return CodeBadHandshake
+}
+
 // AppendErrorEnvelope appends the HTTP error envelope of e (see the
 // README): {"ok":false,"error":"<message>","code":"<code>"} with "path" when e
 // has one. Every HTTP listener answers errors with it, with the status

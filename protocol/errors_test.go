@@ -38,3 +38,21 @@ func TestAsErrorMapsEveryErrorToTheTable(t *testing.T) {
 		t.Fatal("AsError wrote into the error it was given")
 	}
 }
+
+func TestHandshakeCode(t *testing.T) {
+	tests := []struct {
+		status int
+		want   Code
+	}{
+		{http.StatusBadRequest, CodeBadHandshake},
+		{http.StatusMethodNotAllowed, CodeMethodNotAllowed},
+		{http.StatusForbidden, CodeForbiddenOrigin},
+		{http.StatusInternalServerError, CodeInternal},
+		{http.StatusUpgradeRequired, CodeBadHandshake},
+	}
+	for _, tc := range tests {
+		if got := HandshakeCode(tc.status); got != tc.want {
+			t.Errorf("HandshakeCode(%d) = %q, want %q", tc.status, got, tc.want)
+		}
+	}
+}

@@ -108,15 +108,7 @@ func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, 
 
 // handshakeError answers a WebSocket upgrade that gorilla refused.
 func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-	code := protocol.CodeBadHandshake
-	switch status {
-	case http.StatusMethodNotAllowed:
-		code = protocol.CodeMethodNotAllowed
-	case http.StatusForbidden:
-		code = protocol.CodeForbiddenOrigin
-	case http.StatusInternalServerError:
-		code = protocol.CodeInternal
-	}
+	code := protocol.HandshakeCode(status)
 	writeError(w, protocol.Errorf(code, "", "%v; %s", reason, code.DefaultMessage()))
 }
 

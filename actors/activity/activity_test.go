@@ -1,7 +1,6 @@
 package activity_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/activity"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -499,26 +499,8 @@ func TestUsageMapsAreBounded(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink read after the actor stopped.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
-}
-
 func TestLogOneLinePerEventRateLimited(t *testing.T) {
-	var sink syncBuffer
+	var sink hwtest.LogBuffer
 	clock := &fakeClock{} // 1 ms per event: 50 events fit in one second
 	a, err := activity.Start(newSystem(t), activity.Options{
 		Log: zerolog.New(&sink), Clock: clock.now, LogBurst: 5,
@@ -532,7 +514,7 @@ func TestLogOneLinePerEventRateLimited(t *testing.T) {
 	a.Stop()
 
 	var busy, suppressed, other int
-	for _, line := range sink.lines() {
+	for _, line := range sink.Lines() {
 		var rec struct {
 			Level      string
 			Event      string
@@ -558,7 +540,7 @@ func TestLogOneLinePerEventRateLimited(t *testing.T) {
 	}
 	if busy != 5 || suppressed != 45 || other != 2 {
 		t.Fatalf("logged %d device-busy lines and a summary of %d, %d others; want 5, 45, 2:\n%s",
-			busy, suppressed, other, strings.Join(sink.lines(), "\n"))
+			busy, suppressed, other, strings.Join(sink.Lines(), "\n"))
 	}
 }
 

@@ -112,14 +112,13 @@ func emit(rep report, jsonPath string, stdout, stderr io.Writer) error {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench run", stderr)
 	var o bench.RunOptions
 	if exe, err := os.Executable(); err == nil {
 		o.EchoCommand = []string{exe, "echo-serve"}
 	}
 	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one")
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary to start and to run baseline-arms with (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary to start and to run baseline-arms with")
 	fs.IntVar(&o.Arms, "arms", 1, "simulated arms of the started hapticd")
 	fs.IntVar(&o.Clients, "clients", 1, "controlling sessions; client i commands arm i mod arms")
 	fs.IntVar(&o.Observers, "observers", 0, "sessions that only probe positions")
@@ -204,10 +203,9 @@ func contractError(r bench.RunReport) error {
 }
 
 func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench arms", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench arms", stderr)
 	var o bench.CapacityOptions
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate to hold")
 	fs.IntVar(&o.Max, "max", 32768, "largest number of arms to try (a baseline still passing there makes the ratio an upper bound, printed ≤)")
 	fs.DurationVar(&o.Window, "window", 3*time.Second, "measured time per probe")
@@ -220,10 +218,9 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench device", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench device", stderr)
 	var o bench.DeviceOptions
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary")
 	fs.Float64Var(&o.LoopHz, "loop-hz", 1000, "device loop rate of hapticd and the bare host loop")
 	fs.IntVar(&o.Arms, "arms", 0, "simulated arms beside the stand-in, for the client load")
 	fs.IntVar(&o.Clients, "clients", 0, "controlling sessions on the simulated arms during the window (0: no load)")
@@ -235,10 +232,9 @@ func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench lease", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench lease", stderr)
 	var o bench.LeaseOptions
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary")
 	fs.StringVar(&o.Target, "target", "", "URL of a running hapticd (ws://127.0.0.1:10001/); empty starts one with one simulated arm")
 	fs.IntVar(&o.Stalls, "stalls", 100, "how many times the controlling client stalls")
 	fs.DurationVar(&o.Hold, "hold", 200*time.Millisecond, "how long the client commands a force before each stall")
@@ -248,10 +244,9 @@ func leaseCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func labCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench lab", stderr)
 	var o bench.LabOptions
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary")
 	fs.IntVar(&o.Arms, "arms", 1, "simulated arms on the node")
 	fs.IntVar(&o.Clients, "clients", 1, "controlling sessions, on each path in turn")
 	fs.Float64Var(&o.RateHz, "rate", 0, "lock-step ticks per second per session; 0 is as fast as possible")
@@ -263,10 +258,9 @@ func labCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func zwidthCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench zwidth", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench zwidth", stderr)
 	var o bench.ZwidthOptions
-	fs.StringVar(&o.Hapticd, "hapticd", "", "hapticd binary whose `zwidth` subcommand runs the virtual mode (default: next to hapticbench, then $PATH, else go build)")
+	hapticdFlag(fs, &o.Hapticd, "hapticd binary whose `zwidth` subcommand runs the virtual mode")
 	fs.BoolVar(&o.Realtime, "realtime", false, "measure rows A and B in real time through the WebSocket (B declares the wall as an effect) against --target, or hapticds started with one simulated arm, instead of the deterministic virtual-time mode")
 	fs.StringVar(&o.Target, "target", "", "a running hapticd (ws://127.0.0.1:10001/) to measure in real time (implies --realtime)")
 	fs.Float64Var(&o.DelayFrames, "delay-frames", 1, "client delay in its own frames, from reading a state to its force reaching the loop (an engine reads at a frame's start and sends at its end: 1)")
@@ -329,8 +323,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 // echoServeCommand is the echo baseline's own process (started by run; not
 // for users): it serves two captured frames until stdin closes.
 func echoServeCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("hapticbench echo-serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("hapticbench echo-serve", stderr)
 	inv := fs.String("inventory", "", "file with the inventory frame")
 	state := fs.String("state", "", "file with the state frame")
 	if err := parseArgs(fs, args); err != nil {
@@ -351,4 +344,19 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// commandFlags is a subcommand's flag set: errors are returned, usage goes
+// to stderr.
+func commandFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// hapticdFlag is the --hapticd flag every subcommand that starts hapticd
+// takes; use says what for, and the help adds where it is found when empty
+// (bench.FindHapticd's rules).
+func hapticdFlag(fs *flag.FlagSet, p *string, use string) {
+	fs.StringVar(p, "hapticd", "", use+" (default: next to hapticbench, then $PATH, else go build)")
 }

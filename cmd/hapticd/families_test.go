@@ -15,28 +15,6 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
-// at walks a decoded JSON value by object keys (string) and array
-// indices (int); nil when anything is missing.
-func at(v any, keys ...any) any {
-	for _, k := range keys {
-		switch k := k.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil
-			}
-			v = m[k]
-		case int:
-			l, ok := v.([]any)
-			if !ok || k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
-
 // tutorialSession is a tutorial's WebSocket: the first frame, then one
 // message out and its frame back, which must carry no errors or warnings.
 type tutorialSession struct {
@@ -64,7 +42,7 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		d := startProcess(t, bin, "--state-dir", t.TempDir(), "--type-names", "haply", "--sim", "verse_grip=1")
 		s := &tutorialSession{t: t, c: dialWS(t, "ws://"+d.addr["http"]+"/")}
 		inv := readJSON(t, s.c)
-		grip, _ := at(inv, "verse_grip", 0, "device_id").(string)
+		grip, _ := hwtest.JSONPath(inv, "verse_grip", 0, "device_id").(string)
 		if grip == "" {
 			t.Fatalf("no wired grip in the first frame: %v", inv)
 		}
@@ -73,8 +51,8 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 				t.Fatalf("--sim verse_grip=1 also made %s: %v", key, inv[key])
 			}
 		}
-		if at(inv, "verse_grip", 0, "config", "type") != "verse_grip" || at(inv, "verse_grip", 0, "config", "device_info", "device_type") != float64(sim.ModelVerseGrip) {
-			t.Fatalf("the wired grip's config: %v", at(inv, "verse_grip", 0, "config"))
+		if hwtest.JSONPath(inv, "verse_grip", 0, "config", "type") != "verse_grip" || hwtest.JSONPath(inv, "verse_grip", 0, "config", "device_info", "device_type") != float64(sim.ModelVerseGrip) {
+			t.Fatalf("the wired grip's config: %v", hwtest.JSONPath(inv, "verse_grip", 0, "config"))
 		}
 		probe := fmt.Sprintf(`"verse_grip":[{"device_id":%q,"commands":{"probe_orientation":{}}}]`, grip)
 		s.tick(`{"session":{"configure":{"profile":{"name":"co.haply.inverse.tutorials:print-verse-grip"}}},` + probe + `}`)
@@ -85,12 +63,12 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		button := map[bool]bool{}
 		hwtest.EventuallyNil(t, 20*time.Second, "the grip to turn and press its button", func() error {
 			f := s.tick(`{` + probe + `}`)
-			q, _ := at(f, "verse_grip", 0, "state", "orientation").(map[string]any)
-			hall, hallOK := at(f, "verse_grip", 0, "state", "hall").(float64)
-			b, bOK := at(f, "verse_grip", 0, "state", "button").(bool)
-			code, errOK := at(f, "verse_grip", 0, "status", "error").(float64)
+			q, _ := hwtest.JSONPath(f, "verse_grip", 0, "state", "orientation").(map[string]any)
+			hall, hallOK := hwtest.JSONPath(f, "verse_grip", 0, "state", "hall").(float64)
+			b, bOK := hwtest.JSONPath(f, "verse_grip", 0, "state", "button").(bool)
+			code, errOK := hwtest.JSONPath(f, "verse_grip", 0, "status", "error").(float64)
 			if len(q) != 4 || !hallOK || hall < 0 || hall > 1 || !bOK || !errOK || code != 0 {
-				t.Fatalf("the wired grip's state and status: %v", at(f, "verse_grip", 0))
+				t.Fatalf("the wired grip's state and status: %v", hwtest.JSONPath(f, "verse_grip", 0))
 			}
 			orientations[fmt.Sprintf("%.4f %.4f %.4f %.4f", q["w"], q["x"], q["y"], q["z"])] = true
 			button[b] = true
@@ -104,20 +82,20 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		d := startProcess(t, bin, "--state-dir", t.TempDir(), "--type-names", "haply", "--sim", "minverse=1")
 		s := &tutorialSession{t: t, c: dialWS(t, "ws://"+d.addr["http"]+"/")}
 		inv := readJSON(t, s.c)
-		arm, _ := at(inv, "inverse3", 0, "device_id").(string)
+		arm, _ := hwtest.JSONPath(inv, "inverse3", 0, "device_id").(string)
 		if arm == "" {
 			t.Fatalf("no arm in the inverse3 array: %v", inv)
 		}
-		if at(inv, "inverse3", 0, "status", "calibrated") != true {
-			t.Fatalf("status %v: the tutorial waits for calibrated", at(inv, "inverse3", 0, "status"))
+		if hwtest.JSONPath(inv, "inverse3", 0, "status", "calibrated") != true {
+			t.Fatalf("status %v: the tutorial waits for calibrated", hwtest.JSONPath(inv, "inverse3", 0, "status"))
 		}
 		// The tutorial's choice: 0.04 m for a Minverse, 0.10 m for the rest.
 		radius := 0.10
-		if at(inv, "inverse3", 0, "config", "type") == "minverse" {
+		if hwtest.JSONPath(inv, "inverse3", 0, "config", "type") == "minverse" {
 			radius = 0.04
 		}
-		if radius != 0.04 || at(inv, "inverse3", 0, "config", "device_info", "device_type") != float64(sim.ModelMinverse) {
-			t.Fatalf("config %v: the tutorial would not take the Minverse branch", at(inv, "inverse3", 0, "config"))
+		if radius != 0.04 || hwtest.JSONPath(inv, "inverse3", 0, "config", "device_info", "device_type") != float64(sim.ModelMinverse) {
+			t.Fatalf("config %v: the tutorial would not take the Minverse branch", hwtest.JSONPath(inv, "inverse3", 0, "config"))
 		}
 		s.tick(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":"co.haply.inverse.tutorials:position-control"}}},"inverse3":[{"device_id":%q,"configure":{"preset":{"preset":"arm_front_centered"}}}]}`, arm))
 		// Hold D (+x), then W (+y), then E (+z): the target moves 0.00005 m
@@ -129,7 +107,7 @@ func TestTutorialsAgainstSimulatedFamilies(t *testing.T) {
 		send := func() {
 			f := s.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":%g,"y":%g,"z":%g}}}}]}`, arm, target[0], target[1], target[2]))
 			for i, c := range []string{"x", "y", "z"} {
-				cursor[i], _ = at(f, "inverse3", 0, "state", "cursor_position", c).(float64)
+				cursor[i], _ = hwtest.JSONPath(f, "inverse3", 0, "state", "cursor_position", c).(float64)
 			}
 			if r := math.Sqrt(cursor[0]*cursor[0] + cursor[1]*cursor[1] + cursor[2]*cursor[2]); r > limit {
 				t.Fatalf("cursor %v is %.4f m from the centre, outside the Minverse's workspace (%.3f m)", cursor, r, limit)

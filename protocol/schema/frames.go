@@ -204,27 +204,21 @@ func without(names, drop []string) []string {
 	return out
 }
 
-// gripStateName is the grip state schema of the grips a link holds.
-func gripStateName(l protocol.Link) string {
+// gripSchemaName is the name of a grip schema (base "grip-state" or
+// "grip-status") for the grips a link holds: the wireless one is the plain
+// name, the others carry the link.
+func gripSchemaName(base string, l protocol.Link) string {
 	switch l {
 	case protocol.LinkWired:
-		return "grip-state.wired"
+		return base + ".wired"
 	case protocol.LinkWireless:
-		return "grip-state"
+		return base
 	}
-	return "grip-state.any-link"
+	return base + ".any-link"
 }
 
-// gripStatusName is the grip status schema of the grips a link holds.
-func gripStatusName(l protocol.Link) string {
-	switch l {
-	case protocol.LinkWired:
-		return "grip-status.wired"
-	case protocol.LinkWireless:
-		return "grip-status"
-	}
-	return "grip-status.any-link"
-}
+func gripStateName(l protocol.Link) string  { return gripSchemaName("grip-state", l) }
+func gripStatusName(l protocol.Link) string { return gripSchemaName("grip-status", l) }
 
 // statusName is the status schema of the devices collection c holds.
 func statusName(c protocol.Collection) string {

@@ -309,7 +309,7 @@ func TestServerPings(t *testing.T) {
 // receives everything.
 func TestStalledClientIsClosedOthersUnaffected(t *testing.T) {
 	const total = 3000
-	var logs syncBuffer
+	var logs hwtest.LogBuffer
 	f := newFixture(t, fixtureOptions{
 		activity: activity.Options{QueueSize: 1024},
 		socket:   events.SocketOptions{WriteTimeout: 200 * time.Millisecond},
@@ -574,24 +574,6 @@ func TestGoroutinesGoneAfterClose(t *testing.T) {
 	}
 	hs.Close()
 	hwtest.Eventually(t, waitLimit, "goroutines to return to the baseline", func() bool { return runtime.NumGoroutine() <= baseline })
-}
-
-// syncBuffer collects log output written from connection goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // smallBufferListener shrinks the send buffer of every accepted connection.

@@ -396,14 +396,6 @@ var _ http.Handler = (*Server)(nil)
 // handshakeError answers an events upgrade that gorilla refused (a missing
 // key, an unsupported version) with the JSON error envelope.
 func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-	code := protocol.CodeBadHandshake
-	switch status {
-	case http.StatusMethodNotAllowed:
-		code = protocol.CodeMethodNotAllowed
-	case http.StatusForbidden:
-		code = protocol.CodeForbiddenOrigin
-	case http.StatusInternalServerError:
-		code = protocol.CodeInternal
-	}
+	code := protocol.HandshakeCode(status)
 	writeError(w, code, fmt.Sprintf("events: %v; %s", reason, code.DefaultMessage()))
 }

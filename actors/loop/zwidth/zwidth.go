@@ -8,6 +8,7 @@ import (
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol/zwidthreport"
 )
 
 // Path is how the wall's force reaches the arm.
@@ -217,38 +218,14 @@ func DefaultRows(delayFrames float64) []Row {
 	return rows
 }
 
-// Trial is one stiffness tried on one row.
-type Trial struct {
-	StiffnessNpm float64 `json:"stiffness_npm"`
-	Stable       bool    `json:"stable"`
-	// Reason says why an unstable trial failed.
-	Reason string `json:"reason,omitempty"`
-	// MinEnergyJ is the lowest observed energy, J.
-	MinEnergyJ float64 `json:"min_energy_j"`
-	// PeakToPeakM is the motion along the normal in the window, m.
-	PeakToPeakM float64 `json:"peak_to_peak_m"`
-	// ContactS is when the cursor first entered the wall, s (-1: never).
-	ContactS float64 `json:"contact_s"`
-}
+// Trial is one stiffness tried on one row (the wire type of the report).
+type Trial = zwidthreport.Trial
 
-// Result is a row's stiffness limit.
+// Result is a row's stiffness limit: the row with its path typed, and
+// what the search found as the report carries it.
 type Result struct {
 	Row
-	// LimitNpm is the largest stiffness found stable (0: none was).
-	LimitNpm float64 `json:"limit_npm"`
-	// LowestStableNpm is where the stable band starts (MinNpm unless the
-	// softest walls still rang 1 s after contact).
-	LowestStableNpm float64 `json:"lowest_stable_npm"`
-	// UnstableNpm is the smallest stiffness above the stable band found
-	// unstable (0: not even the top was, so LimitNpm is a lower bound;
-	// MinNpm when no stiffness was stable).
-	UnstableNpm float64 `json:"unstable_npm"`
-	Trials      int     `json:"trials"`
-	// TopNpm is the top of this row's search: Config.MaxNpm, or for B the
-	// stiffest wall a session may declare (effect.MaxStiffnessNPerM).
-	TopNpm float64 `json:"top_npm"`
-	// Failure is the trial at UnstableNpm.
-	Failure *Trial `json:"failure,omitempty"`
+	zwidthreport.Limit
 }
 
 // gridRatio is the step of Limit's scan: stiffnesses a quarter apart.
