@@ -92,7 +92,15 @@
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
-// guarded by one mutex never held across a registry request. Cluster
+// guarded by one mutex never held across a registry request. No Receive
+// waits: what must (a node answering a config request, which waits on the
+// device actor and a set's fsync; the gateway adding an inventory's
+// proxies, which waits on the registry) is queued to one goroutine per
+// process (fifo), so a gateway's config requests are answered in the order
+// they came, and devices are added in the order of the inventories that
+// listed them. A proxy is in the gateway's map, its short id taken, from
+// the inventory on; it is a device of the gateway's service once its add
+// is done. Cluster
 // topology events arrive on the provider's poller goroutine and take the
 // same mutex. protoactor's known races (disthash swapping its rendezvous
 // without a lock, grpclog set by every remote.Start) are why no test runs a

@@ -41,6 +41,10 @@ type Node struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// configs are the gateways' config requests, answered in the order
+	// they came by one goroutine: the answers wait on the device actor
+	// (and a set on its fsync), which no Receive may.
+	configs *fifo[configJob]
 
 	// mu guards the following.
 	mu     sync.Mutex
@@ -116,7 +120,7 @@ func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
 	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
-		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+		stop: make(chan struct{}), subs: map[string]*subscriber{}, configs: newFIFO[configJob]()}
 	// The node's one kind: a device's cluster identity is this kind plus
 	// its UUID, so placement is where the device's cable is.
 	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
@@ -138,9 +142,13 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 		lk.stop()
 		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.push()
 	go n.forwardEvents(sub)
+	go func() {
+		defer n.wg.Done()
+		n.configs.run(n.stop, n.answerConfig)
+	}()
 	return n, nil
 }
 
@@ -233,7 +241,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *wire.Command:
 		n.command(m)
 	case *wire.ConfigRequest:
-		ctx.Respond(n.config(m))
+		n.configs.push(configJob{req: m, to: ctx.Sender()})
 	default:
 		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
 	}
@@ -261,7 +269,21 @@ func (g *deviceGrain) Receive(ctx actor.Context) {
 				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
 			return
 		}
-		ctx.Respond(g.n.config(m))
+		g.n.configs.push(configJob{req: m, to: ctx.Sender()})
+	}
+}
+
+// configJob is a config request waiting for its answer, and who asked.
+type configJob struct {
+	req *wire.ConfigRequest
+	to  *actor.PID // nil: nobody waits for the answer
+}
+
+// answerConfig answers one config request, off the actors.
+func (n *Node) answerConfig(j configJob) {
+	reply := n.config(j.req)
+	if j.to != nil {
+		n.sys.Root.Send(j.to, reply)
 	}
 }
 

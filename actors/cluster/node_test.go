@@ -38,7 +38,14 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 	cfg.defaults()
 	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
 	t.Cleanup(sys.Shutdown)
-	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{}}
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{},
+		stop: make(chan struct{}), configs: newFIFO[configJob]()}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.configs.run(n.stop, n.answerConfig)
+	}()
+	t.Cleanup(func() { close(n.stop); n.wg.Wait() })
 	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
 	return n, d
 }
@@ -118,9 +125,15 @@ func TestForwardedCommandRespectsALocalOwner(t *testing.T) {
 }
 
 // Config requests are validated and applied on the node, and errors keep
-// protocol's code for the gateway to answer with.
+// protocol's code for the gateway to answer with. They are sent to the
+// node actor all at once, as a gateway may: each is answered after the
+// ones before it took effect (the get after a set reads the set).
 func TestNodeConfig(t *testing.T) {
 	n, d := testNode(t)
+	pid, err := n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		req      *wire.ConfigRequest
 		wantJSON string
@@ -133,8 +146,19 @@ func TestNodeConfig(t *testing.T) {
 		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "no_such_key"}, "", protocol.CodeUnknownKey},
 		{&wire.ConfigRequest{Uuid: "gone", Op: "get", Key: "handedness"}, "", protocol.CodeUnavailable},
 	}
-	for _, tt := range tests {
-		r := n.config(tt.req)
+	futures := make([]*actor.Future, len(tests))
+	for i, tt := range tests {
+		futures[i] = n.sys.Root.RequestFuture(pid, tt.req, 10*time.Second)
+	}
+	for i, tt := range tests {
+		a, err := futures[i].Result()
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.req.Op, tt.req.Key, err)
+		}
+		r, ok := a.(*wire.ConfigReply)
+		if !ok {
+			t.Fatalf("%s %s: answered %T", tt.req.Op, tt.req.Key, a)
+		}
 		if string(r.Json) != tt.wantJSON || protocol.Code(r.Code) != tt.wantCode {
 			t.Errorf("%s %s %s: got json %s code %q (%s), want %s %q", tt.req.Op, tt.req.Key, tt.req.Json, r.Json, r.Code, r.Error, tt.wantJSON, tt.wantCode)
 		}
