@@ -525,6 +525,7 @@ func stateToWire(uuid string, s *loop.Snapshot) *wire.State {
 		BodyOrientation:    []float64{st.BodyOrientation.W, st.BodyOrientation.X, st.BodyOrientation.Y, st.BodyOrientation.Z},
 		Orientation:        []float64{st.Orientation.W, st.Orientation.X, st.Orientation.Y, st.Orientation.Z},
 		Status:             uint32(st.Status), Buttons: uint32(st.Buttons), Hall: st.Hall, Battery: st.Battery,
+		GripError:   uint32(st.GripError),
 		ControlMode: uint32(s.Mode),
 		Target:      targetToWire(s),
 	}
@@ -561,6 +562,9 @@ func stateFromWire(m *wire.State, dst *hw.State) {
 		Status: hw.Status(m.Status), AnglesDeg: a3(m.AnglesDeg), AngularVelocityDps: a3(m.AngularVelocityDps),
 		BodyOrientation: q(m.BodyOrientation), Orientation: q(m.Orientation),
 		Buttons: hw.Buttons(m.Buttons), Hall: m.Hall, Battery: m.Battery,
+		// A code past a byte is no code firmware sends: read it as the
+		// largest, still an error.
+		GripError: uint8(min(m.GripError, 255)),
 	}
 }
 

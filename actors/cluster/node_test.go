@@ -172,7 +172,7 @@ func TestStateRoundTrip(t *testing.T) {
 		PositionM: hw.Vec3{X: 0.01, Y: 0.15, Z: 0.1}, VelocityMps: hw.Vec3{X: -1}, ForceN: hw.Vec3{Z: 1.5},
 		Status: hw.StatusReady | hw.StatusCalibrated, AnglesDeg: hw.Angles3{A0: 1, A1: 85, A2: -114},
 		AngularVelocityDps: hw.Angles3{A2: 3}, BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 0.5, X: 0.5, Y: 0.5, Z: 0.5},
-		Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.25, Battery: 0.75,
+		Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.25, Battery: 0.75, GripError: 3,
 	}
 	b, err := proto.Marshal(stateToWire("u", &loop.Snapshot{Tick: 9, State: want}))
 	if err != nil {

@@ -331,8 +331,11 @@ type State struct {
 	// hw.ControlMode and its target: position m, angles deg, force N or
 	// torques N·mm, as the mode says), so a gateway shows a node-local
 	// session's control as it is, not as its own idle hold of the register.
-	ControlMode   uint32    `protobuf:"varint,15,opt,name=control_mode,json=controlMode,proto3" json:"control_mode,omitempty"`
-	Target        []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
+	ControlMode uint32    `protobuf:"varint,15,opt,name=control_mode,json=controlMode,proto3" json:"control_mode,omitempty"`
+	Target      []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
+	// grip_error is a grip's firmware error code (hw.State.GripError; 0
+	// none), which a wired grip's status.error shows.
+	GripError     uint32 `protobuf:"varint,17,opt,name=grip_error,json=gripError,proto3" json:"grip_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +480,13 @@ func (x *State) GetTarget() []float64 {
 		return x.Target
 	}
 	return nil
+}
+
+func (x *State) GetGripError() uint32 {
+	if x != nil {
+		return x.GripError
+	}
+	return 0
 }
 
 // StateBatch is every device's latest state on a node, pushed to each
@@ -867,7 +877,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xe6\x03\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\x85\x04\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -887,7 +897,9 @@ const file_hapticd_proto_rawDesc = "" +
 	"\abattery\x18\r \x01(\x01R\abattery\x12!\n" +
 	"\fheld_locally\x18\x0e \x01(\bR\vheldLocally\x12!\n" +
 	"\fcontrol_mode\x18\x0f \x01(\rR\vcontrolMode\x12\x16\n" +
-	"\x06target\x18\x10 \x03(\x01R\x06target\"\x94\x01\n" +
+	"\x06target\x18\x10 \x03(\x01R\x06target\x12\x1d\n" +
+	"\n" +
+	"grip_error\x18\x11 \x01(\rR\tgripError\"\x94\x01\n" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
