@@ -71,7 +71,10 @@
 // loop's output command one-way to the node, which writes it into the
 // device's command register under its own lease (LeaseMs). No tick waits on
 // the network, and a lost link or gateway ramps the force to zero on the
-// node as a quiet client does. Each batch carries the node's read time and
+// node as a quiet client does. Each command carries the send time of the
+// newest batch the gateway had from the node, and its lease ends at most
+// LeaseMs after it: a node whose pushes are lost one way stops the force
+// within the lease even while the gateway's commands still arrive. Each batch carries the node's read time and
 // its estimate of the gateway's clock offset; with the gateway's own
 // estimate from the other direction, the proxy measures how old each state
 // its loop takes is (GET /stats, remote.state_age).

@@ -510,7 +510,7 @@ func (g *Gateway) states(m *wire.StateBatch) {
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s, sampled)
+			p.setState(s, sampled, m.SentUnixNs)
 		}
 	}
 	g.mu.Unlock()

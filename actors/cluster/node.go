@@ -389,6 +389,13 @@ func (n *Node) command(m *wire.Command) {
 		reg.Release(owner) // always honoured: it only ends a force
 		return
 	}
+	// The lease also ends at most leaseNs after the newest state the
+	// gateway had from this node: a gateway that stopped hearing the node
+	// (its pushes lost one way) commands from a state the node has moved
+	// on from, and its commands must not keep the force on.
+	if m.StateSentUnixNs != 0 {
+		ageNs = max(ageNs, now.UnixNano()-m.StateSentUnixNs)
+	}
 	if ageNs >= leaseNs {
 		return
 	}

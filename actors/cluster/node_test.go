@@ -99,7 +99,11 @@ func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	stale.SentUnixNs -= int64(500 * time.Millisecond)
 	stranger := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2)
 	stranger.GatewayAddress = "127.0.0.9:7070"
-	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger} {
+	// Sent just now, from a state the node pushed 500 ms ago: the gateway
+	// has not heard the node for longer than the lease.
+	unheard := fresh(d.Info.UUID, 4, hw.ModeForce, 0, 0, 2)
+	unheard.StateSentUnixNs = time.Now().Add(-500 * time.Millisecond).UnixNano()
+	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger, "from a state older than the lease": unheard} {
 		n.command(m)
 		if o := d.Register().Owner(); o != 0 {
 			t.Errorf("%s command took the arm (owner %d)", name, o)
@@ -108,6 +112,44 @@ func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	n.command(fresh(d.Info.UUID, 3, hw.ModeForce, 0, 0, 2))
 	if o := d.Register().Owner(); o != gatewaySession {
 		t.Errorf("fresh command: owner %d, want the gateway", o)
+	}
+}
+
+// A command's lease ends at most the lease after the newest state the
+// gateway had from the node, however fresh the command: a node whose
+// pushes are lost stops the force within the lease of the cut.
+func TestCommandLeaseBoundByTheGatewaysState(t *testing.T) {
+	tests := []struct {
+		name      string
+		stateAge  time.Duration // 0: the gateway had no batch (not checked)
+		wantAtMax time.Duration // the lease left, at most
+		wantAtMin time.Duration // and at least
+	}{
+		{"no state yet", 0, 100 * time.Millisecond, 50 * time.Millisecond},
+		{"a fresh state", 2 * time.Millisecond, 98 * time.Millisecond, 50 * time.Millisecond},
+		{"a state 70 ms old", 70 * time.Millisecond, 30 * time.Millisecond, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, d := testNode(t)
+			m := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+			if tt.stateAge != 0 {
+				m.StateSentUnixNs = time.Now().Add(-tt.stateAge).UnixNano()
+			}
+			before := n.clock.Now()
+			n.command(m)
+			var c loop.Command
+			d.Register().Read(&c)
+			if c.Session != gatewaySession {
+				t.Fatalf("command not written (session %d)", c.Session)
+			}
+			// A millisecond's slack: the command's times and the node's
+			// loop clock are read at slightly different instants.
+			left := time.Duration(c.DeadlineNs - before)
+			if left > tt.wantAtMax+time.Millisecond || left < tt.wantAtMin {
+				t.Errorf("lease left %v, want between %v and %v", left, tt.wantAtMin, tt.wantAtMax)
+			}
+		})
 	}
 }
 
@@ -221,7 +263,7 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 			}
 			m.HeldLocally = tt.held
 			var p proxy
-			p.setState(&m, 0)
+			p.setState(&m, 0, 0)
 			var st hw.State
 			if err := p.Exchange(&hw.Command{}, &st); err != nil { // the loop's order: exchange, then report
 				t.Fatal(err)

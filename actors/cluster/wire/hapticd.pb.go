@@ -582,8 +582,16 @@ type Command struct {
 	// waited less.
 	GatewayAddress string `protobuf:"bytes,5,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	SentUnixNs     int64  `protobuf:"varint,6,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// state_sent_unix_ns is the sent_unix_ns (the node's clock) of the
+	// newest StateBatch the gateway had from the node when it sent this. A
+	// node whose pushes are lost (a one-way partition) learns it from the
+	// commands that still arrive: the node ends each command's lease at most
+	// the lease after the state it was computed from, so the force ends
+	// within the lease of the cut however long TCP keeps delivering. 0 (a
+	// gateway that has had no batch): not checked.
+	StateSentUnixNs int64 `protobuf:"varint,7,opt,name=state_sent_unix_ns,json=stateSentUnixNs,proto3" json:"state_sent_unix_ns,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -654,6 +662,13 @@ func (x *Command) GetGatewayAddress() string {
 func (x *Command) GetSentUnixNs() int64 {
 	if x != nil {
 		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *Command) GetStateSentUnixNs() int64 {
+	if x != nil {
+		return x.StateSentUnixNs
 	}
 	return 0
 }
@@ -906,7 +921,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
 	"sentUnixNs\x12\x1b\n" +
-	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xa6\x01\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xd3\x01\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
@@ -914,7 +929,8 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x03(\x01R\x06target\x12'\n" +
 	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
-	"sentUnixNs\"Y\n" +
+	"sentUnixNs\x12+\n" +
+	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\"Y\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
