@@ -71,7 +71,10 @@
 // loop's output command one-way to the node, which writes it into the
 // device's command register under its own lease (LeaseMs). No tick waits on
 // the network, and a lost link or gateway ramps the force to zero on the
-// node as a quiet client does. Each batch carries the node's read time and
+// node as a quiet client does. Each command carries the send time of the
+// newest batch the gateway had from the node, and its lease ends at most
+// LeaseMs after it: a node whose pushes are lost one way stops the force
+// within the lease even while the gateway's commands still arrive. Each batch carries the node's read time and
 // its estimate of the gateway's clock offset; with the gateway's own
 // estimate from the other direction, the proxy measures how old each state
 // its loop takes is (GET /stats, remote.state_age).
@@ -92,7 +95,15 @@
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
-// guarded by one mutex never held across a registry request. Cluster
+// guarded by one mutex never held across a registry request. No Receive
+// waits: what must (a node answering a config request, which waits on the
+// device actor and a set's fsync; the gateway adding an inventory's
+// proxies, which waits on the registry) is queued to one goroutine per
+// process (fifo), so a gateway's config requests are answered in the order
+// they came, and devices are added in the order of the inventories that
+// listed them. A proxy is in the gateway's map, its short id taken, from
+// the inventory on; it is a device of the gateway's service once its add
+// is done. Cluster
 // topology events arrive on the provider's poller goroutine and take the
 // same mutex. protoactor's known races (disthash swapping its rendezvous
 // without a lock, grpclog set by every remote.Start) are why no test runs a

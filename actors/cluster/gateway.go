@@ -45,6 +45,10 @@ type Gateway struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// adds are the proxies an inventory made, added to the service in
+	// the order they came by one goroutine: an add waits for the
+	// registry, which no Receive may.
+	adds *fifo[*proxy]
 
 	// mu guards the following; it is never held across a registry request
 	// (the registry closes proxies, and proxy.Close takes mu).
@@ -83,7 +87,7 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
 	if cfg.Membership == MembershipStatic {
 		for _, p := range cfg.Peers {
 			g.targets[p] = ""
@@ -107,8 +111,12 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	}
 	// The address the remote took: subscriptions and commands carry it.
 	g.lk, g.sys, g.cl, g.addr = lk, lk.sys, lk.cl, lk.sys.Address()
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go g.watch()
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
 	return g, nil
 }
 
@@ -387,40 +395,54 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			p.lost.Store(true) // unplugged on the node
 		}
 	}
-	var adds []*proxy
 	if len(news) > 0 {
+		// Ids of proxies still waiting to be added count as used too.
 		used := map[hw.Kind]map[string]bool{}
-		for _, d := range g.svc.Devices().All() {
-			if used[d.Info.Kind] == nil {
-				used[d.Info.Kind] = map[string]bool{}
+		take := func(k hw.Kind, id string) {
+			if used[k] == nil {
+				used[k] = map[string]bool{}
 			}
-			used[d.Info.Kind][d.ID] = true
+			used[k][id] = true
+		}
+		for _, d := range g.svc.Devices().All() {
+			take(d.Info.Kind, d.ID)
+		}
+		for _, p := range g.proxies {
+			take(p.info.Kind, p.info.ID)
 		}
 		for uuid, id := range assignIDs(used, news) {
 			p := newProxy(g, n, wanted[uuid], id)
+			p.syncing.Store(true) // until its config is the node's
 			g.proxies[uuid] = p
-			adds = append(adds, p)
+			g.adds.push(p)
 		}
 	}
 	g.mu.Unlock()
-	for _, p := range adds {
-		p.syncing.Store(true) // until its config is the node's
-		dev, err := g.svc.AddDevice(p, false)
-		if err != nil {
-			g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
-			g.forget(p)
-			continue
-		}
-		p.dev.Store(dev)
-		// Off the actor: the node's answers must not wait behind the
-		// state batches this actor handles.
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			g.syncConfig(p, dev)
-		}()
-	}
 	return joined
+}
+
+// add adds a proxy an inventory made to the service, off the actor, and
+// then copies its config from the node. A proxy whose node went meanwhile
+// is not added.
+func (g *Gateway) add(p *proxy) {
+	if p.lost.Load() {
+		g.forget(p)
+		return
+	}
+	dev, err := g.svc.AddDevice(p, false)
+	if err != nil {
+		g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
+		g.forget(p)
+		return
+	}
+	p.dev.Store(dev)
+	// On its own goroutine: the node's answers must not hold up the next
+	// node's devices.
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.syncConfig(p, dev)
+	}()
 }
 
 // syncConfig copies the node's device-global config into the gateway's
@@ -488,7 +510,7 @@ func (g *Gateway) states(m *wire.StateBatch) {
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s, sampled)
+			p.setState(s, sampled, m.SentUnixNs)
 		}
 	}
 	g.mu.Unlock()

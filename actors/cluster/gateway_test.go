@@ -30,14 +30,18 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
 	// The gateway actor, local only: it gets the watch's probes, which
 	// judge the nodes' silence.
 	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
 		t.Fatal(err)
 	}
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go g.watch()
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
 	t.Cleanup(func() {
 		close(g.stop)
 		g.wg.Wait()
@@ -51,6 +55,22 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 
 func arm(uuid, id string) *wire.Device {
 	return &wire.Device{Uuid: uuid, Id: id, Kind: uint32(hw.KindArm), MaxForceN: 10, Simulated: true}
+}
+
+// waitAdded waits until every proxy an inventory made is a device of the
+// gateway's service (the adds happen off the gateway actor).
+func waitAdded(t *testing.T, g *Gateway) {
+	t.Helper()
+	waitCond(t, "the inventory's devices added", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, p := range g.proxies {
+			if p.dev.Load() == nil {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func waitCond(t *testing.T, what string, cond func() bool) {
@@ -76,6 +96,7 @@ func TestGatewayMergesNodes(t *testing.T) {
 	defer sub.Close()
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "049D")}})
+	waitAdded(t, g)
 	byUUID := map[string]*actors.Device{}
 	for _, d := range g.svc.Devices().All() {
 		byUUID[d.Info.UUID] = d
@@ -158,6 +179,7 @@ func TestGatewayFollowsTopology(t *testing.T) {
 	}
 
 	g.inventory(&wire.Inventory{NodeId: "a", Address: aAddr, Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
 	if len(g.svc.Devices().All()) != 1 {
 		t.Fatalf("%d devices after a's inventory, want 1", len(g.svc.Devices().All()))
 	}
@@ -195,6 +217,7 @@ func TestGatewayFollowsTopology(t *testing.T) {
 func TestGatewayMirrorsLocalHold(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
 	devs := g.svc.Devices().All()
 	if len(devs) != 1 {
 		t.Fatalf("%d devices, want a's arm", len(devs))
@@ -233,6 +256,7 @@ func TestGatewayMirrorsLocalHold(t *testing.T) {
 func TestGatewayStateAgeAcrossClocks(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
 	const skew = int64(5 * time.Hour) // the node's clock is ahead
 	// The node read the state now (its clock) and estimates the gateway's
 	// clock as its own less the skew (and a 100 µs shortest delay).
@@ -267,7 +291,7 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
 	t.Cleanup(g.sys.Shutdown)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "04A0")}})

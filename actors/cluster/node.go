@@ -41,6 +41,10 @@ type Node struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// configs are the gateways' config requests, answered in the order
+	// they came by one goroutine: the answers wait on the device actor
+	// (and a set on its fsync), which no Receive may.
+	configs *fifo[configJob]
 
 	// mu guards the following.
 	mu     sync.Mutex
@@ -116,7 +120,7 @@ func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
 	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
-		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+		stop: make(chan struct{}), subs: map[string]*subscriber{}, configs: newFIFO[configJob]()}
 	// The node's one kind: a device's cluster identity is this kind plus
 	// its UUID, so placement is where the device's cable is.
 	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
@@ -138,9 +142,13 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 		lk.stop()
 		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.push()
 	go n.forwardEvents(sub)
+	go func() {
+		defer n.wg.Done()
+		n.configs.run(n.stop, n.answerConfig)
+	}()
 	return n, nil
 }
 
@@ -233,7 +241,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *wire.Command:
 		n.command(m)
 	case *wire.ConfigRequest:
-		ctx.Respond(n.config(m))
+		n.configs.push(configJob{req: m, to: ctx.Sender()})
 	default:
 		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
 	}
@@ -261,7 +269,21 @@ func (g *deviceGrain) Receive(ctx actor.Context) {
 				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
 			return
 		}
-		ctx.Respond(g.n.config(m))
+		g.n.configs.push(configJob{req: m, to: ctx.Sender()})
+	}
+}
+
+// configJob is a config request waiting for its answer, and who asked.
+type configJob struct {
+	req *wire.ConfigRequest
+	to  *actor.PID // nil: nobody waits for the answer
+}
+
+// answerConfig answers one config request, off the actors.
+func (n *Node) answerConfig(j configJob) {
+	reply := n.config(j.req)
+	if j.to != nil {
+		n.sys.Root.Send(j.to, reply)
 	}
 }
 
@@ -366,6 +388,13 @@ func (n *Node) command(m *wire.Command) {
 	if mode == hw.ModeIdle {
 		reg.Release(owner) // always honoured: it only ends a force
 		return
+	}
+	// The lease also ends at most leaseNs after the newest state the
+	// gateway had from this node: a gateway that stopped hearing the node
+	// (its pushes lost one way) commands from a state the node has moved
+	// on from, and its commands must not keep the force on.
+	if m.StateSentUnixNs != 0 {
+		ageNs = max(ageNs, now.UnixNano()-m.StateSentUnixNs)
 	}
 	if ageNs >= leaseNs {
 		return
@@ -503,6 +532,7 @@ func stateToWire(uuid string, s *loop.Snapshot) *wire.State {
 		BodyOrientation:    []float64{st.BodyOrientation.W, st.BodyOrientation.X, st.BodyOrientation.Y, st.BodyOrientation.Z},
 		Orientation:        []float64{st.Orientation.W, st.Orientation.X, st.Orientation.Y, st.Orientation.Z},
 		Status:             uint32(st.Status), Buttons: uint32(st.Buttons), Hall: st.Hall, Battery: st.Battery,
+		GripError:   uint32(st.GripError),
 		ControlMode: uint32(s.Mode),
 		Target:      targetToWire(s),
 	}
@@ -539,6 +569,9 @@ func stateFromWire(m *wire.State, dst *hw.State) {
 		Status: hw.Status(m.Status), AnglesDeg: a3(m.AnglesDeg), AngularVelocityDps: a3(m.AngularVelocityDps),
 		BodyOrientation: q(m.BodyOrientation), Orientation: q(m.Orientation),
 		Buttons: hw.Buttons(m.Buttons), Hall: m.Hall, Battery: m.Battery,
+		// A code past a byte is no code firmware sends: read it as the
+		// largest, still an error.
+		GripError: uint8(min(m.GripError, 255)),
 	}
 }
 

@@ -38,7 +38,14 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 	cfg.defaults()
 	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
 	t.Cleanup(sys.Shutdown)
-	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{}}
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{},
+		stop: make(chan struct{}), configs: newFIFO[configJob]()}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.configs.run(n.stop, n.answerConfig)
+	}()
+	t.Cleanup(func() { close(n.stop); n.wg.Wait() })
 	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
 	return n, d
 }
@@ -92,7 +99,11 @@ func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	stale.SentUnixNs -= int64(500 * time.Millisecond)
 	stranger := fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2)
 	stranger.GatewayAddress = "127.0.0.9:7070"
-	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger} {
+	// Sent just now, from a state the node pushed 500 ms ago: the gateway
+	// has not heard the node for longer than the lease.
+	unheard := fresh(d.Info.UUID, 4, hw.ModeForce, 0, 0, 2)
+	unheard.StateSentUnixNs = time.Now().Add(-500 * time.Millisecond).UnixNano()
+	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger, "from a state older than the lease": unheard} {
 		n.command(m)
 		if o := d.Register().Owner(); o != 0 {
 			t.Errorf("%s command took the arm (owner %d)", name, o)
@@ -101,6 +112,44 @@ func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	n.command(fresh(d.Info.UUID, 3, hw.ModeForce, 0, 0, 2))
 	if o := d.Register().Owner(); o != gatewaySession {
 		t.Errorf("fresh command: owner %d, want the gateway", o)
+	}
+}
+
+// A command's lease ends at most the lease after the newest state the
+// gateway had from the node, however fresh the command: a node whose
+// pushes are lost stops the force within the lease of the cut.
+func TestCommandLeaseBoundByTheGatewaysState(t *testing.T) {
+	tests := []struct {
+		name      string
+		stateAge  time.Duration // 0: the gateway had no batch (not checked)
+		wantAtMax time.Duration // the lease left, at most
+		wantAtMin time.Duration // and at least
+	}{
+		{"no state yet", 0, 100 * time.Millisecond, 50 * time.Millisecond},
+		{"a fresh state", 2 * time.Millisecond, 98 * time.Millisecond, 50 * time.Millisecond},
+		{"a state 70 ms old", 70 * time.Millisecond, 30 * time.Millisecond, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, d := testNode(t)
+			m := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
+			if tt.stateAge != 0 {
+				m.StateSentUnixNs = time.Now().Add(-tt.stateAge).UnixNano()
+			}
+			before := n.clock.Now()
+			n.command(m)
+			var c loop.Command
+			d.Register().Read(&c)
+			if c.Session != gatewaySession {
+				t.Fatalf("command not written (session %d)", c.Session)
+			}
+			// A millisecond's slack: the command's times and the node's
+			// loop clock are read at slightly different instants.
+			left := time.Duration(c.DeadlineNs - before)
+			if left > tt.wantAtMax+time.Millisecond || left < tt.wantAtMin {
+				t.Errorf("lease left %v, want between %v and %v", left, tt.wantAtMin, tt.wantAtMax)
+			}
+		})
 	}
 }
 
@@ -118,9 +167,15 @@ func TestForwardedCommandRespectsALocalOwner(t *testing.T) {
 }
 
 // Config requests are validated and applied on the node, and errors keep
-// protocol's code for the gateway to answer with.
+// protocol's code for the gateway to answer with. They are sent to the
+// node actor all at once, as a gateway may: each is answered after the
+// ones before it took effect (the get after a set reads the set).
 func TestNodeConfig(t *testing.T) {
 	n, d := testNode(t)
+	pid, err := n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		req      *wire.ConfigRequest
 		wantJSON string
@@ -133,8 +188,19 @@ func TestNodeConfig(t *testing.T) {
 		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "no_such_key"}, "", protocol.CodeUnknownKey},
 		{&wire.ConfigRequest{Uuid: "gone", Op: "get", Key: "handedness"}, "", protocol.CodeUnavailable},
 	}
-	for _, tt := range tests {
-		r := n.config(tt.req)
+	futures := make([]*actor.Future, len(tests))
+	for i, tt := range tests {
+		futures[i] = n.sys.Root.RequestFuture(pid, tt.req, 10*time.Second)
+	}
+	for i, tt := range tests {
+		a, err := futures[i].Result()
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.req.Op, tt.req.Key, err)
+		}
+		r, ok := a.(*wire.ConfigReply)
+		if !ok {
+			t.Fatalf("%s %s: answered %T", tt.req.Op, tt.req.Key, a)
+		}
 		if string(r.Json) != tt.wantJSON || protocol.Code(r.Code) != tt.wantCode {
 			t.Errorf("%s %s %s: got json %s code %q (%s), want %s %q", tt.req.Op, tt.req.Key, tt.req.Json, r.Json, r.Code, r.Error, tt.wantJSON, tt.wantCode)
 		}
@@ -148,7 +214,7 @@ func TestStateRoundTrip(t *testing.T) {
 		PositionM: hw.Vec3{X: 0.01, Y: 0.15, Z: 0.1}, VelocityMps: hw.Vec3{X: -1}, ForceN: hw.Vec3{Z: 1.5},
 		Status: hw.StatusReady | hw.StatusCalibrated, AnglesDeg: hw.Angles3{A0: 1, A1: 85, A2: -114},
 		AngularVelocityDps: hw.Angles3{A2: 3}, BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 0.5, X: 0.5, Y: 0.5, Z: 0.5},
-		Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.25, Battery: 0.75,
+		Buttons: hw.ButtonA | hw.ButtonC, Hall: 0.25, Battery: 0.75, GripError: 3,
 	}
 	b, err := proto.Marshal(stateToWire("u", &loop.Snapshot{Tick: 9, State: want}))
 	if err != nil {
@@ -197,7 +263,7 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 			}
 			m.HeldLocally = tt.held
 			var p proxy
-			p.setState(&m, 0)
+			p.setState(&m, 0, 0)
 			var st hw.State
 			if err := p.Exchange(&hw.Command{}, &st); err != nil { // the loop's order: exchange, then report
 				t.Fatal(err)

@@ -50,6 +50,9 @@ type proxy struct {
 	st        hw.State
 	sampledNs int64
 	pushed    nodeControl
+	// batchSentNs is the node's send time (its clock) of the batch st
+	// came in; commands carry it back (wire.Command.StateSentUnixNs).
+	batchSentNs int64
 
 	// The loop's own: the node's control as of its last exchange; what it
 	// sent last and when; whether it holds the gateway's register for a
@@ -108,8 +111,8 @@ func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 }
 
 // setState takes a pushed state that the node read at sampledNs (gateway
-// wall clock).
-func (p *proxy) setState(m *wire.State, sampledNs int64) {
+// wall clock) and sent at batchSentNs (the node's clock).
+func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 	var st hw.State
 	stateFromWire(m, &st)
 	// The node's control: idle, or a mode a command can carry (anything
@@ -122,7 +125,7 @@ func (p *proxy) setState(m *wire.State, sampledNs int64) {
 		target = [3]float64{}
 	}
 	p.mu.Lock()
-	p.st, p.sampledNs = st, sampledNs
+	p.st, p.sampledNs, p.batchSentNs = st, sampledNs, batchSentNs
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	p.mu.Unlock()
 }
@@ -204,8 +207,11 @@ func (p *proxy) send(cmd *hw.Command, now time.Time) {
 		return
 	}
 	p.seq++
+	p.mu.Lock()
+	stateSent := p.batchSentNs
+	p.mu.Unlock()
 	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
-		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano()}
+		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), StateSentUnixNs: stateSent}
 	if cmd.Mode != hw.ModeIdle {
 		t := cmd.Target()
 		m.Target = t[:]

@@ -331,8 +331,11 @@ type State struct {
 	// hw.ControlMode and its target: position m, angles deg, force N or
 	// torques N·mm, as the mode says), so a gateway shows a node-local
 	// session's control as it is, not as its own idle hold of the register.
-	ControlMode   uint32    `protobuf:"varint,15,opt,name=control_mode,json=controlMode,proto3" json:"control_mode,omitempty"`
-	Target        []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
+	ControlMode uint32    `protobuf:"varint,15,opt,name=control_mode,json=controlMode,proto3" json:"control_mode,omitempty"`
+	Target      []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
+	// grip_error is a grip's firmware error code (hw.State.GripError; 0
+	// none), which a wired grip's status.error shows.
+	GripError     uint32 `protobuf:"varint,17,opt,name=grip_error,json=gripError,proto3" json:"grip_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +482,13 @@ func (x *State) GetTarget() []float64 {
 	return nil
 }
 
+func (x *State) GetGripError() uint32 {
+	if x != nil {
+		return x.GripError
+	}
+	return 0
+}
+
 // StateBatch is every device's latest state on a node, pushed to each
 // subscribed gateway at the node's push rate. It is also the node's
 // heartbeat: a gateway that hears nothing from a node for its timeout
@@ -572,8 +582,16 @@ type Command struct {
 	// waited less.
 	GatewayAddress string `protobuf:"bytes,5,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	SentUnixNs     int64  `protobuf:"varint,6,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// state_sent_unix_ns is the sent_unix_ns (the node's clock) of the
+	// newest StateBatch the gateway had from the node when it sent this. A
+	// node whose pushes are lost (a one-way partition) learns it from the
+	// commands that still arrive: the node ends each command's lease at most
+	// the lease after the state it was computed from, so the force ends
+	// within the lease of the cut however long TCP keeps delivering. 0 (a
+	// gateway that has had no batch): not checked.
+	StateSentUnixNs int64 `protobuf:"varint,7,opt,name=state_sent_unix_ns,json=stateSentUnixNs,proto3" json:"state_sent_unix_ns,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -644,6 +662,13 @@ func (x *Command) GetGatewayAddress() string {
 func (x *Command) GetSentUnixNs() int64 {
 	if x != nil {
 		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *Command) GetStateSentUnixNs() int64 {
+	if x != nil {
+		return x.StateSentUnixNs
 	}
 	return 0
 }
@@ -867,7 +892,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xe6\x03\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\x85\x04\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -887,14 +912,16 @@ const file_hapticd_proto_rawDesc = "" +
 	"\abattery\x18\r \x01(\x01R\abattery\x12!\n" +
 	"\fheld_locally\x18\x0e \x01(\bR\vheldLocally\x12!\n" +
 	"\fcontrol_mode\x18\x0f \x01(\rR\vcontrolMode\x12\x16\n" +
-	"\x06target\x18\x10 \x03(\x01R\x06target\"\x94\x01\n" +
+	"\x06target\x18\x10 \x03(\x01R\x06target\x12\x1d\n" +
+	"\n" +
+	"grip_error\x18\x11 \x01(\rR\tgripError\"\x94\x01\n" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
 	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
 	"sentUnixNs\x12\x1b\n" +
-	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xa6\x01\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xd3\x01\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
@@ -902,7 +929,8 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x03(\x01R\x06target\x12'\n" +
 	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
-	"sentUnixNs\"Y\n" +
+	"sentUnixNs\x12+\n" +
+	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\"Y\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
