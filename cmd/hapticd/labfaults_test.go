@@ -446,7 +446,7 @@ func TestLabTwoGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	waitLab(t, 10*time.Second, "the second gateway's session controls the arm", func() bool {
+	waitLab(t, 30*time.Second, "the second gateway's session controls the arm", func() bool {
 		return len(errorCodes(s2(labForce(arm, -1)))) == 0 && path(labArms(t, a)[arm], "state", "current_cursor_force", "z") == -1.0
 	})
 	t.Logf("the second gateway's session took the arm %v after the first gateway's SIGKILL (lease 100 ms)", time.Since(killed).Round(time.Millisecond))

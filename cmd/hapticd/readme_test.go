@@ -41,14 +41,14 @@ func TestREADMEFrontPage(t *testing.T) {
 	if n := strings.Count(readme, "\n"); n > 250 {
 		t.Errorf("README.md has %d lines; the front page keeps to 250 (details go to docs/)", n)
 	}
-	for _, command := range []string{"go run ./cmd/hapticd", "go test -race ./..."} {
+	for _, command := range []string{"go run ./cmd/hapticd", "go test -race -timeout 40m ./..."} {
 		if !strings.Contains(readme, "```sh\n"+command+"\n```") {
 			t.Errorf("README.md does not give %q as a command of its own", command)
 		}
 	}
 	ci := readPage(t, ".ci/run")
-	if !strings.Contains(ci, "go test -race -count=1 ./...") {
-		t.Errorf(".ci/run no longer runs the README's test command (go test -race ./..., uncached)")
+	if !strings.Contains(ci, "go test -race -count=1 -timeout 40m ./...") {
+		t.Errorf(".ci/run no longer runs the README's test command (go test -race -timeout 40m ./..., uncached)")
 	}
 }
 
