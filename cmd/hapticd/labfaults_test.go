@@ -320,7 +320,9 @@ func startCPUHogs(t *testing.T, perCore int, d time.Duration) {
 			t.Fatalf("start a CPU hog: %v", err)
 		}
 		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
+			// SIGTERM, which timeout passes on to the loop: a SIGKILL would
+			// end timeout alone and leave its shell spinning for good.
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			_ = cmd.Wait()
 		})
 	}
