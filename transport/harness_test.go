@@ -403,25 +403,7 @@ func (c *wsClient) roundTrip(msg string) map[string]any {
 }
 
 // path digs into decoded JSON: path("arm3", 0, "state", "cursor_position").
-func path(v any, keys ...any) any {
-	for _, k := range keys {
-		switch k := k.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil
-			}
-			v = m[k]
-		case int:
-			a, ok := v.([]any)
-			if !ok || k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
-}
+func path(v any, keys ...any) any { return hwtest.JSONPath(v, keys...) }
 
 func num(v any) float64 {
 	f, _ := v.(float64)
