@@ -295,8 +295,9 @@ func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
 func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3 {
 	f, sustained := d.fs.force(in, d.state.PositionM, d.state.VelocityMps, ramp, nowNs, d.tickDtNs)
 	if sustained {
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		// The figures first: the event's reader takes its duration from them.
 		d.output.store(d.fs, in.fx, true)
+		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
 	}
 	d.output.store(d.fs, in.fx, false)
 	return f

@@ -495,8 +495,9 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	fs.gate.update(v, dt)
 	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
 	if sustained {
-		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
+		// The figures first: the event's reader takes its duration from them.
 		d.output.store(fs, c.in.fx, true)
+		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
 	}
 	// outputFigures.store, with the count first: d's lines are touched
 	// only on the ticks that store (taking d.output's address nil-checks
