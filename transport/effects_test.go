@@ -361,12 +361,25 @@ func TestPassivityActiveEvent(t *testing.T) {
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	c.roundTrip(effectsMsg(id, `{"set":[{"id":"buzz","type":"vibration","frequency":15,"amplitude":3,"direction":{"x":1,"y":0,"z":0}}]}`))
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() { // renews the lease, as an engine would
+	defer keepEffectsAlive(c, id)()
+	var e map[string]any
+	hwtest.EventuallyNil(t, 10*time.Second, "a passivity-active event", nextEventMatches(t, ev, 10*time.Second, "passivity-active",
+		func(e map[string]any) bool { return path(e, "data", "device_id") == id }, &e))
+	if num(path(e, "data", "duration_ms")) < 1000 || num(path(e, "data", "session_id")) < 1 {
+		t.Fatalf("passivity-active: %v", e)
+	}
+}
+
+// keepEffectsAlive renews c's lease on arm id every 50 ms with an empty
+// effects member, as an engine that only declares effects does, until the
+// returned stop is called (which waits for the last renewal).
+func keepEffectsAlive(c *wsClient, id string) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
 		defer close(done)
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
@@ -378,11 +391,5 @@ func TestPassivityActiveEvent(t *testing.T) {
 			}
 		}
 	}()
-	defer func() { close(stop); <-done }()
-	var e map[string]any
-	hwtest.EventuallyNil(t, 10*time.Second, "a passivity-active event", nextEventMatches(t, ev, 10*time.Second, "passivity-active",
-		func(e map[string]any) bool { return path(e, "data", "device_id") == id }, &e))
-	if num(path(e, "data", "duration_ms")) < 1000 || num(path(e, "data", "session_id")) < 1 {
-		t.Fatalf("passivity-active: %v", e)
-	}
+	return func() { close(quit); <-done }
 }

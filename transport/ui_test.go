@@ -365,31 +365,14 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 	// The client keeps its effects alive, as an engine does, while the page polls.
 	keep := effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`,{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]}`)
 	c.roundTrip(keep)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if c.conn.WriteMessage(websocket.TextMessage, []byte(effectsMsg(id, `{}`))) != nil {
-				return
-			}
-			if _, _, err := c.conn.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	stopKeeping := keepEffectsAlive(c, id)
 	hwtest.EventuallyNil(t, pageWithin, "effects listed with type and force", pageHolds(ctx, fmt.Sprintf(`(() => {
 		const items = [...%s.querySelectorAll("li")].map((e) => e.textContent);
 		const pull = items.find((s) => s.startsWith("pull spring "));
 		return items.length === 2 && !!pull && items.some((s) => s.startsWith("floor wall ")) &&
 			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row)))
 	shoot(t, ctx, shots, "6-effects.png")
-	close(stop)
-	<-done
+	stopKeeping()
 	c.roundTrip(effectsMsg(id, `{"clear":true}`))
 	hwtest.EventuallyNil(t, pageWithin, "none after clear", pageHolds(ctx, row+`.textContent === "none"`))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
