@@ -482,3 +482,25 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 
 // Output is the passivity layer's figures of d's output (loop.Device.Output).
 func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
+
+// RenderForwarded makes set the effects d's loop renders for set.Session,
+// an owner of d's register from another process (a lab gateway's commands,
+// written by its node): validated and converted there, by the code a local
+// session's go through (buildSet), and rebuilt here by effect.NewSet. The
+// caller checks the owner holds d. They render under that owner's lease
+// like a local session's; GET /{type}/{id}/effects on this process lists
+// none of them (the declaration is the gateway session's).
+func (d *Device) RenderForwarded(set *effect.Set) {
+	d.declared.Store(nil)
+	d.rt.SetEffects(set)
+}
+
+// DropForwarded withdraws the effects RenderForwarded gave owner, if they
+// are still in force, and reports whether it did.
+func (d *Device) DropForwarded(owner uint64) bool { return d.rt.DropEffects(owner) }
+
+// LoadEffects is the loop's latest effects report (loop.Device.LoadEffects).
+func (d *Device) LoadEffects(dst *loop.EffectsReport) bool { return d.rt.LoadEffects(dst) }
+
+// Effects is the Set in force on d's loop (nil: none).
+func (d *Device) Effects() *effect.Set { return d.rt.Effects() }

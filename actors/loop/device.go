@@ -216,6 +216,7 @@ type Device struct {
 	drv             hw.Driver
 	lazy            lazyStateDriver // drv, when it leaves derived state to readers
 	reporter        ModeReporter    // drv, when its device may run another's control
+	remoteFx        RemoteEffects   // drv, when another process's loop renders its effects
 	lastOwner       uint64
 	unarmedOwner    uint64 // an owner seen with no command in its term...
 	unarmedSinceNs  int64  // ...since this time
@@ -330,6 +331,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	if d.lazy == nil {
 		d.scratch = new(hw.State)
 		d.reporter, _ = drv.(ModeReporter)
+		d.remoteFx, _ = drv.(RemoteEffects)
 	}
 	g := DefaultGlobals()
 	d.globals.Store(g)

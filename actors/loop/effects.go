@@ -96,6 +96,26 @@ type EffectsReport struct {
 	Effects [effect.MaxEffects]effect.Rendered
 }
 
+// A RemoteEffects is a driver whose device's effects are rendered by
+// another process's loop: a lab gateway's proxy of an arm on a node, where
+// a gateway loop rendering them would send a new force every tick across
+// the network. This loop keeps the Set a session publishes (Effects, and
+// the session's command counts as a force while it has effects, so the
+// driver keeps its hold), renders none of it, hands every Set in force to
+// ForwardEffects, and reads the effects report and the output figures from
+// the driver. Such a driver is not lazy.
+type RemoteEffects interface {
+	// ForwardEffects is called with the Set now in force (nil: none) on
+	// each SetEffects and each DropEffects that withdrew one, from the
+	// caller's goroutine, which may be any: it must not block, and calls
+	// may overlap.
+	ForwardEffects(s *effect.Set)
+	// LoadEffects and Output are LoadEffects and Output as the rendering
+	// loop last reported them; they must not block.
+	LoadEffects(dst *EffectsReport) bool
+	Output() OutputReport
+}
+
 // SetEffects publishes the Set of effects the loop renders on this device
 // from its next tick (nil: none). The loop renders a Set only while its
 // Session controls the device under a valid lease, summed with that
@@ -121,6 +141,9 @@ func (d *Device) SetEffects(s *effect.Set) {
 		st.grow.Store(effect.NewSlots(need))
 	}
 	st.set.Store(s)
+	if d.remoteFx != nil {
+		d.remoteFx.ForwardEffects(s)
+	}
 	d.poke()
 }
 
@@ -145,6 +168,9 @@ func (d *Device) Effects() *effect.Set {
 // unreadEvery ticks, so the first Load after a quiet spell may be that old
 // (TimeNs says); the loop publishes every reportEvery ticks from then on.
 func (d *Device) LoadEffects(dst *EffectsReport) bool {
+	if d.remoteFx != nil {
+		return d.remoteFx.LoadEffects(dst)
+	}
 	st := d.fx.Load()
 	if st == nil {
 		*dst = EffectsReport{}
@@ -297,6 +323,9 @@ type outputFigures struct {
 // unreadEvery ticks old on the first call after a quiet second. It never
 // blocks.
 func (d *Device) Output() OutputReport {
+	if d.remoteFx != nil {
+		return d.remoteFx.Output()
+	}
 	o := &d.output
 	if !o.read.Load() {
 		o.read.Store(true)
@@ -383,6 +412,9 @@ func (d *Device) DropEffects(session uint64) bool {
 			return false
 		}
 		if st.set.CompareAndSwap(s, nil) {
+			if d.remoteFx != nil {
+				d.remoteFx.ForwardEffects(nil)
+			}
 			d.poke()
 			return true
 		}

@@ -287,7 +287,10 @@ func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
 	}
 	in.slewNps = g.ForceSlewNps
 	in.pass = g.Passivity
-	in.fx = d.fx.Load()
+	in.fx = nil
+	if d.remoteFx == nil { // rendered where the device is (RemoteEffects)
+		in.fx = d.fx.Load()
+	}
 }
 
 // finishForce is a force command's output this tick on d (see
