@@ -151,6 +151,13 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		g.states(m)
 	case *wire.Event:
 		g.event(m)
+	case *wire.EffectsReply:
+		g.mu.Lock()
+		p := g.proxies[m.Uuid]
+		g.mu.Unlock()
+		if p != nil {
+			p.refused(m)
+		}
 	default:
 		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
 	}

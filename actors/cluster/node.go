@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -60,9 +64,12 @@ type Node struct {
 	// (n.clock): a gateway whose lease lapsed gives way to another at
 	// once, not after the register's claim timeout (1 s).
 	leaseEnds map[uint64]int64
-	set       *actors.DeviceSet // the set byUUID was built from
-	byUUID    map[string]*actors.Device
-	invSent   *actors.DeviceSet // the set the subscribers last got
+	// fxGens are, by gateway owner and device UUID, the generation of the
+	// gateway's effects declaration the node last took (wire.Effects.gen).
+	fxGens  map[fxKey]uint64
+	set     *actors.DeviceSet // the set byUUID was built from
+	byUUID  map[string]*actors.Device
+	invSent *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -242,6 +249,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		n.command(m)
 	case *wire.ConfigRequest:
 		n.configs.push(configJob{req: m, to: ctx.Sender()})
+	case *wire.Effects:
+		n.effects(m)
 	default:
 		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
 	}
@@ -387,6 +396,7 @@ func (n *Node) command(m *wire.Command) {
 	mode := hw.ControlMode(m.Mode)
 	if mode == hw.ModeIdle {
 		reg.Release(owner) // always honoured: it only ends a force
+		d.DropForwarded(owner)
 		return
 	}
 	// The lease also ends at most leaseNs after the newest state the
@@ -460,6 +470,8 @@ func (n *Node) push() {
 	var (
 		snaps        []loop.Snapshot
 		uuids        []string
+		fxs          []effectsWire
+		fxOwners     []uint64
 		dests        []dest
 		lapsedOwners []uint64
 		last         = time.Now()
@@ -492,15 +504,30 @@ func (n *Node) push() {
 		for _, s := range n.subs {
 			dests = append(dests, dest{s.pid, s.owner, s.offset.ns()})
 		}
+		fxGens := maps.Clone(n.fxGens)
 		n.mu.Unlock()
+		// A gateway's effects go with its lease, as a local session's
+		// (the loop ramped them out at the deadline already): a gateway
+		// whose commands resume finds them gone and declares them again.
+		for _, d := range devs {
+			if set := d.Effects(); set != nil && slices.Contains(lapsedOwners, set.Session) {
+				d.DropForwarded(set.Session)
+			}
+		}
 		if len(dests) == 0 {
 			continue
 		}
-		snaps, uuids = snaps[:0], uuids[:0]
+		snaps, uuids, fxs, fxOwners = snaps[:0], uuids[:0], fxs[:0], fxOwners[:0]
 		for uuid, d := range devs {
 			snaps = append(snaps, loop.Snapshot{})
 			d.Load(&snaps[len(snaps)-1])
 			uuids = append(uuids, uuid)
+			var fxOwner uint64
+			if set := d.Effects(); set != nil {
+				fxOwner = set.Session
+			}
+			fxOwners = append(fxOwners, fxOwner)
+			fxs = append(fxs, effectsToWire(d))
 		}
 		sent := now.UnixNano()
 		for _, to := range dests {
@@ -514,6 +541,10 @@ func (n *Node) push() {
 				states[i] = stateToWire(uuids[i], &snaps[i])
 				owner := snaps[i].Owner
 				states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
+				fxs[i].fill(states[i])
+				if fxOwners[i] == to.owner {
+					states[i].EffectsGen = fxGens[fxKey{to.owner, uuids[i]}]
+				}
 			}
 			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: sent, OffsetNs: to.offsetNs})
 		}
@@ -626,4 +657,158 @@ func asProtocolError(err error) *protocol.Error {
 		return pe
 	}
 	return protocol.Errorf(protocol.CodeInternal, "", "%v", err)
+}
+
+// fxKey names one gateway's effects on one device.
+type fxKey struct {
+	owner uint64
+	uuid  string
+}
+
+// effects renders a gateway session's effects declaration on the device,
+// under the owner and lease of the gateway's commands, as a local
+// session's effects render under its own: the loop renders them only
+// while that owner holds the device within its lease and ramps them out
+// with its command. A declaration older than the lease is dropped (the
+// gateway sends it again while the pushed effects_gen lags); one the node
+// cannot take is answered with an EffectsReply.
+func (n *Node) effects(m *wire.Effects) {
+	now := time.Now()
+	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
+	n.mu.Lock()
+	d := n.devicesLocked()[m.Uuid]
+	s := n.subs[m.GatewayAddress]
+	var ageNs int64
+	var owner uint64
+	var to *actor.PID
+	if s != nil {
+		ageNs, owner, to = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner, s.pid
+	}
+	key := fxKey{owner, m.Uuid}
+	stale := s != nil && m.Gen < n.fxGens[key]
+	n.mu.Unlock()
+	if s == nil || stale || ageNs >= leaseNs {
+		return
+	}
+	firstID := ""
+	refuse := func(code protocol.Code, msg string) {
+		n.sys.Root.Send(to, &wire.EffectsReply{Uuid: m.Uuid, Gen: m.Gen, Session: m.Session,
+			EffectId: firstID, Code: string(code), Error: msg})
+	}
+	if d == nil {
+		refuse(protocol.CodeUnavailable, fmt.Sprintf("device %s is no longer on node %s", m.Uuid, n.cfg.NodeID))
+		return
+	}
+	if len(m.Specs) == 0 {
+		d.DropForwarded(owner)
+		n.tookEffects(key, m.Gen)
+		return
+	}
+	var specs []effect.Spec
+	if err := json.Unmarshal(m.Specs, &specs); err != nil {
+		refuse(protocol.CodeInvalidValue, fmt.Sprintf("node %s could not read the effects: %v", n.cfg.NodeID, err))
+		return
+	}
+	if len(specs) > 0 {
+		firstID = specs[0].ID
+	}
+	// Each expiry was sent as the time left; it counts from when the
+	// gateway sent it, on the node's loop clock.
+	loopNow := n.clock.Now()
+	for i := range specs {
+		if e := specs[i].ExpiresNs; e != 0 {
+			specs[i].ExpiresNs = loopNow + e - ageNs
+		}
+	}
+	set, err := effect.NewSet(owner, specs)
+	if err != nil {
+		refuse(protocol.CodeInvalidValue, err.Error())
+		return
+	}
+	reg := d.Register()
+	if held := reg.Claim(owner); held != owner {
+		if !n.lapsed(held) || !reg.Release(held) || reg.Claim(owner) != owner {
+			refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
+			return
+		}
+	}
+	d.RenderForwarded(set)
+	n.tookEffects(key, m.Gen)
+}
+
+// tookEffects records the generation of a gateway's declaration in force.
+func (n *Node) tookEffects(k fxKey, gen uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fxGens == nil {
+		n.fxGens = map[fxKey]uint64{}
+	}
+	n.fxGens[k] = gen
+	// A lease that ended before this declaration must not take it away
+	// (push drops the effects of lapsed owners); the command that
+	// follows it sets the new one.
+	if n.leaseOverLocked(k.owner) {
+		delete(n.leaseEnds, k.owner)
+	}
+}
+
+// effectsWire is one device's effects report and output figures as pushed.
+type effectsWire struct {
+	effects   []*wire.EffectState
+	rendering bool
+	output    *wire.Output
+}
+
+// effectsToWire reads d's effects report (none for a device that never
+// rendered effects) and its output figures.
+func effectsToWire(d *actors.Device) effectsWire {
+	var w effectsWire
+	o := d.Output()
+	w.output = &wire.Output{SessionEnergyJ: o.SessionEnergyJ, EffectsEnergyJ: o.EffectsEnergyJ,
+		NavigationEnergyJ: o.NavigationEnergyJ, EnergyJ: o.EnergyJ, AddedDampingNsPerM: o.AddedDampingNsPerM,
+		ActiveNs: o.ActiveNs, SustainedSpells: o.SustainedSpells}
+	if d.Effects() == nil {
+		return w
+	}
+	var rep loop.EffectsReport
+	if !d.LoadEffects(&rep) {
+		return w
+	}
+	w.rendering = rep.Rendering
+	for i := range rep.N {
+		r := &rep.Effects[i]
+		w.effects = append(w.effects, &wire.EffectState{Id: r.ID, Kind: uint32(r.Kind), Source: uint32(r.Source),
+			ForceN: []float64{r.ForceN.X, r.ForceN.Y, r.ForceN.Z}, ProxyM: []float64{r.ProxyM.X, r.ProxyM.Y, r.ProxyM.Z},
+			Contact: r.Contact, Weight: r.Weight, Removing: r.Removing, EnergyJ: r.EnergyJ})
+	}
+	return w
+}
+
+// fill puts the effects and figures into a device's pushed state.
+func (w *effectsWire) fill(st *wire.State) {
+	st.Effects, st.EffectsRendering, st.Output = w.effects, w.rendering, w.output
+}
+
+// effectsFromWire is the node's effects report and output figures from a
+// pushed state.
+func effectsFromWire(m *wire.State, rep *loop.EffectsReport, out *loop.OutputReport) {
+	v3 := func(f []float64) hw.Vec3 {
+		if len(f) != 3 {
+			return hw.Vec3{}
+		}
+		return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
+	}
+	*rep = loop.EffectsReport{Rendering: m.EffectsRendering, N: min(len(m.Effects), effect.MaxEffects)}
+	for i := range rep.N {
+		e := m.Effects[i]
+		rep.Effects[i] = effect.Rendered{ID: e.Id, Kind: effect.Kind(min(e.Kind, 255)), Source: effect.Source(min(e.Source, 255)),
+			ForceN: v3(e.ForceN), ProxyM: v3(e.ProxyM), Contact: e.Contact, Weight: e.Weight, Removing: e.Removing, EnergyJ: e.EnergyJ}
+	}
+	*out = loop.OutputReport{}
+	if o := m.Output; o != nil {
+		*out = loop.OutputReport{SessionEnergyJ: o.SessionEnergyJ, EffectsEnergyJ: o.EffectsEnergyJ,
+			NavigationEnergyJ: o.NavigationEnergyJ, EnergyJ: o.EnergyJ, AddedDampingNsPerM: o.AddedDampingNsPerM,
+			ActiveNs: o.ActiveNs, SustainedSpells: o.SustainedSpells}
+		out.Sustained = out.ActiveNs > passivity.SustainedNs
+	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,10 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
@@ -53,6 +56,23 @@ type proxy struct {
 	// batchSentNs is the node's send time (its clock) of the batch st
 	// came in; commands carry it back (wire.Command.StateSentUnixNs).
 	batchSentNs int64
+	// fxRep, fxOut and nodeFxGen are the node loop's effects report,
+	// output figures and the generation of this gateway's effects it
+	// renders, from the same push.
+	fxRep     loop.EffectsReport
+	hasFxRep  bool
+	fxOut     loop.OutputReport
+	nodeFxGen uint64
+
+	// fxMu guards the session's effects as forwarded to the node: the Set
+	// in force on the gateway's loop (nil: none), its generation, when it
+	// was last sent and the generation the node refused. Taken by
+	// ForwardEffects (any goroutine) and by the gateway actor.
+	fxMu      sync.Mutex
+	fxSet     *effect.Set
+	fxGen     uint64
+	fxSentAt  time.Time
+	fxRefused uint64
 
 	// The loop's own: the node's control as of its last exchange; what it
 	// sent last and when; whether it holds the gateway's register for a
@@ -70,6 +90,7 @@ var (
 	_ actors.ConfigOwner  = (*proxy)(nil)
 	_ actors.RemoteDriver = (*proxy)(nil)
 	_ loop.ModeReporter   = (*proxy)(nil)
+	_ loop.RemoteEffects  = (*proxy)(nil)
 )
 
 // localSession owns a gateway device's register while a session on the
@@ -127,7 +148,106 @@ func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 	p.mu.Lock()
 	p.st, p.sampledNs, p.batchSentNs = st, sampledNs, batchSentNs
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
+	effectsFromWire(m, &p.fxRep, &p.fxOut)
+	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
+	p.nodeFxGen = m.EffectsGen
 	p.mu.Unlock()
+	p.resendEffects(m.EffectsGen)
+}
+
+// resendAfter is how long the node may lag the gateway's effects
+// declaration before the gateway sends it again (a declaration lost with
+// a connection, dropped as stale, or dropped with a lapsed lease).
+const resendAfter = 100 * time.Millisecond
+
+// ForwardEffects sends the session's effects to the node, which renders
+// them (loop.RemoteEffects); nil withdraws them.
+func (p *proxy) ForwardEffects(s *effect.Set) {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	p.fxGen++
+	p.fxSet = s
+	p.sendEffectsLocked(time.Now())
+}
+
+// resendEffects sends the declaration again when the node, at its push,
+// renders another generation than the gateway's newest (0: none), unless
+// it refused that one or was sent it within resendAfter.
+func (p *proxy) resendEffects(nodeGen uint64) {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	want := p.fxGen
+	if p.fxSet == nil {
+		want = 0
+	}
+	now := time.Now()
+	if nodeGen == want || p.fxGen == 0 || p.fxRefused == p.fxGen || now.Sub(p.fxSentAt) < resendAfter {
+		return
+	}
+	p.sendEffectsLocked(now)
+}
+
+func (p *proxy) sendEffectsLocked(now time.Time) {
+	p.fxSentAt = now
+	if p.lost.Load() || p.g.closing.Load() {
+		return
+	}
+	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: p.fxGen}
+	if s := p.fxSet; s != nil && s.Len() > 0 {
+		m.Session = s.Session
+		specs := make([]effect.Spec, s.Len())
+		clockNow := p.g.clock.Now()
+		for i := range specs {
+			specs[i] = s.Spec(i)
+			// The node's clock is another: send the time left.
+			if e := specs[i].ExpiresNs; e != 0 {
+				specs[i].ExpiresNs = max(e-clockNow, 1)
+			}
+		}
+		b, err := json.Marshal(specs)
+		if err != nil {
+			// A Set holds numbers NewSet found finite: this is a bug.
+			p.g.log.Error().Err(err).Str("uuid", p.info.UUID).Msg("could not encode effects for the node")
+			return
+		}
+		m.Specs = b
+	}
+	p.g.sys.Root.Send(p.node, m)
+}
+
+// refused handles the node's refusal of generation gen: unless the
+// session declared anew since, the gateway withdraws the declaration from
+// its loop (the session's frames stop showing it) and tells the client
+// with effect-refused, as a local arm would.
+func (p *proxy) refused(m *wire.EffectsReply) {
+	p.fxMu.Lock()
+	current := m.Gen == p.fxGen && p.fxSet != nil
+	if current {
+		p.fxRefused = m.Gen
+	}
+	p.fxMu.Unlock()
+	dev := p.dev.Load()
+	if !current || dev == nil {
+		return
+	}
+	p.g.log.Info().Str("device_id", dev.ID).Uint64("session", m.Session).Str("code", m.Code).Str("why", m.Error).Msg("node refused a session's effects")
+	dev.DropForwarded(m.Session)
+	p.g.svc.Activity().Publish(event.EffectRefused(dev.Name, dev.ID, m.Session, m.EffectId, m.Code, m.Error))
+}
+
+// LoadEffects is the node loop's effects report, as of its last push.
+func (p *proxy) LoadEffects(dst *loop.EffectsReport) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*dst = p.fxRep
+	return p.hasFxRep
+}
+
+// Output is the node loop's output figures, as of its last push.
+func (p *proxy) Output() loop.OutputReport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fxOut
 }
 
 // nodeControl is the node's word on the device's control, from one push.

@@ -335,7 +335,19 @@ type State struct {
 	Target      []float64 `protobuf:"fixed64,16,rep,packed,name=target,proto3" json:"target,omitempty"`
 	// grip_error is a grip's firmware error code (hw.State.GripError; 0
 	// none), which a wired grip's status.error shows.
-	GripError     uint32 `protobuf:"varint,17,opt,name=grip_error,json=gripError,proto3" json:"grip_error,omitempty"`
+	GripError uint32 `protobuf:"varint,17,opt,name=grip_error,json=gripError,proto3" json:"grip_error,omitempty"`
+	// effects_gen is the generation (Effects.gen) of the receiving
+	// gateway's effects the node renders on the device, 0 none: a gateway
+	// whose newest declaration this is not sends it again.
+	EffectsGen uint64 `protobuf:"varint,18,opt,name=effects_gen,json=effectsGen,proto3" json:"effects_gen,omitempty"`
+	// effects is the node loop's effects report (loop.EffectsReport), sent
+	// while the device has ever rendered effects: what the gateway's frames
+	// show as state.effects (proxy points) and GET .../effects (forces).
+	Effects          []*EffectState `protobuf:"bytes,19,rep,name=effects,proto3" json:"effects,omitempty"`
+	EffectsRendering bool           `protobuf:"varint,20,opt,name=effects_rendering,json=effectsRendering,proto3" json:"effects_rendering,omitempty"`
+	// output is the passivity layer's figures of the node's output
+	// (loop.OutputReport), state.passivity on the gateway.
+	Output        *Output `protobuf:"bytes,21,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -489,6 +501,238 @@ func (x *State) GetGripError() uint32 {
 	return 0
 }
 
+func (x *State) GetEffectsGen() uint64 {
+	if x != nil {
+		return x.EffectsGen
+	}
+	return 0
+}
+
+func (x *State) GetEffects() []*EffectState {
+	if x != nil {
+		return x.Effects
+	}
+	return nil
+}
+
+func (x *State) GetEffectsRendering() bool {
+	if x != nil {
+		return x.EffectsRendering
+	}
+	return false
+}
+
+func (x *State) GetOutput() *Output {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+// EffectState is one effect as the node's loop rendered it last
+// (effect.Rendered), in the device frame.
+type EffectState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind          uint32                 `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`                           // effect.Kind
+	Source        uint32                 `protobuf:"varint,3,opt,name=source,proto3" json:"source,omitempty"`                       // effect.Source
+	ForceN        []float64              `protobuf:"fixed64,4,rep,packed,name=force_n,json=forceN,proto3" json:"force_n,omitempty"` // x y z
+	ProxyM        []float64              `protobuf:"fixed64,5,rep,packed,name=proxy_m,json=proxyM,proto3" json:"proxy_m,omitempty"` // x y z
+	Contact       bool                   `protobuf:"varint,6,opt,name=contact,proto3" json:"contact,omitempty"`
+	Weight        float64                `protobuf:"fixed64,7,opt,name=weight,proto3" json:"weight,omitempty"`
+	Removing      bool                   `protobuf:"varint,8,opt,name=removing,proto3" json:"removing,omitempty"`
+	EnergyJ       float64                `protobuf:"fixed64,9,opt,name=energy_j,json=energyJ,proto3" json:"energy_j,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EffectState) Reset() {
+	*x = EffectState{}
+	mi := &file_hapticd_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EffectState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EffectState) ProtoMessage() {}
+
+func (x *EffectState) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EffectState.ProtoReflect.Descriptor instead.
+func (*EffectState) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EffectState) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *EffectState) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *EffectState) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *EffectState) GetForceN() []float64 {
+	if x != nil {
+		return x.ForceN
+	}
+	return nil
+}
+
+func (x *EffectState) GetProxyM() []float64 {
+	if x != nil {
+		return x.ProxyM
+	}
+	return nil
+}
+
+func (x *EffectState) GetContact() bool {
+	if x != nil {
+		return x.Contact
+	}
+	return false
+}
+
+func (x *EffectState) GetWeight() float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *EffectState) GetRemoving() bool {
+	if x != nil {
+		return x.Removing
+	}
+	return false
+}
+
+func (x *EffectState) GetEnergyJ() float64 {
+	if x != nil {
+		return x.EnergyJ
+	}
+	return 0
+}
+
+// Output is loop.OutputReport: the passivity observer's energies and what
+// its controller did.
+type Output struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	SessionEnergyJ     float64                `protobuf:"fixed64,1,opt,name=session_energy_j,json=sessionEnergyJ,proto3" json:"session_energy_j,omitempty"`
+	EffectsEnergyJ     float64                `protobuf:"fixed64,2,opt,name=effects_energy_j,json=effectsEnergyJ,proto3" json:"effects_energy_j,omitempty"`
+	NavigationEnergyJ  float64                `protobuf:"fixed64,3,opt,name=navigation_energy_j,json=navigationEnergyJ,proto3" json:"navigation_energy_j,omitempty"`
+	EnergyJ            float64                `protobuf:"fixed64,4,opt,name=energy_j,json=energyJ,proto3" json:"energy_j,omitempty"`
+	AddedDampingNsPerM float64                `protobuf:"fixed64,5,opt,name=added_damping_ns_per_m,json=addedDampingNsPerM,proto3" json:"added_damping_ns_per_m,omitempty"`
+	ActiveNs           int64                  `protobuf:"varint,6,opt,name=active_ns,json=activeNs,proto3" json:"active_ns,omitempty"`
+	SustainedSpells    uint64                 `protobuf:"varint,7,opt,name=sustained_spells,json=sustainedSpells,proto3" json:"sustained_spells,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Output) Reset() {
+	*x = Output{}
+	mi := &file_hapticd_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Output) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Output) ProtoMessage() {}
+
+func (x *Output) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Output.ProtoReflect.Descriptor instead.
+func (*Output) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Output) GetSessionEnergyJ() float64 {
+	if x != nil {
+		return x.SessionEnergyJ
+	}
+	return 0
+}
+
+func (x *Output) GetEffectsEnergyJ() float64 {
+	if x != nil {
+		return x.EffectsEnergyJ
+	}
+	return 0
+}
+
+func (x *Output) GetNavigationEnergyJ() float64 {
+	if x != nil {
+		return x.NavigationEnergyJ
+	}
+	return 0
+}
+
+func (x *Output) GetEnergyJ() float64 {
+	if x != nil {
+		return x.EnergyJ
+	}
+	return 0
+}
+
+func (x *Output) GetAddedDampingNsPerM() float64 {
+	if x != nil {
+		return x.AddedDampingNsPerM
+	}
+	return 0
+}
+
+func (x *Output) GetActiveNs() int64 {
+	if x != nil {
+		return x.ActiveNs
+	}
+	return 0
+}
+
+func (x *Output) GetSustainedSpells() uint64 {
+	if x != nil {
+		return x.SustainedSpells
+	}
+	return 0
+}
+
 // StateBatch is every device's latest state on a node, pushed to each
 // subscribed gateway at the node's push rate. It is also the node's
 // heartbeat: a gateway that hears nothing from a node for its timeout
@@ -511,7 +755,7 @@ type StateBatch struct {
 
 func (x *StateBatch) Reset() {
 	*x = StateBatch{}
-	mi := &file_hapticd_proto_msgTypes[4]
+	mi := &file_hapticd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +767,7 @@ func (x *StateBatch) String() string {
 func (*StateBatch) ProtoMessage() {}
 
 func (x *StateBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[4]
+	mi := &file_hapticd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +780,7 @@ func (x *StateBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateBatch.ProtoReflect.Descriptor instead.
 func (*StateBatch) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{4}
+	return file_hapticd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StateBatch) GetNodeId() string {
@@ -596,7 +840,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_hapticd_proto_msgTypes[5]
+	mi := &file_hapticd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +852,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[5]
+	mi := &file_hapticd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +865,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{5}
+	return file_hapticd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Command) GetUuid() string {
@@ -688,7 +932,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_hapticd_proto_msgTypes[6]
+	mi := &file_hapticd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +944,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[6]
+	mi := &file_hapticd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +957,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{6}
+	return file_hapticd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ConfigRequest) GetUuid() string {
@@ -757,7 +1001,7 @@ type ConfigReply struct {
 
 func (x *ConfigReply) Reset() {
 	*x = ConfigReply{}
-	mi := &file_hapticd_proto_msgTypes[7]
+	mi := &file_hapticd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +1013,7 @@ func (x *ConfigReply) String() string {
 func (*ConfigReply) ProtoMessage() {}
 
 func (x *ConfigReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[7]
+	mi := &file_hapticd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +1026,7 @@ func (x *ConfigReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
 func (*ConfigReply) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{7}
+	return file_hapticd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigReply) GetJson() []byte {
@@ -820,7 +1064,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hapticd_proto_msgTypes[8]
+	mi := &file_hapticd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +1076,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[8]
+	mi := &file_hapticd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +1089,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{8}
+	return file_hapticd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Event) GetNodeId() string {
@@ -860,6 +1104,192 @@ func (x *Event) GetJson() []byte {
 		return x.Json
 	}
 	return nil
+}
+
+// Effects is a gateway session's whole effects declaration on one arm,
+// gateway to node, one-way, sent when it changes (never per tick) and
+// again while the node's pushed effects_gen lags. The node renders it in
+// its loop under the register owner and lease of the gateway's commands,
+// so a lost link or gateway ends it with the command.
+type Effects struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Uuid  string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// gateway_address and sent_unix_ns as in Command: a declaration older
+	// than the lease is dropped (the gateway sends it again).
+	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
+	SentUnixNs     int64  `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	// gen counts the proxy's declarations; a newer one replaces an older.
+	Gen uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
+	// session is the gateway's session that declared them (its replies and
+	// events name it).
+	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
+	// specs is the declaration as the gateway's loop would render it: a
+	// JSON array of effect.Spec in the device frame (converted and validated
+	// on the gateway by the session's own code; the node validates again
+	// with effect.NewSet), each ExpiresNs the nanoseconds it had left at
+	// sent_unix_ns (0: never). Empty: the session has none.
+	Specs         []byte `protobuf:"bytes,6,opt,name=specs,proto3" json:"specs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Effects) Reset() {
+	*x = Effects{}
+	mi := &file_hapticd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Effects) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Effects) ProtoMessage() {}
+
+func (x *Effects) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Effects.ProtoReflect.Descriptor instead.
+func (*Effects) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Effects) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *Effects) GetGatewayAddress() string {
+	if x != nil {
+		return x.GatewayAddress
+	}
+	return ""
+}
+
+func (x *Effects) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *Effects) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+func (x *Effects) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *Effects) GetSpecs() []byte {
+	if x != nil {
+		return x.Specs
+	}
+	return nil
+}
+
+// EffectsReply answers an Effects the node refused (never one it took):
+// the gateway withdraws the session's effects and tells its client with
+// effect-refused, as the node's own loop would a local session.
+type EffectsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	EffectId      string                 `protobuf:"bytes,4,opt,name=effect_id,json=effectId,proto3" json:"effect_id,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string                 `protobuf:"bytes,6,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EffectsReply) Reset() {
+	*x = EffectsReply{}
+	mi := &file_hapticd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EffectsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EffectsReply) ProtoMessage() {}
+
+func (x *EffectsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EffectsReply.ProtoReflect.Descriptor instead.
+func (*EffectsReply) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *EffectsReply) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *EffectsReply) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+func (x *EffectsReply) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *EffectsReply) GetEffectId() string {
+	if x != nil {
+		return x.EffectId
+	}
+	return ""
+}
+
+func (x *EffectsReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *EffectsReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
 }
 
 var File_hapticd_proto protoreflect.FileDescriptor
@@ -892,7 +1322,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\x85\x04\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xbc\x05\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -914,7 +1344,30 @@ const file_hapticd_proto_rawDesc = "" +
 	"\fcontrol_mode\x18\x0f \x01(\rR\vcontrolMode\x12\x16\n" +
 	"\x06target\x18\x10 \x03(\x01R\x06target\x12\x1d\n" +
 	"\n" +
-	"grip_error\x18\x11 \x01(\rR\tgripError\"\x94\x01\n" +
+	"grip_error\x18\x11 \x01(\rR\tgripError\x12\x1f\n" +
+	"\veffects_gen\x18\x12 \x01(\x04R\n" +
+	"effectsGen\x126\n" +
+	"\aeffects\x18\x13 \x03(\v2\x1c.hapticd.cluster.EffectStateR\aeffects\x12+\n" +
+	"\x11effects_rendering\x18\x14 \x01(\bR\x10effectsRendering\x12/\n" +
+	"\x06output\x18\x15 \x01(\v2\x17.hapticd.cluster.OutputR\x06output\"\xe4\x01\n" +
+	"\vEffectState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\rR\x06source\x12\x17\n" +
+	"\aforce_n\x18\x04 \x03(\x01R\x06forceN\x12\x17\n" +
+	"\aproxy_m\x18\x05 \x03(\x01R\x06proxyM\x12\x18\n" +
+	"\acontact\x18\x06 \x01(\bR\acontact\x12\x16\n" +
+	"\x06weight\x18\a \x01(\x01R\x06weight\x12\x1a\n" +
+	"\bremoving\x18\b \x01(\bR\bremoving\x12\x19\n" +
+	"\benergy_j\x18\t \x01(\x01R\aenergyJ\"\xa3\x02\n" +
+	"\x06Output\x12(\n" +
+	"\x10session_energy_j\x18\x01 \x01(\x01R\x0esessionEnergyJ\x12(\n" +
+	"\x10effects_energy_j\x18\x02 \x01(\x01R\x0eeffectsEnergyJ\x12.\n" +
+	"\x13navigation_energy_j\x18\x03 \x01(\x01R\x11navigationEnergyJ\x12\x19\n" +
+	"\benergy_j\x18\x04 \x01(\x01R\aenergyJ\x122\n" +
+	"\x16added_damping_ns_per_m\x18\x05 \x01(\x01R\x12addedDampingNsPerM\x12\x1b\n" +
+	"\tactive_ns\x18\x06 \x01(\x03R\bactiveNs\x12)\n" +
+	"\x10sustained_spells\x18\a \x01(\x04R\x0fsustainedSpells\"\x94\x01\n" +
 	"\n" +
 	"StateBatch\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
@@ -942,7 +1395,22 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\"4\n" +
 	"\x05Event\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04jsonB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x04json\x18\x02 \x01(\fR\x04json\"\xaa\x01\n" +
+	"\aEffects\x12\x12\n" +
+	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
+	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
+	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
+	"sentUnixNs\x12\x10\n" +
+	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
+	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
+	"\x05specs\x18\x06 \x01(\fR\x05specs\"\x95\x01\n" +
+	"\fEffectsReply\x12\x12\n" +
+	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
+	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x1b\n" +
+	"\teffect_id\x18\x04 \x01(\tR\beffectId\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x06 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -956,26 +1424,32 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_hapticd_proto_goTypes = []any{
 	(*Subscribe)(nil),     // 0: hapticd.cluster.Subscribe
 	(*Device)(nil),        // 1: hapticd.cluster.Device
 	(*Inventory)(nil),     // 2: hapticd.cluster.Inventory
 	(*State)(nil),         // 3: hapticd.cluster.State
-	(*StateBatch)(nil),    // 4: hapticd.cluster.StateBatch
-	(*Command)(nil),       // 5: hapticd.cluster.Command
-	(*ConfigRequest)(nil), // 6: hapticd.cluster.ConfigRequest
-	(*ConfigReply)(nil),   // 7: hapticd.cluster.ConfigReply
-	(*Event)(nil),         // 8: hapticd.cluster.Event
+	(*EffectState)(nil),   // 4: hapticd.cluster.EffectState
+	(*Output)(nil),        // 5: hapticd.cluster.Output
+	(*StateBatch)(nil),    // 6: hapticd.cluster.StateBatch
+	(*Command)(nil),       // 7: hapticd.cluster.Command
+	(*ConfigRequest)(nil), // 8: hapticd.cluster.ConfigRequest
+	(*ConfigReply)(nil),   // 9: hapticd.cluster.ConfigReply
+	(*Event)(nil),         // 10: hapticd.cluster.Event
+	(*Effects)(nil),       // 11: hapticd.cluster.Effects
+	(*EffectsReply)(nil),  // 12: hapticd.cluster.EffectsReply
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
-	3, // 1: hapticd.cluster.StateBatch.states:type_name -> hapticd.cluster.State
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 1: hapticd.cluster.State.effects:type_name -> hapticd.cluster.EffectState
+	5, // 2: hapticd.cluster.State.output:type_name -> hapticd.cluster.Output
+	3, // 3: hapticd.cluster.StateBatch.states:type_name -> hapticd.cluster.State
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_hapticd_proto_init() }
@@ -989,7 +1463,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

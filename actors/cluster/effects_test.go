@@ -1,0 +1,352 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// outbox collects what a process without a remote sends to its peers: the
+// messages land in its system's dead letters.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []any
+}
+
+func watchOutbox(t *testing.T, sys *actor.ActorSystem) *outbox {
+	o := &outbox{}
+	sub := sys.EventStream.Subscribe(func(ev any) {
+		if dl, ok := ev.(*actor.DeadLetterEvent); ok {
+			o.mu.Lock()
+			o.msgs = append(o.msgs, actor.UnwrapEnvelopeMessage(dl.Message))
+			o.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() { sys.EventStream.Unsubscribe(sub) })
+	return o
+}
+
+// effects are the wire.Effects sent so far; commands the wire.Commands.
+func (o *outbox) effects() []*wire.Effects  { return sentOf[*wire.Effects](o) }
+func (o *outbox) commands() []*wire.Command { return sentOf[*wire.Command](o) }
+func (o *outbox) replies() []*wire.EffectsReply {
+	return sentOf[*wire.EffectsReply](o)
+}
+
+func sentOf[T any](o *outbox) []T {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []T
+	for _, m := range o.msgs {
+		if v, ok := m.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// specsJSON is specs as the gateway's proxy sends them.
+func specsJSON(t *testing.T, specs ...effect.Spec) []byte {
+	t.Helper()
+	b, err := json.Marshal(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// declared is a gateway's declaration as it sends it now.
+func declared(uuid string, gen uint64, specs []byte) *wire.Effects {
+	return &wire.Effects{Uuid: uuid, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: 3, Specs: specs}
+}
+
+// A gateway's declaration renders on the node's loop under the gateway's
+// register owner, with the force the gateway's commands hold; when they
+// stop, the node's lease ramps the effects' force to zero; an idle
+// command or an empty declaration withdraws them; an arm a local session
+// holds refuses them with device_busy and keeps the local session's own.
+func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
+	n, d := testNode(t)
+	out := watchOutbox(t, n.sys)
+	var snap loop.Snapshot
+	d.Load(&snap)
+	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
+		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
+	if set := d.Effects(); set.Len() != 1 || set.Session != gatewaySession {
+		t.Fatalf("node's effects %+v, want the gateway's spring under its owner", set)
+	}
+	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 0))
+	var rep loop.EffectsReport
+	hwtest.Eventually(t, 5*time.Second, "the node's loop renders the spring", func() bool {
+		d.LoadEffects(&rep)
+		return rep.Rendering && rep.N == 1 && rep.Effects[0].ForceN.X > 1
+	})
+	// No more commands: the lease (100 ms) ends the force.
+	took := hwtest.Eventually(t, 5*time.Second, "the effects' force ended by the lease", func() bool {
+		d.Load(&snap)
+		return snap.Mode == hw.ModeIdle && snap.State.ForceN.Norm() < 1e-9
+	})
+	if took > time.Second {
+		t.Errorf("effects' force held %v after the last command; the lease is 100 ms", took)
+	}
+
+	// A declaration with a time to live: it counts on the node's clock.
+	ttl := pull
+	ttl.ExpiresNs = int64(300 * time.Millisecond) // time left, as sent
+	n.effects(declared(d.Info.UUID, 2, specsJSON(t, ttl)))
+	set := d.Effects()
+	if left := set.Spec(0).ExpiresNs - n.clock.Now(); set.Len() != 1 || left <= 0 || left > int64(300*time.Millisecond) {
+		t.Fatalf("expiry %d ns from now on the node, want within the 300 ms sent", left)
+	}
+	// A declaration older than the one in force is ignored.
+	n.effects(declared(d.Info.UUID, 1, nil))
+	if d.Effects() != set {
+		t.Fatal("an older generation replaced the declaration in force")
+	}
+	// An idle command releases the arm and withdraws the effects.
+	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 0))
+	n.command(fresh(d.Info.UUID, 3, hw.ModeIdle))
+	if d.Effects() != nil {
+		t.Fatal("effects still in force after the gateway released the arm")
+	}
+	// So does an empty declaration.
+	n.effects(declared(d.Info.UUID, 3, specsJSON(t, pull)))
+	n.effects(declared(d.Info.UUID, 4, nil))
+	if d.Effects() != nil {
+		t.Fatal("effects still in force after an empty declaration")
+	}
+	if r := out.replies(); len(r) != 0 {
+		t.Fatalf("refusals of declarations the node took: %v", r)
+	}
+
+	// A local session holds the arm: the gateway's effects are refused and
+	// the local session's stay.
+	n.command(fresh(d.Info.UUID, 4, hw.ModeIdle))
+	local, err := effect.NewSet(7, []effect.Spec{pull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Register().Claim(7) != 7 {
+		t.Fatal("the local session could not claim the arm")
+	}
+	d.RenderForwarded(local)
+	n.effects(declared(d.Info.UUID, 5, specsJSON(t, pull)))
+	if d.Effects() != local {
+		t.Fatal("the gateway's declaration replaced a local session's effects")
+	}
+	bad := pull
+	bad.Params.StiffnessNPerM = -1
+	d.Register().Release(7)
+	n.effects(declared(d.Info.UUID, 6, specsJSON(t, bad)))
+	var codes []string
+	hwtest.Eventually(t, 5*time.Second, "the refusals sent to the gateway", func() bool {
+		codes = codes[:0]
+		for _, r := range out.replies() {
+			codes = append(codes, fmt.Sprintf("%d:%s:%s", r.Gen, r.Code, r.EffectId))
+		}
+		return len(codes) == 2
+	})
+	if want := []string{"5:" + string(protocol.CodeDeviceBusy) + ":pull", "6:" + string(protocol.CodeInvalidValue) + ":pull"}; !slices.Equal(codes, want) {
+		t.Errorf("refusals %v, want %v", codes, want)
+	}
+}
+
+// frameSink is a session's connection in a test: its frames, decoded.
+type frameSink struct{ frames chan map[string]any }
+
+func (s *frameSink) Buffer() []byte { return nil }
+func (s *frameSink) Send(buf []byte) {
+	var f map[string]any
+	if json.Unmarshal(buf, &f) == nil {
+		s.frames <- f
+	}
+}
+func (s *frameSink) Recycle([]byte)             {}
+func (s *frameSink) Close(protocol.CloseReason) {}
+
+func (s *frameSink) next(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case f := <-s.frames:
+		return f
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame within 5 s")
+		return nil
+	}
+}
+
+// A session on the gateway declares effects on a node's arm: the gateway
+// validates them as a local arm would, forwards the declaration to the node
+// (never a per-tick force: its commands hold the arm with the session's
+// own force, zero here), shows the node's proxy points and passivity
+// figures in the session's frames, sends the declaration again while the
+// node lags, withdraws it when the node refuses it (effect-refused, for
+// the session) and when the session closes.
+func TestGatewayForwardsEffectsNotForces(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	out := watchOutbox(t, g.sys)
+	sub, err := g.svc.Activity().Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
+	push := func(st *wire.State) {
+		st.Uuid = "uuid-a"
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+	}
+	push(&wire.State{})
+
+	sink := &frameSink{frames: make(chan map[string]any, 64)}
+	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			sess.Close(protocol.CloseClientClosed)
+		}
+	}()
+	sink.next(t) // inventory
+	deliver := func(msg string) map[string]any {
+		sess.Deliver([]byte(msg))
+		return sink.next(t)
+	}
+	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	msg := func(effects string) string { return `{"arm3":[{"device_id":"049D","effects":` + effects + `}]}` }
+	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}`
+	spring := `{"id":"pull","type":"spring","position":{"x":0.02,"y":0,"z":0},"stiffness":400}`
+
+	// Validated on the gateway, by the same code as on a local arm.
+	f := deliver(msg(`{"set":[{"id":"w","type":"wall","normal":{"x":0,"y":0,"z":0},"stiffness":2000}]}`))
+	if f["errors"] == nil || len(out.effects()) != 0 {
+		t.Fatalf("a wall without a normal: errors %v, %d declarations forwarded", f["errors"], len(out.effects()))
+	}
+	f = deliver(msg(`{"set":[` + wall + `,` + spring + `]}`))
+	if f["errors"] != nil || hwtest.JSONPath(f, "inverse3", 0, "state", "effects", "count") != 2.0 {
+		t.Fatalf("declaration: errors %v, frame %v", f["errors"], f)
+	}
+	var sent *wire.Effects
+	hwtest.Eventually(t, 5*time.Second, "the declaration forwarded to the node", func() bool {
+		fx := out.effects()
+		if len(fx) > 0 {
+			sent = fx[len(fx)-1]
+		}
+		return sent != nil
+	})
+	var specs []effect.Spec
+	if err := json.Unmarshal(sent.Specs, &specs); err != nil || len(specs) != 2 || sent.Session != sess.ID || sent.Uuid != "uuid-a" {
+		t.Fatalf("forwarded %+v (%v), want the session's wall and spring", sent, err)
+	}
+	if specs[0].Kind != effect.Wall || specs[0].Params.StiffnessNPerM != 2000 || specs[1].Kind != effect.SpringPoint {
+		t.Errorf("forwarded specs %+v", specs)
+	}
+	// The gateway's commands hold the arm for the effects; the spring
+	// (0.02 m off the cursor) is never rendered into them.
+	hwtest.Eventually(t, 5*time.Second, "a command holding the arm for the effects", func() bool {
+		return slices.ContainsFunc(out.commands(), func(c *wire.Command) bool { return c.Mode == uint32(hw.ModeForce) })
+	})
+	for _, c := range out.commands() {
+		if c.Mode == uint32(hw.ModeForce) && slices.ContainsFunc(c.Target, func(v float64) bool { return v != 0 }) {
+			t.Fatalf("the gateway sent a rendered force %v: effects belong to the node's loop", c.Target)
+		}
+	}
+
+	// The node's report reaches the session's frames.
+	push(&wire.State{EffectsGen: sent.Gen, EffectsRendering: true,
+		Effects: []*wire.EffectState{{Id: "floor", Kind: uint32(effect.Wall), ProxyM: []float64{0, 0, -0.05}, Contact: true, ForceN: []float64{0, 0, 3}},
+			{Id: "pull", Kind: uint32(effect.SpringPoint), ForceN: []float64{8, 0, 0}}},
+		Output: &wire.Output{EnergyJ: 0.25, AddedDampingNsPerM: 1.5}})
+	hwtest.EventuallyNil(t, 5*time.Second, "the node's proxy point and passivity figures in the frame", func() error {
+		f := deliver(msg(`{}`))
+		proxies, _ := hwtest.JSONPath(f, "inverse3", 0, "state", "effects", "proxies").([]any)
+		if len(proxies) != 1 || hwtest.JSONPath(proxies[0], "id") != "floor" || hwtest.JSONPath(proxies[0], "contact") != true ||
+			math.Abs(hwtest.JSONPath(proxies[0], "position", "z").(float64)+0.05) > 1e-9 {
+			return fmt.Errorf("proxies %v", proxies)
+		}
+		if e := hwtest.JSONPath(f, "inverse3", 0, "state", "passivity", "energy"); e != 0.25 {
+			return fmt.Errorf("passivity energy %v, want the node's 0.25", e)
+		}
+		return nil
+	})
+	fw := g.proxies["uuid-a"]
+	var inForce protocol.EffectsInForce
+	for _, d := range g.svc.Devices().All() {
+		inForce = g.svc.EffectsInForce(d)
+	}
+	if len(inForce.Effects) != 2 || !inForce.Effects[1].HasForce || inForce.Effects[1].ForceN.X != 8 {
+		t.Errorf("effects in force on the gateway %+v, want the node's forces", inForce)
+	}
+
+	// The node lags (it dropped the declaration with a lapsed lease): the
+	// gateway sends it again, same generation.
+	before := len(out.effects())
+	push(&wire.State{})
+	hwtest.Eventually(t, 5*time.Second, "the declaration sent again", func() bool {
+		push(&wire.State{})
+		fx := out.effects()
+		return len(fx) > before && fx[len(fx)-1].Gen == sent.Gen && len(fx[len(fx)-1].Specs) > 0
+	})
+
+	// The node refuses it: the session's effects leave its frames and the
+	// client hears effect-refused, for its own session.
+	fw.fxMu.Lock()
+	gen := fw.fxGen
+	fw.fxMu.Unlock()
+	g.sys.Root.Send(actor.NewPID(g.sys.Address(), gatewayActorName),
+		&wire.EffectsReply{Uuid: "uuid-a", Gen: gen, Session: sess.ID, EffectId: "floor", Code: string(protocol.CodeDeviceBusy), Error: "held on the node"})
+	hwtest.EventuallyNil(t, 5*time.Second, "the refused effects gone from the frames", func() error {
+		if c := hwtest.JSONPath(deliver(msg(`{}`)), "inverse3", 0, "state", "effects"); c != nil {
+			return fmt.Errorf("state.effects %v", c)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal("no effect-refused event")
+		}
+		if e.Name != event.NameEffectRefused {
+			continue
+		}
+		var data struct {
+			SessionID uint64 `json:"session_id"`
+			Code      string `json:"code"`
+		}
+		_ = json.Unmarshal(e.Data, &data)
+		if data.SessionID != sess.ID || data.Code != string(protocol.CodeDeviceBusy) {
+			t.Errorf("effect-refused %s, want session %d, device_busy", e.Data, sess.ID)
+		}
+		break
+	}
+
+	// Declared again, then the session closes: the node is told to drop them.
+	deliver(msg(`{"set":[` + wall + `]}`))
+	sess.Close(protocol.CloseClientClosed)
+	closed = true
+	hwtest.Eventually(t, 5*time.Second, "an empty declaration after the session closed", func() bool {
+		fx := out.effects()
+		return len(fx) > 0 && len(fx[len(fx)-1].Specs) == 0 && fx[len(fx)-1].Gen > gen
+	})
+}
