@@ -115,11 +115,6 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if left := set.Spec(0).ExpiresNs - n.clock.Now(); set.Len() != 1 || left <= 0 || left > int64(300*time.Millisecond) {
 		t.Fatalf("expiry %d ns from now on the node, want within the 300 ms sent", left)
 	}
-	// A declaration older than the one in force is ignored.
-	n.effects(declared(d.Info.UUID, 1, nil))
-	if d.Effects() != set {
-		t.Fatal("an older generation replaced the declaration in force")
-	}
 	// An idle command releases the arm and withdraws the effects.
 	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 0))
 	n.command(fresh(d.Info.UUID, 3, hw.ModeIdle))
@@ -148,6 +143,9 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	}
 	d.RenderForwarded(local)
 	n.effects(declared(d.Info.UUID, 5, specsJSON(t, pull)))
+	if o := d.Register().Owner(); o != 7 {
+		t.Fatalf("owner %d after a refused declaration, want the local session", o)
+	}
 	if d.Effects() != local {
 		t.Fatal("the gateway's declaration replaced a local session's effects")
 	}

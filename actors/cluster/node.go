@@ -449,6 +449,13 @@ func (n *Node) lapsed(owner uint64) bool {
 	return true
 }
 
+// leaseOver is leaseOverLocked for a caller without n.mu.
+func (n *Node) leaseOver(owner uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leaseOverLocked(owner)
+}
+
 // leaseOverLocked reports whether owner is a gateway whose last command's
 // lease has ended.
 func (n *Node) leaseOverLocked(owner uint64) bool {
@@ -685,9 +692,8 @@ func (n *Node) effects(m *wire.Effects) {
 		ageNs, owner, to = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner, s.pid
 	}
 	key := fxKey{owner, m.Uuid}
-	stale := s != nil && m.Gen < n.fxGens[key]
 	n.mu.Unlock()
-	if s == nil || stale || ageNs >= leaseNs {
+	if s == nil || ageNs >= leaseNs {
 		return
 	}
 	firstID := ""
@@ -725,12 +731,12 @@ func (n *Node) effects(m *wire.Effects) {
 		refuse(protocol.CodeInvalidValue, err.Error())
 		return
 	}
-	reg := d.Register()
-	if held := reg.Claim(owner); held != owner {
-		if !n.lapsed(held) || !reg.Release(held) || reg.Claim(owner) != owner {
-			refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
-			return
-		}
+	// The declaration takes no control: the gateway's commands, which
+	// follow it, do (or are dropped while another holds the arm). It must
+	// not replace the effects of another holder.
+	if held := d.Register().Owner(); held != 0 && held != owner && !n.leaseOver(held) {
+		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
+		return
 	}
 	d.RenderForwarded(set)
 	n.tookEffects(key, m.Gen)

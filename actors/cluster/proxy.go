@@ -184,6 +184,12 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	if nodeGen == want || p.fxGen == 0 || p.fxRefused == p.fxGen || now.Sub(p.fxSentAt) < resendAfter {
 		return
 	}
+	// Effects go with control: while the session does not hold the
+	// gateway's arm (its lease lapsed here too) the node is not asked to
+	// take them again; the session's next message withdraws them.
+	if dev := p.dev.Load(); want != 0 && (dev == nil || dev.Register().Owner() != p.fxSet.Session) {
+		return
+	}
 	p.sendEffectsLocked(now)
 }
 

@@ -1118,7 +1118,9 @@ type Effects struct {
 	// than the lease is dropped (the gateway sends it again).
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	SentUnixNs     int64  `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
-	// gen counts the proxy's declarations; a newer one replaces an older.
+	// gen counts the proxy's declarations; the node reports the one it
+	// renders (State.effects_gen). The declaration takes no control: the
+	// gateway's commands that follow it do.
 	Gen uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
 	// session is the gateway's session that declared them (its replies and
 	// events name it).
