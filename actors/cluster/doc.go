@@ -79,6 +79,25 @@
 // estimate from the other direction, the proxy measures how old each state
 // its loop takes is (GET /stats, remote.state_age).
 //
+// # Effects
+//
+// A gateway session's effects on a remote arm are rendered by the node's
+// loop, never by the gateway's: the proxy is a loop.RemoteEffects, so the
+// gateway's loop keeps the session's Set (its frames, GET .../effects and
+// the session's lease bookkeeping work as on a local arm) but hands it to
+// the proxy instead of rendering it, and its commands hold the arm with the
+// session's own force alone. The proxy sends the declaration (wire.Effects:
+// the Set's specs in the device frame, as the session's own conversion made
+// them, with their expiries as time left) when it changes and again while
+// the node's pushed effects_gen lags, never per tick. The node rebuilds the
+// Set with effect.NewSet under the owner of the gateway's commands, so it
+// renders under their lease and ramps out with them; an idle command, an
+// empty declaration or a lapsed lease withdraws it. A node that cannot take
+// a declaration answers wire.EffectsReply; the gateway withdraws the
+// session's effects and publishes effect-refused for it. The node's effects
+// report and passivity figures ride back on its state pushes: the gateway's
+// frames show the node's proxy points and state.passivity.
+//
 // One session controls a device across the lab: the node's register
 // decides. A node session that holds a device is pushed as held_locally,
 // and the proxy then holds the gateway's register for localSession, so the
@@ -95,7 +114,11 @@
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
-// guarded by one mutex never held across a registry request. No Receive
+// guarded by one mutex never held across a registry request. Lock order:
+// Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
+// hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
+// is also taken alone by ForwardEffects, on whichever goroutine published
+// or withdrew the Set. No Receive
 // waits: what must (a node answering a config request, which waits on the
 // device actor and a set's fsync; the gateway adding an inventory's
 // proxies, which waits on the registry) is queued to one goroutine per
