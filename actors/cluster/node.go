@@ -534,7 +534,7 @@ func (n *Node) push() {
 				fxOwner = set.Session
 			}
 			fxOwners = append(fxOwners, fxOwner)
-			fxs = append(fxs, effectsToWire(d))
+			fxs = append(fxs, effectsToWire(d, snaps[len(snaps)-1].Owner != 0))
 		}
 		sent := now.UnixNano()
 		for _, to := range dests {
@@ -765,14 +765,18 @@ type effectsWire struct {
 	output    *wire.Output
 }
 
-// effectsToWire reads d's effects report (none for a device that never
-// rendered effects) and its output figures.
-func effectsToWire(d *actors.Device) effectsWire {
+// effectsToWire reads d's effects report (none for a device without
+// effects) and, while someone controls it, its output figures (between
+// controls they are zero; and reading them makes the loop store them every
+// few ticks, which thousands of idle arms need not).
+func effectsToWire(d *actors.Device, controlled bool) effectsWire {
 	var w effectsWire
-	o := d.Output()
-	w.output = &wire.Output{SessionEnergyJ: o.SessionEnergyJ, EffectsEnergyJ: o.EffectsEnergyJ,
-		NavigationEnergyJ: o.NavigationEnergyJ, EnergyJ: o.EnergyJ, AddedDampingNsPerM: o.AddedDampingNsPerM,
-		ActiveNs: o.ActiveNs, SustainedSpells: o.SustainedSpells}
+	if controlled {
+		o := d.Output()
+		w.output = &wire.Output{SessionEnergyJ: o.SessionEnergyJ, EffectsEnergyJ: o.EffectsEnergyJ,
+			NavigationEnergyJ: o.NavigationEnergyJ, EnergyJ: o.EnergyJ, AddedDampingNsPerM: o.AddedDampingNsPerM,
+			ActiveNs: o.ActiveNs, SustainedSpells: o.SustainedSpells}
+	}
 	if d.Effects() == nil {
 		return w
 	}

@@ -341,12 +341,13 @@ type State struct {
 	// whose newest declaration this is not sends it again.
 	EffectsGen uint64 `protobuf:"varint,18,opt,name=effects_gen,json=effectsGen,proto3" json:"effects_gen,omitempty"`
 	// effects is the node loop's effects report (loop.EffectsReport), sent
-	// while the device has ever rendered effects: what the gateway's frames
+	// while the device has effects in force: what the gateway's frames
 	// show as state.effects (proxy points) and GET .../effects (forces).
 	Effects          []*EffectState `protobuf:"bytes,19,rep,name=effects,proto3" json:"effects,omitempty"`
 	EffectsRendering bool           `protobuf:"varint,20,opt,name=effects_rendering,json=effectsRendering,proto3" json:"effects_rendering,omitempty"`
 	// output is the passivity layer's figures of the node's output
-	// (loop.OutputReport), state.passivity on the gateway.
+	// (loop.OutputReport), state.passivity on the gateway; sent while
+	// someone controls the device (none: zero, as between controls).
 	Output        *Output `protobuf:"bytes,21,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
