@@ -345,6 +345,23 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 		break
 	}
 
+	// Cleared: an empty declaration goes out, once; the node rendering
+	// none is what the gateway wants, so its pushes ask for nothing more.
+	deliver(msg(`{"set":[` + wall + `]}`))
+	deliver(msg(`{"clear":true}`))
+	hwtest.Eventually(t, 5*time.Second, "the empty declaration sent", func() bool {
+		fx := out.effects()
+		return len(fx) > 0 && len(fx[len(fx)-1].Specs) == 0
+	})
+	sentBefore := len(out.effects())
+	fw.fxMu.Lock()
+	fw.fxSentAt = time.Time{} // as if resendAfter had passed
+	fw.fxMu.Unlock()
+	push(&wire.State{})
+	if n := len(out.effects()) - sentBefore; n != 0 {
+		t.Errorf("%d declarations sent again while the node rendered none, as the gateway wants", n)
+	}
+
 	// Declared again, then the session closes: the node is told to drop them.
 	deliver(msg(`{"set":[` + wall + `]}`))
 	sess.Close(protocol.CloseClientClosed)

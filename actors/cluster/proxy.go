@@ -56,13 +56,11 @@ type proxy struct {
 	// batchSentNs is the node's send time (its clock) of the batch st
 	// came in; commands carry it back (wire.Command.StateSentUnixNs).
 	batchSentNs int64
-	// fxRep, fxOut and nodeFxGen are the node loop's effects report,
-	// output figures and the generation of this gateway's effects it
-	// renders, from the same push.
-	fxRep     loop.EffectsReport
-	hasFxRep  bool
-	fxOut     loop.OutputReport
-	nodeFxGen uint64
+	// fxRep and fxOut are the node loop's effects report and output
+	// figures, from its latest push.
+	fxRep    loop.EffectsReport
+	hasFxRep bool
+	fxOut    loop.OutputReport
 
 	// fxMu guards the session's effects as forwarded to the node: the Set
 	// in force on the gateway's loop (nil: none), its generation, when it
@@ -150,7 +148,6 @@ func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	effectsFromWire(m, &p.fxRep, &p.fxOut)
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
-	p.nodeFxGen = m.EffectsGen
 	p.mu.Unlock()
 	p.resendEffects(m.EffectsGen)
 }
@@ -161,10 +158,16 @@ func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 const resendAfter = 100 * time.Millisecond
 
 // ForwardEffects sends the session's effects to the node, which renders
-// them (loop.RemoteEffects); nil withdraws them.
+// them (loop.RemoteEffects); nil withdraws them. It sends the Set in force
+// on the gateway's loop when it runs, not s: a publish and a withdrawal on
+// two goroutines may call it in either order, and the last call must
+// leave the node with what the loop holds.
 func (p *proxy) ForwardEffects(s *effect.Set) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
+	if dev := p.dev.Load(); dev != nil {
+		s = dev.Effects()
+	}
 	p.fxGen++
 	p.fxSet = s
 	p.sendEffectsLocked(time.Now())
@@ -177,8 +180,8 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
 	want := p.fxGen
-	if p.fxSet == nil {
-		want = 0
+	if p.fxSet.Len() == 0 {
+		want = 0 // the node renders none (and reports 0)
 	}
 	now := time.Now()
 	if nodeGen == want || p.fxGen == 0 || p.fxRefused == p.fxGen || now.Sub(p.fxSentAt) < resendAfter {
