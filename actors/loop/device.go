@@ -217,6 +217,7 @@ type Device struct {
 	lazy            lazyStateDriver // drv, when it leaves derived state to readers
 	reporter        ModeReporter    // drv, when its device may run another's control
 	remoteFx        RemoteEffects   // drv, when another process's loop renders its effects
+	remoteNav       RemoteNavigation
 	lastOwner       uint64
 	unarmedOwner    uint64 // an owner seen with no command in its term...
 	unarmedSinceNs  int64  // ...since this time
@@ -332,6 +333,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		d.scratch = new(hw.State)
 		d.reporter, _ = drv.(ModeReporter)
 		d.remoteFx, _ = drv.(RemoteEffects)
+		d.remoteNav, _ = drv.(RemoteNavigation)
 	}
 	g := DefaultGlobals()
 	d.globals.Store(g)

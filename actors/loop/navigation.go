@@ -101,8 +101,38 @@ func (n *Navigation) stop(nowNs int64) {
 // pauseNavigation stops the navigation of the command held last, if it
 // had one: nobody's lease holds it now.
 func (d *Device) pauseNavigation(nowNs int64) {
+	if d.remoteNav != nil {
+		return // the track mirrors the rendering loop's report (Mirror)
+	}
 	if p := d.held.Params; p != nil && p.Navigation != nil {
 		p.Navigation.stop(nowNs)
+	}
+}
+
+// A RemoteNavigation is a driver whose device's navigation another
+// process's loop renders (a lab gateway's proxy of an arm on a node, like
+// RemoteEffects): this loop renders none of it and hands the driver the
+// navigation of each force command it applies, so the driver forwards the
+// bubble when it changes, never a per-tick force, and mirrors the
+// rendering loop's reports into the command's track (Mirror). This loop
+// never writes such a track.
+type RemoteNavigation interface {
+	// ForwardNavigation is called from the loop's goroutine, on every
+	// tick that applies a force command of session (its navigation n,
+	// nil: none); it must not block and should be cheap while n is the
+	// one it had last.
+	ForwardNavigation(session uint64, n *Navigation)
+}
+
+// Mirror publishes r, a report of this track's navigation as another
+// process's loop rendered it (RemoteNavigation), for Load. Only one
+// goroutine may call it, and only on a track no loop of this process
+// renders.
+func (t *NavigationTrack) Mirror(r *NavigationReport) {
+	t.rep = *r
+	t.cell.Publish(&t.rep)
+	if !t.published.Load() {
+		t.published.Store(true)
 	}
 }
 

@@ -267,6 +267,7 @@ type forceInputs struct {
 	slewNps float64 // 0: no slew limit
 	pass    passivity.Options
 	fx      *effectStage // nil: no effects
+	nav     *Navigation  // the command's navigation, nil: none or rendered elsewhere (RemoteNavigation)
 }
 
 // forceInputs fills in for command c under g.
@@ -290,6 +291,11 @@ func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
 	in.fx = nil
 	if d.remoteFx == nil { // rendered where the device is (RemoteEffects)
 		in.fx = d.fx.Load()
+	}
+	in.nav = in.params.Navigation
+	if d.remoteNav != nil {
+		d.remoteNav.ForwardNavigation(c.Session, in.nav)
+		in.nav = nil
 	}
 }
 
@@ -332,7 +338,7 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	if in.fx != nil {
 		f = f.Add(in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale))
 	}
-	if n := in.params.Navigation; n != nil {
+	if n := in.nav; n != nil {
 		nav := n.render(pos, raw, nowNs, dtNs, in.scale, ramp)
 		fs.navJ += n.Track.observe(nav, v, dtNs)
 		f = f.Add(nav)
