@@ -65,8 +65,15 @@ type Node struct {
 	// once, not after the register's claim timeout (1 s).
 	leaseEnds map[uint64]int64
 	// fxGens are, by gateway owner and device UUID, the generation of the
-	// gateway's effects declaration the node last took (wire.Effects.gen).
-	fxGens  map[fxKey]uint64
+	// gateway's effects declaration in force (wire.Effects.gen). An entry
+	// goes with its effects (withdrawn, dropped with the lease), its
+	// gateway (forgotten) or its device.
+	fxGens map[fxKey]uint64
+	// navs are, by gateway owner and device UUID, the gateway's navigation
+	// the node attaches to that gateway's commands. An entry stays while
+	// the gateway's control pauses (its next command renders it again) and
+	// goes when withdrawn, with its gateway or with its device.
+	navs    map[fxKey]*forwardedNav
 	set     *actors.DeviceSet // the set byUUID was built from
 	byUUID  map[string]*actors.Device
 	invSent *actors.DeviceSet // the set the subscribers last got
@@ -224,6 +231,7 @@ func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 		}
 		if s.silence += credit; s.silence > GatewayTimeout {
 			delete(n.subs, addr)
+			n.forgetOwnerLocked(s.owner)
 			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
 		}
 	}
@@ -251,6 +259,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		n.configs.push(configJob{req: m, to: ctx.Sender()})
 	case *wire.Effects:
 		n.effects(m)
+	case *wire.Navigation:
+		n.navigation(m)
 	default:
 		n.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster node: unknown message dropped")
 	}
@@ -350,8 +360,40 @@ func (n *Node) devicesLocked() map[string]*actors.Device {
 			m[d.Info.UUID] = d
 		}
 		n.set, n.byUUID = set, m
+		n.pruneDevicesLocked()
 	}
 	return n.byUUID
+}
+
+// forgetOwnerLocked drops what the node keeps of a gateway owner's
+// declarations: a gateway that subscribes again gets a new owner, so
+// nothing would ever read them.
+func (n *Node) forgetOwnerLocked(owner uint64) {
+	for k := range n.fxGens {
+		if k.owner == owner {
+			delete(n.fxGens, k)
+		}
+	}
+	for k := range n.navs {
+		if k.owner == owner {
+			delete(n.navs, k)
+		}
+	}
+}
+
+// pruneDevicesLocked drops the declarations kept for devices the node no
+// longer has (n.byUUID).
+func (n *Node) pruneDevicesLocked() {
+	for k := range n.fxGens {
+		if n.byUUID[k.uuid] == nil {
+			delete(n.fxGens, k)
+		}
+	}
+	for k := range n.navs {
+		if n.byUUID[k.uuid] == nil {
+			delete(n.navs, k)
+		}
+	}
 }
 
 func (n *Node) inventoryLocked() *wire.Inventory {
@@ -396,7 +438,7 @@ func (n *Node) command(m *wire.Command) {
 	mode := hw.ControlMode(m.Mode)
 	if mode == hw.ModeIdle {
 		reg.Release(owner) // always honoured: it only ends a force
-		d.DropForwarded(owner)
+		n.dropEffects(d, owner, m.Uuid)
 		return
 	}
 	// The lease also ends at most leaseNs after the newest state the
@@ -425,7 +467,13 @@ func (n *Node) command(m *wire.Command) {
 		return
 	}
 	end := n.clock.Now() + leaseNs - ageNs
-	reg.Write(owner, m.Seq, end, &cmd, nil)
+	n.mu.Lock()
+	var params *loop.Params // nil: the defaults, no navigation
+	if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil {
+		params = nav.params
+	}
+	n.mu.Unlock()
+	reg.Write(owner, m.Seq, end, &cmd, params)
 	n.mu.Lock()
 	if n.leaseEnds == nil {
 		n.leaseEnds = map[uint64]int64{}
@@ -512,13 +560,14 @@ func (n *Node) push() {
 			dests = append(dests, dest{s.pid, s.owner, s.offset.ns()})
 		}
 		fxGens := maps.Clone(n.fxGens)
+		navs := maps.Clone(n.navs)
 		n.mu.Unlock()
 		// A gateway's effects go with its lease, as a local session's
 		// (the loop ramped them out at the deadline already): a gateway
 		// whose commands resume finds them gone and declares them again.
-		for _, d := range devs {
+		for uuid, d := range devs {
 			if set := d.Effects(); set != nil && slices.Contains(lapsedOwners, set.Session) {
-				d.DropForwarded(set.Session)
+				n.dropEffects(d, set.Session, uuid)
 			}
 		}
 		if len(dests) == 0 {
@@ -551,6 +600,9 @@ func (n *Node) push() {
 				fxs[i].fill(states[i])
 				if fxOwners[i] == to.owner {
 					states[i].EffectsGen = fxGens[fxKey{to.owner, uuids[i]}]
+				}
+				if nav := navs[fxKey{to.owner, uuids[i]}]; nav != nil {
+					nav.fill(states[i])
 				}
 			}
 			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: sent, OffsetNs: to.offsetNs})
@@ -706,8 +758,7 @@ func (n *Node) effects(m *wire.Effects) {
 		return
 	}
 	if len(m.Specs) == 0 {
-		d.DropForwarded(owner)
-		n.tookEffects(key, m.Gen)
+		n.dropEffects(d, owner, m.Uuid)
 		return
 	}
 	var specs []effect.Spec
@@ -756,6 +807,17 @@ func (n *Node) tookEffects(k fxKey, gen uint64) {
 	if n.leaseOverLocked(k.owner) {
 		delete(n.leaseEnds, k.owner)
 	}
+}
+
+// dropEffects withdraws the effects a gateway owner's declaration put on
+// d, if they are in force, and forgets its generation: the node then
+// reports none, and the gateway sends its declaration again if it still
+// has one when its control resumes.
+func (n *Node) dropEffects(d *actors.Device, owner uint64, uuid string) {
+	d.DropForwarded(owner)
+	n.mu.Lock()
+	delete(n.fxGens, fxKey{owner, uuid})
+	n.mu.Unlock()
 }
 
 // effectsWire is one device's effects report and output figures as pushed.

@@ -71,6 +71,16 @@ type proxy struct {
 	fxGen     uint64
 	fxSentAt  time.Time
 	fxRefused uint64
+	// Also under fxMu: the navigation forwarded to the node (nil: none),
+	// the session whose commands carry it, its generation, the track the
+	// node's reports are mirrored into and the id it goes by on the node,
+	// and when it was last sent (navigation.go).
+	nav        *loop.Navigation
+	navSession uint64
+	navGen     uint64
+	navTrack   *loop.NavigationTrack
+	navTrackID uint64
+	navSentAt  time.Time
 
 	// The loop's own: the node's control as of its last exchange; what it
 	// sent last and when; whether it holds the gateway's register for a
@@ -81,14 +91,18 @@ type proxy struct {
 	seq     uint64
 	holding bool
 	holdSeq uint64
+	// navSeen and navSeenSession are what ForwardNavigation got last.
+	navSeen        *loop.Navigation
+	navSeenSession uint64
 }
 
 var (
-	_ hw.Driver           = (*proxy)(nil)
-	_ actors.ConfigOwner  = (*proxy)(nil)
-	_ actors.RemoteDriver = (*proxy)(nil)
-	_ loop.ModeReporter   = (*proxy)(nil)
-	_ loop.RemoteEffects  = (*proxy)(nil)
+	_ hw.Driver             = (*proxy)(nil)
+	_ actors.ConfigOwner    = (*proxy)(nil)
+	_ actors.RemoteDriver   = (*proxy)(nil)
+	_ loop.ModeReporter     = (*proxy)(nil)
+	_ loop.RemoteEffects    = (*proxy)(nil)
+	_ loop.RemoteNavigation = (*proxy)(nil)
 )
 
 // localSession owns a gateway device's register while a session on the
@@ -150,6 +164,7 @@ func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
 	p.mu.Unlock()
 	p.resendEffects(m.EffectsGen)
+	p.navigationPushed(m)
 }
 
 // resendAfter is how long the node may lag the gateway's effects

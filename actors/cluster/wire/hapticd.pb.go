@@ -348,7 +348,15 @@ type State struct {
 	// output is the passivity layer's figures of the node's output
 	// (loop.OutputReport), state.passivity on the gateway; sent while
 	// someone controls the device (none: zero, as between controls).
-	Output        *Output `protobuf:"bytes,21,opt,name=output,proto3" json:"output,omitempty"`
+	Output *Output `protobuf:"bytes,21,opt,name=output,proto3" json:"output,omitempty"`
+	// navigation_gen is the generation (Navigation.gen) of the receiving
+	// gateway's navigation the node holds for the device, 0 none: a gateway
+	// whose newest declaration this is not sends it again.
+	NavigationGen uint64 `protobuf:"varint,22,opt,name=navigation_gen,json=navigationGen,proto3" json:"navigation_gen,omitempty"`
+	// navigation is the node loop's report of that navigation (its track's
+	// loop.NavigationReport), sent while the node holds one that the loop
+	// has rendered: the workspace offset and zone the gateway's frames show.
+	Navigation    *NavigationState `protobuf:"bytes,23,opt,name=navigation,proto3" json:"navigation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -530,6 +538,147 @@ func (x *State) GetOutput() *Output {
 	return nil
 }
 
+func (x *State) GetNavigationGen() uint64 {
+	if x != nil {
+		return x.NavigationGen
+	}
+	return 0
+}
+
+func (x *State) GetNavigation() *NavigationState {
+	if x != nil {
+		return x.Navigation
+	}
+	return nil
+}
+
+// NavigationState is loop.NavigationReport: one gateway session's bubble
+// navigation on a device as the node's loop rendered it last.
+type NavigationState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// track is the Navigation.track the report is of.
+	Track         uint64    `protobuf:"varint,1,opt,name=track,proto3" json:"track,omitempty"`
+	TimeNs        int64     `protobuf:"varint,2,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"` // the node's loop clock
+	Rendering     bool      `protobuf:"varint,3,opt,name=rendering,proto3" json:"rendering,omitempty"`
+	CenterM       []float64 `protobuf:"fixed64,4,rep,packed,name=center_m,json=centerM,proto3" json:"center_m,omitempty"` // x y z, mount space
+	WidthM        float64   `protobuf:"fixed64,5,opt,name=width_m,json=widthM,proto3" json:"width_m,omitempty"`
+	InflateM      float64   `protobuf:"fixed64,6,opt,name=inflate_m,json=inflateM,proto3" json:"inflate_m,omitempty"`
+	Zone          uint32    `protobuf:"varint,7,opt,name=zone,proto3" json:"zone,omitempty"`                                          // effect.Zone
+	OffsetM       []float64 `protobuf:"fixed64,8,rep,packed,name=offset_m,json=offsetM,proto3" json:"offset_m,omitempty"`             // x y z, application space
+	VelocityMps   []float64 `protobuf:"fixed64,9,rep,packed,name=velocity_mps,json=velocityMps,proto3" json:"velocity_mps,omitempty"` // x y z, application space
+	DepthM        float64   `protobuf:"fixed64,10,opt,name=depth_m,json=depthM,proto3" json:"depth_m,omitempty"`
+	ForceN        []float64 `protobuf:"fixed64,11,rep,packed,name=force_n,json=forceN,proto3" json:"force_n,omitempty"` // x y z, device frame
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NavigationState) Reset() {
+	*x = NavigationState{}
+	mi := &file_hapticd_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NavigationState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NavigationState) ProtoMessage() {}
+
+func (x *NavigationState) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NavigationState.ProtoReflect.Descriptor instead.
+func (*NavigationState) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NavigationState) GetTrack() uint64 {
+	if x != nil {
+		return x.Track
+	}
+	return 0
+}
+
+func (x *NavigationState) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
+}
+
+func (x *NavigationState) GetRendering() bool {
+	if x != nil {
+		return x.Rendering
+	}
+	return false
+}
+
+func (x *NavigationState) GetCenterM() []float64 {
+	if x != nil {
+		return x.CenterM
+	}
+	return nil
+}
+
+func (x *NavigationState) GetWidthM() float64 {
+	if x != nil {
+		return x.WidthM
+	}
+	return 0
+}
+
+func (x *NavigationState) GetInflateM() float64 {
+	if x != nil {
+		return x.InflateM
+	}
+	return 0
+}
+
+func (x *NavigationState) GetZone() uint32 {
+	if x != nil {
+		return x.Zone
+	}
+	return 0
+}
+
+func (x *NavigationState) GetOffsetM() []float64 {
+	if x != nil {
+		return x.OffsetM
+	}
+	return nil
+}
+
+func (x *NavigationState) GetVelocityMps() []float64 {
+	if x != nil {
+		return x.VelocityMps
+	}
+	return nil
+}
+
+func (x *NavigationState) GetDepthM() float64 {
+	if x != nil {
+		return x.DepthM
+	}
+	return 0
+}
+
+func (x *NavigationState) GetForceN() []float64 {
+	if x != nil {
+		return x.ForceN
+	}
+	return nil
+}
+
 // EffectState is one effect as the node's loop rendered it last
 // (effect.Rendered), in the device frame.
 type EffectState struct {
@@ -549,7 +698,7 @@ type EffectState struct {
 
 func (x *EffectState) Reset() {
 	*x = EffectState{}
-	mi := &file_hapticd_proto_msgTypes[4]
+	mi := &file_hapticd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +710,7 @@ func (x *EffectState) String() string {
 func (*EffectState) ProtoMessage() {}
 
 func (x *EffectState) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[4]
+	mi := &file_hapticd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +723,7 @@ func (x *EffectState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectState.ProtoReflect.Descriptor instead.
 func (*EffectState) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{4}
+	return file_hapticd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EffectState) GetId() string {
@@ -657,7 +806,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_hapticd_proto_msgTypes[5]
+	mi := &file_hapticd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +818,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[5]
+	mi := &file_hapticd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +831,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{5}
+	return file_hapticd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Output) GetSessionEnergyJ() float64 {
@@ -756,7 +905,7 @@ type StateBatch struct {
 
 func (x *StateBatch) Reset() {
 	*x = StateBatch{}
-	mi := &file_hapticd_proto_msgTypes[6]
+	mi := &file_hapticd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +917,7 @@ func (x *StateBatch) String() string {
 func (*StateBatch) ProtoMessage() {}
 
 func (x *StateBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[6]
+	mi := &file_hapticd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +930,7 @@ func (x *StateBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateBatch.ProtoReflect.Descriptor instead.
 func (*StateBatch) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{6}
+	return file_hapticd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StateBatch) GetNodeId() string {
@@ -841,7 +990,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_hapticd_proto_msgTypes[7]
+	mi := &file_hapticd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +1002,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[7]
+	mi := &file_hapticd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +1015,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{7}
+	return file_hapticd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Command) GetUuid() string {
@@ -933,7 +1082,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_hapticd_proto_msgTypes[8]
+	mi := &file_hapticd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1094,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[8]
+	mi := &file_hapticd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1107,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{8}
+	return file_hapticd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigRequest) GetUuid() string {
@@ -1002,7 +1151,7 @@ type ConfigReply struct {
 
 func (x *ConfigReply) Reset() {
 	*x = ConfigReply{}
-	mi := &file_hapticd_proto_msgTypes[9]
+	mi := &file_hapticd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1163,7 @@ func (x *ConfigReply) String() string {
 func (*ConfigReply) ProtoMessage() {}
 
 func (x *ConfigReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[9]
+	mi := &file_hapticd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1176,7 @@ func (x *ConfigReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
 func (*ConfigReply) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{9}
+	return file_hapticd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConfigReply) GetJson() []byte {
@@ -1065,7 +1214,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_hapticd_proto_msgTypes[10]
+	mi := &file_hapticd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1226,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[10]
+	mi := &file_hapticd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1239,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{10}
+	return file_hapticd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Event) GetNodeId() string {
@@ -1138,7 +1287,7 @@ type Effects struct {
 
 func (x *Effects) Reset() {
 	*x = Effects{}
-	mi := &file_hapticd_proto_msgTypes[11]
+	mi := &file_hapticd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1299,7 @@ func (x *Effects) String() string {
 func (*Effects) ProtoMessage() {}
 
 func (x *Effects) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[11]
+	mi := &file_hapticd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1312,7 @@ func (x *Effects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Effects.ProtoReflect.Descriptor instead.
 func (*Effects) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{11}
+	return file_hapticd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Effects) GetUuid() string {
@@ -1225,7 +1374,7 @@ type EffectsReply struct {
 
 func (x *EffectsReply) Reset() {
 	*x = EffectsReply{}
-	mi := &file_hapticd_proto_msgTypes[12]
+	mi := &file_hapticd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1386,7 @@ func (x *EffectsReply) String() string {
 func (*EffectsReply) ProtoMessage() {}
 
 func (x *EffectsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_hapticd_proto_msgTypes[12]
+	mi := &file_hapticd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1399,7 @@ func (x *EffectsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectsReply.ProtoReflect.Descriptor instead.
 func (*EffectsReply) Descriptor() ([]byte, []int) {
-	return file_hapticd_proto_rawDescGZIP(), []int{12}
+	return file_hapticd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EffectsReply) GetUuid() string {
@@ -1295,6 +1444,113 @@ func (x *EffectsReply) GetCode() string {
 	return ""
 }
 
+// Navigation is a gateway session's bubble navigation on one arm, gateway
+// to node, one-way, sent when it changes (never per tick) and again while
+// the node's pushed navigation_gen lags. The node attaches it to the
+// gateway's commands, so its loop renders it as a local session's: under
+// their owner and lease, ramped out with them.
+type Navigation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Uuid  string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// gateway_address and sent_unix_ns as in Command: a declaration older
+	// than the lease is dropped (the gateway sends it again).
+	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
+	SentUnixNs     int64  `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	Gen            uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
+	// session is the gateway's session whose commands carry it.
+	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
+	// track names the session's workspace state on the gateway: while it
+	// stays the same the node keeps integrating the same workspace offset
+	// across new bubbles (a changed gain, a new set_transform); a new track
+	// starts again from zero offset.
+	Track uint64 `protobuf:"varint,6,opt,name=track,proto3" json:"track,omitempty"`
+	// bubble is the JSON of an effect.Bubble in the device frame, as the
+	// gateway's session compiled it (the node checks it again with
+	// effect.NewBubble). Empty: the session has no navigation.
+	Bubble        []byte `protobuf:"bytes,7,opt,name=bubble,proto3" json:"bubble,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Navigation) Reset() {
+	*x = Navigation{}
+	mi := &file_hapticd_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Navigation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Navigation) ProtoMessage() {}
+
+func (x *Navigation) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Navigation.ProtoReflect.Descriptor instead.
+func (*Navigation) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Navigation) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *Navigation) GetGatewayAddress() string {
+	if x != nil {
+		return x.GatewayAddress
+	}
+	return ""
+}
+
+func (x *Navigation) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *Navigation) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+func (x *Navigation) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *Navigation) GetTrack() uint64 {
+	if x != nil {
+		return x.Track
+	}
+	return 0
+}
+
+func (x *Navigation) GetBubble() []byte {
+	if x != nil {
+		return x.Bubble
+	}
+	return nil
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -1325,7 +1581,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xbc\x05\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xa5\x06\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -1352,7 +1608,24 @@ const file_hapticd_proto_rawDesc = "" +
 	"effectsGen\x126\n" +
 	"\aeffects\x18\x13 \x03(\v2\x1c.hapticd.cluster.EffectStateR\aeffects\x12+\n" +
 	"\x11effects_rendering\x18\x14 \x01(\bR\x10effectsRendering\x12/\n" +
-	"\x06output\x18\x15 \x01(\v2\x17.hapticd.cluster.OutputR\x06output\"\xe4\x01\n" +
+	"\x06output\x18\x15 \x01(\v2\x17.hapticd.cluster.OutputR\x06output\x12%\n" +
+	"\x0enavigation_gen\x18\x16 \x01(\x04R\rnavigationGen\x12@\n" +
+	"\n" +
+	"navigation\x18\x17 \x01(\v2 .hapticd.cluster.NavigationStateR\n" +
+	"navigation\"\xb3\x02\n" +
+	"\x0fNavigationState\x12\x14\n" +
+	"\x05track\x18\x01 \x01(\x04R\x05track\x12\x17\n" +
+	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x1c\n" +
+	"\trendering\x18\x03 \x01(\bR\trendering\x12\x19\n" +
+	"\bcenter_m\x18\x04 \x03(\x01R\acenterM\x12\x17\n" +
+	"\awidth_m\x18\x05 \x01(\x01R\x06widthM\x12\x1b\n" +
+	"\tinflate_m\x18\x06 \x01(\x01R\binflateM\x12\x12\n" +
+	"\x04zone\x18\a \x01(\rR\x04zone\x12\x19\n" +
+	"\boffset_m\x18\b \x03(\x01R\aoffsetM\x12!\n" +
+	"\fvelocity_mps\x18\t \x03(\x01R\vvelocityMps\x12\x17\n" +
+	"\adepth_m\x18\n" +
+	" \x01(\x01R\x06depthM\x12\x17\n" +
+	"\aforce_n\x18\v \x03(\x01R\x06forceN\"\xe4\x01\n" +
 	"\vEffectState\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x16\n" +
@@ -1413,7 +1686,17 @@ const file_hapticd_proto_rawDesc = "" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x1b\n" +
 	"\teffect_id\x18\x04 \x01(\tR\beffectId\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x06 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x04code\x18\x06 \x01(\tR\x04code\"\xc5\x01\n" +
+	"\n" +
+	"Navigation\x12\x12\n" +
+	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
+	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
+	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
+	"sentUnixNs\x12\x10\n" +
+	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
+	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
+	"\x05track\x18\x06 \x01(\x04R\x05track\x12\x16\n" +
+	"\x06bubble\x18\a \x01(\fR\x06bubbleB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -1427,32 +1710,35 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_hapticd_proto_goTypes = []any{
-	(*Subscribe)(nil),     // 0: hapticd.cluster.Subscribe
-	(*Device)(nil),        // 1: hapticd.cluster.Device
-	(*Inventory)(nil),     // 2: hapticd.cluster.Inventory
-	(*State)(nil),         // 3: hapticd.cluster.State
-	(*EffectState)(nil),   // 4: hapticd.cluster.EffectState
-	(*Output)(nil),        // 5: hapticd.cluster.Output
-	(*StateBatch)(nil),    // 6: hapticd.cluster.StateBatch
-	(*Command)(nil),       // 7: hapticd.cluster.Command
-	(*ConfigRequest)(nil), // 8: hapticd.cluster.ConfigRequest
-	(*ConfigReply)(nil),   // 9: hapticd.cluster.ConfigReply
-	(*Event)(nil),         // 10: hapticd.cluster.Event
-	(*Effects)(nil),       // 11: hapticd.cluster.Effects
-	(*EffectsReply)(nil),  // 12: hapticd.cluster.EffectsReply
+	(*Subscribe)(nil),       // 0: hapticd.cluster.Subscribe
+	(*Device)(nil),          // 1: hapticd.cluster.Device
+	(*Inventory)(nil),       // 2: hapticd.cluster.Inventory
+	(*State)(nil),           // 3: hapticd.cluster.State
+	(*NavigationState)(nil), // 4: hapticd.cluster.NavigationState
+	(*EffectState)(nil),     // 5: hapticd.cluster.EffectState
+	(*Output)(nil),          // 6: hapticd.cluster.Output
+	(*StateBatch)(nil),      // 7: hapticd.cluster.StateBatch
+	(*Command)(nil),         // 8: hapticd.cluster.Command
+	(*ConfigRequest)(nil),   // 9: hapticd.cluster.ConfigRequest
+	(*ConfigReply)(nil),     // 10: hapticd.cluster.ConfigReply
+	(*Event)(nil),           // 11: hapticd.cluster.Event
+	(*Effects)(nil),         // 12: hapticd.cluster.Effects
+	(*EffectsReply)(nil),    // 13: hapticd.cluster.EffectsReply
+	(*Navigation)(nil),      // 14: hapticd.cluster.Navigation
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
-	4, // 1: hapticd.cluster.State.effects:type_name -> hapticd.cluster.EffectState
-	5, // 2: hapticd.cluster.State.output:type_name -> hapticd.cluster.Output
-	3, // 3: hapticd.cluster.StateBatch.states:type_name -> hapticd.cluster.State
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 1: hapticd.cluster.State.effects:type_name -> hapticd.cluster.EffectState
+	6, // 2: hapticd.cluster.State.output:type_name -> hapticd.cluster.Output
+	4, // 3: hapticd.cluster.State.navigation:type_name -> hapticd.cluster.NavigationState
+	3, // 4: hapticd.cluster.StateBatch.states:type_name -> hapticd.cluster.State
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_hapticd_proto_init() }
@@ -1466,7 +1752,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

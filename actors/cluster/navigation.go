@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/hw"
+)
+
+// Bubble navigation through a gateway: the gateway's loop renders none of
+// it (the proxy is a loop.RemoteNavigation); the proxy sends the bubble the
+// session compiled (wire.Navigation) when it changes and again while the
+// node lags, the node attaches it to that gateway's commands, and the
+// node's loop renders it under their owner and lease as it would a local
+// session's. The node's track report rides back on its state pushes, and
+// the proxy mirrors it into the session's track on the gateway, where its
+// frames, state.transform and GET .../config/navigation read it.
+
+// forwardedNav is a gateway's navigation on one of the node's devices.
+type forwardedNav struct {
+	gen     uint64
+	trackID uint64
+	// params carry the navigation on the gateway's commands (the loop's
+	// defaults otherwise, as a command without navigation gets); nil
+	// while the node could not take the bubble.
+	params *loop.Params
+}
+
+// fill puts the node's report of the navigation into a pushed state.
+func (f *forwardedNav) fill(st *wire.State) {
+	st.NavigationGen = f.gen
+	if f.params == nil {
+		return
+	}
+	var r loop.NavigationReport
+	if !f.params.Navigation.Track.Load(&r) {
+		return
+	}
+	st.Navigation = &wire.NavigationState{Track: f.trackID, TimeNs: r.TimeNs, Rendering: r.Rendering,
+		CenterM: vecToWire(r.CenterM), WidthM: r.WidthM, InflateM: r.InflateM, Zone: uint32(r.Zone),
+		OffsetM: vecToWire(r.OffsetM), VelocityMps: vecToWire(r.VelocityMps), DepthM: r.DepthM,
+		ForceN: vecToWire(r.ForceN)}
+}
+
+func vecToWire(v hw.Vec3) []float64 { return []float64{v.X, v.Y, v.Z} }
+
+func vecFromWire(f []float64) hw.Vec3 {
+	if len(f) != 3 {
+		return hw.Vec3{}
+	}
+	return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
+}
+
+// navigation takes a gateway session's navigation on a device: the
+// gateway's commands that follow carry it. A declaration older than the
+// lease is dropped (the gateway sends it again while the pushed
+// navigation_gen lags); an empty one withdraws the gateway's navigation.
+// The track stays while the gateway's track does, so the workspace offset
+// survives a new bubble as on the gateway itself.
+func (n *Node) navigation(m *wire.Navigation) {
+	now := time.Now()
+	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
+	n.mu.Lock()
+	d := n.devicesLocked()[m.Uuid]
+	s := n.subs[m.GatewayAddress]
+	var ageNs int64
+	var owner uint64
+	if s != nil {
+		ageNs, owner = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner
+	}
+	n.mu.Unlock()
+	if s == nil || d == nil || ageNs >= leaseNs {
+		return // a device gone meanwhile leaves with the next inventory
+	}
+	key := fxKey{owner, m.Uuid}
+	if len(m.Bubble) == 0 {
+		n.mu.Lock()
+		delete(n.navs, key)
+		n.mu.Unlock()
+		return
+	}
+	var params *loop.Params
+	var b effect.Bubble
+	err := json.Unmarshal(m.Bubble, &b)
+	var bubble *effect.Bubble
+	if err == nil {
+		bubble, err = effect.NewBubble(b)
+	}
+	if err != nil {
+		// The gateway compiled it with the same code: a lab running two
+		// builds. Navigate nowhere rather than render it, and take the
+		// generation so the gateway does not send it every 100 ms.
+		n.log.Error().Err(err).Str("uuid", m.Uuid).Uint64("session", m.Session).Msg("cluster: a gateway's navigation cannot be rendered; it stays off")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if bubble != nil {
+		var track *loop.NavigationTrack
+		if old := n.navs[key]; old != nil && old.trackID == m.Track && old.params != nil {
+			track = old.params.Navigation.Track
+		} else {
+			track = loop.NewNavigationTrack()
+		}
+		params = loop.DefaultParams()
+		params.Navigation = &loop.Navigation{Bubble: bubble, Track: track}
+	}
+	if n.navs == nil {
+		n.navs = map[fxKey]*forwardedNav{}
+	}
+	n.navs[key] = &forwardedNav{gen: m.Gen, trackID: m.Track, params: params}
+}
+
+// ForwardNavigation sends the navigation of the session whose command the
+// gateway's loop applies to the node (loop.RemoteNavigation), when it is
+// not the one sent last; nil withdraws it. It runs on the loop's
+// goroutine, so it compares before it locks.
+func (p *proxy) ForwardNavigation(session uint64, nav *loop.Navigation) {
+	if nav == p.navSeen && session == p.navSeenSession {
+		return
+	}
+	p.navSeen, p.navSeenSession = nav, session
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	if nav != nil && nav.Track != p.navTrack {
+		// Unique across gateway processes, so a gateway restarted at its
+		// old address never continues a dead one's offset on the node.
+		p.navTrack = nav.Track
+		p.navTrackID = max(p.navTrackID+1, uint64(time.Now().UnixNano()))
+	}
+	p.nav, p.navSession = nav, session
+	p.navGen++
+	p.sendNavigationLocked(time.Now())
+}
+
+// resendNavigation sends the navigation again when the node, at its push,
+// holds another generation than the gateway's newest (0: none), unless it
+// was sent within resendAfter or the session no longer holds the arm here
+// (its next command forwards it anew).
+func (p *proxy) resendNavigation(nodeGen uint64) {
+	want := p.navGen
+	if p.nav == nil {
+		want = 0
+	}
+	now := time.Now()
+	if nodeGen == want || p.navGen == 0 || now.Sub(p.navSentAt) < resendAfter {
+		return
+	}
+	if dev := p.dev.Load(); want != 0 && (dev == nil || dev.Register().Owner() != p.navSession) {
+		return
+	}
+	p.sendNavigationLocked(now)
+}
+
+// mirrorNavigation publishes the node's report of the session's navigation
+// into its track on the gateway, if the report is of that track. The
+// gateway actor is the track's one writer (its loop never writes a
+// RemoteNavigation's track).
+func (p *proxy) mirrorNavigation(m *wire.NavigationState) {
+	if m == nil || p.nav == nil || m.Track != p.navTrackID {
+		return
+	}
+	r := loop.NavigationReport{TimeNs: p.g.clock.Now(), Rendering: m.Rendering, CenterM: vecFromWire(m.CenterM),
+		WidthM: m.WidthM, InflateM: m.InflateM, Zone: effect.Zone(min(m.Zone, 255)), OffsetM: vecFromWire(m.OffsetM),
+		VelocityMps: vecFromWire(m.VelocityMps), DepthM: m.DepthM, ForceN: vecFromWire(m.ForceN)}
+	if !r.CenterM.Finite() || !r.OffsetM.Finite() || !r.VelocityMps.Finite() || !r.ForceN.Finite() {
+		return
+	}
+	p.navTrack.Mirror(&r)
+}
+
+// navigationPushed handles the navigation part of a pushed state.
+func (p *proxy) navigationPushed(m *wire.State) {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	p.mirrorNavigation(m.Navigation)
+	p.resendNavigation(m.NavigationGen)
+}
+
+func (p *proxy) sendNavigationLocked(now time.Time) {
+	p.navSentAt = now
+	if p.lost.Load() || p.g.closing.Load() {
+		return
+	}
+	m := &wire.Navigation{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(),
+		Gen: p.navGen, Session: p.navSession}
+	if nav := p.nav; nav != nil {
+		b, err := json.Marshal(nav.Bubble)
+		if err != nil {
+			// NewBubble found its numbers finite: this is a bug.
+			p.g.log.Error().Err(err).Str("uuid", p.info.UUID).Msg("could not encode navigation for the node")
+			return
+		}
+		m.Track, m.Bubble = p.navTrackID, b
+	}
+	p.g.sys.Root.Send(p.node, m)
+}
