@@ -98,6 +98,19 @@
 // report and passivity figures ride back on its state pushes: the gateway's
 // frames show the node's proxy points and state.passivity.
 //
+// Bubble navigation goes the same way (navigation.go): the proxy is a
+// loop.RemoteNavigation, so the gateway's loop renders none of it and hands
+// the proxy each force command's navigation; the proxy sends the bubble
+// (wire.Navigation, with the session's track) when it changes and again
+// while the node's pushed navigation_gen lags. The node attaches it to
+// that gateway's commands (their Params), so its loop renders it under
+// their owner and lease, and pushes its track's report back; the proxy
+// mirrors it into the session's track on the gateway, which its frames,
+// state.transform and GET .../config/navigation read. What the node keeps
+// of a gateway's declarations (effects generations, navigations) goes
+// when they are withdrawn, when the gateway falls silent, or with the
+// device.
+//
 // One session controls a device across the lab: the node's register
 // decides. A node session that holds a device is pushed as held_locally,
 // and the proxy then holds the gateway's register for localSession, so the
@@ -118,7 +131,9 @@
 // Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
 // hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
 // is also taken alone by ForwardEffects, on whichever goroutine published
-// or withdrew the Set. No Receive
+// or withdrew the Set, and by ForwardNavigation on the gateway loop's
+// goroutine, which only mirrors a report into a track it holds there (the
+// gateway actor is each mirrored track's one writer). No Receive
 // waits: what must (a node answering a config request, which waits on the
 // device actor and a set's fsync; the gateway adding an inventory's
 // proxies, which waits on the registry) is queued to one goroutine per
