@@ -132,8 +132,9 @@
 // hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
 // is also taken alone by ForwardEffects, on whichever goroutine published
 // or withdrew the Set, and by ForwardNavigation on the gateway loop's
-// goroutine, which only mirrors a report into a track it holds there (the
-// gateway actor is each mirrored track's one writer). No Receive
+// goroutine; under it the gateway actor mirrors the node's navigation
+// reports into the session's track (each mirrored track's one writer,
+// since the gateway's loop writes none). No Receive
 // waits: what must (a node answering a config request, which waits on the
 // device actor and a set's fsync; the gateway adding an inventory's
 // proxies, which waits on the registry) is queued to one goroutine per
