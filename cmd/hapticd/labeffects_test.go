@@ -301,3 +301,180 @@ func logStateAge(t *testing.T, gw *labMember, id string) {
 		}
 	}
 }
+
+// navPush is a client of m pushing arm id along x with a force it may
+// change, every 10 ms under a 1 s lease, with bubble navigation on; latest
+// is its newest frame's arm state.
+type navPush struct {
+	mu    sync.Mutex
+	fx    float64
+	state map[string]any
+	stop  func()
+}
+
+func (p *navPush) set(fx float64) {
+	p.mu.Lock()
+	p.fx = fx
+	p.mu.Unlock()
+}
+
+func (p *navPush) latest() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// pushNavigating opens a session on m that turns bubble navigation on
+// around the cursor (a 3 cm sphere, a 3 cm zone, gain 4 1/s) and then
+// pushes along x.
+func pushNavigating(t *testing.T, m *labMember, id string) *navPush {
+	t.Helper()
+	conn := dialWS(t, "ws://"+m.addr["http"]+"/")
+	readJSON(t, conn) // the inventory
+	roundTrip := func(msg string) map[string]any {
+		t.Helper()
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		f := readJSON(t, conn)
+		if f["errors"] != nil {
+			t.Fatalf("%s on %s: %v", msg, m.host, f["errors"])
+		}
+		return f
+	}
+	roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	force := func(fx float64) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":0,"z":0}}}}]}`, id, fx)
+	}
+	c := path(asList(roundTrip(force(0))["arm3"])[0], "state", "cursor_position")
+	x, _ := path(c, "x").(float64)
+	y, _ := path(c, "y").(float64)
+	z, _ := path(c, "z").(float64)
+	roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g}},`+
+		`"shape":{"primitive":"sphere","parameters":{"r":0.03}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,`+
+		`"easing":"linear","wall_stiffness":800}}}}]}`, id, x, y, z))
+	p := &navPush{}
+	done := make(chan struct{})
+	go func() {
+		for {
+			_, b, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var f map[string]any
+			if json.Unmarshal(b, &f) == nil && f["arm3"] != nil {
+				p.mu.Lock()
+				p.state, _ = path(asList(f["arm3"])[0], "state").(map[string]any)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			p.mu.Lock()
+			msg := force(p.fx)
+			p.mu.Unlock()
+			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
+				return
+			}
+		}
+	}()
+	stopped := false
+	p.stop = func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			_ = conn.Close()
+		}
+	}
+	t.Cleanup(p.stop)
+	return p
+}
+
+// TestLabNavigation runs a node (127.0.0.2) and a gateway (127.0.0.4): a
+// client of the gateway navigates the node's arm; the node's loop renders
+// the velocity zone's spring against the client's push (the node's output
+// is less than the client's force: the gateway sends only the client's),
+// the workspace slides, and the gateway's client sees the node's offset
+// in its positions and state.navigation; when the gateway is SIGKILLed the
+// navigation's force on the node ends within the node's lease plus the
+// ramp (20 ms).
+func TestLabNavigation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	const lease = 250 * time.Millisecond // as in TestLabEffects: a stalled gateway must not lapse it
+	node := lab.node(labHostA, "--cluster-lease-ms", strconv.Itoa(int(lease/time.Millisecond)))
+	gw := lab.gateway(labHostGW)
+	id := onlyArm(t, node)
+	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+
+	p := pushNavigating(t, gw, id)
+	vec := func(v any) [3]float64 {
+		var out [3]float64
+		for i, k := range []string{"x", "y", "z"} {
+			out[i], _ = path(v, k).(float64)
+		}
+		return out
+	}
+	// 1 N against the zone's 50 N/m spring rests the cursor about 2 cm
+	// deep: the node puts out the client's 1 N less the spring's.
+	p.set(1)
+	var nodeFx float64
+	waitLab(t, 20*time.Second, "the node's loop navigating in the velocity zone", func() bool {
+		st := p.latest()
+		off := vec(path(st, "navigation", "workspace_offset"))
+		nodeFx, _ = path(labArms(t, node)[id], "state", "current_cursor_force", "x").(float64)
+		return path(st, "navigation", "zone") == "velocity" && off[0] > 0.01 && nodeFx > 0 && nodeFx < 0.7
+	})
+	t.Logf("the client pushes 1 N; the node's arm puts out %.2f N along x", nodeFx)
+	// The offset is in the gateway client's positions and transform: its
+	// cursor is the node's plus the offset (the arm rests in the zone).
+	waitLab(t, 10*time.Second, "the gateway client's cursor carrying the node's offset", func() bool {
+		st := p.latest()
+		off := vec(path(st, "navigation", "workspace_offset"))
+		tr := vec(path(st, "transform", "position"))
+		gwX := vec(path(st, "cursor_position"))[0]
+		nodeX := vec(path(labArms(t, node)[id], "state", "cursor_position"))[0]
+		return math.Abs(gwX-nodeX-off[0]) < 0.003 && math.Abs(tr[0]-off[0]) < 1e-9
+	})
+
+	// SIGKILL the gateway while the zone's spring holds the arm.
+	fx := func() float64 {
+		f, _ := path(labArms(t, node)[id], "state", "current_cursor_force", "x").(float64)
+		return f
+	}
+	waitLab(t, 10*time.Second, "the navigation's force on the node", func() bool { return fx() != 0 })
+	kill := time.Now()
+	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var lastSeen, zeroAt time.Duration
+	for {
+		now := time.Since(kill)
+		if d := labArms(t, node)[id]; d != nil {
+			if f, _ := path(d, "state", "current_cursor_force", "x").(float64); f == 0 {
+				zeroAt = now
+				break
+			}
+			lastSeen = now
+		}
+		if now > 5*time.Second {
+			t.Fatal("the navigation's force on the node did not end within 5 s of the gateway's SIGKILL")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("the navigation's force on the node ended between %v and %v after the gateway's SIGKILL (lease %v)",
+		lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond), lease)
+	if bound := lease + 20*time.Millisecond; lastSeen > bound {
+		t.Errorf("the navigation's force still on %v after the gateway died; want zero within the lease plus 20 ms (%v)", lastSeen, bound)
+	}
+}
