@@ -138,14 +138,17 @@ func (p *proxy) ForwardNavigation(session uint64, nav *loop.Navigation) {
 // resendNavigation sends the navigation again when the node, at its push,
 // holds another generation than the gateway's newest (0: none), unless it
 // was sent within resendAfter or the session no longer holds the arm here
-// (its next command forwards it anew).
+// (its next command forwards it anew). A node that holds one while this
+// gateway has none (a gateway process restarted at the same address, which
+// the node still knows as the same owner) is told to drop it: it would
+// ride on the new process's commands.
 func (p *proxy) resendNavigation(nodeGen uint64) {
 	want := p.navGen
 	if p.nav == nil {
 		want = 0
 	}
 	now := time.Now()
-	if nodeGen == want || p.navGen == 0 || now.Sub(p.navSentAt) < resendAfter {
+	if nodeGen == want || now.Sub(p.navSentAt) < resendAfter {
 		return
 	}
 	if dev := p.dev.Load(); want != 0 && (dev == nil || dev.Register().Owner() != p.navSession) {

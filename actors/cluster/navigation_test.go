@@ -269,6 +269,12 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 		st.Uuid, st.PositionM = "uuid-a", []float64{0.5, 0, 0}
 		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
 	}
+	// The node holds a navigation this gateway never sent (a process
+	// restarted at the same address): it is told to drop it.
+	push(&wire.State{NavigationGen: 7})
+	if nav := sentOf[*wire.Navigation](out); len(nav) != 1 || len(nav[0].Bubble) != 0 {
+		t.Fatalf("declarations %v after the node reported one the gateway never sent, want a withdrawal", nav)
+	}
 	push(&wire.State{})
 
 	sink := &frameSink{frames: make(chan map[string]any, 64)}
@@ -298,7 +304,7 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	})
 	var sent *wire.Navigation
 	hwtest.Eventually(t, 5*time.Second, "the bubble forwarded to the node", func() bool {
-		if nav := sentOf[*wire.Navigation](out); len(nav) > 0 {
+		if nav := sentOf[*wire.Navigation](out); len(nav) > 1 {
 			sent = nav[len(nav)-1]
 		}
 		return sent != nil
@@ -323,8 +329,8 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 			t.Fatalf("the gateway sent a navigation force %v: navigation belongs to the node's loop", c.Target)
 		}
 	}
-	if n := len(sentOf[*wire.Navigation](out)); n != 1 {
-		t.Errorf("%d navigation declarations for one bubble, want 1 (never per tick)", n)
+	if n := len(sentOf[*wire.Navigation](out)); n != 2 {
+		t.Errorf("%d navigation declarations for one bubble, want 1 (never per tick)", n-1)
 	}
 
 	// The node's report reaches the session: positions and the transform
@@ -367,7 +373,7 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	fw.navSentAt = time.Time{} // as if resendAfter had passed
 	fw.fxMu.Unlock()
 	push(&wire.State{})
-	if nav := sentOf[*wire.Navigation](out); len(nav) != 2 || nav[1].Gen != sent.Gen || len(nav[1].Bubble) == 0 || nav[1].Track != sent.Track {
+	if nav := sentOf[*wire.Navigation](out); len(nav) != 3 || nav[2].Gen != sent.Gen || len(nav[2].Bubble) == 0 || nav[2].Track != sent.Track {
 		t.Fatalf("declarations %d (last %+v), want the same one sent again", len(nav), nav[len(nav)-1])
 	}
 

@@ -425,8 +425,12 @@ func (n *Node) command(m *wire.Command) {
 	s := n.subs[m.GatewayAddress]
 	var ageNs int64
 	var owner uint64
+	var params *loop.Params // nil: the defaults, no navigation
 	if s != nil {
 		ageNs, owner = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner
+		if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil {
+			params = nav.params
+		}
 	}
 	n.mu.Unlock()
 	if d == nil || s == nil {
@@ -467,12 +471,6 @@ func (n *Node) command(m *wire.Command) {
 		return
 	}
 	end := n.clock.Now() + leaseNs - ageNs
-	n.mu.Lock()
-	var params *loop.Params // nil: the defaults, no navigation
-	if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil {
-		params = nav.params
-	}
-	n.mu.Unlock()
 	reg.Write(owner, m.Seq, end, &cmd, params)
 	n.mu.Lock()
 	if n.leaseEnds == nil {
