@@ -74,7 +74,10 @@
 // ramps out), integrates the workspace offset by the velocity law. The
 // track publishes a NavigationReport every rendered tick (a snapshot
 // cell: readers never block the tick, nothing allocates) and once more,
-// at rest, when control ends; the offset stays in the track.
+// at rest, when control ends; the offset stays in the track. A driver
+// whose arm another process's loop renders (RemoteNavigation, a lab
+// gateway's proxy) is handed each force command's navigation instead, and
+// its tracks hold that loop's reports (NavigationTrack.Mirror).
 //
 // # Gravity feed-forward
 //
