@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +70,7 @@ func (lk *link) joinEtcd(c *Config, rcfg *remote.Config, kinds []*cluster.Kind) 
 	if len(c.EtcdEndpoints) == 0 {
 		return fmt.Errorf("cluster: etcd membership needs etcd endpoints")
 	}
-	prov, err := etcd.NewWithConfig(etcdPrefix, clientv3.Config{
+	ecfg := clientv3.Config{
 		Endpoints:   c.EtcdEndpoints,
 		DialTimeout: etcdDialTimeout,
 		// Blocking: New fails when etcd cannot be reached within
@@ -76,9 +79,16 @@ func (lk *link) joinEtcd(c *Config, rcfg *remote.Config, kinds []*cluster.Kind) 
 		// The provider logs what matters through protoactor's logger; the
 		// client's own zap output would break the service's log format.
 		Logger: zap.NewNop(),
-	})
-	if err != nil {
+	}
+	unreachable := func(err error) error {
 		return fmt.Errorf("cluster: etcd at %s: %w (is etcd running there? see docs/lab.md, Discovery through etcd)", strings.Join(c.EtcdEndpoints, ","), err)
+	}
+	if err := removeStaleRegistrations(ecfg, kinds, c); err != nil {
+		return unreachable(err)
+	}
+	prov, err := etcd.NewWithConfig(etcdPrefix, ecfg)
+	if err != nil {
+		return unreachable(err)
 	}
 	lk.prov = prov
 	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, prov, disthash.New(), rcfg,
@@ -87,5 +97,50 @@ func (lk *link) joinEtcd(c *Config, rcfg *remote.Config, kinds []*cluster.Kind) 
 		return err
 	}
 	lk.rem = lk.cl.Remote
+	return nil
+}
+
+// removeStaleRegistrations deletes what an earlier process of this node
+// left in etcd: a killed process's registration stays until its lease
+// lapses (3 s), and meanwhile the topology holds two members with the
+// node's kind, the dead one maybe chosen for its devices. A node's kind is
+// its own (node-<id>), so a registration with it that is not this
+// process's is a previous process's. A gateway (no kinds) removes nothing.
+func removeStaleRegistrations(ecfg clientv3.Config, kinds []*cluster.Kind, c *Config) error {
+	if len(kinds) == 0 {
+		return nil
+	}
+	own := map[string]bool{}
+	for _, k := range kinds {
+		own[k.Kind] = true
+	}
+	cli, err := clientv3.New(ecfg)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), etcdDialTimeout)
+	defer cancel()
+	resp, err := cli.Get(ctx, etcdPrefix+"/"+clusterName+"/", clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	for _, kv := range resp.Kvs {
+		var m struct {
+			ID    string   `json:"id"`
+			Kinds []string `json:"kinds"`
+		}
+		if json.Unmarshal(kv.Value, &m) != nil || !slices.ContainsFunc(m.Kinds, func(k string) bool { return own[k] }) {
+			continue
+		}
+		// Only if unchanged since read: a registration that was renewed
+		// meanwhile is not stale.
+		key := string(kv.Key)
+		if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(key)).Commit(); err != nil {
+			return err
+		}
+		c.Log.Info().Str("member", m.ID).Msg("removed an earlier process's etcd registration of this node")
+	}
 	return nil
 }
