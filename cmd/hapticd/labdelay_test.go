@@ -327,9 +327,11 @@ func TestLabDelayLoss(t *testing.T) {
 	if chunks == 0 || (faults.loss > 0 && lost == 0) {
 		t.Errorf("the proxies saw %d chunks and lost %d: the faults were not on the link", chunks, lost)
 	}
-	// Commands keep flowing: the force holds on the node most of the time.
-	if polls == 0 || float64(held) < 0.9*float64(polls) {
-		t.Errorf("the node's arm was under the gateway's force in %d of %d polls, want at least 90 %%", held, polls)
+	// Commands keep flowing: the force holds on the node most of the time
+	// (94 to 100 % measured on a loaded machine; 52 % with a lease that
+	// does not cover the link).
+	if polls == 0 || float64(held) < 0.8*float64(polls) {
+		t.Errorf("the node's arm was under the gateway's force in %d of %d polls, want at least 80 %%", held, polls)
 	}
 	// The age includes the link's one-way delay: a gateway that showed
 	// less would hide the link from its clients.
