@@ -78,7 +78,11 @@ func (l *labOptions) check() error {
 	}
 	switch l.membership {
 	case cluster.MembershipEtcd:
-		// Set by --discovery etcd=..., checked above.
+		// Set by --discovery etcd=..., checked above; named alone, it
+		// has no etcd to ask.
+		if len(l.etcd) == 0 {
+			return errors.New("--membership etcd: give etcd's address with --discovery etcd=http://host:port")
+		}
 	case cluster.MembershipStatic:
 		if l.role == "gateway" && len(l.peers) == 0 {
 			return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")

@@ -765,6 +765,8 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "node", "--discovery", "etcd=http://127.0.0.1:2379/v3"}, "no path"},
 		{[]string{"--role", "node", "--discovery", "etcd=127.0.0.1:2379", "--peers", "127.0.0.2:7071"}, "--peers"},
 		{[]string{"--role", "node", "--discovery", "etcd=127.0.0.1:2379", "--membership", "static", "--cluster-port", "7070"}, "static"},
+		{[]string{"--role", "node", "--membership", "etcd"}, "--discovery"},
+		{[]string{"--role", "node", "--membership", "etcd", "--discovery", "etcd=127.0.0.1:2379"}, ""},
 		// An advertised address needs a fixed port to forward to.
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, ""},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-advertise", "127.0.0.2:9000"}, "--cluster-port"},
