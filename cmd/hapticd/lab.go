@@ -38,7 +38,7 @@ type labOptions struct {
 func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.role, "role", "standalone", "standalone (one host, no cluster code), node (serves its devices to a gateway) or gateway (serves every node's devices)")
 	fs.StringVar(&l.nodeID, "node-id", "", "this process's name in the lab (default: its cluster address)")
-	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses)")
+	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses); --discovery etcd=... makes it etcd")
 	fs.Var(&l.peers, "peers", "static: on the gateway, the nodes' cluster addresses host:cluster-port; automanaged: on every process, every member's host:health-port (repeatable, comma-separated)")
 	fs.IntVar(&l.healthPort, "cluster-health-port", 7071, "automanaged: port of the membership health endpoint (plain HTTP, bound to --cluster-bind only; peers list it)")
 	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
