@@ -132,7 +132,7 @@ func TestEffectsBadInputChangesNothing(t *testing.T) {
 		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, ""},
 		// 16 new beside the one in force: the cap holds across messages.
 		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects"},
-		{"sdf not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.02}}}]}`, "invalid_value"},
+		{"sdf primitive not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

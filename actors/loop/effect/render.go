@@ -218,13 +218,20 @@ func (r *Renderer) Rendered(i int, dst *Rendered) {
 // slot (a Renderer with too little room) is not rendered: the loop
 // reserves room for every Set before publishing it.
 func (r *Renderer) adopt(set *Set) {
+	prev := r.set
 	r.set = set
 	for i := range r.n {
 		r.st[i].removing = true
 	}
 	for j := range set.Len() {
 		sp := &set.specs[j]
-		if i := r.find(sp.ID, sp.Kind, sp.Primitive); i >= 0 {
+		i := r.find(sp, prev)
+		if i >= 0 && sp.Kind == SDF && r.havePrev && sdfJumps(&r.st[i], sp, r.prevM) {
+			// Gliding there would sweep the field over the cursor in a
+			// few ticks: fade this one out and the new one in instead.
+			i = -1
+		}
+		if i >= 0 {
 			s := &r.st[i]
 			s.sp, s.removing = sp, false
 			s.expiresNs, s.fadeNs, s.keepIn = sp.ExpiresNs, fadeOf(sp), sp.KeepInside
@@ -249,15 +256,25 @@ func fadeOf(sp *Spec) int64 {
 	return sp.FadeNs
 }
 
-// find returns the slot of a live or fading effect with this id, kind and
-// primitive (an ID reused for another kind is a new effect), or -1.
-func (r *Renderer) find(id string, k Kind, p Primitive) int {
+// find returns the slot of a live or fading effect with sp's id, kind,
+// primitive and curve (an ID reused for another kind is a new effect), or
+// -1. The one prev (the Set in force until now) rendered comes first: after
+// a cross-fade (sdfJumps) the ID has a slot fading out too.
+func (r *Renderer) find(sp *Spec, prev *Set) int {
+	k := -1
 	for i := range r.n {
-		if s := &r.st[i]; s.kind == k && s.prim == p && s.sp.ID == id {
-			return i
+		s := &r.st[i]
+		if s.kind != sp.Kind || s.prim != sp.Primitive || s.sp.ID != sp.ID || s.sp.Curve != sp.Curve {
+			continue
 		}
+		for j := range prev.Len() {
+			if s.sp == &prev.specs[j] {
+				return i
+			}
+		}
+		k = i
 	}
-	return -1
+	return k
 }
 
 // dropFading makes room by ending the faintest effect still fading out,
@@ -293,7 +310,7 @@ func (s *state) advance(in *Input, alpha float64) {
 	}
 	if !s.settled {
 		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, alpha)
-		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || (k == Shape && s.prim == PrimPlane) {
+		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || ((k == Shape || k == SDF) && s.prim == PrimPlane) {
 			// A direction blended component-wise is no longer unit.
 			if l := s.cur.AxisUnit.Norm(); l > 1e-9 {
 				s.cur.AxisUnit = s.cur.AxisUnit.Scale(1 / l)
@@ -351,6 +368,8 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.phaseRad))
 	case Wall, LimitSphere, LimitBox, Shape:
 		return s.wall(x, v, prevM, havePrev)
+	case SDF:
+		return s.sdf(x)
 	}
 	return hw.Vec3{}
 }
@@ -427,6 +446,15 @@ func smooth(mid, cur, tgt *Params, alpha float64) bool {
 	}
 	f(&mid.FrequencyHz, &cur.FrequencyHz, tgt.FrequencyHz)
 	f(&mid.AmplitudeN, &cur.AmplitudeN, tgt.AmplitudeN)
+	for i := range 3 {
+		for j := range 3 {
+			f(&mid.ToLocal[i][j], &cur.ToLocal[i][j], tgt.ToLocal[i][j])
+		}
+	}
+	vec(&mid.LocalOffsetM, &cur.LocalOffsetM, tgt.LocalOffsetM)
+	f(&mid.DevMPerLocalM, &cur.DevMPerLocalM, tgt.DevMPerLocalM)
+	f(&mid.RangeM, &cur.RangeM, tgt.RangeM)
+	f(&mid.ForceScaleN, &cur.ForceScaleN, tgt.ForceScaleN)
 	// 1e-9 of SI units: a nanometre, a nanonewton; below any device's
 	// resolution, so snapping the rest of the way moves nothing.
 	if err < 1e-9 {

@@ -45,10 +45,13 @@ const (
 	// the cursor stays outside of (inside with KeepInside), rendered like
 	// Wall with a proxy on its surface.
 	Shape
+	// SDF is the vendor's SDF effect (sdf.go): a force along the gradient
+	// of a Primitive's distance, whose size follows Curve over RangeM.
+	SDF
 )
 
 var kindNames = [...]string{"", "spring_point", "spring_line", "spring_plane", "damper", "friction",
-	"wall", "limit_sphere", "limit_box", "field", "vibration", "shape"}
+	"wall", "limit_sphere", "limit_box", "field", "vibration", "shape", "sdf"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -144,6 +147,17 @@ type Params struct {
 	JacobianNPerM [3][3]float64
 	FrequencyHz   float64
 	AmplitudeN    float64
+	// An SDF effect's frame and force (see SDF), last so that the fields
+	// the other kinds read stay on the lines they were on. The shape's
+	// sizes above are local: x_local = ToLocal·x + LocalOffsetM, and a
+	// local length times DevMPerLocalM is metres of handle motion.
+	ToLocal       [3][3]float64
+	LocalOffsetM  hw.Vec3
+	DevMPerLocalM float64
+	// RangeM (device metres) is the band over which the force falls from
+	// ForceScaleN to zero.
+	RangeM      float64
+	ForceScaleN float64
 }
 
 // Spec is one effect as a session declares it.
@@ -155,8 +169,12 @@ type Spec struct {
 	Primitive Primitive
 	// KeepInside makes a limit or shape a container instead of a solid.
 	KeepInside bool
-	Source     Source
-	Params     Params
+	// Curve is an SDF effect's force against distance; a change of curve
+	// is a new effect (the old one fades out, the new one in), since a
+	// curve cannot glide from one to the other.
+	Curve  SDFCurve
+	Source Source
+	Params Params
 	// ExpiresNs (loop Clock time; 0: never) ends the effect: its force
 	// fades out over FadeNs from then. A time to live, a field's deadline
 	// and a vibration's duration all end this way.
@@ -278,6 +296,11 @@ func (sp *Spec) validate() error {
 		}
 	case Shape:
 		if err := sp.validateShape(); err != nil {
+			return err
+		}
+		needAxis = sp.Primitive == PrimPlane
+	case SDF:
+		if err := sp.validateSDF(); err != nil {
 			return err
 		}
 		needAxis = sp.Primitive == PrimPlane
