@@ -3,10 +3,10 @@
 // plane, dampers, Coulomb friction, a plane wall and SDF shapes rendered
 // with a proxy, sphere and box workspace limits, a local linear force
 // field, vibration and the vendor's SDF effect (sdf.go: a force along a
-// shape's distance gradient, by a curve of the distance). It is pure and allocation-free on the tick path:
-// NewSet validates and copies a declaration (on the session's goroutine);
-// a Renderer, owned by the loop, turns the Set in force and the cursor's
-// state into a force once per tick.
+// shape's distance gradient, by a curve of the distance). It is pure and
+// allocation-free on the tick path: NewSet validates and copies a
+// declaration (on the session's goroutine); a Renderer, owned by the loop,
+// turns the Set in force and the cursor's state into a force once per tick.
 //
 // Units are SI and named in every field: metres (M), newtons (N), N/m
 // (NPerM), N·s/m (NsPerM), m/s (Mps), hertz (Hz), nanoseconds of the
