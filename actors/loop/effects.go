@@ -208,6 +208,14 @@ func (st *effectStage) useGrown() {
 	}
 }
 
+// idleRenders says whether c, a command with no output of its own
+// (ModeIdle: a session that only renews its lease), yields a force: that of
+// its session's effects or navigation. A session that navigates without
+// commanding forces gets its bubble as one with effects gets them.
+func (d *Device) idleRenders(c *Command) bool {
+	return (c.Params != nil && c.Params.Navigation != nil) || d.effectsActive(c.Session)
+}
+
 // effectsActive says whether a command of session's yields a force from
 // effects: its Set has some, or some still fade out.
 func (d *Device) effectsActive(session uint64) bool {

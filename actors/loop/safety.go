@@ -149,7 +149,7 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	}
 	if d.armed {
 		d.armed = false
-		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.effectsActive(d.held.Session) {
+		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
 			// A lapse ramps from the deadline, not from the tick that
 			// noticed it: a tick that woke late (a busy CPU) shortens the
 			// ramp instead of pushing the zero past ReleaseBoundNs.
@@ -196,11 +196,11 @@ func (d *Device) endForce(nowNs int64) {
 // session's effects (× force scale); through the passivity controller;
 // clamped; slew-limited; × the ramp factor (forceStages.force). A command
 // with no output (ModeIdle) whose session has effects is a force of zero
-// plus them.
+// plus them, and so is one whose session navigates.
 func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	out := &d.out
 	mode := c.Cmd.Mode
-	if mode == hw.ModeIdle && d.effectsActive(c.Session) {
+	if mode == hw.ModeIdle && d.idleRenders(c) {
 		mode = hw.ModeForce
 	}
 	*out = hw.Command{Mode: mode}
