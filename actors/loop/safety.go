@@ -326,15 +326,20 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
 	f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
 	fs.sessionObs.Add(f, v, dtNs)
+	// guarded: the part of the output passive by design, which the
+	// controller keeps passive in its default scope (passivity.Scope).
+	var guarded hw.Vec3
 	if in.fx != nil {
-		f = f.Add(in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale))
+		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale)
+		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := in.params.Navigation; n != nil {
 		nav := n.render(pos, raw, nowNs, dtNs, in.scale, ramp)
 		fs.navJ += n.Track.observe(nav, v, dtNs)
-		f = f.Add(nav)
+		f, guarded = f.Add(nav), guarded.Add(nav)
 	}
-	f = fs.pc.Step(f, v, nowNs, dtNs, &in.pass)
+	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
+	out := f
 	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && fs.pc.Spells != fs.spellsEmitted {
 		fs.spellsEmitted, sustained = fs.pc.Spells, true
 	}
@@ -344,7 +349,7 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	}
 	fs.slewN = f
 	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
-	fs.pc.Applied(f)
+	fs.pc.AppliedSources(f, out)
 	return f, sustained
 }
 

@@ -84,6 +84,9 @@ type Renderer struct {
 	havePrev bool
 	alphaDt  int64 // the tick length alpha was computed for
 	alpha    float64
+	// activeN is the part of the last Render's sum from effects meant to
+	// drive the arm (Field, Vibration): see ActiveForceN.
+	activeN hw.Vec3
 }
 
 // Reserve makes room for n effects (allocating: call it off the tick, on
@@ -121,7 +124,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		r.alphaDt, r.alpha = in.DtNs, 1-math.Exp(-float64(in.DtNs)/float64(SmoothNs))
 	}
 	alpha := r.alpha
-	var sum hw.Vec3
+	var sum, active hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
 		// The energy the effect absorbed from the arm (package passivity's
@@ -140,11 +143,22 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 			continue
 		}
 		sum = sum.Add(f)
+		if s.kind == Field || s.kind == Vibration {
+			active = active.Add(f)
+		}
 		i++
 	}
 	r.prevM, r.havePrev = in.PositionM, true
+	r.activeN = active
 	return sum
 }
+
+// ActiveForceN is the part of the last Render's sum from effects that
+// drive the arm by intent (a Field's F0, a Vibration): the rest are
+// passive by design (springs, dampers, friction, walls, limits, shapes,
+// SDF effects) and only a sampling artefact makes them generate energy,
+// which the passivity controller's default scope corrects.
+func (r *Renderer) ActiveForceN() hw.Vec3 { return r.activeN }
 
 // Pause says the effects are not rendered this tick (nobody's lease holds
 // them). Their walls forget their contacts, so when rendering resumes a
@@ -155,7 +169,7 @@ func (r *Renderer) Pause() {
 		s := &r.st[i]
 		s.contact, s.trapped, s.weight, s.forceN, s.energyJ = false, false, 0, hw.Vec3{}, 0
 	}
-	r.havePrev = false
+	r.havePrev, r.activeN = false, hw.Vec3{}
 }
 
 // Reset forgets every effect at once (a halted device: its output is zero
