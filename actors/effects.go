@@ -357,10 +357,16 @@ func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
 	sp.Kind, sp.Primitive = effect.SDF, prim
 	sp.Curve = effect.SDFCurve{Ease: ease, Reverse: s.ReverseEasing, Symmetry: sym}
 	_, shape := bubbleShape(s.Shape)
-	if prim == effect.PrimPlane {
+	q := &s.Shape.Params
+	switch prim {
+	case effect.PrimPlane:
 		// d = n·x − h: the plane through h·n.
-		n := hw.Vec3(s.Shape.Params.N)
-		shape.AxisUnit, shape.PointM = n, n.Scale(s.Shape.Params.H)
+		n := hw.Vec3(q.N)
+		shape.AxisUnit, shape.PointM = n, n.Scale(q.H)
+	case effect.PrimBoxFrame:
+		shape.HalfExtentsM, shape.MinorRadiusM = hw.Vec3(q.B), q.E
+	case effect.PrimLink:
+		shape.RadiusM, shape.MinorRadiusM, shape.HeightM = q.R1, q.R2, q.Le
 	}
 	p := &sp.Params
 	*p = shape
@@ -371,7 +377,7 @@ func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
 
 // sdfRendered lists the primitives an sdf effect renders (effect.SDF).
 var sdfRendered = []string{"sphere", "ellipsoid", "box", "rounded_box", "plane", "capsule", "capped_cylinder",
-	"capsule_vertical", "capped_cylinder_vertical", "torus"}
+	"capsule_vertical", "capped_cylinder_vertical", "torus", "box_frame", "link"}
 
 // axisAlignedHalfExtents maps a box whose axes (columns, device frame) are
 // a signed permutation of the device's to its half-extents along the

@@ -85,11 +85,23 @@ func TestSDFEffectBadInput(t *testing.T) {
 	if f := c.roundTrip(effectsMsg(id, `{"set":[`+good+`]}`)); effectCount(f) != 1 {
 		t.Fatalf("setup: %v", f)
 	}
+	// The catalogue's other shapes are rendered too, in both forms.
+	for i, shape := range []string{
+		`"shape":{"primitive":"link","parameters":{"r1":0.02,"r2":0.005,"le":0.01}}`,
+		`"shape":"box_frame","params":{"b":{"x":0.02,"y":0.02,"z":0.02},"e":0.002}`,
+		`"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":-0.05}}`,
+	} {
+		e := fmt.Sprintf(`{"id":"extra%d","type":"sdf",%s}`, i, shape)
+		if f := c.roundTrip(effectsMsg(id, `{"set":[`+e+`]}`)); f["errors"] != nil || effectCount(f) != 2 {
+			t.Fatalf("%s: %v (count %v)", shape, f["errors"], effectCount(f))
+		}
+		c.roundTrip(effectsMsg(id, fmt.Sprintf(`{"remove":["extra%d"]}`, i)))
+	}
 	sphere := `"shape":{"primitive":"sphere","parameters":{"r":0.02}}`
 	cases := []struct{ name, effect, code, path string }{
 		{"no shape", `{"id":"s","type":"sdf"}`, "invalid_value", ".set[0]"},
 		{"unknown primitive", `{"id":"s","type":"sdf","shape":{"primitive":"teapot","parameters":{}}}`, "invalid_value", ".set[0].shape.primitive"},
-		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"link","parameters":{"r1":0.02,"r2":0.005,"le":0.01}}}`, "invalid_value", ""}, // the loop's refusal names the effect's id
+		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"solid_angle","parameters":{"c":{"x":0.6,"y":0.8},"r":0.02}}}`, "invalid_value", ""}, // the loop's refusal names the effect's id
 		{"negative radius", `{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":-1}}}`, "out_of_range", ".set[0].shape.parameters.r"},
 		{"flat form without params", `{"id":"s","type":"sdf","shape":"sphere"}`, "invalid_value", ".set[0].params"},
 		{"range zero", `{"id":"s","type":"sdf",` + sphere + `,"range":0}`, "out_of_range", ".set[0].range"},

@@ -152,11 +152,12 @@ func (e SDFEase) of(u float64) float64 {
 }
 
 // sdfRenders says whether an SDF effect renders p: the eight of the
-// vendor's SDF module notes and the ellipsoid and torus of its catalogue.
+// vendor's SDF module notes and the ellipsoid, torus, box frame and link of
+// its catalogue.
 func sdfRenders(p Primitive) bool {
 	switch p {
 	case PrimSphere, PrimEllipsoid, PrimBox, PrimRoundedBox, PrimPlane, PrimCapsule, PrimCappedCylinder,
-		PrimCapsuleVertical, PrimCappedCylinderVertical, PrimTorus:
+		PrimCapsuleVertical, PrimCappedCylinderVertical, PrimTorus, PrimBoxFrame, PrimLink:
 		return true
 	}
 	return false

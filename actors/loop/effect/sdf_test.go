@@ -122,6 +122,8 @@ func TestSDFForceFollowsTheGradient(t *testing.T) {
 		{PrimCapsuleVertical, Params{HeightM: 0.04, RadiusM: 0.02}},
 		{PrimCappedCylinderVertical, Params{HeightM: 0.04, RadiusM: 0.03}},
 		{PrimTorus, Params{RadiusM: 0.06, MinorRadiusM: 0.015}},
+		{PrimBoxFrame, Params{HalfExtentsM: vec(0.06, 0.05, 0.04), MinorRadiusM: 0.01}},
+		{PrimLink, Params{RadiusM: 0.04, MinorRadiusM: 0.01, HeightM: 0.03}},
 	}
 	const rng, scale = 0.02, 3.0
 	for _, sh := range shapes {
@@ -192,6 +194,10 @@ func TestSDFNormalsOfSimpleShapes(t *testing.T) {
 		{"capsule across its axis", PrimCapsule, Params{PointM: vec(0, -0.1, 0), EndM: vec(0, 0.1, 0), RadiusM: 0.02},
 			vec(0, 0.05, 0.025), vec(0, 0, 1)},
 		{"vertical cylinder cap", PrimCappedCylinderVertical, Params{HeightM: 0.04, RadiusM: 0.03}, vec(0.01, 0.045, 0), vec(0, 1, 0)},
+		{"box frame, off an edge along X", PrimBoxFrame, Params{HalfExtentsM: vec(0.06, 0.05, 0.04), MinorRadiusM: 0.01},
+			vec(0, 0.055, 0.045), vec(0, math.Sqrt2/2, math.Sqrt2/2)},
+		{"link, off the end of its loop", PrimLink, Params{RadiusM: 0.04, MinorRadiusM: 0.01, HeightM: 0.03},
+			vec(0, 0.03+0.04+0.01+0.005, 0), vec(0, 1, 0)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -320,5 +326,22 @@ func TestSDFUpdateAfterCrossFadeKeepsTheNewShape(t *testing.T) {
 	}
 	if g.r.Len() != 1 {
 		t.Fatalf("%d effects rendered after the fade, want 1", g.r.Len())
+	}
+}
+
+// TestSDFBoxFrameIsOpen: the middle of a box frame's face is far from its
+// edges, so beyond the band there is no force, unlike a box.
+func TestSDFBoxFrameIsOpen(t *testing.T) {
+	for _, c := range []struct {
+		prim Primitive
+		want float64
+	}{{PrimBoxFrame, 0}, {PrimBox, 1}} {
+		p := identityFrame(Params{HalfExtentsM: vec(0.06, 0.05, 0.04), MinorRadiusM: 0.01, RangeM: 0.02, ForceScaleN: 1})
+		g := newRig(t, Spec{ID: "f", Kind: SDF, Primitive: c.prim, Curve: SDFCurve{Symmetry: SDFAlign}, Params: p})
+		// On the +Z face's centre plane, 1 cm out: 1 cm from a box, 4.5 cm
+		// and more from the frame's edges.
+		if f := g.settle(vec(0, 0, 0.05), hw.Vec3{}); !near(f.Z, c.want*0.5, 1e-9) || f.X != 0 || f.Y != 0 {
+			t.Fatalf("%s: force %v, want %v N along Z", c.prim, f, c.want*0.5)
+		}
 	}
 }

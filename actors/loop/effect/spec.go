@@ -84,10 +84,17 @@ const (
 	PrimCappedCylinderVertical
 	// PrimTorus: in the XZ plane, major RadiusM, tube MinorRadiusM.
 	PrimTorus
+	// PrimBoxFrame: the edges of a box of half-extents HalfExtentsM, of
+	// thickness MinorRadiusM.
+	PrimBoxFrame
+	// PrimLink: a chain link, two half-tori of major RadiusM and tube
+	// MinorRadiusM in the XY plane, joined by straight runs HeightM long
+	// either side of the centre along Y.
+	PrimLink
 )
 
 var primNames = [...]string{"", "sphere", "ellipsoid", "box", "rounded_box", "plane", "capsule",
-	"capped_cylinder", "capsule_vertical", "capped_cylinder_vertical", "torus"}
+	"capped_cylinder", "capsule_vertical", "capped_cylinder_vertical", "torus", "box_frame", "link"}
 
 func (p Primitive) String() string {
 	if int(p) < len(primNames) && p != 0 {
@@ -378,6 +385,19 @@ func (sp *Spec) validateShape() error {
 			return err
 		}
 		return pos("minor_radius_m", p.MinorRadiusM)
+	case PrimBoxFrame:
+		if err := posVec("half_extents_m", p.HalfExtentsM); err != nil {
+			return err
+		}
+		return pos("minor_radius_m", p.MinorRadiusM)
+	case PrimLink:
+		if err := pos("radius_m", p.RadiusM); err != nil {
+			return err
+		}
+		if err := pos("minor_radius_m", p.MinorRadiusM); err != nil {
+			return err
+		}
+		return pos("height_m", p.HeightM)
 	}
 	return fmt.Errorf("unknown primitive %d", sp.Primitive)
 }
