@@ -228,7 +228,7 @@ func (s *state) sdf(x hw.Vec3) hw.Vec3 { return sdfForce(s.prim, s.sp.Curve, &s.
 
 // sdfForce is an SDF effect's force at x (device frame). Beyond the band it
 // costs one distance; in it, six more for the gradient (central
-// differences) on every shape but the sphere and the plane.
+// differences) on every shape but the sphere, the plane and the boxes.
 func sdfForce(prim Primitive, c SDFCurve, p *Params, x hw.Vec3) hw.Vec3 {
 	xl := mulMat(&p.ToLocal, x).Add(p.LocalOffsetM)
 	d := shapeDistance(prim, p, xl)
@@ -246,6 +246,23 @@ func sdfForce(prim Primitive, c SDFCurve, p *Params, x hw.Vec3) hw.Vec3 {
 	return n.Scale(p.ForceScaleN * g / l)
 }
 
+// boxGradient is the gradient of sdBox at q (box-centred), in closed
+// form: outside, from the nearest point of the surface; inside, along the
+// axis of the nearest face.
+func boxGradient(q, b hw.Vec3) hw.Vec3 {
+	d := hw.Vec3{X: math.Abs(q.X) - b.X, Y: math.Abs(q.Y) - b.Y, Z: math.Abs(q.Z) - b.Z}
+	if d.X > 0 || d.Y > 0 || d.Z > 0 {
+		return hw.Vec3{X: math.Copysign(math.Max(d.X, 0), q.X), Y: math.Copysign(math.Max(d.Y, 0), q.Y), Z: math.Copysign(math.Max(d.Z, 0), q.Z)}
+	}
+	switch {
+	case d.X >= d.Y && d.X >= d.Z:
+		return hw.Vec3{X: math.Copysign(1, q.X)}
+	case d.Y >= d.Z:
+		return hw.Vec3{Y: math.Copysign(1, q.Y)}
+	}
+	return hw.Vec3{Z: math.Copysign(1, q.Z)}
+}
+
 // sdfLocalGradient is the gradient of the primitive's distance at xl
 // (local frame), not normalised.
 func sdfLocalGradient(prim Primitive, p *Params, xl hw.Vec3) hw.Vec3 {
@@ -254,6 +271,8 @@ func sdfLocalGradient(prim Primitive, p *Params, xl hw.Vec3) hw.Vec3 {
 		return xl.Sub(p.PointM)
 	case PrimPlane:
 		return p.AxisUnit
+	case PrimBox, PrimRoundedBox:
+		return boxGradient(xl.Sub(p.PointM), p.HalfExtentsM)
 	}
 	// A micrometre of the local frame: far below any encoder's step, far
 	// above float64's resolution at desk scale.
