@@ -789,7 +789,7 @@ func (c *deviceCore) publishLoopGlobals() {
 		},
 		ForceClampN:  g.ForceClamp.MaxForceN,
 		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
-		Passivity:    passivity.Options{Enabled: g.PassivityController.Enabled},
+		Passivity:    passivityOptions(g.PassivityController),
 	})
 }
 
@@ -824,4 +824,12 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	case loop.EventRateWarning:
 		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}
+}
+
+// passivityOptions maps the passivity_controller entry to the loop's
+// controller options (an unknown scope, which decoding refuses, is the
+// default one).
+func passivityOptions(e protocol.PassivityController) passivity.Options {
+	scope, _ := passivity.ParseScope(e.Scope)
+	return passivity.Options{Enabled: e.Enabled, Scope: scope}
 }
