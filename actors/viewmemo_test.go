@@ -15,8 +15,8 @@ import (
 // one ViewFor returns after every change the device actor makes: the
 // session's own view published or withdrawn, another session of the same
 // slot shard attaching, the session detached and attached again with a new
-// slot. A memo that kept a stale view would frame the arm in the wrong
-// coordinates.
+// slot, the default view replaced. A memo that kept a stale view would
+// frame the arm in the wrong coordinates.
 func TestViewMemoFollowsTheDevicesViews(t *testing.T) {
 	arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
 	info := arm.Info()
@@ -49,13 +49,22 @@ func TestViewMemoFollowsTheDevicesViews(t *testing.T) {
 		{"detached", func() { core.detach(session) }, false},
 		{"attached again, own workspace", func() { attach(session); workspace(moved) }, true},
 		{"device-global change republishes every view", func() { core.publishGlobals() }, true},
+		{"back to defaults", func() { workspace(space.IdentityTransform()) }, false},
+		{"default view replaced", func() { core.publishGlobals() }, false},
+		{"no session attached", func() { core.detach(session); core.detach(sameShard) }, false},
+		{"default view replaced, no session attached", func() { core.publishGlobals() }, false},
 	}
-	var memo viewMemo
+	// stranger never attaches: it sees the default view, whichever it is.
+	const stranger = 5
+	var memo, strangers viewMemo
 	for _, st := range steps {
 		st.change()
 		want := d.ViewFor(session)
 		if got := memo.viewFor(0, d, session); got != want {
 			t.Fatalf("%s: the memo gives view %p, ViewFor %p", st.name, got, want)
+		}
+		if got, want := strangers.viewFor(0, d, stranger), d.defaultView.Load(); got != want {
+			t.Fatalf("%s: an unattached session's memo gives view %p, the default view is %p", st.name, got, want)
 		}
 		if isDefault := want == d.defaultView.Load(); isDefault == st.ownView {
 			t.Fatalf("%s: own view %v, want %v", st.name, !isDefault, st.ownView)
