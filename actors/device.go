@@ -25,8 +25,9 @@ import (
 // actor publishes for each session. A Device is shared by every session and
 // transport; everything mutable in it is atomic.
 type Device struct {
-	// Atomics first. viewsVersion, defaultView and frames lead, in one
-	// cache line: a frame reads the three for every device it carries.
+	// Atomics first. viewsVersion, defaultView and frames lead, 48 bytes
+	// together (one cache line or two, by where the allocator puts the
+	// Device): a frame reads the three for every device it carries.
 	//
 	// viewsVersion counts the device actor's changes to what ViewFor
 	// returns (a view published, a slot set or removed, the default view
