@@ -1,8 +1,8 @@
 package actors
 
-// The encoded-frame cache: one device's element (id, state and status), encoded once per
-// publish of its loop and view, so that the sessions framing the same
-// publish copy bytes instead of encoding again. It sits beside frame
+// The encoded-frame cache: one device's element (id, state and status),
+// encoded once per publish of its loop and view, so that the sessions
+// framing the same publish copy bytes instead of encoding again. It sits beside frame
 // encoding (session.go's fillDevices), not in the device actor: the actor
 // never reads or writes it. Every method is safe for concurrent use by any
 // number of sessions and never blocks.
@@ -39,10 +39,10 @@ type frameCache struct {
 	lastMiss [numCacheSlots]atomic.Uint64
 }
 
-// encodedBody is one device's element (id, state and status) as a format encodes it
-// for one published snapshot seen through one view. It is keyed by the
-// loop's publish sequence, not the tick: a Halt republishes the same tick
-// with another mode. It is immutable once published, but for hits.
+// encodedBody is one device's element (id, state and status) as a format
+// encodes it for one published snapshot seen through one view. It is keyed
+// by the loop's publish sequence, not the tick: a Halt republishes the same
+// tick with another mode. It is immutable once published, but for reused.
 type encodedBody struct {
 	seq  uint64
 	view *View
@@ -63,7 +63,7 @@ func (e *encodedBody) markReused() {
 	}
 }
 
-// cached returns the encoded state of publish seq seen through v in a
+// cached returns the encoded element of publish seq seen through v in a
 // format's slot, or nil when the cache holds another publish or view.
 func (fc *frameCache) cached(slot int, seq uint64, v *View) []byte {
 	if e := fc.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
