@@ -282,16 +282,19 @@ func TestFramePrecision(t *testing.T) {
 	}
 }
 
-// A frame built from pre-encoded bodies is byte for byte the frame encoded
-// from the states.
-func TestAppendFrameWithBodies(t *testing.T) {
+// A frame built from pre-encoded elements is byte for byte the frame
+// encoded from the states.
+func TestAppendFrameWithElements(t *testing.T) {
 	f := sampleFrame()
 	f.Arms[0].Config, f.Grips[0].Config = nil, nil
 	want := string(AppendFrame(nil, f, nil))
 	var c Codec
-	f.Arms[0].Body = c.AppendArmState(nil, &f.Arms[0])
-	f.Grips[0].Body = c.AppendGripState(nil, &f.Grips[0])
-	f.Arms[0].State, f.Grips[0].State = ArmState{}, GripState{} // the bodies must carry it
+	f.Arms[0].Element = c.AppendArmElement(nil, &f.Arms[0])
+	f.Grips[0].Element = c.AppendGripElement(nil, &f.Grips[0])
+	// The elements must carry the id, state and status.
+	f.Arms[0].DeviceID, f.Grips[0].DeviceID = "", ""
+	f.Arms[0].State, f.Grips[0].State = ArmState{}, GripState{}
+	f.Arms[0].Status, f.Grips[0].Status = ArmStatus{}, GripStatus{}
 	if got := string(AppendFrame(nil, f, nil)); got != want {
 		t.Fatalf("with bodies\n%s\nwant\n%s", got, want)
 	}
