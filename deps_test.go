@@ -42,10 +42,12 @@ var house = []houseRule{
 	// (google.golang.org/protobuf for the generated wire types); with
 	// automanaged membership protoactor's provider serves its health
 	// endpoint with labstack/echo, which the package hands a listener bound
-	// to --cluster-bind. Only the cluster package may use them: a single
-	// host links none of it.
+	// to --cluster-bind; with etcd discovery protoactor's etcd provider
+	// needs etcd's client (go.etcd.io/etcd/client/v3, given zap's no-op
+	// logger so its own output stays out of the service's log). Only the
+	// cluster package may use them: a single host links none of it.
 	{prefix: "actors/cluster", project: []string{"actors", "protocol", "hw"},
-		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/labstack/echo", "github.com/rs/zerolog", "google.golang.org/grpc", "google.golang.org/protobuf"},
+		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/labstack/echo", "github.com/rs/zerolog", "go.etcd.io/etcd/client/v3", "go.uber.org/zap", "google.golang.org/grpc", "google.golang.org/protobuf"},
 		why:        "the lab's cluster link sits beside the actors, above protocol and hw; only it speaks gRPC and protobuf"},
 	{prefix: "actors/recording", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/rs/zerolog"},

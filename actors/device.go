@@ -25,11 +25,19 @@ import (
 // actor publishes for each session. A Device is shared by every session and
 // transport; everything mutable in it is atomic.
 type Device struct {
-	// Atomics first.
-	slots       sessionSlots         // written by the device actor only
-	defaultView atomic.Pointer[View] // what a session with no entries of its own sees
+	// Atomics first. viewsVersion, defaultView and frames lead, 48 bytes
+	// together (one cache line or two, by where the allocator puts the
+	// Device): a frame reads the three for every device it carries.
+	//
+	// viewsVersion counts the device actor's changes to what ViewFor
+	// returns (a view published, a slot set or removed, the default view
+	// replaced), each counted after it is stored: a reader that saw a
+	// count sees every change it counts (viewMemo).
+	viewsVersion atomic.Uint64
+	defaultView  atomic.Pointer[View] // what a session with no entries of its own sees
 	// frames is the encoded-frame cache the sessions share (framecache.go).
 	frames frameCache
+	slots  sessionSlots // written by the device actor only
 	// declared is the effects declaration behind the Set the loop renders,
 	// as its session declared it (effects.go).
 	declared atomic.Pointer[declaredEffects]
@@ -149,6 +157,48 @@ func (d *Device) ViewFor(session uint64) *View {
 		}
 	}
 	return d.defaultView.Load()
+}
+
+// viewMemo is ViewFor for one session's frames, remembered per device
+// until the device actor changes a view of that device (viewsVersion):
+// reading the view is then one load from the line the frame reads anyway,
+// not a map lookup and the session's view slot per device per frame (a
+// tenth of a 100-arm frame's time). Entry i belongs to the i-th device a
+// frame lists.
+type viewMemo []viewMemoEntry
+
+type viewMemoEntry struct {
+	dev     *Device
+	version uint64 // dev.viewsVersion before view was looked up
+	view    *View
+}
+
+// viewFor returns what d.ViewFor(session) returns, for the i-th device of
+// a frame. A nil memo looks the view up.
+func (m *viewMemo) viewFor(i int, d *Device, session uint64) *View {
+	if m == nil {
+		return d.ViewFor(session)
+	}
+	for len(*m) <= i {
+		*m = append(*m, viewMemoEntry{})
+	}
+	e := &(*m)[i]
+	// The count is read before the lookup: a change that lands during
+	// the lookup counts past it, and the next frame looks up again.
+	ver := d.viewsVersion.Load()
+	if e.dev != d || e.version != ver || e.view == nil {
+		e.dev, e.version, e.view = d, ver, d.ViewFor(session)
+	}
+	return e.view
+}
+
+// keep drops the entries past the first n, so that a removed device's
+// entry does not keep it alive.
+func (m *viewMemo) keep(n int) {
+	if m != nil && len(*m) > n {
+		clear((*m)[n:])
+		*m = (*m)[:n]
+	}
 }
 
 // unchangedBy reports whether session's device actor would apply entries
@@ -703,6 +753,7 @@ func (c *deviceCore) finishAttach(session uint64, s *sessionState, added bool) {
 		// session's slot must find the view of its config (unchangedBy
 		// relies on it), not the default view of a profile still loading.
 		c.dev.slots.set(session, s.slot)
+		c.dev.viewsVersion.Add(1)
 	}
 }
 
@@ -712,12 +763,14 @@ func (c *deviceCore) detach(session uint64) {
 	}
 	delete(c.sessions, session)
 	c.dev.slots.remove(session)
+	c.dev.viewsVersion.Add(1)
 }
 
 // publish compiles and publishes one session's view. A session whose
 // entries are all defaults shares the device's default view, so every such
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
+	defer c.dev.viewsVersion.Add(1) // after the store
 	def := protocol.DefaultSessionConfig()
 	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
@@ -768,6 +821,7 @@ func (c *deviceCore) publishGlobals() {
 	c.publishLoopGlobals()
 	def := protocol.DefaultSessionConfig()
 	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}, space.IdentityTransform()))
+	c.dev.viewsVersion.Add(1)
 	for _, s := range c.sessions {
 		c.publish(s)
 	}
@@ -789,7 +843,7 @@ func (c *deviceCore) publishLoopGlobals() {
 		},
 		ForceClampN:  g.ForceClamp.MaxForceN,
 		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
-		Passivity:    passivity.Options{Enabled: g.PassivityController.Enabled},
+		Passivity:    passivityOptions(g.PassivityController),
 	})
 }
 
@@ -824,4 +878,12 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	case loop.EventRateWarning:
 		c.activity.Publish(event.ControlRateWarning(d.Name, d.ID, float64(ev.PeriodP99Ns)/1e3, float64(ev.TargetNs)/1e3, ev.Suppressed))
 	}
+}
+
+// passivityOptions maps the passivity_controller entry to the loop's
+// controller options (an unknown scope, which decoding refuses, is the
+// default one).
+func passivityOptions(e protocol.PassivityController) passivity.Options {
+	scope, _ := passivity.ParseScope(e.Scope)
+	return passivity.Options{Enabled: e.Enabled, Scope: scope}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
@@ -334,15 +335,49 @@ func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
 		sp.Kind = effect.Vibration
 		p.FrequencyHz, p.AmplitudeN, p.AxisUnit = v.FrequencyHz, v.AmplitudeN, hw.Vec3(v.Direction)
 	case protocol.EffectSDF:
-		// The vendor's SDF effect is a force by distance with easings; the
-		// loop's shapes are walls with a proxy. Rendering one as the other
-		// would feel different from what was declared.
-		return errors.New("sdf effects are " + errEffectNotRendered.Error() + " by this service's loop yet; declare a wall, limit_sphere or limit_box")
+		return sdfSpec(sp, &e.SDF)
 	default:
 		return errors.New("unknown effect type")
 	}
 	return nil
 }
+
+// sdfSpec fills sp with an SDF effect (device frame): the shape's sizes in
+// its local frame, the frame, and the force curve.
+func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
+	prim, ok := effect.ParsePrimitive(s.Shape.Primitive)
+	ease, eok := effect.ParseSDFEase(s.Ease)
+	sym, sok := effect.ParseSDFSymmetry(s.Symmetry)
+	if !ok {
+		return errors.New("an sdf " + s.Shape.Primitive + " is " + errEffectNotRendered.Error() + " by this service's loop; it renders " + strings.Join(sdfRendered, ", "))
+	}
+	if !eok || !sok || s.Blend != "additive" {
+		return errors.New("sdf ease " + s.Ease + ", symmetry " + s.Symmetry + " or blend " + s.Blend + " is " + errEffectNotRendered.Error())
+	}
+	sp.Kind, sp.Primitive = effect.SDF, prim
+	sp.Curve = effect.SDFCurve{Ease: ease, Reverse: s.ReverseEasing, Symmetry: sym}
+	_, shape := bubbleShape(s.Shape)
+	q := &s.Shape.Params
+	switch prim {
+	case effect.PrimPlane:
+		// d = n·x − h: the plane through h·n.
+		n := hw.Vec3(q.N)
+		shape.AxisUnit, shape.PointM = n, n.Scale(q.H)
+	case effect.PrimBoxFrame:
+		shape.HalfExtentsM, shape.MinorRadiusM = hw.Vec3(q.B), q.E
+	case effect.PrimLink:
+		shape.RadiusM, shape.MinorRadiusM, shape.HeightM = q.R1, q.R2, q.Le
+	}
+	p := &sp.Params
+	*p = shape
+	p.ToLocal, p.LocalOffsetM, p.DevMPerLocalM = s.ToLocal, hw.Vec3(s.LocalOffset), s.FrameMPerLocalM
+	p.RangeM, p.ForceScaleN = s.RangeM, s.ForceScaleN
+	return nil
+}
+
+// sdfRendered lists the primitives an sdf effect renders (effect.SDF).
+var sdfRendered = []string{"sphere", "ellipsoid", "box", "rounded_box", "plane", "capsule", "capped_cylinder",
+	"capsule_vertical", "capped_cylinder_vertical", "torus", "box_frame", "link"}
 
 // axisAlignedHalfExtents maps a box whose axes (columns, device frame) are
 // a signed permutation of the device's to its half-extents along the

@@ -1,8 +1,8 @@
 package actors
 
-// The encoded-frame cache: one device's state and status, encoded once per
-// publish of its loop and view, so that the sessions framing the same
-// publish copy bytes instead of encoding again. It sits beside frame
+// The encoded-frame cache: one device's element (id, state and status),
+// encoded once per publish of its loop and view, so that the sessions
+// framing the same publish copy bytes instead of encoding again. It sits beside frame
 // encoding (session.go's fillDevices), not in the device actor: the actor
 // never reads or writes it. Every method is safe for concurrent use by any
 // number of sessions and never blocks.
@@ -39,25 +39,35 @@ type frameCache struct {
 	lastMiss [numCacheSlots]atomic.Uint64
 }
 
-// encodedBody is one device's state and status as a format encodes them
-// for one published snapshot seen through one view. It is keyed by the
-// loop's publish sequence, not the tick: a Halt republishes the same tick
-// with another mode. It is immutable once published, but for hits.
+// encodedBody is one device's element (id, state and status) as a format
+// encodes it for one published snapshot seen through one view. It is keyed
+// by the loop's publish sequence, not the tick: a Halt republishes the same
+// tick with another mode. It is immutable once published, but for reused.
 type encodedBody struct {
 	seq  uint64
 	view *View
 	body []byte
-	// hits counts the frames that reused it: none means no frame needed
-	// that publish again (say, one session subscribed to the device at the
-	// loop's rate), so storing encodings only costs allocations.
-	hits atomic.Int32
+	// reused is set by the first frame that reuses it: none means no
+	// frame needed that publish again (say, one session subscribed to the
+	// device at the loop's rate), so storing encodings only costs
+	// allocations. It is set once, not counted: every session framing the
+	// device writing one shared word was a cache line bouncing between
+	// the cores at every hit.
+	reused atomic.Bool
 }
 
-// cached returns the encoded state of publish seq seen through v in a
+// markReused sets e.reused, writing only the first time.
+func (e *encodedBody) markReused() {
+	if !e.reused.Load() {
+		e.reused.Store(true)
+	}
+}
+
+// cached returns the encoded element of publish seq seen through v in a
 // format's slot, or nil when the cache holds another publish or view.
 func (fc *frameCache) cached(slot int, seq uint64, v *View) []byte {
 	if e := fc.bodies[slot].Load(); e != nil && e.seq == seq && e.view == v {
-		e.hits.Add(1)
+		e.markReused()
 		return e.body
 	}
 	return nil
@@ -88,7 +98,7 @@ func missKey(seq, session uint64) uint64 {
 // apart: one frame in ten lands twice in one publish).
 func (fc *frameCache) worthStoring(slot int, seq, session uint64) bool {
 	e := fc.bodies[slot].Load()
-	if e == nil || e.hits.Load() > 0 {
+	if e == nil || e.reused.Load() {
 		return true
 	}
 	key := missKey(seq, session)
@@ -106,7 +116,7 @@ func (fc *frameCache) worthStoring(slot int, seq, session uint64) bool {
 			continue // another session's frame of this device came between
 		}
 		if prev>>24 == key>>24 && prev&^3 != key {
-			e.hits.Add(1) // another session's: the stale entry takes the hit, the next miss stores
+			e.markReused() // another session's: the stale entry takes the hit, the next miss stores
 		}
 		return false
 	}

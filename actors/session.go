@@ -24,10 +24,11 @@ import (
 type Codec interface {
 	Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error
 	AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTable) []byte
-	// AppendArmState and AppendGripState encode one device's state and
-	// status alone, for the per-device cache (ArmFrame.Body).
-	AppendArmState(dst []byte, a *protocol.ArmFrame) []byte
-	AppendGripState(dst []byte, g *protocol.GripFrame) []byte
+	// AppendArmElement and AppendGripElement encode one device's element
+	// (id, state and status, no config) alone, for the per-device cache
+	// (ArmFrame.Element).
+	AppendArmElement(dst []byte, a *protocol.ArmFrame) []byte
+	AppendGripElement(dst []byte, g *protocol.GripFrame) []byte
 	// APIVersion names the format: "3.x" or "3.0".
 	APIVersion() string
 }
@@ -366,6 +367,7 @@ type sessionScratch struct {
 	cmd   hw.Command
 	sview protocol.SessionView
 	ext   armExtScratch
+	views viewMemo
 	// hints[i] is where message entry i's device was in its type's list
 	// last time (find).
 	hints []int
@@ -657,22 +659,23 @@ func (p *tickPath) fillDevices(f *protocol.Frame, snap *sessionSnapshot, withCon
 	if !withConfig {
 		f.ArmState = snap.sub.armState
 	}
-	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext)
+	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext, &p.views)
 }
 
 // FillFrame fills f with every device as session sees it (0: the default
 // view), with config when withConfig is set. GET /devices uses it.
 func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) {
 	var snap loop.Snapshot
-	fillFrame(s.Devices(), session, f, &snap, withConfig, nil, nil, nil)
+	fillFrame(s.Devices(), session, f, &snap, withConfig, nil, nil, nil, nil)
 }
 
 // fillFrame fills f. With a codec, state-only elements of devices seen
-// through their shared default view come from the device's encoded-state
+// through their shared default view come from the device's encoded-element
 // cache: one encoding per device, published snapshot and format, however
 // many sessions frame it. A cache hit neither copies the snapshot nor
-// encodes.
-func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec, xs *armExtScratch) {
+// encodes, nor quotes the device's id. views (nil: none) remembers the
+// session's views from frame to frame.
+func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec, xs *armExtScratch, views *viewMemo) {
 	xs.reset()
 	configFor := func(t protocol.DeviceType) bool {
 		if !withConfig {
@@ -690,8 +693,9 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	}
 	armConfig, gripConfig := configFor(protocol.TypeArm), configFor(protocol.TypeGrip)
 	slot := cacheSlot(codec)
-	for _, d := range devs.OfType(protocol.TypeArm) {
-		v := d.ViewFor(session)
+	arms := devs.OfType(protocol.TypeArm)
+	for i, d := range arms {
+		v := views.viewFor(i, d, session)
 		// An arm with effects is encoded per frame: the cache is keyed by
 		// the loop's snapshot, the effects by the session's Set.
 		ext := armExt(d, v, xs) // effects and passivity (effects.go)
@@ -705,12 +709,15 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			hit = d.frames.cached(slot, seq, v)
 		}
 		if hit != nil && len(f.Arms) < cap(f.Arms) {
-			// A hit sets the element's id and body only, in a reused
+			// A hit sets the element's id and encoding only, in a reused
 			// element: zeroing its state (about 450 bytes, not read beside
-			// a body) was a sixth of a 100-arm frame's time.
+			// an encoded element) was a sixth of a 100-arm frame's time.
+			// State.Ext is left as it is too (not read either; the other
+			// paths build their element afresh), so that a hit writes one
+			// cache line of the element.
 			f.Arms = f.Arms[:len(f.Arms)+1]
 			af := &f.Arms[len(f.Arms)-1]
-			af.DeviceID, af.Config, af.Body, af.State.Ext = d.ID, nil, hit, nil
+			af.DeviceID, af.Config, af.Element = d.ID, nil, hit
 			continue
 		}
 		// Built in place in f's reused slice: a local would escape through
@@ -725,11 +732,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			applyNavigation(af, v)
 			af.Config = &v.Config
 		case cacheable:
-			if af.Body = hit; af.Body == nil {
+			if af.Element = hit; af.Element == nil {
 				d.Load(snap)
 				fillArm(af, snap, v)
 				if d.frames.worthStoring(slot, seq, session) {
-					af.Body = d.frames.store(slot, seq, v, codec.AppendArmState(d.frames.buffer(slot, 1024), af))
+					af.Element = d.frames.store(slot, seq, v, codec.AppendArmElement(d.frames.buffer(slot, 1024), af))
 				}
 			}
 		case !f.ArmState.NeedsPose():
@@ -744,8 +751,9 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			applyNavigation(af, v)
 		}
 	}
-	for _, d := range devs.OfType(protocol.TypeGrip) {
-		v := d.ViewFor(session)
+	grips := devs.OfType(protocol.TypeGrip)
+	for j, d := range grips {
+		v := views.viewFor(len(arms)+j, d, session)
 		f.Grips = append(f.Grips, protocol.GripFrame{DeviceID: d.ID, Link: d.Link()})
 		gf := &f.Grips[len(f.Grips)-1]
 		switch {
@@ -755,11 +763,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			gf.Config = &v.Config
 		case slot >= 0 && v == d.defaultView.Load() && f.ArmState == 0:
 			seq := d.publishSeq()
-			if gf.Body = d.frames.cached(slot, seq, v); gf.Body == nil {
+			if gf.Element = d.frames.cached(slot, seq, v); gf.Element == nil {
 				d.Load(snap)
 				fillGrip(gf, snap, v)
 				if d.frames.worthStoring(slot, seq, session) {
-					gf.Body = d.frames.store(slot, seq, v, codec.AppendGripState(d.frames.buffer(slot, 512), gf))
+					gf.Element = d.frames.store(slot, seq, v, codec.AppendGripElement(d.frames.buffer(slot, 512), gf))
 				}
 			}
 		default:
@@ -767,6 +775,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			fillGrip(gf, snap, v)
 		}
 	}
+	views.keep(len(arms) + len(grips))
 }
 
 func (p *tickPath) emit(f *protocol.Frame) {

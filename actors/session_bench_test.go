@@ -118,6 +118,51 @@ func BenchmarkSessionMessage(b *testing.B) {
 	}
 }
 
+// BenchmarkEveryArmFrames is issue 26's every-arm load inside one process:
+// 100 sessions on 100 simulated arms, session i commanding arm i, each
+// frame carrying every arm (the default subscription). The sessions take
+// turns, one message each, so every frame is another session's and each
+// session's scratch is as cold as among 100 live connections; frames of
+// one publish share each arm's encoded element. ns/op is one message and
+// its frame; allocations per message are reported (the cache's stores,
+// one per arm and publish, amortized).
+func BenchmarkEveryArmFrames(b *testing.B) {
+	const n = 100
+	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Shutdown(b.Context())
+	type client struct {
+		sess *Session
+		sink *chanSink
+		msg  []byte
+	}
+	clients := make([]client, n)
+	for i := range clients {
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[i].msg = []byte(`{"arm3":[{"device_id":"` + d.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+	}
+	for i := range clients {
+		clients[i].sess, clients[i].sink = openRecycling(b, svc)
+	}
+	var frameBytes int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := &clients[i%n]
+		c.sess.Deliver(c.msg)
+		f := <-c.sink.frames
+		frameBytes = len(f)
+		c.sink.free <- f
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(frameBytes), "frame-bytes")
+}
+
 // BenchmarkSessionsOpen opens n sessions on n simulated arms, so each
 // session attaches to every arm (its inventory lists them all): the cost
 // per session and device should stay flat as n grows. With one

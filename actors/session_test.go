@@ -107,11 +107,11 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 	var snap loop.Snapshot
 	frame := func(session uint64) string {
 		f.Arms = f.Arms[:0]
-		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{}, nil)
-		if len(f.Arms) != 1 || f.Arms[0].Body == nil {
-			t.Fatalf("no cached body: %+v", f.Arms)
+		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{}, nil, nil)
+		if len(f.Arms) != 1 || f.Arms[0].Element == nil {
+			t.Fatalf("no cached element: %+v", f.Arms)
 		}
-		return string(f.Arms[0].Body)
+		return string(f.Arms[0].Element)
 	}
 	// Framed by two sessions: an encoding another session reused keeps the
 	// cache storing (worthStoring), so the frame after Halt is cached too.

@@ -27,8 +27,9 @@ import (
 // Row B declares the wall as an effect over the WebSocket, in the shape
 // docs/protocol.md's Effects section gives, and fails with the service's
 // answer if the service refuses or ignores it. Row C is row A with the
-// arm's passivity controller switched on over HTTP (the device-global
-// entry passivity/controller) for the row, and off again after it.
+// arm's passivity controller switched on over HTTP on the whole output
+// (the device-global entry passivity/controller, scope "output") for the
+// row, and back to the service's default after it.
 
 // Simulated-arm figures the real-time bounds use: hw/sim's DefaultPhysics
 // (the bench may not import it; hw/sim's tests pin the same values).
@@ -602,16 +603,26 @@ func effectsInForce(frame []byte, id string) int {
 	return 0
 }
 
+// The passivity controller's bodies: row C guards the whole output (the
+// client's streamed wall is the source to keep passive); the service's
+// default guards only what its loop renders, which leaves rows A and B
+// alone (docs/protocol.md, Passivity).
+const (
+	passivityWholeOutput = `{"enabled":true,"scope":"output"}`
+	passivityDefault     = `{"enabled":true,"scope":"rendered"}`
+	passivityOff         = `{"enabled":false}`
+)
+
 // switchPassivity sets the passivity controller of arm id on the service
-// behind wsURL (POST /arm3/{id}/config/passivity/controller) and returns
-// what restores it to off. Row C measures row A's client with it on.
+// behind wsURL (POST /arm3/{id}/config/passivity/controller): on the whole
+// output when on, off otherwise; it returns what restores the service's
+// default. Row C measures row A's client with it on.
 func switchPassivity(ctx context.Context, wsURL, id string, on bool) (restore func(), err error) {
 	_, httpBase, err := targetURLs(wsURL)
 	if err != nil {
 		return nil, err
 	}
-	set := func(ctx context.Context, enabled bool) error {
-		body := fmt.Sprintf(`{"enabled":%v}`, enabled)
+	set := func(ctx context.Context, body string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, httpBase+"/arm3/"+id+"/config/passivity/controller", strings.NewReader(body))
 		if err != nil {
 			return fmt.Errorf("bench: zwidth: passivity controller: %w", err)
@@ -628,12 +639,16 @@ func switchPassivity(ctx context.Context, wsURL, id string, on bool) (restore fu
 		}
 		return nil
 	}
-	if err := set(ctx, on); err != nil {
+	body := passivityOff
+	if on {
+		body = passivityWholeOutput
+	}
+	if err := set(ctx, body); err != nil {
 		return nil, err
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), realtimeTimeout)
 		defer cancel()
-		_ = set(ctx, false) // a service that went away has no controller left on
+		_ = set(ctx, passivityDefault) // a service that went away has no controller left to restore
 	}, nil
 }

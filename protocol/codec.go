@@ -18,12 +18,12 @@ func (Codec) AppendFrame(dst []byte, f *Frame, types *TypeTable) []byte {
 // APIVersion names the format.
 func (Codec) APIVersion() string { return "3.x" }
 
-// AppendArmState is AppendArmState in the 3.x spelling.
-func (Codec) AppendArmState(dst []byte, a *ArmFrame) []byte {
-	return AppendArmState(dst, a, Spelling3x())
+// AppendArmElement is AppendArmElement in the 3.x spelling.
+func (Codec) AppendArmElement(dst []byte, a *ArmFrame) []byte {
+	return AppendArmElement(dst, a, Spelling3x())
 }
 
-// AppendGripState is AppendGripState.
-func (Codec) AppendGripState(dst []byte, g *GripFrame) []byte {
-	return AppendGripState(dst, g)
+// AppendGripElement is AppendGripElement in the 3.x spelling.
+func (Codec) AppendGripElement(dst []byte, g *GripFrame) []byte {
+	return AppendGripElement(dst, g, Spelling3x())
 }

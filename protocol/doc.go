@@ -49,8 +49,8 @@
 //
 // The 3.x codec is DecodeClientMessage and AppendFrame. The message walk
 // (ClientMessage.Decode with a CollectionDecoder, DecodeDevice) and the frame
-// encoder (AppendFrameAs with a Spelling; AppendArmState and AppendGripState
-// for pre-encoded bodies) are exported so that protocol/v30 lays out the 3.0
+// encoder (AppendFrameAs with a Spelling; AppendArmElement and
+// AppendGripElement for pre-encoded elements) are exported so that protocol/v30 lays out the 3.0
 // format over the same implementation: it supplies only its collection
 // decoder and its Spelling.
 //

@@ -181,7 +181,7 @@ type VibrationEffect struct {
 // SDF easings, symmetries and blends (MODULES 2.2; the vendor's values are
 // not public, these are hapticd's).
 var (
-	sdfEaseNames     = []string{"linear", "quadratic", "cubic", "smoothstep"}
+	sdfEaseNames     = []string{"linear", "quadratic", "cubic", "smoothstep", "exponential"}
 	sdfSymmetryNames = []string{"single", "mirror", "align"}
 	sdfBlendNames    = []string{"additive"}
 )

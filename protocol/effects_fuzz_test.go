@@ -18,6 +18,8 @@ func FuzzDecodeEffects(f *testing.F) {
 	f.Add([]byte(`{"set":[` + wallJSON + `]}`))
 	f.Add([]byte(`{"remove":["a"],"clear":true}`))
 	f.Add([]byte(`{"set":[{"id":"s","type":"sdf","shape":"box","params":{"b":{"x":0.1,"y":0.1,"z":0.01}}}]}`))
+	f.Add([]byte(`{"set":[{"id":"p","type":"sdf","shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":2},"h":-0.01}},"transform":{"rotation":{"w":0.7071,"x":0.7071,"y":0,"z":0},"scale":{"x":0.5,"y":0.5,"z":0.5}},"force_scale":20,"range":1e-9,"ease":"exponential","reverse_easing":true,"symmetry":"align"}]}`))
+	f.Add([]byte(`{"set":[{"id":"c","type":"sdf","shape":{"primitive":"capsule","parameters":{"a":{"x":0,"y":0,"z":0},"b":{"x":0,"y":0,"z":0},"r":1e-300}},"ease":"smoothstep","symmetry":"mirror"}]}`))
 	f.Add([]byte(`{"set":[{"id":"m","type":"field","jacobian":[[1,0,0],[0,1,0],[0,0,1e400]],"origin":{"x":0,"y":0,"z":0},"radius":1}]}`))
 	basis, err := space.ParsePermutation("-XZY")
 	if err != nil {

@@ -72,6 +72,11 @@ func TestDecodeEffectsValid(t *testing.T) {
 				t.Fatalf("%+v", s)
 			}
 		}},
+		{"sdf exponential ease, reversed", `{"set":[{"id":"e","type":"sdf","shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":0}},"ease":"exponential","reverse_easing":true,"symmetry":"align"}]}`, func(t *testing.T, u EffectsUpdate) {
+			if s := u.Set[0].SDF; s.Ease != "exponential" || !s.ReverseEasing || s.Symmetry != "align" {
+				t.Fatalf("%+v", s)
+			}
+		}},
 		{"sdf flat form (the vendor's notes)", `{"set":[{"id":"slab","type":"sdf","shape":"box","params":{"b":{"x":0.1,"y":0.1,"z":0.01}},"transform":{"position":{"x":0,"y":0,"z":0.05},"scale":{"x":2,"y":2,"z":2}}}]}`, func(t *testing.T, u EffectsUpdate) {
 			s := u.Set[0].SDF
 			if s.Shape.Primitive != "box" || s.Shape.Params.B.Z != 0.01 || s.RangeM != SDFRangeDefaultM || s.FrameMPerLocalM != 2 {

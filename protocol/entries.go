@@ -420,7 +420,7 @@ func DefaultEntry(k Key) Entry {
 	case KeyForceSlewLimit:
 		return ForceSlewLimit{MaxRateNPerS: ForceSlewDefaultNPerS}
 	case KeyPassivityController:
-		return PassivityController{Enabled: false}
+		return PassivityController{Enabled: true, Scope: passivityScopes[0]}
 	}
 	return nil
 }
@@ -503,8 +503,7 @@ func decodeEntryValue(k Key, v Value, at *pathSeg, w warnings) (Entry, *Error) {
 	case KeyForceSlewLimit:
 		return decodeForceSlewLimit(v, at, w)
 	case KeyPassivityController:
-		b, err := decodeEnabledOnly(v, at, w, k)
-		return PassivityController{Enabled: b}, err
+		return decodePassivityController(v, at, w)
 	}
 	return nil, errAt(CodeInternal, at, "unknown key %d", k)
 }

@@ -56,7 +56,7 @@ func sampleFrame() *Frame {
 	}
 }
 
-const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","port":"/dev/ttyACM0","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2,"device_type":4},"extended_device_id":"5f1c-049d","streaming_mode":"USB","handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"force_clamp":{"max_force":10},"force_slew_limit":{"max_rate":5000},"passivity_controller":{"enabled":false},"preset":"arm_front_centered","basis":{"permutation":"XZY"},"mount":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}},"navigation":{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{"position":{"x":0.5,"y":0,"z":0}},"control_mode":"force","control_domain":"cartesian","calibration_state":0},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
+const goldenArm = `{"device_id":"049D","config":{"type":"%TYPE%","port":"/dev/ttyACM0","device_info":{"id":"049D","uuid":"5f1c-049d","major_version":7,"minor_version":2,"device_type":4},"extended_device_id":"5f1c-049d","streaming_mode":"USB","handedness":"right","torque_scaling":{"enabled":true},"gravity_compensation":{"enabled":true,"scaling_factor":1},"home_return":{"enabled":false},"force_clamp":{"max_force":10},"force_slew_limit":{"max_rate":5000},"passivity_controller":{"enabled":true,"scope":"rendered"},"preset":"arm_front_centered","basis":{"permutation":"XZY"},"mount":{"position":{"x":0,"y":-0.1,"z":-0.15},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}},"filters":{"damping":{"scalar":1.5},"force_gate":{"gain":0.3}},"navigation":{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}},"state":{"cursor_position":{"x":0.01,"y":-0.02,"z":0.125},"cursor_velocity":{"x":1e-07,"y":0,"z":0},"angular_position":{"a0":10,"a1":-20.5,"a2":30},"angular_velocity":{"a0":0,"a1":0,"a2":0},"body_orientation":{"w":1,"x":0,"y":0,"z":0},"current_cursor_force":{"x":0,"y":0,"z":1.5},"current_cursor_position":{"x":0,"y":0,"z":0},"current_angular_position":{"a0":0,"a1":0,"a2":0},"current_angular_torques":{"a0":0,"a1":0,"a2":0},"transform":{"position":{"x":0.5,"y":0,"z":0}},"control_mode":"force","control_domain":"cartesian","calibration_state":0},"status":{"calibrated":true,"in_use":true,"ready":true,"started":true,"power_supply":true}}`
 
 const goldenGrip = `{"device_id":"61548","config":{"type":"%TYPE%","port":"","device_info":{"id":"61548","uuid":"grip-61548","major_version":1,"minor_version":0},"preset":"defaults","basis":{"permutation":"XYZ"},"mount":{"position":{"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}},"state":{"orientation":{"w":0.5,"x":0.5,"y":0.5,"z":0.5},"buttons":{"a":true,"b":false,"c":false},"hall":0.25,"battery_level":0.9},"status":{"connected":true,"awake":true,"ready":true}}`
 
@@ -282,16 +282,19 @@ func TestFramePrecision(t *testing.T) {
 	}
 }
 
-// A frame built from pre-encoded bodies is byte for byte the frame encoded
-// from the states.
-func TestAppendFrameWithBodies(t *testing.T) {
+// A frame built from pre-encoded elements is byte for byte the frame
+// encoded from the states.
+func TestAppendFrameWithElements(t *testing.T) {
 	f := sampleFrame()
 	f.Arms[0].Config, f.Grips[0].Config = nil, nil
 	want := string(AppendFrame(nil, f, nil))
 	var c Codec
-	f.Arms[0].Body = c.AppendArmState(nil, &f.Arms[0])
-	f.Grips[0].Body = c.AppendGripState(nil, &f.Grips[0])
-	f.Arms[0].State, f.Grips[0].State = ArmState{}, GripState{} // the bodies must carry it
+	f.Arms[0].Element = c.AppendArmElement(nil, &f.Arms[0])
+	f.Grips[0].Element = c.AppendGripElement(nil, &f.Grips[0])
+	// The elements must carry the id, state and status.
+	f.Arms[0].DeviceID, f.Grips[0].DeviceID = "", ""
+	f.Arms[0].State, f.Grips[0].State = ArmState{}, GripState{}
+	f.Arms[0].Status, f.Grips[0].Status = ArmStatus{}, GripStatus{}
 	if got := string(AppendFrame(nil, f, nil)); got != want {
 		t.Fatalf("with bodies\n%s\nwant\n%s", got, want)
 	}

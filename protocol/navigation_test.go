@@ -148,6 +148,18 @@ func TestPassivityEntriesPersistWithTheDeviceConfig(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"handedness":"left"}`), &old); err != nil || old.ForceClamp.MaxForceN != ForceClampDefaultN || old.ForceSlewLimit.MaxRateNPerS != ForceSlewDefaultNPerS {
 		t.Fatalf("an old file reads %+v (%v)", old, err)
 	}
+	// The controller: on in the rendered scope unless a file says
+	// otherwise; a file from before scopes keeps its switch.
+	if old.PassivityController != (PassivityController{Enabled: true, Scope: "rendered"}) {
+		t.Fatalf("an old file without the controller reads %+v", old.PassivityController)
+	}
+	var off DeviceConfig
+	if err := json.Unmarshal([]byte(`{"passivity_controller":{"enabled":false}}`), &off); err != nil || off.PassivityController != (PassivityController{Scope: "rendered"}) {
+		t.Fatalf("a file from before scopes reads %+v (%v)", off.PassivityController, err)
+	}
+	if e, err := DecodeEntry(KeyPassivityController, []byte(`{"enabled":true,"scope":"output"}`), ""); err != nil || e != (PassivityController{Enabled: true, Scope: "output"}) {
+		t.Fatalf("output scope: %+v %v", e, err)
+	}
 	for _, tt := range []struct {
 		k    Key
 		body string
@@ -157,6 +169,9 @@ func TestPassivityEntriesPersistWithTheDeviceConfig(t *testing.T) {
 		{KeyForceClamp, `{}`, ""},
 		{KeyForceSlewLimit, `{"max_rate":5}`, "max_rate"},
 		{KeyForceSlewLimit, `{"max_rate":"fast"}`, "max_rate"},
+		{KeyPassivityController, `{"enabled":true,"scope":"all"}`, "scope"},
+		{KeyPassivityController, `{"enabled":"yes"}`, "enabled"},
+		{KeyPassivityController, `{"scope":"output"}`, ""},
 	} {
 		if _, err := DecodeEntry(tt.k, []byte(tt.body), ""); err == nil || err.Path != tt.path {
 			t.Errorf("%s %s: %v, want an error at %q", tt.k, tt.body, err, tt.path)

@@ -1,5 +1,7 @@
 package protocol
 
+import "strings"
+
 // The passivity entries are device-global (HTTP only, persisted per device
 // like handedness): the last stages of every arm's output, after the
 // passivity controller. The clamp bounds the force's magnitude and the slew
@@ -26,22 +28,82 @@ const (
 )
 
 // PassivityController switches the passivity controller of a device's
-// output (the observer always runs). It is off by default: the controller
-// counts a force that accelerates the handle as energy the rendering put
-// in, and damps it, so with it on a client's steady set_cursor_force of
-// 1.5 N on a free arm ended near 0.13 N (measured with the transport
-// tests). A client that renders walls or effects switches it on; see
-// docs/protocol.md, Passivity.
-type PassivityController struct{ Enabled bool }
+// output (the observer always runs) and says what it keeps passive. It is
+// on by default, in the "rendered" scope: it guards the sources the loop
+// renders that are passive by design (springs, dampers, friction, walls,
+// limits, shapes, sdf effects, navigation), whose energy goes negative only
+// when sampling makes them generate it, and leaves out a client's own force
+// and the field and vibration effects, which drive the arm on purpose. In
+// the "output" scope it guards the whole output, the client's force
+// included: a client that streams a wall it computes itself wants that, but
+// it also damps a steady push (a client's set_cursor_force of 1.5 N on a
+// free arm ended near 0.13 N, measured with the transport tests), which is
+// why it is not the default. See docs/protocol.md, Passivity.
+type PassivityController struct {
+	Enabled bool
+	// Scope is "rendered" or "output" (PassivityScopes).
+	Scope string
+}
+
+// PassivityScopes lists the controller's scopes, the default first (a copy).
+func PassivityScopes() []string { return append([]string(nil), passivityScopes...) }
+
+// passivityScopes is indexed by the loop's passivity.Scope; never written.
+var passivityScopes = []string{"rendered", "output"}
+
+const passivityControllerExample = `{"enabled": true, "scope": "rendered"}`
 
 func (PassivityController) Key() Key { return KeyPassivityController }
 func (PassivityController) entry()   {}
 
-// AppendJSON appends {"enabled": bool}.
+// AppendJSON appends {"enabled": bool, "scope": "rendered"|"output"}.
 func (e PassivityController) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"enabled":`...)
 	dst = appendBool(dst, e.Enabled)
+	dst = append(dst, `,"scope":`...)
+	dst = AppendString(dst, e.Scope)
 	return append(dst, '}')
+}
+
+// decodePassivityController reads {"enabled": bool, "scope": name}:
+// "enabled" is required, "scope" defaults to "rendered".
+func decodePassivityController(v Value, at *pathSeg, w warnings) (PassivityController, *Error) {
+	if e := expectObject(v, at, passivityControllerExample); e != nil {
+		return PassivityController{}, e
+	}
+	out := PassivityController{Scope: passivityScopes[0]}
+	seenEnabled := false
+	for it := v.Members(); it.Next(); {
+		val := it.Value()
+		switch {
+		case it.KeyIs("enabled"):
+			c := at.child("enabled")
+			b, err := readBool(val, &c)
+			if err != nil {
+				return PassivityController{}, err
+			}
+			out.Enabled, seenEnabled = b, true
+		case it.KeyIs("scope"):
+			c := at.child("scope")
+			name, ok := val.StringBytes()
+			i := -1
+			for j, n := range passivityScopes {
+				if ok && n == string(name) {
+					i = j
+				}
+			}
+			if i < 0 {
+				return PassivityController{}, errAt(CodeInvalidValue, &c, "scope must be one of %s", strings.Join(passivityScopes, ", "))
+			}
+			out.Scope = passivityScopes[i]
+		default:
+			w.unknownField(at, &it)
+		}
+	}
+	if !seenEnabled {
+		return PassivityController{}, errAt(CodeInvalidValue, at, `passivity_controller needs "enabled": true or false, e.g. %s`, passivityControllerExample)
+	}
+	return out, nil
 }
 
 func (e PassivityController) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }

@@ -88,9 +88,9 @@ func TestFrameCarriesTheSubscribedStateFields(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := Frame{SessionID: 1, Arms: []ArmFrame{{DeviceID: "049D"}}, ArmState: tc.fields}
-			f.Arms[0].Body = []byte(`"state":{"stale":true},"status":{}`) // never used under a selection
+			f.Arms[0].Element = []byte(`{"device_id":"049D","state":{"stale":true},"status":{}}`) // never used under a selection
 			if tc.fields == 0 {
-				f.Arms[0].Body = nil
+				f.Arms[0].Element = nil
 			}
 			out := AppendFrame(nil, &f, types)
 			var m struct {

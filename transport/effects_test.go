@@ -132,7 +132,7 @@ func TestEffectsBadInputChangesNothing(t *testing.T) {
 		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, ""},
 		// 16 new beside the one in force: the cap holds across messages.
 		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects"},
-		{"sdf not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.02}}}]}`, "invalid_value"},
+		{"sdf primitive not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,15 +241,15 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	route := ts.base + "/arm3/" + id + "/config/passivity/controller"
-	if r := ts.do("GET", route, ""); r.status != 200 || path(r.data(), "enabled") != false {
-		t.Fatalf("default: %v", r)
+	if r := ts.do("GET", route, ""); r.status != 200 || path(r.data(), "enabled") != true || path(r.data(), "scope") != "rendered" {
+		t.Fatalf("default: %v, want on in the rendered scope", r)
 	}
-	for _, bad := range []string{`{}`, `{"enabled":1}`, `true`, `{"enabled":"yes"}`} {
+	for _, bad := range []string{`{}`, `{"enabled":1}`, `true`, `{"enabled":"yes"}`, `{"enabled":true,"scope":"all"}`, `{"scope":"output"}`} {
 		if r := ts.do("POST", route, bad); r.status != 400 {
 			t.Fatalf("POST %s accepted: %v", bad, r)
 		}
 	}
-	if r := ts.do("GET", route, ""); path(r.data(), "enabled") != false {
+	if r := ts.do("GET", route, ""); path(r.data(), "enabled") != true || path(r.data(), "scope") != "rendered" {
 		t.Fatalf("a refused body changed the entry: %v", r)
 	}
 	c := ts.dial(t, ts.wsURL())
@@ -275,26 +275,37 @@ func TestPassivityControllerEntryReachesTheLoop(t *testing.T) {
 		}
 		return least
 	}
+	// The default leaves a client's push alone: it is active by intent,
+	// outside the rendered scope.
 	hwtest.EventuallyNil(t, 5*time.Second, "the passivity figures settle", func() error {
 		// The force gate may trim the push's first ticks a little; the
-		// controller takes most of it.
+		// controller would take most of it.
+		if z := leastPush(); z < 1.0 {
+			return fmt.Errorf("controller on, rendered scope: the push's force fell to %v, want at least 1 N throughout", z)
+		}
+		return nil
+	})
+	if r := ts.do("POST", route, `{"enabled":true,"scope":"output"}`); r.status != 200 {
+		t.Fatalf("output scope: %v", r)
+	}
+	hwtest.EventuallyNil(t, 10*time.Second, "the controller damps the push", func() error {
+		if least := leastPush(); least > 0.5 {
+			return fmt.Errorf("controller on, output scope: the push's force never went below %v N, want it damped below 0.5", least)
+		}
+		return nil
+	})
+	if r := ts.do("GET", route, ""); path(r.data(), "enabled") != true || path(r.data(), "scope") != "output" {
+		t.Fatalf("not stored: %v", r)
+	}
+	if r := ts.do("POST", route, `{"enabled":false}`); r.status != 200 {
+		t.Fatalf("switch off: %v", r)
+	}
+	hwtest.EventuallyNil(t, 5*time.Second, "the push passes whole", func() error {
 		if z := leastPush(); z < 1.0 {
 			return fmt.Errorf("controller off: the push's force fell to %v, want at least 1 N throughout", z)
 		}
 		return nil
 	})
-	if r := ts.do("POST", route, `{"enabled":true}`); r.status != 200 {
-		t.Fatalf("switch on: %v", r)
-	}
-	hwtest.EventuallyNil(t, 10*time.Second, "the controller damps the push", func() error {
-		if least := leastPush(); least > 0.5 {
-			return fmt.Errorf("controller on: the push's force never went below %v N, want it damped below 0.5", least)
-		}
-		return nil
-	})
-	if r := ts.do("GET", ts.base+"/arm3/"+id+"/config/passivity/controller", ""); path(r.data(), "enabled") != true {
-		t.Fatalf("not stored: %v", r)
-	}
 }
 
 // A field's force is declared in the session's space: it stays what was
@@ -348,13 +359,15 @@ func TestEffectsFollowTheSessionsSpace(t *testing.T) {
 }
 
 // A vibration drives the arm all the time: with the passivity controller
-// on, the controller acts for over a second and passivity-active is
+// on in the output scope, the controller acts for over a second and passivity-active is
 // published, with the damping it adds in the arm's state.
 func TestPassivityActiveEvent(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	ev := ts.dial(t, ts.eventsWS)
-	if r := ts.do("POST", ts.base+"/arm3/"+id+"/config/passivity/controller", `{"enabled":true}`); r.status != 200 {
+	// A vibration drives the arm on purpose: only the output scope
+	// guards it.
+	if r := ts.do("POST", ts.base+"/arm3/"+id+"/config/passivity/controller", `{"enabled":true,"scope":"output"}`); r.status != 200 {
 		t.Fatalf("switch on: %v", r)
 	}
 	c := ts.dial(t, ts.wsURL())

@@ -36,8 +36,17 @@ type Config struct {
 	// with static membership needs a fixed one, the gateway lists it.
 	Bind string
 	Port int
-	// Membership is MembershipStatic (default) or MembershipAutomanaged.
+	// Advertise, when set, is the host:port peers dial for this process's
+	// cluster link instead of Bind:Port: a NAT, a port forward or a proxy
+	// in between (the lab's delay test puts toxiproxy there). What listens
+	// there must forward to Bind:Port, so Port must be fixed.
+	Advertise string
+	// Membership is MembershipStatic (default), MembershipAutomanaged or
+	// MembershipEtcd.
 	Membership string
+	// EtcdEndpoints are the etcd servers of MembershipEtcd (host:port or
+	// http://host:port).
+	EtcdEndpoints []string
 	// Peers are, with static membership, the nodes' cluster addresses
 	// (gateway only); with automanaged membership, every member's health
 	// endpoint, host:health-port (every process, the same list).
@@ -78,10 +87,13 @@ func (c *Config) defaults() {
 }
 
 // Membership modes: the static list of node addresses with a remote Watch
-// on each, or protoactor's cluster with the automanaged provider.
+// on each, or protoactor's cluster with its automanaged provider (every
+// member's health endpoint polled) or its etcd provider (members register
+// in etcd under a lease and watch each other there).
 const (
 	MembershipStatic      = "static"
 	MembershipAutomanaged = "automanaged"
+	MembershipEtcd        = "etcd"
 )
 
 // Names of the one actor per process that remote messages reach.
@@ -104,9 +116,10 @@ const (
 type link struct {
 	sys *actor.ActorSystem
 	rem *remote.Remote
-	// cl, prov and health are set with automanaged membership only.
+	// cl and prov are set with a cluster membership (automanaged or
+	// etcd), health with automanaged only.
 	cl     *cluster.Cluster
-	prov   *automanaged.AutoManagedProvider
+	prov   cluster.ClusterProvider
 	health net.Listener
 }
 
@@ -118,6 +131,11 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 	addr := net.JoinHostPort(c.Bind, strconv.Itoa(c.Port))
 	if c.Port < 0 {
 		return nil, fmt.Errorf("cluster: --cluster-port %d: want 0 (a fresh port each start) or a port", c.Port)
+	}
+	if c.Advertise != "" {
+		if err := checkAdvertise(c.Advertise, c.Port); err != nil {
+			return nil, err
+		}
 	}
 	// remote.Start panics when it cannot listen: find out first.
 	l, err := net.Listen("tcp", addr)
@@ -146,10 +164,16 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		lk.sys.Shutdown()
 		return nil, err
 	}
+	if c.Advertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(c.Advertise))
+	}
 	rcfg := remote.Configure(c.Bind, c.Port, opts...)
-	if c.Membership == MembershipAutomanaged {
+	switch c.Membership {
+	case MembershipAutomanaged:
 		err = lk.joinCluster(c, rcfg, kinds)
-	} else {
+	case MembershipEtcd:
+		err = lk.joinEtcd(c, rcfg, kinds)
+	default:
 		lk.rem = remote.NewRemote(lk.sys, rcfg)
 		err = recovered("start remote", lk.rem.Start)
 	}
@@ -157,7 +181,7 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		lk.stop()
 		return nil, err
 	}
-	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Bool("tls", c.CAFile != "").
+	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Str("bind", addr).Bool("tls", c.CAFile != "").
 		Str("membership", c.Membership).Msg("listening")
 	return lk, nil
 }
@@ -193,8 +217,9 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 			hosts = append(hosts, p)
 		}
 	}
-	lk.prov = automanaged.NewWithTesting(HealthRefresh, c.HealthPort, e, hosts...)
-	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, lk.prov, disthash.New(), rcfg,
+	prov := automanaged.NewWithTesting(HealthRefresh, c.HealthPort, e, hosts...)
+	lk.prov = prov
+	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, prov, disthash.New(), rcfg,
 		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(configTimeout)))
 	cl, sys := lk.cl, lk.sys
 	e.GET("/_health", func(ctx echo.Context) error {
@@ -286,4 +311,28 @@ func mutualTLS(certFile, keyFile, caFile string) (server, client *tls.Config, er
 		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
 	client = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool}
 	return server, client, nil
+}
+
+// checkAdvertise refuses an advertised address peers could not dial, or
+// one that nothing can forward to (a fresh port per start).
+func checkAdvertise(adv string, port int) error {
+	if err := checkHostPort(adv); err != nil {
+		return fmt.Errorf("cluster: --cluster-advertise %q: %w", adv, err)
+	}
+	if port == 0 {
+		return fmt.Errorf("cluster: --cluster-advertise %s needs a fixed --cluster-port: what listens at the advertised address forwards to it", adv)
+	}
+	return nil
+}
+
+// checkHostPort refuses what is not host:port with a port from 1 to 65535.
+func checkHostPort(hp string) error {
+	host, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("want host:port: %w", err)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 || host == "" {
+		return fmt.Errorf("want host:port with a port from 1 to 65535, not %q", hp)
+	}
+	return nil
 }

@@ -52,14 +52,17 @@ type Globals struct {
 	ForceSlewNps float64
 	// Passivity configures the passivity controller on the commanded
 	// force; its observer always runs (see the package doc, # Effects and
-	// passivity). Off by default.
+	// passivity). On by default, guarding the rendered sources
+	// (passivity.ScopeRendered).
 	Passivity passivity.Options
 }
 
-// DefaultGlobals returns full force scale and gravity compensation enabled at
-// scale 1 (the service's defaults).
+// DefaultGlobals returns full force scale, gravity compensation enabled at
+// scale 1 and the passivity controller on in its default scope (the
+// service's defaults).
 func DefaultGlobals() *Globals {
-	return &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}
+	return &Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1},
+		Passivity: passivity.Options{Enabled: true}}
 }
 
 // EventKind says what happened in a loop.

@@ -55,8 +55,10 @@
 // from zero force). Device.Output reports the energies, the damping added
 // and whether the controller has acted for over a second without a break
 // (EventPassivitySustained, once per spell); Device.LoadEffects each
-// effect's force, proxy point, fade and energy. The controller is off by
-// default: it changes what a client's stream of forces feels like.
+// effect's force, proxy point, fade and energy. The controller is on by
+// default in passivity.ScopeRendered: it guards the sources the loop
+// renders that are passive by design, not a client's stream of forces
+// (ScopeOutput guards the whole output).
 //
 // # Navigation
 //

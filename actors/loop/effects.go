@@ -185,7 +185,9 @@ func (d *Device) LoadEffects(dst *EffectsReport) bool {
 
 // render is the effects' force for the tick under session's control
 // (gain: the force scale), from the arm's last position and velocity.
-func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int64, gain float64) hw.Vec3 {
+// activeN is its part from effects that drive the arm by intent
+// (effect.Renderer.ActiveForceN).
+func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int64, gain float64) (f, activeN hw.Vec3) {
 	set := st.set.Load()
 	if set != st.r.Set() {
 		st.useGrown() // after loading the Set: see SetEffects
@@ -202,12 +204,12 @@ func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int6
 		set = nil // another session's effects: not this owner's to feel
 	}
 	if set == nil && st.r.Len() == 0 && !st.rendering {
-		return hw.Vec3{}
+		return hw.Vec3{}, hw.Vec3{}
 	}
 	if !pos.Finite() || !vel.Finite() {
 		st.r.Pause()
 		st.rendering = false
-		return hw.Vec3{}
+		return hw.Vec3{}, hw.Vec3{}
 	}
 	// Field by field: a composite literal is built in a temporary and
 	// copied with 16-byte moves over 8-byte stores, a store-forwarding
@@ -215,14 +217,14 @@ func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int6
 	var in effect.Input
 	in.NowNs, in.DtNs = nowNs, dtNs
 	in.PositionM, in.VelocityMps = pos, vel
-	f := st.r.Render(set, &in, gain)
+	f = st.r.Render(set, &in, gain)
 	started := !st.rendering
 	st.rendering = true
 	st.ticks++
 	if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
 		st.publish(nowNs, set)
 	}
-	return f
+	return f, st.r.ActiveForceN()
 }
 
 // useGrown moves the Renderer into the room SetEffects allocated, if it did.
@@ -232,6 +234,14 @@ func (st *effectStage) useGrown() {
 		st.capacity.Store(int64(st.r.Cap()))
 		st.grow.CompareAndSwap(g, nil)
 	}
+}
+
+// idleRenders says whether c, a command with no output of its own
+// (ModeIdle: a session that only renews its lease), yields a force: that of
+// its session's effects or navigation. A session that navigates without
+// commanding forces gets its bubble as one with effects gets them.
+func (d *Device) idleRenders(c *Command) bool {
+	return (c.Params != nil && c.Params.Navigation != nil) || d.effectsActive(c.Session)
 }
 
 // effectsActive says whether a command of session's yields a force from
@@ -293,8 +303,9 @@ type OutputReport struct {
 	// SessionEnergyJ is the session's own force's, EffectsEnergyJ its
 	// effects', NavigationEnergyJ the navigation module's effects'.
 	SessionEnergyJ, EffectsEnergyJ, NavigationEnergyJ float64
-	// EnergyJ is the controller's account of the summed output, its own
-	// dissipation included.
+	// EnergyJ is the controller's account of what its scope guards (the
+	// rendered sources passive by design by default, the summed output
+	// in passivity.ScopeOutput), its own dissipation included.
 	EnergyJ float64
 	// AddedDampingNsPerM is the damping the controller added last.
 	AddedDampingNsPerM float64

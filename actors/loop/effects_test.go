@@ -166,26 +166,45 @@ func TestClampAndSlewLimitTheCommandedForce(t *testing.T) {
 }
 
 // TestPassivityControllerDampsAnActiveOutput drives the arm at a steady
-// speed along the commanded force (the output does work on the arm every
-// tick): the observer reports the session's energy going negative, and
-// the controller, when on, adds damping; a force against the motion is
-// passive and left alone.
+// speed along a force (it does work on the arm every tick): the observer
+// reports the source's energy going negative, and the controller, when on,
+// adds damping if the source is in its scope. In the default scope
+// (rendered) a client's own push and a field are left alone, and an effect
+// passive by design that gives out energy (a spring whose stored energy the
+// observer never saw, as a sampled wall gives out energy) is damped; with
+// ScopeOutput the client's push is damped too. A force against the motion
+// is passive and left alone.
 func TestPassivityControllerDampsAnActiveOutput(t *testing.T) {
+	spring := effect.Spec{ID: "s", Kind: effect.SpringPoint, Params: effect.Params{StiffnessNPerM: 20, PointM: hw.Vec3{X: 0.1}}}
+	field := effect.Spec{ID: "f", Kind: effect.Field, Params: effect.Params{RadiusM: 1, ForceN: hw.Vec3{X: 1}}}
 	cases := []struct {
 		name        string
 		forceX      float64
+		fx          *effect.Spec
 		enabled     bool
+		scope       passivity.Scope
 		wantDamping bool
 	}{
-		{"active, controller on", 1, true, true},
-		{"active, controller off", 1, false, false},
-		{"passive, controller on", -1, true, false},
+		{"client pushing along, output scope, on", 1, nil, true, passivity.ScopeOutput, true},
+		{"client pushing along, output scope, off", 1, nil, false, passivity.ScopeOutput, false},
+		{"client pushing against, output scope, on", -1, nil, true, passivity.ScopeOutput, false},
+		{"client pushing along, rendered scope, on", 1, nil, true, passivity.ScopeRendered, false},
+		{"spring giving out energy, rendered scope, on", 0, &spring, true, passivity.ScopeRendered, true},
+		{"spring giving out energy, rendered scope, off", 0, &spring, false, passivity.ScopeRendered, false},
+		{"field pushing along, rendered scope, on", 0, &field, true, passivity.ScopeRendered, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
-			r.dev.SetGlobals(&Globals{ForceScale: 1, Passivity: passivity.Options{Enabled: c.enabled}})
+			r.dev.SetGlobals(&Globals{ForceScale: 1, Passivity: passivity.Options{Enabled: c.enabled, Scope: c.scope}})
 			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.1}})
+			if c.fx != nil {
+				set, err := effect.NewSet(7, []effect.Spec{*c.fx})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.dev.SetEffects(set)
+			}
 			r.dev.Output() // a reader: the loop stores the figures every few ticks
 			seq := uint64(0)
 			out := r.run(1500, func() { seq++; r.command(7, seq, 100*ms, force(c.forceX, 0, 0), &Params{}) })
@@ -193,7 +212,17 @@ func TestPassivityControllerDampsAnActiveOutput(t *testing.T) {
 			if c.forceX > 0 && !(o.SessionEnergyJ < 0) {
 				t.Fatalf("session energy %v J pushing along the motion, want < 0", o.SessionEnergyJ)
 			}
-			damped := out.ForceN.X < c.forceX-1e-9
+			if c.fx != nil && !(o.EffectsEnergyJ < 0) && !c.wantDamping {
+				t.Fatalf("effects energy %v J pushing along the motion, want < 0", o.EffectsEnergyJ)
+			}
+			undamped := c.forceX
+			if c.fx != nil {
+				undamped = 2 // the spring: 20 N/m × 0.1 m; the field: 1 N
+				if c.fx.Kind == effect.Field {
+					undamped = 1
+				}
+			}
+			damped := out.ForceN.X < undamped-1e-9
 			if damped != c.wantDamping || (o.AddedDampingNsPerM > 0) != c.wantDamping {
 				t.Fatalf("output %v N, added damping %v N·s/m; want damping %v", out.ForceN.X, o.AddedDampingNsPerM, c.wantDamping)
 			}

@@ -72,6 +72,38 @@ func TestNavigationRendersUnderTheLease(t *testing.T) {
 	}
 }
 
+// TestNavigationRendersUnderAnIdleCommand: a session that navigates and
+// only renews its lease (an idle command, as an effects member writes) gets
+// its navigation, and loses it with the lease like a force command.
+func TestNavigationRendersUnderAnIdleCommand(t *testing.T) {
+	cases := []struct {
+		name string
+		p    *Params
+		want hw.Vec3
+	}{
+		{"navigating", &Params{Navigation: testNavigation(t)}, hw.Vec3{X: -1}},
+		{"not navigating", &Params{}, hw.Vec3{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.drv.SetState(hw.State{PositionM: hw.Vec3{X: 0.07}})
+			r.command(7, 1, 100*ms, hw.Command{}, c.p)
+			if out := r.run(50, nil); !near(out.ForceN.X, c.want.X, 1e-6) || out.ForceN.Y != 0 || out.ForceN.Z != 0 {
+				t.Fatalf("output %v, want %v", out.ForceN, c.want)
+			}
+			endNs := r.clock.Now() + 50*ms + 1
+			var out hw.Command
+			for r.clock.Now() <= endNs+ReleaseBoundNs {
+				out = r.step(ms)
+			}
+			if out.ForceN != (hw.Vec3{}) {
+				t.Fatalf("output %v after the lease, want none", out.ForceN)
+			}
+		})
+	}
+}
+
 func TestStepWithNavigationDoesNotAllocate(t *testing.T) {
 	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 	cmd := force(0, 0, 1)

@@ -149,7 +149,7 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	}
 	if d.armed {
 		d.armed = false
-		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.effectsActive(d.held.Session) {
+		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
 			// A lapse ramps from the deadline, not from the tick that
 			// noticed it: a tick that woke late (a busy CPU) shortens the
 			// ramp instead of pushing the zero past ReleaseBoundNs.
@@ -196,11 +196,11 @@ func (d *Device) endForce(nowNs int64) {
 // session's effects (× force scale); through the passivity controller;
 // clamped; slew-limited; × the ramp factor (forceStages.force). A command
 // with no output (ModeIdle) whose session has effects is a force of zero
-// plus them.
+// plus them, and so is one whose session navigates.
 func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	out := &d.out
 	mode := c.Cmd.Mode
-	if mode == hw.ModeIdle && d.effectsActive(c.Session) {
+	if mode == hw.ModeIdle && d.idleRenders(c) {
 		mode = hw.ModeForce
 	}
 	*out = hw.Command{Mode: mode}
@@ -335,15 +335,20 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
 	f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
 	fs.sessionObs.Add(f, v, dtNs)
+	// guarded: the part of the output passive by design, which the
+	// controller keeps passive in its default scope (passivity.Scope).
+	var guarded hw.Vec3
 	if in.fx != nil {
-		f = f.Add(in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale))
+		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale)
+		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := in.nav; n != nil {
 		nav := n.render(pos, raw, nowNs, dtNs, in.scale, ramp)
 		fs.navJ += n.Track.observe(nav, v, dtNs)
-		f = f.Add(nav)
+		f, guarded = f.Add(nav), guarded.Add(nav)
 	}
-	f = fs.pc.Step(f, v, nowNs, dtNs, &in.pass)
+	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
+	out := f
 	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && fs.pc.Spells != fs.spellsEmitted {
 		fs.spellsEmitted, sustained = fs.pc.Spells, true
 	}
@@ -353,7 +358,7 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	}
 	fs.slewN = f
 	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
-	fs.pc.Applied(f)
+	fs.pc.AppliedSources(f, out)
 	return f, sustained
 }
 

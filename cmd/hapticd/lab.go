@@ -4,6 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,6 +25,9 @@ type labOptions struct {
 	peers         listFlag
 	bind          string
 	port          int
+	advertise     string
+	discovery     string
+	etcd          []string // from --discovery etcd=...
 	cert, key, ca string
 	nodeTimeout   time.Duration
 	leaseMs       int
@@ -32,11 +38,13 @@ type labOptions struct {
 func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.role, "role", "standalone", "standalone (one host, no cluster code), node (serves its devices to a gateway) or gateway (serves every node's devices)")
 	fs.StringVar(&l.nodeID, "node-id", "", "this process's name in the lab (default: its cluster address)")
-	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses)")
+	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses); --discovery etcd=... makes it etcd")
 	fs.Var(&l.peers, "peers", "static: on the gateway, the nodes' cluster addresses host:cluster-port; automanaged: on every process, every member's host:health-port (repeatable, comma-separated)")
 	fs.IntVar(&l.healthPort, "cluster-health-port", 7071, "automanaged: port of the membership health endpoint (plain HTTP, bound to --cluster-bind only; peers list it)")
 	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
 	fs.IntVar(&l.port, "cluster-port", 0, "cluster link port; 0 takes a fresh port at every start, which lets a restarted process rejoin (automanaged peers find it through --cluster-health-port); a node with --membership static needs a fixed one, the gateway's --peers list it")
+	fs.StringVar(&l.advertise, "cluster-advertise", "", "host:port peers dial for this process's cluster link when it is not --cluster-bind:--cluster-port (a NAT, a port forward, a proxy); needs a fixed --cluster-port, which whatever listens there forwards to")
+	fs.StringVar(&l.discovery, "discovery", "", "etcd=http://host:port[,...]: members find each other through etcd (protoactor's etcd provider) instead of --peers; empty: --peers, the default")
 	fs.StringVar(&l.cert, "cluster-cert", "", "PEM certificate for mutual TLS on the cluster link")
 	fs.StringVar(&l.key, "cluster-key", "", "PEM key of --cluster-cert")
 	fs.StringVar(&l.ca, "cluster-ca", "", "PEM CA that signs every lab member's certificate (turns on mutual TLS)")
@@ -52,7 +60,29 @@ func (l *labOptions) check() error {
 	default:
 		return fmt.Errorf("--role %q: want standalone, node or gateway", l.role)
 	}
+	if l.discovery != "" {
+		if err := l.checkDiscovery(); err != nil {
+			return err
+		}
+	}
+	if l.advertise != "" {
+		if l.role == "standalone" {
+			return errors.New("--cluster-advertise is for --role node or gateway; standalone runs no cluster code")
+		}
+		if l.port == 0 {
+			return fmt.Errorf("--cluster-advertise %s needs a fixed --cluster-port: what listens at the advertised address forwards to it", l.advertise)
+		}
+		if host, p, err := net.SplitHostPort(l.advertise); err != nil || host == "" || !validPort(p) {
+			return fmt.Errorf("--cluster-advertise %q: want host:port", l.advertise)
+		}
+	}
 	switch l.membership {
+	case cluster.MembershipEtcd:
+		// Set by --discovery etcd=..., checked above; named alone, it
+		// has no etcd to ask.
+		if len(l.etcd) == 0 {
+			return errors.New("--membership etcd: give etcd's address with --discovery etcd=http://host:port")
+		}
 	case cluster.MembershipStatic:
 		if l.role == "gateway" && len(l.peers) == 0 {
 			return errors.New("--role gateway needs --peers (the nodes' cluster addresses)")
@@ -77,7 +107,7 @@ func (l *labOptions) check() error {
 			return fmt.Errorf("--cluster-health-port %d is --cluster-port's: they need two ports", l.healthPort)
 		}
 	default:
-		return fmt.Errorf("--membership %q: want static or automanaged", l.membership)
+		return fmt.Errorf("--membership %q: want static or automanaged (--discovery etcd=... for etcd)", l.membership)
 	}
 	if l.port < 0 || l.port > 65535 {
 		return fmt.Errorf("--cluster-port %d: want 0 (a fresh port each start) or a port", l.port)
@@ -86,6 +116,35 @@ func (l *labOptions) check() error {
 		return errors.New("--sim-index-base must not be negative")
 	}
 	return nil
+}
+
+// checkDiscovery parses --discovery; etcd discovery replaces --peers and
+// the health endpoint with protoactor's etcd provider.
+func (l *labOptions) checkDiscovery() error {
+	eps, ok := strings.CutPrefix(l.discovery, "etcd=")
+	if !ok {
+		return fmt.Errorf("--discovery %q: want etcd=http://host:port[,http://host:port...]", l.discovery)
+	}
+	if l.role == "standalone" {
+		return errors.New("--discovery is for --role node or gateway; standalone runs no cluster code")
+	}
+	if l.membership == cluster.MembershipStatic {
+		return errors.New("--discovery etcd needs protoactor's cluster: drop --membership static")
+	}
+	if len(l.peers) > 0 {
+		return errors.New("--peers and --discovery etcd both list the members: give one")
+	}
+	list, err := cluster.ParseEtcdEndpoints(eps)
+	if err != nil {
+		return fmt.Errorf("--discovery: %w", err)
+	}
+	l.etcd, l.membership = list, cluster.MembershipEtcd
+	return nil
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n <= 65535
 }
 
 // lab is a running node or gateway; nil in standalone.
@@ -98,8 +157,8 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Lo
 		return nil, nil
 	}
 	cfg := cluster.Config{
-		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Peers: l.peers,
-		Membership: l.membership, HealthPort: l.healthPort,
+		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Advertise: l.advertise, Peers: l.peers,
+		Membership: l.membership, EtcdEndpoints: l.etcd, HealthPort: l.healthPort,
 		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, HTTPURL: httpURL,
 		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
 		Log: log.With().Str("component", "cluster").Logger(),

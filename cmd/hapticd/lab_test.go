@@ -754,6 +754,25 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070"}, ""},
 		{[]string{"--role", "gateway", "--membership", "static"}, "--peers"},
 		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--peers", "127.0.0.2:7070"}, "--peers"},
+		// etcd discovery replaces --peers.
+		{[]string{"--role", "node", "--discovery", "etcd=http://127.0.0.1:2379"}, ""},
+		{[]string{"--role", "gateway", "--discovery", "etcd=127.0.0.1:2379,http://127.0.0.2:2379"}, ""},
+		{[]string{"--discovery", "etcd=http://127.0.0.1:2379"}, "standalone"},
+		{[]string{"--role", "node", "--discovery", "consul=http://127.0.0.1:8500"}, "--discovery"},
+		{[]string{"--role", "node", "--discovery", "etcd="}, "--discovery"},
+		{[]string{"--role", "node", "--discovery", "etcd=http://127.0.0.1"}, "--discovery"},
+		{[]string{"--role", "node", "--discovery", "etcd=https://127.0.0.1:2379"}, "http://"},
+		{[]string{"--role", "node", "--discovery", "etcd=http://127.0.0.1:2379/v3"}, "no path"},
+		{[]string{"--role", "node", "--discovery", "etcd=127.0.0.1:2379", "--peers", "127.0.0.2:7071"}, "--peers"},
+		{[]string{"--role", "node", "--discovery", "etcd=127.0.0.1:2379", "--membership", "static", "--cluster-port", "7070"}, "static"},
+		{[]string{"--role", "node", "--membership", "etcd"}, "--discovery"},
+		{[]string{"--role", "node", "--membership", "etcd", "--discovery", "etcd=127.0.0.1:2379"}, ""},
+		// An advertised address needs a fixed port to forward to.
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-advertise", "127.0.0.2:9000"}, "--cluster-port"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2"}, "--cluster-advertise"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:0"}, "--cluster-advertise"},
+		{[]string{"--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, "standalone"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

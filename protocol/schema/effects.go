@@ -251,6 +251,7 @@ func extraEntries(out, in map[protocol.Key]Schema) {
 	in[protocol.KeyForceClamp] = open(Schema{"max_force": clamp}, "max_force")
 	out[protocol.KeyForceSlewLimit] = allRequired(Schema{"max_rate": slew})
 	in[protocol.KeyForceSlewLimit] = open(Schema{"max_rate": slew}, "max_rate")
-	out[protocol.KeyPassivityController] = allRequired(Schema{"enabled": boolean()})
-	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean()}, "enabled")
+	scope := enum(protocol.PassivityScopes())
+	out[protocol.KeyPassivityController] = allRequired(Schema{"enabled": boolean(), "scope": scope})
+	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean(), "scope": scope}, "enabled")
 }

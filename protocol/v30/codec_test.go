@@ -250,11 +250,16 @@ func BenchmarkAppendFrame30(b *testing.B) {
 	}
 }
 
-func TestAppendFrameWithBodies30(t *testing.T) {
-	f := &protocol.Frame{SessionID: 2, Arms: []protocol.ArmFrame{{DeviceID: "049D", State: protocol.ArmState{CursorPosition: protocol.Vec3{X: 0.25}, ControlMode: protocol.ControlForce}}}}
+func TestAppendFrameWithElements30(t *testing.T) {
+	f := &protocol.Frame{SessionID: 2,
+		Arms:  []protocol.ArmFrame{{DeviceID: "049D", State: protocol.ArmState{CursorPosition: protocol.Vec3{X: 0.25}, ControlMode: protocol.ControlForce}}},
+		Grips: []protocol.GripFrame{{DeviceID: "1A2B", Link: protocol.LinkWired, State: protocol.GripState{Hall: 0.5, Buttons: protocol.GripButtons{A: true}}}}}
 	want := string(v30.AppendFrame(nil, f, nil))
-	f.Arms[0].Body = v30.Codec{}.AppendArmState(nil, &f.Arms[0])
-	f.Arms[0].State = protocol.ArmState{}
+	f.Arms[0].Element = v30.Codec{}.AppendArmElement(nil, &f.Arms[0])
+	f.Grips[0].Element = v30.Codec{}.AppendGripElement(nil, &f.Grips[0])
+	// The elements must carry the id (the key of a 3.0 element) and state.
+	f.Arms[0].DeviceID, f.Arms[0].State = "", protocol.ArmState{}
+	f.Grips[0].DeviceID, f.Grips[0].State = "", protocol.GripState{}
 	if got := string(v30.AppendFrame(nil, f, nil)); got != want {
 		t.Fatalf("with bodies %s, want %s", got, want)
 	}

@@ -18,14 +18,13 @@ func (Codec) AppendFrame(dst []byte, f *protocol.Frame, types *protocol.TypeTabl
 // APIVersion names the format.
 func (Codec) APIVersion() string { return "3.0" }
 
-// AppendArmState is protocol.AppendArmState in the 3.0 spelling, for
-// protocol.ArmFrame.Body.
-func (Codec) AppendArmState(dst []byte, a *protocol.ArmFrame) []byte {
-	return protocol.AppendArmState(dst, a, spelling())
+// AppendArmElement is protocol.AppendArmElement in the 3.0 spelling, for
+// protocol.ArmFrame.Element.
+func (Codec) AppendArmElement(dst []byte, a *protocol.ArmFrame) []byte {
+	return protocol.AppendArmElement(dst, a, spelling())
 }
 
-// AppendGripState is protocol.AppendGripState (a grip's state is spelled
-// alike in both formats).
-func (Codec) AppendGripState(dst []byte, g *protocol.GripFrame) []byte {
-	return protocol.AppendGripState(dst, g)
+// AppendGripElement is protocol.AppendGripElement in the 3.0 spelling.
+func (Codec) AppendGripElement(dst []byte, g *protocol.GripFrame) []byte {
+	return protocol.AppendGripElement(dst, g, spelling())
 }

@@ -3,6 +3,7 @@ package effect
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -41,5 +42,55 @@ func BenchmarkRender(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/arm")
 			})
 		}
+	}
+}
+
+// BenchmarkRenderSDF is one tick of one SDF effect per shape, with the
+// cursor in its band (the costly case: the gradient by central differences
+// for all but the sphere and the plane), alternating with a wall in the same
+// run: sdf-per-wall is the ratio of their times.
+func BenchmarkRenderSDF(b *testing.B) {
+	renderer := func(b *testing.B, sp Spec, x hw.Vec3) func() {
+		set, err := NewSet(1, []Spec{sp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &Renderer{}
+		r.Reserve(1)
+		in := &Input{NowNs: 1e9, DtNs: 1e6, PositionM: x, VelocityMps: hw.Vec3{Z: -0.01}}
+		return func() {
+			in.NowNs += in.DtNs
+			r.Render(set, in, 1)
+		}
+	}
+	wall := renderer(b, Spec{ID: "w", Kind: Wall, Params: Params{StiffnessNPerM: 2000, AxisUnit: hw.Vec3{Z: 1}}}, hw.Vec3{Z: -0.001})
+	id := [3][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+	for _, c := range []struct {
+		prim Primitive
+		p    Params
+	}{
+		{PrimSphere, Params{RadiusM: 0.05}},
+		{PrimBox, Params{HalfExtentsM: hw.Vec3{X: 0.05, Y: 0.05, Z: 0.05}}},
+		{PrimCappedCylinder, Params{EndM: hw.Vec3{Y: 0.1}, RadiusM: 0.05}},
+	} {
+		b.Run(c.prim.String(), func(b *testing.B) {
+			p := c.p
+			p.ToLocal, p.DevMPerLocalM, p.RangeM, p.ForceScaleN = id, 1, 0.02, 1
+			sdf := renderer(b, Spec{ID: "s", Kind: SDF, Primitive: c.prim, Params: p}, hw.Vec3{X: 0.01, Z: 0.055})
+			const batch = 1000
+			var wallNs, sdfNs time.Duration
+			for k := 0; k < b.N; k += batch {
+				t0 := time.Now()
+				for range batch {
+					wall()
+				}
+				t1 := time.Now()
+				for range batch {
+					sdf()
+				}
+				wallNs, sdfNs = wallNs+t1.Sub(t0), sdfNs+time.Since(t1)
+			}
+			b.ReportMetric(float64(sdfNs)/float64(wallNs), "sdf-per-wall")
+		})
 	}
 }

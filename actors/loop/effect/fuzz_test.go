@@ -14,6 +14,9 @@ func FuzzRender(f *testing.F) {
 	f.Add(uint8(Shape), uint8(PrimCappedCylinder), true, 2000.0, 1.0, 0.02, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 0.03, 0.0, 0.5)
 	f.Add(uint8(LimitBox), uint8(0), true, 500.0, 0.0, 0.1, 0.0, 0.1, 0.0, 0.0, 1.0, 0.0, 0.05, 0.05, 0.05, 1.0)
 	f.Add(uint8(Field), uint8(0), false, 0.0, 0.0, 0.2, 0.1, 0.0, 0.0, 1.0, -2.0, 0.5, 0.0, 0.0, 0.0, 0.3)
+	f.Add(uint8(SDF), uint8(PrimBox), false, 3.0, 0.02, 0.05, 0.0, 0.1, 0.0, 0.0, 1.0, 0.0, 0.05, 0.0, 0.0, 0.5)
+	f.Add(uint8(SDF), uint8(PrimTorus), true, 20.0, 0.5, 0.08, 0.1, 0.0, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0, 0.1, 0.2)
+	f.Add(uint8(SDF), uint8(PrimPlane), false, 1.0, 0.001, 0.01, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0)
 	f.Fuzz(func(t *testing.T, kind, prim uint8, keepIn bool, k, b, r, px, py, pz, ax, ay, az, ex, ey, ez, speed float64) {
 		sp := Spec{ID: "f", Kind: Kind(kind), Primitive: Primitive(prim), KeepInside: keepIn, Params: Params{
 			StiffnessNPerM: k, DampingNsPerM: b, RadiusM: r, MinorRadiusM: r / 3, HeightM: r,
@@ -21,7 +24,15 @@ func FuzzRender(f *testing.F) {
 			EndM: hw.Vec3{X: ex, Y: ey, Z: ez}, HalfExtentsM: hw.Vec3{X: r, Y: r / 2, Z: r * 2},
 			CoulombN: k / 1000, FrequencyHz: r * 1000, AmplitudeN: b,
 			ForceN: hw.Vec3{X: ax, Y: ay, Z: az}, JacobianNPerM: [3][3]float64{{-k, 0, 0}, {0, -k, 0}, {0, 0, -k}},
+			// An SDF effect: k is its force scale, b its range, the frame
+			// turned by the axis and scaled by its length.
+			ToLocal:       [3][3]float64{{ax, -ay, 0}, {ay, ax, 0}, {0, 0, az}},
+			LocalOffsetM:  hw.Vec3{X: ex, Y: ey, Z: ez},
+			DevMPerLocalM: r, RangeM: b, ForceScaleN: k,
 		}}
+		if keepIn {
+			sp.Curve = SDFCurve{Ease: SDFEase(prim % 5), Reverse: prim%2 == 0, Symmetry: SDFSymmetry(kind % 3)}
+		}
 		set, err := NewSet(1, []Spec{sp})
 		if err != nil {
 			return
@@ -45,6 +56,11 @@ func FuzzRender(f *testing.F) {
 			}
 			st := &rnd.st[0]
 			switch st.kind {
+			case SDF:
+				// Never more than its force scale.
+				if got.Norm() > st.sp.Params.ForceScaleN*(1+1e-9) {
+					t.Fatalf("tick %d: SDF force %v past its scale %v", i, got, st.sp.Params.ForceScaleN)
+				}
 			case Wall, LimitSphere, LimitBox, Shape:
 				if st.contact {
 					n := freeNormal(st, &st.cur, in.PositionM)

@@ -108,8 +108,26 @@ func shapeDistance(prim Primitive, p *Params, x hw.Vec3) float64 {
 		return math.Min(math.Max(dx, dy), 0) + math.Hypot(math.Max(dx, 0), math.Max(dy, 0))
 	case PrimTorus:
 		return math.Hypot(math.Hypot(q.X, q.Z)-p.RadiusM, q.Y) - p.MinorRadiusM
+	case PrimBoxFrame:
+		return sdBoxFrame(q, p.HalfExtentsM, p.MinorRadiusM)
+	case PrimLink:
+		// Quilez's sdLink, its straight runs along Y and its plane XY.
+		y := math.Max(math.Abs(q.Y)-p.HeightM, 0)
+		return math.Hypot(math.Hypot(q.X, y)-p.RadiusM, q.Z) - p.MinorRadiusM
 	}
 	return math.Inf(1)
+}
+
+// sdBoxFrame is Quilez's sdBoxFrame: the twelve edges of the box of
+// half-extents b, e thick.
+func sdBoxFrame(q, b hw.Vec3, e float64) float64 {
+	px, py, pz := math.Abs(q.X)-b.X, math.Abs(q.Y)-b.Y, math.Abs(q.Z)-b.Z
+	qx, qy, qz := math.Abs(px+e)-e, math.Abs(py+e)-e, math.Abs(pz+e)-e
+	part := func(x, y, z float64) float64 {
+		out := hw.Vec3{X: math.Max(x, 0), Y: math.Max(y, 0), Z: math.Max(z, 0)}.Norm()
+		return out + math.Min(math.Max(x, math.Max(y, z)), 0)
+	}
+	return math.Min(part(px, qy, qz), math.Min(part(qx, py, qz), part(qx, qy, pz)))
 }
 
 func sdBox(q, b hw.Vec3) float64 {

@@ -84,6 +84,9 @@ type Renderer struct {
 	havePrev bool
 	alphaDt  int64 // the tick length alpha was computed for
 	alpha    float64
+	// activeN is the part of the last Render's sum from effects meant to
+	// drive the arm (Field, Vibration): see ActiveForceN.
+	activeN hw.Vec3
 }
 
 // Reserve makes room for n effects (allocating: call it off the tick, on
@@ -121,7 +124,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		r.alphaDt, r.alpha = in.DtNs, 1-math.Exp(-float64(in.DtNs)/float64(SmoothNs))
 	}
 	alpha := r.alpha
-	var sum hw.Vec3
+	var sum, active hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
 		// The energy the effect absorbed from the arm (package passivity's
@@ -140,11 +143,22 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 			continue
 		}
 		sum = sum.Add(f)
+		if s.kind == Field || s.kind == Vibration {
+			active = active.Add(f)
+		}
 		i++
 	}
 	r.prevM, r.havePrev = in.PositionM, true
+	r.activeN = active
 	return sum
 }
+
+// ActiveForceN is the part of the last Render's sum from effects that
+// drive the arm by intent (a Field's F0, a Vibration): the rest are
+// passive by design (springs, dampers, friction, walls, limits, shapes,
+// SDF effects) and only a sampling artefact makes them generate energy,
+// which the passivity controller's default scope corrects.
+func (r *Renderer) ActiveForceN() hw.Vec3 { return r.activeN }
 
 // Pause says the effects are not rendered this tick (nobody's lease holds
 // them). Their walls forget their contacts, so when rendering resumes a
@@ -155,7 +169,7 @@ func (r *Renderer) Pause() {
 		s := &r.st[i]
 		s.contact, s.trapped, s.weight, s.forceN, s.energyJ = false, false, 0, hw.Vec3{}, 0
 	}
-	r.havePrev = false
+	r.havePrev, r.activeN = false, hw.Vec3{}
 }
 
 // Reset forgets every effect at once (a halted device: its output is zero
@@ -218,13 +232,20 @@ func (r *Renderer) Rendered(i int, dst *Rendered) {
 // slot (a Renderer with too little room) is not rendered: the loop
 // reserves room for every Set before publishing it.
 func (r *Renderer) adopt(set *Set) {
+	prev := r.set
 	r.set = set
 	for i := range r.n {
 		r.st[i].removing = true
 	}
 	for j := range set.Len() {
 		sp := &set.specs[j]
-		if i := r.find(sp.ID, sp.Kind, sp.Primitive); i >= 0 {
+		i := r.find(sp, prev)
+		if i >= 0 && sp.Kind == SDF && r.havePrev && sdfJumps(&r.st[i], sp, r.prevM) {
+			// Gliding there would sweep the field over the cursor in a
+			// few ticks: fade this one out and the new one in instead.
+			i = -1
+		}
+		if i >= 0 {
 			s := &r.st[i]
 			s.sp, s.removing = sp, false
 			s.expiresNs, s.fadeNs, s.keepIn = sp.ExpiresNs, fadeOf(sp), sp.KeepInside
@@ -249,15 +270,25 @@ func fadeOf(sp *Spec) int64 {
 	return sp.FadeNs
 }
 
-// find returns the slot of a live or fading effect with this id, kind and
-// primitive (an ID reused for another kind is a new effect), or -1.
-func (r *Renderer) find(id string, k Kind, p Primitive) int {
+// find returns the slot of a live or fading effect with sp's id, kind,
+// primitive and curve (an ID reused for another kind is a new effect), or
+// -1. The one prev (the Set in force until now) rendered comes first: after
+// a cross-fade (sdfJumps) the ID has a slot fading out too.
+func (r *Renderer) find(sp *Spec, prev *Set) int {
+	k := -1
 	for i := range r.n {
-		if s := &r.st[i]; s.kind == k && s.prim == p && s.sp.ID == id {
-			return i
+		s := &r.st[i]
+		if s.kind != sp.Kind || s.prim != sp.Primitive || s.sp.ID != sp.ID || s.sp.Curve != sp.Curve {
+			continue
 		}
+		for j := range prev.Len() {
+			if s.sp == &prev.specs[j] {
+				return i
+			}
+		}
+		k = i
 	}
-	return -1
+	return k
 }
 
 // dropFading makes room by ending the faintest effect still fading out,
@@ -293,7 +324,7 @@ func (s *state) advance(in *Input, alpha float64) {
 	}
 	if !s.settled {
 		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, alpha)
-		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || (k == Shape && s.prim == PrimPlane) {
+		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || ((k == Shape || k == SDF) && s.prim == PrimPlane) {
 			// A direction blended component-wise is no longer unit.
 			if l := s.cur.AxisUnit.Norm(); l > 1e-9 {
 				s.cur.AxisUnit = s.cur.AxisUnit.Scale(1 / l)
@@ -351,6 +382,8 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.phaseRad))
 	case Wall, LimitSphere, LimitBox, Shape:
 		return s.wall(x, v, prevM, havePrev)
+	case SDF:
+		return s.sdf(x)
 	}
 	return hw.Vec3{}
 }
@@ -427,6 +460,15 @@ func smooth(mid, cur, tgt *Params, alpha float64) bool {
 	}
 	f(&mid.FrequencyHz, &cur.FrequencyHz, tgt.FrequencyHz)
 	f(&mid.AmplitudeN, &cur.AmplitudeN, tgt.AmplitudeN)
+	for i := range 3 {
+		for j := range 3 {
+			f(&mid.ToLocal[i][j], &cur.ToLocal[i][j], tgt.ToLocal[i][j])
+		}
+	}
+	vec(&mid.LocalOffsetM, &cur.LocalOffsetM, tgt.LocalOffsetM)
+	f(&mid.DevMPerLocalM, &cur.DevMPerLocalM, tgt.DevMPerLocalM)
+	f(&mid.RangeM, &cur.RangeM, tgt.RangeM)
+	f(&mid.ForceScaleN, &cur.ForceScaleN, tgt.ForceScaleN)
 	// 1e-9 of SI units: a nanometre, a nanonewton; below any device's
 	// resolution, so snapping the rest of the way moves nothing.
 	if err < 1e-9 {

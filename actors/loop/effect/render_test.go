@@ -373,10 +373,14 @@ func TestRenderDoesNotAllocate(t *testing.T) {
 		{ID: "c", Kind: Shape, Primitive: PrimCappedCylinder, Params: Params{StiffnessNPerM: 1000, EndM: vec(0, 0.1, 0), RadiusM: 0.01}},
 		{ID: "v", Kind: Vibration, Params: Params{FrequencyHz: 50, AmplitudeN: 0.1, AxisUnit: vec(0, 1, 0)}},
 		{ID: "x", Kind: Field, Params: Params{RadiusM: 1, ForceN: vec(0, 0, 1)}},
+		{ID: "s", Kind: SDF, Primitive: PrimRoundedBox, Curve: SDFCurve{Ease: SDFExponential, Symmetry: SDFMirror},
+			Params: identityFrame(Params{HalfExtentsM: vec(0.01, 0.01, 0.005), RadiusM: 0.002, RangeM: 0.02, ForceScaleN: 1})},
 	}
 	g := newRig(t, specs...)
 	g.settle(vec(0, 0, 0.01), vec(0.01, 0, 0))
-	g.publish(specs[:5]...) // one update: the adoption is on the tick path too
+	moved := specs[len(specs)-1]
+	moved.Params.LocalOffsetM = vec(0.05, 0, 0)
+	g.publish(append(specs[:5:5], moved)...) // one update (a cross-fade): the adoption is on the tick path too
 	i := 0
 	allocs := testing.AllocsPerRun(1000, func() {
 		i++

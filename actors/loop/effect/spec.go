@@ -45,10 +45,13 @@ const (
 	// the cursor stays outside of (inside with KeepInside), rendered like
 	// Wall with a proxy on its surface.
 	Shape
+	// SDF is the vendor's SDF effect (sdf.go): a force along the gradient
+	// of a Primitive's distance, whose size follows Curve over RangeM.
+	SDF
 )
 
 var kindNames = [...]string{"", "spring_point", "spring_line", "spring_plane", "damper", "friction",
-	"wall", "limit_sphere", "limit_box", "field", "vibration", "shape"}
+	"wall", "limit_sphere", "limit_box", "field", "vibration", "shape", "sdf"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -81,10 +84,17 @@ const (
 	PrimCappedCylinderVertical
 	// PrimTorus: in the XZ plane, major RadiusM, tube MinorRadiusM.
 	PrimTorus
+	// PrimBoxFrame: the edges of a box of half-extents HalfExtentsM, of
+	// thickness MinorRadiusM.
+	PrimBoxFrame
+	// PrimLink: a chain link, two half-tori of major RadiusM and tube
+	// MinorRadiusM in the XY plane, joined by straight runs HeightM long
+	// either side of the centre along Y.
+	PrimLink
 )
 
 var primNames = [...]string{"", "sphere", "ellipsoid", "box", "rounded_box", "plane", "capsule",
-	"capped_cylinder", "capsule_vertical", "capped_cylinder_vertical", "torus"}
+	"capped_cylinder", "capsule_vertical", "capped_cylinder_vertical", "torus", "box_frame", "link"}
 
 func (p Primitive) String() string {
 	if int(p) < len(primNames) && p != 0 {
@@ -144,6 +154,17 @@ type Params struct {
 	JacobianNPerM [3][3]float64
 	FrequencyHz   float64
 	AmplitudeN    float64
+	// An SDF effect's frame and force (see SDF), last so that the fields
+	// the other kinds read stay on the lines they were on. The shape's
+	// sizes above are local: x_local = ToLocal·x + LocalOffsetM, and a
+	// local length times DevMPerLocalM is metres of handle motion.
+	ToLocal       [3][3]float64
+	LocalOffsetM  hw.Vec3
+	DevMPerLocalM float64
+	// RangeM (device metres) is the band over which the force falls from
+	// ForceScaleN to zero.
+	RangeM      float64
+	ForceScaleN float64
 }
 
 // Spec is one effect as a session declares it.
@@ -155,8 +176,12 @@ type Spec struct {
 	Primitive Primitive
 	// KeepInside makes a limit or shape a container instead of a solid.
 	KeepInside bool
-	Source     Source
-	Params     Params
+	// Curve is an SDF effect's force against distance; a change of curve
+	// is a new effect (the old one fades out, the new one in), since a
+	// curve cannot glide from one to the other.
+	Curve  SDFCurve
+	Source Source
+	Params Params
 	// ExpiresNs (loop Clock time; 0: never) ends the effect: its force
 	// fades out over FadeNs from then. A time to live, a field's deadline
 	// and a vibration's duration all end this way.
@@ -281,6 +306,11 @@ func (sp *Spec) validate() error {
 			return err
 		}
 		needAxis = sp.Primitive == PrimPlane
+	case SDF:
+		if err := sp.validateSDF(); err != nil {
+			return err
+		}
+		needAxis = sp.Primitive == PrimPlane
 	default:
 		return fmt.Errorf("unknown kind %d", sp.Kind)
 	}
@@ -355,6 +385,19 @@ func (sp *Spec) validateShape() error {
 			return err
 		}
 		return pos("minor_radius_m", p.MinorRadiusM)
+	case PrimBoxFrame:
+		if err := posVec("half_extents_m", p.HalfExtentsM); err != nil {
+			return err
+		}
+		return pos("minor_radius_m", p.MinorRadiusM)
+	case PrimLink:
+		if err := pos("radius_m", p.RadiusM); err != nil {
+			return err
+		}
+		if err := pos("minor_radius_m", p.MinorRadiusM); err != nil {
+			return err
+		}
+		return pos("height_m", p.HeightM)
 	}
 	return fmt.Errorf("unknown primitive %d", sp.Primitive)
 }

@@ -12,7 +12,10 @@
 // negative damper, a wall sampled too slowly.
 //
 // The controller (impedance form: velocity in, force out) watches the
-// total E of the summed output. When the energy expected at the end of
+// energy E of the sources its Scope names: by default (ScopeRendered) those
+// the loop renders that are passive by design, so that a client's own force
+// and effects meant to drive the arm are left alone; with ScopeOutput the
+// summed output, as Hannaford and Ryu's single port. When the energy expected at the end of
 // the coming tick, E − F·v·dt, is negative, it adds the damping
 // α = −E'/(|v|²·dt) that dissipates exactly that deficit (capped at
 // MaxDampingNsPerM), so E stays at zero; while E ≥ 0 it adds nothing
@@ -47,10 +50,47 @@ const (
 	minSpeed2 = 1e-8 // (0.1 mm/s)²
 )
 
+// Scope is which part of the output a Controller keeps passive.
+type Scope uint8
+
+const (
+	// ScopeRendered keeps passive the sources the caller names as passive
+	// by design (StepSources' guarded force: the loop's springs, dampers,
+	// friction, walls, limits, shapes, SDF effects and navigation), and
+	// leaves out the rest of the output: a client's streamed force and
+	// effects that drive the arm on purpose (a field, a vibration) are
+	// active by intent, and damping them would fight the application.
+	ScopeRendered Scope = iota
+	// ScopeOutput keeps the whole output passive, the client's force
+	// included: a client that streams a wall it computes itself wants this.
+	ScopeOutput
+)
+
+var scopeNames = [...]string{"rendered", "output"}
+
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return "scope(?)"
+}
+
+// ParseScope maps "rendered" or "output" to a Scope.
+func ParseScope(name string) (Scope, bool) {
+	for i, n := range scopeNames {
+		if n == name {
+			return Scope(i), true
+		}
+	}
+	return 0, false
+}
+
 // Options configure a Controller; zero fields take the defaults.
 type Options struct {
 	// Enabled turns the controller on; the observer always runs.
-	Enabled          bool
+	Enabled bool
+	// Scope is what the controller keeps passive (StepSources).
+	Scope            Scope
 	MaxDampingNsPerM float64
 	ReserveJ         float64
 }
@@ -73,12 +113,28 @@ type Controller struct {
 	Spells    uint64
 
 	spellStartNs, lastActNs int64
-	lastF                   hw.Vec3 // the force held since the last tick
+	lastF                   hw.Vec3 // the guarded force held since the last tick
 }
 
 // Step observes the output f (N) at velocity v (m/s) over dtNs and returns
-// it, with damping added when Enabled and the energy went negative.
+// it, with damping added when Enabled and the energy of the whole output
+// went negative (whatever o.Scope says: all of f is guarded).
 func (c *Controller) Step(f, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
+	return c.step(f, f, v, nowNs, dtNs, o)
+}
+
+// StepSources is Step for an output f of which guarded is the part passive
+// by design: with o.Scope ScopeRendered the energy counts guarded (and the
+// damping the controller adds), with ScopeOutput all of f. The damping is
+// added to f either way: it acts on the arm.
+func (c *Controller) StepSources(f, guarded, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
+	if o.Scope == ScopeOutput {
+		guarded = f
+	}
+	return c.step(f, guarded, v, nowNs, dtNs, o)
+}
+
+func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
 	dtS := float64(dtNs) * 1e-9
 	reserve := o.ReserveJ
 	if reserve <= 0 {
@@ -88,18 +144,19 @@ func (c *Controller) Step(f, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
 	e := c.EnergyJ - c.lastF.Dot(v)*dtS
 	c.DampingNsPerM = 0
 	if v2 := v.Dot(v); o.Enabled && v2 > minSpeed2 && dtS > 0 {
-		if next := e - f.Dot(v)*dtS; next < 0 {
+		if next := e - g.Dot(v)*dtS; next < 0 {
 			maxB := o.MaxDampingNsPerM
 			if maxB <= 0 {
 				maxB = DefaultMaxDampingNsPerM
 			}
 			alpha := math.Min(-next/(v2*dtS), maxB)
 			f = f.Sub(v.Scale(alpha))
+			g = g.Sub(v.Scale(alpha))
 			c.DampingNsPerM = alpha
 			c.acted(nowNs)
 		}
 	}
-	c.lastF = f
+	c.lastF = g
 	c.EnergyJ = math.Min(e, reserve)
 	if !(c.EnergyJ > -1e12) { // NaN from a non-finite input: start over
 		c.EnergyJ = 0
@@ -126,6 +183,26 @@ func (c *Controller) acted(nowNs int64) {
 // output went through the stages after it (clamp, slew limit, ramp), so
 // the next tick counts the work of that force.
 func (c *Controller) Applied(f hw.Vec3) { c.lastF = f }
+
+// AppliedSources is Applied after StepSources: out is what StepSources
+// returned, f what the device got. Of a guarded part other than the
+// output, the fraction of the output that got through (its projection on
+// the output) is counted applied: exact for the clamp and the ramp, which
+// scale the whole vector. Where the guarded part outweighs the output (the
+// client's force cancels it), that fraction means nothing and the guarded
+// part is counted whole: the stages changed a small output, so the error
+// is small too.
+func (c *Controller) AppliedSources(f, out hw.Vec3) {
+	switch {
+	case f == out:
+	case c.lastF == out:
+		c.lastF = f
+	default:
+		if n2 := out.Dot(out); n2 > 0 && n2 >= c.lastF.Dot(c.lastF) {
+			c.lastF = c.lastF.Scale(math.Max(0, math.Min(1, f.Dot(out)/n2)))
+		}
+	}
+}
 
 // Reset forgets the energy and the current spell (control ended); Spells
 // is kept.

@@ -130,3 +130,66 @@ func TestObserverSignConvention(t *testing.T) {
 		t.Fatalf("after driving the arm %v J, want 0", o.EnergyJ)
 	}
 }
+
+// TestScopeGuardsOnlyTheRenderedSources: with ScopeRendered, the guarded
+// part of the output alone decides; a client's push beside a sampled
+// spring that pumps energy is left as it is while the spring is passive,
+// and the damping added when it is not acts on the whole output. With
+// ScopeOutput the push is damped too.
+func TestScopeGuardsOnlyTheRenderedSources(t *testing.T) {
+	push := hw.Vec3{X: 1} // along the handle's motion: active
+	passiveSpring := func(h *handle) hw.Vec3 { return h.x.Scale(-200).Sub(h.v.Scale(0.5)) }
+	var held hw.Vec3
+	k := 0
+	sampledSpring := func(h *handle) hw.Vec3 {
+		if k%16 == 0 {
+			held = h.x.Scale(-2000)
+		}
+		k++
+		return held
+	}
+	cases := []struct {
+		name        string
+		scope       Scope
+		spring      func(h *handle) hw.Vec3
+		wantDamping bool
+	}{
+		{"rendered: a passive spring beside a push", ScopeRendered, passiveSpring, false},
+		{"rendered: a spring sampled at 60 Hz beside a push", ScopeRendered, sampledSpring, true},
+		{"output: a passive spring beside a push", ScopeOutput, passiveSpring, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ctl Controller
+			o := &Options{Enabled: true, Scope: c.scope}
+			h := &handle{massKg: 0.2, v: hw.Vec3{X: 0.05}}
+			now, maxDamping := int64(1e9), 0.0
+			held, k = hw.Vec3{}, 0
+			for range 2000 {
+				now += dtNs
+				g := c.spring(h)
+				out := ctl.StepSources(g.Add(push), g, h.v, now, dtNs, o)
+				ctl.AppliedSources(out, out)
+				maxDamping = math.Max(maxDamping, ctl.DampingNsPerM)
+				h.step(out, float64(dtNs)*1e-9)
+			}
+			if (maxDamping > 0) != c.wantDamping {
+				t.Fatalf("largest damping added %v N·s/m, want damping %v", maxDamping, c.wantDamping)
+			}
+		})
+	}
+}
+
+// TestAppliedCountsTheGuardedShareOfAClampedOutput: a clamp that halves
+// the output halves the guarded force counted held.
+func TestAppliedCountsTheGuardedShareOfAClampedOutput(t *testing.T) {
+	var c Controller
+	o := &Options{Scope: ScopeRendered}
+	v := hw.Vec3{X: 1}
+	out := c.StepSources(hw.Vec3{X: -4}, hw.Vec3{X: -1}, v, 1e9, dtNs, o)
+	c.AppliedSources(out.Scale(0.5), out)
+	c.StepSources(hw.Vec3{}, hw.Vec3{}, v, 1e9+dtNs, dtNs, o)
+	if want := 0.5 * 1e-3; math.Abs(c.EnergyJ-want) > 1e-15 {
+		t.Fatalf("energy %v J, want %v: half of the guarded 1 N held over 1 ms at 1 m/s", c.EnergyJ, want)
+	}
+}

@@ -1,0 +1,131 @@
+package transport
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
+)
+
+// TestSDFEffectPushesTheSimulatedArm declares, over a real WebSocket, a
+// spring holding the cursor where it is and an SDF sphere whose surface is
+// 5 mm behind it (linear ease, 2 N over 2 cm): the arm settles where the
+// spring balances the sphere's push, and the loop's rendered force of the
+// sphere is the curve at the cursor's distance, along the sphere's normal.
+func TestSDFEffectPushesTheSimulatedArm(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	p0 := vec(path(c.roundTrip(effectsMsg(id, `{}`)), "arm3", 0, "state", "cursor_position"))
+	const k, r, gap, rng, scale = 400.0, 0.03, 0.005, 0.02, 2.0
+	hold := fmt.Sprintf(`{"id":"hold","type":"spring","position":{"x":%g,"y":%g,"z":%g},"stiffness":%g,"damping":5}`, p0[0], p0[1], p0[2], k)
+	centre := [3]float64{p0[0] - r - gap, p0[1], p0[2]}
+	ball := fmt.Sprintf(`{"id":"ball","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":%g}},`+
+		`"transform":{"position":{"x":%g,"y":%g,"z":%g}},"force_scale":%g,"range":%g,"ease":"linear","symmetry":"single"}`,
+		r, centre[0], centre[1], centre[2], scale, rng)
+	if f = c.roundTrip(effectsMsg(id, `{"set":[`+hold+`,`+ball+`]}`)); f["errors"] != nil {
+		t.Fatalf("declaration refused: %v", f["errors"])
+	}
+	// The polls below renew the lease (an effects member is a command).
+	// Equilibrium: k·s = scale·(1 − (gap + s)/range), s the shift along X.
+	s := scale * (1 - gap/rng) / (k + scale/rng)
+	wantF := k * s
+	hwtest.EventuallyNil(t, 5*time.Second, "the arm settles against the sphere", func() error {
+		resp := ts.do("GET", ts.base+"/arm3/"+id+"/effects", "")
+		var got [3]float64
+		for i := range 2 {
+			if path(resp.data(), "effects", i, "id") == "ball" {
+				got = vec(path(resp.data(), "effects", i, "rendered_force"))
+			}
+		}
+		pos := vec(path(c.roundTrip(effectsMsg(id, `{}`)), "arm3", 0, "state", "cursor_position"))
+		shift := pos[0] - p0[0]
+		if math.Abs(got[0]-wantF) > 0.05 || math.Abs(got[1]) > 0.02 || math.Abs(got[2]) > 0.02 {
+			return fmt.Errorf("the sphere renders %v N, want %.3f N along +X", got, wantF)
+		}
+		// The force at the cursor's distance, by the documented curve.
+		d := math.Sqrt(sq(pos[0]-centre[0])+sq(pos[1]-centre[1])+sq(pos[2]-centre[2])) - r
+		if curve := scale * (1 - d/rng); math.Abs(got[0]-curve) > 0.05 {
+			return fmt.Errorf("at %.4f m from the surface the sphere renders %.3f N, the curve says %.3f N", d, got[0], curve)
+		}
+		if math.Abs(shift-s) > 0.001 {
+			return fmt.Errorf("the cursor moved %.4f m along X, want %.4f m (spring against sphere)", shift, s)
+		}
+		return nil
+	})
+	// Removing the sphere lets the spring bring the cursor back.
+	if f = c.roundTrip(effectsMsg(id, `{"remove":["ball"]}`)); f["errors"] != nil {
+		t.Fatalf("remove refused: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 5*time.Second, "the spring alone holds the cursor where it was", func() error {
+		pos := vec(path(c.roundTrip(effectsMsg(id, `{}`)), "arm3", 0, "state", "cursor_position"))
+		if math.Abs(pos[0]-p0[0]) > 0.0005 {
+			return fmt.Errorf("cursor at x %.4f, want %.4f", pos[0], p0[0])
+		}
+		return nil
+	})
+}
+
+func sq(x float64) float64 { return x * x }
+
+// TestSDFEffectBadInput: every malformed field of an sdf effect is an
+// error entry that names its path, and the effects in force stay as they
+// were.
+func TestSDFEffectBadInput(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	good := `{"id":"keep","type":"sdf","shape":"box","params":{"b":{"x":0.01,"y":0.01,"z":0.01}}}`
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+good+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	// The catalogue's other shapes are rendered too, in both forms.
+	for i, shape := range []string{
+		`"shape":{"primitive":"link","parameters":{"r1":0.02,"r2":0.005,"le":0.01}}`,
+		`"shape":"box_frame","params":{"b":{"x":0.02,"y":0.02,"z":0.02},"e":0.002}`,
+		`"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":-0.05}}`,
+	} {
+		e := fmt.Sprintf(`{"id":"extra%d","type":"sdf",%s}`, i, shape)
+		if f := c.roundTrip(effectsMsg(id, `{"set":[`+e+`]}`)); f["errors"] != nil || effectCount(f) != 2 {
+			t.Fatalf("%s: %v (count %v)", shape, f["errors"], effectCount(f))
+		}
+		c.roundTrip(effectsMsg(id, fmt.Sprintf(`{"remove":["extra%d"]}`, i)))
+	}
+	sphere := `"shape":{"primitive":"sphere","parameters":{"r":0.02}}`
+	cases := []struct{ name, effect, code, path string }{
+		{"no shape", `{"id":"s","type":"sdf"}`, "invalid_value", ".set[0]"},
+		{"unknown primitive", `{"id":"s","type":"sdf","shape":{"primitive":"teapot","parameters":{}}}`, "invalid_value", ".set[0].shape.primitive"},
+		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"solid_angle","parameters":{"c":{"x":0.6,"y":0.8},"r":0.02}}}`, "invalid_value", ""}, // the loop's refusal names the effect's id
+		{"negative radius", `{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":-1}}}`, "out_of_range", ".set[0].shape.parameters.r"},
+		{"flat form without params", `{"id":"s","type":"sdf","shape":"sphere"}`, "invalid_value", ".set[0].params"},
+		{"range zero", `{"id":"s","type":"sdf",` + sphere + `,"range":0}`, "out_of_range", ".set[0].range"},
+		{"force_scale too high", `{"id":"s","type":"sdf",` + sphere + `,"force_scale":1e6}`, "out_of_range", ".set[0].force_scale"},
+		{"unknown ease", `{"id":"s","type":"sdf",` + sphere + `,"ease":"bounce"}`, "invalid_value", ".set[0].ease"},
+		{"reverse_easing not a bool", `{"id":"s","type":"sdf",` + sphere + `,"reverse_easing":"yes"}`, "invalid_value", ".set[0].reverse_easing"},
+		{"unknown symmetry", `{"id":"s","type":"sdf",` + sphere + `,"symmetry":"radial"}`, "invalid_value", ".set[0].symmetry"},
+		{"unknown blend", `{"id":"s","type":"sdf",` + sphere + `,"blend":"max"}`, "invalid_value", ".set[0].blend"},
+		{"non-uniform scale", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1,"y":2,"z":1}}}`, "out_of_range", ".set[0].transform.scale"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := c.roundTrip(effectsMsg(id, `{"set":[`+tc.effect+`]}`))
+			codes := errorCodes(f)
+			if len(codes) != 1 || codes[0] != tc.code {
+				t.Fatalf("want one error %q, got %v (%v)", tc.code, codes, f["errors"])
+			}
+			want := "arm3[0].effects" + tc.path
+			if p := path(f, "errors", 0, "path"); p != want {
+				t.Fatalf("error path %v, want %s (%v)", p, want, f["errors"])
+			}
+			if n := effectCount(f); n != 1 {
+				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
+			}
+		})
+	}
+}
