@@ -123,12 +123,8 @@ type faultyLink struct {
 func newFaultyLink(t *testing.T, srv *toxiproxy.ApiServer, name, listen, upstream string, faults linkFaults) *faultyLink {
 	t.Helper()
 	p := toxiproxy.NewProxy(srv, name, listen, upstream)
-	if err := p.Start(); err != nil {
-		t.Fatalf("toxiproxy %s on %s: %v", name, listen, err)
-	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) }) // after p.Stop: cleanups run last first
-	t.Cleanup(p.Stop)
 	f := &faultyLink{proxy: p}
 	for _, stream := range []string{"upstream", "downstream"} {
 		for _, spec := range []string{
@@ -140,13 +136,18 @@ func newFaultyLink(t *testing.T, srv *toxiproxy.ApiServer, name, listen, upstrea
 				t.Fatalf("toxiproxy %s: add %s: %v", name, spec, err)
 			}
 			if l, ok := w.Toxic.(*lossToxic); ok {
-				// Before any connection: Pipe runs only on links, which
-				// start after this.
+				// The proxy is not listening yet, so no link runs Pipe
+				// before done is set (a stray dial on a reused loopback
+				// port would otherwise race with this write).
 				l.done = done
 				f.loss = append(f.loss, l)
 			}
 		}
 	}
+	if err := p.Start(); err != nil {
+		t.Fatalf("toxiproxy %s on %s: %v", name, listen, err)
+	}
+	t.Cleanup(p.Stop)
 	return f
 }
 
