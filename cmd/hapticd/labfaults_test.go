@@ -418,7 +418,11 @@ func TestLabTwoGateways(t *testing.T) {
 		t.Skip("builds the binary and runs three processes")
 	}
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW, labHostGW2)
-	a := lab.node(labHostA)
+	// A lease that a loaded machine's scheduling does not lapse: under the
+	// full suite the default 100 ms lapsed between two of g1's commands,
+	// freeing the arm for g2 while the test checked who controls it.
+	const lease = 300 * time.Millisecond
+	a := lab.node(labHostA, "--cluster-lease-ms", strconv.Itoa(int(lease/time.Millisecond)))
 	g1 := lab.gateway(labHostGW)
 	g2 := lab.gateway(labHostGW2)
 	arm := onlyArm(t, a)
@@ -459,7 +463,7 @@ func TestLabTwoGateways(t *testing.T) {
 	waitLab(t, 30*time.Second, "the second gateway's session controls the arm", func() bool {
 		return len(errorCodes(s2(labForce(arm, -1)))) == 0 && path(labArms(t, a)[arm], "state", "current_cursor_force", "z") == -1.0
 	})
-	t.Logf("the second gateway's session took the arm %v after the first gateway's SIGKILL (lease 100 ms)", time.Since(killed).Round(time.Millisecond))
+	t.Logf("the second gateway's session took the arm %v after the first gateway's SIGKILL (node lease %v)", time.Since(killed).Round(time.Millisecond), lease)
 }
 
 // A gateway restarted at the same HTTP address: its clients reconnect and
