@@ -2,6 +2,7 @@ package effect
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -55,6 +56,18 @@ func NewSlots(n int) *Slots { return &Slots{st: make([]state, n)} }
 
 // Cap is how many effects s has room for.
 func (s *Slots) Cap() int { return len(s.st) }
+
+// Where an Inline keeps what a tick of a settled spring, damper or wall
+// reads and writes: InlineSlotBytes apart, each effect's first
+// InlineHotBytes (its flags, fade, force and the parameters those kinds
+// read) and InlineProxyBytes from InlineProxyOffset (its proxy point).
+// A loop stepping thousands of arms may prefetch them ahead of rendering.
+const (
+	InlineSlotBytes   = unsafe.Sizeof(state{})
+	InlineHotBytes    = unsafe.Offsetof(state{}.cur) + unsafe.Offsetof(Params{}.EndM)
+	InlineProxyOffset = unsafe.Offsetof(state{}.proxyM)
+	InlineProxyBytes  = unsafe.Sizeof(hw.Vec3{})
+)
 
 // Inline is room for two effects (a wall and a damper, say) inside the
 // struct that holds the Renderer, so that rendering them reads memory next
