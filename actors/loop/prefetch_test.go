@@ -20,7 +20,7 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 		start, n   uintptr
 		lastStride uintptr // the asm's last probe before the span's last byte
 	}{
-		{"armControl", 0, ctlBytes, 320},
+		{"armControl", 0, ctlBytes, 384},
 		{"effect stage head and first effect", 0, fxHeadBytes, 256},
 		{"first effect's proxy", fxProxy0, fxProxyLen, 0},
 		{"second effect", fxSlot1, fxHotBytes, 128},
