@@ -223,6 +223,11 @@ func (d *Device) publishSeq() uint64 { return d.rt.PublishSeq() }
 // Register is the device's command register (data plane).
 func (d *Device) Register() *loop.Register { return d.rt.Register() }
 
+// Loop is the device's real-time loop. The service's own wiring uses it
+// (hapticd --sim-effects declares effects on simulated arms for capacity
+// runs); sessions reach the loop through the device actor and Register.
+func (d *Device) Loop() *loop.Device { return d.rt }
+
 // AddTap attaches a recorder's per-tick feed to the device's loop
 // (loop.Device.AddTap).
 func (d *Device) AddTap(t *loop.Tap) error { return d.rt.AddTap(t) }

@@ -3,10 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/hapticd/hapticd/protocol"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // CapacityOptions configure `hapticbench arms`: the largest number of
@@ -32,7 +33,11 @@ type CapacityOptions struct {
 	NoBareLoop bool
 	// Motion is hapticd's --sim-motion, given to the bare loop too
 	// (default none: arms at rest).
-	Motion   string
+	Motion string
+	// Effects is hapticd's --sim-effects (e.g. "wall,damper"), given to
+	// the bare loop as --effects: every arm is controlled and renders
+	// them (empty: none, arms nobody controls).
+	Effects  string
 	Progress io.Writer
 }
 
@@ -92,6 +97,7 @@ type CapacityResult struct {
 type CapacityReport struct {
 	Machine      Machine         `json:"machine"`
 	LoopHz       float64         `json:"loop_hz"`
+	Effects      string          `json:"effects,omitempty"`
 	OverrunLimit float64         `json:"overrun_limit"`
 	WindowS      float64         `json:"window_s"`
 	Service      CapacityResult  `json:"service"`
@@ -111,7 +117,7 @@ type CapacityReport struct {
 // service and then for `hapticd baseline-arms`.
 func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 	o.defaults()
-	rep := CapacityReport{Machine: ThisMachine(), LoopHz: o.LoopHz, OverrunLimit: o.OverrunLimit, WindowS: o.Window.Seconds()}
+	rep := CapacityReport{Machine: ThisMachine(), LoopHz: o.LoopHz, OverrunLimit: o.OverrunLimit, WindowS: o.Window.Seconds(), Effects: o.Effects}
 	binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
 	if err != nil {
 		return rep, err
@@ -139,7 +145,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 	}
 	if !o.NoBareLoop {
 		bare, err := searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
-			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window, o.Motion)
+			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window, o.Motion, o.Effects)
 			p := CapacityProbe{Arms: n}
 			if err != nil {
 				p.Error = err.Error()
@@ -238,14 +244,17 @@ func searchCapacity(ctx context.Context, o CapacityOptions, probe func(n int) (C
 // probeService starts hapticd with n arms and measures one window.
 func probeService(ctx context.Context, binary string, n int, o CapacityOptions) (CapacityProbe, error) {
 	p := CapacityProbe{Arms: n}
-	svc, err := startService(ctx, ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz, Motion: o.Motion})
+	so := ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz, Motion: o.Motion}
+	if o.Effects != "" {
+		so.Extra = []string{"--sim-effects", o.Effects}
+	}
+	svc, err := startService(ctx, so)
 	if err != nil {
 		p.Error = err.Error()
 		return p, err
 	}
 	defer svc.stop()
-	s := schedule{base: time.Now(), measureStart: o.Settle, measureEnd: o.Settle + o.Window}
-	win := readStatsWindow(ctx, svc.httpBase, s)
+	win := readCapacityWindow(ctx, svc.httpBase, o.Settle, o.Window)
 	if win.err != nil {
 		p.Error = win.err.Error()
 		return p, win.err
@@ -256,6 +265,16 @@ func probeService(ctx context.Context, binary string, n int, o CapacityOptions) 
 		return p, err
 	}
 	lf, pf := windowFigures(win.before, win.after, win.elapsed, false)
+	// A loop that counted far fewer ticks than the window holds stalled
+	// (or the service was starved): its overrun fraction says nothing,
+	// and it did not hold the rate.
+	if want := o.Window.Seconds() * o.LoopHz; float64(lf.Ticks)/float64(n) < want/2 {
+		err := fmt.Errorf("bench: hapticd's loops counted %.0f ticks an arm in a %s window at %g Hz, under half the %.0f due: they did not hold the rate",
+			float64(lf.Ticks)/float64(n), o.Window, o.LoopHz, want)
+		p.Error = err.Error()
+		p.OverrunFraction = 1
+		return p, nil
+	}
 	p.OverrunFraction, p.PeriodP99Us, p.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
 	p.HeapPerArm = float64(win.after.Process.HeapBytes) / float64(n)
 	p.RSSPerArm = float64(win.after.Process.RSSBytes) / float64(n)
@@ -263,11 +282,43 @@ func probeService(ctx context.Context, binary string, n int, o CapacityOptions) 
 	return p, nil
 }
 
+// readCapacityWindow reads /stats settle after now and again window after
+// that read returned, so a probe measures at least window however late a
+// loaded machine serves the first read (a window cut short by a late read
+// holds too few ticks to judge an overrun fraction by).
+func readCapacityWindow(ctx context.Context, httpBase string, settle, window time.Duration) statsWindow {
+	var w statsWindow
+	if !waitUntil(ctx, time.Now().Add(settle)) {
+		w.err = ctx.Err()
+		return w
+	}
+	before, err := fetchStatsRaw(ctx, httpBase)
+	if err != nil {
+		w.err = err
+		return w
+	}
+	t0 := time.Now()
+	if !waitUntil(ctx, t0.Add(window)) {
+		w.err = ctx.Err()
+		return w
+	}
+	w.after, w.err = fetchStats(ctx, httpBase)
+	w.elapsed = time.Since(t0)
+	if w.err == nil {
+		w.before, w.err = before.decode()
+	}
+	return w
+}
+
 // WriteTable writes the capacities, the ratio and every probe.
 func (r CapacityReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per probe); %s %s/%s, %d CPUs\n\n",
+	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per probe); %s %s/%s, %d CPUs\n",
 		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	if r.Effects != "" {
+		fmt.Fprintf(&b, "every arm controlled and rendering %s, in hapticd (--sim-effects) and in the bare loop (--effects)\n", r.Effects)
+	}
+	b.WriteString("\n")
 	capText := func(c CapacityResult) string {
 		if c.AtMax {
 			return fmt.Sprintf("≥ %d", c.Capacity)

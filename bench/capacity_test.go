@@ -3,8 +3,12 @@ package bench
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestSearchCapacityFindsTheLargestPassingN(t *testing.T) {
@@ -115,5 +119,35 @@ func TestCapacityTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("capacity table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestCapacityWindowOutlastsALateRead: on a loaded machine the first
+// /stats read may come back late; the probe still measures a whole window
+// after it, so an over-capacity service is not judged on the few ticks of
+// a window cut short (TestCapacityAgainstFakeProcesses flaked so under a
+// load average of 40, its fake's overrun count rounding to zero).
+func TestCapacityWindowOutlastsALateRead(t *testing.T) {
+	f := newFake(2, fakeFaults{overrunPermille: 100})
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reads.Add(1) == 1 {
+			// A read served well past the window's planned end.
+			time.Sleep(300 * time.Millisecond)
+		}
+		f.stats(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	const window = 150 * time.Millisecond
+	win := readCapacityWindow(context.Background(), srv.URL, 10*time.Millisecond, window)
+	if win.err != nil {
+		t.Fatal(win.err)
+	}
+	if win.elapsed < window {
+		t.Errorf("window %s, want at least %s after the late read", win.elapsed, window)
+	}
+	lf, _ := windowFigures(win.before, win.after, win.elapsed, false)
+	if lf.Ticks < 2*uint64(window.Milliseconds())*9/10 || lf.OverrunFractionWorst < 0.05 {
+		t.Errorf("window figures: %d ticks, overrun fraction %g; want the whole window's ticks of 2 arms and the fake's 10 %% overruns", lf.Ticks, lf.OverrunFractionWorst)
 	}
 }

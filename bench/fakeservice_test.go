@@ -279,6 +279,7 @@ func fakeHapticd(args []string) error {
 		d := fs.Duration("duration", time.Second, "")
 		fs.Bool("json", false, "")
 		fs.String("motion", "none", "")
+		effects := fs.String("effects", "", "")
 		inventory := fs.String("inventory", "", "")
 		state := fs.String("state", "", "")
 		if err := fs.Parse(args[1:]); err != nil {
@@ -307,6 +308,9 @@ func fakeHapticd(args []string) error {
 		if f, err := strconv.ParseFloat(os.Getenv(fakeBareEnv), 64); err == nil {
 			factor = f
 		}
+		if *effects != "" {
+			factor /= 2 // rendering effects costs the fake as much as stepping
+		}
 		if float64(*arms) > factor*float64(capacity) {
 			overruns = ticks / 10
 		}
@@ -320,6 +324,7 @@ func fakeHapticd(args []string) error {
 	arms := fs.Int("sim-arms", 1, "")
 	fs.Int("sim-grips", 0, "")
 	fs.String("sim-motion", "none", "")
+	simEffects := fs.String("sim-effects", "", "")
 	fs.Int("loop-hz", 1000, "")
 	fs.String("state-dir", "", "")
 	fs.String("log-format", "console", "")
@@ -327,6 +332,9 @@ func fakeHapticd(args []string) error {
 		return err
 	}
 	var faults fakeFaults
+	if *simEffects != "" {
+		capacity /= 2 // rendering effects costs the fake as much as stepping
+	}
 	if *arms > capacity {
 		faults.overrunPermille = 100
 	}

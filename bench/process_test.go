@@ -76,13 +76,14 @@ func TestFindHapticdExplicitPath(t *testing.T) {
 }
 
 // fakeCapacity searches the fake service's capacity and its bare loop's,
-// and returns the report with its table.
-func fakeCapacity(t *testing.T, bin string) (CapacityReport, string) {
+// with effects (hapticbench arms --effects) if given, and returns the
+// report with its table.
+func fakeCapacity(t *testing.T, bin string, effects ...string) (CapacityReport, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
-		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond})
+		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond, Effects: strings.Join(effects, ",")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +106,19 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 	}
 	if !strings.Contains(table, "0.50x") {
 		t.Errorf("capacity table lacks the ratio:\n%s", table)
+	}
+}
+
+// TestCapacityWithEffects: --effects reaches the service (--sim-effects)
+// and the bare loop (--effects), whose fakes each hold half the arms with
+// effects, and the report says what was rendered.
+func TestCapacityWithEffects(t *testing.T) {
+	rep, table := fakeCapacity(t, fakeHapticdBinary(t, 8), "wall", "damper")
+	if rep.Service.Capacity != 4 || rep.BareLoop == nil || rep.BareLoop.Capacity != 8 {
+		t.Fatalf("capacities: service %d, bare loop %+v; want 4 and 8 (half of 8 and 16: effects given to both)", rep.Service.Capacity, rep.BareLoop)
+	}
+	if rep.Effects != "wall,damper" || !strings.Contains(table, "rendering wall,damper") || !strings.Contains(table, "0.50x") {
+		t.Errorf("report effects %q, table:\n%s\nwant the effects named and the ratio 0.50x", rep.Effects, table)
 	}
 }
 

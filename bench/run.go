@@ -416,7 +416,7 @@ func run(ctx context.Context, o RunOptions, cache *bareCache) (RunReport, error)
 		default:
 			o.progress("bare-loop baseline: %d arms at %v Hz for %s", rep.Config.Arms, o.LoopHz, o.Duration)
 			stopLive := o.live("bare-loop baseline", o.Duration)
-			b, err := runBareLoopOn(ctx, serverCPUs, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration, "")
+			b, err := runBareLoopOn(ctx, serverCPUs, cache.binary, rep.Config.Arms, o.LoopHz, o.Duration, "", "")
 			stopLive()
 			if err != nil {
 				cache.err = err

@@ -228,16 +228,20 @@ func (s *service) stop() error {
 type BareLoop = protocol.BaselineArms
 
 // runBareLoop runs `hapticd baseline-arms` and reads its JSON.
-func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
-	return runBareLoopOn(ctx, nil, binary, arms, loopHz, d, motion)
+// With effects (its --effects, e.g. "wall,damper") every arm renders them.
+func runBareLoop(ctx context.Context, binary string, arms int, loopHz float64, d time.Duration, motion, effects string) (BareLoop, error) {
+	return runBareLoopOn(ctx, nil, binary, arms, loopHz, d, motion, effects)
 }
 
 // runBareLoopOn is runBareLoop on cpus (nil: any).
-func runBareLoopOn(ctx context.Context, cpus []int, binary string, arms int, loopHz float64, d time.Duration, motion string) (BareLoop, error) {
+func runBareLoopOn(ctx context.Context, cpus []int, binary string, arms int, loopHz float64, d time.Duration, motion, effects string) (BareLoop, error) {
 	args := []string{"baseline-arms", "--arms", strconv.Itoa(arms),
 		"--loop-hz", strconv.FormatFloat(loopHz, 'f', -1, 64), "--duration", d.String(), "--json"}
 	if motion != "" {
 		args = append(args, "--motion", motion)
+	}
+	if effects != "" {
+		args = append(args, "--effects", effects)
 	}
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = childEnv()

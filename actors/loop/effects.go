@@ -48,7 +48,6 @@ type effectStage struct {
 }
 
 type effectsReport struct {
-	buf  EffectsReport // the tick's, filled before each publish
 	cell cell[EffectsReport]
 }
 
@@ -278,7 +277,15 @@ func (st *effectStage) publish(nowNs int64, set *effect.Set) {
 		}
 	}
 	st.ticks = 0
-	b := &st.rep.buf
+	// Filled in the cell's spare buffer: a report is a kilobyte and a
+	// half of which a tick changes a few lines (its effects; the ones
+	// past them are cleared only if an older report left some), and a
+	// copy of it cost each publish as much as the rest of the tick.
+	sb, place := st.rep.cell.spare()
+	if sb == nil {
+		return // readers hold every other buffer: the next publish catches up
+	}
+	b := &sb.snap
 	b.TimeNs, b.Rendering = nowNs, st.rendering
 	b.Session = 0
 	if set != nil {
@@ -291,7 +298,7 @@ func (st *effectStage) publish(nowNs int64, set *effect.Set) {
 	for i := b.N; i < len(b.Effects) && b.Effects[i].ID != ""; i++ {
 		b.Effects[i] = effect.Rendered{}
 	}
-	st.rep.cell.Publish(b)
+	st.rep.cell.commit(sb, place)
 }
 
 // OutputReport is the energy the passivity layer observed on a device's

@@ -420,3 +420,47 @@ func TestDropEffectsWithdrawsOnlyItsSessionsSet(t *testing.T) {
 		t.Fatal("dropped twice")
 	}
 }
+
+// TestEffectsReportShrinksWithTheSet: the report is filled in place in
+// the buffers readers copy, which hold older reports; when a Set shrinks,
+// every later report lists only the effects in force, nothing of the
+// longer ones before (over more publishes than the report has buffers).
+func TestEffectsReportShrinksWithTheSet(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	specs := func(ids ...string) *effect.Set {
+		var sp []effect.Spec
+		for _, id := range ids {
+			sp = append(sp, effect.Spec{ID: id, Kind: effect.Damper, FadeNs: 2 * ms, Params: effect.Params{DampingNsPerM: 1}})
+		}
+		s, err := effect.NewSet(7, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var rep EffectsReport
+	r.dev.LoadEffects(&rep) // a reader: the loop reports every reportEvery ticks
+	seq := uint64(0)
+	keep := func() { seq++; r.command(7, seq, 100*ms, force(0, 0, 1), nil) }
+	r.dev.SetEffects(specs("a", "b", "c"))
+	r.run(10*reportEvery, keep)
+	if r.dev.LoadEffects(&rep); rep.N != 3 {
+		t.Fatalf("report lists %d effects, want a, b and c", rep.N)
+	}
+	r.dev.SetEffects(specs("a"))
+	for tick := range 4 * snapBufs * reportEvery {
+		r.run(1, keep)
+		r.dev.LoadEffects(&rep)
+		if tick < 2*reportEvery {
+			continue // b and c fade out over 2 ms
+		}
+		if rep.N != 1 || rep.Effects[0].ID != "a" {
+			t.Fatalf("tick %d: report lists %d effects (first %q), want a alone", tick, rep.N, rep.Effects[0].ID)
+		}
+		for i := 1; i < len(rep.Effects); i++ {
+			if rep.Effects[i] != (effect.Rendered{}) {
+				t.Fatalf("tick %d: entry %d past the effects in force holds %+v", tick, i, rep.Effects[i])
+			}
+		}
+	}
+}

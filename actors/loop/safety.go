@@ -45,6 +45,7 @@ package loop
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop/passivity"
@@ -259,8 +260,11 @@ type forceStages struct {
 // state and the stages' own: fixed while the same command holds under the
 // same Globals and effect stage.
 type forceInputs struct {
-	params  *Params // the command's (never nil)
-	forceN  hw.Vec3 // the command's force: zero unless a finite ModeForce
+	params *Params // the command's (never nil)
+	forceN hw.Vec3 // the command's force: zero unless a finite ModeForce
+	// none: the command adds no force of its own (forceN +0 on every
+	// axis, no damping), as an engine's that only declares effects.
+	none    bool
 	session uint64
 	scale   float64 // the force scale, 0..1
 	limitN  float64 // the clamp: MaxForceN or a lower ForceClampN
@@ -280,6 +284,8 @@ func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
 	if !in.forceN.Finite() || c.Cmd.Mode != hw.ModeForce {
 		in.forceN = hw.Vec3{}
 	}
+	in.none = math.Float64bits(in.forceN.X)|math.Float64bits(in.forceN.Y)|math.Float64bits(in.forceN.Z) == 0 &&
+		in.params.Damping == [3][3]float64{}
 	in.session = c.Session
 	in.scale = clamp(g.ForceScale, 0, 1)
 	in.limitN = d.maxForceN
@@ -324,17 +330,22 @@ func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3
 func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
 	f = in.forceN
 	raw := v // the effects pause on a bad reading
-	if v.Finite() {
+	if !v.Finite() {
+		v = hw.Vec3{}
+	}
+	// A command with no force of its own (effects only) yields +0 here
+	// whatever the gate and the scale (+0 less +0 or −0 damping, times a
+	// finite k ≥ 0), and its observer, holding +0 too, counts no work: the
+	// stage is skipped, bit for bit the same, once the observer holds +0.
+	if !in.none || fs.sessionObs.Holds() {
 		D := &in.params.Damping
 		f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
 		f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
 		f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
-	} else {
-		v = hw.Vec3{}
+		k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
+		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
+		fs.sessionObs.Add(f, v, dtNs)
 	}
-	k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
-	f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-	fs.sessionObs.Add(f, v, dtNs)
 	// guarded: the part of the output passive by design, which the
 	// controller keeps passive in its default scope (passivity.Scope).
 	var guarded hw.Vec3

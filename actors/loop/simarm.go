@@ -45,6 +45,10 @@ type armBlock struct {
 	// every tick (simArm.hotLeft > 0), so a tick visits only those
 	// between two sparse publishes.
 	hot uint64
+	// fast has a bit set for each record the last pass stepped on the
+	// fast path for controlled arms: this pass prefetches their lines
+	// (armBlock.prefetch), and no others'.
+	fast uint64
 	// phase staggers the blocks' publishes without readers over
 	// publishIdleEvery ticks, so no tick carries them all.
 	phase uint8
@@ -284,9 +288,13 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 	now, cmd := ps.now, &ps.cmd
 	// Bits by record: left to the second loop; stepped by the first; of
 	// those, at rest after the step, and failed.
-	var left, stepped, still, failed uint64
+	var left, stepped, still, failed, fast uint64
 	timed := -1
+	fx := b.fx.Load()
 	for i := range b.arms {
+		if j := i + prefetchAhead; j < armBlockLen && b.fast&(1<<j) != 0 {
+			b.prefetch(j, fx)
+		}
 		r := &b.arms[i]
 		d := r.dev.Load()
 		if d == nil {
@@ -311,6 +319,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 				continue
 			}
 			*cur = d
+			fast |= 1 << i
 			if moved, err = r.controlStep(c, d, ps, false); err != nil {
 				continue // handled by the full step's code, this tick
 			}
@@ -338,6 +347,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device) {
 			still |= 1 << i
 		}
 	}
+	b.fast = fast
 	if b.want.Load() != 0 {
 		// Readers marked records since the last look: they publish
 		// every tick from this one (publishDue takes the marks up).

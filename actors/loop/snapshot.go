@@ -83,19 +83,37 @@ type cell[T any] struct {
 // other buffer, the previous snapshot stays the latest and Publish reports
 // false; the next Publish catches up.
 func (c *cell[T]) Publish(src *T) bool {
+	b, i := c.spare()
+	if b == nil {
+		return false
+	}
+	b.snap = *src
+	c.commit(b, i)
+	return true
+}
+
+// spare returns the buffer the next publish fills, and its place, or nil
+// when readers hold every other buffer. The writer may fill it in place
+// (it holds an older snapshot, which nobody reads) and then commit it:
+// Publish less the copy, for a writer that changes a small part of a
+// large value.
+func (c *cell[T]) spare() (*snapBuf[T], int) {
 	cur := c.latest.Load()
 	for i := 0; i < snapBufs; i++ {
 		b := &c.bufs[(c.next+i)%snapBufs]
 		if b == cur || b.readers.Load() != 0 {
 			continue
 		}
-		b.snap = *src
-		c.latest.Store(b)
-		c.seq.Add(1) // after the pointer: see Seq
-		c.next = (c.next + i + 1) % snapBufs
-		return true
+		return b, i
 	}
-	return false
+	return nil, 0
+}
+
+// commit makes b, filled since spare returned it with i, the latest.
+func (c *cell[T]) commit(b *snapBuf[T], i int) {
+	c.latest.Store(b)
+	c.seq.Add(1) // after the pointer: see Seq
+	c.next = (c.next + i + 1) % snapBufs
 }
 
 // Seq counts the Publishes that stored a snapshot. Unlike Snapshot.Tick it

@@ -214,6 +214,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
+	fs.StringVar(&o.Effects, "effects", "", "effects every arm renders, in hapticd (--sim-effects, arms held by the service) and in the bare loop alike: wall, damper (comma-separated; empty: none)")
 	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Capacity(ctx, o) })
 }
 

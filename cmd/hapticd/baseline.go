@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/bench/echoserver"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
@@ -43,6 +44,8 @@ func baselineArms(args []string, in io.Reader, w io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "how long to run")
 	var motion sim.Motion
 	fs.Var(&motion, "motion", "scripted hand on the arms, as hapticd's --sim-motion: none, circle or random")
+	var fx simEffects
+	fs.Var(&fx, "effects", "effects every arm renders, as hapticd's --sim-effects: wall, damper (comma-separated)")
 	threads := fs.Int("threads", runtime.GOMAXPROCS(0), "paced threads the arms are split over (the service runs one scheduler shard per GOMAXPROCS)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	inventory := fs.String("inventory", "", "with --state: also serve these frames as an echo baseline (hapticbench), and step the arms once a line arrives on stdin")
@@ -67,7 +70,10 @@ func baselineArms(args []string, in io.Reader, w io.Writer) error {
 			return nil // stdin closed before the loop was asked for
 		}
 	}
-	res := stepBareLoops(*arms, *threads, *loopHz, *duration, motion)
+	res, err := stepBareLoops(*arms, *threads, *loopHz, *duration, motion, fx)
+	if err != nil {
+		return fmt.Errorf("hapticd: baseline-arms: %w", err)
+	}
 	if err := writeBaseline(w, res, *asJSON); err != nil {
 		return err
 	}
@@ -97,8 +103,9 @@ func writeBaseline(w io.Writer, res protocol.BaselineArms, asJSON bool) error {
 // stepBareLoops splits the arms over threads contiguous runs and steps
 // each run on its own paced thread, and reports the worst thread (the
 // service's capacity is judged by its worst shard too). Ticks and Overruns
-// are that thread's; NsPerStep is over all threads.
-func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion sim.Motion) protocol.BaselineArms {
+// are that thread's; NsPerStep is over all threads. With fx, every arm
+// renders those effects (see bareEffects).
+func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion sim.Motion, fx simEffects) (protocol.BaselineArms, error) {
 	threads = min(threads, arms)
 	periodS := 1 / loopHz
 	// The arms' physics states lie in one slice of values, not pointers:
@@ -109,6 +116,13 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 		// The same options hapticd's --sim-arms gives its arms.
 		sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)}).MoveCore(&all[i])
 	}
+	var effects *bareEffects
+	if len(fx) > 0 {
+		var err error
+		if effects, err = newBareEffects(arms, fx); err != nil {
+			return protocol.BaselineArms{}, err
+		}
+	}
 	results := make([]bareResult, threads)
 	var wg sync.WaitGroup
 	for t := range threads {
@@ -116,7 +130,7 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[t] = stepBareLoop(all[lo:hi], loopHz, d)
+			results[t] = stepBareLoop(all[lo:hi], effects.slice(lo, hi), loopHz, d)
 		}()
 	}
 	wg.Wait()
@@ -135,7 +149,44 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 	if steps > 0 {
 		res.NsPerStep = stepNs / steps
 	}
-	return res
+	return res, nil
+}
+
+// bareEffects is what a bare loop written to render effects on many arms
+// would keep: for each arm its Set and an effect.Renderer with room for
+// two effects inline, side by side in one slice (separately allocated
+// room costs such a loop several times more).
+type bareEffects struct {
+	sets []*effect.Set
+	r    []bareRenderer
+}
+
+type bareRenderer struct {
+	r  effect.Renderer
+	in effect.Inline
+}
+
+// newBareEffects declares fx on n arms, a Set each, as hapticd's
+// --sim-effects does.
+func newBareEffects(n int, fx simEffects) (*bareEffects, error) {
+	e := &bareEffects{sets: make([]*effect.Set, n), r: make([]bareRenderer, n)}
+	for i := range n {
+		set, err := fx.set(simEffectsSession)
+		if err != nil {
+			return nil, err
+		}
+		e.sets[i] = set
+		e.r[i].r.UseInline(&e.r[i].in)
+	}
+	return e, nil
+}
+
+// slice is the effects of arms [lo, hi); nil for none.
+func (e *bareEffects) slice(lo, hi int) *bareEffects {
+	if e == nil {
+		return nil
+	}
+	return &bareEffects{sets: e.sets[lo:hi], r: e.r[lo:hi]}
 }
 
 // bareResult is one bare thread's run.
@@ -164,7 +215,11 @@ func (r bareResult) fraction() float64 {
 // and steps the physics only (ArmCore.Step), as the service's loop does:
 // joint angles are derived only when a client reads them, and an arm at
 // rest is not stepped again.
-func stepBareLoop(arms []sim.ArmCore, loopHz float64, d time.Duration) bareResult {
+//
+// With fx, each tick renders every arm's effects from its last position
+// and velocity and adds them to the feed-forward, and no arm sleeps (the
+// service's loop never puts an arm it renders effects for to sleep).
+func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Duration) bareResult {
 	spin := len(arms) >= loop.DefaultSpinFrom
 	if spin {
 		runtime.LockOSThread()
@@ -183,6 +238,9 @@ func stepBareLoop(arms []sim.ArmCore, loopHz float64, d time.Duration) bareResul
 	// An arm at rest with no scripted hand stays at rest under the same
 	// command: like the service's loop, stop stepping it.
 	asleep := make([]bool, len(arms))
+	ff := cmd.ForceN.Z
+	fxCmd := hw.Command{Mode: hw.ModeForce}
+	in := effect.Input{DtNs: periodNs}
 	end := clock.Now() + d.Nanoseconds()
 	prev := int64(0)
 	for {
@@ -198,6 +256,19 @@ func stepBareLoop(arms []sim.ArmCore, loopHz float64, d time.Duration) bareResul
 			res.overruns++
 		}
 		res.ticks++
+		if fx != nil {
+			in.NowNs = now
+			for i := range arms {
+				a := &arms[i]
+				in.PositionM, in.VelocityMps = a.Position(), a.Velocity()
+				f := fx.r[i].r.Render(fx.sets[i], &in, 1)
+				f.Z += ff
+				fxCmd.ForceN = f
+				_, _ = a.Step(&fxCmd)
+			}
+			res.stepNs += clock.Now() - now
+			continue
+		}
 		for i := range arms {
 			if asleep[i] {
 				continue

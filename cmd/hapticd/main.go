@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/transport"
@@ -51,6 +52,7 @@ type options struct {
 	stateDir                     string
 	simArms, simGrips            int
 	simMotion                    sim.Motion
+	simEffects                   simEffects
 	loopHz                       int
 	logLevel, logFormat          string
 	typeAlias                    string
@@ -84,6 +86,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms (Inverse3): short for --sim inverse3=N")
 	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated wireless grips: short for --sim wireless_verse_grip=N")
 	fs.Var(&o.simMotion, "sim-motion", "scripted hand on simulated devices: none, circle or random (unset: arms rest, grips rock and click as in a hand)")
+	fs.Var(&o.simEffects, "sim-effects", "capacity runs: hold every simulated arm (device_busy to clients) with a zero force and these effects rendered by its loop, comma-separated: wall (through the workspace centre, 2000 N/m), damper (2 N·s/m); see hapticbench arms --effects")
 	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
@@ -223,8 +226,14 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	for _, e := range o.fleet.Sorted() {
 		for i := 0; i < e.Count; i++ {
 			dev := sim.NewDevice(e.Family, o.lab.simIndexBase+i, sim.ArmOptions{PeriodS: periodS, Motion: simMotion(o, e.Family), Seed: int64(i)})
-			if _, err := svc.AddDevice(dev, false); err != nil {
+			d, err := svc.AddDevice(dev, false)
+			if err != nil {
 				return nil, sv.stop(fmt.Errorf("simulated %s %d: %w", e.Family, i, err))
+			}
+			if len(o.simEffects) > 0 && d.Info.Kind == hw.KindArm {
+				if err := holdWithEffects(d, o.simEffects); err != nil {
+					return nil, sv.stop(fmt.Errorf("simulated %s %d: %w", e.Family, i, err))
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package effect
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -55,6 +56,18 @@ func NewSlots(n int) *Slots { return &Slots{st: make([]state, n)} }
 
 // Cap is how many effects s has room for.
 func (s *Slots) Cap() int { return len(s.st) }
+
+// Where an Inline keeps what a tick of a settled spring, damper or wall
+// reads and writes: InlineSlotBytes apart, each effect's first
+// InlineHotBytes (its flags, fade, force and the parameters those kinds
+// read) and InlineProxyBytes from InlineProxyOffset (its proxy point).
+// A loop stepping thousands of arms may prefetch them ahead of rendering.
+const (
+	InlineSlotBytes   = unsafe.Sizeof(state{})
+	InlineHotBytes    = unsafe.Offsetof(state{}.cur) + unsafe.Offsetof(Params{}.EndM)
+	InlineProxyOffset = unsafe.Offsetof(state{}.proxyM)
+	InlineProxyBytes  = unsafe.Sizeof(hw.Vec3{})
+)
 
 // Inline is room for two effects (a wall and a damper, say) inside the
 // struct that holds the Renderer, so that rendering them reads memory next
@@ -120,10 +133,6 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		r.adopt(set)
 	}
 	dtS := float64(in.DtNs) * 1e-9
-	if in.DtNs != r.alphaDt {
-		r.alphaDt, r.alpha = in.DtNs, 1-math.Exp(-float64(in.DtNs)/float64(SmoothNs))
-	}
-	alpha := r.alpha
 	var sum, active hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
@@ -131,7 +140,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		// convention): the work of last tick's force over the tick that
 		// ended, −F·v·dt, positive while it takes energy out.
 		s.energyJ -= s.forceN.Dot(in.VelocityMps) * dtS
-		s.advance(in, alpha)
+		s.advance(in, r)
 		f := s.render(in, dtS, r.prevM, r.havePrev).Scale(s.weight * gain)
 		if !f.Finite() {
 			f = hw.Vec3{}
@@ -308,8 +317,20 @@ func (r *Renderer) dropFading() bool {
 	return true
 }
 
+// alphaFor is the smoothing stages' step for a tick of dtNs (see
+// SmoothNs), kept for the last tick length. Only an effect whose
+// parameters are still moving needs it: a loop's tick length varies by
+// nanoseconds from tick to tick, and computing it on every tick cost an
+// exponential per arm with effects that had long settled.
+func (r *Renderer) alphaFor(dtNs int64) float64 {
+	if dtNs != r.alphaDt {
+		r.alphaDt, r.alpha = dtNs, 1-math.Exp(-float64(dtNs)/float64(SmoothNs))
+	}
+	return r.alpha
+}
+
 // advance moves the fade weight and the smoothed parameters one tick on.
-func (s *state) advance(in *Input, alpha float64) {
+func (s *state) advance(in *Input, r *Renderer) {
 	target := 1.0
 	if s.removing || (s.expiresNs > 0 && in.NowNs >= s.expiresNs) {
 		target = 0
@@ -323,7 +344,7 @@ func (s *state) advance(in *Input, alpha float64) {
 		}
 	}
 	if !s.settled {
-		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, alpha)
+		s.settled = smooth(&s.mid, &s.cur, &s.sp.Params, r.alphaFor(in.DtNs))
 		if k := s.kind; k == Wall || k == SpringLine || k == SpringPlane || k == Vibration || ((k == Shape || k == SDF) && s.prim == PrimPlane) {
 			// A direction blended component-wise is no longer unit.
 			if l := s.cur.AxisUnit.Norm(); l > 1e-9 {

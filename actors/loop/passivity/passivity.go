@@ -225,5 +225,14 @@ func (o *Observer) Add(f, v hw.Vec3, dtNs int64) {
 	o.lastF = f
 }
 
+// Holds reports whether the observer holds a force other than +0 on
+// every axis. While it holds none, Add of a +0 force changes nothing (the
+// work of +0 over any finite velocity leaves the energy as it is, bit for
+// bit), so a caller may skip it.
+func (o *Observer) Holds() bool {
+	f := &o.lastF
+	return math.Float64bits(f.X)|math.Float64bits(f.Y)|math.Float64bits(f.Z) != 0
+}
+
 // Reset zeroes the energy and the held force.
 func (o *Observer) Reset() { *o = Observer{} }

@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"unsafe"
+
+	"github.com/hapticd/hapticd/actors/loop/effect"
+)
+
+// prefetchAhead is how many records ahead of the one it steps a block's
+// first loop asks for a controlled arm's lines (armBlock.prefetch). With
+// 10,000 arms, the fast path of a controlled arm with effects spent most
+// of its tick waiting on the first load of each structure it reads: one
+// arm's tick is too long for the core to reach the next arm's loads by
+// itself, as the bare loop's shorter steps do, and loading them ahead
+// with plain loads stalls the tick instead (tried: twice as slow).
+// 1 and 2 ahead measured alike, 4 and 6 worse (BenchmarkEffectArmsTick).
+const prefetchAhead = 2
+
+// Where the lines a controlled arm's tick reads lie, as prefetchArm
+// (prefetch_amd64.s) takes them: the whole armControl, and of its effect
+// stage the head (the Set pointers, the Renderer) up to its first
+// effect's hot fields, that effect's proxy point, and the second effect's
+// hot fields and proxy point (a settled spring, damper or wall reads no
+// more; effect.InlineHotBytes). TestPrefetchCoversTheTick holds the
+// assembly's probes to these spans.
+var fxStageProbe effectStage
+
+const (
+	ctlBytes    = unsafe.Sizeof(armControl{})
+	fxInline    = unsafe.Offsetof(fxStageProbe.inline)
+	fxHeadBytes = fxInline + effect.InlineHotBytes
+	fxProxy0    = fxInline + effect.InlineProxyOffset
+	fxSlot1     = fxInline + effect.InlineSlotBytes
+	fxProxy1    = fxSlot1 + effect.InlineProxyOffset
+	fxHotBytes  = effect.InlineHotBytes
+	fxProxyLen  = effect.InlineProxyBytes
+)
+
+// prefetch asks for the lines the fast path of record j's controlled arm
+// reads on its tick: its armControl and, if the arm took its place in the
+// block's effect stages (fx), that stage's hot part. It never waits and
+// never faults. The pass calls it for the records it stepped on that path
+// on its last tick (armBlock.fast): testing the record's own flag cost
+// more, its line being itself still on its way, and prefetching every
+// record cost the arms nobody controls 3 % (BenchmarkMovingArmsTick).
+func (b *armBlock) prefetch(j int, fx *[armBlockLen]effectStage) {
+	var st uintptr
+	if fx != nil {
+		st = uintptr(unsafe.Pointer(&fx[j]))
+	}
+	prefetchArm(uintptr(unsafe.Pointer(&b.ctl[j])), st)
+}

@@ -1,0 +1,39 @@
+#include "go_asm.h"
+#include "textflag.h"
+
+// func prefetchArm(ctl, stage uintptr)
+//
+// Straight-line PREFETCHT0s (a loop over spans cost the tick more than it
+// saved): each span's first byte, every 64 bytes on, and its last byte,
+// so it is covered whatever its alignment. The spans' lengths are
+// prefetch.go's constants; TestPrefetchCoversTheTick checks that these
+// probes reach each span's end. A prefetch never faults.
+TEXT ·prefetchArm(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ ctl+0(FP), AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 256(AX)
+	PREFETCHT0 320(AX)
+	PREFETCHT0 384(AX)
+	PREFETCHT0 (const_ctlBytes-1)(AX)
+	MOVQ stage+8(FP), AX
+	TESTQ AX, AX
+	JZ   done
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 256(AX)
+	PREFETCHT0 (const_fxHeadBytes-1)(AX)
+	PREFETCHT0 const_fxProxy0(AX)
+	PREFETCHT0 (const_fxProxy0+const_fxProxyLen-1)(AX)
+	PREFETCHT0 const_fxSlot1(AX)
+	PREFETCHT0 (const_fxSlot1+64)(AX)
+	PREFETCHT0 (const_fxSlot1+128)(AX)
+	PREFETCHT0 (const_fxSlot1+const_fxHotBytes-1)(AX)
+	PREFETCHT0 const_fxProxy1(AX)
+	PREFETCHT0 (const_fxProxy1+const_fxProxyLen-1)(AX)
+done:
+	RET

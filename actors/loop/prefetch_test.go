@@ -1,0 +1,46 @@
+package loop
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/hapticd/hapticd/actors/loop/effect"
+)
+
+// TestPrefetchCoversTheTick holds prefetch_amd64.s's straight-line probes
+// to the spans they are for: each span's probes go from its first byte in
+// steps of 64 up to a last stride, then its last byte, so they cover
+// every line of the span whatever its alignment only if the span ends
+// within 64 bytes past the last stride. A struct that grows past that
+// would leave lines to be fetched by the tick itself: slower, not wrong.
+func TestPrefetchCoversTheTick(t *testing.T) {
+	var st effectStage
+	cases := []struct {
+		name       string
+		start, n   uintptr
+		lastStride uintptr // the asm's last probe before the span's last byte
+	}{
+		{"armControl", 0, ctlBytes, 384},
+		{"effect stage head and first effect", 0, fxHeadBytes, 256},
+		{"first effect's proxy", fxProxy0, fxProxyLen, 0},
+		{"second effect", fxSlot1, fxHotBytes, 128},
+		{"second effect's proxy", fxProxy1, fxProxyLen, 0},
+	}
+	for _, c := range cases {
+		if c.n-1 > c.lastStride+64 {
+			t.Errorf("%s: %d bytes, but the probes reach %d and its last byte: lines in between are not prefetched; add probes to prefetch_amd64.s", c.name, c.n, c.lastStride)
+		}
+		if c.start+c.n > unsafe.Sizeof(st) {
+			t.Errorf("%s: [%d, %d) is past the effect stage's %d bytes", c.name, c.start, c.start+c.n, unsafe.Sizeof(st))
+		}
+	}
+	// The spans are those of the fields a settled spring, damper or wall
+	// reads: the Renderer before the inline room, and the hot fields of
+	// two effects in it.
+	if off := unsafe.Offsetof(st.r); off >= fxInline {
+		t.Errorf("the Renderer at %d is not before the inline effects at %d", off, fxInline)
+	}
+	if got, want := unsafe.Sizeof(st.inline), 2*effect.InlineSlotBytes; got != want {
+		t.Errorf("effect.Inline is %d bytes, two slots of effect.InlineSlotBytes are %d", got, want)
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
+)
+
+func TestSimEffectsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  simEffects
+		err   string
+	}{
+		{"wall,damper", simEffects{"wall", "damper"}, ""},
+		{" damper ", simEffects{"damper"}, ""},
+		{"", nil, "no effect"},
+		{"wall,wall", nil, `"wall" given twice`},
+		{"wall,spring", nil, `unknown effect "spring"`},
+	} {
+		o, err := parseFlags([]string{"--sim-effects", tt.value})
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("--sim-effects %q: error %v, want one saying %q", tt.value, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(o.simEffects, tt.want) {
+			t.Errorf("--sim-effects %q = %q, %v; want %q", tt.value, o.simEffects, err, tt.want)
+		}
+	}
+}
+
+// TestSimEffectsHoldArms: with --sim-effects every simulated arm, and no
+// grip, is controlled by the service's own session, and its loop renders
+// the effects declared (a moving arm feels them), so a capacity run
+// measures the loop with effects.
+func TestSimEffectsHoldArms(t *testing.T) {
+	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "3", "--sim-grips", "1",
+		"--sim-motion", "circle", "--sim-effects", "wall,damper", "--state-dir", filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sv.stop(nil) })
+	arms := 0
+	for _, d := range sv.svc.Devices().All() {
+		owner := d.Register().Owner()
+		if d.Info.Kind != hw.KindArm {
+			if owner != 0 {
+				t.Errorf("%s %s: held by session %d, want a grip left alone", d.Name, d.ID, owner)
+			}
+			continue
+		}
+		arms++
+		if owner != simEffectsSession {
+			t.Errorf("%s %s: owner %d, want the service's --sim-effects session", d.Name, d.ID, owner)
+		}
+		if got := d.Register().Claim(7); got != simEffectsSession {
+			t.Errorf("%s %s: a client's claim gave owner %d, want it refused", d.Name, d.ID, got)
+		}
+		hwtest.EventuallyNil(t, 10*time.Second, "the loop to render the wall and the damper", func() error {
+			var rep loop.EffectsReport
+			if !d.Loop().LoadEffects(&rep) || !rep.Rendering || rep.N != 2 || rep.Session != simEffectsSession {
+				return fmt.Errorf("effects report %+v", rep)
+			}
+			if f := rep.Effects[1].ForceN; f == (hw.Vec3{}) {
+				return fmt.Errorf("the damper pushes nothing on a moving arm: %+v", rep.Effects[1])
+			}
+			return nil
+		})
+	}
+	if arms != 3 {
+		t.Errorf("%d arms, want 3", arms)
+	}
+}
+
+// TestBaselineArmsWithEffects: the bare loop renders the same effects,
+// and refuses a name it does not know.
+func TestBaselineArmsWithEffects(t *testing.T) {
+	var out strings.Builder
+	if err := baselineArms([]string{"--arms", "4", "--threads", "2", "--loop-hz", "500", "--duration", "200ms", "--motion", "circle", "--effects", "wall,damper"}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "4 arms at 500 Hz") {
+		t.Errorf("output %q", out.String())
+	}
+	if err := baselineArms([]string{"--arms", "4", "--effects", "wall,foo"}, nil, &out); err == nil || !strings.Contains(err.Error(), `unknown effect "foo"`) {
+		t.Errorf("--effects wall,foo: %v, want an error naming the effect", err)
+	}
+	res, err := stepBareLoops(4, 1, 1000, 100*time.Millisecond, 0, simEffects{"damper"})
+	if err != nil || res.Ticks == 0 || res.NsPerStep <= 0 {
+		t.Errorf("stepBareLoops with a damper = %+v, %v; want ticks and a step cost", res, err)
+	}
+}
