@@ -121,7 +121,7 @@ type Event struct {
 
 // DeviceOptions configure a Device. Zero fields take the defaults noted.
 type DeviceOptions struct {
-	// PeriodNs is the target loop period (default 1 ms).
+	// PeriodNs is the target loop period (default 1 ms, at most 1 s).
 	PeriodNs int64
 	// RampNs is how long the output takes to ramp to zero after a lease
 	// lapse (counted from the deadline) or a release (from the tick that
@@ -315,6 +315,9 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	if o.PeriodNs <= 0 {
 		o.PeriodNs = int64(time.Millisecond)
 	}
+	// The slowest loop is 1 Hz; the shard's record keeps the period in 32
+	// bits (armControl).
+	o.PeriodNs = min(o.PeriodNs, int64(time.Second))
 	if o.RampNs <= 0 {
 		o.RampNs = max(o.PeriodNs, ReleaseBoundNs-2*o.PeriodNs-releaseJitterNs)
 	}
