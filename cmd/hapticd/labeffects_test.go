@@ -54,45 +54,12 @@ func holdEffects(t *testing.T, m *labMember, id, set string) *effectsHold {
 		t.Fatalf("declaring %s on %s: %v", set, m.host, f["errors"])
 	}
 	h := &effectsHold{}
-	done := make(chan struct{})
-	go func() {
-		for {
-			_, b, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			var f map[string]any
-			if json.Unmarshal(b, &f) == nil {
-				h.mu.Lock()
-				h.frame = f
-				h.mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		renew := fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{}}]}`, id)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if conn.WriteMessage(websocket.TextMessage, []byte(renew)) != nil {
-				return
-			}
-		}
-	}()
-	stopped := false
-	h.stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			_ = conn.Close()
-		}
-	}
-	t.Cleanup(h.stop)
+	renew := fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{}}]}`, id)
+	h.stop = holdSession(t, conn, func() string { return renew }, func(f map[string]any) {
+		h.mu.Lock()
+		h.frame = f
+		h.mu.Unlock()
+	})
 	// The arm's loop renders the declaration once its frames show the
 	// wall's proxy: only then may the arm fall onto it (a wall that
 	// appears with the cursor behind it lets the cursor be).
@@ -354,47 +321,18 @@ func pushNavigating(t *testing.T, m *labMember, id string) *navPush {
 		`"shape":{"primitive":"sphere","parameters":{"r":0.03}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,`+
 		`"easing":"linear","wall_stiffness":800}}}}]}`, id, x, y, z))
 	p := &navPush{}
-	done := make(chan struct{})
-	go func() {
-		for {
-			_, b, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			var f map[string]any
-			if json.Unmarshal(b, &f) == nil && f["arm3"] != nil {
-				p.mu.Lock()
-				p.state, _ = path(asList(f["arm3"])[0], "state").(map[string]any)
-				p.mu.Unlock()
-			}
+	p.stop = holdSession(t, conn, func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return force(p.fx)
+	}, func(f map[string]any) {
+		if f["arm3"] == nil {
+			return
 		}
-	}()
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			p.mu.Lock()
-			msg := force(p.fx)
-			p.mu.Unlock()
-			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
-				return
-			}
-		}
-	}()
-	stopped := false
-	p.stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			_ = conn.Close()
-		}
-	}
-	t.Cleanup(p.stop)
+		p.mu.Lock()
+		p.state, _ = path(asList(f["arm3"])[0], "state").(map[string]any)
+		p.mu.Unlock()
+	})
 	return p
 }
 
