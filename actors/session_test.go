@@ -83,17 +83,25 @@ func TestUnchangedByAgreesWithTheDeviceActor(t *testing.T) {
 	}
 }
 
-// TestHaltIsNotServedAStaleCachedBody frames a device that a command drives,
-// halts it between ticks (Halt republishes the same tick with the mode
-// idle), and frames it again: the encoded-state cache must not answer with
-// the body it encoded before the Halt.
-func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
+// simArmCore is a device actor's core for a simulated arm, with the
+// default config and settings, whose loop never runs: the test publishes
+// states and attaches sessions itself.
+func simArmCore() (*Device, *deviceCore) {
 	arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
 	info := arm.Info()
 	d := &Device{Type: protocol.TypeArm, ID: info.ID, Info: info}
 	d.rt = loop.NewDevice(arm, loop.DeviceOptions{})
 	core := &deviceCore{dev: d, log: zerolog.Nop(), settings: protocol.DefaultSettings()}
 	core.init(protocol.DefaultDeviceConfig())
+	return d, core
+}
+
+// TestHaltIsNotServedAStaleCachedBody frames a device that a command drives,
+// halts it between ticks (Halt republishes the same tick with the mode
+// idle), and frames it again: the encoded-state cache must not answer with
+// the body it encoded before the Halt.
+func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
+	d, _ := simArmCore() // the core's init publishes the device's config, which framing reads
 	devs := (&DeviceSet{}).with(d)
 
 	now := loop.SystemClock().Now()

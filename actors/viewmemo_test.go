@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
-	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/space"
 )
@@ -22,12 +19,7 @@ import (
 // slot, the default view replaced. A memo that kept a stale view would
 // frame the arm in the wrong coordinates.
 func TestViewMemoFollowsTheDevicesViews(t *testing.T) {
-	arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
-	info := arm.Info()
-	d := &Device{Type: protocol.TypeArm, ID: info.ID, Info: info}
-	d.rt = loop.NewDevice(arm, loop.DeviceOptions{})
-	core := &deviceCore{dev: d, log: zerolog.Nop(), settings: protocol.DefaultSettings()}
-	core.init(protocol.DefaultDeviceConfig())
+	d, core := simArmCore()
 
 	const session, sameShard = 1, 1 + sessionSlotShards
 	identity := protocol.Basis{Permutation: protocol.IdentityBasis}
@@ -91,12 +83,7 @@ func TestViewMemoFollowsTheDevicesViews(t *testing.T) {
 // own (here a basis that swaps x and y) gets its own encoding, in its own
 // coordinates, and is never served the shared one, nor the shared ones its.
 func TestSessionsShareAnEncodingOnlyThroughTheSameView(t *testing.T) {
-	arm := sim.NewArm(sim.ArmOptions{PeriodS: 0.001})
-	info := arm.Info()
-	d := &Device{Type: protocol.TypeArm, ID: info.ID, Info: info}
-	d.rt = loop.NewDevice(arm, loop.DeviceOptions{})
-	core := &deviceCore{dev: d, log: zerolog.Nop(), settings: protocol.DefaultSettings()}
-	core.init(protocol.DefaultDeviceConfig())
+	d, core := simArmCore()
 	devs := (&DeviceSet{}).with(d)
 	const swapped, plainA, plainB = 1, 2, 3
 	for _, id := range []uint64{swapped, plainA, plainB} {

@@ -61,18 +61,14 @@ func vecFromWire(f []float64) hw.Vec3 {
 // The track stays while the gateway's track does, so the workspace offset
 // survives a new bubble as on the gateway itself.
 func (n *Node) navigation(m *wire.Navigation) {
-	now := time.Now()
-	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
 	n.mu.Lock()
-	d := n.devicesLocked()[m.Uuid]
-	s := n.subs[m.GatewayAddress]
-	var ageNs int64
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, time.Now())
 	var owner uint64
 	if s != nil {
-		ageNs, owner = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner
+		owner = s.owner
 	}
 	n.mu.Unlock()
-	if s == nil || d == nil || ageNs >= leaseNs {
+	if s == nil || d == nil || ageNs >= n.leaseNs() {
 		return // a device gone meanwhile leaves with the next inventory
 	}
 	key := fxKey{owner, m.Uuid}

@@ -412,6 +412,22 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 	return inv
 }
 
+// forwardedLocked resolves what a message a gateway forwarded names: the
+// device (nil: gone from this node), the gateway's subscription (nil: a
+// gateway that has not subscribed) and the message's age on the node's
+// clock, never negative (zero without a subscription, whose clock offset
+// the node does not know). n.mu must be held.
+func (n *Node) forwardedLocked(uuid, gateway string, sentUnixNs int64, now time.Time) (d *actors.Device, s *subscriber, ageNs int64) {
+	d, s = n.devicesLocked()[uuid], n.subs[gateway]
+	if s != nil {
+		ageNs = max(s.offset.ageNs(sentUnixNs, now), 0)
+	}
+	return d, s, ageNs
+}
+
+// leaseNs is the node's own lease on the forces a gateway forwards.
+func (n *Node) leaseNs() int64 { return int64(n.cfg.LeaseMs) * int64(time.Millisecond) }
+
 // command writes a forwarded command into the device's register with the
 // node's own lease, less the time the command took to arrive. A command
 // older than the lease, or from a gateway that has not subscribed, is
@@ -419,15 +435,13 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 // replay forces queued meanwhile.
 func (n *Node) command(m *wire.Command) {
 	now := time.Now()
-	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
+	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d := n.devicesLocked()[m.Uuid]
-	s := n.subs[m.GatewayAddress]
-	var ageNs int64
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
 	var owner uint64
 	var params *loop.Params // nil: the defaults, no navigation
 	if s != nil {
-		ageNs, owner = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner
+		owner = s.owner
 		if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil {
 			params = nav.params
 		}
@@ -731,15 +745,13 @@ type fxKey struct {
 // cannot take is answered with an EffectsReply.
 func (n *Node) effects(m *wire.Effects) {
 	now := time.Now()
-	leaseNs := int64(n.cfg.LeaseMs) * int64(time.Millisecond)
+	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d := n.devicesLocked()[m.Uuid]
-	s := n.subs[m.GatewayAddress]
-	var ageNs int64
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
 	var owner uint64
 	var to *actor.PID
 	if s != nil {
-		ageNs, owner, to = max(s.offset.ageNs(m.SentUnixNs, now), 0), s.owner, s.pid
+		owner, to = s.owner, s.pid
 	}
 	key := fxKey{owner, m.Uuid}
 	n.mu.Unlock()

@@ -175,16 +175,31 @@ func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()
 	if err != nil {
 		t.Fatalf("dial %s: %v", m.addr["http"], err)
 	}
+	msg := labForce(id, z)
+	return holdSession(t, conn, func() string { return msg }, nil)
+}
+
+// holdSession keeps a client's session on conn alive until the returned stop
+// is called or the test ends: it writes next() every 10 ms (each renews the
+// lease, as a client holding a force or effects does) and hands every
+// frame that parses to onFrame (nil: the frames are read and dropped, so
+// the server never finds the client slow). stop closes conn.
+func holdSession(t *testing.T, conn *websocket.Conn, next func() string, onFrame func(f map[string]any)) (stop func()) {
+	t.Helper()
 	done := make(chan struct{})
-	go func() { // frames are not what this test reads
+	go func() {
 		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
+			_, b, err := conn.ReadMessage()
+			if err != nil {
 				return
+			}
+			var f map[string]any
+			if onFrame != nil && json.Unmarshal(b, &f) == nil {
+				onFrame(f)
 			}
 		}
 	}()
 	go func() {
-		msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, id, z)
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -193,7 +208,7 @@ func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()
 				return
 			case <-tick.C:
 			}
-			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
+			if conn.WriteMessage(websocket.TextMessage, []byte(next())) != nil {
 				return
 			}
 		}

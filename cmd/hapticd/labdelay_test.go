@@ -209,14 +209,7 @@ func TestLabDelayLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs two processes behind toxiproxy for about 30 s")
 	}
-	window := 20 * time.Second
-	if s := os.Getenv("HAPTICD_LAB_DELAY_WINDOW"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			t.Fatalf("HAPTICD_LAB_DELAY_WINDOW=%q: want a duration", s)
-		}
-		window = d
-	}
+	window := labDuration(t, "HAPTICD_LAB_DELAY_WINDOW", 20*time.Second)
 	faults := linkFaults{delayMs: labDelayMs, loss: labLossShare}
 	if s := os.Getenv("HAPTICD_LAB_DELAY_MS"); s != "" {
 		v, err := strconv.Atoi(s)

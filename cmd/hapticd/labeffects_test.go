@@ -54,45 +54,12 @@ func holdEffects(t *testing.T, m *labMember, id, set string) *effectsHold {
 		t.Fatalf("declaring %s on %s: %v", set, m.host, f["errors"])
 	}
 	h := &effectsHold{}
-	done := make(chan struct{})
-	go func() {
-		for {
-			_, b, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			var f map[string]any
-			if json.Unmarshal(b, &f) == nil {
-				h.mu.Lock()
-				h.frame = f
-				h.mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		renew := fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{}}]}`, id)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if conn.WriteMessage(websocket.TextMessage, []byte(renew)) != nil {
-				return
-			}
-		}
-	}()
-	stopped := false
-	h.stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			_ = conn.Close()
-		}
-	}
-	t.Cleanup(h.stop)
+	renew := fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{}}]}`, id)
+	h.stop = holdSession(t, conn, func() string { return renew }, func(f map[string]any) {
+		h.mu.Lock()
+		h.frame = f
+		h.mu.Unlock()
+	})
 	// The arm's loop renders the declaration once its frames show the
 	// wall's proxy: only then may the arm fall onto it (a wall that
 	// appears with the cursor behind it lets the cursor be).
@@ -255,19 +222,27 @@ func TestLabEffects(t *testing.T) {
 		return f
 	}
 	waitLab(t, 10*time.Second, "the arm resting on the gateway client's wall", func() bool { return force(labArms(t, node)[id]) > 0.5 })
+	forceEndsAfterGatewayKill(t, gw, node, id, lease, "the wall's force", force)
+	setGravityCompensation(t, node, id, true)
+}
+
+// forceEndsAfterGatewayKill SIGKILLs gw and polls node's arm id every 2 ms
+// until force, read from the arm's listing, is zero: the gateway's force
+// (what) must end on the node within the node's lease plus the 20 ms ramp.
+// The last poll that still saw the force bounds the lapse from below, the
+// first that did not from above, each from when it was sent.
+func forceEndsAfterGatewayKill(t *testing.T, gw, node *labMember, id string, lease time.Duration, what string, force func(d map[string]any) float64) {
+	t.Helper()
 	kill := time.Now()
 	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// The last poll that still saw the force bounds the lapse from below,
-	// the first that did not from above (each from when it was sent).
 	var lastSeen, zeroAt time.Duration
 	for {
 		// Taken before the request: the state the answer holds is younger,
 		// so a force seen counts as on at this time at the latest.
 		now := time.Since(kill)
-		d := labArms(t, node)[id]
-		if d != nil {
+		if d := labArms(t, node)[id]; d != nil {
 			if force(d) == 0 {
 				zeroAt = now
 				break
@@ -275,16 +250,15 @@ func TestLabEffects(t *testing.T) {
 			lastSeen = now
 		}
 		if now > 5*time.Second {
-			t.Fatal("the wall's force on the node did not end within 5 s of the gateway's SIGKILL")
+			t.Fatalf("%s on the node did not end within 5 s of the gateway's SIGKILL", what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Logf("the wall's force on the node ended between %v and %v after the gateway's SIGKILL (lease %v)",
-		lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond), lease)
+	t.Logf("%s on the node ended between %v and %v after the gateway's SIGKILL (lease %v)",
+		what, lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond), lease)
 	if bound := lease + 20*time.Millisecond; lastSeen > bound {
-		t.Errorf("the wall's force still on %v after the gateway died; want zero within the lease plus 20 ms (%v)", lastSeen, bound)
+		t.Errorf("%s still on %v after the gateway died; want zero within the lease plus 20 ms (%v)", what, lastSeen, bound)
 	}
-	setGravityCompensation(t, node, id, true)
 }
 
 // logStateAge logs how old the node's states were when the gateway's loop
@@ -354,47 +328,18 @@ func pushNavigating(t *testing.T, m *labMember, id string) *navPush {
 		`"shape":{"primitive":"sphere","parameters":{"r":0.03}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,`+
 		`"easing":"linear","wall_stiffness":800}}}}]}`, id, x, y, z))
 	p := &navPush{}
-	done := make(chan struct{})
-	go func() {
-		for {
-			_, b, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			var f map[string]any
-			if json.Unmarshal(b, &f) == nil && f["arm3"] != nil {
-				p.mu.Lock()
-				p.state, _ = path(asList(f["arm3"])[0], "state").(map[string]any)
-				p.mu.Unlock()
-			}
+	p.stop = holdSession(t, conn, func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return force(p.fx)
+	}, func(f map[string]any) {
+		if f["arm3"] == nil {
+			return
 		}
-	}()
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			p.mu.Lock()
-			msg := force(p.fx)
-			p.mu.Unlock()
-			if conn.WriteMessage(websocket.TextMessage, []byte(msg)) != nil {
-				return
-			}
-		}
-	}()
-	stopped := false
-	p.stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			_ = conn.Close()
-		}
-	}
-	t.Cleanup(p.stop)
+		p.mu.Lock()
+		p.state, _ = path(asList(f["arm3"])[0], "state").(map[string]any)
+		p.mu.Unlock()
+	})
 	return p
 }
 
@@ -457,28 +402,8 @@ func TestLabNavigation(t *testing.T) {
 		return f
 	}
 	waitLab(t, 10*time.Second, "the navigation's force on the node", func() bool { return fx() != 0 })
-	kill := time.Now()
-	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	var lastSeen, zeroAt time.Duration
-	for {
-		now := time.Since(kill)
-		if d := labArms(t, node)[id]; d != nil {
-			if f, _ := path(d, "state", "current_cursor_force", "x").(float64); f == 0 {
-				zeroAt = now
-				break
-			}
-			lastSeen = now
-		}
-		if now > 5*time.Second {
-			t.Fatal("the navigation's force on the node did not end within 5 s of the gateway's SIGKILL")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Logf("the navigation's force on the node ended between %v and %v after the gateway's SIGKILL (lease %v)",
-		lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond), lease)
-	if bound := lease + 20*time.Millisecond; lastSeen > bound {
-		t.Errorf("the navigation's force still on %v after the gateway died; want zero within the lease plus 20 ms (%v)", lastSeen, bound)
-	}
+	forceEndsAfterGatewayKill(t, gw, node, id, lease, "the navigation's force", func(d map[string]any) float64 {
+		f, _ := path(d, "state", "current_cursor_force", "x").(float64)
+		return f
+	})
 }

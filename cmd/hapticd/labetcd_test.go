@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -88,19 +87,7 @@ func TestLabEtcdDiscovery(t *testing.T) {
 	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
 		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
 	}
-	handedness := func() string {
-		c := http.Client{Timeout: 2 * time.Second}
-		resp, err := c.Get(gw.url(hd))
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		var env struct {
-			Data string `json:"data"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&env)
-		return env.Data
-	}
+	restart := nodeRestart{gw: gw, arm: arm, handednessPath: hd, start: node}
 
 	reps := labReps(t, 1)
 	figures := map[string][]time.Duration{}
@@ -109,29 +96,9 @@ func TestLabEtcdDiscovery(t *testing.T) {
 			for rep := range reps {
 				name := fmt.Sprintf("%v after %v", sig, down)
 				connected := eventCount(gw, "device-connected", arm)
-				if err := a.cmd.Process.Signal(sig); err != nil {
-					t.Fatal(err)
-				}
-				_ = a.cmd.Wait()
-				time.Sleep(down) // the downtime is the scenario
-				a = node()
-				ready := time.Now()
 				var back time.Duration
-				for {
-					if ids, err := armIDs(gw); err == nil && ids[arm] && handedness() == "left" && eventCount(gw, "device-connected", arm) > connected {
-						back = time.Since(ready)
-						break
-					}
-					if time.Since(ready) > 20*time.Second {
-						ids, err := armIDs(gw)
-						t.Fatalf("%s (rep %d): the arm not back with its config 20 s after the node's ready line (gateway arms %v %v)", name, rep+1, ids, err)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				a, back = restart.untilBack(t, a, sig, down, fmt.Sprintf("%s (rep %d)", name, rep+1), connected)
 				figures[name] = append(figures[name], back)
-				if back > 2*time.Second {
-					t.Errorf("%s (rep %d): arm back %v after the node's ready line, want within 2 s", name, rep+1, back)
-				}
 				stay := watchArms(gw, arm)
 				time.Sleep(5 * time.Second) // the window the arm must stay through
 				if polls, misses, gaps := stay.end(); misses[arm] > 0 || polls == 0 {
@@ -177,16 +144,7 @@ func TestLabEtcdDiscovery(t *testing.T) {
 		t.Errorf("resumed node's arm missing in %d of %d polls in the 5 s after it returned (gaps %v)", misses[arm], polls, gaps[arm])
 	}
 
-	keys := make([]string, 0, len(figures))
-	for k := range figures {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		d := slices.Clone(figures[k])
-		slices.Sort(d)
-		t.Logf("%-22s back after ready: min %v median %v max %v (%d restarts, etcd discovery)", k, d[0].Round(time.Millisecond), d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), len(d))
-	}
+	logBackAfterReady(t, figures, "etcd discovery")
 }
 
 // A member that cannot reach etcd says so and exits, instead of hanging

@@ -37,38 +37,8 @@ func forceIn(t *testing.T, ns *labNetns, m *labMember, id string, z float64) (st
 	if err != nil {
 		t.Fatalf("dial %s in %s: %v", m.addr["http"], ns.name, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if conn.WriteMessage(websocket.TextMessage, []byte(labForce(id, z))) != nil {
-				return
-			}
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			_ = conn.Close()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	msg := labForce(id, z)
+	return holdSession(t, conn, func() string { return msg }, nil)
 }
 
 // labNetns is a network namespace the test made.
