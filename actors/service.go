@@ -305,6 +305,17 @@ func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (proto
 	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
 }
 
+// ApplyOwnedEntry sets a device-global entry whose value came from the
+// device's ConfigOwner (read from it), without asking the owner again:
+// durable and in force when it returns without error. A set that came from
+// a client must go through SetEntry, so that the owner has it first.
+func (s *Service) ApplyOwnedEntry(dev *Device, e protocol.Entry) (protocol.Entry, error) {
+	if e.Key().SessionScoped() {
+		return nil, fmt.Errorf("actors: %s is a session entry; its owner is the session, not the driver", e.Key().Path())
+	}
+	return s.entryRequest(dev, &setEntries{entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
+}
+
 // ConfigOwner is implemented by drivers whose device's own config is kept
 // by someone else (a lab gateway's proxy of a node's device): SetEntry and
 // ResetEntry of device-global entries ask the owner first, which validates

@@ -419,7 +419,6 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		}
 		for uuid, id := range assignIDs(used, news) {
 			p := newProxy(g, n, wanted[uuid], id)
-			p.syncing.Store(true) // until its config is the node's
 			g.proxies[uuid] = p
 			g.adds.push(p)
 		}
@@ -453,11 +452,11 @@ func (g *Gateway) add(p *proxy) {
 }
 
 // syncConfig copies the node's device-global config into the gateway's
-// device, so a device that comes back comes back with its config. Until it
-// is done, sets through the gateway are not forwarded (p.syncing); a client
-// that sets config in the first milliseconds may see it overwritten.
+// device, so a device that comes back comes back with its config. What it
+// reads is applied on the gateway only (the node has it); a client's set or
+// reset meanwhile goes to the node as always, and a value read before that
+// write started is not applied over it (proxy.cfgWrites).
 func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
-	defer p.syncing.Store(false)
 	for _, k := range protocol.Keys() {
 		if p.lost.Load() {
 			return
@@ -465,6 +464,9 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if k.SessionScoped() {
 			continue // sessions live on the gateway, and so does their config
 		}
+		p.cfgMu.Lock()
+		writes := p.cfgWrites[k.Path()]
+		p.cfgMu.Unlock()
 		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
 		reply, ok := r.(*wire.ConfigReply)
 		if err == nil && ok && reply.Error != "" {
@@ -486,9 +488,16 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
 			continue
 		}
-		if _, err := g.svc.SetEntry(dev, 0, e); err != nil {
-			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
+		// Under cfgMu, so that a client's write of k that starts now
+		// applies on the gateway after this (the device actor keeps the
+		// order), and one that started meanwhile wins.
+		p.cfgMu.Lock()
+		if p.cfgWrites[k.Path()] == writes {
+			if _, err := g.svc.ApplyOwnedEntry(dev, e); err != nil {
+				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
+			}
 		}
+		p.cfgMu.Unlock()
 	}
 }
 

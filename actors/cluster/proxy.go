@@ -27,18 +27,22 @@ const keepAlive = 20 * time.Millisecond
 // the node's pushed batches, the command goes to the node one-way. Exchange
 // never waits on the network.
 type proxy struct {
-	lost atomic.Bool
-	// syncing is set while the gateway copies the node's config into the
-	// gateway's device: those sets come from the node, so they are not sent
-	// back to it.
-	syncing atomic.Bool
-	g       *Gateway
-	nodeID  string
-	node    *actor.PID
-	info    hw.Info
+	lost   atomic.Bool
+	g      *Gateway
+	nodeID string
+	node   *actor.PID
+	info   hw.Info
 	// nodeDeviceID is the id the node knows the device by (info.ID differs
 	// after a short-id collision).
 	nodeDeviceID string
+
+	// cfgMu guards cfgWrites: per device-global key, how many sets and
+	// resets through the gateway have started. The sync that copies the
+	// node's config in (Gateway.syncConfig) applies a value it read only
+	// if no client's write of that key started since it asked: the node
+	// answered the read before that write, so the value is older than it.
+	cfgMu     sync.Mutex
+	cfgWrites map[string]uint64
 
 	// dev is the gateway's device of this proxy, once added.
 	dev atomic.Pointer[actors.Device]
@@ -382,20 +386,35 @@ func (p *proxy) Close() error {
 
 // SetConfig sets a device-global entry on the owning node, which validates
 // and persists it before it answers.
+// Every call goes to the node, also while the device's config is being
+// synced from it: the gateway answers a client only with what the node
+// applied and persisted (issue 23: a set answered locally during the sync
+// was acknowledged and lost).
 func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
-	if p.syncing.Load() {
-		return e, nil
-	}
 	b, err := e.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %s: %w", e.Key().Path(), err)
 	}
+	p.clientWrites(e.Key())
 	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
 }
 
 // ResetConfig restores a device-global entry's default on the owning node.
 func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
+	p.clientWrites(k)
 	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+}
+
+// clientWrites counts a client's write of k before it is sent, so that a
+// sync's read of k that the node may have answered earlier is not applied
+// over it.
+func (p *proxy) clientWrites(k protocol.Key) {
+	p.cfgMu.Lock()
+	if p.cfgWrites == nil {
+		p.cfgWrites = map[string]uint64{}
+	}
+	p.cfgWrites[k.Path()]++
+	p.cfgMu.Unlock()
 }
 
 // configRequest is one request/response to the node; its answer is decoded

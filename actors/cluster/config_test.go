@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// heldNode stands in for a node's actor on the gateway's own actor system:
+// a real Node (its service, its device, its store) answers each config
+// request, and the answer to the sync's read of one key is held until the
+// test lets it go, as a loaded or just-resumed node's may be. A node that
+// is told to drop sets answers none of them.
+type heldNode struct {
+	n       *Node
+	holdKey string
+	release chan struct{}
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	read     chan struct{} // closed once the held read has its answer
+	gets     map[string]int
+	dropSets bool
+}
+
+func (h *heldNode) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*wire.ConfigRequest)
+	if !ok {
+		return // commands, lifecycle: not this test's business
+	}
+	to, root := ctx.Sender(), ctx.ActorSystem().Root
+	h.mu.Lock()
+	if m.Op == "get" {
+		h.gets[m.Key]++
+	}
+	held := m.Op == "get" && m.Key == h.holdKey && h.gets[m.Key] == 1
+	drop := m.Op != "get" && h.dropSets
+	h.mu.Unlock()
+	if drop {
+		return
+	}
+	// Off the actor: the real node answers after its disk, and the held
+	// read waits for the test.
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		reply := h.n.config(m)
+		if held {
+			close(h.read)
+			<-h.release
+		}
+		root.Send(to, reply)
+	}()
+}
+
+func (h *heldNode) getsOf(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gets[key]
+}
+
+func entryJSON(t *testing.T, svc *actors.Service, d *actors.Device, k protocol.Key) string {
+	t.Helper()
+	e, err := svc.Entry(d, 0, k)
+	if err != nil {
+		t.Fatalf("read %s: %v", k.Path(), err)
+	}
+	b, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Issue 23: a device that (re)joins the gateway has its config copied from
+// its node, and a client writes the same entry through the gateway
+// meanwhile (the lab test's POST 3 ms after a resumed node's arm was back).
+// The write must reach the node before the gateway answers, the node's
+// older value must not be applied over it on the gateway, and a write the
+// node never answers is an error, not an acknowledgement.
+func TestGatewayConfigWriteDuringSync(t *testing.T) {
+	key := protocol.KeyHandedness
+	// The sync reads the device-global keys in order; its read of the
+	// next one says it has decided about key.
+	var next protocol.Key
+	for _, k := range protocol.Keys() {
+		if k > key && !k.SessionScoped() {
+			next = k
+			break
+		}
+	}
+	if next == 0 {
+		t.Fatalf("no device-global key after %s: the test needs one to see the sync pass %s", key.Path(), key.Path())
+	}
+	right, pe := protocol.DecodeEntry(key, []byte(`"right"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	tests := []struct {
+		name      string
+		write     func(svc *actors.Service, dev *actors.Device) (protocol.Entry, error)
+		dropSets  bool
+		wantErr   protocol.Code // "": the write is acknowledged
+		wantNode  string
+		wantGWAft string // the gateway's entry once the sync passed key; "": not checked
+	}{
+		{"set", func(svc *actors.Service, dev *actors.Device) (protocol.Entry, error) {
+			return svc.SetEntry(dev, 0, right)
+		},
+			false, "", `"right"`, `"right"`},
+		{"reset", func(svc *actors.Service, dev *actors.Device) (protocol.Entry, error) {
+			return svc.ResetEntry(dev, nil, key)
+		},
+			false, "", `"right"`, `"right"`},
+		{"set the node never answers", func(svc *actors.Service, dev *actors.Device) (protocol.Entry, error) {
+			return svc.SetEntry(dev, 0, right)
+		}, true, protocol.CodeUnavailable, `"left"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, d := testNode(t)
+			if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(), Json: []byte(`"left"`)}); r.Error != "" {
+				t.Fatalf("node: set %s left: %s", key.Path(), r.Error)
+			}
+			g := testGateway(t, time.Minute) // the node is never dropped for silence here
+			h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}),
+				gets: map[string]int{}, dropSets: tt.dropSets}
+			var once sync.Once
+			release := func() { once.Do(func() { close(h.release) }) }
+			t.Cleanup(func() { release(); h.wg.Wait() })
+			if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return h }), nodeActorName); err != nil {
+				t.Fatal(err)
+			}
+			g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
+			waitAdded(t, g)
+			dev := g.svc.Devices().All()[0]
+			select {
+			case <-h.read:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the gateway's sync never read %s from the node", key.Path())
+			}
+
+			// The node answered the sync's read ("left"); the answer is on
+			// its way while the client writes.
+			_, err := tt.write(g.svc, dev)
+			var perr *protocol.Error
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("write through the gateway: %v, want it acknowledged", err)
+			case tt.wantErr != "" && (!errors.As(err, &perr) || perr.Code != tt.wantErr):
+				t.Fatalf("write through the gateway: %v, want %s", err, tt.wantErr)
+			}
+			if got := entryJSON(t, n.svc, d, key); got != tt.wantNode {
+				t.Errorf("node's %s is %s after the gateway answered (err %v), want %s", key.Path(), got, err, tt.wantNode)
+			}
+
+			release()
+			waitCond(t, fmt.Sprintf("the sync's read of %s", next.Path()), func() bool { return h.getsOf(next.Path()) > 0 })
+			if got := entryJSON(t, g.svc, dev, key); tt.wantGWAft != "" && got != tt.wantGWAft {
+				t.Errorf("gateway's %s is %s once the sync passed it, want %s", key.Path(), got, tt.wantGWAft)
+			}
+			if got := entryJSON(t, n.svc, d, key); got != tt.wantNode {
+				t.Errorf("node's %s is %s once the sync passed it, want %s", key.Path(), got, tt.wantNode)
+			}
+		})
+	}
+}
