@@ -193,3 +193,48 @@ func TestAppliedCountsTheGuardedShareOfAClampedOutput(t *testing.T) {
 		t.Fatalf("energy %v J, want %v: half of the guarded 1 N held over 1 ms at 1 m/s", c.EnergyJ, want)
 	}
 }
+
+// The caps and the NaN restart hold on one tick: the bank never exceeds
+// the reserve, the added damping never exceeds its maximum, and a bad
+// reading starts the bank over instead of poisoning it.
+func TestStepCapsTheBankAndTheDampingAndRestartsOnNaN(t *testing.T) {
+	cases := []struct {
+		name        string
+		energyJ     float64
+		lastF, f, v hw.Vec3
+		o           Options
+		wantEnergyJ float64
+		wantDamping float64
+		wantF       hw.Vec3
+	}{
+		// 100 N against 1 m/s for 1 ms banks 0.1 J.
+		{name: "bank under the default reserve", lastF: hw.Vec3{X: -100}, v: hw.Vec3{X: 1},
+			wantEnergyJ: 0.1},
+		{name: "bank capped at the reserve", lastF: hw.Vec3{X: -100}, v: hw.Vec3{X: 1},
+			o: Options{ReserveJ: 0.05}, wantEnergyJ: 0.05},
+		// 1000 N along 1 m/s would put out 1 J: it needs 1000 N·s/m.
+		{name: "damping capped at the default maximum", f: hw.Vec3{X: 1000}, v: hw.Vec3{X: 1},
+			o:           Options{Enabled: true},
+			wantDamping: DefaultMaxDampingNsPerM, wantF: hw.Vec3{X: 1000 - DefaultMaxDampingNsPerM}},
+		{name: "damping under a higher maximum", f: hw.Vec3{X: 1000}, v: hw.Vec3{X: 1},
+			o:           Options{Enabled: true, MaxDampingNsPerM: 5000},
+			wantDamping: 1000, wantF: hw.Vec3{}},
+		{name: "NaN velocity restarts the bank", energyJ: 0.1, lastF: hw.Vec3{X: 1}, v: hw.Vec3{X: math.NaN()},
+			o: Options{Enabled: true}, wantEnergyJ: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{EnergyJ: tc.energyJ, lastF: tc.lastF}
+			got := c.Step(tc.f, tc.v, 1e9, dtNs, &tc.o)
+			if math.Abs(c.EnergyJ-tc.wantEnergyJ) > 1e-12 {
+				t.Errorf("EnergyJ = %v, want %v", c.EnergyJ, tc.wantEnergyJ)
+			}
+			if math.Abs(c.DampingNsPerM-tc.wantDamping) > 1e-9 {
+				t.Errorf("DampingNsPerM = %v, want %v", c.DampingNsPerM, tc.wantDamping)
+			}
+			if got.Sub(tc.wantF).Norm() > 1e-9 {
+				t.Errorf("output = %v, want %v", got, tc.wantF)
+			}
+		})
+	}
+}
