@@ -8,6 +8,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 const ms = int64(time.Millisecond)
@@ -237,5 +238,32 @@ func TestStepDoesNotAllocate(t *testing.T) {
 	allocs = testing.AllocsPerRun(100, func() { r.dev.Step(r.clock.Advance(ms / 10)) })
 	if allocs != 0 {
 		t.Fatalf("Step while ramping allocates %.1f times per tick, want 0", allocs)
+	}
+}
+
+// TestPeriodBounds: a period the shard's 32-bit record cannot hold is
+// clamped to the slowest loop (1 Hz), and a missing one is the 1 kHz default.
+func TestPeriodBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		give   int64
+		wantNs int64
+	}{
+		{"default", 0, int64(time.Millisecond)},
+		{"8 kHz", 125_000, 125_000},
+		{"1 Hz", int64(time.Second), int64(time.Second)},
+		{"slower than 1 Hz", 3 * int64(time.Second), int64(time.Second)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDevice(sim.NewArm(sim.ArmOptions{}), DeviceOptions{PeriodNs: tt.give})
+			if d.opts.PeriodNs != tt.wantNs {
+				t.Fatalf("PeriodNs %d: got %d, want %d", tt.give, d.opts.PeriodNs, tt.wantNs)
+			}
+			var c armControl
+			d.fillControl(&c)
+			if int64(c.periodNs) != tt.wantNs {
+				t.Fatalf("shard record period %d, want %d", c.periodNs, tt.wantNs)
+			}
+		})
 	}
 }
