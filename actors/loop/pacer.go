@@ -63,6 +63,11 @@ func (p *Pacer) Spin(on bool) {
 // count as overruns.
 func (p *Pacer) Restart() { p.next = 0 }
 
+// Pause tells the pacer that its loop stops waiting on it for a while (a
+// shard with nothing to step): a timer it repeats stops, so it does not
+// wake the process every period for nothing. The next Wait arms it again.
+func (p *Pacer) Pause() { p.timer.stop() }
+
 // PeriodNs returns the pacer's period.
 func (p *Pacer) PeriodNs() int64 { return p.periodNs }
 

@@ -5,6 +5,7 @@ package loop
 import (
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,8 +15,13 @@ import (
 // spinning pacer needs no handle (clock_nanosleep).
 type osTimer struct {
 	fd    int
-	f     *os.File // fd in the runtime's poller; closed by its cleanup with the pacer
+	f     *os.File        // fd in the runtime's poller; closed by its cleanup with the pacer
+	raw   syscall.RawConn // f's, to wait for readiness without reading
 	tried bool
+	// The timerfd repeats every periodNs from baseNs (armed), so a pacer on
+	// its grid arms it once, not before every tick.
+	armed            bool
+	baseNs, periodNs int64
 }
 
 // sleepUntil sleeps until the CLOCK_MONOTONIC time deadlineNs. An absolute
@@ -33,9 +39,10 @@ type osTimer struct {
 // (hardware, maybe SCHED_FIFO) holds its P through the spin anyway and
 // keeps the direct sleep.
 func (p *Pacer) sleepUntil(deadlineNs int64) {
-	if p.maxSpin == 0 && p.timer.sleepPolled(deadlineNs) {
+	if p.maxSpin == 0 && p.timer.sleepPolled(deadlineNs, p.periodNs) {
 		return
 	}
+	p.timer.stop() // a spinning pacer's timerfd would wake the poller for nothing
 	ts := unix.NsecToTimespec(deadlineNs)
 	for {
 		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
@@ -47,7 +54,16 @@ func (p *Pacer) sleepUntil(deadlineNs int64) {
 
 // sleepPolled sleeps until deadlineNs on the timerfd; false when there is
 // none (the caller sleeps another way).
-func (t *osTimer) sleepPolled(deadlineNs int64) bool {
+//
+// The timerfd repeats every period on the pacer's grid, and the wait asks
+// the clock, not the timerfd, whether the deadline has come: each expiry is
+// an edge the poller reports. So a tick on the grid makes one system call,
+// the read after the wake-up (a repeating timerfd expires again only once
+// read). One-shot, each tick took three (timerfd_settime, a read that found
+// nothing, the read after the wake-up); the first system call after all of
+// a process's Ps were idle wakes sysmon (entersyscall), a context switch
+// more on the CPU a lock-step client shares with the service.
+func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 	if !t.tried {
 		t.tried = true
 		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
@@ -55,14 +71,26 @@ func (t *osTimer) sleepPolled(deadlineNs int64) bool {
 			return false
 		}
 		// Non-blocking, so os registers it with the poller.
-		t.fd, t.f = fd, os.NewFile(uintptr(fd), "pacer-timerfd")
+		f := os.NewFile(uintptr(fd), "pacer-timerfd")
+		raw, err := f.SyscallConn()
+		if err != nil {
+			_ = f.Close()
+			return false
+		}
+		t.fd, t.f, t.raw = fd, f, raw
 	}
 	if t.f == nil {
 		return false
 	}
-	its := unix.ItimerSpec{Value: unix.NsecToTimespec(deadlineNs)}
-	if err := unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &its, nil); err != nil {
-		return false
+	if !t.onGrid(deadlineNs, periodNs) {
+		// Off the grid (a new one after Restart, or a clock that is not
+		// the system's): repeat from this deadline.
+		its := unix.ItimerSpec{Value: unix.NsecToTimespec(deadlineNs), Interval: unix.NsecToTimespec(periodNs)}
+		if err := unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &its, nil); err != nil {
+			t.armed = false
+			return false
+		}
+		t.armed, t.baseNs, t.periodNs = true, deadlineNs, periodNs
 	}
 	// The same deadline as a read deadline, a runtime timer: when every P
 	// is busy (100 sessions at 1 kHz on 2 cores), a goroutine the poller
@@ -71,9 +99,31 @@ func (t *osTimer) sleepPolled(deadlineNs int64) bool {
 	// timerfd wakes it on time, where the runtime's timers round to the
 	// poller's millisecond. Whichever comes first ends the sleep.
 	_ = t.f.SetReadDeadline(time.Now().Add(time.Duration(deadlineNs - monoNow())))
+	// The poller's readiness is reset before the first call, so an expiry
+	// before it is caught by the clock, one after it by the poller; a
+	// wake-up for an earlier expiry finds the deadline not yet come and
+	// waits again.
+	err := t.raw.Read(func(uintptr) bool { return monoNow() >= deadlineNs })
+	// Take the expirations, so the timerfd expires again at the next
+	// period; nothing to take (woken by the read deadline first) is fine.
 	var expirations [8]byte
-	_, err := t.f.Read(expirations[:])
+	_, _ = unix.Read(t.fd, expirations[:])
 	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// onGrid reports whether the armed timerfd expires at deadlineNs.
+func (t *osTimer) onGrid(deadlineNs, periodNs int64) bool {
+	return t.armed && periodNs == t.periodNs && deadlineNs >= t.baseNs && (deadlineNs-t.baseNs)%periodNs == 0
+}
+
+// stop disarms the repeating timerfd, when the pacer stops sleeping on it
+// (it spins, or its loop has nothing to step).
+func (t *osTimer) stop() {
+	if !t.armed {
+		return
+	}
+	t.armed = false
+	_ = unix.TimerfdSettime(t.fd, 0, &unix.ItimerSpec{}, nil)
 }
 
 // tuneThread prepares the calling (locked) thread for pacing. It shortens

@@ -5,6 +5,9 @@ package loop
 // osTimer is empty here: the runtime's timers are all there is.
 type osTimer struct{}
 
+// stop has no timer to stop.
+func (*osTimer) stop() {}
+
 // sleepUntil sleeps until the monotonic time deadlineNs with time.Sleep,
 // which is coarser than Linux's clock_nanosleep or a Windows
 // high-resolution timer; the spin after it keeps ticks on their deadlines

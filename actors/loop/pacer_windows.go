@@ -31,6 +31,9 @@ type osTimer struct {
 	tried bool
 }
 
+// stop does nothing: the waitable timer is one-shot, armed for each sleep.
+func (*osTimer) stop() {}
+
 // sleepUntil sleeps until the monotonic time deadlineNs on a
 // high-resolution waitable timer. The default timer resolution (up to
 // 15.6 ms) is useless at 1 kHz; the high-resolution one wakes within a

@@ -389,6 +389,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		if sh.n.Load() == 0 {
 			// Nothing to step: sleep until a device arrives, then start
 			// a fresh grid (the idle time is not an overrun).
+			p.Pause()
 			select {
 			case <-s.stop:
 				return true
