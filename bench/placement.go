@@ -2,7 +2,10 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 )
 
 // Placement says which CPUs the load's clients and the servers (hapticd,
@@ -57,9 +60,26 @@ func (p Placement) cpuSets() (client, server []int, err error) {
 }
 
 // startOn starts cmd with its CPUs limited to cpus (nil: as this process).
+//
+// A limited child also gets no more Ps (GOMAXPROCS) than it has CPUs, as
+// Go's runtime chooses for a process started under taskset: childEnv's
+// GOMAXPROCS is this process's, meant for children that share its CPUs.
+// Two Ps on one CPU make a runtime wake a second thread whenever a
+// goroutine becomes runnable while another runs, only to have the two take
+// turns on the CPU: measured with 1 lock-step client, hapticd and the echo
+// all on one CPU, hapticd made 1.50 context switches per message with two
+// Ps and 1.37 with one (the echo 1.29 either way). hapticd and its
+// baselines are all started here, so they get the same number.
 func startOn(cmd *exec.Cmd, cpus []int) error {
 	if len(cpus) == 0 {
 		return cmd.Start()
+	}
+	if procs := runtime.GOMAXPROCS(0); len(cpus) < procs {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		// The last value of a variable wins (os/exec).
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(len(cpus)))
 	}
 	return startPinned(cmd, cpus)
 }

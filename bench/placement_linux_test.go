@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,5 +86,40 @@ func TestPinSelfLimitsEveryThreadAndRestores(t *testing.T) {
 		if got := allowedList(t, st); got == fmt.Sprint(cpus[0]) {
 			t.Errorf("%s: still limited to CPU %s after restore", st, got)
 		}
+	}
+}
+
+// TestStartOnGivesAPinnedChildOnePPerCPU: a server limited to fewer CPUs
+// than this process's GOMAXPROCS runs with one P per CPU it may use (as Go
+// would choose under taskset), hapticd and the echo alike; an unlimited
+// child keeps this process's GOMAXPROCS.
+func TestStartOnGivesAPinnedChildOnePPerCPU(t *testing.T) {
+	cpus := twoCPUs(t)
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("GOMAXPROCS is 1 here: one CPU cannot get fewer")
+	}
+	for _, tc := range []struct {
+		name string
+		cpus []int
+		want string
+	}{
+		{"one CPU", cpus[:1], "1"},
+		{"not limited", nil, strconv.Itoa(runtime.GOMAXPROCS(0))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			cmd := exec.Command("sh", "-c", `echo "$GOMAXPROCS"`)
+			cmd.Env = childEnv()
+			cmd.Stdout = &out
+			if err := startOn(cmd, tc.cpus); err != nil {
+				t.Fatalf("startOn: %v", err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("child: %v", err)
+			}
+			if got := strings.TrimSpace(out.String()); got != tc.want {
+				t.Errorf("child's GOMAXPROCS = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
