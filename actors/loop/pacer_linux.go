@@ -18,6 +18,13 @@ type osTimer struct {
 	f     *os.File        // fd in the runtime's poller; closed by its cleanup with the pacer
 	raw   syscall.RawConn // f's, to wait for readiness without reading
 	tried bool
+	// due is the deadline of the sleep under way; come reports it passed,
+	// a func made once so that a tick allocates nothing.
+	due  int64
+	come func(uintptr) bool
+	// expirations takes the timerfd's count: a field, since a local
+	// handed to the read escapes under the race detector.
+	expirations [8]byte
 	// The timerfd repeats every periodNs from baseNs (armed), so a pacer on
 	// its grid arms it once, not before every tick.
 	armed            bool
@@ -78,6 +85,7 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 			return false
 		}
 		t.fd, t.f, t.raw = fd, f, raw
+		t.come = func(uintptr) bool { return monoNow() >= t.due }
 	}
 	if t.f == nil {
 		return false
@@ -103,11 +111,11 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 	// before it is caught by the clock, one after it by the poller; a
 	// wake-up for an earlier expiry finds the deadline not yet come and
 	// waits again.
-	err := t.raw.Read(func(uintptr) bool { return monoNow() >= deadlineNs })
+	t.due = deadlineNs
+	err := t.raw.Read(t.come)
 	// Take the expirations, so the timerfd expires again at the next
 	// period; nothing to take (woken by the read deadline first) is fine.
-	var expirations [8]byte
-	_, _ = unix.Read(t.fd, expirations[:])
+	_, _ = unix.Read(t.fd, t.expirations[:])
 	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
 }
 

@@ -24,6 +24,9 @@ func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
 			t.Fatalf("tick %d returned %d ns before its deadline", i, p.next-now)
 		}
 	}
+	if allocs := testing.AllocsPerRun(20, func() { p.Wait() }); allocs != 0 {
+		t.Errorf("a sleeping tick allocates %v times", allocs)
+	}
 	if p.timer.baseNs != base {
 		t.Errorf("the timerfd was armed again for the same grid (from %d to %d)", base, p.timer.baseNs)
 	}
