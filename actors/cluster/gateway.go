@@ -158,6 +158,13 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		if p != nil {
 			p.refused(m)
 		}
+	case *wire.NavigationReply:
+		g.mu.Lock()
+		p := g.proxies[m.Uuid]
+		g.mu.Unlock()
+		if p != nil {
+			p.navigationRefused(m)
+		}
 	default:
 		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
 	}

@@ -78,13 +78,15 @@ type proxy struct {
 	// Also under fxMu: the navigation forwarded to the node (nil: none),
 	// the session whose commands carry it, its generation, the track the
 	// node's reports are mirrored into and the id it goes by on the node,
-	// and when it was last sent (navigation.go).
+	// when it was last sent and the generation the node refused
+	// (navigation.go).
 	nav        *loop.Navigation
 	navSession uint64
 	navGen     uint64
 	navTrack   *loop.NavigationTrack
 	navTrackID uint64
 	navSentAt  time.Time
+	navRefused uint64
 
 	// The loop's own: the node's control as of its last exchange; what it
 	// sent last and when; whether it holds the gateway's register for a

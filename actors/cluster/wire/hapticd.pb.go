@@ -1551,6 +1551,86 @@ func (x *Navigation) GetBubble() []byte {
 	return nil
 }
 
+// NavigationReply answers a Navigation the node refused (never one it
+// took): a bubble it cannot render, or a device it no longer has. The
+// gateway tells the session's client with navigation-refused and does not
+// send that generation again.
+type NavigationReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NavigationReply) Reset() {
+	*x = NavigationReply{}
+	mi := &file_hapticd_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NavigationReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NavigationReply) ProtoMessage() {}
+
+func (x *NavigationReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NavigationReply.ProtoReflect.Descriptor instead.
+func (*NavigationReply) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *NavigationReply) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *NavigationReply) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+func (x *NavigationReply) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *NavigationReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *NavigationReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -1696,7 +1776,13 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
 	"\x05track\x18\x06 \x01(\x04R\x05track\x12\x16\n" +
-	"\x06bubble\x18\a \x01(\fR\x06bubbleB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x06bubble\x18\a \x01(\fR\x06bubble\"{\n" +
+	"\x0fNavigationReply\x12\x12\n" +
+	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
+	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -1710,7 +1796,7 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_hapticd_proto_goTypes = []any{
 	(*Subscribe)(nil),       // 0: hapticd.cluster.Subscribe
 	(*Device)(nil),          // 1: hapticd.cluster.Device
@@ -1727,6 +1813,7 @@ var file_hapticd_proto_goTypes = []any{
 	(*Effects)(nil),         // 12: hapticd.cluster.Effects
 	(*EffectsReply)(nil),    // 13: hapticd.cluster.EffectsReply
 	(*Navigation)(nil),      // 14: hapticd.cluster.Navigation
+	(*NavigationReply)(nil), // 15: hapticd.cluster.NavigationReply
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
@@ -1752,7 +1839,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
