@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if d.Register().Claim(7) != 7 {
 		t.Fatal("the local session could not claim the arm")
 	}
-	d.RenderForwarded(local)
+	d.RenderForwarded(local, nil)
 	n.effects(declared(d.Info.UUID, 5, specsJSON(t, pull)))
 	if o := d.Register().Owner(); o != 7 {
 		t.Fatalf("owner %d after a refused declaration, want the local session", o)
@@ -370,4 +371,131 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 		fx := out.effects()
 		return len(fx) > 0 && len(fx[len(fx)-1].Specs) == 0 && fx[len(fx)-1].Gen > gen
 	})
+}
+
+// The effects a gateway's session declared on a node's arm are the effects
+// in force on that arm: the node's GET /{type}/{id}/effects lists them as
+// the session declared them (what the gateway's own listing says, in the
+// session's space), with the force the node's loop renders turned into
+// that space, and marked with the gateway and its session. A withdrawal
+// leaves none listed, and a declaration that came without its listing
+// (a gateway of an older build) renders but lists none.
+func TestNodeListsAGatewaysEffects(t *testing.T) {
+	n, d := testNode(t)
+	n.subscribe(&wire.Subscribe{GatewayId: "gw", GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+	var snap loop.Snapshot
+	d.Load(&snap)
+
+	// The gateway sees the node's arm where it is, through a session whose
+	// basis turns the axes, so the session's x is not the device's.
+	g := testGateway(t, time.Hour)
+	out := watchOutbox(t, g.sys)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
+	p := snap.State.PositionM
+	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
+		States: []*wire.State{{Uuid: "uuid-a", PositionM: []float64{p.X, p.Y, p.Z}}}})
+	sink := &frameSink{frames: make(chan map[string]any, 64)}
+	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(protocol.CloseClientClosed)
+	sink.next(t) // inventory
+	deliver := func(msg string) map[string]any {
+		sess.Deliver([]byte(msg))
+		return sink.next(t)
+	}
+	deliver(`{"session":{"configure":{"lease":{"ms":1000},"basis":{"permutation":"ZXY"}}}}`)
+	f := deliver(`{"arm3":[{"device_id":"049D","effects":{}}]}`)
+	cursor := [3]float64{}
+	for i, axis := range []string{"x", "y", "z"} {
+		v, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "cursor_position", axis).(float64)
+		if !ok {
+			t.Fatalf("no cursor_position.%s in %v", axis, f)
+		}
+		cursor[i] = v
+	}
+	// A field of a constant 1.5 N along the session's x around the
+	// cursor, for a minute; a wall far below never touches the arm.
+	decl := fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":1.5,"y":0,"z":0},"origin":{"x":%g,"y":%g,"z":%g},"radius":1,"valid_ms":10000,"ttl_ms":60000},`+
+		`{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.5},"normal":{"x":0,"y":0,"z":1},"stiffness":1000}]}`,
+		cursor[0], cursor[1], cursor[2])
+	if f := deliver(`{"arm3":[{"device_id":"049D","effects":` + decl + `}]}`); f["errors"] != nil {
+		t.Fatalf("declaration: %v", f["errors"])
+	}
+	var sent *wire.Effects
+	hwtest.Eventually(t, 5*time.Second, "the declaration forwarded", func() bool {
+		if fx := out.effects(); len(fx) > 0 && len(fx[len(fx)-1].Specs) > 0 {
+			sent = fx[len(fx)-1]
+		}
+		return sent != nil
+	})
+	var gwList protocol.EffectsInForce
+	for _, dev := range g.svc.Devices().All() {
+		gwList = g.svc.EffectsInForce(dev)
+	}
+	if len(gwList.Effects) != 2 {
+		t.Fatalf("the gateway lists %+v", gwList)
+	}
+
+	// The node takes it (as it came, addressed to its arm) and the
+	// gateway's commands hold the arm.
+	toNode := func(m *wire.Effects) *wire.Effects {
+		return &wire.Effects{Uuid: d.Info.UUID, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: m.Gen,
+			Session: m.Session, Specs: m.Specs, Declared: m.Declared, ForceToSession: m.ForceToSession, DeclaredLeftNs: m.DeclaredLeftNs}
+	}
+	n.effects(toNode(sent))
+	var seq uint64
+	var list protocol.EffectsInForce
+	hwtest.EventuallyNil(t, 10*time.Second, "the node listing the field's 1.5 N along the session's x", func() error {
+		seq++
+		n.command(fresh(d.Info.UUID, seq, hw.ModeForce, 0, 0, 0))
+		list = n.svc.EffectsInForce(d)
+		if len(list.Effects) != 2 || !list.Effects[0].HasForce {
+			return fmt.Errorf("listed %+v", list)
+		}
+		// The device renders it along another axis; listed, it is the
+		// session's x again (to float32, as measured forces go out).
+		if f := list.Effects[0].ForceN; math.Abs(f.X-1.5) > 1e-3 || math.Abs(f.Y) > 1e-3 || math.Abs(f.Z) > 1e-3 {
+			return fmt.Errorf("the field's rendered force %+v in the session's space, want {1.5 0 0}", f)
+		}
+		return nil
+	})
+	if list.SessionID != gatewaySession || list.Gateway == nil ||
+		*list.Gateway != (protocol.EffectsGateway{ID: "gw", Address: testGW, SessionID: sess.ID}) {
+		t.Errorf("owner %d, gateway %+v; want the gateway's owner on the node, and gw's session %d", list.SessionID, list.Gateway, sess.ID)
+	}
+	for i, e := range list.Effects {
+		if got, want := string(e.Effect.AppendJSON(nil)), string(gwList.Effects[i].Effect.AppendJSON(nil)); got != want {
+			t.Errorf("node lists %s, the gateway %s", got, want)
+		}
+	}
+	if left := list.Effects[0].RemainingMs; left <= 50000 || left > 60000 {
+		t.Errorf("the field has %d ms left on the node, want under its 60 s ttl", left)
+	}
+	if list.Effects[1].RemainingMs != -1 {
+		t.Errorf("the wall has %d ms left, want -1 (no ttl)", list.Effects[1].RemainingMs)
+	}
+	js := string(list.AppendJSON(nil))
+	if !strings.HasPrefix(js, fmt.Sprintf(`{"session_id":%d,`, uint64(gatewaySession))) ||
+		!strings.HasSuffix(js, fmt.Sprintf(`"gateway":{"id":"gw","address":%q,"session_id":%d}}`, testGW, sess.ID)) {
+		t.Errorf("GET .../effects on the node answers %s", js)
+	}
+
+	// Withdrawn: none listed.
+	n.effects(declared(d.Info.UUID, sent.Gen+1, nil))
+	if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 || l.Gateway != nil || l.SessionID != 0 {
+		t.Errorf("after the withdrawal the node lists %+v", l)
+	}
+	// Without its listing: rendered, listed as none.
+	bare := toNode(sent)
+	bare.Gen, bare.Declared, bare.ForceToSession, bare.DeclaredLeftNs = sent.Gen+2, nil, nil, nil
+	n.effects(bare)
+	if d.Effects().Len() != 2 {
+		t.Fatal("a declaration without its listing was not rendered")
+	}
+	if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 || l.Gateway != nil {
+		t.Errorf("a declaration without its listing lists %+v", l)
+	}
 }

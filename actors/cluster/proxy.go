@@ -241,6 +241,24 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 			return
 		}
 		m.Specs = b
+		// The declaration as the session made it, so the node lists the
+		// effects in force on its arm; a Set published without one (none
+		// is) goes without, and the node lists none.
+		if dev := p.dev.Load(); dev != nil {
+			if declared, ends, rot, ok := dev.DeclaredEffects(s); ok {
+				m.Declared = (&protocol.EffectsUpdate{Set: declared}).AppendJSON(nil)
+				m.ForceToSession = make([]float64, 0, 9)
+				for _, row := range rot {
+					m.ForceToSession = append(m.ForceToSession, row[:]...)
+				}
+				m.DeclaredLeftNs = make([]int64, len(ends))
+				for i, e := range ends {
+					if e != 0 {
+						m.DeclaredLeftNs[i] = max(e-clockNow, 1)
+					}
+				}
+			}
+		}
 	}
 	p.g.sys.Root.Send(p.node, m)
 }

@@ -1280,9 +1280,22 @@ type Effects struct {
 	// on the gateway by the session's own code; the node validates again
 	// with effect.NewSet), each ExpiresNs the nanoseconds it had left at
 	// sent_unix_ns (0: never). Empty: the session has none.
-	Specs         []byte `protobuf:"bytes,6,opt,name=specs,proto3" json:"specs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Specs []byte `protobuf:"bytes,6,opt,name=specs,proto3" json:"specs,omitempty"`
+	// declared is the same effects as the session declared them, in its own
+	// space: protocol's JSON of an effects update {"set": [...]}, in the
+	// order of specs. The node lists them as the effects in force on the
+	// device (GET /{type}/{id}/effects), marked with the gateway's session.
+	Declared []byte `protobuf:"bytes,7,opt,name=declared,proto3" json:"declared,omitempty"`
+	// force_to_session maps a force in the device frame into the session's
+	// space (a 3×3 matrix, row-major), for the rendered force the node lists.
+	ForceToSession []float64 `protobuf:"fixed64,8,rep,packed,name=force_to_session,json=forceToSession,proto3" json:"force_to_session,omitempty"`
+	// declared_left_ns is, per effect of declared, the nanoseconds its ttl
+	// (or a vibration's duration) had left at sent_unix_ns, as the gateway
+	// lists it; 0: none. (The specs' expiries can be sooner: a field ends
+	// with its validity.)
+	DeclaredLeftNs []int64 `protobuf:"varint,9,rep,packed,name=declared_left_ns,json=declaredLeftNs,proto3" json:"declared_left_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Effects) Reset() {
@@ -1353,6 +1366,27 @@ func (x *Effects) GetSession() uint64 {
 func (x *Effects) GetSpecs() []byte {
 	if x != nil {
 		return x.Specs
+	}
+	return nil
+}
+
+func (x *Effects) GetDeclared() []byte {
+	if x != nil {
+		return x.Declared
+	}
+	return nil
+}
+
+func (x *Effects) GetForceToSession() []float64 {
+	if x != nil {
+		return x.ForceToSession
+	}
+	return nil
+}
+
+func (x *Effects) GetDeclaredLeftNs() []int64 {
+	if x != nil {
+		return x.DeclaredLeftNs
 	}
 	return nil
 }
@@ -1751,7 +1785,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\"4\n" +
 	"\x05Event\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04json\"\xaa\x01\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\x9a\x02\n" +
 	"\aEffects\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
 	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
@@ -1759,7 +1793,10 @@ const file_hapticd_proto_rawDesc = "" +
 	"sentUnixNs\x12\x10\n" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
-	"\x05specs\x18\x06 \x01(\fR\x05specs\"\x95\x01\n" +
+	"\x05specs\x18\x06 \x01(\fR\x05specs\x12\x1a\n" +
+	"\bdeclared\x18\a \x01(\fR\bdeclared\x12(\n" +
+	"\x10force_to_session\x18\b \x03(\x01R\x0eforceToSession\x12(\n" +
+	"\x10declared_left_ns\x18\t \x03(\x03R\x0edeclaredLeftNs\"\x95\x01\n" +
 	"\fEffectsReply\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
