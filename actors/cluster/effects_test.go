@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
@@ -197,6 +198,82 @@ func (s *frameSink) next(t *testing.T) map[string]any {
 	}
 }
 
+// gatewayClient is a session on a test gateway, as a WebSocket client's
+// would be, with a 1 s lease: send delivers one message and returns the
+// frame that answers it. It closes at the test's end if not before.
+type gatewayClient struct {
+	t    *testing.T
+	sess *actors.Session
+	sink *frameSink
+	once sync.Once
+}
+
+// openGatewayClient opens a session on g; configure adds members to its
+// session.configure (`,"basis":{...}`).
+func openGatewayClient(t *testing.T, g *Gateway, configure string) *gatewayClient {
+	t.Helper()
+	c := &gatewayClient{t: t, sink: &frameSink{frames: make(chan map[string]any, 64)}}
+	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sess = sess
+	t.Cleanup(c.close)
+	c.sink.next(t) // inventory
+	if f := c.send(`{"session":{"configure":{"lease":{"ms":1000}` + configure + `}}}`); f["errors"] != nil {
+		t.Fatalf("session.configure: %v", f["errors"])
+	}
+	return c
+}
+
+func (c *gatewayClient) send(msg string) map[string]any {
+	c.t.Helper()
+	c.sess.Deliver([]byte(msg))
+	return c.sink.next(c.t)
+}
+
+func (c *gatewayClient) close() { c.once.Do(func() { c.sess.Close(protocol.CloseClientClosed) }) }
+
+// subscribeEvents subscribes to g's activity events from now on, until
+// the test ends.
+func subscribeEvents(t *testing.T, g *Gateway) *activity.Subscription {
+	t.Helper()
+	sub, err := g.svc.Activity().Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
+}
+
+// nextEvent waits for the next event name on sub and returns its data.
+func nextEvent(t *testing.T, sub *activity.Subscription, name string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("no %s event: %v", name, err)
+		}
+		if e.Name == name {
+			return e.Data
+		}
+	}
+}
+
+// addRemoteArm puts node a's arm uuid-a (049D) on g, and returns what
+// pushes its state as the node would.
+func addRemoteArm(t *testing.T, g *Gateway) (push func(*wire.State)) {
+	t.Helper()
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
+	return func(st *wire.State) {
+		st.Uuid = "uuid-a"
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+	}
+}
+
 // A session on the gateway declares effects on a node's arm: the gateway
 // validates them as a local arm would, forwards the declaration to the node
 // (never a per-tick force: its commands hold the arm with the session's
@@ -207,36 +284,12 @@ func (s *frameSink) next(t *testing.T) map[string]any {
 func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	sub, err := g.svc.Activity().Subscribe(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
-	push := func(st *wire.State) {
-		st.Uuid = "uuid-a"
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
-	}
+	sub := subscribeEvents(t, g)
+	push := addRemoteArm(t, g)
 	push(&wire.State{})
 
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			sess.Close(protocol.CloseClientClosed)
-		}
-	}()
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
 	msg := func(effects string) string { return `{"arm3":[{"device_id":"049D","effects":` + effects + `}]}` }
 	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}`
 	spring := `{"id":"pull","type":"spring","position":{"x":0.02,"y":0,"z":0},"stiffness":400}`
@@ -325,25 +378,13 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 		}
 		return nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for {
-		e, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal("no effect-refused event")
-		}
-		if e.Name != event.NameEffectRefused {
-			continue
-		}
-		var data struct {
-			SessionID uint64 `json:"session_id"`
-			Code      string `json:"code"`
-		}
-		_ = json.Unmarshal(e.Data, &data)
-		if data.SessionID != sess.ID || data.Code != string(protocol.CodeDeviceBusy) {
-			t.Errorf("effect-refused %s, want session %d, device_busy", e.Data, sess.ID)
-		}
-		break
+	var data struct {
+		SessionID uint64 `json:"session_id"`
+		Code      string `json:"code"`
+	}
+	_ = json.Unmarshal(nextEvent(t, sub, event.NameEffectRefused), &data)
+	if data.SessionID != sess.ID || data.Code != string(protocol.CodeDeviceBusy) {
+		t.Errorf("effect-refused %+v, want session %d, device_busy", data, sess.ID)
 	}
 
 	// Cleared: an empty declaration goes out, once; the node rendering
@@ -365,8 +406,7 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 
 	// Declared again, then the session closes: the node is told to drop them.
 	deliver(msg(`{"set":[` + wall + `]}`))
-	sess.Close(protocol.CloseClientClosed)
-	closed = true
+	c.close()
 	hwtest.Eventually(t, 5*time.Second, "an empty declaration after the session closed", func() bool {
 		fx := out.effects()
 		return len(fx) > 0 && len(fx[len(fx)-1].Specs) == 0 && fx[len(fx)-1].Gen > gen
@@ -390,23 +430,10 @@ func TestNodeListsAGatewaysEffects(t *testing.T) {
 	// basis turns the axes, so the session's x is not the device's.
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
 	p := snap.State.PositionM
-	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
-		States: []*wire.State{{Uuid: "uuid-a", PositionM: []float64{p.X, p.Y, p.Z}}}})
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(protocol.CloseClientClosed)
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000},"basis":{"permutation":"ZXY"}}}}`)
+	addRemoteArm(t, g)(&wire.State{PositionM: []float64{p.X, p.Y, p.Z}})
+	c := openGatewayClient(t, g, `,"basis":{"permutation":"ZXY"}`)
+	sess, deliver := c.sess, c.send
 	f := deliver(`{"arm3":[{"device_id":"049D","effects":{}}]}`)
 	cursor := [3]float64{}
 	for i, axis := range []string{"x", "y", "z"} {

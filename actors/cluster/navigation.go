@@ -201,14 +201,14 @@ func (p *proxy) navigationPushed(m *wire.State) {
 // stays, as on a single host whose loop cannot render a stored bubble; a
 // new configure or set_transform sends a new bubble.
 func (p *proxy) navigationRefused(m *wire.NavigationReply) {
-	p.fxMu.Lock()
-	current := m.Gen == p.navGen && p.nav != nil
-	if current {
+	dev := p.takeRefusal(func() bool {
+		if m.Gen != p.navGen || p.nav == nil {
+			return false
+		}
 		p.navRefused = m.Gen
-	}
-	p.fxMu.Unlock()
-	dev := p.dev.Load()
-	if !current || dev == nil {
+		return true
+	})
+	if dev == nil {
 		return
 	}
 	p.g.log.Warn().Str("device_id", dev.ID).Uint64("session", m.Session).Str("code", m.Code).Str("why", m.Error).Msg("node refused a session's navigation")

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
@@ -267,12 +265,11 @@ func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
 	// The cursor half a metre out: a bubble rendered here would push hard.
+	pushState := addRemoteArm(t, g)
 	push := func(st *wire.State) {
-		st.Uuid, st.PositionM = "uuid-a", []float64{0.5, 0, 0}
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+		st.PositionM = []float64{0.5, 0, 0}
+		pushState(st)
 	}
 	// The node holds a navigation this gateway never sent (a process
 	// restarted at the same address): it is told to drop it.
@@ -282,18 +279,8 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	}
 	push(&wire.State{})
 
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(protocol.CloseClientClosed)
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
 	arm := func(body string) string { return `{"arm3":[{"device_id":"049D",` + body + `}]}` }
 	force := arm(`"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}`)
 	if f := deliver(arm(`"configure":{"navigation":{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0}}}}}`)); f["errors"] != nil {
@@ -477,30 +464,12 @@ func TestNodeAnswersNavigationItCannotTake(t *testing.T) {
 func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	sub, err := g.svc.Activity().Subscribe(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
-	push := func() {
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
-			States: []*wire.State{{Uuid: "uuid-a", PositionM: []float64{0, 0, 0}}}})
-	}
+	sub := subscribeEvents(t, g)
+	pushState := addRemoteArm(t, g)
+	push := func() { pushState(&wire.State{PositionM: []float64{0, 0, 0}}) }
 	push()
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(protocol.CloseClientClosed)
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
 	arm := func(body string) string { return `{"arm3":[{"device_id":"049D",` + body + `}]}` }
 	force := arm(`"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}`)
 	configure := func(gain int) *wire.Navigation {
@@ -527,27 +496,17 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 	}
 	nextRefusal := func() (sessionID uint64, code, reason string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for {
-			e, err := sub.Next(ctx)
-			if err != nil {
-				t.Fatal("no navigation-refused event")
-			}
-			if e.Name != event.NameNavigationRefused {
-				continue
-			}
-			var data struct {
-				SessionID uint64 `json:"session_id"`
-				DeviceID  string `json:"device_id"`
-				Code      string `json:"code"`
-				Reason    string `json:"reason"`
-			}
-			if err := json.Unmarshal(e.Data, &data); err != nil || data.DeviceID != "049D" {
-				t.Fatalf("navigation-refused %s (%v), want device 049D", e.Data, err)
-			}
-			return data.SessionID, data.Code, data.Reason
+		var data struct {
+			SessionID uint64 `json:"session_id"`
+			DeviceID  string `json:"device_id"`
+			Code      string `json:"code"`
+			Reason    string `json:"reason"`
 		}
+		raw := nextEvent(t, sub, event.NameNavigationRefused)
+		if err := json.Unmarshal(raw, &data); err != nil || data.DeviceID != "049D" {
+			t.Fatalf("navigation-refused %s (%v), want device 049D", raw, err)
+		}
+		return data.SessionID, data.Code, data.Reason
 	}
 
 	first := configure(4)

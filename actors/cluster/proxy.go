@@ -268,19 +268,34 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 // its loop (the session's frames stop showing it) and tells the client
 // with effect-refused, as a local arm would.
 func (p *proxy) refused(m *wire.EffectsReply) {
-	p.fxMu.Lock()
-	current := m.Gen == p.fxGen && p.fxSet != nil
-	if current {
+	dev := p.takeRefusal(func() bool {
+		if m.Gen != p.fxGen || p.fxSet == nil {
+			return false
+		}
 		p.fxRefused = m.Gen
-	}
-	p.fxMu.Unlock()
-	dev := p.dev.Load()
-	if !current || dev == nil {
+		return true
+	})
+	if dev == nil {
 		return
 	}
 	p.g.log.Info().Str("device_id", dev.ID).Uint64("session", m.Session).Str("code", m.Code).Str("why", m.Error).Msg("node refused a session's effects")
 	dev.DropForwarded(m.Session)
 	p.g.svc.Activity().Publish(event.EffectRefused(dev.Name, dev.ID, m.Session, m.EffectId, m.Code, m.Error))
+}
+
+// takeRefusal runs take under fxMu: it records the node's refusal of a
+// declaration and reports whether that was the newest one, which the
+// session still holds (else the session declared anew since, and the
+// refusal is no news to it). It returns the device whose client to tell,
+// nil when there is none.
+func (p *proxy) takeRefusal(take func() bool) *actors.Device {
+	p.fxMu.Lock()
+	current := take()
+	p.fxMu.Unlock()
+	if !current {
+		return nil
+	}
+	return p.dev.Load()
 }
 
 // LoadEffects is the node loop's effects report, as of its last push.
