@@ -503,9 +503,9 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	}
 	r.lastNowNs = now
 	r.ticks++
-	pos, v := r.core.Position(), r.core.Velocity()
 	fs := &c.fs
-	fs.gate.update(v, dt)
+	pos, v := r.core.Position(), r.core.Velocity()
+	fs.gate.updateWith(v, ps.gate.forDt(dt))
 	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
@@ -555,10 +555,11 @@ type passScratch struct {
 	cmd    hw.Command // only Mode and ForceN are ever set
 	tick   uint64     // the shard's pass count
 	now    int64
-	k      uint64 // the devices counted so far in this pass's records
-	sample uint64 // the k of the arm whose fast step is timed
-	first  uint64 // the index of the block's first record on the shard
-	due    bool   // the block's records publish this tick without readers
+	k      uint64     // the devices counted so far in this pass's records
+	sample uint64     // the k of the arm whose fast step is timed
+	first  uint64     // the index of the block's first record on the shard
+	due    bool       // the block's records publish this tick without readers
+	gate   gateCoeffs // the force gate's, for the pass's tick length
 	clock  Clock
 	rs     *runnerStats
 }
