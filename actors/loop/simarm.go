@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
@@ -504,6 +505,13 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	r.lastNowNs = now
 	r.ticks++
 	fs := &c.fs
+	if fs.outputDueNext() {
+		// The store below touches d's output figures, a line no other
+		// tick brings into the cache: asked for now, it arrives while
+		// the force stages run. (Pointer arithmetic: &d.output would
+		// load from d to nil-check it, the very wait this avoids.)
+		prefetchOutput(uintptr(unsafe.Pointer(d)) + outputAt)
+	}
 	pos, v := r.core.Position(), r.core.Velocity()
 	fs.gate.updateWith(v, ps.gate.forDt(dt))
 	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
