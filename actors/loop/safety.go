@@ -376,6 +376,23 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 // slew moves from toward to by at most maxStepN.
 func slew(from, to hw.Vec3, maxStepN float64) hw.Vec3 {
 	step := to.Sub(from)
+	// A step well inside the limit (a steady force, a slow change: most
+	// ticks) is to itself, without the square root: a squared length
+	// under the limit's square less a margin far above the rounding
+	// errors of either side has a root under the limit, so the result is
+	// the same bits as slewNorm's (TestSlewFastPathIsExact).
+	if step.Dot(step) < maxStepN*maxStepN*slewSureInside {
+		return to
+	}
+	return slewNorm(from, to, step, maxStepN)
+}
+
+// slewSureInside is the margin of slew's test without the root: 1e-9
+// below 1, where rounding moves a square by 1e-16.
+const slewSureInside = 1 - 1e-9
+
+// slewNorm is slew by the step's length.
+func slewNorm(from, to, step hw.Vec3, maxStepN float64) hw.Vec3 {
 	if n := step.Norm(); n > maxStepN {
 		return from.Add(step.Scale(maxStepN / n))
 	}
