@@ -42,6 +42,12 @@ const (
 	// (simArm.controlStep prefetches them at the start of such a tick).
 	outputBytes = unsafe.Sizeof(outputFigures{})
 	outputAt    = unsafe.Offsetof((*Device)(nil).output)
+	// blockArmsAt, blockCtlAt and fxStageBytes place a record, its
+	// armControl and its effect stage for armBlock.prefetch.
+	blockHeadAt  = unsafe.Offsetof((*armBlock)(nil).fx)
+	blockArmsAt  = unsafe.Offsetof((*armBlock)(nil).arms)
+	blockCtlAt   = unsafe.Offsetof((*armBlock)(nil).ctl)
+	fxStageBytes = unsafe.Sizeof(effectStage{})
 )
 
 // prefetch asks for the lines the fast path of record j's controlled arm
@@ -51,10 +57,22 @@ const (
 // on its last tick (armBlock.fast): testing the record's own flag cost
 // more, its line being itself still on its way, and prefetching every
 // record cost the arms nobody controls 3 % (BenchmarkMovingArmsTick).
+//
+// The addresses are computed, not taken (&b.arms[j] nil-checks b by
+// loading its first line: for the next block's records, the very miss
+// the prefetch is for, a stall of its own). b is never nil and j is
+// below armBlockLen.
 func (b *armBlock) prefetch(j int, fx *[armBlockLen]effectStage) {
-	var st uintptr
+	prefetchArm(b.lines(j, fx))
+}
+
+// lines is where record j's record, armControl and effect stage (0: fx
+// is nil) lie, as &b.arms[j], &b.ctl[j] and &fx[j] without their nil
+// checks (TestPrefetchCoversTheTick holds them equal).
+func (b *armBlock) lines(j int, fx *[armBlockLen]effectStage) (rec, ctl, st uintptr) {
 	if fx != nil {
-		st = uintptr(unsafe.Pointer(&fx[j]))
+		st = uintptr(unsafe.Add(unsafe.Pointer(fx), uintptr(j)*fxStageBytes))
 	}
-	prefetchArm(uintptr(unsafe.Pointer(&b.arms[j])), uintptr(unsafe.Pointer(&b.ctl[j])), st)
+	p := unsafe.Pointer(b)
+	return uintptr(unsafe.Add(p, blockArmsAt+uintptr(j)*recBytes)), uintptr(unsafe.Add(p, blockCtlAt+uintptr(j)*ctlBytes)), st
 }

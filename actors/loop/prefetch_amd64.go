@@ -12,3 +12,8 @@ func prefetchArm(rec, ctl, stage uintptr)
 //
 //go:noescape
 func prefetchOutput(p uintptr)
+
+// prefetchLine issues PREFETCHT0 for the line at p, and returns at once.
+//
+//go:noescape
+func prefetchLine(p uintptr)

@@ -24,7 +24,6 @@ TEXT ·prefetchArm(SB), NOSPLIT|NOFRAME, $0-24
 	PREFETCHT0 192(AX)
 	PREFETCHT0 256(AX)
 	PREFETCHT0 320(AX)
-	PREFETCHT0 384(AX)
 	PREFETCHT0 (const_ctlBytes-1)(AX)
 	MOVQ stage+16(FP), AX
 	TESTQ AX, AX
@@ -54,4 +53,10 @@ TEXT ·prefetchOutput(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ p+0(FP), AX
 	PREFETCHT0 0(AX)
 	PREFETCHT0 (const_outputBytes-1)(AX)
+	RET
+
+// func prefetchLine(p uintptr)
+TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 0(AX)
 	RET

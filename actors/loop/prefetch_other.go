@@ -8,3 +8,5 @@ package loop
 func prefetchArm(rec, ctl, stage uintptr) {}
 
 func prefetchOutput(p uintptr) {}
+
+func prefetchLine(p uintptr) {}

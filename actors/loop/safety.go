@@ -250,8 +250,10 @@ type forceStages struct {
 	pc    passivity.Controller
 	slewN hw.Vec3 // the force before the ramp last tick (slew limit)
 	// spellsEmitted is the controller's Spells when the last
-	// EventPassivitySustained went out.
-	spellsEmitted uint64
+	// EventPassivitySustained went out, in 32 bits (a spell lasts over a
+	// second: they wrap after 136 years) so that a shard block's
+	// armControl is 384 bytes, 6 whole cache lines (armBlock.ctl).
+	spellsEmitted uint32
 	outTicks      uint8 // ticks since the output figures were last stored
 	readSeen      bool  // someone read them at store's last look
 }
@@ -360,8 +362,8 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	}
 	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
 	out := f
-	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && fs.pc.Spells != fs.spellsEmitted {
-		fs.spellsEmitted, sustained = fs.pc.Spells, true
+	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
+		fs.spellsEmitted, sustained = uint32(fs.pc.Spells), true
 	}
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {

@@ -30,13 +30,21 @@ const armBlockLen = 64
 // a tick) in an array of their own, so the shard's pass streams only what
 // every tick touches: 760 B a record stepped each tick before the split.
 type armBlock struct {
-	arms [armBlockLen]simArm
-	cold [armBlockLen]armCold
 	// ctl is the force stages of the records' devices (Device.fs points
 	// here while a device is on the shard) and what the fast path of a
 	// controlled arm reads (armControl): apart from arms, so the pass over
-	// arms nobody controls streams none of it.
+	// arms nobody controls streams none of it. First, so that each
+	// armControl (384 bytes) fills 6 whole cache lines of the block
+	// (allocated page-aligned): at 392 bytes from wherever it fell, one
+	// tick read 7 lines of it.
 	ctl [armBlockLen]armControl
+
+	// Then the header, in the page and line of the first record: the
+	// pass of the block before this one reads fast and fx to prefetch
+	// this block's first records, and asks for their lines anyway (at the
+	// end of the struct, the header was a page of its own to walk to,
+	// a stall of 5 ns an arm at 1,000 arms).
+
 	// fx is room for the records' devices' effect stages (claimStage),
 	// allocated on the first SetEffects of one of them; fxUsed has a bit
 	// set for each place a device took (for good: see placeEffectStage).
@@ -56,6 +64,9 @@ type armBlock struct {
 	// want is set by a reader that marked one of the block's records
 	// (simArm.want): the next pass looks for the marks.
 	want atomic.Uint32
+
+	arms [armBlockLen]simArm
+	cold [armBlockLen]armCold
 }
 
 // coreMover is a driver whose physics state can live in a shard's record:
@@ -288,16 +299,42 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // rest, for the records that need it: the publishes due this tick, the
 // records the first loop left out (controlled, poked, tapped, the timed
 // one) and the arms it found at rest or failing.
-func (b *armBlock) pass(ps *passScratch, cur **Device) {
+//
+// next is the shard's block after b (nil: none), whose first records'
+// lines the end of b's first loop asks for, as it does for b's own
+// records ahead: unasked, the first load of each block's first record
+// and its armControl were half of the pass's own samples at 1,000 arms.
+func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 	now, cmd := ps.now, &ps.cmd
 	// Bits by record: left to the second loop; stepped by the first; of
 	// those, at rest after the step, and failed.
 	var left, stepped, still, failed, fast uint64
 	timed := -1
 	fx := b.fx.Load()
+	var nextFast uint64
+	var nextFx *[armBlockLen]effectStage
+	if next != nil {
+		// next's header (its fast bits and effect stages), read at the
+		// end of this loop: a miss (and a page to walk to) that stalled
+		// the pass there when not asked for. By address, as &next.fast
+		// would load next's first line to nil-check it.
+		prefetchLine(uintptr(unsafe.Add(unsafe.Pointer(next), blockHeadAt)))
+	}
 	for i := range b.arms {
-		if j := i + prefetchAhead; j < armBlockLen && b.fast&(1<<j) != 0 {
-			b.prefetch(j, fx)
+		switch j := i + prefetchAhead; {
+		case j < armBlockLen:
+			if b.fast&(1<<j) != 0 {
+				b.prefetch(j, fx)
+			}
+		case next == nil:
+		case j == armBlockLen:
+			// next's header, read here, a block's work after b's.
+			nextFast, nextFx = next.fast, next.fx.Load()
+			fallthrough
+		default:
+			if nextFast&(1<<(j-armBlockLen)) != 0 {
+				next.prefetch(j-armBlockLen, nextFx)
+			}
 		}
 		r := &b.arms[i]
 		d := r.dev.Load()
