@@ -483,6 +483,7 @@ type declaredEffects struct {
 func (p *tickPath) publishEffects(d *Device, a *armEffects) {
 	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
 	d.rt.SetEffects(a.set)
+	d.effectsChanged()
 }
 
 // EffectsInForce is what GET /{type}/{id}/effects answers: the effects d
@@ -528,7 +529,13 @@ func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
 func (d *Device) RenderForwarded(set *effect.Set) {
 	d.declared.Store(nil)
 	d.rt.SetEffects(set)
+	d.effectsChanged()
 }
+
+// RenderHeld makes set the effects d's loop renders for a holder of d's
+// register that is no client (hapticd --sim-effects), as RenderForwarded
+// does: GET /{type}/{id}/effects lists none of them, and frames show them.
+func (d *Device) RenderHeld(set *effect.Set) { d.RenderForwarded(set) }
 
 // DropForwarded withdraws the effects RenderForwarded gave owner, if they
 // are still in force, and reports whether it did.
