@@ -109,6 +109,14 @@ func TestArmRunsAreTheFramesBytes(t *testing.T) {
 		{"every arm published", func() { r.step(1) }},
 		{"one arm published", func() { r.devs.arms[1].rt.Step(r.now + int64(500*time.Microsecond)) }},
 		{"one arm halted", func() { r.devs.arms[3].rt.Halt() }},
+		{"another session's view changed", func() {
+			moved := swapped
+			moved.Position.Y = 0.1
+			if err := r.cores[2].setWorkspace(&setWorkspace{session: own, transform: moved}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the default view replaced", func() { r.cores[0].publishGlobals() }},
 	}
 	for _, st := range steps {
 		st.move()

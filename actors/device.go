@@ -52,7 +52,7 @@ type Device struct {
 	pid  *actor.PID
 	rt   *loop.Device
 	// framesEpoch is the service's count of changes to what any device's
-	// frames show besides its state (viewsChanged, effectsChanged), shared
+	// frames show besides its state (framesChanged), shared
 	// by every Device of the service; nil for a Device made outside a
 	// Service, which then never frames through an arm run (framecache.go).
 	framesEpoch *atomic.Uint64
@@ -214,14 +214,14 @@ func (m *viewMemo) keep(n int) {
 // service's (arm runs).
 func (d *Device) viewsChanged() {
 	d.viewsVersion.Add(1)
-	d.effectsChanged()
+	d.framesChanged()
 }
 
-// effectsChanged counts, after it is stored, a change to what the frames
-// of every session show of the device besides its state: a view or
+// framesChanged counts, after it is stored, a change to what the frames
+// of any session show of the device besides its state: a view or
 // declared effects. Arm runs (framecache.go) are built only while no arm
-// has effects and are valid only under the count they were built at.
-func (d *Device) effectsChanged() {
+// has effects and are used only under the count they were built at.
+func (d *Device) framesChanged() {
 	if e := d.framesEpoch; e != nil {
 		e.Add(1)
 	}
@@ -253,7 +253,7 @@ func (d *Device) Register() *loop.Register { return d.rt.Register() }
 // (hapticd --sim-effects declares effects on simulated arms for capacity
 // runs, through RenderHeld); sessions reach the loop through the device
 // actor and Register. Effects set on it directly are not counted by
-// effectsChanged: frames that share arm runs would miss them until the
+// framesChanged: frames that share arm runs would miss them until the
 // device's views or effects next change.
 func (d *Device) Loop() *loop.Device { return d.rt }
 

@@ -483,7 +483,7 @@ type declaredEffects struct {
 func (p *tickPath) publishEffects(d *Device, a *armEffects) {
 	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
 	d.rt.SetEffects(a.set)
-	d.effectsChanged()
+	d.framesChanged()
 }
 
 // EffectsInForce is what GET /{type}/{id}/effects answers: the effects d
@@ -529,7 +529,7 @@ func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
 func (d *Device) RenderForwarded(set *effect.Set) {
 	d.declared.Store(nil)
 	d.rt.SetEffects(set)
-	d.effectsChanged()
+	d.framesChanged()
 }
 
 // RenderHeld makes set the effects d's loop renders for a holder of d's

@@ -177,6 +177,7 @@ type armRun struct {
 	epoch   uint64   // framesEpoch when the run was begun
 	builder uint64   // the session that built it
 	seqs    []uint64 // each arm's publish sequence, read before its snapshot
+	views   []*View  // each arm's default view its element was encoded through
 	ends    []int    // where each arm's element ends in body (a comma follows but for the last)
 	body    []byte
 	// reused is set once, by the first frame that copies the run after
@@ -225,11 +226,11 @@ func (rs *armRuns) fresh(slot, n, size int) *armRun {
 			continue
 		}
 		if cap(old.seqs) >= n && cap(old.body) >= size {
-			r.seqs, r.ends, r.body = old.seqs[:n], old.ends[:n], old.body[:0]
+			r.seqs, r.views, r.ends, r.body = old.seqs[:n], old.views[:n], old.ends[:n], old.body[:0]
 			return r
 		}
 	}
-	r.seqs, r.ends, r.body = make([]uint64, n), make([]int, n), make([]byte, 0, size)
+	r.seqs, r.views, r.ends, r.body = make([]uint64, n), make([]*View, n), make([]int, n), make([]byte, 0, size)
 	return r
 }
 
@@ -317,11 +318,10 @@ func armRunFor(devs *DeviceSet, arms []*Device, slot int, session uint64, m *vie
 			return nil
 		}
 	}
-	prev := r
-	if prev != nil && prev.epoch != epoch {
-		prev = nil // built under other views: nothing in it can be copied
-	}
-	next := buildArmRun(rs, slot, session, arms, seqs, epoch, prev, snap, codec, &rm.arm)
+	// A run of another count still holds the elements of the arms whose
+	// publish and default view are the same: another session's own view
+	// changing (a workspace moved every tick) re-encodes nothing.
+	next := buildArmRun(rs, slot, session, arms, seqs, epoch, r, snap, codec, &rm.arm)
 	if next != nil {
 		next.readers.Add(1) // this frame's, before others can see it
 		if rs.runs[slot].CompareAndSwap(r, next) {
@@ -341,7 +341,7 @@ func armRunFor(devs *DeviceSet, arms []*Device, slot int, session uint64, m *vie
 
 // buildArmRun encodes a run of arms at seqs (read before each snapshot),
 // copying from prev (nil: none) the elements of the arms that have not
-// published since. It returns nil when an arm has effects: its element
+// published since and whose default view is the same. It returns nil when an arm has effects: its element
 // carries them, and who sees them depends on who controls it, not on the
 // views.
 func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []uint64, epoch uint64, prev *armRun, snap *loop.Snapshot, codec Codec, scratch *protocol.ArmFrame) *armRun {
@@ -361,7 +361,9 @@ func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []u
 		if i > 0 {
 			r.body = append(r.body, ',')
 		}
-		if prev != nil && prev.seqs[i] == seqs[i] {
+		v := d.defaultView.Load()
+		r.views[i] = v
+		if prev != nil && len(prev.seqs) == len(arms) && prev.seqs[i] == seqs[i] && prev.views[i] == v {
 			start := 0
 			if i > 0 {
 				start = prev.ends[i-1] + 1 // past the comma
@@ -370,7 +372,7 @@ func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []u
 		} else {
 			d.Load(snap)
 			*scratch = protocol.ArmFrame{DeviceID: d.ID}
-			fillArm(scratch, snap, d.defaultView.Load())
+			fillArm(scratch, snap, v)
 			r.body = codec.AppendArmElement(r.body, scratch)
 		}
 		r.ends[i] = len(r.body)
