@@ -523,6 +523,7 @@ func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, en
 func (p *tickPath) publishEffects(d *Device, a *armEffects) {
 	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
 	d.rt.SetEffects(a.set)
+	d.framesChanged()
 }
 
 // EffectsInForce is what GET /{type}/{id}/effects answers: the effects d
@@ -588,7 +589,13 @@ func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects) {
 	}
 	d.declared.Store(decl)
 	d.rt.SetEffects(set)
+	d.framesChanged()
 }
+
+// RenderHeld makes set the effects d's loop renders for a holder of d's
+// register that is no client (hapticd --sim-effects), as RenderForwarded
+// does: GET /{type}/{id}/effects lists none of them, and frames show them.
+func (d *Device) RenderHeld(set *effect.Set) { d.RenderForwarded(set, nil) }
 
 // DropForwarded withdraws the effects RenderForwarded gave owner, if they
 // are still in force, and reports whether it did.
