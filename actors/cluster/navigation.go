@@ -197,12 +197,14 @@ func (p *proxy) navigationPushed(m *wire.State) {
 
 // navigationRefused handles the node's refusal of a navigation generation:
 // unless the session configured anew since, the gateway stops sending it
-// and tells the client with navigation-refused. The session's config entry
-// stays, as on a single host whose loop cannot render a stored bubble; a
-// new configure or set_transform sends a new bubble.
+// and tells the client with navigation-refused, once: the node answers each
+// copy it was sent, and a resend can leave before the first answer arrives
+// on a link slower than resendAfter. The session's config entry stays, as
+// on a single host whose loop cannot render a stored bubble; a new
+// configure or set_transform sends a new bubble.
 func (p *proxy) navigationRefused(m *wire.NavigationReply) {
 	dev := p.takeRefusal(func() bool {
-		if m.Gen != p.navGen || p.nav == nil {
+		if m.Gen != p.navGen || p.nav == nil || p.navRefused == m.Gen {
 			return false
 		}
 		p.navRefused = m.Gen

@@ -522,6 +522,12 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, invalid_value, the node's reason", s, code, why, sess.ID)
 	}
 
+	// The node answers every copy of a generation it refuses, and the
+	// gateway sends one again while the node's pushes lag (the round trip
+	// of a slow link is longer than resendAfter): the client hears of the
+	// refusal once (the next navigation-refused below is the third's).
+	refuse(second.Gen, protocol.CodeInvalidValue, "node a cannot render the bubble: again")
+
 	// The node's pushes lag (they never will report a refused bubble):
 	// the gateway does not send it again.
 	n := len(sentOf[*wire.Navigation](out))
@@ -540,7 +546,7 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 		t.Fatalf("generation %d after %d", third.Gen, second.Gen)
 	}
 	refuse(third.Gen, protocol.CodeUnavailable, "device uuid-a is no longer on node a")
-	if s, code, _ := nextRefusal(); s != sess.ID || code != string(protocol.CodeUnavailable) {
-		t.Errorf("navigation-refused for session %d, %s; want session %d, unavailable", s, code, sess.ID)
+	if s, code, why := nextRefusal(); s != sess.ID || code != string(protocol.CodeUnavailable) {
+		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, unavailable (a second event for one refused generation?)", s, code, why, sess.ID)
 	}
 }
