@@ -79,7 +79,7 @@ func (n *Node) navigation(m *wire.Navigation) {
 		return
 	}
 	refuse := func(code protocol.Code, msg string) {
-		n.sys.Root.Send(to, &wire.NavigationReply{Uuid: m.Uuid, Gen: m.Gen, Session: m.Session, Code: string(code), Error: msg})
+		n.sys.Root.Send(to, &wire.NavigationReply{Uuid: m.Uuid, Gen: m.Gen, Track: m.Track, Session: m.Session, Code: string(code), Error: msg})
 	}
 	if d == nil {
 		if len(m.Bubble) > 0 {
@@ -204,7 +204,7 @@ func (p *proxy) navigationPushed(m *wire.State) {
 // configure or set_transform sends a new bubble.
 func (p *proxy) navigationRefused(m *wire.NavigationReply) {
 	dev := p.takeRefusal(func() bool {
-		if m.Gen != p.navGen || p.nav == nil || p.navRefused == m.Gen {
+		if m.Gen != p.navGen || m.Track != p.navTrackID || p.nav == nil || p.navRefused == m.Gen {
 			return false
 		}
 		p.navRefused = m.Gen

@@ -440,8 +440,8 @@ func TestNodeAnswersNavigationItCannotTake(t *testing.T) {
 				t.Fatalf("%d answers, want one refusal", len(got))
 			}
 			r := got[0]
-			if r.Uuid != c.m.Uuid || r.Gen != c.m.Gen || r.Session != c.m.Session || r.Code != string(c.code) || r.Error == "" {
-				t.Errorf("refusal %+v, want %s for generation %d of session %d with a reason", r, c.code, c.m.Gen, c.m.Session)
+			if r.Uuid != c.m.Uuid || r.Gen != c.m.Gen || r.Track != c.m.Track || r.Session != c.m.Session || r.Code != string(c.code) || r.Error == "" {
+				t.Errorf("refusal %+v, want %s for generation %d of track %d, session %d, with a reason", r, c.code, c.m.Gen, c.m.Track, c.m.Session)
 			}
 		})
 	}
@@ -490,9 +490,12 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 		})
 		return sent
 	}
-	refuse := func(gen uint64, code protocol.Code, why string) {
+	refuseTrack := func(gen, track uint64, code protocol.Code, why string) {
 		g.sys.Root.Send(actor.NewPID(g.sys.Address(), gatewayActorName),
-			&wire.NavigationReply{Uuid: "uuid-a", Gen: gen, Session: sess.ID, Code: string(code), Error: why})
+			&wire.NavigationReply{Uuid: "uuid-a", Gen: gen, Track: track, Session: sess.ID, Code: string(code), Error: why})
+	}
+	refuse := func(sent *wire.Navigation, code protocol.Code, why string) {
+		refuseTrack(sent.Gen, sent.Track, code, why)
 	}
 	nextRefusal := func() (sessionID uint64, code, reason string) {
 		t.Helper()
@@ -516,8 +519,8 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 	}
 	// The first bubble's refusal comes after the session configured again:
 	// not the client's news. The second's is.
-	refuse(first.Gen, protocol.CodeInvalidValue, "stale")
-	refuse(second.Gen, protocol.CodeInvalidValue, "node a cannot render the bubble: effect: a bubble needs a positive zone width and scale")
+	refuse(first, protocol.CodeInvalidValue, "stale")
+	refuse(second, protocol.CodeInvalidValue, "node a cannot render the bubble: effect: a bubble needs a positive zone width and scale")
 	if s, code, why := nextRefusal(); s != sess.ID || code != string(protocol.CodeInvalidValue) || !strings.Contains(why, "positive zone width") {
 		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, invalid_value, the node's reason", s, code, why, sess.ID)
 	}
@@ -526,7 +529,7 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 	// gateway sends one again while the node's pushes lag (the round trip
 	// of a slow link is longer than resendAfter): the client hears of the
 	// refusal once (the next navigation-refused below is the third's).
-	refuse(second.Gen, protocol.CodeInvalidValue, "node a cannot render the bubble: again")
+	refuse(second, protocol.CodeInvalidValue, "node a cannot render the bubble: again")
 
 	// The node's pushes lag (they never will report a refused bubble):
 	// the gateway does not send it again.
@@ -545,7 +548,10 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 	if third.Gen <= second.Gen {
 		t.Fatalf("generation %d after %d", third.Gen, second.Gen)
 	}
-	refuse(third.Gen, protocol.CodeUnavailable, "device uuid-a is no longer on node a")
+	// A refusal of the same generation from an older proxy of the device
+	// (its generations started again; another track) is not this bubble's.
+	refuseTrack(third.Gen, third.Track+1, protocol.CodeInvalidValue, "an older proxy's bubble")
+	refuse(third, protocol.CodeUnavailable, "device uuid-a is no longer on node a")
 	if s, code, why := nextRefusal(); s != sess.ID || code != string(protocol.CodeUnavailable) {
 		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, unavailable (a second event for one refused generation?)", s, code, why, sess.ID)
 	}

@@ -1590,12 +1590,16 @@ func (x *Navigation) GetBubble() []byte {
 // gateway tells the session's client with navigation-refused and does not
 // send that generation again.
 type NavigationReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
-	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
-	Session       uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	Code          string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Uuid    string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Gen     uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Session uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Error   string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Code    string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	// track is the Navigation.track the refused copy carried: a gateway's
+	// new proxy of the same device starts its generations again, and this
+	// tells its refusals from an older proxy's.
+	Track         uint64 `protobuf:"varint,6,opt,name=track,proto3" json:"track,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1663,6 +1667,13 @@ func (x *NavigationReply) GetCode() string {
 		return x.Code
 	}
 	return ""
+}
+
+func (x *NavigationReply) GetTrack() uint64 {
+	if x != nil {
+		return x.Track
+	}
+	return 0
 }
 
 var File_hapticd_proto protoreflect.FileDescriptor
@@ -1813,13 +1824,14 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
 	"\x05track\x18\x06 \x01(\x04R\x05track\x12\x16\n" +
-	"\x06bubble\x18\a \x01(\fR\x06bubble\"{\n" +
+	"\x06bubble\x18\a \x01(\fR\x06bubble\"\x91\x01\n" +
 	"\x0fNavigationReply\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x05 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x04code\x18\x05 \x01(\tR\x04code\x12\x14\n" +
+	"\x05track\x18\x06 \x01(\x04R\x05trackB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
