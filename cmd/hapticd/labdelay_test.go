@@ -285,6 +285,9 @@ func TestLabDelayLoss(t *testing.T) {
 	// The window: the gateway must list the arm throughout (it is live,
 	// only late), and the node's force is sampled as often as the gateway.
 	disconnected, failed := eventCount(gw, "device-disconnected", arm), eventCount(gw, "device-failed", arm)
+	if disconnected < 0 || failed < 0 {
+		t.Fatal("the gateway's events could not be read before the window")
+	}
 	chunks0, lost0 := int64(0), int64(0)
 	for _, l := range links {
 		c, lo := l.lossCounts()
