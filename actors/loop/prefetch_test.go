@@ -43,6 +43,13 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 	if ctlBytes%64 != 0 || blockCtlAt%64 != 0 {
 		t.Errorf("armControl is %d bytes at %d in its block: not whole cache lines", ctlBytes, blockCtlAt)
 	}
+	// The block itself starts on a line (Go allocates an object this
+	// large from its own pages): else every armControl straddles 7 lines.
+	for range 3 {
+		if at := uintptr(unsafe.Pointer(new(armBlock))); at%64 != 0 {
+			t.Errorf("an armBlock allocated at %#x, not on a cache line", at)
+		}
+	}
 	// The addresses prefetch computes are those of the fields.
 	b, fx := new(armBlock), new([armBlockLen]effectStage)
 	for _, j := range []int{0, 1, armBlockLen - 1} {
