@@ -51,6 +51,11 @@ type Device struct {
 	Info hw.Info
 	pid  *actor.PID
 	rt   *loop.Device
+	// framesEpoch is the service's count of changes to what any device's
+	// frames show besides its state (framesChanged), shared
+	// by every Device of the service; nil for a Device made outside a
+	// Service, which then never frames through an arm run (framecache.go).
+	framesEpoch *atomic.Uint64
 	// stopLoop and loopDone belong to a hardware device's own loop thread
 	// (nil for simulated devices, which the shared scheduler steps).
 	stopLoop context.CancelFunc
@@ -164,8 +169,11 @@ func (d *Device) ViewFor(session uint64) *View {
 // reading the view is then one load from the line the frame reads anyway,
 // not a map lookup and the session's view slot per device per frame (a
 // tenth of a 100-arm frame's time). Entry i belongs to the i-th device a
-// frame lists.
-type viewMemo []viewMemoEntry
+// frame lists. It also holds the session's side of arm runs (runMemo).
+type viewMemo struct {
+	entries []viewMemoEntry
+	run     runMemo
+}
 
 type viewMemoEntry struct {
 	dev     *Device
@@ -179,10 +187,10 @@ func (m *viewMemo) viewFor(i int, d *Device, session uint64) *View {
 	if m == nil {
 		return d.ViewFor(session)
 	}
-	for len(*m) <= i {
-		*m = append(*m, viewMemoEntry{})
+	for len(m.entries) <= i {
+		m.entries = append(m.entries, viewMemoEntry{})
 	}
-	e := &(*m)[i]
+	e := &m.entries[i]
 	// The count is read before the lookup: a change that lands during
 	// the lookup counts past it, and the next frame looks up again.
 	ver := d.viewsVersion.Load()
@@ -195,9 +203,27 @@ func (m *viewMemo) viewFor(i int, d *Device, session uint64) *View {
 // keep drops the entries past the first n, so that a removed device's
 // entry does not keep it alive.
 func (m *viewMemo) keep(n int) {
-	if m != nil && len(*m) > n {
-		clear((*m)[n:])
-		*m = (*m)[:n]
+	if m != nil && len(m.entries) > n {
+		clear(m.entries[n:])
+		m.entries = m.entries[:n]
+	}
+}
+
+// viewsChanged counts a change of the device actor to what ViewFor
+// returns, after it is stored: in the device's count (viewMemo) and in the
+// service's (arm runs).
+func (d *Device) viewsChanged() {
+	d.viewsVersion.Add(1)
+	d.framesChanged()
+}
+
+// framesChanged counts, after it is stored, a change to what the frames
+// of any session show of the device besides its state: a view or
+// declared effects. Arm runs (framecache.go) are built only while no arm
+// has effects and are used only under the count they were built at.
+func (d *Device) framesChanged() {
+	if e := d.framesEpoch; e != nil {
+		e.Add(1)
 	}
 }
 
@@ -225,7 +251,10 @@ func (d *Device) Register() *loop.Register { return d.rt.Register() }
 
 // Loop is the device's real-time loop. The service's own wiring uses it
 // (hapticd --sim-effects declares effects on simulated arms for capacity
-// runs); sessions reach the loop through the device actor and Register.
+// runs, through RenderHeld); sessions reach the loop through the device
+// actor and Register. Effects set on it directly are not counted by
+// framesChanged: frames that share arm runs would miss them until the
+// device's views or effects next change.
 func (d *Device) Loop() *loop.Device { return d.rt }
 
 // AddTap attaches a recorder's per-tick feed to the device's loop
@@ -758,7 +787,7 @@ func (c *deviceCore) finishAttach(session uint64, s *sessionState, added bool) {
 		// session's slot must find the view of its config (unchangedBy
 		// relies on it), not the default view of a profile still loading.
 		c.dev.slots.set(session, s.slot)
-		c.dev.viewsVersion.Add(1)
+		c.dev.viewsChanged()
 	}
 }
 
@@ -768,14 +797,14 @@ func (c *deviceCore) detach(session uint64) {
 	}
 	delete(c.sessions, session)
 	c.dev.slots.remove(session)
-	c.dev.viewsVersion.Add(1)
+	c.dev.viewsChanged()
 }
 
 // publish compiles and publishes one session's view. A session whose
 // entries are all defaults shares the device's default view, so every such
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
-	defer c.dev.viewsVersion.Add(1) // after the store
+	defer c.dev.viewsChanged() // after the store
 	def := protocol.DefaultSessionConfig()
 	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
@@ -826,7 +855,7 @@ func (c *deviceCore) publishGlobals() {
 	c.publishLoopGlobals()
 	def := protocol.DefaultSessionConfig()
 	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}, space.IdentityTransform()))
-	c.dev.viewsVersion.Add(1)
+	c.dev.viewsChanged()
 	for _, s := range c.sessions {
 		c.publish(s)
 	}

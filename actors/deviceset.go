@@ -11,6 +11,10 @@ import "github.com/hapticd/hapticd/protocol"
 // appeared.
 type DeviceSet struct {
 	arms, grips []*Device
+	// runs are the encoded arm runs the sessions framing the whole set
+	// share (framecache.go); nil for a session's own subset (subscribe.go),
+	// whose runs nobody else would reuse.
+	runs *armRuns
 }
 
 // OfType returns the devices of one type; do not modify the slice.
@@ -59,7 +63,7 @@ func (ds *DeviceSet) All() []*Device {
 }
 
 func (ds *DeviceSet) with(d *Device) *DeviceSet {
-	next := &DeviceSet{arms: ds.arms, grips: ds.grips}
+	next := &DeviceSet{arms: ds.arms, grips: ds.grips, runs: new(armRuns)}
 	switch d.Type {
 	case protocol.TypeArm:
 		next.arms = append(append([]*Device(nil), ds.arms...), d)
@@ -79,5 +83,5 @@ func (ds *DeviceSet) without(d *Device) *DeviceSet {
 		}
 		return out
 	}
-	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips)}
+	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips), runs: new(armRuns)}
 }

@@ -476,6 +476,46 @@ type declaredEffects struct {
 	set     *effect.Set
 	effects []protocol.Effect
 	endsNs  []int64
+	// forwarded names a lab gateway's session that declared them, when
+	// this process renders them for it (RenderForwarded).
+	forwarded *ForwardedEffects
+}
+
+// ForwardedEffects is what a lab's node knows of the effects a gateway's
+// session declared on one of its arms, besides the Set it renders: the
+// declaration as the session made it and whose it is, so that GET
+// /{type}/{id}/effects on the node lists the effects in force on the arm
+// as the gateway's does. Immutable once handed over.
+type ForwardedEffects struct {
+	// GatewayID and GatewayAddress name the gateway (its --node-id and
+	// cluster address); SessionID is the session on it.
+	GatewayID, GatewayAddress string
+	SessionID                 uint64
+	// Effects are as the session declared them, in its own space, one per
+	// spec of the Set and in its order; EndsNs when each one's ttl ends
+	// (service Clock; 0: never).
+	Effects []protocol.Effect
+	EndsNs  []int64
+	// ForceToSession maps a device-frame force into the session's space.
+	ForceToSession [3][3]float64
+}
+
+// DeclaredEffects is set's declaration as its session made it (in the
+// session's space), when each of its effects' ttl ends (service Clock; 0:
+// never) and the map of a device-frame force into that space, for a lab
+// gateway to forward with the Set; ok is false when set is not the
+// declaration published on d. It never blocks.
+func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, endsNs []int64, forceToSession [3][3]float64, ok bool) {
+	decl := d.declared.Load()
+	if set == nil || decl == nil || decl.set != set || decl.forwarded != nil {
+		return nil, nil, forceToSession, false
+	}
+	view := d.ViewFor(set.Session)
+	for j, e := range [3]space.Vec3{{X: 1}, {Y: 1}, {Z: 1}} {
+		col := view.Space.ForceToApp(e)
+		forceToSession[0][j], forceToSession[1][j], forceToSession[2][j] = col.X, col.Y, col.Z
+	}
+	return decl.effects, decl.endsNs, forceToSession, true
 }
 
 // publishEffects hands a's Set to d's loop, and its declaration to readers
@@ -483,6 +523,7 @@ type declaredEffects struct {
 func (p *tickPath) publishEffects(d *Device, a *armEffects) {
 	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
 	d.rt.SetEffects(a.set)
+	d.framesChanged()
 }
 
 // EffectsInForce is what GET /{type}/{id}/effects answers: the effects d
@@ -499,7 +540,16 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, len(decl.effects))}
 	var rep loop.EffectsReport
 	d.rt.LoadEffects(&rep)
-	view := d.ViewFor(set.Session)
+	toSession := d.ViewFor(set.Session).Space.ForceToApp
+	if fw := decl.forwarded; fw != nil {
+		out.Gateway = &protocol.EffectsGateway{ID: fw.GatewayID, Address: fw.GatewayAddress, SessionID: fw.SessionID}
+		toSession = func(f space.Vec3) space.Vec3 {
+			m := &fw.ForceToSession
+			return space.Vec3{X: m[0][0]*f.X + m[0][1]*f.Y + m[0][2]*f.Z,
+				Y: m[1][0]*f.X + m[1][1]*f.Y + m[1][2]*f.Z,
+				Z: m[2][0]*f.X + m[2][1]*f.Y + m[2][2]*f.Z}
+		}
+	}
 	for i := range decl.effects {
 		left := -1
 		if e := decl.endsNs[i]; e != 0 {
@@ -508,7 +558,7 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 		out.Effects[i] = protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
 		for j := range rep.N {
 			if r := &rep.Effects[j]; r.ID == decl.effects[i].ID && !r.Removing {
-				out.Effects[i].ForceN, out.Effects[i].HasForce = view.Space.ForceToApp(space.Vec3(r.ForceN)), true
+				out.Effects[i].ForceN, out.Effects[i].HasForce = toSession(space.Vec3(r.ForceN)), true
 			}
 		}
 	}
@@ -523,12 +573,29 @@ func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
 // written by its node): validated and converted there, by the code a local
 // session's go through (buildSet), and rebuilt here by effect.NewSet. The
 // caller checks the owner holds d. They render under that owner's lease
-// like a local session's; GET /{type}/{id}/effects on this process lists
-// none of them (the declaration is the gateway session's).
-func (d *Device) RenderForwarded(set *effect.Set) {
-	d.declared.Store(nil)
+// like a local session's. GET /{type}/{id}/effects on this process lists
+// them as fw declared them, marked with fw's gateway and session; with no
+// fw, or one that does not match set spec for spec, it lists none.
+func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects) {
+	var decl *declaredEffects
+	if set != nil && fw != nil && len(fw.Effects) == set.Len() && len(fw.EndsNs) == set.Len() {
+		decl = &declaredEffects{set: set, effects: fw.Effects, endsNs: fw.EndsNs, forwarded: fw}
+		for i := range fw.Effects {
+			if set.Spec(i).ID != fw.Effects[i].ID {
+				decl = nil
+				break
+			}
+		}
+	}
+	d.declared.Store(decl)
 	d.rt.SetEffects(set)
+	d.framesChanged()
 }
+
+// RenderHeld makes set the effects d's loop renders for a holder of d's
+// register that is no client (hapticd --sim-effects), as RenderForwarded
+// does: GET /{type}/{id}/effects lists none of them, and frames show them.
+func (d *Device) RenderHeld(set *effect.Set) { d.RenderForwarded(set, nil) }
 
 // DropForwarded withdraws the effects RenderForwarded gave owner, if they
 // are still in force, and reports whether it did.

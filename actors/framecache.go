@@ -7,7 +7,12 @@ package actors
 // never reads or writes it. Every method is safe for concurrent use by any
 // number of sessions and never blocks.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/protocol"
+)
 
 // Cache slots, one per wire format.
 const (
@@ -138,4 +143,239 @@ func (fc *frameCache) buffer(slot int, fresh int) []byte {
 		return make([]byte, 0, len(e.body)+64)
 	}
 	return make([]byte, 0, fresh)
+}
+
+// Arm runs: the elements of every arm of a DeviceSet, encoded through the
+// arms' default views and joined with commas, as one frame writes them.
+// Sessions that see every arm alike (their default views, no effects on
+// any arm, every state field) copy one run instead of checking each arm's
+// view, effects and cached element: in a 100-arm frame those checks,
+// each a cache miss on a line of its own, cost about a third of what the
+// frame's encoding cost besides the copy. A run is valid while no arm has
+// published since (each arm's publish sequence, the one check per arm left)
+// and while the service counts no change to any view or effects
+// (Device.framesEpoch), which the session's own views are checked against
+// once per change, not per frame (runMemo). A run built after some arms
+// published copies the others' elements from the run it replaces and
+// encodes only the arms that changed.
+
+// armRuns holds a DeviceSet's latest run per wire format.
+type armRuns struct {
+	runs [numCacheSlots]atomic.Pointer[armRun]
+	// unreused counts, per slot, the stale runs not rebuilt because the
+	// last one built was never reused (runRebuildEvery).
+	unreused [numCacheSlots]atomic.Uint32
+	// spare holds replaced runs whose buffers a build may take once no
+	// frame reads them: a 100-arm run is 63 KB, built up to a few times
+	// per loop tick, and allocating each was the collector's main work.
+	spare [numCacheSlots][2]atomic.Pointer[armRun]
+}
+
+// armRun is one run. It is immutable once stored, but for reused and
+// readers.
+type armRun struct {
+	epoch   uint64   // framesEpoch when the run was begun
+	builder uint64   // the session that built it
+	seqs    []uint64 // each arm's publish sequence, read before its snapshot
+	views   []*View  // each arm's default view its element was encoded through
+	ends    []int    // where each arm's element ends in body (a comma follows but for the last)
+	body    []byte
+	// reused is set once, by the first frame that copies the run after
+	// the one that built it (see frameCache's encodedBody.reused).
+	reused atomic.Bool
+	// readers counts the frames holding the run (acquire to release):
+	// its buffers go to another run only at zero. One add and one
+	// subtract per frame, not per arm.
+	readers atomic.Int32
+}
+
+// acquire returns the slot's run held for reading (release it), or nil.
+// A run that is replaced between the load and the count is let go: a
+// build may be reusing its buffers already.
+func (rs *armRuns) acquire(slot int) *armRun {
+	for {
+		r := rs.runs[slot].Load()
+		if r == nil {
+			return nil
+		}
+		r.readers.Add(1)
+		if rs.runs[slot].Load() == r {
+			return r
+		}
+		r.readers.Add(-1)
+	}
+}
+
+// retire offers r, replaced, to later builds of the slot; a full spare
+// list leaves it to the collector.
+func (rs *armRuns) retire(slot int, r *armRun) {
+	for i := range rs.spare[slot] {
+		if rs.spare[slot][i].CompareAndSwap(nil, r) {
+			return
+		}
+	}
+}
+
+// fresh is an empty run for n arms, with the buffers of a retired run
+// nobody reads any more when there is one.
+func (rs *armRuns) fresh(slot, n, size int) *armRun {
+	r := &armRun{}
+	for i := range rs.spare[slot] {
+		old := rs.spare[slot][i].Load()
+		if old == nil || old.readers.Load() != 0 || !rs.spare[slot][i].CompareAndSwap(old, nil) {
+			continue
+		}
+		if cap(old.seqs) >= n && cap(old.body) >= size {
+			r.seqs, r.views, r.ends, r.body = old.seqs[:n], old.views[:n], old.ends[:n], old.body[:0]
+			return r
+		}
+	}
+	r.seqs, r.views, r.ends, r.body = make([]uint64, n), make([]*View, n), make([]int, n), make([]byte, 0, size)
+	return r
+}
+
+// runMemo is one session's side of arm runs: whether every arm of set was
+// seen through its default view when the service's count of changes was
+// epoch, and scratch for the arms' publish sequences and for encoding an
+// arm.
+type runMemo struct {
+	set       *DeviceSet
+	epoch     uint64
+	allShared bool
+	seqs      []uint64
+	arm       protocol.ArmFrame
+	// held is the run the session's frame copies, until release.
+	held *armRun
+}
+
+// release lets go of the run the last frame held (its bytes are copied
+// into the frame by now).
+func (rm *runMemo) release() {
+	if rm.held != nil {
+		rm.held.readers.Add(-1)
+		rm.held = nil
+	}
+}
+
+// runRebuildEvery is how many frames in a row may find their run stale
+// without building one, when the last run built was never reused and
+// their session built it (one session alone, slower than the loops: a
+// run per frame would be a 100-arm encoding per frame that nobody
+// copies). The frames between encode per arm, through frameCache.
+const runRebuildEvery = 8
+
+// armRunFor returns the run of arms (every arm of devs) that this frame
+// copies, building it when the stored run is stale, or nil when the
+// frame must encode per arm: a session with a view of its own of some
+// arm, an arm with effects, devices made outside a Service, or a stale run
+// not worth building again yet.
+func armRunFor(devs *DeviceSet, arms []*Device, slot int, session uint64, m *viewMemo, snap *loop.Snapshot, codec Codec) *armRun {
+	if m != nil {
+		m.run.release() // a frame that was not emitted
+	}
+	if devs.runs == nil || m == nil || len(arms) == 0 || arms[0].framesEpoch == nil {
+		return nil
+	}
+	// The count before anything it guards is read: a change that lands
+	// meanwhile counts past it, and the run is not used again.
+	epoch := arms[0].framesEpoch.Load()
+	rm := &m.run
+	if rm.set != devs || rm.epoch != epoch {
+		rm.set, rm.epoch, rm.allShared = devs, epoch, true
+		for i, d := range arms {
+			if d.framesEpoch != arms[0].framesEpoch || m.viewFor(i, d, session) != d.defaultView.Load() {
+				rm.allShared = false
+				break
+			}
+		}
+	}
+	if !rm.allShared {
+		return nil
+	}
+	rs := devs.runs
+	r := rs.acquire(slot)
+	if cap(rm.seqs) < len(arms) {
+		rm.seqs = make([]uint64, len(arms))
+	}
+	seqs := rm.seqs[:len(arms)]
+	same := r != nil && r.epoch == epoch
+	for i, d := range arms {
+		seqs[i] = d.publishSeq()
+		if same && seqs[i] != r.seqs[i] {
+			same = false
+		}
+	}
+	if same {
+		if !r.reused.Load() {
+			r.reused.Store(true)
+		}
+		rm.held = r
+		return r
+	}
+	if r != nil && !r.reused.Load() && r.builder == session {
+		if n := rs.unreused[slot].Add(1); n%runRebuildEvery != 0 {
+			r.readers.Add(-1)
+			return nil
+		}
+	}
+	// A run of another count still holds the elements of the arms whose
+	// publish and default view are the same: another session's own view
+	// changing (a workspace moved every tick) re-encodes nothing.
+	next := buildArmRun(rs, slot, session, arms, seqs, epoch, r, snap, codec, &rm.arm)
+	if next != nil {
+		next.readers.Add(1) // this frame's, before others can see it
+		if rs.runs[slot].CompareAndSwap(r, next) {
+			if r != nil {
+				rs.retire(slot, r)
+			}
+		}
+		// Else another frame stored a run meanwhile: this frame copies
+		// its own, which nobody else sees, and the collector takes it.
+		rm.held = next
+	}
+	if r != nil {
+		r.readers.Add(-1)
+	}
+	return next
+}
+
+// buildArmRun encodes a run of arms at seqs (read before each snapshot),
+// copying from prev (nil: none) the elements of the arms that have not
+// published since and whose default view is the same. It returns nil when an arm has effects: its element
+// carries them, and who sees them depends on who controls it, not on the
+// views.
+func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []uint64, epoch uint64, prev *armRun, snap *loop.Snapshot, codec Codec, scratch *protocol.ArmFrame) *armRun {
+	for _, d := range arms {
+		if set := d.rt.Effects(); set != nil && set.Len() > 0 {
+			return nil
+		}
+	}
+	size := 700 * len(arms)
+	if prev != nil {
+		size = len(prev.body) + 64*len(arms)
+	}
+	r := rs.fresh(slot, len(arms), size)
+	r.epoch, r.builder = epoch, session
+	copy(r.seqs, seqs)
+	for i, d := range arms {
+		if i > 0 {
+			r.body = append(r.body, ',')
+		}
+		v := d.defaultView.Load()
+		r.views[i] = v
+		if prev != nil && len(prev.seqs) == len(arms) && prev.seqs[i] == seqs[i] && prev.views[i] == v {
+			start := 0
+			if i > 0 {
+				start = prev.ends[i-1] + 1 // past the comma
+			}
+			r.body = append(r.body, prev.body[start:prev.ends[i]]...)
+		} else {
+			d.Load(snap)
+			*scratch = protocol.ArmFrame{DeviceID: d.ID}
+			fillArm(scratch, snap, v)
+			r.body = codec.AppendArmElement(r.body, scratch)
+		}
+		r.ends[i] = len(r.body)
+	}
+	return r
 }

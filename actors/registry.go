@@ -225,7 +225,7 @@ func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
 func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, error) {
 	s := r.svc
 	t, info := m.typ, m.info
-	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info}
+	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info, framesEpoch: &s.framesEpoch}
 	root := s.system.Root
 	d.rt = loop.NewDevice(m.add.driver, loop.DeviceOptions{
 		PeriodNs:         s.periodNs,

@@ -248,8 +248,8 @@ func (s *heldStore) waitEntered(t *testing.T) {
 	t.Helper()
 	select {
 	case <-s.entered:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("nothing reached %s within 5 s", s.name)
+	case <-time.After(patience):
+		t.Fatalf("nothing reached %s within %v", s.name, patience)
 	}
 }
 
@@ -273,8 +273,8 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not return within 5 s of the disk answering", what)
+	case <-time.After(patience):
+		t.Fatalf("%s did not return within %v of the disk answering", what, patience)
 	}
 }
 
@@ -393,8 +393,8 @@ func TestRemovalWaitsOffTheRegistry(t *testing.T) {
 	drv.panicking.Store(true)
 	select {
 	case <-drv.closing:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the failed device's driver was not closed")
+	case <-time.After(patience):
+		t.Fatalf("the failed device's driver was not closed within %v", patience)
 	}
 	if svc.Devices().Find(protocol.TypeArm, arm.ID) != nil {
 		t.Fatal("a device being removed is still listed")

@@ -98,6 +98,9 @@ type Service struct {
 	settings    atomic.Pointer[protocol.Settings]
 	nextSession atomic.Uint64
 	traffic     traffic // GET /metrics (metrics.go)
+	// framesEpoch counts changes to what any device's frames show besides
+	// its state (Device.framesEpoch): a view, declared effects.
+	framesEpoch atomic.Uint64
 
 	// Immutable after Start.
 	opts        Options
@@ -157,7 +160,7 @@ func Start(o Options) (*Service, error) {
 		o.Clock = loop.SystemClock()
 	}
 	s := &Service{opts: o, log: o.Log, periodNs: int64(time.Second) / int64(o.LoopHz), startedAt: time.Now()}
-	s.devices.Store(&DeviceSet{})
+	s.devices.Store(&DeviceSet{runs: new(armRuns)})
 	s.sessions.Store(&[]*Session{})
 
 	settings := protocol.DefaultSettings()

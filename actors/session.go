@@ -694,7 +694,23 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	armConfig, gripConfig := configFor(protocol.TypeArm), configFor(protocol.TypeGrip)
 	slot := cacheSlot(codec)
 	arms := devs.OfType(protocol.TypeArm)
-	for i, d := range arms {
+	perArm := arms // the arms not in a run
+	if slot >= 0 && !armConfig && f.ArmState == 0 {
+		if r := armRunFor(devs, arms, slot, session, views, snap, codec); r != nil {
+			// One element holding every arm's, commas between: the
+			// encoder copies it as it would the elements one by one. Set
+			// in a reused element, as a cache hit below.
+			if cap(f.Arms) > len(f.Arms) {
+				f.Arms = f.Arms[:len(f.Arms)+1]
+				af := &f.Arms[len(f.Arms)-1]
+				af.DeviceID, af.Config, af.Element = "", nil, r.body
+			} else {
+				f.Arms = append(f.Arms, protocol.ArmFrame{Element: r.body})
+			}
+			perArm = nil
+		}
+	}
+	for i, d := range perArm {
 		v := views.viewFor(i, d, session)
 		// An arm with effects is encoded per frame: the cache is keyed by
 		// the loop's snapshot, the effects by the session's Set.
@@ -783,6 +799,7 @@ func (p *tickPath) emit(f *protocol.Frame) {
 	f.Errors = protocol.TrimErrors(f.Errors, p.msg.ErrorsDropped)
 	p.counts.frame(f)
 	buf := p.codec.AppendFrame(p.sink.Buffer(), f, p.svc.opts.Types)
+	p.views.run.release() // its bytes are in buf now
 	p.sink.Send(buf)
 	p.trimScratch()
 }

@@ -72,8 +72,8 @@ func TestViewMemoFollowsTheDevicesViews(t *testing.T) {
 	// A frame of fewer devices drops the rest, so that a removed device
 	// is not kept alive by the memo.
 	memo.keep(0)
-	if len(memo) != 0 || memo[:1][0].dev != nil {
-		t.Fatalf("keep(0) left %d entries, first device %p", len(memo), memo[:1][0].dev)
+	if len(memo.entries) != 0 || memo.entries[:1][0].dev != nil {
+		t.Fatalf("keep(0) left %d entries, first device %p", len(memo.entries), memo.entries[:1][0].dev)
 	}
 }
 

@@ -61,7 +61,7 @@ type probeSends struct {
 // each command's frame before the next, as a lock-step engine does.
 func runProbe(ctx context.Context, url, deviceID string, rateHz float64, warmup, duration time.Duration) (probeSends, error) {
 	var p probeSends
-	if _, err := monotonicNs(); err != nil {
+	if _, err := MonotonicNs(); err != nil {
 		return p, err
 	}
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
@@ -125,7 +125,7 @@ func runProbe(ctx context.Context, url, deviceID string, rateHz float64, warmup,
 		msg = append(msg, `,"z":`...)
 		msg = strconv.AppendFloat(msg, f[2], 'g', -1, 64)
 		msg = append(msg, `}}}}]}`...)
-		sent, err := monotonicNs()
+		sent, err := MonotonicNs()
 		if err != nil {
 			return p, err
 		}
@@ -137,7 +137,7 @@ func runProbe(ctx context.Context, url, deviceID string, rateHz float64, warmup,
 		if err != nil {
 			return p, fmt.Errorf("bench: latency probe: read the frame of command %d: %w", seq, err)
 		}
-		if back, err := monotonicNs(); err == nil && p.measuredFrom >= 0 {
+		if back, err := MonotonicNs(); err == nil && p.measuredFrom >= 0 {
 			rtt.Record(back - sent)
 		}
 		if i := bytes.Index(frame, keyErrors); i >= 0 {

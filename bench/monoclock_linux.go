@@ -8,9 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monotonicNs reads CLOCK_MONOTONIC, the clock every process on the
-// machine shares (the device stand-in stamps arrivals on it).
-func monotonicNs() (int64, error) {
+// MonotonicNs reads CLOCK_MONOTONIC, the clock every process on the
+// machine shares (the device stand-in stamps arrivals on it, and hapticd's
+// device-bench reads it too, so both sides of a measurement use one
+// clock).
+func MonotonicNs() (int64, error) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0, fmt.Errorf("bench: read CLOCK_MONOTONIC: %w", err)

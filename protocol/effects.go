@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/hapticd/hapticd/protocol/space"
@@ -1139,16 +1140,28 @@ type EffectInForce struct {
 type EffectsInForce struct {
 	SessionID uint64
 	Effects   []EffectInForce
+	// Gateway names the lab gateway's session that declared the effects,
+	// when this process renders them for it (a node's arm); nil otherwise.
+	Gateway *EffectsGateway
+}
+
+// EffectsGateway is the lab gateway whose session declared the effects a
+// node's arm renders: its id and cluster address, and the session on it.
+type EffectsGateway struct {
+	ID, Address string
+	SessionID   uint64
 }
 
 // AppendJSON appends {"session_id": n|null, "max_effects": 16,
-// "effects": [{...effect, "remaining_ms"?}]}.
+// "effects": [{...effect, "remaining_ms"?}], "gateway"?: {"id", "address",
+// "session_id"}}. Session ids are written exactly: a node's owner for a
+// gateway (2^62 and up) is past a float64's integers.
 func (v *EffectsInForce) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"session_id":`...)
 	if v.SessionID == 0 {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendFloat(dst, float64(v.SessionID))
+		dst = strconv.AppendUint(dst, v.SessionID, 10)
 	}
 	dst = append(dst, `,"max_effects":`...)
 	dst = appendInt(dst, MaxEffectsPerArm)
@@ -1170,7 +1183,17 @@ func (v *EffectsInForce) AppendJSON(dst []byte) []byte {
 			dst = append(dst, '}')
 		}
 	}
-	return append(dst, "]}"...)
+	dst = append(dst, ']')
+	if g := v.Gateway; g != nil {
+		dst = append(dst, `,"gateway":{"id":`...)
+		dst = AppendString(dst, g.ID)
+		dst = append(dst, `,"address":`...)
+		dst = AppendString(dst, g.Address)
+		dst = append(dst, `,"session_id":`...)
+		dst = strconv.AppendUint(dst, g.SessionID, 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
 }
 
 // MarshalJSON is AppendJSON.

@@ -409,6 +409,15 @@ func TestEffectsInForceAndStateShapes(t *testing.T) {
 	if got := string((&EffectsInForce{}).AppendJSON(nil)); got != `{"session_id":null,"max_effects":16,"effects":[]}` {
 		t.Fatal(got)
 	}
+	// A node's arm rendering a lab gateway's session's effects: the owner
+	// on the node (2^62 + 2, past float64's integers) written exactly, and
+	// the gateway's session named.
+	fw := EffectsInForce{SessionID: 1<<62 + 2, Effects: []EffectInForce{{Effect: u.Set[0], RemainingMs: -1}},
+		Gateway: &EffectsGateway{ID: "gw", Address: "10.0.0.3:7070", SessionID: 3}}
+	if got := string(fw.AppendJSON(nil)); !json.Valid([]byte(got)) || !strings.HasPrefix(got, `{"session_id":4611686018427387906,"max_effects":16,"effects":[{"id":"floor"`) ||
+		!strings.HasSuffix(got, `}],"gateway":{"id":"gw","address":"10.0.0.3:7070","session_id":3}}`) {
+		t.Fatal(got)
+	}
 	st := string(AppendEffectsState(nil, 2, []EffectProxy{{ID: "floor", PositionM: Vec3{Z: 0.1}, Contact: true}}))
 	if st != `{"count":2,"proxies":[{"id":"floor","position":{"x":0,"y":0,"z":0.1},"contact":true}]}` {
 		t.Fatal(st)

@@ -62,6 +62,8 @@ func TestSchemaEffectsAndNavigation(t *testing.T) {
 		{"client-message", msg},
 		{schema.EffectsInForce, string(inForce.AppendJSON(nil))},
 		{schema.EffectsInForce, string((&protocol.EffectsInForce{}).AppendJSON(nil))},
+		{schema.EffectsInForce, string((&protocol.EffectsInForce{SessionID: 1 << 62, Effects: inForce.Effects,
+			Gateway: &protocol.EffectsGateway{ID: "gw", Address: "10.0.0.3:7070", SessionID: 4}}).AppendJSON(nil))},
 		{schema.EntryName(protocol.KeyNavigation), string(nav.AppendJSON(nil))},
 		{schema.EntryName(protocol.KeyNavigation) + ".input", string(nav.AppendJSON(nil))},
 		{schema.EntryName(protocol.KeyNavigation) + ".input", `{"mode":"bubble"}`},

@@ -106,7 +106,9 @@
 // that gateway's commands (their Params), so its loop renders it under
 // their owner and lease, and pushes its track's report back; the proxy
 // mirrors it into the session's track on the gateway, which its frames,
-// state.transform and GET .../config/navigation read. What the node keeps
+// state.transform and GET .../config/navigation read. A bubble the node
+// cannot take is answered with wire.NavigationReply, and the gateway
+// publishes navigation-refused for the session. What the node keeps
 // of a gateway's declarations (effects generations, navigations) goes
 // when they are withdrawn, when the gateway falls silent, or with the
 // device.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
@@ -147,7 +149,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if d.Register().Claim(7) != 7 {
 		t.Fatal("the local session could not claim the arm")
 	}
-	d.RenderForwarded(local)
+	d.RenderForwarded(local, nil)
 	n.effects(declared(d.Info.UUID, 5, specsJSON(t, pull)))
 	if o := d.Register().Owner(); o != 7 {
 		t.Fatalf("owner %d after a refused declaration, want the local session", o)
@@ -196,6 +198,82 @@ func (s *frameSink) next(t *testing.T) map[string]any {
 	}
 }
 
+// gatewayClient is a session on a test gateway, as a WebSocket client's
+// would be, with a 1 s lease: send delivers one message and returns the
+// frame that answers it. It closes at the test's end if not before.
+type gatewayClient struct {
+	t    *testing.T
+	sess *actors.Session
+	sink *frameSink
+	once sync.Once
+}
+
+// openGatewayClient opens a session on g; configure adds members to its
+// session.configure (`,"basis":{...}`).
+func openGatewayClient(t *testing.T, g *Gateway, configure string) *gatewayClient {
+	t.Helper()
+	c := &gatewayClient{t: t, sink: &frameSink{frames: make(chan map[string]any, 64)}}
+	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sess = sess
+	t.Cleanup(c.close)
+	c.sink.next(t) // inventory
+	if f := c.send(`{"session":{"configure":{"lease":{"ms":1000}` + configure + `}}}`); f["errors"] != nil {
+		t.Fatalf("session.configure: %v", f["errors"])
+	}
+	return c
+}
+
+func (c *gatewayClient) send(msg string) map[string]any {
+	c.t.Helper()
+	c.sess.Deliver([]byte(msg))
+	return c.sink.next(c.t)
+}
+
+func (c *gatewayClient) close() { c.once.Do(func() { c.sess.Close(protocol.CloseClientClosed) }) }
+
+// subscribeEvents subscribes to g's activity events from now on, until
+// the test ends.
+func subscribeEvents(t *testing.T, g *Gateway) *activity.Subscription {
+	t.Helper()
+	sub, err := g.svc.Activity().Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
+}
+
+// nextEvent waits for the next event name on sub and returns its data.
+func nextEvent(t *testing.T, sub *activity.Subscription, name string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("no %s event: %v", name, err)
+		}
+		if e.Name == name {
+			return e.Data
+		}
+	}
+}
+
+// addRemoteArm puts node a's arm uuid-a (049D) on g, and returns what
+// pushes its state as the node would.
+func addRemoteArm(t *testing.T, g *Gateway) (push func(*wire.State)) {
+	t.Helper()
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
+	return func(st *wire.State) {
+		st.Uuid = "uuid-a"
+		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+	}
+}
+
 // A session on the gateway declares effects on a node's arm: the gateway
 // validates them as a local arm would, forwards the declaration to the node
 // (never a per-tick force: its commands hold the arm with the session's
@@ -206,36 +284,12 @@ func (s *frameSink) next(t *testing.T) map[string]any {
 func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	sub, err := g.svc.Activity().Subscribe(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
-	push := func(st *wire.State) {
-		st.Uuid = "uuid-a"
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
-	}
+	sub := subscribeEvents(t, g)
+	push := addRemoteArm(t, g)
 	push(&wire.State{})
 
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			sess.Close(protocol.CloseClientClosed)
-		}
-	}()
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
 	msg := func(effects string) string { return `{"arm3":[{"device_id":"049D","effects":` + effects + `}]}` }
 	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}`
 	spring := `{"id":"pull","type":"spring","position":{"x":0.02,"y":0,"z":0},"stiffness":400}`
@@ -324,25 +378,13 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 		}
 		return nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for {
-		e, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal("no effect-refused event")
-		}
-		if e.Name != event.NameEffectRefused {
-			continue
-		}
-		var data struct {
-			SessionID uint64 `json:"session_id"`
-			Code      string `json:"code"`
-		}
-		_ = json.Unmarshal(e.Data, &data)
-		if data.SessionID != sess.ID || data.Code != string(protocol.CodeDeviceBusy) {
-			t.Errorf("effect-refused %s, want session %d, device_busy", e.Data, sess.ID)
-		}
-		break
+	var data struct {
+		SessionID uint64 `json:"session_id"`
+		Code      string `json:"code"`
+	}
+	_ = json.Unmarshal(nextEvent(t, sub, event.NameEffectRefused), &data)
+	if data.SessionID != sess.ID || data.Code != string(protocol.CodeDeviceBusy) {
+		t.Errorf("effect-refused %+v, want session %d, device_busy", data, sess.ID)
 	}
 
 	// Cleared: an empty declaration goes out, once; the node rendering
@@ -364,10 +406,123 @@ func TestGatewayForwardsEffectsNotForces(t *testing.T) {
 
 	// Declared again, then the session closes: the node is told to drop them.
 	deliver(msg(`{"set":[` + wall + `]}`))
-	sess.Close(protocol.CloseClientClosed)
-	closed = true
+	c.close()
 	hwtest.Eventually(t, 5*time.Second, "an empty declaration after the session closed", func() bool {
 		fx := out.effects()
 		return len(fx) > 0 && len(fx[len(fx)-1].Specs) == 0 && fx[len(fx)-1].Gen > gen
 	})
+}
+
+// The effects a gateway's session declared on a node's arm are the effects
+// in force on that arm: the node's GET /{type}/{id}/effects lists them as
+// the session declared them (what the gateway's own listing says, in the
+// session's space), with the force the node's loop renders turned into
+// that space, and marked with the gateway and its session. A withdrawal
+// leaves none listed, and a declaration that came without its listing
+// (a gateway of an older build) renders but lists none.
+func TestNodeListsAGatewaysEffects(t *testing.T) {
+	n, d := testNode(t)
+	n.subscribe(&wire.Subscribe{GatewayId: "gw", GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+	var snap loop.Snapshot
+	d.Load(&snap)
+
+	// The gateway sees the node's arm where it is, through a session whose
+	// basis turns the axes, so the session's x is not the device's.
+	g := testGateway(t, time.Hour)
+	out := watchOutbox(t, g.sys)
+	p := snap.State.PositionM
+	addRemoteArm(t, g)(&wire.State{PositionM: []float64{p.X, p.Y, p.Z}})
+	c := openGatewayClient(t, g, `,"basis":{"permutation":"ZXY"}`)
+	sess, deliver := c.sess, c.send
+	f := deliver(`{"arm3":[{"device_id":"049D","effects":{}}]}`)
+	cursor := [3]float64{}
+	for i, axis := range []string{"x", "y", "z"} {
+		v, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "cursor_position", axis).(float64)
+		if !ok {
+			t.Fatalf("no cursor_position.%s in %v", axis, f)
+		}
+		cursor[i] = v
+	}
+	// A field of a constant 1.5 N along the session's x around the
+	// cursor, for a minute; a wall far below never touches the arm.
+	decl := fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":1.5,"y":0,"z":0},"origin":{"x":%g,"y":%g,"z":%g},"radius":1,"valid_ms":10000,"ttl_ms":60000},`+
+		`{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.5},"normal":{"x":0,"y":0,"z":1},"stiffness":1000}]}`,
+		cursor[0], cursor[1], cursor[2])
+	if f := deliver(`{"arm3":[{"device_id":"049D","effects":` + decl + `}]}`); f["errors"] != nil {
+		t.Fatalf("declaration: %v", f["errors"])
+	}
+	var sent *wire.Effects
+	hwtest.Eventually(t, 5*time.Second, "the declaration forwarded", func() bool {
+		if fx := out.effects(); len(fx) > 0 && len(fx[len(fx)-1].Specs) > 0 {
+			sent = fx[len(fx)-1]
+		}
+		return sent != nil
+	})
+	var gwList protocol.EffectsInForce
+	for _, dev := range g.svc.Devices().All() {
+		gwList = g.svc.EffectsInForce(dev)
+	}
+	if len(gwList.Effects) != 2 {
+		t.Fatalf("the gateway lists %+v", gwList)
+	}
+
+	// The node takes it (as it came, addressed to its arm) and the
+	// gateway's commands hold the arm.
+	toNode := func(m *wire.Effects) *wire.Effects {
+		return &wire.Effects{Uuid: d.Info.UUID, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: m.Gen,
+			Session: m.Session, Specs: m.Specs, Declared: m.Declared, ForceToSession: m.ForceToSession, DeclaredLeftNs: m.DeclaredLeftNs}
+	}
+	n.effects(toNode(sent))
+	var seq uint64
+	var list protocol.EffectsInForce
+	hwtest.EventuallyNil(t, 10*time.Second, "the node listing the field's 1.5 N along the session's x", func() error {
+		seq++
+		n.command(fresh(d.Info.UUID, seq, hw.ModeForce, 0, 0, 0))
+		list = n.svc.EffectsInForce(d)
+		if len(list.Effects) != 2 || !list.Effects[0].HasForce {
+			return fmt.Errorf("listed %+v", list)
+		}
+		// The device renders it along another axis; listed, it is the
+		// session's x again (to float32, as measured forces go out).
+		if f := list.Effects[0].ForceN; math.Abs(f.X-1.5) > 1e-3 || math.Abs(f.Y) > 1e-3 || math.Abs(f.Z) > 1e-3 {
+			return fmt.Errorf("the field's rendered force %+v in the session's space, want {1.5 0 0}", f)
+		}
+		return nil
+	})
+	if list.SessionID != gatewaySession || list.Gateway == nil ||
+		*list.Gateway != (protocol.EffectsGateway{ID: "gw", Address: testGW, SessionID: sess.ID}) {
+		t.Errorf("owner %d, gateway %+v; want the gateway's owner on the node, and gw's session %d", list.SessionID, list.Gateway, sess.ID)
+	}
+	for i, e := range list.Effects {
+		if got, want := string(e.Effect.AppendJSON(nil)), string(gwList.Effects[i].Effect.AppendJSON(nil)); got != want {
+			t.Errorf("node lists %s, the gateway %s", got, want)
+		}
+	}
+	if left := list.Effects[0].RemainingMs; left <= 50000 || left > 60000 {
+		t.Errorf("the field has %d ms left on the node, want under its 60 s ttl", left)
+	}
+	if list.Effects[1].RemainingMs != -1 {
+		t.Errorf("the wall has %d ms left, want -1 (no ttl)", list.Effects[1].RemainingMs)
+	}
+	js := string(list.AppendJSON(nil))
+	if !strings.HasPrefix(js, fmt.Sprintf(`{"session_id":%d,`, uint64(gatewaySession))) ||
+		!strings.HasSuffix(js, fmt.Sprintf(`"gateway":{"id":"gw","address":%q,"session_id":%d}}`, testGW, sess.ID)) {
+		t.Errorf("GET .../effects on the node answers %s", js)
+	}
+
+	// Withdrawn: none listed.
+	n.effects(declared(d.Info.UUID, sent.Gen+1, nil))
+	if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 || l.Gateway != nil || l.SessionID != 0 {
+		t.Errorf("after the withdrawal the node lists %+v", l)
+	}
+	// Without its listing: rendered, listed as none.
+	bare := toNode(sent)
+	bare.Gen, bare.Declared, bare.ForceToSession, bare.DeclaredLeftNs = sent.Gen+2, nil, nil, nil
+	n.effects(bare)
+	if d.Effects().Len() != 2 {
+		t.Fatal("a declaration without its listing was not rendered")
+	}
+	if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 || l.Gateway != nil {
+		t.Errorf("a declaration without its listing lists %+v", l)
+	}
 }

@@ -152,15 +152,23 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 	case *wire.Event:
 		g.event(m)
 	case *wire.EffectsReply:
-		g.mu.Lock()
-		p := g.proxies[m.Uuid]
-		g.mu.Unlock()
-		if p != nil {
+		if p := g.proxy(m.Uuid); p != nil {
 			p.refused(m)
+		}
+	case *wire.NavigationReply:
+		if p := g.proxy(m.Uuid); p != nil {
+			p.navigationRefused(m)
 		}
 	default:
 		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
 	}
+}
+
+// proxy is the proxy of the device with uuid, nil if there is none.
+func (g *Gateway) proxy(uuid string) *proxy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.proxies[uuid]
 }
 
 // watch subscribes to every peer, and sends the gateway actor a probe

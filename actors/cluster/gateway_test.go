@@ -22,15 +22,8 @@ import (
 // gateway actor would receive. Messages it sends go to dead letters.
 func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	t.Helper()
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{NodeID: "gw", NodeTimeout: nodeTimeout, Log: zerolog.Nop()}
-	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
-		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+	svc, shutdown := testService(t)
+	g := newTestGateway(svc, nodeTimeout)
 	// The gateway actor, local only: it gets the watch's probes, which
 	// judge the nodes' silence.
 	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
@@ -45,12 +38,34 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	t.Cleanup(func() {
 		close(g.stop)
 		g.wg.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
+		shutdown()
 		g.sys.Shutdown()
 	})
 	return g
+}
+
+// newTestGateway is a gateway of svc with no remote and nothing started.
+func newTestGateway(svc *actors.Service, nodeTimeout time.Duration) *Gateway {
+	cfg := Config{NodeID: "gw", NodeTimeout: nodeTimeout, Log: zerolog.Nop()}
+	cfg.defaults()
+	return &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
+		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+}
+
+// testService starts the service a test's node or gateway serves, with
+// what shuts it down (the caller orders it among its other cleanups).
+func testService(t *testing.T) (*actors.Service, func()) {
+	t.Helper()
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	}
 }
 
 func arm(uuid, id string) *wire.Device {
@@ -89,11 +104,7 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // silent takes its arm away with device-disconnected and leaves the other.
 func TestGatewayMergesNodes(t *testing.T) {
 	g := testGateway(t, 300*time.Millisecond)
-	sub, err := g.svc.Activity().Subscribe(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	sub := subscribeEvents(t, g)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "049D")}})
 	waitAdded(t, g)
@@ -278,20 +289,9 @@ func TestGatewayStateAgeAcrossClocks(t *testing.T) {
 // while a node unheard for NodeTimeout of timely probes is dropped, and a
 // node whose connection closed is dropped after suspectFor unless heard.
 func TestGatewayJudgesSilenceByProbes(t *testing.T) {
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	})
-	cfg := Config{NodeID: "gw", NodeTimeout: time.Second, Log: zerolog.Nop()}
-	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
-		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Second)
 	t.Cleanup(g.sys.Shutdown)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "04A0")}})
@@ -314,12 +314,12 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 		t.Fatal("a gateway starved between its probes dropped its nodes")
 	}
 	// Timely probes: b keeps pushing, a does not.
-	for range int(cfg.NodeTimeout/probeEvery) + 1 {
+	for range int(g.cfg.NodeTimeout/probeEvery) + 1 {
 		g.states(&wire.StateBatch{NodeId: "b"})
 		probe(probeEvery)
 	}
 	if known("a") || !known("b") {
-		t.Fatalf("after %v of timely probes: a known %v (silent), b known %v (pushing)", cfg.NodeTimeout, known("a"), known("b"))
+		t.Fatalf("after %v of timely probes: a known %v (silent), b known %v (pushing)", g.cfg.NodeTimeout, known("a"), known("b"))
 	}
 	// b's connection closes: it goes after suspectFor, not NodeTimeout.
 	g.mu.Lock()

@@ -2,12 +2,17 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // Bubble navigation through a gateway: the gateway's loop renders none of
@@ -59,17 +64,28 @@ func vecFromWire(f []float64) hw.Vec3 {
 // lease is dropped (the gateway sends it again while the pushed
 // navigation_gen lags); an empty one withdraws the gateway's navigation.
 // The track stays while the gateway's track does, so the workspace offset
-// survives a new bubble as on the gateway itself.
+// survives a new bubble as on the gateway itself. One the node cannot take
+// is answered with a NavigationReply, so the gateway's client hears of it.
 func (n *Node) navigation(m *wire.Navigation) {
 	n.mu.Lock()
 	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, time.Now())
 	var owner uint64
+	var to *actor.PID
 	if s != nil {
-		owner = s.owner
+		owner, to = s.owner, s.pid
 	}
 	n.mu.Unlock()
-	if s == nil || d == nil || ageNs >= n.leaseNs() {
-		return // a device gone meanwhile leaves with the next inventory
+	if s == nil || ageNs >= n.leaseNs() {
+		return
+	}
+	refuse := func(code protocol.Code, msg string) {
+		n.sys.Root.Send(to, &wire.NavigationReply{Uuid: m.Uuid, Gen: m.Gen, Track: m.Track, Session: m.Session, Code: string(code), Error: msg})
+	}
+	if d == nil {
+		if len(m.Bubble) > 0 {
+			refuse(protocol.CodeUnavailable, fmt.Sprintf("device %s is no longer on node %s", m.Uuid, n.cfg.NodeID))
+		}
+		return
 	}
 	key := fxKey{owner, m.Uuid}
 	if len(m.Bubble) == 0 {
@@ -86,10 +102,11 @@ func (n *Node) navigation(m *wire.Navigation) {
 		bubble, err = effect.NewBubble(b)
 	}
 	if err != nil {
-		// The gateway compiled it with the same code: a lab running two
-		// builds. Navigate nowhere rather than render it, and take the
-		// generation so the gateway does not send it every 100 ms.
+		// The gateway compiled it with the same code, so this is a lab
+		// running two builds. Navigate nowhere rather than render it, take
+		// the generation (no resend every 100 ms) and say why.
 		n.log.Error().Err(err).Str("uuid", m.Uuid).Uint64("session", m.Session).Msg("cluster: a gateway's navigation cannot be rendered; it stays off")
+		refuse(protocol.CodeInvalidValue, fmt.Sprintf("node %s cannot render the bubble: %v", n.cfg.NodeID, err))
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -132,8 +149,8 @@ func (p *proxy) ForwardNavigation(session uint64, nav *loop.Navigation) {
 }
 
 // resendNavigation sends the navigation again when the node, at its push,
-// holds another generation than the gateway's newest (0: none), unless it
-// was sent within resendAfter or the session no longer holds the arm here
+// holds another generation than the gateway's newest (0: none), unless
+// the node refused that one, it was sent within resendAfter or the session no longer holds the arm here
 // (its next command forwards it anew). A node that holds one while this
 // gateway has none (a gateway process restarted at the same address, which
 // the node still knows as the same owner) is told to drop it: it would
@@ -144,7 +161,7 @@ func (p *proxy) resendNavigation(nodeGen uint64) {
 		want = 0
 	}
 	now := time.Now()
-	if nodeGen == want || now.Sub(p.navSentAt) < resendAfter {
+	if nodeGen == want || want != 0 && p.navRefused == want || now.Sub(p.navSentAt) < resendAfter {
 		return
 	}
 	if dev := p.dev.Load(); want != 0 && (dev == nil || dev.Register().Owner() != p.navSession) {
@@ -176,6 +193,28 @@ func (p *proxy) navigationPushed(m *wire.State) {
 	defer p.fxMu.Unlock()
 	p.mirrorNavigation(m.Navigation)
 	p.resendNavigation(m.NavigationGen)
+}
+
+// navigationRefused handles the node's refusal of a navigation generation:
+// unless the session configured anew since, the gateway stops sending it
+// and tells the client with navigation-refused, once: the node answers each
+// copy it was sent, and a resend can leave before the first answer arrives
+// on a link slower than resendAfter. The session's config entry stays, as
+// on a single host whose loop cannot render a stored bubble; a new
+// configure or set_transform sends a new bubble.
+func (p *proxy) navigationRefused(m *wire.NavigationReply) {
+	dev := p.takeRefusal(func() bool {
+		if m.Gen != p.navGen || m.Track != p.navTrackID || p.nav == nil || p.navRefused == m.Gen {
+			return false
+		}
+		p.navRefused = m.Gen
+		return true
+	})
+	if dev == nil {
+		return
+	}
+	p.g.log.Warn().Str("device_id", dev.ID).Uint64("session", m.Session).Str("code", m.Code).Str("why", m.Error).Msg("node refused a session's navigation")
+	p.g.svc.Activity().Publish(event.NavigationRefused(dev.Name, dev.ID, m.Session, m.Code, m.Error))
 }
 
 func (p *proxy) sendNavigationLocked(now time.Time) {

@@ -4,16 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/hapticd/hapticd/actors"
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // bubbleAround is a 5 cm sphere with a 3 cm velocity zone (4 1/s, 50 N/m)
@@ -262,12 +265,11 @@ func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	g := testGateway(t, time.Hour)
 	out := watchOutbox(t, g.sys)
-	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
-	waitAdded(t, g)
 	// The cursor half a metre out: a bubble rendered here would push hard.
+	pushState := addRemoteArm(t, g)
 	push := func(st *wire.State) {
-		st.Uuid, st.PositionM = "uuid-a", []float64{0.5, 0, 0}
-		g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{st}})
+		st.PositionM = []float64{0.5, 0, 0}
+		pushState(st)
 	}
 	// The node holds a navigation this gateway never sent (a process
 	// restarted at the same address): it is told to drop it.
@@ -277,18 +279,8 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	}
 	push(&wire.State{})
 
-	sink := &frameSink{frames: make(chan map[string]any, 64)}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close(protocol.CloseClientClosed)
-	sink.next(t) // inventory
-	deliver := func(msg string) map[string]any {
-		sess.Deliver([]byte(msg))
-		return sink.next(t)
-	}
-	deliver(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
 	arm := func(body string) string { return `{"arm3":[{"device_id":"049D",` + body + `}]}` }
 	force := arm(`"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}`)
 	if f := deliver(arm(`"configure":{"navigation":{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0}}}}}`)); f["errors"] != nil {
@@ -394,5 +386,173 @@ func TestGatewayForwardsNavigationNotForces(t *testing.T) {
 	push(&wire.State{})
 	if m := len(sentOf[*wire.Navigation](out)); m != n {
 		t.Errorf("%d declarations sent again while the node held none, as the gateway wants", m-n)
+	}
+}
+
+// A bubble the node cannot take is answered, so the gateway can tell its
+// client: unreadable or unrenderable bubbles with invalid_value, a device
+// the node no longer has with unavailable. What the node took, withdrew or
+// dropped as stale (the gateway sends that again) gets no answer.
+func TestNodeAnswersNavigationItCannotTake(t *testing.T) {
+	n, d := testNode(t)
+	out := watchOutbox(t, n.sys)
+	var snap loop.Snapshot
+	d.Load(&snap)
+	good := bubbleAround(t, snap.State.PositionM)
+	stale := func(m *wire.Navigation) *wire.Navigation {
+		m.SentUnixNs = time.Now().Add(-time.Second).UnixNano()
+		return m
+	}
+	cases := []struct {
+		name string
+		m    *wire.Navigation
+		code protocol.Code // "": no answer
+	}{
+		{"a bubble it renders", navDeclared(d.Info.UUID, 1, 1, good), ""},
+		{"a withdrawal", navDeclared(d.Info.UUID, 2, 0, nil), ""},
+		{"not JSON", navDeclared(d.Info.UUID, 3, 1, []byte(`{"Primitive":`)), protocol.CodeInvalidValue},
+		{"a negative zone width", navDeclared(d.Info.UUID, 4, 1, []byte(`{"Primitive":1,"Shape":{"RadiusM":0.05},"DevMPerLocalM":1,"WidthM":-1}`)), protocol.CodeInvalidValue},
+		{"a primitive the loop does not close", navDeclared(d.Info.UUID, 5, 1, []byte(`{"Primitive":250,"DevMPerLocalM":1,"WidthM":0.03}`)), protocol.CodeInvalidValue},
+		{"a device the node no longer has", navDeclared("uuid-gone", 6, 1, good), protocol.CodeUnavailable},
+		{"a withdrawal for a device gone", navDeclared("uuid-gone", 7, 0, nil), ""},
+		{"a stale unrenderable bubble", stale(navDeclared(d.Info.UUID, 8, 1, []byte(`{}`))), ""},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(sentOf[*wire.NavigationReply](out))
+			n.navigation(c.m)
+			// A refusal that always comes marks where this case's answers end.
+			mark := uint64(1000 + i)
+			n.navigation(navDeclared("uuid-mark", mark, 1, good))
+			var got []*wire.NavigationReply
+			hwtest.Eventually(t, 5*time.Second, "the marking refusal", func() bool {
+				got = sentOf[*wire.NavigationReply](out)[before:]
+				return len(got) > 0 && got[len(got)-1].Gen == mark
+			})
+			got = got[:len(got)-1]
+			if c.code == "" {
+				if len(got) != 0 {
+					t.Fatalf("answered %+v, want no answer", got[0])
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d answers, want one refusal", len(got))
+			}
+			r := got[0]
+			if r.Uuid != c.m.Uuid || r.Gen != c.m.Gen || r.Track != c.m.Track || r.Session != c.m.Session || r.Code != string(c.code) || r.Error == "" {
+				t.Errorf("refusal %+v, want %s for generation %d of track %d, session %d, with a reason", r, c.code, c.m.Gen, c.m.Track, c.m.Session)
+			}
+		})
+	}
+	// The refused generation is taken: the gateway's commands carry no
+	// navigation, and its pushes stop asking for the bubble again.
+	n.mu.Lock()
+	nav := n.navs[fxKey{gatewaySession, d.Info.UUID}]
+	n.mu.Unlock()
+	if nav == nil || nav.gen != 5 || nav.params != nil {
+		t.Errorf("kept %+v, want generation 5 taken with no navigation", nav)
+	}
+}
+
+// The node refuses a session's bubble after the gateway answered the
+// configure: the client hears navigation-refused, for its own session,
+// with the node's code and reason; the gateway stops sending that bubble
+// while the node's pushes lag; a refusal of an older generation (the
+// session configured anew since) is not reported; a new configure sends a
+// new bubble.
+func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	out := watchOutbox(t, g.sys)
+	sub := subscribeEvents(t, g)
+	pushState := addRemoteArm(t, g)
+	push := func() { pushState(&wire.State{PositionM: []float64{0, 0, 0}}) }
+	push()
+	c := openGatewayClient(t, g, "")
+	sess, deliver := c.sess, c.send
+	arm := func(body string) string { return `{"arm3":[{"device_id":"049D",` + body + `}]}` }
+	force := arm(`"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}`)
+	configure := func(gain int) *wire.Navigation {
+		t.Helper()
+		before := len(sentOf[*wire.Navigation](out))
+		cfg := fmt.Sprintf(`"configure":{"navigation":{"mode":"bubble","bubble":{"speed_gain":%d}}}`, gain)
+		if f := deliver(arm(cfg)); f["errors"] != nil {
+			t.Fatalf("configure.navigation: %v", f["errors"])
+		}
+		var sent *wire.Navigation
+		hwtest.Eventually(t, 5*time.Second, "the bubble forwarded to the node", func() bool {
+			deliver(force)
+			nav := sentOf[*wire.Navigation](out)
+			if len(nav) > before && len(nav[len(nav)-1].Bubble) > 0 {
+				sent = nav[len(nav)-1]
+			}
+			return sent != nil
+		})
+		return sent
+	}
+	refuseTrack := func(gen, track uint64, code protocol.Code, why string) {
+		g.sys.Root.Send(actor.NewPID(g.sys.Address(), gatewayActorName),
+			&wire.NavigationReply{Uuid: "uuid-a", Gen: gen, Track: track, Session: sess.ID, Code: string(code), Error: why})
+	}
+	refuse := func(sent *wire.Navigation, code protocol.Code, why string) {
+		refuseTrack(sent.Gen, sent.Track, code, why)
+	}
+	nextRefusal := func() (sessionID uint64, code, reason string) {
+		t.Helper()
+		var data struct {
+			SessionID uint64 `json:"session_id"`
+			DeviceID  string `json:"device_id"`
+			Code      string `json:"code"`
+			Reason    string `json:"reason"`
+		}
+		raw := nextEvent(t, sub, event.NameNavigationRefused)
+		if err := json.Unmarshal(raw, &data); err != nil || data.DeviceID != "049D" {
+			t.Fatalf("navigation-refused %s (%v), want device 049D", raw, err)
+		}
+		return data.SessionID, data.Code, data.Reason
+	}
+
+	first := configure(4)
+	second := configure(5)
+	if second.Gen <= first.Gen {
+		t.Fatalf("generations %d then %d", first.Gen, second.Gen)
+	}
+	// The first bubble's refusal comes after the session configured again:
+	// not the client's news. The second's is.
+	refuse(first, protocol.CodeInvalidValue, "stale")
+	refuse(second, protocol.CodeInvalidValue, "node a cannot render the bubble: effect: a bubble needs a positive zone width and scale")
+	if s, code, why := nextRefusal(); s != sess.ID || code != string(protocol.CodeInvalidValue) || !strings.Contains(why, "positive zone width") {
+		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, invalid_value, the node's reason", s, code, why, sess.ID)
+	}
+
+	// The node answers every copy of a generation it refuses, and the
+	// gateway sends one again while the node's pushes lag (the round trip
+	// of a slow link is longer than resendAfter): the client hears of the
+	// refusal once (the next navigation-refused below is the third's).
+	refuse(second, protocol.CodeInvalidValue, "node a cannot render the bubble: again")
+
+	// The node's pushes lag (they never will report a refused bubble):
+	// the gateway does not send it again.
+	n := len(sentOf[*wire.Navigation](out))
+	fw := g.proxies["uuid-a"]
+	fw.fxMu.Lock()
+	fw.navSentAt = time.Time{} // as if resendAfter had passed
+	fw.fxMu.Unlock()
+	push()
+	if m := len(sentOf[*wire.Navigation](out)); m != n {
+		t.Errorf("the refused bubble sent %d more times", m-n)
+	}
+
+	// A new configure sends a new bubble, and its refusal is told again.
+	third := configure(6)
+	if third.Gen <= second.Gen {
+		t.Fatalf("generation %d after %d", third.Gen, second.Gen)
+	}
+	// A refusal of the same generation from an older proxy of the device
+	// (its generations started again; another track) is not this bubble's.
+	refuseTrack(third.Gen, third.Track+1, protocol.CodeInvalidValue, "an older proxy's bubble")
+	refuse(third, protocol.CodeUnavailable, "device uuid-a is no longer on node a")
+	if s, code, why := nextRefusal(); s != sess.ID || code != string(protocol.CodeUnavailable) {
+		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, unavailable (a second event for one refused generation?)", s, code, why, sess.ID)
 	}
 }

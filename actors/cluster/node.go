@@ -81,6 +81,8 @@ type Node struct {
 
 type subscriber struct {
 	pid *actor.PID
+	// id is the gateway's --node-id, as its Subscribe says.
+	id string
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
 	// heard is set by each Subscribe; silence is how long none came, on
@@ -316,7 +318,7 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
 	}
-	s.heard, s.lastSeen = true, time.Now()
+	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
 	n.mu.Unlock()
@@ -750,8 +752,9 @@ func (n *Node) effects(m *wire.Effects) {
 	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
 	var owner uint64
 	var to *actor.PID
+	var gatewayID string
 	if s != nil {
-		owner, to = s.owner, s.pid
+		owner, to, gatewayID = s.owner, s.pid, s.id
 	}
 	key := fxKey{owner, m.Uuid}
 	n.mu.Unlock()
@@ -799,8 +802,40 @@ func (n *Node) effects(m *wire.Effects) {
 		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
 		return
 	}
-	d.RenderForwarded(set)
+	d.RenderForwarded(set, n.forwardedDeclaration(m, gatewayID, loopNow-ageNs))
 	n.tookEffects(key, m.Gen)
+}
+
+// forwardedDeclaration is what the node lists of a gateway's declaration
+// it renders: the effects as the gateway's session declared them, whose
+// they are, and the map of its forces into the session's space. nil (list
+// none) when the gateway sent no declaration or one the node cannot read:
+// the effects still render, as the specs say.
+func (n *Node) forwardedDeclaration(m *wire.Effects, gatewayID string, sentNs int64) *actors.ForwardedEffects {
+	if len(m.Declared) == 0 || len(m.ForceToSession) != 9 {
+		return nil
+	}
+	u, _, perr := protocol.DecodeEffectsUpdate(m.Declared, "")
+	if perr != nil {
+		n.log.Warn().Str("uuid", m.Uuid).Str("why", perr.Message).Msg("cluster: a gateway's effects declaration cannot be listed")
+		return nil
+	}
+	if len(m.DeclaredLeftNs) != len(u.Set) {
+		return nil
+	}
+	fw := &actors.ForwardedEffects{GatewayID: gatewayID, GatewayAddress: m.GatewayAddress, SessionID: m.Session,
+		Effects: u.Set, EndsNs: make([]int64, len(u.Set))}
+	// Like the specs' expiries: time left when the gateway sent it, on the
+	// node's loop clock.
+	for i, left := range m.DeclaredLeftNs {
+		if left > 0 {
+			fw.EndsNs[i] = sentNs + left
+		}
+	}
+	for i, v := range m.ForceToSession {
+		fw.ForceToSession[i/3][i%3] = v
+	}
+	return fw
 }
 
 // tookEffects records the generation of a gateway's declaration in force.

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -21,15 +20,8 @@ import (
 // actor would, so no protoactor remote runs in the test process.
 func testNode(t *testing.T) (*Node, *actors.Device) {
 	t.Helper()
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	})
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
 	d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), false)
 	if err != nil {
 		t.Fatal(err)

@@ -78,13 +78,15 @@ type proxy struct {
 	// Also under fxMu: the navigation forwarded to the node (nil: none),
 	// the session whose commands carry it, its generation, the track the
 	// node's reports are mirrored into and the id it goes by on the node,
-	// and when it was last sent (navigation.go).
+	// when it was last sent and the generation the node refused
+	// (navigation.go).
 	nav        *loop.Navigation
 	navSession uint64
 	navGen     uint64
 	navTrack   *loop.NavigationTrack
 	navTrackID uint64
 	navSentAt  time.Time
+	navRefused uint64
 
 	// The loop's own: the node's control as of its last exchange; what it
 	// sent last and when; whether it holds the gateway's register for a
@@ -239,6 +241,24 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 			return
 		}
 		m.Specs = b
+		// The declaration as the session made it, so the node lists the
+		// effects in force on its arm; a Set published without one (none
+		// is) goes without, and the node lists none.
+		if dev := p.dev.Load(); dev != nil {
+			if declared, ends, rot, ok := dev.DeclaredEffects(s); ok {
+				m.Declared = (&protocol.EffectsUpdate{Set: declared}).AppendJSON(nil)
+				m.ForceToSession = make([]float64, 0, 9)
+				for _, row := range rot {
+					m.ForceToSession = append(m.ForceToSession, row[:]...)
+				}
+				m.DeclaredLeftNs = make([]int64, len(ends))
+				for i, e := range ends {
+					if e != 0 {
+						m.DeclaredLeftNs[i] = max(e-clockNow, 1)
+					}
+				}
+			}
+		}
 	}
 	p.g.sys.Root.Send(p.node, m)
 }
@@ -248,19 +268,34 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 // its loop (the session's frames stop showing it) and tells the client
 // with effect-refused, as a local arm would.
 func (p *proxy) refused(m *wire.EffectsReply) {
-	p.fxMu.Lock()
-	current := m.Gen == p.fxGen && p.fxSet != nil
-	if current {
+	dev := p.takeRefusal(func() bool {
+		if m.Gen != p.fxGen || p.fxSet == nil {
+			return false
+		}
 		p.fxRefused = m.Gen
-	}
-	p.fxMu.Unlock()
-	dev := p.dev.Load()
-	if !current || dev == nil {
+		return true
+	})
+	if dev == nil {
 		return
 	}
 	p.g.log.Info().Str("device_id", dev.ID).Uint64("session", m.Session).Str("code", m.Code).Str("why", m.Error).Msg("node refused a session's effects")
 	dev.DropForwarded(m.Session)
 	p.g.svc.Activity().Publish(event.EffectRefused(dev.Name, dev.ID, m.Session, m.EffectId, m.Code, m.Error))
+}
+
+// takeRefusal runs take under fxMu: it records the node's refusal of a
+// declaration and reports whether that was the newest one, which the
+// session still holds (else the session declared anew since, and the
+// refusal is no news to it). It returns the device whose client to tell,
+// nil when there is none.
+func (p *proxy) takeRefusal(take func() bool) *actors.Device {
+	p.fxMu.Lock()
+	current := take()
+	p.fxMu.Unlock()
+	if !current {
+		return nil
+	}
+	return p.dev.Load()
 }
 
 // LoadEffects is the node loop's effects report, as of its last push.

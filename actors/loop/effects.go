@@ -377,7 +377,14 @@ func (o *outputFigures) store(fs *forceStages, fx *effectStage, force bool) {
 // outputDue counts a tick and says whether store may store on it.
 func (fs *forceStages) outputDue() bool {
 	fs.outTicks++
-	t := fs.outTicks
+	return fs.dueAt(fs.outTicks)
+}
+
+// outputDueNext says whether outputDue will say yes on the next tick (if
+// no store resets the count before).
+func (fs *forceStages) outputDueNext() bool { return fs.dueAt(fs.outTicks + 1) }
+
+func (fs *forceStages) dueAt(t uint8) bool {
 	return t%reportEvery == 0 && (t >= unreadEvery || fs.readSeen || t%readLookEvery == 0)
 }
 

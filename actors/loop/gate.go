@@ -35,17 +35,43 @@ type forceGate struct {
 	primed bool
 }
 
+// gateCoeffs are the filters' coefficients for one tick length. Every arm
+// of a shard's pass has the same one (the pass's now less the last's), so
+// the pass computes them once instead of two divisions an arm
+// (passScratch.gate); the values are the same bits either way.
+type gateCoeffs struct {
+	dtNs int64
+	ok   bool    // computed for dtNs
+	a    float64 // the high-passes' rc/(rc+dt)
+	e    float64 // the energy low-pass's dt/(tau+dt)
+}
+
+// forDt returns k's coefficients for a tick dtNs long, computing them
+// only when the length changed.
+func (k *gateCoeffs) forDt(dtNs int64) *gateCoeffs {
+	if !k.ok || k.dtNs != dtNs {
+		const rc = 1 / (2 * math.Pi * gateCornerHz)
+		dt := float64(dtNs) * 1e-9
+		*k = gateCoeffs{dtNs: dtNs, ok: true, a: rc / (rc + dt), e: dt / (gateEnergyTauS + dt)}
+	}
+	return k
+}
+
 // update feeds one tick's velocity, dtNs after the last.
 func (g *forceGate) update(v hw.Vec3, dtNs int64) {
+	var k gateCoeffs
+	g.updateWith(v, k.forDt(dtNs))
+}
+
+// updateWith is update with the tick's coefficients computed already.
+func (g *forceGate) updateWith(v hw.Vec3, k *gateCoeffs) {
 	if !v.Finite() {
 		return // a bad reading must not poison the filter
 	}
 	if !g.primed {
 		g.prevV, g.primed = v, true
 	}
-	dt := float64(dtNs) * 1e-9
-	const rc = 1 / (2 * math.Pi * gateCornerHz)
-	a := rc / (rc + dt)
+	a := k.a
 	hp1 := hw.Vec3{
 		X: a * (g.hp1.X + v.X - g.prevV.X),
 		Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
@@ -58,7 +84,7 @@ func (g *forceGate) update(v hw.Vec3, dtNs int64) {
 	}
 	g.prevV, g.hp1 = v, hp1
 	e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
-	g.energy += dt / (gateEnergyTauS + dt) * (e - g.energy)
+	g.energy += k.e * (e - g.energy)
 }
 
 // attenuation is the fraction of force the gate removes at gain (0..1).

@@ -17,7 +17,9 @@ import (
 const prefetchAhead = 2
 
 // Where the lines a controlled arm's tick reads lie, as prefetchArm
-// (prefetch_amd64.s) takes them: the whole armControl, and of its effect
+// (prefetch_amd64.s) takes them: the whole record (the physics core and
+// the tick's own fields: its last line alone was a fifth of controlStep's
+// own time at 1,000 arms), the whole armControl, and of its effect
 // stage the head (the Set pointers, the Renderer) up to its first
 // effect's hot fields, that effect's proxy point, and the second effect's
 // hot fields and proxy point (a settled spring, damper or wall reads no
@@ -26,6 +28,7 @@ const prefetchAhead = 2
 var fxStageProbe effectStage
 
 const (
+	recBytes    = unsafe.Sizeof(simArm{})
 	ctlBytes    = unsafe.Sizeof(armControl{})
 	fxInline    = unsafe.Offsetof(fxStageProbe.inline)
 	fxHeadBytes = fxInline + effect.InlineHotBytes
@@ -34,19 +37,42 @@ const (
 	fxProxy1    = fxSlot1 + effect.InlineProxyOffset
 	fxHotBytes  = effect.InlineHotBytes
 	fxProxyLen  = effect.InlineProxyBytes
+	// outputBytes and outputAt: a Device's output figures, which the
+	// fast path of a controlled arm stores on one tick in 4 to 32
+	// (simArm.controlStep prefetches them at the start of such a tick).
+	outputBytes = unsafe.Sizeof(outputFigures{})
+	outputAt    = unsafe.Offsetof((*Device)(nil).output)
+	// blockArmsAt, blockCtlAt and fxStageBytes place a record, its
+	// armControl and its effect stage for armBlock.prefetch.
+	blockHeadAt  = unsafe.Offsetof((*armBlock)(nil).fx)
+	blockArmsAt  = unsafe.Offsetof((*armBlock)(nil).arms)
+	blockCtlAt   = unsafe.Offsetof((*armBlock)(nil).ctl)
+	fxStageBytes = unsafe.Sizeof(effectStage{})
 )
 
 // prefetch asks for the lines the fast path of record j's controlled arm
-// reads on its tick: its armControl and, if the arm took its place in the
+// reads on its tick: the record, its armControl and, if the arm took its place in the
 // block's effect stages (fx), that stage's hot part. It never waits and
 // never faults. The pass calls it for the records it stepped on that path
 // on its last tick (armBlock.fast): testing the record's own flag cost
 // more, its line being itself still on its way, and prefetching every
 // record cost the arms nobody controls 3 % (BenchmarkMovingArmsTick).
+//
+// The addresses are computed, not taken (&b.arms[j] nil-checks b by
+// loading its first line: for the next block's records, the very miss
+// the prefetch is for, a stall of its own). b is never nil and j is
+// below armBlockLen.
 func (b *armBlock) prefetch(j int, fx *[armBlockLen]effectStage) {
-	var st uintptr
+	prefetchArm(b.lines(j, fx))
+}
+
+// lines is where record j's record, armControl and effect stage (0: fx
+// is nil) lie, as &b.arms[j], &b.ctl[j] and &fx[j] without their nil
+// checks (TestPrefetchCoversTheTick holds them equal).
+func (b *armBlock) lines(j int, fx *[armBlockLen]effectStage) (rec, ctl, st uintptr) {
 	if fx != nil {
-		st = uintptr(unsafe.Pointer(&fx[j]))
+		st = uintptr(unsafe.Add(unsafe.Pointer(fx), uintptr(j)*fxStageBytes))
 	}
-	prefetchArm(uintptr(unsafe.Pointer(&b.ctl[j])), st)
+	p := unsafe.Pointer(b)
+	return uintptr(unsafe.Add(p, blockArmsAt+uintptr(j)*recBytes)), uintptr(unsafe.Add(p, blockCtlAt+uintptr(j)*ctlBytes)), st
 }

@@ -1,8 +1,19 @@
 package loop
 
-// prefetchArm issues PREFETCHT0 for the lines of the armControl at ctl
-// and of the hot spans of the effect stage at stage (0: none), and
-// returns at once; see armBlock.prefetch.
+// prefetchArm issues PREFETCHT0 for the lines of the shard record at rec,
+// of the armControl at ctl and of the hot spans of the effect stage at
+// stage (0: none), and returns at once; see armBlock.prefetch.
 //
 //go:noescape
-func prefetchArm(ctl, stage uintptr)
+func prefetchArm(rec, ctl, stage uintptr)
+
+// prefetchOutput issues PREFETCHT0 for the lines of the output figures at
+// p, and returns at once; see simArm.controlStep.
+//
+//go:noescape
+func prefetchOutput(p uintptr)
+
+// prefetchLine issues PREFETCHT0 for the line at p, and returns at once.
+//
+//go:noescape
+func prefetchLine(p uintptr)

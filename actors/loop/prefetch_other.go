@@ -2,6 +2,11 @@
 
 package loop
 
-// prefetchArm does nothing where the loop has no prefetch instruction
-// wired in: the tick reads the same memory, only later.
-func prefetchArm(ctl, stage uintptr) {}
+// prefetchArm and prefetchOutput do nothing where the loop has no
+// prefetch instruction wired in: the tick reads the same memory, only
+// later.
+func prefetchArm(rec, ctl, stage uintptr) {}
+
+func prefetchOutput(p uintptr) {}
+
+func prefetchLine(p uintptr) {}

@@ -15,23 +15,56 @@ import (
 // would leave lines to be fetched by the tick itself: slower, not wrong.
 func TestPrefetchCoversTheTick(t *testing.T) {
 	var st effectStage
+	var d Device
 	cases := []struct {
 		name       string
 		start, n   uintptr
 		lastStride uintptr // the asm's last probe before the span's last byte
+		within     uintptr // the size of the struct the span lies in
 	}{
-		{"armControl", 0, ctlBytes, 384},
-		{"effect stage head and first effect", 0, fxHeadBytes, 256},
-		{"first effect's proxy", fxProxy0, fxProxyLen, 0},
-		{"second effect", fxSlot1, fxHotBytes, 128},
-		{"second effect's proxy", fxProxy1, fxProxyLen, 0},
+		{"shard record", 0, recBytes, 320, recBytes},
+		{"armControl", 0, ctlBytes, 320, ctlBytes},
+		{"effect stage head and first effect", 0, fxHeadBytes, 256, unsafe.Sizeof(st)},
+		{"first effect's proxy", fxProxy0, fxProxyLen, 0, unsafe.Sizeof(st)},
+		{"second effect", fxSlot1, fxHotBytes, 128, unsafe.Sizeof(st)},
+		{"second effect's proxy", fxProxy1, fxProxyLen, 0, unsafe.Sizeof(st)},
+		{"a Device's output figures", outputAt, outputBytes, 0, unsafe.Sizeof(d)},
 	}
 	for _, c := range cases {
 		if c.n-1 > c.lastStride+64 {
 			t.Errorf("%s: %d bytes, but the probes reach %d and its last byte: lines in between are not prefetched; add probes to prefetch_amd64.s", c.name, c.n, c.lastStride)
 		}
-		if c.start+c.n > unsafe.Sizeof(st) {
-			t.Errorf("%s: [%d, %d) is past the effect stage's %d bytes", c.name, c.start, c.start+c.n, unsafe.Sizeof(st))
+		if c.start+c.n > c.within {
+			t.Errorf("%s: [%d, %d) is past the %d bytes it lies in", c.name, c.start, c.start+c.n, c.within)
+		}
+	}
+	// An armControl fills whole lines of its block: one more byte makes
+	// a tick read a line more of it (armBlock.ctl).
+	if ctlBytes%64 != 0 || blockCtlAt%64 != 0 {
+		t.Errorf("armControl is %d bytes at %d in its block: not whole cache lines", ctlBytes, blockCtlAt)
+	}
+	// The block itself starts on a line (Go allocates an object this
+	// large from its own pages): else every armControl straddles 7 lines.
+	for range 3 {
+		if at := uintptr(unsafe.Pointer(new(armBlock))); at%64 != 0 {
+			t.Errorf("an armBlock allocated at %#x, not on a cache line", at)
+		}
+	}
+	// The addresses prefetch computes are those of the fields.
+	b, fx := new(armBlock), new([armBlockLen]effectStage)
+	for _, j := range []int{0, 1, armBlockLen - 1} {
+		rec, ctl, stage := b.lines(j, fx)
+		if want := uintptr(unsafe.Pointer(&b.arms[j])); rec != want {
+			t.Errorf("record %d at %#x, want %#x", j, rec, want)
+		}
+		if want := uintptr(unsafe.Pointer(&b.ctl[j])); ctl != want {
+			t.Errorf("armControl %d at %#x, want %#x", j, ctl, want)
+		}
+		if want := uintptr(unsafe.Pointer(&fx[j])); stage != want {
+			t.Errorf("effect stage %d at %#x, want %#x", j, stage, want)
+		}
+		if _, _, stage := b.lines(j, nil); stage != 0 {
+			t.Errorf("effect stage %d of a block without stages at %#x, want 0", j, stage)
 		}
 	}
 	// The spans are those of the fields a settled spring, damper or wall

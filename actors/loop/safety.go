@@ -250,8 +250,10 @@ type forceStages struct {
 	pc    passivity.Controller
 	slewN hw.Vec3 // the force before the ramp last tick (slew limit)
 	// spellsEmitted is the controller's Spells when the last
-	// EventPassivitySustained went out.
-	spellsEmitted uint64
+	// EventPassivitySustained went out, in 32 bits (a spell lasts over a
+	// second: they wrap after 136 years) so that a shard block's
+	// armControl is 384 bytes, 6 whole cache lines (armBlock.ctl).
+	spellsEmitted uint32
 	outTicks      uint8 // ticks since the output figures were last stored
 	readSeen      bool  // someone read them at store's last look
 }
@@ -360,8 +362,8 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	}
 	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
 	out := f
-	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && fs.pc.Spells != fs.spellsEmitted {
-		fs.spellsEmitted, sustained = fs.pc.Spells, true
+	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
+		fs.spellsEmitted, sustained = uint32(fs.pc.Spells), true
 	}
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {
@@ -376,6 +378,23 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 // slew moves from toward to by at most maxStepN.
 func slew(from, to hw.Vec3, maxStepN float64) hw.Vec3 {
 	step := to.Sub(from)
+	// A step well inside the limit (a steady force, a slow change: most
+	// ticks) is to itself, without the square root: a squared length
+	// under the limit's square less a margin far above the rounding
+	// errors of either side has a root under the limit, so the result is
+	// the same bits as slewNorm's (TestSlewFastPathIsExact).
+	if step.Dot(step) < maxStepN*maxStepN*slewSureInside {
+		return to
+	}
+	return slewNorm(from, to, step, maxStepN)
+}
+
+// slewSureInside is the margin of slew's test without the root: 1e-9
+// below 1, where rounding moves a square by 1e-16.
+const slewSureInside = 1 - 1e-9
+
+// slewNorm is slew by the step's length.
+func slewNorm(from, to, step hw.Vec3, maxStepN float64) hw.Vec3 {
 	if n := step.Norm(); n > maxStepN {
 		return from.Add(step.Scale(maxStepN / n))
 	}

@@ -6,6 +6,7 @@ package loop
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
@@ -466,5 +467,56 @@ func TestClampRejectsNaNAndDevicesWithoutForce(t *testing.T) {
 	}
 	if got := clamp(math.NaN(), 0, 1); got != 0 {
 		t.Fatalf("clamp(NaN, 0, 1) = %v, want the lower bound 0", got)
+	}
+}
+
+// TestSlewFastPathIsExact holds slew's test without the square root to
+// slewNorm's result bit for bit, where it matters most: limits a few ulps
+// and a few parts in a billion either side of the step's length, zero,
+// tiny and huge limits and steps, and a non-finite step.
+func TestSlewFastPathIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 1))
+	steps := []struct {
+		name     string
+		from, to hw.Vec3
+	}{
+		{"axis", hw.Vec3{}, hw.Vec3{Z: 5}},
+		{"diagonal", hw.Vec3{X: 1, Y: -2, Z: 0.5}, hw.Vec3{X: 1.003, Y: -2.004, Z: 0.4999}},
+		{"tiny", hw.Vec3{X: 1e-300}, hw.Vec3{X: 3e-300, Y: 1e-300}},
+		{"huge", hw.Vec3{X: -1e150}, hw.Vec3{X: 1e150, Z: 1e149}},
+		{"none", hw.Vec3{X: 2}, hw.Vec3{X: 2}},
+		{"NaN", hw.Vec3{}, hw.Vec3{Y: math.NaN()}},
+		{"Inf", hw.Vec3{}, hw.Vec3{Y: math.Inf(1)}},
+	}
+	for range 200 {
+		from := hw.Vec3{X: rng.NormFloat64(), Y: rng.NormFloat64(), Z: rng.NormFloat64()}
+		d := hw.Vec3{X: rng.NormFloat64(), Y: rng.NormFloat64(), Z: rng.NormFloat64()}.Scale(math.Pow(10, rng.Float64()*8-6))
+		steps = append(steps, struct {
+			name     string
+			from, to hw.Vec3
+		}{"random", from, from.Add(d)})
+	}
+	same := func(a, b hw.Vec3) bool {
+		return math.Float64bits(a.X) == math.Float64bits(b.X) && math.Float64bits(a.Y) == math.Float64bits(b.Y) &&
+			math.Float64bits(a.Z) == math.Float64bits(b.Z)
+	}
+	for _, s := range steps {
+		step := s.to.Sub(s.from)
+		n := step.Norm()
+		limits := []float64{0, 5e-324, 1e-300, 1, 1e300, math.MaxFloat64}
+		for k := -8; k <= 8; k++ {
+			// A few ulps either side of the length, and a few parts in a
+			// billion (the fast path's margin) either side.
+			limits = append(limits, n+float64(k)*math.Abs(n)*0x1p-52, n*(1+float64(k)*0.25e-9))
+		}
+		for _, m := range limits {
+			if m < 0 || math.IsNaN(m) {
+				continue
+			}
+			got, want := slew(s.from, s.to, m), slewNorm(s.from, s.to, step, m)
+			if !same(got, want) {
+				t.Errorf("%s: slew(%v, %v, %v) = %v, by the length %v", s.name, s.from, s.to, m, got, want)
+			}
+		}
 	}
 }

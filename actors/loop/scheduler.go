@@ -435,9 +435,14 @@ func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	if n := sh.arms.Load(); n > 0 {
 		ps.sample += tick % uint64(n)
 	}
-	for bi, b := range *sh.blocks.Load() {
+	blocks := *sh.blocks.Load()
+	for bi, b := range blocks {
 		ps.first = uint64(bi * armBlockLen)
-		b.pass(&ps, cur)
+		var next *armBlock
+		if bi+1 < len(blocks) {
+			next = blocks[bi+1]
+		}
+		b.pass(&ps, cur, next)
 	}
 	for i, d := range *sh.devices.Load() {
 		*cur = d

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
@@ -29,13 +30,21 @@ const armBlockLen = 64
 // a tick) in an array of their own, so the shard's pass streams only what
 // every tick touches: 760 B a record stepped each tick before the split.
 type armBlock struct {
-	arms [armBlockLen]simArm
-	cold [armBlockLen]armCold
 	// ctl is the force stages of the records' devices (Device.fs points
 	// here while a device is on the shard) and what the fast path of a
 	// controlled arm reads (armControl): apart from arms, so the pass over
-	// arms nobody controls streams none of it.
+	// arms nobody controls streams none of it. First, so that each
+	// armControl (384 bytes) fills 6 whole cache lines of the block
+	// (allocated page-aligned): at 392 bytes from wherever it fell, one
+	// tick read 7 lines of it.
 	ctl [armBlockLen]armControl
+
+	// Then the header, in the page and line of the first record: the
+	// pass of the block before this one reads fast and fx to prefetch
+	// this block's first records, and asks for their lines anyway (at the
+	// end of the struct, the header was a page of its own to walk to,
+	// a stall of 5 ns an arm at 1,000 arms).
+
 	// fx is room for the records' devices' effect stages (claimStage),
 	// allocated on the first SetEffects of one of them; fxUsed has a bit
 	// set for each place a device took (for good: see placeEffectStage).
@@ -55,6 +64,9 @@ type armBlock struct {
 	// want is set by a reader that marked one of the block's records
 	// (simArm.want): the next pass looks for the marks.
 	want atomic.Uint32
+
+	arms [armBlockLen]simArm
+	cold [armBlockLen]armCold
 }
 
 // coreMover is a driver whose physics state can live in a shard's record:
@@ -287,16 +299,42 @@ func (c *armCell) publishSnap(p *Snapshot) bool {
 // rest, for the records that need it: the publishes due this tick, the
 // records the first loop left out (controlled, poked, tapped, the timed
 // one) and the arms it found at rest or failing.
-func (b *armBlock) pass(ps *passScratch, cur **Device) {
+//
+// next is the shard's block after b (nil: none), whose first records'
+// lines the end of b's first loop asks for, as it does for b's own
+// records ahead: unasked, the first load of each block's first record
+// and its armControl were half of the pass's own samples at 1,000 arms.
+func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 	now, cmd := ps.now, &ps.cmd
 	// Bits by record: left to the second loop; stepped by the first; of
 	// those, at rest after the step, and failed.
 	var left, stepped, still, failed, fast uint64
 	timed := -1
 	fx := b.fx.Load()
+	var nextFast uint64
+	var nextFx *[armBlockLen]effectStage
+	if next != nil {
+		// next's header (its fast bits and effect stages), read at the
+		// end of this loop: a miss (and a page to walk to) that stalled
+		// the pass there when not asked for. By address, as &next.fast
+		// would load next's first line to nil-check it.
+		prefetchLine(uintptr(unsafe.Add(unsafe.Pointer(next), blockHeadAt)))
+	}
 	for i := range b.arms {
-		if j := i + prefetchAhead; j < armBlockLen && b.fast&(1<<j) != 0 {
-			b.prefetch(j, fx)
+		switch j := i + prefetchAhead; {
+		case j < armBlockLen:
+			if b.fast&(1<<j) != 0 {
+				b.prefetch(j, fx)
+			}
+		case next == nil:
+		case j == armBlockLen:
+			// next's header, read here, a block's work after b's.
+			nextFast, nextFx = next.fast, next.fx.Load()
+			fallthrough
+		default:
+			if nextFast&(1<<(j-armBlockLen)) != 0 {
+				next.prefetch(j-armBlockLen, nextFx)
+			}
 		}
 		r := &b.arms[i]
 		d := r.dev.Load()
@@ -503,9 +541,16 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	}
 	r.lastNowNs = now
 	r.ticks++
-	pos, v := r.core.Position(), r.core.Velocity()
 	fs := &c.fs
-	fs.gate.update(v, dt)
+	if fs.outputDueNext() {
+		// The store below touches d's output figures, a line no other
+		// tick brings into the cache: asked for now, it arrives while
+		// the force stages run. (Pointer arithmetic: &d.output would
+		// load from d to nil-check it, the very wait this avoids.)
+		prefetchOutput(uintptr(unsafe.Add(unsafe.Pointer(d), outputAt)))
+	}
+	pos, v := r.core.Position(), r.core.Velocity()
+	fs.gate.updateWith(v, ps.gate.forDt(dt))
 	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
@@ -513,10 +558,12 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
 	}
 	// outputFigures.store, with the count first: d's lines are touched
-	// only on the ticks that store (taking d.output's address nil-checks
-	// d, a cache miss an arm at 10,000 arms that cost a fifth of the tick).
+	// only on the ticks that store. The figures' address by arithmetic
+	// (d is never nil here): &d.output nil-checks d by loading its first
+	// line, a miss of its own beside the prefetched figures' (a fifth of
+	// controlStep's own samples at 1,000 arms).
 	if fs.outputDue() {
-		d.output.storeDue(fs, c.in.fx, false)
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, c.in.fx, false)
 	}
 	if c.gravity {
 		f = withGravity(f, c.ffN, c.maxForceN)
@@ -555,10 +602,11 @@ type passScratch struct {
 	cmd    hw.Command // only Mode and ForceN are ever set
 	tick   uint64     // the shard's pass count
 	now    int64
-	k      uint64 // the devices counted so far in this pass's records
-	sample uint64 // the k of the arm whose fast step is timed
-	first  uint64 // the index of the block's first record on the shard
-	due    bool   // the block's records publish this tick without readers
+	k      uint64     // the devices counted so far in this pass's records
+	sample uint64     // the k of the arm whose fast step is timed
+	first  uint64     // the index of the block's first record on the shard
+	due    bool       // the block's records publish this tick without readers
+	gate   gateCoeffs // the force gate's, for the pass's tick length
 	clock  Clock
 	rs     *runnerStats
 }

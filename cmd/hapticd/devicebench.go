@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/bench"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
@@ -121,7 +122,7 @@ type monoClock struct {
 
 func newMonoClock() (monoClock, error) {
 	before := time.Now()
-	m, err := monotonicNs()
+	m, err := bench.MonotonicNs()
 	after := time.Now()
 	if err != nil {
 		return monoClock{}, err

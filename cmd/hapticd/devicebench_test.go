@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/bench"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/hwtest"
@@ -104,14 +105,14 @@ func TestDeviceStandinStampsCodedForces(t *testing.T) {
 	for _, seq := range seqs {
 		f := protocol.ForceCode(seq)
 		cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: f[0], Y: f[1], Z: f[2]}}
-		sent, err := monotonicNs()
+		sent, err := bench.MonotonicNs()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := arm.Exchange(&cmd, &st); err != nil {
 			t.Fatalf("exchange of code %d: %v", seq, err)
 		}
-		returned, _ := monotonicNs()
+		returned, _ := bench.MonotonicNs()
 		stamps = append(stamps, stamp{sent, returned})
 	}
 	f := protocol.ForceCode(4097)

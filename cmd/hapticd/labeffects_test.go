@@ -188,6 +188,19 @@ func TestLabEffects(t *testing.T) {
 	h := holdEffects(t, gw, id, floorWall(z0, stiffness))
 	viaGateway := wallStiffness(t, gw, node, id, wallGW)
 	logStateAge(t, gw, id)
+	// The node lists the wall among the effects in force on its arm, as
+	// the gateway lists it, marked with the gateway and its session.
+	_, onNode := httpDo(t, "GET", node.url("/arm3/"+id+"/effects"), "")
+	_, onGW := httpDo(t, "GET", gw.url("/arm3/"+id+"/effects"), "")
+	nodeList, _ := path(onNode, "data", "effects").([]any)
+	gwList, _ := path(onGW, "data", "effects").([]any)
+	if len(nodeList) != 1 || len(gwList) != 1 || path(nodeList[0], "id") != path(gwList[0], "id") ||
+		path(nodeList[0], "stiffness") != path(gwList[0], "stiffness") || path(nodeList[0], "rendered_force") == nil {
+		t.Errorf("the node lists %v, the gateway %v: want the gateway client's wall on both", nodeList, gwList)
+	}
+	if g := path(onNode, "data", "gateway"); path(g, "id") != "gw-"+labHostGW || path(g, "session_id") != path(onGW, "data", "session_id") {
+		t.Errorf("the node's listing names its owner %v, want gateway gw-%s and its session %v", g, labHostGW, path(onGW, "data", "session_id"))
+	}
 	f := h.latest()
 	proxies, _ := path(asList(f["arm3"])[0], "state", "effects", "proxies").([]any)
 	if len(proxies) != 1 || path(proxies[0], "contact") != true || math.Abs(path(proxies[0], "position", "z").(float64)-wallGW) > 1e-4 {

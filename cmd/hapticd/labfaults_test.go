@@ -50,6 +50,17 @@ func newTestLab(t *testing.T, bin string, hosts ...string) *testLabSpec {
 	return l
 }
 
+// twoNodes starts nodes on labHostA and labHostB and the gateway on
+// labHostGW (with gwArgs), and waits for both nodes' arms on the gateway.
+func (l *testLabSpec) twoNodes(t *testing.T, gwArgs ...string) (a, b, gw *labMember, armA, armB string) {
+	t.Helper()
+	a, b = l.node(labHostA), l.node(labHostB)
+	gw = l.gateway(labHostGW, gwArgs...)
+	armA, armB = onlyArm(t, a), onlyArm(t, b)
+	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	return a, b, gw, armA, armB
+}
+
 func (l *testLabSpec) common(host string) []string {
 	return []string{"--peers", l.peers, "--cluster-health-port", strconv.Itoa(l.health[host]), "--sim-grips", "0", "--state-dir", l.state[host]}
 }
@@ -165,8 +176,9 @@ func eventCount(m *labMember, name, id string) int {
 	return n
 }
 
-// eventsOf counts the events name for device id in m's event ring, and
-// says when the last one happened (m's clock: the same machine's).
+// eventsOf counts the events name for device id (any device when id is
+// empty) in m's event ring, and says when the last one happened (m's
+// clock: the same machine's); -1 when the ring could not be read.
 func eventsOf(m *labMember, name, id string) (int, time.Time) {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(m.url("/events?limit=10000"))
@@ -190,7 +202,7 @@ func eventsOf(m *labMember, name, id string) (int, time.Time) {
 	}
 	n, last := 0, time.Time{}
 	for _, e := range body.Data.Events {
-		if e.Name == name && e.Data.DeviceID == id {
+		if e.Name == name && (id == "" || e.Data.DeviceID == id) {
 			n++
 			last = e.Time
 		}
@@ -294,11 +306,7 @@ func TestLabRejoin(t *testing.T) {
 	}
 	reps := labReps(t, 1)
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
-	a := lab.node(labHostA)
-	b := lab.node(labHostB)
-	gw := lab.gateway(labHostGW)
-	armA, armB := onlyArm(t, a), onlyArm(t, b)
-	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	a, _, gw, armA, armB := lab.twoNodes(t)
 	// Config set through the gateway, persisted on node a: it must come
 	// back with the arm.
 	hd := "/arm3/" + armA + "/config/handedness"
@@ -396,11 +404,7 @@ func TestLabLoadedGatewayKeepsLiveNodes(t *testing.T) {
 	}
 	hog := labDuration(t, "HAPTICD_LAB_HOG", 20*time.Second)
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
-	a := lab.node(labHostA)
-	b := lab.node(labHostB)
-	gw := lab.gateway(labHostGW)
-	armA, armB := onlyArm(t, a), onlyArm(t, b)
-	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	a, _, gw, armA, armB := lab.twoNodes(t)
 
 	startCPUHogs(t, 4, hog+10*time.Second)
 	w := watchArms(gw, armA, armB)
@@ -511,12 +515,8 @@ func TestLabGatewayRestart(t *testing.T) {
 		t.Skip("builds the binary and runs three processes")
 	}
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
-	a := lab.node(labHostA)
-	b := lab.node(labHostB)
 	httpPort := strconv.Itoa(lab.ports.free(labHostGW))
-	gw := lab.gateway(labHostGW, "--port", httpPort)
-	armA, armB := onlyArm(t, a), onlyArm(t, b)
-	waitLab(t, 10*time.Second, "both arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
+	_, b, gw, armA, armB := lab.twoNodes(t, "--port", httpPort)
 	hd := "/arm3/" + armA + "/config/handedness"
 	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
 		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)

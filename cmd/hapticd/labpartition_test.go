@@ -135,18 +135,6 @@ func nsArm(ns *labNetns, m *labMember, id string) (map[string]any, error) {
 	return nil, nil
 }
 
-func nsWait(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // A node and its gateway in two namespaces. Partitioned both ways: the
 // node's force lapses with its lease (plus the ramp's 20 ms), the gateway
 // drops the arm; healed, the arm returns with its config and nothing sent
@@ -205,7 +193,7 @@ func TestLabPartition(t *testing.T) {
 	gw := &labMember{process: startProcess(t, runIn(t, gns, bin), "--role", "gateway", "--node-id", "gw", "--cluster-bind", gwAddr,
 		"--peers", peers, "--cluster-health-port", strconv.Itoa(health), "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0")}
 	var arm string
-	nsWait(t, 10*time.Second, "the node's arm", func() bool {
+	waitLab(t, 10*time.Second, "the node's arm", func() bool {
 		resp, err := nns.client.Get(node.url("/devices"))
 		if err != nil {
 			return false
@@ -219,7 +207,7 @@ func TestLabPartition(t *testing.T) {
 		return arm != ""
 	})
 	onGateway := func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d != nil }
-	nsWait(t, 10*time.Second, "the arm on the gateway across the veth", onGateway)
+	waitLab(t, 10*time.Second, "the arm on the gateway across the veth", onGateway)
 	hd := "/arm3/" + arm + "/config/handedness"
 	req, _ := http.NewRequest("POST", gw.url(hd), strings.NewReader(`"left"`))
 	if resp, err := gns.client.Do(req); err != nil || resp.StatusCode != 200 {
@@ -254,7 +242,7 @@ func TestLabPartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A client on the gateway holds a force on the arm.
 			conn := forceIn(t, gns, gw, arm, 1.5)
-			nsWait(t, 5*time.Second, "the gateway's force on the node", func() bool {
+			waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool {
 				d, err := nsArm(nns, node, arm)
 				return err == nil && force(d) == 1.5
 			})
@@ -286,14 +274,14 @@ func TestLabPartition(t *testing.T) {
 			if lastSeen > tc.bound {
 				t.Errorf("force still on %v after the partition; want zero within %v", lastSeen, tc.bound)
 			}
-			nsWait(t, 10*time.Second, "the arm gone from the gateway", func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d == nil })
+			waitLab(t, 10*time.Second, "the arm gone from the gateway", func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d == nil })
 			t.Logf("%s: the gateway dropped the arm %v after the cut", tc.name, time.Since(cut).Round(time.Millisecond))
 			// The client stops before the link heals: nothing it sent may
 			// move the arm afterwards.
 			conn()
 			heal()
 			healed := time.Now()
-			back := nsWait(t, 20*time.Second, "the arm back on the gateway with its config", func() bool {
+			back := waitLab(t, 20*time.Second, "the arm back on the gateway with its config", func() bool {
 				resp, err := gns.client.Get(gw.url(hd))
 				if err != nil {
 					return false

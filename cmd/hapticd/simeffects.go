@@ -83,7 +83,7 @@ func holdWithEffects(dev *actors.Device, fx simEffects) error {
 	}
 	// Effects first, then the claim and the command, as a session
 	// declares them: the loop renders them from the command on.
-	dev.Loop().SetEffects(set)
+	dev.RenderHeld(set)
 	reg := dev.Register()
 	if owner := reg.Claim(simEffectsSession); owner != simEffectsSession {
 		return fmt.Errorf("--sim-effects: %s %s is already controlled by session %d", dev.Name, dev.ID, owner)

@@ -49,6 +49,7 @@ const (
 	NameEventsDropped       = "events-dropped"
 	NameEffectRefused       = "effect-refused"
 	NameEffectExpired       = "effect-expired"
+	NameNavigationRefused   = "navigation-refused"
 	NamePassivityActive     = "passivity-active"
 )
 
@@ -128,6 +129,9 @@ var kinds = [...]Kind{
 	{NameEffectExpired, CategoryDevice, LevelInfo,
 		[]string{"device_type", "device_id", "session_id", "effect_id"},
 		"an effect's ttl_ms ran out (or a vibration's duration_ms); its force faded out and it was removed"},
+	{NameNavigationRefused, CategoryDevice, LevelWarning,
+		[]string{"device_type", "device_id", "session_id", "code", "reason"},
+		"the loop that renders an arm could not take a session's bubble navigation after the config was answered (in a lab: the arm's node refused what the gateway forwarded; code invalid_value or unavailable); the arm renders no navigation for that session, its config entry stays"},
 	{NamePassivityActive, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "session_id", "duration_ms", "added_damping"},
 		"the passivity controller added damping to a device's output for longer than a second (the rendering generates energy: lower a stiffness or raise the loop rate); at most one per episode"},
@@ -367,6 +371,21 @@ func EffectExpired(deviceType, deviceID string, sessionID uint64, effectID strin
 		Effect  string `json:"effect_id"`
 	}{deviceType, deviceID, sessionID, effectID},
 		fmt.Sprintf("effect %q of session %d on %s %s expired and faded out", effectID, sessionID, deviceType, deviceID))
+}
+
+// NavigationRefused reports a session's bubble navigation that the loop
+// rendering the arm could not take after its config was answered (a
+// lab's node refusing what a gateway forwarded); code is protocol's error
+// code.
+func NavigationRefused(deviceType, deviceID string, sessionID uint64, code, reason string) Event {
+	return build(NameNavigationRefused, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+		Code    string `json:"code"`
+		Reason  string `json:"reason"`
+	}{deviceType, deviceID, sessionID, code, reason},
+		fmt.Sprintf("%s %s renders no navigation for session %d (%s): %s", deviceType, deviceID, sessionID, code, reason))
 }
 
 // PassivityActive reports a passivity controller that has been adding

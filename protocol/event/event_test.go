@@ -42,7 +42,10 @@ var constructors = map[string]func() event.Event{
 	event.NameEffectRefused: func() event.Event {
 		return event.EffectRefused("inverse3", "049D", 3, "wall1", "too_many_effects", "an arm holds at most 16 effects")
 	},
-	event.NameEffectExpired:   func() event.Event { return event.EffectExpired("inverse3", "049D", 3, "buzz") },
+	event.NameEffectExpired: func() event.Event { return event.EffectExpired("inverse3", "049D", 3, "buzz") },
+	event.NameNavigationRefused: func() event.Event {
+		return event.NavigationRefused("inverse3", "049D", 3, "invalid_value", "effect: a bubble needs a positive zone width and scale")
+	},
 	event.NamePassivityActive: func() event.Event { return event.PassivityActive("inverse3", "049D", 3, 1200, 2.5) },
 }
 

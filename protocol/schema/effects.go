@@ -167,12 +167,17 @@ func defineEffects(s *Set) {
 			"remove": orNull(idList),
 			"set":    orNull(Schema{"type": "array", "maxItems": protocol.MaxEffectsPerArm, "items": Ref("effect.input")}),
 		}))
-	s.Publish(EffectsInForce, "The data of GET /{type}/{id}/effects: the session whose effects the arm renders (null: none) and the effects, as declared, with the time each has left.",
-		allRequired(Schema{
+	s.Publish(EffectsInForce, "The data of GET /{type}/{id}/effects: the session whose effects the arm renders (null: none) and the effects, as declared, with the time each has left. On a lab's node, effects a gateway's session declared carry gateway: the gateway and its session (session_id is then the gateway's owner on the node).",
+		closed(Schema{
 			"session_id":  orNull(Schema{"type": "integer", "minimum": 1}),
 			"max_effects": constant(protocol.MaxEffectsPerArm),
 			"effects":     arrayOf(Ref("effect.in-force")),
-		}))
+			"gateway": allRequired(Schema{
+				"id":         str(),
+				"address":    str(),
+				"session_id": Schema{"type": "integer", "minimum": 1},
+			}),
+		}, "session_id", "max_effects", "effects"))
 	s.Define(StateEffects, allRequired(Schema{
 		"count": Schema{"type": "integer", "minimum": 0, "maximum": protocol.MaxEffectsPerArm},
 		"proxies": arrayOf(allRequired(Schema{

@@ -1280,9 +1280,22 @@ type Effects struct {
 	// on the gateway by the session's own code; the node validates again
 	// with effect.NewSet), each ExpiresNs the nanoseconds it had left at
 	// sent_unix_ns (0: never). Empty: the session has none.
-	Specs         []byte `protobuf:"bytes,6,opt,name=specs,proto3" json:"specs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Specs []byte `protobuf:"bytes,6,opt,name=specs,proto3" json:"specs,omitempty"`
+	// declared is the same effects as the session declared them, in its own
+	// space: protocol's JSON of an effects update {"set": [...]}, in the
+	// order of specs. The node lists them as the effects in force on the
+	// device (GET /{type}/{id}/effects), marked with the gateway's session.
+	Declared []byte `protobuf:"bytes,7,opt,name=declared,proto3" json:"declared,omitempty"`
+	// force_to_session maps a force in the device frame into the session's
+	// space (a 3×3 matrix, row-major), for the rendered force the node lists.
+	ForceToSession []float64 `protobuf:"fixed64,8,rep,packed,name=force_to_session,json=forceToSession,proto3" json:"force_to_session,omitempty"`
+	// declared_left_ns is, per effect of declared, the nanoseconds its ttl
+	// (or a vibration's duration) had left at sent_unix_ns, as the gateway
+	// lists it; 0: none. (The specs' expiries can be sooner: a field ends
+	// with its validity.)
+	DeclaredLeftNs []int64 `protobuf:"varint,9,rep,packed,name=declared_left_ns,json=declaredLeftNs,proto3" json:"declared_left_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Effects) Reset() {
@@ -1353,6 +1366,27 @@ func (x *Effects) GetSession() uint64 {
 func (x *Effects) GetSpecs() []byte {
 	if x != nil {
 		return x.Specs
+	}
+	return nil
+}
+
+func (x *Effects) GetDeclared() []byte {
+	if x != nil {
+		return x.Declared
+	}
+	return nil
+}
+
+func (x *Effects) GetForceToSession() []float64 {
+	if x != nil {
+		return x.ForceToSession
+	}
+	return nil
+}
+
+func (x *Effects) GetDeclaredLeftNs() []int64 {
+	if x != nil {
+		return x.DeclaredLeftNs
 	}
 	return nil
 }
@@ -1551,6 +1585,97 @@ func (x *Navigation) GetBubble() []byte {
 	return nil
 }
 
+// NavigationReply answers a Navigation the node refused (never one it
+// took): a bubble it cannot render, or a device it no longer has. The
+// gateway tells the session's client with navigation-refused and does not
+// send that generation again.
+type NavigationReply struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Uuid    string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Gen     uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Session uint64                 `protobuf:"varint,3,opt,name=session,proto3" json:"session,omitempty"`
+	Error   string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Code    string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	// track is the Navigation.track the refused copy carried: a gateway's
+	// new proxy of the same device starts its generations again, and this
+	// tells its refusals from an older proxy's.
+	Track         uint64 `protobuf:"varint,6,opt,name=track,proto3" json:"track,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NavigationReply) Reset() {
+	*x = NavigationReply{}
+	mi := &file_hapticd_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NavigationReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NavigationReply) ProtoMessage() {}
+
+func (x *NavigationReply) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NavigationReply.ProtoReflect.Descriptor instead.
+func (*NavigationReply) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *NavigationReply) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *NavigationReply) GetGen() uint64 {
+	if x != nil {
+		return x.Gen
+	}
+	return 0
+}
+
+func (x *NavigationReply) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *NavigationReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *NavigationReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *NavigationReply) GetTrack() uint64 {
+	if x != nil {
+		return x.Track
+	}
+	return 0
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -1671,7 +1796,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\"4\n" +
 	"\x05Event\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04json\"\xaa\x01\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\x9a\x02\n" +
 	"\aEffects\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
 	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
@@ -1679,7 +1804,10 @@ const file_hapticd_proto_rawDesc = "" +
 	"sentUnixNs\x12\x10\n" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
-	"\x05specs\x18\x06 \x01(\fR\x05specs\"\x95\x01\n" +
+	"\x05specs\x18\x06 \x01(\fR\x05specs\x12\x1a\n" +
+	"\bdeclared\x18\a \x01(\fR\bdeclared\x12(\n" +
+	"\x10force_to_session\x18\b \x03(\x01R\x0eforceToSession\x12(\n" +
+	"\x10declared_left_ns\x18\t \x03(\x03R\x0edeclaredLeftNs\"\x95\x01\n" +
 	"\fEffectsReply\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
@@ -1696,7 +1824,14 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
 	"\x05track\x18\x06 \x01(\x04R\x05track\x12\x16\n" +
-	"\x06bubble\x18\a \x01(\fR\x06bubbleB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x06bubble\x18\a \x01(\fR\x06bubble\"\x91\x01\n" +
+	"\x0fNavigationReply\x12\x12\n" +
+	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
+	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
+	"\asession\x18\x03 \x01(\x04R\asession\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\x12\x14\n" +
+	"\x05track\x18\x06 \x01(\x04R\x05trackB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -1710,7 +1845,7 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_hapticd_proto_goTypes = []any{
 	(*Subscribe)(nil),       // 0: hapticd.cluster.Subscribe
 	(*Device)(nil),          // 1: hapticd.cluster.Device
@@ -1727,6 +1862,7 @@ var file_hapticd_proto_goTypes = []any{
 	(*Effects)(nil),         // 12: hapticd.cluster.Effects
 	(*EffectsReply)(nil),    // 13: hapticd.cluster.EffectsReply
 	(*Navigation)(nil),      // 14: hapticd.cluster.Navigation
+	(*NavigationReply)(nil), // 15: hapticd.cluster.NavigationReply
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
@@ -1752,7 +1888,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -149,7 +149,7 @@ func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec
 			if maxB <= 0 {
 				maxB = DefaultMaxDampingNsPerM
 			}
-			alpha := math.Min(-next/(v2*dtS), maxB)
+			alpha := min(-next/(v2*dtS), maxB)
 			f = f.Sub(v.Scale(alpha))
 			g = g.Sub(v.Scale(alpha))
 			c.DampingNsPerM = alpha
@@ -157,8 +157,8 @@ func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec
 		}
 	}
 	c.lastF = g
-	c.EnergyJ = math.Min(e, reserve)
-	if !(c.EnergyJ > -1e12) { // NaN from a non-finite input: start over
+	c.EnergyJ = min(e, reserve) // the builtin: math.Min is a call to assembly here, a stall every tick
+	if !(c.EnergyJ > -1e12) {   // NaN from a non-finite input: start over
 		c.EnergyJ = 0
 	}
 	if c.ActiveNs > 0 && nowNs-c.lastActNs > gapNs {
@@ -199,7 +199,7 @@ func (c *Controller) AppliedSources(f, out hw.Vec3) {
 		c.lastF = f
 	default:
 		if n2 := out.Dot(out); n2 > 0 && n2 >= c.lastF.Dot(c.lastF) {
-			c.lastF = c.lastF.Scale(math.Max(0, math.Min(1, f.Dot(out)/n2)))
+			c.lastF = c.lastF.Scale(max(0, min(1, f.Dot(out)/n2)))
 		}
 	}
 }

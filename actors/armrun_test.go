@@ -1,0 +1,222 @@
+package actors
+
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
+)
+
+// runRig is a few simulated arms of one service's framing (a shared
+// count of view and effects changes), each session framing them with a
+// memo of its own, as tickPath does.
+type runRig struct {
+	t     *testing.T
+	devs  *DeviceSet
+	cores []*deviceCore
+	now   int64
+	memos map[uint64]*viewMemo
+	snap  loop.Snapshot
+	types *protocol.TypeTable
+}
+
+func newRunRig(t *testing.T, n int, sessions ...uint64) *runRig {
+	r := &runRig{t: t, devs: &DeviceSet{runs: new(armRuns)}, now: loop.SystemClock().Now(), memos: map[uint64]*viewMemo{}}
+	types, err := protocol.NewTypeTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.types = types
+	epoch := new(atomic.Uint64)
+	for i := 0; i < n; i++ {
+		d, core := simArmCore()
+		d.framesEpoch = epoch
+		r.devs = r.devs.with(d)
+		r.cores = append(r.cores, core)
+		for _, s := range sessions {
+			core.attach(nil, &attachSession{session: s, basis: protocol.Basis{Permutation: protocol.IdentityBasis}})
+		}
+		// Each arm pushed its own way, so that their states differ.
+		reg := d.Register()
+		force := &hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: float64(i) * 0.3, Z: 0.5}}
+		if reg.Claim(100) != 100 || !reg.Write(100, 1, r.now+int64(time.Hour), force, nil) {
+			t.Fatal("could not command an arm")
+		}
+	}
+	r.step(50)
+	return r
+}
+
+// step runs every arm's loop n ticks.
+func (r *runRig) step(n int) {
+	for range n {
+		r.now += int64(time.Millisecond)
+		for _, d := range r.devs.arms {
+			d.rt.Step(r.now)
+		}
+	}
+}
+
+// frame is the JSON of session's frame, and the arm elements it holds.
+func (r *runRig) frame(session uint64) ([]byte, []protocol.ArmFrame) {
+	m := r.memos[session]
+	if m == nil {
+		m = new(viewMemo)
+		r.memos[session] = m
+	}
+	f := &protocol.Frame{SessionID: session}
+	fillFrame(r.devs, session, f, &r.snap, false, nil, protocol.Codec{}, nil, m)
+	out := protocol.Codec{}.AppendFrame(nil, f, r.types)
+	m.run.release()
+	return out, f.Arms
+}
+
+// perArm is session's frame encoded arm by arm, with no run and no memo:
+// the bytes a run must reproduce.
+func (r *runRig) perArm(session uint64) []byte {
+	f := &protocol.Frame{SessionID: session}
+	fillFrame(r.devs, session, f, &r.snap, false, nil, nil, nil, nil)
+	return protocol.Codec{}.AppendFrame(nil, f, r.types)
+}
+
+// TestArmRunsAreTheFramesBytes: sessions that see every arm through its
+// default view copy one run of every arm's element, shared between them,
+// and their frames are byte for byte what encoding each arm gives, after
+// every arm publishes and after only some do (the run then copies the
+// others' elements from the run it replaces). A session with a view of
+// its own of one arm is never served the run, and sees its own
+// coordinates; the run is shared again once its view is the default.
+func TestArmRunsAreTheFramesBytes(t *testing.T) {
+	const a, b, own = 1, 2, 3
+	r := newRunRig(t, 4, a, b, own)
+	swapped := space.IdentityTransform()
+	swapped.Position = space.Vec3{X: 0.25}
+	if err := r.cores[2].setWorkspace(&setWorkspace{session: own, transform: swapped}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		move func()
+	}{
+		{"first frames", func() {}},
+		{"every arm published", func() { r.step(1) }},
+		{"one arm published", func() { r.devs.arms[1].rt.Step(r.now + int64(500*time.Microsecond)) }},
+		{"one arm halted", func() { r.devs.arms[3].rt.Halt() }},
+		{"another session's view changed", func() {
+			moved := swapped
+			moved.Position.Y = 0.1
+			if err := r.cores[2].setWorkspace(&setWorkspace{session: own, transform: moved}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the default view replaced", func() { r.cores[0].publishGlobals() }},
+	}
+	for _, st := range steps {
+		st.move()
+		fa, armsA := r.frame(a)
+		fb, armsB := r.frame(b)
+		if want := r.perArm(a); !bytes.Equal(fa, want) {
+			t.Fatalf("%s: the run's frame differs from the arms encoded one by one:\n%s\n%s", st.name, fa, want)
+		}
+		if len(armsA) != 1 || len(armsB) != 1 || &armsA[0].Element[0] != &armsB[0].Element[0] {
+			t.Fatalf("%s: two sessions of the default views did not share one run (%d and %d elements)", st.name, len(armsA), len(armsB))
+		}
+		if !bytes.Equal(fb, r.perArm(b)) {
+			t.Fatalf("%s: session b's frame differs from its arms encoded one by one", st.name)
+		}
+		fo, armsO := r.frame(own)
+		if len(armsO) != 4 {
+			t.Fatalf("%s: the session with a workspace of its own got %d elements, want one per arm", st.name, len(armsO))
+		}
+		if want := r.perArm(own); !bytes.Equal(fo, want) {
+			t.Fatalf("%s: the own view's frame differs from its arms encoded one by one:\n%s\n%s", st.name, fo, want)
+		}
+		if bytes.Equal(fo[bytes.IndexByte(fo, ','):], fa[bytes.IndexByte(fa, ','):]) {
+			t.Fatalf("%s: the session with its own workspace framed the default views' arms", st.name)
+		}
+	}
+	if err := r.cores[2].setWorkspace(&setWorkspace{session: own, transform: space.IdentityTransform()}); err != nil {
+		t.Fatal(err)
+	}
+	_, armsA := r.frame(a)
+	if _, armsO := r.frame(own); len(armsO) != 1 || &armsO[0].Element[0] != &armsA[0].Element[0] {
+		t.Fatalf("back to the default workspace, the session got %d elements, not the shared run", len(armsO))
+	}
+}
+
+// TestArmRunsStopAtEffects: effects declared on one arm end the sharing
+// at once, before the arm publishes again (the run built before holds no
+// effects), and every frame then shows them; withdrawn, the run is shared
+// again.
+func TestArmRunsStopAtEffects(t *testing.T) {
+	const a, b = 1, 2
+	r := newRunRig(t, 3, a, b)
+	r.frame(a)
+	if _, arms := r.frame(b); len(arms) != 1 {
+		t.Fatalf("got %d elements before any effect, want the run", len(arms))
+	}
+	d := r.devs.arms[1]
+	set, err := effect.NewSet(100, []effect.Spec{{ID: "d", Kind: effect.Damper, Params: effect.Params{DampingNsPerM: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.RenderHeld(set) // no step: the loop has not published since
+	for _, s := range []uint64{a, b} {
+		out, arms := r.frame(s)
+		if len(arms) != 3 {
+			t.Fatalf("session %d: %d elements with effects on an arm, want one per arm", s, len(arms))
+		}
+		if !strings.Contains(string(out), `"effects"`) && !strings.Contains(string(out), `"passivity"`) {
+			t.Fatalf("session %d: the frame does not show the arm's effects: %s", s, out)
+		}
+	}
+	d.rt.DropEffects(100)
+	r.step(1)
+	r.frame(a)
+	if _, arms := r.frame(b); len(arms) != 1 {
+		t.Fatalf("effects withdrawn: got %d elements, want the run again", len(arms))
+	}
+}
+
+// TestArmRunBuffersAreReusedOnlyWhenUnread: a run a frame still holds
+// keeps its bytes while later builds replace it; once released, a later
+// build takes its buffers instead of allocating.
+func TestArmRunBuffersAreReusedOnlyWhenUnread(t *testing.T) {
+	const a, b, c = 1, 2, 3
+	r := newRunRig(t, 3, a, b, c)
+	var snap loop.Snapshot
+	memos := map[uint64]*viewMemo{a: new(viewMemo), b: new(viewMemo), c: new(viewMemo)}
+	// build steps the arms and frames session s, releasing its last run.
+	build := func(s uint64) *armRun {
+		r.step(1)
+		run := armRunFor(r.devs, r.devs.arms, slot3x, s, memos[s], &snap, protocol.Codec{})
+		if run == nil {
+			t.Fatalf("session %d: no run", s)
+		}
+		return run
+	}
+	held := build(a)
+	kept := append([]byte(nil), held.body...)
+	// Sessions b and c take turns building (a session does not rebuild
+	// its own run that nobody reused on every frame: runRebuildEvery).
+	for i := range 6 {
+		build(b + uint64(i%2))
+	}
+	if !bytes.Equal(held.body, kept) {
+		t.Fatal("a run still held was overwritten by a later build")
+	}
+	memos[a].run.release()
+	for i := range 6 {
+		if run := build(b + uint64(i%2)); &run.body[:1][0] == &held.body[:1][0] {
+			return // the released run's buffer is built into again
+		}
+	}
+	t.Fatal("no build reused the buffer of the run released")
+}
