@@ -27,8 +27,8 @@ func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
 	if allocs := testing.AllocsPerRun(20, func() { p.Wait() }); allocs != 0 {
 		t.Errorf("a sleeping tick allocates %v times", allocs)
 	}
-	if p.timer.baseNs != base {
-		t.Errorf("the timerfd was armed again for the same grid (from %d to %d)", base, p.timer.baseNs)
+	if p.timer.baseNs != base && p.timer.unread == 0 {
+		t.Errorf("the timerfd was armed again for the same grid (from %d to %d) though every wake-up read its expiration", base, p.timer.baseNs)
 	}
 	var its unix.ItimerSpec
 	if err := unix.TimerfdGettime(p.timer.fd, &its); err != nil {
@@ -49,5 +49,41 @@ func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
 	p.Wait()
 	if now, _ := p.Wait(); now < p.next || !p.timer.armed {
 		t.Errorf("after Restart: armed %v, woke %d ns before the deadline", p.timer.armed, p.next-now)
+	}
+}
+
+// TestSleepOnlyPacerRearmsAnUnreadTimerfd: a wake-up that finds no
+// expiration to read (the deadline came before the timer's expiry) leaves
+// the repeating timerfd with an expiry nobody reads, and the kernel sets
+// the next expiry only on a read: the pacer arms it anew at the next tick,
+// so that tick is woken by the timerfd, on time.
+func TestSleepOnlyPacerRearmsAnUnreadTimerfd(t *testing.T) {
+	const period = int64(time.Millisecond)
+	p := NewPacer(period, SystemClock())
+	p.SleepOnly()
+	p.Wait()
+	if !p.timer.armed {
+		t.Fatal("after a sleeping tick the timerfd is not armed")
+	}
+	// Put the timer's expiries 400 µs after the pacer's deadlines, as if
+	// each deadline were met before its expiry: the next wake-up (by the
+	// clock or the read deadline) reads nothing.
+	its := unix.ItimerSpec{Value: unix.NsecToTimespec(p.next + period + 400_000), Interval: unix.NsecToTimespec(period)}
+	if err := unix.TimerfdSettime(p.timer.fd, unix.TFD_TIMER_ABSTIME, &its, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	if p.timer.unread != 1 || p.timer.armed {
+		t.Fatalf("a wake-up that read no expiration: unread %d, armed %v; want 1 and not armed", p.timer.unread, p.timer.armed)
+	}
+	p.Wait()
+	if !p.timer.armed || !p.timer.onGrid(p.next, period) {
+		t.Errorf("the tick after it did not arm the timerfd on the pacer's grid again (armed %v, base %d, deadline %d)", p.timer.armed, p.timer.baseNs, p.next)
+	}
+	if err := unix.TimerfdGettime(p.timer.fd, &its); err != nil {
+		t.Fatal(err)
+	}
+	if got := its.Value.Nano(); got <= 0 || got > period {
+		t.Errorf("the timerfd's next expiry is %d ns away, want within one period", got)
 	}
 }
