@@ -364,13 +364,14 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	// The client keeps its effects alive, as an engine does, while the page polls.
 	keep := effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`,{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]}`)
-	c.roundTrip(keep)
+	sid := num(c.roundTrip(keep)["session_id"])
 	stopKeeping := keepEffectsAlive(c, id)
-	hwtest.EventuallyNil(t, pageWithin, "effects listed with type and force", pageHolds(ctx, fmt.Sprintf(`(() => {
-		const items = [...%s.querySelectorAll("li")].map((e) => e.textContent);
+	hwtest.EventuallyNil(t, pageWithin, "effects listed with type and force, and whose they are", pageHolds(ctx, fmt.Sprintf(`(() => {
+		const items = [...%[1]s.querySelectorAll("li")].map((e) => e.textContent);
 		const pull = items.find((s) => s.startsWith("pull spring "));
 		return items.length === 2 && !!pull && items.some((s) => s.startsWith("floor wall ")) &&
-			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row)))
+			%[1]s.querySelector(".effects-owner")?.textContent === "by session %[2]d" &&
+			pull.split(" ").slice(2).join(" ").split(", ").some((v) => Math.abs(parseFloat(v)) > 0.01) })()`, row, int64(sid))))
 	shoot(t, ctx, shots, "6-effects.png")
 	stopKeeping()
 	c.roundTrip(effectsMsg(id, `{"clear":true}`))

@@ -208,7 +208,12 @@ async function showEffects(d, type, fx) {
       // Text nodes only: ids are the client's strings.
       list.append(el("li", { "data-effect": e.id }, `${e.id} ${e.type} ${vec(e.rendered_force, 2)}`));
     }
-    row.replaceChildren(v.effects.length ? list : "none");
+    // Whose they are: a session of this service, or (on a lab's node) a
+    // session of the gateway that forwarded them.
+    const g = v.gateway;
+    const owner = el("div", { class: "effects-owner" },
+      g ? `by session ${g.session_id} of gateway ${g.id} (${g.address})` : `by session ${v.session_id}`);
+    row.replaceChildren(...(v.effects.length ? [owner, list] : ["none"]));
   } finally {
     d.effectsAsking = false;
   }
