@@ -7,17 +7,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSleepOnlyPacerRepeatsItsTimerfd: a sleep-only pacer arms its timerfd
-// once for its grid and lets it repeat, never wakes before a deadline, and
-// stops it when paused, so an idle shard's timer does not wake the process.
-func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
-	const period = int64(time.Millisecond)
+// sleepingPacer is a sleep-only pacer of period on the system clock, after
+// its first tick, which arms its timerfd.
+func sleepingPacer(t *testing.T, period int64) *Pacer {
+	t.Helper()
 	p := NewPacer(period, SystemClock())
 	p.SleepOnly()
 	p.Wait()
 	if !p.timer.armed {
 		t.Fatal("after a sleeping tick the timerfd is not armed")
 	}
+	return p
+}
+
+// TestSleepOnlyPacerRepeatsItsTimerfd: a sleep-only pacer arms its timerfd
+// once for its grid and lets it repeat, never wakes before a deadline, and
+// stops it when paused, so an idle shard's timer does not wake the process.
+func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
+	const period = int64(time.Millisecond)
+	p := sleepingPacer(t, period)
 	base := p.timer.baseNs
 	for i := range 50 {
 		if now, _ := p.Wait(); now < p.next {
@@ -59,12 +67,7 @@ func TestSleepOnlyPacerRepeatsItsTimerfd(t *testing.T) {
 // so that tick is woken by the timerfd, on time.
 func TestSleepOnlyPacerRearmsAnUnreadTimerfd(t *testing.T) {
 	const period = int64(time.Millisecond)
-	p := NewPacer(period, SystemClock())
-	p.SleepOnly()
-	p.Wait()
-	if !p.timer.armed {
-		t.Fatal("after a sleeping tick the timerfd is not armed")
-	}
+	p := sleepingPacer(t, period)
 	// Put the timer's expiries 400 µs after the pacer's deadlines, as if
 	// each deadline were met before its expiry: the next wake-up (by the
 	// clock or the read deadline) reads nothing.
