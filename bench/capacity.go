@@ -287,27 +287,7 @@ func probeService(ctx context.Context, binary string, n int, o CapacityOptions) 
 // loaded machine serves the first read (a window cut short by a late read
 // holds too few ticks to judge an overrun fraction by).
 func readCapacityWindow(ctx context.Context, httpBase string, settle, window time.Duration) statsWindow {
-	var w statsWindow
-	if !waitUntil(ctx, time.Now().Add(settle)) {
-		w.err = ctx.Err()
-		return w
-	}
-	before, err := fetchStatsRaw(ctx, httpBase)
-	if err != nil {
-		w.err = err
-		return w
-	}
-	t0 := time.Now()
-	if !waitUntil(ctx, t0.Add(window)) {
-		w.err = ctx.Err()
-		return w
-	}
-	w.after, w.err = fetchStats(ctx, httpBase)
-	w.elapsed = time.Since(t0)
-	if w.err == nil {
-		w.before, w.err = before.decode()
-	}
-	return w
+	return readStatsAround(ctx, httpBase, time.Now().Add(settle), func(read time.Time) time.Time { return read.Add(window) })
 }
 
 // WriteTable writes the capacities, the ratio and every probe.

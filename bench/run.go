@@ -795,8 +795,16 @@ func countErrs(errs []error) int {
 // readStatsWindow reads /stats when the warm-up ends and when the window
 // ends.
 func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWindow {
+	end := s.base.Add(s.measureEnd)
+	return readStatsAround(ctx, httpBase, s.base.Add(s.measureStart), func(time.Time) time.Time { return end })
+}
+
+// readStatsAround reads /stats at start and again at end(the time the
+// first read returned); elapsed runs from just before the first read to
+// the second's answer, the span both reads' figures cover.
+func readStatsAround(ctx context.Context, httpBase string, start time.Time, end func(read time.Time) time.Time) statsWindow {
 	var w statsWindow
-	if !waitUntil(ctx, s.base.Add(s.measureStart)) {
+	if !waitUntil(ctx, start) {
 		w.err = ctx.Err()
 		return w
 	}
@@ -806,7 +814,7 @@ func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWind
 		w.err = err
 		return w
 	}
-	if !waitUntil(ctx, s.base.Add(s.measureEnd)) {
+	if !waitUntil(ctx, end(time.Now())) {
 		w.err = ctx.Err()
 		return w
 	}
