@@ -12,6 +12,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -39,6 +40,10 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 	}()
 	t.Cleanup(func() { close(n.stop); n.wg.Wait() })
 	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+	// Tests place springs and bubbles around where the arm is: before its
+	// loop's first tick the snapshot's position is zero, not the arm's.
+	var snap loop.Snapshot
+	hwtest.Eventually(t, 10*time.Second, "the arm's first tick", func() bool { d.Load(&snap); return snap.Tick > 0 })
 	return n, d
 }
 
