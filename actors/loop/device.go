@@ -277,6 +277,9 @@ type Device struct {
 	pub           Snapshot
 	snap          *SnapshotCell // nil for a lazy driver
 	arm           *simArm       // slot, for the holder of the driver
+	// generalTick keeps the device's fast path on the general stages
+	// (never the fused tick): set by tests that compare the two.
+	generalTick bool
 }
 
 // lazyStateDriver is a driver that leaves the state clients read but the

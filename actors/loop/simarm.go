@@ -167,7 +167,10 @@ type armControl struct {
 	periodNs int32
 	// The gravity feed-forward (Device.addGravity), when gravity says
 	// the device gets one.
-	gravity   bool
+	gravity bool
+	// fused: the command's inputs let the fused tick run (fusable)
+	// whenever the session observer holds +0.
+	fused     bool
 	ffN       float64
 	maxForceN float64
 }
@@ -534,6 +537,9 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 // error is handled at once by the full step's code (Device.controlError),
 // which takes the arm off this path. The caller publishes.
 func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
+	if c.fused && !c.fs.sessionObs.Holds() {
+		return r.controlStepFx(c, d, ps, timed)
+	}
 	now := ps.now
 	dt := now - r.lastNowNs
 	if r.lastNowNs == 0 || dt <= 0 {
@@ -717,6 +723,7 @@ func (d *Device) fillControl(c *armControl) {
 	c.periodNs = int32(d.opts.PeriodNs)
 	c.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
 	c.ffN, c.maxForceN = d.gravityN, d.maxForceN
+	c.fused = fusable(&c.in) && !d.generalTick
 }
 
 // quiet says whether the device's tick, until something pokes it, is the

@@ -1,0 +1,178 @@
+package loop
+
+import (
+	"unsafe"
+
+	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/hw"
+)
+
+// The fused tick of a controlled arm: the common case of a lab and of the
+// capacity runs, a session whose command adds no force of its own (an
+// engine that declares effects and renews its lease) with effects and no
+// navigation, on a shard's fast path for controlled arms. controlStepFx is
+// simArm.controlStep with forceStages.force written out in its body for
+// that case: the force gate, the effect stage, the passivity controller,
+// the clamp, the slew limit, the output figures, the gravity feed-forward
+// and the physics step, in the same order, with the same arithmetic, in
+// one function. Go passes no registers across a call unsaved, so each of
+// the general path's stages (a call each) spilled and reloaded the live
+// vectors, and each tested the velocity's finiteness again: that glue was
+// a third of what the loop spent beyond the bare loop's physics and
+// effects. Every stage runs on every tick as before; the session's force
+// stage is left out exactly where the general path leaves it out (a
+// command of +0 and no damping whose observer holds +0), and any other
+// tick (the observer still holding a force, a command with a force,
+// damping or navigation) takes the general path.
+// TestFusedTickStepsAsTheGeneralPath holds the two equal bit for bit.
+
+// fusable says whether the fast path of a controlled arm with inputs in may
+// take the fused tick while its session observer holds +0 (see
+// controlStepFx): a command with no force of its own, effects rendered
+// here and no navigation.
+func fusable(in *forceInputs) bool {
+	return in.none && in.fx != nil && in.nav == nil
+}
+
+// controlStepFx is controlStep for an arm whose armControl is fused and
+// whose session observer holds +0 (the caller checked both, and the
+// lease). Each block below is the general path's stage of the same name,
+// in its order; a change to one of those must be made here too.
+func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
+	now := ps.now
+	dt := now - r.lastNowNs
+	if r.lastNowNs == 0 || dt <= 0 {
+		dt = int64(c.periodNs)
+	}
+	r.lastNowNs = now
+	r.ticks++
+	fs := &c.fs
+	in := &c.in
+	if fs.outputDueNext() {
+		prefetchOutput(uintptr(unsafe.Add(unsafe.Pointer(d), outputAt)))
+	}
+	pos, v := r.core.Position(), r.core.Velocity()
+	vOK := v.Finite()
+
+	// The force gate (forceGate.updateWith): its filters run while the
+	// command's force is +0, for a later command that reads them.
+	if g := &fs.gate; vOK {
+		k := ps.gate.forDt(dt)
+		if !g.primed {
+			g.prevV, g.primed = v, true
+		}
+		a := k.a
+		hp1 := hw.Vec3{
+			X: a * (g.hp1.X + v.X - g.prevV.X),
+			Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
+			Z: a * (g.hp1.Z + v.Z - g.prevV.Z),
+		}
+		g.hp = hw.Vec3{
+			X: a * (g.hp.X + hp1.X - g.hp1.X),
+			Y: a * (g.hp.Y + hp1.Y - g.hp1.Y),
+			Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
+		}
+		g.prevV, g.hp1 = v, hp1
+		e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
+		g.energy += k.e * (e - g.energy)
+	}
+
+	// forceStages.force from here. The command's own stage (damping, gate,
+	// scale, its observer) adds nothing while its observer holds +0 (the
+	// caller checked): f is the command's +0.
+	raw := v // the effects pause on a bad reading
+	if !vOK {
+		v = hw.Vec3{}
+	}
+	f := in.forceN
+	var guarded hw.Vec3
+
+	// The effects (effectStage.render).
+	{
+		st := in.fx
+		var fx, active hw.Vec3
+		set := st.set.Load()
+		if set != st.r.Set() {
+			st.useGrown()
+		}
+		if set != st.seen {
+			st.seen, st.seenSession = set, 0
+			if set != nil {
+				st.seenSession = set.Session
+			}
+		}
+		if set != nil && st.seenSession != in.session {
+			set = nil
+		}
+		switch {
+		case set == nil && st.r.Len() == 0 && !st.rendering:
+		case !pos.Finite() || !vOK:
+			st.r.Pause()
+			st.rendering = false
+		default:
+			var ein effect.Input
+			ein.NowNs, ein.DtNs = now, dt
+			ein.PositionM, ein.VelocityMps = pos, raw
+			fx = st.r.Render(set, &ein, in.scale)
+			started := !st.rendering
+			st.rendering = true
+			st.ticks++
+			if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
+				st.publish(now, set)
+			}
+			active = st.r.ActiveForceN()
+		}
+		f, guarded = f.Add(fx), fx.Sub(active)
+	}
+
+	// The passivity controller, the clamp, the slew limit; the ramp is 1.
+	f = fs.pc.StepSources(f, guarded, v, now, dt, &in.pass)
+	out := f
+	var sustained bool
+	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
+		fs.spellsEmitted, sustained = uint32(fs.pc.Spells), true
+	}
+	if lim := in.limitN; !(lim > 0) { // clampMagnitude
+		f = hw.Vec3{}
+	} else {
+		f = f.ClampNorm(lim)
+	}
+	if s := in.slewNps; s > 0 {
+		maxStepN := s * float64(dt) * 1e-9
+		step := f.Sub(fs.slewN)
+		if !(step.Dot(step) < maxStepN*maxStepN*slewSureInside) {
+			f = slewNorm(fs.slewN, f, step, maxStepN)
+		}
+	}
+	fs.slewN = f
+	// × the ramp, 1: x×1 is x.
+	if f != out { // AppliedSources' own first case: nothing to do
+		fs.pc.AppliedSources(f, out)
+	}
+
+	// controlStep's end: the event, the output figures, gravity, physics.
+	if sustained {
+		d.output.store(fs, in.fx, true)
+		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+	}
+	if fs.outputDue() {
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
+	}
+	if c.gravity {
+		f = withGravity(f, c.ffN, c.maxForceN)
+	}
+	cmd := &ps.cmd
+	cmd.Mode, cmd.ForceN = hw.ModeForce, f
+	var startNs int64
+	if timed {
+		startNs = ps.clock.Now()
+	}
+	moved, err = r.core.Step(cmd)
+	if timed {
+		ps.rs.exchange.Record(ps.clock.Now() - startNs)
+	}
+	if err != nil {
+		d.controlError(r, err, f)
+	}
+	return moved, err
+}
