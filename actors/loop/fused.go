@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -12,18 +13,26 @@ import (
 // engine that declares effects and renews its lease) with effects and no
 // navigation, on a shard's fast path for controlled arms. controlStepFx is
 // simArm.controlStep with forceStages.force written out in its body for
-// that case: the force gate, the effect stage, the passivity controller,
-// the clamp, the slew limit, the output figures, the gravity feed-forward
-// and the physics step, in the same order, with the same arithmetic, in
-// one function. Go passes no registers across a call unsaved, so each of
-// the general path's stages (a call each) spilled and reloaded the live
-// vectors, and each tested the velocity's finiteness again: that glue was
-// a third of what the loop spent beyond the bare loop's physics and
-// effects. Every stage runs on every tick as before; the session's force
-// stage is left out exactly where the general path leaves it out (a
-// command of +0 and no damping whose observer holds +0), and any other
-// tick (the observer still holding a force, a command with a force,
-// damping or navigation) takes the general path.
+// that case: the effect stage, the passivity controller, the clamp, the
+// slew limit, the output figures, the gravity feed-forward, the physics
+// step and the force gate's filters, with the same arithmetic, in one
+// function. Go saves no register across a call, so each of the general
+// path's stages (a call each) spilled and reloaded the live vectors, and
+// each tested the velocity's finiteness again: with the controller's
+// step, which Go does not inline, that glue was about half of what the
+// safety stages cost beyond the bare loop's physics and effects.
+//
+// Every stage runs on every tick as before, in the same order where one
+// reads another's output. Two moves change no bit: the controller's quiet
+// tick (not acting, no spell under way) is its Pass, inline, and its full
+// step otherwise, as in step itself; and the force gate's filters run
+// last, from the velocity the tick began with, since nothing in the
+// tick reads them (the command's force is +0: its gain multiplies
+// nothing), so their chain of dependent operations overlaps what follows.
+// The session's force stage is left out exactly where the general path
+// leaves it out (a command of +0 and no damping whose observer holds +0);
+// any other tick (the observer still holding a force, a command with a
+// force, damping or navigation) takes the general path.
 // TestFusedTickStepsAsTheGeneralPath holds the two equal bit for bit.
 
 // fusable says whether the fast path of a controlled arm with inputs in may
@@ -36,8 +45,9 @@ func fusable(in *forceInputs) bool {
 
 // controlStepFx is controlStep for an arm whose armControl is fused and
 // whose session observer holds +0 (the caller checked both, and the
-// lease). Each block below is the general path's stage of the same name,
-// in its order; a change to one of those must be made here too.
+// lease). Each block below is the general path's stage of the same name;
+// a change to one of those must be made here too (the side-by-side test
+// fails otherwise).
 func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
 	now := ps.now
 	dt := now - r.lastNowNs
@@ -53,29 +63,6 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 	pos, v := r.core.Position(), r.core.Velocity()
 	vOK := v.Finite()
-
-	// The force gate (forceGate.updateWith): its filters run while the
-	// command's force is +0, for a later command that reads them.
-	if g := &fs.gate; vOK {
-		k := ps.gate.forDt(dt)
-		if !g.primed {
-			g.prevV, g.primed = v, true
-		}
-		a := k.a
-		hp1 := hw.Vec3{
-			X: a * (g.hp1.X + v.X - g.prevV.X),
-			Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
-			Z: a * (g.hp1.Z + v.Z - g.prevV.Z),
-		}
-		g.hp = hw.Vec3{
-			X: a * (g.hp.X + hp1.X - g.hp1.X),
-			Y: a * (g.hp.Y + hp1.Y - g.hp1.Y),
-			Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
-		}
-		g.prevV, g.hp1 = v, hp1
-		e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
-		g.energy += k.e * (e - g.energy)
-	}
 
 	// forceStages.force from here. The command's own stage (damping, gate,
 	// scale, its observer) adds nothing while its observer holds +0 (the
@@ -126,7 +113,19 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 
 	// The passivity controller, the clamp, the slew limit; the ramp is 1.
-	f = fs.pc.StepSources(f, guarded, v, now, dt, &in.pass)
+	// The controller's quiet tick inline (passivity.Controller.Pass: not
+	// acting, no spell under way), else its whole step.
+	pc, o := &fs.pc, &in.pass
+	g := guarded
+	if o.Scope == passivity.ScopeOutput {
+		g = f
+	}
+	dtS := float64(dt) * 1e-9
+	if e := pc.EnergyAfter(v, dtS); pc.ActiveNs == 0 && !o.Acts(e, g, v, dtS) {
+		pc.Pass(e, g, o)
+	} else {
+		f = pc.StepSources(f, guarded, v, now, dt, o)
+	}
 	out := f
 	var sustained bool
 	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
@@ -158,8 +157,9 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	if fs.outputDue() {
 		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
 	}
-	if c.gravity {
-		f = withGravity(f, c.ffN, c.maxForceN)
+	if c.gravity { // withGravity, written out: Go would not inline it
+		f.Z += c.ffN
+		f = clampMagnitude(f, c.maxForceN)
 	}
 	cmd := &ps.cmd
 	cmd.Mode, cmd.ForceN = hw.ModeForce, f
@@ -171,6 +171,32 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	if timed {
 		ps.rs.exchange.Record(ps.clock.Now() - startNs)
 	}
+	// The force gate (forceGate.updateWith), from the velocity the tick
+	// began with: its filters run while the command's force is +0, for a
+	// later command that reads them, and nothing in this tick reads
+	// them, so they run last, where their chain of dependent operations
+	// overlaps what follows (measured: 1 % of the tick).
+	if g := &fs.gate; vOK {
+		k := ps.gate.forDt(dt)
+		if !g.primed {
+			g.prevV, g.primed = v, true
+		}
+		a := k.a
+		hp1 := hw.Vec3{
+			X: a * (g.hp1.X + v.X - g.prevV.X),
+			Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
+			Z: a * (g.hp1.Z + v.Z - g.prevV.Z),
+		}
+		g.hp = hw.Vec3{
+			X: a * (g.hp.X + hp1.X - g.hp1.X),
+			Y: a * (g.hp.Y + hp1.Y - g.hp1.Y),
+			Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
+		}
+		g.prevV, g.hp1 = v, hp1
+		e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
+		g.energy += k.e * (e - g.energy)
+	}
+
 	if err != nil {
 		d.controlError(r, err, f)
 	}

@@ -364,7 +364,12 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			}
 			*cur = d
 			fast |= 1 << i
-			if moved, err = r.controlStep(c, d, ps, false); err != nil {
+			if c.fused && !c.fs.sessionObs.Holds() {
+				moved, err = r.controlStepFx(c, d, ps, false)
+			} else {
+				moved, err = r.controlStep(c, d, ps, false)
+			}
+			if err != nil {
 				continue // handled by the full step's code, this tick
 			}
 		} else {

@@ -136,35 +136,68 @@ func (c *Controller) StepSources(f, guarded, v hw.Vec3, nowNs, dtNs int64, o *Op
 
 func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
 	dtS := float64(dtNs) * 1e-9
+	// The work of the force held over the tick that just ended.
+	e := c.EnergyAfter(v, dtS)
+	c.DampingNsPerM = 0
+	if o.Acts(e, g, v, dtS) {
+		v2, next := v.Dot(v), e-g.Dot(v)*dtS
+		maxB := o.MaxDampingNsPerM
+		if maxB <= 0 {
+			maxB = DefaultMaxDampingNsPerM
+		}
+		alpha := min(-next/(v2*dtS), maxB)
+		f = f.Sub(v.Scale(alpha))
+		g = g.Sub(v.Scale(alpha))
+		c.DampingNsPerM = alpha
+		c.acted(nowNs)
+	}
+	c.bank(e, g, o)
+	if c.ActiveNs > 0 && nowNs-c.lastActNs > gapNs {
+		c.ActiveNs, c.Sustained = 0, false
+	}
+	return f
+}
+
+// The controller's tick is step, or, on a tick it does not act with no
+// spell under way, EnergyAfter, Acts and Pass: a loop stepping thousands
+// of arms takes these three inline (Go inlines none of step), and step
+// takes the same three, so both ways give the same bits.
+
+// EnergyAfter is the observed energy with the work of the force held
+// over the tick that just ended (velocity v at its end, dtS = dtNs·1e-9
+// long) counted, before this tick's action.
+func (c *Controller) EnergyAfter(v hw.Vec3, dtS float64) float64 {
+	return c.EnergyJ - c.lastF.Dot(v)*dtS
+}
+
+// Acts says whether the controller adds damping on a tick whose energy is
+// e (EnergyAfter) and whose guarded force is g: enabled, the arm moving,
+// and the energy expected at the end of the coming tick negative.
+func (o *Options) Acts(e float64, g, v hw.Vec3, dtS float64) bool {
+	return o.Enabled && v.Dot(v) > minSpeed2 && dtS > 0 && e-g.Dot(v)*dtS < 0
+}
+
+// Pass is the tick on which the controller does not act (Acts false) and
+// no spell of action is under way (ActiveNs 0): what StepSources does
+// then, bit for bit, with the output the force as it came. g is the
+// guarded force (the whole output in ScopeOutput), e EnergyAfter's.
+func (c *Controller) Pass(e float64, g hw.Vec3, o *Options) {
+	c.DampingNsPerM = 0
+	c.bank(e, g, o)
+}
+
+// bank holds g for the next tick's work and banks the energy e, capped
+// at the reserve.
+func (c *Controller) bank(e float64, g hw.Vec3, o *Options) {
 	reserve := o.ReserveJ
 	if reserve <= 0 {
 		reserve = DefaultReserveJ
-	}
-	// The work of the force held over the tick that just ended.
-	e := c.EnergyJ - c.lastF.Dot(v)*dtS
-	c.DampingNsPerM = 0
-	if v2 := v.Dot(v); o.Enabled && v2 > minSpeed2 && dtS > 0 {
-		if next := e - g.Dot(v)*dtS; next < 0 {
-			maxB := o.MaxDampingNsPerM
-			if maxB <= 0 {
-				maxB = DefaultMaxDampingNsPerM
-			}
-			alpha := min(-next/(v2*dtS), maxB)
-			f = f.Sub(v.Scale(alpha))
-			g = g.Sub(v.Scale(alpha))
-			c.DampingNsPerM = alpha
-			c.acted(nowNs)
-		}
 	}
 	c.lastF = g
 	c.EnergyJ = min(e, reserve) // the builtin: math.Min is a call to assembly here, a stall every tick
 	if !(c.EnergyJ > -1e12) {   // NaN from a non-finite input: start over
 		c.EnergyJ = 0
 	}
-	if c.ActiveNs > 0 && nowNs-c.lastActNs > gapNs {
-		c.ActiveNs, c.Sustained = 0, false
-	}
-	return f
 }
 
 func (c *Controller) acted(nowNs int64) {
