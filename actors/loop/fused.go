@@ -10,8 +10,8 @@ import (
 
 // The fused tick of a controlled arm: the common case of a lab and of the
 // capacity runs, a session whose command adds no force of its own (an
-// engine that declares effects and renews its lease) with effects and no
-// navigation, on a shard's fast path for controlled arms. controlStepFx is
+// engine that declares effects and renews its lease) with no navigation,
+// on a shard's fast path for controlled arms. controlStepFx is
 // simArm.controlStep with forceStages.force written out in its body for
 // that case: the effect stage, the passivity controller, the clamp, the
 // slew limit, the output figures, the gravity feed-forward, the physics
@@ -37,10 +37,10 @@ import (
 
 // fusable says whether the fast path of a controlled arm with inputs in may
 // take the fused tick while its session observer holds +0 (see
-// controlStepFx): a command with no force of its own, effects rendered
-// here and no navigation.
+// controlStepFx): a command with no force of its own and no navigation,
+// with effects rendered here or none.
 func fusable(in *forceInputs) bool {
-	return in.none && in.fx != nil && in.nav == nil
+	return in.none && in.nav == nil
 }
 
 // controlStepFx is controlStep for an arm whose armControl is fused and
@@ -74,9 +74,8 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	f := in.forceN
 	var guarded hw.Vec3
 
-	// The effects (effectStage.render).
-	{
-		st := in.fx
+	// The effects (effectStage.render), if any.
+	if st := in.fx; st != nil {
 		var fx, active hw.Vec3
 		set := st.set.Load()
 		if set != st.r.Set() {

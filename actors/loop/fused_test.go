@@ -48,9 +48,10 @@ func armTickState(d *Device) string {
 	return s
 }
 
-// TestFusedTickStepsAsTheGeneralPath: a controlled arm whose session only
-// declares effects (a command of zero force, no damping, no navigation)
-// takes the fused tick (controlStepFx) on the shard's fast path, and a
+// TestFusedTickStepsAsTheGeneralPath: a controlled arm whose command adds
+// no force of its own (zero force, no damping, no navigation), with
+// effects declared or none (a lease-only command), takes the fused tick
+// (controlStepFx) on the shard's fast path, and a
 // copy of it made to take the general stages (generalTick) ends every
 // tick of a scripted run in the same state, bit for bit: force stages,
 // effects, physics, publishes, output figures and events, through wall
@@ -128,6 +129,17 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 					d.SetEffects(newSet(t, session, push, wall(0, 2000)))
 					d.Register().Claim(session)
 					write(t, d, 1, now+5000*ms, force(0, 0, 0), nil)
+				},
+			}},
+		{name: "a lease-only command with no effects, clamp and slew limit", globals: strict, lapse: true,
+			script: map[int]step{
+				5: func(t *testing.T, d *Device, now int64) {
+					d.Register().Claim(session)
+					write(t, d, 1, now+300*ms, force(0, 0, 0), nil)
+				},
+				500: func(t *testing.T, d *Device, now int64) {
+					d.Register().Claim(session)
+					write(t, d, 2, now+5000*ms, hw.Command{Mode: hw.ModeForce}, DefaultParams())
 				},
 			}},
 		{name: "commands with a force of their own between effects-only ones", globals: defaults,

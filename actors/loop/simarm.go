@@ -518,7 +518,13 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 		r.slowTick(d, ps.now, ps.slowTimed(i))
 		return
 	}
-	moved, err := r.controlStep(c, d, ps, timed)
+	var moved bool
+	var err error
+	if c.fused && !c.fs.sessionObs.Holds() {
+		moved, err = r.controlStepFx(c, d, ps, timed)
+	} else {
+		moved, err = r.controlStep(c, d, ps, timed)
+	}
 	switch {
 	case err != nil:
 	case !moved:
@@ -542,9 +548,6 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 // error is handled at once by the full step's code (Device.controlError),
 // which takes the arm off this path. The caller publishes.
 func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
-	if c.fused && !c.fs.sessionObs.Holds() {
-		return r.controlStepFx(c, d, ps, timed)
-	}
 	now := ps.now
 	dt := now - r.lastNowNs
 	if r.lastNowNs == 0 || dt <= 0 {
