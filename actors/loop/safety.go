@@ -328,7 +328,10 @@ func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3
 // the output turned active; then the clamp, the slew limit and the ramp. sustained
 // says the controller's action just passed a second
 // (EventPassivitySustained is due). Without effects, with the controller
-// off and no slew limit, it is the clamp and the ramp alone.
+// off and no slew limit, it is the clamp and the ramp alone. A shard's
+// fast path runs it written out for a command with no force of its own
+// (fused.go, controlStepFx): a change here goes there too, and
+// TestFusedTickStepsAsTheGeneralPath fails until it does.
 func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
 	f = in.forceN
 	raw := v // the effects pause on a bad reading
