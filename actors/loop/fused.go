@@ -19,16 +19,18 @@ import (
 // function. Go saves no register across a call, so each of the general
 // path's stages (a call each) spilled and reloaded the live vectors, and
 // each tested the velocity's finiteness again: with the controller's
-// step, which Go does not inline, that glue was about half of what the
-// safety stages cost beyond the bare loop's physics and effects.
+// step, which Go does not inline, that glue was about a third of what the
+// stages cost beyond the bare loop's physics and effects (perf, 64 arms).
 //
 // Every stage runs on every tick as before, in the same order where one
-// reads another's output. Two moves change no bit: the controller's quiet
-// tick (not acting, no spell under way) is its Pass, inline, and its full
-// step otherwise, as in step itself; and the force gate's filters run
-// last, from the velocity the tick began with, since nothing in the
-// tick reads them (the command's force is +0: its gain multiplies
-// nothing), so their chain of dependent operations overlaps what follows.
+// reads another's output. Three moves change no bit: the controller's
+// quiet tick (not acting, no spell under way) is its Pass, inline, and its
+// full step otherwise, as in step itself; AppliedSources is called only
+// when the clamp or the slew limit changed the controller's output (its
+// own first case); and the force gate's filters run last, from the
+// velocity the tick began with, since nothing in the tick reads them (the
+// command's force is +0: its gain multiplies nothing), so their chain of
+// dependent operations overlaps what follows.
 // The session's force stage is left out exactly where the general path
 // leaves it out (a command of +0 and no damping whose observer holds +0);
 // any other tick (the observer still holding a force, a command with a
