@@ -478,3 +478,38 @@ func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	*cur = nil
 	sh.stats.endTick() // the exchange timed in this pass (ticks ends it again after Busy)
 }
+
+// ShardStats is one scheduler shard's loop: the figures every device on it
+// reports as its own, once.
+type ShardStats struct {
+	// Devices is how many devices the shard steps.
+	Devices int
+	Stats   Stats
+	// PeriodBuckets is the shard's period histogram since it started, its
+	// non-empty buckets lowest first: two reads' difference is a window's
+	// distribution, where Stats.Period covers the shard's whole life.
+	PeriodBuckets []Bucket
+}
+
+// Bucket is one histogram bucket: values in [LoNs, HiNs), N of them.
+type Bucket struct {
+	LoNs, HiNs int64
+	N          uint64
+}
+
+// Shards returns each shard's loop figures, in shard order. It reads them
+// as a device's Stats does, without waiting for a tick.
+func (s *Scheduler) Shards() []ShardStats {
+	out := make([]ShardStats, 0, len(s.shards))
+	for _, sh := range s.shards {
+		r := sh.stats
+		sums := r.summaries()
+		st := ShardStats{Devices: int(sh.n.Load()), Stats: Stats{TargetNs: r.targetNs, Period: sums.period, Busy: sums.busy,
+			Exchange: sums.exchange, Overruns: r.overruns.Load(), Ticks: r.ticks.Load(), Realtime: r.realtime.Load()}}
+		r.period.Buckets(func(lo, hi int64, n uint64) {
+			st.PeriodBuckets = append(st.PeriodBuckets, Bucket{LoNs: lo, HiNs: hi, N: n})
+		})
+		out = append(out, st)
+	}
+	return out
+}
