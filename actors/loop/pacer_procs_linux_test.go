@@ -51,8 +51,9 @@ func TestProcsLendsOnePPerHold(t *testing.T) {
 
 // TestSpinningShardsBorrowAPEach: with Procs, every shard that spins (and so
 // sleeps holding its P) has one P lent while it spins, so the process's other
-// goroutines keep GOMAXPROCS's Ps; a shard back under SpinFrom, and every
-// shard at Stop, gives its P back. The shards keep ticking all along.
+// goroutines keep GOMAXPROCS's Ps; a shard back under SpinFrom, a shard
+// left with nothing to step, and every shard at Stop, gives its P back. The
+// shards keep ticking all along.
 func TestSpinningShardsBorrowAPEach(t *testing.T) {
 	base := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(base) })
@@ -98,6 +99,14 @@ func TestSpinningShardsBorrowAPEach(t *testing.T) {
 	devs = devs[:3]
 	wantLent("one shard back under SpinFrom", 1)
 	ticking("one shard spinning")
+	for _, d := range devs {
+		s.Remove(d)
+	}
+	devs = nil
+	wantLent("no device left", 0)
+	add(2) // to the first shard: it spins again
+	wantLent("a shard spinning again", 1)
+	ticking("a shard spinning again")
 	s.Stop()
 	stopped = true
 	if got, procsNow := procs.Lent(), runtime.GOMAXPROCS(0); got != 0 || procsNow != base {

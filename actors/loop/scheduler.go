@@ -421,8 +421,10 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		}
 		if sh.n.Load() == 0 {
 			// Nothing to step: sleep until a device arrives, then start
-			// a fresh grid (the idle time is not an overrun).
+			// a fresh grid (the idle time is not an overrun). An idle
+			// shard does not spin, and gives back a P lent for it.
 			p.Pause()
+			th.pace(false)
 			select {
 			case <-s.stop:
 				return true
