@@ -46,6 +46,10 @@ type Options struct {
 	RequestTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
+	// SimProcs, the process's one loop.Procs (made by its main), lets a
+	// spinning simulation shard sleep holding its P (loop.Pacer.KeepP).
+	// Nil: it does not.
+	SimProcs *loop.Procs
 	// RealtimePriority, 1..99, runs every loop thread SCHED_FIFO at that
 	// priority (needs CAP_SYS_NICE; best effort). 0 keeps normal scheduling.
 	RealtimePriority int
@@ -219,6 +223,7 @@ func Start(o Options) (*Service, error) {
 		Shards:           o.SimShards,
 		Clock:            o.Clock,
 		RealtimePriority: o.RealtimePriority,
+		Procs:            o.SimProcs,
 		// No OnRateWarning: a shard is not a device, and a late simulation
 		// harms no hardware; its period is in GET /metrics and /stats.
 	})

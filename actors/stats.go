@@ -17,12 +17,23 @@ type RemoteDriver interface {
 }
 
 // StatsDoc gathers what GET /stats answers, now. Reading loop stats is lock-free.
-func (s *Service) StatsDoc() protocol.Stats {
-	all := s.Devices().All()
+func (s *Service) StatsDoc() protocol.Stats { return s.statsDoc(true) }
+
+// ShardStatsDoc is StatsDoc without the devices (GET /stats?devices=none):
+// the shards and the process, about 7 KB where 4,600 devices
+// took 1.4 MB and 8 to 11 ms of CPU to gather and encode, which a load
+// test reading it during its window took from the loops it measured.
+func (s *Service) ShardStatsDoc() protocol.Stats { return s.statsDoc(false) }
+
+func (s *Service) statsDoc(devices bool) protocol.Stats {
+	var all []*Device
+	if devices {
+		all = s.Devices().All()
+	}
 	// Sized once: grown by append, the list of 10,000 devices' entries
 	// left as much garbage again, and garbage collected while the loops
 	// run steals their ticks.
-	doc := protocol.Stats{Devices: make([]protocol.DeviceStats, 0, len(all))}
+	doc := protocol.Stats{Devices: make([]protocol.DeviceStats, 0, len(all)), Shards: shardStats(s.sched.Shards())}
 	for _, d := range all {
 		st := d.Stats()
 		var remote *protocol.RemoteStats
@@ -108,6 +119,22 @@ func histogramTotalNs(h *metrics.Float64Histogram) uint64 {
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+func shardStats(shards []loop.ShardStats) []protocol.ShardStats {
+	out := make([]protocol.ShardStats, 0, len(shards))
+	for _, sh := range shards {
+		st := sh.Stats
+		ps := protocol.ShardStats{Devices: sh.Devices, Loop: protocol.LoopStats{TargetUs: us(st.TargetNs),
+			PeriodUsP50: us(st.Period.P50Ns), PeriodUsP99: us(st.Period.P99Ns), PeriodUsMax: us(st.Period.MaxNs),
+			Overruns: st.Overruns, Ticks: st.Ticks, Realtime: st.Realtime},
+			PeriodBuckets: make([]protocol.HistogramBucket, 0, len(sh.PeriodBuckets))}
+		for _, b := range sh.PeriodBuckets {
+			ps.PeriodBuckets = append(ps.PeriodBuckets, protocol.HistogramBucket{UpperUs: us(b.HiNs), Count: b.N})
+		}
+		out = append(out, ps)
+	}
+	return out
+}
 
 func summary(s loop.Summary) protocol.RoundTripStats {
 	return protocol.RoundTripStats{Count: s.Count, P50Us: us(s.P50Ns), P99Us: us(s.P99Ns), MaxUs: us(s.MaxNs)}

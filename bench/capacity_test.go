@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,8 +147,75 @@ func TestCapacityWindowOutlastsALateRead(t *testing.T) {
 	if win.elapsed < window {
 		t.Errorf("window %s, want at least %s after the late read", win.elapsed, window)
 	}
-	lf, _ := windowFigures(win.before, win.after, win.elapsed, false)
-	if lf.Ticks < 2*uint64(window.Milliseconds())*9/10 || lf.OverrunFractionWorst < 0.05 {
-		t.Errorf("window figures: %d ticks, overrun fraction %g; want the whole window's ticks of 2 arms and the fake's 10 %% overruns", lf.Ticks, lf.OverrunFractionWorst)
+	lf, _, err := capacityFigures(win, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lf.Ticks < uint64(window.Milliseconds())*9/10 || lf.OverrunFractionWorst < 0.05 {
+		t.Errorf("window figures: %d ticks, overrun fraction %g; want the whole window's ticks and the fake's 10 %% overruns", lf.Ticks, lf.OverrunFractionWorst)
+	}
+}
+
+// TestCapacityFiguresFromShardsOrDevices: a probe reads /stats without the
+// device entries and takes the window from the shards, the period p99 the
+// window's; from a hapticd whose /stats lists no shards (an older binary
+// in a before-and-after run) it takes the same figures from every device;
+// a service holding another number of arms than it was started with fails
+// the probe either way.
+func TestCapacityFiguresFromShardsOrDevices(t *testing.T) {
+	cases := []struct {
+		name    string
+		faults  fakeFaults
+		arms    int
+		wantP99 float64
+		wantErr string
+	}{
+		{"shards", fakeFaults{overrunPermille: 20}, 3, 2048, ""},
+		{"no shards", fakeFaults{overrunPermille: 20, noShards: true}, 3, 1030, ""},
+		{"shards, arms missing", fakeFaults{overrunPermille: 20}, 4, 0, "holds 3 devices on its shards"},
+		{"no shards, arms missing", fakeFaults{overrunPermille: 20, noShards: true}, 4, 0, "lists 3 arms"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake(3, c.faults)
+			var queries []string
+			var mu sync.Mutex
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				queries = append(queries, r.URL.RawQuery)
+				mu.Unlock()
+				f.stats(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			const window = 200 * time.Millisecond
+			win := readCapacityWindow(context.Background(), srv.URL, 10*time.Millisecond, window)
+			if win.err != nil {
+				t.Fatal(win.err)
+			}
+			if len(win.after.Devices) != 0 && !c.faults.noShards {
+				t.Errorf("the window's /stats held %d device entries, want none", len(win.after.Devices))
+			}
+			mu.Lock()
+			if len(queries) != 2 || queries[0] != "devices=none" || queries[1] != "devices=none" {
+				t.Errorf("queries %q, want two of devices=none", queries)
+			}
+			mu.Unlock()
+			lf, _, err := capacityFigures(win, c.arms)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lf.Ticks < uint64(window.Milliseconds())*9/10 || lf.OverrunFractionWorst < 0.01 || lf.OverrunFractionWorst > 0.03 {
+				t.Errorf("%d ticks, overrun fraction %g; want the window's ticks and the fake's 2 %%", lf.Ticks, lf.OverrunFractionWorst)
+			}
+			if lf.PeriodP99UsWorst != c.wantP99 {
+				t.Errorf("period p99 %g µs, want %g", lf.PeriodP99UsWorst, c.wantP99)
+			}
+		})
 	}
 }

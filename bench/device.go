@@ -269,7 +269,7 @@ func latePercent(t DeviceTiming) float64 {
 func waitHardwareArm(ctx context.Context, httpBase string) (string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		st, err := fetchStats(ctx, httpBase)
+		st, err := fetchStats(ctx, httpBase, "")
 		if err == nil {
 			for _, d := range st.Devices {
 				if isType(d.DeviceType, protocol.TypeArm) && !d.Simulated && d.Loop.Ticks > 0 {

@@ -56,6 +56,9 @@ type fakeFaults struct {
 	busyEvery int
 	// overrunPermille is the share of loop ticks /stats reports overrun.
 	overrunPermille uint64
+	// noShards serves /stats as a hapticd before it listed its shards
+	// did: no shards, and every device whatever the query.
+	noShards bool
 	// faultyFrom limits the faults above to sessions from this id on
 	// (0: every session), and slows those sessions' frames by 200 µs:
 	// a later run that is both slower and faulty.
@@ -196,14 +199,26 @@ func (f *fakeService) stats(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(f.start)
 	ticks := uint64(elapsed.Milliseconds())
 	fmt.Fprintf(w, `{"ok":true,"data":{"devices":[`)
+	devices := f.noShards || r.URL.Query().Get("devices") != "none"
 	for i, id := range f.arms {
+		if !devices {
+			break
+		}
 		if i > 0 {
 			fmt.Fprint(w, ",")
 		}
 		fmt.Fprintf(w, `{"device_type":"arm3","device_id":%q,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":%d,"period_us_max":1500,"overruns":%d,"ticks":%d},"exchange":{"p50_us":1,"p99_us":2,"max_us":3}}`,
 			id, 1010+10*i, ticks*f.overrunPermille/1000, ticks)
 	}
-	fmt.Fprintf(w, `],"process":{"cpu_seconds":%g,"rss_bytes":10485760,"goroutines":12,"sessions":%d,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
+	fmt.Fprint(w, "]")
+	if !f.noShards {
+		// One shard holds every arm; its overrun ticks took 2 ms, the
+		// others 1 ms.
+		late := ticks * f.overrunPermille / 1000
+		fmt.Fprintf(w, `,"shards":[{"devices":%d,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":2000,"period_us_max":2000,"overruns":%d,"ticks":%d},"period_buckets":[{"upper_us":1024,"count":%d},{"upper_us":2048,"count":%d}]}]`,
+			len(f.arms), late, ticks, ticks-late, late)
+	}
+	fmt.Fprintf(w, `,"process":{"cpu_seconds":%g,"rss_bytes":10485760,"goroutines":12,"sessions":%d,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
 		elapsed.Seconds()/2, f.sessions.Load(), ticks*1000, ticks/100)
 }
 

@@ -796,20 +796,20 @@ func countErrs(errs []error) int {
 // ends.
 func readStatsWindow(ctx context.Context, httpBase string, s schedule) statsWindow {
 	end := s.base.Add(s.measureEnd)
-	return readStatsAround(ctx, httpBase, s.base.Add(s.measureStart), func(time.Time) time.Time { return end })
+	return readStatsAround(ctx, httpBase, "", s.base.Add(s.measureStart), func(time.Time) time.Time { return end })
 }
 
-// readStatsAround reads /stats at start and again at end(the time the
-// first read returned); elapsed runs from just before the first read to
+// readStatsAround reads /stats{query} at start and again at end(the time
+// the first read returned); elapsed runs from just before the first read to
 // the second's answer, the span both reads' figures cover.
-func readStatsAround(ctx context.Context, httpBase string, start time.Time, end func(read time.Time) time.Time) statsWindow {
+func readStatsAround(ctx context.Context, httpBase, query string, start time.Time, end func(read time.Time) time.Time) statsWindow {
 	var w statsWindow
 	if !waitUntil(ctx, start) {
 		w.err = ctx.Err()
 		return w
 	}
 	t0 := time.Now()
-	before, err := fetchStatsRaw(ctx, httpBase)
+	before, err := fetchStatsRaw(ctx, httpBase, query)
 	if err != nil {
 		w.err = err
 		return w
@@ -818,7 +818,7 @@ func readStatsAround(ctx context.Context, httpBase string, start time.Time, end 
 		w.err = ctx.Err()
 		return w
 	}
-	w.after, w.err = fetchStats(ctx, httpBase)
+	w.after, w.err = fetchStats(ctx, httpBase, query)
 	w.elapsed = time.Since(t0)
 	if w.err == nil {
 		w.before, w.err = before.decode()

@@ -46,9 +46,14 @@ type (
 	ProcessStats = protocol.ProcessStats
 )
 
-// fetchStats reads GET {httpBase}/stats.
-func fetchStats(ctx context.Context, httpBase string) (ServiceStats, error) {
-	r, err := fetchStatsRaw(ctx, httpBase)
+// statsNoDevices is the query of a /stats without device entries: the
+// simulation shards and the process only (a hapticd from before it
+// answers the whole document).
+const statsNoDevices = "?devices=none"
+
+// fetchStats reads GET {httpBase}/stats{query}.
+func fetchStats(ctx context.Context, httpBase, query string) (ServiceStats, error) {
+	r, err := fetchStatsRaw(ctx, httpBase, query)
 	if err != nil {
 		return ServiceStats{}, err
 	}
@@ -63,10 +68,10 @@ type rawStats struct {
 	body   []byte
 }
 
-func fetchStatsRaw(ctx context.Context, httpBase string) (rawStats, error) {
+func fetchStatsRaw(ctx context.Context, httpBase, query string) (rawStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/stats", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpBase+"/stats"+query, nil)
 	if err != nil {
 		return rawStats{}, fmt.Errorf("bench: stats request: %w", err)
 	}

@@ -8,8 +8,59 @@ import "strconv"
 // Stats is what GET /stats answers: each device loop's own measurements and
 // the process's resource use.
 type Stats struct {
+	// Devices is empty when asked without them (GET /stats?devices=none).
 	Devices []DeviceStats `json:"devices"`
-	Process ProcessStats  `json:"process"`
+	// Shards is the simulation scheduler's shards: the loops the simulated
+	// devices share. Each of their devices repeats its shard's loop figures;
+	// a load test of thousands of arms reads the shards alone.
+	Shards  []ShardStats `json:"shards"`
+	Process ProcessStats `json:"process"`
+}
+
+// ShardStats is one simulation scheduler shard's loop.
+type ShardStats struct {
+	Devices int       `json:"devices"`
+	Loop    LoopStats `json:"loop"`
+	// PeriodBuckets is the loop's period histogram since the service
+	// started, its non-empty buckets lowest first: two reads' difference
+	// is a window's distribution (WindowQuantileUs), where Loop's
+	// percentiles cover the whole run.
+	PeriodBuckets []HistogramBucket `json:"period_buckets"`
+}
+
+// HistogramBucket is one bucket of a histogram of durations: Count values
+// at most UpperUs (and above the previous bucket's UpperUs).
+type HistogramBucket struct {
+	UpperUs float64 `json:"upper_us"`
+	Count   uint64  `json:"count"`
+}
+
+// WindowQuantileUs is the q quantile (0..1) of the values recorded between
+// two reads of one histogram, before and after (each lowest bucket first):
+// the upper bound of the bucket it falls in. ok is false when nothing was
+// recorded in between.
+func WindowQuantileUs(before, after []HistogramBucket, q float64) (us float64, ok bool) {
+	prev := make(map[float64]uint64, len(before))
+	for _, b := range before {
+		prev[b.UpperUs] = b.Count
+	}
+	var total uint64
+	for _, b := range after {
+		total += b.Count - min(b.Count, prev[b.UpperUs])
+	}
+	if total == 0 {
+		return 0, false
+	}
+	rank := uint64(q*float64(total) + 0.5)
+	rank = max(rank, 1)
+	var seen uint64
+	for _, b := range after {
+		seen += b.Count - min(b.Count, prev[b.UpperUs])
+		if seen >= rank {
+			return b.UpperUs, true
+		}
+	}
+	return after[len(after)-1].UpperUs, true
 }
 
 // DeviceStats is one device's loop and transport figures. Percentiles cover
@@ -113,8 +164,21 @@ func AppendStats(dst []byte, s *Stats) []byte {
 		}
 		dst = appendDeviceStats(dst, &s.Devices[i])
 	}
+	dst = append(dst, `],"shards":`...)
+	if s.Shards == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range s.Shards {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendShardStats(dst, &s.Shards[i])
+		}
+		dst = append(dst, ']')
+	}
 	p := &s.Process
-	dst = append(dst, `],"process":{"cpu_seconds":`...)
+	dst = append(dst, `,"process":{"cpu_seconds":`...)
 	dst = AppendFloat(dst, p.CPUSeconds)
 	dst = appendUintField(dst, `,"rss_bytes":`, p.RSSBytes)
 	dst = appendUintField(dst, `,"heap_bytes":`, p.HeapBytes)
@@ -127,19 +191,31 @@ func AppendStats(dst []byte, s *Stats) []byte {
 	return append(dst, "}}"...)
 }
 
+func appendShardStats(dst []byte, sh *ShardStats) []byte {
+	dst = strconv.AppendInt(append(dst, `{"devices":`...), int64(sh.Devices), 10)
+	dst = appendLoopStats(append(dst, `,"loop":`...), &sh.Loop)
+	dst = append(dst, `,"period_buckets":`...)
+	if sh.PeriodBuckets == nil {
+		return append(dst, "null}"...)
+	}
+	dst = append(dst, '[')
+	for i, b := range sh.PeriodBuckets {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendFloat(append(dst, `{"upper_us":`...), b.UpperUs)
+		dst = appendUintField(dst, `,"count":`, b.Count)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
 func appendDeviceStats(dst []byte, d *DeviceStats) []byte {
 	dst = AppendString(append(dst, `{"device_type":`...), d.DeviceType)
 	dst = AppendString(append(dst, `,"device_id":`...), d.DeviceID)
 	dst = appendBool(append(dst, `,"simulated":`...), d.Simulated)
-	l := &d.Loop
-	dst = AppendFloat(append(dst, `,"loop":{"target_us":`...), l.TargetUs)
-	dst = AppendFloat(append(dst, `,"period_us_p50":`...), l.PeriodUsP50)
-	dst = AppendFloat(append(dst, `,"period_us_p99":`...), l.PeriodUsP99)
-	dst = AppendFloat(append(dst, `,"period_us_max":`...), l.PeriodUsMax)
-	dst = appendUintField(dst, `,"overruns":`, l.Overruns)
-	dst = appendUintField(dst, `,"ticks":`, l.Ticks)
-	dst = appendBool(append(dst, `,"realtime":`...), l.Realtime)
-	dst = appendRoundTripStats(append(dst, `},"exchange":`...), &d.Exchange)
+	dst = appendLoopStats(append(dst, `,"loop":`...), &d.Loop)
+	dst = appendRoundTripStats(append(dst, `,"exchange":`...), &d.Exchange)
 	dst = appendUintField(dst, `,"errors":`, d.Errors)
 	if r := d.Remote; r != nil {
 		dst = AppendString(append(dst, `,"remote":{"node_id":`...), r.NodeID)
@@ -147,6 +223,17 @@ func appendDeviceStats(dst []byte, d *DeviceStats) []byte {
 		dst = appendRoundTripStats(append(dst, `,"state_age":`...), &r.StateAge)
 		dst = append(dst, '}')
 	}
+	return append(dst, '}')
+}
+
+func appendLoopStats(dst []byte, l *LoopStats) []byte {
+	dst = AppendFloat(append(dst, `{"target_us":`...), l.TargetUs)
+	dst = AppendFloat(append(dst, `,"period_us_p50":`...), l.PeriodUsP50)
+	dst = AppendFloat(append(dst, `,"period_us_p99":`...), l.PeriodUsP99)
+	dst = AppendFloat(append(dst, `,"period_us_max":`...), l.PeriodUsMax)
+	dst = appendUintField(dst, `,"overruns":`, l.Overruns)
+	dst = appendUintField(dst, `,"ticks":`, l.Ticks)
+	dst = appendBool(append(dst, `,"realtime":`...), l.Realtime)
 	return append(dst, '}')
 }
 

@@ -25,6 +25,13 @@ func statsDoc(n int) Stats {
 		}
 		s.Devices = append(s.Devices, d)
 	}
+	for i := range min(n, 2) {
+		s.Shards = append(s.Shards, ShardStats{Devices: 100 + i, Loop: LoopStats{TargetUs: 1000, PeriodUsP50: 1000.5, PeriodUsP99: 2047.75, Overruns: 3, Ticks: 9000, Realtime: i == 1},
+			PeriodBuckets: []HistogramBucket{{UpperUs: 0.875, Count: 1}, {UpperUs: 1024.5, Count: 8999}}})
+	}
+	if n == 1 {
+		s.Shards[0].PeriodBuckets = nil
+	}
 	return s
 }
 
@@ -93,4 +100,33 @@ func BenchmarkStatsEncoding(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 		}
 	})
+}
+
+// TestWindowQuantileUs: a window's quantile is taken from the counts the
+// buckets gained between two reads, not from the whole run: a run whose
+// start was slow and whose window was on time has an on-time window p99.
+func TestWindowQuantileUs(t *testing.T) {
+	b := func(upper float64, n uint64) HistogramBucket { return HistogramBucket{UpperUs: upper, Count: n} }
+	cases := []struct {
+		name          string
+		before, after []HistogramBucket
+		q             float64
+		want          float64
+		wantOK        bool
+	}{
+		{"nothing before", nil, []HistogramBucket{b(1000, 98), b(2000, 2)}, 0.99, 2000, true},
+		{"slow start left out", []HistogramBucket{b(1000, 10), b(9000, 50)}, []HistogramBucket{b(1000, 1010), b(9000, 50)}, 0.99, 1000, true},
+		{"a bucket new in the window", []HistogramBucket{b(1000, 10)}, []HistogramBucket{b(1000, 60), b(1500, 50)}, 0.5, 1000, true},
+		{"the window's median in the upper bucket", []HistogramBucket{b(1000, 10)}, []HistogramBucket{b(1000, 60), b(1500, 51)}, 0.5, 1500, true},
+		{"no tick in the window", []HistogramBucket{b(1000, 10)}, []HistogramBucket{b(1000, 10)}, 0.99, 0, false},
+		{"p0 is the lowest bucket gained", nil, []HistogramBucket{b(500, 1), b(1000, 9)}, 0, 500, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := WindowQuantileUs(c.before, c.after, c.q)
+			if got != c.want || ok != c.wantOK {
+				t.Fatalf("WindowQuantileUs = %v, %v; want %v, %v", got, ok, c.want, c.wantOK)
+			}
+		})
+	}
 }

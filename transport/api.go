@@ -653,8 +653,17 @@ func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.
 
 // stats reports each device loop's own measurements and the process's, for
 // load tests (hapticbench) and operators.
-func (a *api) stats(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	doc := a.svc.StatsDoc()
+func (a *api) stats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var doc protocol.Stats
+	switch v := r.URL.Query().Get("devices"); v {
+	case "", "all":
+		doc = a.svc.StatsDoc()
+	case "none":
+		doc = a.svc.ShardStatsDoc()
+	default:
+		writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "GET /stats: devices=%q: want all (the default) or none", v))
+		return
+	}
 	// The data envelope writeData writes, by protocol's writer: with
 	// thousands of arms encoding/json took most of the answer's CPU.
 	buf := make([]byte, 0, 64+300*len(doc.Devices))

@@ -373,7 +373,8 @@ func (a *api) describeRoutes(rs []route) {
 	describeMethod(rs, http.MethodPost, "/recordings", routeDoc{summary: "Start a recording to MCAP", body: schemaRecordingInput, answer: schemaRecording})
 	describe(rs, "/recordings/:id", routeDoc{summary: "Stop a recording; the answer is its final state", answer: schemaRecording})
 	describe(rs, "/sessions/closed", routeDoc{summary: "The most recent session ends, each with its typed reason", answer: schemaSessionsClosed})
-	describe(rs, "/stats", routeDoc{summary: "Loop periods, overruns and process resource use", answer: "stats"})
+	describe(rs, "/stats", routeDoc{summary: "Loop periods, overruns and process resource use", answer: "stats", query: []queryParam{
+		{name: "devices", about: "all (the default): every device's entry; none: the simulation shards and the process only, a few kilobytes however many devices"}}})
 	describe(rs, "/events", routeDoc{summary: "The recent-events ring", answer: "events-page", query: []queryParam{
 		{name: "since", about: "return events with seq > since (default 0)"}, {name: "limit", about: "at most this many, 1..10000 (default 100)"}}})
 	describe(rs, "/deprecations", routeDoc{summary: "The migration report: deprecated routes and commands in use", answer: schemaDeprecations})

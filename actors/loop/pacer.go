@@ -24,6 +24,9 @@ type Pacer struct {
 	// timer is what the OS sleeps on (a waitable timer on Windows; nothing
 	// elsewhere). Its zero value is ready to use.
 	timer osTimer
+	// keepP: a spinning pacer sleeps without telling the Go scheduler
+	// (see KeepP).
+	keepP bool
 }
 
 const (
@@ -58,6 +61,20 @@ func (p *Pacer) Spin(on bool) {
 		p.maxSpin = maxSpinNs
 	}
 }
+
+// KeepP makes a spinning pacer sleep without giving up its goroutine's P
+// (Linux; elsewhere it changes nothing). Its thread must be locked, and the
+// process needs a P for its other goroutines beside every thread that does
+// this: Procs.Hold lends one, and reports whether KeepP may be turned on.
+//
+// Why: a spinning pacer sleeps in clock_nanosleep, a system call, and the Go
+// scheduler retakes the P of a thread that stays in a system call over one
+// of sysmon's ticks (20 µs) whenever no P is idle, as when every P is busy
+// stepping arms. Each retake hands the P to another thread, keeps sysmon
+// waking every 20 µs, and leaves the pacer's thread to find a P again when
+// it wakes, behind whatever goroutine took it (docs/performance.md,
+// "Capacity with effects").
+func (p *Pacer) KeepP(on bool) { p.keepP = on }
 
 // Restart starts a new grid from the next Wait, after a pause that must not
 // count as overruns.

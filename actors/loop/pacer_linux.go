@@ -5,8 +5,10 @@ package loop
 import (
 	"errors"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,6 +57,24 @@ func (p *Pacer) sleepUntil(deadlineNs int64) {
 	}
 	p.timer.stop() // a spinning pacer's timerfd would wake the poller for nothing
 	ts := unix.NsecToTimespec(deadlineNs)
+	if p.keepP {
+		// A raw system call: the Go scheduler still sees the goroutine
+		// running, so sysmon neither retakes the P (it would every 20 µs
+		// of the sleep when no P is idle, and wake that often) nor hands
+		// it to a spinning thread that the shard must then wait out.
+		for {
+			_, _, errno := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+				uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			if errno != unix.EINTR {
+				return
+			}
+			// A signal: most likely the runtime asking this goroutine to
+			// stop (for the collector, or after 10 ms on its P), which it
+			// cannot do inside the system call. Answer it now, not at the
+			// deadline: a stop of the world waits for every P.
+			runtime.Gosched()
+		}
+	}
 	for {
 		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
 		if err != unix.EINTR {
@@ -170,3 +190,6 @@ func tuneThread(rtPriority int) (realtime bool, restore func()) {
 		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: back to the default
 	}
 }
+
+// pacerKeepsP: a Linux pacer can sleep holding its P (KeepP).
+const pacerKeepsP = true

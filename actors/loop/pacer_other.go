@@ -16,3 +16,6 @@ func (p *Pacer) sleepUntil(deadlineNs int64) { sleepRuntime(deadlineNs) }
 
 // tuneThread has nothing to tune here (macOS, the BSDs).
 func tuneThread(int) (realtime bool, restore func()) { return false, func() {} }
+
+// pacerKeepsP: this pacer sleeps through the runtime, which frees the P.
+const pacerKeepsP = false

@@ -104,3 +104,7 @@ func setThreadPriority(prio int) error {
 	}
 	return nil
 }
+
+// pacerKeepsP: a Windows pacer waits through the runtime's system-call path
+// (KeepP changes nothing here).
+const pacerKeepsP = false

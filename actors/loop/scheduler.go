@@ -44,6 +44,11 @@ type SchedulerOptions struct {
 	// bench/results.md), and its spin, a few percent of a core, is small
 	// beside its stepping.
 	SpinFrom int
+	// Procs, when set, lets a spinning shard sleep holding its P
+	// (Pacer.KeepP) and lends the process a P for it meanwhile. Nil: a
+	// spinning shard's sleep is a system call the runtime may take its P
+	// from, as before.
+	Procs *Procs
 }
 
 // DefaultSpinFrom is SchedulerOptions.SpinFrom's default. The bare loop
@@ -302,11 +307,9 @@ func (s *Scheduler) run(sh *shard) {
 	// On Linux a shard with no real-time priority is locked to a thread
 	// only while it spins (see shardThread); elsewhere the pacer blocks its
 	// thread, so it keeps one.
-	th := shardThread{rtPriority: s.opts.RealtimePriority}
+	th := shardThread{rtPriority: s.opts.RealtimePriority, procs: s.opts.Procs}
 	defer th.release()
-	if s.opts.RealtimePriority > 0 || runtime.GOOS != "linux" {
-		th.hold()
-	}
+	th.pace(false)
 	sh.stats.realtime.Store(threadRealtime()) // true under chrt, locked or not
 	p := NewPacer(s.opts.PeriodNs, s.opts.Clock)
 	// A few simulated devices need no sub-50 µs tick precision; a spinning
@@ -330,10 +333,36 @@ func (s *Scheduler) run(sh *shard) {
 // queues for a P behind whatever runs there. Measured with 14,000 moving
 // arms on 2 cores: 10.9 % of ticks overrun unlocked, 0.5 % locked, at about
 // the same CPU (131 % and 120 %).
+//
+// A spinning shard with Procs also sleeps holding its P (Pacer.KeepP), and
+// Procs lends the process another P meanwhile: in clock_nanosleep as a
+// system call, with no P idle, sysmon retook the shard's P every sleep
+// (docs/performance.md, "Capacity with effects").
 type shardThread struct {
 	rtPriority int
+	procs      *Procs
 	held       bool
+	keepsP     bool // the pacer sleeps holding its P; procs lent one
 	restore    func()
+}
+
+// pace prepares the thread for a spinning pacer or a sleep-only one, and
+// reports whether the pacer may keep its P while it sleeps.
+func (t *shardThread) pace(spin bool) (keepP bool) {
+	switch {
+	case spin || t.rtPriority > 0 || runtime.GOOS != "linux":
+		t.hold()
+	default:
+		t.release()
+	}
+	switch {
+	case spin && !t.keepsP:
+		t.keepsP = t.procs.Hold()
+	case !spin && t.keepsP:
+		t.procs.Release()
+		t.keepsP = false
+	}
+	return t.keepsP
 }
 
 // hold locks the goroutine to its thread and tunes the thread for pacing.
@@ -346,9 +375,13 @@ func (t *shardThread) hold() {
 	t.held = true
 }
 
-// release undoes hold: the thread's settings first, so no other goroutine
-// inherits them.
+// release undoes hold and gives back a P procs lent: the thread's settings
+// first, so no other goroutine inherits them.
 func (t *shardThread) release() {
+	if t.keepsP {
+		t.procs.Release()
+		t.keepsP = false
+	}
 	if !t.held {
 		return
 	}
@@ -388,8 +421,10 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		}
 		if sh.n.Load() == 0 {
 			// Nothing to step: sleep until a device arrives, then start
-			// a fresh grid (the idle time is not an overrun).
+			// a fresh grid (the idle time is not an overrun). An idle
+			// shard does not spin, and gives back a P lent for it.
 			p.Pause()
+			th.pace(false)
 			select {
 			case <-s.stop:
 				return true
@@ -400,13 +435,7 @@ func (s *Scheduler) ticks(sh *shard, p *Pacer, th *shardThread) (stopped bool) {
 		}
 		spin := s.opts.SpinFrom > 0 && sh.n.Load() >= int64(s.opts.SpinFrom)
 		p.Spin(spin)
-		if s.opts.RealtimePriority == 0 && runtime.GOOS == "linux" {
-			if spin {
-				th.hold()
-			} else {
-				th.release()
-			}
-		}
+		p.KeepP(th.pace(spin))
 		now, overrun := p.Wait()
 		if warn, p99 := sh.stats.tick(now, overrun); warn && s.opts.OnRateWarning != nil {
 			if held, ok := sh.stats.limitWarning(now); ok {
@@ -450,4 +479,39 @@ func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 	}
 	*cur = nil
 	sh.stats.endTick() // the exchange timed in this pass (ticks ends it again after Busy)
+}
+
+// ShardStats is one scheduler shard's loop: the figures every device on it
+// reports as its own, once.
+type ShardStats struct {
+	// Devices is how many devices the shard steps.
+	Devices int
+	Stats   Stats
+	// PeriodBuckets is the shard's period histogram since it started, its
+	// non-empty buckets lowest first: two reads' difference is a window's
+	// distribution, where Stats.Period covers the shard's whole life.
+	PeriodBuckets []Bucket
+}
+
+// Bucket is one histogram bucket: values in [LoNs, HiNs), N of them.
+type Bucket struct {
+	LoNs, HiNs int64
+	N          uint64
+}
+
+// Shards returns each shard's loop figures, in shard order. It reads them
+// as a device's Stats does, without waiting for a tick.
+func (s *Scheduler) Shards() []ShardStats {
+	out := make([]ShardStats, 0, len(s.shards))
+	for _, sh := range s.shards {
+		r := sh.stats
+		sums := r.summaries()
+		st := ShardStats{Devices: int(sh.n.Load()), Stats: Stats{TargetNs: r.targetNs, Period: sums.period, Busy: sums.busy,
+			Exchange: sums.exchange, Overruns: r.overruns.Load(), Ticks: r.ticks.Load(), Realtime: r.realtime.Load()}}
+		r.period.Buckets(func(lo, hi int64, n uint64) {
+			st.PeriodBuckets = append(st.PeriodBuckets, Bucket{LoNs: lo, HiNs: hi, N: n})
+		})
+		out = append(out, st)
+	}
+	return out
 }

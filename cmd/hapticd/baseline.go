@@ -124,13 +124,14 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 		}
 	}
 	results := make([]bareResult, threads)
+	procs := loop.NewProcs() // as the service's, for the echo's goroutines
 	var wg sync.WaitGroup
 	for t := range threads {
 		lo, hi := t*arms/threads, (t+1)*arms/threads
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[t] = stepBareLoop(all[lo:hi], effects.slice(lo, hi), loopHz, d)
+			results[t] = stepBareLoop(all[lo:hi], effects.slice(lo, hi), loopHz, d, procs)
 		}()
 	}
 	wg.Wait()
@@ -207,7 +208,8 @@ func (r bareResult) fraction() float64 {
 // stepBareLoop runs one thread's loop, paced as the service's scheduler
 // shard of as many arms is: from loop.DefaultSpinFrom arms it spins the
 // last stretch before each deadline on a locked thread, below it sleeps on
-// the runtime's poller. (Spinning below it, the bare loop lost to the
+// the runtime's poller; a spinning thread sleeps holding its P, with a P
+// lent for it (loop.Procs), as a spinning shard does. (Spinning below it, the bare loop lost to the
 // service's under 100 clients: its thread woke from clock_nanosleep to
 // find its P given to the echo's sessions, 2.34 against 2.10 ms period
 // p99.) Each tick it gives every arm the command the service's loop gives
@@ -219,11 +221,16 @@ func (r bareResult) fraction() float64 {
 // With fx, each tick renders every arm's effects from its last position
 // and velocity and adds them to the feed-forward, and no arm sleeps (the
 // service's loop never puts an arm it renders effects for to sleep).
-func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Duration) bareResult {
+func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Duration, procs *loop.Procs) bareResult {
 	spin := len(arms) >= loop.DefaultSpinFrom
+	keepP := false
 	if spin {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		// Sleeping holding the P, as a spinning shard of the service does.
+		if keepP = procs.Hold(); keepP {
+			defer procs.Release()
+		}
 	}
 	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: sim.EffectiveMassKg * hw.GravityMps2}}
 
@@ -234,6 +241,7 @@ func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Du
 	periods := histogram.New(7)
 	p := loop.NewPacer(periodNs, clock)
 	p.Spin(spin)
+	p.KeepP(keepP)
 	res := bareResult{arms: len(arms)}
 	// An arm at rest with no scripted hand stays at rest under the same
 	// command: like the service's loop, stop stepping it.

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
@@ -213,6 +214,7 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 		EventRingSize:    o.eventRing,
 		OnDeviceLost:     hardware.onDeviceLost,
 		SimShards:        runtime.NumCPU(),
+		SimProcs:         loop.NewProcs(), // one service a process
 		RealtimePriority: o.realtimePriority,
 	})
 	if err != nil {
