@@ -170,8 +170,8 @@ func (c *wsConn) serve(sess *actors.Session) {
 }
 
 // wsConn is one connection and the session's FrameSink (a SplicingSink).
-// Its reader is its
-// own goroutine (serve, started by the HTTP handler, which returns). There
+// Its reader is its own goroutine (serve, started by the HTTP handler,
+// which returns). There
 // is no writer goroutine, unlike the events socket: a client's message is
 // processed on the reader's goroutine (actors.Session.Deliver) and its frame
 // written there too (the listeners' watchdog bounds the write); only the
