@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/space"
+	"github.com/rs/zerolog"
 )
 
 // runRig is a few simulated arms of one service's framing (a shared
@@ -74,6 +77,23 @@ func (r *runRig) frame(session uint64) ([]byte, []protocol.ArmFrame) {
 	f := &protocol.Frame{SessionID: session}
 	fillFrame(r.devs, session, f, &r.snap, false, nil, protocol.Codec{}, nil, m)
 	out := protocol.Codec{}.AppendFrame(nil, f, r.types)
+	// The same frame as a splicing sink gets it (emit): its own bytes and
+	// the run, to be written where it lies.
+	f.Splice = true
+	own := protocol.Codec{}.AppendFrame(nil, f, r.types)
+	f.Splice = false
+	if f.SplicedAt >= 0 {
+		shared := splicedElement(f)
+		if m.run.held == nil || len(shared) == 0 || &shared[0] != &m.run.held.body[0] {
+			r.t.Fatal("a spliced frame's element is not the run it holds")
+		}
+		own = append(append(own[:f.SplicedAt:f.SplicedAt], shared...), own[f.SplicedAt:]...)
+	} else if len(f.Arms) == 1 && f.Arms[0].Spliced {
+		r.t.Fatal("the run was not left out of a frame that splices")
+	}
+	if !bytes.Equal(own, out) {
+		r.t.Fatalf("the frame spliced differs from the frame copied:\n%s\n%s", own, out)
+	}
 	m.run.release()
 	return out, f.Arms
 }
@@ -219,4 +239,70 @@ func TestArmRunBuffersAreReusedOnlyWhenUnread(t *testing.T) {
 		}
 	}
 	t.Fatal("no build reused the buffer of the run released")
+}
+
+// joiningSink is a SplicingSink that joins each frame's parts, as the
+// bytes a socket's writev sends, and counts the frames that came spliced.
+type joiningSink struct {
+	*chanSink
+	spliced int
+}
+
+func (s *joiningSink) SendSpliced(buf []byte, at int, shared []byte) {
+	s.spliced++
+	joined := append(append(append(make([]byte, 0, len(buf)+len(shared)), buf[:at]...), shared...), buf[at:]...)
+	s.frames <- joined
+}
+
+// TestSessionsSpliceTheRun: sessions whose sink splices get every-arm
+// frames as their own bytes and the shared run, which joined are a frame
+// of every arm; each frame lets go of the run once written, so its
+// buffers can be reused.
+func TestSessionsSpliceTheRun(t *testing.T) {
+	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Shutdown(t.Context())
+	var ids []string
+	for i := range 3 {
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	sinks := []*joiningSink{{chanSink: newChanSink()}, {chanSink: newChanSink()}}
+	var sessions []*Session
+	for _, s := range sinks {
+		sessions = append(sessions, openOn(t, svc, s, s.chanSink))
+	}
+	for i := range 200 {
+		k := i % 2
+		sessions[k].Deliver([]byte(`{"arm3":[{"device_id":"` + ids[k] + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.1}}}}]}`))
+		out := <-sinks[k].frames
+		var frame struct {
+			SessionID uint64 `json:"session_id"`
+			Arms      []struct {
+				DeviceID string `json:"device_id"`
+			} `json:"inverse3"` // the default naming
+		}
+		if err := json.Unmarshal(out, &frame); err != nil {
+			t.Fatalf("frame %d is not JSON: %v\n%s", i, err, out)
+		}
+		if frame.SessionID != sessions[k].ID || len(frame.Arms) != len(ids) {
+			t.Fatalf("frame %d: session %d, %d arms; want session %d, %d arms\n%.300s", i, frame.SessionID, len(frame.Arms), sessions[k].ID, len(ids), out)
+		}
+		for j, a := range frame.Arms {
+			if a.DeviceID != ids[j] {
+				t.Fatalf("frame %d: arm %d is %q, want %q", i, j, a.DeviceID, ids[j])
+			}
+		}
+		if r := svc.Devices().runs.runs[slot3x].Load(); r != nil && r.readers.Load() != 0 {
+			t.Fatalf("frame %d: the run is still held by %d frames once written", i, r.readers.Load())
+		}
+	}
+	if sinks[0].spliced+sinks[1].spliced == 0 {
+		t.Fatal("no frame came spliced: the sessions never shared a run")
+	}
 }

@@ -130,6 +130,12 @@ type ArmFrame struct {
 	// that filling an element with it writes one cache line of the
 	// 384-byte element, not four.
 	Element []byte
+	// Spliced marks Element as one its frame's writer sends from where it
+	// lies (a run of every arm's element, shared by many frames): with
+	// Frame.Splice set, the encoder leaves it out and records where it
+	// belongs (Frame.SplicedAt), so a 63 KB run is not copied per frame.
+	// Without Frame.Splice it is copied as any Element.
+	Spliced bool
 	State   ArmState
 	Status  ArmStatus
 }
@@ -167,6 +173,13 @@ type Frame struct {
 	// the session's subscription (subscribe.go). A selection writes each
 	// arm's state afresh, never ArmFrame.Element.
 	ArmState StateFields
+	// Splice asks the encoder to leave out the first arm element marked
+	// Spliced; SplicedAt is then where in the encoding its bytes belong (an
+	// index into the slice the encoder returns), or -1 when no element was
+	// left out. The frame's bytes are the encoding up to SplicedAt, the
+	// element, then the rest. Without Splice the encoder writes nothing in f.
+	Splice    bool
+	SplicedAt int
 }
 
 // Spelling holds what differs between the 3.x and 3.0 frame formats: a few
@@ -203,6 +216,9 @@ func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 	if sp.KeyedByID {
 		open, end = '{', '}'
 	}
+	if f.Splice {
+		f.SplicedAt = -1 // written only when asked: a frame not splicing stays read-only
+	}
 	dst = append(dst, '{')
 	if f.SessionID != 0 {
 		dst = append(dst, `"session_id":`...)
@@ -224,6 +240,10 @@ func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 				}
 				n++
 				if a := &f.Arms[j]; a.Config == nil && a.Element != nil && f.ArmState == 0 {
+					if a.Spliced && f.Splice && f.SplicedAt < 0 {
+						f.SplicedAt = len(dst) // the writer sends a.Element here
+						continue
+					}
 					dst = append(dst, a.Element...)
 					continue
 				}

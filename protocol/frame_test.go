@@ -300,6 +300,52 @@ func TestAppendFrameWithElements(t *testing.T) {
 	}
 }
 
+// TestAppendFrameSplice: a frame that splices its marked element leaves
+// exactly that element's bytes out, at SplicedAt, in both spellings, and
+// copies any later marked element; a frame that does not splice copies it.
+func TestAppendFrameSplice(t *testing.T) {
+	for _, sp := range []Spelling{Spelling3x(), {KeyedByID: true, MajorVersion: "major", MinorVersion: "minor", ControlMode: "mode"}} {
+		base := sampleFrame()
+		base.Arms[0].Config = nil
+		second := base.Arms[0]
+		second.DeviceID = "04A0"
+		base.Arms = append(base.Arms, second)
+		want := string(AppendFrameAs(nil, base, nil, sp))
+		run := AppendArmElement(nil, &base.Arms[0], sp)
+		cases := []struct {
+			name           string
+			splice, marked bool
+			wantAt         bool
+		}{
+			{"spliced", true, true, true},
+			{"not asked", false, true, false},
+			{"nothing marked", true, false, false},
+		}
+		for _, c := range cases {
+			f := *base
+			f.Arms = append([]ArmFrame(nil), base.Arms...)
+			f.Arms[0] = ArmFrame{Element: run, Spliced: c.marked}
+			// A second marked element is copied: one splice per frame.
+			f.Arms[1].Element, f.Arms[1].Spliced = AppendArmElement(nil, &base.Arms[1], sp), c.marked
+			f.Splice = c.splice
+			got := AppendFrameAs([]byte("xx")[:0], &f, nil, sp)
+			if !c.wantAt {
+				if (c.splice && f.SplicedAt != -1) || string(got) != want {
+					t.Fatalf("%v %s: SplicedAt %d, frame\n%s\nwant\n%s", sp.KeyedByID, c.name, f.SplicedAt, got, want)
+				}
+				continue
+			}
+			if f.SplicedAt <= 0 || f.SplicedAt > len(got) {
+				t.Fatalf("%v %s: SplicedAt %d in a %d-byte encoding", sp.KeyedByID, c.name, f.SplicedAt, len(got))
+			}
+			whole := string(got[:f.SplicedAt]) + string(run) + string(got[f.SplicedAt:])
+			if whole != want {
+				t.Fatalf("%v %s: head, element and tail\n%s\nwant\n%s", sp.KeyedByID, c.name, whole, want)
+			}
+		}
+	}
+}
+
 func TestAppendErrorEnvelope(t *testing.T) {
 	for _, e := range []*Error{
 		{Code: CodeOutOfRange, Message: `gain 1.5 is out of range 0..1`, Path: "gain"},

@@ -40,14 +40,23 @@
 // write would move a runtime timer on every frame). No lock is held across
 // I/O but the connection's own write lock.
 //
+// Frames and pongs are written past gorilla, as whole unmasked WebSocket
+// frames with one writev on the connection (wsConn.writeData): a frame of
+// every arm is the session's own bytes around a run of every arm's element
+// that all sessions share (actors.SplicingSink), and gorilla writes a
+// message from one buffer, which cost a 63 KB copy per frame. The header
+// goes into room kept before the frame buffer. gorilla writes only close
+// frames, after which no frame is written; every write is on the one
+// goroutine, so none interleave. The bytes are gorilla's
+// (TestFramesAreGorillasBytes).
+//
 // # Memory per connection
 //
 // The reader runs on its own goroutine and the HTTP handler returns, so an
 // idle connection keeps neither the HTTP server's request state nor a grown
-// handler stack. gorilla's write buffer is 2 KiB, held (through a pool,
-// gorilla allocates for every message it writes): a frame of one or two
-// arms is copied in, a larger one is written from the frame buffer in one
-// writev. Frame buffers come from a pool per listener, and message buffers
+// handler stack. gorilla's write buffer is 2 KiB, held (a pool costs an
+// allocation per message gorilla writes); frames do not use it.
+// Frame buffers come from a pool per listener, and message buffers
 // over 64 KiB are neither kept nor read more than four at a time per
 // listener. An idle session holds about 12 KiB (TestIdleSessionMemory).
 //

@@ -58,8 +58,13 @@ const (
 	// read straight into the message buffer.
 	readBufferBytes = 512
 	// writeBufferBytes is gorilla's write buffer per connection, held for
-	// the connection's lifetime: a frame of two arms fits.
+	// the connection's lifetime. gorilla writes only close frames now
+	// (wsConn.writeData writes the rest), from buffers of its own.
 	writeBufferBytes = 2 << 10
+	// frameHeadroom is the room a frame buffer keeps before the frame for
+	// its WebSocket header (2 to 10 bytes for a server's unmasked frame),
+	// so that a frame goes out in one write with no copy.
+	frameHeadroom = 10
 )
 
 // sessionHandler upgrades connections on "/" to simulation sessions.
@@ -90,10 +95,7 @@ func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, 
 			ReadBufferSize: readBufferBytes,
 			// Held per connection, with no pool: gorilla allocates a
 			// 24-byte pool entry for every message written through a
-			// pool (2.3 MB/s of garbage at 100 clients at 1 kHz). A frame
-			// that fits (one or two arms) is copied in and written; a
-			// larger one is written from the frame buffer itself, with
-			// the first writeBufferBytes, in one writev.
+			// pool. Frames and pongs do not go through it (writeData).
 			WriteBufferSize: writeBufferBytes,
 			// The BrowserGuard has already refused foreign origins before
 			// this handler runs (PROTOCOL.md 3.4); gorilla's own check
@@ -121,11 +123,13 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// rest of the message (see drainBytes); readInto enforces the limit.
 	c := &wsConn{
 		ws:       ws,
+		raw:      ws.UnderlyingConn(),
 		h:        h,
 		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
 		inflight: newInflightGate(maxInFlight),
 		done:     make(chan struct{}),
 	}
+	c.takeControlWrites()
 	if !h.conns.add(c) {
 		r := protocol.CloseShutdown
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
@@ -165,8 +169,9 @@ func (c *wsConn) serve(sess *actors.Session) {
 	c.releaseBig()
 }
 
-// wsConn is one connection and the session's FrameSink. Its reader is its
-// own goroutine (serve, started by the HTTP handler, which returns). There
+// wsConn is one connection and the session's FrameSink (a SplicingSink).
+// Its reader is its own goroutine (serve, started by the HTTP handler,
+// which returns). There
 // is no writer goroutine, unlike the events socket: a client's message is
 // processed on the reader's goroutine (actors.Session.Deliver) and its frame
 // written there too (the listeners' watchdog bounds the write); only the
@@ -177,8 +182,17 @@ func (c *wsConn) serve(sess *actors.Session) {
 // frames and the close frame are written by one goroutine at a time (the
 // handler, then the reader); wmu, uncontended, keeps the write state
 // consistent should that change. No other lock is held across I/O.
+//
+// Frames and pongs are written on raw, the connection under gorilla, as
+// whole WebSocket frames (writeData): gorilla writes a message from one
+// buffer, so a frame of every arm would be copied whole to sit after its
+// session's own bytes, where one writev sends the parts where they lie.
+// gorilla itself writes only close frames, after which no frame is
+// written, and every write is on the one goroutine, so no frame of ours
+// and of gorilla's interleave.
 type wsConn struct {
 	ws        *websocket.Conn
+	raw       net.Conn // ws's connection, for writeData
 	h         *sessionHandler
 	messages  bufPool       // message buffers, reused once processed
 	inflight  *inflightGate // messages whose frame is not written yet
@@ -209,6 +223,14 @@ type wsConn struct {
 	framesWritten uint64
 	writeFailed   bool
 	closeSent     bool
+	// head holds a frame's WebSocket header when its buffer has no room
+	// for it; parts and out are the iovecs of one write, kept here so that
+	// a write allocates nothing.
+	head  [frameHeadroom]byte
+	parts [4][]byte
+	out   net.Buffers
+	// joined is a spliced frame joined whole for a recording.
+	joined []byte
 }
 
 // readLoop reads messages until the connection ends and returns why it
@@ -317,10 +339,11 @@ func (c *wsConn) sendClose() {
 	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(r.CloseCode(), r.CloseText()), time.Now().Add(time.Second))
 }
 
-// Buffer implements actors.FrameSink.
+// Buffer implements actors.FrameSink: an empty buffer with room for the
+// WebSocket header before it (frameHeadroom).
 func (c *wsConn) Buffer() []byte {
 	c.frame = c.h.frames.get()
-	return c.frame.b
+	return c.frame.b[frameHeadroom:frameHeadroom]
 }
 
 // Recycle implements actors.FrameSink: the session is done with a message.
@@ -402,8 +425,19 @@ func (g *inflightGate) leave() {
 }
 
 // frameBuf carries a frame buffer through the pool: a pointer, so that
-// putting it back does not allocate.
+// putting it back does not allocate. b's first frameHeadroom bytes are
+// room for the frame's header; Buffer hands out what follows.
 type frameBuf struct{ b []byte }
+
+// headroom returns the room before buf for its header when buf is the
+// frame f's buffer, as Buffer handed it out (nil when buf grew into
+// another array, or is not f's).
+func (f *frameBuf) headroom(buf []byte) []byte {
+	if f == nil || cap(f.b) <= frameHeadroom || cap(buf) == 0 || &f.b[:frameHeadroom+1][frameHeadroom] != &buf[:1][0] {
+		return nil
+	}
+	return f.b[:frameHeadroom]
+}
 
 // framePool is a listener's pool of frame buffers.
 type framePool struct {
@@ -419,11 +453,17 @@ func (p *framePool) get() *frameBuf {
 	return &frameBuf{b: make([]byte, 0, p.newCap)}
 }
 
+// put keeps f's buffer for reuse; b is the frame written from it, which
+// may have grown into a larger array (kept instead, unless past keepCap).
 func (p *framePool) put(f *frameBuf, b []byte) {
-	if cap(b) > p.keepCap {
-		b = make([]byte, 0, p.newCap)
+	switch {
+	case f.headroom(b) != nil:
+		// Still f.b's array.
+	case cap(b) > p.keepCap || cap(b) <= frameHeadroom:
+		f.b = make([]byte, 0, p.newCap)
+	default:
+		f.b = b[:0] // grown: a new array, b at its start
 	}
-	f.b = b[:0]
 	p.pool.Put(f)
 }
 
@@ -498,34 +538,138 @@ func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 // message it answers out of the in-flight gate. A client that does not read for the write
 // timeout is closed: the connSet's watchdog ends a write that takes longer
 // (connSet.expireStalledWrites).
-func (c *wsConn) Send(buf []byte) {
+func (c *wsConn) Send(buf []byte) { c.SendSpliced(buf, len(buf), nil) }
+
+// SendSpliced implements actors.SplicingSink: Send of the frame buf[:at],
+// shared, buf[at:], written as one WebSocket frame in one writev, shared
+// read where it lies.
+func (c *wsConn) SendSpliced(buf []byte, at int, shared []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.writeFailed {
+		c.putFrame(buf)
 		return
 	}
-	c.h.rec.Session(recording.KindFrame, c.sessionID, buf)
-	c.writeStarted.Store(c.h.conns.writeClock())
-	err := c.ws.WriteMessage(websocket.TextMessage, buf)
-	c.writeStarted.Store(0)
-	if err == nil && c.writeExpired.Load() {
-		err = errWriteStalled // written in the end, but after the timeout
+	if c.h.rec.Active() {
+		frame := buf
+		if len(shared) > 0 {
+			c.joined = append(append(append(c.joined[:0], buf[:at]...), shared...), buf[at:]...)
+			frame = c.joined
+		}
+		c.h.rec.Session(recording.KindFrame, c.sessionID, frame)
 	}
+	err := c.writeData(websocket.TextMessage, c.frame.headroom(buf), buf[:at], shared, buf[at:])
 	c.framesWritten++
 	if c.framesWritten > 1 {
 		c.inflight.leave()
 	}
+	c.putFrame(buf)
+	if err != nil {
+		c.failWrite(err)
+	}
+}
+
+// putFrame gives the frame buffer Buffer handed out back to the pool.
+func (c *wsConn) putFrame(buf []byte) {
 	f := c.frame
 	if c.frame = nil; f == nil {
 		f = new(frameBuf) // a Send without Buffer: not the session's way
 	}
 	c.h.frames.put(f, buf)
-	if err != nil {
-		c.writeFailed = true
-		c.h.log.Info().Uint64("session_id", c.sessionID).Err(err).Msg("write failed; closing the session")
-		c.Close(protocol.CloseWriteTimeout)
-		_ = c.ws.Close() // unblocks the reader
+}
+
+// failWrite closes a connection whose write failed (c.wmu held).
+func (c *wsConn) failWrite(err error) {
+	c.writeFailed = true
+	c.h.log.Info().Uint64("session_id", c.sessionID).Err(err).Msg("write failed; closing the session")
+	c.Close(protocol.CloseWriteTimeout)
+	_ = c.ws.Close() // unblocks the reader
+}
+
+// writeData writes one unfragmented, unmasked WebSocket frame of the given
+// opcode whose payload is head, shared and tail in that order, with one
+// writev (c.wmu held). room, when not nil, is the room just before head
+// in its array: the header goes there and head goes out with it as one
+// iovec. The write is bounded by the watchdog, not by a deadline (see
+// connSet.expireStalledWrites).
+func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
+	hdr := appendFrameHeader(c.head[:0], op, len(head)+len(shared)+len(tail))
+	parts := c.parts[:0]
+	if room != nil {
+		start := len(room) - len(hdr)
+		copy(room[start:], hdr)
+		head = room[start : len(room)+len(head)] // head follows room in its array
+	} else {
+		parts = append(parts, hdr)
 	}
+	for _, p := range [...][]byte{head, shared, tail} {
+		if len(p) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	c.writeStarted.Store(c.h.conns.writeClock())
+	var err error
+	if len(parts) == 1 {
+		_, err = c.raw.Write(parts[0])
+	} else {
+		c.out = parts
+		_, err = c.out.WriteTo(c.raw)
+	}
+	c.writeStarted.Store(0)
+	clear(c.parts[:]) // no frame buffer or run stays reachable from here
+	c.out = nil
+	if err == nil && c.writeExpired.Load() {
+		err = errWriteStalled // written in the end, but after the timeout
+	}
+	return err
+}
+
+// appendFrameHeader appends the header of a server's frame (FIN set, no
+// mask) of opcode op carrying n bytes, its length in the fewest bytes as
+// RFC 6455 5.2 asks and gorilla writes it.
+func appendFrameHeader(dst []byte, op, n int) []byte {
+	const finalBit = 0x80
+	dst = append(dst, finalBit|byte(op))
+	switch {
+	case n <= 125:
+		return append(dst, byte(n))
+	case n <= 0xffff:
+		return append(dst, 126, byte(n>>8), byte(n))
+	default:
+		dst = append(dst, 127)
+		for shift := 56; shift >= 0; shift -= 8 {
+			dst = append(dst, byte(uint64(n)>>shift))
+		}
+		return dst
+	}
+}
+
+// takeControlWrites routes the pongs gorilla would write through
+// writeData, like frames: gorilla's ping handler writes with its own
+// deadline, which it would leave on the connection for the frames after,
+// and holds its own lock, not c.wmu. A close frame the client sends is
+// answered by gorilla (its default handler) on the reader; no frame
+// follows it.
+func (c *wsConn) takeControlWrites() {
+	c.ws.SetPingHandler(func(data string) error {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if c.writeFailed {
+			return nil // closing: a pong would follow the close frame
+		}
+		if err := c.writeData(websocket.PongMessage, nil, []byte(data), nil, nil); err != nil {
+			c.failWrite(err)
+			return err
+		}
+		return nil
+	})
+	closeReply := c.ws.CloseHandler()
+	c.ws.SetCloseHandler(func(code int, text string) error {
+		c.wmu.Lock()
+		c.writeFailed = true // no frame after the close frame
+		c.wmu.Unlock()
+		return closeReply(code, text)
+	})
 }
 
 // Close implements actors.FrameSink: it records the reason (the first call
@@ -588,8 +732,8 @@ func (s *connSet) expireStalledWrites(stop <-chan struct{}) {
 		s.mu.Lock()
 		for c := range s.conns {
 			if start := c.writeStarted.Load(); start > 0 && now-start >= int64(s.writeTimeout) {
-				// Again at every look while the write lasts: gorilla
-				// clears the deadline before each write it starts.
+				// Again at every look while the write lasts: it is
+				// cheap, and the write may have started after the last.
 				c.writeExpired.Store(true)
 				_ = c.ws.UnderlyingConn().SetWriteDeadline(time.Now())
 			}

@@ -404,6 +404,10 @@ func (rs *Recorder) running() ([]*recording, int64) {
 	return *act, rs.clock.Now()
 }
 
+// Active reports whether a recording runs: a tap whose input costs
+// something to put together (a frame written in parts) asks first.
+func (rs *Recorder) Active() bool { return rs != nil && rs.active.Load() != nil }
+
 // Session records one client message (KindClient) or frame (KindFrame) of
 // a session, at the time it was received or is sent. It copies buf: the
 // caller may reuse it.
