@@ -36,8 +36,8 @@ type Tolerance struct {
 // Drive re-sends each recorded session's client messages to a running
 // service, one at a time as the client did (a frame answers each) and on
 // the recorded timeline, and compares every frame with the recorded one or
-// the closest recorded frame within Window of it (the service's ticks do
-// not fall where they fell when recording).
+// the closest recorded frame within Window of it or next to it (the
+// service's ticks do not fall where they fell when recording).
 type Drive struct {
 	// Dial opens one session with the service.
 	Dial      func() (FrameConn, error)
@@ -226,7 +226,12 @@ func (c *frameCheck) next(got []byte) {
 }
 
 // closest compares frame n with the recorded frames within the window of
-// it and returns the differences from the closest (none when one matches).
+// it, and the one before and after it however far apart, and returns the
+// differences from the closest (none when one matches). The neighbours
+// always count: a frame answering a message may catch the service a tick
+// before or after the recorded one did (showing what the frame before or
+// after showed), and a stall while recording can set them further apart
+// than the window.
 func (c *frameCheck) closest(n int, g any) []string {
 	at := fmt.Sprintf("frame %d", n)
 	var best []string
@@ -243,12 +248,12 @@ func (c *frameCheck) closest(n int, g any) []string {
 		return len(best) == 0
 	}
 	fr := c.recorded
-	for i := n; i >= 0 && fr[n].LogTime-fr[i].LogTime <= c.window; i-- {
+	for i := n; i >= 0 && (i >= n-1 || fr[n].LogTime-fr[i].LogTime <= c.window); i-- {
 		if consider(i) {
 			return nil
 		}
 	}
-	for i := n + 1; i < len(fr) && fr[i].LogTime-fr[n].LogTime <= c.window; i++ {
+	for i := n + 1; i < len(fr) && (i == n+1 || fr[i].LogTime-fr[n].LogTime <= c.window); i++ {
 		if consider(i) {
 			return nil
 		}
