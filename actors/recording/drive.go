@@ -36,8 +36,8 @@ type Tolerance struct {
 // Drive re-sends each recorded session's client messages to a running
 // service, one at a time as the client did (a frame answers each) and on
 // the recorded timeline, and compares every frame with the recorded one or
-// the closest recorded frame within Window of it (the service's ticks do
-// not fall where they fell when recording).
+// the closest recorded frame within Window of it or next to it (the
+// service's ticks do not fall where they fell when recording).
 type Drive struct {
 	// Dial opens one session with the service.
 	Dial      func() (FrameConn, error)
@@ -71,67 +71,90 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 	}
 	total := 0
 	for _, s := range sessions {
-		diffs, sent, err := d.session(in[s], frames[s])
+		diffs, sent, behind, err := d.session(in[s], frames[s])
 		if err != nil {
 			return total, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		d.report(s, sent, diffs)
+		d.report(s, sent, behind, diffs)
 		total += len(diffs)
 	}
 	return total, nil
 }
 
 // session re-sends one session's messages and compares its frames; sent
-// counts the messages re-sent.
-func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, err error) {
+// counts the messages re-sent and behind is how far the replay fell behind
+// the recorded timeline at worst.
+//
+// The frames are compared once the session is over, not between messages:
+// a frame that matches no recorded frame at once is compared with every one
+// in the window, which takes milliseconds (far more under the race
+// detector), and a replay that spends them between messages falls behind
+// the recorded timeline; the state the service integrates over time then
+// runs ahead of the recorded frames the next ones are compared with, which
+// makes more frames miss and the replay fall further behind.
+func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, behind time.Duration, err error) {
 	check, err := newFrameCheck(frames, d.Tolerance, d.Window)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	conn, err := d.Dial()
 	if err != nil {
-		return nil, 0, fmt.Errorf("dial: %w", err)
+		return nil, 0, 0, fmt.Errorf("dial: %w", err)
 	}
 	defer conn.Close()
-	if err := check.next(conn); err != nil { // the inventory
-		return nil, 0, err
+	got := make([][]byte, 0, len(frames))
+	read := func() error {
+		b, err := conn.Receive(frameTimeout)
+		if err != nil {
+			return fmt.Errorf("read frame %d: %w", len(got), err)
+		}
+		got = append(got, b)
+		return nil
+	}
+	if err := read(); err != nil { // the inventory
+		return nil, 0, 0, err
 	}
 	start, t0 := time.Now(), int64(0)
 	if len(in) > 0 {
 		t0 = int64(in[0].LogTime)
 	}
 	for _, m := range in {
-		if check.done() {
+		if len(got) >= len(frames) {
 			break
 		}
 		msg, err := clientMessage(m)
 		if err != nil {
-			return nil, sent, err
+			return nil, sent, behind, err
 		}
 		// On the recorded timeline: as many ticks pass between two
 		// messages as did when recording.
-		if wait := time.Duration(int64(m.LogTime)-t0) - time.Since(start); wait > 0 {
+		wait := time.Duration(int64(m.LogTime)-t0) - time.Since(start)
+		if wait > 0 {
 			time.Sleep(wait)
 		}
+		behind = max(behind, -wait)
 		if err := conn.Send(msg); err != nil {
-			return nil, sent, fmt.Errorf("send: %w", err)
+			return nil, sent, behind, fmt.Errorf("send: %w", err)
 		}
 		sent++
-		if err := check.next(conn); err != nil {
-			return nil, sent, err
+		if err := read(); err != nil {
+			return nil, sent, behind, err
 		}
 	}
-	return check.diffs, sent, nil
+	for _, b := range got {
+		check.next(b)
+	}
+	return check.diffs, sent, behind, nil
 }
 
 // report prints one session's outcome.
-func (d Drive) report(session string, sent int, diffs []string) {
+func (d Drive) report(session string, sent int, behind time.Duration, diffs []string) {
 	if d.Report == nil {
 		return
 	}
 	tol := d.Tolerance
-	fmt.Fprintf(d.Report, "session %s: %d client messages re-sent, %d frames compared, %d differences beyond tolerance (%g, angles %g, + %g×value)\n",
-		session, sent, sent+1, len(diffs), tol.Abs, tol.Angle, tol.Rel)
+	fmt.Fprintf(d.Report, "session %s: %d client messages re-sent (at worst %v behind the recorded timeline), %d frames compared, %d differences beyond tolerance (%g, angles %g, + %g×value)\n",
+		session, sent, behind.Round(time.Millisecond), sent+1, len(diffs), tol.Abs, tol.Angle, tol.Rel)
 	for i, diff := range diffs {
 		if i == shownDiffs {
 			fmt.Fprintf(d.Report, "  ... and %d more\n", len(diffs)-shownDiffs)
@@ -186,32 +209,29 @@ func newFrameCheck(frames []mcap.Message, tol Tolerance, window time.Duration) (
 	return c, nil
 }
 
-// done says every recorded frame has been compared.
-func (c *frameCheck) done() bool { return c.n >= len(c.recorded) }
-
-// next reads the next frame from conn and compares it.
-func (c *frameCheck) next(conn FrameConn) error {
-	got, err := conn.Receive(frameTimeout)
-	if err != nil {
-		return fmt.Errorf("read frame %d: %w", c.n, err)
-	}
+// next compares the next frame, got.
+func (c *frameCheck) next(got []byte) {
 	n := c.n
 	c.n++
 	var g any
 	if err := json.Unmarshal(got, &g); err != nil {
 		c.diffs = append(c.diffs, fmt.Sprintf("frame %d is not JSON: %s", n, got))
-		return nil
+		return
 	}
 	if n == 0 { // the inventory answers the connection, not a tick
 		compareJSON("inventory", c.decoded[0], g, c.tol, &c.diffs)
-		return nil
+		return
 	}
 	c.diffs = append(c.diffs, c.closest(n, g)...)
-	return nil
 }
 
 // closest compares frame n with the recorded frames within the window of
-// it and returns the differences from the closest (none when one matches).
+// it, and the one before and after it however far apart, and returns the
+// differences from the closest (none when one matches). The neighbours
+// always count: a frame answering a message may catch the service a tick
+// before or after the recorded one did (showing what the frame before or
+// after showed), and a stall while recording can set them further apart
+// than the window.
 func (c *frameCheck) closest(n int, g any) []string {
 	at := fmt.Sprintf("frame %d", n)
 	var best []string
@@ -228,12 +248,12 @@ func (c *frameCheck) closest(n int, g any) []string {
 		return len(best) == 0
 	}
 	fr := c.recorded
-	for i := n; i >= 0 && fr[n].LogTime-fr[i].LogTime <= c.window; i-- {
+	for i := n; i >= 0 && (i >= n-1 || fr[n].LogTime-fr[i].LogTime <= c.window); i-- {
 		if consider(i) {
 			return nil
 		}
 	}
-	for i := n + 1; i < len(fr) && fr[i].LogTime-fr[n].LogTime <= c.window; i++ {
+	for i := n + 1; i < len(fr) && (i == n+1 || fr[i].LogTime-fr[n].LogTime <= c.window); i++ {
 		if consider(i) {
 			return nil
 		}

@@ -315,6 +315,45 @@ func TestCompareJSON(t *testing.T) {
 	}
 }
 
+// A replayed frame matches a recorded frame within the window of it, or
+// the one before or after it however far apart (a tick earlier or later
+// than recorded, around a stall of the recording).
+func TestFrameCheckWindow(t *testing.T) {
+	const ms = uint64(time.Millisecond)
+	at := []uint64{0, 1000 * ms, 2000 * ms, 2010 * ms, 2020 * ms} // recorded frame i shows {"v":i}
+	tests := []struct {
+		name     string
+		replayed []int // the v each replayed frame shows
+		diffs    int
+	}{
+		{"as recorded", []int{0, 1, 2, 3, 4}, 0},
+		{"a tick late, a second after the recorded frame before", []int{0, 1, 1, 3, 4}, 0},
+		{"a tick early, a second before the recorded frame after", []int{0, 2, 2, 3, 4}, 0},
+		{"two frames back, within the window", []int{0, 1, 2, 3, 2}, 0},
+		{"two frames back, beyond the window", []int{0, 1, 2, 1, 4}, 1},
+		{"a frame never recorded", []int{0, 1, 2, 3, 9}, 1},
+	}
+	var frames []mcap.Message
+	for i, t0 := range at {
+		rec, _ := json.Marshal(Message{Session: 1, Message: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i))})
+		frames = append(frames, mcap.Message{LogTime: t0, Data: rec})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check, err := newFrameCheck(frames, Tolerance{}, 100*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range tt.replayed {
+				check.next([]byte(fmt.Sprintf(`{"v":%d}`, v)))
+			}
+			if len(check.diffs) != tt.diffs {
+				t.Fatalf("%d differences %q, want %d", len(check.diffs), check.diffs, tt.diffs)
+			}
+		})
+	}
+}
+
 // The pump encodes every recorded device's state at the loop rate into a
 // recycled buffer: no allocation per state.
 func TestStateAppendJSONAllocs(t *testing.T) {
