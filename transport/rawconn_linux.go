@@ -36,9 +36,12 @@ const yieldAfter = 100 * time.Microsecond
 // every 20 µs, and a write the client preempts (its frame wakes it on the
 // same CPU) looks to sysmon like a blocked call whose P it hands to another
 // thread. With one client at its full rate on one CPU, sysmon's sleeps and
-// wake-ups and those hand-offs were about one context switch in five of the
-// service's; see docs/performance.md ("One client with everything on one
-// CPU").
+// wake-ups and those hand-offs were about a quarter of the service's
+// context switches and a third of its CPU per message; see
+// docs/performance.md ("Raw socket calls"). The price: a thread the kernel
+// preempts inside a raw call keeps its P, where sysmon would have handed it
+// to another thread, which shows when other processes load the service's
+// CPU (the same document).
 //
 // A connection is read by one goroutine and written by one goroutine at a
 // time (wsConn's reader; writes under wmu or gorilla's lock), so the
