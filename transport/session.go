@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -115,6 +116,9 @@ func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason e
 }
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if hj, ok := w.(http.Hijacker); ok {
+		w = rawHijacker{w, hj}
+	}
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader already answered with an HTTP error
@@ -151,6 +155,21 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the request, this goroutine's grown stack) is not kept for the
 	// lifetime of every idle session.
 	go c.serve(sess)
+}
+
+// rawHijacker hands gorilla the hijacked connection with raw reads and
+// writes (rawIO).
+type rawHijacker struct {
+	http.ResponseWriter
+	hj http.Hijacker
+}
+
+func (w rawHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := w.hj.Hijack()
+	if err != nil {
+		return c, rw, err
+	}
+	return rawIO(c), rw, nil
 }
 
 // serve reads the connection until it ends, then ends the session.

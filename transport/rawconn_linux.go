@@ -1,0 +1,180 @@
+//go:build linux
+
+package transport
+
+import (
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// yieldAfter bounds how long a session's goroutine runs on without passing
+// through the Go scheduler. A raw call that finds data or room returns
+// without one (net's calls pass none either, but a call the client
+// preempted used to lose its P to sysmon, and the P's next owner ran the
+// scheduler); the scheduler is where expired timers fire, among them the
+// simulated arms' tick (actors/loop's pacer). So a read that has not
+// waited for yieldAfter yields first: with all Ps busy, the loop's tick is
+// late by about this much at most, not until the client pauses.
+const yieldAfter = 100 * time.Microsecond
+
+// rawIOConn is a session's TCP connection whose reads and writes are raw
+// system calls on its non-blocking socket, made through the runtime's
+// poller (syscall.RawConn) exactly where net's own reads and writes are:
+// when the socket has nothing to read or no room to write, the goroutine
+// parks on the poller as before, and deadlines and Close end the wait.
+//
+// What it leaves out is the runtime's syscall bookkeeping (entersyscall,
+// exitsyscall), which a non-blocking call does not need: it never blocks,
+// so the P has no reason to be handed off. That bookkeeping is what kept
+// the runtime's sysmon thread awake in a lock-step session: the first
+// system call after the process was idle wakes sysmon, which then polls
+// every 20 µs, and a write the client preempts (its frame wakes it on the
+// same CPU) looks to sysmon like a blocked call whose P it hands to another
+// thread. With one client at its full rate on one CPU, sysmon's sleeps and
+// wake-ups and those hand-offs were about a quarter of the service's
+// context switches and a third of its CPU per message; see
+// docs/performance.md ("Raw socket calls"). The price: a thread the kernel
+// preempts inside a raw call keeps its P, where sysmon would have handed it
+// to another thread, which shows when other processes load the service's
+// CPU (the same document).
+//
+// A connection is read by one goroutine and written by one goroutine at a
+// time (wsConn's reader; writes under wmu or gorilla's lock), so the
+// scratch of each direction needs no lock. Other methods, and writev
+// (net.Buffers finds the embedded connection's), are the TCP connection's.
+type rawIOConn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+
+	// The read under way: the caller's buffer, and what the raw call
+	// returned. Fields, with readFn made once, so a read allocates nothing.
+	rb     []byte
+	rn     int
+	rerrno syscall.Errno
+	readFn func(fd uintptr) bool
+
+	// The write under way: the caller's buffer, how much of it is written,
+	// and the error that ended it.
+	wb      []byte
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
+
+	// waited is set by readRaw when the socket had nothing to read (the
+	// goroutine then parks, and the scheduler runs); ranSince is when the
+	// reader last passed through the scheduler (monotonic, time.Since's
+	// zero: epoch).
+	waited   bool
+	ranSince time.Duration
+	epoch    time.Time
+}
+
+// rawIO wraps a hijacked connection for raw reads and writes; any other
+// kind of connection (TLS, a test's pipe) is returned as it is.
+func rawIO(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	r := &rawIOConn{TCPConn: tc, rc: rc, epoch: time.Now()}
+	r.readFn = r.readRaw
+	r.writeFn = r.writeRaw
+	return r
+}
+
+// readRaw is one attempt to read into rb: false sends the goroutine to the
+// poller to wait until the socket is readable.
+func (c *rawIOConn) readRaw(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			c.waited = true
+			return false
+		}
+		c.rn, c.rerrno = int(n), e
+		return true
+	}
+}
+
+// writeRaw writes what is left of wb: false waits until the socket has
+// room again.
+func (c *rawIOConn) writeRaw(fd uintptr) bool {
+	for c.wn < len(c.wb) {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wb[c.wn])), uintptr(len(c.wb)-c.wn))
+		switch e {
+		case 0:
+			c.wn += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werrno = e
+			return true
+		}
+	}
+	return true
+}
+
+// Read reads as net.Conn's Read does: io.EOF once the peer has closed,
+// errors as *net.OpError.
+func (c *rawIOConn) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.rb, c.rn, c.rerrno, c.waited = b, 0, 0, false
+	err := c.rc.Read(c.readFn)
+	if now := time.Since(c.epoch); c.waited {
+		c.ranSince = now
+	} else if now-c.ranSince >= yieldAfter {
+		runtime.Gosched()
+		c.ranSince = now
+	}
+	n, errno := c.rn, c.rerrno
+	c.rb = nil
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case errno != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", errno))
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write writes all of b, as net.Conn's Write does, or fails with a
+// *net.OpError saying how much went out.
+func (c *rawIOConn) Write(b []byte) (int, error) {
+	c.wb, c.wn, c.werrno = b, 0, 0
+	err := c.rc.Write(c.writeFn)
+	n, errno := c.wn, c.werrno
+	c.wb = nil
+	switch {
+	case err != nil:
+		return n, c.opError("write", err)
+	case errno != 0:
+		return n, c.opError("write", os.NewSyscallError("write", errno))
+	}
+	return n, nil
+}
+
+// opError wraps err as net's own calls do; the RawConn's errors (closed,
+// deadline) come as an *net.OpError already and keep their inner error.
+func (c *rawIOConn) opError(op string, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		err = oe.Err
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}

@@ -1,0 +1,195 @@
+//go:build linux
+
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// rawPair returns a loopback TCP connection with raw reads and writes and
+// its peer, an ordinary connection; both close with the test.
+func rawPair(t *testing.T) (*rawIOConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	raw, ok := rawIO(c).(*rawIOConn)
+	if !ok {
+		t.Fatalf("rawIO(%T) did not wrap a TCP connection", c)
+	}
+	t.Cleanup(func() { _ = raw.Close(); _ = peer.Close() })
+	return raw, peer
+}
+
+// TestRawIOConnBehavesAsNetConn pins what gorilla and the session's reader
+// rely on from a connection: bytes in order both ways, however large the
+// write, io.EOF when the peer closes, and deadline and close errors that
+// readReason names as a read error.
+func TestRawIOConnBehavesAsNetConn(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB: many partial writes
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, c *rawIOConn, peer net.Conn)
+	}{
+		{"read in order then EOF", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			go func() {
+				_, _ = peer.Write([]byte("hello, "))
+				_, _ = peer.Write([]byte("arm"))
+				_ = peer.Close()
+			}()
+			got, err := io.ReadAll(c)
+			if err != nil || string(got) != "hello, arm" {
+				t.Fatalf("read %q, %v; want %q, nil (io.ReadAll stops at io.EOF)", got, err, "hello, arm")
+			}
+			if n, err := c.Read(make([]byte, 4)); n != 0 || err != io.EOF {
+				t.Fatalf("read after EOF: %d, %v; want 0, io.EOF", n, err)
+			}
+		}},
+		{"large write arrives whole", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(peer)
+				got <- b
+			}()
+			n, err := c.Write(big)
+			if err != nil || n != len(big) {
+				t.Fatalf("write: %d, %v; want %d, nil", n, err, len(big))
+			}
+			_ = c.CloseWrite()
+			if b := <-got; !bytes.Equal(b, big) {
+				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(big))
+			}
+		}},
+		{"empty read and write", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			if n, err := c.Read(nil); n != 0 || err != nil {
+				t.Fatalf("empty read: %d, %v", n, err)
+			}
+			if n, err := c.Write(nil); n != 0 || err != nil {
+				t.Fatalf("empty write: %d, %v", n, err)
+			}
+		}},
+		{"read deadline", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			_, err := c.Read(make([]byte, 8))
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read past its deadline: %v; want a timeout net.Error", err)
+			}
+			if r := readReason(err); r != protocol.CloseReadError {
+				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
+			}
+		}},
+		{"write deadline with a peer that does not read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			n, err := c.Write(big)
+			if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
+				t.Fatalf("write past its deadline: %d of %d bytes, %v; want fewer, a timeout", n, len(big), err)
+			}
+			var oe *net.OpError
+			if !errors.As(err, &oe) || oe.Op != "write" {
+				t.Fatalf("write error %v is not a write *net.OpError", err)
+			}
+		}},
+		{"close ends a waiting read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Read(make([]byte, 8))
+				done <- err
+			}()
+			time.AfterFunc(10*time.Millisecond, func() { _ = c.Close() })
+			err := <-done
+			if !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("read on a closed connection: %v; want net.ErrClosed", err)
+			}
+			if r := readReason(err); r != protocol.CloseReadError {
+				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
+			}
+		}},
+		{"peer reset", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			_ = peer.(*net.TCPConn).SetLinger(0) // close with RST
+			_, _ = peer.Write([]byte("x"))
+			_ = peer.Close()
+			var err error
+			for err == nil {
+				_, err = c.Read(make([]byte, 8))
+			}
+			var oe *net.OpError
+			if err != io.EOF && (!errors.As(err, &oe) || oe.Op != "read") {
+				t.Fatalf("read after a reset: %v; want io.EOF or a read *net.OpError", err)
+			}
+			if r := readReason(err); r != protocol.CloseReadError {
+				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, peer := rawPair(t)
+			tc.run(t, c, peer)
+		})
+	}
+}
+
+// TestRawIOLeavesOtherConnectionsAlone: only a TCP connection has a socket
+// of its own to read raw.
+func TestRawIOLeavesOtherConnectionsAlone(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := rawIO(a); got != a {
+		t.Fatalf("rawIO(pipe) = %T, want the pipe itself", got)
+	}
+}
+
+// TestRawIOAllocatesNothing: a read and a write of a lock-step message
+// allocate nothing, as net's own do not.
+func TestRawIOAllocatesNothing(t *testing.T) {
+	c, peer := rawPair(t)
+	msg := []byte(`{"arm3":[]}`)
+	in := make([]byte, 64)
+	back := make([]byte, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.ReadAtLeast(peer, back, len(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Write(back[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAtLeast(c, in, len(msg)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
