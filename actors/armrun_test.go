@@ -306,3 +306,86 @@ func TestSessionsSpliceTheRun(t *testing.T) {
 		t.Fatal("no frame came spliced: the sessions never shared a run")
 	}
 }
+
+// stallingSink splices, counting the distinct run buffers it was handed;
+// with hold set, SendSpliced blocks first, as a write to a client whose
+// socket is full does (its frame holds the run meanwhile).
+type stallingSink struct {
+	*chanSink
+	hold    chan struct{}
+	entered chan struct{}
+	bodies  map[*byte]bool
+}
+
+func (s *stallingSink) SendSpliced(buf []byte, at int, shared []byte) {
+	if s.hold != nil {
+		s.entered <- struct{}{}
+		<-s.hold
+	}
+	if len(shared) > 0 && s.bodies != nil {
+		s.bodies[&shared[0]] = true
+	}
+	s.frames <- buf
+}
+
+// TestStalledWritesDoNotPinTheRunSpares: clients whose writes stall hold
+// the runs their frames were spliced from for as long as the write takes;
+// builds for the other sessions still reuse the spare buffers instead of
+// allocating a run each (63 KB at 100 arms, several a tick). Without
+// retire's eviction of held spares, two stalled writes made every later
+// build allocate (found by review: 21 distinct runs in 160 frames against
+// 4). The frames come at an engine's pace: the arms publish between them.
+func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
+	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Shutdown(t.Context())
+	var ids []string
+	for i := range 3 {
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	mk := func() *stallingSink { return &stallingSink{chanSink: newChanSink()} }
+	a, b, c := mk(), mk(), mk()
+	sa := openOn(t, svc, a, a.chanSink)
+	sb := openOn(t, svc, b, b.chanSink)
+	sc := openOn(t, svc, c, c.chanSink)
+	cmd := []byte(`{"arm3":[{"device_id":"` + ids[0] + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+	frames := func(n int) (distinct int) {
+		c.bodies = map[*byte]bool{}
+		for range n {
+			sc.Deliver(append([]byte(nil), cmd...))
+			<-c.frames
+			time.Sleep(2 * time.Millisecond) // an engine's pace, not a bound
+		}
+		return len(c.bodies)
+	}
+	frames(20) // warm up
+	free := frames(160)
+	for _, p := range []struct {
+		s    *Session
+		sink *stallingSink
+	}{{sa, a}, {sb, b}} {
+		p.sink.hold, p.sink.entered = make(chan struct{}), make(chan struct{}, 1)
+		go p.s.Deliver([]byte(`{}`))
+		select {
+		case <-p.sink.entered:
+		case <-time.After(patience):
+			t.Fatal("a stalled session's frame did not come spliced")
+		}
+		// The next builds retire the run the stalled frame holds.
+		frames(3)
+	}
+	stalled := frames(160)
+	close(a.hold)
+	close(b.hold)
+	<-a.frames
+	<-b.frames
+	if stalled > free+3 {
+		t.Errorf("with two writes stalled the other session's frames came from %d distinct runs, against %d with none: builds allocated instead of reusing the spares", stalled, free)
+	}
+}

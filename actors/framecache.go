@@ -206,11 +206,22 @@ func (rs *armRuns) acquire(slot int) *armRun {
 	}
 }
 
-// retire offers r, replaced, to later builds of the slot; a full spare
-// list leaves it to the collector.
+// retire offers r, replaced, to later builds of the slot. When every
+// spare is taken, r takes the place of one a frame still reads: a frame
+// spliced into a write the client stalls holds its run until the write
+// ends (seconds, up to the write timeout), and spares kept so would leave
+// every later build to allocate (63 KB a build at 100 arms, several a
+// tick). The run given up goes to the collector once its frame lets go.
+// With no spare read, r goes to the collector.
 func (rs *armRuns) retire(slot int, r *armRun) {
 	for i := range rs.spare[slot] {
 		if rs.spare[slot][i].CompareAndSwap(nil, r) {
+			return
+		}
+	}
+	for i := range rs.spare[slot] {
+		old := rs.spare[slot][i].Load()
+		if old != nil && old.readers.Load() != 0 && rs.spare[slot][i].CompareAndSwap(old, r) {
 			return
 		}
 	}
