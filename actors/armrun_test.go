@@ -11,10 +11,8 @@ import (
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
-	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/space"
-	"github.com/rs/zerolog"
 )
 
 // runRig is a few simulated arms of one service's framing (a shared
@@ -259,18 +257,10 @@ func (s *joiningSink) SendSpliced(buf []byte, at int, shared []byte) {
 // of every arm; each frame lets go of the run once written, so its
 // buffers can be reused.
 func TestSessionsSpliceTheRun(t *testing.T) {
-	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Shutdown(t.Context())
+	svc := startWith(t, Options{})
 	var ids []string
 	for i := range 3 {
-		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, d.ID)
+		ids = append(ids, addArm(t, svc, simArm(i)).ID)
 	}
 	sinks := []*joiningSink{{chanSink: newChanSink()}, {chanSink: newChanSink()}}
 	var sessions []*Session
@@ -336,18 +326,10 @@ func (s *stallingSink) SendSpliced(buf []byte, at int, shared []byte) {
 // build allocate (found by review: 21 distinct runs in 160 frames against
 // 4). The frames come at an engine's pace: the arms publish between them.
 func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
-	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Shutdown(t.Context())
+	svc := startWith(t, Options{})
 	var ids []string
 	for i := range 3 {
-		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, d.ID)
+		ids = append(ids, addArm(t, svc, simArm(i)).ID)
 	}
 	mk := func() *stallingSink { return &stallingSink{chanSink: newChanSink()} }
 	a, b, c := mk(), mk(), mk()
