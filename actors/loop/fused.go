@@ -51,13 +51,7 @@ func fusable(in *forceInputs) bool {
 // a change to one of those must be made here too (the side-by-side test
 // fails otherwise).
 func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
-	now := ps.now
-	dt := now - r.lastNowNs
-	if r.lastNowNs == 0 || dt <= 0 {
-		dt = int64(c.periodNs)
-	}
-	r.lastNowNs = now
-	r.ticks++
+	now, dt := r.tickAt(ps.now, c.periodNs)
 	fs := &c.fs
 	in := &c.in
 	if fs.outputDueNext() {

@@ -536,6 +536,19 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 	}
 }
 
+// tickAt counts a controlled tick at now and returns it with the time
+// since the last one (one period for the first, or when the clock did not
+// advance). controlStep and controlStepFx both start with it.
+func (r *simArm) tickAt(now int64, periodNs int32) (int64, int64) {
+	dt := now - r.lastNowNs
+	if r.lastNowNs == 0 || dt <= 0 {
+		dt = int64(periodNs)
+	}
+	r.lastNowNs = now
+	r.ticks++
+	return now, dt
+}
+
 // controlStep is the tick of a controlled arm on the fast path (the
 // caller checked its lease): what Device.stepLocked does for it while
 // nothing pokes the record, on the record and its block's armControl,
@@ -548,13 +561,7 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 // error is handled at once by the full step's code (Device.controlError),
 // which takes the arm off this path. The caller publishes.
 func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
-	now := ps.now
-	dt := now - r.lastNowNs
-	if r.lastNowNs == 0 || dt <= 0 {
-		dt = int64(c.periodNs)
-	}
-	r.lastNowNs = now
-	r.ticks++
+	now, dt := r.tickAt(ps.now, c.periodNs)
 	fs := &c.fs
 	if fs.outputDueNext() {
 		// The store below touches d's output figures, a line no other
