@@ -166,31 +166,12 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	if timed {
 		ps.rs.exchange.Record(ps.clock.Now() - startNs)
 	}
-	// The force gate (forceGate.updateWith), from the velocity the tick
-	// began with: its filters run while the command's force is +0, for a
-	// later command that reads them, and nothing in this tick reads
-	// them, so they run last, where their chain of dependent operations
-	// overlaps what follows (measured: 1 % of the tick).
-	if g := &fs.gate; vOK {
-		k := ps.gate.forDt(dt)
-		if !g.primed {
-			g.prevV, g.primed = v, true
-		}
-		a := k.a
-		hp1 := hw.Vec3{
-			X: a * (g.hp1.X + v.X - g.prevV.X),
-			Y: a * (g.hp1.Y + v.Y - g.prevV.Y),
-			Z: a * (g.hp1.Z + v.Z - g.prevV.Z),
-		}
-		g.hp = hw.Vec3{
-			X: a * (g.hp.X + hp1.X - g.hp1.X),
-			Y: a * (g.hp.Y + hp1.Y - g.hp1.Y),
-			Z: a * (g.hp.Z + hp1.Z - g.hp1.Z),
-		}
-		g.prevV, g.hp1 = v, hp1
-		e := g.hp.X*g.hp.X + g.hp.Y*g.hp.Y + g.hp.Z*g.hp.Z
-		g.energy += k.e * (e - g.energy)
-	}
+	// The force gate's filters, from the velocity the tick began with:
+	// they run while the command's force is +0, for a later command that
+	// reads them, and nothing in this tick reads them, so they run last,
+	// where their chain of dependent operations overlaps what follows.
+	// updateWith skips a velocity that is not finite, as vOK says.
+	fs.gate.updateWith(v, ps.gate.forDt(dt))
 
 	if err != nil {
 		d.controlError(r, err, f)
