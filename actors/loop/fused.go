@@ -14,9 +14,9 @@ import (
 // on a shard's fast path for controlled arms. controlStepFx is
 // simArm.controlStep with forceStages.force written out in its body for
 // that case: the effect stage, the passivity controller, the clamp, the
-// slew limit, the output figures, the gravity feed-forward, the physics
-// step and the force gate's filters, with the same arithmetic, in one
-// function. Go saves no register across a call, so each of the general
+// slew limit, the output figures, the gravity feed-forward and the physics
+// step, with the same arithmetic, in one function (the force gate's
+// filters, last, by their own call: nothing after them holds a vector). Go saves no register across a call, so each of the general
 // path's stages (a call each) spilled and reloaded the live vectors, and
 // each tested the velocity's finiteness again: with the controller's
 // step, which Go does not inline, that glue was about a third of what the
