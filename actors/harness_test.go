@@ -286,14 +286,19 @@ func (c panicCodec) Decode(data []byte, types *protocol.TypeTable, dst *protocol
 	return c.Codec.Decode(data, types, dst)
 }
 
-// fakeDriver wraps a simulated arm: it counts Halt and Close calls, and
-// panics in Exchange once panicking is set.
+// fakeDriver wraps a simulated arm as a plain driver, like one of real
+// hardware: the loop exchanges with it every tick (the simulated arm's own
+// fast paths, which step its physics without its driver, are hidden), so a
+// panic set in Exchange comes on the next tick whatever the arm is doing.
+// It counts Halt and Close calls.
 type fakeDriver struct {
-	*sim.Arm
+	Arm       *sim.Arm
 	panicking atomic.Bool
 	halts     atomic.Int64
 	closes    atomic.Int64
 }
+
+func (d *fakeDriver) Info() hw.Info { return d.Arm.Info() }
 
 func (d *fakeDriver) Exchange(cmd *hw.Command, st *hw.State) error {
 	if d.panicking.Load() {
@@ -302,14 +307,7 @@ func (d *fakeDriver) Exchange(cmd *hw.Command, st *hw.State) error {
 	return d.Arm.Exchange(cmd, st)
 }
 
-// ExchangeCore is the embedded sim arm's lazy exchange, which the loop
-// prefers to Exchange: it must panic too.
-func (d *fakeDriver) ExchangeCore(cmd *hw.Command, st *hw.State) (bool, error) {
-	if d.panicking.Load() {
-		panic("test driver: exchange")
-	}
-	return d.Arm.ExchangeCore(cmd, st)
-}
+func (d *fakeDriver) Configure(s hw.Settings) error { return d.Arm.Configure(s) }
 
 func (d *fakeDriver) Halt() error {
 	d.halts.Add(1)
@@ -321,7 +319,10 @@ func (d *fakeDriver) Close() error {
 	return d.Arm.Close()
 }
 
-var _ hw.Driver = (*fakeDriver)(nil)
+var (
+	_ hw.Driver     = (*fakeDriver)(nil)
+	_ hw.Configurer = (*fakeDriver)(nil)
+)
 
 // failingStore fails every Save of one document; the rest goes through.
 type failingStore struct {
