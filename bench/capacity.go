@@ -4,31 +4,55 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hapticd/hapticd/protocol"
 )
 
+// The two sides of `hapticbench arms`, as probes, pairs and progress name them.
+const (
+	SideService  = "hapticd"
+	SideBareLoop = "bare loop"
+)
+
 // CapacityOptions configure `hapticbench arms`: the largest number of
 // simulated arms the service's scheduler steps at LoopHz with under
-// OverrunLimit of its ticks overrun.
+// OverrunLimit of its ticks overrun, beside the bare loop's, searched in
+// pairs (docs/performance.md, "How the capacity is searched").
 type CapacityOptions struct {
 	Hapticd string  // binary; empty searches as FindHapticd does
 	LoopHz  float64 // default 1000
 	Max     int     // largest N tried; default 16384
 	// Settle is how long a started service runs before the window; default 1 s.
 	Settle time.Duration
-	// Window is how long each probe measures; default 3 s.
+	// Window is how long each window measures; default 3 s.
 	Window time.Duration
 	// OverrunLimit is the overrun fraction a probe must stay under; default 0.01.
 	OverrunLimit float64
 	// Precision stops the bisection once the bracket is within this
 	// fraction of the passing N; default 0.05.
 	Precision float64
-	// Retries re-runs a failing probe up to this many times and keeps the
-	// first pass, so one burst of noise from a neighbour on a shared
-	// machine does not end the search; default 1, negative for none.
+	// Pairs is how many times both sides are searched. The two searches
+	// of a pair run in lockstep (a probe of one side, then a probe of the
+	// other), pairs alternate which side probes first, and the figure is
+	// the median of the pairs' ratios; default DefaultPairs.
+	Pairs int
+	// Repeats is the most windows a probe near the line takes: it stops
+	// once a majority of Repeats windows agree, and passes by that
+	// majority (the median window). Odd; default 3; 1 for one window.
+	Repeats int
+	// Near says which windows decide alone: one whose overrun fraction is
+	// under OverrunLimit/Near passes its probe; any other (near the line,
+	// or over it, where a neighbour's burst lands) makes the probe take
+	// more windows. Default 3 (under 0.33 % against 1 %); 1 repeats only
+	// the windows at or over the limit.
+	Near float64
+	// Retries re-runs a probe that failed up to this many times and keeps
+	// the first pass. It was the noise guard before Repeats; being biased
+	// toward passing it is off by default (0 or negative: none).
 	Retries    int
 	NoBareLoop bool
 	// Motion is hapticd's --sim-motion, given to the bare loop too
@@ -39,6 +63,26 @@ type CapacityOptions struct {
 	// them (empty: none, arms nobody controls).
 	Effects  string
 	Progress io.Writer
+}
+
+// Validate refuses options no search can run with; zero values mean the
+// defaults.
+func (o CapacityOptions) Validate() error {
+	switch {
+	case o.Pairs < 0:
+		return fmt.Errorf("bench: arms: --pairs %d: want 1 or more", o.Pairs)
+	case o.Repeats < 0 || (o.Repeats > 0 && o.Repeats%2 == 0):
+		return fmt.Errorf("bench: arms: --repeats %d: want an odd count (a probe passes by the median of its windows)", o.Repeats)
+	case o.Near != 0 && o.Near < 1:
+		return fmt.Errorf("bench: arms: --near %g: want a factor of 1 or more (1: repeat only windows at or over the limit)", o.Near)
+	case o.OverrunLimit < 0:
+		return fmt.Errorf("bench: arms: --overrun-limit %g: want a fraction of the ticks above 0 (1 or more passes every window that ticked)", o.OverrunLimit)
+	case o.Precision < 0 || o.Precision >= 1:
+		return fmt.Errorf("bench: arms: precision %g: want a fraction above 0 and under 1", o.Precision)
+	case o.Max < 0:
+		return fmt.Errorf("bench: arms: --max %d: want 1 or more", o.Max)
+	}
+	return nil
 }
 
 func (o *CapacityOptions) defaults() {
@@ -60,15 +104,29 @@ func (o *CapacityOptions) defaults() {
 	if o.Precision <= 0 {
 		o.Precision = 0.05
 	}
-	if o.Retries == 0 {
-		o.Retries = 1
+	if o.Pairs <= 0 {
+		o.Pairs = DefaultPairs
 	}
+	if o.Repeats <= 0 {
+		o.Repeats = 3
+	}
+	if o.Near <= 0 {
+		o.Near = 3
+	}
+	o.Retries = max(o.Retries, 0)
 }
 
-// CapacityProbe is one N tried.
-type CapacityProbe struct {
-	Arms            int     `json:"arms"`
-	Pass            bool    `json:"pass"`
+// decidesAlone says whether a window is far enough under the limit to pass
+// its probe alone. Failures are always confirmed: noise on a machine adds
+// overruns (a neighbour's burst turns 0.5 % into 5 %) far more often than
+// it removes them.
+func (o CapacityOptions) decidesAlone(f float64) bool {
+	return f < o.OverrunLimit/o.Near
+}
+
+// CapacityWindow is one measurement of N arms: a started hapticd's window
+// after its settle, or one `hapticd baseline-arms` run.
+type CapacityWindow struct {
 	OverrunFraction float64 `json:"overrun_fraction"`
 	// PeriodP99Us is the worst shard's period p99 over the window (since
 	// the service started for a hapticd whose /stats has no shards), the
@@ -85,7 +143,24 @@ type CapacityProbe struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// CapacityResult is one search: its answer and every probe on the way.
+// CapacityProbe is one N tried by one side: one window when it passes far
+// under the line, else up to Repeats. Its figures are the median window's
+// (by overrun fraction; the lower middle one of two), and it passes when
+// most of its windows did.
+type CapacityProbe struct {
+	// Seq is the probe's place in the whole run, both sides counted
+	// (from 1): the order the machine saw them in.
+	Seq  int    `json:"seq"`
+	Pair int    `json:"pair"` // from 1
+	Side string `json:"side"` // SideService or SideBareLoop
+	Arms int    `json:"arms"`
+	Pass bool   `json:"pass"`
+	CapacityWindow
+	Windows []CapacityWindow `json:"windows"`
+}
+
+// CapacityResult is one side's search in one pair: its answer and every
+// probe on the way.
 type CapacityResult struct {
 	Capacity int `json:"capacity"`
 	// AtMax says the search stopped at Max still passing: the true
@@ -94,91 +169,182 @@ type CapacityResult struct {
 	Probes []CapacityProbe `json:"probes"`
 }
 
+// CapacityPair is one pair of searches, run in lockstep.
+type CapacityPair struct {
+	Pair     int             `json:"pair"`  // from 1
+	First    string          `json:"first"` // the side that probed first at each step
+	Service  CapacityResult  `json:"service"`
+	BareLoop *CapacityResult `json:"bare_loop,omitempty"`
+	// Ratio is the service's capacity over the bare loop's (0 without a
+	// bare-loop capacity); RatioIsUpperBound says the bare loop still
+	// passed at Max.
+	Ratio             float64 `json:"ratio,omitempty"`
+	RatioIsUpperBound bool    `json:"ratio_is_upper_bound,omitempty"`
+}
+
+// CapacitySummary is one side's capacities over the pairs.
+type CapacitySummary struct {
+	Capacity float64 `json:"capacity"` // median of the pairs'
+	Min      int     `json:"min"`
+	Max      int     `json:"max"`
+	// AtMax counts the pairs whose search stopped at Max still passing.
+	AtMax int `json:"at_max,omitempty"`
+}
+
 // CapacityReport compares the service with the bare loop.
 type CapacityReport struct {
-	Machine      Machine         `json:"machine"`
-	LoopHz       float64         `json:"loop_hz"`
-	Effects      string          `json:"effects,omitempty"`
-	OverrunLimit float64         `json:"overrun_limit"`
-	WindowS      float64         `json:"window_s"`
-	Service      CapacityResult  `json:"service"`
-	BareLoop     *CapacityResult `json:"bare_loop,omitempty"`
-	// Ratio is the service's capacity over the bare loop's; 0 with Flag
-	// "baseline-lost" when the service beat the bare loop beyond noise
-	// (the bare loop was no floor in that run).
-	Ratio float64 `json:"ratio"`
-	// RatioIsUpperBound says the bare loop's search stopped at --max still
-	// passing: its true capacity is higher, so the ratio is at most Ratio.
+	Machine      Machine `json:"machine"`
+	LoopHz       float64 `json:"loop_hz"`
+	Effects      string  `json:"effects,omitempty"`
+	OverrunLimit float64 `json:"overrun_limit"`
+	WindowS      float64 `json:"window_s"`
+	Repeats      int     `json:"repeats"`
+	Near         float64 `json:"near"`
+	// Pairs holds every pair's searches with every probe and window.
+	Pairs    []CapacityPair   `json:"pairs"`
+	Service  CapacitySummary  `json:"service"`
+	BareLoop *CapacitySummary `json:"bare_loop,omitempty"`
+	// Ratio is the median of the pairs' ratios; 0 with Flag
+	// "baseline-lost" when that median is beyond noise in the service's
+	// favour (the bare loop was no floor in that run). PairRatios are the
+	// pairs' ratios in run order, RatioMin and RatioMax their range.
+	Ratio      float64   `json:"ratio"`
+	PairRatios []float64 `json:"pair_ratios,omitempty"`
+	RatioMin   float64   `json:"ratio_min,omitempty"`
+	RatioMax   float64   `json:"ratio_max,omitempty"`
+	// RatioIsUpperBound says a pair's bare-loop search stopped at --max
+	// still passing: its true capacity is higher, so the ratio is at most
+	// Ratio.
 	RatioIsUpperBound bool     `json:"ratio_is_upper_bound,omitempty"`
 	Flag              string   `json:"flag,omitempty"`
 	Warnings          []string `json:"warnings,omitempty"`
 }
 
+// windowFunc measures one window of n arms on one side. An error means
+// nothing was measured (the process did not start or answer); a window
+// that measured a failure returns no error.
+type windowFunc func(ctx context.Context, n int) (CapacityWindow, error)
+
 // Capacity searches the largest N (doubling, then bisecting) for the
-// service and then for `hapticd baseline-arms`.
+// service and for `hapticd baseline-arms`, in o.Pairs pairs of lockstep
+// searches, and gives the median of the pairs' ratios.
 func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
+	if err := o.Validate(); err != nil {
+		return CapacityReport{}, err
+	}
 	o.defaults()
-	rep := CapacityReport{Machine: ThisMachine(), LoopHz: o.LoopHz, OverrunLimit: o.OverrunLimit, WindowS: o.Window.Seconds(), Effects: o.Effects}
+	rep := CapacityReport{Machine: ThisMachine(), LoopHz: o.LoopHz, OverrunLimit: o.OverrunLimit, WindowS: o.Window.Seconds(),
+		Effects: o.Effects, Repeats: o.Repeats, Near: o.Near}
 	binary, cleanup, err := FindHapticd(ctx, o.Hapticd)
 	if err != nil {
 		return rep, err
 	}
 	defer cleanup()
 
-	progress := func(what string, p CapacityProbe) {
-		if o.Progress == nil {
-			return
-		}
-		verdict := "pass"
-		if !p.Pass {
-			verdict = "fail"
-		}
-		fmt.Fprintf(o.Progress, "%s: %d arms: %s (overruns %.2f %%, period p99 %s µs)%s\n", what, p.Arms, verdict,
-			100*p.OverrunFraction, number(p.PeriodP99Us), errSuffix(p.Error))
+	service := func(ctx context.Context, n int) (CapacityWindow, error) {
+		return serviceWindow(ctx, binary, n, o)
 	}
-	rep.Service, err = searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
-		p, err := probeService(ctx, binary, n, o)
-		progress("hapticd", p)
-		return p, err
-	})
-	if err != nil {
-		return rep, err
-	}
+	var bare windowFunc
 	if !o.NoBareLoop {
-		bare, err := searchCapacity(ctx, o, func(n int) (CapacityProbe, error) {
+		bare = func(ctx context.Context, n int) (CapacityWindow, error) {
 			b, err := runBareLoop(ctx, binary, n, o.LoopHz, o.Window, o.Motion, o.Effects)
-			p := CapacityProbe{Arms: n}
 			if err != nil {
-				p.Error = err.Error()
-			} else {
-				p.OverrunFraction, p.PeriodP99Us, p.NsPerStep = b.OverrunFraction(), b.PeriodUsP99, b.NsPerStep
-				p.Pass = p.OverrunFraction < o.OverrunLimit
+				return CapacityWindow{Error: err.Error()}, err
 			}
-			progress("bare loop", p)
-			return p, err
-		})
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, "bare-loop baseline skipped: "+err.Error())
-		} else {
-			rep.BareLoop = &bare
-			switch {
-			case float64(rep.Service.Capacity) > float64(bare.Capacity)*(1+max(minNoise, o.Precision)) && !bare.AtMax:
-				rep.Flag = FlagBaselineLost
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the bare loop held %d arms, hapticd %d: the baseline lost beyond noise, so no ratio is given; rerun on a quiet machine", bare.Capacity, rep.Service.Capacity))
-			case bare.Capacity > 0:
-				rep.Ratio = float64(rep.Service.Capacity) / float64(bare.Capacity)
-				rep.RatioIsUpperBound = bare.AtMax && !rep.Service.AtMax
-			}
+			return CapacityWindow{OverrunFraction: b.OverrunFraction(), PeriodP99Us: b.PeriodUsP99, NsPerStep: b.NsPerStep}, nil
 		}
 	}
-	if rep.Service.Capacity == 0 {
-		hint := "hapticd missed over the limit of its ticks even with 1 arm"
-		if rep.BareLoop != nil && rep.BareLoop.Capacity == 0 {
-			hint += ", and so did the bare loop: the machine is too busy to hold the rate; rerun it idle or raise --overrun-limit"
-		}
-		rep.Warnings = append(rep.Warnings, hint)
+	var searchErr error
+	rep.Pairs, rep.Warnings, searchErr = searchCapacityPairs(ctx, o, service, bare, o.progressLine)
+	rep.summarize(o)
+	if searchErr != nil {
+		return rep, searchErr
 	}
 	return rep, ctx.Err()
+}
+
+// progressLine prints a probe as it is decided.
+func (o CapacityOptions) progressLine(p CapacityProbe) {
+	if o.Progress == nil {
+		return
+	}
+	var windows string
+	if len(p.Windows) > 1 {
+		fs := make([]string, len(p.Windows))
+		for i, w := range p.Windows {
+			fs[i] = fmt.Sprintf("%.2f", 100*w.OverrunFraction)
+		}
+		windows = fmt.Sprintf(", median of %s %%", strings.Join(fs, ", "))
+	}
+	fmt.Fprintf(o.Progress, "pair %d of %d, %s: %d arms: %s (overruns %.2f %%%s; period p99 %s µs)%s\n", p.Pair, o.Pairs, p.Side, p.Arms,
+		verdictText(p.Pass), 100*p.OverrunFraction, windows, number(p.PeriodP99Us), errSuffix(p.Error))
+}
+
+func verdictText(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "fail"
+}
+
+// summarize sets the report's medians, ratio and warnings from its pairs.
+func (r *CapacityReport) summarize(o CapacityOptions) {
+	var service, bare []int
+	r.PairRatios = nil
+	for _, p := range r.Pairs {
+		service = append(service, p.Service.Capacity)
+		if p.Service.AtMax {
+			r.Service.AtMax++
+		}
+		if p.BareLoop == nil {
+			continue
+		}
+		bare = append(bare, p.BareLoop.Capacity)
+		if p.BareLoop.Capacity > 0 {
+			r.PairRatios = append(r.PairRatios, p.Ratio)
+			r.RatioIsUpperBound = r.RatioIsUpperBound || p.RatioIsUpperBound
+		}
+	}
+	summary := func(cs []int) CapacitySummary {
+		fs := make([]float64, len(cs))
+		for i, c := range cs {
+			fs[i] = float64(c)
+		}
+		return CapacitySummary{Capacity: median(fs), Min: slices.Min(cs), Max: slices.Max(cs)}
+	}
+	if len(service) > 0 {
+		at := r.Service.AtMax
+		r.Service = summary(service)
+		r.Service.AtMax = at
+	}
+	if len(bare) > 0 {
+		s := summary(bare)
+		for _, p := range r.Pairs {
+			if p.BareLoop != nil && p.BareLoop.AtMax {
+				s.AtMax++
+			}
+		}
+		r.BareLoop = &s
+	}
+	if len(r.PairRatios) > 0 {
+		ratios := slices.Clone(r.PairRatios)
+		m := median(ratios) // sorts ratios
+		r.RatioMin, r.RatioMax = ratios[0], ratios[len(ratios)-1]
+		if m > 1+max(minNoise, o.Precision) {
+			r.Flag = FlagBaselineLost
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the bare loop held a median of %s arms, hapticd %s (median pair ratio %.2fx): the baseline lost beyond noise, so no ratio is given; rerun on a quiet machine",
+				strconv.FormatFloat(r.BareLoop.Capacity, 'f', -1, 64), strconv.FormatFloat(r.Service.Capacity, 'f', -1, 64), m))
+		} else {
+			r.Ratio = m
+		}
+	}
+	if len(r.Pairs) > 0 && r.Service.Capacity == 0 {
+		hint := "hapticd missed over the limit of its ticks even with 1 arm"
+		if r.BareLoop != nil && r.BareLoop.Capacity == 0 {
+			hint += ", and so did the bare loop: the machine is too busy to hold the rate; rerun it idle or raise --overrun-limit"
+		}
+		r.Warnings = append(r.Warnings, hint)
+	}
 }
 
 func errSuffix(e string) string {
@@ -188,98 +354,226 @@ func errSuffix(e string) string {
 	return ": " + e
 }
 
-// searchCapacity doubles N from 1 until a probe fails or Max passes, then
-// bisects between the last pass and the first failure. An error on the
-// first probe is returned (nothing works); later errors count as failures,
-// since a service that cannot start N arms does not handle N.
-func searchCapacity(ctx context.Context, o CapacityOptions, probe func(n int) (CapacityProbe, error)) (CapacityResult, error) {
-	var res CapacityResult
-	try := func(n int) (bool, error) {
-		for attempt := 0; ; attempt++ {
-			p, err := probe(n)
-			res.Probes = append(res.Probes, p)
-			if err != nil && len(res.Probes) == 1 {
-				return false, err
-			}
-			if err == nil && p.Pass {
-				return true, ctx.Err()
-			}
-			if attempt >= o.Retries || ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-		}
-	}
-	pass, fail := 0, 0
-	for n := 1; ; n *= 2 {
-		n = min(n, o.Max)
-		ok, err := try(n)
-		if err != nil {
-			return res, err
-		}
-		if !ok {
-			fail = n
-			break
-		}
-		pass = n
-		if n == o.Max {
-			res.Capacity, res.AtMax = n, true
-			return res, nil
-		}
-	}
-	for fail-pass > 1 && float64(fail-pass) > o.Precision*float64(pass) {
-		mid := pass + (fail-pass)/2
-		ok, err := try(mid)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			pass = mid
-		} else {
-			fail = mid
-		}
-	}
-	res.Capacity = pass
-	return res, nil
+// capacitySearch is one side's search as a sequence of steps, so that two
+// searches can take turns: it doubles N from its start while probes pass
+// (up to max), halves it while they fail (a start above the capacity),
+// then bisects between the largest pass and the smallest failure until
+// the bracket is within precision of the pass.
+type capacitySearch struct {
+	max       int
+	precision float64
+	pass      int // largest N that passed (0: none yet)
+	fail      int // smallest N that failed (0: none yet)
+	next      int // N to probe next; 0 once done
+	atMax     bool
 }
 
-// probeService starts hapticd with n arms and measures one window.
-func probeService(ctx context.Context, binary string, n int, o CapacityOptions) (CapacityProbe, error) {
+func newCapacitySearch(start, limit int, precision float64) *capacitySearch {
+	return &capacitySearch{max: limit, precision: precision, next: min(max(start, 1), limit)}
+}
+
+func (s *capacitySearch) done() bool { return s.next == 0 }
+
+// capacity is the answer once done.
+func (s *capacitySearch) capacity() int { return s.pass }
+
+// record takes the verdict of a probe at s.next and picks the next N.
+func (s *capacitySearch) record(pass bool) {
+	n := s.next
+	if pass {
+		s.pass = n
+	} else {
+		s.fail = n
+	}
+	switch {
+	case s.fail == 0: // passing from the start: double
+		if n >= s.max {
+			s.atMax, s.next = true, 0
+			return
+		}
+		s.next = min(2*n, s.max)
+	case s.pass == 0: // failing from the start: halve
+		if n == 1 {
+			s.next = 0
+			return
+		}
+		s.next = n / 2
+	case s.fail-s.pass <= 1 || float64(s.fail-s.pass) <= s.precision*float64(s.pass):
+		s.next = 0
+	default:
+		s.next = s.pass + (s.fail-s.pass)/2
+	}
+}
+
+// probeSide measures n arms: one window when it passes far under the
+// line, else windows until a majority of o.Repeats agree. An error (nothing measured)
+// ends the probe as a failure and is returned.
+func probeSide(ctx context.Context, o CapacityOptions, n int, window windowFunc) (CapacityProbe, error) {
 	p := CapacityProbe{Arms: n}
+	need := o.Repeats/2 + 1
+	passes, fails := 0, 0
+	for len(p.Windows) < o.Repeats {
+		w, err := window(ctx, n)
+		if err != nil && w.Error == "" {
+			w.Error = err.Error()
+		}
+		p.Windows = append(p.Windows, w)
+		if err != nil {
+			p.CapacityWindow = w
+			return p, err
+		}
+		if w.OverrunFraction < o.OverrunLimit {
+			passes++
+		} else {
+			fails++
+		}
+		if passes >= need || fails >= need || ctx.Err() != nil || (len(p.Windows) == 1 && o.decidesAlone(w.OverrunFraction)) {
+			break
+		}
+	}
+	overruns := make([]float64, len(p.Windows))
+	for i, w := range p.Windows {
+		overruns[i] = w.OverrunFraction
+	}
+	p.CapacityWindow = p.Windows[medianIndex(overruns)]
+	p.Pass = passes > fails
+	return p, ctx.Err()
+}
+
+// searchSide is one side's state within a pair.
+type searchSide struct {
+	name   string
+	window windowFunc
+	search *capacitySearch
+	res    *CapacityResult
+}
+
+// searchCapacityPairs runs o.Pairs pairs of searches, the service's and
+// (bare non-nil) the bare loop's, in lockstep: one probe of the side that
+// goes first, one of the other, and so on, a side that is done leaving the
+// other to finish alone. Odd pairs start with the service, even ones with
+// the bare loop. After the first pair each side starts from half its
+// previous capacity rather than from 1, which saves the doubling through
+// sizes far below the line. An error on a side's first probe of the run
+// means nothing works: the service's ends the run, the bare loop's drops
+// the baseline with a warning. Later errors are failures at that N (a side
+// that cannot start N arms does not handle N). report sees every probe.
+func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare windowFunc, report func(CapacityProbe)) ([]CapacityPair, []string, error) {
+	var (
+		pairs    []CapacityPair
+		warnings []string
+		seq      int
+		probed   = map[string]bool{}
+		hint     = map[string]int{}
+	)
+	for pair := 1; pair <= o.Pairs; pair++ {
+		cp := CapacityPair{Pair: pair}
+		sides := []*searchSide{{name: SideService, window: service, res: &cp.Service}}
+		if bare != nil {
+			cp.BareLoop = &CapacityResult{}
+			sides = append(sides, &searchSide{name: SideBareLoop, window: bare, res: cp.BareLoop})
+			if pair%2 == 0 {
+				sides[0], sides[1] = sides[1], sides[0]
+			}
+		}
+		cp.First = sides[0].name
+		for _, sd := range sides {
+			sd.search = newCapacitySearch(max(1, hint[sd.name]/2), o.Max, o.Precision)
+		}
+		for running := true; running; {
+			running = false
+			for _, sd := range sides {
+				if sd.search.done() {
+					continue
+				}
+				running = true
+				pass, err := stepSide(ctx, o, pair, sd, &seq, report)
+				if err != nil && !probed[sd.name] {
+					if sd.name == SideService {
+						pairs = append(pairs, cp)
+						return pairs, warnings, err
+					}
+					warnings = append(warnings, "bare-loop baseline skipped: "+err.Error())
+					bare, cp.BareLoop = nil, nil
+					sides = slices.DeleteFunc(sides, func(s *searchSide) bool { return s == sd })
+					break
+				}
+				probed[sd.name] = true
+				if ctx.Err() != nil {
+					pairs = append(pairs, cp)
+					return pairs, warnings, ctx.Err()
+				}
+				sd.search.record(pass)
+			}
+		}
+		for _, sd := range sides {
+			sd.res.Capacity, sd.res.AtMax = sd.search.capacity(), sd.search.atMax
+			hint[sd.name] = sd.res.Capacity
+		}
+		if cp.BareLoop != nil && cp.BareLoop.Capacity > 0 {
+			cp.Ratio = float64(cp.Service.Capacity) / float64(cp.BareLoop.Capacity)
+			cp.RatioIsUpperBound = cp.BareLoop.AtMax && !cp.Service.AtMax
+		}
+		pairs = append(pairs, cp)
+	}
+	return pairs, warnings, nil
+}
+
+// stepSide probes one side at its search's next N, and again up to
+// o.Retries times while the probe fails; every probe is kept and
+// reported. It says whether one passed.
+func stepSide(ctx context.Context, o CapacityOptions, pair int, sd *searchSide, seq *int, report func(CapacityProbe)) (bool, error) {
+	n := sd.search.next
+	for attempt := 0; ; attempt++ {
+		p, err := probeSide(ctx, o, n, sd.window)
+		*seq++
+		p.Seq, p.Pair, p.Side = *seq, pair, sd.name
+		sd.res.Probes = append(sd.res.Probes, p)
+		if report != nil {
+			report(p)
+		}
+		if err != nil || p.Pass || attempt >= o.Retries {
+			return p.Pass, err
+		}
+	}
+}
+
+// serviceWindow starts hapticd with n arms and measures one window.
+func serviceWindow(ctx context.Context, binary string, n int, o CapacityOptions) (CapacityWindow, error) {
+	var w CapacityWindow
 	so := ServiceOptions{Binary: binary, Arms: n, LoopHz: o.LoopHz, Motion: o.Motion}
 	if o.Effects != "" {
 		so.Extra = []string{"--sim-effects", o.Effects}
 	}
 	svc, err := startService(ctx, so)
 	if err != nil {
-		p.Error = err.Error()
-		return p, err
+		w.Error = err.Error()
+		return w, err
 	}
 	defer svc.stop()
 	win := readCapacityWindow(ctx, svc.httpBase, o.Settle, o.Window)
 	if win.err != nil {
-		p.Error = win.err.Error()
-		return p, win.err
+		w.Error = win.err.Error()
+		return w, win.err
 	}
 	lf, pf, err := capacityFigures(win, n)
 	if err != nil {
-		p.Error = err.Error()
-		return p, err
+		w.Error = err.Error()
+		return w, err
 	}
 	// A loop that counted far fewer ticks than the window holds stalled
 	// (or the service was starved): its overrun fraction says nothing,
 	// and it did not hold the rate.
 	if want := o.Window.Seconds() * o.LoopHz; float64(lf.Ticks) < want/2 {
-		err := fmt.Errorf("bench: hapticd's loops counted %d ticks in a %s window at %g Hz, under half the %.0f due: they did not hold the rate",
+		w.Error = fmt.Sprintf("bench: hapticd's loops counted %d ticks in a %s window at %g Hz, under half the %.0f due: they did not hold the rate",
 			lf.Ticks, o.Window, o.LoopHz, want)
-		p.Error = err.Error()
-		p.OverrunFraction = 1
-		return p, nil
+		w.OverrunFraction = 1
+		return w, nil
 	}
-	p.OverrunFraction, p.PeriodP99Us, p.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
-	p.HeapPerArm = float64(win.after.Process.HeapBytes) / float64(n)
-	p.RSSPerArm = float64(win.after.Process.RSSBytes) / float64(n)
-	p.Pass = p.OverrunFraction < o.OverrunLimit
-	return p, nil
+	w.OverrunFraction, w.PeriodP99Us, w.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
+	w.HeapPerArm = float64(win.after.Process.HeapBytes) / float64(n)
+	w.RSSPerArm = float64(win.after.Process.RSSBytes) / float64(n)
+	return w, nil
 }
 
 // capacityFigures is a probe's window of n arms: from the shards, or from
@@ -359,66 +653,114 @@ func readCapacityWindow(ctx context.Context, httpBase string, settle, window tim
 	return readStatsAround(ctx, httpBase, statsNoDevices, time.Now().Add(settle), func(read time.Time) time.Time { return read.Add(window) })
 }
 
-// WriteTable writes the capacities, the ratio and every probe.
+// WriteTable writes the capacities with their ratio, every pair and every
+// probe in the order they ran.
 func (r CapacityReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per probe); %s %s/%s, %d CPUs\n",
-		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per window; a probe not far under the line takes up to %d windows and passes by their median); %s %s/%s, %d CPUs\n",
+		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Repeats, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
 	if r.Effects != "" {
 		fmt.Fprintf(&b, "every arm controlled and rendering %s, in hapticd (--sim-effects) and in the bare loop (--effects)\n", r.Effects)
 	}
+	if len(r.Pairs) > 1 {
+		fmt.Fprintf(&b, "%d pairs of searches, each pair's two in lockstep (one probe each in turn, pairs alternating which goes first); the ratio is the median of the pairs' ratios\n", len(r.Pairs))
+	}
 	b.WriteString("\n")
-	capText := func(c CapacityResult) string {
-		if c.AtMax {
-			return fmt.Sprintf("≥ %d", c.Capacity)
+	capText := func(s CapacitySummary) string {
+		t := strconv.FormatFloat(s.Capacity, 'f', -1, 64) // a median: whole, or a half
+		if len(r.Pairs) > 1 {
+			t += fmt.Sprintf(" (%d–%d)", s.Min, s.Max)
 		}
-		return itoa(c.Capacity)
+		if s.AtMax > 0 {
+			t = "≥ " + t // a search stopped at --max still passing
+		}
+		return t
 	}
 	var t textTable
-	t.add("figure", "hapticd", "baseline", "base", "ratio")
-	base, ratio := "-", "-"
-	baseline := "-"
+	t.add("figure", "hapticd", "baseline", "base", "ratio", "pairs min–max")
+	base, ratio, baseline, spread := "-", "-", "-", "-"
 	if r.BareLoop != nil {
-		baseline, base = "bare loop", capText(*r.BareLoop)
-		ratio = Comparison{Ratio: r.Ratio, Flag: r.Flag}.ratioText()
-		if r.RatioIsUpperBound {
-			ratio = "≤ " + ratio // the bare loop was still passing at --max
+		baseline, base = SideBareLoop, capText(*r.BareLoop)
+		ratio = Comparison{Ratio: r.Ratio, Flag: r.Flag, PairRatios: r.PairRatios}.ratioText()
+		if r.RatioIsUpperBound && r.Ratio != 0 {
+			ratio = "≤ " + ratio // a bare-loop search was still passing at --max
+		}
+		if len(r.PairRatios) > 0 {
+			spread = fmt.Sprintf("%.2f–%.2f (%d)", r.RatioMin, r.RatioMax, len(r.PairRatios))
 		}
 	}
-	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio)
+	t.add("capacity (arms)", capText(r.Service), baseline, base, ratio, spread)
 	t.write(&b)
+
+	if len(r.Pairs) > 1 || r.BareLoop != nil {
+		b.WriteString("\n")
+		t = textTable{}
+		t.add("pair", "first", SideService, SideBareLoop, "ratio")
+		for _, p := range r.Pairs {
+			bare, ratio := "-", "-"
+			if p.BareLoop != nil {
+				bare = capResultText(*p.BareLoop)
+				if p.Ratio != 0 || p.BareLoop.Capacity > 0 {
+					ratio = fmt.Sprintf("%.2fx", p.Ratio)
+					if p.RatioIsUpperBound {
+						ratio = "≤ " + ratio
+					}
+				}
+			}
+			t.add(itoa(p.Pair), p.First, capResultText(p.Service), bare, ratio)
+		}
+		t.write(&b)
+	}
 
 	b.WriteString("\n")
 	t = textTable{}
-	t.add("search", "arms", "verdict", "overruns %", "period p99 µs*", "CPU %", "ns/step", "heap B/arm", "RSS B/arm", "error")
-	add := func(name string, c CapacityResult) {
-		for _, p := range c.Probes {
-			verdict := "pass"
-			if !p.Pass {
-				verdict = "fail"
-			}
-			cpu, nsStep, heap, rss := "-", "-", "-", "-"
-			if p.HeapPerArm > 0 {
-				heap, rss = number(p.HeapPerArm), number(p.RSSPerArm)
-			}
-			if p.CPUPercent > 0 {
-				cpu = number(p.CPUPercent)
-			}
-			if p.NsPerStep > 0 {
-				nsStep = number(p.NsPerStep)
-			}
-			t.add(name, itoa(p.Arms), verdict, number(100*p.OverrunFraction), number(p.PeriodP99Us), cpu, nsStep, heap, rss, clip([]byte(p.Error), 80))
+	t.add("seq", "pair", "search", "arms", "verdict", "overruns %", "windows %", "period p99 µs*", "CPU %", "ns/step", "heap B/arm", "RSS B/arm", "error")
+	for _, p := range r.probesInOrder() {
+		cpu, nsStep, heap, rss := "-", "-", "-", "-"
+		if p.HeapPerArm > 0 {
+			heap, rss = number(p.HeapPerArm), number(p.RSSPerArm)
 		}
-	}
-	add("hapticd", r.Service)
-	if r.BareLoop != nil {
-		add("bare loop", *r.BareLoop)
+		if p.CPUPercent > 0 {
+			cpu = number(p.CPUPercent)
+		}
+		if p.NsPerStep > 0 {
+			nsStep = number(p.NsPerStep)
+		}
+		windows := make([]string, len(p.Windows))
+		for i, w := range p.Windows {
+			windows[i] = number(100 * w.OverrunFraction)
+		}
+		t.add(itoa(p.Seq), itoa(p.Pair), p.Side, itoa(p.Arms), verdictText(p.Pass), number(100*p.OverrunFraction), strings.Join(windows, " "),
+			number(p.PeriodP99Us), cpu, nsStep, heap, rss, clip([]byte(p.Error), 80))
 	}
 	t.write(&b)
+	b.WriteString("overruns %: the median window's; windows %: each window's, in order\n")
 	b.WriteString("* hapticd: the worst shard's over the window (a hapticd whose /stats lists no shards: since it started); bare loop: over its run\n")
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wn)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// capResultText is one search's capacity, ≥ when it stopped at --max.
+func capResultText(c CapacityResult) string {
+	if c.AtMax {
+		return fmt.Sprintf("≥ %d", c.Capacity)
+	}
+	return itoa(c.Capacity)
+}
+
+// probesInOrder is every probe of every pair, both sides, in the order
+// they ran.
+func (r CapacityReport) probesInOrder() []CapacityProbe {
+	var all []CapacityProbe
+	for _, p := range r.Pairs {
+		all = append(all, p.Service.Probes...)
+		if p.BareLoop != nil {
+			all = append(all, p.BareLoop.Probes...)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b CapacityProbe) int { return a.Seq - b.Seq })
+	return all
 }

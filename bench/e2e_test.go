@@ -97,12 +97,12 @@ func TestEndToEndCapacity(t *testing.T) {
 	// A limit of 100 % passes every probe that ticks: this checks the
 	// search's plumbing, not the machine's speed.
 	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 2, Settle: 200 * time.Millisecond,
-		Window: 300 * time.Millisecond, OverrunLimit: 1.01})
+		Window: 300 * time.Millisecond, OverrunLimit: 1.01, Pairs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Service.Capacity != 2 || !rep.Service.AtMax || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
-		t.Errorf("capacity report %+v, want 2 arms (at max) for both", rep)
+	if rep.Service.Capacity != 2 || rep.Service.AtMax != 2 || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 || rep.BareLoop.AtMax != 2 || rep.Ratio != 1 {
+		t.Errorf("capacity report %+v, want 2 arms (at max) for both in both pairs, a ratio of 1", rep)
 	}
 }
 

@@ -82,7 +82,7 @@ func fakeCapacity(t *testing.T, bin string, effects ...string) (CapacityReport, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1,
+	rep, err := Capacity(ctx, CapacityOptions{Hapticd: bin, LoopHz: 1000, Max: 16, Precision: 1e-9, Retries: -1, Pairs: 2,
 		Settle: 50 * time.Millisecond, Window: 150 * time.Millisecond, Effects: strings.Join(effects, ",")})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 	// loop up to 10: the search must find exactly those.
 	rep, table := fakeCapacity(t, fakeHapticdBinary(t, 5))
 	if rep.Service.Capacity != 5 || rep.BareLoop == nil || rep.BareLoop.Capacity != 10 {
-		t.Fatalf("capacities: service %d, bare loop %+v; want 5 and 10", rep.Service.Capacity, rep.BareLoop)
+		t.Fatalf("capacities: service %g, bare loop %+v; want 5 and 10", rep.Service.Capacity, rep.BareLoop)
 	}
 	if rep.Ratio != 0.5 {
 		t.Errorf("ratio %v, want 0.5", rep.Ratio)
@@ -115,7 +115,7 @@ func TestCapacityAgainstFakeProcesses(t *testing.T) {
 func TestCapacityWithEffects(t *testing.T) {
 	rep, table := fakeCapacity(t, fakeHapticdBinary(t, 8), "wall", "damper")
 	if rep.Service.Capacity != 4 || rep.BareLoop == nil || rep.BareLoop.Capacity != 8 {
-		t.Fatalf("capacities: service %d, bare loop %+v; want 4 and 8 (half of 8 and 16: effects given to both)", rep.Service.Capacity, rep.BareLoop)
+		t.Fatalf("capacities: service %g, bare loop %+v; want 4 and 8 (half of 8 and 16: effects given to both)", rep.Service.Capacity, rep.BareLoop)
 	}
 	if rep.Effects != "wall,damper" || !strings.Contains(table, "rendering wall,damper") || !strings.Contains(table, "0.50x") {
 		t.Errorf("report effects %q, table:\n%s\nwant the effects named and the ratio 0.50x", rep.Effects, table)
@@ -129,7 +129,7 @@ func TestCapacityFlagsABareLoopThatLoses(t *testing.T) {
 	t.Setenv(fakeBareEnv, "0.25") // the bare loop holds 2
 	rep, table := fakeCapacity(t, bin)
 	if rep.Service.Capacity != 8 || rep.BareLoop == nil || rep.BareLoop.Capacity != 2 {
-		t.Fatalf("capacities: service %d, bare loop %+v; want 8 and 2", rep.Service.Capacity, rep.BareLoop)
+		t.Fatalf("capacities: service %g, bare loop %+v; want 8 and 2", rep.Service.Capacity, rep.BareLoop)
 	}
 	if rep.Ratio != 0 || rep.Flag != FlagBaselineLost || len(rep.Warnings) == 0 {
 		t.Errorf("ratio %v, flag %q, warnings %q; want no ratio, the baseline-lost flag and a warning", rep.Ratio, rep.Flag, rep.Warnings)
