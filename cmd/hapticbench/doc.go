@@ -5,7 +5,8 @@
 //	                 [--warmup D] [--loop-hz H] [--target URL | --hapticd PATH]
 //	                 [--pairs N] [--cpus any|shared|split]
 //	                 [--json FILE] [--sweep clients=1,10,50,100 [--plot FILE.svg]]
-//	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--json FILE]
+//	hapticbench arms [--loop-hz H] [--max N] [--hapticd PATH] [--window D] [--pairs N]
+//	                 [--repeats R] [--near F] [--sim-motion M] [--effects E] [--json FILE]
 //	hapticbench lab  [--arms N] [--clients M] [--rate HZ] [--duration D] [--pairs N] [--hapticd PATH]
 //	hapticbench zwidth [--paths ABC] [--hand off|on|both] [--client-hz 60,90,200]
 //	                 [--effect-hz 1000,4000] [--delay-frames N] [--push N]
@@ -36,7 +37,11 @@
 // WebSocket.
 //
 // arms finds the largest number of simulated arms the service steps at the
-// loop rate with under 1 % overrun ticks, beside the bare loop's.
+// loop rate with under 1 % overrun ticks, beside the bare loop's: --pairs
+// pairs of searches (default 5), each pair's two in lockstep, a probe
+// decided by the median of up to --repeats windows unless its first passes
+// far under the line, and the median of the pairs' ratios with their range
+// (docs/performance.md, "How the capacity is searched").
 //
 // --json FILE writes the report as JSON beside the table on stdout. With
 // --json - the JSON is written to stdout and the table to stderr, so stdout

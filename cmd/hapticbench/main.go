@@ -211,11 +211,19 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&o.Window, "window", 3*time.Second, "measured time per probe")
 	fs.DurationVar(&o.Settle, "settle", time.Second, "time a started hapticd runs before each window")
 	fs.Float64Var(&o.OverrunLimit, "overrun-limit", 0.01, "overrun fraction a probe must stay under")
-	fs.IntVar(&o.Retries, "retries", 1, "re-run a failing probe this many times before calling it a failure (noise on shared machines); -1 for none")
+	fs.IntVar(&o.Pairs, "pairs", bench.DefaultPairs, "searches of both sides, each pair's two in lockstep (a probe of one, then of the other; pairs alternate which goes first); the ratio is the median of the pairs' ratios, every pair and probe printed")
+	fs.IntVar(&o.Repeats, "repeats", 3, "most windows a probe takes unless its first passes far under the line (see --near); it passes by their median (odd; 1: one window per probe)")
+	fs.Float64Var(&o.Near, "near", 3, "a first window under --overrun-limit divided by this passes its probe alone; any other takes more windows (1 or more)")
+	fs.IntVar(&o.Retries, "retries", 0, "re-run a probe the median failed this many times, keeping the first pass (biased toward passing: --repeats is the noise guard); 0 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
 	fs.StringVar(&o.Effects, "effects", "", "effects every arm renders, in hapticd (--sim-effects, arms held by the service) and in the bare loop alike: wall, damper (comma-separated; empty: none)")
-	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) { return bench.Capacity(ctx, o) })
+	return reportCommand(fs, args, stdout, stderr, &o.Progress, func() (report, error) {
+		if err := o.Validate(); err != nil {
+			return nil, usageError{err}
+		}
+		return bench.Capacity(ctx, o)
+	})
 }
 
 func deviceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {

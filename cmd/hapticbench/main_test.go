@@ -24,6 +24,9 @@ func TestDispatchRejectsBadCommandLines(t *testing.T) {
 		{[]string{"run", "extra"}, "unexpected arguments"},
 		{[]string{"arms", "--max", "x"}, "invalid value"},
 		{[]string{"arms", "extra"}, "arms: unexpected arguments"},
+		{[]string{"arms", "--repeats", "2"}, "--repeats 2: want an odd count"},
+		{[]string{"arms", "--pairs", "-1"}, "--pairs -1"},
+		{[]string{"arms", "--near", "0.5"}, "--near 0.5"},
 		{[]string{"echo-serve", "--inventory", "a"}, "needs --inventory and --state"},
 		{[]string{"echo-serve", "--nope"}, "flag provided but not defined"},
 	}
