@@ -1,7 +1,9 @@
 package loop
 
 import (
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 )
 
@@ -14,17 +16,35 @@ import (
 // A process has one Procs, made by its main: two would each read the other's
 // loan as the base. Hold and Release are safe for concurrent use; a nil
 // *Procs lends nothing. Raising GOMAXPROCS stops the world for a moment, so
-// a loop asks once when it starts spinning, not every tick. Once a loan has
-// been made, GOMAXPROCS counts as set by the program, and the runtime no
-// longer follows a change of the CPU limit (cgroup) by itself.
+// a loop asks once when it starts spinning, not every tick.
+//
+// While a loan is out GOMAXPROCS counts as set by the program, and the
+// runtime does not follow a change of the CPU limit (cgroup) or affinity by
+// itself. When the last loan returns, Release gives the runtime its default
+// back (runtime.SetDefaultGOMAXPROCS), so it follows them again; unless the
+// GOMAXPROCS environment variable set the count (the runtime never follows
+// then), in which case the count from before the first loan is restored.
 type Procs struct {
+	// explicit says GOMAXPROCS came from the environment: the runtime
+	// took it (a positive count) and does not manage it.
+	explicit bool
+
 	mu   sync.Mutex // guards the following
 	base int        // GOMAXPROCS before the first loan
 	lent int
 }
 
-// NewProcs returns a Procs that has lent nothing.
-func NewProcs() *Procs { return &Procs{} }
+// NewProcs returns a Procs that has lent nothing. It reads the GOMAXPROCS
+// environment variable, as the runtime did when the process started.
+func NewProcs() *Procs { return &Procs{explicit: envSetsGOMAXPROCS(os.Getenv("GOMAXPROCS"))} }
+
+// envSetsGOMAXPROCS says whether the runtime takes this value of the
+// GOMAXPROCS environment variable: a positive count (anything else it
+// ignores, keeping its default).
+func envSetsGOMAXPROCS(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0
+}
 
 // Hold lends one P and reports whether it did: false for a nil Procs and
 // where a pacer cannot keep its P (not Linux). A true Hold needs one
@@ -43,7 +63,8 @@ func (p *Procs) Hold() bool {
 	return true
 }
 
-// Release takes back the P of one true Hold.
+// Release takes back the P of one true Hold; the last one gives GOMAXPROCS
+// back to the runtime's default (or to the environment's count).
 func (p *Procs) Release() {
 	if p == nil {
 		return
@@ -54,7 +75,16 @@ func (p *Procs) Release() {
 		return
 	}
 	p.lent--
-	runtime.GOMAXPROCS(p.base + p.lent)
+	switch {
+	case p.lent > 0:
+		runtime.GOMAXPROCS(p.base + p.lent)
+	case p.explicit:
+		runtime.GOMAXPROCS(p.base)
+	default:
+		// Not GOMAXPROCS(p.base): that would leave the count set by the
+		// program, frozen at what the CPU limit was before the loan.
+		runtime.SetDefaultGOMAXPROCS()
+	}
 }
 
 // Lent returns how many Ps are lent now.

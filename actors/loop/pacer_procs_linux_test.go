@@ -5,7 +5,11 @@ package loop
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +24,7 @@ import (
 // it was before the first, each Release lowers it again, a Release with
 // nothing lent changes nothing, and a nil Procs lends nothing.
 func TestProcsLendsOnePPerHold(t *testing.T) {
-	base := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(base) })
+	base := procsAtDefault(t)
 	p := NewProcs()
 	steps := []struct {
 		name     string
@@ -55,8 +58,7 @@ func TestProcsLendsOnePPerHold(t *testing.T) {
 // left with nothing to step, and every shard at Stop, gives its P back. The
 // shards keep ticking all along.
 func TestSpinningShardsBorrowAPEach(t *testing.T) {
-	base := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(base) })
+	base := procsAtDefault(t)
 	procs := NewProcs()
 	s := NewScheduler(SchedulerOptions{Shards: 2, ShardFill: 2, SpinFrom: 2, Procs: procs})
 	s.Start()
@@ -118,8 +120,7 @@ func TestSpinningShardsBorrowAPEach(t *testing.T) {
 // must still let the runtime stop the world (a collection) at once, not at
 // its deadline: every goroutine of the process waits for the stop.
 func TestKeptPSleepAnswersStopTheWorld(t *testing.T) {
-	base := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(base) })
+	procsAtDefault(t)
 	procs := NewProcs()
 	const period = 2 * time.Second
 	woke := make(chan time.Time, 1)
@@ -154,4 +155,147 @@ func TestKeptPSleepAnswersStopTheWorld(t *testing.T) {
 	if w := <-woke; !collected.Before(w) {
 		t.Fatalf("the collection ended %v after the pacer woke: it waited for the kept-P sleep's deadline", collected.Sub(w))
 	}
+}
+
+// procsAtDefault puts GOMAXPROCS at the runtime's default for the test and
+// returns it: the testing package sets GOMAXPROCS itself (to each -cpu
+// value), and a last Release gives the default back, not the count the
+// testing package chose. With GOMAXPROCS in the environment the count is
+// left as it is (Release restores it then).
+func procsAtDefault(t *testing.T) int {
+	t.Helper()
+	was := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
+	if !envSetsGOMAXPROCS(os.Getenv("GOMAXPROCS")) {
+		runtime.SetDefaultGOMAXPROCS()
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// procsChildEnv makes the test binary TestProcsGiveBackTheDefault's child.
+const procsChildEnv = "HAPTICD_LOOP_PROCS_CHILD"
+
+// TestProcsGiveBackTheDefault: once its last loan is back, a Procs hands
+// GOMAXPROCS back to the runtime, which follows the CPUs the process may use
+// again: the process's affinity, narrowed to one CPU while a loan was out,
+// sets the count at the Release, and widened again it brings the default
+// back. With GOMAXPROCS set in the environment the runtime never follows,
+// and the environment's count comes back instead. The runtime reads the
+// environment when a process starts, so each case is a child process.
+func TestProcsGiveBackTheDefault(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs: narrowing the affinity to one must change the default")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, env    string // env: GOMAXPROCS, "" for unset
+		wantReleased int    // GOMAXPROCS right after the last Release (0: the child's count at start)
+		wantWidened  int
+	}{
+		{"unset", "", 1, 0},
+		{"set to 3", "3", 3, 3},
+		{"set to x, which the runtime ignores", "x", 1, 0},
+	}
+	line := regexp.MustCompile(`procs: before=(\d+) released=(\d+) widened=(\d+)`)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(exe, "-test.run", "^TestProcsChildProcess$", "-test.v")
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
+			cmd.Env = append(cmd.Env, procsChildEnv+"=1")
+			if c.env != "" {
+				cmd.Env = append(cmd.Env, "GOMAXPROCS="+c.env)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			m := line.FindStringSubmatch(string(out))
+			if m == nil {
+				t.Fatalf("child printed no procs line:\n%s", out)
+			}
+			before, _ := strconv.Atoi(m[1])
+			released, _ := strconv.Atoi(m[2])
+			widened, _ := strconv.Atoi(m[3])
+			wantWidened := c.wantWidened
+			if wantWidened == 0 {
+				wantWidened = before
+			}
+			if released != c.wantReleased || widened != wantWidened {
+				t.Errorf("GOMAXPROCS %d at start, %d after the last Release (one CPU allowed), %d with every CPU allowed again; want %d and %d",
+					before, released, widened, c.wantReleased, wantWidened)
+			}
+		})
+	}
+}
+
+// TestProcsChildProcess is TestProcsGiveBackTheDefault's child: it lends a
+// P, narrows the process to one CPU, takes the P back, widens the process
+// again, and prints GOMAXPROCS at each step.
+func TestProcsChildProcess(t *testing.T) {
+	if os.Getenv(procsChildEnv) != "1" {
+		t.Skip("the child of TestProcsGiveBackTheDefault")
+	}
+	before := runtime.GOMAXPROCS(0)
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	var one unix.CPUSet
+	for cpu := range 1024 {
+		if all.IsSet(cpu) {
+			one.Set(cpu)
+			break
+		}
+	}
+	p := NewProcs()
+	if !p.Hold() {
+		t.Fatal("Hold lent nothing")
+	}
+	setProcessAffinity(t, one)
+	p.Release()
+	released := runtime.GOMAXPROCS(0)
+	setProcessAffinity(t, all)
+	if !envSetsGOMAXPROCS(os.Getenv("GOMAXPROCS")) {
+		// The runtime looks again about once a second (sysmon); the parent
+		// judges what it sees.
+		for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != before && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	fmt.Printf("procs: before=%d released=%d widened=%d\n", before, released, runtime.GOMAXPROCS(0))
+}
+
+// setProcessAffinity sets the affinity of every thread of the process; a
+// thread started meanwhile inherits its starter's, so it repeats until a
+// pass finds every thread set.
+func setProcessAffinity(t *testing.T, set unix.CPUSet) {
+	t.Helper()
+	for range 100 {
+		tasks, err := filepath.Glob("/proc/self/task/*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := false
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(filepath.Base(task))
+			if err != nil {
+				continue
+			}
+			var now unix.CPUSet
+			if unix.SchedGetaffinity(tid, &now) != nil || now == set {
+				continue // gone, or already set
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil {
+				t.Fatalf("affinity of thread %d: %v", tid, err)
+			}
+			changed = true
+		}
+		if !changed {
+			return
+		}
+	}
+	t.Fatal("threads kept appearing with another affinity")
 }
