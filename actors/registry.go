@@ -268,7 +268,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		go func() {
 			defer s.hwWG.Done()
 			defer close(d.loopDone)
-			if err := loop.RunLocked(ctx, d.rt); err != nil && ctx.Err() == nil {
+			if err := loop.RunLockedProcs(ctx, d.rt, s.opts.SimProcs); err != nil && ctx.Err() == nil {
 				core.log.Error().Err(err).Msg("hardware loop stopped")
 			}
 		}()

@@ -47,8 +47,9 @@ type Options struct {
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
 	// SimProcs, the process's one loop.Procs (made by its main), lets a
-	// spinning simulation shard sleep holding its P (loop.Pacer.KeepP).
-	// Nil: it does not.
+	// spinning simulation shard and a hardware device's loop
+	// (loop.RunLockedProcs) sleep holding its P (loop.Pacer.KeepP).
+	// Nil: they do not.
 	SimProcs *loop.Procs
 	// RealtimePriority, 1..99, runs every loop thread SCHED_FIFO at that
 	// priority (needs CAP_SYS_NICE; best effort). 0 keeps normal scheduling.

@@ -132,7 +132,22 @@ func (r *runnerStats) limitWarning(nowNs int64) (suppressed uint64, ok bool) {
 // p99 and emits EventRateWarning through OnEvent when it passed its bound
 // (at most once a minute, counting the late seconds it held back).
 // A device is run by one runner at a time.
-func RunLocked(ctx context.Context, d *Device) (err error) {
+//
+// Its pacer sleeps in a system call that gives up the goroutine's P, which
+// the runtime hands to another thread when none is idle; RunLockedProcs
+// keeps it.
+func RunLocked(ctx context.Context, d *Device) error { return RunLockedProcs(ctx, d, nil) }
+
+// RunLockedProcs is RunLocked for a process with a Procs (its one, made by
+// its main): the loop's pacer sleeps holding its P (Pacer.KeepP) and procs
+// lends the process another P while the loop runs, as for a spinning
+// scheduler shard. Without that, every sleep of a loop whose process has
+// no idle P (sessions under load, spinning shards) lost its P to sysmon
+// after 20 µs, and each wake-up waited for a P to come free: a busy
+// goroutine's preemption, up to 10 ms (docs/performance.md, "The hardware
+// loop's sleep"). A nil procs, or a platform where a pacer cannot keep its P, is
+// RunLocked.
+func RunLockedProcs(ctx context.Context, d *Device, procs *Procs) (err error) {
 	if d == nil {
 		return fmt.Errorf("actors/loop: RunLocked needs a device; create it with NewDevice")
 	}
@@ -155,6 +170,12 @@ func RunLocked(ctx context.Context, d *Device) (err error) {
 	}()
 	done := ctx.Done()
 	p := NewPacer(d.opts.PeriodNs, d.clock)
+	// Held after the thread is locked and tuned, released before it is
+	// unlocked: the P is lent exactly while this thread may sleep on it.
+	if procs.Hold() {
+		defer procs.Release()
+		p.KeepP(true)
+	}
 	for {
 		select {
 		case <-done:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,4 +142,93 @@ func TestSpinningShardHoldsATunedThread(t *testing.T) {
 	slack.Store(0)
 	waitSlack("back to one device", func(v int64) bool { return v > 1 })
 	s.Remove(first)
+}
+
+// TestRunLockedProcsLendsAPWhileItRuns: with the process's Procs, a
+// hardware loop has one P lent for as long as it runs (its pacer sleeps
+// holding its own), and gives it back when it stops, GOMAXPROCS with it;
+// without one it lends nothing.
+func TestRunLockedProcsLendsAPWhileItRuns(t *testing.T) {
+	base := procsAtDefault(t)
+	for _, withProcs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("procs %v", withProcs), func(t *testing.T) {
+			var procs *Procs
+			want := 0
+			if withProcs {
+				procs, want = NewProcs(), 1
+			}
+			d := NewDevice(looptest.NewArm(), DeviceOptions{})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- RunLockedProcs(ctx, d, procs) }()
+			hwtest.Eventually(t, 10*time.Second, "20 ticks", func() bool { return d.Stats().Ticks >= 20 })
+			if got, now := procs.Lent(), runtime.GOMAXPROCS(0); got != want || now != base+want {
+				t.Errorf("running: %d Ps lent, GOMAXPROCS %d; want %d and %d", got, now, want, base+want)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got, now := procs.Lent(), runtime.GOMAXPROCS(0); got != 0 || now != base {
+				t.Errorf("stopped: %d Ps lent, GOMAXPROCS %d; want 0 and %d", got, now, base)
+			}
+		})
+	}
+}
+
+// BenchmarkRunLockedBesideBusyGoroutines runs a hardware loop at 1 kHz for
+// b.N ticks in a process whose every P runs a CPU-bound goroutine (sessions
+// under load), its pacer's sleep giving up its P (RunLocked) or keeping it
+// (RunLockedProcs). It reports the loop's period p99 and the share of ticks
+// overrun; run the two alternated (-count) and compare within a run.
+func BenchmarkRunLockedBesideBusyGoroutines(b *testing.B) {
+	for _, keep := range []bool{false, true} {
+		name := "sleep frees the P"
+		if keep {
+			name = "sleep keeps the P"
+		}
+		b.Run(name, func(b *testing.B) {
+			var procs *Procs
+			if keep {
+				procs = NewProcs()
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var spins atomic.Uint64
+			for range runtime.GOMAXPROCS(0) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := uint64(0); ; n++ {
+						select {
+						case <-stop:
+							spins.Add(n)
+							return
+						default:
+						}
+					}
+				}()
+			}
+			d := NewDevice(looptest.NewArm(), DeviceOptions{})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			b.ResetTimer()
+			go func() { done <- RunLockedProcs(ctx, d, procs) }()
+			for d.Stats().Ticks < uint64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			err := <-done
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := d.Stats()
+			b.ReportMetric(float64(st.Period.P99Ns)/1e3, "period-p99-µs")
+			b.ReportMetric(100*float64(st.Overruns)/float64(max(st.Ticks, 1)), "overrun-%")
+			b.ReportMetric(float64(spins.Load())/float64(b.N), "busy-spins/tick")
+		})
+	}
 }
