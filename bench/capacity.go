@@ -78,7 +78,7 @@ func (o CapacityOptions) Validate() error {
 	case o.OverrunLimit < 0:
 		return fmt.Errorf("bench: arms: --overrun-limit %g: want a fraction of the ticks above 0 (1 or more passes every window that ticked)", o.OverrunLimit)
 	case o.Precision < 0 || o.Precision >= 1:
-		return fmt.Errorf("bench: arms: precision %g: want a fraction above 0 and under 1", o.Precision)
+		return fmt.Errorf("bench: arms: --precision %g: want a fraction above 0 and under 1", o.Precision)
 	case o.Max < 0:
 		return fmt.Errorf("bench: arms: --max %d: want 1 or more", o.Max)
 	}
@@ -150,11 +150,13 @@ type CapacityWindow struct {
 type CapacityProbe struct {
 	// Seq is the probe's place in the whole run, both sides counted
 	// (from 1): the order the machine saw them in.
-	Seq  int    `json:"seq"`
-	Pair int    `json:"pair"` // from 1
-	Side string `json:"side"` // SideService or SideBareLoop
-	Arms int    `json:"arms"`
-	Pass bool   `json:"pass"`
+	Seq int `json:"seq"`
+	// StartedAt is when its first window began.
+	StartedAt time.Time `json:"started_at"`
+	Pair      int       `json:"pair"` // from 1
+	Side      string    `json:"side"` // SideService or SideBareLoop
+	Arms      int       `json:"arms"`
+	Pass      bool      `json:"pass"`
 	CapacityWindow
 	Windows []CapacityWindow `json:"windows"`
 }
@@ -255,7 +257,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 		}
 	}
 	var searchErr error
-	rep.Pairs, rep.Warnings, searchErr = searchCapacityPairs(ctx, o, service, bare, o.progressLine)
+	rep.Pairs, rep.Warnings, searchErr = searchCapacityPairs(ctx, o, service, bare, o.progressLine, o.pairLine)
 	rep.summarize(o)
 	if searchErr != nil {
 		return rep, searchErr
@@ -278,6 +280,21 @@ func (o CapacityOptions) progressLine(p CapacityProbe) {
 	}
 	fmt.Fprintf(o.Progress, "pair %d of %d, %s: %d arms: %s (overruns %.2f %%%s; period p99 %s µs)%s\n", p.Pair, o.Pairs, p.Side, p.Arms,
 		verdictText(p.Pass), 100*p.OverrunFraction, windows, number(p.PeriodP99Us), errSuffix(p.Error))
+}
+
+// pairLine prints a pair's capacities and ratio when it is done.
+func (o CapacityOptions) pairLine(p CapacityPair) {
+	if o.Progress == nil {
+		return
+	}
+	line := fmt.Sprintf("pair %d of %d: %s %s", p.Pair, o.Pairs, SideService, capResultText(p.Service))
+	if p.BareLoop != nil {
+		line += fmt.Sprintf(", %s %s", SideBareLoop, capResultText(*p.BareLoop))
+		if p.BareLoop.Capacity > 0 {
+			line += fmt.Sprintf(": %.2fx", p.Ratio)
+		}
+	}
+	fmt.Fprintln(o.Progress, line)
 }
 
 func verdictText(pass bool) string {
@@ -457,8 +474,9 @@ type searchSide struct {
 // sizes far below the line. An error on a side's first probe of the run
 // means nothing works: the service's ends the run, the bare loop's drops
 // the baseline with a warning. Later errors are failures at that N (a side
-// that cannot start N arms does not handle N). report sees every probe.
-func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare windowFunc, report func(CapacityProbe)) ([]CapacityPair, []string, error) {
+// that cannot start N arms does not handle N). report sees every probe,
+// pairDone every finished pair (either may be nil).
+func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare windowFunc, report func(CapacityProbe), pairDone func(CapacityPair)) ([]CapacityPair, []string, error) {
 	var (
 		pairs    []CapacityPair
 		warnings []string
@@ -515,6 +533,9 @@ func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare w
 			cp.RatioIsUpperBound = cp.BareLoop.AtMax && !cp.Service.AtMax
 		}
 		pairs = append(pairs, cp)
+		if pairDone != nil {
+			pairDone(cp)
+		}
 	}
 	return pairs, warnings, nil
 }
@@ -525,9 +546,10 @@ func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare w
 func stepSide(ctx context.Context, o CapacityOptions, pair int, sd *searchSide, seq *int, report func(CapacityProbe)) (bool, error) {
 	n := sd.search.next
 	for attempt := 0; ; attempt++ {
+		started := time.Now()
 		p, err := probeSide(ctx, o, n, sd.window)
 		*seq++
-		p.Seq, p.Pair, p.Side = *seq, pair, sd.name
+		p.Seq, p.StartedAt, p.Pair, p.Side = *seq, started, pair, sd.name
 		sd.res.Probes = append(sd.res.Probes, p)
 		if report != nil {
 			report(p)

@@ -107,7 +107,7 @@ func TestCapacitySearchStopsWithinPrecision(t *testing.T) {
 	o := searchOptions(1, 1, 0.05)
 	o.Max = 1 << 20
 	side := &scriptedSide{name: SideService, curve: cliff(3000)}
-	pairs, _, err := searchCapacityPairs(context.Background(), o, side.window, nil, nil)
+	pairs, _, err := searchCapacityPairs(context.Background(), o, side.window, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestCapacitySearchThroughNoise(t *testing.T) {
 			o := searchOptions(3, tt.repeats, 1e-9)
 			service := &scriptedSide{name: SideService, curve: steepLine(tt.service), noise: tt.noise}
 			bare := &scriptedSide{name: SideBareLoop, curve: steepLine(tt.bare), noise: tt.noise}
-			pairs, warnings, err := searchCapacityPairs(context.Background(), o, service.window, bare.window, nil)
+			pairs, warnings, err := searchCapacityPairs(context.Background(), o, service.window, bare.window, nil, nil)
 			if err != nil || len(warnings) > 0 {
 				t.Fatal(err, warnings)
 			}
@@ -198,9 +198,16 @@ func TestCapacityPairsAlternate(t *testing.T) {
 	service := &scriptedSide{name: SideService, curve: cliff(300), log: &log}
 	bare := &scriptedSide{name: SideBareLoop, curve: cliff(5000), log: &log}
 	var reported []CapacityProbe
-	pairs, _, err := searchCapacityPairs(context.Background(), o, service.window, bare.window, func(p CapacityProbe) { reported = append(reported, p) })
+	var done []int // pairs as reported done, with the probes seen by then
+	pairs, _, err := searchCapacityPairs(context.Background(), o, service.window, bare.window,
+		func(p CapacityProbe) { reported = append(reported, p) },
+		func(p CapacityPair) { done = append(done, p.Pair, len(reported)) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(done) != 6 || done[0] != 1 || done[2] != 2 || done[4] != 3 || done[5] != len(reported) ||
+		reported[done[1]-1].Pair != 1 || reported[done[1]].Pair != 2 {
+		t.Errorf("pairs reported done as (pair, probes so far) %v of %d probes: want 1, 2, 3, each once its last probe was reported", done, len(reported))
 	}
 	if len(pairs) != 3 || len(reported) != len(log) {
 		t.Fatalf("%d pairs, %d probes reported, %d windows; want 3 pairs and a report per window", len(pairs), len(reported), len(log))
@@ -364,7 +371,7 @@ func TestCapacitySearchRetriesAFailingProbe(t *testing.T) {
 			return CapacityWindow{}, nil
 		}
 		return CapacityWindow{OverrunFraction: 0.5}, nil
-	}, nil, nil)
+	}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,11 +389,11 @@ func TestCapacitySearchErrors(t *testing.T) {
 	boom := errors.New("cannot start")
 	failing := func(context.Context, int) (CapacityWindow, error) { return CapacityWindow{}, boom }
 	passing := (&scriptedSide{name: SideService, curve: cliff(64)}).window
-	if _, _, err := searchCapacityPairs(context.Background(), o, failing, passing, nil); !errors.Is(err, boom) {
+	if _, _, err := searchCapacityPairs(context.Background(), o, failing, passing, nil, nil); !errors.Is(err, boom) {
 		t.Errorf("the service's first probe failing to run: got %v, want it returned", err)
 	}
 	// The bare loop's first probe failing drops the baseline with a warning.
-	pairs, warnings, err := searchCapacityPairs(context.Background(), o, passing, failing, nil)
+	pairs, warnings, err := searchCapacityPairs(context.Background(), o, passing, failing, nil, nil)
 	if err != nil || len(pairs) != 2 || pairs[0].BareLoop != nil || pairs[1].BareLoop != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "bare-loop baseline skipped") {
 		t.Errorf("pairs %+v, warnings %q, error %v; want 2 pairs without a bare loop and one warning", pairs, warnings, err)
 	}
@@ -396,7 +403,7 @@ func TestCapacitySearchErrors(t *testing.T) {
 			return CapacityWindow{}, boom
 		}
 		return CapacityWindow{}, nil
-	}, nil, nil)
+	}, nil, nil, nil)
 	if err != nil || pairs[0].Service.Capacity != 8 || pairs[1].Service.Capacity != 8 {
 		t.Errorf("pairs %+v, %v; want capacity 8 in both and no error", pairs, err)
 	}

@@ -214,6 +214,7 @@ func armsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.Pairs, "pairs", bench.DefaultPairs, "searches of both sides, each pair's two in lockstep (a probe of one, then of the other; pairs alternate which goes first); the ratio is the median of the pairs' ratios, every pair and probe printed")
 	fs.IntVar(&o.Repeats, "repeats", 3, "most windows a probe takes unless its first passes far under the line (see --near); it passes by their median (odd; 1: one window per probe)")
 	fs.Float64Var(&o.Near, "near", 3, "a first window under --overrun-limit divided by this passes its probe alone; any other takes more windows (1 or more)")
+	fs.Float64Var(&o.Precision, "precision", 0.05, "the bisection stops once the bracket is within this fraction of the passing N")
 	fs.IntVar(&o.Retries, "retries", 0, "re-run a probe the median failed this many times, keeping the first pass (biased toward passing: --repeats is the noise guard); 0 for none")
 	fs.BoolVar(&o.NoBareLoop, "no-bare-loop", false, "skip the bare-loop baseline")
 	fs.StringVar(&o.Motion, "sim-motion", "none", "scripted hand on the arms, in hapticd and in the bare loop alike: none (arms at rest), circle or random")
