@@ -56,7 +56,7 @@ type armBlock struct {
 	hot uint64
 	// fast has a bit set for each record the last pass stepped on the
 	// fast path for controlled arms: this pass prefetches their lines
-	// (armBlock.prefetch), and no others'.
+	// (prefetchArm), and no others'.
 	fast uint64
 	// phase staggers the blocks' publishes without readers over
 	// publishIdleEvery ticks, so no tick carries them all.
@@ -327,7 +327,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		switch j := i + prefetchAhead; {
 		case j < armBlockLen:
 			if b.fast&(1<<j) != 0 {
-				b.prefetch(j, fx)
+				prefetchArm(b.lines(j, fx))
 			}
 		case next == nil:
 		case j == armBlockLen:
@@ -336,7 +336,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			fallthrough
 		default:
 			if nextFast&(1<<(j-armBlockLen)) != 0 {
-				next.prefetch(j-armBlockLen, nextFx)
+				prefetchArm(next.lines(j-armBlockLen, nextFx))
 			}
 		}
 		r := &b.arms[i]
