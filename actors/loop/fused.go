@@ -85,16 +85,13 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// The effects (effectStage.render), if any.
 	if st := in.fx; st != nil {
 		var fx, active hw.Vec3
-		set := st.set.Load()
-		if set != st.r.Set() {
-			st.useGrown()
-		}
-		if set != st.seen {
-			st.seen, st.seenSession = set, 0
-			if set != nil {
-				st.seenSession = set.Session
-			}
-		}
+		// The Set the full step before this path loaded (seen), with the
+		// room it needed taken: SetEffects and DropEffects poke the
+		// record after publishing a Set, so a new one is the next full
+		// step's to load, as the register's commands are. (One published
+		// while this pass runs is rendered from the next tick, as one
+		// published just after it.)
+		set := st.seen
 		if set != nil && st.seenSession != in.session {
 			set = nil
 		}
