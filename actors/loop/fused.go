@@ -82,8 +82,14 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 	var f, guarded hw.Vec3 // f: in.forceN, +0 on every axis (fusable: none)
 
-	// The effects (effectStage.render), if any.
-	if st := in.fx; st != nil {
+	// The effects (effectStage.render), if any. Their report, when due,
+	// is published at the end of the tick (report): nothing after the
+	// render changes what it reads, and a call here made the tick keep
+	// the effects' force in memory across it.
+	st := in.fx
+	var set *effect.Set
+	var report bool
+	if st != nil {
 		var fx, active hw.Vec3
 		// The Set the full step before this path loaded (seen), with the
 		// room it needed taken: SetEffects and DropEffects poke the
@@ -91,7 +97,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		// step's to load, as the register's commands are. (One published
 		// while this pass runs is rendered from the next tick, as one
 		// published just after it.)
-		set := st.seen
+		set = st.seen
 		if set != nil && st.seenSession != in.session {
 			set = nil
 		}
@@ -108,9 +114,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 			started := !st.rendering
 			st.rendering = true
 			st.ticks++
-			if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
-				st.publish(now, set)
-			}
+			report = started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load()))
 			active = st.r.ActiveForceN()
 		}
 		f, guarded = f.Add(fx), fx.Sub(active)
@@ -167,14 +171,9 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 	fs.slewN = f
 
-	// controlStep's end: the event, the output figures, gravity, physics.
-	if sustained {
-		d.output.store(fs, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
-	}
-	if fs.outputDue() {
-		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
-	}
+	// controlStep's end: gravity, physics, the event and the output
+	// figures (after the physics here: neither reads what it changes, and
+	// their calls before it made the tick keep its force in memory).
 	if c.gravity { // withGravity, written out: Go would not inline it
 		f.Z += c.ffN
 		f = clampMagnitude(f, c.maxForceN)
@@ -196,6 +195,16 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// updateWith skips a velocity that is not finite: vOK said so already.
 	if vOK {
 		fs.gate.feed(v, ps.gate.forDt(dt))
+	}
+	if report {
+		st.publish(now, set)
+	}
+	if sustained {
+		d.output.store(fs, in.fx, true)
+		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+	}
+	if fs.outputDue() {
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
 	}
 
 	if err != nil {
