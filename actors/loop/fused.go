@@ -32,8 +32,14 @@ import (
 // first case); the force gate's filters run last, from the velocity the
 // tick began with, since nothing in the tick reads them (the command's
 // force is +0: its gain multiplies nothing), so their chain of dependent
-// operations overlaps what follows; and finiteness is tested once per
-// vector (finite).
+// operations overlaps what follows; finiteness is tested once per
+// vector (finite); and the effects report and the output figures are
+// stored after the physics step, which changes nothing they read. The
+// Set rendered is the one the full step before this path loaded (a new
+// one pokes the record). Calls taken rarely stay off the way to the
+// physics step: a value live across a call is stored and reloaded on
+// every tick, whichever path the tick takes (the loopcost3 round in
+// README.md).
 // The session's force stage is left out exactly where the general path
 // leaves it out (a command of +0 and no damping whose observer holds +0);
 // any other tick (the observer still holding a force, a command with a
