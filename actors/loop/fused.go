@@ -23,19 +23,38 @@ import (
 // stages cost beyond the bare loop's physics and effects (perf, 64 arms).
 //
 // Every stage runs on every tick as before, in the same order where one
-// reads another's output. Three moves change no bit: the controller's
+// reads another's output. These moves change no bit: the controller's
 // quiet tick (not acting, no spell under way) is its Pass, inline, and its
-// full step otherwise, as in step itself; AppliedSources is called only
-// when the clamp or the slew limit changed the controller's output (its
-// own first case); and the force gate's filters run last, from the
-// velocity the tick began with, since nothing in the tick reads them (the
-// command's force is +0: its gain multiplies nothing), so their chain of
-// dependent operations overlaps what follows.
+// full step otherwise, as in step itself, and only the full step can
+// start a sustained spell; a force inside both the clamp and the slew
+// limit (their own tests, done first) passes both unchanged, and
+// AppliedSources is called only when one of them changed it (its own
+// first case); the force gate's filters run last, from the velocity the
+// tick began with, since nothing in the tick reads them (the command's
+// force is +0: its gain multiplies nothing), so their chain of dependent
+// operations overlaps what follows; finiteness is tested once per
+// vector (finite); and the effects report and the output figures are
+// stored after the physics step, which changes nothing they read. The
+// Set rendered is the one the full step before this path loaded (a new
+// one pokes the record). Calls taken rarely stay off the way to the
+// physics step: a value live across a call is stored and reloaded on
+// every tick, whichever path the tick takes (the loopcost3 round in
+// README.md).
 // The session's force stage is left out exactly where the general path
 // leaves it out (a command of +0 and no damping whose observer holds +0);
 // any other tick (the observer still holding a force, a command with a
 // force, damping or navigation) takes the general path.
 // TestFusedTickStepsAsTheGeneralPath holds the two equal bit for bit.
+
+// finite is hw.Vec3.Finite, the same decision on the same sum, tested as
+// s−s == 0 (true for every finite s; NaN for ±Inf and NaN): a subtraction
+// and a compare where IsNaN and IsInf take an absolute value, a constant
+// and two compares, and the fused tick tests two vectors a tick.
+// TestFiniteIsVec3Finite holds the two equal.
+func finite(v hw.Vec3) bool {
+	s := v.X + v.Y + v.Z
+	return s-s == 0
+}
 
 // fusable says whether the fast path of a controlled arm with inputs in may
 // take the fused tick while its session observer holds +0 (see
@@ -58,7 +77,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		prefetchOutput(uintptr(unsafe.Add(unsafe.Pointer(d), outputAt)))
 	}
 	pos, v := r.core.Position(), r.core.Velocity()
-	vOK := v.Finite()
+	vOK := finite(v)
 
 	// forceStages.force from here. The command's own stage (damping, gate,
 	// scale, its observer) adds nothing while its observer holds +0 (the
@@ -67,28 +86,30 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	if !vOK {
 		v = hw.Vec3{}
 	}
-	f := in.forceN
-	var guarded hw.Vec3
+	var f, guarded hw.Vec3 // f: in.forceN, +0 on every axis (fusable: none)
 
-	// The effects (effectStage.render), if any.
-	if st := in.fx; st != nil {
+	// The effects (effectStage.render), if any. Their report, when due,
+	// is published at the end of the tick (report): nothing after the
+	// render changes what it reads, and a call here made the tick keep
+	// the effects' force in memory across it.
+	st := in.fx
+	var set *effect.Set
+	var report bool
+	if st != nil {
 		var fx, active hw.Vec3
-		set := st.set.Load()
-		if set != st.r.Set() {
-			st.useGrown()
-		}
-		if set != st.seen {
-			st.seen, st.seenSession = set, 0
-			if set != nil {
-				st.seenSession = set.Session
-			}
-		}
+		// The Set the full step before this path loaded (seen), with the
+		// room it needed taken: SetEffects and DropEffects poke the
+		// record after publishing a Set, so a new one is the next full
+		// step's to load, as the register's commands are. (One published
+		// while this pass runs is rendered from the next tick, as one
+		// published just after it.)
+		set = st.seen
 		if set != nil && st.seenSession != in.session {
 			set = nil
 		}
 		switch {
 		case set == nil && st.r.Len() == 0 && !st.rendering:
-		case !pos.Finite() || !vOK:
+		case !vOK || !finite(pos):
 			st.r.Pause()
 			st.rendering = false
 		default:
@@ -99,9 +120,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 			started := !st.rendering
 			st.rendering = true
 			st.ticks++
-			if started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load())) {
-				st.publish(now, set)
-			}
+			report = started || (st.ticks >= reportEvery && (st.ticks >= unreadEvery || st.read.Load()))
 			active = st.r.ActiveForceN()
 		}
 		f, guarded = f.Add(fx), fx.Sub(active)
@@ -116,42 +135,51 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		g = f
 	}
 	dtS := float64(dt) * 1e-9
+	var sustained bool
 	if e := pc.EnergyAfter(v, dtS); pc.ActiveNs == 0 && !o.Acts(e, g, v, dtS) {
+		// Not acting, no spell under way: not sustained either.
 		pc.Pass(e, g, o)
 	} else {
 		f = pc.StepSources(f, guarded, v, now, dt, o)
+		if pc.Sustained && pc.ActiveNs > 0 && uint32(pc.Spells) != fs.spellsEmitted {
+			fs.spellsEmitted, sustained = uint32(pc.Spells), true
+		}
 	}
-	out := f
-	var sustained bool
-	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
-		fs.spellsEmitted, sustained = uint32(fs.pc.Spells), true
-	}
-	if lim := in.limitN; !(lim > 0) { // clampMagnitude
-		f = hw.Vec3{}
-	} else {
-		f = f.ClampNorm(lim)
-	}
-	if s := in.slewNps; s > 0 {
-		maxStepN := s * float64(dt) * 1e-9
+	// The clamp and the slew limit. A force inside both (most ticks) is
+	// what clampMagnitude and slew return unchanged, with the same tests
+	// (ClampNorm's, slew's without the root), so it passes as it is, and
+	// AppliedSources has nothing to do; else each stage in turn.
+	lim, slewNps := in.limitN, in.slewNps
+	inside := lim > 0 && f.Dot(f) <= lim*lim
+	if inside && slewNps > 0 {
+		maxStepN := slewNps * float64(dt) * 1e-9
 		step := f.Sub(fs.slewN)
-		if !(step.Dot(step) < maxStepN*maxStepN*slewSureInside) {
-			f = slewNorm(fs.slewN, f, step, maxStepN)
+		inside = step.Dot(step) < maxStepN*maxStepN*slewSureInside
+	}
+	if !inside {
+		out := f
+		if !(lim > 0) { // clampMagnitude
+			f = hw.Vec3{}
+		} else {
+			f = f.ClampNorm(lim)
+		}
+		if slewNps > 0 {
+			maxStepN := slewNps * float64(dt) * 1e-9
+			step := f.Sub(fs.slewN)
+			if !(step.Dot(step) < maxStepN*maxStepN*slewSureInside) {
+				f = slewNorm(fs.slewN, f, step, maxStepN)
+			}
+		}
+		// × the ramp, 1: x×1 is x.
+		if f != out { // AppliedSources' own first case: nothing to do
+			fs.pc.AppliedSources(f, out)
 		}
 	}
 	fs.slewN = f
-	// × the ramp, 1: x×1 is x.
-	if f != out { // AppliedSources' own first case: nothing to do
-		fs.pc.AppliedSources(f, out)
-	}
 
-	// controlStep's end: the event, the output figures, gravity, physics.
-	if sustained {
-		d.output.store(fs, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
-	}
-	if fs.outputDue() {
-		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
-	}
+	// controlStep's end: gravity, physics, the event and the output
+	// figures (after the physics here: neither reads what it changes, and
+	// their calls before it made the tick keep its force in memory).
 	if c.gravity { // withGravity, written out: Go would not inline it
 		f.Z += c.ffN
 		f = clampMagnitude(f, c.maxForceN)
@@ -170,8 +198,20 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// they run while the command's force is +0, for a later command that
 	// reads them, and nothing in this tick reads them, so they run last,
 	// where their chain of dependent operations overlaps what follows.
-	// updateWith skips a velocity that is not finite, as vOK says.
-	fs.gate.updateWith(v, ps.gate.forDt(dt))
+	// updateWith skips a velocity that is not finite: vOK said so already.
+	if vOK {
+		fs.gate.feed(v, ps.gate.forDt(dt))
+	}
+	if report {
+		st.publish(now, set)
+	}
+	if sustained {
+		d.output.store(fs, in.fx, true)
+		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+	}
+	if fs.outputDue() {
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
+	}
 
 	if err != nil {
 		d.controlError(r, err, f)

@@ -254,3 +254,19 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 		})
 	}
 }
+
+// TestFiniteIsVec3Finite: the fused tick's finiteness test decides as
+// hw.Vec3.Finite does, also where the sum overflows or cancels.
+func TestFiniteIsVec3Finite(t *testing.T) {
+	inf, nan, big := math.Inf(1), math.NaN(), math.MaxFloat64
+	for _, v := range []hw.Vec3{
+		{}, {X: math.Copysign(0, -1)}, {X: 1, Y: -2, Z: 3e-300}, {X: 5e-324},
+		{X: big}, {X: big, Y: big}, {X: big, Y: -big}, {X: -big, Y: -big, Z: big},
+		{X: inf}, {Y: -inf}, {X: inf, Y: -inf}, {Z: nan}, {X: nan, Y: inf},
+		{X: big, Y: big, Z: -inf}, {X: 0.1, Y: 0.2, Z: -0.3},
+	} {
+		if got, want := finite(v), v.Finite(); got != want {
+			t.Errorf("finite(%v) = %v, hw.Vec3.Finite says %v", v, got, want)
+		}
+	}
+}

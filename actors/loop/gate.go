@@ -68,6 +68,11 @@ func (g *forceGate) updateWith(v hw.Vec3, k *gateCoeffs) {
 	if !v.Finite() {
 		return // a bad reading must not poison the filter
 	}
+	g.feed(v, k)
+}
+
+// feed is updateWith for a finite v (the fused tick knows it already).
+func (g *forceGate) feed(v hw.Vec3, k *gateCoeffs) {
 	if !g.primed {
 		g.prevV, g.primed = v, true
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // prefetchAhead is how many records ahead of the one it steps a block's
-// first loop asks for a controlled arm's lines (armBlock.prefetch). With
+// first loop asks for a controlled arm's lines (armBlock.lines). With
 // 10,000 arms, the fast path of a controlled arm with effects spent most
 // of its tick waiting on the first load of each structure it reads: one
 // arm's tick is too long for the core to reach the next arm's loads by
@@ -43,32 +43,33 @@ const (
 	outputBytes = unsafe.Sizeof(outputFigures{})
 	outputAt    = unsafe.Offsetof((*Device)(nil).output)
 	// blockArmsAt, blockCtlAt and fxStageBytes place a record, its
-	// armControl and its effect stage for armBlock.prefetch.
+	// armControl and its effect stage for armBlock.lines.
 	blockHeadAt  = unsafe.Offsetof((*armBlock)(nil).fx)
 	blockArmsAt  = unsafe.Offsetof((*armBlock)(nil).arms)
 	blockCtlAt   = unsafe.Offsetof((*armBlock)(nil).ctl)
 	fxStageBytes = unsafe.Sizeof(effectStage{})
 )
 
-// prefetch asks for the lines the fast path of record j's controlled arm
-// reads on its tick: the record, its armControl and, if the arm took its place in the
-// block's effect stages (fx), that stage's hot part. It never waits and
-// never faults. The pass calls it for the records it stepped on that path
-// on its last tick (armBlock.fast): testing the record's own flag cost
-// more, its line being itself still on its way, and prefetching every
-// record cost the arms nobody controls 3 % (BenchmarkMovingArmsTick).
+// lines is where record j's record, armControl and effect stage (0: fx
+// is nil) lie, as &b.arms[j], &b.ctl[j] and &fx[j] without their nil
+// checks (TestPrefetchCoversTheTick holds them equal).
+//
+// The pass asks for the lines the fast path of record j's controlled arm
+// reads on its tick with prefetchArm(b.lines(j, fx)): the record, its
+// armControl and, if the arm took its place in the block's effect stages
+// (fx), that stage's hot part. It never waits and never faults. The pass
+// does so for the records it stepped on that path on its last tick
+// (armBlock.fast): testing the record's own flag cost more, its line
+// being itself still on its way, and prefetching every record cost the
+// arms nobody controls 3 % (BenchmarkMovingArmsTick). It calls the
+// assembly itself, lines inlined: a Go method around the two (too large
+// to inline) was one call more per arm, after which the pass reloaded
+// its registers.
 //
 // The addresses are computed, not taken (&b.arms[j] nil-checks b by
 // loading its first line: for the next block's records, the very miss
 // the prefetch is for, a stall of its own). b is never nil and j is
 // below armBlockLen.
-func (b *armBlock) prefetch(j int, fx *[armBlockLen]effectStage) {
-	prefetchArm(b.lines(j, fx))
-}
-
-// lines is where record j's record, armControl and effect stage (0: fx
-// is nil) lie, as &b.arms[j], &b.ctl[j] and &fx[j] without their nil
-// checks (TestPrefetchCoversTheTick holds them equal).
 func (b *armBlock) lines(j int, fx *[armBlockLen]effectStage) (rec, ctl, st uintptr) {
 	if fx != nil {
 		st = uintptr(unsafe.Add(unsafe.Pointer(fx), uintptr(j)*fxStageBytes))

@@ -2,7 +2,7 @@ package loop
 
 // prefetchArm issues PREFETCHT0 for the lines of the shard record at rec,
 // of the armControl at ctl and of the hot spans of the effect stage at
-// stage (0: none), and returns at once; see armBlock.prefetch.
+// stage (0: none), and returns at once; see armBlock.lines.
 //
 //go:noescape
 func prefetchArm(rec, ctl, stage uintptr)

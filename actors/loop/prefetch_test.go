@@ -77,3 +77,31 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 		t.Errorf("effect.Inline is %d bytes, two slots of effect.InlineSlotBytes are %d", got, want)
 	}
 }
+
+// TestEffectStageLines: an effect stage is whole cache lines, and its lead
+// pad puts the spans a controlled arm's tick reads on as few lines as any
+// other pad would (the stages of a block sit side by side from a page).
+func TestEffectStageLines(t *testing.T) {
+	if fxStageBytes%64 != 0 {
+		t.Errorf("an effectStage is %d bytes, not whole cache lines: set effectStageTail to %d", fxStageBytes, (effectStageTail+64-fxStageBytes%64)%64)
+	}
+	spans := [][2]uintptr{{effectStageLead, fxHeadBytes}, {fxProxy0, fxProxy0 + fxProxyLen}, {fxSlot1, fxSlot1 + fxHotBytes}, {fxProxy1, fxProxy1 + fxProxyLen}}
+	lines := func(lead uintptr) int {
+		seen := map[uintptr]bool{}
+		for _, s := range spans {
+			for b := s[0] - effectStageLead + lead; b < s[1]-effectStageLead+lead; b++ {
+				seen[b/64] = true
+			}
+		}
+		return len(seen)
+	}
+	have, best, bestLead := lines(effectStageLead), lines(effectStageLead), uintptr(effectStageLead)
+	for lead := uintptr(0); lead < 64; lead += 8 {
+		if n := lines(lead); n < best {
+			best, bestLead = n, lead
+		}
+	}
+	if best < have {
+		t.Errorf("the tick reads %d lines of an effect stage with a lead of %d bytes, %d with %d: set effectStageLead to %d (and effectStageTail to keep whole lines)", have, effectStageLead, best, bestLead, bestLead)
+	}
+}

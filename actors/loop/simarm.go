@@ -56,7 +56,7 @@ type armBlock struct {
 	hot uint64
 	// fast has a bit set for each record the last pass stepped on the
 	// fast path for controlled arms: this pass prefetches their lines
-	// (armBlock.prefetch), and no others'.
+	// (prefetchArm), and no others'.
 	fast uint64
 	// phase staggers the blocks' publishes without readers over
 	// publishIdleEvery ticks, so no tick carries them all.
@@ -311,8 +311,10 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 	now, cmd := ps.now, &ps.cmd
 	// Bits by record: left to the second loop; stepped by the first; of
 	// those, at rest after the step, and failed.
-	var left, stepped, still, failed, fast uint64
-	timed := -1
+	// They stay in memory (a struct of more than four fields): the loop's
+	// calls would otherwise have it reload them all after each.
+	var k passBits
+	k.timed = -1
 	fx := b.fx.Load()
 	var nextFast uint64
 	var nextFx *[armBlockLen]effectStage
@@ -327,7 +329,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		switch j := i + prefetchAhead; {
 		case j < armBlockLen:
 			if b.fast&(1<<j) != 0 {
-				b.prefetch(j, fx)
+				prefetchArm(b.lines(j, fx))
 			}
 		case next == nil:
 		case j == armBlockLen:
@@ -336,7 +338,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			fallthrough
 		default:
 			if nextFast&(1<<(j-armBlockLen)) != 0 {
-				next.prefetch(j-armBlockLen, nextFx)
+				prefetchArm(next.lines(j-armBlockLen, nextFx))
 			}
 		}
 		r := &b.arms[i]
@@ -347,9 +349,9 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		ps.k++
 		if r.slow || r.poke.Load() != 0 || r.taps.Load() != nil || ps.k == ps.sample {
 			if ps.k == ps.sample {
-				timed = i
+				k.timed = i
 			}
-			left |= 1 << i
+			k.left |= 1 << i
 			continue
 		}
 		var moved bool
@@ -359,11 +361,11 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			if now > c.deadlineNs {
 				// The lease lapsed: the full step releases and ramps.
 				r.slow, r.controlled = true, false
-				left |= 1 << i
+				k.left |= 1 << i
 				continue
 			}
 			*cur = d
-			fast |= 1 << i
+			k.fast |= 1 << i
 			if c.fused && !c.fs.sessionObs.Holds() {
 				moved, err = r.controlStepFx(c, d, ps, false)
 			} else {
@@ -386,17 +388,17 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			cmd.Mode, cmd.ForceN = r.outMode, r.outForce
 			moved, err = r.core.Step(cmd)
 		}
-		stepped |= 1 << i
+		k.stepped |= 1 << i
 		switch {
 		case err != nil:
-			failed |= 1 << i
+			k.failed |= 1 << i
 		case moved:
 			r.pending = true // until a publish takes this state
 		default:
-			still |= 1 << i
+			k.still |= 1 << i
 		}
 	}
-	b.fast = fast
+	b.fast = k.fast
 	if b.want.Load() != 0 {
 		// Readers marked records since the last look: they publish
 		// every tick from this one (publishDue takes the marks up).
@@ -410,7 +412,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 	// The shard's tick, not the arms' own counts (which start wherever
 	// their devices' did): a block's records publish on the same ticks.
 	ps.due = (ps.tick+uint64(b.phase))%publishIdleEvery == 0
-	moving := stepped &^ (still | failed)
+	moving := k.stepped &^ (k.still | k.failed)
 	if !ps.due {
 		moving &= b.hot
 	}
@@ -420,10 +422,10 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			r.pending = !r.publishState(now)
 		}
 	}
-	for m := still; m != 0; m &= m - 1 {
+	for m := k.still; m != 0; m &= m - 1 {
 		b.arms[bits.TrailingZeros64(m)].settle(now)
 	}
-	for m := failed; m != 0; m &= m - 1 {
+	for m := k.failed; m != 0; m &= m - 1 {
 		// The full step handles the driver's error.
 		i := bits.TrailingZeros64(m)
 		r := &b.arms[i]
@@ -432,7 +434,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		*cur = d
 		r.slowTick(d, now, ps.slowTimed(i))
 	}
-	for m := left; m != 0; m &= m - 1 {
+	for m := k.left; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros64(m)
 		r := &b.arms[i]
 		d := r.dev.Load()
@@ -444,16 +446,25 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		case r.slow || r.poke.Load() != 0:
 			r.slowTick(d, now, ps.slowTimed(i))
 		case r.controlled:
-			r.controlTick(ps, b, i, d, i == timed, l != nil)
+			r.controlTick(ps, b, i, d, i == k.timed, l != nil)
 		case r.asleep:
 			r.restTick(now)
-		case !r.fastTick(ps, b, i, i == timed, l != nil):
+		case !r.fastTick(ps, b, i, i == k.timed, l != nil):
 			r.slowTick(d, now, ps.slowTimed(i))
 		}
 		if l != nil {
 			d.feedTaps(*l, now, r.ticks)
 		}
 	}
+}
+
+// passBits are a block pass's record bits: left to the second loop,
+// stepped by the first, of those at rest after the step and failed, and
+// stepped on the fast path for controlled arms; timed is the record whose
+// step is timed (-1: none).
+type passBits struct {
+	left, stepped, still, failed, fast uint64
+	timed                              int
 }
 
 // settle is the end of a tick whose step left the arm where it was: a
