@@ -264,3 +264,6 @@ func (c *rawIOConn) opError(op string, err error) error {
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
+
+// A session's frames in parts go out through WriteVectors (writeData).
+var _ vectorWriter = (*rawIOConn)(nil)

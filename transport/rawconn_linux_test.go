@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -246,5 +248,35 @@ func TestRawIOAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
+
+// TestFramesInPartsOnARawSocket: a session's frame written in parts on its
+// raw socket (WriteVectors: header, head, the shared run, tail) is the
+// frame gorilla writes for the joined message, small and large.
+func TestFramesInPartsOnARawSocket(t *testing.T) {
+	wc, c := testConn(t)
+	wc.raw = rawIO(wc.raw)
+	if _, ok := wc.raw.(vectorWriter); !ok {
+		t.Fatalf("rawIO(%T) cannot write a frame in parts raw", wc.raw)
+	}
+	for _, tc := range []struct {
+		name            string
+		head, run, tail int
+	}{
+		{"one arm", 60, 600, 40},
+		{"100 arms, 64-bit length", 60, 63000, 2600},
+		{"run last", 30, 700, 0},
+	} {
+		head := bytes.Repeat([]byte("h"), tc.head)
+		run := bytes.Repeat([]byte("r"), tc.run)
+		tail := bytes.Repeat([]byte("t"), tc.tail)
+		buf := append(append(wc.Buffer(), head...), tail...)
+		wc.SendSpliced(buf, len(head), run)
+		got, _ := c.frame(t)
+		joined := append(append(append([]byte(nil), head...), run...), tail...)
+		if want := gorillaFrame(t, websocket.TextMessage, joined); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes on the wire, not gorilla's %d-byte frame of the joined message", tc.name, len(got), len(want))
+		}
 	}
 }
