@@ -65,6 +65,14 @@ type rawIOConn struct {
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
 
+	// The vector write under way (WriteVectors): the parts not yet written
+	// whole, how much of wv[0] is, and the iovecs of one call.
+	wv       [][]byte
+	wvn      int
+	wvTotal  int
+	iov      [vectorParts]syscall.Iovec
+	writevFn func(fd uintptr) bool
+
 	// waited is set by readRaw when the socket had nothing to read (the
 	// goroutine then parks, and the scheduler runs); ranSince is when the
 	// reader last passed through the scheduler (monotonic, time.Since's
@@ -88,6 +96,7 @@ func rawIO(c net.Conn) net.Conn {
 	r := &rawIOConn{TCPConn: tc, rc: rc, epoch: time.Now()}
 	r.readFn = r.readRaw
 	r.writeFn = r.writeRaw
+	r.writevFn = r.writevRaw
 	return r
 }
 
@@ -125,6 +134,83 @@ func (c *rawIOConn) writeRaw(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// vectorParts is how many parts one writev call carries: a frame is at
+// most four (header, head, shared run, tail); more take further calls.
+const vectorParts = 4
+
+// writevRaw writes what is left of wv, up to vectorParts parts per call:
+// false waits until the socket has room again.
+func (c *rawIOConn) writevRaw(fd uintptr) bool {
+	for len(c.wv) > 0 {
+		if len(c.wv[0]) == c.wvn { // written whole (or empty)
+			c.wv, c.wvn = c.wv[1:], 0
+			continue
+		}
+		n := 0
+		for i, p := range c.wv {
+			if n == len(c.iov) {
+				break
+			}
+			if i == 0 {
+				p = p[c.wvn:]
+			}
+			if len(p) == 0 {
+				continue
+			}
+			c.iov[n].Base = &p[0]
+			c.iov[n].SetLen(len(p))
+			n++
+		}
+		w, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&c.iov[0])), uintptr(n))
+		switch e {
+		case 0:
+			c.wvTotal += int(w)
+			c.advanceVectors(int(w))
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werrno = e
+			return true
+		}
+	}
+	return true
+}
+
+// advanceVectors counts n more bytes of wv as written.
+func (c *rawIOConn) advanceVectors(n int) {
+	for n > 0 && len(c.wv) > 0 {
+		left := len(c.wv[0]) - c.wvn
+		if n < left {
+			c.wvn += n
+			return
+		}
+		n -= left
+		c.wv, c.wvn = c.wv[1:], 0
+	}
+}
+
+// WriteVectors writes parts in order as one stream, with writev, as
+// net.Buffers' WriteTo does on a TCP connection, but raw (see rawIOConn):
+// a frame written in parts is the session's every frame of one arm, so the
+// runtime's syscall bookkeeping that Write leaves out would otherwise come
+// back with it. It returns how many bytes went out; an error is a
+// *net.OpError.
+func (c *rawIOConn) WriteVectors(parts [][]byte) (int, error) {
+	c.wv, c.wvn, c.wvTotal, c.werrno = parts, 0, 0, 0
+	err := c.rc.Write(c.writevFn)
+	n, errno := c.wvTotal, c.werrno
+	c.wv = nil
+	clear(c.iov[:]) // no frame buffer stays reachable from here
+	switch {
+	case err != nil:
+		return n, c.opError("writev", err)
+	case errno != 0:
+		return n, c.opError("writev", os.NewSyscallError("writev", errno))
+	}
+	return n, nil
 }
 
 // Read reads as net.Conn's Read does: io.EOF once the peer has closed,
@@ -178,3 +264,6 @@ func (c *rawIOConn) opError(op string, err error) error {
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
+
+// A session's frames in parts go out through WriteVectors (writeData).
+var _ vectorWriter = (*rawIOConn)(nil)

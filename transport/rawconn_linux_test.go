@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -85,6 +87,52 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 			_ = c.CloseWrite()
 			if b := <-got; !bytes.Equal(b, big) {
 				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(big))
+			}
+		}},
+		{"vector write arrives whole and in order", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			// More parts than one writev carries, empty ones among them,
+			// and 8 MiB in the middle: many partial writes, some ending
+			// inside a part.
+			parts := [][]byte{[]byte("head:"), nil, big[:3], big[3 : len(big)-5], {}, big[len(big)-5:], []byte(":tail")}
+			var want []byte
+			for _, p := range parts {
+				want = append(want, p...)
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(peer)
+				got <- b
+			}()
+			n, err := c.WriteVectors(parts)
+			if err != nil || n != len(want) {
+				t.Fatalf("WriteVectors: %d, %v; want %d, nil", n, err, len(want))
+			}
+			_ = c.CloseWrite()
+			if b := <-got; !bytes.Equal(b, want) {
+				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(want))
+			}
+		}},
+		{"vector write deadline with a peer that does not read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			n, err := c.WriteVectors([][]byte{[]byte("hdr"), big})
+			if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
+				t.Fatalf("writev past its deadline: %d of %d bytes, %v; want fewer, a timeout", n, len(big)+3, err)
+			}
+			var oe *net.OpError
+			if !errors.As(err, &oe) || oe.Op != "writev" {
+				t.Fatalf("writev error %v is not a writev *net.OpError", err)
+			}
+		}},
+		{"vector write to a reset peer", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+			_ = peer.(*net.TCPConn).SetLinger(0) // close with RST
+			_ = peer.Close()
+			var err error
+			for i := 0; err == nil && i < 1000; i++ {
+				_, err = c.WriteVectors([][]byte{[]byte("hdr"), []byte("body")})
+			}
+			var oe *net.OpError
+			if !errors.As(err, &oe) || oe.Op != "writev" {
+				t.Fatalf("writev to a reset peer: %v; want a writev *net.OpError", err)
 			}
 		}},
 		{"empty read and write", func(t *testing.T, c *rawIOConn, peer net.Conn) {
@@ -167,15 +215,24 @@ func TestRawIOLeavesOtherConnectionsAlone(t *testing.T) {
 	}
 }
 
-// TestRawIOAllocatesNothing: a read and a write of a lock-step message
-// allocate nothing, as net's own do not.
+// TestRawIOAllocatesNothing: a read and a write of a lock-step message,
+// whole or in parts, allocate nothing, as net's own do not.
 func TestRawIOAllocatesNothing(t *testing.T) {
 	c, peer := rawPair(t)
 	msg := []byte(`{"arm3":[]}`)
 	in := make([]byte, 64)
 	back := make([]byte, 64)
+	parts := [][]byte{msg[:3], msg[3:7], msg[7:]}
+	vector := false
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := c.Write(msg); err != nil {
+		vector = !vector // a frame goes out whole, or in parts
+		var err error
+		if vector {
+			_, err = c.WriteVectors(parts)
+		} else {
+			_, err = c.Write(msg)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		n, err := io.ReadAtLeast(peer, back, len(msg))
@@ -191,5 +248,35 @@ func TestRawIOAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
+
+// TestFramesInPartsOnARawSocket: a session's frame written in parts on its
+// raw socket (WriteVectors: header, head, the shared run, tail) is the
+// frame gorilla writes for the joined message, small and large.
+func TestFramesInPartsOnARawSocket(t *testing.T) {
+	wc, c := testConn(t)
+	wc.raw = rawIO(wc.raw)
+	if _, ok := wc.raw.(vectorWriter); !ok {
+		t.Fatalf("rawIO(%T) cannot write a frame in parts raw", wc.raw)
+	}
+	for _, tc := range []struct {
+		name            string
+		head, run, tail int
+	}{
+		{"one arm", 60, 600, 40},
+		{"100 arms, 64-bit length", 60, 63000, 2600},
+		{"run last", 30, 700, 0},
+	} {
+		head := bytes.Repeat([]byte("h"), tc.head)
+		run := bytes.Repeat([]byte("r"), tc.run)
+		tail := bytes.Repeat([]byte("t"), tc.tail)
+		buf := append(append(wc.Buffer(), head...), tail...)
+		wc.SendSpliced(buf, len(head), run)
+		got, _ := c.frame(t)
+		joined := append(append(append([]byte(nil), head...), run...), tail...)
+		if want := gorillaFrame(t, websocket.TextMessage, joined); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes on the wire, not gorilla's %d-byte frame of the joined message", tc.name, len(got), len(want))
+		}
 	}
 }
