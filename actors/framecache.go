@@ -231,20 +231,26 @@ func (rs *armRuns) retire(slot int, r *armRun) {
 	}
 }
 
-// fresh is an empty run for n arms, with the buffers of a retired run
-// nobody reads any more when there is one.
+// fresh is an empty run for n arms: a retired run nobody reads any more
+// when there is one, else a new one. A retired run is reused whole, not
+// only its buffers, so that a build allocates nothing: a frame that loaded
+// it from the slot before it was retired and counts itself a reader only
+// now finds it no longer (or, once stored again, rightly) the slot's
+// (acquire), and its count comes back down. readers is left as it is for
+// that reason; it is zero here but for such a passing count.
 func (rs *armRuns) fresh(slot, n, size int) *armRun {
-	r := &armRun{}
 	for i := range rs.spare[slot] {
 		old := rs.spare[slot][i].Load()
 		if old == nil || old.readers.Load() != 0 || !rs.spare[slot][i].CompareAndSwap(old, nil) {
 			continue
 		}
 		if cap(old.seqs) >= n && cap(old.body) >= size {
-			r.seqs, r.views, r.ends, r.contents, r.body = old.seqs[:n], old.views[:n], old.ends[:n], old.contents[:n], old.body[:0]
-			return r
+			old.seqs, old.views, old.ends, old.contents, old.body = old.seqs[:n], old.views[:n], old.ends[:n], old.contents[:n], old.body[:0]
+			old.reused.Store(false)
+			return old
 		}
 	}
+	r := &armRun{}
 	r.seqs, r.views, r.ends, r.contents, r.body = make([]uint64, n), make([]*View, n), make([]int, n), make([]armContent, n), make([]byte, 0, size)
 	return r
 }
