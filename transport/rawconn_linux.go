@@ -65,13 +65,6 @@ type rawIOConn struct {
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
 
-	// The vectored write under way (WriteBuffers): its iovecs from the
-	// first not yet written whole, how many there are, and how much went.
-	wv        [maxWriteParts]syscall.Iovec
-	wvAt, wvN int
-	wvDone    int64
-	writevFn  func(fd uintptr) bool
-
 	// waited is set by readRaw when the socket had nothing to read (the
 	// goroutine then parks, and the scheduler runs); ranSince is when the
 	// reader last passed through the scheduler (monotonic, time.Since's
@@ -95,7 +88,6 @@ func rawIO(c net.Conn) net.Conn {
 	r := &rawIOConn{TCPConn: tc, rc: rc, epoch: time.Now()}
 	r.readFn = r.readRaw
 	r.writeFn = r.writeRaw
-	r.writevFn = r.writevRaw
 	return r
 }
 
@@ -176,74 +168,6 @@ func (c *rawIOConn) Write(b []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
-}
-
-// maxWriteParts is the most parts WriteBuffers takes: a frame's header,
-// own bytes, shared run and tail.
-const maxWriteParts = 4
-
-// WriteBuffers writes every byte of parts, in order, as net.Buffers'
-// WriteTo does on a TCP connection (writev), or fails with a *net.OpError
-// saying how much went out; more than maxWriteParts parts go through
-// net.Buffers. The writev calls are raw, as Write's are: net's writev
-// enters the runtime's syscall bookkeeping, and a frame of every arm (63
-// KB for 100 arms) is one per message, each waking the runtime's sysmon
-// thread on the CPU the session shares with its clients.
-func (c *rawIOConn) WriteBuffers(parts [][]byte) (int64, error) {
-	if len(parts) > maxWriteParts {
-		b := net.Buffers(parts)
-		return b.WriteTo(c.TCPConn)
-	}
-	c.wvAt, c.wvN, c.wvDone, c.werrno = 0, 0, 0, 0
-	for _, p := range parts {
-		if len(p) > 0 {
-			c.wv[c.wvN] = syscall.Iovec{Base: &p[0]}
-			c.wv[c.wvN].SetLen(len(p))
-			c.wvN++
-		}
-	}
-	var err error
-	if c.wvN > 0 {
-		err = c.rc.Write(c.writevFn)
-	}
-	n, errno := c.wvDone, c.werrno
-	c.wv = [maxWriteParts]syscall.Iovec{} // no frame or run stays reachable from here
-	switch {
-	case err != nil:
-		return n, c.opError("writev", err)
-	case errno != 0:
-		return n, c.opError("writev", os.NewSyscallError("writev", errno))
-	}
-	return n, nil
-}
-
-// writevRaw writes what is left of wv: false waits until the socket has
-// room again.
-func (c *rawIOConn) writevRaw(fd uintptr) bool {
-	for c.wvAt < c.wvN {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&c.wv[c.wvAt])), uintptr(c.wvN-c.wvAt))
-		switch e {
-		case 0:
-			c.wvDone += int64(n)
-			for left := uint64(n); left > 0; {
-				v := &c.wv[c.wvAt]
-				if left < v.Len {
-					v.Base = (*byte)(unsafe.Add(unsafe.Pointer(v.Base), left))
-					v.Len -= left
-					break
-				}
-				left -= v.Len
-				c.wvAt++
-			}
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.werrno = e
-			return true
-		}
-	}
-	return true
 }
 
 // opError wraps err as net's own calls do; the RawConn's errors (closed,

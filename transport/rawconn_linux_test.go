@@ -87,52 +87,6 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(big))
 			}
 		}},
-		{"vectored write arrives whole, in order", func(t *testing.T, c *rawIOConn, peer net.Conn) {
-			// A frame's parts: header, own bytes, a shared run larger than
-			// the socket takes at once (partial writes that end inside a
-			// part), an empty part, the tail.
-			parts := [][]byte{{0x81, 127}, []byte(`{"session_id":7,"inverse3":[`), big, nil, []byte(`]}`)}
-			want := bytes.Join(parts, nil)
-			got := make(chan []byte, 1)
-			go func() {
-				b, _ := io.ReadAll(peer)
-				got <- b
-			}()
-			n, err := c.WriteBuffers(parts)
-			if err != nil || n != int64(len(want)) {
-				t.Fatalf("writev: %d, %v; want %d, nil", n, err, len(want))
-			}
-			_ = c.CloseWrite()
-			if b := <-got; !bytes.Equal(b, want) {
-				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(want))
-			}
-		}},
-		{"vectored write of more parts than a frame has", func(t *testing.T, c *rawIOConn, peer net.Conn) {
-			parts := [][]byte{[]byte("a"), []byte("bc"), []byte("def"), []byte("ghij"), []byte("klmno"), []byte("p")}
-			got := make(chan []byte, 1)
-			go func() {
-				b, _ := io.ReadAll(peer)
-				got <- b
-			}()
-			if n, err := c.WriteBuffers(parts); err != nil || n != 16 {
-				t.Fatalf("writev: %d, %v; want 16, nil", n, err)
-			}
-			_ = c.CloseWrite()
-			if b := <-got; string(b) != "abcdefghijklmnop" {
-				t.Fatalf("peer read %q", b)
-			}
-		}},
-		{"vectored write deadline with a peer that does not read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
-			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-			n, err := c.WriteBuffers([][]byte{[]byte("head"), big, []byte("tail")})
-			if !errors.Is(err, os.ErrDeadlineExceeded) || n >= int64(len(big)) {
-				t.Fatalf("writev past its deadline: %d of %d bytes, %v; want fewer, a timeout", n, len(big)+8, err)
-			}
-			var oe *net.OpError
-			if !errors.As(err, &oe) || oe.Op != "writev" {
-				t.Fatalf("writev error %v is not a writev *net.OpError", err)
-			}
-		}},
 		{"empty read and write", func(t *testing.T, c *rawIOConn, peer net.Conn) {
 			if n, err := c.Read(nil); n != 0 || err != nil {
 				t.Fatalf("empty read: %d, %v", n, err)
@@ -237,18 +191,5 @@ func TestRawIOAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
-	}
-	// A frame written in parts, as writeData does.
-	parts := [][]byte{{0x81, 11}, msg[:5], msg[5:]}
-	allocs = testing.AllocsPerRun(100, func() {
-		if _, err := c.WriteBuffers(parts); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadAtLeast(peer, back, 2+len(msg)); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per frame written in parts, want 0", allocs)
 	}
 }

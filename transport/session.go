@@ -630,8 +630,6 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 	var err error
 	if len(parts) == 1 {
 		_, err = c.raw.Write(parts[0])
-	} else if vw, ok := c.raw.(vectorWriter); ok {
-		_, err = vw.WriteBuffers(parts)
 	} else {
 		c.out = parts
 		_, err = c.out.WriteTo(c.raw)
@@ -643,12 +641,6 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 		err = errWriteStalled // written in the end, but after the timeout
 	}
 	return err
-}
-
-// vectorWriter is a connection that writes several buffers as one
-// (rawIOConn's raw writev).
-type vectorWriter interface {
-	WriteBuffers(parts [][]byte) (int64, error)
 }
 
 // appendFrameHeader appends the header of a server's frame (FIN set, no
