@@ -3,6 +3,9 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,6 +138,11 @@ func TestArmRunsAreTheFramesBytes(t *testing.T) {
 			}
 		}},
 		{"the default view replaced", func() { r.cores[0].publishGlobals() }},
+		// Pushed against their limits, the arms publish every tick with
+		// the same content but for bits a frame does not show.
+		{"every arm at its limit", func() { r.step(3000) }},
+		{"every arm published again at its limit", func() { r.step(1) }},
+		{"one arm released at its limit", func() { r.devs.arms[2].Register().Release(100); r.step(1) }},
 	}
 	for _, st := range steps {
 		st.move()
@@ -369,5 +377,99 @@ func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
 	<-b.frames
 	if stalled > free+3 {
 		t.Errorf("with two writes stalled the other session's frames came from %d distinct runs, against %d with none: builds allocated instead of reusing the spares", stalled, free)
+	}
+}
+
+// TestArmContentIsSameOnlyWhenTheBytesAre: a run keeps an arm's element
+// when the arm published content that encodes to the same bytes
+// (armContent.sameContent), and never otherwise. Every number of the
+// state is set, one at a time, to each pair of values near the edges of
+// how a frame writes numbers (0 and -0, float32's rounding, its range,
+// integers, NaN and infinities): whenever the content is judged the same,
+// the two elements must be byte for byte equal. A force settling on its
+// command in the last bits must be judged the same (the reason for the
+// comparison), and every flag and mode changed must not.
+func TestArmContentIsSameOnlyWhenTheBytesAre(t *testing.T) {
+	values := []float64{0, math.Copysign(0, -1), 1e-50, -1e-50, 1e-40, 7e-46, 0.5, 0.49999968143596285,
+		0.499999692533901, 0.49999999999941624, 0.2000241229000721, 0.20002356013061953, -3, 123456,
+		123456.000001, 999999.9999999, 1e6, math.MaxFloat32, math.MaxFloat32 * 1.0000001, -math.MaxFloat32 * 1.0000001,
+		math.Inf(1), math.Inf(-1), math.NaN()}
+	base := protocol.ArmFrame{DeviceID: "CBBD"}
+	base.State.BodyOrientation.W = 1
+	base.State.Transform.Rotation.W = 1
+	base.State.Transform.Scale = protocol.Vec3{X: 1, Y: 1, Z: 1}
+	base.State.ControlMode, base.State.ControlDomain, base.State.CalibrationState = protocol.ControlForce, protocol.DomainCartesian, protocol.CalibrationDone
+	base.Status = protocol.ArmStatus{Calibrated: true, Ready: true, Started: true, PowerSupply: true}
+	encode := func(a *protocol.ArmFrame) []byte { return protocol.Codec{}.AppendArmElement(nil, a) }
+
+	// Every float64 of the state, by its path.
+	var paths [][]int
+	var walk func(typ reflect.Type, at []int)
+	walk = func(typ reflect.Type, at []int) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			path := append(append([]int(nil), at...), i)
+			switch f.Type.Kind() {
+			case reflect.Float64:
+				paths = append(paths, path)
+			case reflect.Struct:
+				walk(f.Type, path)
+			}
+		}
+	}
+	walk(reflect.TypeFor[protocol.ArmState](), nil)
+	if len(paths) != 38 {
+		t.Fatalf("the state has %d numbers, this test knows of 38: see that sameContent compares any new one", len(paths))
+	}
+	judgedSame := 0
+	for _, path := range paths {
+		name := fmt.Sprint(path)
+		for _, u := range values {
+			for _, v := range values {
+				a, b := base, base
+				reflect.ValueOf(&a.State).Elem().FieldByIndex(path).SetFloat(u)
+				reflect.ValueOf(&b.State).Elem().FieldByIndex(path).SetFloat(v)
+				c := armContent{state: a.State, status: a.Status}
+				same := c.sameContent(&b)
+				if ea, eb := encode(&a), encode(&b); same && !bytes.Equal(ea, eb) {
+					t.Fatalf("state field %s, %v against %v: judged the same, but encoded\n%s\n%s", name, u, v, ea, eb)
+				}
+				if same && math.Float64bits(u) != math.Float64bits(v) {
+					judgedSame++
+				}
+			}
+		}
+	}
+	if judgedSame == 0 {
+		t.Fatal("no two different numbers were judged the same: the comparison is to the bit, and a settling force re-encodes every arm")
+	}
+	settling := base
+	settling.State.CurrentCursorForce.Z = 0.49999999999941624
+	c := armContent{state: base.State, status: base.Status}
+	c.state.CurrentCursorForce.Z = 0.4999999999994349
+	if !c.sameContent(&settling) {
+		t.Fatal("a force settling in its last bits was judged changed")
+	}
+
+	changes := []struct {
+		name   string
+		change func(a *protocol.ArmFrame)
+	}{
+		{"control mode", func(a *protocol.ArmFrame) { a.State.ControlMode = protocol.ControlPosition }},
+		{"control domain", func(a *protocol.ArmFrame) { a.State.ControlDomain = protocol.DomainAngular }},
+		{"calibration state", func(a *protocol.ArmFrame) { a.State.CalibrationState = protocol.CalibrationNone }},
+		{"calibrated", func(a *protocol.ArmFrame) { a.Status.Calibrated = false }},
+		{"in use", func(a *protocol.ArmFrame) { a.Status.InUse = true }},
+		{"ready", func(a *protocol.ArmFrame) { a.Status.Ready = false }},
+		{"started", func(a *protocol.ArmFrame) { a.Status.Started = false }},
+		{"power supply", func(a *protocol.ArmFrame) { a.Status.PowerSupply = false }},
+		{"extensions", func(a *protocol.ArmFrame) { a.State.Ext = &protocol.ArmStateExtensions{} }},
+	}
+	for _, ch := range changes {
+		b := base
+		ch.change(&b)
+		if c := (armContent{state: base.State, status: base.Status}); c.sameContent(&b) {
+			t.Errorf("%s changed: judged the same content", ch.name)
+		}
 	}
 }

@@ -171,8 +171,15 @@ func (d *Device) ViewFor(session uint64) *View {
 // tenth of a 100-arm frame's time). Entry i belongs to the i-th device a
 // frame lists. It also holds the session's side of arm runs (runMemo).
 type viewMemo struct {
+	viewList
+	run runMemo
+}
+
+// viewList is the part of viewMemo that remembers views: entry i for the
+// i-th device of a list that names the same devices from call to call (a
+// frame's, or a message's device entries).
+type viewList struct {
 	entries []viewMemoEntry
-	run     runMemo
 }
 
 type viewMemoEntry struct {
@@ -187,6 +194,19 @@ func (m *viewMemo) viewFor(i int, d *Device, session uint64) *View {
 	if m == nil {
 		return d.ViewFor(session)
 	}
+	return m.viewList.viewFor(i, d, session)
+}
+
+// keep drops the entries past the first n (viewList.keep).
+func (m *viewMemo) keep(n int) {
+	if m != nil {
+		m.viewList.keep(n)
+	}
+}
+
+// viewFor returns what d.ViewFor(session) returns, for the i-th device of
+// the list.
+func (m *viewList) viewFor(i int, d *Device, session uint64) *View {
 	for len(m.entries) <= i {
 		m.entries = append(m.entries, viewMemoEntry{})
 	}
@@ -202,8 +222,8 @@ func (m *viewMemo) viewFor(i int, d *Device, session uint64) *View {
 
 // keep drops the entries past the first n, so that a removed device's
 // entry does not keep it alive.
-func (m *viewMemo) keep(n int) {
-	if m != nil && len(m.entries) > n {
+func (m *viewList) keep(n int) {
+	if len(m.entries) > n {
 		clear(m.entries[n:])
 		m.entries = m.entries[:n]
 	}

@@ -8,6 +8,7 @@ package actors
 // number of sessions and never blocks.
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/hapticd/hapticd/actors/loop"
@@ -179,7 +180,10 @@ type armRun struct {
 	seqs    []uint64 // each arm's publish sequence, read before its snapshot
 	views   []*View  // each arm's default view its element was encoded through
 	ends    []int    // where each arm's element ends in body (a comma follows but for the last)
-	body    []byte
+	// contents are what each arm's element was encoded from: an arm that
+	// published again with the same content keeps its element.
+	contents []armContent
+	body     []byte
 	// reused is set once, by the first frame that copies the run after
 	// the one that built it (see frameCache's encodedBody.reused).
 	reused atomic.Bool
@@ -227,22 +231,99 @@ func (rs *armRuns) retire(slot int, r *armRun) {
 	}
 }
 
-// fresh is an empty run for n arms, with the buffers of a retired run
-// nobody reads any more when there is one.
+// fresh is an empty run for n arms: a retired run nobody reads any more
+// when there is one, else a new one. A retired run is reused whole, not
+// only its buffers, so that a build allocates nothing: a frame that loaded
+// it from the slot before it was retired and counts itself a reader only
+// now finds it no longer (or, once stored again, rightly) the slot's
+// (acquire), and its count comes back down. readers is left as it is for
+// that reason; it is zero here but for such a passing count.
 func (rs *armRuns) fresh(slot, n, size int) *armRun {
-	r := &armRun{}
 	for i := range rs.spare[slot] {
 		old := rs.spare[slot][i].Load()
 		if old == nil || old.readers.Load() != 0 || !rs.spare[slot][i].CompareAndSwap(old, nil) {
 			continue
 		}
 		if cap(old.seqs) >= n && cap(old.body) >= size {
-			r.seqs, r.views, r.ends, r.body = old.seqs[:n], old.views[:n], old.ends[:n], old.body[:0]
-			return r
+			old.seqs, old.views, old.ends, old.contents, old.body = old.seqs[:n], old.views[:n], old.ends[:n], old.contents[:n], old.body[:0]
+			old.reused.Store(false)
+			return old
 		}
 	}
-	r.seqs, r.views, r.ends, r.body = make([]uint64, n), make([]*View, n), make([]int, n), make([]byte, 0, size)
+	r := &armRun{}
+	r.seqs, r.views, r.ends, r.contents, r.body = make([]uint64, n), make([]*View, n), make([]int, n), make([]armContent, n), make([]byte, 0, size)
 	return r
+}
+
+// armContent is what an arm's element in a run is encoded from, besides
+// its id and the format: the state and status fillArm gives through the
+// arm's default view (no extensions: a run holds no arm with effects).
+type armContent struct {
+	state  protocol.ArmState
+	status protocol.ArmStatus
+}
+
+// sameContent reports whether a, filled as buildArmRun fills it, encodes
+// to the bytes c was encoded to. A loop publishes every tick while the
+// arm is read, and an arm at rest or pushed against a limit publishes
+// the same content again but for the last bits of a number: its force
+// settles on the command in steps of 1e-8 N and less, which the frame's
+// measured numbers (written as float32, protocol's appendNumber) do not
+// show. Comparing costs a fraction of encoding the element again.
+func (c *armContent) sameContent(a *protocol.ArmFrame) bool {
+	x, y := &c.state, &a.State
+	return c.status == a.Status && x.Ext == nil && y.Ext == nil &&
+		x.ControlMode == y.ControlMode && x.ControlDomain == y.ControlDomain && x.CalibrationState == y.CalibrationState &&
+		sameVec3(x.CursorPosition, y.CursorPosition) && sameVec3(x.CursorVelocity, y.CursorVelocity) &&
+		sameAngles3(x.AngularPosition, y.AngularPosition) && sameAngles3(x.AngularVelocity, y.AngularVelocity) &&
+		sameQuat(x.BodyOrientation, y.BodyOrientation) && sameVec3(x.CurrentCursorForce, y.CurrentCursorForce) &&
+		sameVec3(x.CurrentCursorPosition, y.CurrentCursorPosition) &&
+		sameAngles3(x.CurrentAngularPosition, y.CurrentAngularPosition) && sameAngles3(x.CurrentAngularTorques, y.CurrentAngularTorques) &&
+		sameTransform(x.Transform, y.Transform)
+}
+
+// sameMeasured reports whether two numbers the frame writes as measured
+// values are written alike: the same to the bit, or both finite, in
+// float32's range and the same float32. appendNumber writes such a number
+// from its float32 alone: an integer under a million as AppendInt (which
+// a float32 holds exactly, and whose shortest float32 form is the same
+// digits), anything else as AppendFloat's shortest form for 32 bits,
+// which rounds to float32 first; -0 and a negative number rounding to
+// float32's -0 are both "-0". The rest (NaN, infinities, numbers past
+// float32's range) only match to the bit.
+func sameMeasured(a, b float64) bool {
+	if math.Float64bits(a) == math.Float64bits(b) {
+		return true
+	}
+	if math.IsNaN(a) || math.IsNaN(b) || math.Abs(a) > math.MaxFloat32 || math.Abs(b) > math.MaxFloat32 {
+		return false // Abs of ±Inf is over the range too
+	}
+	return math.Float32bits(float32(a)) == math.Float32bits(float32(b))
+}
+
+// sameTransform compares transforms, written exactly: to the bit (0 and
+// -0 are written differently).
+func sameTransform(a, b protocol.Transform) bool {
+	x := [...]float64{a.Position.X, a.Position.Y, a.Position.Z, a.Rotation.W, a.Rotation.X, a.Rotation.Y, a.Rotation.Z, a.Scale.X, a.Scale.Y, a.Scale.Z}
+	y := [...]float64{b.Position.X, b.Position.Y, b.Position.Z, b.Rotation.W, b.Rotation.X, b.Rotation.Y, b.Rotation.Z, b.Scale.X, b.Scale.Y, b.Scale.Z}
+	for i := range x {
+		if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameVec3(a, b protocol.Vec3) bool {
+	return sameMeasured(a.X, b.X) && sameMeasured(a.Y, b.Y) && sameMeasured(a.Z, b.Z)
+}
+
+func sameAngles3(a, b protocol.Angles3) bool {
+	return sameMeasured(a.A0, b.A0) && sameMeasured(a.A1, b.A1) && sameMeasured(a.A2, b.A2)
+}
+
+func sameQuat(a, b protocol.Quat) bool {
+	return sameMeasured(a.W, b.W) && sameMeasured(a.X, b.X) && sameMeasured(a.Y, b.Y) && sameMeasured(a.Z, b.Z)
 }
 
 // runMemo is one session's side of arm runs: whether every arm of set was
@@ -351,8 +432,9 @@ func armRunFor(devs *DeviceSet, arms []*Device, slot int, session uint64, m *vie
 }
 
 // buildArmRun encodes a run of arms at seqs (read before each snapshot),
-// copying from prev (nil: none) the elements of the arms that have not
-// published since and whose default view is the same. It returns nil when an arm has effects: its element
+// copying from prev (nil: none) the elements of the arms whose default
+// view is the same and that have not published since, or published the
+// same content again (armContent). It returns nil when an arm has effects: its element
 // carries them, and who sees them depends on who controls it, not on the
 // views.
 func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []uint64, epoch uint64, prev *armRun, snap *loop.Snapshot, codec Codec, scratch *protocol.ArmFrame) *armRun {
@@ -374,16 +456,25 @@ func buildArmRun(rs *armRuns, slot int, session uint64, arms []*Device, seqs []u
 		}
 		v := d.defaultView.Load()
 		r.views[i] = v
-		if prev != nil && len(prev.seqs) == len(arms) && prev.seqs[i] == seqs[i] && prev.views[i] == v {
+		// The same default view is the same arm too: each arm has its own.
+		inPrev := prev != nil && len(prev.seqs) == len(arms) && prev.views[i] == v
+		keep := inPrev && prev.seqs[i] == seqs[i]
+		if keep {
+			r.contents[i] = prev.contents[i]
+		} else {
+			d.Load(snap)
+			*scratch = protocol.ArmFrame{DeviceID: d.ID}
+			fillArm(scratch, snap, v)
+			keep = inPrev && prev.contents[i].sameContent(scratch)
+			r.contents[i] = armContent{state: scratch.State, status: scratch.Status}
+		}
+		if keep {
 			start := 0
 			if i > 0 {
 				start = prev.ends[i-1] + 1 // past the comma
 			}
 			r.body = append(r.body, prev.body[start:prev.ends[i]]...)
 		} else {
-			d.Load(snap)
-			*scratch = protocol.ArmFrame{DeviceID: d.ID}
-			fillArm(scratch, snap, v)
 			r.body = codec.AppendArmElement(r.body, scratch)
 		}
 		r.ends[i] = len(r.body)

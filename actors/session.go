@@ -387,6 +387,11 @@ type sessionScratch struct {
 	sview protocol.SessionView
 	ext   armExtScratch
 	views viewMemo
+	// cmdViews remembers the view of message entry i's device, as views
+	// does a frame's: with 100 sessions attached to a device, looking the
+	// session up in the device's map per command missed the cache (3 % of
+	// the service's CPU under 100 clients on 100 arms).
+	cmdViews viewList
 	// hints[i] is where message entry i's device was in its type's list
 	// last time (find).
 	hints []int
@@ -544,7 +549,7 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 		if len(p.fx) > 0 {
 			p.effectsBefore(d, now)
 		}
-		p.command(f, d, e, now, snap.leaseMs)
+		p.command(f, i, d, e, now, snap.leaseMs)
 		if len(p.fx) > 0 {
 			p.effectsAfterCommand(d, e, now, snap.leaseMs)
 		}
@@ -552,6 +557,7 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 			p.effects(f, d, e, now, snap.leaseMs)
 		}
 	}
+	p.cmdViews.keep(len(msg.Devices)) // no device of an older message kept alive
 	full := msg.Session.FullState != nil
 	var only []protocol.DeviceType
 	if full {
@@ -578,12 +584,12 @@ func (p *tickPath) find(i int, e *protocol.DeviceEntry, devs *DeviceSet) *Device
 }
 
 // command writes a control command into the device's register (data
-// plane): no actor hop, no lock.
-func (p *tickPath) command(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
+// plane): no actor hop, no lock. e is the message's entry i.
+func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
 	c := e.Command
 	cmd := &p.cmd
 	id := p.sess.ID
-	view := d.ViewFor(id)
+	view := p.cmdViews.viewFor(i, d, id)
 	switch c.Kind {
 	case protocol.CmdSetCursorForce:
 		*cmd = hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3(view.Space.ForceToDevice(c.Vec))}

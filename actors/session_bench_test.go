@@ -2,11 +2,14 @@ package actors
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -262,5 +265,72 @@ func TestSessionMessageDoesNotAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(2000, exchange); n != 0 {
 		t.Fatalf("a message through the session allocates %v times, want 0", n)
+	}
+}
+
+// BenchmarkArmRunPerTick is what framing every arm costs per loop tick
+// beside the frames: 100 arms pushed against their limits (as under the
+// 100-client benchmark, each commanded a force along z, again every
+// tick) each publish once per op; then two sessions of the default views frame them, the first
+// building the next run, the second copying it. "steps" is the arms'
+// ticks alone, the same ops without the frames: the frames cost the
+// difference.
+func BenchmarkArmRunPerTick(b *testing.B) {
+	for _, framed := range []bool{false, true} {
+		name := "steps"
+		if framed {
+			name = "steps+frame"
+		}
+		b.Run(name, func(b *testing.B) {
+			const n = 100
+			sessions := []uint64{1, 2}
+			devs := &DeviceSet{runs: new(armRuns)}
+			epoch := new(atomic.Uint64)
+			now := loop.SystemClock().Now()
+			for i := range n {
+				d, core := simArmCore()
+				d.framesEpoch = epoch
+				devs = devs.with(d)
+				for _, s := range sessions {
+					core.attach(nil, &attachSession{session: s, basis: protocol.Basis{Permutation: protocol.IdentityBasis}})
+				}
+				force := &hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: float64(i%7) * 0.05, Z: 0.5}}
+				if d.Register().Claim(100) != 100 || !d.Register().Write(100, 1, now+int64(time.Hour), force, nil) {
+					b.Fatal("could not command an arm")
+				}
+			}
+			// Each tick every arm's client writes its command again, as
+			// the lock-step clients do, and the arm publishes.
+			var seq uint64
+			step := func() {
+				now += int64(time.Millisecond)
+				seq++
+				for i, d := range devs.arms {
+					force := &hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: float64(i%7) * 0.05, Z: 0.5}}
+					if !d.Register().Write(100, seq, now+int64(time.Hour), force, nil) {
+						b.Fatal("could not command an arm")
+					}
+					d.rt.Step(now)
+				}
+			}
+			for range 3000 { // to the limits
+				step()
+			}
+			memos := []*viewMemo{new(viewMemo), new(viewMemo)}
+			f := new(protocol.Frame)
+			var snap loop.Snapshot
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				step()
+				for i, s := range sessions {
+					if framed {
+						f.Arms = f.Arms[:0]
+						fillFrame(devs, s, f, &snap, false, nil, protocol.Codec{}, nil, memos[i])
+						memos[i].run.release()
+					}
+				}
+			}
+		})
 	}
 }

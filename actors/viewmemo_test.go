@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -151,6 +152,46 @@ func TestSessionsShareAnEncodingOnlyThroughTheSameView(t *testing.T) {
 		}
 		if bytes.Equal(s, a) {
 			t.Fatalf("round %d: the swapped session framed the default view's bytes", round)
+		}
+	}
+}
+
+// TestCommandsFollowTheSessionsView: a session's command is turned into
+// the device frame through the view its session has when the command is
+// written, message after message, although the session remembers its view
+// between messages: a basis that swaps y and z, given in the message of
+// the command, and then back to the identity, each change where the same
+// force lands. A command written through a remembered stale view would
+// push the arm the wrong way.
+func TestCommandsFollowTheSessionsView(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	entry := fmt.Sprintf(`"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":1,"y":2,"z":3}}}}]`, arm.ID)
+	steps := []struct {
+		name  string
+		basis string // the basis the message sets with its command ("" none)
+		want  hw.Vec3
+	}{
+		{"identity", "", hw.Vec3{X: 1, Y: 2, Z: 3}},
+		{"identity again (remembered)", "", hw.Vec3{X: 1, Y: 2, Z: 3}},
+		{"basis XZY", "XZY", hw.Vec3{X: 1, Y: 3, Z: 2}},
+		{"basis XZY again (remembered)", "", hw.Vec3{X: 1, Y: 3, Z: 2}},
+		{"basis back to the identity", "XYZ", hw.Vec3{X: 1, Y: 2, Z: 3}},
+		{"identity once more (remembered)", "", hw.Vec3{X: 1, Y: 2, Z: 3}},
+	}
+	var got loop.Command
+	for _, st := range steps {
+		msg := "{" + entry + "}"
+		if st.basis != "" {
+			msg = fmt.Sprintf(`{"session":{"configure":{"basis":{"permutation":%q}}},%s}`, st.basis, entry)
+		}
+		if f := exchange(t, sess, sink, msg); len(f.errorCodes()) != 0 {
+			t.Fatalf("%s: %v", st.name, f.errorCodes())
+		}
+		arm.Register().Read(&got)
+		if got.Cmd.Mode != hw.ModeForce || got.Cmd.ForceN != st.want {
+			t.Fatalf("%s: the register holds mode %v force %+v, want a force of %+v", st.name, got.Cmd.Mode, got.Cmd.ForceN, st.want)
 		}
 	}
 }
