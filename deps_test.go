@@ -56,6 +56,8 @@ var house = []houseRule{
 	{prefix: "actors", project: []string{"actors", "protocol", "hw"},
 		thirdParty: []string{"github.com/asynkron/protoactor-go", "github.com/rs/zerolog", "golang.org/x/sys", "golang.org/x/time"},
 		why:        "actors sit below the transports: a device must not depend on how clients reach it"},
+	{prefix: "transport/rawsock", project: []string{"transport/rawsock"},
+		why: "the sessions' socket layer (raw reads and writes) is shared with the echo baseline, so it imports nothing of hapticd"},
 	{prefix: "transport/schematest", project: []string{"transport/schematest", "protocol"},
 		thirdParty: []string{"github.com/santhosh-tekuri/jsonschema/v6"},
 		why:        "schematest is a test helper: it validates what a running service writes against the schema it serves, and only tests import it"},
@@ -65,9 +67,9 @@ var house = []houseRule{
 		thirdParty: []string{"github.com/gorilla/websocket", "github.com/julienschmidt/httprouter", "github.com/rs/zerolog", "github.com/asynkron/protoactor-go", "golang.org/x/time",
 			"github.com/prometheus/client_golang", "github.com/prometheus/client_model"},
 		why: "transports reach devices only through actors, never a driver directly"},
-	{prefix: "bench/echoserver", project: []string{"bench/echoserver"},
+	{prefix: "bench/echoserver", project: []string{"bench/echoserver", "transport/rawsock"},
 		thirdParty: []string{"github.com/gorilla/websocket"},
-		why:        "the echo baseline is a bare WebSocket server: hapticbench and hapticd baseline-arms both run it, so it imports nothing of either"},
+		why:        "the echo baseline is a bare WebSocket server on the sessions' socket layer: hapticbench and hapticd baseline-arms both run it, so it imports nothing else of either"},
 	{prefix: "bench", project: []string{"bench", "protocol"},
 		thirdParty: []string{"github.com/gorilla/websocket", "golang.org/x/sys"},
 		why: "the load generator is a client: it sees the service only as a client would " +
@@ -202,6 +204,9 @@ func TestHouseRuleMatcher(t *testing.T) {
 		{"actors/recording", module + "/hw/replay", true},
 		{"actors/recording", module + "/transport", false},
 		{"actors/recording", "github.com/gorilla/websocket", false},
+		{"bench/echoserver", module + "/transport/rawsock", true},
+		{"bench/echoserver", module + "/transport", false},
+		{"transport/rawsock", module + "/protocol", false},
 	}
 	for _, tt := range tests {
 		r, ok := ruleFor(tt.pkg)

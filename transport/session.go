@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport/rawsock"
 )
 
 const (
@@ -116,10 +116,8 @@ func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason e
 }
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if hj, ok := w.(http.Hijacker); ok {
-		w = rawHijacker{w, hj}
-	}
-	ws, err := h.upgrader.Upgrade(w, r, nil)
+	// Gorilla gets the hijacked connection with raw reads and writes.
+	ws, err := h.upgrader.Upgrade(rawsock.Hijacking(w), r, nil)
 	if err != nil {
 		return // the upgrader already answered with an HTTP error
 	}
@@ -155,21 +153,6 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the request, this goroutine's grown stack) is not kept for the
 	// lifetime of every idle session.
 	go c.serve(sess)
-}
-
-// rawHijacker hands gorilla the hijacked connection with raw reads and
-// writes (rawIO).
-type rawHijacker struct {
-	http.ResponseWriter
-	hj http.Hijacker
-}
-
-func (w rawHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, rw, err := w.hj.Hijack()
-	if err != nil {
-		return c, rw, err
-	}
-	return rawIO(c), rw, nil
 }
 
 // serve reads the connection until it ends, then ends the session.
@@ -631,7 +614,7 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 	if len(parts) == 1 {
 		_, err = c.raw.Write(parts[0])
 	} else if vw, ok := c.raw.(vectorWriter); ok {
-		_, err = vw.WriteVectors(parts) // raw: see rawIOConn
+		_, err = vw.WriteVectors(parts) // raw: see rawsock.Conn
 	} else {
 		c.out = parts
 		_, err = c.out.WriteTo(c.raw)
@@ -646,7 +629,7 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 }
 
 // vectorWriter is a connection that writes parts as one stream without
-// net.Buffers (rawIOConn).
+// net.Buffers (rawsock.Conn).
 type vectorWriter interface {
 	WriteVectors(parts [][]byte) (int, error)
 }

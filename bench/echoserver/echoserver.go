@@ -3,8 +3,10 @@
 // pre-encoded frames and does nothing else, so the difference to hapticd is
 // the service's own cost.
 //
-// It is a package of its own, importing nothing of hapticd, because two
-// processes run it: `hapticbench echo-serve`, the echo baseline, and
+// It is a package of its own, importing nothing of hapticd but the
+// sessions' socket layer (transport/rawsock: raw reads and writes, so the
+// echo pays what a session pays for its I/O and stays the floor), because
+// two processes run it: `hapticbench echo-serve`, the echo baseline, and
 // `hapticd baseline-arms --inventory --state`, the bare arm loop inside an
 // echo's process, the floor the service's loop under load is compared with
 // (a loop in an idle process of its own is woken by the kernel; the
@@ -22,6 +24,8 @@ import (
 	"sync"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/transport/rawsock"
 )
 
 // keyFullState marks a full-state request, answered with the inventory
@@ -98,7 +102,7 @@ func StartFiles(inventoryFile, stateFile string, out io.Writer) (*Server, error)
 var upgrader = websocket.Upgrader{ReadBufferSize: 4 << 10, WriteBufferSize: 16 << 10}
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	conn, err := upgrader.Upgrade(w, r, nil)
+	conn, err := upgrader.Upgrade(rawsock.Hijacking(w), r, nil)
 	if err != nil {
 		return // Upgrade has answered the request
 	}

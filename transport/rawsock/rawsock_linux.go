@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package rawsock
 
 import (
 	"io"
@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// yieldAfter bounds how long a session's goroutine runs on without passing
+// yieldAfter bounds how long a reading goroutine runs on without passing
 // through the Go scheduler. A raw call that finds data or room returns
 // without one (net's calls pass none either, but a call the client
 // preempted used to lose its P to sysmon, and the P's next owner ran the
@@ -22,7 +22,7 @@ import (
 // late by about this much at most, not until the client pauses.
 const yieldAfter = 100 * time.Microsecond
 
-// rawIOConn is a session's TCP connection whose reads and writes are raw
+// Conn is a TCP connection whose reads and writes are raw
 // system calls on its non-blocking socket, made through the runtime's
 // poller (syscall.RawConn) exactly where net's own reads and writes are:
 // when the socket has nothing to read or no room to write, the goroutine
@@ -43,11 +43,11 @@ const yieldAfter = 100 * time.Microsecond
 // to another thread, which shows when other processes load the service's
 // CPU (the same document).
 //
-// A connection is read by one goroutine and written by one goroutine at a
-// time (wsConn's reader; writes under wmu or gorilla's lock), so the
-// scratch of each direction needs no lock. Other methods, and writev
+// A Conn is read by one goroutine and written by one goroutine at a time
+// (as gorilla's connections are: a session's reader; writes under one
+// lock), so the scratch of each direction needs no lock. Other methods, and writev
 // (net.Buffers finds the embedded connection's), are the TCP connection's.
-type rawIOConn struct {
+type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
 
@@ -82,9 +82,10 @@ type rawIOConn struct {
 	epoch    time.Time
 }
 
-// rawIO wraps a hijacked connection for raw reads and writes; any other
-// kind of connection (TLS, a test's pipe) is returned as it is.
-func rawIO(c net.Conn) net.Conn {
+// Wrap returns c with raw reads and writes (a *Conn) when it is a TCP
+// connection; any other kind of connection (TLS, a test's pipe) is
+// returned as it is.
+func Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
@@ -93,7 +94,7 @@ func rawIO(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	r := &rawIOConn{TCPConn: tc, rc: rc, epoch: time.Now()}
+	r := &Conn{TCPConn: tc, rc: rc, epoch: time.Now()}
 	r.readFn = r.readRaw
 	r.writeFn = r.writeRaw
 	r.writevFn = r.writevRaw
@@ -102,7 +103,7 @@ func rawIO(c net.Conn) net.Conn {
 
 // readRaw is one attempt to read into rb: false sends the goroutine to the
 // poller to wait until the socket is readable.
-func (c *rawIOConn) readRaw(fd uintptr) bool {
+func (c *Conn) readRaw(fd uintptr) bool {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
 		switch e {
@@ -119,7 +120,7 @@ func (c *rawIOConn) readRaw(fd uintptr) bool {
 
 // writeRaw writes what is left of wb: false waits until the socket has
 // room again.
-func (c *rawIOConn) writeRaw(fd uintptr) bool {
+func (c *Conn) writeRaw(fd uintptr) bool {
 	for c.wn < len(c.wb) {
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wb[c.wn])), uintptr(len(c.wb)-c.wn))
 		switch e {
@@ -142,7 +143,7 @@ const vectorParts = 4
 
 // writevRaw writes what is left of wv, up to vectorParts parts per call:
 // false waits until the socket has room again.
-func (c *rawIOConn) writevRaw(fd uintptr) bool {
+func (c *Conn) writevRaw(fd uintptr) bool {
 	for len(c.wv) > 0 {
 		if len(c.wv[0]) == c.wvn { // written whole (or empty)
 			c.wv, c.wvn = c.wv[1:], 0
@@ -180,7 +181,7 @@ func (c *rawIOConn) writevRaw(fd uintptr) bool {
 }
 
 // advanceVectors counts n more bytes of wv as written.
-func (c *rawIOConn) advanceVectors(n int) {
+func (c *Conn) advanceVectors(n int) {
 	for n > 0 && len(c.wv) > 0 {
 		left := len(c.wv[0]) - c.wvn
 		if n < left {
@@ -193,12 +194,12 @@ func (c *rawIOConn) advanceVectors(n int) {
 }
 
 // WriteVectors writes parts in order as one stream, with writev, as
-// net.Buffers' WriteTo does on a TCP connection, but raw (see rawIOConn):
-// a frame written in parts is the session's every frame of one arm, so the
-// runtime's syscall bookkeeping that Write leaves out would otherwise come
-// back with it. It returns how many bytes went out; an error is a
+// net.Buffers' WriteTo does on a TCP connection, but raw (see Conn):
+// hapticd's session writes a frame in parts (every frame of one arm), and
+// net.Buffers would find the embedded connection's writev and bring back
+// the runtime's syscall bookkeeping that Write leaves out. It returns how many bytes went out; an error is a
 // *net.OpError.
-func (c *rawIOConn) WriteVectors(parts [][]byte) (int, error) {
+func (c *Conn) WriteVectors(parts [][]byte) (int, error) {
 	c.wv, c.wvn, c.wvTotal, c.werrno = parts, 0, 0, 0
 	err := c.rc.Write(c.writevFn)
 	n, errno := c.wvTotal, c.werrno
@@ -215,7 +216,7 @@ func (c *rawIOConn) WriteVectors(parts [][]byte) (int, error) {
 
 // Read reads as net.Conn's Read does: io.EOF once the peer has closed,
 // errors as *net.OpError.
-func (c *rawIOConn) Read(b []byte) (int, error) {
+func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -242,7 +243,7 @@ func (c *rawIOConn) Read(b []byte) (int, error) {
 
 // Write writes all of b, as net.Conn's Write does, or fails with a
 // *net.OpError saying how much went out.
-func (c *rawIOConn) Write(b []byte) (int, error) {
+func (c *Conn) Write(b []byte) (int, error) {
 	c.wb, c.wn, c.werrno = b, 0, 0
 	err := c.rc.Write(c.writeFn)
 	n, errno := c.wn, c.werrno
@@ -258,12 +259,9 @@ func (c *rawIOConn) Write(b []byte) (int, error) {
 
 // opError wraps err as net's own calls do; the RawConn's errors (closed,
 // deadline) come as an *net.OpError already and keep their inner error.
-func (c *rawIOConn) opError(op string, err error) error {
+func (c *Conn) opError(op string, err error) error {
 	if oe, ok := err.(*net.OpError); ok {
 		err = oe.Err
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
-
-// A session's frames in parts go out through WriteVectors (writeData).
-var _ vectorWriter = (*rawIOConn)(nil)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package rawsock
 
 import (
 	"bytes"
@@ -10,15 +10,22 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/gorilla/websocket"
-
-	"github.com/hapticd/hapticd/protocol"
 )
+
+// readError fails t unless err is one a reader of a net.Conn takes for the
+// connection's end (transport's readReason does): a net.Error, io.EOF or
+// net.ErrClosed.
+func readError(t *testing.T, err error) {
+	t.Helper()
+	var ne net.Error
+	if !errors.As(err, &ne) && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read error %v (%T) is not a net.Error, io.EOF or net.ErrClosed", err, err)
+	}
+}
 
 // rawPair returns a loopback TCP connection with raw reads and writes and
 // its peer, an ordinary connection; both close with the test.
-func rawPair(t *testing.T) (*rawIOConn, net.Conn) {
+func rawPair(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -42,25 +49,25 @@ func rawPair(t *testing.T) (*rawIOConn, net.Conn) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
-	raw, ok := rawIO(c).(*rawIOConn)
+	raw, ok := Wrap(c).(*Conn)
 	if !ok {
-		t.Fatalf("rawIO(%T) did not wrap a TCP connection", c)
+		t.Fatalf("Wrap(%T) did not wrap a TCP connection", c)
 	}
 	t.Cleanup(func() { _ = raw.Close(); _ = peer.Close() })
 	return raw, peer
 }
 
-// TestRawIOConnBehavesAsNetConn pins what gorilla and the session's reader
+// TestConnBehavesAsNetConn pins what gorilla and the session's reader
 // rely on from a connection: bytes in order both ways, however large the
 // write, io.EOF when the peer closes, and deadline and close errors that
-// readReason names as a read error.
-func TestRawIOConnBehavesAsNetConn(t *testing.T) {
+// a reader takes for the connection's end.
+func TestConnBehavesAsNetConn(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB: many partial writes
 	for _, tc := range []struct {
 		name string
-		run  func(t *testing.T, c *rawIOConn, peer net.Conn)
+		run  func(t *testing.T, c *Conn, peer net.Conn)
 	}{
-		{"read in order then EOF", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"read in order then EOF", func(t *testing.T, c *Conn, peer net.Conn) {
 			go func() {
 				_, _ = peer.Write([]byte("hello, "))
 				_, _ = peer.Write([]byte("arm"))
@@ -74,7 +81,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("read after EOF: %d, %v; want 0, io.EOF", n, err)
 			}
 		}},
-		{"large write arrives whole", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"large write arrives whole", func(t *testing.T, c *Conn, peer net.Conn) {
 			got := make(chan []byte, 1)
 			go func() {
 				b, _ := io.ReadAll(peer)
@@ -89,7 +96,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(big))
 			}
 		}},
-		{"vector write arrives whole and in order", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"vector write arrives whole and in order", func(t *testing.T, c *Conn, peer net.Conn) {
 			// More parts than one writev carries, empty ones among them,
 			// and 8 MiB in the middle: many partial writes, some ending
 			// inside a part.
@@ -112,7 +119,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("peer read %d bytes, not the %d written in order", len(b), len(want))
 			}
 		}},
-		{"vector write deadline with a peer that does not read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"vector write deadline with a peer that does not read", func(t *testing.T, c *Conn, peer net.Conn) {
 			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 			n, err := c.WriteVectors([][]byte{[]byte("hdr"), big})
 			if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
@@ -123,7 +130,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("writev error %v is not a writev *net.OpError", err)
 			}
 		}},
-		{"vector write to a reset peer", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"vector write to a reset peer", func(t *testing.T, c *Conn, peer net.Conn) {
 			_ = peer.(*net.TCPConn).SetLinger(0) // close with RST
 			_ = peer.Close()
 			var err error
@@ -135,7 +142,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("writev to a reset peer: %v; want a writev *net.OpError", err)
 			}
 		}},
-		{"empty read and write", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"empty read and write", func(t *testing.T, c *Conn, peer net.Conn) {
 			if n, err := c.Read(nil); n != 0 || err != nil {
 				t.Fatalf("empty read: %d, %v", n, err)
 			}
@@ -143,18 +150,16 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("empty write: %d, %v", n, err)
 			}
 		}},
-		{"read deadline", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"read deadline", func(t *testing.T, c *Conn, peer net.Conn) {
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 			_, err := c.Read(make([]byte, 8))
 			var ne net.Error
 			if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("read past its deadline: %v; want a timeout net.Error", err)
 			}
-			if r := readReason(err); r != protocol.CloseReadError {
-				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
-			}
+			readError(t, err)
 		}},
-		{"write deadline with a peer that does not read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"write deadline with a peer that does not read", func(t *testing.T, c *Conn, peer net.Conn) {
 			_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 			n, err := c.Write(big)
 			if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
@@ -165,7 +170,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 				t.Fatalf("write error %v is not a write *net.OpError", err)
 			}
 		}},
-		{"close ends a waiting read", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"close ends a waiting read", func(t *testing.T, c *Conn, peer net.Conn) {
 			done := make(chan error, 1)
 			go func() {
 				_, err := c.Read(make([]byte, 8))
@@ -176,11 +181,9 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 			if !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("read on a closed connection: %v; want net.ErrClosed", err)
 			}
-			if r := readReason(err); r != protocol.CloseReadError {
-				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
-			}
+			readError(t, err)
 		}},
-		{"peer reset", func(t *testing.T, c *rawIOConn, peer net.Conn) {
+		{"peer reset", func(t *testing.T, c *Conn, peer net.Conn) {
 			_ = peer.(*net.TCPConn).SetLinger(0) // close with RST
 			_, _ = peer.Write([]byte("x"))
 			_ = peer.Close()
@@ -192,9 +195,7 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 			if err != io.EOF && (!errors.As(err, &oe) || oe.Op != "read") {
 				t.Fatalf("read after a reset: %v; want io.EOF or a read *net.OpError", err)
 			}
-			if r := readReason(err); r != protocol.CloseReadError {
-				t.Fatalf("readReason = %v, want %v", r, protocol.CloseReadError)
-			}
+			readError(t, err)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,20 +205,20 @@ func TestRawIOConnBehavesAsNetConn(t *testing.T) {
 	}
 }
 
-// TestRawIOLeavesOtherConnectionsAlone: only a TCP connection has a socket
+// TestWrapLeavesOtherConnectionsAlone: only a TCP connection has a socket
 // of its own to read raw.
-func TestRawIOLeavesOtherConnectionsAlone(t *testing.T) {
+func TestWrapLeavesOtherConnectionsAlone(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if got := rawIO(a); got != a {
-		t.Fatalf("rawIO(pipe) = %T, want the pipe itself", got)
+	if got := Wrap(a); got != a {
+		t.Fatalf("Wrap(pipe) = %T, want the pipe itself", got)
 	}
 }
 
-// TestRawIOAllocatesNothing: a read and a write of a lock-step message,
+// TestConnAllocatesNothing: a read and a write of a lock-step message,
 // whole or in parts, allocate nothing, as net's own do not.
-func TestRawIOAllocatesNothing(t *testing.T) {
+func TestConnAllocatesNothing(t *testing.T) {
 	c, peer := rawPair(t)
 	msg := []byte(`{"arm3":[]}`)
 	in := make([]byte, 64)
@@ -248,35 +249,5 @@ func TestRawIOAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
-	}
-}
-
-// TestFramesInPartsOnARawSocket: a session's frame written in parts on its
-// raw socket (WriteVectors: header, head, the shared run, tail) is the
-// frame gorilla writes for the joined message, small and large.
-func TestFramesInPartsOnARawSocket(t *testing.T) {
-	wc, c := testConn(t)
-	wc.raw = rawIO(wc.raw)
-	if _, ok := wc.raw.(vectorWriter); !ok {
-		t.Fatalf("rawIO(%T) cannot write a frame in parts raw", wc.raw)
-	}
-	for _, tc := range []struct {
-		name            string
-		head, run, tail int
-	}{
-		{"one arm", 60, 600, 40},
-		{"100 arms, 64-bit length", 60, 63000, 2600},
-		{"run last", 30, 700, 0},
-	} {
-		head := bytes.Repeat([]byte("h"), tc.head)
-		run := bytes.Repeat([]byte("r"), tc.run)
-		tail := bytes.Repeat([]byte("t"), tc.tail)
-		buf := append(append(wc.Buffer(), head...), tail...)
-		wc.SendSpliced(buf, len(head), run)
-		got, _ := c.frame(t)
-		joined := append(append(append([]byte(nil), head...), run...), tail...)
-		if want := gorillaFrame(t, websocket.TextMessage, joined); !bytes.Equal(got, want) {
-			t.Fatalf("%s: %d bytes on the wire, not gorilla's %d-byte frame of the joined message", tc.name, len(got), len(want))
-		}
 	}
 }
