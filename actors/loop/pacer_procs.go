@@ -39,10 +39,11 @@ type Procs struct {
 func NewProcs() *Procs { return &Procs{explicit: envSetsGOMAXPROCS(os.Getenv("GOMAXPROCS"))} }
 
 // envSetsGOMAXPROCS says whether the runtime takes this value of the
-// GOMAXPROCS environment variable: a positive count (anything else it
-// ignores, keeping its default).
+// GOMAXPROCS environment variable: a positive count that fits in 32 bits,
+// parsed as the runtime's schedinit parses it (anything else it ignores,
+// keeping its default; Atoi would take a count past 32 bits as set).
 func envSetsGOMAXPROCS(v string) bool {
-	n, err := strconv.Atoi(v)
+	n, err := strconv.ParseInt(v, 10, 32)
 	return err == nil && n > 0
 }
 

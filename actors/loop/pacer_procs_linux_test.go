@@ -198,6 +198,9 @@ func TestProcsGiveBackTheDefault(t *testing.T) {
 		{"unset", "", 1, 0},
 		{"set to 3", "3", 3, 3},
 		{"set to x, which the runtime ignores", "x", 1, 0},
+		// The runtime parses a 32-bit count: past it, the variable is
+		// ignored, and the count is the runtime's to follow again.
+		{"set past 32 bits, which the runtime ignores", "4294967296", 1, 0},
 	}
 	line := regexp.MustCompile(`procs: before=(\d+) released=(\d+) widened=(\d+)`)
 	for _, c := range cases {
@@ -298,4 +301,23 @@ func setProcessAffinity(t *testing.T, set unix.CPUSet) {
 		}
 	}
 	t.Fatal("threads kept appearing with another affinity")
+}
+
+// TestEnvSetsGOMAXPROCSAsTheRuntime: Procs takes the GOMAXPROCS variable
+// as set exactly where the runtime does (a positive count in 32 bits,
+// base 10, an optional sign), so that the last Release restores a count
+// only where the runtime never follows the CPUs.
+func TestEnvSetsGOMAXPROCSAsTheRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"", false}, {"0", false}, {"-1", false}, {"x", false}, {"2x", false}, {" 2", false}, {"0x2", false},
+		{"1_0", false}, {"1", true}, {"3", true}, {"+3", true}, {"007", true},
+		{"2147483647", true}, {"2147483648", false}, {"4294967296", false}, {"99999999999999999999", false},
+	} {
+		if got := envSetsGOMAXPROCS(tc.v); got != tc.want {
+			t.Errorf("GOMAXPROCS=%q: set %v, want %v (as the runtime's schedinit takes it)", tc.v, got, tc.want)
+		}
+	}
 }
