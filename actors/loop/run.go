@@ -161,6 +161,15 @@ func RunLockedProcs(ctx context.Context, d *Device, procs *Procs) (err error) {
 	_, restore := tuneThread(d.opts.RealtimePriority)
 	defer restore()
 	rs.realtime.Store(threadRealtime())
+	// Held after the thread is locked and tuned, released before it is
+	// unlocked: the P is lent exactly while this thread may sleep on it.
+	// Deferred before the halt, so it is released after it: a release
+	// changes GOMAXPROCS, which stops the world, and the device must not
+	// wait for that to be halted.
+	held := procs.Hold()
+	if held {
+		defer procs.Release()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("actors/loop: loop of %s panicked and was stopped with the device halted: %v", d.info.ID, v)
@@ -170,12 +179,7 @@ func RunLockedProcs(ctx context.Context, d *Device, procs *Procs) (err error) {
 	}()
 	done := ctx.Done()
 	p := NewPacer(d.opts.PeriodNs, d.clock)
-	// Held after the thread is locked and tuned, released before it is
-	// unlocked: the P is lent exactly while this thread may sleep on it.
-	if procs.Hold() {
-		defer procs.Release()
-		p.KeepP(true)
-	}
+	p.KeepP(held)
 	for {
 		select {
 		case <-done:

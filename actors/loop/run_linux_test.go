@@ -176,6 +176,50 @@ func TestRunLockedProcsLendsAPWhileItRuns(t *testing.T) {
 	}
 }
 
+// panicAtHalt is a plain driver that panics in Exchange once told to, and
+// records GOMAXPROCS when it is halted after that.
+type panicAtHalt struct {
+	hw.Driver
+	panicking   atomic.Bool
+	procsAtHalt atomic.Int64
+}
+
+func (d *panicAtHalt) Exchange(cmd *hw.Command, st *hw.State) error {
+	if d.panicking.Load() {
+		panic("test driver: exchange")
+	}
+	return d.Driver.Exchange(cmd, st)
+}
+
+func (d *panicAtHalt) Halt() error {
+	if d.panicking.Load() {
+		d.procsAtHalt.CompareAndSwap(0, int64(runtime.GOMAXPROCS(0)))
+	}
+	return d.Driver.Halt()
+}
+
+// TestRunLockedProcsHaltsBeforeItGivesThePBack: a hardware loop whose
+// driver panics halts its device while its P is still lent; giving the P
+// back stops the world, which the halt must not wait for.
+func TestRunLockedProcsHaltsBeforeItGivesThePBack(t *testing.T) {
+	base := procsAtDefault(t)
+	drv := &panicAtHalt{Driver: looptest.NewArm()}
+	d := NewDevice(drv, DeviceOptions{})
+	done := make(chan error, 1)
+	go func() { done <- RunLockedProcs(context.Background(), d, NewProcs()) }()
+	hwtest.Eventually(t, 10*time.Second, "20 ticks", func() bool { return d.Stats().Ticks >= 20 })
+	drv.panicking.Store(true)
+	if err := <-done; err == nil {
+		t.Fatal("a loop whose driver panicked returned no error")
+	}
+	if got := drv.procsAtHalt.Load(); got != int64(base+1) {
+		t.Fatalf("GOMAXPROCS at the halt after the panic: %d, want %d (the P still lent)", got, base+1)
+	}
+	if now := runtime.GOMAXPROCS(0); now != base {
+		t.Fatalf("GOMAXPROCS after the loop stopped: %d, want %d", now, base)
+	}
+}
+
 // BenchmarkRunLockedBesideBusyGoroutines runs a hardware loop at 1 kHz for
 // b.N ticks in a process whose every P runs a CPU-bound goroutine (sessions
 // under load), its pacer's sleep giving up its P (RunLocked) or keeping it
