@@ -15,38 +15,17 @@ import (
 	"github.com/hapticd/hapticd/transport/rawsock"
 )
 
-// rawPair returns a loopback TCP connection with raw reads and writes and
-// its peer, an ordinary connection; both close with the test.
+// rawPair returns the server side of an upgraded WebSocket's TCP
+// connection with raw reads and writes (as a session's), and the client's
+// side; both close with the test.
 func rawPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	raw := rawsock.Wrap(c)
+	ws, c := upgradedPair(t)
+	raw := rawsock.Wrap(ws.UnderlyingConn())
 	if _, ok := raw.(*rawsock.Conn); !ok {
-		t.Fatalf("rawsock.Wrap(%T) did not wrap a TCP connection", c)
+		t.Fatalf("rawsock.Wrap(%T) did not wrap a TCP connection", ws.UnderlyingConn())
 	}
-	t.Cleanup(func() { _ = raw.Close(); _ = peer.Close() })
-	return raw, peer
+	return raw, c.conn
 }
 
 // TestRawSocketErrorsAreReadErrors: a session whose raw socket times out,
