@@ -83,7 +83,9 @@ func (p *Procs) Release() {
 		runtime.GOMAXPROCS(p.base)
 	default:
 		// Not GOMAXPROCS(p.base): that would leave the count set by the
-		// program, frozen at what the CPU limit was before the loan.
+		// program, frozen at what the CPU limit was before the loan. A
+		// count the program itself set with runtime.GOMAXPROCS (hapticd's
+		// main sets none; `go test -cpu N` does) is given up here too.
 		runtime.SetDefaultGOMAXPROCS()
 	}
 }
