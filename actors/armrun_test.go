@@ -3,13 +3,13 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
@@ -382,18 +382,37 @@ func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
 
 // TestArmContentIsSameOnlyWhenTheBytesAre: a run keeps an arm's element
 // when the arm published content that encodes to the same bytes
-// (armContent.sameContent), and never otherwise. Every number of the
-// state is set, one at a time, to each pair of values near the edges of
-// how a frame writes numbers (0 and -0, float32's rounding, its range,
-// integers, NaN and infinities): whenever the content is judged the same,
-// the two elements must be byte for byte equal. A force settling on its
-// command in the last bits must be judged the same (the reason for the
-// comparison), and every flag and mode changed must not.
+// (armContent.sameContent), and never otherwise. Every field that
+// armContent holds, of every kind, down to the last number and flag, is
+// set, one at a time, to each pair of values from its kind's table (for
+// numbers, values near the edges of how a frame writes them: 0 and -0,
+// float32's rounding, its range, integers, NaN and infinities): whenever
+// the content is judged the same, the two elements must be byte for byte
+// equal, so a field that sameContent leaves out of the comparison fails
+// here as soon as the frame writes it. A field of a kind the test has no
+// values for fails it too. A force settling on its command in the last
+// bits must be judged the same (the reason for the comparison).
 func TestArmContentIsSameOnlyWhenTheBytesAre(t *testing.T) {
-	values := []float64{0, math.Copysign(0, -1), 1e-50, -1e-50, 1e-40, 7e-46, 0.5, 0.49999968143596285,
+	floats := []float64{0, math.Copysign(0, -1), 1e-50, -1e-50, 1e-40, 7e-46, 0.5, 0.49999968143596285,
 		0.499999692533901, 0.49999999999941624, 0.2000241229000721, 0.20002356013061953, -3, 123456,
 		123456.000001, 999999.9999999, 1e6, math.MaxFloat32, math.MaxFloat32 * 1.0000001, -math.MaxFloat32 * 1.0000001,
 		math.Inf(1), math.Inf(-1), math.NaN()}
+	// The values of each kind a field may have, set through reflect. A
+	// pointer is nil or points at its type's zero value (which may encode
+	// as nil does: see the check on pointers below).
+	values := map[reflect.Kind]func(reflect.Type) []reflect.Value{
+		reflect.Float64: func(typ reflect.Type) []reflect.Value { return convertAll(typ, floats) },
+		reflect.Bool:    func(typ reflect.Type) []reflect.Value { return convertAll(typ, []bool{false, true}) },
+		reflect.Uint8: func(typ reflect.Type) []reflect.Value {
+			return convertAll(typ, []uint8{0, 1, 2, 3, 4, 5, 6, 255})
+		},
+		reflect.Int: func(typ reflect.Type) []reflect.Value {
+			return convertAll(typ, []int{0, 1, 2, 3, -1, 1 << 40, math.MinInt})
+		},
+		reflect.Pointer: func(typ reflect.Type) []reflect.Value {
+			return []reflect.Value{reflect.Zero(typ), reflect.New(typ.Elem())}
+		},
+	}
 	base := protocol.ArmFrame{DeviceID: "CBBD"}
 	base.State.BodyOrientation.W = 1
 	base.State.Transform.Rotation.W = 1
@@ -402,39 +421,72 @@ func TestArmContentIsSameOnlyWhenTheBytesAre(t *testing.T) {
 	base.Status = protocol.ArmStatus{Calibrated: true, Ready: true, Started: true, PowerSupply: true}
 	encode := func(a *protocol.ArmFrame) []byte { return protocol.Codec{}.AppendArmElement(nil, a) }
 
-	// Every float64 of the state, by its path.
-	var paths [][]int
-	var walk func(typ reflect.Type, at []int)
-	walk = func(typ reflect.Type, at []int) {
+	// Every leaf field armContent holds, by its path in the frame it is
+	// filled from: armContent's own fields mirror the frame's (state is
+	// State), as buildArmRun fills them.
+	type leaf struct {
+		name string
+		path []int // in protocol.ArmFrame
+		typ  reflect.Type
+	}
+	var leaves []leaf
+	var walk func(typ reflect.Type, name string, at []int)
+	walk = func(typ reflect.Type, name string, at []int) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
-			path := append(append([]int(nil), at...), i)
-			switch f.Type.Kind() {
-			case reflect.Float64:
-				paths = append(paths, path)
-			case reflect.Struct:
-				walk(f.Type, path)
+			path, fname := append(append([]int(nil), at...), i), name+"."+f.Name
+			switch k := f.Type.Kind(); {
+			case k == reflect.Struct:
+				walk(f.Type, fname, path)
+			case values[k] != nil:
+				leaves = append(leaves, leaf{fname, path, f.Type})
+			default:
+				t.Fatalf("armContent holds %s, a %v: this test has no values of that kind; give it some, and see that sameContent compares it", fname, k)
 			}
 		}
 	}
-	walk(reflect.TypeFor[protocol.ArmState](), nil)
-	if len(paths) != 38 {
-		t.Fatalf("the state has %d numbers, this test knows of 38: see that sameContent compares any new one", len(paths))
+	frameType := reflect.TypeFor[protocol.ArmFrame]()
+	contentType := reflect.TypeFor[armContent]()
+	for i := range contentType.NumField() {
+		f := contentType.Field(i)
+		in, ok := frameType.FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:])
+		if !ok || in.Type != f.Type || len(in.Index) != 1 {
+			t.Fatalf("armContent holds %s, which is no field of protocol.ArmFrame of its type: teach this test how it is filled and varied", f.Name)
+		}
+		walk(f.Type, f.Name, in.Index)
 	}
+	// contentOf is armContent filled from a frame, field by field.
+	contentOf := func(a *protocol.ArmFrame) armContent {
+		var c armContent
+		cv, av := reflect.ValueOf(&c).Elem(), reflect.ValueOf(a).Elem()
+		for i := range cv.NumField() {
+			f := cv.Field(i)
+			name := contentType.Field(i).Name
+			// The field is unexported: reflect sets it only through its address.
+			reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(av.FieldByName(strings.ToUpper(name[:1]) + name[1:]))
+		}
+		return c
+	}
+
 	judgedSame := 0
-	for _, path := range paths {
-		name := fmt.Sprint(path)
-		for _, u := range values {
-			for _, v := range values {
+	for _, l := range leaves {
+		vals := values[l.typ.Kind()](l.typ)
+		for _, u := range vals {
+			for _, v := range vals {
 				a, b := base, base
-				reflect.ValueOf(&a.State).Elem().FieldByIndex(path).SetFloat(u)
-				reflect.ValueOf(&b.State).Elem().FieldByIndex(path).SetFloat(v)
-				c := armContent{state: a.State, status: a.Status}
+				reflect.ValueOf(&a).Elem().FieldByIndex(l.path).Set(u)
+				reflect.ValueOf(&b).Elem().FieldByIndex(l.path).Set(v)
+				c := contentOf(&a)
 				same := c.sameContent(&b)
 				if ea, eb := encode(&a), encode(&b); same && !bytes.Equal(ea, eb) {
-					t.Fatalf("state field %s, %v against %v: judged the same, but encoded\n%s\n%s", name, u, v, ea, eb)
+					t.Fatalf("%s, %v against %v: judged the same, but encoded\n%s\n%s", l.name, u, v, ea, eb)
 				}
-				if same && math.Float64bits(u) != math.Float64bits(v) {
+				// What a pointer points at is not compared (a run holds no
+				// arm with extensions): content holding one is never the same.
+				if same && l.typ.Kind() == reflect.Pointer && !(u.IsNil() && v.IsNil()) {
+					t.Fatalf("%s, %v against %v: judged the same, but sameContent cannot see what a pointer points at", l.name, u, v)
+				}
+				if same && l.typ.Kind() == reflect.Float64 && math.Float64bits(u.Float()) != math.Float64bits(v.Float()) {
 					judgedSame++
 				}
 			}
@@ -445,31 +497,19 @@ func TestArmContentIsSameOnlyWhenTheBytesAre(t *testing.T) {
 	}
 	settling := base
 	settling.State.CurrentCursorForce.Z = 0.49999999999941624
-	c := armContent{state: base.State, status: base.Status}
+	c := contentOf(&base)
 	c.state.CurrentCursorForce.Z = 0.4999999999994349
 	if !c.sameContent(&settling) {
 		t.Fatal("a force settling in its last bits was judged changed")
 	}
+}
 
-	changes := []struct {
-		name   string
-		change func(a *protocol.ArmFrame)
-	}{
-		{"control mode", func(a *protocol.ArmFrame) { a.State.ControlMode = protocol.ControlPosition }},
-		{"control domain", func(a *protocol.ArmFrame) { a.State.ControlDomain = protocol.DomainAngular }},
-		{"calibration state", func(a *protocol.ArmFrame) { a.State.CalibrationState = protocol.CalibrationNone }},
-		{"calibrated", func(a *protocol.ArmFrame) { a.Status.Calibrated = false }},
-		{"in use", func(a *protocol.ArmFrame) { a.Status.InUse = true }},
-		{"ready", func(a *protocol.ArmFrame) { a.Status.Ready = false }},
-		{"started", func(a *protocol.ArmFrame) { a.Status.Started = false }},
-		{"power supply", func(a *protocol.ArmFrame) { a.Status.PowerSupply = false }},
-		{"extensions", func(a *protocol.ArmFrame) { a.State.Ext = &protocol.ArmStateExtensions{} }},
+// convertAll returns each of vs as a reflect.Value of typ (a named type of
+// the same kind, such as protocol.ControlMode for uint8).
+func convertAll[T any](typ reflect.Type, vs []T) []reflect.Value {
+	out := make([]reflect.Value, len(vs))
+	for i, v := range vs {
+		out[i] = reflect.ValueOf(v).Convert(typ)
 	}
-	for _, ch := range changes {
-		b := base
-		ch.change(&b)
-		if c := (armContent{state: base.State, status: base.Status}); c.sameContent(&b) {
-			t.Errorf("%s changed: judged the same content", ch.name)
-		}
-	}
+	return out
 }
