@@ -162,7 +162,7 @@ func TestKeptPSleepAnswersStopTheWorld(t *testing.T) {
 // value), and a last Release gives the default back, not the count the
 // testing package chose. With GOMAXPROCS in the environment the count is
 // left as it is (Release restores it then).
-func procsAtDefault(t *testing.T) int {
+func procsAtDefault(t testing.TB) int {
 	t.Helper()
 	was := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
