@@ -24,6 +24,12 @@ import (
 // back (runtime.SetDefaultGOMAXPROCS), so it follows them again; unless the
 // GOMAXPROCS environment variable set the count (the runtime never follows
 // then), in which case the count from before the first loan is restored.
+//
+// The collector's background share is a quarter of GOMAXPROCS, so a loan
+// raises it too (a whole dedicated mark worker at 2 cores + 2 loops).
+// Measured, that worker does what the sessions' allocations did as
+// assists without the loans, and the collector's CPU went down
+// (docs/performance.md, "The collector beside lent Ps").
 type Procs struct {
 	// explicit says GOMAXPROCS came from the environment: the runtime
 	// took it (a positive count) and does not manage it.
