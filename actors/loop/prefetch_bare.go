@@ -35,9 +35,12 @@ const BarePrefetchAhead = 4
 // InlineProxyOffset), as the service's loop does for its controlled arms
 // (prefetchArm). It never waits and never faults; on architectures
 // without the instruction wired in it does nothing. A bare loop beyond the
-// caches calls it for arm i+BarePrefetchAhead before stepping arm i: it
-// is then as strict a floor as the service's loop, which prefetches its
-// records the same way. (The arms' Sets are not read on such a tick: a
+// caches calls it for arm i+BarePrefetchAhead before stepping arm i, if
+// the arms render effects: it is then as strict a floor as the service's
+// loop, which prefetches its records the same way. (Arms without effects
+// read only their cores, in order, which the core streams by itself:
+// prefetching them made BenchmarkEffectArmsTick's bare loop 1 to 2 %
+// slower.) (The arms' Sets are not read on such a tick: a
 // Renderer compares the pointer with the Set it adopted last.)
 func PrefetchBareArm(core *sim.ArmCore, fx *BareEffects) {
 	prefetchBare(unsafe.Pointer(core), unsafe.Pointer(fx))
