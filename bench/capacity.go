@@ -169,6 +169,10 @@ type CapacityResult struct {
 	// capacity is at least Capacity.
 	AtMax  bool            `json:"at_max"`
 	Probes []CapacityProbe `json:"probes"`
+	// Error ends a search whose side could not run at all: the bare
+	// loop's first probe of the run failed, so it is skipped from then on
+	// and this pair's search has no capacity; Probes hold what was tried.
+	Error string `json:"error,omitempty"`
 }
 
 // CapacityPair is one pair of searches, run in lockstep.
@@ -313,7 +317,7 @@ func (r *CapacityReport) summarize(o CapacityOptions) {
 		if p.Service.AtMax {
 			r.Service.AtMax++
 		}
-		if p.BareLoop == nil {
+		if p.BareLoop == nil || p.BareLoop.Error != "" {
 			continue
 		}
 		bare = append(bare, p.BareLoop.Capacity)
@@ -512,7 +516,10 @@ func searchCapacityPairs(ctx context.Context, o CapacityOptions, service, bare w
 						return pairs, warnings, err
 					}
 					warnings = append(warnings, "bare-loop baseline skipped: "+err.Error())
-					bare, cp.BareLoop = nil, nil
+					// The pair keeps what was probed, with the error, in
+					// the report and its JSON; later pairs run without.
+					cp.BareLoop.Error = err.Error()
+					bare = nil
 					sides = slices.DeleteFunc(sides, func(s *searchSide) bool { return s == sd })
 					break
 				}
@@ -767,6 +774,9 @@ func (r CapacityReport) WriteTable(w io.Writer) error {
 
 // capResultText is one search's capacity, ≥ when it stopped at --max.
 func capResultText(c CapacityResult) string {
+	if c.Error != "" {
+		return "error"
+	}
 	if c.AtMax {
 		return fmt.Sprintf("≥ %d", c.Capacity)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -392,10 +393,37 @@ func TestCapacitySearchErrors(t *testing.T) {
 	if _, _, err := searchCapacityPairs(context.Background(), o, failing, passing, nil, nil); !errors.Is(err, boom) {
 		t.Errorf("the service's first probe failing to run: got %v, want it returned", err)
 	}
-	// The bare loop's first probe failing drops the baseline with a warning.
+	// The bare loop's first probe failing drops the baseline with a
+	// warning, and the pair keeps that probe and its error: a report
+	// must show what was tried, not a run that seems never to have had a
+	// bare loop.
 	pairs, warnings, err := searchCapacityPairs(context.Background(), o, passing, failing, nil, nil)
-	if err != nil || len(pairs) != 2 || pairs[0].BareLoop != nil || pairs[1].BareLoop != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "bare-loop baseline skipped") {
-		t.Errorf("pairs %+v, warnings %q, error %v; want 2 pairs without a bare loop and one warning", pairs, warnings, err)
+	if err != nil || len(pairs) != 2 || pairs[1].BareLoop != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "bare-loop baseline skipped") {
+		t.Errorf("pairs %+v, warnings %q, error %v; want 2 pairs, the second without a bare loop, and one warning", pairs, warnings, err)
+	}
+	if len(pairs) > 0 {
+		bl := pairs[0].BareLoop
+		switch {
+		case bl == nil:
+			t.Errorf("pair 1 dropped the bare loop's failed probe")
+		case bl.Error != boom.Error() || len(bl.Probes) != 1 || bl.Probes[0].Error != boom.Error() || bl.Probes[0].Side != SideBareLoop:
+			t.Errorf("pair 1's bare loop %+v: want its one probe with the error %q", *bl, boom)
+		case pairs[0].Ratio != 0:
+			t.Errorf("pair 1's ratio %v without a bare-loop capacity, want none", pairs[0].Ratio)
+		}
+		r := CapacityReport{Pairs: pairs}
+		r.summarize(o)
+		if r.BareLoop != nil || len(r.PairRatios) != 0 {
+			t.Errorf("summary %+v, ratios %v: the failed bare loop counted as a capacity", r.BareLoop, r.PairRatios)
+		}
+		b, err := json.Marshal(r)
+		if err != nil || !strings.Contains(string(b), `"error":"cannot start"`) {
+			t.Errorf("the report's JSON %s (%v) has no bare-loop error", b, err)
+		}
+		var txt strings.Builder
+		if err := r.WriteTable(&txt); err != nil || !strings.Contains(txt.String(), "cannot start") {
+			t.Errorf("the report's table (%v) has no bare-loop error:\n%s", err, txt.String())
+		}
 	}
 	// A later error is a failure at that N, not the end of the search.
 	pairs, _, err = searchCapacityPairs(context.Background(), o, func(_ context.Context, n int) (CapacityWindow, error) {

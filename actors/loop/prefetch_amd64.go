@@ -1,5 +1,7 @@
 package loop
 
+import "unsafe"
+
 // prefetchArm issues PREFETCHT0 for the lines of the shard record at rec,
 // of the armControl at ctl and of the hot spans of the effect stage at
 // stage (0: none), and returns at once; see armBlock.lines.
@@ -17,3 +19,10 @@ func prefetchOutput(p uintptr)
 //
 //go:noescape
 func prefetchLine(p uintptr)
+
+// prefetchBare issues PREFETCHT0 for the lines of the sim.ArmCore at core
+// and of the hot spans of the BareEffects at fx (nil: none); see
+// PrefetchBareArm.
+//
+//go:noescape
+func prefetchBare(core, fx unsafe.Pointer)

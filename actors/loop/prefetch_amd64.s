@@ -60,3 +60,34 @@ TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ p+0(FP), AX
 	PREFETCHT0 0(AX)
 	RET
+
+// func prefetchBare(core, fx unsafe.Pointer)
+//
+// As prefetchArm, for a bare loop's arm: its sim.ArmCore, and its
+// BareEffects' Renderer with the first effect's hot span, that effect's
+// proxy point, the second effect's hot span and its proxy point.
+TEXT ·prefetchBare(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ core+0(FP), AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 (const_bareCoreBytes-1)(AX)
+	MOVQ fx+8(FP), AX
+	TESTQ AX, AX
+	JZ   bdone
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 (const_bareHeadBytes-1)(AX)
+	PREFETCHT0 const_bareProxy0(AX)
+	PREFETCHT0 (const_bareProxy0+const_fxProxyLen-1)(AX)
+	PREFETCHT0 const_bareSlot1(AX)
+	PREFETCHT0 (const_bareSlot1+64)(AX)
+	PREFETCHT0 (const_bareSlot1+128)(AX)
+	PREFETCHT0 (const_bareSlot1+const_fxHotBytes-1)(AX)
+	PREFETCHT0 const_bareProxy1(AX)
+	PREFETCHT0 (const_bareProxy1+const_fxProxyLen-1)(AX)
+bdone:
+	RET

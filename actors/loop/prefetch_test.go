@@ -105,3 +105,37 @@ func TestEffectStageLines(t *testing.T) {
 		t.Errorf("the tick reads %d lines of an effect stage with a lead of %d bytes, %d with %d: set effectStageLead to %d (and effectStageTail to keep whole lines)", have, effectStageLead, best, bestLead, bestLead)
 	}
 }
+
+// TestPrefetchCoversTheBareTick holds prefetchBare's probes to the spans a
+// bare loop's tick reads, as TestPrefetchCoversTheTick does the loop's.
+func TestPrefetchCoversTheBareTick(t *testing.T) {
+	var b BareEffects
+	cases := []struct {
+		name       string
+		start, n   uintptr
+		lastStride uintptr // the asm's last probe before the span's last byte
+		within     uintptr
+	}{
+		{"physics core", 0, bareCoreBytes, 192, bareCoreBytes},
+		{"Renderer and first effect", 0, bareHeadBytes, 192, unsafe.Sizeof(b)},
+		{"first effect's proxy", bareProxy0, fxProxyLen, 0, unsafe.Sizeof(b)},
+		{"second effect", bareSlot1, fxHotBytes, 128, unsafe.Sizeof(b)},
+		{"second effect's proxy", bareProxy1, fxProxyLen, 0, unsafe.Sizeof(b)},
+	}
+	for _, c := range cases {
+		if c.n-1 > c.lastStride+64 {
+			t.Errorf("%s: %d bytes, but the probes reach %d and its last byte: lines in between are not prefetched; add probes to prefetch_amd64.s", c.name, c.n, c.lastStride)
+		}
+		if c.start+c.n > c.within {
+			t.Errorf("%s: [%d, %d) is past the %d bytes it lies in", c.name, c.start, c.start+c.n, c.within)
+		}
+	}
+	if off := unsafe.Offsetof(b.Renderer); off != 0 || bareInline < unsafe.Sizeof(b.Renderer) {
+		t.Errorf("the Renderer at %d, its inline room at %d: the probes expect the Renderer first", off, bareInline)
+	}
+	// Init gives the Renderer the inline room the probes cover.
+	b.Init()
+	if got := b.Renderer.Cap(); got != 2 {
+		t.Errorf("an initialised BareEffects has room for %d effects, want 2 inline", got)
+	}
+}

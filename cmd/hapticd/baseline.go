@@ -155,29 +155,25 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 
 // bareEffects is what a bare loop written to render effects on many arms
 // would keep: for each arm its Set and an effect.Renderer with room for
-// two effects inline, side by side in one slice (separately allocated
-// room costs such a loop several times more).
+// two effects inline, side by side in one slice (loop.BareEffects, as the
+// benchmark's bare loop; separately allocated room costs such a loop
+// several times more).
 type bareEffects struct {
 	sets []*effect.Set
-	r    []bareRenderer
-}
-
-type bareRenderer struct {
-	r  effect.Renderer
-	in effect.Inline
+	r    []loop.BareEffects
 }
 
 // newBareEffects declares fx on n arms, a Set each, as hapticd's
 // --sim-effects does.
 func newBareEffects(n int, fx simEffects) (*bareEffects, error) {
-	e := &bareEffects{sets: make([]*effect.Set, n), r: make([]bareRenderer, n)}
+	e := &bareEffects{sets: make([]*effect.Set, n), r: make([]loop.BareEffects, n)}
 	for i := range n {
 		set, err := fx.set(simEffectsSession)
 		if err != nil {
 			return nil, err
 		}
 		e.sets[i] = set
-		e.r[i].r.UseInline(&e.r[i].in)
+		e.r[i].Init()
 	}
 	return e, nil
 }
@@ -267,9 +263,12 @@ func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Du
 		if fx != nil {
 			in.NowNs = now
 			for i := range arms {
+				if j := i + loop.BarePrefetchAhead; j < len(arms) {
+					loop.PrefetchBareArm(&arms[j], &fx.r[j])
+				}
 				a := &arms[i]
 				in.PositionM, in.VelocityMps = a.Position(), a.Velocity()
-				f := fx.r[i].r.Render(fx.sets[i], &in, 1)
+				f := fx.r[i].Renderer.Render(fx.sets[i], &in, 1)
 				f.Z += ff
 				fxCmd.ForceN = f
 				_, _ = a.Step(&fxCmd)
