@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
@@ -261,6 +262,13 @@ type Device struct {
 	// cell of its own, or its shard record's. Other drivers publish to
 	// snap.
 	cell atomic.Pointer[armCell]
+	// readMark is the address of the record whose read mark (simArm.want)
+	// a reader set and the shard has not taken up yet: readers check it
+	// here, beside slot and cell, instead of on the record's line, which
+	// the shard writes every tick (a miss per arm and tick for a frame's
+	// checks). An address, not a pointer, so that markRead inlines (no
+	// write barrier); it is only compared with slot, and attach clears it.
+	readMark atomic.Uintptr
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -412,10 +420,18 @@ func (d *Device) PublishSeq() uint64 {
 
 // markRead tells a shard's fast path that someone reads the device's
 // state, so it publishes every tick for a while (see publishIdleEvery). It
-// stores only when the mark is clear: a steady reader costs the record's
-// line a store per half a hot spell.
+// stores only when no mark of the device's record is pending (readMark): a
+// steady reader costs the record's line a store per half a hot spell, and
+// the device's line, not the record's, a load per read.
+//
+// readMark is set before the record's mark and cleared by the shard after
+// it clears that mark (armBlock.publishDue), so readMark never names the
+// record while its mark is clear with no reader left to set it again; and
+// attach clears it, as the record's mark, for a device coming back to a
+// record it marked before.
 func (d *Device) markRead() {
-	if r := d.slot.Load(); r != nil && r.want.Load() == 0 {
+	if r := d.slot.Load(); r != nil && d.readMark.Load() != uintptr(unsafe.Pointer(r)) {
+		d.readMark.Store(uintptr(unsafe.Pointer(r)))
 		r.want.Store(1)
 		r.blk.want.Store(1) // after the record's mark, which the pass looks for then
 	}

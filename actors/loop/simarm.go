@@ -658,6 +658,9 @@ func (b *armBlock) publishDue(r *simArm, i int, due bool) bool {
 	if r.hotLeft < publishHotTicks/2 && r.want.Load() != 0 {
 		r.want.Store(0)
 		r.hotLeft = publishHotTicks
+		if d := r.dev.Load(); d != nil {
+			d.readMark.CompareAndSwap(uintptr(unsafe.Pointer(r)), 0) // after the mark: see Device.markRead
+		}
 	}
 	if r.hotLeft > 0 {
 		r.hotLeft--
@@ -791,6 +794,7 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	d.taps.mu.Lock() // the mirror and the slot change together (AddTap)
 	r.taps.Store(d.taps.list.Load())
 	d.slot.Store(r)
+	d.readMark.Store(0) // after the slot: a reader that loads r marks it again
 	d.taps.mu.Unlock()
 	d.cell.Store(&r.pub)
 	d.reg.wake.Store(&r.poke)

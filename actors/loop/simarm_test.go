@@ -645,3 +645,89 @@ func (sh *shard) passLocked(now int64, clock Clock) {
 	defer sh.mu.Unlock()
 	sh.pass(now, clock, &cur)
 }
+
+// TestShardSteadyReaderKeepsTheArmPublishing: a reader that checks a
+// moving arm's PublishSeq every tick, as a frame of every arm does, keeps
+// it publishing every tick for hot spell after hot spell (the shard takes
+// each mark up and the reader marks again), and again after the device
+// leaves its shard record and comes back to the same one (a mark the
+// reader set on that record before must not count).
+func TestShardSteadyReaderKeepsTheArmPublishing(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	d := NewDevice(sim.NewArm(sim.ArmOptions{Index: 3, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	tick := func() { sh.passLocked(clock.Advance(ms), clock) }
+	readEveryTick := func(phase string, ticks int) {
+		t.Helper()
+		d.PublishSeq() // the first read marks; its tick may be sparse
+		tick()
+		last := d.PublishSeq()
+		for i := range ticks {
+			tick()
+			seq := d.PublishSeq()
+			if seq != last+1 {
+				t.Fatalf("%s, tick %d of %d: the arm published %d times since the last read, want 1 (read every tick)", phase, i+1, ticks, seq-last)
+			}
+			last = seq
+		}
+	}
+	for range 50 { // moving, unread: sparse publishes
+		tick()
+	}
+	spells := 3 * publishHotTicks
+	readEveryTick("read", spells)
+	r := d.slot.Load()
+	s.Remove(d)
+	s.Add(d)
+	if d.slot.Load() != r {
+		t.Fatalf("the device came back to another shard record: this test needs the one it left")
+	}
+	for range 50 { // back, unread for a while
+		tick()
+	}
+	readEveryTick("back on its record", spells)
+}
+
+// BenchmarkFrameChecksAfterTick: what a frame of every arm reads of 100
+// moving arms on a shard after a tick, PublishSeq of each (the run's check,
+// actors.armRunFor), with the caches cleared in between by 32 MB of other
+// traffic, as the frames and the clients' reads of a 100-client load clear
+// them between two of a session's frames. Only the checks are timed.
+func BenchmarkFrameChecksAfterTick(b *testing.B) {
+	clock := looptest.NewClock(1000 * ms)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	defer s.Stop()
+	devs := make([]*Device, 100)
+	for i := range devs {
+		devs[i] = NewDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: sim.MotionCircle, Seed: int64(i)}), DeviceOptions{PeriodNs: ms, Clock: clock})
+		s.Add(devs[i])
+	}
+	sh := s.shards[0]
+	traffic := make([]byte, 32<<20)
+	var sum uint64
+	read := func() {
+		for _, d := range devs {
+			sum += d.PublishSeq()
+		}
+	}
+	for range 100 { // read, so every arm publishes every tick
+		sh.passLocked(clock.Advance(ms), clock)
+		read()
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		sh.passLocked(clock.Advance(ms), clock)
+		for j := 0; j < len(traffic); j += 64 {
+			traffic[j] = byte(i)
+		}
+		b.StartTimer()
+		read()
+	}
+	if sum == 0 {
+		b.Fatal("no arm published")
+	}
+}
