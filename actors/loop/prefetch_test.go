@@ -1,6 +1,10 @@
 package loop
 
 import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -106,28 +110,67 @@ func TestEffectStageLines(t *testing.T) {
 	}
 }
 
-// TestPrefetchCoversTheBareTick holds prefetchBare's probes to the spans a
-// bare loop's tick reads, as TestPrefetchCoversTheTick does the loop's.
+// TestPrefetchCoversTheBareTick holds prefetchBare's probes, as
+// prefetch_amd64.s has them, to the spans a bare loop's tick reads: every
+// probe lies inside a span (never past the ArmCore or the BareEffects it
+// is for), and each span's probes start at its first byte, end at its last
+// and are at most a line apart, so they touch every line of it whatever
+// its alignment.
 func TestPrefetchCoversTheBareTick(t *testing.T) {
 	var b BareEffects
-	cases := []struct {
-		name       string
-		start, n   uintptr
-		lastStride uintptr // the asm's last probe before the span's last byte
-		within     uintptr
-	}{
-		{"physics core", 0, bareCoreBytes, 192, bareCoreBytes},
-		{"Renderer and first effect", 0, bareHeadBytes, 192, unsafe.Sizeof(b)},
-		{"first effect's proxy", bareProxy0, fxProxyLen, 0, unsafe.Sizeof(b)},
-		{"second effect", bareSlot1, fxHotBytes, 128, unsafe.Sizeof(b)},
-		{"second effect's proxy", bareProxy1, fxProxyLen, 0, unsafe.Sizeof(b)},
+	type span struct {
+		name     string
+		start, n uintptr
 	}
-	for _, c := range cases {
-		if c.n-1 > c.lastStride+64 {
-			t.Errorf("%s: %d bytes, but the probes reach %d and its last byte: lines in between are not prefetched; add probes to prefetch_amd64.s", c.name, c.n, c.lastStride)
+	objects := []struct {
+		arg   string // prefetchBare's argument the probes are off
+		size  uintptr
+		spans []span
+	}{
+		{"core", bareCoreBytes, []span{{"physics core", 0, bareCoreBytes}}},
+		{"fx", unsafe.Sizeof(b), []span{
+			{"Renderer and first effect", 0, bareHeadBytes},
+			{"first effect's proxy", bareProxy0, fxProxyLen},
+			{"second effect", bareSlot1, fxHotBytes},
+			{"second effect's proxy", bareProxy1, fxProxyLen},
+		}},
+	}
+	probes := asmProbes(t, "prefetchBare", map[string]uintptr{
+		"bareCoreBytes": bareCoreBytes, "bareHeadBytes": bareHeadBytes, "bareProxy0": bareProxy0,
+		"bareSlot1": bareSlot1, "bareProxy1": bareProxy1, "fxProxyLen": fxProxyLen, "fxHotBytes": fxHotBytes,
+	})
+	for _, o := range objects {
+		offs := probes[o.arg]
+		if len(offs) == 0 {
+			t.Errorf("prefetchBare issues no probe off %s", o.arg)
 		}
-		if c.start+c.n > c.within {
-			t.Errorf("%s: [%d, %d) is past the %d bytes it lies in", c.name, c.start, c.start+c.n, c.within)
+		inSpan := make([][]uintptr, len(o.spans))
+		for _, off := range offs {
+			found := false
+			for i, s := range o.spans {
+				if off >= s.start && off < s.start+s.n {
+					inSpan[i], found = append(inSpan[i], off), true
+				}
+			}
+			if !found {
+				t.Errorf("prefetchBare probes %s+%d, in none of the spans a tick reads (%d bytes)", o.arg, off, o.size)
+			}
+		}
+		for i, s := range o.spans {
+			if s.start+s.n > o.size {
+				t.Errorf("%s: [%d, %d) is past the %d bytes it lies in", s.name, s.start, s.start+s.n, o.size)
+			}
+			p := inSpan[i]
+			slices.Sort(p)
+			if len(p) == 0 || p[0] != s.start || p[len(p)-1] != s.start+s.n-1 {
+				t.Errorf("%s: [%d, %d) probed at %v: want its first and last byte probed; fix prefetch_amd64.s", s.name, s.start, s.start+s.n, p)
+				continue
+			}
+			for j := 1; j < len(p); j++ {
+				if p[j]-p[j-1] > 64 {
+					t.Errorf("%s: probes at %d and %d leave a line between them unfetched; add probes to prefetch_amd64.s", s.name, p[j-1], p[j])
+				}
+			}
 		}
 	}
 	if off := unsafe.Offsetof(b.Renderer); off != 0 || bareInline < unsafe.Sizeof(b.Renderer) {
@@ -138,4 +181,77 @@ func TestPrefetchCoversTheBareTick(t *testing.T) {
 	if got := b.Renderer.Cap(); got != 2 {
 		t.Errorf("an initialised BareEffects has room for %d effects, want 2 inline", got)
 	}
+}
+
+// asmProbes reads the PREFETCHT0 probes of the function fn in
+// prefetch_amd64.s: their offsets, keyed by the argument whose pointer the
+// register held (the last MOVQ arg+N(FP) before them).
+func asmProbes(t *testing.T, fn string, consts map[string]uintptr) map[string][]uintptr {
+	t.Helper()
+	src, err := os.ReadFile("prefetch_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := map[string][]uintptr{}
+	in, arg := false, ""
+	for _, line := range strings.Split(string(src), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "TEXT":
+			in = strings.HasPrefix(f[1], "·"+fn+"(")
+		case !in:
+		case f[0] == "MOVQ" && strings.HasSuffix(f[1], "(FP),"):
+			arg, _, _ = strings.Cut(f[1], "+")
+		case f[0] == "PREFETCHT0":
+			off, ok := asmOffset(strings.TrimSuffix(f[1], "(AX)"), consts)
+			if !ok {
+				t.Fatalf("%s probes %s: cannot read it (a const_ name this test was not given?)", fn, f[1])
+			}
+			if arg == "" {
+				t.Fatalf("%s probes %s before loading an argument", fn, f[1])
+			}
+			probes[arg] = append(probes[arg], off)
+		}
+	}
+	if len(probes) == 0 {
+		t.Fatalf("prefetch_amd64.s has no probes in %s", fn)
+	}
+	return probes
+}
+
+// asmOffset evaluates an assembly offset such as 64 or
+// (const_bareSlot1+const_fxHotBytes-1): integers and the const_ names in
+// consts, added and subtracted; false if it holds anything else or is
+// negative.
+func asmOffset(expr string, consts map[string]uintptr) (uintptr, bool) {
+	expr = strings.TrimSuffix(strings.TrimPrefix(expr, "("), ")")
+	var sum int64
+	for expr != "" {
+		sign := int64(1)
+		if expr[0] == '-' {
+			sign = -1
+		}
+		expr = strings.TrimLeft(expr, "+-")
+		end := strings.IndexAny(expr, "+-")
+		if end < 0 {
+			end = len(expr)
+		}
+		term := expr[:end]
+		expr = expr[end:]
+		if c, ok := strings.CutPrefix(term, "const_"); ok {
+			v, known := consts[c]
+			if !known {
+				return 0, false
+			}
+			sum += sign * int64(v)
+			continue
+		}
+		n, err := strconv.ParseInt(term, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += sign * n
+	}
+	return uintptr(sum), sum >= 0
 }
