@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +56,12 @@ type sessionLoad struct {
 	rtt  *histogram.Histogram
 	errs []error
 	live *gcNode
+	// measuring: round trips are recorded only while it is set, so the
+	// figures cover the timed window the rate is divided by.
+	measuring atomic.Bool
+	closeOnce sync.Once
+	summary   Summary
+	err       error
 }
 
 func startSessionLoad(tb testing.TB, clients, liveNodes int) *sessionLoad {
@@ -142,7 +149,9 @@ func (s *sessionLoad) client(c net.Conn) {
 			s.fail(err)
 			return
 		}
-		local.Record(int64(time.Since(t0)))
+		if s.measuring.Load() {
+			local.Record(int64(time.Since(t0)))
+		}
 	}
 }
 
@@ -152,13 +161,17 @@ func (s *sessionLoad) fail(err error) {
 	s.errs = append(s.errs, err)
 }
 
-// close stops the clients and servers and returns the round trips.
+// close stops the clients and servers and returns the round trips. It may
+// be called again (a cleanup after a failed benchmark).
 func (s *sessionLoad) close() (Summary, error) {
-	close(s.stop)
-	s.ln.Close()
-	s.wg.Wait()
-	runtime.KeepAlive(s.live)
-	return s.rtt.Summary(), errors.Join(s.errs...)
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.ln.Close()
+		s.wg.Wait()
+		runtime.KeepAlive(s.live)
+		s.summary, s.err = s.rtt.Summary(), errors.Join(s.errs...)
+	})
+	return s.summary, s.err
 }
 
 // gcSample is the collector's counters at one moment. The runtime's CPU
@@ -244,6 +257,7 @@ func benchLoopsBesideCollections(b *testing.B, hwLoops, clients, liveNodes, prio
 		procs = NewProcs()
 	}
 	load := startSessionLoad(b, clients, liveNodes)
+	b.Cleanup(func() { _, _ = load.close() })
 	devs := make([]*Device, hwLoops)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, hwLoops)
@@ -251,25 +265,46 @@ func benchLoopsBesideCollections(b *testing.B, hwLoops, clients, liveNodes, prio
 		devs[i] = NewDevice(looptest.NewArm(), DeviceOptions{RealtimePriority: prio})
 		go func() { done <- RunLockedProcs(ctx, devs[i], procs) }()
 	}
+	stopped := 0
+	b.Cleanup(func() {
+		cancel()
+		for ; stopped < hwLoops; stopped++ {
+			<-done
+		}
+	})
+	// untilTicks waits for the first loop to reach n ticks; a loop that
+	// returns meanwhile, or a minute without getting there, fails the run.
+	untilTicks := func(n uint64) {
+		deadline := time.Now().Add(time.Minute)
+		for devs[0].Stats().Ticks < n {
+			select {
+			case err := <-done:
+				stopped++
+				b.Fatalf("a hardware loop returned early: %v", err)
+			case <-time.After(time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the loop made %d of %d ticks in a minute", devs[0].Stats().Ticks, n)
+			}
+		}
+	}
 	// Wait for the loops to run (and the Ps to be lent) before
 	// counting, so each mode is measured at its own GOMAXPROCS.
-	for devs[0].Stats().Ticks < 20 {
-		time.Sleep(time.Millisecond)
-	}
+	untilTicks(20)
 	procsRunning := runtime.GOMAXPROCS(0)
 	from := make([]Stats, hwLoops)
 	for i, d := range devs {
 		from[i] = d.Stats()
 	}
 	before := sampleGC()
+	load.measuring.Store(true)
 	b.ResetTimer()
-	for devs[0].Stats().Ticks < from[0].Ticks+uint64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
+	untilTicks(from[0].Ticks + uint64(b.N))
 	b.StopTimer()
+	load.measuring.Store(false)
 	after := sampleGC()
 	cancel()
-	for range devs {
+	for ; stopped < hwLoops; stopped++ {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
