@@ -25,12 +25,10 @@ const prefetchAhead = 2
 // hot fields and proxy point (a settled spring, damper or wall reads no
 // more; effect.InlineHotBytes). TestPrefetchCoversTheTick holds the
 // assembly's probes to these spans.
-var fxStageProbe effectStage
-
 const (
 	recBytes    = unsafe.Sizeof(simArm{})
 	ctlBytes    = unsafe.Sizeof(armControl{})
-	fxInline    = unsafe.Offsetof(fxStageProbe.inline)
+	fxInline    = unsafe.Offsetof((*effectStage)(nil).inline)
 	fxHeadBytes = fxInline + effect.InlineHotBytes
 	fxProxy0    = fxInline + effect.InlineProxyOffset
 	fxSlot1     = fxInline + effect.InlineSlotBytes

@@ -48,11 +48,9 @@ func PrefetchBareArm(core *sim.ArmCore, fx *BareEffects) {
 
 // Where PrefetchBareArm's probes go (prefetch_amd64.s;
 // TestPrefetchCoversTheBareTick holds them to these spans).
-var bareProbe BareEffects
-
 const (
 	bareCoreBytes = unsafe.Sizeof(sim.ArmCore{})
-	bareInline    = unsafe.Offsetof(bareProbe.inline)
+	bareInline    = unsafe.Offsetof((*BareEffects)(nil).inline)
 	bareHeadBytes = bareInline + effect.InlineHotBytes
 	bareProxy0    = bareInline + effect.InlineProxyOffset
 	bareSlot1     = bareInline + effect.InlineSlotBytes
