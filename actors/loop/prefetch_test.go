@@ -20,28 +20,25 @@ import (
 func TestPrefetchCoversTheTick(t *testing.T) {
 	var st effectStage
 	var d Device
-	cases := []struct {
-		name       string
-		start, n   uintptr
-		lastStride uintptr // the asm's last probe before the span's last byte
-		within     uintptr // the size of the struct the span lies in
-	}{
-		{"shard record", 0, recBytes, 320, recBytes},
-		{"armControl", 0, ctlBytes, 320, ctlBytes},
-		{"effect stage head and first effect", 0, fxHeadBytes, 256, unsafe.Sizeof(st)},
-		{"first effect's proxy", fxProxy0, fxProxyLen, 0, unsafe.Sizeof(st)},
-		{"second effect", fxSlot1, fxHotBytes, 128, unsafe.Sizeof(st)},
-		{"second effect's proxy", fxProxy1, fxProxyLen, 0, unsafe.Sizeof(st)},
-		{"a Device's output figures", outputAt, outputBytes, 0, unsafe.Sizeof(d)},
+	consts := map[string]uintptr{
+		"recBytes": recBytes, "ctlBytes": ctlBytes, "fxHeadBytes": fxHeadBytes, "fxProxy0": fxProxy0,
+		"fxProxyLen": fxProxyLen, "fxSlot1": fxSlot1, "fxHotBytes": fxHotBytes, "fxProxy1": fxProxy1,
+		"outputBytes": outputBytes,
 	}
-	for _, c := range cases {
-		if c.n-1 > c.lastStride+64 {
-			t.Errorf("%s: %d bytes, but the probes reach %d and its last byte: lines in between are not prefetched; add probes to prefetch_amd64.s", c.name, c.n, c.lastStride)
-		}
-		if c.start+c.n > c.within {
-			t.Errorf("%s: [%d, %d) is past the %d bytes it lies in", c.name, c.start, c.start+c.n, c.within)
-		}
-	}
+	checkProbes(t, "prefetchArm", []probedObject{
+		{"rec", recBytes, []span{{"shard record", 0, recBytes}}},
+		{"ctl", ctlBytes, []span{{"armControl", 0, ctlBytes}}},
+		{"stage", unsafe.Sizeof(st), []span{
+			{"effect stage head and first effect", 0, fxHeadBytes},
+			{"first effect's proxy", fxProxy0, fxProxyLen},
+			{"second effect", fxSlot1, fxHotBytes},
+			{"second effect's proxy", fxProxy1, fxProxyLen},
+		}},
+	}, consts)
+	// prefetchOutput is handed a Device's output figures (outputAt).
+	checkProbes(t, "prefetchOutput", []probedObject{
+		{"p", unsafe.Sizeof(d) - outputAt, []span{{"a Device's output figures", 0, outputBytes}}},
+	}, consts)
 	// An armControl fills whole lines of its block: one more byte makes
 	// a tick read a line more of it (armBlock.ctl).
 	if ctlBytes%64 != 0 || blockCtlAt%64 != 0 {
@@ -118,15 +115,7 @@ func TestEffectStageLines(t *testing.T) {
 // its alignment.
 func TestPrefetchCoversTheBareTick(t *testing.T) {
 	var b BareEffects
-	type span struct {
-		name     string
-		start, n uintptr
-	}
-	objects := []struct {
-		arg   string // prefetchBare's argument the probes are off
-		size  uintptr
-		spans []span
-	}{
+	objects := []probedObject{
 		{"core", bareCoreBytes, []span{{"physics core", 0, bareCoreBytes}}},
 		{"fx", unsafe.Sizeof(b), []span{
 			{"Renderer and first effect", 0, bareHeadBytes},
@@ -135,14 +124,48 @@ func TestPrefetchCoversTheBareTick(t *testing.T) {
 			{"second effect's proxy", bareProxy1, fxProxyLen},
 		}},
 	}
-	probes := asmProbes(t, "prefetchBare", map[string]uintptr{
+	checkProbes(t, "prefetchBare", objects, map[string]uintptr{
 		"bareCoreBytes": bareCoreBytes, "bareHeadBytes": bareHeadBytes, "bareProxy0": bareProxy0,
 		"bareSlot1": bareSlot1, "bareProxy1": bareProxy1, "fxProxyLen": fxProxyLen, "fxHotBytes": fxHotBytes,
 	})
+	if off := unsafe.Offsetof(b.Renderer); off != 0 || bareInline < unsafe.Sizeof(b.Renderer) {
+		t.Errorf("the Renderer at %d, its inline room at %d: the probes expect the Renderer first", off, bareInline)
+	}
+	// Init gives the Renderer the inline room the probes cover.
+	b.Init()
+	if got := b.Renderer.Cap(); got != 2 {
+		t.Errorf("an initialised BareEffects has room for %d effects, want 2 inline", got)
+	}
+}
+
+// A probedObject is what one argument of a prefetch function points to:
+// its size and the spans of it a tick reads.
+type probedObject struct {
+	arg   string // the assembly function's argument the probes are off
+	size  uintptr
+	spans []span
+}
+
+type span struct {
+	name     string
+	start, n uintptr
+}
+
+// checkProbes reads fn's probes from prefetch_amd64.s and holds them to
+// objects: every probe inside a span a tick reads, each span probed at
+// its first and last byte and never more than a line apart between.
+func checkProbes(t *testing.T, fn string, objects []probedObject, consts map[string]uintptr) {
+	t.Helper()
+	probes := asmProbes(t, fn, consts)
+	for arg := range probes {
+		if !slices.ContainsFunc(objects, func(o probedObject) bool { return o.arg == arg }) {
+			t.Errorf("%s probes off %s, an argument this test does not know", fn, arg)
+		}
+	}
 	for _, o := range objects {
 		offs := probes[o.arg]
 		if len(offs) == 0 {
-			t.Errorf("prefetchBare issues no probe off %s", o.arg)
+			t.Errorf("%s issues no probe off %s", fn, o.arg)
 		}
 		inSpan := make([][]uintptr, len(o.spans))
 		for _, off := range offs {
@@ -153,7 +176,7 @@ func TestPrefetchCoversTheBareTick(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("prefetchBare probes %s+%d, in none of the spans a tick reads (%d bytes)", o.arg, off, o.size)
+				t.Errorf("%s probes %s+%d, in none of the spans a tick reads (%d bytes)", fn, o.arg, off, o.size)
 			}
 		}
 		for i, s := range o.spans {
@@ -172,14 +195,6 @@ func TestPrefetchCoversTheBareTick(t *testing.T) {
 				}
 			}
 		}
-	}
-	if off := unsafe.Offsetof(b.Renderer); off != 0 || bareInline < unsafe.Sizeof(b.Renderer) {
-		t.Errorf("the Renderer at %d, its inline room at %d: the probes expect the Renderer first", off, bareInline)
-	}
-	// Init gives the Renderer the inline room the probes cover.
-	b.Init()
-	if got := b.Renderer.Cap(); got != 2 {
-		t.Errorf("an initialised BareEffects has room for %d effects, want 2 inline", got)
 	}
 }
 
