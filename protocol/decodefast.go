@@ -48,6 +48,10 @@ func (s *fastScan) space() {
 
 // token reads c after optional whitespace.
 func (s *fastScan) token(c byte) bool {
+	if s.pos < len(s.data) && s.data[s.pos] == c { // compact JSON: no whitespace
+		s.pos++
+		return true
+	}
 	s.space()
 	if s.pos < len(s.data) && s.data[s.pos] == c {
 		s.pos++
@@ -76,10 +80,17 @@ func (s *fastScan) plain() ([]byte, bool) {
 	return nil, false
 }
 
-// key reads the member name k and its colon.
+// key reads the member name k and its colon. k is one of the path's
+// names, plain ASCII: the string "k" is read exactly as plain would read
+// it, compared at once rather than scanned byte by byte.
 func (s *fastScan) key(k string) bool {
-	b, ok := s.plain()
-	return ok && string(b) == k && s.token(':')
+	s.space()
+	d := s.data[s.pos:]
+	if len(d) < len(k)+2 || d[0] != '"' || string(d[1:1+len(k)]) != k || d[1+len(k)] != '"' {
+		return false
+	}
+	s.pos += len(k) + 2
+	return s.token(':')
 }
 
 // number reads a JSON number (the grammar of parser.number) and converts
