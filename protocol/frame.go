@@ -229,8 +229,10 @@ func AppendFrameAs(dst []byte, f *Frame, types *TypeTable, sp Spelling) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendString(dst, c.Key)
-		dst = append(dst, ':', open)
+		// The collection keys are the naming table's identifiers, which
+		// need no escaping (TestCollectionKeysNeedNoEscaping): copied, not
+		// scanned byte by byte, in every frame.
+		dst = append(append(append(dst, '"'), c.Key...), '"', ':', open)
 		n := 0
 		switch c.Type {
 		case TypeArm:

@@ -385,3 +385,16 @@ func TestNumbersAreWrittenAsStrconvWritesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectionKeysNeedNoEscaping: AppendFrameAs copies each collection's
+// key between quotes without escaping it, which is right only while every
+// key of the naming table is written as itself.
+func TestCollectionKeysNeedNoEscaping(t *testing.T) {
+	for n, list := range outputs {
+		for _, c := range list {
+			if got, want := string(AppendString(nil, c.Key)), `"`+c.Key+`"`; got != want {
+				t.Errorf("naming %d: key %s is written as %s", n, want, got)
+			}
+		}
+	}
+}

@@ -393,7 +393,13 @@ func (v Value) Float() (float64, bool) {
 		return 0, false
 	}
 	n := v.n()
-	text := v.doc.data[n.start:n.end]
+	return numberFloat(v.doc.data[n.start:n.end])
+}
+
+// numberFloat converts a JSON number the grammar accepted: false when its
+// magnitude does not fit a float64. Value.Float and the command fast path
+// (decodefast.go) share it, so both give the same float64 for a text.
+func numberFloat(text []byte) (float64, bool) {
 	if f, ok := exactDecimal(text); ok {
 		return f, true
 	}

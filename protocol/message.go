@@ -187,6 +187,9 @@ func (m *ClientMessage) Reset() {
 // dst.Warnings and do not block the rest. Unknown device ids are the
 // caller's to report.
 func DecodeClientMessage(data []byte, types *TypeTable, dst *ClientMessage) []Error {
+	if dst.decodeCommandFast(data, types) { // the streaming command (decodefast.go)
+		return dst.Errors
+	}
 	return dst.Decode(data, types, decodeDeviceArray)
 }
 
