@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +19,47 @@ var fastShapes = []string{
 	`{"grip":[{"device_id":"61548","commands":{"probe_orientation":{ }}}]}`,
 	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":1,"y":2,"z":3}}}},{"device_id":"B","commands":{"set_cursor_force":{"vector":{"x":4,"y":5,"z":6}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.1,"y":1.7976931348623157e308,"z":4.9e-324}}}}]}`,
+	// Numbers at the edges: signed zeros, underflow to zero, subnormals,
+	// long mantissas, exponents with many digits.
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":-0.0,"y":1e-400,"z":-4.9e-324}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.1e1,"y":-0E-0,"z":123456789012345678901234567890e-29}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":1E+2,"y":1e-00000000000000000000000000000000000001,"z":2.2250738585072014e-308}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.000000000000000000000000000000000000000000001,"y":9007199254740993,"z":-999999999999999.9}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"values":{"x":-1e-4294967296,"y":0,"z":0}}}}]}`,
+	// Every type key of the table, and ids of any printable ASCII.
+	`{"wireless_verse_grip":[{"device_id":"1","commands":{"probe_orientation":{}}}]}`,
+	`{"custom_verse_grip":[{"device_id":"1","commands":{"probe_orientation":{}}}]}`,
+	`{"verse_grip":[{"device_id":"1","commands":{"probe_orientation":{}}}]}`,
+	`{"arm3":[{"device_id":" !#$%&'()*+,-./:;<=>?@[]^_{|}~","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"` + strings.Repeat("A", 4096) + `","commands":{"probe_position":{}}}]}`,
+	" \t\r\n" + `{"arm3":[{"device_id":"049D","commands":{"probe_position":{   }}}]}` + " \t\r\n",
+	streamEntries(2000, ""),
+}
+
+// streamEntries is an "arm3" array of n entries of the fast path's shape
+// (ids d0, d1, ...), then tail (more entries, of any shape) when not "".
+func streamEntries(n int, tail string) string {
+	var b strings.Builder
+	b.WriteString(`{"arm3":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"device_id":"d%d","commands":{"set_cursor_force":{"vector":{"x":%d,"y":0,"z":-0.5}}}}`, i, i)
+	}
+	if tail != "" {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(tail)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// repeated is n copies of entry, comma-separated.
+func repeated(entry string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(entry+",", n), ",")
 }
 
 // nearMisses differ from a fast shape in one way each: the general decoder
@@ -62,7 +106,101 @@ var nearMisses = []string{
 	``,
 	`{`,
 	`{}`,
+	// Duplicate members: the general decoder takes the last, or warns.
+	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"A","device_id":"B","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_cursor_force":{"vector":{"x":0,"y":0,"z":2}}}}]}`,
+	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1},"vector":{"x":0,"y":0,"z":2}}}}]}`,
+	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1},"values":{"x":0,"y":0,"z":2}}}}]}`,
+	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":1},"vector":null}}}]}`,
+	// The session and keep_alive beside the devices.
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"session":{"configure":{"lease":{"ms":50}}}}`,
+	`{"session":{},"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+	`{"keep_alive":{},"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"keep_alive":true}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"keep_alive":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{},"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	// Other spellings of the names.
+	`{"Arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"Device_ID":"049D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","COMMANDS":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"Set_Cursor_Force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"VECTOR":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"Values":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"X":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"\u007a":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"a0":0,"a1":0,"a2":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_angular_torques":{"torques":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_angular_position":{"vector":{"a0":0,"a1":0,"a2":1}}}}]}`,
+	// Numbers the grammar or a float64 refuses.
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":+1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":-01}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0x1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e+}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.e5}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1_000}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":NaN}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":-Infinity}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":1e309,"y":0,"z":0}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":-1e309,"z":0}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_angular_torques":{"torques":{"a0":0,"a1":0,"a2":1e99999999999999999999}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":1.7976931348623159e308,"y":0,"z":0}}}}]}`,
+	// Ids the fast path leaves to the general decoder.
+	"{\"arm3\":[{\"device_id\":\"04\x7f9D\",\"commands\":{\"probe_position\":{}}}]}",
+	`{"arm3":[{"device_id":"04\u007f9D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"\u0000","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"0\/9D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"\ud800","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":null,"commands":{"probe_position":{}}}]}`,
+	// Nulls, which the general decoder reads as absent.
+	`{"arm3":null}`,
+	`{"arm3":[null]}`,
+	`{"arm3":[{"device_id":"049D","commands":null}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":null}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":null}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":null,"y":0,"z":1}}}}]}`,
+	// Probe bodies other than {}.
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":null}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":[]}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{"":1}}}]}`,
+	`{"grip":[{"device_id":"1","commands":{"probe_position":{}}}]}`,
+	`{"wireless_verse_grip":[{"device_id":"1","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	// Whitespace JSON does not have, invalid UTF-8, data after the value.
+	"\f" + `{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}` + "\v",
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}` + "\u00a0",
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}` + "\xff",
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}{}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}]`,
+	// Nesting past the parser's depth limit.
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `,"y":0,"z":1}}}}]}`,
+	// Long arrays whose last entries differ: errors and warnings past the
+	// lists' limits are counted the same way.
+	streamEntries(2000, `{"device_id":"last","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e400}}}}`),
+	streamEntries(2000, `{"commands":{"probe_position":{}}}`),
+	streamEntries(5, repeated(`{"device_id":"bad","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e400}}}}`, MaxErrors+8)),
+	streamEntries(5, repeated(`{"device_id":"odd","commands":{"launch":{}}}`, MaxWarnings+8)),
 }
+
+// aliasShapes and aliasMisses are fastShapes and nearMisses for a table
+// with aliases of its own (aliasesOfOwn).
+var (
+	aliasShapes = []string{
+		`{"haptic":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`,
+		`{"handle":[{"device_id":"7","commands":{"probe_orientation":{}}}]}`,
+	}
+	aliasMisses = []string{
+		`{"haptic":[{"device_id":"049D","commands":{"probe_orientation":{}}}]}`,
+		`{"Haptic":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+		`{"haptic":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
+	}
+	aliasesOfOwn = map[string]string{"haptic": "arm3", "handle": "grip", "inverse3": "arm3", "verse_grip": "grip"}
+)
 
 // decodeBoth decodes data with DecodeClientMessage (the fast path, then the
 // general decoder) and with the general decoder alone, each into fresh
@@ -88,10 +226,22 @@ func decodeBoth(t *testing.T, types *TypeTable, data []byte) (fast bool) {
 			t.Fatalf("%q (fast path %v): %s differ:\nwith the fast path %+v\ngeneral decoder   %+v", data, fast, c.name, c.got, c.want)
 		}
 	}
+	for i := range viaFast.Devices { // as many as general's: compared above
+		if got, want := commandBits(viaFast.Devices[i].Command), commandBits(general.Devices[i].Command); got != want {
+			t.Fatalf("%q (fast path %v): device %d's numbers differ bit for bit:\nwith the fast path %x\ngeneral decoder   %x", data, fast, i, got, want)
+		}
+	}
 	if fast && (len(general.Errors) != 0 || len(general.Warnings) != 0) {
 		t.Fatalf("%q: the fast path took a message the general decoder answers with %v %v", data, general.Errors, general.Warnings)
 	}
 	return fast
+}
+
+// commandBits is a command's numbers bit for bit: reflect.DeepEqual and ==
+// take -0 for 0, and a client's -0 must reach the device as -0.
+func commandBits(c DeviceCommand) [6]uint64 {
+	return [6]uint64{math.Float64bits(c.Vec.X), math.Float64bits(c.Vec.Y), math.Float64bits(c.Vec.Z),
+		math.Float64bits(c.Angles.A0), math.Float64bits(c.Angles.A1), math.Float64bits(c.Angles.A2)}
 }
 
 // orNil is s, or nil when s is empty: callers read lengths, and a reused
@@ -105,18 +255,25 @@ func orNil[T any](s []T) []T {
 
 func TestFastDecodeAgreesWithGeneral(t *testing.T) {
 	types := aliasTable(t)
+	own, err := NewTypeTable(aliasesOfOwn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name     string
+		types    *TypeTable
 		messages []string
 		fast     bool
 	}{
-		{"streaming commands take the fast path", fastShapes, true},
-		{"one difference each: the general decoder", nearMisses, false},
+		{"streaming commands take the fast path", types, fastShapes, true},
+		{"one difference each: the general decoder", types, nearMisses, false},
+		{"aliases take the fast path", own, aliasShapes, true},
+		{"aliases, one difference each: the general decoder", own, aliasMisses, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, s := range tc.messages {
-				if fast := decodeBoth(t, types, []byte(s)); fast != tc.fast {
+				if fast := decodeBoth(t, tc.types, []byte(s)); fast != tc.fast {
 					t.Errorf("%q: fast path %v, want %v", s, fast, tc.fast)
 				}
 			}
@@ -141,6 +298,12 @@ func TestFastDecodeReusesTheMessage(t *testing.T) {
 		fastShapes[3],
 		fastShapes[7],
 		fastShapes[5],
+		// The fast path gives up on the third entry, after writing two.
+		streamEntries(2, `{"device_id":"x","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e400}}}}`),
+		streamEntries(5, ""),
+		`{"arm3":[{"device_id":"d0","configure":{"preset":{"preset":"arm_front"}},"commands":{"set_gravity_compensation":true}}]}`,
+		fastShapes[9], // -0 where the last message had 0
+		fastShapes[0],
 	}
 	var reused ClientMessage
 	for _, s := range sequence {
@@ -154,7 +317,7 @@ func TestFastDecodeReusesTheMessage(t *testing.T) {
 		for i := range fresh.Devices {
 			r, f := &reused.Devices[i], &fresh.Devices[i]
 			if r.Type != f.Type || r.TypeKey != f.TypeKey || r.Path != f.Path || r.DeviceID != f.DeviceID ||
-				r.Command != f.Command || len(r.Configure) != len(f.Configure) || r.HasEffects != f.HasEffects ||
+				commandBits(r.Command) != commandBits(f.Command) || r.Command.Kind != f.Command.Kind || len(r.Configure) != len(f.Configure) || r.HasEffects != f.HasEffects ||
 				r.Transform != f.Transform || r.GravityCompensation != f.GravityCompensation {
 				t.Fatalf("%q: device %d reused %+v, fresh %+v", s, i, *r, *f)
 			}
@@ -165,12 +328,15 @@ func TestFastDecodeReusesTheMessage(t *testing.T) {
 // FuzzFastDecodeAgreesWithGeneral: whatever the bytes, DecodeClientMessage
 // (fast path first) and the general decoder alone give the same message.
 func FuzzFastDecodeAgreesWithGeneral(f *testing.F) {
-	for _, list := range [][]string{fastShapes, nearMisses, fuzzSeeds} {
+	for _, list := range [][]string{fastShapes, nearMisses, fuzzSeeds, aliasShapes, aliasMisses} {
 		for _, s := range list {
+			if len(s) > 8<<10 { // the long arrays: as seeds they would slow every mutation
+				continue
+			}
 			f.Add([]byte(s))
 		}
 	}
-	types, err := NewTypeTable(map[string]string{"inverse3": "arm3", "verse_grip": "grip"})
+	types, err := NewTypeTable(aliasesOfOwn)
 	if err != nil {
 		f.Fatal(err)
 	}
