@@ -21,9 +21,18 @@ type osTimer struct {
 	raw   syscall.RawConn // f's, to wait for readiness without reading
 	tried bool
 	// due is the deadline of the sleep under way; come reports it passed,
-	// a func made once so that a tick allocates nothing.
-	due  int64
-	come func(uintptr) bool
+	// a func made once so that a tick allocates nothing. woken is set
+	// after come's first call of a sleep: later calls are the poller's
+	// wake-ups.
+	due   int64
+	come  func(uintptr) bool
+	woken bool
+	// next is the earliest the armed timerfd can expire next: a deadline
+	// past it means an expiry the pacer did not wait for (see drain).
+	next int64
+	// drained counts the expirations taken off the timerfd outside a
+	// sleep's end (skipped or early ones), so that it expires again.
+	drained uint64
 	// expirations takes the timerfd's count: a field, since a local
 	// handed to the read escapes under the race detector.
 	expirations [8]byte
@@ -109,7 +118,19 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 			return false
 		}
 		t.fd, t.f, t.raw = fd, f, raw
-		t.come = func(uintptr) bool { return monoNow() >= t.due }
+		t.come = func(uintptr) bool {
+			if monoNow() >= t.due {
+				return true
+			}
+			if t.woken {
+				// The poller reported an expiry before the deadline (an
+				// earlier one, left unread): take it, or the timerfd
+				// never expires at the deadline.
+				t.drain()
+			}
+			t.woken = true
+			return false
+		}
 	}
 	if t.f == nil {
 		return false
@@ -122,7 +143,15 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 			t.armed = false
 			return false
 		}
-		t.armed, t.baseNs, t.periodNs = true, deadlineNs, periodNs
+		t.armed, t.baseNs, t.periodNs, t.next = true, deadlineNs, periodNs, deadlineNs
+	} else if deadlineNs > t.next {
+		// The last tick overran a grid point (Pacer.Wait skipped it): the
+		// expiry there came while the shard ran and is unread, and its
+		// edge is gone (RawRead resets the poller's readiness). Unread,
+		// the timerfd would not expire at this deadline, and only the read
+		// deadline would end the sleep, up to the poller's millisecond
+		// late; without it the loop stalled.
+		t.drain()
 	}
 	// The same deadline as a read deadline, a runtime timer: when every P
 	// is busy (100 sessions at 1 kHz on 2 cores), a goroutine the poller
@@ -135,7 +164,7 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 	// before it is caught by the clock, one after it by the poller; a
 	// wake-up for an earlier expiry finds the deadline not yet come and
 	// waits again.
-	t.due = deadlineNs
+	t.due, t.woken = deadlineNs, false
 	err := t.raw.Read(t.come)
 	// Take the expirations, so the timerfd expires again at the next
 	// period: the kernel sets a repeating timerfd's next expiry only when
@@ -155,8 +184,21 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 	if _, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(t.fd), uintptr(unsafe.Pointer(&t.expirations[0])), uintptr(len(t.expirations))); errno != 0 {
 		t.unread++
 		t.armed = false
+	} else {
+		// Read at or after the deadline: the kernel set the next expiry
+		// at the first grid point after the read, one period on or later.
+		t.next = deadlineNs + periodNs
 	}
 	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// drain takes an expiration the pacer did not wait for, if there is one, so
+// that the repeating timerfd expires again (the kernel sets its next expiry
+// only when its count is read). A raw system call, as the sleep's own read.
+func (t *osTimer) drain() {
+	if _, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(t.fd), uintptr(unsafe.Pointer(&t.expirations[0])), uintptr(len(t.expirations))); errno == 0 {
+		t.drained++
+	}
 }
 
 // onGrid reports whether the armed timerfd expires at deadlineNs.

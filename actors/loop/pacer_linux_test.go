@@ -106,3 +106,40 @@ func TestSleepOnlyPacerRearmsAnUnreadTimerfd(t *testing.T) {
 		t.Errorf("the timerfd's next expiry is %d ns away, want within one period", got)
 	}
 }
+
+// TestSleepOnlyPacerTakesASkippedExpiry: a tick that overruns a grid point
+// leaves the timerfd's expiry there unread, and the kernel sets a repeating
+// timerfd's next expiry only on a read. The next sleep must take it first,
+// so that its own deadline's expiry wakes it (its read then finds exactly
+// that one expiration), not the read deadline up to a millisecond late, or
+// nothing at all.
+func TestSleepOnlyPacerTakesASkippedExpiry(t *testing.T) {
+	const period = 20 * int64(time.Millisecond)
+	p := sleepingPacer(t, period)
+	for attempt := 1; ; attempt++ {
+		p.Wait()
+		// Overrun the next grid point, as a slow tick does.
+		for monoNow() < p.next+period+period/2 {
+		}
+		drained := p.timer.drained
+		if _, overrun := p.Wait(); !overrun {
+			t.Fatal("a tick past its deadline was not an overrun")
+		}
+		p.Wait()
+		count := int64(0)
+		for i, b := range p.timer.expirations {
+			count |= int64(b) << (8 * i)
+		}
+		if count != 1 && attempt < 10 {
+			// Read a period or more late (a loaded machine): try again.
+			continue
+		}
+		if p.timer.drained == drained {
+			t.Error("the sleep after an overrun did not take the skipped expiry off the timerfd")
+		}
+		if count != 1 || !p.timer.armed {
+			t.Errorf("the sleep after an overrun read %d expirations (armed %v), want 1: it was not woken by its own deadline's expiry", count, p.timer.armed)
+		}
+		return
+	}
+}
