@@ -374,9 +374,11 @@ func (d *Device) Register() *Register { return &d.reg }
 
 // Load fills dst with the latest snapshot. It never blocks and never
 // allocates; any number of goroutines may call it. A moving simulated arm
-// on a Scheduler that nobody read lately published only one tick in 8: the
-// first Load after a quiet spell may get a state up to 7 ticks old (Tick
-// says which), and the arm publishes every tick from the next one on.
+// on a Scheduler that nobody read lately publishes only one tick in 128
+// (publishIdleEvery): the first Load after a quiet spell may get a state
+// up to 127 ticks old (128 ms at 1 kHz; Tick and TimeNs say which), and
+// the arm publishes every tick from the shard's next one on, for as long
+// as someone reads it (and publishHotTicks after).
 func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
 
 // LoadPhysical is Load without what a lazy driver derives from the pose on

@@ -107,9 +107,9 @@ func (sh *shard) record() *simArm {
 		b.arms[i].sh, b.arms[i].blk, b.arms[i].ctl, b.arms[i].idx = sh, b, &b.ctl[i], uint8(i)
 	}
 	// By block: a tick's sparse publishes fill whole blocks' buffers in
-	// order, which the prefetcher streams, where one record in eight of
-	// every block missed the cache each.
-	b.phase = uint8(len(old) % publishIdleEvery)
+	// order, which the prefetcher streams, where one record in
+	// publishIdleEvery of every block missed the cache each.
+	b.phase = uint16(len(old) % publishIdleEvery)
 	for i := armBlockLen - 1; i > 0; i-- {
 		sh.free = append(sh.free, &b.arms[i])
 	}

@@ -60,7 +60,7 @@ type armBlock struct {
 	fast uint64
 	// phase staggers the blocks' publishes without readers over
 	// publishIdleEvery ticks, so no tick carries them all.
-	phase uint8
+	phase uint16
 	// want is set by a reader that marked one of the block's records
 	// (simArm.want): the next pass looks for the marks.
 	want atomic.Uint32
@@ -184,8 +184,14 @@ type armControl struct {
 // the first read after a quiet spell sees a state at most that many ticks
 // old (its Tick and TimeNs say which), and the reads after it every tick's.
 // A full step, taps and Halt publish every tick.
+//
+// publishIdleEvery is 128, the bound the effects report and the output
+// figures of an unread arm had already (unreadEvery): at 8, an unread
+// arm's publishes were 4 to 5 ns of its tick at 2,000 to 10,000 arms
+// (BenchmarkEffectArmsTick; docs/performance.md, issue 22, "What an arm
+// nobody reads pays to publish"), at 128 a sixteenth of that.
 const (
-	publishIdleEvery = 8
+	publishIdleEvery = 128
 	publishHotTicks  = 1024
 )
 
@@ -426,10 +432,14 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		b.arms[bits.TrailingZeros64(m)].settle(now)
 	}
 	for m := k.failed; m != 0; m &= m - 1 {
-		// The full step handles the driver's error.
+		// The full step handles the driver's error, and counts the
+		// tick: the first loop's count is taken back, so the state
+		// left unpublished (pending) keeps the tick it was stepped on
+		// and the tick is not counted twice.
 		i := bits.TrailingZeros64(m)
 		r := &b.arms[i]
 		r.slow = true
+		r.ticks--
 		d := r.dev.Load()
 		*cur = d
 		r.slowTick(d, now, ps.slowTimed(i))
@@ -507,6 +517,7 @@ func (r *simArm) fastTick(ps *passScratch, b *armBlock, i int, timed, tapped boo
 	}
 	if err != nil {
 		r.slow = true
+		r.ticks-- // the full step counts the tick (as in pass's failed loop)
 		return false
 	}
 	switch {
