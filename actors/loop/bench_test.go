@@ -272,7 +272,7 @@ func BenchmarkRegisterWrite(b *testing.B) {
 // the order a service does (the device runs before a session declares
 // effects); and
 // returns the same Set for a bare loop to render.
-func effectArm(b *testing.B, s *Scheduler, i int, effects bool) (*Device, *effect.Set) {
+func effectArm(b testing.TB, s *Scheduler, i int, effects bool) (*Device, *effect.Set) {
 	session := uint64(i + 1)
 	c := hw.ArmWorkspaceCenterM()
 	set, err := effect.NewSet(session, []effect.Spec{

@@ -731,3 +731,84 @@ func BenchmarkFrameChecksAfterTick(b *testing.B) {
 		b.Fatal("no arm published")
 	}
 }
+
+// TestShardFirstReadAfterAQuietSpell: an arm nobody read for a while, on
+// its own or controlled with effects on the fused tick, gives its first
+// reader a state at most publishIdleEvery-1 ticks older than the arm's
+// tick (and effects at most unreadEvery ticks old), wherever in the
+// sparse cycle the read falls; a reader that keeps reading then gets
+// every tick's state (and an effects report at most reportEvery ticks
+// old).
+func TestShardFirstReadAfterAQuietSpell(t *testing.T) {
+	offsets := []int{0, 1, publishIdleEvery / 2, publishIdleEvery - 1}
+	for _, tc := range []struct {
+		name    string
+		effects bool // controlled by a session, with a wall and a damper
+	}{
+		{"nobody controls it", false},
+		{"controlled with effects", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := looptest.NewClock(1000 * ms)
+			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+			defer s.Stop()
+			var d *Device
+			if tc.effects {
+				d, _ = effectArm(t, s, 0, true)
+			} else {
+				d = NewDevice(newSimArm(0), DeviceOptions{PeriodNs: ms, Clock: clock})
+				s.Add(d)
+			}
+			sh := s.shards[0]
+			tick := func() { sh.passLocked(clock.Advance(ms), clock) }
+			for range 20 {
+				tick()
+			}
+			r := d.slot.Load()
+			if tc.effects && !(r.controlled && r.ctl.fused) {
+				t.Fatalf("the controlled arm is not on the fused tick (controlled %v, fused %v)", r.controlled, r.ctl.fused)
+			}
+			var got Snapshot
+			var rep EffectsReport
+			stale := 0 // first reads that got an older tick than the arm's
+			for _, off := range offsets {
+				// Unread for longer than a hot spell and then some, so
+				// that the record has stopped publishing every tick.
+				for range publishHotTicks + 3*publishIdleEvery + off {
+					tick()
+				}
+				d.Load(&got)
+				if age := r.ticks - got.Tick; age >= publishIdleEvery {
+					t.Fatalf("offset %d: the first read got tick %d at tick %d: %d ticks old, the bound is %d", off, got.Tick, r.ticks, age, publishIdleEvery-1)
+				}
+				if got.Tick != r.ticks {
+					stale++
+				}
+				if tc.effects {
+					if !d.LoadEffects(&rep) {
+						t.Fatal("no effects report")
+					}
+					if age := clock.Now() - rep.TimeNs; age >= unreadEvery*ms {
+						t.Fatalf("offset %d: the first effects report is %d ms old, the bound is %d", off, age/ms, unreadEvery-1)
+					}
+				}
+				for i := range 3 * reportEvery {
+					tick()
+					d.Load(&got)
+					if got.Tick != r.ticks {
+						t.Fatalf("offset %d, read %d: a steady reader got tick %d at tick %d", off, i, got.Tick, r.ticks)
+					}
+					if tc.effects && i >= reportEvery {
+						d.LoadEffects(&rep)
+						if age := clock.Now() - rep.TimeNs; age >= reportEvery*ms {
+							t.Fatalf("offset %d, read %d: a steady reader's effects report is %d ms old, want under %d", off, i, age/ms, reportEvery)
+						}
+					}
+				}
+			}
+			if stale == 0 {
+				t.Fatalf("every first read after a quiet spell got the current tick: the unread arm published every tick")
+			}
+		})
+	}
+}
