@@ -386,6 +386,10 @@ func effectArmsTick(b *testing.B, n int, effects bool) {
 	if stepNs > 0 {
 		b.ReportMetric(float64(bareNs)/float64(stepNs), "capacity-ratio")
 		b.ReportMetric(float64(minBare)/float64(minStep), "capacity-ratio-min")
+		// The fastest tick's cost per arm on each side: steadier than the
+		// means under load, and what a change to one side moves alone.
+		b.ReportMetric(float64(minStep)/float64(n), "ns/step-min")
+		b.ReportMetric(float64(minBare)/float64(n), "bare-ns/step-min")
 	}
 }
 
