@@ -16,9 +16,11 @@ type Pacer struct {
 	clock    Clock
 	system   bool  // deadlines are CLOCK_MONOTONIC values
 	next     int64 // the next deadline, Clock time
-	// lateNs estimates how late the OS wakes the thread from a sleep; the
-	// spin covers it. It jumps up at once and decays slowly.
-	lateNs int64
+	// lates are how late the OS woke the thread from its last sleeps
+	// (lateWakes of them, lateAt the oldest); the spin covers the latest of
+	// them, and no more.
+	lates  [lateWakes]int64
+	lateAt int
 	// maxSpin bounds the spin (0: sleep only).
 	maxSpin int64
 	// timer is what the OS sleeps on (a waitable timer on Windows; nothing
@@ -32,6 +34,13 @@ type Pacer struct {
 const (
 	minSpinNs = 5 * int64(time.Microsecond)
 	maxSpinNs = 200 * int64(time.Microsecond)
+	// lateWakes is how many recent wake-ups the spin covers: about 30 ms at
+	// 1 kHz, so one wake-up delayed by a burst of other work stops costing
+	// spin 32 ticks later.
+	lateWakes = 32
+	// firstLateNs is the lateness a new pacer assumes until it has seen
+	// lateWakes wake-ups of its own.
+	firstLateNs = 20 * int64(time.Microsecond)
 )
 
 // NewPacer returns a pacer with the given period (at least 1 µs) on clock
@@ -44,7 +53,11 @@ func NewPacer(periodNs int64, clock Clock) *Pacer {
 		clock = SystemClock()
 	}
 	_, system := clock.(systemClock)
-	return &Pacer{periodNs: periodNs, clock: clock, system: system, lateNs: 20 * int64(time.Microsecond), maxSpin: maxSpinNs}
+	p := &Pacer{periodNs: periodNs, clock: clock, system: system, maxSpin: maxSpinNs}
+	for i := range p.lates {
+		p.lates[i] = firstLateNs
+	}
+	return p
 }
 
 // SleepOnly makes the pacer sleep to each deadline without spinning. The
@@ -105,12 +118,21 @@ func (p *Pacer) Wait() (nowNs int64, overrun bool) {
 	return p.clock.Now(), false
 }
 
-// spinNs is how long before a deadline the pacer stops sleeping.
+// spinNs is how long before a deadline the pacer stops sleeping: the latest
+// of the recent wake-ups, and a little more. A margin on top of that (it
+// was half of a slowly decaying peak) made the loop spin about as long as
+// it slept on a loaded machine (100 to 150 µs of CPU per 1 ms tick of one
+// hardware arm, docs/performance.md); a wake-up later than every recent
+// one still makes its tick late, by what it exceeds the spin.
 func (p *Pacer) spinNs() int64 {
 	if p.maxSpin == 0 {
 		return 0
 	}
-	s := p.lateNs + p.lateNs/2 + minSpinNs
+	late := p.lates[0]
+	for _, l := range p.lates[1:] {
+		late = max(late, l)
+	}
+	s := late + minSpinNs
 	if s > p.maxSpin {
 		s = p.maxSpin
 	}
@@ -130,11 +152,8 @@ func (p *Pacer) noteLate(lateNs int64) {
 		// longer spin would not have helped, only burnt CPU.
 		return
 	}
-	if lateNs > p.lateNs {
-		p.lateNs = lateNs
-		return
-	}
-	p.lateNs -= (p.lateNs - lateNs) / 64
+	p.lates[p.lateAt] = lateNs
+	p.lateAt = (p.lateAt + 1) % lateWakes
 }
 
 // waitFor waits remainingNs of real time: a sleep to the spin margin, then a
