@@ -16,11 +16,9 @@ type Pacer struct {
 	clock    Clock
 	system   bool  // deadlines are CLOCK_MONOTONIC values
 	next     int64 // the next deadline, Clock time
-	// lates are how late the OS woke the thread from its last sleeps
-	// (lateWakes of them, lateAt the oldest); the spin covers the latest of
-	// them, and no more.
-	lates  [lateWakes]int64
-	lateAt int
+	// lateNs estimates how late the OS wakes the thread from a sleep; the
+	// spin covers it. It jumps up at once and decays slowly.
+	lateNs int64
 	// maxSpin bounds the spin (0: sleep only).
 	maxSpin int64
 	// timer is what the OS sleeps on (a waitable timer on Windows; nothing
@@ -34,13 +32,6 @@ type Pacer struct {
 const (
 	minSpinNs = 5 * int64(time.Microsecond)
 	maxSpinNs = 200 * int64(time.Microsecond)
-	// lateWakes is how many recent wake-ups the spin covers: about 30 ms at
-	// 1 kHz, so one wake-up delayed by a burst of other work stops costing
-	// spin 32 ticks later.
-	lateWakes = 32
-	// firstLateNs is the lateness a new pacer assumes until it has seen
-	// lateWakes wake-ups of its own.
-	firstLateNs = 20 * int64(time.Microsecond)
 )
 
 // NewPacer returns a pacer with the given period (at least 1 µs) on clock
@@ -53,11 +44,7 @@ func NewPacer(periodNs int64, clock Clock) *Pacer {
 		clock = SystemClock()
 	}
 	_, system := clock.(systemClock)
-	p := &Pacer{periodNs: periodNs, clock: clock, system: system, maxSpin: maxSpinNs}
-	for i := range p.lates {
-		p.lates[i] = firstLateNs
-	}
-	return p
+	return &Pacer{periodNs: periodNs, clock: clock, system: system, lateNs: 20 * int64(time.Microsecond), maxSpin: maxSpinNs}
 }
 
 // SleepOnly makes the pacer sleep to each deadline without spinning. The
@@ -118,21 +105,16 @@ func (p *Pacer) Wait() (nowNs int64, overrun bool) {
 	return p.clock.Now(), false
 }
 
-// spinNs is how long before a deadline the pacer stops sleeping: the latest
-// of the recent wake-ups, and a little more. The margin it had on top (half
-// of a peak that decayed over about a hundred ticks) cost a hardware loop
-// at 1 kHz 60 to 150 µs of CPU per tick on a loaded machine, mostly
-// spinning (docs/performance.md); a wake-up later than every recent one
-// makes its tick late, by what it exceeds the spin.
+// spinNs is how long before a deadline the pacer stops sleeping. The half
+// of the estimate on top is what keeps the ticks punctual: without it (or
+// with the latest of the last 32 wake-ups instead of the decaying peak) a
+// hardware loop spent 0.7x the CPU but was late by over 5 µs 1.4x as often
+// (BenchmarkSpinningPacer, docs/performance.md).
 func (p *Pacer) spinNs() int64 {
 	if p.maxSpin == 0 {
 		return 0
 	}
-	late := p.lates[0]
-	for _, l := range p.lates[1:] {
-		late = max(late, l)
-	}
-	s := late + minSpinNs
+	s := p.lateNs + p.lateNs/2 + minSpinNs
 	if s > p.maxSpin {
 		s = p.maxSpin
 	}
@@ -152,8 +134,11 @@ func (p *Pacer) noteLate(lateNs int64) {
 		// longer spin would not have helped, only burnt CPU.
 		return
 	}
-	p.lates[p.lateAt] = lateNs
-	p.lateAt = (p.lateAt + 1) % lateWakes
+	if lateNs > p.lateNs {
+		p.lateNs = lateNs
+		return
+	}
+	p.lateNs -= (p.lateNs - lateNs) / 64
 }
 
 // waitFor waits remainingNs of real time: a sleep to the spin margin, then a

