@@ -91,9 +91,9 @@ func openOn(tb testing.TB, svc *Service, sink FrameSink, c *chanSink) *Session {
 // arm, the last of 100, and commanding it.
 func BenchmarkSessionMessage(b *testing.B) {
 	for _, c := range []struct {
-		arms                        int
-		configure, state, subscribe bool
-	}{{1, false, false, false}, {100, false, false, false}, {1, true, false, false}, {100, true, false, false}, {1, false, true, false}, {100, false, false, true}} {
+		arms                                 int
+		configure, state, subscribe, gravity bool
+	}{{1, false, false, false, false}, {100, false, false, false, false}, {1, true, false, false, false}, {100, true, false, false, false}, {1, false, true, false, false}, {100, false, false, true, false}, {1, false, false, false, true}} {
 		name := fmt.Sprintf("arms=%d", c.arms)
 		if c.configure {
 			name += "+configure"
@@ -103,6 +103,9 @@ func BenchmarkSessionMessage(b *testing.B) {
 		}
 		if c.subscribe {
 			name += "+subscribe"
+		}
+		if c.gravity {
+			name += "+gravity"
 		}
 		arms := c.arms
 		b.Run(name, func(b *testing.B) {
@@ -133,6 +136,9 @@ func BenchmarkSessionMessage(b *testing.B) {
 			state := ""
 			if c.state {
 				state = `,"set_transform":{"position":{"x":0,"y":0,"z":0}},"set_gravity_compensation":true,"keep_alive":{}`
+			}
+			if c.gravity { // sawHaplyService's cycle: the state commands without set_transform
+				state = `,"set_gravity_compensation":true,"keep_alive":{}`
 			}
 			msg := []byte(`{"arm3":[{"device_id":"` + first.ID + `",` + configure + `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}` + state + `}}]}`)
 			var frameBytes int

@@ -17,16 +17,27 @@ import "strconv"
 //
 // The shape, whitespace allowed between tokens as JSON allows it:
 //
-//	{ TYPE : [ ENTRY , ... ] }
-//	ENTRY   = { "device_id" : ID , "commands" : { COMMAND : BODY } }
+//	{ MEMBER , ... }
+//	MEMBER  = TYPE : [ ENTRY , ... ]   (an empty array too)
+//	        | "keep_alive" : LIVE
+//	ENTRY   = { "device_id" : ID , "commands" : { ITEM , ... } }   (no ITEM too)
+//	ITEM    = COMMAND : BODY                   (at most one)
+//	        | "set_gravity_compensation" : BOOL (at most once; arms only)
+//	        | "keep_alive" : LIVE               (at most once)
 //	BODY    = { FIELD : { C0 : number , C1 : number , C2 : number } }  (a control command)
 //	        | { }                                                      (a probe)
+//	BOOL    = true | false
+//	LIVE    = { } | true | false | null
 //
 // TYPE is a key of the type table (not "session" or "keep_alive"), ID a
 // non-empty string, COMMAND a command of TYPE's device type, FIELD its
 // documented field or the alternative spelling, C0..C2 its components in
 // order (x, y, z or a0, a1, a2). Strings must be printable ASCII without
-// escapes; numbers must fit a float64.
+// escapes; numbers must fit a float64. The state commands are the ones
+// real clients send beside every control command (sawHaplyService's
+// set_gravity_compensation with a grip's probe under each grip name, the
+// ROS 2 handle node's keep_alive); set_transform and their other
+// spellings go to the general decoder.
 
 // fastScan reads data from pos. Every method reports false, and may leave
 // pos anywhere, when data does not continue as asked.
@@ -93,6 +104,38 @@ func (s *fastScan) key(k string) bool {
 	return s.token(':')
 }
 
+// word reads the literal w (true, false or null) after optional
+// whitespace. What follows it is the caller's next token, so "truex" fails
+// there.
+func (s *fastScan) word(w string) bool {
+	s.space()
+	if len(s.data)-s.pos < len(w) || string(s.data[s.pos:s.pos+len(w)]) != w {
+		return false
+	}
+	s.pos += len(w)
+	return true
+}
+
+// boolean reads true or false.
+func (s *fastScan) boolean() (value, ok bool) {
+	if s.word("true") {
+		return true, true
+	}
+	return false, s.word("false")
+}
+
+// liveness reads the value of a keep_alive the fast path takes: {}, true,
+// false or null. Any value means the same (nothing but the frame every
+// message gets), but only these are read without a general JSON scan.
+func (s *fastScan) liveness() bool {
+	s.space()
+	if s.pos < len(s.data) && s.data[s.pos] == '{' {
+		s.pos++
+		return s.token('}')
+	}
+	return s.word("true") || s.word("false") || s.word("null")
+}
+
 // number reads a JSON number (the grammar of parser.number) and converts
 // it as Value.Float does.
 func (s *fastScan) number() (float64, bool) {
@@ -144,30 +187,50 @@ func (m *ClientMessage) decodeCommandFast(data []byte, types *TypeTable) bool {
 	if !s.token('{') {
 		return false
 	}
-	typeKey, ok := s.plain()
-	if !ok || string(typeKey) == "session" || string(typeKey) == keepAlive || !s.token(':') {
-		return false
-	}
-	dt, key, ok := types.Lookup(typeKey)
-	if !ok || !s.token('[') {
-		return false
-	}
-	for index := 0; ; index++ {
-		if !m.decodeEntryFast(&s, dt, key, index) {
+	for {
+		name, ok := s.plain()
+		if !ok || string(name) == "session" || !s.token(':') {
 			return false
 		}
-		if s.token(']') {
+		if string(name) == keepAlive {
+			if !s.liveness() {
+				return false
+			}
+		} else if !m.decodeArrayFast(&s, types, name) {
+			return false
+		}
+		if s.token('}') {
 			break
 		}
 		if !s.token(',') {
 			return false
 		}
 	}
-	if !s.token('}') {
-		return false
-	}
 	s.space()
 	return s.pos == len(data)
+}
+
+// decodeArrayFast decodes the array of one TYPE member named typeKey as
+// decodeDeviceArray would.
+func (m *ClientMessage) decodeArrayFast(s *fastScan, types *TypeTable, typeKey []byte) bool {
+	dt, key, ok := types.Lookup(typeKey)
+	if !ok || !s.token('[') {
+		return false
+	}
+	if s.token(']') {
+		return true
+	}
+	for index := 0; ; index++ {
+		if !m.decodeEntryFast(s, dt, key, index) {
+			return false
+		}
+		if s.token(']') {
+			return true
+		}
+		if !s.token(',') {
+			return false
+		}
+	}
 }
 
 // decodeEntryFast decodes one ENTRY of the fast path's shape as
@@ -180,55 +243,53 @@ func (m *ClientMessage) decodeEntryFast(s *fastScan, dt DeviceType, typeKey stri
 	if !ok || len(id) == 0 || !s.token(',') || !s.key("commands") || !s.token('{') {
 		return false
 	}
-	name, ok := s.plain()
-	if !ok || !s.token(':') {
-		return false
-	}
-	kind := commandFromName(name)
-	if kind == CmdNone {
-		return false
-	}
-	info := &commandTable[kind]
-	if info.dt != dt || !s.token('{') {
-		return false
-	}
-	cmd := DeviceCommand{Kind: kind}
-	if info.control {
-		field, ok := s.plain()
-		if !ok || (string(field) != info.fields[0] && (info.fields[1] == "" || string(field) != info.fields[1])) || !s.token(':') {
-			return false
-		}
-		names := vec3Names
-		if kind == CmdSetAngularTorques || kind == CmdSetAngularPosition {
-			names = angles3Names
-		}
-		var c [3]float64
-		if !s.token('{') {
-			return false
-		}
-		for i, n := range names {
-			if i > 0 && !s.token(',') {
+	var (
+		cmd     DeviceCommand
+		gravity OptionalBool
+		live    bool
+	)
+	if !s.token('}') {
+		for {
+			name, ok := s.plain()
+			if !ok || !s.token(':') {
 				return false
 			}
-			if !s.key(n) {
+			if kind := commandFromName(name); kind != CmdNone {
+				// A second command is the general decoder's: it picks
+				// one by precedence and warns about the other.
+				if cmd.Kind != CmdNone {
+					return false
+				}
+				if cmd, ok = s.command(kind, dt); !ok {
+					return false
+				}
+			} else if string(name) == "set_gravity_compensation" {
+				// A repeat is the general decoder's (the last wins);
+				// another device type warns there.
+				if gravity.Given || dt != TypeArm {
+					return false
+				}
+				if gravity.Value, ok = s.boolean(); !ok {
+					return false
+				}
+				gravity.Given = true
+			} else if string(name) == keepAlive && !live {
+				if !s.liveness() {
+					return false
+				}
+				live = true
+			} else {
 				return false
 			}
-			if c[i], ok = s.number(); !ok {
+			if s.token('}') {
+				break
+			}
+			if !s.token(',') {
 				return false
 			}
 		}
-		if !s.token('}') || !s.token('}') {
-			return false
-		}
-		if names[0] == "x" {
-			cmd.Vec = Vec3{X: c[0], Y: c[1], Z: c[2]}
-		} else {
-			cmd.Angles = Angles3{A0: c[0], A1: c[1], A2: c[2]}
-		}
-	} else if !s.token('}') { // a probe's body is {}
-		return false
 	}
-	if !s.token('}') || !s.token('}') {
+	if !s.token('}') {
 		return false
 	}
 	e := m.nextDevice()
@@ -237,5 +298,51 @@ func (m *ClientMessage) decodeEntryFast(s *fastScan, dt DeviceType, typeKey stri
 	e.Path = reuse(e.Path, m.pathBuf)
 	e.DeviceID = reuse(e.DeviceID, id)
 	e.Command = cmd
+	e.GravityCompensation = gravity
 	return true
+}
+
+// command reads the BODY of a command of kind, sent to a device of type
+// dt.
+func (s *fastScan) command(kind CommandKind, dt DeviceType) (cmd DeviceCommand, ok bool) {
+	info := &commandTable[kind]
+	if info.dt != dt || !s.token('{') {
+		return cmd, false
+	}
+	cmd.Kind = kind
+	if !info.control {
+		return cmd, s.token('}') // a probe's body is {}
+	}
+	field, ok := s.plain()
+	if !ok || (string(field) != info.fields[0] && (info.fields[1] == "" || string(field) != info.fields[1])) || !s.token(':') {
+		return cmd, false
+	}
+	names := vec3Names
+	if kind == CmdSetAngularTorques || kind == CmdSetAngularPosition {
+		names = angles3Names
+	}
+	var c [3]float64
+	if !s.token('{') {
+		return cmd, false
+	}
+	for i, n := range names {
+		if i > 0 && !s.token(',') {
+			return cmd, false
+		}
+		if !s.key(n) {
+			return cmd, false
+		}
+		if c[i], ok = s.number(); !ok {
+			return cmd, false
+		}
+	}
+	if !s.token('}') || !s.token('}') {
+		return cmd, false
+	}
+	if names[0] == "x" {
+		cmd.Vec = Vec3{X: c[0], Y: c[1], Z: c[2]}
+	} else {
+		cmd.Angles = Angles3{A0: c[0], A1: c[1], A2: c[2]}
+	}
+	return cmd, true
 }

@@ -34,6 +34,29 @@ var fastShapes = []string{
 	`{"arm3":[{"device_id":"` + strings.Repeat("A", 4096) + `","commands":{"probe_position":{}}}]}`,
 	" \t\r\n" + `{"arm3":[{"device_id":"049D","commands":{"probe_position":{   }}}]}` + " \t\r\n",
 	streamEntries(2000, ""),
+	// State commands beside the command, and several arrays, as real
+	// clients send them every cycle (docs/clients.md).
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{}}]}`,
+	`{"arm3":[]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}],"grip":[]}`,
+	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
+	`{"keep_alive":{},"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"keep_alive":true}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"keep_alive":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}]}`,
+	`{"inverse3":[{"device_id":"049D","commands":{"set_cursor_force":{"values":{"x":0,"y":0,"z":2}},"set_gravity_compensation":true}}],"verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}],"custom_verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}],"wireless_verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{}}}]}`,
+	`{"inverse3":[{"device_id":"049D","commands":{"set_cursor_position":{"values":{"x":0.01,"y":0.14,"z":0.11}},"set_gravity_compensation":false}}],"verse_grip":[]}`,
+	`{"inverse3":[{"device_id":"049D","commands":{ "set_gravity_compensation" : false , "set_cursor_force":{"values":{"x":0,"y":0,"z":0}} }}]}`,
+	`{"wireless_verse_grip":[{"device_id":"61548","commands":{"keep_alive":{}}}]}`,
+	`{"wireless_verse_grip":[{"device_id":"61548","commands":{"keep_alive":true,"probe_orientation":{}}}]}`,
+	`{"wireless_verse_grip":[{"device_id":"61548","commands":{"probe_orientation":{},"keep_alive":null}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":false,"set_angular_torques":{"torques":{"a0":1,"a1":2,"a2":3}},"set_gravity_compensation":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":{ },"set_gravity_compensation":false}}]}`,
+	`{"keep_alive":null}`,
+	`{"keep_alive":true,"keep_alive":{}}`,
+	`{"arm3":[],"grip":[],"arm3":[]}`,
+	streamEntries(3, repeated(`{"device_id":"g","commands":{"probe_position":{},"set_gravity_compensation":true,"keep_alive":{}}}`, 3)),
 }
 
 // streamEntries is an "arm3" array of n entries of the fast path's shape
@@ -86,15 +109,11 @@ var nearMisses = []string{
 	`{"arm3":[{"device_id":"049D","commands":{"probe_orientation":{}}}]}`,
 	`{"grip":[{"device_id":"61548","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{"extra":1}}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":true}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"launch":{}}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{}}]}`,
-	`{"arm3":[]}`,
 	`{"arm3":{"049D":{"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}}}`,
 	`{"arm4":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
 	`{"session":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
 	`{"keep_alive":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}],"grip":[]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}x`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}},]}`,
@@ -107,7 +126,6 @@ var nearMisses = []string{
 	`{`,
 	`{}`,
 	// Duplicate members: the general decoder takes the last, or warns.
-	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
 	`{"arm3":[{"device_id":"A","device_id":"B","commands":{"probe_position":{}}}]}`,
 	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
 	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_cursor_force":{"vector":{"x":0,"y":0,"z":2}}}}]}`,
@@ -117,11 +135,36 @@ var nearMisses = []string{
 	// The session and keep_alive beside the devices.
 	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"session":{"configure":{"lease":{"ms":50}}}}`,
 	`{"session":{},"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
-	`{"keep_alive":{},"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"keep_alive":true}`,
-	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"keep_alive":true}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{},"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	// State commands the fast path leaves to the general decoder: other
+	// values and spellings, repeats, the wrong device type, set_transform.
+	`{"grip":[{"device_id":"61548","commands":{"probe_orientation":{},"set_gravity_compensation":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":true,"set_gravity_compensation":false}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":{},"keep_alive":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":null}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":{"enabled":true}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":"true"}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":1}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":tru}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":truex}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":True}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"Set_Gravity_Compensation":true}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":true,}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":[]}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":1}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":{"a":1}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":nul}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"keep_alive":{}` + "\f" + `}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"Keep_Alive":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_transform":{"position":{"x":0,"y":0,"z":0}},"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true,"probe_position":{}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_gravity_compensation":true,"unknown":{}}}]}`,
+	`{"keep_alive":[1]}`,
+	`{"keep_alive":{},"session":{}}`,
+	`{"arm3":[],"arm4":[]}`,
+	`{"arm3":[],}`,
+	`{"arm3":[],"grip":{}}`,
+	`{"arm3":[{"device_id":"049D","commands":{"probe_position":{}}}],"grip":[{"device_id":"1","commands":{"probe_position":{}}}]}`,
 	// Other spellings of the names.
 	`{"Arm3":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
 	`{"arm3":[{"Device_ID":"049D","commands":{"probe_position":{}}}]}`,
@@ -193,11 +236,13 @@ var (
 	aliasShapes = []string{
 		`{"haptic":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`,
 		`{"handle":[{"device_id":"7","commands":{"probe_orientation":{}}}]}`,
+		`{"haptic":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
+		`{"haptic":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}],"handle":[{"device_id":"7","commands":{"keep_alive":{}}}]}`,
 	}
 	aliasMisses = []string{
 		`{"haptic":[{"device_id":"049D","commands":{"probe_orientation":{}}}]}`,
 		`{"Haptic":[{"device_id":"049D","commands":{"probe_position":{}}}]}`,
-		`{"haptic":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
+		`{"handle":[{"device_id":"7","commands":{"set_gravity_compensation":true}}]}`,
 	}
 	aliasesOfOwn = map[string]string{"haptic": "arm3", "handle": "grip", "inverse3": "arm3", "verse_grip": "grip"}
 )
@@ -302,6 +347,11 @@ func TestFastDecodeReusesTheMessage(t *testing.T) {
 		streamEntries(2, `{"device_id":"x","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1e400}}}}`),
 		streamEntries(5, ""),
 		`{"arm3":[{"device_id":"d0","configure":{"preset":{"preset":"arm_front"}},"commands":{"set_gravity_compensation":true}}]}`,
+		`{"arm3":[{"device_id":"d0","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}]}`,
+		fastShapes[0], // no gravity compensation where the last message had one
+		`{"arm3":[{"device_id":"d0","commands":{"set_gravity_compensation":false}}],"grip":[{"device_id":"g","commands":{"keep_alive":{}}}]}`,
+		`{"arm3":[{"device_id":"d0","commands":{"set_transform":{"position":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}]}`,
+		`{"arm3":[{"device_id":"d0","commands":{"probe_position":{},"set_gravity_compensation":true}}]}`,
 		fastShapes[9], // -0 where the last message had 0
 		fastShapes[0],
 	}

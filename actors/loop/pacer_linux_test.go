@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,4 +144,51 @@ func TestSleepOnlyPacerTakesASkippedExpiry(t *testing.T) {
 		}
 		return
 	}
+}
+
+// BenchmarkSpinningPacer paces b.N ticks at 1 kHz with a spinning pacer on
+// a locked thread with 1 ns timer slack, as a hardware loop and `hapticd
+// baseline-device` run it, and reports the thread's CPU per tick and how
+// late the ticks started: past the median tick's phase on the grid (the
+// first tick may itself have been late). Compare commits with alternated
+// runs of both test binaries (docs/performance.md); the figures depend on
+// what else the machine runs.
+func BenchmarkSpinningPacer(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, restore := tuneThread(0)
+	defer restore()
+	p := NewPacer(ms, SystemClock())
+	first, _ := p.Wait()
+	starts := make([]int64, 0, b.N)
+	var before, after unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &before)
+	b.ResetTimer()
+	for range b.N {
+		now, _ := p.Wait()
+		starts = append(starts, now)
+	}
+	b.StopTimer()
+	_ = unix.Getrusage(unix.RUSAGE_THREAD, &after)
+	cpu := after.Utime.Nano() - before.Utime.Nano() + after.Stime.Nano() - before.Stime.Nano()
+	for i, s := range starts {
+		if starts[i] = (s - first) % ms; starts[i] > ms/2 {
+			starts[i] -= ms
+		}
+	}
+	slices.Sort(starts)
+	phase := starts[len(starts)/2]
+	lateOver := func(ns int64) float64 {
+		n := 0
+		for _, s := range starts {
+			if s-phase > ns {
+				n++
+			}
+		}
+		return 100 * float64(n) / float64(len(starts))
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e3, "cpu-us/tick")
+	b.ReportMetric(lateOver(5*int64(time.Microsecond)), "%late>5us")
+	b.ReportMetric(lateOver(20*int64(time.Microsecond)), "%late>20us")
+	b.ReportMetric(float64(starts[len(starts)*99/100]-phase)/1e3, "late-p99-us")
 }
