@@ -128,10 +128,33 @@ type ForceArrival struct {
 }
 
 // ForceArrivals is what `hapticd device-standin` prints for "arrivals":
-// every coded force that reached the arm, in arrival order, each once and
-// each with a higher sequence number than the one before (a code arriving
-// after a higher one, as a ramp winding the last one down, is no new
-// command).
+// every change of coded force at the arm, in arrival order
+// (ForceArrivalLog). A reader keeps only codes sent before they arrived,
+// and of those only the ones higher than every code before them: a lower
+// code (a ramp winding the last one down, a blend that reads as an earlier
+// command) is no new command, and a code not sent yet is no command at
+// all.
 type ForceArrivals struct {
 	Arrivals []ForceArrival `json:"arrivals"`
+}
+
+// ForceArrivalLog lists the changes of coded force at an arm: a frame is
+// an arrival when it carries a code (ReadForceCode) other than the last
+// one listed. Frames that carry no code change nothing. It does no
+// filtering beyond that, so that one frame misread as a high code hides no
+// arrival after it: the reader, who knows the sends, filters.
+type ForceArrivalLog struct {
+	Arrivals []ForceArrival
+	last     uint32
+	any      bool
+}
+
+// Frame notes a force frame that arrived at monoNs (CLOCK_MONOTONIC).
+func (l *ForceArrivalLog) Frame(monoNs int64, x, y, z float64) {
+	seq, ok := ReadForceCode(x, y, z)
+	if !ok || (l.any && seq == l.last) {
+		return
+	}
+	l.last, l.any = seq, true
+	l.Arrivals = append(l.Arrivals, ForceArrival{Seq: seq, MonoNs: monoNs})
 }
