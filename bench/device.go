@@ -378,8 +378,8 @@ func (r DeviceReport) WriteTable(w io.Writer) error {
 		t.add("command to motor", number(l.Latency.P50Us), number(l.Latency.P90Us), number(l.Latency.P99Us), number(l.Latency.MaxUs),
 			number(l.LoopPeriodUs), number(l.BoundUs))
 		t.write(&b)
-		fmt.Fprintf(&b, "p99 %s the bound (one loop period + %d µs); %d commands: %d in a frame of their own, %d replaced by a later one before their tick (timed to its frame), %d never at the arm; probe round trip p50 %s µs p99 %s µs\n",
-			verdict, latencyBoundExtraUs, l.Sent, l.OwnFrame, l.Superseded, l.Missing, number(l.ProbeRTT.P50Us), number(l.ProbeRTT.P99Us))
+		fmt.Fprintf(&b, "p99 %s the bound (one loop period + %d µs); %d commands: %d in a frame of their own, %d replaced by a later one before their tick (timed to its frame), %d never at the arm; %d frames rejected (they read as a command not sent yet: a blend of two commands); probe round trip p50 %s µs p99 %s µs\n",
+			verdict, latencyBoundExtraUs, l.Sent, l.OwnFrame, l.Superseded, l.Missing, l.Rejected, number(l.ProbeRTT.P50Us), number(l.ProbeRTT.P99Us))
 	}
 	if l := r.Load; l != nil {
 		o := l.Overall

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -137,8 +138,8 @@ func TestDeviceModeAgainstRealHapticd(t *testing.T) {
 	if l.Latency.P50Us <= 0 || l.Latency.MaxUs < l.Latency.P99Us || l.LoopPeriodUs != 1000 || l.BoundUs != 1250 {
 		t.Errorf("command to motor %+v: want ordered percentiles beside a 1000 µs period and its 1250 µs bound", l)
 	}
-	if !strings.Contains(table.String(), "command to motor") {
-		t.Errorf("the table does not show the command-to-motor latency:\n%s", table.String())
+	if !strings.Contains(table.String(), "command to motor") || !strings.Contains(table.String(), fmt.Sprintf("%d frames rejected", l.Rejected)) {
+		t.Errorf("the table does not show the command-to-motor latency and its rejected frames:\n%s", table.String())
 	}
 }
 

@@ -32,6 +32,11 @@ type CommandLatency struct {
 	OwnFrame   uint64 `json:"own_frame"`
 	Superseded uint64 `json:"superseded"`
 	Missing    uint64 `json:"missing"`
+	// Rejected counts frames at the arm that read as a command not sent
+	// by then (or never): a force the loop blended from two commands (the
+	// slew limit on a tick right after a late one) that reads as a third.
+	// They are no arrival, and hide none after them.
+	Rejected uint64 `json:"rejected"`
 	// Latency is over every command that reached the arm, in µs.
 	Latency Summary `json:"latency"`
 	// LoopPeriodUs is the loop's target period, and BoundUs the bound the
@@ -153,38 +158,50 @@ func runProbe(ctx context.Context, url, deviceID string, rateHz float64, warmup,
 }
 
 // commandLatency times each measured send to the first frame that carried
-// it or a later command. Arrivals are in ascending sequence (and time)
-// order, as the stand-in lists them. An arrival before its send means the
-// two ends did not read one clock; those are counted and returned as an
-// error, never folded into the figures.
+// it or a later command. arrivals are the stand-in's changes of code in
+// arrival order (protocol.ForceArrivalLog). A change to a code not sent by
+// then is no arrival: it is counted as rejected and dropped before the
+// rest are filtered to ascending sequence numbers (a repeat or a lower
+// code is no new command), so that one misread frame neither times a
+// command nor hides the true arrivals after it. Most frames rejected means
+// the two ends did not read one clock: an error, never figures.
 func commandLatency(p probeSends, arrivals []protocol.ForceArrival) (CommandLatency, error) {
 	var c CommandLatency
+	kept := make([]protocol.ForceArrival, 0, len(arrivals))
+	newest := -1
+	for _, a := range arrivals {
+		seq := int(a.Seq)
+		if seq >= len(p.sendNs) || a.MonoNs < p.sendNs[seq] {
+			c.Rejected++
+			continue
+		}
+		if seq > newest {
+			newest = seq
+			kept = append(kept, a)
+		}
+	}
+	if c.Rejected > 0 && c.Rejected >= uint64(len(kept)) {
+		return c, fmt.Errorf("bench: %d of %d frames at the arm carried a command before it was sent: the probe and the stand-in do not share a clock", c.Rejected, len(arrivals))
+	}
 	h := newRTTHistogram()
-	early := 0
 	for seq := p.measuredFrom; seq < len(p.sendNs); seq++ {
 		c.Sent++
-		i := sort.Search(len(arrivals), func(i int) bool { return int(arrivals[i].Seq) >= seq })
-		if i == len(arrivals) {
+		i := sort.Search(len(kept), func(i int) bool { return int(kept[i].Seq) >= seq })
+		if i == len(kept) {
 			c.Missing++
 			continue
 		}
-		a := arrivals[i]
+		a := kept[i]
 		if int(a.Seq) == seq {
 			c.OwnFrame++
 		} else {
 			c.Superseded++
 		}
-		d := a.MonoNs - p.sendNs[seq]
-		if d < 0 {
-			early++
-			continue
-		}
-		h.Record(d)
+		// Never negative: kept[i] arrived after its own send, which is
+		// after seq's.
+		h.Record(a.MonoNs - p.sendNs[seq])
 	}
 	c.Latency = summarize(h)
 	c.ProbeRTT = p.rtt
-	if early > 0 {
-		return c, fmt.Errorf("bench: %d commands reached the arm before they were sent: the probe and the stand-in do not share a clock", early)
-	}
 	return c, nil
 }

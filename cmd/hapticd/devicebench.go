@@ -28,7 +28,7 @@ import (
 // line on stdin, and on each "report" line and when stdin closes prints the
 // host loop's period as the arm saw it since the last mark
 // (protocol.DeviceTiming, one JSON line). On each "arrivals" line it prints
-// every coded force (protocol.ForceCode) that reached the arm since it
+// every change of coded force (protocol.ForceCode) at the arm since it
 // started, with its arrival on CLOCK_MONOTONIC (protocol.ForceArrivals, one
 // JSON line): a client that stamped its sends on the same clock knows how
 // long each command took to reach the motors.
@@ -50,8 +50,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 		mu       sync.Mutex
 		last     time.Time
 		periods  []int64
-		arrivals []protocol.ForceArrival
-		newest   = -1 // the highest sequence number arrived, -1 none
+		arrivals protocol.ForceArrivalLog
 	)
 	e, path, err := emulator.StartPTY(emulator.Options{Index: *index, OnForce: func(at time.Time, f hw.Vec3) {
 		mu.Lock()
@@ -59,12 +58,11 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 			periods = append(periods, at.Sub(last).Nanoseconds())
 		}
 		last = at
-		// A command's first frame; its repeats on later ticks, and a
-		// lower code (the last one ramped down) are no new command.
-		if seq, ok := protocol.ReadForceCode(f.X, f.Y, f.Z); ok && int(seq) > newest {
-			newest = int(seq)
-			arrivals = append(arrivals, protocol.ForceArrival{Seq: seq, MonoNs: clock.mono(at)})
-		}
+		// Every change of code, unfiltered: the bench, which knows when
+		// each was sent, drops the ones that read as a command not sent
+		// yet (a blend the loop made) before it keeps the ascending ones,
+		// so one misread frame hides no arrival after it.
+		arrivals.Frame(clock.mono(at), f.X, f.Y, f.Z)
 		mu.Unlock()
 	}})
 	if err != nil {
@@ -98,7 +96,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 			}
 		case "arrivals":
 			mu.Lock()
-			b, err := json.Marshal(protocol.ForceArrivals{Arrivals: slices.Clone(arrivals)})
+			b, err := json.Marshal(protocol.ForceArrivals{Arrivals: slices.Clone(arrivals.Arrivals)})
 			mu.Unlock()
 			if err != nil {
 				return fmt.Errorf("hapticd: device-standin: %w", err)

@@ -70,9 +70,11 @@ func TestDeviceStandinTimesTheBareLoop(t *testing.T) {
 
 // TestDeviceStandinStampsCodedForces drives the stand-in's arm through the
 // serial driver with coded forces, as the service's loop passes a client's
-// commands on, and checks that "arrivals" lists each command once, in
-// order, stamped on the clock this process reads: after its send, and
-// before the exchange that carried it returned.
+// commands on, and checks that "arrivals" lists each change of code once,
+// in order, stamped on the clock this process reads: after its send, and
+// before the exchange that carried it returned. A lower code and the last
+// one scaled down (a ramp) are changes too: the stand-in filters nothing,
+// the bench does (commandLatency).
 func TestDeviceStandinStampsCodedForces(t *testing.T) {
 	standIn, toStandIn := io.Pipe()
 	fromStandIn, standOut := io.Pipe()
@@ -98,27 +100,25 @@ func TestDeviceStandinStampsCodedForces(t *testing.T) {
 	type stamp struct{ sent, returned int64 }
 	var stamps []stamp
 	var st hw.State
-	// Each code twice (as a loop repeats the latest command), then a
-	// lower code and the last one scaled down, as a ramp would: none of
-	// those is a new command.
-	seqs := []uint32{5, 5, 6, 6, 7, 4097, 4097, 3}
-	for _, seq := range seqs {
-		f := protocol.ForceCode(seq)
-		cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: f[0], Y: f[1], Z: f[2]}}
+	// Each code twice (as a loop repeats the latest command), a frame that
+	// carries no code, a lower code, and 4097 again at half its force, as
+	// a ramp winds a code down.
+	f4097 := protocol.ForceCode(4097)
+	frames := []hw.Vec3{
+		code(5), code(5), code(6), code(6), {X: 0.3, Y: 0.1, Z: 0.125}, code(7), code(4097), code(4097), code(3),
+		{X: f4097[0] / 2, Y: f4097[1] / 2, Z: f4097[2] / 2},
+	}
+	for i, f := range frames {
+		cmd := hw.Command{Mode: hw.ModeForce, ForceN: f}
 		sent, err := bench.MonotonicNs()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := arm.Exchange(&cmd, &st); err != nil {
-			t.Fatalf("exchange of code %d: %v", seq, err)
+			t.Fatalf("exchange %d: %v", i, err)
 		}
 		returned, _ := bench.MonotonicNs()
 		stamps = append(stamps, stamp{sent, returned})
-	}
-	f := protocol.ForceCode(4097)
-	ramped := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: f[0] / 2, Y: f[1] / 2, Z: f[2] / 2}}
-	if err := arm.Exchange(&ramped, &st); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := io.WriteString(toStandIn, "arrivals\n"); err != nil {
 		t.Fatal(err)
@@ -130,16 +130,18 @@ func TestDeviceStandinStampsCodedForces(t *testing.T) {
 	if err := json.Unmarshal(lines.Bytes(), &got); err != nil {
 		t.Fatalf("arrivals %q: %v", lines.Text(), err)
 	}
-	want := map[uint32]int{5: 0, 6: 2, 7: 4, 4097: 5} // seq → the exchange that first carried it
+	want := []struct {
+		seq   uint32
+		frame int // the exchange that carried it
+	}{{5, 0}, {6, 2}, {7, 5}, {4097, 6}, {3, 8}, {4097, 9}}
 	if len(got.Arrivals) != len(want) {
-		t.Fatalf("arrivals %+v, want one each for 5, 6, 7 and 4097", got.Arrivals)
+		t.Fatalf("arrivals %+v, want %+v", got.Arrivals, want)
 	}
 	for i, a := range got.Arrivals {
-		at, ok := want[a.Seq]
-		if !ok || (i > 0 && a.Seq <= got.Arrivals[i-1].Seq) {
-			t.Fatalf("arrivals %+v: want 5, 6, 7, 4097 in order", got.Arrivals)
+		if a.Seq != want[i].seq {
+			t.Fatalf("arrivals %+v, want %+v", got.Arrivals, want)
 		}
-		if s := stamps[at]; a.MonoNs < s.sent || a.MonoNs > s.returned {
+		if s := stamps[want[i].frame]; a.MonoNs < s.sent || a.MonoNs > s.returned {
 			t.Errorf("code %d arrived at %d ns, outside its exchange %d..%d ns on the same clock", a.Seq, a.MonoNs, s.sent, s.returned)
 		}
 	}
@@ -149,4 +151,10 @@ func TestDeviceStandinStampsCodedForces(t *testing.T) {
 	if err := <-standDone; err != nil {
 		t.Errorf("device-standin: %v", err)
 	}
+}
+
+// code is the coded force that carries seq.
+func code(seq uint32) hw.Vec3 {
+	f := protocol.ForceCode(seq)
+	return hw.Vec3{X: f[0], Y: f[1], Z: f[2]}
 }
