@@ -317,6 +317,13 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.owners++
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
+		// A simulated arm nobody read lately publishes one tick in 128
+		// (loop.Device.Load), and the batches are stamped with their
+		// send time: mark every arm read now, so the first push to this
+		// gateway, a tick or more later, carries each arm's current state.
+		for _, d := range n.devicesLocked() {
+			d.Loop().PublishSeq()
+		}
 	}
 	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)

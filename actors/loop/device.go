@@ -376,7 +376,7 @@ func (d *Device) Register() *Register { return &d.reg }
 // allocates; any number of goroutines may call it. A moving simulated arm
 // on a Scheduler that nobody read lately publishes only one tick in 128
 // (publishIdleEvery): the first Load after a quiet spell may get a state
-// up to 127 ticks old (128 ms at 1 kHz; Tick and TimeNs say which), and
+// up to 127 ticks old (under 128 ms at 1 kHz; Tick and TimeNs say which), and
 // the arm publishes every tick from the shard's next one on, for as long
 // as someone reads it (and publishHotTicks after).
 func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
