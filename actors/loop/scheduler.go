@@ -100,7 +100,9 @@ func (sh *shard) record() *simArm {
 		sh.free = sh.free[:n-1]
 		return r
 	}
-	b := new(armBlock)
+	// On huge pages where the kernel gives them: a pass streams every
+	// block (hugepages.go).
+	b := newHuge[armBlock]()
 	old := *sh.blocks.Load()
 	for i := range b.arms {
 		b.arms[i].armCold = &b.cold[i]

@@ -111,8 +111,9 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 	periodS := 1 / loopHz
 	// The arms' physics states lie in one slice of values, not pointers:
 	// the tightest layout the physics allows (nothing but what a step
-	// touches), so this is a floor for any service layout.
-	all := make([]sim.ArmCore, arms)
+	// touches), so this is a floor for any service layout; on huge pages
+	// where the kernel gives them, as the service's shards' records are.
+	all := loop.HugeSlice[sim.ArmCore](arms)
 	for i := range all {
 		// The same options hapticd's --sim-arms gives its arms.
 		sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)}).MoveCore(&all[i])
@@ -168,7 +169,7 @@ type bareEffects struct {
 // newBareEffects declares fx on n arms, a Set each, as hapticd's
 // --sim-effects does.
 func newBareEffects(n int, fx simEffects) (*bareEffects, error) {
-	e := &bareEffects{sets: make([]*effect.Set, n), r: make([]loop.BareEffects, n)}
+	e := &bareEffects{sets: make([]*effect.Set, n), r: loop.HugeSlice[loop.BareEffects](n)}
 	for i := range n {
 		set, err := fx.set(simEffectsSession)
 		if err != nil {
