@@ -328,7 +328,7 @@ func BenchmarkEffectArmsTick(b *testing.B) {
 
 func effectArmsTick(b *testing.B, n int, effects bool) {
 	s := NewScheduler(SchedulerOptions{Shards: 1, ShardFill: n})
-	// On huge pages, as the shard's blocks are (HugeSlice).
+	// On huge pages when the shard's blocks are (HugeSlice).
 	bare := HugeSlice[sim.ArmCore](n)
 	sets := make([]*effect.Set, n)
 	// The bare loop's renderers hold their two effects inline, side by
@@ -387,6 +387,10 @@ func effectArmsTick(b *testing.B, n int, effects bool) {
 	if stepNs > 0 {
 		b.ReportMetric(float64(bareNs)/float64(stepNs), "capacity-ratio")
 		b.ReportMetric(float64(minBare)/float64(minStep), "capacity-ratio-min")
+		// The fastest tick of each, per arm: on a shared machine the
+		// means move with the neighbours, the minima much less.
+		b.ReportMetric(float64(minStep)/float64(n), "min-ns/step")
+		b.ReportMetric(float64(minBare)/float64(n), "bare-min-ns/step")
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 	"unsafe"
 )
 
-// TestLoopMemoryOnHugePages: where the kernel offers transparent huge pages
-// (always or on madvise), the memory a pass streams is backed by them: a
+// TestLoopMemoryOnHugePages: with HAPTICD_HUGE_PAGES=1, where the kernel
+// offers transparent huge pages (always or on madvise), the memory a pass
+// streams is backed by them: a
 // shard's blocks and their effect stages, and a bare loop's HugeSlice.
 // /proc/self/smaps counts the huge pages of the mapping that holds each.
 func TestLoopMemoryOnHugePages(t *testing.T) {
@@ -19,9 +20,7 @@ func TestLoopMemoryOnHugePages(t *testing.T) {
 	if err != nil || strings.Contains(string(thp), "[never]") {
 		t.Skipf("no transparent huge pages here (%q, %v)", thp, err)
 	}
-	if !hugePagesOn() {
-		t.Skipf("%s=0 turns them off", hugePagesEnv)
-	}
+	t.Setenv(hugePagesEnv, "1")
 	s := NewScheduler(SchedulerOptions{Shards: 1})
 	s.mu.Lock()
 	var blocks []*armBlock

@@ -100,7 +100,7 @@ func (sh *shard) record() *simArm {
 		sh.free = sh.free[:n-1]
 		return r
 	}
-	// On huge pages where the kernel gives them: a pass streams every
+	// On huge pages when asked (HAPTICD_HUGE_PAGES=1): a pass streams every
 	// block (hugepages.go).
 	b := newHuge[armBlock]()
 	old := *sh.blocks.Load()

@@ -111,8 +111,8 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 	periodS := 1 / loopHz
 	// The arms' physics states lie in one slice of values, not pointers:
 	// the tightest layout the physics allows (nothing but what a step
-	// touches), so this is a floor for any service layout; on huge pages
-	// where the kernel gives them, as the service's shards' records are.
+	// touches), so this is a floor for any service layout; on huge pages when
+	// asked (HAPTICD_HUGE_PAGES=1), as the service's shards' records are.
 	all := loop.HugeSlice[sim.ArmCore](arms)
 	for i := range all {
 		// The same options hapticd's --sim-arms gives its arms.
