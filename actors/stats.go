@@ -127,13 +127,26 @@ func shardStats(shards []loop.ShardStats) []protocol.ShardStats {
 		ps := protocol.ShardStats{Devices: sh.Devices, Loop: protocol.LoopStats{TargetUs: us(st.TargetNs),
 			PeriodUsP50: us(st.Period.P50Ns), PeriodUsP99: us(st.Period.P99Ns), PeriodUsMax: us(st.Period.MaxNs),
 			Overruns: st.Overruns, Ticks: st.Ticks, Realtime: st.Realtime},
-			PeriodBuckets: make([]protocol.HistogramBucket, 0, len(sh.PeriodBuckets))}
-		for _, b := range sh.PeriodBuckets {
-			ps.PeriodBuckets = append(ps.PeriodBuckets, protocol.HistogramBucket{UpperUs: us(b.HiNs), Count: b.N})
-		}
+			PeriodBuckets: buckets(sh.PeriodBuckets), Busy: durations(st.Busy), BusyBuckets: buckets(sh.BusyBuckets)}
 		out = append(out, ps)
 	}
 	return out
+}
+
+// buckets is a histogram's buckets as /stats serves them, each by its
+// upper bound.
+func buckets(bs []loop.Bucket) []protocol.HistogramBucket {
+	out := make([]protocol.HistogramBucket, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, protocol.HistogramBucket{UpperUs: us(b.HiNs), Count: b.N})
+	}
+	return out
+}
+
+// durations is a distribution as /stats serves it.
+func durations(s loop.Summary) protocol.DurationStats {
+	return protocol.DurationStats{Count: s.Count, P50Us: us(s.P50Ns), P90Us: us(s.P90Ns), P99Us: us(s.P99Ns),
+		P999Us: us(s.P999Ns), MaxUs: us(s.MaxNs)}
 }
 
 func summary(s loop.Summary) protocol.RoundTripStats {

@@ -132,6 +132,11 @@ type CapacityWindow struct {
 	// the service started for a hapticd whose /stats has no shards), the
 	// bare loop's over its run.
 	PeriodP99Us float64 `json:"period_p99_us"`
+	// PassP99Us is the worst shard's pass p99 over the window (busy_buckets
+	// in /stats: a tick's stepping, from the pacer's wake-up), the bare
+	// loop's worst thread's over its run: the two sides' tails at equal
+	// arms. Zero for a hapticd that does not serve it.
+	PassP99Us float64 `json:"pass_p99_us,omitempty"`
 	// CPUPercent is the service's CPU use (100 = one core); NsPerStep the
 	// bare loop's cost per arm step.
 	CPUPercent float64 `json:"cpu_percent,omitempty"`
@@ -257,7 +262,7 @@ func Capacity(ctx context.Context, o CapacityOptions) (CapacityReport, error) {
 			if err != nil {
 				return CapacityWindow{Error: err.Error()}, err
 			}
-			return CapacityWindow{OverrunFraction: b.OverrunFraction(), PeriodP99Us: b.PeriodUsP99, NsPerStep: b.NsPerStep}, nil
+			return CapacityWindow{OverrunFraction: b.OverrunFraction(), PeriodP99Us: b.PeriodUsP99, PassP99Us: b.Busy.P99Us, NsPerStep: b.NsPerStep}, nil
 		}
 	}
 	var searchErr error
@@ -282,8 +287,12 @@ func (o CapacityOptions) progressLine(p CapacityProbe) {
 		}
 		windows = fmt.Sprintf(", median of %s %%", strings.Join(fs, ", "))
 	}
-	fmt.Fprintf(o.Progress, "pair %d of %d, %s: %d arms: %s (overruns %.2f %%%s; period p99 %s µs)%s\n", p.Pair, o.Pairs, p.Side, p.Arms,
-		verdictText(p.Pass), 100*p.OverrunFraction, windows, number(p.PeriodP99Us), errSuffix(p.Error))
+	var pass string
+	if p.PassP99Us > 0 {
+		pass = fmt.Sprintf(", pass p99 %s µs", number(p.PassP99Us))
+	}
+	fmt.Fprintf(o.Progress, "pair %d of %d, %s: %d arms: %s (overruns %.2f %%%s; period p99 %s µs%s)%s\n", p.Pair, o.Pairs, p.Side, p.Arms,
+		verdictText(p.Pass), 100*p.OverrunFraction, windows, number(p.PeriodP99Us), pass, errSuffix(p.Error))
 }
 
 // pairLine prints a pair's capacities and ratio when it is done.
@@ -600,6 +609,7 @@ func serviceWindow(ctx context.Context, binary string, n int, o CapacityOptions)
 		return w, nil
 	}
 	w.OverrunFraction, w.PeriodP99Us, w.CPUPercent = lf.OverrunFractionWorst, lf.PeriodP99UsWorst, pf.CPUPercent
+	w.PassP99Us = lf.PassP99UsWorst
 	w.HeapPerArm = float64(win.after.Process.HeapBytes) / float64(n)
 	w.RSSPerArm = float64(win.after.Process.RSSBytes) / float64(n)
 	return w, nil
@@ -664,6 +674,9 @@ func shardWindowFigures(before, after ServiceStats, window time.Duration) (LoopF
 		lf.Overruns += overruns
 		lf.OverrunFractionWorst = max(lf.OverrunFractionWorst, f)
 		lf.PeriodP99UsWorst = max(lf.PeriodP99UsWorst, p99)
+		if pass, ok := protocol.WindowQuantileUs(b.BusyBuckets, sh.BusyBuckets, 0.99); ok {
+			lf.PassP99UsWorst = max(lf.PassP99UsWorst, pass)
+		}
 		lf.PeriodMaxUsWorst = max(lf.PeriodMaxUsWorst, sh.Loop.PeriodUsMax)
 		if first || ticks < lf.Ticks {
 			lf.Ticks = ticks

@@ -525,8 +525,8 @@ func TestCapacityWindowOutlastsALateRead(t *testing.T) {
 }
 
 // TestCapacityFiguresFromShardsOrDevices: a probe reads /stats without the
-// device entries and takes the window from the shards, the period p99 the
-// window's; from a hapticd whose /stats lists no shards (an older binary
+// device entries and takes the window from the shards, the period p99 and
+// the pass p99 the window's; from a hapticd whose /stats lists no shards (an older binary
 // in a before-and-after run) it takes the same figures from every device;
 // a service holding another number of arms than it was started with fails
 // the probe either way.
@@ -536,12 +536,14 @@ func TestCapacityFiguresFromShardsOrDevices(t *testing.T) {
 		faults  fakeFaults
 		arms    int
 		wantP99 float64
-		wantErr string
+		// wantPass: the window's pass p99, 0 for a hapticd without shards
+		wantPass float64
+		wantErr  string
 	}{
-		{"shards", fakeFaults{overrunPermille: 20}, 3, 2048, ""},
-		{"no shards", fakeFaults{overrunPermille: 20, noShards: true}, 3, 1030, ""},
-		{"shards, arms missing", fakeFaults{overrunPermille: 20}, 4, 0, "holds 3 devices on its shards"},
-		{"no shards, arms missing", fakeFaults{overrunPermille: 20, noShards: true}, 4, 0, "lists 3 arms"},
+		{"shards", fakeFaults{overrunPermille: 20}, 3, 2048, 1536, ""},
+		{"no shards", fakeFaults{overrunPermille: 20, noShards: true}, 3, 1030, 0, ""},
+		{"shards, arms missing", fakeFaults{overrunPermille: 20}, 4, 0, 0, "holds 3 devices on its shards"},
+		{"no shards, arms missing", fakeFaults{overrunPermille: 20, noShards: true}, 4, 0, 0, "lists 3 arms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -583,6 +585,9 @@ func TestCapacityFiguresFromShardsOrDevices(t *testing.T) {
 			}
 			if lf.PeriodP99UsWorst != c.wantP99 {
 				t.Errorf("period p99 %g µs, want %g", lf.PeriodP99UsWorst, c.wantP99)
+			}
+			if lf.PassP99UsWorst != c.wantPass {
+				t.Errorf("pass p99 %g µs, want %g", lf.PassP99UsWorst, c.wantPass)
 			}
 		})
 	}

@@ -212,11 +212,11 @@ func (f *fakeService) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, "]")
 	if !f.noShards {
-		// One shard holds every arm; its overrun ticks took 2 ms, the
-		// others 1 ms.
+		// One shard holds every arm; its overrun ticks took 2 ms, their
+		// passes 1.5 ms, the others 1 ms and 0.5 ms.
 		late := ticks * f.overrunPermille / 1000
-		fmt.Fprintf(w, `,"shards":[{"devices":%d,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":2000,"period_us_max":2000,"overruns":%d,"ticks":%d},"period_buckets":[{"upper_us":1024,"count":%d},{"upper_us":2048,"count":%d}]}]`,
-			len(f.arms), late, ticks, ticks-late, late)
+		fmt.Fprintf(w, `,"shards":[{"devices":%d,"loop":{"target_us":1000,"period_us_p50":1000,"period_us_p99":2000,"period_us_max":2000,"overruns":%d,"ticks":%d},"period_buckets":[{"upper_us":1024,"count":%d},{"upper_us":2048,"count":%d}],"busy_buckets":[{"upper_us":512,"count":%d},{"upper_us":1536,"count":%d}]}]`,
+			len(f.arms), late, ticks, ticks-late, late, ticks-late, late)
 	}
 	fmt.Fprintf(w, `,"process":{"cpu_seconds":%g,"rss_bytes":10485760,"goroutines":12,"sessions":%d,"gc_pause_total_ns":%d,"gc_count":%d,"heap_bytes":4194304}}}`,
 		elapsed.Seconds()/2, f.sessions.Load(), ticks*1000, ticks/100)

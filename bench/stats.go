@@ -113,8 +113,11 @@ type LoopFigures struct {
 	PeriodP99UsMedian float64 `json:"period_p99_us_median"`
 	PeriodP99UsWorst  float64 `json:"period_p99_us_worst"`
 	PeriodMaxUsWorst  float64 `json:"period_max_us_worst"`
-	Ticks             uint64  `json:"ticks"`
-	Overruns          uint64  `json:"overruns"`
+	// PassP99UsWorst is the worst shard's pass p99 over the window (from
+	// its busy_buckets; zero without shards that serve them).
+	PassP99UsWorst float64 `json:"pass_p99_us_worst,omitempty"`
+	Ticks          uint64  `json:"ticks"`
+	Overruns       uint64  `json:"overruns"`
 	// OverrunFractionWorst is the largest Δoverruns/Δticks of any device.
 	OverrunFractionWorst  float64 `json:"overrun_fraction_worst"`
 	OverrunFractionMedian float64 `json:"overrun_fraction_median"`

@@ -26,6 +26,25 @@ type ShardStats struct {
 	// is a window's distribution (WindowQuantileUs), where Loop's
 	// percentiles cover the whole run.
 	PeriodBuckets []HistogramBucket `json:"period_buckets"`
+	// Busy is the distribution of the shard's passes since the service
+	// started: each tick, from the pacer's wake-up to the last device
+	// stepped. A shard overruns when a pass outlasts the period less the
+	// wake-up's lateness, so its tail is where overruns come from.
+	Busy DurationStats `json:"busy"`
+	// BusyBuckets is Busy's histogram as PeriodBuckets is the period's:
+	// two reads' difference is a window's passes.
+	BusyBuckets []HistogramBucket `json:"busy_buckets"`
+}
+
+// DurationStats is a distribution of durations in microseconds: how many,
+// percentiles and the largest.
+type DurationStats struct {
+	Count  uint64  `json:"count"`
+	P50Us  float64 `json:"p50_us"`
+	P90Us  float64 `json:"p90_us"`
+	P99Us  float64 `json:"p99_us"`
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
 }
 
 // HistogramBucket is one bucket of a histogram of durations: Count values
@@ -140,6 +159,10 @@ type BaselineArms struct {
 	PeriodUsP99 float64 `json:"period_us_p99"`
 	// NsPerStep is the mean cost of one arm's step.
 	NsPerStep float64 `json:"ns_per_step"`
+	// Busy is the worst thread's passes over its arms, each tick from the
+	// pacer's wake-up to the last arm stepped, as a service shard's
+	// (Stats.Shards[].Busy), so the two compare at equal arms a thread.
+	Busy DurationStats `json:"busy"`
 }
 
 // OverrunFraction is overruns per tick (1 when nothing ticked).
@@ -194,12 +217,18 @@ func AppendStats(dst []byte, s *Stats) []byte {
 func appendShardStats(dst []byte, sh *ShardStats) []byte {
 	dst = strconv.AppendInt(append(dst, `{"devices":`...), int64(sh.Devices), 10)
 	dst = appendLoopStats(append(dst, `,"loop":`...), &sh.Loop)
-	dst = append(dst, `,"period_buckets":`...)
-	if sh.PeriodBuckets == nil {
-		return append(dst, "null}"...)
+	dst = appendBuckets(append(dst, `,"period_buckets":`...), sh.PeriodBuckets)
+	dst = appendDurationStats(append(dst, `,"busy":`...), &sh.Busy)
+	dst = appendBuckets(append(dst, `,"busy_buckets":`...), sh.BusyBuckets)
+	return append(dst, '}')
+}
+
+func appendBuckets(dst []byte, bs []HistogramBucket) []byte {
+	if bs == nil {
+		return append(dst, "null"...)
 	}
 	dst = append(dst, '[')
-	for i, b := range sh.PeriodBuckets {
+	for i, b := range bs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -207,7 +236,17 @@ func appendShardStats(dst []byte, sh *ShardStats) []byte {
 		dst = appendUintField(dst, `,"count":`, b.Count)
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
+}
+
+func appendDurationStats(dst []byte, d *DurationStats) []byte {
+	dst = appendUintField(dst, `{"count":`, d.Count)
+	dst = AppendFloat(append(dst, `,"p50_us":`...), d.P50Us)
+	dst = AppendFloat(append(dst, `,"p90_us":`...), d.P90Us)
+	dst = AppendFloat(append(dst, `,"p99_us":`...), d.P99Us)
+	dst = AppendFloat(append(dst, `,"p999_us":`...), d.P999Us)
+	dst = AppendFloat(append(dst, `,"max_us":`...), d.MaxUs)
+	return append(dst, '}')
 }
 
 func appendDeviceStats(dst []byte, d *DeviceStats) []byte {

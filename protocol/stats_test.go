@@ -27,10 +27,13 @@ func statsDoc(n int) Stats {
 	}
 	for i := range min(n, 2) {
 		s.Shards = append(s.Shards, ShardStats{Devices: 100 + i, Loop: LoopStats{TargetUs: 1000, PeriodUsP50: 1000.5, PeriodUsP99: 2047.75, Overruns: 3, Ticks: 9000, Realtime: i == 1},
-			PeriodBuckets: []HistogramBucket{{UpperUs: 0.875, Count: 1}, {UpperUs: 1024.5, Count: 8999}}})
+			PeriodBuckets: []HistogramBucket{{UpperUs: 0.875, Count: 1}, {UpperUs: 1024.5, Count: 8999}},
+			Busy:          DurationStats{Count: 9000, P50Us: 412.5, P90Us: 450.25, P99Us: 767, P999Us: 1023.5, MaxUs: 35908.027e3},
+			BusyBuckets:   []HistogramBucket{{UpperUs: 415.75, Count: 8990}, {UpperUs: 35908.027e3, Count: 10}}})
 	}
 	if n == 1 {
 		s.Shards[0].PeriodBuckets = nil
+		s.Shards[0].BusyBuckets = nil
 	}
 	return s
 }

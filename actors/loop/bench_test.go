@@ -328,12 +328,13 @@ func BenchmarkEffectArmsTick(b *testing.B) {
 
 func effectArmsTick(b *testing.B, n int, effects bool) {
 	s := NewScheduler(SchedulerOptions{Shards: 1, ShardFill: n})
-	bare := make([]sim.ArmCore, n)
+	// On huge pages when the shard's blocks are (HugeSlice).
+	bare := HugeSlice[sim.ArmCore](n)
 	sets := make([]*effect.Set, n)
 	// The bare loop's renderers hold their two effects inline, side by
 	// side in one slice: the layout a loop written for this alone would
 	// choose (separately allocated slots cost it 2 to 6 times more).
-	renderers := make([]BareEffects, n)
+	renderers := HugeSlice[BareEffects](n)
 	for i := range n {
 		_, set := effectArm(b, s, i, effects)
 		sets[i] = set

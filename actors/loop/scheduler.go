@@ -100,7 +100,9 @@ func (sh *shard) record() *simArm {
 		sh.free = sh.free[:n-1]
 		return r
 	}
-	b := new(armBlock)
+	// On huge pages when asked (HAPTICD_HUGE_PAGES=1): a pass streams every
+	// block (hugepages.go).
+	b := newHuge[armBlock]()
 	old := *sh.blocks.Load()
 	for i := range b.arms {
 		b.arms[i].armCold = &b.cold[i]
@@ -491,6 +493,10 @@ type ShardStats struct {
 	// non-empty buckets lowest first: two reads' difference is a window's
 	// distribution, where Stats.Period covers the shard's whole life.
 	PeriodBuckets []Bucket
+	// BusyBuckets is the histogram of the shard's passes (Stats.Busy: each
+	// tick from the pacer's wake-up to the last device stepped), likewise
+	// since it started, for a window's distribution of pass durations.
+	BusyBuckets []Bucket
 }
 
 // Bucket is one histogram bucket: values in [LoNs, HiNs), N of them.
@@ -510,6 +516,9 @@ func (s *Scheduler) Shards() []ShardStats {
 			Exchange: sums.exchange, Overruns: r.overruns.Load(), Ticks: r.ticks.Load(), Realtime: r.realtime.Load()}}
 		r.period.Buckets(func(lo, hi int64, n uint64) {
 			st.PeriodBuckets = append(st.PeriodBuckets, Bucket{LoNs: lo, HiNs: hi, N: n})
+		})
+		r.busy.Buckets(func(lo, hi int64, n uint64) {
+			st.BusyBuckets = append(st.BusyBuckets, Bucket{LoNs: lo, HiNs: hi, N: n})
 		})
 		out = append(out, st)
 	}

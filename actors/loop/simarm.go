@@ -136,7 +136,7 @@ type armCold struct {
 func (b *armBlock) claimStage(i uint8) *effectStage {
 	fx := b.fx.Load()
 	if fx == nil {
-		b.fx.CompareAndSwap(nil, new([armBlockLen]effectStage))
+		b.fx.CompareAndSwap(nil, newHuge[[armBlockLen]effectStage]())
 		fx = b.fx.Load()
 	}
 	for {

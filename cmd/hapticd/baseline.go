@@ -95,8 +95,9 @@ func writeBaseline(w io.Writer, res protocol.BaselineArms, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d arms at %g Hz: %d ticks, %d overruns, period p50 %.1f µs p99 %.1f µs, %.0f ns per arm step\n",
-		res.Arms, res.LoopHz, res.Ticks, res.Overruns, res.PeriodUsP50, res.PeriodUsP99, res.NsPerStep)
+	b := res.Busy
+	_, err := fmt.Fprintf(w, "%d arms at %g Hz: %d ticks, %d overruns, period p50 %.1f µs p99 %.1f µs, %.0f ns per arm step, pass p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f µs\n",
+		res.Arms, res.LoopHz, res.Ticks, res.Overruns, res.PeriodUsP50, res.PeriodUsP99, res.NsPerStep, b.P50Us, b.P90Us, b.P99Us, b.P999Us, b.MaxUs)
 	return err
 }
 
@@ -110,8 +111,9 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 	periodS := 1 / loopHz
 	// The arms' physics states lie in one slice of values, not pointers:
 	// the tightest layout the physics allows (nothing but what a step
-	// touches), so this is a floor for any service layout.
-	all := make([]sim.ArmCore, arms)
+	// touches), so this is a floor for any service layout; on huge pages when
+	// asked (HAPTICD_HUGE_PAGES=1), as the service's shards' records are.
+	all := loop.HugeSlice[sim.ArmCore](arms)
 	for i := range all {
 		// The same options hapticd's --sim-arms gives its arms.
 		sim.NewArm(sim.ArmOptions{Index: i, PeriodS: periodS, Motion: motion, Seed: int64(i)}).MoveCore(&all[i])
@@ -147,6 +149,7 @@ func stepBareLoops(arms, threads int, loopHz float64, d time.Duration, motion si
 	}
 	res.Ticks, res.Overruns = worst.ticks, worst.overruns
 	res.PeriodUsP50, res.PeriodUsP99 = float64(worst.p50)/1e3, float64(worst.p99)/1e3
+	res.Busy = worst.busy
 	if steps > 0 {
 		res.NsPerStep = stepNs / steps
 	}
@@ -166,7 +169,7 @@ type bareEffects struct {
 // newBareEffects declares fx on n arms, a Set each, as hapticd's
 // --sim-effects does.
 func newBareEffects(n int, fx simEffects) (*bareEffects, error) {
-	e := &bareEffects{sets: make([]*effect.Set, n), r: make([]loop.BareEffects, n)}
+	e := &bareEffects{sets: make([]*effect.Set, n), r: loop.HugeSlice[loop.BareEffects](n)}
 	for i := range n {
 		set, err := fx.set(simEffectsSession)
 		if err != nil {
@@ -192,6 +195,7 @@ type bareResult struct {
 	ticks, overruns uint64
 	stepNs          int64
 	p50, p99        int64
+	busy            protocol.DurationStats
 }
 
 func (r bareResult) fraction() float64 {
@@ -235,6 +239,9 @@ func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Du
 	// Periods go into the histogram the service's loops use
 	// (protocol/histogram), finer: within 0.8 %, and no allocation per tick.
 	periods := histogram.New(7)
+	// Passes go into a histogram as coarse as a service shard's (its
+	// Stats.Busy), so that the two percentiles compare bucket for bucket.
+	passes := histogram.New(3)
 	p := loop.NewPacer(periodNs, clock)
 	p.Spin(spin)
 	p.KeepP(keepP)
@@ -273,7 +280,9 @@ func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Du
 				fxCmd.ForceN = f
 				_, _ = a.Step(&fxCmd)
 			}
-			res.stepNs += clock.Now() - now
+			pass := clock.Now() - now
+			res.stepNs += pass
+			passes.Record(pass)
 			continue
 		}
 		for i := range arms {
@@ -285,8 +294,13 @@ func stepBareLoop(arms []sim.ArmCore, fx *bareEffects, loopHz float64, d time.Du
 				asleep[i] = true
 			}
 		}
-		res.stepNs += clock.Now() - now
+		pass := clock.Now() - now
+		res.stepNs += pass
+		passes.Record(pass)
 	}
 	res.p50, res.p99 = periods.QuantileNs(0.50), periods.QuantileNs(0.99)
+	b := passes.Summary()
+	res.busy = protocol.DurationStats{Count: b.Count, P50Us: float64(b.P50Ns) / 1e3, P90Us: float64(b.P90Ns) / 1e3,
+		P99Us: float64(b.P99Ns) / 1e3, P999Us: float64(b.P999Ns) / 1e3, MaxUs: float64(b.MaxNs) / 1e3}
 	return res
 }

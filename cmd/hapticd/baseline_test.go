@@ -17,8 +17,8 @@ import (
 )
 
 // TestBaselineArmsSplitsArmsOverThreads: the bare loop steps every arm on
-// the threads asked for and reports ticks and a per-step cost, for each
-// scripted motion the service offers.
+// the threads asked for and reports ticks, a per-step cost and its passes'
+// durations, for each scripted motion the service offers.
 func TestBaselineArmsSplitsArmsOverThreads(t *testing.T) {
 	for _, motion := range []string{"none", "circle", "random"} {
 		var out bytes.Buffer
@@ -32,6 +32,11 @@ func TestBaselineArmsSplitsArmsOverThreads(t *testing.T) {
 		}
 		if b.Arms != 5 || b.LoopHz != 500 || b.Ticks == 0 || b.NsPerStep <= 0 || b.PeriodUsP50 <= 0 {
 			t.Fatalf("motion %s: %+v, want 5 arms at 500 Hz that ticked", motion, b)
+		}
+		// Every tick's pass is counted, in order up to the longest.
+		p := b.Busy
+		if p.Count != b.Ticks || p.MaxUs <= 0 || p.P50Us > p.P90Us || p.P90Us > p.P99Us || p.P99Us > p.P999Us || p.P999Us > p.MaxUs {
+			t.Fatalf("motion %s: busy %+v with %d ticks, want a pass a tick, percentiles ascending to a positive max", motion, p, b.Ticks)
 		}
 	}
 	if err := baselineArms([]string{"--arms", "5", "--threads", "0"}, nil, &bytes.Buffer{}); err == nil {

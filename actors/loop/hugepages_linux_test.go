@@ -1,0 +1,84 @@
+package loop
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestLoopMemoryOnHugePages: with HAPTICD_HUGE_PAGES=1, where the kernel
+// offers transparent huge pages (always or on madvise), the memory a pass
+// streams is backed by them: a
+// shard's blocks and their effect stages, and a bare loop's HugeSlice.
+// /proc/self/smaps counts the huge pages of the mapping that holds each.
+func TestLoopMemoryOnHugePages(t *testing.T) {
+	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(thp), "[never]") {
+		t.Skipf("no transparent huge pages here (%q, %v)", thp, err)
+	}
+	t.Setenv(hugePagesEnv, "1")
+	s := NewScheduler(SchedulerOptions{Shards: 1})
+	s.mu.Lock()
+	var blocks []*armBlock
+	for range 40 { // about 2.8 MiB of blocks: at least one whole huge page
+		blocks = append(blocks, s.shards[0].record().blk)
+		s.shards[0].free = s.shards[0].free[:0]
+	}
+	s.mu.Unlock()
+	stage := blocks[0].claimStage(0)
+	cases := []struct {
+		name string
+		p    unsafe.Pointer
+		n    uintptr
+	}{
+		{"a shard's first block", unsafe.Pointer(blocks[0]), unsafe.Sizeof(*blocks[0])},
+		{"a shard's last block", unsafe.Pointer(blocks[len(blocks)-1]), unsafe.Sizeof(*blocks[0])},
+		{"a block's effect stages", unsafe.Pointer(stage), unsafe.Sizeof(*blocks[0].fx.Load())},
+		{"a bare loop's arms", unsafe.Pointer(&HugeSlice[BareEffects](3000)[0]), 3000 * unsafe.Sizeof(BareEffects{})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kb, err := anonHugeKB(uintptr(c.p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kb < hugePageBytes/1024 {
+				t.Fatalf("the mapping holding %d bytes at %#x has %d kB on huge pages, want at least one (%d kB)", c.n, uintptr(c.p), kb, hugePageBytes/1024)
+			}
+		})
+	}
+}
+
+// anonHugeKB is the AnonHugePages of the mapping in /proc/self/smaps that
+// holds addr.
+func anonHugeKB(addr uintptr) (int, error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-"); ok && !strings.HasSuffix(line, ":") {
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			b, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 == nil && err2 == nil {
+				in = uint64(addr) >= a && uint64(addr) < b
+				continue
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "AnonHugePages:"); ok && in {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no mapping in /proc/self/smaps holds %#x", addr)
+}
