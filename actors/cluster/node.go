@@ -319,8 +319,10 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
 		// A simulated arm nobody read lately publishes one tick in 128
 		// (loop.Device.Load), and the batches are stamped with their
-		// send time: mark every arm read now, so the first push to this
-		// gateway, a tick or more later, carries each arm's current state.
+		// send time: mark every arm read now, so that a push to this
+		// gateway after the shard's next pass carries each arm's current
+		// state. (A push before that pass still carries the older one:
+		// the batch does not say how old a state is.)
 		for _, d := range n.devicesLocked() {
 			d.Loop().PublishSeq()
 		}
