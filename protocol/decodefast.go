@@ -263,7 +263,7 @@ func (m *ClientMessage) decodeEntryFast(s *fastScan, dt DeviceType, typeKey stri
 				if cmd, ok = s.command(kind, dt); !ok {
 					return false
 				}
-			} else if string(name) == "set_gravity_compensation" {
+			} else if string(name) == setGravityCompensation {
 				// A repeat is the general decoder's (the last wins);
 				// another device type warns there.
 				if gravity.Given || dt != TypeArm {

@@ -13,6 +13,10 @@ package protocol
 // member: clients send it to say they are alive, and the frame answers.
 const keepAlive = "keep_alive"
 
+// setGravityCompensation is the state command sawHaplyService sends every
+// cycle (a bool, or the HTTP entry's {"enabled": bool}).
+const setGravityCompensation = "set_gravity_compensation"
+
 // stateCommand describes one state command.
 type stateCommand struct {
 	name    string
@@ -23,7 +27,7 @@ type stateCommand struct {
 // stateCommands is never written.
 var stateCommands = [...]stateCommand{
 	{"set_transform", TypeArm, `{"position": {"x": 0, "y": 0, "z": 0}, "rotation": {"w": 1, "x": 0, "y": 0, "z": 0}, "scale": {"x": 1, "y": 1, "z": 1}}`},
-	{"set_gravity_compensation", TypeArm, `true`},
+	{setGravityCompensation, TypeArm, `true`},
 	{keepAlive, 0, `{}`},
 }
 
@@ -75,7 +79,7 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 			return true, err
 		}
 		e.Transform = p
-	case "set_gravity_compensation":
+	case setGravityCompensation:
 		// The bool sawHaplyService sends, or the HTTP entry's shape.
 		b, ok := v.Bool()
 		if !ok && v.Kind() == KindObject {
