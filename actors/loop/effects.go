@@ -364,6 +364,11 @@ func (d *Device) Output() OutputReport {
 	o := &d.output
 	if !o.read.Load() {
 		o.read.Store(true)
+		// The fast path of a controlled arm on a shard looks for a
+		// reader here, not at o.read (forceStages.takeOutputMark).
+		if r := d.slot.Load(); r != nil {
+			r.outWant.Store(1)
+		}
 	}
 	r := OutputReport{
 		SessionEnergyJ:     math.Float64frombits(o.sessionJ.Load()),
@@ -381,33 +386,57 @@ func (d *Device) Output() OutputReport {
 // store stores the output figures of fs and fx's effects (nil: none),
 // every reportEvery ticks while someone reads them, every unreadEvery
 // otherwise, or when forced (control ended). A device nobody read at its
-// last look looks for a reader only every readLookEvery ticks: the look
-// is a cache line that the tick of a controlled arm on a shard's fast path
-// touches nowhere else, so a new reader's figures start up to that many
-// ticks late (its first Output call gets older ones anyway).
+// last store looks for a reader every reportEvery ticks (its read flag,
+// beside the figures); on a shard's fast path for a controlled arm it
+// looks in the record instead (takeOutputMark), so that path touches the
+// Device only on the ticks that store.
 func (o *outputFigures) store(fs *forceStages, fx *effectStage, force bool) {
-	if fs.outputDue() || force {
+	if fs.outputDue(o) || force {
 		o.storeDue(fs, fx, force)
 	}
 }
 
 // outputDue counts a tick and says whether store may store on it.
-func (fs *forceStages) outputDue() bool {
+func (fs *forceStages) outputDue(o *outputFigures) bool {
 	fs.outTicks++
-	return fs.dueAt(fs.outTicks)
+	t := fs.outTicks
+	return t%reportEvery == 0 && (t >= unreadEvery || fs.readSeen || o.read.Load())
 }
 
-// outputDueNext says whether outputDue will say yes on the next tick (if
-// no store resets the count before).
-func (fs *forceStages) outputDueNext() bool { return fs.dueAt(fs.outTicks + 1) }
+// Until streams22 a device nobody read looked for a reader only every 32
+// ticks, on both paths: on the fast path for a controlled arm the Device's
+// read flag is a line that tick reads nowhere else, a miss (at thousands
+// of arms a page walk too) on three ticks in four of those that touched
+// the Device. The fast path now takes a new reader's mark from the
+// record, on the line its pass reads first, and the full step (which
+// touches the Device anyway) looks every reportEvery ticks, so that both
+// store on the same ticks (TestControlledFastPathStepsAsTheDevice).
 
-func (fs *forceStages) dueAt(t uint8) bool {
-	return t%reportEvery == 0 && (t >= unreadEvery || fs.readSeen || t%readLookEvery == 0)
+// takeOutputMark takes up a new reader's mark (simArm.outWant, set by
+// Device.Output): the figures are stored from the next tick in
+// reportEvery, where storeDue reads the Device's flag itself (a stale
+// mark stores nothing).
+func (fs *forceStages) takeOutputMark(r *simArm) {
+	if r.outWant.Load() != 0 {
+		r.outWant.Store(0)
+		fs.readSeen = true
+	}
 }
 
-// readLookEvery is how often store looks for a reader of a device nobody
-// read at the last look.
-const readLookEvery = 32
+// outputDueOnShard is outputDue on a shard's fast path for a controlled
+// arm: no look at the Device between stores (see takeOutputMark).
+func (fs *forceStages) outputDueOnShard() bool {
+	fs.outTicks++
+	return fs.dueOnShardAt(fs.outTicks)
+}
+
+// outputDueNextOnShard says whether outputDueOnShard will say yes on the
+// next tick (if no store resets the count before).
+func (fs *forceStages) outputDueNextOnShard() bool { return fs.dueOnShardAt(fs.outTicks + 1) }
+
+func (fs *forceStages) dueOnShardAt(t uint8) bool {
+	return t%reportEvery == 0 && (t >= unreadEvery || fs.readSeen)
+}
 
 // storeDue is store on a tick that may store.
 func (o *outputFigures) storeDue(fs *forceStages, fx *effectStage, force bool) {

@@ -72,8 +72,9 @@ func fusable(in *forceInputs) bool {
 func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
 	now, dt := r.tickAt(ps.now, c.periodNs)
 	fs := &c.fs
+	fs.takeOutputMark(r)
 	in := &c.in
-	if fs.outputDueNext() {
+	if fs.outputDueNextOnShard() {
 		prefetchOutput(uintptr(unsafe.Add(unsafe.Pointer(d), outputAt)))
 	}
 	pos, v := r.core.Position(), r.core.Velocity()
@@ -209,7 +210,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		d.output.store(fs, in.fx, true)
 		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
 	}
-	if fs.outputDue() {
+	if fs.outputDueOnShard() {
 		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
 	}
 

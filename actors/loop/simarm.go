@@ -109,6 +109,12 @@ type simArm struct {
 	// hotLeft is how many more moving ticks publish every tick: a reader
 	// asked for the state within the last publishHotTicks.
 	hotLeft uint32
+	// outWant is set by a new reader of the output figures (Device.Output)
+	// and taken up by the fast path for controlled arms
+	// (forceStages.takeOutputMark), in the record's first line, which that
+	// path reads anyway: the Device's own read flag is a line of the Device
+	// the fast path would otherwise touch on ticks that only look. (In the padding before outForce: the record stays 344 bytes.)
+	outWant atomic.Uint32
 	// The output of an arm nobody controls (the gravity feed-forward),
 	// and that feed-forward, which the published force leaves out.
 	outForce  hw.Vec3
@@ -585,7 +591,8 @@ func (r *simArm) tickAt(now int64, periodNs int32) (int64, int64) {
 func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
 	now, dt := r.tickAt(ps.now, c.periodNs)
 	fs := &c.fs
-	if fs.outputDueNext() {
+	fs.takeOutputMark(r)
+	if fs.outputDueNextOnShard() {
 		// The store below touches d's output figures, a line no other
 		// tick brings into the cache: asked for now, it arrives while
 		// the force stages run. (Pointer arithmetic: &d.output would
@@ -605,7 +612,7 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	// (d is never nil here): &d.output nil-checks d by loading its first
 	// line, a miss of its own beside the prefetched figures' (a fifth of
 	// controlStep's own samples at 1,000 arms).
-	if fs.outputDue() {
+	if fs.outputDueOnShard() {
 		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, c.in.fx, false)
 	}
 	if c.gravity {
@@ -802,6 +809,7 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	d.arm = r
 	r.hotLeft = 0
 	r.want.Store(0)
+	r.outWant.Store(0) // a mark left for the record's last device
 	d.taps.mu.Lock() // the mirror and the slot change together (AddTap)
 	r.taps.Store(d.taps.list.Load())
 	d.slot.Store(r)
