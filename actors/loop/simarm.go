@@ -809,7 +809,8 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	d.arm = r
 	r.hotLeft = 0
 	r.want.Store(0)
-	r.outWant.Store(0) // a mark left for the record's last device
+	// A mark left for the record's last device.
+	r.outWant.Store(0)
 	d.taps.mu.Lock() // the mirror and the slot change together (AddTap)
 	r.taps.Store(d.taps.list.Load())
 	d.slot.Store(r)
