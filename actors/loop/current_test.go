@@ -132,3 +132,39 @@ func TestLoadCurrentSaysAsOfWhenTheStateIsCurrent(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoadCurrent: what LoadCurrent costs a reader beside Load (a lab
+// node's push reads every arm with it), on a moving arm on a shard that a
+// pass steps between reads; the ratio to Load's in the same run is the
+// figure.
+func BenchmarkLoadCurrent(b *testing.B) {
+	for _, name := range []string{"Load", "LoadCurrent"} {
+		b.Run(name, func(b *testing.B) {
+			clock := looptest.NewClock(1000 * ms)
+			d := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+			s.Add(d)
+			defer s.Stop()
+			sh := s.shards[0]
+			var snap Snapshot
+			var sink int64
+			b.ResetTimer()
+			for i := range b.N {
+				if i%64 == 0 {
+					b.StopTimer()
+					sh.passLocked(clock.Advance(ms), clock)
+					b.StartTimer()
+				}
+				if name == "Load" {
+					d.Load(&snap)
+					sink += snap.TimeNs
+				} else {
+					sink += d.LoadCurrent(&snap)
+				}
+			}
+			if sink == 0 {
+				b.Fatal("nothing read")
+			}
+		})
+	}
+}
