@@ -74,10 +74,19 @@
 // node as a quiet client does. Each command carries the send time of the
 // newest batch the gateway had from the node, and its lease ends at most
 // LeaseMs after it: a node whose pushes are lost one way stops the force
-// within the lease even while the gateway's commands still arrive. Each batch carries the node's read time and
-// its estimate of the gateway's clock offset; with the gateway's own
-// estimate from the other direction, the proxy measures how old each state
-// its loop takes is (GET /stats, remote.state_age).
+// within the lease even while the gateway's commands still arrive. Each
+// batch carries the node's read time and its estimate of the gateway's
+// clock offset; with the gateway's own estimate from the other direction,
+// the proxy measures how old each state its loop takes is (GET /stats,
+// remote.state_age). Each state also says how old it was at the node's read
+// (wire.State.age_ns): the read time less the tick as of which the node's
+// loop knows it current (loop.Device.LoadCurrent), not less its publish
+// time. A moving simulated arm nobody read lately publishes one tick in
+// 128, so the first push to a gateway that just subscribed may carry a
+// state up to 127 ms old, and says so; an arm at rest keeps a snapshot
+// published long ago that is still current, and is pushed as such. The
+// proxy counts a state's age from then, and keeps the later time of a
+// state pushed twice (the same tick).
 //
 // # Effects
 //

@@ -524,17 +524,18 @@ func (g *Gateway) states(m *wire.StateBatch) {
 	// When the node read the states, on the gateway's clock: the mean of
 	// the node's estimate (gateway less node, low by the shortest delay to
 	// the node) and the gateway's (high by the shortest delay from it).
-	sampled := m.SentUnixNs
+	// Each state says how old it was then (setState).
+	read := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
 		n.lastSeen, n.heard = now, true
 		n.offset.sample(m.SentUnixNs, now)
-		sampled += (m.OffsetNs - n.offset.ns()) / 2
+		read += (m.OffsetNs - n.offset.ns()) / 2
 	}
 	// A batch from a node not (or no longer) known waits for its
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s, sampled, m.SentUnixNs)
+			p.setState(s, read, m.SentUnixNs)
 		}
 	}
 	g.mu.Unlock()

@@ -318,11 +318,11 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
 		// A simulated arm nobody read lately publishes one tick in 128
-		// (loop.Device.Load), and the batches are stamped with their
-		// send time: mark every arm read now, so that a push to this
-		// gateway after the shard's next pass carries each arm's current
-		// state. (A push before that pass still carries the older one:
-		// the batch does not say how old a state is.)
+		// (loop.Device.Load): mark every arm read now, so that a push to
+		// this gateway after the shard's next pass carries each arm's
+		// current state. A push before that pass may carry an older one,
+		// and says how old (wire.State.age_ns, from
+		// loop.Device.LoadCurrent).
 		for _, d := range n.devicesLocked() {
 			d.Loop().PublishSeq()
 		}
@@ -540,17 +540,9 @@ func (n *Node) push() {
 	defer n.wg.Done()
 	t := time.NewTicker(time.Second / time.Duration(n.cfg.PushHz))
 	defer t.Stop()
-	type dest struct {
-		pid      *actor.PID
-		owner    uint64
-		offsetNs int64
-	}
 	var (
-		snaps        []loop.Snapshot
-		uuids        []string
-		fxs          []effectsWire
-		fxOwners     []uint64
-		dests        []dest
+		rd           pushRead
+		dests        []pushDest
 		lapsedOwners []uint64
 		last         = time.Now()
 	)
@@ -580,7 +572,7 @@ func (n *Node) push() {
 			}
 		}
 		for _, s := range n.subs {
-			dests = append(dests, dest{s.pid, s.owner, s.offset.ns()})
+			dests = append(dests, pushDest{s.pid, s.owner, s.offset.ns()})
 		}
 		fxGens := maps.Clone(n.fxGens)
 		navs := maps.Clone(n.navs)
@@ -596,41 +588,84 @@ func (n *Node) push() {
 		if len(dests) == 0 {
 			continue
 		}
-		snaps, uuids, fxs, fxOwners = snaps[:0], uuids[:0], fxs[:0], fxOwners[:0]
-		for uuid, d := range devs {
-			snaps = append(snaps, loop.Snapshot{})
-			d.Load(&snaps[len(snaps)-1])
-			uuids = append(uuids, uuid)
-			var fxOwner uint64
-			if set := d.Effects(); set != nil {
-				fxOwner = set.Session
-			}
-			fxOwners = append(fxOwners, fxOwner)
-			fxs = append(fxs, effectsToWire(d, snaps[len(snaps)-1].Owner != 0))
-		}
-		sent := now.UnixNano()
+		n.read(&rd, devs, now)
 		for _, to := range dests {
 			if inv != nil {
 				n.sys.Root.Send(to.pid, inv)
 			}
-			// One batch per gateway: the offset is the gateway's, and so is
-			// whether someone else holds each device.
-			states := make([]*wire.State, len(snaps))
-			for i := range snaps {
-				states[i] = stateToWire(uuids[i], &snaps[i])
-				owner := snaps[i].Owner
-				states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
-				fxs[i].fill(states[i])
-				if fxOwners[i] == to.owner {
-					states[i].EffectsGen = fxGens[fxKey{to.owner, uuids[i]}]
-				}
-				if nav := navs[fxKey{to.owner, uuids[i]}]; nav != nil {
-					nav.fill(states[i])
-				}
-			}
-			n.sys.Root.Send(to.pid, &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: sent, OffsetNs: to.offsetNs})
+			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}
 	}
+}
+
+// pushDest is a gateway a push goes to: where, the register owner its
+// commands are written as, and the node's estimate of its clock less the
+// node's.
+type pushDest struct {
+	pid      *actor.PID
+	owner    uint64
+	offsetNs int64
+}
+
+// pushRead is one push's reading of the node's devices, kept between
+// pushes for its buffers.
+type pushRead struct {
+	sentNs   int64 // when they were read: the node's wall clock...
+	readNs   int64 // ...and its loops' Clock
+	snaps    []loop.Snapshot
+	uuids    []string
+	ages     []int64 // how old each state was when read (stateAgeNs)
+	fxs      []effectsWire
+	fxOwners []uint64
+}
+
+// read reads devs' states at now into rd.
+func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time) {
+	rd.sentNs = now.UnixNano()
+	rd.snaps, rd.uuids, rd.ages, rd.fxs, rd.fxOwners = rd.snaps[:0], rd.uuids[:0], rd.ages[:0], rd.fxs[:0], rd.fxOwners[:0]
+	// The batch says the states were read at sentNs; each says how old it
+	// was then, on the loops' clock read at the same moment.
+	rd.readNs = n.clock.Now()
+	for uuid, d := range devs {
+		rd.snaps = append(rd.snaps, loop.Snapshot{})
+		snap := &rd.snaps[len(rd.snaps)-1]
+		rd.ages = append(rd.ages, stateAgeNs(d.Loop(), snap, rd.readNs))
+		rd.uuids = append(rd.uuids, uuid)
+		var fxOwner uint64
+		if set := d.Effects(); set != nil {
+			fxOwner = set.Session
+		}
+		rd.fxOwners = append(rd.fxOwners, fxOwner)
+		rd.fxs = append(rd.fxs, effectsToWire(d, snap.Owner != 0))
+	}
+}
+
+// batch is rd as pushed to one gateway: the offset is the gateway's, and
+// so is whether someone else holds each device.
+func (n *Node) batch(rd *pushRead, to pushDest, lapsedOwners []uint64, fxGens map[fxKey]uint64, navs map[fxKey]*forwardedNav) *wire.StateBatch {
+	states := make([]*wire.State, len(rd.snaps))
+	for i := range rd.snaps {
+		states[i] = stateToWire(rd.uuids[i], &rd.snaps[i])
+		states[i].AgeNs = rd.ages[i]
+		owner := rd.snaps[i].Owner
+		states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
+		rd.fxs[i].fill(states[i])
+		if rd.fxOwners[i] == to.owner {
+			states[i].EffectsGen = fxGens[fxKey{to.owner, rd.uuids[i]}]
+		}
+		if nav := navs[fxKey{to.owner, rd.uuids[i]}]; nav != nil {
+			nav.fill(states[i])
+		}
+	}
+	return &wire.StateBatch{NodeId: n.cfg.NodeID, States: states, SentUnixNs: rd.sentNs, OffsetNs: to.offsetNs}
+}
+
+// stateAgeNs loads d's state into dst and says how old it was at readNs
+// (d's Clock): readNs less the tick as of which the loop knows it current,
+// not less its publish time (loop.Device.LoadCurrent). Never negative: a
+// pass that ended after readNs made it current then.
+func stateAgeNs(d *loop.Device, dst *loop.Snapshot, readNs int64) int64 {
+	return max(readNs-d.LoadCurrent(dst), 0)
 }
 
 func stateToWire(uuid string, s *loop.Snapshot) *wire.State {

@@ -50,11 +50,13 @@ type proxy struct {
 	stateAge *histogram.Histogram
 	nodeURL  string
 
-	// mu guards st, sampledNs (when the node read st, on the gateway's
-	// wall clock) and pushed, the node's control then; written by the
-	// gateway actor and read by the loop.
+	// mu guards st, its tick on the node (stTick), sampledNs (the time
+	// as of which the node's loop knew st current, on the gateway's wall
+	// clock) and pushed, the node's control then; written by the gateway
+	// actor and read by the loop.
 	mu        sync.Mutex
 	st        hw.State
+	stTick    uint64
 	sampledNs int64
 	pushed    nodeControl
 	// batchSentNs is the node's send time (its clock) of the batch st
@@ -149,9 +151,13 @@ func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 	return p.nodeID, p.nodeURL, p.stateAge.Summary()
 }
 
-// setState takes a pushed state that the node read at sampledNs (gateway
-// wall clock) and sent at batchSentNs (the node's clock).
-func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
+// setState takes a pushed state that the node read at readNs (gateway
+// wall clock) and sent at batchSentNs (the node's clock). The state was
+// current m.AgeNs before readNs: that is its time here (sampledNs), so a
+// state the node's loop had not published for a while, or had kept since
+// its arm came to rest, is as old as the loop knows it to be.
+func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
+	sampledNs := readNs - max(m.AgeNs, 0)
 	var st hw.State
 	stateFromWire(m, &st)
 	// The node's control: idle, or a mode a command can carry (anything
@@ -164,7 +170,12 @@ func (p *proxy) setState(m *wire.State, sampledNs, batchSentNs int64) {
 		target = [3]float64{}
 	}
 	p.mu.Lock()
-	p.st, p.sampledNs, p.batchSentNs = st, sampledNs, batchSentNs
+	if m.Tick != 0 && m.Tick == p.stTick {
+		// The same state again: current as of the later of the two
+		// (a push's estimate may be the coarser one).
+		sampledNs = max(sampledNs, p.sampledNs)
+	}
+	p.st, p.stTick, p.sampledNs, p.batchSentNs = st, m.Tick, sampledNs, batchSentNs
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	effectsFromWire(m, &p.fxRep, &p.fxOut)
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep

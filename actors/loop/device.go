@@ -269,6 +269,11 @@ type Device struct {
 	// checks). An address, not a pointer, so that markRead inlines (no
 	// write barrier); it is only compared with slot, and attach clears it.
 	readMark atomic.Uintptr
+	// markPass is 1 + the shard's started pass count just after the mark
+	// that readMark names was set, so every pass from markPass on saw it;
+	// 0 when unknown (the shard clears it as it takes a mark up, before
+	// it clears readMark, and attach clears it). LoadCurrent reads it.
+	markPass atomic.Uint64
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -378,7 +383,8 @@ func (d *Device) Register() *Register { return &d.reg }
 // (publishIdleEvery): the first Load after a quiet spell may get a state
 // up to 127 ticks old (under 128 ms at 1 kHz; Tick and TimeNs say which), and
 // the arm publishes every tick from the shard's next one on, for as long
-// as someone reads it (and publishHotTicks after).
+// as someone reads it (and publishHotTicks after). LoadCurrent also says
+// as of when the state is current.
 func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
 
 // LoadPhysical is Load without what a lazy driver derives from the pose on
@@ -436,6 +442,9 @@ func (d *Device) markRead() {
 		d.readMark.Store(uintptr(unsafe.Pointer(r)))
 		r.want.Store(1)
 		r.blk.want.Store(1) // after the record's mark, which the pass looks for then
+		// The shard's pass count after the marks: the passes after it
+		// start after them and see them (LoadCurrent).
+		d.markPass.Store(r.sh.stats.ticks.Load() + 1)
 	}
 }
 

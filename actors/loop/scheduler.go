@@ -90,6 +90,12 @@ type shard struct {
 	stats   *runnerStats
 	wake    chan struct{} // Add's signal to a shard that sleeps with no devices
 	free    []*simArm     // records to reuse; the Scheduler's mu guards it
+	// passNs are the Clock times of the latest passes, by pass number
+	// modulo publishIdleEvery, and passDone is the number of the last pass
+	// completed: Device.LoadCurrent reads them to say as of when a state
+	// its records published is current (current.go). Two stores a pass.
+	passNs   [publishIdleEvery]atomic.Int64
+	passDone atomic.Uint64
 }
 
 // record returns a free record, adding a block when none is left. The
@@ -480,6 +486,9 @@ func (sh *shard) pass(now int64, clock Clock, cur **Device) {
 		d.stepAt(now, (tick+uint64(i))%exchangeSampleEvery == 0)
 	}
 	*cur = nil
+	// The pass's time, then its number (passTime reads them in that order).
+	sh.passNs[tick%publishIdleEvery].Store(now)
+	sh.passDone.Store(tick)
 	sh.stats.endTick() // the exchange timed in this pass (ticks ends it again after Busy)
 }
 

@@ -677,6 +677,8 @@ func (b *armBlock) publishDue(r *simArm, i int, due bool) bool {
 		r.want.Store(0)
 		r.hotLeft = publishHotTicks
 		if d := r.dev.Load(); d != nil {
+			// The mark's pass goes before the mark (Device.LoadCurrent).
+			d.markPass.Store(0)
 			d.readMark.CompareAndSwap(uintptr(unsafe.Pointer(r)), 0) // after the mark: see Device.markRead
 		}
 	}
@@ -815,6 +817,7 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.taps.Store(d.taps.list.Load())
 	d.slot.Store(r)
 	d.readMark.Store(0) // after the slot: a reader that loads r marks it again
+	d.markPass.Store(0)
 	d.taps.mu.Unlock()
 	d.cell.Store(&r.pub)
 	d.reg.wake.Store(&r.poke)

@@ -356,7 +356,14 @@ type State struct {
 	// navigation is the node loop's report of that navigation (its track's
 	// loop.NavigationReport), sent while the node holds one that the loop
 	// has rendered: the workspace offset and zone the gateway's frames show.
-	Navigation    *NavigationState `protobuf:"bytes,23,opt,name=navigation,proto3" json:"navigation,omitempty"`
+	Navigation *NavigationState `protobuf:"bytes,23,opt,name=navigation,proto3" json:"navigation,omitempty"`
+	// age_ns is how old the state was when the node read it (ns, >= 0):
+	// the node's read time (the batch's sent_unix_ns) less the tick as of
+	// which the node's loop knows the state to be current
+	// (loop.Device.LoadCurrent). Not the time since it was published: an arm
+	// at rest keeps an old snapshot that is still current, and a moving arm
+	// nobody read lately publishes one tick in 128.
+	AgeNs         int64 `protobuf:"varint,24,opt,name=age_ns,json=ageNs,proto3" json:"age_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -550,6 +557,13 @@ func (x *State) GetNavigation() *NavigationState {
 		return x.Navigation
 	}
 	return nil
+}
+
+func (x *State) GetAgeNs() int64 {
+	if x != nil {
+		return x.AgeNs
+	}
+	return 0
 }
 
 // NavigationState is loop.NavigationReport: one gateway session's bubble
@@ -1706,7 +1720,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xa5\x06\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xbc\x06\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -1737,7 +1751,8 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x0enavigation_gen\x18\x16 \x01(\x04R\rnavigationGen\x12@\n" +
 	"\n" +
 	"navigation\x18\x17 \x01(\v2 .hapticd.cluster.NavigationStateR\n" +
-	"navigation\"\xb3\x02\n" +
+	"navigation\x12\x15\n" +
+	"\x06age_ns\x18\x18 \x01(\x03R\x05ageNs\"\xb3\x02\n" +
 	"\x0fNavigationState\x12\x14\n" +
 	"\x05track\x18\x01 \x01(\x04R\x05track\x12\x17\n" +
 	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x1c\n" +

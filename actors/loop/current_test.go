@@ -1,0 +1,170 @@
+package loop
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
+)
+
+// TestLoadCurrentSaysAsOfWhenTheStateIsCurrent: a simulated arm on a shard,
+// beside a twin stepped directly (which publishes every change), read on
+// several schedules. Every read's currentNs is a tick at which the twin was
+// where the read's snapshot says (never fresher than the truth); a moving
+// arm nobody read lately is reported as old as its last sparse publish; an
+// arm at rest whose old snapshot is still its state is reported current
+// from the read after a mark on, and within publishIdleEvery ticks on the
+// first read after a quiet spell.
+func TestLoadCurrentSaysAsOfWhenTheStateIsCurrent(t *testing.T) {
+	type read struct {
+		tick        int
+		snap        Snapshot
+		currentNs   int64
+		nowNs       int64
+		twinTick    uint64
+		twinTimeNs  int64
+		twinMovedNs int64 // when the twin's state last changed
+	}
+	tests := []struct {
+		name   string
+		motion sim.Motion
+		// reads says whether to read at tick i (of ticks).
+		reads func(i int, rng *rand.Rand) bool
+		ticks int
+		check func(t *testing.T, rs []read)
+	}{{
+		name: "moving, read after quiet spells", motion: sim.MotionCircle, ticks: 12000,
+		reads: func(i int, _ *rand.Rand) bool { return i%3000 == 2999 || i%3000 == 0 },
+		check: func(t *testing.T, rs []read) {
+			for _, r := range rs {
+				if r.tick%3000 == 2999 {
+					// The first read after a quiet spell: the snapshot is
+					// behind and says so.
+					if r.snap.Tick >= r.twinTick || r.currentNs != r.snap.TimeNs {
+						t.Errorf("tick %d, first read after a quiet spell: snapshot of tick %d (the arm is at %d), current as of %d, want its own time %d",
+							r.tick, r.snap.Tick, r.twinTick, r.currentNs, r.snap.TimeNs)
+					}
+				} else if r.currentNs != r.nowNs {
+					t.Errorf("tick %d, the pass after a read: current as of %d, want the pass's %d", r.tick, r.currentNs, r.nowNs)
+				}
+			}
+		},
+	}, {
+		// Sparse reads land anywhere between two sparse publishes.
+		name: "moving, read at random", motion: sim.MotionCircle, ticks: 40000,
+		reads: func(_ int, rng *rand.Rand) bool { return rng.IntN(300) == 0 },
+	}, {
+		name: "at rest, read every tick", motion: sim.MotionNone, ticks: 6000,
+		reads: func(i int, _ *rand.Rand) bool { return i >= 4000 },
+		check: func(t *testing.T, rs []read) {
+			for _, r := range rs[1:] {
+				if r.currentNs != r.nowNs {
+					t.Errorf("tick %d, at rest since %d and read every tick: current as of %d, want the pass's %d", r.tick, r.twinMovedNs, r.currentNs, r.nowNs)
+				}
+			}
+		},
+	}, {
+		name: "at rest, read after quiet spells", motion: sim.MotionNone, ticks: 12000,
+		reads: func(i int, _ *rand.Rand) bool { return i >= 4000 && (i%2500 == 0 || i%2500 == 1) },
+		check: func(t *testing.T, rs []read) {
+			for _, r := range rs {
+				age := r.nowNs - r.currentNs
+				if r.snap.TimeNs > r.nowNs-int64(publishIdleEvery)*ms {
+					t.Fatalf("tick %d: the arm published at %d, not at rest for long: the test needs a longer rest", r.tick, r.snap.TimeNs)
+				}
+				switch {
+				case age < 0 || age >= int64(publishIdleEvery)*ms:
+					t.Errorf("tick %d, at rest since %d: current as of %d, %d ms before the read, want under %d", r.tick, r.twinMovedNs, r.currentNs, age/ms, publishIdleEvery)
+				case r.tick%2500 == 1 && age != 0:
+					t.Errorf("tick %d, at rest, read again a pass after a read: current as of %d, want the pass's %d", r.tick, r.currentNs, r.nowNs)
+				}
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := looptest.NewClock(1000 * ms)
+			newArm := func() *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: tc.motion}) }
+			opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+			onShard, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+			s.Add(onShard)
+			defer s.Stop()
+			sh := s.shards[0]
+			// The twin's position by tick time: the truth a read is judged by.
+			at := map[int64]hw.Vec3{}
+			var tw Snapshot
+			var movedNs int64
+			rng := rand.New(rand.NewPCG(1, 2))
+			var rs []read
+			for i := range tc.ticks {
+				now := clock.Advance(ms)
+				twin.Step(now)
+				sh.passLocked(now, clock)
+				twin.Load(&tw)
+				if prev, ok := at[now-ms]; !ok || prev != tw.State.PositionM {
+					movedNs = now
+				}
+				at[now] = tw.State.PositionM
+				if !tc.reads(i, rng) {
+					continue
+				}
+				r := read{tick: i, nowNs: now, twinTick: tw.Tick, twinTimeNs: tw.TimeNs, twinMovedNs: movedNs}
+				r.currentNs = onShard.LoadCurrent(&r.snap)
+				if r.currentNs < r.snap.TimeNs || r.currentNs > now {
+					t.Fatalf("tick %d: current as of %d, outside the snapshot's time %d and now %d", i, r.currentNs, r.snap.TimeNs, now)
+				}
+				if want, ok := at[r.currentNs]; !ok || want != r.snap.State.PositionM {
+					t.Fatalf("tick %d: current as of %d (%d ms ago) at %+v, but the arm was at %+v then: a stale state presented as fresher than it is",
+						i, r.currentNs, (now-r.currentNs)/ms, r.snap.State.PositionM, want)
+				}
+				rs = append(rs, r)
+			}
+			if len(rs) == 0 {
+				t.Fatal("no reads")
+			}
+			if tc.check != nil {
+				tc.check(t, rs)
+			}
+			t.Logf("%d reads", len(rs))
+		})
+	}
+}
+
+// BenchmarkLoadCurrent: what LoadCurrent costs a reader beside Load (a lab
+// node's push reads every arm with it), on a moving arm on a shard that a
+// pass steps between reads; the ratio to Load's in the same run is the
+// figure.
+func BenchmarkLoadCurrent(b *testing.B) {
+	for _, name := range []string{"Load", "LoadCurrent"} {
+		b.Run(name, func(b *testing.B) {
+			clock := looptest.NewClock(1000 * ms)
+			d := NewDevice(sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle}), DeviceOptions{PeriodNs: ms, Clock: clock})
+			s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+			s.Add(d)
+			defer s.Stop()
+			sh := s.shards[0]
+			var snap Snapshot
+			var sink int64
+			b.ResetTimer()
+			for i := range b.N {
+				if i%64 == 0 {
+					b.StopTimer()
+					sh.passLocked(clock.Advance(ms), clock)
+					b.StartTimer()
+				}
+				if name == "Load" {
+					d.Load(&snap)
+					sink += snap.TimeNs
+				} else {
+					sink += d.LoadCurrent(&snap)
+				}
+			}
+			if sink == 0 {
+				b.Fatal("nothing read")
+			}
+		})
+	}
+}
