@@ -246,6 +246,7 @@ type Device struct {
 	// of the driver reads fs.
 	fx atomic.Pointer[effectStage]
 	fs *forceStages
+	ft *forceTally // the rest of their state, as fs (armBlock.ctlCold)
 
 	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner
@@ -347,7 +348,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.Clock = SystemClock()
 	}
 	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
-	d.fs = new(forceStages)
+	d.fs, d.ft = new(forceStages), new(forceTally)
 	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)
 	d.lazy, _ = drv.(lazyStateDriver)

@@ -260,9 +260,10 @@ func TestPeriodBounds(t *testing.T) {
 				t.Fatalf("PeriodNs %d: got %d, want %d", tt.give, d.opts.PeriodNs, tt.wantNs)
 			}
 			var c armControl
-			d.fillControl(&c)
-			if int64(c.periodNs) != tt.wantNs {
-				t.Fatalf("shard record period %d, want %d", c.periodNs, tt.wantNs)
+			var cmd commandInputs
+			d.fillControl(&c, &cmd)
+			if int64(c.fs.periodNs) != tt.wantNs {
+				t.Fatalf("shard record period %d, want %d", c.fs.periodNs, tt.wantNs)
 			}
 		})
 	}

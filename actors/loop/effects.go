@@ -390,9 +390,9 @@ func (d *Device) Output() OutputReport {
 // beside the figures); on a shard's fast path for a controlled arm it
 // looks in the record instead (takeOutputMark), so that path touches the
 // Device only on the ticks that store.
-func (o *outputFigures) store(fs *forceStages, fx *effectStage, force bool) {
+func (o *outputFigures) store(fs *forceStages, ft *forceTally, fx *effectStage, force bool) {
 	if fs.outputDue(o) || force {
-		o.storeDue(fs, fx, force)
+		o.storeDue(fs, ft, fx, force)
 	}
 }
 
@@ -439,7 +439,7 @@ func (fs *forceStages) dueOnShardAt(t uint8) bool {
 }
 
 // storeDue is store on a tick that may store.
-func (o *outputFigures) storeDue(fs *forceStages, fx *effectStage, force bool) {
+func (o *outputFigures) storeDue(fs *forceStages, ft *forceTally, fx *effectStage, force bool) {
 	fs.readSeen = o.read.Load()
 	if !force && fs.outTicks < unreadEvery && !fs.readSeen {
 		return
@@ -456,7 +456,7 @@ func (o *outputFigures) storeDue(fs *forceStages, fx *effectStage, force bool) {
 	if fx != nil {
 		fxJ, navJ = fx.r.Energy()
 	}
-	navJ += fs.navJ
+	navJ += ft.navJ
 	o.sessionJ.Store(math.Float64bits(fs.sessionObs.EnergyJ))
 	o.effectsJ.Store(math.Float64bits(fxJ))
 	o.navigationJ.Store(math.Float64bits(navJ))

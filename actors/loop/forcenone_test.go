@@ -27,17 +27,19 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 	}
 	for trial := range 20000 {
 		params := &Params{ForceGateGain: []float64{0, 0.3, 1, 2}[rng.IntN(4)]}
-		in := forceInputs{params: params, session: 1, scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
+		cmd := commandInputs{params: params}
+		in := forceInputs{session: 1, scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
 			pass: passivity.Options{Enabled: rng.IntN(2) == 0}}
 		var fs forceStages
+		var ft forceTally
 		if rng.IntN(2) == 0 {
 			in.slewNps = 50
 		}
 		for k := range rng.IntN(20) { // a history: the gate rings, the controller counts another source's work
 			v := hw.Vec3{X: rng.NormFloat64() * 0.1, Y: rng.NormFloat64() * 0.1, Z: rng.NormFloat64() * 0.1}
 			fs.gate.update(v, int64(ms))
-			in.none = true
-			fs.force(&in, hw.Vec3{}, v, 1, int64(trial*40+k)*int64(ms), int64(ms))
+			cmd.none = true
+			fs.force(&in, &cmd, &ft, hw.Vec3{}, v, 1, int64(trial*40+k)*int64(ms), int64(ms))
 			other := hw.Vec3{X: rng.NormFloat64(), Y: rng.NormFloat64(), Z: rng.NormFloat64()}
 			fs.pc.Applied(fs.pc.Step(other, v, int64(trial*40+k)*int64(ms), int64(ms), &in.pass))
 			fs.slewN = other
@@ -47,15 +49,16 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 		}
 		v := hw.Vec3{X: pick(), Y: pick(), Z: pick()}
 		full, skip := fs, fs
-		in.none = false
-		fFull, sFull := full.force(&in, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
-		in.none = true
-		fSkip, sSkip := skip.force(&in, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
+		fullT, skipT := ft, ft
+		cmd.none = false
+		fFull, sFull := full.force(&in, &cmd, &fullT, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
+		cmd.none = true
+		fSkip, sSkip := skip.force(&in, &cmd, &skipT, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
 		if bitsOf(fFull) != bitsOf(fSkip) || sFull != sSkip {
 			t.Fatalf("trial %d, v %v: output %v (sustained %v) in full, %v (%v) skipped", trial, v, fFull, sFull, fSkip, sSkip)
 		}
 		if full.sessionObs != skip.sessionObs || bitsOf(hw.Vec3{X: full.sessionObs.EnergyJ}) != bitsOf(hw.Vec3{X: skip.sessionObs.EnergyJ}) ||
-			full.pc != skip.pc || bitsOf(full.slewN) != bitsOf(skip.slewN) || full.gate != skip.gate {
+			full.pc != skip.pc || bitsOf(full.slewN) != bitsOf(skip.slewN) || full.gate != skip.gate || fullT != skipT {
 			t.Fatalf("trial %d, v %v: stages differ after the tick:\nfull %+v\nskip %+v", trial, v, full, skip)
 		}
 	}

@@ -60,8 +60,8 @@ func finite(v hw.Vec3) bool {
 // take the fused tick while its session observer holds +0 (see
 // controlStepFx): a command with no force of its own and no navigation,
 // with effects rendered here or none.
-func fusable(in *forceInputs) bool {
-	return in.none && in.nav == nil
+func fusable(cmd *commandInputs) bool {
+	return cmd.none && cmd.nav == nil
 }
 
 // controlStepFx is controlStep for an arm whose armControl is fused and
@@ -70,7 +70,7 @@ func fusable(in *forceInputs) bool {
 // a change to one of those must be made here too (the side-by-side test
 // fails otherwise).
 func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
-	now, dt := r.tickAt(ps.now, c.periodNs)
+	now, dt := r.tickAt(ps.now, c.fs.periodNs)
 	fs := &c.fs
 	fs.takeOutputMark(r)
 	in := &c.in
@@ -150,8 +150,8 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		pc.Pass(e, g, o)
 	} else {
 		f = pc.StepSources(f, guarded, v, now, dt, o)
-		if pc.Sustained && pc.ActiveNs > 0 && uint32(pc.Spells) != fs.spellsEmitted {
-			fs.spellsEmitted, sustained = uint32(pc.Spells), true
+		if ft := &r.controlCold().tally; pc.Sustained && pc.ActiveNs > 0 && uint32(pc.Spells) != ft.spellsEmitted {
+			ft.spellsEmitted, sustained = uint32(pc.Spells), true
 		}
 	}
 	// The clamp and the slew limit. A force inside both (most ticks) is
@@ -189,7 +189,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// controlStep's end: gravity, physics, the event and the output
 	// figures (after the physics here: neither reads what it changes, and
 	// their calls before it made the tick keep its force in memory).
-	if c.gravity { // withGravity, written out: Go would not inline it
+	if c.fs.gravity { // withGravity, written out: Go would not inline it
 		f.Z += c.ffN
 		f = clampMagnitude(f, c.maxForceN)
 	}
@@ -215,11 +215,11 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		st.publish(now, set)
 	}
 	if sustained {
-		d.output.store(fs, in.fx, true)
+		d.output.store(fs, &r.controlCold().tally, in.fx, true)
 		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
 	}
 	if fs.outputDueOnShard() {
-		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, in.fx, false)
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, &r.controlCold().tally, in.fx, false)
 	}
 
 	if err != nil {

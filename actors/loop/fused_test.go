@@ -22,8 +22,12 @@ import (
 // output figures).
 func armTickState(d *Device) string {
 	r := d.slot.Load()
-	s := fmt.Sprintf("fs %+v\ncore pos %v vel %v force %v ticks %d pending %v\n",
-		r.ctl.fs, r.core.Position(), r.core.Velocity(), r.core.Force(), r.ticks, r.pending)
+	// The stages' state without the fast path's own word (the period, the
+	// gravity flag and fused, which differs between the two paths).
+	fs := r.control().fs
+	fs.gravity, fs.fused, fs.periodNs = false, false, 0
+	s := fmt.Sprintf("fs %+v\ntally %+v\ncore pos %v vel %v force %v ticks %d pending %v\n",
+		fs, r.controlCold().tally, r.core.Position(), r.core.Velocity(), r.core.Force(), r.ticks, r.pending)
 	if st := d.fx.Load(); st != nil {
 		s += fmt.Sprintf("fx rendering %v ticks %d unread %d seen session %d active %v\n",
 			st.rendering, st.ticks, st.unread, st.seenSession, st.r.ActiveForceN())
@@ -180,14 +184,14 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 					}
 				}
 				r := devs[0].slot.Load()
-				ctl := r.ctl
+				ctl := r.control()
 				// What this tick will take, seen before it runs.
-				fused := r.controlled && ctl.fused && !ctl.fs.sessionObs.Holds() && now <= ctl.deadlineNs &&
+				fused := r.controlled && ctl.fs.fused && !ctl.fs.sessionObs.Holds() && now <= ctl.deadlineNs &&
 					r.poke.Load() == 0
-				if r.controlled && !fused && !ctl.fused {
+				if r.controlled && !fused && !ctl.fs.fused {
 					general++ // a command with a force of its own
 				}
-				if r.controlled && devs[1].slot.Load().ctl.fused {
+				if r.controlled && devs[1].slot.Load().control().fs.fused {
 					t.Fatalf("tick %d: the arm held to the general stages was given the fused tick", tick)
 				}
 				lapsing := r.controlled && now > ctl.deadlineNs

@@ -42,6 +42,9 @@ package loop
 //	                 the passivity observer of the session's force and the
 //	                 controller of the summed output, the slew limiter):
 //	                 the Device's own, or its shard block's (armControl)
+//	ft               the force stages' tallies the fused tick never reads
+//	                 (forceTally): the Device's own, or its shard block's
+//	                 (armBlock.ctlCold)
 
 import (
 	"fmt"
@@ -180,7 +183,7 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 func (d *Device) endForce(nowNs int64) {
 	fs := d.fs
 	d.pauseNavigation(nowNs)
-	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{Spells: fs.pc.Spells}) && fs.sessionObs == (passivity.Observer{}) && fs.navJ == 0 {
+	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{Spells: fs.pc.Spells}) && fs.sessionObs == (passivity.Observer{}) && d.ft.navJ == 0 {
 		d.pauseEffects(nowNs)
 		return
 	}
@@ -188,8 +191,8 @@ func (d *Device) endForce(nowNs int64) {
 	fs.slewN = hw.Vec3{}
 	fs.pc.Reset()
 	fs.sessionObs.Reset()
-	fs.navJ = 0
-	d.output.store(fs, d.fx.Load(), true)
+	d.ft.navJ = 0
+	d.output.store(fs, d.ft, d.fx.Load(), true)
 }
 
 // shape turns a command into the driver's output. A force: the session's
@@ -208,8 +211,9 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	switch mode {
 	case hw.ModeForce:
 		var in forceInputs
-		d.forceInputs(&in, c, g)
-		out.ForceN = d.finishForce(&in, ramp, nowNs)
+		var cmd commandInputs
+		d.forceInputs(&in, &cmd, c, g)
+		out.ForceN = d.finishForce(&in, &cmd, ramp, nowNs)
 	case hw.ModeTorque:
 		t := c.Cmd.TorquesNmm
 		k := clamp(g.ForceScale, 0, 1) * ramp
@@ -235,59 +239,99 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 	}
 }
 
+// A force's stages keep what the fused tick of a shard's fast path reads
+// every tick (forceStages, forceInputs) apart from what it never reads
+// (forceTally, commandInputs): on a shard the first two are the block's
+// armControl, 320 bytes streamed each tick, the others its ctlCold, read
+// by the general path alone (a command with a force of its own or
+// navigation, the full step) and on the ticks that store the output
+// figures. At 10,000 arms the pass is bound by the bytes it brings from
+// memory (README.md, streams22 and bytes22).
+
 // forceStages is the state of the stages a commanded force passes (the
 // force gate, the passivity observer and controller, the slew limiter, the
-// output figures' tick count). A Device holds its own; a simulated arm on a
-// shard keeps it in its block (armControl), where the shard's fast path
-// for controlled arms steps it with the same functions as the full step.
+// output figures' tick count) that the fused tick reads. A Device holds
+// its own; a simulated arm on a shard keeps it in its block (armControl),
+// where the shard's fast path for controlled arms steps it with the same
+// functions as the full step.
 type forceStages struct {
 	gate       forceGate
 	sessionObs passivity.Observer
+	pc         passivity.Controller
+	slewN      hw.Vec3 // the force before the ramp last tick (slew limit)
+	outTicks   uint8   // ticks since the output figures were last stored
+	readSeen   bool    // someone read them at store's last look
+	// The shard's fast path's own (armControl; Device.fillControl sets
+	// them), in the word the two above leave, so that an armControl is
+	// 320 bytes, 5 whole cache lines (armBlock.ctl). A Device's own stages
+	// leave them unused.
+	//
+	// gravity: the gravity feed-forward (Device.addGravity), when gravity
+	// says the device gets one. fused: the command's inputs let the fused
+	// tick run (fusable) whenever the session observer holds +0.
+	// periodNs is the device's PeriodNs (at most a second: 32 bits).
+	gravity  bool
+	fused    bool
+	periodNs int32
+}
+
+// forceTally is the rest of a force's stages' state: what the fused tick
+// never reads (see forceStages). A Device holds its own; an arm on a shard
+// keeps it in its block (armBlock.ctlCold).
+type forceTally struct {
 	// navJ is the navigation's energy since the control began (its
 	// observer's held force is in the NavigationTrack: an idle arm holds a
 	// float here, not a whole observer).
-	navJ  float64
-	pc    passivity.Controller
-	slewN hw.Vec3 // the force before the ramp last tick (slew limit)
+	navJ float64
 	// spellsEmitted is the controller's Spells when the last
 	// EventPassivitySustained went out, in 32 bits (a spell lasts over a
-	// second: they wrap after 136 years) so that a shard block's
-	// armControl is 384 bytes, 6 whole cache lines (armBlock.ctl).
+	// second: they wrap after 136 years).
 	spellsEmitted uint32
-	outTicks      uint8 // ticks since the output figures were last stored
-	readSeen      bool  // someone read them at store's last look
 }
 
 // forceInputs are what a force command's stages read besides the arm's
-// state and the stages' own: fixed while the same command holds under the
-// same Globals and effect stage.
+// state, the stages' own and commandInputs: fixed while the same command
+// holds under the same Globals and effect stage.
 type forceInputs struct {
-	params *Params // the command's (never nil)
-	forceN hw.Vec3 // the command's force: zero unless a finite ModeForce
-	// none: the command adds no force of its own (forceN +0 on every
-	// axis, no damping), as an engine's that only declares effects.
-	none    bool
 	session uint64
 	scale   float64 // the force scale, 0..1
 	limitN  float64 // the clamp: MaxForceN or a lower ForceClampN
 	slewNps float64 // 0: no slew limit
 	pass    passivity.Options
 	fx      *effectStage // nil: no effects
-	nav     *Navigation  // the command's navigation, nil: none or rendered elsewhere (RemoteNavigation)
 }
 
-// forceInputs fills in for command c under g.
-func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
-	in.params = c.Params
-	if in.params == nil {
-		in.params = &defaultParams
+// commandInputs are the inputs that come from the command alone, which
+// the fused tick never reads (a command it runs has no force of its own
+// and no navigation: Device.fillControl decides that once).
+type commandInputs struct {
+	params *Params // the command's (never nil)
+	forceN hw.Vec3 // the command's force: zero unless a finite ModeForce
+	// none: the command adds no force of its own (forceN +0 on every
+	// axis, no damping), as an engine's that only declares effects.
+	none bool
+	nav  *Navigation // the command's navigation, nil: none or rendered elsewhere (RemoteNavigation)
+}
+
+// controlCold is the part of an arm's control on a shard that the fused
+// tick never reads, one 64-byte line (armBlock.ctlCold).
+type controlCold struct {
+	tally forceTally
+	cmd   commandInputs
+}
+
+// forceInputs fills in in and cmd for command c under g.
+func (d *Device) forceInputs(in *forceInputs, cmd *commandInputs, c *Command, g *Globals) {
+	cmd.params = c.Params
+	if cmd.params == nil {
+		cmd.params = &defaultParams
 	}
-	in.forceN = c.Cmd.ForceN
-	if !in.forceN.Finite() || c.Cmd.Mode != hw.ModeForce {
-		in.forceN = hw.Vec3{}
+	cmd.forceN = c.Cmd.ForceN
+	if !cmd.forceN.Finite() || c.Cmd.Mode != hw.ModeForce {
+		cmd.forceN = hw.Vec3{}
 	}
-	in.none = math.Float64bits(in.forceN.X)|math.Float64bits(in.forceN.Y)|math.Float64bits(in.forceN.Z) == 0 &&
-		in.params.Damping == [3][3]float64{}
+	cmd.none = math.Float64bits(cmd.forceN.X)|math.Float64bits(cmd.forceN.Y)|math.Float64bits(cmd.forceN.Z) == 0 &&
+		cmd.params.Damping == [3][3]float64{}
 	in.session = c.Session
 	in.scale = clamp(g.ForceScale, 0, 1)
 	in.limitN = d.maxForceN
@@ -300,23 +344,23 @@ func (d *Device) forceInputs(in *forceInputs, c *Command, g *Globals) {
 	if d.remoteFx == nil { // rendered where the device is (RemoteEffects)
 		in.fx = d.fx.Load()
 	}
-	in.nav = in.params.Navigation
+	cmd.nav = cmd.params.Navigation
 	if d.remoteNav != nil {
-		d.remoteNav.ForwardNavigation(c.Session, in.nav)
-		in.nav = nil
+		d.remoteNav.ForwardNavigation(c.Session, cmd.nav)
+		cmd.nav = nil
 	}
 }
 
 // finishForce is a force command's output this tick on d (see
 // forceStages.force), with the event and figures that go with it.
-func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3 {
-	f, sustained := d.fs.force(in, d.state.PositionM, d.state.VelocityMps, ramp, nowNs, d.tickDtNs)
+func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, nowNs int64) hw.Vec3 {
+	f, sustained := d.fs.force(in, cmd, d.ft, d.state.PositionM, d.state.VelocityMps, ramp, nowNs, d.tickDtNs)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
-		d.output.store(d.fs, in.fx, true)
+		d.output.store(d.fs, d.ft, in.fx, true)
 		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
 	}
-	d.output.store(d.fs, in.fx, false)
+	d.output.store(d.fs, d.ft, in.fx, false)
 	return f
 }
 
@@ -332,8 +376,8 @@ func (d *Device) finishForce(in *forceInputs, ramp float64, nowNs int64) hw.Vec3
 // fast path runs it written out for a command with no force of its own
 // (fused.go, controlStepFx): a change here goes there too, and
 // TestFusedTickStepsAsTheGeneralPath fails until it does.
-func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
-	f = in.forceN
+func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
+	f = cmd.forceN
 	raw := v // the effects pause on a bad reading
 	if !v.Finite() {
 		v = hw.Vec3{}
@@ -342,12 +386,12 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 	// whatever the gate and the scale (+0 less +0 or −0 damping, times a
 	// finite k ≥ 0), and its observer, holding +0 too, counts no work: the
 	// stage is skipped, bit for bit the same, once the observer holds +0.
-	if !in.none || fs.sessionObs.Holds() {
-		D := &in.params.Damping
+	if !cmd.none || fs.sessionObs.Holds() {
+		D := &cmd.params.Damping
 		f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
 		f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
 		f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
-		k := (1 - fs.gate.attenuation(in.params.ForceGateGain)) * in.scale
+		k := (1 - fs.gate.attenuation(cmd.params.ForceGateGain)) * in.scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
 		fs.sessionObs.Add(f, v, dtNs)
 	}
@@ -358,15 +402,15 @@ func (fs *forceStages) force(in *forceInputs, pos, v hw.Vec3, ramp float64, nowN
 		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale)
 		f, guarded = f.Add(fx), fx.Sub(active)
 	}
-	if n := in.nav; n != nil {
+	if n := cmd.nav; n != nil {
 		nav := n.render(pos, raw, nowNs, dtNs, in.scale, ramp)
-		fs.navJ += n.Track.observe(nav, v, dtNs)
+		ft.navJ += n.Track.observe(nav, v, dtNs)
 		f, guarded = f.Add(nav), guarded.Add(nav)
 	}
 	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
 	out := f
-	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != fs.spellsEmitted {
-		fs.spellsEmitted, sustained = uint32(fs.pc.Spells), true
+	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != ft.spellsEmitted {
+		ft.spellsEmitted, sustained = uint32(fs.pc.Spells), true
 	}
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {

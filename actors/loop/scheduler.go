@@ -112,7 +112,7 @@ func (sh *shard) record() *simArm {
 	old := *sh.blocks.Load()
 	for i := range b.arms {
 		b.arms[i].armCold = &b.cold[i]
-		b.arms[i].sh, b.arms[i].blk, b.arms[i].ctl, b.arms[i].idx = sh, b, &b.ctl[i], uint8(i)
+		b.arms[i].sh, b.arms[i].blk, b.arms[i].idx = sh, b, uint8(i)
 	}
 	// By block: a tick's sparse publishes fill whole blocks' buffers in
 	// order, which the prefetcher streams, where one record in

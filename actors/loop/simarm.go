@@ -34,10 +34,17 @@ type armBlock struct {
 	// here while a device is on the shard) and what the fast path of a
 	// controlled arm reads (armControl): apart from arms, so the pass over
 	// arms nobody controls streams none of it. First, so that each
-	// armControl (384 bytes) fills 6 whole cache lines of the block
+	// armControl (320 bytes) fills 5 whole cache lines of the block
 	// (allocated page-aligned): at 392 bytes from wherever it fell, one
 	// tick read 7 lines of it.
 	ctl [armBlockLen]armControl
+	// ctlCold is the rest of each record's control (Device.ft points to
+	// its tally while the device is on the shard): what the fused tick
+	// never reads, apart from ctl so that the pass does not stream it
+	// (forceStages). Here, a page from the block's start, so that each is
+	// one line, and the header and records keep their place in their
+	// pages (4,096 bytes after ctl as before).
+	ctlCold [armBlockLen]controlCold
 
 	// Then the header, in the page and line of the first record: the
 	// pass of the block before this one reads fast and fx to prefetch
@@ -130,11 +137,17 @@ type armCold struct {
 	meta    armMeta
 	metaVer uint64 // counts changes of meta, so a publish copies it only then
 	pub     armCell
-	sh      *shard      // immutable: the shard whose block holds the record
-	blk     *armBlock   // immutable: that block
-	ctl     *armControl // immutable: the record's in that block
-	idx     uint8       // immutable: the record's index in that block
+	sh      *shard    // immutable: the shard whose block holds the record
+	blk     *armBlock // immutable: that block
+	idx     uint8     // immutable: the record's index in that block
 }
+
+// control is the record's armControl (the full step's and the general
+// path's way to it: the pass takes it from the block).
+func (c *armCold) control() *armControl { return &c.blk.ctl[c.idx] }
+
+// controlCold is the rest of the record's control (armBlock.ctlCold).
+func (c *armCold) controlCold() *controlCold { return &c.blk.ctlCold[c.idx] }
 
 // claimStage takes the effect stage at place i of the block, allocating
 // the block's stages if it has none yet, and readies it; nil if a device
@@ -162,21 +175,17 @@ func (b *armBlock) claimStage(i uint8) *effectStage {
 // armControl is a record's force stages and, while the record is on the
 // fast path for a controlled arm, what that path's tick reads besides
 // them: the command's inputs as the last full step found them (see
-// Device.fillControl).
+// Device.fillControl). What the fused tick never reads is in the block's
+// ctlCold (controlCold), so that this is 320 bytes, 5 whole lines
+// (TestArmControlHoldsTheFusedTick); the device's period and whether it
+// gets the gravity feed-forward and may take the fused tick are in fs's
+// last word (forceStages).
 type armControl struct {
 	fs         forceStages
 	in         forceInputs
 	deadlineNs int64 // the command's lease: past it, the full step
-	// periodNs is the device's PeriodNs (at most a second: 32 bits), beside
-	// gravity so the two share a word: a shard block of 64 records sits
-	// just under a page boundary, and 16 bytes more per record cost 128.
-	periodNs int32
-	// The gravity feed-forward (Device.addGravity), when gravity says
+	// The gravity feed-forward (Device.addGravity), when fs.gravity says
 	// the device gets one.
-	gravity bool
-	// fused: the command's inputs let the fused tick run (fusable)
-	// whenever the session observer holds +0.
-	fused     bool
 	ffN       float64
 	maxForceN float64
 }
@@ -378,7 +387,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			}
 			*cur = d
 			k.fast |= 1 << i
-			if c.fused && !c.fs.sessionObs.Holds() {
+			if c.fs.fused && !c.fs.sessionObs.Holds() {
 				moved, err = r.controlStepFx(c, d, ps, false)
 			} else {
 				moved, err = r.controlStep(c, d, ps, false)
@@ -548,7 +557,7 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 	}
 	var moved bool
 	var err error
-	if c.fused && !c.fs.sessionObs.Holds() {
+	if c.fs.fused && !c.fs.sessionObs.Holds() {
 		moved, err = r.controlStepFx(c, d, ps, timed)
 	} else {
 		moved, err = r.controlStep(c, d, ps, timed)
@@ -589,8 +598,11 @@ func (r *simArm) tickAt(now int64, periodNs int32) (int64, int64) {
 // error is handled at once by the full step's code (Device.controlError),
 // which takes the arm off this path. The caller publishes.
 func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bool) (moved bool, err error) {
-	now, dt := r.tickAt(ps.now, c.periodNs)
+	now, dt := r.tickAt(ps.now, c.fs.periodNs)
 	fs := &c.fs
+	// The command's inputs and the tallies, which the fused tick leaves
+	// out of armControl (forceStages): this path reads them every tick.
+	cc := r.controlCold()
 	fs.takeOutputMark(r)
 	if fs.outputDueNextOnShard() {
 		// The store below touches d's output figures, a line no other
@@ -601,10 +613,10 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	}
 	pos, v := r.core.Position(), r.core.Velocity()
 	fs.gate.updateWith(v, ps.gate.forDt(dt))
-	f, sustained := fs.force(&c.in, pos, v, 1, now, dt)
+	f, sustained := fs.force(&c.in, &cc.cmd, &cc.tally, pos, v, 1, now, dt)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
-		d.output.store(fs, c.in.fx, true)
+		d.output.store(fs, &cc.tally, c.in.fx, true)
 		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
 	}
 	// outputFigures.store, with the count first: d's lines are touched
@@ -613,9 +625,9 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	// line, a miss of its own beside the prefetched figures' (a fifth of
 	// controlStep's own samples at 1,000 arms).
 	if fs.outputDueOnShard() {
-		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, c.in.fx, false)
+		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, &cc.tally, c.in.fx, false)
 	}
-	if c.gravity {
+	if c.fs.gravity {
 		f = withGravity(f, c.ffN, c.maxForceN)
 	}
 	cmd := &ps.cmd
@@ -739,7 +751,7 @@ func (d *Device) push(r *simArm) {
 	r.slow = !d.quiet()
 	r.controlled = false
 	if r.slow && d.controlQuiet() {
-		d.fillControl(r.ctl)
+		d.fillControl(r.control(), &r.controlCold().cmd)
 		r.slow, r.controlled = false, true
 	}
 }
@@ -764,15 +776,16 @@ func (d *Device) controlQuiet() bool {
 }
 
 // fillControl sets c up for the fast path of the controlled arm d (see
-// controlQuiet): the held command's inputs under the Globals in force.
-func (d *Device) fillControl(c *armControl) {
+// controlQuiet): the held command's inputs under the Globals in force, in
+// c and cmd (its record's controlCold).
+func (d *Device) fillControl(c *armControl, cmd *commandInputs) {
 	g := d.configuredFrom
-	d.forceInputs(&c.in, &d.held, g)
+	d.forceInputs(&c.in, cmd, &d.held, g)
 	c.deadlineNs = d.held.DeadlineNs
-	c.periodNs = int32(d.opts.PeriodNs)
-	c.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
+	c.fs.periodNs = int32(d.opts.PeriodNs)
+	c.fs.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
 	c.ffN, c.maxForceN = d.gravityN, d.maxForceN
-	c.fused = fusable(&c.in) && !d.generalTick
+	c.fs.fused = fusable(cmd) && !d.generalTick
 }
 
 // quiet says whether the device's tick, until something pokes it, is the
@@ -798,8 +811,9 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.lastNowNs, r.ticks = d.lastNowNs, d.ticks.Load()
 	m.MoveCore(&r.core)
 	r.controlled = false
-	r.ctl.fs = *d.fs
-	d.fs = &r.ctl.fs
+	c, cc := r.control(), r.controlCold()
+	c.fs, cc.tally = *d.fs, *d.ft
+	d.fs, d.ft = &c.fs, &cc.tally
 	// The record's publishes continue the cell's count, so PublishSeq
 	// only grows (modular arithmetic: base may wrap).
 	r.pub.base.Store(d.cell.Load().count() - r.pub.seq.Load())
@@ -831,9 +845,9 @@ func (d *Device) detach(r *simArm) {
 	d.reg.wake.Store(nil)
 	d.pull(r)
 	d.asleep = false
-	own := new(forceStages)
-	*own = *d.fs
-	d.fs = own
+	own, ownTally := new(forceStages), new(forceTally)
+	*own, *ownTally = *d.fs, *d.ft
+	d.fs, d.ft = own, ownTally
 	d.arm = nil
 	if m, ok := d.drv.(coreMover); ok {
 		m.MoveCore(nil)

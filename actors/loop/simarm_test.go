@@ -765,8 +765,8 @@ func TestShardFirstReadAfterAQuietSpell(t *testing.T) {
 				tick()
 			}
 			r := d.slot.Load()
-			if tc.effects && !(r.controlled && r.ctl.fused) {
-				t.Fatalf("the controlled arm is not on the fused tick (controlled %v, fused %v)", r.controlled, r.ctl.fused)
+			if tc.effects && !(r.controlled && r.control().fs.fused) {
+				t.Fatalf("the controlled arm is not on the fused tick (controlled %v, fused %v)", r.controlled, r.control().fs.fused)
 			}
 			var got Snapshot
 			var rep EffectsReport
