@@ -428,3 +428,72 @@ func BenchmarkEffectArmsScheduler(b *testing.B) {
 	b.ReportMetric(float64(period.P99Ns)/1e3, "period-p99-us")
 	b.ReportMetric(float64(over)*1000/float64(period.Count), "overruns/1k-ticks")
 }
+
+// BenchmarkEffectArmsLayout runs BenchmarkEffectArmsTick's bare loop (no
+// prefetch) over two layouts of the same arms, alternating tick by tick:
+// the service's own (the physics cores inside the shard block's records,
+// the Renderers inside the block's effect stages, after one pass so the
+// stages hold their Sets as the service's tick renders them) and the bare
+// loop's arrays. svcdata-ns/step-min against bare-ns/step-min is what the
+// service's layout alone costs the same code; BenchmarkEffectArmsTick's
+// gap beyond it is the service's code (README.md, "Render and the physics
+// in the service").
+func BenchmarkEffectArmsLayout(b *testing.B) {
+	for _, n := range []int{64, 2000, 10000} {
+		b.Run(fmt.Sprintf("arms=%d", n), func(b *testing.B) { effectArmsLayout(b, n) })
+	}
+}
+
+func effectArmsLayout(b *testing.B, n int) {
+	s := NewScheduler(SchedulerOptions{Shards: 1, ShardFill: n})
+	defer s.Stop()
+	bare := HugeSlice[sim.ArmCore](n)
+	renderers := HugeSlice[BareEffects](n)
+	sets := make([]*effect.Set, n)
+	cores := make([]*sim.ArmCore, n)
+	stages := make([]*effect.Renderer, n)
+	for i := range n {
+		d, set := effectArm(b, s, i, true)
+		sets[i] = set
+		renderers[i].Init()
+		newSimArm(i).MoveCore(&bare[i])
+		cores[i], stages[i] = &d.slot.Load().core, &d.fx.Load().r
+	}
+	clock := SystemClock()
+	now := clock.Now()
+	var cur *Device
+	sh := s.shards[0]
+	sh.mu.Lock()
+	sh.pass(now, clock, &cur)
+	sh.mu.Unlock()
+	ff := sim.EffectiveMassKg * hw.GravityMps2
+	in := effect.Input{}
+	cmd := hw.Command{Mode: hw.ModeForce}
+	step := func(a *sim.ArmCore, r *effect.Renderer, set *effect.Set) {
+		in.PositionM, in.VelocityMps = a.Position(), a.Velocity()
+		f := r.Render(set, &in, 1)
+		f.Z += ff
+		cmd.ForceN = f
+		_, _ = a.Step(&cmd)
+	}
+	minSvc, minBare := int64(1<<62), int64(1<<62)
+	b.ResetTimer()
+	for k := 0; k < b.N; k++ {
+		dt := int64(time.Millisecond) + int64(k*7919%2001) - 1000
+		now += dt
+		in.NowNs, in.DtNs = now, dt
+		t0 := time.Now()
+		for i := range cores {
+			step(cores[i], stages[i], sets[i])
+		}
+		t1 := time.Now()
+		for i := range bare {
+			step(&bare[i], &renderers[i].Renderer, sets[i])
+		}
+		t2 := time.Now()
+		minSvc, minBare = min(minSvc, t1.Sub(t0).Nanoseconds()), min(minBare, t2.Sub(t1).Nanoseconds())
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(minSvc)/float64(n), "svcdata-ns/step-min")
+	b.ReportMetric(float64(minBare)/float64(n), "bare-ns/step-min")
+}
