@@ -273,13 +273,7 @@ func TestGatewayStateAgeAcrossClocks(t *testing.T) {
 	// clock as its own less the skew (and a 100 µs shortest delay).
 	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano() + skew, OffsetNs: -skew - 100_000,
 		States: []*wire.State{{Uuid: "uuid-a"}}})
-	g.mu.Lock()
-	p := g.proxies["uuid-a"]
-	g.mu.Unlock()
-	p.mu.Lock()
-	age := time.Since(time.Unix(0, p.sampledNs))
-	p.mu.Unlock()
-	if age < -time.Millisecond || age > time.Second {
+	if age := proxyStateAge(g, "uuid-a"); age < -time.Millisecond || age > time.Second {
 		t.Fatalf("state sampled %v ago on the gateway's clock, want about now", age)
 	}
 }

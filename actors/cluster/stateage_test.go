@@ -44,19 +44,7 @@ func TestPushedStateAgeIsHowOldTheLoopKnowsIt(t *testing.T) {
 	n.mu.Unlock()
 	g.inventory(inv)
 	waitAdded(t, g)
-	proxyOf := func(d *actors.Device) *proxy {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.proxies[d.Info.UUID]
-	}
-	// gatewayAge is how old the proxy's state is now on the gateway's
-	// clock, as its loop records it each tick.
-	gatewayAge := func(d *actors.Device) time.Duration {
-		p := proxyOf(d)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return time.Since(time.Unix(0, p.sampledNs))
-	}
+	gatewayAge := func(d *actors.Device) time.Duration { return proxyStateAge(g, d.Info.UUID) }
 	devs := map[string]*actors.Device{moving.Info.UUID: moving, resting.Info.UUID: resting}
 	var rd pushRead
 	// push reads every device and hands the gateway the batch, as the
@@ -138,20 +126,31 @@ func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 				g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
 					States: []*wire.State{{Uuid: "uuid-a", Tick: tc.ticks[i], AgeNs: int64(age)}}})
 			}
-			g.mu.Lock()
-			p := g.proxies["uuid-a"]
-			g.mu.Unlock()
-			p.mu.Lock()
-			age := time.Since(time.Unix(0, p.sampledNs))
-			p.mu.Unlock()
+			age := proxyStateAge(g, "uuid-a")
 			if age < tc.min || age > tc.max {
 				t.Fatalf("the state is %v old on the gateway, want %v to %v", age, tc.min, tc.max)
 			}
 			// The gateway's loop records it (GET /stats remote.state_age).
 			hwtest.Eventually(t, 10*time.Second, "the loop's state age recorded", func() bool {
-				_, _, sa := p.Remote()
+				_, _, sa := proxyFor(g, "uuid-a").Remote()
 				return sa.Count > 0 && time.Duration(sa.MaxNs) >= tc.min
 			})
 		})
 	}
+}
+
+// proxyStateAge is how old the state of the gateway's proxy for uuid is
+// now on the gateway's clock, as its loop records it each tick.
+func proxyStateAge(g *Gateway, uuid string) time.Duration {
+	p := proxyFor(g, uuid)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Since(time.Unix(0, p.sampledNs))
+}
+
+// proxyFor is the gateway's proxy for the remote device uuid.
+func proxyFor(g *Gateway, uuid string) *proxy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.proxies[uuid]
 }
