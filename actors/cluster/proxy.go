@@ -146,6 +146,11 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 
 func (p *proxy) Info() hw.Info { return p.info }
 
+// maxPushedAgeNs bounds the age a node may push for a state (setState): a
+// minute, far beyond any loop's sparse publish, and small enough that a
+// window's sum of state ages cannot overflow.
+const maxPushedAgeNs = int64(time.Minute)
+
 // Remote says where the device lives and how old its states were.
 func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 	return p.nodeID, p.nodeURL, p.stateAge.Summary()
@@ -155,9 +160,11 @@ func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 // wall clock) and sent at batchSentNs (the node's clock). The state was
 // current m.AgeNs before readNs: that is its time here (sampledNs), so a
 // state the node's loop had not published for a while, or had kept since
-// its arm came to rest, is as old as the loop knows it to be.
+// its arm came to rest, is as old as the loop knows it to be. An age out
+// of [0, maxPushedAgeNs] (a node's bug, a hostile peer) is taken as the
+// nearest bound, so that no arithmetic on it overflows.
 func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
-	sampledNs := readNs - max(m.AgeNs, 0)
+	sampledNs := readNs - min(max(m.AgeNs, 0), maxPushedAgeNs)
 	var st hw.State
 	stateFromWire(m, &st)
 	// The node's control: idle, or a mode a command can carry (anything

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -103,7 +104,7 @@ func TestPushedStateAgeIsHowOldTheLoopKnowsIt(t *testing.T) {
 
 // The gateway takes a pushed state as current as of age_ns before the node
 // read it: its loop's state age counts from then, a negative age reads as
-// zero, and the same state pushed again keeps the later of its times.
+// zero, one beyond a minute as a minute (no overflow reads it as fresh), and the same state pushed again keeps the later of its times.
 func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -114,6 +115,7 @@ func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 		{name: "fresh", ages: []time.Duration{0}, ticks: []uint64{7}, max: 40 * time.Millisecond},
 		{name: "stale", ages: []time.Duration{300 * time.Millisecond}, ticks: []uint64{7}, min: 300 * time.Millisecond, max: 340 * time.Millisecond},
 		{name: "negative", ages: []time.Duration{-time.Hour}, ticks: []uint64{7}, max: 40 * time.Millisecond},
+		{name: "beyond any loop's", ages: []time.Duration{math.MaxInt64}, ticks: []uint64{7}, min: time.Minute, max: time.Minute + 40*time.Millisecond},
 		{name: "same state, coarser estimate", ages: []time.Duration{0, 300 * time.Millisecond}, ticks: []uint64{7, 7}, max: 40 * time.Millisecond},
 		{name: "newer state, older", ages: []time.Duration{0, 300 * time.Millisecond}, ticks: []uint64{7, 8}, min: 300 * time.Millisecond, max: 340 * time.Millisecond},
 	}

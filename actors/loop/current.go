@@ -17,10 +17,12 @@ import "unsafe"
 //
 //   - A driver other than a lazy one (hardware, a lab proxy) publishes
 //     every tick: currentNs is dst.TimeNs, the tick that published it.
-//   - A simulated arm on a scheduler shard whose read mark (markRead) was
-//     pending through the shard's last completed pass published every
-//     moving tick of those passes (publishDue): its snapshot is current as
-//     of that pass, even if it rests since long ago.
+//   - A simulated arm on a scheduler shard whose read mark (markRead) is
+//     pending and was seen by a pass before the last completed one
+//     (Device.markSeen), or was taken up at most publishHotTicks-1 passes
+//     before it (Device.hotPass), published every moving tick of those
+//     passes (publishDue): its snapshot is current as of the last one,
+//     even if it rests since long ago.
 //   - Otherwise, an arm whose state changed after a publish publishes it
 //     by its block's next sparse publish at the latest (or as it comes to
 //     rest, which is earlier): dst is current as of the last of those
@@ -29,10 +31,10 @@ import "unsafe"
 //     spell; the reads from the shard's next pass on take the case above.
 //   - A simulated arm off a shard (stepped directly): dst.TimeNs.
 //
-// What it does not see: a publish that found its spare buffer held by a
-// reader (one preempted in the middle of its copy for a whole tick) leaves
-// the state unpublished until the arm's next publish; the loop does not
-// record that.
+// A publish that found its spare buffer held by a reader (one preempted
+// in the middle of its copy for a whole tick) leaves the state unpublished
+// until the arm's next publish: while that lasts (armCell.held),
+// currentNs is dst.TimeNs.
 //
 // It never blocks and never allocates; any number of goroutines may call
 // it. It counts as a read (the arm publishes every tick from the shard's
@@ -52,23 +54,26 @@ func (d *Device) LoadCurrent(dst *Snapshot) (currentNs int64) {
 			continue // it joined a shard meanwhile
 		}
 		sh := r.sh
+		// In this order: a pass number stored (hotPass) or a publish
+		// failed (held) after done was read concerns a later pass than
+		// done, which this read does not claim.
+		// markSeen after readMark: a mark that names r now was set after
+		// the take-up of any earlier one, which cleared markSeen first.
 		done := sh.passDone.Load()
-		// The mark is checked before this read's own (in load), which
-		// would be too recent to say anything: pending now, it was
-		// pending from its pass on, so every pass since published every
-		// moving tick of the arm.
-		mp := d.markPass.Load()
-		marked := d.readMark.Load() == uintptr(unsafe.Pointer(r)) && mp != 0 && d.markPass.Load() == mp && done >= mp
+		pending := d.readMark.Load() == uintptr(unsafe.Pointer(r))
+		ms, hp := d.markSeen.Load(), d.hotPass.Load()
+		hot := pending && ms != 0 && done >= ms || hp != 0 && done >= hp && done < hp+publishHotTicks
+		held := r.pub.held.Load() != 0
 		d.load(dst, true)
 		if d.slot.Load() != r {
 			continue // it moved to another record meanwhile
 		}
 		asOf := dst.TimeNs
-		if done == 0 {
+		if done == 0 || held {
 			return asOf
 		}
 		pass := done
-		if !marked {
+		if !hot {
 			// The last sparse publish of the record's block (pass sets
 			// due when (tick+phase)%publishIdleEvery is 0).
 			pass = done - (done+uint64(r.blk.phase))%publishIdleEvery

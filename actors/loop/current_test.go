@@ -2,6 +2,9 @@ package loop
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
@@ -166,5 +169,147 @@ func BenchmarkLoadCurrent(b *testing.B) {
 				b.Fatal("nothing read")
 			}
 		})
+	}
+}
+
+// TestLoadCurrentUnderConcurrentReaders: the shard's passes on one
+// goroutine (a manual clock, a twin stepped directly for the truth), three
+// readers marking, loading and asking LoadCurrent in bursts with quiet
+// spells between, so that marks, take-ups, hot spells, sparse publishes and
+// publishes that find the spare buffer held interleave as they fall. No
+// read may say its state is current as of a pass at which the arm was
+// elsewhere (a reader's late store, a failed publish: review6's F1, F2).
+func TestLoadCurrentUnderConcurrentReaders(t *testing.T) {
+	passes := 200000
+	if testing.Short() {
+		passes = 40000
+	}
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	base := clock.Now()
+	truth := make([]hw.Vec3, passes+2)
+	var done atomic.Int64
+	type obs struct {
+		cur int64
+		pos hw.Vec3
+	}
+	const readers = 3
+	results := make([][]obs, readers)
+	var wg sync.WaitGroup
+	for g := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			var snap Snapshot
+			for done.Load() < int64(passes) {
+				p := sh.stats.ticks.Load()
+				if (p/1500)%2 == 1 {
+					runtime.Gosched()
+					continue
+				}
+				switch rng.IntN(4) {
+				case 0:
+					d.PublishSeq()
+				case 1:
+					d.Load(&snap)
+				default:
+					c := d.LoadCurrent(&snap)
+					results[g] = append(results[g], obs{c, snap.State.PositionM})
+				}
+				for range rng.IntN(50) {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	var tw Snapshot
+	for i := 1; i <= passes; i++ {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		sh.passLocked(now, clock)
+		twin.Load(&tw)
+		truth[(now-base)/ms] = tw.State.PositionM
+		done.Store(int64(i))
+	}
+	wg.Wait()
+	bad, n := 0, 0
+	for _, rs := range results {
+		for _, o := range rs {
+			n++
+			k := (o.cur - base) / ms
+			if o.cur <= base || truth[k] == o.pos {
+				continue
+			}
+			if bad < 5 {
+				j := k
+				for j > 0 && truth[j] != o.pos {
+					j--
+				}
+				t.Errorf("current as of pass %d but the position is pass %d's: presented %d ms fresher than it is", k, j, k-j)
+			}
+			bad++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no LoadCurrent read ran")
+	}
+	t.Logf("%d LoadCurrent reads, %d presented fresher than the truth", n, bad)
+}
+
+// TestLoadCurrentAfterAFailedPublish: a sparse publish that finds its
+// spare buffer held by a reader leaves the state unpublished until the
+// block's next one; meanwhile LoadCurrent must not say the older snapshot
+// is current as of the failed pass.
+func TestLoadCurrentAfterAFailedPublish(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	at := map[int64]hw.Vec3{}
+	var tw Snapshot
+	tick := func() {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		sh.passLocked(now, clock)
+		twin.Load(&tw)
+		at[now] = tw.State.PositionM
+	}
+	for range 2000 { // past the first hot spell, unread
+		tick()
+	}
+	r := d.slot.Load()
+	for (sh.passDone.Load()+1+uint64(r.blk.phase))%publishIdleEvery != 0 {
+		tick()
+	}
+	// A reader preempted in its copy holds the spare buffer over the due pass.
+	c := &r.pub
+	held := &c.bufs[(c.seq.Load()+1)&1]
+	held.readers.Add(1)
+	tick()
+	held.readers.Add(-1)
+	for range 40 {
+		tick()
+	}
+	var snap Snapshot
+	cur := d.LoadCurrent(&snap)
+	now := clock.Now()
+	if want, ok := at[cur]; !ok || want != snap.State.PositionM {
+		t.Fatalf("current as of %d (%d ms ago), snapshot of %d: presented %d ms fresher than it is",
+			cur, (now-cur)/ms, snap.TimeNs, (cur-snap.TimeNs)/ms)
 	}
 }

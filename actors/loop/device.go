@@ -270,11 +270,17 @@ type Device struct {
 	// checks). An address, not a pointer, so that markRead inlines (no
 	// write barrier); it is only compared with slot, and attach clears it.
 	readMark atomic.Uintptr
-	// markPass is 1 + the shard's started pass count just after the mark
-	// that readMark names was set, so every pass from markPass on saw it;
-	// 0 when unknown (the shard clears it as it takes a mark up, before
-	// it clears readMark, and attach clears it). LoadCurrent reads it.
-	markPass atomic.Uint64
+	// hotPass is the number of the shard pass that last took up a read
+	// mark of the device's record (armBlock.publishDue): that pass and the
+	// publishHotTicks-1 after it publish every moving tick. 0 when none
+	// (attach clears it). markSeen is the number of the pass that first
+	// saw the pending mark readMark names (armBlock.pass's look for marks),
+	// from which every pass publishes every moving tick while the mark
+	// stays pending; 0 when none (the shard clears it as it takes a mark
+	// up, before it clears readMark; attach clears it). Both are stored by
+	// the shard alone, so no reader's late store can leave them stale.
+	// LoadCurrent reads them.
+	hotPass, markSeen atomic.Uint64
 
 	// Immutable after NewDevice.
 	cfg   hw.Configurer // nil when the driver takes no settings
@@ -443,9 +449,6 @@ func (d *Device) markRead() {
 		d.readMark.Store(uintptr(unsafe.Pointer(r)))
 		r.want.Store(1)
 		r.blk.want.Store(1) // after the record's mark, which the pass looks for then
-		// The shard's pass count after the marks: the passes after it
-		// start after them and see them (LoadCurrent).
-		d.markPass.Store(r.sh.stats.ticks.Load() + 1)
 	}
 }
 

@@ -246,6 +246,10 @@ type armCell struct {
 	// record keeps its count growing, without moving seq (which says
 	// which buffer is the latest).
 	base atomic.Uint64
+	// held is set while the latest state is older than the record's: a
+	// publish found the spare buffer held by a reader, and none succeeded
+	// since (LoadCurrent then trusts only the snapshot's own time).
+	held atomic.Uint32
 	bufs [2]armSnap
 }
 
@@ -259,6 +263,9 @@ func (c *armCell) publish(m *armMeta, metaVer, tick uint64, timeNs int64, pos, v
 	s := c.seq.Load()
 	b := &c.bufs[(s+1)&1]
 	if b.readers.Load() != 0 {
+		if c.held.Load() == 0 {
+			c.held.Store(1)
+		}
 		return false
 	}
 	if metaVer == 0 || b.metaVer != metaVer {
@@ -267,6 +274,9 @@ func (c *armCell) publish(m *armMeta, metaVer, tick uint64, timeNs int64, pos, v
 	b.tick, b.timeNs = tick, timeNs
 	b.pos, b.vel, b.force = pos, vel, force
 	c.seq.Store(s + 1)
+	if c.held.Load() != 0 { // after seq: the state it stood for is out
+		c.held.Store(0)
+	}
 	return true
 }
 
@@ -425,8 +435,13 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		// every tick from this one (publishDue takes the marks up).
 		b.want.Store(0)
 		for i := range b.arms {
-			if b.arms[i].want.Load() != 0 {
+			if r := &b.arms[i]; r.want.Load() != 0 {
 				b.hot |= 1 << i
+				// From this pass on the arm publishes every moving tick
+				// while the mark stays pending (Device.LoadCurrent).
+				if d := r.dev.Load(); d != nil && d.markSeen.Load() == 0 {
+					d.markSeen.Store(ps.tick)
+				}
 			}
 		}
 	}
@@ -689,8 +704,12 @@ func (b *armBlock) publishDue(r *simArm, i int, due bool) bool {
 		r.want.Store(0)
 		r.hotLeft = publishHotTicks
 		if d := r.dev.Load(); d != nil {
-			// The mark's pass goes before the mark (Device.LoadCurrent).
-			d.markPass.Store(0)
+			// This pass (the shard's started count, under its lock) and
+			// the publishHotTicks-1 after it publish every moving tick;
+			// the mark is no longer pending (Device.LoadCurrent): before
+			// readMark is cleared.
+			d.markSeen.Store(0)
+			d.hotPass.Store(r.sh.stats.ticks.Load())
 			d.readMark.CompareAndSwap(uintptr(unsafe.Pointer(r)), 0) // after the mark: see Device.markRead
 		}
 	}
@@ -829,9 +848,18 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.outWant.Store(0)
 	d.taps.mu.Lock() // the mirror and the slot change together (AddTap)
 	r.taps.Store(d.taps.list.Load())
+	// Before the slot: a LoadCurrent that sees r must not read a pass
+	// number of the device's last shard against r's shard's passes.
+	d.hotPass.Store(0)
+	d.markSeen.Store(0)
 	d.slot.Store(r)
 	d.readMark.Store(0) // after the slot: a reader that loads r marks it again
-	d.markPass.Store(0)
+	// A reader of the output figures whose mark went to the record the
+	// device left (Device.Output loaded the slot before this store, so its
+	// read flag is set by now): its figures start at the next store.
+	if d.output.read.Load() {
+		c.fs.readSeen = true
+	}
 	d.taps.mu.Unlock()
 	d.cell.Store(&r.pub)
 	d.reg.wake.Store(&r.poke)
