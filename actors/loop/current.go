@@ -18,7 +18,7 @@ import "unsafe"
 //   - A driver other than a lazy one (hardware, a lab proxy) publishes
 //     every tick: currentNs is dst.TimeNs, the tick that published it.
 //   - A simulated arm on a scheduler shard whose read mark (markRead) is
-//     pending and was seen by a pass before the last completed one
+//     pending and was seen by the last completed pass or one before it
 //     (Device.markSeen), or was taken up at most publishHotTicks-1 passes
 //     before it (Device.hotPass), published every moving tick of those
 //     passes (publishDue): its snapshot is current as of the last one,
@@ -67,6 +67,11 @@ func (d *Device) LoadCurrent(dst *Snapshot) (currentNs int64) {
 		d.load(dst, true)
 		if d.slot.Load() != r {
 			continue // it moved to another record meanwhile
+		}
+		if d.cell.Load() != &r.pub {
+			// Joining r (attach stores the slot, then the cell): dst is
+			// of the device's own cell, whose held flag this is not.
+			return dst.TimeNs
 		}
 		asOf := dst.TimeNs
 		if done == 0 || held {

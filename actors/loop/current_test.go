@@ -313,3 +313,51 @@ func TestLoadCurrentAfterAFailedPublish(t *testing.T) {
 			cur, (now-cur)/ms, snap.TimeNs, (cur-snap.TimeNs)/ms)
 	}
 }
+
+// TestLoadCurrentAtTheHotSpellsEnd: the hot spell's last pass
+// (hotPass+publishHotTicks-1) is the last LoadCurrent may call current for
+// an arm nobody read since; from the pass after it the arm publishes
+// sparsely again (review7).
+func TestLoadCurrentAtTheHotSpellsEnd(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	at := map[int64]hw.Vec3{}
+	var tw Snapshot
+	tick := func() {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		sh.passLocked(now, clock)
+		twin.Load(&tw)
+		at[now] = tw.State.PositionM
+	}
+	for range 3000 {
+		tick()
+	}
+	r := d.slot.Load()
+	for (sh.passDone.Load()+1+uint64(r.blk.phase))%publishIdleEvery != 5 {
+		tick()
+	}
+	d.PublishSeq() // a mark, taken up by the next pass
+	tick()
+	hp := d.hotPass.Load()
+	if hp != sh.passDone.Load() {
+		t.Fatalf("hotPass %d, pass %d", hp, sh.passDone.Load())
+	}
+	for sh.passDone.Load() < hp+publishHotTicks {
+		tick()
+	}
+	var snap Snapshot
+	cur := d.LoadCurrent(&snap)
+	if want, ok := at[cur]; !ok || want != snap.State.PositionM {
+		t.Fatalf("current as of %d, snapshot of %d: presented %d ms fresher than it is",
+			cur, snap.TimeNs, (cur-snap.TimeNs)/ms)
+	}
+}

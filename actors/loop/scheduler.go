@@ -206,6 +206,7 @@ func (sh *shard) leave(r *simArm, d *Device) {
 	r.dev.Store(nil)
 	sh.mu.Lock() // the shard's tick that may still step d is over
 	d.detach(r)
+	r.want.Store(0) // d's reader's mark, not the record's next device's
 	sh.mu.Unlock()
 	sh.free = append(sh.free, r)
 	sh.arms.Add(-1)

@@ -435,11 +435,15 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 		// every tick from this one (publishDue takes the marks up).
 		b.want.Store(0)
 		for i := range b.arms {
-			if r := &b.arms[i]; r.want.Load() != 0 {
+			// The device before the mark: attach (which may run beside
+			// this pass on a free record) clears the mark before it
+			// stores the device, so a mark seen after d is d's own.
+			r := &b.arms[i]
+			if d := r.dev.Load(); r.want.Load() != 0 {
 				b.hot |= 1 << i
 				// From this pass on the arm publishes every moving tick
 				// while the mark stays pending (Device.LoadCurrent).
-				if d := r.dev.Load(); d != nil && d.markSeen.Load() == 0 {
+				if d != nil && d.markSeen.Load() == 0 {
 					d.markSeen.Store(ps.tick)
 				}
 			}
