@@ -270,25 +270,7 @@ func TestLoadCurrentUnderConcurrentReaders(t *testing.T) {
 // block's next one; meanwhile LoadCurrent must not say the older snapshot
 // is current as of the failed pass.
 func TestLoadCurrentAfterAFailedPublish(t *testing.T) {
-	clock := looptest.NewClock(1000 * ms)
-	newArm := func() *sim.Arm {
-		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
-	}
-	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
-	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
-	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
-	s.Add(d)
-	defer s.Stop()
-	sh := s.shards[0]
-	at := map[int64]hw.Vec3{}
-	var tw Snapshot
-	tick := func() {
-		now := clock.Advance(ms)
-		twin.Step(now)
-		sh.passLocked(now, clock)
-		twin.Load(&tw)
-		at[now] = tw.State.PositionM
-	}
+	d, sh, clock, tick, at := twinOnShard(t)
 	for range 2000 { // past the first hot spell, unread
 		tick()
 	}
@@ -319,25 +301,7 @@ func TestLoadCurrentAfterAFailedPublish(t *testing.T) {
 // an arm nobody read since; from the pass after it the arm publishes
 // sparsely again (review7).
 func TestLoadCurrentAtTheHotSpellsEnd(t *testing.T) {
-	clock := looptest.NewClock(1000 * ms)
-	newArm := func() *sim.Arm {
-		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
-	}
-	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
-	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
-	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
-	s.Add(d)
-	defer s.Stop()
-	sh := s.shards[0]
-	at := map[int64]hw.Vec3{}
-	var tw Snapshot
-	tick := func() {
-		now := clock.Advance(ms)
-		twin.Step(now)
-		sh.passLocked(now, clock)
-		twin.Load(&tw)
-		at[now] = tw.State.PositionM
-	}
+	d, sh, _, tick, at := twinOnShard(t)
 	for range 3000 {
 		tick()
 	}
@@ -360,4 +324,31 @@ func TestLoadCurrentAtTheHotSpellsEnd(t *testing.T) {
 		t.Fatalf("current as of %d, snapshot of %d: presented %d ms fresher than it is",
 			cur, snap.TimeNs, (cur-snap.TimeNs)/ms)
 	}
+}
+
+// twinOnShard puts a moving simulated arm d on a one-shard scheduler with a
+// manual clock, beside a twin stepped directly; tick runs one pass and
+// records where the twin was at its time (at), the truth a LoadCurrent
+// answer is checked against.
+func twinOnShard(t *testing.T) (d *Device, sh *shard, clock *looptest.Clock, tick func(), at map[int64]hw.Vec3) {
+	clock = looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	t.Cleanup(s.Stop)
+	sh = s.shards[0]
+	at = map[int64]hw.Vec3{}
+	var tw Snapshot
+	tick = func() {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		sh.passLocked(now, clock)
+		twin.Load(&tw)
+		at[now] = tw.State.PositionM
+	}
+	return d, sh, clock, tick, at
 }
