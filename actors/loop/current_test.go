@@ -184,18 +184,8 @@ func TestLoadCurrentUnderConcurrentReaders(t *testing.T) {
 	if testing.Short() {
 		passes = 40000
 	}
-	clock := looptest.NewClock(1000 * ms)
-	newArm := func() *sim.Arm {
-		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
-	}
-	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
-	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
-	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
-	s.Add(d)
-	defer s.Stop()
-	sh := s.shards[0]
+	d, sh, clock, tick, at := twinOnShard(t)
 	base := clock.Now()
-	truth := make([]hw.Vec3, passes+2)
 	var done atomic.Int64
 	type obs struct {
 		cur int64
@@ -231,13 +221,8 @@ func TestLoadCurrentUnderConcurrentReaders(t *testing.T) {
 			}
 		}()
 	}
-	var tw Snapshot
 	for i := 1; i <= passes; i++ {
-		now := clock.Advance(ms)
-		twin.Step(now)
-		sh.passLocked(now, clock)
-		twin.Load(&tw)
-		truth[(now-base)/ms] = tw.State.PositionM
+		tick()
 		done.Store(int64(i))
 	}
 	wg.Wait()
@@ -245,16 +230,16 @@ func TestLoadCurrentUnderConcurrentReaders(t *testing.T) {
 	for _, rs := range results {
 		for _, o := range rs {
 			n++
-			k := (o.cur - base) / ms
-			if o.cur <= base || truth[k] == o.pos {
+			if o.cur <= base || at[o.cur] == o.pos {
 				continue
 			}
 			if bad < 5 {
-				j := k
-				for j > 0 && truth[j] != o.pos {
-					j--
+				j := o.cur
+				for j > base && at[j] != o.pos {
+					j -= ms
 				}
-				t.Errorf("current as of pass %d but the position is pass %d's: presented %d ms fresher than it is", k, j, k-j)
+				t.Errorf("current as of pass %d but the position is pass %d's: presented %d ms fresher than it is",
+					(o.cur-base)/ms, (j-base)/ms, (o.cur-j)/ms)
 			}
 			bad++
 		}
