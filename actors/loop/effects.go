@@ -403,14 +403,12 @@ func (fs *forceStages) outputDue(o *outputFigures) bool {
 	return t%reportEvery == 0 && (t >= unreadEvery || fs.readSeen || o.read.Load())
 }
 
-// Until streams22 a device nobody read looked for a reader only every 32
-// ticks, on both paths: on the fast path for a controlled arm the Device's
-// read flag is a line that tick reads nowhere else, a miss (at thousands
-// of arms a page walk too) on three ticks in four of those that touched
-// the Device. The fast path now takes a new reader's mark from the
-// record, on the line its pass reads first, and the full step (which
-// touches the Device anyway) looks every reportEvery ticks, so that both
-// store on the same ticks (TestControlledFastPathStepsAsTheDevice).
+// Two ways to the same decision: on a shard's fast path for a controlled
+// arm the Device's read flag is a line that tick reads nowhere else (a miss,
+// at thousands of arms a page walk too), so that path takes a new reader's
+// mark from the record, on the line its pass reads first; the full step,
+// which touches the Device anyway, reads the flag. Both store on the same
+// ticks (TestControlledFastPathStepsAsTheDevice).
 
 // takeOutputMark takes up a new reader's mark (simArm.outWant, set by
 // Device.Output): the figures are stored from the next tick in

@@ -17,11 +17,11 @@ import (
 // and the kernel is asked to back it with 2 MiB pages.
 
 // hugePagesEnv set to 1 turns the request on, for the service's shards and
-// the bare loops alike. It is off by default: on the shared 2-core VM it
-// made a step 3 % cheaper for the service at 10,000 arms a shard and
-// changed nothing at 2,000 or for the bare loop (docs/performance.md,
-// "Huge pages and the shards' pass durations"), too little to judge there;
-// the switch stays for the re-measure on a quiet machine.
+// the bare loops alike. It is off by default: on the quiet machine it made
+// the service's step 1 % cheaper at 10,000 arms, nothing at 2,000, and the
+// capacity search no better (0.65x of the bare loop with it, 0.73x without,
+// in one window: bench/results.md, 2026-11-26 13:41; docs/performance.md,
+// "Huge pages and the shards' pass durations").
 const hugePagesEnv = "HAPTICD_HUGE_PAGES"
 
 func hugePagesOn() bool { return os.Getenv(hugePagesEnv) == "1" }

@@ -120,7 +120,8 @@ type simArm struct {
 	// and taken up by the fast path for controlled arms
 	// (forceStages.takeOutputMark), in the record's first line, which that
 	// path reads anyway: the Device's own read flag is a line of the Device
-	// the fast path would otherwise touch on ticks that only look. (In the padding before outForce: the record stays 344 bytes.)
+	// the fast path would otherwise touch on ticks that only look. (In the
+	// padding before outForce: the record stays 344 bytes.)
 	outWant atomic.Uint32
 	// The output of an arm nobody controls (the gravity feed-forward),
 	// and that feed-forward, which the published force leaves out.
