@@ -99,12 +99,20 @@ type Arm struct {
 	config   [3]configCode              // handedness, torque scaling, gravity
 	refused  error                      // the last code the firmware refused
 	msg      wire.Message
-	last     hw.State // state of the last good reply, reported on a miss
-	misses   int      // consecutive
-	missed   uint64   // since open
-	flush    bool     // a reply was missed: drop stale input before the next command
+	ahead    wire.Message // a later frame looked at while resynchronising
+	last     hw.State     // state of the last good reply, reported on a miss
+	misses   int          // consecutive
+	missed   uint64       // since open
 	closed   bool
 	replyErr error // prebuilt so a miss does not allocate
+
+	// Resynchronisation after a missed or unread reply (see resync.go).
+	resync      bool
+	cleanLeft   int       // clean exchanges still needed to leave it
+	resyncUntil time.Time // and not before then
+	staleAhead  int       // scanner bytes that arrived before the last write
+	staleSeen   bool      // this exchange dropped a stale reply
+	stale       uint64    // stale replies dropped since open
 }
 
 var _ hw.Driver = (*Arm)(nil)
@@ -308,8 +316,10 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if cmd == nil || st == nil {
 		return errNilExchange
 	}
-	if err := a.dropStale(); err != nil {
-		return a.fail(err)
+	if a.resync {
+		if err := a.drain(); err != nil {
+			return a.fail(err)
+		}
 	}
 	a.tick++
 	frame := a.out[:0]
@@ -321,7 +331,13 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 	if err := writeAll(a.port, frame); err != nil {
 		return a.fail(err)
 	}
-	ok, err := a.readReply(want, code != nil, a.opts.ReplyTimeout)
+	var ok bool
+	var err error
+	if a.resync {
+		ok, err = a.readResync(want, a.opts.ReplyTimeout)
+	} else {
+		ok, err = a.readReply(want, code != nil, a.opts.ReplyTimeout)
+	}
 	if code != nil && code.pending {
 		// Unacknowledged (ignored, or the ack was lost): try again
 		// later, less often each time.
@@ -332,7 +348,7 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		return a.fail(err)
 	}
 	if !ok {
-		a.flush = true
+		a.startResync()
 		a.misses++
 		a.missed++
 		*st = a.last
@@ -343,6 +359,9 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		return nil
 	}
 	a.misses = 0
+	if a.resync {
+		a.settleResync()
+	}
 	a.apply(want, cmd)
 	*st = a.last
 	return nil
@@ -456,57 +475,52 @@ func readFrame(p serial.Port, scan *wire.Scanner, msg *wire.Message, want byte, 
 	}
 }
 
-// dropStale discards the input left over from a missed or unread reply, if
-// any, so the next reply read is the next command's. On error the input is
-// still stale and the next call tries again.
-func (a *Arm) dropStale() error {
-	if !a.flush {
-		return nil
-	}
-	if err := a.port.ResetInputBuffer(); err != nil {
-		return err
-	}
-	a.scan.Reset()
-	a.flush = false
-	return nil
-}
-
 // fail sends a best-effort zero force and wraps a port error. It is off the
 // happy path, so it may allocate.
 func (a *Arm) fail(err error) error {
 	a.haltQuietly()
-	a.flush = true
 	return fmt.Errorf("hw/driver: arm %s on %s: %w", a.info.ID, a.opts.Path, err)
 }
 
-// haltQuietly writes a zero force without waiting for the reply; the next
-// Exchange flushes the reply.
+// haltQuietly writes a zero force without waiting for the reply; the
+// driver resynchronises so the reply is not taken for a later command's.
 func (a *Arm) haltQuietly() {
 	_ = writeAll(a.port, wire.AppendForce(a.out[:0], hw.Vec3{}))
 	a.last.ForceN = hw.Vec3{}
-	a.flush = true
+	a.startResync()
 }
 
 // Halt sends a zero force and waits (HaltTimeout) for its reply so the
 // stream stays in step. It is idempotent. It fails only when the zero force
-// could not be written; a missing reply is left for the next Exchange to
-// flush.
+// could not be written; after a missing reply the driver resynchronises
+// (see resync.go), so the late reply is not taken for the next command's.
 func (a *Arm) Halt() error {
 	if a.closed {
 		return ErrClosed
 	}
-	// A flush that fails is left for the next Exchange, which reports it:
+	// A drain that fails is left for the next Exchange, which reports it:
 	// Halt's job is the zero force below.
-	_ = a.dropStale()
+	if a.resync {
+		_ = a.drain()
+	}
 	if err := writeAll(a.port, wire.AppendForce(a.out[:0], hw.Vec3{})); err != nil {
-		a.flush = true
+		a.startResync()
 		return fmt.Errorf("hw/driver: halt arm %s on %s: zero force not sent, the device may still apply its last force: %w", a.info.ID, a.opts.Path, err)
 	}
 	a.last.ForceN = hw.Vec3{}
-	ok, err := readFrame(a.port, a.scan, &a.msg, wire.HeaderEndEffectorState, a.opts.HaltTimeout)
+	var ok bool
+	var err error
+	if a.resync {
+		ok, err = a.readResync(wire.HeaderEndEffectorState, a.opts.HaltTimeout)
+	} else {
+		ok, err = readFrame(a.port, a.scan, &a.msg, wire.HeaderEndEffectorState, a.opts.HaltTimeout)
+	}
 	if err != nil || !ok {
-		a.flush = true
+		a.startResync()
 		return nil
+	}
+	if a.resync {
+		a.settleResync()
 	}
 	a.apply(wire.HeaderEndEffectorState, nil)
 	return nil
@@ -567,3 +581,7 @@ func (a *Arm) Missed() uint64 { return a.missed }
 
 // Skipped returns how many received bytes were dropped as noise so far.
 func (a *Arm) Skipped() uint64 { return a.scan.Skipped() }
+
+// Stale returns how many replies were dropped since open because they
+// answered an earlier command (late replies found while resynchronising).
+func (a *Arm) Stale() uint64 { return a.stale }
