@@ -291,7 +291,7 @@ type Device struct {
 	// The holder of token owns the following.
 	held          Command // the last command applied: what a ramp winds down
 	state         hw.State
-	scratch       *hw.State // a non-lazy driver's exchange target (nil for lazy ones)
+	hwx           *hardwareExchange // nil for a lazy driver
 	configured    hw.Settings
 	configRetryNs int64
 	pub           Snapshot
@@ -332,6 +332,25 @@ type ModeReporter interface {
 	ReportedMode() (mode hw.ControlMode, target [3]float64, ok bool)
 }
 
+// A RepeatReporter is a driver whose Exchange may succeed without a fresh
+// reply from the device and report its last good state again (hw/driver's
+// Arm after a missed reply). Repeated tells, right after an Exchange,
+// whether its state was such a repeat. The loop then publishes the state
+// with the time of the tick it is fresh from (Snapshot.RepeatedFromNs), so
+// LoadCurrent, and the age a lab node reports, do not count it as current.
+type RepeatReporter interface {
+	Repeated() bool
+}
+
+// hardwareExchange is what a non-lazy driver's exchange needs besides the
+// Device, kept apart so that simulated arms (the many, each in one small
+// allocation) do not carry it.
+type hardwareExchange struct {
+	scratch hw.State       // the driver's exchange target
+	repeats RepeatReporter // drv, when it may report an old state again
+	freshNs int64          // with repeats: the tick the state is fresh from
+}
+
 // NewDevice returns the loop state for drv (which must not be nil). Nothing
 // runs until Step is called, directly or through RunLocked or a Scheduler.
 func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
@@ -359,10 +378,15 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 	d.cfg, _ = drv.(hw.Configurer)
 	d.lazy, _ = drv.(lazyStateDriver)
 	if d.lazy == nil {
-		d.scratch = new(hw.State)
+		d.hwx = new(hardwareExchange)
 		d.reporter, _ = drv.(ModeReporter)
 		d.remoteFx, _ = drv.(RemoteEffects)
 		d.remoteNav, _ = drv.(RemoteNavigation)
+		if d.hwx.repeats, _ = drv.(RepeatReporter); d.hwx.repeats != nil {
+			// The driver's state before the first tick is from its
+			// open, which is no later than now.
+			d.hwx.freshNs = d.clock.Now()
+		}
 	}
 	g := DefaultGlobals()
 	d.globals.Store(g)
@@ -652,6 +676,9 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 				r.exchange.Record(d.clock.Now() - startNs)
 			}
 		}
+		if err == nil && d.hwx != nil && d.hwx.repeats != nil && !d.hwx.repeats.Repeated() {
+			d.hwx.freshNs = nowNs
+		}
 		if err != nil {
 			d.driverError(err, owner)
 		} else {
@@ -703,6 +730,10 @@ func (d *Device) publishTick(nowNs int64, tick, owner uint64, mode hw.ControlMod
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
+	p.RepeatedFromNs = 0
+	if d.hwx != nil && d.hwx.repeats != nil && d.hwx.freshNs != nowNs {
+		p.RepeatedFromNs = d.hwx.freshNs
+	}
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed
 	d.publishPending = !d.publish()
@@ -731,10 +762,10 @@ func (d *Device) exchange() (moved bool, err error) {
 		// A lazy driver writes st only on success, and only when moved.
 		return d.lazy.ExchangeCore(&d.out, &d.state)
 	}
-	if err := d.drv.Exchange(&d.out, d.scratch); err != nil {
+	if err := d.drv.Exchange(&d.out, &d.hwx.scratch); err != nil {
 		return false, err
 	}
-	d.state = *d.scratch
+	d.state = d.hwx.scratch
 	return true, nil
 }
 

@@ -40,6 +40,12 @@ type Snapshot struct {
 	// (Last, so the fields above and State's per-tick core share the
 	// first two cache lines.)
 	State hw.State
+	// RepeatedFromNs is not 0 when State is not fresh: the driver missed
+	// the device's reply (see RepeatReporter) and reported the state of an
+	// earlier tick again, the tick at this Clock time. LoadCurrent takes
+	// it as the state's time. (After State: it is not on the per-tick
+	// path of most devices.)
+	RepeatedFromNs int64
 }
 
 const (

@@ -246,7 +246,8 @@ func commandNumber(i int) hw.Command {
 }
 
 // TestArmRepeatsLastStateOnMiss checks what a miss reports: the state of
-// the last good reply, and the next exchange's own state after it.
+// the last good reply, marked as a repeat (Repeated, which the loop uses to
+// keep the state's time), and the next exchange's own state after it.
 func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 	_, path := startEchoArm(t, map[int]echoStep{2: {hold: true}, 3: {lateFirst: true}})
 	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 300 * time.Millisecond})
@@ -262,6 +263,9 @@ func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 		}
 		if st.PositionM.X != want {
 			t.Errorf("Exchange %d: position x %v, want %v", i, st.PositionM.X, want)
+		}
+		if got := a.Repeated(); got != (i == 2) {
+			t.Errorf("Exchange %d: Repeated() = %v, want %v", i, got, i == 2)
 		}
 	}
 }
