@@ -8,9 +8,22 @@
 // buffer, write it, read until the expected reply frame or the reply
 // deadline (ArmOptions.ReplyTimeout, below the loop period). It does not
 // allocate and holds no lock. A missed reply is not an error at once: the
-// state of the last good reply is reported again and the next Exchange
-// flushes the input first, so a late reply cannot be taken for a newer one.
+// state of the last good reply is reported again (Repeated says so) and
 // MaxMisses consecutive misses are an error.
+//
+// # Late replies
+//
+// The wire has no sequence numbers, and a missed reply may still come. After
+// a miss the driver resynchronises (resync.go): each Exchange first drains,
+// without waiting, the input already received and drops the replies in it,
+// drops a reply that began arriving before its write, and of two complete
+// replies takes the newer. What holds: a late reply that arrives before the
+// next command is written, or together with that command's reply, is never
+// taken for a newer command's; one that arrives alone after the write is
+// taken for that command's once, and the next Exchange drops the real reply
+// as stale and is in step again. Stale counts the replies dropped.
+// Resynchronising ends after MaxMisses clean exchanges in a row; outside it
+// a tick makes no extra system call.
 //
 // # Sticky commands
 //
