@@ -10,6 +10,7 @@ import (
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
@@ -266,6 +267,73 @@ func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 		}
 		if got := a.Repeated(); got != (i == 2) {
 			t.Errorf("Exchange %d: Repeated() = %v, want %v", i, got, i == 2)
+		}
+	}
+}
+
+// drainCountingPort is a real serial port that counts the zero-timeout
+// reads a draining Exchange sets up.
+type drainCountingPort struct {
+	serial.Port
+	drains int
+}
+
+func (p *drainCountingPort) SetReadTimeout(d time.Duration) error {
+	if d == 0 {
+		p.drains++
+	}
+	return p.Port.SetReadTimeout(d)
+}
+
+// TestArmResynchronisationEnds checks the cost side: no drain before a
+// miss, drains after it, and none again once MaxMisses clean exchanges
+// (and as many periods) have passed, for as long as replies come in time.
+func TestArmResynchronisationEnds(t *testing.T) {
+	const missAt = 3
+	fw, path := startEchoArm(t, map[int]echoStep{missAt: {hold: true}, missAt + 1: {lateFirst: true}})
+	sp, err := serial.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &drainCountingPort{Port: sp}
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: 300 * time.Millisecond, MaxMisses: 5, PeriodS: 0.002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	var st hw.State
+	exchange := func(i int) (drained bool) {
+		t.Helper()
+		before := p.drains
+		cmd := commandNumber(i)
+		if err := a.Exchange(&cmd, &st); err != nil {
+			t.Fatalf("Exchange %d: %v", i, err)
+		}
+		fw.waitHandled(t, i+1)
+		return p.drains != before
+	}
+	i := 1
+	for ; i <= missAt; i++ {
+		if exchange(i) {
+			t.Fatalf("Exchange %d drained the input before any miss", i)
+		}
+	}
+	if !exchange(i) {
+		t.Fatalf("Exchange %d, after the miss, did not drain", i)
+	}
+	// MaxMisses clean exchanges and 5 periods (10 ms) after the miss.
+	deadline := time.Now().Add(10 * time.Second)
+	for i++; exchange(i); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("still draining at exchange %d, long after the last miss", i)
+		}
+	}
+	if i < missAt+1+5 {
+		t.Errorf("resynchronisation ended at exchange %d, before 5 clean exchanges after the miss at %d", i, missAt)
+	}
+	for end := i + 30; i < end; i++ {
+		if exchange(i) {
+			t.Fatalf("Exchange %d drained again with no miss since", i)
 		}
 	}
 }
