@@ -394,19 +394,24 @@ func (a *Arm) readReply(want byte, acks bool, timeout time.Duration) (bool, erro
 				a.acknowledge(a.msg.Config)
 			}
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false, nil
-		}
-		if err := a.port.SetReadTimeout(left); err != nil {
-			return false, err
-		}
-		n, err := a.port.Read(a.scan.Space())
-		a.scan.Fill(n)
-		if err != nil {
+		if more, err := a.readBefore(deadline); !more || err != nil {
 			return false, err
 		}
 	}
+}
+
+// readBefore reads once more into the scanner, waiting no later than
+// deadline; more is false when the deadline has passed.
+func (a *Arm) readBefore(deadline time.Time) (more bool, err error) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false, nil
+	}
+	if err := a.port.SetReadTimeout(left); err != nil {
+		return false, err
+	}
+	_, err = a.fill()
+	return err == nil, err
 }
 
 // acknowledge settles the pending code an acknowledgement answers. A code

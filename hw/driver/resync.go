@@ -154,14 +154,7 @@ func (a *Arm) readResync(want byte, timeout time.Duration) (bool, error) {
 				a.acknowledge(a.msg.Config)
 			}
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false, nil
-		}
-		if err := a.port.SetReadTimeout(left); err != nil {
-			return false, err
-		}
-		if _, err := a.fill(); err != nil {
+		if more, err := a.readBefore(deadline); !more || err != nil {
 			return false, err
 		}
 	}
