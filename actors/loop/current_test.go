@@ -337,3 +337,119 @@ func twinOnShard(t *testing.T) (d *Device, sh *shard, clock *looptest.Clock, tic
 	}
 	return d, sh, clock, tick, at
 }
+
+// TestLoadCurrentWhileTheArmMovesBetweenRecords: a reader calls LoadCurrent
+// in a loop while the arm leaves its shard, is stepped directly for a few
+// ticks, joins the other scheduler's shard, and so on, many times (a twin
+// stepped directly every tick is the truth). Every load must be one
+// published state, not a mix of two records' buffers: the position is the
+// one the twin had at the snapshot's own time. And its as-of time claims
+// no more freshness than the state has: it is not before the snapshot's
+// time, not after the last tick begun when the load returned, and the twin
+// was at the loaded position then.
+func TestLoadCurrentWhileTheArmMovesBetweenRecords(t *testing.T) {
+	moves := 3000
+	if testing.Short() {
+		moves = 500
+	}
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	scheds := [2]*Scheduler{
+		NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock}),
+		NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock}),
+	}
+	for _, s := range scheds {
+		t.Cleanup(s.Stop)
+	}
+	// The truth by tick time, shared with the reader: written before the
+	// tick's time is published (lastTick), so a reader only looks up times
+	// already in it.
+	var atMu sync.Mutex
+	at := map[int64]hw.Vec3{}
+	var lastTick, done atomic.Int64
+	var tw Snapshot
+	on := -1 // the scheduler d is on, or -1: stepped directly
+	tick := func() {
+		now := clock.Now() + ms
+		twin.Step(now)
+		twin.Load(&tw)
+		atMu.Lock()
+		at[now] = tw.State.PositionM
+		atMu.Unlock()
+		lastTick.Store(now)
+		clock.Advance(ms)
+		if on < 0 {
+			d.Step(now)
+		}
+		for _, s := range scheds {
+			s.shards[0].passLocked(now, clock)
+		}
+	}
+	tick()
+
+	type fault struct {
+		cur, snapNs, bound int64
+		pos, atCur, atSnap hw.Vec3
+		okCur, okSnap      bool
+	}
+	var faults []fault
+	reads := 0
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var snap Snapshot
+		for done.Load() == 0 {
+			cur := d.LoadCurrent(&snap)
+			bound := lastTick.Load()
+			reads++
+			atMu.Lock()
+			atCur, okCur := at[cur]
+			atSnap, okSnap := at[snap.TimeNs]
+			atMu.Unlock()
+			pos := snap.State.PositionM
+			if cur < snap.TimeNs || cur > bound || !okCur || atCur != pos || !okSnap || atSnap != pos {
+				faults = append(faults, fault{cur, snap.TimeNs, bound, pos, atCur, atSnap, okCur, okSnap})
+			}
+			if reads%4 == 0 {
+				runtime.Gosched()
+			}
+		}
+	})
+	rng := rand.New(rand.NewPCG(3, 4))
+	for m := range moves {
+		// On a shard for a spell of passes (mostly short, so moves are
+		// many; one in eight past a sparse publish), then off it for a
+		// few direct steps.
+		to := m % 2
+		scheds[to].Add(d)
+		on = to
+		spell := 1 + rng.IntN(4)
+		if m%8 == 0 {
+			spell = 1 + rng.IntN(3*publishIdleEvery)
+		}
+		for range spell {
+			tick()
+		}
+		scheds[to].Remove(d)
+		on = -1
+		for range rng.IntN(4) {
+			tick()
+		}
+	}
+	done.Store(1)
+	wg.Wait()
+	for i, f := range faults {
+		if i == 5 {
+			break
+		}
+		t.Errorf("current as of %d, snapshot of %d, last tick %d: position %+v; the twin was at %+v (%v) then and %+v (%v) at the snapshot's time",
+			f.cur, f.snapNs, f.bound, f.pos, f.atCur, f.okCur, f.atSnap, f.okSnap)
+	}
+	if reads < moves {
+		t.Fatalf("%d reads over %d moves: the reader hardly ran", reads, moves)
+	}
+	t.Logf("%d reads over %d moves, %d faults", reads, moves, len(faults))
+}
