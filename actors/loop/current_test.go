@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -336,4 +337,243 @@ func twinOnShard(t *testing.T) (d *Device, sh *shard, clock *looptest.Clock, tic
 		at[now] = tw.State.PositionM
 	}
 	return d, sh, clock, tick, at
+}
+
+// TestLoadCurrentWhileTheArmMovesBetweenRecords: a reader calls LoadCurrent
+// in a loop while the arm leaves its shard, is stepped directly for a few
+// ticks, joins the other scheduler's shard, and so on, many times (a twin
+// stepped directly every tick is the truth). Every load must be one
+// published state, not a mix of two records' buffers: the position is the
+// one the twin had at the snapshot's own time. And its as-of time claims
+// no more freshness than the state has: it is not before the snapshot's
+// time, not after the last tick begun when the load returned, and the twin
+// was at the loaded position then.
+func TestLoadCurrentWhileTheArmMovesBetweenRecords(t *testing.T) {
+	moves := 3000
+	if testing.Short() {
+		moves = 500
+	}
+	clock := looptest.NewClock(1000 * ms)
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	scheds := [2]*Scheduler{
+		NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock}),
+		NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock}),
+	}
+	for _, s := range scheds {
+		t.Cleanup(s.Stop)
+	}
+	// The truth by tick time, shared with the reader: written before the
+	// tick's time is published (lastTick), so a reader only looks up times
+	// already in it.
+	var atMu sync.Mutex
+	at := map[int64]hw.Vec3{}
+	var lastTick, done atomic.Int64
+	var tw Snapshot
+	on := -1 // the scheduler d is on, or -1: stepped directly
+	tick := func() {
+		now := clock.Now() + ms
+		twin.Step(now)
+		twin.Load(&tw)
+		atMu.Lock()
+		at[now] = tw.State.PositionM
+		atMu.Unlock()
+		lastTick.Store(now)
+		clock.Advance(ms)
+		if on < 0 {
+			d.Step(now)
+		}
+		for _, s := range scheds {
+			s.shards[0].passLocked(now, clock)
+		}
+	}
+	tick()
+
+	type fault struct {
+		cur, snapNs, bound int64
+		pos, atCur, atSnap hw.Vec3
+		okCur, okSnap      bool
+	}
+	var faults []fault
+	reads := 0
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var snap Snapshot
+		for done.Load() == 0 {
+			cur := d.LoadCurrent(&snap)
+			bound := lastTick.Load()
+			reads++
+			atMu.Lock()
+			atCur, okCur := at[cur]
+			atSnap, okSnap := at[snap.TimeNs]
+			atMu.Unlock()
+			pos := snap.State.PositionM
+			if cur < snap.TimeNs || cur > bound || !okCur || atCur != pos || !okSnap || atSnap != pos {
+				faults = append(faults, fault{cur, snap.TimeNs, bound, pos, atCur, atSnap, okCur, okSnap})
+			}
+			if reads%4 == 0 {
+				runtime.Gosched()
+			}
+		}
+	})
+	rng := rand.New(rand.NewPCG(3, 4))
+	for m := range moves {
+		// On a shard for a spell of passes (mostly short, so moves are
+		// many; one in eight past a sparse publish), then off it for a
+		// few direct steps.
+		to := m % 2
+		scheds[to].Add(d)
+		on = to
+		spell := 1 + rng.IntN(4)
+		if m%8 == 0 {
+			spell = 1 + rng.IntN(3*publishIdleEvery)
+		}
+		for range spell {
+			tick()
+		}
+		scheds[to].Remove(d)
+		on = -1
+		for range rng.IntN(4) {
+			tick()
+		}
+	}
+	done.Store(1)
+	wg.Wait()
+	for i, f := range faults {
+		if i == 5 {
+			break
+		}
+		t.Errorf("current as of %d, snapshot of %d, last tick %d: position %+v; the twin was at %+v (%v) then and %+v (%v) at the snapshot's time",
+			f.cur, f.snapNs, f.bound, f.pos, f.atCur, f.okCur, f.atSnap, f.okSnap)
+	}
+	if reads < moves {
+		t.Fatalf("%d reads over %d moves: the reader hardly ran", reads, moves)
+	}
+	t.Logf("%d reads over %d moves, %d faults", reads, moves, len(faults))
+}
+
+// TestLoadCurrentOfAnArmThatSleepsAndWakes: a simulated arm on a shard
+// (and a twin stepped directly, the truth) pushed, released, come to rest
+// and asleep: it publishes nothing, yet its state is exactly current, so a
+// read after a quiet spell must not call it older than one sparse period
+// (publishIdleEvery ticks) and the read a pass later calls it current as
+// of that pass; read often, its age must not grow while it sleeps. Then a
+// push wakes it: the first read after the wake, with no read in between,
+// must be true (the twin was at the loaded position at the as-of time) and
+// no older than one sparse period, and the next pass's read is that pass's
+// moving state.
+func TestLoadCurrentOfAnArmThatSleepsAndWakes(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	newArm := func() *sim.Arm { return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionNone}) }
+	d, twin := NewDevice(newArm(), opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	s.Add(d)
+	defer s.Stop()
+	sh := s.shards[0]
+	at := map[int64]hw.Vec3{}
+	var tw Snapshot
+	tick := func() int64 {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		sh.passLocked(now, clock)
+		twin.Load(&tw)
+		at[now] = tw.State.PositionM
+		return now
+	}
+	push := func(owner uint64, c hw.Command) {
+		for _, dev := range []*Device{d, twin} {
+			dev.Register().Claim(owner)
+			dev.Register().Write(owner, 1, clock.Now()+time64(500), &c, nil)
+		}
+	}
+	release := func(owner uint64) {
+		for _, dev := range []*Device{d, twin} {
+			dev.Register().Release(owner)
+		}
+	}
+	// read asks LoadCurrent and checks the answer is true: the twin was
+	// where the snapshot says at the as-of time, which is not after now.
+	read := func(what string, now int64) (age int64, snap Snapshot) {
+		t.Helper()
+		cur := d.LoadCurrent(&snap)
+		if want, ok := at[cur]; !ok || cur > now || cur < snap.TimeNs || want != snap.State.PositionM {
+			t.Fatalf("%s: current as of %d (%d ms before now), snapshot of %d at %+v, but the arm was at %+v then",
+				what, cur, (now-cur)/ms, snap.TimeNs, snap.State.PositionM, want)
+		}
+		return now - cur, snap
+	}
+	for range 20 {
+		tick()
+	}
+	push(4, force(2, -1, 0.5))
+	for range 30 {
+		tick()
+	}
+	release(4)
+	for range 5000 {
+		tick()
+		if r := d.slot.Load(); r != nil && r.asleep && twin.asleep {
+			break
+		}
+	}
+	if r := d.slot.Load(); r == nil || !r.asleep {
+		t.Fatal("the arm did not come to rest and sleep")
+	}
+	restPos := tw.State.PositionM
+
+	// Asleep, read after quiet spells of several sparse periods each.
+	for spell := range 4 {
+		var now int64
+		for range 3*publishIdleEvery + 17*spell {
+			now = tick()
+		}
+		age, snap := read(fmt.Sprintf("asleep, spell %d, first read", spell), now)
+		if snap.State.PositionM != restPos {
+			t.Fatalf("asleep, spell %d: loaded %+v, the arm rests at %+v", spell, snap.State.PositionM, restPos)
+		}
+		if age >= int64(publishIdleEvery)*ms {
+			t.Errorf("asleep, spell %d: the first read calls the state %d ms old, want under %d: an exact state reported as growing old", spell, age/ms, publishIdleEvery)
+		}
+		now = tick()
+		if age, _ := read(fmt.Sprintf("asleep, spell %d, the pass after", spell), now); age != 0 {
+			t.Errorf("asleep, spell %d, read the pass after a read: %d ms old, want current", spell, age/ms)
+		}
+	}
+	// Asleep and read every pass: the age stays zero.
+	for i := range 2 * publishIdleEvery {
+		now := tick()
+		if age, _ := read("asleep, read every pass", now); age != 0 {
+			t.Fatalf("asleep, read every pass, pass %d: %d ms old, want current", i, age/ms)
+		}
+	}
+	if r := d.slot.Load(); r == nil || !r.asleep {
+		t.Fatal("reading every pass woke the arm: the test no longer reads an asleep arm")
+	}
+
+	// Unread for a spell, then a push wakes it; the first read after.
+	for range 3 * publishIdleEvery {
+		tick()
+	}
+	push(5, force(-1, 1, 0))
+	var now int64
+	for range 5 {
+		now = tick()
+	}
+	if tw.State.PositionM == restPos {
+		t.Fatal("the push did not move the twin")
+	}
+	age, _ := read("woken, first read", now)
+	if age >= int64(publishIdleEvery)*ms {
+		t.Errorf("woken, first read: %d ms old, want under %d", age/ms, publishIdleEvery)
+	}
+	now = tick()
+	age, snap := read("woken, the pass after", now)
+	if age != 0 || snap.State.PositionM != tw.State.PositionM {
+		t.Errorf("woken, read the pass after a read: %d ms old at %+v, want current at %+v", age/ms, snap.State.PositionM, tw.State.PositionM)
+	}
+	release(5)
 }
