@@ -90,15 +90,17 @@ type proxy struct {
 	navSentAt  time.Time
 	navRefused uint64
 
-	// The loop's own: the node's control as of its last exchange; what it
-	// sent last and when; whether it holds the gateway's register for a
-	// node-local session.
-	control nodeControl
-	last    hw.Command
-	sentAt  time.Time
-	seq     uint64
-	holding bool
-	holdSeq uint64
+	// The loop's own: the node's control as of its last exchange and how
+	// old its state was then (StateAge); what it sent last and when;
+	// whether it holds the gateway's register for a node-local session.
+	control   nodeControl
+	ageNs     int64
+	pushedYet bool
+	last      hw.Command
+	sentAt    time.Time
+	seq       uint64
+	holding   bool
+	holdSeq   uint64
 	// navSeen and navSeenSession are what ForwardNavigation got last.
 	navSeen        *loop.Navigation
 	navSeenSession uint64
@@ -145,6 +147,10 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 }
 
 func (p *proxy) Info() hw.Info { return p.info }
+
+// The gateway's loop publishes a pushed state with the time it was current
+// on its node, not its own tick's.
+var _ loop.StateAgeReporter = (*proxy)(nil)
 
 // maxPushedAgeNs bounds the age a node may push for a state (setState): a
 // minute, far beyond any loop's sparse publish, and small enough that a
@@ -365,8 +371,9 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	p.control = p.pushed
 	p.mu.Unlock()
 	now := time.Now()
-	if sampled != 0 {
-		p.stateAge.Record(max(now.UnixNano()-sampled, 0))
+	p.ageNs, p.pushedYet = max(now.UnixNano()-sampled, 0), sampled != 0
+	if p.pushedYet {
+		p.stateAge.Record(p.ageNs)
 	}
 	if dev := p.dev.Load(); dev != nil {
 		p.mirrorLocalHold(dev.Register())
@@ -380,6 +387,12 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	p.send(cmd, now)
 	return nil
 }
+
+// StateAge tells the gateway's loop how old the state the last Exchange
+// handed over was (loop.StateAgeReporter): as old as the node's push said,
+// plus the time since it arrived. Before the first push the state is the
+// proxy's empty one, repeated.
+func (p *proxy) StateAge() (ageNs int64, repeated bool) { return p.ageNs, !p.pushedYet }
 
 // mirrorLocalHold makes a node-local session's control visible on the
 // gateway: while the node says a local session holds the device, the

@@ -111,13 +111,17 @@ func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 		ages     []time.Duration // pushed one after another, same tick
 		ticks    []uint64
 		min, max time.Duration
+		// loopMin, when set, is the least age the gateway's loop may
+		// publish: a loop tick between two pushes saw the first state
+		// current then, and a later state is current no earlier.
+		loopMin *time.Duration
 	}{
 		{name: "fresh", ages: []time.Duration{0}, ticks: []uint64{7}, max: 40 * time.Millisecond},
 		{name: "stale", ages: []time.Duration{300 * time.Millisecond}, ticks: []uint64{7}, min: 300 * time.Millisecond, max: 340 * time.Millisecond},
 		{name: "negative", ages: []time.Duration{-time.Hour}, ticks: []uint64{7}, max: 40 * time.Millisecond},
 		{name: "beyond any loop's", ages: []time.Duration{math.MaxInt64}, ticks: []uint64{7}, min: time.Minute, max: time.Minute + 40*time.Millisecond},
 		{name: "same state, coarser estimate", ages: []time.Duration{0, 300 * time.Millisecond}, ticks: []uint64{7, 7}, max: 40 * time.Millisecond},
-		{name: "newer state, older", ages: []time.Duration{0, 300 * time.Millisecond}, ticks: []uint64{7, 8}, min: 300 * time.Millisecond, max: 340 * time.Millisecond},
+		{name: "newer state, older", ages: []time.Duration{0, 300 * time.Millisecond}, ticks: []uint64{7, 8}, min: 300 * time.Millisecond, max: 340 * time.Millisecond, loopMin: new(time.Duration)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +132,7 @@ func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 				g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
 					States: []*wire.State{{Uuid: "uuid-a", Tick: tc.ticks[i], AgeNs: int64(age)}}})
 			}
+			pushedNs := loop.SystemClock().Now() // the gateway's loops' clock
 			age := proxyStateAge(g, "uuid-a")
 			if age < tc.min || age > tc.max {
 				t.Fatalf("the state is %v old on the gateway, want %v to %v", age, tc.min, tc.max)
@@ -137,6 +142,23 @@ func TestGatewayStateAgeCountsFromWhenTheStateWasCurrent(t *testing.T) {
 				_, _, sa := proxyFor(g, "uuid-a").Remote()
 				return sa.Count > 0 && time.Duration(sa.MaxNs) >= tc.min
 			})
+			// And publishes the state with the time it was current, which
+			// LoadCurrent and a recording on the gateway read: a tick of
+			// the loop after the pushes says the state is as old.
+			dev := proxyFor(g, "uuid-a").dev.Load().Loop()
+			var snap loop.Snapshot
+			hwtest.Eventually(t, 10*time.Second, "a tick after the pushes", func() bool {
+				_ = dev.LoadCurrent(&snap)
+				return snap.TimeNs > pushedNs
+			})
+			current := dev.LoadCurrent(&snap)
+			least := tc.min
+			if tc.loopMin != nil {
+				least = *tc.loopMin
+			}
+			if age := time.Duration(snap.TimeNs - current); age < least || age > tc.max {
+				t.Fatalf("the gateway's loop published the state %v old at its tick, want %v to %v", age, least, tc.max)
+			}
 		})
 	}
 }

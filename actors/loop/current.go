@@ -7,8 +7,8 @@ import "unsafe"
 // device's state was still dst's, so a reader's now less currentNs is how
 // old the state is. It is never later than the truth (a state is never
 // presented fresher than it is) and never earlier than dst.TimeNs, except
-// for a state the driver repeated after a missed reply (RepeatReporter):
-// that one is current as of dst.RepeatedFromNs, the tick it is fresh from.
+// for a state older than its publish (StateAgeReporter: a reply missed, a
+// lab node's push): that one is current as of dst.CurrentAtNs.
 //
 // A snapshot's TimeNs is when it was published, which is not its age: an
 // arm at rest publishes nothing and its old snapshot stays current, while
@@ -19,7 +19,7 @@ import "unsafe"
 //
 //   - A driver other than a lazy one (hardware, a lab proxy) publishes
 //     every tick: currentNs is dst.TimeNs, the tick that published it, or
-//     dst.RepeatedFromNs when that tick repeated an older state.
+//     dst.CurrentAtNs when that tick published an older state.
 //   - A simulated arm on a scheduler shard whose read mark (markRead) is
 //     pending and was seen by the last completed pass or one before it
 //     (Device.markSeen), or was taken up at most publishHotTicks-1 passes
@@ -45,8 +45,8 @@ import "unsafe"
 func (d *Device) LoadCurrent(dst *Snapshot) (currentNs int64) {
 	if d.lazy == nil {
 		d.load(dst, true)
-		if dst.RepeatedFromNs != 0 {
-			return dst.RepeatedFromNs
+		if dst.CurrentAtNs != 0 {
+			return dst.CurrentAtNs
 		}
 		return dst.TimeNs
 	}

@@ -332,23 +332,45 @@ type ModeReporter interface {
 	ReportedMode() (mode hw.ControlMode, target [3]float64, ok bool)
 }
 
-// A RepeatReporter is a driver whose Exchange may succeed without a fresh
-// reply from the device and report its last good state again (hw/driver's
-// Arm after a missed reply). Repeated tells, right after an Exchange,
-// whether its state was such a repeat. The loop then publishes the state
-// with the time of the tick it is fresh from (Snapshot.RepeatedFromNs), so
-// LoadCurrent, and the age a lab node reports, do not count it as current.
-type RepeatReporter interface {
-	Repeated() bool
+// A StateAgeReporter is a driver whose Exchange may succeed with a state
+// older than the exchange: hw/driver's Arm reports its last good state
+// again after a missed reply; a lab gateway's proxy hands over the state a
+// node last pushed, which was current some time before. StateAge tells,
+// right after a successful Exchange, how old its state was: repeated when
+// it is the state an earlier Exchange reported (as old as it was then,
+// plus the ticks since), else ageNs, how long before Exchange returned it
+// was current (0: read from the device in this exchange; a negative age
+// counts as 0). The loop then publishes the state with the time it was
+// current (Snapshot.CurrentAtNs), so LoadCurrent, a recording and the age
+// a lab node reports do not count it as fresher than it is.
+type StateAgeReporter interface {
+	StateAge() (ageNs int64, repeated bool)
 }
 
 // hardwareExchange is what a non-lazy driver's exchange needs besides the
 // Device, kept apart so that simulated arms (the many, each in one small
 // allocation) do not carry it.
 type hardwareExchange struct {
-	scratch hw.State       // the driver's exchange target
-	repeats RepeatReporter // drv, when it may report an old state again
-	freshNs int64          // with repeats: the tick the state is fresh from
+	scratch hw.State         // the driver's exchange target
+	ages    StateAgeReporter // drv, when it may report an old state
+	freshNs int64            // with ages: when the state was current (Clock)
+	aged    bool             // freshNs is a reported state's, not the open's
+}
+
+// stateAge takes the driver's word on how old the state its exchange at
+// nowNs filled is. Once a state was reported, the time never moves back (a
+// coarser estimate of the same state, a reordered push) and never passes
+// nowNs; the first reported state may be older than the device's open.
+func (x *hardwareExchange) stateAge(nowNs int64) {
+	ageNs, repeated := x.ages.StateAge()
+	if repeated {
+		return
+	}
+	t := nowNs - max(ageNs, 0)
+	if x.aged {
+		t = max(t, x.freshNs)
+	}
+	x.freshNs, x.aged = t, true
 }
 
 // NewDevice returns the loop state for drv (which must not be nil). Nothing
@@ -382,7 +404,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		d.reporter, _ = drv.(ModeReporter)
 		d.remoteFx, _ = drv.(RemoteEffects)
 		d.remoteNav, _ = drv.(RemoteNavigation)
-		if d.hwx.repeats, _ = drv.(RepeatReporter); d.hwx.repeats != nil {
+		if d.hwx.ages, _ = drv.(StateAgeReporter); d.hwx.ages != nil {
 			// The driver's state before the first tick is from its
 			// open, which is no later than now.
 			d.hwx.freshNs = d.clock.Now()
@@ -676,8 +698,8 @@ func (d *Device) stepLocked(nowNs int64, timed bool) {
 				r.exchange.Record(d.clock.Now() - startNs)
 			}
 		}
-		if err == nil && d.hwx != nil && d.hwx.repeats != nil && !d.hwx.repeats.Repeated() {
-			d.hwx.freshNs = nowNs
+		if err == nil && d.hwx != nil && d.hwx.ages != nil {
+			d.hwx.stateAge(nowNs)
 		}
 		if err != nil {
 			d.driverError(err, owner)
@@ -730,9 +752,9 @@ func (d *Device) publishTick(nowNs int64, tick, owner uint64, mode hw.ControlMod
 	p.Owner = owner
 	p.Tick = tick
 	p.TimeNs = nowNs
-	p.RepeatedFromNs = 0
-	if d.hwx != nil && d.hwx.repeats != nil && d.hwx.freshNs != nowNs {
-		p.RepeatedFromNs = d.hwx.freshNs
+	p.CurrentAtNs = 0
+	if d.hwx != nil && d.hwx.ages != nil && d.hwx.freshNs != nowNs {
+		p.CurrentAtNs = d.hwx.freshNs
 	}
 	p.AppliedSeq = d.appliedSeq
 	p.Failed = failed

@@ -199,7 +199,7 @@ func TestCoreCopyCoversTheSnapshot(t *testing.T) {
 	if !cell.publishSnap(&src) {
 		t.Fatal("a cell nobody reads refused a publish")
 	}
-	dst := Snapshot{RepeatedFromNs: 1} // left by a hardware device's snapshot
+	dst := Snapshot{CurrentAtNs: 1} // left by a hardware device's snapshot
 	cell.load(&dst)
 	if dst != src {
 		t.Fatalf("armCell lost fields: got %+v, want %+v", dst, src)
@@ -209,10 +209,10 @@ func TestCoreCopyCoversTheSnapshot(t *testing.T) {
 	if st != src.State {
 		t.Fatalf("copyCoreState lost fields: got %+v, want %+v", st, src.State)
 	}
-	// RepeatedFromNs is not carried: a lazy driver never repeats a state,
+	// CurrentAtNs is not carried: a lazy driver never repeats a state,
 	// so it is always 0 there (load sets it so).
 	if n := reflect.TypeOf(Snapshot{}).NumField(); n != 10 {
-		t.Fatalf("Snapshot has %d fields; armMeta and armSnap know 9 and RepeatedFromNs: update them and this test", n)
+		t.Fatalf("Snapshot has %d fields; armMeta and armSnap know 9 and CurrentAtNs: update them and this test", n)
 	}
 }
 

@@ -296,7 +296,7 @@ func (c *armCell) load(dst *Snapshot) {
 			dst.Mode, dst.Failed, dst.derive = m.mode, m.failed, m.derive
 			dst.Owner, dst.AppliedSeq, dst.Target = m.owner, m.appliedSeq, m.target
 			dst.Tick, dst.TimeNs = b.tick, b.timeNs
-			dst.RepeatedFromNs = 0 // a lazy driver never repeats a state
+			dst.CurrentAtNs = 0 // a lazy driver's state is always its tick's
 			dst.State = hw.State{PositionM: b.pos, VelocityMps: b.vel, ForceN: b.force, Status: m.status}
 			b.readers.Add(-1)
 			return

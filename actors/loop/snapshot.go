@@ -40,12 +40,14 @@ type Snapshot struct {
 	// (Last, so the fields above and State's per-tick core share the
 	// first two cache lines.)
 	State hw.State
-	// RepeatedFromNs is not 0 when State is not fresh: the driver missed
-	// the device's reply (see RepeatReporter) and reported the state of an
-	// earlier tick again, the tick at this Clock time. LoadCurrent takes
-	// it as the state's time. (After State: it is not on the per-tick
-	// path of most devices.)
-	RepeatedFromNs int64
+	// CurrentAtNs is not 0 when State is older than the tick that
+	// published it (see StateAgeReporter): the driver missed the device's
+	// reply and reported an earlier state again, or handed over a state
+	// read elsewhere (a lab node's push). It is the Clock time at which
+	// State was current; LoadCurrent and recordings take it as the
+	// state's time. (After State: it is not on the per-tick path of most
+	// devices.)
+	CurrentAtNs int64
 }
 
 const (

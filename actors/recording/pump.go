@@ -148,7 +148,7 @@ func (p *pump) detach(onlyGone bool) {
 // fillState fills s from one tick's snapshot of d.
 func fillState(s *State, d *actors.Device, snap *loop.Snapshot) {
 	st := &snap.State
-	*s = State{Device: d.ID, Type: d.Type.Key(), Status: uint8(st.Status), Tick: snap.Tick, TimeNs: snap.TimeNs,
+	*s = State{Device: d.ID, Type: d.Type.Key(), Status: uint8(st.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, AgeNs: stateAgeNs(snap),
 		Mode: int(snap.Mode), Owner: snap.Owner, AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 		Position: vec3(st.PositionM), Velocity: vec3(st.VelocityMps), Force: vec3(st.ForceN)}
 	if d.Type == protocol.TypeGrip {
@@ -156,6 +156,16 @@ func fillState(s *State, d *actors.Device, snap *loop.Snapshot) {
 		s.Orientation = [4]float64{q.W, q.X, q.Y, q.Z}
 		s.Buttons, s.Hall, s.Battery, s.Link = uint8(st.Buttons), st.Hall, st.Battery, d.Info.Link.String()
 	}
+}
+
+// stateAgeNs is how old snap's state was at its tick: a state published
+// with an earlier time it was current (a missed reply's repeat, a lab
+// node's push on a gateway) is that much older; any other is the tick's.
+func stateAgeNs(snap *loop.Snapshot) int64 {
+	if snap.CurrentAtNs == 0 {
+		return 0
+	}
+	return max(snap.TimeNs-snap.CurrentAtNs, 0)
 }
 
 // vec3 flattens an hw.Vec3.

@@ -32,7 +32,7 @@ type channelSchema struct {
 // messages, frames and events get the full schemas the service serves
 // instead when Config.ServedSchema gives them (servedSchemas).
 var minimalSchemas = []channelSchema{
-	{KindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
+	{KindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"age_ns":{"type":"integer","minimum":0,"description":"how old the state was at time_ns: 0 when the loop read it at that tick; older when the driver repeated it after a missed reply or, on a lab gateway, when the node's push was"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
 	{KindClient, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
 	{KindFrame, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
 	{KindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string"},"status":{"type":"integer"},"body":{}}}`},
@@ -85,6 +85,7 @@ type State struct {
 	Status     uint8      `json:"status"`
 	Tick       uint64     `json:"tick"`
 	TimeNs     int64      `json:"time_ns"`
+	AgeNs      int64      `json:"age_ns"` // how old the state was at TimeNs (loop.Snapshot.CurrentAtNs)
 	Mode       int        `json:"mode"`
 	Owner      uint64     `json:"owner"`
 	AppliedSeq uint64     `json:"applied_seq"`
@@ -126,6 +127,8 @@ func (s *State) AppendJSON(b []byte) []byte {
 	b = strconv.AppendUint(b, s.Tick, 10)
 	b = append(b, `,"time_ns":`...)
 	b = strconv.AppendInt(b, s.TimeNs, 10)
+	b = append(b, `,"age_ns":`...)
+	b = strconv.AppendInt(b, s.AgeNs, 10)
 	b = append(b, `,"mode":`...)
 	b = strconv.AppendInt(b, int64(s.Mode), 10)
 	b = append(b, `,"owner":`...)

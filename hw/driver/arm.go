@@ -587,10 +587,11 @@ func (a *Arm) Missed() uint64 { return a.missed }
 // Skipped returns how many received bytes were dropped as noise so far.
 func (a *Arm) Skipped() uint64 { return a.scan.Skipped() }
 
-// Repeated reports whether the last Exchange's state repeats an earlier
-// reply's because this exchange's reply was missed (actors/loop's
-// RepeatReporter: the state is not fresh).
-func (a *Arm) Repeated() bool { return a.misses > 0 }
+// StateAge tells how old the last Exchange's state is (actors/loop's
+// StateAgeReporter): repeated when this exchange's reply was missed and
+// the state is an earlier reply's again, else fresh (age 0: the reply
+// just read).
+func (a *Arm) StateAge() (ageNs int64, repeated bool) { return 0, a.misses > 0 }
 
 // Stale returns how many replies were dropped since open because they
 // answered an earlier command (late replies found while resynchronising).

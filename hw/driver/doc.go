@@ -8,7 +8,7 @@
 // buffer, write it, read until the expected reply frame or the reply
 // deadline (ArmOptions.ReplyTimeout, below the loop period). It does not
 // allocate and holds no lock. A missed reply is not an error at once: the
-// state of the last good reply is reported again (Repeated says so) and
+// state of the last good reply is reported again (StateAge says so) and
 // MaxMisses consecutive misses are an error.
 //
 // # Late replies

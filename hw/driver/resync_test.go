@@ -247,7 +247,7 @@ func commandNumber(i int) hw.Command {
 }
 
 // TestArmRepeatsLastStateOnMiss checks what a miss reports: the state of
-// the last good reply, marked as a repeat (Repeated, which the loop uses to
+// the last good reply, marked as a repeat (StateAge, which the loop uses to
 // keep the state's time), and the next exchange's own state after it.
 func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 	_, path := startEchoArm(t, map[int]echoStep{2: {hold: true}, 3: {lateFirst: true}})
@@ -265,8 +265,8 @@ func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 		if st.PositionM.X != want {
 			t.Errorf("Exchange %d: position x %v, want %v", i, st.PositionM.X, want)
 		}
-		if got := a.Repeated(); got != (i == 2) {
-			t.Errorf("Exchange %d: Repeated() = %v, want %v", i, got, i == 2)
+		if _, got := a.StateAge(); got != (i == 2) {
+			t.Errorf("Exchange %d: StateAge() repeated = %v, want %v", i, got, i == 2)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
 	"github.com/hapticd/hapticd/hw"
@@ -9,11 +10,11 @@ import (
 )
 
 // The serial arm driver says when it repeats a state after a missed reply.
-var _ RepeatReporter = (*driver.Arm)(nil)
+var _ StateAgeReporter = (*driver.Arm)(nil)
 
 // repeatingArm is looptest's fake arm whose device misses the reply of
 // chosen exchanges: Exchange then succeeds with the last good state again,
-// as hw/driver's Arm does, and Repeated says so.
+// as hw/driver's Arm does, and StateAge says so.
 type repeatingArm struct {
 	*looptest.Driver
 	miss     func(n int) bool
@@ -35,7 +36,7 @@ func (r *repeatingArm) Exchange(cmd *hw.Command, st *hw.State) error {
 	return nil
 }
 
-func (r *repeatingArm) Repeated() bool { return r.repeated }
+func (r *repeatingArm) StateAge() (int64, bool) { return 0, r.repeated }
 
 func newRepeatingArm(miss func(n int) bool) *repeatingArm {
 	f := looptest.NewArm()
@@ -81,6 +82,59 @@ func TestLoadCurrentStopsWhileRepliesAreMissed(t *testing.T) {
 				}
 				if snap.TimeNs != nowNs {
 					t.Fatalf("tick %d: published at %d, want the tick's time %d", i, snap.TimeNs, nowNs)
+				}
+			}
+		})
+	}
+}
+
+// agedArm is looptest's fake arm whose states were current ages[n-1]
+// before the n-th exchange returned (a lab proxy's pushed states); past the
+// list's end, the last age holds.
+type agedArm struct {
+	*looptest.Driver
+	ages []int64
+	n    int
+}
+
+func (a *agedArm) Exchange(cmd *hw.Command, st *hw.State) error {
+	a.n++
+	return a.Driver.Exchange(cmd, st)
+}
+
+func (a *agedArm) StateAge() (int64, bool) { return a.ages[min(a.n, len(a.ages))-1], false }
+
+// TestLoadCurrentTakesTheDriversAge: a state the driver says is ageNs old
+// is current as of the tick less its age, never later than the tick, and
+// never earlier than a state the device published before (a coarser
+// estimate, or a later state said to be older, must not move its time
+// back: a recording and a lab node's pushes keep their order).
+func TestLoadCurrentTakesTheDriversAge(t *testing.T) {
+	const startNs = 1_000 * ms
+	tests := []struct {
+		name string
+		ages []int64 // ns, one per tick
+		want []int64 // the as-of time less the tick's, per tick
+	}{
+		{"fresh", []int64{0, 0, 0}, []int64{0, 0, 0}},
+		{"a steady age", []int64{5 * ms, 5 * ms, 5 * ms}, []int64{-5 * ms, -5 * ms, -5 * ms}},
+		{"a negative age counts as none", []int64{-3 * ms, 0}, []int64{0, 0}},
+		// Tick 2's state said 4 ms old would be current before tick 1's
+		// (1 ms after it): it keeps tick 1's time, 1 ms back.
+		{"an older estimate does not move back", []int64{2 * ms, 4 * ms, 0}, []int64{-2 * ms, -3 * ms, 0}},
+		{"older than any tick the device ran", []int64{time.Hour.Nanoseconds()}, []int64{-time.Hour.Nanoseconds()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			arm := &agedArm{Driver: looptest.NewArm(), ages: tc.ages}
+			clock := looptest.NewClock(startNs)
+			d := NewDevice(arm, DeviceOptions{PeriodNs: ms, Clock: clock})
+			for i, want := range tc.want {
+				nowNs := clock.Advance(ms)
+				d.Step(nowNs)
+				var snap Snapshot
+				if got := d.LoadCurrent(&snap) - nowNs; got != want {
+					t.Fatalf("tick %d (age %v): current as of the tick %+v, want %+v", i+1, time.Duration(tc.ages[i]), time.Duration(got), time.Duration(want))
 				}
 			}
 		})
