@@ -436,8 +436,8 @@ func BenchmarkEffectArmsScheduler(b *testing.B) {
 // stages hold their Sets as the service's tick renders them) and the bare
 // loop's arrays. svcdata-ns/step-min against bare-ns/step-min is what the
 // service's layout alone costs the same code; BenchmarkEffectArmsTick's
-// gap beyond it is the service's code (README.md, "Render and the physics
-// in the service").
+// gap beyond it is the service's code (docs/investigations/loop-tick-cost.md,
+// "Render and the physics in the service").
 func BenchmarkEffectArmsLayout(b *testing.B) {
 	for _, n := range []int{64, 2000, 10000} {
 		b.Run(fmt.Sprintf("arms=%d", n), func(b *testing.B) { effectArmsLayout(b, n) })

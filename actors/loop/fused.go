@@ -39,7 +39,7 @@ import (
 // one pokes the record). Calls taken rarely stay off the way to the
 // physics step: a value live across a call is stored and reloaded on
 // every tick, whichever path the tick takes (the loopcost3 round in
-// README.md).
+// docs/investigations/loop-tick-cost.md).
 // The session's force stage is left out exactly where the general path
 // leaves it out (a command of +0 and no damping whose observer holds +0);
 // any other tick (the observer still holding a force, a command with a

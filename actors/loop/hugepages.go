@@ -20,7 +20,7 @@ import (
 // the bare loops alike. It is off by default: on the quiet machine it made
 // the service's step 1 % cheaper at 10,000 arms, nothing at 2,000, and the
 // capacity search no better (0.65x of the bare loop with it, 0.73x without,
-// in one window: bench/results.md, 2026-11-26 13:41; docs/performance.md,
+// in one window: bench/results.md, 2026-11-26 13:41; docs/investigations/capacity-effects.md,
 // "Huge pages and the shards' pass durations").
 const hugePagesEnv = "HAPTICD_HUGE_PAGES"
 

@@ -246,7 +246,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 // by the general path alone (a command with a force of its own or
 // navigation, the full step) and on the ticks that store the output
 // figures. At 10,000 arms the pass is bound by the bytes it brings from
-// memory (README.md, streams22 and bytes22).
+// memory (docs/investigations/loop-tick-cost.md, streams22 and bytes22).
 
 // forceStages is the state of the stages a commanded force passes (the
 // force gate, the passivity observer and controller, the slew limiter, the

@@ -204,7 +204,7 @@ type armControl struct {
 // publishIdleEvery is 128, the bound the effects report and the output
 // figures of an unread arm had already (unreadEvery): at 8, an unread
 // arm's publishes were 4 to 5 ns of its tick at 2,000 to 10,000 arms
-// (BenchmarkEffectArmsTick; docs/performance.md, issue 22, "What an arm
+// (BenchmarkEffectArmsTick; docs/investigations/capacity-effects.md, "What an arm
 // nobody reads pays to publish"), at 128 a sixteenth of that.
 const (
 	publishIdleEvery = 128

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The deprecation and event tables of the docs are generated from the one
@@ -54,24 +57,145 @@ func TestREADMEFrontPage(t *testing.T) {
 
 // Every relative link of the README and the docs leads to a file.
 func TestDocLinks(t *testing.T) {
-	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	root := filepath.Join("..", "..")
+	var pages []string
+	for _, pattern := range []string{"README.md", "docs/*.md", "docs/investigations/*.md", "bench/README.md"} {
+		m, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, m...)
+	}
+	// The package READMEs carry the design notes other pages point into.
+	err := filepath.WalkDir(filepath.Join(root, "actors"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "README.md" {
+			pages = append(pages, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, filepath.Join("..", "..", "README.md"))
-	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(page string) (map[string]bool, error) {
+		if a, ok := anchors[page]; ok {
+			return a, nil
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			return nil, err
+		}
+		a := headingAnchors(string(b))
+		anchors[page] = a
+		return a, nil
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(#[^)\s]*)?\)`)
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
-			if strings.Contains(m[1], "://") {
+		name, _ := filepath.Rel(root, page)
+		for _, m := range link.FindAllStringSubmatch(outsideFences(string(b)), -1) {
+			if strings.Contains(m[1], ":") {
+				continue // another site or a mail address
+			}
+			target := page
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(page), filepath.FromSlash(m[1]))
+			}
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links to %s: %v", name, m[1], err)
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(m[1]))); err != nil {
-				t.Errorf("%s links to %s: %v", filepath.Base(page), m[1], err)
+			if m[2] == "" || !strings.HasSuffix(target, ".md") {
+				continue
 			}
+			a, err := anchorsOf(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !a[strings.TrimPrefix(m[2], "#")] {
+				t.Errorf("%s links to %s%s: no such heading there", name, m[1], m[2])
+			}
+		}
+	}
+}
+
+// outsideFences drops fenced code blocks: a link or a heading inside one is text.
+func outsideFences(page string) string {
+	var out strings.Builder
+	fenced := false
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			out.WriteString(line)
+			out.WriteString("\n")
+		}
+	}
+	return out.String()
+}
+
+// headingAnchors gives the anchors GitHub makes for a page's headings.
+func headingAnchors(page string) map[string]bool {
+	heading := regexp.MustCompile(`^#{1,6} +(.*?)#*\s*$`)
+	linkText := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	seen := map[string]int{}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(outsideFences(page), "\n") {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		a := githubAnchor(linkText.ReplaceAllString(m[1], "$1"))
+		if n := seen[a]; n > 0 {
+			seen[a] = n + 1
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		anchors[a] = true
+	}
+	return anchors
+}
+
+// githubAnchor is GitHub's rule: lowercase, keep letters, digits, spaces,
+// hyphens and underscores, spaces to hyphens.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+func TestGithubAnchors(t *testing.T) {
+	page := "# Performance\n## Capacity with effects (issue 22)\n```sh\n# not a heading\n```\n" +
+		"### The pass's bookkeeping (2026-11-26, branch `pass22`)\n## Notes\n## Notes\n## A [linked](x.md) word\n"
+	a := headingAnchors(page)
+	for _, tc := range []struct {
+		anchor string
+		want   bool
+	}{
+		{"performance", true},
+		{"capacity-with-effects-issue-22", true},
+		{"the-passs-bookkeeping-2026-11-26-branch-pass22", true},
+		{"notes", true},
+		{"notes-1", true},
+		{"notes-2", false},
+		{"a-linked-word", true},
+		{"not-a-heading", false},
+	} {
+		if a[tc.anchor] != tc.want {
+			t.Errorf("anchor %q: got %v, want %v (anchors %v)", tc.anchor, a[tc.anchor], tc.want, a)
 		}
 	}
 }

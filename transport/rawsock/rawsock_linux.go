@@ -38,7 +38,7 @@ const yieldAfter = 100 * time.Microsecond
 // thread. With one client at its full rate on one CPU, sysmon's sleeps and
 // wake-ups and those hand-offs were about a quarter of the service's
 // context switches and a third of its CPU per message; see
-// docs/performance.md ("Raw socket calls"). The price: a thread the kernel
+// docs/investigations/message-cost.md ("Raw socket calls"). The price: a thread the kernel
 // preempts inside a raw call keeps its P, where sysmon would have handed it
 // to another thread, which shows when other processes load the service's
 // CPU (the same document).
