@@ -140,6 +140,22 @@ func TestOptionsRefused(t *testing.T) {
 // still at a recorded state.
 func startService(t *testing.T, ids []string) *actors.Service {
 	t.Helper()
+	svc := startBareService(t)
+	for i, id := range ids {
+		info := sim.NewArm(sim.ArmOptions{Index: i}).Info()
+		info.ID, info.UUID = id, fmt.Sprintf("odd-%d", i)
+		d := replay.New(replay.Options{Info: info, Samples: []replay.Sample{{Position: hw.Vec3{X: 0.01 * float64(i)}}}})
+		if _, err := svc.AddDevice(d, false); err != nil {
+			t.Fatalf("add a device with id %q: %v", id, err)
+		}
+	}
+	return svc
+}
+
+// startBareService starts a service with no device, shut down with the
+// test.
+func startBareService(t *testing.T) *actors.Service {
+	t.Helper()
 	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -149,14 +165,6 @@ func startService(t *testing.T, ids []string) *actors.Service {
 		defer cancel()
 		_ = svc.Shutdown(ctx)
 	})
-	for i, id := range ids {
-		info := sim.NewArm(sim.ArmOptions{Index: i}).Info()
-		info.ID, info.UUID = id, fmt.Sprintf("odd-%d", i)
-		d := replay.New(replay.Options{Info: info, Samples: []replay.Sample{{Position: hw.Vec3{X: 0.01 * float64(i)}}}})
-		if _, err := svc.AddDevice(d, false); err != nil {
-			t.Fatalf("add a device with id %q: %v", id, err)
-		}
-	}
 	return svc
 }
 
@@ -389,15 +397,7 @@ func (a agedDriver) StateAge() (int64, bool) { return a.ageNs, false }
 // must not take a proxied state for one read at time_ns.
 func TestRecordedStateSaysHowOldItWas(t *testing.T) {
 	const ageNs = 250 * int64(time.Millisecond)
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	})
+	svc := startBareService(t)
 	want := map[string]int64{}
 	for i, age := range []int64{ageNs, 0} {
 		info := sim.NewArm(sim.ArmOptions{Index: i}).Info()
