@@ -128,3 +128,116 @@ func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// navigationConfig is GET .../config/navigation without the state, which
+// moves with the cursor: the config and status a refused change must keep.
+func navigationConfig(t *testing.T, ts *testService, url string) string {
+	t.Helper()
+	r := ts.do(http.MethodGet, url, "")
+	if r.status != http.StatusOK {
+		t.Fatalf("GET navigation: %v", r)
+	}
+	b, err := json.Marshal([]any{path(r.data(), "config"), path(r.data(), "status")})
+	if err != nil {
+		t.Fatalf("marshal navigation: %v", err)
+	}
+	return string(b)
+}
+
+// hostileBubble is a valid bubble with one member replaced by raw JSON.
+func hostileBubble(member, raw string) string {
+	m := map[string]string{
+		"center": `{"position":{"x":0,"y":0,"z":0}}`, "shape": `{"primitive":"sphere","parameters":{"r":0.05}}`,
+		"velocity_zone_width": "0.03", "speed_gain": "4", "max_speed": "0.5", "easing": `"linear"`,
+		"wall_stiffness": "800", "collision_detection": `{"hysteresis":0.002}`,
+	}
+	m[member] = raw
+	var parts []string
+	for _, k := range []string{"center", "shape", "velocity_zone_width", "speed_gain", "max_speed", "easing",
+		"dead_zone_damping", "velocity_zone_stiffness", "wall_stiffness", "wall_damping", "collision_detection"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	return `{"mode":"bubble","bubble":{` + strings.Join(parts, ",") + "}}"
+}
+
+// Every malformed navigation body, over HTTP (400 with a JSON error naming
+// the member) and over WebSocket configure.navigation (an error entry), leaves
+// the navigation in force as it was.
+func TestHostileNavigationChangesNothing(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"hostile"}}}}`); f["errors"] != nil {
+		t.Fatalf("profile: %v", f["errors"])
+	}
+	url := ts.base + "/arm3/0/config/navigation?session=hostile"
+	good := hostileBubble("max_speed", "0.4")
+	if r := ts.do(http.MethodPost, url, good); r.status != http.StatusOK {
+		t.Fatalf("setup POST: %v", r)
+	}
+	cases := []struct{ name, body, want string }{
+		{"radius negative", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":-0.05}}`), "r"},
+		{"radius NaN", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":"NaN"}}`), "r"},
+		{"radius 1e308", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":1e308}}`), "r"},
+		{"shape without parameters", hostileBubble("shape", `{"primitive":"box"}`), "parameters"},
+		{"box missing a member", hostileBubble("shape", `{"primitive":"box","parameters":{}}`), "b"},
+		{"unknown primitive", hostileBubble("shape", `{"primitive":"klein_bottle","parameters":{"r":1}}`), "klein_bottle"},
+		{"zone width zero", hostileBubble("velocity_zone_width", "0"), "velocity_zone_width"},
+		{"zone width negative", hostileBubble("velocity_zone_width", "-0.03"), "velocity_zone_width"},
+		{"zone width 1e308", hostileBubble("velocity_zone_width", "1e308"), "velocity_zone_width"},
+		{"speed gain negative", hostileBubble("speed_gain", "-4"), "speed_gain"},
+		{"max speed negative", hostileBubble("max_speed", "-0.5"), "max_speed"},
+		{"max speed overflowing", hostileBubble("max_speed", "1e400"), "max_speed"},
+		{"wall stiffness negative", hostileBubble("wall_stiffness", "-800"), "wall_stiffness"},
+		{"wall stiffness past range", hostileBubble("wall_stiffness", "20001"), "wall_stiffness"},
+		{"dead zone damping negative", hostileBubble("dead_zone_damping", "-1"), "dead_zone_damping"},
+		{"hysteresis negative", hostileBubble("collision_detection", `{"hysteresis":-0.002}`), "hysteresis"},
+		{"centre overflowing", hostileBubble("center", `{"position":{"x":1e999,"y":0,"z":0}}`), "x"},
+		{"centre missing axis", hostileBubble("center", `{"position":{"x":0,"y":0}}`), "z"},
+		{"unknown easing", hostileBubble("easing", `"bouncy"`), "easing"},
+		{"unknown mode", `{"mode":"teleport"}`, "mode"},
+		{"not an object", `[1,2,3]`, ""},
+		{"truncated", `{"mode":"bubble","bubble":{`, ""},
+		{"deeply nested", `{"mode":"bubble","bubble":` + strings.Repeat(`{"a":`, 50000) + "1" + strings.Repeat("}", 50000) + "}", ""},
+		{"10 MB body", `{"mode":"bubble","pad":"` + strings.Repeat("x", 10<<20) + `"}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run("http/"+tc.name, func(t *testing.T) {
+			before := navigationConfig(t, ts, url)
+			r := ts.do(http.MethodPost, url, tc.body)
+			if r.status < 400 || r.status >= 500 {
+				t.Fatalf("want a 4xx, got %v", r.status)
+			}
+			msg, _ := path(r.env, "error").(string)
+			at, _ := path(r.env, "path").(string)
+			if msg == "" || path(r.env, "ok") != false || !strings.Contains(msg+" "+at, tc.want) {
+				t.Fatalf("error %s does not name %q", r.body, tc.want)
+			}
+			if after := navigationConfig(t, ts, url); after != before {
+				t.Fatalf("navigation changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+		if len(tc.body) > 1<<20 || tc.name == "truncated" {
+			continue // the message as a whole is refused (frame limit, not JSON): not a navigation error
+		}
+		t.Run("ws/"+tc.name, func(t *testing.T) {
+			before := navigationConfig(t, ts, url)
+			f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":%s}}]}`, id, tc.body))
+			errs, _ := f["errors"].([]any)
+			if len(errs) == 0 {
+				t.Fatalf("accepted: warnings %v", f["warnings"])
+			}
+			msg, _ := path(errs[0], "message").(string)
+			at, _ := path(errs[0], "path").(string)
+			if msg == "" || !strings.Contains(msg+" "+at, tc.want) {
+				t.Fatalf("error %v does not name %q", errs[0], tc.want)
+			}
+			if after := navigationConfig(t, ts, url); after != before {
+				t.Fatalf("navigation changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
