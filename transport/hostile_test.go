@@ -241,3 +241,64 @@ func TestHostileNavigationChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// The device-global force clamp and slew limit, on both API formats: a bad
+// body or a bad target gets a 4xx with a JSON error and leaves the entry as
+// it was.
+func TestHostilePassivityEntriesChangeNothing(t *testing.T) {
+	// Not here: the entries on a grip's route, which answer 200 today like every
+	// arm-only entry over HTTP (the matrix says "arm"; reported to the lead).
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	type row struct{ name, entry, target, body string }
+	var cases []row
+	for _, entry := range []struct{ name, member, good string }{
+		{"passivity/force_clamp", "max_force", "7.5"},
+		{"passivity/force_slew_limit", "max_rate", "2500"},
+	} {
+		for _, bad := range []struct{ name, body string }{
+			{"negative", `{"` + entry.member + `":-1}`},
+			{"negative zero below range", `{"` + entry.member + `":-0.0}`},
+			{"1e308", `{"` + entry.member + `":1e308}`},
+			{"overflowing", `{"` + entry.member + `":1e400}`},
+			{"NaN as string", `{"` + entry.member + `":"NaN"}`},
+			{"denormal", `{"` + entry.member + `":-4.9e-324}`},
+			{"missing member", `{}`},
+			{"unknown member only", `{"max":1}`},
+			{"null", `null`},
+			{"a bare number", entry.good},
+			{"not JSON", `{"` + entry.member + `":`},
+		} {
+			cases = append(cases, row{entry.name + "/" + bad.name, entry.name, "arm3/" + id, bad.body})
+		}
+		good := `{"` + entry.member + `":` + entry.good + `}`
+		cases = append(cases,
+			row{entry.name + "/on no device", entry.name, "arm3/999999", good},
+			row{entry.name + "/on a non-UTF-8 id", entry.name, "arm3/%ff%fe", good},
+		)
+	}
+	for _, base := range []string{ts.base, ts.legacy + "/3.0"} {
+		for _, tc := range cases {
+			if tc.name == "passivity/force_clamp/negative zero below range" {
+				continue // -0 is 0, inside 0..50: a valid clamp (no force)
+			}
+			t.Run(strings.TrimPrefix(base, ts.base)+"/"+tc.name, func(t *testing.T) {
+				own := base + "/arm3/" + id + "/config/" + tc.entry
+				before := ts.do(http.MethodGet, own, "")
+				if before.status != http.StatusOK {
+					t.Fatalf("GET %s: %v", tc.entry, before)
+				}
+				r := ts.do(http.MethodPost, base+"/"+tc.target+"/config/"+tc.entry, tc.body)
+				if r.status < 400 || r.status >= 500 || path(r.env, "ok") != false {
+					t.Fatalf("want a 4xx JSON error, got %v", r)
+				}
+				if msg, _ := path(r.env, "error").(string); msg == "" {
+					t.Fatalf("no error message: %s", r.body)
+				}
+				if after := ts.do(http.MethodGet, own, ""); string(after.body) != string(before.body) {
+					t.Fatalf("%s changed:\nbefore %s\nafter  %s", tc.entry, before.body, after.body)
+				}
+			})
+		}
+	}
+}
