@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // declaredEffects is GET /{type}/{id}/effects without what the loop changes
@@ -300,5 +305,66 @@ func TestHostilePassivityEntriesChangeNothing(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Two sessions that declare effects on one free arm at the same instant:
+// one wins whole, the other is device_busy, and the arm's effects are the
+// winner's alone, never a mix. Repeated, so the sends land in every order.
+func TestHostileRacingDeclarationsNeverMix(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	for round := range 12 {
+		a, b := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+		a.expect()
+		b.expect()
+		msgs := map[*wsClient]string{
+			a: effectsMsg(id, `{"set":[`+springAt("a1", 0.01)+`,`+springAt("a2", 0.02)+`]}`),
+			b: effectsMsg(id, `{"set":[`+springAt("b1", 0.01)+`,`+springAt("b2", 0.02)+`]}`),
+		}
+		var wg sync.WaitGroup
+		sendErrs := make(chan error, 2)
+		for c, m := range msgs {
+			wg.Go(func() { sendErrs <- c.conn.WriteMessage(websocket.TextMessage, []byte(m)) })
+		}
+		wg.Wait()
+		close(sendErrs)
+		for err := range sendErrs {
+			if err != nil {
+				t.Fatalf("round %d: send: %v", round, err)
+			}
+		}
+		fa, fb := a.expect(), b.expect()
+		winner := ""
+		for name, f := range map[string]map[string]any{"a": fa, "b": fb} {
+			switch codes := errorCodes(f); {
+			case len(codes) == 0 && winner == "":
+				winner = name
+			case len(codes) == 1 && codes[0] == "device_busy":
+			default:
+				t.Fatalf("round %d: session %s: want success or device_busy alone, got %v (winner so far %q)", round, name, codes, winner)
+			}
+		}
+		if winner == "" {
+			t.Fatalf("round %d: both sessions refused: %v / %v", round, fa["errors"], fb["errors"])
+		}
+		want := fmt.Sprintf(`["%s1","%s2"]`, winner, winner)
+		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+		var ids []string
+		for _, e := range path(r.data(), "effects").([]any) {
+			ids = append(ids, path(e, "id").(string))
+		}
+		if got, _ := json.Marshal(ids); string(got) != want {
+			t.Fatalf("round %d: effects in force %s, want the winner's %s", round, got, want)
+		}
+		a.conn.Close()
+		b.conn.Close()
+		hwtest.EventuallyNil(t, 5*time.Second, "the arm is free again", func() error {
+			r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+			if n := len(path(r.data(), "effects").([]any)); n != 0 {
+				return fmt.Errorf("%d effects still in force", n)
+			}
+			return nil
+		})
 	}
 }
