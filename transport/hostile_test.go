@@ -368,3 +368,41 @@ func TestHostileRacingDeclarationsNeverMix(t *testing.T) {
 		})
 	}
 }
+
+// Effects declared, the lease lapses, the session comes back: the doc
+// promises the effects are dropped with the lease (a later command starts
+// with none), so a renewed lease must not bring back a stale wall.
+func TestHostileLapsedEffectsStayGoneWhenTheLeaseIsRenewed(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("stale", 0.03)+`]}`)); f["errors"] != nil || effectCount(f) != 1 {
+		t.Fatalf("declare: %v", f)
+	}
+	hwtest.EventuallyNil(t, 5*time.Second, "the lapsed lease drops the effects", func() error {
+		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+		if n := len(path(r.data(), "effects").([]any)); n != 0 {
+			return fmt.Errorf("%d effects still listed", n)
+		}
+		return nil
+	})
+	f := c.roundTrip(force(id, 0, 0, 0))
+	if f["errors"] != nil {
+		t.Fatalf("renewing command: %v", f["errors"])
+	}
+	if n := effectCount(f); n != 0 {
+		t.Fatalf("the renewed lease brought back %v effects: %v", n, path(f, "arm3", 0, "state", "effects"))
+	}
+	// An update of the lapsed id is a new declaration, with its own fade-in:
+	// it is listed once, with the new anchor.
+	f = c.roundTrip(effectsMsg(id, `{"set":[`+springAt("stale", 0.01)+`]}`))
+	if f["errors"] != nil || effectCount(f) != 1 {
+		t.Fatalf("declare again: %v", f)
+	}
+	r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+	if x := num(path(r.data(), "effects", 0, "position", "x")); x != 0.01 {
+		t.Fatalf("the listed spring's anchor is %v, want the new 0.01: %s", x, r.body)
+	}
+}
