@@ -406,3 +406,43 @@ func TestHostileLapsedEffectsStayGoneWhenTheLeaseIsRenewed(t *testing.T) {
 		t.Fatalf("the listed spring's anchor is %v, want the new 0.01: %s", x, r.body)
 	}
 }
+
+// Effects aimed where no arm renders them: a grip, a device that does not
+// exist. The session hears why (a warning entry, as every unknown target in
+// a WebSocket message), and the arm's effects are untouched.
+func TestHostileEffectsOnNoArm(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	set := `{"set":[` + springAt("x", 0.01) + `]}`
+	cases := []struct{ name, msg, code string }{
+		{"a grip", fmt.Sprintf(`{"grip":[{"device_id":%q,"effects":%s}]}`, ts.gripIDs[0], set), "unknown_key"},
+		{"no such arm", `{"arm3":[{"device_id":"999999","effects":` + set + `}]}`, "unknown_device"},
+		{"a non-UTF-8 id", "{\"arm3\":[{\"device_id\":\"\xff\xfe\",\"effects\":" + set + "}]}", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := declaredEffects(t, ts, id)
+			c.send(tc.msg)
+			f := c.expect()
+			var codes []string
+			for _, list := range []string{"errors", "warnings"} {
+				es, _ := f[list].([]any)
+				for _, e := range es {
+					codes = append(codes, fmt.Sprint(path(e, "code")))
+				}
+			}
+			if len(codes) == 0 || (tc.code != "" && !strings.Contains(strings.Join(codes, " "), tc.code)) {
+				t.Fatalf("want %q, got %v", tc.code, codes)
+			}
+			if after := declaredEffects(t, ts, id); after != before {
+				t.Fatalf("effects changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
