@@ -89,6 +89,9 @@ func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 		{"ttl fractional", `{"set":[` + hostileSpring("ttl_ms", `1.5`) + `]}`, "ttl_ms"},
 		{"id empty", `{"set":[` + hostileSpring("id", `""`) + `]}`, "id"},
 		{"id 65 bytes", `{"set":[` + hostileSpring("id", `"`+strings.Repeat("x", 65)+`"`) + `]}`, "id"},
+		{"id with a space", `{"set":[` + hostileSpring("id", `"a b"`) + `]}`, "id"},
+		{"id not ASCII", `{"set":[` + hostileSpring("id", `"é"`) + `]}`, "id"},
+		{"id not UTF-8", "{\"set\":[" + hostileSpring("id", "\"\xff\xfe\"") + "]}", ""},
 		{"id not a string", `{"set":[` + hostileSpring("id", `7`) + `]}`, "id"},
 		{"id twice in one set", `{"set":[` + springAt("d", 0.01) + `,` + springAt("d", 0.02) + `]}`, "d"},
 		{"unknown kind", `{"set":[{"id":"u","type":"tractor_beam"}]}`, "tractor_beam"},
@@ -444,5 +447,29 @@ func TestHostileEffectsOnNoArm(t *testing.T) {
 				t.Fatalf("effects changed:\nbefore %s\nafter  %s", before, after)
 			}
 		})
+	}
+}
+
+// A refused effect declaration takes the rest of its message with it
+// (docs/protocol.md, Effects): a damping configured beside it must not apply.
+func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"whole"}}}}`); f["errors"] != nil {
+		t.Fatalf("profile: %v", f["errors"])
+	}
+	url := ts.base + "/arm3/" + id + "/config/filters/damping?session=whole"
+	before := ts.do(http.MethodGet, url, "")
+	if before.status != http.StatusOK {
+		t.Fatalf("GET damping: %v", before)
+	}
+	f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}},"effects":{"set":[{"id":"bad","type":"damper","scalar":-1}]}}]}`, id))
+	if len(errorCodes(f)) == 0 {
+		t.Fatalf("the bad damper was accepted: %v", f)
+	}
+	if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
+		t.Fatalf("the damping beside a refused declaration applied:\nbefore %s\nafter  %s", before.body, after.body)
 	}
 }
