@@ -363,9 +363,8 @@ func TestHostileRacingDeclarationsNeverMix(t *testing.T) {
 		a.conn.Close()
 		b.conn.Close()
 		hwtest.EventuallyNil(t, 5*time.Second, "the arm is free again", func() error {
-			r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
-			if n := len(path(r.data(), "effects").([]any)); n != 0 {
-				return fmt.Errorf("%d effects still in force", n)
+			if n := effectsListed(ts, id); n != 0 {
+				return fmt.Errorf("GET effects lists %d", n)
 			}
 			return nil
 		})
@@ -385,9 +384,8 @@ func TestHostileLapsedEffectsStayGoneWhenTheLeaseIsRenewed(t *testing.T) {
 		t.Fatalf("declare: %v", f)
 	}
 	hwtest.EventuallyNil(t, 5*time.Second, "the lapsed lease drops the effects", func() error {
-		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
-		if n := len(path(r.data(), "effects").([]any)); n != 0 {
-			return fmt.Errorf("%d effects still listed", n)
+		if n := effectsListed(ts, id); n != 0 {
+			return fmt.Errorf("GET effects lists %d", n)
 		}
 		return nil
 	})
