@@ -176,9 +176,13 @@ func TestArmLateReplyAnswersNoLaterCommand(t *testing.T) {
 		// replies, releaseBytes of them if not 0, before the next
 		// command.
 		release, releaseBytes int
+		// inStep: the late reply is in the input before or with the
+		// next exchange's own, so that exchange already answers its
+		// command (drain, the begun-before drop, takeNewest).
+		inStep bool
 	}{
 		{name: "late reply after the next write, with its reply",
-			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true}}},
+			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true}}, inStep: true},
 		{name: "late reply after the next write, alone",
 			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true, gap: gap}}},
 		{name: "two late replies in a row",
@@ -186,9 +190,9 @@ func TestArmLateReplyAnswersNoLaterCommand(t *testing.T) {
 		{name: "two replies each one command late",
 			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true, hold: true}, 7: {lateFirst: true, gap: gap}}},
 		{name: "late reply before the next write",
-			steps: map[int]echoStep{5: {hold: true}}, release: 5},
+			steps: map[int]echoStep{5: {hold: true}}, release: 5, inStep: true},
 		{name: "late reply begun before the next write, ended after it",
-			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true, gap: gap}}, release: 5, releaseBytes: 10},
+			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true, gap: gap}}, release: 5, releaseBytes: 10, inStep: true},
 		{name: "garbage around a late reply after the next write",
 			steps: map[int]echoStep{5: {hold: true}, 6: {lateFirst: true, gap: gap, garbage: true}}},
 	}
@@ -211,7 +215,12 @@ func TestArmLateReplyAnswersNoLaterCommand(t *testing.T) {
 			// answer its own command, through and beyond the
 			// resynchronisation window (MaxMisses exchanges, 20 by
 			// default).
+			// Where the late reply is in the input before or with the
+			// next one (inStep), that next exchange answers its own.
 			firstGood := lastHeld + 2
+			if tc.inStep {
+				firstGood = lastHeld + 1
+			}
 			const exchanges = 80
 			var st hw.State
 			for i := 1; i <= exchanges; i++ {
