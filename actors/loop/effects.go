@@ -202,11 +202,19 @@ func (d *Device) LoadEffects(dst *EffectsReport) bool {
 // render is the effects' force for the tick under session's control
 // (gain: the force scale), from the arm's last position and velocity.
 // activeN is its part from effects that drive the arm by intent
-// (effect.Renderer.ActiveForceN).
-func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int64, gain float64) (f, activeN hw.Vec3) {
+// (effect.Renderer.ActiveForceN). While rampingOut (the lease lapsed or
+// control ended) a newly published Set waits for the next lease: the
+// renderer keeps the one it has, so a declaration that raced the lapse
+// (a stiffer spring, a new effect) cannot raise the force under the ramp;
+// a withdrawal (nil) is taken at once, its effects fading out.
+func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int64, gain float64, rampingOut bool) (f, activeN hw.Vec3) {
 	set := st.set.Load()
 	if set != st.r.Set() {
-		st.useGrown() // after loading the Set: see SetEffects
+		if rampingOut && set != nil {
+			set = st.r.Set()
+		} else {
+			st.useGrown() // after loading the Set: see SetEffects
+		}
 	}
 	if set != st.seen {
 		// A Set is immutable: its session is read once, not every tick

@@ -23,6 +23,19 @@ func springSet(t *testing.T, session uint64) *effect.Set {
 	return s
 }
 
+// strongSet is springSet ten times as stiff, with a second spring of
+// another id beside it.
+func strongSet(t *testing.T, session uint64) *effect.Set {
+	t.Helper()
+	s, err := effect.NewSet(session, []effect.Spec{
+		{ID: "k", Kind: effect.SpringPoint, Params: effect.Params{StiffnessNPerM: 1000, PointM: hw.Vec3{X: 0.01}}},
+		{ID: "k2", Kind: effect.SpringPoint, Params: effect.Params{StiffnessNPerM: 1000, PointM: hw.Vec3{X: 0.01}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // settle steps until the effects have faded in (DefaultFadeNs) under a
 // lease the caller keeps alive with rewrite.
 func (r *rig) run(n int, rewrite func()) hw.Command {
@@ -100,7 +113,10 @@ func TestTheNextSessionsEffectsAreRendered(t *testing.T) {
 // session releases the arm, and when the loop halts, the effects' force
 // goes to zero with the command's, within the release bound.
 func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
-	for _, end := range []string{"lease lapses", "session releases", "halt"} {
+	// "a new Set mid-ramp": the lease lapsed and, a few ticks into the
+	// ramp, the session's stronger Set is published (a declaration that
+	// raced the lapse): without a lease it must not bring force back.
+	for _, end := range []string{"lease lapses", "session releases", "halt", "a new Set mid-ramp"} {
 		t.Run(end, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 			r.dev.SetEffects(springSet(t, 7))
@@ -111,7 +127,7 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 			}
 			var endNs int64
 			switch end {
-			case "lease lapses":
+			case "lease lapses", "a new Set mid-ramp":
 				endNs = r.clock.Now() + 100*ms + 1 // the lease written above
 				for r.clock.Now() < endNs {
 					r.step(ms)
@@ -127,7 +143,10 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 				}
 			}
 			prev := 1.0
-			for r.clock.Now() <= endNs+ReleaseBoundNs {
+			for i := 0; r.clock.Now() <= endNs+ReleaseBoundNs; i++ {
+				if end == "a new Set mid-ramp" && i == 3 {
+					r.dev.SetEffects(strongSet(t, 7))
+				}
 				out = r.step(ms)
 				if f := mag(out.ForceN); f > prev+1e-12 {
 					t.Fatalf("effect force grew to %v N while ending", f)
@@ -145,8 +164,12 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 			}
 			// The Set stays published; a new command renders it again,
 			// fading in from zero.
+			full := 1.0 // N: springSet's force at rest
+			if end == "a new Set mid-ramp" {
+				full = 20 // strongSet's two springs
+			}
 			r.command(7, 2, 200*ms, hw.Command{}, nil)
-			if f := r.step(ms).ForceN.X; !(f >= 0 && f < 0.1) {
+			if f := r.step(ms).ForceN.X; !(f >= 0 && f < 0.1*full) {
 				t.Fatalf("first tick of a new control: effect force %v N, want a fade from zero", f)
 			}
 		})

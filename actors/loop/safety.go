@@ -399,7 +399,7 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	// controller keeps passive in its default scope (passivity.Scope).
 	var guarded hw.Vec3
 	if in.fx != nil {
-		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale)
+		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale, ramp < 1)
 		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := cmd.nav; n != nil {

@@ -68,6 +68,7 @@ type Grip struct {
 	msg    wire.Message
 	last   hw.State
 	seen   time.Time // when the last status frame came
+	ageNs  int64     // how old the last Exchange's state was (StateAge)
 	closed bool
 }
 
@@ -155,11 +156,19 @@ func (g *Grip) Exchange(_ *hw.Command, st *hw.State) error {
 		}
 	}
 	*st = g.last
-	if time.Since(g.seen) > g.opts.StaleAfter {
+	age := time.Since(g.seen)
+	if age > g.opts.StaleAfter {
 		return g.staleErr
 	}
+	g.ageNs = int64(age)
 	return nil
 }
+
+// StateAge tells how old the last Exchange's state is (actors/loop's
+// StateAgeReporter): a grip streams status at its own rate, slower than
+// most loops, and an Exchange between two frames returns the last one
+// again, as old as the time since it came.
+func (g *Grip) StateAge() (ageNs int64, repeated bool) { return g.ageNs, false }
 
 func (g *Grip) apply() {
 	switch g.msg.Header {

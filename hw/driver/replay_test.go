@@ -152,3 +152,47 @@ func TestGripGoesStaleWithoutStatus(t *testing.T) {
 		t.Fatalf("Exchange = %v, want ErrStale", xerr)
 	}
 }
+
+// A grip streams status slower than most loops: an Exchange between two
+// frames returns the last one again, and StateAge says how old it is, so a
+// recording or a reader of LoadCurrent does not take it for fresh. A new
+// frame is as old as the time since the Exchange before it, at most.
+func TestGripStateAgeCountsFromItsFrame(t *testing.T) {
+	const period = 150 * time.Millisecond
+	_, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 5, Motion: sim.MotionCircle, GripStatusPeriod: period})
+	p, err := serial.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, StaleAfter: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var st hw.State
+	var last hw.Quat
+	prev := time.Now()
+	fresh, aged := 0, false
+	hwtest.Eventually(t, 20*time.Second, "new frames with a small age and a repeated one aged past half the status period", func() bool {
+		began := time.Now()
+		if err := g.Exchange(nil, &st); err != nil {
+			t.Fatalf("Exchange: %v", err)
+		}
+		age, repeated := g.StateAge()
+		if repeated || age < 0 {
+			t.Fatalf("StateAge = %d, %v: want a non-negative age, never repeated", age, repeated)
+		}
+		if st.Orientation != last && last != (hw.Quat{}) {
+			// The frame came after the previous Exchange read the port.
+			if bound := time.Since(prev); time.Duration(age) > bound {
+				t.Fatalf("a new frame aged %v, more than the %v since the Exchange before it", time.Duration(age), bound)
+			}
+			fresh++
+		} else if last != (hw.Quat{}) && time.Duration(age) >= period/2 {
+			aged = true
+		}
+		last, prev = st.Orientation, began
+		time.Sleep(5 * time.Millisecond)
+		return fresh >= 3 && aged
+	})
+}
