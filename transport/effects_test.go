@@ -198,6 +198,44 @@ func TestEffectExpiresAfterTTL(t *testing.T) {
 	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "short" })
 }
 
+// One message that removes an id and sets it again is refused whole (send
+// one of them: set alone replaces), whatever the members' order: the error
+// names the set entry, and the effect in force is still the old one, with
+// its old time to live.
+func TestEffectsRemoveAndSetOfOneIDInOneMessage(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	damper := func(scalar float64, ttlMs int) string {
+		return fmt.Sprintf(`{"id":"d","type":"damper","scalar":%g,"ttl_ms":%d}`, scalar, ttlMs)
+	}
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+damper(2, 30000)+`,`+springAt("keep", 0.01)+`]}`)); f["errors"] != nil || effectCount(f) != 2 {
+		t.Fatalf("declaration: %v", f)
+	}
+	for _, msg := range []string{
+		`{"set":[` + damper(3, 60000) + `],"remove":["d"]}`,
+		`{"remove":["d"],"set":[` + damper(4, 60000) + `]}`,
+	} {
+		f := c.roundTrip(effectsMsg(id, msg))
+		if codes := errorCodes(f); len(codes) != 1 || codes[0] != "invalid_value" || path(f, "errors", 0, "path") != "arm3[0].effects.set[0].id" {
+			t.Fatalf("%s: errors %v: want one invalid_value at arm3[0].effects.set[0].id", msg, f["errors"])
+		}
+		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+		list, _ := path(r.data(), "effects").([]any)
+		var ds []any
+		for _, e := range list {
+			if path(e, "id") == "d" {
+				ds = append(ds, e)
+			}
+		}
+		if len(list) != 2 || len(ds) != 1 || num(path(ds[0], "scalar")) != 2 || num(path(ds[0], "remaining_ms")) > 30000 {
+			t.Fatalf("after the refused %s, GET effects lists %v: want d unchanged (scalar 2, its first ttl)", msg, list)
+		}
+	}
+}
+
 // Effects belong to the lease: a stalled, closed or reset client leaves no
 // effect force, and its effects are dropped.
 func TestEffectsEndWithTheirControl(t *testing.T) {
