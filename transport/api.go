@@ -107,7 +107,9 @@ func (a *api) routes() []route {
 		for _, key := range types.Keys(t) {
 			c, _ := types.ResolveName(key)
 			for _, k := range protocol.Keys() {
-				add("/"+key+"/:id/config/"+k.Path(), a.config(c, k), get, http.MethodPost, http.MethodDelete)
+				if k.AppliesTo(t) { // notFound explains the others (entryNotOnType)
+					add("/"+key+"/:id/config/"+k.Path(), a.config(c, k), get, http.MethodPost, http.MethodDelete)
+				}
 			}
 			if t == protocol.TypeArm {
 				add("/"+key+"/:id/effects", a.effects(c), get) // effects.go
@@ -194,8 +196,16 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(parts) >= 4 && parts[2] == "config" && a.serveFamily(w, r, parts):
 	case len(parts) >= 3 && parts[2] == "config":
-		if _, ok := a.svc.Types().Resolve(parts[0]); !ok {
+		c, ok := a.svc.Types().ResolveName(parts[0])
+		if fam, isFam := protocol.ParseFamilySelector(parts[0]); isFam {
+			c, ok = fam, true
+		}
+		if !ok {
 			writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
+			return
+		}
+		if k, known := protocol.KeyFromPath(strings.Join(parts[3:], "/")); known && !k.AppliesTo(c.Type) {
+			writeError(w, entryNotOnType(parts[0], c.Type, k))
 			return
 		}
 		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "unknown config entry %q (known: %s)", strings.Join(parts[3:], "/"), strings.Join(configPaths(), ", ")))
@@ -215,8 +225,8 @@ func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string
 		return false
 	}
 	k, ok := protocol.KeyFromPath(strings.Join(parts[3:], "/"))
-	if !ok {
-		return false
+	if !ok || !k.AppliesTo(fam.Type) {
+		return false // notFound explains
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost, http.MethodDelete:
@@ -245,6 +255,21 @@ func (a *api) allTypeKeys() []string {
 		keys = append(keys, protocol.FamilySelector(t))
 	}
 	return keys
+}
+
+// entryNotOnType is the answer to a config route of an entry that devices
+// of type dt do not have (an arm's damping on a grip): the route does not
+// exist for them, as over WebSocket the entry is an unknown_key warning that
+// changes nothing. Answering 200 would store a value nothing reads.
+func entryNotOnType(typeKey string, dt protocol.DeviceType, k protocol.Key) *protocol.Error {
+	var has []string
+	for _, o := range protocol.Keys() {
+		if o.AppliesTo(dt) {
+			has = append(has, o.Path())
+		}
+	}
+	return protocol.Errorf(protocol.CodeUnknownRoute, "", "%s has no config entry %q: %s is an arm's entry and a grip has no force output (a grip's entries: %s)",
+		typeKey, k.Path(), k.Name(), strings.Join(has, ", "))
 }
 
 func configPaths() []string {

@@ -1,12 +1,15 @@
 package transport
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // configCase is one config route with its default, a valid body and the
@@ -258,5 +261,64 @@ func TestNavigationEntryOverWebSocketAndHTTP(t *testing.T) {
 	}
 	if r = ts2.do(http.MethodGet, url2, ""); path(r.env, "data", "status", "mode") != "off" || path(r.env, "data", "state") != nil {
 		t.Fatalf("GET after DELETE: %v", r)
+	}
+}
+
+// An arm's entry on a grip (damping, handedness, navigation...) is a
+// route that does not exist: every method answers 404 with the grip's own
+// entries, through the type's name and the family selector alike, and
+// nothing is stored for the grip or spills onto an arm. Over WebSocket the
+// same entry is an unknown_key warning (the grip's navigation in
+// TestNavigationEntryOverWebSocketAndHTTP, protocol's TestDecodeClientMessage).
+func TestConfigArmEntryOnAGripIsRefused(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	arm := ts.base + "/arm3/" + ts.armIDs[0] + "/config/"
+	bodies := map[protocol.Key]string{
+		protocol.KeyDamping: `{"scalar":1}`, protocol.KeyForceGate: `{"gain":0.5}`, protocol.KeyHandedness: `"left"`,
+		protocol.KeyTorqueScaling: `{"enabled":false}`, protocol.KeyGravityCompensation: `{"enabled":true,"scaling_factor":0.5}`,
+		protocol.KeyHomeReturn: `{"enabled":true}`, protocol.KeyNavigation: `{"mode":"bubble"}`,
+		protocol.KeyForceClamp: `{"max_force":8}`, protocol.KeyForceSlewLimit: `{"max_rate":2000}`, protocol.KeyPassivityController: `{"enabled":false}`,
+	}
+	refused := 0
+	for _, k := range protocol.Keys() {
+		if k.AppliesTo(protocol.TypeGrip) {
+			continue
+		}
+		body, ok := bodies[k]
+		if !ok {
+			t.Fatalf("no body for %s: add one", k.Name())
+		}
+		q := ""
+		if k.SessionScoped() {
+			q = "?session=" + sid
+		}
+		armBefore := ts.do("GET", arm+k.Path()+q, "")
+		for _, grip := range []string{"/grip/" + ts.gripIDs[0], "/*verse_grip/0", "/*verse_grip/*"} {
+			for _, m := range []string{"POST", "GET", "DELETE"} {
+				b := ""
+				if m == "POST" {
+					b = body
+				}
+				r := ts.do(m, ts.base+grip+"/config/"+k.Path()+q, b)
+				msg, _ := r.env["error"].(string)
+				if r.status != 404 || r.env["code"] != "unknown_route" || !strings.Contains(msg, "preset, mount, basis") {
+					t.Fatalf("%s %s/config/%s: %v, want 404 unknown_route naming the grip's entries", m, grip, k.Path(), r)
+				}
+				refused++
+			}
+		}
+		was, _ := json.Marshal(armBefore.data())
+		if after := ts.do("GET", arm+k.Path()+q, ""); after.status != 200 || !jsonEqual(t, after.data(), string(was)) {
+			t.Fatalf("%s on the arm moved after the grip's refusals: %v, was %v", k.Name(), after, armBefore)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("every entry applies to grips: nothing was checked")
+	}
+	// The grip's own entries still answer.
+	if r := ts.do("POST", ts.base+"/grip/"+ts.gripIDs[0]+"/config/preset?session="+sid, `{"preset":"arm_front"}`); r.status != 200 {
+		t.Fatalf("POST a grip's preset: %v", r)
 	}
 }

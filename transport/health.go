@@ -129,6 +129,7 @@ func enabledListeners(cfg Config) []string {
 type uiEntry struct {
 	Path          string `json:"path"`
 	SessionScoped bool   `json:"session_scoped"`
+	Grip          bool   `json:"grip"` // a grip has it too (every entry is an arm's)
 }
 
 // configEntries tells the dashboard which config entries exist, from the
@@ -136,7 +137,7 @@ type uiEntry struct {
 func configEntries(w http.ResponseWriter, _ *http.Request) {
 	var out []uiEntry
 	for _, k := range protocol.Keys() {
-		out = append(out, uiEntry{k.Path(), k.SessionScoped()})
+		out = append(out, uiEntry{k.Path(), k.SessionScoped(), k.AppliesTo(protocol.TypeGrip)})
 	}
 	writeData(w, out, nil)
 }

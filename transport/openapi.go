@@ -384,6 +384,9 @@ func (a *api) describeRoutes(rs []route) {
 	for _, t := range types.Types() {
 		for _, key := range types.Keys(t) {
 			for _, k := range protocol.Keys() {
+				if !k.AppliesTo(t) {
+					continue
+				}
 				describe(rs, "/"+key+"/:id/config/"+k.Path(), configDoc(key, k))
 				if g, ok := configGetDoc(key, k); ok {
 					describeMethod(rs, http.MethodGet, "/"+key+"/:id/config/"+k.Path(), g)
@@ -452,6 +455,9 @@ func (a *api) familyRoutes() []route {
 	var rs []route
 	for _, t := range a.svc.Types().Types() {
 		for _, k := range protocol.Keys() {
+			if !k.AppliesTo(t) {
+				continue
+			}
 			d := configDoc(protocol.FamilySelector(t), k)
 			for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 				doc := &d

@@ -220,6 +220,15 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("force gate saved in the page for session %d reads back as %v", int(sid), r)
 	}
 
+	// A grip offers only a grip's entries (an arm's answers 404 for it),
+	// and an arm all of them again.
+	entriesFor := func(dev string) string {
+		return fmt.Sprintf(`(() => { const d = document.getElementById("cfg-device"); d.value = %q; d.dispatchEvent(new Event("change"));
+			return [...document.getElementById("cfg-entry").options].map((o) => o.value).join(",") })()`, dev)
+	}
+	hwtest.EventuallyNil(t, pageWithin, "a grip's entries offered", pageHolds(ctx, entriesFor("grip/"+ts.gripIDs[0])+` === "preset,mount,basis"`))
+	hwtest.EventuallyNil(t, pageWithin, "an arm's entries offered", pageHolds(ctx, entriesFor(arm)+`.includes("filters/damping")`))
+
 	// Nothing in the page failed on the way.
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {

@@ -288,7 +288,9 @@ function fillDeviceChoices() {
 function fillEntryChoices() {
   const sel = document.getElementById("cfg-entry");
   const was = sel.value;
-  const entries = state.entries;
+  // A grip has only the entries that act without force output.
+  const grip = state.devices.get(document.getElementById("cfg-device").value)?.grip;
+  const entries = state.entries.filter((e) => !grip || e.grip);
   sel.replaceChildren(...entries.map((e) => el("option", { value: e.path }, e.path + (e.session_scoped ? " (per session)" : ""))));
   if (entries.some((e) => e.path === was)) sel.value = was;
   sessionField();
