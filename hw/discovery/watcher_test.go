@@ -58,6 +58,7 @@ func startEmulator(t *testing.T, index int) (*emulator.Emulator, string) {
 	t.Helper()
 	e, path, err := emulator.StartPTY(emulator.Options{Index: index})
 	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
@@ -248,6 +249,7 @@ func TestExplicitGripPort(t *testing.T) {
 	for prefix, link := range map[string]hw.Link{"grip:": hw.LinkWireless, "wired-grip:": hw.LinkWired} {
 		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 6})
 		if err != nil {
+			hwtest.SkipIfUnsupported(t, err)
 			t.Fatal(err)
 		}
 		rec := &recorder{}

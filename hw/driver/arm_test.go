@@ -22,6 +22,7 @@ func startEmulator(t *testing.T, o emulator.Options) (*emulator.Emulator, string
 	t.Helper()
 	e, path, err := emulator.StartPTY(o)
 	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
 		t.Fatalf("StartPTY: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })

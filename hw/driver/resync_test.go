@@ -50,6 +50,7 @@ func startEchoArm(t *testing.T, steps map[int]echoStep) (*echoArm, string) {
 	t.Helper()
 	p, err := emulator.OpenPTY()
 	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
 		t.Fatalf("OpenPTY: %v", err)
 	}
 	f := &echoArm{master: p.Master, steps: steps, done: make(chan struct{})}

@@ -22,6 +22,7 @@ func start(t *testing.T, o emulator.Options) (*emulator.Emulator, host) {
 	t.Helper()
 	e, path, err := emulator.StartPTY(o)
 	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
