@@ -13,6 +13,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // labOptions are the flags of a lab (several hosts): the process's role,
@@ -114,6 +115,19 @@ func (l *labOptions) check() error {
 	}
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
+	}
+	// A node holds a lost gateway's last force for its lease: the bounds
+	// of a session's own lease, so a lab cannot keep a force on an arm
+	// longer than a quiet client can. The ticker behind --cluster-push-hz
+	// and the gateway's silence check need positive values.
+	if l.leaseMs < protocol.LeaseMinMs || l.leaseMs > protocol.LeaseMaxMs {
+		return fmt.Errorf("--cluster-lease-ms %d is out of range %d..%d (a session's lease bounds)", l.leaseMs, protocol.LeaseMinMs, protocol.LeaseMaxMs)
+	}
+	if l.pushHz < 1 || l.pushHz > maxLoopHz {
+		return fmt.Errorf("--cluster-push-hz %d is out of range 1..%d (faster than the fastest loop pushes nothing new)", l.pushHz, maxLoopHz)
+	}
+	if l.nodeTimeout <= 0 {
+		return fmt.Errorf("--cluster-node-timeout %v must be positive", l.nodeTimeout)
 	}
 	return nil
 }

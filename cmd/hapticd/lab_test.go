@@ -758,6 +758,18 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2"}, "--cluster-advertise"},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:0"}, "--cluster-advertise"},
 		{[]string{"--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, "standalone"},
+		// A lost gateway's force lasts the node's lease: a session's
+		// bounds. A non-positive push rate or node timeout would panic
+		// the node's ticker or drop every node at once.
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "250"}, ""},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "-5"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "100000000"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "-3"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "0"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "100000"}, "--cluster-push-hz"},
+		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070", "--cluster-node-timeout", "-1s"}, "--cluster-node-timeout"},
+		{[]string{"--hw-scan-period", "-1s"}, "--hw-scan-period"},
+		{[]string{"--hw-scan-period", "0"}, ""},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

@@ -75,6 +75,10 @@ type options struct {
 	simMotionSet bool
 }
 
+// maxLoopHz is the fastest loop the service runs (--loop-hz); the pacer
+// holds 1 to 8 kHz on these machines.
+const maxLoopHz = 8000
+
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := newFlagSet("serve")
@@ -111,8 +115,11 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (see hapticd serve -h)", fs.Arg(0))
 	}
-	if o.loopHz < 1 || o.loopHz > 8000 {
-		return nil, fmt.Errorf("--loop-hz %d is out of range 1..8000", o.loopHz)
+	if o.loopHz < 1 || o.loopHz > maxLoopHz {
+		return nil, fmt.Errorf("--loop-hz %d is out of range 1..%d", o.loopHz, maxLoopHz)
+	}
+	if o.hwScanPeriod < 0 {
+		return nil, fmt.Errorf("--hw-scan-period %v must not be negative (0: no scan)", o.hwScanPeriod)
 	}
 	if o.simArms < 0 || o.simGrips < 0 || o.emulateArms < 0 {
 		return nil, errors.New("--sim-arms, --sim-grips and --emulate-arms must not be negative")
