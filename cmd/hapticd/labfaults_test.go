@@ -497,7 +497,11 @@ func TestLabTwoGateways(t *testing.T) {
 		return z == 1.0
 	})
 	// The controller's gateway dies: its lease lapses on the node, and the
-	// other gateway's session takes the arm.
+	// other gateway's session takes the arm. Its own lease goes to the
+	// longest first: with 10 ms, a poll of the node more than 10 ms after
+	// the session's command (a loaded machine) found its force ramping
+	// out, never at -1, and the wait ran out.
+	s2(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	if err := g1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
