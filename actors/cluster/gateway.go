@@ -462,12 +462,13 @@ func inventoryFault(d *wire.Device, listed map[string]bool) string {
 }
 
 // idSpelled reports whether id is spelled as the drivers spell a kind's
-// ids (4 upper-case hex digits for arms, decimal 1..65535 for grips): an
-// id is a route segment (/arm3/{id}) and a key clients match on.
+// ids (4 upper-case hex digits for arms, decimal 0..65535 without leading
+// zeros for grips): an id is a route segment (/arm3/{id}) and a key
+// clients match on.
 func idSpelled(kind hw.Kind, id string) bool {
 	if kind == hw.KindGrip {
 		v, err := strconv.ParseUint(id, 10, 16)
-		return err == nil && v > 0 && strconv.FormatUint(v, 10) == id
+		return err == nil && strconv.FormatUint(v, 10) == id
 	}
 	if len(id) != 4 {
 		return false

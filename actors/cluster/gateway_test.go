@@ -342,7 +342,7 @@ func TestGatewayChecksInventory(t *testing.T) {
 		arm("", "0101"), odd,
 		arm("uuid-twice", "0102"), grip("uuid-twice", "7"),
 		arm("uuid-empty-id", ""), arm("uuid-slash", "a/b"), arm("uuid-lower", "0a0b"),
-		grip("uuid-grip-zero", "0"), grip("uuid-grip-word", "one"), grip("uuid-grip-ok", "12"),
+		grip("uuid-grip-zero", "0"), grip("uuid-grip-padded", "007"), grip("uuid-grip-word", "one"), grip("uuid-grip-ok", "12"),
 	}})
 	waitAdded(t, g)
 	byUUID := map[string]*actors.Device{}
@@ -365,7 +365,8 @@ func TestGatewayChecksInventory(t *testing.T) {
 		{"uuid-empty-id", hw.KindArm, ""},
 		{"uuid-slash", hw.KindArm, ""},
 		{"uuid-lower", hw.KindArm, ""},
-		{"uuid-grip-zero", hw.KindGrip, ""},
+		{"uuid-grip-zero", hw.KindGrip, "0"},
+		{"uuid-grip-padded", hw.KindGrip, ""},
 		{"uuid-grip-word", hw.KindGrip, ""},
 		{"uuid-grip-ok", hw.KindGrip, "12"},
 	}
