@@ -377,9 +377,11 @@ func (n *Node) devicesLocked() map[string]*actors.Device {
 }
 
 // forgetOwnerLocked drops what the node keeps of a gateway owner's
-// declarations: a gateway that subscribes again gets a new owner, so
-// nothing would ever read them.
+// declarations and its lease: a gateway that subscribes again gets a new
+// owner, so nothing would ever read them. Its lease ended long before
+// (GatewayTimeout of silence), and the loop released the arm then.
 func (n *Node) forgetOwnerLocked(owner uint64) {
+	delete(n.leaseEnds, owner)
 	for k := range n.fxGens {
 		if k.owner == owner {
 			delete(n.fxGens, k)
