@@ -115,6 +115,30 @@ func (l *labOptions) check() error {
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
 	}
+	return l.checkTiming()
+}
+
+// checkTiming refuses a node's lease and push rate that cannot work
+// together (a push interval of 0 or less would stop the node once
+// started), and a node timeout that would drop every node at once.
+func (l *labOptions) checkTiming() error {
+	if l.leaseMs < cluster.MinLeaseMs || l.leaseMs > cluster.MaxLeaseMs {
+		return fmt.Errorf("--cluster-lease-ms %d: want %d to %d (the gateway renews a steady force every %d ms; a longer lease holds a lost gateway's force longer than any session's)",
+			l.leaseMs, cluster.MinLeaseMs, cluster.MaxLeaseMs, cluster.MinLeaseMs/2)
+	}
+	if l.pushHz < 1 || l.pushHz > cluster.MaxPushHz {
+		return fmt.Errorf("--cluster-push-hz %d: want 1 to %d", l.pushHz, cluster.MaxPushHz)
+	}
+	// A command's lease ends at most the lease after the newest state the
+	// gateway had: with fewer than two pushes per lease most commands
+	// would arrive already lapsed.
+	if l.pushHz*l.leaseMs < 2000 {
+		return fmt.Errorf("--cluster-push-hz %d with --cluster-lease-ms %d: a node must push at least twice per lease (%d Hz or more, or a longer lease)",
+			l.pushHz, l.leaseMs, (2000+l.leaseMs-1)/l.leaseMs)
+	}
+	if l.nodeTimeout <= 0 {
+		return fmt.Errorf("--cluster-node-timeout %v: want a positive duration", l.nodeTimeout)
+	}
 	return nil
 }
 

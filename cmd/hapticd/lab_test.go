@@ -758,6 +758,20 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2"}, "--cluster-advertise"},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:0"}, "--cluster-advertise"},
 		{[]string{"--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, "standalone"},
+		// A node's timing: a push interval of 0 or less crashed the node
+		// once it started (time.NewTicker); a lease the gateway's
+		// keep-alive cannot renew, or that outlasts the longest session
+		// lease, or that no push falls within, is no lease.
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "-5"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "2000000000"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "8000"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "-1"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "10"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "60000"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "300"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10", "--cluster-lease-ms", "1000"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071", "--cluster-node-timeout", "-1s"}, "--cluster-node-timeout"},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
