@@ -389,3 +389,37 @@ func TestNodeForgetsTheLeasesOfSilentGateways(t *testing.T) {
 		}
 	}
 }
+
+// A config request that waited in the node's queue past the gateway's
+// configTimeout (slow fsyncs ahead of it) has been answered on the gateway
+// already, as unavailable: the node must not apply it after that, or the
+// client that was told its set failed finds it in force.
+func TestNodeDropsConfigRequestsTheGatewayGaveUpOn(t *testing.T) {
+	n, d := testNode(t)
+	k, _ := protocol.KeyFromPath("handedness")
+	handedness := func() string {
+		e, err := n.svc.Entry(d, 0, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := e.MarshalJSON()
+		return string(b)
+	}
+	tests := []struct {
+		op, json string
+		waited   time.Duration
+		want     string
+	}{
+		{"set", `"left"`, configTimeout + time.Second, `"right"`},
+		{"set", `"left"`, 0, `"left"`},
+		{"reset", "", configTimeout + time.Second, `"left"`},
+		{"reset", "", configTimeout / 2, `"right"`},
+	}
+	for _, tt := range tests {
+		n.answerConfig(configJob{req: &wire.ConfigRequest{Uuid: d.Info.UUID, Op: tt.op, Key: "handedness", Json: []byte(tt.json)},
+			queued: time.Now().Add(-tt.waited)})
+		if got := handedness(); got != tt.want {
+			t.Errorf("%s %s after %v in the queue: handedness %s, want %s", tt.op, tt.json, tt.waited, got, tt.want)
+		}
+	}
+}
