@@ -131,8 +131,10 @@
 //
 // Haply ids are 16 bits and repeat across a lab. A device keeps its own id
 // unless a device already on the gateway holds it; newcomers are taken in
-// UUID order, and one whose id is taken gets an id derived from its UUID
-// (FNV-1a folded to 16 bits, counting up past ids in use). A device keeps its
+// UUID order, and one whose id is taken, or not spelled as its kind's ids
+// are, gets an id derived from its UUID (FNV-1a folded to 16 bits,
+// counting up past ids in use). An inventory entry without a UUID, of an
+// unknown kind, or repeating a UUID is left out. A device keeps its
 // gateway id while it stays connected; the UUID is the identity.
 //
 // # Concurrency

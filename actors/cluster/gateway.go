@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -399,9 +400,17 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	var news []newcomer
 	wanted := map[string]*wire.Device{}
 	for _, d := range m.Devices {
+		if why := inventoryFault(d, listed); why != "" {
+			g.log.Warn().Str("node", n.id).Str("uuid", d.Uuid).Str("device_id", d.Id).Str("why", why).Msg("node's inventory lists a device the gateway cannot serve; left out")
+			continue
+		}
 		listed[d.Uuid] = true
 		if _, ok := g.proxies[d.Uuid]; !ok {
-			news = append(news, newcomer{uuid: d.Uuid, id: d.Id, kind: hw.Kind(d.Kind)})
+			id := d.Id
+			if !idSpelled(hw.Kind(d.Kind), id) {
+				id = "" // assignIDs derives one from the UUID
+			}
+			news = append(news, newcomer{uuid: d.Uuid, id: id, kind: hw.Kind(d.Kind)})
 			wanted[d.Uuid] = d
 		}
 	}
@@ -433,6 +442,43 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	}
 	g.mu.Unlock()
 	return joined
+}
+
+// inventoryFault says why a node's inventory entry cannot become a device
+// of the gateway ("" if it can): the UUID is the device's identity across
+// the lab, so one without it, or listed twice (listed holds the entries
+// taken so far), would stand for no device or for two; and the kind picks
+// the routes and frames it is served under.
+func inventoryFault(d *wire.Device, listed map[string]bool) string {
+	switch k := hw.Kind(d.Kind); {
+	case d.Uuid == "":
+		return "no UUID"
+	case listed[d.Uuid]:
+		return "its UUID is listed twice"
+	case d.Kind > 255 || k != hw.KindArm && k != hw.KindGrip:
+		return fmt.Sprintf("unknown kind %d", d.Kind)
+	}
+	return ""
+}
+
+// idSpelled reports whether id is spelled as the drivers spell a kind's
+// ids (4 upper-case hex digits for arms, decimal 0..65535 without leading
+// zeros for grips): an id is a route segment (/arm3/{id}) and a key
+// clients match on.
+func idSpelled(kind hw.Kind, id string) bool {
+	if kind == hw.KindGrip {
+		v, err := strconv.ParseUint(id, 10, 16)
+		return err == nil && strconv.FormatUint(v, 10) == id
+	}
+	if len(id) != 4 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // add adds a proxy an inventory made to the service, off the actor, and

@@ -326,3 +326,59 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 		t.Fatal("a node whose connection closed and that fell silent was kept")
 	}
 }
+
+// A node's inventory is checked before its devices join: a device without
+// a UUID, of a kind the gateway does not know, or listed twice is left
+// out, and one whose id is not spelled as its kind's ids (it would be a
+// route segment such as /arm3/{id}) gets an id derived from its UUID.
+func TestGatewayChecksInventory(t *testing.T) {
+	g := testGateway(t, time.Minute)
+	grip := func(uuid, id string) *wire.Device {
+		return &wire.Device{Uuid: uuid, Id: id, Kind: uint32(hw.KindGrip), Simulated: true}
+	}
+	odd := arm("uuid-kind", "0100")
+	odd.Kind = 200
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{
+		arm("", "0101"), odd,
+		arm("uuid-twice", "0102"), grip("uuid-twice", "7"),
+		arm("uuid-empty-id", ""), arm("uuid-slash", "a/b"), arm("uuid-lower", "0a0b"),
+		grip("uuid-grip-zero", "0"), grip("uuid-grip-padded", "007"), grip("uuid-grip-word", "one"), grip("uuid-grip-ok", "12"),
+	}})
+	waitAdded(t, g)
+	byUUID := map[string]*actors.Device{}
+	for _, d := range g.svc.Devices().All() {
+		byUUID[d.Info.UUID] = d
+	}
+	for _, uuid := range []string{"", "uuid-kind"} {
+		if d := byUUID[uuid]; d != nil {
+			t.Errorf("device %q (id %s) joined; its inventory entry is malformed", uuid, d.ID)
+		}
+	}
+	if d := byUUID["uuid-twice"]; d == nil || d.Info.Kind != hw.KindArm || d.ID != "0102" {
+		t.Errorf("a UUID listed twice: got %+v, want the first entry, arm 0102", d)
+	}
+	tests := []struct {
+		uuid string
+		kind hw.Kind
+		keep string // the id it must keep; "" if it needs one derived
+	}{
+		{"uuid-empty-id", hw.KindArm, ""},
+		{"uuid-slash", hw.KindArm, ""},
+		{"uuid-lower", hw.KindArm, ""},
+		{"uuid-grip-zero", hw.KindGrip, "0"},
+		{"uuid-grip-padded", hw.KindGrip, ""},
+		{"uuid-grip-word", hw.KindGrip, ""},
+		{"uuid-grip-ok", hw.KindGrip, "12"},
+	}
+	for _, tt := range tests {
+		d := byUUID[tt.uuid]
+		switch {
+		case d == nil:
+			t.Errorf("%s did not join", tt.uuid)
+		case tt.keep != "" && d.ID != tt.keep:
+			t.Errorf("%s: id %q, want its own %q", tt.uuid, d.ID, tt.keep)
+		case tt.keep == "" && d.ID != derivedID(tt.kind, tt.uuid, map[string]bool{}):
+			t.Errorf("%s: id %q, want the one derived from its UUID, %q", tt.uuid, d.ID, derivedID(tt.kind, tt.uuid, map[string]bool{}))
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 // newcomer is a device that is about to join the gateway.
 type newcomer struct {
 	uuid string
-	id   string // its own short id
+	id   string // its own short id; "" to derive one from the UUID
 	kind hw.Kind
 }
 
@@ -36,7 +36,7 @@ func assignIDs(used map[hw.Kind]map[string]bool, news []newcomer) map[string]str
 			used[n.kind] = map[string]bool{}
 		}
 		id := n.id
-		if used[n.kind][id] {
+		if id == "" || used[n.kind][id] {
 			id = derivedID(n.kind, n.uuid, used[n.kind])
 		}
 		used[n.kind][id] = true

@@ -258,7 +258,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *wire.Command:
 		n.command(m)
 	case *wire.ConfigRequest:
-		n.configs.push(configJob{req: m, to: ctx.Sender()})
+		n.configs.push(configJob{req: m, to: ctx.Sender(), queued: time.Now()})
 	case *wire.Effects:
 		n.effects(m)
 	case *wire.Navigation:
@@ -290,18 +290,32 @@ func (g *deviceGrain) Receive(ctx actor.Context) {
 				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
 			return
 		}
-		g.n.configs.push(configJob{req: m, to: ctx.Sender()})
+		g.n.configs.push(configJob{req: m, to: ctx.Sender(), queued: time.Now()})
 	}
 }
 
-// configJob is a config request waiting for its answer, and who asked.
+// configJob is a config request waiting for its answer, who asked, and
+// when it came.
 type configJob struct {
-	req *wire.ConfigRequest
-	to  *actor.PID // nil: nobody waits for the answer
+	req    *wire.ConfigRequest
+	to     *actor.PID // nil: nobody waits for the answer
+	queued time.Time
 }
 
-// answerConfig answers one config request, off the actors.
+// answerConfig answers one config request, off the actors. One that
+// waited here past configTimeout is not applied: the gateway, which sent
+// it earlier still, has told its client the node did not answer, and a
+// set that fails for the client must not take effect behind its back.
 func (n *Node) answerConfig(j configJob) {
+	if waited := time.Since(j.queued); waited > configTimeout {
+		n.log.Warn().Str("uuid", j.req.Uuid).Str("op", j.req.Op).Str("key", j.req.Key).Dur("waited", waited).
+			Msg("cluster: a config request waited past the gateway's timeout; not applied")
+		if j.to != nil {
+			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
+				Error: fmt.Sprintf("node %s: the request waited %v for the ones before it; not applied", n.cfg.NodeID, waited.Round(time.Millisecond))})
+		}
+		return
+	}
 	reply := n.config(j.req)
 	if j.to != nil {
 		n.sys.Root.Send(j.to, reply)
@@ -377,9 +391,11 @@ func (n *Node) devicesLocked() map[string]*actors.Device {
 }
 
 // forgetOwnerLocked drops what the node keeps of a gateway owner's
-// declarations: a gateway that subscribes again gets a new owner, so
-// nothing would ever read them.
+// declarations and its lease: a gateway that subscribes again gets a new
+// owner, so nothing would ever read them. Its lease ended long before
+// (GatewayTimeout of silence), and the loop released the arm then.
 func (n *Node) forgetOwnerLocked(owner uint64) {
+	delete(n.leaseEnds, owner)
 	for k := range n.fxGens {
 		if k.owner == owner {
 			delete(n.fxGens, k)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -356,5 +357,69 @@ func TestStaleCommandsAfterAPartitionDropped(t *testing.T) {
 	n.command(fresh(d.Info.UUID, 2, hw.ModeForce, 0, 0, 2))
 	if o := d.Register().Owner(); o == 0 {
 		t.Fatal("a fresh command after the partition was dropped")
+	}
+}
+
+// Each gateway process start is a new owner on the node (a new address,
+// or a new subscription after silence); the node must keep nothing of one
+// it forgot, or every push tick walks the lease ends of every gateway
+// that ever commanded an arm.
+func TestNodeForgetsTheLeasesOfSilentGateways(t *testing.T) {
+	n, d := testNode(t)
+	var snap loop.Snapshot
+	for i := range 3 {
+		addr := fmt.Sprintf("127.0.0.%d:7070", 10+i)
+		n.subscribe(&wire.Subscribe{GatewayAddress: addr, SentUnixNs: time.Now().UnixNano()})
+		cmd := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 1)
+		cmd.GatewayAddress = addr
+		n.command(cmd)
+		waitFor(t, addr+"'s force applied", func() bool { d.Load(&snap); return snap.Mode == hw.ModeForce })
+		waitFor(t, addr+"'s force ended by the lease", func() bool { d.Load(&snap); return snap.Mode == hw.ModeIdle })
+		n.mu.Lock()
+		for range int(GatewayTimeout/silenceCredit) + 2 { // the first tick takes the subscription's word
+			n.forgetSilentLocked(silenceCredit)
+		}
+		left, subs := len(n.leaseEnds), len(n.subs)
+		n.mu.Unlock()
+		if subs != 0 {
+			t.Fatalf("%d gateways still subscribed after their silence", subs)
+		}
+		if left != 0 {
+			t.Fatalf("after %d silent gateways the node keeps %d lease ends", i+1, left)
+		}
+	}
+}
+
+// A config request that waited in the node's queue past the gateway's
+// configTimeout (slow fsyncs ahead of it) has been answered on the gateway
+// already, as unavailable: the node must not apply it after that, or the
+// client that was told its set failed finds it in force.
+func TestNodeDropsConfigRequestsTheGatewayGaveUpOn(t *testing.T) {
+	n, d := testNode(t)
+	k, _ := protocol.KeyFromPath("handedness")
+	handedness := func() string {
+		e, err := n.svc.Entry(d, 0, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := e.MarshalJSON()
+		return string(b)
+	}
+	tests := []struct {
+		op, json string
+		waited   time.Duration
+		want     string
+	}{
+		{"set", `"left"`, configTimeout + time.Second, `"right"`},
+		{"set", `"left"`, 0, `"left"`},
+		{"reset", "", configTimeout + time.Second, `"left"`},
+		{"reset", "", configTimeout / 2, `"right"`},
+	}
+	for _, tt := range tests {
+		n.answerConfig(configJob{req: &wire.ConfigRequest{Uuid: d.Info.UUID, Op: tt.op, Key: "handedness", Json: []byte(tt.json)},
+			queued: time.Now().Add(-tt.waited)})
+		if got := handedness(); got != tt.want {
+			t.Errorf("%s %s after %v in the queue: handedness %s, want %s", tt.op, tt.json, tt.waited, got, tt.want)
+		}
 	}
 }

@@ -23,6 +23,20 @@ import (
 // inside the node's lease, so a steady force does not lapse on the node.
 const keepAlive = 20 * time.Millisecond
 
+// Bounds of a node's lease on forwarded commands (Config.LeaseMs): at least
+// two keep-alives, so one late or lost command does not lapse a steady
+// force, and at most the longest lease a session may ask for
+// (protocol.LeaseMaxMs), so a lost gateway's force ends as soon as a quiet
+// client's would.
+const (
+	MinLeaseMs = int(2 * keepAlive / time.Millisecond)
+	MaxLeaseMs = protocol.LeaseMaxMs
+)
+
+// MaxPushHz bounds how often a node pushes its devices' states
+// (Config.PushHz): the fastest loop rate.
+const MaxPushHz = 8000
+
 // proxy is the gateway's driver of a device on a node: the state comes from
 // the node's pushed batches, the command goes to the node one-way. Exchange
 // never waits on the network.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -22,8 +23,10 @@ import (
 	"github.com/labstack/echo"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Config configures a node or a gateway.
@@ -143,19 +146,28 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		return nil, fmt.Errorf("cluster: listen %s: %w", addr, err)
 	}
 	_ = l.Close()
+	protoLog := c.Log.With().Str("component", "protoactor").Logger()
+	// protoactor's gRPC handlers panic on what a peer sends (a type this
+	// build does not know, an index past a batch's tables, its
+	// unimplemented RPCs), and gRPC does not recover a handler's panic:
+	// one bad message would take the process and its arms down.
+	serverOpts := []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(recoverStream(protoLog)),
+		grpc.ChainUnaryInterceptor(recoverUnary(protoLog)),
+	}
 	var opts []remote.ConfigOption
 	if c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" {
 		server, client, err := mutualTLS(c.CertFile, c.KeyFile, c.CAFile)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts,
-			remote.WithServerOptions(grpc.Creds(credentials.NewTLS(server))),
-			remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client))))
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(server)))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client))))
 	} else {
 		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	}
-	protoLog := c.Log.With().Str("component", "protoactor").Logger()
+	// WithServerOptions replaces, never adds: all of them in one call.
+	opts = append(opts, remote.WithServerOptions(serverOpts...))
 	slogger := slog.New(zerolog.NewSlogHandler(protoLog.Level(max(zerolog.WarnLevel, protoLog.GetLevel()))))
 	lk := &link{sys: actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slogger }),
@@ -236,6 +248,32 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 	}
 	lk.rem = lk.cl.Remote
 	return nil
+}
+
+// recoverStream ends a cluster stream whose handler panicked with an
+// error, instead of the process: the peer's connection is dropped, as
+// protoactor drops it on a message it cannot decode without panicking.
+func recoverStream(log zerolog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer recoverPeer(log, info.FullMethod, &err)
+		return handler(srv, ss)
+	}
+}
+
+// recoverUnary is recoverStream for the link's one-shot RPCs.
+func recoverUnary(log zerolog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer recoverPeer(log, info.FullMethod, &err)
+		return handler(ctx, req)
+	}
+}
+
+// recoverPeer turns a handler's panic into the error *err its peer gets.
+func recoverPeer(log zerolog.Logger, method string, err *error) {
+	if p := recover(); p != nil {
+		log.Warn().Str("method", method).Str("panic", fmt.Sprint(p)).Msg("cluster: a peer's message made protoactor panic; its stream is closed")
+		*err = status.Errorf(codes.InvalidArgument, "cluster: %s: the message could not be handled", method)
+	}
 }
 
 // HealthRefresh is how often an automanaged member polls every host's

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster"
-	"github.com/hapticd/hapticd/protocol"
 )
 
 // labOptions are the flags of a lab (several hosts): the process's role,
@@ -116,18 +115,29 @@ func (l *labOptions) check() error {
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
 	}
-	// A node holds a lost gateway's last force for its lease: the bounds
-	// of a session's own lease, so a lab cannot keep a force on an arm
-	// longer than a quiet client can. The ticker behind --cluster-push-hz
-	// and the gateway's silence check need positive values.
-	if l.leaseMs < protocol.LeaseMinMs || l.leaseMs > protocol.LeaseMaxMs {
-		return fmt.Errorf("--cluster-lease-ms %d is out of range %d..%d (a session's lease bounds)", l.leaseMs, protocol.LeaseMinMs, protocol.LeaseMaxMs)
+	return l.checkTiming()
+}
+
+// checkTiming refuses a node's lease and push rate that cannot work
+// together (a push interval of 0 or less would stop the node once
+// started), and a node timeout that would drop every node at once.
+func (l *labOptions) checkTiming() error {
+	if l.leaseMs < cluster.MinLeaseMs || l.leaseMs > cluster.MaxLeaseMs {
+		return fmt.Errorf("--cluster-lease-ms %d: want %d to %d (the gateway renews a steady force every %d ms; a longer lease holds a lost gateway's force longer than any session's)",
+			l.leaseMs, cluster.MinLeaseMs, cluster.MaxLeaseMs, cluster.MinLeaseMs/2)
 	}
-	if l.pushHz < 1 || l.pushHz > maxLoopHz {
-		return fmt.Errorf("--cluster-push-hz %d is out of range 1..%d (faster than the fastest loop pushes nothing new)", l.pushHz, maxLoopHz)
+	if l.pushHz < 1 || l.pushHz > cluster.MaxPushHz {
+		return fmt.Errorf("--cluster-push-hz %d: want 1 to %d", l.pushHz, cluster.MaxPushHz)
+	}
+	// A command's lease ends at most the lease after the newest state the
+	// gateway had: with fewer than two pushes per lease most commands
+	// would arrive already lapsed.
+	if l.pushHz*l.leaseMs < 2000 {
+		return fmt.Errorf("--cluster-push-hz %d with --cluster-lease-ms %d: a node must push at least twice per lease (%d Hz or more, or a longer lease)",
+			l.pushHz, l.leaseMs, (2000+l.leaseMs-1)/l.leaseMs)
 	}
 	if l.nodeTimeout <= 0 {
-		return fmt.Errorf("--cluster-node-timeout %v must be positive", l.nodeTimeout)
+		return fmt.Errorf("--cluster-node-timeout %v: want a positive duration", l.nodeTimeout)
 	}
 	return nil
 }

@@ -758,16 +758,21 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2"}, "--cluster-advertise"},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:0"}, "--cluster-advertise"},
 		{[]string{"--cluster-port", "7070", "--cluster-advertise", "127.0.0.2:9000"}, "standalone"},
-		// A lost gateway's force lasts the node's lease: a session's
-		// bounds. A non-positive push rate or node timeout would panic
-		// the node's ticker or drop every node at once.
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "250"}, ""},
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "-5"}, "--cluster-lease-ms"},
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-lease-ms", "100000000"}, "--cluster-lease-ms"},
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "-3"}, "--cluster-push-hz"},
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "0"}, "--cluster-push-hz"},
-		{[]string{"--role", "node", "--membership", "static", "--cluster-port", "7070", "--cluster-push-hz", "100000"}, "--cluster-push-hz"},
-		{[]string{"--role", "gateway", "--membership", "static", "--peers", "127.0.0.2:7070", "--cluster-node-timeout", "-1s"}, "--cluster-node-timeout"},
+		// A node's timing: a push interval of 0 or less crashed the node
+		// once it started (time.NewTicker); a lease the gateway's
+		// keep-alive cannot renew, or that outlasts the longest session
+		// lease, or that no push falls within, is no lease.
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "-5"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "2000000000"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "8000"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "-1"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "10"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "60000"}, "--cluster-lease-ms"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-lease-ms", "300"}, ""},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10"}, "--cluster-push-hz"},
+		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10", "--cluster-lease-ms", "1000"}, ""},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071", "--cluster-node-timeout", "-1s"}, "--cluster-node-timeout"},
+		// A negative scan period is not "no scan" (0 is).
 		{[]string{"--hw-scan-period", "-1s"}, "--hw-scan-period"},
 		{[]string{"--hw-scan-period", "0"}, ""},
 	}
