@@ -91,7 +91,7 @@ func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 		{"id 65 bytes", `{"set":[` + hostileSpring("id", `"`+strings.Repeat("x", 65)+`"`) + `]}`, "id"},
 		{"id with a space", `{"set":[` + hostileSpring("id", `"a b"`) + `]}`, "id"},
 		{"id not ASCII", `{"set":[` + hostileSpring("id", `"é"`) + `]}`, "id"},
-		{"id not UTF-8", "{\"set\":[" + hostileSpring("id", "\"\xff\xfe\"") + "]}", ""},
+		{"id not UTF-8", "{\"set\":[" + hostileSpring("id", "\"\xff\xfe\"") + "]}", "not valid UTF-8"},
 		{"id not a string", `{"set":[` + hostileSpring("id", `7`) + `]}`, "id"},
 		{"id twice in one set", `{"set":[` + springAt("d", 0.01) + `,` + springAt("d", 0.02) + `]}`, "d"},
 		{"unknown kind", `{"set":[{"id":"u","type":"tractor_beam"}]}`, "tractor_beam"},
@@ -111,7 +111,7 @@ func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 		{"seventeen at once", `{"set":[` + strings.Join(append(ten, ten[:7]...), ",") + `]}`, "16"},
 		{"remove not a list", `{"remove":"keep"}`, "remove"},
 		{"clear not a boolean", `{"clear":"yes"}`, "clear"},
-		{"deeply nested", `{"set":[{"id":"n","type":"damper","scalar":` + huge + `}]}`, ""},
+		{"deeply nested", `{"set":[{"id":"n","type":"damper","scalar":` + huge + `}]}`, "nested deeper than 64"},
 		{"set not a list", `{"set":{"id":"x"}}`, "set"},
 	}
 	for _, tc := range cases {
@@ -192,11 +192,11 @@ func TestHostileNavigationChangesNothing(t *testing.T) {
 		t.Fatalf("setup POST: %v", r)
 	}
 	cases := []struct{ name, body, want string }{
-		{"radius negative", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":-0.05}}`), "r"},
-		{"radius NaN", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":"NaN"}}`), "r"},
-		{"radius 1e308", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":1e308}}`), "r"},
+		{"radius negative", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":-0.05}}`), "shape.parameters.r"},
+		{"radius NaN", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":"NaN"}}`), "shape.parameters.r"},
+		{"radius 1e308", hostileBubble("shape", `{"primitive":"sphere","parameters":{"r":1e308}}`), "shape.parameters.r"},
 		{"shape without parameters", hostileBubble("shape", `{"primitive":"box"}`), "parameters"},
-		{"box missing a member", hostileBubble("shape", `{"primitive":"box","parameters":{}}`), "b"},
+		{"box missing a member", hostileBubble("shape", `{"primitive":"box","parameters":{}}`), `"b" is missing`},
 		{"unknown primitive", hostileBubble("shape", `{"primitive":"klein_bottle","parameters":{"r":1}}`), "klein_bottle"},
 		{"zone width zero", hostileBubble("velocity_zone_width", "0"), "velocity_zone_width"},
 		{"zone width negative", hostileBubble("velocity_zone_width", "-0.03"), "velocity_zone_width"},
@@ -212,10 +212,10 @@ func TestHostileNavigationChangesNothing(t *testing.T) {
 		{"centre missing axis", hostileBubble("center", `{"position":{"x":0,"y":0}}`), "z"},
 		{"unknown easing", hostileBubble("easing", `"bouncy"`), "easing"},
 		{"unknown mode", `{"mode":"teleport"}`, "mode"},
-		{"not an object", `[1,2,3]`, ""},
-		{"truncated", `{"mode":"bubble","bubble":{`, ""},
-		{"deeply nested", `{"mode":"bubble","bubble":` + strings.Repeat(`{"a":`, 50000) + "1" + strings.Repeat("}", 50000) + "}", ""},
-		{"10 MB body", `{"mode":"bubble","pad":"` + strings.Repeat("x", 10<<20) + `"}`, ""},
+		{"not an object", `[1,2,3]`, "must be an object"},
+		{"truncated", `{"mode":"bubble","bubble":{`, "not valid JSON"},
+		{"deeply nested", `{"mode":"bubble","bubble":` + strings.Repeat(`{"a":`, 1000) + "1" + strings.Repeat("}", 1000) + "}", "nested deeper than 64"},
+		{"10 MB body", `{"mode":"bubble","pad":"` + strings.Repeat("x", 10<<20) + `"}`, "over 64 KiB"},
 	}
 	for _, tc := range cases {
 		t.Run("http/"+tc.name, func(t *testing.T) {
@@ -429,7 +429,7 @@ func TestHostileEffectsOnNoArm(t *testing.T) {
 	cases := []struct{ name, msg, code string }{
 		{"a grip", fmt.Sprintf(`{"grip":[{"device_id":%q,"effects":%s}]}`, ts.gripIDs[0], set), "unknown_key"},
 		{"no such arm", `{"arm3":[{"device_id":"999999","effects":` + set + `}]}`, "unknown_device"},
-		{"a non-UTF-8 id", "{\"arm3\":[{\"device_id\":\"\xff\xfe\",\"effects\":" + set + "}]}", ""},
+		{"a non-UTF-8 id", "{\"arm3\":[{\"device_id\":\"\xff\xfe\",\"effects\":" + set + "}]}", "invalid_json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -388,5 +390,49 @@ func TestSchemaEndpoints(t *testing.T) {
 	r := ts.do("GET", ts.base+"/schema/client-message", "")
 	if r.env["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Errorf("client-message: $schema = %v", r.env["$schema"])
+	}
+}
+
+// docSchemaName is a schema name docs/protocol.md gives a client to fetch:
+// after "schema" or "Schemas:", a run of backticked names (a parenthesis
+// between two of them is prose), or a GET /schema/NAME; and every name of
+// the "Main names" paragraph that is not a template (entry.<key>).
+var (
+	docSchemaRun  = regexp.MustCompile("(?i)\\bschemas?:?\\s+((?:`[a-z][a-z0-9.\\-]*`(?:\\s*\\([^)]*\\))?(?:,\\s*)?)+)")
+	docSchemaGET  = regexp.MustCompile("GET /schema/([a-z][a-z0-9.\\-]*)")
+	docSchemaTick = regexp.MustCompile("`([a-z][a-z0-9.\\-]*)`")
+	docParens     = regexp.MustCompile(`\([^)]*\)`)
+)
+
+// TestEverySchemaTheDocsNameIsServed: each schema name docs/protocol.md
+// points a client to answers GET /schema/NAME with a document, not 404.
+func TestEverySchemaTheDocsNameIsServed(t *testing.T) {
+	raw, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	names := map[string]bool{}
+	for _, m := range docSchemaRun.FindAllStringSubmatch(doc, -1) {
+		for _, n := range docSchemaTick.FindAllStringSubmatch(docParens.ReplaceAllString(m[1], ""), -1) {
+			names[n[1]] = true
+		}
+	}
+	for _, m := range docSchemaGET.FindAllStringSubmatch(doc, -1) {
+		names[m[1]] = true
+	}
+	main := doc[strings.Index(doc, "- Main names:"):]
+	main = main[:strings.Index(main, "\n- ")]
+	for _, n := range docSchemaTick.FindAllStringSubmatch(main, -1) {
+		names[n[1]] = true
+	}
+	if len(names) < 20 || !names["arm-state.passivity"] || !names["navigation-view"] || !names["stats"] {
+		t.Fatalf("the docs' schema names were not all found: %v", names)
+	}
+	ts := startService(t, serviceConfig{arms: 1})
+	for name := range names {
+		if r := ts.do(http.MethodGet, ts.base+"/schema/"+name, ""); r.status != http.StatusOK {
+			t.Errorf("docs/protocol.md names the schema %q; GET /schema/%s: %v", name, name, r)
+		}
 	}
 }

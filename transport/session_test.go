@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,39 @@ func TestUnknownThingsAreWarnings(t *testing.T) {
 	})
 	if !jsonEqual(t, path(f, "arm3", 0, "config", "filters", "damping"), `{"scalar":3}`) {
 		t.Fatalf("damping not applied: %v", path(f, "arm3", 0, "config", "filters"))
+	}
+}
+
+// TestArmCommandsToAGripAreUnknownCommands: a grip has no actuator, so an arm
+// command sent in its entry is ignored with an unknown_command warning at the
+// command's path (docs/protocol.md, Forces and safety), never an error, and
+// the session controls nothing afterwards.
+func TestArmCommandsToAGripAreUnknownCommands(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	grip := ts.gripIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	for _, tc := range []struct{ command, body string }{
+		{"set_cursor_force", `{"vector":{"x":0,"y":0,"z":1}}`},
+		{"set_cursor_position", `{"position":{"x":0,"y":0.15,"z":0.1}}`},
+		{"set_angular_torques", `{"torques":{"a0":0,"a1":0,"a2":0}}`},
+		{"set_angular_position", `{"angles":{"a0":0,"a1":0,"a2":0}}`},
+		{"probe_position", `{}`},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			f := c.roundTrip(fmt.Sprintf(`{"grip":[{"device_id":%q,"commands":{%q:%s}}]}`, grip, tc.command, tc.body))
+			if f["errors"] != nil {
+				t.Fatalf("an arm command to a grip is an error: %v", f["errors"])
+			}
+			warns, _ := f["warnings"].([]any)
+			if len(warns) != 1 || path(warns[0], "code") != "unknown_command" || path(warns[0], "path") != "grip[0].commands."+tc.command {
+				t.Fatalf("want one unknown_command warning at grip[0].commands.%s, got %v", tc.command, warns)
+			}
+			r := ts.do(http.MethodGet, ts.base+"/sessions", "")
+			if got := path(r.data(), "sessions", 0, "controls"); !jsonEqual(t, got, `[]`) {
+				t.Fatalf("the session controls %v after a command to a grip", got)
+			}
+		})
 	}
 }
 

@@ -178,19 +178,22 @@ func defineEffects(s *Set) {
 				"session_id": Schema{"type": "integer", "minimum": 1},
 			}),
 		}, "session_id", "max_effects", "effects"))
-	s.Define(StateEffects, allRequired(Schema{
-		"count": Schema{"type": "integer", "minimum": 0, "maximum": protocol.MaxEffectsPerArm},
-		"proxies": arrayOf(allRequired(Schema{
-			"id": Schema{"type": "string", "minLength": 1}, "position": Ref("vec3"), "contact": boolean(),
-		})),
-	}))
-	s.Define(StatePassivity, allRequired(Schema{"energy": number(), "added_damping": Schema{"type": "number", "minimum": 0}}))
-	s.Define(StateNavigation, allRequired(Schema{
-		"bubble":           allRequired(Schema{"center": Ref("vec3"), "velocity_zone_width": number(), "collision_extra_inflate": number()}),
-		"zone":             enum(protocol.NavigationZoneNames()),
-		"workspace_offset": Ref("vec3"),
-		"velocity":         Ref("vec3"),
-	}))
+	s.Publish(StateEffects, "An arm state's effects member while effects are in force: how many, and each wall's proxy point in the session's space.",
+		allRequired(Schema{
+			"count": Schema{"type": "integer", "minimum": 0, "maximum": protocol.MaxEffectsPerArm},
+			"proxies": arrayOf(allRequired(Schema{
+				"id": Schema{"type": "string", "minLength": 1}, "position": Ref("vec3"), "contact": boolean(),
+			})),
+		}))
+	s.Publish(StatePassivity, "An arm state's passivity member: the energy the passivity controller watches (J) and the damping it adds now (N·s/m).",
+		allRequired(Schema{"energy": number(), "added_damping": Schema{"type": "number", "minimum": 0}}))
+	s.Publish(StateNavigation, "An arm state's navigation member while navigation is on, the state of GET .../config/navigation: the bubble, the zone, the workspace offset and its velocity.",
+		allRequired(Schema{
+			"bubble":           allRequired(Schema{"center": Ref("vec3"), "velocity_zone_width": number(), "collision_extra_inflate": number()}),
+			"zone":             enum(protocol.NavigationZoneNames()),
+			"workspace_offset": Ref("vec3"),
+			"velocity":         Ref("vec3"),
+		}))
 	s.Publish(NavigationView, "The data of GET /{type}/{id}/config/navigation: the configuration, the state (null while navigation is off) and the status.",
 		allRequired(Schema{
 			"config": Ref(EntryName(protocol.KeyNavigation)),
