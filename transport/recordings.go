@@ -44,8 +44,13 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	info, err := a.rec.Start(o)
 	if err != nil {
-		code := protocol.CodeInvalidValue
-		if errors.Is(err, recording.ErrNoDirectory) {
+		// Only bad options are the client's fault: a directory the
+		// service cannot write is not.
+		code := protocol.CodeInternal
+		switch {
+		case errors.Is(err, recording.ErrBadOptions):
+			code = protocol.CodeInvalidValue
+		case errors.Is(err, recording.ErrNoDirectory):
 			code = protocol.CodeUnavailable
 		}
 		writeError(w, protocol.Errorf(code, "", "%v", err))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,14 +88,35 @@ type Options struct {
 	Name   string  `json:"name,omitempty"`
 }
 
-// check refuses options that would make no recording.
+// ErrBadOptions is Start's answer to options that would make no
+// recording (the client's fault); Start's other errors are the service's.
+var ErrBadOptions = errors.New("recording: bad options")
+
+// MinRateHz is the lowest rate_hz but 0: a state at most every 1000 s.
+// Below it the decimation interval in nanoseconds overflows the loop's
+// clock arithmetic and the tap would record every tick instead.
+const MinRateHz = 0.001
+
+// MaxNameLen bounds a recording's name: the file name adds about 30
+// bytes to it, and a file system takes 255.
+const MaxNameLen = 128
+
+// check refuses options that would make no recording, before any file
+// or id is taken.
 func (o Options) check() error {
-	if o.RateHz < 0 || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
-		return fmt.Errorf("recording: rate_hz must be a positive number or 0 (the loop rate), got %v", o.RateHz)
+	if o.RateHz < 0 || o.RateHz > 0 && o.RateHz < MinRateHz || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
+		return fmt.Errorf("%w: rate_hz must be 0 (every tick) or at least %g, got %v", ErrBadOptions, MinRateHz, o.RateHz)
+	}
+	if len(o.Name) > MaxNameLen {
+		return fmt.Errorf("%w: name is %d bytes long, at most %d", ErrBadOptions, len(o.Name), MaxNameLen)
+	}
+	if strings.HasPrefix(o.Name, ".") {
+		// The file would be hidden from a directory listing.
+		return fmt.Errorf("%w: name %q may not start with '.'", ErrBadOptions, o.Name)
 	}
 	for _, c := range o.Name {
 		if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return fmt.Errorf("recording: name %q may hold only letters, digits, '-', '_' and '.'", o.Name)
+			return fmt.Errorf("%w: name %q may hold only letters, digits, '-', '_' and '.'", ErrBadOptions, o.Name)
 		}
 	}
 	return nil
