@@ -58,6 +58,11 @@ const (
 // least this often.
 const flushEvery = 250 * time.Millisecond
 
+// ErrClosed is Start's answer once StopAll has run (the service is
+// shutting down): a recording started then would never be stopped and
+// its file never completed.
+var ErrClosed = errors.New("recording: the service is shutting down")
+
 // ErrNoDirectory is Start's answer when the service has nowhere to write.
 var ErrNoDirectory = errors.New("recording: recordings need a directory (start hapticd with --record DIR or a state directory)")
 
@@ -224,6 +229,7 @@ type Recorder struct {
 	mu     sync.Mutex
 	all    []*recording
 	nextID uint64
+	closed bool // StopAll has run: Start refuses
 }
 
 // New returns the service's recordings, none running.
@@ -304,6 +310,10 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		return Info{}, fmt.Errorf("recording: recordings directory: %w", err)
 	}
 	rs.mu.Lock()
+	if rs.closed {
+		rs.mu.Unlock()
+		return Info{}, ErrClosed
+	}
 	id := rs.nextID
 	rs.nextID++
 	rs.mu.Unlock()
@@ -340,6 +350,16 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	go newWriter(rs, r, f, w).run(&producers)
 	<-attached
 	rs.mu.Lock()
+	if rs.closed {
+		// StopAll ran while this one started and did not see it: end it
+		// here, and leave no file for a recording that was refused.
+		rs.mu.Unlock()
+		r.active.Store(false)
+		cancel()
+		<-r.done
+		_ = os.Remove(path)
+		return Info{}, ErrClosed
+	}
 	rs.all = append(rs.all, r)
 	rs.publishLocked()
 	rs.mu.Unlock()
@@ -385,9 +405,10 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 	return r.info(), true
 }
 
-// StopAll ends every recording (shutdown).
+// StopAll ends every recording (shutdown); Start refuses from then on.
 func (rs *Recorder) StopAll() {
 	rs.mu.Lock()
+	rs.closed = true
 	ids := make([]uint64, 0, len(rs.all))
 	for _, r := range rs.all {
 		ids = append(ids, r.id)

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -445,6 +448,48 @@ func TestRecordedStateSaysHowOldItWas(t *testing.T) {
 	for id := range want {
 		if seen[id] < 10 {
 			t.Errorf("device %s: %d states recorded, want at least 10", id, seen[id])
+		}
+	}
+}
+
+// A recording started once StopAll has run (a POST /recordings that
+// reaches the service while it shuts down) would never be stopped: its
+// file would lack its summary and its goroutines would outlive the
+// service. Start refuses it, leaving no file, and nothing stays active
+// however a Start and the StopAll interleave.
+func TestStartAfterStopAllIsRefused(t *testing.T) {
+	svc := startService(t, []string{"a1"})
+	dir := t.TempDir()
+	rs := New(Config{Service: svc, Dir: dir, Log: zerolog.Nop()})
+	if _, err := rs.Start(Options{Name: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = rs.Start(Options{Name: "racing"})
+		}()
+	}
+	rs.StopAll()
+	wg.Wait()
+	if info, err := rs.Start(Options{Name: "after"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after StopAll: %+v, %v, want ErrClosed", info, err)
+	}
+	files, _ := os.ReadDir(dir)
+	listed := rs.List()
+	if len(files) != len(listed) {
+		t.Errorf("%d files in the directory, %d recordings listed: a refused start left its file", len(files), len(listed))
+	}
+	for _, i := range listed {
+		if i.Active {
+			t.Errorf("recording %d %q still active after StopAll", i.ID, i.Name)
+			rs.Stop(i.ID)
+			continue
+		}
+		if _, cut, err := Load(i.Path); err != nil || cut {
+			t.Errorf("recording %d %q: %v (cut %v), want a complete file", i.ID, i.Name, err, cut)
 		}
 	}
 }
