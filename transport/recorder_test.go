@@ -547,3 +547,40 @@ func TestRecordingGripStates(t *testing.T) {
 		}
 	}
 }
+
+// A session-scoped config change is recorded with the session it was for:
+// without its query the /config channel showed
+// POST /arm3/{id}/config/preset, a device-global route that does not exist
+// (session_required), and a reader could not tell whose change it was.
+func TestRecordingKeepsTheSessionOfAConfigChange(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+	arm := ts.armIDs[0]
+	started := ts.do("POST", ts.base+"/recordings", `{"name":"config"}`)
+	if started.status != 200 {
+		t.Fatalf("POST /recordings: %v", started)
+	}
+	c := ts.dial(t, ts.wsURL())
+	session := strconv.Itoa(int(num(c.expect()["session_id"])))
+	route := "/arm3/" + arm + "/config/preset?session=" + session
+	if r := ts.do("POST", ts.base+route, `{"preset":"arm_front_centered"}`); r.status != 200 {
+		t.Fatalf("POST %s: %v", route, r)
+	}
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), "")
+	if stopped.status != 200 {
+		t.Fatalf("DELETE /recordings: %v", stopped)
+	}
+	cfg := byTopic(recordedFile(t, path(started.data(), "path").(string)))["/config"]
+	if len(cfg) != 1 {
+		t.Fatalf("/config: %d messages, want the one preset change", len(cfg))
+	}
+	var change struct {
+		Method, Path string
+		Status       int
+	}
+	if err := json.Unmarshal(cfg[0].Data, &change); err != nil {
+		t.Fatal(err)
+	}
+	if change.Method != "POST" || change.Path != route || change.Status != 200 {
+		t.Errorf("/config recorded %s %s (%d), want POST %s (200)", change.Method, change.Path, change.Status, route)
+	}
+}

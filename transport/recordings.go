@@ -96,7 +96,12 @@ func (a *api) recordChange(h httprouter.Handle) httprouter.Handle {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h(sw, r, ps)
-		a.rec.Config(r.Method, r.URL.Path, sw.status, body)
+		// With the query: ?session= says whose a session-scoped change was.
+		at := r.URL.Path
+		if r.URL.RawQuery != "" {
+			at += "?" + r.URL.RawQuery
+		}
+		a.rec.Config(r.Method, at, sw.status, body)
 	}
 }
 
