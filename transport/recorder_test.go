@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,15 +202,60 @@ func TestRecordLockStepSession(t *testing.T) {
 	}
 }
 
+// Options that would make no recording, or a file hidden from a listing,
+// or overflow the decimation (a tiny rate_hz recorded every tick), are
+// refused with invalid_value and change nothing: no file, no id taken.
 func TestRecordingRefusesBadOptions(t *testing.T) {
-	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
-	for _, body := range []string{`{"rate_hz":-1}`, `{"name":"../x"}`, `{"nope":1}`, `[`} {
-		if r := ts.do("POST", ts.base+"/recordings", body); r.status != 400 {
-			t.Errorf("POST /recordings %s: %v, want 400", body, r)
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, recordDir: dir})
+	for _, body := range []string{
+		`{"rate_hz":-1}`, `{"rate_hz":1e-12}`, `{"rate_hz":1e-300}`,
+		`{"name":"../x"}`, `{"name":".."}`, `{"name":".hidden"}`,
+		`{"name":"` + strings.Repeat("n", recording.MaxNameLen+1) + `"}`,
+		`{"name":"` + strings.Repeat("n", 300) + `"}`,
+		`{"nope":1}`, `[`,
+	} {
+		r := ts.do("POST", ts.base+"/recordings", body)
+		if r.status != 400 || r.env["code"] != string(protocol.CodeInvalidValue) {
+			t.Errorf("POST /recordings %.80s: %.300v, want 400 invalid_value", body, r)
 		}
 	}
 	if l := ts.do("GET", ts.base+"/recordings", ""); l.status != 200 || !jsonEqual(t, l.data(), `[]`) {
 		t.Errorf("after refused starts: %v, want no recordings", l)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("after refused starts: %d files in the recordings directory, want none", len(files))
+	}
+	long := strings.Repeat("n", recording.MaxNameLen)
+	r := ts.do("POST", ts.base+"/recordings", `{"name":"`+long+`","rate_hz":`+fmt.Sprint(recording.MinRateHz)+`}`)
+	if r.status != 200 || num(path(r.data(), "id")) != 1 {
+		t.Fatalf("POST /recordings with the longest name and the lowest rate: %v, want 200 and id 1 (the refused ones took none)", r)
+	}
+	if stopped := ts.do("DELETE", ts.base+"/recordings/1", ""); stopped.status != 200 {
+		t.Fatalf("DELETE /recordings/1: %v", stopped)
+	}
+	// The second stop of one recording answers its final state again.
+	if again := ts.do("DELETE", ts.base+"/recordings/1", ""); again.status != 200 || path(again.data(), "active") != false {
+		t.Errorf("second DELETE /recordings/1: %v, want 200 and the stopped recording", again)
+	}
+	for _, id := range []string{"2", "0", "x", "-1", "18446744073709551616"} {
+		if r := ts.do("DELETE", ts.base+"/recordings/"+id, ""); r.status < 400 || r.env["code"] == nil {
+			t.Errorf("DELETE /recordings/%s: %v, want a JSON error", id, r)
+		}
+	}
+}
+
+// A recordings directory the service cannot write is its fault, not the
+// request's: POST answers 500 internal, not 400 invalid_value.
+func TestRecordingUnwritableDirectoryIsInternal(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startService(t, serviceConfig{arms: 1, recordDir: filepath.Join(file, "recordings")})
+	r := ts.do("POST", ts.base+"/recordings", `{"name":"fine"}`)
+	if r.status != 500 || r.env["code"] != string(protocol.CodeInternal) {
+		t.Errorf("POST /recordings into a directory under a file: %v, want 500 internal", r)
 	}
 }
 
@@ -499,5 +545,42 @@ func TestRecordingGripStates(t *testing.T) {
 		if st.Orientation != [4]float64{} || st.IsGrip() {
 			t.Fatalf("an arm's state carries grip fields: %+v", st)
 		}
+	}
+}
+
+// A session-scoped config change is recorded with the session it was for:
+// without its query the /config channel showed
+// POST /arm3/{id}/config/preset, a device-global route that does not exist
+// (session_required), and a reader could not tell whose change it was.
+func TestRecordingKeepsTheSessionOfAConfigChange(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+	arm := ts.armIDs[0]
+	started := ts.do("POST", ts.base+"/recordings", `{"name":"config"}`)
+	if started.status != 200 {
+		t.Fatalf("POST /recordings: %v", started)
+	}
+	c := ts.dial(t, ts.wsURL())
+	session := strconv.Itoa(int(num(c.expect()["session_id"])))
+	route := "/arm3/" + arm + "/config/preset?session=" + session
+	if r := ts.do("POST", ts.base+route, `{"preset":"arm_front_centered"}`); r.status != 200 {
+		t.Fatalf("POST %s: %v", route, r)
+	}
+	stopped := ts.do("DELETE", ts.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), "")
+	if stopped.status != 200 {
+		t.Fatalf("DELETE /recordings: %v", stopped)
+	}
+	cfg := byTopic(recordedFile(t, path(started.data(), "path").(string)))["/config"]
+	if len(cfg) != 1 {
+		t.Fatalf("/config: %d messages, want the one preset change", len(cfg))
+	}
+	var change struct {
+		Method, Path string
+		Status       int
+	}
+	if err := json.Unmarshal(cfg[0].Data, &change); err != nil {
+		t.Fatal(err)
+	}
+	if change.Method != "POST" || change.Path != route || change.Status != 200 {
+		t.Errorf("/config recorded %s %s (%d), want POST %s (200)", change.Method, change.Path, change.Status, route)
 	}
 }

@@ -44,8 +44,13 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	info, err := a.rec.Start(o)
 	if err != nil {
-		code := protocol.CodeInvalidValue
-		if errors.Is(err, recording.ErrNoDirectory) {
+		// Only bad options are the client's fault: a directory the
+		// service cannot write is not.
+		code := protocol.CodeInternal
+		switch {
+		case errors.Is(err, recording.ErrBadOptions):
+			code = protocol.CodeInvalidValue
+		case errors.Is(err, recording.ErrNoDirectory), errors.Is(err, recording.ErrClosed):
 			code = protocol.CodeUnavailable
 		}
 		writeError(w, protocol.Errorf(code, "", "%v", err))
@@ -91,7 +96,12 @@ func (a *api) recordChange(h httprouter.Handle) httprouter.Handle {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h(sw, r, ps)
-		a.rec.Config(r.Method, r.URL.Path, sw.status, body)
+		// With the query: ?session= says whose a session-scoped change was.
+		at := r.URL.Path
+		if r.URL.RawQuery != "" {
+			at += "?" + r.URL.RawQuery
+		}
+		a.rec.Config(r.Method, at, sw.status, body)
 	}
 }
 

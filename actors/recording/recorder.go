@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,11 @@ const (
 // least this often.
 const flushEvery = 250 * time.Millisecond
 
+// ErrClosed is Start's answer once StopAll has run (the service is
+// shutting down): a recording started then would never be stopped and
+// its file never completed.
+var ErrClosed = errors.New("recording: the service is shutting down")
+
 // ErrNoDirectory is Start's answer when the service has nowhere to write.
 var ErrNoDirectory = errors.New("recording: recordings need a directory (start hapticd with --record DIR or a state directory)")
 
@@ -87,14 +93,35 @@ type Options struct {
 	Name   string  `json:"name,omitempty"`
 }
 
-// check refuses options that would make no recording.
+// ErrBadOptions is Start's answer to options that would make no
+// recording (the client's fault); Start's other errors are the service's.
+var ErrBadOptions = errors.New("recording: bad options")
+
+// MinRateHz is the lowest rate_hz but 0: a state at most every 1000 s.
+// Below it the decimation interval in nanoseconds overflows the loop's
+// clock arithmetic and the tap would record every tick instead.
+const MinRateHz = 0.001
+
+// MaxNameLen bounds a recording's name: the file name adds about 30
+// bytes to it, and a file system takes 255.
+const MaxNameLen = 128
+
+// check refuses options that would make no recording, before any file
+// or id is taken.
 func (o Options) check() error {
-	if o.RateHz < 0 || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
-		return fmt.Errorf("recording: rate_hz must be a positive number or 0 (the loop rate), got %v", o.RateHz)
+	if o.RateHz < 0 || o.RateHz > 0 && o.RateHz < MinRateHz || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
+		return fmt.Errorf("%w: rate_hz must be 0 (every tick) or at least %g, got %v", ErrBadOptions, MinRateHz, o.RateHz)
+	}
+	if len(o.Name) > MaxNameLen {
+		return fmt.Errorf("%w: name is %d bytes long, at most %d", ErrBadOptions, len(o.Name), MaxNameLen)
+	}
+	if strings.HasPrefix(o.Name, ".") {
+		// The file would be hidden from a directory listing.
+		return fmt.Errorf("%w: name %q may not start with '.'", ErrBadOptions, o.Name)
 	}
 	for _, c := range o.Name {
 		if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return fmt.Errorf("recording: name %q may hold only letters, digits, '-', '_' and '.'", o.Name)
+			return fmt.Errorf("%w: name %q may hold only letters, digits, '-', '_' and '.'", ErrBadOptions, o.Name)
 		}
 	}
 	return nil
@@ -202,6 +229,7 @@ type Recorder struct {
 	mu     sync.Mutex
 	all    []*recording
 	nextID uint64
+	closed bool // StopAll has run: Start refuses
 }
 
 // New returns the service's recordings, none running.
@@ -282,6 +310,10 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		return Info{}, fmt.Errorf("recording: recordings directory: %w", err)
 	}
 	rs.mu.Lock()
+	if rs.closed {
+		rs.mu.Unlock()
+		return Info{}, ErrClosed
+	}
 	id := rs.nextID
 	rs.nextID++
 	rs.mu.Unlock()
@@ -318,6 +350,16 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	go newWriter(rs, r, f, w).run(&producers)
 	<-attached
 	rs.mu.Lock()
+	if rs.closed {
+		// StopAll ran while this one started and did not see it: end it
+		// here, and leave no file for a recording that was refused.
+		rs.mu.Unlock()
+		r.active.Store(false)
+		cancel()
+		<-r.done
+		_ = os.Remove(path)
+		return Info{}, ErrClosed
+	}
 	rs.all = append(rs.all, r)
 	rs.publishLocked()
 	rs.mu.Unlock()
@@ -363,9 +405,10 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 	return r.info(), true
 }
 
-// StopAll ends every recording (shutdown).
+// StopAll ends every recording (shutdown); Start refuses from then on.
 func (rs *Recorder) StopAll() {
 	rs.mu.Lock()
+	rs.closed = true
 	ids := make([]uint64, 0, len(rs.all))
 	for _, r := range rs.all {
 		ids = append(ids, r.id)

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -446,5 +450,93 @@ func TestRecordedStateSaysHowOldItWas(t *testing.T) {
 		if seen[id] < 10 {
 			t.Errorf("device %s: %d states recorded, want at least 10", id, seen[id])
 		}
+	}
+}
+
+// A recording started once StopAll has run (a POST /recordings that
+// reaches the service while it shuts down) would never be stopped: its
+// file would lack its summary and its goroutines would outlive the
+// service. Start refuses it, leaving no file, and nothing stays active
+// however a Start and the StopAll interleave.
+func TestStartAfterStopAllIsRefused(t *testing.T) {
+	svc := startService(t, []string{"a1"})
+	dir := t.TempDir()
+	rs := New(Config{Service: svc, Dir: dir, Log: zerolog.Nop()})
+	if _, err := rs.Start(Options{Name: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = rs.Start(Options{Name: "racing"})
+		}()
+	}
+	rs.StopAll()
+	wg.Wait()
+	if info, err := rs.Start(Options{Name: "after"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after StopAll: %+v, %v, want ErrClosed", info, err)
+	}
+	files, _ := os.ReadDir(dir)
+	listed := rs.List()
+	if len(files) != len(listed) {
+		t.Errorf("%d files in the directory, %d recordings listed: a refused start left its file", len(files), len(listed))
+	}
+	for _, i := range listed {
+		if i.Active {
+			t.Errorf("recording %d %q still active after StopAll", i.ID, i.Name)
+			rs.Stop(i.ID)
+			continue
+		}
+		if _, cut, err := Load(i.Path); err != nil || cut {
+			t.Errorf("recording %d %q: %v (cut %v), want a complete file", i.ID, i.Name, err, cut)
+		}
+	}
+}
+
+// A recording cut off by SIGKILL ends inside a record: Load, Replay and
+// the exports use what is there, or say there is nothing to replay, at
+// any cut; never a panic. Cut inside its summary, a file holds every
+// device it recorded.
+func TestCutRecordingReplaysWhatIsThere(t *testing.T) {
+	svc := startService(t, []string{"a1", "a2"})
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop()})
+	info, err := rs.Start(Options{Name: "cut"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Session(KindClient, 1, []byte(`{"session":{}}`))
+	rs.Session(KindFrame, 1, []byte(`{"session_id":1}`))
+	hwtest.Eventually(t, 30*time.Second, "some states of each arm", func() bool { return rs.List()[0].Messages >= 600 })
+	stopped, _ := rs.Stop(info.ID)
+	whole, err := os.ReadFile(stopped.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutPath := stopped.Path + ".cut"
+	for i := 0; i <= 64; i++ {
+		n := len(whole) - 1 - i*(len(whole)-1)/64
+		if err := os.WriteFile(cutPath, whole[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, cut, err := Load(cutPath)
+		if err != nil {
+			continue // a clear error: no MCAP header
+		}
+		if !cut {
+			t.Fatalf("cut at %d of %d bytes: Load says the file is whole", n, len(whole))
+		}
+		drivers, err := Replay(f, 1, true)
+		if i == 0 && (err != nil || len(drivers) != 2) {
+			t.Fatalf("cut inside the summary: %d replayed devices, %v, want both arms", len(drivers), err)
+		}
+		if err := ExportCSV(f, io.Discard); err != nil {
+			t.Fatalf("cut at %d: ExportCSV: %v", n, err)
+		}
+		if err := ExportJSONL(f, io.Discard); err != nil {
+			t.Fatalf("cut at %d: ExportJSONL: %v", n, err)
+		}
+		_, _ = newFrameCheck(MessagesOf(f, KindFrame)["1"], Tolerance{}, time.Millisecond)
 	}
 }

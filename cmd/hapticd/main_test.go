@@ -155,6 +155,49 @@ func TestConfigSurvivesSIGKILL(t *testing.T) {
 	}
 }
 
+// A session-scoped POST answered 200 for a session with a profile is
+// durable too: after SIGKILL right after the answer and a restart from the
+// same directory, the next session with that profile gets the value.
+func TestProfileConfigSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	const profile = `{"session":{"configure":{"profile":{"name":"co.example.app:main"}}}}`
+	tests := []struct{ route, body, want string }{
+		{"/arm3/0/config/preset", `{"preset":"arm_front_centered"}`, `{"preset":"arm_front_centered"}`},
+		{"/arm3/0/config/filters/force_gate", `{"gain":0.25}`, `{"gain":0.25}`},
+	}
+	for _, tt := range tests {
+		d := startProcess(t, bin, "--state-dir", dir)
+		c, inv := dialLockStep(t, d)
+		c.roundTrip(profile)
+		session := fmt.Sprint(inv["session_id"])
+		status, env := httpDo(t, "POST", d.url(tt.route+"?session="+session), tt.body)
+		if status != 200 {
+			t.Fatalf("POST %s?session=%s: %d %v", tt.route, session, status, env)
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = d.cmd.Wait()
+
+		d2 := startProcess(t, bin, "--state-dir", dir)
+		c2, inv2 := dialLockStep(t, d2)
+		c2.roundTrip(profile)
+		session2 := fmt.Sprint(inv2["session_id"])
+		_, env = httpDo(t, "GET", d2.url(tt.route+"?session="+session2), "")
+		got, _ := json.Marshal(env["data"])
+		if string(got) != tt.want {
+			t.Fatalf("after SIGKILL and restart, the profile's next session has %s = %s, want %s", tt.route, got, tt.want)
+		}
+		_ = c2.conn.Close()
+		_ = d2.cmd.Process.Signal(syscall.SIGTERM)
+		_ = d2.cmd.Wait()
+	}
+}
+
 // SIGTERM shuts down cleanly (exit 0) and the same flags give the same
 // simulated device ids after a restart.
 func TestGracefulShutdownAndStableIDs(t *testing.T) {
