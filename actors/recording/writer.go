@@ -137,6 +137,11 @@ func (wr *writer) finish() {
 	if err := wr.w.Close(); err != nil {
 		wr.fail(err)
 	}
+	// The stop answers once this returns: the file must then survive a
+	// power cut too, not only the process.
+	if err := wr.f.Sync(); err != nil && !wr.failed {
+		wr.r.setErr(fmt.Errorf("recording: sync %s: %w", wr.r.path, err))
+	}
 	if err := wr.f.Close(); err != nil {
 		wr.r.setErr(fmt.Errorf("recording: close %s: %w", wr.r.path, err))
 	}
