@@ -133,7 +133,8 @@ type RemoteEffects interface {
 }
 
 // SetEffects publishes the Set of effects the loop renders on this device
-// from its next tick (nil: none). The loop renders a Set only while its
+// from its next tick (nil: none), or from the next lease when the output is
+// ramping out (render). The loop renders a Set only while its
 // Session controls the device under a valid lease, summed with that
 // session's command; when control ends they ramp out with it. Only one
 // goroutine at a time may call it (the device's controlling session, in
@@ -203,14 +204,16 @@ func (d *Device) LoadEffects(dst *EffectsReport) bool {
 // (gain: the force scale), from the arm's last position and velocity.
 // activeN is its part from effects that drive the arm by intent
 // (effect.Renderer.ActiveForceN). While rampingOut (the lease lapsed or
-// control ended) a newly published Set waits for the next lease: the
-// renderer keeps the one it has, so a declaration that raced the lapse
-// (a stiffer spring, a new effect) cannot raise the force under the ramp;
-// a withdrawal (nil) is taken at once, its effects fading out.
+// control ended) a newly published Set with effects waits for the next
+// lease: the renderer keeps the one it has, so a declaration that raced
+// the lapse (a stiffer spring, a new effect) cannot raise the force under
+// the ramp; a withdrawal or a clear (nil, or no effects) is taken at once,
+// its effects fading out. (A removal that leaves some is held with the
+// rest, at most the ramp's 20 ms, while the whole force falls.)
 func (st *effectStage) render(session uint64, pos, vel hw.Vec3, nowNs, dtNs int64, gain float64, rampingOut bool) (f, activeN hw.Vec3) {
 	set := st.set.Load()
 	if set != st.r.Set() {
-		if rampingOut && set != nil {
+		if rampingOut && set.Len() > 0 {
 			set = st.r.Set()
 		} else {
 			st.useGrown() // after loading the Set: see SetEffects

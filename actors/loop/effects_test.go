@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -116,7 +117,10 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 	// "a new Set mid-ramp": the lease lapsed and, a few ticks into the
 	// ramp, the session's stronger Set is published (a declaration that
 	// raced the lapse): without a lease it must not bring force back.
-	for _, end := range []string{"lease lapses", "session releases", "halt", "a new Set mid-ramp"} {
+	// "a new Set as it releases": the same, published with the release,
+	// before the ramp's first tick (whose factor is still 1). Both are in
+	// force once a new command holds the arm.
+	for _, end := range []string{"lease lapses", "session releases", "halt", "a new Set mid-ramp", "a new Set as it releases"} {
 		t.Run(end, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 			r.dev.SetEffects(springSet(t, 7))
@@ -132,9 +136,12 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 				for r.clock.Now() < endNs {
 					r.step(ms)
 				}
-			case "session releases":
+			case "session releases", "a new Set as it releases":
 				endNs = r.clock.Now()
 				r.dev.Register().Release(7)
+				if end == "a new Set as it releases" {
+					r.dev.SetEffects(strongSet(t, 7))
+				}
 			case "halt":
 				endNs = r.clock.Now()
 				r.dev.Halt()
@@ -165,12 +172,18 @@ func TestLeaseLapseRampsEffectForcesToZero(t *testing.T) {
 			// The Set stays published; a new command renders it again,
 			// fading in from zero.
 			full := 1.0 // N: springSet's force at rest
-			if end == "a new Set mid-ramp" {
+			strong := strings.HasPrefix(end, "a new Set")
+			if strong {
 				full = 20 // strongSet's two springs
 			}
 			r.command(7, 2, 200*ms, hw.Command{}, nil)
 			if f := r.step(ms).ForceN.X; !(f >= 0 && f < 0.1*full) {
 				t.Fatalf("first tick of a new control: effect force %v N, want a fade from zero", f)
+			}
+			// The held-back Set is the one in force now, not the old.
+			out = r.run(int(2*effect.DefaultFadeNs/ms), nil)
+			if f := out.ForceN.X; strong && !(f > 3) || !strong && !near(f, 1, 1e-6) {
+				t.Fatalf("%d ms into the new control: effect force %v N, want %v (the Set published last)", 2*effect.DefaultFadeNs/ms, f, full)
 			}
 		})
 	}

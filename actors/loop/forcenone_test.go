@@ -39,7 +39,7 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 			v := hw.Vec3{X: rng.NormFloat64() * 0.1, Y: rng.NormFloat64() * 0.1, Z: rng.NormFloat64() * 0.1}
 			fs.gate.update(v, int64(ms))
 			cmd.none = true
-			fs.force(&in, &cmd, &ft, hw.Vec3{}, v, 1, int64(trial*40+k)*int64(ms), int64(ms))
+			fs.force(&in, &cmd, &ft, hw.Vec3{}, v, 1, false, int64(trial*40+k)*int64(ms), int64(ms))
 			other := hw.Vec3{X: rng.NormFloat64(), Y: rng.NormFloat64(), Z: rng.NormFloat64()}
 			fs.pc.Applied(fs.pc.Step(other, v, int64(trial*40+k)*int64(ms), int64(ms), &in.pass))
 			fs.slewN = other
@@ -51,9 +51,9 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 		full, skip := fs, fs
 		fullT, skipT := ft, ft
 		cmd.none = false
-		fFull, sFull := full.force(&in, &cmd, &fullT, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
+		fFull, sFull := full.force(&in, &cmd, &fullT, hw.Vec3{}, v, 1, false, int64(trial*40+39)*int64(ms), int64(ms))
 		cmd.none = true
-		fSkip, sSkip := skip.force(&in, &cmd, &skipT, hw.Vec3{}, v, 1, int64(trial*40+39)*int64(ms), int64(ms))
+		fSkip, sSkip := skip.force(&in, &cmd, &skipT, hw.Vec3{}, v, 1, false, int64(trial*40+39)*int64(ms), int64(ms))
 		if bitsOf(fFull) != bitsOf(fSkip) || sFull != sSkip {
 			t.Fatalf("trial %d, v %v: output %v (sustained %v) in full, %v (%v) skipped", trial, v, fFull, sFull, fSkip, sSkip)
 		}

@@ -354,7 +354,7 @@ func (d *Device) forceInputs(in *forceInputs, cmd *commandInputs, c *Command, g 
 // finishForce is a force command's output this tick on d (see
 // forceStages.force), with the event and figures that go with it.
 func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, nowNs int64) hw.Vec3 {
-	f, sustained := d.fs.force(in, cmd, d.ft, d.state.PositionM, d.state.VelocityMps, ramp, nowNs, d.tickDtNs)
+	f, sustained := d.fs.force(in, cmd, d.ft, d.state.PositionM, d.state.VelocityMps, ramp, d.ramping, nowNs, d.tickDtNs)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(d.fs, d.ft, in.fx, true)
@@ -376,7 +376,7 @@ func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, 
 // fast path runs it written out for a command with no force of its own
 // (fused.go, controlStepFx): a change here goes there too, and
 // TestFusedTickStepsAsTheGeneralPath fails until it does.
-func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally, pos, v hw.Vec3, ramp float64, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
+func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally, pos, v hw.Vec3, ramp float64, rampingOut bool, nowNs, dtNs int64) (f hw.Vec3, sustained bool) {
 	f = cmd.forceN
 	raw := v // the effects pause on a bad reading
 	if !v.Finite() {
@@ -399,7 +399,7 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	// controller keeps passive in its default scope (passivity.Scope).
 	var guarded hw.Vec3
 	if in.fx != nil {
-		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale, ramp < 1)
+		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale, rampingOut)
 		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := cmd.nav; n != nil {

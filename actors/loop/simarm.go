@@ -634,7 +634,7 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	}
 	pos, v := r.core.Position(), r.core.Velocity()
 	fs.gate.updateWith(v, ps.gate.forDt(dt))
-	f, sustained := fs.force(&c.in, &cc.cmd, &cc.tally, pos, v, 1, now, dt)
+	f, sustained := fs.force(&c.in, &cc.cmd, &cc.tally, pos, v, 1, false, now, dt)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(fs, &cc.tally, c.in.fx, true)
