@@ -646,26 +646,43 @@ func (g *Gateway) forget(p *proxy) {
 }
 
 func (g *Gateway) states(m *wire.StateBatch) {
-	now := time.Now()
+	now, arrived := time.Now(), g.clock.Now()
 	g.mu.Lock()
-	// When the node read the states, on the gateway's clock: the mean of
-	// the node's estimate (gateway less node, low by the shortest delay to
-	// the node) and the gateway's (high by the shortest delay from it).
-	// Each state says how old it was then (setState).
+	// When the node read the states, on the gateway's wall clock: the
+	// mean of the node's estimate (gateway less node, low by the shortest
+	// delay to the node) and the gateway's (high by the shortest delay
+	// from it). Each state says how old it was then (setState).
 	read := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
 		n.lastSeen, n.heard = now, true
 		n.offset.sample(m.SentUnixNs, now)
 		read += (m.OffsetNs - n.offset.ns()) / 2
 	}
+	// Only how long before its arrival the node read it is the wall
+	// clock's to say; from the arrival on, the states age on the loop
+	// clock, which a step of the wall clock does not move.
+	readLoop := arrived - transitNs(now.UnixNano(), read)
 	// A batch from a node not (or no longer) known waits for its
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s, read, m.SentUnixNs)
+			p.setState(s, readLoop, m.SentUnixNs)
 		}
 	}
 	g.mu.Unlock()
+}
+
+// transitNs is how long before nowNs (wall clock) a batch read at readNs
+// was read: none for a read time after now (the offset estimate's error),
+// and at most maxPushedAgeNs, so that no time a node sent overflows.
+func transitNs(nowNs, readNs int64) int64 {
+	switch {
+	case readNs >= nowNs:
+		return 0
+	case readNs <= nowNs-maxPushedAgeNs:
+		return maxPushedAgeNs
+	}
+	return nowNs - readNs
 }
 
 // event publishes a node's event on the gateway's activity channel, with
