@@ -278,6 +278,35 @@ func (s *Service) Sessions() []*Session { return *s.sessions.Load() }
 // Settings returns the settings in force.
 func (s *Service) Settings() protocol.Settings { return *s.settings.Load() }
 
+// LoadDocument reads the state directory's document name (see
+// actors/store for names) into v, for a layer above the service that keeps
+// its own state there (the lab gateway's ids). found is false without a
+// state directory or without the document; a corrupt one is moved aside
+// and reported as a *store.CorruptError.
+func (s *Service) LoadDocument(name string, v any) (found bool, err error) {
+	if s.store == nil {
+		return false, nil
+	}
+	found, err = s.store.Load(name, v)
+	if err != nil {
+		return false, fmt.Errorf("actors: load %s: %w", name, err)
+	}
+	return found, nil
+}
+
+// SaveDocument writes v as the state directory's document name and returns
+// once it is durable (a few milliseconds: never call it under a lock);
+// without a state directory it does nothing.
+func (s *Service) SaveDocument(name string, v any) error {
+	if s.store == nil {
+		return nil
+	}
+	if err := s.store.Save(name, v); err != nil {
+		return fmt.Errorf("actors: save %s: %w", name, err)
+	}
+	return nil
+}
+
 // AddDevice adopts an open driver: a device actor, a real-time loop (on the
 // shared simulation scheduler, or on its own locked thread when hardware is
 // set) and a device-connected event. The service closes the driver when the

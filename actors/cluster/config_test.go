@@ -130,12 +130,15 @@ func TestGatewayConfigWriteDuringSync(t *testing.T) {
 			if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(), Json: []byte(`"left"`)}); r.Error != "" {
 				t.Fatalf("node: set %s left: %s", key.Path(), r.Error)
 			}
-			g := testGateway(t, time.Minute) // the node is never dropped for silence here
 			h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}),
 				gets: map[string]int{}, dropSets: tt.dropSets}
 			var once sync.Once
 			release := func() { once.Do(func() { close(h.release) }) }
 			t.Cleanup(func() { release(); h.wg.Wait() })
+			// After h's cleanup, so it stops first: its sync goes on
+			// asking h for the keys after next, and h.wg.Add must not
+			// run beside h.wg.Wait.
+			g := testGateway(t, time.Minute) // the node is never dropped for silence here
 			if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return h }), nodeActorName); err != nil {
 				t.Fatal(err)
 			}

@@ -137,11 +137,21 @@
 // unknown kind, or repeating a UUID is left out. A device keeps its
 // gateway id while it stays connected; the UUID is the identity.
 //
+// The gateway remembers the ids it gave out, by kind and UUID, in the
+// state directory (idsDocument), so a restarted gateway gives each UUID
+// its id back whichever node's inventory comes first: a remembered id is
+// reserved for its UUID until idReservedFor after the gateway last saw it
+// connected, and is never given to another UUID meanwhile (ids.go). The
+// document is written off Gateway.mu, by the adds goroutine before a
+// device with a new id joins the service, so no client sees an id that a
+// crash right after could give away.
+//
 // # Concurrency
 //
 // Remote messages arrive on one actor per process; the gateway's maps are
 // guarded by one mutex never held across a registry request. Lock order:
-// Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
+// Gateway.idsSaveMu (held across the ids' disk write, taken by saveIDs
+// alone), then Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
 // hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
 // is also taken alone by ForwardEffects, on whichever goroutine published
 // or withdrew the Set, and by ForwardNavigation on the gateway loop's

@@ -50,6 +50,10 @@ type Gateway struct {
 	// the order they came by one goroutine: an add waits for the
 	// registry, which no Receive may.
 	adds *fifo[*proxy]
+	// idsSaveMu serialises saves of the remembered ids (saveIDs), so the
+	// last snapshot taken is the last one written. It is held across the
+	// disk write, and only saveIDs takes it (before mu).
+	idsSaveMu sync.Mutex
 
 	// mu guards the following; it is never held across a registry request
 	// (the registry closes proxies, and proxy.Close takes mu).
@@ -66,6 +70,10 @@ type Gateway struct {
 	// members are the node ids in the cluster's current topology
 	// (automanaged): their devices' config goes to the device's grain.
 	members map[string]bool
+	// ids are the gateway ids given out, by kind and UUID, as the state
+	// directory holds them (idsDocument) once idsDirty is false again.
+	ids      idMemory
+	idsDirty bool
 }
 
 type nodeState struct {
@@ -88,7 +96,7 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy](), ids: loadIDs(svc, cfg.Log)}
 	if cfg.Membership == MembershipStatic {
 		for _, p := range cfg.Peers {
 			g.targets[p] = ""
@@ -180,8 +188,17 @@ func (g *Gateway) watch() {
 	defer check.Stop()
 	self := actor.NewPID(g.sys.Address(), gatewayActorName)
 	var lastSub time.Time
+	lastRefresh := time.Now()
 	for {
 		now := time.Now()
+		if now.Sub(lastRefresh) >= idsRefreshEvery {
+			lastRefresh = now
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				g.refreshIDs()
+			}()
+		}
 		if now.Sub(lastSub) >= SubscribeEvery {
 			lastSub = now
 			g.mu.Lock()
@@ -434,7 +451,14 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		for _, p := range g.proxies {
 			take(p.info.Kind, p.info.ID)
 		}
-		for uuid, id := range assignIDs(used, news) {
+		if g.ids == nil {
+			g.ids = idMemory{}
+		}
+		// Saved by the adds goroutine before the first of these joins
+		// the service (saveIDs), so no client sees an id a restarted
+		// gateway could give another device.
+		g.idsDirty = true
+		for uuid, id := range assignIDs(used, g.ids, news, time.Now()) {
 			p := newProxy(g, n, wanted[uuid], id)
 			g.proxies[uuid] = p
 			g.adds.push(p)
@@ -489,6 +513,7 @@ func (g *Gateway) add(p *proxy) {
 		g.forget(p)
 		return
 	}
+	g.saveIDs()
 	dev, err := g.svc.AddDevice(p, false)
 	if err != nil {
 		g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
@@ -555,6 +580,62 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	}
 }
 
+// loadIDs reads the ids a gateway gave out before it restarted; none
+// without a state directory, or when the document is unreadable (logged:
+// ids are then first-come, as on a first start).
+func loadIDs(svc *actors.Service, log zerolog.Logger) idMemory {
+	var f idsFile
+	if _, err := svc.LoadDocument(idsDocument, &f); err != nil {
+		log.Error().Err(err).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until devices join again")
+		return idMemory{}
+	}
+	return f.memory()
+}
+
+// saveIDs writes the remembered ids if they changed since the last write,
+// off the gateway's lock: durably before a device with a new id joins the
+// service (about 4 ms once per inventory that brings newcomers, on the adds
+// goroutine). A failed write is logged and tried again with the next one;
+// the ids in use stay as they are.
+func (g *Gateway) saveIDs() {
+	g.idsSaveMu.Lock()
+	defer g.idsSaveMu.Unlock()
+	g.mu.Lock()
+	if !g.idsDirty {
+		g.mu.Unlock()
+		return
+	}
+	g.idsDirty = false
+	g.ids.forgetExpired(time.Now())
+	f := g.ids.file()
+	g.mu.Unlock()
+	if err := g.svc.SaveDocument(idsDocument, f); err != nil {
+		g.log.Error().Err(err).Msg("cluster gateway: could not remember the device ids; a restart may give a device another's id")
+		g.mu.Lock()
+		g.idsDirty = true
+		g.mu.Unlock()
+	}
+}
+
+// refreshIDs marks every connected device's id as seen now and saves, so
+// that the reservation of a device connected for longer than
+// idReservedFor does not run out before a gateway restart.
+func (g *Gateway) refreshIDs() {
+	now := time.Now()
+	g.mu.Lock()
+	if g.ids == nil {
+		g.ids = idMemory{}
+	}
+	for uuid, p := range g.proxies {
+		if !p.lost.Load() {
+			g.ids.set(p.info.Kind, uuid, rememberedID{ID: p.info.ID, Seen: now})
+			g.idsDirty = true
+		}
+	}
+	g.mu.Unlock()
+	g.saveIDs()
+}
+
 // forget drops p from the map, unless another proxy replaced it.
 func (g *Gateway) forget(p *proxy) {
 	g.mu.Lock()
@@ -565,26 +646,43 @@ func (g *Gateway) forget(p *proxy) {
 }
 
 func (g *Gateway) states(m *wire.StateBatch) {
-	now := time.Now()
+	now, arrived := time.Now(), g.clock.Now()
 	g.mu.Lock()
-	// When the node read the states, on the gateway's clock: the mean of
-	// the node's estimate (gateway less node, low by the shortest delay to
-	// the node) and the gateway's (high by the shortest delay from it).
-	// Each state says how old it was then (setState).
+	// When the node read the states, on the gateway's wall clock: the
+	// mean of the node's estimate (gateway less node, low by the shortest
+	// delay to the node) and the gateway's (high by the shortest delay
+	// from it). Each state says how old it was then (setState).
 	read := m.SentUnixNs
 	if n := g.nodes[m.NodeId]; n != nil {
 		n.lastSeen, n.heard = now, true
 		n.offset.sample(m.SentUnixNs, now)
 		read += (m.OffsetNs - n.offset.ns()) / 2
 	}
+	// Only how long before its arrival the node read it is the wall
+	// clock's to say; from the arrival on, the states age on the loop
+	// clock, which a step of the wall clock does not move.
+	readLoop := arrived - transitNs(now.UnixNano(), read)
 	// A batch from a node not (or no longer) known waits for its
 	// inventory: its devices have no proxies yet.
 	for _, s := range m.States {
 		if p := g.proxies[s.Uuid]; p != nil && p.nodeID == m.NodeId {
-			p.setState(s, read, m.SentUnixNs)
+			p.setState(s, readLoop, m.SentUnixNs)
 		}
 	}
 	g.mu.Unlock()
+}
+
+// transitNs is how long before nowNs (wall clock) a batch read at readNs
+// was read: none for a read time after now (the offset estimate's error),
+// and at most maxPushedAgeNs, so that no time a node sent overflows.
+func transitNs(nowNs, readNs int64) int64 {
+	switch {
+	case readNs >= nowNs:
+		return 0
+	case readNs <= nowNs-maxPushedAgeNs:
+		return maxPushedAgeNs
+	}
+	return nowNs - readNs
 }
 
 // event publishes a node's event on the gateway's activity channel, with

@@ -3,8 +3,11 @@ package cluster
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -16,31 +19,158 @@ type newcomer struct {
 	kind hw.Kind
 }
 
-// assignIDs gives each newcomer a gateway id that no device in used (ids in
-// use, by kind) has, following the package doc's rule: UUID order, own id if
-// free, else derived from the UUID. used is updated with the ids handed out.
-func assignIDs(used map[hw.Kind]map[string]bool, news []newcomer) map[string]string {
-	news = slices.Clone(news)
-	slices.SortFunc(news, func(a, b newcomer) int {
-		switch {
-		case a.uuid < b.uuid:
-			return -1
-		case a.uuid > b.uuid:
-			return 1
+// idsDocument is the state directory's document of the gateway ids given
+// out (idMemory), so that a restarted gateway gives each UUID its id back.
+const idsDocument = "cluster/gateway-ids"
+
+// idReservedFor is how long a remembered id stays reserved for its UUID
+// after the gateway last knew the UUID connected: a node down for
+// maintenance gets its arms' ids back, yet an arm that never returns does
+// not keep a newcomer from its own id for good. The gateway refreshes
+// the record of connected UUIDs every idsRefreshEvery.
+const (
+	idReservedFor   = 30 * 24 * time.Hour
+	idsRefreshEvery = time.Hour
+)
+
+// rememberedID is the gateway id a UUID had, and when the gateway last
+// knew the UUID connected (wall clock: the record outlives the process).
+type rememberedID struct {
+	ID   string    `json:"id"`
+	Seen time.Time `json:"seen"`
+}
+
+// idMemory holds the remembered ids by kind, then UUID.
+type idMemory map[hw.Kind]map[string]rememberedID
+
+// idsFile is idsDocument's shape: records by kind name ("arm", "grip"),
+// then UUID.
+type idsFile struct {
+	IDs map[string]map[string]rememberedID `json:"ids"`
+}
+
+func (m idMemory) file() idsFile {
+	f := idsFile{IDs: map[string]map[string]rememberedID{}}
+	for k, byUUID := range m {
+		if len(byUUID) > 0 {
+			f.IDs[k.String()] = maps.Clone(byUUID)
 		}
-		return 0
-	})
-	out := make(map[string]string, len(news))
+	}
+	return f
+}
+
+// memory reads f back; records of an unknown kind or with an id not
+// spelled as its kind's ids are left out (a hand-edited file).
+func (f idsFile) memory() idMemory {
+	m := idMemory{}
+	for name, byUUID := range f.IDs {
+		var k hw.Kind
+		switch name {
+		case hw.KindArm.String():
+			k = hw.KindArm
+		case hw.KindGrip.String():
+			k = hw.KindGrip
+		default:
+			continue
+		}
+		for uuid, r := range byUUID {
+			if uuid != "" && idSpelled(k, r.ID) {
+				m.set(k, uuid, r)
+			}
+		}
+	}
+	return m
+}
+
+func (m idMemory) set(k hw.Kind, uuid string, r rememberedID) {
+	if m[k] == nil {
+		m[k] = map[string]rememberedID{}
+	}
+	m[k][uuid] = r
+}
+
+// reservations are the ids of kind k reserved at now, each for the UUID
+// whose record claims it: of two records that claim one id (the older one
+// outlived its reservation once and the id went to a newcomer; or a
+// hand-edited file), the one seen last, then the lower UUID.
+func (m idMemory) reservations(k hw.Kind, now time.Time) map[string]string {
+	owner := map[string]string{}
+	for uuid, r := range m[k] {
+		if now.Sub(r.Seen) >= idReservedFor {
+			continue
+		}
+		o, ok := owner[r.ID]
+		if !ok {
+			owner[r.ID] = uuid
+			continue
+		}
+		if seen := m[k][o].Seen; r.Seen.After(seen) || r.Seen.Equal(seen) && uuid < o {
+			owner[r.ID] = uuid
+		}
+	}
+	return owner
+}
+
+// forgetExpired drops the records whose reservation ended before now.
+func (m idMemory) forgetExpired(now time.Time) {
+	for _, byUUID := range m {
+		maps.DeleteFunc(byUUID, func(_ string, r rememberedID) bool { return now.Sub(r.Seen) >= idReservedFor })
+	}
+}
+
+// assignIDs gives each newcomer a gateway id that no device in used (ids in
+// use, by kind) has, following the package doc's rule: a UUID gets its
+// remembered id back (mem) if it is free and still reserved for it; else,
+// in UUID order, its own id if free and not reserved for another UUID,
+// else one derived from the UUID that is neither. used is updated with
+// the ids handed out, and mem with each newcomer's id, seen at now.
+func assignIDs(used map[hw.Kind]map[string]bool, mem idMemory, news []newcomer, now time.Time) map[string]string {
+	news = slices.Clone(news)
+	slices.SortFunc(news, func(a, b newcomer) int { return strings.Compare(a.uuid, b.uuid) })
+	reserved := map[hw.Kind]map[string]string{}
 	for _, n := range news {
 		if used[n.kind] == nil {
 			used[n.kind] = map[string]bool{}
 		}
+		if reserved[n.kind] == nil {
+			reserved[n.kind] = mem.reservations(n.kind, now)
+		}
+	}
+	out := make(map[string]string, len(news))
+	// Remembered ids first, so that a newcomer earlier in UUID order
+	// cannot take one from its owner in the same inventory.
+	for _, n := range news {
+		if r, ok := mem[n.kind][n.uuid]; ok && reserved[n.kind][r.ID] == n.uuid && !used[n.kind][r.ID] {
+			used[n.kind][r.ID] = true
+			out[n.uuid] = r.ID
+		}
+	}
+	for _, n := range news {
+		if _, ok := out[n.uuid]; ok {
+			continue
+		}
+		free := func(id string) bool {
+			o := reserved[n.kind][id]
+			return id != "" && !used[n.kind][id] && (o == "" || o == n.uuid)
+		}
 		id := n.id
-		if id == "" || used[n.kind][id] {
-			id = derivedID(n.kind, n.uuid, used[n.kind])
+		if r, ok := mem[n.kind][n.uuid]; ok && free(r.ID) {
+			id = r.ID // its reservation ended, but nobody took the id meanwhile
+		}
+		if !free(id) {
+			taken := maps.Clone(used[n.kind])
+			for rid, o := range reserved[n.kind] {
+				if o != n.uuid {
+					taken[rid] = true
+				}
+			}
+			id = derivedID(n.kind, n.uuid, taken)
 		}
 		used[n.kind][id] = true
 		out[n.uuid] = id
+	}
+	for _, n := range news {
+		mem.set(n.kind, n.uuid, rememberedID{ID: out[n.uuid], Seen: now})
 	}
 	return out
 }

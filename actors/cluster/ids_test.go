@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"encoding/json"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -15,7 +18,7 @@ func TestAssignIDs(t *testing.T) {
 	g := newcomer{uuid: "cccc", id: "049D", kind: hw.KindGrip} // another kind: no clash
 
 	for _, order := range [][]newcomer{{a, b, g}, {g, b, a}} {
-		got := assignIDs(map[hw.Kind]map[string]bool{}, order)
+		got := assignIDs(map[hw.Kind]map[string]bool{}, idMemory{}, order, time.Now())
 		if got["aaaa"] != "049D" {
 			t.Errorf("lowest UUID lost its own id: %v", got)
 		}
@@ -25,7 +28,7 @@ func TestAssignIDs(t *testing.T) {
 		if got["cccc"] != "049D" {
 			t.Errorf("grip renamed although no grip holds its id: %v", got)
 		}
-		again := assignIDs(map[hw.Kind]map[string]bool{}, order)
+		again := assignIDs(map[hw.Kind]map[string]bool{}, idMemory{}, order, time.Now())
 		if again["bbbb"] != got["bbbb"] {
 			t.Errorf("derived id not stable: %q then %q", got["bbbb"], again["bbbb"])
 		}
@@ -34,11 +37,98 @@ func TestAssignIDs(t *testing.T) {
 	// b is connected first under its own id; a arrives later and must not
 	// take it away.
 	used := map[hw.Kind]map[string]bool{hw.KindArm: {"049D": true}}
-	got := assignIDs(used, []newcomer{a})
+	got := assignIDs(used, idMemory{}, []newcomer{a}, time.Now())
 	if got["aaaa"] == "049D" {
 		t.Errorf("a newcomer took the id of a connected device: %v", got)
 	}
 	if !used[hw.KindArm][got["aaaa"]] {
 		t.Errorf("assigned id %q not recorded as used", got["aaaa"])
+	}
+}
+
+// A restarted gateway gives each UUID the id it remembers for it, whatever
+// order the devices come back in: a remembered id is reserved for its UUID
+// until idReservedFor after it was last seen, and a newcomer whose own id
+// is reserved for another gets one derived from its UUID instead.
+func TestAssignIDsRemembered(t *testing.T) {
+	now := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	recent, old := now.Add(-time.Hour), now.Add(-idReservedFor-time.Hour)
+	// "bbbb" had 049D before the restart, "aaaa" (lower UUID, the same
+	// own id) a derived one.
+	derivedA := derivedID(hw.KindArm, "aaaa", map[string]bool{"049D": true})
+	a := newcomer{uuid: "aaaa", id: "049D", kind: hw.KindArm}
+	b := newcomer{uuid: "bbbb", id: "049D", kind: hw.KindArm}
+	c := newcomer{uuid: "cccc", id: "049D", kind: hw.KindArm}
+	swapped := func(seen time.Time) idMemory {
+		return idMemory{hw.KindArm: {"bbbb": {ID: "049D", Seen: seen}, "aaaa": {ID: derivedA, Seen: seen}}}
+	}
+	tests := []struct {
+		name string
+		mem  idMemory
+		used []string // arm ids held by devices already connected
+		// batches arrive one after the other (one node's inventory each).
+		batches [][]newcomer
+		want    map[string]string
+	}{
+		{"each back to its own, a first", swapped(recent), nil, [][]newcomer{{a}, {b}}, map[string]string{"aaaa": derivedA, "bbbb": "049D"}},
+		{"each back to its own, b first", swapped(recent), nil, [][]newcomer{{b}, {a}}, map[string]string{"aaaa": derivedA, "bbbb": "049D"}},
+		{"each back to its own, together", swapped(recent), nil, [][]newcomer{{a, b}}, map[string]string{"aaaa": derivedA, "bbbb": "049D"}},
+		{"a newcomer does not take a reserved id", swapped(recent), nil, [][]newcomer{{c}, {b}},
+			map[string]string{"cccc": derivedID(hw.KindArm, "cccc", map[string]bool{"049D": true, derivedA: true}), "bbbb": "049D"}},
+		{"a reservation ends: a newcomer gets its own id", swapped(old), nil, [][]newcomer{{c}, {b}},
+			map[string]string{"cccc": "049D", "bbbb": derivedID(hw.KindArm, "bbbb", map[string]bool{"049D": true})}},
+		{"an ended reservation's id comes back if still free", idMemory{hw.KindArm: {"cccc": {ID: "7777", Seen: old}}}, nil, [][]newcomer{{c}},
+			map[string]string{"cccc": "7777"}},
+		{"two records want one id: the last seen wins",
+			idMemory{hw.KindArm: {"aaaa": {ID: "1234", Seen: recent.Add(-time.Minute)}, "bbbb": {ID: "1234", Seen: recent}}}, nil, [][]newcomer{{a}, {b}},
+			map[string]string{"aaaa": "049D", "bbbb": "1234"}},
+		{"two records seen at once: the lower UUID wins",
+			idMemory{hw.KindArm: {"aaaa": {ID: "1234", Seen: recent}, "bbbb": {ID: "1234", Seen: recent}}}, nil, [][]newcomer{{b}, {a}},
+			map[string]string{"aaaa": "1234", "bbbb": "049D"}},
+		{"a remembered id a connected device holds is not taken", swapped(recent), []string{"049D"}, [][]newcomer{{b}},
+			map[string]string{"bbbb": derivedID(hw.KindArm, "bbbb", map[string]bool{"049D": true, derivedA: true})}},
+		{"another kind's record reserves nothing", idMemory{hw.KindGrip: {"gggg": {ID: "1234", Seen: recent}}}, nil,
+			[][]newcomer{{{uuid: "aaaa", id: "1234", kind: hw.KindArm}}}, map[string]string{"aaaa": "1234"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			used := map[hw.Kind]map[string]bool{hw.KindArm: {}}
+			for _, id := range tt.used {
+				used[hw.KindArm][id] = true
+			}
+			got := map[string]string{}
+			for _, batch := range tt.batches {
+				maps.Copy(got, assignIDs(used, tt.mem, batch, now))
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("ids %v, want %v", got, tt.want)
+			}
+			for uuid, id := range got {
+				if r := tt.mem[hw.KindArm][uuid]; r.ID != id || !r.Seen.Equal(now) {
+					t.Errorf("%s remembered as %+v, want %s seen now", uuid, r, id)
+				}
+			}
+		})
+	}
+}
+
+// The remembered ids survive their document's round trip; records of an
+// unknown kind or with a badly spelled id are left out.
+func TestIDsDocument(t *testing.T) {
+	seen := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	mem := idMemory{hw.KindArm: {"aaaa": {ID: "049D", Seen: seen}}, hw.KindGrip: {"gggg": {ID: "12", Seen: seen}}}
+	b, err := json.Marshal(mem.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f idsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	f.IDs["arm"]["bad"] = rememberedID{ID: "a/b", Seen: seen}
+	f.IDs["pedal"] = map[string]rememberedID{"pppp": {ID: "1", Seen: seen}}
+	back := f.memory()
+	if len(back) != 2 || len(back[hw.KindArm]) != 1 || back[hw.KindArm]["aaaa"] != mem[hw.KindArm]["aaaa"] || back[hw.KindGrip]["gggg"] != mem[hw.KindGrip]["gggg"] {
+		t.Errorf("read back %+v from %s, want %+v", back, b, mem)
 	}
 }

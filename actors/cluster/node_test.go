@@ -16,6 +16,7 @@ import (
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/histogram"
 )
 
 // testNode is a node without its remote: the tests call what the node
@@ -260,7 +261,7 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.HeldLocally = tt.held
-			var p proxy
+			p := proxy{g: &Gateway{clock: loop.SystemClock()}, stateAge: histogram.New(3)}
 			p.setState(&m, 0, 0)
 			var st hw.State
 			if err := p.Exchange(&hw.Command{}, &st); err != nil { // the loop's order: exchange, then report

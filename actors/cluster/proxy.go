@@ -65,13 +65,15 @@ type proxy struct {
 	nodeURL  string
 
 	// mu guards st, its tick on the node (stTick), sampledNs (the time
-	// as of which the node's loop knew st current, on the gateway's wall
-	// clock) and pushed, the node's control then; written by the gateway
-	// actor and read by the loop.
+	// as of which the node's loop knew st current, on the gateway's loop
+	// clock, g.clock), whether a state came yet (hasState) and pushed, the
+	// node's control then; written by the gateway actor and read by the
+	// loop.
 	mu        sync.Mutex
 	st        hw.State
 	stTick    uint64
 	sampledNs int64
+	hasState  bool
 	pushed    nodeControl
 	// batchSentNs is the node's send time (its clock) of the batch st
 	// came in; commands carry it back (wire.Command.StateSentUnixNs).
@@ -176,8 +178,8 @@ func (p *proxy) Remote() (nodeID, nodeURL string, stateAge loop.Summary) {
 	return p.nodeID, p.nodeURL, p.stateAge.Summary()
 }
 
-// setState takes a pushed state that the node read at readNs (gateway
-// wall clock) and sent at batchSentNs (the node's clock). The state was
+// setState takes a pushed state that the node read at readNs (the
+// gateway's loop clock) and sent at batchSentNs (the node's clock). The state was
 // current m.AgeNs before readNs: that is its time here (sampledNs), so a
 // state the node's loop had not published for a while, or had kept since
 // its arm came to rest, is as old as the loop knows it to be. An age out
@@ -197,12 +199,12 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 		target = [3]float64{}
 	}
 	p.mu.Lock()
-	if m.Tick != 0 && m.Tick == p.stTick {
+	if p.hasState && m.Tick != 0 && m.Tick == p.stTick {
 		// The same state again: current as of the later of the two
 		// (a push's estimate may be the coarser one).
 		sampledNs = max(sampledNs, p.sampledNs)
 	}
-	p.st, p.stTick, p.sampledNs, p.batchSentNs = st, m.Tick, sampledNs, batchSentNs
+	p.st, p.stTick, p.sampledNs, p.hasState, p.batchSentNs = st, m.Tick, sampledNs, true, batchSentNs
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	effectsFromWire(m, &p.fxRep, &p.fxOut)
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
@@ -381,11 +383,14 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	}
 	p.mu.Lock()
 	*st = p.st
-	sampled := p.sampledNs
+	sampled, pushed := p.sampledNs, p.hasState
 	p.control = p.pushed
 	p.mu.Unlock()
 	now := time.Now()
-	p.ageNs, p.pushedYet = max(now.UnixNano()-sampled, 0), sampled != 0
+	p.ageNs, p.pushedYet = 0, pushed
+	if pushed {
+		p.ageNs = max(p.g.clock.Now()-sampled, 0)
+	}
 	if p.pushedYet {
 		p.stateAge.Record(p.ageNs)
 	}

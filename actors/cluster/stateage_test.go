@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
@@ -172,7 +174,7 @@ func proxyStateAge(g *Gateway, uuid string) time.Duration {
 	p := proxyFor(g, uuid)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return time.Since(time.Unix(0, p.sampledNs))
+	return time.Duration(g.clock.Now() - p.sampledNs)
 }
 
 // proxyFor is the gateway's proxy for the remote device uuid.
@@ -180,4 +182,53 @@ func proxyFor(g *Gateway, uuid string) *proxy {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.proxies[uuid]
+}
+
+// stepClock is a loop clock the test moves by hand.
+type stepClock struct{ ns atomic.Int64 }
+
+func (c *stepClock) Now() int64 { return c.ns.Load() }
+
+// A proxied state ages on the gateway's loop clock (monotonic), not on its
+// wall clock: only the node's read time is placed by the clocks' offset
+// estimate, and the time since it arrived is the loop clock's, so a step
+// of the wall clock neither freshens nor ages it. The loop clock here
+// moves by hand: the age follows it exactly, whatever the wall clock did.
+func TestGatewayStateAgeOnLoopClock(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Hour) // nothing started: the test is the proxy's loop
+	t.Cleanup(g.sys.Shutdown)
+	clock := &stepClock{}
+	clock.ns.Store(int64(time.Hour))
+	g.clock = clock
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	p := proxyFor(g, "uuid-a")
+	const pushedAge = 2 * time.Millisecond
+	g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(),
+		States: []*wire.State{{Uuid: "uuid-a", Tick: 1, AgeNs: int64(pushedAge)}}})
+	exchange := func() time.Duration {
+		var cmd hw.Command
+		var st hw.State
+		if err := p.Exchange(&cmd, &st); err != nil {
+			t.Fatal(err)
+		}
+		age, repeated := p.StateAge()
+		if repeated {
+			t.Fatal("the pushed state reads as the proxy's empty one")
+		}
+		return time.Duration(age)
+	}
+	first := exchange()
+	if first < pushedAge || first > pushedAge+time.Second {
+		t.Fatalf("the state is %v old at once, want %v and the batch's transit", first, pushedAge)
+	}
+	for _, step := range []time.Duration{300 * time.Millisecond, 0, 5 * time.Second} {
+		clock.ns.Add(int64(step))
+		before := first
+		first = exchange()
+		if first-before != step {
+			t.Fatalf("the loop clock moved %v and the state aged %v (%v, then %v)", step, first-before, before, first)
+		}
+	}
 }

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/emulator"
 )
 
 // testLabSpec is a lab of automanaged members on 127.0.0.x: two nodes with
@@ -572,4 +575,88 @@ func TestLabGatewayRestart(t *testing.T) {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// Two nodes serve arms whose firmware ids collide (049D, other UUIDs).
+// The gateway gives the arm it met first 049D and the other a derived id;
+// restarted (SIGKILL, same state directory) while only the other arm's
+// node is up, so that node's inventory comes first, it gives each UUID
+// the id it had: a client that drove "arm 049D" drives the same arm.
+func TestLabGatewayRestartKeepsIDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three processes")
+	}
+	const shared = 0x049D
+	id := fmt.Sprintf("%04X", shared)
+	plug := func(index int) string {
+		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, PeriodS: 0.001})
+		if err != nil {
+			t.Skipf("no emulated arm: %v", err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return pts
+	}
+	kill := func(m *labMember) {
+		t.Helper()
+		if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.cmd.Wait()
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostB, labHostGW)
+	node := func(host, pts string) *labMember {
+		m := lab.node(host, "--sim-arms", "0", "--hw-port", pts, "--hw-scan-period", "0")
+		waitLab(t, 10*time.Second, "the emulated arm on node "+host, func() bool { return labArms(t, m)[id] != nil })
+		return m
+	}
+	// uuids are the gateway's arms' UUIDs by gateway id.
+	uuids := func(gw *labMember) map[string]string {
+		out := map[string]string{}
+		for gid, d := range labArms(t, gw) {
+			out[gid] = armUUID(d)
+		}
+		return out
+	}
+
+	// Node a first, so its arm gets 049D on a gateway that met no other.
+	a := node(labHostA, plug(7))
+	uuidA := armUUID(labArms(t, a)[id])
+	gw := lab.gateway(labHostGW)
+	waitLab(t, 10*time.Second, "node a's arm on the gateway", func() bool { return uuids(gw)[id] == uuidA })
+	b := node(labHostB, plug(8))
+	uuidB := armUUID(labArms(t, b)[id])
+	if uuidA == uuidB {
+		t.Fatalf("both emulated arms have UUID %s", uuidA)
+	}
+	var before map[string]string
+	waitLab(t, 10*time.Second, "node b's arm on the gateway", func() bool { before = uuids(gw); return len(before) == 2 })
+	idB := ""
+	for gid, u := range before {
+		if u == uuidB {
+			idB = gid
+		}
+	}
+	if before[id] != uuidA || idB == "" || idB == id {
+		t.Fatalf("gateway ids before the restart %v; want %s for node a's %s and a derived one for node b's %s", before, id, uuidA, uuidB)
+	}
+
+	// The gateway and node a go; the gateway comes back with node b alone
+	// up, so b's inventory is the first it gets.
+	kill(gw)
+	kill(a)
+	gw = lab.gateway(labHostGW)
+	var got map[string]string
+	waitLab(t, 10*time.Second, "node b's arm on the restarted gateway", func() bool { got = uuids(gw); return len(got) == 1 })
+	if got[idB] != uuidB {
+		t.Fatalf("the restarted gateway, node b's inventory first, lists %v; want node b's arm %s under its old id %s, not %s", got, uuidB, idB, id)
+	}
+	// Node a's arm is plugged back (the same id and UUID) and returns.
+	a = node(labHostA, plug(7))
+	if u := armUUID(labArms(t, a)[id]); u != uuidA {
+		t.Fatalf("node a's replugged arm has UUID %s, want %s", u, uuidA)
+	}
+	waitLab(t, 10*time.Second, "node a's arm on the restarted gateway", func() bool { got = uuids(gw); return len(got) == 2 })
+	if !maps.Equal(got, before) {
+		t.Errorf("gateway ids after the restart %v, before %v", got, before)
+	}
 }
