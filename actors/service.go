@@ -326,6 +326,9 @@ func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
+	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {
+		return nil, perr
+	}
 	return s.entryRequest(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
 }
 
@@ -334,6 +337,9 @@ func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.E
 // with a profile) and in force. When it returns an error the value was not
 // applied.
 func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (protocol.Entry, error) {
+	if perr := e.Key().NotOn(dev.Name, dev.Type); perr != nil {
+		return nil, perr // a grip has no force output: nothing would read it
+	}
 	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !e.Key().SessionScoped() {
 		var err error
 		if e, err = o.SetConfig(e); err != nil {
@@ -367,6 +373,9 @@ type ConfigOwner interface {
 // device-global; else for the listed sessions, or every session of the
 // device when sessions is nil.
 func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (protocol.Entry, error) {
+	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {
+		return nil, perr
+	}
 	if o, ok := dev.rt.Driver().(ConfigOwner); ok && !k.SessionScoped() {
 		if _, err := o.ResetConfig(k); err != nil {
 			return nil, err

@@ -87,6 +87,25 @@ func (k Key) AppliesTo(dt DeviceType) bool {
 	return dt == TypeArm || (dt == TypeGrip && keyTable[k].grip)
 }
 
+// NotOn is the error for entry k on a device of type dt (typeKey: the
+// type's name as the request gave it) when k does not apply to dt (an
+// arm's damping on a grip): over HTTP its route does not exist for that
+// type, so every route and API that reaches the entry answers the same.
+// It is nil when k applies.
+func (k Key) NotOn(typeKey string, dt DeviceType) *Error {
+	if k.AppliesTo(dt) {
+		return nil
+	}
+	var has []string
+	for _, o := range Keys() {
+		if o.AppliesTo(dt) {
+			has = append(has, o.Path())
+		}
+	}
+	return Errorf(CodeUnknownRoute, "", "%s has no config entry %q: %s is an arm's entry and a grip has no force output (a grip's entries: %s)",
+		typeKey, k.Path(), k.Name(), strings.Join(has, ", "))
+}
+
 // keyPathList is every key's Path in order, for messages
 // ("preset, mount, ..., home_return"); never written.
 var keyPathList = func() string {

@@ -107,7 +107,7 @@ func (a *api) routes() []route {
 		for _, key := range types.Keys(t) {
 			c, _ := types.ResolveName(key)
 			for _, k := range protocol.Keys() {
-				if k.AppliesTo(t) { // notFound explains the others (entryNotOnType)
+				if k.AppliesTo(t) { // notFound explains the others (Key.NotOn)
 					add("/"+key+"/:id/config/"+k.Path(), a.config(c, k), get, http.MethodPost, http.MethodDelete)
 				}
 			}
@@ -205,7 +205,7 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if k, known := protocol.KeyFromPath(strings.Join(parts[3:], "/")); known && !k.AppliesTo(c.Type) {
-			writeError(w, entryNotOnType(parts[0], c.Type, k))
+			writeError(w, k.NotOn(parts[0], c.Type))
 			return
 		}
 		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "unknown config entry %q (known: %s)", strings.Join(parts[3:], "/"), strings.Join(configPaths(), ", ")))
@@ -255,21 +255,6 @@ func (a *api) allTypeKeys() []string {
 		keys = append(keys, protocol.FamilySelector(t))
 	}
 	return keys
-}
-
-// entryNotOnType is the answer to a config route of an entry that devices
-// of type dt do not have (an arm's damping on a grip): the route does not
-// exist for them, as over WebSocket the entry is an unknown_key warning that
-// changes nothing. Answering 200 would store a value nothing reads.
-func entryNotOnType(typeKey string, dt protocol.DeviceType, k protocol.Key) *protocol.Error {
-	var has []string
-	for _, o := range protocol.Keys() {
-		if o.AppliesTo(dt) {
-			has = append(has, o.Path())
-		}
-	}
-	return protocol.Errorf(protocol.CodeUnknownRoute, "", "%s has no config entry %q: %s is an arm's entry and a grip has no force output (a grip's entries: %s)",
-		typeKey, k.Path(), k.Name(), strings.Join(has, ", "))
 }
 
 func configPaths() []string {

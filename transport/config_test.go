@@ -317,6 +317,15 @@ func TestConfigArmEntryOnAGripIsRefused(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("every entry applies to grips: nothing was checked")
 	}
+	// The deprecated routes that set an arm's entry by device_id reach the
+	// service without the router: they refuse a grip's id the same way.
+	for _, route := range []string{"/device_handedness", "/torque_scaling", "/gravity_compensation"} {
+		body := strings.ReplaceAll(legacyBodies[route].body, "{id}", ts.gripIDs[0])
+		r := ts.do("POST", ts.base+route, body)
+		if msg, _ := r.env["error"].(string); r.status != 404 || r.env["code"] != "unknown_route" || !strings.Contains(msg, "preset, mount, basis") {
+			t.Fatalf("POST %s with a grip's id: %v, want 404 unknown_route naming the grip's entries", route, r)
+		}
+	}
 	// The grip's own entries still answer.
 	if r := ts.do("POST", ts.base+"/grip/"+ts.gripIDs[0]+"/config/preset?session="+sid, `{"preset":"arm_front"}`); r.status != 200 {
 		t.Fatalf("POST a grip's preset: %v", r)

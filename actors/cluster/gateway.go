@@ -543,6 +543,9 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if k.SessionScoped() {
 			continue // sessions live on the gateway, and so does their config
 		}
+		if !k.AppliesTo(dev.Type) {
+			continue // a grip has no force output, nor its entries
+		}
 		p.cfgMu.Lock()
 		writes := p.cfgWrites[k.Path()]
 		p.cfgMu.Unlock()
