@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -137,10 +139,12 @@ func (wr *writer) finish() {
 	if err := wr.w.Close(); err != nil {
 		wr.fail(err)
 	}
-	// The stop answers once this returns: the file must then survive a
-	// power cut too, not only the process.
+	// The stop answers once this returns: the file, and its name in the
+	// directory, must then survive a power cut too, not only the process.
 	if err := wr.f.Sync(); err != nil && !wr.failed {
 		wr.r.setErr(fmt.Errorf("recording: sync %s: %w", wr.r.path, err))
+	} else if err := store.SyncDir(filepath.Dir(wr.r.path)); err != nil && !wr.failed {
+		wr.r.setErr(fmt.Errorf("recording: sync the directory of %s: %w", wr.r.path, err))
 	}
 	if err := wr.f.Close(); err != nil {
 		wr.r.setErr(fmt.Errorf("recording: close %s: %w", wr.r.path, err))

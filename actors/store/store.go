@@ -255,7 +255,7 @@ func (s *Store) moveAsideLocked(name, p string, fault error) error {
 		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", fault, err)
 		return cerr
 	}
-	syncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
+	SyncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
 	cerr.MovedTo = target
 	return cerr
 }
@@ -307,7 +307,7 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 		os.Remove(tmp)
 		return fmt.Errorf("store: save %s: %w; check free space and permissions of %s", name, werr, dir)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
 	st.wroteLocked(name, order)
@@ -342,7 +342,7 @@ func (s *Store) mkdirDurable(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := SyncDir(parent); err != nil {
 		return fmt.Errorf("store: sync directory %s: %w", parent, err)
 	}
 	return nil
@@ -368,7 +368,7 @@ func (s *Store) Delete(name string) error {
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	if err := SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
 	st.wroteLocked(name, order)
@@ -392,7 +392,7 @@ func (s *Store) DeleteFolder(prefix string) error {
 	// Not empty (a temp or moved-aside file, a write since List) is fine:
 	// the documents are gone, which is what callers rely on.
 	if err := os.Remove(dir); err == nil {
-		if err := syncDir(filepath.Dir(dir)); err != nil {
+		if err := SyncDir(filepath.Dir(dir)); err != nil {
 			return fmt.Errorf("store: delete folder %s: sync directory: %w", prefix, err)
 		}
 	}
@@ -441,9 +441,9 @@ func (s *Store) List(prefix string) ([]string, error) {
 	return names, nil
 }
 
-// syncDir fsyncs a directory so that the entries just created, renamed or
+// SyncDir fsyncs a directory so that the entries just created, renamed or
 // removed in it are durable.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		// Windows cannot fsync a directory handle; NTFS journals the
 		// rename itself.
