@@ -352,28 +352,35 @@ func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 	if err != nil || diffs != 0 {
 		t.Fatalf("replay against a fresh service: %d differences, %v\n%s", diffs, err, report.String())
 	}
-	// Not vacuous: the replay declared, replaced, removed and lost the
-	// field as recorded.
+	// Not vacuous: the replay declared, replaced, removed, declared again
+	// and lost the field as recorded, in that order: +0.3, -0.3, 0 (the
+	// removal), +0.3, 0 (the lapse, with no effect left in force).
 	var forces []float64
+	var counts []float64
 	for _, b := range replayed.frames[1:] {
 		var f map[string]any
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatal(err)
 		}
 		forces = append(forces, vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0])
+		counts = append(counts, effectCount(f))
 	}
-	var saw [3]bool // +0.3 N, -0.3 N, none after them
-	for _, fx := range forces {
-		switch {
-		case math.Abs(fx-0.3) < 0.05:
-			saw[0] = true
-		case math.Abs(fx+0.3) < 0.05 && saw[0]:
-			saw[1] = true
-		case math.Abs(fx) < 1e-6 && saw[1]:
-			saw[2] = true
+	want := []float64{0.3, -0.3, 0, 0.3, 0}
+	next, againAt := 0, -1
+	for i, fx := range forces {
+		if next < len(want) && math.Abs(fx-want[next]) < 0.05 && (want[next] != 0 || math.Abs(fx) < 1e-6) {
+			if next == 3 {
+				againAt = i
+			}
+			next++
 		}
 	}
-	if saw != [3]bool{true, true, true} || math.Abs(forces[len(forces)-1]) > 1e-6 {
-		t.Fatalf("the replayed forces along x do not go +0.3, -0.3, 0 and end at 0: %v", forces)
+	if next != len(want) || math.Abs(forces[len(forces)-1]) > 1e-6 {
+		t.Fatalf("the replayed forces along x do not go +0.3, -0.3, 0, +0.3, 0 in order and end at 0 (matched %d of them): %v", next, forces)
+	}
+	// The field declared again was in force, and the lapse dropped it
+	// (the force reaches 0 on the ramp a frame or so before the count).
+	if counts[againAt] != 1 || counts[len(counts)-1] != 0 {
+		t.Fatalf("effects in force: %v with the field declared again, %v at the end; want 1, then none after the lapse (counts %v)", counts[againAt], counts[len(counts)-1], counts)
 	}
 }
