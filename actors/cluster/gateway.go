@@ -244,6 +244,11 @@ const (
 	suspectFor = 3 * probeEvery
 )
 
+// MinNodeTimeout bounds Config.NodeTimeout from below: silence is counted
+// in probe intervals, a late probe counting up to probeCredit, so a
+// shorter timeout would drop a live node after one late probe.
+const MinNodeTimeout = 2 * probeCredit
+
 // probed counts one probe interval of silence for every node not heard
 // from since the last probe, and drops the nodes silent for too long.
 func (g *Gateway) probed(p *probe) {

@@ -136,8 +136,8 @@ func (l *labOptions) checkTiming() error {
 		return fmt.Errorf("--cluster-push-hz %d with --cluster-lease-ms %d: a node must push at least twice per lease (%d Hz or more, or a longer lease)",
 			l.pushHz, l.leaseMs, (2000+l.leaseMs-1)/l.leaseMs)
 	}
-	if l.nodeTimeout <= 0 {
-		return fmt.Errorf("--cluster-node-timeout %v: want a positive duration", l.nodeTimeout)
+	if l.nodeTimeout < cluster.MinNodeTimeout {
+		return fmt.Errorf("--cluster-node-timeout %v: want %v or more (the gateway probes its nodes' silence every %v)", l.nodeTimeout, cluster.MinNodeTimeout, cluster.MinNodeTimeout/4)
 	}
 	return nil
 }

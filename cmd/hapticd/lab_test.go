@@ -772,6 +772,8 @@ func TestLabFlags(t *testing.T) {
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10"}, "--cluster-push-hz"},
 		{[]string{"--role", "node", "--peers", "127.0.0.2:7071", "--cluster-push-hz", "10", "--cluster-lease-ms", "1000"}, ""},
 		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071", "--cluster-node-timeout", "-1s"}, "--cluster-node-timeout"},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071", "--cluster-node-timeout", "1ns"}, "--cluster-node-timeout"},
+		{[]string{"--role", "gateway", "--peers", "127.0.0.2:7071", "--cluster-node-timeout", "200ms"}, ""},
 		// A negative scan period is not "no scan" (0 is).
 		{[]string{"--hw-scan-period", "-1s"}, "--hw-scan-period"},
 		{[]string{"--hw-scan-period", "0"}, ""},
