@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
 // framesOver is a session as recording.Drive uses it, over a real
@@ -189,27 +190,7 @@ func TestReplayRendersRecordedEffectsAndNavigation(t *testing.T) {
 	}
 	checkAtRestAgainstTheBall(t, "recorded", recScene)
 
-	fresh := startService(t, serviceConfig{arms: 1})
-	var replayed *framesOver
-	var report bytes.Buffer
-	d := recording.Drive{
-		Dial: func() (recording.FrameConn, error) {
-			conn, _, err := websocket.DefaultDialer.Dial(fresh.wsURL(), nil)
-			if err != nil {
-				return nil, err
-			}
-			replayed = &framesOver{conn: conn}
-			return replayed, nil
-		},
-		Tolerance: recording.Tolerance{Abs: 0.01, Force: 0.1, Angle: 2, Rel: 0.2,
-			Ignore: []string{"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation", "session_id"}},
-		Window: 250 * time.Millisecond,
-		Report: &report,
-	}
-	diffs, err := d.Run(fl)
-	if err != nil || diffs != 0 {
-		t.Fatalf("replay against a fresh service: %d differences, %v\n%s", diffs, err, report.String())
-	}
+	replayed := replayOnAFreshService(t, fl)
 	// Not vacuous: the replay ran the same scene, and the cursor came to
 	// rest where it did when recorded (the frames do not show it: Drive
 	// leaves the cursor's position out, and at rest the forces are a
@@ -331,27 +312,7 @@ func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 	}
 	fl := recordedFile(t, path(started.data(), "path").(string))
 
-	fresh := startService(t, serviceConfig{arms: 1})
-	var replayed *framesOver
-	var report bytes.Buffer
-	d := recording.Drive{
-		Dial: func() (recording.FrameConn, error) {
-			conn, _, err := websocket.DefaultDialer.Dial(fresh.wsURL(), nil)
-			if err != nil {
-				return nil, err
-			}
-			replayed = &framesOver{conn: conn}
-			return replayed, nil
-		},
-		Tolerance: recording.Tolerance{Abs: 0.01, Force: 0.1, Angle: 2, Rel: 0.2,
-			Ignore: []string{"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation", "session_id"}},
-		Window: 250 * time.Millisecond,
-		Report: &report,
-	}
-	diffs, err := d.Run(fl)
-	if err != nil || diffs != 0 {
-		t.Fatalf("replay against a fresh service: %d differences, %v\n%s", diffs, err, report.String())
-	}
+	replayed := replayOnAFreshService(t, fl)
 	// Not vacuous: the replay declared, replaced, removed, declared again
 	// and lost the field as recorded, in that order: +0.3, -0.3, 0 (the
 	// removal), +0.3, 0 (the lapse, with no effect left in force).
@@ -383,4 +344,34 @@ func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 	if counts[againAt] != 1 || counts[len(counts)-1] != 0 {
 		t.Fatalf("effects in force: %v with the field declared again, %v at the end; want 1, then none after the lapse (counts %v)", counts[againAt], counts[len(counts)-1], counts)
 	}
+}
+
+// replayOnAFreshService drives the recording fl against a fresh service
+// with one arm (recording.Drive, its frames compared within the tolerance
+// the effect tests share) and returns the frames the replay read; it fails
+// t on any difference.
+func replayOnAFreshService(t *testing.T, fl *mcap.File) *framesOver {
+	t.Helper()
+	fresh := startService(t, serviceConfig{arms: 1})
+	var replayed *framesOver
+	var report bytes.Buffer
+	d := recording.Drive{
+		Dial: func() (recording.FrameConn, error) {
+			conn, _, err := websocket.DefaultDialer.Dial(fresh.wsURL(), nil)
+			if err != nil {
+				return nil, err
+			}
+			replayed = &framesOver{conn: conn}
+			return replayed, nil
+		},
+		Tolerance: recording.Tolerance{Abs: 0.01, Force: 0.1, Angle: 2, Rel: 0.2,
+			Ignore: []string{"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation", "session_id"}},
+		Window: 250 * time.Millisecond,
+		Report: &report,
+	}
+	diffs, err := d.Run(fl)
+	if err != nil || diffs != 0 {
+		t.Fatalf("replay against a fresh service: %d differences, %v\n%s", diffs, err, report.String())
+	}
+	return replayed
 }
