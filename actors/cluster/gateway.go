@@ -19,6 +19,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -54,6 +55,10 @@ type Gateway struct {
 	// last snapshot taken is the last one written. It is held across the
 	// disk write, and only saveIDs takes it (before mu).
 	idsSaveMu sync.Mutex
+	// idsKept: the state directory holds remembered ids this process could
+	// not read (a permission or I/O error, not a corrupt file, which the
+	// store moved aside), so saveIDs never overwrites them. Set at start.
+	idsKept bool
 
 	// mu guards the following; it is never held across a registry request
 	// (the registry closes proxies, and proxy.Close takes mu).
@@ -96,7 +101,8 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy](), ids: loadIDs(svc, cfg.Log)}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+	g.ids, g.idsKept = loadIDs(svc, cfg.Log)
 	if cfg.Membership == MembershipStatic {
 		for _, p := range cfg.Peers {
 			g.targets[p] = ""
@@ -590,22 +596,31 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 
 // loadIDs reads the ids a gateway gave out before it restarted; none
 // without a state directory, or when the document is unreadable (logged:
-// ids are then first-come, as on a first start).
-func loadIDs(svc *actors.Service, log zerolog.Logger) idMemory {
+// ids are then first-come, as on a first start). kept says the document
+// could not be read at all (not a corrupt one, which the store moved
+// aside): this process must not overwrite what it could not read.
+func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
 	var f idsFile
 	if _, err := svc.LoadDocument(idsDocument, &f); err != nil {
-		log.Error().Err(err).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until devices join again")
-		return idMemory{}
+		var corrupt *store.CorruptError
+		kept = !errors.As(err, &corrupt)
+		log.Error().Err(err).Bool("left_as_is", kept).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until the gateway restarts with them readable")
+		return idMemory{}, kept
 	}
-	return f.memory()
+	return f.memory(), false
 }
 
 // saveIDs writes the remembered ids if they changed since the last write,
 // off the gateway's lock: durably before a device with a new id joins the
 // service (about 4 ms once per inventory that brings newcomers, on the adds
 // goroutine). A failed write is logged and tried again with the next one;
-// the ids in use stay as they are.
+// the device joins anyway (a lab whose state directory cannot be written
+// still runs), and its id is then first-come after a restart. Nothing is
+// written over a document that could not be read (idsKept).
 func (g *Gateway) saveIDs() {
+	if g.idsKept {
+		return
+	}
 	g.idsSaveMu.Lock()
 	defer g.idsSaveMu.Unlock()
 	g.mu.Lock()

@@ -1,10 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -130,5 +137,51 @@ func TestIDsDocument(t *testing.T) {
 	back := f.memory()
 	if len(back) != 2 || len(back[hw.KindArm]) != 1 || back[hw.KindArm]["aaaa"] != mem[hw.KindArm]["aaaa"] || back[hw.KindGrip]["gggg"] != mem[hw.KindGrip]["gggg"] {
 		t.Errorf("read back %+v from %s, want %+v", back, b, mem)
+	}
+}
+
+// A remembered-ids document the gateway cannot read (an I/O or permission
+// error) is left for a later start that can: the gateway runs with
+// first-come ids and never writes over it. A corrupt one, which the store
+// moved aside, is simply replaced.
+func TestUnreadableIDsAreNotOverwritten(t *testing.T) {
+	tests := []struct {
+		name     string
+		plant    func(t *testing.T, path string)
+		wantKept bool
+	}{
+		{"unreadable (a directory where the file goes)", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"corrupt", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"ids":`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"absent", func(*testing.T, string) {}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "cluster"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tt.plant(t, filepath.Join(dir, filepath.FromSlash(idsDocument)+".json"))
+			svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = svc.Shutdown(ctx)
+			})
+			mem, kept := loadIDs(svc, zerolog.Nop())
+			if kept != tt.wantKept || len(mem) != 0 {
+				t.Fatalf("loadIDs: %d kinds remembered, kept %v; want none, kept %v", len(mem), kept, tt.wantKept)
+			}
+		})
 	}
 }
