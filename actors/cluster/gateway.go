@@ -462,9 +462,6 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		for _, p := range g.proxies {
 			take(p.info.Kind, p.info.ID)
 		}
-		if g.ids == nil {
-			g.ids = idMemory{}
-		}
 		// Saved by the adds goroutine before the first of these joins
 		// the service (saveIDs), so no client sees an id a restarted
 		// gateway could give another device.
@@ -646,9 +643,6 @@ func (g *Gateway) saveIDs() {
 func (g *Gateway) refreshIDs() {
 	now := time.Now()
 	g.mu.Lock()
-	if g.ids == nil {
-		g.ids = idMemory{}
-	}
 	for uuid, p := range g.proxies {
 		if !p.lost.Load() {
 			g.ids.set(p.info.Kind, uuid, rememberedID{ID: p.info.ID, Seen: now})

@@ -50,7 +50,7 @@ func newTestGateway(svc *actors.Service, nodeTimeout time.Duration) *Gateway {
 	cfg.defaults()
 	return &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
-		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
+		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy](), ids: idMemory{}}
 }
 
 // testService starts the service a test's node or gateway serves, with
