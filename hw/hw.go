@@ -1,5 +1,7 @@
 package hw
 
+import "errors"
+
 // Vec3 is a 3-vector in the device frame: right-handed, Z up, +X right,
 // +Y forward. Its unit is given by the field that holds it (m, m/s, N).
 type Vec3 struct{ X, Y, Z float64 }
@@ -215,6 +217,12 @@ type State struct {
 	GripError uint8
 }
 
+// ErrGone is wrapped by an Exchange error that no retry can mend: the
+// driver knows the device is gone (its node was lost, say). The loop fails
+// such a device at once instead of after a run of errors, so it leaves
+// within a tick, not a run of ticks that a loaded host can stretch.
+var ErrGone = errors.New("device gone")
+
 // Driver is one open device. A Driver is used by one goroutine at a time (the
 // device's real-time loop); it need not be safe for concurrent use.
 type Driver interface {
@@ -225,7 +233,7 @@ type Driver interface {
 	// device reports after it. It is one lock-step round trip on hardware.
 	// It neither retains nor allocates: cmd and st belong to the caller.
 	// An error means the device may not have received cmd; the caller then
-	// calls Halt.
+	// calls Halt. An error wrapping ErrGone says no retry can succeed.
 	Exchange(cmd *Command, st *State) error
 	// Halt commands zero output and leaves the device inert. It is
 	// idempotent and safe to call after an error. The device stays inert

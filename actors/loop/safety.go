@@ -47,6 +47,7 @@ package loop
 //	                 (armBlock.ctlCold)
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -483,7 +484,7 @@ func withGravity(f hw.Vec3, ffN, maxN float64) hw.Vec3 {
 
 // driverError halts the driver after a failed exchange, disarms the output
 // (re-arming needs a new Write) and fails the device after MaxErrors in a
-// row.
+// row, or at once when the driver says it is gone (hw.ErrGone).
 func (d *Device) driverError(err error, owner uint64) {
 	d.errors.Add(1)
 	d.errRun++
@@ -498,7 +499,15 @@ func (d *Device) driverError(err error, owner uint64) {
 		d.emit(Event{Kind: EventDriverError, Session: owner,
 			Err: fmt.Errorf("actors/loop: exchange with %s failed, output halted: %w", d.info.ID, err)})
 	}
-	if d.errRun >= d.opts.MaxErrors && !d.failed.Load() {
+	if d.failed.Load() {
+		return
+	}
+	switch {
+	case errors.Is(err, hw.ErrGone):
+		d.failed.Store(true)
+		d.emit(Event{Kind: EventFailed, Session: owner,
+			Err: fmt.Errorf("actors/loop: %s is gone and stopped: %w", d.info.ID, err)})
+	case d.errRun >= d.opts.MaxErrors:
 		d.failed.Store(true)
 		d.emit(Event{Kind: EventFailed, Session: owner,
 			Err: fmt.Errorf("actors/loop: %s failed %d exchanges in a row and stopped; check the cable and reconnect it: %w", d.info.ID, d.errRun, err)})

@@ -5,6 +5,7 @@ package loop
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -279,6 +280,32 @@ func TestDriverErrorsHaltAndFail(t *testing.T) {
 	}
 	if st := r.dev.Stats(); st.Errors != 8 {
 		t.Fatalf("Stats.Errors = %d, want 8", st.Errors)
+	}
+}
+
+// A driver that says its device is gone (a lab node lost) fails the
+// device at that first error: no run of retries for a loaded host to
+// stretch before the device leaves.
+func TestGoneDeviceFailsAtOnce(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{MaxErrors: 50})
+	r.command(1, 1, 1000*ms, force(1, 0, 0), nil)
+	r.step(ms)
+	gone := fmt.Errorf("node lost (%w)", hw.ErrGone)
+	r.drv.FailNext(100, gone)
+	exchanges := r.drv.Exchanges()
+	r.step(ms)
+	failed := r.eventsOf(EventFailed)
+	if len(failed) != 1 || !errors.Is(failed[0].Err, hw.ErrGone) || !r.dev.Failed() {
+		t.Fatalf("after one exchange with a gone device: failed events %+v, Failed() %v; want one, wrapping hw.ErrGone", failed, r.dev.Failed())
+	}
+	for range 5 {
+		r.step(ms)
+	}
+	if got := r.drv.Exchanges() - exchanges; got != 1 {
+		t.Fatalf("a gone device was exchanged with %d times, want 1", got)
+	}
+	if n := len(r.eventsOf(EventFailed)); n != 1 {
+		t.Fatalf("failed events = %d, want exactly 1", n)
 	}
 }
 
