@@ -324,6 +324,15 @@ func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
 	return reply.device, reply.err
 }
 
+// RemoveDevice unlists dev and stops it as a failed device (the
+// device-failed event says cause), as its loop does after its exchanges
+// fail: for a driver whose owner knows the device is gone before an
+// exchange can say so, such as a lab gateway that lost the device's node.
+// It does not wait; a device already gone is left alone.
+func (s *Service) RemoveDevice(dev *Device, cause error) {
+	s.system.Root.Send(s.registry, &deviceFailed{device: dev, err: cause})
+}
+
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
 	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {

@@ -3,15 +3,16 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/hw/hwtest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -154,6 +155,37 @@ func TestDriverThatPanicsFailsItsDeviceOnly(t *testing.T) {
 	})
 	if codes := exchange(t, sess, sink, forceMsg(other.ID, 0.5)).errorCodes(); len(codes) != 0 {
 		t.Fatalf("the other device refuses commands: %v", codes)
+	}
+}
+
+// A device whose driver's owner knows it is gone (a lab gateway that lost
+// the node) is removed at once, its driver still answering: a force
+// stopped, the device unlisted and reported with the cause, the driver
+// closed once. Removing it again changes nothing.
+func TestRemoveDeviceUnlistsAndReportsTheCause(t *testing.T) {
+	svc := startWith(t, Options{})
+	drv := &fakeDriver{Arm: simArm(0)}
+	arm := addArm(t, svc, drv)
+	sess, sink := open(t, svc, nil)
+	exchange(t, sess, sink, forceMsg(arm.ID, 1.5))
+
+	cause := errors.New("node n1 lost")
+	svc.RemoveDevice(arm, cause)
+	data := waitEvent(t, svc, event.NameDeviceFailed, arm.ID)
+	if !strings.Contains(data, cause.Error()) {
+		t.Fatalf("device-failed %s does not say the cause %q", data, cause)
+	}
+	waitEvent(t, svc, event.NameDeviceDisconnected, arm.ID)
+	if f := exchange(t, sess, sink, `{}`); f.device(arm.ID) != nil {
+		t.Fatalf("the removed device is still in the frame: %s", f.text)
+	}
+	if drv.halts.Load() == 0 || drv.closes.Load() != 1 {
+		t.Fatalf("the removed device's driver: %d halts, %d closes; want halted, closed once", drv.halts.Load(), drv.closes.Load())
+	}
+	svc.RemoveDevice(arm, cause)
+	addArm(t, svc, simArm(1)) // a registry round trip after the second removal
+	if n := countEvents(t, svc, event.NameDeviceFailed, arm.ID); n != 1 || drv.closes.Load() != 1 {
+		t.Fatalf("a second removal: %d device-failed events, %d closes; want 1 and 1", n, drv.closes.Load())
 	}
 }
 

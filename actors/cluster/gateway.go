@@ -25,9 +25,11 @@ import (
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
-// errNodeLost fails a proxy's exchanges once its node is gone: the loop
-// then halts it and the registry removes the device (device-disconnected).
-var errNodeLost = errors.New("cluster: the device's node is unreachable; its devices return when it answers again")
+// errNodeLost fails a proxy's exchanges once its node is gone. The gateway
+// has the service remove the device at once (proxy.leave); should the loop
+// exchange first, the error wraps hw.ErrGone, so the loop fails the device
+// at that exchange, not after a run of them.
+var errNodeLost = fmt.Errorf("cluster: the device's node is unreachable (%w); its devices return when it answers again", hw.ErrGone)
 
 // Gateway serves the devices of every node in cfg.Peers through svc.
 type Gateway struct {
@@ -325,24 +327,48 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		c, err := net.DialTimeout("tcp", addr, refusedWithin)
-		if err == nil {
-			_ = c.Close()
-			return
-		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return // no answer: its silence decides
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
-			g.dropNodeLocked(id, "its connection closed and its port refuses")
+		for {
+			c, err := net.DialTimeout("tcp", addr, refusedWithin)
+			switch {
+			case err == nil:
+				_ = c.Close()
+			case errors.Is(err, syscall.ECONNREFUSED):
+				g.mu.Lock()
+				if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
+					g.dropNodeLocked(id, "its connection closed and its port refuses")
+				}
+				g.mu.Unlock()
+				return
+			default:
+				return // no answer: its silence decides
+			}
+			// It answered, yet its connection closed: a killed process's
+			// connections can close before its listener does (the kernel
+			// closes its files one by one, and a loaded host preempts
+			// that), so dial again while the node stays suspect; probed
+			// ends that within suspectFor of silence.
+			g.mu.Lock()
+			n := g.nodes[id]
+			still := n != nil && n.suspect && n.addr == addr
+			g.mu.Unlock()
+			if !still {
+				return
+			}
+			select {
+			case <-g.stop:
+				return
+			case <-time.After(redialEvery):
+			}
 		}
 	}()
 }
 
-// refusedWithin bounds the dial that tells a killed node from a live one.
-const refusedWithin = 250 * time.Millisecond
+// refusedWithin bounds the dial that tells a killed node from a live one;
+// redialEvery paces the dials to a suspect node that still answers.
+const (
+	refusedWithin = 250 * time.Millisecond
+	redialEvery   = 10 * time.Millisecond
+)
 
 // nodeOf is the node id of a member that registered a node kind.
 func nodeOf(m *cluster.Member) (string, bool) {
@@ -375,7 +401,7 @@ func (g *Gateway) dropNodeLocked(id, why string) {
 	delete(g.nodes, id)
 	for _, p := range g.proxies {
 		if p.nodeID == id {
-			p.lost.Store(true)
+			p.leave(errNodeLost)
 		}
 	}
 }
@@ -414,7 +440,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			g.log.Info().Str("node", n.id).Str("was", n.addr).Str("now", m.Address).Msg("node restarted")
 			for _, p := range g.proxies {
 				if p.nodeID == n.id {
-					p.lost.Store(true)
+					p.leave(fmt.Errorf("cluster: node %s restarted; its devices return with its new process (%w)", n.id, hw.ErrGone))
 				}
 			}
 		}
@@ -444,7 +470,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	}
 	for uuid, p := range g.proxies {
 		if p.nodeID == n.id && !listed[uuid] {
-			p.lost.Store(true) // unplugged on the node
+			p.leave(fmt.Errorf("cluster: node %s no longer lists the device: unplugged there (%w)", n.id, hw.ErrGone))
 		}
 	}
 	if len(news) > 0 {

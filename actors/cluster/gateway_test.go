@@ -327,6 +327,49 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 	}
 }
 
+// A node whose connection closed while its port still accepts (a killed
+// process's files close one by one, slowly on a loaded host) is dialled
+// again until its port refuses, and then dropped with its device: here
+// no probe is ever sent, so nothing else could drop it.
+func TestGatewayRedialsASuspectNodeUntilItsPortRefuses(t *testing.T) {
+	svc, shutdown := testService(t)
+	g := newTestGateway(svc, time.Hour)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
+	t.Cleanup(func() {
+		close(g.stop)
+		g.wg.Wait()
+		shutdown()
+		g.sys.Shutdown()
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	g.inventory(&wire.Inventory{NodeId: "a", Address: l.Addr().String(), Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	waitAdded(t, g)
+	g.mu.Lock()
+	g.suspectLocked(g.nodes["a"], "test")
+	g.mu.Unlock()
+	// The first dial finds the port open; then it closes.
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	_ = l.Close()
+	waitCond(t, "node a and its arm gone once its port refuses", func() bool {
+		g.mu.Lock()
+		known := g.nodes["a"] != nil
+		g.mu.Unlock()
+		return !known && len(g.svc.Devices().All()) == 0
+	})
+}
+
 // A node's inventory is checked before its devices join: a device without
 // a UUID, of a kind the gateway does not know, or listed twice is left
 // out, and one whose id is not spelled as its kind's ids (it would be a

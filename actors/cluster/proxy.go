@@ -463,6 +463,16 @@ func (p *proxy) Halt() error {
 
 // Close halts the device and forgets the proxy, so the node's next
 // inventory can bring the device back.
+// leave marks p lost and has the service remove its device now, not at
+// the loop's next exchange (which a loaded gateway can be late to): its
+// exchanges fail from here on, and the device leaves with cause.
+func (p *proxy) leave(cause error) {
+	p.lost.Store(true)
+	if dev := p.dev.Load(); dev != nil {
+		p.g.svc.RemoveDevice(dev, cause)
+	}
+}
+
 func (p *proxy) Close() error {
 	err := p.Halt()
 	p.g.forget(p)
