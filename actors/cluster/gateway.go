@@ -248,7 +248,7 @@ const (
 	// the topology) may stay silent before it is dropped: protoactor also
 	// closes a live node's connection when stale events about its address
 	// arrive, and the node's own pushes, on their own connection, say it
-	// is there. A killed node is dropped within about 0.2 s.
+	// is there. A killed node whose port refuses is dropped before that.
 	suspectFor = 3 * probeEvery
 )
 
