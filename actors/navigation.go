@@ -55,8 +55,11 @@ func (c *deviceCore) navigation(s *sessionState) *loop.Navigation {
 	case "cubic":
 		b.Ease = effect.EaseCubic
 	}
-	if bn.Center.Mode == protocol.CenterDrift {
+	switch bn.Center.Mode {
+	case protocol.CenterDrift:
 		b.DriftRateMps = bn.Center.DriftRateMps
+	case protocol.CenterCursor:
+		b.AtCursor = true
 	}
 	b.Primitive, b.Shape = bubbleShape(bn.Shape)
 	// The workspace transform's linear part carries the velocity (mount

@@ -202,7 +202,7 @@ func TestDefaultEntries(t *testing.T) {
 		KeyTorqueScaling:       `{"enabled":true}`,
 		KeyGravityCompensation: `{"enabled":true,"scaling_factor":1}`,
 		KeyHomeReturn:          `{"enabled":false}`,
-		KeyNavigation:          `{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"fixed","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}`,
+		KeyNavigation:          `{"mode":"off","bubble":{"center":{"position":{"x":0,"y":0,"z":0},"mode":"cursor","drift_rate":0},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5,"easing":"linear","dead_zone_damping":1,"velocity_zone_stiffness":50,"wall_stiffness":800,"wall_damping":4,"collision_detection":{"hysteresis":0.002}}}`,
 		KeyForceClamp:          `{"max_force":10}`,
 		KeyForceSlewLimit:      `{"max_rate":5000}`,
 		KeyPassivityController: `{"enabled":true,"scope":"rendered"}`,

@@ -36,14 +36,19 @@ const (
 
 var navigationModes = []string{NavigationOff, NavigationBubble}
 
-// Center modes: "fixed" keeps the centre where configured; "drift" moves it
-// toward the cursor at DriftRateMps while the cursor is in the dead zone.
+// Center modes: "fixed" keeps the centre at PositionM; "drift" starts it
+// there and moves it toward the cursor at DriftRateMps while the cursor is
+// in the dead zone; "cursor" puts it where the cursor is when the
+// navigation starts, PositionM being an offset from there, so that turning
+// the bubble on never finds the hand out in its wall. A center without a
+// position defaults to "cursor", one with a position to "fixed".
 const (
-	CenterFixed = "fixed"
-	CenterDrift = "drift"
+	CenterFixed  = "fixed"
+	CenterDrift  = "drift"
+	CenterCursor = "cursor"
 )
 
-var centerModes = []string{CenterFixed, CenterDrift}
+var centerModes = []string{CenterFixed, CenterDrift, CenterCursor}
 
 // navigationEasings are the velocity laws.
 var navigationEasings = []string{"linear", "quadratic", "cubic"}
@@ -55,7 +60,8 @@ func NavigationCenterModes() []string { return append([]string(nil), centerModes
 func NavigationEasings() []string     { return append([]string(nil), navigationEasings...) }
 
 // BubbleCenter places the bubble: PositionM in mount space (device frame
-// through basis and mount, before the workspace transform).
+// through basis and mount, before the workspace transform), an offset from
+// the cursor's position at the navigation's start in mode "cursor".
 type BubbleCenter struct {
 	PositionM    Vec3
 	Mode         string
@@ -92,13 +98,13 @@ const (
 )
 
 // DefaultNavigation is navigation off, with the bubble's defaults: a 5 cm
-// sphere at the mount-space origin (the workspace centre with the
-// *_centered presets), a 3 cm velocity zone, 4 m/s per m up to 0.5 m/s,
+// sphere centred where the cursor is when the navigation starts, a 3 cm
+// velocity zone, 4 m/s per m up to 0.5 m/s,
 // 1 N·s/m in the dead zone, 50 N/m in the velocity zone and an 800 N/m,
 // 4 N·s/m wall.
 func DefaultNavigation() Navigation {
 	return Navigation{Mode: NavigationOff, Bubble: BubbleNavigation{
-		Center:                     BubbleCenter{Mode: CenterFixed},
+		Center:                     BubbleCenter{Mode: CenterCursor},
 		Shape:                      SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}},
 		VelocityZoneWidthM:         0.03,
 		SpeedGainPerS:              4,
@@ -351,6 +357,7 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 	if err := expectObject(v, at, `{"position": {"x": 0, "y": 0, "z": 0}, "mode": "fixed"}`); err != nil {
 		return err
 	}
+	positioned, moded := false, false
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		if !val.Exists() {
@@ -369,7 +376,7 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 					return errAt(CodeOutOfRange, &cc, "center.position.%s %g is out of range -%g..%g m (mount space)", vec3Names[i], comp, NavCenterMax, NavCenterMax)
 				}
 			}
-			c.PositionM = p
+			c.PositionM, positioned = p, true
 		case it.KeyIs("mode"):
 			mc := at.child("mode")
 			m, known, err := readEnum(val, &mc, centerModes)
@@ -379,7 +386,7 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 			if !known {
 				return errAt(CodeInvalidValue, &mc, "center mode %q is not one of %s", m, strings.Join(centerModes, ", "))
 			}
-			c.Mode = m
+			c.Mode, moded = m, true
 		case it.KeyIs("drift_rate"):
 			dc := at.child("drift_rate")
 			f, err := readRange(val, &dc, 0, NavDriftRateMax)
@@ -390,6 +397,11 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 		default:
 			w.unknownField(at, &it)
 		}
+	}
+	if positioned && !moded {
+		// A position without a mode is where the client wants the
+		// bubble: "fixed", not an offset from the cursor.
+		c.Mode = CenterFixed
 	}
 	return nil
 }

@@ -23,6 +23,21 @@ func TestDecodeNavigation(t *testing.T) {
 				t.Fatalf("%+v", n)
 			}
 		}},
+		{name: "no centre given: at the cursor", body: `{"mode":"bubble","bubble":{"center":{"drift_rate":0.1}}}`, check: func(t *testing.T, n Navigation) {
+			if c := n.Bubble.Center; c.Mode != CenterCursor || c.PositionM != (Vec3{}) {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "a position without a mode is fixed", body: `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0.1}}}}`, check: func(t *testing.T, n Navigation) {
+			if c := n.Bubble.Center; c.Mode != CenterFixed || c.PositionM != (Vec3{Z: 0.1}) {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "an offset from the cursor", body: `{"mode":"bubble","bubble":{"center":{"mode":"cursor","position":{"x":0,"y":0,"z":0.02}}}}`, check: func(t *testing.T, n Navigation) {
+			if c := n.Bubble.Center; c.Mode != CenterCursor || c.PositionM != (Vec3{Z: 0.02}) {
+				t.Fatalf("%+v", c)
+			}
+		}},
 		{name: "vendor demo shape", body: `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":-0.05,"z":0.18}},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"collision_detection":{}}}`,
 			check: func(t *testing.T, n Navigation) {
 				if n.Bubble.Center.PositionM != (Vec3{Y: -0.05, Z: 0.18}) || n.Bubble.Shape.Params.R != 0.05 || n.Bubble.HysteresisM != 0.002 {
@@ -54,7 +69,7 @@ func TestDecodeNavigation(t *testing.T) {
 		{name: "wall too stiff", body: `{"bubble":{"wall_stiffness":30000}}`, code: CodeOutOfRange, path: "bubble.wall_stiffness", msg: "out of range 0..20000"},
 		{name: "unknown easing", body: `{"bubble":{"easing":"bounce"}}`, code: CodeInvalidValue, path: "bubble.easing", msg: "not one of linear, quadratic, cubic"},
 		{name: "center far away", body: `{"bubble":{"center":{"position":{"x":0,"y":2,"z":0}}}}`, code: CodeOutOfRange, path: "bubble.center.position.y", msg: "out of range -1..1"},
-		{name: "unknown center mode", body: `{"bubble":{"center":{"mode":"orbit"}}}`, code: CodeInvalidValue, path: "bubble.center.mode", msg: "not one of fixed, drift"},
+		{name: "unknown center mode", body: `{"bubble":{"center":{"mode":"orbit"}}}`, code: CodeInvalidValue, path: "bubble.center.mode", msg: "not one of fixed, drift, cursor"},
 		{name: "plane is no bubble", body: `{"bubble":{"shape":{"primitive":"plane","parameters":{"n":{"x":0,"y":0,"z":1},"h":0}}}}`, code: CodeInvalidValue, path: "bubble.shape.primitive", msg: "enclose the cursor"},
 		{name: "cone is not rendered as a bubble", body: `{"bubble":{"shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.05}}}}`, code: CodeInvalidValue, path: "bubble.shape.primitive", msg: "one of sphere, ellipsoid"},
 		{name: "bubble larger than a workspace", body: `{"bubble":{"shape":{"primitive":"sphere","parameters":{"r":2}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters", msg: "at most 0.5 m"},

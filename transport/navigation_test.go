@@ -325,6 +325,48 @@ func TestNavigationRestoredAfterRestart(t *testing.T) {
 	}
 }
 
+// TestNavigationDefaultBubbleStartsAroundTheHand: `{"mode":"bubble"}` alone
+// (no centre given) centres the bubble where the cursor is when the
+// navigation starts, so an arm at rest 0.18 m from the mount's origin is in
+// the dead zone, not pulled in by the wall; pushed out 7 cm from there it
+// reaches the velocity zone and the workspace moves.
+func TestNavigationDefaultBubbleStartsAroundTheHand(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:default", true)
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble"}}}]}`, r.id))
+	if f["errors"] != nil {
+		t.Fatalf("configure {\"mode\":\"bubble\"}: %v", f["errors"])
+	}
+	if a := ts.do(http.MethodGet, r.navigationURL(), ""); path(a.env, "data", "config", "bubble", "center", "mode") != "cursor" {
+		t.Fatalf("GET navigation after {\"mode\":\"bubble\"}: %v, want the centre mode cursor", a.env)
+	}
+	var first navSample
+	var center [3]float64
+	hwtest.EventuallyNil(t, 10*time.Second, "the navigation rendered", func() error {
+		f := r.c.roundTrip(force(r.id, 0, 0, 0))
+		nav := path(f, "arm3", 0, "state", "navigation")
+		if nav == nil {
+			return fmt.Errorf("no state.navigation yet")
+		}
+		first.zone, _ = path(nav, "zone").(string)
+		first.pos = vec(path(f, "arm3", 0, "state", "cursor_position"))
+		center = vec(path(nav, "bubble", "center"))
+		return nil
+	})
+	if first.zone != "dead" {
+		t.Fatalf("the default bubble found the hand at rest in zone %q, want the dead zone (centre %v, cursor %v)", first.zone, center, first.pos)
+	}
+	for i := range 3 {
+		if math.Abs(center[i]-r.center[i]) > 0.002 {
+			t.Fatalf("the default bubble's centre %v is not where the hand rested, %v", center, r.center)
+		}
+	}
+	// 1.5 N outward along x: past the default 5 cm sphere into its zone.
+	r.until(1.5, "the velocity zone of the bubble around the start", func(s navSample) bool {
+		return s.zone != "dead" && s.offset[0] > 0 && s.pos[0]-center[0] > 0.05
+	})
+}
+
 // TestNavigationForceEndsWithTheLease: a client that pushed the cursor into
 // the wall and went silent leaves no navigation force once its lease
 // lapses, and its workspace stays where the navigation took it.

@@ -44,6 +44,11 @@ type Bubble struct {
 	// DriftRateMps > 0 moves the centre toward the cursor while it is in
 	// the dead zone (local metres per second).
 	DriftRateMps float64
+	// AtCursor centres the bubble on the cursor's mount-space position
+	// when the navigation starts, CenterM being an offset from there (the
+	// centre mode "cursor"); the Navigator keeps that anchor while the
+	// bubbles it steps keep AtCursor set.
+	AtCursor bool
 	// Forces act on the handle: N/m and N·s/m of handle motion.
 	DeadDampingNsPerM  float64
 	ZoneStiffnessNPerM float64
@@ -112,9 +117,16 @@ type Navigator struct {
 	// DepthM is the cursor's distance outside the bubble's surface this
 	// tick (local metres; negative inside).
 	DepthM float64
-	// ForceN is the navigation's force this tick (device frame, before
-	// the loop's gain, passivity stage, clamp and ramp).
+	// ForceN is the navigation's force this tick (device frame, after
+	// the fade-in, before the loop's gain, passivity stage, clamp and
+	// ramp).
 	ForceN hw.Vec3
+	// anchorM is the cursor's mount-space position where an AtCursor
+	// bubble started (anchored set); fadedNs how long the force has been
+	// rendered since it last started, up to DefaultFadeNs.
+	anchorM  hw.Vec3
+	anchored bool
+	fadedNs  int64
 }
 
 // Step renders one tick: it classifies the cursor (with hysteresis),
@@ -122,9 +134,26 @@ type Navigator struct {
 // set (the session's lease holds), slides the workspace offset by the
 // velocity law over the tick. Without integrate the velocity is zero and
 // the offset stays. It does not allocate.
+//
+// The force fades in over DefaultFadeNs whenever it starts (the first
+// step, and the first after Stop), as a declared effect does: a bubble
+// turned on with the hand outside it, or a lease that comes back with the
+// hand in the wall, never steps the handle at the wall's full force.
 func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 	dtS := float64(in.DtNs) * 1e-9
-	x := mulMat(&b.ToLocal, in.PositionM).Add(b.LocalOffset).Sub(n.DriftM)
+	x := mulMat(&b.ToLocal, in.PositionM).Add(b.LocalOffset)
+	if b.AtCursor {
+		// x is the cursor in mount space less CenterM. The anchor is the
+		// cursor's mount position at the start and the centre sits CenterM
+		// from it, so the cursor less the centre is x less the anchor.
+		if !n.anchored && x.Finite() {
+			n.anchorM, n.anchored = x.Add(b.CenterM), true
+		}
+		x = x.Sub(n.anchorM)
+	} else {
+		n.anchored = false // a later "cursor" bubble anchors afresh
+		x = x.Sub(n.DriftM)
+	}
 	d := bubbleDistance(b, x)
 	if !(math.Abs(d) < 1e6) {
 		n.ForceN, n.VelocityMps = hw.Vec3{}, hw.Vec3{}
@@ -197,16 +226,28 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 	if !f.Finite() {
 		f = hw.Vec3{}
 	}
+	if n.fadedNs < DefaultFadeNs {
+		n.fadedNs = min(n.fadedNs+in.DtNs, DefaultFadeNs)
+		f = f.Scale(float64(n.fadedNs) / float64(DefaultFadeNs))
+	}
 	n.ForceN = f
 	return f
 }
 
 // Stop says the navigation is not rendered (no lease holds it): the
-// workspace stops where it is and the force is zero.
-func (n *Navigator) Stop() { n.VelocityMps, n.ForceN = hw.Vec3{}, hw.Vec3{} }
+// workspace stops where it is and the force is zero; it fades in again
+// when the next Step renders it.
+func (n *Navigator) Stop() { n.VelocityMps, n.ForceN, n.fadedNs = hw.Vec3{}, hw.Vec3{}, 0 }
 
-// CenterM is the bubble's centre in mount space, drift included.
+// CenterM is the bubble's centre in mount space: drift included, or for an
+// AtCursor bubble, CenterM from where the cursor was when it started.
 func (n *Navigator) CenterM(b *Bubble) hw.Vec3 {
+	if b.AtCursor {
+		if !n.anchored {
+			return b.CenterM // not stepped yet: no anchor taken
+		}
+		return n.anchorM.Add(b.CenterM)
+	}
 	if n.DriftM == (hw.Vec3{}) {
 		return b.CenterM
 	}

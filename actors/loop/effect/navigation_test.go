@@ -50,7 +50,7 @@ func TestNavigatorZones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := testBubble(t, tt.mod)
-			var n Navigator
+			n := Navigator{fadedNs: DefaultFadeNs} // its force faded in
 			in := Input{DtNs: dtNs, PositionM: tt.x, VelocityMps: tt.v}
 			f := n.Step(b, &in, true)
 			if n.Zone != tt.zone {
@@ -134,5 +134,67 @@ func TestNavigatorCentreDriftsInTheDeadZone(t *testing.T) {
 	}
 	if n.OffsetM != (hw.Vec3{}) {
 		t.Fatalf("the workspace moved while the centre drifted: %+v", n.OffsetM)
+	}
+}
+
+// The force fades in over DefaultFadeNs when the navigation starts, and
+// again after Stop (a lease lapsed and came back): a bubble that finds the
+// hand in its wall never steps the handle at the wall's full force.
+func TestNavigatorForceFadesIn(t *testing.T) {
+	b := testBubble(t, nil)
+	in := Input{DtNs: 1e6, PositionM: hw.Vec3{Y: 0.09}} // in the wall, at rest
+	full := 50*0.03 + 800*0.01
+	var n Navigator
+	for round := range 2 {
+		prev := 0.0
+		for i := int64(1); i <= DefaultFadeNs/in.DtNs; i++ {
+			f := -n.Step(b, &in, true).Y
+			want := full * float64(i*in.DtNs) / float64(DefaultFadeNs)
+			if math.Abs(f-want) > 1e-9 || f < prev {
+				t.Fatalf("round %d, tick %d of the fade: force %g N, want %g N (rising)", round, i, f, want)
+			}
+			prev = f
+		}
+		if f := -n.Step(b, &in, true).Y; math.Abs(f-full) > 1e-9 {
+			t.Fatalf("round %d, after the fade: force %g N, want %g N", round, f, full)
+		}
+		n.Stop()
+	}
+}
+
+// A "cursor" bubble (AtCursor) is centred where the cursor is at the
+// navigation's start, CenterM from it: turned on with the hand 10 cm from
+// the mount's origin, it finds the hand in its dead zone, not its wall.
+// The anchor stays while the bubbles stay AtCursor (a changed gain), and a
+// bubble that is not lets the next AtCursor one anchor afresh.
+func TestNavigatorCursorCentre(t *testing.T) {
+	at := hw.Vec3{X: 0.1, Z: 0.02}
+	cursor := testBubble(t, func(b *Bubble) { b.AtCursor = true })
+	n := Navigator{fadedNs: DefaultFadeNs}
+	step := func(b *Bubble, x hw.Vec3) hw.Vec3 {
+		in := Input{DtNs: 1e6, PositionM: x}
+		return n.Step(b, &in, true)
+	}
+	if f := step(cursor, at); n.Zone != ZoneDead || f != (hw.Vec3{}) || n.CenterM(cursor) != at {
+		t.Fatalf("at the start: zone %d, force %+v, centre %+v; want the dead zone, no force, the centre on the cursor %+v", n.Zone, f, n.CenterM(cursor), at)
+	}
+	// 7 cm out along x from the anchor: 2 cm into the velocity zone.
+	if step(cursor, at.Add(hw.Vec3{X: 0.07})); n.Zone != ZoneVelocity || math.Abs(n.DepthM-0.02) > 1e-9 {
+		t.Fatalf("7 cm from the anchor: zone %d depth %g, want the velocity zone 2 cm deep", n.Zone, n.DepthM)
+	}
+	// A changed gain keeps the anchor; an offset moves the centre from it.
+	offset := testBubble(t, func(b *Bubble) {
+		b.AtCursor, b.SpeedGainPerS, b.CenterM, b.LocalOffset = true, 8, hw.Vec3{Z: 0.01}, hw.Vec3{Z: -0.01}
+	})
+	if step(offset, at); n.CenterM(offset) != at.Add(hw.Vec3{Z: 0.01}) || math.Abs(n.DepthM-(0.01-0.05)) > 1e-9 {
+		t.Fatalf("offset 1 cm up: centre %+v depth %g, want %+v and 4 cm inside", n.CenterM(offset), n.DepthM, at.Add(hw.Vec3{Z: 0.01}))
+	}
+	fixed := testBubble(t, nil)
+	if step(fixed, at); n.CenterM(fixed) != (hw.Vec3{}) || n.Zone == ZoneDead {
+		t.Fatalf("a fixed bubble at the origin: centre %+v zone %d, want the origin and the cursor outside", n.CenterM(fixed), n.Zone)
+	}
+	again := hw.Vec3{Y: -0.05}
+	if step(cursor, again); n.CenterM(cursor) != again {
+		t.Fatalf("a cursor bubble after a fixed one: centre %+v, want it anchored afresh at %+v", n.CenterM(cursor), again)
 	}
 }
