@@ -386,6 +386,9 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // membership; or a node the cluster expelled, which protoactor never lets
 // back in under the same member id, but whose link works).
 func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
+	// Dated, so that a node does not apply what reaches it after this
+	// gateway gave up (configTimeout); a retry keeps the first send's date.
+	m.GatewayAddress, m.SentUnixNs = g.addr, time.Now().UnixNano()
 	g.mu.Lock()
 	member := g.cl != nil && g.members[p.nodeID]
 	g.mu.Unlock()

@@ -258,7 +258,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *wire.Command:
 		n.command(m)
 	case *wire.ConfigRequest:
-		n.configs.push(configJob{req: m, to: ctx.Sender(), queued: time.Now()})
+		n.configArrived(m, ctx.Sender())
 	case *wire.Effects:
 		n.effects(m)
 	case *wire.Navigation:
@@ -290,29 +290,46 @@ func (g *deviceGrain) Receive(ctx actor.Context) {
 				Error: fmt.Sprintf("config request for %s reached the grain of %s", m.Uuid, g.uuid)})
 			return
 		}
-		g.n.configs.push(configJob{req: m, to: ctx.Sender(), queued: time.Now()})
+		g.n.configArrived(m, ctx.Sender())
 	}
 }
 
 // configJob is a config request waiting for its answer, who asked, and
-// when it came.
+// when it was sent: its arrival less its time in transit.
 type configJob struct {
 	req    *wire.ConfigRequest
 	to     *actor.PID // nil: nobody waits for the answer
 	queued time.Time
 }
 
-// answerConfig answers one config request, off the actors. One that
-// waited here past configTimeout is not applied: the gateway, which sent
-// it earlier still, has told its client the node did not answer, and a
-// set that fails for the client must not take effect behind its back.
+// configArrived queues a config request from to, dated back by how long
+// it was in transit: judged on the clock offset to the gateway that sent
+// it, as commands are, and zero from a gateway not subscribed (or one
+// that does not date its requests).
+func (n *Node) configArrived(m *wire.ConfigRequest, to *actor.PID) {
+	now := time.Now()
+	var transitNs int64
+	if m.SentUnixNs != 0 {
+		n.mu.Lock()
+		if s := n.subs[m.GatewayAddress]; s != nil {
+			transitNs = max(s.offset.ageNs(m.SentUnixNs, now), 0)
+		}
+		n.mu.Unlock()
+	}
+	n.configs.push(configJob{req: m, to: to, queued: now.Add(-time.Duration(transitNs))})
+}
+
+// answerConfig answers one config request, off the actors. One sent more
+// than configTimeout ago (in transit, then in this queue) is not applied:
+// the gateway has told its client the node did not answer, and a set
+// that fails for the client must not take effect behind its back.
 func (n *Node) answerConfig(j configJob) {
 	if waited := time.Since(j.queued); waited > configTimeout {
 		n.log.Warn().Str("uuid", j.req.Uuid).Str("op", j.req.Op).Str("key", j.req.Key).Dur("waited", waited).
-			Msg("cluster: a config request waited past the gateway's timeout; not applied")
+			Msg("cluster: a config request came past the gateway's timeout; not applied")
 		if j.to != nil {
 			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
-				Error: fmt.Sprintf("node %s: the request waited %v for the ones before it; not applied", n.cfg.NodeID, waited.Round(time.Millisecond))})
+				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the ones before it), past the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
 		}
 		return
 	}

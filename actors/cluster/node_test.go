@@ -166,7 +166,8 @@ func TestForwardedCommandRespectsALocalOwner(t *testing.T) {
 }
 
 // Config requests are validated and applied on the node, and errors keep
-// protocol's code for the gateway to answer with. They are sent to the
+// protocol's code for the gateway to answer with; one its gateway sent
+// longer ago than it waits for an answer is refused, unapplied. They are sent to the
 // node actor all at once, as a gateway may: each is answered after the
 // ones before it took effect (the get after a set reads the set).
 func TestNodeConfig(t *testing.T) {
@@ -180,7 +181,11 @@ func TestNodeConfig(t *testing.T) {
 		wantJSON string
 		wantCode protocol.Code
 	}{
-		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"left"`)}, `"left"`, ""},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"left"`), GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()}, `"left"`, ""},
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "handedness"}, `"left"`, ""},
+		// Sent longer ago than the gateway waits (delayed in transit): the
+		// gateway has answered its client 503, so it is not applied.
+		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "reset", Key: "handedness", GatewayAddress: testGW, SentUnixNs: time.Now().Add(-configTimeout - time.Second).UnixNano()}, "", protocol.CodeUnavailable},
 		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "get", Key: "handedness"}, `"left"`, ""},
 		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"sideways"`)}, "", protocol.CodeInvalidValue},
 		{&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "reset", Key: "handedness"}, `"right"`, ""},

@@ -1085,13 +1085,19 @@ func (x *Command) GetStateSentUnixNs() int64 {
 // node. json carries protocol's own JSON of the entry, so there is one
 // schema; the node validates and persists before it answers.
 type ConfigRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uuid          string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
-	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`   // "get", "set" or "reset"
-	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"` // the entry's path (protocol.Key.Path)
-	Json          []byte                 `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Uuid  string                 `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Op    string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`   // "get", "set" or "reset"
+	Key   string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"` // the entry's path (protocol.Key.Path)
+	Json  []byte                 `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`
+	// gateway_address and sent_unix_ns as in Command: the node counts the
+	// time in transit (on its clock offset to that gateway) with the time in
+	// its queue, and applies nothing the gateway has given up on. Zero: the
+	// queue alone counts.
+	GatewayAddress string `protobuf:"bytes,5,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
+	SentUnixNs     int64  `protobuf:"varint,6,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigRequest) Reset() {
@@ -1150,6 +1156,20 @@ func (x *ConfigRequest) GetJson() []byte {
 		return x.Json
 	}
 	return nil
+}
+
+func (x *ConfigRequest) GetGatewayAddress() string {
+	if x != nil {
+		return x.GatewayAddress
+	}
+	return ""
+}
+
+func (x *ConfigRequest) GetSentUnixNs() int64 {
+	if x != nil {
+		return x.SentUnixNs
+	}
+	return 0
 }
 
 // ConfigReply answers a ConfigRequest: the entry as now in force, or an
@@ -1799,12 +1819,15 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
 	"sentUnixNs\x12+\n" +
-	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\"Y\n" +
+	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\"\xa4\x01\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x12\n" +
-	"\x04json\x18\x04 \x01(\fR\x04json\"K\n" +
+	"\x04json\x18\x04 \x01(\fR\x04json\x12'\n" +
+	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
+	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
+	"sentUnixNs\"K\n" +
 	"\vConfigReply\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x12\n" +
