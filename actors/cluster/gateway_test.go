@@ -24,13 +24,23 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 	t.Helper()
 	svc, shutdown := testService(t)
 	g := newTestGateway(svc, nodeTimeout)
-	// The gateway actor, local only: it gets the watch's probes, which
-	// judge the nodes' silence.
-	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
-		t.Fatal(err)
+	serveTestGateway(t, g, shutdown, true)
+	return g
+}
+
+// serveTestGateway adds the devices of g's inventories until the test
+// ends, then shuts g's service down. With probes it also runs the gateway
+// actor (local only) and the watch, whose probes judge the nodes' silence.
+func serveTestGateway(t *testing.T, g *Gateway, shutdown func(), probes bool) {
+	t.Helper()
+	if probes {
+		if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*gatewayActor)(g) }), gatewayActorName); err != nil {
+			t.Fatal(err)
+		}
+		g.wg.Add(1)
+		go g.watch()
 	}
-	g.wg.Add(2)
-	go g.watch()
+	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		g.adds.run(g.stop, g.add)
@@ -41,7 +51,6 @@ func testGateway(t *testing.T, nodeTimeout time.Duration) *Gateway {
 		shutdown()
 		g.sys.Shutdown()
 	})
-	return g
 }
 
 // newTestGateway is a gateway of svc with no remote and nothing started.
@@ -334,17 +343,7 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 func TestGatewayRedialsASuspectNodeUntilItsPortRefuses(t *testing.T) {
 	svc, shutdown := testService(t)
 	g := newTestGateway(svc, time.Hour)
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		g.adds.run(g.stop, g.add)
-	}()
-	t.Cleanup(func() {
-		close(g.stop)
-		g.wg.Wait()
-		shutdown()
-		g.sys.Shutdown()
-	})
+	serveTestGateway(t, g, shutdown, false)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
