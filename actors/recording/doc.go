@@ -41,6 +41,8 @@
 // recordings and the next id), then a recording's errMu (its first error).
 // List holds the first while it reads each recording's Info, which takes
 // the second; errMu is a leaf, nothing is taken under it, and the writer
-// and pump goroutines take it alone. The taps take neither: they load the
+// and pump goroutines take it alone. A writer whose file refused a write
+// takes Recorder.mu, holding nothing else, to take its recording off the
+// taps. The taps take neither: they load the
 // active recordings atomically.
 package recording

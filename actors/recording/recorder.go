@@ -19,6 +19,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/mcap"
 	"github.com/hapticd/hapticd/protocol/schema"
 )
@@ -80,6 +81,9 @@ type Config struct {
 	// carry the very schema clients validate against. nil, or an error,
 	// keeps the minimal schemas.
 	ServedSchema func(name string) (schema.Schema, error)
+	// Create makes a new recording's file at path; nil creates it (and
+	// refuses one that exists). Tests give a file whose writes fail.
+	Create func(path string) (*os.File, error)
 }
 
 // Options is the body of POST /recordings.
@@ -323,7 +327,13 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	}
 	started := time.Now()
 	path := filepath.Join(rs.cfg.Dir, fmt.Sprintf("%s-%s-%d.mcap", name, started.UTC().Format("20060102T150405"), id))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	create := rs.cfg.Create
+	if create == nil {
+		create = func(path string) (*os.File, error) {
+			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		}
+	}
+	f, err := create(path)
 	if err != nil {
 		return Info{}, fmt.Errorf("recording: create %s: %w", path, err)
 	}
@@ -403,6 +413,22 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 	}
 	<-r.done
 	return r.info(), true
+}
+
+// writeFailed ends r after its writer's first failed write (err): the taps
+// stop feeding it, its producers stop, and the activity channel says so.
+// Its writer goes on to count what still reaches it as dropped and to close
+// the file; Info reports it inactive, with err.
+func (rs *Recorder) writeFailed(r *recording, err error) {
+	rs.mu.Lock()
+	r.active.Store(false)
+	rs.publishLocked()
+	rs.mu.Unlock()
+	r.stop()
+	rs.cfg.Log.Error().Err(err).Uint64("recording", r.id).Msg("recording stopped: its file refused a write")
+	if rs.cfg.Service != nil {
+		rs.cfg.Service.Activity().Publish(event.RecordingFailed(r.id, r.name, r.path, err.Error()))
+	}
 }
 
 // StopAll ends every recording (shutdown); Start refuses from then on.

@@ -24,6 +24,7 @@ import (
 	"github.com/hapticd/hapticd/hw/replay"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/mcap"
 	"github.com/hapticd/hapticd/protocol/mcap/mcaptest"
 )
@@ -492,6 +493,56 @@ func TestStartAfterStopAllIsRefused(t *testing.T) {
 		if _, cut, err := Load(i.Path); err != nil || cut {
 			t.Errorf("recording %d %q: %v (cut %v), want a complete file", i.ID, i.Name, err, cut)
 		}
+	}
+}
+
+// A recording whose file refuses a write (here a pipe whose reader went
+// away; a full disk alike) stops there: listed inactive with the error,
+// the messages it lost counted in dropped, nothing more fed to it by the
+// taps, a recording-failed event published, and Stop answers at once.
+func TestRecordingStopsWhenItsFileRefusesWrites(t *testing.T) {
+	svc := startService(t, []string{"a1"})
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop(),
+		Create: func(string) (*os.File, error) { return pw, nil }})
+	info, err := rs.Start(Options{Name: "doomed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = pr.Close() // the next write (the first chunk, within 250 ms) fails
+	rs.Session(KindClient, 1, []byte(`{}`))
+	var failed Info
+	hwtest.EventuallyNil(t, 30*time.Second, "the recording to stop on its failed write", func() error {
+		failed = rs.List()[0]
+		if failed.Active || failed.Error == "" {
+			return fmt.Errorf("listed %+v", failed)
+		}
+		return nil
+	})
+	if !strings.Contains(failed.Error, "broken pipe") || failed.Messages != 0 || failed.Dropped == 0 {
+		t.Errorf("failed recording listed %+v: want the write's error, no message written, its lost messages dropped", failed)
+	}
+	if rs.Active() {
+		t.Error("the taps still feed a recording whose file failed")
+	}
+	events, _, err := svc.Activity().Recent(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reported bool
+	for _, e := range events {
+		reported = reported || e.Name == event.NameRecordingFailed && strings.Contains(string(e.Data), fmt.Sprintf(`"recording_id":%d`, info.ID))
+	}
+	if !reported {
+		t.Errorf("no recording-failed event for recording %d among %d events", info.ID, len(events))
+	}
+	stopped, ok := rs.Stop(info.ID)
+	if !ok || stopped.Active || stopped.Error != failed.Error || stopped.Dropped < failed.Dropped {
+		t.Errorf("Stop of the failed recording: %+v, %v; listed before %+v", stopped, ok, failed)
 	}
 }
 

@@ -23,8 +23,13 @@ type writer struct {
 	schemaIDs map[string]uint16 // kind → schema
 	channels  map[string]uint16 // topic → channel
 	seq       map[uint16]uint32 // channel → last sequence number
-	// failed stops writing after the first error; the recording reports it.
+	// failed stops writing after the first error: the recording ends
+	// there (Recorder.writeFailed) and what reaches the writer after it
+	// counts as dropped. unsure counts the messages written since the
+	// last flush that succeeded: a failure may have lost any of them, so
+	// they move from written to dropped.
 	failed bool
+	unsure uint64
 }
 
 func newWriter(rs *Recorder, r *recording, f *os.File, w *mcap.Writer) *writer {
@@ -71,18 +76,30 @@ func (wr *writer) emit(it item) {
 		defer wr.rs.stateBufs.Put(it.buf) // WriteMessage copies the data
 	}
 	if wr.failed {
+		wr.lost(it)
 		return
 	}
 	ch, ok := wr.channel(it)
 	if !ok {
+		wr.lost(it)
 		return
 	}
 	wr.seq[ch]++
 	if err := wr.w.WriteMessage(mcap.Message{ChannelID: ch, Sequence: wr.seq[ch], LogTime: uint64(it.ns), PublishTime: uint64(it.ns), Data: it.data}); err != nil {
 		wr.fail(err)
+		wr.lost(it)
 		return
 	}
 	wr.r.written.Add(1)
+	wr.unsure++
+}
+
+// lost counts an item that will not be in the file (the recorder's own
+// counters excepted: they are no message of the service's).
+func (wr *writer) lost(it item) {
+	if it.kind != KindStats {
+		wr.r.dropped.Add(1)
+	}
 }
 
 // channel returns the item's channel, adding it on first use.
@@ -118,10 +135,15 @@ func (wr *writer) stats() {
 
 // flush writes the open chunk, counters last.
 func (wr *writer) flush() {
+	if wr.failed {
+		return
+	}
 	wr.stats()
 	if err := wr.w.Flush(); err != nil {
 		wr.fail(err)
+		return
 	}
+	wr.unsure = 0
 }
 
 // finish writes what is left on the queue, the counters and the summary,
@@ -135,12 +157,15 @@ func (wr *writer) finish() {
 			drained = true
 		}
 	}
-	wr.stats()
-	if err := wr.w.Close(); err != nil {
-		wr.fail(err)
+	if !wr.failed {
+		wr.stats()
+		if err := wr.w.Close(); err != nil {
+			wr.fail(err)
+		}
 	}
 	// The stop answers once this returns: the file, and its name in the
 	// directory, must then survive a power cut too, not only the process.
+	// A file that failed keeps what reached it before; its error stands.
 	if err := wr.f.Sync(); err != nil && !wr.failed {
 		wr.r.setErr(fmt.Errorf("recording: sync %s: %w", wr.r.path, err))
 	} else if err := store.SyncDir(filepath.Dir(wr.r.path)); err != nil && !wr.failed {
@@ -151,10 +176,18 @@ func (wr *writer) finish() {
 	}
 }
 
-// fail keeps the first write error and stops writing.
+// fail keeps the first write error and ends the recording there: the
+// messages since the last flush move from written to dropped, nothing more
+// is recorded, and the recorder says so (Recorder.writeFailed).
 func (wr *writer) fail(err error) {
-	if !wr.failed {
-		wr.r.setErr(fmt.Errorf("recording: write %s: %w", wr.r.path, err))
+	if wr.failed {
+		return
 	}
 	wr.failed = true
+	err = fmt.Errorf("recording: write %s: %w", wr.r.path, err)
+	wr.r.setErr(err)
+	wr.r.written.Add(^(wr.unsure - 1)) // less unsure; never more than it counted
+	wr.r.dropped.Add(wr.unsure)
+	wr.unsure = 0
+	wr.rs.writeFailed(wr.r, err)
 }

@@ -51,6 +51,7 @@ const (
 	NameEffectExpired       = "effect-expired"
 	NameNavigationRefused   = "navigation-refused"
 	NamePassivityActive     = "passivity-active"
+	NameRecordingFailed     = "recording-failed"
 )
 
 // Categories.
@@ -135,6 +136,9 @@ var kinds = [...]Kind{
 	{NamePassivityActive, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "session_id", "duration_ms", "added_damping"},
 		"the passivity controller added damping to a device's output for longer than a second (the rendering generates energy: lower a stiffness or raise the loop rate); at most one per episode"},
+	{NameRecordingFailed, CategorySystem, LevelError,
+		[]string{"recording_id", "name", "path", "reason"},
+		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; GET /recordings counts what it lost in dropped"},
 }
 
 // Kinds returns the table of every event, in documentation order. The
@@ -411,4 +415,16 @@ func EventsDropped(missed uint64) Event {
 		Missed uint64 `json:"missed"`
 	}{missed},
 		fmt.Sprintf("this subscriber fell behind and missed %d events; read faster or fetch them with GET /events", missed))
+}
+
+// RecordingFailed reports a recording whose file refused a write: it
+// stopped, and records nothing more.
+func RecordingFailed(id uint64, name, path, reason string) Event {
+	return build(NameRecordingFailed, struct {
+		ID     uint64 `json:"recording_id"`
+		Name   string `json:"name"`
+		Path   string `json:"path"`
+		Reason string `json:"reason"`
+	}{id, name, path, reason},
+		fmt.Sprintf("recording %d (%s) stopped: %s", id, path, reason))
 }

@@ -47,6 +47,9 @@ var constructors = map[string]func() event.Event{
 		return event.NavigationRefused("inverse3", "049D", 3, "invalid_value", "effect: a bubble needs a positive zone width and scale")
 	},
 	event.NamePassivityActive: func() event.Event { return event.PassivityActive("inverse3", "049D", 3, 1200, 2.5) },
+	event.NameRecordingFailed: func() event.Event {
+		return event.RecordingFailed(2, "lab", "/var/lib/hapticd/recordings/lab-20261127T010000-2.mcap", "no space left on device")
+	},
 }
 
 // dataKeys returns the keys of a JSON object in the order they appear.

@@ -14,7 +14,7 @@ func EventName(name string) string { return "event." + name }
 // TestEveryEventFieldHasAType.
 func eventField(name string, o *Options) (Schema, bool) {
 	switch name {
-	case "route", "replacement", "remote", "command", "reason", "received_data", "code":
+	case "route", "replacement", "remote", "command", "reason", "received_data", "code", "name", "path":
 		return str(), true
 	case "effect_id":
 		return Schema{"type": "string", "maxLength": 64}, true
@@ -24,7 +24,7 @@ func eventField(name string, o *Options) (Schema, bool) {
 		return Schema{"type": "string", "minLength": 1}, true
 	case "api_version":
 		return enum([]string{"3.0", "3.x"}), true
-	case "session_id", "owner_session_id", "missed", "suppressed":
+	case "session_id", "owner_session_id", "missed", "suppressed", "recording_id":
 		return Schema{"type": "integer", "minimum": 0}, true
 	case "profile":
 		return orNull(Schema{"type": "string", "minLength": 1}), true
