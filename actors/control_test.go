@@ -73,11 +73,17 @@ func TestLeaseLapseReleasesTheDevice(t *testing.T) {
 }
 
 // Stored profiles are bounded: past Options.MaxStoredProfiles the least
-// recently picked go, never one a connected session has.
+// recently picked go, never one a connected session has, nor one whose
+// session document is missing (nothing says when it was used: a service
+// killed before writing it, after the profile's acknowledged entries).
 func TestStoredProfilesAreBounded(t *testing.T) {
 	dir := t.TempDir()
 	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2})
 	arm := addArm(t, svc, simArm(0))
+	orphan := profileFolder("orphan") + "/arm3-" + arm.ID
+	if err := svc.store.Save(orphan, map[string]any{"damping": map[string]any{"scalar": 3}}); err != nil {
+		t.Fatal(err)
+	}
 	keeper, ksink := open(t, svc, nil)
 	pick := func(sess *Session, sink *recSink, name string) {
 		t.Helper()
@@ -117,5 +123,9 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 	}
 	if !stored["kept: connected"] || !stored["newest"] || stored["old"] || len(stored) != 2 {
 		t.Fatalf("stored profiles %v: want the connected session's and the newest, not the oldest", stored)
+	}
+	var doc map[string]any
+	if found, err := svc.store.Load(orphan, &doc); !found || err != nil {
+		t.Fatalf("the undated profile's entries were removed (found %v, %v)", found, err)
 	}
 }

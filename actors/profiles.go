@@ -24,7 +24,8 @@ import (
 // The number of stored profiles is bounded: when a session picks a profile
 // that is not stored yet and that makes more than Options.MaxStoredProfiles
 // (default DefaultMaxStoredProfiles), the profiles least recently picked are
-// removed, never one a connected session has.
+// removed, never one a connected session has nor one whose session
+// document is missing or unreadable (nothing dates it).
 //
 // State directories of the earlier layout, profiles/<store.EscapeName(name)>/,
 // are moved to the new one when the service starts.
@@ -147,10 +148,17 @@ func (s *Service) pruneProfiles(added string) {
 		if live[f] {
 			continue
 		}
+		// A folder whose session document is missing or unreadable is
+		// kept: nothing dates it, and its device entries were
+		// acknowledged (a service killed before the write-behind wrote
+		// the session document, a disk that failed a read). The bound
+		// then holds among the profiles it can date.
 		var ps profileSession
-		// A folder without a readable session document sorts first (zero
-		// time): nothing says it was used.
-		_, _ = s.store.Load(f+"/session", &ps)
+		found, err := s.store.Load(f+"/session", &ps)
+		if !found || err != nil {
+			s.log.Warn().Err(err).Str("folder", f).Msg("a stored profile without a readable session document is never removed by the profiles' bound")
+			continue
+		}
 		cands = append(cands, candidate{f, ps.UsedAt})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.usedAt.Compare(b.usedAt) })
