@@ -293,7 +293,12 @@ func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 // in a session's application space when ?session= names one.
 func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var session uint64
-	if sel := r.URL.Query().Get("session"); sel != "" {
+	sel, _, perr := sessionQuery(r)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	if sel != "" {
 		ids, perr := a.matchSessions(sel, true)
 		if perr != nil {
 			writeError(w, perr)
@@ -385,6 +390,19 @@ func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httproute
 
 // matchSessions resolves a session= selector to live session ids; one
 // requires exactly one match.
+// sessionQuery is r's ?session= selector and whether it was given; given
+// twice it is refused (which one would the client mean?).
+func sessionQuery(r *http.Request) (sel string, given bool, perr *protocol.Error) {
+	vals, given := r.URL.Query()["session"]
+	switch {
+	case len(vals) > 1:
+		return "", true, protocol.Errorf(protocol.CodeInvalidValue, "", "?session= is given %d times: give one selector", len(vals))
+	case given:
+		return vals[0], true, nil
+	}
+	return "", false, nil
+}
+
 func (a *api) matchSessions(sel string, one bool) ([]uint64, *protocol.Error) {
 	s, perr := protocol.ParseSessionSelector(sel)
 	if perr != nil {
@@ -450,14 +468,24 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 			writeError(w, perr)
 			return
 		}
-		sel, hasSel := r.URL.Query()["session"]
+		sel, hasSel, perr := sessionQuery(r)
+		if perr != nil {
+			writeError(w, perr)
+			return
+		}
+		if hasSel && !k.SessionScoped() {
+			// A client asking for a session's value of a device-global
+			// entry would otherwise read or change every session's.
+			writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "%s is device-global: one value for every session; leave ?session= out", k.Name()))
+			return
+		}
 		if k.SessionScoped() && !hasSel && r.Method != http.MethodDelete {
 			writeError(w, protocol.Errorf(protocol.CodeSessionRequired, "", "%s is session-scoped: add ?session=<id, :index or profile name> (GET /sessions lists them)", k.Name()))
 			return
 		}
 		var sessions []uint64
 		if k.SessionScoped() && hasSel {
-			sessions, perr = a.matchSessions(sel[0], r.Method == http.MethodGet)
+			sessions, perr = a.matchSessions(sel, r.Method == http.MethodGet)
 			if perr != nil {
 				writeError(w, perr)
 				return

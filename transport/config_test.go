@@ -97,6 +97,12 @@ func TestConfigBadInputChangesNothing(t *testing.T) {
 		{"wrong method", "PUT", arm + "handedness", `"left"`, 405, "method_not_allowed", arm + "handedness", `"right"`},
 		{"session required", "POST", arm + "preset", `{"preset":"arm_front"}`, 400, "session_required", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
 		{"no such session", "POST", arm + "preset?session=999", `{"preset":"arm_front"}`, 404, "unknown_session", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"session twice", "POST", arm + "preset?session=" + sid + "&session=999", `{"preset":"arm_front"}`, 400, "invalid_value", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"empty session", "POST", arm + "preset?session=", `{"preset":"arm_front"}`, 400, "", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"session on a device-global POST", "POST", arm + "handedness?session=" + sid, `"left"`, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"session on a device-global GET", "GET", arm + "handedness?session=" + sid, ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"session on a device-global DELETE", "DELETE", arm + "gravity_compensation?session=" + sid, ``, 400, "invalid_value", arm + "gravity_compensation", `{"enabled":true,"scaling_factor":1}`},
+		{"session twice on the inventory", "GET", ts.base + "/devices?session=" + sid + "&session=" + sid, ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"unknown setting", "POST", ts.base + "/settings/devices/volume", `{"value":1}`, 404, "unknown_setting", ts.base + "/settings/devices/force_scale", `1`},
 		{"setting out of range", "POST", ts.base + "/settings/devices/force_scale", `{"value":2}`, 400, "out_of_range", ts.base + "/settings/devices/force_scale", `1`},
 	}
