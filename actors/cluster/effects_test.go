@@ -78,6 +78,73 @@ func declared(uuid string, gen uint64, specs []byte) *wire.Effects {
 	return &wire.Effects{Uuid: uuid, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: 3, Specs: specs}
 }
 
+// A declaration that arrives after a newer one of the same gateway (both
+// its generation and its send time lower: a reconnect's replay) is
+// ignored, a withdrawal as well as a set; one with a lower generation but
+// sent later (a new proxy or gateway process starts its generations
+// again) is taken.
+func TestNodeIgnoresLateDeclarations(t *testing.T) {
+	n, d := testNode(t)
+	var snap loop.Snapshot
+	d.Load(&snap)
+	spring := func(id string) []byte {
+		return specsJSON(t, effect.Spec{ID: id, Kind: effect.SpringPoint,
+			Params: effect.Params{PointM: snap.State.PositionM, StiffnessNPerM: 100}})
+	}
+	sentAt := func(gen uint64, specs []byte, ago time.Duration) *wire.Effects {
+		m := declared(d.Info.UUID, gen, specs)
+		m.SentUnixNs -= int64(ago)
+		return m
+	}
+	inForce := func() string {
+		if set := d.Effects(); set != nil && set.Len() == 1 {
+			return set.Spec(0).ID
+		}
+		return ""
+	}
+	n.effects(sentAt(5, spring("new"), 0))
+	steps := []struct {
+		what string
+		m    *wire.Effects
+		want string
+	}{
+		{"an older set, sent earlier", sentAt(4, spring("old"), 20*time.Millisecond), "new"},
+		{"an older withdrawal, sent earlier", sentAt(3, nil, 30*time.Millisecond), "new"},
+		{"the same generation resent", sentAt(5, spring("new"), 0), "new"},
+		{"a new proxy's first, sent later", sentAt(1, spring("restarted"), -10*time.Millisecond), "restarted"},
+		{"its withdrawal", sentAt(2, nil, -20*time.Millisecond), ""},
+	}
+	for _, st := range steps {
+		n.effects(st.m)
+		if got := inForce(); got != st.want {
+			t.Fatalf("after %s: effect in force %q, want %q", st.what, got, st.want)
+		}
+	}
+	// Navigation alike: an older bubble sent earlier does not replace the
+	// newer, nor does its withdrawal.
+	bubble := bubbleAround(t, snap.State.PositionM)
+	navAt := func(gen uint64, b []byte, ago time.Duration) *wire.Navigation {
+		m := navDeclared(d.Info.UUID, gen, 10, b)
+		m.SentUnixNs -= int64(ago)
+		return m
+	}
+	key := fxKey{gatewaySession, d.Info.UUID}
+	navGen := func() uint64 {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if nav := n.navs[key]; nav != nil {
+			return nav.gen
+		}
+		return 0
+	}
+	n.navigation(navAt(7, bubble, 0))
+	n.navigation(navAt(6, bubble, 20*time.Millisecond))
+	n.navigation(navAt(5, nil, 30*time.Millisecond))
+	if g := navGen(); g != 7 {
+		t.Fatalf("navigation in force: generation %d after late declarations, want 7", g)
+	}
+}
+
 // A gateway's declaration renders on the node's loop under the gateway's
 // register owner, with the force the gateway's commands hold; when they
 // stop, the node's lease ramps the effects' force to zero and the node

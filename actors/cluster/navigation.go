@@ -62,7 +62,8 @@ func vecFromWire(f []float64) hw.Vec3 {
 // navigation takes a gateway session's navigation on a device: the
 // gateway's commands that follow carry it. A declaration older than the
 // lease is dropped (the gateway sends it again while the pushed
-// navigation_gen lags); an empty one withdraws the gateway's navigation.
+// navigation_gen lags), and so is one that arrives after a newer one
+// (lateLocked); an empty one withdraws the gateway's navigation.
 // The track stays while the gateway's track does, so the workspace offset
 // survives a new bubble as on the gateway itself. One the node cannot take
 // is answered with a NavigationReply, so the gateway's client hears of it.
@@ -74,8 +75,10 @@ func (n *Node) navigation(m *wire.Navigation) {
 	if s != nil {
 		owner, to = s.owner, s.pid
 	}
+	fresh := s != nil && ageNs < n.leaseNs()
+	late := fresh && lateLocked(&n.navSeen, fxKey{owner, m.Uuid}, m.Gen, m.SentUnixNs)
 	n.mu.Unlock()
-	if s == nil || ageNs >= n.leaseNs() {
+	if !fresh || late {
 		return
 	}
 	refuse := func(code protocol.Code, msg string) {

@@ -69,6 +69,11 @@ type Node struct {
 	// goes with its effects (withdrawn, dropped with the lease), its
 	// gateway (forgotten) or its device.
 	fxGens map[fxKey]uint64
+	// fxSeen and navSeen are, by gateway owner and device UUID, the newest
+	// effects and navigation declarations the gateway sent (kept after a
+	// withdrawal), so that an older one arriving late (a reconnect's
+	// replay) is ignored. They go with the gateway or the device.
+	fxSeen, navSeen map[fxKey]sentDeclaration
 	// navs are, by gateway owner and device UUID, the gateway's navigation
 	// the node attaches to that gateway's commands. An entry stays while
 	// the gateway's control pauses (its next command renders it again) and
@@ -418,6 +423,13 @@ func (n *Node) forgetOwnerLocked(owner uint64) {
 			delete(n.fxGens, k)
 		}
 	}
+	for _, seen := range []map[fxKey]sentDeclaration{n.fxSeen, n.navSeen} {
+		for k := range seen {
+			if k.owner == owner {
+				delete(seen, k)
+			}
+		}
+	}
 	for k := range n.navs {
 		if k.owner == owner {
 			delete(n.navs, k)
@@ -431,6 +443,13 @@ func (n *Node) pruneDevicesLocked() {
 	for k := range n.fxGens {
 		if n.byUUID[k.uuid] == nil {
 			delete(n.fxGens, k)
+		}
+	}
+	for _, seen := range []map[fxKey]sentDeclaration{n.fxSeen, n.navSeen} {
+		for k := range seen {
+			if n.byUUID[k.uuid] == nil {
+				delete(seen, k)
+			}
 		}
 	}
 	for k := range n.navs {
@@ -815,13 +834,37 @@ type fxKey struct {
 	uuid  string
 }
 
+// sentDeclaration is a gateway's declaration as sent: its generation and send
+// time (the gateway's clock).
+type sentDeclaration struct {
+	gen    uint64
+	sentNs int64
+}
+
+// lateLocked says whether a declaration (gen, sentNs) of key came after a
+// newer one, recorded in seen: both its generation and its send time are
+// lower (a gateway's generations grow, and a new proxy or process starts
+// them again but sends later; a wall clock stepped back still leaves the
+// generation growing). Otherwise it records it as the newest.
+func lateLocked(seen *map[fxKey]sentDeclaration, key fxKey, gen uint64, sentNs int64) bool {
+	if d, ok := (*seen)[key]; ok && gen < d.gen && sentNs < d.sentNs {
+		return true
+	}
+	if *seen == nil {
+		*seen = map[fxKey]sentDeclaration{}
+	}
+	(*seen)[key] = sentDeclaration{gen, sentNs}
+	return false
+}
+
 // effects renders a gateway session's effects declaration on the device,
 // under the owner and lease of the gateway's commands, as a local
 // session's effects render under its own: the loop renders them only
 // while that owner holds the device within its lease and ramps them out
 // with its command. A declaration older than the lease is dropped (the
-// gateway sends it again while the pushed effects_gen lags); one the node
-// cannot take is answered with an EffectsReply.
+// gateway sends it again while the pushed effects_gen lags), and so is one
+// that arrives after a newer one (lateLocked); one the node cannot take is
+// answered with an EffectsReply.
 func (n *Node) effects(m *wire.Effects) {
 	now := time.Now()
 	leaseNs := n.leaseNs()
@@ -834,8 +877,9 @@ func (n *Node) effects(m *wire.Effects) {
 		owner, to, gatewayID = s.owner, s.pid, s.id
 	}
 	key := fxKey{owner, m.Uuid}
+	late := s != nil && ageNs < leaseNs && lateLocked(&n.fxSeen, key, m.Gen, m.SentUnixNs)
 	n.mu.Unlock()
-	if s == nil || ageNs >= leaseNs {
+	if s == nil || ageNs >= leaseNs || late {
 		return
 	}
 	firstID := ""
