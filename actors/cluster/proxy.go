@@ -461,8 +461,6 @@ func (p *proxy) Halt() error {
 	return nil
 }
 
-// Close halts the device and forgets the proxy, so the node's next
-// inventory can bring the device back.
 // leave marks p lost and has the service remove its device now, not at
 // the loop's next exchange (which a loaded gateway can be late to): its
 // exchanges fail from here on, and the device leaves with cause.
@@ -473,6 +471,8 @@ func (p *proxy) leave(cause error) {
 	}
 }
 
+// Close halts the device and forgets the proxy, so the node's next
+// inventory can bring the device back.
 func (p *proxy) Close() error {
 	err := p.Halt()
 	p.g.forget(p)
