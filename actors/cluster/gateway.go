@@ -37,6 +37,9 @@ type Gateway struct {
 	// service's shutdown then halts their devices as usual, and the nodes'
 	// leases end any force.
 	closing atomic.Bool
+	// refreshing: a refresh of the remembered ids runs (watch starts one
+	// at a time).
+	refreshing atomic.Bool
 
 	svc   *actors.Service
 	cfg   Config
@@ -199,11 +202,14 @@ func (g *Gateway) watch() {
 	lastRefresh := time.Now()
 	for {
 		now := time.Now()
-		if now.Sub(lastRefresh) >= idsRefreshEvery {
+		// One refresh at a time: one blocked on a hung disk must not
+		// gather more behind it every hour.
+		if now.Sub(lastRefresh) >= idsRefreshEvery && g.refreshing.CompareAndSwap(false, true) {
 			lastRefresh = now
 			g.wg.Add(1)
 			go func() {
 				defer g.wg.Done()
+				defer g.refreshing.Store(false)
 				g.refreshIDs()
 			}()
 		}
@@ -633,7 +639,7 @@ func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
 		log.Error().Err(err).Bool("left_as_is", kept).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until the gateway restarts with them readable")
 		return idMemory{}, kept
 	}
-	return f.memory(), false
+	return f.memory(time.Now()), false
 }
 
 // saveIDs writes the remembered ids if they changed since the last write,
@@ -655,7 +661,10 @@ func (g *Gateway) saveIDs() {
 		return
 	}
 	g.idsDirty = false
-	g.ids.forgetExpired(time.Now())
+	g.ids.prune(time.Now(), func(uuid string) bool {
+		p := g.proxies[uuid]
+		return p != nil && !p.lost.Load()
+	})
 	f := g.ids.file()
 	g.mu.Unlock()
 	if err := g.svc.SaveDocument(idsDocument, f); err != nil {

@@ -28,9 +28,14 @@ const idsDocument = "cluster/gateway-ids"
 // maintenance gets its arms' ids back, yet an arm that never returns does
 // not keep a newcomer from its own id for good. The gateway refreshes
 // the record of connected UUIDs every idsRefreshEvery.
+//
+// At most maxRememberedIDs records are kept per kind, the least recently
+// seen of the devices not connected going first: every newcomer's id is
+// chosen against them, under the gateway's lock.
 const (
-	idReservedFor   = 30 * 24 * time.Hour
-	idsRefreshEvery = time.Hour
+	idReservedFor    = 30 * 24 * time.Hour
+	idsRefreshEvery  = time.Hour
+	maxRememberedIDs = 8192
 )
 
 // rememberedID is the gateway id a UUID had, and when the gateway last
@@ -59,9 +64,11 @@ func (m idMemory) file() idsFile {
 	return f
 }
 
-// memory reads f back; records of an unknown kind or with an id not
-// spelled as its kind's ids are left out (a hand-edited file).
-func (f idsFile) memory() idMemory {
+// memory reads f back at now; records of an unknown kind or with an id not
+// spelled as its kind's ids are left out (a hand-edited file), and a record
+// seen after now (a clock stepped back, a hand-edited file) counts as seen
+// now, so that its reservation still ends.
+func (f idsFile) memory(now time.Time) idMemory {
 	m := idMemory{}
 	for name, byUUID := range f.IDs {
 		var k hw.Kind
@@ -75,6 +82,9 @@ func (f idsFile) memory() idMemory {
 		}
 		for uuid, r := range byUUID {
 			if uuid != "" && idSpelled(k, r.ID) {
+				if r.Seen.After(now) {
+					r.Seen = now
+				}
 				m.set(k, uuid, r)
 			}
 		}
@@ -111,10 +121,34 @@ func (m idMemory) reservations(k hw.Kind, now time.Time) map[string]string {
 	return owner
 }
 
-// forgetExpired drops the records whose reservation ended before now.
-func (m idMemory) forgetExpired(now time.Time) {
+// prune drops the records whose reservation ended before now, then the
+// least recently seen beyond maxRememberedIDs per kind; never the record of
+// a device connected now (its record's Seen may lag by idsRefreshEvery, or
+// by a wall clock stepped forward).
+func (m idMemory) prune(now time.Time, connected func(uuid string) bool) {
 	for _, byUUID := range m {
-		maps.DeleteFunc(byUUID, func(_ string, r rememberedID) bool { return now.Sub(r.Seen) >= idReservedFor })
+		maps.DeleteFunc(byUUID, func(uuid string, r rememberedID) bool {
+			return now.Sub(r.Seen) >= idReservedFor && !connected(uuid)
+		})
+		over := len(byUUID) - maxRememberedIDs
+		if over <= 0 {
+			continue
+		}
+		var gone []string
+		for uuid := range byUUID {
+			if !connected(uuid) {
+				gone = append(gone, uuid)
+			}
+		}
+		slices.SortFunc(gone, func(a, b string) int {
+			if c := byUUID[a].Seen.Compare(byUUID[b].Seen); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		for _, uuid := range gone[:min(over, len(gone))] {
+			delete(byUUID, uuid)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -134,9 +135,53 @@ func TestIDsDocument(t *testing.T) {
 	}
 	f.IDs["arm"]["bad"] = rememberedID{ID: "a/b", Seen: seen}
 	f.IDs["pedal"] = map[string]rememberedID{"pppp": {ID: "1", Seen: seen}}
-	back := f.memory()
+	back := f.memory(seen)
 	if len(back) != 2 || len(back[hw.KindArm]) != 1 || back[hw.KindArm]["aaaa"] != mem[hw.KindArm]["aaaa"] || back[hw.KindGrip]["gggg"] != mem[hw.KindGrip]["gggg"] {
 		t.Errorf("read back %+v from %s, want %+v", back, b, mem)
+	}
+}
+
+// Pruning the remembered ids: an ended reservation goes unless its device
+// is connected now (its Seen lags the hourly refresh, or a wall clock
+// stepped forward); beyond maxRememberedIDs per kind the least recently
+// seen of the devices not connected go; a record from the future (a clock
+// stepped back) is read back as seen now, so its reservation still ends.
+func TestRememberedIDsArePruned(t *testing.T) {
+	now := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	old := now.Add(-idReservedFor - time.Hour)
+	connected := func(uuid string) bool { return uuid == "conn" }
+
+	mem := idMemory{hw.KindArm: {"conn": {ID: "0001", Seen: old}, "gone": {ID: "0002", Seen: old}, "fresh": {ID: "0003", Seen: now}}}
+	mem.prune(now, connected)
+	if _, ok := mem[hw.KindArm]["gone"]; ok || len(mem[hw.KindArm]) != 2 {
+		t.Errorf("after pruning ended reservations: %v, want conn and fresh only", mem[hw.KindArm])
+	}
+
+	many := idMemory{hw.KindArm: {"conn": {ID: "0000", Seen: now.Add(-time.Hour)}}}
+	for i := range maxRememberedIDs + 10 {
+		many.set(hw.KindArm, fmt.Sprintf("u%05d", i), rememberedID{ID: fmt.Sprintf("%04X", i+1), Seen: now.Add(time.Duration(i) * time.Second)})
+	}
+	many.prune(now.Add(time.Hour*24), connected)
+	arms := many[hw.KindArm]
+	if len(arms) != maxRememberedIDs {
+		t.Fatalf("%d records after pruning, want %d", len(arms), maxRememberedIDs)
+	}
+	if _, ok := arms["conn"]; !ok {
+		t.Error("the connected device's record was pruned")
+	}
+	for i := range 11 {
+		if _, ok := arms[fmt.Sprintf("u%05d", i)]; ok {
+			t.Errorf("u%05d, among the least recently seen, was kept", i)
+		}
+	}
+
+	future := idsFile{IDs: map[string]map[string]rememberedID{"arm": {"late": {ID: "0004", Seen: now.Add(365 * 24 * time.Hour)}}}}.memory(now)
+	if r := future[hw.KindArm]["late"]; !r.Seen.Equal(now) {
+		t.Errorf("a record seen a year ahead read back as %+v, want seen now", r)
+	}
+	future.prune(now.Add(idReservedFor), connected)
+	if len(future[hw.KindArm]) != 0 {
+		t.Errorf("a record from the future never expires: %v", future[hw.KindArm])
 	}
 }
 
