@@ -25,11 +25,13 @@ type writer struct {
 	seq       map[uint16]uint32 // channel → last sequence number
 	// failed stops writing after the first error: the recording ends
 	// there (Recorder.writeFailed) and what reaches the writer after it
-	// counts as dropped. unsure counts the messages written since the
-	// last flush that succeeded: a failure may have lost any of them, so
-	// they move from written to dropped.
-	failed bool
-	unsure uint64
+	// counts as dropped. unsure counts the messages in the open chunk,
+	// unsureStats the recorder's own counter records among them: a failure
+	// loses that chunk, so they move from written to dropped (the counter
+	// records excepted, which are no message of the service's).
+	failed      bool
+	unsure      uint64
+	unsureStats uint64
 }
 
 func newWriter(rs *Recorder, r *recording, f *os.File, w *mcap.Writer) *writer {
@@ -91,7 +93,14 @@ func (wr *writer) emit(it item) {
 		return
 	}
 	wr.r.written.Add(1)
+	if wr.w.Buffered() == 0 {
+		wr.unsure, wr.unsureStats = 0, 0 // this message filled a chunk, now written
+		return
+	}
 	wr.unsure++
+	if it.kind == KindStats {
+		wr.unsureStats++
+	}
 }
 
 // lost counts an item that will not be in the file (the recorder's own
@@ -143,7 +152,7 @@ func (wr *writer) flush() {
 		wr.fail(err)
 		return
 	}
-	wr.unsure = 0
+	wr.unsure, wr.unsureStats = 0, 0
 }
 
 // finish writes what is left on the queue, the counters and the summary,
@@ -187,7 +196,7 @@ func (wr *writer) fail(err error) {
 	err = fmt.Errorf("recording: write %s: %w", wr.r.path, err)
 	wr.r.setErr(err)
 	wr.r.written.Add(^(wr.unsure - 1)) // less unsure; never more than it counted
-	wr.r.dropped.Add(wr.unsure)
-	wr.unsure = 0
+	wr.r.dropped.Add(wr.unsure - wr.unsureStats)
+	wr.unsure, wr.unsureStats = 0, 0
 	wr.rs.writeFailed(wr.r, err)
 }

@@ -110,6 +110,11 @@ func (w *Writer) WriteMessage(m Message) error {
 	return nil
 }
 
+// Buffered is how many bytes of messages the open chunk holds, not yet
+// written: zero right after a chunk was written (by Flush, or by the
+// WriteMessage that filled it).
+func (w *Writer) Buffered() int { return len(w.chunk) }
+
 // Flush writes the open chunk, if any, and its message indexes. A file cut
 // short after a Flush holds every message written before it.
 func (w *Writer) Flush() error {
