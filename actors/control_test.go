@@ -2,6 +2,8 @@ package actors
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +129,64 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 	var doc map[string]any
 	if found, err := svc.store.Load(orphan, &doc); !found || err != nil {
 		t.Fatalf("the undated profile's entries were removed (found %v, %v)", found, err)
+	}
+}
+
+// A profile whose session document cannot be read at the moment (here a
+// read error: the file is a directory) is never removed to make room: it
+// may hold a user's settings. The least recently picked readable one goes.
+func TestStoredProfileUnreadableIsKept(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2})
+	arm := addArm(t, svc, simArm(0))
+	pick := func(name string) {
+		t.Helper()
+		s, sink := open(t, svc, nil)
+		msg := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":2}}}]}`, name, arm.ID)
+		if c := exchangeErrors(t, s, sink, msg); len(c.errors) != 0 {
+			t.Fatalf("%s: %v", name, c.errors)
+		}
+		if err := svc.writeBehind.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		s.Close(protocol.CloseClientClosed)
+		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
+			if slices.Contains(svc.Sessions(), s) {
+				return fmt.Errorf("%s still listed", name)
+			}
+			return nil
+		})
+	}
+	folderOf := func(name string) string {
+		return filepath.Join(dir, filepath.FromSlash(profileFolder(name)))
+	}
+	pick("readable")
+	pick("unreadable")
+	session := filepath.Join(folderOf("unreadable"), "session.json")
+	if err := os.Remove(session); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(session, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pick("newest")
+	devices := func(name string) int {
+		entries, _ := os.ReadDir(folderOf(name))
+		n := 0
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasPrefix(e.Name(), "arm3-") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := devices("unreadable"); n != 1 {
+		t.Errorf("the unreadable profile holds %d device documents, want its 1 kept", n)
+	}
+	if n := devices("readable"); n != 0 {
+		t.Errorf("the least recently picked readable profile holds %d device documents, want it removed to make room", n)
+	}
+	if n := devices("newest"); n != 1 {
+		t.Errorf("the new profile holds %d device documents, want 1", n)
 	}
 }
