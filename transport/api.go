@@ -388,8 +388,6 @@ func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httproute
 	writeData(w, closedListDoc{ClosedCount: len(docs), Kept: actors.ClosedRingSize, Closed: docs}, nil)
 }
 
-// matchSessions resolves a session= selector to live session ids; one
-// requires exactly one match.
 // sessionQuery is r's ?session= selector and whether it was given; given
 // twice it is refused (which one would the client mean?).
 func sessionQuery(r *http.Request) (sel string, given bool, perr *protocol.Error) {
@@ -403,6 +401,8 @@ func sessionQuery(r *http.Request) (sel string, given bool, perr *protocol.Error
 	return "", false, nil
 }
 
+// matchSessions resolves a session= selector to live session ids; one
+// requires exactly one match.
 func (a *api) matchSessions(sel string, one bool) ([]uint64, *protocol.Error) {
 	s, perr := protocol.ParseSessionSelector(sel)
 	if perr != nil {
