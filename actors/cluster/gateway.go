@@ -37,8 +37,7 @@ type Gateway struct {
 	// service's shutdown then halts their devices as usual, and the nodes'
 	// leases end any force.
 	closing atomic.Bool
-	// refreshing: a refresh of the remembered ids runs (watch starts one
-	// at a time).
+	// refreshing: a refresh of the remembered ids runs (startRefresh).
 	refreshing atomic.Bool
 
 	svc   *actors.Service
@@ -202,16 +201,9 @@ func (g *Gateway) watch() {
 	lastRefresh := time.Now()
 	for {
 		now := time.Now()
-		// One refresh at a time: one blocked on a hung disk must not
-		// gather more behind it every hour.
-		if now.Sub(lastRefresh) >= idsRefreshEvery && g.refreshing.CompareAndSwap(false, true) {
+		if now.Sub(lastRefresh) >= idsRefreshEvery {
 			lastRefresh = now
-			g.wg.Add(1)
-			go func() {
-				defer g.wg.Done()
-				defer g.refreshing.Store(false)
-				g.refreshIDs()
-			}()
+			g.startRefresh()
 		}
 		if now.Sub(lastSub) >= SubscribeEvery {
 			lastSub = now
@@ -689,6 +681,23 @@ func (g *Gateway) refreshIDs() {
 	}
 	g.mu.Unlock()
 	g.saveIDs()
+}
+
+// startRefresh runs refreshIDs in its own goroutine, unless the last one
+// is still running: a save hung on a slow or dead disk would otherwise
+// gather one more goroutine every idsRefreshEvery. It says whether it
+// started one.
+func (g *Gateway) startRefresh() bool {
+	if !g.refreshing.CompareAndSwap(false, true) {
+		return false
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer g.refreshing.Store(false)
+		g.refreshIDs()
+	}()
+	return true
 }
 
 // forget drops p from the map, unless another proxy replaced it.

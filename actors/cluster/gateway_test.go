@@ -424,3 +424,34 @@ func TestGatewayChecksInventory(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshIDsOneAtATime: while a refresh is stuck saving (a hung disk,
+// here the save lock held), the next hourly refreshes start no goroutine;
+// once it is done, the next one starts again.
+func TestRefreshIDsOneAtATime(t *testing.T) {
+	svc, shutdown := testService(t)
+	defer shutdown()
+	g := newTestGateway(svc, time.Hour)
+	defer g.sys.Shutdown()
+	g.idsSaveMu.Lock()
+	if !g.startRefresh() {
+		t.Fatal("the first refresh did not start")
+	}
+	for i := range 3 {
+		if g.startRefresh() {
+			t.Fatalf("refresh %d started while the first was still saving", i+2)
+		}
+	}
+	g.idsSaveMu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.refreshing.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first refresh never ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !g.startRefresh() {
+		t.Fatal("no refresh started after the first one ended")
+	}
+	g.wg.Wait()
+}
