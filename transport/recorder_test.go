@@ -62,13 +62,21 @@ func byTopic(f *mcap.File) map[string][]mcap.Message {
 	return out
 }
 
+// startRecording starts a recording with POST /recordings and body, and
+// fails the test unless the service answers 200.
+func (ts *testService) startRecording(body string) reply {
+	ts.t.Helper()
+	r := ts.do("POST", ts.base+"/recordings", body)
+	if r.status != 200 {
+		ts.t.Fatalf("POST /recordings %s: %v", body, r)
+	}
+	return r
+}
+
 func TestRecordLockStepSession(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
 	arm := ts.armIDs[0]
-	started := ts.do("POST", ts.base+"/recordings", `{"name":"lockstep"}`)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings: %v", started)
-	}
+	started := ts.startRecording(`{"name":"lockstep"}`)
 	id := int(num(path(started.data(), "id")))
 	file, _ := path(started.data(), "path").(string)
 
@@ -382,10 +390,7 @@ func recordFor(t *testing.T, ts *testService, body string, ticks uint64) (f *mca
 	t.Helper()
 	arm := ts.svc.Devices().OfType(protocol.TypeArm)[0]
 	outer[0] = arm.Stats().Ticks
-	started := ts.do("POST", ts.base+"/recordings", body)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings %s: %v", body, started)
-	}
+	started := ts.startRecording(body)
 	inner[0] = arm.Stats().Ticks
 	hwtest.EventuallyNil(t, 30*time.Second, "the loop to run its ticks", func() error {
 		if n := arm.Stats().Ticks - inner[0]; n < ticks {
@@ -492,10 +497,7 @@ func TestRecordingAtTheLoopRate(t *testing.T) {
 // recorded in the file.
 func TestRecordingCountsDroppedStates(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir(), recordTapTicks: 2})
-	started := ts.do("POST", ts.base+"/recordings", `{}`)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings: %v", started)
-	}
+	started := ts.startRecording(`{}`)
 	hwtest.EventuallyNil(t, 30*time.Second, "dropped states counted", func() error {
 		l := ts.do("GET", ts.base+"/recordings", "")
 		if d := num(path(l.data(), 0, "dropped_states")); d == 0 || num(path(l.data(), 0, "dropped")) < d {
@@ -555,10 +557,7 @@ func TestRecordingGripStates(t *testing.T) {
 func TestRecordingKeepsTheSessionOfAConfigChange(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
 	arm := ts.armIDs[0]
-	started := ts.do("POST", ts.base+"/recordings", `{"name":"config"}`)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings: %v", started)
-	}
+	started := ts.startRecording(`{"name":"config"}`)
 	c := ts.dial(t, ts.wsURL())
 	session := strconv.Itoa(int(num(c.expect()["session_id"])))
 	route := "/arm3/" + arm + "/config/preset?session=" + session

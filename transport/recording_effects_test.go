@@ -85,10 +85,7 @@ const (
 func TestReplayRendersRecordedEffectsAndNavigation(t *testing.T) {
 	rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
 	id := rec.armIDs[0]
-	started := rec.do("POST", rec.base+"/recordings", `{"name":"effects"}`)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings: %v", started)
-	}
+	started := rec.startRecording(`{"name":"effects"}`)
 	c := rec.dial(t, rec.wsURL())
 	c.expect()
 	f := c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
@@ -262,10 +259,7 @@ func checkAtRestAgainstTheBall(t *testing.T, which string, s replayScene) {
 func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 	rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
 	id := rec.armIDs[0]
-	started := rec.do("POST", rec.base+"/recordings", `{"name":"lapse"}`)
-	if started.status != 200 {
-		t.Fatalf("POST /recordings: %v", started)
-	}
+	started := rec.startRecording(`{"name":"lapse"}`)
 	c := rec.dial(t, rec.wsURL())
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":500}}}}`)
