@@ -337,14 +337,24 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("recording: create %s: %w", path, err)
 	}
-	w, err := mcap.NewWriter(f, mcap.Header{Library: "hapticd"}, 0)
-	if err != nil {
-		_ = f.Close()
-		return Info{}, fmt.Errorf("recording: %s: %w", path, err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &recording{id: id, opts: o, name: name, path: path, started: started, clock: rs.clock,
 		queue: make(chan item, queueLen), stop: cancel, done: make(chan struct{})}
+	// The header and schemas are written before Start answers: a file
+	// that refuses its first bytes (a full disk, a read-only mount) is a
+	// failed start, not a recording that fails once listed.
+	w, err := mcap.NewWriter(f, mcap.Header{Library: "hapticd"}, 0)
+	var wr *writer
+	if err == nil {
+		wr = newWriter(rs, r, f, w)
+		err = wr.addSchemas()
+	}
+	if err != nil {
+		cancel()
+		_ = f.Close()
+		_ = os.Remove(path)
+		return Info{}, fmt.Errorf("recording: %s: %w", path, err)
+	}
 	if len(o.Sessions) > 0 {
 		r.sessions = map[uint64]bool{}
 		for _, s := range o.Sessions {
@@ -357,7 +367,7 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	attached := make(chan struct{})
 	go func() { defer producers.Done(); newPump(rs, r).run(ctx, attached) }()
 	go func() { defer producers.Done(); rs.events(ctx, r) }()
-	go newWriter(rs, r, f, w).run(&producers)
+	go wr.run(&producers)
 	<-attached
 	rs.mu.Lock()
 	if rs.closed {
@@ -420,15 +430,17 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 // Its writer goes on to count what still reaches it as dropped and to close
 // the file; Info reports it inactive, with err.
 func (rs *Recorder) writeFailed(r *recording, err error) {
+	// The event goes first: whoever sees the recording listed inactive
+	// with its error finds the event that says why.
+	rs.cfg.Log.Error().Err(err).Uint64("recording", r.id).Msg("recording stopped: its file refused a write")
+	if rs.cfg.Service != nil {
+		rs.cfg.Service.Activity().Publish(event.RecordingFailed(r.id, r.name, r.path, err.Error()))
+	}
 	rs.mu.Lock()
 	r.active.Store(false)
 	rs.publishLocked()
 	rs.mu.Unlock()
 	r.stop()
-	rs.cfg.Log.Error().Err(err).Uint64("recording", r.id).Msg("recording stopped: its file refused a write")
-	if rs.cfg.Service != nil {
-		rs.cfg.Service.Activity().Publish(event.RecordingFailed(r.id, r.name, r.path, err.Error()))
-	}
 }
 
 // StopAll ends every recording (shutdown); Start refuses from then on.

@@ -513,7 +513,9 @@ func TestRecordingStopsWhenItsFileRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = pr.Close() // the next write (the first chunk, within 250 ms) fails
+	// Start wrote the header and schemas; the next write (the session's
+	// channel) fails.
+	_ = pr.Close()
 	rs.Session(KindClient, 1, []byte(`{}`))
 	var failed Info
 	hwtest.EventuallyNil(t, 30*time.Second, "the recording to stop on its failed write", func() error {
@@ -533,16 +535,39 @@ func TestRecordingStopsWhenItsFileRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The event is published before the recording is listed failed.
 	var reported bool
 	for _, e := range events {
 		reported = reported || e.Name == event.NameRecordingFailed && strings.Contains(string(e.Data), fmt.Sprintf(`"recording_id":%d`, info.ID))
 	}
 	if !reported {
-		t.Errorf("no recording-failed event for recording %d among %d events", info.ID, len(events))
+		t.Errorf("no recording-failed event for recording %d among %d events, though it is listed failed", info.ID, len(events))
 	}
 	stopped, ok := rs.Stop(info.ID)
 	if !ok || stopped.Active || stopped.Error != failed.Error || stopped.Dropped < failed.Dropped {
 		t.Errorf("Stop of the failed recording: %+v, %v; listed before %+v", stopped, ok, failed)
+	}
+}
+
+// A file that refuses its first bytes (a full disk, a read-only mount)
+// fails the start: Start answers the write's error, nothing is listed and
+// no tap is fed.
+func TestStartFailsWhenItsFileRefusesTheHeader(t *testing.T) {
+	svc := startService(t, []string{"a1"})
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	_ = pr.Close()
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop(),
+		Create: func(string) (*os.File, error) { return pw, nil }})
+	info, err := rs.Start(Options{Name: "refused"})
+	if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+		t.Fatalf("Start on a file that refuses writes: %+v, %v, want the write's error", info, err)
+	}
+	if listed := rs.List(); len(listed) != 0 || rs.Active() {
+		t.Errorf("after a failed start: listed %+v, active %v, want nothing", listed, rs.Active())
 	}
 }
 

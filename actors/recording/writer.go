@@ -42,7 +42,6 @@ func newWriter(rs *Recorder, r *recording, f *os.File, w *mcap.Writer) *writer {
 // the queue is empty, then closes the file and r.done.
 func (wr *writer) run(producers *sync.WaitGroup) {
 	defer close(wr.r.done)
-	wr.addSchemas()
 	// Once the producers end nothing more is queued: what is there is
 	// written, then the file closed.
 	stopped := make(chan struct{})
@@ -62,14 +61,16 @@ func (wr *writer) run(producers *sync.WaitGroup) {
 	}
 }
 
-func (wr *writer) addSchemas() {
+// addSchemas writes the schemas, before run: Start fails on its error.
+func (wr *writer) addSchemas() error {
 	for i, s := range minimalSchemas {
 		id := uint16(i + 1)
 		wr.schemaIDs[s.kind] = id
 		if err := wr.w.AddSchema(mcap.Schema{ID: id, Name: s.name, Encoding: "jsonschema", Data: wr.rs.schemas[s.kind]}); err != nil {
-			wr.fail(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // emit writes one item, on its channel.
