@@ -282,7 +282,12 @@ func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		GitHash:        a.build.GitHash,
 		BuildTime:      a.build.BuildTime,
 	}
-	if r.URL.Query().Get("format") == "json" {
+	envelope, perr := protocol.QueryEnvelope(r.URL.Query())
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	if envelope {
 		writeData(w, doc, nil)
 		return
 	}
@@ -293,6 +298,11 @@ func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 // in a session's application space when ?session= names one.
 func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var session uint64
+	envelope, perr := protocol.QueryEnvelope(r.URL.Query())
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
 	sel, _, perr := sessionQuery(r)
 	if perr != nil {
 		writeError(w, perr)
@@ -309,7 +319,7 @@ func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	var f protocol.Frame
 	a.svc.FillFrame(&f, session, true)
 	doc := a.codec.AppendFrame(nil, &f, a.svc.Types())
-	if r.URL.Query().Get("format") == "json" {
+	if envelope {
 		writeData(w, json.RawMessage(doc), nil)
 		return
 	}
@@ -391,14 +401,7 @@ func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httproute
 // sessionQuery is r's ?session= selector and whether it was given; given
 // twice it is refused (which one would the client mean?).
 func sessionQuery(r *http.Request) (sel string, given bool, perr *protocol.Error) {
-	vals, given := r.URL.Query()["session"]
-	switch {
-	case len(vals) > 1:
-		return "", true, protocol.Errorf(protocol.CodeInvalidValue, "", "?session= is given %d times: give one selector", len(vals))
-	case given:
-		return vals[0], true, nil
-	}
-	return "", false, nil
+	return protocol.QueryValue(r.URL.Query(), "session")
 }
 
 // matchSessions resolves a session= selector to live session ids; one
@@ -693,7 +696,12 @@ func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.
 // load tests (hapticbench) and operators.
 func (a *api) stats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var doc protocol.Stats
-	switch v := r.URL.Query().Get("devices"); v {
+	v, _, perr := protocol.QueryValue(r.URL.Query(), "devices")
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	switch v {
 	case "", "all":
 		doc = a.svc.StatsDoc()
 	case "none":

@@ -103,6 +103,10 @@ func TestConfigBadInputChangesNothing(t *testing.T) {
 		{"session on a device-global GET", "GET", arm + "handedness?session=" + sid, ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"session on a device-global DELETE", "DELETE", arm + "gravity_compensation?session=" + sid, ``, 400, "invalid_value", arm + "gravity_compensation", `{"enabled":true,"scaling_factor":1}`},
 		{"session twice on the inventory", "GET", ts.base + "/devices?session=" + sid + "&session=" + sid, ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"unknown format on the inventory", "GET", ts.base + "/devices?format=xml", ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"format twice on the inventory", "GET", ts.base + "/devices?format=json&format=json", ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"unknown format on the version", "GET", ts.base + "/version?format=yaml", ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"stats devices twice", "GET", ts.base + "/stats?devices=none&devices=all", ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"unknown setting", "POST", ts.base + "/settings/devices/volume", `{"value":1}`, 404, "unknown_setting", ts.base + "/settings/devices/force_scale", `1`},
 		{"setting out of range", "POST", ts.base + "/settings/devices/force_scale", `{"value":2}`, 400, "out_of_range", ts.base + "/settings/devices/force_scale", `1`},
 	}

@@ -410,6 +410,7 @@ func TestSocketRefusals(t *testing.T) {
 		{"other path", "/nope", true, http.StatusNotFound, "unknown_route"},
 		{"bad since", "/?since=abc", true, http.StatusBadRequest, "invalid_value"},
 		{"negative since", "/?since=-1", true, http.StatusBadRequest, "invalid_value"},
+		{"since twice", "/?since=1&since=2", true, http.StatusBadRequest, "invalid_value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -515,6 +516,8 @@ func TestRecentHandlerRefusals(t *testing.T) {
 		{"GET", "?limit=0", 400, "invalid_value"},
 		{"GET", "?limit=10001", 400, "invalid_value"},
 		{"GET", "?limit=ten", 400, "invalid_value"},
+		{"GET", "?since=5&since=0", 400, "invalid_value"},
+		{"GET", "?limit=5&limit=500", 400, "invalid_value"},
 		{"POST", "", 405, "method_not_allowed"},
 	}
 	for _, tt := range tests {

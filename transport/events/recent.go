@@ -41,21 +41,31 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var since uint64
-	if q.Has("since") {
-		v, err := strconv.ParseUint(q.Get("since"), 10, 64)
+	sinceText, given, perr := protocol.QueryValue(q, "since")
+	if perr != nil {
+		writeError(w, perr.Code, "events: "+perr.Message)
+		return
+	}
+	if given {
+		v, err := strconv.ParseUint(sinceText, 10, 64)
 		if err != nil {
 			writeError(w, protocol.CodeInvalidValue,
-				fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for the oldest)", q.Get("since")))
+				fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for the oldest)", sinceText))
 			return
 		}
 		since = v
 	}
 	limit := DefaultRecentLimit
-	if q.Has("limit") {
-		v, err := strconv.Atoi(q.Get("limit"))
+	limitText, given, perr := protocol.QueryValue(q, "limit")
+	if perr != nil {
+		writeError(w, perr.Code, "events: "+perr.Message)
+		return
+	}
+	if given {
+		v, err := strconv.Atoi(limitText)
 		if err != nil || v < 1 || v > MaxRecentLimit {
 			writeError(w, protocol.CodeInvalidValue,
-				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", q.Get("limit"), MaxRecentLimit))
+				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", limitText, MaxRecentLimit))
 			return
 		}
 		limit = v

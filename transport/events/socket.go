@@ -380,13 +380,16 @@ func readReason(err error) protocol.CloseReason {
 
 // parseSince reads ?since=SEQ; replay is true when it is present.
 func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
-	q := r.URL.Query()
-	if !q.Has("since") {
+	text, given, perr := protocol.QueryValue(r.URL.Query(), "since")
+	switch {
+	case perr != nil:
+		return 0, false, "events: " + perr.Message
+	case !given:
 		return 0, false, ""
 	}
-	v, err := strconv.ParseUint(q.Get("since"), 10, 64)
+	v, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return 0, false, fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for everything the ring holds)", q.Get("since"))
+		return 0, false, fmt.Sprintf("events: since %q is not a sequence number; give a non-negative integer (the seq of the last event you saw, or 0 for everything the ring holds)", text)
 	}
 	return v, true, ""
 }

@@ -1,0 +1,35 @@
+package protocol
+
+import (
+	"net/url"
+	"testing"
+)
+
+func TestQueryEnvelope(t *testing.T) {
+	tests := []struct {
+		query    string
+		envelope bool
+		refused  bool
+	}{
+		{"", false, false},
+		{"format=json", true, false},
+		{"format=json&session=x", true, false},
+		{"format=", false, true},
+		{"format=JSON", false, true},
+		{"format=xml", false, true},
+		{"format=json&format=json", false, true},
+	}
+	for _, tt := range tests {
+		q, err := url.ParseQuery(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envelope, perr := QueryEnvelope(q)
+		if envelope != tt.envelope || (perr != nil) != tt.refused {
+			t.Errorf("%q: envelope %v, error %v; want envelope %v, refused %v", tt.query, envelope, perr, tt.envelope, tt.refused)
+		}
+		if perr != nil && perr.Code != CodeInvalidValue {
+			t.Errorf("%q: code %s, want invalid_value", tt.query, perr.Code)
+		}
+	}
+}
