@@ -231,7 +231,8 @@ func (c *frameCheck) next(got []byte) {
 // always count: a frame answering a message may catch the service a tick
 // before or after the recorded one did (showing what the frame before or
 // after showed), and a stall while recording can set them further apart
-// than the window.
+// than the window. Failing a whole match, each value may be the one the
+// frame itself or a neighbour showed (compareMixed).
 func (c *frameCheck) closest(n int, g any) []string {
 	at := fmt.Sprintf("frame %d", n)
 	var best []string
@@ -258,7 +259,95 @@ func (c *frameCheck) closest(n int, g any) []string {
 			return nil
 		}
 	}
+	// A frame caught at a tick where two of its values change (a force
+	// ramp ends: the control mode flips to idle there, while the force is
+	// within tolerance of zero on either side) may show one value as the
+	// frame before did and the other as the frame after: each value is
+	// then matched against the neighbours, not the whole frame.
+	wants := []any{c.decoded[n]}
+	if n-1 > 0 {
+		wants = append(wants, c.decoded[n-1])
+	} else if n-1 == 0 {
+		wants = append(wants, c.inventoryState)
+	}
+	if n+1 < len(fr) {
+		wants = append(wants, c.decoded[n+1])
+	}
+	var mixed []string
+	compareMixed(at, wants, g, c.tol, &mixed)
+	if len(mixed) < len(best) {
+		return mixed
+	}
 	return best
+}
+
+// compareMixed appends where got differs from every one of wants, value
+// by value: a leaf matches when it matches one of them (compareJSON's
+// rules), an object's key none of them has, or that all of them have and
+// got lacks, is a difference. Differences are reported against wants[0].
+func compareMixed(at string, wants []any, got any, tol Tolerance, diffs *[]string) {
+	switch g := got.(type) {
+	case map[string]any:
+		var objs []map[string]any
+		for _, w := range wants {
+			if m, ok := w.(map[string]any); ok {
+				objs = append(objs, m)
+			}
+		}
+		if len(objs) == 0 {
+			compareJSON(at, wants[0], got, tol, diffs)
+			return
+		}
+		for k, gv := range g {
+			var sub []any
+			for _, m := range objs {
+				if v, ok := m[k]; ok {
+					sub = append(sub, v)
+				}
+			}
+			switch {
+			case len(sub) == 0:
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: not in the recording", at, k))
+			case k == "session_id" || slices.Contains(tol.Ignore, k):
+			default:
+				compareMixed(at+"."+k, sub, gv, tol, diffs)
+			}
+		}
+		for k := range objs[0] {
+			if _, ok := g[k]; ok || k == "session_id" || slices.Contains(tol.Ignore, k) {
+				continue
+			}
+			if !slices.ContainsFunc(objs, func(m map[string]any) bool { _, has := m[k]; return !has }) {
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing", at, k))
+			}
+		}
+	case []any:
+		var arrs [][]any
+		for _, w := range wants {
+			if a, ok := w.([]any); ok && len(a) == len(g) {
+				arrs = append(arrs, a)
+			}
+		}
+		if len(arrs) == 0 {
+			compareJSON(at, wants[0], got, tol, diffs)
+			return
+		}
+		sub := make([]any, len(arrs))
+		for i := range g {
+			for j, a := range arrs {
+				sub[j] = a[i]
+			}
+			compareMixed(at+"["+strconv.Itoa(i)+"]", sub, g[i], tol, diffs)
+		}
+	default:
+		for _, w := range wants {
+			var d []string
+			if compareJSON(at, w, got, tol, &d); len(d) == 0 {
+				return
+			}
+		}
+		compareJSON(at, wants[0], got, tol, diffs)
+	}
 }
 
 // stripInventory returns the inventory frame as a later frame would

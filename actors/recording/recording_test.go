@@ -367,6 +367,57 @@ func TestFrameCheckWindow(t *testing.T) {
 	}
 }
 
+// A replayed frame caught at the tick where a force ramp ends shows the
+// control mode of one neighbour and the force of the other: each value
+// matches a neighbour, so it is no difference; a value no neighbour showed
+// is one.
+func TestFrameCheckMixesNeighbours(t *testing.T) {
+	const ms = uint64(time.Millisecond)
+	recorded := []string{
+		`{"arm":[{"mode":"idle","f":0}]}`, // the inventory
+		`{"arm":[{"mode":"force","f":0.3}]}`,
+		`{"arm":[{"mode":"force","f":0.15}]}`,
+		`{"arm":[{"mode":"idle","f":0}]}`,
+		`{"arm":[{"mode":"idle","f":0}]}`,
+	}
+	tests := []struct {
+		name  string
+		frame int // the replayed frame's index; the others replay as recorded
+		got   string
+		diffs int
+	}{
+		{"the ramp's end a tick later", 3, `{"arm":[{"mode":"force","f":0.004}]}`, 0},
+		{"the ramp's end a tick earlier", 2, `{"arm":[{"mode":"idle","f":0.14}]}`, 0},
+		{"a mode no neighbour showed", 3, `{"arm":[{"mode":"velocity","f":0}]}`, 1},
+		{"a force no neighbour showed", 3, `{"arm":[{"mode":"idle","f":0.6}]}`, 1},
+		{"a mode two frames away", 4, `{"arm":[{"mode":"force","f":0}]}`, 1},
+		{"a key no neighbour has", 3, `{"arm":[{"mode":"idle","f":0,"x":1}]}`, 1},
+		{"a key every neighbour has, missing", 3, `{"arm":[{"mode":"idle"}]}`, 1},
+	}
+	var frames []mcap.Message
+	for i, m := range recorded {
+		rec, _ := json.Marshal(Message{Session: 1, Message: json.RawMessage(m)})
+		frames = append(frames, mcap.Message{LogTime: uint64(i) * 10 * ms, Data: rec})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check, err := newFrameCheck(frames, Tolerance{Abs: 0.01, Rel: 0.2}, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range recorded {
+				if i == tt.frame {
+					m = tt.got
+				}
+				check.next([]byte(m))
+			}
+			if len(check.diffs) != tt.diffs {
+				t.Fatalf("%d differences %q, want %d", len(check.diffs), check.diffs, tt.diffs)
+			}
+		})
+	}
+}
+
 // The pump encodes every recorded device's state at the loop rate into a
 // recycled buffer: no allocation per state.
 func TestStateAppendJSONAllocs(t *testing.T) {
