@@ -184,6 +184,11 @@ func (a *Arm) wake() (wire.WakeReply, error) {
 	return wire.WakeReply{}, fmt.Errorf("hw/driver: wake arm on %s after %d attempts: %w", a.opts.Path, a.opts.WakeAttempts, last)
 }
 
+// wakeQuiet is how long the line must stay quiet after a wake-up reply
+// for the reply to count as aligned. The device sends the reply in one
+// write (one USB packet), so its tail would already be there.
+const wakeQuiet = 5 * time.Millisecond
+
 // portError marks an error of the port itself (as opposed to a bad reply).
 type portError struct{ err error }
 
@@ -215,6 +220,21 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		if err != nil {
 			return w, portError{fmt.Errorf("read: %w", err)}
 		}
+	}
+	// The reply has no header to find and no checksum: noise before it
+	// shifts it, and the identity read would be noise plus a prefix of the
+	// real one. Such a reply leaves its tail behind, so any byte that
+	// follows at once says the 22 read were not the reply.
+	if err := a.port.SetReadTimeout(wakeQuiet); err != nil {
+		return w, portError{err}
+	}
+	var tail [wire.MaxFrameLen]byte
+	n, err := a.port.Read(tail[:])
+	if err != nil {
+		return w, portError{fmt.Errorf("read: %w", err)}
+	}
+	if n > 0 {
+		return w, fmt.Errorf("reply %x was followed by %d more bytes (%x), so it was not aligned (noise on the line?): %w", buf, n, tail[:n], ErrWake)
 	}
 	if err := wire.DecodeWakeReply(buf[:], &w); err != nil {
 		return w, fmt.Errorf("%w: %w", ErrWake, err)

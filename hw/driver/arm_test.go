@@ -58,18 +58,28 @@ func TestArmWakeUp(t *testing.T) {
 		name       string
 		flaky      int
 		zeroStates int
-		attempts   int
-		wantErr    bool
+		// garbled replies are preceded by noise; every reply when
+		// negative. The wake-up reply has no header to find, so the
+		// noise shifts the identity read from it.
+		garbled  int
+		attempts int
+		wantErr  bool
 	}{
-		{"clean", 0, 0, 5, false},
-		{"flaky first wake-up", 1, 0, 5, false},
-		{"two flaky wake-ups", 2, 0, 5, false},
-		{"first state at exactly zero", 0, 1, 5, false},
-		{"flaky beyond the retry bound", 3, 0, 3, true},
+		{"clean", 0, 0, 0, 5, false},
+		{"flaky first wake-up", 1, 0, 0, 5, false},
+		{"two flaky wake-ups", 2, 0, 0, 5, false},
+		{"first state at exactly zero", 0, 1, 0, 5, false},
+		{"flaky beyond the retry bound", 3, 0, 0, 3, true},
+		{"noise before the first wake-up reply", 0, 0, 1, 5, false},
+		{"noise before every reply", 0, 0, -1, 3, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, path := startEmulator(t, emulator.Options{Index: i, Faults: emulator.Faults{FlakyWakeups: tc.flaky, ZeroStates: tc.zeroStates}})
+			faults := emulator.Faults{FlakyWakeups: tc.flaky, ZeroStates: tc.zeroStates, GarbageReplies: tc.garbled, GarbageBytes: 8}
+			if tc.garbled < 0 {
+				faults.GarbageReplies, faults.GarbageProbability = 0, 1
+			}
+			e, path := startEmulator(t, emulator.Options{Index: i, Faults: faults})
 			p, err := serial.Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +103,7 @@ func TestArmWakeUp(t *testing.T) {
 			if info.HostGravityCompensation {
 				t.Error("HostGravityCompensation = true; the firmware compensates gravity")
 			}
-			if got, want := e.Stats().Wakeups, tc.flaky+tc.zeroStates+1; got != want {
+			if got, want := e.Stats().Wakeups, tc.flaky+tc.zeroStates+tc.garbled+1; got != want {
 				t.Errorf("emulator saw %d wake-ups, want %d", got, want)
 			}
 			var st hw.State
