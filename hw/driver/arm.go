@@ -516,7 +516,8 @@ func (a *Arm) haltQuietly() {
 }
 
 // Halt sends a zero force and waits (HaltTimeout) for its reply so the
-// stream stays in step. It is idempotent. It fails only when the zero force
+// stream stays in step, unless the device has missed every reply of the
+// miss budget (then it does not wait). It is idempotent. It fails only when the zero force
 // could not be written; after a missing reply the driver resynchronises
 // (see resync.go), so the late reply is not taken for the next command's.
 func (a *Arm) Halt() error {
@@ -533,6 +534,15 @@ func (a *Arm) Halt() error {
 		return fmt.Errorf("hw/driver: halt arm %s on %s: zero force not sent, the device may still apply its last force: %w", a.info.ID, a.opts.Path, err)
 	}
 	a.last.ForceN = hw.Vec3{}
+	if a.misses >= a.opts.MaxMisses {
+		// The device has been silent for the whole miss budget: its
+		// reply will not come within HaltTimeout either, and the loop
+		// halts after every failed exchange, so waiting would stretch
+		// each of its ticks to HaltTimeout and keep a dead device listed
+		// for seconds. Resynchronisation takes the reply if it comes.
+		a.startResync()
+		return nil
+	}
 	var ok bool
 	var err error
 	if a.resync {
