@@ -8,6 +8,7 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
 )
@@ -82,4 +83,37 @@ func TestSerialArmThatGoesSilentFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRawHIDBoardThatGoesSilentFails is the same for a RawHID board (the
+// in-memory board of hw/hid: HID has no pseudo-terminal): its Halt waited
+// its 250 ms identification timeout after every failed exchange, so a
+// silent board stayed listed for 12 s.
+func TestRawHIDBoardThatGoesSilentFails(t *testing.T) {
+	board := hid.NewFake(hid.Info{ID: 0xB0A3, Model: 1, UUID: [16]byte{0xde, 0xad, 15: 3}})
+	drv, err := hid.NewDriver(board, hid.Options{Path: "hid:test", PeriodS: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drv.Close() })
+	var log eventLog
+	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunLocked(ctx, d) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	reg := d.Register()
+	reg.Claim(1)
+	c := force(0, 0, 2)
+	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
+	hwtest.Eventually(t, 10*time.Second, "the session's force to reach the board", func() bool { return board.ForceN().Z > 1.9 })
+
+	start := time.Now()
+	board.Stall(1 << 30)
+	hwtest.Eventually(t, 60*time.Second, "the loop to fail the silent board", func() bool { return log.count(EventFailed) > 0 })
+	if took := time.Since(start); took > silentDeviceFailBound {
+		t.Errorf("the loop failed the silent board after %v, want within %v", took, silentDeviceFailBound)
+	}
+	hwtest.Eventually(t, 10*time.Second, "the stalled board to hold zero force", func() bool { return board.ForceN() == (hw.Vec3{}) })
 }

@@ -245,8 +245,9 @@ func (d *Driver) haltQuietly() {
 	d.last.ForceN = hw.Vec3{}
 }
 
-// Halt sends a zero force and waits for its reply. It fails only when the
-// zero force could not be written.
+// Halt sends a zero force and waits for its reply, unless the board has
+// missed every reply of the miss budget (then it does not wait). It fails
+// only when the zero force could not be written.
 func (d *Driver) Halt() error {
 	if d.closed {
 		return ErrClosed
@@ -257,6 +258,13 @@ func (d *Driver) Halt() error {
 		return fmt.Errorf("hw/hid: halt board %s on %s: zero force not sent, the board may still apply its last force: %w", d.info.ID, d.opts.Path, err)
 	}
 	d.last.ForceN = hw.Vec3{}
+	if d.misses >= d.opts.MaxMisses {
+		// The board has been silent for the whole miss budget: the loop
+		// halts after every failed exchange, and waiting here would
+		// stretch each of its ticks to InfoTimeout and keep a dead board
+		// listed for seconds.
+		return nil
+	}
 	if ok, err := d.await(TypeState, d.opts.InfoTimeout); ok && err == nil {
 		d.apply(hw.Vec3{})
 	}
