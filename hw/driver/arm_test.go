@@ -492,3 +492,34 @@ func TestArmNeverSendsNonFiniteCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestArmTinyCommandValuesReachTheDevice: a command whose components are
+// tiny but not zero (a rotated force's 1e-17 residue, a weak spring near
+// its anchor) must reach the firmware and be answered; the codec reads
+// values below 1e-9 as line noise, and such frames used to be dropped by
+// the emulated firmware, so the arm missed every reply and failed.
+func TestArmTinyCommandValuesReachTheDevice(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  hw.Command
+		want hw.Vec3 // the force the firmware holds after it
+	}{
+		{"force", hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 6e-17, Y: -1e-12, Z: 1}}, hw.Vec3{Z: 1}},
+		{"position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{X: 1e-12, Y: 0.15, Z: 0.1}}, hw.Vec3{}},
+		{"torques", hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3{A0: 1e-15, A1: 5, A2: -1e-20}}, hw.Vec3{}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 120 + i})
+			a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 100 * time.Millisecond, MaxMisses: 3})
+			exchangeN(t, a, hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 1}}, 1)
+			exchangeN(t, a, tc.cmd, 10)
+			if a.Missed() != 0 {
+				t.Errorf("%d replies missed", a.Missed())
+			}
+			if f := e.Stats().LastForce; f != tc.want {
+				t.Errorf("firmware holds %+v, want %+v", f, tc.want)
+			}
+		})
+	}
+}
