@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -321,7 +322,9 @@ func sameOutcome(a, b Report) bool {
 }
 
 // candidates lists explicit ports first, then enumerated ones not already
-// named explicitly.
+// named explicitly. A port is compared by the node its path resolves to:
+// an explicit /dev/serial/by-id link and the /dev/ttyACM0 the scan lists
+// are one port, opened once (under the explicit name).
 func (w *Watcher) candidates() ([]candidate, error) {
 	var out []candidate
 	explicit := map[string]bool{}
@@ -333,7 +336,11 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		} else if rest, ok := strings.CutPrefix(p, "wired-grip:"); ok {
 			kind, path, link = hw.KindGrip, rest, hw.LinkWired
 		}
-		explicit[path] = true
+		node := resolvePort(path)
+		if explicit[node] {
+			continue // the same port named twice
+		}
+		explicit[node] = true
 		out = append(out, candidate{info: serial.PortInfo{Path: path}, explicit: true, kind: kind, link: link})
 	}
 	list, err := w.opts.Enumerate()
@@ -341,7 +348,7 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		err = fmt.Errorf("hw/discovery: %w", err)
 	}
 	for _, pi := range list {
-		if explicit[pi.Path] {
+		if len(explicit) > 0 && explicit[resolvePort(pi.Path)] {
 			continue
 		}
 		kind, reason := classify(pi)
@@ -359,6 +366,16 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		})
 	}
 	return out, err
+}
+
+// resolvePort returns the node a port path names, following links (a
+// by-id name, a symlink a user made); a path that does not resolve (a
+// Windows COM name, a port unplugged) is compared as given.
+func resolvePort(path string) string {
+	if node, err := filepath.EvalSymlinks(path); err == nil {
+		return node
+	}
+	return path
 }
 
 // classify says which known device a port is, or why it is none.
