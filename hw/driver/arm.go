@@ -517,9 +517,10 @@ func (a *Arm) haltQuietly() {
 
 // Halt sends a zero force and waits (HaltTimeout) for its reply so the
 // stream stays in step, unless the device has missed every reply of the
-// miss budget (then it does not wait). It is idempotent. It fails only when the zero force
-// could not be written; after a missing reply the driver resynchronises
-// (see resync.go), so the late reply is not taken for the next command's.
+// miss budget (then it does not wait). It is idempotent. It fails only
+// when the zero force could not be written; after a missing reply the
+// driver resynchronises (see resync.go), so the late reply is not taken
+// for the next command's.
 func (a *Arm) Halt() error {
 	if a.closed {
 		return ErrClosed
