@@ -32,8 +32,9 @@ type ArmOptions struct {
 	WakeAttempts int
 	// WakeTimeout bounds each wake-up attempt (default 250 ms).
 	WakeTimeout time.Duration
-	// HaltTimeout bounds Halt's wait for a reply (default 50 ms; not on
-	// the tick path).
+	// HaltTimeout bounds Halt's wait for a reply (default 50 ms). The
+	// loop halts after every failed exchange, on its tick, so Halt does
+	// not wait at all for a device that missed the whole miss budget.
 	HaltTimeout time.Duration
 	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
 	// (the wire does not carry them). Defaults are hw's nominal
