@@ -19,7 +19,7 @@ import (
 // follow (70 ms at 1 kHz). The bound is generous for a loaded machine; a
 // Halt that waited its full timeout after every failed exchange took
 // 2.7 s.
-const silentDeviceFailBound = time.Second
+const silentDeviceFailBound = 1500 * time.Millisecond
 
 // TestSerialArmThatGoesSilentFails runs the real serial driver against the
 // firmware emulator on a real pseudo-terminal under a running loop, with a
