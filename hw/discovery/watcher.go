@@ -132,6 +132,7 @@ type WatcherOptions struct {
 // portState is what the watcher remembers of a port between scans.
 type portState struct {
 	drv      hw.Driver // non-nil while loaded
+	node     string    // the node the path resolved to when it was loaded
 	loadedAt time.Time
 	failures int
 	retryAt  time.Time
@@ -416,6 +417,19 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		w.mu.Unlock()
 		return
 	}
+	node := path
+	if c.hid == nil {
+		node = resolvePort(path)
+	}
+	if other := w.loadedAs(node); other != "" {
+		// One port under two names (a by-id link made after the scan
+		// loaded its node): opening it again would wake the device
+		// under its running driver.
+		ps.last = PortReport{Path: path, Explicit: c.explicit, Kind: c.kind, Outcome: Skipped,
+			Reason: "the same port as " + other + ", which is loaded"}
+		w.mu.Unlock()
+		return
+	}
 	w.mu.Unlock()
 
 	drv, err := w.open(c)
@@ -433,11 +447,22 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		return
 	}
 	info := drv.Info()
-	ps.drv, ps.loadedAt, ps.retryAt = drv, now, time.Time{}
+	ps.drv, ps.node, ps.loadedAt, ps.retryAt = drv, node, now, time.Time{}
 	rep.Outcome, rep.DeviceID, rep.UUID, rep.Failures = Loaded, info.ID, info.UUID, ps.failures
 	ps.last = rep
 	w.mu.Unlock()
 	h.DeviceFound(drv)
+}
+
+// loadedAs returns the path under which the port at node is loaded, or
+// "" if it is not. The caller holds mu.
+func (w *Watcher) loadedAs(node string) string {
+	for path, ps := range w.ports {
+		if ps.drv != nil && ps.node == node {
+			return path
+		}
+	}
+	return ""
 }
 
 func (w *Watcher) open(c candidate) (hw.Driver, error) {

@@ -377,3 +377,53 @@ func TestExplicitLinkAndScannedNodeOpenOnce(t *testing.T) {
 		t.Errorf("report for %s = %+v, want loaded", link, p)
 	}
 }
+
+// TestScannedNodeThenExplicitLinkOpenOnce: at plug time the kernel makes
+// /dev/ttyACM0 a moment before udev makes its by-id link, so a scan can
+// load the arm under its node before the explicit link exists. When the
+// link appears it names the port already loaded, which must not be opened
+// a second time.
+func TestScannedNodeThenExplicitLinkOpenOnce(t *testing.T) {
+	_, node := startEmulator(t, 6)
+	link := filepath.Join(t.TempDir(), "usb-Teensyduino_USB_Serial_67890-if00")
+	var mu sync.Mutex
+	var opened []string
+	clk := newClock()
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		Now:           clk.Now,
+		ExplicitPorts: []string{link},
+		Enumerate: func() ([]serial.PortInfo, error) {
+			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
+		},
+		HIDEnumerate: noBoards,
+		Open: func(path string) (serial.Port, error) {
+			mu.Lock()
+			opened = append(opened, path)
+			mu.Unlock()
+			return serial.Open(path)
+		},
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	w.Scan(rec) // the link does not exist yet: the scan loads the node
+	if err := os.Symlink(node, link); err != nil {
+		t.Fatal(err)
+	}
+	// Past the backoff of the link's failed open.
+	clk.Add(time.Hour)
+	r := w.Scan(rec)
+	clk.Add(time.Hour)
+	w.Scan(rec)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(opened) != 2 || opened[1] != node || len(rec.found) != 1 {
+		t.Fatalf("opened %v and found %d devices; want %s opened once (after the link failed to open)", opened, len(rec.found), node)
+	}
+	if p, ok := portOf(r, node); !ok || p.Outcome != discovery.Loaded {
+		t.Errorf("report for %s = %+v, want loaded", node, p)
+	}
+	if p, ok := portOf(r, link); !ok || p.Outcome != discovery.Skipped || !strings.Contains(p.Reason, node) {
+		t.Errorf("report for %s = %+v, want skipped as the port loaded as %s", link, p, node)
+	}
+}
