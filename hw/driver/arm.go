@@ -271,15 +271,21 @@ func (a *Arm) firstState() error {
 // Info returns the identity read at wake-up.
 func (a *Arm) Info() hw.Info { return a.info }
 
-// writeAll writes b to p in one call and fails with ErrPortWrite when the
-// port took less: a frame cut short would desynchronise the device.
+// writeAll writes all of b to p, going on after a short write (one a
+// signal interrupted): a frame cut short would desynchronise the device,
+// and the zero force sent after an error would complete the cut frame
+// instead of stopping the force. A write that takes nothing and reports no
+// error fails with ErrPortWrite.
 func writeAll(p serial.Port, b []byte) error {
-	n, err := p.Write(b)
-	if err != nil {
-		return err
-	}
-	if n != len(b) {
-		return ErrPortWrite
+	for len(b) > 0 {
+		n, err := p.Write(b)
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return ErrPortWrite
+		}
+		b = b[min(n, len(b)):]
 	}
 	return nil
 }

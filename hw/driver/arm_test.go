@@ -3,6 +3,7 @@ package driver_test
 import (
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -519,6 +520,58 @@ func TestArmTinyCommandValuesReachTheDevice(t *testing.T) {
 			}
 			if f := e.Stats().LastForce; f != tc.want {
 				t.Errorf("firmware holds %+v, want %+v", f, tc.want)
+			}
+		})
+	}
+}
+
+// shortOncePort is a real serial port whose write number n takes only
+// the first keep bytes, as a write a signal interrupts does.
+type shortOncePort struct {
+	serial.Port
+	writes, n, keep int
+}
+
+func (p *shortOncePort) Write(b []byte) (int, error) {
+	p.writes++
+	if p.writes == p.n && len(b) > p.keep {
+		return p.Port.Write(b[:p.keep])
+	}
+	return p.Port.Write(b)
+}
+
+// TestArmCompletesAShortWrite: a write that takes part of a frame is
+// finished, not failed: failing it left the device the cut frame, which
+// the zero force sent after the error completed (a firmware that reads
+// fixed lengths applies the mix), and the loop disarmed the session's
+// force over a tick the port had in fact carried.
+func TestArmCompletesAShortWrite(t *testing.T) {
+	for i, keep := range []int{1, 5, 12} {
+		t.Run(strconv.Itoa(keep)+" bytes taken", func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 130 + i})
+			p, err := serial.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := &shortOncePort{Port: p, keep: keep}
+			a, err := driver.OpenArm(port, driver.ArmOptions{Path: path, ReplyTimeout: testReplyTimeout, HaltTimeout: testReplyTimeout})
+			if err != nil {
+				t.Fatalf("OpenArm: %v", err)
+			}
+			defer a.Close()
+			port.n = port.writes + 2
+			before := e.Stats().Commands
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 1, Z: 3}}
+			exchangeN(t, a, cmd, 3)
+			if port.writes < port.n {
+				t.Fatal("the short write did not happen")
+			}
+			hwtest.Eventually(t, 10*time.Second, "the firmware to take the 3 commands", func() bool { return e.Stats().Commands-before >= 3 })
+			if got := e.Stats().Commands - before; got != 3 {
+				t.Errorf("the firmware took %d commands, want 3", got)
+			}
+			if f := e.Stats().LastForce; f != cmd.ForceN {
+				t.Errorf("firmware holds %+v, want %+v", f, cmd.ForceN)
 			}
 		})
 	}
