@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -131,6 +132,7 @@ type WatcherOptions struct {
 // portState is what the watcher remembers of a port between scans.
 type portState struct {
 	drv      hw.Driver // non-nil while loaded
+	node     string    // the node the path resolved to when it was loaded
 	loadedAt time.Time
 	failures int
 	retryAt  time.Time
@@ -321,7 +323,9 @@ func sameOutcome(a, b Report) bool {
 }
 
 // candidates lists explicit ports first, then enumerated ones not already
-// named explicitly.
+// named explicitly. A port is compared by the node its path resolves to:
+// an explicit /dev/serial/by-id link and the /dev/ttyACM0 the scan lists
+// are one port, opened once (under the explicit name).
 func (w *Watcher) candidates() ([]candidate, error) {
 	var out []candidate
 	explicit := map[string]bool{}
@@ -333,7 +337,11 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		} else if rest, ok := strings.CutPrefix(p, "wired-grip:"); ok {
 			kind, path, link = hw.KindGrip, rest, hw.LinkWired
 		}
-		explicit[path] = true
+		node := resolvePort(path)
+		if explicit[node] {
+			continue // the same port named twice
+		}
+		explicit[node] = true
 		out = append(out, candidate{info: serial.PortInfo{Path: path}, explicit: true, kind: kind, link: link})
 	}
 	list, err := w.opts.Enumerate()
@@ -341,7 +349,7 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		err = fmt.Errorf("hw/discovery: %w", err)
 	}
 	for _, pi := range list {
-		if explicit[pi.Path] {
+		if len(explicit) > 0 && explicit[resolvePort(pi.Path)] {
 			continue
 		}
 		kind, reason := classify(pi)
@@ -359,6 +367,16 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		})
 	}
 	return out, err
+}
+
+// resolvePort returns the node a port path names, following links (a
+// by-id name, a symlink a user made); a path that does not resolve (a
+// Windows COM name, a port unplugged) is compared as given.
+func resolvePort(path string) string {
+	if node, err := filepath.EvalSymlinks(path); err == nil {
+		return node
+	}
+	return path
 }
 
 // classify says which known device a port is, or why it is none.
@@ -399,6 +417,19 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		w.mu.Unlock()
 		return
 	}
+	node := path
+	if c.hid == nil {
+		node = resolvePort(path)
+	}
+	if other := w.loadedAs(node); other != "" {
+		// One port under two names (a by-id link made after the scan
+		// loaded its node): opening it again would wake the device
+		// under its running driver.
+		ps.last = PortReport{Path: path, Explicit: c.explicit, Kind: c.kind, Outcome: Skipped,
+			Reason: "the same port as " + other + ", which is loaded"}
+		w.mu.Unlock()
+		return
+	}
 	w.mu.Unlock()
 
 	drv, err := w.open(c)
@@ -416,11 +447,22 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		return
 	}
 	info := drv.Info()
-	ps.drv, ps.loadedAt, ps.retryAt = drv, now, time.Time{}
+	ps.drv, ps.node, ps.loadedAt, ps.retryAt = drv, node, now, time.Time{}
 	rep.Outcome, rep.DeviceID, rep.UUID, rep.Failures = Loaded, info.ID, info.UUID, ps.failures
 	ps.last = rep
 	w.mu.Unlock()
 	h.DeviceFound(drv)
+}
+
+// loadedAs returns the path under which the port at node is loaded, or
+// "" if it is not. The caller holds mu.
+func (w *Watcher) loadedAs(node string) string {
+	for path, ps := range w.ports {
+		if ps.drv != nil && ps.node == node {
+			return path
+		}
+	}
+	return ""
 }
 
 func (w *Watcher) open(c candidate) (hw.Driver, error) {

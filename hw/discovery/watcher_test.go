@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -328,5 +330,100 @@ func TestRawHIDBoardTakesLoopPeriod(t *testing.T) {
 	}
 	if misses != wantMisses {
 		t.Errorf("the driver failed after %d misses, want %d (the budget of a 2 ms period)", misses, wantMisses)
+	}
+}
+
+// TestExplicitLinkAndScannedNodeOpenOnce: docs/hardware.md advises naming
+// an arm by its stable /dev/serial/by-id link while the USB scan (on by
+// default) lists the same device under its node (/dev/ttyACM0). The two
+// paths are one port: it must be opened once, not a second time under the
+// other name (a second open wakes the arm under the running driver's feet
+// and, where the port is not exclusive, registers the arm twice).
+func TestExplicitLinkAndScannedNodeOpenOnce(t *testing.T) {
+	e, node := startEmulator(t, 5)
+	link := filepath.Join(t.TempDir(), "usb-Teensyduino_USB_Serial_12345-if00")
+	if err := os.Symlink(node, link); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var opened []string
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		ExplicitPorts: []string{link},
+		Enumerate: func() ([]serial.PortInfo, error) {
+			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
+		},
+		HIDEnumerate: noBoards,
+		Open: func(path string) (serial.Port, error) {
+			mu.Lock()
+			opened = append(opened, path)
+			mu.Unlock()
+			return serial.Open(path)
+		},
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	w.Scan(rec)
+	r := w.Scan(rec)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(opened) != 1 || opened[0] != link || len(rec.found) != 1 {
+		t.Fatalf("opened %v and found %d devices; want %s opened once", opened, len(rec.found), link)
+	}
+	if got := e.Stats().Wakeups; got != 1 {
+		t.Errorf("the arm was woken %d times, want 1", got)
+	}
+	if p, ok := portOf(r, link); !ok || p.Outcome != discovery.Loaded {
+		t.Errorf("report for %s = %+v, want loaded", link, p)
+	}
+}
+
+// TestScannedNodeThenExplicitLinkOpenOnce: at plug time the kernel makes
+// /dev/ttyACM0 a moment before udev makes its by-id link, so a scan can
+// load the arm under its node before the explicit link exists. When the
+// link appears it names the port already loaded, which must not be opened
+// a second time.
+func TestScannedNodeThenExplicitLinkOpenOnce(t *testing.T) {
+	_, node := startEmulator(t, 6)
+	link := filepath.Join(t.TempDir(), "usb-Teensyduino_USB_Serial_67890-if00")
+	var mu sync.Mutex
+	var opened []string
+	clk := newClock()
+	w := discovery.NewWatcher(discovery.WatcherOptions{
+		Now:           clk.Now,
+		ExplicitPorts: []string{link},
+		Enumerate: func() ([]serial.PortInfo, error) {
+			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
+		},
+		HIDEnumerate: noBoards,
+		Open: func(path string) (serial.Port, error) {
+			mu.Lock()
+			opened = append(opened, path)
+			mu.Unlock()
+			return serial.Open(path)
+		},
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	rec := &recorder{}
+	defer rec.closeAll()
+	w.Scan(rec) // the link does not exist yet: the scan loads the node
+	if err := os.Symlink(node, link); err != nil {
+		t.Fatal(err)
+	}
+	// Past the backoff of the link's failed open.
+	clk.Add(time.Hour)
+	r := w.Scan(rec)
+	clk.Add(time.Hour)
+	w.Scan(rec)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(opened) != 2 || opened[1] != node || len(rec.found) != 1 {
+		t.Fatalf("opened %v and found %d devices; want %s opened once (after the link failed to open)", opened, len(rec.found), node)
+	}
+	if p, ok := portOf(r, node); !ok || p.Outcome != discovery.Loaded {
+		t.Errorf("report for %s = %+v, want loaded", node, p)
+	}
+	if p, ok := portOf(r, link); !ok || p.Outcome != discovery.Skipped || !strings.Contains(p.Reason, node) {
+		t.Errorf("report for %s = %+v, want skipped as the port loaded as %s", link, p, node)
 	}
 }

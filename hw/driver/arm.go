@@ -32,8 +32,9 @@ type ArmOptions struct {
 	WakeAttempts int
 	// WakeTimeout bounds each wake-up attempt (default 250 ms).
 	WakeTimeout time.Duration
-	// HaltTimeout bounds Halt's wait for a reply (default 50 ms; not on
-	// the tick path).
+	// HaltTimeout bounds Halt's wait for a reply (default 50 ms). The
+	// loop halts after every failed exchange, on its tick, so Halt does
+	// not wait at all for a device that missed the whole miss budget.
 	HaltTimeout time.Duration
 	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
 	// (the wire does not carry them). Defaults are hw's nominal
@@ -184,6 +185,11 @@ func (a *Arm) wake() (wire.WakeReply, error) {
 	return wire.WakeReply{}, fmt.Errorf("hw/driver: wake arm on %s after %d attempts: %w", a.opts.Path, a.opts.WakeAttempts, last)
 }
 
+// wakeQuiet is how long the line must stay quiet after a wake-up reply
+// for the reply to count as aligned. The device sends the reply in one
+// write (one USB packet), so its tail would already be there.
+const wakeQuiet = 5 * time.Millisecond
+
 // portError marks an error of the port itself (as opposed to a bad reply).
 type portError struct{ err error }
 
@@ -215,6 +221,21 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		if err != nil {
 			return w, portError{fmt.Errorf("read: %w", err)}
 		}
+	}
+	// The reply has no header to find and no checksum: noise before it
+	// shifts it, and the identity read would be noise plus a prefix of the
+	// real one. Such a reply leaves its tail behind, so any byte that
+	// follows at once says the 22 read were not the reply.
+	if err := a.port.SetReadTimeout(wakeQuiet); err != nil {
+		return w, portError{err}
+	}
+	var tail [wire.MaxFrameLen]byte
+	n, err := a.port.Read(tail[:])
+	if err != nil {
+		return w, portError{fmt.Errorf("read: %w", err)}
+	}
+	if n > 0 {
+		return w, fmt.Errorf("reply %x was followed by %d more bytes (%x), so it was not aligned (noise on the line?): %w", buf, n, tail[:n], ErrWake)
 	}
 	if err := wire.DecodeWakeReply(buf[:], &w); err != nil {
 		return w, fmt.Errorf("%w: %w", ErrWake, err)
@@ -250,15 +271,21 @@ func (a *Arm) firstState() error {
 // Info returns the identity read at wake-up.
 func (a *Arm) Info() hw.Info { return a.info }
 
-// writeAll writes b to p in one call and fails with ErrPortWrite when the
-// port took less: a frame cut short would desynchronise the device.
+// writeAll writes all of b to p, going on after a short write (one a
+// signal interrupted): a frame cut short would desynchronise the device,
+// and the zero force sent after an error would complete the cut frame
+// instead of stopping the force. A write that takes nothing and reports no
+// error fails with ErrPortWrite.
 func writeAll(p serial.Port, b []byte) error {
-	n, err := p.Write(b)
-	if err != nil {
-		return err
-	}
-	if n != len(b) {
-		return ErrPortWrite
+	for len(b) > 0 {
+		n, err := p.Write(b)
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return ErrPortWrite
+		}
+		b = b[min(n, len(b)):]
 	}
 	return nil
 }
@@ -496,9 +523,11 @@ func (a *Arm) haltQuietly() {
 }
 
 // Halt sends a zero force and waits (HaltTimeout) for its reply so the
-// stream stays in step. It is idempotent. It fails only when the zero force
-// could not be written; after a missing reply the driver resynchronises
-// (see resync.go), so the late reply is not taken for the next command's.
+// stream stays in step, unless the device has missed every reply of the
+// miss budget (then it does not wait). It is idempotent. It fails only
+// when the zero force could not be written; after a missing reply the
+// driver resynchronises (see resync.go), so the late reply is not taken
+// for the next command's.
 func (a *Arm) Halt() error {
 	if a.closed {
 		return ErrClosed
@@ -513,6 +542,15 @@ func (a *Arm) Halt() error {
 		return fmt.Errorf("hw/driver: halt arm %s on %s: zero force not sent, the device may still apply its last force: %w", a.info.ID, a.opts.Path, err)
 	}
 	a.last.ForceN = hw.Vec3{}
+	if a.misses >= a.opts.MaxMisses {
+		// The device has been silent for the whole miss budget: its
+		// reply will not come within HaltTimeout either, and the loop
+		// halts after every failed exchange, so waiting would stretch
+		// each of its ticks to HaltTimeout and keep a dead device listed
+		// for seconds. Resynchronisation takes the reply if it comes.
+		a.startResync()
+		return nil
+	}
 	var ok bool
 	var err error
 	if a.resync {

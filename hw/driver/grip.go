@@ -115,7 +115,7 @@ func (g *Grip) identify() (wire.GripInfo, error) {
 		if err := writeAll(g.port, wire.AppendGripQuery(out[:0])); err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: %w", g.opts.Path, err)
 		}
-		ok, err := readFrame(g.port, g.scan, &g.msg, wire.HeaderGripInfo, g.opts.InfoTimeout)
+		ok, err := g.readInfo()
 		if err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
 		}
@@ -124,6 +124,34 @@ func (g *Grip) identify() (wire.GripInfo, error) {
 		}
 	}
 	return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: no grip info after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, ErrNoGripInfo)
+}
+
+// readInfo reads until a grip info frame is decoded into g.msg (true) or
+// InfoTimeout passes (false). The dongle keeps streaming status while it
+// answers, and a status frame's payload may hold the info header byte: so
+// frames are taken whole (Next), never by looking for the header alone,
+// which would read an info frame out of a status frame's middle.
+func (g *Grip) readInfo() (bool, error) {
+	deadline := time.Now().Add(g.opts.InfoTimeout)
+	for {
+		for _, ok := g.scan.Next(&g.msg); ok; _, ok = g.scan.Next(&g.msg) {
+			if g.msg.Header == wire.HeaderGripInfo {
+				return true, nil
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		if err := g.port.SetReadTimeout(left); err != nil {
+			return false, err
+		}
+		n, err := g.port.Read(g.scan.Space())
+		g.scan.Fill(n)
+		if err != nil {
+			return false, err
+		}
+	}
 }
 
 // Info returns the identity read at open.

@@ -1,12 +1,18 @@
 package driver_test
 
 import (
+	"bytes"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
 )
 
 // shortWritePort takes one byte less than each write asks.
@@ -48,6 +54,73 @@ func TestOpenGripFailures(t *testing.T) {
 			}
 			if !ap.Closed {
 				t.Error("OpenGrip did not close the port it failed on")
+			}
+		})
+	}
+}
+
+// TestOpenGripIdentifiesThroughStatusFrames plays a dongle by hand on a real
+// pseudo-terminal: it streams its grip's status without pause, so a status
+// frame comes before the info frame that answers the query. Status frames
+// hold the grip-info header byte (0xD0) in their payload (here in the
+// grip's id), and that byte must not be taken for the start of an info
+// frame: the grip must open with the identity the info frame gives.
+func TestOpenGripIdentifiesThroughStatusFrames(t *testing.T) {
+	tests := []struct {
+		name string
+		id   uint16
+	}{
+		{"id with 0xD0 in its low byte", 0x12D0},
+		{"id with 0xD0 in its high byte", 0xD012},
+		{"id without 0xD0", 0x1234},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pty, err := emulator.OpenPTY()
+			if err != nil {
+				hwtest.SkipIfUnsupported(t, err)
+				t.Fatal(err)
+			}
+			served := make(chan struct{})
+			t.Cleanup(func() { pty.Close(); <-served })
+			status := wire.GripStatus{ID: tc.id, Orientation: hw.Quat{W: 1}, Battery: 0.5}
+			go func() {
+				defer close(served)
+				buf := make([]byte, 64)
+				for {
+					n, err := pty.Master.Read(buf)
+					if err != nil {
+						return
+					}
+					if bytes.IndexByte(buf[:n], wire.HeaderGripInfo) < 0 {
+						continue
+					}
+					out := wire.AppendGripStatus(nil, &status)
+					out = wire.AppendGripInfo(out, wire.GripInfo{ID: tc.id, Model: 3})
+					out = wire.AppendGripStatus(out, &status)
+					if _, err := pty.Master.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+			p, err := serial.Open(pty.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, InfoTimeout: testReplyTimeout})
+			if err != nil {
+				t.Fatalf("OpenGrip: %v", err)
+			}
+			defer g.Close()
+			if got, want := g.Info().ID, strconv.Itoa(int(tc.id)); got != want {
+				t.Errorf("Info().ID = %s, want %s (UUID %s)", got, want, g.Info().UUID)
+			}
+			var st hw.State
+			if err := g.Exchange(nil, &st); err != nil {
+				t.Fatalf("Exchange: %v", err)
+			}
+			if st.Battery != 0.5 {
+				t.Errorf("battery %v, want 0.5 from the grip's status", st.Battery)
 			}
 		})
 	}

@@ -27,6 +27,10 @@ type Faults struct {
 	// GarbageBytes random bytes (default 8).
 	GarbageProbability float64
 	GarbageBytes       int
+	// GarbageReplies is how many of the next replies are preceded by
+	// GarbageBytes random bytes whatever GarbageProbability says: one
+	// garbled reply at a known moment (a wake-up, say).
+	GarbageReplies int
 	// StallReplies is how many of the next commands get no reply at all.
 	StallReplies int
 	// FlakyWakeups is how many of the next wake-ups get a reply with id 0
@@ -397,7 +401,11 @@ func (e *Emulator) reply(b []byte) {
 		delay += time.Duration(e.rng.Int64N(int64(f.Jitter) + 1))
 	}
 	out := e.outBuf[:0]
-	if f.GarbageProbability > 0 && e.rng.Float64() < f.GarbageProbability {
+	garbage := e.faults.GarbageReplies > 0
+	if garbage {
+		e.faults.GarbageReplies--
+	}
+	if garbage || f.GarbageProbability > 0 && e.rng.Float64() < f.GarbageProbability {
 		for range min(f.GarbageBytes, 64) {
 			out = append(out, byte(e.rng.UintN(256)))
 		}

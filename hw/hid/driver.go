@@ -173,6 +173,12 @@ func (d *Driver) await(typ byte, timeout time.Duration) (bool, error) {
 // Info returns the identity read at open.
 func (d *Driver) Info() hw.Info { return d.info }
 
+// StateAge tells how old the last Exchange's state is (actors/loop's
+// StateAgeReporter), as the serial arm does: repeated when this
+// exchange's reply was missed and the state is an earlier reply's again,
+// else fresh.
+func (d *Driver) StateAge() (ageNs int64, repeated bool) { return 0, d.misses > 0 }
+
 // Exchange sends cmd's force (zero for ModeIdle) and fills st from the
 // reply. Other modes fail with ErrMode. Misses behave as the serial arm's.
 func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
@@ -203,7 +209,7 @@ func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
 	if err != nil {
 		return d.fail(err)
 	}
-	if !ok {
+	if !ok || !d.stateFinite() {
 		d.misses++
 		*st = d.last
 		if d.misses >= d.opts.MaxMisses {
@@ -216,6 +222,15 @@ func (d *Driver) Exchange(cmd *hw.Command, st *hw.State) error {
 	d.apply(f)
 	*st = d.last
 	return nil
+}
+
+// stateFinite reports whether the state reply in d.in holds finite
+// numbers. One that does not (a sensor not up yet, a firmware bug) is no
+// state: it counts as a missed reply, as an implausible serial frame does.
+func (d *Driver) stateFinite() bool {
+	var s StateReport
+	d.in.State(&s)
+	return s.PositionM.Finite() && s.VelocityMps.Finite()
 }
 
 func (d *Driver) apply(forceN hw.Vec3) {
@@ -245,8 +260,9 @@ func (d *Driver) haltQuietly() {
 	d.last.ForceN = hw.Vec3{}
 }
 
-// Halt sends a zero force and waits for its reply. It fails only when the
-// zero force could not be written.
+// Halt sends a zero force and waits for its reply, unless the board has
+// missed every reply of the miss budget (then it does not wait). It fails
+// only when the zero force could not be written.
 func (d *Driver) Halt() error {
 	if d.closed {
 		return ErrClosed
@@ -257,7 +273,14 @@ func (d *Driver) Halt() error {
 		return fmt.Errorf("hw/hid: halt board %s on %s: zero force not sent, the board may still apply its last force: %w", d.info.ID, d.opts.Path, err)
 	}
 	d.last.ForceN = hw.Vec3{}
-	if ok, err := d.await(TypeState, d.opts.InfoTimeout); ok && err == nil {
+	if d.misses >= d.opts.MaxMisses {
+		// The board has been silent for the whole miss budget: the loop
+		// halts after every failed exchange, and waiting here would
+		// stretch each of its ticks to InfoTimeout and keep a dead board
+		// listed for seconds.
+		return nil
+	}
+	if ok, err := d.await(TypeState, d.opts.InfoTimeout); ok && err == nil && d.stateFinite() {
 		d.apply(hw.Vec3{})
 	}
 	return nil

@@ -2,6 +2,7 @@ package hid_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -246,5 +247,62 @@ func TestExchangeRejectsNil(t *testing.T) {
 	}
 	if f.Writes() != writes {
 		t.Errorf("a rejected Exchange wrote %d reports", f.Writes()-writes)
+	}
+}
+
+// stateAger is actors/loop's StateAgeReporter: how a driver says the state
+// of its last Exchange is an earlier reply's again.
+type stateAger interface {
+	StateAge() (ageNs int64, repeated bool)
+}
+
+// TestBadOrMissingStateIsNotFresh: a state report whose numbers are not
+// finite (a board whose sensor is not up, a firmware bug) is no state: it
+// counts as a missed reply, as an implausible serial frame does, and the
+// last good state is reported again. And, as the serial arm's, a missed
+// reply's repeated state is marked as repeated (not fresh), so the loop
+// stops advancing "current as of".
+func TestBadOrMissingStateIsNotFresh(t *testing.T) {
+	good := hid.StateReport{PositionM: hw.Vec3{X: 0.1, Y: 0.15, Z: 0.1}, Status: 3}
+	nan := math.NaN()
+	tests := []struct {
+		name  string
+		fault func(f *hid.Fake)
+	}{
+		{"NaN position", func(f *hid.Fake) { f.SetState(hid.StateReport{PositionM: hw.Vec3{X: nan}, Status: 3}) }},
+		{"infinite velocity", func(f *hid.Fake) {
+			f.SetState(hid.StateReport{PositionM: good.PositionM, VelocityMps: hw.Vec3{Z: math.Inf(-1)}, Status: 3})
+		}},
+		{"no reply", func(f *hid.Fake) { f.Stall(1 << 20) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := open(t)
+			defer d.Close()
+			ager, ok := any(d).(stateAger)
+			if !ok {
+				t.Fatal("the RawHID driver does not report its state's age; a missed reply would look fresh")
+			}
+			f.SetState(good)
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+			var st hw.State
+			if err := d.Exchange(&cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			if _, repeated := ager.StateAge(); repeated {
+				t.Error("a fresh reply is reported as repeated")
+			}
+			last := st
+			tc.fault(f)
+			if err := d.Exchange(&cmd, &st); err != nil {
+				t.Fatalf("one bad reply: %v, want a miss", err)
+			}
+			if st.PositionM != last.PositionM || st.VelocityMps != last.VelocityMps {
+				t.Errorf("state after a bad reply = %+v, want the last good one", st)
+			}
+			if _, repeated := ager.StateAge(); !repeated {
+				t.Error("the last good state, reported again, is not marked as repeated")
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@
 package replay
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -35,6 +36,11 @@ type Options struct {
 	// Now is the clock (nil: the monotonic clock).
 	Now func() time.Duration
 }
+
+// ErrClosed is returned by calls after Close, as hw.Driver asks.
+var ErrClosed = errors.New("hw/replay: device is closed; start the replay again")
+
+var errNilState = errors.New("hw/replay: Exchange needs a non-nil state; pass a caller-owned value")
 
 // Device is one replayed device. It is used by one goroutine at a time,
 // as every hw.Driver.
@@ -83,6 +89,12 @@ func (d *Device) At(t time.Duration) Sample {
 // Exchange implements hw.Driver: the command is ignored, the state is the
 // recording's at this moment.
 func (d *Device) Exchange(_ *hw.Command, st *hw.State) error {
+	if d.closed {
+		return ErrClosed
+	}
+	if st == nil {
+		return errNilState
+	}
 	now := d.o.Now()
 	if !d.started {
 		d.started, d.start = true, now
@@ -94,7 +106,18 @@ func (d *Device) Exchange(_ *hw.Command, st *hw.State) error {
 }
 
 // Halt implements hw.Driver; a replay has no output to stop.
-func (d *Device) Halt() error { return nil }
+func (d *Device) Halt() error {
+	if d.closed {
+		return ErrClosed
+	}
+	return nil
+}
 
 // Close implements hw.Driver.
-func (d *Device) Close() error { d.closed = true; return nil }
+func (d *Device) Close() error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.closed = true
+	return nil
+}

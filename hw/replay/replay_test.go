@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -62,5 +63,31 @@ func TestPlaysAGrip(t *testing.T) {
 	}
 	if st.Orientation != want.Orientation || st.Buttons != want.Buttons || st.Hall != want.Hall || st.Battery != want.Battery || st.Status != want.Status {
 		t.Fatalf("grip state %+v, want the sample %+v", st, want)
+	}
+}
+
+// hw.Driver's contract: calls after Close return an error, and so does a
+// second Close; a nil state is refused, not a panic.
+func TestCallsAfterCloseFail(t *testing.T) {
+	d := replay.New(replay.Options{Samples: []replay.Sample{{Position: hw.Vec3{X: 1}}}})
+	var st hw.State
+	if err := d.Exchange(&hw.Command{}, nil); err == nil {
+		t.Error("Exchange with a nil state returned nil")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"Exchange", func() error { return d.Exchange(&hw.Command{}, &st) }},
+		{"Halt", d.Halt},
+		{"Close", d.Close},
+	}
+	for _, tc := range tests {
+		if err := tc.call(); !errors.Is(err, replay.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", tc.name, err)
+		}
 	}
 }

@@ -379,8 +379,18 @@ func AppendGripStatus(dst []byte, s *GripStatus) []byte {
 func decodeEmpty(b []byte, m *Message) error    { return nil }
 func encodeEmpty(dst []byte, m *Message) []byte { return dst }
 func f32(b []byte) float64                      { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }
+
+// appendF32 appends v as a little-endian float32. A value whose float32 is
+// below minMagnitude goes out as zero: the decoders take such a value for
+// line noise (see plausible), so sending it would make a valid frame read
+// as noise, and a rotated force's 1e-17 residue or a weak spring near its
+// anchor is no force an actuator could apply anyway.
 func appendF32(dst []byte, v float64) []byte {
-	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(v)))
+	f := float32(v)
+	if math.Abs(float64(f)) < minMagnitude {
+		f = 0
+	}
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(f))
 }
 func appendTriple(dst []byte, v hw.Vec3) []byte {
 	return appendF32(appendF32(appendF32(dst, v.X), v.Y), v.Z)
@@ -411,8 +421,12 @@ func plausible(v, limit float64) bool {
 		return true
 	}
 	a := math.Abs(v)
-	return a >= 1e-9 && a <= limit // false for NaN and ±Inf too
+	return a >= minMagnitude && a <= limit // false for NaN and ±Inf too
 }
+
+// minMagnitude is the smallest non-zero magnitude a frame carries (see
+// plausible); encoders send anything smaller as zero.
+const minMagnitude = 1e-9
 
 func plausibleTriple(v hw.Vec3, limit float64) bool {
 	return plausible(v.X, limit) && plausible(v.Y, limit) && plausible(v.Z, limit)

@@ -240,3 +240,42 @@ func TestFrameTableIsConsistent(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodedTinyValuesDecode: the decoders take a non-zero value below
+// 1e-9 for noise (see the package doc), so an encoder must never put one on
+// the wire: a force of 1e-12 N (a rotated or scaled force's residue, a weak
+// spring near its anchor) made every frame the host sent read as noise to a
+// device that checks plausibility, and a state of 1e-12 m/s made a valid
+// reply read as noise to the host. Tiny values go out as zero.
+func TestEncodedTinyValuesDecode(t *testing.T) {
+	tiny := []float64{1e-12, -1e-12, 5e-10, -9.99999e-10, 1e-40, -1e-300}
+	for _, v := range tiny {
+		vec := hw.Vec3{X: v, Y: 1, Z: v}
+		ang := hw.Angles3{A0: v, A1: 10, A2: v}
+		tests := []struct {
+			name string
+			dir  wire.Direction
+			b    []byte
+		}{
+			{"force", wire.ToDevice, wire.AppendForce(nil, vec)},
+			{"position", wire.ToDevice, wire.AppendPosition(nil, vec)},
+			{"torques", wire.ToDevice, wire.AppendTorques(nil, ang)},
+			{"angles", wire.ToDevice, wire.AppendAngles(nil, ang)},
+			{"config", wire.ToDevice, wire.AppendConfig(nil, wire.Config{Sub: wire.ConfigGravity, Flag: true, Value: v})},
+			{"end-effector state", wire.ToHost, wire.AppendEndEffectorState(nil, vec, vec)},
+			{"joint state", wire.ToHost, wire.AppendJointState(nil, ang, ang)},
+			{"grip status", wire.ToHost, wire.AppendGripStatus(nil, &wire.GripStatus{ID: 1, Orientation: hw.Quat{W: 1, X: v, Y: v, Z: v}, Battery: max(v, 0)})},
+		}
+		for _, tc := range tests {
+			var m wire.Message
+			n, err := wire.Decode(tc.dir, tc.b, &m)
+			if err != nil || n != len(tc.b) {
+				t.Errorf("%s with %g: Decode(%x) = %d, %v; want the whole frame", tc.name, v, tc.b, n, err)
+				continue
+			}
+			if tc.name == "force" && (m.A != hw.Vec3{Y: 1}) {
+				t.Errorf("force with %g decoded as %+v, want the tiny parts as zero", v, m.A)
+			}
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package loop
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hid"
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// silentDeviceFailBound is how soon after a serial arm falls silent its
+// loop must fail it: the driver gives up after 20 ms of missed replies
+// (hw.ReplyBudget), and MaxErrors failed exchanges of about a period each
+// follow (70 ms at 1 kHz). The bound is generous for a loaded machine; a
+// Halt that waited its full timeout after every failed exchange took
+// 2.7 s.
+const silentDeviceFailBound = 1500 * time.Millisecond
+
+// TestSerialArmThatGoesSilentFails runs the real serial driver against the
+// firmware emulator on a real pseudo-terminal under a running loop, with a
+// session's force applied, and then silences the device: the loop must fail
+// it within silentDeviceFailBound, and a device still listening (a stall)
+// must be left holding zero force.
+func TestSerialArmThatGoesSilentFails(t *testing.T) {
+	tests := []struct {
+		name    string
+		silence func(e *emulator.Emulator)
+		// listening is true when the device still takes commands, so
+		// it must end holding zero force.
+		listening bool
+	}{
+		{"replies stall", func(e *emulator.Emulator) { e.Stall(1 << 30) }, true},
+		{"unplugged", func(e *emulator.Emulator) { _ = e.Unplug() }, false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path, err := emulator.StartPTY(emulator.Options{Index: 300 + i})
+			if err != nil {
+				hwtest.SkipIfUnsupported(t, err)
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			p, err := serial.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arm, err := driver.OpenArm(p, driver.ArmOptions{Path: path, PeriodS: 0.001})
+			if err != nil {
+				t.Fatalf("OpenArm: %v", err)
+			}
+			t.Cleanup(func() { arm.Close() })
+			var log eventLog
+			d := NewDevice(arm, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- RunLocked(ctx, d) }()
+			t.Cleanup(func() { cancel(); <-done })
+
+			reg := d.Register()
+			reg.Claim(1)
+			c := force(0, 0, 2)
+			reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
+			hwtest.Eventually(t, 10*time.Second, "the session's force to reach the firmware", func() bool { return e.Stats().LastForce.Z > 1.9 })
+
+			start := time.Now()
+			tc.silence(e)
+			// The failure event is emitted just after Failed turns true:
+			// wait for the event, which is what the service acts on.
+			hwtest.Eventually(t, 30*time.Second, "the loop to fail the silent arm", func() bool { return log.count(EventFailed) > 0 })
+			if took := time.Since(start); took > silentDeviceFailBound {
+				t.Errorf("the loop failed the silent arm after %v, want within %v", took, silentDeviceFailBound)
+			}
+			if !d.Failed() {
+				t.Error("a failure event came but the device does not report Failed")
+			}
+			if tc.listening {
+				hwtest.Eventually(t, 10*time.Second, "the stalled firmware to hold zero force", func() bool { return e.Stats().LastForce == (hw.Vec3{}) })
+			}
+		})
+	}
+}
+
+// TestRawHIDBoardThatGoesSilentFails is the same for a RawHID board (the
+// in-memory board of hw/hid: HID has no pseudo-terminal): its Halt waited
+// its 250 ms identification timeout after every failed exchange, so a
+// silent board stayed listed for 12 s.
+func TestRawHIDBoardThatGoesSilentFails(t *testing.T) {
+	board := hid.NewFake(hid.Info{ID: 0xB0A3, Model: 1, UUID: [16]byte{0xde, 0xad, 15: 3}})
+	drv, err := hid.NewDriver(board, hid.Options{Path: "hid:test", PeriodS: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drv.Close() })
+	var log eventLog
+	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunLocked(ctx, d) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	reg := d.Register()
+	reg.Claim(1)
+	c := force(0, 0, 2)
+	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
+	hwtest.Eventually(t, 10*time.Second, "the session's force to reach the board", func() bool { return board.ForceN().Z > 1.9 })
+
+	start := time.Now()
+	board.Stall(1 << 30)
+	hwtest.Eventually(t, 60*time.Second, "the loop to fail the silent board", func() bool { return log.count(EventFailed) > 0 })
+	if took := time.Since(start); took > silentDeviceFailBound {
+		t.Errorf("the loop failed the silent board after %v, want within %v", took, silentDeviceFailBound)
+	}
+	hwtest.Eventually(t, 10*time.Second, "the stalled board to hold zero force", func() bool { return board.ForceN() == (hw.Vec3{}) })
+}
