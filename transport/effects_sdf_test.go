@@ -111,6 +111,7 @@ func TestSDFEffectBadInput(t *testing.T) {
 		{"unknown symmetry", `{"id":"s","type":"sdf",` + sphere + `,"symmetry":"radial"}`, "invalid_value", ".set[0].symmetry"},
 		{"unknown blend", `{"id":"s","type":"sdf",` + sphere + `,"blend":"max"}`, "invalid_value", ".set[0].blend"},
 		{"non-uniform scale", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1,"y":2,"z":1}}}`, "out_of_range", ".set[0].transform.scale"},
+		{"capped cylinder without an axis", `{"id":"s","type":"sdf","shape":{"primitive":"capped_cylinder","parameters":{"a":{"x":0,"y":0,"z":0},"b":{"x":0,"y":0,"z":0},"r":0.02}}}`, "invalid_value", ".set[0].shape.parameters.b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -198,6 +198,8 @@ func TestHostileNavigationChangesNothing(t *testing.T) {
 		{"shape without parameters", hostileBubble("shape", `{"primitive":"box"}`), "parameters"},
 		{"box missing a member", hostileBubble("shape", `{"primitive":"box","parameters":{}}`), `"b" is missing`},
 		{"unknown primitive", hostileBubble("shape", `{"primitive":"klein_bottle","parameters":{"r":1}}`), "klein_bottle"},
+		// The loop has no distance for it: accepted, it would navigate nowhere.
+		{"capped cylinder without an axis", hostileBubble("shape", `{"primitive":"capped_cylinder","parameters":{"a":{"x":0,"y":0.01,"z":0},"b":{"x":0,"y":0.01,"z":0},"r":0.05}}`), "shape.parameters.b"},
 		{"zone width zero", hostileBubble("velocity_zone_width", "0"), "velocity_zone_width"},
 		{"zone width negative", hostileBubble("velocity_zone_width", "-0.03"), "velocity_zone_width"},
 		{"zone width 1e308", hostileBubble("velocity_zone_width", "1e308"), "velocity_zone_width"},
