@@ -2,8 +2,10 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,12 +124,14 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	u := &e.Effects
 	if !u.Empty() {
+		refused := firstEffectID(u)
 		declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
 		if perr == nil {
 			view := d.ViewFor(id)
 			set, bad, err := buildSet(id, declared, declaredNs, &view.Space)
 			if err != nil {
-				perr = protocol.Errorf(protocol.CodeInvalidValue, at, "effect %q: %v", declared[bad].ID, err)
+				refused = declared[bad].ID
+				perr = protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, refused), "%v", err)
 			} else {
 				a.declared, a.declaredNs, a.set, a.view = declared, declaredNs, set, view
 				a.endsNs = endsOf(declared, declaredNs)
@@ -136,7 +140,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 		}
 		if perr != nil {
 			f.Errors = append(f.Errors, *perr)
-			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(u), string(perr.Code), perr.Message))
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, refused, string(perr.Code), perr.Message))
 			if !wasOwner && p.fx[d] == nil {
 				// The refused declaration took the arm for nothing.
 				reg.Release(id)
@@ -219,6 +223,16 @@ func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at 
 	return declared, declaredNs, warnings, nil
 }
 
+// effectPath is the path of the effect id in u's set (at.set[i]), or at
+// when u does not set it (it was in force already, and a change of the
+// session's view made it unrenderable).
+func effectPath(at string, u *protocol.EffectsUpdate, id string) string {
+	if i := indexOfEffect(u.Set, id); i >= 0 {
+		return at + ".set[" + strconv.Itoa(i) + "]"
+	}
+	return at
+}
+
 func indexOfEffect(list []protocol.Effect, id string) int {
 	for i := range list {
 		if list[i].ID == id {
@@ -259,19 +273,27 @@ func effectEndNs(e *protocol.Effect, fromNs int64) int64 {
 }
 
 // buildSet converts a declaration to the device frame and makes the Set the
-// loop renders. On error, bad is the index of the effect refused.
+// loop renders. On error, bad is the index of the effect refused and err
+// names it.
 func buildSet(session uint64, declared []protocol.Effect, declaredNs []int64, view *space.View) (set *effect.Set, bad int, err error) {
 	specs := make([]effect.Spec, len(declared))
 	for i := range declared {
 		if err := toSpec(&specs[i], declared[i].ToDevice(view), declaredNs[i]); err != nil {
-			return nil, i, err
+			return nil, i, fmt.Errorf("effect %q: %w", declared[i].ID, err)
 		}
 	}
 	set, err = effect.NewSet(session, specs)
-	if err != nil {
-		return nil, 0, err
+	if err == nil {
+		return set, 0, nil
 	}
-	return set, 0, nil
+	// NewSet names the effect it refused but not where it is: find it, so
+	// that the error points at it and not at the first effect in force.
+	for i := range specs {
+		if _, one := effect.NewSet(session, specs[i:i+1]); one != nil {
+			return nil, i, one
+		}
+	}
+	return nil, 0, err
 }
 
 // toSpec fills sp with e (in the device frame) as the loop renders it.
