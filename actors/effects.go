@@ -124,23 +124,16 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	u := &e.Effects
 	if !u.Empty() {
-		refused := firstEffectID(u)
-		declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
+		view := d.ViewFor(id)
+		pl, perr := planEffects(id, a, u, now, at, view)
 		if perr == nil {
-			view := d.ViewFor(id)
-			set, bad, err := buildSet(id, declared, declaredNs, &view.Space)
-			if err != nil {
-				refused = declared[bad].ID
-				perr = protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, refused), "%v", err)
-			} else {
-				a.declared, a.declaredNs, a.set, a.view = declared, declaredNs, set, view
-				a.endsNs = endsOf(declared, declaredNs)
-				f.Warnings = append(f.Warnings, warnings...)
-			}
+			a.declared, a.declaredNs, a.set, a.view = pl.declared, pl.declaredNs, pl.set, view
+			a.endsNs = endsOf(pl.declared, pl.declaredNs)
+			f.Warnings = append(f.Warnings, pl.warnings...)
 		}
 		if perr != nil {
 			f.Errors = append(f.Errors, *perr)
-			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, refused, string(perr.Code), perr.Message))
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, pl.refused, string(perr.Code), perr.Message))
 			if !wasOwner && p.fx[d] == nil {
 				// The refused declaration took the arm for nothing.
 				reg.Release(id)
@@ -154,6 +147,109 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	p.fx[d] = a
 	p.renewLease(d, e, now, leaseMs, wasOwner, a)
+}
+
+// effectsPlan is an effects update applied to a session's declaration on
+// one arm: the declaration and the Set it makes, or, when it is refused,
+// the id of the effect that was.
+type effectsPlan struct {
+	declared   []protocol.Effect
+	declaredNs []int64
+	warnings   []protocol.Error
+	set        *effect.Set
+	refused    string
+}
+
+// planEffects applies u to a (clear, remove, set), checks the cap and
+// converts the result with view into the Set the loop renders, changing
+// nothing; the error refuses u whole.
+func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now int64, at string, view *View) (effectsPlan, *protocol.Error) {
+	pl := effectsPlan{refused: firstEffectID(u)}
+	declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
+	if perr != nil {
+		return pl, perr
+	}
+	set, bad, err := buildSet(session, declared, declaredNs, &view.Space)
+	if err != nil {
+		pl.refused = declared[bad].ID
+		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused), "%v", err)
+	}
+	pl.declared, pl.declaredNs, pl.warnings, pl.set = declared, declaredNs, warnings, set
+	return pl, nil
+}
+
+// refusedEffects finds, before anything of the message in hand applies,
+// the effects members that would be refused once their arm is reached
+// (too many effects across messages, an effect the loop cannot render),
+// and publishes effect-refused for each: such a message applies not at
+// all, like one the decoder refused (docs/protocol.md, "Effects"). An
+// arm another session holds is left to the entry (device_busy, the rest
+// applies). A message that changes a view the effects are converted with
+// (basis, mount, preset, set_transform, profile) is left to the entries
+// too: they are checked there with the new view, as before.
+func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []protocol.Error {
+	msg := &p.msg
+	sp := &msg.Session
+	if sp.Profile != nil && sp.Profile.Name != snap.profile || sp.Basis != nil && *sp.Basis != snap.basis ||
+		sp.SetBasis != nil || sp.SetCoordinateOrigin != "" {
+		return nil
+	}
+	declares := false
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		if e.Transform.Given() {
+			return nil
+		}
+		for _, c := range e.Configure {
+			if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
+				return nil
+			}
+		}
+		declares = declares || e.HasEffects && !e.Effects.Empty()
+	}
+	if !declares {
+		return nil
+	}
+	id := p.sess.ID
+	now := p.svc.opts.Clock.Now()
+	var errs []protocol.Error
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		if !e.HasEffects || e.Effects.Empty() {
+			continue
+		}
+		d := p.find(i, e, devs)
+		if d == nil || d.Type != protocol.TypeArm {
+			continue
+		}
+		if owner := d.Register().Owner(); owner != 0 && owner != id {
+			continue
+		}
+		pl, perr := planEffects(id, p.effectsLeft(d, now), &e.Effects, now, e.Path+".effects", d.ViewFor(id))
+		if perr != nil {
+			errs = append(errs, *perr)
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, pl.refused, string(perr.Code), perr.Message))
+		}
+	}
+	return errs
+}
+
+// effectsLeft is the session's declaration on d as effectsBefore will
+// leave it at now (the control ended: none; the time of some ran out:
+// the others), without changing anything.
+func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
+	a := p.fx[d]
+	if a == nil || d.Register().Owner() != p.sess.ID || now > a.deadlineNs || d.rt.Effects() != a.set {
+		return &armEffects{}
+	}
+	left := &armEffects{}
+	for i := range a.declared {
+		if end := a.endsNs[i]; end == 0 || now < end {
+			left.declared = append(left.declared, a.declared[i])
+			left.declaredNs = append(left.declaredNs, a.declaredNs[i])
+		}
+	}
+	return left
 }
 
 // renewLease writes the session's command in force on d again with a new

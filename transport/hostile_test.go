@@ -456,25 +456,60 @@ func TestHostileEffectsOnNoArm(t *testing.T) {
 }
 
 // A refused effect declaration takes the rest of its message with it
-// (docs/protocol.md, Effects): a damping configured beside it must not apply.
+// (docs/protocol.md, Effects): a damping configured and a force commanded
+// beside it must not apply, whether the decoder refuses the declaration or
+// the service does once it knows the session's effects in force and what the
+// loop renders.
 func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
-	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"whole"}}}}`); f["errors"] != nil {
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"whole"},"lease":{"ms":1000}}}}`); f["errors"] != nil {
 		t.Fatalf("profile: %v", f["errors"])
 	}
+	// Fifteen dampers in force: one more fits, two more are too many.
+	dampers := make([]string, 15)
+	for i := range dampers {
+		dampers[i] = fmt.Sprintf(`{"id":"d%d","type":"damper","scalar":0.1}`, i)
+	}
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+strings.Join(dampers, ",")+`]}`)); f["errors"] != nil || effectCount(f) != 15 {
+		t.Fatalf("setup: %v", f)
+	}
 	url := ts.base + "/arm3/" + id + "/config/filters/damping?session=whole"
-	before := ts.do(http.MethodGet, url, "")
-	if before.status != http.StatusOK {
-		t.Fatalf("GET damping: %v", before)
+	cases := []struct{ name, effects, code string }{
+		{"a negative damper", `{"set":[{"id":"bad","type":"damper","scalar":-1}]}`, "out_of_range"},
+		{"a primitive the loop does not render", `{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value"},
+		{"too many across messages", `{"set":[{"id":"x1","type":"damper","scalar":0.1},{"id":"x2","type":"damper","scalar":0.1}]}`, "too_many_effects"},
 	}
-	f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}},"effects":{"set":[{"id":"bad","type":"damper","scalar":-1}]}}]}`, id))
-	if len(errorCodes(f)) == 0 {
-		t.Fatalf("the bad damper was accepted: %v", f)
-	}
-	if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
-		t.Fatalf("the damping beside a refused declaration applied:\nbefore %s\nafter  %s", before.body, after.body)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ts.do(http.MethodGet, url, "")
+			if before.status != http.StatusOK {
+				t.Fatalf("GET damping: %v", before)
+			}
+			declared := declaredEffects(t, ts, id)
+			f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},`+
+				`"configure":{"damping":{"scalar":7}},"effects":%s}]}`, id, tc.effects))
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != tc.code {
+				t.Fatalf("want one %s error, got %v", tc.code, f["errors"])
+			}
+			if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
+				t.Fatalf("the damping beside a refused declaration applied:\nbefore %s\nafter  %s", before.body, after.body)
+			}
+			if after := declaredEffects(t, ts, id); after != declared {
+				t.Fatalf("effects changed:\nbefore %s\nafter  %s", declared, after)
+			}
+			// The effects alone renew the lease and the command held: a force
+			// commanded beside the refused declaration would show for the whole
+			// window (it reaches the arm within the slew limit's few ms; the
+			// dampers in force push nothing at rest).
+			for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); {
+				f := c.roundTrip(effectsMsg(id, `{}`))
+				if fx := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0]; fx > 1 {
+					t.Fatalf("the 3 N commanded beside a refused declaration applied: %v N along x", fx)
+				}
+			}
+		})
 	}
 }
