@@ -53,6 +53,14 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 	}
 	id := p.sess.ID
 	if d.Register().Owner() != id || now > a.deadlineNs || d.rt.Effects() != a.set {
+		// The effects whose time ran out while the lease still held them
+		// expired before the control ended: say so, as the next message
+		// within the lease would have.
+		for i := range a.declared {
+			if end := a.endsNs[i]; end != 0 && end <= min(now, a.deadlineNs) {
+				p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
+			}
+		}
 		p.dropEffects(d)
 		return
 	}
@@ -655,7 +663,7 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 		return protocol.EffectsInForce{Effects: []protocol.EffectInForce{}}
 	}
 	now := s.opts.Clock.Now()
-	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, len(decl.effects))}
+	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, 0, len(decl.effects))}
 	var rep loop.EffectsReport
 	d.rt.LoadEffects(&rep)
 	toSession := d.ViewFor(set.Session).Space.ForceToApp
@@ -671,14 +679,21 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	for i := range decl.effects {
 		left := -1
 		if e := decl.endsNs[i]; e != 0 {
-			left = int(max(0, (e-now)/int64(time.Millisecond)))
+			if now >= e {
+				// Its time ran out: it faded out and is no longer in
+				// force, though the session drops it only at its next
+				// message.
+				continue
+			}
+			left = int((e - now) / int64(time.Millisecond))
 		}
-		out.Effects[i] = protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
+		in := protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
 		for j := range rep.N {
 			if r := &rep.Effects[j]; r.ID == decl.effects[i].ID && !r.Removing {
-				out.Effects[i].ForceN, out.Effects[i].HasForce = toSession(space.Vec3(r.ForceN)), true
+				in.ForceN, in.HasForce = toSession(space.Vec3(r.ForceN)), true
 			}
 		}
+		out.Effects = append(out.Effects, in)
 	}
 	return out
 }

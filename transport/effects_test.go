@@ -198,6 +198,43 @@ func TestEffectExpiresAfterTTL(t *testing.T) {
 	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "short" })
 }
 
+// An effect whose time ran out is no longer in force: GET stops listing it
+// then, though its session sends nothing more, and the effect-expired event
+// comes with the session's next message even when its lease lapsed before
+// (docs/protocol.md, Effects: "after it the effect fades out and is
+// removed").
+func TestEffectExpiresForAQuietSession(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":30},`+springAt("long", 0.01)+`]}`)); f["errors"] != nil {
+		t.Fatalf("declaration: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 3*time.Second, "GET lists the spring alone", func() error {
+		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+		list, _ := path(r.data(), "effects").([]any)
+		if len(list) != 1 || path(list[0], "id") != "long" {
+			return fmt.Errorf("GET lists %v", list)
+		}
+		return nil
+	})
+	// Quiet past the lease: the control ends, the spring with it. The next
+	// message for the arm still tells of the damper's expiry.
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"brief","type":"damper","scalar":2,"ttl_ms":20},`+springAt("long", 0.01)+`]}`))
+	hwtest.EventuallyNil(t, 3*time.Second, "the lease lapses", func() error {
+		if n := effectsListed(ts, id); n != 0 {
+			return fmt.Errorf("GET lists %d effects", n)
+		}
+		return nil
+	})
+	c.roundTrip(effectsMsg(id, `{}`))
+	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "brief" })
+}
+
 // One message that removes an id and sets it again is refused whole (send
 // one of them: set alone replaces), whatever the members' order: the error
 // names the set entry, and the effect in force is still the old one, with
