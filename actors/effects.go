@@ -37,6 +37,14 @@ type armEffects struct {
 	deadlineNs int64
 }
 
+// remove drops declared effect i. It copies: the slices it had are
+// published (declaredEffects), and GET reads them on other goroutines.
+func (a *armEffects) remove(i int) {
+	a.declared = append(append([]protocol.Effect(nil), a.declared[:i]...), a.declared[i+1:]...)
+	a.endsNs = append(append([]int64(nil), a.endsNs[:i]...), a.endsNs[i+1:]...)
+	a.declaredNs = append(append([]int64(nil), a.declaredNs[:i]...), a.declaredNs[i+1:]...)
+}
+
 // errEffectNotRendered wraps the effects this service validates on the
 // wire but its loop cannot render as declared.
 var errEffectNotRendered = errors.New("not rendered")
@@ -68,9 +76,7 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 	for i := 0; i < len(a.declared); {
 		if e := a.endsNs[i]; e != 0 && now >= e {
 			p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
-			a.declared = append(a.declared[:i], a.declared[i+1:]...)
-			a.endsNs = append(a.endsNs[:i], a.endsNs[i+1:]...)
-			a.declaredNs = append(a.declaredNs[:i], a.declaredNs[i+1:]...)
+			a.remove(i)
 			changed = true
 			continue
 		}

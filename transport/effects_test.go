@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,6 +234,47 @@ func TestEffectExpiresForAQuietSession(t *testing.T) {
 	})
 	c.roundTrip(effectsMsg(id, `{}`))
 	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "brief" })
+}
+
+// GET /{type}/{id}/effects reads the declaration the session published
+// while the session drops the effects whose time ran out: the session must
+// never write into what it published (go test -race checks it).
+func TestEffectsExpiringWhileRead(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for round := range 3 {
+		set := []string{springAt("keep", 0.01)}
+		for i := range 8 {
+			set = append(set, fmt.Sprintf(`{"id":"d%d","type":"damper","scalar":1,"ttl_ms":%d}`, i, 10+10*i))
+		}
+		if f := c.roundTrip(effectsMsg(id, `{"set":[`+strings.Join(set, ",")+`]}`)); f["errors"] != nil {
+			t.Fatalf("round %d: %v", round, f["errors"])
+		}
+		hwtest.EventuallyNil(t, 5*time.Second, "the dampers expire", func() error {
+			if n := effectCount(c.roundTrip(effectsMsg(id, `{}`))); n != 1 {
+				return fmt.Errorf("%v effects in force", n)
+			}
+			return nil
+		})
+	}
 }
 
 // One message that removes an id and sets it again is refused whole (send
