@@ -83,13 +83,21 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 		i++
 	}
 	if v := d.ViewFor(id); changed || v != a.view {
-		// Both were accepted when declared; a new view can still make one
-		// unrenderable (a basis that turns a box): then the arm keeps the
-		// Set it had.
-		if set, _, err := buildSet(id, a.declared, a.declaredNs, &v.Space); err == nil {
-			a.set, a.view = set, v
-			p.publishEffects(d, a)
+		// Every effect was accepted when declared; a new view can still
+		// make one unrenderable (a set_transform that turns a box, a scale
+		// that stretches a length past the loop's). Rendered as it was, it
+		// would stay where the session's space no longer puts it: it ends,
+		// as a refused declaration would have.
+		for {
+			set, bad, err := buildSet(id, a.declared, a.declaredNs, &v.Space)
+			if err == nil {
+				a.set, a.view = set, v
+				break
+			}
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, a.declared[bad].ID, string(protocol.CodeInvalidValue), err.Error()))
+			a.remove(bad)
 		}
+		p.publishEffects(d, a)
 	}
 }
 

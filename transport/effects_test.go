@@ -277,6 +277,38 @@ func TestEffectsExpiringWhileRead(t *testing.T) {
 	}
 }
 
+// A set_transform that turns the session's space makes a limit_box declared
+// before it one the loop cannot render (its boxes are axis-aligned): the box
+// leaves the effects in force, with effect-refused, and GET lists what the loop
+// renders; it used to stay rendered, unturned, where GET no longer placed it.
+func TestEffectsATurnedSpaceCannotRender(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	box := `{"id":"box","type":"limit_box","center":{"x":0,"y":0,"z":0},"half_extents":{"x":0.3,"y":0.3,"z":0.3},"stiffness":100}`
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+box+`,`+springAt("spring", 0.01)+`]}`)); f["errors"] != nil || effectCount(f) != 2 {
+		t.Fatalf("declaration: %v", f)
+	}
+	// 30° about z.
+	turn := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_transform":{"rotation":{"w":%g,"x":0,"y":0,"z":%g}}},"effects":{}}]}`,
+		id, math.Cos(math.Pi/12), math.Sin(math.Pi/12))
+	if f := c.roundTrip(turn); f["errors"] != nil {
+		t.Fatalf("set_transform: %v", f["errors"])
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "effect_id") == "box" && path(e, "data", "code") == "invalid_value"
+	})
+	f := c.roundTrip(effectsMsg(id, `{}`))
+	r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+	list, _ := path(r.data(), "effects").([]any)
+	if effectCount(f) != 1 || len(list) != 1 || path(list[0], "id") != "spring" {
+		t.Fatalf("after the turn: %v effects in force, GET lists %v; want the spring alone", effectCount(f), list)
+	}
+}
+
 // One message that removes an id and sets it again is refused whole (send
 // one of them: set alone replaces), whatever the members' order: the error
 // names the set entry, and the effect in force is still the old one, with
