@@ -235,6 +235,9 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 	id := p.sess.ID
 	now := p.svc.opts.Clock.Now()
 	var errs []protocol.Error
+	// planned is each arm's declaration after the entries checked so far:
+	// two entries for one arm apply one after the other.
+	var planned map[*Device]*armEffects
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
 		if !e.HasEffects || e.Effects.Empty() {
@@ -247,11 +250,20 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 		if owner := d.Register().Owner(); owner != 0 && owner != id {
 			continue
 		}
-		pl, perr := planEffects(id, p.effectsLeft(d, now), &e.Effects, now, e.Path+".effects", d.ViewFor(id))
+		base := planned[d]
+		if base == nil {
+			base = p.effectsLeft(d, now)
+		}
+		pl, perr := planEffects(id, base, &e.Effects, now, e.Path+".effects", d.ViewFor(id))
 		if perr != nil {
 			errs = append(errs, *perr)
 			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, pl.refused, string(perr.Code), perr.Message))
+			continue
 		}
+		if planned == nil {
+			planned = map[*Device]*armEffects{}
+		}
+		planned[d] = &armEffects{declared: pl.declared, declaredNs: pl.declaredNs}
 	}
 	return errs
 }

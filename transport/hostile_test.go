@@ -477,10 +477,20 @@ func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
 		t.Fatalf("setup: %v", f)
 	}
 	url := ts.base + "/arm3/" + id + "/config/filters/damping?session=whole"
-	cases := []struct{ name, effects, code string }{
-		{"a negative damper", `{"set":[{"id":"bad","type":"damper","scalar":-1}]}`, "out_of_range"},
-		{"a primitive the loop does not render", `{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value"},
-		{"too many across messages", `{"set":[{"id":"x1","type":"damper","scalar":0.1},{"id":"x2","type":"damper","scalar":0.1}]}`, "too_many_effects"},
+	// besides is the message: the damping and the force, and effects declared
+	// in the same entry.
+	besides := func(effects string) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},`+
+			`"configure":{"damping":{"scalar":7}},"effects":%s}]}`, id, effects)
+	}
+	cases := []struct{ name, msg, code string }{
+		{"a negative damper", besides(`{"set":[{"id":"bad","type":"damper","scalar":-1}]}`), "out_of_range"},
+		{"a primitive the loop does not render", besides(`{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`), "invalid_value"},
+		{"too many across messages", besides(`{"set":[{"id":"x1","type":"damper","scalar":0.1},{"id":"x2","type":"damper","scalar":0.1}]}`), "too_many_effects"},
+		// Two entries for the arm: each fits alone, not one after the other.
+		{"too many across entries", fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{"set":[{"id":"x1","type":"damper","scalar":0.1}]}},`+
+			`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},"configure":{"damping":{"scalar":7}},`+
+			`"effects":{"set":[{"id":"x2","type":"damper","scalar":0.1}]}}]}`, id, id), "too_many_effects"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -489,8 +499,7 @@ func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
 				t.Fatalf("GET damping: %v", before)
 			}
 			declared := declaredEffects(t, ts, id)
-			f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},`+
-				`"configure":{"damping":{"scalar":7}},"effects":%s}]}`, id, tc.effects))
+			f := c.roundTrip(tc.msg)
 			if codes := errorCodes(f); len(codes) != 1 || codes[0] != tc.code {
 				t.Fatalf("want one %s error, got %v", tc.code, f["errors"])
 			}
