@@ -2,8 +2,10 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,14 @@ type armEffects struct {
 	deadlineNs int64
 }
 
+// remove drops declared effect i. It copies: the slices it had are
+// published (declaredEffects), and GET reads them on other goroutines.
+func (a *armEffects) remove(i int) {
+	a.declared = append(append([]protocol.Effect(nil), a.declared[:i]...), a.declared[i+1:]...)
+	a.endsNs = append(append([]int64(nil), a.endsNs[:i]...), a.endsNs[i+1:]...)
+	a.declaredNs = append(append([]int64(nil), a.declaredNs[:i]...), a.declaredNs[i+1:]...)
+}
+
 // errEffectNotRendered wraps the effects this service validates on the
 // wire but its loop cannot render as declared.
 var errEffectNotRendered = errors.New("not rendered")
@@ -51,6 +61,14 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 	}
 	id := p.sess.ID
 	if d.Register().Owner() != id || now > a.deadlineNs || d.rt.Effects() != a.set {
+		// The effects whose time ran out while the lease still held them
+		// expired before the control ended: say so, as the next message
+		// within the lease would have.
+		for i := range a.declared {
+			if end := a.endsNs[i]; end != 0 && end <= min(now, a.deadlineNs) {
+				p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
+			}
+		}
 		p.dropEffects(d)
 		return
 	}
@@ -58,22 +76,28 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 	for i := 0; i < len(a.declared); {
 		if e := a.endsNs[i]; e != 0 && now >= e {
 			p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
-			a.declared = append(a.declared[:i], a.declared[i+1:]...)
-			a.endsNs = append(a.endsNs[:i], a.endsNs[i+1:]...)
-			a.declaredNs = append(a.declaredNs[:i], a.declaredNs[i+1:]...)
+			a.remove(i)
 			changed = true
 			continue
 		}
 		i++
 	}
 	if v := d.ViewFor(id); changed || v != a.view {
-		// Both were accepted when declared; a new view can still make one
-		// unrenderable (a basis that turns a box): then the arm keeps the
-		// Set it had.
-		if set, _, err := buildSet(id, a.declared, a.declaredNs, &v.Space); err == nil {
-			a.set, a.view = set, v
-			p.publishEffects(d, a)
+		// Every effect was accepted when declared; a new view can still
+		// make one unrenderable (a set_transform that turns a box, a scale
+		// that stretches a length past the loop's). Rendered as it was, it
+		// would stay where the session's space no longer puts it: it ends,
+		// as a refused declaration would have.
+		for {
+			set, bad, err := buildSet(id, a.declared, a.declaredNs, &v.Space)
+			if err == nil {
+				a.set, a.view = set, v
+				break
+			}
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, a.declared[bad].ID, string(protocol.CodeInvalidValue), err.Error()))
+			a.remove(bad)
 		}
+		p.publishEffects(d, a)
 	}
 }
 
@@ -122,21 +146,16 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	u := &e.Effects
 	if !u.Empty() {
-		declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
+		view := d.ViewFor(id)
+		pl, perr := planEffects(id, a, u, now, at, view)
 		if perr == nil {
-			view := d.ViewFor(id)
-			set, bad, err := buildSet(id, declared, declaredNs, &view.Space)
-			if err != nil {
-				perr = protocol.Errorf(protocol.CodeInvalidValue, at, "effect %q: %v", declared[bad].ID, err)
-			} else {
-				a.declared, a.declaredNs, a.set, a.view = declared, declaredNs, set, view
-				a.endsNs = endsOf(declared, declaredNs)
-				f.Warnings = append(f.Warnings, warnings...)
-			}
+			a.declared, a.declaredNs, a.set, a.view = pl.declared, pl.declaredNs, pl.set, view
+			a.endsNs = endsOf(pl.declared, pl.declaredNs)
+			f.Warnings = append(f.Warnings, pl.warnings...)
 		}
 		if perr != nil {
 			f.Errors = append(f.Errors, *perr)
-			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(u), string(perr.Code), perr.Message))
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, pl.refused, string(perr.Code), perr.Message))
 			if !wasOwner && p.fx[d] == nil {
 				// The refused declaration took the arm for nothing.
 				reg.Release(id)
@@ -150,6 +169,121 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	p.fx[d] = a
 	p.renewLease(d, e, now, leaseMs, wasOwner, a)
+}
+
+// effectsPlan is an effects update applied to a session's declaration on
+// one arm: the declaration and the Set it makes, or, when it is refused,
+// the id of the effect that was.
+type effectsPlan struct {
+	declared   []protocol.Effect
+	declaredNs []int64
+	warnings   []protocol.Error
+	set        *effect.Set
+	refused    string
+}
+
+// planEffects applies u to a (clear, remove, set), checks the cap and
+// converts the result with view into the Set the loop renders, changing
+// nothing; the error refuses u whole.
+func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now int64, at string, view *View) (effectsPlan, *protocol.Error) {
+	pl := effectsPlan{refused: firstEffectID(u)}
+	declared, declaredNs, warnings, perr := applyEffectsUpdate(a, u, now, at)
+	if perr != nil {
+		return pl, perr
+	}
+	set, bad, err := buildSet(session, declared, declaredNs, &view.Space)
+	if err != nil {
+		pl.refused = declared[bad].ID
+		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused), "%v", err)
+	}
+	pl.declared, pl.declaredNs, pl.warnings, pl.set = declared, declaredNs, warnings, set
+	return pl, nil
+}
+
+// refusedEffects finds, before anything of the message in hand applies,
+// the effects members that would be refused once their arm is reached
+// (too many effects across messages, an effect the loop cannot render),
+// and publishes effect-refused for each: such a message applies not at
+// all, like one the decoder refused (docs/protocol.md, "Effects"). An
+// arm another session holds is left to the entry (device_busy, the rest
+// applies). A message that changes a view the effects are converted with
+// (basis, mount, preset, set_transform, profile) is left to the entries
+// too: they are checked there with the new view, as before.
+func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []protocol.Error {
+	msg := &p.msg
+	sp := &msg.Session
+	if sp.Profile != nil && sp.Profile.Name != snap.profile || sp.Basis != nil && *sp.Basis != snap.basis ||
+		sp.SetBasis != nil || sp.SetCoordinateOrigin != "" {
+		return nil
+	}
+	declares := false
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		if e.Transform.Given() {
+			return nil
+		}
+		for _, c := range e.Configure {
+			if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
+				return nil
+			}
+		}
+		declares = declares || e.HasEffects && !e.Effects.Empty()
+	}
+	if !declares {
+		return nil
+	}
+	id := p.sess.ID
+	now := p.svc.opts.Clock.Now()
+	var errs []protocol.Error
+	// planned is each arm's declaration after the entries checked so far:
+	// two entries for one arm apply one after the other.
+	var planned map[*Device]*armEffects
+	for i := range msg.Devices {
+		e := &msg.Devices[i]
+		if !e.HasEffects || e.Effects.Empty() {
+			continue
+		}
+		d := p.find(i, e, devs)
+		if d == nil || d.Type != protocol.TypeArm {
+			continue
+		}
+		if owner := d.Register().Owner(); owner != 0 && owner != id {
+			continue
+		}
+		base := planned[d]
+		if base == nil {
+			base = p.effectsLeft(d, now)
+		}
+		pl, perr := planEffects(id, base, &e.Effects, now, e.Path+".effects", d.ViewFor(id))
+		if perr != nil {
+			errs = append(errs, *perr)
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, pl.refused, string(perr.Code), perr.Message))
+			continue
+		}
+		if planned == nil {
+			planned = map[*Device]*armEffects{}
+		}
+		planned[d] = &armEffects{declared: pl.declared, declaredNs: pl.declaredNs}
+	}
+	return errs
+}
+
+// effectsLeft is the session's declaration on d as effectsBefore will
+// leave it at now (the control ended: none; the time of some ran out:
+// the others), without changing anything.
+func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
+	a := p.fx[d]
+	if a == nil || d.Register().Owner() != p.sess.ID || now > a.deadlineNs || d.rt.Effects() != a.set {
+		return &armEffects{}
+	}
+	left := &armEffects{}
+	for i := range a.declared {
+		if end := a.endsNs[i]; end == 0 || now < end {
+			left.declared = append(left.declared, a.declared[i])
+			left.declaredNs = append(left.declaredNs, a.declaredNs[i])
+		}
+	}
+	return left
 }
 
 // renewLease writes the session's command in force on d again with a new
@@ -219,6 +353,16 @@ func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at 
 	return declared, declaredNs, warnings, nil
 }
 
+// effectPath is the path of the effect id in u's set (at.set[i]), or at
+// when u does not set it (it was in force already, and a change of the
+// session's view made it unrenderable).
+func effectPath(at string, u *protocol.EffectsUpdate, id string) string {
+	if i := indexOfEffect(u.Set, id); i >= 0 {
+		return at + ".set[" + strconv.Itoa(i) + "]"
+	}
+	return at
+}
+
 func indexOfEffect(list []protocol.Effect, id string) int {
 	for i := range list {
 		if list[i].ID == id {
@@ -259,19 +403,27 @@ func effectEndNs(e *protocol.Effect, fromNs int64) int64 {
 }
 
 // buildSet converts a declaration to the device frame and makes the Set the
-// loop renders. On error, bad is the index of the effect refused.
+// loop renders. On error, bad is the index of the effect refused and err
+// names it.
 func buildSet(session uint64, declared []protocol.Effect, declaredNs []int64, view *space.View) (set *effect.Set, bad int, err error) {
 	specs := make([]effect.Spec, len(declared))
 	for i := range declared {
 		if err := toSpec(&specs[i], declared[i].ToDevice(view), declaredNs[i]); err != nil {
-			return nil, i, err
+			return nil, i, fmt.Errorf("effect %q: %w", declared[i].ID, err)
 		}
 	}
 	set, err = effect.NewSet(session, specs)
-	if err != nil {
-		return nil, 0, err
+	if err == nil {
+		return set, 0, nil
 	}
-	return set, 0, nil
+	// NewSet names the effect it refused but not where it is: find it, so
+	// that the error points at it and not at the first effect in force.
+	for i := range specs {
+		if _, one := effect.NewSet(session, specs[i:i+1]); one != nil {
+			return nil, i, one
+		}
+	}
+	return nil, 0, err
 }
 
 // toSpec fills sp with e (in the device frame) as the loop renders it.
@@ -537,7 +689,7 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 		return protocol.EffectsInForce{Effects: []protocol.EffectInForce{}}
 	}
 	now := s.opts.Clock.Now()
-	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, len(decl.effects))}
+	out := protocol.EffectsInForce{SessionID: set.Session, Effects: make([]protocol.EffectInForce, 0, len(decl.effects))}
 	var rep loop.EffectsReport
 	d.rt.LoadEffects(&rep)
 	toSession := d.ViewFor(set.Session).Space.ForceToApp
@@ -553,14 +705,21 @@ func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	for i := range decl.effects {
 		left := -1
 		if e := decl.endsNs[i]; e != 0 {
-			left = int(max(0, (e-now)/int64(time.Millisecond)))
+			if now >= e {
+				// Its time ran out: it faded out and is no longer in
+				// force, though the session drops it only at its next
+				// message.
+				continue
+			}
+			left = int((e - now) / int64(time.Millisecond))
 		}
-		out.Effects[i] = protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
+		in := protocol.EffectInForce{Effect: decl.effects[i], RemainingMs: left}
 		for j := range rep.N {
 			if r := &rep.Effects[j]; r.ID == decl.effects[i].ID && !r.Removing {
-				out.Effects[i].ForceN, out.Effects[i].HasForce = toSession(space.Vec3(r.ForceN)), true
+				in.ForceN, in.HasForce = toSession(space.Vec3(r.ForceN)), true
 			}
 		}
+		out.Effects = append(out.Effects, in)
 	}
 	return out
 }

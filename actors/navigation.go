@@ -33,7 +33,25 @@ func (c *deviceCore) navigation(s *sessionState) *loop.Navigation {
 		perm = space.IdentityPermutation()
 	}
 	mount := space.NewView(perm, c.effectiveMount(&s.cfg, basis))
-	db := nav.ToDevice(&mount)
+	bubble, err := compileBubble(nav, &mount, s.workspace)
+	if err != nil {
+		// The entry was validated on the way in: this is a stored file
+		// gone wrong. Navigate nowhere rather than render it.
+		c.log.Error().Err(err).Msg("navigation in force cannot be rendered; it stays off")
+		s.nav = nil
+		return nil
+	}
+	if s.nav == nil {
+		s.nav = loop.NewNavigationTrack()
+	}
+	return &loop.Navigation{Bubble: bubble, Track: s.nav}
+}
+
+// compileBubble is nav's bubble for the loop: mount is the view of the
+// session's basis and mount (the bubble lives in mount space), workspace
+// its set_transform, which carries the velocity into application space.
+func compileBubble(nav protocol.Navigation, mount *space.View, workspace space.Transform) (*effect.Bubble, error) {
+	db := nav.ToDevice(mount)
 	bn := &nav.Bubble
 	b := effect.Bubble{
 		ToLocal:            db.ToLocal,
@@ -62,25 +80,12 @@ func (c *deviceCore) navigation(s *sessionState) *loop.Navigation {
 		b.AtCursor = true
 	}
 	b.Primitive, b.Shape = bubbleShape(bn.Shape)
-	// The workspace transform's linear part carries the velocity (mount
-	// metres per second) into application space.
-	ws := space.NewView(space.IdentityPermutation(), s.workspace)
+	ws := space.NewView(space.IdentityPermutation(), workspace)
 	for j, e := range [3]space.Vec3{{X: 1}, {Y: 1}, {Z: 1}} {
 		col := ws.VelocityToApp(e)
 		b.ToApp[0][j], b.ToApp[1][j], b.ToApp[2][j] = col.X, col.Y, col.Z
 	}
-	bubble, err := effect.NewBubble(b)
-	if err != nil {
-		// The entry was validated on the way in: this is a stored file
-		// gone wrong. Navigate nowhere rather than render it.
-		c.log.Error().Err(err).Msg("navigation in force cannot be rendered; it stays off")
-		s.nav = nil
-		return nil
-	}
-	if s.nav == nil {
-		s.nav = loop.NewNavigationTrack()
-	}
-	return &loop.Navigation{Bubble: bubble, Track: s.nav}
+	return effect.NewBubble(b)
 }
 
 // bubbleShape maps a bubble's SDF shape (protocol.BubbleShapes) to the

@@ -444,8 +444,16 @@ func (p *tickPath) handle(buf []byte) bool {
 		p.emit(f)
 		return true
 	}
-	f.Warnings = append(f.Warnings, msg.Warnings...)
 	devs := p.svc.Devices()
+	if errs := p.refusedEffects(snap, devs); len(errs) > 0 {
+		// Applied not at all, as a message the decoder refused.
+		f.Errors = append(f.Errors, errs...)
+		f.Warnings = append(f.Warnings, msg.Warnings...)
+		p.fillDevices(f, snap, false, nil)
+		p.emit(f)
+		return true
+	}
+	f.Warnings = append(f.Warnings, msg.Warnings...)
 	var req *controlRequest
 	if p.needsControl(snap, devs) {
 		if req = p.askActor(snap, devs); req == nil {

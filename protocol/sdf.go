@@ -114,6 +114,10 @@ func SDFPrimitiveParams(name string) []SDFParamSpec {
 // larger than this is a unit mistake (millimetres sent as metres).
 const SDFLengthMax = 100.0
 
+// SDFAxisMinM is how far apart a capped cylinder's end points must be (m):
+// closer, it has no axis to measure a distance along.
+const SDFAxisMinM = 1e-6
+
 func findSDFPrimitive(name []byte) *sdfPrimitive {
 	for i := range sdfPrimitives {
 		if sdfPrimitives[i].name == string(name) {
@@ -185,6 +189,12 @@ func decodeSDFNamed(prim Value, pc *pathSeg, params Value, parAt pathSeg, w warn
 		if err := readSDFParam(&out.Params, q, vals[i], &c, w); err != nil {
 			return out, err
 		}
+	}
+	if l := norm3(sub3(out.Params.B, out.Params.A)); p.name == "capped_cylinder" && l < SDFAxisMinM {
+		// Its axis is b − a: with none, the shape has no distance (the
+		// loop refuses it), so a bubble would navigate nowhere.
+		c := parAt.child("b")
+		return out, errAt(CodeInvalidValue, &c, "a capped_cylinder runs from a to b, which must be at least %g m apart, got %g m", SDFAxisMinM, l)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,7 +102,8 @@ func TestSDFEffectBadInput(t *testing.T) {
 	cases := []struct{ name, effect, code, path string }{
 		{"no shape", `{"id":"s","type":"sdf"}`, "invalid_value", ".set[0]"},
 		{"unknown primitive", `{"id":"s","type":"sdf","shape":{"primitive":"teapot","parameters":{}}}`, "invalid_value", ".set[0].shape.primitive"},
-		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"solid_angle","parameters":{"c":{"x":0.6,"y":0.8},"r":0.02}}}`, "invalid_value", ""}, // the loop's refusal names the effect's id
+		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"solid_angle","parameters":{"c":{"x":0.6,"y":0.8},"r":0.02}}}`, "invalid_value", ".set[0]"},
+		{"a frame scale the loop refuses", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1e-9,"y":1e-9,"z":1e-9}}}`, "invalid_value", ".set[0]"},
 		{"negative radius", `{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":-1}}}`, "out_of_range", ".set[0].shape.parameters.r"},
 		{"flat form without params", `{"id":"s","type":"sdf","shape":"sphere"}`, "invalid_value", ".set[0].params"},
 		{"range zero", `{"id":"s","type":"sdf",` + sphere + `,"range":0}`, "out_of_range", ".set[0].range"},
@@ -111,6 +113,7 @@ func TestSDFEffectBadInput(t *testing.T) {
 		{"unknown symmetry", `{"id":"s","type":"sdf",` + sphere + `,"symmetry":"radial"}`, "invalid_value", ".set[0].symmetry"},
 		{"unknown blend", `{"id":"s","type":"sdf",` + sphere + `,"blend":"max"}`, "invalid_value", ".set[0].blend"},
 		{"non-uniform scale", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1,"y":2,"z":1}}}`, "out_of_range", ".set[0].transform.scale"},
+		{"capped cylinder without an axis", `{"id":"s","type":"sdf","shape":{"primitive":"capped_cylinder","parameters":{"a":{"x":0,"y":0,"z":0},"b":{"x":0,"y":0,"z":0},"r":0.02}}}`, "invalid_value", ".set[0].shape.parameters.b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,9 +126,23 @@ func TestSDFEffectBadInput(t *testing.T) {
 			if p := path(f, "errors", 0, "path"); p != want {
 				t.Fatalf("error path %v, want %s (%v)", p, want, f["errors"])
 			}
+			if msg, _ := path(f, "errors", 0, "message").(string); strings.Contains(msg, `"keep"`) {
+				t.Fatalf("the error names the effect in force, not the one refused: %s", msg)
+			}
 			if n := effectCount(f); n != 1 {
 				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
 			}
 		})
 	}
+	// The loop's refusal of the second effect of a set names that effect,
+	// in the error entry and in the event.
+	ev := ts.dial(t, ts.eventsWS)
+	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"fine","type":"sdf",`+sphere+`},{"id":"tiny","type":"sdf",`+sphere+`,"transform":{"scale":{"x":1e-9,"y":1e-9,"z":1e-9}}}]}`))
+	msg, _ := path(f, "errors", 0, "message").(string)
+	if p := path(f, "errors", 0, "path"); p != "arm3[0].effects.set[1]" || !strings.Contains(msg, `"tiny"`) || strings.Contains(msg, `"keep"`) || strings.Contains(msg, `"fine"`) {
+		t.Fatalf("error %v: want it at arm3[0].effects.set[1], naming tiny alone", f["errors"])
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "effect_id") == "tiny" && path(e, "data", "code") == "invalid_value"
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,6 +197,116 @@ func TestEffectExpiresAfterTTL(t *testing.T) {
 		return nil
 	})
 	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "short" })
+}
+
+// An effect whose time ran out is no longer in force: GET stops listing it
+// then, though its session sends nothing more, and the effect-expired event
+// comes with the session's next message even when its lease lapsed before
+// (docs/protocol.md, Effects: "after it the effect fades out and is
+// removed").
+func TestEffectExpiresForAQuietSession(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":30},`+springAt("long", 0.01)+`]}`)); f["errors"] != nil {
+		t.Fatalf("declaration: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 3*time.Second, "GET lists the spring alone", func() error {
+		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+		list, _ := path(r.data(), "effects").([]any)
+		if len(list) != 1 || path(list[0], "id") != "long" {
+			return fmt.Errorf("GET lists %v", list)
+		}
+		return nil
+	})
+	// Quiet past the lease: the control ends, the spring with it. The next
+	// message for the arm still tells of the damper's expiry.
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
+	c.roundTrip(effectsMsg(id, `{"set":[{"id":"brief","type":"damper","scalar":2,"ttl_ms":20},`+springAt("long", 0.01)+`]}`))
+	hwtest.EventuallyNil(t, 3*time.Second, "the lease lapses", func() error {
+		if n := effectsListed(ts, id); n != 0 {
+			return fmt.Errorf("GET lists %d effects", n)
+		}
+		return nil
+	})
+	c.roundTrip(effectsMsg(id, `{}`))
+	waitEvent(t, ev, "effect-expired", func(e map[string]any) bool { return path(e, "data", "effect_id") == "brief" })
+}
+
+// GET /{type}/{id}/effects reads the declaration the session published
+// while the session drops the effects whose time ran out: the session must
+// never write into what it published (go test -race checks it).
+func TestEffectsExpiringWhileRead(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for round := range 3 {
+		set := []string{springAt("keep", 0.01)}
+		for i := range 8 {
+			set = append(set, fmt.Sprintf(`{"id":"d%d","type":"damper","scalar":1,"ttl_ms":%d}`, i, 10+10*i))
+		}
+		if f := c.roundTrip(effectsMsg(id, `{"set":[`+strings.Join(set, ",")+`]}`)); f["errors"] != nil {
+			t.Fatalf("round %d: %v", round, f["errors"])
+		}
+		hwtest.EventuallyNil(t, 5*time.Second, "the dampers expire", func() error {
+			if n := effectCount(c.roundTrip(effectsMsg(id, `{}`))); n != 1 {
+				return fmt.Errorf("%v effects in force", n)
+			}
+			return nil
+		})
+	}
+}
+
+// A set_transform that turns the session's space makes a limit_box declared
+// before it one the loop cannot render (its boxes are axis-aligned): the box
+// leaves the effects in force, with effect-refused, and GET lists what the loop
+// renders; it used to stay rendered, unturned, where GET no longer placed it.
+func TestEffectsATurnedSpaceCannotRender(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	box := `{"id":"box","type":"limit_box","center":{"x":0,"y":0,"z":0},"half_extents":{"x":0.3,"y":0.3,"z":0.3},"stiffness":100}`
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+box+`,`+springAt("spring", 0.01)+`]}`)); f["errors"] != nil || effectCount(f) != 2 {
+		t.Fatalf("declaration: %v", f)
+	}
+	// 30° about z.
+	turn := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_transform":{"rotation":{"w":%g,"x":0,"y":0,"z":%g}}},"effects":{}}]}`,
+		id, math.Cos(math.Pi/12), math.Sin(math.Pi/12))
+	if f := c.roundTrip(turn); f["errors"] != nil {
+		t.Fatalf("set_transform: %v", f["errors"])
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "effect_id") == "box" && path(e, "data", "code") == "invalid_value"
+	})
+	f := c.roundTrip(effectsMsg(id, `{}`))
+	r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+	list, _ := path(r.data(), "effects").([]any)
+	if effectCount(f) != 1 || len(list) != 1 || path(list[0], "id") != "spring" {
+		t.Fatalf("after the turn: %v effects in force, GET lists %v; want the spring alone", effectCount(f), list)
+	}
 }
 
 // One message that removes an id and sets it again is refused whole (send

@@ -198,6 +198,8 @@ func TestHostileNavigationChangesNothing(t *testing.T) {
 		{"shape without parameters", hostileBubble("shape", `{"primitive":"box"}`), "parameters"},
 		{"box missing a member", hostileBubble("shape", `{"primitive":"box","parameters":{}}`), `"b" is missing`},
 		{"unknown primitive", hostileBubble("shape", `{"primitive":"klein_bottle","parameters":{"r":1}}`), "klein_bottle"},
+		// The loop has no distance for it: accepted, it would navigate nowhere.
+		{"capped cylinder without an axis", hostileBubble("shape", `{"primitive":"capped_cylinder","parameters":{"a":{"x":0,"y":0.01,"z":0},"b":{"x":0,"y":0.01,"z":0},"r":0.05}}`), "shape.parameters.b"},
 		{"zone width zero", hostileBubble("velocity_zone_width", "0"), "velocity_zone_width"},
 		{"zone width negative", hostileBubble("velocity_zone_width", "-0.03"), "velocity_zone_width"},
 		{"zone width 1e308", hostileBubble("velocity_zone_width", "1e308"), "velocity_zone_width"},
@@ -454,25 +456,69 @@ func TestHostileEffectsOnNoArm(t *testing.T) {
 }
 
 // A refused effect declaration takes the rest of its message with it
-// (docs/protocol.md, Effects): a damping configured beside it must not apply.
+// (docs/protocol.md, Effects): a damping configured and a force commanded
+// beside it must not apply, whether the decoder refuses the declaration or
+// the service does once it knows the session's effects in force and what the
+// loop renders.
 func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
-	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"whole"}}}}`); f["errors"] != nil {
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"whole"},"lease":{"ms":1000}}}}`); f["errors"] != nil {
 		t.Fatalf("profile: %v", f["errors"])
 	}
+	// Fifteen dampers in force: one more fits, two more are too many.
+	dampers := make([]string, 15)
+	for i := range dampers {
+		dampers[i] = fmt.Sprintf(`{"id":"d%d","type":"damper","scalar":0.1}`, i)
+	}
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+strings.Join(dampers, ",")+`]}`)); f["errors"] != nil || effectCount(f) != 15 {
+		t.Fatalf("setup: %v", f)
+	}
 	url := ts.base + "/arm3/" + id + "/config/filters/damping?session=whole"
-	before := ts.do(http.MethodGet, url, "")
-	if before.status != http.StatusOK {
-		t.Fatalf("GET damping: %v", before)
+	// besides is the message: the damping and the force, and effects declared
+	// in the same entry.
+	besides := func(effects string) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},`+
+			`"configure":{"damping":{"scalar":7}},"effects":%s}]}`, id, effects)
 	}
-	f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}},"effects":{"set":[{"id":"bad","type":"damper","scalar":-1}]}}]}`, id))
-	if len(errorCodes(f)) == 0 {
-		t.Fatalf("the bad damper was accepted: %v", f)
+	cases := []struct{ name, msg, code string }{
+		{"a negative damper", besides(`{"set":[{"id":"bad","type":"damper","scalar":-1}]}`), "out_of_range"},
+		{"a primitive the loop does not render", besides(`{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`), "invalid_value"},
+		{"too many across messages", besides(`{"set":[{"id":"x1","type":"damper","scalar":0.1},{"id":"x2","type":"damper","scalar":0.1}]}`), "too_many_effects"},
+		// Two entries for the arm: each fits alone, not one after the other.
+		{"too many across entries", fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{"set":[{"id":"x1","type":"damper","scalar":0.1}]}},`+
+			`{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":3,"y":0,"z":0}}},"configure":{"damping":{"scalar":7}},`+
+			`"effects":{"set":[{"id":"x2","type":"damper","scalar":0.1}]}}]}`, id, id), "too_many_effects"},
 	}
-	if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
-		t.Fatalf("the damping beside a refused declaration applied:\nbefore %s\nafter  %s", before.body, after.body)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ts.do(http.MethodGet, url, "")
+			if before.status != http.StatusOK {
+				t.Fatalf("GET damping: %v", before)
+			}
+			declared := declaredEffects(t, ts, id)
+			f := c.roundTrip(tc.msg)
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != tc.code {
+				t.Fatalf("want one %s error, got %v", tc.code, f["errors"])
+			}
+			if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
+				t.Fatalf("the damping beside a refused declaration applied:\nbefore %s\nafter  %s", before.body, after.body)
+			}
+			if after := declaredEffects(t, ts, id); after != declared {
+				t.Fatalf("effects changed:\nbefore %s\nafter  %s", declared, after)
+			}
+			// The effects alone renew the lease and the command held: a force
+			// commanded beside the refused declaration would show for the whole
+			// window (it reaches the arm within the slew limit's few ms; the
+			// dampers in force push nothing at rest).
+			for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); {
+				f := c.roundTrip(effectsMsg(id, `{}`))
+				if fx := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0]; fx > 1 {
+					t.Fatalf("the 3 N commanded beside a refused declaration applied: %v N along x", fx)
+				}
+			}
+		})
 	}
 }

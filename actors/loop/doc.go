@@ -47,8 +47,8 @@
 // The passivity layer watches every commanded force (package passivity;
 // energy is what the rendered environment absorbed from the arm, −Σ F·v·dt,
 // negative when a source drove it): an observer per source (the session's
-// force; each effect; the navigation module's effects, tagged
-// effect.SourceNavigation) and a controller on the sum that, when
+// force; each effect; the navigation, which rides on the command's
+// Params) and a controller on the sum that, when
 // Globals.Passivity.Enabled, adds just the damping that keeps the energy
 // from going negative. Then the clamp (MaxForceN, or Globals.ForceClampN
 // if lower) and the slew limit (Globals.ForceSlewNps; a new control starts
