@@ -97,7 +97,9 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, a.declared[bad].ID, string(protocol.CodeInvalidValue), err.Error()))
 			a.remove(bad)
 		}
-		p.publishEffects(d, a)
+		if !p.publishEffects(d, a) {
+			p.dropEffects(d) // control ended meanwhile
+		}
 	}
 }
 
@@ -162,7 +164,16 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 			}
 			return
 		}
-		p.publishEffects(d, a)
+		if !p.publishEffects(d, a) {
+			// The lease lapsed while this message was handled and another
+			// session took the arm: its effects stay, these are refused.
+			owner := reg.Owner()
+			f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, at,
+				"%s %s is controlled by session %d: this session's lease lapsed before its effects were published", e.TypeKey, d.ID, owner))
+			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(&e.Effects), string(protocol.CodeDeviceBusy), "the lease lapsed and another session took the arm"))
+			delete(p.fx, d)
+			return
+		}
 	}
 	if p.fx == nil {
 		p.fx = map[*Device]*armEffects{}
@@ -672,10 +683,26 @@ func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, en
 
 // publishEffects hands a's Set to d's loop, and its declaration to readers
 // (EffectsInForce).
-func (p *tickPath) publishEffects(d *Device, a *armEffects) {
-	d.declared.Store(&declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs})
-	d.rt.SetEffects(a.set)
+//
+// It reports false, publishing nothing, when the session no longer controls
+// d (its lease lapsed while the message was handled and another session
+// took the arm): the new owner's effects stay as they are.
+func (p *tickPath) publishEffects(d *Device, a *armEffects) bool {
+	if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
+		return false
+	}
+	// The declaration GET pairs with the Set (EffectsInForce), stored
+	// only while that Set is in force: an owner that came meanwhile
+	// publishes its Set, then its declaration, and keeps both.
+	decl := &declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs}
+	for {
+		cur := d.declared.Load()
+		if d.rt.Effects() != a.set || d.declared.CompareAndSwap(cur, decl) {
+			break
+		}
+	}
 	d.framesChanged()
+	return true
 }
 
 // EffectsInForce is what GET /{type}/{id}/effects answers: the effects d

@@ -136,32 +136,61 @@ type RemoteEffects interface {
 // from its next tick (nil: none), or from the next lease when the output is
 // ramping out (render). The loop renders a Set only while its
 // Session controls the device under a valid lease, summed with that
-// session's command; when control ends they ramp out with it. Only one
-// goroutine at a time may call it (the device's controlling session, in
-// order). It allocates when the device needs more room for effects than it
+// session's command; when control ends they ramp out with it. Calls may
+// overlap (a session whose control just ended, and the new owner); a
+// session's own declarations go through SetEffectsOf. It allocates when the device needs more room for effects than it
 // had (its first call, a larger Set); the tick reads the Set through an
 // atomic pointer and never waits for it.
-func (d *Device) SetEffects(s *effect.Set) {
+func (d *Device) SetEffects(s *effect.Set) { d.setEffects(s, 0) }
+
+// SetEffectsOf is SetEffects for a session's own declaration (s nil: it
+// declares none): it publishes s only while session controls the device,
+// and reports whether it did. A session whose lease lapsed while its
+// message was handled, and whose arm another session took meanwhile, so
+// never replaces the new owner's effects with its own (or with none).
+func (d *Device) SetEffectsOf(session uint64, s *effect.Set) bool {
+	return session != 0 && d.setEffects(s, session)
+}
+
+// setEffects publishes s; with owner != 0, only while owner controls the
+// register. The owner is read before the Set is swapped in, and the swap
+// fails if any Set was published meanwhile, so a new owner's Set, stored
+// after its claim, is never replaced by an older owner's.
+func (d *Device) setEffects(s *effect.Set, owner uint64) bool {
 	st := d.fx.Load()
 	if st == nil {
 		if s == nil {
-			return
+			return owner == 0 || d.reg.Owner() == owner
 		}
 		d.fx.CompareAndSwap(nil, d.placeEffectStage())
 		st = d.fx.Load()
 	}
-	// Room for the new Set beside the old one's effects, which fade out
-	// while the new ones fade in. Published before the Set: a tick that
-	// sees the Set sees the room.
-	need := s.Len() + st.set.Load().Len()
-	if g := st.grow.Load(); int64(need) > max(st.capacity.Load(), int64(capOf(g))) {
-		st.grow.Store(effect.NewSlots(need))
+	for {
+		old := st.set.Load()
+		if owner != 0 && d.reg.Owner() != owner {
+			return false
+		}
+		// Room for the new Set beside the old one's effects, which fade
+		// out while the new ones fade in. Published before the Set: a
+		// tick that sees the Set sees the room.
+		// Never replaced by a smaller one: a caller whose control just
+		// ended may overlap the new owner's.
+		need := s.Len() + old.Len()
+		for {
+			g := st.grow.Load()
+			if int64(need) <= max(st.capacity.Load(), int64(capOf(g))) || st.grow.CompareAndSwap(g, effect.NewSlots(need)) {
+				break
+			}
+		}
+		if st.set.CompareAndSwap(old, s) {
+			break
+		}
 	}
-	st.set.Store(s)
 	if d.remoteFx != nil {
 		d.remoteFx.ForwardEffects(s)
 	}
 	d.poke()
+	return true
 }
 
 func capOf(s *effect.Slots) int {

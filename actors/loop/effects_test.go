@@ -457,6 +457,60 @@ func TestDropEffectsWithdrawsOnlyItsSessionsSet(t *testing.T) {
 	}
 }
 
+// A session whose lease lapsed while its message was handled, and whose
+// arm another session took meanwhile, publishes its declaration late: the
+// new owner's effects stay in force, whether the late one declares some
+// or none, and the new owner's own renders.
+func TestSetEffectsOfKeepsTheNewOwners(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	reg := r.dev.Register()
+	if reg.Claim(7) != 7 || !r.dev.SetEffectsOf(7, springSet(t, 7)) {
+		t.Fatal("the owner's first declaration refused")
+	}
+	reg.Release(7) // as the loop does when 7's lease lapses
+	if reg.Claim(8) != 8 {
+		t.Fatal("session 8 could not take the free arm")
+	}
+	theirs := springSet(t, 8)
+	if !r.dev.SetEffectsOf(8, theirs) {
+		t.Fatal("the new owner's declaration refused")
+	}
+	for _, late := range []*effect.Set{strongSet(t, 7), nil} {
+		if r.dev.SetEffectsOf(7, late) || r.dev.Effects() != theirs {
+			t.Fatalf("session 7's late declaration (%v) replaced session 8's: %v in force", late, r.dev.Effects())
+		}
+	}
+	seq := uint64(0)
+	out := r.run(100, func() { seq++; r.command(8, seq, 100*ms, force(0, 0, 0), nil) })
+	if !near(out.ForceN.X, 1, 1e-9) {
+		t.Fatalf("output %v under session 8, want its spring's 1 N along X", out.ForceN)
+	}
+}
+
+// Two sessions publishing at once, one that just lost the arm and its new
+// owner, end with the owner's Set in force and room for it.
+func TestSetEffectsOfRacingTheNewOwner(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	reg := r.dev.Register()
+	for round := range 200 {
+		reg.Release(8)
+		if reg.Claim(7) != 7 || !r.dev.SetEffectsOf(7, springSet(t, 7)) {
+			t.Fatal("session 7 could not take the arm")
+		}
+		reg.Release(7)
+		reg.Claim(8)
+		theirs := strongSet(t, 8)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); r.dev.SetEffectsOf(7, springSet(t, 7)) }()
+		go func() { defer wg.Done(); r.dev.SetEffectsOf(8, theirs) }()
+		wg.Wait()
+		if r.dev.Effects() != theirs {
+			t.Fatalf("round %d: %v in force, want session 8's", round, r.dev.Effects())
+		}
+	}
+}
+
 // TestEffectsReportShrinksWithTheSet: the report is filled in place in
 // the buffers readers copy, which hold older reports; when a Set shrinks,
 // every later report lists only the effects in force, nothing of the
