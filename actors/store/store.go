@@ -93,13 +93,37 @@ func Open(dir string) (*Store, error) {
 	if err := s.removeTempFiles(); err != nil {
 		return nil, err
 	}
-	probe, err := os.CreateTemp(abs, "."+"probe"+tempMarker+"*")
-	if err != nil {
-		return nil, fmt.Errorf("store: state directory %s is not writable: %w; fix its permissions or pass another --state-dir", abs, err)
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
 	}
-	probe.Close()
-	os.Remove(probe.Name())
 	return s, nil
+}
+
+// probeSize is what CheckWritable writes: one block, about what a
+// document needs. An empty file would not do: a full disk still creates
+// one (an inode is free) while it refuses every Save.
+const probeSize = 4096
+
+// CheckWritable reports whether the state directory takes a document now:
+// it writes a block to a temp file (no fsync: the check is about room and
+// permissions) and removes it. A crash mid-check leaves a temp file that
+// the next Open removes.
+func (s *Store) CheckWritable() error {
+	const fix = "free space on its disk or fix its permissions, or pass another --state-dir"
+	f, err := os.CreateTemp(s.dir, ".probe"+tempMarker+"*")
+	if err != nil {
+		return fmt.Errorf("store: state directory %s is not writable: %w; %s", s.dir, err, fix)
+	}
+	_, werr := f.Write(make([]byte, probeSize))
+	cerr := f.Close()
+	rerr := os.Remove(f.Name())
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("store: state directory %s takes no document: %w; %s", s.dir, errors.Join(err, rerr), fix)
+	}
+	if rerr != nil {
+		return fmt.Errorf("store: state directory %s: remove probe file: %w", s.dir, rerr)
+	}
+	return nil
 }
 
 // Dir returns the state directory as an absolute path.
