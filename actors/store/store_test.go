@@ -620,3 +620,34 @@ func TestDirectoryInPlaceOfDocument(t *testing.T) {
 		t.Errorf("Load after Save = %v, %v, %+v", found, err, got)
 	}
 }
+
+// The directory lock is held until released: a second holder is refused,
+// told the first's pid, and gets it once it is released.
+func TestLockIsExclusive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lock(dir)
+	if err == nil || !strings.Contains(err.Error(), "in use by process "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("a second Lock = %v; want it refused, naming %s and pid %d", err, dir, os.Getpid())
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, err := s.List(""); err != nil || len(names) != 0 {
+		t.Errorf("List = %v, %v; the lock file is not a document", names, err)
+	}
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("Lock once released: %v", err)
+	}
+	if err := second.Release(); err != nil {
+		t.Fatal(err)
+	}
+}

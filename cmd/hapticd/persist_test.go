@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -209,4 +211,47 @@ func TestBadStateFilesAtStart(t *testing.T) {
 	_ = ws2.conn.Close()
 	_ = d2.cmd.Process.Signal(syscall.SIGTERM)
 	_ = d2.cmd.Wait()
+}
+
+// Two processes on one state directory would each write its own view of
+// the shared documents over the other's (settings.json, and the device
+// files of simulated devices, which get the same ids), losing what the
+// other acknowledged. The second is refused at start, naming the
+// directory; once the first is gone (even SIGKILLed) a start succeeds.
+func TestSecondProcessOnOneStateDirIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	first := startProcess(t, bin, "--state-dir", dir)
+
+	second := exec.Command(bin, "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--log-format", "json", "--state-dir", dir)
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- second.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(stderr.String(), dir) || !strings.Contains(stderr.String(), "in use") {
+			t.Fatalf("a second process on %s exited with %v; want a failure saying the directory is in use:\n%s", dir, err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = second.Process.Kill()
+		<-exited
+		t.Fatalf("a second process on the state directory of a running one still runs after 20 s:\n%s", stderr.String())
+	}
+
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	third := startProcess(t, bin, "--state-dir", dir)
+	_ = third.cmd.Process.Signal(syscall.SIGTERM)
+	if err := third.cmd.Wait(); err != nil {
+		t.Errorf("a process started once the first was SIGKILLed: exit %v", err)
+	}
 }
