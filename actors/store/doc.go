@@ -52,7 +52,8 @@
 //
 // Store and WriteBehind are safe for concurrent use. Operations on one name
 // are serialised; operations on different names run in parallel except for
-// a small, fixed set of lock stripes. One process per state directory.
+// a small, fixed set of lock stripes. One process per state directory:
+// the service's main holds Lock, so a second process on it is refused.
 //
 // # Locks
 //
