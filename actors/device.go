@@ -780,7 +780,7 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	name := c.dev.profileStoreName(m.profile)
 	c.startIO(ctx, &pendingIO{
 		work: func() (err error) {
-			found, err = c.store.Load(name, &stored)
+			found, err = loadLatest(c.writeBehind, c.store, name, &stored)
 			return err
 		},
 		done: func(err error) {

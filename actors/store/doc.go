@@ -46,7 +46,10 @@
 //
 // Save, Delete and Put on one name take effect in call order: a
 // write-behind flush never puts back a value that a later Save (an HTTP
-// POST) or Delete replaced.
+// POST) or Delete replaced. Until its flush is done, a value Put is only in
+// memory: Pending returns it, so that a reader that must see what was
+// acknowledged (the next session of a profile) does not take the older
+// document on disk for the latest.
 //
 // # Concurrency
 //

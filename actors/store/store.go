@@ -222,6 +222,14 @@ func (st *stripe) supersededLocked(name string, order uint64) bool {
 	return st.written[name] > order
 }
 
+// supersededOnDisk reports whether the disk holds a write of name newer
+// than the one numbered order.
+func (s *Store) supersededOnDisk(name string, order uint64) bool {
+	st := s.lock(name)
+	defer st.mu.Unlock()
+	return st.supersededLocked(name, order)
+}
+
 // wroteLocked records that the write numbered order reached the disk for
 // name; the newest number stays.
 func (st *stripe) wroteLocked(name string, order uint64) {

@@ -35,6 +35,9 @@ type WriteBehind struct {
 	// mu guards the following. It is never held across disk I/O.
 	mu      sync.Mutex
 	pending map[string]pendingDoc
+	// writing is the batch a flush is writing: its documents are neither
+	// pending nor all on disk yet, and Pending must still find them.
+	writing map[string]pendingDoc
 	failed  error // reported by the next Flush
 	onError func(error)
 	closed  bool
@@ -104,6 +107,25 @@ func (w *WriteBehind) Put(name string, v any) {
 	}
 }
 
+// Pending returns the latest value Put for name that the disk does not
+// have yet, encoded; ok is false when the disk has it, or something newer
+// (a later Save), or nothing was Put. A reader that must see what was
+// acknowledged (the next session of a profile, within the second before
+// the flush) decodes this rather than Load the older document on disk.
+func (w *WriteBehind) Pending(name string) (data []byte, ok bool) {
+	w.mu.Lock()
+	doc, ok := w.pending[name]
+	if !ok {
+		doc, ok = w.writing[name]
+	}
+	w.mu.Unlock()
+	// Not under mu: a stripe and mu are never held together.
+	if !ok || w.store.supersededOnDisk(name, doc.order) {
+		return nil, false
+	}
+	return doc.data, true
+}
+
 func encodeDocument(name string, v any) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -148,19 +170,23 @@ func (w *WriteBehind) flushLocked() {
 		return
 	}
 	w.pending = make(map[string]pendingDoc, len(batch))
+	w.writing = batch
 	w.mu.Unlock()
 
 	var errs []error
 	for name, doc := range batch {
-		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
+		err := w.store.saveBytes(name, doc.data, doc.order)
+		w.mu.Lock()
+		// Leaves writing only now that the disk has it, or pending has it
+		// back: Pending never misses a value the disk lacks.
+		delete(w.writing, name)
+		if err != nil {
 			errs = append(errs, err)
-			w.mu.Lock()
 			if _, newer := w.pending[name]; !newer {
 				w.pending[name] = doc
 			}
-			w.mu.Unlock()
-			continue
 		}
+		w.mu.Unlock()
 	}
 	if len(errs) > 0 {
 		w.fail(errors.Join(errs...))
