@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,5 +294,32 @@ func TestWriteBehindPendingOrDisk(t *testing.T) {
 		if doc.Scale < want {
 			t.Fatalf("read %v after %v was Put: neither Pending nor the disk had it", doc.Scale, want)
 		}
+	}
+}
+
+// A document that cannot be written is retried every interval for as long
+// as the disk refuses it (hours, on a full disk): what the next Flush
+// reports must not grow with every retry, or a long session on a full
+// disk leaks memory and ends with an error of megabytes.
+func TestWriteBehindFailuresStayBounded(t *testing.T) {
+	s := openTemp(t)
+	var reported atomic.Int32
+	w := s.NewWriteBehind(time.Millisecond)
+	defer w.Close()
+	w.OnError(func(error) { reported.Add(1) })
+	writeRaw(t, filepath.Join(s.Dir(), "blocked"), []byte("a file where a folder belongs"))
+	w.Put("blocked/doc", deviceDoc{Scale: 7})
+	hwtest.EventuallyNil(t, 30*time.Second, "100 failed retries", func() error {
+		if n := reported.Load(); n < 100 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
+	err := w.Flush()
+	if err == nil || !strings.Contains(err.Error(), "blocked/doc") {
+		t.Fatalf("Flush = %v; want the failing document named", err)
+	}
+	if n := strings.Count(err.Error(), "blocked/doc"); n > 2 {
+		t.Errorf("Flush after %d failed retries reports the document %d times (%d bytes); want its failure once", reported.Load(), n, len(err.Error()))
 	}
 }
