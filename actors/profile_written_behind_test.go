@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -50,5 +51,69 @@ func TestNextSessionOfAProfileGetsAConfigureNotYetWritten(t *testing.T) {
 	}
 	if got := b.Basis().Permutation; got != "-YXZ" {
 		t.Errorf("the profile's next session has the session basis %s, want the acknowledged -YXZ", got)
+	}
+}
+
+// A POST or DELETE answered 200 is on disk, even when it changes nothing
+// in memory because a configure set the same value a moment before: that
+// configure is still only written behind, and a crash now would lose what
+// the POST acknowledged as durable.
+func TestPostOfAValueWrittenBehindIsDurable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		before    func(t *testing.T, svc *Service, arm *Device, sess uint64) // durable state first
+		configure string                                                     // the same change, written behind
+		http      func(svc *Service, arm *Device, sess uint64) error
+		want      protocol.ForceGate // on disk right after the answer
+	}{
+		{"POST the value a configure just set", nil, `{"force_gate":{"gain":0.75}}`,
+			func(svc *Service, arm *Device, sess uint64) error {
+				_, err := svc.SetEntry(arm, sess, protocol.ForceGate{Gain: 0.75})
+				return err
+			}, protocol.ForceGate{Gain: 0.75}},
+		{"DELETE the entry a configure just reset",
+			func(t *testing.T, svc *Service, arm *Device, sess uint64) {
+				if _, err := svc.SetEntry(arm, sess, protocol.ForceGate{Gain: 0.75}); err != nil {
+					t.Fatal(err)
+				}
+			}, `{"force_gate":{"gain":0.3}}`,
+			func(svc *Service, arm *Device, sess uint64) error {
+				_, err := svc.ResetEntry(arm, []uint64{sess}, protocol.KeyForceGate)
+				return err
+			}, protocol.DefaultEntry(protocol.KeyForceGate).(protocol.ForceGate)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			sess, sink := open(t, svc, nil)
+			const profile = "co.example:post-after-configure"
+			if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
+				t.Fatalf("pick: %v", f.errorCodes())
+			}
+			if c.before != nil {
+				c.before(t, svc, arm, sess.ID)
+			}
+			if f := exchange(t, sess, sink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":%s}]}`, arm.ID, c.configure)); len(f.errorCodes()) != 0 {
+				t.Fatalf("configure: %v", f.errorCodes())
+			}
+			if err := c.http(svc, arm, sess.ID); err != nil {
+				t.Fatal(err)
+			}
+			// What a restart after SIGKILL now would read: the disk, before
+			// the write-behind's second is over.
+			disk, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored protocol.SessionConfig
+			found, err := disk.Load(arm.profileStoreName(profile), &stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !found || stored.ForceGate != c.want {
+				t.Errorf("right after the answer the disk has force_gate %+v (found %v), want %+v", stored.ForceGate, found, c.want)
+			}
+		})
 	}
 }
