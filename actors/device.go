@@ -798,7 +798,11 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 		done: func(err error) {
 			switch {
 			case err != nil:
+				// Defaults, as logged: the entries of the profile the
+				// session had before are not this profile's, and its next
+				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
+				s.cfg = protocol.DefaultSessionConfig()
 			case found:
 				s.cfg = stored
 			default:

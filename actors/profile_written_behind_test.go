@@ -2,6 +2,8 @@ package actors
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/store"
@@ -115,5 +117,41 @@ func TestPostOfAValueWrittenBehindIsDurable(t *testing.T) {
 				t.Errorf("right after the answer the disk has force_gate %+v (found %v), want %+v", stored.ForceGate, found, c.want)
 			}
 		})
+	}
+}
+
+// A profile whose stored entries are corrupt (moved aside) or unreadable
+// gives the session defaults, as the log and docs/protocol.md say, not the
+// entries of the profile it had before.
+func TestBadProfileDocumentGivesDefaults(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	pick := func(name string) {
+		t.Helper()
+		if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+name+`"}}}}`); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", name, f.errorCodes())
+		}
+	}
+	pick("co.example:first")
+	if _, err := svc.SetEntry(arm, sess.ID, protocol.ForceGate{Gain: 0.75}); err != nil {
+		t.Fatal(err)
+	}
+	const bad = "co.example:torn"
+	path := filepath.Join(dir, filepath.FromSlash(arm.profileStoreName(bad))+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pick(bad)
+	gate, err := svc.Entry(arm, sess.ID, protocol.KeyForceGate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.DefaultEntry(protocol.KeyForceGate); gate != want {
+		t.Errorf("after picking a profile whose document is torn, force_gate is %+v, want the default %+v", gate, want)
 	}
 }
