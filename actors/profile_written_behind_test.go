@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -153,5 +154,79 @@ func TestBadProfileDocumentGivesDefaults(t *testing.T) {
 	}
 	if want := protocol.DefaultEntry(protocol.KeyForceGate); gate != want {
 		t.Errorf("after picking a profile whose document is torn, force_gate is %+v, want the default %+v", gate, want)
+	}
+}
+
+// Two sessions of one profile configuring one arm at once: the stored
+// document ends as one session's last configure, whole, never entries of
+// one with entries of the other.
+func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	arm := addArm(t, svc, simArm(0))
+	const profile = "co.example:two-writers"
+	const n = 200
+	// Session k's message i sets damping i/10 and force_gate i/400 + k/1000:
+	// a stored pair that does not match one message is a mix.
+	msg := func(k, i int) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g},"force_gate":{"gain":%g}}}]}`, arm.ID, float64(i)/10, float64(i)/400+float64(k)/1000)
+	}
+	type writer struct {
+		sess *Session
+		sink *recSink
+	}
+	var ws [2]writer
+	for k := range ws {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick: %v", f.errorCodes())
+		}
+		ws[k] = writer{sess, sink}
+	}
+	done := make(chan struct{}, len(ws))
+	for k, w := range ws {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 1; i <= n; i++ {
+				w.sess.Deliver([]byte(msg(k, i)))
+				<-w.sink.frames
+			}
+		}()
+	}
+	for range ws {
+		<-done
+	}
+	// A frame the session pushed on its own may have stood for a reply:
+	// wait until the device has both sessions' last configure.
+	for k, w := range ws {
+		hwtest.EventuallyNil(t, patience, "the last configure applied", func() error {
+			g, err := svc.Entry(arm, w.sess.ID, protocol.KeyForceGate)
+			if want := (protocol.ForceGate{Gain: float64(n)/400 + float64(k)/1000}); err != nil || g != want {
+				return fmt.Errorf("session %d has force_gate %+v (%v), want %+v", k, g, err, want)
+			}
+			return nil
+		})
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored protocol.SessionConfig
+	if found, err := disk.Load(arm.profileStoreName(profile), &stored); !found || err != nil {
+		t.Fatalf("stored document: %v, %v", found, err)
+	}
+	d := stored.Damping.ScalarOrZero()
+	g := stored.ForceGate.Gain
+	var match []int
+	for k := range ws {
+		if d == float64(n)/10 && g == float64(n)/400+float64(k)/1000 {
+			match = append(match, k)
+		}
+	}
+	if len(match) != 1 {
+		t.Errorf("stored damping %v and force_gate %v: not one session's last configure (%v)", d, g, match)
 	}
 }
