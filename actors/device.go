@@ -629,7 +629,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 		next.Set(e)
 	}
-	if next.Equal(&s.cfg) {
+	if next.Equal(&s.cfg) && !(m.durable && c.writtenBehind(s)) {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
 		return
 	}
@@ -655,6 +655,18 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		c.writeBehind.Put(name, next)
 	}
 	apply(nil)
+}
+
+// writtenBehind reports whether the session's profile document on this
+// device has a change that is only written behind: a POST or DELETE that
+// changes nothing in memory must still write it, or its 200 would promise
+// a durability that a crash in the next second takes back.
+func (c *deviceCore) writtenBehind(s *sessionState) bool {
+	if c.store == nil || c.writeBehind == nil || s.profile == "" {
+		return false
+	}
+	_, ok := c.writeBehind.Pending(c.dev.profileStoreName(s.profile))
+	return ok
 }
 
 // saveThen writes v durably off the actor, then runs done with the
@@ -699,7 +711,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		last = s
 		next := s.cfg
 		next.Reset(k)
-		if !next.Equal(&s.cfg) {
+		if !next.Equal(&s.cfg) || c.writtenBehind(s) {
 			changes = append(changes, change{s, next})
 		}
 	}
@@ -780,13 +792,17 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	name := c.dev.profileStoreName(m.profile)
 	c.startIO(ctx, &pendingIO{
 		work: func() (err error) {
-			found, err = c.store.Load(name, &stored)
+			found, err = loadLatest(c.writeBehind, c.store, name, &stored)
 			return err
 		},
 		done: func(err error) {
 			switch {
 			case err != nil:
+				// Defaults, as logged: the entries of the profile the
+				// session had before are not this profile's, and its next
+				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
+				s.cfg = protocol.DefaultSessionConfig()
 			case found:
 				s.cfg = stored
 			default:

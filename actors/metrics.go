@@ -2,9 +2,7 @@ package actors
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -128,22 +126,16 @@ func (s *Service) StoreWriteLatency() Histogram {
 	return s.disk.WriteLatency()
 }
 
-// CheckStateDir reports whether the state directory takes a new file now
-// (a readiness probe): it creates and removes one. With no state directory
+// CheckStateDir reports whether the state directory takes a document now
+// (a readiness probe): it writes one block to a temp file and removes it,
+// so a full disk fails it as it fails a POST. With no state directory
 // there is nothing to check.
 func (s *Service) CheckStateDir() error {
 	if s.disk == nil {
 		return nil
 	}
-	dir := s.disk.Dir()
-	f, err := os.CreateTemp(dir, ".readyz-probe-*")
-	if err != nil {
-		return fmt.Errorf("actors: state directory %s is not writable: %w", dir, err)
-	}
-	name := f.Name()
-	err = errors.Join(f.Close(), os.Remove(name))
-	if err != nil {
-		return fmt.Errorf("actors: state directory %s: probe file: %w", dir, err)
+	if err := s.disk.CheckWritable(); err != nil {
+		return fmt.Errorf("actors: %w", err)
 	}
 	return nil
 }

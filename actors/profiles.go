@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -67,9 +68,24 @@ type storedProfile struct {
 func (s *Service) loadStoredProfile(name string) storedProfile {
 	sp := storedProfile{name: name}
 	if s.store != nil && name != "" {
-		sp.found, sp.err = s.store.Load(profileFolder(name)+"/session", &sp.ps)
+		sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &sp.ps)
 	}
 	return sp
+}
+
+// loadLatest reads document name, preferring a value written behind and
+// not on disk yet: that value was acknowledged, and the disk still has the
+// one before it for up to the write-behind's second.
+func loadLatest(wb *store.WriteBehind, st Store, name string, v any) (found bool, err error) {
+	if wb != nil {
+		if data, ok := wb.Pending(name); ok {
+			if err := json.Unmarshal(data, v); err != nil {
+				return false, fmt.Errorf("actors: decode %s as written behind: %w", name, err)
+			}
+			return true, nil
+		}
+	}
+	return st.Load(name, v)
 }
 
 // applyStoredProfile applies the stored session level of the profile just

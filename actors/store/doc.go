@@ -27,8 +27,13 @@
 // A document that is empty, torn, not JSON or of the wrong shape makes Load
 // return a *CorruptError naming the file and the fault, after moving the
 // file aside to name.json.corrupt-<unix seconds> so that the next Save does
-// not destroy the evidence. The caller logs it and uses defaults; nothing
-// in this package stops the service over a bad file.
+// not destroy the evidence. A document that exists but cannot be read at
+// all (no read permission, an I/O error, a directory in its place) makes
+// Load return the read error and is left where it is; as it may hold
+// acknowledged values, Save, Put and Delete of that name are refused
+// (saying so) until a Load reads it or the file is gone, never written
+// over. The caller logs it and uses defaults; nothing in this package
+// stops the service over a bad file.
 //
 // # Write-behind
 //
@@ -41,13 +46,17 @@
 //
 // Save, Delete and Put on one name take effect in call order: a
 // write-behind flush never puts back a value that a later Save (an HTTP
-// POST) or Delete replaced.
+// POST) or Delete replaced. Until its flush is done, a value Put is only in
+// memory: Pending returns it, so that a reader that must see what was
+// acknowledged (the next session of a profile) does not take the older
+// document on disk for the latest.
 //
 // # Concurrency
 //
 // Store and WriteBehind are safe for concurrent use. Operations on one name
 // are serialised; operations on different names run in parallel except for
-// a small, fixed set of lock stripes. One process per state directory.
+// a small, fixed set of lock stripes. One process per state directory:
+// the service's main holds Lock, so a second process on it is refused.
 //
 // # Locks
 //

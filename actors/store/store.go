@@ -93,13 +93,37 @@ func Open(dir string) (*Store, error) {
 	if err := s.removeTempFiles(); err != nil {
 		return nil, err
 	}
-	probe, err := os.CreateTemp(abs, "."+"probe"+tempMarker+"*")
-	if err != nil {
-		return nil, fmt.Errorf("store: state directory %s is not writable: %w; fix its permissions or pass another --state-dir", abs, err)
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
 	}
-	probe.Close()
-	os.Remove(probe.Name())
 	return s, nil
+}
+
+// probeSize is what CheckWritable writes: one block, about what a
+// document needs. An empty file would not do: a full disk still creates
+// one (an inode is free) while it refuses every Save.
+const probeSize = 4096
+
+// CheckWritable reports whether the state directory takes a document now:
+// it writes a block to a temp file (no fsync: the check is about room and
+// permissions) and removes it. A crash mid-check leaves a temp file that
+// the next Open removes.
+func (s *Store) CheckWritable() error {
+	const fix = "free space on its disk or fix its permissions, or pass another --state-dir"
+	f, err := os.CreateTemp(s.dir, ".probe"+tempMarker+"*")
+	if err != nil {
+		return fmt.Errorf("store: state directory %s is not writable: %w; %s", s.dir, err, fix)
+	}
+	_, werr := f.Write(make([]byte, probeSize))
+	cerr := f.Close()
+	rerr := os.Remove(f.Name())
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("store: state directory %s takes no document: %w; %s", s.dir, errors.Join(err, rerr), fix)
+	}
+	if rerr != nil {
+		return fmt.Errorf("store: state directory %s: remove probe file: %w", s.dir, rerr)
+	}
+	return nil
 }
 
 // Dir returns the state directory as an absolute path.
@@ -162,6 +186,25 @@ type stripe struct {
 	// written holds, per name hashed here, the order number of the last
 	// Save or Delete that reached the disk. Guarded by mu.
 	written map[string]uint64
+	// unread holds, per name hashed here, why the last Load could not read
+	// its file (not a corrupt one: that is moved aside). Until the file is
+	// read or gone, nothing writes over it: it may hold acknowledged values
+	// the service is running without. Guarded by mu.
+	unread map[string]error
+}
+
+// keepUnreadLocked refuses a write or a delete of name while its file is
+// one that Load could not read; the refusal lifts once the file is gone.
+func (st *stripe) keepUnreadLocked(name, p string) error {
+	cause, ok := st.unread[name]
+	if !ok {
+		return nil
+	}
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		delete(st.unread, name)
+		return nil
+	}
+	return fmt.Errorf("%s could not be read (%v), so it is left as it is rather than written over: make it readable and restart, or move it away", p, cause)
 }
 
 func (s *Store) lock(name string) *stripe {
@@ -177,6 +220,14 @@ func (s *Store) lock(name string) *stripe {
 // putting back a value that a later durable Save (an HTTP POST) replaced.
 func (st *stripe) supersededLocked(name string, order uint64) bool {
 	return st.written[name] > order
+}
+
+// supersededOnDisk reports whether the disk holds a write of name newer
+// than the one numbered order.
+func (s *Store) supersededOnDisk(name string, order uint64) bool {
+	st := s.lock(name)
+	defer st.mu.Unlock()
+	return st.supersededLocked(name, order)
 }
 
 // wroteLocked records that the write numbered order reached the disk for
@@ -196,8 +247,12 @@ func (st *stripe) wroteLocked(name string, order uint64) {
 // that exists but is empty, torn, not JSON or not the shape of v is an
 // error (a *CorruptError naming the file and the fault); the file has been
 // moved aside to name.json.corrupt-<unix seconds>, and v may be partly
-// filled, so the caller must use defaults. The service never stops on a
-// bad file.
+// filled, so the caller must use defaults. A document that exists but
+// cannot be read at all (permissions, an I/O error, a directory in its
+// place) is an error too, and is left where it is: Save, Put and Delete of
+// that name are refused, saying why, until a Load reads it or it is gone,
+// because it may hold acknowledged values the caller now runs without.
+// The service never stops on a bad file.
 func (s *Store) Load(name string, v any) (found bool, err error) {
 	if err := checkName(name); err != nil {
 		return false, err
@@ -206,11 +261,16 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 	defer st.mu.Unlock()
 	p := s.path(name)
 	data, err := os.ReadFile(p)
+	delete(st.unread, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("store: read %s: %w; check the state directory's permissions", p, err)
+		if st.unread == nil {
+			st.unread = make(map[string]error)
+		}
+		st.unread[name] = err
+		return false, fmt.Errorf("store: read %s: %w; it is left as it is and not written over until it is readable at a restart or removed; check the state directory's permissions", p, err)
 	}
 	fault := decode(data, v)
 	if fault == nil {
@@ -284,6 +344,9 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	}
 	start := time.Now()
 	p := s.path(name)
+	if err := st.keepUnreadLocked(name, p); err != nil {
+		return fmt.Errorf("store: save %s: %w", name, err)
+	}
 	dir := filepath.Dir(p)
 	if err := s.mkdirDurable(dir); err != nil {
 		return err
@@ -362,6 +425,9 @@ func (s *Store) Delete(name string) error {
 		return nil
 	}
 	p := s.path(name)
+	if err := st.keepUnreadLocked(name, p); err != nil {
+		return fmt.Errorf("store: delete %s: %w", name, err)
+	}
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
 		st.wroteLocked(name, order)
 		return nil

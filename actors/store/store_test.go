@@ -587,3 +587,67 @@ func TestDeleteFolder(t *testing.T) {
 		t.Fatalf("the emptied folder is still there: %v", err)
 	}
 }
+
+// A directory where a document should be is read as an error, not as
+// defaults to write over; writes of the name are refused with a reason
+// until the directory is gone, then work as ever.
+func TestDirectoryInPlaceOfDocument(t *testing.T) {
+	s := openTemp(t)
+	const name = "devices/arm3-049D"
+	p := s.path(name)
+	if err := os.MkdirAll(filepath.Join(p, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var got deviceDoc
+	found, err := s.Load(name, &got)
+	var corrupt *CorruptError
+	if found || err == nil || errors.As(err, &corrupt) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Load = %v, %v; want a read error naming %s", found, err, p)
+	}
+	if err := s.Save(name, deviceDoc{Scale: 1}); err == nil || !strings.Contains(err.Error(), "left as it is") {
+		t.Errorf("Save = %v; want a refusal saying %s is left as it is", err, p)
+	}
+	if _, err := os.Stat(filepath.Join(p, "kept")); err != nil {
+		t.Errorf("the directory in the document's place was touched: %v", err)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(name, deviceDoc{Scale: 1}); err != nil {
+		t.Fatalf("Save once the directory is gone: %v", err)
+	}
+	if found, err := s.Load(name, &got); !found || err != nil || got.Scale != 1 {
+		t.Errorf("Load after Save = %v, %v, %+v", found, err, got)
+	}
+}
+
+// The directory lock is held until released: a second holder is refused,
+// told the first's pid, and gets it once it is released.
+func TestLockIsExclusive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lock(dir)
+	if err == nil || !strings.Contains(err.Error(), "in use by process "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("a second Lock = %v; want it refused, naming %s and pid %d", err, dir, os.Getpid())
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, err := s.List(""); err != nil || len(names) != 0 {
+		t.Errorf("List = %v, %v; the lock file is not a document", names, err)
+	}
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("Lock once released: %v", err)
+	}
+	if err := second.Release(); err != nil {
+		t.Fatal(err)
+	}
+}

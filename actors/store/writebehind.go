@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -35,7 +37,13 @@ type WriteBehind struct {
 	// mu guards the following. It is never held across disk I/O.
 	mu      sync.Mutex
 	pending map[string]pendingDoc
-	failed  error // reported by the next Flush
+	// writing is the batch a flush is writing: its documents are neither
+	// pending nor all on disk yet, and Pending must still find them.
+	writing map[string]pendingDoc
+	// failed is reported by the next Flush: the latest failure of each
+	// name, so a document retried every interval on a full disk for hours
+	// keeps one error, not one per retry.
+	failed  map[string]error
 	onError func(error)
 	closed  bool
 }
@@ -81,7 +89,7 @@ func (w *WriteBehind) OnError(fn func(error)) {
 func (w *WriteBehind) Put(name string, v any) {
 	data, err := encodeDocument(name, v)
 	if err != nil {
-		w.fail(err)
+		w.fail(map[string]error{name: err})
 		return
 	}
 	doc := pendingDoc{data: data, order: w.store.order.Add(1)}
@@ -89,7 +97,7 @@ func (w *WriteBehind) Put(name string, v any) {
 	if w.closed {
 		w.mu.Unlock()
 		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
-			w.fail(err)
+			w.fail(map[string]error{name: err})
 		}
 		return
 	}
@@ -104,6 +112,25 @@ func (w *WriteBehind) Put(name string, v any) {
 	}
 }
 
+// Pending returns the latest value Put for name that the disk does not
+// have yet, encoded; ok is false when the disk has it, or something newer
+// (a later Save), or nothing was Put. A reader that must see what was
+// acknowledged (the next session of a profile, within the second before
+// the flush) decodes this rather than Load the older document on disk.
+func (w *WriteBehind) Pending(name string) (data []byte, ok bool) {
+	w.mu.Lock()
+	doc, ok := w.pending[name]
+	if !ok {
+		doc, ok = w.writing[name]
+	}
+	w.mu.Unlock()
+	// Not under mu: a stripe and mu are never held together.
+	if !ok || w.store.supersededOnDisk(name, doc.order) {
+		return nil, false
+	}
+	return doc.data, true
+}
+
 func encodeDocument(name string, v any) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -115,27 +142,42 @@ func encodeDocument(name string, v any) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-func (w *WriteBehind) fail(err error) {
+// fail records errs (by document name) for the next Flush and tells
+// OnError's function.
+func (w *WriteBehind) fail(errs map[string]error) {
 	w.mu.Lock()
-	w.failed = errors.Join(w.failed, err)
+	if w.failed == nil {
+		w.failed = make(map[string]error, len(errs))
+	}
+	maps.Copy(w.failed, errs)
 	fn := w.onError
 	w.mu.Unlock()
 	if fn != nil {
-		fn(err)
+		fn(joinByName(errs))
 	}
 }
 
-// Flush writes every pending document now, durably, and returns any error
-// since the last Flush (including failures of background flushes).
+// joinByName joins errs in the order of their names.
+func joinByName(errs map[string]error) error {
+	list := make([]error, 0, len(errs))
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		list = append(list, errs[name])
+	}
+	return errors.Join(list...)
+}
+
+// Flush writes every pending document now, durably, and returns the
+// errors since the last Flush (including failures of background flushes):
+// the latest of each document, however often it was retried.
 func (w *WriteBehind) Flush() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.flushLocked()
 	w.mu.Lock()
-	err := w.failed
+	failed := w.failed
 	w.failed = nil
 	w.mu.Unlock()
-	return err
+	return joinByName(failed)
 }
 
 // flushLocked writes the current batch. Failed documents go back to
@@ -148,22 +190,29 @@ func (w *WriteBehind) flushLocked() {
 		return
 	}
 	w.pending = make(map[string]pendingDoc, len(batch))
+	w.writing = batch
 	w.mu.Unlock()
 
-	var errs []error
+	var errs map[string]error
 	for name, doc := range batch {
-		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
-			errs = append(errs, err)
-			w.mu.Lock()
+		err := w.store.saveBytes(name, doc.data, doc.order)
+		w.mu.Lock()
+		// Leaves writing only now that the disk has it, or pending has it
+		// back: Pending never misses a value the disk lacks.
+		delete(w.writing, name)
+		if err != nil {
+			if errs == nil {
+				errs = make(map[string]error)
+			}
+			errs[name] = err
 			if _, newer := w.pending[name]; !newer {
 				w.pending[name] = doc
 			}
-			w.mu.Unlock()
-			continue
 		}
+		w.mu.Unlock()
 	}
 	if len(errs) > 0 {
-		w.fail(errors.Join(errs...))
+		w.fail(errs)
 	}
 }
 

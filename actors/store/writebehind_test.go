@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,5 +224,102 @@ func TestWriteBehindNeverRevertsALaterSave(t *testing.T) {
 				t.Errorf("on disk: %v %+v, want scale %v", found, got, tt.want)
 			}
 		})
+	}
+}
+
+// Pending is the value Put and not on disk yet: none once it is written,
+// none once a later Save replaced it.
+func TestWriteBehindPending(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	const name = "profiles/a/arm3-0001"
+	if _, ok := w.Pending(name); ok {
+		t.Fatal("Pending before any Put")
+	}
+	w.Put(name, deviceDoc{Scale: 1})
+	if data, ok := w.Pending(name); !ok || !strings.Contains(string(data), `"scale": 1`) {
+		t.Fatalf("Pending after Put = %s, %v; want the value put", data, ok)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok := w.Pending(name); ok {
+		t.Fatalf("Pending after Flush = %s; want none (the disk has it)", data)
+	}
+	w.Put(name, deviceDoc{Scale: 2})
+	if err := s.Save(name, deviceDoc{Scale: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok := w.Pending(name); ok {
+		t.Fatalf("Pending after a later Save = %s; want none (the disk has the newer value)", data)
+	}
+}
+
+// Whenever Pending has nothing, the disk has the last value Put: a flush
+// under way still counts as pending until its write is done.
+func TestWriteBehindPendingOrDisk(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Millisecond)
+	defer w.Close()
+	const name = "profiles/a/session"
+	var last atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 300; i++ {
+			w.Put(name, deviceDoc{Scale: float64(i)})
+			last.Store(int64(i))
+			if i%10 == 0 {
+				time.Sleep(2 * time.Millisecond) // pace the Puts so that flushes run between them
+			}
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			t.Logf("%d reads", reads)
+			return
+		default:
+		}
+		want := float64(last.Load())
+		var doc deviceDoc
+		if data, ok := w.Pending(name); ok {
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := s.Load(name, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Scale < want {
+			t.Fatalf("read %v after %v was Put: neither Pending nor the disk had it", doc.Scale, want)
+		}
+	}
+}
+
+// A document that cannot be written is retried every interval for as long
+// as the disk refuses it (hours, on a full disk): what the next Flush
+// reports must not grow with every retry, or a long session on a full
+// disk leaks memory and ends with an error of megabytes.
+func TestWriteBehindFailuresStayBounded(t *testing.T) {
+	s := openTemp(t)
+	var reported atomic.Int32
+	w := s.NewWriteBehind(time.Millisecond)
+	defer w.Close()
+	w.OnError(func(error) { reported.Add(1) })
+	writeRaw(t, filepath.Join(s.Dir(), "blocked"), []byte("a file where a folder belongs"))
+	w.Put("blocked/doc", deviceDoc{Scale: 7})
+	hwtest.EventuallyNil(t, 30*time.Second, "100 failed retries", func() error {
+		if n := reported.Load(); n < 100 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
+	err := w.Flush()
+	if err == nil || !strings.Contains(err.Error(), "blocked/doc") {
+		t.Fatalf("Flush = %v; want the failing document named", err)
+	}
+	if n := strings.Count(err.Error(), "blocked/doc"); n > 2 {
+		t.Errorf("Flush after %d failed retries reports the document %d times (%d bytes); want its failure once", reported.Load(), n, len(err.Error()))
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
@@ -191,7 +192,8 @@ type service struct {
 	svc      *actors.Service
 	srv      *transport.Server
 	hardware *hardware
-	lab      lab // nil in standalone
+	lab      lab            // nil in standalone
+	dirLock  *store.DirLock // nil without a state directory
 }
 
 // startService wires everything the flags ask for and starts serving.
@@ -209,8 +211,17 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--type-alias: %w", err)
 	}
+	// Before anything reads the state directory: a second process on it
+	// would write over what this one acknowledged.
+	var dirLock *store.DirLock
+	if o.stateDir != "" {
+		if dirLock, err = store.Lock(o.stateDir); err != nil {
+			return nil, err
+		}
+	}
 	hardware, err := newHardware(o, log)
 	if err != nil {
+		_ = dirLock.Release()
 		return nil, err
 	}
 	svc, err := actors.Start(actors.Options{
@@ -226,9 +237,10 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	})
 	if err != nil {
 		hardware.closeEmulators()
+		_ = dirLock.Release()
 		return nil, err
 	}
-	sv := &service{log: log, svc: svc, hardware: hardware}
+	sv := &service{log: log, svc: svc, hardware: hardware, dirLock: dirLock}
 	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
 
 	periodS := 1 / float64(o.loopHz)
@@ -308,6 +320,9 @@ func (sv *service) stop(cause error) error {
 		}
 	}
 	sv.hardware.closeEmulators()
+	if err := sv.dirLock.Release(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		sv.log.Info().Msg("stopped")
 	}

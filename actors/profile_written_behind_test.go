@@ -1,0 +1,232 @@
+package actors
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// A configure is written behind (within a second), but it is acknowledged
+// at once: the next session to pick the profile within that second (the
+// same app reconnecting, a second app of the profile) must get it, as it
+// would a second later, not the older document still on disk.
+func TestNextSessionOfAProfileGetsAConfigureNotYetWritten(t *testing.T) {
+	svc := startWith(t, Options{StateDir: t.TempDir()})
+	arm := addArm(t, svc, simArm(0))
+	const pick = `{"session":{"configure":{"profile":{"name":"co.example:written-behind"}}}}`
+
+	a, sinkA := open(t, svc, nil)
+	if f := exchange(t, a, sinkA, pick); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick: %v", f.errorCodes())
+	}
+	// One durable write puts a document on disk, then the configure
+	// changes it behind.
+	if _, err := svc.SetEntry(arm, a.ID, protocol.ForceGate{Gain: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	msg := fmt.Sprintf(`{"session":{"configure":{"basis":{"permutation":"-YXZ"},"lease":{"ms":250}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":4}}}]}`, arm.ID)
+	if f := exchange(t, a, sinkA, msg); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+
+	b, sinkB := open(t, svc, nil)
+	if f := exchange(t, b, sinkB, pick); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick: %v", f.errorCodes())
+	}
+	damping, err := svc.Entry(arm, b.ID, protocol.KeyDamping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := svc.Entry(arm, b.ID, protocol.KeyForceGate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := damping.(protocol.Damping); !ok || d.Scalar == nil || *d.Scalar != 4 {
+		t.Errorf("the profile's next session has damping %+v, want the acknowledged scalar 4", damping)
+	}
+	if gate != (protocol.ForceGate{Gain: 0.5}) {
+		t.Errorf("the profile's next session has force_gate %+v, want 0.5", gate)
+	}
+	if got := b.Basis().Permutation; got != "-YXZ" {
+		t.Errorf("the profile's next session has the session basis %s, want the acknowledged -YXZ", got)
+	}
+}
+
+// A POST or DELETE answered 200 is on disk, even when it changes nothing
+// in memory because a configure set the same value a moment before: that
+// configure is still only written behind, and a crash now would lose what
+// the POST acknowledged as durable.
+func TestPostOfAValueWrittenBehindIsDurable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		before    func(t *testing.T, svc *Service, arm *Device, sess uint64) // durable state first
+		configure string                                                     // the same change, written behind
+		http      func(svc *Service, arm *Device, sess uint64) error
+		want      protocol.ForceGate // on disk right after the answer
+	}{
+		{"POST the value a configure just set", nil, `{"force_gate":{"gain":0.75}}`,
+			func(svc *Service, arm *Device, sess uint64) error {
+				_, err := svc.SetEntry(arm, sess, protocol.ForceGate{Gain: 0.75})
+				return err
+			}, protocol.ForceGate{Gain: 0.75}},
+		{"DELETE the entry a configure just reset",
+			func(t *testing.T, svc *Service, arm *Device, sess uint64) {
+				if _, err := svc.SetEntry(arm, sess, protocol.ForceGate{Gain: 0.75}); err != nil {
+					t.Fatal(err)
+				}
+			}, `{"force_gate":{"gain":0.3}}`,
+			func(svc *Service, arm *Device, sess uint64) error {
+				_, err := svc.ResetEntry(arm, []uint64{sess}, protocol.KeyForceGate)
+				return err
+			}, protocol.DefaultEntry(protocol.KeyForceGate).(protocol.ForceGate)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			sess, sink := open(t, svc, nil)
+			const profile = "co.example:post-after-configure"
+			if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
+				t.Fatalf("pick: %v", f.errorCodes())
+			}
+			if c.before != nil {
+				c.before(t, svc, arm, sess.ID)
+			}
+			if f := exchange(t, sess, sink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":%s}]}`, arm.ID, c.configure)); len(f.errorCodes()) != 0 {
+				t.Fatalf("configure: %v", f.errorCodes())
+			}
+			if err := c.http(svc, arm, sess.ID); err != nil {
+				t.Fatal(err)
+			}
+			// What a restart after SIGKILL now would read: the disk, before
+			// the write-behind's second is over.
+			disk, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored protocol.SessionConfig
+			found, err := disk.Load(arm.profileStoreName(profile), &stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !found || stored.ForceGate != c.want {
+				t.Errorf("right after the answer the disk has force_gate %+v (found %v), want %+v", stored.ForceGate, found, c.want)
+			}
+		})
+	}
+}
+
+// A profile whose stored entries are corrupt (moved aside) or unreadable
+// gives the session defaults, as the log and docs/protocol.md say, not the
+// entries of the profile it had before.
+func TestBadProfileDocumentGivesDefaults(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	pick := func(name string) {
+		t.Helper()
+		if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+name+`"}}}}`); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", name, f.errorCodes())
+		}
+	}
+	pick("co.example:first")
+	if _, err := svc.SetEntry(arm, sess.ID, protocol.ForceGate{Gain: 0.75}); err != nil {
+		t.Fatal(err)
+	}
+	const bad = "co.example:torn"
+	path := filepath.Join(dir, filepath.FromSlash(arm.profileStoreName(bad))+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pick(bad)
+	gate, err := svc.Entry(arm, sess.ID, protocol.KeyForceGate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.DefaultEntry(protocol.KeyForceGate); gate != want {
+		t.Errorf("after picking a profile whose document is torn, force_gate is %+v, want the default %+v", gate, want)
+	}
+}
+
+// Two sessions of one profile configuring one arm at once: the stored
+// document ends as one session's last configure, whole, never entries of
+// one with entries of the other.
+func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	arm := addArm(t, svc, simArm(0))
+	const profile = "co.example:two-writers"
+	const n = 200
+	// Session k's message i sets damping i/10 and force_gate i/400 + k/1000:
+	// a stored pair that does not match one message is a mix.
+	msg := func(k, i int) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g},"force_gate":{"gain":%g}}}]}`, arm.ID, float64(i)/10, float64(i)/400+float64(k)/1000)
+	}
+	type writer struct {
+		sess *Session
+		sink *recSink
+	}
+	var ws [2]writer
+	for k := range ws {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick: %v", f.errorCodes())
+		}
+		ws[k] = writer{sess, sink}
+	}
+	done := make(chan struct{}, len(ws))
+	for k, w := range ws {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 1; i <= n; i++ {
+				w.sess.Deliver([]byte(msg(k, i)))
+				<-w.sink.frames
+			}
+		}()
+	}
+	for range ws {
+		<-done
+	}
+	// A frame the session pushed on its own may have stood for a reply:
+	// wait until the device has both sessions' last configure.
+	for k, w := range ws {
+		hwtest.EventuallyNil(t, patience, "the last configure applied", func() error {
+			g, err := svc.Entry(arm, w.sess.ID, protocol.KeyForceGate)
+			if want := (protocol.ForceGate{Gain: float64(n)/400 + float64(k)/1000}); err != nil || g != want {
+				return fmt.Errorf("session %d has force_gate %+v (%v), want %+v", k, g, err, want)
+			}
+			return nil
+		})
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored protocol.SessionConfig
+	if found, err := disk.Load(arm.profileStoreName(profile), &stored); !found || err != nil {
+		t.Fatalf("stored document: %v, %v", found, err)
+	}
+	d := stored.Damping.ScalarOrZero()
+	g := stored.ForceGate.Gain
+	var match []int
+	for k := range ws {
+		if d == float64(n)/10 && g == float64(n)/400+float64(k)/1000 {
+			match = append(match, k)
+		}
+	}
+	if len(match) != 1 {
+		t.Errorf("stored damping %v and force_gate %v: not one session's last configure (%v)", d, g, match)
+	}
+}
