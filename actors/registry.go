@@ -222,6 +222,14 @@ func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
 	reply(ctx, m.sender, &addDeviceReply{device: d, err: err})
 }
 
+// silentDeviceFailAfter is how long a device's exchanges must keep failing
+// before its loop fails it (and the registry unlists it): the first failed
+// exchange already halted its output, and a device silent for less (a USB
+// hiccup, a stalled firmware, an emulator in a loaded test process) is not
+// worth a reconnect of every session. A device the driver finds gone
+// (unplugged) fails at once.
+const silentDeviceFailAfter = 500 * time.Millisecond
+
 func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, error) {
 	s := r.svc
 	t, info := m.typ, m.info
@@ -230,7 +238,8 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	d.rt = loop.NewDevice(m.add.driver, loop.DeviceOptions{
 		PeriodNs:         s.periodNs,
 		Clock:            s.opts.Clock,
-		RealtimePriority: s.opts.RealtimePriority,
+		RealtimePriority: int32(s.opts.RealtimePriority),
+		FailAfterNs:      int64(silentDeviceFailAfter),
 		// The loop must never block: an actor Send is a mailbox push.
 		OnEvent: func(ev loop.Event) { root.Send(d.pid, &loopEvent{event: ev}) },
 	})

@@ -134,7 +134,21 @@ type DeviceOptions struct {
 	RampNs int64
 	// MaxErrors is how many driver errors in a row fail the device
 	// (default 50); a failed device stops exchanging.
-	MaxErrors int
+	MaxErrors int32
+	// RealtimePriority, 1..99, runs RunLocked's thread SCHED_FIFO at that
+	// priority (Linux, with CAP_SYS_NICE; best effort, see
+	// Stats.Realtime). 0 keeps normal scheduling, which is at the mercy
+	// of every other busy thread on the machine. It and MaxErrors are
+	// int32, side by side: a Device holds its options and fills an
+	// allocator size class (TestIdleSimulatedArmMemory).
+	RealtimePriority int32
+	// FailAfterNs is how long a run of driver errors must also last before
+	// it fails the device (0: MaxErrors alone). Every failed exchange has
+	// already halted the output, so a longer run costs nothing in safety,
+	// and a device silent for a few tens of milliseconds (a USB hiccup, a
+	// stalled firmware) stays listed. A driver that says the device is
+	// gone (hw.ErrGone) fails it at once whatever this is.
+	FailAfterNs int64
 	// ClaimTimeoutNs releases an owner that claimed the register but wrote
 	// no command in its term for this long (default 1 s), so a claim
 	// without a lease cannot hold a device forever.
@@ -147,11 +161,6 @@ type DeviceOptions struct {
 	OnEvent func(Event)
 	// Clock is the time source (default SystemClock()).
 	Clock Clock
-	// RealtimePriority, 1..99, runs RunLocked's thread SCHED_FIFO at that
-	// priority (Linux, with CAP_SYS_NICE; best effort, see
-	// Stats.Realtime). 0 keeps normal scheduling, which is at the mercy
-	// of every other busy thread on the machine.
-	RealtimePriority int
 }
 
 // Stats are a loop's own measurements.
@@ -229,14 +238,18 @@ type Device struct {
 	appliedSeq      uint64
 	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
 	stateGravityN   float64 // the feed-forward inside state.ForceN
-	errRun          int
-	rampStartNs     int64
-	maxForceN       float64 // info's, kept beside the state
-	massKg          float64 // info's EffectiveMassKg
-	hostGravity     bool    // info's HostGravityCompensation
-	out             hw.Command
-	cmd             Command // the latest register contents
-	tickDtNs        int64   // this tick's time since the last
+	// errRun counts driver errors in a row, since the loop's clock read
+	// errRunSinceMs (ms, wrapping: a run's span is the uint32 difference).
+	// Four bytes each: the Device fills a size class of the allocator.
+	errRun        int32
+	errRunSinceMs uint32
+	rampStartNs   int64
+	maxForceN     float64 // info's, kept beside the state
+	massKg        float64 // info's EffectiveMassKg
+	hostGravity   bool    // info's HostGravityCompensation
+	out           hw.Command
+	cmd           Command // the latest register contents
+	tickDtNs      int64   // this tick's time since the last
 
 	// The commanded force's stages (safety.go): the effects in force
 	// (nil until SetEffects); the state of the force gate, the passivity

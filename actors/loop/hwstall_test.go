@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -33,9 +34,12 @@ func TestSerialArmThatGoesSilentFails(t *testing.T) {
 		// listening is true when the device still takes commands, so
 		// it must end holding zero force.
 		listening bool
+		// gone is true when the port says the device went away: the
+		// failure wraps hw.ErrGone, and no run of misses precedes it.
+		gone bool
 	}{
-		{"replies stall", func(e *emulator.Emulator) { e.Stall(1 << 30) }, true},
-		{"unplugged", func(e *emulator.Emulator) { _ = e.Unplug() }, false},
+		{"replies stall", func(e *emulator.Emulator) { e.Stall(1 << 30) }, true, false},
+		{"unplugged", func(e *emulator.Emulator) { _ = e.Unplug() }, false, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +81,9 @@ func TestSerialArmThatGoesSilentFails(t *testing.T) {
 			}
 			if !d.Failed() {
 				t.Error("a failure event came but the device does not report Failed")
+			}
+			if failed := log.first(EventFailed); errors.Is(failed.Err, hw.ErrGone) != tc.gone {
+				t.Errorf("failure %v: wraps hw.ErrGone %v, want %v", failed.Err, !tc.gone, tc.gone)
 			}
 			if tc.listening {
 				hwtest.Eventually(t, 10*time.Second, "the stalled firmware to hold zero force", func() bool { return e.Stats().LastForce == (hw.Vec3{}) })

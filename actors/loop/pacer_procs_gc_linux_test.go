@@ -262,7 +262,7 @@ func benchLoopsBesideCollections(b *testing.B, hwLoops, clients, liveNodes, prio
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, hwLoops)
 	for i := range devs {
-		devs[i] = NewDevice(looptest.NewArm(), DeviceOptions{RealtimePriority: prio})
+		devs[i] = NewDevice(looptest.NewArm(), DeviceOptions{RealtimePriority: int32(prio)})
 		go func() { done <- RunLockedProcs(ctx, devs[i], procs) }()
 	}
 	stopped := 0

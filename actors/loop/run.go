@@ -158,7 +158,7 @@ func RunLockedProcs(ctx context.Context, d *Device, procs *Procs) (err error) {
 	d.runner.Store(rs)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	_, restore := tuneThread(d.opts.RealtimePriority)
+	_, restore := tuneThread(int(d.opts.RealtimePriority))
 	defer restore()
 	rs.realtime.Store(threadRealtime())
 	// Held after the thread is locked and tuned, released before it is

@@ -64,7 +64,7 @@ func TestStatsRealtimeTellsTheTruth(t *testing.T) {
 		return true
 	}()
 	for _, prio := range []int{0, 10} {
-		d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 200 * int64(time.Microsecond), RealtimePriority: prio})
+		d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 200 * int64(time.Microsecond), RealtimePriority: int32(prio)})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- RunLocked(ctx, d) }()

@@ -24,6 +24,18 @@ func (l *eventLog) add(e Event) {
 	l.mu.Unlock()
 }
 
+// first returns the first event of kind k (zero if none).
+func (l *eventLog) first(k EventKind) Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Kind == k {
+			return e
+		}
+	}
+	return Event{}
+}
+
 func (l *eventLog) count(k EventKind) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -35,7 +35,7 @@ package loop
 //	disarmedVersion  register writes up to this version are never applied
 //	appliedSeq       the Seq of the command acted on last
 //	gravityN         the feed-forward inside out.ForceN.Z this tick
-//	errRun           driver errors in a row
+//	errRun           driver errors in a row, since errRunSinceMs
 //	out              what goes to the driver this tick
 //	fx               the effects (effects.go: the Set, its Renderer)
 //	fs               the force stages' state (forceStages: the force gate,
@@ -484,10 +484,16 @@ func withGravity(f hw.Vec3, ffN, maxN float64) hw.Vec3 {
 
 // driverError halts the driver after a failed exchange, disarms the output
 // (re-arming needs a new Write) and fails the device after MaxErrors in a
-// row, or at once when the driver says it is gone (hw.ErrGone).
+// row lasting FailAfterNs, or at once when the driver says it is gone
+// (hw.ErrGone).
 func (d *Device) driverError(err error, owner uint64) {
 	d.errors.Add(1)
 	d.errRun++
+	nowMs := uint32(d.lastNowNs / int64(time.Millisecond))
+	if d.errRun == 1 {
+		d.errRunSinceMs = nowMs
+	}
+	spanNs := int64(nowMs-d.errRunSinceMs) * int64(time.Millisecond)
 	_ = d.drv.Halt() // best effort: the device may be gone; the error is the exchange's
 	if d.cmd.version > d.disarmedVersion {
 		d.disarmedVersion = d.cmd.version
@@ -507,10 +513,11 @@ func (d *Device) driverError(err error, owner uint64) {
 		d.failed.Store(true)
 		d.emit(Event{Kind: EventFailed, Session: owner,
 			Err: fmt.Errorf("actors/loop: %s is gone and stopped: %w", d.info.ID, err)})
-	case d.errRun >= d.opts.MaxErrors:
+	case d.errRun >= d.opts.MaxErrors && spanNs >= d.opts.FailAfterNs:
 		d.failed.Store(true)
 		d.emit(Event{Kind: EventFailed, Session: owner,
-			Err: fmt.Errorf("actors/loop: %s failed %d exchanges in a row and stopped; check the cable and reconnect it: %w", d.info.ID, d.errRun, err)})
+			Err: fmt.Errorf("actors/loop: %s failed %d exchanges in a row over %v and stopped; check the cable and reconnect it: %w",
+				d.info.ID, d.errRun, time.Duration(spanNs), err)})
 	}
 }
 

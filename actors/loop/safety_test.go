@@ -283,6 +283,40 @@ func TestDriverErrorsHaltAndFail(t *testing.T) {
 	}
 }
 
+// With FailAfterNs, a run of errors fails the device only once it has
+// lasted that long too: MaxErrors quick misses of a device silent for a
+// moment leave it listed (its output halted), a silence that lasts fails it,
+// and a driver that finds the device gone fails it at once all the same.
+func TestFailAfterBoundsHowSoonASilentDeviceFails(t *testing.T) {
+	tests := []struct {
+		name       string
+		failAfter  int64
+		err        error
+		failedAtMs int // the tick of the run (1-based) at which it fails
+	}{
+		{"count alone", 0, nil, 5},
+		{"count and time", 100 * ms, nil, 101},
+		{"gone, whatever the time", 100 * ms, hw.ErrGone, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{MaxErrors: 5, FailAfterNs: tt.failAfter})
+			r.command(1, 1, 1000*ms, force(1, 0, 0), nil)
+			r.step(ms)
+			r.drv.FailNext(1000, tt.err)
+			for i := 1; i <= 200; i++ {
+				c := r.step(ms)
+				if failed := r.dev.Failed(); failed != (i >= tt.failedAtMs) {
+					t.Fatalf("tick %d of the run: Failed() %v, want it from tick %d", i, failed, tt.failedAtMs)
+				}
+				if c.Mode != hw.ModeIdle && i > 1 {
+					t.Fatalf("tick %d of the run: the driver got %+v, want the output halted", i, c)
+				}
+			}
+		})
+	}
+}
+
 // A driver that says its device is gone (a lab node lost) fails the
 // device at that first error: no run of retries for a loaded host to
 // stretch before the device leaves.

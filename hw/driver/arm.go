@@ -511,6 +511,11 @@ func readFrame(p serial.Port, scan *wire.Scanner, msg *wire.Message, want byte, 
 // happy path, so it may allocate.
 func (a *Arm) fail(err error) error {
 	a.haltQuietly()
+	if errors.Is(err, serial.ErrDisconnected) {
+		// No retry on this port can succeed: the loop fails the device at
+		// once, and the scan opens it again when it is back.
+		return fmt.Errorf("hw/driver: arm %s on %s: %w (%w)", a.info.ID, a.opts.Path, err, hw.ErrGone)
+	}
 	return fmt.Errorf("hw/driver: arm %s on %s: %w", a.info.ID, a.opts.Path, err)
 }
 

@@ -39,7 +39,45 @@ func Open(path string) (Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	return p, nil
+	return openPort{p}, nil
+}
+
+// openPort is a port Open opened: its reads and writes say when the
+// device is gone (ErrDisconnected).
+type openPort struct{ bugst.Port }
+
+func (p openPort) Read(b []byte) (int, error) {
+	n, err := p.Port.Read(b)
+	return n, disconnected(err)
+}
+
+func (p openPort) Write(b []byte) (int, error) {
+	n, err := p.Port.Write(b)
+	return n, disconnected(err)
+}
+
+// ErrDisconnected is wrapped by a Read or Write error of a port whose
+// device is gone (unplugged, its USB link reset): no retry on this port
+// can succeed; the device must be opened again once it is back.
+var ErrDisconnected = errors.New("the device is disconnected; plug it in again")
+
+// disconnected wraps ErrDisconnected around an error of a port whose
+// device went away: go.bug.st/serial reports an unplugged tty as a closed
+// port (it reads zero bytes from it), or the tty's own errno.
+func disconnected(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *bugst.PortError
+	if errors.As(err, &pe) && pe.Code() == bugst.PortClosed {
+		return fmt.Errorf("%w (%w)", ErrDisconnected, err)
+	}
+	for _, e := range goneErrnos {
+		if errors.Is(err, e) {
+			return fmt.Errorf("%w (%w)", ErrDisconnected, err)
+		}
+	}
+	return err
 }
 
 // Errors a caller may test with errors.Is to decide how to report a port.
