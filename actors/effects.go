@@ -688,18 +688,15 @@ func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, en
 // d (its lease lapsed while the message was handled and another session
 // took the arm): the new owner's effects stay as they are.
 func (p *tickPath) publishEffects(d *Device, a *armEffects) bool {
-	if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
-		return false
-	}
-	// The declaration GET pairs with the Set (EffectsInForce), stored
-	// only while that Set is in force: an owner that came meanwhile
-	// publishes its Set, then its declaration, and keeps both.
+	// The declaration goes first: GET pairs it with the Set
+	// (EffectsInForce), and a lab gateway forwards it with the Set
+	// (ForwardEffects, called by SetEffectsOf). Refused, it is taken back
+	// unless an owner that came meanwhile stored its own since.
 	decl := &declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs}
-	for {
-		cur := d.declared.Load()
-		if d.rt.Effects() != a.set || d.declared.CompareAndSwap(cur, decl) {
-			break
-		}
+	prev := d.declared.Swap(decl)
+	if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
+		d.declared.CompareAndSwap(decl, prev)
+		return false
 	}
 	d.framesChanged()
 	return true
