@@ -277,8 +277,11 @@ func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 			}
 		}
 	}
+	// Each field stays valid through its step (the default valid_ms,
+	// 100 ms, would let it go stale within the step, and a loaded replay
+	// catch it in only a frame or two before it did).
 	field := func(fx float64) string {
-		return fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":%g,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5}]}`, fx)
+		return fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":%g,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5,"valid_ms":5000}]}`, fx)
 	}
 	// Claim the arm first and wait until the frames show it, as an engine
 	// would: a frame answering a claim may catch the loop before or after
