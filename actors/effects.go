@@ -280,8 +280,9 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 }
 
 // effectsLeft is the session's declaration on d as effectsBefore will
-// leave it at now (the control ended: none; the time of some ran out:
-// the others), without changing anything.
+// leave it at now (the control ended: none; the time of some ran out, or
+// the session's view of d changed so that some no longer render: the
+// others), without changing anything.
 func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
 	a := p.fx[d]
 	if a == nil || d.Register().Owner() != p.sess.ID || now > a.deadlineNs || d.rt.Effects() != a.set {
@@ -292,6 +293,16 @@ func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
 		if end := a.endsNs[i]; end == 0 || now < end {
 			left.declared = append(left.declared, a.declared[i])
 			left.declaredNs = append(left.declaredNs, a.declaredNs[i])
+			left.endsNs = append(left.endsNs, a.endsNs[i])
+		}
+	}
+	if v := d.ViewFor(p.sess.ID); v != a.view {
+		for {
+			_, bad, err := buildSet(p.sess.ID, left.declared, left.declaredNs, &v.Space)
+			if err == nil {
+				break
+			}
+			left.remove(bad)
 		}
 	}
 	return left

@@ -309,6 +309,40 @@ func TestEffectsATurnedSpaceCannotRender(t *testing.T) {
 	}
 }
 
+// A view changed from outside the session's messages (a mount POSTed for
+// it) can leave an effect the loop no longer renders: the next message
+// that declares a valid effect is not refused for it. The stale effect
+// ends (effect-refused) and the new one is in force.
+func TestEffectsAfterAMountTurnedFromOutside(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	box := `{"id":"box","type":"limit_box","center":{"x":0,"y":0,"z":0},"half_extents":{"x":0.3,"y":0.3,"z":0.3},"stiffness":100}`
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+box+`]}`)); f["errors"] != nil || effectCount(f) != 1 {
+		t.Fatalf("declaration: %v", f)
+	}
+	// 30° about z, for this session only.
+	mount := fmt.Sprintf(`{"transform":{"rotation":{"w":%g,"x":0,"y":0,"z":%g}}}`, math.Cos(math.Pi/12), math.Sin(math.Pi/12))
+	if r := ts.do(http.MethodPost, ts.base+"/arm3/"+id+"/config/mount?session="+sid, mount); r.status != 200 {
+		t.Fatalf("POST mount: %v", r)
+	}
+	f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("spring", 0.01)+`]}`))
+	if f["errors"] != nil {
+		t.Fatalf("a valid declaration after the mount turned: errors %v", f["errors"])
+	}
+	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
+		return path(e, "data", "effect_id") == "box" && path(e, "data", "code") == "invalid_value"
+	})
+	r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/effects", "")
+	list, _ := path(r.data(), "effects").([]any)
+	if len(list) != 1 || path(list[0], "id") != "spring" {
+		t.Fatalf("after the turn and the new declaration, GET lists %v; want the spring alone", list)
+	}
+}
+
 // One message that removes an id and sets it again is refused whole (send
 // one of them: set alone replaces), whatever the members' order: the error
 // names the set entry, and the effect in force is still the old one, with
