@@ -511,12 +511,17 @@ func readFrame(p serial.Port, scan *wire.Scanner, msg *wire.Message, want byte, 
 // happy path, so it may allocate.
 func (a *Arm) fail(err error) error {
 	a.haltQuietly()
+	return fmt.Errorf("hw/driver: arm %s on %s: %w", a.info.ID, a.opts.Path, gone(err))
+}
+
+// gone marks a port error that no retry on the port can mend (its device
+// went away: serial.ErrDisconnected) with hw.ErrGone, so the loop fails
+// the device at once; the scan opens it again when it is back.
+func gone(err error) error {
 	if errors.Is(err, serial.ErrDisconnected) {
-		// No retry on this port can succeed: the loop fails the device at
-		// once, and the scan opens it again when it is back.
-		return fmt.Errorf("hw/driver: arm %s on %s: %w (%w)", a.info.ID, a.opts.Path, err, hw.ErrGone)
+		return fmt.Errorf("%w (%w)", err, hw.ErrGone)
 	}
-	return fmt.Errorf("hw/driver: arm %s on %s: %w", a.info.ID, a.opts.Path, err)
+	return err
 }
 
 // haltQuietly writes a zero force without waiting for the reply; the

@@ -168,13 +168,13 @@ func (g *Grip) Exchange(_ *hw.Command, st *hw.State) error {
 		return errNilExchange
 	}
 	if err := g.port.SetReadTimeout(0); err != nil {
-		return fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, g.opts.Path, err)
+		return fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, g.opts.Path, gone(err))
 	}
 	for {
 		n, err := g.port.Read(g.scan.Space())
 		g.scan.Fill(n)
 		if err != nil {
-			return fmt.Errorf("hw/driver: grip %s on %s: read: %w", g.info.ID, g.opts.Path, err)
+			return fmt.Errorf("hw/driver: grip %s on %s: read: %w", g.info.ID, g.opts.Path, gone(err))
 		}
 		for _, ok := g.scan.Next(&g.msg); ok; _, ok = g.scan.Next(&g.msg) {
 			g.apply()

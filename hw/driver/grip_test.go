@@ -125,3 +125,52 @@ func TestOpenGripIdentifiesThroughStatusFrames(t *testing.T) {
 		})
 	}
 }
+
+// An unplugged device's port reads as hung up: the driver's error wraps
+// hw.ErrGone, so the loop fails the device at once instead of after the
+// run of misses a silent one gets. Arm and grip alike.
+func TestUnpluggedDeviceIsGone(t *testing.T) {
+	tests := []struct {
+		name string
+		kind hw.Kind
+	}{
+		{"arm", hw.KindArm},
+		{"grip", hw.KindGrip},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Kind: tc.kind, Index: 60 + i})
+			var dev hw.Driver
+			if tc.kind == hw.KindArm {
+				dev = openArm(t, path, driver.ArmOptions{ReplyTimeout: 50 * time.Millisecond})
+			} else {
+				p, err := serial.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, InfoTimeout: testReplyTimeout})
+				if err != nil {
+					t.Fatalf("OpenGrip: %v", err)
+				}
+				t.Cleanup(func() { g.Close() })
+				dev = g
+			}
+			cmd := hw.Command{}
+			var st hw.State
+			if err := dev.Exchange(&cmd, &st); err != nil {
+				t.Fatalf("Exchange before the unplug: %v", err)
+			}
+			if err := e.Unplug(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			hwtest.Eventually(t, 10*time.Second, "an exchange to fail after the unplug", func() bool {
+				err = dev.Exchange(&cmd, &st)
+				return err != nil
+			})
+			if !errors.Is(err, hw.ErrGone) {
+				t.Errorf("Exchange after the unplug: %v, want it to wrap hw.ErrGone", err)
+			}
+		})
+	}
+}
