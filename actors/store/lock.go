@@ -17,6 +17,16 @@ const lockFile = ".hapticd.lock"
 // lock.
 var errLocked = errors.New("locked by another process")
 
+// ErrLockUnsupported is wrapped by Lock's error when the state directory's
+// file system takes no lock (some network and FUSE mounts): Lock then
+// still returns a DirLock, holding nothing, and the caller runs on
+// unguarded and says so, as hapticd did before it locked the directory.
+var ErrLockUnsupported = errors.New("the file system of the state directory takes no lock")
+
+// errLockUnsupported is what lockExclusive wraps around the system's answer
+// when the file system takes no lock.
+var errLockUnsupported = errors.New("flock not supported")
+
 // DirLock holds a state directory for this process (see Lock).
 type DirLock struct{ f *os.File }
 
@@ -44,6 +54,9 @@ func Lock(dir string) (*DirLock, error) {
 		f.Close()
 		if errors.Is(err, errLocked) {
 			return nil, fmt.Errorf("store: state directory %s is in use by %s (one process per state directory): stop it, or pass this one another --state-dir", dir, holder)
+		}
+		if errors.Is(err, errLockUnsupported) {
+			return &DirLock{}, fmt.Errorf("store: state directory %s: %w (%w): nothing stops a second process from using it", dir, ErrLockUnsupported, err)
 		}
 		return nil, fmt.Errorf("store: lock state directory %s: %w", dir, err)
 	}

@@ -4,6 +4,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,8 @@ func lockExclusive(f *os.File) error {
 			continue
 		case errors.Is(err, unix.EWOULDBLOCK):
 			return errLocked
+		case errors.Is(err, unix.ENOLCK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			return fmt.Errorf("%w: %w", errLockUnsupported, err)
 		}
 		return err
 	}

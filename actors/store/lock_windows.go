@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/windows"
@@ -12,8 +13,11 @@ import (
 func lockExclusive(f *os.File) error {
 	ol := &windows.Overlapped{OffsetHigh: 1}
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
-	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+	switch {
+	case errors.Is(err, windows.ERROR_LOCK_VIOLATION):
 		return errLocked
+	case errors.Is(err, windows.ERROR_NOT_SUPPORTED), errors.Is(err, windows.ERROR_INVALID_FUNCTION):
+		return fmt.Errorf("%w: %w", errLockUnsupported, err)
 	}
 	return err
 }

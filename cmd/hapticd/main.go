@@ -215,7 +215,11 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	// would write over what this one acknowledged.
 	var dirLock *store.DirLock
 	if o.stateDir != "" {
-		if dirLock, err = store.Lock(o.stateDir); err != nil {
+		dirLock, err = store.Lock(o.stateDir)
+		switch {
+		case errors.Is(err, store.ErrLockUnsupported):
+			log.Warn().Err(err).Msg("running without a lock on the state directory")
+		case err != nil:
 			return nil, err
 		}
 	}
