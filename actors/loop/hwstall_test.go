@@ -22,6 +22,25 @@ import (
 // 2.7 s.
 const silentDeviceFailBound = 1500 * time.Millisecond
 
+// runWithForce runs drv's device on its own locked thread at 1 kHz with a
+// session's 2 N along z, until reached says the force reached the device
+// (named where), and returns the device and its event log.
+func runWithForce(t *testing.T, drv hw.Driver, where string, reached func() bool) (*Device, *eventLog) {
+	t.Helper()
+	log := &eventLog{}
+	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunLocked(ctx, d) }()
+	t.Cleanup(func() { cancel(); <-done })
+	reg := d.Register()
+	reg.Claim(1)
+	c := force(0, 0, 2)
+	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
+	hwtest.Eventually(t, 10*time.Second, "the session's force to reach "+where, reached)
+	return d, log
+}
+
 // TestSerialArmThatGoesSilentFails runs the real serial driver against the
 // firmware emulator on a real pseudo-terminal under a running loop, with a
 // session's force applied, and then silences the device: the loop must fail
@@ -58,18 +77,7 @@ func TestSerialArmThatGoesSilentFails(t *testing.T) {
 				t.Fatalf("OpenArm: %v", err)
 			}
 			t.Cleanup(func() { arm.Close() })
-			var log eventLog
-			d := NewDevice(arm, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- RunLocked(ctx, d) }()
-			t.Cleanup(func() { cancel(); <-done })
-
-			reg := d.Register()
-			reg.Claim(1)
-			c := force(0, 0, 2)
-			reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
-			hwtest.Eventually(t, 10*time.Second, "the session's force to reach the firmware", func() bool { return e.Stats().LastForce.Z > 1.9 })
+			d, log := runWithForce(t, arm, "the firmware", func() bool { return e.Stats().LastForce.Z > 1.9 })
 
 			start := time.Now()
 			tc.silence(e)
@@ -103,18 +111,7 @@ func TestRawHIDBoardThatGoesSilentFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { drv.Close() })
-	var log eventLog
-	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- RunLocked(ctx, d) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	reg := d.Register()
-	reg.Claim(1)
-	c := force(0, 0, 2)
-	reg.Write(1, 1, SystemClock().Now()+int64(time.Minute), &c, nil)
-	hwtest.Eventually(t, 10*time.Second, "the session's force to reach the board", func() bool { return board.ForceN().Z > 1.9 })
+	_, log := runWithForce(t, drv, "the board", func() bool { return board.ForceN().Z > 1.9 })
 
 	start := time.Now()
 	board.Stall(1 << 30)
