@@ -660,13 +660,13 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 // writtenBehind reports whether the session's profile document on this
 // device has a change that is only written behind: a POST or DELETE that
 // changes nothing in memory must still write it, or its 200 would promise
-// a durability that a crash in the next second takes back.
+// a durability that a crash in the next second takes back. It runs on the
+// actor, so it asks Queued, which never waits on a write in progress.
 func (c *deviceCore) writtenBehind(s *sessionState) bool {
 	if c.store == nil || c.writeBehind == nil || s.profile == "" {
 		return false
 	}
-	_, ok := c.writeBehind.Pending(c.dev.profileStoreName(s.profile))
-	return ok
+	return c.writeBehind.Queued(c.dev.profileStoreName(s.profile))
 }
 
 // saveThen writes v durably off the actor, then runs done with the

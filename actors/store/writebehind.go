@@ -112,6 +112,19 @@ func (w *WriteBehind) Put(name string, v any) {
 	}
 }
 
+// Queued reports whether a value Put for name is queued or being written.
+// It takes only the write-behind's own lock, never a store stripe (which a
+// write holds across its fsyncs), so an actor may ask; it may also report
+// a value a later Save already superseded, so a caller that writes because
+// of it writes at most once more than needed.
+func (w *WriteBehind) Queued(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, pending := w.pending[name]
+	_, writing := w.writing[name]
+	return pending || writing
+}
+
 // Pending returns the latest value Put for name that the disk does not
 // have yet, encoded; ok is false when the disk has it, or something newer
 // (a later Save), or nothing was Put. A reader that must see what was

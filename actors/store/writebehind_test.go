@@ -323,3 +323,36 @@ func TestWriteBehindFailuresStayBounded(t *testing.T) {
 		t.Errorf("Flush after %d failed retries reports the document %d times (%d bytes); want its failure once", reported.Load(), n, len(err.Error()))
 	}
 }
+
+// Queued answers from the write-behind's own state: true while a value
+// Put is queued, false once flushed, and never waiting for a write in
+// progress (which holds the document's stripe across its fsyncs): a device
+// actor asks it, and must not hang on a slow disk.
+func TestWriteBehindQueuedNeverWaitsOnAWrite(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	const name = "profiles/a/arm3-0001"
+	if w.Queued(name) {
+		t.Fatal("Queued before any Put")
+	}
+	w.Put(name, deviceDoc{Scale: 1})
+	st := s.lock(name) // as a write in progress holds it
+	answered := make(chan bool, 1)
+	go func() { answered <- w.Queued(name) }()
+	select {
+	case q := <-answered:
+		if !q {
+			t.Error("Queued after Put = false")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Queued waited on the document's stripe")
+	}
+	st.mu.Unlock()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Queued(name) {
+		t.Error("Queued after Flush = true")
+	}
+}
