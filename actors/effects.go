@@ -154,6 +154,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 			a.declared, a.declaredNs, a.set, a.view = pl.declared, pl.declaredNs, pl.set, view
 			a.endsNs = endsOf(pl.declared, pl.declaredNs)
 			f.Warnings = append(f.Warnings, pl.warnings...)
+			f.Warnings = appendSampledTooCoarsely(f.Warnings, u, at, p.svc.periodNs)
 		}
 		if perr != nil {
 			f.Errors = append(f.Errors, *perr)
@@ -180,6 +181,24 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	}
 	p.fx[d] = a
 	p.renewLease(d, e, now, leaseMs, wasOwner, a)
+}
+
+// appendSampledTooCoarsely warns of each vibration u sets at or above half
+// the loop's rate: the wire takes up to 500 Hz (half of 1 kHz), but a 1 kHz
+// loop samples a 500 Hz sine at its zeros and renders nothing, and a loop
+// run slower (--loop-hz) renders a faster one as a slower alias. The
+// declaration stands; the warning says why it is not felt as declared.
+func appendSampledTooCoarsely(dst []protocol.Error, u *protocol.EffectsUpdate, at string, periodNs int64) []protocol.Error {
+	loopHz := float64(time.Second) / float64(periodNs)
+	for i := range u.Set {
+		e := &u.Set[i]
+		if e.Type == protocol.EffectVibration && 2*e.Vibration.FrequencyHz >= loopHz {
+			dst = append(dst, *protocol.Errorf(protocol.CodeOutOfRange, fmt.Sprintf("%s.set[%d].frequency", at, i),
+				"vibration %q: %g Hz is at or above half the loop's %g Hz: sampled at that rate it renders as nothing (at exactly half) or as a slower alias; declare under %g Hz, or run the loop faster (--loop-hz)",
+				e.ID, e.Vibration.FrequencyHz, loopHz, loopHz/2))
+		}
+	}
+	return dst
 }
 
 // effectsPlan is an effects update applied to a session's declaration on

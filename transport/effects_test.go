@@ -553,6 +553,36 @@ func TestEffectsFollowTheSessionsSpace(t *testing.T) {
 	forceIs(l, fmt.Sprintf(`{"arm3":{%q:{"effects":{}}}}`, id), legacyArm, [3]float64{1, 0, 0})
 }
 
+// A vibration at or above half the loop's rate (1 kHz here) would not be
+// felt: it is declared, with a warning at its frequency that says why;
+// one well under it gets none.
+func TestVibrationAtHalfTheLoopRateIsWarned(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	tests := []struct {
+		hz     float64
+		warned bool
+	}{
+		{500, true},
+		{499, false},
+		{250, false},
+	}
+	for _, tt := range tests {
+		f := c.roundTrip(effectsMsg(id, fmt.Sprintf(`{"set":[{"id":"buzz","type":"vibration","frequency":%g,"amplitude":1}]}`, tt.hz)))
+		if f["errors"] != nil || effectCount(f) != 1 {
+			t.Fatalf("%g Hz: errors %v, %v effects in force; want it declared", tt.hz, f["errors"], effectCount(f))
+		}
+		ws, _ := f["warnings"].([]any)
+		warned := len(ws) == 1 && path(ws[0], "code") == "out_of_range" && path(ws[0], "path") == "arm3[0].effects.set[0].frequency"
+		if warned != tt.warned || (!tt.warned && len(ws) != 0) {
+			t.Errorf("%g Hz: warnings %v; want a warning at its frequency: %v", tt.hz, ws, tt.warned)
+		}
+	}
+}
+
 // A vibration drives the arm all the time: with the passivity controller
 // on in the output scope, the controller acts for over a second and passivity-active is
 // published, with the damping it adds in the arm's state.
