@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -333,6 +334,35 @@ func TestRawHIDBoardTakesLoopPeriod(t *testing.T) {
 	}
 }
 
+// linkWatcher watches the arm at node, which the USB scan lists under that
+// path, and the explicit port link (a by-id link to node, or to be); now
+// nil is the system clock. opened returns the paths the watcher opened, in
+// order.
+func linkWatcher(node, link string, now func() time.Time) (w *discovery.Watcher, opened func() []string) {
+	var mu sync.Mutex
+	var paths []string
+	w = discovery.NewWatcher(discovery.WatcherOptions{
+		Now:           now,
+		ExplicitPorts: []string{link},
+		Enumerate: func() ([]serial.PortInfo, error) {
+			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
+		},
+		HIDEnumerate: noBoards,
+		Open: func(path string) (serial.Port, error) {
+			mu.Lock()
+			paths = append(paths, path)
+			mu.Unlock()
+			return serial.Open(path)
+		},
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+	})
+	return w, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(paths)
+	}
+}
+
 // TestExplicitLinkAndScannedNodeOpenOnce: docs/hardware.md advises naming
 // an arm by its stable /dev/serial/by-id link while the USB scan (on by
 // default) lists the same device under its node (/dev/ttyACM0). The two
@@ -345,29 +375,12 @@ func TestExplicitLinkAndScannedNodeOpenOnce(t *testing.T) {
 	if err := os.Symlink(node, link); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var opened []string
-	w := discovery.NewWatcher(discovery.WatcherOptions{
-		ExplicitPorts: []string{link},
-		Enumerate: func() ([]serial.PortInfo, error) {
-			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
-		},
-		HIDEnumerate: noBoards,
-		Open: func(path string) (serial.Port, error) {
-			mu.Lock()
-			opened = append(opened, path)
-			mu.Unlock()
-			return serial.Open(path)
-		},
-		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
-	})
+	w, opened := linkWatcher(node, link, nil)
 	rec := &recorder{}
 	defer rec.closeAll()
 	w.Scan(rec)
 	r := w.Scan(rec)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(opened) != 1 || opened[0] != link || len(rec.found) != 1 {
+	if opened := opened(); len(opened) != 1 || opened[0] != link || len(rec.found) != 1 {
 		t.Fatalf("opened %v and found %d devices; want %s opened once", opened, len(rec.found), link)
 	}
 	if got := e.Stats().Wakeups; got != 1 {
@@ -386,24 +399,8 @@ func TestExplicitLinkAndScannedNodeOpenOnce(t *testing.T) {
 func TestScannedNodeThenExplicitLinkOpenOnce(t *testing.T) {
 	_, node := startEmulator(t, 6)
 	link := filepath.Join(t.TempDir(), "usb-Teensyduino_USB_Serial_67890-if00")
-	var mu sync.Mutex
-	var opened []string
 	clk := newClock()
-	w := discovery.NewWatcher(discovery.WatcherOptions{
-		Now:           clk.Now,
-		ExplicitPorts: []string{link},
-		Enumerate: func() ([]serial.PortInfo, error) {
-			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
-		},
-		HIDEnumerate: noBoards,
-		Open: func(path string) (serial.Port, error) {
-			mu.Lock()
-			opened = append(opened, path)
-			mu.Unlock()
-			return serial.Open(path)
-		},
-		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
-	})
+	w, opened := linkWatcher(node, link, clk.Now)
 	rec := &recorder{}
 	defer rec.closeAll()
 	w.Scan(rec) // the link does not exist yet: the scan loads the node
@@ -415,9 +412,7 @@ func TestScannedNodeThenExplicitLinkOpenOnce(t *testing.T) {
 	r := w.Scan(rec)
 	clk.Add(time.Hour)
 	w.Scan(rec)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(opened) != 2 || opened[1] != node || len(rec.found) != 1 {
+	if opened := opened(); len(opened) != 2 || opened[1] != node || len(rec.found) != 1 {
 		t.Fatalf("opened %v and found %d devices; want %s opened once (after the link failed to open)", opened, len(rec.found), node)
 	}
 	if p, ok := portOf(r, node); !ok || p.Outcome != discovery.Loaded {
