@@ -188,6 +188,8 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 // loop samples a 500 Hz sine at its zeros and renders nothing, and a loop
 // run slower (--loop-hz) renders a faster one as a slower alias. The
 // declaration stands; the warning says why it is not felt as declared.
+// The rate is this service's loop: on a lab gateway the node renders the
+// effect at its own, which the gateway does not know.
 func appendSampledTooCoarsely(dst []protocol.Error, u *protocol.EffectsUpdate, at string, periodNs int64) []protocol.Error {
 	loopHz := float64(time.Second) / float64(periodNs)
 	for i := range u.Set {
