@@ -37,7 +37,11 @@ type DirLock struct{ f *os.File }
 // The operating system drops the lock when the process ends, however it
 // ends, so a SIGKILL never leaves a stale one. Open takes no lock (a test
 // may open a directory's Store twice): the process's main takes this one.
-func Lock(dir string) (*DirLock, error) {
+func Lock(dir string) (*DirLock, error) { return lockDir(dir, lockExclusive) }
+
+// lockDir is Lock with the system's lock call given (tests give one that
+// fails as a file system without locks does).
+func lockDir(dir string, lockExclusive func(*os.File) error) (*DirLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", dir, err)
 	}

@@ -651,3 +651,32 @@ func TestLockIsExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A file system that takes no lock (some network and FUSE mounts) does
+// not stop the start: Lock answers an empty DirLock with
+// ErrLockUnsupported, for the caller to warn and run on; any other
+// failure of the lock call is an error with no lock.
+func TestLockOnAFileSystemWithoutLocks(t *testing.T) {
+	tests := []struct {
+		name        string
+		lockErr     error
+		unsupported bool
+	}{
+		{"no locks here", fmt.Errorf("%w: %w", errLockUnsupported, errors.New("operation not supported")), true},
+		{"another failure", errors.New("input/output error"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := lockDir(filepath.Join(t.TempDir(), "state"), func(*os.File) error { return tt.lockErr })
+			if errors.Is(err, ErrLockUnsupported) != tt.unsupported || err == nil {
+				t.Fatalf("Lock = %v; want an error, ErrLockUnsupported %v", err, tt.unsupported)
+			}
+			if (l != nil) != tt.unsupported {
+				t.Fatalf("Lock gave %v with %v; want a DirLock only when the file system takes no lock", l, err)
+			}
+			if err := l.Release(); err != nil {
+				t.Errorf("Release of an empty DirLock: %v", err)
+			}
+		})
+	}
+}
