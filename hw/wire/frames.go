@@ -387,8 +387,8 @@ func f32(b []byte) float64                      { return float64(math.Float32fro
 // anchor is no force an actuator could apply anyway.
 func appendF32(dst []byte, v float64) []byte {
 	f := float32(v)
-	if math.Abs(float64(f)) < minMagnitude {
-		f = 0
+	if f != 0 && math.Abs(float64(f)) < minMagnitude {
+		f = 0 // a zero keeps its sign, so -0 decodes and re-encodes to the same bytes
 	}
 	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(f))
 }
