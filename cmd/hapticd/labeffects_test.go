@@ -89,13 +89,28 @@ func floorWall(z, stiffness float64) string {
 	return fmt.Sprintf(`{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":%g},"normal":{"x":0,"y":0,"z":1},"stiffness":%g,"damping":3}`, z-0.003, stiffness)
 }
 
-// cursorZ is arm id's cursor height on m, as /devices reports it.
-func cursorZ(t *testing.T, m *labMember, id string) float64 {
+// restingCursorZ waits until arm id's cursor on m is still (five
+// readings in a row under 0.2 mm/s, as /devices reports it) and returns its
+// height. A floor wall must be declared under a cursor at rest: one the
+// cursor is still falling towards may appear with the cursor already
+// behind it, and a wall lets such a cursor be.
+func restingCursorZ(t *testing.T, m *labMember, id string) float64 {
 	t.Helper()
-	z, ok := path(labArms(t, m)[id], "state", "cursor_position", "z").(float64)
-	if !ok {
-		t.Fatalf("no cursor position for arm %s on %s", id, m.host)
-	}
+	var z float64
+	still := 0
+	waitLab(t, 20*time.Second, "arm "+id+"'s cursor at rest on "+m.host, func() bool {
+		st := path(labArms(t, m)[id], "state")
+		var ok bool
+		if z, ok = path(st, "cursor_position", "z").(float64); !ok {
+			t.Fatalf("no cursor position for arm %s on %s", id, m.host)
+		}
+		if v, _ := path(st, "cursor_velocity", "z").(float64); math.Abs(v) < 2e-4 {
+			still++
+		} else {
+			still = 0
+		}
+		return still >= 5
+	})
 	return z
 }
 
@@ -183,7 +198,7 @@ func TestLabEffects(t *testing.T) {
 	const stiffness = 1000.0
 
 	// Through the gateway.
-	z0 := cursorZ(t, node, id)
+	z0 := restingCursorZ(t, node, id)
 	wallGW := z0 - 0.003
 	h := holdEffects(t, gw, id, floorWall(z0, stiffness))
 	viaGateway := wallStiffness(t, gw, node, id, wallGW)
@@ -209,16 +224,20 @@ func TestLabEffects(t *testing.T) {
 	if path(asList(f["arm3"])[0], "state", "passivity", "energy") == nil {
 		t.Errorf("no passivity figures in the gateway client's frame: %v", path(asList(f["arm3"])[0], "state"))
 	}
-	h.stop()
+	// Compensation back on before the wall goes, so the arm does not
+	// fall when it does.
 	setGravityCompensation(t, node, id, true)
+	h.stop()
 	waitLab(t, 5*time.Second, "the node's arm released", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
 
 	// The same wall declared on the node directly.
-	z0 = cursorZ(t, node, id)
+	z0 = restingCursorZ(t, node, id)
 	h = holdEffects(t, node, id, floorWall(z0, stiffness))
 	direct := wallStiffness(t, node, node, id, z0-0.003)
-	h.stop()
+	// Compensation back on before the wall goes, so the arm does not
+	// fall when it does.
 	setGravityCompensation(t, node, id, true)
+	h.stop()
 	waitLab(t, 5*time.Second, "the node's arm released", func() bool { return controlMode(labArms(t, node)[id]) == "idle" })
 	t.Logf("wall of %v N/m: %.1f N/m measured through the gateway, %.1f N/m on the node directly (ratio %.4f)",
 		stiffness, viaGateway, direct, viaGateway/direct)
@@ -227,7 +246,7 @@ func TestLabEffects(t *testing.T) {
 	}
 
 	// SIGKILL the gateway while the arm rests on its client's wall.
-	z0 = cursorZ(t, node, id)
+	z0 = restingCursorZ(t, node, id)
 	h = holdEffects(t, gw, id, floorWall(z0, stiffness))
 	setGravityCompensation(t, node, id, false)
 	force := func(d map[string]any) float64 {
