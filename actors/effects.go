@@ -786,12 +786,15 @@ func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
 // RenderForwarded makes set the effects d's loop renders for set.Session,
 // an owner of d's register from another process (a lab gateway's commands,
 // written by its node): validated and converted there, by the code a local
-// session's go through (buildSet), and rebuilt here by effect.NewSet. The
-// caller checks the owner holds d. They render under that owner's lease
-// like a local session's. GET /{type}/{id}/effects on this process lists
-// them as fw declared them, marked with fw's gateway and session; with no
-// fw, or one that does not match set spec for spec, it lists none.
-func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects) {
+// session's go through (buildSet), and rebuilt here by effect.NewSet. They
+// take no control and render under that owner's lease like a local
+// session's. They replace what is in force only if mayReplace allows the
+// register's holder (0: nobody) at the moment of the publish (nil: always),
+// and RenderForwarded reports whether they did: a session that claims the
+// device meanwhile keeps its own. GET /{type}/{id}/effects on this process
+// lists them as fw declared them, marked with fw's gateway and session;
+// with no fw, or one that does not match set spec for spec, it lists none.
+func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects, mayReplace func(holder uint64) bool) bool {
 	var decl *declaredEffects
 	if set != nil && fw != nil && len(fw.Effects) == set.Len() && len(fw.EndsNs) == set.Len() {
 		decl = &declaredEffects{set: set, effects: fw.Effects, endsNs: fw.EndsNs, forwarded: fw}
@@ -802,15 +805,21 @@ func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects) {
 			}
 		}
 	}
-	d.declared.Store(decl)
-	d.rt.SetEffects(set)
+	// As publishEffects: the declaration first, taken back if refused
+	// unless a holder that came meanwhile stored its own since.
+	prev := d.declared.Swap(decl)
+	if !d.rt.SetEffectsIf(set, mayReplace) {
+		d.declared.CompareAndSwap(decl, prev)
+		return false
+	}
 	d.framesChanged()
+	return true
 }
 
 // RenderHeld makes set the effects d's loop renders for a holder of d's
 // register that is no client (hapticd --sim-effects), as RenderForwarded
 // does: GET /{type}/{id}/effects lists none of them, and frames show them.
-func (d *Device) RenderHeld(set *effect.Set) { d.RenderForwarded(set, nil) }
+func (d *Device) RenderHeld(set *effect.Set) { d.RenderForwarded(set, nil, nil) }
 
 // DropForwarded withdraws the effects RenderForwarded gave owner, if they
 // are still in force, and reports whether it did.

@@ -216,7 +216,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if d.Register().Claim(7) != 7 {
 		t.Fatal("the local session could not claim the arm")
 	}
-	d.RenderForwarded(local, nil)
+	d.RenderForwarded(local, nil, nil)
 	n.effects(declared(d.Info.UUID, 5, specsJSON(t, pull)))
 	if o := d.Register().Owner(); o != 7 {
 		t.Fatalf("owner %d after a refused declaration, want the local session", o)

@@ -918,12 +918,13 @@ func (n *Node) effects(m *wire.Effects) {
 	}
 	// The declaration takes no control: the gateway's commands, which
 	// follow it, do (or are dropped while another holds the arm). It must
-	// not replace the effects of another holder.
-	if held := d.Register().Owner(); held != 0 && held != owner && !n.leaseOver(held) {
+	// not replace the effects of another holder, even one that claims the
+	// arm while it is published.
+	free := func(held uint64) bool { return held == 0 || held == owner || n.leaseOver(held) }
+	if !d.RenderForwarded(set, n.forwardedDeclaration(m, gatewayID, loopNow-ageNs), free) {
 		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
 		return
 	}
-	d.RenderForwarded(set, n.forwardedDeclaration(m, gatewayID, loopNow-ageNs))
 	n.tookEffects(key, m.Gen)
 }
 

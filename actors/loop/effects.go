@@ -141,7 +141,7 @@ type RemoteEffects interface {
 // session's own declarations go through SetEffectsOf. It allocates when the device needs more room for effects than it
 // had (its first call, a larger Set); the tick reads the Set through an
 // atomic pointer and never waits for it.
-func (d *Device) SetEffects(s *effect.Set) { d.setEffects(s, 0) }
+func (d *Device) SetEffects(s *effect.Set) { d.setEffects(s, nil) }
 
 // SetEffectsOf is SetEffects for a session's own declaration (s nil: it
 // declares none): it publishes s only while session controls the device,
@@ -149,25 +149,38 @@ func (d *Device) SetEffects(s *effect.Set) { d.setEffects(s, 0) }
 // message was handled, and whose arm another session took meanwhile, so
 // never replaces the new owner's effects with its own (or with none).
 func (d *Device) SetEffectsOf(session uint64, s *effect.Set) bool {
-	return session != 0 && d.setEffects(s, session)
+	return session != 0 && d.setEffects(s, func(holder uint64) bool { return holder == session })
 }
 
-// setEffects publishes s; with owner != 0, only while owner controls the
-// register. The owner is read before the Set is swapped in, and the swap
-// fails if any Set was published meanwhile, so a new owner's Set, stored
-// after its claim, is never replaced by an older owner's.
-func (d *Device) setEffects(s *effect.Set, owner uint64) bool {
+// SetEffectsIf is SetEffects for a Set that takes no control (a lab
+// gateway's, written by its node before the commands that claim the arm):
+// it publishes s only if mayReplace, given the register's holder at the
+// moment of the publish (0: nobody), allows it, and reports whether it
+// did. The check and the publish are one step: a holder that claims the
+// device and publishes its own Set meanwhile keeps it. mayReplace may be
+// called more than once and must not block.
+func (d *Device) SetEffectsIf(s *effect.Set, mayReplace func(holder uint64) bool) bool {
+	return d.setEffects(s, mayReplace)
+}
+
+// setEffects publishes s; with mayReplace, only while it allows the
+// register's holder. The holder is read before the Set is swapped in, and
+// the swap fails if any Set was published meanwhile, so a new owner's Set,
+// stored after its claim, is never replaced by a Set checked against the
+// holder before it.
+func (d *Device) setEffects(s *effect.Set, mayReplace func(holder uint64) bool) bool {
+	allowed := func() bool { return mayReplace == nil || mayReplace(d.reg.Owner()) }
 	st := d.fx.Load()
 	if st == nil {
 		if s == nil {
-			return owner == 0 || d.reg.Owner() == owner
+			return allowed()
 		}
 		d.fx.CompareAndSwap(nil, d.placeEffectStage())
 		st = d.fx.Load()
 	}
 	for {
 		old := st.set.Load()
-		if owner != 0 && d.reg.Owner() != owner {
+		if !allowed() {
 			return false
 		}
 		// Room for the new Set beside the old one's effects, which fade

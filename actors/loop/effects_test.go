@@ -554,3 +554,38 @@ func TestEffectsReportShrinksWithTheSet(t *testing.T) {
 		}
 	}
 }
+
+// TestSetEffectsIfKeepsAHolderThatCameBetween: a Set that takes no control
+// (a lab gateway's, written by its node) checked against a free register
+// must not replace the Set of a session that claimed the device and
+// published its own between that check and the publish: the check and the
+// publish are one step. The local session is made to come exactly there,
+// from inside the first check.
+func TestSetEffectsIfKeepsAHolderThatCameBetween(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	reg := r.dev.Register()
+	const gateway, local = 1 << 40, 7
+	theirs := springSet(t, local)
+	checks := 0
+	mayReplace := func(holder uint64) bool {
+		checks++
+		if checks == 1 {
+			if reg.Claim(local) != local || !r.dev.SetEffectsOf(local, theirs) {
+				t.Fatal("the local session could not take the free arm")
+			}
+		}
+		return holder == 0 || holder == gateway
+	}
+	if r.dev.SetEffectsIf(strongSet(t, gateway), mayReplace) {
+		t.Error("the gateway's Set was published over a session that holds the arm")
+	}
+	if got := r.dev.Effects(); got != theirs {
+		t.Fatalf("%v in force, want the local session's Set", got)
+	}
+	// With the arm free, the same Set goes in.
+	reg.Release(local)
+	gw := strongSet(t, gateway)
+	if !r.dev.SetEffectsIf(gw, func(holder uint64) bool { return holder == 0 }) || r.dev.Effects() != gw {
+		t.Fatal("the gateway's Set refused on a free arm")
+	}
+}
