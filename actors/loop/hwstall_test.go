@@ -28,7 +28,11 @@ const silentDeviceFailBound = 1500 * time.Millisecond
 func runWithForce(t *testing.T, drv hw.Driver, where string, reached func() bool) (*Device, *eventLog) {
 	t.Helper()
 	log := &eventLog{}
-	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), OnEvent: log.add})
+	// Failed as the service fails its devices (after half a second of
+	// failed exchanges, actors' silentDeviceFailAfter), not after the 50
+	// exchanges alone: on a loaded machine the emulator, in this process,
+	// misses 50 ms of replies before the force is first written.
+	d := NewDevice(drv, DeviceOptions{PeriodNs: int64(time.Millisecond), FailAfterNs: int64(500 * time.Millisecond), OnEvent: log.add})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- RunLocked(ctx, d) }()
