@@ -38,9 +38,6 @@ type Device struct {
 	// frames is the encoded-frame cache the sessions share (framecache.go).
 	frames frameCache
 	slots  sessionSlots // written by the device actor only
-	// declared is the effects declaration behind the Set the loop renders,
-	// as its session declared it (effects.go).
-	declared atomic.Pointer[declaredEffects]
 
 	// Immutable after the registry creates the Device.
 	Type protocol.DeviceType

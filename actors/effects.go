@@ -38,7 +38,8 @@ type armEffects struct {
 }
 
 // remove drops declared effect i. It copies: the slices it had are
-// published (declaredEffects), and GET reads them on other goroutines.
+// published with a Set (declaredEffects), and GET reads them on other
+// goroutines.
 func (a *armEffects) remove(i int) {
 	a.declared = append(append([]protocol.Effect(nil), a.declared[:i]...), a.declared[i+1:]...)
 	a.endsNs = append(append([]int64(nil), a.endsNs[:i]...), a.endsNs[i+1:]...)
@@ -666,9 +667,9 @@ func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions 
 	return x
 }
 
-// declaredEffects is a published declaration: immutable once stored.
+// declaredEffects is the declaration behind a published Set, as its
+// session declared it: the Set's Declaration, immutable once published.
 type declaredEffects struct {
-	set     *effect.Set
 	effects []protocol.Effect
 	endsNs  []int64
 	// forwarded names a lab gateway's session that declared them, when
@@ -701,8 +702,8 @@ type ForwardedEffects struct {
 // gateway to forward with the Set; ok is false when set is not the
 // declaration published on d. It never blocks.
 func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, endsNs []int64, forceToSession [3][3]float64, ok bool) {
-	decl := d.declared.Load()
-	if set == nil || decl == nil || decl.set != set || decl.forwarded != nil {
+	decl := declarationOf(set)
+	if decl == nil || decl.forwarded != nil {
 		return nil, nil, forceToSession, false
 	}
 	view := d.ViewFor(set.Session)
@@ -713,21 +714,30 @@ func (d *Device) DeclaredEffects(set *effect.Set) (effects []protocol.Effect, en
 	return decl.effects, decl.endsNs, forceToSession, true
 }
 
-// publishEffects hands a's Set to d's loop, and its declaration to readers
-// (EffectsInForce).
+// declarationOf is set's declaration (nil: none, or no set).
+func declarationOf(set *effect.Set) *declaredEffects {
+	if set == nil {
+		return nil
+	}
+	decl, _ := set.Declaration.(*declaredEffects)
+	return decl
+}
+
+// publishEffects hands a's Set, with its declaration, to d's loop: GET
+// reads the declaration with the Set in force (EffectsInForce), and a lab
+// gateway forwards it with the Set (ForwardEffects, called by
+// SetEffectsOf).
 //
 // It reports false, publishing nothing, when the session no longer controls
 // d (its lease lapsed while the message was handled and another session
 // took the arm): the new owner's effects stay as they are.
 func (p *tickPath) publishEffects(d *Device, a *armEffects) bool {
-	// The declaration goes first: GET pairs it with the Set
-	// (EffectsInForce), and a lab gateway forwards it with the Set
-	// (ForwardEffects, called by SetEffectsOf). Refused, it is taken back
-	// unless an owner that came meanwhile stored its own since.
-	decl := &declaredEffects{set: a.set, effects: a.declared, endsNs: a.endsNs}
-	prev := d.declared.Swap(decl)
+	// Each Set is built anew with its declaration (a.remove copies), so
+	// one already published keeps the declaration it went out with.
+	if a.set != nil && a.set.Declaration == nil {
+		a.set.Declaration = &declaredEffects{effects: a.declared, endsNs: a.endsNs}
+	}
 	if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
-		d.declared.CompareAndSwap(decl, prev)
 		return false
 	}
 	d.framesChanged()
@@ -740,8 +750,8 @@ func (p *tickPath) publishEffects(d *Device, a *armEffects) bool {
 // or when its controller declared none.
 func (s *Service) EffectsInForce(d *Device) protocol.EffectsInForce {
 	set := d.rt.Effects()
-	decl := d.declared.Load()
-	if set == nil || decl == nil || decl.set != set || d.Register().Owner() != set.Session {
+	decl := declarationOf(set)
+	if decl == nil || d.Register().Owner() != set.Session {
 		return protocol.EffectsInForce{Effects: []protocol.EffectInForce{}}
 	}
 	now := s.opts.Clock.Now()
@@ -795,21 +805,19 @@ func (d *Device) Output() loop.OutputReport { return d.rt.Output() }
 // lists them as fw declared them, marked with fw's gateway and session;
 // with no fw, or one that does not match set spec for spec, it lists none.
 func (d *Device) RenderForwarded(set *effect.Set, fw *ForwardedEffects, mayReplace func(holder uint64) bool) bool {
-	var decl *declaredEffects
 	if set != nil && fw != nil && len(fw.Effects) == set.Len() && len(fw.EndsNs) == set.Len() {
-		decl = &declaredEffects{set: set, effects: fw.Effects, endsNs: fw.EndsNs, forwarded: fw}
+		decl := &declaredEffects{effects: fw.Effects, endsNs: fw.EndsNs, forwarded: fw}
 		for i := range fw.Effects {
 			if set.Spec(i).ID != fw.Effects[i].ID {
 				decl = nil
 				break
 			}
 		}
+		if decl != nil {
+			set.Declaration = decl
+		}
 	}
-	// As publishEffects: the declaration first, taken back if refused
-	// unless a holder that came meanwhile stored its own since.
-	prev := d.declared.Swap(decl)
 	if !d.rt.SetEffectsIf(set, mayReplace) {
-		d.declared.CompareAndSwap(decl, prev)
 		return false
 	}
 	d.framesChanged()

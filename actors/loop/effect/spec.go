@@ -220,12 +220,18 @@ const (
 )
 
 // Set is the immutable list of effects one session declared for one arm.
-// Publish a new Set to change anything; never modify one after NewSet.
+// Publish a new Set to change anything; never modify one after NewSet
+// (Declaration aside, before the Set is first published).
 type Set struct {
 	// Session is the session the effects belong to: the loop renders them
 	// only under that session's valid lease.
 	Session uint64
-	specs   []Spec
+	// Declaration is the publisher's own record of what it declared (in
+	// its session's terms), kept with the Set so that whoever reads the
+	// Set in force reads the declaration that goes with it, with no second
+	// publish to race. The loop never reads it.
+	Declaration any
+	specs       []Spec
 }
 
 // Len returns the number of effects.
