@@ -2,6 +2,7 @@ package hid_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -302,6 +303,55 @@ func TestBadOrMissingStateIsNotFresh(t *testing.T) {
 			}
 			if _, repeated := ager.StateAge(); !repeated {
 				t.Error("the last good state, reported again, is not marked as repeated")
+			}
+		})
+	}
+}
+
+// pulledReader is a board whose reads fail as a pulled board's do while
+// its writes still go through: hidapi's write may be the last to notice.
+type pulledReader struct {
+	*hid.Fake
+	pulled bool
+}
+
+func (p *pulledReader) Read(r *hid.Report, timeout time.Duration) (bool, error) {
+	if p.pulled {
+		return false, fmt.Errorf("hidapi: hid_error is not implemented yet: %w", hid.ErrDisconnected)
+	}
+	return p.Fake.Read(r, timeout)
+}
+
+// TestUnpluggedBoardIsGone: a board pulled mid-session fails its exchange
+// with hw.ErrGone, so the loop fails it at once (as it does a serial arm),
+// instead of keeping it listed for half a second of failed exchanges. The
+// error comes at the first exchange after the pull, whether the write or
+// the read sees it first.
+func TestUnpluggedBoardIsGone(t *testing.T) {
+	tests := []struct {
+		name string
+		pull func(b *pulledReader)
+	}{
+		{"the write sees it", func(b *pulledReader) { b.Unplug() }},
+		{"the read sees it", func(b *pulledReader) { b.pulled = true }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &pulledReader{Fake: hid.NewFake(board)}
+			d, err := hid.NewDriver(b, hid.Options{Path: "hid:test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+			var st hw.State
+			if err := d.Exchange(&cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			tc.pull(b)
+			err = d.Exchange(&cmd, &st)
+			if !errors.Is(err, hw.ErrGone) || !errors.Is(err, hid.ErrDisconnected) {
+				t.Errorf("exchange with a pulled board: %v; want an error wrapping hw.ErrGone and hid.ErrDisconnected", err)
 			}
 		})
 	}
