@@ -428,6 +428,15 @@ func plausible(v, limit float64) bool {
 // plausible); encoders send anything smaller as zero.
 const minMagnitude = 1e-9
 
+// rotation reports whether q is near enough unit length to be a rotation.
+// A grip's sensor sends unit quaternions (float32 rounding aside); one far
+// from unit length (all zero above all: no rotation at all, and anything
+// normalising it divides by zero) is noise or a sensor not up yet.
+func rotation(q hw.Quat) bool {
+	n2 := q.W*q.W + q.X*q.X + q.Y*q.Y + q.Z*q.Z
+	return n2 >= 0.5*0.5 && n2 <= 1.5*1.5
+}
+
 func plausibleTriple(v hw.Vec3, limit float64) bool {
 	return plausible(v.X, limit) && plausible(v.Y, limit) && plausible(v.Z, limit)
 }
@@ -516,7 +525,7 @@ func decodeGripStatus(b []byte, m *Message) error {
 	s := &m.GripStatus
 	s.ID = binary.LittleEndian.Uint16(b[1:])
 	q := hw.Quat{W: f32(b[3:]), X: f32(b[7:]), Y: f32(b[11:]), Z: f32(b[15:])}
-	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) {
+	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) || !rotation(q) {
 		return ErrImplausible
 	}
 	battery := f32(b[23:])
