@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -574,5 +575,44 @@ func TestArmCompletesAShortWrite(t *testing.T) {
 				t.Errorf("firmware holds %+v, want %+v", f, cmd.ForceN)
 			}
 		})
+	}
+}
+
+// stallingPort is an arm whose writes, once stalled, fail as hw/serial's
+// do when the device takes no data for serial.WriteTimeout.
+type stallingPort struct {
+	*hwtest.ArmPort
+	stalled bool
+}
+
+func (p *stallingPort) Write(b []byte) (int, error) {
+	if p.stalled {
+		return 0, fmt.Errorf("hw/serial: write: 0 of %d bytes written in %v: %w", len(b), serial.WriteTimeout, serial.ErrWriteStalled)
+	}
+	return p.ArmPort.Write(b)
+}
+
+// TestArmThatTakesNoDataIsGone: an arm whose firmware hung with its USB link
+// up stops taking commands; once the port's output buffer is full each
+// write fails after serial.WriteTimeout. That is no device the loop can
+// drive again without reopening it: the error wraps hw.ErrGone, so the
+// loop fails it at once and the scan reopens it, instead of 50 failed
+// exchanges of several write timeouts each (seconds) with the arm listed.
+func TestArmThatTakesNoDataIsGone(t *testing.T) {
+	p := &stallingPort{ArmPort: hwtest.NewArmPort(0x049D, [16]byte{1})}
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	var st hw.State
+	if err := a.Exchange(&cmd, &st); err != nil {
+		t.Fatal(err)
+	}
+	p.stalled = true
+	err = a.Exchange(&cmd, &st)
+	if !errors.Is(err, hw.ErrGone) || !errors.Is(err, serial.ErrWriteStalled) {
+		t.Errorf("exchange with an arm that takes no data: %v; want an error wrapping hw.ErrGone and serial.ErrWriteStalled", err)
 	}
 }
