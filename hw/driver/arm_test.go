@@ -616,3 +616,31 @@ func TestArmThatTakesNoDataIsGone(t *testing.T) {
 		t.Errorf("exchange with an arm that takes no data: %v; want an error wrapping hw.ErrGone and serial.ErrWriteStalled", err)
 	}
 }
+
+// TestOutOfRangeCommandsReachTheArm: a command beyond the range the wire's
+// frames carry (a torque of 2e7 N·mm, a position 11 m away) went out as
+// is; the emulated firmware, which checks plausibility as the frame table
+// does, took it for noise, kept its previous (sticky) command and did not
+// answer, so every such tick was a missed reply. The command now reaches
+// the arm, saturated at the frame's bound, and gets its reply.
+func TestOutOfRangeCommandsReachTheArm(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  hw.Command
+	}{
+		{"torque", hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3{A0: 2e7}}},
+		{"position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{X: 11, Y: 0.15, Z: 0.1}}},
+		{"angles", hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A1: -2e5}}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 70 + i})
+			a := openArm(t, path, driver.ArmOptions{})
+			commands := e.Stats().Commands
+			exchangeN(t, a, tc.cmd, 3)
+			if a.Missed() != 0 || e.Stats().Commands != commands+3 {
+				t.Errorf("3 exchanges: %d replies missed, %d commands taken by the arm; want 0 and 3", a.Missed(), e.Stats().Commands-commands)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/hapticd/hapticd/hw"
@@ -328,6 +329,47 @@ func TestGripStatusNeedsARotation(t *testing.T) {
 			}
 			if first.GripStatus.Orientation != want {
 				t.Errorf("scanner's first frame has orientation %v, want %v", first.GripStatus.Orientation, want)
+			}
+		})
+	}
+}
+
+// TestEncodedHugeValuesDecode: the package doc promises every frame the
+// encoders make decodes, but a value beyond a frame's plausible range (a
+// torque of 2e7 N·mm, a position 11 m away, an infinity) went out as is,
+// and a device that checks plausibility as Decode does (the emulator)
+// dropped the command as noise: the arm kept its last, sticky command and
+// did not answer. Such a value goes out as the frame's limit, sign kept,
+// and a NaN as zero.
+func TestEncodedHugeValuesDecode(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name  string
+		dir   wire.Direction
+		b     []byte
+		limit float64 // of the first number of the frame
+	}{
+		{"force", wire.ToDevice, wire.AppendForce(nil, hw.Vec3{X: 2e4, Y: -inf, Z: math.NaN()}), 1e4},
+		{"position", wire.ToDevice, wire.AppendPosition(nil, hw.Vec3{X: 11, Y: -11, Z: 0.1}), 10},
+		{"torques", wire.ToDevice, wire.AppendTorques(nil, hw.Angles3{A0: 2e7, A1: -inf, A2: 5}), 1e7},
+		{"angles", wire.ToDevice, wire.AppendAngles(nil, hw.Angles3{A0: 2e5, A1: -2e5, A2: 5}), 1e5},
+		{"config", wire.ToDevice, wire.AppendConfig(nil, wire.Config{Sub: wire.ConfigGravity, Flag: true, Value: 5e3}), 1e3},
+		{"end-effector state", wire.ToHost, wire.AppendEndEffectorState(nil, hw.Vec3{X: 12, Y: 0.1}, hw.Vec3{X: -2e3}), 10},
+		{"joint state", wire.ToHost, wire.AppendJointState(nil, hw.Angles3{A0: 2e5}, hw.Angles3{A2: inf}), 1e5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m wire.Message
+			n, err := wire.Decode(tc.dir, tc.b, &m)
+			if err != nil || n != len(tc.b) {
+				t.Fatalf("Decode(%x) = %d, %v; want the whole frame", tc.b, n, err)
+			}
+			first := m.A.X
+			if m.Header == wire.HeaderConfig {
+				first = m.Config.Value
+			}
+			if first != tc.limit {
+				t.Errorf("first number decoded as %g, want the limit %g", first, tc.limit)
 			}
 		})
 	}
