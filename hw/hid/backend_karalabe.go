@@ -62,6 +62,7 @@ type karalabeDevice struct {
 	out  [1 + ReportLen]byte
 	in   [ReportLen]byte
 	once sync.Once
+	now  func() time.Time // the clock a write is timed by; nil is time.Now
 }
 
 func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
@@ -90,9 +91,10 @@ func (k *karalabeDevice) Write(r *Report) error {
 	}
 	k.out[0] = 0 // unnumbered reports
 	copy(k.out[1:], r[:])
+	start := k.clock()
 	n, err := k.dev.Write(b)
 	if err != nil {
-		return k.writeError(err)
+		return k.writeError(err, k.clock().Sub(start))
 	}
 	if n < ReportLen {
 		return fmt.Errorf("hw/hid: short write of %d bytes", n)
@@ -128,16 +130,32 @@ func saysDisconnected(err error) bool {
 // queues at most 30 input reports and drops the oldest beyond that.
 const maxQueuedReports = 32
 
-// writeError wraps ErrDisconnected around a write error of a board that is
-// gone. hidapi's libusb backend (Linux) gives every write error the same
+func (k *karalabeDevice) clock() time.Time {
+	if k.now != nil {
+		return k.now()
+	}
+	return time.Now()
+}
+
+// writeStalledAfter tells a write that timed out from one that failed:
+// hidapi gives up on a write the board does not take after 1 s (libusb's
+// interrupt transfer, Windows' wait), while other failures are at once.
+const writeStalledAfter = 500 * time.Millisecond
+
+// writeError wraps ErrWriteStalled around a write error that came after
+// hidapi's write timeout (the board takes no data), and ErrDisconnected
+// around one of a board that is gone. hidapi's libusb backend (Linux) gives every write error the same
 // message ("hid_error is not implemented yet"), so whether the board is
 // gone is asked of the read side: reading without waiting fails once its
 // thread has stopped, after the reports still queued. Those reports are
 // dropped; the exchange that wrote has failed, and its replies would be
 // stale.
-func (k *karalabeDevice) writeError(err error) error {
+func (k *karalabeDevice) writeError(err error, took time.Duration) error {
 	if errors.Is(err, karalabe.ErrDeviceClosed) {
 		return err
+	}
+	if took >= writeStalledAfter {
+		return fmt.Errorf("%w (the write failed after %v: %w)", ErrWriteStalled, took.Round(time.Millisecond), err)
 	}
 	if saysDisconnected(err) {
 		return fmt.Errorf("%w (%w)", ErrDisconnected, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"time"
 
 	karalabe "github.com/karalabe/hid"
 )
@@ -35,6 +36,39 @@ func (s *hidapiStandIn) ReadTimeout(b []byte, _ int) (int, error) {
 		return 0, s.readErr
 	}
 	return 0, nil
+}
+
+// TestBackendMapsAStalledWrite: a board whose firmware hung with its USB
+// link up takes no report; hidapi gives up on such a write after 1 s
+// (libusb's interrupt transfer, Windows' wait) with a message that says
+// nothing. A write that failed after that long wraps ErrWriteStalled, so
+// the driver reports hw.ErrGone instead of holding its loop for seconds on
+// every tick of the 50 failed exchanges it takes to fail a board.
+func TestBackendMapsAStalledWrite(t *testing.T) {
+	libusbErr := errors.New("hidapi: hid_error is not implemented yet")
+	tests := []struct {
+		name      string
+		took      time.Duration
+		wantStall bool
+	}{
+		{"a write that timed out", time.Second, true},
+		{"a write that failed at once", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			dev := &hidapiStandIn{writeErr: libusbErr}
+			k := &karalabeDevice{dev: dev, now: func() time.Time {
+				now := clock
+				clock = clock.Add(tc.took) // each Write spans one step
+				return now
+			}}
+			err := k.Write(&Report{})
+			if stalled := errors.Is(err, ErrWriteStalled); stalled != tc.wantStall {
+				t.Errorf("error %v: wraps ErrWriteStalled = %v, want %v", err, stalled, tc.wantStall)
+			}
+		})
+	}
 }
 
 // TestBackendMapsUnplugToDisconnected: the errors hidapi gives for a pulled
