@@ -500,6 +500,8 @@ func hint(err error) string {
 		return "install packaging/udev/70-hapticd.rules into /etc/udev/rules.d, run `udevadm control --reload && udevadm trigger`, and replug the device"
 	case errors.Is(err, serial.ErrBusy):
 		return "another program holds the port: close the vendor tool, or stop ModemManager (`systemctl stop ModemManager`)"
+	case errors.Is(err, serial.ErrWriteStalled), errors.Is(err, hid.ErrWriteStalled):
+		return "the device takes no data (hung firmware): power-cycle or replug it; it is retried automatically with backoff"
 	case errors.Is(err, serial.ErrNotFound):
 		return "the port vanished: replug the device, or fix the --hw-port path"
 	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):

@@ -422,3 +422,41 @@ func TestScannedNodeThenExplicitLinkOpenOnce(t *testing.T) {
 		t.Errorf("report for %s = %+v, want skipped as the port loaded as %s", link, p, node)
 	}
 }
+
+// TestHungPortDoesNotHoldTheScan: a port whose device takes no data (its
+// output buffer is full: hung firmware that keeps its USB link; here a
+// pseudo-terminal nobody reads) blocked the probe's first write for ever,
+// and with it the scan: no other port was found and the scan never ended.
+// Now the probe's write gives up after serial.WriteTimeout, the port is
+// reported failed with a hint, and the next port loads in the same scan.
+func TestHungPortDoesNotHoldTheScan(t *testing.T) {
+	hung, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	fillOutput(t, hung.Path)
+	_, good := startEmulator(t, 5)
+
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{hung.Path, good}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	done := make(chan discovery.Report, 1)
+	go func() { done <- w.Scan(rec) }()
+	var r discovery.Report
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		hung.Close() // hangs the port up, which ends the blocked write
+		<-done
+		t.Fatal("the scan was still probing a hung port after 30 s")
+	}
+	if p, _ := portOf(r, hung.Path); p.Outcome != discovery.Failed || !strings.Contains(p.Reason, "takes no data") || !strings.Contains(p.Hint, "power-cycle") {
+		t.Errorf("hung port reported as %+v; want failed, saying the device takes no data, with a hint", p)
+	}
+	if p, _ := portOf(r, good); p.Outcome != discovery.Loaded || len(rec.found) != 1 {
+		t.Errorf("the port after the hung one: %+v, %d found; want it loaded in the same scan", p, len(rec.found))
+	}
+}

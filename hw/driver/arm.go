@@ -515,10 +515,11 @@ func (a *Arm) fail(err error) error {
 }
 
 // gone marks a port error that no retry on the port can mend (its device
-// went away: serial.ErrDisconnected) with hw.ErrGone, so the loop fails
-// the device at once; the scan opens it again when it is back.
+// went away: serial.ErrDisconnected; or it takes no data, its firmware
+// hung: serial.ErrWriteStalled) with hw.ErrGone, so the loop fails the
+// device at once; the scan opens it again when it is back.
 func gone(err error) error {
-	if errors.Is(err, serial.ErrDisconnected) {
+	if errors.Is(err, serial.ErrDisconnected) || errors.Is(err, serial.ErrWriteStalled) {
 		return fmt.Errorf("%w (%w)", err, hw.ErrGone)
 	}
 	return err

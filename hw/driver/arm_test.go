@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -572,6 +573,73 @@ func TestArmCompletesAShortWrite(t *testing.T) {
 			}
 			if f := e.Stats().LastForce; f != cmd.ForceN {
 				t.Errorf("firmware holds %+v, want %+v", f, cmd.ForceN)
+			}
+		})
+	}
+}
+
+// stallingPort is an arm whose writes, once stalled, fail as hw/serial's
+// do when the device takes no data for serial.WriteTimeout.
+type stallingPort struct {
+	*hwtest.ArmPort
+	stalled bool
+}
+
+func (p *stallingPort) Write(b []byte) (int, error) {
+	if p.stalled {
+		return 0, fmt.Errorf("hw/serial: write: 0 of %d bytes written in %v: %w", len(b), serial.WriteTimeout, serial.ErrWriteStalled)
+	}
+	return p.ArmPort.Write(b)
+}
+
+// TestArmThatTakesNoDataIsGone: an arm whose firmware hung with its USB link
+// up stops taking commands; once the port's output buffer is full each
+// write fails after serial.WriteTimeout. That is no device the loop can
+// drive again without reopening it: the error wraps hw.ErrGone, so the
+// loop fails it at once and the scan reopens it, instead of 50 failed
+// exchanges of several write timeouts each (seconds) with the arm listed.
+func TestArmThatTakesNoDataIsGone(t *testing.T) {
+	p := &stallingPort{ArmPort: hwtest.NewArmPort(0x049D, [16]byte{1})}
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	var st hw.State
+	if err := a.Exchange(&cmd, &st); err != nil {
+		t.Fatal(err)
+	}
+	p.stalled = true
+	err = a.Exchange(&cmd, &st)
+	if !errors.Is(err, hw.ErrGone) || !errors.Is(err, serial.ErrWriteStalled) {
+		t.Errorf("exchange with an arm that takes no data: %v; want an error wrapping hw.ErrGone and serial.ErrWriteStalled", err)
+	}
+}
+
+// TestOutOfRangeCommandsReachTheArm: a command beyond the range the wire's
+// frames carry (a torque of 2e7 N·mm, a position 11 m away) went out as
+// is; the emulated firmware, which checks plausibility as the frame table
+// does, took it for noise, kept its previous (sticky) command and did not
+// answer, so every such tick was a missed reply. The command now reaches
+// the arm, saturated at the frame's bound, and gets its reply.
+func TestOutOfRangeCommandsReachTheArm(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  hw.Command
+	}{
+		{"torque", hw.Command{Mode: hw.ModeTorque, TorquesNmm: hw.Angles3{A0: 2e7}}},
+		{"position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{X: 11, Y: 0.15, Z: 0.1}}},
+		{"angles", hw.Command{Mode: hw.ModeAngle, AnglesDeg: hw.Angles3{A1: -2e5}}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, emulator.Options{Index: 70 + i})
+			a := openArm(t, path, driver.ArmOptions{})
+			commands := e.Stats().Commands
+			exchangeN(t, a, tc.cmd, 3)
+			if a.Missed() != 0 || e.Stats().Commands != commands+3 {
+				t.Errorf("3 exchanges: %d replies missed, %d commands taken by the arm; want 0 and 3", a.Missed(), e.Stats().Commands-commands)
 			}
 		})
 	}

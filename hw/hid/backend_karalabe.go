@@ -3,8 +3,10 @@
 package hid
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +62,7 @@ type karalabeDevice struct {
 	out  [1 + ReportLen]byte
 	in   [ReportLen]byte
 	once sync.Once
+	now  func() time.Time // the clock a write is timed by; nil is time.Now
 }
 
 func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
@@ -70,7 +73,7 @@ func (k *karalabeDevice) Read(r *Report, timeout time.Duration) (bool, error) {
 	ms := int(max(timeout, 0) / time.Millisecond)
 	n, err := k.dev.ReadTimeout(k.in[:], ms)
 	if err != nil {
-		return false, err
+		return false, readError(err)
 	}
 	if n == 0 {
 		return false, nil
@@ -88,14 +91,91 @@ func (k *karalabeDevice) Write(r *Report) error {
 	}
 	k.out[0] = 0 // unnumbered reports
 	copy(k.out[1:], r[:])
+	start := k.clock()
 	n, err := k.dev.Write(b)
 	if err != nil {
-		return err
+		return k.writeError(err, k.clock().Sub(start))
 	}
 	if n < ReportLen {
 		return fmt.Errorf("hw/hid: short write of %d bytes", n)
 	}
 	return nil
+}
+
+// readError wraps ErrDisconnected around a read error of a board that is
+// gone. hidapi's libusb (Linux) and macOS backends queue input reports
+// from a thread of their own and fail a read only once that thread has
+// stopped, which happens when the device goes away: such an error is final.
+// On Windows a read fails with the system's message, "The device is not
+// connected." for a pulled board.
+func readError(err error) error {
+	if errors.Is(err, karalabe.ErrDeviceClosed) {
+		return err // closed by us, not pulled
+	}
+	if runtime.GOOS != "windows" || saysDisconnected(err) {
+		return fmt.Errorf("%w (%w)", ErrDisconnected, err)
+	}
+	return err
+}
+
+// saysDisconnected reports whether a hidapi error's message says the device
+// is gone (macOS: "Device is disconnected"; Windows: "The device is not
+// connected.").
+func saysDisconnected(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "disconnected") || strings.Contains(msg, "not connected")
+}
+
+// maxQueuedReports bounds writeError's look at the read side: hidapi
+// queues at most 30 input reports and drops the oldest beyond that.
+const maxQueuedReports = 32
+
+func (k *karalabeDevice) clock() time.Time {
+	if k.now != nil {
+		return k.now()
+	}
+	return time.Now()
+}
+
+// writeStalledAfter tells a write that timed out from one that failed:
+// hidapi gives up on a write the board does not take after 1 s (libusb's
+// interrupt transfer, Windows' wait), while other failures are at once.
+const writeStalledAfter = 500 * time.Millisecond
+
+// writeError wraps ErrWriteStalled around a write error that came after
+// hidapi's write timeout (the board takes no data), and ErrDisconnected
+// around one of a board that is gone. hidapi's libusb backend (Linux) gives every write error the same
+// message ("hid_error is not implemented yet"), so whether the board is
+// gone is asked of the read side: reading without waiting fails once its
+// thread has stopped, after the reports still queued. Those reports are
+// dropped; the exchange that wrote has failed, and its replies would be
+// stale.
+func (k *karalabeDevice) writeError(err error, took time.Duration) error {
+	if errors.Is(err, karalabe.ErrDeviceClosed) {
+		return err
+	}
+	if took >= writeStalledAfter {
+		return fmt.Errorf("%w (the write failed after %v: %w)", ErrWriteStalled, took.Round(time.Millisecond), err)
+	}
+	if saysDisconnected(err) {
+		return fmt.Errorf("%w (%w)", ErrDisconnected, err)
+	}
+	if runtime.GOOS == "windows" {
+		return err
+	}
+	for range maxQueuedReports {
+		n, rerr := k.dev.ReadTimeout(k.in[:], 0)
+		if rerr != nil {
+			if errors.Is(readError(rerr), ErrDisconnected) {
+				return fmt.Errorf("%w (%w)", ErrDisconnected, err)
+			}
+			break
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return err
 }
 
 func (k *karalabeDevice) Close() error {

@@ -18,6 +18,8 @@ type Device interface {
 	Read(r *Report, timeout time.Duration) (bool, error)
 	// Write sends one output report.
 	Write(r *Report) error
+	// Read and Write errors of a board that is gone wrap ErrDisconnected;
+	// a Write error of a board that takes no data wraps ErrWriteStalled.
 	// Close releases the device.
 	Close() error
 }
@@ -70,11 +72,19 @@ func (o *Options) fill() {
 
 // Errors of the HID driver, for errors.Is.
 var (
-	ErrNoReply     = errors.New("no reply from the board within the deadline; check the cable, or lower --loop-hz")
-	ErrNoInfo      = errors.New("the board did not identify itself; check its firmware speaks the hapticd RawHID layout")
-	ErrMode        = errors.New("the RawHID layout carries force commands only; use force control")
-	ErrClosed      = errors.New("hw/hid: driver is closed; open the device again")
-	ErrUnavailable = errors.New("hw/hid: built without HID support (CGO_ENABLED=0 or -tags nohid); rebuild with cgo to drive RawHID boards")
+	ErrNoReply = errors.New("no reply from the board within the deadline; check the cable, or lower --loop-hz")
+	ErrNoInfo  = errors.New("the board did not identify itself; check its firmware speaks the hapticd RawHID layout")
+	ErrMode    = errors.New("the RawHID layout carries force commands only; use force control")
+	ErrClosed  = errors.New("hw/hid: driver is closed; open the device again")
+	// ErrDisconnected is wrapped by a Device's Read or Write error when
+	// the board is gone (unplugged, its USB link reset): no retry on this
+	// handle can succeed; the board must be opened again once it is back.
+	ErrDisconnected = errors.New("the board is disconnected; plug it in again")
+	// ErrWriteStalled is wrapped by a Device's Write error when the board
+	// took no report for as long as the backend waits (hidapi: 1 s): its
+	// firmware hung with its USB link up.
+	ErrWriteStalled = errors.New("the board takes no data (its firmware hung); power-cycle or replug it")
+	ErrUnavailable  = errors.New("hw/hid: built without HID support (CGO_ENABLED=0 or -tags nohid); rebuild with cgo to drive RawHID boards")
 )
 
 var errNilExchange = errors.New("hw/hid: Exchange needs a non-nil command and state; pass caller-owned values")
@@ -250,6 +260,11 @@ func (d *Driver) apply(forceN hw.Vec3) {
 
 func (d *Driver) fail(err error) error {
 	d.haltQuietly()
+	if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrWriteStalled) {
+		// No retry can mend it: hw.ErrGone makes the loop fail the board
+		// at once, and the scan opens it again when it is back.
+		return fmt.Errorf("hw/hid: board %s on %s: %w (%w)", d.info.ID, d.opts.Path, err, hw.ErrGone)
+	}
 	return fmt.Errorf("hw/hid: board %s on %s: %w", d.info.ID, d.opts.Path, err)
 }
 

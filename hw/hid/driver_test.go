@@ -2,6 +2,7 @@ package hid_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -302,6 +303,67 @@ func TestBadOrMissingStateIsNotFresh(t *testing.T) {
 			}
 			if _, repeated := ager.StateAge(); !repeated {
 				t.Error("the last good state, reported again, is not marked as repeated")
+			}
+		})
+	}
+}
+
+// troubledBoard is a board whose reads fail as a pulled board's do while
+// its writes still go through (hidapi's write may be the last to notice),
+// or whose writes fail as those of a board that takes no data do.
+type troubledBoard struct {
+	*hid.Fake
+	pulled, stalled bool
+}
+
+func (b *troubledBoard) Read(r *hid.Report, timeout time.Duration) (bool, error) {
+	if b.pulled {
+		return false, fmt.Errorf("hidapi: hid_error is not implemented yet: %w", hid.ErrDisconnected)
+	}
+	return b.Fake.Read(r, timeout)
+}
+
+func (b *troubledBoard) Write(r *hid.Report) error {
+	if b.stalled {
+		return fmt.Errorf("%w (the write failed after 1s: hidapi: hid_error is not implemented yet)", hid.ErrWriteStalled)
+	}
+	return b.Fake.Write(r)
+}
+
+// TestUnpluggedBoardIsGone: a board pulled mid-session fails its exchange
+// with hw.ErrGone, so the loop fails it at once (as it does a serial arm),
+// instead of keeping it listed for half a second of failed exchanges. The
+// error comes at the first exchange after the pull, whether the write or
+// the read sees it first. So does a board that takes no data (its firmware
+// hung with its USB link up), whose every write would hold the loop for
+// hidapi's 1 s timeout.
+func TestUnpluggedBoardIsGone(t *testing.T) {
+	tests := []struct {
+		name string
+		pull func(b *troubledBoard)
+		want error
+	}{
+		{"the write sees it", func(b *troubledBoard) { b.Unplug() }, hid.ErrDisconnected},
+		{"the read sees it", func(b *troubledBoard) { b.pulled = true }, hid.ErrDisconnected},
+		{"the board takes no data", func(b *troubledBoard) { b.stalled = true }, hid.ErrWriteStalled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &troubledBoard{Fake: hid.NewFake(board)}
+			d, err := hid.NewDriver(b, hid.Options{Path: "hid:test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+			var st hw.State
+			if err := d.Exchange(&cmd, &st); err != nil {
+				t.Fatal(err)
+			}
+			tc.pull(b)
+			err = d.Exchange(&cmd, &st)
+			if !errors.Is(err, hw.ErrGone) || !errors.Is(err, tc.want) {
+				t.Errorf("exchange: %v; want an error wrapping hw.ErrGone and %v", err, tc.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package hid
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type Fake struct {
 	head, n int
 	writes  int
 	closed  bool
+	gone    bool
 }
 
 var _ Device = (*Fake)(nil)
@@ -44,6 +46,13 @@ func (f *Fake) Delay(d time.Duration) { f.mu.Lock(); f.delay = d; f.mu.Unlock() 
 // ForceN returns the force the board holds (sticky, as firmware does).
 func (f *Fake) ForceN() hw.Vec3 { f.mu.Lock(); defer f.mu.Unlock(); return f.forceN }
 
+// Unplug pulls the board: from then on its reads and writes fail with an
+// error wrapping ErrDisconnected, as the hidapi backend's do.
+func (f *Fake) Unplug() { f.mu.Lock(); f.gone = true; f.mu.Unlock() }
+
+// errUnplugged is what a pulled Fake answers.
+var errUnplugged = fmt.Errorf("hw/hid: fake board unplugged: %w", ErrDisconnected)
+
 // Writes returns how many reports the host wrote.
 func (f *Fake) Writes() int { f.mu.Lock(); defer f.mu.Unlock(); return f.writes }
 
@@ -53,6 +62,9 @@ func (f *Fake) Read(r *Report, _ time.Duration) (bool, error) {
 	defer f.mu.Unlock()
 	if f.closed {
 		return false, ErrClosed
+	}
+	if f.gone {
+		return false, errUnplugged
 	}
 	if f.n == 0 || (f.delay > 0 && time.Now().Before(f.due[f.head])) {
 		return false, nil
@@ -69,6 +81,9 @@ func (f *Fake) Write(r *Report) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
+	}
+	if f.gone {
+		return errUnplugged
 	}
 	f.writes++
 	var reply Report

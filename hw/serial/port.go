@@ -13,7 +13,9 @@ type Port interface {
 	// Read reads at least one byte into p, or returns 0, nil when the read
 	// timeout passes first. An unplugged device gives an error.
 	Read(p []byte) (int, error)
-	// Write writes p; it does not wait for the device.
+	// Write writes p; it does not wait for the device to read it, only,
+	// when the output buffer is full, for room (a port Open opened on
+	// Unix waits at most WriteTimeout, then fails with ErrWriteStalled).
 	Write(p []byte) (int, error)
 	// SetReadTimeout bounds every following Read; a negative d waits for
 	// ever.
@@ -39,21 +41,64 @@ func Open(path string) (Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	return openPort{p}, nil
+	op := openPort{Port: p, fd: -1}
+	// go.bug.st/serial writes with a blocking write(2) and has no write
+	// timeout: the descriptor is made non-blocking so that Write can wait
+	// for room with a deadline. Where that is not possible the port keeps
+	// blocking writes.
+	if fd, ok := portFD(p); ok && setNonblock(fd) == nil {
+		op.fd = fd
+	}
+	return op, nil
 }
 
 // openPort is a port Open opened: its reads and writes say when the
-// device is gone (ErrDisconnected).
-type openPort struct{ bugst.Port }
+// device is gone (ErrDisconnected), and its writes wait for room in the
+// output buffer no longer than WriteTimeout (when fd is known).
+type openPort struct {
+	bugst.Port
+	fd int // the port's descriptor, non-blocking; -1 when unknown
+}
 
 func (p openPort) Read(b []byte) (int, error) {
 	n, err := p.Port.Read(b)
+	if err != nil && errors.Is(err, errWouldBlock) {
+		// The descriptor is non-blocking: a readiness that went away
+		// before the read is a read that found nothing.
+		return 0, nil
+	}
 	return n, disconnected(err)
 }
 
+// Write writes all of b. On a non-blocking descriptor it waits for room
+// when the output buffer is full, until WriteTimeout has passed since the
+// last byte went in; then it returns what it wrote and ErrWriteStalled.
 func (p openPort) Write(b []byte) (int, error) {
-	n, err := p.Port.Write(b)
-	return n, disconnected(err)
+	if p.fd < 0 {
+		n, err := p.Port.Write(b)
+		return n, disconnected(err)
+	}
+	written := 0
+	for {
+		n, err := p.Port.Write(b[written:])
+		written += max(n, 0)
+		if err != nil && !errors.Is(err, errWouldBlock) {
+			return written, disconnected(err)
+		}
+		if written >= len(b) {
+			return written, nil
+		}
+		if n > 0 {
+			continue // room was made: go on at once
+		}
+		room, err := waitWritable(p.fd, WriteTimeout)
+		if err != nil {
+			return written, disconnected(err)
+		}
+		if !room {
+			return written, fmt.Errorf("hw/serial: write: %d of %d bytes written in %v: %w", written, len(b), WriteTimeout, ErrWriteStalled)
+		}
+	}
 }
 
 // ErrDisconnected is wrapped by a Read or Write error of a port whose
@@ -79,6 +124,16 @@ func disconnected(err error) error {
 	}
 	return err
 }
+
+// WriteTimeout bounds how long a Write of a port Open opened waits for room
+// in the port's output buffer. A device that reads at all drains it at
+// USB speed; one that takes nothing for this long is hung, and waiting
+// longer would hold a loop's tick or a scan with it.
+const WriteTimeout = 100 * time.Millisecond
+
+// ErrWriteStalled is wrapped by a Write error when the port's output
+// buffer stayed full for WriteTimeout: the device takes no data.
+var ErrWriteStalled = errors.New("the device takes no data (the port's output buffer stayed full); power-cycle or replug it")
 
 // Errors a caller may test with errors.Is to decide how to report a port.
 var (

@@ -16,9 +16,12 @@
 // then little-endian float32 fields, with the length fixed by the header. A
 // Scanner therefore finds frames by dropping bytes until it sees a known
 // header with enough bytes behind it whose payload is plausible (finite
-// floats within physical bounds, and not vanishingly small). It counts what
+// floats within physical bounds, and not vanishingly small; a grip's
+// orientation a quaternion near unit length). It counts what
 // it drops, so a driver can report line noise. Encoders send a value below
-// that smallest magnitude (1e-9) as zero, so every frame they make decodes.
+// that smallest magnitude (1e-9) as zero, and a number of an arm frame
+// beyond its frame's bounds as the bound (a NaN as zero), so every arm
+// frame they make decodes.
 //
 // # Concurrency and allocation
 //

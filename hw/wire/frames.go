@@ -164,13 +164,13 @@ var frames = [...]Frame{
 	{Header: HeaderWake, Dir: ToDevice, Name: "wake", Len: wakeCommandLen,
 		decode: decodeEmpty, encode: encodeEmpty},
 	{Header: HeaderForce, Dir: ToDevice, Name: "force", Len: armCommandLen,
-		decode: decodeCommand(1e4), encode: encodeCommand},
+		decode: decodeCommand(limitForceN), encode: encodeCommand(limitForceN)},
 	{Header: HeaderPosition, Dir: ToDevice, Name: "position", Len: armCommandLen,
-		decode: decodeCommand(10), encode: encodeCommand},
+		decode: decodeCommand(limitPositionM), encode: encodeCommand(limitPositionM)},
 	{Header: HeaderTorques, Dir: ToDevice, Name: "torques", Len: armCommandLen,
-		decode: decodeCommand(1e7), encode: encodeCommand},
+		decode: decodeCommand(limitTorqueNmm), encode: encodeCommand(limitTorqueNmm)},
 	{Header: HeaderAngles, Dir: ToDevice, Name: "angles", Len: armCommandLen,
-		decode: decodeCommand(1e5), encode: encodeCommand},
+		decode: decodeCommand(limitAngleDeg), encode: encodeCommand(limitAngleDeg)},
 	{Header: HeaderConfig, Dir: ToDevice, Name: "config", Len: configLen,
 		decode: decodeConfig, encode: encodeConfig},
 	{Header: HeaderGripInfo, Dir: ToDevice, Name: "grip-query", Len: gripQueryLen,
@@ -181,9 +181,9 @@ var frames = [...]Frame{
 	{Header: HeaderWakeReply, Dir: ToHost, Name: "wake-reply", Len: wakeReplyLen, Positional: true,
 		decode: decodeWakeReply, encode: encodeWakeReply},
 	{Header: HeaderEndEffectorState, Dir: ToHost, Name: "end-effector-state", Len: armStateLen,
-		decode: decodeState(10, 1e3), encode: encodeState},
+		decode: decodeState(limitPositionM, limitVelocityMps), encode: encodeState(limitPositionM, limitVelocityMps)},
 	{Header: HeaderJointState, Dir: ToHost, Name: "joint-state", Len: armStateLen,
-		decode: decodeState(1e5, 1e7), encode: encodeState},
+		decode: decodeState(limitAngleDeg, limitAngularVelocityDps), encode: encodeState(limitAngleDeg, limitAngularVelocityDps)},
 	{Header: HeaderConfig, Dir: ToHost, Name: "config-ack", Len: configAckLen,
 		decode: decodeConfigAck, encode: encodeConfigAck},
 	{Header: HeaderGripInfo, Dir: ToHost, Name: "grip-info", Len: gripInfoLen,
@@ -311,22 +311,22 @@ func AppendWake(dst []byte) []byte { return append(dst, HeaderWake) }
 
 // AppendForce appends an end-effector force command in newtons.
 func AppendForce(dst []byte, forceN hw.Vec3) []byte {
-	return appendTriple(append(dst, HeaderForce), forceN)
+	return appendTriple(append(dst, HeaderForce), forceN, limitForceN)
 }
 
 // AppendPosition appends an end-effector position command in metres.
 func AppendPosition(dst []byte, positionM hw.Vec3) []byte {
-	return appendTriple(append(dst, HeaderPosition), positionM)
+	return appendTriple(append(dst, HeaderPosition), positionM, limitPositionM)
 }
 
 // AppendTorques appends a joint torque command in N·mm.
 func AppendTorques(dst []byte, torquesNmm hw.Angles3) []byte {
-	return appendTriple(append(dst, HeaderTorques), hw.Vec3{X: torquesNmm.A0, Y: torquesNmm.A1, Z: torquesNmm.A2})
+	return appendTriple(append(dst, HeaderTorques), hw.Vec3{X: torquesNmm.A0, Y: torquesNmm.A1, Z: torquesNmm.A2}, limitTorqueNmm)
 }
 
 // AppendAngles appends a joint angle command in degrees.
 func AppendAngles(dst []byte, anglesDeg hw.Angles3) []byte {
-	return appendTriple(append(dst, HeaderAngles), hw.Vec3{X: anglesDeg.A0, Y: anglesDeg.A1, Z: anglesDeg.A2})
+	return appendTriple(append(dst, HeaderAngles), hw.Vec3{X: anglesDeg.A0, Y: anglesDeg.A1, Z: anglesDeg.A2}, limitAngleDeg)
 }
 
 // AppendConfig appends a configuration request.
@@ -348,14 +348,14 @@ func AppendWakeReply(dst []byte, w WakeReply) []byte {
 
 // AppendEndEffectorState appends an end-effector state reply.
 func AppendEndEffectorState(dst []byte, positionM, velocityMps hw.Vec3) []byte {
-	return appendTriple(appendTriple(append(dst, HeaderEndEffectorState), positionM), velocityMps)
+	return appendTriple(appendTriple(append(dst, HeaderEndEffectorState), positionM, limitPositionM), velocityMps, limitVelocityMps)
 }
 
 // AppendJointState appends a joint state reply.
 func AppendJointState(dst []byte, anglesDeg, angularVelocityDps hw.Angles3) []byte {
 	dst = append(dst, HeaderJointState)
-	dst = appendTriple(dst, hw.Vec3{X: anglesDeg.A0, Y: anglesDeg.A1, Z: anglesDeg.A2})
-	return appendTriple(dst, hw.Vec3{X: angularVelocityDps.A0, Y: angularVelocityDps.A1, Z: angularVelocityDps.A2})
+	dst = appendTriple(dst, hw.Vec3{X: anglesDeg.A0, Y: anglesDeg.A1, Z: anglesDeg.A2}, limitAngleDeg)
+	return appendTriple(dst, hw.Vec3{X: angularVelocityDps.A0, Y: angularVelocityDps.A1, Z: angularVelocityDps.A2}, limitAngularVelocityDps)
 }
 
 // AppendGripQuery appends the host's request for grip info frames.
@@ -392,12 +392,47 @@ func appendF32(dst []byte, v float64) []byte {
 	}
 	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(f))
 }
-func appendTriple(dst []byte, v hw.Vec3) []byte {
-	return appendF32(appendF32(appendF32(dst, v.X), v.Y), v.Z)
+
+// appendTriple appends v's three numbers, each within ±limit (see within).
+func appendTriple(dst []byte, v hw.Vec3, limit float64) []byte {
+	return appendF32(appendF32(appendF32(dst, within(v.X, limit)), within(v.Y, limit)), within(v.Z, limit))
 }
-func triple(b []byte) hw.Vec3                     { return hw.Vec3{X: f32(b), Y: f32(b[4:]), Z: f32(b[8:])} }
-func encodeCommand(dst []byte, m *Message) []byte { return appendTriple(dst, m.A) }
-func encodeState(dst []byte, m *Message) []byte   { return appendTriple(appendTriple(dst, m.A), m.B) }
+
+// within returns v saturated to ±limit, and NaN as zero: the decoders take
+// a value beyond a frame's limit for noise (see plausible), so sending one
+// would make the frame read as noise to a device that checks plausibility,
+// and the device would keep its last, sticky command.
+func within(v, limit float64) float64 {
+	switch {
+	case v > limit:
+		return limit
+	case v < -limit:
+		return -limit
+	case v != v: // NaN
+		return 0
+	}
+	return v
+}
+
+// The plausible range of each quantity the arm frames carry: a decoder
+// takes a value beyond it for noise, an encoder sends it as the limit.
+const (
+	limitForceN             = 1e4
+	limitPositionM          = 10
+	limitVelocityMps        = 1e3
+	limitTorqueNmm          = 1e7
+	limitAngleDeg           = 1e5
+	limitAngularVelocityDps = 1e7
+	limitConfigValue        = 1e3
+)
+
+func triple(b []byte) hw.Vec3 { return hw.Vec3{X: f32(b), Y: f32(b[4:]), Z: f32(b[8:])} }
+func encodeCommand(limit float64) func(dst []byte, m *Message) []byte {
+	return func(dst []byte, m *Message) []byte { return appendTriple(dst, m.A, limit) }
+}
+func encodeState(limitA, limitB float64) func(dst []byte, m *Message) []byte {
+	return func(dst []byte, m *Message) []byte { return appendTriple(appendTriple(dst, m.A, limitA), m.B, limitB) }
+}
 func encodeConfigAck(dst []byte, m *Message) []byte {
 	return append(dst, m.Config.Sub, m.Config.Status)
 }
@@ -428,6 +463,15 @@ func plausible(v, limit float64) bool {
 // plausible); encoders send anything smaller as zero.
 const minMagnitude = 1e-9
 
+// rotation reports whether q is near enough unit length to be a rotation.
+// A grip's sensor sends unit quaternions (float32 rounding aside); one far
+// from unit length (all zero above all: no rotation at all, and anything
+// normalising it divides by zero) is noise or a sensor not up yet.
+func rotation(q hw.Quat) bool {
+	n2 := q.W*q.W + q.X*q.X + q.Y*q.Y + q.Z*q.Z
+	return n2 >= 0.5*0.5 && n2 <= 1.5*1.5
+}
+
 func plausibleTriple(v hw.Vec3, limit float64) bool {
 	return plausible(v.X, limit) && plausible(v.Y, limit) && plausible(v.Z, limit)
 }
@@ -456,7 +500,7 @@ func decodeState(limitA, limitB float64) func(b []byte, m *Message) error {
 
 func decodeConfig(b []byte, m *Message) error {
 	sub, flag, v := b[1], b[2], f32(b[3:])
-	if sub < ConfigSave || sub > ConfigHandedness || flag > 1 || !plausible(v, 1e3) {
+	if sub < ConfigSave || sub > ConfigHandedness || flag > 1 || !plausible(v, limitConfigValue) {
 		return ErrImplausible
 	}
 	m.Config = Config{Sub: sub, Flag: flag == 1, Value: v}
@@ -464,7 +508,7 @@ func decodeConfig(b []byte, m *Message) error {
 }
 
 func encodeConfig(dst []byte, m *Message) []byte {
-	return appendF32(appendBool(append(dst, m.Config.Sub), m.Config.Flag), m.Config.Value)
+	return appendF32(appendBool(append(dst, m.Config.Sub), m.Config.Flag), within(m.Config.Value, limitConfigValue))
 }
 
 func decodeConfigAck(b []byte, m *Message) error {
@@ -516,7 +560,7 @@ func decodeGripStatus(b []byte, m *Message) error {
 	s := &m.GripStatus
 	s.ID = binary.LittleEndian.Uint16(b[1:])
 	q := hw.Quat{W: f32(b[3:]), X: f32(b[7:]), Y: f32(b[11:]), Z: f32(b[15:])}
-	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) {
+	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) || !rotation(q) {
 		return ErrImplausible
 	}
 	battery := f32(b[23:])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/hapticd/hapticd/hw"
@@ -224,8 +225,10 @@ func TestFrameTableIsConsistent(t *testing.T) {
 				t.Fatalf("header %#x is both %s and %s", f.Header, other, f.Name)
 			}
 			seen[key] = f.Name
-			// Sub-code: config frames need a valid one; others ignore it.
-			m := wire.Message{Header: f.Header, Config: wire.Config{Sub: wire.ConfigSave}}
+			// Sub-code: config frames need a valid one; a grip status a
+			// rotation; others ignore them.
+			m := wire.Message{Header: f.Header, Config: wire.Config{Sub: wire.ConfigSave},
+				GripStatus: wire.GripStatus{Orientation: hw.Quat{W: 1}}}
 			b := wire.Append(nil, f.Dir, &m)
 			if len(b) != f.Len || f.Len > wire.MaxFrameLen {
 				t.Fatalf("encoded %d bytes (%x), table says %d (max %d)", len(b), b, f.Len, wire.MaxFrameLen)
@@ -277,5 +280,97 @@ func TestEncodedTinyValuesDecode(t *testing.T) {
 				t.Errorf("force with %g decoded as %+v, want the tiny parts as zero", v, m.A)
 			}
 		}
+	}
+}
+
+// TestGripStatusNeedsARotation: a status frame whose quaternion is no
+// rotation (all zero, or far from unit length) is implausible, as a NaN
+// would be: it is line noise or a grip whose sensor is not up, and a
+// client that normalises it divides by zero. The Scanner drops it and
+// finds the next good frame; unit quaternions of any sign pass.
+func TestGripStatusNeedsARotation(t *testing.T) {
+	tests := []struct {
+		name string
+		q    hw.Quat
+		ok   bool
+	}{
+		{"identity", hw.Quat{W: 1}, true},
+		{"negated identity", hw.Quat{W: -1}, true},
+		{"half turn about Z", hw.Quat{Z: 1}, true},
+		{"a float32 unit quaternion", hw.Quat{W: 0.5, X: 0.5, Y: -0.5, Z: 0.5}, true},
+		{"all zero", hw.Quat{}, false},
+		{"a sliver", hw.Quat{W: 1e-6}, false},
+		{"far too short", hw.Quat{W: 0.2, X: 0.2}, false},
+		{"far too long", hw.Quat{W: 1.4, X: 1.4, Y: 1.4, Z: 1.4}, false},
+	}
+	good := wire.GripStatus{ID: 7, Orientation: hw.Quat{W: 1}, Battery: 0.5}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wire.GripStatus{ID: 7, Orientation: tc.q, Battery: 0.5}
+			b := wire.AppendGripStatus(nil, &s)
+			var m wire.Message
+			_, err := wire.Decode(wire.ToHost, b, &m)
+			if tc.ok && err != nil {
+				t.Fatalf("Decode(%v): %v", tc.q, err)
+			}
+			if !tc.ok && !errors.Is(err, wire.ErrImplausible) {
+				t.Fatalf("Decode(%v): err %v, orientation %v; want ErrImplausible", tc.q, err, m.GripStatus.Orientation)
+			}
+			sc := wire.NewScanner(wire.ToHost)
+			sc.Write(b)
+			sc.Write(wire.AppendGripStatus(nil, &good))
+			var first wire.Message
+			if _, ok := sc.Next(&first); !ok {
+				t.Fatal("the scanner found no frame")
+			}
+			want := good.Orientation // the implausible frame dropped
+			if tc.ok {
+				want = m.GripStatus.Orientation
+			}
+			if first.GripStatus.Orientation != want {
+				t.Errorf("scanner's first frame has orientation %v, want %v", first.GripStatus.Orientation, want)
+			}
+		})
+	}
+}
+
+// TestEncodedHugeValuesDecode: the package doc promises every frame the
+// encoders make decodes, but a value beyond a frame's plausible range (a
+// torque of 2e7 N·mm, a position 11 m away, an infinity) went out as is,
+// and a device that checks plausibility as Decode does (the emulator)
+// dropped the command as noise: the arm kept its last, sticky command and
+// did not answer. Such a value goes out as the frame's limit, sign kept,
+// and a NaN as zero.
+func TestEncodedHugeValuesDecode(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name  string
+		dir   wire.Direction
+		b     []byte
+		limit float64 // of the first number of the frame
+	}{
+		{"force", wire.ToDevice, wire.AppendForce(nil, hw.Vec3{X: 2e4, Y: -inf, Z: math.NaN()}), 1e4},
+		{"position", wire.ToDevice, wire.AppendPosition(nil, hw.Vec3{X: 11, Y: -11, Z: 0.1}), 10},
+		{"torques", wire.ToDevice, wire.AppendTorques(nil, hw.Angles3{A0: 2e7, A1: -inf, A2: 5}), 1e7},
+		{"angles", wire.ToDevice, wire.AppendAngles(nil, hw.Angles3{A0: 2e5, A1: -2e5, A2: 5}), 1e5},
+		{"config", wire.ToDevice, wire.AppendConfig(nil, wire.Config{Sub: wire.ConfigGravity, Flag: true, Value: 5e3}), 1e3},
+		{"end-effector state", wire.ToHost, wire.AppendEndEffectorState(nil, hw.Vec3{X: 12, Y: 0.1}, hw.Vec3{X: -2e3}), 10},
+		{"joint state", wire.ToHost, wire.AppendJointState(nil, hw.Angles3{A0: 2e5}, hw.Angles3{A2: inf}), 1e5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m wire.Message
+			n, err := wire.Decode(tc.dir, tc.b, &m)
+			if err != nil || n != len(tc.b) {
+				t.Fatalf("Decode(%x) = %d, %v; want the whole frame", tc.b, n, err)
+			}
+			first := m.A.X
+			if m.Header == wire.HeaderConfig {
+				first = m.Config.Value
+			}
+			if first != tc.limit {
+				t.Errorf("first number decoded as %g, want the limit %g", first, tc.limit)
+			}
+		})
 	}
 }
