@@ -168,7 +168,8 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 // reply and the first state, a bounded number of times.
 func (a *Arm) wake() (wire.WakeReply, error) {
 	var last error
-	for attempt := 1; attempt <= a.opts.WakeAttempts; attempt++ {
+	attempt := 1
+	for ; attempt <= a.opts.WakeAttempts; attempt++ {
 		w, err := a.wakeOnce()
 		if err == nil {
 			err = a.firstState()
@@ -182,7 +183,11 @@ func (a *Arm) wake() (wire.WakeReply, error) {
 			break // the port itself failed: retrying will not help
 		}
 	}
-	return wire.WakeReply{}, fmt.Errorf("hw/driver: wake arm on %s after %d attempts: %w", a.opts.Path, a.opts.WakeAttempts, last)
+	tries := "attempts"
+	if attempt = min(attempt, a.opts.WakeAttempts); attempt == 1 {
+		tries = "attempt"
+	}
+	return wire.WakeReply{}, fmt.Errorf("hw/driver: wake arm on %s after %d %s: %w", a.opts.Path, attempt, tries, last)
 }
 
 // wakeQuiet is how long the line must stay quiet after a wake-up reply

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -642,5 +643,32 @@ func TestOutOfRangeCommandsReachTheArm(t *testing.T) {
 				t.Errorf("3 exchanges: %d replies missed, %d commands taken by the arm; want 0 and 3", a.Missed(), e.Stats().Commands-commands)
 			}
 		})
+	}
+}
+
+// deadPort is a serial port whose every call fails, as one whose device
+// was pulled while it opened.
+type deadPort struct{ writes int }
+
+func (p *deadPort) Read([]byte) (int, error)           { return 0, serial.ErrDisconnected }
+func (p *deadPort) Write([]byte) (int, error)          { p.writes++; return 0, serial.ErrDisconnected }
+func (p *deadPort) SetReadTimeout(time.Duration) error { return nil }
+func (p *deadPort) ResetInputBuffer() error            { return nil }
+func (p *deadPort) Close() error                       { return nil }
+
+// TestArmWakeUpStopsOnAPortError: a port that fails stops the wake-up at
+// once (retrying cannot help), and the error says how many attempts were
+// made, not how many were allowed.
+func TestArmWakeUpStopsOnAPortError(t *testing.T) {
+	p := &deadPort{}
+	_, err := driver.OpenArm(p, driver.ArmOptions{Path: "/dev/dead", WakeAttempts: 5, ReplyTimeout: testReplyTimeout})
+	if !errors.Is(err, serial.ErrDisconnected) {
+		t.Fatalf("OpenArm error = %v, want the port's", err)
+	}
+	if p.writes != 1 {
+		t.Errorf("%d wake-ups written to a failing port, want 1", p.writes)
+	}
+	if !strings.Contains(err.Error(), "after 1 attempt:") {
+		t.Errorf("OpenArm error %q does not say it made one attempt", err)
 	}
 }
