@@ -180,8 +180,14 @@ func Start(o Options) (*Service, error) {
 			s.store = o.WrapStore(st)
 		}
 		s.writeBehind = st.NewWriteBehind(time.Second)
+		// Once per document when it starts failing and once when it is
+		// written at last: a full disk retried every second for hours
+		// would otherwise log a line per document per second.
 		s.writeBehind.OnError(func(err error) {
-			o.Log.Error().Err(err).Msg("could not write profile config in the background; will retry")
+			o.Log.Error().Err(err).Msg("could not write profile config in the background; retrying every second, logged again once written")
+		})
+		s.writeBehind.OnRecover(func(name string) {
+			o.Log.Info().Str("document", name).Msg("profile config written in the background after failing")
 		})
 		var stored protocol.Settings
 		found, err := s.store.Load("settings", &stored)

@@ -36,6 +36,9 @@ type Store struct {
 	// order numbers every Save, Delete and WriteBehind.Put, so that the
 	// last call wins on disk whichever path it took (see saveBytes).
 	order atomic.Uint64
+	// failures counts durable writes (Save, a write-behind flush) that
+	// failed: GET /metrics.
+	failures atomic.Uint64
 
 	// Immutable after Open.
 	dir string
@@ -366,6 +369,15 @@ func (s *Store) Save(name string, v any) error {
 // number the value got when the caller handed it over; a value older than
 // the one on disk is dropped (reported as written), so the last call wins.
 func (s *Store) saveBytes(name string, data []byte, order uint64) error {
+	err := s.writeBytes(name, data, order)
+	if err != nil {
+		s.failures.Add(1)
+	}
+	return err
+}
+
+// writeBytes is saveBytes without the count of failures.
+func (s *Store) writeBytes(name string, data []byte, order uint64) error {
 	st := s.lock(name)
 	defer st.mu.Unlock()
 	if st.supersededLocked(name, order) {
@@ -409,6 +421,10 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	}
 	return nil
 }
+
+// WriteFailures counts the durable writes (Save, a write-behind flush or
+// retry) that failed since Open.
+func (s *Store) WriteFailures() uint64 { return s.failures.Load() }
 
 // WriteLatency is the histogram of durable writes (temp file, fsync,
 // rename, directory fsync), in nanoseconds.
