@@ -425,6 +425,8 @@ func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
 	}
 	r.settingWrite = nil
 	if m.err != nil {
+		// The client hears 500; the operator, who sees no answer, the log.
+		r.svc.log.Error().Err(m.err).Str("setting", m.key.Path()).Msg("could not persist a setting; not applied")
 		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", m.err)})
 	} else {
 		r.applySetting(ctx, m)
