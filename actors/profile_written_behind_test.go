@@ -230,3 +230,88 @@ func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
 		t.Errorf("stored damping %v and force_gate %v: not one session's last configure (%v)", d, g, match)
 	}
 }
+
+// A session that picks a profile whose stored session document (basis,
+// lease) is corrupt or cannot be read runs on defaults, as docs/protocol.md
+// says, not on the basis and lease it had before (its next change would
+// store those as the profile's), and its frame tells it so with a warning:
+// the client asked for what the profile holds and does not get it. The bad
+// file is kept: a corrupt one moved aside, bytes intact; an unreadable one
+// left in place and never written over.
+func TestBadProfileSessionDocumentIsReported(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		check func(t *testing.T, path string)
+	}{
+		{"torn", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"basis": {"permu`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, path string) {
+			aside, _ := filepath.Glob(path + ".corrupt-*")
+			if len(aside) != 1 {
+				t.Fatalf("moved-aside files %v, want one", aside)
+			}
+			if b, err := os.ReadFile(aside[0]); err != nil || string(b) != `{"basis": {"permu` {
+				t.Errorf("%s = %q, %v; want the torn bytes", aside[0], b, err)
+			}
+		}},
+		{"a directory in its place", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, path string) {
+			if _, err := os.Stat(filepath.Join(path, "kept")); err != nil {
+				t.Errorf("the directory in the session document's place was written over: %v", err)
+			}
+			// Gone, the basis written behind can be stored at shutdown.
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			addArm(t, svc, simArm(0))
+			const profile = "co.example:bad-session"
+			path := filepath.Join(dir, filepath.FromSlash(profileFolder(profile))+"/session.json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, path)
+			sess, sink := open(t, svc, nil)
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"ZXY"},"lease":{"ms":250}}}}`); len(got.errors)+len(got.warnings) != 0 {
+				t.Fatalf("basis and lease: %+v", got)
+			}
+			f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+			if codes := f.errorCodes(); len(codes) != 0 {
+				t.Fatalf("picking the profile: errors %v", codes)
+			}
+			warned := false
+			list, _ := f.raw["warnings"].([]any)
+			for _, w := range list {
+				if m := w.(map[string]any); m["code"] == string(protocol.CodeInternal) && m["path"] == "session.configure.profile" {
+					warned = true
+				}
+			}
+			if !warned {
+				t.Errorf("the frame that picked a profile whose session document is bad warns %v; want internal at session.configure.profile", f.raw["warnings"])
+			}
+			if b := sess.Basis(); b.Permutation != protocol.IdentityBasis {
+				t.Errorf("basis %q after picking the profile, want the default %q (the session's own is not the profile's)", b.Permutation, protocol.IdentityBasis)
+			}
+			if got, want := sess.snap.Load().leaseMs, svc.opts.DefaultLeaseMs; got != want {
+				t.Errorf("lease %d ms after picking the profile, want the default %d", got, want)
+			}
+			// A later change is in force; the bad file stays as the store's
+			// rule says.
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"YXZ"}}}}`); len(got.errors) != 0 {
+				t.Fatalf("basis after the pick: %+v", got)
+			}
+			_ = svc.writeBehind.Flush()
+			c.check(t, path)
+		})
+	}
+}

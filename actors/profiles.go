@@ -89,13 +89,23 @@ func loadLatest(wb *store.WriteBehind, st Store, name string, v any) (found bool
 }
 
 // applyStoredProfile applies the stored session level of the profile just
-// picked (read by the per-tick path), and records that it was used.
-func (a *sessionActor) applyStoredProfile(sp *storedProfile) {
+// picked (read by the per-tick path), and records that it was used. A
+// stored level it cannot read gives the defaults and a warning in
+// warnings.
+func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protocol.Error) {
 	if a.svc.store == nil || a.state.profile == "" {
 		return
 	}
 	if sp.err != nil {
+		// Defaults, as logged and documented: the basis and lease the
+		// session had are not this profile's, and its next change would
+		// store them as if they were. The client asked for what the
+		// profile holds, so its frame says it did not get it.
 		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; using defaults")
+		a.state.basis = protocol.Basis{Permutation: protocol.IdentityBasis}
+		a.state.leaseMs = a.svc.opts.DefaultLeaseMs
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+			"the profile's stored basis and lease could not be read, so the session has the default ones: %v", sp.err))
 		return
 	}
 	if sp.found {

@@ -202,7 +202,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 		// same profile as here: the actor publishes it before it answers,
 		// and Deliver hands over one request at a time.
 		if r.stored.name == p.Name {
-			a.applyStoredProfile(&r.stored)
+			a.applyStoredProfile(&r.stored, &r.warnings)
 		}
 	}
 	if sp.Subscribe != nil {
