@@ -308,6 +308,10 @@ type sessionState struct {
 	// nav is the session's navigation state on the loop (navigation.go);
 	// nil while its navigation is off.
 	nav *loop.NavigationTrack
+	// loadErr is why the profile's stored entries could not be read when
+	// the session picked it (it has the defaults): the session's next
+	// published hears it, once.
+	loadErr error
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -415,7 +419,13 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 	case *setWorkspace:
 		reply(ctx, sender, &ack{err: c.setWorkspace(m)})
 	case *published:
-		reply(ctx, sender, &ack{})
+		a := &ack{}
+		if s := c.sessions[m.session]; s != nil && s.loadErr != nil {
+			a.warning = protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+				"%s %s: the profile's stored entries could not be read, so the session has the default ones on this device: %v", c.dev.Name, c.dev.ID, s.loadErr)
+			s.loadErr = nil
+		}
+		reply(ctx, sender, a)
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
@@ -803,9 +813,12 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
 				s.cfg = protocol.DefaultSessionConfig()
+				s.loadErr = err
 			case found:
 				s.cfg = stored
+				s.loadErr = nil
 			default:
+				s.loadErr = nil
 				// A new profile starts from what the session has set so far.
 				def := protocol.DefaultSessionConfig()
 				if !s.cfg.Equal(&def) && c.writeBehind != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/store"
@@ -312,6 +313,62 @@ func TestBadProfileSessionDocumentIsReported(t *testing.T) {
 			}
 			_ = svc.writeBehind.Flush()
 			c.check(t, path)
+		})
+	}
+}
+
+// A profile whose stored entries on a device are corrupt or unreadable
+// gives that device defaults (TestBadProfileDocumentGivesDefaults), and the
+// frame answering the pick says so with a warning naming the device: the
+// client asked for the profile's entries and does not have them.
+func TestBadProfileDocumentIsReported(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+	}{
+		{"torn", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory in its place", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// Gone before shutdown, or its flush would fail the test.
+			t.Cleanup(func() { os.RemoveAll(path) })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			good := addArm(t, svc, simArm(1))
+			const profile = "co.example:bad-entries"
+			path := filepath.Join(dir, filepath.FromSlash(arm.profileStoreName(profile))+".json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, path)
+			sess, sink := open(t, svc, nil)
+			f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+			if codes := f.errorCodes(); len(codes) != 0 {
+				t.Fatalf("picking the profile: errors %v", codes)
+			}
+			var about []string
+			list, _ := f.raw["warnings"].([]any)
+			for _, w := range list {
+				if m := w.(map[string]any); m["code"] == string(protocol.CodeInternal) {
+					about = append(about, fmt.Sprint(m["message"]))
+				}
+			}
+			if len(about) != 1 || !strings.Contains(about[0], arm.ID) {
+				t.Fatalf("internal warnings %q after picking a profile whose entries on %s are bad; want one naming it (and none for %s)", about, arm.ID, good.ID)
+			}
+			// Told once: the next message does not repeat it.
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); len(got.warnings) != 0 {
+				t.Errorf("the next message warns %v again", got.warnings)
+			}
 		})
 	}
 }
