@@ -329,21 +329,33 @@ func decode(data []byte, v any) error {
 // with MovedTo set, or with the rename's failure added to Err.
 func (s *Store) moveAsideLocked(p string, cerr *CorruptError) *CorruptError {
 	base := p + corruptInfix + strconv.FormatInt(time.Now().Unix(), 10)
-	target := base
-	// Bounded: an Lstat that fails otherwise than "not there" (a name too
-	// long for the file system) would fail for every suffix; the rename
-	// then reports it.
-	for i := 1; i <= 1000; i++ {
-		if _, err := os.Lstat(target); err != nil {
-			break
+	// A free name, never one that is there: renaming onto it would destroy
+	// earlier evidence. An Lstat that fails otherwise than "not there" (a
+	// name too long for the file system) fails for every suffix, so it
+	// ends the search, as does a thousand names taken.
+	target, err := "", error(nil)
+	for i := 0; i < 1000 && target == "" && err == nil; i++ {
+		name := base
+		if i > 0 {
+			name += "-" + strconv.Itoa(i)
 		}
-		target = base + "-" + strconv.Itoa(i)
+		if _, lerr := os.Lstat(name); errors.Is(lerr, fs.ErrNotExist) {
+			target = name
+		} else if lerr != nil {
+			err = lerr
+		}
 	}
-	rename := os.Rename
-	if s.rename != nil {
-		rename = s.rename
+	if target == "" && err == nil {
+		err = errors.New("no free name beside it")
 	}
-	if err := rename(p, target); err != nil {
+	if err == nil {
+		rename := os.Rename
+		if s.rename != nil {
+			rename = s.rename
+		}
+		err = rename(p, target)
+	}
+	if err != nil {
 		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", cerr.Err, err)
 		return cerr
 	}
