@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -198,7 +199,8 @@ func (s *Service) pruneProfiles(added string) {
 // migrateProfiles moves profiles of the earlier layout
 // (profiles/<EscapeName(name)>/) to profileFolder(name), adding the name to
 // the session document. A document that cannot be moved stays where it was
-// (and is logged); the rest of its profile moves anyway.
+// (and is logged); the rest of its profile moves anyway. A document the new
+// layout has already is kept, and the earlier copy removed.
 func migrateProfiles(st *store.Store, log zerolog.Logger) {
 	names, err := st.List(oldProfilesFolder)
 	if err != nil {
@@ -232,6 +234,22 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 	if err != nil {
 		return err
 	}
+	target := profileFolder(name) + "/" + doc
+	// The new layout's copy, when there is one, is the newer: the old one
+	// was copied before and could not be removed, and sessions have written
+	// the new one since. Copying again would undo what they acknowledged.
+	var existing json.RawMessage
+	found, err := st.Load(target, &existing)
+	var corrupt *store.CorruptError
+	switch {
+	case err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != ""):
+		return err // left as it is: neither copy is touched
+	case found:
+		if err := st.Delete(old); err != nil {
+			return fmt.Errorf("the new layout has %s already; remove the earlier copy: %w", target, err)
+		}
+		return nil
+	}
 	var v any
 	if doc == "session" {
 		var ps profileSession
@@ -247,7 +265,7 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 		}
 		v = raw
 	}
-	if err := st.Save(profileFolder(name)+"/"+doc, v); err != nil {
+	if err := st.Save(target, v); err != nil {
 		return err
 	}
 	return st.Delete(old)
