@@ -312,6 +312,9 @@ type sessionState struct {
 	// the session picked it (it has the defaults): the session's next
 	// published hears it, once.
 	loadErr error
+	// unread: that document is left as it is (leftUnread); until a durable
+	// write succeeds, a POST of the value in force still writes.
+	unread bool
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -330,9 +333,13 @@ type deviceCore struct {
 	log         zerolog.Logger
 
 	// Owned by the device actor.
-	global   protocol.DeviceConfig
-	settings protocol.Settings
-	sessions map[uint64]*sessionState
+	global protocol.DeviceConfig
+	// globalUnread: the device's document could not be read when it was
+	// added and is left as it is (leftUnread); until a write succeeds, a
+	// POST of the value in force still writes.
+	globalUnread bool
+	settings     protocol.Settings
+	sessions     map[uint64]*sessionState
 	// pending is the request whose durable write or load is under way,
 	// and held the config requests that arrived since, in order: they are
 	// taken up (and only then admitted) once it is done, so every request
@@ -611,7 +618,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			}
 			next.Set(e)
 		}
-		if next == c.global {
+		if next == c.global && !c.globalUnread {
 			answer(c.global.Get(last), nil)
 			return
 		}
@@ -620,6 +627,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 				answer(nil, err)
 				return
 			}
+			c.globalUnread = false
 			c.global = next
 			c.publishGlobals()
 			answer(c.global.Get(last), nil)
@@ -639,7 +647,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 		next.Set(e)
 	}
-	if next.Equal(&s.cfg) && !(m.durable && c.writtenBehind(s)) {
+	if next.Equal(&s.cfg) && !(m.durable && c.owesWrite(s)) {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
 		return
 	}
@@ -647,6 +655,9 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		if err != nil {
 			answer(nil, err)
 			return
+		}
+		if m.durable {
+			s.unread = false
 		}
 		s.cfg = next
 		c.publish(s)
@@ -665,6 +676,14 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		c.writeBehind.Put(name, next)
 	}
 	apply(nil)
+}
+
+// owesWrite reports whether a POST or DELETE of the session's entries on
+// this device must write its profile document even when it changes nothing
+// in memory: a 200 promises the disk has the value, and the disk may hold
+// another (a change only written behind, a document left unread).
+func (c *deviceCore) owesWrite(s *sessionState) bool {
+	return s.unread || c.writtenBehind(s)
 }
 
 // writtenBehind reports whether the session's profile document on this
@@ -721,7 +740,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		last = s
 		next := s.cfg
 		next.Reset(k)
-		if !next.Equal(&s.cfg) || c.writtenBehind(s) {
+		if !next.Equal(&s.cfg) || c.owesWrite(s) {
 			changes = append(changes, change{s, next})
 		}
 	}
@@ -734,6 +753,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	}
 	applyUpTo := func(n int) {
 		for _, ch := range changes[:n] {
+			ch.s.unread = false // written, or without a profile: nothing unread
 			ch.s.cfg = ch.next
 			c.publish(ch.s)
 		}
@@ -813,12 +833,12 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
 				s.cfg = protocol.DefaultSessionConfig()
-				s.loadErr = err
+				s.loadErr, s.unread = err, leftUnread(err)
 			case found:
 				s.cfg = stored
-				s.loadErr = nil
+				s.loadErr, s.unread = nil, false
 			default:
-				s.loadErr = nil
+				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
 				def := protocol.DefaultSessionConfig()
 				if !s.cfg.Equal(&def) && c.writeBehind != nil {

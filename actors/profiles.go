@@ -37,6 +37,16 @@ const (
 	oldProfilesFolder        = "profiles"
 )
 
+// leftUnread reports whether a Load's error leaves the file where it was,
+// unread (not a corrupt one moved aside): the store refuses to write over
+// it, and it holds values a restart that can read it brings back, so a
+// POST of the value in force must still write (and be refused), not be
+// answered 200 as if the disk had it.
+func leftUnread(err error) bool {
+	var corrupt *store.CorruptError
+	return err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != "")
+}
+
 // profileFolder is the folder of a profile's documents.
 func profileFolder(name string) string { return profilesFolder + "/" + store.HashName(name) }
 

@@ -116,12 +116,16 @@ type Service struct {
 	store       Store        // nil without a state directory
 	disk        *store.Store // the state directory itself, under any WrapStore (its latency and path)
 	writeBehind *store.WriteBehind
-	sched       *loop.Scheduler
-	periodNs    int64
-	startedAt   time.Time
-	hwCtx       context.Context
-	hwCancel    context.CancelFunc
-	hwWG        sync.WaitGroup
+	// settingsUnread: settings.json could not be read at start and is left
+	// as it is (leftUnread). Set in Start; then the registry actor's alone,
+	// which clears it once a settings write succeeds.
+	settingsUnread bool
+	sched          *loop.Scheduler
+	periodNs       int64
+	startedAt      time.Time
+	hwCtx          context.Context
+	hwCancel       context.CancelFunc
+	hwWG           sync.WaitGroup
 	// offload runs the actors' blocking work; Shutdown waits for it once
 	// the actors are stopped.
 	offload offloader
@@ -194,6 +198,7 @@ func Start(o Options) (*Service, error) {
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
+			s.settingsUnread = leftUnread(err)
 		case found:
 			settings = stored
 		}
