@@ -53,6 +53,9 @@ type registryActor struct {
 	// disk can still be cancelled at its deadline).
 	settingWrite *settingSaved
 	settingQueue []queuedSetting
+	// settingsUnread: settings.json could not be read at start and is left
+	// as it is (leftUnread), until a settings write succeeds.
+	settingsUnread bool
 }
 
 // pendingAdd is an addDevice with the requester to answer.
@@ -408,7 +411,7 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	saved := &settingSaved{key: k, settings: next, sender: q.sender}
 	// An unread settings.json still holds earlier values: even the value in
 	// force must be written (and is refused) before a 200 says it is on disk.
-	if (next == s.Settings() && !s.settingsUnread) || s.store == nil {
+	if (next == s.Settings() && !r.settingsUnread) || s.store == nil {
 		r.applySetting(ctx, saved)
 		return
 	}
@@ -432,7 +435,7 @@ func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
 		r.svc.log.Error().Err(m.err).Str("setting", m.key.Path()).Msg("could not persist a setting; not applied")
 		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", m.err)})
 	} else {
-		r.svc.settingsUnread = false
+		r.settingsUnread = false
 		r.applySetting(ctx, m)
 	}
 	for r.settingWrite == nil && len(r.settingQueue) > 0 {

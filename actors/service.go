@@ -116,16 +116,12 @@ type Service struct {
 	store       Store        // nil without a state directory
 	disk        *store.Store // the state directory itself, under any WrapStore (its latency and path)
 	writeBehind *store.WriteBehind
-	// settingsUnread: settings.json could not be read at start and is left
-	// as it is (leftUnread). Set in Start; then the registry actor's alone,
-	// which clears it once a settings write succeeds.
-	settingsUnread bool
-	sched          *loop.Scheduler
-	periodNs       int64
-	startedAt      time.Time
-	hwCtx          context.Context
-	hwCancel       context.CancelFunc
-	hwWG           sync.WaitGroup
+	sched       *loop.Scheduler
+	periodNs    int64
+	startedAt   time.Time
+	hwCtx       context.Context
+	hwCancel    context.CancelFunc
+	hwWG        sync.WaitGroup
 	// offload runs the actors' blocking work; Shutdown waits for it once
 	// the actors are stopped.
 	offload offloader
@@ -173,6 +169,7 @@ func Start(o Options) (*Service, error) {
 	s.sessions.Store(&[]*Session{})
 
 	settings := protocol.DefaultSettings()
+	settingsUnread := false
 	if o.StateDir != "" {
 		st, err := store.Open(o.StateDir)
 		if err != nil {
@@ -198,7 +195,7 @@ func Start(o Options) (*Service, error) {
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
-			s.settingsUnread = leftUnread(err)
+			settingsUnread = leftUnread(err)
 		case found:
 			settings = stored
 		}
@@ -258,6 +255,7 @@ func Start(o Options) (*Service, error) {
 		return actor.ResumeDirective
 	})}
 	reg := newRegistryActor(s)
+	reg.settingsUnread = settingsUnread
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),
