@@ -305,6 +305,13 @@ type sessionState struct {
 	// nav is the session's navigation state on the loop (navigation.go);
 	// nil while its navigation is off.
 	nav *loop.NavigationTrack
+	// loadErr is why the profile's stored entries could not be read when
+	// the session picked it (it has the defaults): the session's next
+	// published hears it, once.
+	loadErr error
+	// unread: that document is left as it is (leftUnread); until a durable
+	// write succeeds, a POST of the value in force still writes.
+	unread bool
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -323,9 +330,13 @@ type deviceCore struct {
 	log         zerolog.Logger
 
 	// Owned by the device actor.
-	global   protocol.DeviceConfig
-	settings protocol.Settings
-	sessions map[uint64]*sessionState
+	global protocol.DeviceConfig
+	// globalUnread: the device's document could not be read when it was
+	// added and is left as it is (leftUnread); until a write succeeds, a
+	// POST of the value in force still writes.
+	globalUnread bool
+	settings     protocol.Settings
+	sessions     map[uint64]*sessionState
 	// pending is the request whose durable write or load is under way,
 	// and held the config requests that arrived since, in order: they are
 	// taken up (and only then admitted) once it is done, so every request
@@ -412,7 +423,13 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 	case *setWorkspace:
 		reply(ctx, sender, &ack{err: c.setWorkspace(m)})
 	case *published:
-		reply(ctx, sender, &ack{})
+		a := &ack{}
+		if s := c.sessions[m.session]; s != nil && s.loadErr != nil {
+			a.warning = protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+				"%s %s: the profile's stored entries could not be read, so the session has the default ones on this device: %v", c.dev.Name, c.dev.ID, s.loadErr)
+			s.loadErr = nil
+		}
+		reply(ctx, sender, a)
 	case *applyGlobals:
 		c.settings = m.settings
 		c.publishLoopGlobals()
@@ -598,7 +615,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			}
 			next.Set(e)
 		}
-		if next == c.global {
+		if next == c.global && !c.globalUnread {
 			answer(c.global.Get(last), nil)
 			return
 		}
@@ -607,6 +624,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 				answer(nil, err)
 				return
 			}
+			c.globalUnread = false
 			c.global = next
 			c.publishGlobals()
 			answer(c.global.Get(last), nil)
@@ -626,7 +644,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 		next.Set(e)
 	}
-	if next.Equal(&s.cfg) && !(m.durable && c.writtenBehind(s)) {
+	if next.Equal(&s.cfg) && !(m.durable && c.owesWrite(s)) {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
 		return
 	}
@@ -634,6 +652,9 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		if err != nil {
 			answer(nil, err)
 			return
+		}
+		if m.durable {
+			s.unread = false
 		}
 		s.cfg = next
 		c.publish(s)
@@ -652,6 +673,14 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		c.writeBehind.Put(name, next)
 	}
 	apply(nil)
+}
+
+// owesWrite reports whether a POST or DELETE of the session's entries on
+// this device must write its profile document even when it changes nothing
+// in memory: a 200 promises the disk has the value, and the disk may hold
+// another (a change only written behind, a document left unread).
+func (c *deviceCore) owesWrite(s *sessionState) bool {
+	return s.unread || c.writtenBehind(s)
 }
 
 // writtenBehind reports whether the session's profile document on this
@@ -708,7 +737,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		last = s
 		next := s.cfg
 		next.Reset(k)
-		if !next.Equal(&s.cfg) || c.writtenBehind(s) {
+		if !next.Equal(&s.cfg) || c.owesWrite(s) {
 			changes = append(changes, change{s, next})
 		}
 	}
@@ -721,6 +750,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	}
 	applyUpTo := func(n int) {
 		for _, ch := range changes[:n] {
+			ch.s.unread = false // written, or without a profile: nothing unread
 			ch.s.cfg = ch.next
 			c.publish(ch.s)
 		}
@@ -800,9 +830,12 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
 				s.cfg = protocol.DefaultSessionConfig()
+				s.loadErr, s.unread = err, leftUnread(err)
 			case found:
 				s.cfg = stored
+				s.loadErr, s.unread = nil, false
 			default:
+				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
 				def := protocol.DefaultSessionConfig()
 				if !s.cfg.Equal(&def) && c.writeBehind != nil {

@@ -154,8 +154,9 @@ type attachSession struct {
 // published asks a device actor to answer ack once it has handled every
 // message queued before it: a session that changed its profile or basis
 // sends it after the registry queued the attachments, so that its frame
-// shows the views they publish.
-type published struct{}
+// shows the views they publish, and hears in the ack's warning that the
+// profile's stored entries on the device could not be read.
+type published struct{ session uint64 }
 
 // detachSession drops a session's view; pending profile writes are flushed.
 type detachSession struct{ session uint64 }
@@ -174,7 +175,10 @@ type applyGlobals struct{ settings protocol.Settings }
 type loopEvent struct{ event loop.Event }
 
 // ack answers messages that carry no value.
-type ack struct{ err error }
+type ack struct {
+	err     error
+	warning *protocol.Error // for the frame's warnings; the request succeeded
+}
 
 func (*addDevice) actorMessage()      {}
 func (*addDeviceReply) actorMessage() {}

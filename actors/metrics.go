@@ -126,6 +126,25 @@ func (s *Service) StoreWriteLatency() Histogram {
 	return s.disk.WriteLatency()
 }
 
+// StoreWriteFailures counts the durable writes to the state directory that
+// failed (a POST answered 500, each background retry of a profile
+// document); ok is false when the service keeps no state directory.
+func (s *Service) StoreWriteFailures() (n uint64, ok bool) {
+	if s.disk == nil {
+		return 0, false
+	}
+	return s.disk.WriteFailures(), true
+}
+
+// StoreDocumentsFailing counts the profile documents written behind whose
+// last write failed and that are retried every second.
+func (s *Service) StoreDocumentsFailing() int {
+	if s.writeBehind == nil {
+		return 0
+	}
+	return s.writeBehind.Failing()
+}
+
 // CheckStateDir reports whether the state directory takes a document now
 // (a readiness probe): it writes one block to a temp file and removes it,
 // so a full disk fails it as it fails a POST. With no state directory

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/store"
@@ -228,5 +229,198 @@ func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
 	}
 	if len(match) != 1 {
 		t.Errorf("stored damping %v and force_gate %v: not one session's last configure (%v)", d, g, match)
+	}
+}
+
+// A session that picks a profile whose stored session document (basis,
+// lease) is corrupt or cannot be read runs on defaults, as docs/protocol.md
+// says, not on the basis and lease it had before (its next change would
+// store those as the profile's), and its frame tells it so with a warning:
+// the client asked for what the profile holds and does not get it. The bad
+// file is kept: a corrupt one moved aside, bytes intact; an unreadable one
+// left in place and never written over.
+func TestBadProfileSessionDocumentIsReported(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		check func(t *testing.T, path string)
+	}{
+		{"torn", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"basis": {"permu`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, path string) {
+			aside, _ := filepath.Glob(path + ".corrupt-*")
+			if len(aside) != 1 {
+				t.Fatalf("moved-aside files %v, want one", aside)
+			}
+			if b, err := os.ReadFile(aside[0]); err != nil || string(b) != `{"basis": {"permu` {
+				t.Errorf("%s = %q, %v; want the torn bytes", aside[0], b, err)
+			}
+		}},
+		{"a directory in its place", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, path string) {
+			if _, err := os.Stat(filepath.Join(path, "kept")); err != nil {
+				t.Errorf("the directory in the session document's place was written over: %v", err)
+			}
+			// Gone, the basis written behind can be stored at shutdown.
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			addArm(t, svc, simArm(0))
+			const profile = "co.example:bad-session"
+			path := filepath.Join(dir, filepath.FromSlash(profileFolder(profile))+"/session.json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, path)
+			sess, sink := open(t, svc, nil)
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"ZXY"},"lease":{"ms":250}}}}`); len(got.errors)+len(got.warnings) != 0 {
+				t.Fatalf("basis and lease: %+v", got)
+			}
+			f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+			if codes := f.errorCodes(); len(codes) != 0 {
+				t.Fatalf("picking the profile: errors %v", codes)
+			}
+			warned := false
+			list, _ := f.raw["warnings"].([]any)
+			for _, w := range list {
+				if m := w.(map[string]any); m["code"] == string(protocol.CodeInternal) && m["path"] == "session.configure.profile" {
+					warned = true
+				}
+			}
+			if !warned {
+				t.Errorf("the frame that picked a profile whose session document is bad warns %v; want internal at session.configure.profile", f.raw["warnings"])
+			}
+			if b := sess.Basis(); b.Permutation != protocol.IdentityBasis {
+				t.Errorf("basis %q after picking the profile, want the default %q (the session's own is not the profile's)", b.Permutation, protocol.IdentityBasis)
+			}
+			if got, want := sess.snap.Load().leaseMs, svc.opts.DefaultLeaseMs; got != want {
+				t.Errorf("lease %d ms after picking the profile, want the default %d", got, want)
+			}
+			// A later change is in force; the bad file stays as the store's
+			// rule says.
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"YXZ"}}}}`); len(got.errors) != 0 {
+				t.Fatalf("basis after the pick: %+v", got)
+			}
+			_ = svc.writeBehind.Flush()
+			c.check(t, path)
+		})
+	}
+}
+
+// A profile whose stored entries on a device are corrupt or unreadable
+// gives that device defaults (TestBadProfileDocumentGivesDefaults), and the
+// frame answering the pick says so with a warning naming the device: the
+// client asked for the profile's entries and does not have them.
+func TestBadProfileDocumentIsReported(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+	}{
+		{"torn", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory in its place", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// Gone before shutdown, or its flush would fail the test.
+			t.Cleanup(func() { os.RemoveAll(path) })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			good := addArm(t, svc, simArm(1))
+			const profile = "co.example:bad-entries"
+			path := filepath.Join(dir, filepath.FromSlash(arm.profileStoreName(profile))+".json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, path)
+			sess, sink := open(t, svc, nil)
+			f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+			if codes := f.errorCodes(); len(codes) != 0 {
+				t.Fatalf("picking the profile: errors %v", codes)
+			}
+			var about []string
+			list, _ := f.raw["warnings"].([]any)
+			for _, w := range list {
+				if m := w.(map[string]any); m["code"] == string(protocol.CodeInternal) {
+					about = append(about, fmt.Sprint(m["message"]))
+				}
+			}
+			if len(about) != 1 || !strings.Contains(about[0], arm.ID) {
+				t.Fatalf("internal warnings %q after picking a profile whose entries on %s are bad; want one naming it (and none for %s)", about, arm.ID, good.ID)
+			}
+			// Told once: the next message does not repeat it.
+			if got := exchangeErrors(t, sess, sink, `{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); len(got.warnings) != 0 {
+				t.Errorf("the next message warns %v again", got.warnings)
+			}
+		})
+	}
+}
+
+// A POST answered 200 is on disk: one that sets the value the service runs
+// on because its document could not be read (a directory in its place: no
+// permission, in the field) changes nothing in memory, but the document on
+// disk still holds the earlier values, which a restart that can read it
+// brings back. It must be refused as a POST that changes something is,
+// not answered 200.
+func TestUnchangedPostOverAnUnreadableDocumentIsRefused(t *testing.T) {
+	arm := simArm(0)
+	id := arm.Info().ID
+	const profile = "co.example:unread"
+	for _, c := range []struct {
+		name string
+		doc  string // the document planted as a directory
+		post func(t *testing.T, svc *Service, dev *Device) error
+	}{
+		{"settings", "settings", func(t *testing.T, svc *Service, _ *Device) error {
+			def := protocol.DefaultSettings()
+			_, err := svc.SetSetting(protocol.SettingForceScale, def.Get(protocol.SettingForceScale))
+			return err
+		}},
+		{"device config", storeName(protocol.TypeArm, id), func(t *testing.T, svc *Service, dev *Device) error {
+			def := protocol.DefaultDeviceConfig()
+			_, err := svc.SetEntry(dev, 0, def.Get(protocol.KeyHandedness))
+			return err
+		}},
+		{"profile entries", profileFolder(profile) + "/" + protocol.TypeArm.Key() + "-" + id, func(t *testing.T, svc *Service, dev *Device) error {
+			sess, sink := open(t, svc, nil)
+			exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+			_, err := svc.SetEntry(dev, sess.ID, protocol.DefaultEntry(protocol.KeyForceGate))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, filepath.FromSlash(c.doc)+".json")
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// Gone before shutdown, whose flush would otherwise fail the test.
+			t.Cleanup(func() { os.RemoveAll(path) })
+			svc := startWith(t, Options{StateDir: dir})
+			dev := addArm(t, svc, simArm(0))
+			if err := c.post(t, svc, dev); errCode(err) != protocol.CodeInternal {
+				t.Errorf("a POST of the value in force over %s, which could not be read: %v; want internal (a 200 promises it is on disk)", c.doc, err)
+			}
+			if _, err := os.Stat(filepath.Join(path, "kept")); err != nil {
+				t.Errorf("the directory in %s's place was touched: %v", c.doc, err)
+			}
+		})
 	}
 }

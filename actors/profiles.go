@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,16 @@ const (
 	profilesFolder           = "profiles.v2"
 	oldProfilesFolder        = "profiles"
 )
+
+// leftUnread reports whether a Load's error leaves the file where it was,
+// unread (not a corrupt one moved aside): the store refuses to write over
+// it, and it holds values a restart that can read it brings back, so a
+// POST of the value in force must still write (and be refused), not be
+// answered 200 as if the disk had it.
+func leftUnread(err error) bool {
+	var corrupt *store.CorruptError
+	return err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != "")
+}
 
 // profileFolder is the folder of a profile's documents.
 func profileFolder(name string) string { return profilesFolder + "/" + store.HashName(name) }
@@ -89,13 +100,23 @@ func loadLatest(wb *store.WriteBehind, st Store, name string, v any) (found bool
 }
 
 // applyStoredProfile applies the stored session level of the profile just
-// picked (read by the per-tick path), and records that it was used.
-func (a *sessionActor) applyStoredProfile(sp *storedProfile) {
+// picked (read by the per-tick path), and records that it was used. A
+// stored level it cannot read gives the defaults and a warning in
+// warnings.
+func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protocol.Error) {
 	if a.svc.store == nil || a.state.profile == "" {
 		return
 	}
 	if sp.err != nil {
+		// Defaults, as logged and documented: the basis and lease the
+		// session had are not this profile's, and its next change would
+		// store them as if they were. The client asked for what the
+		// profile holds, so its frame says it did not get it.
 		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; using defaults")
+		a.state.basis = protocol.Basis{Permutation: protocol.IdentityBasis}
+		a.state.leaseMs = a.svc.opts.DefaultLeaseMs
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+			"the profile's stored basis and lease could not be read, so the session has the default ones: %v", sp.err))
 		return
 	}
 	if sp.found {
@@ -188,7 +209,8 @@ func (s *Service) pruneProfiles(added string) {
 // migrateProfiles moves profiles of the earlier layout
 // (profiles/<EscapeName(name)>/) to profileFolder(name), adding the name to
 // the session document. A document that cannot be moved stays where it was
-// (and is logged); the rest of its profile moves anyway.
+// (and is logged); the rest of its profile moves anyway. A document the new
+// layout has already is kept, and the earlier copy removed.
 func migrateProfiles(st *store.Store, log zerolog.Logger) {
 	names, err := st.List(oldProfilesFolder)
 	if err != nil {
@@ -222,6 +244,22 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 	if err != nil {
 		return err
 	}
+	target := profileFolder(name) + "/" + doc
+	// The new layout's copy, when there is one, is the newer: the old one
+	// was copied before and could not be removed, and sessions have written
+	// the new one since. Copying again would undo what they acknowledged.
+	var existing json.RawMessage
+	found, err := st.Load(target, &existing)
+	var corrupt *store.CorruptError
+	switch {
+	case err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != ""):
+		return err // left as it is: neither copy is touched
+	case found:
+		if err := st.Delete(old); err != nil {
+			return fmt.Errorf("the new layout has %s already; remove the earlier copy: %w", target, err)
+		}
+		return nil
+	}
 	var v any
 	if doc == "session" {
 		var ps profileSession
@@ -237,7 +275,7 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 		}
 		v = raw
 	}
-	if err := st.Save(profileFolder(name)+"/"+doc, v); err != nil {
+	if err := st.Save(target, v); err != nil {
 		return err
 	}
 	return st.Delete(old)

@@ -53,6 +53,9 @@ type registryActor struct {
 	// disk can still be cancelled at its deadline).
 	settingWrite *settingSaved
 	settingQueue []queuedSetting
+	// settingsUnread: settings.json could not be read at start and is left
+	// as it is (leftUnread), until a settings write succeeds.
+	settingsUnread bool
 }
 
 // pendingAdd is an addDevice with the requester to answer.
@@ -258,6 +261,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	if m.loadErr != nil {
 		core.log.Error().Err(m.loadErr).Msg("stored device config unreadable; using defaults")
 	}
+	core.globalUnread = leftUnread(m.loadErr)
 	core.init(m.global)
 	pid, err := ctx.SpawnNamed(newDeviceProps(core), "device-"+t.Key()+"-"+d.ID+fmt.Sprintf("-%d", time.Now().UnixNano()))
 	if err != nil {
@@ -405,7 +409,9 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	next := s.Settings()
 	next.Set(k, v)
 	saved := &settingSaved{key: k, settings: next, sender: q.sender}
-	if next == s.Settings() || s.store == nil {
+	// An unread settings.json still holds earlier values: even the value in
+	// force must be written (and is refused) before a 200 says it is on disk.
+	if (next == s.Settings() && !r.settingsUnread) || s.store == nil {
 		r.applySetting(ctx, saved)
 		return
 	}
@@ -425,8 +431,11 @@ func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
 	}
 	r.settingWrite = nil
 	if m.err != nil {
+		// The client hears 500; the operator, who sees no answer, the log.
+		r.svc.log.Error().Err(m.err).Str("setting", m.key.Path()).Msg("could not persist a setting; not applied")
 		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", m.err)})
 	} else {
+		r.settingsUnread = false
 		r.applySetting(ctx, m)
 	}
 	for r.settingWrite == nil && len(r.settingQueue) > 0 {

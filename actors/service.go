@@ -169,6 +169,7 @@ func Start(o Options) (*Service, error) {
 	s.sessions.Store(&[]*Session{})
 
 	settings := protocol.DefaultSettings()
+	settingsUnread := false
 	if o.StateDir != "" {
 		st, err := store.Open(o.StateDir)
 		if err != nil {
@@ -180,14 +181,21 @@ func Start(o Options) (*Service, error) {
 			s.store = o.WrapStore(st)
 		}
 		s.writeBehind = st.NewWriteBehind(time.Second)
+		// Once per document when it starts failing and once when it is
+		// written at last: a full disk retried every second for hours
+		// would otherwise log a line per document per second.
 		s.writeBehind.OnError(func(err error) {
-			o.Log.Error().Err(err).Msg("could not write profile config in the background; will retry")
+			o.Log.Error().Err(err).Msg("could not write profile config in the background; retrying every second, logged again once written")
+		})
+		s.writeBehind.OnRecover(func(name string) {
+			o.Log.Info().Str("document", name).Msg("profile config written in the background after failing")
 		})
 		var stored protocol.Settings
 		found, err := s.store.Load("settings", &stored)
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
+			settingsUnread = leftUnread(err)
 		case found:
 			settings = stored
 		}
@@ -247,6 +255,7 @@ func Start(o Options) (*Service, error) {
 		return actor.ResumeDirective
 	})}
 	reg := newRegistryActor(s)
+	reg.settingsUnread = settingsUnread
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),

@@ -173,6 +173,9 @@ func (a *sessionActor) answered(ctx actor.Context, gen uint64, i int, req *pendi
 		if err == nil {
 			err = r.err
 		}
+		if r.warning != nil {
+			a.req.warnings = append(a.req.warnings, *r.warning)
+		}
 	}
 	slot.err = err
 	a.drain(ctx)
@@ -202,7 +205,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 		// same profile as here: the actor publishes it before it answers,
 		// and Deliver hands over one request at a time.
 		if r.stored.name == p.Name {
-			a.applyStoredProfile(&r.stored)
+			a.applyStoredProfile(&r.stored, &r.warnings)
 		}
 	}
 	if sp.Subscribe != nil {
@@ -255,7 +258,7 @@ func (a *sessionActor) configureAll(ctx actor.Context) {
 	msg, devs := r.msg, r.devs
 	if a.reviewed {
 		for _, d := range devs.All() {
-			a.ask(ctx, d.pid, &published{}, -1, "session.configure")
+			a.ask(ctx, d.pid, &published{session: a.sess.ID}, -1, "session.configure")
 		}
 	}
 	if o := msg.Session.SetCoordinateOrigin; o != "" {

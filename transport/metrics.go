@@ -72,6 +72,8 @@ var (
 	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)
 	descLegacySess = prometheus.NewDesc("hapticd_legacy_sessions_total", "Sessions opened in the 3.0 API format.", nil, nil)
 	descStore      = prometheus.NewDesc("hapticd_store_write_seconds", "Durable writes to the state directory (temp file, fsync, rename, directory fsync).", nil, nil)
+	descStoreFail  = prometheus.NewDesc("hapticd_store_write_failures_total", "Durable writes to the state directory that failed (a POST answered 500, each retry of a profile document written behind).", nil, nil)
+	descStoreRetry = prometheus.NewDesc("hapticd_store_documents_failing", "Profile documents written behind whose last write failed, retried every second until written.", nil, nil)
 )
 
 // Describe sends nothing: the collector is unchecked, because its series
@@ -137,6 +139,10 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if h := svc.StoreWriteLatency(); h != nil {
 		ch <- newHistogram(descStore, h, storeBuckets, nil)
+	}
+	if n, ok := svc.StoreWriteFailures(); ok {
+		ch <- prometheus.MustNewConstMetric(descStoreFail, prometheus.CounterValue, float64(n))
+		ch <- prometheus.MustNewConstMetric(descStoreRetry, prometheus.GaugeValue, float64(svc.StoreDocumentsFailing()))
 	}
 }
 

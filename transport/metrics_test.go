@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -259,4 +260,82 @@ func TestHealthAndReadiness(t *testing.T) {
 	if len(failed) != 1 || !strings.HasPrefix(failed[0], "state_dir: ") || !strings.Contains(failed[0], ts.dir) {
 		t.Errorf("failed checks %q: want only state_dir, naming %s", failed, ts.dir)
 	}
+}
+
+// A durable write the state directory refuses is visible to an operator
+// without the log: a settings POST that answered 500 counts in
+// hapticd_store_write_failures_total, and a profile document the
+// write-behind keeps retrying shows in hapticd_store_documents_failing
+// until it is written.
+func TestFailedStateWritesShowInMetrics(t *testing.T) {
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	failures := func() float64 { return ts.scrape(t).value("hapticd_store_write_failures_total") }
+	if got := failures(); got != 0 {
+		t.Fatalf("hapticd_store_write_failures_total = %v before any write, want 0", got)
+	}
+
+	// A directory in the place of settings.json refuses the settings' write.
+	if err := os.Mkdir(filepath.Join(dir, "settings.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if r := ts.do(http.MethodPost, ts.base+"/settings/devices/force_scale", `{"value":0.5}`); r.status != http.StatusInternalServerError || r.env["code"] != "internal" {
+		t.Fatalf("POST a setting the disk refuses: %v, want 500 internal", r)
+	}
+	if got := failures(); got < 1 {
+		t.Errorf("hapticd_store_write_failures_total = %v after a settings POST answered 500, want at least 1", got)
+	}
+
+	// A profile's device document, once written, replaced by a directory:
+	// the next WebSocket configure is retried in the background.
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	gate := func(gain string) string {
+		return `{"arm3":[{"device_id":"` + id + `","configure":{"force_gate":{"gain":` + gain + `}}}]}`
+	}
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"co.example:disk"}}}}`); f["errors"] != nil {
+		t.Fatalf("pick a profile: %v", f["errors"])
+	}
+	if f := c.roundTrip(gate("0.5")); f["errors"] != nil {
+		t.Fatalf("configure: %v", f["errors"])
+	}
+	var doc string
+	hwtest.EventuallyNil(t, 10*time.Second, "the profile's device document written", func() error {
+		m, _ := filepath.Glob(filepath.Join(dir, "profiles.v2", "*", "arm3-*.json"))
+		if len(m) != 1 {
+			return fmt.Errorf("device documents %v", m)
+		}
+		doc = m[0]
+		return nil
+	})
+	if err := os.Remove(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(doc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := failures()
+	if f := c.roundTrip(gate("0.25")); f["errors"] != nil {
+		t.Fatalf("configure: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 10*time.Second, "the refused document counted as failing", func() error {
+		s := ts.scrape(t)
+		if n, f := s.value("hapticd_store_documents_failing"), s.value("hapticd_store_write_failures_total"); n != 1 || f < before+2 {
+			return fmt.Errorf("hapticd_store_documents_failing = %v, hapticd_store_write_failures_total = %v (from %v); want 1 and two retries", n, f, before)
+		}
+		return nil
+	})
+	if err := os.Remove(doc); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, 10*time.Second, "the document written at last", func() error {
+		if n := ts.scrape(t).value("hapticd_store_documents_failing"); n != 0 {
+			return fmt.Errorf("hapticd_store_documents_failing = %v", n)
+		}
+		if _, err := os.Stat(doc); err != nil {
+			return err
+		}
+		return nil
+	})
 }

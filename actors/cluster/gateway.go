@@ -60,8 +60,8 @@ type Gateway struct {
 	// disk write, and only saveIDs takes it (before mu).
 	idsSaveMu sync.Mutex
 	// idsKept: the state directory holds remembered ids this process could
-	// not read (a permission or I/O error, not a corrupt file, which the
-	// store moved aside), so saveIDs never overwrites them. Set at start.
+	// not read (a permission or I/O error, or a corrupt file the store could
+	// not move aside), so saveIDs never overwrites them. Set at start.
 	idsKept bool
 
 	// mu guards the following; it is never held across a registry request
@@ -627,7 +627,9 @@ func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
 	var f idsFile
 	if _, err := svc.LoadDocument(idsDocument, &f); err != nil {
 		var corrupt *store.CorruptError
-		kept = !errors.As(err, &corrupt)
+		// A corrupt file the store could not move aside stays, and the
+		// store refuses to write over it: saveIDs need not try.
+		kept = !errors.As(err, &corrupt) || corrupt.MovedTo == ""
 		log.Error().Err(err).Bool("left_as_is", kept).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until the gateway restarts with them readable")
 		return idMemory{}, kept
 	}

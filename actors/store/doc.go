@@ -28,11 +28,11 @@
 // return a *CorruptError naming the file and the fault, after moving the
 // file aside to name.json.corrupt-<unix seconds> so that the next Save does
 // not destroy the evidence. A document that exists but cannot be read at
-// all (no read permission, an I/O error, a directory in its place) makes
-// Load return the read error and is left where it is; as it may hold
-// acknowledged values, Save, Put and Delete of that name are refused
-// (saying so) until a Load reads it or the file is gone, never written
-// over. The caller logs it and uses defaults; nothing in this package
+// all (no read permission, an I/O error, a directory in its place), or a
+// corrupt one that could not be moved aside, makes Load return the error
+// and is left where it is; as it may hold acknowledged values, Save, Put
+// and Delete of that name are refused (saying so) until a Load reads or
+// moves it or the file is gone, never written over. The caller logs it and uses defaults; nothing in this package
 // stops the service over a bad file.
 //
 // # Write-behind

@@ -36,6 +36,9 @@ type Store struct {
 	// order numbers every Save, Delete and WriteBehind.Put, so that the
 	// last call wins on disk whichever path it took (see saveBytes).
 	order atomic.Uint64
+	// failures counts durable writes (Save, a write-behind flush) that
+	// failed: GET /metrics.
+	failures atomic.Uint64
 
 	// Immutable after Open.
 	dir string
@@ -51,11 +54,20 @@ type Store struct {
 	// afterWrite, when set (tests only, before use), is called after each
 	// durable write with the document name.
 	afterWrite func(name string)
+
+	// rename, when set (tests only, before use), replaces os.Rename where
+	// a corrupt file is moved aside: a rename refused for a moment (a
+	// Windows virus scanner holding the file, an I/O error) is otherwise
+	// hard to make happen.
+	rename func(from, to string) error
 }
 
 // CorruptError reports a document that exists but cannot be used. Load
 // has already moved the file aside (MovedTo) so that the evidence
-// survives the next Save; callers log it and use defaults.
+// survives the next Save; callers log it and use defaults. When the move
+// failed (MovedTo is empty) the file stays where it is and, as one Load
+// could not read, is never written over: Save, Put and Delete of the name
+// are refused until a Load moves it or it is gone.
 type CorruptError struct {
 	Name    string // document name
 	Path    string // file that was read
@@ -64,11 +76,10 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	where := "it could not be moved aside"
-	if e.MovedTo != "" {
-		where = "moved aside to " + e.MovedTo
+	if e.MovedTo == "" {
+		return fmt.Sprintf("store: %s is unreadable (%v); it could not be moved aside, so it is left as it is and not written over until a Load moves it or it is removed; defaults apply meanwhile", e.Path, e.Err)
 	}
-	return fmt.Sprintf("store: %s is unreadable (%v); %s; defaults apply until the next save", e.Path, e.Err, where)
+	return fmt.Sprintf("store: %s is unreadable (%v); moved aside to %s; defaults apply until the next save", e.Path, e.Err, e.MovedTo)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -193,6 +204,16 @@ type stripe struct {
 	unread map[string]error
 }
 
+// markUnreadLocked records that a Load found name's file and could not
+// read it (cause): until it is read or gone, keepUnreadLocked refuses to
+// write over it.
+func (st *stripe) markUnreadLocked(name string, cause error) {
+	if st.unread == nil {
+		st.unread = make(map[string]error)
+	}
+	st.unread[name] = cause
+}
+
 // keepUnreadLocked refuses a write or a delete of name while its file is
 // one that Load could not read; the refusal lifts once the file is gone.
 func (st *stripe) keepUnreadLocked(name, p string) error {
@@ -249,9 +270,10 @@ func (st *stripe) wroteLocked(name string, order uint64) {
 // moved aside to name.json.corrupt-<unix seconds>, and v may be partly
 // filled, so the caller must use defaults. A document that exists but
 // cannot be read at all (permissions, an I/O error, a directory in its
-// place) is an error too, and is left where it is: Save, Put and Delete of
-// that name are refused, saying why, until a Load reads it or it is gone,
-// because it may hold acknowledged values the caller now runs without.
+// place), or a corrupt one that could not be moved aside, is an error too,
+// and is left where it is: Save, Put and Delete of that name are refused,
+// saying why, until a Load reads or moves it or it is gone, because it may
+// hold acknowledged values the caller now runs without.
 // The service never stops on a bad file.
 func (s *Store) Load(name string, v any) (found bool, err error) {
 	if err := checkName(name); err != nil {
@@ -266,17 +288,20 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		if st.unread == nil {
-			st.unread = make(map[string]error)
-		}
-		st.unread[name] = err
+		st.markUnreadLocked(name, err)
 		return false, fmt.Errorf("store: read %s: %w; it is left as it is and not written over until it is readable at a restart or removed; check the state directory's permissions", p, err)
 	}
 	fault := decode(data, v)
 	if fault == nil {
 		return true, nil
 	}
-	return false, s.moveAsideLocked(name, p, fault)
+	cerr := s.moveAsideLocked(p, &CorruptError{Name: name, Path: p, Err: fault})
+	if cerr.MovedTo == "" {
+		// Still in place, and maybe the only copy of values acknowledged
+		// before it broke: the next write must not destroy it.
+		st.markUnreadLocked(name, cerr.Err)
+	}
+	return false, cerr
 }
 
 // decode checks data is one whole JSON value before decoding it into v, so
@@ -300,19 +325,38 @@ func decode(data []byte, v any) error {
 }
 
 // moveAsideLocked renames a bad file to name.json.corrupt-<unix>, adding
-// -1, -2… if that exists, and makes the rename durable.
-func (s *Store) moveAsideLocked(name, p string, fault error) error {
-	cerr := &CorruptError{Name: name, Path: p, Err: fault}
+// -1, -2… if that exists, and makes the rename durable. It returns cerr
+// with MovedTo set, or with the rename's failure added to Err.
+func (s *Store) moveAsideLocked(p string, cerr *CorruptError) *CorruptError {
 	base := p + corruptInfix + strconv.FormatInt(time.Now().Unix(), 10)
-	target := base
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
-			break
+	// A free name, never one that is there: renaming onto it would destroy
+	// earlier evidence. An Lstat that fails otherwise than "not there" (a
+	// name too long for the file system) fails for every suffix, so it
+	// ends the search, as does a thousand names taken.
+	target, err := "", error(nil)
+	for i := 0; i < 1000 && target == "" && err == nil; i++ {
+		name := base
+		if i > 0 {
+			name += "-" + strconv.Itoa(i)
 		}
-		target = base + "-" + strconv.Itoa(i)
+		if _, lerr := os.Lstat(name); errors.Is(lerr, fs.ErrNotExist) {
+			target = name
+		} else if lerr != nil {
+			err = lerr
+		}
 	}
-	if err := os.Rename(p, target); err != nil {
-		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", fault, err)
+	if target == "" && err == nil {
+		err = errors.New("no free name beside it")
+	}
+	if err == nil {
+		rename := os.Rename
+		if s.rename != nil {
+			rename = s.rename
+		}
+		err = rename(p, target)
+	}
+	if err != nil {
+		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", cerr.Err, err)
 		return cerr
 	}
 	SyncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
@@ -337,6 +381,15 @@ func (s *Store) Save(name string, v any) error {
 // number the value got when the caller handed it over; a value older than
 // the one on disk is dropped (reported as written), so the last call wins.
 func (s *Store) saveBytes(name string, data []byte, order uint64) error {
+	err := s.writeBytes(name, data, order)
+	if err != nil {
+		s.failures.Add(1)
+	}
+	return err
+}
+
+// writeBytes is saveBytes without the count of failures.
+func (s *Store) writeBytes(name string, data []byte, order uint64) error {
 	st := s.lock(name)
 	defer st.mu.Unlock()
 	if st.supersededLocked(name, order) {
@@ -380,6 +433,10 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 	}
 	return nil
 }
+
+// WriteFailures counts the durable writes (Save, a write-behind flush or
+// retry) that failed since Open.
+func (s *Store) WriteFailures() uint64 { return s.failures.Load() }
 
 // WriteLatency is the histogram of durable writes (temp file, fsync,
 // rename, directory fsync), in nanoseconds.

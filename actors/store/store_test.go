@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type deviceDoc struct {
@@ -676,6 +677,64 @@ func TestLockOnAFileSystemWithoutLocks(t *testing.T) {
 			}
 			if err := l.Release(); err != nil {
 				t.Errorf("Release of an empty DirLock: %v", err)
+			}
+		})
+	}
+}
+
+// A corrupt document that cannot be moved aside (a rename refused for a
+// moment: a virus scanner holding the file on Windows, an I/O error) is
+// still the only copy of what was acknowledged before it broke: the next
+// Save, write-behind flush or Delete must refuse it, saying so, as for a
+// file that cannot be read at all, and leave its bytes as they are.
+func TestCorruptFileNotMovedAsideIsNeverOverwritten(t *testing.T) {
+	const torn = `{"handedness": "le`
+	for _, write := range []struct {
+		name string
+		do   func(s *Store, name string) error
+	}{
+		{"Save", func(s *Store, name string) error { return s.Save(name, deviceDoc{Scale: 1}) }},
+		{"WriteBehind", func(s *Store, name string) error {
+			w := s.NewWriteBehind(time.Hour)
+			w.Put(name, deviceDoc{Scale: 1})
+			return w.Close()
+		}},
+		{"Delete", func(s *Store, name string) error { return s.Delete(name) }},
+	} {
+		t.Run(write.name, func(t *testing.T) {
+			s := openTemp(t)
+			const name = "devices/arm3-049D"
+			path := s.path(name)
+			writeRaw(t, path, []byte(torn))
+			refused := errors.New("rename refused (test)")
+			s.rename = func(from, to string) error {
+				if strings.Contains(to, corruptInfix) {
+					return refused
+				}
+				return os.Rename(from, to)
+			}
+			var got deviceDoc
+			_, err := s.Load(name, &got)
+			var cerr *CorruptError
+			if !errors.As(err, &cerr) || cerr.MovedTo != "" {
+				t.Fatalf("Load = %v; want a *CorruptError that could not move the file", err)
+			}
+			if strings.Contains(err.Error(), "defaults apply until the next save") {
+				t.Errorf("Load = %q; it promises the next save writes over a file it left in place", err)
+			}
+			if err := write.do(s, name); err == nil || !strings.Contains(err.Error(), "left as it is") {
+				t.Errorf("%s over the corrupt file it could not move = %v; want a refusal saying it is left as it is", write.name, err)
+			}
+			if kept, err := os.ReadFile(path); err != nil || string(kept) != torn {
+				t.Fatalf("%s = %q, %v; want the corrupt bytes left as they were, %q", path, kept, err, torn)
+			}
+			// Once a Load can move it, the name is the caller's again.
+			s.rename = nil
+			if _, err := s.Load(name, &got); !errors.As(err, &cerr) || cerr.MovedTo == "" {
+				t.Fatalf("Load with renames working = %v; want the file moved aside", err)
+			}
+			if err := s.Save(name, deviceDoc{Scale: 2}); err != nil {
+				t.Errorf("Save once the corrupt file is moved aside: %v", err)
 			}
 		})
 	}

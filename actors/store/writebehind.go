@@ -20,8 +20,11 @@ import (
 // the disk and never waits for a write in progress.
 //
 // A background write that fails leaves the document pending (unless a newer
-// Put replaced it) and retries at the next interval; the error goes to the
-// function set with OnError, and the next Flush returns it too.
+// Put replaced it) and retries at the next interval. The function set with
+// OnError is told when a document starts failing, not at each retry (a
+// full disk would make that a line per document per second), and the one
+// set with OnRecover when it is written at last; until then the next Flush
+// returns its latest error too.
 type WriteBehind struct {
 	// Immutable after NewWriteBehind.
 	store    *Store
@@ -42,10 +45,15 @@ type WriteBehind struct {
 	writing map[string]pendingDoc
 	// failed is reported by the next Flush: the latest failure of each
 	// name, so a document retried every interval on a full disk for hours
-	// keeps one error, not one per retry.
-	failed  map[string]error
-	onError func(error)
-	closed  bool
+	// keeps one error, not one per retry. A name leaves it once written:
+	// it is then no failure of anything.
+	failed map[string]error
+	// failing holds the names whose last write failed and that are being
+	// retried; OnError heard of each once, OnRecover hears when it leaves.
+	failing   map[string]bool
+	onError   func(error)
+	onRecover func(name string)
+	closed    bool
 }
 
 // pendingDoc is an encoded value waiting for its write, with the order
@@ -74,12 +82,31 @@ func (s *Store) NewWriteBehind(interval time.Duration) *WriteBehind {
 	return w
 }
 
-// OnError sets the function told about failures of background flushes
-// (the caller logs them). Set it before the first Put; it must not block.
+// OnError sets the function told about a document that starts failing to
+// be written (once, however often it is retried) and about a Put that
+// cannot be stored at all (the caller logs them). Set it before the first
+// Put; it must not block.
 func (w *WriteBehind) OnError(fn func(error)) {
 	w.mu.Lock()
 	w.onError = fn
 	w.mu.Unlock()
+}
+
+// OnRecover sets the function told about a document written at last after
+// its writes failed (the caller logs that the failure is over). Set it
+// before the first Put; it must not block.
+func (w *WriteBehind) OnRecover(fn func(name string)) {
+	w.mu.Lock()
+	w.onRecover = fn
+	w.mu.Unlock()
+}
+
+// Failing returns how many documents are being retried because their last
+// write failed (GET /metrics).
+func (w *WriteBehind) Failing() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.failing)
 }
 
 // Put records v as the latest value of document name. An invalid name or
@@ -159,15 +186,19 @@ func encodeDocument(name string, v any) ([]byte, error) {
 // OnError's function.
 func (w *WriteBehind) fail(errs map[string]error) {
 	w.mu.Lock()
-	if w.failed == nil {
-		w.failed = make(map[string]error, len(errs))
-	}
-	maps.Copy(w.failed, errs)
+	w.recordFailedLocked(errs)
 	fn := w.onError
 	w.mu.Unlock()
 	if fn != nil {
 		fn(joinByName(errs))
 	}
+}
+
+func (w *WriteBehind) recordFailedLocked(errs map[string]error) {
+	if w.failed == nil {
+		w.failed = make(map[string]error, len(errs))
+	}
+	maps.Copy(w.failed, errs)
 }
 
 // joinByName joins errs in the order of their names.
@@ -180,8 +211,9 @@ func joinByName(errs map[string]error) error {
 }
 
 // Flush writes every pending document now, durably, and returns the
-// errors since the last Flush (including failures of background flushes):
-// the latest of each document, however often it was retried.
+// errors since the last Flush (including failures of background flushes)
+// of documents not written since: the latest of each, however often it was
+// retried. A document that failed and was written later is not reported.
 func (w *WriteBehind) Flush() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
@@ -206,14 +238,16 @@ func (w *WriteBehind) flushLocked() {
 	w.writing = batch
 	w.mu.Unlock()
 
-	var errs map[string]error
+	var errs, started map[string]error
+	var recovered []string
 	for name, doc := range batch {
 		err := w.store.saveBytes(name, doc.data, doc.order)
 		w.mu.Lock()
 		// Leaves writing only now that the disk has it, or pending has it
 		// back: Pending never misses a value the disk lacks.
 		delete(w.writing, name)
-		if err != nil {
+		switch {
+		case err != nil:
 			if errs == nil {
 				errs = make(map[string]error)
 			}
@@ -221,11 +255,35 @@ func (w *WriteBehind) flushLocked() {
 			if _, newer := w.pending[name]; !newer {
 				w.pending[name] = doc
 			}
+			if !w.failing[name] {
+				if w.failing == nil {
+					w.failing = make(map[string]bool)
+				}
+				w.failing[name] = true
+				if started == nil {
+					started = make(map[string]error)
+				}
+				started[name] = err
+			}
+		case w.failing[name]:
+			delete(w.failing, name)
+			delete(w.failed, name)
+			recovered = append(recovered, name)
 		}
 		w.mu.Unlock()
 	}
-	if len(errs) > 0 {
-		w.fail(errs)
+	w.mu.Lock()
+	w.recordFailedLocked(errs)
+	onError, onRecover := w.onError, w.onRecover
+	w.mu.Unlock()
+	if onError != nil && len(started) > 0 {
+		onError(joinByName(started))
+	}
+	if onRecover != nil {
+		slices.Sort(recovered)
+		for _, name := range recovered {
+			onRecover(name)
+		}
 	}
 }
 

@@ -303,14 +303,12 @@ func TestWriteBehindPendingOrDisk(t *testing.T) {
 // disk leaks memory and ends with an error of megabytes.
 func TestWriteBehindFailuresStayBounded(t *testing.T) {
 	s := openTemp(t)
-	var reported atomic.Int32
 	w := s.NewWriteBehind(time.Millisecond)
 	defer w.Close()
-	w.OnError(func(error) { reported.Add(1) })
 	writeRaw(t, filepath.Join(s.Dir(), "blocked"), []byte("a file where a folder belongs"))
 	w.Put("blocked/doc", deviceDoc{Scale: 7})
 	hwtest.EventuallyNil(t, 30*time.Second, "100 failed retries", func() error {
-		if n := reported.Load(); n < 100 {
+		if n := s.WriteFailures(); n < 100 {
 			return fmt.Errorf("%d so far", n)
 		}
 		return nil
@@ -320,7 +318,7 @@ func TestWriteBehindFailuresStayBounded(t *testing.T) {
 		t.Fatalf("Flush = %v; want the failing document named", err)
 	}
 	if n := strings.Count(err.Error(), "blocked/doc"); n > 2 {
-		t.Errorf("Flush after %d failed retries reports the document %d times (%d bytes); want its failure once", reported.Load(), n, len(err.Error()))
+		t.Errorf("Flush after %d failed retries reports the document %d times (%d bytes); want its failure once", s.WriteFailures(), n, len(err.Error()))
 	}
 }
 
@@ -354,5 +352,57 @@ func TestWriteBehindQueuedNeverWaitsOnAWrite(t *testing.T) {
 	}
 	if w.Queued(name) {
 		t.Error("Queued after Flush = true")
+	}
+}
+
+// A document the disk refuses is retried every interval, for hours on a
+// full disk: its failure is reported once when it starts, and once more
+// when it is written at last, never once per retry (a log line per
+// document per second). Once written, it is no failure of the next Flush
+// or of Close: a shutdown after the disk recovered has lost nothing.
+func TestWriteBehindReportsAFailingDocumentOnce(t *testing.T) {
+	s := openTemp(t)
+	var failed, recovered atomic.Int32
+	w := s.NewWriteBehind(time.Millisecond)
+	defer w.Close()
+	w.OnError(func(error) { failed.Add(1) })
+	w.OnRecover(func(string) { recovered.Add(1) })
+	blocker := filepath.Join(s.Dir(), "blocked")
+	writeRaw(t, blocker, []byte("a file where a folder belongs"))
+	w.Put("blocked/doc", deviceDoc{Scale: 7})
+	w.Put("fine", deviceDoc{Scale: 1})
+	hwtest.EventuallyNil(t, 30*time.Second, "20 failed writes", func() error {
+		if n := s.WriteFailures(); n < 20 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
+	if n := failed.Load(); n != 1 {
+		t.Errorf("OnError called %d times over %d failed retries of one document, want once", n, s.WriteFailures())
+	}
+	if n := w.Failing(); n != 1 {
+		t.Errorf("Failing = %d, want 1 (blocked/doc)", n)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, 30*time.Second, "the document written", func() error {
+		if n := w.Failing(); n != 0 || recovered.Load() == 0 {
+			return fmt.Errorf("%d failing, %d recoveries reported", n, recovered.Load())
+		}
+		return nil
+	})
+	if n := recovered.Load(); n != 1 {
+		t.Errorf("OnRecover called %d times, want once", n)
+	}
+	if n := failed.Load(); n != 1 {
+		t.Errorf("OnError called %d times in all, want once", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("Close after the failing document was written = %v; want nil, nothing is lost", err)
+	}
+	var got deviceDoc
+	if found, err := s.Load("blocked/doc", &got); !found || err != nil || got.Scale != 7 {
+		t.Errorf("blocked/doc = %+v (%v, %v); want the value put", got, found, err)
 	}
 }

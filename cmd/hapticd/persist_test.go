@@ -168,7 +168,19 @@ func TestBadStateFilesAtStart(t *testing.T) {
 
 	d2 := startProcess(t, bin, "--state-dir", dir)
 	ws2, inv2 := dialLockStep(t, d2)
-	ws2.roundTrip(pick)
+	// The client that resumes the profile is told what it did not get: its
+	// basis and lease (session.json) and its entries on the arm.
+	picked := ws2.roundTrip(pick)
+	var told []string
+	warnings, _ := picked["warnings"].([]any)
+	for _, w := range warnings {
+		if m, _ := w.(map[string]any); m["code"] == "internal" && m["path"] == "session.configure.profile" {
+			told = append(told, fmt.Sprint(m["message"]))
+		}
+	}
+	if len(told) != 2 || !strings.Contains(strings.Join(told, " "), arm) {
+		t.Errorf("the frame resuming a profile whose session.json and entries on arm %s are bad warns %q; want two internal warnings, one naming the arm", arm, told)
+	}
 	session2 := fmt.Sprint(inv2["session_id"])
 	for _, g := range []struct{ route, want string }{
 		{"/arm3/0/config/handedness", `"left"`},                                // a good document is kept
