@@ -436,3 +436,54 @@ func TestNavigationComposesWithSetTransform(t *testing.T) {
 		t.Fatalf("state.transform.position %v is not set_transform's %g plus the offset %v", s.transform, shift, s.offset)
 	}
 }
+
+// TestNavigationCursorBubbleStartsWithTheHandInside: a bubble in the
+// default centre mode ("cursor") finds the hand at rest in its dead zone
+// whatever its shape, and the workspace does not move while the hand does
+// not. A torus's centre is in its hole and a capsule's ends may both be off
+// its centre: centred on the hand, either would find it outside the
+// surface, and the workspace would slide at once.
+func TestNavigationCursorBubbleStartsWithTheHandInside(t *testing.T) {
+	for _, tt := range []struct {
+		name, shape string
+		// coreDistance is how far the hand at rest is from the bubble's
+		// reported centre: on a torus's core circle, at a capsule's middle.
+		coreDistance float64
+	}{
+		{"sphere", `{"primitive":"sphere","parameters":{"r":0.05}}`, 0},
+		{"torus", `{"primitive":"torus","parameters":{"r1":0.06,"r2":0.02}}`, 0.06},
+		{"capsule off the centre", `{"primitive":"capsule","parameters":{"a":{"x":0.05,"y":0,"z":0},"b":{"x":0.09,"y":0,"z":0},"r":0.015}}`, 0.07},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			r := startNavRig(t, ts, "co.example.nav:start", true)
+			f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble","bubble":{"shape":%s}}}}]}`, r.id, tt.shape))
+			if f["errors"] != nil {
+				t.Fatalf("configure: %v", f["errors"])
+			}
+			var center [3]float64
+			hwtest.EventuallyNil(t, 10*time.Second, "the navigation rendered", func() error {
+				s := r.frame(0)
+				if !s.hasState {
+					return fmt.Errorf("no state.navigation yet")
+				}
+				f := r.c.roundTrip(`{}`)
+				center = vec(path(f, "arm3", 0, "state", "navigation", "bubble", "center"))
+				return nil
+			})
+			// The loop runs about a tick per millisecond: these frames span
+			// tens of ticks, in which a hand found outside the surface has
+			// the workspace sliding at centimetres a second.
+			var s navSample
+			for range 20 {
+				s = r.frame(0)
+				if s.zone != "dead" || norm(s.offset) > 1e-4 {
+					t.Fatalf("the hand at rest: %v; want the dead zone and the workspace still (bubble centre %v)", s, center)
+				}
+			}
+			if d := norm([3]float64{s.pos[0] - center[0], s.pos[1] - center[1], s.pos[2] - center[2]}); math.Abs(d-tt.coreDistance) > 0.003 {
+				t.Fatalf("the hand at %v is %.4f m from the bubble's centre %v, want %g", s.pos, d, center, tt.coreDistance)
+			}
+		})
+	}
+}
