@@ -226,7 +226,7 @@ func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now i
 	set, bad, err := buildSet(session, declared, declaredNs, &view.Space)
 	if err != nil {
 		pl.refused = declared[bad].ID
-		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused), "%v", err)
+		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused, err), "%v", err)
 	}
 	pl.declared, pl.declaredNs, pl.warnings, pl.set = declared, declaredNs, warnings, set
 	return pl, nil
@@ -396,15 +396,32 @@ func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at 
 	return declared, declaredNs, warnings, nil
 }
 
-// effectPath is the path of the effect id in u's set (at.set[i]), or at
-// when u does not set it (it was in force already, and a change of the
-// session's view made it unrenderable).
-func effectPath(at string, u *protocol.EffectsUpdate, id string) string {
+// effectPath is the path of the effect id in u's set (at.set[i], and the
+// member err names, if it names one), or at when u does not set it (it was
+// in force already, and a change of the session's view made it
+// unrenderable).
+func effectPath(at string, u *protocol.EffectsUpdate, id string, err error) string {
 	if i := indexOfEffect(u.Set, id); i >= 0 {
-		return at + ".set[" + strconv.Itoa(i) + "]"
+		p := at + ".set[" + strconv.Itoa(i) + "]"
+		var fe *effectMemberError
+		if errors.As(err, &fe) {
+			p += "." + fe.member
+		}
+		return p
 	}
 	return at
 }
+
+// effectMemberError is a refusal of one member of a declared effect (its
+// wire path below the effect, "transform.scale"), so that the error entry
+// points at it.
+type effectMemberError struct {
+	member string
+	err    error
+}
+
+func (e *effectMemberError) Error() string { return e.err.Error() }
+func (e *effectMemberError) Unwrap() error { return e.err }
 
 func indexOfEffect(list []protocol.Effect, id string) int {
 	for i := range list {
@@ -567,6 +584,18 @@ func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
 	*p = shape
 	p.ToLocal, p.LocalOffsetM, p.DevMPerLocalM = s.ToLocal, hw.Vec3(s.LocalOffset), s.FrameMPerLocalM
 	p.RangeM, p.ForceScaleN = s.RangeM, s.ForceScaleN
+	// The loop bounds the frame (effect.CheckSDFFrame); say what it
+	// refuses in the words of the declaration, not the loop's fields.
+	switch effect.CheckSDFFrame(p) {
+	case effect.SDFFrameScale:
+		return &effectMemberError{member: "transform.scale", err: fmt.Errorf(
+			"an sdf whose transform.scale (with set_transform's scale) makes a unit of its shape about %.3g m of handle motion is %w: the loop renders %g to %g m",
+			p.DevMPerLocalM, errEffectNotRendered, effect.SDFMinDevMPerLocalM, effect.SDFMaxDevMPerLocalM)}
+	case effect.SDFFramePlace:
+		return &effectMemberError{member: "transform.position", err: fmt.Errorf(
+			"an sdf whose transform.position is more than %g units of its shape (the distance over transform.scale) from the device's origin is %w: move it closer or scale it up",
+			effect.SDFMaxLocal, errEffectNotRendered)}
+	}
 	return nil
 }
 
