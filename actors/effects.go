@@ -657,13 +657,25 @@ func (xs *armExtScratch) reset() {
 	}
 }
 
-// armExt returns d's state extensions as session's view v sees them: the
-// effects in force (count, and each wall's proxy point in the session's
-// space) and the passivity layer's figures, while the arm renders
-// effects; nil otherwise. xs may be nil (then it allocates).
-func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions {
+// armExt returns d's state extensions as session's view v sees them at
+// nowNs (service Clock): the effects in force (count, and each wall's proxy
+// point in the session's space) and the passivity layer's figures, while
+// the arm renders effects; nil otherwise. An effect whose time ran out is
+// not in force, though the Set holds it until its session's next entry for
+// d (effectsBefore): GET stops listing it then too. xs may be nil (then it
+// allocates).
+func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmStateExtensions {
 	set := d.rt.Effects()
 	if set == nil || set.Len() == 0 || d.Register().Owner() != set.Session {
+		return nil
+	}
+	inForce := 0
+	for i := range set.Len() {
+		if !set.Expired(i, nowNs) {
+			inForce++
+		}
+	}
+	if inForce == 0 {
 		return nil
 	}
 	if xs == nil {
@@ -680,7 +692,7 @@ func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions 
 	d.rt.LoadEffects(rep)
 	for i := range rep.N {
 		r := &rep.Effects[i]
-		if r.Removing {
+		if r.Removing || expiredIn(set, r.ID, nowNs) {
 			continue
 		}
 		switch r.Kind {
@@ -690,9 +702,15 @@ func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions 
 	}
 	xs.proxies[xs.n-1] = proxies
 	out := d.rt.Output()
-	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: set.Len(), Proxies: proxies,
+	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: inForce, Proxies: proxies,
 		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}}
 	return x
+}
+
+// expiredIn reports whether set's effect id ran out by nowNs.
+func expiredIn(set *effect.Set, id string, nowNs int64) bool {
+	i := set.IndexOf(id)
+	return i >= 0 && set.Expired(i, nowNs)
 }
 
 // declaredEffects is a published declaration: immutable once stored.

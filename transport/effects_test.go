@@ -631,3 +631,50 @@ func keepEffectsAlive(c *wsClient, id string) (stop func()) {
 	}()
 	return func() { close(quit); <-done }
 }
+
+// TestEffectCountDropsWhenAnEffectExpires: state.effects counts the
+// effects in force, as GET lists them: effects whose ttl ran out leave it
+// (count and proxies) in every frame, not only once their session sends an
+// entry for the arm again. The declaring session here sends messages
+// without one ({}), and another session watches.
+func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	watcher := ts.dial(t, ts.wsURL())
+	watcher.expect()
+	// The longest lease: the session renews nothing from here on.
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":-0.5,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":500,"ttl_ms":300}`
+	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":50},`+springAt("long", 0)+`,`+wall+`]}`))
+	if f["errors"] != nil || effectCount(f) != 3 {
+		t.Fatalf("declaration: count %v, %v", effectCount(f), f["errors"])
+	}
+	// The wall's proxy, once the loop rendered it: it must go with the wall.
+	hwtest.EventuallyNil(t, 3*time.Second, "the wall's proxy in the frames", func() error {
+		f := c.roundTrip(`{}`)
+		if proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any); len(proxies) != 1 {
+			return fmt.Errorf("state.effects %v", path(f, "arm3", 0, "state", "effects"))
+		}
+		return nil
+	})
+	for _, s := range []struct {
+		who string
+		c   *wsClient
+	}{{"declaring session", c}, {"watcher", watcher}} {
+		var last any
+		hwtest.EventuallyNil(t, 3*time.Second, "the damper and the wall expired, in the "+s.who+"'s frames", func() error {
+			f := s.c.roundTrip(`{}`)
+			if path(f, "arm3", 0, "status", "in_use") != true {
+				t.Fatalf("the lease lapsed before the %s's frames showed the expiry: state.effects until then %v", s.who, last)
+			}
+			last = path(f, "arm3", 0, "state", "effects")
+			proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
+			if effectCount(f) != 1 || len(proxies) != 0 {
+				return fmt.Errorf("state.effects %v", last)
+			}
+			return nil
+		})
+	}
+}
