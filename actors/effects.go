@@ -490,6 +490,9 @@ func buildSet(session uint64, declared []protocol.Effect, declaredNs []int64, vi
 // Expiry counts from fromNs, the service Clock time of the declaration,
 // which is the loop's clock.
 func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
+	if err := lengthsRendered(&e); err != nil {
+		return err
+	}
 	*sp = effect.Spec{ID: e.ID, ExpiresNs: effectEndNs(&e, fromNs)}
 	p := &sp.Params
 	switch e.Type {
@@ -550,6 +553,65 @@ func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
 		return sdfSpec(sp, &e.SDF)
 	default:
 		return errors.New("unknown effect type")
+	}
+	return nil
+}
+
+// lengthsRendered refuses, at the member and in the declaration's words, a
+// length or position of e (in the device frame) past the loop's
+// effect.MaxLengthM: the wire takes up to 100 m of the session's space, and
+// a workspace scale stretches it further. NewSet would refuse it too, but
+// naming its own fields (point_m, radius_m), which no client sent.
+func lengthsRendered(e *protocol.Effect) error {
+	type length struct {
+		member string
+		v      float64
+	}
+	var ls [8]length
+	n := 0
+	add := func(member string, v float64) {
+		if n < len(ls) && v != 0 {
+			ls[n] = length{member, v}
+			n++
+		}
+	}
+	addVec := func(member string, v protocol.Vec3) {
+		add(member, max(math.Abs(v.X), math.Abs(v.Y), math.Abs(v.Z)))
+	}
+	switch e.Type {
+	case protocol.EffectSpring:
+		addVec("position", e.Spring.PositionM)
+	case protocol.EffectWall:
+		addVec("position", e.Wall.PositionM)
+	case protocol.EffectLimitSphere:
+		addVec("center", e.LimitSphere.CenterM)
+		add("radius", e.LimitSphere.RadiusM)
+	case protocol.EffectLimitBox:
+		addVec("center", e.LimitBox.CenterM)
+		addVec("half_extents", e.LimitBox.HalfExtentsM)
+	case protocol.EffectField:
+		addVec("origin", e.Field.OriginM)
+		add("radius", e.Field.RadiusM)
+	case protocol.EffectSDF:
+		// The shape's sizes are in its own frame (transform.scale sets
+		// how long its unit is); the range is converted.
+		q := &e.SDF.Shape.Params
+		add("range", e.SDF.RangeM)
+		add("shape.parameters.r", q.R)
+		add("shape.parameters.r1", q.R1)
+		add("shape.parameters.r2", q.R2)
+		add("shape.parameters.h", q.H)
+		add("shape.parameters.e", q.E)
+		add("shape.parameters.le", q.Le)
+		addVec("shape.parameters.a", q.A)
+		addVec("shape.parameters.b", q.B)
+	}
+	for _, l := range ls[:n] {
+		if !(math.Abs(l.v) <= effect.MaxLengthM) {
+			return &effectMemberError{member: l.member, err: fmt.Errorf(
+				"%s is %.4g m where the loop renders it (the device frame; a shape's own units for its parameters), past the %g m it renders: the wire takes lengths up to %g m of the session's space, before its set_transform scale",
+				l.member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
+		}
 	}
 	return nil
 }
