@@ -731,9 +731,16 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	if set == nil || set.Len() == 0 || d.Register().Owner() != set.Session {
 		return nil
 	}
+	// The declaration published with the Set, effect for effect: when
+	// each one's ttl or duration ends, as GET and the session count it (a
+	// field past its valid_ms is stale, not ended: its refresh may come).
+	decl := d.declared.Load()
+	ended := func(i int) bool {
+		return decl != nil && decl.set == set && i >= 0 && i < len(decl.endsNs) && decl.endsNs[i] != 0 && nowNs >= decl.endsNs[i]
+	}
 	inForce := 0
 	for i := range set.Len() {
-		if !set.Expired(i, nowNs) {
+		if !ended(i) {
 			inForce++
 		}
 	}
@@ -754,7 +761,7 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	d.rt.LoadEffects(rep)
 	for i := range rep.N {
 		r := &rep.Effects[i]
-		if r.Removing || expiredIn(set, r.ID, nowNs) {
+		if r.Removing || ended(set.IndexOf(r.ID)) {
 			continue
 		}
 		switch r.Kind {
@@ -767,12 +774,6 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: inForce, Proxies: proxies,
 		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}}
 	return x
-}
-
-// expiredIn reports whether set's effect id ran out by nowNs.
-func expiredIn(set *effect.Set, id string, nowNs int64) bool {
-	i := set.IndexOf(id)
-	return i >= 0 && set.Expired(i, nowNs)
 }
 
 // declaredEffects is a published declaration: immutable once stored.

@@ -647,8 +647,11 @@ func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
 	// The longest lease: the session renews nothing from here on.
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":-0.5,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":500,"ttl_ms":300}`
-	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":50},`+springAt("long", 0)+`,`+wall+`]}`))
-	if f["errors"] != nil || effectCount(f) != 3 {
+	// A field past its valid_ms is stale, not ended: it stays declared
+	// (GET lists it) for its refresh, and is counted.
+	field := `{"id":"model","type":"field","origin":{"x":0,"y":0,"z":0},"radius":0.1,"valid_ms":20}`
+	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":50},`+springAt("long", 0)+`,`+wall+`,`+field+`]}`))
+	if f["errors"] != nil || effectCount(f) != 4 {
 		t.Fatalf("declaration: count %v, %v", effectCount(f), f["errors"])
 	}
 	// The wall's proxy, once the loop rendered it: it must go with the wall.
@@ -671,8 +674,11 @@ func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
 			}
 			last = path(f, "arm3", 0, "state", "effects")
 			proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
-			if effectCount(f) != 1 || len(proxies) != 0 {
+			if effectCount(f) != 2 || len(proxies) != 0 {
 				return fmt.Errorf("state.effects %v", last)
+			}
+			if n := effectsListed(ts, id); n != 2 {
+				return fmt.Errorf("GET lists %d effects", n)
 			}
 			return nil
 		})

@@ -239,14 +239,6 @@ func (s *Set) Len() int {
 // Spec returns the i-th effect (a copy).
 func (s *Set) Spec(i int) Spec { return s.specs[i] }
 
-// Expired reports whether the i-th effect's expiry (ExpiresNs: a ttl, a
-// field's validity, a vibration's duration) passed by nowNs: it is fading
-// out or faded, no longer in force.
-func (s *Set) Expired(i int, nowNs int64) bool {
-	e := s.specs[i].ExpiresNs
-	return e != 0 && nowNs >= e
-}
-
 // IndexOf is the index of the effect with id, or -1.
 func (s *Set) IndexOf(id string) int {
 	for i := range s.Len() {
