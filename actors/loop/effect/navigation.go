@@ -191,8 +191,9 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 		// Light damping, and the centre's drift toward the cursor.
 		f = v.Scale(-b.DeadDampingNsPerM)
 		if integrate && b.DriftRateMps > 0 {
-			if l := x.Norm(); l > 0 {
-				n.DriftM = n.DriftM.Add(x.Scale(math.Min(l, b.DriftRateMps*dtS) / l))
+			to := x.Sub(driftTarget(b, x))
+			if l := to.Norm(); l > 0 {
+				n.DriftM = n.DriftM.Add(to.Scale(math.Min(l, b.DriftRateMps*dtS) / l))
 			}
 		}
 	}
@@ -275,6 +276,36 @@ func cursorStart(b *Bubble) hw.Vec3 {
 		return b.Shape.PointM.Add(hw.Vec3{X: b.Shape.RadiusM})
 	case PrimCapsule, PrimCappedCylinder:
 		return b.Shape.PointM.Add(b.Shape.EndM).Scale(0.5)
+	}
+	return hw.Vec3{}
+}
+
+// driftTarget is the point of b's local frame that a drifting centre
+// brings onto the cursor at x (local): the centre, unless the centre is
+// outside the shape (cursorStart), where bringing it onto the cursor would
+// put the hand out of the dead zone and slide the workspace with the hand
+// at rest. Then it is the point of the shape's core nearest the cursor: on
+// a torus's core circle, on a capsule's or capped cylinder's axis.
+func driftTarget(b *Bubble, x hw.Vec3) hw.Vec3 {
+	if bubbleDistance(b, hw.Vec3{}) < 0 {
+		return hw.Vec3{}
+	}
+	p := &b.Shape
+	switch b.Primitive {
+	case PrimTorus:
+		q := x.Sub(p.PointM)
+		rho := math.Hypot(q.X, q.Z)
+		if !(rho > 0) {
+			return cursorStart(b)
+		}
+		return p.PointM.Add(hw.Vec3{X: q.X, Z: q.Z}.Scale(p.RadiusM / rho))
+	case PrimCapsule, PrimCappedCylinder:
+		ab := p.EndM.Sub(p.PointM)
+		h := 0.0
+		if l2 := ab.Dot(ab); l2 > 0 {
+			h = clamp01(x.Sub(p.PointM).Dot(ab) / l2)
+		}
+		return p.PointM.Add(ab.Scale(h))
 	}
 	return hw.Vec3{}
 }
