@@ -76,7 +76,7 @@ func (r *runRig) frame(session uint64) ([]byte, []protocol.ArmFrame) {
 		r.memos[session] = m
 	}
 	f := &protocol.Frame{SessionID: session}
-	fillFrame(r.devs, session, f, &r.snap, false, nil, protocol.Codec{}, nil, m)
+	fillFrame(r.devs, session, f, &r.snap, false, nil, protocol.Codec{}, nil, m, 0)
 	out := protocol.Codec{}.AppendFrame(nil, f, r.types)
 	// The same frame as a splicing sink gets it (emit): its own bytes and
 	// the run, to be written where it lies.
@@ -103,7 +103,7 @@ func (r *runRig) frame(session uint64) ([]byte, []protocol.ArmFrame) {
 // the bytes a run must reproduce.
 func (r *runRig) perArm(session uint64) []byte {
 	f := &protocol.Frame{SessionID: session}
-	fillFrame(r.devs, session, f, &r.snap, false, nil, nil, nil, nil)
+	fillFrame(r.devs, session, f, &r.snap, false, nil, nil, nil, nil, 0)
 	return protocol.Codec{}.AppendFrame(nil, f, r.types)
 }
 

@@ -227,7 +227,7 @@ func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now i
 	set, bad, err := buildSet(session, declared, declaredNs, &view.Space)
 	if err != nil {
 		pl.refused = declared[bad].ID
-		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused), "%v", err)
+		return pl, protocol.Errorf(protocol.CodeInvalidValue, effectPath(at, u, pl.refused, err), "%v", err)
 	}
 	pl.declared, pl.declaredNs, pl.warnings, pl.set = declared, declaredNs, warnings, set
 	return pl, nil
@@ -397,15 +397,32 @@ func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at 
 	return declared, declaredNs, warnings, nil
 }
 
-// effectPath is the path of the effect id in u's set (at.set[i]), or at
-// when u does not set it (it was in force already, and a change of the
-// session's view made it unrenderable).
-func effectPath(at string, u *protocol.EffectsUpdate, id string) string {
+// effectPath is the path of the effect id in u's set (at.set[i], and the
+// member err names, if it names one), or at when u does not set it (it was
+// in force already, and a change of the session's view made it
+// unrenderable).
+func effectPath(at string, u *protocol.EffectsUpdate, id string, err error) string {
 	if i := indexOfEffect(u.Set, id); i >= 0 {
-		return at + ".set[" + strconv.Itoa(i) + "]"
+		p := at + ".set[" + strconv.Itoa(i) + "]"
+		var fe *effectMemberError
+		if errors.As(err, &fe) {
+			p += "." + fe.member
+		}
+		return p
 	}
 	return at
 }
+
+// effectMemberError is a refusal of one member of a declared effect (its
+// wire path below the effect, "transform.scale"), so that the error entry
+// points at it.
+type effectMemberError struct {
+	member string
+	err    error
+}
+
+func (e *effectMemberError) Error() string { return e.err.Error() }
+func (e *effectMemberError) Unwrap() error { return e.err }
 
 func indexOfEffect(list []protocol.Effect, id string) int {
 	for i := range list {
@@ -474,6 +491,9 @@ func buildSet(session uint64, declared []protocol.Effect, declaredNs []int64, vi
 // Expiry counts from fromNs, the service Clock time of the declaration,
 // which is the loop's clock.
 func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
+	if err := lengthsRendered(&e); err != nil {
+		return err
+	}
 	*sp = effect.Spec{ID: e.ID, ExpiresNs: effectEndNs(&e, fromNs)}
 	p := &sp.Params
 	switch e.Type {
@@ -538,6 +558,65 @@ func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
 	return nil
 }
 
+// lengthsRendered refuses, at the member and in the declaration's words, a
+// length or position of e (in the device frame) past the loop's
+// effect.MaxLengthM: the wire takes up to 100 m of the session's space, and
+// a workspace scale stretches it further. NewSet would refuse it too, but
+// naming its own fields (point_m, radius_m), which no client sent.
+func lengthsRendered(e *protocol.Effect) error {
+	type length struct {
+		member string
+		v      float64
+	}
+	var ls [8]length
+	n := 0
+	add := func(member string, v float64) {
+		if n < len(ls) && v != 0 {
+			ls[n] = length{member, v}
+			n++
+		}
+	}
+	addVec := func(member string, v protocol.Vec3) {
+		add(member, max(math.Abs(v.X), math.Abs(v.Y), math.Abs(v.Z)))
+	}
+	switch e.Type {
+	case protocol.EffectSpring:
+		addVec("position", e.Spring.PositionM)
+	case protocol.EffectWall:
+		addVec("position", e.Wall.PositionM)
+	case protocol.EffectLimitSphere:
+		addVec("center", e.LimitSphere.CenterM)
+		add("radius", e.LimitSphere.RadiusM)
+	case protocol.EffectLimitBox:
+		addVec("center", e.LimitBox.CenterM)
+		addVec("half_extents", e.LimitBox.HalfExtentsM)
+	case protocol.EffectField:
+		addVec("origin", e.Field.OriginM)
+		add("radius", e.Field.RadiusM)
+	case protocol.EffectSDF:
+		// The shape's sizes are in its own frame (transform.scale sets
+		// how long its unit is); the range is converted.
+		q := &e.SDF.Shape.Params
+		add("range", e.SDF.RangeM)
+		add("shape.parameters.r", q.R)
+		add("shape.parameters.r1", q.R1)
+		add("shape.parameters.r2", q.R2)
+		add("shape.parameters.h", q.H)
+		add("shape.parameters.e", q.E)
+		add("shape.parameters.le", q.Le)
+		addVec("shape.parameters.a", q.A)
+		addVec("shape.parameters.b", q.B)
+	}
+	for _, l := range ls[:n] {
+		if !(math.Abs(l.v) <= effect.MaxLengthM) {
+			return &effectMemberError{member: l.member, err: fmt.Errorf(
+				"%s is %.4g m where the loop renders it (the device frame; a shape's own units for its parameters), past the %g m it renders: the wire takes lengths up to %g m of the session's space, before its set_transform scale",
+				l.member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
+		}
+	}
+	return nil
+}
+
 // sdfSpec fills sp with an SDF effect (device frame): the shape's sizes in
 // its local frame, the frame, and the force curve.
 func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
@@ -568,6 +647,18 @@ func sdfSpec(sp *effect.Spec, s *protocol.SDFEffect) error {
 	*p = shape
 	p.ToLocal, p.LocalOffsetM, p.DevMPerLocalM = s.ToLocal, hw.Vec3(s.LocalOffset), s.FrameMPerLocalM
 	p.RangeM, p.ForceScaleN = s.RangeM, s.ForceScaleN
+	// The loop bounds the frame (effect.CheckSDFFrame); say what it
+	// refuses in the words of the declaration, not the loop's fields.
+	switch effect.CheckSDFFrame(p) {
+	case effect.SDFFrameScale:
+		return &effectMemberError{member: "transform.scale", err: fmt.Errorf(
+			"an sdf whose transform.scale (with set_transform's scale) makes a unit of its shape about %.3g m of handle motion is %w: the loop renders %g to %g m",
+			p.DevMPerLocalM, errEffectNotRendered, effect.SDFMinDevMPerLocalM, effect.SDFMaxDevMPerLocalM)}
+	case effect.SDFFramePlace:
+		return &effectMemberError{member: "transform.position", err: fmt.Errorf(
+			"an sdf whose transform.position is more than %g units of its shape (the distance over transform.scale) from the device's origin is %w: move it closer or scale it up",
+			effect.SDFMaxLocal, errEffectNotRendered)}
+	}
 	return nil
 }
 
@@ -629,13 +720,32 @@ func (xs *armExtScratch) reset() {
 	}
 }
 
-// armExt returns d's state extensions as session's view v sees them: the
-// effects in force (count, and each wall's proxy point in the session's
-// space) and the passivity layer's figures, while the arm renders
-// effects; nil otherwise. xs may be nil (then it allocates).
-func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions {
+// armExt returns d's state extensions as session's view v sees them at
+// nowNs (service Clock): the effects in force (count, and each wall's proxy
+// point in the session's space) and the passivity layer's figures, while
+// the arm renders effects; nil otherwise. An effect whose time ran out is
+// not in force, though the Set holds it until its session's next entry for
+// d (effectsBefore): GET stops listing it then too. xs may be nil (then it
+// allocates).
+func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmStateExtensions {
 	set := d.rt.Effects()
 	if set == nil || set.Len() == 0 || d.Register().Owner() != set.Session {
+		return nil
+	}
+	// The declaration published with the Set, effect for effect: when
+	// each one's ttl or duration ends, as GET and the session count it (a
+	// field past its valid_ms is stale, not ended: its refresh may come).
+	decl := declarationOf(set)
+	ended := func(i int) bool {
+		return decl != nil && i >= 0 && i < len(decl.endsNs) && decl.endsNs[i] != 0 && nowNs >= decl.endsNs[i]
+	}
+	inForce := 0
+	for i := range set.Len() {
+		if !ended(i) {
+			inForce++
+		}
+	}
+	if inForce == 0 {
 		return nil
 	}
 	if xs == nil {
@@ -652,7 +762,7 @@ func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions 
 	d.rt.LoadEffects(rep)
 	for i := range rep.N {
 		r := &rep.Effects[i]
-		if r.Removing {
+		if r.Removing || ended(set.IndexOf(r.ID)) {
 			continue
 		}
 		switch r.Kind {
@@ -662,7 +772,7 @@ func armExt(d *Device, v *View, xs *armExtScratch) *protocol.ArmStateExtensions 
 	}
 	xs.proxies[xs.n-1] = proxies
 	out := d.rt.Output()
-	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: set.Len(), Proxies: proxies,
+	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: inForce, Proxies: proxies,
 		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}}
 	return x
 }

@@ -692,14 +692,14 @@ func (p *tickPath) fillDevices(f *protocol.Frame, snap *sessionSnapshot, withCon
 	if !withConfig {
 		f.ArmState = snap.sub.armState
 	}
-	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext, &p.views)
+	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext, &p.views, p.svc.opts.Clock.Now())
 }
 
 // FillFrame fills f with every device as session sees it (0: the default
 // view), with config when withConfig is set. GET /devices uses it.
 func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) {
 	var snap loop.Snapshot
-	fillFrame(s.Devices(), session, f, &snap, withConfig, nil, nil, nil, nil)
+	fillFrame(s.Devices(), session, f, &snap, withConfig, nil, nil, nil, nil, s.opts.Clock.Now())
 }
 
 // fillFrame fills f. With a codec, state-only elements of devices seen
@@ -707,8 +707,9 @@ func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) 
 // cache: one encoding per device, published snapshot and format, however
 // many sessions frame it. A cache hit neither copies the snapshot nor
 // encodes, nor quotes the device's id. views (nil: none) remembers the
-// session's views from frame to frame.
-func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec, xs *armExtScratch, views *viewMemo) {
+// session's views from frame to frame. nowNs (service Clock) says which
+// effects are still in force.
+func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec, xs *armExtScratch, views *viewMemo, nowNs int64) {
 	xs.reset()
 	configFor := func(t protocol.DeviceType) bool {
 		if !withConfig {
@@ -749,7 +750,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		v := views.viewFor(i, d, session)
 		// An arm with effects is encoded per frame: the cache is keyed by
 		// the loop's snapshot, the effects by the session's Set.
-		ext := armExt(d, v, xs) // effects and passivity (effects.go)
+		ext := armExt(d, v, xs, nowNs) // effects and passivity (effects.go)
 		cacheable := ext == nil && !armConfig && slot >= 0 && v == d.defaultView.Load() && f.ArmState == 0
 		var seq uint64
 		var hit []byte

@@ -332,7 +332,7 @@ func BenchmarkArmRunPerTick(b *testing.B) {
 				for i, s := range sessions {
 					if framed {
 						f.Arms = f.Arms[:0]
-						fillFrame(devs, s, f, &snap, false, nil, protocol.Codec{}, nil, memos[i])
+						fillFrame(devs, s, f, &snap, false, nil, protocol.Codec{}, nil, memos[i], 0)
 						memos[i].run.release()
 					}
 				}

@@ -115,7 +115,7 @@ func TestHaltIsNotServedAStaleCachedBody(t *testing.T) {
 	var snap loop.Snapshot
 	frame := func(session uint64) string {
 		f.Arms = f.Arms[:0]
-		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{}, nil, nil)
+		fillFrame(devs, session, &f, &snap, false, nil, protocol.Codec{}, nil, nil, 0)
 		if len(f.Arms) != 1 || f.Arms[0].Element == nil {
 			t.Fatalf("no cached element: %+v", f.Arms)
 		}

@@ -117,7 +117,7 @@ func TestSessionsShareAnEncodingOnlyThroughTheSameView(t *testing.T) {
 			frames[session], memos[session] = f, m
 		}
 		f.Arms = f.Arms[:0]
-		fillFrame(devs, session, f, &snap, false, nil, protocol.Codec{}, nil, m)
+		fillFrame(devs, session, f, &snap, false, nil, protocol.Codec{}, nil, m, 0)
 		a := &f.Arms[0]
 		elem = a.Element
 		if elem == nil { // encoded per frame, as the frame would

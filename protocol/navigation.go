@@ -40,8 +40,10 @@ var navigationModes = []string{NavigationOff, NavigationBubble}
 // there and moves it toward the cursor at DriftRateMps while the cursor is
 // in the dead zone; "cursor" puts it where the cursor is when the
 // navigation starts, PositionM being an offset from there, so that turning
-// the bubble on never finds the hand out in its wall. A center without a
-// position defaults to "cursor", one with a position to "fixed".
+// the bubble on never finds the hand out in its wall. A shape whose centre
+// is outside it (a torus) drifts its core to the cursor, and starts with
+// the cursor in the middle of its core. A center without a position
+// defaults to "cursor", one with a position to "fixed".
 const (
 	CenterFixed  = "fixed"
 	CenterDrift  = "drift"

@@ -103,7 +103,9 @@ func TestSDFEffectBadInput(t *testing.T) {
 		{"no shape", `{"id":"s","type":"sdf"}`, "invalid_value", ".set[0]"},
 		{"unknown primitive", `{"id":"s","type":"sdf","shape":{"primitive":"teapot","parameters":{}}}`, "invalid_value", ".set[0].shape.primitive"},
 		{"a primitive the loop does not render", `{"id":"s","type":"sdf","shape":{"primitive":"solid_angle","parameters":{"c":{"x":0.6,"y":0.8},"r":0.02}}}`, "invalid_value", ".set[0]"},
-		{"a frame scale the loop refuses", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1e-9,"y":1e-9,"z":1e-9}}}`, "invalid_value", ".set[0]"},
+		{"a frame scale the loop refuses", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1e-9,"y":1e-9,"z":1e-9}}}`, "invalid_value", ".set[0].transform.scale"},
+		{"a frame scale the loop refuses, large", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"scale":{"x":1e4,"y":1e4,"z":1e4}}}`, "invalid_value", ".set[0].transform.scale"},
+		{"a position too far for its scale", `{"id":"s","type":"sdf",` + sphere + `,"transform":{"position":{"x":50,"y":0,"z":0},"scale":{"x":1e-5,"y":1e-5,"z":1e-5}}}`, "invalid_value", ".set[0].transform.position"},
 		{"negative radius", `{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":-1}}}`, "out_of_range", ".set[0].shape.parameters.r"},
 		{"flat form without params", `{"id":"s","type":"sdf","shape":"sphere"}`, "invalid_value", ".set[0].params"},
 		{"range zero", `{"id":"s","type":"sdf",` + sphere + `,"range":0}`, "out_of_range", ".set[0].range"},
@@ -126,8 +128,15 @@ func TestSDFEffectBadInput(t *testing.T) {
 			if p := path(f, "errors", 0, "path"); p != want {
 				t.Fatalf("error path %v, want %s (%v)", p, want, f["errors"])
 			}
-			if msg, _ := path(f, "errors", 0, "message").(string); strings.Contains(msg, `"keep"`) {
+			msg, _ := path(f, "errors", 0, "message").(string)
+			if strings.Contains(msg, `"keep"`) {
 				t.Fatalf("the error names the effect in force, not the one refused: %s", msg)
+			}
+			// The loop's own names are nothing the client sent.
+			for _, internal := range []string{"dev_m_per_local", "to_local", "local_offset", "_m ="} {
+				if strings.Contains(msg, internal) {
+					t.Fatalf("the error names %q, a field of the loop's, not of the effect declared: %s", internal, msg)
+				}
 			}
 			if n := effectCount(f); n != 1 {
 				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
@@ -139,8 +148,8 @@ func TestSDFEffectBadInput(t *testing.T) {
 	ev := ts.dial(t, ts.eventsWS)
 	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"fine","type":"sdf",`+sphere+`},{"id":"tiny","type":"sdf",`+sphere+`,"transform":{"scale":{"x":1e-9,"y":1e-9,"z":1e-9}}}]}`))
 	msg, _ := path(f, "errors", 0, "message").(string)
-	if p := path(f, "errors", 0, "path"); p != "arm3[0].effects.set[1]" || !strings.Contains(msg, `"tiny"`) || strings.Contains(msg, `"keep"`) || strings.Contains(msg, `"fine"`) {
-		t.Fatalf("error %v: want it at arm3[0].effects.set[1], naming tiny alone", f["errors"])
+	if p := path(f, "errors", 0, "path"); p != "arm3[0].effects.set[1].transform.scale" || !strings.Contains(msg, `"tiny"`) || strings.Contains(msg, `"keep"`) || strings.Contains(msg, `"fine"`) {
+		t.Fatalf("error %v: want it at arm3[0].effects.set[1].transform.scale, naming tiny alone", f["errors"])
 	}
 	waitEvent(t, ev, "effect-refused", func(e map[string]any) bool {
 		return path(e, "data", "effect_id") == "tiny" && path(e, "data", "code") == "invalid_value"

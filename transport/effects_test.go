@@ -631,3 +631,101 @@ func keepEffectsAlive(c *wsClient, id string) (stop func()) {
 	}()
 	return func() { close(quit); <-done }
 }
+
+// TestEffectCountDropsWhenAnEffectExpires: state.effects counts the
+// effects in force, as GET lists them: effects whose ttl ran out leave it
+// (count and proxies) in every frame, not only once their session sends an
+// entry for the arm again. The declaring session here sends messages
+// without one ({}), and another session watches.
+func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	watcher := ts.dial(t, ts.wsURL())
+	watcher.expect()
+	// The longest lease: the session renews nothing from here on.
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":-0.5,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":500,"ttl_ms":300}`
+	// A field past its valid_ms is stale, not ended: it stays declared
+	// (GET lists it) for its refresh, and is counted.
+	field := `{"id":"model","type":"field","origin":{"x":0,"y":0,"z":0},"radius":0.1,"valid_ms":20}`
+	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":50},`+springAt("long", 0)+`,`+wall+`,`+field+`]}`))
+	if f["errors"] != nil || effectCount(f) != 4 {
+		t.Fatalf("declaration: count %v, %v", effectCount(f), f["errors"])
+	}
+	// The wall's proxy, once the loop rendered it: it must go with the wall.
+	hwtest.EventuallyNil(t, 3*time.Second, "the wall's proxy in the frames", func() error {
+		f := c.roundTrip(`{}`)
+		if proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any); len(proxies) != 1 {
+			return fmt.Errorf("state.effects %v", path(f, "arm3", 0, "state", "effects"))
+		}
+		return nil
+	})
+	for _, s := range []struct {
+		who string
+		c   *wsClient
+	}{{"declaring session", c}, {"watcher", watcher}} {
+		var last any
+		hwtest.EventuallyNil(t, 3*time.Second, "the damper and the wall expired, in the "+s.who+"'s frames", func() error {
+			f := s.c.roundTrip(`{}`)
+			if path(f, "arm3", 0, "status", "in_use") != true {
+				t.Fatalf("the lease lapsed before the %s's frames showed the expiry: state.effects until then %v", s.who, last)
+			}
+			last = path(f, "arm3", 0, "state", "effects")
+			proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
+			if effectCount(f) != 2 || len(proxies) != 0 {
+				return fmt.Errorf("state.effects %v", last)
+			}
+			if n := effectsListed(ts, id); n != 2 {
+				return fmt.Errorf("GET lists %d effects", n)
+			}
+			return nil
+		})
+	}
+}
+
+// TestEffectPastTheLoopsBoundsNamesTheMember: a length the wire accepts
+// (up to 100 m) but the loop does not (10 m in the device frame) is an
+// invalid_value error entry at the member the client sent, in its words:
+// never the loop's own field names. The effect in force stays.
+func TestEffectPastTheLoopsBoundsNamesTheMember(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	for _, tc := range []struct{ name, effect, member string }{
+		{"spring position", `{"id":"e","type":"spring","position":{"x":50,"y":0,"z":0},"stiffness":100}`, "position"},
+		{"wall position", `{"id":"e","type":"wall","position":{"x":0,"y":-50,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":100}`, "position"},
+		{"limit_sphere radius", `{"id":"e","type":"limit_sphere","center":{"x":0,"y":0,"z":0},"radius":50,"stiffness":100}`, "radius"},
+		{"limit_sphere center", `{"id":"e","type":"limit_sphere","center":{"x":0,"y":0,"z":50},"radius":1,"stiffness":100}`, "center"},
+		{"limit_box half_extents", `{"id":"e","type":"limit_box","center":{"x":0,"y":0,"z":0},"half_extents":{"x":50,"y":1,"z":1},"stiffness":100}`, "half_extents"},
+		{"field origin", `{"id":"e","type":"field","origin":{"x":50,"y":0,"z":0},"radius":1}`, "origin"},
+		{"field radius", `{"id":"e","type":"field","origin":{"x":0,"y":0,"z":0},"radius":50}`, "radius"},
+		{"sdf range", `{"id":"e","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.02}},"range":50}`, "range"},
+		{"sdf radius", `{"id":"e","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":50}}}`, "shape.parameters.r"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := c.roundTrip(effectsMsg(id, `{"set":[`+tc.effect+`]}`))
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != "invalid_value" {
+				t.Fatalf("want one invalid_value error, got %v", f["errors"])
+			}
+			if p, want := path(f, "errors", 0, "path"), "arm3[0].effects.set[0]."+tc.member; p != want {
+				t.Fatalf("error path %v, want %s (%v)", p, want, f["errors"])
+			}
+			msg, _ := path(f, "errors", 0, "message").(string)
+			for _, internal := range []string{"_m =", "_m must", "point_m", "radius_m", "half_extents_m", "range_m"} {
+				if strings.Contains(msg, internal) {
+					t.Fatalf("the error names %q, a field of the loop's, not of the effect declared: %s", internal, msg)
+				}
+			}
+			if n := effectCount(f); n != 1 {
+				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
+			}
+		})
+	}
+}

@@ -436,3 +436,96 @@ func TestNavigationComposesWithSetTransform(t *testing.T) {
 		t.Fatalf("state.transform.position %v is not set_transform's %g plus the offset %v", s.transform, shift, s.offset)
 	}
 }
+
+// TestNavigationCursorBubbleStartsWithTheHandInside: a bubble in the
+// default centre mode ("cursor") finds the hand at rest in its dead zone
+// whatever its shape, and the workspace does not move while the hand does
+// not. A torus's centre is in its hole and a capsule's ends may both be off
+// its centre: centred on the hand, either would find it outside the
+// surface, and the workspace would slide at once.
+func TestNavigationCursorBubbleStartsWithTheHandInside(t *testing.T) {
+	for _, tt := range []struct {
+		name, shape string
+		// coreDistance is how far the hand at rest is from the bubble's
+		// reported centre: on a torus's core circle, at a capsule's middle.
+		coreDistance float64
+	}{
+		{"sphere", `{"primitive":"sphere","parameters":{"r":0.05}}`, 0},
+		{"torus", `{"primitive":"torus","parameters":{"r1":0.06,"r2":0.02}}`, 0.06},
+		{"capsule off the centre", `{"primitive":"capsule","parameters":{"a":{"x":0.05,"y":0,"z":0},"b":{"x":0.09,"y":0,"z":0},"r":0.015}}`, 0.07},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			r := startNavRig(t, ts, "co.example.nav:start", true)
+			f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble","bubble":{"shape":%s}}}}]}`, r.id, tt.shape))
+			if f["errors"] != nil {
+				t.Fatalf("configure: %v", f["errors"])
+			}
+			var center [3]float64
+			hwtest.EventuallyNil(t, 10*time.Second, "the navigation rendered", func() error {
+				s := r.frame(0)
+				if !s.hasState {
+					return fmt.Errorf("no state.navigation yet")
+				}
+				f := r.c.roundTrip(`{}`)
+				center = vec(path(f, "arm3", 0, "state", "navigation", "bubble", "center"))
+				return nil
+			})
+			// The loop runs about a tick per millisecond: these frames span
+			// tens of ticks, in which a hand found outside the surface has
+			// the workspace sliding at centimetres a second.
+			var s navSample
+			for range 20 {
+				s = r.frame(0)
+				if s.zone != "dead" || norm(s.offset) > 1e-4 {
+					t.Fatalf("the hand at rest: %v; want the dead zone and the workspace still (bubble centre %v)", s, center)
+				}
+			}
+			if d := norm([3]float64{s.pos[0] - center[0], s.pos[1] - center[1], s.pos[2] - center[2]}); math.Abs(d-tt.coreDistance) > 0.003 {
+				t.Fatalf("the hand at %v is %.4f m from the bubble's centre %v, want %g", s.pos, d, center, tt.coreDistance)
+			}
+		})
+	}
+}
+
+// TestNavigationDriftingTorusKeepsTheHandInItsTube: a drifting bubble's
+// centre follows the hand while the hand is in the dead zone. A torus's
+// centre is in its hole: brought onto the hand, it would put the hand in
+// the hole (the velocity zone), and the workspace would slide with the hand
+// at rest. The torus drifts instead until the hand is on its core circle,
+// the middle of its tube.
+func TestNavigationDriftingTorusKeepsTheHandInItsTube(t *testing.T) {
+	const r1, r2 = 0.06, 0.02
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:drift", true)
+	// The hand in the tube 1 cm outside its core circle, along x.
+	cx := r.center[0] - r1 - 0.01
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble","bubble":{`+
+		`"center":{"position":{"x":%g,"y":%g,"z":%g},"mode":"drift","drift_rate":0.2},`+
+		`"shape":{"primitive":"torus","parameters":{"r1":%g,"r2":%g}}}}}}]}`, r.id, cx, r.center[1], r.center[2], r1, r2))
+	if f["errors"] != nil {
+		t.Fatalf("configure: %v", f["errors"])
+	}
+	var last [3]float64
+	hwtest.EventuallyNil(t, 10*time.Second, "the torus drifting until the hand is on its core circle", func() error {
+		s := r.frame(0)
+		if !s.hasState {
+			return fmt.Errorf("no state.navigation yet")
+		}
+		if s.zone != "dead" || norm(s.offset) > 1e-4 {
+			t.Fatalf("the hand at rest left the dead zone: %v (bubble centre last %v)", s, last)
+		}
+		last = vec(path(r.c.roundTrip(`{}`), "arm3", 0, "state", "navigation", "bubble", "center"))
+		if d := norm([3]float64{s.pos[0] - last[0], s.pos[1] - last[1], s.pos[2] - last[2]}); math.Abs(d-r1) > 0.002 {
+			return fmt.Errorf("the hand is %.4f m from the centre %v, want %g", d, last, r1)
+		}
+		return nil
+	})
+	// And it stays there: a centre drifting on toward the hand at 0.2 m/s
+	// would put the hand past the tube's inner surface within 0.12 s.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		if s := r.frame(0); s.zone != "dead" || norm(s.offset) > 1e-4 {
+			t.Fatalf("the hand at rest left the dead zone: %v (bubble centre %v)", s, vec(path(r.c.roundTrip(`{}`), "arm3", 0, "state", "navigation", "bubble", "center")))
+		}
+	}
+}

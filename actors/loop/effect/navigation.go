@@ -46,8 +46,10 @@ type Bubble struct {
 	DriftRateMps float64
 	// AtCursor centres the bubble on the cursor's mount-space position
 	// when the navigation starts, CenterM being an offset from there (the
-	// centre mode "cursor"); the Navigator keeps that anchor while the
-	// bubbles it steps keep AtCursor set.
+	// centre mode "cursor"), or, for a shape whose centre is outside it,
+	// puts the cursor in the middle of its core (cursorStart); the
+	// Navigator keeps that anchor while the bubbles it steps keep AtCursor
+	// set.
 	AtCursor bool
 	// Forces act on the handle: N/m and N·s/m of handle motion.
 	DeadDampingNsPerM  float64
@@ -143,11 +145,12 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 	dtS := float64(in.DtNs) * 1e-9
 	x := mulMat(&b.ToLocal, in.PositionM).Add(b.LocalOffset)
 	if b.AtCursor {
-		// x is the cursor in mount space less CenterM. The anchor is the
-		// cursor's mount position at the start and the centre sits CenterM
-		// from it, so the cursor less the centre is x less the anchor.
+		// x is the cursor in mount space less CenterM. The anchor is where
+		// the cursor starts, less the point of the shape it starts at
+		// (cursorStart), and the centre sits CenterM from the anchor, so
+		// the cursor less the centre is x less the anchor.
 		if !n.anchored && x.Finite() {
-			n.anchorM, n.anchored = x.Add(b.CenterM), true
+			n.anchorM, n.anchored = x.Add(b.CenterM).Sub(cursorStart(b)), true
 		}
 		x = x.Sub(n.anchorM)
 	} else {
@@ -188,8 +191,9 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 		// Light damping, and the centre's drift toward the cursor.
 		f = v.Scale(-b.DeadDampingNsPerM)
 		if integrate && b.DriftRateMps > 0 {
-			if l := x.Norm(); l > 0 {
-				n.DriftM = n.DriftM.Add(x.Scale(math.Min(l, b.DriftRateMps*dtS) / l))
+			to := x.Sub(driftTarget(b, x))
+			if l := to.Norm(); l > 0 {
+				n.DriftM = n.DriftM.Add(to.Scale(math.Min(l, b.DriftRateMps*dtS) / l))
 			}
 		}
 	}
@@ -240,7 +244,8 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 func (n *Navigator) Stop() { n.VelocityMps, n.ForceN, n.fadedNs = hw.Vec3{}, hw.Vec3{}, 0 }
 
 // CenterM is the bubble's centre in mount space: drift included, or for an
-// AtCursor bubble, CenterM from where the cursor was when it started.
+// AtCursor bubble, CenterM from where the cursor was when it started (less
+// cursorStart).
 func (n *Navigator) CenterM(b *Bubble) hw.Vec3 {
 	if b.AtCursor {
 		if !n.anchored {
@@ -253,6 +258,56 @@ func (n *Navigator) CenterM(b *Bubble) hw.Vec3 {
 	}
 	// The drift is local (mount metres less the centre): mount space.
 	return b.CenterM.Add(n.DriftM)
+}
+
+// cursorStart is the point of b's local frame where a bubble centred at
+// the cursor (AtCursor) puts the cursor when it starts: the centre, unless
+// the centre is outside the shape (a torus's hole, a capsule whose ends
+// are both off the centre), where the hand would start in the velocity
+// zone or the wall and the workspace would slide at once. Then it is the
+// middle of the shape's core: the point of a torus's core circle on +X, the
+// midpoint of a capsule's or capped cylinder's axis.
+func cursorStart(b *Bubble) hw.Vec3 {
+	if bubbleDistance(b, hw.Vec3{}) < 0 {
+		return hw.Vec3{}
+	}
+	switch b.Primitive {
+	case PrimTorus:
+		return b.Shape.PointM.Add(hw.Vec3{X: b.Shape.RadiusM})
+	case PrimCapsule, PrimCappedCylinder:
+		return b.Shape.PointM.Add(b.Shape.EndM).Scale(0.5)
+	}
+	return hw.Vec3{}
+}
+
+// driftTarget is the point of b's local frame that a drifting centre
+// brings onto the cursor at x (local): the centre, unless the centre is
+// outside the shape (cursorStart), where bringing it onto the cursor would
+// put the hand out of the dead zone and slide the workspace with the hand
+// at rest. Then it is the point of the shape's core nearest the cursor: on
+// a torus's core circle, on a capsule's or capped cylinder's axis.
+func driftTarget(b *Bubble, x hw.Vec3) hw.Vec3 {
+	if bubbleDistance(b, hw.Vec3{}) < 0 {
+		return hw.Vec3{}
+	}
+	p := &b.Shape
+	switch b.Primitive {
+	case PrimTorus:
+		q := x.Sub(p.PointM)
+		rho := math.Hypot(q.X, q.Z)
+		if !(rho > 0) {
+			return cursorStart(b)
+		}
+		return p.PointM.Add(hw.Vec3{X: q.X, Z: q.Z}.Scale(p.RadiusM / rho))
+	case PrimCapsule, PrimCappedCylinder:
+		ab := p.EndM.Sub(p.PointM)
+		h := 0.0
+		if l2 := ab.Dot(ab); l2 > 0 {
+			h = clamp01(x.Sub(p.PointM).Dot(ab) / l2)
+		}
+		return p.PointM.Add(ab.Scale(h))
+	}
+	return hw.Vec3{}
 }
 
 // bubbleDistance is the bubble's SDF at x (local metres, negative inside).

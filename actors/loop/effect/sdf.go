@@ -181,27 +181,63 @@ func (sp *Spec) validateSDF() error {
 	if !(p.RangeM > 0 && p.RangeM <= MaxLengthM) {
 		return fmt.Errorf("range_m = %v, want above 0 and at most %v", p.RangeM, MaxLengthM)
 	}
-	// A local metre between a micrometre and a kilometre of handle motion:
-	// anything else is a unit mistake, and keeps the tick's numbers finite.
-	if !(p.DevMPerLocalM >= 1e-6 && p.DevMPerLocalM <= 1e3) {
-		return fmt.Errorf("dev_m_per_local_m = %v, want 1e-6..1e3", p.DevMPerLocalM)
+	switch CheckSDFFrame(p) {
+	case SDFFrameScale:
+		return fmt.Errorf("dev_m_per_local_m = %v and to_local %v, want a local metre %v..%v m and an invertible frame", p.DevMPerLocalM, p.ToLocal, SDFMinDevMPerLocalM, SDFMaxDevMPerLocalM)
+	case SDFFramePlace:
+		return fmt.Errorf("local_offset_m = %v, want finite within ±%v", p.LocalOffsetM, SDFMaxLocal)
+	}
+	return nil
+}
+
+// The SDF frames the tick renders: a local metre between a micrometre and
+// a kilometre of handle motion (anything else is a unit mistake), and
+// local coordinates within ±SDFMaxLocal, which keeps the tick's numbers
+// finite.
+const (
+	SDFMinDevMPerLocalM = 1e-6
+	SDFMaxDevMPerLocalM = 1e3
+	SDFMaxLocal         = 1e6
+)
+
+// SDFFrameFault is what CheckSDFFrame finds wrong with an SDF effect's
+// frame, in terms a caller can put in the words of its own declaration.
+type SDFFrameFault uint8
+
+const (
+	SDFFrameOK SDFFrameFault = iota
+	// SDFFrameScale: the frame's scale (DevMPerLocalM, or ToLocal
+	// stretched or flattened) is past what the tick renders.
+	SDFFrameScale
+	// SDFFramePlace: LocalOffsetM puts the device's origin too many
+	// local metres from the shape's (a far position at a small scale).
+	SDFFramePlace
+)
+
+// CheckSDFFrame says whether the tick renders an SDF effect in the frame
+// of p (ToLocal, LocalOffsetM, DevMPerLocalM); NewSet refuses what it
+// does not.
+func CheckSDFFrame(p *Params) SDFFrameFault {
+	if !(p.DevMPerLocalM >= SDFMinDevMPerLocalM && p.DevMPerLocalM <= SDFMaxDevMPerLocalM) {
+		return SDFFrameScale
 	}
 	m := &p.ToLocal
 	for _, row := range m {
 		for _, x := range row {
-			if !(math.Abs(x) <= 1e6) {
-				return fmt.Errorf("to_local entry %v, want finite within ±1e6", x)
+			if !(math.Abs(x) <= SDFMaxLocal) {
+				return SDFFrameScale
 			}
 		}
 	}
+	// A frame that flattens space has no distance.
 	det := m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) - m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) + m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
 	if !(math.Abs(det) > 1e-12) {
-		return errors.New("to_local must be invertible (a frame that flattens space has no distance)")
+		return SDFFrameScale
 	}
-	if o := p.LocalOffsetM; !o.Finite() || math.Abs(o.X) > 1e6 || math.Abs(o.Y) > 1e6 || math.Abs(o.Z) > 1e6 {
-		return fmt.Errorf("local_offset_m = %v, want finite within ±1e6", o)
+	if o := p.LocalOffsetM; !o.Finite() || math.Abs(o.X) > SDFMaxLocal || math.Abs(o.Y) > SDFMaxLocal || math.Abs(o.Z) > SDFMaxLocal {
+		return SDFFramePlace
 	}
-	return nil
+	return SDFFrameOK
 }
 
 // sdfJumpFraction is how much of its force scale an update may change an

@@ -245,6 +245,16 @@ func (s *Set) Len() int {
 // Spec returns the i-th effect (a copy).
 func (s *Set) Spec(i int) Spec { return s.specs[i] }
 
+// IndexOf is the index of the effect with id, or -1.
+func (s *Set) IndexOf(id string) int {
+	for i := range s.Len() {
+		if s.specs[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
 // Find returns the effect with id, if the set holds it.
 func (s *Set) Find(id string) (Spec, bool) {
 	for i := range s.Len() {
