@@ -206,7 +206,9 @@ func (g *Grip) apply() {
 			return
 		}
 		g.seen = time.Now()
-		g.last.Orientation = s.Orientation
+		if s.Oriented() { // else the grip reports why (s.Error): keep the last
+			g.last.Orientation = s.Orientation
+		}
 		g.last.Buttons = hw.Buttons(s.Buttons) & (hw.ButtonA | hw.ButtonB | hw.ButtonC)
 		g.last.Hall = float64(s.Hall) / 255
 		g.last.Battery = min(max(s.Battery, 0), 1)

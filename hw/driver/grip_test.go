@@ -174,3 +174,64 @@ func TestUnpluggedDeviceIsGone(t *testing.T) {
 		})
 	}
 }
+
+// TestGripWithItsSensorDownReportsItsError: a grip whose orientation
+// sensor is down streams its error beside a zero quaternion. Its frames
+// are its own (error, buttons, battery): the driver reports them and keeps
+// the last orientation it had, where it used to drop every such frame as
+// noise and, after StaleAfter, fail the grip as switched off.
+func TestGripWithItsSensorDownReportsItsError(t *testing.T) {
+	pty, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	t.Cleanup(func() { pty.Close(); <-served })
+	const id = 0x1234
+	good := wire.GripStatus{ID: id, Orientation: hw.Quat{Z: 1}, Battery: 0.5}
+	down := wire.GripStatus{ID: id, Error: 5, Buttons: 1, Battery: 0.25}
+	go func() {
+		defer close(served)
+		buf := make([]byte, 64)
+		for {
+			n, err := pty.Master.Read(buf)
+			if err != nil {
+				return
+			}
+			if bytes.IndexByte(buf[:n], wire.HeaderGripInfo) < 0 {
+				continue
+			}
+			out := wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3})
+			out = wire.AppendGripStatus(out, &good)
+			for range 20 {
+				out = wire.AppendGripStatus(out, &down)
+			}
+			if _, err := pty.Master.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	p, err := serial.Open(pty.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, InfoTimeout: time.Second, StaleAfter: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("OpenGrip: %v", err)
+	}
+	defer g.Close()
+	var st hw.State
+	hwtest.Eventually(t, 10*time.Second, "the grip's error reported", func() bool {
+		if err := g.Exchange(nil, &st); err != nil {
+			t.Fatalf("Exchange: %v", err)
+		}
+		return st.GripError == 5
+	})
+	if st.Buttons&hw.ButtonA == 0 || st.Battery != 0.25 || st.Status&hw.StatusReady != 0 {
+		t.Errorf("buttons %v, battery %v, status %v: want button A, 0.25, not ready", st.Buttons, st.Battery, st.Status)
+	}
+	if st.Orientation != good.Orientation {
+		t.Errorf("orientation %v, want the last one the grip sent (%v)", st.Orientation, good.Orientation)
+	}
+}

@@ -104,7 +104,7 @@ type GripInfo struct {
 // GripStatus is one status report of a grip.
 type GripStatus struct {
 	ID          uint16
-	Orientation hw.Quat // w, x, y, z as sent (float32)
+	Orientation hw.Quat // w, x, y, z as sent (float32); see Oriented
 	Error       uint8
 	Attached    uint8 // non-zero when mounted on an arm
 	Hall        uint8 // 0..255
@@ -113,6 +113,11 @@ type GripStatus struct {
 	ExtLen      uint8
 	Ext         [MaxExtBytes]byte
 }
+
+// Oriented reports whether s's Orientation is a rotation. A status that
+// decodes always has one unless its grip reports an error (Error != 0),
+// such as an orientation sensor that is down and sends zeros.
+func (s *GripStatus) Oriented() bool { return rotation(s.Orientation) }
 
 // Config is a configuration request (host) or acknowledgement (device).
 type Config struct {
@@ -560,7 +565,11 @@ func decodeGripStatus(b []byte, m *Message) error {
 	s := &m.GripStatus
 	s.ID = binary.LittleEndian.Uint16(b[1:])
 	q := hw.Quat{W: f32(b[3:]), X: f32(b[7:]), Y: f32(b[11:]), Z: f32(b[15:])}
-	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) || !rotation(q) {
+	// A quaternion that is no rotation is noise, unless the grip reports
+	// an error beside it (its orientation sensor is down): then the
+	// frame's error, buttons and battery are the grip's, and the
+	// orientation is not (Oriented).
+	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) || (!rotation(q) && b[19] == 0) {
 		return ErrImplausible
 	}
 	battery := f32(b[23:])

@@ -303,6 +303,18 @@ func TestGripStatusNeedsARotation(t *testing.T) {
 		{"far too short", hw.Quat{W: 0.2, X: 0.2}, false},
 		{"far too long", hw.Quat{W: 1.4, X: 1.4, Y: 1.4, Z: 1.4}, false},
 	}
+	// The same frames from a grip that reports an error (its orientation
+	// sensor down) are its own: they decode, and say they carry no
+	// rotation.
+	for _, tc := range tests {
+		s := wire.GripStatus{ID: 7, Orientation: tc.q, Error: 5, Buttons: 1, Battery: 0.5}
+		var m wire.Message
+		if _, err := wire.Decode(wire.ToHost, wire.AppendGripStatus(nil, &s), &m); err != nil {
+			t.Errorf("%s with the grip's error 5: %v; want the frame", tc.name, err)
+		} else if m.GripStatus.Error != 5 || m.GripStatus.Oriented() != tc.ok {
+			t.Errorf("%s with the grip's error 5: error %d, oriented %v; want 5, %v", tc.name, m.GripStatus.Error, m.GripStatus.Oriented(), tc.ok)
+		}
+	}
 	good := wire.GripStatus{ID: 7, Orientation: hw.Quat{W: 1}, Battery: 0.5}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
