@@ -79,6 +79,10 @@ func (p openPort) Write(b []byte) (int, error) {
 		return n, disconnected(err)
 	}
 	written := 0
+	// One deadline from the last byte that went in, not a fresh wait per
+	// try: a poll that says "ready" while the write still would block (a
+	// device file poll does not support) must not spin for ever.
+	deadline := time.Now().Add(WriteTimeout)
 	for {
 		n, err := p.Port.Write(b[written:])
 		written += max(n, 0)
@@ -89,9 +93,10 @@ func (p openPort) Write(b []byte) (int, error) {
 			return written, nil
 		}
 		if n > 0 {
+			deadline = time.Now().Add(WriteTimeout)
 			continue // room was made: go on at once
 		}
-		room, err := waitWritable(p.fd, WriteTimeout)
+		room, err := waitWritable(p.fd, time.Until(deadline))
 		if err != nil {
 			return written, disconnected(err)
 		}
