@@ -16,10 +16,10 @@ import (
 
 // silentDeviceFailBound is how soon after a serial arm falls silent its
 // loop must fail it: the driver gives up after 20 ms of missed replies
-// (hw.ReplyBudget), and MaxErrors failed exchanges of about a period each
-// follow (70 ms at 1 kHz). The bound is generous for a loaded machine; a
-// Halt that waited its full timeout after every failed exchange took
-// 2.7 s.
+// (hw.ReplyBudget), and the loop fails the device once its failed
+// exchanges have lasted FailAfterNs (500 ms, as the service runs it). The
+// bound is generous for a loaded machine; a Halt that waited its full
+// timeout after every failed exchange took 2.7 s.
 const silentDeviceFailBound = 1500 * time.Millisecond
 
 // runWithForce runs drv's device on its own locked thread at 1 kHz with a
