@@ -215,8 +215,10 @@ func (st *stripe) markUnreadLocked(name string, cause error) {
 }
 
 // keepUnreadLocked refuses a write or a delete of name while its file is
-// one that Load could not read; the refusal lifts once the file is gone.
-func (st *stripe) keepUnreadLocked(name, p string) error {
+// one that Load could not read; the refusal lifts once the file is gone,
+// or, for a corrupt file Load could not move aside (a virus scanner or
+// backup holding it for a moment), once a new try moves it now.
+func (s *Store) keepUnreadLocked(st *stripe, name, p string) error {
 	cause, ok := st.unread[name]
 	if !ok {
 		return nil
@@ -224,6 +226,18 @@ func (st *stripe) keepUnreadLocked(name, p string) error {
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		delete(st.unread, name)
 		return nil
+	}
+	var corrupt *CorruptError
+	if errors.As(cause, &corrupt) {
+		// Moved only while it still does not read: a file someone
+		// repaired meanwhile is theirs, and waits for a restart to load.
+		if data, err := os.ReadFile(p); err == nil && decode(data, new(any)) != nil {
+			if moved := s.moveAsideLocked(p, &CorruptError{Name: name, Path: p, Err: corrupt.Err}); moved.MovedTo != "" {
+				delete(st.unread, name)
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is corrupt and could not be moved aside (%v), so it is left as it is rather than written over: move it away, or restart to move it aside", p, corrupt.Err)
 	}
 	return fmt.Errorf("%s could not be read (%v), so it is left as it is rather than written over: make it readable and restart, or move it away", p, cause)
 }
@@ -298,8 +312,9 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 	cerr := s.moveAsideLocked(p, &CorruptError{Name: name, Path: p, Err: fault})
 	if cerr.MovedTo == "" {
 		// Still in place, and maybe the only copy of values acknowledged
-		// before it broke: the next write must not destroy it.
-		st.markUnreadLocked(name, cerr.Err)
+		// before it broke: the next write must not destroy it (unless it
+		// can move it aside then, keepUnreadLocked).
+		st.markUnreadLocked(name, &CorruptError{Name: name, Path: p, Err: fault})
 	}
 	return false, cerr
 }
@@ -397,7 +412,7 @@ func (s *Store) writeBytes(name string, data []byte, order uint64) error {
 	}
 	start := time.Now()
 	p := s.path(name)
-	if err := st.keepUnreadLocked(name, p); err != nil {
+	if err := s.keepUnreadLocked(st, name, p); err != nil {
 		return fmt.Errorf("store: save %s: %w", name, err)
 	}
 	dir := filepath.Dir(p)
@@ -482,7 +497,7 @@ func (s *Store) Delete(name string) error {
 		return nil
 	}
 	p := s.path(name)
-	if err := st.keepUnreadLocked(name, p); err != nil {
+	if err := s.keepUnreadLocked(st, name, p); err != nil {
 		return fmt.Errorf("store: delete %s: %w", name, err)
 	}
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {

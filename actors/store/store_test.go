@@ -739,3 +739,75 @@ func TestCorruptFileNotMovedAsideIsNeverOverwritten(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptFileMovedAsideOnceItCanBe: a corrupt file that a Load could
+// not move aside for a moment (a virus scanner or a backup holding it) is
+// moved at the next write, which then goes on: the document is not
+// refused until a restart once the file can be moved. The corrupt bytes
+// are kept beside it.
+func TestCorruptFileMovedAsideOnceItCanBe(t *testing.T) {
+	const torn = `{"scale": 0.`
+	s := openTemp(t)
+	const name = "settings"
+	path := s.path(name)
+	writeRaw(t, path, []byte(torn))
+	held := true
+	s.rename = func(from, to string) error {
+		if held && strings.Contains(to, corruptInfix) {
+			return errors.New("the file is in use by another process (test)")
+		}
+		return os.Rename(from, to)
+	}
+	var got deviceDoc
+	if _, err := s.Load(name, &got); err == nil {
+		t.Fatal("Load of a corrupt file succeeded")
+	}
+	held = false // the scanner lets go
+	if err := s.Save(name, deviceDoc{Scale: 0.5}); err != nil {
+		t.Fatalf("Save once the corrupt file can be moved = %v; want it moved aside and the document written", err)
+	}
+	if _, err := s.Load(name, &got); err != nil || got.Scale != 0.5 {
+		t.Fatalf("Load after the save = %+v, %v; want scale 0.5", got, err)
+	}
+	aside, _ := filepath.Glob(path + corruptInfix + "*")
+	if len(aside) != 1 {
+		t.Fatalf("files moved aside: %v; want the corrupt one", aside)
+	}
+	if kept, err := os.ReadFile(aside[0]); err != nil || string(kept) != torn {
+		t.Errorf("%s = %q, %v; want the corrupt bytes %q", aside[0], kept, err, torn)
+	}
+}
+
+// TestRepairedFileIsNotMovedAside: a corrupt file Load could not move
+// aside, which someone repaired by hand before the next write, is theirs:
+// the write is refused (a restart loads it), and it is neither moved aside
+// nor written over.
+func TestRepairedFileIsNotMovedAside(t *testing.T) {
+	s := openTemp(t)
+	const name = "settings"
+	path := s.path(name)
+	writeRaw(t, path, []byte(`{"scale": 0.`))
+	held := true
+	s.rename = func(from, to string) error {
+		if held && strings.Contains(to, corruptInfix) {
+			return errors.New("the file is in use by another process (test)")
+		}
+		return os.Rename(from, to)
+	}
+	var got deviceDoc
+	if _, err := s.Load(name, &got); err == nil {
+		t.Fatal("Load of a corrupt file succeeded")
+	}
+	const repaired = `{"scale": 0.25}`
+	writeRaw(t, path, []byte(repaired))
+	held = false
+	if err := s.Save(name, deviceDoc{Scale: 0.5}); err == nil {
+		t.Error("Save over a repaired file the service never loaded succeeded")
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != repaired {
+		t.Errorf("%s = %q, %v; want the repaired bytes %q", path, kept, err, repaired)
+	}
+	if aside, _ := filepath.Glob(path + corruptInfix + "*"); len(aside) != 0 {
+		t.Errorf("files moved aside: %v; want none", aside)
+	}
+}
