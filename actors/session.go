@@ -419,7 +419,7 @@ func (p *tickPath) begin() {
 	defer func() { p.sessionScratch = nil }()
 	snap := s.snap.Load()
 	f := p.resetFrame()
-	p.fillDevices(f, snap, true, nil)
+	p.fillDevices(f, snap, true, nil, p.svc.opts.Clock.Now())
 	f.Session = p.sessionView(snap)
 	p.emit(f)
 }
@@ -440,7 +440,7 @@ func (p *tickPath) handle(buf []byte) bool {
 		// Applied not at all: the frame reports the errors and the state.
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
-		p.fillDevices(f, snap, false, nil)
+		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
 		p.emit(f)
 		return true
 	}
@@ -449,7 +449,7 @@ func (p *tickPath) handle(buf []byte) bool {
 		// Applied not at all, as a message the decoder refused.
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
-		p.fillDevices(f, snap, false, nil)
+		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
 		p.emit(f)
 		return true
 	}
@@ -572,7 +572,10 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 		only = msg.Session.FullState.DeviceTypes
 		f.Session = p.sessionView(snap)
 	}
-	p.fillDevices(f, snap, full, only)
+	// The time the entries were applied at: an effect this message's
+	// entry found expired (and told of) is the one the frame stops
+	// counting, not one that ran out a moment later.
+	p.fillDevices(f, snap, full, only, now)
 	p.emit(f)
 }
 
@@ -684,15 +687,15 @@ func (p *tickPath) sessionView(snap *sessionSnapshot) *protocol.SessionView {
 
 // fillDevices adds every device's state, in this session's application
 // space, to f; with config when withConfig is set (limited to the types in
-// only, when given).
-func (p *tickPath) fillDevices(f *protocol.Frame, snap *sessionSnapshot, withConfig bool, only []protocol.DeviceType) {
+// only, when given); nowNs (service Clock) says which effects are in force.
+func (p *tickPath) fillDevices(f *protocol.Frame, snap *sessionSnapshot, withConfig bool, only []protocol.DeviceType, nowNs int64) {
 	// A full-state frame is the full state: the subscription's arm state
 	// fields select only in the frames that answer other messages.
 	f.ArmState = 0
 	if !withConfig {
 		f.ArmState = snap.sub.armState
 	}
-	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext, &p.views, p.svc.opts.Clock.Now())
+	fillFrame(p.visible.of(snap.sub, p.svc.Devices()), p.sess.ID, f, &p.snap, withConfig, only, p.codec, &p.ext, &p.views, nowNs)
 }
 
 // FillFrame fills f with every device as session sees it (0: the default
