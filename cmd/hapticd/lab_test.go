@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,7 +255,7 @@ func testLab(t *testing.T, bin, membership string) {
 	p1, p2, pg := ports.free(n1Host), ports.free(n2Host), ports.free(gwHost)
 	common := []string{"--sim-grips", "0", "--membership", membership}
 	extra := map[string][]string{} // per host
-	checkHealth := func() {}
+	checkHealth := func(map[string]*labMember) {}
 	hungBound := 5 * time.Second
 	switch membership {
 	case "static":
@@ -269,19 +271,30 @@ func testLab(t *testing.T, bin, membership string) {
 		// timeout, one poll period, then the loop's 50 failed ticks.
 		extra[gwHost] = append(extra[gwHost], "--cluster-node-timeout", "10s")
 		hungBound = 8 * time.Second
-		checkHealth = func() {
+		checkHealth = func(members map[string]*labMember) {
 			// The health endpoints listen on --cluster-bind only (protoactor's
 			// own would take every interface): the member's own address
-			// answers, 127.0.0.1 does not.
+			// answers, and the member listens on that port at no other
+			// address (asked of its own sockets: another test's process may
+			// listen on 127.0.0.1 at the same port).
 			for host, port := range health {
 				resp, err := http.Get(fmt.Sprintf("http://%s:%d/_health", host, port))
 				if err != nil {
 					t.Fatalf("%s's health endpoint: %v", host, err)
 				}
 				resp.Body.Close()
-				if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
-					c.Close()
-					t.Errorf("%s's health port %d answers on 127.0.0.1: it binds beyond --cluster-bind", host, port)
+				own := 0
+				for _, a := range listeningAddrs(t, members[host].cmd.Process.Pid) {
+					switch {
+					case int(a.Port()) != port:
+					case a.Addr().String() != host:
+						t.Errorf("%s's health port %d listens on %v: it binds beyond --cluster-bind", host, port, a)
+					default:
+						own++
+					}
+				}
+				if own == 0 {
+					t.Errorf("%s's process lists no listener on its health port %d", host, port)
 				}
 			}
 		}
@@ -309,7 +322,7 @@ func testLab(t *testing.T, bin, membership string) {
 	}
 	took := waitLab(t, 10*time.Second, "both nodes' arms on the gateway", func() bool { return len(labArms(t, gw)) == 2 })
 	t.Logf("merged inventory after %v", took)
-	checkHealth()
+	checkHealth(map[string]*labMember{n1Host: n1, n2Host: n2, gwHost: gw})
 	labRemoteStats(t, gw, map[string]*labMember{a1: n1, a2: n2})
 	gwArms := labArms(t, gw)
 	for id, node := range map[string]*labMember{a1: n1, a2: n2} {
@@ -789,4 +802,49 @@ func TestLabFlags(t *testing.T) {
 			t.Errorf("default role %q, membership %q; want standalone, automanaged", o.lab.role, o.lab.membership)
 		}
 	}
+}
+
+// listeningAddrs returns the local addresses process pid's TCP sockets
+// listen on, from /proc: its socket descriptors' inodes matched against
+// the listening sockets of its network namespace.
+func listeningAddrs(t *testing.T, pid int) []netip.AddrPort {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("the sockets of process %d: %v", pid, err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	var out []netip.AddrPort
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, filepath.Base(table)))
+		if err != nil {
+			continue // no IPv6
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			const listen = "0A"
+			if len(f) < 10 || f[3] != listen || !inodes[f[9]] {
+				continue
+			}
+			hexAddr, hexPort, _ := strings.Cut(f[1], ":")
+			raw, err1 := hex.DecodeString(hexAddr)
+			port, err2 := strconv.ParseUint(hexPort, 16, 16)
+			if err1 != nil || err2 != nil || (len(raw) != 4 && len(raw) != 16) {
+				t.Fatalf("%s: cannot read local address %q", table, f[1])
+			}
+			// Each 32-bit word is in the host's (little-endian) order.
+			for w := 0; w < len(raw); w += 4 {
+				raw[w], raw[w+1], raw[w+2], raw[w+3] = raw[w+3], raw[w+2], raw[w+1], raw[w]
+			}
+			addr, _ := netip.AddrFromSlice(raw)
+			out = append(out, netip.AddrPortFrom(addr.Unmap(), uint16(port)))
+		}
+	}
+	return out
 }
