@@ -747,25 +747,12 @@ func TestCorruptFileNotMovedAsideIsNeverOverwritten(t *testing.T) {
 // are kept beside it.
 func TestCorruptFileMovedAsideOnceItCanBe(t *testing.T) {
 	const torn = `{"scale": 0.`
-	s := openTemp(t)
-	const name = "settings"
-	path := s.path(name)
-	writeRaw(t, path, []byte(torn))
-	held := true
-	s.rename = func(from, to string) error {
-		if held && strings.Contains(to, corruptInfix) {
-			return errors.New("the file is in use by another process (test)")
-		}
-		return os.Rename(from, to)
-	}
-	var got deviceDoc
-	if _, err := s.Load(name, &got); err == nil {
-		t.Fatal("Load of a corrupt file succeeded")
-	}
-	held = false // the scanner lets go
+	s, name, path, letGo := corruptFileHeldAtLoad(t, torn)
+	letGo() // the scanner lets go
 	if err := s.Save(name, deviceDoc{Scale: 0.5}); err != nil {
 		t.Fatalf("Save once the corrupt file can be moved = %v; want it moved aside and the document written", err)
 	}
+	var got deviceDoc
 	if _, err := s.Load(name, &got); err != nil || got.Scale != 0.5 {
 		t.Fatalf("Load after the save = %+v, %v; want scale 0.5", got, err)
 	}
@@ -783,10 +770,30 @@ func TestCorruptFileMovedAsideOnceItCanBe(t *testing.T) {
 // the write is refused (a restart loads it), and it is neither moved aside
 // nor written over.
 func TestRepairedFileIsNotMovedAside(t *testing.T) {
-	s := openTemp(t)
-	const name = "settings"
-	path := s.path(name)
-	writeRaw(t, path, []byte(`{"scale": 0.`))
+	s, name, path, letGo := corruptFileHeldAtLoad(t, `{"scale": 0.`)
+	const repaired = `{"scale": 0.25}`
+	writeRaw(t, path, []byte(repaired))
+	letGo()
+	if err := s.Save(name, deviceDoc{Scale: 0.5}); err == nil {
+		t.Error("Save over a repaired file the service never loaded succeeded")
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != repaired {
+		t.Errorf("%s = %q, %v; want the repaired bytes %q", path, kept, err, repaired)
+	}
+	if aside, _ := filepath.Glob(path + corruptInfix + "*"); len(aside) != 0 {
+		t.Errorf("files moved aside: %v; want none", aside)
+	}
+}
+
+// corruptFileHeldAtLoad writes torn as document name's file and Loads it
+// while its move aside fails (a virus scanner holding the file), so the
+// store keeps it unread; letGo lets later moves succeed.
+func corruptFileHeldAtLoad(t *testing.T, torn string) (s *Store, name, path string, letGo func()) {
+	t.Helper()
+	s = openTemp(t)
+	name = "settings"
+	path = s.path(name)
+	writeRaw(t, path, []byte(torn))
 	held := true
 	s.rename = func(from, to string) error {
 		if held && strings.Contains(to, corruptInfix) {
@@ -798,16 +805,5 @@ func TestRepairedFileIsNotMovedAside(t *testing.T) {
 	if _, err := s.Load(name, &got); err == nil {
 		t.Fatal("Load of a corrupt file succeeded")
 	}
-	const repaired = `{"scale": 0.25}`
-	writeRaw(t, path, []byte(repaired))
-	held = false
-	if err := s.Save(name, deviceDoc{Scale: 0.5}); err == nil {
-		t.Error("Save over a repaired file the service never loaded succeeded")
-	}
-	if kept, err := os.ReadFile(path); err != nil || string(kept) != repaired {
-		t.Errorf("%s = %q, %v; want the repaired bytes %q", path, kept, err, repaired)
-	}
-	if aside, _ := filepath.Glob(path + corruptInfix + "*"); len(aside) != 0 {
-		t.Errorf("files moved aside: %v; want none", aside)
-	}
+	return s, name, path, func() { held = false }
 }

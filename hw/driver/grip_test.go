@@ -76,33 +76,11 @@ func TestOpenGripIdentifiesThroughStatusFrames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pty, err := emulator.OpenPTY()
-			if err != nil {
-				hwtest.SkipIfUnsupported(t, err)
-				t.Fatal(err)
-			}
-			served := make(chan struct{})
-			t.Cleanup(func() { pty.Close(); <-served })
 			status := wire.GripStatus{ID: tc.id, Orientation: hw.Quat{W: 1}, Battery: 0.5}
-			go func() {
-				defer close(served)
-				buf := make([]byte, 64)
-				for {
-					n, err := pty.Master.Read(buf)
-					if err != nil {
-						return
-					}
-					if bytes.IndexByte(buf[:n], wire.HeaderGripInfo) < 0 {
-						continue
-					}
-					out := wire.AppendGripStatus(nil, &status)
-					out = wire.AppendGripInfo(out, wire.GripInfo{ID: tc.id, Model: 3})
-					out = wire.AppendGripStatus(out, &status)
-					if _, err := pty.Master.Write(out); err != nil {
-						return
-					}
-				}
-			}()
+			out := wire.AppendGripStatus(nil, &status)
+			out = wire.AppendGripInfo(out, wire.GripInfo{ID: tc.id, Model: 3})
+			out = wire.AppendGripStatus(out, &status)
+			pty := playDongle(t, out)
 			p, err := serial.Open(pty.Path)
 			if err != nil {
 				t.Fatal(err)
@@ -181,37 +159,15 @@ func TestUnpluggedDeviceIsGone(t *testing.T) {
 // the last orientation it had, where it used to drop every such frame as
 // noise and, after StaleAfter, fail the grip as switched off.
 func TestGripWithItsSensorDownReportsItsError(t *testing.T) {
-	pty, err := emulator.OpenPTY()
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	t.Cleanup(func() { pty.Close(); <-served })
 	const id = 0x1234
 	good := wire.GripStatus{ID: id, Orientation: hw.Quat{Z: 1}, Battery: 0.5}
 	down := wire.GripStatus{ID: id, Error: 5, Buttons: 1, Battery: 0.25}
-	go func() {
-		defer close(served)
-		buf := make([]byte, 64)
-		for {
-			n, err := pty.Master.Read(buf)
-			if err != nil {
-				return
-			}
-			if bytes.IndexByte(buf[:n], wire.HeaderGripInfo) < 0 {
-				continue
-			}
-			out := wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3})
-			out = wire.AppendGripStatus(out, &good)
-			for range 20 {
-				out = wire.AppendGripStatus(out, &down)
-			}
-			if _, err := pty.Master.Write(out); err != nil {
-				return
-			}
-		}
-	}()
+	out := wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3})
+	out = wire.AppendGripStatus(out, &good)
+	for range 20 {
+		out = wire.AppendGripStatus(out, &down)
+	}
+	pty := playDongle(t, out)
 	p, err := serial.Open(pty.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -234,4 +190,34 @@ func TestGripWithItsSensorDownReportsItsError(t *testing.T) {
 	if st.Orientation != good.Orientation {
 		t.Errorf("orientation %v, want the last one the grip sent (%v)", st.Orientation, good.Orientation)
 	}
+}
+
+// playDongle plays a dongle by hand on a real pseudo-terminal: it answers
+// every grip-info query with reply. The caller opens pty.Path.
+func playDongle(t *testing.T, reply []byte) *emulator.PTY {
+	t.Helper()
+	pty, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	t.Cleanup(func() { pty.Close(); <-served })
+	go func() {
+		defer close(served)
+		buf := make([]byte, 64)
+		for {
+			n, err := pty.Master.Read(buf)
+			if err != nil {
+				return
+			}
+			if bytes.IndexByte(buf[:n], wire.HeaderGripInfo) < 0 {
+				continue
+			}
+			if _, err := pty.Master.Write(reply); err != nil {
+				return
+			}
+		}
+	}()
+	return pty
 }
