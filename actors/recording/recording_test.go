@@ -369,8 +369,9 @@ func TestFrameCheckWindow(t *testing.T) {
 
 // A replayed frame caught at the tick where a force ramp ends shows the
 // control mode of one neighbour and the force of the other: each value
-// matches a neighbour, so it is no difference; a value no neighbour showed
-// is one.
+// matches a neighbour, so it is no difference; so is a force caught
+// elsewhere on the ramp between its neighbours. A value no neighbour
+// showed, or beyond the range they span, is one.
 func TestFrameCheckMixesNeighbours(t *testing.T) {
 	const ms = uint64(time.Millisecond)
 	recorded := []string{
@@ -390,6 +391,8 @@ func TestFrameCheckMixesNeighbours(t *testing.T) {
 		{"the ramp's end a tick earlier", 2, `{"arm":[{"mode":"idle","f":0.14}]}`, 0},
 		{"a mode no neighbour showed", 3, `{"arm":[{"mode":"velocity","f":0}]}`, 1},
 		{"a force no neighbour showed", 3, `{"arm":[{"mode":"idle","f":0.6}]}`, 1},
+		{"the ramp caught elsewhere on its way", 2, `{"arm":[{"mode":"force","f":0.07}]}`, 0},
+		{"a force beyond the ramp's ends", 2, `{"arm":[{"mode":"force","f":0.45}]}`, 1},
 		{"a mode two frames away", 4, `{"arm":[{"mode":"force","f":0}]}`, 1},
 		{"a key no neighbour has", 3, `{"arm":[{"mode":"idle","f":0,"x":1}]}`, 1},
 		{"a key every neighbour has, missing", 3, `{"arm":[{"mode":"idle"}]}`, 1},
