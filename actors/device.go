@@ -425,8 +425,7 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 	case *published:
 		a := &ack{}
 		if s := c.sessions[m.session]; s != nil && s.loadErr != nil {
-			a.warning = protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
-				"%s %s: the profile's stored entries could not be read, so the session has the default ones on this device: %v", c.dev.Name, c.dev.ID, s.loadErr)
+			a.warning = c.unreadWarning(s.loadErr)
 			s.loadErr = nil
 		}
 		reply(ctx, sender, a)
@@ -434,6 +433,13 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 		c.settings = m.settings
 		c.publishLoopGlobals()
 	}
+}
+
+// unreadWarning tells a session that the profile's stored entries on
+// this device could not be read (err), so it has the defaults here.
+func (c *deviceCore) unreadWarning(err error) *protocol.Error {
+	return protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+		"%s %s: the profile's stored entries could not be read, so the session has the default ones on this device: %v", c.dev.Name, c.dev.ID, err)
 }
 
 // startIO hands blocking work to a goroutine (work) and holds the device's
@@ -831,6 +837,10 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
 				s.cfg = protocol.DefaultSessionConfig()
 				s.loadErr, s.unread = err, leftUnread(err)
+				if m.late != nil {
+					m.late.warnLate(c.unreadWarning(err))
+					s.loadErr = nil // told; the next published has nothing to add
+				}
 			case found:
 				s.cfg = stored
 				s.loadErr, s.unread = nil, false

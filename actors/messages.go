@@ -149,6 +149,11 @@ type attachSession struct {
 	session uint64
 	profile string
 	basis   protocol.Basis
+	// late is the session when the device connected after it opened:
+	// nothing waits for the device's views then (published), so the
+	// device tells the session itself that the profile's entries on it
+	// could not be read. Nil otherwise.
+	late *Session
 }
 
 // published asks a device actor to answer ack once it has handled every

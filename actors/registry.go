@@ -271,7 +271,9 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	// Every listed session is attached before the device is listed, so no
 	// reader finds the device without its sessions.
 	for _, sess := range s.Sessions() {
-		ctx.Send(pid, r.attached[sess.ID])
+		at := *r.attached[sess.ID]
+		at.late = sess
+		ctx.Send(pid, &at)
 	}
 	s.devices.Store(s.devices.Load().with(d))
 	if m.add.hardware {

@@ -95,6 +95,9 @@ type Session struct {
 	// to phaseEnded (the actor stopped), or from phaseNew straight to
 	// phaseEnded: session-started and session-ended go out in pairs.
 	phase atomic.Int32
+	// lateCount counts the warnings in late, so the per-message check is
+	// one load.
+	lateCount atomic.Int32
 
 	// Immutable after OpenSession.
 	ID          uint64
@@ -111,6 +114,38 @@ type Session struct {
 	ended     chan struct{}
 	closeOnce sync.Once
 	endOnce   sync.Once
+
+	// late holds the warnings that answer no message of the client (a
+	// device that connected later could not read the profile's entries),
+	// for the session's next frame; lateMu guards it.
+	lateMu sync.Mutex
+	late   []protocol.Error
+}
+
+// warnLate queues w for the session's next frame. Past MaxWarnings
+// queued, the frame's own count of dropped warnings would not say which:
+// the oldest are kept, the others are logged only.
+func (s *Session) warnLate(w *protocol.Error) {
+	s.lateMu.Lock()
+	defer s.lateMu.Unlock()
+	if len(s.late) >= protocol.MaxWarnings {
+		return
+	}
+	s.late = append(s.late, *w)
+	s.lateCount.Add(1)
+}
+
+// takeLate appends the queued late warnings to dst and empties the queue.
+func (s *Session) takeLate(dst []protocol.Error) []protocol.Error {
+	if s.lateCount.Load() == 0 {
+		return dst
+	}
+	s.lateMu.Lock()
+	defer s.lateMu.Unlock()
+	dst = append(dst, s.late...)
+	s.late = s.late[:0]
+	s.lateCount.Store(0)
+	return dst
 }
 
 // Session phases (Session.phase).
@@ -434,6 +469,7 @@ func (p *tickPath) handle(buf []byte) bool {
 	msg := &p.msg
 	msg.Reset()
 	f := p.resetFrame()
+	f.Warnings = p.sess.takeLate(f.Warnings)
 	snap := p.sess.snap.Load()
 	p.counts.message()
 	if errs := p.codec.Decode(buf, p.svc.opts.Types, msg); len(errs) > 0 {
