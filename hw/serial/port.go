@@ -3,6 +3,7 @@ package serial
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	bugst "go.bug.st/serial"
@@ -15,7 +16,8 @@ type Port interface {
 	Read(p []byte) (int, error)
 	// Write writes p; it does not wait for the device to read it, only,
 	// when the output buffer is full, for room (a port Open opened on
-	// Unix waits at most WriteTimeout, then fails with ErrWriteStalled).
+	// Unix waits at most WriteTimeout, then drops the output still
+	// queued and fails with ErrWriteStalled).
 	Write(p []byte) (int, error)
 	// SetReadTimeout bounds every following Read; a negative d waits for
 	// ever.
@@ -41,7 +43,7 @@ func Open(path string) (Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	op := openPort{Port: p, fd: -1}
+	op := &openPort{Port: p, fd: -1}
 	// go.bug.st/serial writes with a blocking write(2) and has no write
 	// timeout: the descriptor is made non-blocking so that Write can wait
 	// for room with a deadline. Where that is not possible the port keeps
@@ -58,9 +60,13 @@ func Open(path string) (Port, error) {
 type openPort struct {
 	bugst.Port
 	fd int // the port's descriptor, non-blocking; -1 when unknown
+	// stalled is set once a write stalled: the device may still hold
+	// output back, which Close must drop. Atomic because Close may come
+	// from another goroutine than the writer's.
+	stalled atomic.Bool
 }
 
-func (p openPort) Read(b []byte) (int, error) {
+func (p *openPort) Read(b []byte) (int, error) {
 	n, err := p.Port.Read(b)
 	if err != nil && errors.Is(err, errWouldBlock) {
 		// The descriptor is non-blocking: a readiness that went away
@@ -72,8 +78,9 @@ func (p openPort) Read(b []byte) (int, error) {
 
 // Write writes all of b. On a non-blocking descriptor it waits for room
 // when the output buffer is full, until WriteTimeout has passed since the
-// last byte went in; then it returns what it wrote and ErrWriteStalled.
-func (p openPort) Write(b []byte) (int, error) {
+// last byte went in; then it drops the output still queued (see
+// stallWrite) and returns what it wrote and ErrWriteStalled.
+func (p *openPort) Write(b []byte) (int, error) {
 	if p.fd < 0 {
 		n, err := p.Port.Write(b)
 		return n, disconnected(err)
@@ -101,9 +108,35 @@ func (p openPort) Write(b []byte) (int, error) {
 			return written, disconnected(err)
 		}
 		if !room {
-			return written, fmt.Errorf("hw/serial: write: %d of %d bytes written in %v: %w", written, len(b), WriteTimeout, ErrWriteStalled)
+			return written, p.stallWrite(written, len(b))
 		}
 	}
+}
+
+// stallWrite drops the output queued in the port and returns the stall's
+// error. The queue holds commands written before the stall (forces are
+// sticky in firmware): a device that takes data again must not receive
+// them, the zero force a driver sends after the failure must find room,
+// and on a USB serial port close(2) would wait for the queue to drain
+// (Linux's closing wait, 30 s by default) and hang the caller's Close.
+func (p *openPort) stallWrite(written, want int) error {
+	p.stalled.Store(true)
+	err := fmt.Errorf("hw/serial: write: %d of %d bytes written in %v: %w", written, want, WriteTimeout, ErrWriteStalled)
+	if ferr := p.Port.ResetOutputBuffer(); ferr != nil {
+		return fmt.Errorf("%w; dropping the queued output failed too: %w", err, ferr)
+	}
+	return err
+}
+
+// Close drops the queued output first when a write stalled: the device
+// takes no data, so close(2) would wait for it to drain (see stallWrite).
+// The drop is best effort: a port already closed or unplugged has nothing
+// to wait for.
+func (p *openPort) Close() error {
+	if p.stalled.Load() {
+		_ = p.Port.ResetOutputBuffer()
+	}
+	return p.Port.Close()
 }
 
 // ErrDisconnected is wrapped by a Read or Write error of a port whose
