@@ -15,9 +15,9 @@ type Port interface {
 	// timeout passes first. An unplugged device gives an error.
 	Read(p []byte) (int, error)
 	// Write writes p; it does not wait for the device to read it, only,
-	// when the output buffer is full, for room (a port Open opened on
-	// Unix waits at most WriteTimeout, then drops the output still
-	// queued and fails with ErrWriteStalled).
+	// when the output buffer is full, for room (a port Open opened waits
+	// at most WriteTimeout, then drops the output still queued and fails
+	// with ErrWriteStalled).
 	Write(p []byte) (int, error)
 	// SetReadTimeout bounds every following Read; a negative d waits for
 	// ever.
@@ -46,20 +46,26 @@ func Open(path string) (Port, error) {
 	op := &openPort{Port: p, fd: -1}
 	// go.bug.st/serial writes with a blocking write(2) and has no write
 	// timeout: the descriptor is made non-blocking so that Write can wait
-	// for room with a deadline. Where that is not possible the port keeps
+	// for room with a deadline. On Windows the port's own write timeout
+	// bounds each write instead. Where neither is possible the port keeps
 	// blocking writes.
 	if fd, ok := portFD(p); ok && setNonblock(fd) == nil {
 		op.fd = fd
+	} else if h, ok := portHandle(p); ok && setWriteTimeout(h) == nil {
+		op.handle = h
 	}
 	return op, nil
 }
 
 // openPort is a port Open opened: its reads and writes say when the
 // device is gone (ErrDisconnected), and its writes wait for room in the
-// output buffer no longer than WriteTimeout (when fd is known).
+// output buffer no longer than WriteTimeout (when fd or handle is known).
 type openPort struct {
 	bugst.Port
 	fd int // the port's descriptor, non-blocking; -1 when unknown
+	// handle is the Windows port's handle when its writes time out after
+	// WriteTimeout (see setWriteTimeout); 0 when they do not.
+	handle uintptr
 	// stalled is set once a write stalled: the device may still hold
 	// output back, which Close must drop. Atomic because Close may come
 	// from another goroutine than the writer's.
@@ -81,7 +87,7 @@ func (p *openPort) Read(b []byte) (int, error) {
 // last byte went in; then it drops the output still queued (see
 // stallWrite) and returns what it wrote and ErrWriteStalled.
 func (p *openPort) Write(b []byte) (int, error) {
-	if p.fd < 0 {
+	if p.fd < 0 && p.handle == 0 {
 		n, err := p.Port.Write(b)
 		return n, disconnected(err)
 	}
@@ -93,7 +99,7 @@ func (p *openPort) Write(b []byte) (int, error) {
 	for {
 		n, err := p.Port.Write(b[written:])
 		written += max(n, 0)
-		if err != nil && !errors.Is(err, errWouldBlock) {
+		if err != nil && !errors.Is(err, errWouldBlock) && !writeTimedOut(err) {
 			return written, disconnected(err)
 		}
 		if written >= len(b) {
@@ -103,6 +109,10 @@ func (p *openPort) Write(b []byte) (int, error) {
 			deadline = time.Now().Add(WriteTimeout)
 			continue // room was made: go on at once
 		}
+		if p.handle != 0 {
+			// The write itself waited WriteTimeout and took nothing.
+			return written, p.stallWrite(written, len(b))
+		}
 		room, err := waitWritable(p.fd, time.Until(deadline))
 		if err != nil {
 			return written, disconnected(err)
@@ -111,6 +121,21 @@ func (p *openPort) Write(b []byte) (int, error) {
 			return written, p.stallWrite(written, len(b))
 		}
 	}
+}
+
+// SetReadTimeout sets the read timeout and, on a port whose writes time
+// out, sets their timeout again: go.bug.st/serial sets all of a Windows
+// port's timeouts at once, with writes that wait for ever.
+func (p *openPort) SetReadTimeout(d time.Duration) error {
+	if err := p.Port.SetReadTimeout(d); err != nil {
+		return err
+	}
+	if p.handle != 0 {
+		if err := setWriteTimeout(p.handle); err != nil {
+			return fmt.Errorf("hw/serial: set the write timeout: %w", disconnected(err))
+		}
+	}
+	return nil
 }
 
 // stallWrite drops the output queued in the port and returns the stall's
