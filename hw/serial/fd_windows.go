@@ -22,7 +22,9 @@ func waitWritable(int, time.Duration) (bool, error) { return true, nil }
 
 // portHandle returns the handle of a port go.bug.st/serial opened, which
 // it does not export: the pinned version keeps it in its windowsPort's
-// handle field (as portFD reads unixPort's on Unix).
+// handle field, as portFD reads unixPort's on Unix
+// (TestWindowsWriteToAPortNobodyReadsStalls fails under Wine if that
+// changes).
 func portHandle(p bugst.Port) (uintptr, bool) {
 	v := reflect.ValueOf(p)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
