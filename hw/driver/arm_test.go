@@ -1,11 +1,15 @@
 package driver_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
 )
 
 // Generous timeouts: these tests check behaviour, not speed, on shared and
@@ -670,5 +675,103 @@ func TestArmWakeUpStopsOnAPortError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "after 1 attempt:") {
 		t.Errorf("OpenArm error %q does not say it made one attempt", err)
+	}
+}
+
+// TestArmThatStopsReadingGetsNoStaleForce: an arm whose firmware stops
+// taking commands but still sends state (its USB OUT side hung) fills the
+// port's output buffer with forces until a write stalls and the driver
+// fails. Those forces stayed queued, and the zero force the driver sends
+// on failure found no room: when the arm took data again it received the
+// old forces and kept the last one (commands are sticky). Now the stall
+// drops them and the zero force goes in; the arm reads, of the forces
+// from before the stall, only what the pseudo-terminal's master had
+// already taken into its own line buffer (no flush reaches it; a real port
+// has no such buffer), and the zero force last.
+func TestArmThatStopsReadingGetsNoStaleForce(t *testing.T) {
+	pty, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	defer pty.Close()
+	p, err := serial.Open(pty.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The device side, by hand: answer the wake-up and the first state,
+	// then stop reading and stream state frames.
+	state := wire.AppendEndEffectorState(nil, hw.ArmWorkspaceCenterM(), hw.Vec3{})
+	var stop atomic.Bool
+	streamed := make(chan error, 1)
+	go func() {
+		streamed <- func() error {
+			if err := pty.Master.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+				return err
+			}
+			var b [wire.MaxFrameLen]byte
+			if _, err := io.ReadFull(pty.Master, b[:1]); err != nil {
+				return fmt.Errorf("wake-up: %w", err)
+			}
+			if _, err := pty.Master.Write(wire.AppendWakeReply(nil, wire.WakeReply{ID: 0x0AB1, UUID: [16]byte{7}})); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(pty.Master, b[:13]); err != nil {
+				return fmt.Errorf("first force: %w", err)
+			}
+			for !stop.Load() {
+				if err := pty.Master.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+					return err
+				}
+				if _, err := pty.Master.Write(state); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: pty.Path, ReplyTimeout: testReplyTimeout, HaltTimeout: testReplyTimeout})
+	if err != nil {
+		t.Fatalf("OpenArm: %v", err)
+	}
+	defer a.Close()
+
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 5}}
+	var st hw.State
+	exchanges := 0
+	for {
+		err := a.Exchange(&cmd, &st)
+		if errors.Is(err, serial.ErrWriteStalled) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("exchange %d: %v; want exchanges until a write stalls", exchanges, err)
+		}
+		if exchanges++; exchanges > 1<<17 {
+			t.Fatal("1.7 MB of forces went into a port nobody reads without a stall")
+		}
+	}
+	stop.Store(true)
+	if err := <-streamed; err != nil {
+		t.Fatalf("the device side: %v", err)
+	}
+	queued := exchanges * len(wire.AppendForce(nil, cmd.ForceN))
+
+	// The arm takes data again: read up to the zero force.
+	zero := wire.AppendForce(nil, hw.Vec3{})
+	var got []byte
+	buf := make([]byte, 64<<10)
+	if err := pty.Master.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for !bytes.HasSuffix(got, zero) {
+		n, err := pty.Master.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("the arm read %d bytes of the %d queued before the stall and no zero force after them: %v", len(got), queued, err)
+		}
+	}
+	if stale := len(got) - len(zero); stale >= 4096 {
+		t.Errorf("the arm read %d of the %d bytes of forces queued before the stall; want at most the pseudo-terminal master's line buffer (4095)", stale, queued)
 	}
 }

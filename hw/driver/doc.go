@@ -29,7 +29,10 @@
 //
 // Firmware keeps applying the last command until it gets another, so the
 // drivers send a zero force whenever they stop being in control: on Halt, on
-// any Exchange error (best effort: the port may be gone), and on Close.
+// any Exchange error (best effort: the port may be gone), and on Close. A
+// write that stalls (serial.ErrWriteStalled) drops the commands still
+// queued in the port, so that zero force is the next command a device
+// that takes data again reads, not the forces from before the stall.
 //
 // # Concurrency
 //

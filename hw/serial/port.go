@@ -3,6 +3,7 @@ package serial
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	bugst "go.bug.st/serial"
@@ -14,8 +15,9 @@ type Port interface {
 	// timeout passes first. An unplugged device gives an error.
 	Read(p []byte) (int, error)
 	// Write writes p; it does not wait for the device to read it, only,
-	// when the output buffer is full, for room (a port Open opened on
-	// Unix waits at most WriteTimeout, then fails with ErrWriteStalled).
+	// when the output buffer is full, for room (a port Open opened waits
+	// at most WriteTimeout, then drops the output still queued and fails
+	// with ErrWriteStalled).
 	Write(p []byte) (int, error)
 	// SetReadTimeout bounds every following Read; a negative d waits for
 	// ever.
@@ -41,26 +43,36 @@ func Open(path string) (Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	op := openPort{Port: p, fd: -1}
+	op := &openPort{Port: p, fd: -1}
 	// go.bug.st/serial writes with a blocking write(2) and has no write
 	// timeout: the descriptor is made non-blocking so that Write can wait
-	// for room with a deadline. Where that is not possible the port keeps
+	// for room with a deadline. On Windows the port's own write timeout
+	// bounds each write instead. Where neither is possible the port keeps
 	// blocking writes.
 	if fd, ok := portFD(p); ok && setNonblock(fd) == nil {
 		op.fd = fd
+	} else if h, ok := portHandle(p); ok && setWriteTimeout(h) == nil {
+		op.handle = h
 	}
 	return op, nil
 }
 
 // openPort is a port Open opened: its reads and writes say when the
 // device is gone (ErrDisconnected), and its writes wait for room in the
-// output buffer no longer than WriteTimeout (when fd is known).
+// output buffer no longer than WriteTimeout (when fd or handle is known).
 type openPort struct {
 	bugst.Port
 	fd int // the port's descriptor, non-blocking; -1 when unknown
+	// handle is the Windows port's handle when its writes time out after
+	// WriteTimeout (see setWriteTimeout); 0 when they do not.
+	handle uintptr
+	// stalled is set once a write stalled: the device may still hold
+	// output back, which Close must drop. Atomic because Close may come
+	// from another goroutine than the writer's.
+	stalled atomic.Bool
 }
 
-func (p openPort) Read(b []byte) (int, error) {
+func (p *openPort) Read(b []byte) (int, error) {
 	n, err := p.Port.Read(b)
 	if err != nil && errors.Is(err, errWouldBlock) {
 		// The descriptor is non-blocking: a readiness that went away
@@ -72,9 +84,10 @@ func (p openPort) Read(b []byte) (int, error) {
 
 // Write writes all of b. On a non-blocking descriptor it waits for room
 // when the output buffer is full, until WriteTimeout has passed since the
-// last byte went in; then it returns what it wrote and ErrWriteStalled.
-func (p openPort) Write(b []byte) (int, error) {
-	if p.fd < 0 {
+// last byte went in; then it drops the output still queued (see
+// stallWrite) and returns what it wrote and ErrWriteStalled.
+func (p *openPort) Write(b []byte) (int, error) {
+	if p.fd < 0 && p.handle == 0 {
 		n, err := p.Port.Write(b)
 		return n, disconnected(err)
 	}
@@ -86,7 +99,7 @@ func (p openPort) Write(b []byte) (int, error) {
 	for {
 		n, err := p.Port.Write(b[written:])
 		written += max(n, 0)
-		if err != nil && !errors.Is(err, errWouldBlock) {
+		if err != nil && !errors.Is(err, errWouldBlock) && !writeTimedOut(err) {
 			return written, disconnected(err)
 		}
 		if written >= len(b) {
@@ -96,14 +109,59 @@ func (p openPort) Write(b []byte) (int, error) {
 			deadline = time.Now().Add(WriteTimeout)
 			continue // room was made: go on at once
 		}
+		if p.handle != 0 {
+			// The write itself waited WriteTimeout and took nothing.
+			return written, p.stallWrite(written, len(b))
+		}
 		room, err := waitWritable(p.fd, time.Until(deadline))
 		if err != nil {
 			return written, disconnected(err)
 		}
 		if !room {
-			return written, fmt.Errorf("hw/serial: write: %d of %d bytes written in %v: %w", written, len(b), WriteTimeout, ErrWriteStalled)
+			return written, p.stallWrite(written, len(b))
 		}
 	}
+}
+
+// SetReadTimeout sets the read timeout and, on a port whose writes time
+// out, sets their timeout again: go.bug.st/serial sets all of a Windows
+// port's timeouts at once, with writes that wait for ever.
+func (p *openPort) SetReadTimeout(d time.Duration) error {
+	if err := p.Port.SetReadTimeout(d); err != nil {
+		return err
+	}
+	if p.handle != 0 {
+		if err := setWriteTimeout(p.handle); err != nil {
+			return fmt.Errorf("hw/serial: set the write timeout: %w", disconnected(err))
+		}
+	}
+	return nil
+}
+
+// stallWrite drops the output queued in the port and returns the stall's
+// error. The queue holds commands written before the stall (forces are
+// sticky in firmware): a device that takes data again must not receive
+// them, the zero force a driver sends after the failure must find room,
+// and on a USB serial port close(2) would wait for the queue to drain
+// (Linux's closing wait, 30 s by default) and hang the caller's Close.
+func (p *openPort) stallWrite(written, want int) error {
+	p.stalled.Store(true)
+	err := fmt.Errorf("hw/serial: write: %d of %d bytes written in %v: %w", written, want, WriteTimeout, ErrWriteStalled)
+	if ferr := p.Port.ResetOutputBuffer(); ferr != nil {
+		return fmt.Errorf("%w; dropping the queued output failed too: %w", err, ferr)
+	}
+	return err
+}
+
+// Close drops the queued output first when a write stalled: the device
+// takes no data, so close(2) would wait for it to drain (see stallWrite).
+// The drop is best effort: a port already closed or unplugged has nothing
+// to wait for.
+func (p *openPort) Close() error {
+	if p.stalled.Load() {
+		_ = p.Port.ResetOutputBuffer()
+	}
+	return p.Port.Close()
 }
 
 // ErrDisconnected is wrapped by a Read or Write error of a port whose

@@ -1,13 +1,16 @@
 package serial_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
 )
 
 // TestWriteToADeviceThatTakesNothingEnds: a device that stops taking data
@@ -64,5 +67,73 @@ func TestWriteToADeviceThatTakesNothingEnds(t *testing.T) {
 		pty.Close() // ends the blocked write (the port hangs up)
 		<-result
 		t.Fatal("a write to a port nobody reads blocked for 30 s")
+	}
+}
+
+// ptyLineBuffer is what a pseudo-terminal's master keeps in its own line
+// discipline (Linux's N_TTY_BUF_SIZE, less one): bytes there have left the
+// slave's output, so no flush of the slave's output can take them back. A
+// real port has no such buffer on the device's side of the flush.
+const ptyLineBuffer = 4096
+
+// TestStalledWriteDropsQueuedOutput: after a write stalled, the force
+// frames already queued in the port's output buffer stayed there, so a
+// device that took data again (its USB stack recovered) received forces
+// commanded before the stall, and the driver's zero force after the
+// failure could not even be queued behind them. A stall now flushes the
+// queued output: the next write, a zero force, goes in at once, and of the
+// frames queued before the stall the device reads only what a
+// pseudo-terminal's master had already taken into its own line buffer.
+func TestStalledWriteDropsQueuedOutput(t *testing.T) {
+	pty, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	defer pty.Close()
+	p, err := serial.Open(pty.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	force := wire.AppendForce(nil, hw.Vec3{Z: 5})
+	queued := 0
+	for {
+		n, err := p.Write(force)
+		queued += n
+		if errors.Is(err, serial.ErrWriteStalled) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("writing forces to a port nobody reads: %v", err)
+		}
+		if queued > 1<<20 {
+			t.Fatal("1 MiB went into a port nobody reads without a stall")
+		}
+	}
+	if queued < 2*ptyLineBuffer {
+		t.Fatalf("only %d bytes queued before the stall; the test needs more than the master's line buffer to tell a flush", queued)
+	}
+	zero := wire.AppendForce(nil, hw.Vec3{})
+	if n, err := p.Write(zero); err != nil || n != len(zero) {
+		t.Fatalf("zero force after the stall: wrote %d of %d bytes: %v; want it queued at once", n, len(zero), err)
+	}
+
+	// The device takes data again: read up to the zero force.
+	var got []byte
+	buf := make([]byte, 64<<10)
+	if err := pty.Master.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for !bytes.HasSuffix(got, zero) {
+		n, err := pty.Master.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("reading the device side after %d bytes: %v; the zero force never arrived", len(got), err)
+		}
+	}
+	if stale := len(got) - len(zero); stale >= ptyLineBuffer {
+		t.Errorf("the device read %d of the %d bytes of forces queued before the stall; want at most what its line buffer held (%d)", stale, queued, ptyLineBuffer-1)
 	}
 }

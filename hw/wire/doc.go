@@ -21,7 +21,9 @@
 // it drops, so a driver can report line noise. Encoders send a value below
 // that smallest magnitude (1e-9) as zero, and a number of an arm frame
 // beyond its frame's bounds as the bound (a NaN as zero), so every arm
-// frame they make decodes.
+// frame they make decodes. A grip status goes out with its battery within
+// 0..1 and an orientation with a part out of bounds as zeros (no
+// rotation): it decodes unless it carries no rotation and no error.
 //
 // # Concurrency and allocation
 //

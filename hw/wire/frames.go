@@ -419,8 +419,9 @@ func within(v, limit float64) float64 {
 	return v
 }
 
-// The plausible range of each quantity the arm frames carry: a decoder
-// takes a value beyond it for noise, an encoder sends it as the limit.
+// The plausible range of each quantity the frames carry: a decoder takes a
+// value beyond it for noise, an encoder sends it as the limit (for the grip
+// status, see encodeGripStatus).
 const (
 	limitForceN             = 1e4
 	limitPositionM          = 10
@@ -429,6 +430,10 @@ const (
 	limitAngleDeg           = 1e5
 	limitAngularVelocityDps = 1e7
 	limitConfigValue        = 1e3
+	// Grip status: each part of the orientation quaternion, and the
+	// battery level (0..1, with room for a sensor's overshoot).
+	limitQuatPart = 1.5
+	limitBattery  = 1.5
 )
 
 func triple(b []byte) hw.Vec3 { return hw.Vec3{X: f32(b), Y: f32(b[4:]), Z: f32(b[8:])} }
@@ -569,11 +574,11 @@ func decodeGripStatus(b []byte, m *Message) error {
 	// an error beside it (its orientation sensor is down): then the
 	// frame's error, buttons and battery are the grip's, and the
 	// orientation is not (Oriented).
-	if !plausible(q.W, 1.5) || !plausible(q.X, 1.5) || !plausible(q.Y, 1.5) || !plausible(q.Z, 1.5) || (!rotation(q) && b[19] == 0) {
+	if !plausible(q.W, limitQuatPart) || !plausible(q.X, limitQuatPart) || !plausible(q.Y, limitQuatPart) || !plausible(q.Z, limitQuatPart) || (!rotation(q) && b[19] == 0) {
 		return ErrImplausible
 	}
 	battery := f32(b[23:])
-	if !plausible(battery, 1.5) || battery < 0 {
+	if !plausible(battery, limitBattery) || battery < 0 {
 		return ErrImplausible
 	}
 	s.Orientation = q
@@ -585,12 +590,25 @@ func decodeGripStatus(b []byte, m *Message) error {
 	return nil
 }
 
+// encodeGripStatus keeps every number where the decoder accepts it, as the
+// arm encoders do: the battery within 0..1 (NaN as 0), and an orientation
+// with a part beyond limitQuatPart (or NaN) as zeros, the frame's "no
+// rotation". An orientation within bounds goes out as given, rotation or
+// not: a grip that reports an error may send one that is not (Oriented).
 func encodeGripStatus(dst []byte, m *Message) []byte {
 	s := &m.GripStatus
+	q := s.Orientation
+	if !(math.Abs(q.W) <= limitQuatPart && math.Abs(q.X) <= limitQuatPart && math.Abs(q.Y) <= limitQuatPart && math.Abs(q.Z) <= limitQuatPart) {
+		q = hw.Quat{} // false for NaN too
+	}
+	battery := min(max(s.Battery, 0), 1)
+	if battery != battery { // NaN
+		battery = 0
+	}
 	dst = binary.LittleEndian.AppendUint16(dst, s.ID)
-	dst = appendF32(appendF32(appendF32(appendF32(dst, s.Orientation.W), s.Orientation.X), s.Orientation.Y), s.Orientation.Z)
+	dst = appendF32(appendF32(appendF32(appendF32(dst, q.W), q.X), q.Y), q.Z)
 	dst = append(dst, s.Error, s.Attached, s.Hall, s.Buttons)
-	dst = appendF32(dst, s.Battery)
+	dst = appendF32(dst, battery)
 	n := min(s.ExtLen, MaxExtBytes)
 	dst = append(dst, n)
 	return append(dst, s.Ext[:n]...)

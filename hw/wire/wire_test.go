@@ -386,3 +386,51 @@ func TestEncodedHugeValuesDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodedGripStatusOutOfRangeDecodes: the grip status encoder sent a
+// battery level and a quaternion as given, while the arm encoders cap their
+// numbers at the frame's bounds. A battery beyond 0..1.5 (or NaN, or
+// infinite) made the frame read as noise, and so did a quaternion with a
+// NaN or infinite part even from a grip reporting an error beside it: a
+// device (the emulator's grip, fed by its physics model) lost every status,
+// and its host reported the grip switched off instead of its error. The
+// battery goes out within 0..1 (hw.State's range, NaN as 0), and an
+// orientation with a part that is not finite or beyond ±1.5 as zeros, the
+// frame's "no rotation" (which decodes when the grip reports an error).
+func TestEncodedGripStatusOutOfRangeDecodes(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	unit := hw.Quat{W: 1}
+	tests := []struct {
+		name        string
+		q           hw.Quat
+		battery     float64
+		errCode     uint8
+		wantBattery float64
+		oriented    bool
+	}{
+		{"battery above range", unit, 2, 0, 1, true},
+		{"battery a percentage", unit, 80, 0, 1, true},
+		{"battery negative", unit, -0.5, 0, 0, true},
+		{"battery NaN", unit, nan, 0, 0, true},
+		{"battery infinite", unit, inf, 0, 1, true},
+		{"battery beyond float32", unit, 1e39, 0, 1, true},
+		{"orientation NaN with an error", hw.Quat{W: nan, X: nan, Y: nan, Z: nan}, 0.5, 3, 0.5, false},
+		{"orientation infinite with an error", hw.Quat{W: inf}, 0.5, 3, 0.5, false},
+		{"orientation beyond 1.5 with an error", hw.Quat{W: 2}, 0.5, 3, 0.5, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := wire.GripStatus{ID: 9, Orientation: tc.q, Error: tc.errCode, Buttons: 2, Battery: tc.battery}
+			b := wire.AppendGripStatus(nil, &s)
+			var m wire.Message
+			n, err := wire.Decode(wire.ToHost, b, &m)
+			if err != nil || n != len(b) {
+				t.Fatalf("Decode(%x) = %d, %v; want the whole frame", b, n, err)
+			}
+			g := m.GripStatus
+			if g.Battery != tc.wantBattery || g.Error != tc.errCode || g.Buttons != 2 || g.Oriented() != tc.oriented {
+				t.Errorf("decoded battery %g, error %d, buttons %d, oriented %v; want %g, %d, 2, %v", g.Battery, g.Error, g.Buttons, g.Oriented(), tc.wantBattery, tc.errCode, tc.oriented)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package serial_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// TestWindowsWriteToAPortNobodyReadsStalls: a Windows write to a device
+// that takes no data waited for ever (go.bug.st/serial sets no write
+// timeout), holding a driver's tick or the scan's probe. It now fails with
+// ErrWriteStalled after WriteTimeout. Windows has no pseudo-terminal to
+// make such a port here: HAPTICD_STALLED_COM names one whose other side
+// nobody reads (.ci/platforms maps a Linux pseudo-terminal to a Wine COM
+// port); without it the test skips.
+func TestWindowsWriteToAPortNobodyReadsStalls(t *testing.T) {
+	name := os.Getenv("HAPTICD_STALLED_COM")
+	if name == "" {
+		t.Skip("HAPTICD_STALLED_COM names no COM port whose other side nobody reads")
+	}
+	p, err := serial.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// The driver sets a read timeout before each read: that must not take
+	// the write timeout away.
+	if err := p.SetReadTimeout(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	result := make(chan error, 1)
+	var last time.Duration
+	go func() {
+		for range 1024 { // a port holds far fewer than 4 MiB
+			start := time.Now()
+			n, err := p.Write(chunk)
+			last = time.Since(start)
+			if err != nil {
+				result <- err
+				return
+			}
+			if n != len(chunk) {
+				result <- errors.New("short write without an error")
+				return
+			}
+		}
+		result <- nil
+	}()
+	select {
+	case err := <-result:
+		if !errors.Is(err, serial.ErrWriteStalled) {
+			t.Fatalf("writing to a port nobody reads: %v; want an error wrapping ErrWriteStalled", err)
+		}
+		if last < serial.WriteTimeout/2 || last > 20*serial.WriteTimeout {
+			t.Errorf("the stalled write took %v, want about WriteTimeout (%v)", last, serial.WriteTimeout)
+		}
+		// The stall dropped the queued output: a zero force fits at once.
+		if n, err := p.Write(make([]byte, 13)); err != nil || n != 13 {
+			t.Errorf("a write after the stall: %d bytes, %v; want it queued at once", n, err)
+		}
+	case <-time.After(30 * time.Second):
+		p.Close()
+		t.Fatal("a write to a port nobody reads blocked for 30 s")
+	}
+}
