@@ -564,15 +564,19 @@ func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
 // a workspace scale stretches it further. NewSet would refuse it too, but
 // naming its own fields (point_m, radius_m), which no client sent.
 func lengthsRendered(e *protocol.Effect) error {
+	// prefix is the shape's parameters as the client sent them (nested or
+	// flat); joined to the member only for an error, so that a check
+	// allocates nothing.
 	type length struct {
-		member string
-		v      float64
+		prefix, member string
+		v              float64
 	}
-	var ls [8]length
+	var ls [9]length
 	n := 0
+	prefix := ""
 	add := func(member string, v float64) {
 		if n < len(ls) && v != 0 {
-			ls[n] = length{member, v}
+			ls[n] = length{prefix, member, v}
 			n++
 		}
 	}
@@ -596,22 +600,25 @@ func lengthsRendered(e *protocol.Effect) error {
 	case protocol.EffectSDF:
 		// The shape's sizes are in its own frame (transform.scale sets
 		// how long its unit is); the range is converted.
-		q := &e.SDF.Shape.Params
-		add("range", e.SDF.RangeM)
-		add("shape.parameters.r", q.R)
-		add("shape.parameters.r1", q.R1)
-		add("shape.parameters.r2", q.R2)
-		add("shape.parameters.h", q.H)
-		add("shape.parameters.e", q.E)
-		add("shape.parameters.le", q.Le)
-		addVec("shape.parameters.a", q.A)
-		addVec("shape.parameters.b", q.B)
+		s := &e.SDF
+		q := &s.Shape.Params
+		add("range", s.RangeM)
+		prefix = s.SDFParamsPrefix()
+		add("r", q.R)
+		add("r1", q.R1)
+		add("r2", q.R2)
+		add("h", q.H)
+		add("e", q.E)
+		add("le", q.Le)
+		addVec("a", q.A)
+		addVec("b", q.B)
 	}
 	for _, l := range ls[:n] {
 		if !(math.Abs(l.v) <= effect.MaxLengthM) {
-			return &effectMemberError{member: l.member, err: fmt.Errorf(
+			member := l.prefix + l.member
+			return &effectMemberError{member: member, err: fmt.Errorf(
 				"%s is %.4g m where the loop renders it (the device frame; a shape's own units for its parameters), past the %g m it renders: the wire takes lengths up to %g m of the session's space, before its set_transform scale",
-				l.member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
+				member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
 		}
 	}
 	return nil
