@@ -729,7 +729,8 @@ func (xs *armExtScratch) reset() {
 
 // armExt returns d's state extensions as session's view v sees them at
 // nowNs (service Clock): the effects in force (count, and each wall's proxy
-// point in the session's space) and the passivity layer's figures, while
+// point in the session's space, with its navigation's workspace offset as
+// cursor_position has it) and the passivity layer's figures, while
 // the arm renders effects; nil otherwise. An effect whose time ran out is
 // not in force, though the Set holds it until its session's next entry for
 // d (effectsBefore): GET stops listing it then too. xs may be nil (then it
@@ -767,6 +768,10 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	xs.n++
 	rep := &xs.rep
 	d.rt.LoadEffects(rep)
+	// The proxies are where the frame puts the cursor: with the
+	// navigation's workspace offset, as cursor_position (applyNavigation).
+	var offset space.Vec3
+	offsetRead := false
 	for i := range rep.N {
 		r := &rep.Effects[i]
 		if r.Removing || ended(set.IndexOf(r.ID)) {
@@ -774,7 +779,13 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 		}
 		switch r.Kind {
 		case effect.Wall, effect.LimitSphere, effect.LimitBox, effect.Shape:
-			proxies = append(proxies, protocol.EffectProxy{ID: r.ID, PositionM: v.Space.PositionToApp(space.Vec3(r.ProxyM)), Contact: r.Contact})
+			if !offsetRead {
+				if st, ok := navigationState(v); ok {
+					offset = st.WorkspaceOffsetM
+				}
+				offsetRead = true
+			}
+			proxies = append(proxies, protocol.EffectProxy{ID: r.ID, PositionM: addVec(v.Space.PositionToApp(space.Vec3(r.ProxyM)), offset), Contact: r.Contact})
 		}
 	}
 	xs.proxies[xs.n-1] = proxies
