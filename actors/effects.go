@@ -239,9 +239,10 @@ func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now i
 // and publishes effect-refused for each: such a message applies not at
 // all, like one the decoder refused (docs/protocol.md, "Effects"). An
 // arm another session holds is left to the entry (device_busy, the rest
-// applies). A message that changes a view the effects are converted with
-// (basis, mount, preset, set_transform, profile) is left to the entries
-// too: they are checked there with the new view, as before.
+// applies). A message that changes the view an arm's effects are
+// converted with (the session's basis or profile; that arm's basis, mount,
+// preset or set_transform) leaves that arm's effects to their entry: they
+// are checked there with the new view, as before.
 func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []protocol.Error {
 	msg := &p.msg
 	sp := &msg.Session
@@ -252,18 +253,29 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 	declares := false
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		if e.Transform.Given() {
-			return nil
-		}
-		for _, c := range e.Configure {
-			if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
-				return nil
-			}
-		}
 		declares = declares || e.HasEffects && !e.Effects.Empty()
 	}
 	if !declares {
 		return nil
+	}
+	// turnsView reports whether the message changes the session's view of
+	// d (an entry of d's with a set_transform, basis, mount or preset):
+	// d's effects are then checked at its entry, after the change. Another
+	// arm's view is not the one d's effects are converted with.
+	turnsView := func(d *Device) bool {
+		for j := range msg.Devices {
+			e := &msg.Devices[j]
+			turns := e.Transform.Given()
+			for _, c := range e.Configure {
+				if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
+					turns = true
+				}
+			}
+			if turns && p.find(j, e, devs) == d {
+				return true
+			}
+		}
+		return false
 	}
 	id := p.sess.ID
 	now := p.svc.opts.Clock.Now()
@@ -281,6 +293,9 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 			continue
 		}
 		if owner := d.Register().Owner(); owner != 0 && owner != id {
+			continue
+		}
+		if turnsView(d) {
 			continue
 		}
 		base := planned[d]
