@@ -239,9 +239,10 @@ func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now i
 // and publishes effect-refused for each: such a message applies not at
 // all, like one the decoder refused (docs/protocol.md, "Effects"). An
 // arm another session holds is left to the entry (device_busy, the rest
-// applies). A message that changes a view the effects are converted with
-// (basis, mount, preset, set_transform, profile) is left to the entries
-// too: they are checked there with the new view, as before.
+// applies). A message that changes the view an arm's effects are
+// converted with (the session's basis or profile; that arm's basis, mount,
+// preset or set_transform) leaves that arm's effects to their entry: they
+// are checked there with the new view, as before.
 func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []protocol.Error {
 	msg := &p.msg
 	sp := &msg.Session
@@ -252,18 +253,29 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 	declares := false
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		if e.Transform.Given() {
-			return nil
-		}
-		for _, c := range e.Configure {
-			if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
-				return nil
-			}
-		}
 		declares = declares || e.HasEffects && !e.Effects.Empty()
 	}
 	if !declares {
 		return nil
+	}
+	// turnsView reports whether the message changes the session's view of
+	// d (an entry of d's with a set_transform, basis, mount or preset):
+	// d's effects are then checked at its entry, after the change. Another
+	// arm's view is not the one d's effects are converted with.
+	turnsView := func(d *Device) bool {
+		for j := range msg.Devices {
+			e := &msg.Devices[j]
+			turns := e.Transform.Given()
+			for _, c := range e.Configure {
+				if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
+					turns = true
+				}
+			}
+			if turns && p.find(j, e, devs) == d {
+				return true
+			}
+		}
+		return false
 	}
 	id := p.sess.ID
 	now := p.svc.opts.Clock.Now()
@@ -281,6 +293,9 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 			continue
 		}
 		if owner := d.Register().Owner(); owner != 0 && owner != id {
+			continue
+		}
+		if turnsView(d) {
 			continue
 		}
 		base := planned[d]
@@ -564,15 +579,19 @@ func toSpec(sp *effect.Spec, e protocol.Effect, fromNs int64) error {
 // a workspace scale stretches it further. NewSet would refuse it too, but
 // naming its own fields (point_m, radius_m), which no client sent.
 func lengthsRendered(e *protocol.Effect) error {
+	// prefix is the shape's parameters as the client sent them (nested or
+	// flat); joined to the member only for an error, so that a check
+	// allocates nothing.
 	type length struct {
-		member string
-		v      float64
+		prefix, member string
+		v              float64
 	}
-	var ls [8]length
+	var ls [9]length
 	n := 0
+	prefix := ""
 	add := func(member string, v float64) {
 		if n < len(ls) && v != 0 {
-			ls[n] = length{member, v}
+			ls[n] = length{prefix, member, v}
 			n++
 		}
 	}
@@ -596,22 +615,25 @@ func lengthsRendered(e *protocol.Effect) error {
 	case protocol.EffectSDF:
 		// The shape's sizes are in its own frame (transform.scale sets
 		// how long its unit is); the range is converted.
-		q := &e.SDF.Shape.Params
-		add("range", e.SDF.RangeM)
-		add("shape.parameters.r", q.R)
-		add("shape.parameters.r1", q.R1)
-		add("shape.parameters.r2", q.R2)
-		add("shape.parameters.h", q.H)
-		add("shape.parameters.e", q.E)
-		add("shape.parameters.le", q.Le)
-		addVec("shape.parameters.a", q.A)
-		addVec("shape.parameters.b", q.B)
+		s := &e.SDF
+		q := &s.Shape.Params
+		add("range", s.RangeM)
+		prefix = s.SDFParamsPrefix()
+		add("r", q.R)
+		add("r1", q.R1)
+		add("r2", q.R2)
+		add("h", q.H)
+		add("e", q.E)
+		add("le", q.Le)
+		addVec("a", q.A)
+		addVec("b", q.B)
 	}
 	for _, l := range ls[:n] {
 		if !(math.Abs(l.v) <= effect.MaxLengthM) {
-			return &effectMemberError{member: l.member, err: fmt.Errorf(
+			member := l.prefix + l.member
+			return &effectMemberError{member: member, err: fmt.Errorf(
 				"%s is %.4g m where the loop renders it (the device frame; a shape's own units for its parameters), past the %g m it renders: the wire takes lengths up to %g m of the session's space, before its set_transform scale",
-				l.member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
+				member, l.v, effect.MaxLengthM, protocol.EffectLengthMax)}
 		}
 	}
 	return nil
@@ -722,7 +744,8 @@ func (xs *armExtScratch) reset() {
 
 // armExt returns d's state extensions as session's view v sees them at
 // nowNs (service Clock): the effects in force (count, and each wall's proxy
-// point in the session's space) and the passivity layer's figures, while
+// point in the session's space, with its navigation's workspace offset as
+// cursor_position has it) and the passivity layer's figures, while
 // the arm renders effects; nil otherwise. An effect whose time ran out is
 // not in force, though the Set holds it until its session's next entry for
 // d (effectsBefore): GET stops listing it then too. xs may be nil (then it
@@ -760,6 +783,10 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	xs.n++
 	rep := &xs.rep
 	d.rt.LoadEffects(rep)
+	// The proxies are where the frame puts the cursor: with the
+	// navigation's workspace offset, as cursor_position (applyNavigation).
+	var offset space.Vec3
+	offsetRead := false
 	for i := range rep.N {
 		r := &rep.Effects[i]
 		if r.Removing || ended(set.IndexOf(r.ID)) {
@@ -767,7 +794,13 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 		}
 		switch r.Kind {
 		case effect.Wall, effect.LimitSphere, effect.LimitBox, effect.Shape:
-			proxies = append(proxies, protocol.EffectProxy{ID: r.ID, PositionM: v.Space.PositionToApp(space.Vec3(r.ProxyM)), Contact: r.Contact})
+			if !offsetRead {
+				if st, ok := navigationState(v); ok {
+					offset = st.WorkspaceOffsetM
+				}
+				offsetRead = true
+			}
+			proxies = append(proxies, protocol.EffectProxy{ID: r.ID, PositionM: addVec(v.Space.PositionToApp(space.Vec3(r.ProxyM)), offset), Contact: r.Contact})
 		}
 	}
 	xs.proxies[xs.n-1] = proxies

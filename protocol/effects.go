@@ -193,6 +193,16 @@ func SDFEaseNames() []string     { return append([]string(nil), sdfEaseNames...)
 func SDFSymmetryNames() []string { return append([]string(nil), sdfSymmetryNames...) }
 func SDFBlendNames() []string    { return append([]string(nil), sdfBlendNames...) }
 
+// SDFParamsPrefix is the path, below the effect, of the shape's parameters
+// as the client sent them, ready for a parameter's name: "params." in the
+// flat form, "shape.parameters." in the nested one.
+func (s *SDFEffect) SDFParamsPrefix() string {
+	if s.FlatParams {
+		return "params."
+	}
+	return "shape.parameters."
+}
+
 // SDFEffect is the vendor's SDF effect: a force along the shape's outward
 // normal, ForceScaleN·ease(1 − d/RangeM) within RangeM outside the surface
 // (see docs/protocol.md for the symmetries). Pose places the shape
@@ -201,7 +211,12 @@ func SDFBlendNames() []string    { return append([]string(nil), sdfBlendNames...
 // LocalOffset, and a local distance times FrameMPerLocalM is metres of that
 // frame (RangeM is in those metres too).
 type SDFEffect struct {
-	Shape           SDFShape
+	Shape SDFShape
+	// FlatParams is set when the shape came in the flat form ("shape" a
+	// primitive's name, "params" its parameters): an error about a
+	// parameter names params.x, what the client sent, not
+	// shape.parameters.x. AppendJSON writes the nested form either way.
+	FlatParams      bool
 	Pose            Transform
 	ForceScaleN     float64
 	RangeM          float64
@@ -808,6 +823,7 @@ func (r *effectReader) sdf(s *SDFEffect) *Error {
 		// primitive and "params" holds its parameters.
 		pv, pc := r.member("params")
 		s.Shape, err = decodeSDFNamed(sv, &sc, pv, pc, r.w)
+		s.FlatParams = true
 	} else {
 		s.Shape, err = decodeSDFShape(sv, &sc, r.w)
 	}

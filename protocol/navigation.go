@@ -302,12 +302,29 @@ func checkBubbleShape(s SDFShape, at *pathSeg) *Error {
 		c := at.child("primitive")
 		return errAt(CodeInvalidValue, &c, "a bubble must enclose the cursor in a shape the loop renders: one of %s, not %s", strings.Join(bubbleShapes, ", "), s.Primitive)
 	}
-	p := s.Params
-	for _, f := range [...]float64{p.R, p.R1, p.R2, p.H, p.W, p.E, p.Le,
-		p.A.X, p.A.Y, p.A.Z, p.B.X, p.B.Y, p.B.Z} {
-		if math.Abs(f) > NavShapeMax {
-			c := at.child("parameters")
-			return errAt(CodeOutOfRange, &c, "a bubble's lengths are at most %g m (the workspace is smaller), got %g", NavShapeMax, f)
+	// Each parameter the primitive reads, named as the client sent it.
+	pc := at.child("parameters")
+	prim := findSDFPrimitive([]byte(s.Primitive))
+	if prim == nil {
+		return errAt(CodeInvalidValue, at, "unknown SDF primitive %q", s.Primitive)
+	}
+	for _, q := range prim.params {
+		c := pc.child(q.name)
+		switch q.kind {
+		case sdfLength, sdfOffset:
+			p := s.Params
+			if f := *sdfScalar(&p, q.name); math.Abs(f) > NavShapeMax {
+				return errAt(CodeOutOfRange, &c, "a bubble's lengths are at most %g m (the workspace is smaller), got %s %g", NavShapeMax, q.name, f)
+			}
+		case sdfPoint, sdfExtents:
+			p := s.Params
+			v := *sdfVector(&p, q.name)
+			for i, f := range [3]float64{v.X, v.Y, v.Z} {
+				if math.Abs(f) > NavShapeMax {
+					cc := c.child(vec3Names[i])
+					return errAt(CodeOutOfRange, &cc, "a bubble's lengths are at most %g m (the workspace is smaller), got %s.%s %g", NavShapeMax, q.name, vec3Names[i], f)
+				}
+			}
 		}
 	}
 	return nil

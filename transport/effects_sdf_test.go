@@ -155,3 +155,119 @@ func TestSDFEffectBadInput(t *testing.T) {
 		return path(e, "data", "effect_id") == "tiny" && path(e, "data", "code") == "invalid_value"
 	})
 }
+
+// TestSDFShapeSizeErrorsNameTheFormSent: a shape parameter too large (for
+// the loop's 10 m or the wire's 100 m) or too small is an error entry at
+// the member the client sent, in the form it sent it: the nested
+// {"shape": {"primitive", "parameters": {...}}} gets shape.parameters.x,
+// the flat {"shape": name, "params": {...}} gets params.x. For every shape
+// the loop renders and every parameter whose size is checked. The effect
+// in force stays.
+func TestSDFShapeSizeErrorsNameTheFormSent(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
+		t.Fatalf("setup: %v", f)
+	}
+	type param struct {
+		name string
+		kind string // "length", "offset", "point", "extents"
+	}
+	// Each shape's parameters in catalogue order, each with a good value.
+	good := map[string]string{
+		"length":  "0.02",
+		"offset":  "-0.01",
+		"point":   `{"x":0,"y":0.02,"z":0}`,
+		"extents": `{"x":0.02,"y":0.02,"z":0.02}`,
+	}
+	shapes := []struct {
+		primitive string
+		params    []param
+	}{
+		{"sphere", []param{{"r", "length"}}},
+		{"ellipsoid", []param{{"a", "extents"}}},
+		{"box", []param{{"b", "extents"}}},
+		{"rounded_box", []param{{"b", "extents"}, {"r", "length"}}},
+		{"box_frame", []param{{"b", "extents"}, {"e", "length"}}},
+		{"plane", []param{{"n", "normal"}, {"h", "offset"}}},
+		{"capsule", []param{{"a", "point"}, {"b", "point"}, {"r", "length"}}},
+		{"capped_cylinder", []param{{"a", "point"}, {"b", "point"}, {"r", "length"}}},
+		{"capsule_vertical", []param{{"h", "length"}, {"r", "length"}}},
+		{"capped_cylinder_vertical", []param{{"h", "length"}, {"r", "length"}}},
+		{"torus", []param{{"r1", "length"}, {"r2", "length"}}},
+		{"link", []param{{"r1", "length"}, {"r2", "length"}, {"le", "length"}}},
+	}
+	// What a bad value of each kind is, where the error is below the
+	// parameter (a component, or nothing) and its code.
+	type badValue struct {
+		what, scalar, vector, code string
+		component                  bool // the path names the vector's component
+	}
+	bads := []badValue{
+		{"past the loop's 10 m", "50", `{"x":50,"y":0.02,"z":0.02}`, "invalid_value", false},
+		{"past the wire's 100 m", "150", `{"x":150,"y":0.02,"z":0.02}`, "out_of_range", true},
+		{"zero", "0", `{"x":0,"y":0.02,"z":0.02}`, "out_of_range", true},
+	}
+	for _, sh := range shapes {
+		for bi, bad := range sh.params {
+			if bad.kind == "normal" {
+				continue // normalised: it has no size
+			}
+			for _, bv := range bads {
+				if bv.what == "zero" && (bad.kind == "offset" || bad.kind == "point") {
+					continue // zero is a place, not a size
+				}
+				var members []string
+				for i, p := range sh.params {
+					v := good[p.kind]
+					if p.kind == "normal" {
+						v = `{"x":0,"y":0,"z":1}`
+					}
+					if p.kind == "point" && p.name == "a" {
+						v = `{"x":0,"y":0,"z":0}`
+					}
+					if i == bi {
+						v = bv.scalar
+						if p.kind == "point" || p.kind == "extents" {
+							v = bv.vector
+						}
+					}
+					members = append(members, fmt.Sprintf("%q:%s", p.name, v))
+				}
+				params := "{" + strings.Join(members, ",") + "}"
+				for _, form := range []struct{ name, shape, prefix string }{
+					{"nested", `"shape":{"primitive":"` + sh.primitive + `","parameters":` + params + `}`, "shape.parameters."},
+					{"flat", `"shape":"` + sh.primitive + `","params":` + params, "params."},
+				} {
+					t.Run(sh.primitive+"/"+bad.name+"/"+bv.what+"/"+form.name, func(t *testing.T) {
+						f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"s","type":"sdf",`+form.shape+`}]}`))
+						if codes := errorCodes(f); len(codes) != 1 || codes[0] != bv.code {
+							t.Fatalf("want one %s error, got %v", bv.code, f["errors"])
+						}
+						want := "arm3[0].effects.set[0]." + form.prefix + bad.name
+						if bv.component && (bad.kind == "point" || bad.kind == "extents") {
+							want += ".x"
+						}
+						if p := path(f, "errors", 0, "path"); p != want {
+							t.Fatalf("error path %v, want %s (%v)", p, want, f["errors"])
+						}
+						msg, _ := path(f, "errors", 0, "message").(string)
+						other := "params."
+						if form.name == "flat" {
+							other = "shape.parameters"
+						}
+						if strings.Contains(msg, other) {
+							t.Fatalf("the %s form's error names %q, which the client did not send: %s", form.name, other, msg)
+						}
+						if n := effectCount(f); n != 1 {
+							t.Fatalf("a refused declaration changed the effects in force: count %v", n)
+						}
+					})
+				}
+			}
+		}
+	}
+}

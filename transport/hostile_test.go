@@ -522,3 +522,46 @@ func TestHostileBadEffectsRefuseTheirWholeMessage(t *testing.T) {
 		})
 	}
 }
+
+// A message that changes one arm's view (its set_transform or mount) is
+// checked whole all the same for the effects it declares on another arm,
+// whose view it leaves as it is: a declaration refused there takes the
+// other arm's changes with it (docs/protocol.md, Effects: the exception is
+// for the view the effects are converted with).
+func TestHostileBadEffectsRefuseAMessageThatTurnsAnotherArm(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2})
+	turned, declaring := ts.armIDs[0], ts.armIDs[1]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"other-arm"},"lease":{"ms":1000}}}}`); f["errors"] != nil {
+		t.Fatalf("profile: %v", f["errors"])
+	}
+	url := ts.base + "/arm3/" + turned + "/config/filters/damping?session=other-arm"
+	cone := `{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`
+	for _, tc := range []struct{ name, change string }{
+		{"set_transform", `"commands":{"set_transform":{"position":{"x":0.5,"y":0,"z":0}}},"configure":{"damping":{"scalar":7}}`},
+		{"mount", `"configure":{"damping":{"scalar":7},"mount":{"transform":{"position":{"x":0.1,"y":0,"z":0}}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ts.do(http.MethodGet, url, "")
+			if before.status != http.StatusOK {
+				t.Fatalf("GET damping: %v", before)
+			}
+			msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,%s},{"device_id":%q,"effects":%s}]}`, turned, tc.change, declaring, cone)
+			f := c.roundTrip(msg)
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != "invalid_value" {
+				t.Fatalf("want one invalid_value error, got %v", f["errors"])
+			}
+			if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
+				t.Fatalf("the other arm's damping applied beside a refused declaration:\nbefore %s\nafter  %s", before.body, after.body)
+			}
+			for _, a := range f["arm3"].([]any) {
+				if path(a, "device_id") == turned {
+					if p := vec(path(a, "state", "transform", "position")); p != [3]float64{} {
+						t.Fatalf("the other arm's set_transform applied beside a refused declaration: transform.position %v", p)
+					}
+				}
+			}
+		})
+	}
+}

@@ -529,3 +529,48 @@ func TestNavigationDriftingTorusKeepsTheHandInItsTube(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectProxiesCarryTheNavigationOffset: a wall's proxy point is in the
+// coordinates of the frame's cursor_position, which carry the navigation's
+// workspace offset: on the free side the proxy is the cursor itself
+// (docs/protocol.md, "Reading them"), wherever the workspace slid. A
+// fixed bubble finds the hand 2 cm into its velocity zone with no spring
+// there, so the hand stays put and the workspace slides at 2 cm/s.
+func TestEffectProxiesCarryTheNavigationOffset(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	p0 := vec(path(f, "arm3", 0, "state", "cursor_position"))
+	body := fmt.Sprintf(`{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g}},`+
+		`"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":1,"max_speed":0.5,`+
+		`"velocity_zone_stiffness":0,"dead_zone_damping":0,"wall_stiffness":0}}`, p0[0]+0.07, p0[1], p0[2])
+	if f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":%s}}]}`, id, body)); f["errors"] != nil {
+		t.Fatalf("configure.navigation: %v", f["errors"])
+	}
+	// A floor half a metre under the hand: never touched.
+	wall := fmt.Sprintf(`{"id":"floor","type":"wall","position":{"x":%g,"y":%g,"z":%g},"normal":{"x":0,"y":0,"z":1},"stiffness":100}`, p0[0], p0[1], p0[2]-0.5)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+wall+`]}`)); f["errors"] != nil || effectCount(f) != 1 {
+		t.Fatalf("declare the floor: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 15*time.Second, "the proxy on the free side is the cursor as the frame shows it", func() error {
+		f := c.roundTrip(effectsMsg(id, `{}`)) // renews the lease
+		st := path(f, "arm3", 0, "state")
+		offset := vec(path(st, "navigation", "workspace_offset"))
+		if offset[0] > -0.01 { // the workspace slides along the outward normal, −x
+			return fmt.Errorf("the workspace offset is %v: not 1 cm yet", offset)
+		}
+		if path(st, "effects", "proxies", 0, "contact") != false {
+			return fmt.Errorf("the floor's proxy %v: want it on the free side", path(st, "effects", "proxies", 0))
+		}
+		cursor := vec(path(st, "cursor_position"))
+		proxy := vec(path(st, "effects", "proxies", 0, "position"))
+		for i := range 3 {
+			if math.Abs(proxy[i]-cursor[i]) > 0.002 {
+				return fmt.Errorf("proxy %v, cursor %v (workspace offset %v): the proxy is not where the frame puts the cursor", proxy, cursor, offset)
+			}
+		}
+		return nil
+	})
+}

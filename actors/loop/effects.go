@@ -361,10 +361,20 @@ func (st *effectStage) publish(nowNs int64, set *effect.Set) {
 	if set != nil {
 		b.Session = set.Session
 	}
-	b.N = min(st.r.Len(), len(b.Effects))
-	for i := range b.N {
-		st.r.Rendered(i, &b.Effects[i])
+	// The effects in force first, then the ones fading out while room is
+	// left: a Set that replaces a full one renders twice the report's
+	// room for a fade, and the report (GET's rendered_force, the frames'
+	// proxies) is for the effects in force.
+	n := 0
+	for _, removing := range [2]bool{false, true} {
+		for i := 0; i < st.r.Len() && n < len(b.Effects); i++ {
+			if st.r.Removing(i) == removing {
+				st.r.Rendered(i, &b.Effects[n])
+				n++
+			}
+		}
 	}
+	b.N = n
 	for i := b.N; i < len(b.Effects) && b.Effects[i].ID != ""; i++ {
 		b.Effects[i] = effect.Rendered{}
 	}

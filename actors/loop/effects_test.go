@@ -589,3 +589,42 @@ func TestSetEffectsIfKeepsAHolderThatCameBetween(t *testing.T) {
 		t.Fatal("the gateway's Set refused on a free arm")
 	}
 }
+
+// TestEffectsReportListsTheEffectsInForceFirst: a Set that replaces a full
+// one with sixteen new effects has thirty-two rendered while the old ones
+// fade out; the report holds sixteen, and they are the ones in force (GET's
+// rendered_force, the frames' proxies), not the ones on their way out.
+func TestEffectsReportListsTheEffectsInForceFirst(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	walls := func(prefix string) *effect.Set {
+		var sp []effect.Spec
+		for i := range effect.MaxEffects {
+			sp = append(sp, effect.Spec{ID: fmt.Sprintf("%s%d", prefix, i), Kind: effect.Wall,
+				Params: effect.Params{PointM: hw.Vec3{Z: -1}, AxisUnit: hw.Vec3{Z: 1}, StiffnessNPerM: 100}})
+		}
+		s, err := effect.NewSet(7, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var rep EffectsReport
+	seq := uint64(0)
+	keep := func() { seq++; r.command(7, seq, 100*ms, force(0, 0, 0), nil) }
+	r.dev.SetEffects(walls("old"))
+	r.run(1, keep)
+	r.dev.LoadEffects(&rep) // a reader: the loop reports every reportEvery ticks
+	r.run(10*reportEvery, keep)
+	r.dev.SetEffects(walls("new"))
+	r.run(2*reportEvery, keep) // well within the old ones' 50 ms fade
+	r.dev.LoadEffects(&rep)
+	live := 0
+	for i := range rep.N {
+		if e := &rep.Effects[i]; !e.Removing && strings.HasPrefix(e.ID, "new") {
+			live++
+		}
+	}
+	if live != effect.MaxEffects {
+		t.Fatalf("the report lists %d of the %d effects in force (%d entries)", live, effect.MaxEffects, rep.N)
+	}
+}

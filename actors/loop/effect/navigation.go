@@ -56,6 +56,32 @@ type Bubble struct {
 	ZoneStiffnessNPerM float64
 	WallStiffnessNPerM float64
 	WallDampingNsPerM  float64
+	// centre is whether the local origin (the centre) is inside the
+	// shape, found once by NewBubble: a drifting centre asked it every
+	// tick. A Bubble not built by NewBubble leaves it centreUnknown and
+	// asks the shape each time.
+	centre centrePlace
+}
+
+// centrePlace says where a bubble's centre lies relative to its shape.
+type centrePlace uint8
+
+const (
+	centreUnknown centrePlace = iota
+	centreInside
+	centreOutside
+)
+
+// centreInside reports whether b's centre is inside its shape, where a
+// centred cursor starts and a drifting centre settles on the cursor.
+func (b *Bubble) centreInside() bool {
+	switch b.centre {
+	case centreInside:
+		return true
+	case centreOutside:
+		return false
+	}
+	return bubbleDistance(b, hw.Vec3{}) < 0
 }
 
 // Ease is the velocity law's shape over the zone's depth u = d/width.
@@ -104,6 +130,10 @@ func NewBubble(b Bubble) (*Bubble, error) {
 	}
 	if !b.LocalOffset.Finite() || !b.CenterM.Finite() {
 		return nil, errors.New("effect: a bubble's centre must be finite")
+	}
+	b.centre = centreOutside
+	if bubbleDistance(&b, hw.Vec3{}) < 0 {
+		b.centre = centreInside
 	}
 	return &b, nil
 }
@@ -268,7 +298,7 @@ func (n *Navigator) CenterM(b *Bubble) hw.Vec3 {
 // middle of the shape's core: the point of a torus's core circle on +X, the
 // midpoint of a capsule's or capped cylinder's axis.
 func cursorStart(b *Bubble) hw.Vec3 {
-	if bubbleDistance(b, hw.Vec3{}) < 0 {
+	if b.centreInside() {
 		return hw.Vec3{}
 	}
 	switch b.Primitive {
@@ -287,7 +317,7 @@ func cursorStart(b *Bubble) hw.Vec3 {
 // at rest. Then it is the point of the shape's core nearest the cursor: on
 // a torus's core circle, on a capsule's or capped cylinder's axis.
 func driftTarget(b *Bubble, x hw.Vec3) hw.Vec3 {
-	if bubbleDistance(b, hw.Vec3{}) < 0 {
+	if b.centreInside() {
 		return hw.Vec3{}
 	}
 	p := &b.Shape

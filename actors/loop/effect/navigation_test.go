@@ -198,3 +198,94 @@ func TestNavigatorCursorCentre(t *testing.T) {
 		t.Fatalf("a cursor bubble after a fixed one: centre %+v, want it anchored afresh at %+v", n.CenterM(cursor), again)
 	}
 }
+
+// refDriftTarget is driftTarget as it was before the bubble kept where its
+// centre lies: it asks the shape at the centre on every call.
+func refDriftTarget(b *Bubble, x hw.Vec3) hw.Vec3 {
+	if bubbleDistance(b, hw.Vec3{}) < 0 {
+		return hw.Vec3{}
+	}
+	p := &b.Shape
+	switch b.Primitive {
+	case PrimTorus:
+		q := x.Sub(p.PointM)
+		rho := math.Hypot(q.X, q.Z)
+		if !(rho > 0) {
+			return refCursorStart(b)
+		}
+		return p.PointM.Add(hw.Vec3{X: q.X, Z: q.Z}.Scale(p.RadiusM / rho))
+	case PrimCapsule, PrimCappedCylinder:
+		ab := p.EndM.Sub(p.PointM)
+		h := 0.0
+		if l2 := ab.Dot(ab); l2 > 0 {
+			h = clamp01(x.Sub(p.PointM).Dot(ab) / l2)
+		}
+		return p.PointM.Add(ab.Scale(h))
+	}
+	return hw.Vec3{}
+}
+
+func refCursorStart(b *Bubble) hw.Vec3 {
+	if bubbleDistance(b, hw.Vec3{}) < 0 {
+		return hw.Vec3{}
+	}
+	switch b.Primitive {
+	case PrimTorus:
+		return b.Shape.PointM.Add(hw.Vec3{X: b.Shape.RadiusM})
+	case PrimCapsule, PrimCappedCylinder:
+		return b.Shape.PointM.Add(b.Shape.EndM).Scale(0.5)
+	}
+	return hw.Vec3{}
+}
+
+// TestNavigatorDriftIsTheShapesBitForBit: a drifting centre follows a
+// wandering cursor in the dead zone exactly (bit for bit) as when the
+// shape's distance at the centre was taken every tick, for shapes whose
+// centre is inside and outside them; and a "cursor" bubble starts where it
+// did.
+func TestNavigatorDriftIsTheShapesBitForBit(t *testing.T) {
+	shapes := []struct {
+		name  string
+		prim  Primitive
+		shape Params
+		start hw.Vec3 // a cursor in the dead zone
+	}{
+		{"sphere", PrimSphere, Params{RadiusM: 0.05}, hw.Vec3{X: 0.02}},
+		{"box", PrimBox, Params{HalfExtentsM: hw.Vec3{X: 0.04, Y: 0.03, Z: 0.02}}, hw.Vec3{X: 0.01, Z: 0.005}},
+		{"torus, centre in its hole", PrimTorus, Params{RadiusM: 0.06, MinorRadiusM: 0.02}, hw.Vec3{X: 0.055, Y: 0.004}},
+		{"capsule off its centre", PrimCapsule, Params{PointM: hw.Vec3{X: -0.05, Y: 0.03}, EndM: hw.Vec3{X: 0.05, Y: 0.03}, RadiusM: 0.02}, hw.Vec3{X: 0.01, Y: 0.03, Z: 0.005}},
+		{"capped cylinder off its centre", PrimCappedCylinder, Params{PointM: hw.Vec3{Y: 0.03, Z: -0.05}, EndM: hw.Vec3{Y: 0.03, Z: 0.05}, RadiusM: 0.02}, hw.Vec3{X: 0.004, Y: 0.03, Z: 0.01}},
+		{"capsule through its centre", PrimCapsule, Params{PointM: hw.Vec3{X: -0.05}, EndM: hw.Vec3{X: 0.05}, RadiusM: 0.02}, hw.Vec3{X: 0.02, Y: 0.005}},
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			b := testBubble(t, func(b *Bubble) { b.Primitive, b.Shape, b.DriftRateMps = sh.prim, sh.shape, 0.01 })
+			var n Navigator
+			var ref hw.Vec3
+			const dtNs = int64(1e6)
+			for i := range 1500 {
+				fi := float64(i)
+				x := sh.start.Add(hw.Vec3{X: 0.004 * math.Sin(fi*0.011), Y: 0.003 * math.Cos(fi*0.013), Z: 0.004 * math.Sin(fi*0.007)})
+				in := Input{DtNs: dtNs, PositionM: x}
+				n.Step(b, &in, true)
+				if n.Zone != ZoneDead {
+					t.Fatalf("tick %d: the cursor left the dead zone (zone %d, depth %g): the test drives it badly", i, n.Zone, n.DepthM)
+				}
+				local := x.Sub(ref)
+				to := local.Sub(refDriftTarget(b, local))
+				if l := to.Norm(); l > 0 {
+					ref = ref.Add(to.Scale(math.Min(l, b.DriftRateMps*float64(dtNs)*1e-9) / l))
+				}
+				if n.DriftM != ref {
+					t.Fatalf("tick %d: drift %+v, want %+v bit for bit", i, n.DriftM, ref)
+				}
+			}
+			if ref == (hw.Vec3{}) {
+				t.Fatal("the centre never drifted: the test checks nothing")
+			}
+			if got, want := cursorStart(b), refCursorStart(b); got != want {
+				t.Fatalf("cursorStart %+v, want %+v", got, want)
+			}
+		})
+	}
+}

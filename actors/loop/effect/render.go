@@ -237,6 +237,10 @@ func (r *Renderer) Rendered(i int, dst *Rendered) {
 		Contact: s.contact, Weight: s.weight, Removing: s.removing, EnergyJ: s.energyJ}
 }
 
+// Removing reports whether effect i (0 <= i < Len) is fading out: its Set
+// is no longer in force.
+func (r *Renderer) Removing(i int) bool { return r.st[i].removing }
+
 // adopt makes set the one in force (see Render). An effect that finds no
 // slot (a Renderer with too little room) is not rendered: the loop
 // reserves room for every Set before publishing it.
