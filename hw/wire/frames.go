@@ -591,7 +591,8 @@ func decodeGripStatus(b []byte, m *Message) error {
 }
 
 // encodeGripStatus keeps every number where the decoder accepts it, as the
-// arm encoders do: the battery within 0..1 (NaN as 0), and an orientation
+// arm encoders do: the battery within 0..limitBattery (NaN and negatives
+// as 0, beyond as 1), and an orientation
 // with a part beyond limitQuatPart (or NaN) as zeros, the frame's "no
 // rotation". An orientation within bounds goes out as given, rotation or
 // not: a grip that reports an error may send one that is not (Oriented).
@@ -601,9 +602,15 @@ func encodeGripStatus(dst []byte, m *Message) []byte {
 	if !(math.Abs(q.W) <= limitQuatPart && math.Abs(q.X) <= limitQuatPart && math.Abs(q.Y) <= limitQuatPart && math.Abs(q.Z) <= limitQuatPart) {
 		q = hw.Quat{} // false for NaN too
 	}
-	battery := min(max(s.Battery, 0), 1)
-	if battery != battery { // NaN
+	// A battery the decoder accepts (0..limitBattery, -0 too) goes out
+	// as given, so decode and encode round-trip; NaN and negatives as 0,
+	// beyond the limit as full.
+	battery := s.Battery
+	switch {
+	case battery != battery || battery < 0:
 		battery = 0
+	case battery > limitBattery:
+		battery = 1
 	}
 	dst = binary.LittleEndian.AppendUint16(dst, s.ID)
 	dst = appendF32(appendF32(appendF32(appendF32(dst, q.W), q.X), q.Y), q.Z)

@@ -412,6 +412,9 @@ func TestEncodedGripStatusOutOfRangeDecodes(t *testing.T) {
 		{"battery a percentage", unit, 80, 0, 1, true},
 		{"battery negative", unit, -0.5, 0, 0, true},
 		{"battery NaN", unit, nan, 0, 0, true},
+		{"battery above 1 the decoder accepts", unit, 1.25, 0, 1.25, true},
+		{"battery at the decoder's limit", unit, 1.5, 0, 1.5, true},
+		{"battery -0", unit, math.Copysign(0, -1), 0, math.Copysign(0, -1), true},
 		{"battery infinite", unit, inf, 0, 1, true},
 		{"battery beyond float32", unit, 1e39, 0, 1, true},
 		{"orientation NaN with an error", hw.Quat{W: nan, X: nan, Y: nan, Z: nan}, 0.5, 3, 0.5, false},
@@ -428,7 +431,7 @@ func TestEncodedGripStatusOutOfRangeDecodes(t *testing.T) {
 				t.Fatalf("Decode(%x) = %d, %v; want the whole frame", b, n, err)
 			}
 			g := m.GripStatus
-			if g.Battery != tc.wantBattery || g.Error != tc.errCode || g.Buttons != 2 || g.Oriented() != tc.oriented {
+			if g.Battery != tc.wantBattery || math.Signbit(g.Battery) != math.Signbit(tc.wantBattery) || g.Error != tc.errCode || g.Buttons != 2 || g.Oriented() != tc.oriented {
 				t.Errorf("decoded battery %g, error %d, buttons %d, oriented %v; want %g, %d, 2, %v", g.Battery, g.Error, g.Buttons, g.Oriented(), tc.wantBattery, tc.errCode, tc.oriented)
 			}
 		})
