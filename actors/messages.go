@@ -51,6 +51,9 @@ type updateSession struct {
 	sess    *Session
 	profile string
 	basis   protocol.Basis
+	// waits is the device set the session will ask for published: a
+	// device outside it (one that connected since) is attached as late.
+	waits *DeviceSet
 }
 
 // sessionClosed tells the registry a session actor is stopping: it is
@@ -149,7 +152,8 @@ type attachSession struct {
 	session uint64
 	profile string
 	basis   protocol.Basis
-	// late is the session when the device connected after it opened:
+	// late is the session when the device connected after it opened, or
+	// after the profile change under way took the devices it waits for:
 	// nothing waits for the device's views then (published), so the
 	// device tells the session itself that the profile's entries on it
 	// could not be read. Nil otherwise.

@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -426,59 +428,104 @@ func TestUnchangedPostOverAnUnreadableDocumentIsRefused(t *testing.T) {
 	}
 }
 
-// A device that connects while a session is on a profile reads the
-// profile's entries on it; when they cannot be read, the session has the
-// defaults on that device and its client is told so in a frame soon after,
-// without changing its profile or basis again (as it is told at the pick).
-// Only once: the client's next profile change does not repeat it.
+// A device that connects while a session is on a profile, or while it
+// picks one, reads the profile's entries on it; when they cannot be read,
+// the session has the defaults on that device and its client is told so in
+// a frame soon after, without changing its profile or basis again (as it is
+// told at the pick). Only once: the client's next profile change does not
+// repeat it.
 func TestProfileUnreadableOnADeviceThatConnectsLaterIsReported(t *testing.T) {
-	dir := t.TempDir()
-	svc := startWith(t, Options{StateDir: dir})
-	addArm(t, svc, simArm(0))
-	late := simArm(1)
 	const profile = "co.example:late-device"
-	path := filepath.Join(dir, filepath.FromSlash(profileFolder(profile)+"/arm3-"+late.Info().ID)+".json")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sess, sink := open(t, svc, nil)
-	warnedAbout := func(f testFrame, id string) bool {
-		list, _ := f.raw["warnings"].([]any)
-		for _, w := range list {
-			m := w.(map[string]any)
-			if m["code"] == string(protocol.CodeInternal) && m["path"] == "session.configure.profile" && strings.Contains(fmt.Sprint(m["message"]), id) {
-				return true
+	pickMsg := `{"session":{"configure":{"profile":{"name":"` + profile + `"}}}}`
+	for _, during := range []bool{false, true} {
+		name := map[bool]string{false: "after the pick", true: "during the pick"}[during]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			// During the pick: the pick's read of the profile's session
+			// document waits until the device is added.
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			o := Options{StateDir: dir}
+			if during {
+				o.WrapStore = func(s Store) Store {
+					return gatedLoad{Store: s, name: profileFolder(profile) + "/session", gate: func() {
+						once.Do(func() { close(entered); <-release })
+					}}
+				}
 			}
-		}
-		return false
+			svc := startWith(t, o)
+			addArm(t, svc, simArm(0))
+			late := simArm(1)
+			path := filepath.Join(dir, filepath.FromSlash(profileFolder(profile)+"/arm3-"+late.Info().ID)+".json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(`{"force_gate": {"gain": 0.`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sess, sink := open(t, svc, nil)
+			warnedAbout := func(f testFrame, id string) bool {
+				list, _ := f.raw["warnings"].([]any)
+				for _, w := range list {
+					m := w.(map[string]any)
+					if m["code"] == string(protocol.CodeInternal) && m["path"] == "session.configure.profile" && strings.Contains(fmt.Sprint(m["message"]), id) {
+						return true
+					}
+				}
+				return false
+			}
+			var arm *Device
+			told := 0
+			if during {
+				picked := make(chan []byte, 1)
+				go func() {
+					sess.Deliver([]byte(pickMsg))
+					picked <- <-sink.frames
+				}()
+				<-entered
+				arm = addArm(t, svc, late)
+				close(release)
+				var f testFrame
+				if err := json.Unmarshal(<-picked, &f.raw); err != nil {
+					t.Fatal(err)
+				}
+				if warnedAbout(f, arm.ID) {
+					told++
+				}
+			} else {
+				if f := exchange(t, sess, sink, pickMsg); len(f.errorCodes()) != 0 || warnedAbout(f, late.Info().ID) {
+					t.Fatalf("pick: errors %v, warnings %v; want neither (the arm is not connected yet)", f.errorCodes(), f.raw["warnings"])
+				}
+				arm = addArm(t, svc, late)
+			}
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && told == 0; {
+				if f := exchange(t, sess, sink, `{}`); warnedAbout(f, arm.ID) {
+					told++
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if told == 0 {
+				t.Fatalf("no frame within 10 s of arm %s connecting warns that the profile's entries on it could not be read", arm.ID)
+			}
+			for _, msg := range []string{`{}`, `{"session":{"configure":{"profile":{"name":"co.example:other"}}}}`, `{}`} {
+				if f := exchange(t, sess, sink, msg); warnedAbout(f, arm.ID) {
+					t.Fatalf("the warning about arm %s came again, answering %s", arm.ID, msg)
+				}
+			}
+		})
 	}
-	if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 || warnedAbout(f, late.Info().ID) {
-		t.Fatalf("pick: errors %v, warnings %v; want neither (the arm is not connected yet)", f.errorCodes(), f.raw["warnings"])
+}
+
+// gatedLoad is a store whose Load of name calls gate first.
+type gatedLoad struct {
+	Store
+	name string
+	gate func()
+}
+
+func (s gatedLoad) Load(name string, v any) (bool, error) {
+	if name == s.name {
+		s.gate()
 	}
-	arm := addArm(t, svc, late)
-	told := 0
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && told == 0; {
-		if f := exchange(t, sess, sink, `{}`); warnedAbout(f, arm.ID) {
-			told++
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if told == 0 {
-		t.Fatalf("no frame within 10 s of arm %s connecting warns that the profile's entries on it could not be read", arm.ID)
-	}
-	for _, msg := range []string{`{}`, `{"session":{"configure":{"profile":{"name":"co.example:other"}}}}`, `{}`} {
-		if f := exchange(t, sess, sink, msg); warnedAbout(f, arm.ID) {
-			t.Fatalf("the warning about arm %s came again, answering %s", arm.ID, msg)
-		}
-	}
-	gate, err := svc.Entry(arm, sess.ID, protocol.KeyForceGate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := protocol.DefaultEntry(protocol.KeyForceGate); gate != want {
-		t.Errorf("force_gate on the arm %+v, want the default %+v", gate, want)
-	}
+	return s.Store.Load(name, v)
 }

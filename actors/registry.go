@@ -105,7 +105,20 @@ func (r *registryActor) Receive(ctx actor.Context) {
 		if at := r.attached[m.sess.ID]; at != nil {
 			at = &attachSession{session: m.sess.ID, profile: m.profile, basis: m.basis}
 			r.attached[m.sess.ID] = at
-			for _, d := range s.Devices().All() {
+			devs := s.Devices()
+			var waits map[*Device]bool // nil: the session waits for every device
+			if m.waits != nil && m.waits != devs {
+				waits = make(map[*Device]bool, len(m.waits.All()))
+				for _, d := range m.waits.All() {
+					waits[d] = true
+				}
+			}
+			late := &attachSession{session: m.sess.ID, profile: m.profile, basis: m.basis, late: m.sess}
+			for _, d := range devs.All() {
+				if waits != nil && !waits[d] {
+					ctx.Send(d.pid, late) // nothing asks it for published
+					continue
+				}
 				ctx.Send(d.pid, at)
 			}
 		}

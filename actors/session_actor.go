@@ -230,7 +230,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	a.publish()
 	a.reviewed = st.profile != profile || st.basis != basis
 	if a.reviewed {
-		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: st.profile, basis: st.basis}, -1, "session.configure")
+		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: st.profile, basis: st.basis, waits: r.devs}, -1, "session.configure")
 	}
 }
 
