@@ -33,6 +33,11 @@
 // write that stalls (serial.ErrWriteStalled) drops the commands still
 // queued in the port, so that zero force is the next command a device
 // that takes data again reads, not the forces from before the stall.
+// Close still drops what a stalled device has not read by then (Halt has
+// waited HaltTimeout for its reply), the zero force too, rather than wait
+// for the kernel's closing wait (30 s on a USB serial port); a device
+// that takes data again after Close gets its zero force when it is
+// opened again (the wake sequence's first state).
 //
 // # Concurrency
 //
