@@ -241,8 +241,8 @@ func planEffects(session uint64, a *armEffects, u *protocol.EffectsUpdate, now i
 // arm another session holds is left to the entry (device_busy, the rest
 // applies). A message that changes the view an arm's effects are
 // converted with (the session's basis or profile; that arm's basis, mount,
-// preset or set_transform) leaves that arm's effects to their entry: they
-// are checked there with the new view, as before.
+// preset or set_transform, when it changes it) leaves that arm's effects to
+// their entry: they are checked there with the new view, as before.
 func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []protocol.Error {
 	msg := &p.msg
 	sp := &msg.Session
@@ -258,26 +258,30 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 	if !declares {
 		return nil
 	}
+	id := p.sess.ID
 	// turnsView reports whether the message changes the session's view of
-	// d (an entry of d's with a set_transform, basis, mount or preset):
-	// d's effects are then checked at its entry, after the change. Another
-	// arm's view is not the one d's effects are converted with.
+	// d (an entry of d's whose set_transform, basis, mount or preset
+	// changes it; clients re-send theirs every tick): d's effects are then
+	// checked at its entry, after the change. Another arm's view is not
+	// the one d's effects are converted with.
 	turnsView := func(d *Device) bool {
 		for j := range msg.Devices {
 			e := &msg.Devices[j]
-			turns := e.Transform.Given()
-			for _, c := range e.Configure {
-				if k := c.Key(); k == protocol.KeyBasis || k == protocol.KeyMount || k == protocol.KeyPreset {
-					turns = true
-				}
+			if p.find(j, e, devs) != d {
+				continue
 			}
-			if turns && p.find(j, e, devs) == d {
+			if _, changed := workspaceChange(d, id, e); changed {
 				return true
+			}
+			for k, c := range e.Configure {
+				if key := c.Key(); (key == protocol.KeyBasis || key == protocol.KeyMount || key == protocol.KeyPreset) &&
+					!d.unchangedBy(id, e.Configure[k:k+1]) {
+					return true
+				}
 			}
 		}
 		return false
 	}
-	id := p.sess.ID
 	now := p.svc.opts.Clock.Now()
 	var errs []protocol.Error
 	// planned is each arm's declaration after the entries checked so far:

@@ -565,3 +565,51 @@ func TestHostileBadEffectsRefuseAMessageThatTurnsAnotherArm(t *testing.T) {
 		})
 	}
 }
+
+// A view member re-sent as it is (clients send their set_transform or
+// basis every tick) changes no view, so a refused declaration on the same
+// arm still takes the whole message with it: its force and damping do not
+// apply.
+func TestHostileBadEffectsRefuseAMessageThatResendsItsView(t *testing.T) {
+	cone := `{"set":[{"id":"cone","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`
+	for _, tc := range []struct{ name, setup, resent string }{
+		{"no view member", ``, ``},
+		{"set_transform as it is", `"commands":{"set_transform":{"position":{"x":0.1,"y":0,"z":0}}}`, `"set_transform":{"position":{"x":0.1,"y":0,"z":0}},`},
+		{"basis as it is", `"configure":{"basis":{"permutation":"XZY"}}`, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			id := ts.armIDs[0]
+			c := ts.dial(t, ts.wsURL())
+			c.expect()
+			if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"resend"},"lease":{"ms":1000}}}}`); f["errors"] != nil {
+				t.Fatalf("profile: %v", f["errors"])
+			}
+			if tc.setup != "" {
+				if f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,%s}]}`, id, tc.setup)); f["errors"] != nil {
+					t.Fatalf("setup: %v", f["errors"])
+				}
+			}
+			url := ts.base + "/arm3/" + id + "/config/filters/damping?session=resend"
+			before := ts.do(http.MethodGet, url, "")
+			if before.status != http.StatusOK {
+				t.Fatalf("GET damping: %v", before)
+			}
+			configure := `"damping":{"scalar":7}`
+			if tc.name == "basis as it is" {
+				configure = `"basis":{"permutation":"XZY"},` + configure
+			}
+			msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{%s"set_cursor_force":{"values":{"x":0,"y":0,"z":1.5}}},"configure":{%s},"effects":%s}]}`, id, tc.resent, configure, cone)
+			f := c.roundTrip(msg)
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != "invalid_value" {
+				t.Fatalf("want one invalid_value error, got %v", f["errors"])
+			}
+			if after := ts.do(http.MethodGet, url, ""); string(after.body) != string(before.body) {
+				t.Fatalf("the damping applied beside a refused declaration:\nbefore %s\nafter  %s", before.body, after.body)
+			}
+			if s := path(f, "arm3", 0, "status", "in_use"); s == true {
+				t.Fatalf("the force command applied beside a refused declaration: the arm is in use")
+			}
+		})
+	}
+}
