@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -528,4 +529,43 @@ func (s gatedLoad) Load(name string, v any) (bool, error) {
 		s.gate()
 	}
 	return s.Store.Load(name, v)
+}
+
+// A device that leaves while a session picks its profile has no views to
+// publish: the pick, which applied, answers without an error for it.
+func TestProfilePickWhileADeviceLeavesAnswersWithoutError(t *testing.T) {
+	const profile = "co.example:device-leaves"
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	svc := startWith(t, Options{StateDir: t.TempDir(), WrapStore: func(s Store) Store {
+		return gatedLoad{Store: s, name: profileFolder(profile) + "/session", gate: func() {
+			once.Do(func() { close(entered); <-release })
+		}}
+	}})
+	addArm(t, svc, simArm(0))
+	leaving := addArm(t, svc, simArm(1))
+	sess, sink := open(t, svc, nil)
+	picked := make(chan []byte, 1)
+	go func() {
+		sess.Deliver([]byte(`{"session":{"configure":{"profile":{"name":"` + profile + `"}}}}`))
+		picked <- <-sink.frames
+	}()
+	<-entered
+	svc.RemoveDevice(leaving, errors.New("unplugged"))
+	for deadline := time.Now().Add(10 * time.Second); svc.Devices().Find(leaving.Type, leaving.ID) != nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the arm still listed 10 s after RemoveDevice")
+		}
+	}
+	close(release)
+	var f testFrame
+	if err := json.Unmarshal(<-picked, &f.raw); err != nil {
+		t.Fatal(err)
+	}
+	if codes := f.errorCodes(); len(codes) != 0 {
+		t.Fatalf("the pick answered %v (%v); want no error: the profile applied, and the arm that left has nothing to show", codes, f.raw["errors"])
+	}
+	if got := sess.Profile(); got != profile {
+		t.Fatalf("profile %q after the pick, want %q", got, profile)
+	}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,6 +53,9 @@ type askSlot struct {
 	path  string
 	err   error
 	done  bool
+	// views: the ask is a device's published; a device that left
+	// meanwhile has no views to show, which is no error.
+	views bool
 }
 
 func (a *sessionActor) Receive(ctx actor.Context) {
@@ -163,6 +167,9 @@ func (a *sessionActor) answered(ctx actor.Context, gen uint64, i int, req *pendi
 	}
 	slot.done = true
 	a.waiting--
+	if slot.views && errors.Is(err, actor.ErrDeadLetter) {
+		reply, err = &ack{}, nil
+	}
 	reply, err = req.settle(reply, err)
 	switch r := reply.(type) {
 	case *entryReply:
@@ -259,6 +266,7 @@ func (a *sessionActor) configureAll(ctx actor.Context) {
 	if a.reviewed {
 		for _, d := range devs.All() {
 			a.ask(ctx, d.pid, &published{session: a.sess.ID}, -1, "session.configure")
+			r.asked[len(r.asked)-1].views = true
 		}
 	}
 	if o := msg.Session.SetCoordinateOrigin; o != "" {
