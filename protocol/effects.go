@@ -826,6 +826,10 @@ func (r *effectReader) sdf(s *SDFEffect) *Error {
 		s.FlatParams = true
 	} else {
 		s.Shape, err = decodeSDFShape(sv, &sc, r.w)
+		if pv, pc := r.member("params"); pv.Exists() {
+			// The flat form's member beside a nested shape reads nothing.
+			r.w.add(CodeUnknownField, &pc, "unknown field \"params\" in %s: ignored (the shape's own \"parameters\" are read; \"params\" goes with a primitive's name in \"shape\")", r.at.last())
+		}
 	}
 	if err != nil {
 		return err

@@ -175,16 +175,29 @@ func TestDecodeEffectsInvalid(t *testing.T) {
 }
 
 func TestDecodeEffectsWarnsAboutUnknownFields(t *testing.T) {
-	_, warns, err := DecodeEffectsUpdate([]byte(`{"set":[{"id":"d","type":"damper","scalar":1,"normal":{"x":0,"y":0,"z":1}}],"mode":1}`), "")
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct{ name, body, want string }{
+		{"a member no type reads", `{"set":[{"id":"d","type":"damper","scalar":1,"normal":{"x":0,"y":0,"z":1}}],"mode":1}`,
+			"unknown_field@mode unknown_field@set[0].normal"},
+		// "params" belongs to the flat form only: beside a nested shape it
+		// is ignored, and the client is told.
+		{"params beside a nested shape", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"sphere","parameters":{"r":0.05}},"params":{"r":0.5}}]}`,
+			"unknown_field@set[0].params"},
+		{"params with the flat form", `{"set":[{"id":"s","type":"sdf","shape":"sphere","params":{"r":0.05}}]}`, ""},
 	}
-	var got []string
-	for _, w := range warns {
-		got = append(got, string(w.Code)+"@"+w.Path)
-	}
-	if strings.Join(got, " ") != "unknown_field@mode unknown_field@set[0].normal" {
-		t.Fatalf("warnings %v", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warns, err := DecodeEffectsUpdate([]byte(tc.body), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range warns {
+				got = append(got, string(w.Code)+"@"+w.Path)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("warnings %v, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
