@@ -391,10 +391,10 @@ func applyEffectsUpdate(a *armEffects, u *protocol.EffectsUpdate, now int64, at 
 		declaredNs = append(declaredNs, a.declaredNs...)
 	}
 	var warnings []protocol.Error
-	for _, rid := range u.Remove {
+	for k, rid := range u.Remove {
 		i := indexOfEffect(declared, rid)
 		if i < 0 {
-			warnings = append(warnings, *protocol.Errorf(protocol.CodeUnknownEffect, at+".remove",
+			warnings = append(warnings, *protocol.Errorf(protocol.CodeUnknownEffect, at+".remove["+strconv.Itoa(k)+"]",
 				"no effect %q on this arm: nothing removed", rid))
 			continue
 		}

@@ -96,7 +96,7 @@ func TestEffectsSetUpdateRemoveClear(t *testing.T) {
 	if effectCount(f) != 1 {
 		t.Fatalf("remove: count %v", effectCount(f))
 	}
-	if ws, _ := f["warnings"].([]any); len(ws) != 1 || path(ws[0], "code") != "unknown_effect" {
+	if ws, _ := f["warnings"].([]any); len(ws) != 1 || path(ws[0], "code") != "unknown_effect" || path(ws[0], "path") != "arm3[0].effects.remove[1]" {
 		t.Fatalf("removing an unknown id: want an unknown_effect warning, got %v", f["warnings"])
 	}
 	// The effects in force are readable over HTTP.
