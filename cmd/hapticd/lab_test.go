@@ -572,6 +572,10 @@ func labBusy(t *testing.T, gw, node *labMember, id string) {
 	// The gateway shows the node session's control, not its own idle hold.
 	waitLab(t, 5*time.Second, "the gateway showing the node session's force", func() bool { return controlMode(labArms(t, gw)[id]) == "force" })
 	stop()
+	// Now a lease that outlasts the wait between two polls: with 10 ms,
+	// a starved machine let each command lapse before the next, and the
+	// node's force ramped up and down (0.18-0.49999 N) without holding 0.5.
+	g(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	waitLab(t, 5*time.Second, "the gateway's session controls the arm once the node's let go", func() bool {
 		return len(errorCodes(g(labForce(id, 0.5)))) == 0 && path(labArms(t, node)[id], "state", "current_cursor_force", "z") == 0.5
 	})
