@@ -644,33 +644,66 @@ func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
 	c.expect()
 	watcher := ts.dial(t, ts.wsURL())
 	watcher.expect()
-	// The longest lease: the session renews nothing from here on.
+	// The longest lease: the session renews nothing after each declaration.
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	wall := `{"id":"floor","type":"wall","position":{"x":0,"y":-0.5,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":500,"ttl_ms":300}`
+	// The checks must see the wall (ttl 300 ms) rendered, then both
+	// sessions' frames and GET without it, before the lease lapses a second
+	// after the declaration. Starved (one CPU), that second ran out in 2 of
+	// 10 runs before the watcher's first frame: such an attempt shows
+	// nothing about the frames and is made again. One that fails a check
+	// in time fails at once; three voided attempts fail too.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		void := effectCountDropsOnExpiry(t, ts, c, watcher, id)
+		if void == "" {
+			return
+		}
+		if attempt == attempts {
+			t.Fatalf("%s (in each of %d attempts)", void, attempts)
+		}
+		t.Logf("attempt %d voided, declaring again: %s", attempt, void)
+	}
+}
+
+// effectCountDropsOnExpiry is one attempt of
+// TestEffectCountDropsWhenAnEffectExpires: c declares the effects, then
+// both sessions' frames and GET must drop the expired ones while the lease
+// holds. It fails t on a check and returns why the attempt says nothing
+// when time ran out first (the wall's ttl before a frame showed its proxy,
+// or the lease before the frames showed the expiry); "" when it passed.
+func effectCountDropsOnExpiry(t *testing.T, ts *testService, c, watcher *wsClient, id string) (void string) {
+	t.Helper()
+	const wallTTL = 300 * time.Millisecond
+	wall := fmt.Sprintf(`{"id":"floor","type":"wall","position":{"x":0,"y":-0.5,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":500,"ttl_ms":%d}`, wallTTL.Milliseconds())
 	// A field past its valid_ms is stale, not ended: it stays declared
 	// (GET lists it) for its refresh, and is counted.
 	field := `{"id":"model","type":"field","origin":{"x":0,"y":0,"z":0},"radius":0.1,"valid_ms":20}`
+	declared := time.Now()
 	f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"short","type":"damper","scalar":2,"ttl_ms":50},`+springAt("long", 0)+`,`+wall+`,`+field+`]}`))
 	if f["errors"] != nil || effectCount(f) != 4 {
 		t.Fatalf("declaration: count %v, %v", effectCount(f), f["errors"])
 	}
 	// The wall's proxy, once the loop rendered it: it must go with the wall.
-	hwtest.EventuallyNil(t, 3*time.Second, "the wall's proxy in the frames", func() error {
+	for {
 		f := c.roundTrip(`{}`)
-		if proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any); len(proxies) != 1 {
-			return fmt.Errorf("state.effects %v", path(f, "arm3", 0, "state", "effects"))
+		if proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any); len(proxies) == 1 {
+			break
 		}
-		return nil
-	})
+		if time.Since(declared) > wallTTL {
+			return fmt.Sprintf("the wall's %v ttl ran out before a frame showed its proxy: state.effects %v", wallTTL, path(f, "arm3", 0, "state", "effects"))
+		}
+	}
 	for _, s := range []struct {
 		who string
 		c   *wsClient
 	}{{"declaring session", c}, {"watcher", watcher}} {
 		var last any
+		lapsed := false
 		hwtest.EventuallyNil(t, 3*time.Second, "the damper and the wall expired, in the "+s.who+"'s frames", func() error {
 			f := s.c.roundTrip(`{}`)
 			if path(f, "arm3", 0, "status", "in_use") != true {
-				t.Fatalf("the lease lapsed before the %s's frames showed the expiry: state.effects until then %v", s.who, last)
+				lapsed = true
+				return nil
 			}
 			last = path(f, "arm3", 0, "state", "effects")
 			proxies, _ := path(f, "arm3", 0, "state", "effects", "proxies").([]any)
@@ -682,7 +715,11 @@ func TestEffectCountDropsWhenAnEffectExpires(t *testing.T) {
 			}
 			return nil
 		})
+		if lapsed {
+			return fmt.Sprintf("the lease lapsed before the %s's frames showed the expiry: state.effects until then %v", s.who, last)
+		}
 	}
+	return ""
 }
 
 // TestEffectPastTheLoopsBoundsNamesTheMember: a length the wire accepts

@@ -11,18 +11,24 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
 // framesOver is a session as recording.Drive uses it, over a real
-// WebSocket, keeping every frame it read.
+// WebSocket, keeping every frame it read and when each message went out.
 type framesOver struct {
 	conn   *websocket.Conn
 	frames [][]byte
+	sent   []time.Time
 }
 
-func (w *framesOver) Send(msg []byte) error { return w.conn.WriteMessage(websocket.TextMessage, msg) }
+func (w *framesOver) Send(msg []byte) error {
+	w.sent = append(w.sent, time.Now())
+	return w.conn.WriteMessage(websocket.TextMessage, msg)
+}
 
 func (w *framesOver) Receive(timeout time.Duration) ([]byte, error) {
 	_ = w.conn.SetReadDeadline(time.Now().Add(timeout))
@@ -83,9 +89,50 @@ const (
 // integrates over the loop's clock (the power of the rendered sources);
 // it stays small, about 0.012 J, with slow moves against light forces.
 func TestReplayRendersRecordedEffectsAndNavigation(t *testing.T) {
-	rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
-	id := rec.armIDs[0]
-	started := rec.startRecording(`{"name":"effects"}`)
+	var p0 [3]float64
+	fl, replayed := recordAndReplay(t, "effects", func(rec *testService, id string) {
+		p0 = navigationScene(t, rec, id)
+	})
+	var recorded [][]byte
+	for _, ms := range recording.MessagesOf(fl, recording.KindFrame) {
+		for _, m := range ms {
+			var msg recording.Message
+			if err := json.Unmarshal(m.Data, &msg); err != nil {
+				t.Fatal(err)
+			}
+			recorded = append(recorded, msg.Message)
+		}
+	}
+	// The recording itself shows the scene: a slide through the velocity
+	// zone, then the cursor at rest against the ball with the workspace
+	// where it stopped.
+	recScene := sceneOf(t, recorded, p0)
+	if recScene.fastestSlide < 0.02 {
+		t.Fatalf("the recorded workspace slid at most at %v m/s, want about 0.024 (speed_gain·depth)", recScene.fastestSlide)
+	}
+	checkAtRestAgainstTheBall(t, "recorded", recScene)
+
+	// Not vacuous: the replay ran the same scene, and the cursor came to
+	// rest where it did when recorded (the frames do not show it: Drive
+	// leaves the cursor's position out, and at rest the forces are a
+	// balance whichever push the ball renders). The arm's physics runs by
+	// ticks, so the same forces leave it in the same place; 1 mm is less
+	// than the band static friction holds it in (0.15 N against the ball's
+	// 100 N/m).
+	if len(replayed.frames) != len(recorded) {
+		t.Fatalf("replayed %d frames, recorded %d", len(replayed.frames), len(recorded))
+	}
+	repScene := sceneOf(t, replayed.frames, p0)
+	checkAtRestAgainstTheBall(t, "replayed", repScene)
+	if a, b := recScene.restX, repScene.restX; math.Abs(a-b) > 0.001 {
+		t.Fatalf("the cursor came to rest at x %+.4f m when recorded, %+.4f m replayed", a, b)
+	}
+}
+
+// navigationScene plays TestReplayRendersRecordedEffectsAndNavigation's
+// scene on rec's arm id and returns where the cursor started (p0).
+func navigationScene(t *testing.T, rec *testService, id string) (p0 [3]float64) {
+	t.Helper()
 	c := rec.dial(t, rec.wsURL())
 	c.expect()
 	f := c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
@@ -132,7 +179,7 @@ func TestReplayRendersRecordedEffectsAndNavigation(t *testing.T) {
 		return math.Abs(v[0])+math.Abs(v[1])+math.Abs(v[2]) < 1e-4
 	}
 	f = until("the arm in use", func(f map[string]any) bool { return path(f, "arm3", 0, "status", "in_use") == true })
-	p0 := vec(path(f, "arm3", 0, "state", "cursor_position"))
+	p0 = vec(path(f, "arm3", 0, "state", "cursor_position"))
 	nav := fmt.Sprintf(`{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g}},`+
 		`"shape":{"primitive":"sphere","parameters":{"r":0.03}},"velocity_zone_width":0.03,"speed_gain":3,"max_speed":0.5,`+
 		`"easing":"linear","velocity_zone_stiffness":50,"wall_stiffness":800,"collision_detection":{"hysteresis":0.002}}}`,
@@ -162,47 +209,7 @@ func TestReplayRendersRecordedEffectsAndNavigation(t *testing.T) {
 		return navState(f, "zone") == "dead" && atRest(f)
 	})
 	hold(300 * time.Millisecond)
-	if r := rec.do("DELETE", rec.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), ""); r.status != 200 {
-		t.Fatalf("DELETE /recordings: %v", r)
-	}
-	file, _ := path(started.data(), "path").(string)
-	fl := recordedFile(t, file)
-
-	var recorded [][]byte
-	for _, ms := range recording.MessagesOf(fl, recording.KindFrame) {
-		for _, m := range ms {
-			var msg recording.Message
-			if err := json.Unmarshal(m.Data, &msg); err != nil {
-				t.Fatal(err)
-			}
-			recorded = append(recorded, msg.Message)
-		}
-	}
-	// The recording itself shows the scene: a slide through the velocity
-	// zone, then the cursor at rest against the ball with the workspace
-	// where it stopped.
-	recScene := sceneOf(t, recorded, p0)
-	if recScene.fastestSlide < 0.02 {
-		t.Fatalf("the recorded workspace slid at most at %v m/s, want about 0.024 (speed_gain·depth)", recScene.fastestSlide)
-	}
-	checkAtRestAgainstTheBall(t, "recorded", recScene)
-
-	replayed := replayOnAFreshService(t, fl)
-	// Not vacuous: the replay ran the same scene, and the cursor came to
-	// rest where it did when recorded (the frames do not show it: Drive
-	// leaves the cursor's position out, and at rest the forces are a
-	// balance whichever push the ball renders). The arm's physics runs by
-	// ticks, so the same forces leave it in the same place; 1 mm is less
-	// than the band static friction holds it in (0.15 N against the ball's
-	// 100 N/m).
-	if len(replayed.frames) != len(recorded) {
-		t.Fatalf("replayed %d frames, recorded %d", len(replayed.frames), len(recorded))
-	}
-	repScene := sceneOf(t, replayed.frames, p0)
-	checkAtRestAgainstTheBall(t, "replayed", repScene)
-	if a, b := recScene.restX, repScene.restX; math.Abs(a-b) > 0.001 {
-		t.Fatalf("the cursor came to rest at x %+.4f m when recorded, %+.4f m replayed", a, b)
-	}
+	return p0
 }
 
 // replayScene is what the frames of TestReplayRendersRecordedEffectsAndNavigation
@@ -257,9 +264,44 @@ func checkAtRestAgainstTheBall(t *testing.T, which string, s replayScene) {
 // tolerances), and the replay shows the lapse (no effect and no force
 // after it) where the recording did.
 func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
-	rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
-	id := rec.armIDs[0]
-	started := rec.startRecording(`{"name":"lapse"}`)
+	_, replayed := recordAndReplay(t, "lapse", func(rec *testService, id string) { lapseScene(t, rec, id) })
+	// Not vacuous: the replay declared, replaced, removed, declared again
+	// and lost the field as recorded, in that order: +0.3, -0.3, 0 (the
+	// removal), +0.3, 0 (the lapse, with no effect left in force).
+	var forces []float64
+	var counts []float64
+	for _, b := range replayed.frames[1:] {
+		var f map[string]any
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		forces = append(forces, vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0])
+		counts = append(counts, effectCount(f))
+	}
+	want := []float64{0.3, -0.3, 0, 0.3, 0}
+	next, againAt := 0, -1
+	for i, fx := range forces {
+		if next < len(want) && math.Abs(fx-want[next]) < 0.05 && (want[next] != 0 || math.Abs(fx) < 1e-6) {
+			if next == 3 {
+				againAt = i
+			}
+			next++
+		}
+	}
+	if next != len(want) || math.Abs(forces[len(forces)-1]) > 1e-6 {
+		t.Fatalf("the replayed forces along x do not go +0.3, -0.3, 0, +0.3, 0 in order and end at 0 (matched %d of them): %v", next, forces)
+	}
+	// The field declared again was in force, and the lapse dropped it
+	// (the force reaches 0 on the ramp a frame or so before the count).
+	if counts[againAt] != 1 || counts[len(counts)-1] != 0 {
+		t.Fatalf("effects in force: %v with the field declared again, %v at the end; want 1, then none after the lapse (counts %v)", counts[againAt], counts[len(counts)-1], counts)
+	}
+}
+
+// lapseScene plays TestReplayRendersEffectChangesAndALapse's scene on
+// rec's arm id.
+func lapseScene(t *testing.T, rec *testService, id string) {
+	t.Helper()
 	c := rec.dial(t, rec.wsURL())
 	c.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":500}}}}`)
@@ -304,53 +346,84 @@ func TestReplayRendersEffectChangesAndALapse(t *testing.T) {
 		t.Fatalf("after the lapse: %d effects, force %v N, want none", int(effectCount(f)), forceNorm(f))
 	}
 	hold(300 * time.Millisecond)
-	if r := rec.do("DELETE", rec.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), ""); r.status != 200 {
-		t.Fatalf("DELETE /recordings: %v", r)
-	}
-	fl := recordedFile(t, path(started.data(), "path").(string))
+}
 
-	replayed := replayOnAFreshService(t, fl)
-	// Not vacuous: the replay declared, replaced, removed, declared again
-	// and lost the field as recorded, in that order: +0.3, -0.3, 0 (the
-	// removal), +0.3, 0 (the lapse, with no effect left in force).
-	var forces []float64
-	var counts []float64
-	for _, b := range replayed.frames[1:] {
-		var f map[string]any
-		if err := json.Unmarshal(b, &f); err != nil {
-			t.Fatal(err)
+// replayWindow is how far apart in time a replayed frame and the recorded
+// frame it matches may be (recording.Drive's Window): a declaration and the
+// move it starts land some ticks earlier or later than recorded, and a
+// loaded machine stalls either loop for tens of ms.
+const replayWindow = 250 * time.Millisecond
+
+// replayAttempts bounds how often recordAndReplay records and replays a
+// scene again after a comparison a starved machine voided.
+const replayAttempts = 3
+
+// recordAndReplay records scene on a service with one arm (id), then drives
+// the recording against a fresh service (recording.Drive, its frames
+// compared within the tolerance the effect tests share) and returns the
+// recording and the frames the replay read; it fails t on any difference.
+//
+// The comparison holds while neither run fell behind the recorded timeline
+// by more than the window covers. A loop stalled by a starved machine skips
+// the ticks it missed and the simulated arm moves by ticks, so a move runs
+// late by the time its loop lost; the replay's client may also send late.
+// A starved machine stalls the whole process for hundreds of ms (a starved
+// replay stalled 343 ms and showed the cursor 0.3 s behind the recorded one
+// through a move). A comparison that failed when a loop, and the replay's
+// client, fell behind more than half the window is void: the scene is
+// recorded and replayed again, at most replayAttempts times. One that
+// failed without such a stall fails at once.
+func recordAndReplay(t *testing.T, name string, scene func(rec *testService, id string)) (*mcap.File, *framesOver) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+		started := rec.startRecording(fmt.Sprintf(`{"name":%q}`, name))
+		lag := lagFrom(rec)
+		scene(rec, rec.armIDs[0])
+		recLost := lag.lost()
+		if r := rec.do("DELETE", rec.base+"/recordings/"+strconv.Itoa(int(num(path(started.data(), "id")))), ""); r.status != 200 {
+			t.Fatalf("DELETE /recordings: %v", r)
 		}
-		forces = append(forces, vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0])
-		counts = append(counts, effectCount(f))
-	}
-	want := []float64{0.3, -0.3, 0, 0.3, 0}
-	next, againAt := 0, -1
-	for i, fx := range forces {
-		if next < len(want) && math.Abs(fx-want[next]) < 0.05 && (want[next] != 0 || math.Abs(fx) < 1e-6) {
-			if next == 3 {
-				againAt = i
-			}
-			next++
+		fl := recordedFile(t, path(started.data(), "path").(string))
+		// The recording's service goes before the replay: it would go on
+		// rendering the scene for its session until the lease lapsed, and
+		// take from the replay's loop the ticks its arm moves by.
+		rec.stop()
+		r := replayOnAFreshService(t, fl)
+		if r.diffs == 0 && r.err == nil {
+			return fl, r.frames
 		}
-	}
-	if next != len(want) || math.Abs(forces[len(forces)-1]) > 1e-6 {
-		t.Fatalf("the replayed forces along x do not go +0.3, -0.3, 0, +0.3, 0 in order and end at 0 (matched %d of them): %v", next, forces)
-	}
-	// The field declared again was in force, and the lapse dropped it
-	// (the force reaches 0 on the ramp a frame or so before the count).
-	if counts[againAt] != 1 || counts[len(counts)-1] != 0 {
-		t.Fatalf("effects in force: %v with the field declared again, %v at the end; want 1, then none after the lapse (counts %v)", counts[againAt], counts[len(counts)-1], counts)
+		// The frames of a move are off by the difference between the time
+		// the two loops lost through it, at most the larger, plus the
+		// replay's client's lateness.
+		stalled := max(recLost, r.lost) + r.behind
+		if r.err != nil || stalled <= replayWindow/2 || attempt == replayAttempts {
+			t.Fatalf("replay against a fresh service (attempt %d; the recording's loop lost %v, the replay's %v, the replay's client fell %v behind): %d differences, %v\n%s",
+				attempt, recLost, r.lost, r.behind, r.diffs, r.err, r.report)
+		}
+		t.Logf("attempt %d voided by a starved machine (the recording's loop lost %v, the replay's %v, the replay's client fell %v behind): %d differences; recording again\n%s",
+			attempt, recLost, r.lost, r.behind, r.diffs, r.report)
 	}
 }
 
+// replayRun is what replayOnAFreshService saw: the frames read, Drive's
+// outcome, how much time the fresh service's loop lost and how far the
+// replay's messages went out behind the recorded timeline at worst.
+type replayRun struct {
+	frames       *framesOver
+	diffs        int
+	err          error
+	report       string
+	lost, behind time.Duration
+}
+
 // replayOnAFreshService drives the recording fl against a fresh service
-// with one arm (recording.Drive, its frames compared within the tolerance
-// the effect tests share) and returns the frames the replay read; it fails
-// t on any difference.
-func replayOnAFreshService(t *testing.T, fl *mcap.File) *framesOver {
+// with one arm and stops that service when done.
+func replayOnAFreshService(t *testing.T, fl *mcap.File) replayRun {
 	t.Helper()
 	fresh := startService(t, serviceConfig{arms: 1})
-	var replayed *framesOver
+	defer fresh.stop()
+	var run replayRun
 	var report bytes.Buffer
 	d := recording.Drive{
 		Dial: func() (recording.FrameConn, error) {
@@ -358,17 +431,58 @@ func replayOnAFreshService(t *testing.T, fl *mcap.File) *framesOver {
 			if err != nil {
 				return nil, err
 			}
-			replayed = &framesOver{conn: conn}
-			return replayed, nil
+			run.frames = &framesOver{conn: conn}
+			return run.frames, nil
 		},
 		Tolerance: recording.Tolerance{Abs: 0.01, Force: 0.1, Angle: 2, Rel: 0.2,
 			Ignore: []string{"cursor_position", "cursor_velocity", "angular_position", "angular_velocity", "body_orientation", "session_id"}},
-		Window: 250 * time.Millisecond,
+		Window: replayWindow,
 		Report: &report,
 	}
-	diffs, err := d.Run(fl)
-	if err != nil || diffs != 0 {
-		t.Fatalf("replay against a fresh service: %d differences, %v\n%s", diffs, err, report.String())
+	lag := lagFrom(fresh)
+	run.diffs, run.err = d.Run(fl)
+	run.lost = lag.lost()
+	run.report = report.String()
+	if run.frames != nil {
+		run.behind = behindTimeline(fl, run.frames.sent)
 	}
-	return replayed
+	return run
+}
+
+// loopLag measures how far a service's first arm's loop fell behind the
+// wall clock since lagFrom: the ticks it skipped (a loop stalled past its
+// deadlines does not run the missed ones).
+type loopLag struct {
+	arm   *actors.Device
+	ticks uint64
+	start time.Time
+}
+
+func lagFrom(ts *testService) loopLag {
+	arm := ts.svc.Devices().OfType(protocol.TypeArm)[0]
+	return loopLag{arm: arm, ticks: arm.Stats().Ticks, start: time.Now()}
+}
+
+// lost is the time the loop ran no tick for since lagFrom.
+func (l loopLag) lost() time.Duration {
+	elapsed := time.Since(l.start)
+	s := l.arm.Stats()
+	return max(0, elapsed-time.Duration(s.Ticks-l.ticks)*time.Duration(s.TargetNs))
+}
+
+// behindTimeline is how far behind the recorded timeline the replay's
+// messages went out at worst (sent: when each did), measured from the
+// first, as recording.Drive paces them.
+func behindTimeline(fl *mcap.File, sent []time.Time) time.Duration {
+	var worst time.Duration
+	for _, in := range recording.MessagesOf(fl, recording.KindClient) {
+		for i, m := range in {
+			if i >= len(sent) {
+				break
+			}
+			late := sent[i].Sub(sent[0]) - time.Duration(m.LogTime-in[0].LogTime)
+			worst = max(worst, late)
+		}
+	}
+	return worst
 }

@@ -307,7 +307,12 @@ func testLab(t *testing.T, bin, membership string) {
 			"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-index-base", strconv.Itoa(base)}, common...)
 		return append(args, extra[host]...)
 	}
-	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1")...)
+	// n1's lease on the gateway's commands is 300 ms (as TestLabTwoGateways'
+	// node's): labBusy checks that the gateway's hold keeps a node session
+	// off the arm, and with the default 100 ms a starved gateway renewing
+	// every 20 ms let it lapse. n2 keeps the default, which the gateway's
+	// SIGKILL below times.
+	n1 := startLabMember(t, bin, n1Host, append(node(n1Host, p1, 0), "--sim-grips", "1", "--cluster-lease-ms", "300")...)
 	n2 := startLabMember(t, bin, n2Host, node(n2Host, p2, 10)...)
 	gw := startLabMember(t, bin, gwHost, append(append([]string{"--role", "gateway", "--node-id", "gw", "--cluster-port", strconv.Itoa(pg),
 		"--state-dir", t.TempDir(), "--sim-arms", "0"}, common...), extra[gwHost]...)...)
@@ -531,7 +536,15 @@ func labRemoteStats(t *testing.T, gw *labMember, nodes map[string]*labMember) {
 // device_busy, and the other way round.
 func labBusy(t *testing.T, gw, node *labMember, id string) {
 	// Two sessions on the gateway: the gateway's own register decides.
-	a, closeA := labSession(t, gw)
+	aConn := dialWS(t, "ws://"+gw.addr["http"]+"/")
+	readJSON(t, aConn) // the inventory frame
+	a := func(msg string) map[string]any {
+		t.Helper()
+		if err := aConn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, aConn)
+	}
 	a(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	if f := a(labForce(id, 1)); f["errors"] != nil {
 		t.Fatalf("first session on the gateway refused: %v", f["errors"])
@@ -545,6 +558,11 @@ func labBusy(t *testing.T, gw, node *labMember, id string) {
 	// The gateway's session holds the arm on the node: a session on the
 	// node itself is refused.
 	waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+	// The gateway's session renews its hold from here on, as a client
+	// holding a force does: starved, the steps since its one command
+	// outlasted its lease, or the node's lease on the gateway's command,
+	// and the node's session took the freed arm (errors []).
+	closeA := holdSession(t, aConn, func() string { return labForce(id, 1) }, nil)
 	d, closeD := labSession(t, node)
 	if codes := errorCodes(d(labForce(id, -1))); !slices.Equal(codes, []string{"device_busy"}) {
 		t.Fatalf("session on the node while the gateway's holds the arm: errors %v, want [device_busy]", codes)
@@ -572,6 +590,10 @@ func labBusy(t *testing.T, gw, node *labMember, id string) {
 	// The gateway shows the node session's control, not its own idle hold.
 	waitLab(t, 5*time.Second, "the gateway showing the node session's force", func() bool { return controlMode(labArms(t, gw)[id]) == "force" })
 	stop()
+	// Now a lease that outlasts the wait between two polls: with 10 ms,
+	// a starved machine let each command lapse before the next, and the
+	// node's force ramped up and down (0.18-0.49999 N) without holding 0.5.
+	g(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	waitLab(t, 5*time.Second, "the gateway's session controls the arm once the node's let go", func() bool {
 		return len(errorCodes(g(labForce(id, 0.5)))) == 0 && path(labArms(t, node)[id], "state", "current_cursor_force", "z") == 0.5
 	})

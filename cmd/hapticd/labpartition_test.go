@@ -254,8 +254,14 @@ func TestLabPartition(t *testing.T) {
 			t.Logf("%s: the route command took %v", tc.name, cut.Sub(cutStart).Round(time.Millisecond))
 			// The force ends on the node: the last poll that still saw it
 			// bounds the lapse from below, the first that did not from above.
+			// A poll's answer shows the force as it was at some moment after
+			// the poll went out, so a force seen is known to be on at the
+			// poll's send time, not at its answer's: starved, an answer
+			// came late enough to put a force within the bound past it
+			// ("still on 123ms after the partition; want zero within 120ms").
 			var lastSeen, zeroAt time.Duration
 			for {
+				sent := time.Since(cut)
 				d, err := nsArm(nns, node, arm)
 				now := time.Since(cut)
 				if err == nil && d != nil {
@@ -263,7 +269,7 @@ func TestLabPartition(t *testing.T) {
 						zeroAt = now
 						break
 					}
-					lastSeen = now
+					lastSeen = sent
 				}
 				if now > 5*time.Second {
 					t.Fatal("the node's force did not end within 5 s of the partition")
