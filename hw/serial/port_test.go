@@ -20,17 +20,7 @@ import (
 // hung with it. A write now fails with ErrWriteStalled once it has waited
 // WriteTimeout for room, having written what fitted.
 func TestWriteToADeviceThatTakesNothingEnds(t *testing.T) {
-	pty, err := emulator.OpenPTY()
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	defer pty.Close()
-	p, err := serial.Open(pty.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	pty, p := openOnPTY(t)
 
 	chunk := make([]byte, 4096)
 	result := make(chan error, 1)
@@ -85,17 +75,7 @@ const ptyLineBuffer = 4096
 // frames queued before the stall the device reads only what a
 // pseudo-terminal's master had already taken into its own line buffer.
 func TestStalledWriteDropsQueuedOutput(t *testing.T) {
-	pty, err := emulator.OpenPTY()
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	defer pty.Close()
-	p, err := serial.Open(pty.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	pty, p := openOnPTY(t)
 
 	force := wire.AppendForce(nil, hw.Vec3{Z: 5})
 	queued := 0
@@ -136,4 +116,22 @@ func TestStalledWriteDropsQueuedOutput(t *testing.T) {
 	if stale := len(got) - len(zero); stale >= ptyLineBuffer {
 		t.Errorf("the device read %d of the %d bytes of forces queued before the stall; want at most what its line buffer held (%d)", stale, queued, ptyLineBuffer-1)
 	}
+}
+
+// openOnPTY opens a port with serial.Open on a fresh pseudo-terminal, the
+// device's side (pty) left to the test; both close when t ends.
+func openOnPTY(t *testing.T) (*emulator.PTY, serial.Port) {
+	t.Helper()
+	pty, err := emulator.OpenPTY()
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pty.Close() })
+	p, err := serial.Open(pty.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return pty, p
 }
