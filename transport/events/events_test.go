@@ -266,6 +266,67 @@ func TestOversizedInputClosesWith1009(t *testing.T) {
 	}
 }
 
+// TestOversizedInputEndsWithoutReset: a message over 64 KiB ends the
+// socket with 1009 and then a clean end of stream, never a TCP reset (a
+// reset can destroy the close frame before the client reads it, and does
+// on Windows). The server must read away what the client still sends
+// before it closes, whether the message came in one frame or several.
+func TestOversizedInputEndsWithoutReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		fragments int
+	}{
+		{"one frame", 1},
+		{"fragmented", 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{})
+			// gorilla sends a frame per write buffer: one as large as the
+			// message sends it whole, as browsers do.
+			payload := bytes.Repeat([]byte("z"), 200<<10)
+			d := websocket.Dialer{WriteBufferSize: len(payload)/tt.fragments + 64}
+			c, _, err := d.Dial(f.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			// No close frame back: writing to a reset socket would use up
+			// the reset's error, and the read below would see EOF anyway.
+			c.SetCloseHandler(func(int, string) error { return nil })
+			if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+			for {
+				_, _, err := c.ReadMessage()
+				if err == nil {
+					continue
+				}
+				if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+					t.Fatalf("closed with %v, want 1009", err)
+				}
+				break
+			}
+			// After the close frame the server ends the TCP stream: with a
+			// FIN (EOF here), not a reset.
+			nc := c.NetConn()
+			_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+			var rest [512]byte
+			for {
+				_, err := nc.Read(rest[:])
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("the connection ended with %v, want a clean end of stream (EOF)", err)
+				}
+				return
+			}
+		})
+	}
+}
+
 func TestServerPings(t *testing.T) {
 	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 250 * time.Millisecond}})
 	c := f.dial(t, "")

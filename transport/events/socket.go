@@ -332,6 +332,11 @@ func (c *socketConn) readLoop() {
 		_, rd, err := c.ws.NextReader()
 		if err != nil {
 			c.readReason = readReason(err)
+			if errors.Is(err, websocket.ErrReadLimit) {
+				// One frame over the limit: gorilla refuses it by its
+				// header, before reading any of it.
+				c.drain()
+			}
 			return
 		}
 		n, err := io.ReadFull(rd, kept[:])
