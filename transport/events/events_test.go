@@ -327,6 +327,52 @@ func TestOversizedInputEndsWithoutReset(t *testing.T) {
 	}
 }
 
+// TestCloseReasonIsLogged: the log line of a closed events client names
+// the reason a session's end would (protocol.CloseReason): a client that
+// drops its connection without a close frame is read_error, not
+// client_closed, and a frame that breaks RFC 6455 is protocol_violation.
+func TestCloseReasonIsLogged(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(t *testing.T, c *websocket.Conn)
+		want protocol.CloseReason
+	}{
+		{"close frame", func(t *testing.T, c *websocket.Conn) {
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(waitLimit))
+		}, protocol.CloseClientClosed},
+		{"dropped connection", func(t *testing.T, c *websocket.Conn) {
+			_ = c.NetConn().Close()
+		}, protocol.CloseReadError},
+		{"unmasked frame", func(t *testing.T, c *websocket.Conn) {
+			// A text frame "hi" without the mask every client frame needs.
+			if _, err := c.NetConn().Write([]byte{0x81, 0x02, 'h', 'i'}); err != nil {
+				t.Fatal(err)
+			}
+		}, protocol.CloseProtocolViolation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs hwtest.LogBuffer
+			f := newFixture(t, fixtureOptions{log: &logs})
+			c := f.dial(t, "")
+			tt.end(t, c)
+			var line map[string]any
+			hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
+				for _, l := range logs.Lines() {
+					if strings.Contains(l, "events client closed") {
+						_ = json.Unmarshal([]byte(l), &line)
+						return true
+					}
+				}
+				return false
+			})
+			if line["reason"] != string(tt.want) {
+				t.Fatalf("logged %v, want reason %s", line, tt.want)
+			}
+		})
+	}
+}
+
 func TestServerPings(t *testing.T) {
 	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 250 * time.Millisecond}})
 	c := f.dial(t, "")

@@ -371,15 +371,24 @@ func (c *socketConn) drain() {
 	_, _ = io.Copy(io.Discard, nc)
 }
 
+// readReason names why a read failed, as a session's reader does
+// (transport's readReason): gorilla reports a close frame as a CloseError,
+// a connection that broke without one as a CloseError 1006 or a net or io
+// error, and any other error is a frame that breaks RFC 6455.
 func readReason(err error) protocol.CloseReason {
 	var ce *websocket.CloseError
+	var ne net.Error
 	switch {
-	case errors.As(err, &ce):
-		return protocol.CloseClientClosed
 	case errors.Is(err, websocket.ErrReadLimit):
 		return protocol.CloseMessageTooBig
-	default:
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
 		return protocol.CloseReadError
+	case errors.As(err, &ce):
+		return protocol.CloseClientClosed
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return protocol.CloseReadError
+	default:
+		return protocol.CloseProtocolViolation
 	}
 }
 
