@@ -485,6 +485,55 @@ func TestCloseSendsCloseFrameAndRefusesNewSockets(t *testing.T) {
 	f.srv.Close() // idempotent
 }
 
+// TestCloseIsBoundedWithASlowReader: Close returns within about
+// WriteTimeout plus a second, as its doc says, even while a client still
+// reads, only slowly: each frame making its own deadline must not let the
+// flush of a full queue hold the shutdown for as long as the client takes.
+func TestCloseIsBoundedWithASlowReader(t *testing.T) {
+	const writeTimeout = 2 * time.Second
+	f := newFixture(t, fixtureOptions{
+		activity: activity.Options{QueueSize: 4096},
+		socket:   events.SocketOptions{WriteTimeout: writeTimeout},
+		listener: func(l net.Listener) net.Listener { return smallBufferListener{l} },
+	})
+	c := f.dial(t, "")
+	// The client reads about 40 KB a second in steady reads (so TCP's
+	// window keeps opening): every frame goes out well within its
+	// deadline, the whole queue takes many seconds.
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		nc := c.NetConn()
+		var b [2048]byte
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+			if _, err := io.ReadFull(nc, b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-readerDone }()
+	payload := bytes.Repeat([]byte("p"), 256)
+	for range 2000 {
+		f.act.Publish(event.InvalidIOChannel(payload))
+	}
+	settle(t, f.act)
+	start := time.Now()
+	f.srv.Close()
+	// A second for the close frame's answer, and slack for a busy machine.
+	if took, bound := time.Since(start), writeTimeout+time.Second+3*time.Second; took > bound {
+		t.Fatalf("Close took %v with a slow reader, want under %v (WriteTimeout %v plus a second, and slack)", took, bound, writeTimeout)
+	}
+}
+
 func TestActivityStopClosesSockets(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	c := f.dial(t, "")

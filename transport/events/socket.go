@@ -172,8 +172,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close refuses new connections, sends every open socket a close frame
 // (1001, going away) after the events already queued for it, and waits for
 // every connection goroutine. A client that does not answer the close is
-// dropped after about a second, and one that does not read at all after its
-// write deadline, so Close returns within about WriteTimeout plus a second.
+// dropped after about a second, and one that does not take what is queued
+// for it within WriteTimeout (it stopped reading, or reads slowly) at that
+// point, so Close returns within about WriteTimeout plus a second.
 // Close is idempotent.
 func (s *Server) Close() {
 	s.mu.Lock()
@@ -203,6 +204,10 @@ type socketConn struct {
 	// readReason is why the reader returned; written before readerDone
 	// is closed and read only after.
 	readReason protocol.CloseReason
+	// lastDeadline, once set (the socket is going away), bounds every
+	// write left, so a client that reads slowly cannot stretch the final
+	// flush frame by frame. Only the writer touches it.
+	lastDeadline time.Time
 }
 
 // The events socket ends for the reasons a session does (protocol's
@@ -277,18 +282,41 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 			return "", true
 		}
 		*buf = event.AppendJSON((*buf)[:0], &e)
-		if err := c.ws.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+		if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
 			return protocol.CloseWriteTimeout, false
 		}
 		if err := c.ws.WriteMessage(websocket.TextMessage, *buf); err != nil {
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				// The connection is likely wedged; try to say why,
 				// briefly, and drop it either way.
-				c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
+				if c.lastDeadline.IsZero() {
+					c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
+				} else {
+					c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down; the events still queued for this client were not sent in time")
+				}
 			}
 			return protocol.CloseWriteTimeout, false
 		}
 	}
+}
+
+// writeDeadline is the deadline of the next frame: WriteTimeout from now,
+// until the socket is going away (Server.Close or the activity actor
+// stopped); from then on one deadline, WriteTimeout after the first write
+// that saw it, bounds everything still queued, which keeps Close's promise.
+func (c *socketConn) writeDeadline() time.Time {
+	if !c.lastDeadline.IsZero() {
+		return c.lastDeadline
+	}
+	d := time.Now().Add(c.srv.opts.WriteTimeout)
+	select {
+	case <-c.stop:
+	case <-c.sub.Done():
+	default:
+		return d
+	}
+	c.lastDeadline = d
+	return d
 }
 
 // closeWith sends a close frame; errors mean the peer is gone already.
