@@ -327,6 +327,49 @@ func TestOversizedInputEndsWithoutReset(t *testing.T) {
 	}
 }
 
+// TestTooBigIsLoggedWhileEventsFlow: an event published while the server
+// reads away an oversized message after its 1009 must not turn the
+// logged reason into write_timeout (the writer meets the close frame the
+// reader sent, not a slow client).
+func TestTooBigIsLoggedWhileEventsFlow(t *testing.T) {
+	var logs hwtest.LogBuffer
+	f := newFixture(t, fixtureOptions{log: &logs})
+	payload := bytes.Repeat([]byte("z"), 200<<10)
+	d := websocket.Dialer{WriteBufferSize: len(payload) + 64}
+	c, _, err := d.Dial(f.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetCloseHandler(func(int, string) error { return nil }) // the server reads on, for a second
+	if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Fatalf("closed with %v, want 1009", err)
+			}
+			break
+		}
+	}
+	publishN(f.act, 1, 1)
+	var line map[string]any
+	hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
+		for _, l := range logs.Lines() {
+			if strings.Contains(l, "events client closed") {
+				_ = json.Unmarshal([]byte(l), &line)
+				return true
+			}
+		}
+		return false
+	})
+	if line["reason"] != string(protocol.CloseMessageTooBig) {
+		t.Fatalf("logged %v, want reason %s", line, protocol.CloseMessageTooBig)
+	}
+}
+
 // TestCloseReasonIsLogged: the log line of a closed events client names
 // the reason a session's end would (protocol.CloseReason): a client that
 // drops its connection without a close frame is read_error, not

@@ -270,7 +270,7 @@ func (c *socketConn) goAway(buf *[]byte, reason protocol.CloseReason, text strin
 		return r
 	}
 	c.closeWith(websocket.CloseGoingAway, text)
-	c.awaitReader()
+	c.awaitReader(closeGrace)
 	return reason
 }
 
@@ -286,6 +286,15 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 			return protocol.CloseWriteTimeout, false
 		}
 		if err := c.ws.WriteMessage(websocket.TextMessage, *buf); err != nil {
+			if errors.Is(err, websocket.ErrCloseSent) {
+				// The reader sent a close frame (answering the
+				// client's, or 1009 while it reads away a message too
+				// big): its reason is the connection's, and its
+				// drain must finish before the socket is closed.
+				if c.awaitReader(2 * closeGrace) {
+					return c.readReason, false
+				}
+			}
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				// The connection is likely wedged; try to say why,
 				// briefly, and drop it either way.
@@ -324,13 +333,16 @@ func (c *socketConn) closeWith(code int, text string) {
 	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(closeGrace))
 }
 
-// awaitReader gives the client a moment to answer the close frame.
-func (c *socketConn) awaitReader() {
-	t := time.NewTimer(closeGrace)
+// awaitReader waits up to wait for the reader to return (the client's
+// answer to a close frame) and reports whether it did.
+func (c *socketConn) awaitReader(wait time.Duration) bool {
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-c.readerDone:
+		return true
 	case <-t.C:
+		return false
 	}
 }
 
