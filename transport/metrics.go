@@ -92,7 +92,11 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, float64(st.TargetNs)/1e9, lv...)
 		ch <- prometheus.MustNewConstMetric(descOverruns, prometheus.CounterValue, float64(st.Overruns), lv...)
 		ch <- prometheus.MustNewConstMetric(descTicks, prometheus.CounterValue, float64(st.Ticks), lv...)
-		ch <- newHistogram(descExchange, d.ExchangeHistogram(), exchangeBuckets, lv)
+		// Nil for a moment after the device is listed, until its loop
+		// starts (as the period's).
+		if h := d.ExchangeHistogram(); h != nil {
+			ch <- newHistogram(descExchange, h, exchangeBuckets, lv)
+		}
 		ch <- prometheus.MustNewConstMetric(descDrvErrors, prometheus.CounterValue, float64(st.Errors), lv...)
 		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(st.LeaseExpiries), lv...)
 		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, float64(st.BusyRefusals), lv...)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -338,4 +340,71 @@ func TestFailedStateWritesShowInMetrics(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestMetricsWhileDevicesArrive: a scrape that meets a device the registry
+// has listed but whose loop has not started yet (no histograms for a
+// moment) leaves out what the device does not have yet; it must not panic,
+// which (recovered by client_golang) cut the scrape short: every hapticd_
+// series after that device, sessions and events included, missing.
+func TestMetricsWhileDevicesArrive(t *testing.T) {
+	ts := startService(t, serviceConfig{})
+	collector := &serviceCollector{svc: ts.svc, build: BuildInfo{Version: "test"}}
+	stop := make(chan struct{})
+	adderDone := make(chan error, 1)
+	go func() {
+		defer close(adderDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Hardware-style devices start their loop on a goroutine of
+			// their own; the scheduler's are added to a shard after
+			// they are listed: both leave a moment without a runner.
+			d, err := ts.svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i % 4000, PeriodS: 0.001}), i%2 == 0)
+			if err != nil {
+				adderDone <- fmt.Errorf("add device %d: %w", i, err)
+				return
+			}
+			ts.svc.RemoveDevice(d, errors.New("test: the device leaves again"))
+			// Its id comes round again: wait until it is gone.
+			for gone := time.Now().Add(30 * time.Second); ts.svc.Devices().Find(d.Type, d.ID) != nil; time.Sleep(time.Millisecond) {
+				if time.Now().After(gone) {
+					adderDone <- fmt.Errorf("device %s still listed 30 s after its removal", d.ID)
+					return
+				}
+			}
+		}
+	}()
+	metrics := make(chan prometheus.Metric, 256)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range metrics {
+		}
+	}()
+	collect := func() (problem any) {
+		defer func() { problem = recover() }()
+		collector.Collect(metrics)
+		_ = ts.svc.StatsDoc() // GET /stats reads the same devices
+		return nil
+	}
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if p := collect(); p != nil {
+			close(stop)
+			<-adderDone
+			close(metrics)
+			<-drained
+			t.Fatalf("a scrape during a device's arrival panicked: %v", p)
+		}
+	}
+	close(stop)
+	if err := <-adderDone; err != nil {
+		t.Fatal(err)
+	}
+	close(metrics)
+	<-drained
 }

@@ -34,6 +34,7 @@
 // # Shutdown
 //
 // [Server.Close] refuses new connections, flushes what each socket has
-// queued, sends a close frame (1001) and waits for every goroutine; sockets
+// queued (within one WriteTimeout in all, however slowly its client
+// reads), sends a close frame (1001) and waits for every goroutine; sockets
 // also close with 1001 when the activity actor stops.
 package events

@@ -266,6 +266,156 @@ func TestOversizedInputClosesWith1009(t *testing.T) {
 	}
 }
 
+// TestOversizedInputEndsWithoutReset: a message over 64 KiB ends the
+// socket with 1009 and then a clean end of stream, never a TCP reset (a
+// reset can destroy the close frame before the client reads it, and does
+// on Windows). The server must read away what the client still sends
+// before it closes, whether the message came in one frame or several.
+func TestOversizedInputEndsWithoutReset(t *testing.T) {
+	tests := []struct {
+		name      string
+		fragments int
+	}{
+		{"one frame", 1},
+		{"fragmented", 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{})
+			// gorilla sends a frame per write buffer: one as large as the
+			// message sends it whole, as browsers do.
+			payload := bytes.Repeat([]byte("z"), 200<<10)
+			d := websocket.Dialer{WriteBufferSize: len(payload)/tt.fragments + 64}
+			c, _, err := d.Dial(f.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			// No close frame back: writing to a reset socket would use up
+			// the reset's error, and the read below would see EOF anyway.
+			c.SetCloseHandler(func(int, string) error { return nil })
+			if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+			for {
+				_, _, err := c.ReadMessage()
+				if err == nil {
+					continue
+				}
+				if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+					t.Fatalf("closed with %v, want 1009", err)
+				}
+				break
+			}
+			// After the close frame the server ends the TCP stream: with a
+			// FIN (EOF here), not a reset.
+			nc := c.NetConn()
+			_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+			var rest [512]byte
+			for {
+				_, err := nc.Read(rest[:])
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("the connection ended with %v, want a clean end of stream (EOF)", err)
+				}
+				return
+			}
+		})
+	}
+}
+
+// TestTooBigIsLoggedWhileEventsFlow: an event published while the server
+// reads away an oversized message after its 1009 must not turn the
+// logged reason into write_timeout (the writer meets the close frame the
+// reader sent, not a slow client).
+func TestTooBigIsLoggedWhileEventsFlow(t *testing.T) {
+	var logs hwtest.LogBuffer
+	f := newFixture(t, fixtureOptions{log: &logs})
+	payload := bytes.Repeat([]byte("z"), 200<<10)
+	d := websocket.Dialer{WriteBufferSize: len(payload) + 64}
+	c, _, err := d.Dial(f.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	c.SetCloseHandler(func(int, string) error { return nil }) // the server reads on, for a second
+	if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Fatalf("closed with %v, want 1009", err)
+			}
+			break
+		}
+	}
+	publishN(f.act, 1, 1)
+	var line map[string]any
+	hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
+		for _, l := range logs.Lines() {
+			if strings.Contains(l, "events client closed") {
+				_ = json.Unmarshal([]byte(l), &line)
+				return true
+			}
+		}
+		return false
+	})
+	if line["reason"] != string(protocol.CloseMessageTooBig) {
+		t.Fatalf("logged %v, want reason %s", line, protocol.CloseMessageTooBig)
+	}
+}
+
+// TestCloseReasonIsLogged: the log line of a closed events client names
+// the reason a session's end would (protocol.CloseReason): a client that
+// drops its connection without a close frame is read_error, not
+// client_closed, and a frame that breaks RFC 6455 is protocol_violation.
+func TestCloseReasonIsLogged(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(t *testing.T, c *websocket.Conn)
+		want protocol.CloseReason
+	}{
+		{"close frame", func(t *testing.T, c *websocket.Conn) {
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(waitLimit))
+		}, protocol.CloseClientClosed},
+		{"dropped connection", func(t *testing.T, c *websocket.Conn) {
+			_ = c.NetConn().Close()
+		}, protocol.CloseReadError},
+		{"unmasked frame", func(t *testing.T, c *websocket.Conn) {
+			// A text frame "hi" without the mask every client frame needs.
+			if _, err := c.NetConn().Write([]byte{0x81, 0x02, 'h', 'i'}); err != nil {
+				t.Fatal(err)
+			}
+		}, protocol.CloseProtocolViolation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs hwtest.LogBuffer
+			f := newFixture(t, fixtureOptions{log: &logs})
+			c := f.dial(t, "")
+			tt.end(t, c)
+			var line map[string]any
+			hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
+				for _, l := range logs.Lines() {
+					if strings.Contains(l, "events client closed") {
+						_ = json.Unmarshal([]byte(l), &line)
+						return true
+					}
+				}
+				return false
+			})
+			if line["reason"] != string(tt.want) {
+				t.Fatalf("logged %v, want reason %s", line, tt.want)
+			}
+		})
+	}
+}
+
 func TestServerPings(t *testing.T) {
 	f := newFixture(t, fixtureOptions{socket: events.SocketOptions{PingInterval: 250 * time.Millisecond}})
 	c := f.dial(t, "")
@@ -376,6 +526,55 @@ func TestCloseSendsCloseFrameAndRefusesNewSockets(t *testing.T) {
 		t.Fatalf("dial after Close: %v, want 503", err)
 	}
 	f.srv.Close() // idempotent
+}
+
+// TestCloseIsBoundedWithASlowReader: Close returns within about
+// WriteTimeout plus a second, as its doc says, even while a client still
+// reads, only slowly: each frame making its own deadline must not let the
+// flush of a full queue hold the shutdown for as long as the client takes.
+func TestCloseIsBoundedWithASlowReader(t *testing.T) {
+	const writeTimeout = 2 * time.Second
+	f := newFixture(t, fixtureOptions{
+		activity: activity.Options{QueueSize: 4096},
+		socket:   events.SocketOptions{WriteTimeout: writeTimeout},
+		listener: func(l net.Listener) net.Listener { return smallBufferListener{l} },
+	})
+	c := f.dial(t, "")
+	// The client reads about 40 KB a second in steady reads (so TCP's
+	// window keeps opening): every frame goes out well within its
+	// deadline, the whole queue takes many seconds.
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		nc := c.NetConn()
+		var b [2048]byte
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+			if _, err := io.ReadFull(nc, b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-readerDone }()
+	payload := bytes.Repeat([]byte("p"), 256)
+	for range 2000 {
+		f.act.Publish(event.InvalidIOChannel(payload))
+	}
+	settle(t, f.act)
+	start := time.Now()
+	f.srv.Close()
+	// A second for the close frame's answer, and slack for a busy machine.
+	if took, bound := time.Since(start), writeTimeout+time.Second+3*time.Second; took > bound {
+		t.Fatalf("Close took %v with a slow reader, want under %v (WriteTimeout %v plus a second, and slack)", took, bound, writeTimeout)
+	}
 }
 
 func TestActivityStopClosesSockets(t *testing.T) {

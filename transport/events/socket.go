@@ -172,8 +172,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close refuses new connections, sends every open socket a close frame
 // (1001, going away) after the events already queued for it, and waits for
 // every connection goroutine. A client that does not answer the close is
-// dropped after about a second, and one that does not read at all after its
-// write deadline, so Close returns within about WriteTimeout plus a second.
+// dropped after about a second, and one that does not take what is queued
+// for it within WriteTimeout (it stopped reading, or reads slowly) at that
+// point, so Close returns within about WriteTimeout plus a second.
 // Close is idempotent.
 func (s *Server) Close() {
 	s.mu.Lock()
@@ -203,6 +204,10 @@ type socketConn struct {
 	// readReason is why the reader returned; written before readerDone
 	// is closed and read only after.
 	readReason protocol.CloseReason
+	// lastDeadline, once set (the socket is going away), bounds every
+	// write left, so a client that reads slowly cannot stretch the final
+	// flush frame by frame. Only the writer touches it.
+	lastDeadline time.Time
 }
 
 // The events socket ends for the reasons a session does (protocol's
@@ -265,7 +270,7 @@ func (c *socketConn) goAway(buf *[]byte, reason protocol.CloseReason, text strin
 		return r
 	}
 	c.closeWith(websocket.CloseGoingAway, text)
-	c.awaitReader()
+	c.awaitReader(closeGrace)
 	return reason
 }
 
@@ -277,18 +282,50 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 			return "", true
 		}
 		*buf = event.AppendJSON((*buf)[:0], &e)
-		if err := c.ws.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+		if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
 			return protocol.CloseWriteTimeout, false
 		}
 		if err := c.ws.WriteMessage(websocket.TextMessage, *buf); err != nil {
+			if errors.Is(err, websocket.ErrCloseSent) {
+				// The reader sent a close frame (answering the
+				// client's, or 1009 while it reads away a message too
+				// big): its reason is the connection's, and its
+				// drain must finish before the socket is closed.
+				if c.awaitReader(2 * closeGrace) {
+					return c.readReason, false
+				}
+			}
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				// The connection is likely wedged; try to say why,
 				// briefly, and drop it either way.
-				c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
+				if c.lastDeadline.IsZero() {
+					c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
+				} else {
+					c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down; the events still queued for this client were not sent in time")
+				}
 			}
 			return protocol.CloseWriteTimeout, false
 		}
 	}
+}
+
+// writeDeadline is the deadline of the next frame: WriteTimeout from now,
+// until the socket is going away (Server.Close or the activity actor
+// stopped); from then on one deadline, WriteTimeout after the first write
+// that saw it, bounds everything still queued, which keeps Close's promise.
+func (c *socketConn) writeDeadline() time.Time {
+	if !c.lastDeadline.IsZero() {
+		return c.lastDeadline
+	}
+	d := time.Now().Add(c.srv.opts.WriteTimeout)
+	select {
+	case <-c.stop:
+	case <-c.sub.Done():
+	default:
+		return d
+	}
+	c.lastDeadline = d
+	return d
 }
 
 // closeWith sends a close frame; errors mean the peer is gone already.
@@ -296,13 +333,16 @@ func (c *socketConn) closeWith(code int, text string) {
 	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(closeGrace))
 }
 
-// awaitReader gives the client a moment to answer the close frame.
-func (c *socketConn) awaitReader() {
-	t := time.NewTimer(closeGrace)
+// awaitReader waits up to wait for the reader to return (the client's
+// answer to a close frame) and reports whether it did.
+func (c *socketConn) awaitReader(wait time.Duration) bool {
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-c.readerDone:
+		return true
 	case <-t.C:
+		return false
 	}
 }
 
@@ -332,6 +372,11 @@ func (c *socketConn) readLoop() {
 		_, rd, err := c.ws.NextReader()
 		if err != nil {
 			c.readReason = readReason(err)
+			if errors.Is(err, websocket.ErrReadLimit) {
+				// One frame over the limit: gorilla refuses it by its
+				// header, before reading any of it.
+				c.drain()
+			}
 			return
 		}
 		n, err := io.ReadFull(rd, kept[:])
@@ -366,15 +411,24 @@ func (c *socketConn) drain() {
 	_, _ = io.Copy(io.Discard, nc)
 }
 
+// readReason names why a read failed, as a session's reader does
+// (transport's readReason): gorilla reports a close frame as a CloseError,
+// a connection that broke without one as a CloseError 1006 or a net or io
+// error, and any other error is a frame that breaks RFC 6455.
 func readReason(err error) protocol.CloseReason {
 	var ce *websocket.CloseError
+	var ne net.Error
 	switch {
-	case errors.As(err, &ce):
-		return protocol.CloseClientClosed
 	case errors.Is(err, websocket.ErrReadLimit):
 		return protocol.CloseMessageTooBig
-	default:
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
 		return protocol.CloseReadError
+	case errors.As(err, &ce):
+		return protocol.CloseClientClosed
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return protocol.CloseReadError
+	default:
+		return protocol.CloseProtocolViolation
 	}
 }
 
