@@ -15,7 +15,12 @@ import (
 // They sit behind the same browser guard as the API (the caller wraps the
 // result). listeners names the listeners /readyz waits for.
 func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Handler) http.Handler {
-	metrics := newMetricsHandler(cfg.Service, cfg.Build)
+	metrics := newMetricsHandler(cfg.Service, cfg.Build, func() map[protocol.CloseReason]uint64 {
+		if s.eventsSrv == nil {
+			return nil
+		}
+		return s.eventsSrv.ClosedByReason()
+	})
 	dashboard := ui.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var h http.Handler

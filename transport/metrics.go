@@ -19,12 +19,12 @@ import (
 // never takes a lock a loop takes and never stops the world (the Go
 // collector reads runtime/metrics, not ReadMemStats). protoactor's own
 // metrics provider stays off.
-func newMetricsHandler(svc *actors.Service, build BuildInfo) http.Handler {
+func newMetricsHandler(svc *actors.Service, build BuildInfo, eventsClosed func() map[protocol.CloseReason]uint64) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&serviceCollector{svc: svc, build: build},
+		&serviceCollector{svc: svc, build: build, eventsClosed: eventsClosed},
 	)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
@@ -47,6 +47,9 @@ var deviceLabels = []string{"device_type", "device_id"}
 type serviceCollector struct {
 	svc   *actors.Service
 	build BuildInfo
+	// eventsClosed counts the events socket's ended connections by
+	// reason; nil without an events port.
+	eventsClosed func() map[protocol.CloseReason]uint64
 }
 
 var (
@@ -67,6 +70,7 @@ var (
 	descErrors     = prometheus.NewDesc("hapticd_frame_errors_total", "Errors reported in frames, by code.", []string{"api_format", "code"}, nil)
 	descWarnings   = prometheus.NewDesc("hapticd_frame_warnings_total", "Warnings reported in frames, by code.", []string{"api_format", "code"}, nil)
 	descEvents     = prometheus.NewDesc("hapticd_events_total", "Activity events published, by name.", []string{"name"}, nil)
+	descEventsGone = prometheus.NewDesc("hapticd_events_sockets_closed_total", "Events WebSocket connections that ended, by reason (the session close reasons).", []string{"reason"}, nil)
 	descDepRoutes  = prometheus.NewDesc("hapticd_deprecated_route_uses_total", "Calls to deprecated HTTP routes (the migration report), by route.", []string{"route"}, nil)
 	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command.", []string{"command"}, nil)
 	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)
@@ -126,6 +130,11 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for name, n := range svc.Activity().Counts() {
 		ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), name)
+	}
+	if c.eventsClosed != nil {
+		for reason, n := range c.eventsClosed() {
+			ch <- prometheus.MustNewConstMetric(descEventsGone, prometheus.CounterValue, float64(n), string(reason))
+		}
 	}
 	// The migration report is the activity actor's; asking it is a
 	// mailbox round trip, not a lock. A scrape during shutdown skips it.

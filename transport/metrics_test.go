@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hapticd/hapticd/hw/hwtest"
-	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // scrape is one /metrics answer in Prometheus' protobuf format (the one
@@ -407,4 +410,19 @@ func TestMetricsWhileDevicesArrive(t *testing.T) {
 	}
 	close(metrics)
 	<-drained
+}
+
+// An events socket's end is counted by reason in /metrics, the reason its
+// log line names: an operator sees why event clients go away.
+func TestMetricsCountEventsSocketsClosed(t *testing.T) {
+	ts := startService(t, serviceConfig{})
+	c, _, err := websocket.DefaultDialer.Dial(ts.eventsWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	_ = c.Close()
+	hwtest.Eventually(t, 10*time.Second, "the events socket's end counted", func() bool {
+		return ts.scrape(t).value("hapticd_events_sockets_closed_total", "reason="+string(protocol.CloseClientClosed)) == 1
+	})
 }

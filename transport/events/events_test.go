@@ -329,11 +329,10 @@ func TestOversizedInputEndsWithoutReset(t *testing.T) {
 
 // TestTooBigIsLoggedWhileEventsFlow: an event published while the server
 // reads away an oversized message after its 1009 must not turn the
-// logged reason into write_timeout (the writer meets the close frame the
+// reason (logged, and counted in GET /metrics) into write_timeout (the writer meets the close frame the
 // reader sent, not a slow client).
 func TestTooBigIsLoggedWhileEventsFlow(t *testing.T) {
-	var logs hwtest.LogBuffer
-	f := newFixture(t, fixtureOptions{log: &logs})
+	f := newFixture(t, fixtureOptions{})
 	payload := bytes.Repeat([]byte("z"), 200<<10)
 	d := websocket.Dialer{WriteBufferSize: len(payload) + 64}
 	c, _, err := d.Dial(f.url, nil)
@@ -355,23 +354,34 @@ func TestTooBigIsLoggedWhileEventsFlow(t *testing.T) {
 		}
 	}
 	publishN(f.act, 1, 1)
-	var line map[string]any
-	hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
-		for _, l := range logs.Lines() {
-			if strings.Contains(l, "events client closed") {
-				_ = json.Unmarshal([]byte(l), &line)
-				return true
-			}
-		}
-		return false
-	})
-	if line["reason"] != string(protocol.CloseMessageTooBig) {
-		t.Fatalf("logged %v, want reason %s", line, protocol.CloseMessageTooBig)
+	if got := closedReason(t, f); got != protocol.CloseMessageTooBig {
+		t.Fatalf("the connection ended as %s, want %s", got, protocol.CloseMessageTooBig)
 	}
 }
 
-// TestCloseReasonIsLogged: the log line of a closed events client names
-// the reason a session's end would (protocol.CloseReason): a client that
+// closedReason waits until f's server has seen one connection end and
+// returns the reason it counted (GET /metrics shows the counts).
+func closedReason(t *testing.T, f *fixture) protocol.CloseReason {
+	t.Helper()
+	var got map[protocol.CloseReason]uint64
+	hwtest.Eventually(t, waitLimit, "the client's end counted", func() bool {
+		got = f.srv.ClosedByReason()
+		return len(got) > 0
+	})
+	if len(got) != 1 {
+		t.Fatalf("ends counted %v, want one", got)
+	}
+	for reason, n := range got {
+		if n != 1 {
+			t.Fatalf("ends counted %v, want one", got)
+		}
+		return reason
+	}
+	return ""
+}
+
+// TestCloseReasonIsLogged: a closed events client's reason (its log line's,
+// counted in GET /metrics) is the one a session's end would name (protocol.CloseReason): a client that
 // drops its connection without a close frame is read_error, not
 // client_closed, and a frame that breaks RFC 6455 is protocol_violation.
 func TestCloseReasonIsLogged(t *testing.T) {
@@ -395,22 +405,11 @@ func TestCloseReasonIsLogged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs hwtest.LogBuffer
-			f := newFixture(t, fixtureOptions{log: &logs})
+			f := newFixture(t, fixtureOptions{})
 			c := f.dial(t, "")
 			tt.end(t, c)
-			var line map[string]any
-			hwtest.Eventually(t, waitLimit, "the client's close logged", func() bool {
-				for _, l := range logs.Lines() {
-					if strings.Contains(l, "events client closed") {
-						_ = json.Unmarshal([]byte(l), &line)
-						return true
-					}
-				}
-				return false
-			})
-			if line["reason"] != string(tt.want) {
-				t.Fatalf("logged %v, want reason %s", line, tt.want)
+			if got := closedReason(t, f); got != tt.want {
+				t.Fatalf("the connection ended as %s, want %s", got, tt.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -62,6 +63,17 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool
 	conns   map[*socketConn]struct{}
+	// closed counts the connections that ended, by the reason their log
+	// line names (GET /metrics).
+	closed map[protocol.CloseReason]uint64
+}
+
+// ClosedByReason returns how many connections ended for each reason, as
+// their log lines name it (protocol.CloseReason).
+func (s *Server) ClosedByReason() map[protocol.CloseReason]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.closed)
 }
 
 // NewServer returns the events socket with default options.
@@ -96,7 +108,8 @@ func NewServerWithOptions(a *activity.Activity, log zerolog.Logger, o SocketOpti
 			// other ports do, not gorilla's plain-text Bad Request.
 			Error: handshakeError,
 		},
-		conns: make(map[*socketConn]struct{}),
+		conns:  make(map[*socketConn]struct{}),
+		closed: make(map[protocol.CloseReason]uint64),
 	}
 }
 
@@ -225,6 +238,9 @@ func (c *socketConn) writeLoop() {
 		c.sub.Close()
 		_ = c.ws.Close()
 		<-c.readerDone
+		c.srv.mu.Lock()
+		c.srv.closed[reason]++
+		c.srv.mu.Unlock()
 		level := zerolog.DebugLevel
 		if reason == protocol.CloseWriteTimeout || reason == protocol.CloseMessageTooBig {
 			// The client misbehaved: worth an operator's eye.
