@@ -13,6 +13,7 @@ import (
 
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/transport/rawsock"
+	"github.com/hapticd/hapticd/transport/wsclose"
 )
 
 // rawPair returns the server side of an upgraded WebSocket's TCP
@@ -68,8 +69,8 @@ func TestRawSocketErrorsAreReadErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, peer := rawPair(t)
 			err := tc.read(c, peer)
-			if r := readReason(err); r != protocol.CloseReadError {
-				t.Fatalf("readReason(%v) = %v, want %v", err, r, protocol.CloseReadError)
+			if r := wsclose.ReadReason(err); r != protocol.CloseReadError {
+				t.Fatalf("ReadReason(%v) = %v, want %v", err, r, protocol.CloseReadError)
 			}
 		})
 	}

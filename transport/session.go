@@ -16,6 +16,7 @@ import (
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/transport/rawsock"
+	"github.com/hapticd/hapticd/transport/wsclose"
 )
 
 const (
@@ -244,7 +245,7 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 		}
 		_, r, err := c.ws.NextReader()
 		if err != nil {
-			return readReason(err)
+			return wsclose.ReadReason(err)
 		}
 		buf, err := c.read(r)
 		if errors.Is(err, errTooBig) {
@@ -254,7 +255,7 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 		}
 		if err != nil {
 			c.Recycle(buf)
-			return readReason(err)
+			return wsclose.ReadReason(err)
 		}
 		c.h.rec.Session(recording.KindClient, c.sessionID, buf)
 		sess.Deliver(buf)
@@ -283,24 +284,6 @@ func (c *wsConn) read(r io.Reader) ([]byte, error) {
 		err = errTooBig
 	}
 	return buf, err
-}
-
-// readReason names why a read failed. gorilla reports a close frame as a
-// CloseError and a broken connection as a net or io error; any other error
-// is a frame that breaks RFC 6455 (gorilla has sent close 1002).
-func readReason(err error) protocol.CloseReason {
-	var ce *websocket.CloseError
-	var ne net.Error
-	switch {
-	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
-		return protocol.CloseReadError // gorilla's name for EOF without a close frame
-	case errors.As(err, &ce):
-		return protocol.CloseClientClosed
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-		return protocol.CloseReadError
-	default:
-		return protocol.CloseProtocolViolation
-	}
 }
 
 // tooBig ends a connection whose message r is over the limit: close 1009

@@ -18,6 +18,7 @@ import (
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/transport/wsclose"
 )
 
 // Defaults of SocketOptions.
@@ -387,7 +388,7 @@ func (c *socketConn) readLoop() {
 	for {
 		_, rd, err := c.ws.NextReader()
 		if err != nil {
-			c.readReason = readReason(err)
+			c.readReason = wsclose.ReadReason(err)
 			if errors.Is(err, websocket.ErrReadLimit) {
 				// One frame over the limit: gorilla refuses it by its
 				// header, before reading any of it.
@@ -404,7 +405,7 @@ func (c *socketConn) readLoop() {
 		if err != nil {
 			// Over the read limit (gorilla has sent 1009) or the
 			// connection broke mid-message.
-			c.readReason = readReason(err)
+			c.readReason = wsclose.ReadReason(err)
 			if errors.Is(err, websocket.ErrReadLimit) {
 				c.drain()
 			}
@@ -425,27 +426,6 @@ func (c *socketConn) drain() {
 	nc := c.ws.NetConn()
 	_ = nc.SetReadDeadline(time.Now().Add(closeGrace))
 	_, _ = io.Copy(io.Discard, nc)
-}
-
-// readReason names why a read failed, as a session's reader does
-// (transport's readReason): gorilla reports a close frame as a CloseError,
-// a connection that broke without one as a CloseError 1006 or a net or io
-// error, and any other error is a frame that breaks RFC 6455.
-func readReason(err error) protocol.CloseReason {
-	var ce *websocket.CloseError
-	var ne net.Error
-	switch {
-	case errors.Is(err, websocket.ErrReadLimit):
-		return protocol.CloseMessageTooBig
-	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
-		return protocol.CloseReadError
-	case errors.As(err, &ce):
-		return protocol.CloseClientClosed
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-		return protocol.CloseReadError
-	default:
-		return protocol.CloseProtocolViolation
-	}
 }
 
 // parseSince reads ?since=SEQ; replay is true when it is present.
