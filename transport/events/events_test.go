@@ -714,6 +714,8 @@ func TestRecentHandlerRefusals(t *testing.T) {
 		{"GET", "?limit=0", 400, "invalid_value"},
 		{"GET", "?limit=10001", 400, "invalid_value"},
 		{"GET", "?limit=ten", 400, "invalid_value"},
+		{"GET", "?limit=%2B5", 400, "invalid_value"}, // +5: digits only, as since takes
+		{"GET", "?since=%2B5", 400, "invalid_value"},
 		{"GET", "?since=5&since=0", 400, "invalid_value"},
 		{"GET", "?limit=5&limit=500", 400, "invalid_value"},
 		{"POST", "", 405, "method_not_allowed"},

@@ -62,13 +62,13 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if given {
-		v, err := strconv.Atoi(limitText)
+		v, err := strconv.ParseUint(limitText, 10, 32) // digits only: no sign, as since
 		if err != nil || v < 1 || v > MaxRecentLimit {
 			writeError(w, protocol.CodeInvalidValue,
 				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", limitText, MaxRecentLimit))
 			return
 		}
-		limit = v
+		limit = int(v)
 	}
 	evs, next, err := h.act.Recent(since, limit)
 	if err != nil {
