@@ -165,13 +165,7 @@ func TestSDFEffectBadInput(t *testing.T) {
 // in force stays.
 func TestSDFShapeSizeErrorsNameTheFormSent(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	c := ts.dial(t, ts.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
-		t.Fatalf("setup: %v", f)
-	}
+	c, id := dialKeepingASpring(t, ts)
 	type param struct {
 		name string
 		kind string // "length", "offset", "point", "extents"

@@ -125,13 +125,7 @@ func TestEffectsSetUpdateRemoveClear(t *testing.T) {
 
 func TestEffectsBadInputChangesNothing(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	c := ts.dial(t, ts.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
-		t.Fatalf("setup: %v", f)
-	}
+	c, id := dialKeepingASpring(t, ts)
 	many := make([]string, 16)
 	for i := range many {
 		many[i] = springAt(fmt.Sprintf("s%d", i), 0.01)
@@ -728,13 +722,7 @@ func effectCountDropsOnExpiry(t *testing.T, ts *testService, c, watcher *wsClien
 // never the loop's own field names. The effect in force stays.
 func TestEffectPastTheLoopsBoundsNamesTheMember(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	c := ts.dial(t, ts.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
-		t.Fatalf("setup: %v", f)
-	}
+	c, id := dialKeepingASpring(t, ts)
 	for _, tc := range []struct{ name, effect, member string }{
 		{"spring position", `{"id":"e","type":"spring","position":{"x":50,"y":0,"z":0},"stiffness":100}`, "position"},
 		{"wall position", `{"id":"e","type":"wall","position":{"x":0,"y":-50,"z":0},"normal":{"x":0,"y":1,"z":0},"stiffness":100}`, "position"},
@@ -765,4 +753,19 @@ func TestEffectPastTheLoopsBoundsNamesTheMember(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialKeepingASpring opens a session on ts's first arm with a 1 s lease
+// and one spring ("keep") in force: the effect a refused message must leave
+// as it is.
+func dialKeepingASpring(t *testing.T, ts *testService) (*wsClient, string) {
+	t.Helper()
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 || f["errors"] != nil {
+		t.Fatalf("setup: %v", f)
+	}
+	return c, id
 }

@@ -56,13 +56,7 @@ func hostileSpring(member, raw string) string {
 // and leaves the effects in force exactly as they were (issue 22).
 func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	c := ts.dial(t, ts.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 || f["errors"] != nil {
-		t.Fatalf("setup: %v", f)
-	}
+	c, id := dialKeepingASpring(t, ts)
 	ten := make([]string, 10)
 	for i := range ten {
 		ten[i] = springAt(fmt.Sprintf("ok%d", i), 0.01)
@@ -420,13 +414,7 @@ func TestHostileLapsedEffectsStayGoneWhenTheLeaseIsRenewed(t *testing.T) {
 // a WebSocket message), and the arm's effects are untouched.
 func TestHostileEffectsOnNoArm(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, grips: 1})
-	id := ts.armIDs[0]
-	c := ts.dial(t, ts.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("keep", 0.01)+`]}`)); effectCount(f) != 1 {
-		t.Fatalf("setup: %v", f)
-	}
+	c, id := dialKeepingASpring(t, ts)
 	set := `{"set":[` + springAt("x", 0.01) + `]}`
 	cases := []struct{ name, msg, code string }{
 		{"a grip", fmt.Sprintf(`{"grip":[{"device_id":%q,"effects":%s}]}`, ts.gripIDs[0], set), "unknown_key"},
