@@ -22,12 +22,21 @@ import (
 func TestWriteToADeviceThatTakesNothingEnds(t *testing.T) {
 	pty, p := openOnPTY(t)
 
+	// A pseudo-terminal holds some KiB; far fewer than 1 MiB.
+	writeUntilStalled(t, p, 256, func() { pty.Close() }) // closing the pty ends a blocked write (the port hangs up)
+}
+
+// writeUntilStalled writes chunks of 4 KiB to p, whose device takes
+// nothing, and fails t unless a write fails with ErrWriteStalled after
+// about WriteTimeout, having written what fitted, within maxChunks. A
+// write still blocked after 30 s fails t after unblock.
+func writeUntilStalled(t *testing.T, p serial.Port, maxChunks int, unblock func()) {
+	t.Helper()
 	chunk := make([]byte, 4096)
 	result := make(chan error, 1)
 	var last time.Duration
 	go func() {
-		// A pseudo-terminal holds some KiB; far fewer than 1 MiB.
-		for range 256 {
+		for range maxChunks {
 			start := time.Now()
 			n, err := p.Write(chunk)
 			last = time.Since(start)
@@ -54,8 +63,11 @@ func TestWriteToADeviceThatTakesNothingEnds(t *testing.T) {
 			t.Errorf("the stalled write took %v, want about WriteTimeout (%v)", last, serial.WriteTimeout)
 		}
 	case <-time.After(30 * time.Second):
-		pty.Close() // ends the blocked write (the port hangs up)
-		<-result
+		unblock()
+		select { // the writer ends if unblock reached it
+		case <-result:
+		case <-time.After(10 * time.Second):
+		}
 		t.Fatal("a write to a port nobody reads blocked for 30 s")
 	}
 }

@@ -1,7 +1,6 @@
 package serial_test
 
 import (
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -31,39 +30,9 @@ func TestWindowsWriteToAPortNobodyReadsStalls(t *testing.T) {
 	if err := p.SetReadTimeout(time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	chunk := make([]byte, 4096)
-	result := make(chan error, 1)
-	var last time.Duration
-	go func() {
-		for range 1024 { // a port holds far fewer than 4 MiB
-			start := time.Now()
-			n, err := p.Write(chunk)
-			last = time.Since(start)
-			if err != nil {
-				result <- err
-				return
-			}
-			if n != len(chunk) {
-				result <- errors.New("short write without an error")
-				return
-			}
-		}
-		result <- nil
-	}()
-	select {
-	case err := <-result:
-		if !errors.Is(err, serial.ErrWriteStalled) {
-			t.Fatalf("writing to a port nobody reads: %v; want an error wrapping ErrWriteStalled", err)
-		}
-		if last < serial.WriteTimeout/2 || last > 20*serial.WriteTimeout {
-			t.Errorf("the stalled write took %v, want about WriteTimeout (%v)", last, serial.WriteTimeout)
-		}
-		// The stall dropped the queued output: a zero force fits at once.
-		if n, err := p.Write(make([]byte, 13)); err != nil || n != 13 {
-			t.Errorf("a write after the stall: %d bytes, %v; want it queued at once", n, err)
-		}
-	case <-time.After(30 * time.Second):
-		p.Close()
-		t.Fatal("a write to a port nobody reads blocked for 30 s")
+	writeUntilStalled(t, p, 1024, func() { p.Close() }) // a port holds far fewer than 4 MiB
+	// The stall dropped the queued output: a zero force fits at once.
+	if n, err := p.Write(make([]byte, 13)); err != nil || n != 13 {
+		t.Errorf("a write after the stall: %d bytes, %v; want it queued at once", n, err)
 	}
 }

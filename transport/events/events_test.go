@@ -255,15 +255,7 @@ func TestOversizedInputClosesWith1009(t *testing.T) {
 	if err := c.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("z"), 70<<10)); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-	for {
-		if _, _, err := c.ReadMessage(); err != nil {
-			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
-				t.Fatalf("closed with %v, want 1009", err)
-			}
-			return
-		}
-	}
+	readUntil1009(t, c)
 }
 
 // TestOversizedInputEndsWithoutReset: a message over 64 KiB ends the
@@ -297,17 +289,7 @@ func TestOversizedInputEndsWithoutReset(t *testing.T) {
 			if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
 				t.Fatal(err)
 			}
-			_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-			for {
-				_, _, err := c.ReadMessage()
-				if err == nil {
-					continue
-				}
-				if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
-					t.Fatalf("closed with %v, want 1009", err)
-				}
-				break
-			}
+			readUntil1009(t, c)
 			// After the close frame the server ends the TCP stream: with a
 			// FIN (EOF here), not a reset.
 			nc := c.NetConn()
@@ -344,15 +326,7 @@ func TestTooBigIsLoggedWhileEventsFlow(t *testing.T) {
 	if err := c.WriteMessage(websocket.TextMessage, payload); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
-	for {
-		if _, _, err := c.ReadMessage(); err != nil {
-			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
-				t.Fatalf("closed with %v, want 1009", err)
-			}
-			break
-		}
-	}
+	readUntil1009(t, c)
 	publishN(f.act, 1, 1)
 	if got := closedReason(t, f); got != protocol.CloseMessageTooBig {
 		t.Fatalf("the connection ended as %s, want %s", got, protocol.CloseMessageTooBig)
@@ -809,4 +783,19 @@ func smallBufferDial(t *testing.T, url string) *websocket.Conn {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// readUntil1009 reads c until the server closes it, which must be with
+// 1009 (message too big).
+func readUntil1009(t *testing.T, c *websocket.Conn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Fatalf("closed with %v, want 1009", err)
+			}
+			return
+		}
+	}
 }
