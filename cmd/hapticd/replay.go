@@ -69,6 +69,15 @@ type replayFlags struct {
 	typeNames  *string
 }
 
+// defaultDriveIgnore is what --drive leaves out unless told otherwise: an
+// arm's state that it integrates over ticks (where each command fell
+// between ticks moves it), and a grip's orientation, buttons, hall and
+// battery: a grip has no actuator, so re-sent messages cannot reproduce
+// them (a simulated grip's scripted hand, or another hand on a real one,
+// moves them).
+const defaultDriveIgnore = "cursor_position,cursor_velocity,angular_position,angular_velocity,body_orientation," +
+	"orientation,buttons,button,hall,battery_level"
+
 func newReplayFlags(fs *flag.FlagSet) replayFlags {
 	return replayFlags{
 		speed:      fs.Float64("speed", 1, "playback speed of the recorded timeline (2: twice as fast)"),
@@ -77,7 +86,7 @@ func newReplayFlags(fs *flag.FlagSet) replayFlags {
 		tol:        fs.Float64("tolerance", 0.01, "with --drive: a number in a frame may differ by this much (m, m/s, N, deg...) plus --relative-tolerance of its recorded value"),
 		forceTol:   fs.Float64("force-tolerance", 0.1, "with --drive: --tolerance for forces (N)"),
 		angleTol:   fs.Float64("angle-tolerance", 2, "with --drive: --tolerance for angles (deg), which move far more per tick than metres"),
-		ignore:     fs.String("ignore", "cursor_position,cursor_velocity,angular_position,angular_velocity,body_orientation", "with --drive: frame keys not compared, comma-separated; by default the state a device integrates over ticks, which follows where each command fell between ticks (\"\" compares everything)"),
+		ignore:     fs.String("ignore", defaultDriveIgnore, "with --drive: frame keys not compared, comma-separated; by default the state a device integrates over ticks, which follows where each command fell between ticks, and a grip's state, which a hand moves and no client message does (\"\" compares everything)"),
 		relTol:     fs.Float64("relative-tolerance", 0.2, "with --drive: a number may also differ by this fraction of its recorded value (velocities follow each tick's timing)"),
 		window:     fs.Duration("window", 20*time.Millisecond, "with --drive: a frame may match any recorded frame this close in recorded time (a command lands a tick earlier or later)"),
 		port:       fs.Int("port", 10001, "3.x HTTP and simulation WebSocket port (0: a free port)"),
