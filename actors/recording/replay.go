@@ -125,5 +125,9 @@ func (n *identities) next(first State) (hw.Info, bool) {
 		return hw.Info{}, false
 	}
 	info.ID, info.UUID, info.Port = first.Device, "replay-"+first.Device, ""
+	// A replay has no physics for the loop to hold up: the recorded force
+	// is what clients saw, without the feed-forward, and the loop would take
+	// the simulated arm's feed-forward off it once more (-1.96 N in z).
+	info.HostGravityCompensation = false
 	return info, true
 }

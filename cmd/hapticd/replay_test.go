@@ -128,12 +128,13 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
 	}
 	states := recording.MessagesOf(f, recording.KindState)
-	var recorded [][]float64
+	var recorded, forces [][]float64
 	for _, ms := range states {
 		for _, m := range ms {
 			var st recording.State
 			_ = json.Unmarshal(m.Data, &st)
 			recorded = append(recorded, st.Position[:])
+			forces = append(forces, st.Force[:])
 		}
 	}
 	if len(recorded) < 100 {
@@ -150,6 +151,19 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		playsRecorded(t, c, recorded, func(frame map[string]any) ([]float64, bool) {
 			p := armState(frame, "cursor_position")
 			return p[:], p != [3]float64{} // zero: not exchanged yet
+		})
+	})
+
+	// A replayed arm's frames show the recorded force as they show the
+	// recorded position. The loop used to take a simulated arm's gravity
+	// feed-forward off a replayed state that never held it: a replayed arm
+	// at rest showed -1.96 N in z, and every recorded force 1.96 N lower.
+	t.Run("virtual device's force", func(t *testing.T) {
+		d := startProcess(t, bin, "replay", "--speed", "2", file)
+		c, _ := dialLockStep(t, d)
+		playsRecorded(t, c, forces, func(frame map[string]any) ([]float64, bool) {
+			f := armState(frame, "current_cursor_force")
+			return f[:], true
 		})
 	})
 
