@@ -19,7 +19,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/actors/recording"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -164,6 +166,30 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		playsRecorded(t, c, forces, func(frame map[string]any) ([]float64, bool) {
 			f := armState(frame, "current_cursor_force")
 			return f[:], true
+		})
+	})
+
+	// A replayed arm's frames show the joint angles of the recorded
+	// position, as a live arm there would: the recording keeps the position,
+	// and the replay showed every angle 0 (and the body unturned) whatever it.
+	t.Run("virtual device's pose", func(t *testing.T) {
+		d := startProcess(t, bin, "replay", "--speed", "2", file)
+		c, _ := dialLockStep(t, d)
+		hwtest.EventuallyNil(t, 30*time.Second, "a replayed state", func() error {
+			f := c.roundTrip(`{}`)
+			p := armState(f, "cursor_position")
+			if p == [3]float64{} {
+				return errors.New("no state exchanged yet")
+			}
+			want, _ := sim.InverseKinematics(hw.Vec3{X: p[0], Y: p[1], Z: p[2]}, false)
+			arms, _ := f["arm3"].([]any)
+			got, _ := arms[0].(map[string]any)["state"].(map[string]any)["angular_position"].(map[string]any)
+			for k, w := range map[string]float64{"a0": want.A0, "a1": want.A1, "a2": want.A2} {
+				if g, _ := got[k].(float64); math.Abs(g-w) > 0.01 {
+					t.Fatalf("replayed arm at %v shows angular_position %v, want %v", p, got, want)
+				}
+			}
+			return nil
 		})
 	})
 
