@@ -56,6 +56,7 @@ type replayFlags struct {
 	speed      *float64
 	loop       *bool
 	drive      *string
+	driveOld   *string
 	tol        *float64
 	forceTol   *float64
 	angleTol   *float64
@@ -83,6 +84,7 @@ func newReplayFlags(fs *flag.FlagSet) replayFlags {
 		speed:      fs.Float64("speed", 1, "playback speed of the recorded timeline (2: twice as fast)"),
 		loop:       fs.Bool("loop", false, "start over at the end of the recording instead of holding the last state"),
 		drive:      fs.String("drive", "", "instead of serving: re-send the recorded sessions' client messages to the service at this WebSocket URL (ws://127.0.0.1:10001/) and compare its frames with the recorded ones"),
+		driveOld:   fs.String("drive-legacy", "", "with --drive: the service's 3.0 WebSocket (ws://127.0.0.1:10000/), where the sessions recorded on the 3.0 WebSocket are re-sent"),
 		tol:        fs.Float64("tolerance", 0.01, "with --drive: a number in a frame may differ by this much (m, m/s, N, deg...) plus --relative-tolerance of its recorded value"),
 		forceTol:   fs.Float64("force-tolerance", 0.1, "with --drive: --tolerance for forces (N)"),
 		angleTol:   fs.Float64("angle-tolerance", 2, "with --drive: --tolerance for angles (deg), which move far more per tick than metres"),
@@ -127,6 +129,9 @@ func driveRecording(f *mcap.File, fl replayFlags, out io.Writer) error {
 			Ignore: strings.Split(*fl.ignore, ",")},
 		Window: *fl.window,
 		Report: out,
+	}
+	if legacy := *fl.driveOld; legacy != "" {
+		d.DialLegacy = func() (recording.FrameConn, error) { return dialFrames(legacy) }
 	}
 	diffs, err := d.Run(f)
 	if err != nil {

@@ -248,6 +248,59 @@ func TestReplayDriveLeavesOutTheGripsHand(t *testing.T) {
 	}
 }
 
+// A session recorded on the 3.0 WebSocket (docs/clients.md: 3.0 clients
+// run unchanged) is re-driven on the service's 3.0 WebSocket, given with
+// --drive-legacy. --drive used to send its 3.0 messages to the 3.x socket
+// and report every frame different; without --drive-legacy it now says
+// why it cannot re-drive the session.
+func TestReplayDrivesALegacySession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim-arms", "1", "--sim-grips", "0")
+	conn, _, err := websocket.DefaultDialer.Dial("ws://"+d.addr["legacy"]+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &lockStepClient{t: t, conn: conn}
+	inv := c.read()
+	arms, _ := inv["arm3"].(map[string]any) // 3.0: devices keyed by id
+	if len(arms) != 1 {
+		t.Fatalf("3.0 inventory: %v", inv)
+	}
+	var id string
+	for id = range arms {
+	}
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	for i := 0; i < 200; i++ {
+		time.Sleep(time.Millisecond)
+		c.roundTrip(fmt.Sprintf(`{"arm3":{%q:{"commands":{"set_cursor_force":{"vector":{"x":0,"y":%g,"z":0}}}}}}`, id, 0.5*math.Sin(float64(i)/50)))
+	}
+	_ = conn.Close()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+
+	fresh := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+	out, err := exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", "--drive-legacy", "ws://"+fresh.addr["legacy"]+"/", "--window", "250ms", files[0]).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte(" 0 differences beyond tolerance")) {
+		t.Fatalf("--drive-legacy against a fresh service: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", files[0]).CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("--drive-legacy")) || bytes.Contains(out, []byte("differences beyond tolerance")) {
+		t.Fatalf("--drive alone of a 3.0 session: %v\n%s\nwant an error naming --drive-legacy, not a comparison", err, out)
+	}
+}
+
 // playsRecorded round-trips empty messages until 20 distinct recorded
 // states have played, and fails unless every state the client sees (read
 // from a frame; false: not exchanged yet) is a recorded one (as a frame's
