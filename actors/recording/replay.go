@@ -121,7 +121,13 @@ func (n *identities) next(first State) (hw.Info, bool) {
 	var info hw.Info
 	switch first.Type {
 	case protocol.TypeArm.Key():
-		info = sim.NewArm(sim.ArmOptions{Index: n.arms}).Info()
+		// The recorded device type number names the family (a recording
+		// from before it was kept has none: an Inverse3, as then).
+		fam, err := sim.ParseFamily(protocol.FamilyOf(protocol.TypeArm, protocol.LinkAny, int(first.Model)).Name)
+		if err != nil {
+			fam = sim.FamilyInverse3
+		}
+		info = sim.NewDevice(fam, n.arms, sim.ArmOptions{}).Info()
 		n.arms++
 	case protocol.TypeGrip.Key():
 		link := hw.LinkWireless

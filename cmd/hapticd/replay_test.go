@@ -301,6 +301,55 @@ func TestReplayDrivesALegacySession(t *testing.T) {
 	}
 }
 
+// A recorded Minverse replays as a Minverse (device_info.device_type 6,
+// its 4 N limit), not as an Inverse3: the recording keeps each arm's
+// device type number, which replay gives the virtual device.
+func TestReplayKeepsTheArmsFamily(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--record", dir, "--sim", "minverse=1")
+	deviceType := func(inv map[string]any) any {
+		arms, _ := inv["arm3"].([]any)
+		if len(arms) != 1 {
+			t.Fatalf("inventory: %v", inv)
+		}
+		return path(arms[0], "config", "device_info", "device_type")
+	}
+	_, inv := dialLockStep(t, d)
+	want := deviceType(inv)
+	if want != float64(6) {
+		t.Fatalf("the recorded Minverse's device_type is %v, want 6", want)
+	}
+	// Enough states for a replay: the recording holds them from the start.
+	hwtest.EventuallyNil(t, 10*time.Second, "a quarter second recorded", func() error {
+		_, env := httpDo(t, "GET", d.url("/recordings"), "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := path(recs[0], "messages").(float64); n >= 200 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	r := startProcess(t, bin, "replay", files[0])
+	_, inv = dialLockStep(t, r)
+	if got := deviceType(inv); got != want {
+		t.Errorf("the replayed Minverse's device_type is %v, want %v as recorded", got, want)
+	}
+}
+
 // playsRecorded round-trips empty messages until 20 distinct recorded
 // states have played, and fails unless every state the client sees (read
 // from a frame; false: not exchanged yet) is a recorded one (as a frame's
