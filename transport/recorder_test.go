@@ -212,20 +212,33 @@ func TestRecordLockStepSession(t *testing.T) {
 
 // Options that would make no recording, or a file hidden from a listing,
 // or overflow the decimation (a tiny rate_hz recorded every tick), are
-// refused with invalid_value and change nothing: no file, no id taken.
+// refused with invalid_value and change nothing: no file, no id taken. So
+// is a body that is not one JSON object (invalid_json when it is not one
+// JSON value, as on every route): a second object or trailing bytes after
+// the options, or null, used to start a recording.
 func TestRecordingRefusesBadOptions(t *testing.T) {
 	dir := t.TempDir()
 	ts := startService(t, serviceConfig{arms: 1, recordDir: dir})
-	for _, body := range []string{
-		`{"rate_hz":-1}`, `{"rate_hz":1e-12}`, `{"rate_hz":1e-300}`,
-		`{"name":"../x"}`, `{"name":".."}`, `{"name":".hidden"}`,
-		`{"name":"` + strings.Repeat("n", recording.MaxNameLen+1) + `"}`,
-		`{"name":"` + strings.Repeat("n", 300) + `"}`,
-		`{"nope":1}`, `[`,
+	for _, tt := range []struct {
+		code   protocol.Code
+		bodies []string
+	}{
+		{protocol.CodeInvalidValue, []string{
+			`{"rate_hz":-1}`, `{"rate_hz":1e-12}`, `{"rate_hz":1e-300}`,
+			`{"name":"../x"}`, `{"name":".."}`, `{"name":".hidden"}`,
+			`{"name":"` + strings.Repeat("n", recording.MaxNameLen+1) + `"}`,
+			`{"name":"` + strings.Repeat("n", 300) + `"}`,
+			`{"nope":1}`, `null`, `"x"`, `[]`,
+		}},
+		{protocol.CodeInvalidJSON, []string{
+			`[`, `{"name":"a"} garbage`, `{"name":"a"}{"rate_hz":-5}`, `{"name":"a"}]`,
+		}},
 	} {
-		r := ts.do("POST", ts.base+"/recordings", body)
-		if r.status != 400 || r.env["code"] != string(protocol.CodeInvalidValue) {
-			t.Errorf("POST /recordings %.80s: %.300v, want 400 invalid_value", body, r)
+		for _, body := range tt.bodies {
+			r := ts.do("POST", ts.base+"/recordings", body)
+			if r.status != 400 || r.env["code"] != string(tt.code) {
+				t.Errorf("POST /recordings %.80s: %.300v, want 400 %s", body, r, tt.code)
+			}
 		}
 	}
 	if l := ts.do("GET", ts.base+"/recordings", ""); l.status != 200 || !jsonEqual(t, l.data(), `[]`) {

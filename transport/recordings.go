@@ -35,6 +35,18 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	var o recording.Options
 	if len(bytes.TrimSpace(body)) > 0 {
+		// One JSON object, as every route takes: json.Decoder alone reads
+		// the first value and took null, or options followed by anything,
+		// as a request to record.
+		var doc protocol.Doc
+		if perr := doc.Parse(body); perr != nil {
+			writeError(w, perr)
+			return
+		}
+		if k := doc.Root().Kind(); k != protocol.KindObject {
+			writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "recording options must be a JSON object {devices?, sessions?, rate_hz?, name?}, got %v", k))
+			return
+		}
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&o); err != nil {

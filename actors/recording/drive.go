@@ -40,9 +40,13 @@ type Tolerance struct {
 // service's ticks do not fall where they fell when recording).
 type Drive struct {
 	// Dial opens one session with the service.
-	Dial      func() (FrameConn, error)
-	Tolerance Tolerance
-	Window    time.Duration
+	Dial func() (FrameConn, error)
+	// DialLegacy opens one session with the service's 3.0 WebSocket, for
+	// the sessions recorded in the 3.0 format (their messages mean nothing
+	// on the 3.x socket). Nil: such a session is an error that says so.
+	DialLegacy func() (FrameConn, error)
+	Tolerance  Tolerance
+	Window     time.Duration
 	// Report receives a summary per session and its first differences.
 	Report io.Writer
 }
@@ -97,7 +101,14 @@ func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, beh
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	conn, err := d.Dial()
+	dial := d.Dial
+	if legacyInventory(check.decoded[0]) {
+		if d.DialLegacy == nil {
+			return nil, 0, 0, ErrLegacySession
+		}
+		dial = d.DialLegacy
+	}
+	conn, err := dial()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("dial: %w", err)
 	}
@@ -145,6 +156,23 @@ func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, beh
 		check.next(b)
 	}
 	return check.diffs, sent, behind, nil
+}
+
+// ErrLegacySession is Drive's answer to a session recorded on the 3.0
+// WebSocket when it has no DialLegacy.
+var ErrLegacySession = errors.New("recording: the session was recorded on the 3.0 WebSocket; re-driving it needs the service's 3.0 WebSocket (hapticd replay --drive-legacy ws://HOST:10000/)")
+
+// legacyInventory says whether a recorded inventory is in the 3.0 format:
+// its device collections are objects keyed by id, where every 3.x
+// collection is an array (always present, possibly empty).
+func legacyInventory(inv any) bool {
+	m, _ := inv.(map[string]any)
+	for k, v := range m {
+		if _, ok := v.(map[string]any); ok && k != "session" {
+			return true
+		}
+	}
+	return false
 }
 
 // report prints one session's outcome.
@@ -385,8 +413,15 @@ func stripInventory(inv any) any {
 		if k == "session" {
 			continue
 		}
-		if devs, ok := v.([]any); ok {
+		switch devs := v.(type) {
+		case []any:
 			v = withoutConfig(devs)
+		case map[string]any: // 3.0: keyed by id
+			byID := map[string]any{}
+			for id, dev := range devs {
+				byID[id] = withoutConfig([]any{dev})[0]
+			}
+			v = byID
 		}
 		out[k] = v
 	}

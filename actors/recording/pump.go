@@ -151,6 +151,9 @@ func fillState(s *State, d *actors.Device, snap *loop.Snapshot) {
 	*s = State{Device: d.ID, Type: d.Type.Key(), Status: uint8(st.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, AgeNs: stateAgeNs(snap),
 		Mode: int(snap.Mode), Owner: snap.Owner, AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 		Position: vec3(st.PositionM), Velocity: vec3(st.VelocityMps), Force: vec3(st.ForceN)}
+	if d.Type != protocol.TypeGrip {
+		s.Model = d.Info.Model
+	}
 	if d.Type == protocol.TypeGrip {
 		q := st.Orientation
 		s.Orientation = [4]float64{q.W, q.X, q.Y, q.Z}

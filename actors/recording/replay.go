@@ -92,14 +92,23 @@ func samplesOf(ms []mcap.Message) (first State, samples []replay.Sample, err err
 	return first, samples, nil
 }
 
-// sample is the replayed form of a recorded state.
+// sample is the replayed form of a recorded state. An arm's joint angles,
+// joint speeds and body turn are not recorded: they are derived from the
+// position and velocity as the simulated arm derives them (right-handed,
+// the default), so that a replayed arm's pose matches where it is.
 func sample(timeNs int64, st *State) replay.Sample {
 	vec := func(v [3]float64) hw.Vec3 { return hw.Vec3{X: v[0], Y: v[1], Z: v[2]} }
 	q := st.Orientation
-	return replay.Sample{TimeNs: timeNs, Status: hw.Status(st.Status),
+	smp := replay.Sample{TimeNs: timeNs, Status: hw.Status(st.Status),
 		Position: vec(st.Position), Velocity: vec(st.Velocity), Force: vec(st.Force),
 		Orientation: hw.Quat{W: q[0], X: q[1], Y: q[2], Z: q[3]},
 		Buttons:     hw.Buttons(st.Buttons), Hall: st.Hall, Battery: st.Battery}
+	if !st.IsGrip() {
+		pose := hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity}
+		sim.DeriveArmState(&pose, false)
+		smp.AnglesDeg, smp.AngularVelocityDps, smp.BodyOrientation = pose.AnglesDeg, pose.AngularVelocityDps, pose.BodyOrientation
+	}
+	return smp
 }
 
 // identities numbers the replayed arms and grips as the simulation would.
@@ -112,7 +121,13 @@ func (n *identities) next(first State) (hw.Info, bool) {
 	var info hw.Info
 	switch first.Type {
 	case protocol.TypeArm.Key():
-		info = sim.NewArm(sim.ArmOptions{Index: n.arms}).Info()
+		// The recorded device type number names the family (a recording
+		// from before it was kept has none: an Inverse3, as then).
+		fam, err := sim.ParseFamily(protocol.FamilyOf(protocol.TypeArm, protocol.LinkAny, int(first.Model)).Name)
+		if err != nil {
+			fam = sim.FamilyInverse3
+		}
+		info = sim.NewDevice(fam, n.arms, sim.ArmOptions{}).Info()
 		n.arms++
 	case protocol.TypeGrip.Key():
 		link := hw.LinkWireless
@@ -125,5 +140,9 @@ func (n *identities) next(first State) (hw.Info, bool) {
 		return hw.Info{}, false
 	}
 	info.ID, info.UUID, info.Port = first.Device, "replay-"+first.Device, ""
+	// A replay has no physics for the loop to hold up: the recorded force
+	// is what clients saw, without the feed-forward, and the loop would take
+	// the simulated arm's feed-forward off it once more (-1.96 N in z).
+	info.HostGravityCompensation = false
 	return info, true
 }

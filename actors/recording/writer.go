@@ -2,6 +2,7 @@ package recording
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,8 +90,13 @@ func (wr *writer) emit(it item) {
 	}
 	wr.seq[ch]++
 	if err := wr.w.WriteMessage(mcap.Message{ChannelID: ch, Sequence: wr.seq[ch], LogTime: uint64(it.ns), PublishTime: uint64(it.ns), Data: it.data}); err != nil {
+		if errors.Is(err, mcap.ErrChunkWritten) {
+			// The message filled a chunk that reached the file whole.
+			wr.r.written.Add(1)
+		} else {
+			wr.lost(it)
+		}
 		wr.fail(err)
-		wr.lost(it)
 		return
 	}
 	wr.r.written.Add(1)
@@ -194,6 +200,10 @@ func (wr *writer) fail(err error) {
 		return
 	}
 	wr.failed = true
+	if errors.Is(err, mcap.ErrChunkWritten) {
+		// The messages counted unsure are in that chunk, in the file.
+		wr.unsure, wr.unsureStats = 0, 0
+	}
 	err = fmt.Errorf("recording: write %s: %w", wr.r.path, err)
 	wr.r.setErr(err)
 	wr.r.written.Add(^(wr.unsure - 1)) // less unsure; never more than it counted

@@ -56,6 +56,7 @@ type replayFlags struct {
 	speed      *float64
 	loop       *bool
 	drive      *string
+	driveOld   *string
 	tol        *float64
 	forceTol   *float64
 	angleTol   *float64
@@ -69,15 +70,25 @@ type replayFlags struct {
 	typeNames  *string
 }
 
+// defaultDriveIgnore is what --drive leaves out unless told otherwise: an
+// arm's state that it integrates over ticks (where each command fell
+// between ticks moves it), and a grip's orientation, buttons, hall and
+// battery: a grip has no actuator, so re-sent messages cannot reproduce
+// them (a simulated grip's scripted hand, or another hand on a real one,
+// moves them).
+const defaultDriveIgnore = "cursor_position,cursor_velocity,angular_position,angular_velocity,body_orientation," +
+	"orientation,buttons,button,hall,battery_level"
+
 func newReplayFlags(fs *flag.FlagSet) replayFlags {
 	return replayFlags{
 		speed:      fs.Float64("speed", 1, "playback speed of the recorded timeline (2: twice as fast)"),
 		loop:       fs.Bool("loop", false, "start over at the end of the recording instead of holding the last state"),
 		drive:      fs.String("drive", "", "instead of serving: re-send the recorded sessions' client messages to the service at this WebSocket URL (ws://127.0.0.1:10001/) and compare its frames with the recorded ones"),
+		driveOld:   fs.String("drive-legacy", "", "with --drive: the service's 3.0 WebSocket (ws://127.0.0.1:10000/), where the sessions recorded on the 3.0 WebSocket are re-sent"),
 		tol:        fs.Float64("tolerance", 0.01, "with --drive: a number in a frame may differ by this much (m, m/s, N, deg...) plus --relative-tolerance of its recorded value"),
 		forceTol:   fs.Float64("force-tolerance", 0.1, "with --drive: --tolerance for forces (N)"),
 		angleTol:   fs.Float64("angle-tolerance", 2, "with --drive: --tolerance for angles (deg), which move far more per tick than metres"),
-		ignore:     fs.String("ignore", "cursor_position,cursor_velocity,angular_position,angular_velocity,body_orientation", "with --drive: frame keys not compared, comma-separated; by default the state a device integrates over ticks, which follows where each command fell between ticks (\"\" compares everything)"),
+		ignore:     fs.String("ignore", defaultDriveIgnore, "with --drive: frame keys not compared, comma-separated; by default the state a device integrates over ticks, which follows where each command fell between ticks, and a grip's state, which a hand moves and no client message does (\"\" compares everything)"),
 		relTol:     fs.Float64("relative-tolerance", 0.2, "with --drive: a number may also differ by this fraction of its recorded value (velocities follow each tick's timing)"),
 		window:     fs.Duration("window", 20*time.Millisecond, "with --drive: a frame may match any recorded frame this close in recorded time (a command lands a tick earlier or later)"),
 		port:       fs.Int("port", 10001, "3.x HTTP and simulation WebSocket port (0: a free port)"),
@@ -118,6 +129,9 @@ func driveRecording(f *mcap.File, fl replayFlags, out io.Writer) error {
 			Ignore: strings.Split(*fl.ignore, ",")},
 		Window: *fl.window,
 		Report: out,
+	}
+	if legacy := *fl.driveOld; legacy != "" {
+		d.DialLegacy = func() (recording.FrameConn, error) { return dialFrames(legacy) }
 	}
 	diffs, err := d.Run(f)
 	if err != nil {

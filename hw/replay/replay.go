@@ -12,12 +12,17 @@ import (
 	"github.com/hapticd/hapticd/hw"
 )
 
-// Sample is one recorded state: an arm's position, velocity and force, a
-// grip's orientation, buttons, hall sensor and battery.
+// Sample is one recorded state: an arm's position, velocity and force (and
+// the pose they put the arm in), a grip's orientation, buttons, hall sensor
+// and battery.
 type Sample struct {
 	TimeNs                    int64
 	Position, Velocity, Force hw.Vec3
 	Status                    hw.Status
+	// Arm: what its linkage shows at Position and Velocity (a recording
+	// keeps only those).
+	AnglesDeg, AngularVelocityDps hw.Angles3
+	BodyOrientation               hw.Quat
 	// Grip.
 	Orientation   hw.Quat
 	Buttons       hw.Buttons
@@ -101,6 +106,7 @@ func (d *Device) Exchange(_ *hw.Command, st *hw.State) error {
 	}
 	smp := d.At(time.Duration(float64(now-d.start) * d.o.Speed))
 	*st = hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity, ForceN: smp.Force, Status: smp.Status,
+		AnglesDeg: smp.AnglesDeg, AngularVelocityDps: smp.AngularVelocityDps, BodyOrientation: smp.BodyOrientation,
 		Orientation: smp.Orientation, Buttons: smp.Buttons, Hall: smp.Hall, Battery: smp.Battery}
 	return nil
 }

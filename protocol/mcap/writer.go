@@ -152,8 +152,20 @@ func (w *Writer) Flush() error {
 	clear(w.chunkIdx)
 	w.indexes = append(w.indexes, ci)
 	w.stats.ChunkCount++
-	return w.write(out)
+	start := w.offset
+	if err := w.write(out); err != nil {
+		if w.offset-start >= ci.ChunkLength {
+			return fmt.Errorf("%w: %w", ErrChunkWritten, err)
+		}
+		return err
+	}
+	return nil
 }
+
+// ErrChunkWritten is in the error of a Flush (or of the WriteMessage or
+// Close that flushed) whose chunk reached the file whole before the write
+// failed: a reader of the file up to its cut reads that chunk's messages.
+var ErrChunkWritten = errors.New("mcap: the chunk was written whole, what follows it was not")
 
 // Statistics returns what has been written so far.
 func (w *Writer) Statistics() Statistics { return w.stats }
