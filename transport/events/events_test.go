@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -962,5 +963,30 @@ func TestShutForEndsWithinTheContext(t *testing.T) {
 	}
 	if n := f.srv.ClosedByReason()[protocol.CloseWriteTimeout]; n != 1 {
 		t.Fatalf("closes by reason %v: want the stalled client counted as cut short (write_timeout)", f.srv.ClosedByReason())
+	}
+}
+
+// TestHugeLengthGets1009: a frame announcing a length gorilla cannot hold
+// (2^63 and more) is over the 64 KiB limit like any other: the client is
+// told with 1009, not a bare end of the connection.
+func TestHugeLengthGets1009(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := f.dial(t, "")
+	// A masked text frame, 64-bit length 2^63, then four bytes of mask.
+	hdr := []byte{0x81, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}
+	binary.BigEndian.PutUint64(hdr[2:10], 1<<63)
+	if _, err := c.NetConn().Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Fatalf("closed with %v, want 1009", err)
+		}
+		return
 	}
 }

@@ -482,7 +482,7 @@ func (c *socketConn) readLoop() {
 			if errors.Is(err, websocket.ErrReadLimit) {
 				// One frame over the limit: gorilla refuses it by its
 				// header, before reading any of it.
-				c.drain()
+				c.tooBig()
 			}
 			return
 		}
@@ -497,7 +497,7 @@ func (c *socketConn) readLoop() {
 			// connection broke mid-message.
 			c.readReason = wsclose.ReadReason(err)
 			if errors.Is(err, websocket.ErrReadLimit) {
-				c.drain()
+				c.tooBig()
 			}
 			return
 		}
@@ -506,6 +506,15 @@ func (c *socketConn) readLoop() {
 			c.srv.act.Publish(event.InvalidIOChannel(kept[:n]))
 		}
 	}
+}
+
+// tooBig ends a connection whose client sent a message over the limit:
+// the close 1009 (gorilla sends it for a length up to 2^63 but not for one
+// it cannot hold, which a client is told the same), then drain. A second
+// close frame is refused by gorilla (ErrCloseSent) and sends nothing.
+func (c *socketConn) tooBig() {
+	c.closeWith(websocket.CloseMessageTooBig, "")
+	c.drain()
 }
 
 // drain discards what the client is still sending, for up to closeGrace,
