@@ -589,6 +589,7 @@ func TestSocketRefusals(t *testing.T) {
 		{"bad since", "/?since=abc", true, http.StatusBadRequest, "invalid_value"},
 		{"negative since", "/?since=-1", true, http.StatusBadRequest, "invalid_value"},
 		{"since twice", "/?since=1&since=2", true, http.StatusBadRequest, "invalid_value"},
+		{"since that cannot be decoded", "/?since=3%", true, http.StatusBadRequest, "invalid_value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -698,6 +699,9 @@ func TestRecentHandlerRefusals(t *testing.T) {
 		{"GET", "?since=%2B5", 400, "invalid_value"},
 		{"GET", "?since=5&since=0", 400, "invalid_value"},
 		{"GET", "?limit=5&limit=500", 400, "invalid_value"},
+		{"GET", "?since=3%", 400, "invalid_value"}, // undecodable: not read as no since
+		{"GET", "?limit=2%zz", 400, "invalid_value"},
+		{"GET", "?since=3;limit=2", 400, "invalid_value"},
 		{"POST", "", 405, "method_not_allowed"},
 	}
 	for _, tt := range tests {

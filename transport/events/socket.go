@@ -529,7 +529,7 @@ func (c *socketConn) drain() {
 
 // parseSince reads ?since=SEQ; replay is true when it is present.
 func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
-	text, given, perr := protocol.QueryValue(r.URL.Query(), "since")
+	text, given, perr := protocol.QueryValue(r.URL.RawQuery, "since")
 	switch {
 	case perr != nil:
 		return 0, false, "events: " + perr.Message
