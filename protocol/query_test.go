@@ -1,9 +1,6 @@
 package protocol
 
-import (
-	"net/url"
-	"testing"
-)
+import "testing"
 
 func TestQueryEnvelope(t *testing.T) {
 	tests := []struct {
@@ -18,13 +15,14 @@ func TestQueryEnvelope(t *testing.T) {
 		{"format=JSON", false, true},
 		{"format=xml", false, true},
 		{"format=json&format=json", false, true},
+		// A query that cannot be decoded is refused, not read as if the
+		// pair were absent (url.URL's Query drops it).
+		{"format=json%", false, true},
+		{"format=json&session=%zz", false, true},
+		{"format=json;session=1", false, true},
 	}
 	for _, tt := range tests {
-		q, err := url.ParseQuery(tt.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		envelope, perr := QueryEnvelope(q)
+		envelope, perr := QueryEnvelope(tt.query)
 		if envelope != tt.envelope || (perr != nil) != tt.refused {
 			t.Errorf("%q: envelope %v, error %v; want envelope %v, refused %v", tt.query, envelope, perr, tt.envelope, tt.refused)
 		}

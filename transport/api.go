@@ -282,7 +282,7 @@ func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		GitHash:        a.build.GitHash,
 		BuildTime:      a.build.BuildTime,
 	}
-	envelope, perr := protocol.QueryEnvelope(r.URL.Query())
+	envelope, perr := protocol.QueryEnvelope(r.URL.RawQuery)
 	if perr != nil {
 		writeError(w, perr)
 		return
@@ -298,7 +298,7 @@ func (a *api) version(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 // in a session's application space when ?session= names one.
 func (a *api) devices(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var session uint64
-	envelope, perr := protocol.QueryEnvelope(r.URL.Query())
+	envelope, perr := protocol.QueryEnvelope(r.URL.RawQuery)
 	if perr != nil {
 		writeError(w, perr)
 		return
@@ -401,7 +401,7 @@ func (a *api) closedSessions(w http.ResponseWriter, _ *http.Request, _ httproute
 // sessionQuery is r's ?session= selector and whether it was given; given
 // twice it is refused (which one would the client mean?).
 func sessionQuery(r *http.Request) (sel string, given bool, perr *protocol.Error) {
-	return protocol.QueryValue(r.URL.Query(), "session")
+	return protocol.QueryValue(r.URL.RawQuery, "session")
 }
 
 // matchSessions resolves a session= selector to live session ids; one
@@ -696,7 +696,7 @@ func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.
 // load tests (hapticbench) and operators.
 func (a *api) stats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var doc protocol.Stats
-	v, _, perr := protocol.QueryValue(r.URL.Query(), "devices")
+	v, _, perr := protocol.QueryValue(r.URL.RawQuery, "devices")
 	if perr != nil {
 		writeError(w, perr)
 		return

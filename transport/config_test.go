@@ -107,6 +107,11 @@ func TestConfigBadInputChangesNothing(t *testing.T) {
 		{"format twice on the inventory", "GET", ts.base + "/devices?format=json&format=json", ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"unknown format on the version", "GET", ts.base + "/version?format=yaml", ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"stats devices twice", "GET", ts.base + "/stats?devices=none&devices=all", ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		// Queries that cannot be decoded: url.URL's Query would drop the pair
+		// and the route answer as if it were not given.
+		{"session that cannot be decoded", "POST", arm + "preset?session=" + sid + "%", `{"preset":"arm_front"}`, 400, "invalid_value", arm + "preset?session=" + sid, `{"preset":"defaults"}`},
+		{"format that cannot be decoded", "GET", ts.base + "/devices?format=json%zz", ``, 400, "invalid_value", arm + "handedness", `"right"`},
+		{"stats devices with a semicolon", "GET", ts.base + "/stats?devices=none;x=1", ``, 400, "invalid_value", arm + "handedness", `"right"`},
 		{"unknown setting", "POST", ts.base + "/settings/devices/volume", `{"value":1}`, 404, "unknown_setting", ts.base + "/settings/devices/force_scale", `1`},
 		{"setting out of range", "POST", ts.base + "/settings/devices/force_scale", `{"value":2}`, 400, "out_of_range", ts.base + "/settings/devices/force_scale", `1`},
 	}

@@ -74,4 +74,7 @@
 // Server.CloseSockets sends every WebSocket a close frame (http.Server's
 // Shutdown does not see hijacked connections), then Shutdown stops the
 // listeners and waits for their goroutines and every connection's reader.
+// The events sockets flush their queues first, within what the stop's
+// context leaves (events.Server.ShutFor): a client that stopped reading is
+// cut off rather than let hold the stop.
 package transport

@@ -205,24 +205,32 @@ func (s *Server) Addr(name string) net.Addr {
 
 // CloseSockets sends every WebSocket a close frame and refuses new ones.
 // http.Server.Shutdown does not see hijacked connections, so this comes
-// first.
+// first. The events sockets are told to go away (what is queued for them
+// first, within their WriteTimeout) without a wait: Shutdown waits for
+// them, within its context, so that a client that stopped reading cannot
+// hold the devices' shutdown behind it.
 func (s *Server) CloseSockets() {
 	s.conns.closeAll(protocol.CloseShutdown)
 	if s.eventsSrv != nil {
-		s.eventsSrv.Close()
+		s.eventsSrv.Shut(time.Time{})
 	}
 }
 
 // Shutdown stops accepting, closes the sockets and waits for the
-// listeners' goroutines.
+// listeners' goroutines. The events sockets' last writes are cut short
+// where ctx's deadline needs it: a client that does not take its queue in
+// time loses the rest, and the stop is not late for it.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.CloseSockets()
+	var errs []error
+	if s.eventsSrv != nil {
+		s.eventsSrv.ShutFor(ctx)
+	}
 	// Recordings end complete (summary and footer) before the process does.
 	s.rec.StopAll()
 	s.mu.Lock()
 	servers := append([]*http.Server(nil), s.servers...)
 	s.mu.Unlock()
-	var errs []error
 	for _, srv := range servers {
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -235,6 +243,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.conns.wg.Wait()
 		s.stopWatchOnce.Do(func() { close(s.stopWatch) })
 		s.wg.Wait()
+		if s.eventsSrv != nil {
+			_ = s.eventsSrv.Wait(context.Background())
+		}
 		close(done)
 	}()
 	select {

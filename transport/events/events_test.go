@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -435,8 +438,11 @@ func TestStalledClientIsClosedOthersUnaffected(t *testing.T) {
 	var logs hwtest.LogBuffer
 	f := newFixture(t, fixtureOptions{
 		activity: activity.Options{QueueSize: 1024},
-		socket:   events.SocketOptions{WriteTimeout: 200 * time.Millisecond},
-		log:      &logs,
+		// Long enough that the live client's writer, descheduled between
+		// setting its deadline and writing on a loaded machine, does not
+		// miss it (200 ms did, under -race on 2 busy cores).
+		socket: events.SocketOptions{WriteTimeout: time.Second},
+		log:    &logs,
 		// Small socket buffers, so a stalled reader backs up the
 		// server's writes after a few kilobytes, not megabytes.
 		listener: func(l net.Listener) net.Listener { return smallBufferListener{l} },
@@ -583,6 +589,7 @@ func TestSocketRefusals(t *testing.T) {
 		{"bad since", "/?since=abc", true, http.StatusBadRequest, "invalid_value"},
 		{"negative since", "/?since=-1", true, http.StatusBadRequest, "invalid_value"},
 		{"since twice", "/?since=1&since=2", true, http.StatusBadRequest, "invalid_value"},
+		{"since that cannot be decoded", "/?since=3%", true, http.StatusBadRequest, "invalid_value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -692,6 +699,9 @@ func TestRecentHandlerRefusals(t *testing.T) {
 		{"GET", "?since=%2B5", 400, "invalid_value"},
 		{"GET", "?since=5&since=0", 400, "invalid_value"},
 		{"GET", "?limit=5&limit=500", 400, "invalid_value"},
+		{"GET", "?since=3%", 400, "invalid_value"}, // undecodable: not read as no since
+		{"GET", "?limit=2%zz", 400, "invalid_value"},
+		{"GET", "?since=3;limit=2", 400, "invalid_value"},
 		{"POST", "", 405, "method_not_allowed"},
 	}
 	for _, tt := range tests {
@@ -797,5 +807,190 @@ func readUntil1009(t *testing.T, c *websocket.Conn) {
 			}
 			return
 		}
+	}
+}
+
+// TestCloseBoundHoldsForAWriteInFlight: Close's bound runs from the Close,
+// also for a write already blocked when it comes. A client that stops
+// taking frames just before the Close, then takes them again, slowly,
+// before that write's own deadline, must not get a second WriteTimeout
+// for the rest of its queue. (The connection's writes are held in Go, by
+// writeGate, not by TCP: a real window reopening after seconds at zero
+// waits on the sender's persist timer, which would blur the timing.)
+func TestCloseBoundHoldsForAWriteInFlight(t *testing.T) {
+	const writeTimeout = 8 * time.Second
+	gate := newWriteGate()
+	f := newFixture(t, fixtureOptions{
+		activity: activity.Options{QueueSize: 4096},
+		socket:   events.SocketOptions{WriteTimeout: writeTimeout},
+		listener: func(l net.Listener) net.Listener { return gatedListener{l, gate} },
+	})
+	c := f.dial(t, "")
+	go func() {
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	payload := bytes.Repeat([]byte("p"), 256)
+	gate.hold()
+	for range 2000 {
+		f.act.Publish(event.InvalidIOChannel(payload))
+	}
+	gate.waitHeld(t) // a write is blocked, its deadline WriteTimeout from its start
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() { f.srv.Close(); closed <- time.Since(start) }()
+	// The client takes frames again before the blocked write's deadline,
+	// one every 20 ms: the queue would take 40 s.
+	time.Sleep(writeTimeout - 3*time.Second)
+	gate.releaseSlowly(20 * time.Millisecond)
+	// A second for the close frame's answer, and slack for a busy machine:
+	// a WriteTimeout from the first write after the Close would end about
+	// 2×WriteTimeout−3 s after it.
+	took := <-closed
+	if bound := writeTimeout + 3*time.Second; took > bound {
+		t.Fatalf("Close took %v, want under %v: WriteTimeout (%v) from the Close plus a second, and slack", took, bound, writeTimeout)
+	}
+}
+
+// writeGate holds the writes of the connections a gatedListener accepted:
+// while held, a write waits until released or until the connection's write
+// deadline passes (read again as it waits, as the network poller does).
+type writeGate struct {
+	held     atomic.Bool
+	slowNs   atomic.Int64 // once released: a pause before each write
+	blocked  chan struct{}
+	blockOne sync.Once
+}
+
+func newWriteGate() *writeGate { return &writeGate{blocked: make(chan struct{})} }
+
+func (g *writeGate) hold() { g.held.Store(true) }
+
+func (g *writeGate) releaseSlowly(pause time.Duration) {
+	g.slowNs.Store(int64(pause))
+	g.held.Store(false)
+}
+
+func (g *writeGate) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.blocked:
+	case <-time.After(waitLimit):
+		t.Fatal("no write was held")
+	}
+}
+
+type gatedListener struct {
+	net.Listener
+	g *writeGate
+}
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{Conn: c, g: l.g}, nil
+}
+
+type gatedConn struct {
+	net.Conn
+	g        *writeGate
+	deadline atomic.Int64 // Unix ns; 0: none
+}
+
+func (c *gatedConn) SetWriteDeadline(t time.Time) error {
+	c.setDeadline(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *gatedConn) SetDeadline(t time.Time) error {
+	c.setDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *gatedConn) setDeadline(t time.Time) {
+	if t.IsZero() {
+		c.deadline.Store(0)
+		return
+	}
+	c.deadline.Store(t.UnixNano())
+}
+
+func (c *gatedConn) past() bool {
+	d := c.deadline.Load()
+	return d != 0 && time.Now().UnixNano() >= d
+}
+
+func (c *gatedConn) Write(b []byte) (int, error) {
+	for c.g.held.Load() {
+		c.g.blockOne.Do(func() { close(c.g.blocked) })
+		if c.past() {
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if pause := time.Duration(c.g.slowNs.Load()); pause > 0 {
+		for end := time.Now().Add(pause); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if c.past() {
+				return 0, os.ErrDeadlineExceeded
+			}
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// TestShutForEndsWithinTheContext: a service that stops within a budget
+// shorter than WriteTimeout passes it to ShutFor, and the sockets are gone
+// by its deadline even with a client that never reads; the client loses
+// the rest of its queue, the stop is not late.
+func TestShutForEndsWithinTheContext(t *testing.T) {
+	f := newFixture(t, fixtureOptions{
+		activity: activity.Options{QueueSize: 4096},
+		socket:   events.SocketOptions{WriteTimeout: time.Minute},
+		listener: func(l net.Listener) net.Listener { return smallBufferListener{l} },
+	})
+	smallBufferDial(t, f.url) // never read
+	payload := bytes.Repeat([]byte("p"), 256)
+	for range 2000 {
+		f.act.Publish(event.InvalidIOChannel(payload))
+	}
+	settle(t, f.act)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	f.srv.ShutFor(ctx)
+	if err := f.srv.Wait(ctx); err != nil {
+		t.Fatalf("the sockets outlived the stop's budget: %v", err)
+	}
+	if n := f.srv.ClosedByReason()[protocol.CloseWriteTimeout]; n != 1 {
+		t.Fatalf("closes by reason %v: want the stalled client counted as cut short (write_timeout)", f.srv.ClosedByReason())
+	}
+}
+
+// TestHugeLengthGets1009: a frame announcing a length gorilla cannot hold
+// (2^63 and more) is over the 64 KiB limit like any other: the client is
+// told with 1009, not a bare end of the connection.
+func TestHugeLengthGets1009(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := f.dial(t, "")
+	// A masked text frame, 64-bit length 2^63, then four bytes of mask.
+	hdr := []byte{0x81, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}
+	binary.BigEndian.PutUint64(hdr[2:10], 1<<63)
+	if _, err := c.NetConn().Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(waitLimit))
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Fatalf("closed with %v, want 1009", err)
+		}
+		return
 	}
 }

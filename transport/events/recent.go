@@ -39,9 +39,8 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("events: %s is not supported on /events; use GET", r.Method))
 		return
 	}
-	q := r.URL.Query()
 	var since uint64
-	sinceText, given, perr := protocol.QueryValue(q, "since")
+	sinceText, given, perr := protocol.QueryValue(r.URL.RawQuery, "since")
 	if perr != nil {
 		writeError(w, perr.Code, "events: "+perr.Message)
 		return
@@ -56,7 +55,7 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		since = v
 	}
 	limit := DefaultRecentLimit
-	limitText, given, perr := protocol.QueryValue(q, "limit")
+	limitText, given, perr := protocol.QueryValue(r.URL.RawQuery, "limit")
 	if perr != nil {
 		writeError(w, perr.Code, "events: "+perr.Message)
 		return

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -63,7 +65,9 @@ type Server struct {
 	// mu guards the following.
 	mu      sync.Mutex
 	closing bool
-	conns   map[*socketConn]struct{}
+	// closingBy is when the last writes are due once closing (Shut).
+	closingBy time.Time
+	conns     map[*socketConn]struct{}
 	// closed counts the connections that ended, by the reason their log
 	// line names (GET /metrics).
 	closed map[protocol.CloseReason]uint64
@@ -169,7 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Close ran during the upgrade and did not see this connection:
 		// stop it here, and let writeLoop send what is already queued
 		// before the close frame, as for every other connection.
-		c.stopOnce.Do(func() { close(c.stop) })
+		c.goAwayBy(s.closingBy)
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -185,23 +189,70 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close refuses new connections, sends every open socket a close frame
 // (1001, going away) after the events already queued for it, and waits for
-// every connection goroutine. A client that does not answer the close is
-// dropped after about a second, and one that does not take what is queued
-// for it within WriteTimeout (it stopped reading, or reads slowly) at that
-// point, so Close returns within about WriteTimeout plus a second.
-// Close is idempotent.
+// every connection goroutine. A client that does not take what is queued
+// for it within WriteTimeout of the Close (it stopped reading, or reads
+// slowly) is dropped then, even in the middle of a write, and one that does
+// not answer the close frame a second later, so Close returns within about
+// WriteTimeout plus a second. Close is idempotent.
 func (s *Server) Close() {
+	s.Shut(time.Time{})
+	s.wg.Wait()
+}
+
+// Shut is Close without the wait, with every socket's last writes due by
+// by (WriteTimeout from now when by is zero or later than that): a
+// service stopping within a budget passes what is left of it. A later Shut
+// may bring the deadline closer, never push it back. Wait waits.
+func (s *Server) Shut(by time.Time) {
+	if limit := time.Now().Add(s.opts.WriteTimeout); by.IsZero() || by.After(limit) {
+		by = limit
+	}
 	s.mu.Lock()
+	if !s.closing || by.Before(s.closingBy) {
+		s.closingBy = by
+	}
 	s.closing = true
+	by = s.closingBy
 	conns := make([]*socketConn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.stopOnce.Do(func() { close(c.stop) })
+		c.goAwayBy(by)
 	}
-	s.wg.Wait()
+}
+
+// ShutFor is Shut with the last writes due early enough that the sockets'
+// close handshakes (a close frame, then up to closeGrace for the client's
+// answer) end before ctx's deadline; Shut(time.Time{}) without one.
+func (s *Server) ShutFor(ctx context.Context) {
+	by, ok := ctx.Deadline()
+	if !ok {
+		s.Shut(time.Time{})
+		return
+	}
+	by = by.Add(-2 * closeGrace)
+	if now := time.Now(); by.Before(now) {
+		by = now
+	}
+	s.Shut(by)
+}
+
+// Wait waits for every connection goroutine Shut (or Close) ended, or for
+// ctx.
+func (s *Server) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("transport/events: sockets did not close: %w", ctx.Err())
+	}
 }
 
 // socketConn is one events client: a reader goroutine and a writer (the
@@ -212,8 +263,12 @@ type socketConn struct {
 	sub    *activity.Subscription
 	remote string
 
-	stop       chan struct{} // closed by Server.Close
-	stopOnce   sync.Once
+	stop     chan struct{} // closed by Server.Close and Shut
+	stopOnce sync.Once
+	// stopBy is when the socket's last writes are due once it is going
+	// away (Unix nanoseconds; 0 until Shut): set before stop is closed,
+	// lowered by a later Shut.
+	stopBy     atomic.Int64
 	readerDone chan struct{} // closed when the reader returns
 	// readReason is why the reader returned; written before readerDone
 	// is closed and read only after.
@@ -315,7 +370,7 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				// The connection is likely wedged; try to say why,
 				// briefly, and drop it either way.
-				if c.lastDeadline.IsZero() {
+				if !c.goingAway() {
 					c.closeWith(websocket.ClosePolicyViolation, "write deadline missed: read events faster")
 				} else {
 					c.closeWith(websocket.CloseGoingAway, "hapticd is shutting down; the events still queued for this client were not sent in time")
@@ -327,22 +382,57 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 }
 
 // writeDeadline is the deadline of the next frame: WriteTimeout from now,
-// until the socket is going away (Server.Close or the activity actor
-// stopped); from then on one deadline, WriteTimeout after the first write
-// that saw it, bounds everything still queued, which keeps Close's promise.
+// until the socket is going away. From then on one deadline bounds
+// everything still queued: the one Shut gave (which keeps Close's promise),
+// or, when the activity actor stopped, WriteTimeout after the first write
+// that saw it.
 func (c *socketConn) writeDeadline() time.Time {
+	select {
+	case <-c.stop:
+		// stopBy was set before stop was closed, and only comes closer.
+		return time.Unix(0, c.stopBy.Load())
+	default:
+	}
 	if !c.lastDeadline.IsZero() {
 		return c.lastDeadline
 	}
 	d := time.Now().Add(c.srv.opts.WriteTimeout)
 	select {
-	case <-c.stop:
 	case <-c.sub.Done():
+		c.lastDeadline = d
 	default:
-		return d
 	}
-	c.lastDeadline = d
 	return d
+}
+
+// goAwayBy tells the writer the socket is going away, its last writes due
+// by by (or by an earlier deadline a Shut already gave). The deadline is
+// also set on the connection at once: a write blocked under its own, later
+// deadline ends by this one too.
+func (c *socketConn) goAwayBy(by time.Time) {
+	for {
+		old := c.stopBy.Load()
+		if old != 0 && old <= by.UnixNano() {
+			by = time.Unix(0, old)
+			break
+		}
+		if c.stopBy.CompareAndSwap(old, by.UnixNano()) {
+			break
+		}
+	}
+	c.stopOnce.Do(func() { close(c.stop) })
+	_ = c.ws.NetConn().SetWriteDeadline(by)
+}
+
+// goingAway says whether the socket is closing for a server-side reason
+// (Shut, or the activity actor stopped).
+func (c *socketConn) goingAway() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return !c.lastDeadline.IsZero()
+	}
 }
 
 // closeWith sends a close frame; errors mean the peer is gone already.
@@ -392,7 +482,7 @@ func (c *socketConn) readLoop() {
 			if errors.Is(err, websocket.ErrReadLimit) {
 				// One frame over the limit: gorilla refuses it by its
 				// header, before reading any of it.
-				c.drain()
+				c.tooBig()
 			}
 			return
 		}
@@ -407,7 +497,7 @@ func (c *socketConn) readLoop() {
 			// connection broke mid-message.
 			c.readReason = wsclose.ReadReason(err)
 			if errors.Is(err, websocket.ErrReadLimit) {
-				c.drain()
+				c.tooBig()
 			}
 			return
 		}
@@ -416,6 +506,15 @@ func (c *socketConn) readLoop() {
 			c.srv.act.Publish(event.InvalidIOChannel(kept[:n]))
 		}
 	}
+}
+
+// tooBig ends a connection whose client sent a message over the limit:
+// the close 1009 (gorilla sends it for a length up to 2^63 but not for one
+// it cannot hold, which a client is told the same), then drain. A second
+// close frame is refused by gorilla (ErrCloseSent) and sends nothing.
+func (c *socketConn) tooBig() {
+	c.closeWith(websocket.CloseMessageTooBig, "")
+	c.drain()
 }
 
 // drain discards what the client is still sending, for up to closeGrace,
@@ -430,7 +529,7 @@ func (c *socketConn) drain() {
 
 // parseSince reads ?since=SEQ; replay is true when it is present.
 func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
-	text, given, perr := protocol.QueryValue(r.URL.Query(), "since")
+	text, given, perr := protocol.QueryValue(r.URL.RawQuery, "since")
 	switch {
 	case perr != nil:
 		return 0, false, "events: " + perr.Message
