@@ -115,3 +115,20 @@ func (c *countedConn) TCPConn() *net.TCPConn {
 	tc, _ := c.Conn.(*net.TCPConn)
 	return tc
 }
+
+// connCounts is one listener's line of /metrics.
+type connCounts struct {
+	open, limit int64
+	refused     uint64
+}
+
+// connCounts reads every listener's counts (GET /metrics).
+func (s *Server) connCounts() map[string]connCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]connCounts, len(s.limits))
+	for name, l := range s.limits {
+		out[name] = connCounts{open: l.open.Load(), limit: l.max, refused: l.refused.Load()}
+	}
+	return out
+}

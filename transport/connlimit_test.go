@@ -192,6 +192,20 @@ func TestConnectionLimitPerListener(t *testing.T) {
 			})
 		})
 	}
+	// Operators see the limit and the refusals (a request and a
+	// WebSocket per listener), and this scrape's own connection.
+	m := ts.scrape(t)
+	for _, name := range []string{ListenerHTTP, ListenerLegacy, ListenerEvents} {
+		if got := m.value("hapticd_connections_refused_total", "listener="+name); got < 2 {
+			t.Errorf("hapticd_connections_refused_total{listener=%q} = %v, want 2 or more", name, got)
+		}
+		if got := m.value("hapticd_connections_limit", "listener="+name); got != limit {
+			t.Errorf("hapticd_connections_limit{listener=%q} = %v, want %d", name, got, limit)
+		}
+	}
+	if got := m.value("hapticd_connections", "listener="+ListenerHTTP); got < 1 {
+		t.Errorf("hapticd_connections{listener=http} = %v with the scrape's connection open, want 1 or more", got)
+	}
 }
 
 // sessionServes reads an open session's inventory, then the answer to a
