@@ -101,6 +101,18 @@ type countedConn struct {
 	slot      *atomic.Int64
 	overLimit bool
 	once      sync.Once
+	// out is WriteVectors' scratch (one writer at a time, as a session's).
+	out net.Buffers
+}
+
+// WriteVectors writes a frame's parts in one writev where rawsock does not
+// take the connection over (outside Linux): net.Buffers finds writev only
+// on the TCP connection itself, and would write this wrapper part by part.
+func (c *countedConn) WriteVectors(parts [][]byte) (int, error) {
+	c.out = parts
+	n, err := c.out.WriteTo(c.Conn)
+	c.out = nil
+	return int(n), err
 }
 
 func (c *countedConn) Close() error {

@@ -223,3 +223,42 @@ func sessionServes(t *testing.T, c *websocket.Conn) {
 		t.Fatalf("the open session answered nothing: %v", err)
 	}
 }
+
+// TestCountedConnWritesVectors: a frame in parts leaves a counted
+// connection whole and in order, through the session's vector path.
+func TestCountedConnWritesVectors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(ln, "test", 1)
+	defer l.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vw, ok := c.(vectorWriter)
+	if !ok {
+		t.Fatalf("an accepted connection (%T) has no vector write", c)
+	}
+	parts := [][]byte{[]byte("head"), []byte("-shared-"), []byte("tail")}
+	if n, err := vw.WriteVectors(parts); n != 16 || err != nil {
+		t.Fatalf("WriteVectors wrote %d, %v; want 16", n, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.SetReadDeadline(time.Now().Add(limitWait))
+	got, err := io.ReadAll(peer)
+	if err != nil || string(got) != "head-shared-tail" {
+		t.Fatalf("the peer read %q, %v", got, err)
+	}
+	if n := l.open.Load(); n != 0 {
+		t.Fatalf("%d connections counted after the only one closed", n)
+	}
+}
