@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +262,61 @@ func TestCountedConnWritesVectors(t *testing.T) {
 	if n := l.open.Load(); n != 0 {
 		t.Fatalf("%d connections counted after the only one closed", n)
 	}
+}
+
+// A flood past the limit is not answered one by one: while 64 refused
+// connections are still being answered (these send no request), a new
+// one is closed at accept, unanswered; once they go, refusals are answered
+// again.
+func TestConnectionFloodPastTheLimitIsClosedAtAccept(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, maxConns: 1})
+	hostport := strings.TrimSuffix(strings.TrimPrefix(ts.eventsWS, "ws://"), "/")
+	ws := dialServed(t, ts.eventsWS)
+	defer ws.Close()
+	silent := make([]net.Conn, 0, refusingSlots)
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range refusingSlots {
+		c, err := net.DialTimeout("tcp", hostport, limitWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	// Accepts are in order: the next connection finds every refusing
+	// place taken once the last silent one has been accepted, which a
+	// probe cannot see; so wait for one closed unanswered.
+	hwtest.EventuallyNil(t, limitWait, "a connection closed at accept", func() error {
+		c, err := net.DialTimeout("tcp", hostport, limitWait)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(make([]byte, 1))
+		if n == 0 && err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil // closed by the service without a byte
+		}
+		return fmt.Errorf("read %d bytes, %v", n, err)
+	})
+	for _, c := range silent {
+		c.Close()
+	}
+	silent = silent[:0]
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: limitWait}
+	defer client.CloseIdleConnections()
+	hwtest.EventuallyNil(t, limitWait, "refusals answered again", func() error {
+		resp, err := client.Get("http://" + hostport + "/")
+		if err != nil {
+			return err // closed at accept still: the silent ones are not all gone
+		}
+		defer resp.Body.Close()
+		if got := answerOf(t, resp); got.status != http.StatusServiceUnavailable || got.code != "unavailable" {
+			return fmt.Errorf("%+v, want 503 unavailable", got)
+		}
+		return nil
+	})
 }
