@@ -20,7 +20,7 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 			return nil
 		}
 		return s.eventsSrv.ClosedByReason()
-	})
+	}, s.connCounts)
 	dashboard := ui.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var h http.Handler

@@ -19,12 +19,12 @@ import (
 // never takes a lock a loop takes and never stops the world (the Go
 // collector reads runtime/metrics, not ReadMemStats). protoactor's own
 // metrics provider stays off.
-func newMetricsHandler(svc *actors.Service, build BuildInfo, eventsClosed func() map[protocol.CloseReason]uint64) http.Handler {
+func newMetricsHandler(svc *actors.Service, build BuildInfo, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&serviceCollector{svc: svc, build: build, eventsClosed: eventsClosed},
+		&serviceCollector{svc: svc, build: build, eventsClosed: eventsClosed, conns: conns},
 	)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
@@ -50,6 +50,8 @@ type serviceCollector struct {
 	// eventsClosed counts the events socket's ended connections by
 	// reason; nil without an events port.
 	eventsClosed func() map[protocol.CloseReason]uint64
+	// conns reads each listener's connection counts.
+	conns func() map[string]connCounts
 }
 
 var (
@@ -71,6 +73,9 @@ var (
 	descWarnings   = prometheus.NewDesc("hapticd_frame_warnings_total", "Warnings reported in frames, by code.", []string{"api_format", "code"}, nil)
 	descEvents     = prometheus.NewDesc("hapticd_events_total", "Activity events published, by name.", []string{"name"}, nil)
 	descEventsGone = prometheus.NewDesc("hapticd_events_sockets_closed_total", "Events WebSocket connections that ended, by reason (the session close reasons).", []string{"reason"}, nil)
+	descConns      = prometheus.NewDesc("hapticd_connections", "Connections a listener serves now, WebSockets and idle keep-alives included (at most --max-connections).", []string{"listener"}, nil)
+	descConnsLimit = prometheus.NewDesc("hapticd_connections_limit", "A listener's connection limit (--max-connections).", []string{"listener"}, nil)
+	descRefused    = prometheus.NewDesc("hapticd_connections_refused_total", "Connections a listener refused over its limit (answered 503, or closed unanswered in a flood).", []string{"listener"}, nil)
 	descDepRoutes  = prometheus.NewDesc("hapticd_deprecated_route_uses_total", "Calls to deprecated HTTP routes (the migration report), by route.", []string{"route"}, nil)
 	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command.", []string{"command"}, nil)
 	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)
@@ -134,6 +139,13 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.eventsClosed != nil {
 		for reason, n := range c.eventsClosed() {
 			ch <- prometheus.MustNewConstMetric(descEventsGone, prometheus.CounterValue, float64(n), string(reason))
+		}
+	}
+	if c.conns != nil {
+		for name, n := range c.conns() {
+			ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(n.open), name)
+			ch <- prometheus.MustNewConstMetric(descConnsLimit, prometheus.GaugeValue, float64(n.limit), name)
+			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(n.refused), name)
 		}
 	}
 	// The migration report is the activity actor's; asking it is a

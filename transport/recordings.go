@@ -62,7 +62,7 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 		switch {
 		case errors.Is(err, recording.ErrBadOptions):
 			code = protocol.CodeInvalidValue
-		case errors.Is(err, recording.ErrNoDirectory), errors.Is(err, recording.ErrClosed):
+		case errors.Is(err, recording.ErrNoDirectory), errors.Is(err, recording.ErrClosed), errors.Is(err, recording.ErrTooMany):
 			code = protocol.CodeUnavailable
 		}
 		writeError(w, protocol.Errorf(code, "", "%v", err))

@@ -48,6 +48,10 @@ type Config struct {
 	// holds before the loop drops states (0: 256, a quarter second at
 	// 1 kHz). Tests set a small one.
 	RecordTapTicks int
+	// MaxConnections bounds the connections each listener has open,
+	// WebSockets included (0: DefaultMaxConnections). Past it a new
+	// connection is answered 503 with Retry-After and closed.
+	MaxConnections int
 }
 
 func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {
@@ -69,7 +73,11 @@ type Server struct {
 	mu        sync.Mutex
 	servers   []*http.Server
 	addrs     map[string]net.Addr
-	wg        sync.WaitGroup
+	// maxConns is each listener's connection limit; limits are the
+	// listeners that keep it, by name.
+	maxConns int
+	limits   map[string]*limitListener
+	wg       sync.WaitGroup
 	// stopWatch ends the connections' write watchdog, once they are gone.
 	stopWatch     chan struct{}
 	stopWatchOnce sync.Once
@@ -88,12 +96,21 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Bind == "" {
 		cfg.Bind = "127.0.0.1"
 	}
+	if cfg.MaxConnections < 0 {
+		return nil, fmt.Errorf("transport: a connection limit of %d: give 1 or more (0: %d)", cfg.MaxConnections, DefaultMaxConnections)
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
 	s := &Server{
 		log:   cfg.Log,
 		svc:   cfg.Service,
 		conns: newConnSet(cfg.WriteTimeout),
 		addrs: make(map[string]net.Addr),
 		rec:   newRecorder(cfg),
+
+		maxConns: cfg.MaxConnections,
+		limits:   make(map[string]*limitListener),
 
 		stopWatch: make(chan struct{}),
 	}
@@ -166,12 +183,15 @@ func Start(cfg Config) (*Server, error) {
 }
 
 func (s *Server) listen(name, addr string, h http.Handler) error {
-	l, err := net.Listen("tcp", addr)
+	tl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("transport: %s listener on %s: %w (is another hapticd running? pick another port with its flag, or 0 for a free one)", name, addr, err)
 	}
+	l := newLimitListener(tl, name, s.maxConns)
 	srv := &http.Server{
-		Handler:           h,
+		// The limit comes first: a refusal costs no more than its answer.
+		Handler:           l.refuseOverLimit(h),
+		ConnContext:       l.connContext,
 		ReadHeaderTimeout: 5 * time.Second,
 		// A body that trickles in must not hold a handler forever. Upgraded
 		// WebSockets are not affected: gorilla clears the deadlines the
@@ -184,6 +204,7 @@ func (s *Server) listen(name, addr string, h http.Handler) error {
 	s.mu.Lock()
 	s.servers = append(s.servers, srv)
 	s.addrs[name] = l.Addr()
+	s.limits[name] = l
 	s.mu.Unlock()
 	s.log.Info().Str("listener", name).Str("addr", l.Addr().String()).Msg("listening")
 	s.wg.Add(1)

@@ -2,6 +2,7 @@ package activity
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -135,6 +136,7 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 			}
 			from = oldest
 		}
+		s.replay = slices.Grow(s.replay, int(a.nextSeq-from))
 		for seq := from; seq < a.nextSeq; seq++ {
 			s.replay = append(s.replay, a.ring[(seq-1)%uint64(len(a.ring))])
 		}

@@ -34,9 +34,13 @@ type Subscription struct {
 	// of memory, never across I/O, so the actor never waits on a reader.
 	mu     sync.Mutex
 	replay []event.Event // read first
-	queue  []event.Event // ring buffer of the live queue, fixed length
-	head   int
-	n      int
+	// queue is the ring buffer of the live queue: it starts small and
+	// doubles as events wait, up to limit, so an idle subscriber (an
+	// events socket) holds a few entries, not limit.
+	queue []event.Event
+	limit int
+	head  int
+	n     int
 	// missed counts events dropped since the reader last got an
 	// events-dropped event; gapSeq is the seq of the last event queued
 	// before them and gapTime the time of the latest dropped one.
@@ -49,13 +53,17 @@ type Subscription struct {
 	closed     bool   // closed by the reader: queued events are discarded
 }
 
+// initialQueue is a new subscriber's live queue, in events, before it grows.
+const initialQueue = 16
+
 func newSubscription(act *Activity, id uint64, queueSize int) *Subscription {
 	return &Subscription{
 		id:    id,
 		act:   act,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
-		queue: make([]event.Event, queueSize),
+		queue: make([]event.Event, min(initialQueue, queueSize)),
+		limit: queueSize,
 	}
 }
 
@@ -77,6 +85,10 @@ func (s *Subscription) TryNext() (event.Event, bool) {
 		e := s.replay[0]
 		s.replay[0] = event.Event{}
 		s.replay = s.replay[1:]
+		if len(s.replay) == 0 {
+			// An empty tail still pins the whole copy of the ring.
+			s.replay = nil
+		}
 		return e, true
 	}
 	if s.n > 0 {
@@ -164,7 +176,7 @@ func (s *Subscription) deliver(e *event.Event) {
 		s.mu.Unlock()
 		return
 	}
-	free := len(s.queue) - s.n
+	free := s.limit - s.n
 	switch {
 	case s.missed == 0 && free >= 1:
 		s.pushLocked(*e)
@@ -190,8 +202,15 @@ func (s *Subscription) deliver(e *event.Event) {
 	}
 }
 
-// pushLocked appends to the live queue; the caller checked there is room.
+// pushLocked appends to the live queue, growing it; the caller checked
+// there is room under limit.
 func (s *Subscription) pushLocked(e event.Event) {
+	if s.n == len(s.queue) {
+		grown := make([]event.Event, min(2*len(s.queue), s.limit))
+		k := copy(grown, s.queue[s.head:])
+		copy(grown[k:], s.queue[:s.head])
+		s.queue, s.head = grown, 0
+	}
 	s.queue[(s.head+s.n)%len(s.queue)] = e
 	s.n++
 }

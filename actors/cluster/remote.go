@@ -219,6 +219,14 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 	lk.health = hl
 	e := echo.New()
 	e.HideBanner, e.HidePort, e.Listener = true, true, hl
+	// echo's server has no timeouts: a client that never finishes its
+	// request would hold a descriptor and a goroutine for good. The
+	// bounds of the service's own listeners (transport.Server.listen).
+	e.Server.ReadHeaderTimeout = 5 * time.Second
+	e.Server.ReadTimeout = 30 * time.Second
+	e.Server.WriteTimeout = 30 * time.Second
+	e.Server.IdleTimeout = 2 * time.Minute
+	e.Server.MaxHeaderBytes = 64 << 10
 	e.Logger.SetOutput(io.Discard)
 	e.StdLogger = log.New(io.Discard, "", 0)
 	// Every member polls every host, itself included: the list is the same

@@ -64,6 +64,14 @@ const flushEvery = 250 * time.Millisecond
 // its file never completed.
 var ErrClosed = errors.New("recording: the service is shutting down")
 
+// MaxRunning bounds the recordings running at once: each keeps rings for
+// every device (up to 32 MiB) and costs every loop tick a copy, so a
+// client starting them in a loop would slow every arm's loop.
+const MaxRunning = 8
+
+// ErrTooMany is Start's answer while MaxRunning recordings run.
+var ErrTooMany = fmt.Errorf("recording: %d recordings are running, the most at once; stop one (DELETE /recordings/{id}) first", MaxRunning)
+
 // ErrNoDirectory is Start's answer when the service has nowhere to write.
 var ErrNoDirectory = errors.New("recording: recordings need a directory (start hapticd with --record DIR or a state directory)")
 
@@ -234,6 +242,8 @@ type Recorder struct {
 	all    []*recording
 	nextID uint64
 	closed bool // StopAll has run: Start refuses
+	// starting counts the Starts under way, not yet in all.
+	starting int
 }
 
 // New returns the service's recordings, none running.
@@ -318,6 +328,18 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		rs.mu.Unlock()
 		return Info{}, ErrClosed
 	}
+	if rs.runningLocked()+rs.starting >= MaxRunning {
+		rs.mu.Unlock()
+		return Info{}, ErrTooMany
+	}
+	// The place is taken until this start is listed or fails: two
+	// starts at once cannot both take the last one.
+	rs.starting++
+	defer func() {
+		rs.mu.Lock()
+		rs.starting--
+		rs.mu.Unlock()
+	}()
 	id := rs.nextID
 	rs.nextID++
 	rs.mu.Unlock()
@@ -384,6 +406,17 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	rs.publishLocked()
 	rs.mu.Unlock()
 	return r.info(), nil
+}
+
+// runningLocked counts the recordings running.
+func (rs *Recorder) runningLocked() int {
+	n := 0
+	for _, r := range rs.all {
+		if r.active.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // publishLocked refreshes the taps' list.

@@ -61,6 +61,7 @@ type options struct {
 	typeNames                    string
 	allowOrigins, allowHosts     listFlag
 	eventRing                    int
+	maxConnections               int
 	hwPorts                      listFlag
 	hwScanPeriod                 time.Duration
 	emulateArms                  int
@@ -79,6 +80,12 @@ type options struct {
 // maxLoopHz is the fastest loop the service runs (--loop-hz); the pacer
 // holds 1 to 8 kHz on these machines.
 const maxLoopHz = 8000
+
+// maxEventRing bounds --event-ring. The ring is allocated whole at start
+// (120 bytes a slot before the events' data), and every events socket
+// that asks ?since=0 copies all of it: 65,536 (16 times the default) is
+// 7.5 MB a socket, where 2,000,000,000 was a 240 GB allocation.
+const maxEventRing = 65536
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
@@ -100,7 +107,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.typeNames, "type-names", "haply", "device-type names written: haply (inverse3, verse_grip, wireless_verse_grip) or reference (arm3, grip)")
 	fs.Var(&o.allowOrigins, "allow-origin", "browser origin allowed besides loopback (repeatable)")
 	fs.Var(&o.allowHosts, "allow-host", "Host header allowed besides loopback (repeatable)")
-	fs.IntVar(&o.eventRing, "event-ring", 4096, "recent events kept for ?since= replay")
+	fs.IntVar(&o.eventRing, "event-ring", 4096, fmt.Sprintf("recent events kept for ?since= replay (1..%d)", maxEventRing))
+	fs.IntVar(&o.maxConnections, "max-connections", transport.DefaultMaxConnections, "connections each listener serves at once, WebSockets and idle keep-alives included; past it a new one is answered 503 with Retry-After")
 	fs.Var(&o.hwPorts, "hw-port", "serial port of a real device to open (repeatable)")
 	fs.DurationVar(&o.hwScanPeriod, "hw-scan-period", time.Second, "how often to scan for USB devices (0: no scan)")
 	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
@@ -118,6 +126,12 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.loopHz < 1 || o.loopHz > maxLoopHz {
 		return nil, fmt.Errorf("--loop-hz %d is out of range 1..%d", o.loopHz, maxLoopHz)
+	}
+	if o.eventRing < 1 || o.eventRing > maxEventRing {
+		return nil, fmt.Errorf("--event-ring %d is out of range 1..%d (each events socket replaying ?since=0 copies the whole ring)", o.eventRing, maxEventRing)
+	}
+	if o.maxConnections < 1 {
+		return nil, fmt.Errorf("--max-connections %d must be 1 or more (default %d)", o.maxConnections, transport.DefaultMaxConnections)
 	}
 	if o.hwScanPeriod < 0 {
 		return nil, fmt.Errorf("--hw-scan-period %v must not be negative (0: no scan)", o.hwScanPeriod)
@@ -276,6 +290,8 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 		Build:        transport.ReadBuildInfo(version),
 		RecordDir:    recordDir(o),
 		RecordAll:    o.record != "",
+
+		MaxConnections: o.maxConnections,
 	})
 	if err != nil {
 		return nil, sv.stop(err)

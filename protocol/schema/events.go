@@ -74,8 +74,8 @@ func defineEvents(s *Set, o *Options) {
 	}
 	s.Publish("event", "One activity event, as the events socket sends it and GET /events lists it: one of "+joinNames(all)+".",
 		Schema{"oneOf": names})
-	s.Publish("events-page", "The data of GET /events: events after since, oldest first, and next_seq.",
-		allRequired(Schema{"events": arrayOf(Ref("event")), "next_seq": Schema{"type": "integer", "minimum": 0}}))
+	s.Publish("events-page", "The data of GET /events: events after since, oldest first, next_seq, and missed: how many events after since the ring no longer holds (0 when since is 0 or still held).",
+		allRequired(Schema{"events": arrayOf(Ref("event")), "next_seq": Schema{"type": "integer", "minimum": 0}, "missed": Schema{"type": "integer", "minimum": 0}}))
 }
 
 func joinNames(names []string) string {

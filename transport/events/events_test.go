@@ -634,17 +634,23 @@ func TestRecentHandler(t *testing.T) {
 	publishN(f.act, 1, 60) // the ring holds 11..60
 	settle(t, f.act)
 	tests := []struct {
-		query     string
-		wantFirst uint64
-		wantCount int
-		wantNext  uint64
+		query      string
+		wantFirst  uint64
+		wantCount  int
+		wantNext   uint64
+		wantMissed uint64
 	}{
-		{"", 11, 50, 61},
-		{"?since=55", 56, 5, 61},
-		{"?since=20&limit=3", 21, 3, 24},
-		{"?limit=1", 11, 1, 12},
-		{"?since=60", 0, 0, 61},
-		{"?since=18446744073709551615", 0, 0, 61},
+		{"", 11, 50, 61, 0},
+		{"?since=55", 56, 5, 61, 0},
+		{"?since=20&limit=3", 21, 3, 24, 0},
+		{"?limit=1", 11, 1, 12, 0},
+		{"?since=60", 0, 0, 61, 0},
+		{"?since=18446744073709551615", 0, 0, 61, 0},
+		// Older than the ring: 4..10 are gone, and the answer says so
+		// (as the socket's events-dropped does), not only by its first seq.
+		{"?since=3", 11, 50, 61, 7},
+		{"?since=3&limit=2", 11, 2, 13, 7},
+		{"?since=10", 11, 50, 61, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -661,6 +667,7 @@ func TestRecentHandler(t *testing.T) {
 				Data struct {
 					Events  *[]wireEvent `json:"events"`
 					NextSeq uint64       `json:"next_seq"`
+					Missed  *uint64      `json:"missed"`
 				} `json:"data"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
@@ -672,6 +679,9 @@ func TestRecentHandler(t *testing.T) {
 			evs := *env.Data.Events
 			if len(evs) != tt.wantCount || env.Data.NextSeq != tt.wantNext {
 				t.Fatalf("%d events, next %d; want %d, next %d", len(evs), env.Data.NextSeq, tt.wantCount, tt.wantNext)
+			}
+			if env.Data.Missed == nil || *env.Data.Missed != tt.wantMissed {
+				t.Fatalf("missed %v, want %d (events after since the ring no longer holds)", env.Data.Missed, tt.wantMissed)
 			}
 			for i, e := range evs {
 				if e.Seq != tt.wantFirst+uint64(i) || e.Name != event.NameDeviceBusy {

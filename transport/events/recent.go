@@ -21,8 +21,11 @@ const (
 // up to limit ring entries with seq > since (default 0: the oldest the ring
 // holds), oldest first, and next_seq, the seq of the first event not
 // returned. To continue without a gap, ask again with since=next_seq-1.
+// missed counts the events after since that the ring no longer holds (0
+// when since is 0 or still in the ring), as the socket's events-dropped
+// event does for a replay that starts too far back.
 //
-//	{"ok":true,"data":{"events":[...],"next_seq":N}}
+//	{"ok":true,"data":{"events":[...],"next_seq":N,"missed":M}}
 //
 // limit defaults to 100 and may be 1..10000. A bad since or limit answers
 // 400 {"ok":false,"error":"...","code":"invalid_value"}.
@@ -78,7 +81,13 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeUnavailable, msg)
 		return
 	}
-	size := 64
+	// Ring entries are contiguous in seq: a first one past since+1 means
+	// the ring wrapped past what the client asked for.
+	var missed uint64
+	if since > 0 && len(evs) > 0 && evs[0].Seq > since+1 {
+		missed = evs[0].Seq - since - 1
+	}
+	size := 96
 	for i := range evs {
 		size += 192 + len(evs[i].Data) + len(evs[i].Message)
 	}
@@ -92,6 +101,8 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body = append(body, `],"next_seq":`...)
 	body = strconv.AppendUint(body, next, 10)
+	body = append(body, `,"missed":`...)
+	body = strconv.AppendUint(body, missed, 10)
 	body = append(body, "}}\n"...)
 	header(w)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

@@ -12,6 +12,15 @@ import (
 	"net/http"
 )
 
+// Carrier is a connection that wraps a TCP connection to account for it (a
+// listener that counts its open connections): Wrap reads and writes the
+// TCP connection raw and closes it through the carrier, so the carrier
+// sees the close.
+type Carrier interface {
+	net.Conn
+	TCPConn() *net.TCPConn
+}
+
 // Hijacking returns w with a Hijack that wraps the hijacked connection
 // (Wrap): a WebSocket upgrader given it reads and writes the socket raw.
 // A w that cannot be hijacked is returned as it is.

@@ -50,6 +50,9 @@ const yieldAfter = 100 * time.Microsecond
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
+	// carrier, if set, is the connection Wrap was given; Close goes
+	// through it.
+	carrier Carrier
 
 	// The read under way: the caller's buffer, and what the raw call
 	// returned. Fields, with readFn made once, so a read allocates nothing.
@@ -83,11 +86,15 @@ type Conn struct {
 }
 
 // Wrap returns c with raw reads and writes (a *Conn) when it is a TCP
-// connection; any other kind of connection (TLS, a test's pipe) is
-// returned as it is.
+// connection or a Carrier of one; any other kind of connection (TLS, a
+// test's pipe) is returned as it is.
 func Wrap(c net.Conn) net.Conn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	tc, _ := c.(*net.TCPConn)
+	carrier, carried := c.(Carrier)
+	if carried {
+		tc = carrier.TCPConn()
+	}
+	if tc == nil {
 		return c
 	}
 	rc, err := tc.SyscallConn()
@@ -95,10 +102,21 @@ func Wrap(c net.Conn) net.Conn {
 		return c
 	}
 	r := &Conn{TCPConn: tc, rc: rc, epoch: time.Now()}
+	if carried {
+		r.carrier = carrier
+	}
 	r.readFn = r.readRaw
 	r.writeFn = r.writeRaw
 	r.writevFn = r.writevRaw
 	return r
+}
+
+// Close closes the connection, through its carrier if it has one.
+func (c *Conn) Close() error {
+	if c.carrier != nil {
+		return c.carrier.Close()
+	}
+	return c.TCPConn.Close()
 }
 
 // readRaw is one attempt to read into rb: false sends the goroutine to the

@@ -251,3 +251,38 @@ func TestConnAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
 	}
 }
+
+// countingCarrier is a listener's counting wrapper of a TCP connection.
+type countingCarrier struct {
+	net.Conn
+	closes int
+}
+
+func (c *countingCarrier) TCPConn() *net.TCPConn { tc, _ := c.Conn.(*net.TCPConn); return tc }
+func (c *countingCarrier) Close() error          { c.closes++; return c.Conn.Close() }
+
+// TestWrapReadsACarrierRawAndClosesThroughIt: a connection a listener
+// counts (transport's connection limit) is still read raw, and its close
+// reaches the carrier, which gives the listener its place back.
+func TestWrapReadsACarrierRawAndClosesThroughIt(t *testing.T) {
+	c, peer := rawPair(t)
+	carrier := &countingCarrier{Conn: c.TCPConn}
+	raw, ok := Wrap(carrier).(*Conn)
+	if !ok {
+		t.Fatalf("Wrap(carrier) = %T, want a *rawsock.Conn", Wrap(carrier))
+	}
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := raw.Read(b); n != 1 || err != nil {
+		t.Fatalf("read %d, %v through the carrier's raw socket", n, err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if carrier.closes != 1 {
+		t.Fatalf("the carrier saw %d closes, want 1", carrier.closes)
+	}
+}

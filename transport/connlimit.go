@@ -1,0 +1,146 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// DefaultMaxConnections is each listener's limit of open connections when
+// Config.MaxConnections is 0. The project's own runs hold 1,000 sessions
+// (and its memory tests 2,000 idle ones) on one listener, and must never
+// be refused; a client opening sockets in a loop must not take every file
+// descriptor. Three listeners at the limit hold about 12,000, far below the
+// hard limit Go raises the soft one to on Linux (524,288 under systemd).
+const DefaultMaxConnections = 4096
+
+// refusingSlots bounds the connections over the limit that are kept open
+// just long enough to read their request and answer 503 (each at most
+// ReadHeaderTimeout); past them a new connection is closed at accept,
+// unanswered, so a flood cannot grow the refusals instead.
+const refusingSlots = 64
+
+// retryAfterSeconds is the Retry-After of a refusal: sessions come and go
+// within seconds, so a short wait is worth a retry.
+const retryAfterSeconds = "1"
+
+// limitListener counts the connections it accepted until each is closed
+// (a hijacked WebSocket included, until the socket closes). Over max, a
+// connection is still accepted, marked, and answered 503 with the JSON
+// error envelope by refuseOverLimit, then closed; open connections are not
+// affected.
+type limitListener struct {
+	net.Listener
+	name string
+	max  int64
+	// open counts the connections being served, refusing those being
+	// answered 503; refused counts every connection over the limit.
+	open, refusing atomic.Int64
+	refused        atomic.Uint64
+}
+
+func newLimitListener(l net.Listener, name string, max int) *limitListener {
+	return &limitListener{Listener: l, name: name, max: int64(max)}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &countedConn{Conn: c, slot: &l.open}, nil
+		}
+		l.open.Add(-1)
+		l.refused.Add(1)
+		if l.refusing.Add(1) > refusingSlots {
+			l.refusing.Add(-1)
+			_ = c.Close()
+			continue
+		}
+		return &countedConn{Conn: c, slot: &l.refusing, overLimit: true}, nil
+	}
+}
+
+// overLimitKey marks, in a request's context, a connection accepted over
+// the listener's limit.
+type overLimitKey struct{}
+
+// connContext is the http.Server's ConnContext: it marks the requests of
+// a connection over the limit.
+func (l *limitListener) connContext(ctx context.Context, c net.Conn) context.Context {
+	if cc, ok := c.(*countedConn); ok && cc.overLimit {
+		return context.WithValue(ctx, overLimitKey{}, true)
+	}
+	return ctx
+}
+
+// refuseOverLimit answers the request of a connection over the limit with
+// 503 and closes the connection; other requests go to next.
+func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(overLimitKey{}) == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		w.Header().Set("Connection", "close")
+		writeError(w, protocol.Errorf(protocol.CodeUnavailable, "",
+			"the %s listener has %d connections open, its limit (--max-connections); retry after %s s, or close idle connections and sockets", l.name, l.max, retryAfterSeconds))
+	})
+}
+
+// countedConn gives its slot back once, on its first Close.
+type countedConn struct {
+	net.Conn
+	slot      *atomic.Int64
+	overLimit bool
+	once      sync.Once
+	// out is WriteVectors' scratch (one writer at a time, as a session's).
+	out net.Buffers
+}
+
+// WriteVectors writes a frame's parts in one writev where rawsock does not
+// take the connection over (outside Linux): net.Buffers finds writev only
+// on the TCP connection itself, and would write this wrapper part by part.
+func (c *countedConn) WriteVectors(parts [][]byte) (int, error) {
+	c.out = parts
+	n, err := c.out.WriteTo(c.Conn)
+	c.out = nil
+	return int(n), err
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.slot.Add(-1) })
+	return err // net's *OpError names the connection already
+}
+
+// TCPConn lets rawsock read and write the TCP connection raw while the
+// close still comes through here (rawsock.Carrier).
+func (c *countedConn) TCPConn() *net.TCPConn {
+	tc, _ := c.Conn.(*net.TCPConn)
+	return tc
+}
+
+// connCounts is one listener's line of /metrics.
+type connCounts struct {
+	open, limit int64
+	refused     uint64
+}
+
+// connCounts reads every listener's counts (GET /metrics).
+func (s *Server) connCounts() map[string]connCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]connCounts, len(s.limits))
+	for name, l := range s.limits {
+		out[name] = connCounts{open: l.open.Load(), limit: l.max, refused: l.refused.Load()}
+	}
+	return out
+}
