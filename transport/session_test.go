@@ -333,7 +333,15 @@ func TestLeaseExpiryRampsForceToZero(t *testing.T) {
 	ctl.expect()
 	obs.expect()
 	ctl.roundTrip(`{"session":{"configure":{"lease":{"ms":50}}}}`)
-	ctl.roundTrip(force(id, 0, 0, 2)) // then silence
+	// The observer sees the force on first: a zero it only ever saw would
+	// prove nothing.
+	hwtest.EventuallyNil(t, 5*time.Second, "the force to reach the observer", func() error {
+		ctl.roundTrip(force(id, 0, 0, 2)) // renews the lease while we wait; then silence
+		if z := vec(path(obs.roundTrip(`{}`), "arm3", 0, "state", "current_cursor_force"))[2]; math.Abs(z-2) > 0.01 {
+			return fmt.Errorf("force z %v", z)
+		}
+		return nil
+	})
 	hwtest.EventuallyNil(t, 3*time.Second, "the force to end with the lease", func() error {
 		f := obs.roundTrip(`{}`)
 		got := vec(path(f, "arm3", 0, "state", "current_cursor_force"))
