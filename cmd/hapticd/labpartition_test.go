@@ -117,6 +117,37 @@ func runIn(t *testing.T, ns *labNetns, bin string) string {
 	return p
 }
 
+// tcpQueue is a column of ss: bytes a socket's process has not read, or
+// bytes its peer has not acknowledged.
+type tcpQueue int
+
+const (
+	recvQueue tcpQueue = 1 // Recv-Q
+	sendQueue tcpQueue = 2 // Send-Q
+)
+
+// tcpQueued sums column q over ns's TCP sockets, in any state but
+// listening, whose peer is addr (ss -N; iproute2, as ip is).
+func tcpQueued(ns *labNetns, addr string, q tcpQueue) (int, error) {
+	out, err := exec.Command("ss", "-N", ns.name, "-tanH").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ss -N %s: %w: %s", ns.name, err, out)
+	}
+	total := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] == "LISTEN" || !strings.HasPrefix(f[4], addr+":") {
+			continue
+		}
+		n, err := strconv.Atoi(f[q])
+		if err != nil {
+			return 0, fmt.Errorf("ss line %q: %w", line, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
 // nsArm is one arm as /devices reports it, read inside the namespace.
 func nsArm(ns *labNetns, m *labMember, id string) (map[string]any, error) {
 	resp, err := ns.client.Get(m.url("/devices"))
@@ -321,7 +352,7 @@ func TestLabPartition(t *testing.T) {
 			conn()
 			heal()
 			healed := time.Now()
-			back := waitLab(t, 20*time.Second, "the arm back on the gateway with its config", func() bool {
+			backWithConfig := func() bool {
 				resp, err := gns.client.Get(gw.url(hd))
 				if err != nil {
 					return false
@@ -332,15 +363,44 @@ func TestLabPartition(t *testing.T) {
 				}
 				_ = json.NewDecoder(resp.Body).Decode(&env)
 				return env.Data == "left"
-			})
-			t.Logf("%s: arm back on the gateway with its config %v after healing", tc.name, back.Round(time.Millisecond))
-			for time.Since(healed) < back+time.Second {
+			}
+			// Watched from the healing on: a replayed command holds the
+			// arm for a lease (100 ms), over before the arm is back on
+			// the gateway. What TCP queued during the cut arrives at its
+			// next retransmission, which has backed off to seconds by
+			// then: a window counted from the healing can end before it.
+			// So the watch runs until the node has read every byte the
+			// gateway sent before it (the gateway's sockets to the node
+			// with nothing unacknowledged, then the node's with nothing
+			// unread), and a while after, for the node to act on them.
+			var back time.Duration
+			var drained time.Time
+			for {
 				d, err := nsArm(nns, node, arm)
 				if err == nil && d != nil && (force(d) != 0 || controlMode(d) != "idle") {
 					t.Fatalf("after healing the node's arm is in %q with force %v: a command from the partition was replayed", controlMode(d), force(d))
 				}
+				if back == 0 && backWithConfig() {
+					back = time.Since(healed)
+					t.Logf("%s: arm back on the gateway with its config %v after healing", tc.name, back.Round(time.Millisecond))
+				}
+				if drained.IsZero() {
+					if unacked, err := tcpQueued(gns, nodeAddr, sendQueue); err != nil {
+						t.Fatal(err)
+					} else if unacked == 0 {
+						drained = time.Now() // the gateway's side; now the node's
+					}
+				} else if unread, err := tcpQueued(nns, gwAddr, recvQueue); err != nil {
+					t.Fatal(err)
+				} else if unread == 0 && back != 0 && time.Since(drained) > 500*time.Millisecond && time.Since(healed) > back+time.Second {
+					break
+				}
+				if since := time.Since(healed); since > 30*time.Second {
+					t.Fatalf("30 s after healing: arm back on the gateway with its config after %v (0: not yet), the gateway's bytes to the node acknowledged: %v", back, !drained.IsZero())
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
+			t.Logf("%s: the gateway's bytes to the node all acknowledged %v after healing", tc.name, drained.Sub(healed).Round(time.Millisecond))
 		})
 	}
 }
