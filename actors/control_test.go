@@ -50,14 +50,21 @@ func TestOneControllerPerDevice(t *testing.T) {
 
 // A controlling session that goes quiet past its lease loses the device:
 // the force ramps to zero, as another session sees it, and
-// control-lease-expired names the session.
+// control-lease-expired names the session. The observer sees the force
+// on first: a zero it only ever saw would prove nothing.
 func TestLeaseLapseReleasesTheDevice(t *testing.T) {
 	svc := startWith(t, Options{})
 	arm := addArm(t, svc, simArm(0))
 	quiet, sink := open(t, svc, nil)
 	observer, obsSink := open(t, svc, nil)
 	exchange(t, quiet, sink, `{"session":{"configure":{"lease":{"ms":20}}}}`)
-	exchange(t, quiet, sink, forceMsg(arm.ID, 1.5))
+	hwtest.EventuallyNil(t, 5*time.Second, "the force to reach the observer", func() error {
+		exchange(t, quiet, sink, forceMsg(arm.ID, 1.5)) // renews the lease while we wait
+		if z := exchange(t, observer, obsSink, `{}`).forceZ(t, arm.ID); z != 1.5 {
+			return fmt.Errorf("force z=%v, want 1.5", z)
+		}
+		return nil
+	})
 	waitEvent(t, svc, event.NameControlLeaseExpired, fmt.Sprintf(`"session_id":%d`, quiet.ID))
 	hwtest.EventuallyNil(t, 5*time.Second, "the force to end with the lapsed lease", func() error {
 		f := exchange(t, observer, obsSink, `{}`)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,11 +81,39 @@ func TestLatePOSTAnswers503AndIsNeverApplied(t *testing.T) {
 		t.Fatal(r)
 	}
 	hold.Store(true)
-	answered := make(chan reply, 1)
-	go func() { answered <- ts.do(http.MethodPost, url, `{"enabled":true,"scaling_factor":1.5}`) }()
-	<-held
-	r := <-answered
-	close(release)
+	// The device actor stays held until the answer came (or the test
+	// ends): a service that waited for it instead of answering 503 at the
+	// deadline fails here instead of hanging the test.
+	var released sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	type answer struct {
+		r   reply
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		r, err := ts.tryDo(http.MethodPost, url, `{"enabled":true,"scaling_factor":1.5}`)
+		answered <- answer{r, err}
+	}()
+	select {
+	case <-held:
+	case a := <-answered:
+		t.Fatalf("the POST was answered before the device actor took it up: %v %v", a.r, a.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device actor did not take the POST up within 10 s")
+	}
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer within 10 s to a POST the device actor holds (request timeout 100 ms)")
+	}
+	letGo()
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	r := a.r
 	if r.status != http.StatusServiceUnavailable || r.env["code"] != string(protocol.CodeUnavailable) {
 		t.Fatalf("a POST the device actor did not reach in time: %v, want 503 unavailable", r)
 	}

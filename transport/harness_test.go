@@ -184,7 +184,22 @@ func (r reply) data() any { return r.env["data"] }
 
 func (r reply) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
 
+// do sends one request and fails the test when no answer comes. Only the
+// test's goroutine may call it (t.Fatal); others use tryDo.
 func (ts *testService) do(method, url, body string, headers ...string) reply {
+	ts.t.Helper()
+	r, err := ts.tryDo(method, url, body, headers...)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return r
+}
+
+// tryDo is do for any goroutine: it returns the error instead of ending the
+// test, which only the test's goroutine may do (elsewhere t.Fatal ends the
+// calling goroutine alone, and a test waiting on it hangs). Answers are
+// still checked against the OpenAPI document, with t.Errorf.
+func (ts *testService) tryDo(method, url, body string, headers ...string) (reply, error) {
 	ts.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -192,7 +207,7 @@ func (ts *testService) do(method, url, body string, headers ...string) reply {
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		ts.t.Fatal(err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		if strings.EqualFold(headers[i], "Host") {
@@ -203,7 +218,7 @@ func (ts *testService) do(method, url, body string, headers ...string) reply {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		ts.t.Fatalf("%s %s: %v", method, url, err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -213,7 +228,7 @@ func (ts *testService) do(method, url, body string, headers ...string) reply {
 	if method == http.MethodPost && resp.StatusCode == http.StatusOK {
 		ts.checkRequest(req, body)
 	}
-	return r
+	return r, nil
 }
 
 // checkedPath is the path of req in the terms of the 3.x OpenAPI document,

@@ -499,10 +499,10 @@ func TestSetEffectsOfRacingTheNewOwner(t *testing.T) {
 		}
 		reg.Release(7)
 		reg.Claim(8)
-		theirs := strongSet(t, 8)
+		ours, theirs := springSet(t, 7), strongSet(t, 8) // built here: they may t.Fatal
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); r.dev.SetEffectsOf(7, springSet(t, 7)) }()
+		go func() { defer wg.Done(); r.dev.SetEffectsOf(7, ours) }()
 		go func() { defer wg.Done(); r.dev.SetEffectsOf(8, theirs) }()
 		wg.Wait()
 		if r.dev.Effects() != theirs {

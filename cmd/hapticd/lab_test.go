@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // labMember is one process of a test lab with what restarts it.
@@ -84,6 +86,49 @@ func startLabMember(t *testing.T, bin, host string, args ...string) *labMember {
 	all := append([]string{"--bind", host, "--cluster-bind", host}, args...)
 	return &labMember{process: startProcess(t, bin, all...), host: host, args: args}
 }
+
+// loopShards is m's simulation shards as GET /stats reports them, each
+// with its loop's period histogram since the start; client reaches m.
+func loopShards(client *http.Client, m *labMember) ([]protocol.ShardStats, error) {
+	resp, err := client.Get(m.url("/stats?devices=none"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data protocol.Stats `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return nil, fmt.Errorf("GET /stats of %s: %w", m.addr["http"], err)
+	}
+	if len(env.Data.Shards) == 0 {
+		return nil, fmt.Errorf("GET /stats of %s lists no shard", m.addr["http"])
+	}
+	return env.Data.Shards, nil
+}
+
+// longestPeriod is the longest tick period of any shard between two reads
+// (the upper bound of its histogram bucket): how long the loop went
+// without a tick, at worst, in between.
+func longestPeriod(before, after []protocol.ShardStats) time.Duration {
+	var longest float64
+	for i := range min(len(before), len(after)) {
+		if us, ok := protocol.WindowQuantileUs(before[i].PeriodBuckets, after[i].PeriodBuckets, 1); ok {
+			longest = max(longest, us)
+		}
+	}
+	return time.Duration(longest * float64(time.Microsecond))
+}
+
+// A node's force ends within its lease plus the ramp's 20 ms on a loop that
+// gets the CPU on time (actors/loop ReleaseBoundNs): the ramp runs from the
+// lease's end and the first tick past it reads zero. A node whose loop went
+// without a tick for a while (a starved CI machine) ends it that much
+// later, so the lab tests assert the lease + 20 ms + the longest tick
+// period the node itself reports over the wait (GET /stats period buckets);
+// on a quiet machine that is a period or two. hapticbench lease holds the
+// strict figure.
+const releaseRamp = 20 * time.Millisecond
 
 // labArms lists the arms /devices reports, by device id.
 func labArms(t *testing.T, m *labMember) map[string]map[string]any {

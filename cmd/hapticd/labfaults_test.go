@@ -22,6 +22,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // testLabSpec is a lab of automanaged members on 127.0.0.x: two nodes with
@@ -591,7 +592,8 @@ func TestLabGatewayRestartKeepsIDs(t *testing.T) {
 	plug := func(index int) string {
 		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, PeriodS: 0.001})
 		if err != nil {
-			t.Skipf("no emulated arm: %v", err)
+			hwtest.SkipIfUnsupported(t, err)
+			t.Fatalf("no emulated arm: %v", err)
 		}
 		t.Cleanup(func() { _ = e.Close() })
 		return pts

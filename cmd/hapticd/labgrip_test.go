@@ -11,6 +11,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -64,7 +65,8 @@ func TestLabWiredGripError(t *testing.T) {
 	emu, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 5,
 		Physics: faultyGrip{Driver: sim.NewGrip(sim.GripOptions{Index: 5, Link: hw.LinkWired}), failing: &failing}})
 	if err != nil {
-		t.Skipf("no emulated grip: %v", err)
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatalf("no emulated grip: %v", err)
 	}
 	t.Cleanup(func() { _ = emu.Close() })
 

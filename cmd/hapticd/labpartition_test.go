@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,6 +117,37 @@ func runIn(t *testing.T, ns *labNetns, bin string) string {
 	return p
 }
 
+// tcpQueue is a column of ss: bytes a socket's process has not read, or
+// bytes its peer has not acknowledged.
+type tcpQueue int
+
+const (
+	recvQueue tcpQueue = 1 // Recv-Q
+	sendQueue tcpQueue = 2 // Send-Q
+)
+
+// tcpQueued sums column q over ns's TCP sockets, in any state but
+// listening, whose peer is addr (ss -N; iproute2, as ip is).
+func tcpQueued(ns *labNetns, addr string, q tcpQueue) (int, error) {
+	out, err := exec.Command("ss", "-N", ns.name, "-tanH").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ss -N %s: %w: %s", ns.name, err, out)
+	}
+	total := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] == "LISTEN" || !strings.HasPrefix(f[4], addr+":") {
+			continue
+		}
+		n, err := strconv.Atoi(f[q])
+		if err != nil {
+			return 0, fmt.Errorf("ss line %q: %w", line, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
 // nsArm is one arm as /devices reports it, read inside the namespace.
 func nsArm(ns *labNetns, m *labMember, id string) (map[string]any, error) {
 	resp, err := ns.client.Get(m.url("/devices"))
@@ -136,7 +168,8 @@ func nsArm(ns *labNetns, m *labMember, id string) (map[string]any, error) {
 }
 
 // A node and its gateway in two namespaces. Partitioned both ways: the
-// node's force lapses with its lease (plus the ramp's 20 ms), the gateway
+// node's force lapses with its lease (plus the ramp's 20 ms and the node
+// loop's longest tick period meanwhile: see releaseRamp), the gateway
 // drops the arm; healed, the arm returns with its config and nothing sent
 // during the partition moves it. Partitioned one way (the node's packets
 // dropped): the same, within the same bound. CI runs this where it can create namespaces.
@@ -167,22 +200,27 @@ func TestLabPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// drop makes ns's packets to addr vanish; the returned func heals.
-	drop := func(ns *labNetns, addr string) func() {
-		if err := ipCmd("netns", "exec", ns.name, "ip", "route", "add", "blackhole", addr+"/32"); err != nil {
-			t.Fatal(err)
-		}
+	// healer is the func that heals a drop of ns's packets to addr.
+	healer := func(ns *labNetns, addr string) func() {
 		healed := false
 		heal := func() {
 			if !healed {
 				healed = true
-				if err := ipCmd("netns", "exec", ns.name, "ip", "route", "del", "blackhole", addr+"/32"); err != nil {
+				if err := ipCmd("-n", ns.name, "route", "del", "blackhole", addr+"/32"); err != nil {
 					t.Error(err)
 				}
 			}
 		}
 		t.Cleanup(heal)
 		return heal
+	}
+	// drop makes ns's packets to addr vanish from its return on; the
+	// returned func heals.
+	drop := func(ns *labNetns, addr string) func() {
+		if err := ipCmd("-n", ns.name, "route", "add", "blackhole", addr+"/32"); err != nil {
+			t.Fatal(err)
+		}
+		return healer(ns, addr)
 	}
 
 	bin := buildBinary(t)
@@ -226,18 +264,37 @@ func TestLabPartition(t *testing.T) {
 	// acks lost, stops sending), but each carries the newest state the
 	// gateway had from the node, and the node ends a command's lease at
 	// most the lease after that state: the same bound.
-	const lease, ramp = 100 * time.Millisecond, 20 * time.Millisecond
+	// Each cut returns when the force's lease starts running out: the
+	// end of the route command that stops what keeps it on (the
+	// gateway's commands, or, with the node's packets dropped, the state
+	// those commands carry). The cut happens while the command runs, so
+	// counting from its end never counts the command against the service.
+	const lease = 100 * time.Millisecond
 	for _, tc := range []struct {
-		name  string
-		cut   func() (heal func())
-		bound time.Duration
+		name string
+		cut  func() (cut time.Time, heal func())
 	}{
-		{"both ways", func() func() {
-			h1, h2 := drop(gns, nodeAddr), drop(nns, gwAddr)
-			return func() { h1(); h2() }
-		}, lease + ramp},
-		{"one way, the gateway's packets dropped", func() func() { return drop(gns, nodeAddr) }, lease + ramp},
-		{"one way, the node's packets dropped", func() func() { return drop(nns, gwAddr) }, lease + ramp},
+		{"both ways", func() (time.Time, func()) {
+			h1 := drop(gns, nodeAddr)
+			cut := time.Now()
+			// The other way is cut while the force is watched: waiting
+			// for it would miss the lapse.
+			second := make(chan error, 1)
+			go func() { second <- ipCmd("-n", nns.name, "route", "add", "blackhole", gwAddr+"/32") }()
+			h2 := healer(nns, gwAddr)
+			var waited sync.Once
+			cutBoth := func() {
+				waited.Do(func() {
+					if err := <-second; err != nil {
+						t.Errorf("cutting the node's packets too: %v", err)
+					}
+				})
+			}
+			t.Cleanup(cutBoth) // before h2's cleanup, which undoes it
+			return cut, func() { cutBoth(); h1(); h2() }
+		}},
+		{"one way, the gateway's packets dropped", func() (time.Time, func()) { h := drop(gns, nodeAddr); return time.Now(), h }},
+		{"one way, the node's packets dropped", func() (time.Time, func()) { h := drop(nns, gwAddr); return time.Now(), h }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A client on the gateway holds a force on the arm.
@@ -246,11 +303,12 @@ func TestLabPartition(t *testing.T) {
 				d, err := nsArm(nns, node, arm)
 				return err == nil && force(d) == 1.5
 			})
-			// The partition takes effect while the route command runs;
-			// times count from its end (its own length is logged).
+			before, err := loopShards(nns.client, node)
+			if err != nil {
+				t.Fatal(err)
+			}
 			cutStart := time.Now()
-			heal := tc.cut()
-			cut := time.Now()
+			cut, heal := tc.cut()
 			t.Logf("%s: the route command took %v", tc.name, cut.Sub(cutStart).Round(time.Millisecond))
 			// The force ends on the node: the last poll that still saw it
 			// bounds the lapse from below, the first that did not from above.
@@ -276,9 +334,16 @@ func TestLabPartition(t *testing.T) {
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
-			t.Logf("%s: force on the node ended between %v and %v after the cut (lease 100 ms)", tc.name, lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond))
-			if lastSeen > tc.bound {
-				t.Errorf("force still on %v after the partition; want zero within %v", lastSeen, tc.bound)
+			after, err := loopShards(nns.client, node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stall := longestPeriod(before, after)
+			bound := lease + releaseRamp + stall
+			t.Logf("%s: force on the node ended between %v and %v after the cut (lease 100 ms; the node's longest tick period meanwhile %v)",
+				tc.name, lastSeen.Round(time.Millisecond), zeroAt.Round(time.Millisecond), stall)
+			if lastSeen > bound {
+				t.Errorf("force still on %v after the partition; want zero within the lease + 20 ms + the node's longest tick period (%v), %v", lastSeen, stall, bound)
 			}
 			waitLab(t, 10*time.Second, "the arm gone from the gateway", func() bool { d, err := nsArm(gns, gw, arm); return err == nil && d == nil })
 			t.Logf("%s: the gateway dropped the arm %v after the cut", tc.name, time.Since(cut).Round(time.Millisecond))
@@ -287,7 +352,7 @@ func TestLabPartition(t *testing.T) {
 			conn()
 			heal()
 			healed := time.Now()
-			back := waitLab(t, 20*time.Second, "the arm back on the gateway with its config", func() bool {
+			backWithConfig := func() bool {
 				resp, err := gns.client.Get(gw.url(hd))
 				if err != nil {
 					return false
@@ -298,15 +363,44 @@ func TestLabPartition(t *testing.T) {
 				}
 				_ = json.NewDecoder(resp.Body).Decode(&env)
 				return env.Data == "left"
-			})
-			t.Logf("%s: arm back on the gateway with its config %v after healing", tc.name, back.Round(time.Millisecond))
-			for time.Since(healed) < back+time.Second {
+			}
+			// Watched from the healing on: a replayed command holds the
+			// arm for a lease (100 ms), over before the arm is back on
+			// the gateway. What TCP queued during the cut arrives at its
+			// next retransmission, which has backed off to seconds by
+			// then: a window counted from the healing can end before it.
+			// So the watch runs until the node has read every byte the
+			// gateway sent before it (the gateway's sockets to the node
+			// with nothing unacknowledged, then the node's with nothing
+			// unread), and a while after, for the node to act on them.
+			var back time.Duration
+			var drained time.Time
+			for {
 				d, err := nsArm(nns, node, arm)
 				if err == nil && d != nil && (force(d) != 0 || controlMode(d) != "idle") {
 					t.Fatalf("after healing the node's arm is in %q with force %v: a command from the partition was replayed", controlMode(d), force(d))
 				}
+				if back == 0 && backWithConfig() {
+					back = time.Since(healed)
+					t.Logf("%s: arm back on the gateway with its config %v after healing", tc.name, back.Round(time.Millisecond))
+				}
+				if drained.IsZero() {
+					if unacked, err := tcpQueued(gns, nodeAddr, sendQueue); err != nil {
+						t.Fatal(err)
+					} else if unacked == 0 {
+						drained = time.Now() // the gateway's side; now the node's
+					}
+				} else if unread, err := tcpQueued(nns, gwAddr, recvQueue); err != nil {
+					t.Fatal(err)
+				} else if unread == 0 && back != 0 && time.Since(drained) > 500*time.Millisecond && time.Since(healed) > back+time.Second {
+					break
+				}
+				if since := time.Since(healed); since > 30*time.Second {
+					t.Fatalf("30 s after healing: arm back on the gateway with its config after %v (0: not yet), the gateway's bytes to the node acknowledged: %v", back, !drained.IsZero())
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
+			t.Logf("%s: the gateway's bytes to the node all acknowledged %v after healing", tc.name, drained.Sub(healed).Round(time.Millisecond))
 		})
 	}
 }
