@@ -46,6 +46,9 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 		sub, args = args[:1], args[1:]
 	}
 	cmd := exec.Command(bin, append(append(sub, "--port", "0", "--legacy-port", "0", "--events-port", "0", "--log-format", "json", "--type-names", "reference"), args...)...)
+	// The process is SIGKILLed at the end, so what it leaves in its
+	// temporary directory (replay's state) goes with the test's.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
