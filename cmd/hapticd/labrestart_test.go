@@ -207,9 +207,14 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 	waitLab(t, 10*time.Second, "the client's force and effects on the node", func() bool {
 		return slices.Equal(effectIDs(t, node, id), []string{"damper", "spring"}) && cursorForceZ(labArms(t, node)[id]) != 0
 	})
+	nodeBaseline, _, ok := gatewayProcess(node)
+	if !ok {
+		t.Fatal("the node's /stats does not answer")
+	}
 	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	_ = gw.cmd.Wait()
 	c.stop()
 	gw = lab.gateway(labHostGW, "--port", httpPort)
@@ -220,13 +225,24 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 	// lapses on the node.
 	rt, closeRT := labSession(t, gw)
 	defer closeRT()
-	var codes []string
+	listed := time.Now()
+	codes := map[string]int{}
 	waitLab(t, 10*time.Second, "the reconnected client's force on the node", func() bool {
-		codes = errorCodes(rt(labForce(id, -0.5)))
-		return len(codes) == 0 && cursorForceZ(labArms(t, node)[id]) == -0.5
+		seen := errorCodes(rt(labForce(id, -0.5)))
+		for _, c := range seen {
+			codes[c]++
+		}
+		// The node's force gate trims a force that sets the arm moving:
+		// the client's is on when the node is in force mode pushing down.
+		d := labArms(t, node)[id]
+		return len(seen) == 0 && controlMode(d) == "force" && cursorForceZ(d) < -0.25
 	})
-	t.Logf("the reconnected client drove the arm %v after the restarted gateway's ready line (last codes %v)", time.Since(ready).Round(time.Millisecond), codes)
+	t.Logf("the reconnected client drove the arm %v after the restarted gateway's ready line, %v after it listed the arm (codes meanwhile %v)",
+		time.Since(ready).Round(time.Millisecond), time.Since(listed).Round(time.Millisecond), codes)
 	if fx := effectIDs(t, node, id); len(fx) != 0 {
 		t.Errorf("the node renders effects %v of the dead gateway's session under the new one's force", fx)
 	}
+	// The node's attempts to reach the dead gateway leave nothing behind.
+	closeRT()
+	settledGoroutines(t, node, nodeBaseline, killed, "the gateway restarted")
 }
