@@ -246,3 +246,100 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 	closeRT()
 	settledGoroutines(t, node, nodeBaseline, killed, "the gateway restarted")
 }
+
+// A config set through the gateway while the arm's node is hung (SIGSTOP)
+// is answered 503 unavailable after the gateway's 2 s, not left hanging,
+// and is not applied when the node resumes and takes the request up: the
+// client was told it failed.
+func TestLabConfigToAHungNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and stops a real process")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	node := lab.node(labHostA)
+	gw := lab.gateway(labHostGW)
+	id := onlyArm(t, node)
+	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	hd := "/arm3/" + id + "/config/handedness"
+	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
+		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
+	}
+	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = node.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	sent := time.Now()
+	status, env := httpDo(t, "POST", gw.url(hd), `"right"`)
+	took := time.Since(sent)
+	t.Logf("a set to the hung node answered %d %v after %v", status, env, took.Round(time.Millisecond))
+	if status == 200 {
+		t.Fatalf("a set through the gateway to a hung node answered 200")
+	}
+	if took > 5*time.Second {
+		t.Errorf("a set through the gateway to a hung node took %v to answer, want the gateway's 2 s", took)
+	}
+	resume()
+	// The arm back (a fresh device-connected after the resume) and the
+	// node's loop serving it: the request the node found in its queue was
+	// older than the gateway's 2 s and must not have been applied.
+	waitLab(t, 20*time.Second, "the resumed node's arm on the gateway", func() bool {
+		ids, err := armIDs(gw)
+		return err == nil && ids[id]
+	})
+	for range 20 {
+		if got, err := getData(node.url(hd)); err != nil || got != "left" {
+			t.Fatalf("after the resume the node's handedness is %q (%v): the set answered %d through the gateway was applied", got, err, status)
+		}
+		if got, err := getData(gw.url(hd)); err == nil && got != "left" {
+			t.Fatalf("after the resume the gateway answers handedness %q: the set answered %d was applied", got, status)
+		}
+		time.Sleep(20 * time.Millisecond) // readings spread over the node's queue draining, not a wait for a condition
+	}
+}
+
+// A node stalled (SIGSTOP) for less than the gateway's node timeout while
+// a client of the gateway drives its arm with a force and effects: the
+// arm stays on the gateway, the node's lease lapses during the stall, and
+// once it resumes the client's force and effects are rendered again (the
+// gateway sends the declaration again when the node's pushes say it lost
+// it), with no error for the client.
+func TestLabNodeStallUnderEffects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and stops a real process")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	node := lab.node(labHostA)
+	gw := lab.gateway(labHostGW, "--cluster-node-timeout", "10s")
+	id := onlyArm(t, node)
+	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	c := driveWithEffects(t, gw, id, 0.75)
+	waitLab(t, 10*time.Second, "the client's force and effects on the node", func() bool {
+		return slices.Equal(effectIDs(t, node, id), []string{"damper", "spring"}) && controlMode(labArms(t, node)[id]) == "force"
+	})
+	disconnected := eventCount(gw, "device-disconnected", id)
+	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the stall is the scenario: five leases, well inside the node timeout
+	if err := node.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	took := waitLab(t, 10*time.Second, "the client's force and effects on the resumed node", func() bool {
+		return slices.Equal(effectIDs(t, node, id), []string{"damper", "spring"}) && controlMode(labArms(t, node)[id]) == "force"
+	})
+	t.Logf("force and effects back on the node %v after SIGCONT", took.Round(time.Millisecond))
+	if n := eventCount(gw, "device-disconnected", id); n != disconnected {
+		t.Errorf("the arm left the gateway during a 500 ms stall of its node (node timeout 10 s)")
+	}
+	_, codes := c.seen()
+	if len(codes) > 0 {
+		t.Errorf("the client's frames carried %v across a 500 ms stall of the node", codes)
+	}
+}
