@@ -321,3 +321,34 @@ func getData(url string) (string, error) {
 	}
 	return env.Data, nil
 }
+
+// A node SIGKILLed for good (a workstation switched off): the gateway
+// keeps trying its address, so that it comes back when it answers again,
+// and that must cost nothing that grows. Each of protoactor's rounds of
+// attempts (five, 2 s apart) left four connections redialling the dead
+// address and a dozen goroutines, for good: a gateway whose node was off
+// for a weekend would have gathered tens of thousands.
+func TestLabDeadNodeCostsTheGatewayNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and watches a gateway for 40 s")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	node := lab.node(labHostA)
+	gw := lab.gateway(labHostGW)
+	id := onlyArm(t, node)
+	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	if err := node.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = node.cmd.Wait()
+	// After the writer's first round, and after two more.
+	time.Sleep(time.Until(killed.Add(writerGaveUp))) // the writer's rounds are the scenario, not a condition
+	first, _, ok := gatewayProcess(gw)
+	if !ok {
+		t.Fatal("the gateway's /stats does not answer")
+	}
+	time.Sleep(time.Until(killed.Add(writerGaveUp + 2*10*time.Second))) // two more rounds
+	settled := settledGoroutines(t, gw, first, killed, "two more rounds of attempts to reach the dead node")
+	t.Logf("gateway goroutines %v after the node's SIGKILL: %d; %v after: %d", writerGaveUp, first, time.Since(killed).Round(time.Second), settled)
+}
