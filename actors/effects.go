@@ -111,6 +111,22 @@ func (p *tickPath) dropEffects(d *Device) {
 	delete(p.fx, d)
 }
 
+// forgetLeftDevices drops the session's effects on the devices that left
+// devs (unplugged, or gone with their lab node): nothing names such a
+// Device again (an arm plugged back is a new one), and the entry would
+// keep it, with its loop and driver, alive as long as the session lives.
+func (p *tickPath) forgetLeftDevices(devs *DeviceSet) {
+	if devs == p.fxSet {
+		return
+	}
+	p.fxSet = devs
+	for d := range p.fx {
+		if devs.Find(d.Type, d.ID) != d {
+			delete(p.fx, d)
+		}
+	}
+}
+
 // effects applies an entry's "effects" member to d, after its command (if
 // any) was written: it takes control of a free arm, applies the update to
 // the session's effects on the arm whole or not at all, publishes them to

@@ -403,6 +403,9 @@ type tickPath struct {
 	// fx is the session's effects per arm (effects.go); nil until the
 	// session declares some.
 	fx map[*Device]*armEffects
+	// fxSet is the device set fx was last checked against
+	// (forgetLeftDevices).
+	fxSet *DeviceSet
 	// fxBusy is when effect-refused last went out for a busy device.
 	fxBusy map[busyKey]int64
 
@@ -575,6 +578,9 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 		}
 	}
 	now := p.svc.opts.Clock.Now()
+	if len(p.fx) > 0 {
+		p.forgetLeftDevices(devs)
+	}
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
 		d := p.find(i, e, devs)

@@ -36,7 +36,10 @@
 // said about the old one can reach, while the node's id, its kind and its
 // devices' UUIDs stay what they were. The gateway then subscribes at the
 // new address only, and the old proxies leave as the new inventory
-// arrives (a new process has fresh registers and leases).
+// arrives (a new process has fresh registers and leases). The writer
+// dials a new gRPC connection for each attempt and closes only the last;
+// closeFailedHandshakes closes the others, which would otherwise redial a
+// dead member's address for good (remote.go).
 //
 // # Silence
 //

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -162,9 +163,9 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 			return nil, err
 		}
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(server)))
-		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client))))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client)), closeFailedHandshakes))
 	} else {
-		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials())))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()), closeFailedHandshakes))
 	}
 	// WithServerOptions replaces, never adds: all of them in one call.
 	opts = append(opts, remote.WithServerOptions(serverOpts...))
@@ -274,6 +275,55 @@ func recoverUnary(log zerolog.Logger) grpc.UnaryServerInterceptor {
 		defer recoverPeer(log, info.FullMethod, &err)
 		return handler(ctx, req)
 	}
+}
+
+// closeFailedHandshakes closes the connection of a cluster stream that
+// fails before the peer's first answer. protoactor's endpoint writer dials
+// a new grpc.ClientConn for each of its attempts to reach a peer (five, 2 s
+// apart) and closes only the last: every earlier one, its handshake failed,
+// stayed open, redialling the dead address with gRPC's backoff for the
+// rest of the process's life. A lab member restarted takes a fresh cluster
+// port, so each restart of a node (or a gateway) left four such
+// connections and a dozen goroutines on every peer, for good.
+var closeFailedHandshakes = grpc.WithChainStreamInterceptor(
+	func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			_ = cc.Close()
+			return nil, err
+		}
+		return &handshakeStream{ClientStream: s, cc: cc}, nil
+	})
+
+// handshakeStream closes its connection when the stream fails before its
+// first message from the peer, or when that message is not the answer to
+// protoactor's connect request (the endpoint writer then gives the
+// attempt up without closing it).
+type handshakeStream struct {
+	grpc.ClientStream
+	cc       *grpc.ClientConn
+	answered atomic.Bool
+}
+
+func (s *handshakeStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err != nil && !s.answered.Load() {
+		_ = s.cc.Close()
+	}
+	return err
+}
+
+func (s *handshakeStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if s.answered.Load() {
+		return err
+	}
+	if rm, ok := m.(*remote.RemoteMessage); err != nil || !ok || rm.GetConnectResponse() == nil {
+		_ = s.cc.Close()
+		return err
+	}
+	s.answered.Store(true)
+	return nil
 }
 
 // recoverPeer turns a handler's panic into the error *err its peer gets.
