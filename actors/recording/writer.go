@@ -174,9 +174,16 @@ func (wr *writer) finish() {
 		}
 	}
 	if !wr.failed {
-		wr.stats()
-		if err := wr.w.Close(); err != nil {
-			wr.fail(err)
+		// The last chunk first, as flush writes it: once it is in the
+		// file its messages are written, whatever becomes of the data
+		// end, the summary and the footer Close writes after it (several
+		// KB: every schema again), and a disk that fills there must not
+		// count them dropped.
+		wr.flush()
+		if !wr.failed {
+			if err := wr.w.Close(); err != nil {
+				wr.fail(err)
+			}
 		}
 	}
 	// The stop answers once this returns: the file, and its name in the

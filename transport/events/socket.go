@@ -268,8 +268,12 @@ type socketConn struct {
 	// stopBy is when the socket's last writes are due once it is going
 	// away (Unix nanoseconds; 0 until Shut): set before stop is closed,
 	// lowered by a later Shut.
-	stopBy     atomic.Int64
-	readerDone chan struct{} // closed when the reader returns
+	stopBy atomic.Int64
+	// backstop cuts the connection's writes at stopBy (goAwayBy).
+	backstopMu   sync.Mutex
+	backstop     *time.Timer
+	backstopDone bool          // the connection ended: no new timer
+	readerDone   chan struct{} // closed when the reader returns
 	// readReason is why the reader returned; written before readerDone
 	// is closed and read only after.
 	readReason protocol.CloseReason
@@ -293,6 +297,7 @@ func (c *socketConn) writeLoop() {
 		}
 		c.sub.Close()
 		_ = c.ws.Close()
+		c.stopBackstop()
 		<-c.readerDone
 		c.srv.mu.Lock()
 		c.srv.closed[reason]++
@@ -316,7 +321,7 @@ func (c *socketConn) writeLoop() {
 		select {
 		case <-c.sub.Ready():
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.writeDeadline()); err != nil {
 				reason = protocol.CloseWriteTimeout
 				return
 			}
@@ -389,8 +394,13 @@ func (c *socketConn) flush(buf *[]byte) (protocol.CloseReason, bool) {
 func (c *socketConn) writeDeadline() time.Time {
 	select {
 	case <-c.stop:
-		// stopBy was set before stop was closed, and only comes closer.
-		return time.Unix(0, c.stopBy.Load())
+		// stopBy was set before stop was closed, and only comes closer;
+		// the activity actor's stop may have set an earlier one.
+		by := time.Unix(0, c.stopBy.Load())
+		if !c.lastDeadline.IsZero() && c.lastDeadline.Before(by) {
+			return c.lastDeadline
+		}
+		return by
 	default:
 	}
 	if !c.lastDeadline.IsZero() {
@@ -406,22 +416,47 @@ func (c *socketConn) writeDeadline() time.Time {
 }
 
 // goAwayBy tells the writer the socket is going away, its last writes due
-// by by (or by an earlier deadline a Shut already gave). The deadline is
-// also set on the connection at once: a write blocked under its own, later
-// deadline ends by this one too.
+// by by (or by an earlier deadline a Shut already gave). At that deadline
+// the connection's write deadline is set in the past: a write blocked under
+// a later one (its frame's, set by gorilla after the Shut, or from before
+// it) ends then too.
 func (c *socketConn) goAwayBy(by time.Time) {
+	lowered := false
 	for {
 		old := c.stopBy.Load()
 		if old != 0 && old <= by.UnixNano() {
-			by = time.Unix(0, old)
 			break
 		}
 		if c.stopBy.CompareAndSwap(old, by.UnixNano()) {
+			lowered = true
 			break
 		}
 	}
 	c.stopOnce.Do(func() { close(c.stop) })
-	_ = c.ws.NetConn().SetWriteDeadline(by)
+	if !lowered {
+		return
+	}
+	c.backstopMu.Lock()
+	defer c.backstopMu.Unlock()
+	if c.backstopDone {
+		return
+	}
+	cut := func() { _ = c.ws.NetConn().SetWriteDeadline(time.Unix(0, 1)) }
+	if c.backstop == nil {
+		c.backstop = time.AfterFunc(time.Until(by), cut)
+	} else {
+		c.backstop.Reset(time.Until(by))
+	}
+}
+
+// stopBackstop stops goAwayBy's timer once the connection has ended.
+func (c *socketConn) stopBackstop() {
+	c.backstopMu.Lock()
+	defer c.backstopMu.Unlock()
+	c.backstopDone = true
+	if c.backstop != nil {
+		c.backstop.Stop()
+	}
 }
 
 // goingAway says whether the socket is closing for a server-side reason
