@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -88,6 +89,11 @@ func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The body is not read: without this net/http would read up to
+		// 256 KiB of it after the answer, bounded by ReadTimeout (30 s),
+		// and a client announcing a body it never sends would hold one of
+		// the refusal places that long.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		w.Header().Set("Connection", "close")
 		writeError(w, protocol.Errorf(protocol.CodeUnavailable, "",

@@ -320,3 +320,37 @@ func TestConnectionFloodPastTheLimitIsClosedAtAccept(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRefusedRequestWithABodyLeavesAtOnce: a request refused over the limit
+// that announces a body it never sends is answered and closed at once, not
+// held while net/http would read the body (up to ReadTimeout, 30 s): 64
+// such clients would hold every refusal place and leave every other client
+// over the limit closed unanswered.
+func TestRefusedRequestWithABodyLeavesAtOnce(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, maxConns: 1})
+	hostport := strings.TrimSuffix(strings.TrimPrefix(ts.eventsWS, "ws://"), "/")
+	ws := dialServed(t, ts.eventsWS) // the one place
+	defer ws.Close()
+	c, err := net.DialTimeout("tcp", hostport, limitWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+	answer, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the refusal: %v (after %v)", err, time.Since(start))
+	}
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 503") {
+		t.Fatalf("answer %q, want a 503", answer)
+	}
+	// ReadHeaderTimeout (5 s) is the bound a refusal place is held by a
+	// client; the body's read would take ReadTimeout (30 s).
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the refused connection was closed %v after its request: its refusal place was held while the body was waited for", took)
+	}
+}

@@ -78,3 +78,34 @@ func TestIdleSubscriberIsSmall(t *testing.T) {
 		sub.Close()
 	}
 }
+
+// TestSubscriberSmallAgainAfterABurst: a subscriber whose queue grew to
+// hold a burst is idle-sized again once it has read the burst, so a socket
+// that once had 1024 events waiting does not keep their room for its life.
+func TestSubscriberSmallAgainAfterABurst(t *testing.T) {
+	const subscribers, burst = 40, 1024
+	a := start(t, activity.Options{})
+	subs := make([]*activity.Subscription, 0, subscribers)
+	for range subscribers {
+		sub, err := a.Subscribe(0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	before := liveHeap()
+	publishN(a, 1, burst)
+	for _, sub := range subs {
+		for range burst {
+			next(t, sub)
+		}
+	}
+	grown := int64(liveHeap()) - int64(before)
+	const perSubscriber = 8 << 10
+	if grown > subscribers*perSubscriber {
+		t.Fatalf("%d idle subscribers, after a burst they read, hold %d KiB more, %d KiB each; want at most %d KiB each", subscribers, grown>>10, grown/subscribers>>10, perSubscriber>>10)
+	}
+	for _, sub := range subs {
+		sub.Close()
+	}
+}

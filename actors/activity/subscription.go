@@ -96,6 +96,14 @@ func (s *Subscription) TryNext() (event.Event, bool) {
 		s.queue[s.head] = event.Event{} // let the data be collected
 		s.head = (s.head + 1) % len(s.queue)
 		s.n--
+		if s.n == 0 && len(s.queue) >= 4*initialQueue {
+			// Drained after a burst: back to the idle size, so that a
+			// socket that once had 1024 events waiting does not keep
+			// their room (about 120 KiB) for its whole life. Not for a
+			// queue near its first size, which a steady reader would
+			// otherwise reallocate over and over.
+			s.queue, s.head = make([]event.Event, initialQueue), 0
+		}
 		return e, true
 	}
 	if s.missed > 0 {

@@ -335,10 +335,13 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	// The place is taken until this start is listed or fails: two
 	// starts at once cannot both take the last one.
 	rs.starting++
+	listed := false
 	defer func() {
-		rs.mu.Lock()
-		rs.starting--
-		rs.mu.Unlock()
+		if !listed { // a failed start gives its place back here
+			rs.mu.Lock()
+			rs.starting--
+			rs.mu.Unlock()
+		}
 	}()
 	id := rs.nextID
 	rs.nextID++
@@ -402,7 +405,11 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		_ = os.Remove(path)
 		return Info{}, ErrClosed
 	}
+	// Listed and no longer starting in one locked section: in between it
+	// would count twice, and a start beside it be refused the last place.
 	rs.all = append(rs.all, r)
+	rs.starting--
+	listed = true
 	rs.publishLocked()
 	rs.mu.Unlock()
 	return r.info(), nil
