@@ -16,12 +16,38 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// subscribersHold subscribes n times (with replay from 0 when replay), lets
+// each subscription go through read, and fails t when they hold more than
+// perSubscriber bytes each of the heap beyond what it held before them.
+func subscribersHold(t *testing.T, a *activity.Activity, n int, replay bool, perSubscriber int64, what string, read func(*activity.Subscription)) {
+	t.Helper()
+	before := liveHeap()
+	subs := make([]*activity.Subscription, 0, n)
+	for range n {
+		sub, err := a.Subscribe(0, replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	for _, sub := range subs {
+		read(sub)
+	}
+	grown := int64(liveHeap()) - int64(before)
+	if grown > int64(n)*perSubscriber {
+		t.Fatalf("%d %s hold %d KiB, %d KiB each; want at most %d KiB each", n, what, grown>>10, grown/int64(n)>>10, perSubscriber>>10)
+	}
+	for _, sub := range subs {
+		sub.Close()
+	}
+}
+
 // TestReplayIsFreedOnceRead: a subscriber that replayed the whole ring
 // (the events socket's ?since=0) holds none of that copy once it has read
 // it. It kept it for its life: 4096 entries, about 480 KiB, for every idle
 // events socket that ever asked since=0.
 func TestReplayIsFreedOnceRead(t *testing.T) {
-	const ring, subscribers = 4096, 40
+	const ring = 4096
 	a := start(t, activity.Options{RingSize: ring})
 	for range ring {
 		a.Publish(event.InvalidIOChannel([]byte("x")))
@@ -29,28 +55,13 @@ func TestReplayIsFreedOnceRead(t *testing.T) {
 	if _, _, err := a.Recent(0, 1); err != nil { // every publish handled
 		t.Fatal(err)
 	}
-	before := liveHeap()
-	subs := make([]*activity.Subscription, 0, subscribers)
-	for range subscribers {
-		sub, err := a.Subscribe(0, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+	// What each may keep: a small live queue and change; the replayed
+	// copy was 480 KiB.
+	subscribersHold(t, a, 40, true, 32<<10, "subscribers that read their replay", func(sub *activity.Subscription) {
 		for range ring {
 			next(t, sub)
 		}
-		subs = append(subs, sub)
-	}
-	grown := int64(liveHeap()) - int64(before)
-	// What each may keep: a small live queue and change; the replayed
-	// copy was 480 KiB.
-	const perSubscriber = 32 << 10
-	if grown > subscribers*perSubscriber {
-		t.Fatalf("%d subscribers that read their replay hold %d KiB, %d KiB each; want at most %d KiB each", subscribers, grown>>10, grown/subscribers>>10, perSubscriber>>10)
-	}
-	for _, sub := range subs {
-		sub.Close()
-	}
+	})
 }
 
 // TestIdleSubscriberIsSmall: a live-only subscriber that has nothing
@@ -58,54 +69,27 @@ func TestReplayIsFreedOnceRead(t *testing.T) {
 // queue of 1024 entries, about 120 KiB, from the start: 4096 events
 // sockets, the connection limit, took 480 MiB.
 func TestIdleSubscriberIsSmall(t *testing.T) {
-	const subscribers = 200
 	a := start(t, activity.Options{})
-	before := liveHeap()
-	subs := make([]*activity.Subscription, 0, subscribers)
-	for range subscribers {
-		sub, err := a.Subscribe(0, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, sub)
-	}
-	grown := int64(liveHeap()) - int64(before)
-	const perSubscriber = 8 << 10
-	if grown > subscribers*perSubscriber {
-		t.Fatalf("%d idle subscribers hold %d KiB, %d KiB each; want at most %d KiB each", subscribers, grown>>10, grown/subscribers>>10, perSubscriber>>10)
-	}
-	for _, sub := range subs {
-		sub.Close()
-	}
+	subscribersHold(t, a, 200, false, 8<<10, "idle subscribers", func(*activity.Subscription) {})
 }
 
 // TestSubscriberSmallAgainAfterABurst: a subscriber whose queue grew to
 // hold a burst is idle-sized again once it has read the burst, so a socket
 // that once had 1024 events waiting does not keep their room for its life.
 func TestSubscriberSmallAgainAfterABurst(t *testing.T) {
-	const subscribers, burst = 40, 1024
+	const burst = 1024
 	a := start(t, activity.Options{})
-	subs := make([]*activity.Subscription, 0, subscribers)
-	for range subscribers {
-		sub, err := a.Subscribe(0, false)
-		if err != nil {
-			t.Fatal(err)
+	published := false
+	// 16 KiB each: the idle size, and the ring's share of the burst (it
+	// keeps the 1024 events, about 3 KiB a subscriber of 40); a queue
+	// kept at the burst's size is 120 KiB.
+	subscribersHold(t, a, 40, false, 16<<10, "idle subscribers, after a burst they read,", func(sub *activity.Subscription) {
+		if !published { // once every subscriber is there
+			publishN(a, 1, burst)
+			published = true
 		}
-		subs = append(subs, sub)
-	}
-	before := liveHeap()
-	publishN(a, 1, burst)
-	for _, sub := range subs {
 		for range burst {
 			next(t, sub)
 		}
-	}
-	grown := int64(liveHeap()) - int64(before)
-	const perSubscriber = 8 << 10
-	if grown > subscribers*perSubscriber {
-		t.Fatalf("%d idle subscribers, after a burst they read, hold %d KiB more, %d KiB each; want at most %d KiB each", subscribers, grown>>10, grown/subscribers>>10, perSubscriber>>10)
-	}
-	for _, sub := range subs {
-		sub.Close()
-	}
+	})
 }

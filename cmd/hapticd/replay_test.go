@@ -102,17 +102,7 @@ func recordSession(t *testing.T, bin string, grips int) (string, string) {
 		c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":%g,"y":%g,"z":0}}}}]}`, id, 0.5*math.Sin(ph), 0.5*math.Cos(ph)))
 	}
 	_ = c.conn.Close()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Wait(); err != nil {
-		t.Fatalf("hapticd did not stop cleanly: %v", err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
-	return files[0], id
+	return stopRecording(t, d, dir), id
 }
 
 func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
@@ -279,23 +269,14 @@ func TestReplayDrivesALegacySession(t *testing.T) {
 		c.roundTrip(fmt.Sprintf(`{"arm3":{%q:{"commands":{"set_cursor_force":{"vector":{"x":0,"y":%g,"z":0}}}}}}`, id, 0.5*math.Sin(float64(i)/50)))
 	}
 	_ = conn.Close()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Wait(); err != nil {
-		t.Fatalf("hapticd did not stop cleanly: %v", err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
+	file := stopRecording(t, d, dir)
 
 	fresh := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
-	out, err := exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", "--drive-legacy", "ws://"+fresh.addr["legacy"]+"/", "--window", "250ms", files[0]).CombinedOutput()
+	out, err := exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", "--drive-legacy", "ws://"+fresh.addr["legacy"]+"/", "--window", "250ms", file).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(" 0 differences beyond tolerance")) {
 		t.Fatalf("--drive-legacy against a fresh service: %v\n%s", err, out)
 	}
-	out, err = exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", files[0]).CombinedOutput()
+	out, err = exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", file).CombinedOutput()
 	if err == nil || !bytes.Contains(out, []byte("--drive-legacy")) || bytes.Contains(out, []byte("differences beyond tolerance")) {
 		t.Fatalf("--drive alone of a 3.0 session: %v\n%s\nwant an error naming --drive-legacy, not a comparison", err, out)
 	}
@@ -333,17 +314,8 @@ func TestReplayKeepsTheArmsFamily(t *testing.T) {
 		}
 		return fmt.Errorf("GET /recordings: %v", env)
 	})
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Wait(); err != nil {
-		t.Fatalf("hapticd did not stop cleanly: %v", err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
-	r := startProcess(t, bin, "replay", files[0])
+	file := stopRecording(t, d, dir)
+	r := startProcess(t, bin, "replay", file)
 	_, inv = dialLockStep(t, r)
 	if got := deviceType(inv); got != want {
 		t.Errorf("the replayed Minverse's device_type is %v, want %v as recorded", got, want)
@@ -466,4 +438,21 @@ func TestReplayGrip(t *testing.T) {
 		// identity.
 		return g, !slices.Equal(g, []float64{1, 0, 0, 0, 0}) && !slices.Equal(g, []float64{0, 0, 0, 0, 0})
 	})
+}
+
+// stopRecording stops d, a service recording into dir, with SIGTERM (the
+// recording ends complete) and returns the one recording it wrote.
+func stopRecording(t *testing.T, d *process, dir string) string {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	return files[0]
 }
