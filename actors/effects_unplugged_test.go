@@ -56,3 +56,78 @@ func TestUnpluggedArmNotKeptBySessionEffects(t *testing.T) {
 		})
 	}
 }
+
+// TestLeftArmNotKeptBySession: a session that goes on with one arm while
+// another leaves must not keep the Device that left through the device set
+// of an earlier message: the set its effects were last checked against
+// once those effects ended, or the set its last session.configure handed
+// to its actor.
+func TestLeftArmNotKeptBySession(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// before runs with both arms listed; after, once one has left,
+		// before the wait for it to be freed.
+		before, after func(t *testing.T, x func(string) testFrame, stay string)
+	}{
+		{
+			name: "effects ended before the arm left",
+			before: func(t *testing.T, x func(string) testFrame, stay string) {
+				x(`{"session":{"configure":{"lease":{"ms":20}}}}`)
+				x(fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{"set":[{"id":"d","type":"damper","scalar":2}]}}]}`, stay))
+				x(fmt.Sprintf(`{"arm3":[{"device_id":%q}]}`, stay)) // effects held: checked against both arms
+				time.Sleep(100 * time.Millisecond)                   // the lease lapses: the effects end
+				x(fmt.Sprintf(`{"arm3":[{"device_id":%q}]}`, stay))
+			},
+			// A configure after the removal, so that the set the first
+			// configure handed the actor is not what keeps the arm.
+			after: func(t *testing.T, x func(string) testFrame, stay string) {
+				x(`{"session":{"configure":{"lease":{"ms":30}}}}`)
+			},
+		},
+		{
+			name: "a configure before the arm left",
+			before: func(t *testing.T, x func(string) testFrame, stay string) {
+				x(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+			},
+			after: func(*testing.T, func(string) testFrame, string) {},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := startWith(t, Options{})
+			stay := addArm(t, svc, simArm(0)).ID
+			leave := addArm(t, svc, simArm(1))
+			id, typ := leave.ID, leave.Type
+			sess, sink := open(t, svc, nil)
+			x := func(msg string) testFrame { return exchange(t, sess, sink, msg) }
+			tc.before(t, x, stay)
+			freed := make(chan struct{})
+			runtime.AddCleanup(leave, func(ch chan struct{}) { close(ch) }, freed)
+			svc.RemoveDevice(leave, errors.New("unplugged"))
+			leave = nil
+			deadline := time.Now().Add(10 * time.Second)
+			for svc.Devices().Find(typ, id) != nil {
+				if time.Now().After(deadline) {
+					t.Fatal("the arm still listed 10 s after RemoveDevice")
+				}
+				x(forceMsg(stay, 0))
+			}
+			tc.after(t, x, stay)
+			// The registry's own last message holds a removed Device until
+			// its next one.
+			addArm(t, svc, simArm(2))
+			for {
+				x(forceMsg(stay, 0))
+				runtime.GC()
+				select {
+				case <-freed:
+					return
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the arm that left is still reachable 10 s after it left: the session keeps it")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -559,6 +559,10 @@ func (p *tickPath) askActor(snap *sessionSnapshot, devs *DeviceSet) *controlRequ
 	p.svc.system.Root.Send(p.sess.pid, r)
 	select {
 	case <-r.done:
+		// The actor has done with the set; kept here it would keep the
+		// Devices that leave before the next message alive (an arm
+		// unplugged, a lab node restarted) for the session's life.
+		r.devs = nil
 		return r
 	case <-p.sess.ended:
 		return nil
@@ -580,6 +584,8 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 	now := p.svc.opts.Clock.Now()
 	if len(p.fx) > 0 {
 		p.forgetLeftDevices(devs)
+	} else {
+		p.fxSet = nil // a set kept with no effects left would keep its Devices
 	}
 	for i := range msg.Devices {
 		e := &msg.Devices[i]

@@ -255,8 +255,12 @@ func TestLabLoadedGatewayNodeRestart(t *testing.T) {
 	}
 	t.Logf("longest pause in the frames of a session on node b's arm: %v in 3 s without a fault, %v during node a's restart (ending %v after the kill)",
 		quietGap.Round(time.Millisecond), worst.Round(time.Millisecond), worstAt.Sub(killed).Round(time.Millisecond))
-	if worst > 3*time.Second {
-		t.Errorf("a session on node b's arm got no frame for %v while node a restarted", worst)
+	// The restart must not stall node b's sessions beyond what the machine
+	// itself does to them: 3 s, or five times the longest pause seen in 3 s
+	// without a fault where a starved machine (CI under -race) pauses
+	// them longer than that already.
+	if bound := max(3*time.Second, 5*quietGap); worst > bound {
+		t.Errorf("a session on node b's arm got no frame for %v while node a restarted (bound %v: the longest pause without a fault was %v)", worst, bound, quietGap)
 	}
 
 	for _, c := range append(onA, onB...) {
