@@ -286,21 +286,21 @@ func TestLabConfigToAHungNode(t *testing.T) {
 		t.Errorf("a set through the gateway to a hung node took %v to answer, want the gateway's 2 s", took)
 	}
 	resume()
-	// The arm back (a fresh device-connected after the resume) and the
-	// node's loop serving it: the request the node found in its queue was
-	// older than the gateway's 2 s and must not have been applied.
-	waitLab(t, 20*time.Second, "the resumed node's arm on the gateway", func() bool {
-		ids, err := armIDs(gw)
-		return err == nil && ids[id]
+	// Once the resumed node has answered a later set through the gateway
+	// it has taken up every request queued before it (one link, in
+	// order): the one the gateway answered 503 for, older than the
+	// gateway's 2 s, must not have been applied. The later set is of
+	// another entry (its default again), so it cannot hide the stale one.
+	gc := "/arm3/" + id + "/config/gravity_compensation"
+	waitLab(t, 20*time.Second, "the resumed node answering a set through the gateway", func() bool {
+		st, _ := httpDo(t, "POST", gw.url(gc), `{"enabled":true,"scaling_factor":1}`)
+		return st == 200
 	})
-	for range 20 {
-		if got, err := getData(node.url(hd)); err != nil || got != "left" {
-			t.Fatalf("after the resume the node's handedness is %q (%v): the set answered %d through the gateway was applied", got, err, status)
-		}
-		if got, err := getData(gw.url(hd)); err == nil && got != "left" {
-			t.Fatalf("after the resume the gateway answers handedness %q: the set answered %d was applied", got, status)
-		}
-		time.Sleep(20 * time.Millisecond) // readings spread over the node's queue draining, not a wait for a condition
+	if got, err := getData(node.url(hd)); err != nil || got != "left" {
+		t.Fatalf("after the resume the node's handedness is %q (%v): the set answered %d through the gateway was applied", got, err, status)
+	}
+	if got, err := getData(gw.url(hd)); err != nil || got != "left" {
+		t.Fatalf("after the resume the gateway answers handedness %q (%v): the set answered %d was applied", got, err, status)
 	}
 }
 
