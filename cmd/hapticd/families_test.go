@@ -156,6 +156,16 @@ func TestSimFlag(t *testing.T) {
 		{[]string{"--sim", "minverse"}, "error: invalid value"},
 		{[]string{"--sim", "minverse=-1"}, "error: invalid value"},
 		{[]string{"--sim", "minverse=20000"}, "error: invalid value"},
+		// A family owns 16384 indices: past them an Inverse3 takes an
+		// Inverse3x's id and UUID (and its stored config). The shorthands
+		// and the default fleet are held to it as --sim is.
+		{[]string{"--sim", "inverse3=1", "--sim-index-base", "16384"}, "error: --sim inverse3=1 with --sim-index-base 16384"},
+		{[]string{"--sim-arms", "16385"}, "error: --sim-arms 16385 with --sim-index-base 0"},
+		{[]string{"--sim-grips", "16385"}, "error: --sim-grips 16385 with --sim-index-base 0"},
+		{[]string{"--sim-index-base", "16384"}, "error: --sim-arms 1 with --sim-index-base 16384"},
+		{[]string{"--sim", "minverse=1", "--sim-arms", "2", "--sim-index-base", "16383"}, "error: --sim-arms 2 with --sim-index-base 16383"},
+		{[]string{"--sim-index-base", "16383"}, "inverse3=1,wireless_verse_grip=1"},
+		{[]string{"--sim-index-base", "16384", "--sim-arms", "0", "--sim-grips", "0"}, "inverse3=0,wireless_verse_grip=0"},
 	} {
 		o, err := parseFlags(tt.args)
 		got := ""
