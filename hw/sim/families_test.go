@@ -27,6 +27,11 @@ func TestFamiliesBuildTheirDevices(t *testing.T) {
 			if spec.Kind != hw.KindArm {
 				return
 			}
+			// A real arm of the family gets the same figures (hw/driver
+			// reads them by the device type number).
+			if fig := hw.ArmFiguresOf(spec.Model); fig != (hw.ArmFigures{MaxForceN: spec.MaxForceN, WorkspaceRadiusM: spec.WorkspaceRadiusM, WorkspaceCenterM: spec.WorkspaceCenterM}) {
+				t.Fatalf("hw's figures for device type %d are %+v, the simulated family's %+v", spec.Model, fig, spec)
+			}
 			arm := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001})
 			if info := arm.Info(); info.MaxForceN != spec.MaxForceN || info.WorkspaceCenterM != spec.WorkspaceCenterM {
 				t.Fatalf("info %+v, want the family's force %g and centre %v", info, spec.MaxForceN, spec.WorkspaceCenterM)
