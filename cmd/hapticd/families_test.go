@@ -3,16 +3,19 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // tutorialSession is a tutorial's WebSocket: the first frame, then one
@@ -209,5 +212,97 @@ func TestFamilyTablesAgree(t *testing.T) {
 		if got := protocol.FamilyOf(dt, link, int(s.Model)); got != w {
 			t.Errorf("%s: FamilyOf gives %+v", s.Name, got)
 		}
+	}
+}
+
+// A mixed fleet is created in the order docs/protocol.md's family table
+// gives (so /inverse3/1/... is the arm the docs say), every device has its
+// own id and UUID, and a restart on the same state directory, with the
+// families written in another order, brings back the same devices in the
+// same order with their stored config.
+func TestMixedFleetOrderAndIdentity(t *testing.T) {
+	// The docs' order: the config.type column of the family table.
+	var docOrder []string
+	inTable := false
+	for _, line := range strings.Split(readPage(t, "docs/protocol.md"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| Family | Array"):
+			inTable = true
+		case inTable && strings.HasPrefix(line, "|---"):
+		case inTable && strings.HasPrefix(line, "|"):
+			cells := strings.Split(line, "|")
+			docOrder = append(docOrder, strings.Trim(strings.TrimSpace(cells[3]), "`"))
+		default:
+			inTable = false
+		}
+	}
+	if len(docOrder) != len(sim.Families()) {
+		t.Fatalf("docs/protocol.md's family table lists %v, want one row per family", docOrder)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	type device struct{ array, configType, id, uuid string }
+	// run starts the service with fleet, optionally sets the second
+	// Minverse left-handed, and lists every device as GET /devices does.
+	run := func(fleet string, setLeft bool) (list []device, minverseHand string) {
+		t.Helper()
+		o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+			"--state-dir", state, "--sim", fleet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv, err := startService(o, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sv.stop(nil) }()
+		base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+		status, doc := httpDo(t, "GET", base+"/devices", "")
+		if status != 200 {
+			t.Fatalf("GET /devices: %d %v", status, doc)
+		}
+		var minverses []string
+		for _, array := range []string{"inverse3", "verse_grip", "wireless_verse_grip"} {
+			entries, _ := doc[array].([]any)
+			for _, e := range entries {
+				d := device{array: array}
+				d.configType, _ = hwtest.JSONPath(e, "config", "type").(string)
+				d.id, _ = hwtest.JSONPath(e, "device_id").(string)
+				d.uuid, _ = hwtest.JSONPath(e, "config", "device_info", "uuid").(string)
+				list = append(list, d)
+				if d.configType == "minverse" {
+					minverses = append(minverses, d.id)
+				}
+			}
+		}
+		if len(minverses) != 2 {
+			t.Fatalf("Minverses %v in %v", minverses, list)
+		}
+		if setLeft {
+			if status, env := httpDo(t, "POST", base+"/inverse3/"+minverses[1]+"/config/handedness", `"left"`); status != 200 {
+				t.Fatalf("POST handedness: %d %v", status, env)
+			}
+		}
+		_, env := httpDo(t, "GET", base+"/inverse3/"+minverses[1]+"/config/handedness", "")
+		minverseHand, _ = env["data"].(string)
+		return list, minverseHand
+	}
+	first, _ := run("wireless_verse_grip=2,verse_grip=2,minverse=2,inverse3x=2,inverse3=2", true)
+	var order []string
+	ids, uuids := map[string]bool{}, map[string]bool{}
+	for _, d := range first {
+		if len(order) == 0 || order[len(order)-1] != d.configType {
+			order = append(order, d.configType)
+		}
+		if ids[d.array+"/"+d.id] || uuids[d.uuid] || d.uuid == "" {
+			t.Fatalf("%+v shares its id or UUID (or has none): %+v", d, first)
+		}
+		ids[d.array+"/"+d.id], uuids[d.uuid] = true, true
+	}
+	if len(first) != 10 || strings.Join(order, ",") != strings.Join(docOrder, ",") {
+		t.Fatalf("GET /devices lists the families in the order %v (%d devices), docs/protocol.md says %v", order, len(first), docOrder)
+	}
+	again, hand := run("inverse3=2,inverse3x=2,minverse=2,verse_grip=2,wireless_verse_grip=2", false)
+	if fmt.Sprint(again) != fmt.Sprint(first) || hand != "left" {
+		t.Fatalf("after a restart: %v with the second Minverse %q-handed, before %v and left", again, hand, first)
 	}
 }
