@@ -52,6 +52,11 @@ type FamilySpec struct {
 // quarter of the 16-bit id space.
 const FamilyIndexSpan = 1 << 14
 
+// OtherIndexBase starts the last quarter of the index space, which no
+// family uses for either kind: devices that must never share an id with a
+// simulated one (hw/emulator's) take their ids from indices from there on.
+const OtherIndexBase = 3 * FamilyIndexSpan
+
 // Device type numbers. 4 (Inverse3) is the vendor's, seen in its 3.5
 // inventories; the others are not public and are hapticd's choice. The
 // arms' are hw's, which the serial driver reads its figures by.
