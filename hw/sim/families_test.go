@@ -99,3 +99,33 @@ func TestParseFleet(t *testing.T) {
 		t.Fatalf("sorted fleet %s", got)
 	}
 }
+
+// MotionRandom walks an arm "inside its range": of every family, so a
+// Minverse (0.05 m) is not held against its boundary by a hand walking an
+// Inverse3's 0.07 m (a third of the time, before).
+func TestRandomMotionStaysInsideEachFamilysWorkspace(t *testing.T) {
+	for _, spec := range Families() {
+		if spec.Kind != hw.KindArm {
+			continue
+		}
+		for seed := range int64(2) {
+			a := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001, Motion: MotionRandom, Seed: seed})
+			// The loop's gravity feed-forward, as the service holds an idle arm.
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: EffectiveMassKg * GravityMps2}}
+			var st hw.State
+			past := 0
+			const ticks = 30000
+			for range ticks {
+				if err := a.Exchange(&cmd, &st); err != nil {
+					t.Fatal(err)
+				}
+				if st.PositionM.Sub(spec.WorkspaceCenterM).Norm() > spec.WorkspaceRadiusM {
+					past++
+				}
+			}
+			if past > 0 {
+				t.Errorf("%s, seed %d: the random walk held the cursor past its %g m workspace for %d of %d ticks", spec.Name, seed, spec.WorkspaceRadiusM, past, ticks)
+			}
+		}
+	}
+}
