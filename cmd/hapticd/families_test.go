@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
@@ -304,5 +305,63 @@ func TestMixedFleetOrderAndIdentity(t *testing.T) {
 	again, hand := run("inverse3=2,inverse3x=2,minverse=2,verse_grip=2,wireless_verse_grip=2", false)
 	if fmt.Sprint(again) != fmt.Sprint(first) || hand != "left" {
 		t.Fatalf("after a restart: %v with the second Minverse %q-handed, before %v and left", again, hand, first)
+	}
+}
+
+// A recording of every family replays every device as its own family: an
+// arm by its recorded device type number, a grip by its recorded link (a
+// wired grip stays a verse_grip, a wireless one a wireless_verse_grip).
+func TestRecordingReplaysEveryFamily(t *testing.T) {
+	dir := t.TempDir()
+	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir,
+		"--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]hw.Info{}
+	for _, d := range sv.svc.Devices().All() {
+		want[d.ID] = d.Info
+	}
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	hwtest.EventuallyNil(t, 10*time.Second, "every device's states recorded", func() error {
+		_, env := httpDo(t, "GET", base+"/recordings", "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	if err := sv.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	f, _, err := recording.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivers, err := recording.Replay(f, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drivers) != len(want) {
+		t.Fatalf("replay serves %d devices, %d were recorded", len(drivers), len(want))
+	}
+	for _, drv := range drivers {
+		got := drv.Info()
+		w, ok := want[got.ID]
+		if !ok || got.Kind != w.Kind || got.Model != w.Model || got.Link != w.Link || got.MaxForceN != w.MaxForceN || got.WorkspaceCenterM != w.WorkspaceCenterM {
+			t.Errorf("replayed %s: kind %v, model %d, link %v, %g N around %v; recorded kind %v, model %d, link %v, %g N around %v",
+				got.ID, got.Kind, got.Model, got.Link, got.MaxForceN, got.WorkspaceCenterM, w.Kind, w.Model, w.Link, w.MaxForceN, w.WorkspaceCenterM)
+		}
+		_ = drv.Close()
 	}
 }
