@@ -20,3 +20,44 @@ const (
 // frame: in front of and above the base, within easy reach of both links.
 // It is a function because Go has no constant structs.
 func ArmWorkspaceCenterM() Vec3 { return Vec3{X: 0, Y: 0.15, Z: 0.1} }
+
+// Device type numbers of the arm families (device_info.device_type, as
+// Info.Model). 4 (Inverse3) is the vendor's, seen in its 3.5 inventories;
+// the others are not public and are hapticd's choice (docs/protocol.md,
+// "Device families").
+const (
+	ModelInverse3  = 4
+	ModelInverse3x = 5
+	ModelMinverse  = 6
+)
+
+// Minverse figures: the vendor publishes none. Its tutorials clamp targets
+// to a 0.04 m sphere around the centred origin, so the workspace sphere is
+// a little larger than that, around a centre closer to the base; the force
+// limit is less than half the Inverse3's, as its smaller motors suggest.
+const (
+	MinverseWorkspaceRadiusM = 0.05
+	MinverseMaxForceN        = 4.0
+)
+
+// MinverseWorkspaceCenterM is the Minverse's workspace centre in its device
+// frame.
+func MinverseWorkspaceCenterM() Vec3 { return Vec3{X: 0, Y: 0.12, Z: 0.08} }
+
+// ArmFigures are an arm family's figures that the wire does not carry.
+type ArmFigures struct {
+	MaxForceN        float64
+	WorkspaceRadiusM float64
+	WorkspaceCenterM Vec3
+}
+
+// ArmFiguresOf is the figures of the arm family whose device type number is
+// model, for a simulated arm and a real one alike. Any other number (0: not
+// reported) gets the Inverse3's, the family frames then name; nothing public
+// gives the Inverse3x other figures than the Inverse3's.
+func ArmFiguresOf(model uint8) ArmFigures {
+	if model == ModelMinverse {
+		return ArmFigures{MinverseMaxForceN, MinverseWorkspaceRadiusM, MinverseWorkspaceCenterM()}
+	}
+	return ArmFigures{ArmMaxForceN, ArmWorkspaceRadiusM, ArmWorkspaceCenterM()}
+}

@@ -171,7 +171,8 @@ type bareEffects struct {
 func newBareEffects(n int, fx simEffects) (*bareEffects, error) {
 	e := &bareEffects{sets: make([]*effect.Set, n), r: loop.HugeSlice[loop.BareEffects](n)}
 	for i := range n {
-		set, err := fx.set(simEffectsSession)
+		// baseline-arms steps Inverse3s (sim.NewArm's default family).
+		set, err := fx.set(simEffectsSession, hw.ArmWorkspaceCenterM())
 		if err != nil {
 			return nil, err
 		}

@@ -3,16 +3,20 @@ package main
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // tutorialSession is a tutorial's WebSocket: the first frame, then one
@@ -156,6 +160,16 @@ func TestSimFlag(t *testing.T) {
 		{[]string{"--sim", "minverse"}, "error: invalid value"},
 		{[]string{"--sim", "minverse=-1"}, "error: invalid value"},
 		{[]string{"--sim", "minverse=20000"}, "error: invalid value"},
+		// A family owns 16384 indices: past them an Inverse3 takes an
+		// Inverse3x's id and UUID (and its stored config). The shorthands
+		// and the default fleet are held to it as --sim is.
+		{[]string{"--sim", "inverse3=1", "--sim-index-base", "16384"}, "error: --sim inverse3=1 with --sim-index-base 16384"},
+		{[]string{"--sim-arms", "16385"}, "error: --sim-arms 16385 with --sim-index-base 0"},
+		{[]string{"--sim-grips", "16385"}, "error: --sim-grips 16385 with --sim-index-base 0"},
+		{[]string{"--sim-index-base", "16384"}, "error: --sim-arms 1 with --sim-index-base 16384"},
+		{[]string{"--sim", "minverse=1", "--sim-arms", "2", "--sim-index-base", "16383"}, "error: --sim-arms 2 with --sim-index-base 16383"},
+		{[]string{"--sim-index-base", "16383"}, "inverse3=1,wireless_verse_grip=1"},
+		{[]string{"--sim-index-base", "16384", "--sim-arms", "0", "--sim-grips", "0"}, "inverse3=0,wireless_verse_grip=0"},
 	} {
 		o, err := parseFlags(tt.args)
 		got := ""
@@ -199,5 +213,155 @@ func TestFamilyTablesAgree(t *testing.T) {
 		if got := protocol.FamilyOf(dt, link, int(s.Model)); got != w {
 			t.Errorf("%s: FamilyOf gives %+v", s.Name, got)
 		}
+	}
+}
+
+// A mixed fleet is created in the order docs/protocol.md's family table
+// gives (so /inverse3/1/... is the arm the docs say), every device has its
+// own id and UUID, and a restart on the same state directory, with the
+// families written in another order, brings back the same devices in the
+// same order with their stored config.
+func TestMixedFleetOrderAndIdentity(t *testing.T) {
+	// The docs' order: the config.type column of the family table.
+	var docOrder []string
+	inTable := false
+	for _, line := range strings.Split(readPage(t, "docs/protocol.md"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| Family | Array"):
+			inTable = true
+		case inTable && strings.HasPrefix(line, "|---"):
+		case inTable && strings.HasPrefix(line, "|"):
+			cells := strings.Split(line, "|")
+			docOrder = append(docOrder, strings.Trim(strings.TrimSpace(cells[3]), "`"))
+		default:
+			inTable = false
+		}
+	}
+	if len(docOrder) != len(sim.Families()) {
+		t.Fatalf("docs/protocol.md's family table lists %v, want one row per family", docOrder)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	type device struct{ array, configType, id, uuid string }
+	// run starts the service with fleet, optionally sets the second
+	// Minverse left-handed, and lists every device as GET /devices does.
+	run := func(fleet string, setLeft bool) (list []device, minverseHand string) {
+		t.Helper()
+		o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+			"--state-dir", state, "--sim", fleet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv, err := startService(o, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sv.stop(nil) }()
+		base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+		status, doc := httpDo(t, "GET", base+"/devices", "")
+		if status != 200 {
+			t.Fatalf("GET /devices: %d %v", status, doc)
+		}
+		var minverses []string
+		for _, array := range []string{"inverse3", "verse_grip", "wireless_verse_grip"} {
+			entries, _ := doc[array].([]any)
+			for _, e := range entries {
+				d := device{array: array}
+				d.configType, _ = hwtest.JSONPath(e, "config", "type").(string)
+				d.id, _ = hwtest.JSONPath(e, "device_id").(string)
+				d.uuid, _ = hwtest.JSONPath(e, "config", "device_info", "uuid").(string)
+				list = append(list, d)
+				if d.configType == "minverse" {
+					minverses = append(minverses, d.id)
+				}
+			}
+		}
+		if len(minverses) != 2 {
+			t.Fatalf("Minverses %v in %v", minverses, list)
+		}
+		if setLeft {
+			if status, env := httpDo(t, "POST", base+"/inverse3/"+minverses[1]+"/config/handedness", `"left"`); status != 200 {
+				t.Fatalf("POST handedness: %d %v", status, env)
+			}
+		}
+		_, env := httpDo(t, "GET", base+"/inverse3/"+minverses[1]+"/config/handedness", "")
+		minverseHand, _ = env["data"].(string)
+		return list, minverseHand
+	}
+	first, _ := run("wireless_verse_grip=2,verse_grip=2,minverse=2,inverse3x=2,inverse3=2", true)
+	var order []string
+	ids, uuids := map[string]bool{}, map[string]bool{}
+	for _, d := range first {
+		if len(order) == 0 || order[len(order)-1] != d.configType {
+			order = append(order, d.configType)
+		}
+		if ids[d.array+"/"+d.id] || uuids[d.uuid] || d.uuid == "" {
+			t.Fatalf("%+v shares its id or UUID (or has none): %+v", d, first)
+		}
+		ids[d.array+"/"+d.id], uuids[d.uuid] = true, true
+	}
+	if len(first) != 10 || strings.Join(order, ",") != strings.Join(docOrder, ",") {
+		t.Fatalf("GET /devices lists the families in the order %v (%d devices), docs/protocol.md says %v", order, len(first), docOrder)
+	}
+	again, hand := run("inverse3=2,inverse3x=2,minverse=2,verse_grip=2,wireless_verse_grip=2", false)
+	if fmt.Sprint(again) != fmt.Sprint(first) || hand != "left" {
+		t.Fatalf("after a restart: %v with the second Minverse %q-handed, before %v and left", again, hand, first)
+	}
+}
+
+// A recording of every family replays every device as its own family: an
+// arm by its recorded device type number, a grip by its recorded link (a
+// wired grip stays a verse_grip, a wireless one a wireless_verse_grip).
+func TestRecordingReplaysEveryFamily(t *testing.T) {
+	dir := t.TempDir()
+	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir,
+		"--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]hw.Info{}
+	for _, d := range sv.svc.Devices().All() {
+		want[d.ID] = d.Info
+	}
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	hwtest.EventuallyNil(t, 10*time.Second, "every device's states recorded", func() error {
+		_, env := httpDo(t, "GET", base+"/recordings", "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	if err := sv.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	f, _, err := recording.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivers, err := recording.Replay(f, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drivers) != len(want) {
+		t.Fatalf("replay serves %d devices, %d were recorded", len(drivers), len(want))
+	}
+	for _, drv := range drivers {
+		got := drv.Info()
+		w, ok := want[got.ID]
+		if !ok || got.Kind != w.Kind || got.Model != w.Model || got.Link != w.Link || got.MaxForceN != w.MaxForceN || got.WorkspaceCenterM != w.WorkspaceCenterM {
+			t.Errorf("replayed %s: kind %v, model %d, link %v, %g N around %v; recorded kind %v, model %d, link %v, %g N around %v",
+				got.ID, got.Kind, got.Model, got.Link, got.MaxForceN, got.WorkspaceCenterM, w.Kind, w.Model, w.Link, w.MaxForceN, w.WorkspaceCenterM)
+		}
+		_ = drv.Close()
 	}
 }

@@ -99,7 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms (Inverse3): short for --sim inverse3=N")
 	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated wireless grips: short for --sim wireless_verse_grip=N")
 	fs.Var(&o.simMotion, "sim-motion", "scripted hand on simulated devices: none, circle or random (unset: arms rest, grips rock and click as in a hand)")
-	fs.Var(&o.simEffects, "sim-effects", "capacity runs: hold every simulated arm (device_busy to clients) with a zero force and these effects rendered by its loop, comma-separated: wall (through the workspace centre, 2000 N/m), damper (2 N·s/m); see hapticbench arms --effects")
+	fs.Var(&o.simEffects, "sim-effects", "capacity runs: hold every simulated arm (device_busy to clients) with a zero force and these effects rendered by its loop, comma-separated: wall (through each arm's workspace centre, 2000 N/m), damper (2 N·s/m); see hapticbench arms --effects")
 	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")

@@ -18,7 +18,7 @@ import (
 // beside a bare loop rendering the same ones. The names stand for fixed
 // effects, the pair BenchmarkEffectArmsTick renders:
 //
-//	wall    a wall through the workspace centre, normal +Z, 2000 N/m, 1 N·s/m
+//	wall    a wall through the arm's workspace centre, normal +Z, 2000 N/m, 1 N·s/m
 //	damper  a damper of 2 N·s/m
 type simEffects []string
 
@@ -48,8 +48,9 @@ func (e *simEffects) Set(s string) error {
 	return nil
 }
 
-// set is the effects as a Set declared by session (nil: none).
-func (e simEffects) set(session uint64) (*effect.Set, error) {
+// set is the effects as a Set declared by session on an arm whose
+// workspace centre is centreM (nil: none).
+func (e simEffects) set(session uint64, centreM hw.Vec3) (*effect.Set, error) {
 	if len(e) == 0 {
 		return nil, nil
 	}
@@ -58,7 +59,7 @@ func (e simEffects) set(session uint64) (*effect.Set, error) {
 		switch name {
 		case "wall":
 			specs = append(specs, effect.Spec{ID: "wall", Kind: effect.Wall, Params: effect.Params{
-				StiffnessNPerM: 2000, DampingNsPerM: 1, AxisUnit: hw.Vec3{Z: 1}, PointM: hw.ArmWorkspaceCenterM()}})
+				StiffnessNPerM: 2000, DampingNsPerM: 1, AxisUnit: hw.Vec3{Z: 1}, PointM: centreM}})
 		case "damper":
 			specs = append(specs, effect.Spec{ID: "damper", Kind: effect.Damper, Params: effect.Params{DampingNsPerM: 2}})
 		}
@@ -77,7 +78,9 @@ const simEffectsSession = math.MaxUint64
 // the same stages (lease, effects, passivity, clamp) as a session's. A
 // client's own control of the arm is refused (device_busy) meanwhile.
 func holdWithEffects(dev *actors.Device, fx simEffects) error {
-	set, err := fx.set(simEffectsSession)
+	// Through this arm's centre: a Minverse's lies lower than an
+	// Inverse3's, whose wall it would never touch.
+	set, err := fx.set(simEffectsSession, dev.Info.WorkspaceCenterM)
 	if err != nil {
 		return fmt.Errorf("--sim-effects: %w", err)
 	}

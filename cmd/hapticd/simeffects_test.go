@@ -105,3 +105,36 @@ func TestBaselineArmsWithEffects(t *testing.T) {
 		t.Errorf("stepBareLoops with a damper = %+v, %v; want ticks and a step cost", res, err)
 	}
 }
+
+// TestSimEffectsWallThroughEachFamilysCentre: --sim-effects' wall goes
+// through each arm's own workspace centre, as its help says: a Minverse's
+// (2 cm lower and 3 cm nearer than an Inverse3's) too, where the wall
+// through an Inverse3's centre lay above its resting cursor, which a wall
+// never touches from behind (its proxy stays with the cursor).
+func TestSimEffectsWallThroughEachFamilysCentre(t *testing.T) {
+	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim", "inverse3=1,minverse=1,inverse3x=1",
+		"--sim-effects", "wall", "--state-dir", filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sv.stop(nil) })
+	families := map[uint8]bool{}
+	for _, d := range sv.svc.Devices().All() {
+		families[d.Info.Model] = true
+		set := d.Effects()
+		if set == nil {
+			t.Fatalf("%s %s renders no effects", d.Name, d.ID)
+		}
+		wall, ok := set.Find("wall")
+		if !ok || wall.Params.PointM != d.Info.WorkspaceCenterM {
+			t.Errorf("%s %s (device type %d): the wall %+v, want it through the arm's workspace centre %v", d.Name, d.ID, d.Info.Model, wall.Params, d.Info.WorkspaceCenterM)
+		}
+	}
+	if len(families) != 3 {
+		t.Fatalf("device types %v, want the three arm families", families)
+	}
+}

@@ -13,10 +13,15 @@ import (
 // where they are given; a family given both ways is refused, since which
 // count wins would be a guess.
 func simFleet(o *options, given map[string]bool) (sim.Fleet, error) {
-	if !given["sim"] {
-		return sim.Fleet{{Family: sim.FamilyInverse3, Count: o.simArms}, {Family: sim.FamilyWirelessVerseGrip, Count: o.simGrips}}, nil
+	// spelled says how the user gave each family, for the refusal below.
+	spelled := map[sim.Family]string{}
+	var fleet sim.Fleet
+	if given["sim"] {
+		fleet = append(fleet, o.sim...)
+		for _, e := range o.sim {
+			spelled[e.Family] = fmt.Sprintf("--sim %s=%d", e.Family, e.Count)
+		}
 	}
-	fleet := append(sim.Fleet(nil), o.sim...)
 	for _, short := range []struct {
 		flag   string
 		family sim.Family
@@ -25,7 +30,8 @@ func simFleet(o *options, given map[string]bool) (sim.Fleet, error) {
 		{"sim-arms", sim.FamilyInverse3, o.simArms},
 		{"sim-grips", sim.FamilyWirelessVerseGrip, o.simGrips},
 	} {
-		if !given[short.flag] {
+		// Without --sim the shorthands (given or by default) are the fleet.
+		if given["sim"] && !given[short.flag] {
 			continue
 		}
 		for _, e := range fleet {
@@ -34,10 +40,13 @@ func simFleet(o *options, given map[string]bool) (sim.Fleet, error) {
 			}
 		}
 		fleet = append(fleet, sim.FleetEntry{Family: short.family, Count: short.count})
+		spelled[short.family] = fmt.Sprintf("--%s %d", short.flag, short.count)
 	}
+	// Past its span a family's indices are the next family's: an Inverse3
+	// would take an Inverse3x's id and UUID, and its stored config.
 	for _, e := range fleet {
-		if o.lab.simIndexBase+e.Count > sim.FamilyIndexSpan {
-			return nil, fmt.Errorf("--sim %s=%d with --sim-index-base %d: a family has room for %d simulated devices", e.Family, e.Count, o.lab.simIndexBase, sim.FamilyIndexSpan)
+		if e.Count > 0 && o.lab.simIndexBase+e.Count > sim.FamilyIndexSpan {
+			return nil, fmt.Errorf("%s with --sim-index-base %d: a family has room for %d simulated devices", spelled[e.Family], o.lab.simIndexBase, sim.FamilyIndexSpan)
 		}
 	}
 	return fleet, nil

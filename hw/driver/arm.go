@@ -37,9 +37,10 @@ type ArmOptions struct {
 	// not wait at all for a device that missed the whole miss budget.
 	HaltTimeout time.Duration
 	// MaxForceN, WorkspaceCenterM and EffectiveMassKg describe the model
-	// (the wire does not carry them). Defaults are hw's nominal
-	// Inverse3-class figures (hw.ArmMaxForceN and so on), which hw/sim's
-	// arm is built to.
+	// (the wire does not carry them). By default the force limit and the
+	// workspace centre are the figures of the family the arm reports at
+	// wake-up (hw.ArmFiguresOf its device type number: a Minverse's 4 N),
+	// the mass hw's nominal one; hw/sim's arms are built to the same.
 	MaxForceN        float64
 	WorkspaceCenterM hw.Vec3
 	EffectiveMassKg  float64
@@ -64,12 +65,6 @@ func (o *ArmOptions) fill() {
 	}
 	if o.HaltTimeout <= 0 {
 		o.HaltTimeout = 50 * time.Millisecond
-	}
-	if o.MaxForceN <= 0 {
-		o.MaxForceN = hw.ArmMaxForceN
-	}
-	if o.WorkspaceCenterM == (hw.Vec3{}) {
-		o.WorkspaceCenterM = hw.ArmWorkspaceCenterM()
 	}
 	if o.EffectiveMassKg <= 0 {
 		o.EffectiveMassKg = hw.ArmEffectiveMassKg
@@ -145,6 +140,16 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 		p.Close()
 		return nil, err
 	}
+	// The family's figures, where the caller gave none: a Minverse must
+	// not be driven to an Inverse3's force, nor centred on its workspace.
+	fig := hw.ArmFiguresOf(w.Model)
+	if o.MaxForceN <= 0 {
+		o.MaxForceN = fig.MaxForceN
+	}
+	if o.WorkspaceCenterM == (hw.Vec3{}) {
+		o.WorkspaceCenterM = fig.WorkspaceCenterM
+	}
+	a.opts = o
 	a.info = hw.Info{
 		Kind:             hw.KindArm,
 		ID:               fmt.Sprintf("%04X", w.ID),

@@ -402,6 +402,44 @@ func TestArmJointModes(t *testing.T) {
 	}
 }
 
+// A real arm has its family's figures, which the wire does not carry:
+// the device type number it reports at wake-up picks them, as it picks
+// config.type (docs/protocol.md, "Device families"), so a Minverse is
+// clamped to its 4 N and centred on its own workspace as a simulated one
+// is, and an unknown number is an Inverse3. Figures the caller gives win.
+func TestArmFiguresFollowItsFamily(t *testing.T) {
+	inverse3 := hw.Vec3{X: 0, Y: 0.15, Z: 0.1}
+	for _, tt := range []struct {
+		name   string
+		model  uint8
+		opts   driver.ArmOptions
+		force  float64
+		centre hw.Vec3
+	}{
+		{"no model", 0, driver.ArmOptions{}, 10, inverse3},
+		{"inverse3", 4, driver.ArmOptions{}, 10, inverse3},
+		{"inverse3x", 5, driver.ArmOptions{}, 10, inverse3},
+		{"minverse", 6, driver.ArmOptions{}, 4, hw.Vec3{X: 0, Y: 0.12, Z: 0.08}},
+		{"unknown", 99, driver.ArmOptions{}, 10, inverse3},
+		{"minverse, figures given", 6, driver.ArmOptions{MaxForceN: 3, WorkspaceCenterM: hw.Vec3{Y: 0.1}}, 3, hw.Vec3{Y: 0.1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := hwtest.NewArmPort(0x049D, [16]byte{1})
+			p.Model = tt.model
+			o := tt.opts
+			o.Path = "mem"
+			a, err := driver.OpenArm(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if info := a.Info(); info.Model != tt.model || info.MaxForceN != tt.force || info.WorkspaceCenterM != tt.centre {
+				t.Fatalf("info: model %d, %g N around %v; want model %d, %g N around %v", info.Model, info.MaxForceN, info.WorkspaceCenterM, tt.model, tt.force, tt.centre)
+			}
+		})
+	}
+}
+
 func TestArmExchangeDoesNotAllocate(t *testing.T) {
 	p := hwtest.NewArmPort(0x049D, [16]byte{1})
 	a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem"})

@@ -166,18 +166,26 @@ func New(o Options) (*Emulator, error) {
 }
 
 // Identity returns the id and UUID an emulated device at index reports by
-// default. They differ from simulated devices' so both can run at once.
+// default. They differ from simulated devices' so both can run at once:
+// the service refuses a second device of a type with an id already
+// connected. The id is hw/sim's for an index in the quarter of the id
+// space no simulated family uses (sim.OtherIndexBase on), so it is never a
+// simulated device's while index is below sim.FamilyIndexSpan-1; never 0.
 func Identity(kind hw.Kind, index int) (uint16, [16]byte) {
 	sum := sha1.Sum([]byte("hapticd/emulator/" + kind.String() + "/" + strconv.Itoa(index)))
 	var u [16]byte
 	copy(u[:], sum[:16])
 	u[6] = u[6]&0x0F | 0x50 // version 5 (name-based)
 	u[8] = u[8]&0x3F | 0x80 // RFC 4122 variant
-	id := uint16(sum[16])<<8 | uint16(sum[17])
-	if id == 0 {
-		id = 1 // firmware sends 0 only for a failed wake-up
+	// sim's ids are 4 hex digits (arms) or a decimal (grips) of a
+	// 16-bit value other than 0: they always parse.
+	var id uint64
+	if kind == hw.KindGrip {
+		id, _ = strconv.ParseUint(sim.GripID(sim.OtherIndexBase+index), 10, 16)
+	} else {
+		id, _ = strconv.ParseUint(sim.ArmID(sim.OtherIndexBase+index), 16, 16)
 	}
-	return id, u
+	return uint16(id), u
 }
 
 // ID returns the device's 16-bit id.

@@ -40,5 +40,5 @@ func ExampleStartPTY() {
 		return
 	}
 	fmt.Println(arm.Info().Kind, arm.Info().ID, st.ForceN)
-	// Output: arm 025C {0 0 1}
+	// Output: arm BB8D {0 0 1}
 }

@@ -14,8 +14,11 @@ import (
 // It is for unit tests and allocation pins, not for physics (use
 // hw/emulator for that).
 type ArmPort struct {
-	ID       uint16
-	UUID     [16]byte
+	ID   uint16
+	UUID [16]byte
+	// Model is the device type number the wake-up reply carries (its
+	// family: 0 or 4 an Inverse3, 6 a Minverse).
+	Model    uint8
 	Position hw.Vec3
 	// LastForce is the last force commanded (sticky, as in firmware).
 	LastForce hw.Vec3
@@ -53,7 +56,7 @@ func (p *ArmPort) Write(b []byte) (int, error) {
 		dst := p.out[p.w:p.w]
 		switch p.msg.Header {
 		case wire.HeaderWake:
-			dst = wire.AppendWakeReply(dst, wire.WakeReply{ID: p.ID, UUID: p.UUID})
+			dst = wire.AppendWakeReply(dst, wire.WakeReply{ID: p.ID, UUID: p.UUID, Model: p.Model})
 		case wire.HeaderForce, wire.HeaderPosition:
 			if p.msg.Header == wire.HeaderForce {
 				p.LastForce = p.msg.A

@@ -57,7 +57,7 @@ const (
 	handNspm      = 4     // the scripted hand's damping
 	circleRadiusM = 0.04
 	circleHz      = 0.5
-	walkRadiusM   = 0.07 // random-walk targets lie within this of the centre
+	walkShare     = 0.7 // random-walk targets lie within this share of the workspace radius of the centre (0.07 m on an Inverse3)
 	walkSegmentS  = 1.5
 )
 
@@ -526,7 +526,8 @@ func (c *ArmCore) motionForce(pos, vel hw.Vec3) hw.Vec3 {
 		targetV = hw.Vec3{X: -circleRadiusM * w * s, Y: circleRadiusM * w * co}
 	case MotionRandom:
 		for c.walk.due(c.tS) {
-			p := c.rng.inBall(walkRadiusM)
+			// Within the family's own sphere: a Minverse's is half an Inverse3's.
+			p := c.rng.inBall(walkShare * c.radiusM)
 			c.walk.push([3]float64{ctr.X + p[0], ctr.Y + p[1], ctr.Z + p[2]}, walkSegmentS*c.rng.between(0.6, 1.4))
 		}
 		p, v := c.walk.at(c.tS)

@@ -52,28 +52,32 @@ type FamilySpec struct {
 // quarter of the 16-bit id space.
 const FamilyIndexSpan = 1 << 14
 
+// OtherIndexBase starts the last quarter of the index space, which no
+// family uses for either kind: devices that must never share an id with a
+// simulated one (hw/emulator's) take their ids from indices from there on.
+const OtherIndexBase = 3 * FamilyIndexSpan
+
 // Device type numbers. 4 (Inverse3) is the vendor's, seen in its 3.5
-// inventories; the others are not public and are hapticd's choice.
+// inventories; the others are not public and are hapticd's choice. The
+// arms' are hw's, which the serial driver reads its figures by.
 const (
-	ModelInverse3          = 4
-	ModelInverse3x         = 5
-	ModelMinverse          = 6
+	ModelInverse3          = hw.ModelInverse3
+	ModelInverse3x         = hw.ModelInverse3x
+	ModelMinverse          = hw.ModelMinverse
 	ModelVerseGrip         = 7
 	ModelWirelessVerseGrip = 8
 )
 
-// Minverse figures: the vendor publishes none. Its tutorials clamp targets
-// to a 0.04 m sphere around the centred origin, so the workspace sphere is
-// a little larger than that, around a centre closer to the base; the force
-// limit is less than half the Inverse3's, as its smaller motors suggest.
+// Minverse figures (hw's, where they are explained), so that a simulated
+// Minverse and a real one have the same.
 const (
-	MinverseWorkspaceRadiusM = 0.05
-	MinverseMaxForceN        = 4.0
+	MinverseWorkspaceRadiusM = hw.MinverseWorkspaceRadiusM
+	MinverseMaxForceN        = hw.MinverseMaxForceN
 )
 
 // MinverseWorkspaceCenterM is the Minverse's workspace centre in its device
 // frame.
-func MinverseWorkspaceCenterM() hw.Vec3 { return hw.Vec3{X: 0, Y: 0.12, Z: 0.08} }
+func MinverseWorkspaceCenterM() hw.Vec3 { return hw.MinverseWorkspaceCenterM() }
 
 // familySpecs is indexed by Family; never written. The Inverse3 keeps index
 // base 0 and the wireless grip too, so devices made before families existed

@@ -27,6 +27,11 @@ func TestFamiliesBuildTheirDevices(t *testing.T) {
 			if spec.Kind != hw.KindArm {
 				return
 			}
+			// A real arm of the family gets the same figures (hw/driver
+			// reads them by the device type number).
+			if fig := hw.ArmFiguresOf(spec.Model); fig != (hw.ArmFigures{MaxForceN: spec.MaxForceN, WorkspaceRadiusM: spec.WorkspaceRadiusM, WorkspaceCenterM: spec.WorkspaceCenterM}) {
+				t.Fatalf("hw's figures for device type %d are %+v, the simulated family's %+v", spec.Model, fig, spec)
+			}
 			arm := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001})
 			if info := arm.Info(); info.MaxForceN != spec.MaxForceN || info.WorkspaceCenterM != spec.WorkspaceCenterM {
 				t.Fatalf("info %+v, want the family's force %g and centre %v", info, spec.MaxForceN, spec.WorkspaceCenterM)
@@ -92,5 +97,35 @@ func TestParseFleet(t *testing.T) {
 	}
 	if got := (Fleet{{FamilyVerseGrip, 1}, {FamilyMinverse, 2}, {FamilyInverse3, 1}}).Sorted().String(); got != "inverse3=1,minverse=2,verse_grip=1" {
 		t.Fatalf("sorted fleet %s", got)
+	}
+}
+
+// MotionRandom walks an arm "inside its range": of every family, so a
+// Minverse (0.05 m) is not held against its boundary by a hand walking an
+// Inverse3's 0.07 m (a third of the time, before).
+func TestRandomMotionStaysInsideEachFamilysWorkspace(t *testing.T) {
+	for _, spec := range Families() {
+		if spec.Kind != hw.KindArm {
+			continue
+		}
+		for seed := range int64(2) {
+			a := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001, Motion: MotionRandom, Seed: seed})
+			// The loop's gravity feed-forward, as the service holds an idle arm.
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: EffectiveMassKg * GravityMps2}}
+			var st hw.State
+			past := 0
+			const ticks = 30000
+			for range ticks {
+				if err := a.Exchange(&cmd, &st); err != nil {
+					t.Fatal(err)
+				}
+				if st.PositionM.Sub(spec.WorkspaceCenterM).Norm() > spec.WorkspaceRadiusM {
+					past++
+				}
+			}
+			if past > 0 {
+				t.Errorf("%s, seed %d: the random walk held the cursor past its %g m workspace for %d of %d ticks", spec.Name, seed, spec.WorkspaceRadiusM, past, ticks)
+			}
+		}
 	}
 }
