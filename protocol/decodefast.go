@@ -18,7 +18,7 @@ import "strconv"
 // The shape, whitespace allowed between tokens as JSON allows it:
 //
 //	{ MEMBER , ... }
-//	MEMBER  = TYPE : [ ENTRY , ... ]   (an empty array too)
+//	MEMBER  = TYPE : [ ENTRY , ... ]   (an empty array too; each TYPE once, at most 4)
 //	        | "keep_alive" : LIVE
 //	ENTRY   = { "device_id" : ID , "commands" : { ITEM , ... } }   (no ITEM too)
 //	ITEM    = COMMAND : BODY                   (at most one)
@@ -187,6 +187,10 @@ func (m *ClientMessage) decodeCommandFast(data []byte, types *TypeTable) bool {
 	if !s.token('{') {
 		return false
 	}
+	// The type keys read so far: a key given twice counts by its last
+	// occurrence, which is the general decoder's to decide.
+	var seen [4][]byte
+	nseen := 0
 	for {
 		name, ok := s.plain()
 		if !ok || string(name) == "session" || !s.token(':') {
@@ -196,8 +200,20 @@ func (m *ClientMessage) decodeCommandFast(data []byte, types *TypeTable) bool {
 			if !s.liveness() {
 				return false
 			}
-		} else if !m.decodeArrayFast(&s, types, name) {
-			return false
+		} else {
+			for _, k := range seen[:nseen] {
+				if string(k) == string(name) {
+					return false
+				}
+			}
+			if nseen == len(seen) {
+				return false
+			}
+			seen[nseen] = name
+			nseen++
+			if !m.decodeArrayFast(&s, types, name) {
+				return false
+			}
 		}
 		if s.token('}') {
 			break

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"math"
 	"strconv"
 )
 
@@ -191,11 +192,13 @@ func readInt(v Value, at *pathSeg, lo, hi int) (int, *Error) {
 	if e != nil {
 		return 0, e
 	}
-	if f != float64(int64(f)) {
-		return 0, errAt(CodeInvalidValue, at, "%s must be a whole number, got %s", at.last(), v.Raw())
-	}
+	// The range first: past int64 (1e300), int64(f) is not f and a
+	// whole number would be called fractional.
 	if f < float64(lo) || f > float64(hi) {
-		return 0, errAt(CodeOutOfRange, at, "%s %d is out of range %d..%d", at.last(), int64(f), lo, hi)
+		return 0, errAt(CodeOutOfRange, at, "%s %s is out of range %d..%d", at.last(), strconv.FormatFloat(f, 'g', -1, 64), lo, hi)
+	}
+	if f != math.Trunc(f) {
+		return 0, errAt(CodeInvalidValue, at, "%s must be a whole number, got %s", at.last(), v.Raw())
 	}
 	return int(f), nil
 }

@@ -610,6 +610,45 @@ func (it *MemberIter) KeyIs(s string) bool {
 // Value is the member's value.
 func (it *MemberIter) Value() Value { return Value{doc: it.doc, i: it.key + 1, ok: true} }
 
+// Superseded reports whether a later member of the same object has this
+// member's name. A name given twice counts by its last occurrence (as in
+// Member and encoding/json, and as docs/protocol.md promises), so a decoder
+// that acts on members one by one skips a superseded one: a null or {}
+// given last must undo a command given first.
+//
+// It scans forward to the next member of the same name, so call it only
+// for the few names a decoder knows: for each such name the scans of its
+// occurrences add up to one pass over the object, and a message of many
+// unknown names costs nothing.
+func (it *MemberIter) Superseded() bool {
+	n := &it.doc.tape[it.key]
+	if n.escaped {
+		// Rare: compare unescaped names, from a copy (the scratch space is
+		// reused by the next string read).
+		name := string(it.Key())
+		for later := *it; later.Next(); {
+			if later.KeyIs(name) {
+				return true
+			}
+		}
+		return false
+	}
+	name := it.doc.data[n.start:n.end]
+	for later := *it; later.Next(); {
+		ln := &later.doc.tape[later.key]
+		if ln.escaped {
+			if string(later.Key()) == string(name) {
+				return true
+			}
+			continue
+		}
+		if string(later.doc.data[ln.start:ln.end]) == string(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Elements iterates over an array's elements; it yields nothing for other
 // kinds.
 func (v Value) Elements() ElementIter {

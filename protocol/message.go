@@ -230,7 +230,9 @@ func (m *ClientMessage) walk(data []byte, types *TypeTable, collection Collectio
 	}
 	for it := root.Members(); it.Next(); {
 		if it.KeyIs("session") {
-			m.decodeSession(it.Value())
+			if !it.Superseded() {
+				m.decodeSession(it.Value())
+			}
 			continue
 		}
 		if it.KeyIs(keepAlive) {
@@ -240,6 +242,9 @@ func (m *ClientMessage) walk(data []byte, types *TypeTable, collection Collectio
 		if !ok {
 			m.warnUnknownType(it.Key())
 			continue
+		}
+		if it.Superseded() {
+			continue // the same type key again later: the last counts
 		}
 		if v := it.Value(); v.Exists() {
 			collection(m, dt, key, v)
@@ -376,6 +381,9 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 	for it := body.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("commands") || it.KeyIs("configure") || it.KeyIs("effects")) && it.Superseded():
+			// Given again later: the last occurrence counts, so a
+			// "commands": null after a force commands nothing.
 		case it.KeyIs("device_id"):
 			if idFromLayout && val.Exists() {
 				if b, ok := val.StringBytes(); !ok || string(b) != e.DeviceID {
@@ -431,8 +439,11 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	probe := CmdNone
 	for it := v.Members(); it.Next(); {
 		kind := commandFromName(it.Key())
+		if kind != CmdNone && it.Superseded() {
+			continue // the command again later: the last occurrence counts
+		}
 		if kind == CmdNone {
-			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), at); ok {
+			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), &it, at); ok {
 				if err != nil {
 					return err
 				}
@@ -550,7 +561,7 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		if it.KeyIs("filters") {
-			if !val.Exists() {
+			if !val.Exists() || it.Superseded() {
 				continue
 			}
 			fat := at.child("filters")
@@ -565,6 +576,9 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 					m.warnings().add(CodeUnknownKey, &c, "unknown filter %q: ignored (filters are damping and force_gate)", name)
 					continue
 				}
+				if f.Superseded() {
+					continue // the filter again later: the last occurrence counts
+				}
 				if err := m.configureEntry(e, k, f.Value(), &fat, &got); err != nil {
 					return err
 				}
@@ -577,6 +591,9 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 			c := at.child(name)
 			m.warnings().add(CodeUnknownKey, &c, "unknown configure key %q: ignored", name)
 			continue
+		}
+		if it.Superseded() {
+			continue // the key again later: the last occurrence counts
 		}
 		if err := m.configureEntry(e, k, val, at, &got); err != nil {
 			return err
@@ -690,6 +707,8 @@ func (m *ClientMessage) decodeSession(v Value) {
 		}
 		var err *Error
 		switch {
+		case (it.KeyIs("configure") || it.KeyIs("force_render_full_state") || it.KeyIs("set_coordinate_origin") || it.KeyIs("set_basis")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("configure"):
 			c := at.child("configure")
 			err = m.decodeSessionConfigure(val, &c)
@@ -725,6 +744,8 @@ func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
 			continue
 		}
 		switch {
+		case (it.KeyIs("profile") || it.KeyIs("basis") || it.KeyIs("lease") || it.KeyIs("subscribe")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("profile"):
 			c := at.child("profile")
 			if err := m.decodeProfile(val, &c); err != nil {
@@ -823,6 +844,9 @@ func (m *ClientMessage) decodeFullState(v Value, at *pathSeg) *Error {
 		if !it.KeyIs("device_types") {
 			m.warnings().unknownField(at, &it)
 			continue
+		}
+		if it.Superseded() {
+			continue // given again later: the last occurrence counts
 		}
 		list := it.Value()
 		if !list.Exists() {

@@ -53,7 +53,7 @@ type OptionalBool struct{ Given, Value bool }
 
 // decodeStateCommand decodes member name of a device's commands when it is
 // a state command, and reports whether it was one.
-func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value, at *pathSeg) (bool, *Error) {
+func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value, it *MemberIter, at *pathSeg) (bool, *Error) {
 	var sc *stateCommand
 	for i := range stateCommands {
 		if stateCommands[i].name == string(name) {
@@ -63,6 +63,9 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 	}
 	if sc == nil {
 		return false, nil
+	}
+	if it.Superseded() {
+		return true, nil // given again later: the last occurrence counts
 	}
 	c := at.child(sc.name)
 	if sc.dt != 0 && sc.dt != e.Type {

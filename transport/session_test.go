@@ -187,6 +187,9 @@ func TestConfigureErrorsApplyNothing(t *testing.T) {
 		{"damping empty", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{}}}],"session":{"configure":{"lease":{"ms":500}}}}`, id), "damping_empty", ""},
 		{"out of range", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":7}}}]}`, id), "out_of_range", ""},
 		{"not json", `{"arm3":`, "invalid_json", ""},
+		// A whole number past int64 is out of range, not "not whole".
+		{"lease far out of range", `{"session":{"configure":{"lease":{"ms":1e300}}}}`, "out_of_range", "1e+300 is out of range"},
+		{"lease far below range", `{"session":{"configure":{"lease":{"ms":-9.3e18}}}}`, "out_of_range", "-9.3e+18 is out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

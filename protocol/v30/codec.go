@@ -20,10 +20,33 @@ func decodeDeviceObject(m *protocol.ClientMessage, dt protocol.DeviceType, key s
 			`%s must be an object keyed by device id like {"049D": {"commands": {...}}}, got %s`, key, devices.Kind())
 		return
 	}
+	// A device id given twice counts by its last occurrence, as every
+	// repeated member does (docs/protocol.md, Input). Ids are the client's
+	// to choose, so a forward scan per id would cost a large object the
+	// square of its size: past smallObject members, count them once.
+	var later map[string]int
+	if devices.Len() > smallObject {
+		later = make(map[string]int)
+		for d := devices.Members(); d.Next(); {
+			later[string(d.Key())]++
+		}
+	}
 	for d := devices.Members(); d.Next(); {
+		if later != nil {
+			k := string(d.Key())
+			if later[k]--; later[k] > 0 {
+				continue
+			}
+		} else if d.Superseded() {
+			continue
+		}
 		m.DecodeDevice(dt, key, 0, d.Key(), d.Value())
 	}
 }
+
+// smallObject is the largest device object whose repeated ids are found
+// by scanning forward, without allocating.
+const smallObject = 64
 
 // spelling is the 3.0 member names and layout.
 func spelling() protocol.Spelling {

@@ -264,3 +264,35 @@ func TestAppendFrameWithElements30(t *testing.T) {
 		t.Fatalf("with bodies %s, want %s", got, want)
 	}
 }
+
+// TestRepeatedDeviceIDCountsByTheLast: a device id given twice in a 3.0
+// collection is one device entry, the last, in a small object (scanned
+// forward) and in a large one (counted) alike.
+func TestRepeatedDeviceIDCountsByTheLast(t *testing.T) {
+	force := `{"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":2}}}}`
+	for _, others := range []int{0, 100} {
+		var b strings.Builder
+		b.WriteString(`{"arm3":{"049D":` + force)
+		for i := range others {
+			b.WriteString(`,"` + strings.Repeat("F", 3) + string(rune('A'+i%26)) + string(rune('a'+i/26)) + `":{}`)
+		}
+		b.WriteString(`,"049D":{}}}`)
+		var m protocol.ClientMessage
+		if errs := v30.DecodeClientMessage([]byte(b.String()), table(t), &m); len(errs) > 0 {
+			t.Fatalf("%d other ids: %v", others, errs)
+		}
+		n := 0
+		for _, e := range m.Devices {
+			if e.DeviceID != "049D" {
+				continue
+			}
+			n++
+			if e.Command.Kind != protocol.CmdNone {
+				t.Errorf("%d other ids: 049D got %v, want the last occurrence's (none)", others, e.Command.Kind)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d other ids: 049D decoded %d times, want once", others, n)
+		}
+	}
+}
