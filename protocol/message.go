@@ -142,6 +142,10 @@ const (
 // required_version is checked against it.
 const APIVersion = "3.5"
 
+// LegacyRoutePrefix is where the 3.0 format's HTTP routes are, on the
+// legacy port (PROTOCOL.md: the 3.0 routes under /3.0/).
+const LegacyRoutePrefix = "/3.0"
+
 // ClientMessage is a decoded client message. Reuse one per session: Reset
 // keeps every buffer, which is what makes per-tick decoding allocation-free.
 // Strings in it are valid indefinitely; slices and pointers until the next
@@ -168,6 +172,9 @@ type ClientMessage struct {
 	typesBuf  [4]DeviceType
 	pathBuf   []byte
 	types     *TypeTable
+	// keyedByID is the layout of the entry DecodeDevice decodes: 3.0's
+	// (devices keyed by id), whose routes are under LegacyRoutePrefix.
+	keyedByID bool
 }
 
 // Reset empties m and keeps its capacity.
@@ -346,6 +353,7 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 	e := m.nextDevice()
 	e.Type, e.TypeKey = dt, typeKey
 	idFromLayout := id != nil
+	m.keyedByID = idFromLayout
 	m.pathBuf = append(m.pathBuf[:0], typeKey...)
 	if idFromLayout {
 		// Copy the id first: an escaped key lives in the Doc's scratch
@@ -613,7 +621,11 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, got *[numKeys + 1]Entry) *Error {
 	c := parent.child(k.Name())
 	if !k.SessionScoped() { // only session-scoped keys travel in a WebSocket configure
-		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST /%s/%s/config/%s", k.Name(), e.TypeKey, e.DeviceID, k.Path())
+		prefix := "" // the route on the port that serves the session's format
+		if m.keyedByID {
+			prefix = LegacyRoutePrefix
+		}
+		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST %s/%s/%s/config/%s", k.Name(), prefix, e.TypeKey, e.DeviceID, k.Path())
 	}
 	if !k.AppliesTo(e.Type) {
 		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())

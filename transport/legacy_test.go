@@ -153,3 +153,37 @@ func TestLegacyAndCurrentSessionsTogether(t *testing.T) {
 		t.Fatalf("3.0 bad input: %v", f)
 	}
 }
+
+// TestHTTPOnlyKeyNamesARouteThatWorks: a device-global key sent in a
+// WebSocket configure is refused with the route to use instead, and that
+// route works on the port that serves the session's format: under /3.0/ on
+// the legacy port for a 3.0 session (it named the 3.x route, which the
+// legacy port answers 404).
+func TestHTTPOnlyKeyNamesARouteThatWorks(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	for _, tc := range []struct {
+		name, ws, base, msg string
+	}{
+		{"3.0", ts.legacyWS(), ts.legacy, fmt.Sprintf(`{"arm3":{%q:{"configure":{"handedness":"left"}}}}`, id)},
+		{"3.x", ts.wsURL(), ts.base, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"handedness":"left"}}]}`, id)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ts.dial(t, tc.ws)
+			c.expect()
+			f := c.roundTrip(tc.msg)
+			if codes := errorCodes(f); len(codes) != 1 || codes[0] != "http_only_key" {
+				t.Fatalf("errors %v, want one http_only_key", f["errors"])
+			}
+			msg, _ := path(f, "errors", 0, "message").(string)
+			i := strings.Index(msg, "POST /")
+			if i < 0 {
+				t.Fatalf("the error names no route: %q", msg)
+			}
+			route := strings.Fields(msg[i+len("POST "):])[0]
+			if r := ts.do("POST", tc.base+route, `"left"`); r.status != 200 {
+				t.Fatalf("the route the error names, POST %s on the port of the %s format, answers %v", route, tc.name, r)
+			}
+		})
+	}
+}

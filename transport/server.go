@@ -135,7 +135,7 @@ func Start(cfg Config) (*Server, error) {
 		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), router)})
 	}
 	if cfg.LegacyPort >= 0 {
-		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: "/3.0", build: cfg.Build, log: cfg.Log,
+		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: protocol.LegacyRoutePrefix, build: cfg.Build, log: cfg.Log,
 			legacyUse: cfg.Service.Activity().NoteLegacyRoute, rec: s.rec}
 		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.0").Logger())
 		a.ws.rec = s.rec
