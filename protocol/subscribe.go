@@ -167,7 +167,10 @@ func (m *ClientMessage) decodeSubscribedDevice(v Value, at *pathSeg) (Subscribed
 	if err := expectObject(v, at, `{"device_type": "arm3", "device_id": "049D"}`); err != nil {
 		return d, err
 	}
-	var typ, id []byte
+	// Each value is used when it is read: an escaped string lives in the
+	// Doc's scratch space, which the next escaped string or key reuses.
+	var typeGiven, idGiven, typeKnown bool
+	var unknownType string
 	for it := v.Members(); it.Next(); {
 		switch {
 		case it.KeyIs("device_type"):
@@ -176,27 +179,28 @@ func (m *ClientMessage) decodeSubscribedDevice(v Value, at *pathSeg) (Subscribed
 			if !ok {
 				return d, errAt(CodeInvalidValue, &c, "device_type must be a string like \"arm3\", got %s", it.Value().Kind())
 			}
-			typ = b
+			typeGiven = true
+			if d.Type, typeKnown = m.resolveType(b); !typeKnown {
+				unknownType = string(b)
+			}
 		case it.KeyIs("device_id"):
 			c := at.child("device_id")
 			b, ok := it.Value().StringBytes()
 			if !ok || len(b) == 0 {
 				return d, errAt(CodeInvalidValue, &c, "device_id must be a non-empty string like \"049D\", got %s", it.Value().Kind())
 			}
-			id = b
+			idGiven, d.ID = true, string(b)
 		default:
 			m.warnings().unknownField(at, &it)
 		}
 	}
-	if typ == nil || id == nil {
+	if !typeGiven || !idGiven {
 		return d, errAt(CodeInvalidValue, at, `each subscribed device needs "device_type" and "device_id", e.g. {"device_type": "arm3", "device_id": "049D"}`)
 	}
-	dt, ok := m.resolveType(typ)
-	if !ok {
+	if !typeKnown {
 		c := at.child("device_type")
-		return d, errAt(CodeInvalidValue, &c, "unknown device type %q: use arm3, grip or a configured alias", typ)
+		return d, errAt(CodeInvalidValue, &c, "unknown device type %q: use arm3, grip or a configured alias", unknownType)
 	}
-	d.Type, d.ID = dt, string(id)
 	return d, nil
 }
 

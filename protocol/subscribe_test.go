@@ -122,3 +122,27 @@ func TestFrameCarriesTheSubscribedStateFields(t *testing.T) {
 		})
 	}
 }
+
+// TestSubscribedDeviceEscapedStrings: a subscribed device's type and id,
+// escaped (a JSON encoder may write any character so), are read as sent. An
+// escaped string lives in the decoder's scratch space, which the next one
+// reused: the type was read as the id ("unknown device type \"049D\""), or,
+// with the id first, the subscription went silently to a device "arm3".
+func TestSubscribedDeviceEscapedStrings(t *testing.T) {
+	for _, dev := range []string{
+		`{"device_type":"\u0061rm3","device_id":"\u0030\u0034\u0039D"}`,
+		`{"device_id":"\u0030\u0034\u0039D","device_type":"\u0061rm3"}`,
+		`{"device_type":"\u0061rm3","x\u0079":1,"device_id":"049D"}`,
+		`{"device_type":"arm3","device_id":"\u0030\u0034\u0039D"}`,
+	} {
+		var m ClientMessage
+		msg := `{"session":{"configure":{"subscribe":{"devices":[` + dev + `]}}}}`
+		if errs := DecodeClientMessage([]byte(msg), nil, &m); len(errs) > 0 {
+			t.Errorf("%s: %v", dev, errs)
+			continue
+		}
+		if s := m.Session.Subscribe; s == nil || len(s.Devices) != 1 || s.Devices[0] != (SubscribedDevice{Type: TypeArm, ID: "049D"}) {
+			t.Errorf("%s: subscribed %+v, want arm3 049D", dev, s)
+		}
+	}
+}
