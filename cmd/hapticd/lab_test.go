@@ -160,17 +160,6 @@ func armUUID(d map[string]any) string {
 	return s
 }
 
-func path(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
-}
-
 // waitLab polls cond every 10 ms for up to d and returns how long it took.
 func waitLab(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()

@@ -270,3 +270,16 @@ func TestEmulateArmsFlag(t *testing.T) {
 		return nil
 	})
 }
+
+// path reads v's member at keys, nil where one is missing (the replay tests,
+// on every OS, and the lab's, on Linux).
+func path(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
