@@ -19,7 +19,7 @@ func TestUnpluggedArmNotKeptBySessionEffects(t *testing.T) {
 		t.Run(fmt.Sprintf("effects=%v", declare), func(t *testing.T) {
 			svc := startWith(t, Options{})
 			dev := addArm(t, svc, simArm(0))
-			id, typ := dev.ID, dev.Type
+			id := dev.ID
 			sess, sink := open(t, svc, nil)
 			msg := forceMsg(id, 0.5)
 			if declare {
@@ -28,31 +28,8 @@ func TestUnpluggedArmNotKeptBySessionEffects(t *testing.T) {
 			if f := exchange(t, sess, sink, msg); len(f.errorCodes()) > 0 {
 				t.Fatalf("first message: %v", f.errorCodes())
 			}
-			freed := make(chan struct{})
-			runtime.AddCleanup(dev, func(ch chan struct{}) { close(ch) }, freed)
-			svc.RemoveDevice(dev, errors.New("unplugged"))
-			dev = nil
-			deadline := time.Now().Add(10 * time.Second)
-			for svc.Devices().Find(typ, id) != nil {
-				if time.Now().After(deadline) {
-					t.Fatal("the arm still listed 10 s after RemoveDevice")
-				}
-				exchange(t, sess, sink, forceMsg(id, 0.5))
-			}
-			addArm(t, svc, simArm(0))
-			for {
-				exchange(t, sess, sink, forceMsg(id, 0.5))
-				runtime.GC()
-				select {
-				case <-freed:
-					return
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the unplugged arm's Device is still reachable 10 s after it left: the session keeps it")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			talk := func() { exchange(t, sess, sink, forceMsg(id, 0.5)) }
+			unplugAndWaitFreed(t, svc, dev, 0, talk, func() {})
 		})
 	}
 }
@@ -96,38 +73,45 @@ func TestLeftArmNotKeptBySession(t *testing.T) {
 			svc := startWith(t, Options{})
 			stay := addArm(t, svc, simArm(0)).ID
 			leave := addArm(t, svc, simArm(1))
-			id, typ := leave.ID, leave.Type
 			sess, sink := open(t, svc, nil)
 			x := func(msg string) testFrame { return exchange(t, sess, sink, msg) }
 			tc.before(t, x, stay)
-			freed := make(chan struct{})
-			runtime.AddCleanup(leave, func(ch chan struct{}) { close(ch) }, freed)
-			svc.RemoveDevice(leave, errors.New("unplugged"))
-			leave = nil
-			deadline := time.Now().Add(10 * time.Second)
-			for svc.Devices().Find(typ, id) != nil {
-				if time.Now().After(deadline) {
-					t.Fatal("the arm still listed 10 s after RemoveDevice")
-				}
-				x(forceMsg(stay, 0))
-			}
-			tc.after(t, x, stay)
-			// The registry's own last message holds a removed Device until
-			// its next one.
-			addArm(t, svc, simArm(2))
-			for {
-				x(forceMsg(stay, 0))
-				runtime.GC()
-				select {
-				case <-freed:
-					return
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the arm that left is still reachable 10 s after it left: the session keeps it")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			unplugAndWaitFreed(t, svc, leave, 2, func() { x(forceMsg(stay, 0)) }, func() { tc.after(t, x, stay) })
 		})
+	}
+}
+
+// unplugAndWaitFreed removes dev while talk keeps its session busy, runs
+// after once the arm is unlisted, plugs simulated arm index in (the
+// registry's own last message holds a removed Device until its next one)
+// and fails t unless dev is collected within 10 s while talk goes on.
+func unplugAndWaitFreed(t *testing.T, svc *Service, dev *Device, index int, talk, after func()) {
+	t.Helper()
+	typ, id := dev.Type, dev.ID
+	freed := make(chan struct{})
+	runtime.AddCleanup(dev, func(ch chan struct{}) { close(ch) }, freed)
+	svc.RemoveDevice(dev, errors.New("unplugged"))
+	dev = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for svc.Devices().Find(typ, id) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the arm still listed 10 s after RemoveDevice")
+		}
+		talk()
+	}
+	after()
+	addArm(t, svc, simArm(index))
+	for {
+		talk()
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the arm that left is still reachable 10 s after it left: the session keeps it")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -160,6 +160,13 @@ func armUUID(d map[string]any) string {
 	return s
 }
 
+// waitArmOnGateway waits until gw lists the arm id (a node's, through the
+// cluster link).
+func waitArmOnGateway(t *testing.T, gw *labMember, id string) {
+	t.Helper()
+	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+}
+
 // waitLab polls cond every 10 ms for up to d and returns how long it took.
 func waitLab(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()

@@ -195,7 +195,7 @@ func TestLabEffects(t *testing.T) {
 	node := lab.node(labHostA, "--cluster-lease-ms", strconv.Itoa(int(lease/time.Millisecond)))
 	gw := lab.gateway(labHostGW)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 	const stiffness = 1000.0
 
 	// Through the gateway.
@@ -403,7 +403,7 @@ func TestLabNavigation(t *testing.T) {
 	node := lab.node(labHostA, "--cluster-lease-ms", strconv.Itoa(int(lease/time.Millisecond)))
 	gw := lab.gateway(labHostGW)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 
 	p := pushNavigating(t, gw, id)
 	vec := func(v any) [3]float64 {

@@ -340,7 +340,7 @@ func TestLabDeadNodeCostsTheGatewayNothing(t *testing.T) {
 	node := lab.node(labHostA)
 	gw := lab.gateway(labHostGW)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 	if err := node.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

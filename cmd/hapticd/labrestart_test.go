@@ -109,7 +109,7 @@ func TestLabNodeRestartUnderEffects(t *testing.T) {
 	node := lab.node(labHostA)
 	gw := lab.gateway(labHostGW)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 
 	const z = 0.75
 	c := driveWithEffects(t, gw, id, z)
@@ -202,7 +202,7 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 	httpPort := strconv.Itoa(lab.ports.free(labHostGW))
 	gw := lab.gateway(labHostGW, "--port", httpPort)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 	c := driveWithEffects(t, gw, id, 0.75)
 	waitLab(t, 10*time.Second, "the client's force and effects on the node", func() bool {
 		return slices.Equal(effectIDs(t, node, id), []string{"damper", "spring"}) && cursorForceZ(labArms(t, node)[id]) != 0
@@ -259,7 +259,7 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	node := lab.node(labHostA)
 	gw := lab.gateway(labHostGW)
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 	hd := "/arm3/" + id + "/config/handedness"
 	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
 		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
@@ -318,7 +318,7 @@ func TestLabNodeStallUnderEffects(t *testing.T) {
 	node := lab.node(labHostA)
 	gw := lab.gateway(labHostGW, "--cluster-node-timeout", "10s")
 	id := onlyArm(t, node)
-	waitLab(t, 10*time.Second, "the node's arm on the gateway", func() bool { _, ok := labArms(t, gw)[id]; return ok })
+	waitArmOnGateway(t, gw, id)
 	c := driveWithEffects(t, gw, id, 0.75)
 	waitLab(t, 10*time.Second, "the client's force and effects on the node", func() bool {
 		return slices.Equal(effectIDs(t, node, id), []string{"damper", "spring"}) && controlMode(labArms(t, node)[id]) == "force"
