@@ -52,7 +52,7 @@ func TestLeftArmNotKeptBySession(t *testing.T) {
 				x(`{"session":{"configure":{"lease":{"ms":20}}}}`)
 				x(fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{"set":[{"id":"d","type":"damper","scalar":2}]}}]}`, stay))
 				x(fmt.Sprintf(`{"arm3":[{"device_id":%q}]}`, stay)) // effects held: checked against both arms
-				time.Sleep(100 * time.Millisecond)                   // the lease lapses: the effects end
+				time.Sleep(100 * time.Millisecond)                  // the lease lapses: the effects end
 				x(fmt.Sprintf(`{"arm3":[{"device_id":%q}]}`, stay))
 			},
 			// A configure after the removal, so that the set the first
