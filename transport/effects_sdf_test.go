@@ -237,6 +237,7 @@ func TestSDFShapeSizeErrorsNameTheFormSent(t *testing.T) {
 					{"flat", `"shape":"` + sh.primitive + `","params":` + params, "params."},
 				} {
 					t.Run(sh.primitive+"/"+bad.name+"/"+bv.what+"/"+form.name, func(t *testing.T) {
+						renewKeptSpring(t, c, id)
 						f := c.roundTrip(effectsMsg(id, `{"set":[{"id":"s","type":"sdf",`+form.shape+`}]}`))
 						if codes := errorCodes(f); len(codes) != 1 || codes[0] != bv.code {
 							t.Fatalf("want one %s error, got %v", bv.code, f["errors"])

@@ -110,11 +110,7 @@ func TestHostileEffectDeclarationsChangeNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			// A refused declaration renews no lease: a valid empty one
-			// does, so a slow row cannot lapse the spring the rows keep.
-			if f := c.roundTrip(effectsMsg(id, `{}`)); effectCount(f) != 1 || f["errors"] != nil {
-				t.Fatalf("renew: %v", f)
-			}
+			renewKeptSpring(t, c, id)
 			before := declaredEffects(t, ts, id)
 			f := c.roundTrip(effectsMsg(id, tc.effects))
 			errs, _ := f["errors"].([]any)
@@ -423,6 +419,7 @@ func TestHostileEffectsOnNoArm(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			renewKeptSpring(t, c, id)
 			before := declaredEffects(t, ts, id)
 			c.send(tc.msg)
 			f := c.expect()
