@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
@@ -45,16 +44,8 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	t.Cleanup(func() { _ = emu.Close() })
 	id := fmt.Sprintf("%04X", emu.ID())
 
-	o, err := parseFlags([]string{"--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
-		"--state-dir", filepath.Join(dir, "state"), "--hw-port", link, "--hw-scan-period", "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sv.stop(nil) })
+	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
+		"--state-dir", filepath.Join(dir, "state"), "--hw-port", link, "--hw-scan-period", "0")
 	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
 	events := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
 	nextEventAbout(t, events, "device-connected", id)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/transport/schematest"
 )
@@ -282,4 +284,20 @@ func path(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// startInProcess runs the service in the test's process with args, stopped
+// when the test ends.
+func startInProcess(t *testing.T, args ...string) *service {
+	t.Helper()
+	o, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sv.stop(nil) })
+	return sv
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
@@ -45,16 +43,8 @@ func TestSimEffectsFlag(t *testing.T) {
 // the effects declared (a moving arm feels them), so a capacity run
 // measures the loop with effects.
 func TestSimEffectsHoldArms(t *testing.T) {
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "3", "--sim-grips", "1",
-		"--sim-motion", "circle", "--sim-effects", "wall,damper", "--state-dir", filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sv.stop(nil) })
+	sv := startInProcess(t, "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "3", "--sim-grips", "1",
+		"--sim-motion", "circle", "--sim-effects", "wall,damper", "--state-dir", filepath.Join(t.TempDir(), "state"))
 	arms := 0
 	for _, d := range sv.svc.Devices().All() {
 		owner := d.Register().Owner()
@@ -112,16 +102,8 @@ func TestBaselineArmsWithEffects(t *testing.T) {
 // through an Inverse3's centre lay above its resting cursor, which a wall
 // never touches from behind (its proxy stays with the cursor).
 func TestSimEffectsWallThroughEachFamilysCentre(t *testing.T) {
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim", "inverse3=1,minverse=1,inverse3x=1",
-		"--sim-effects", "wall", "--state-dir", filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sv.stop(nil) })
+	sv := startInProcess(t, "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim", "inverse3=1,minverse=1,inverse3x=1",
+		"--sim-effects", "wall", "--state-dir", filepath.Join(t.TempDir(), "state"))
 	families := map[uint8]bool{}
 	for _, d := range sv.svc.Devices().All() {
 		families[d.Info.Model] = true
