@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -385,6 +386,31 @@ func startCPUHogs(t *testing.T, perCore int, d time.Duration) {
 	}
 }
 
+// deathOf sends the last time the process listening on addr was seen
+// alive before its port refused a connection: the kernel closes a killed
+// process's files, its listeners among them, once its last thread has
+// ended. It is the start of the last dial that connected, polled every
+// millisecond: the process died after that, so a bound that runs from it
+// is never looser than one from the real death, and a late poll makes it
+// stricter. (Its /proc state is no use: a killed process's main thread is
+// a zombie while the others still run and its sockets are open.)
+func deathOf(addr string) <-chan time.Time {
+	dead := make(chan time.Time, 1)
+	go func() {
+		for {
+			alive := time.Now()
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				dead <- alive
+				return
+			}
+			_ = c.Close()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return dead
+}
+
 // loadAverage is the 1-minute load average, or -1.
 func loadAverage() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -402,6 +428,16 @@ func loadAverage() float64 {
 // keep arriving, however late the gateway gets round to them), and a node
 // SIGKILLed under that load still leaves within 0.5 s. CI loads the
 // machine for 20 s; HAPTICD_LAB_HOG=2m is the figure.
+//
+// The 0.5 s runs from the node's death, which the gateway can see, not
+// from the signal: the kernel ends a killed process's threads, and only
+// then closes its sockets, as each thread gets a CPU. And as the release
+// bounds do (releaseRamp), it allows the gateway's longest tick period
+// meanwhile: a gateway the machine did not run for that long could not
+// notice anything. With the hogs alone a node left 64 to 124 ms after the
+// kill; with the full suite under -race beside them (CI) a node was dead
+// up to 0.5 s after the kill, and its gateway, starved too, took up to
+// 0.3 s more to read its sockets' end (its log, 2026-11-27).
 func TestLabLoadedGatewayKeepsLiveNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and loads every core for 20 s")
@@ -432,10 +468,15 @@ func TestLabLoadedGatewayKeepsLiveNodes(t *testing.T) {
 	// the gateway's device-disconnected (the poll below is itself slowed by
 	// the load, and says so).
 	before := eventCount(gw, "device-disconnected", armA)
+	shards, err := loopShards(http.DefaultClient, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	dead := deathOf(a.addr["http"])
 	polled := waitLab(t, 10*time.Second, "the killed node's arm gone from the loaded gateway", func() bool {
 		ids, err := armIDs(gw)
 		return err == nil && !ids[armA]
@@ -446,10 +487,17 @@ func TestLabLoadedGatewayKeepsLiveNodes(t *testing.T) {
 		n, left = eventsOf(gw, "device-disconnected", armA)
 		return n > before
 	})
+	died := <-dead
+	after, err := loopShards(http.DefaultClient, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall := longestPeriod(shards, after)
 	took := left.Sub(killed)
-	t.Logf("SIGKILLed node's arm left the loaded gateway %v after the kill (device-disconnected; a poll saw it gone after %v)", took.Round(time.Millisecond), polled.Round(time.Millisecond))
-	if took > 500*time.Millisecond {
-		t.Errorf("SIGKILLed node's arm left %v after the kill under load, want within 0.5 s", took)
+	t.Logf("SIGKILLed node's arm left the loaded gateway %v after the kill and %v after the node was dead (device-disconnected; a poll saw it gone after %v; the node was alive until %v; the gateway's longest tick period meanwhile %v)",
+		took.Round(time.Millisecond), left.Sub(died).Round(time.Millisecond), polled.Round(time.Millisecond), died.Sub(killed).Round(time.Millisecond), stall)
+	if bound := 500*time.Millisecond + stall; left.Sub(died) > bound {
+		t.Errorf("SIGKILLed node's arm left the loaded gateway %v after the node was dead (%v after the kill), want within 0.5 s plus the gateway's longest tick period (%v), %v", left.Sub(died), took, stall, bound)
 	}
 	if ids, err := armIDs(gw); err != nil || !ids[armB] {
 		t.Errorf("node b's arm left with a's (%v, %v)", ids, err)
