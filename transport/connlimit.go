@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -119,6 +122,28 @@ func (c *countedConn) WriteVectors(parts [][]byte) (int, error) {
 	n, err := c.out.WriteTo(c.Conn)
 	c.out = nil
 	return int(n), err
+}
+
+// ReadFrom is the TCP connection's own (sendfile, splice): net/http
+// copies a response body from a file with its connection's ReadFrom, and
+// would find only a plain copy on this wrapper.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite half-closes the TCP connection: net/http sends its FIN this
+// way before it closes a connection whose request it did not read whole
+// (a refusal over the limit, a 431), so that the client reads the answer
+// and an end rather than a reset.
+func (c *countedConn) CloseWrite() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return fmt.Errorf("transport: half-closing a %T: %w", c.Conn, errors.ErrUnsupported)
+	}
+	return cw.CloseWrite()
 }
 
 func (c *countedConn) Close() error {
