@@ -114,6 +114,33 @@ type countedConn struct {
 	out net.Buffers
 }
 
+// netHTTPHeadersTooLarge is the whole answer net/http writes itself on the
+// connection, before any handler runs, to a request head over
+// MaxHeaderBytes (net/http's server.go, conn.serve). Write answers
+// headersTooLarge in its place.
+const netHTTPHeadersTooLarge = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
+
+// Write is the connection's, but for net/http's own plain-text 431, which
+// becomes the JSON error envelope every other refusal answers.
+func (c *countedConn) Write(p []byte) (int, error) {
+	if len(p) != len(netHTTPHeadersTooLarge) || string(p) != netHTTPHeadersTooLarge {
+		return c.Conn.Write(p)
+	}
+	if _, err := c.Conn.Write(headersTooLarge()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// headersTooLarge is the answer to a request head over maxHeaderBytes.
+func headersTooLarge() []byte {
+	e := protocol.Errorf(protocol.CodeHeadersTooLarge, "", "the request line and headers are over %d KiB: send fewer or shorter headers", maxHeaderBytes>>10)
+	body := protocol.AppendErrorEnvelope(nil, e)
+	status := e.Code.HTTPStatus()
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+}
+
 // WriteVectors writes a frame's parts in one writev where rawsock does not
 // take the connection over (outside Linux): net.Buffers finds writev only
 // on the TCP connection itself, and would write this wrapper part by part.

@@ -182,6 +182,9 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// maxHeaderBytes bounds a request's line and headers (docs/operations.md).
+const maxHeaderBytes = 64 << 10
+
 func (s *Server) listen(name, addr string, h http.Handler) error {
 	tl, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -199,7 +202,7 @@ func (s *Server) listen(name, addr string, h http.Handler) error {
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   30 * time.Second,
 		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, srv)
