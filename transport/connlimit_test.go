@@ -240,7 +240,7 @@ func TestCountedConnWritesVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(ln, "test", 1)
+	l := newLimitListener(ln, "test", 1, false)
 	defer l.Close()
 	peer, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -386,7 +386,7 @@ func TestCountedConnKeepsTheTCPConnsMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(ln, "test", 1)
+	l := newLimitListener(ln, "test", 1, false)
 	defer l.Close()
 	peer, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
