@@ -33,7 +33,8 @@ const (
 	CodeSessionRequired     Code = "session_required"
 	CodeMethodNotAllowed    Code = "method_not_allowed"
 	CodeBodyTooLarge        Code = "body_too_large"
-	CodeBadHandshake        Code = "bad_handshake" // a WebSocket upgrade request gorilla refused
+	CodeHeadersTooLarge     Code = "headers_too_large" // a request line and headers over 64 KiB
+	CodeBadHandshake        Code = "bad_handshake"     // a WebSocket upgrade request gorilla refused
 	CodeForbiddenOrigin     Code = "forbidden_origin"
 	CodeForbiddenHost       Code = "forbidden_host"
 	CodeDeviceBusy          Code = "device_busy"
@@ -76,6 +77,7 @@ var codeTable = []codeInfo{
 	{CodeSessionRequired, http.StatusBadRequest, "this route is session-scoped: add ?session=N"},
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB"},
+	{CodeHeadersTooLarge, http.StatusRequestHeaderFieldsTooLarge, "the request line and headers are over 64 KiB: send fewer or shorter headers"},
 	{CodeBadHandshake, http.StatusBadRequest, "not a WebSocket handshake: send GET with Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key"},
 	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
 	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},

@@ -31,6 +31,7 @@ func TestCodeTable(t *testing.T) {
 		{CodeUnknownSession, http.StatusNotFound, false},
 		{CodeMethodNotAllowed, http.StatusMethodNotAllowed, false},
 		{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, false},
+		{CodeHeadersTooLarge, http.StatusRequestHeaderFieldsTooLarge, false},
 		{CodeForbiddenOrigin, http.StatusForbidden, false},
 		{CodeDeviceBusy, http.StatusConflict, false},
 		{CodeUnknownField, http.StatusBadRequest, true},

@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -33,19 +36,24 @@ const retryAfterSeconds = "1"
 // (a hijacked WebSocket included, until the socket closes). Over max, a
 // connection is still accepted, marked, and answered 503 with the JSON
 // error envelope by refuseOverLimit, then closed; open connections are not
-// affected.
+// affected. A listener that serves probes answers them there instead.
 type limitListener struct {
 	net.Listener
 	name string
 	max  int64
-	// open counts the connections being served, refusing those being
-	// answered 503; refused counts every connection over the limit.
+	// servesProbes: a probe (isProbe) is served over the limit, so that
+	// a liveness or readiness check, or a scrape, does not take a busy
+	// service for a dead one.
+	servesProbes bool
+	// open counts the connections being served, refusing those over the
+	// limit being answered; refused counts the connections over the
+	// limit that were not served a probe.
 	open, refusing atomic.Int64
 	refused        atomic.Uint64
 }
 
-func newLimitListener(l net.Listener, name string, max int) *limitListener {
-	return &limitListener{Listener: l, name: name, max: int64(max)}
+func newLimitListener(l net.Listener, name string, max int, servesProbes bool) *limitListener {
+	return &limitListener{Listener: l, name: name, max: int64(max), servesProbes: servesProbes}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -58,34 +66,53 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return &countedConn{Conn: c, slot: &l.open}, nil
 		}
 		l.open.Add(-1)
-		l.refused.Add(1)
 		if l.refusing.Add(1) > refusingSlots {
 			l.refusing.Add(-1)
+			l.refused.Add(1)
 			_ = c.Close()
 			continue
 		}
-		return &countedConn{Conn: c, slot: &l.refusing, overLimit: true}, nil
+		return &countedConn{Conn: c, slot: &l.refusing, overLimit: &overLimit{refused: &l.refused}}, nil
 	}
 }
 
-// overLimitKey marks, in a request's context, a connection accepted over
-// the listener's limit.
+// overLimit is what became of a connection accepted over the limit:
+// answered (503, or a probe served), or, still pending at its close,
+// closed before its request came.
+type overLimit struct {
+	answered atomic.Bool
+	// refused is the listener's count, which every such connection joins
+	// but one served a probe: at its 503, or at its close unanswered.
+	refused *atomic.Uint64
+}
+
+// overLimitKey holds, in a request's context, the *overLimit of a
+// connection accepted over the listener's limit.
 type overLimitKey struct{}
 
 // connContext is the http.Server's ConnContext: it marks the requests of
 // a connection over the limit.
 func (l *limitListener) connContext(ctx context.Context, c net.Conn) context.Context {
-	if cc, ok := c.(*countedConn); ok && cc.overLimit {
-		return context.WithValue(ctx, overLimitKey{}, true)
+	if cc, ok := c.(*countedConn); ok && cc.overLimit != nil {
+		return context.WithValue(ctx, overLimitKey{}, cc.overLimit)
 	}
 	return ctx
 }
 
 // refuseOverLimit answers the request of a connection over the limit with
-// 503 and closes the connection; other requests go to next.
+// 503, or serves it if it is a probe the listener serves, and closes the
+// connection; other requests go to next.
 func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Value(overLimitKey{}) == nil {
+		over, _ := r.Context().Value(overLimitKey{}).(*overLimit)
+		if over == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if l.servesProbes && isProbe(r) {
+			// One request, then the place over the limit is given back.
+			over.answered.Store(true)
+			w.Header().Set("Connection", "close")
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -94,6 +121,8 @@ func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
 		// and a client announcing a body it never sends would hold one of
 		// the refusal places that long.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		over.answered.Store(true)
+		over.refused.Add(1)
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		w.Header().Set("Connection", "close")
 		writeError(w, protocol.Errorf(protocol.CodeUnavailable, "",
@@ -104,11 +133,39 @@ func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
 // countedConn gives its slot back once, on its first Close.
 type countedConn struct {
 	net.Conn
-	slot      *atomic.Int64
-	overLimit bool
+	slot *atomic.Int64
+	// overLimit is set on a connection accepted over the limit.
+	overLimit *overLimit
 	once      sync.Once
 	// out is WriteVectors' scratch (one writer at a time, as a session's).
 	out net.Buffers
+}
+
+// netHTTPHeadersTooLarge is the whole answer net/http writes itself on the
+// connection, before any handler runs, to a request head over
+// MaxHeaderBytes (net/http's server.go, conn.serve). Write answers
+// headersTooLarge in its place.
+const netHTTPHeadersTooLarge = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
+
+// Write is the connection's, but for net/http's own plain-text 431, which
+// becomes the JSON error envelope every other refusal answers.
+func (c *countedConn) Write(p []byte) (int, error) {
+	if len(p) != len(netHTTPHeadersTooLarge) || string(p) != netHTTPHeadersTooLarge {
+		return c.Conn.Write(p)
+	}
+	if _, err := c.Conn.Write(headersTooLarge()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// headersTooLarge is the answer to a request head over maxHeaderBytes.
+func headersTooLarge() []byte {
+	e := protocol.Errorf(protocol.CodeHeadersTooLarge, "", "the request line and headers are over %d KiB: send fewer or shorter headers", maxHeaderBytes>>10)
+	body := protocol.AppendErrorEnvelope(nil, e)
+	status := e.Code.HTTPStatus()
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
 }
 
 // WriteVectors writes a frame's parts in one writev where rawsock does not
@@ -121,9 +178,36 @@ func (c *countedConn) WriteVectors(parts [][]byte) (int, error) {
 	return int(n), err
 }
 
+// ReadFrom is the TCP connection's own (sendfile, splice): net/http
+// copies a response body from a file with its connection's ReadFrom, and
+// would find only a plain copy on this wrapper.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite half-closes the TCP connection: net/http sends its FIN this
+// way before it closes a connection whose request it did not read whole
+// (a refusal over the limit, a 431), so that the client reads the answer
+// and an end rather than a reset.
+func (c *countedConn) CloseWrite() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return fmt.Errorf("transport: half-closing a %T: %w", c.Conn, errors.ErrUnsupported)
+	}
+	return cw.CloseWrite()
+}
+
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.slot.Add(-1) })
+	c.once.Do(func() {
+		c.slot.Add(-1)
+		if c.overLimit != nil && !c.overLimit.answered.Load() {
+			c.overLimit.refused.Add(1)
+		}
+	})
 	return err // net's *OpError names the connection already
 }
 

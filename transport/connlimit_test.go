@@ -240,7 +240,7 @@ func TestCountedConnWritesVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(ln, "test", 1)
+	l := newLimitListener(ln, "test", 1, false)
 	defer l.Close()
 	peer, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -360,5 +360,90 @@ func TestRefusedRequestWithABodyLeavesAtOnce(t *testing.T) {
 	// client; the body's read would take ReadTimeout (30 s).
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("the refused connection was closed %v after its request: its refusal place was held while the body was waited for", took)
+	}
+}
+
+// readFromSpy is a connection that notes a ReadFrom reaching it.
+type readFromSpy struct {
+	*net.TCPConn
+	reached bool
+}
+
+func (s *readFromSpy) ReadFrom(r io.Reader) (int64, error) {
+	s.reached = true
+	return s.TCPConn.ReadFrom(r)
+}
+
+// TestCountedConnKeepsTheTCPConnsMethods: the counting wrapper hid
+// ReadFrom and CloseWrite of the *net.TCPConn under it. net/http copies a
+// body from a file with the connection's ReadFrom (sendfile), which the
+// wrapper turned into a plain copy; and it half-closes (CloseWrite) before
+// its last wait when it answers a request it did not read whole (a refusal
+// over the limit, a 431), so that the client reads the answer and a FIN
+// rather than a reset.
+func TestCountedConnKeepsTheTCPConnsMethods(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(ln, "test", 1, false)
+	defer l.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = peer.SetReadDeadline(time.Now().Add(limitWait))
+	_ = c.SetReadDeadline(time.Now().Add(limitWait))
+
+	// ReadFrom: a file's bytes reach the peer through the TCP
+	// connection's own ReadFrom.
+	rf, ok := c.(io.ReaderFrom)
+	if !ok {
+		t.Fatalf("an accepted connection (%T) has no ReadFrom: net/http copies a file into it without sendfile", c)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("file body|"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rf.ReadFrom(f); n != 10 || err != nil {
+		t.Fatalf("ReadFrom copied %d, %v; want 10", n, err)
+	}
+	spy := &readFromSpy{TCPConn: c.(*countedConn).TCPConn()}
+	if _, err := any(&countedConn{Conn: spy}).(io.ReaderFrom).ReadFrom(strings.NewReader("spied|")); err != nil || !spy.reached {
+		t.Fatalf("ReadFrom (%v) did not reach the TCP connection's own", err)
+	}
+
+	// CloseWrite: the peer reads everything, then EOF, and the service
+	// still reads what the peer sends.
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatalf("an accepted connection (%T) has no CloseWrite: net/http cannot half-close it", c)
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(peer) // ends at the FIN
+	if err != nil || string(got) != "file body|spied|" {
+		t.Fatalf("the peer read %q, %v; want what was written, then EOF", got, err)
+	}
+	if _, err := io.WriteString(peer, "more"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "more" {
+		t.Fatalf("after CloseWrite the service read %q, %v; want what the peer sent", buf, err)
 	}
 }

@@ -48,6 +48,18 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 	})
 }
 
+// isProbe says whether r is a probe of the service (liveness, readiness,
+// a scrape), which the HTTP listener serves over its connection limit: a
+// GET or HEAD of /healthz, /readyz or /metrics, without a body.
+func isProbe(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+	default:
+		return false
+	}
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0
+}
+
 // healthz answers while the process serves HTTP at all (a liveness probe).
 func healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, healthDoc{Status: "alive"})

@@ -75,7 +75,7 @@ var (
 	descEventsGone = prometheus.NewDesc("hapticd_events_sockets_closed_total", "Events WebSocket connections that ended, by reason (the session close reasons).", []string{"reason"}, nil)
 	descConns      = prometheus.NewDesc("hapticd_connections", "Connections a listener serves now, WebSockets and idle keep-alives included (at most --max-connections).", []string{"listener"}, nil)
 	descConnsLimit = prometheus.NewDesc("hapticd_connections_limit", "A listener's connection limit (--max-connections).", []string{"listener"}, nil)
-	descRefused    = prometheus.NewDesc("hapticd_connections_refused_total", "Connections a listener refused over its limit (answered 503, or closed unanswered in a flood).", []string{"listener"}, nil)
+	descRefused    = prometheus.NewDesc("hapticd_connections_refused_total", "Connections a listener refused over its limit (answered 503, or closed unanswered); a probe served over it is not counted.", []string{"listener"}, nil)
 	descDepRoutes  = prometheus.NewDesc("hapticd_deprecated_route_uses_total", "Calls to deprecated HTTP routes (the migration report), by route.", []string{"route"}, nil)
 	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command.", []string{"command"}, nil)
 	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)

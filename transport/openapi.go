@@ -369,7 +369,7 @@ func (a *api) describeRoutes(rs []route) {
 	describe(rs, "/version", routeDoc{summary: "Service and API versions", answer: schemaVersion, plain: true, query: []queryParam{queryFormat}})
 	describe(rs, "/devices", routeDoc{summary: "Inventory: every device with config, state and status", answer: schema.Devices, plain: true, query: []queryParam{querySession, queryFormat}})
 	describe(rs, "/sessions", routeDoc{summary: "Connected simulation sessions", answer: schemaSessions})
-	describe(rs, "/recordings", routeDoc{summary: "The recordings to MCAP, running and stopped", answer: schemaRecordings})
+	describe(rs, "/recordings", routeDoc{summary: "The recordings to MCAP: those running and the last 64 stopped", answer: schemaRecordings})
 	describeMethod(rs, http.MethodPost, "/recordings", routeDoc{summary: "Start a recording to MCAP", body: schemaRecordingInput, answer: schemaRecording})
 	describe(rs, "/recordings/:id", routeDoc{summary: "Stop a recording; the answer is its final state", answer: schemaRecording})
 	describe(rs, "/sessions/closed", routeDoc{summary: "The most recent session ends, each with its typed reason", answer: schemaSessionsClosed})

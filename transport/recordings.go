@@ -81,7 +81,7 @@ func (a *api) stopRecording(w http.ResponseWriter, _ *http.Request, ps httproute
 	}
 	info, ok := a.rec.Stop(id)
 	if !ok {
-		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no recording %d (GET /recordings lists them)", id))
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no recording %d listed (GET /recordings lists those running and the last %d stopped; a stopped recording's file stays where it was written)", id, recording.MaxStoppedListed))
 		return
 	}
 	writeData(w, info, nil)

@@ -50,7 +50,8 @@ type Config struct {
 	RecordTapTicks int
 	// MaxConnections bounds the connections each listener has open,
 	// WebSockets included (0: DefaultMaxConnections). Past it a new
-	// connection is answered 503 with Retry-After and closed.
+	// connection is answered 503 with Retry-After and closed, but for a
+	// probe of the HTTP listener (isProbe), served, then closed.
 	MaxConnections int
 }
 
@@ -122,6 +123,9 @@ func Start(cfg Config) (*Server, error) {
 		name    string
 		port    int
 		handler http.Handler
+		// probes: it serves /healthz, /readyz and /metrics, at its
+		// connection limit too.
+		probes bool
 	}
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
@@ -132,7 +136,7 @@ func Start(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), router)})
+		specs = append(specs, listenerSpec{ListenerHTTP, cfg.Port, s.withOperatorRoutes(cfg, enabledListeners(cfg), router), true})
 	}
 	if cfg.LegacyPort >= 0 {
 		a := &api{svc: cfg.Service, codec: v30.Codec{}, prefix: protocol.LegacyRoutePrefix, build: cfg.Build, log: cfg.Log,
@@ -152,11 +156,11 @@ func Start(cfg Config) (*Server, error) {
 			}
 			router.ServeHTTP(w, r)
 		})
-		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, root})
+		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, root, false})
 	}
 	if cfg.EventsPort >= 0 {
 		s.eventsSrv = events.NewServer(cfg.Service.Activity(), cfg.Log.With().Str("listener", ListenerEvents).Logger())
-		specs = append(specs, listenerSpec{ListenerEvents, cfg.EventsPort, s.eventsSrv})
+		specs = append(specs, listenerSpec{ListenerEvents, cfg.EventsPort, s.eventsSrv, false})
 	}
 	// Started once nothing before the listeners can fail: every return
 	// after this one goes through Shutdown, which stops it.
@@ -166,7 +170,7 @@ func Start(cfg Config) (*Server, error) {
 		s.conns.expireStalledWrites(s.stopWatch)
 	}()
 	for _, sp := range specs {
-		if err := s.listen(sp.name, net.JoinHostPort(cfg.Bind, strconv.Itoa(sp.port)), s.guard.Wrap(sp.handler)); err != nil {
+		if err := s.listen(sp.name, net.JoinHostPort(cfg.Bind, strconv.Itoa(sp.port)), sp.probes, s.guard.Wrap(sp.handler)); err != nil {
 			_ = s.Shutdown(context.Background())
 			return nil, err
 		}
@@ -182,12 +186,15 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) listen(name, addr string, h http.Handler) error {
+// maxHeaderBytes bounds a request's line and headers (docs/operations.md).
+const maxHeaderBytes = 64 << 10
+
+func (s *Server) listen(name, addr string, probes bool, h http.Handler) error {
 	tl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("transport: %s listener on %s: %w (is another hapticd running? pick another port with its flag, or 0 for a free one)", name, addr, err)
 	}
-	l := newLimitListener(tl, name, s.maxConns)
+	l := newLimitListener(tl, name, s.maxConns, probes)
 	srv := &http.Server{
 		// The limit comes first: a refusal costs no more than its answer.
 		Handler:           l.refuseOverLimit(h),
@@ -199,7 +206,7 @@ func (s *Server) listen(name, addr string, h http.Handler) error {
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   30 * time.Second,
 		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, srv)

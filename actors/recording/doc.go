@@ -43,6 +43,6 @@
 // the second; errMu is a leaf, nothing is taken under it, and the writer
 // and pump goroutines take it alone. A writer whose file refused a write
 // takes Recorder.mu, holding nothing else, to take its recording off the
-// taps. The taps take neither: they load the
+// taps, and every writer takes it so, last, to list its recording stopped. The taps take neither: they load the
 // active recordings atomically.
 package recording

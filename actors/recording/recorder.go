@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,11 @@ var ErrClosed = errors.New("recording: the service is shutting down")
 // every device (up to 32 MiB) and costs every loop tick a copy, so a
 // client starting them in a loop would slow every arm's loop.
 const MaxRunning = 8
+
+// MaxStoppedListed bounds the stopped recordings List keeps: a service
+// recording each trial all day would otherwise list (and hold) every one.
+// An older one leaves the list; its file stays where it was written.
+const MaxStoppedListed = 64
 
 // ErrTooMany is Start's answer while MaxRunning recordings run.
 var ErrTooMany = fmt.Errorf("recording: %d recordings are running, the most at once; stop one (DELETE /recordings/{id}) first", MaxRunning)
@@ -184,6 +191,9 @@ type recording struct {
 	sessions map[uint64]bool // nil: every session
 	stop     context.CancelFunc
 	done     chan struct{} // closed once the file is complete
+	// finished is set, under Recorder.mu, when the writer ended before
+	// Start listed it: Start then lists it stopped.
+	finished bool
 	// errMu guards err (lock order: the package doc, # Locks).
 	errMu sync.Mutex
 	err   error
@@ -238,10 +248,14 @@ type Recorder struct {
 	// otherwise be the recorder's main garbage.
 	stateBufs sync.Pool
 	// mu guards the following (lock order: the package doc, # Locks).
-	mu     sync.Mutex
-	all    []*recording
-	nextID uint64
-	closed bool // StopAll has run: Start refuses
+	mu sync.Mutex
+	// all are the recordings whose file is not complete yet; stopped the
+	// final state of the last MaxStoppedListed complete ones, oldest
+	// stopped first. A stopped recording keeps no more than its Info.
+	all     []*recording
+	stopped []Info
+	nextID  uint64
+	closed  bool // StopAll has run: Start refuses
 	// starting counts the Starts under way, not yet in all.
 	starting int
 }
@@ -407,7 +421,11 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	}
 	// Listed and no longer starting in one locked section: in between it
 	// would count twice, and a start beside it be refused the last place.
-	rs.all = append(rs.all, r)
+	if r.finished { // its file refused a write already, and is complete
+		rs.keepStoppedLocked(r.info())
+	} else {
+		rs.all = append(rs.all, r)
+	}
 	rs.starting--
 	listed = true
 	rs.publishLocked()
@@ -442,7 +460,7 @@ func (rs *Recorder) publishLocked() {
 }
 
 // Stop ends a recording and waits until its file is complete; false when
-// there is no recording id.
+// there is no recording id listed.
 func (rs *Recorder) Stop(id uint64) (Info, bool) {
 	rs.mu.Lock()
 	var r *recording
@@ -452,7 +470,12 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 		}
 	}
 	if r == nil {
-		rs.mu.Unlock()
+		defer rs.mu.Unlock()
+		for _, i := range rs.stopped {
+			if i.ID == id {
+				return i, true
+			}
+		}
 		return Info{}, false
 	}
 	wasActive := r.active.Swap(false)
@@ -463,6 +486,29 @@ func (rs *Recorder) Stop(id uint64) (Info, bool) {
 	}
 	<-r.done
 	return r.info(), true
+}
+
+// retire moves r, whose file is complete, from the recordings running to
+// the stopped ones: its writer calls it last, before closing r.done.
+func (rs *Recorder) retire(r *recording) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	i := slices.Index(rs.all, r)
+	if i < 0 {
+		r.finished = true // not listed yet: Start lists it stopped
+		return
+	}
+	rs.all = slices.Delete(rs.all, i, i+1)
+	rs.keepStoppedLocked(r.info())
+}
+
+// keepStoppedLocked lists a stopped recording, and forgets the oldest
+// stopped past MaxStoppedListed.
+func (rs *Recorder) keepStoppedLocked(i Info) {
+	rs.stopped = append(rs.stopped, i)
+	if n := len(rs.stopped) - MaxStoppedListed; n > 0 {
+		rs.stopped = slices.Delete(rs.stopped, 0, n)
+	}
 }
 
 // writeFailed ends r after its writer's first failed write (err): the taps
@@ -497,14 +543,17 @@ func (rs *Recorder) StopAll() {
 	}
 }
 
-// List returns every recording of this run, oldest first.
+// List returns this run's recordings running and the last
+// MaxStoppedListed stopped, oldest first.
 func (rs *Recorder) List() []Info {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	out := make([]Info, 0, len(rs.all))
+	out := make([]Info, 0, len(rs.all)+len(rs.stopped))
+	out = append(out, rs.stopped...)
 	for _, r := range rs.all {
 		out = append(out, r.info())
 	}
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

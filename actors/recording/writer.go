@@ -40,9 +40,13 @@ func newWriter(rs *Recorder, r *recording, f *os.File, w *mcap.Writer) *writer {
 }
 
 // run writes until the producers (pump and event reader) have ended and
-// the queue is empty, then closes the file and r.done.
+// the queue is empty, then closes the file, lists r stopped and closes
+// r.done.
 func (wr *writer) run(producers *sync.WaitGroup) {
-	defer close(wr.r.done)
+	defer func() {
+		wr.rs.retire(wr.r)
+		close(wr.r.done)
+	}()
 	// Once the producers end nothing more is queued: what is there is
 	// written, then the file closed.
 	stopped := make(chan struct{})

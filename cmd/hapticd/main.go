@@ -108,7 +108,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var(&o.allowOrigins, "allow-origin", "browser origin allowed besides loopback (repeatable)")
 	fs.Var(&o.allowHosts, "allow-host", "Host header allowed besides loopback (repeatable)")
 	fs.IntVar(&o.eventRing, "event-ring", 4096, fmt.Sprintf("recent events kept for ?since= replay (1..%d)", maxEventRing))
-	fs.IntVar(&o.maxConnections, "max-connections", transport.DefaultMaxConnections, "connections each listener serves at once, WebSockets and idle keep-alives included; past it a new one is answered 503 with Retry-After")
+	fs.IntVar(&o.maxConnections, "max-connections", transport.DefaultMaxConnections, "connections each listener serves at once, WebSockets and idle keep-alives included; past it a new one is answered 503 with Retry-After (but /healthz, /readyz and /metrics, served)")
 	fs.Var(&o.hwPorts, "hw-port", "serial port of a real device to open (repeatable)")
 	fs.DurationVar(&o.hwScanPeriod, "hw-scan-period", time.Second, "how often to scan for USB devices (0: no scan)")
 	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
