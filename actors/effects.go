@@ -159,6 +159,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 		}
 		return
 	}
+	defer p.releaseIfClosed(d)
 	a := p.fx[d]
 	if a == nil {
 		a = &armEffects{}

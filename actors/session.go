@@ -682,11 +682,22 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
 		return
 	}
-	if p.sess.closed.Load() {
-		// Close released the devices while this message was on its way:
-		// a force never outlives its session, even by a lease.
-		reg.Release(id)
+	p.releaseIfClosed(d)
+}
+
+// releaseIfClosed undoes what this message claimed on d when Close ran
+// while the message was on its way: Close released the devices and
+// dropped the session's effects before this message claimed d again, and
+// a force never outlives its session, even by a lease. Close sets closed
+// before it releases, so a message that reads it unset has its claims
+// released by Close itself.
+func (p *tickPath) releaseIfClosed(d *Device) {
+	if !p.sess.closed.Load() {
+		return
 	}
+	d.rt.DropEffects(p.sess.ID)
+	delete(p.fx, d)
+	d.Register().Release(p.sess.ID)
 }
 
 // noteBusy publishes a device-busy event, at most one per device and

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +185,52 @@ func TestSessionCloseReleasesAndUnlists(t *testing.T) {
 	}
 	if n := len(sess.Controls()); n != 0 {
 		t.Fatalf("a closed session controls %d devices", n)
+	}
+}
+
+// closingCodec is the 3.x codec, except that it closes its session while
+// it decodes a message that contains trigger: the close lands between a
+// message's arrival and its commands and effects, as a client's
+// disconnect can.
+type closingCodec struct {
+	protocol.Codec
+	trigger string
+	sess    *atomic.Pointer[Session]
+}
+
+func (c closingCodec) Decode(data []byte, types *protocol.TypeTable, dst *protocol.ClientMessage) []protocol.Error {
+	if s := c.sess.Load(); s != nil && strings.Contains(string(data), c.trigger) {
+		s.Close(protocol.CloseClientClosed)
+	}
+	return c.Codec.Decode(data, types, dst)
+}
+
+// A session that closes while a message of its is on its way leaves no
+// claim behind, whatever the message held: another session commands the
+// arm at once, not after the claim's lease lapses.
+func TestSessionClosedMidMessageLeavesTheArmFree(t *testing.T) {
+	for _, tc := range []struct{ name, entry string }{
+		{"command", `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}`},
+		{"effects", `"effects":{"set":[{"id":"d","type":"damper","scalar":2}]}`},
+		{"command and effects", `"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}},"effects":{"set":[{"id":"d","type":"damper","scalar":2}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := startWith(t, Options{})
+			arm := addArm(t, svc, simArm(0))
+			var self atomic.Pointer[Session]
+			sess, _ := open(t, svc, closingCodec{trigger: "closing", sess: &self})
+			self.Store(sess)
+			sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,%s}],"closing":1}`, arm.ID, tc.entry)))
+			if owner := arm.Register().Owner(); owner == sess.ID {
+				t.Errorf("the closed session still holds the arm")
+			}
+			other, otherSink := open(t, svc, nil)
+			if codes := exchange(t, other, otherSink, forceMsg(arm.ID, 1)).errorCodes(); len(codes) != 0 {
+				t.Errorf("another session's command right after the close: errors %v, want none", codes)
+			}
+			if in := svc.EffectsInForce(arm); len(in.Effects) != 0 {
+				t.Errorf("effects of the closed session in force: %+v", in)
+			}
+		})
 	}
 }
