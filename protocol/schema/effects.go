@@ -96,7 +96,7 @@ func effectProps(t protocol.EffectType, input bool) (props Schema, required []st
 		transform := Ref("transform")
 		if input {
 			shape = Schema{"anyOf": []Schema{Ref("sdf-shape.input"), enum(protocol.SDFPrimitiveNames())}}
-			transform = Ref("transform.input")
+			transform = Ref("sdf-transform.input")
 		}
 		p := Schema{"shape": shape, "transform": transform, "force_scale": force, "range": length,
 			"ease": enum(protocol.SDFEaseNames()), "reverse_easing": boolean(), "symmetry": enum(protocol.SDFSymmetryNames()),
