@@ -649,6 +649,8 @@ func decodeTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Er
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("position") || it.KeyIs("rotation") || it.KeyIs("scale")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("position"):
 			t.HasPosition = val.Exists()
 			if !t.HasPosition {
@@ -740,6 +742,8 @@ func decodeDampingParts(v Value, at *pathSeg, w warnings) (dampingParts, *Error)
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("scalar") || it.KeyIs("vector")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("scalar"):
 			if !val.Exists() {
 				p.hasScalar = false
@@ -835,6 +839,8 @@ func decodeGravity(v Value, at *pathSeg, w warnings) (GravityCompensation, *Erro
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("enabled") || it.KeyIs("scaling_factor")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("enabled"):
 			if !val.Exists() {
 				seenEnabled = false
