@@ -261,5 +261,5 @@ func extraEntries(out, in map[protocol.Key]Schema) {
 	in[protocol.KeyForceSlewLimit] = open(Schema{"max_rate": slew}, "max_rate")
 	scope := enum(protocol.PassivityScopes())
 	out[protocol.KeyPassivityController] = allRequired(Schema{"enabled": boolean(), "scope": scope})
-	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean(), "scope": scope}, "enabled")
+	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean(), "scope": orNull(scope)}, "enabled") // null: the default
 }
