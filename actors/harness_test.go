@@ -175,8 +175,9 @@ func open(t *testing.T, svc *Service, codec Codec) (*Session, *recSink) {
 // order, as a connection's reader does: Deliver may wait for the session's
 // actor, and the test meanwhile watches the frames.
 type reader struct {
-	in   chan string
-	done chan struct{}
+	in              chan string
+	done            chan struct{}
+	sent, delivered atomic.Int64
 }
 
 // startReader starts a reader for sess; it stops with the test.
@@ -186,6 +187,7 @@ func startReader(t *testing.T, sess *Session) *reader {
 		defer close(r.done)
 		for m := range r.in {
 			sess.Deliver([]byte(m))
+			r.delivered.Add(1)
 		}
 	}()
 	t.Cleanup(func() {
@@ -196,7 +198,37 @@ func startReader(t *testing.T, sess *Session) *reader {
 	return r
 }
 
-func (r *reader) send(msg string) { r.in <- msg }
+func (r *reader) send(msg string) {
+	r.sent.Add(1)
+	r.in <- msg
+}
+
+// settled waits until every message sent so far has been delivered. A
+// session writes each message's frame (if it gets one) on the reader's
+// goroutine before Deliver returns (Session.Deliver), so the sink then
+// holds every frame those messages will ever get: a test can assert that
+// none came without waiting for a window in which a late one might.
+func (r *reader) settled(t *testing.T) {
+	t.Helper()
+	hwtest.EventuallyNil(t, patience, "the reader to deliver every message sent", func() error {
+		if d, s := r.delivered.Load(), r.sent.Load(); d != s {
+			return fmt.Errorf("%d of %d messages delivered", d, s)
+		}
+		return nil
+	})
+}
+
+// noFrame fails the test if the sink holds a frame. Call it once whatever
+// could write one has provably finished (reader.settled, or a later
+// message's frame already read: frames are written in order).
+func (s *recSink) noFrame(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case f := <-s.frames:
+		t.Fatalf("%s: %s", what, f)
+	default:
+	}
+}
 
 // exchange sends one message and returns its frame.
 func exchange(t *testing.T, sess *Session, sink *recSink, msg string) testFrame {

@@ -271,9 +271,14 @@ func TestFramesStayInOrderWithAndWithoutTheActor(t *testing.T) {
 			t.Fatalf("frame %d does not answer message %d (no %s in it): %s", i, i, want, f.text)
 		}
 	}
-	select {
-	case f := <-sink.frames:
-		t.Fatalf("a frame more than the messages: %s", f)
-	case <-time.After(50 * time.Millisecond):
+	// A sentinel: its frame is written after any frame of the messages
+	// before it (one frame per message, in order), so a frame more than
+	// the messages would be read here first. It changes the damping, so it
+	// also queues behind whatever the session and device actors still had
+	// of the earlier messages.
+	sentinel := fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":17}}},{"device_id":"sentinel","commands":{"probe_position":{}}}]}`, arm.ID)
+	if f := exchange(t, sess, sink, sentinel); !strings.Contains(f.text, "sentinel") {
+		t.Fatalf("a frame more than the messages (not the sentinel's): %s", f.text)
 	}
+	sink.noFrame(t, "a frame more than the messages, after the sentinel's")
 }

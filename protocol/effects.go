@@ -298,6 +298,8 @@ func decodeEffectsUpdate(v Value, at *pathSeg, w warnings, u *EffectsUpdate) *Er
 			set = it.Value()
 		case it.KeyIs("remove"):
 			remove = it.Value()
+		case it.KeyIs("clear") && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("clear"):
 			if !it.Value().Exists() {
 				u.Clear = false

@@ -151,6 +151,13 @@ const (
 	DampingMax      = 20.0 // N·s/m, for scalar and each vector component
 	ForceGateMax    = 1.0
 	GravityScaleMax = 2.0
+	// TransformScaleMin and TransformScaleMax bound the magnitude of each
+	// scale component of a mount and of set_transform; a negative
+	// component mirrors. Outside them the inverse map
+	// (application to device, which position commands take) divides by a
+	// subnormal or multiplies past float64 into Inf.
+	TransformScaleMin = 1e-6
+	TransformScaleMax = 1e6
 )
 
 // PresetCustom is what the preset entry reads once a mount was set. It is
@@ -238,7 +245,8 @@ type Entry interface {
 type Preset struct{ Preset string }
 
 // Mount places the device in application space ({"transform": {...}}).
-// Decoded mounts have a unit rotation and non-zero scale components.
+// Decoded mounts have a unit rotation and scale components of magnitude
+// TransformScaleMin..TransformScaleMax.
 type Mount struct{ Transform Transform }
 
 // Basis is a signed axis permutation in canonical form (see
@@ -577,11 +585,31 @@ func decodeMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
 }
 
 func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
-	p, err := decodeTransformPatch(v, at, w)
+	p, err := decodeViewTransformPatch(v, at, w)
 	if err != nil {
 		return Transform{}, err
 	}
 	return p.Apply(space.IdentityTransform()), nil
+}
+
+// decodeViewTransformPatch decodes a transform that places a session's view
+// of a device (a mount, set_transform): decodeTransformPatch, with each
+// scale component's magnitude within TransformScaleMin..TransformScaleMax.
+// An SDF's pose has its own bound, on its scale combined with the
+// session's (effects.go).
+func decodeViewTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Error) {
+	p, err := decodeTransformPatch(v, at, w)
+	if err != nil || !p.HasScale {
+		return p, err
+	}
+	for i, comp := range [3]float64{p.Scale.X, p.Scale.Y, p.Scale.Z} {
+		if a := math.Abs(comp); a < TransformScaleMin || a > TransformScaleMax {
+			c := at.child("scale")
+			return p, errAt(CodeOutOfRange, &c, "scale %s %g is out of range: each component's magnitude must be %g..%g (a negative one mirrors; unit scale is {\"x\": 1, \"y\": 1, \"z\": 1})",
+				vec3Names[i], comp, TransformScaleMin, TransformScaleMax)
+		}
+	}
+	return p, nil
 }
 
 // TransformPatch is a transform of which each part may be missing: a
@@ -621,6 +649,8 @@ func decodeTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Er
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("position") || it.KeyIs("rotation") || it.KeyIs("scale")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("position"):
 			t.HasPosition = val.Exists()
 			if !t.HasPosition {
@@ -712,6 +742,8 @@ func decodeDampingParts(v Value, at *pathSeg, w warnings) (dampingParts, *Error)
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("scalar") || it.KeyIs("vector")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("scalar"):
 			if !val.Exists() {
 				p.hasScalar = false
@@ -807,6 +839,8 @@ func decodeGravity(v Value, at *pathSeg, w warnings) (GravityCompensation, *Erro
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("enabled") || it.KeyIs("scaling_factor")) && it.Superseded():
+			// Given again later: the last occurrence counts.
 		case it.KeyIs("enabled"):
 			if !val.Exists() {
 				seenEnabled = false

@@ -395,6 +395,20 @@ func TestRepeatedMemberLastOccurrenceWins(t *testing.T) {
 		{KeyTorqueScaling, `{"enabled":1,"enabled":true}`, TorqueScaling{Enabled: true}, "", ""},
 		{KeyHomeReturn, `{"enabled":true,"enabled":null}`, nil, CodeInvalidValue, ""},
 		{KeyHomeReturn, `{"enabled":"yes","enabled":false}`, HomeReturn{}, "", ""},
+		// Entries of several members: an invalid earlier occurrence of one
+		// of them is superseded too.
+		{KeyPassivityController, `{"enabled":true,"scope":"sideways","scope":"output"}`, PassivityController{Enabled: true, Scope: "output"}, "", ""},
+		{KeyPassivityController, `{"enabled":true,"scope":"output","scope":null}`, PassivityController{Enabled: true, Scope: "rendered"}, "", ""},
+		{KeyPassivityController, `{"enabled":true,"scope":"output","scope":"sideways"}`, nil, CodeInvalidValue, "scope"},
+		{KeyPassivityController, `{"enabled":"yes","enabled":false}`, PassivityController{Enabled: false, Scope: "rendered"}, "", ""},
+		{KeyPassivityController, `{"enabled":true,"enabled":null}`, nil, CodeInvalidValue, ""},
+		{KeyDamping, `{"scalar":-1,"scalar":2}`, Damping{Scalar: ptr(2.0)}, "", ""},
+		{KeyDamping, `{"vector":{"x":-1,"y":0,"z":0},"vector":{"x":1,"y":1,"z":1}}`, Damping{Vector: &Vec3{X: 1, Y: 1, Z: 1}}, "", ""},
+		{KeyDamping, `{"scalar":2,"scalar":-1}`, nil, CodeOutOfRange, "scalar"},
+		{KeyGravityCompensation, `{"enabled":"on","enabled":true,"scaling_factor":9,"scaling_factor":1}`, GravityCompensation{Enabled: true, ScalingFactor: 1}, "", ""},
+		{KeyMount, `{"transform":{"position":{"x":"1"},"position":{"x":1,"y":2,"z":3}}}`, Mount{at123}, "", ""},
+		{KeyMount, `{"transform":{"rotation":{"w":0,"x":0,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0}}}`, Mount{identity}, "", ""},
+		{KeyMount, `{"transform":{"scale":{"x":0,"y":1,"z":1},"scale":{"x":1,"y":1,"z":1}}}`, Mount{identity}, "", ""},
 	}
 	for _, tt := range tests {
 		got, err := DecodeEntry(tt.key, []byte(tt.body), "")

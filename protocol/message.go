@@ -414,9 +414,7 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 				continue
 			}
 			c := at.child("configure")
-			if err := m.decodeConfigure(e, val, &c); err != nil {
-				m.fail(err)
-			}
+			m.decodeConfigure(e, val, &c)
 		case it.KeyIs("effects"):
 			if !val.Exists() {
 				continue
@@ -561,11 +559,24 @@ func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCo
 	return cmd, err
 }
 
-func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *Error {
+// configureSeen is what a configure has given so far: the decoded entries,
+// and which keys it named at all (valid or not), for the checks that span
+// keys (preset with mount, a key given flat and under filters).
+type configureSeen struct {
+	got     [numKeys + 1]Entry
+	present [numKeys + 1]bool
+	failed  bool
+}
+
+// decodeConfigure decodes a device entry's configure. It records every error
+// it finds rather than the first (the message then applies nothing), so a
+// client fixing its configuration sees each bad key in one frame.
+func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) {
 	if err := expectObject(v, at, `{"preset": {"preset": "arm_front"}}`); err != nil {
-		return err
+		m.fail(err)
+		return
 	}
-	var got [numKeys + 1]Entry
+	var seen configureSeen
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		if it.KeyIs("filters") {
@@ -574,7 +585,9 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 			}
 			fat := at.child("filters")
 			if err := expectObject(val, &fat, `{"damping": {...}, "force_gate": {...}}`); err != nil {
-				return err
+				m.fail(err)
+				seen.failed = true
+				continue
 			}
 			for f := val.Members(); f.Next(); {
 				k, ok := keyFromNameBytes(f.Key())
@@ -587,9 +600,7 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 				if f.Superseded() {
 					continue // the filter again later: the last occurrence counts
 				}
-				if err := m.configureEntry(e, k, f.Value(), &fat, &got); err != nil {
-					return err
-				}
+				m.configureEntry(e, k, f.Value(), &fat, &seen)
 			}
 			continue
 		}
@@ -603,46 +614,57 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) *E
 		if it.Superseded() {
 			continue // the key again later: the last occurrence counts
 		}
-		if err := m.configureEntry(e, k, val, at, &got); err != nil {
-			return err
-		}
+		m.configureEntry(e, k, val, at, &seen)
 	}
-	if got[KeyPreset] != nil && got[KeyMount] != nil {
-		return errAt(CodePresetMountConflict, at, "preset and mount exclude each other: send one of them (a mount makes the preset read \"custom\")")
+	// Named at all, not only valid: a client that fixes its bad mount
+	// must not then learn that it cannot send a preset beside it.
+	if seen.present[KeyPreset] && seen.present[KeyMount] {
+		m.fail(errAt(CodePresetMountConflict, at, "preset and mount exclude each other: send one of them (a mount makes the preset read \"custom\")"))
+		seen.failed = true
+	}
+	if seen.failed {
+		return
 	}
 	for k := KeyPreset; int(k) <= numKeys; k++ {
-		if got[k] != nil {
-			e.Configure = append(e.Configure, got[k])
+		if seen.got[k] != nil {
+			e.Configure = append(e.Configure, seen.got[k])
 		}
 	}
-	return nil
 }
 
-func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, got *[numKeys + 1]Entry) *Error {
+// configureEntry decodes one configure key into seen, recording its error
+// (if any) in m.
+func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, seen *configureSeen) {
 	c := parent.child(k.Name())
 	if !k.SessionScoped() { // only session-scoped keys travel in a WebSocket configure
 		prefix := "" // the route on the port that serves the session's format
 		if m.keyedByID {
 			prefix = LegacyRoutePrefix
 		}
-		return errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST %s/%s/%s/config/%s", k.Name(), prefix, e.TypeKey, e.DeviceID, k.Path())
+		m.fail(errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST %s/%s/%s/config/%s", k.Name(), prefix, e.TypeKey, e.DeviceID, k.Path()))
+		seen.failed = true
+		return
 	}
 	if !k.AppliesTo(e.Type) {
 		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())
-		return nil
+		return
 	}
 	if !val.Exists() {
-		return nil
+		return
 	}
-	if got[k] != nil {
-		return errAt(CodeInvalidValue, &c, "%s is given twice (as a flat key and under filters): send it once", k.Name())
+	if seen.present[k] {
+		m.fail(errAt(CodeInvalidValue, &c, "%s is given twice (as a flat key and under filters): send it once", k.Name()))
+		seen.failed = true
+		return
 	}
+	seen.present[k] = true
 	entry, err := decodeReusing(k, val, &c, m.warnings(), e.Configure[:cap(e.Configure)])
 	if err != nil {
-		return err
+		m.fail(err)
+		seen.failed = true
+		return
 	}
-	got[k] = entry
-	return nil
+	seen.got[k] = entry
 }
 
 // decodeReusing decodes a WebSocket configure entry. When the same device
@@ -723,7 +745,7 @@ func (m *ClientMessage) decodeSession(v Value) {
 			// Given again later: the last occurrence counts.
 		case it.KeyIs("configure"):
 			c := at.child("configure")
-			err = m.decodeSessionConfigure(val, &c)
+			m.decodeSessionConfigure(val, &c)
 		case it.KeyIs("force_render_full_state"):
 			c := at.child("force_render_full_state")
 			err = m.decodeFullState(val, &c)
@@ -745,9 +767,13 @@ func (m *ClientMessage) decodeSession(v Value) {
 	}
 }
 
-func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
+// decodeSessionConfigure decodes session.configure, recording every error
+// it finds rather than the first (the message then applies nothing), as
+// decodeConfigure does for a device.
+func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) {
 	if err := expectObject(v, at, `{"profile": {"name": "co.example.app:main"}}`); err != nil {
-		return err
+		m.fail(err)
+		return
 	}
 	w := m.warnings()
 	for it := v.Members(); it.Next(); {
@@ -755,47 +781,50 @@ func (m *ClientMessage) decodeSessionConfigure(v Value, at *pathSeg) *Error {
 		if !val.Exists() {
 			continue
 		}
+		var err *Error
 		switch {
 		case (it.KeyIs("profile") || it.KeyIs("basis") || it.KeyIs("lease") || it.KeyIs("subscribe")) && it.Superseded():
 			// Given again later: the last occurrence counts.
 		case it.KeyIs("profile"):
 			c := at.child("profile")
-			if err := m.decodeProfile(val, &c); err != nil {
-				return err
-			}
+			err = m.decodeProfile(val, &c)
 		case it.KeyIs("basis"):
 			c := at.child("basis")
-			b, err := decodeBasis(val, &c, w)
-			if err != nil {
-				return err
+			var b Basis
+			if b, err = decodeBasis(val, &c, w); err == nil {
+				m.basis = b
+				m.Session.Basis = &m.basis
 			}
-			m.basis = b
-			m.Session.Basis = &m.basis
 		case it.KeyIs("lease"):
 			c := at.child("lease")
-			ms, mc, err := soleMember(val, &c, w, "ms", `{"ms": 100}`)
-			if err != nil {
-				return err
-			}
-			if !ms.Exists() {
-				return errAt(CodeInvalidValue, &c, `lease needs "ms" (%d..%d), e.g. {"ms": 100}`, LeaseMinMs, LeaseMaxMs)
-			}
-			n, err := readInt(ms, &mc, LeaseMinMs, LeaseMaxMs)
-			if err != nil {
-				return err
-			}
-			m.Session.LeaseMs = n
+			err = m.decodeLease(val, &c)
 		case it.KeyIs("subscribe"):
 			c := at.child("subscribe")
-			if err := m.decodeSubscribe(val, &c); err != nil {
-				return err
-			}
+			err = m.decodeSubscribe(val, &c)
 		default:
 			name := string(it.Key())
 			c := at.child(name)
 			w.add(CodeUnknownKey, &c, "unknown session configure key %q: ignored", name)
 		}
+		if err != nil {
+			m.fail(err)
+		}
 	}
+}
+
+func (m *ClientMessage) decodeLease(v Value, at *pathSeg) *Error {
+	ms, mc, err := soleMember(v, at, m.warnings(), "ms", `{"ms": 100}`)
+	if err != nil {
+		return err
+	}
+	if !ms.Exists() {
+		return errAt(CodeInvalidValue, at, `lease needs "ms" (%d..%d), e.g. {"ms": 100}`, LeaseMinMs, LeaseMaxMs)
+	}
+	n, err := readInt(ms, &mc, LeaseMinMs, LeaseMaxMs)
+	if err != nil {
+		return err
+	}
+	m.Session.LeaseMs = n
 	return nil
 }
 

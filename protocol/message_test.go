@@ -461,3 +461,55 @@ func TestDecodeStateCommands(t *testing.T) {
 		t.Fatalf("state leaked between messages: %+v", m.Devices[0])
 	}
 }
+
+// The members inside a device entry's effects and a subscribed device
+// follow the last-occurrence rule too: an invalid earlier occurrence is
+// superseded, an invalid (or null, for a required member: absent) last one
+// is the error.
+func TestNestedRepeatedMemberLastOccurrenceWins(t *testing.T) {
+	types := aliasTable(t)
+	sub := func(device string) string {
+		return `{"session":{"configure":{"subscribe":{"devices":[` + device + `]}}}}`
+	}
+	subscribed := func(dt DeviceType, id string) func(m *ClientMessage) bool {
+		return func(m *ClientMessage) bool {
+			s := m.Session.Subscribe
+			return s != nil && len(s.Devices) == 1 && s.Devices[0] == SubscribedDevice{Type: dt, ID: id}
+		}
+	}
+	clear := func(want bool) func(m *ClientMessage) bool {
+		return func(m *ClientMessage) bool {
+			return len(m.Devices) == 1 && m.Devices[0].HasEffects && m.Devices[0].Effects.Clear == want
+		}
+	}
+	tests := []struct {
+		name   string
+		msg    string
+		errors []string
+		check  func(m *ClientMessage) bool
+	}{
+		{"clear: a bad one, then true", `{"arm3":[{"device_id":"049D","effects":{"clear":"yes","clear":true}}]}`, nil, clear(true)},
+		{"clear: true, then null", `{"arm3":[{"device_id":"049D","effects":{"clear":true,"clear":null}}]}`, nil, clear(false)},
+		{"clear: true, then a bad one", `{"arm3":[{"device_id":"049D","effects":{"clear":true,"clear":"yes"}}]}`, []string{"invalid_value@arm3[0].effects.clear"}, nil},
+		{"device_type: a bad one, then arm3", sub(`{"device_type":1,"device_type":"arm3","device_id":"049D"}`), nil, subscribed(TypeArm, "049D")},
+		{"device_type: unknown, then grip", sub(`{"device_type":"toaster","device_type":"grip","device_id":"1"}`), nil, subscribed(TypeGrip, "1")},
+		{"device_type: arm3, then unknown", sub(`{"device_type":"arm3","device_type":"toaster","device_id":"049D"}`), []string{"invalid_value@session.configure.subscribe.devices[0].device_type"}, nil},
+		{"device_type: arm3, then null", sub(`{"device_type":"arm3","device_type":null,"device_id":"049D"}`), []string{"invalid_value@session.configure.subscribe.devices[0]"}, nil},
+		{"device_id: empty, then 049D", sub(`{"device_type":"arm3","device_id":"","device_id":"049D"}`), nil, subscribed(TypeArm, "049D")},
+		{"device_id: a number, then 049D", sub(`{"device_type":"arm3","device_id":7,"device_id":"049D"}`), nil, subscribed(TypeArm, "049D")},
+		{"device_id: 049D, then empty", sub(`{"device_type":"arm3","device_id":"049D","device_id":""}`), []string{"invalid_value@session.configure.subscribe.devices[0].device_id"}, nil},
+		{"device_id: 049D, then null", sub(`{"device_type":"arm3","device_id":"049D","device_id":null}`), []string{"invalid_value@session.configure.subscribe.devices[0]"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m ClientMessage
+			errs := DecodeClientMessage([]byte(tt.msg), types, &m)
+			if got := codesAt(errs); !reflect.DeepEqual(got, nonNil(tt.errors)) {
+				t.Fatalf("errors %v, want %v", got, nonNil(tt.errors))
+			}
+			if tt.check != nil && !tt.check(&m) {
+				t.Fatalf("decoded devices %+v, session %+v", m.Devices, m.Session)
+			}
+		})
+	}
+}

@@ -76,6 +76,12 @@ func decodePassivityController(v Value, at *pathSeg, w warnings) (PassivityContr
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("enabled") || it.KeyIs("scope")) && it.Superseded():
+			// Given again later: the last occurrence counts.
+		case it.KeyIs("enabled") && !val.Exists():
+			seenEnabled = false // null is absent
+		case it.KeyIs("scope") && !val.Exists():
+			out.Scope = passivityScopes[0] // null is absent: the default
 		case it.KeyIs("enabled"):
 			c := at.child("enabled")
 			b, err := readBool(val, &c)

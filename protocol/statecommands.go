@@ -114,7 +114,7 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 // is refused, since which one wins would be a guess.
 func decodeSetTransform(v Value, at *pathSeg, w warnings) (TransformPatch, *Error) {
 	if v.Kind() != KindObject {
-		return decodeTransformPatch(v, at, w) // its error names the shape
+		return decodeViewTransformPatch(v, at, w) // its error names the shape
 	}
 	var inner Value
 	flat := false
@@ -127,7 +127,7 @@ func decodeSetTransform(v Value, at *pathSeg, w warnings) (TransformPatch, *Erro
 		}
 	}
 	if !inner.Exists() {
-		return decodeTransformPatch(v, at, w)
+		return decodeViewTransformPatch(v, at, w)
 	}
 	if flat {
 		return TransformPatch{}, errAt(CodeInvalidValue, at, "set_transform takes {position, rotation, scale} or {\"transform\": {position, rotation, scale}}, not both at once")
@@ -136,5 +136,5 @@ func decodeSetTransform(v Value, at *pathSeg, w warnings) (TransformPatch, *Erro
 	if err != nil {
 		return TransformPatch{}, err
 	}
-	return decodeTransformPatch(tv, &tat, w)
+	return decodeViewTransformPatch(tv, &tat, w)
 }

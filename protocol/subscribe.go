@@ -173,6 +173,9 @@ func (m *ClientMessage) decodeSubscribedDevice(v Value, at *pathSeg) (Subscribed
 	var unknownType string
 	for it := v.Members(); it.Next(); {
 		switch {
+		case (it.KeyIs("device_type") || it.KeyIs("device_id")) && (it.Superseded() || !it.Value().Exists()):
+			// Given again later, or null (absent): the last occurrence
+			// counts, and a missing member is reported below.
 		case it.KeyIs("device_type"):
 			c := at.child("device_type")
 			b, ok := it.Value().StringBytes()

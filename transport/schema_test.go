@@ -198,6 +198,9 @@ func TestClientMessageSchemaMatchesTheDecoder(t *testing.T) {
 		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_gravity_compensation":{"enabled":true}}}]}`, false},
 		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_gravity_compensation":"yes"}}]}`, true},
 		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_transform":{"scale":{"x":0,"y":1,"z":1}}}}]}`, true},
+		{`{"arm3":[{"device_id":"` + arm + `","commands":{"set_transform":{"scale":{"x":1e-320,"y":1,"z":1}}}}]}`, true},
+		{`{"arm3":[{"device_id":"` + arm + `","configure":{"mount":{"transform":{"scale":{"x":1,"y":-1e308,"z":1}}}}}]}`, true},
+		{`{"arm3":[{"device_id":"` + arm + `","configure":{"mount":{"transform":{"scale":{"x":1e-6,"y":-1e6,"z":1}}}}}]}`, false},
 		{`[]`, true},
 	}
 	for _, tt := range tests {

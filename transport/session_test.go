@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -174,43 +176,67 @@ func TestConfigureKeysShowInNextFrame(t *testing.T) {
 	}
 }
 
+// TestConfigureErrorsApplyNothing: a message with an error applies not at
+// all. Each row carries, beside what is wrong, a valid change (damping, the
+// lease) that a message applied in part would make, and the whole config
+// (the arm's and the session's) is compared with what it was before.
 func TestConfigureErrorsApplyNothing(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
+	const lease = `"session":{"configure":{"lease":{"ms":500}}}`
+	damping := func(configure string) string {
+		return fmt.Sprintf(`"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":5},%s}}]`, id, configure)
+	}
 	tests := []struct {
-		name, msg, code, mention string
+		name, msg string
+		codes     []string // sorted
+		mention   string
 	}{
-		{"http-only key", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":5},"handedness":"left"}}]}`, id), "http_only_key", "/config/handedness"},
-		{"preset with mount", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":5},"preset":{"preset":"arm_front"},"mount":{"transform":{}}}}]}`, id), "preset_mount_conflict", ""},
-		{"damping empty", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{}}}],"session":{"configure":{"lease":{"ms":500}}}}`, id), "damping_empty", ""},
-		{"out of range", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":7}}}]}`, id), "out_of_range", ""},
-		{"not json", `{"arm3":`, "invalid_json", ""},
+		{"http-only key", "{" + damping(`"handedness":"left"`) + "," + lease + "}", []string{"http_only_key"}, "/config/handedness"},
+		{"preset with mount", "{" + damping(`"preset":{"preset":"arm_front"},"mount":{"transform":{}}`) + "," + lease + "}", []string{"preset_mount_conflict"}, ""},
+		{"damping empty", fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{},"force_gate":{"gain":0.9}}}],%s}`, id, lease), []string{"damping_empty"}, ""},
+		{"out of range", "{" + damping(`"force_gate":{"gain":7}`) + "," + lease + "}", []string{"out_of_range"}, ""},
+		{"two bad keys", "{" + damping(`"force_gate":{"gain":7},"basis":{"permutation":"XXY"}`) + "," + lease + "}", []string{"invalid_permutation", "out_of_range"}, ""},
+		{"mount scale subnormal", "{" + damping(`"mount":{"transform":{"scale":{"x":1e-320,"y":1,"z":1}}}`) + "," + lease + "}", []string{"out_of_range"}, ""},
+		{"not json", `{` + lease + `,"arm3":`, []string{"invalid_json"}, ""},
 		// A whole number past int64 is out of range, not "not whole".
-		{"lease far out of range", `{"session":{"configure":{"lease":{"ms":1e300}}}}`, "out_of_range", "1e+300 is out of range"},
-		{"lease far below range", `{"session":{"configure":{"lease":{"ms":-9.3e18}}}}`, "out_of_range", "-9.3e+18 is out of range"},
+		{"lease far out of range", "{" + damping(`"force_gate":{"gain":0.9}`) + `,"session":{"configure":{"lease":{"ms":1e300}}}}`, []string{"out_of_range"}, "1e+300 is out of range"},
+		{"lease far below range", "{" + damping(`"force_gate":{"gain":0.9}`) + `,"session":{"configure":{"lease":{"ms":-9.3e18}}}}`, []string{"out_of_range"}, "-9.3e+18 is out of range"},
+	}
+	config := func() (arm, session any) {
+		full := c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+		return path(full, "arm3", 0, "config"), path(full, "session", "config")
+	}
+	armBefore, sessionBefore := config()
+	if armBefore == nil || sessionBefore == nil {
+		t.Fatalf("no config in the full-state frame: arm %v, session %v", armBefore, sessionBefore)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := c.roundTrip(tt.msg)
 			errs, _ := f["errors"].([]any)
-			if len(errs) == 0 {
-				t.Fatalf("no errors in frame: %v", f)
+			codes := []string{}
+			for _, e := range errs {
+				if path(e, "message") == "" {
+					t.Fatalf("error without a message: %v", e)
+				}
+				codes = append(codes, fmt.Sprint(path(e, "code")))
 			}
-			e := errs[0]
-			if path(e, "code") != tt.code || path(e, "message") == "" {
-				t.Fatalf("error %v, want code %s", e, tt.code)
+			sort.Strings(codes)
+			if !reflect.DeepEqual(codes, tt.codes) {
+				t.Fatalf("error codes %v, want %v: %v", codes, tt.codes, errs)
 			}
-			if tt.mention != "" && !strings.Contains(path(e, "message").(string), tt.mention) {
-				t.Fatalf("error message %q does not name %s", path(e, "message"), tt.mention)
+			if tt.mention != "" && !strings.Contains(path(errs[0], "message").(string), tt.mention) {
+				t.Fatalf("error message %q does not name %s", path(errs[0], "message"), tt.mention)
 			}
-			full := c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
-			if got := path(full, "arm3", 0, "config", "filters", "damping"); !jsonEqual(t, got, `{"scalar":0}`) {
-				t.Fatalf("damping changed by a refused message: %v", got)
+			arm, session := config()
+			if !reflect.DeepEqual(arm, armBefore) {
+				t.Fatalf("the arm's config changed by a refused message:\n%v\nwas\n%v", arm, armBefore)
 			}
-			if got := path(full, "session", "config", "lease", "ms"); got != 100.0 {
-				t.Fatalf("lease changed by a refused message: %v", got)
+			if !reflect.DeepEqual(session, sessionBefore) {
+				t.Fatalf("the session's config changed by a refused message:\n%v\nwas\n%v", session, sessionBefore)
 			}
 		})
 	}

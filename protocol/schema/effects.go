@@ -96,7 +96,7 @@ func effectProps(t protocol.EffectType, input bool) (props Schema, required []st
 		transform := Ref("transform")
 		if input {
 			shape = Schema{"anyOf": []Schema{Ref("sdf-shape.input"), enum(protocol.SDFPrimitiveNames())}}
-			transform = Ref("transform.input")
+			transform = Ref("sdf-transform.input")
 		}
 		p := Schema{"shape": shape, "transform": transform, "force_scale": force, "range": length,
 			"ease": enum(protocol.SDFEaseNames()), "reverse_easing": boolean(), "symmetry": enum(protocol.SDFSymmetryNames()),
@@ -261,5 +261,5 @@ func extraEntries(out, in map[protocol.Key]Schema) {
 	in[protocol.KeyForceSlewLimit] = open(Schema{"max_rate": slew}, "max_rate")
 	scope := enum(protocol.PassivityScopes())
 	out[protocol.KeyPassivityController] = allRequired(Schema{"enabled": boolean(), "scope": scope})
-	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean(), "scope": scope}, "enabled")
+	in[protocol.KeyPassivityController] = open(Schema{"enabled": boolean(), "scope": orNull(scope)}, "enabled") // null: the default
 }

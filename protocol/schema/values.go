@@ -97,15 +97,28 @@ func defineValues(s *Set) {
 	s.Define("vec3.input", components(vec3Names, number(), true))
 	s.Define("quat.input", components(quatNames, number(), true))
 	s.Define("angles3.input", components(angles3Names, number(), true))
-	// A rotation names a non-zero quaternion; a scale has non-zero
-	// components (PROTOCOL 4, mount).
+	// A rotation names a non-zero quaternion; a mount's or set_transform's
+	// scale component has a magnitude within
+	// protocol.TransformScaleMin..Max, either sign (docs/protocol.md,
+	// Coordinates).
 	nonZeroQuat := components(quatNames, number(), true)
 	nonZeroQuat["not"] = Schema{"properties": Schema{"w": constant(0), "x": constant(0), "y": constant(0), "z": constant(0)}}
-	nonZero := Schema{"type": "number", "not": constant(0)}
+	scaleComponent := Schema{"type": "number", "anyOf": []Schema{
+		{"minimum": protocol.TransformScaleMin, "maximum": protocol.TransformScaleMax},
+		{"minimum": -protocol.TransformScaleMax, "maximum": -protocol.TransformScaleMin},
+	}}
 	s.Define("transform.input", open(Schema{
 		"position": orNull(Ref("vec3.input")),
 		"rotation": orNull(nonZeroQuat),
-		"scale":    orNull(components(vec3Names, nonZero, true)),
+		"scale":    orNull(components(vec3Names, scaleComponent, true)),
+	}))
+	// An SDF effect's pose: its scale is bounded together with the
+	// session's, which the service checks (docs/effects.md), so the
+	// schema asks only for non-zero components.
+	s.Define("sdf-transform.input", open(Schema{
+		"position": orNull(Ref("vec3.input")),
+		"rotation": orNull(nonZeroQuat),
+		"scale":    orNull(components(vec3Names, Schema{"type": "number", "not": constant(0)}, true)),
 	}))
 }
 

@@ -63,6 +63,12 @@ func TestSameMessageBothFormats(t *testing.T) {
 			errors: []string{"out_of_range@arm3.049D.configure.force_gate.gain"},
 		},
 		{
+			name:   "every bad key is listed",
+			v3x:    `{"arm3":[{"device_id":"049D","configure":{"handedness":"left","force_gate":{"gain":3},"basis":{"permutation":"XXY"}}}],"session":{"configure":{"lease":{"ms":1},"basis":{"permutation":"Q"}}}}`,
+			v30:    `{"arm3":{"049D":{"configure":{"handedness":"left","force_gate":{"gain":3},"basis":{"permutation":"XXY"}}}},"session":{"configure":{"lease":{"ms":1},"basis":{"permutation":"Q"}}}}`,
+			errors: []string{"http_only_key@arm3.049D.configure.handedness", "invalid_permutation@arm3.049D.configure.basis.permutation", "invalid_permutation@session.configure.basis.permutation", "out_of_range@arm3.049D.configure.force_gate.gain", "out_of_range@session.configure.lease.ms"},
+		},
+		{
 			name: "effects and navigation",
 			v3x:  `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]},"configure":{"navigation":{"mode":"bubble"}}}]}`,
 			v30:  `{"arm3":{"049D":{"effects":{"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]},"configure":{"navigation":{"mode":"bubble"}}}}}`,
