@@ -187,7 +187,12 @@ func Start(cfg Config) (*Server, error) {
 }
 
 // maxHeaderBytes bounds a request's line and headers (docs/operations.md).
+// net/http reads 4 KiB past its MaxHeaderBytes before it answers 431
+// (initialReadLimitSize, "bufio slop"), so the server is given the bound
+// less that.
 const maxHeaderBytes = 64 << 10
+
+const netHTTPHeaderSlop = 4 << 10
 
 func (s *Server) listen(name, addr string, probes bool, h http.Handler) error {
 	tl, err := net.Listen("tcp", addr)
@@ -206,7 +211,7 @@ func (s *Server) listen(name, addr string, probes bool, h http.Handler) error {
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   30 * time.Second,
 		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: maxHeaderBytes,
+		MaxHeaderBytes: maxHeaderBytes - netHTTPHeaderSlop,
 	}
 	s.mu.Lock()
 	s.servers = append(s.servers, srv)
