@@ -76,6 +76,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
+// refusalWriteWithin bounds the write of an answer over the limit: a place
+// over it is held no longer than a request head may take to arrive
+// (ReadHeaderTimeout, 5 s).
+const refusalWriteWithin = 5 * time.Second
+
 // overLimit is what became of a connection accepted over the limit:
 // answered (503, or a probe served), or, still pending at its close,
 // closed before its request came.
@@ -110,8 +115,12 @@ func (l *limitListener) refuseOverLimit(next http.Handler) http.Handler {
 			return
 		}
 		if l.servesProbes && isProbe(r) {
-			// One request, then the place over the limit is given back.
+			// One request, then the place over the limit is given back;
+			// a prober that does not read its answer holds the place no
+			// longer than a request head may take (ReadHeaderTimeout),
+			// not the 30 s WriteTimeout.
 			over.answered.Store(true)
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(refusalWriteWithin))
 			w.Header().Set("Connection", "close")
 			next.ServeHTTP(w, r)
 			return
