@@ -14,6 +14,7 @@ import (
 	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/space"
 )
 
 // A configure is written behind (within a second), but it is acknowledged
@@ -159,6 +160,65 @@ func TestBadProfileDocumentGivesDefaults(t *testing.T) {
 	}
 	if want := protocol.DefaultEntry(protocol.KeyForceGate); gate != want {
 		t.Errorf("after picking a profile whose document is torn, force_gate is %+v, want the default %+v", gate, want)
+	}
+}
+
+// A profile an older build saved with a mount scale the wire now refuses
+// (outside 1e-6..1e6, accepted while the rule was "non-zero") is read as
+// saved, not moved aside as corrupt with every other entry of the arm; a
+// stored scale with no finite inverse still is.
+func TestProfileWithAnOlderBuildsMountScaleKeepsItsEntries(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		kept  bool
+	}{{1e9, true}, {1e-7, true}, {1e-320, false}} {
+		t.Run(fmt.Sprint(tc.scale), func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			const name = "co.example:older-build"
+			cfg := protocol.DefaultSessionConfig()
+			cfg.Preset = protocol.PresetCustom
+			cfg.Mount = space.Transform{Rotation: space.IdentityQuat(), Scale: space.Vec3{X: tc.scale, Y: 1, Z: 1}}
+			cfg.ForceGate = protocol.ForceGate{Gain: 0.5}
+			doc, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, filepath.FromSlash(arm.profileStoreName(name))+".json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, doc, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sess, sink := open(t, svc, nil)
+			exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+name+`"}}}}`)
+			gate, err := svc.Entry(arm, sess.ID, protocol.KeyForceGate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aside, _ := filepath.Glob(path + ".corrupt-*")
+			if tc.kept {
+				if gate != (protocol.ForceGate{Gain: 0.5}) {
+					t.Errorf("force_gate %+v, want the stored gain 0.5", gate)
+				}
+				mount, err := svc.Entry(arm, sess.ID, protocol.KeyMount)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m, ok := mount.(protocol.Mount); !ok || m.Transform.Scale.X != tc.scale {
+					t.Errorf("mount %+v, want the stored scale x %g", mount, tc.scale)
+				}
+				if len(aside) != 0 {
+					t.Errorf("moved aside as corrupt: %v", aside)
+				}
+				return
+			}
+			if len(aside) != 1 {
+				t.Errorf("a stored scale of %g (no finite inverse) was not set aside: %v", tc.scale, aside)
+			}
+		})
 	}
 }
 

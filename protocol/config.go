@@ -353,7 +353,7 @@ func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 		if !mount.Exists() {
 			return errAt(CodeInvalidValue, &mat, `stored preset "custom" needs a mount: fix or delete the file`)
 		}
-		e, err := decodeMount(mount, &mat, warnings{})
+		e, err := decodeStoredMount(mount, &mat, warnings{})
 		if err != nil {
 			return err
 		}

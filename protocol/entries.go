@@ -573,15 +573,44 @@ func decodeBasis(v Value, at *pathSeg, w warnings) (Basis, *Error) {
 }
 
 func decodeMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
-	tv, tat, err := soleMember(v, at, w, "transform", `{"transform": {"position": {...}, "rotation": {...}, "scale": {...}}}`)
+	tv, tat, err := mountTransform(v, at, w)
 	if err != nil {
 		return Mount{}, err
 	}
-	if !tv.Exists() {
-		return Mount{}, errAt(CodeInvalidValue, at, `mount needs "transform": {"position", "rotation", "scale"} (each optional)`)
-	}
 	t, err := decodeTransform(tv, &tat, w)
 	return Mount{Transform: t}, err
+}
+
+// mountTransform is the transform member of a mount body, which it needs.
+func mountTransform(v Value, at *pathSeg, w warnings) (Value, pathSeg, *Error) {
+	tv, tat, err := soleMember(v, at, w, "transform", `{"transform": {"position": {...}, "rotation": {...}, "scale": {...}}}`)
+	if err == nil && !tv.Exists() {
+		err = errAt(CodeInvalidValue, at, `mount needs "transform": {"position", "rotation", "scale"} (each optional)`)
+	}
+	return tv, tat, err
+}
+
+// decodeStoredMount decodes a mount read back from a file (a profile), which
+// an older build may have written: its scale keeps the rule the wire had
+// then (each component non-zero, finite), and only a component whose
+// inverse is not finite is refused, so that a profile saved with a scale
+// outside TransformScaleMin..TransformScaleMax is not lost on upgrade.
+func decodeStoredMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
+	tv, tat, err := mountTransform(v, at, w)
+	if err != nil {
+		return Mount{}, err
+	}
+	p, err := decodeTransformPatch(tv, &tat, w)
+	if err != nil {
+		return Mount{}, err
+	}
+	for i, comp := range [3]float64{p.Scale.X, p.Scale.Y, p.Scale.Z} {
+		if p.HasScale && math.IsInf(1/comp, 0) {
+			c := tat.child("scale")
+			return Mount{}, errAt(CodeOutOfRange, &c, "stored scale %s %g has no finite inverse: fix or delete the file", vec3Names[i], comp)
+		}
+	}
+	return Mount{Transform: p.Apply(space.IdentityTransform())}, nil
 }
 
 func decodeTransform(v Value, at *pathSeg, w warnings) (Transform, *Error) {
