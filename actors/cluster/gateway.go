@@ -424,7 +424,7 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 	case <-p.gone:
 		return nil, errNodeGone
 	case <-timeout.C:
-		return nil, fmt.Errorf("cluster: no answer within %v", configTimeout)
+		return nil, actor.ErrTimeout // as the request's own future says it
 	}
 }
 
