@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,108 @@ func TestGatewayConfigWriteDuringSync(t *testing.T) {
 			}
 			if got := entryJSON(t, n.svc, d, key); got != tt.wantNode {
 				t.Errorf("node's %s is %s once the sync passed it, want %s", key.Path(), got, tt.wantNode)
+			}
+		})
+	}
+}
+
+// silentNode stands in for a node's actor that takes config requests and
+// never answers them: a node that is killed while they are on their way.
+type silentNode struct{ sets chan struct{} }
+
+func (s *silentNode) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*wire.ConfigRequest); ok && m.Op == "set" {
+		select {
+		case s.sets <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// A set through the gateway whose node's process ends while the set waits
+// for its answer is answered 503 as soon as the gateway knows the process
+// is gone (its port refuses, or a new process of the node took over), not
+// after the gateway's full 2 s: nothing will answer it. A node dropped for
+// its silence alone may be hung and resume, and could still apply the set
+// within the 2 s, so that set waits them out as before.
+func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
+	refusing := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	tests := []struct {
+		name  string
+		drop  func(t *testing.T, g *Gateway)
+		early bool
+	}{
+		{"its port refuses", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			n := g.nodes["n"]
+			n.addr = refusing(t) // what the gateway dials to tell a killed node from a live one
+			pid := n.pid
+			g.mu.Unlock()
+			g.terminated(pid)
+		}, true},
+		{"a new process of it", func(t *testing.T, g *Gateway) {
+			g.inventory(&wire.Inventory{NodeId: "n", Address: refusing(t), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+		}, true},
+		{"silent", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+		}, false},
+	}
+	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := testGateway(t, time.Minute) // dropped by the test only
+			s := &silentNode{sets: make(chan struct{}, 1)}
+			if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+				t.Fatal(err)
+			}
+			g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+			waitAdded(t, g)
+			dev := g.svc.Devices().All()[0]
+			type answer struct {
+				err  error
+				took time.Duration
+			}
+			done := make(chan answer, 1)
+			start := time.Now()
+			go func() {
+				_, err := g.svc.SetEntry(dev, 0, left)
+				done <- answer{err, time.Since(start)}
+			}()
+			select {
+			case <-s.sets:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the set never reached the node")
+			}
+			tt.drop(t, g)
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the set through the gateway was never answered")
+			}
+			var perr *protocol.Error
+			if !errors.As(a.err, &perr) || perr.Code != protocol.CodeUnavailable {
+				t.Fatalf("set through the gateway: %v, want %s", a.err, protocol.CodeUnavailable)
+			}
+			t.Logf("answered after %v: %v", a.took.Round(time.Millisecond), a.err)
+			if tt.early && a.took >= configTimeout {
+				t.Errorf("a set whose node's process ended was answered after %v, the full wait for an answer (%v), want as soon as the gateway knew", a.took, configTimeout)
+			}
+			if !tt.early && a.took < configTimeout {
+				t.Errorf("a set to a node dropped for its silence was answered after %v, before the %v within which the node could still apply it", a.took, configTimeout)
 			}
 		})
 	}

@@ -31,6 +31,11 @@ import (
 // at that exchange, not after a run of them.
 var errNodeLost = fmt.Errorf("cluster: the device's node is unreachable (%w); its devices return when it answers again", hw.ErrGone)
 
+// errNodeGone answers a config request whose node's process went away
+// while it waited: the request may have been applied just before, so the
+// client reads the entry back once the device returns.
+var errNodeGone = errors.New("cluster: the device's node went away before it answered (its process ended); if it had applied the request, the device returns with it")
+
 // Gateway serves the devices of every node in cfg.Peers through svc.
 type Gateway struct {
 	// closing stops proxies sending once the remote is going away; the
@@ -273,9 +278,9 @@ func (g *Gateway) probed(p *probe) {
 		n.silence += credit
 		switch {
 		case n.silence > g.cfg.NodeTimeout:
-			g.dropNodeLocked(id, "its messages stopped arriving "+g.cfg.NodeTimeout.String()+" ago")
+			g.dropNodeLocked(id, "its messages stopped arriving "+g.cfg.NodeTimeout.String()+" ago", false)
 		case n.suspect && n.silence >= suspectFor:
-			g.dropNodeLocked(id, "its connection closed and its messages stopped")
+			g.dropNodeLocked(id, "its connection closed and its messages stopped", false)
 		}
 	}
 }
@@ -333,7 +338,7 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 			case errors.Is(err, syscall.ECONNREFUSED):
 				g.mu.Lock()
 				if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
-					g.dropNodeLocked(id, "its connection closed and its port refuses")
+					g.dropNodeLocked(id, "its connection closed and its port refuses", true)
 				}
 				g.mu.Unlock()
 				return
@@ -383,6 +388,13 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // node is a cluster member, else to the node's actor by address (static
 // membership; or a node the cluster expelled, which protoactor never lets
 // back in under the same member id, but whose link works).
+//
+// It waits configTimeout at most, and no longer than until the node's
+// process is known gone (p.gone): nothing will answer then, and a client
+// waited out the full timeout for a node the gateway had dropped a few
+// milliseconds after its SIGKILL. protoactor's cluster request alone does
+// not keep the bound: its identity lookup waits up to 5 s for the member's
+// activator, and checks the deadline only between attempts.
 func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 	// Dated, so that a node does not apply what reaches it after this
 	// gateway gave up (configTimeout); a retry keeps the first send's date.
@@ -390,19 +402,44 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 	g.mu.Lock()
 	member := g.cl != nil && g.members[p.nodeID]
 	g.mu.Unlock()
-	if member {
-		return g.cl.Request(p.info.UUID, NodeKind(p.nodeID), m, cluster.WithTimeout(configTimeout), cluster.WithRetryCount(2))
+	type answer struct {
+		r   any
+		err error
 	}
-	return g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+	done := make(chan answer, 1) // the request ends on its own after an early return
+	go func() {
+		var a answer
+		if member {
+			a.r, a.err = g.cl.Request(p.info.UUID, NodeKind(p.nodeID), m, cluster.WithTimeout(configTimeout), cluster.WithRetryCount(2))
+		} else {
+			a.r, a.err = g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+		}
+		done <- a
+	}()
+	timeout := time.NewTimer(configTimeout)
+	defer timeout.Stop()
+	select {
+	case a := <-done:
+		return a.r, a.err
+	case <-p.gone:
+		return nil, errNodeGone
+	case <-timeout.C:
+		return nil, actor.ErrTimeout // as the request's own future says it
+	}
 }
 
-// dropNodeLocked forgets a node; its devices fail and leave.
-func (g *Gateway) dropNodeLocked(id, why string) {
+// dropNodeLocked forgets a node; its devices fail and leave. dead: the
+// node's process is gone for sure (its port refuses), so the config
+// requests still waiting for its answer get none (proxy.processGone).
+func (g *Gateway) dropNodeLocked(id, why string, dead bool) {
 	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
 	delete(g.nodes, id)
 	for _, p := range g.proxies {
 		if p.nodeID == id {
 			p.leave(errNodeLost)
+			if dead {
+				p.processGone()
+			}
 		}
 	}
 }
@@ -442,6 +479,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			for _, p := range g.proxies {
 				if p.nodeID == n.id {
 					p.leave(fmt.Errorf("cluster: node %s restarted; its devices return with its new process (%w)", n.id, hw.ErrGone))
+					p.processGone()
 				}
 			}
 		}

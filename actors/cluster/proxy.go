@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,12 @@ type proxy struct {
 	// answered the read before that write, so the value is older than it.
 	cfgMu     sync.Mutex
 	cfgWrites map[string]uint64
+
+	// gone is closed once the node's process is known to have ended (its
+	// port refuses, or a new process of the node took over): config
+	// requests waiting for its answer end at once (Gateway.configRequest).
+	gone     chan struct{}
+	goneOnce sync.Once
 
 	// dev is the gateway's device of this proxy, once added.
 	dev atomic.Pointer[actors.Device]
@@ -149,7 +156,7 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 	if d.Port != "" {
 		port += " " + d.Port
 	}
-	return &proxy{g: g, nodeID: n.id, node: n.pid, nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
+	return &proxy{g: g, nodeID: n.id, node: n.pid, gone: make(chan struct{}), nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
 		st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
 			Kind: hw.Kind(d.Kind), ID: id, UUID: d.Uuid, Model: uint8(d.Model),
@@ -471,6 +478,15 @@ func (p *proxy) leave(cause error) {
 	}
 }
 
+// processGone says the node's process ended: see gone.
+func (p *proxy) processGone() {
+	p.goneOnce.Do(func() {
+		if p.gone != nil {
+			close(p.gone)
+		}
+	})
+}
+
 // Close halts the device and forgets the proxy, so the node's next
 // inventory can bring the device back.
 func (p *proxy) Close() error {
@@ -523,6 +539,9 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
 	r, err := p.g.configRequest(p, m)
+	if errors.Is(err, errNodeGone) {
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s: %v", p.nodeID, err)
+	}
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
 	}
