@@ -325,16 +325,17 @@ func (n *Node) configArrived(m *wire.ConfigRequest, to *actor.PID) {
 }
 
 // answerConfig answers one config request, off the actors. One sent more
-// than configTimeout ago (in transit, then in this queue) is not applied:
-// the gateway has told its client the node did not answer, and a set
-// that fails for the client must not take effect behind its back.
+// than configApplyWithin ago (in transit, then in this queue) is not
+// applied: the gateway has told its client the node did not answer, or
+// may before this answer reaches it, and a set that fails for the client
+// must not take effect behind its back.
 func (n *Node) answerConfig(j configJob) {
-	if waited := time.Since(j.queued); waited > configTimeout {
+	if waited := time.Since(j.queued); waited > configApplyWithin {
 		n.log.Warn().Str("uuid", j.req.Uuid).Str("op", j.req.Op).Str("key", j.req.Key).Dur("waited", waited).
 			Msg("cluster: a config request came past the gateway's timeout; not applied")
 		if j.to != nil {
 			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
-				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the ones before it), past the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
+				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the ones before it), too late to answer within the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
 		}
 		return
 	}

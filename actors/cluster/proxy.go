@@ -562,3 +562,11 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 // configTimeout bounds a config request to a node: the node persists
 // before it answers, so it is a disk write plus a round trip.
 const configTimeout = 2 * time.Second
+
+// configApplyWithin is how old (since the gateway sent it) a config
+// request the node still applies may be: less than configTimeout by the
+// time its write and its answer take, and by what the node's clock
+// offset may underestimate its age by, so that the gateway does not give
+// up on a set (503 to its client) that the node then applies. One that
+// waited longer (a hung or backed-up node) is answered unavailable.
+const configApplyWithin = configTimeout - 500*time.Millisecond
