@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -177,4 +179,53 @@ func dig2(v any, keys ...any) any {
 func dig(v any, keys ...any) float64 {
 	f, _ := dig2(v, keys...).(float64)
 	return f
+}
+
+// --emulate-arms counts from --sim-index-base as the simulated devices do:
+// two lab nodes on one host, given distinct bases, emulate arms with
+// distinct ids and UUIDs, so the gateway does not see one arm twice.
+func TestEmulatedArmsHonourSimIndexBase(t *testing.T) {
+	ids := func(base string) map[uint16][16]byte {
+		o, err := parseFlags([]string{"--sim-arms", "0", "--sim-grips", "0", "--emulate-arms", "2", "--sim-index-base", base, "--hw-scan-period", "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := newHardware(o, zerolog.Nop())
+		hwtest.SkipIfUnsupported(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.closeEmulators()
+		out := map[uint16][16]byte{}
+		for _, e := range h.emulators {
+			out[e.ID()] = e.UUID()
+		}
+		return out
+	}
+	a, b := ids("0"), ids("10")
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("emulated ids %v and %v, want two each", a, b)
+	}
+	for id, uuid := range b {
+		if _, dup := a[id]; dup {
+			t.Errorf("id %04X is emulated by both nodes (--sim-index-base 0 and 10)", id)
+		}
+		for _, other := range a {
+			if other == uuid {
+				t.Errorf("UUID %x is emulated by both nodes", uuid)
+			}
+		}
+	}
+	if id, _ := emulator.Identity(hw.KindArm, 10); b[id] == ([16]byte{}) {
+		t.Errorf("--sim-index-base 10: the first emulated arm is not index 10's (%04X): %v", id, b)
+	}
+}
+
+// --sim-index-base leaves emulated arms room in the quarter of the id
+// space no family uses, or is refused.
+func TestEmulatedArmsPastTheirQuarterRefused(t *testing.T) {
+	_, err := parseFlags([]string{"--emulate-arms", "2", "--sim-index-base", fmt.Sprint(sim.FamilyIndexSpan - 2)})
+	if err == nil {
+		t.Fatal("--emulate-arms past the last quarter of the id space was accepted")
+	}
 }
