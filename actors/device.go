@@ -963,10 +963,24 @@ func (c *deviceCore) publishLoopGlobals() {
 			GravityCompensation: g.GravityCompensation.Enabled,
 			GravityScale:        g.GravityCompensation.ScalingFactor,
 		},
-		ForceClampN:  g.ForceClamp.MaxForceN,
+		ForceClampN:  loopForceClampN(g.ForceClamp.MaxForceN),
 		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
 		Passivity:    passivityOptions(g.PassivityController),
 	})
+}
+
+// noForceClampN is the clamp a force_clamp of 0 N is passed to the loop
+// as: the loop reads a ForceClampN of 0 as no clamp below the device's own
+// limit, and a client that sets 0 N wants no force. A nanonewton is nothing
+// any arm renders.
+const noForceClampN = 1e-9
+
+// loopForceClampN is loop.Globals.ForceClampN for a force_clamp of n N.
+func loopForceClampN(n float64) float64 {
+	if n <= 0 {
+		return noForceClampN
+	}
+	return n
 }
 
 func (c *deviceCore) saveDurable(name string, v any) error {

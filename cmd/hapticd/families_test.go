@@ -403,3 +403,33 @@ func TestForceClampReadsEachFamilysLimit(t *testing.T) {
 		}
 	}
 }
+
+// A force_clamp of 0 N (valid, 0..50) lets no client force through: it
+// let the arm's whole force through, the loop reading 0 as "no clamp".
+func TestForceClampZeroLetsNoForceThrough(t *testing.T) {
+	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	if status, env := httpDo(t, "POST", base+"/arm3/0/config/passivity/force_clamp", `{"max_force": 0}`); status != 200 {
+		t.Fatalf("POST force_clamp 0: %d %v", status, env)
+	}
+	c := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")
+	first := readJSON(t, c)
+	id, _ := hwtest.JSONPath(first, "arm3", 0, "device_id").(string)
+	z0, _ := hwtest.JSONPath(first, "arm3", 0, "state", "cursor_position", "z").(float64)
+	send := func(msg string) map[string]any {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, c)
+	}
+	send(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond {
+		f := send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":3}}}}]}`, id))
+		if z, _ := hwtest.JSONPath(f, "arm3", 0, "state", "cursor_position", "z").(float64); z > z0+0.005 {
+			t.Fatalf("with force_clamp 0 N a 3 N push moved the cursor from z %.4f to %.4f m", z0, z)
+		}
+	}
+}
