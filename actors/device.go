@@ -547,9 +547,20 @@ func loadDeviceConfig(st Store, name string) (protocol.DeviceConfig, error) {
 // first views. It runs before the actor starts, so the device is fully
 // configured when it appears in any listing.
 func (c *deviceCore) init(global protocol.DeviceConfig) {
-	c.global = global
+	c.global = c.withinLimits(global)
 	c.sessions = make(map[uint64]*sessionState)
 	c.publishGlobals()
+}
+
+// withinLimits is g as the loop applies it: a force clamp above the
+// device's own force limit (a Minverse's 4 N; the entry's default is the
+// Inverse3's 10 N) clamps at that limit (loop.Globals.ForceClampN), so the
+// entry reads the limit rather than a clamp that is not in force.
+func (c *deviceCore) withinLimits(g protocol.DeviceConfig) protocol.DeviceConfig {
+	if limit := c.dev.Info.MaxForceN; limit > 0 && g.ForceClamp.MaxForceN > limit {
+		g.ForceClamp.MaxForceN = limit
+	}
+	return g
 }
 
 func (c *deviceCore) get(session uint64, k protocol.Key) (protocol.Entry, error) {
@@ -621,6 +632,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			}
 			next.Set(e)
 		}
+		next = c.withinLimits(next)
 		if next == c.global && !c.globalUnread {
 			answer(c.global.Get(last), nil)
 			return
@@ -951,10 +963,24 @@ func (c *deviceCore) publishLoopGlobals() {
 			GravityCompensation: g.GravityCompensation.Enabled,
 			GravityScale:        g.GravityCompensation.ScalingFactor,
 		},
-		ForceClampN:  g.ForceClamp.MaxForceN,
+		ForceClampN:  loopForceClampN(g.ForceClamp.MaxForceN),
 		ForceSlewNps: g.ForceSlewLimit.MaxRateNPerS,
 		Passivity:    passivityOptions(g.PassivityController),
 	})
+}
+
+// noForceClampN is the clamp a force_clamp of 0 N is passed to the loop
+// as: the loop reads a ForceClampN of 0 as no clamp below the device's own
+// limit, and a client that sets 0 N wants no force. A nanonewton is nothing
+// any arm renders.
+const noForceClampN = 1e-9
+
+// loopForceClampN is loop.Globals.ForceClampN for a force_clamp of n N.
+func loopForceClampN(n float64) float64 {
+	if n <= 0 {
+		return noForceClampN
+	}
+	return n
 }
 
 func (c *deviceCore) saveDurable(name string, v any) error {

@@ -207,9 +207,20 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		r.leaving[key] = append(waiting, p)
 		return
 	}
-	if _, ok := r.adding[key]; ok || s.devices.Load().Find(t, info.ID) != nil {
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s is already connected; ids must be unique", t.Key(), info.ID)})
-		return
+	if holder, taken := r.holderOf(t, info.ID); taken {
+		if info.UUID == "" || holder == info.UUID {
+			reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
+			return
+		}
+		// Another device with the same 16-bit id: the ids are not unique,
+		// the UUID is the identity. It gets an id derived from its UUID,
+		// as a lab's gateway gives one (hw.DerivedID).
+		info.ID = hw.DerivedID(info.Kind, info.UUID, func(id string) bool {
+			_, held := r.holderOf(t, id)
+			_, leaving := r.leaving[deviceKey(t, id)]
+			return held || leaving
+		})
+		key = deviceKey(t, info.ID)
 	}
 	r.adding[key] = p
 	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
@@ -223,6 +234,18 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name)
 		root.Send(self, loaded)
 	})
+}
+
+// holderOf is the UUID of the device of type t with id that is connected
+// or being added, and whether there is one.
+func (r *registryActor) holderOf(t protocol.DeviceType, id string) (uuid string, taken bool) {
+	if p, ok := r.adding[deviceKey(t, id)]; ok {
+		return p.msg.driver.Info().UUID, true
+	}
+	if d := r.svc.devices.Load().Find(t, id); d != nil {
+		return d.Info.UUID, true
+	}
+	return "", false
 }
 
 // adopt spawns the device actor of a device whose stored config is read,

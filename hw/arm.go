@@ -45,10 +45,15 @@ const (
 func MinverseWorkspaceCenterM() Vec3 { return Vec3{X: 0, Y: 0.12, Z: 0.08} }
 
 // ArmFigures are an arm family's figures that the wire does not carry.
+// EffectiveMassKg is what the host's gravity feed-forward lifts on an arm
+// without firmware compensation; no family publishes one, and the
+// simulated arms share the Inverse3's linkage model, so every family has
+// ArmEffectiveMassKg until a measurement says otherwise.
 type ArmFigures struct {
 	MaxForceN        float64
 	WorkspaceRadiusM float64
 	WorkspaceCenterM Vec3
+	EffectiveMassKg  float64
 }
 
 // ArmFiguresOf is the figures of the arm family whose device type number is
@@ -57,7 +62,7 @@ type ArmFigures struct {
 // gives the Inverse3x other figures than the Inverse3's.
 func ArmFiguresOf(model uint8) ArmFigures {
 	if model == ModelMinverse {
-		return ArmFigures{MinverseMaxForceN, MinverseWorkspaceRadiusM, MinverseWorkspaceCenterM()}
+		return ArmFigures{MinverseMaxForceN, MinverseWorkspaceRadiusM, MinverseWorkspaceCenterM(), ArmEffectiveMassKg}
 	}
-	return ArmFigures{ArmMaxForceN, ArmWorkspaceRadiusM, ArmWorkspaceCenterM()}
+	return ArmFigures{ArmMaxForceN, ArmWorkspaceRadiusM, ArmWorkspaceCenterM(), ArmEffectiveMassKg}
 }

@@ -1,11 +1,8 @@
 package cluster
 
 import (
-	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -209,27 +206,8 @@ func assignIDs(used map[hw.Kind]map[string]bool, mem idMemory, news []newcomer, 
 	return out
 }
 
-// derivedID is a free short id derived from uuid, spelled as the kind's ids
-// are: 4 hex digits for arms, decimal 1..65535 for grips.
+// derivedID is a free short id derived from uuid (hw.DerivedID, which a
+// node's registry uses for two of its own devices with one id).
 func derivedID(kind hw.Kind, uuid string, used map[string]bool) string {
-	h := fnv.New32a()
-	h.Write([]byte(uuid))
-	v := h.Sum32()
-	x := uint16(v ^ v>>16)
-	for range 1 << 16 {
-		var id string
-		if kind == hw.KindGrip {
-			if x == 0 {
-				x++
-			}
-			id = strconv.Itoa(int(x))
-		} else {
-			id = fmt.Sprintf("%04X", x)
-		}
-		if !used[id] {
-			return id
-		}
-		x++
-	}
-	return uuid // 65536 devices of one kind: ids cannot be short any more
+	return hw.DerivedID(kind, uuid, func(id string) bool { return used[id] })
 }

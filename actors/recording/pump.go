@@ -31,6 +31,10 @@ type pump struct {
 	r       *recording
 	everyNs int64 // the tap's decimation; 0: every tick
 	feeds   map[*actors.Device]*feed
+	// order is feeds in the order they were attached (the service's
+	// device order): drained in it, the devices' state channels are
+	// numbered in it, which is the order a replay serves them in.
+	order []*feed
 	// goneDropped is the drops of the taps of devices that went away.
 	goneDropped uint64
 	// Scratch of drain.
@@ -106,14 +110,16 @@ func (p *pump) attach() {
 			p.r.setErr(fmt.Errorf("recording: record %s: %w", d.ID, err))
 			continue
 		}
-		p.feeds[d] = &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
+		f := &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
+		p.feeds[d] = f
+		p.order = append(p.order, f)
 	}
 }
 
 // drain moves every queued snapshot onto the recording's queue, encoded.
 func (p *pump) drain() {
 	dropped := p.goneDropped
-	for _, f := range p.feeds {
+	for _, f := range p.order {
 		for f.tap.Next(&p.snap) {
 			fillState(&p.state, f.dev, &p.snap)
 			buf := p.rs.stateBufs.Get().(*[]byte)
@@ -143,6 +149,7 @@ func (p *pump) detach(onlyGone bool) {
 			delete(p.feeds, d)
 		}
 	}
+	p.order = slices.DeleteFunc(p.order, func(f *feed) bool { return p.feeds[f.dev] != f })
 }
 
 // fillState fills s from one tick's snapshot of d.
@@ -152,7 +159,10 @@ func fillState(s *State, d *actors.Device, snap *loop.Snapshot) {
 		Mode: int(snap.Mode), Owner: snap.Owner, AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 		Position: vec3(st.PositionM), Velocity: vec3(st.VelocityMps), Force: vec3(st.ForceN)}
 	if d.Type != protocol.TypeGrip {
-		s.Model = d.Info.Model
+		s.Model = DeviceModel(d.Info.Model)
+		// The view holds the device-global entries in force; reading it
+		// is one load and never blocks the loop's writer.
+		s.LeftHanded = d.ViewFor(0).Config.Device.Handedness == protocol.HandednessLeft
 	}
 	if d.Type == protocol.TypeGrip {
 		q := st.Orientation

@@ -49,14 +49,12 @@ func MessagesOf(f *mcap.File, kind string) map[string][]mcap.Message {
 
 // Replay makes one virtual device per recorded arm and grip, playing its
 // recorded states at speed (1: as recorded), from the start again at the
-// end when loop is set.
+// end when loop is set. The devices come in the order the recording lists
+// them (its state channels', the service's device order when it started),
+// so a client's /arm3/0/... is the same arm in the replay.
 func Replay(f *mcap.File, speed float64, loop bool) ([]hw.Driver, error) {
 	states := MessagesOf(f, KindState)
-	keys := make([]string, 0, len(states))
-	for k := range states {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := stateKeysInOrder(f, states)
 	var out []hw.Driver
 	var identities identities
 	for _, k := range keys {
@@ -74,6 +72,43 @@ func Replay(f *mcap.File, speed float64, loop bool) ([]hw.Driver, error) {
 		return nil, errors.New("recording: the recording holds no device states")
 	}
 	return out, nil
+}
+
+// LeftHandedAtStart is the ids of the recorded arms whose first recorded
+// state was left-handed: a replay sets their handedness entry so, as the
+// recorded service's read (later changes show in the replayed angles).
+func LeftHandedAtStart(f *mcap.File) map[string]bool {
+	out := map[string]bool{}
+	for _, ms := range MessagesOf(f, KindState) {
+		var st State
+		if json.Unmarshal(ms[0].Data, &st) == nil && !st.IsGrip() && st.LeftHanded {
+			out[st.Device] = true
+		}
+	}
+	return out
+}
+
+// stateKeysInOrder is the keys of states in the order of their channels'
+// ids: the writer numbers channels as it first writes to them.
+func stateKeysInOrder(f *mcap.File, states map[string][]mcap.Message) []string {
+	keys := make([]string, 0, len(states))
+	channel := make(map[string]uint16, len(states))
+	for k, ms := range states {
+		keys = append(keys, k)
+		channel[k] = ms[0].ChannelID
+	}
+	for id, c := range f.Channels {
+		if k := c.Metadata["key"]; c.Metadata["kind"] == KindState && channel[k] > id {
+			channel[k] = id // one key on two channels: its first
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if channel[keys[i]] != channel[keys[j]] {
+			return channel[keys[i]] < channel[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 // samplesOf decodes one device's recorded states.
@@ -94,8 +129,9 @@ func samplesOf(ms []mcap.Message) (first State, samples []replay.Sample, err err
 
 // sample is the replayed form of a recorded state. An arm's joint angles,
 // joint speeds and body turn are not recorded: they are derived from the
-// position and velocity as the simulated arm derives them (right-handed,
-// the default), so that a replayed arm's pose matches where it is.
+// position and velocity as the simulated arm derives them, with the
+// recorded handedness (right-handed in a file from before it was kept),
+// so that a replayed arm's pose matches where it was.
 func sample(timeNs int64, st *State) replay.Sample {
 	vec := func(v [3]float64) hw.Vec3 { return hw.Vec3{X: v[0], Y: v[1], Z: v[2]} }
 	q := st.Orientation
@@ -105,7 +141,7 @@ func sample(timeNs int64, st *State) replay.Sample {
 		Buttons:     hw.Buttons(st.Buttons), Hall: st.Hall, Battery: st.Battery}
 	if !st.IsGrip() {
 		pose := hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity}
-		sim.DeriveArmState(&pose, false)
+		sim.DeriveArmState(&pose, st.LeftHanded)
 		smp.AnglesDeg, smp.AngularVelocityDps, smp.BodyOrientation = pose.AnglesDeg, pose.AngularVelocityDps, pose.BodyOrientation
 	}
 	return smp

@@ -32,7 +32,7 @@ type channelSchema struct {
 // messages, frames and events get the full schemas the service serves
 // instead when Config.ServedSchema gives them (servedSchemas).
 var minimalSchemas = []channelSchema{
-	{KindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"age_ns":{"type":"integer","minimum":0,"description":"how old the state was at time_ns: 0 when the loop read it at that tick; older when the driver repeated it after a missed reply or, on a lab gateway, when the node's push was"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"model":{"type":"integer","minimum":0,"maximum":255,"description":"an arm's device type number (its family: 4 Inverse3, 5 Inverse3x, 6 Minverse)"},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
+	{KindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"age_ns":{"type":"integer","minimum":0,"description":"how old the state was at time_ns: 0 when the loop read it at that tick; older when the driver repeated it after a missed reply or, on a lab gateway, when the node's push was"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"model":{"type":"integer","minimum":0,"maximum":255,"description":"an arm's device type number (its family: 4 Inverse3, 5 Inverse3x, 6 Minverse)"},"left_handed":{"type":"boolean","description":"an arm that was left-handed at this state (absent: right-handed)"},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
 	{KindClient, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
 	{KindFrame, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
 	{KindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string","description":"the request path with its query: ?session=N for a session-scoped entry"},"status":{"type":"integer"},"body":{}}}`},
@@ -96,13 +96,34 @@ type State struct {
 	Force      [3]float64 `json:"force"`
 	// Model is an arm's device type number (hw.Info.Model: its family, 4
 	// an Inverse3), so a replay serves the family that was recorded.
-	Model uint8 `json:"model,omitempty"`
+	Model DeviceModel `json:"model,omitempty"`
+	// LeftHanded says the arm was left-handed at this state (its
+	// handedness entry): a replay derives its joint angles as the arm
+	// did. Left out when right-handed, as in files from before it was kept.
+	LeftHanded bool `json:"left_handed,omitempty"`
 	// Grip.
 	Orientation [4]float64 `json:"orientation"` // w x y z
 	Buttons     uint8      `json:"buttons"`
 	Hall        float64    `json:"hall"`
 	Battery     float64    `json:"battery"`
 	Link        string     `json:"link,omitempty"` // wired or wireless (hw.Link)
+}
+
+// DeviceModel is a recorded device type number. Read from a file, a value
+// that is no device type number (outside 0..255, not a whole number) reads
+// as 0, not reported: that arm replays as an Inverse3, as a real arm with
+// an unknown number answers, and the rest of the file still replays.
+type DeviceModel uint8
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *DeviceModel) UnmarshalJSON(b []byte) error {
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil || v < 0 || v > 255 || v != float64(int(v)) {
+		*m = 0
+		return nil
+	}
+	*m = DeviceModel(v)
+	return nil
 }
 
 // IsGrip says whether s is a grip's state.
@@ -147,6 +168,9 @@ func (s *State) AppendJSON(b []byte) []byte {
 	if !s.IsGrip() && s.Model != 0 {
 		b = append(b, `,"model":`...)
 		b = strconv.AppendUint(b, uint64(s.Model), 10)
+	}
+	if !s.IsGrip() && s.LeftHanded {
+		b = append(b, `,"left_handed":true`...)
 	}
 	if s.IsGrip() {
 		b = appendFloats(b, "orientation", s.Orientation[:])

@@ -365,3 +365,71 @@ func TestRecordingReplaysEveryFamily(t *testing.T) {
 		_ = drv.Close()
 	}
 }
+
+// An arm's force_clamp reads what its loop clamps at: a Minverse's 4 N by
+// default (it read the Inverse3's 10 N while the loop clamped at 4), and a
+// value above the family's limit is answered, read back and framed as that
+// limit, since the clamp never raises the driver's own.
+func TestForceClampReadsEachFamilysLimit(t *testing.T) {
+	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", t.TempDir(), "--sim", "inverse3=1,minverse=1")
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	const route = "/config/passivity/force_clamp"
+	clampOf := func(env map[string]any) any { return hwtest.JSONPath(env, "data", "max_force") }
+	steps := []struct {
+		name, method, arm, body string
+		want                    float64
+	}{
+		{"Inverse3 default", "GET", "0", "", hw.ArmMaxForceN},
+		{"Minverse default", "GET", "1", "", hw.MinverseMaxForceN},
+		{"Minverse set above its limit", "POST", "1", `{"max_force": 10}`, hw.MinverseMaxForceN},
+		{"Minverse read back", "GET", "1", "", hw.MinverseMaxForceN},
+		{"Minverse set below its limit", "POST", "1", `{"max_force": 2.5}`, 2.5},
+		{"Minverse reset", "DELETE", "1", "", hw.MinverseMaxForceN},
+		{"Inverse3 set above its limit", "POST", "0", `{"max_force": 20}`, hw.ArmMaxForceN},
+		{"Inverse3 set below its limit", "POST", "0", `{"max_force": 7}`, 7},
+	}
+	for _, s := range steps {
+		status, env := httpDo(t, s.method, base+"/arm3/"+s.arm+route, s.body)
+		if status != 200 || clampOf(env) != s.want {
+			t.Errorf("%s: %s /arm3/%s%s: %d, max_force %v, want %v (%v)", s.name, s.method, s.arm, route, status, clampOf(env), s.want, env)
+		}
+	}
+	c := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")
+	first := readJSON(t, c)
+	for i, want := range []float64{7, hw.MinverseMaxForceN} {
+		if got := hwtest.JSONPath(first, "arm3", i, "config", "force_clamp", "max_force"); got != want {
+			t.Errorf("first frame: arm %d's force_clamp %v, want %v", i, got, want)
+		}
+	}
+}
+
+// A force_clamp of 0 N (valid, 0..50) lets no client force through: it
+// let the arm's whole force through, the loop reading 0 as "no clamp".
+func TestForceClampZeroLetsNoForceThrough(t *testing.T) {
+	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0")
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	if status, env := httpDo(t, "POST", base+"/arm3/0/config/passivity/force_clamp", `{"max_force": 0}`); status != 200 {
+		t.Fatalf("POST force_clamp 0: %d %v", status, env)
+	}
+	c := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")
+	first := readJSON(t, c)
+	id, _ := hwtest.JSONPath(first, "arm3", 0, "device_id").(string)
+	z0, _ := hwtest.JSONPath(first, "arm3", 0, "state", "cursor_position", "z").(float64)
+	send := func(msg string) map[string]any {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return readJSON(t, c)
+	}
+	send(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond {
+		f := send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":3}}}}]}`, id))
+		if z, _ := hwtest.JSONPath(f, "arm3", 0, "state", "cursor_position", "z").(float64); z > z0+0.005 {
+			t.Fatalf("with force_clamp 0 N a 3 N push moved the cursor from z %.4f to %.4f m", z0, z)
+		}
+	}
+}

@@ -34,15 +34,18 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 	ports := append([]string(nil), o.hwPorts...)
 	periodS := 1 / float64(o.loopHz)
 	for i := 0; i < o.emulateArms; i++ {
-		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: i, PeriodS: periodS, Motion: o.simMotion, Seed: int64(i)})
+		// From --sim-index-base, as the simulated devices: two nodes of one
+		// lab on one host must not emulate the same arm (id and UUID).
+		index := o.lab.simIndexBase + i
+		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, PeriodS: periodS, Motion: o.simMotion, Seed: int64(index)})
 		if err != nil {
 			h.closeEmulators()
 			return nil, fmt.Errorf("--emulate-arms: %w", err)
 		}
 		h.emulators = append(h.emulators, e)
 		ports = append(ports, path)
-		fmt.Fprintf(os.Stdout, "emulated arm %d (id %04X) on %s\n", i, e.ID(), path)
-		h.log.Info().Int("index", i).Str("port", path).Msg("emulated arm")
+		fmt.Fprintf(os.Stdout, "emulated arm %d (id %04X) on %s\n", index, e.ID(), path)
+		h.log.Info().Int("index", index).Str("port", path).Msg("emulated arm")
 	}
 	if len(ports) == 0 && o.hwScanPeriod <= 0 {
 		return h, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,10 +12,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -177,4 +180,121 @@ func dig2(v any, keys ...any) any {
 func dig(v any, keys ...any) float64 {
 	f, _ := dig2(v, keys...).(float64)
 	return f
+}
+
+// --emulate-arms counts from --sim-index-base as the simulated devices do:
+// two lab nodes on one host, given distinct bases, emulate arms with
+// distinct ids and UUIDs, so the gateway does not see one arm twice.
+func TestEmulatedArmsHonourSimIndexBase(t *testing.T) {
+	ids := func(base string) map[uint16][16]byte {
+		o, err := parseFlags([]string{"--sim-arms", "0", "--sim-grips", "0", "--emulate-arms", "2", "--sim-index-base", base, "--hw-scan-period", "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := newHardware(o, zerolog.Nop())
+		hwtest.SkipIfUnsupported(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.closeEmulators()
+		out := map[uint16][16]byte{}
+		for _, e := range h.emulators {
+			out[e.ID()] = e.UUID()
+		}
+		return out
+	}
+	a, b := ids("0"), ids("10")
+	if len(a) != 2 || len(b) != 2 {
+		t.Fatalf("emulated ids %v and %v, want two each", a, b)
+	}
+	for id, uuid := range b {
+		if _, dup := a[id]; dup {
+			t.Errorf("id %04X is emulated by both nodes (--sim-index-base 0 and 10)", id)
+		}
+		for _, other := range a {
+			if other == uuid {
+				t.Errorf("UUID %x is emulated by both nodes", uuid)
+			}
+		}
+	}
+	if id, _ := emulator.Identity(hw.KindArm, 10); b[id] == ([16]byte{}) {
+		t.Errorf("--sim-index-base 10: the first emulated arm is not index 10's (%04X): %v", id, b)
+	}
+}
+
+// --sim-index-base leaves emulated arms room in the quarter of the id
+// space no family uses, or is refused.
+func TestEmulatedArmsPastTheirQuarterRefused(t *testing.T) {
+	_, err := parseFlags([]string{"--emulate-arms", "2", "--sim-index-base", fmt.Sprint(sim.FamilyIndexSpan - 2)})
+	if err == nil {
+		t.Fatal("--emulate-arms past the last quarter of the id space was accepted")
+	}
+}
+
+// Two real arms whose 16-bit ids are equal (the ids are not unique; the
+// UUID is the identity) are both served: the first keeps its id, the
+// second gets one derived from its UUID, and each is addressed apart. The
+// second was refused ("ids must be unique") and never served.
+func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service against emulated arms")
+	}
+	shared, _ := emulator.Identity(hw.KindArm, 7)
+	var emus []*emulator.Emulator
+	var ports []string
+	for _, index := range []int{7, 8} {
+		_, uuid := emulator.Identity(hw.KindArm, index)
+		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, UUID: uuid, PeriodS: 0.001})
+		hwtest.SkipIfUnsupported(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		emus, ports = append(emus, e), append(ports, pts)
+	}
+	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "0", "--sim-grips", "0",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--hw-port", ports[0], "--hw-port", ports[1], "--hw-scan-period", "0")
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	byUUID := map[string]string{} // UUID to device_id
+	hwtest.EventuallyNil(t, 15*time.Second, "both arms listed", func() error {
+		_, doc := httpDo(t, "GET", base+"/devices", "")
+		arms, _ := doc["arm3"].([]any)
+		clear(byUUID)
+		for _, a := range arms {
+			uuid, _ := hwtest.JSONPath(a, "config", "device_info", "uuid").(string)
+			byUUID[strings.ToUpper(strings.ReplaceAll(uuid, "-", ""))], _ = hwtest.JSONPath(a, "device_id").(string)
+		}
+		if len(byUUID) != 2 {
+			return fmt.Errorf("arms listed: %v", arms)
+		}
+		return nil
+	})
+	ids := map[string]bool{}
+	for _, id := range byUUID {
+		ids[id] = true
+	}
+	if own := fmt.Sprintf("%04X", shared); len(ids) != 2 || !ids[own] {
+		t.Fatalf("device ids %v: want %s and another", byUUID, own)
+	}
+	// Each id reaches its own arm: set one left-handed, only its firmware
+	// hears it.
+	for i, e := range emus {
+		uuid := e.UUID()
+		id := byUUID[strings.ToUpper(hex.EncodeToString(uuid[:]))]
+		if id == "" {
+			t.Fatalf("emulated arm %d (UUID %x) not listed: %v", i, uuid, byUUID)
+		}
+		if status, env := httpDo(t, "POST", base+"/arm3/"+id+"/config/handedness", `"left"`); status != 200 {
+			t.Fatalf("POST handedness to %s: %d %v", id, status, env)
+		}
+		hwtest.EventuallyNil(t, 5*time.Second, "the addressed arm to be left-handed", func() error {
+			if !e.Stats().Settings.LeftHanded {
+				return fmt.Errorf("arm %d's firmware %+v", i, e.Stats().Settings)
+			}
+			return nil
+		})
+		if other := emus[1-i]; i == 0 && other.Stats().Settings.LeftHanded {
+			t.Fatalf("setting arm %s left-handed reached the other arm too", id)
+		}
+	}
 }

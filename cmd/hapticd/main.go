@@ -139,6 +139,12 @@ func parseFlags(args []string) (*options, error) {
 	if o.simArms < 0 || o.simGrips < 0 || o.emulateArms < 0 {
 		return nil, errors.New("--sim-arms, --sim-grips and --emulate-arms must not be negative")
 	}
+	// Emulated arms take their ids from the quarter of the id space no
+	// family uses (emulator.Identity), counting from --sim-index-base;
+	// past it an emulated arm would take a simulated one's id.
+	if o.emulateArms > 0 && o.lab.simIndexBase+o.emulateArms > sim.FamilyIndexSpan-1 {
+		return nil, fmt.Errorf("--emulate-arms %d with --sim-index-base %d: emulated arms have room for %d indices", o.emulateArms, o.lab.simIndexBase, sim.FamilyIndexSpan-1)
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	o.simMotionSet = given["sim-motion"]

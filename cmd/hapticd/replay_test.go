@@ -21,6 +21,7 @@ import (
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/replay"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
@@ -455,4 +456,90 @@ func stopRecording(t *testing.T, d *process, dir string) string {
 		t.Fatalf("recordings: %v", files)
 	}
 	return files[0]
+}
+
+// hapticd replay serves the arms in the order the recording lists them
+// (the recorded service's), and a left-handed arm left-handed: its
+// handedness entry and the joint angles derived from its recorded
+// positions. The replay sorted the arms by id and derived every arm's
+// angles right-handed.
+func TestReplayKeepsHandednessAndOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	state, dir := t.TempDir(), t.TempDir()
+	// The second arm is left-handed before the recording starts.
+	d := startProcess(t, bin, "--state-dir", state, "--sim", "inverse3=4")
+	_, env := httpDo(t, "GET", d.url("/devices"), "")
+	var order []string
+	for _, a := range env["arm3"].([]any) {
+		order = append(order, path(a, "device_id").(string))
+	}
+	if status, env := httpDo(t, "POST", d.url("/arm3/"+order[1]+"/config/handedness"), `"left"`); status != 200 {
+		t.Fatalf("POST handedness: %d %v", status, env)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("hapticd did not stop cleanly: %v", err)
+	}
+	if slices.IsSorted(order) {
+		t.Fatalf("the arms' ids %v are in sorted order: the test cannot tell the recorded order from sorting", order)
+	}
+
+	d = startProcess(t, bin, "--state-dir", state, "--record", dir, "--sim", "inverse3=4", "--sim-motion", "circle")
+	hwtest.EventuallyNil(t, 10*time.Second, "a second recorded", func() error {
+		_, env := httpDo(t, "GET", d.url("/recordings"), "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := path(recs[0], "messages").(float64); n >= 4000 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	file := stopRecording(t, d, dir)
+
+	f, _, err := recording.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivers, err := recording.Replay(f, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed []string
+	for i, drv := range drivers {
+		replayed = append(replayed, drv.Info().ID)
+		last := drv.(*replay.Device).At(time.Hour)
+		want := hw.State{PositionM: last.Position, VelocityMps: last.Velocity}
+		sim.DeriveArmState(&want, i == 1)
+		if last.Position.X == 0 || last.AnglesDeg != want.AnglesDeg {
+			t.Errorf("replayed arm %d (%s) at %v: angles %v, want %v (left-handed %v)", i, drv.Info().ID, last.Position, last.AnglesDeg, want.AnglesDeg, i == 1)
+		}
+		_ = drv.Close()
+	}
+	if fmt.Sprint(replayed) != fmt.Sprint(order) {
+		t.Errorf("Replay serves the arms as %v, recorded as %v", replayed, order)
+	}
+
+	r := startProcess(t, bin, "replay", file)
+	_, env = httpDo(t, "GET", r.url("/devices"), "")
+	var served []string
+	for _, a := range env["arm3"].([]any) {
+		served = append(served, path(a, "device_id").(string))
+	}
+	if fmt.Sprint(served) != fmt.Sprint(order) {
+		t.Errorf("hapticd replay lists the arms as %v, recorded as %v", served, order)
+	}
+	for i, id := range order {
+		want := "right"
+		if i == 1 {
+			want = "left"
+		}
+		if _, env := httpDo(t, "GET", r.url("/arm3/"+id+"/config/handedness"), ""); env["data"] != want {
+			t.Errorf("replayed arm %s's handedness: %v, want %s", id, env, want)
+		}
+	}
 }

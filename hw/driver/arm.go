@@ -40,7 +40,7 @@ type ArmOptions struct {
 	// (the wire does not carry them). By default the force limit and the
 	// workspace centre are the figures of the family the arm reports at
 	// wake-up (hw.ArmFiguresOf its device type number: a Minverse's 4 N),
-	// the mass hw's nominal one; hw/sim's arms are built to the same.
+	// and so is the mass; hw/sim's arms are built to the same.
 	MaxForceN        float64
 	WorkspaceCenterM hw.Vec3
 	EffectiveMassKg  float64
@@ -65,9 +65,6 @@ func (o *ArmOptions) fill() {
 	}
 	if o.HaltTimeout <= 0 {
 		o.HaltTimeout = 50 * time.Millisecond
-	}
-	if o.EffectiveMassKg <= 0 {
-		o.EffectiveMassKg = hw.ArmEffectiveMassKg
 	}
 }
 
@@ -148,6 +145,9 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 	}
 	if o.WorkspaceCenterM == (hw.Vec3{}) {
 		o.WorkspaceCenterM = fig.WorkspaceCenterM
+	}
+	if o.EffectiveMassKg <= 0 {
+		o.EffectiveMassKg = fig.EffectiveMassKg
 	}
 	a.opts = o
 	a.info = hw.Info{

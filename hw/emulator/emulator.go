@@ -166,9 +166,9 @@ func New(o Options) (*Emulator, error) {
 }
 
 // Identity returns the id and UUID an emulated device at index reports by
-// default. They differ from simulated devices' so both can run at once:
-// the service refuses a second device of a type with an id already
-// connected. The id is hw/sim's for an index in the quarter of the id
+// default. They differ from simulated devices' so both can run at once
+// under their own ids (the service gives a second device of a type with an
+// id already connected one derived from its UUID). The id is hw/sim's for an index in the quarter of the id
 // space no simulated family uses (sim.OtherIndexBase on), so it is never a
 // simulated device's while index is below sim.FamilyIndexSpan-1; never 0.
 func Identity(kind hw.Kind, index int) (uint16, [16]byte) {

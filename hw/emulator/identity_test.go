@@ -11,9 +11,8 @@ import (
 )
 
 // Emulated devices' ids differ from every simulated device's, of every
-// family, so `--emulate-arms N` runs beside any --sim fleet: the service
-// refuses a second device of a type with an id already connected, and the
-// 10th emulated arm took the id of the 167th simulated Inverse3.
+// family, so `--emulate-arms N` runs beside any --sim fleet with its own
+// ids: the 10th emulated arm had the id of the 167th simulated Inverse3.
 func TestEmulatedIDsNeverSimulatedOnes(t *testing.T) {
 	const emulated = 256
 	for _, kind := range []hw.Kind{hw.KindArm, hw.KindGrip} {

@@ -29,12 +29,15 @@ func TestFamiliesBuildTheirDevices(t *testing.T) {
 			}
 			// A real arm of the family gets the same figures (hw/driver
 			// reads them by the device type number).
-			if fig := hw.ArmFiguresOf(spec.Model); fig != (hw.ArmFigures{MaxForceN: spec.MaxForceN, WorkspaceRadiusM: spec.WorkspaceRadiusM, WorkspaceCenterM: spec.WorkspaceCenterM}) {
+			fig := hw.ArmFiguresOf(spec.Model)
+			if fig != (hw.ArmFigures{MaxForceN: spec.MaxForceN, WorkspaceRadiusM: spec.WorkspaceRadiusM, WorkspaceCenterM: spec.WorkspaceCenterM, EffectiveMassKg: fig.EffectiveMassKg}) {
 				t.Fatalf("hw's figures for device type %d are %+v, the simulated family's %+v", spec.Model, fig, spec)
 			}
+			// The mass the loop's gravity feed-forward lifts is the one
+			// the physics pulls down, and a real arm's driver reports.
 			arm := NewArm(ArmOptions{Family: spec.Family, PeriodS: 0.001})
-			if info := arm.Info(); info.MaxForceN != spec.MaxForceN || info.WorkspaceCenterM != spec.WorkspaceCenterM {
-				t.Fatalf("info %+v, want the family's force %g and centre %v", info, spec.MaxForceN, spec.WorkspaceCenterM)
+			if info := arm.Info(); info.MaxForceN != spec.MaxForceN || info.WorkspaceCenterM != spec.WorkspaceCenterM || info.EffectiveMassKg != fig.EffectiveMassKg {
+				t.Fatalf("info %+v, want the family's force %g, centre %v and mass %g", info, spec.MaxForceN, spec.WorkspaceCenterM, fig.EffectiveMassKg)
 			}
 			var st hw.State
 			push := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 50}}

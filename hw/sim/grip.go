@@ -20,6 +20,10 @@ const (
 	buttonSlotS      = 1.0
 	buttonPressS     = 0.4
 	buttonChance     = 0.15
+	// gripCircleCycleS is when MotionCircle repeats: the rock's 8 s (its
+	// pitch's 16 s), the squeeze's 5 s and the buttons' 3, 5 and 7 s all
+	// fit it a whole number of times.
+	gripCircleCycleS = 1680.0
 )
 
 // GripOptions configure a simulated grip.
@@ -52,6 +56,10 @@ type Grip struct {
 	motion  Motion
 	rng     splitMix
 	closed  bool
+	// circleS shifts MotionCircle's script by a share of its cycle spread
+	// by index (the golden angle, as arms' circles), so grips side by side
+	// do not rock, squeeze and click alike.
+	circleS float64
 
 	tS      float64
 	turn    smoothWalk // yaw, pitch, roll in radians  (MotionRandom)
@@ -77,6 +85,7 @@ func NewGrip(o GripOptions) *Grip {
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,
 		rng:     newSplitMix(o.Seed, uint64(o.Index)<<1|1),
+		circleS: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi) / (2 * math.Pi) * gripCircleCycleS,
 		slot:    -1,
 	}
 }
@@ -102,6 +111,7 @@ func (g *Grip) Exchange(_ *hw.Command, st *hw.State) error {
 	}
 	switch g.motion {
 	case MotionCircle:
+		t += g.circleS
 		rock := math.Sin(2 * math.Pi * gripRockHz * t)
 		st.Orientation = eulerQuat(0.5*rock, 0.25*math.Sin(2*math.Pi*gripRockHz*t/2), 0.15*rock)
 		st.Hall = 0.5 - 0.5*math.Cos(2*math.Pi*gripSqueezeHz*t)

@@ -124,3 +124,29 @@ func TestGripHaltAndClose(t *testing.T) {
 		}
 	}
 }
+
+// Grips in circle motion are spread in phase by index, as arms are: a
+// dashboard of eight grips showed eight identical orientations, halls and
+// button presses.
+func TestGripCirclePhaseSpreadByIndex(t *testing.T) {
+	const grips = 8
+	states := make([]hw.State, grips)
+	for i := range grips {
+		g := NewGrip(GripOptions{Index: i, PeriodS: testPeriodS, Motion: MotionCircle})
+		for range int(2 / testPeriodS) { // 2 s
+			if err := g.Exchange(nil, &states[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range grips {
+		for j := range i {
+			a, b := states[i], states[j]
+			dq := math.Abs(a.Orientation.W-b.Orientation.W) + math.Abs(a.Orientation.X-b.Orientation.X) +
+				math.Abs(a.Orientation.Y-b.Orientation.Y) + math.Abs(a.Orientation.Z-b.Orientation.Z)
+			if dq < 0.01 && math.Abs(a.Hall-b.Hall) < 0.01 {
+				t.Errorf("grips %d and %d move alike: %+v and %+v", j, i, a.Orientation, b.Orientation)
+			}
+		}
+	}
+}

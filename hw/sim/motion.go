@@ -13,7 +13,8 @@ const (
 	MotionNone Motion = iota
 	// MotionCircle moves an arm's cursor round a 0.04 m circle at 0.5 Hz in
 	// the XY plane around the workspace centre, and rocks a grip slowly
-	// with periodic button presses and squeezes.
+	// with periodic button presses and squeezes; each device's script is
+	// shifted in phase by its index, so devices side by side differ.
 	MotionCircle
 	// MotionRandom moves the device along a smooth random walk inside its
 	// range, reproducible from the seed.
