@@ -214,13 +214,19 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		}
 		// Another device with the same 16-bit id: the ids are not unique,
 		// the UUID is the identity. It gets an id derived from its UUID,
-		// as a lab's gateway gives one (hw.DerivedID).
+		// as a lab's gateway gives one (hw.DerivedID). A device still
+		// leaving that id (this one, unplugged and back) is waited for as
+		// on a device's own id, so that it gets the same id and config;
+		// left adds it again, and the id is derived afresh then.
 		info.ID = hw.DerivedID(info.Kind, info.UUID, func(id string) bool {
 			_, held := r.holderOf(t, id)
-			_, leaving := r.leaving[deviceKey(t, id)]
-			return held || leaving
+			return held
 		})
 		key = deviceKey(t, info.ID)
+		if waiting, ok := r.leaving[key]; ok {
+			r.leaving[key] = append(waiting, p)
+			return
+		}
 	}
 	r.adding[key] = p
 	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -432,5 +433,72 @@ func TestRemovalWaitsOffTheRegistry(t *testing.T) {
 	}
 	if lost.Load() != 1 {
 		t.Fatalf("OnDeviceLost called %d times, want 1", lost.Load())
+	}
+}
+
+// sharedIDDriver is a driver that reports the given 16-bit id and UUID, as
+// two real arms may share an id.
+type sharedIDDriver struct {
+	hw.Driver
+	id, uuid string
+}
+
+func (d *sharedIDDriver) Info() hw.Info {
+	i := d.Driver.Info()
+	i.ID, i.UUID = d.id, d.uuid
+	return i
+}
+
+func (d *sharedIDDriver) Configure(s hw.Settings) error { return d.Driver.(hw.Configurer).Configure(s) }
+
+// An arm served on an id derived from its UUID (another arm has its
+// 16-bit id) that comes back while its old connection is still leaving
+// waits for it and gets the same derived id, with its stored config, as
+// an arm on its own id does; it went on to the next free id, with the
+// defaults.
+func TestDerivedIDKeptWhenTheArmReturnsWhileLeaving(t *testing.T) {
+	svc := startWith(t, Options{StateDir: t.TempDir()})
+	addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	held := &closeHeldDriver{fakeDriver: &fakeDriver{Arm: simArm(1)}, closing: make(chan struct{}), release: make(chan struct{})}
+	b := addArm(t, svc, &sharedIDDriver{Driver: held, id: "0A0A", uuid: "uuid-b"})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(held.release) }) }
+	t.Cleanup(release) // before the shutdown, should the test fail
+	if b.ID == "0A0A" {
+		t.Fatal("two arms served on one id")
+	}
+	if _, err := svc.SetEntry(b, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+		t.Fatal(err)
+	}
+	svc.RemoveDevice(b, errors.New("unplugged"))
+	select {
+	case <-held.closing:
+	case <-time.After(patience):
+		t.Fatalf("the unplugged arm's driver was not closed within %v", patience)
+	}
+	var again *Device
+	var againErr error
+	done := pending(func() {
+		again, againErr = svc.AddDevice(&sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"}, false)
+	})
+	select {
+	case <-done: // added without waiting: the id must still be its own
+	case <-time.After(200 * time.Millisecond): // waiting for the old connection, as it should
+		release()
+		waitDone(t, done, "adding the arm again")
+	}
+	release()
+	if againErr != nil {
+		t.Fatal(againErr)
+	}
+	if again.ID != b.ID {
+		t.Fatalf("the arm came back as %s, was %s", again.ID, b.ID)
+	}
+	e, err := svc.Entry(again, 0, protocol.KeyForceClamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e != (protocol.ForceClamp{MaxForceN: 2}) {
+		t.Fatalf("force_clamp %+v after it came back, want its stored 2 N", e)
 	}
 }
