@@ -347,6 +347,11 @@ func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.E
 	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {
 		return nil, perr
 	}
+	if r, ok := dev.rt.Driver().(ConfigReader); ok && !k.SessionScoped() {
+		if e, asked, err := r.ReadConfig(k); asked {
+			return e, err
+		}
+	}
 	return s.entryRequest(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
 }
 
@@ -385,6 +390,15 @@ func (s *Service) ApplyOwnedEntry(dev *Device, e protocol.Entry) (protocol.Entry
 type ConfigOwner interface {
 	SetConfig(e protocol.Entry) (protocol.Entry, error)
 	ResetConfig(k protocol.Key) (protocol.Entry, error)
+}
+
+// ConfigReader is implemented by a ConfigOwner whose device's copy of its
+// config may be behind the owner's for a while after the device is added
+// (a lab gateway copies a node's config in then): until the copy is
+// current, ReadConfig answers a device-global entry from the owner (asked
+// true), so that a read does not answer an older value than the owner has.
+type ConfigReader interface {
+	ReadConfig(k protocol.Key) (e protocol.Entry, asked bool, err error)
 }
 
 // ResetEntry restores the default of k: the device-global entry when k is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -277,5 +278,39 @@ func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
 				t.Errorf("a set to a node dropped for its silence was answered after %v, before the %v within which the node could still apply it", a.took, configTimeout)
 			}
 		})
+	}
+}
+
+// A device that returns to the gateway is listed before its config is
+// copied in from its node; a read through the gateway meanwhile (a client
+// reading back a set it was answered 503 for, as docs/lab.md says to)
+// answers the node's value, not the gateway's older copy.
+func TestGatewayReadDuringSyncAnswersTheNodes(t *testing.T) {
+	key := protocol.KeyHandedness
+	n, d := testNode(t)
+	if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(), Json: []byte(`"left"`)}); r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() { release(); h.wg.Wait() })
+	g := testGateway(t, time.Minute)
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return h }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
+	waitAdded(t, g)
+	dev := g.svc.Devices().All()[0]
+	<-h.read // the sync's read of the key is held: the gateway's copy is the default
+	if got, want := entryJSON(t, g.svc, dev, key), entryJSON(t, n.svc, d, key); got != want {
+		t.Fatalf("read through the gateway during its sync: %s, the node has %s", got, want)
+	}
+	release()
+	// Once synced, the gateway's own copy answers, and it is the node's.
+	p := g.proxy(d.Info.UUID)
+	hwtest.Eventually(t, 5*time.Second, "the gateway's sync of the device's config", p.synced.Load)
+	if got := entryJSON(t, g.svc, dev, key); got != `"left"` {
+		t.Fatalf("handedness %s on the gateway after its sync, want the node's \"left\"", got)
 	}
 }

@@ -609,6 +609,9 @@ func (g *Gateway) add(p *proxy) {
 // reset meanwhile goes to the node as always, and a value read before that
 // write started is not applied over it (proxy.cfgWrites).
 func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
+	// Reads go to the node until every entry was read (proxy.ReadConfig);
+	// one that could not be read keeps the gateway's copy, as it did.
+	defer p.synced.Store(true)
 	for _, k := range protocol.Keys() {
 		if p.lost.Load() {
 			return
@@ -631,13 +634,9 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
 			continue
 		}
-		mine, err := g.svc.Entry(dev, 0, k)
-		if err != nil {
-			continue // the device left meanwhile
-		}
-		if b, _ := mine.MarshalJSON(); string(b) == string(reply.Json) {
-			continue
-		}
+		// Applied whatever the gateway's copy holds: reading that copy
+		// would ask the node (proxy.ReadConfig), and the device writes
+		// nothing for a value it has already.
 		e, pe := protocol.DecodeEntry(k, reply.Json, "")
 		if pe != nil {
 			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
@@ -647,7 +646,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		// applies on the gateway after this (the device actor keeps the
 		// order), and one that started meanwhile wins.
 		p.cfgMu.Lock()
-		if p.cfgWrites[k.Path()] == writes {
+		if p.cfgWrites[k.Path()] == writes && !p.lost.Load() {
 			if _, err := g.svc.ApplyOwnedEntry(dev, e); err != nil {
 				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
 			}

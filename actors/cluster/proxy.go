@@ -59,6 +59,11 @@ type proxy struct {
 	cfgMu     sync.Mutex
 	cfgWrites map[string]uint64
 
+	// synced is set once the gateway has copied the node's device-global
+	// config into the device (Gateway.syncConfig); until then reads of it
+	// go to the node (ReadConfig).
+	synced atomic.Bool
+
 	// gone is closed once the node's process is known to have ended (its
 	// port refuses, or a new process of the node took over): config
 	// requests waiting for its answer end at once (Gateway.configRequest).
@@ -526,6 +531,18 @@ func (p *proxy) clientWrites(k protocol.Key) {
 	}
 	p.cfgWrites[k.Path()]++
 	p.cfgMu.Unlock()
+}
+
+// ReadConfig reads a device-global entry from the node while the gateway's
+// copy is still being synced from it: a client reading back a set it was
+// answered 503 for (errNodeGone), as docs/lab.md says to, must not be
+// answered the gateway's older copy.
+func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
+	if p.synced.Load() {
+		return nil, false, nil
+	}
+	e, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
+	return e, true, err
 }
 
 // configRequest is one request/response to the node; its answer is decoded
