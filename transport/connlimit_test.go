@@ -233,24 +233,32 @@ func sessionServes(t *testing.T, c *websocket.Conn) {
 	}
 }
 
-// TestCountedConnWritesVectors: a frame in parts leaves a counted
-// connection whole and in order, through the session's vector path.
-func TestCountedConnWritesVectors(t *testing.T) {
+// acceptCounted is a connection a limit listener accepted, its peer and
+// the listener; the test's cleanup closes them.
+func acceptCounted(t *testing.T) (c, peer net.Conn, l *limitListener) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLimitListener(ln, "test", 1, false)
-	defer l.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
+	l = newLimitListener(ln, "test", 1, false)
+	t.Cleanup(func() { l.Close() })
+	peer, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer peer.Close()
-	c, err := l.Accept()
+	t.Cleanup(func() { peer.Close() })
+	c, err = l.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, peer, l
+}
+
+// TestCountedConnWritesVectors: a frame in parts leaves a counted
+// connection whole and in order, through the session's vector path.
+func TestCountedConnWritesVectors(t *testing.T) {
+	c, peer, l := acceptCounted(t)
 	vw, ok := c.(vectorWriter)
 	if !ok {
 		t.Fatalf("an accepted connection (%T) has no vector write", c)
@@ -382,21 +390,7 @@ func (s *readFromSpy) ReadFrom(r io.Reader) (int64, error) {
 // over the limit, a 431), so that the client reads the answer and a FIN
 // rather than a reset.
 func TestCountedConnKeepsTheTCPConnsMethods(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLimitListener(ln, "test", 1, false)
-	defer l.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, peer, _ := acceptCounted(t)
 	defer c.Close()
 	_ = peer.SetReadDeadline(time.Now().Add(limitWait))
 	_ = c.SetReadDeadline(time.Now().Add(limitWait))
