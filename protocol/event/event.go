@@ -138,7 +138,7 @@ var kinds = [...]Kind{
 		"the passivity controller added damping to a device's output for longer than a second (the rendering generates energy: lower a stiffness or raise the loop rate); at most one per episode"},
 	{NameRecordingFailed, CategorySystem, LevelError,
 		[]string{"recording_id", "name", "path", "reason"},
-		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; `GET /recordings` lists it inactive with the error, and counts what it lost in `dropped`"},
+		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; `GET /recordings` lists it inactive with the error (while it is among the last 64 stopped), and counts what it lost in `dropped`"},
 }
 
 // Kinds returns the table of every event, in documentation order. The
