@@ -242,7 +242,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		}
 	}
 	ids, idsVersion, saveIDs := r.ids.note(info.Kind, info.UUID, hwID, info.ID, time.Now(), func(uuid string) bool {
-		return r.connected(t, uuid)
+		return r.connected(info.Kind, uuid)
 	})
 	r.adding[key] = p
 	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
@@ -269,16 +269,16 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	})
 }
 
-// connected says whether a device of type t with uuid is connected or
+// connected says whether a device of kind k with uuid is connected or
 // being added.
-func (r *registryActor) connected(t protocol.DeviceType, uuid string) bool {
+func (r *registryActor) connected(k hw.Kind, uuid string) bool {
 	for _, p := range r.adding {
-		if p.msg.driver.Info().UUID == uuid {
+		if i := p.msg.driver.Info(); i.Kind == k && i.UUID == uuid {
 			return true
 		}
 	}
 	for _, d := range r.svc.devices.Load().All() {
-		if d.Type == t && d.Info.UUID == uuid {
+		if d.Info.Kind == k && d.Info.UUID == uuid {
 			return true
 		}
 	}
