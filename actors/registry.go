@@ -56,6 +56,8 @@ type registryActor struct {
 	// settingsUnread: settings.json could not be read at start and is left
 	// as it is (leftUnread), until a settings write succeeds.
 	settingsUnread bool
+	// ids are the ids given in place of the hardware's, remembered.
+	ids *localIDs
 }
 
 // pendingAdd is an addDevice with the requester to answer.
@@ -202,25 +204,36 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: device %q has unknown kind %d", info.ID, info.Kind)})
 		return
 	}
+	hwID := info.ID
+	// A device remembered on another id than its hardware's gets it back,
+	// whatever was found first, unless another device holds it.
+	if id, ok := r.ids.remembered(info.Kind, info.UUID); ok {
+		if holder, taken := r.holderOf(t, id); !taken || holder == info.UUID {
+			info.ID = id
+		}
+	}
 	key := deviceKey(t, info.ID)
 	if waiting, ok := r.leaving[key]; ok {
 		r.leaving[key] = append(waiting, p)
 		return
 	}
-	if holder, taken := r.holderOf(t, info.ID); taken {
-		if info.UUID == "" || holder == info.UUID {
-			reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
-			return
-		}
-		// Another device with the same 16-bit id: the ids are not unique,
-		// the UUID is the identity. It gets an id derived from its UUID,
-		// as a lab's gateway gives one (hw.DerivedID). A device still
-		// leaving that id (this one, unplugged and back) is waited for as
-		// on a device's own id, so that it gets the same id and config;
-		// left adds it again, and the id is derived afresh then.
+	holder, taken := r.holderOf(t, info.ID)
+	if taken && (info.UUID == "" || holder == info.UUID) {
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
+		return
+	}
+	if owner := r.ids.reservedFor(info.Kind, info.ID); taken || info.UUID != "" && owner != "" && owner != info.UUID {
+		// Another device with the same 16-bit id (connected, or
+		// remembered on it): the ids are not unique, the UUID is the
+		// identity. It gets an id derived from its UUID, as a lab's
+		// gateway gives one (hw.DerivedID), that no device holds or is
+		// remembered on. A device still leaving that id (this one,
+		// unplugged and back) is waited for as on a device's own id, so
+		// that it gets the same id and config; left adds it again.
 		info.ID = hw.DerivedID(info.Kind, info.UUID, func(id string) bool {
 			_, held := r.holderOf(t, id)
-			return held
+			owner := r.ids.reservedFor(info.Kind, id)
+			return held || owner != "" && owner != info.UUID
 		})
 		key = deviceKey(t, info.ID)
 		if waiting, ok := r.leaving[key]; ok {
@@ -228,6 +241,9 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 			return
 		}
 	}
+	ids, idsVersion, saveIDs := r.ids.note(info.Kind, info.UUID, hwID, info.ID, time.Now(), func(uuid string) bool {
+		return r.connected(info.Kind, uuid)
+	})
 	r.adding[key] = p
 	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
 	if s.store == nil {
@@ -236,10 +252,37 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	}
 	self, root := ctx.Self(), s.system.Root
 	name := storeName(t, info.ID)
+	saver := r.ids.saver
 	s.offload.run(func() {
+		// Durable before the device is listed: its id is a key clients
+		// use and its config's name, so a restart right after must give
+		// it the same. A failed write still lists it (a state directory
+		// that cannot be written does not stop the arm); its id is then
+		// first-come after a restart.
+		if saveIDs {
+			if err := saver.save(s.store, idsVersion, ids); err != nil {
+				s.log.Error().Err(err).Str("uuid", info.UUID).Str("device_id", info.ID).Msg("could not remember a derived device id; a restart may give this device another id, and another's config")
+			}
+		}
 		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name)
 		root.Send(self, loaded)
 	})
+}
+
+// connected says whether a device of kind k with uuid is connected or
+// being added.
+func (r *registryActor) connected(k hw.Kind, uuid string) bool {
+	for _, p := range r.adding {
+		if i := p.msg.driver.Info(); i.Kind == k && i.UUID == uuid {
+			return true
+		}
+	}
+	for _, d := range r.svc.devices.Load().All() {
+		if d.Info.Kind == k && d.Info.UUID == uuid {
+			return true
+		}
+	}
+	return false
 }
 
 // holderOf is the UUID of the device of type t with id that is connected

@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -500,5 +502,131 @@ func TestDerivedIDKeptWhenTheArmReturnsWhileLeaving(t *testing.T) {
 	}
 	if e != (protocol.ForceClamp{MaxForceN: 2}) {
 		t.Fatalf("force_clamp %+v after it came back, want its stored 2 N", e)
+	}
+}
+
+// Two arms that share a 16-bit id keep their ids, and so their stored
+// config, across a restart that finds them in the other order: the arm
+// served on a derived id gets it back although its 16-bit id is free, and
+// the other arm then finds its own id free. They swapped ids, and each
+// loaded the other's config (a 2 N clamp became the other arm's 10 N).
+func TestDerivedIDRememberedAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	a := func() hw.Driver { return &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"} }
+	b := func() hw.Driver { return &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"} }
+	clampOf := func(t *testing.T, svc *Service, d *Device) protocol.Entry {
+		t.Helper()
+		e, err := svc.Entry(d, 0, protocol.KeyForceClamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := startWith(t, Options{StateDir: dir})
+	armA := addArm(t, first, a())
+	armB := addArm(t, first, b())
+	if armA.ID != "0A0A" || armB.ID == "0A0A" {
+		t.Fatalf("first start: A on %s, B on %s; want A on 0A0A, B on a derived id", armA.ID, armB.ID)
+	}
+	if _, err := first.SetEntry(armA, 0, protocol.ForceClamp{MaxForceN: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.SetEntry(armB, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+		t.Fatal(err)
+	}
+	derived := armB.ID
+	shutdown(t, first)
+
+	for _, c := range []struct {
+		name  string
+		order []string // the arms plugged in, in the order found
+	}{
+		{"B first", []string{"b", "a"}},
+		{"only B", []string{"b"}},
+		{"A first", []string{"a", "b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			svc := startWith(t, Options{StateDir: dir})
+			defer shutdown(t, svc)
+			for _, which := range c.order {
+				want, clamp, drv := derived, protocol.Entry(protocol.ForceClamp{MaxForceN: 2}), b()
+				if which == "a" {
+					want, clamp, drv = "0A0A", protocol.ForceClamp{MaxForceN: 7}, a()
+				}
+				d := addArm(t, svc, drv)
+				if d.ID != want {
+					t.Fatalf("arm %s came back as %s, want %s", which, d.ID, want)
+				}
+				if got := clampOf(t, svc, d); got != clamp {
+					t.Fatalf("arm %s's force_clamp is %+v, want its own %+v", which, got, clamp)
+				}
+			}
+		})
+	}
+}
+
+// A remembered id is no other arm's, even while its arm is away: an arm
+// whose own 16-bit id is another UUID's remembered id is served on a
+// derived id, so that it never loads that arm's stored config.
+func TestRememberedIDNotGivenToAnotherArm(t *testing.T) {
+	dir := t.TempDir()
+	first := startWith(t, Options{StateDir: dir})
+	addArm(t, first, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	b := addArm(t, first, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+	if _, err := first.SetEntry(b, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, first)
+
+	svc := startWith(t, Options{StateDir: dir})
+	c := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: b.ID, uuid: "uuid-c"})
+	if c.ID == b.ID {
+		t.Fatalf("arm C was given %s, arm B's remembered id", c.ID)
+	}
+	again := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+	if again.ID != b.ID {
+		t.Fatalf("arm B came back as %s, want %s", again.ID, b.ID)
+	}
+}
+
+// A remembered-ids document that cannot be read does not stop the
+// service: ids are first-come, and the document is left as it is (a
+// corrupt one is moved aside by the store and written afresh).
+func TestUnreadableRememberedIDs(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		// kept: the planted document must still be there afterwards.
+		kept bool
+	}{
+		{"corrupt", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a directory in its place", func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, idsDocument+".json")
+			c.plant(t, path)
+			svc := startWith(t, Options{StateDir: dir})
+			a := addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+			b := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+			if a.ID != "0A0A" || b.ID == "0A0A" {
+				t.Fatalf("A on %s, B on %s; want A on 0A0A, B on a derived id", a.ID, b.ID)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.IsDir() != c.kept {
+				t.Fatalf("the document is a directory: %v, want %v", fi.IsDir(), c.kept)
+			}
+		})
 	}
 }

@@ -256,6 +256,7 @@ func Start(o Options) (*Service, error) {
 	})}
 	reg := newRegistryActor(s)
 	reg.settingsUnread = settingsUnread
+	reg.ids = loadLocalIDs(s.store, o.Log)
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),

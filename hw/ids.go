@@ -3,7 +3,11 @@ package hw
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // DerivedID is a short id derived from uuid that taken does not hold,
@@ -34,4 +38,116 @@ func DerivedID(kind Kind, uuid string, taken func(id string) bool) string {
 		x++
 	}
 	return uuid
+}
+
+// IDSpelled reports whether id is spelled as the drivers spell a kind's
+// ids (4 upper-case hex digits for arms, decimal 0..65535 without leading
+// zeros for grips): an id is a route segment (/arm3/{id}), a key clients
+// match on and part of the name of the device's stored config.
+func IDSpelled(kind Kind, id string) bool {
+	if kind == KindGrip {
+		v, err := strconv.ParseUint(id, 10, 16)
+		return err == nil && strconv.FormatUint(v, 10) == id
+	}
+	if len(id) != 4 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// RememberedID is the id a device was given, and when it was last known
+// connected (wall clock: the record outlives the process).
+type RememberedID struct {
+	ID   string    `json:"id"`
+	Seen time.Time `json:"seen"`
+}
+
+// IDMemory holds the ids given to devices, by kind, then UUID: what a
+// service keeps on disk so that a device gets its id back after a restart
+// (the lab gateway for every device it serves, the local registry for the
+// devices served on a derived id).
+type IDMemory map[Kind]map[string]RememberedID
+
+// IDsFile is an IDMemory as stored: records by kind name ("arm", "grip"),
+// then UUID.
+type IDsFile struct {
+	IDs map[string]map[string]RememberedID `json:"ids"`
+}
+
+// Set records uuid's id.
+func (m IDMemory) Set(k Kind, uuid string, r RememberedID) {
+	if m[k] == nil {
+		m[k] = map[string]RememberedID{}
+	}
+	m[k][uuid] = r
+}
+
+// File is m as stored, sharing nothing with m.
+func (m IDMemory) File() IDsFile {
+	f := IDsFile{IDs: map[string]map[string]RememberedID{}}
+	for k, byUUID := range m {
+		if len(byUUID) > 0 {
+			f.IDs[k.String()] = maps.Clone(byUUID)
+		}
+	}
+	return f
+}
+
+// Memory reads f back at now; records of an unknown kind or with an id not
+// spelled as its kind's ids are left out (a hand-edited file), and a record
+// seen after now (a clock stepped back, a hand-edited file) counts as seen
+// now, so that whatever ages records still ages it.
+func (f IDsFile) Memory(now time.Time) IDMemory {
+	m := IDMemory{}
+	for name, byUUID := range f.IDs {
+		var k Kind
+		switch name {
+		case KindArm.String():
+			k = KindArm
+		case KindGrip.String():
+			k = KindGrip
+		default:
+			continue
+		}
+		for uuid, r := range byUUID {
+			if uuid != "" && IDSpelled(k, r.ID) {
+				if r.Seen.After(now) {
+					r.Seen = now
+				}
+				m.Set(k, uuid, r)
+			}
+		}
+	}
+	return m
+}
+
+// Trim drops the least recently seen records beyond limit per kind, never
+// one that keep holds (a device connected now, whose Seen may lag).
+func (m IDMemory) Trim(limit int, keep func(uuid string) bool) {
+	for _, byUUID := range m {
+		over := len(byUUID) - limit
+		if over <= 0 {
+			continue
+		}
+		var gone []string
+		for uuid := range byUUID {
+			if !keep(uuid) {
+				gone = append(gone, uuid)
+			}
+		}
+		slices.SortFunc(gone, func(a, b string) int {
+			if c := byUUID[a].Seen.Compare(byUUID[b].Seen); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		for _, uuid := range gone[:min(over, len(gone))] {
+			delete(byUUID, uuid)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -500,7 +499,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		listed[d.Uuid] = true
 		if _, ok := g.proxies[d.Uuid]; !ok {
 			id := d.Id
-			if !idSpelled(hw.Kind(d.Kind), id) {
+			if !hw.IDSpelled(hw.Kind(d.Kind), id) {
 				id = "" // assignIDs derives one from the UUID
 			}
 			news = append(news, newcomer{uuid: d.Uuid, id: id, kind: hw.Kind(d.Kind)})
@@ -556,26 +555,6 @@ func inventoryFault(d *wire.Device, listed map[string]bool) string {
 		return fmt.Sprintf("unknown kind %d", d.Kind)
 	}
 	return ""
-}
-
-// idSpelled reports whether id is spelled as the drivers spell a kind's
-// ids (4 upper-case hex digits for arms, decimal 0..65535 without leading
-// zeros for grips): an id is a route segment (/arm3/{id}) and a key
-// clients match on.
-func idSpelled(kind hw.Kind, id string) bool {
-	if kind == hw.KindGrip {
-		v, err := strconv.ParseUint(id, 10, 16)
-		return err == nil && strconv.FormatUint(v, 10) == id
-	}
-	if len(id) != 4 {
-		return false
-	}
-	for _, c := range id {
-		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // add adds a proxy an inventory made to the service, off the actor, and
@@ -670,7 +649,7 @@ func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
 		log.Error().Err(err).Bool("left_as_is", kept).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until the gateway restarts with them readable")
 		return idMemory{}, kept
 	}
-	return f.memory(time.Now()), false
+	return memoryOf(f, time.Now()), false
 }
 
 // saveIDs writes the remembered ids if they changed since the last write,

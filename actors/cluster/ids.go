@@ -36,65 +36,23 @@ const (
 )
 
 // rememberedID is the gateway id a UUID had, and when the gateway last
-// knew the UUID connected (wall clock: the record outlives the process).
-type rememberedID struct {
-	ID   string    `json:"id"`
-	Seen time.Time `json:"seen"`
-}
+// knew the UUID connected.
+type rememberedID = hw.RememberedID
 
-// idMemory holds the remembered ids by kind, then UUID.
-type idMemory map[hw.Kind]map[string]rememberedID
+// idMemory holds the remembered ids by kind, then UUID (hw.IDMemory, with
+// the gateway's reservations).
+type idMemory hw.IDMemory
 
-// idsFile is idsDocument's shape: records by kind name ("arm", "grip"),
-// then UUID.
-type idsFile struct {
-	IDs map[string]map[string]rememberedID `json:"ids"`
-}
+// idsFile is idsDocument's shape (hw.IDsFile).
+type idsFile = hw.IDsFile
 
-func (m idMemory) file() idsFile {
-	f := idsFile{IDs: map[string]map[string]rememberedID{}}
-	for k, byUUID := range m {
-		if len(byUUID) > 0 {
-			f.IDs[k.String()] = maps.Clone(byUUID)
-		}
-	}
-	return f
-}
+func (m idMemory) file() idsFile { return hw.IDMemory(m).File() }
 
-// memory reads f back at now; records of an unknown kind or with an id not
-// spelled as its kind's ids are left out (a hand-edited file), and a record
-// seen after now (a clock stepped back, a hand-edited file) counts as seen
-// now, so that its reservation still ends.
-func (f idsFile) memory(now time.Time) idMemory {
-	m := idMemory{}
-	for name, byUUID := range f.IDs {
-		var k hw.Kind
-		switch name {
-		case hw.KindArm.String():
-			k = hw.KindArm
-		case hw.KindGrip.String():
-			k = hw.KindGrip
-		default:
-			continue
-		}
-		for uuid, r := range byUUID {
-			if uuid != "" && idSpelled(k, r.ID) {
-				if r.Seen.After(now) {
-					r.Seen = now
-				}
-				m.set(k, uuid, r)
-			}
-		}
-	}
-	return m
-}
+// memoryOf reads f back at now (hw.IDsFile.Memory): a record seen after now
+// counts as seen now, so that its reservation still ends.
+func memoryOf(f idsFile, now time.Time) idMemory { return idMemory(f.Memory(now)) }
 
-func (m idMemory) set(k hw.Kind, uuid string, r rememberedID) {
-	if m[k] == nil {
-		m[k] = map[string]rememberedID{}
-	}
-	m[k][uuid] = r
-}
+func (m idMemory) set(k hw.Kind, uuid string, r rememberedID) { hw.IDMemory(m).Set(k, uuid, r) }
 
 // reservations are the ids of kind k reserved at now, each for the UUID
 // whose record claims it: of two records that claim one id (the older one
@@ -127,26 +85,8 @@ func (m idMemory) prune(now time.Time, connected func(uuid string) bool) {
 		maps.DeleteFunc(byUUID, func(uuid string, r rememberedID) bool {
 			return now.Sub(r.Seen) >= idReservedFor && !connected(uuid)
 		})
-		over := len(byUUID) - maxRememberedIDs
-		if over <= 0 {
-			continue
-		}
-		var gone []string
-		for uuid := range byUUID {
-			if !connected(uuid) {
-				gone = append(gone, uuid)
-			}
-		}
-		slices.SortFunc(gone, func(a, b string) int {
-			if c := byUUID[a].Seen.Compare(byUUID[b].Seen); c != 0 {
-				return c
-			}
-			return strings.Compare(a, b)
-		})
-		for _, uuid := range gone[:min(over, len(gone))] {
-			delete(byUUID, uuid)
-		}
 	}
+	hw.IDMemory(m).Trim(maxRememberedIDs, connected)
 }
 
 // assignIDs gives each newcomer a gateway id that no device in used (ids in

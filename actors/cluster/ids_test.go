@@ -135,7 +135,7 @@ func TestIDsDocument(t *testing.T) {
 	}
 	f.IDs["arm"]["bad"] = rememberedID{ID: "a/b", Seen: seen}
 	f.IDs["pedal"] = map[string]rememberedID{"pppp": {ID: "1", Seen: seen}}
-	back := f.memory(seen)
+	back := memoryOf(f, seen)
 	if len(back) != 2 || len(back[hw.KindArm]) != 1 || back[hw.KindArm]["aaaa"] != mem[hw.KindArm]["aaaa"] || back[hw.KindGrip]["gggg"] != mem[hw.KindGrip]["gggg"] {
 		t.Errorf("read back %+v from %s, want %+v", back, b, mem)
 	}
@@ -175,7 +175,7 @@ func TestRememberedIDsArePruned(t *testing.T) {
 		}
 	}
 
-	future := idsFile{IDs: map[string]map[string]rememberedID{"arm": {"late": {ID: "0004", Seen: now.Add(365 * 24 * time.Hour)}}}}.memory(now)
+	future := memoryOf(idsFile{IDs: map[string]map[string]rememberedID{"arm": {"late": {ID: "0004", Seen: now.Add(365 * 24 * time.Hour)}}}}, now)
 	if r := future[hw.KindArm]["late"]; !r.Seen.Equal(now) {
 		t.Errorf("a record seen a year ahead read back as %+v, want seen now", r)
 	}

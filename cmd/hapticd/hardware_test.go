@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,17 +256,10 @@ func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
 	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "0", "--sim-grips", "0",
 		"--state-dir", filepath.Join(t.TempDir(), "state"), "--hw-port", ports[0], "--hw-port", ports[1], "--hw-scan-period", "0")
 	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
-	byUUID := map[string]string{} // UUID to device_id
+	var byUUID map[string]string // UUID to device_id
 	hwtest.EventuallyNil(t, 15*time.Second, "both arms listed", func() error {
-		_, doc := httpDo(t, "GET", base+"/devices", "")
-		arms, _ := doc["arm3"].([]any)
-		clear(byUUID)
-		for _, a := range arms {
-			uuid, _ := hwtest.JSONPath(a, "config", "device_info", "uuid").(string)
-			byUUID[strings.ToUpper(strings.ReplaceAll(uuid, "-", ""))], _ = hwtest.JSONPath(a, "device_id").(string)
-		}
-		if len(byUUID) != 2 {
-			return fmt.Errorf("arms listed: %v", arms)
+		if byUUID = armIDsByUUID(t, base); len(byUUID) != 2 {
+			return fmt.Errorf("arms listed: %v", byUUID)
 		}
 		return nil
 	})
@@ -297,4 +291,83 @@ func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
 			t.Fatalf("setting arm %s left-handed reached the other arm too", id)
 		}
 	}
+}
+
+// armIDsByUUID lists the arms a hapticd at base serves: device_id by UUID
+// (upper-case hex, no dashes, as hex.EncodeToString spells an emulator's).
+func armIDsByUUID(t *testing.T, base string) map[string]string {
+	t.Helper()
+	_, doc := httpDo(t, "GET", base+"/devices", "")
+	arms, _ := doc["arm3"].([]any)
+	byUUID := map[string]string{}
+	for _, a := range arms {
+		uuid, _ := hwtest.JSONPath(a, "config", "device_info", "uuid").(string)
+		byUUID[strings.ToUpper(strings.ReplaceAll(uuid, "-", ""))], _ = hwtest.JSONPath(a, "device_id").(string)
+	}
+	return byUUID
+}
+
+// The id an arm is served on in place of its hardware's (another arm has
+// its 16-bit id) is on disk before the arm is listed: killed right after,
+// and restarted with only that arm plugged in, hapticd serves it on the
+// same id, so it keeps its stored config. It came back on its hardware id,
+// which is the other arm's, with the other arm's config.
+func TestDerivedIDSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary against emulated arms")
+	}
+	shared, _ := emulator.Identity(hw.KindArm, 7)
+	ports := map[string]string{} // pty by UUID
+	for _, index := range []int{7, 8} {
+		_, uuid := emulator.Identity(hw.KindArm, index)
+		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, UUID: uuid, PeriodS: 0.001})
+		hwtest.SkipIfUnsupported(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		u := e.UUID()
+		ports[strings.ToUpper(hex.EncodeToString(u[:]))] = pts
+	}
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	args := []string{"--state-dir", dir, "--sim-arms", "0", "--sim-grips", "0", "--hw-scan-period", "0"}
+	var both []string
+	for _, pts := range ports {
+		both = append(both, "--hw-port", pts)
+	}
+	d := startProcess(t, bin, append(args, both...)...)
+	var byUUID map[string]string
+	hwtest.EventuallyNil(t, 15*time.Second, "both arms listed", func() error {
+		if byUUID = armIDsByUUID(t, d.url("")); len(byUUID) != 2 {
+			return fmt.Errorf("arms listed: %v", byUUID)
+		}
+		return nil
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.cmd.Wait()
+	own := fmt.Sprintf("%04X", shared)
+	derivedUUID := ""
+	for uuid, id := range byUUID {
+		if id != own {
+			derivedUUID = uuid
+		}
+	}
+	if derivedUUID == "" || len(byUUID) != 2 {
+		t.Fatalf("device ids %v: want %s and another", byUUID, own)
+	}
+
+	d2 := startProcess(t, bin, append(args, "--hw-port", ports[derivedUUID])...)
+	hwtest.EventuallyNil(t, 15*time.Second, "the arm listed again", func() error {
+		again := armIDsByUUID(t, d2.url(""))
+		if len(again) != 1 {
+			return fmt.Errorf("arms listed: %v", again)
+		}
+		if again[derivedUUID] != byUUID[derivedUUID] {
+			t.Fatalf("after SIGKILL and restart, arm %s is served as %s, was %s", derivedUUID, again[derivedUUID], byUUID[derivedUUID])
+		}
+		return nil
+	})
 }

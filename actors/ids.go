@@ -1,0 +1,125 @@
+package actors
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/hw"
+)
+
+// idsDocument is the state directory's document of the ids the registry
+// gave devices in place of their hardware's (localIDs).
+const idsDocument = "device-ids"
+
+// maxRememberedIDs bounds the records kept per kind: past it, the least
+// recently seen of the devices not connected are forgotten. Only devices
+// that ever shared a 16-bit id with another have a record, so a bench
+// never comes near it; it only keeps the document small whatever happens.
+const maxRememberedIDs = 8192
+
+// localIDs is what the registry remembers of the ids it gave: for each
+// UUID served on an id other than the one its hardware reports (an id
+// derived from its UUID, hw.DerivedID), that id. A device's stored config
+// is keyed by its id (devices/<type>-<id>), so the id must follow the
+// device: a remembered UUID gets its id back whatever else is plugged in
+// first, and no other device is given that id while the record stands.
+// A record is never forgotten for age: an arm away for a year still finds
+// its id and config (only maxRememberedIDs bounds them). It is dropped
+// when the device is next served on its own hardware id, which happens
+// only when its remembered id was taken (a hand-edited document).
+//
+// The registry actor alone reads and changes mem; saving runs off the
+// actor (idsSaver), and each snapshot is durable before the device it was
+// taken for is listed.
+type localIDs struct {
+	mem hw.IDMemory
+	// version counts the changes to mem; saver writes the newest.
+	version uint64
+	// unread: the document could not be read at start (not a corrupt one,
+	// which the store moved aside), so it is never written over.
+	unread bool
+	saver  *idsSaver
+}
+
+// idsSaver writes snapshots of the memory one at a time, and never one
+// older than the last written (two additions save from two goroutines).
+type idsSaver struct {
+	mu      sync.Mutex
+	written uint64
+}
+
+// loadLocalIDs reads the remembered ids; none when the document is missing
+// or unreadable (logged: ids are then first-come, as before any was
+// remembered).
+func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
+	l := &localIDs{mem: hw.IDMemory{}, saver: &idsSaver{}}
+	if st == nil {
+		return l
+	}
+	var f hw.IDsFile
+	if _, err := st.Load(idsDocument, &f); err != nil {
+		l.unread = leftUnread(err)
+		log.Error().Err(err).Bool("left_as_is", l.unread).Msg("remembered device ids unreadable; a device sharing its 16-bit id with another gets an id first-come")
+		return l
+	}
+	l.mem = f.Memory(time.Now())
+	return l
+}
+
+// remembered is uuid's remembered id of kind k, if any.
+func (l *localIDs) remembered(k hw.Kind, uuid string) (string, bool) {
+	if uuid == "" {
+		return "", false
+	}
+	r, ok := l.mem[k][uuid]
+	return r.ID, ok
+}
+
+// reservedFor is the UUID whose record holds id of kind k ("" if none).
+func (l *localIDs) reservedFor(k hw.Kind, id string) string {
+	for uuid, r := range l.mem[k] {
+		if r.ID == id {
+			return uuid
+		}
+	}
+	return ""
+}
+
+// note records the id a device of kind k was given (hwID is the one its
+// hardware reports) and returns the snapshot to save before the device is
+// listed, or ok false when nothing is to be saved. connected says whether
+// a UUID is connected or being added (its record is never trimmed).
+func (l *localIDs) note(k hw.Kind, uuid, hwID, id string, now time.Time, connected func(uuid string) bool) (f hw.IDsFile, version uint64, ok bool) {
+	if uuid == "" {
+		return hw.IDsFile{}, 0, false
+	}
+	_, had := l.mem[k][uuid]
+	switch {
+	case id != hwID:
+		l.mem.Set(k, uuid, hw.RememberedID{ID: id, Seen: now})
+		l.mem.Trim(maxRememberedIDs, func(u string) bool { return u == uuid || connected(u) })
+	case had:
+		delete(l.mem[k], uuid)
+	default:
+		return hw.IDsFile{}, 0, false
+	}
+	l.version++
+	return l.mem.File(), l.version, !l.unread
+}
+
+// save writes snapshot version f unless a newer one is written already.
+func (s *idsSaver) save(st Store, version uint64, f hw.IDsFile) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if version <= s.written {
+		return nil
+	}
+	if err := st.Save(idsDocument, f); err != nil {
+		return fmt.Errorf("actors: remember device ids: %w", err)
+	}
+	s.written = version
+	return nil
+}
