@@ -205,9 +205,16 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		return
 	}
 	hwID := info.ID
+	// A driver whose id was given by a service that keeps ids unique and
+	// remembered itself (AssignedID) is served on it: the local memory
+	// neither moves it nor remembers it (memUUID "").
+	memUUID := info.UUID
+	if _, assigned := p.msg.driver.(AssignedID); assigned {
+		memUUID = ""
+	}
 	// A device remembered on another id than its hardware's gets it back,
 	// whatever was found first, unless another device holds it.
-	if id, ok := r.ids.remembered(info.Kind, info.UUID); ok {
+	if id, ok := r.ids.remembered(info.Kind, memUUID); ok {
 		if holder, taken := r.holderOf(t, id); !taken || holder == info.UUID {
 			info.ID = id
 		}
@@ -222,7 +229,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
 		return
 	}
-	if owner := r.ids.reservedFor(info.Kind, info.ID); taken || info.UUID != "" && owner != "" && owner != info.UUID {
+	if owner := r.ids.reservedFor(info.Kind, info.ID); taken || memUUID != "" && owner != "" && owner != memUUID {
 		// Another device with the same 16-bit id (connected, or
 		// remembered on it): the ids are not unique, the UUID is the
 		// identity. It gets an id derived from its UUID, as a lab's
@@ -233,7 +240,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		info.ID = hw.DerivedID(info.Kind, info.UUID, func(id string) bool {
 			_, held := r.holderOf(t, id)
 			owner := r.ids.reservedFor(info.Kind, id)
-			return held || owner != "" && owner != info.UUID
+			return held || memUUID != "" && owner != "" && owner != memUUID
 		})
 		key = deviceKey(t, info.ID)
 		if waiting, ok := r.leaving[key]; ok {
@@ -241,7 +248,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 			return
 		}
 	}
-	ids, idsVersion, saveIDs := r.ids.note(info.Kind, info.UUID, hwID, info.ID, time.Now(), func(uuid string) bool {
+	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), func(uuid string) bool {
 		return r.connected(info.Kind, uuid)
 	})
 	r.adding[key] = p

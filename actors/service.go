@@ -393,6 +393,13 @@ type ConfigOwner interface {
 	ResetConfig(k protocol.Key) (protocol.Entry, error)
 }
 
+// AssignedID is implemented by a driver whose device id was given by a
+// service that keeps its ids unique and remembered itself (a lab
+// gateway's proxy of a node's device): the registry serves the device on
+// that id without its own id memory, which would otherwise move it to an
+// id the gateway's tables do not know.
+type AssignedID interface{ IDAssigned() }
+
 // ConfigReader is implemented by a ConfigOwner whose device's copy of its
 // config may be behind the owner's for a while after the device is added
 // (a lab gateway copies a node's config in then): until the copy is

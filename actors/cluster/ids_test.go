@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -228,5 +229,35 @@ func TestUnreadableIDsAreNotOverwritten(t *testing.T) {
 				t.Fatalf("loadIDs: %d kinds remembered, kept %v; want none, kept %v", len(mem), kept, tt.wantKept)
 			}
 		})
+	}
+}
+
+// A gateway whose state directory holds the local registry's memory of
+// derived ids (a standalone host turned gateway) serves a node's device
+// on the id the gateway gave it: the registry moved it to the id it
+// remembered for the UUID, so the gateway's events and remembered ids
+// named an id that was not listed.
+func TestGatewayIDNotMovedByTheLocalIDMemory(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "11111111-2222-3333-4444-555555555555"
+	doc := `{"ids":{"arm":{"` + uuid + `":{"id":"BEEF","seen":"2026-01-01T00:00:00Z"}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "device-ids.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newTestGateway(svc, time.Minute)
+	serveTestGateway(t, g, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	}, false)
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(uuid, "0A0A")}})
+	waitAdded(t, g)
+	listed := g.svc.Devices().All()[0].ID
+	if gave := g.gatewayID("n", "0A0A"); gave != listed {
+		t.Fatalf("the gateway gave the node's arm %s, the service lists it as %s", gave, listed)
 	}
 }

