@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,7 +18,9 @@ import (
 // asks the registry and the device actors for what it needs, and answers
 // the request once every answer is in. Answers come back to the actor
 // (ReenterAfter): it never waits inside Receive, and no goroutine is
-// started for a request.
+// started for a request (a device-global entry whose device's config is
+// kept by someone else, who answers over the network, is set on the
+// service's offload: askOwner).
 type sessionActor struct {
 	sess *Session
 	svc  *Service
@@ -145,10 +148,34 @@ func (a *sessionActor) drain(ctx actor.Context) {
 // actor keep their order). The answer comes back to this actor as a
 // continuation (ReenterAfter), which records it.
 func (a *sessionActor) ask(ctx actor.Context, pid *actor.PID, msg actorMessage, entry int, path string) {
+	a.await(ctx, a.svc.send(pid, msg), entry, path)
+}
+
+// askOwner sets device-global entry e of d through Service.SetEntry, so
+// that the device's ConfigOwner has it first, off the actor as the
+// service's other blocking work (offload, which Shutdown waits for): the
+// owner may answer over the network (a lab gateway waits up to 2 s for
+// its node). The answer is taken as ask's are.
+func (a *sessionActor) askOwner(ctx actor.Context, d *Device, e protocol.Entry, entry int, path string) {
+	svc := a.svc
+	req := &pendingRequest{svc: svc, future: actor.NewFuture(svc.system, svc.opts.RequestTimeout+admittedLimit+ownerAnswersWithin)}
+	svc.offload.run(func() {
+		got, err := svc.SetEntry(d, 0, e)
+		svc.system.Root.Send(req.future.PID(), &entryReply{entry: got, err: err})
+	})
+	a.await(ctx, req, entry, path)
+}
+
+// ownerAnswersWithin bounds a ConfigOwner's own answer, beyond the device
+// actor's: a lab gateway gives its node 2 s.
+const ownerAnswersWithin = 5 * time.Second
+
+// await takes req's answer as the request in hand's entry (or -1, the
+// session part) at path.
+func (a *sessionActor) await(ctx actor.Context, req *pendingRequest, entry int, path string) {
 	r := a.req
 	r.asked = append(r.asked, askSlot{entry: entry, path: path})
 	a.waiting++
-	req := a.svc.send(pid, msg)
 	gen, slot := a.gen, len(r.asked)-1
 	ctx.ReenterAfter(req.future, func(reply any, err error) {
 		defer a.failing()

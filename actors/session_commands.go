@@ -67,6 +67,14 @@ func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i in
 			err: protocol.Errorf(protocol.CodeDeviceBusy, "", "%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner)})
 		return
 	}
+	if _, owned := d.rt.Driver().(ConfigOwner); owned {
+		// Kept by someone else (a lab gateway's proxy: the node's loop
+		// compensates gravity): the owner validates and persists it
+		// first, as for an HTTP POST (Service.SetEntry), off the actor,
+		// since it answers over the network.
+		a.askOwner(ctx, d, g, i, path)
+		return
+	}
 	a.ask(ctx, d.pid, &setEntries{entries: []protocol.Entry{g}, ticket: &ticket{}}, i, path)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,5 +313,46 @@ func TestGatewayReadDuringSyncAnswersTheNodes(t *testing.T) {
 	hwtest.Eventually(t, 5*time.Second, "the gateway's sync of the device's config", p.synced.Load)
 	if got := entryJSON(t, g.svc, dev, key); got != `"left"` {
 		t.Fatalf("handedness %s on the gateway after its sync, want the node's \"left\"", got)
+	}
+}
+
+// plainNode stands in for a node's actor: a real Node answers each config
+// request at once.
+type plainNode struct{ n *Node }
+
+func (p *plainNode) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*wire.ConfigRequest); ok {
+		ctx.Respond(p.n.config(m))
+	}
+}
+
+// A WebSocket set_gravity_compensation through the gateway reaches the
+// node, whose loop compensates gravity, as a POST of the entry does: it
+// changed only the gateway's copy (review21).
+func TestGatewaySetGravityCompensationReachesTheNode(t *testing.T) {
+	key := protocol.KeyGravityCompensation
+	n, d := testNode(t)
+	g := testGateway(t, time.Minute)
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &plainNode{n: n} }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
+	waitAdded(t, g)
+	dev := g.svc.Devices().All()[0]
+	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", g.proxy(d.Info.UUID).synced.Load)
+	for _, enabled := range []bool{false, true} {
+		c := openGatewayClient(t, g, "")
+		f := c.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_gravity_compensation":%v}}]}`, dev.ID, enabled))
+		c.close()
+		if f["errors"] != nil {
+			t.Fatalf("set_gravity_compensation %v through the gateway: %v", enabled, f["errors"])
+		}
+		want := fmt.Sprintf(`"enabled":%v`, enabled)
+		if node := entryJSON(t, n.svc, d, key); !strings.Contains(node, want) {
+			t.Fatalf("after set_gravity_compensation %v through the gateway the node has %s", enabled, node)
+		}
+		if gw := entryJSON(t, g.svc, dev, key); !strings.Contains(gw, want) {
+			t.Fatalf("after set_gravity_compensation %v through the gateway the gateway has %s", enabled, gw)
+		}
 	}
 }
