@@ -356,3 +356,68 @@ func TestGatewaySetGravityCompensationReachesTheNode(t *testing.T) {
 		}
 	}
 }
+
+// slowSetNode stands in for a node's actor: a real Node applies each
+// request at once, and answers a set or reset only after the gateway's
+// configTimeout (a node whose disk stalled).
+type slowSetNode struct {
+	n  *Node
+	wg sync.WaitGroup
+}
+
+func (s *slowSetNode) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*wire.ConfigRequest)
+	if !ok {
+		return
+	}
+	to, root := ctx.Sender(), ctx.ActorSystem().Root
+	reply := s.n.config(m)
+	if m.Op == "get" {
+		ctx.Respond(reply)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		time.Sleep(configTimeout + 500*time.Millisecond)
+		root.Send(to, reply)
+	}()
+}
+
+// A set through the gateway that its node applied but did not answer in
+// time is answered 503; reading it back through the gateway, as
+// docs/lab.md says to, answers what the node has in force, and the
+// gateway's copy follows (review21: it answered the gateway's older copy).
+func TestGatewayReadBackAfterAnUnansweredSet(t *testing.T) {
+	key := protocol.KeyHandedness
+	n, d := testNode(t)
+	s := &slowSetNode{n: n}
+	t.Cleanup(s.wg.Wait)
+	g := testGateway(t, time.Minute)
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
+	waitAdded(t, g)
+	dev := g.svc.Devices().All()[0]
+	p := g.proxy(d.Info.UUID)
+	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", p.synced.Load)
+	left, pe := protocol.DecodeEntry(key, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	_, err := g.svc.SetEntry(dev, 0, left)
+	var perr *protocol.Error
+	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+		t.Fatalf("a set the node does not answer in time: %v, want 503 unavailable", err)
+	}
+	if node, gw := entryJSON(t, n.svc, d, key), entryJSON(t, g.svc, dev, key); node != gw || node != `"left"` {
+		t.Fatalf("after the 503 the node has %s in force, a read back through the gateway answers %s", node, gw)
+	}
+	p.cfgMu.Lock()
+	unsure := p.unsure[key.Path()]
+	p.cfgMu.Unlock()
+	if unsure {
+		t.Fatal("the entry read back from the node is still unsure: the gateway's copy was not updated")
+	}
+}

@@ -58,6 +58,10 @@ type proxy struct {
 	// answered the read before that write, so the value is older than it.
 	cfgMu     sync.Mutex
 	cfgWrites map[string]uint64
+	// unsure holds the keys whose last client write the node did not
+	// answer (503): it may have applied it, so reads of them go to the
+	// node (ReadConfig) until one answers or a later write does.
+	unsure map[string]bool
 
 	// synced is set once the gateway has copied the node's device-global
 	// config into the device (Gateway.syncConfig); until then reads of it
@@ -512,13 +516,34 @@ func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
 		return nil, fmt.Errorf("cluster: encode %s: %w", e.Key().Path(), err)
 	}
 	p.clientWrites(e.Key())
-	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+	got, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+	p.noteAnswer(e.Key(), err)
+	return got, err
 }
 
 // ResetConfig restores a device-global entry's default on the owning node.
 func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
 	p.clientWrites(k)
-	return p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+	got, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+	p.noteAnswer(k, err)
+	return got, err
+}
+
+// noteAnswer marks k unsure when the node did not answer a client's write
+// of it (it may have applied it), and sure again when it did.
+func (p *proxy) noteAnswer(k protocol.Key, err error) {
+	var perr *protocol.Error
+	noAnswer := errors.As(err, &perr) && perr.Code == protocol.CodeUnavailable
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	if noAnswer {
+		if p.unsure == nil {
+			p.unsure = map[string]bool{}
+		}
+		p.unsure[k.Path()] = true
+		return
+	}
+	delete(p.unsure, k.Path())
 }
 
 // clientWrites counts a client's write of k before it is sent, so that a
@@ -538,15 +563,32 @@ func (p *proxy) clientWrites(k protocol.Key) {
 func (p *proxy) IDAssigned() {}
 
 // ReadConfig reads a device-global entry from the node while the gateway's
-// copy is still being synced from it: a client reading back a set it was
-// answered 503 for (errNodeGone), as docs/lab.md says to, must not be
-// answered the gateway's older copy.
+// copy of it may be older: during the sync from the node, and after a
+// client's write of it the node did not answer (unsure). A client reading
+// back a set it was answered 503 for, as docs/lab.md says to, must not be
+// answered the gateway's older copy. An unsure entry the node answers is
+// copied in, and sure again.
 func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
-	if p.synced.Load() {
+	p.cfgMu.Lock()
+	unsure, writes := p.unsure[k.Path()], p.cfgWrites[k.Path()]
+	p.cfgMu.Unlock()
+	if p.synced.Load() && !unsure {
 		return nil, false, nil
 	}
 	e, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
-	return e, true, err
+	if err != nil || !unsure {
+		return e, true, err
+	}
+	// Under cfgMu, as the sync applies what it reads: a client's write
+	// that started meanwhile wins.
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	if dev := p.dev.Load(); dev != nil && p.cfgWrites[k.Path()] == writes {
+		if _, aerr := p.g.svc.ApplyOwnedEntry(dev, e); aerr == nil {
+			delete(p.unsure, k.Path())
+		}
+	}
+	return e, true, nil
 }
 
 // configRequest is one request/response to the node; its answer is decoded
