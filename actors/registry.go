@@ -229,6 +229,13 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
 		return
 	}
+	if _, assigned := p.msg.driver.(AssignedID); assigned && taken {
+		// Its id was given before a local device took it (review22): moved
+		// here, it would be served on an id its giver's tables do not
+		// know. Refused, the giver gives another.
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
+		return
+	}
 	if owner := r.ids.reservedFor(info.Kind, info.ID); taken || memUUID != "" && owner != "" && owner != memUUID {
 		// Another device with the same 16-bit id (connected, or
 		// remembered on it): the ids are not unique, the UUID is the

@@ -409,6 +409,13 @@ type ConfigReader interface {
 	ReadConfig(k protocol.Key) (e protocol.Entry, asked bool, err error)
 }
 
+// ConfigUnsure is implemented by a ConfigOwner whose device's copy of an
+// entry may be older than the owner's (a write the owner did not answer
+// may have been applied): a session's command that would leave the copy
+// as it is goes to the owner all the same. It must not block: the tick
+// path asks it.
+type ConfigUnsure interface{ ConfigUnsure(k protocol.Key) bool }
+
 // ResetEntry restores the default of k: the device-global entry when k is
 // device-global; else for the listed sessions, or every session of the
 // device when sessions is nil.

@@ -48,7 +48,7 @@ func gravityChange(d *Device, session uint64, e *protocol.DeviceEntry) (protocol
 		return protocol.GravityCompensation{}, false
 	}
 	cur := d.ViewFor(session).Config.Device.GravityCompensation
-	if cur.Enabled == g.Value {
+	if cur.Enabled == g.Value && !configUnsure(d, protocol.KeyGravityCompensation) {
 		return cur, false
 	}
 	cur.Enabled = g.Value
@@ -110,4 +110,12 @@ func fillTargets(s *protocol.ArmState, snap *loop.Snapshot, v *View) {
 	case hw.ModeTorque:
 		s.CurrentAngularTorques = space.Angles3{A0: t[0], A1: t[1], A2: t[2]}
 	}
+}
+
+// configUnsure says d's copy of device-global k may be older than its
+// owner's (ConfigUnsure): a set of it must go to the owner even when the
+// copy says it changes nothing.
+func configUnsure(d *Device, k protocol.Key) bool {
+	u, ok := d.rt.Driver().(ConfigUnsure)
+	return ok && u.ConfigUnsure(k)
 }

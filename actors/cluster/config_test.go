@@ -414,10 +414,7 @@ func TestGatewayReadBackAfterAnUnansweredSet(t *testing.T) {
 	if node, gw := entryJSON(t, n.svc, d, key), entryJSON(t, g.svc, dev, key); node != gw || node != `"left"` {
 		t.Fatalf("after the 503 the node has %s in force, a read back through the gateway answers %s", node, gw)
 	}
-	p.cfgMu.Lock()
-	unsure := p.unsure[key.Path()]
-	p.cfgMu.Unlock()
-	if unsure {
+	if p.ConfigUnsure(key) {
 		t.Fatal("the entry read back from the node is still unsure: the gateway's copy was not updated")
 	}
 }

@@ -58,10 +58,14 @@ type proxy struct {
 	// answered the read before that write, so the value is older than it.
 	cfgMu     sync.Mutex
 	cfgWrites map[string]uint64
-	// unsure holds the keys whose last client write the node did not
-	// answer (503): it may have applied it, so reads of them go to the
-	// node (ReadConfig) until one answers or a later write does.
-	unsure map[string]bool
+	// inflight counts, per key, the client writes sent and not answered.
+	inflight map[string]int
+	// unsure has bit k set while the last client write of key k was not
+	// answered by the node (503): it may have applied it, so reads of k go
+	// to the node (ReadConfig) until it answers one or a later write. An
+	// atomic, so that a session's tick path can ask (ConfigUnsure) without
+	// waiting for cfgMu, which an apply holds.
+	unsure atomic.Uint64
 
 	// synced is set once the gateway has copied the node's device-global
 	// config into the device (Gateway.syncConfig); until then reads of it
@@ -530,21 +534,28 @@ func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
 }
 
 // noteAnswer marks k unsure when the node did not answer a client's write
-// of it (it may have applied it), and sure again when it did.
+// of it (it may have applied it), and sure again when it applied it. A
+// write it refused changes nothing, on the node or here: k stays as it
+// was (review22: a refusal made an unsure entry sure, over a value the
+// gateway never had).
 func (p *proxy) noteAnswer(k protocol.Key, err error) {
 	var perr *protocol.Error
 	noAnswer := errors.As(err, &perr) && perr.Code == protocol.CodeUnavailable
 	p.cfgMu.Lock()
-	defer p.cfgMu.Unlock()
-	if noAnswer {
-		if p.unsure == nil {
-			p.unsure = map[string]bool{}
-		}
-		p.unsure[k.Path()] = true
-		return
+	p.inflight[k.Path()]--
+	p.cfgMu.Unlock()
+	switch {
+	case noAnswer:
+		p.unsure.Or(1 << k)
+	case err == nil:
+		p.unsure.And(^uint64(1 << k))
 	}
-	delete(p.unsure, k.Path())
 }
+
+// ConfigUnsure says the gateway's copy of k may be older than the node's
+// (actors.ConfigUnsure): a write of it must reach the node even when the
+// copy says it changes nothing.
+func (p *proxy) ConfigUnsure(k protocol.Key) bool { return p.unsure.Load()&(1<<k) != 0 }
 
 // clientWrites counts a client's write of k before it is sent, so that a
 // sync's read of k that the node may have answered earlier is not applied
@@ -555,6 +566,10 @@ func (p *proxy) clientWrites(k protocol.Key) {
 		p.cfgWrites = map[string]uint64{}
 	}
 	p.cfgWrites[k.Path()]++
+	if p.inflight == nil {
+		p.inflight = map[string]int{}
+	}
+	p.inflight[k.Path()]++
 	p.cfgMu.Unlock()
 }
 
@@ -569,8 +584,9 @@ func (p *proxy) IDAssigned() {}
 // answered the gateway's older copy. An unsure entry the node answers is
 // copied in, and sure again.
 func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
+	unsure := p.ConfigUnsure(k)
 	p.cfgMu.Lock()
-	unsure, writes := p.unsure[k.Path()], p.cfgWrites[k.Path()]
+	writes, inflight := p.cfgWrites[k.Path()], p.inflight[k.Path()]
 	p.cfgMu.Unlock()
 	if p.synced.Load() && !unsure {
 		return nil, false, nil
@@ -580,12 +596,14 @@ func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
 		return e, true, err
 	}
 	// Under cfgMu, as the sync applies what it reads: a client's write
-	// that started meanwhile wins.
+	// that started meanwhile wins, and so does one in flight when the
+	// read was sent (the node may have read the value before applying
+	// it; review22).
 	p.cfgMu.Lock()
 	defer p.cfgMu.Unlock()
-	if dev := p.dev.Load(); dev != nil && p.cfgWrites[k.Path()] == writes {
+	if dev := p.dev.Load(); dev != nil && inflight == 0 && p.cfgWrites[k.Path()] == writes {
 		if _, aerr := p.g.svc.ApplyOwnedEntry(dev, e); aerr == nil {
-			delete(p.unsure, k.Path())
+			p.unsure.And(^uint64(1 << k))
 		}
 	}
 	return e, true, nil
