@@ -296,12 +296,7 @@ func TestGatewayReadDuringSyncAnswersTheNodes(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(h.release) }) }
 	t.Cleanup(func() { release(); h.wg.Wait() })
-	g := testGateway(t, time.Minute)
-	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return h }), nodeActorName); err != nil {
-		t.Fatal(err)
-	}
-	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
-	waitAdded(t, g)
+	g := gatewayOf(t, h, d)
 	dev := g.svc.Devices().All()[0]
 	<-h.read // the sync's read of the key is held: the gateway's copy is the default
 	if got, want := entryJSON(t, g.svc, dev, key), entryJSON(t, n.svc, d, key); got != want {
@@ -332,12 +327,7 @@ func (p *plainNode) Receive(ctx actor.Context) {
 func TestGatewaySetGravityCompensationReachesTheNode(t *testing.T) {
 	key := protocol.KeyGravityCompensation
 	n, d := testNode(t)
-	g := testGateway(t, time.Minute)
-	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &plainNode{n: n} }), nodeActorName); err != nil {
-		t.Fatal(err)
-	}
-	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
-	waitAdded(t, g)
+	g := gatewayOf(t, &plainNode{n: n}, d)
 	dev := g.svc.Devices().All()[0]
 	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", g.proxy(d.Info.UUID).synced.Load)
 	for _, enabled := range []bool{false, true} {
@@ -393,12 +383,7 @@ func TestGatewayReadBackAfterAnUnansweredSet(t *testing.T) {
 	n, d := testNode(t)
 	s := &slowSetNode{n: n}
 	t.Cleanup(s.wg.Wait)
-	g := testGateway(t, time.Minute)
-	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
-		t.Fatal(err)
-	}
-	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
-	waitAdded(t, g)
+	g := gatewayOf(t, s, d)
 	dev := g.svc.Devices().All()[0]
 	p := g.proxy(d.Info.UUID)
 	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", p.synced.Load)
@@ -417,4 +402,17 @@ func TestGatewayReadBackAfterAnUnansweredSet(t *testing.T) {
 	if p.ConfigUnsure(key) {
 		t.Fatal("the entry read back from the node is still unsure: the gateway's copy was not updated")
 	}
+}
+
+// gatewayOf is a test gateway serving d, whose node's actor is stand (a
+// stand-in around a real Node), once it has added d.
+func gatewayOf(t *testing.T, stand actor.Actor, d *actors.Device) *Gateway {
+	t.Helper()
+	g := testGateway(t, time.Minute)
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return stand }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
+	waitAdded(t, g)
+	return g
 }

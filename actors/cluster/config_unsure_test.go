@@ -63,12 +63,7 @@ func setupScripted(t *testing.T, fail bool) (*Node, *Gateway, *scriptedSetNode) 
 	n, d := testNode(t)
 	s := &scriptedSetNode{n: n, fail: fail}
 	t.Cleanup(s.wg.Wait)
-	g := testGateway(t, time.Minute)
-	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
-		t.Fatal(err)
-	}
-	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
-	waitAdded(t, g)
+	g := gatewayOf(t, s, d)
 	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", g.proxy(d.Info.UUID).synced.Load)
 	return n, g, s
 }
