@@ -232,17 +232,12 @@ func TestEmulatedArmsPastTheirQuarterRefused(t *testing.T) {
 	}
 }
 
-// Two real arms whose 16-bit ids are equal (the ids are not unique; the
-// UUID is the identity) are both served: the first keeps its id, the
-// second gets one derived from its UUID, and each is addressed apart. The
-// second was refused ("ids must be unique") and never served.
-func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the service against emulated arms")
-	}
-	shared, _ := emulator.Identity(hw.KindArm, 7)
-	var emus []*emulator.Emulator
-	var ports []string
+// twoArmsOneID serves two emulated arms that report one 16-bit id, shared,
+// and different UUIDs, as two real arms may, on pseudo-terminals; the
+// test's cleanup closes them.
+func twoArmsOneID(t *testing.T) (shared uint16, emus []*emulator.Emulator, ports []string) {
+	t.Helper()
+	shared, _ = emulator.Identity(hw.KindArm, 7)
 	for _, index := range []int{7, 8} {
 		_, uuid := emulator.Identity(hw.KindArm, index)
 		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, UUID: uuid, PeriodS: 0.001})
@@ -253,6 +248,18 @@ func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
 		t.Cleanup(func() { _ = e.Close() })
 		emus, ports = append(emus, e), append(ports, pts)
 	}
+	return shared, emus, ports
+}
+
+// Two real arms whose 16-bit ids are equal (the ids are not unique; the
+// UUID is the identity) are both served: the first keeps its id, the
+// second gets one derived from its UUID, and each is addressed apart. The
+// second was refused ("ids must be unique") and never served.
+func TestTwoArmsWithOneShortIDBothServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the service against emulated arms")
+	}
+	shared, emus, ports := twoArmsOneID(t)
 	sv := startInProcess(t, "--type-names", "reference", "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "0", "--sim-grips", "0",
 		"--state-dir", filepath.Join(t.TempDir(), "state"), "--hw-port", ports[0], "--hw-port", ports[1], "--hw-scan-period", "0")
 	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
@@ -316,18 +323,11 @@ func TestDerivedIDSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary against emulated arms")
 	}
-	shared, _ := emulator.Identity(hw.KindArm, 7)
+	shared, emus, ptys := twoArmsOneID(t)
 	ports := map[string]string{} // pty by UUID
-	for _, index := range []int{7, 8} {
-		_, uuid := emulator.Identity(hw.KindArm, index)
-		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, UUID: uuid, PeriodS: 0.001})
-		hwtest.SkipIfUnsupported(t, err)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Close() })
+	for i, e := range emus {
 		u := e.UUID()
-		ports[strings.ToUpper(hex.EncodeToString(u[:]))] = pts
+		ports[strings.ToUpper(hex.EncodeToString(u[:]))] = ptys[i]
 	}
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "state")

@@ -23,16 +23,8 @@ func TestTypeNamesFlag(t *testing.T) {
 	} {
 		args := append([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
 			"--state-dir", filepath.Join(t.TempDir(), "state")}, tt.args...)
-		o, err := parseFlags(args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sv, err := startService(o, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
+		sv := startInProcess(t, args...)
 		status, doc := httpDo(t, "GET", "http://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/devices", "")
-		_ = sv.stop(nil)
 		arms, _ := doc[tt.arm].([]any)
 		grips, _ := doc[tt.grip].([]any)
 		if _, listed := doc[tt.notListed]; status != 200 || len(arms) != 1 || len(grips) != 1 || listed {
