@@ -209,7 +209,8 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	// remembered itself (AssignedID) is served on it: the local memory
 	// neither moves it nor remembers it (memUUID "").
 	memUUID := info.UUID
-	if _, assigned := p.msg.driver.(AssignedID); assigned {
+	_, assigned := p.msg.driver.(AssignedID)
+	if assigned {
 		memUUID = ""
 	}
 	// A device remembered on another id than its hardware's gets it back,
@@ -229,7 +230,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
 		return
 	}
-	if _, assigned := p.msg.driver.(AssignedID); assigned && taken {
+	if assigned && taken {
 		// Its id was given before a local device took it (review22): moved
 		// here, it would be served on an id its giver's tables do not
 		// know. Refused, the giver gives another.
