@@ -18,7 +18,7 @@ func TestLocalIDsBounded(t *testing.T) {
 	for i := range maxRememberedIDs {
 		l.mem.Set(hw.KindArm, fmt.Sprintf("u%05d", i), hw.RememberedID{ID: fmt.Sprintf("%04X", i), Seen: now.Add(time.Duration(i) * time.Second)})
 	}
-	connected := func(uuid string) bool { return uuid == "u00000" }
+	connected := func(k hw.Kind, uuid string) bool { return k == hw.KindArm && uuid == "u00000" }
 	f, _, ok := l.note(hw.KindArm, "new", "0A0A", "5F6C", now.Add(-time.Hour), connected)
 	if !ok {
 		t.Fatal("a new derived id is not saved")
@@ -41,5 +41,30 @@ func TestLocalIDsBounded(t *testing.T) {
 	}
 	if _, _, ok := l.note(hw.KindArm, "plain", "0B0B", "0B0B", now, connected); ok {
 		t.Fatal("a device on its own id without a record made a write")
+	}
+}
+
+// The bound keeps the records of connected devices of every kind, not only
+// of the kind of the device just given an id: a grip connected on its
+// remembered id lost its record when an arm was given one, so that after a
+// restart it was first-come again (and could load another's config).
+func TestLocalIDsBoundKeepsConnectedDevicesOfEveryKind(t *testing.T) {
+	l := &localIDs{mem: hw.IDMemory{}, saver: &idsSaver{}}
+	now := time.Now()
+	for i := range maxRememberedIDs + 1 {
+		l.mem.Set(hw.KindGrip, fmt.Sprintf("g%05d", i), hw.RememberedID{ID: fmt.Sprint(i + 1), Seen: now.Add(time.Duration(i) * time.Second)})
+	}
+	// g00000 is the least recently seen grip record, and connected.
+	connected := func(k hw.Kind, uuid string) bool { return k == hw.KindGrip && uuid == "g00000" }
+	f, _, ok := l.note(hw.KindArm, "arm", "0A0A", "5F6C", now, connected)
+	if !ok {
+		t.Fatal("a new derived id is not saved")
+	}
+	grips := f.IDs[hw.KindGrip.String()]
+	if _, kept := grips["g00000"]; !kept {
+		t.Fatal("the record of a connected grip was dropped when an arm was given an id")
+	}
+	if _, kept := grips["g00001"]; kept || len(grips) != maxRememberedIDs {
+		t.Fatalf("%d grip records kept (g00001 among them: %v), want %d without the least recently seen of those not connected", len(grips), kept, maxRememberedIDs)
 	}
 }
