@@ -269,7 +269,11 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	}
 	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), r.connected)
 	r.adding[key] = p
-	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
+	defaults := protocol.DefaultDeviceConfig()
+	if p.msg.defaults != nil {
+		defaults = *p.msg.defaults
+	}
+	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: defaults}
 	if s.store == nil {
 		r.adopt(ctx, loaded)
 		return
@@ -288,7 +292,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 				s.log.Error().Err(err).Str("uuid", info.UUID).Str("device_id", info.ID).Msg("could not remember a derived device id; a restart may give this device another id, and another's config")
 			}
 		}
-		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name)
+		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name, defaults)
 		root.Send(self, loaded)
 	})
 }
