@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // The remembered ids stay bounded: past maxRememberedIDs, the least
@@ -66,5 +70,47 @@ func TestLocalIDsBoundKeepsConnectedDevicesOfEveryKind(t *testing.T) {
 	}
 	if _, kept := grips["g00001"]; kept || len(grips) != maxRememberedIDs {
 		t.Fatalf("%d grip records kept (g00001 among them: %v), want %d without the least recently seen of those not connected", len(grips), kept, maxRememberedIDs)
+	}
+}
+
+// The ids with stored documents, device-global config or a profile's
+// entries, are known as some device's own from the start: a derived id
+// avoids them for every UUID, and an id served since is avoided for every
+// UUID but the one served on it.
+func TestKnownIDsFromStoredDocuments(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{
+		storeName(protocol.TypeArm, "1111"),
+		profileFolder("lab") + "/" + protocol.TypeArm.Key() + "-2222",
+		profileFolder("lab") + "/" + protocol.TypeGrip.Key() + "-77",
+		profileFolder("lab") + "/session",
+	}
+	for _, name := range docs {
+		if err := st.Save(name, map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := loadLocalIDs(st, zerolog.Nop())
+	l.served(hw.KindArm, "3333", "uuid-c")
+	for _, c := range []struct {
+		kind  hw.Kind
+		id    string
+		uuid  string
+		known bool
+	}{
+		{hw.KindArm, "1111", "uuid-a", true},
+		{hw.KindArm, "2222", "uuid-a", true},
+		{hw.KindGrip, "77", "uuid-a", true},
+		{hw.KindArm, "77", "uuid-a", false}, // a grip's id is no arm's
+		{hw.KindArm, "3333", "uuid-a", true},
+		{hw.KindArm, "3333", "uuid-c", false}, // its own
+		{hw.KindArm, "4444", "uuid-a", false},
+	} {
+		if got := l.knownElse(c.kind, c.id, c.uuid); got != c.known {
+			t.Errorf("%v %s for %s: known as another's %v, want %v", c.kind, c.id, c.uuid, got, c.known)
+		}
 	}
 }
