@@ -531,14 +531,14 @@ func (s *answering) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, 
 	s.inner.HandleFailure(sys, sup, child, rs, reason, message)
 }
 
-// loadDeviceConfig reads a device's stored device-global entries (the
-// defaults when none are stored, or when they are unreadable, with the
-// error). It blocks on the disk: the registry runs it off the actor.
-func loadDeviceConfig(st Store, name string) (protocol.DeviceConfig, error) {
+// loadDeviceConfig reads a device's stored device-global entries (defaults
+// when none are stored, or when they are unreadable, with the error). It
+// blocks on the disk: the registry runs it off the actor.
+func loadDeviceConfig(st Store, name string, defaults protocol.DeviceConfig) (protocol.DeviceConfig, error) {
 	var stored protocol.DeviceConfig
 	found, err := st.Load(name, &stored)
 	if err != nil || !found {
-		return protocol.DefaultDeviceConfig(), err
+		return defaults, err
 	}
 	return stored, nil
 }

@@ -2,12 +2,14 @@ package actors
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/protocol"
 )
 
 // idsDocument is the state directory's document of the ids the registry
@@ -25,7 +27,9 @@ const maxRememberedIDs = 8192
 // derived from its UUID, hw.DerivedID), that id. A device's stored config
 // is keyed by its id (devices/<type>-<id>), so the id must follow the
 // device: a remembered UUID gets its id back whatever else is plugged in
-// first, and no other device is given that id while the record stands.
+// first, and no other device is given that id while the record stands (a
+// device without a UUID neither). Nor is a derived id the own id of a
+// device known but absent (seen).
 // A record is never forgotten for age: an arm away for a year still finds
 // its id and config (only maxRememberedIDs bounds them). It is dropped
 // when the device is next served on its own hardware id, which happens
@@ -42,6 +46,18 @@ type localIDs struct {
 	// which the store moved aside), so it is never written over.
 	unread bool
 	saver  *idsSaver
+	// seen holds, by kind, the ids known to be some device's own: those
+	// with stored documents (device-global config, a profile's entries)
+	// when the service started, and those served since, with the UUID
+	// last served on each. A derived id avoids them (knownElse).
+	seen map[hw.Kind]map[string]knownID
+}
+
+// knownID is what the registry knows of an id: the UUID last served on
+// it since the start, if any was (served).
+type knownID struct {
+	uuid   string
+	served bool
 }
 
 // idsSaver writes snapshots of the memory one at a time, and never one
@@ -55,10 +71,11 @@ type idsSaver struct {
 // or unreadable (logged: ids are then first-come, as before any was
 // remembered).
 func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
-	l := &localIDs{mem: hw.IDMemory{}, saver: &idsSaver{}}
+	l := &localIDs{mem: hw.IDMemory{}, saver: &idsSaver{}, seen: map[hw.Kind]map[string]knownID{}}
 	if st == nil {
 		return l
 	}
+	l.loadStoredIDs(st, log)
 	var f hw.IDsFile
 	if _, err := st.Load(idsDocument, &f); err != nil {
 		l.unread = leftUnread(err)
@@ -67,6 +84,57 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 	}
 	l.mem = f.Memory(time.Now())
 	return l
+}
+
+// loadStoredIDs notes the ids that have stored documents: the devices'
+// device-global config (devices/<type>-<id>) and the profiles' entries
+// (<profile folder>/<type>-<id>). An unlistable folder is logged; its ids
+// are then not avoided.
+func (l *localIDs) loadStoredIDs(st Store, log zerolog.Logger) {
+	for _, folder := range []string{"devices", profilesFolder} {
+		names, err := st.List(folder)
+		if err != nil {
+			log.Error().Err(err).Str("folder", folder).Msg("could not list stored device documents; an id derived for a device sharing its 16-bit id may be an absent device's own")
+			continue
+		}
+		for _, name := range names {
+			base := name[strings.LastIndexByte(name, '/')+1:]
+			for _, t := range []protocol.DeviceType{protocol.TypeArm, protocol.TypeGrip} {
+				if id, ok := strings.CutPrefix(base, t.Key()+"-"); ok {
+					k := hw.KindArm
+					if t == protocol.TypeGrip {
+						k = hw.KindGrip
+					}
+					l.mark(k, id, knownID{})
+				}
+			}
+		}
+	}
+}
+
+func (l *localIDs) mark(k hw.Kind, id string, n knownID) {
+	if l.seen == nil {
+		l.seen = map[hw.Kind]map[string]knownID{}
+	}
+	if l.seen[k] == nil {
+		l.seen[k] = map[string]knownID{}
+	}
+	l.seen[k][id] = n
+}
+
+// served notes that the device with uuid (maybe "") is served on id.
+func (l *localIDs) served(k hw.Kind, id, uuid string) {
+	l.mark(k, id, knownID{uuid: uuid, served: true})
+}
+
+// knownElse reports whether id of kind k may be another device's own than
+// the one with uuid: it has stored documents nobody was served with since
+// the start, or another UUID was served on it last. A device without a
+// UUID served on an id before gets it again (nothing tells it apart from
+// another without one).
+func (l *localIDs) knownElse(k hw.Kind, id, uuid string) bool {
+	n, ok := l.seen[k][id]
+	return ok && (!n.served || n.uuid != uuid)
 }
 
 // remembered is uuid's remembered id of kind k, if any.
@@ -91,8 +159,9 @@ func (l *localIDs) reservedFor(k hw.Kind, id string) string {
 // note records the id a device of kind k was given (hwID is the one its
 // hardware reports) and returns the snapshot to save before the device is
 // listed, or ok false when nothing is to be saved. connected says whether
-// a UUID is connected or being added (its record is never trimmed).
-func (l *localIDs) note(k hw.Kind, uuid, hwID, id string, now time.Time, connected func(uuid string) bool) (f hw.IDsFile, version uint64, ok bool) {
+// a device of a kind with a UUID is connected or being added (its record
+// is never trimmed, whatever the kind of the device being added).
+func (l *localIDs) note(k hw.Kind, uuid, hwID, id string, now time.Time, connected func(k hw.Kind, uuid string) bool) (f hw.IDsFile, version uint64, ok bool) {
 	if uuid == "" {
 		return hw.IDsFile{}, 0, false
 	}
@@ -100,7 +169,7 @@ func (l *localIDs) note(k hw.Kind, uuid, hwID, id string, now time.Time, connect
 	switch {
 	case id != hwID:
 		l.mem.Set(k, uuid, hw.RememberedID{ID: id, Seen: now})
-		l.mem.Trim(maxRememberedIDs, func(u string) bool { return u == uuid || connected(u) })
+		l.mem.Trim(maxRememberedIDs, func(kind hw.Kind, u string) bool { return kind == k && u == uuid || connected(kind, u) })
 	case had:
 		delete(l.mem[k], uuid)
 	default:

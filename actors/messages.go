@@ -24,6 +24,9 @@ type actorMessage interface{ actorMessage() }
 type addDevice struct {
 	driver   hw.Driver
 	hardware bool
+	// defaults are the device-global entries the device starts with when
+	// none are stored (nil: protocol.DefaultDeviceConfig).
+	defaults *protocol.DeviceConfig
 }
 
 // addDeviceReply answers addDevice.

@@ -237,18 +237,29 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
 		return
 	}
-	if owner := r.ids.reservedFor(info.Kind, info.ID); taken || memUUID != "" && owner != "" && owner != memUUID {
+	// reservedElse says id is remembered for another device than this
+	// one: a device without a UUID is none of them (it was served on
+	// another's id and loaded its config, and that device, back, lost its
+	// id). An assigned id is its giver's to keep apart (refused above
+	// when taken).
+	reservedElse := func(id string) bool {
+		owner := r.ids.reservedFor(info.Kind, id)
+		return !assigned && owner != "" && owner != info.UUID
+	}
+	if taken || reservedElse(info.ID) {
 		// Another device with the same 16-bit id (connected, or
 		// remembered on it): the ids are not unique, the UUID is the
 		// identity. It gets an id derived from its UUID, as a lab's
 		// gateway gives one (hw.DerivedID), that no device holds or is
-		// remembered on. A device still leaving that id (this one,
-		// unplugged and back) is waited for as on a device's own id, so
-		// that it gets the same id and config; left adds it again.
+		// remembered on, and that is no known device's own id (one with
+		// stored config, or served since the start): that device would
+		// find its id taken, and this one would load its config. A
+		// device still leaving that id (this one, unplugged and back) is
+		// waited for as on a device's own id, so that it gets the same id
+		// and config; left adds it again.
 		info.ID = hw.DerivedID(info.Kind, info.UUID, func(id string) bool {
 			_, held := r.holderOf(t, id)
-			owner := r.ids.reservedFor(info.Kind, id)
-			return held || memUUID != "" && owner != "" && owner != memUUID
+			return held || reservedElse(id) || r.ids.knownElse(info.Kind, id, info.UUID)
 		})
 		key = deviceKey(t, info.ID)
 		if waiting, ok := r.leaving[key]; ok {
@@ -256,11 +267,13 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 			return
 		}
 	}
-	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), func(uuid string) bool {
-		return r.connected(info.Kind, uuid)
-	})
+	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), r.connected)
 	r.adding[key] = p
-	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: protocol.DefaultDeviceConfig()}
+	defaults := protocol.DefaultDeviceConfig()
+	if p.msg.defaults != nil {
+		defaults = *p.msg.defaults
+	}
+	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: defaults}
 	if s.store == nil {
 		r.adopt(ctx, loaded)
 		return
@@ -279,7 +292,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 				s.log.Error().Err(err).Str("uuid", info.UUID).Str("device_id", info.ID).Msg("could not remember a derived device id; a restart may give this device another id, and another's config")
 			}
 		}
-		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name)
+		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name, defaults)
 		root.Send(self, loaded)
 	})
 }
@@ -376,6 +389,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		ctx.Send(pid, &at)
 	}
 	s.devices.Store(s.devices.Load().with(d))
+	r.ids.served(info.Kind, d.ID, info.UUID)
 	if m.add.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})

@@ -630,3 +630,101 @@ func TestUnreadableRememberedIDs(t *testing.T) {
 		})
 	}
 }
+
+// removeArm unplugs d and waits until its id is free again (its driver
+// closed and the device-disconnected event sent).
+func removeArm(t *testing.T, svc *Service, d *Device) {
+	t.Helper()
+	svc.RemoveDevice(d, errors.New("unplugged"))
+	hwtest.Eventually(t, patience, d.Name+" "+d.ID+" leaving", func() bool {
+		return countEvents(t, svc, event.NameDeviceDisconnected, d.ID) > 0
+	})
+}
+
+// A derived id is never the id of an arm the service knows but that is not
+// plugged in now: one with stored config (from an earlier run), or one
+// served earlier in this run. The derived arm took that id and loaded the
+// absent arm's config; when the absent arm came back, its own id was
+// taken (or remembered for the other), so it was moved to a derived id of
+// its own and lost its config for good. The test forces the collision: the
+// absent arm's 16-bit id is the one arm B's UUID derives to.
+func TestDerivedIDAvoidsAnAbsentArmsID(t *testing.T) {
+	collides := hw.DerivedID(hw.KindArm, "uuid-b", func(string) bool { return false })
+	if collides == "0A0A" {
+		t.Fatal("pick another shared id: uuid-b derives to it")
+	}
+	for _, c := range []struct {
+		name    string
+		restart bool // the absent arm was served by an earlier run
+		stored  bool // it has a stored force_clamp
+	}{
+		{"stored config, earlier run", true, true},
+		{"stored config, this run", false, true},
+		{"nothing stored, this run", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			k := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: collides, uuid: "uuid-k"})
+			if c.stored {
+				if _, err := svc.SetEntry(k, 0, protocol.ForceClamp{MaxForceN: 3}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.restart {
+				shutdown(t, svc)
+				svc = startWith(t, Options{StateDir: dir})
+			} else {
+				removeArm(t, svc, k)
+			}
+			addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+			b := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+			if b.ID == collides || b.ID == "0A0A" {
+				t.Fatalf("arm B was given %s, arm K's own id (or A's)", b.ID)
+			}
+			if e, err := svc.Entry(b, 0, protocol.KeyForceClamp); err != nil || e != protocol.DefaultDeviceConfig().ForceClamp {
+				t.Fatalf("arm B's force_clamp is %+v (%v), want the default", e, err)
+			}
+			back := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: collides, uuid: "uuid-k"})
+			if back.ID != collides {
+				t.Fatalf("arm K came back as %s, want its own %s", back.ID, collides)
+			}
+			if c.stored {
+				if e, err := svc.Entry(back, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 3}) {
+					t.Fatalf("arm K's force_clamp is %+v (%v), want its stored 3 N", e, err)
+				}
+			}
+		})
+	}
+}
+
+// A device that reports no UUID is not served on an id remembered for
+// another device: it loaded that device's stored config, and the device,
+// back, found its id held, was served on its own 16-bit id and forgot its
+// remembered id, its config left behind under the other.
+func TestDeviceWithoutUUIDNotServedOnARememberedID(t *testing.T) {
+	dir := t.TempDir()
+	first := startWith(t, Options{StateDir: dir})
+	addArm(t, first, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	b := addArm(t, first, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+	if _, err := first.SetEntry(b, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, first)
+
+	svc := startWith(t, Options{StateDir: dir})
+	n := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: b.ID, uuid: ""})
+	if n.ID == b.ID {
+		t.Fatalf("a device without a UUID was given %s, arm B's remembered id", n.ID)
+	}
+	if e, err := svc.Entry(n, 0, protocol.KeyForceClamp); err != nil || e != protocol.DefaultDeviceConfig().ForceClamp {
+		t.Fatalf("the device without a UUID has force_clamp %+v (%v), want the default", e, err)
+	}
+	again := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+	if again.ID != b.ID {
+		t.Fatalf("arm B came back as %s, want %s", again.ID, b.ID)
+	}
+	if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
+		t.Fatalf("arm B's force_clamp is %+v (%v), want its stored 2 N", e, err)
+	}
+}

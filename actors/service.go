@@ -323,7 +323,19 @@ func (s *Service) SaveDocument(name string, v any) error {
 // device leaves; when AddDevice returns an error, the driver is the
 // caller's to close.
 func (s *Service) AddDevice(d hw.Driver, hardware bool) (*Device, error) {
-	r, err := s.ask(s.registry, &addDevice{driver: d, hardware: hardware})
+	return s.addDevice(&addDevice{driver: d, hardware: hardware})
+}
+
+// AddDeviceWithDefaults is AddDevice for a device that starts with the
+// device-global entries defaults when none are stored for it (a replayed
+// arm with its recorded handedness): it is listed with them, where setting
+// them after AddDevice would list it with the service's defaults first.
+func (s *Service) AddDeviceWithDefaults(d hw.Driver, hardware bool, defaults protocol.DeviceConfig) (*Device, error) {
+	return s.addDevice(&addDevice{driver: d, hardware: hardware, defaults: &defaults})
+}
+
+func (s *Service) addDevice(m *addDevice) (*Device, error) {
+	r, err := s.ask(s.registry, m)
 	if err != nil {
 		return nil, err
 	}

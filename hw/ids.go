@@ -127,16 +127,18 @@ func (f IDsFile) Memory(now time.Time) IDMemory {
 }
 
 // Trim drops the least recently seen records beyond limit per kind, never
-// one that keep holds (a device connected now, whose Seen may lag).
-func (m IDMemory) Trim(limit int, keep func(uuid string) bool) {
-	for _, byUUID := range m {
+// one that keep holds (a device connected now, whose Seen may lag): keep
+// is asked with the record's kind, as the same UUID may name a device of
+// each kind.
+func (m IDMemory) Trim(limit int, keep func(k Kind, uuid string) bool) {
+	for k, byUUID := range m {
 		over := len(byUUID) - limit
 		if over <= 0 {
 			continue
 		}
 		var gone []string
 		for uuid := range byUUID {
-			if !keep(uuid) {
+			if !keep(k, uuid) {
 				gone = append(gone, uuid)
 			}
 		}

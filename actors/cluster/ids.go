@@ -86,7 +86,7 @@ func (m idMemory) prune(now time.Time, connected func(uuid string) bool) {
 			return now.Sub(r.Seen) >= idReservedFor && !connected(uuid)
 		})
 	}
-	hw.IDMemory(m).Trim(maxRememberedIDs, connected)
+	hw.IDMemory(m).Trim(maxRememberedIDs, func(_ hw.Kind, uuid string) bool { return connected(uuid) })
 }
 
 // assignIDs gives each newcomer a gateway id that no device in used (ids in

@@ -17,7 +17,8 @@ import (
 // still in force, when the tick changed nothing), with Tick and TimeNs of
 // the tick itself, so consecutive taken snapshots count the ticks. A
 // simulated arm's derived fields (joint angles, body orientation) are not
-// computed: Next leaves them zero.
+// computed: Next leaves them zero. NextHanded tells the handedness in force
+// at the tick.
 type Tap struct {
 	// The reader's.
 	head atomic.Uint64 // the next slot Next takes
@@ -46,14 +47,24 @@ func (t *Tap) Dropped() uint64 { return t.dropped.Load() }
 // Next moves the oldest queued snapshot into dst and reports whether there
 // was one. Only one goroutine may call Next at a time.
 func (t *Tap) Next(dst *Snapshot) bool {
+	ok, _ := t.NextHanded(dst)
+	return ok
+}
+
+// NextHanded is Next, and also says whether the device was left-handed at
+// the snapshot's tick: the handedness the loop had passed to the driver by
+// then (a simulated arm's own), not the one in force when the reader gets
+// to it.
+func (t *Tap) NextHanded(dst *Snapshot) (ok, leftHanded bool) {
 	head := t.head.Load()
 	if head == t.tail.Load() {
-		return false
+		return false, false
 	}
 	*dst = t.ring[head%uint64(len(t.ring))]
+	leftHanded = dst.derive == deriveLeft
 	dst.derive = deriveNone
 	t.head.Store(head + 1) // the slot may be refilled from here on
-	return true
+	return true, leftHanded
 }
 
 // taps is a device's attached taps: copy-on-write, nil when none.
@@ -146,6 +157,12 @@ func (d *Device) feedTaps(l []*Tap, nowNs int64, tick uint64) {
 			cell.load(s) // the core and the metadata; derived fields stay zero: see Tap
 		} else {
 			*s = d.pub
+			// derive carries the tick's handedness to NextHanded (a
+			// simulated arm's cell has its own).
+			s.derive = deriveRight
+			if d.configuredFrom.Settings.LeftHanded {
+				s.derive = deriveLeft
+			}
 		}
 		s.Tick, s.TimeNs = tick, nowNs
 		t.tail.Store(tail + 1)

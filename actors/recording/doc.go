@@ -13,7 +13,9 @@
 //
 // Each channel's "kind" metadata names its schema (KindState, KindClient,
 // KindFrame, KindConfig, KindEvent, KindStats) and its "key" the device or
-// session. Every message is one JSON document; State and Message are their
+// session; a state channel's "order" is its device's place in the
+// service's device order when the recorder attached to it (what a replay
+// serves the devices in). Every message is one JSON document; State and Message are their
 // Go forms for readers.
 //
 // # Concurrency and backpressure

@@ -17,6 +17,7 @@ type feed struct {
 	dev  *actors.Device
 	tap  *loop.Tap
 	key  string // the channel key: type name and id
+	seat int    // its place in the order devices were attached, from 1
 	seen bool   // still in the service's device set at the last attach
 }
 
@@ -32,9 +33,12 @@ type pump struct {
 	everyNs int64 // the tap's decimation; 0: every tick
 	feeds   map[*actors.Device]*feed
 	// order is feeds in the order they were attached (the service's
-	// device order): drained in it, the devices' state channels are
-	// numbered in it, which is the order a replay serves them in.
+	// device order), and seats counts the feeds ever attached: each
+	// device's state channel says its place in it ("order" metadata),
+	// which is the order a replay serves them in, whichever device's
+	// states came first (a channel is made on its first state).
 	order []*feed
+	seats int
 	// goneDropped is the drops of the taps of devices that went away.
 	goneDropped uint64
 	// Scratch of drain.
@@ -110,7 +114,8 @@ func (p *pump) attach() {
 			p.r.setErr(fmt.Errorf("recording: record %s: %w", d.ID, err))
 			continue
 		}
-		f := &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seen: true}
+		p.seats++
+		f := &feed{dev: d, tap: tap, key: d.Name + "-" + d.ID, seat: p.seats, seen: true}
 		p.feeds[d] = f
 		p.order = append(p.order, f)
 	}
@@ -120,11 +125,15 @@ func (p *pump) attach() {
 func (p *pump) drain() {
 	dropped := p.goneDropped
 	for _, f := range p.order {
-		for f.tap.Next(&p.snap) {
-			fillState(&p.state, f.dev, &p.snap)
+		for {
+			ok, left := f.tap.NextHanded(&p.snap)
+			if !ok {
+				break
+			}
+			fillState(&p.state, f.dev, &p.snap, left)
 			buf := p.rs.stateBufs.Get().(*[]byte)
 			*buf = p.state.AppendJSON((*buf)[:0])
-			if !p.r.put(item{kind: KindState, key: f.key, ns: p.snap.TimeNs, data: *buf, buf: buf}) {
+			if !p.r.put(item{kind: KindState, key: f.key, seat: f.seat, ns: p.snap.TimeNs, data: *buf, buf: buf}) {
 				p.rs.stateBufs.Put(buf)
 			}
 		}
@@ -152,17 +161,16 @@ func (p *pump) detach(onlyGone bool) {
 	p.order = slices.DeleteFunc(p.order, func(f *feed) bool { return p.feeds[f.dev] != f })
 }
 
-// fillState fills s from one tick's snapshot of d.
-func fillState(s *State, d *actors.Device, snap *loop.Snapshot) {
+// fillState fills s from one tick's snapshot of d; leftHanded is the
+// handedness at that tick (loop.Tap.NextHanded).
+func fillState(s *State, d *actors.Device, snap *loop.Snapshot, leftHanded bool) {
 	st := &snap.State
 	*s = State{Device: d.ID, Type: d.Type.Key(), Status: uint8(st.Status), Tick: snap.Tick, TimeNs: snap.TimeNs, AgeNs: stateAgeNs(snap),
 		Mode: int(snap.Mode), Owner: snap.Owner, AppliedSeq: snap.AppliedSeq, Failed: snap.Failed, Target: snap.Target,
 		Position: vec3(st.PositionM), Velocity: vec3(st.VelocityMps), Force: vec3(st.ForceN)}
 	if d.Type != protocol.TypeGrip {
 		s.Model = DeviceModel(d.Info.Model)
-		// The view holds the device-global entries in force; reading it
-		// is one load and never blocks the loop's writer.
-		s.LeftHanded = d.ViewFor(0).Config.Device.Handedness == protocol.HandednessLeft
+		s.LeftHanded = leftHanded
 	}
 	if d.Type == protocol.TypeGrip {
 		q := st.Orientation

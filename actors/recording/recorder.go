@@ -166,6 +166,9 @@ type Info struct {
 type item struct {
 	kind string
 	key  string // device or session id within the kind
+	// seat is a state's device's place in the recording's device order
+	// (pump.order), counted from 1: its channel's "order" metadata.
+	seat int
 	ns   int64
 	data []byte
 	buf  *[]byte // data's buffer, back to Recorder.stateBufs once written

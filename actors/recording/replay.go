@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
+	"strconv"
 
+	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/replay"
 	"github.com/hapticd/hapticd/hw/sim"
@@ -74,6 +77,23 @@ func Replay(f *mcap.File, speed float64, loop bool) ([]hw.Driver, error) {
 	return out, nil
 }
 
+// AddReplayed adds the drivers Replay made of f to svc, in their order,
+// each arm listed with the handedness it was recorded with first (unless
+// svc has device-global entries stored for it).
+func AddReplayed(svc *actors.Service, f *mcap.File, drivers []hw.Driver) error {
+	left := LeftHandedAtStart(f)
+	for _, d := range drivers {
+		defaults := protocol.DefaultDeviceConfig()
+		if left[d.Info().ID] {
+			defaults.Handedness = protocol.HandednessLeft
+		}
+		if _, err := svc.AddDeviceWithDefaults(d, false, defaults); err != nil {
+			return fmt.Errorf("replayed device %s: %w", d.Info().ID, err)
+		}
+	}
+	return nil
+}
+
 // LeftHandedAtStart is the ids of the recorded arms whose first recorded
 // state was left-handed: a replay sets their handedness entry so, as the
 // recorded service's read (later changes show in the replayed angles).
@@ -88,8 +108,11 @@ func LeftHandedAtStart(f *mcap.File) map[string]bool {
 	return out
 }
 
-// stateKeysInOrder is the keys of states in the order of their channels'
-// ids: the writer numbers channels as it first writes to them.
+// stateKeysInOrder is the keys of states in the recording's device order:
+// by their channels' "order" metadata (the device's place when the
+// recorder attached to it), then, for channels without (files from before
+// it was kept), by channel id (the writer numbers channels as it first
+// writes to them).
 func stateKeysInOrder(f *mcap.File, states map[string][]mcap.Message) []string {
 	keys := make([]string, 0, len(states))
 	channel := make(map[string]uint16, len(states))
@@ -102,11 +125,23 @@ func stateKeysInOrder(f *mcap.File, states map[string][]mcap.Message) []string {
 			channel[k] = id // one key on two channels: its first
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if channel[keys[i]] != channel[keys[j]] {
-			return channel[keys[i]] < channel[keys[j]]
+	const unplaced = math.MaxInt
+	place := make(map[string]int, len(keys))
+	for _, k := range keys {
+		place[k] = unplaced
+		if n, err := strconv.Atoi(f.Channels[channel[k]].Metadata["order"]); err == nil && n >= 0 {
+			place[k] = n
 		}
-		return keys[i] < keys[j]
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		switch {
+		case place[a] != place[b]:
+			return place[a] < place[b]
+		case channel[a] != channel[b]:
+			return channel[a] < channel[b]
+		}
+		return a < b
 	})
 	return keys
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -134,6 +135,9 @@ func (wr *writer) channel(it item) (uint16, bool) {
 	md := map[string]string{"kind": it.kind}
 	if key != "" {
 		md["key"] = key
+	}
+	if it.seat > 0 {
+		md["order"] = strconv.Itoa(it.seat - 1)
 	}
 	if err := wr.w.AddChannel(mcap.Channel{ID: ch, SchemaID: wr.schemaIDs[it.kind], Topic: name, MessageEncoding: messageEncoding, Metadata: md}); err != nil {
 		wr.fail(err)

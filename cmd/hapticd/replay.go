@@ -13,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/actors/recording"
-	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -166,17 +165,8 @@ func serveReplay(f *mcap.File, file string, fl replayFlags) error {
 		return err
 	}
 	return serveUntilSignal(o, log, func(sv *service) error {
-		left := recording.LeftHandedAtStart(f)
-		for _, d := range drivers {
-			dev, err := sv.svc.AddDevice(d, false)
-			if err != nil {
-				return fmt.Errorf("replayed device %s: %w", d.Info().ID, err)
-			}
-			if left[dev.ID] {
-				if _, err := sv.svc.SetEntry(dev, 0, protocol.HandednessLeft); err != nil {
-					return fmt.Errorf("replayed device %s: left-handed as recorded: %w", dev.ID, err)
-				}
-			}
+		if err := recording.AddReplayed(sv.svc, f, drivers); err != nil {
+			return err
 		}
 		log.Info().Str("file", file).Float64("speed", *fl.speed).Msg("replaying")
 		return nil

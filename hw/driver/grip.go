@@ -104,9 +104,13 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 }
 
 // identify asks the dongle for its grips, a bounded number of times, and
-// returns the first one listed.
+// returns the first one listed with an id other than 0: no grip has id 0
+// (firmware reports it for a failed identification, as an arm's wake-up
+// reply does), so the grip listed so is none, and opening it would serve a
+// device no status frame names.
 func (g *Grip) identify() (wire.GripInfo, error) {
 	var out [1]byte
+	zeroIDs := false
 	for attempt := 1; attempt <= g.opts.InfoAttempts; attempt++ {
 		if err := g.port.ResetInputBuffer(); err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: flush input: %w", g.opts.Path, err)
@@ -115,7 +119,8 @@ func (g *Grip) identify() (wire.GripInfo, error) {
 		if err := writeAll(g.port, wire.AppendGripQuery(out[:0])); err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: %w", g.opts.Path, err)
 		}
-		ok, err := g.readInfo()
+		ok, zero, err := g.readInfo()
+		zeroIDs = zeroIDs || zero
 		if err != nil {
 			return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
 		}
@@ -123,33 +128,42 @@ func (g *Grip) identify() (wire.GripInfo, error) {
 			return g.msg.GripInfo, nil
 		}
 	}
+	if zeroIDs {
+		return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: the dongle listed only grips with id 0, which no grip has, after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, ErrNoGripInfo)
+	}
 	return wire.GripInfo{}, fmt.Errorf("hw/driver: open grip on %s: no grip info after %d attempts: %w", g.opts.Path, g.opts.InfoAttempts, ErrNoGripInfo)
 }
 
-// readInfo reads until a grip info frame is decoded into g.msg (true) or
-// InfoTimeout passes (false). The dongle keeps streaming status while it
+// readInfo reads until a grip info frame with an id other than 0 is
+// decoded into g.msg (ok) or InfoTimeout passes; zero says an info frame
+// with id 0 came (passed over). The dongle keeps streaming status while it
 // answers, and a status frame's payload may hold the info header byte: so
 // frames are taken whole (Next), never by looking for the header alone,
 // which would read an info frame out of a status frame's middle.
-func (g *Grip) readInfo() (bool, error) {
+func (g *Grip) readInfo() (ok, zero bool, err error) {
 	deadline := time.Now().Add(g.opts.InfoTimeout)
 	for {
-		for _, ok := g.scan.Next(&g.msg); ok; _, ok = g.scan.Next(&g.msg) {
-			if g.msg.Header == wire.HeaderGripInfo {
-				return true, nil
+		for _, found := g.scan.Next(&g.msg); found; _, found = g.scan.Next(&g.msg) {
+			if g.msg.Header != wire.HeaderGripInfo {
+				continue
 			}
+			if g.msg.GripInfo.ID == 0 {
+				zero = true
+				continue
+			}
+			return true, zero, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return false, nil
+			return false, zero, nil
 		}
 		if err := g.port.SetReadTimeout(left); err != nil {
-			return false, err
+			return false, zero, err
 		}
 		n, err := g.port.Read(g.scan.Space())
 		g.scan.Fill(n)
 		if err != nil {
-			return false, err
+			return false, zero, err
 		}
 	}
 }
@@ -218,7 +232,9 @@ func (g *Grip) apply() {
 			g.last.Status |= hw.StatusReady
 		}
 	case wire.HeaderGripError:
-		if g.msg.GripUser.ID == g.id {
+		// Code 0 is none (hw.State.GripError): an error frame without an
+		// error says nothing, and is no reason to list the grip not ready.
+		if g.msg.GripUser.ID == g.id && g.msg.GripUser.Error != 0 {
 			g.last.GripError = g.msg.GripUser.Error
 			g.last.Status &^= hw.StatusReady
 		}

@@ -3,7 +3,9 @@ package driver_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +222,61 @@ func playDongle(t *testing.T, reply []byte) *emulator.PTY {
 		}
 	}()
 	return pty
+}
+
+// A dongle's nonsense is not passed on as a grip's state. A grip listed
+// with id 0 is none (no grip has it: hapticd's grip ids are 1..65535, and
+// 0 is what firmware reports for a failed identification): the driver
+// takes the next grip listed, and fails to open, saying so, when the
+// dongle lists no other; it opened a grip "0" that no status frame ever
+// named, which then failed as switched off. A grip-error frame with code
+// 0 (none) is no error: the grip stayed listed not ready without one.
+func TestGripNonsenseIsNotPassedOn(t *testing.T) {
+	const id = 0x1234
+	status := wire.GripStatus{ID: id, Orientation: hw.Quat{W: 1}, Battery: 0.5}
+	noError := wire.Append(nil, wire.ToHost, &wire.Message{Header: wire.HeaderGripError, GripUser: wire.GripStatus{ID: id}})
+	tests := []struct {
+		name    string
+		reply   []byte
+		wantErr error // from OpenGrip; nil: opens as grip id
+	}{
+		{"a grip listed with id 0, then a real one",
+			append(wire.AppendGripInfo(wire.AppendGripInfo(nil, wire.GripInfo{Remaining: 1}), wire.GripInfo{ID: id, Model: 3}), wire.AppendGripStatus(nil, &status)...), nil},
+		{"only a grip with id 0", wire.AppendGripInfo(nil, wire.GripInfo{Model: 3}), driver.ErrNoGripInfo},
+		{"an error frame without an error",
+			append(wire.AppendGripStatus(wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3}), &status), noError...), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pty := playDongle(t, tc.reply)
+			p, err := serial.Open(pty.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, InfoAttempts: 2, InfoTimeout: testReplyTimeout, StaleAfter: 10 * time.Second})
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || !strings.Contains(fmt.Sprint(err), "id 0") {
+					t.Fatalf("OpenGrip: %v, want an error that says id 0 and wraps %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("OpenGrip: %v", err)
+			}
+			defer g.Close()
+			if got, want := g.Info().ID, strconv.Itoa(id); got != want {
+				t.Fatalf("opened grip %s, want %s", got, want)
+			}
+			var st hw.State
+			hwtest.Eventually(t, 10*time.Second, "the grip's status", func() bool {
+				if err := g.Exchange(nil, &st); err != nil {
+					t.Fatalf("Exchange: %v", err)
+				}
+				return st.Battery == 0.5
+			})
+			if st.Status&hw.StatusReady == 0 || st.GripError != 0 {
+				t.Fatalf("status %v, error %d: want ready, no error", st.Status, st.GripError)
+			}
+		})
+	}
 }

@@ -23,6 +23,7 @@ func seedFrames() [][]byte {
 		wire.AppendConfigAck(nil, wire.ConfigSave, 0),
 		wire.AppendGripInfo(nil, wire.GripInfo{ID: 61548}),
 		wire.AppendGripStatus(nil, &status),
+		wire.Append(nil, wire.ToHost, &wire.Message{Header: wire.HeaderGripError, GripUser: wire.GripStatus{ID: 7, Error: 3}}),
 		{0xde, 0xad, 0xbe, 0xef},
 	}
 }
