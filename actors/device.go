@@ -892,15 +892,35 @@ func (c *deviceCore) detach(session uint64) {
 // entries are all defaults shares the device's default view, so every such
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
-	defer c.dev.viewsChanged() // after the store
 	def := protocol.DefaultSessionConfig()
 	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
+	} else {
+		v := c.compile(&s.cfg, c.effectiveBasis(s), s.workspace)
+		v.Params.Navigation = c.navigation(s)
+		s.slot.view.Store(v)
+	}
+	c.dev.viewsChanged() // after the store
+	c.reparam(s)
+}
+
+// reparam puts the view just published for s in force on the loop at
+// once if s's session controls the device: its command holds the Params of
+// the view it was written with, so navigation turned off, new damping or a
+// new force gate would otherwise wait for the session's next command
+// (Register.Reparam). A session's writer that raced this checks its view
+// after its own write.
+func (c *deviceCore) reparam(s *sessionState) {
+	reg := c.dev.Register()
+	o := reg.Owner()
+	if o == 0 || c.sessions[o] != s {
 		return
 	}
-	v := c.compile(&s.cfg, c.effectiveBasis(s), s.workspace)
-	v.Params.Navigation = c.navigation(s)
-	s.slot.view.Store(v)
+	v := s.slot.view.Load()
+	if v == nil {
+		v = c.dev.defaultView.Load()
+	}
+	reg.Reparam(o, v.Params)
 }
 
 func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, workspace space.Transform) *View {

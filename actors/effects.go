@@ -388,9 +388,13 @@ func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, lea
 		}
 	}
 	p.seq++
-	if !reg.Write(id, p.seq, deadline, cmd, d.ViewFor(id).Params) {
+	params := d.ViewFor(id).Params
+	if !reg.Write(id, p.seq, deadline, cmd, params) {
 		p.dropEffects(d)
 		return
+	}
+	if cur := d.ViewFor(id).Params; cur != params { // as tickPath.command
+		reg.Reparam(id, cur)
 	}
 	if p.sess.closed.Load() {
 		reg.Release(id)

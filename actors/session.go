@@ -682,6 +682,12 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
 		return
 	}
+	// The device actor may have published a new view after this message
+	// read it and rewritten the command before this write replaced it
+	// (deviceCore.reparam): the view in force is the newest.
+	if v := p.cmdViews.viewFor(i, d, id); v.Params != view.Params {
+		reg.Reparam(id, v.Params)
+	}
 	p.releaseIfClosed(d)
 }
 

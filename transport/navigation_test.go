@@ -574,3 +574,135 @@ func TestEffectProxiesCarryTheNavigationOffset(t *testing.T) {
 		return nil
 	})
 }
+
+// A bubble that drifted, then set to a fixed centre, is at that centre
+// ("fixed keeps it", docs/protocol.md), as GET's state shows: the drift
+// was kept across the change and put the zones beside the configured place.
+func TestNavigationFixedCentreAfterDriftIsThere(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:drift-fixed", true)
+	c := r.center
+	// A 5 cm sphere whose centre is 2 cm from the hand (+x): the hand is in
+	// its dead zone, and the centre drifts onto the hand at 0.2 m/s.
+	drift := fmt.Sprintf(`{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g},"mode":"drift","drift_rate":0.2}}}`, c[0]+0.02, c[1], c[2])
+	if f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":%s}}]}`, r.id, drift)); f["errors"] != nil {
+		t.Fatalf("configure drift: %v", f["errors"])
+	}
+	hwtest.EventuallyNil(t, 10*time.Second, "the centre drifted onto the hand", func() error {
+		s := r.frame(0)
+		cen := vec(path(r.c.roundTrip(`{}`), "arm3", 0, "state", "navigation", "bubble", "center"))
+		if !s.hasState || math.Abs(cen[0]-s.pos[0]) > 0.002 {
+			return fmt.Errorf("centre %v, hand %v", cen, s.pos)
+		}
+		return nil
+	})
+	// Now a fixed centre 2 cm beside the hand (the same position).
+	fixed := fmt.Sprintf(`{"mode":"bubble","bubble":{"center":{"position":{"x":%g,"y":%g,"z":%g},"mode":"fixed"}}}`, c[0]+0.02, c[1], c[2])
+	if a := ts.do(http.MethodPost, r.navigationURL(), fixed); a.status != 200 {
+		t.Fatalf("POST fixed: %v", a)
+	}
+	r.frame(0) // a command with the new view
+	var cen [3]float64
+	hwtest.EventuallyNil(t, 5*time.Second, "the fixed bubble rendered", func() error {
+		r.frame(0)
+		a := ts.do(http.MethodGet, r.navigationURL(), "")
+		if path(a.env, "data", "config", "bubble", "center", "mode") != "fixed" || path(a.env, "data", "state") == nil {
+			return fmt.Errorf("GET: %v", a)
+		}
+		cen = vec(path(a.env, "data", "state", "bubble", "center"))
+		return nil
+	})
+	if math.Abs(cen[0]-(c[0]+0.02)) > 1e-4 {
+		t.Fatalf("a fixed bubble configured at x=%.4f reports its centre at %v (the old drift kept)", c[0]+0.02, cen)
+	}
+}
+
+// A session takes its arm into position control while the workspace
+// slides: the workspace stops, and the velocity the state reports with it
+// is zero (it kept the last speed and the velocity zone for good).
+func TestNavigationPositionControlStopsTheReportedVelocity(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:position", true)
+	r.configure()
+	s := r.until(1, "the velocity zone, the workspace sliding", func(s navSample) bool {
+		return s.zone == "velocity" && s.velocity[0] > 0.01
+	})
+	hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":%g,"y":%g,"z":%g}}}}]}`, r.id, s.pos[0], s.pos[1], s.pos[2])
+	var first, last map[string]any
+	for i := range 30 {
+		f := r.c.roundTrip(hold)
+		if f["errors"] != nil {
+			t.Fatalf("set_cursor_position: %v", f["errors"])
+		}
+		if i == 5 {
+			first = f
+		}
+		last = f
+	}
+	o1 := vec(path(first, "arm3", 0, "state", "navigation", "workspace_offset"))
+	o2 := vec(path(last, "arm3", 0, "state", "navigation", "workspace_offset"))
+	v := vec(path(last, "arm3", 0, "state", "navigation", "velocity"))
+	a := ts.do(http.MethodGet, r.navigationURL(), "")
+	t.Logf("mode %v offset %v then %v, velocity %v; GET state %v", path(last, "arm3", 0, "state", "control_mode"), o1, o2, v, path(a.env, "data", "state"))
+	if o1 != o2 {
+		t.Fatalf("the workspace moved under position control: %v then %v", o1, o2)
+	}
+	if v != [3]float64{} || vec(path(a.env, "data", "state", "velocity")) != [3]float64{} {
+		t.Fatalf("the workspace is still (offset %v) but state.navigation.velocity says %v and GET %v", o2, v, path(a.env, "data", "state", "velocity"))
+	}
+}
+
+// DELETE turns navigation off: the bubble's wall lets go of the arm at
+// once, though the session sends nothing more. Before, the held command
+// kept the navigation until the session's next command or its lease. The
+// force can read the session's 4 N alone only before the lease (1 s) lapses
+// (then it ramps to zero), so the generous deadline cannot pass the old
+// code.
+func TestNavigationDeleteLetsTheWallGoAtOnce(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:off-http", true)
+	obs := ts.dial(t, ts.wsURL())
+	obs.expect()
+	if f := r.c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`); f["errors"] != nil || f["warnings"] != nil {
+		t.Fatalf("lease: %v %v", f["errors"], f["warnings"])
+	}
+	r.configure()
+	r.until(4, "the wall holding the cursor", func(s navSample) bool { return s.zone == "wall" && s.force[0]-4 < -1.5 })
+	f0 := obs.roundTrip(`{}`)
+	t.Logf("before DELETE: force %v in_use %v", vec(path(f0, "arm3", 0, "state", "current_cursor_force")), path(f0, "arm3", 0, "status", "in_use"))
+	if a := ts.do(http.MethodDelete, r.navigationURL(), ""); a.status != 200 || path(a.env, "data", "mode") != "off" {
+		t.Fatalf("DELETE: %v", a)
+	}
+	start := time.Now()
+	hwtest.EventuallyNil(t, 10*time.Second, "the session's own 4 N alone on the arm", func() error {
+		f := obs.roundTrip(`{}`)
+		if fx := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0]; fx < 3.9 {
+			return fmt.Errorf("force x %.5f N %v after DELETE, in_use %v, mode %v", fx, time.Since(start), path(f, "arm3", 0, "status", "in_use"), path(f, "arm3", 0, "state", "control_mode"))
+		}
+		return nil
+	})
+}
+
+// A WebSocket configure turning navigation off is in force when its frame
+// answers (docs/protocol.md): the wall lets go of the arm, as for DELETE.
+func TestNavigationConfigureOffLetsTheWallGoAtOnce(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:off-ws", true)
+	obs := ts.dial(t, ts.wsURL())
+	obs.expect()
+	r.c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	r.configure()
+	r.until(4, "the wall holding the cursor", func(s navSample) bool { return s.zone == "wall" && s.force[0]-4 < -1.5 })
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"navigation":{"mode":"off"}}}]}`, r.id))
+	if f["errors"] != nil || path(f, "arm3", 0, "state", "navigation") != nil {
+		t.Fatalf("configure off: %v", f)
+	}
+	start := time.Now()
+	hwtest.EventuallyNil(t, 10*time.Second, "the session's own 4 N alone on the arm", func() error {
+		f := obs.roundTrip(`{}`)
+		if fx := vec(path(f, "arm3", 0, "state", "current_cursor_force"))[0]; fx < 3.9 {
+			return fmt.Errorf("force x %.3f N %v after the frame said navigation is off", fx, time.Since(start))
+		}
+		return nil
+	})
+}

@@ -86,10 +86,11 @@ func (n *Navigation) render(pos, v hw.Vec3, nowNs, dtNs int64, gain, ramp float6
 	return f
 }
 
-// stop publishes n's track at rest (control ended).
+// stop publishes n's track at rest (control ended), if it was rendered:
+// a track never rendered stays unpublished (its state reads null).
 func (n *Navigation) stop(nowNs int64) {
 	t := n.Track
-	if !t.rendering && t.published.Load() {
+	if !t.rendering {
 		return
 	}
 	t.nav.Stop()

@@ -179,6 +179,79 @@ func (r *Register) Write(session, seq uint64, deadlineNs int64, cmd *hw.Command,
 	}
 }
 
+// reparamAttempts bounds Reparam's retries while writers race it. A
+// session's own writer checks its view after each Write and reparams
+// itself, so giving up under such a race loses nothing.
+const reparamAttempts = 4
+
+// Reparam gives session's latest command Params p (a view the session's
+// device published: navigation turned off, new damping or force gate),
+// keeping the rest (sequence, lease deadline, the output asked), so that
+// the change is in force from the loop's next tick rather than from the
+// session's next command. It reports whether the register now holds p for
+// session: false when the session does not own the register, its latest
+// command is not its own or is of an earlier term (Reparam never brings a
+// command back), or writers kept racing it (see reparamAttempts).
+//
+// The rewrite is published only if no other write took a version since
+// the command it rewrites, so a newer command of the session is never
+// replaced by the older one with new Params.
+func (r *Register) Reparam(session uint64, p *Params) bool {
+	if session == 0 {
+		return false
+	}
+	var c Command
+	for range reparamAttempts {
+		if !r.read(&c) {
+			continue
+		}
+		if r.owner.Load() != session || c.Session != session || c.term != r.term.Load() {
+			return false
+		}
+		if c.Params == p {
+			return true
+		}
+		if r.writeAfter(c.version, &c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAfter writes c with Params p as the version right after prev, and
+// publishes it only if prev is still the latest: it fails, publishing
+// nothing, when another writer took a version or published meanwhile.
+func (r *Register) writeAfter(prev uint64, c *Command, p *Params) bool {
+	v := prev + 1
+	if !r.next.CompareAndSwap(prev, v) {
+		return false // a writer took a version after prev
+	}
+	s := &r.slots[v%regSlots]
+	old := s.version.Load()
+	if old&regBusy != 0 || old >= v || !s.version.CompareAndSwap(old, v|regBusy) {
+		return false
+	}
+	w := &s.words
+	storeWord(&w[0], c.Session)
+	storeWord(&w[1], c.Seq)
+	storeWord(&w[2], uint64(c.DeadlineNs))
+	storeWord(&w[3], c.term)
+	storeWord(&w[4], uint64(c.Cmd.Mode))
+	storeVec(w[5:8], c.Cmd.ForceN)
+	storeVec(w[8:11], c.Cmd.PositionM)
+	storeAngles(w[11:14], c.Cmd.TorquesNmm)
+	storeAngles(w[14:17], c.Cmd.AnglesDeg)
+	if s.params.Load() != p {
+		s.params.Store(p)
+	}
+	s.version.Store(v)
+	if !r.latest.CompareAndSwap(prev, v) {
+		return false // a writer that took a later version published first: it is newer
+	}
+	r.poke()
+	return true
+}
+
 // Read fills dst with the latest command (a zero Command if none was ever
 // written). It does not allocate.
 func (r *Register) Read(dst *Command) {

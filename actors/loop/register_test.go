@@ -286,3 +286,96 @@ func TestSnapshotSeqCountsEveryPublish(t *testing.T) {
 		t.Fatalf("Load = %+v, want %+v", d, s)
 	}
 }
+
+// TestRegisterReparam: Reparam gives the owner's latest command new Params
+// and keeps the rest, as a new write the loop notices; it never touches
+// another session's command, nor one from before a release.
+func TestRegisterReparam(t *testing.T) {
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: 4}}
+	p1, p2 := DefaultParams(), &Params{ForceGateGain: 0.9}
+	cases := []struct {
+		name    string
+		setup   func(r *Register) // after session 7 claimed and wrote seq 5 with p1
+		session uint64
+		want    bool
+		wantP   *Params
+	}{
+		{"the owner's command", func(*Register) {}, 7, true, p2},
+		{"the same Params again", func(r *Register) { r.Reparam(7, p2) }, 7, true, p2},
+		{"not the owner", func(*Register) {}, 8, false, p1},
+		{"another owner since", func(r *Register) { r.Release(7); r.Claim(8) }, 8, false, p1},
+		{"released", func(r *Register) { r.Release(7) }, 7, false, p1},
+		{"claimed again, nothing written", func(r *Register) { r.Release(7); r.Claim(7) }, 7, false, p1},
+		{"session 0", func(*Register) {}, 0, false, p1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Register
+			r.Claim(7)
+			r.Write(7, 5, 1000, &cmd, p1)
+			tc.setup(&r)
+			var before, after Command
+			r.Read(&before)
+			if got := r.Reparam(tc.session, p2); got != tc.want {
+				t.Fatalf("Reparam = %v, want %v", got, tc.want)
+			}
+			r.Read(&after)
+			if after.Params != tc.wantP {
+				t.Fatalf("Params %p after, want %p", after.Params, tc.wantP)
+			}
+			if after.Session != 7 || after.Seq != 5 || after.DeadlineNs != 1000 || after.Cmd != cmd || after.term != before.term {
+				t.Fatalf("the command changed: %+v, want session 7 seq 5 deadline 1000 %+v term %d", after, cmd, before.term)
+			}
+			if changed := after.version != before.version; changed != (tc.want && before.Params != p2) {
+				t.Fatalf("version %d → %d: a rewrite must be a new version, nothing else one", before.version, after.version)
+			}
+		})
+	}
+}
+
+// TestRegisterReparamNeverRevertsANewerCommand: a Reparam racing the
+// owner's writes never publishes an older command (with new Params) over a
+// newer one: the latest sequence number read never goes back.
+func TestRegisterReparamNeverRevertsANewerCommand(t *testing.T) {
+	var r Register
+	r.Claim(3)
+	p1, p2 := DefaultParams(), &Params{ForceGateGain: 0.5}
+	const writes = 20000
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer done.Store(true)
+		for i := 1; i <= writes; i++ {
+			cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{X: float64(i)}}
+			r.Write(3, uint64(i), int64(i), &cmd, p1)
+		}
+	}()
+	var reparams atomic.Uint64
+	go func() {
+		defer wg.Done()
+		for !done.Load() {
+			if r.Reparam(3, p2) {
+				reparams.Add(1)
+			}
+		}
+	}()
+	var c Command
+	var last uint64
+	for !done.Load() {
+		r.Read(&c)
+		if c.Seq < last {
+			t.Fatalf("seq %d read after %d: an older command came back", c.Seq, last)
+		}
+		if c.Seq != 0 && (c.Cmd.ForceN.X != float64(c.Seq) || c.DeadlineNs != int64(c.Seq)) {
+			t.Fatalf("torn: %+v", c)
+		}
+		last = c.Seq
+	}
+	wg.Wait()
+	if r.Read(&c); c.Seq != writes {
+		t.Fatalf("the last write (seq %d) is not the latest: %d", writes, c.Seq)
+	}
+	t.Logf("%d reparams landed among %d writes", reparams.Load(), writes)
+}

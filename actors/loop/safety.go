@@ -209,6 +209,15 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 		mode = hw.ModeForce
 	}
 	*out = hw.Command{Mode: mode}
+	if mode != hw.ModeForce && d.remoteNav == nil {
+		// Only a force renders navigation: a session that takes its arm
+		// into position, angle or torque control stops its workspace (the
+		// velocity reported with it), and its force fades in again when
+		// force control returns.
+		if p := c.Params; p != nil && p.Navigation != nil {
+			p.Navigation.stop(nowNs)
+		}
+	}
 	switch mode {
 	case hw.ModeForce:
 		var in forceInputs

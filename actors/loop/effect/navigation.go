@@ -159,6 +159,16 @@ type Navigator struct {
 	anchorM  hw.Vec3
 	anchored bool
 	fadedNs  int64
+	// startM is the cursor's mount-space position when the anchor was
+	// taken and coreM the point of the shape it was put on (cursorStart):
+	// a new shape whose core point differs re-anchors from startM, so the
+	// hand is where the docs say it starts ("the cursor's position at
+	// the start … less the core point").
+	startM, coreM hw.Vec3
+	// driftFrom is the configured centre DriftM drifted from: a new centre
+	// starts the drift again from there, and a centre that does not drift
+	// ("fixed") has none.
+	driftFrom hw.Vec3
 }
 
 // Step renders one tick: it classifies the cursor (with hysteresis),
@@ -180,11 +190,17 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 		// (cursorStart), and the centre sits CenterM from the anchor, so
 		// the cursor less the centre is x less the anchor.
 		if !n.anchored && x.Finite() {
-			n.anchorM, n.anchored = x.Add(b.CenterM).Sub(cursorStart(b)), true
+			n.startM, n.coreM = x.Add(b.CenterM), cursorStart(b)
+			n.anchorM, n.anchored = n.startM.Sub(n.coreM), true
+		} else if core := cursorStart(b); n.anchored && core != n.coreM {
+			n.coreM, n.anchorM = core, n.startM.Sub(core)
 		}
 		x = x.Sub(n.anchorM)
 	} else {
 		n.anchored = false // a later "cursor" bubble anchors afresh
+		if b.DriftRateMps == 0 || b.CenterM != n.driftFrom {
+			n.DriftM, n.driftFrom = hw.Vec3{}, b.CenterM
+		}
 		x = x.Sub(n.DriftM)
 	}
 	d := bubbleDistance(b, x)

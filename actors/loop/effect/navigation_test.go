@@ -257,3 +257,64 @@ func TestNavigatorDriftIsTheShapesBitForBit(t *testing.T) {
 		})
 	}
 }
+
+// A drifted centre is the configured one again when the bubble is set
+// afresh: "fixed" at the centre it names, "drift" starting from a new
+// position; the same configuration with another drift rate drifts on.
+func TestNavigatorNewCentreDropsTheDrift(t *testing.T) {
+	at := hw.Vec3{X: 0.02}
+	cases := []struct {
+		name string
+		next func(b *Bubble)
+		want hw.Vec3
+	}{
+		{"fixed at the same place", func(b *Bubble) {}, hw.Vec3{}},
+		{"drifting from a new place", func(b *Bubble) { b.DriftRateMps, b.CenterM, b.LocalOffset = 0.01, hw.Vec3{Y: 0.01}, hw.Vec3{Y: -0.01} }, hw.Vec3{Y: 0.01}},
+		{"drifting on, slower", func(b *Bubble) { b.DriftRateMps = 0.005 }, at},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			drift := testBubble(t, func(b *Bubble) { b.DriftRateMps = 0.1 })
+			var n Navigator
+			in := Input{DtNs: 1e6, PositionM: at}
+			for range 1000 {
+				n.Step(drift, &in, true)
+			}
+			if c := n.CenterM(drift); c != at {
+				t.Fatalf("centre %+v after drifting, want it on the cursor %+v", c, at)
+			}
+			next := testBubble(t, tc.next)
+			n.Step(next, &Input{DtNs: 1e6, PositionM: at}, false)
+			if c := n.CenterM(next); math.Abs(c.Sub(tc.want).Norm()) > 1e-12 {
+				t.Fatalf("centre %+v, want %+v", c, tc.want)
+			}
+			if want := at.Sub(tc.want).Norm() - 0.05; math.Abs(n.DepthM-want) > 1e-12 {
+				t.Fatalf("depth %g, want %g: the zones sit where the centre is reported", n.DepthM, want)
+			}
+		})
+	}
+}
+
+// A "cursor" bubble whose shape changes to one with its centre outside it
+// (a torus) puts the hand where it started on the new shape's core, as the
+// docs say, not in the torus's hole with the workspace sliding.
+func TestNavigatorCursorCentreFollowsANewShapesCore(t *testing.T) {
+	start := hw.Vec3{X: 0.1, Z: 0.02}
+	sphere := testBubble(t, func(b *Bubble) { b.AtCursor = true })
+	torus := testBubble(t, func(b *Bubble) {
+		b.AtCursor, b.Primitive, b.Shape = true, PrimTorus, Params{RadiusM: 0.1, MinorRadiusM: 0.03}
+	})
+	var n Navigator
+	n.Step(sphere, &Input{DtNs: 1e6, PositionM: start}, true)
+	n.Step(torus, &Input{DtNs: 1e6, PositionM: start}, true)
+	if n.Zone != ZoneDead || n.OffsetM != (hw.Vec3{}) {
+		t.Fatalf("the hand at rest where it started: zone %d offset %+v, want the dead zone and no motion", n.Zone, n.OffsetM)
+	}
+	if c, want := n.CenterM(torus), start.Sub(cursorStart(torus)); c != want {
+		t.Fatalf("centre %+v, want %+v: the start less the torus's core point", c, want)
+	}
+	n.Step(sphere, &Input{DtNs: 1e6, PositionM: start}, true)
+	if c := n.CenterM(sphere); c != start {
+		t.Fatalf("back to the sphere: centre %+v, want the start %+v", c, start)
+	}
+}
