@@ -3,7 +3,6 @@ package protocol
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/hapticd/hapticd/protocol/space"
 )
@@ -524,7 +523,7 @@ func (r *effectReader) enum(name string, table []string, def int) (int, *Error) 
 			return i, nil
 		}
 	}
-	return 0, errAt(CodeInvalidValue, &c, "%s %q is not one of %s", name, s, strings.Join(table, ", "))
+	return 0, errAt(CodeInvalidValue, &c, "%s %q is not one of %s", name, s, nameList(table))
 }
 
 func (r *effectReader) stiffness() (float64, *Error) {
@@ -554,7 +553,7 @@ func decodeEffect(v Value, at *pathSeg, w warnings, oldID string) (Effect, *Erro
 	tv := v.Member("type")
 	tc := at.child("type")
 	if !tv.Exists() {
-		return e, errAt(CodeInvalidValue, at, `effect %q needs "type": one of %s`, id, strings.Join(effectTypeNames[1:], ", "))
+		return e, errAt(CodeInvalidValue, at, `effect %q needs "type": one of %s`, id, nameList(effectTypeNames[1:]))
 	}
 	name, _, err := readEnum(tv, &tc, effectTypeNames[1:])
 	if err != nil {
@@ -566,7 +565,7 @@ func decodeEffect(v Value, at *pathSeg, w warnings, oldID string) (Effect, *Erro
 		}
 	}
 	if e.Type == 0 {
-		return e, errAt(CodeInvalidValue, &tc, "unknown effect type %q: use one of %s", name, strings.Join(effectTypeNames[1:], ", "))
+		return e, errAt(CodeInvalidValue, &tc, "unknown effect type %q: use one of %s", name, nameList(effectTypeNames[1:]))
 	}
 	r := effectReader{v: v, at: at, w: w, typ: e.Type}
 	if e.TTLMs, err = r.integer("ttl_ms", 1, EffectTTLMaxMs, 0); err != nil {

@@ -171,6 +171,7 @@ type ClientMessage struct {
 	subscribe Subscription
 	typesBuf  [4]DeviceType
 	pathBuf   []byte
+	errs      errorList // how DecodeDevice's errors reach Errors
 	types     *TypeTable
 	// keyedByID is the layout of the entry DecodeDevice decodes: 3.0's
 	// (devices keyed by id), whose routes are under LegacyRoutePrefix.
@@ -365,6 +366,8 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 	}
 	e.Path = reuse(e.Path, m.pathBuf)
 	at := rootPath(e.Path)
+	m.errs.list = &m.Errors
+	at.errs = &m.errs
 	if idFromLayout && len(id) == 0 {
 		m.Fail(CodeInvalidValue, e.Path, "a device key must be a non-empty device id such as \"049D\"")
 		return
@@ -682,22 +685,31 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 	switch k {
 	case KeyPreset:
 		v, err := decodePreset(val, at, w)
-		if o, ok := old.(Preset); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err // boxed into an Entry, a value that failed would cost an allocation
+		}
+		if o, ok := old.(Preset); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyMount:
 		v, err := decodeMount(val, at, w)
-		if o, ok := old.(Mount); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Mount); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyBasis:
 		v, err := decodeBasis(val, at, w)
-		if o, ok := old.(Basis); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Basis); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyDamping:
 		p, err := decodeDampingParts(val, at, w)
 		if err != nil {
@@ -709,16 +721,22 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 		return p.damping(), nil
 	case KeyForceGate:
 		v, err := decodeForceGate(val, at, w)
-		if o, ok := old.(ForceGate); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(ForceGate); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyNavigation:
 		v, err := decodeNavigation(val, at, w)
-		if o, ok := old.(Navigation); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Navigation); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	}
 	return decodeEntryValue(k, val, at, w)
 }
