@@ -179,3 +179,89 @@ func TestErrorsPastTheCapAreNotFormatted(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsAndEffectsListEveryError: a device's commands and its effects
+// declaration reported their first error only, where configure lists each
+// bad key: a client sending an effect with three wrong members learnt of
+// one per round trip. Each bad command, each bad effect (or removed id) and
+// each bad member of an effect has its own entry now; inside one member's
+// value the first error is reported, as for a configure key. The message
+// still applies not at all.
+func TestCommandsAndEffectsListEveryError(t *testing.T) {
+	types := aliasTable(t)
+	tests := []struct {
+		name   string
+		msg    string
+		errors []string // code@path, sorted
+	}{
+		{
+			name: "an effect with three bad members",
+			msg:  `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":999},"normal":{"x":0,"y":0,"z":0},"stiffness":-5}]}}]}`,
+			errors: []string{
+				"out_of_range@arm3[0].effects.set[0].normal",
+				"out_of_range@arm3[0].effects.set[0].position.z",
+				"out_of_range@arm3[0].effects.set[0].stiffness",
+			},
+		},
+		{
+			name: "a missing member beside a bad one",
+			msg:  `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"v","type":"vibration","amplitude":-1}]}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].effects.set[0]",
+				"out_of_range@arm3[0].effects.set[0].amplitude",
+			},
+		},
+		{
+			name: "two bad effects and a bad removed id",
+			msg:  `{"arm3":[{"device_id":"049D","effects":{"remove":["a b"],"set":[{"id":"s","type":"damper","scalar":-1},{"id":"ok","type":"damper","scalar":1},{"id":"t","type":"toaster"}]}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].effects.remove[0]",
+				"invalid_value@arm3[0].effects.set[2].type",
+				"out_of_range@arm3[0].effects.set[0].scalar",
+			},
+		},
+		{
+			name: "a bad clear beside a bad effect",
+			msg:  `{"arm3":[{"device_id":"049D","effects":{"clear":1,"set":[{"id":"s","type":"damper","scalar":-1}]}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].effects.clear",
+				"out_of_range@arm3[0].effects.set[0].scalar",
+			},
+		},
+		{
+			name: "an SDF effect with a bad shape and a bad curve",
+			msg:  `{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"b","type":"sdf","shape":{"primitive":"blob","parameters":{}},"range":-1,"ease":"wobbly"}]}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].effects.set[0].ease",
+				"invalid_value@arm3[0].effects.set[0].shape.primitive",
+				"out_of_range@arm3[0].effects.set[0].range",
+			},
+		},
+		{
+			name: "two bad commands",
+			msg:  `{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":"up"}},"set_transform":{"scale":{"x":0,"y":1,"z":1}}}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].commands.set_cursor_force.vector.z",
+				"out_of_range@arm3[0].commands.set_transform.scale",
+			},
+		},
+		{
+			name: "a bad command, a bad configure key and a bad effect",
+			msg:  `{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{}},"configure":{"force_gate":{"gain":7}},"effects":{"set":[{"id":"s","type":"damper"}]}}]}`,
+			errors: []string{
+				"invalid_value@arm3[0].commands.set_cursor_force",
+				"invalid_value@arm3[0].effects.set[0]",
+				"out_of_range@arm3[0].configure.force_gate.gain",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m ClientMessage
+			errs := DecodeClientMessage([]byte(tt.msg), types, &m)
+			if got := codesAt(errs); !reflect.DeepEqual(got, tt.errors) {
+				t.Fatalf("errors %v, want %v", got, tt.errors)
+			}
+		})
+	}
+}

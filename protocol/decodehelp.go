@@ -173,6 +173,36 @@ func messagef(format string, args []any) string {
 	return fmt.Sprintf(format, copied...)
 }
 
+// partErrors passes on the errors of a part of a message that reports each
+// of them rather than the first (a device's commands, an effects
+// declaration), and counts them: the part failed when n grew.
+type partErrors struct {
+	to failer
+	n  int
+}
+
+// failer takes a part's errors: a message's list (ClientMessage.fail, which
+// counts those past MaxErrors), or the first of a part decoded alone.
+type failer interface{ fail(*Error) }
+
+// note passes on err, if any.
+func (p *partErrors) note(err *Error) {
+	if err == nil {
+		return
+	}
+	p.n++
+	p.to.fail(err)
+}
+
+// firstError keeps the first error of a part decoded alone.
+type firstError struct{ err *Error }
+
+func (f *firstError) fail(e *Error) {
+	if f.err == nil {
+		f.err = e
+	}
+}
+
 // warnings collects warnings; a nil list discards them (HTTP ignores
 // unknown fields).
 type warnings struct {

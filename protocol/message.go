@@ -407,11 +407,8 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 				continue
 			}
 			at.push("commands")
-			err := m.decodeCommands(e, val, &at)
+			m.decodeCommands(e, val, &at)
 			at.pop()
-			if err != nil {
-				m.fail(err)
-			}
 		case it.KeyIs("configure"):
 			if !val.Exists() {
 				continue
@@ -427,20 +424,22 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 				w.add(CodeUnknownKey, &c, "effects need a force output: a %s has none, ignored", e.TypeKey)
 				continue
 			}
-			if err := decodeEffectsUpdate(val, &c, w, &e.Effects); err != nil {
-				m.fail(err)
-				continue
+			errs := partErrors{to: m}
+			if decodeEffectsUpdate(val, &c, w, &e.Effects, &errs); errs.n == 0 {
+				e.HasEffects = true
 			}
-			e.HasEffects = true
 		default:
 			w.unknownField(&at, &it)
 		}
 	}
 }
 
-func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Error {
+// decodeCommands decodes a device's commands, recording the error of each
+// bad one (the message then applies nothing).
+func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) {
 	if err := expectObject(v, at, `{"set_cursor_force": {"vector": {"x": 0, "y": 0, "z": 1}}}`); err != nil {
-		return err
+		m.fail(err)
+		return
 	}
 	w := m.warnings()
 	var control [len(commandTable)]DeviceCommand
@@ -454,7 +453,7 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 		if kind == CmdNone {
 			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), &it, at); ok {
 				if err != nil {
-					return err
+					m.fail(err)
 				}
 				continue
 			}
@@ -477,7 +476,8 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 		cmd, err := decodeCommand(kind, val, at, w)
 		at.pop()
 		if err != nil {
-			return err
+			m.fail(err)
+			continue
 		}
 		if info.control {
 			control[kind] = cmd
@@ -505,7 +505,6 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	case probe != CmdNone:
 		e.Command = DeviceCommand{Kind: probe}
 	}
-	return nil
 }
 
 func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCommand, *Error) {
