@@ -304,6 +304,9 @@ func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
+	if m.warnings().full() {
+		return // counted; the key is not copied
+	}
 	k := string(key)
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
 }
