@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,13 +16,20 @@ import (
 // gate is a DeviceHook that holds the device actor while it is shut:
 // each held request waits until the gate opens.
 type gate struct {
-	shut    atomic.Bool
-	held    chan struct{} // one token per request held
-	release chan struct{}
+	shut     atomic.Bool
+	held     chan struct{} // one token per request held
+	release  chan struct{}
+	openOnce sync.Once
 }
 
 func newGate() *gate {
 	return &gate{held: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+// open lets every held request and every later one through.
+func (g *gate) open() {
+	g.shut.Store(false)
+	g.openOnce.Do(func() { close(g.release) })
 }
 
 func (g *gate) hook(*Device) {
@@ -138,26 +146,31 @@ func TestStoreFailureForOneTargetChangesNothingThere(t *testing.T) {
 // messages wait behind it: one frame per message, in order; the configure
 // is answered at its deadline as not applied, and it never applies.
 func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
+	const timeout = 100 * time.Millisecond
 	g := newGate()
-	svc := startWith(t, Options{RequestTimeout: 100 * time.Millisecond, DeviceHook: g.hook})
+	svc := startWith(t, Options{RequestTimeout: timeout, DeviceHook: g.hook})
+	t.Cleanup(g.open) // a failure must not leave the device actor held for the shutdown
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, nil)
 	r := startReader(t, sess)
 
 	g.shut.Store(true)
+	sent := time.Now()
 	r.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":3}}}]}`, arm.ID))
 	<-g.held
 	for range 3 {
 		r.send(forceMsg(arm.ID, 0.5))
 	}
-	select {
-	case f := <-sink.frames:
-		t.Fatalf("a frame was sent while the configure of the first message waited: %s", f)
-	case <-time.After(50 * time.Millisecond):
-	}
-	// The configure is answered at its deadline, while the device actor
-	// is still held, and the frames follow in order.
+	// No frame comes while the configure waits: the first one is the
+	// configure's, answered at its deadline (while the device actor is
+	// still held), and no earlier. A frame written before the deadline,
+	// the configure's or a later message's, fails here however slow the
+	// machine: the deadline starts after sent, and the session's clock
+	// cannot answer before it.
 	first := sink.next(t)
+	if waited := time.Since(sent); waited < timeout {
+		t.Fatalf("a frame came %v after the configure was sent, before its %v deadline: %s", waited, timeout, first.text)
+	}
 	if codes := first.errorCodes(); !slices.Equal(codes, []string{string(protocol.CodeUnavailable)}) {
 		t.Fatalf("the first frame's errors are %v, want [unavailable]: %s", codes, first.text)
 	}
@@ -166,8 +179,10 @@ func TestFramesStayInOrderWhileAConfigureWaits(t *testing.T) {
 			t.Fatalf("frame %d: errors %v", i+2, codes)
 		}
 	}
-	g.shut.Store(false)
-	close(g.release)
+	// One frame per message: every message is in, and no fifth came.
+	r.settled(t)
+	sink.noFrame(t, "a frame beyond one per message")
+	g.open()
 	e, err := svc.Entry(arm, sess.ID, protocol.KeyDamping)
 	if err != nil || e.(protocol.Damping).ScalarOrZero() != 0 {
 		t.Fatalf("damping is %v (%v) after a configure answered unavailable, want the default", e, err)

@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // pathSeg is a lazily rendered path into a message
@@ -16,6 +18,19 @@ type pathSeg struct {
 	n     int
 	names [maxPathDepth]string
 	index [maxPathDepth]int32 // >= 0: an array index "[i]"; name unused
+	// errs is where a message's errors at this path go, or nil: once its
+	// list holds MaxErrors, an error is counted, not listed, and errAt
+	// does not format it (a message of 20,000 bad entries must not cost
+	// 20,000 formatted errors).
+	errs *errorList
+}
+
+// errorList is a message's list of errors, and the one unlisted error
+// errAt answers past MaxErrors (only its code is set: the caller counts it
+// and reads nothing else of it).
+type errorList struct {
+	list     *[]Error
+	unlisted Error
 }
 
 // maxPathDepth bounds the rendered depth; deeper levels render as "…".
@@ -99,8 +114,93 @@ func (p *pathSeg) last() string {
 	return "value"
 }
 
+// errAt is the error at path at. Past MaxErrors of a message's list it is
+// not formatted: the caller only counts it.
 func errAt(code Code, at *pathSeg, format string, args ...any) *Error {
-	return Errorf(code, at.String(), format, args...)
+	if at.pastCap() {
+		at.errs.unlisted = Error{Code: code}
+		return &at.errs.unlisted
+	}
+	msg := messagef(format, args)
+	if msg == "" {
+		msg = code.DefaultMessage()
+	}
+	return &Error{Code: code, Message: msg, Path: at.String()}
+}
+
+// pastCap reports whether an error at p would be counted, not listed.
+func (p *pathSeg) pastCap() bool {
+	return p != nil && p.errs != nil && len(*p.errs.list) >= MaxErrors
+}
+
+// nameList is an argument of errAt printed as its names joined by ", ",
+// joined only when the message is formatted.
+type nameList []string
+
+// messagef is fmt.Sprintf(format, args...) for errAt and warnings.add, whose
+// args, unlike fmt's, do not escape: their callers box the arguments on the
+// stack, so an error or warning past its cap, never formatted, costs no
+// allocation. It copies each argument by value for fmt; the types below
+// are those the decoders pass (TestMessageArgumentsAreCopied), and another
+// is named, not formatted.
+func messagef(format string, args []any) string {
+	if len(args) == 0 {
+		return format
+	}
+	copied := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			copied[i] = strings.Clone(v)
+		case []byte:
+			copied[i] = string(v) // %s and %q print both alike
+		case []string:
+			copied[i] = "[" + strings.Join(v, " ") + "]" // as %v prints it
+		case nameList:
+			copied[i] = strings.Join(v, ", ")
+		case int:
+			copied[i] = v
+		case float64:
+			copied[i] = v
+		case JSONKind:
+			copied[i] = v
+		case Key:
+			copied[i] = v
+		default:
+			copied[i] = "(an argument errAt cannot format)"
+		}
+	}
+	return fmt.Sprintf(format, copied...)
+}
+
+// partErrors passes on the errors of a part of a message that reports each
+// of them rather than the first (a device's commands, an effects
+// declaration), and counts them: the part failed when n grew.
+type partErrors struct {
+	to failer
+	n  int
+}
+
+// failer takes a part's errors: a message's list (ClientMessage.fail, which
+// counts those past MaxErrors), or the first of a part decoded alone.
+type failer interface{ fail(*Error) }
+
+// note passes on err, if any.
+func (p *partErrors) note(err *Error) {
+	if err == nil {
+		return
+	}
+	p.n++
+	p.to.fail(err)
+}
+
+// firstError keeps the first error of a part decoded alone.
+type firstError struct{ err *Error }
+
+func (f *firstError) fail(e *Error) {
+	if f.err == nil {
+		f.err = e
+	}
 }
 
 // warnings collects warnings; a nil list discards them (HTTP ignores
@@ -127,7 +227,8 @@ func (w warnings) add(code Code, at *pathSeg, format string, args ...any) {
 	if w.full() {
 		return
 	}
-	*w.list = append(*w.list, *errAt(code, at, format, args...))
+	// Not errAt: the cap on errors is not the warnings'.
+	*w.list = append(*w.list, Error{Code: code, Message: messagef(format, args), Path: at.String()})
 }
 
 func (w warnings) unknownField(at *pathSeg, it *MemberIter) {
@@ -180,8 +281,7 @@ func readRange(v Value, at *pathSeg, lo, hi float64) (float64, *Error) {
 		return 0, e
 	}
 	if f < lo || f > hi {
-		return 0, errAt(CodeOutOfRange, at, "%s %s is out of range %s..%s", at.last(),
-			strconv.FormatFloat(f, 'g', -1, 64), strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64))
+		return 0, errAt(CodeOutOfRange, at, "%s %g is out of range %g..%g", at.last(), f, lo, hi)
 	}
 	return f, nil
 }
@@ -195,7 +295,7 @@ func readInt(v Value, at *pathSeg, lo, hi int) (int, *Error) {
 	// The range first: past int64 (1e300), int64(f) is not f and a
 	// whole number would be called fractional.
 	if f < float64(lo) || f > float64(hi) {
-		return 0, errAt(CodeOutOfRange, at, "%s %s is out of range %d..%d", at.last(), strconv.FormatFloat(f, 'g', -1, 64), lo, hi)
+		return 0, errAt(CodeOutOfRange, at, "%s %g is out of range %d..%d", at.last(), f, lo, hi)
 	}
 	if f != math.Trunc(f) {
 		return 0, errAt(CodeInvalidValue, at, "%s must be a whole number, got %s", at.last(), v.Raw())
@@ -302,8 +402,10 @@ func readAngles3(v Value, at *pathSeg, w warnings) (Angles3, *Error) {
 	return Angles3{A0: c[0], A1: c[1], A2: c[2]}, nil
 }
 
-// readString reads a string and interns it against a table of known values,
-// so the common values cost no allocation.
+// readEnum reads a string and interns it against a table of known values,
+// so the common values cost no allocation. An unknown value is returned
+// with known false, as "" where an error at at is past the cap (it is
+// counted, and named nowhere).
 func readEnum(v Value, at *pathSeg, table []string) (string, bool, *Error) {
 	b, ok := v.StringBytes()
 	if !ok {
@@ -313,6 +415,9 @@ func readEnum(v Value, at *pathSeg, table []string) (string, bool, *Error) {
 		if string(b) == s {
 			return s, true, nil
 		}
+	}
+	if at.pastCap() {
+		return "", false, nil // named only in an error that is counted, not listed
 	}
 	return string(b), false, nil
 }

@@ -2,8 +2,8 @@ package protocol
 
 import (
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hapticd/hapticd/protocol/space"
 )
@@ -275,21 +275,23 @@ func DecodeEffectsUpdate(data []byte, path string) (EffectsUpdate, []Error, *Err
 	w := warnings{list: &list, dropped: &dropped}
 	at := rootPath(path)
 	var u EffectsUpdate
-	err := decodeEffectsUpdate(doc.Root(), &at, w, &u)
-	if err != nil {
-		return EffectsUpdate{}, list, err
+	var first firstError
+	decodeEffectsUpdate(doc.Root(), &at, w, &u, &partErrors{to: &first})
+	if first.err != nil {
+		return EffectsUpdate{}, list, first.err
 	}
 	return u, list, nil
 }
 
 // decodeEffectsUpdate decodes into u, reusing its slices (a session that
 // refreshes a field every frame decodes without growing them).
-func decodeEffectsUpdate(v Value, at *pathSeg, w warnings, u *EffectsUpdate) *Error {
+func decodeEffectsUpdate(v Value, at *pathSeg, w warnings, u *EffectsUpdate, errs *partErrors) {
 	const example = `{"set": [{"id": "floor", "type": "wall", "position": {"x": 0, "y": 0, "z": 0}, "normal": {"x": 0, "y": 0, "z": 1}, "stiffness": 2000}], "remove": ["old"]}`
 	prev := u.Set[:cap(u.Set)]
 	u.Clear, u.Set, u.Remove = false, u.Set[:0], u.Remove[:0]
 	if err := expectObject(v, at, example); err != nil {
-		return err
+		errs.note(err)
+		return
 	}
 	var set, remove Value
 	for it := v.Members(); it.Next(); {
@@ -307,9 +309,7 @@ func decodeEffectsUpdate(v Value, at *pathSeg, w warnings, u *EffectsUpdate) *Er
 			}
 			c := at.child("clear")
 			b, err := readBool(it.Value(), &c)
-			if err != nil {
-				return err
-			}
+			errs.note(err)
 			u.Clear = b
 		default:
 			w.unknownField(at, &it)
@@ -317,60 +317,75 @@ func decodeEffectsUpdate(v Value, at *pathSeg, w warnings, u *EffectsUpdate) *Er
 	}
 	if remove.Exists() {
 		c := at.child("remove")
-		if remove.Kind() != KindArray {
-			return errAt(CodeInvalidValue, &c, `remove must be an array of effect ids like ["wall1"], got %s`, remove.Kind())
-		}
-		if remove.Len() > MaxEffectsPerArm {
-			return errAt(CodeTooManyEffects, &c, "remove lists %d ids; an arm holds at most %d effects", remove.Len(), MaxEffectsPerArm)
-		}
-		for el := remove.Elements(); el.Next(); {
-			ec := c.elem(el.Index())
-			id, err := readEffectID(el.Value(), &ec, "")
-			if err != nil {
-				return err
-			}
-			for _, have := range u.Remove {
-				if have == id {
-					return errAt(CodeInvalidValue, &ec, "effect id %q is listed twice in remove", id)
-				}
-			}
-			u.Remove = append(u.Remove, id)
+		switch {
+		case remove.Kind() != KindArray:
+			errs.note(errAt(CodeInvalidValue, &c, `remove must be an array of effect ids like ["wall1"], got %s`, remove.Kind()))
+		case remove.Len() > MaxEffectsPerArm:
+			errs.note(errAt(CodeTooManyEffects, &c, "remove lists %d ids; an arm holds at most %d effects", remove.Len(), MaxEffectsPerArm))
+		default:
+			u.decodeRemove(remove, &c, errs)
 		}
 	}
 	if set.Exists() {
 		c := at.child("set")
-		if set.Kind() != KindArray {
-			return errAt(CodeInvalidValue, &c, `set must be an array of effects like [{"id": "wall1", "type": "wall", ...}], got %s`, set.Kind())
+		switch {
+		case set.Kind() != KindArray:
+			errs.note(errAt(CodeInvalidValue, &c, `set must be an array of effects like [{"id": "wall1", "type": "wall", ...}], got %s`, set.Kind()))
+		case set.Len() > MaxEffectsPerArm:
+			errs.note(errAt(CodeTooManyEffects, &c, "set declares %d effects; an arm holds at most %d", set.Len(), MaxEffectsPerArm))
+		default:
+			u.decodeSet(set, &c, w, prev, errs)
 		}
-		if set.Len() > MaxEffectsPerArm {
-			return errAt(CodeTooManyEffects, &c, "set declares %d effects; an arm holds at most %d", set.Len(), MaxEffectsPerArm)
+	}
+}
+
+// decodeRemove appends each id of remove (an array of at most
+// MaxEffectsPerArm) to u.Remove, noting each bad one in errs.
+func (u *EffectsUpdate) decodeRemove(remove Value, at *pathSeg, errs *partErrors) {
+	for el := remove.Elements(); el.Next(); {
+		ec := at.elem(el.Index())
+		id, err := readEffectID(el.Value(), &ec, "")
+		if err != nil {
+			errs.note(err)
+			continue
 		}
-		for el := set.Elements(); el.Next(); {
-			ec := c.elem(el.Index())
-			oldID := ""
-			if i := len(u.Set); i < len(prev) {
-				oldID = prev[i].ID
-			}
-			e, err := decodeEffect(el.Value(), &ec, w, oldID)
-			if err != nil {
-				return err
-			}
-			for _, have := range u.Set {
-				if have.ID == e.ID {
-					ic := ec.child("id")
-					return errAt(CodeInvalidValue, &ic, "effect id %q is declared twice in set: send it once", e.ID)
-				}
-			}
-			for _, r := range u.Remove {
-				if r == e.ID {
-					ic := ec.child("id")
-					return errAt(CodeInvalidValue, &ic, "effect id %q is both set and removed: send one of them", e.ID)
-				}
-			}
+		if slices.Contains(u.Remove, id) {
+			errs.note(errAt(CodeInvalidValue, &ec, "effect id %q is listed twice in remove", id))
+			continue
+		}
+		u.Remove = append(u.Remove, id)
+	}
+}
+
+// decodeSet appends each effect of set (an array of at most
+// MaxEffectsPerArm) to u.Set, noting each bad one's errors in errs; prev
+// holds the slots' effects of the last declaration, whose ids are reused.
+func (u *EffectsUpdate) decodeSet(set Value, at *pathSeg, w warnings, prev []Effect, errs *partErrors) {
+	for el := set.Elements(); el.Next(); {
+		ec := at.elem(el.Index())
+		oldID := ""
+		if i := len(u.Set); i < len(prev) {
+			oldID = prev[i].ID
+		}
+		before := errs.n
+		e := decodeEffect(el.Value(), &ec, w, oldID, errs)
+		if errs.n != before {
+			continue
+		}
+		ic := ec.child("id")
+		twice := false
+		for i := range u.Set {
+			twice = twice || u.Set[i].ID == e.ID
+		}
+		switch {
+		case twice:
+			errs.note(errAt(CodeInvalidValue, &ic, "effect id %q is declared twice in set: send it once", e.ID))
+		case slices.Contains(u.Remove, e.ID):
+			errs.note(errAt(CodeInvalidValue, &ic, "effect id %q is both set and removed: send one of them", e.ID))
+		default:
 			u.Set = append(u.Set, e)
 		}
 	}
-	return nil
 }
 
 // readEffectID reads an id: 1..64 characters of A-Z a-z 0-9 _ - . :
@@ -414,151 +429,179 @@ func EffectFields(t EffectType) []string {
 	return append([]string(nil), effectFields[t]...)
 }
 
-// effectReader reads the members of one effect object.
+// effectReader reads the members of one effect object. Each read notes its
+// error in errs and answers a value anyway (the member's zero or default),
+// so that every bad member of an effect is reported at once.
 type effectReader struct {
-	v   Value
-	at  *pathSeg
-	w   warnings
-	typ EffectType
+	v    Value
+	at   *pathSeg
+	w    warnings
+	typ  EffectType
+	errs *partErrors
 }
 
 func (r *effectReader) member(name string) (Value, pathSeg) {
 	return r.v.Member(name), r.at.child(name)
 }
 
-func (r *effectReader) missing(name, what string) *Error {
-	return errAt(CodeInvalidValue, r.at, "a %s effect needs %q (%s)", r.typ.Name(), name, what)
+func (r *effectReader) missing(name, what string) {
+	r.errs.note(errAt(CodeInvalidValue, r.at, "a %s effect needs %q (%s)", r.typ.Name(), name, what))
 }
 
 // num reads a required (required true) or optional number within lo..hi.
-func (r *effectReader) num(name string, lo, hi, def float64, required bool, what string) (float64, *Error) {
+func (r *effectReader) num(name string, lo, hi, def float64, required bool, what string) float64 {
 	v, c := r.member(name)
 	if !v.Exists() {
 		if required {
-			return 0, r.missing(name, what)
+			r.missing(name, what)
+			return 0
 		}
-		return def, nil
+		return def
 	}
-	return readRange(v, &c, lo, hi)
+	f, err := readRange(v, &c, lo, hi)
+	r.errs.note(err)
+	return f
 }
 
 // positive reads a number above 0 and at most hi.
-func (r *effectReader) positive(name string, hi float64, required bool, what string) (float64, *Error) {
+func (r *effectReader) positive(name string, hi float64, required bool, what string) float64 {
 	v, c := r.member(name)
 	if !v.Exists() {
 		if required {
-			return 0, r.missing(name, what)
+			r.missing(name, what)
 		}
-		return 0, nil
+		return 0
 	}
 	f, err := readFloat(v, &c)
 	if err != nil {
-		return 0, err
+		r.errs.note(err)
+		return 0
 	}
 	if f <= 0 || f > hi {
-		return 0, errAt(CodeOutOfRange, &c, "%s %g is out of range: above 0 and at most %g", name, f, hi)
+		r.errs.note(errAt(CodeOutOfRange, &c, "%s %g is out of range: above 0 and at most %g", name, f, hi))
+		return 0
 	}
-	return f, nil
+	return f
 }
 
-func (r *effectReader) integer(name string, lo, hi, def int) (int, *Error) {
+func (r *effectReader) integer(name string, lo, hi, def int) int {
 	v, c := r.member(name)
 	if !v.Exists() {
-		return def, nil
+		return def
 	}
-	return readInt(v, &c, lo, hi)
+	n, err := readInt(v, &c, lo, hi)
+	r.errs.note(err)
+	return n
 }
 
 // point reads a required vec3 position whose components are at most
 // EffectLengthMax in magnitude.
-func (r *effectReader) point(name, what string) (Vec3, *Error) {
+func (r *effectReader) point(name, what string) Vec3 {
 	v, c := r.member(name)
 	if !v.Exists() {
-		return Vec3{}, r.missing(name, what)
+		r.missing(name, what)
+		return Vec3{}
 	}
 	p, err := readVec3(v, &c, r.w)
 	if err != nil {
-		return p, err
+		r.errs.note(err)
+		return p
 	}
 	for i, comp := range [3]float64{p.X, p.Y, p.Z} {
 		if math.Abs(comp) > EffectLengthMax {
 			cc := c.child(vec3Names[i])
-			return p, errAt(CodeOutOfRange, &cc, "%s.%s %g is out of range -%g..%g m", name, vec3Names[i], comp, EffectLengthMax, EffectLengthMax)
+			r.errs.note(errAt(CodeOutOfRange, &cc, "%s.%s %g is out of range -%g..%g m", name, vec3Names[i], comp, EffectLengthMax, EffectLengthMax))
+			return p
 		}
 	}
-	return p, nil
+	return p
 }
 
 // unit reads a non-zero vec3 and normalises it; def when absent and not
 // required.
-func (r *effectReader) unit(name string, def Vec3, required bool, what string) (Vec3, *Error) {
+func (r *effectReader) unit(name string, def Vec3, required bool, what string) Vec3 {
 	v, c := r.member(name)
 	if !v.Exists() {
 		if required {
-			return Vec3{}, r.missing(name, what)
+			r.missing(name, what)
+			return Vec3{}
 		}
-		return def, nil
+		return def
 	}
 	d, err := readVec3(v, &c, r.w)
 	if err != nil {
-		return d, err
+		r.errs.note(err)
+		return d
 	}
 	n := norm3(d)
 	if n == 0 || math.IsInf(n, 0) {
-		return d, errAt(CodeOutOfRange, &c, "%s must be a non-zero vector (it is normalised), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", name)
+		r.errs.note(errAt(CodeOutOfRange, &c, "%s must be a non-zero vector (it is normalised), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", name))
+		return d
 	}
-	return unitStable(d), nil
+	return unitStable(d)
 }
 
-func (r *effectReader) enum(name string, table []string, def int) (int, *Error) {
+// enum reads a name of table as its index; def when absent.
+func (r *effectReader) enum(name string, table []string, def int) int {
 	v, c := r.member(name)
 	if !v.Exists() {
-		return def, nil
+		return def
 	}
 	s, _, err := readEnum(v, &c, table)
 	if err != nil {
-		return 0, err
+		r.errs.note(err)
+		return def
 	}
 	for i, t := range table {
 		if s == t {
-			return i, nil
+			return i
 		}
 	}
-	return 0, errAt(CodeInvalidValue, &c, "%s %q is not one of %s", name, s, strings.Join(table, ", "))
+	r.errs.note(errAt(CodeInvalidValue, &c, "%s %q is not one of %s", name, s, nameList(table)))
+	return def
 }
 
-func (r *effectReader) stiffness() (float64, *Error) {
-	return r.num("stiffness", 0, EffectStiffnessMax, 0, true, "N/m, 0.."+formatG(EffectStiffnessMax))
+func (r *effectReader) stiffness() float64 {
+	if v, _ := r.member("stiffness"); !v.Exists() {
+		// Not r.missing: its reason would cost a formatted number per read.
+		r.errs.note(errAt(CodeInvalidValue, r.at, `a %s effect needs "stiffness" (N/m, 0..%g)`, r.typ.Name(), EffectStiffnessMax))
+		return 0
+	}
+	return r.num("stiffness", 0, EffectStiffnessMax, 0, true, "")
 }
 
-func (r *effectReader) damping() (float64, *Error) {
+func (r *effectReader) damping() float64 {
 	return r.num("damping", 0, EffectDampingMax, 0, false, "")
 }
 
-// decodeEffect decodes one element of "set".
-func decodeEffect(v Value, at *pathSeg, w warnings, oldID string) (Effect, *Error) {
+// decodeEffect decodes one element of "set", noting each bad member's
+// error in errs (the effect is then not to be used).
+func decodeEffect(v Value, at *pathSeg, w warnings, oldID string, errs *partErrors) Effect {
 	var e Effect
 	if err := expectObject(v, at, `{"id": "wall1", "type": "wall", "position": {"x": 0, "y": 0, "z": 0}, "normal": {"x": 0, "y": 0, "z": 1}, "stiffness": 2000}`); err != nil {
-		return e, err
+		errs.note(err)
+		return e
 	}
 	idv := v.Member("id")
 	ic := at.child("id")
 	if !idv.Exists() {
-		return e, errAt(CodeInvalidValue, at, `an effect needs "id": a string such as "wall1"`)
+		errs.note(errAt(CodeInvalidValue, at, `an effect needs "id": a string such as "wall1"`))
+	} else {
+		id, err := readEffectID(idv, &ic, oldID)
+		errs.note(err)
+		e.ID = id
 	}
-	id, err := readEffectID(idv, &ic, oldID)
-	if err != nil {
-		return e, err
-	}
-	e.ID = id
 	tv := v.Member("type")
 	tc := at.child("type")
 	if !tv.Exists() {
-		return e, errAt(CodeInvalidValue, at, `effect %q needs "type": one of %s`, id, strings.Join(effectTypeNames[1:], ", "))
+		// Which members to read depends on the type: none are.
+		errs.note(errAt(CodeInvalidValue, at, `effect %q needs "type": one of %s`, e.ID, nameList(effectTypeNames[1:])))
+		return e
 	}
 	name, _, err := readEnum(tv, &tc, effectTypeNames[1:])
 	if err != nil {
-		return e, err
+		errs.note(err)
+		return e
 	}
 	for i, n := range effectTypeNames {
 		if i > 0 && n == name {
@@ -566,12 +609,11 @@ func decodeEffect(v Value, at *pathSeg, w warnings, oldID string) (Effect, *Erro
 		}
 	}
 	if e.Type == 0 {
-		return e, errAt(CodeInvalidValue, &tc, "unknown effect type %q: use one of %s", name, strings.Join(effectTypeNames[1:], ", "))
+		errs.note(errAt(CodeInvalidValue, &tc, "unknown effect type %q: use one of %s", name, nameList(effectTypeNames[1:])))
+		return e
 	}
-	r := effectReader{v: v, at: at, w: w, typ: e.Type}
-	if e.TTLMs, err = r.integer("ttl_ms", 1, EffectTTLMaxMs, 0); err != nil {
-		return e, err
-	}
+	r := effectReader{v: v, at: at, w: w, typ: e.Type, errs: errs}
+	e.TTLMs = r.integer("ttl_ms", 1, EffectTTLMaxMs, 0)
 	for it := v.Members(); it.Next(); {
 		if it.KeyIs("id") || it.KeyIs("type") || it.KeyIs("ttl_ms") {
 			continue
@@ -586,189 +628,142 @@ func decodeEffect(v Value, at *pathSeg, w warnings, oldID string) (Effect, *Erro
 	}
 	switch e.Type {
 	case EffectSpring:
-		err = r.spring(&e.Spring)
+		r.spring(&e.Spring)
 	case EffectDamper:
-		err = r.damper(&e.Damper)
+		r.damper(&e.Damper)
 	case EffectFriction:
-		err = r.friction(&e.Friction)
+		r.friction(&e.Friction)
 	case EffectWall:
-		err = r.wall(&e.Wall)
+		r.wall(&e.Wall)
 	case EffectLimitSphere:
-		err = r.limitSphere(&e.LimitSphere)
+		r.limitSphere(&e.LimitSphere)
 	case EffectLimitBox:
-		err = r.limitBox(&e.LimitBox)
+		r.limitBox(&e.LimitBox)
 	case EffectField:
-		err = r.field(&e.Field)
+		r.field(&e.Field)
 	case EffectVibration:
-		err = r.vibration(&e.Vibration)
+		r.vibration(&e.Vibration)
 	case EffectSDF:
-		err = r.sdf(&e.SDF)
+		r.sdf(&e.SDF)
 	}
-	return e, err
+	return e
 }
 
-func (r *effectReader) spring(s *SpringEffect) *Error {
-	a, err := r.enum("anchor", springAnchorNames, 0)
-	if err != nil {
-		return err
-	}
-	s.Anchor = SpringAnchor(a)
-	if s.PositionM, err = r.point("position", "the anchor point, m"); err != nil {
-		return err
-	}
+func (r *effectReader) spring(s *SpringEffect) {
+	s.Anchor = SpringAnchor(r.enum("anchor", springAnchorNames, 0))
+	s.PositionM = r.point("position", "the anchor point, m")
 	if s.Anchor != SpringToPoint {
 		what := "the line's direction"
 		if s.Anchor == SpringToPlane {
 			what = "the plane's normal"
 		}
-		if s.Direction, err = r.unit("direction", Vec3{}, true, what); err != nil {
-			return err
-		}
+		s.Direction = r.unit("direction", Vec3{}, true, what)
 	}
-	if s.StiffnessNPerM, err = r.stiffness(); err != nil {
-		return err
-	}
-	s.DampingNsPerM, err = r.damping()
-	return err
+	s.StiffnessNPerM = r.stiffness()
+	s.DampingNsPerM = r.damping()
 }
 
-func (r *effectReader) damper(d *DamperEffect) *Error {
-	if v, c := r.member("scalar"); v.Exists() {
-		f, err := readRange(v, &c, 0, EffectDampingMax)
-		if err != nil {
-			return err
-		}
+func (r *effectReader) damper(d *DamperEffect) {
+	scalar, sc := r.member("scalar")
+	vector, vc := r.member("vector")
+	if scalar.Exists() {
+		f, err := readRange(scalar, &sc, 0, EffectDampingMax)
+		r.errs.note(err)
 		d.ScalarNsPerM, d.HasScalar = f, true
 	}
-	if v, c := r.member("vector"); v.Exists() {
-		vec, err := readVec3(v, &c, r.w)
+	if vector.Exists() {
+		d.HasVector = true
+		vec, err := readVec3(vector, &vc, r.w)
 		if err != nil {
-			return err
+			r.errs.note(err)
 		}
 		for i, comp := range [3]float64{vec.X, vec.Y, vec.Z} {
-			if comp < 0 || comp > EffectDampingMax {
-				cc := c.child(vec3Names[i])
-				return errAt(CodeOutOfRange, &cc, "damper vector %s %g is out of range 0..%g", vec3Names[i], comp, EffectDampingMax)
+			if err == nil && (comp < 0 || comp > EffectDampingMax) {
+				cc := vc.child(vec3Names[i])
+				err = errAt(CodeOutOfRange, &cc, "damper vector %s %g is out of range 0..%g", vec3Names[i], comp, EffectDampingMax)
+				r.errs.note(err)
 			}
 		}
-		d.VectorNsPerM, d.HasVector = vec, true
+		d.VectorNsPerM = vec
 	}
 	if !d.HasScalar && !d.HasVector {
-		return errAt(CodeInvalidValue, r.at, `a damper effect needs "scalar" or "vector" (N·s/m, 0..%g)`, EffectDampingMax)
+		r.errs.note(errAt(CodeInvalidValue, r.at, `a damper effect needs "scalar" or "vector" (N·s/m, 0..%g)`, EffectDampingMax))
 	}
 	d.MatrixNsPerM = Mat3{{d.ScalarNsPerM + d.VectorNsPerM.X, 0, 0}, {0, d.ScalarNsPerM + d.VectorNsPerM.Y, 0}, {0, 0, d.ScalarNsPerM + d.VectorNsPerM.Z}}
-	return nil
 }
 
-func (r *effectReader) friction(f *FrictionEffect) *Error {
-	var err *Error
-	if f.ForceN, err = r.num("force", 0, EffectForceMax, 0, true, "the Coulomb force, N"); err != nil {
-		return err
-	}
-	f.SlipVelocityMps, err = r.num("slip_velocity", FrictionSlipMinMps, FrictionSlipMaxMps, FrictionSlipDefaultMps, false, "")
-	return err
+func (r *effectReader) friction(f *FrictionEffect) {
+	f.ForceN = r.num("force", 0, EffectForceMax, 0, true, "the Coulomb force, N")
+	f.SlipVelocityMps = r.num("slip_velocity", FrictionSlipMinMps, FrictionSlipMaxMps, FrictionSlipDefaultMps, false, "")
 }
 
-func (r *effectReader) wall(wl *WallEffect) *Error {
-	var err *Error
-	if wl.PositionM, err = r.point("position", "a point on the plane, m"); err != nil {
-		return err
-	}
-	if wl.Normal, err = r.unit("normal", Vec3{}, true, "the normal, pointing into free space"); err != nil {
-		return err
-	}
-	if wl.StiffnessNPerM, err = r.stiffness(); err != nil {
-		return err
-	}
-	wl.DampingNsPerM, err = r.damping()
-	return err
+func (r *effectReader) wall(wl *WallEffect) {
+	wl.PositionM = r.point("position", "a point on the plane, m")
+	wl.Normal = r.unit("normal", Vec3{}, true, "the normal, pointing into free space")
+	wl.StiffnessNPerM = r.stiffness()
+	wl.DampingNsPerM = r.damping()
 }
 
-func (r *effectReader) limitSphere(s *LimitSphereEffect) *Error {
-	var err *Error
-	if s.CenterM, err = r.point("center", "the sphere's centre, m"); err != nil {
-		return err
-	}
-	if s.RadiusM, err = r.positive("radius", EffectLengthMax, true, "m"); err != nil {
-		return err
-	}
-	k, err := r.enum("keep", keepNames, 0)
-	if err != nil {
-		return err
-	}
-	s.Keep = LimitKeep(k)
-	if s.StiffnessNPerM, err = r.stiffness(); err != nil {
-		return err
-	}
-	s.DampingNsPerM, err = r.damping()
-	return err
+func (r *effectReader) limitSphere(s *LimitSphereEffect) {
+	s.CenterM = r.point("center", "the sphere's centre, m")
+	s.RadiusM = r.positive("radius", EffectLengthMax, true, "m")
+	s.Keep = LimitKeep(r.enum("keep", keepNames, 0))
+	s.StiffnessNPerM = r.stiffness()
+	s.DampingNsPerM = r.damping()
 }
 
-func (r *effectReader) limitBox(b *LimitBoxEffect) *Error {
-	var err *Error
-	if b.CenterM, err = r.point("center", "the box's centre, m"); err != nil {
-		return err
-	}
-	v, c := r.member("half_extents")
-	if !v.Exists() {
-		return r.missing("half_extents", "half the box's size along each axis, m")
-	}
-	if b.HalfExtentsM, err = readVec3(v, &c, r.w); err != nil {
-		return err
-	}
-	for i, comp := range [3]float64{b.HalfExtentsM.X, b.HalfExtentsM.Y, b.HalfExtentsM.Z} {
-		if comp <= 0 || comp > EffectLengthMax {
-			cc := c.child(vec3Names[i])
-			return errAt(CodeOutOfRange, &cc, "half_extents.%s %g is out of range: above 0 and at most %g m", vec3Names[i], comp, EffectLengthMax)
+func (r *effectReader) limitBox(b *LimitBoxEffect) {
+	b.CenterM = r.point("center", "the box's centre, m")
+	if v, c := r.member("half_extents"); !v.Exists() {
+		r.missing("half_extents", "half the box's size along each axis, m")
+	} else if h, err := readVec3(v, &c, r.w); err != nil {
+		r.errs.note(err)
+	} else {
+		b.HalfExtentsM = h
+		for i, comp := range [3]float64{h.X, h.Y, h.Z} {
+			if comp <= 0 || comp > EffectLengthMax {
+				cc := c.child(vec3Names[i])
+				r.errs.note(errAt(CodeOutOfRange, &cc, "half_extents.%s %g is out of range: above 0 and at most %g m", vec3Names[i], comp, EffectLengthMax))
+				break
+			}
 		}
 	}
 	b.Rotation = space.IdentityQuat()
 	if v, c := r.member("rotation"); v.Exists() {
 		q, err := readQuat(v, &c, r.w)
-		if err != nil {
-			return err
+		switch n := q.Norm(); {
+		case err != nil:
+			r.errs.note(err)
+		case n == 0 || math.IsInf(n, 0) || math.IsNaN(n):
+			r.errs.note(errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}"))
+		default:
+			b.Rotation = quatStable(q)
 		}
-		if n := q.Norm(); n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
-			return errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
-		}
-		b.Rotation = quatStable(q)
 	}
 	b.Axes = quatMat3(b.Rotation)
-	k, err := r.enum("keep", keepNames, 0)
-	if err != nil {
-		return err
-	}
-	b.Keep = LimitKeep(k)
-	if b.StiffnessNPerM, err = r.stiffness(); err != nil {
-		return err
-	}
-	b.DampingNsPerM, err = r.damping()
-	return err
+	b.Keep = LimitKeep(r.enum("keep", keepNames, 0))
+	b.StiffnessNPerM = r.stiffness()
+	b.DampingNsPerM = r.damping()
 }
 
-func (r *effectReader) field(f *FieldEffect) *Error {
-	var err *Error
+func (r *effectReader) field(f *FieldEffect) {
 	if v, c := r.member("force"); v.Exists() {
-		if f.ForceN, err = readVec3(v, &c, r.w); err != nil {
-			return err
+		force, err := readVec3(v, &c, r.w)
+		if err != nil {
+			r.errs.note(err)
+		} else if n := norm3(force); n > EffectForceMax {
+			r.errs.note(errAt(CodeOutOfRange, &c, "force magnitude %g N is over %g N", n, EffectForceMax))
 		}
-		if n := norm3(f.ForceN); n > EffectForceMax {
-			return errAt(CodeOutOfRange, &c, "force magnitude %g N is over %g N", n, EffectForceMax)
-		}
+		f.ForceN = force
 	}
 	if v, c := r.member("jacobian"); v.Exists() {
-		if f.JacobianNPerM, err = readMat3(v, &c, EffectStiffnessMax); err != nil {
-			return err
-		}
+		j, err := readMat3(v, &c, EffectStiffnessMax)
+		r.errs.note(err)
+		f.JacobianNPerM = j
 	}
-	if f.OriginM, err = r.point("origin", "x0, where the model was linearised, m"); err != nil {
-		return err
-	}
-	if f.RadiusM, err = r.positive("radius", EffectLengthMax, true, "how far from origin the model holds, m"); err != nil {
-		return err
-	}
-	f.ValidMs, err = r.integer("valid_ms", 1, FieldValidMaxMs, FieldValidDefaultMs)
-	return err
+	f.OriginM = r.point("origin", "x0, where the model was linearised, m")
+	f.RadiusM = r.positive("radius", EffectLengthMax, true, "how far from origin the model holds, m")
+	f.ValidMs = r.integer("valid_ms", 1, FieldValidMaxMs, FieldValidDefaultMs)
 }
 
 // readMat3 reads [[a,b,c],[d,e,f],[g,h,i]] (rows), each entry within ±max.
@@ -799,99 +794,81 @@ func readMat3(v Value, at *pathSeg, max float64) (Mat3, *Error) {
 	return m, nil
 }
 
-func (r *effectReader) vibration(vb *VibrationEffect) *Error {
-	var err *Error
-	if vb.FrequencyHz, err = r.num("frequency", VibrationFrequencyMinHz, VibrationFrequencyMaxHz, 0, true, "Hz"); err != nil {
-		return err
-	}
-	if vb.AmplitudeN, err = r.num("amplitude", 0, EffectForceMax, 0, true, "N"); err != nil {
-		return err
-	}
-	if vb.DurationMs, err = r.integer("duration_ms", 1, EffectTTLMaxMs, 0); err != nil {
-		return err
-	}
-	vb.Direction, err = r.unit("direction", Vec3{Z: 1}, false, "")
-	return err
+func (r *effectReader) vibration(vb *VibrationEffect) {
+	vb.FrequencyHz = r.num("frequency", VibrationFrequencyMinHz, VibrationFrequencyMaxHz, 0, true, "Hz")
+	vb.AmplitudeN = r.num("amplitude", 0, EffectForceMax, 0, true, "N")
+	vb.DurationMs = r.integer("duration_ms", 1, EffectTTLMaxMs, 0)
+	vb.Direction = r.unit("direction", Vec3{Z: 1}, false, "")
 }
 
-func (r *effectReader) sdf(s *SDFEffect) *Error {
-	var err *Error
+func (r *effectReader) sdf(s *SDFEffect) {
 	sv, sc := r.member("shape")
-	if !sv.Exists() {
-		return r.missing("shape", `{"primitive": "sphere", "parameters": {"r": 0.05}}, or a primitive name with "params"`)
-	}
-	if sv.Kind() == KindString {
+	switch {
+	case !sv.Exists():
+		r.missing("shape", `{"primitive": "sphere", "parameters": {"r": 0.05}}, or a primitive name with "params"`)
+	case sv.Kind() == KindString:
 		// The flat form of the vendor's SDF module notes: "shape" names the
 		// primitive and "params" holds its parameters.
 		pv, pc := r.member("params")
-		s.Shape, err = decodeSDFNamed(sv, &sc, pv, pc, r.w)
-		s.FlatParams = true
-	} else {
-		s.Shape, err = decodeSDFShape(sv, &sc, r.w)
+		shape, err := decodeSDFNamed(sv, &sc, pv, pc, r.w)
+		r.errs.note(err)
+		s.Shape, s.FlatParams = shape, true
+	default:
+		shape, err := decodeSDFShape(sv, &sc, r.w)
+		r.errs.note(err)
+		s.Shape = shape
 		if pv, pc := r.member("params"); pv.Exists() {
 			// The flat form's member beside a nested shape reads nothing.
 			r.w.add(CodeUnknownField, &pc, "unknown field \"params\" in %s: ignored (the shape's own \"parameters\" are read; \"params\" goes with a primitive's name in \"shape\")", r.at.last())
 		}
 	}
-	if err != nil {
-		return err
-	}
 	s.Pose = space.IdentityTransform()
 	if tv, tc := r.member("transform"); tv.Exists() {
-		p, err := decodeTransformPatch(tv, &tc, r.w)
-		if err != nil {
-			return err
-		}
-		if p.HasRotation {
-			// decodeTransformPatch normalised it; keep a unit rotation's
-			// own bits so that the effect round-trips exactly.
-			raw, _ := readQuat(tv.Member("rotation"), &tc, warnings{})
-			p.Rotation = quatStable(raw)
-		}
-		s.Pose = p.Apply(s.Pose)
-		if sc := s.Pose.Scale; sc.X != sc.Y || sc.Y != sc.Z || sc.X <= 0 {
-			c := tc.child("scale")
-			return errAt(CodeOutOfRange, &c, "an SDF effect's scale must be uniform and positive ({\"x\": s, \"y\": s, \"z\": s}): a non-uniform scale has no exact distance")
-		}
-		for i, comp := range [3]float64{s.Pose.Position.X, s.Pose.Position.Y, s.Pose.Position.Z} {
-			if math.Abs(comp) > EffectLengthMax {
-				c := tc.child("position")
-				cc := c.child(vec3Names[i])
-				return errAt(CodeOutOfRange, &cc, "position.%s %g is out of range -%g..%g m", vec3Names[i], comp, EffectLengthMax, EffectLengthMax)
-			}
-		}
+		r.sdfPose(s, tv, &tc)
 	}
-	if s.ForceScaleN, err = r.num("force_scale", 0, EffectForceMax, SDFForceScaleDefaultN, false, ""); err != nil {
-		return err
-	}
+	s.ForceScaleN = r.num("force_scale", 0, EffectForceMax, SDFForceScaleDefaultN, false, "")
 	s.RangeM = SDFRangeDefaultM
 	if v, _ := r.member("range"); v.Exists() {
-		if s.RangeM, err = r.positive("range", EffectLengthMax, true, ""); err != nil {
-			return err
-		}
+		s.RangeM = r.positive("range", EffectLengthMax, true, "")
 	}
-	ease, err := r.enum("ease", sdfEaseNames, 0)
-	if err != nil {
-		return err
-	}
-	s.Ease = sdfEaseNames[ease]
+	s.Ease = sdfEaseNames[r.enum("ease", sdfEaseNames, 0)]
 	if v, c := r.member("reverse_easing"); v.Exists() {
-		if s.ReverseEasing, err = readBool(v, &c); err != nil {
-			return err
+		b, err := readBool(v, &c)
+		r.errs.note(err)
+		s.ReverseEasing = b
+	}
+	s.Symmetry = sdfSymmetryNames[r.enum("symmetry", sdfSymmetryNames, 0)]
+	s.Blend = sdfBlendNames[r.enum("blend", sdfBlendNames, 0)]
+	s.setLocal()
+}
+
+// sdfPose reads an SDF effect's "transform" (tv, at tc) into s.Pose.
+func (r *effectReader) sdfPose(s *SDFEffect, tv Value, tc *pathSeg) {
+	p, err := decodeTransformPatch(tv, tc, r.w)
+	if err != nil {
+		r.errs.note(err)
+		return
+	}
+	if p.HasRotation {
+		// decodeTransformPatch normalised it; keep a unit rotation's
+		// own bits so that the effect round-trips exactly.
+		raw, _ := readQuat(tv.Member("rotation"), tc, warnings{})
+		p.Rotation = quatStable(raw)
+	}
+	s.Pose = p.Apply(s.Pose)
+	if sc := s.Pose.Scale; sc.X != sc.Y || sc.Y != sc.Z || sc.X <= 0 {
+		c := tc.child("scale")
+		r.errs.note(errAt(CodeOutOfRange, &c, "an SDF effect's scale must be uniform and positive ({\"x\": s, \"y\": s, \"z\": s}): a non-uniform scale has no exact distance"))
+		return
+	}
+	for i, comp := range [3]float64{s.Pose.Position.X, s.Pose.Position.Y, s.Pose.Position.Z} {
+		if math.Abs(comp) > EffectLengthMax {
+			c := tc.child("position")
+			cc := c.child(vec3Names[i])
+			r.errs.note(errAt(CodeOutOfRange, &cc, "position.%s %g is out of range -%g..%g m", vec3Names[i], comp, EffectLengthMax, EffectLengthMax))
+			return
 		}
 	}
-	sym, err := r.enum("symmetry", sdfSymmetryNames, 0)
-	if err != nil {
-		return err
-	}
-	s.Symmetry = sdfSymmetryNames[sym]
-	blend, err := r.enum("blend", sdfBlendNames, 0)
-	if err != nil {
-		return err
-	}
-	s.Blend = sdfBlendNames[blend]
-	s.setLocal()
-	return nil
 }
 
 // setLocal fills the frame fields from Pose, in the declaring space:
@@ -908,8 +885,6 @@ func (s *SDFEffect) setLocal() {
 	s.LocalOffset = scale3(s.ToLocal.MulVec(s.Pose.Position), -1)
 	s.FrameMPerLocalM = sigma
 }
-
-func formatG(f float64) string { return string(AppendFloat(nil, f)) }
 
 // ToDevice converts an effect declared in the application space that view
 // maps (the session's basis, mount and workspace for this device) to the

@@ -541,14 +541,14 @@ func decodePreset(v Value, at *pathSeg, w warnings) (Preset, *Error) {
 		return Preset{}, err
 	}
 	if !val.Exists() {
-		return Preset{}, errAt(CodeInvalidValue, at, `preset needs "preset": one of %s`, strings.Join(presetNames, ", "))
+		return Preset{}, errAt(CodeInvalidValue, at, `preset needs "preset": one of %s`, nameList(presetNames))
 	}
 	name, known, err := readEnum(val, &c, presetNames)
 	if err != nil {
 		return Preset{}, err
 	}
 	if !known {
-		return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, strings.Join(presetNames, ", "))
+		return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, nameList(presetNames))
 	}
 	return Preset{Preset: name}, nil
 }

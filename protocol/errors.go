@@ -34,21 +34,26 @@ const (
 	CodeMethodNotAllowed    Code = "method_not_allowed"
 	CodeBodyTooLarge        Code = "body_too_large"
 	CodeHeadersTooLarge     Code = "headers_too_large" // a request line and headers over 64 KiB
-	CodeBadHandshake        Code = "bad_handshake"     // a WebSocket upgrade request gorilla refused
-	CodeForbiddenOrigin     Code = "forbidden_origin"
-	CodeForbiddenHost       Code = "forbidden_host"
-	CodeDeviceBusy          Code = "device_busy"
-	CodeTooManyEffects      Code = "too_many_effects" // more effects on an arm than MaxEffectsPerArm
-	CodeUnknownEffect       Code = "unknown_effect"   // warning: remove named an effect the session does not have
-	CodeUnknownKey          Code = "unknown_key"      // warning: unknown configure or session key
-	CodeUnknownCommand      Code = "unknown_command"  // warning: unknown command name
-	CodeUnknownField        Code = "unknown_field"    // warning: unknown field inside a known entry
-	CodeCommandIgnored      Code = "command_ignored"  // warning: lost the control-command precedence
-	CodeWarningsDropped     Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
-	CodeErrorsDropped       Code = "errors_dropped"   // counts the errors past MaxErrors
-	CodeVersionMismatch     Code = "version_mismatch"
-	CodeInternal            Code = "internal"
-	CodeUnavailable         Code = "unavailable"
+	// The four below answer what net/http refuses before any handler runs.
+	CodeMalformedRequest            Code = "malformed_request"             // a request line, header or Host HTTP/1.1 does not allow
+	CodeUnsupportedTransferEncoding Code = "unsupported_transfer_encoding" // a Transfer-Encoding other than chunked
+	CodeUnsupportedHTTPVersion      Code = "unsupported_http_version"      // a version other than HTTP/1.0 or HTTP/1.1
+	CodeExpectationFailed           Code = "expectation_failed"            // an Expect other than 100-continue
+	CodeBadHandshake                Code = "bad_handshake"                 // a WebSocket upgrade request gorilla refused
+	CodeForbiddenOrigin             Code = "forbidden_origin"
+	CodeForbiddenHost               Code = "forbidden_host"
+	CodeDeviceBusy                  Code = "device_busy"
+	CodeTooManyEffects              Code = "too_many_effects" // more effects on an arm than MaxEffectsPerArm
+	CodeUnknownEffect               Code = "unknown_effect"   // warning: remove named an effect the session does not have
+	CodeUnknownKey                  Code = "unknown_key"      // warning: unknown configure or session key
+	CodeUnknownCommand              Code = "unknown_command"  // warning: unknown command name
+	CodeUnknownField                Code = "unknown_field"    // warning: unknown field inside a known entry
+	CodeCommandIgnored              Code = "command_ignored"  // warning: lost the control-command precedence
+	CodeWarningsDropped             Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
+	CodeErrorsDropped               Code = "errors_dropped"   // counts the errors past MaxErrors
+	CodeVersionMismatch             Code = "version_mismatch"
+	CodeInternal                    Code = "internal"
+	CodeUnavailable                 Code = "unavailable"
 )
 
 // codeInfo is one row of the error table.
@@ -78,6 +83,10 @@ var codeTable = []codeInfo{
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB"},
 	{CodeHeadersTooLarge, http.StatusRequestHeaderFieldsTooLarge, "the request line and headers are over 64 KiB: send fewer or shorter headers"},
+	{CodeMalformedRequest, http.StatusBadRequest, "the request is not well-formed HTTP/1.1: send METHOD /path HTTP/1.1, a Host header, and Name: value header lines"},
+	{CodeUnsupportedTransferEncoding, http.StatusNotImplemented, "the Transfer-Encoding is not supported: send the body with a Content-Length, or chunked"},
+	{CodeUnsupportedHTTPVersion, http.StatusHTTPVersionNotSupported, "the HTTP version is not supported: send HTTP/1.1 (or HTTP/1.0)"},
+	{CodeExpectationFailed, http.StatusExpectationFailed, "the Expect header can only be 100-continue: drop it"},
 	{CodeBadHandshake, http.StatusBadRequest, "not a WebSocket handshake: send GET with Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key"},
 	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
 	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},

@@ -171,6 +171,7 @@ type ClientMessage struct {
 	subscribe Subscription
 	typesBuf  [4]DeviceType
 	pathBuf   []byte
+	errs      errorList // how DecodeDevice's errors reach Errors
 	types     *TypeTable
 	// keyedByID is the layout of the entry DecodeDevice decodes: 3.0's
 	// (devices keyed by id), whose routes are under LegacyRoutePrefix.
@@ -303,6 +304,9 @@ func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
+	if m.warnings().full() {
+		return // counted; the key is not copied
+	}
 	k := string(key)
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
 }
@@ -365,6 +369,8 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 	}
 	e.Path = reuse(e.Path, m.pathBuf)
 	at := rootPath(e.Path)
+	m.errs.list = &m.Errors
+	at.errs = &m.errs
 	if idFromLayout && len(id) == 0 {
 		m.Fail(CodeInvalidValue, e.Path, "a device key must be a non-empty device id such as \"049D\"")
 		return
@@ -404,11 +410,8 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 				continue
 			}
 			at.push("commands")
-			err := m.decodeCommands(e, val, &at)
+			m.decodeCommands(e, val, &at)
 			at.pop()
-			if err != nil {
-				m.fail(err)
-			}
 		case it.KeyIs("configure"):
 			if !val.Exists() {
 				continue
@@ -424,20 +427,22 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 				w.add(CodeUnknownKey, &c, "effects need a force output: a %s has none, ignored", e.TypeKey)
 				continue
 			}
-			if err := decodeEffectsUpdate(val, &c, w, &e.Effects); err != nil {
-				m.fail(err)
-				continue
+			errs := partErrors{to: m}
+			if decodeEffectsUpdate(val, &c, w, &e.Effects, &errs); errs.n == 0 {
+				e.HasEffects = true
 			}
-			e.HasEffects = true
 		default:
 			w.unknownField(&at, &it)
 		}
 	}
 }
 
-func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Error {
+// decodeCommands decodes a device's commands, recording the error of each
+// bad one (the message then applies nothing).
+func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) {
 	if err := expectObject(v, at, `{"set_cursor_force": {"vector": {"x": 0, "y": 0, "z": 1}}}`); err != nil {
-		return err
+		m.fail(err)
+		return
 	}
 	w := m.warnings()
 	var control [len(commandTable)]DeviceCommand
@@ -451,7 +456,7 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 		if kind == CmdNone {
 			if ok, err := m.decodeStateCommand(e, it.Key(), it.Value(), &it, at); ok {
 				if err != nil {
-					return err
+					m.fail(err)
 				}
 				continue
 			}
@@ -474,7 +479,8 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 		cmd, err := decodeCommand(kind, val, at, w)
 		at.pop()
 		if err != nil {
-			return err
+			m.fail(err)
+			continue
 		}
 		if info.control {
 			control[kind] = cmd
@@ -502,7 +508,6 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) *Er
 	case probe != CmdNone:
 		e.Command = DeviceCommand{Kind: probe}
 	}
-	return nil
 }
 
 func decodeCommand(kind CommandKind, v Value, at *pathSeg, w warnings) (DeviceCommand, *Error) {
@@ -682,22 +687,31 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 	switch k {
 	case KeyPreset:
 		v, err := decodePreset(val, at, w)
-		if o, ok := old.(Preset); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err // boxed into an Entry, a value that failed would cost an allocation
+		}
+		if o, ok := old.(Preset); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyMount:
 		v, err := decodeMount(val, at, w)
-		if o, ok := old.(Mount); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Mount); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyBasis:
 		v, err := decodeBasis(val, at, w)
-		if o, ok := old.(Basis); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Basis); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyDamping:
 		p, err := decodeDampingParts(val, at, w)
 		if err != nil {
@@ -709,16 +723,22 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 		return p.damping(), nil
 	case KeyForceGate:
 		v, err := decodeForceGate(val, at, w)
-		if o, ok := old.(ForceGate); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(ForceGate); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	case KeyNavigation:
 		v, err := decodeNavigation(val, at, w)
-		if o, ok := old.(Navigation); ok && err == nil && o == v {
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := old.(Navigation); ok && o == v {
 			return old, nil
 		}
-		return v, err
+		return v, nil
 	}
 	return decodeEntryValue(k, val, at, w)
 }

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"math"
-	"strings"
 
 	"github.com/hapticd/hapticd/protocol/space"
 )
@@ -203,7 +202,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 				return out, err
 			}
 			if !known {
-				return out, errAt(CodeInvalidValue, &c, "navigation mode %q is not one of %s", m, strings.Join(navigationModes, ", "))
+				return out, errAt(CodeInvalidValue, &c, "navigation mode %q is not one of %s", m, nameList(navigationModes))
 			}
 			out.Mode = m
 		case it.KeyIs("bubble"):
@@ -267,7 +266,7 @@ members:
 				return err
 			}
 			if !known {
-				return errAt(CodeInvalidValue, &c, "easing %q is not one of %s", e, strings.Join(navigationEasings, ", "))
+				return errAt(CodeInvalidValue, &c, "easing %q is not one of %s", e, nameList(navigationEasings))
 			}
 			b.Easing = e
 		case it.KeyIs("collision_detection"):
@@ -300,7 +299,7 @@ func checkBubbleShape(s SDFShape, at *pathSeg) *Error {
 	}
 	if !known {
 		c := at.child("primitive")
-		return errAt(CodeInvalidValue, &c, "a bubble must enclose the cursor in a shape the loop renders: one of %s, not %s", strings.Join(bubbleShapes, ", "), s.Primitive)
+		return errAt(CodeInvalidValue, &c, "a bubble must enclose the cursor in a shape the loop renders: one of %s, not %s", nameList(bubbleShapes), s.Primitive)
 	}
 	// Each parameter the primitive reads, named as the client sent it.
 	pc := at.child("parameters")
@@ -403,7 +402,7 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 				return err
 			}
 			if !known {
-				return errAt(CodeInvalidValue, &mc, "center mode %q is not one of %s", m, strings.Join(centerModes, ", "))
+				return errAt(CodeInvalidValue, &mc, "center mode %q is not one of %s", m, nameList(centerModes))
 			}
 			c.Mode, moded = m, true
 		case it.KeyIs("drift_rate"):

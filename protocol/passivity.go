@@ -1,7 +1,5 @@
 package protocol
 
-import "strings"
-
 // The passivity entries are device-global (HTTP only, persisted per device
 // like handedness): the last stages of every arm's output, after the
 // passivity controller. The clamp bounds the force's magnitude and the slew
@@ -99,7 +97,7 @@ func decodePassivityController(v Value, at *pathSeg, w warnings) (PassivityContr
 				}
 			}
 			if i < 0 {
-				return PassivityController{}, errAt(CodeInvalidValue, &c, "scope must be one of %s", strings.Join(passivityScopes, ", "))
+				return PassivityController{}, errAt(CodeInvalidValue, &c, "scope must be one of %s", nameList(passivityScopes))
 			}
 			out.Scope = passivityScopes[i]
 		default:

@@ -146,7 +146,7 @@ func decodeSDFShape(v Value, at *pathSeg, w warnings) (SDFShape, *Error) {
 	}
 	pc := at.child("primitive")
 	if !prim.Exists() {
-		return SDFShape{}, errAt(CodeInvalidValue, at, `shape needs "primitive" (one of %s) and "parameters", e.g. %s`, strings.Join(sdfPrimitiveNames, ", "), example)
+		return SDFShape{}, errAt(CodeInvalidValue, at, `shape needs "primitive" (one of %s) and "parameters", e.g. %s`, nameList(sdfPrimitiveNames), example)
 	}
 	return decodeSDFNamed(prim, &pc, params, at.child("parameters"), w)
 }
@@ -156,11 +156,11 @@ func decodeSDFShape(v Value, at *pathSeg, w warnings) (SDFShape, *Error) {
 func decodeSDFNamed(prim Value, pc *pathSeg, params Value, parAt pathSeg, w warnings) (SDFShape, *Error) {
 	b, ok := prim.StringBytes()
 	if !ok {
-		return SDFShape{}, errAt(CodeInvalidValue, pc, "%s must be a string (one of %s), got %s", pc.last(), strings.Join(sdfPrimitiveNames, ", "), prim.Kind())
+		return SDFShape{}, errAt(CodeInvalidValue, pc, "%s must be a string (one of %s), got %s", pc.last(), nameList(sdfPrimitiveNames), prim.Kind())
 	}
 	p := findSDFPrimitive(b)
 	if p == nil {
-		return SDFShape{}, errAt(CodeInvalidValue, pc, "unknown SDF primitive %q: use one of %s", b, strings.Join(sdfPrimitiveNames, ", "))
+		return SDFShape{}, errAt(CodeInvalidValue, pc, "unknown SDF primitive %q: use one of %s", b, nameList(sdfPrimitiveNames))
 	}
 	out := SDFShape{Primitive: p.name}
 	if !params.Exists() {

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"slices"
-	"strings"
 )
 
 // session.configure.subscribe (an extension): a session names the devices
@@ -224,7 +223,7 @@ func decodeStateFields(v Value, at *pathSeg) (StateFields, *Error) {
 		}
 		i := slices.Index(armStateFieldNames[:], string(b))
 		if i < 0 {
-			return 0, errAt(CodeInvalidValue, &ec, "unknown arm state field %q: one of %s", b, strings.Join(armStateFieldNames[:], ", "))
+			return 0, errAt(CodeInvalidValue, &ec, "unknown arm state field %q: one of %s", b, nameList(armStateFieldNames[:]))
 		}
 		f |= 1 << i
 	}

@@ -84,3 +84,50 @@ func TestTrimWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsPastTheCapAreNotFormatted: a message of 20,000 unknown device
+// types copied and boxed each key before the cap on listed warnings dropped
+// it (two allocations per key); every kind of warning past the cap is
+// counted without a copy, so a message costs about the 32 it lists.
+func TestWarningsPastTheCapAreNotFormatted(t *testing.T) {
+	types, err := NewTypeTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	build := func(prefix, item, suffix string) []byte {
+		var b strings.Builder
+		b.WriteString(prefix)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, item, i)
+		}
+		b.WriteString(suffix)
+		return []byte(b.String())
+	}
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"unknown fields", build(`{"arm3":[{"device_id":"049D","configure":{"force_gate":{"gain":0.5,`, `"u%d":1`, `}}}]}`)},
+		{"unknown configure keys", build(`{"arm3":[{"device_id":"049D","configure":{`, `"unknown_key_number_%d":1`, `}}]}`)},
+		{"unknown commands", build(`{"arm3":[{"device_id":"049D","commands":{`, `"unknown_command_number_%d":1`, `}}]}`)},
+		{"unknown device types", build(`{`, `"unknown_type_number_%d":[]`, `}`)},
+		{"unknown session keys", build(`{"session":{`, `"unknown_session_key_number_%d":1`, `}}`)},
+		{"unknown device members", build(`{"arm3":[{"device_id":"049D",`, `"unknown_member_number_%d":1`, `}]}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m ClientMessage
+			DecodeClientMessage(tc.msg, types, &m)
+			if len(m.Warnings) != MaxWarnings || m.WarningsDropped != n-MaxWarnings {
+				t.Fatalf("%d warnings listed, %d dropped; want %d and %d", len(m.Warnings), m.WarningsDropped, MaxWarnings, n-MaxWarnings)
+			}
+			// The listed warnings are formatted: a few dozen allocations each.
+			if allocs := testing.AllocsPerRun(3, func() { DecodeClientMessage(tc.msg, types, &m) }); allocs > 40*MaxWarnings {
+				t.Fatalf("%d warnings: %.0f allocations, want at most %d", n, allocs, 40*MaxWarnings)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,27 +151,88 @@ type countedConn struct {
 	out net.Buffers
 }
 
-// netHTTPHeadersTooLarge is the whole answer net/http writes itself on the
-// connection, before any handler runs, to a request head over
-// MaxHeaderBytes (net/http's server.go, conn.serve). Write answers
-// headersTooLarge in its place.
-const netHTTPHeadersTooLarge = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
+// The answers net/http writes itself on the connection, each whole in one
+// Write, to a request it refuses before any handler runs (net/http's
+// server.go: conn.serve, response.sendExpectationFailed). countedConn.Write
+// answers the JSON error envelope every other refusal answers in their
+// place.
+const (
+	netHTTPPlainHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
-// Write is the connection's, but for net/http's own plain-text 431, which
-// becomes the JSON error envelope every other refusal answers.
+	netHTTPHeadersTooLarge = "HTTP/1.1 431 Request Header Fields Too Large" + netHTTPPlainHeaders + "431 Request Header Fields Too Large"
+	netHTTPBadTransfer     = "HTTP/1.1 501 Not Implemented" + netHTTPPlainHeaders + "Unsupported transfer encoding"
+	netHTTPBadVersion      = "HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version" + netHTTPPlainHeaders + "505 HTTP Version Not Supported: unsupported protocol version"
+	netHTTPNoHost          = "HTTP/1.1 400 Bad Request: missing required Host header" + netHTTPPlainHeaders + "400 Bad Request: missing required Host header"
+	netHTTPBadHost         = "HTTP/1.1 400 Bad Request: malformed Host header" + netHTTPPlainHeaders + "400 Bad Request: malformed Host header"
+	netHTTPBadHeaderName   = "HTTP/1.1 400 Bad Request: invalid header name" + netHTTPPlainHeaders + "400 Bad Request: invalid header name"
+	netHTTPBadHeaderValue  = "HTTP/1.1 400 Bad Request: invalid header value" + netHTTPPlainHeaders + "400 Bad Request: invalid header value"
+	// A malformed request line, header line or Content-Length, among others.
+	netHTTPBadRequest = "HTTP/1.1 400 Bad Request" + netHTTPPlainHeaders + "400 Bad Request"
+
+	// The 417 to an Expect other than 100-continue goes through the
+	// response writer: its status line has the request's version, and a
+	// Date between the two parts (http.TimeFormat, 29 bytes). A HEAD's has
+	// no Content-Length, and stays as it is (an answer to a HEAD has no
+	// body).
+	netHTTPExpectationFailed = " 417 Expectation Failed\r\nConnection: close\r\nDate: "
+	netHTTPExpectationTail   = "\r\nContent-Length: 0\r\n\r\n"
+	netHTTPExpectationLen    = len("HTTP/1.1") + len(netHTTPExpectationFailed) + len(http.TimeFormat) + len(netHTTPExpectationTail)
+
+	netHTTPRefusalMaxLen = max(len(netHTTPHeadersTooLarge), len(netHTTPBadTransfer), len(netHTTPBadVersion),
+		len(netHTTPNoHost), len(netHTTPBadHost), len(netHTTPBadHeaderName), len(netHTTPBadHeaderValue),
+		len(netHTTPBadRequest), netHTTPExpectationLen)
+)
+
+// netHTTPRefusal is the error to answer in place of p, when p is one of
+// net/http's own refusals, or nil.
+func netHTTPRefusal(p []byte) *protocol.Error {
+	// Every other write (an answer, a frame) costs these two compares.
+	if len(p) > netHTTPRefusalMaxLen || !bytes.HasPrefix(p, []byte("HTTP/1.")) {
+		return nil
+	}
+	switch string(p) {
+	case netHTTPHeadersTooLarge:
+		return protocol.Errorf(protocol.CodeHeadersTooLarge, "", "the request line and headers are over %d KiB: send fewer or shorter headers", maxHeaderBytes>>10)
+	case netHTTPBadTransfer:
+		return protocol.Errorf(protocol.CodeUnsupportedTransferEncoding, "", "the Transfer-Encoding is not supported: send the body with a Content-Length, or chunked")
+	case netHTTPBadVersion:
+		return protocol.Errorf(protocol.CodeUnsupportedHTTPVersion, "", "the HTTP version is not supported: send HTTP/1.1 (or HTTP/1.0)")
+	case netHTTPNoHost:
+		return protocol.Errorf(protocol.CodeMalformedRequest, "", "the request has no Host header, which HTTP/1.1 requires: send Host: host:port")
+	case netHTTPBadHost:
+		return protocol.Errorf(protocol.CodeMalformedRequest, "", "the Host header is malformed: send Host: host:port")
+	case netHTTPBadHeaderName:
+		return protocol.Errorf(protocol.CodeMalformedRequest, "", "a header name is malformed: send Name: value, the name without spaces or separators")
+	case netHTTPBadHeaderValue:
+		return protocol.Errorf(protocol.CodeMalformedRequest, "", "a header value holds a control character: send printable values")
+	case netHTTPBadRequest:
+		return protocol.Errorf(protocol.CodeMalformedRequest, "", "the request line, a header line or the Content-Length is malformed: send METHOD /path HTTP/1.1, Name: value header lines and at most one Content-Length")
+	}
+	if len(p) == netHTTPExpectationLen && (p[7] == '0' || p[7] == '1') &&
+		string(p[8:8+len(netHTTPExpectationFailed)]) == netHTTPExpectationFailed &&
+		bytes.HasSuffix(p, []byte(netHTTPExpectationTail)) {
+		return protocol.Errorf(protocol.CodeExpectationFailed, "", "the Expect header can only be 100-continue: drop it")
+	}
+	return nil
+}
+
+// Write is the connection's, but for net/http's own plain-text refusals,
+// which become the JSON error envelope every other refusal answers, with
+// Connection: close as theirs (net/http closes the connection after them).
 func (c *countedConn) Write(p []byte) (int, error) {
-	if len(p) != len(netHTTPHeadersTooLarge) || string(p) != netHTTPHeadersTooLarge {
+	e := netHTTPRefusal(p)
+	if e == nil {
 		return c.Conn.Write(p)
 	}
-	if _, err := c.Conn.Write(headersTooLarge()); err != nil {
+	if _, err := c.Conn.Write(refusalAnswer(e)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-// headersTooLarge is the answer to a request head over maxHeaderBytes.
-func headersTooLarge() []byte {
-	e := protocol.Errorf(protocol.CodeHeadersTooLarge, "", "the request line and headers are over %d KiB: send fewer or shorter headers", maxHeaderBytes>>10)
+// refusalAnswer is the whole HTTP answer, envelope and all, to a request
+// net/http refused.
+func refusalAnswer(e *protocol.Error) []byte {
 	body := protocol.AppendErrorEnvelope(nil, e)
 	status := e.Code.HTTPStatus()
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",

@@ -130,16 +130,22 @@ func TestEffectsBadInputChangesNothing(t *testing.T) {
 	for i := range many {
 		many[i] = springAt(fmt.Sprintf("s%d", i), 0.01)
 	}
-	cases := []struct{ name, effects, code string }{
-		{"no id", `{"set":[{"type":"spring","position":{"x":0,"y":0,"z":0},"stiffness":1}]}`, "invalid_value"},
-		{"unknown type", `{"set":[{"id":"a","type":"magnet"}]}`, ""},
-		{"stiffness too high", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e9}]}`, "out_of_range"},
-		{"zero normal", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":0},"stiffness":10}]}`, ""},
-		{"not an object", `{"set":[3]}`, "invalid_value"},
-		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, ""},
+	cases := []struct {
+		name, effects, code string
+		listed              int // errors the frame lists (0: at least one)
+	}{
+		{"no id", `{"set":[{"type":"spring","position":{"x":0,"y":0,"z":0},"stiffness":1}]}`, "invalid_value", 0},
+		{"unknown type", `{"set":[{"id":"a","type":"magnet"}]}`, "", 0},
+		{"stiffness too high", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e9}]}`, "out_of_range", 0},
+		{"zero normal", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":0},"stiffness":10}]}`, "", 0},
+		{"not an object", `{"set":[3]}`, "invalid_value", 0},
+		{"one bad among good", `{"set":[` + springAt("b", 0.01) + `,{"id":"c","type":"damper"}]}`, "", 0},
 		// 16 new beside the one in force: the cap holds across messages.
-		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects"},
-		{"sdf primitive not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value"},
+		{"too many across messages", `{"set":[` + strings.Join(many, ",") + `]}`, "too_many_effects", 0},
+		{"sdf primitive not rendered", `{"set":[{"id":"s","type":"sdf","shape":{"primitive":"cone","parameters":{"c":{"x":0.6,"y":0.8},"h":0.02}}}]}`, "invalid_value", 0},
+		// Each bad member has its own entry, not one per round trip.
+		{"three bad members", `{"set":[{"id":"a","type":"wall","position":{"x":0,"y":0,"z":999},"normal":{"x":0,"y":0,"z":0},"stiffness":-1}]}`, "out_of_range", 3},
+		{"two bad effects", `{"set":[{"id":"a","type":"damper","scalar":-1},` + springAt("b", 0.01) + `,{"id":"c","type":"magnet"}]}`, "out_of_range", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +154,9 @@ func TestEffectsBadInputChangesNothing(t *testing.T) {
 			codes := errorCodes(f)
 			if len(codes) == 0 || (tc.code != "" && codes[0] != tc.code) {
 				t.Fatalf("want an error %q, got %v (warnings %v)", tc.code, codes, f["warnings"])
+			}
+			if tc.listed != 0 && len(codes) != tc.listed {
+				t.Fatalf("%d errors listed, want %d: %v", len(codes), tc.listed, f["errors"])
 			}
 			if n := effectCount(f); n != 1 {
 				t.Fatalf("a refused declaration changed the effects in force: count %v", n)
