@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
@@ -198,7 +200,8 @@ func (s *silentNode) Receive(ctx actor.Context) {
 // is gone (its port refuses, or a new process of the node took over), not
 // after the gateway's full 2 s: nothing will answer it. A node dropped for
 // its silence alone may be hung and resume, and could still apply the set
-// within the 2 s, so that set waits them out as before.
+// within the 2 s, so that set waits them out as before, unless the node is
+// then known gone too.
 func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
 	refusing := func(t *testing.T) string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -230,6 +233,44 @@ func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
 			g.dropNodeLocked("n", "silent", false)
 			g.mu.Unlock()
 		}, false},
+		// Dropped for its silence first (a hung process), and then known
+		// gone: nothing will answer any more (review19: the set waited
+		// out the 2 s).
+		{"silent, then its port refuses", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			n := g.nodes["n"]
+			n.addr = refusing(t)
+			pid := n.pid
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			g.terminated(pid)
+		}, true},
+		{"silent, then it leaves the topology and its port refuses", func(t *testing.T, g *Gateway) {
+			addr := refusing(t)
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			portN, err := strconv.Atoi(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			g.nodes["n"].addr = addr
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			m := &cluster.Member{Id: "m-n", Host: host, Port: int32(portN), Kinds: []string{NodeKind("n")}}
+			g.topology(&cluster.ClusterTopology{Left: []*cluster.Member{m}})
+		}, true},
+		{"silent, then a new process of it", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			// Its device left, and the service forgot its proxy, before
+			// the new process's inventory came.
+			waitCond(t, "the dropped node's proxy forgotten", func() bool { return g.proxy("uuid-n") == nil })
+			g.inventory(&wire.Inventory{NodeId: "n", Address: refusing(t), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+		}, true},
 	}
 	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
 	if pe != nil {

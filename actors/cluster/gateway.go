@@ -87,6 +87,12 @@ type Gateway struct {
 	// directory holds them (idsDocument) once idsDirty is false again.
 	ids      idMemory
 	idsDirty bool
+	// dropped are the nodes dropped for their silence alone, by id, until
+	// the node joins again: a hung node may resume and answer the config
+	// requests its devices' proxies still wait on, so those wait until
+	// its process is known gone (watchDroppedLocked; a new process of it,
+	// inventory).
+	dropped map[string]*nodeState
 }
 
 type nodeState struct {
@@ -102,6 +108,11 @@ type nodeState struct {
 	suspect bool
 	// offset is the node's clock less the gateway's, from the batches.
 	offset clockOffset
+	// droppedAt is when the node was dropped for its silence (dropped),
+	// and left its proxies then: the service forgets them as their
+	// devices leave, and config requests may still wait on them.
+	droppedAt time.Time
+	left      []*proxy
 }
 
 // StartGateway starts the remote and subscribes to every peer.
@@ -296,6 +307,9 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 			if n := g.nodes[id]; n != nil && n.addr == m.Address() {
 				g.suspectLocked(n, "left the cluster")
 			}
+			if n := g.dropped[id]; n != nil && n.addr == m.Address() {
+				g.watchDroppedLocked(n, "left the cluster")
+			}
 		}
 	}
 	clear(g.members)
@@ -326,6 +340,42 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 	g.log.Info().Str("node", n.id).Str("why", why).Msg("node suspect; dropped unless it is heard from")
 	n.suspect, n.heard, n.silence = true, false, 0
 	id, addr := n.id, n.addr
+	// Dialled again while the node stays suspect: probed ends that
+	// within suspectFor of silence.
+	g.watchPort(addr, time.Time{}, func() bool {
+		n := g.nodes[id]
+		return n != nil && n.suspect && n.addr == addr
+	}, func() { g.dropNodeLocked(id, "its connection closed and its port refuses", true) })
+}
+
+// watchDroppedLocked is suspectLocked for a node already dropped for its
+// silence whose connection closed, or that left the topology (a hung
+// process then killed): once its port refuses, the config requests its
+// devices' proxies still wait on end (proxy.processGone). None waits
+// longer than configTimeout after the drop, so neither does the watch.
+func (g *Gateway) watchDroppedLocked(n *nodeState, why string) {
+	until := n.droppedAt.Add(configTimeout)
+	if n.suspect || !time.Now().Before(until) {
+		return
+	}
+	g.log.Info().Str("node", n.id).Str("why", why).Msg("dropped node's process may have ended; its config requests end if its port refuses")
+	n.suspect = true
+	g.watchPort(n.addr, until, func() bool { return g.dropped[n.id] == n }, func() {
+		delete(g.dropped, n.id)
+		for _, p := range n.left {
+			p.processGone()
+		}
+	})
+}
+
+// watchPort dials addr, on its own goroutine, until its port refuses a
+// connection (then refused runs, under mu), or a dial gets no answer (a
+// hung or cut-off host: its silence decides), or still (under mu) says
+// the question is moot, or the gateway stops, or until passes (zero: no
+// bound). A port that answers is dialled again every redialEvery: a
+// killed process's connections can close before its listener does (the
+// kernel closes its files one by one, and a loaded host preempts that).
+func (g *Gateway) watchPort(addr string, until time.Time, still func() bool, refused func()) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -336,24 +386,18 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 				_ = c.Close()
 			case errors.Is(err, syscall.ECONNREFUSED):
 				g.mu.Lock()
-				if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
-					g.dropNodeLocked(id, "its connection closed and its port refuses", true)
+				if still() {
+					refused()
 				}
 				g.mu.Unlock()
 				return
 			default:
-				return // no answer: its silence decides
+				return
 			}
-			// It answered, yet its connection closed: a killed process's
-			// connections can close before its listener does (the kernel
-			// closes its files one by one, and a loaded host preempts
-			// that), so dial again while the node stays suspect; probed
-			// ends that within suspectFor of silence.
 			g.mu.Lock()
-			n := g.nodes[id]
-			still := n != nil && n.suspect && n.addr == addr
+			ok := still()
 			g.mu.Unlock()
-			if !still {
+			if !ok || !until.IsZero() && !time.Now().Before(until) {
 				return
 			}
 			select {
@@ -430,16 +474,35 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 // dropNodeLocked forgets a node; its devices fail and leave. dead: the
 // node's process is gone for sure (its port refuses), so the config
 // requests still waiting for its answer get none (proxy.processGone).
+// A node dropped for its silence alone is kept in dropped: it may be hung
+// and resume, so its requests wait until it is known gone.
 func (g *Gateway) dropNodeLocked(id, why string, dead bool) {
 	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
+	n := g.nodes[id]
 	delete(g.nodes, id)
+	var left []*proxy
 	for _, p := range g.proxies {
 		if p.nodeID == id {
 			p.leave(errNodeLost)
 			if dead {
 				p.processGone()
 			}
+			left = append(left, p)
 		}
+	}
+	delete(g.dropped, id)
+	if dead || n == nil {
+		return
+	}
+	n.left = left
+	if g.dropped == nil {
+		g.dropped = map[string]*nodeState{}
+	}
+	closed := n.suspect // its connection closed before: its port may refuse yet
+	n.suspect, n.droppedAt = false, time.Now()
+	g.dropped[id] = n
+	if closed {
+		g.watchDroppedLocked(n, "its connection had closed")
 	}
 }
 
@@ -462,6 +525,11 @@ func (g *Gateway) terminated(who *actor.PID) {
 			g.suspectLocked(n, "its connection closed")
 		}
 	}
+	for _, n := range g.dropped {
+		if n.pid != nil && n.pid.Equal(who) {
+			g.watchDroppedLocked(n, "its connection closed")
+		}
+	}
 }
 
 // inventory reconciles the gateway's devices with one node's list. It
@@ -471,17 +539,27 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {
 		if n.addr != "" {
-			// A new process of the node (a fresh address per start): its
-			// devices leave with the old one and return with this one's
-			// inventory, their config read afresh.
 			g.log.Info().Str("node", n.id).Str("was", n.addr).Str("now", m.Address).Msg("node restarted")
-			for _, p := range g.proxies {
-				if p.nodeID == n.id {
+		}
+		// A new process of the node (a fresh address per start): the
+		// devices of an old one leave with it and return with this one's
+		// inventory, their config read afresh, and nothing the old one
+		// was asked will be answered. So also for a node dropped for its
+		// silence before (it is new in nodes then).
+		for _, p := range g.proxies {
+			if p.nodeID == n.id && p.node.Address != m.Address {
+				if !p.lost.Load() {
 					p.leave(fmt.Errorf("cluster: node %s restarted; its devices return with its new process (%w)", n.id, hw.ErrGone))
-					p.processGone()
 				}
+				p.processGone()
 			}
 		}
+		if d := g.dropped[n.id]; d != nil && d.addr != m.Address {
+			for _, p := range d.left {
+				p.processGone()
+			}
+		}
+		delete(g.dropped, n.id)
 		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
 		n.suspect = false
 		joined = n.pid
