@@ -184,14 +184,98 @@ func TestGatewayConfigWriteDuringSync(t *testing.T) {
 
 // silentNode stands in for a node's actor that takes config requests and
 // never answers them: a node that is killed while they are on their way.
-type silentNode struct{ sets chan struct{} }
+// It tells sets (and gets, if set) that a request of theirs came.
+type silentNode struct{ sets, gets chan struct{} }
 
 func (s *silentNode) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*wire.ConfigRequest); ok && m.Op == "set" {
+	m, ok := ctx.Message().(*wire.ConfigRequest)
+	if !ok {
+		return
+	}
+	tell := s.sets
+	if m.Op == "get" {
+		tell = s.gets
+	}
+	select {
+	case tell <- struct{}{}:
+	default:
+	}
+}
+
+// Stopping the gateway (SIGTERM) does not wait on a hung node's answers:
+// the sync of its device's config and a client's set in flight end at
+// once, the set with 503 (review21: Gateway.Close waited out the 2 s of
+// each config request of the sync, one key after another).
+func TestGatewayStopsWithoutWaitingOnAHungNode(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Minute)
+	t.Cleanup(g.sys.Shutdown)
+	s := &silentNode{sets: make(chan struct{}, 1), gets: make(chan struct{}, 1)}
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+	waitAdded(t, g)
+	for _, c := range []chan struct{}{s.gets} {
 		select {
-		case s.sets <- struct{}{}:
-		default:
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the gateway's sync never asked the node")
 		}
+	}
+	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	dev := g.svc.Devices().All()[0]
+	type answer struct {
+		err error
+		at  time.Time
+	}
+	set := make(chan answer, 1)
+	go func() {
+		_, err := g.svc.SetEntry(dev, 0, left)
+		set <- answer{err, time.Now()}
+	}()
+	select {
+	case <-s.sets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the set never reached the node")
+	}
+	// Gateway.Close, short of the remote this gateway has none of.
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() {
+		g.closing.Store(true)
+		close(g.stop)
+		g.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway's goroutines did not return within a minute of its stop")
+	}
+	if took := time.Since(start); took >= configTimeout {
+		t.Errorf("the gateway's stop took %v, waiting on a hung node's answers (each waits %v at most)", took, configTimeout)
+	}
+	select {
+	case a := <-set:
+		var perr *protocol.Error
+		if !errors.As(a.err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("a set in flight when the gateway stopped: %v, want %s", a.err, protocol.CodeUnavailable)
+		}
+		if took := a.at.Sub(start); took >= configTimeout {
+			t.Errorf("a set in flight when the gateway stopped was answered %v after the stop, want at once", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a set in flight when the gateway stopped was never answered")
 	}
 }
 

@@ -35,6 +35,11 @@ var errNodeLost = fmt.Errorf("cluster: the device's node is unreachable (%w); it
 // client reads the entry back once the device returns.
 var errNodeGone = errors.New("cluster: the device's node went away before it answered (its process ended); if it had applied the request, the device returns with it")
 
+// errGatewayStopping answers a config request in flight when the gateway
+// stops: its shutdown does not wait on a node's answer. The node may still
+// apply a set; the client reads the entry back.
+var errGatewayStopping = errors.New("cluster: the gateway is stopping; a set it sent may still be applied on the node")
+
 // Gateway serves the devices of every node in cfg.Peers through svc.
 type Gateway struct {
 	// closing stops proxies sending once the remote is going away; the
@@ -432,7 +437,9 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // membership; or a node the cluster expelled, which protoactor never lets
 // back in under the same member id, but whose link works).
 //
-// It waits configTimeout at most, and no longer than until the node's
+// It waits configTimeout at most, no longer than until the gateway stops
+// (its shutdown must not wait on a hung node: the sync of a device's
+// config asks one key after another), and no longer than until the node's
 // process is known gone (p.gone): nothing will answer then, and a client
 // waited out the full timeout for a node the gateway had dropped a few
 // milliseconds after its SIGKILL. protoactor's cluster request alone does
@@ -466,6 +473,8 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 		return a.r, a.err
 	case <-p.gone:
 		return nil, errNodeGone
+	case <-g.stop:
+		return nil, errGatewayStopping
 	case <-timeout.C:
 		return nil, actor.ErrTimeout // as the request's own future says it
 	}
@@ -670,7 +679,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// one that could not be read keeps the gateway's copy, as it did.
 	defer p.synced.Store(true)
 	for _, k := range protocol.Keys() {
-		if p.lost.Load() {
+		if p.lost.Load() || g.closing.Load() {
 			return
 		}
 		if k.SessionScoped() {

@@ -620,7 +620,7 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
 	r, err := p.g.configRequest(p, m)
-	if errors.Is(err, errNodeGone) {
+	if errors.Is(err, errNodeGone) || errors.Is(err, errGatewayStopping) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s: %v", p.nodeID, err)
 	}
 	if err != nil {
