@@ -541,3 +541,31 @@ func gatewayOf(t *testing.T, stand actor.Actor, d *actors.Device) *Gateway {
 	waitAdded(t, g)
 	return g
 }
+
+// A read of the gateway's sync that its node does not answer in time (a
+// loaded or just-resumed node) leaves the entry unsure: a read through the
+// gateway afterwards answers the node's value, and copies it in. The
+// device was marked synced all the same, and the gateway answered its
+// default until the device rejoined (review19).
+func TestGatewayReadAfterAnUnansweredSyncAnswersTheNodes(t *testing.T) {
+	key := protocol.KeyHandedness
+	n, d := testNode(t)
+	if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(), Json: []byte(`"left"`)}); r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	// The sync's read of key is answered only when the test ends.
+	h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() { release(); h.wg.Wait() })
+	g := gatewayOf(t, h, d)
+	dev := g.svc.Devices().All()[0]
+	p := g.proxy(d.Info.UUID)
+	hwtest.Eventually(t, 30*time.Second, "the gateway's sync of the device's config", p.synced.Load)
+	if got := entryJSON(t, g.svc, dev, key); got != `"left"` {
+		t.Fatalf("after a sync whose read of %s went unanswered, a read through the gateway answers %s; the node has \"left\"", key.Path(), got)
+	}
+	if p.ConfigUnsure(key) {
+		t.Fatal("the entry read from the node is still unsure: the gateway's copy was not updated")
+	}
+}

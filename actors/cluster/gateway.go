@@ -676,7 +676,10 @@ func (g *Gateway) add(p *proxy) {
 // write started is not applied over it (proxy.cfgWrites).
 func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// Reads go to the node until every entry was read (proxy.ReadConfig);
-	// one that could not be read keeps the gateway's copy, as it did.
+	// one that could not be read or copied is left unsure, so reads of it
+	// still go to the node, and the first it answers is copied in (the
+	// gateway's copy, the default or an older process's value, answered
+	// them until the device rejoined).
 	defer p.synced.Store(true)
 	for _, k := range protocol.Keys() {
 		if p.lost.Load() || g.closing.Load() {
@@ -697,7 +700,8 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			err = errors.New(reply.Error)
 		}
 		if err != nil || !ok {
-			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
+			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; reads of it ask the node")
+			p.unsure.Or(1 << k)
 			continue
 		}
 		// Applied whatever the gateway's copy holds: reading that copy
@@ -706,6 +710,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		e, pe := protocol.DecodeEntry(k, reply.Json, "")
 		if pe != nil {
 			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
+			p.unsure.Or(1 << k)
 			continue
 		}
 		// Under cfgMu, so that a client's write of k that starts now
@@ -714,7 +719,8 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		p.cfgMu.Lock()
 		if p.cfgWrites[k.Path()] == writes && !p.lost.Load() {
 			if _, err := g.svc.ApplyOwnedEntry(dev, e); err != nil {
-				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
+				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")
+				p.unsure.Or(1 << k)
 			}
 		}
 		p.cfgMu.Unlock()

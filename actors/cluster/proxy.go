@@ -62,7 +62,8 @@ type proxy struct {
 	inflight map[string]int
 	// unsure has bit k set while the last client write of key k was not
 	// answered by the node (503): it may have applied it, so reads of k go
-	// to the node (ReadConfig) until it answers one or a later write. An
+	// to the node (ReadConfig) until it answers one or a later write. The
+	// sync sets it too for a key it could not read or copy in. An
 	// atomic, so that a session's tick path can ask (ConfigUnsure) without
 	// waiting for cfgMu, which an apply holds.
 	unsure atomic.Uint64
