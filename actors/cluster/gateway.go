@@ -673,7 +673,7 @@ func (g *Gateway) add(p *proxy) {
 // device, so a device that comes back comes back with its config. What it
 // reads is applied on the gateway only (the node has it); a client's set or
 // reset meanwhile goes to the node as always, and a value read before that
-// write started is not applied over it (proxy.cfgWrites).
+// write started is not applied over it (proxy.copyIn).
 func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// Reads go to the node until every entry was read (proxy.ReadConfig);
 	// one that could not be read or copied is left unsure, so reads of it
@@ -691,9 +691,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if !k.AppliesTo(dev.Type) {
 			continue // a grip has no force output, nor its entries
 		}
-		p.cfgMu.Lock()
-		writes := p.cfgWrites[k.Path()]
-		p.cfgMu.Unlock()
+		mark := p.markRead(k)
 		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
 		reply, ok := r.(*wire.ConfigReply)
 		if err == nil && ok && reply.Error != "" {
@@ -701,7 +699,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		}
 		if err != nil || !ok {
 			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; reads of it ask the node")
-			p.unsure.Or(1 << k)
+			p.markUnsure(k)
 			continue
 		}
 		// Applied whatever the gateway's copy holds: reading that copy
@@ -709,21 +707,16 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		// nothing for a value it has already.
 		e, pe := protocol.DecodeEntry(k, reply.Json, "")
 		if pe != nil {
-			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
-			p.unsure.Or(1 << k)
+			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode; reads of it ask the node")
+			p.markUnsure(k)
 			continue
 		}
-		// Under cfgMu, so that a client's write of k that starts now
-		// applies on the gateway after this (the device actor keeps the
-		// order), and one that started meanwhile wins.
-		p.cfgMu.Lock()
-		if p.cfgWrites[k.Path()] == writes && !p.lost.Load() {
-			if _, err := g.svc.ApplyOwnedEntry(dev, e); err != nil {
-				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")
-				p.unsure.Or(1 << k)
-			}
+		if p.lost.Load() {
+			return
 		}
-		p.cfgMu.Unlock()
+		if err := p.copyIn(dev, k, e, mark); err != nil {
+			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")
+		}
 	}
 }
 
