@@ -19,9 +19,10 @@ import (
 // request to a cluster member goes through the device's cluster identity,
 // and protoactor's cluster Request retries a dead letter with a fresh
 // identity lookup, which could find the new process; the kill comes at
-// two delays after the set so that the new process joins around the
-// request's end. (A set whose answer is 200 was applied by a process of
-// the node: the handler may have reached the returned arm.)
+// delays after the set so that the new process joins around the
+// request's end, the last after the gateway dropped the node for its
+// silence (1 s), so that the set ends with the kill, not the 2 s. (A set
+// whose answer is 200 was applied by a process of the node.)
 func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and restarts a real process")
@@ -32,7 +33,7 @@ func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 	id := onlyArm(t, node)
 	waitArmOnGateway(t, gw, id)
 	hd := "/arm3/" + id + "/config/handedness"
-	delays := []time.Duration{200 * time.Millisecond, 600 * time.Millisecond}
+	delays := []time.Duration{200 * time.Millisecond, 600 * time.Millisecond, 1300 * time.Millisecond}
 	for i := range labReps(t, 1) * len(delays) {
 		delay := delays[i%len(delays)]
 		waitLab(t, 20*time.Second, "a set of \"right\" acknowledged through the gateway", func() bool {
@@ -45,8 +46,10 @@ func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 		}
 		sent := time.Now()
 		answered := make(chan int, 1)
+		var took time.Duration
 		go func() {
 			st, _ := postJSON(gw.url(hd), `"left"`)
+			took = time.Since(sent)
 			answered <- st
 		}()
 		time.Sleep(delay) // the set waits on the hung node: the scenario
@@ -72,8 +75,8 @@ func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 		time.Sleep(time.Until(sent.Add(8 * time.Second)))
 		onNode, err1 := getData(node.url(hd))
 		onGW, err2 := getData(gw.url(hd))
-		t.Logf("kill %v after the set: answered %d; new process ready %v and its arm back %v after the set; handedness on the node %q (%v), through the gateway %q (%v)",
-			delay, status, ready.Round(time.Millisecond), back.Round(time.Millisecond), onNode, err1, onGW, err2)
+		t.Logf("kill %v after the set: answered %d after %v; new process ready %v and its arm back %v after the set; handedness on the node %q (%v), through the gateway %q (%v)",
+			delay, status, took.Round(time.Millisecond), ready.Round(time.Millisecond), back.Round(time.Millisecond), onNode, err1, onGW, err2)
 		if status != 200 && onNode != "right" {
 			t.Errorf("kill %v after the set: the node's new process has handedness %q: the set answered %d, which its old process never took up, was applied", delay, onNode, status)
 		}
