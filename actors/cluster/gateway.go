@@ -285,6 +285,15 @@ func (g *Gateway) probed(p *probe) {
 		credit = min(max(p.sent.Sub(g.lastProbe), 0), probeCredit)
 	}
 	g.lastProbe = p.sent
+	// A dropped node's proxies are kept for the requests that may still
+	// wait on them, none longer than configTimeout after the drop: past
+	// that, nothing is left to end, and a node that never returns would
+	// keep its old devices referenced.
+	for id, n := range g.dropped {
+		if time.Since(n.droppedAt) > configTimeout {
+			delete(g.dropped, id)
+		}
+	}
 	for id, n := range g.nodes {
 		if n.heard {
 			n.heard, n.silence, n.suspect = false, 0, false
