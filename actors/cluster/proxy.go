@@ -539,8 +539,6 @@ type keyWrites struct {
 	// started counts the writes started: the node answered a read sent
 	// before one started with a value that may be older than it.
 	started uint64
-	// inflight counts the writes sent to the node and not answered.
-	inflight int
 	// open counts the writes started and not done: done when the node
 	// did not apply it (no answer, refused), or once the gateway's copy
 	// took what it answered, or failed to (ConfigCopied).
@@ -593,7 +591,6 @@ func (p *proxy) clientWrites(k protocol.Key) {
 		p.behindLocked(k)
 	}
 	w.started++
-	w.inflight++
 	w.open++
 }
 
@@ -609,7 +606,6 @@ func (p *proxy) noteAnswer(k protocol.Key, err error) {
 	p.cfgMu.Lock()
 	defer p.cfgMu.Unlock()
 	w := p.writesLocked(k)
-	w.inflight--
 	switch {
 	case err == nil:
 		return
