@@ -93,10 +93,10 @@ type Gateway struct {
 	ids      idMemory
 	idsDirty bool
 	// dropped are the nodes dropped for their silence alone, by id, until
-	// the node joins again: a hung node may resume and answer the config
-	// requests its devices' proxies still wait on, so those wait until
-	// its process is known gone (watchDroppedLocked; a new process of it,
-	// inventory).
+	// the node joins again or configTimeout passes (probed): a hung node
+	// may resume and answer the config requests its devices' proxies still
+	// wait on, so those wait until its process is known gone
+	// (watchDroppedLocked; a new process of it, inventory).
 	dropped map[string]*nodeState
 }
 
@@ -406,7 +406,7 @@ func (g *Gateway) watchPort(addr string, until time.Time, still func() bool, ref
 				g.mu.Unlock()
 				return
 			default:
-				return
+				return // no answer: its silence decides
 			}
 			g.mu.Lock()
 			ok := still()
