@@ -381,6 +381,9 @@ func (s *Service) SetEntry(dev *Device, session uint64, e protocol.Entry) (proto
 		if e, err = o.SetConfig(e); err != nil {
 			return nil, err
 		}
+		got, err := s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
+		copied(o, e.Key(), err)
+		return got, err
 	}
 	return s.entryRequest(dev, &setEntries{session: session, entries: []protocol.Entry{e}, durable: true, ticket: &ticket{}})
 }
@@ -403,6 +406,21 @@ func (s *Service) ApplyOwnedEntry(dev *Device, e protocol.Entry) (protocol.Entry
 type ConfigOwner interface {
 	SetConfig(e protocol.Entry) (protocol.Entry, error)
 	ResetConfig(k protocol.Key) (protocol.Entry, error)
+}
+
+// ConfigCopied is implemented by a ConfigOwner that must know whether the
+// device's copy of an entry took what the owner answered to a write of it:
+// SetEntry and ResetEntry tell it, with the copy's error (nil: it did).
+// After an error the owner has the value and the copy an older one.
+type ConfigCopied interface {
+	ConfigCopied(k protocol.Key, err error)
+}
+
+// copied tells o, if it asks (ConfigCopied), how the copy of k went.
+func copied(o ConfigOwner, k protocol.Key, err error) {
+	if c, ok := o.(ConfigCopied); ok {
+		c.ConfigCopied(k, err)
+	}
 }
 
 // AssignedID is implemented by a driver whose device id was given by a
@@ -439,6 +457,9 @@ func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (pr
 		if _, err := o.ResetConfig(k); err != nil {
 			return nil, err
 		}
+		got, err := s.entryRequest(dev, &resetEntry{sessions: sessions, key: k, ticket: &ticket{}})
+		copied(o, k, err)
+		return got, err
 	}
 	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, ticket: &ticket{}})
 }

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
@@ -182,14 +184,98 @@ func TestGatewayConfigWriteDuringSync(t *testing.T) {
 
 // silentNode stands in for a node's actor that takes config requests and
 // never answers them: a node that is killed while they are on their way.
-type silentNode struct{ sets chan struct{} }
+// It tells sets (and gets, if set) that a request of theirs came.
+type silentNode struct{ sets, gets chan struct{} }
 
 func (s *silentNode) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*wire.ConfigRequest); ok && m.Op == "set" {
+	m, ok := ctx.Message().(*wire.ConfigRequest)
+	if !ok {
+		return
+	}
+	tell := s.sets
+	if m.Op == "get" {
+		tell = s.gets
+	}
+	select {
+	case tell <- struct{}{}:
+	default:
+	}
+}
+
+// Stopping the gateway (SIGTERM) does not wait on a hung node's answers:
+// the sync of its device's config and a client's set in flight end at
+// once, the set with 503 (review21: Gateway.Close waited out the 2 s of
+// each config request of the sync, one key after another).
+func TestGatewayStopsWithoutWaitingOnAHungNode(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Minute)
+	t.Cleanup(g.sys.Shutdown)
+	s := &silentNode{sets: make(chan struct{}, 1), gets: make(chan struct{}, 1)}
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+	waitAdded(t, g)
+	for _, c := range []chan struct{}{s.gets} {
 		select {
-		case s.sets <- struct{}{}:
-		default:
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the gateway's sync never asked the node")
 		}
+	}
+	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	dev := g.svc.Devices().All()[0]
+	type answer struct {
+		err error
+		at  time.Time
+	}
+	set := make(chan answer, 1)
+	go func() {
+		_, err := g.svc.SetEntry(dev, 0, left)
+		set <- answer{err, time.Now()}
+	}()
+	select {
+	case <-s.sets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the set never reached the node")
+	}
+	// Gateway.Close, short of the remote this gateway has none of.
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() {
+		g.closing.Store(true)
+		close(g.stop)
+		g.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway's goroutines did not return within a minute of its stop")
+	}
+	if took := time.Since(start); took >= configTimeout {
+		t.Errorf("the gateway's stop took %v, waiting on a hung node's answers (each waits %v at most)", took, configTimeout)
+	}
+	select {
+	case a := <-set:
+		var perr *protocol.Error
+		if !errors.As(a.err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("a set in flight when the gateway stopped: %v, want %s", a.err, protocol.CodeUnavailable)
+		}
+		if took := a.at.Sub(start); took >= configTimeout {
+			t.Errorf("a set in flight when the gateway stopped was answered %v after the stop, want at once", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a set in flight when the gateway stopped was never answered")
 	}
 }
 
@@ -198,7 +284,8 @@ func (s *silentNode) Receive(ctx actor.Context) {
 // is gone (its port refuses, or a new process of the node took over), not
 // after the gateway's full 2 s: nothing will answer it. A node dropped for
 // its silence alone may be hung and resume, and could still apply the set
-// within the 2 s, so that set waits them out as before.
+// within the 2 s, so that set waits them out as before, unless the node is
+// then known gone too.
 func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
 	refusing := func(t *testing.T) string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -230,6 +317,44 @@ func TestGatewayConfigEndsWithItsNodesProcess(t *testing.T) {
 			g.dropNodeLocked("n", "silent", false)
 			g.mu.Unlock()
 		}, false},
+		// Dropped for its silence first (a hung process), and then known
+		// gone: nothing will answer any more (review19: the set waited
+		// out the 2 s).
+		{"silent, then its port refuses", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			n := g.nodes["n"]
+			n.addr = refusing(t)
+			pid := n.pid
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			g.terminated(pid)
+		}, true},
+		{"silent, then it leaves the topology and its port refuses", func(t *testing.T, g *Gateway) {
+			addr := refusing(t)
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			portN, err := strconv.Atoi(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			g.nodes["n"].addr = addr
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			m := &cluster.Member{Id: "m-n", Host: host, Port: int32(portN), Kinds: []string{NodeKind("n")}}
+			g.topology(&cluster.ClusterTopology{Left: []*cluster.Member{m}})
+		}, true},
+		{"silent, then a new process of it", func(t *testing.T, g *Gateway) {
+			g.mu.Lock()
+			g.dropNodeLocked("n", "silent", false)
+			g.mu.Unlock()
+			// Its device left, and the service forgot its proxy, before
+			// the new process's inventory came.
+			waitCond(t, "the dropped node's proxy forgotten", func() bool { return g.proxy("uuid-n") == nil })
+			g.inventory(&wire.Inventory{NodeId: "n", Address: refusing(t), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+		}, true},
 	}
 	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
 	if pe != nil {
@@ -415,4 +540,32 @@ func gatewayOf(t *testing.T, stand actor.Actor, d *actors.Device) *Gateway {
 	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(d.Info.UUID, d.ID)}})
 	waitAdded(t, g)
 	return g
+}
+
+// A read of the gateway's sync that its node does not answer in time (a
+// loaded or just-resumed node) leaves the entry unsure: a read through the
+// gateway afterwards answers the node's value, and copies it in. The
+// device was marked synced all the same, and the gateway answered its
+// default until the device rejoined (review19).
+func TestGatewayReadAfterAnUnansweredSyncAnswersTheNodes(t *testing.T) {
+	key := protocol.KeyHandedness
+	n, d := testNode(t)
+	if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(), Json: []byte(`"left"`)}); r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	// The sync's read of key is answered only when the test ends.
+	h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() { release(); h.wg.Wait() })
+	g := gatewayOf(t, h, d)
+	dev := g.svc.Devices().All()[0]
+	p := g.proxy(d.Info.UUID)
+	hwtest.Eventually(t, 30*time.Second, "the gateway's sync of the device's config", p.synced.Load)
+	if got := entryJSON(t, g.svc, dev, key); got != `"left"` {
+		t.Fatalf("after a sync whose read of %s went unanswered, a read through the gateway answers %s; the node has \"left\"", key.Path(), got)
+	}
+	if p.ConfigUnsure(key) {
+		t.Fatal("the entry read from the node is still unsure: the gateway's copy was not updated")
+	}
 }

@@ -35,6 +35,11 @@ var errNodeLost = fmt.Errorf("cluster: the device's node is unreachable (%w); it
 // client reads the entry back once the device returns.
 var errNodeGone = errors.New("cluster: the device's node went away before it answered (its process ended); if it had applied the request, the device returns with it")
 
+// errGatewayStopping answers a config request in flight when the gateway
+// stops: its shutdown does not wait on a node's answer. The node may still
+// apply a set; the client reads the entry back.
+var errGatewayStopping = errors.New("cluster: the gateway is stopping; a set it sent may still be applied on the node")
+
 // Gateway serves the devices of every node in cfg.Peers through svc.
 type Gateway struct {
 	// closing stops proxies sending once the remote is going away; the
@@ -87,6 +92,12 @@ type Gateway struct {
 	// directory holds them (idsDocument) once idsDirty is false again.
 	ids      idMemory
 	idsDirty bool
+	// dropped are the nodes dropped for their silence alone, by id, until
+	// the node joins again or configTimeout passes (probed): a hung node
+	// may resume and answer the config requests its devices' proxies still
+	// wait on, so those wait until its process is known gone
+	// (watchDroppedLocked; a new process of it, inventory).
+	dropped map[string]*nodeState
 }
 
 type nodeState struct {
@@ -102,6 +113,11 @@ type nodeState struct {
 	suspect bool
 	// offset is the node's clock less the gateway's, from the batches.
 	offset clockOffset
+	// droppedAt is when the node was dropped for its silence (dropped),
+	// and left its proxies then: the service forgets them as their
+	// devices leave, and config requests may still wait on them.
+	droppedAt time.Time
+	left      []*proxy
 }
 
 // StartGateway starts the remote and subscribes to every peer.
@@ -269,6 +285,15 @@ func (g *Gateway) probed(p *probe) {
 		credit = min(max(p.sent.Sub(g.lastProbe), 0), probeCredit)
 	}
 	g.lastProbe = p.sent
+	// A dropped node's proxies are kept for the requests that may still
+	// wait on them, none longer than configTimeout after the drop: past
+	// that, nothing is left to end, and a node that never returns would
+	// keep its old devices referenced.
+	for id, n := range g.dropped {
+		if time.Since(n.droppedAt) > configTimeout {
+			delete(g.dropped, id)
+		}
+	}
 	for id, n := range g.nodes {
 		if n.heard {
 			n.heard, n.silence, n.suspect = false, 0, false
@@ -295,6 +320,9 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 		if id, ok := nodeOf(m); ok {
 			if n := g.nodes[id]; n != nil && n.addr == m.Address() {
 				g.suspectLocked(n, "left the cluster")
+			}
+			if n := g.dropped[id]; n != nil && n.addr == m.Address() {
+				g.watchDroppedLocked(n, "left the cluster")
 			}
 		}
 	}
@@ -326,6 +354,42 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 	g.log.Info().Str("node", n.id).Str("why", why).Msg("node suspect; dropped unless it is heard from")
 	n.suspect, n.heard, n.silence = true, false, 0
 	id, addr := n.id, n.addr
+	// Dialled again while the node stays suspect: probed ends that
+	// within suspectFor of silence.
+	g.watchPort(addr, time.Time{}, func() bool {
+		n := g.nodes[id]
+		return n != nil && n.suspect && n.addr == addr
+	}, func() { g.dropNodeLocked(id, "its connection closed and its port refuses", true) })
+}
+
+// watchDroppedLocked is suspectLocked for a node already dropped for its
+// silence whose connection closed, or that left the topology (a hung
+// process then killed): once its port refuses, the config requests its
+// devices' proxies still wait on end (proxy.processGone). None waits
+// longer than configTimeout after the drop, so neither does the watch.
+func (g *Gateway) watchDroppedLocked(n *nodeState, why string) {
+	until := n.droppedAt.Add(configTimeout)
+	if n.suspect || !time.Now().Before(until) {
+		return
+	}
+	g.log.Info().Str("node", n.id).Str("why", why).Msg("dropped node's process may have ended; its config requests end if its port refuses")
+	n.suspect = true
+	g.watchPort(n.addr, until, func() bool { return g.dropped[n.id] == n }, func() {
+		delete(g.dropped, n.id)
+		for _, p := range n.left {
+			p.processGone()
+		}
+	})
+}
+
+// watchPort dials addr, on its own goroutine, until its port refuses a
+// connection (then refused runs, under mu), or a dial gets no answer (a
+// hung or cut-off host: its silence decides), or still (under mu) says
+// the question is moot, or the gateway stops, or until passes (zero: no
+// bound). A port that answers is dialled again every redialEvery: a
+// killed process's connections can close before its listener does (the
+// kernel closes its files one by one, and a loaded host preempts that).
+func (g *Gateway) watchPort(addr string, until time.Time, still func() bool, refused func()) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -336,24 +400,18 @@ func (g *Gateway) suspectLocked(n *nodeState, why string) {
 				_ = c.Close()
 			case errors.Is(err, syscall.ECONNREFUSED):
 				g.mu.Lock()
-				if n := g.nodes[id]; n != nil && n.suspect && n.addr == addr {
-					g.dropNodeLocked(id, "its connection closed and its port refuses", true)
+				if still() {
+					refused()
 				}
 				g.mu.Unlock()
 				return
 			default:
 				return // no answer: its silence decides
 			}
-			// It answered, yet its connection closed: a killed process's
-			// connections can close before its listener does (the kernel
-			// closes its files one by one, and a loaded host preempts
-			// that), so dial again while the node stays suspect; probed
-			// ends that within suspectFor of silence.
 			g.mu.Lock()
-			n := g.nodes[id]
-			still := n != nil && n.suspect && n.addr == addr
+			ok := still()
 			g.mu.Unlock()
-			if !still {
+			if !ok || !until.IsZero() && !time.Now().Before(until) {
 				return
 			}
 			select {
@@ -388,7 +446,9 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // membership; or a node the cluster expelled, which protoactor never lets
 // back in under the same member id, but whose link works).
 //
-// It waits configTimeout at most, and no longer than until the node's
+// It waits configTimeout at most, no longer than until the gateway stops
+// (its shutdown must not wait on a hung node: the sync of a device's
+// config asks one key after another), and no longer than until the node's
 // process is known gone (p.gone): nothing will answer then, and a client
 // waited out the full timeout for a node the gateway had dropped a few
 // milliseconds after its SIGKILL. protoactor's cluster request alone does
@@ -422,6 +482,8 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 		return a.r, a.err
 	case <-p.gone:
 		return nil, errNodeGone
+	case <-g.stop:
+		return nil, errGatewayStopping
 	case <-timeout.C:
 		return nil, actor.ErrTimeout // as the request's own future says it
 	}
@@ -430,16 +492,35 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 // dropNodeLocked forgets a node; its devices fail and leave. dead: the
 // node's process is gone for sure (its port refuses), so the config
 // requests still waiting for its answer get none (proxy.processGone).
+// A node dropped for its silence alone is kept in dropped: it may be hung
+// and resume, so its requests wait until it is known gone.
 func (g *Gateway) dropNodeLocked(id, why string, dead bool) {
 	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
+	n := g.nodes[id]
 	delete(g.nodes, id)
+	var left []*proxy
 	for _, p := range g.proxies {
 		if p.nodeID == id {
 			p.leave(errNodeLost)
 			if dead {
 				p.processGone()
 			}
+			left = append(left, p)
 		}
+	}
+	delete(g.dropped, id)
+	if dead || n == nil {
+		return
+	}
+	n.left = left
+	if g.dropped == nil {
+		g.dropped = map[string]*nodeState{}
+	}
+	closed := n.suspect // its connection closed before: its port may refuse yet
+	n.suspect, n.droppedAt = false, time.Now()
+	g.dropped[id] = n
+	if closed {
+		g.watchDroppedLocked(n, "its connection had closed")
 	}
 }
 
@@ -462,6 +543,11 @@ func (g *Gateway) terminated(who *actor.PID) {
 			g.suspectLocked(n, "its connection closed")
 		}
 	}
+	for _, n := range g.dropped {
+		if n.pid != nil && n.pid.Equal(who) {
+			g.watchDroppedLocked(n, "its connection closed")
+		}
+	}
 }
 
 // inventory reconciles the gateway's devices with one node's list. It
@@ -471,17 +557,27 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {
 		if n.addr != "" {
-			// A new process of the node (a fresh address per start): its
-			// devices leave with the old one and return with this one's
-			// inventory, their config read afresh.
 			g.log.Info().Str("node", n.id).Str("was", n.addr).Str("now", m.Address).Msg("node restarted")
-			for _, p := range g.proxies {
-				if p.nodeID == n.id {
+		}
+		// A new process of the node (a fresh address per start): the
+		// devices of an old one leave with it and return with this one's
+		// inventory, their config read afresh, and nothing the old one
+		// was asked will be answered. So also for a node dropped for its
+		// silence before (it is new in nodes then).
+		for _, p := range g.proxies {
+			if p.nodeID == n.id && p.node.Address != m.Address {
+				if !p.lost.Load() {
 					p.leave(fmt.Errorf("cluster: node %s restarted; its devices return with its new process (%w)", n.id, hw.ErrGone))
-					p.processGone()
 				}
+				p.processGone()
 			}
 		}
+		if d := g.dropped[n.id]; d != nil && d.addr != m.Address {
+			for _, p := range d.left {
+				p.processGone()
+			}
+		}
+		delete(g.dropped, n.id)
 		n.addr, n.pid = m.Address, actor.NewPID(m.Address, nodeActorName)
 		n.suspect = false
 		joined = n.pid
@@ -586,13 +682,16 @@ func (g *Gateway) add(p *proxy) {
 // device, so a device that comes back comes back with its config. What it
 // reads is applied on the gateway only (the node has it); a client's set or
 // reset meanwhile goes to the node as always, and a value read before that
-// write started is not applied over it (proxy.cfgWrites).
+// write started is not applied over it (proxy.copyIn).
 func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// Reads go to the node until every entry was read (proxy.ReadConfig);
-	// one that could not be read keeps the gateway's copy, as it did.
+	// one that could not be read or copied is left unsure, so reads of it
+	// still go to the node, and the first it answers is copied in (the
+	// gateway's copy, the default or an older process's value, answered
+	// them until the device rejoined).
 	defer p.synced.Store(true)
 	for _, k := range protocol.Keys() {
-		if p.lost.Load() {
+		if p.lost.Load() || g.closing.Load() {
 			return
 		}
 		if k.SessionScoped() {
@@ -601,16 +700,15 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		if !k.AppliesTo(dev.Type) {
 			continue // a grip has no force output, nor its entries
 		}
-		p.cfgMu.Lock()
-		writes := p.cfgWrites[k.Path()]
-		p.cfgMu.Unlock()
+		mark := p.markRead(k)
 		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
 		reply, ok := r.(*wire.ConfigReply)
 		if err == nil && ok && reply.Error != "" {
 			err = errors.New(reply.Error)
 		}
 		if err != nil || !ok {
-			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; the gateway shows the default")
+			g.log.Warn().Err(err).Str("node", p.nodeID).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not read a node's device config; reads of it ask the node")
+			p.markUnsure(k)
 			continue
 		}
 		// Applied whatever the gateway's copy holds: reading that copy
@@ -618,19 +716,16 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 		// nothing for a value it has already.
 		e, pe := protocol.DecodeEntry(k, reply.Json, "")
 		if pe != nil {
-			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode")
+			g.log.Warn().Err(pe).Str("node", p.nodeID).Str("key", k.Path()).Msg("node's config entry does not decode; reads of it ask the node")
+			p.markUnsure(k)
 			continue
 		}
-		// Under cfgMu, so that a client's write of k that starts now
-		// applies on the gateway after this (the device actor keeps the
-		// order), and one that started meanwhile wins.
-		p.cfgMu.Lock()
-		if p.cfgWrites[k.Path()] == writes && !p.lost.Load() {
-			if _, err := g.svc.ApplyOwnedEntry(dev, e); err != nil {
-				g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry")
-			}
+		if p.lost.Load() {
+			return
 		}
-		p.cfgMu.Unlock()
+		if err := p.copyIn(dev, k, e, mark); err != nil {
+			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")
+		}
 	}
 }
 

@@ -336,6 +336,30 @@ func TestGatewayJudgesSilenceByProbes(t *testing.T) {
 	}
 }
 
+// A node dropped for its silence is remembered, with its proxies, only
+// while a config request may still wait on them (configTimeout): a node
+// that never returns does not keep its old devices referenced.
+func TestGatewayForgetsADroppedNodeOnceNothingWaits(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Second)
+	t.Cleanup(g.sys.Shutdown)
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.mu.Lock()
+	g.dropNodeLocked("a", "silent", false)
+	kept := g.dropped["a"] != nil
+	g.mu.Unlock()
+	if !kept {
+		t.Fatal("a node dropped for its silence was not kept for the requests waiting on it")
+	}
+	waitCond(t, "the dropped node forgotten after configTimeout", func() bool {
+		g.probed(&probe{sent: time.Now()})
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.dropped["a"] == nil
+	})
+}
+
 // A node whose connection closed while its port still accepts (a killed
 // process's files close one by one, slowly on a loaded host) is dialled
 // again until its port refuses, and then dropped with its device: here

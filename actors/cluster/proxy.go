@@ -51,20 +51,20 @@ type proxy struct {
 	// after a short-id collision).
 	nodeDeviceID string
 
-	// cfgMu guards cfgWrites: per device-global key, how many sets and
-	// resets through the gateway have started. The sync that copies the
-	// node's config in (Gateway.syncConfig) applies a value it read only
-	// if no client's write of that key started since it asked: the node
-	// answered the read before that write, so the value is older than it.
-	cfgMu     sync.Mutex
-	cfgWrites map[string]uint64
-	// inflight counts, per key, the client writes sent and not answered.
-	inflight map[string]int
-	// unsure has bit k set while the last client write of key k was not
-	// answered by the node (503): it may have applied it, so reads of k go
-	// to the node (ReadConfig) until it answers one or a later write. An
-	// atomic, so that a session's tick path can ask (ConfigUnsure) without
-	// waiting for cfgMu, which an apply holds.
+	// cfgMu guards writes: per device-global key, the client's sets and
+	// resets through the gateway. It is never held across a request or a
+	// durable write: one hung disk write must not hold up the device's
+	// other entries.
+	cfgMu  sync.Mutex
+	writes map[protocol.Key]*keyWrites
+	// unsure has bit k set while the gateway's copy of key k may be older
+	// than the node's value: a client write of it the node did not answer
+	// (503: it may have applied it), one the gateway's copy then failed to
+	// take, writes that overlapped (they may reach the copy in another
+	// order than the node), a value the sync could not read or copy in.
+	// Reads of k then go to the node (ReadConfig) and copy its answer in,
+	// until that or a later write leaves the copy the node's. An atomic,
+	// so that a session's tick path can ask (ConfigUnsure) without cfgMu.
 	unsure atomic.Uint64
 
 	// synced is set once the gateway has copied the node's device-global
@@ -145,6 +145,7 @@ type proxy struct {
 var (
 	_ hw.Driver             = (*proxy)(nil)
 	_ actors.ConfigOwner    = (*proxy)(nil)
+	_ actors.ConfigCopied   = (*proxy)(nil)
 	_ actors.RemoteDriver   = (*proxy)(nil)
 	_ loop.ModeReporter     = (*proxy)(nil)
 	_ loop.RemoteEffects    = (*proxy)(nil)
@@ -533,23 +534,115 @@ func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
 	return got, err
 }
 
-// noteAnswer marks k unsure when the node did not answer a client's write
-// of it (it may have applied it), and sure again when it applied it. A
-// write it refused changes nothing, on the node or here: k stays as it
-// was (review22: a refusal made an unsure entry sure, over a value the
-// gateway never had).
+// keyWrites is what the proxy knows of the client writes of one key.
+type keyWrites struct {
+	// started counts the writes started: the node answered a read sent
+	// before one started with a value that may be older than it.
+	started uint64
+	// open counts the writes started and not done: done when the node
+	// did not apply it (no answer, refused), or once the gateway's copy
+	// took what it answered, or failed to (ConfigCopied).
+	open int
+	// behind: while writes were open, something may have left the
+	// gateway's copy older than the node's (unsure): it stays unsure when
+	// they are done. copied: an open write was applied on the node and
+	// taken by the copy.
+	behind, copied bool
+}
+
+// writesLocked is k's keyWrites; p.cfgMu is held.
+func (p *proxy) writesLocked(k protocol.Key) *keyWrites {
+	w := p.writes[k]
+	if w == nil {
+		if p.writes == nil {
+			p.writes = map[protocol.Key]*keyWrites{}
+		}
+		w = &keyWrites{}
+		p.writes[k] = w
+	}
+	return w
+}
+
+// behindLocked marks k unsure, and keeps it so past the writes now open;
+// p.cfgMu is held.
+func (p *proxy) behindLocked(k protocol.Key) {
+	p.unsure.Or(1 << k)
+	if w := p.writesLocked(k); w.open > 0 {
+		w.behind = true
+	}
+}
+
+// markUnsure is behindLocked for a caller without cfgMu.
+func (p *proxy) markUnsure(k protocol.Key) {
+	p.cfgMu.Lock()
+	p.behindLocked(k)
+	p.cfgMu.Unlock()
+}
+
+// clientWrites counts a client's write of k before it is sent, so that a
+// read of k the node may have answered before it is not copied in over
+// it. Two writes of k open at once may reach the gateway's copy in
+// another order than the node: k is unsure when they are done.
+func (p *proxy) clientWrites(k protocol.Key) {
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	w := p.writesLocked(k)
+	if w.open > 0 {
+		p.behindLocked(k)
+	}
+	w.started++
+	w.open++
+}
+
+// noteAnswer takes the node's answer to a client's write of k. One it
+// did not answer marks k unsure (it may have applied it). One it refused
+// changes nothing, on the node or here: k stays as it was (review22: a
+// refusal made an unsure entry sure, over a value the gateway never had).
+// One it applied is done once the gateway's copy took it or failed to
+// (ConfigCopied).
 func (p *proxy) noteAnswer(k protocol.Key, err error) {
 	var perr *protocol.Error
 	noAnswer := errors.As(err, &perr) && perr.Code == protocol.CodeUnavailable
 	p.cfgMu.Lock()
-	p.inflight[k.Path()]--
-	p.cfgMu.Unlock()
+	defer p.cfgMu.Unlock()
+	w := p.writesLocked(k)
 	switch {
-	case noAnswer:
-		p.unsure.Or(1 << k)
 	case err == nil:
+		return
+	case noAnswer:
+		p.behindLocked(k)
+	}
+	p.writeDoneLocked(k, w)
+}
+
+// ConfigCopied takes how the gateway's copy of k took a value the node
+// applied for a client (actors.ConfigCopied): a copy that failed leaves k
+// unsure, so reads answer the node's value, not the older copy (review22:
+// k was sure once the node answered, and reads answered the copy).
+func (p *proxy) ConfigCopied(k protocol.Key, err error) {
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	w := p.writesLocked(k)
+	if err != nil {
+		p.behindLocked(k)
+	} else {
+		w.copied = true
+	}
+	p.writeDoneLocked(k, w)
+}
+
+// writeDoneLocked ends one open write of k. When none is left open, k is
+// sure if one of them was applied and copied and nothing left the copy
+// behind meanwhile; else it stays as it was.
+func (p *proxy) writeDoneLocked(k protocol.Key, w *keyWrites) {
+	w.open--
+	if w.open > 0 {
+		return
+	}
+	if w.copied && !w.behind {
 		p.unsure.And(^uint64(1 << k))
 	}
+	w.copied, w.behind = false, false
 }
 
 // ConfigUnsure says the gateway's copy of k may be older than the node's
@@ -557,20 +650,45 @@ func (p *proxy) noteAnswer(k protocol.Key, err error) {
 // copy says it changes nothing.
 func (p *proxy) ConfigUnsure(k protocol.Key) bool { return p.unsure.Load()&(1<<k) != 0 }
 
-// clientWrites counts a client's write of k before it is sent, so that a
-// sync's read of k that the node may have answered earlier is not applied
-// over it.
-func (p *proxy) clientWrites(k protocol.Key) {
+// readMark is what the proxy knew of the client writes of a key when a
+// read of it was sent to the node (markRead).
+type readMark struct {
+	started uint64
+	open    int
+}
+
+func (p *proxy) markRead(k protocol.Key) readMark {
 	p.cfgMu.Lock()
-	if p.cfgWrites == nil {
-		p.cfgWrites = map[string]uint64{}
+	defer p.cfgMu.Unlock()
+	w := p.writesLocked(k)
+	return readMark{started: w.started, open: w.open}
+}
+
+// copyIn applies e, which the node answered to a read of k sent at mark,
+// to the gateway's copy, and makes k sure when that leaves the copy the
+// node's. Not over a client's write: a read sent while one was open, or
+// answered after one started, may hold a value older than it (the node
+// may have read before applying the write); k is left unsure then, so a
+// read asks the node again. The durable write is done without cfgMu: a
+// write that started meanwhile may reach the copy before this one, so k
+// is left unsure then too. It returns the copy's error.
+func (p *proxy) copyIn(dev *actors.Device, k protocol.Key, e protocol.Entry, mark readMark) error {
+	p.cfgMu.Lock()
+	if w := p.writesLocked(k); mark.open != 0 || w.started != mark.started {
+		p.behindLocked(k)
+		p.cfgMu.Unlock()
+		return nil
 	}
-	p.cfgWrites[k.Path()]++
-	if p.inflight == nil {
-		p.inflight = map[string]int{}
-	}
-	p.inflight[k.Path()]++
 	p.cfgMu.Unlock()
+	_, err := p.g.svc.ApplyOwnedEntry(dev, e)
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	if w := p.writesLocked(k); err != nil || w.started != mark.started {
+		p.behindLocked(k)
+		return err
+	}
+	p.unsure.And(^uint64(1 << k))
+	return nil
 }
 
 // IDAssigned says the gateway gave the device its id (gatewayID), unique
@@ -578,32 +696,23 @@ func (p *proxy) clientWrites(k protocol.Key) {
 func (p *proxy) IDAssigned() {}
 
 // ReadConfig reads a device-global entry from the node while the gateway's
-// copy of it may be older: during the sync from the node, and after a
-// client's write of it the node did not answer (unsure). A client reading
-// back a set it was answered 503 for, as docs/lab.md says to, must not be
-// answered the gateway's older copy. An unsure entry the node answers is
-// copied in, and sure again.
+// copy of it may be older: during the sync from the node, and while the
+// entry is unsure. A client reading back a set it was answered 503 for,
+// as docs/lab.md says to, must not be answered the gateway's older copy.
+// An unsure entry the node answers is copied in (copyIn).
 func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
 	unsure := p.ConfigUnsure(k)
-	p.cfgMu.Lock()
-	writes, inflight := p.cfgWrites[k.Path()], p.inflight[k.Path()]
-	p.cfgMu.Unlock()
 	if p.synced.Load() && !unsure {
 		return nil, false, nil
 	}
+	mark := p.markRead(k)
 	e, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
 	if err != nil || !unsure {
 		return e, true, err
 	}
-	// Under cfgMu, as the sync applies what it reads: a client's write
-	// that started meanwhile wins, and so does one in flight when the
-	// read was sent (the node may have read the value before applying
-	// it; review22).
-	p.cfgMu.Lock()
-	defer p.cfgMu.Unlock()
-	if dev := p.dev.Load(); dev != nil && inflight == 0 && p.cfgWrites[k.Path()] == writes {
-		if _, aerr := p.g.svc.ApplyOwnedEntry(dev, e); aerr == nil {
-			p.unsure.And(^uint64(1 << k))
+	if dev := p.dev.Load(); dev != nil {
+		if cerr := p.copyIn(dev, k, e, mark); cerr != nil {
+			p.g.log.Warn().Err(cerr).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not copy a node's config entry in; reads of it ask the node")
 		}
 	}
 	return e, true, nil
@@ -620,7 +729,7 @@ func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
 	r, err := p.g.configRequest(p, m)
-	if errors.Is(err, errNodeGone) {
+	if errors.Is(err, errNodeGone) || errors.Is(err, errGatewayStopping) {
 		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s: %v", p.nodeID, err)
 	}
 	if err != nil {
