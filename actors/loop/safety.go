@@ -72,6 +72,7 @@ func (d *Device) haltLocked() {
 	if v := d.reg.latest.Load(); v > d.disarmedVersion {
 		d.disarmedVersion = v
 	}
+	d.reg.endTerm()
 	d.armed, d.ramping = false, false
 	d.halted = true
 	d.asleep = false
@@ -510,6 +511,7 @@ func (d *Device) driverError(err error, owner uint64) {
 	if d.cmd.version > d.disarmedVersion {
 		d.disarmedVersion = d.cmd.version
 	}
+	d.reg.endTerm()
 	d.armed, d.ramping = false, false
 	d.out = hw.Command{}
 	d.endForce(d.lastNowNs)
