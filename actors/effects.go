@@ -393,9 +393,7 @@ func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, lea
 		p.dropEffects(d)
 		return
 	}
-	if cur := d.ViewFor(id).Params; cur != params { // as tickPath.command
-		reg.Reparam(id, cur)
-	}
+	keepView(reg, id, params, func() *loop.Params { return d.ViewFor(id).Params }) // as tickPath.command
 	if p.sess.closed.Load() {
 		reg.Release(id)
 		d.rt.DropEffects(id)

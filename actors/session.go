@@ -685,10 +685,28 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 	// The device actor may have published a new view after this message
 	// read it and rewritten the command before this write replaced it
 	// (deviceCore.reparam): the view in force is the newest.
-	if v := p.cmdViews.viewFor(i, d, id); v.Params != view.Params {
-		reg.Reparam(id, v.Params)
-	}
+	keepView(reg, id, view.Params, func() *loop.Params { return p.cmdViews.viewFor(i, d, id).Params })
 	p.releaseIfClosed(d)
+}
+
+// keepView makes the register's command of session carry the Params of the
+// view in force (current), after a Write with wrote: the device actor
+// rewrites the command when it publishes a view (deviceCore.reparam), and
+// a Write that raced it, or a Reparam of a view read just before a newer
+// one, would leave older Params in force until the next command. It reads
+// the view again after each rewrite, until it stands (a few rounds at
+// most: views change at the rate of configure messages).
+func keepView(reg *loop.Register, session uint64, wrote *loop.Params, current func() *loop.Params) {
+	for range 4 {
+		cur := current()
+		if cur == wrote {
+			return
+		}
+		if !reg.Reparam(session, cur) {
+			return
+		}
+		wrote = cur
+	}
 }
 
 // releaseIfClosed undoes what this message claimed on d when Close ran

@@ -183,12 +183,16 @@ func (d *Device) setEffects(s *effect.Set, mayReplace func(holder uint64) bool) 
 		if !allowed() {
 			return false
 		}
-		// Room for the new Set beside the old one's effects, which fade
-		// out while the new ones fade in. Published before the Set: a
-		// tick that sees the Set sees the room.
+		// Room for the new Set beside the effects the renderer holds
+		// (the old Set's, and earlier ones' still fading out: a client
+		// that renames its effects every frame has several generations
+		// fading, and one dropped for room stops at once), which fade out
+		// while the new ones fade in; up to maxEffectRoom, past which the
+		// renderer drops the faintest fading one. Published before the
+		// Set: a tick that sees the Set sees the room.
 		// Never replaced by a smaller one: a caller whose control just
 		// ended may overlap the new owner's.
-		need := s.Len() + old.Len()
+		need := min(s.Len()+max(old.Len(), st.r.Held()), max(maxEffectRoom, s.Len()+old.Len()))
 		for {
 			g := st.grow.Load()
 			if int64(need) <= max(st.capacity.Load(), int64(capOf(g))) || st.grow.CompareAndSwap(g, effect.NewSlots(need)) {
@@ -205,6 +209,13 @@ func (d *Device) setEffects(s *effect.Set, mayReplace func(holder uint64) bool) 
 	d.poke()
 	return true
 }
+
+// maxEffectRoom bounds the effects an arm's renderer holds, those fading
+// out included: with the default 50 ms fade a client renaming 16 effects
+// at 60 Hz keeps about 64 alive; a longer fade (up to effect.MaxFadeNs)
+// renamed as often would otherwise grow the room, and every tick's work,
+// without bound.
+const maxEffectRoom = 8 * effect.MaxEffects
 
 func capOf(s *effect.Slots) int {
 	if s == nil {

@@ -61,7 +61,8 @@ var idleCommand hw.Command
 //
 // Ownership: Claim takes an unowned register, Release gives it back, and the
 // loop takes it back when the owner's lease lapses. Every change of owner
-// starts a new term; a command counts only in the term it was written in.
+// starts a new term, and so does the loop's halt or a driver error
+// (endTerm); a command counts only in the term it was written in.
 type Register struct {
 	owner  atomic.Uint64
 	term   atomic.Uint64
@@ -81,6 +82,16 @@ func (r *Register) poke() {
 	if w := r.wake.Load(); w != nil {
 		w.Store(1)
 	}
+}
+
+// endTerm starts a new term under the same owner: the loop's halt and a
+// driver error disarm the command in hand, and re-arming needs a new
+// Write, which a command rewritten by Reparam is not (it keeps its term).
+// An owner that writes nothing more is released after its claim timeout,
+// as one that claimed and never wrote.
+func (r *Register) endTerm() {
+	r.term.Add(1)
+	r.poke()
 }
 
 // Claim makes session the owner if the register has none, and returns the

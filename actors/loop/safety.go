@@ -72,6 +72,7 @@ func (d *Device) haltLocked() {
 	if v := d.reg.latest.Load(); v > d.disarmedVersion {
 		d.disarmedVersion = v
 	}
+	d.reg.endTerm()
 	d.armed, d.ramping = false, false
 	d.halted = true
 	d.asleep = false
@@ -209,14 +210,17 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 		mode = hw.ModeForce
 	}
 	*out = hw.Command{Mode: mode}
-	if mode != hw.ModeForce && d.remoteNav == nil {
-		// Only a force renders navigation: a session that takes its arm
-		// into position, angle or torque control stops its workspace (the
-		// velocity reported with it), and its force fades in again when
-		// force control returns.
-		if p := c.Params; p != nil && p.Navigation != nil {
+	if mode != hw.ModeForce {
+		// Only a force renders navigation and effects: a session that
+		// takes its arm into position, angle or torque control stops its
+		// workspace (the velocity reported with it), and its effects pause
+		// as after a lapse (their report says so; walls forget their
+		// contacts): both fade in again when force control returns, and a
+		// wall the servo took the cursor behind lets it out.
+		if p := c.Params; p != nil && p.Navigation != nil && d.remoteNav == nil {
 			p.Navigation.stop(nowNs)
 		}
+		d.pauseEffects(nowNs)
 	}
 	switch mode {
 	case hw.ModeForce:
@@ -507,6 +511,7 @@ func (d *Device) driverError(err error, owner uint64) {
 	if d.cmd.version > d.disarmedVersion {
 		d.disarmedVersion = d.cmd.version
 	}
+	d.reg.endTerm()
 	d.armed, d.ramping = false, false
 	d.out = hw.Command{}
 	d.endForce(d.lastNowNs)

@@ -118,8 +118,11 @@ func TestStaleCommandNeverReapplied(t *testing.T) {
 				r.step(ms)
 			}
 			// The same session claims again (or still owns the device)
-			// but writes nothing new: the old command stays dead.
+			// but writes nothing new: the old command stays dead, also
+			// when a view it publishes rewrites it with new Params
+			// (Reparam keeps the command's term).
 			r.dev.Register().Claim(5)
+			r.dev.Register().Reparam(5, &Params{ForceGateGain: 0.9})
 			for i := 0; i < 30; i++ {
 				if c := r.step(ms); c.Mode != hw.ModeIdle {
 					t.Fatalf("tick %d: stale command re-applied: %+v", i, c)

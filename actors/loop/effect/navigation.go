@@ -196,6 +196,7 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 			n.coreM, n.anchorM = core, n.startM.Sub(core)
 		}
 		x = x.Sub(n.anchorM)
+		n.DriftM = hw.Vec3{} // a later "drift" bubble starts at its centre
 	} else {
 		n.anchored = false // a later "cursor" bubble anchors afresh
 		if b.DriftRateMps == 0 || b.CenterM != n.driftFrom {

@@ -318,3 +318,20 @@ func TestNavigatorCursorCentreFollowsANewShapesCore(t *testing.T) {
 		t.Fatalf("back to the sphere: centre %+v, want the start %+v", c, start)
 	}
 }
+
+// A drifting bubble set again after a "cursor" one starts at its centre,
+// not where the earlier drift had taken it.
+func TestNavigatorDriftAfterACursorBubbleStartsAtItsCentre(t *testing.T) {
+	drift := testBubble(t, func(b *Bubble) { b.DriftRateMps = 0.1 })
+	cursor := testBubble(t, func(b *Bubble) { b.AtCursor = true })
+	var n Navigator
+	in := Input{DtNs: 1e6, PositionM: hw.Vec3{X: 0.02}}
+	for range 1000 {
+		n.Step(drift, &in, true)
+	}
+	n.Step(cursor, &in, true)
+	n.Step(drift, &in, true)
+	if c := n.CenterM(drift); c.Norm() > 0.1*1e-3 { // one tick of drift at most
+		t.Fatalf("centre %+v, want the configured origin (drift starts there)", c)
+	}
+}

@@ -2,6 +2,7 @@ package effect
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/hapticd/hapticd/hw"
@@ -39,10 +40,17 @@ type state struct {
 	// cur is where the parameters are this tick (Params puts the fields
 	// springs, dampers and walls read first); mid the first of the two
 	// smoothing stages toward sp.Params (see SmoothNs).
-	cur      Params
-	proxyM   hw.Vec3
-	fadeNs   int64
-	phaseRad float64
+	cur    Params
+	proxyM hw.Vec3
+	fadeNs int64
+	// kindWord is the one number an effect's kind carries from tick to
+	// tick besides its parameters: a vibration's phase (rad); a wall's
+	// contact depth (m), how deep the cursor's own motion took it through
+	// the surface, never more than the surface's own depth, so a surface
+	// moved over a cursor in contact adds no force (wall). An effect keeps
+	// its kind for its life (find), and one word keeps the state's size
+	// and cache lines (the loop prefetches them).
+	kindWord float64
 	sp       *Spec // the effect as declared (in the Set in force, or the one it left)
 	mid      Params
 }
@@ -95,12 +103,23 @@ type Renderer struct {
 	st       []state
 	prevM    hw.Vec3
 	havePrev bool
-	alphaDt  int64 // the tick length alpha was computed for
-	alpha    float64
+	// held is n, stored whenever n changes, for a goroutine that sizes
+	// the room (Held). Beside havePrev, in its padding.
+	held    atomic.Int32
+	alphaDt int64 // the tick length alpha was computed for
+	alpha   float64
 	// activeN is the part of the last Render's sum from effects meant to
 	// drive the arm (Field, Vibration): see ActiveForceN.
 	activeN hw.Vec3
 }
+
+// Held is Len, safe to call from any goroutine: a goroutine that sizes the
+// room for a new Set counts the effects of earlier Sets still fading out
+// (a client that renames its effects every frame keeps several
+// generations fading).
+func (r *Renderer) Held() int { return int(r.held.Load()) }
+
+func (r *Renderer) noteHeld() { r.held.Store(int32(r.n)) }
 
 // Reserve makes room for n effects (allocating: call it off the tick, on
 // the goroutine that renders).
@@ -149,6 +168,7 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		if s.removing && s.weight == 0 {
 			r.n--
 			r.st[i], r.st[r.n] = r.st[r.n], state{}
+			r.noteHeld()
 			continue
 		}
 		sum = sum.Add(f)
@@ -177,6 +197,9 @@ func (r *Renderer) Pause() {
 	for i := range r.n {
 		s := &r.st[i]
 		s.contact, s.trapped, s.weight, s.forceN, s.energyJ = false, false, 0, hw.Vec3{}, 0
+		if s.kind != Vibration {
+			s.kindWord = 0 // a wall's depth; a vibration keeps its phase
+		}
 	}
 	r.havePrev, r.activeN = false, hw.Vec3{}
 }
@@ -185,7 +208,10 @@ func (r *Renderer) Pause() {
 // anyway).
 func (r *Renderer) Reset() {
 	clear(r.st)
-	*r = Renderer{st: r.st}
+	st := r.st
+	*r = Renderer{}
+	r.st = st
+	r.noteHeld()
 }
 
 // Len is the number of effects rendered, including those fading out.
@@ -274,6 +300,7 @@ func (r *Renderer) adopt(set *Set) {
 			expiresNs: sp.ExpiresNs, fadeNs: fadeOf(sp), cur: sp.Params, sp: sp, mid: sp.Params}
 		r.n++
 	}
+	r.noteHeld()
 }
 
 func fadeOf(sp *Spec) int64 {
@@ -403,8 +430,8 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 		}
 		return f.Scale(edge)
 	case Vibration:
-		s.phaseRad = math.Mod(s.phaseRad+2*math.Pi*p.FrequencyHz*dtS, 2*math.Pi)
-		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.phaseRad))
+		s.kindWord = math.Mod(s.kindWord+2*math.Pi*p.FrequencyHz*dtS, 2*math.Pi) // the phase
+		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.kindWord))
 	case Wall, LimitSphere, LimitBox, Shape:
 		return s.wall(x, v, prevM, havePrev)
 	case SDF:
@@ -420,29 +447,53 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 // (the effect appeared, was moved, or grew, with the cursor behind it),
 // the proxy stays with the cursor on the side it was, and the wall pushes
 // nothing until the cursor is out: a wall never fires a hand out of it.
+// The same holds in contact: the spring stretches only by the cursor's own
+// motion into the surface (its depth), so a surface moved or grown further
+// over a cursor already touching it adds no force; a cursor that backs out
+// of what it pushed in while the surface still covers it is trapped.
 func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	p := &s.cur
 	phi := freeDistance(s, p, x)
 	if phi >= 0 {
-		s.contact, s.trapped = false, false
+		s.contact, s.trapped, s.kindWord = false, false, 0
 		return hw.Vec3{}
 	}
 	if !s.contact && !s.trapped {
 		// Entering this tick. It is a contact only if the cursor moved
 		// in: where it was last tick is free under today's surface.
 		if havePrev && freeDistance(s, p, prevM) >= 0 {
-			s.contact = true
+			s.contact, s.kindWord = true, -phi
 		} else {
 			s.trapped = true
 		}
+	} else if s.contact {
+		// The depth grows by what the cursor's own motion took it into
+		// today's surface (its distance at the last position less at
+		// this one, both under today's surface, so sliding along any
+		// shape at one depth keeps it), shrinks as it backs out, and
+		// never exceeds the surface's own.
+		d := s.kindWord // the depth
+		if havePrev {
+			d += freeDistance(s, p, prevM) - phi
+		}
+		switch {
+		case d > -phi:
+			d = -phi
+		case d <= 0:
+			s.contact, s.trapped, d = false, true, 0
+		}
+		s.kindWord = d
 	}
 	if s.trapped {
 		return hw.Vec3{}
 	}
+	// The proxy is where the spring pulls the cursor, where the user feels
+	// the surface: on it, unless it came further over the cursor than the
+	// cursor pushed in.
 	n := freeNormal(s, p, x)
-	s.proxyM = x.Sub(n.Scale(phi))
+	s.proxyM = x.Add(n.Scale(s.kindWord))
 	// Pushes out only: the damper never pulls a cursor that leaves.
-	fn := -p.StiffnessNPerM*phi - p.DampingNsPerM*n.Dot(v)
+	fn := p.StiffnessNPerM*s.kindWord - p.DampingNsPerM*n.Dot(v)
 	if fn <= 0 {
 		return hw.Vec3{}
 	}
