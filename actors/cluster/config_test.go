@@ -569,3 +569,48 @@ func TestGatewayReadAfterAnUnansweredSyncAnswersTheNodes(t *testing.T) {
 		t.Fatal("the entry read from the node is still unsure: the gateway's copy was not updated")
 	}
 }
+
+// TestGatewayReadAfterASyncCutShortByStopAsksTheNode: a gateway stopped
+// while it copies a returning device's config in serves HTTP on for a
+// moment (main closes the lab first): the entries the sync never read
+// must not answer the gateway's own copy (the default, or an older
+// process's value) as if the node had it. Each answers 503 like every
+// read the node did not answer (review24: they answered 200 defaults).
+func TestGatewayReadAfterASyncCutShortByStopAsksTheNode(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Minute)
+	t.Cleanup(g.sys.Shutdown)
+	s := &silentNode{sets: make(chan struct{}, 1), gets: make(chan struct{}, 1)}
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.wg.Add(1)
+	go func() { defer g.wg.Done(); g.adds.run(g.stop, g.add) }()
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+	waitAdded(t, g)
+	select {
+	case <-s.gets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sync never asked the node")
+	}
+	g.closing.Store(true)
+	close(g.stop)
+	g.wg.Wait()
+	dev := g.svc.Devices().All()[0]
+	read := 0
+	for _, k := range protocol.Keys() {
+		if k.SessionScoped() || !k.AppliesTo(dev.Type) {
+			continue
+		}
+		read++
+		e, err := g.svc.Entry(dev, 0, k)
+		var perr *protocol.Error
+		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Errorf("%s, never read from the node: answered %v, %v; want 503 unavailable", k.Path(), e, err)
+		}
+	}
+	if read < 2 {
+		t.Fatalf("only %d device-global entries: the test shows nothing", read)
+	}
+}

@@ -163,8 +163,12 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 // service halts and removes the proxied devices when it shuts down; the
 // nodes' leases end any force.
 func (g *Gateway) Close() {
+	// Under mu: watchPort, called under mu, adds to wg only before this,
+	// never while Wait runs.
+	g.mu.Lock()
 	g.closing.Store(true)
 	close(g.stop)
+	g.mu.Unlock()
 	g.wg.Wait()
 	g.lk.stop()
 }
@@ -389,7 +393,11 @@ func (g *Gateway) watchDroppedLocked(n *nodeState, why string) {
 // bound). A port that answers is dialled again every redialEvery: a
 // killed process's connections can close before its listener does (the
 // kernel closes its files one by one, and a loaded host preempts that).
+// The caller holds mu.
 func (g *Gateway) watchPort(addr string, until time.Time, still func() bool, refused func()) {
+	if g.closing.Load() {
+		return // Close is waiting for wg, or has
+	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -691,14 +699,19 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// them until the device rejoined).
 	defer p.synced.Store(true)
 	for _, k := range protocol.Keys() {
-		if p.lost.Load() || g.closing.Load() {
-			return
-		}
 		if k.SessionScoped() {
 			continue // sessions live on the gateway, and so does their config
 		}
 		if !k.AppliesTo(dev.Type) {
 			continue // a grip has no force output, nor its entries
+		}
+		if p.lost.Load() || g.closing.Load() {
+			// Cut short (the gateway stops and serves on for a moment, or
+			// the device left): the entries not read stay unsure, so a
+			// read answers the node's value or 503, never the gateway's
+			// unread copy.
+			p.markUnsure(k)
+			continue
 		}
 		mark := p.markRead(k)
 		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
