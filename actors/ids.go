@@ -62,6 +62,9 @@ type knownID struct {
 	uuid   string
 	served bool
 	owned  bool
+	// assigned: served on an id its giver keeps (AssignedID), not one the
+	// registry keeps for a local device (localHolders).
+	assigned bool
 }
 
 // ownedConfig is a device's device-global config as stored: its entries
@@ -176,9 +179,41 @@ func (l *localIDs) mark(k hw.Kind, id string, n knownID) {
 	l.seen[k][id] = n
 }
 
-// served notes that the device with uuid (maybe "") is served on id.
-func (l *localIDs) served(k hw.Kind, id, uuid string) {
-	l.mark(k, id, knownID{uuid: uuid, served: true})
+// served notes that the device with uuid (maybe "") is served on id;
+// assigned: on an id a lab gateway gave it (AssignedID).
+func (l *localIDs) served(k hw.Kind, id, uuid string, assigned bool) {
+	l.mark(k, id, knownID{uuid: uuid, served: true, assigned: assigned})
+}
+
+// localHolders are the ids the registry keeps for local devices, by kind,
+// with the UUID each is kept for: remembered ids, ids whose stored config
+// says whose it is, and ids a local device was served on since the start.
+// A lab gateway gives a node's device none of them but its own
+// (Service.LocalIDHolder): it would load that device's config, and the
+// device, back, find its id held. An id with stored documents that do not
+// say whose they are is left out: it may be a node device's, given by the
+// gateway before owners were recorded.
+func (l *localIDs) localHolders() map[hw.Kind]map[string]string {
+	out := map[hw.Kind]map[string]string{}
+	hold := func(k hw.Kind, id, uuid string) {
+		if out[k] == nil {
+			out[k] = map[string]string{}
+		}
+		out[k][id] = uuid
+	}
+	for k, byID := range l.seen {
+		for id, n := range byID {
+			if n.served && !n.assigned || !n.served && n.owned {
+				hold(k, id, n.uuid)
+			}
+		}
+	}
+	for k, byUUID := range l.mem {
+		for uuid, r := range byUUID {
+			hold(k, r.ID, uuid)
+		}
+	}
+	return out
 }
 
 // knownElse reports whether id of kind k may be another device's own than
