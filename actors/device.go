@@ -637,7 +637,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			answer(c.global.Get(last), nil)
 			return
 		}
-		c.saveThen(ctx, sender, c.dev.storeName(), next, func(err error) {
+		c.saveThen(ctx, sender, c.dev.storeName(), ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
 			if err != nil {
 				answer(nil, err)
 				return

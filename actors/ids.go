@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -54,10 +55,47 @@ type localIDs struct {
 }
 
 // knownID is what the registry knows of an id: the UUID last served on
-// it since the start, if any was (served).
+// it since the start, if any was (served); else, the UUID its stored
+// device-global config was set for, if the document says (owned: a
+// document written before owners were recorded does not).
 type knownID struct {
 	uuid   string
 	served bool
+	owned  bool
+	// assigned: served on an id its giver keeps (AssignedID), not one the
+	// registry keeps for a local device (localHolders).
+	assigned bool
+}
+
+// ownedConfig is a device's device-global config as stored: its entries
+// and the UUID of the device they were set for ("" for a device without
+// one). The owner tells, after a restart, whose config an id's document
+// is, so that a device is given back its derived id and config even when
+// the remembered ids are lost, and a device without a UUID its own
+// (knownElse). The entries' reader ignores the member.
+type ownedConfig struct {
+	config protocol.DeviceConfig
+	owner  string
+}
+
+// MarshalJSON is the config's object with the member "owner":{"uuid":...}.
+func (c ownedConfig) MarshalJSON() ([]byte, error) {
+	uuid, err := json.Marshal(c.owner)
+	if err != nil {
+		return nil, fmt.Errorf("actors: encode the owner of a device config: %w", err)
+	}
+	b := c.config.AppendJSON(nil)
+	b = append(b[:len(b)-1], `,"owner":{"uuid":`...)
+	b = append(b, uuid...)
+	return append(b, "}}"...), nil
+}
+
+// configOwner is the part of a stored device-global config that says
+// whose it is (ownedConfig); Owner is nil in a document without one.
+type configOwner struct {
+	Owner *struct {
+		UUID string `json:"uuid"`
+	} `json:"owner"`
 }
 
 // idsSaver writes snapshots of the memory one at a time, and never one
@@ -87,9 +125,12 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 }
 
 // loadStoredIDs notes the ids that have stored documents: the devices'
-// device-global config (devices/<type>-<id>) and the profiles' entries
-// (<profile folder>/<type>-<id>). An unlistable folder is logged; its ids
-// are then not avoided.
+// device-global config (devices/<type>-<id>), with the UUID it was set
+// for where it says, and the profiles' entries (<profile folder>/<type>-
+// <id>). An unlistable folder is logged; its ids are then not avoided.
+// A device config unreadable here is known with no owner (and a corrupt
+// one is moved aside now rather than when its device is added, which then
+// starts with the defaults).
 func (l *localIDs) loadStoredIDs(st Store, log zerolog.Logger) {
 	for _, folder := range []string{"devices", profilesFolder} {
 		names, err := st.List(folder)
@@ -105,7 +146,23 @@ func (l *localIDs) loadStoredIDs(st Store, log zerolog.Logger) {
 					if t == protocol.TypeGrip {
 						k = hw.KindGrip
 					}
-					l.mark(k, id, knownID{})
+					if folder != "devices" {
+						// Entries say nothing of their device: the
+						// device config's owner, if any, stands.
+						if _, ok := l.seen[k][id]; !ok {
+							l.mark(k, id, knownID{})
+						}
+						continue
+					}
+					var doc configOwner
+					if _, err := st.Load(name, &doc); err != nil {
+						log.Error().Err(err).Str("document", name).Msg("stored device config unreadable; its device starts with the defaults")
+					}
+					n := knownID{}
+					if doc.Owner != nil {
+						n = knownID{uuid: doc.Owner.UUID, owned: true}
+					}
+					l.mark(k, id, n)
 				}
 			}
 		}
@@ -122,19 +179,52 @@ func (l *localIDs) mark(k hw.Kind, id string, n knownID) {
 	l.seen[k][id] = n
 }
 
-// served notes that the device with uuid (maybe "") is served on id.
-func (l *localIDs) served(k hw.Kind, id, uuid string) {
-	l.mark(k, id, knownID{uuid: uuid, served: true})
+// served notes that the device with uuid (maybe "") is served on id;
+// assigned: on an id a lab gateway gave it (AssignedID).
+func (l *localIDs) served(k hw.Kind, id, uuid string, assigned bool) {
+	l.mark(k, id, knownID{uuid: uuid, served: true, assigned: assigned})
+}
+
+// localHolders are the ids the registry keeps for local devices, by kind,
+// with the UUID each is kept for: remembered ids, ids whose stored config
+// says whose it is, and ids a local device was served on since the start.
+// A lab gateway gives a node's device none of them but its own
+// (Service.LocalIDHolder): it would load that device's config, and the
+// device, back, find its id held. An id with stored documents that do not
+// say whose they are is left out: it may be a node device's, given by the
+// gateway before owners were recorded.
+func (l *localIDs) localHolders() map[hw.Kind]map[string]string {
+	out := map[hw.Kind]map[string]string{}
+	hold := func(k hw.Kind, id, uuid string) {
+		if out[k] == nil {
+			out[k] = map[string]string{}
+		}
+		out[k][id] = uuid
+	}
+	for k, byID := range l.seen {
+		for id, n := range byID {
+			if n.served && !n.assigned || !n.served && n.owned {
+				hold(k, id, n.uuid)
+			}
+		}
+	}
+	for k, byUUID := range l.mem {
+		for uuid, r := range byUUID {
+			hold(k, r.ID, uuid)
+		}
+	}
+	return out
 }
 
 // knownElse reports whether id of kind k may be another device's own than
-// the one with uuid: it has stored documents nobody was served with since
-// the start, or another UUID was served on it last. A device without a
-// UUID served on an id before gets it again (nothing tells it apart from
-// another without one).
+// the one with uuid: another UUID was served on it last since the start,
+// or, none served on it, it has stored documents that do not say they are
+// uuid's (ownedConfig). A device without a UUID served on an id before, or
+// whose stored config was set for a device without one, gets it again
+// (nothing tells it apart from another without one).
 func (l *localIDs) knownElse(k hw.Kind, id, uuid string) bool {
 	n, ok := l.seen[k][id]
-	return ok && (!n.served || n.uuid != uuid)
+	return ok && (!n.served && !n.owned || n.uuid != uuid)
 }
 
 // remembered is uuid's remembered id of kind k, if any.

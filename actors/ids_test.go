@@ -94,7 +94,7 @@ func TestKnownIDsFromStoredDocuments(t *testing.T) {
 		}
 	}
 	l := loadLocalIDs(st, zerolog.Nop())
-	l.served(hw.KindArm, "3333", "uuid-c")
+	l.served(hw.KindArm, "3333", "uuid-c", false)
 	for _, c := range []struct {
 		kind  hw.Kind
 		id    string

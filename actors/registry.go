@@ -237,6 +237,14 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
 		return
 	}
+	if owner, held := s.LocalIDHolder(info.Kind, info.ID); assigned && held && owner != info.UUID {
+		// Kept for an absent local device (its remembered id, its stored
+		// config's, one it was served on): served here, this one would
+		// load that device's config, and that device, back, find its id
+		// held. Refused, the giver gives another (it avoids these ids).
+		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is kept for the local device with UUID %q", info.ID, t.Key(), info.UUID, owner)})
+		return
+	}
 	// reservedElse says id is remembered for another device than this
 	// one: a device without a UUID is none of them (it was served on
 	// another's id and loaded its config, and that device, back, lost its
@@ -268,6 +276,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		}
 	}
 	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), r.connected)
+	s.localHolders.Store(new(r.ids.localHolders()))
 	r.adding[key] = p
 	defaults := protocol.DefaultDeviceConfig()
 	if p.msg.defaults != nil {
@@ -389,7 +398,9 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		ctx.Send(pid, &at)
 	}
 	s.devices.Store(s.devices.Load().with(d))
-	r.ids.served(info.Kind, d.ID, info.UUID)
+	_, assigned := m.add.driver.(AssignedID)
+	r.ids.served(info.Kind, d.ID, info.UUID, assigned)
+	s.localHolders.Store(new(r.ids.localHolders()))
 	if m.add.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})

@@ -728,3 +728,109 @@ func TestDeviceWithoutUUIDNotServedOnARememberedID(t *testing.T) {
 		t.Fatalf("arm B's force_clamp is %+v (%v), want its stored 2 N", e, err)
 	}
 }
+
+// A device without a UUID that got a derived id keeps it, and its stored
+// config, across a plain restart with the same devices plugged in the same
+// order. Its derived id had a stored document nobody had been served with
+// yet on the restarted service, so it counted as another device's and the
+// device was moved on (1CD9 became 1CDA), its 2 N force clamp left behind.
+// It still never takes an id whose stored config is an absent arm's.
+func TestDeviceWithoutUUIDKeepsItsDerivedIDAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := startWith(t, Options{StateDir: dir})
+	addArm(t, first, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	x := addArm(t, first, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-x"})
+	removeArm(t, first, x)
+	q := addArm(t, first, &sharedIDDriver{Driver: simArm(2), id: x.ID, uuid: ""})
+	if q.ID == x.ID {
+		t.Fatalf("the device without a UUID was given %s, arm X's remembered id", q.ID)
+	}
+	if _, err := first.SetEntry(q, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, first)
+
+	svc := startWith(t, Options{StateDir: dir})
+	addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	again := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: x.ID, uuid: ""})
+	if again.ID != q.ID {
+		t.Fatalf("the device without a UUID came back as %s, want %s", again.ID, q.ID)
+	}
+	if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
+		t.Fatalf("its force_clamp is %+v (%v), want its stored 2 N", e, err)
+	}
+}
+
+// A device without a UUID is not served on the id of an absent arm with
+// stored config, even after a restart: the config is that arm's.
+func TestDeviceWithoutUUIDAvoidsAnAbsentArmsStoredID(t *testing.T) {
+	collides := hw.DerivedID(hw.KindArm, "", func(string) bool { return false })
+	dir := t.TempDir()
+	first := startWith(t, Options{StateDir: dir})
+	k := addArm(t, first, &sharedIDDriver{Driver: simArm(2), id: collides, uuid: "uuid-k"})
+	if _, err := first.SetEntry(k, 0, protocol.ForceClamp{MaxForceN: 3}); err != nil {
+		t.Fatal(err)
+	}
+	addArm(t, first, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	x := addArm(t, first, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-x"})
+	shutdown(t, first)
+
+	// The device without a UUID reports arm X's remembered id: it is
+	// served on a derived id, which must not be arm K's.
+	svc := startWith(t, Options{StateDir: dir})
+	n := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: x.ID, uuid: ""})
+	if n.ID == collides || n.ID == x.ID {
+		t.Fatalf("the device without a UUID was given %s, arm K's own id (or X's remembered one)", n.ID)
+	}
+	back := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: collides, uuid: "uuid-k"})
+	if back.ID != collides {
+		t.Fatalf("arm K came back as %s, want %s", back.ID, collides)
+	}
+	if e, err := svc.Entry(back, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 3}) {
+		t.Fatalf("arm K's force_clamp is %+v (%v), want its stored 3 N", e, err)
+	}
+}
+
+// An arm with a UUID on a derived id gets it back, and its stored config,
+// when the remembered-ids document is lost (corrupt and moved aside, or
+// gone): its stored config says whose it is. It was moved on to the next
+// id (5F6C became 5F6D) and lost its config.
+func TestDerivedIDKeptWhenTheRememberedIDsAreLost(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lose func(t *testing.T, path string)
+	}{
+		{"corrupt", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"gone", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first := startWith(t, Options{StateDir: dir})
+			addArm(t, first, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+			b := addArm(t, first, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+			if _, err := first.SetEntry(b, 0, protocol.ForceClamp{MaxForceN: 2}); err != nil {
+				t.Fatal(err)
+			}
+			shutdown(t, first)
+			c.lose(t, filepath.Join(dir, idsDocument+".json"))
+
+			svc := startWith(t, Options{StateDir: dir})
+			addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+			again := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+			if again.ID != b.ID {
+				t.Fatalf("arm B came back as %s, want %s", again.ID, b.ID)
+			}
+			if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
+				t.Fatalf("arm B's force_clamp is %+v (%v), want its stored 2 N", e, err)
+			}
+		})
+	}
+}

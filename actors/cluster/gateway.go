@@ -630,6 +630,25 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		for _, p := range g.proxies {
 			take(p.info.Kind, p.info.ID)
 		}
+		// So do the ids the service keeps for its own absent devices
+		// (remembered, with their stored config, served before): a proxy
+		// on one would load that device's config, and the device, back,
+		// find its id held. A newcomer's own (its config stored here,
+		// under an id given before) stays its.
+		newUUIDs := map[hw.Kind]map[string]bool{}
+		for _, nc := range news {
+			if newUUIDs[nc.kind] == nil {
+				newUUIDs[nc.kind] = map[string]bool{}
+			}
+			newUUIDs[nc.kind][nc.uuid] = true
+		}
+		for k, uuids := range newUUIDs {
+			for id, uuid := range g.svc.LocalIDHolders(k) {
+				if !uuids[uuid] {
+					take(k, id)
+				}
+			}
+		}
 		// Saved by the adds goroutine before the first of these joins
 		// the service (saveIDs), so no client sees an id a restarted
 		// gateway could give another device.
