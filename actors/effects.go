@@ -369,8 +369,9 @@ func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
 // renewLease writes the session's command in force on d again with a new
 // deadline: an effects member is a control action. The command a message
 // wrote in this entry is renewed already; otherwise the last command the
-// session wrote in this term is, or an idle command (the effects' force
-// alone) on a fresh claim.
+// session wrote in this term is, unless the loop disarmed it (a halt, a
+// driver error: only a new command re-arms a force), or an idle command
+// (the effects' force alone) on a fresh claim or after such a disarm.
 func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, leaseMs int, wasOwner bool, a *armEffects) {
 	id := p.sess.ID
 	reg := d.Register()
@@ -379,24 +380,36 @@ func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, lea
 	if e.Command.Kind != protocol.CmdNone && e.Command.Kind != protocol.CmdProbePosition {
 		return // command wrote it, with the same deadline
 	}
+	p.seq++
+	params := d.ViewFor(id).Params
 	var held loop.Command
 	cmd := &hw.Command{}
 	if wasOwner {
-		reg.Read(&held)
-		if held.Session == id {
-			cmd = &held.Cmd
+		renewed, live := reg.Renew(id, p.seq, deadline, params)
+		if renewed {
+			keepView(reg, id, params, func() *loop.Params { return d.ViewFor(id).Params })
+			p.closedSince(d)
+			return
+		}
+		if reg.Read(&held); live && held.Session == id {
+			cmd = &held.Cmd // raced by other writes: written anew, as before
 		}
 	}
-	p.seq++
-	params := d.ViewFor(id).Params
 	if !reg.Write(id, p.seq, deadline, cmd, params) {
 		p.dropEffects(d)
 		return
 	}
 	keepView(reg, id, params, func() *loop.Params { return d.ViewFor(id).Params }) // as tickPath.command
+	p.closedSince(d)
+}
+
+// closedSince releases d and drops the session's effects on it if the
+// session closed while renewLease wrote its command (Close released what
+// it saw before).
+func (p *tickPath) closedSince(d *Device) {
 	if p.sess.closed.Load() {
-		reg.Release(id)
-		d.rt.DropEffects(id)
+		d.Register().Release(p.sess.ID)
+		d.rt.DropEffects(p.sess.ID)
 	}
 }
 

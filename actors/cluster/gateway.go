@@ -753,7 +753,8 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			continue
 		}
 		if p.lost.Load() {
-			return
+			p.markUnsure(k) // and the rest, above
+			continue
 		}
 		if err := p.copyIn(dev, k, e, mark); err != nil {
 			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")

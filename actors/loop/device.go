@@ -226,18 +226,17 @@ type Device struct {
 	reg            Register
 
 	// Warm: what an awake tick touches, together.
-	drv             hw.Driver
-	lazy            lazyStateDriver // drv, when it leaves derived state to readers
-	reporter        ModeReporter    // drv, when its device may run another's control
-	remoteFx        RemoteEffects   // drv, when another process's loop renders its effects
-	remoteNav       RemoteNavigation
-	lastOwner       uint64
-	unarmedOwner    uint64 // an owner seen with no command in its term...
-	unarmedSinceNs  int64  // ...since this time
-	disarmedVersion uint64 // register writes up to this one are never applied
-	appliedSeq      uint64
-	gravityN        float64 // the gravity feed-forward in out.ForceN.Z this tick
-	stateGravityN   float64 // the feed-forward inside state.ForceN
+	drv            hw.Driver
+	lazy           lazyStateDriver // drv, when it leaves derived state to readers
+	reporter       ModeReporter    // drv, when its device may run another's control
+	remoteFx       RemoteEffects   // drv, when another process's loop renders its effects
+	remoteNav      RemoteNavigation
+	lastOwner      uint64
+	unarmedOwner   uint64 // an owner seen with no command in its term...
+	unarmedSinceNs int64  // ...since this time
+	appliedSeq     uint64
+	gravityN       float64 // the gravity feed-forward in out.ForceN.Z this tick
+	stateGravityN  float64 // the feed-forward inside state.ForceN
 	// errRun counts driver errors in a row, since the loop's clock read
 	// errRunSinceMs (ms, wrapping: a run's span is the uint32 difference).
 	// Four bytes each: the Device fills a size class of the allocator.

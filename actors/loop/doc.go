@@ -118,8 +118,7 @@
 // sends ModeIdle (by default the zero goes out within ReleaseBoundNs, 20 ms,
 // of the lapse); a release
 // by the session does the same with EventReleased. Every change of owner
-// (and every halt or driver error) starts a new ownership term and a
-// command counts only in its own term, so
+// starts a new ownership term and a command counts only in its own term, so
 // a command written before a release is never applied again, even if the
 // register still holds it: only a new Write re-arms the output. A driver
 // error halts the driver and disarms the output (EventDriverError on the

@@ -61,13 +61,18 @@ var idleCommand hw.Command
 //
 // Ownership: Claim takes an unowned register, Release gives it back, and the
 // loop takes it back when the owner's lease lapses. Every change of owner
-// starts a new term, and so does the loop's halt or a driver error
-// (endTerm); a command counts only in the term it was written in.
+// starts a new term; a command counts only in the term it was written in.
+// The loop's halt and a driver error disarm every command written so far
+// (disarm): only a new Write re-arms the output.
 type Register struct {
 	owner  atomic.Uint64
 	term   atomic.Uint64
 	next   atomic.Uint64 // last version handed to a writer
 	latest atomic.Uint64 // highest fully written version
+	// disarmed is the loop's: writes up to this version are never applied
+	// (a halt, a driver error). Here, not in the Device, so that Reparam
+	// and Renew, which rewrite a command, never bring a disarmed one back.
+	disarmed atomic.Uint64
 	// refused counts Claims turned down because another session owns the
 	// register (busy refusals, for metrics).
 	refused atomic.Uint64
@@ -82,16 +87,6 @@ func (r *Register) poke() {
 	if w := r.wake.Load(); w != nil {
 		w.Store(1)
 	}
-}
-
-// endTerm starts a new term under the same owner: the loop's halt and a
-// driver error disarm the command in hand, and re-arming needs a new
-// Write, which a command rewritten by Reparam is not (it keeps its term).
-// An owner that writes nothing more is released after its claim timeout,
-// as one that claimed and never wrote.
-func (r *Register) endTerm() {
-	r.term.Add(1)
-	r.poke()
 }
 
 // Claim makes session the owner if the register has none, and returns the
@@ -201,8 +196,9 @@ const reparamAttempts = 4
 // the change is in force from the loop's next tick rather than from the
 // session's next command. It reports whether the register now holds p for
 // session: false when the session does not own the register, its latest
-// command is not its own or is of an earlier term (Reparam never brings a
-// command back), or writers kept racing it (see reparamAttempts).
+// command is not its own, is of an earlier term or was disarmed (Reparam
+// never brings a command back), or writers kept racing it (see
+// reparamAttempts).
 //
 // The rewrite is published only if no other write took a version since
 // the command it rewrites, so a newer command of the session is never
@@ -216,7 +212,7 @@ func (r *Register) Reparam(session uint64, p *Params) bool {
 		if !r.read(&c) {
 			continue
 		}
-		if r.owner.Load() != session || c.Session != session || c.term != r.term.Load() {
+		if r.owner.Load() != session || c.Session != session || c.term != r.term.Load() || c.version <= r.disarmed.Load() {
 			return false
 		}
 		if c.Params == p {
@@ -261,6 +257,50 @@ func (r *Register) writeAfter(prev uint64, c *Command, p *Params) bool {
 	}
 	r.poke()
 	return true
+}
+
+// disarm makes every command written so far count no more (the loop's
+// halt, a driver error): the disarmed floor takes a version of its own, so
+// a rewrite that read a command before it (Reparam, Renew: writeAfter
+// needs the version right after the one it read) cannot publish it after
+// it, and a write in flight then is disarmed too. It returns the floor.
+func (r *Register) disarm() uint64 {
+	v := r.next.Add(1)
+	for {
+		d := r.disarmed.Load()
+		if d >= v || r.disarmed.CompareAndSwap(d, v) {
+			return max(d, v)
+		}
+	}
+}
+
+// live says whether c, read from r, may still be applied: not disarmed.
+func (r *Register) live(c *Command) bool { return c.version > r.disarmed.Load() }
+
+// Renew gives session's latest command the sequence number seq, the lease
+// deadline deadlineNs and Params p, keeping the output it asks (an effects
+// keepalive renews the session's control). It reports false, writing
+// nothing, when that command is not the session's live command in its
+// term (released, another's, disarmed by a halt or a driver error), or
+// when writers kept racing it (then the caller writes anew, as before).
+func (r *Register) Renew(session, seq uint64, deadlineNs int64, p *Params) (renewed, live bool) {
+	if session == 0 {
+		return false, false
+	}
+	var c Command
+	for range reparamAttempts {
+		if !r.read(&c) {
+			continue
+		}
+		if r.owner.Load() != session || c.Session != session || c.term != r.term.Load() || !r.live(&c) {
+			return false, false
+		}
+		c.Seq, c.DeadlineNs = seq, deadlineNs
+		if r.writeAfter(c.version, &c, p) {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 // Read fills dst with the latest command (a zero Command if none was ever

@@ -32,7 +32,6 @@ package loop
 //	lastOwner        the owner of the previous tick (release detection)
 //	unarmedOwner,    an owner that claimed without writing in its term,
 //	unarmedSinceNs   and since when (ClaimTimeoutNs)
-//	disarmedVersion  register writes up to this version are never applied
 //	appliedSeq       the Seq of the command acted on last
 //	gravityN         the feed-forward inside out.ForceN.Z this tick
 //	errRun           driver errors in a row, since errRunSinceMs
@@ -69,10 +68,7 @@ const releaseJitterNs = 2 * int64(time.Millisecond)
 // haltLocked zeroes the output and halts the driver. The caller holds token.
 func (d *Device) haltLocked() {
 	gen := d.haltReq.Load()
-	if v := d.reg.latest.Load(); v > d.disarmedVersion {
-		d.disarmedVersion = v
-	}
-	d.reg.endTerm()
+	d.reg.disarm()
 	d.armed, d.ramping = false, false
 	d.halted = true
 	d.asleep = false
@@ -143,7 +139,7 @@ func (d *Device) readRegister() {
 func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	c := &d.cmd
 	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
-		nowNs <= c.DeadlineNs && c.version > d.disarmedVersion
+		nowNs <= c.DeadlineNs && d.reg.live(c)
 	if valid {
 		if !d.armed || d.held.version != c.version {
 			d.held = *c
@@ -508,10 +504,7 @@ func (d *Device) driverError(err error, owner uint64) {
 	}
 	spanNs := int64(nowMs-d.errRunSinceMs) * int64(time.Millisecond)
 	_ = d.drv.Halt() // best effort: the device may be gone; the error is the exchange's
-	if d.cmd.version > d.disarmedVersion {
-		d.disarmedVersion = d.cmd.version
-	}
-	d.reg.endTerm()
+	d.reg.disarm()
 	d.armed, d.ramping = false, false
 	d.out = hw.Command{}
 	d.endForce(d.lastNowNs)

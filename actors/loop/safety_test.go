@@ -584,3 +584,72 @@ func TestSlewFastPathIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentOwnerReleasedAtItsLeaseAfterADisarm: after a halt or a driver
+// error an owner that writes nothing more is released when its lease
+// lapses, as any other, not a claim timeout later (review25: a term ended
+// by the halt kept it about 1 s, and other sessions got device_busy).
+func TestSilentOwnerReleasedAtItsLeaseAfterADisarm(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		end  func(r *rig)
+	}{
+		{"halt", func(r *rig) { r.dev.Halt() }},
+		{"driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+			r.command(5, 1, 50*ms, force(1, 1, 0), nil)
+			r.step(ms)
+			tt.end(r)
+			for range 200 {
+				r.step(ms)
+			}
+			if o := r.dev.Register().Owner(); o != 0 {
+				t.Fatalf("owner = %d 200 ms after its 50 ms lease", o)
+			}
+			if got := r.eventsOf(EventLeaseExpired); len(got) != 1 || got[0].Session != 5 {
+				t.Fatalf("lease-expired events %+v, want one for session 5", got)
+			}
+		})
+	}
+}
+
+// TestRenewNeverRearmsADisarmedCommand: an effects keepalive renews the
+// owner's command (Register.Renew), but not one a halt or a driver error
+// disarmed: it says so, and the output stays off until a new Write
+// (review25: the keepalive wrote the halted force again).
+func TestRenewNeverRearmsADisarmedCommand(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		end  func(r *rig)
+	}{
+		{"halt", func(r *rig) { r.dev.Halt() }},
+		{"driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+			reg := r.dev.Register()
+			r.command(5, 1, 500*ms, force(1, 1, 0), nil)
+			if renewed, live := reg.Renew(5, 2, r.clock.Now()+500*ms, nil); !renewed || !live {
+				t.Fatalf("Renew of the live command: renewed %v live %v", renewed, live)
+			}
+			if c := r.step(ms); c.Mode != hw.ModeForce {
+				t.Fatalf("the renewed command is not applied: %+v", c)
+			}
+			tt.end(r)
+			if renewed, live := reg.Renew(5, 3, r.clock.Now()+500*ms, nil); renewed || live {
+				t.Fatalf("Renew of a disarmed command: renewed %v live %v, want neither", renewed, live)
+			}
+			for i := range 20 {
+				if c := r.step(ms); c.Mode != hw.ModeIdle {
+					t.Fatalf("tick %d after the disarm: %+v", i, c)
+				}
+			}
+			r.command(5, 4, 500*ms, force(0, 2, 0), nil)
+			if c := r.step(ms); c.Mode != hw.ModeForce {
+				t.Fatalf("a new write did not re-arm: %+v", c)
+			}
+		})
+	}
+}

@@ -794,7 +794,7 @@ func (d *Device) controlQuiet() bool {
 	return owner != 0 && d.armed && !d.ramping && !d.halted && d.errRun == 0 && !d.failed.Load() &&
 		d.reg.owner.Load() == owner && d.cmd.Session == owner && d.cmd.term == d.reg.term.Load() &&
 		d.reg.latest.Load() == d.cmd.version && d.held.version == d.cmd.version &&
-		d.cmd.version > d.disarmedVersion && d.unarmedOwner == 0 &&
+		d.reg.live(&d.cmd) && d.unarmedOwner == 0 &&
 		d.held.Cmd.Mode == hw.ModeForce && d.out.Mode == hw.ModeForce &&
 		d.configuredFrom == d.globals.Load() && d.haltReq.Load() == d.haltAck.Load() &&
 		d.gravityN == d.stateGravityN && d.reporter == nil

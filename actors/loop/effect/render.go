@@ -242,8 +242,10 @@ type Rendered struct {
 	// ForceN is the effect's force this tick (after its fade and the
 	// gain, before the loop's passivity stage, clamp and ramp).
 	ForceN hw.Vec3
-	// ProxyM is a wall's proxy point: on the surface while the cursor is
-	// through it (Contact), at the cursor otherwise. Other kinds: the cursor.
+	// ProxyM is a wall's proxy point: where its spring pulls the cursor
+	// while the cursor is through it (Contact): on the surface, or inside
+	// a surface moved further over the cursor than the cursor pushed in
+	// (wall); at the cursor otherwise. Other kinds: the cursor.
 	ProxyM  hw.Vec3
 	Contact bool
 	// Weight is the fade, 0..1; Removing says the effect is fading out
