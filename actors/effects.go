@@ -382,20 +382,12 @@ func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, lea
 	}
 	p.seq++
 	params := d.ViewFor(id).Params
-	var held loop.Command
-	cmd := &hw.Command{}
-	if wasOwner {
-		renewed, live := reg.Renew(id, p.seq, deadline, params)
-		if renewed {
-			keepView(reg, id, params, func() *loop.Params { return d.ViewFor(id).Params })
-			p.closedSince(d)
-			return
-		}
-		if reg.Read(&held); live && held.Session == id {
-			cmd = &held.Cmd // raced by other writes: written anew, as before
-		}
+	if wasOwner && reg.Renew(id, p.seq, deadline, params) {
+		keepView(reg, id, params, func() *loop.Params { return d.ViewFor(id).Params })
+		p.closedSince(d)
+		return
 	}
-	if !reg.Write(id, p.seq, deadline, cmd, params) {
+	if !reg.Write(id, p.seq, deadline, &hw.Command{}, params) {
 		p.dropEffects(d)
 		return
 	}

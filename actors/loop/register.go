@@ -160,29 +160,39 @@ func (r *Register) Write(session, seq uint64, deadlineNs int64, cmd *hw.Command,
 			// take the next version instead of waiting for it.
 			continue
 		}
-		w := &s.words
-		storeWord(&w[0], session)
-		storeWord(&w[1], seq)
-		storeWord(&w[2], uint64(deadlineNs))
-		storeWord(&w[3], term)
-		storeWord(&w[4], uint64(cmd.Mode))
-		storeVec(w[5:8], cmd.ForceN)
-		storeVec(w[8:11], cmd.PositionM)
-		storeAngles(w[11:14], cmd.TorquesNmm)
-		storeAngles(w[14:17], cmd.AnglesDeg)
-		if s.params.Load() != p {
-			s.params.Store(p)
-		}
+		s.fill(session, seq, deadlineNs, term, cmd, p)
 		s.version.Store(v)
-		for {
-			l := r.latest.Load()
-			if l >= v || r.latest.CompareAndSwap(l, v) {
-				break
-			}
-		}
-		r.poke()
+		r.publish(v)
 		return true
 	}
+}
+
+// fill stores a command in s, which the caller holds (regBusy).
+func (s *regSlot) fill(session, seq uint64, deadlineNs int64, term uint64, cmd *hw.Command, p *Params) {
+	w := &s.words
+	storeWord(&w[0], session)
+	storeWord(&w[1], seq)
+	storeWord(&w[2], uint64(deadlineNs))
+	storeWord(&w[3], term)
+	storeWord(&w[4], uint64(cmd.Mode))
+	storeVec(w[5:8], cmd.ForceN)
+	storeVec(w[8:11], cmd.PositionM)
+	storeAngles(w[11:14], cmd.TorquesNmm)
+	storeAngles(w[14:17], cmd.AnglesDeg)
+	if s.params.Load() != p {
+		s.params.Store(p)
+	}
+}
+
+// publish makes version v, filled, the latest unless a later one is.
+func (r *Register) publish(v uint64) {
+	for {
+		l := r.latest.Load()
+		if l >= v || r.latest.CompareAndSwap(l, v) {
+			break
+		}
+	}
+	r.poke()
 }
 
 // reparamAttempts bounds Reparam's retries while writers race it. A
@@ -238,19 +248,7 @@ func (r *Register) writeAfter(prev uint64, c *Command, p *Params) bool {
 	if old&regBusy != 0 || old >= v || !s.version.CompareAndSwap(old, v|regBusy) {
 		return false
 	}
-	w := &s.words
-	storeWord(&w[0], c.Session)
-	storeWord(&w[1], c.Seq)
-	storeWord(&w[2], uint64(c.DeadlineNs))
-	storeWord(&w[3], c.term)
-	storeWord(&w[4], uint64(c.Cmd.Mode))
-	storeVec(w[5:8], c.Cmd.ForceN)
-	storeVec(w[8:11], c.Cmd.PositionM)
-	storeAngles(w[11:14], c.Cmd.TorquesNmm)
-	storeAngles(w[14:17], c.Cmd.AnglesDeg)
-	if s.params.Load() != p {
-		s.params.Store(p)
-	}
+	s.fill(c.Session, c.Seq, c.DeadlineNs, c.term, &c.Cmd, p)
 	s.version.Store(v)
 	if !r.latest.CompareAndSwap(prev, v) {
 		return false // a writer that took a later version published first: it is newer
@@ -260,16 +258,24 @@ func (r *Register) writeAfter(prev uint64, c *Command, p *Params) bool {
 }
 
 // disarm makes every command written so far count no more (the loop's
-// halt, a driver error): the disarmed floor takes a version of its own, so
-// a rewrite that read a command before it (Reparam, Renew: writeAfter
-// needs the version right after the one it read) cannot publish it after
-// it, and a write in flight then is disarmed too. It returns the floor.
+// halt, a driver error): the disarmed floor takes a version of its own,
+// raised before the version is taken, so a rewrite that read a command
+// before it (Reparam, Renew) either fails to take the version right after
+// the one it read (writeAfter), or, taking a fresh one (writeAnew), finds
+// the floor already raised; a write in flight then is disarmed too. It
+// returns the floor.
 func (r *Register) disarm() uint64 {
-	v := r.next.Add(1)
 	for {
-		d := r.disarmed.Load()
-		if d >= v || r.disarmed.CompareAndSwap(d, v) {
-			return max(d, v)
+		n := r.next.Load()
+		v := n + 1
+		for {
+			d := r.disarmed.Load()
+			if d >= v || r.disarmed.CompareAndSwap(d, v) {
+				break
+			}
+		}
+		if r.next.CompareAndSwap(n, v) {
+			return r.disarmed.Load()
 		}
 	}
 }
@@ -281,11 +287,12 @@ func (r *Register) live(c *Command) bool { return c.version > r.disarmed.Load() 
 // deadline deadlineNs and Params p, keeping the output it asks (an effects
 // keepalive renews the session's control). It reports false, writing
 // nothing, when that command is not the session's live command in its
-// term (released, another's, disarmed by a halt or a driver error), or
-// when writers kept racing it (then the caller writes anew, as before).
-func (r *Register) Renew(session, seq uint64, deadlineNs int64, p *Params) (renewed, live bool) {
+// term (released, another's, disarmed by a halt or a driver error): the
+// caller then writes an idle command. Writers racing it make it write the
+// command anew at a fresh version, still only while it is live.
+func (r *Register) Renew(session, seq uint64, deadlineNs int64, p *Params) bool {
 	if session == 0 {
-		return false, false
+		return false
 	}
 	var c Command
 	for range reparamAttempts {
@@ -293,14 +300,41 @@ func (r *Register) Renew(session, seq uint64, deadlineNs int64, p *Params) (rene
 			continue
 		}
 		if r.owner.Load() != session || c.Session != session || c.term != r.term.Load() || !r.live(&c) {
-			return false, false
+			return false
 		}
 		c.Seq, c.DeadlineNs = seq, deadlineNs
 		if r.writeAfter(c.version, &c, p) {
-			return true, true
+			return true
 		}
 	}
-	return false, true
+	r.Read(&c)
+	if c.Session != session {
+		return false
+	}
+	c.Seq, c.DeadlineNs = seq, deadlineNs
+	return r.writeAnew(&c, p)
+}
+
+// writeAnew writes c with Params p at a fresh version, as Write does, if c
+// is still live in its term once that version is taken: a disarm raises
+// its floor before it takes its own version, so a version taken after it
+// sees the floor, and one taken before is under it.
+func (r *Register) writeAnew(c *Command, p *Params) bool {
+	for {
+		v := r.next.Add(1)
+		if r.owner.Load() != c.Session || c.term != r.term.Load() || !r.live(c) {
+			return false
+		}
+		s := &r.slots[v%regSlots]
+		old := s.version.Load()
+		if old&regBusy != 0 || old >= v || !s.version.CompareAndSwap(old, v|regBusy) {
+			continue
+		}
+		s.fill(c.Session, c.Seq, c.DeadlineNs, c.term, &c.Cmd, p)
+		s.version.Store(v)
+		r.publish(v)
+		return true
+	}
 }
 
 // Read fills dst with the latest command (a zero Command if none was ever

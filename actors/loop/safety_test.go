@@ -631,15 +631,15 @@ func TestRenewNeverRearmsADisarmedCommand(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
 			reg := r.dev.Register()
 			r.command(5, 1, 500*ms, force(1, 1, 0), nil)
-			if renewed, live := reg.Renew(5, 2, r.clock.Now()+500*ms, nil); !renewed || !live {
-				t.Fatalf("Renew of the live command: renewed %v live %v", renewed, live)
+			if !reg.Renew(5, 2, r.clock.Now()+500*ms, nil) {
+				t.Fatal("Renew of the live command failed")
 			}
 			if c := r.step(ms); c.Mode != hw.ModeForce {
 				t.Fatalf("the renewed command is not applied: %+v", c)
 			}
 			tt.end(r)
-			if renewed, live := reg.Renew(5, 3, r.clock.Now()+500*ms, nil); renewed || live {
-				t.Fatalf("Renew of a disarmed command: renewed %v live %v, want neither", renewed, live)
+			if reg.Renew(5, 3, r.clock.Now()+500*ms, nil) {
+				t.Fatal("Renew rewrote a disarmed command")
 			}
 			for i := range 20 {
 				if c := r.step(ms); c.Mode != hw.ModeIdle {
@@ -649,6 +649,45 @@ func TestRenewNeverRearmsADisarmedCommand(t *testing.T) {
 			r.command(5, 4, 500*ms, force(0, 2, 0), nil)
 			if c := r.step(ms); c.Mode != hw.ModeForce {
 				t.Fatalf("a new write did not re-arm: %+v", c)
+			}
+		})
+	}
+}
+
+// TestRenewRacingADisarmNeverRevives: an effects keepalive that races a
+// halt never re-applies the halted force (review26: Renew, raced out,
+// returned "live" and its caller wrote the held command anew above the
+// floor). Rows: a writer's version in flight makes Renew write anew just
+// before the halt; the loop preempted inside disarm, its floor raised but
+// its version not yet taken.
+func TestRenewRacingADisarmNeverRevives(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		run  func(r *rig, dl int64)
+	}{
+		{"a writer in flight, then the halt", func(r *rig, dl int64) {
+			r.dev.Register().next.Add(1) // a racing writer's version, not yet published
+			r.dev.Register().Renew(5, 2, dl, nil)
+			r.dev.Halt()
+		}},
+		{"the halt's floor raised, its version not taken", func(r *rig, dl int64) {
+			reg := r.dev.Register()
+			reg.disarmed.Store(reg.next.Load() + 1)
+			if reg.Renew(5, 2, dl, nil) {
+				t.Error("Renew rewrote a command under the floor")
+			}
+			r.dev.Halt()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
+			r.command(5, 1, 500*ms, force(1, 1, 0), nil)
+			r.step(ms)
+			tt.run(r, r.clock.Now()+500*ms)
+			for i := range 20 {
+				if c := r.step(ms); c.Mode != hw.ModeIdle {
+					t.Fatalf("tick %d after the halt, no new command: %+v", i, c)
+				}
 			}
 		})
 	}
