@@ -585,18 +585,21 @@ func TestSlewFastPathIsExact(t *testing.T) {
 	}
 }
 
+// disarms are the two ways the loop disarms the command in force.
+var disarms = []struct {
+	name string
+	end  func(r *rig)
+}{
+	{"halt", func(r *rig) { r.dev.Halt() }},
+	{"driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
+}
+
 // TestSilentOwnerReleasedAtItsLeaseAfterADisarm: after a halt or a driver
 // error an owner that writes nothing more is released when its lease
 // lapses, as any other, not a claim timeout later (review25: a term ended
 // by the halt kept it about 1 s, and other sessions got device_busy).
 func TestSilentOwnerReleasedAtItsLeaseAfterADisarm(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		end  func(r *rig)
-	}{
-		{"halt", func(r *rig) { r.dev.Halt() }},
-		{"driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
-	} {
+	for _, tt := range disarms {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
 			r.command(5, 1, 50*ms, force(1, 1, 0), nil)
@@ -620,13 +623,7 @@ func TestSilentOwnerReleasedAtItsLeaseAfterADisarm(t *testing.T) {
 // disarmed: it says so, and the output stays off until a new Write
 // (review25: the keepalive wrote the halted force again).
 func TestRenewNeverRearmsADisarmedCommand(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		end  func(r *rig)
-	}{
-		{"halt", func(r *rig) { r.dev.Halt() }},
-		{"driver error", func(r *rig) { r.drv.FailNext(1, nil); r.step(ms) }},
-	} {
+	for _, tt := range disarms {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{RampNs: 10 * ms})
 			reg := r.dev.Register()
