@@ -496,13 +496,7 @@ func TestDerivedIDKeptWhenTheArmReturnsWhileLeaving(t *testing.T) {
 	if again.ID != b.ID {
 		t.Fatalf("the arm came back as %s, was %s", again.ID, b.ID)
 	}
-	e, err := svc.Entry(again, 0, protocol.KeyForceClamp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e != (protocol.ForceClamp{MaxForceN: 2}) {
-		t.Fatalf("force_clamp %+v after it came back, want its stored 2 N", e)
-	}
+	wantForceClamp(t, svc, again, protocol.ForceClamp{MaxForceN: 2}, "the arm that came back", "its stored 2 N")
 }
 
 // Two arms that share a 16-bit id keep their ids, and so their stored
@@ -682,17 +676,13 @@ func TestDerivedIDAvoidsAnAbsentArmsID(t *testing.T) {
 			if b.ID == collides || b.ID == "0A0A" {
 				t.Fatalf("arm B was given %s, arm K's own id (or A's)", b.ID)
 			}
-			if e, err := svc.Entry(b, 0, protocol.KeyForceClamp); err != nil || e != protocol.DefaultDeviceConfig().ForceClamp {
-				t.Fatalf("arm B's force_clamp is %+v (%v), want the default", e, err)
-			}
+			wantForceClamp(t, svc, b, protocol.DefaultDeviceConfig().ForceClamp, "arm B", "the default")
 			back := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: collides, uuid: "uuid-k"})
 			if back.ID != collides {
 				t.Fatalf("arm K came back as %s, want its own %s", back.ID, collides)
 			}
 			if c.stored {
-				if e, err := svc.Entry(back, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 3}) {
-					t.Fatalf("arm K's force_clamp is %+v (%v), want its stored 3 N", e, err)
-				}
+				wantForceClamp(t, svc, back, protocol.ForceClamp{MaxForceN: 3}, "arm K", "its stored 3 N")
 			}
 		})
 	}
@@ -717,16 +707,12 @@ func TestDeviceWithoutUUIDNotServedOnARememberedID(t *testing.T) {
 	if n.ID == b.ID {
 		t.Fatalf("a device without a UUID was given %s, arm B's remembered id", n.ID)
 	}
-	if e, err := svc.Entry(n, 0, protocol.KeyForceClamp); err != nil || e != protocol.DefaultDeviceConfig().ForceClamp {
-		t.Fatalf("the device without a UUID has force_clamp %+v (%v), want the default", e, err)
-	}
+	wantForceClamp(t, svc, n, protocol.DefaultDeviceConfig().ForceClamp, "the device without a UUID", "the default")
 	again := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
 	if again.ID != b.ID {
 		t.Fatalf("arm B came back as %s, want %s", again.ID, b.ID)
 	}
-	if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
-		t.Fatalf("arm B's force_clamp is %+v (%v), want its stored 2 N", e, err)
-	}
+	wantForceClamp(t, svc, again, protocol.ForceClamp{MaxForceN: 2}, "arm B", "its stored 2 N")
 }
 
 // A device without a UUID that got a derived id keeps it, and its stored
@@ -756,9 +742,7 @@ func TestDeviceWithoutUUIDKeepsItsDerivedIDAcrossRestart(t *testing.T) {
 	if again.ID != q.ID {
 		t.Fatalf("the device without a UUID came back as %s, want %s", again.ID, q.ID)
 	}
-	if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
-		t.Fatalf("its force_clamp is %+v (%v), want its stored 2 N", e, err)
-	}
+	wantForceClamp(t, svc, again, protocol.ForceClamp{MaxForceN: 2}, "the arm", "its stored 2 N")
 }
 
 // A device without a UUID is not served on the id of an absent arm with
@@ -786,9 +770,7 @@ func TestDeviceWithoutUUIDAvoidsAnAbsentArmsStoredID(t *testing.T) {
 	if back.ID != collides {
 		t.Fatalf("arm K came back as %s, want %s", back.ID, collides)
 	}
-	if e, err := svc.Entry(back, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 3}) {
-		t.Fatalf("arm K's force_clamp is %+v (%v), want its stored 3 N", e, err)
-	}
+	wantForceClamp(t, svc, back, protocol.ForceClamp{MaxForceN: 3}, "arm K", "its stored 3 N")
 }
 
 // An arm with a UUID on a derived id gets it back, and its stored config,
@@ -828,9 +810,16 @@ func TestDerivedIDKeptWhenTheRememberedIDsAreLost(t *testing.T) {
 			if again.ID != b.ID {
 				t.Fatalf("arm B came back as %s, want %s", again.ID, b.ID)
 			}
-			if e, err := svc.Entry(again, 0, protocol.KeyForceClamp); err != nil || e != (protocol.ForceClamp{MaxForceN: 2}) {
-				t.Fatalf("arm B's force_clamp is %+v (%v), want its stored 2 N", e, err)
-			}
+			wantForceClamp(t, svc, again, protocol.ForceClamp{MaxForceN: 2}, "arm B", "its stored 2 N")
 		})
+	}
+}
+
+// wantForceClamp fails t unless d's force_clamp on svc is want; who names
+// the device and desc the value wanted in the message.
+func wantForceClamp(t *testing.T, svc *Service, d *Device, want protocol.ForceClamp, who, desc string) {
+	t.Helper()
+	if e, err := svc.Entry(d, 0, protocol.KeyForceClamp); err != nil || e != want {
+		t.Fatalf("%s's force_clamp is %+v (%v), want %s", who, e, err, desc)
 	}
 }
