@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
@@ -45,17 +43,10 @@ func (b brokenDisk) Save(name string, v any) error {
 // service, broken as disk says.
 func gatewayOnDisk(t *testing.T, stand actor.Actor, d *actors.Device, disk *brokenDisk) *Gateway {
 	t.Helper()
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: t.TempDir(),
+	svc, shutdown := testServiceWith(t, actors.Options{StateDir: t.TempDir(),
 		WrapStore: func(s actors.Store) actors.Store { disk.Store = s; return *disk }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := newTestGateway(svc, time.Minute)
-	serveTestGateway(t, g, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	}, true)
+	serveTestGateway(t, g, shutdown, true)
 	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return stand }), nodeActorName); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,15 @@ func newTestGateway(svc *actors.Service, nodeTimeout time.Duration) *Gateway {
 // what shuts it down (the caller orders it among its other cleanups).
 func testService(t *testing.T) (*actors.Service, func()) {
 	t.Helper()
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	return testServiceWith(t, actors.Options{})
+}
+
+// testServiceWith is testService with o (a state directory, a wrapped
+// store); it sets the log and the one simulation shard.
+func testServiceWith(t *testing.T, o actors.Options) (*actors.Service, func()) {
+	t.Helper()
+	o.Log, o.SimShards = zerolog.Nop(), 1
+	svc, err := actors.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}

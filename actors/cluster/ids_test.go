@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -215,15 +214,8 @@ func TestUnreadableIDsAreNotOverwritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.plant(t, filepath.Join(dir, filepath.FromSlash(idsDocument)+".json"))
-			svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = svc.Shutdown(ctx)
-			})
+			svc, shutdown := testServiceWith(t, actors.Options{StateDir: dir})
+			t.Cleanup(shutdown)
 			mem, kept := loadIDs(svc, zerolog.Nop())
 			if kept != tt.wantKept || len(mem) != 0 {
 				t.Fatalf("loadIDs: %d kinds remembered, kept %v; want none, kept %v", len(mem), kept, tt.wantKept)
@@ -244,16 +236,9 @@ func TestGatewayIDNotMovedByTheLocalIDMemory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "device-ids.json"), []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, shutdown := testServiceWith(t, actors.Options{StateDir: dir})
 	g := newTestGateway(svc, time.Minute)
-	serveTestGateway(t, g, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	}, false)
+	serveTestGateway(t, g, shutdown, false)
 	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(uuid, "0A0A")}})
 	waitAdded(t, g)
 	listed := g.svc.Devices().All()[0].ID

@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
@@ -102,16 +99,9 @@ func TestGatewayProxyAndStoredConfigOwners(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "devices", "arm3-1234.json"), []byte(doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1, StateDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
+			svc, shutdown := testServiceWith(t, actors.Options{StateDir: dir})
 			g := newTestGateway(svc, time.Minute)
-			serveTestGateway(t, g, func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = svc.Shutdown(ctx)
-			}, false)
+			serveTestGateway(t, g, shutdown, false)
 			inv := &wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm(node, "1234")}}
 			g.inventory(inv)
 			waitAdded(t, g)
