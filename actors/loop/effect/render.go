@@ -499,10 +499,10 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 				d += depth - was
 			}
 		}
-		switch {
-		case d > depth:
+		if d > depth {
 			d = depth
-		case !(d > 0): // also a depth that is not a number
+		}
+		if !(d > 0) { // also a depth that is not a number
 			s.contact, s.trapped, d = false, true, 0
 		}
 		s.kindWord = d
