@@ -36,8 +36,9 @@ func freeDistance(s *state, p *Params, x hw.Vec3) float64 {
 }
 
 // freeNormal is the unit gradient of freeDistance at x: the direction out
-// of the wall into free space. The plane and the sphere have it in closed
-// form; the other shapes take central differences (6 more distances).
+// of the wall into free space. The plane, the sphere and the boxes have it
+// in closed form; the other shapes take central differences (6 more
+// distances).
 func freeNormal(s *state, p *Params, x hw.Vec3) hw.Vec3 {
 	var n hw.Vec3
 	switch {
@@ -50,6 +51,11 @@ func freeNormal(s *state, p *Params, x hw.Vec3) hw.Vec3 {
 		}
 	case s.kind == Shape && s.prim == PrimPlane:
 		n = p.AxisUnit
+		if s.keepIn {
+			n = n.Scale(-1)
+		}
+	case s.kind == LimitBox || (s.kind == Shape && (s.prim == PrimBox || s.prim == PrimRoundedBox)):
+		n = boxGradient(x.Sub(p.PointM), p.HalfExtentsM)
 		if s.keepIn {
 			n = n.Scale(-1)
 		}

@@ -391,6 +391,7 @@ func (s *state) advance(in *Input, r *Renderer) {
 func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	p := &s.cur
 	x, v := in.PositionM, in.VelocityMps
+	lastProxy := s.proxyM // a wall in contact continues from it
 	s.proxyM = x
 	switch s.kind {
 	case SpringPoint:
@@ -435,7 +436,7 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 		s.kindWord = math.Mod(s.kindWord+2*math.Pi*p.FrequencyHz*dtS, 2*math.Pi) // the phase
 		return p.AxisUnit.Scale(p.AmplitudeN * math.Sin(s.kindWord))
 	case Wall, LimitSphere, LimitBox, Shape:
-		return s.wall(x, v, prevM, havePrev)
+		return s.wall(x, v, prevM, lastProxy, havePrev)
 	case SDF:
 		return s.sdf(x)
 	}
@@ -453,35 +454,55 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 // motion into the surface (its depth), so a surface moved or grown further
 // over a cursor already touching it adds no force; a cursor that backs out
 // of what it pushed in while the surface still covers it is trapped.
-func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
+//
+// In contact, the surface that pushes is the one the cursor went in
+// through (entrySide), not the nearest: a hand pressed past the middle of
+// a thin plate or a small bead is pushed back the way it came, not out
+// through the far side.
+func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 	p := &s.cur
 	phi := freeDistance(s, p, x)
 	if phi >= 0 {
 		s.contact, s.trapped, s.kindWord = false, false, 0
 		return hw.Vec3{}
 	}
-	if !s.contact && !s.trapped {
+	var n hw.Vec3 // the direction the proxy lies in from the cursor
+	switch {
+	case !s.contact && !s.trapped:
 		// Entering this tick. It is a contact only if the cursor moved
 		// in: where it was last tick is free under today's surface.
 		if havePrev && freeDistance(s, p, prevM) >= 0 {
 			s.contact, s.kindWord = true, -phi
+			n = freeNormal(s, p, x)
 		} else {
 			s.trapped = true
 		}
-	} else if s.contact {
+	case s.contact:
 		// The depth grows by what the cursor's own motion took it into
-		// today's surface (its distance at the last position less at
-		// this one, both under today's surface, so sliding along any
+		// today's surface (its depth under it at the last position less
+		// at this one, both under today's surface, so sliding along any
 		// shape at one depth keeps it), shrinks as it backs out, and
-		// never exceeds the surface's own.
-		d := s.kindWord // the depth
-		if havePrev {
-			d += freeDistance(s, p, prevM) - phi
+		// never exceeds the surface's own depth under the cursor. A
+		// plane's depth is its distance; a closed shape's is measured
+		// from the surface the cursor went in through (entrySide).
+		d := s.kindWord
+		var depth float64
+		if s.kind == Wall {
+			n, depth = p.AxisUnit, -phi
+			if havePrev {
+				d += freeDistance(s, p, prevM) - phi
+			}
+		} else {
+			n, depth = s.entrySide(p, x, lastProxy)
+			if havePrev {
+				_, was := s.entrySide(p, prevM, lastProxy)
+				d += depth - was
+			}
 		}
-		switch {
-		case d > -phi:
-			d = -phi
-		case d <= 0:
+		if d > depth {
+			d = depth
+		}
+		if !(d > 0) { // also a depth that is not a number
 			s.contact, s.trapped, d = false, true, 0
 		}
 		s.kindWord = d
@@ -492,7 +513,6 @@ func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 	// The proxy is where the spring pulls the cursor, where the user feels
 	// the surface: on it, unless it came further over the cursor than the
 	// cursor pushed in.
-	n := freeNormal(s, p, x)
 	s.proxyM = x.Add(n.Scale(s.kindWord))
 	// Pushes out only: the damper never pulls a cursor that leaves.
 	fn := p.StiffnessNPerM*s.kindWord - p.DampingNsPerM*n.Dot(v)
@@ -500,6 +520,23 @@ func (s *state) wall(x, v, prevM hw.Vec3, havePrev bool) hw.Vec3 {
 		return hw.Vec3{}
 	}
 	return n.Scale(fn)
+}
+
+// entrySide is the surface a closed shape's cursor in contact went in
+// through, found from the last tick's proxy (on that surface, or between
+// it and the cursor): the point of the surface's tangent plane there
+// nearest the cursor, put back onto today's surface along its own
+// normal. It returns the normal at that point and the cursor's depth
+// under it along the normal (not above 0 if the cursor is no longer under
+// it). The nearest surface is another one once the cursor is past the
+// middle of a thin solid, and pushing toward it would push the hand
+// through; sliding along the surface, the tangent plane follows it round.
+func (s *state) entrySide(p *Params, x, lastProxy hw.Vec3) (n hw.Vec3, depth float64) {
+	n0 := freeNormal(s, p, lastProxy)
+	c := x.Add(n0.Scale(n0.Dot(lastProxy.Sub(x))))
+	c = c.Sub(freeNormal(s, p, c).Scale(freeDistance(s, p, c)))
+	n = freeNormal(s, p, c)
+	return n, n.Dot(c.Sub(x))
 }
 
 // smooth moves mid toward tgt and cur toward mid by alpha of the way (two

@@ -1,6 +1,7 @@
 package effect
 
 import (
+	"math"
 	"testing"
 
 	"github.com/hapticd/hapticd/hw"
@@ -53,6 +54,90 @@ func TestWallMovedOverACursorInContactDoesNotFireIt(t *testing.T) {
 			}
 			if peak > f0.Norm()+1e-6 {
 				t.Fatalf("the surface moved over the resting cursor: force rose from %.2f N to %.2f N", f0.Norm(), peak)
+			}
+		})
+	}
+}
+
+// TestThinSolidPushesBackTheWayTheCursorCame: a hand pressed into a 4 mm
+// plate or a 2 mm bead (2,000 N/m: 4 N at the middle, under any arm's
+// clamp) past its middle. The proxy stays on the surface the cursor went
+// in through (docs/effects.md), so the force keeps pushing back up and
+// grows with the depth; before, the nearest surface became the far one
+// and the wall pushed the hand on through the solid.
+func TestThinSolidPushesBackTheWayTheCursorCame(t *testing.T) {
+	const k, top = 2000.0, 0.002
+	plate, bead := vec(0.05, 0.05, top), Params{StiffnessNPerM: k, RadiusM: top}
+	cases := []struct {
+		name string
+		spec Spec
+	}{
+		{"limit_box plate", Spec{ID: "b", Kind: LimitBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
+		{"limit_sphere bead", Spec{ID: "s", Kind: LimitSphere, Params: bead}},
+		{"shape box plate", Spec{ID: "p", Kind: Shape, Primitive: PrimBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
+		{"shape rounded_box plate", Spec{ID: "r", Kind: Shape, Primitive: PrimRoundedBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: vec(0.05, 0.05, top/2), RadiusM: top / 2}}},
+		{"shape sphere bead", Spec{ID: "e", Kind: Shape, Primitive: PrimSphere, Params: bead}},
+		{"shape capsule rod", Spec{ID: "c", Kind: Shape, Primitive: PrimCapsule, Params: Params{StiffnessNPerM: k, RadiusM: top, PointM: vec(-0.05, 0, 0), EndM: vec(0.05, 0, 0)}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, c.spec)
+			g.settle(vec(0, 0, 0.01), hw.Vec3{})
+			for i := 1; i < 40; i++ { // 0.1 mm a tick, to 0.1 mm short of the far side
+				z := top - float64(i)*1e-4
+				f := g.tick(vec(0, 0, z), hw.Vec3{})
+				want := k * (top - z)
+				if math.Abs(f.Z-want) > 1e-6*want || math.Abs(f.X)+math.Abs(f.Y) > 1e-6*want {
+					t.Fatalf("cursor %.1f mm below the top: force %+.3v N, want %.3f N straight up", (top-z)*1e3, f, want)
+				}
+			}
+		})
+	}
+}
+
+// TestSlidingInContactKeepsTheDepth: a cursor pressed 2 mm into a curved or
+// flat surface and slid along it at that depth (0.1 mm a tick) feels the
+// same force throughout, along the surface's normal: the depth follows
+// the cursor's own motion into the surface, and sliding is none.
+func TestSlidingInContactKeepsTheDepth(t *testing.T) {
+	const k, r, depth = 2000.0, 0.05, 0.002
+	around := func(radius float64) func(i int) hw.Vec3 {
+		return func(i int) hw.Vec3 {
+			a := float64(i) * 1e-4 / radius
+			return vec(radius*math.Cos(a), 0, radius*math.Sin(a))
+		}
+	}
+	cases := []struct {
+		name   string
+		spec   Spec
+		free   hw.Vec3
+		path   func(i int) hw.Vec3 // the cursor at tick i (i = 0: pressed in)
+		normal func(x hw.Vec3) hw.Vec3
+	}{
+		{"limit_sphere, outside", Spec{ID: "s", Kind: LimitSphere, Params: Params{StiffnessNPerM: k, RadiusM: r}},
+			vec(r+0.005, 0, 0), around(r - depth), func(x hw.Vec3) hw.Vec3 { return x.Scale(1 / x.Norm()) }},
+		{"limit_sphere, kept inside", Spec{ID: "s", Kind: LimitSphere, KeepInside: true, Params: Params{StiffnessNPerM: k, RadiusM: r}},
+			vec(r-0.005, 0, 0), around(r + depth), func(x hw.Vec3) hw.Vec3 { return x.Scale(-1 / x.Norm()) }},
+		{"shape sphere", Spec{ID: "e", Kind: Shape, Primitive: PrimSphere, Params: Params{StiffnessNPerM: k, RadiusM: r}},
+			vec(r+0.005, 0, 0), around(r - depth), func(x hw.Vec3) hw.Vec3 { return x.Scale(1 / x.Norm()) }},
+		{"limit_box top face", Spec{ID: "b", Kind: LimitBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: vec(r, r, r)}},
+			vec(-0.04, 0, r+0.005), func(i int) hw.Vec3 { return vec(-0.04+float64(i)*1e-4, 0, r-depth) },
+			func(hw.Vec3) hw.Vec3 { return vec(0, 0, 1) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, c.spec)
+			g.settle(c.free, hw.Vec3{})
+			in := c.path(0)
+			for i := 1; i <= 10; i++ { // press in along the normal
+				g.tick(c.free.Add(in.Sub(c.free).Scale(float64(i)/10)), hw.Vec3{})
+			}
+			for i := 0; i < 800; i++ { // 8 cm along the surface
+				x := c.path(i)
+				f := g.tick(x, hw.Vec3{})
+				if want := c.normal(x).Scale(k * depth); !nearVec(f, want, 0.01*k*depth) {
+					t.Fatalf("after %.1f mm along the surface: force %+.3v N, want %+.3v N", float64(i)*0.1, f, want)
+				}
 			}
 		})
 	}
