@@ -448,12 +448,14 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 // surface the proxy stays on it and a spring-damper pulls the cursor to
 // it, never into the wall. If the surface came over the cursor instead
 // (the effect appeared, was moved, or grew, with the cursor behind it),
-// the proxy stays with the cursor on the side it was, and the wall pushes
-// nothing until the cursor is out: a wall never fires a hand out of it.
+// the proxy stays with the cursor where it is, and the wall pushes
+// nothing there: a wall never fires a hand out of it.
 // The same holds in contact: the spring stretches only by the cursor's own
 // motion into the surface (its depth), so a surface moved or grown further
-// over a cursor already touching it adds no force; a cursor that backs out
-// of what it pushed in while the surface still covers it is trapped.
+// over a cursor already touching it adds no force. A trapped cursor (the
+// surface came over it, or it backed out of what it pushed in while the
+// surface still covers it) meets the wall where it is: it moves out
+// freely, and its own motion deeper is pushed back as a contact is.
 //
 // In contact, the surface that pushes is the one the cursor went in
 // through (entrySide), not the nearest: a hand pressed past the middle of
@@ -467,24 +469,29 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 		return hw.Vec3{}
 	}
 	var n hw.Vec3 // the direction the proxy lies in from the cursor
-	switch {
-	case !s.contact && !s.trapped:
+	if !s.contact && !s.trapped {
 		// Entering this tick. It is a contact only if the cursor moved
-		// in: where it was last tick is free under today's surface.
+		// in: where it was last tick is free under today's surface. If
+		// the surface came over it instead, the cursor is trapped at a
+		// depth of zero: no force now, and from here only its own motion
+		// deeper pushes it back.
 		if havePrev && freeDistance(s, p, prevM) >= 0 {
 			s.contact, s.kindWord = true, -phi
 			n = freeNormal(s, p, x)
 		} else {
-			s.trapped = true
+			s.trapped, s.kindWord = true, 0
 		}
-	case s.contact:
-		// The depth grows by what the cursor's own motion took it into
-		// today's surface (its depth under it at the last position less
-		// at this one, both under today's surface, so sliding along any
-		// shape at one depth keeps it), shrinks as it backs out, and
-		// never exceeds the surface's own depth under the cursor. A
-		// plane's depth is its distance; a closed shape's is measured
-		// from the surface the cursor went in through (entrySide).
+	} else {
+		// In contact or trapped, the depth grows by what the cursor's own
+		// motion took it into today's surface (its depth under it at the
+		// last position less at this one, both under today's surface, so
+		// sliding along any shape at one depth keeps it), shrinks as it
+		// backs out, and never exceeds the surface's own depth under the
+		// cursor. A plane's depth is its distance; a closed shape's is
+		// measured from the surface the cursor went in through
+		// (entrySide). Backed out to zero, the cursor is trapped where it
+		// is: pushing deeper again meets the wall there, and backing out
+		// further is free.
 		d := s.kindWord
 		var depth float64
 		if s.kind == Wall {
@@ -502,6 +509,7 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 		if d > depth {
 			d = depth
 		}
+		s.contact, s.trapped = true, false
 		if !(d > 0) { // also a depth that is not a number
 			s.contact, s.trapped, d = false, true, 0
 		}

@@ -142,3 +142,58 @@ func TestSlidingInContactKeepsTheDepth(t *testing.T) {
 		})
 	}
 }
+
+// TestTrappedCursorMeetsTheWallWhereItIs: a surface that came over the
+// cursor (a wall jumped past it, a floor raised under a pressing hand that
+// then eased off, a container shrunk around it, a solid declared around
+// it) pushes nothing where the cursor is, lets it out freely, and pushes
+// back its own motion deeper, from where it is. Before, such a cursor met
+// no force at all until it was out of the surface.
+func TestTrappedCursorMeetsTheWallWhereItIs(t *testing.T) {
+	const k = 2000.0
+	wall := func(z float64) Spec {
+		return Spec{ID: "w", Kind: Wall, Params: Params{StiffnessNPerM: k, AxisUnit: vec(0, 0, 1), PointM: vec(0, 0, z)}}
+	}
+	sphere := func(r float64, in bool) Spec {
+		return Spec{ID: "s", Kind: LimitSphere, KeepInside: in, Params: Params{StiffnessNPerM: k, RadiusM: r}}
+	}
+	up, out := vec(0, 0, 1), vec(1, 0, 0)
+	cases := []struct {
+		name          string
+		before, after Spec
+		approach      []hw.Vec3 // where the cursor is before the change
+		x             hw.Vec3   // where the cursor is when the surface comes over it
+		free          hw.Vec3   // the direction out of the surface there
+	}{
+		{"wall jumped past the cursor", wall(-0.05), wall(0.05), nil, vec(0, 0, 0), up},
+		{"floor raised under a pressing hand", wall(0), wall(0.05), []hw.Vec3{vec(0, 0, 0.001)}, vec(0, 0, -0.001), up},
+		{"container shrunk around a pressing hand", sphere(0.08, true), sphere(0.03, true), []hw.Vec3{vec(0.079, 0, 0)}, vec(0.081, 0, 0), out.Scale(-1)},
+		{"solid declared around the cursor", sphere(0.0001, false), sphere(0.05, false), nil, vec(0.01, 0, 0), out},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, c.before)
+			for _, a := range c.approach {
+				g.settle(a, hw.Vec3{})
+			}
+			f0 := g.settle(c.x, hw.Vec3{})
+			g.publish(c.after)
+			if f := g.settle(c.x, hw.Vec3{}); f.Norm() > f0.Norm()+1e-9 {
+				t.Fatalf("the surface came over the cursor: force rose from %v to %v", f0, f)
+			}
+			// Eased off by its own depth and 0.5 mm more: nothing, and no
+			// pull. Then 1 mm deeper than that: pushed back by its own 1 mm.
+			// Then out past it: nothing.
+			eased := c.x.Add(c.free.Scale(f0.Norm()/k + 0.0005))
+			if f := g.settle(eased, hw.Vec3{}); f.Norm() > 1e-9 {
+				t.Fatalf("eased off: force %v, want none", f)
+			}
+			if f := g.tick(eased.Sub(c.free.Scale(0.001)), hw.Vec3{}); !nearVec(f, c.free.Scale(k*0.001), 1e-6) {
+				t.Fatalf("1 mm deeper than where it eased off to: force %v, want %v", f, c.free.Scale(k*0.001))
+			}
+			if f := g.tick(eased.Add(c.free.Scale(0.0001)), hw.Vec3{}); f.Norm() > 1e-9 {
+				t.Fatalf("backed out past where it was: force %v, want none", f)
+			}
+		})
+	}
+}
