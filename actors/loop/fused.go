@@ -174,9 +174,10 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		}
 		if slewNps > 0 {
 			maxStepN := slewNps * float64(dt) * 1e-9
-			step := f.Sub(fs.slewN)
+			from := clampMagnitude(fs.slewN, lim) // a lowered clamp: see forceStages.force
+			step := f.Sub(from)
 			if !(step.Dot(step) < maxStepN*maxStepN*slewSureInside) {
-				f = slewNorm(fs.slewN, f, step, maxStepN)
+				f = slewNorm(from, f, step, maxStepN)
 			}
 		}
 		// × the ramp, 1: x×1 is x.

@@ -140,6 +140,19 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	c := &d.cmd
 	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
 		nowNs <= c.DeadlineNs && d.reg.live(c)
+	// A control that arrives while the last one ramps out (another
+	// session, or the same one after its lease lapsed) waits for the
+	// ramp's end, at most RampNs: the release bound holds, and the new
+	// control starts from zero force, as after any release, instead of
+	// taking over the slew limiter's memory of the force that is ending.
+	if valid && d.ramping {
+		if nowNs-d.rampStartNs < d.opts.RampNs {
+			valid = false
+		} else {
+			d.ramping = false
+			d.endForce(nowNs)
+		}
+	}
 	if valid {
 		if !d.armed || d.held.version != c.version {
 			d.held = *c
@@ -179,13 +192,21 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 // the output: effects pause, the observer and controller start from zero
 // energy, the slew limiter from zero force.
 func (d *Device) endForce(nowNs int64) {
-	fs := d.fs
 	d.pauseNavigation(nowNs)
+	d.pauseEffects(nowNs)
+	d.forgetForce()
+}
+
+// forgetForce starts the force stages over: the slew limiter from zero
+// force, the observer and the controller from zero energy (their figures
+// say so at once). A control that ends, and one that leaves force for
+// position, angle, torque or no output, forgets: the next force starts
+// from zero, not from a force nobody commands any more.
+func (d *Device) forgetForce() {
+	fs := d.fs
 	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{Spells: fs.pc.Spells}) && fs.sessionObs == (passivity.Observer{}) && d.ft.navJ == 0 {
-		d.pauseEffects(nowNs)
 		return
 	}
-	d.pauseEffects(nowNs)
 	fs.slewN = hw.Vec3{}
 	fs.pc.Reset()
 	fs.sessionObs.Reset()
@@ -217,6 +238,7 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 			p.Navigation.stop(nowNs)
 		}
 		d.pauseEffects(nowNs)
+		d.forgetForce()
 	}
 	switch mode {
 	case hw.ModeForce:
@@ -424,7 +446,10 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	}
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {
-		f = slew(fs.slewN, f, s*float64(dtNs)*1e-9)
+		// From the last force within today's clamp: a clamp lowered under
+		// the force applied bounds the output at once (a step down, which
+		// is always safe), not at the slew limit's pace.
+		f = slew(clampMagnitude(fs.slewN, in.limitN), f, s*float64(dtNs)*1e-9)
 	}
 	fs.slewN = f
 	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hapticd/hapticd/actors/loop/looptest"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -687,5 +688,130 @@ func TestRenewRacingADisarmNeverRevives(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNewControlStartsFromZeroForce: 8 N held under a 10 N/s slew limit
+// (the documented minimum), the lease lapses, and a control arrives while
+// the output ramps out: another session commanding 0 N, or the same
+// session writing 8 N again (a client that hiccuped). The ramp finishes
+// within the release bound (it never rises), and the new control starts
+// from zero force, slewed from there. Before, the slew limiter kept the
+// old force: the other session got 6 to 8 N it never commanded, fading
+// at 10 N/s (0.8 s), and the returning one jumped from the ramp back to
+// 8 N in a tick.
+func TestNewControlStartsFromZeroForce(t *testing.T) {
+	const slewNps = 10.0
+	cases := []struct {
+		name    string
+		session uint64
+		force   float64
+	}{
+		{"another session during the ramp", 9, 0},
+		{"the same session after its lease lapsed", 7, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 1000})
+			seq := uint64(0)
+			r.run(20, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
+			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: slewNps})
+			seq++
+			r.command(7, seq, 3*ms, force(8, 0, 0), nil) // the last write: lapses in 3 ms
+			r.run(5, nil)
+			if len(r.eventsOf(EventLeaseExpired)) != 1 {
+				t.Fatalf("session 7's lease did not lapse")
+			}
+			// Falling while the old force ramps out, then (the same session)
+			// rising from zero at the slew limit, never faster.
+			stepN := slewNps * float64(ms) * 1e-9
+			prev, rising, downAt := mag(r.drv.Last().ForceN), false, int64(-1)
+			for i := range 200 {
+				seq++
+				r.command(c.session, seq, 100*ms, force(c.force, 0, 0), nil)
+				f := mag(r.step(ms).ForceN)
+				switch {
+				case !rising && f > prev+1e-9:
+					if rising = true; prev > stepN+1e-9 {
+						t.Fatalf("tick %d of the new control: %.3f N after %.3f N, during the old force's ramp", i, f, prev)
+					}
+					fallthrough
+				case rising && f-prev > stepN+1e-9:
+					if f-prev > stepN+1e-9 {
+						t.Fatalf("tick %d of the new control: %.3f N after %.3f N, a step past %g N/s", i, f, prev, slewNps)
+					}
+				}
+				if downAt < 0 && f <= stepN+1e-9 {
+					downAt = 5*ms + int64(i+1)*ms - 3*ms // since the lease's deadline
+				}
+				prev = f
+			}
+			if downAt < 0 || downAt > ReleaseBoundNs {
+				t.Fatalf("the old force was down %d ns after the lease's deadline, want within %d", downAt, ReleaseBoundNs)
+			}
+			// 200 ms: the ramp's 17, then at most 1.83 N of the 8 N slewed up.
+			if (c.force == 0 && prev != 0) || (c.force > 0 && !(prev > 1 && prev < 1.9)) {
+				t.Fatalf("after 200 ms the output is %.3f N, want the new control's %.0f N slewed up from zero", prev, c.force)
+			}
+		})
+	}
+}
+
+// TestLeavingForceControlForgetsTheForce: a session holds 8 N under a slow
+// slew limit, takes its arm into position, angle, torque or no output,
+// then commands 0 N: the first force tick starts from zero, not from the
+// 8 N it no longer commands; and the controller's figures read nothing
+// while there is no force to guard.
+func TestLeavingForceControlForgetsTheForce(t *testing.T) {
+	for _, mid := range []struct {
+		name string
+		cmd  hw.Command
+	}{
+		{"position", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: 0.15, Z: 0.1}}},
+		{"angle", hw.Command{Mode: hw.ModeAngle}},
+		{"torque", hw.Command{Mode: hw.ModeTorque}},
+		{"idle", hw.Command{}},
+	} {
+		t.Run(mid.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 1000, Passivity: passivity.Options{Enabled: true, Scope: passivity.ScopeOutput}})
+			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: 0.1}}) // pushing along: the controller acts
+			seq := uint64(0)
+			r.run(300, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
+			if o := r.dev.Output(); !(o.AddedDampingNsPerM > 0) {
+				t.Fatalf("the controller does not act: %+v", o)
+			}
+			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 10})
+			r.run(50, func() { seq++; r.command(7, seq, 100*ms, mid.cmd, nil) })
+			if o := r.dev.Output(); o.AddedDampingNsPerM > 0 || o.ActiveNs > 0 {
+				t.Fatalf("50 ms into %s control the figures say the controller adds %v N·s/m, acting for %v ns", mid.name, o.AddedDampingNsPerM, o.ActiveNs)
+			}
+			seq++
+			r.command(7, seq, 100*ms, force(0, 0, 0), nil)
+			if out := r.step(ms); out.Mode != hw.ModeForce || mag(out.ForceN) > 1e-9 {
+				t.Fatalf("first force tick after %s control, commanding 0 N: the driver got %+v", mid.name, out.ForceN)
+			}
+		})
+	}
+}
+
+// TestLoweredClampBoundsTheOutputAtOnce: protocol/passivity.go, "ForceClamp
+// bounds the magnitude of the output force". 8 N applied under a 10 N/s
+// slew limit; the clamp lowered to 2 N holds from the next tick (a step
+// down), not after 0.6 s of slewing.
+func TestLoweredClampBoundsTheOutputAtOnce(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 10})
+	seq := uint64(0)
+	renew := func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) }
+	if f := mag(r.run(1000, renew).ForceN); !near(f, 8, 1e-6) {
+		t.Fatalf("force %v, want the 8 N reached at 10 N/s", f)
+	}
+	r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 10, ForceClampN: 2})
+	for i := range 100 {
+		if f := mag(r.run(1, renew).ForceN); f > 2+1e-9 {
+			t.Fatalf("%d ms after the clamp was lowered to 2 N: %.2f N on the arm", i+1, f)
+		}
 	}
 }
