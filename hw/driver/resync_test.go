@@ -282,17 +282,25 @@ func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 }
 
 // drainCountingPort is a real serial port that counts the zero-timeout
-// reads a draining Exchange sets up.
+// reads a draining Exchange sets up before its write (after it, one is
+// the last look at a reply whose deadline passed). The test clears wrote
+// before each exchange.
 type drainCountingPort struct {
 	serial.Port
 	drains int
+	wrote  bool
 }
 
 func (p *drainCountingPort) SetReadTimeout(d time.Duration) error {
-	if d == 0 {
+	if d == 0 && !p.wrote {
 		p.drains++
 	}
 	return p.Port.SetReadTimeout(d)
+}
+
+func (p *drainCountingPort) Write(b []byte) (int, error) {
+	p.wrote = true
+	return p.Port.Write(b)
 }
 
 // TestArmResynchronisationEnds checks the cost side: no drain before a
@@ -315,6 +323,7 @@ func TestArmResynchronisationEnds(t *testing.T) {
 	exchange := func(i int) (drained bool) {
 		t.Helper()
 		before := p.drains
+		p.wrote = false
 		cmd := commandNumber(i)
 		if err := a.Exchange(&cmd, &st); err != nil {
 			t.Fatalf("Exchange %d: %v", i, err)
