@@ -14,6 +14,12 @@ import (
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
+// resyncReplyTimeout is the reply deadline of the tests with echoArm. Only
+// the held replies are meant to miss it, and each costs it; every other
+// reply must meet it on a loaded machine, which may starve the firmware's
+// goroutine for hundreds of milliseconds under -race.
+const resyncReplyTimeout = time.Second
+
 // echoStep scripts how echoArm answers one force command.
 type echoStep struct {
 	// hold keeps this command's reply back (a stalled firmware or link);
@@ -200,8 +206,7 @@ func TestArmLateReplyAnswersNoLaterCommand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fw, path := startEchoArm(t, tc.steps)
-			// Generous: only the held replies are meant to miss it.
-			a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 300 * time.Millisecond})
+			a := openArm(t, path, driver.ArmOptions{ReplyTimeout: resyncReplyTimeout})
 			lastHeld := 0
 			for k, s := range tc.steps {
 				if s.hold {
@@ -261,7 +266,7 @@ func commandNumber(i int) hw.Command {
 // keep the state's time), and the next exchange's own state after it.
 func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 	_, path := startEchoArm(t, map[int]echoStep{2: {hold: true}, 3: {lateFirst: true}})
-	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 300 * time.Millisecond})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: resyncReplyTimeout})
 	var st hw.State
 	for i := 1; i <= 3; i++ {
 		cmd := commandNumber(i)
@@ -314,7 +319,7 @@ func TestArmResynchronisationEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &drainCountingPort{Port: sp}
-	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: 300 * time.Millisecond, MaxMisses: 5, PeriodS: 0.002})
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: resyncReplyTimeout, MaxMisses: 5, PeriodS: 0.002})
 	if err != nil {
 		t.Fatal(err)
 	}
