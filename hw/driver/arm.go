@@ -218,11 +218,12 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 	var buf [wire.WakeReplyLen]byte
 	got := 0
 	deadline := time.Now().Add(a.opts.WakeTimeout)
-	for got < len(buf) {
-		left := time.Until(deadline)
-		if left <= 0 {
+	for late := false; got < len(buf); {
+		if late {
 			return w, fmt.Errorf("%d of %d reply bytes: %w", got, len(buf), ErrWake)
 		}
+		var left time.Duration
+		left, late = readTimeout(deadline)
 		if err := a.port.SetReadTimeout(left); err != nil {
 			return w, portError{err}
 		}

@@ -1,22 +1,26 @@
 package driver_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/wire"
 )
 
-// preemptedPort is an in-memory arm whose reading thread, once armed, is
+// preemptedPort is a port (an in-memory arm, or a real pseudo-terminal)
+// whose reading thread, once armed, is
 // preempted right after a waiting read returns the first byte of a reply:
 // it runs again only once that read's deadline has passed. The rest of the
 // reply is then already received (a reply that came in time), or, with
 // withhold, never comes (a reply cut short: a real miss). It also counts
 // drains: reads set up not to wait before an exchange's write.
 type preemptedPort struct {
-	*hwtest.ArmPort
+	serial.Port
 	armed, withhold bool
 	preempted       int
 
@@ -28,7 +32,7 @@ type preemptedPort struct {
 
 func (p *preemptedPort) Write(b []byte) (int, error) {
 	p.wrote = true
-	return p.ArmPort.Write(b)
+	return p.Port.Write(b)
 }
 
 func (p *preemptedPort) SetReadTimeout(d time.Duration) error {
@@ -36,26 +40,26 @@ func (p *preemptedPort) SetReadTimeout(d time.Duration) error {
 	if d == 0 && !p.wrote {
 		p.drains++
 	}
-	return p.ArmPort.SetReadTimeout(d)
+	return p.Port.SetReadTimeout(d)
 }
 
 func (p *preemptedPort) Read(b []byte) (int, error) {
 	if !p.armed || len(b) == 0 {
-		return p.ArmPort.Read(b)
+		return p.Port.Read(b)
 	}
-	n, err := p.ArmPort.Read(b[:1])
+	n, err := p.Port.Read(b[:1])
 	if n == 0 || err != nil {
 		return n, err
 	}
 	p.armed = false
 	p.preempted++
 	if p.withhold {
-		_ = p.ArmPort.ResetInputBuffer()
+		_ = p.Port.ResetInputBuffer()
 	}
 	if !p.waiting {
 		// The thread was preempted before this read (the host is
 		// loaded): a read that does not wait gets what has arrived.
-		m, err := p.ArmPort.Read(b[n:])
+		m, err := p.Port.Read(b[n:])
 		return n + m, err
 	}
 	// The preemption: the thread is back only after its deadline.
@@ -106,7 +110,7 @@ func TestArmReplyReceivedInTimeIsNoMiss(t *testing.T) {
 	for _, wait := range waits {
 		for _, tc := range tests {
 			t.Run(wait.name+"/"+tc.name, func(t *testing.T) {
-				p := &preemptedPort{ArmPort: hwtest.NewArmPort(0x049D, [16]byte{1})}
+				p := &preemptedPort{Port: hwtest.NewArmPort(0x049D, [16]byte{1})}
 				a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem", ReplyTimeout: timeout, HaltTimeout: timeout, MaxMisses: 100})
 				if err != nil {
 					t.Fatal(err)
@@ -160,4 +164,58 @@ func missOnce(t *testing.T, a *driver.Arm, p *preemptedPort) {
 		t.Fatalf("%d replies missed, want 1 to start resynchronising", a.Missed())
 	}
 	p.preempted = 0
+}
+
+// TestOpenTakesAnIdentityReceivedInTime: the wake-up of an arm and the
+// grip query of a dongle had the same flaw as an exchange: a thread
+// preempted past the attempt's deadline after a read failed the attempt
+// with the reply waiting (a loaded host took more attempts to open a
+// device, or reported an arm that "did not identify itself"). The
+// identity is taken; one that never completes still fails the attempt.
+func TestOpenTakesAnIdentityReceivedInTime(t *testing.T) {
+	const timeout = 20 * time.Millisecond
+	tests := []struct {
+		name     string
+		withhold bool
+	}{
+		{"the rest of the reply already received", false},
+		{"the rest of the reply never comes", true},
+	}
+	for _, tc := range tests {
+		t.Run("arm/"+tc.name, func(t *testing.T) {
+			p := &preemptedPort{Port: hwtest.NewArmPort(0x049D, [16]byte{1}), armed: true, withhold: tc.withhold}
+			a, err := driver.OpenArm(p, driver.ArmOptions{Path: "mem", WakeAttempts: 1, WakeTimeout: timeout})
+			if err == nil {
+				defer a.Close()
+			}
+			if p.preempted != 1 {
+				t.Fatalf("the reading thread was preempted %d times, want 1", p.preempted)
+			}
+			if failed := errors.Is(err, driver.ErrWake); failed != tc.withhold || (err != nil && !failed) {
+				t.Errorf("OpenArm with one wake-up attempt: %v; want it to fail with ErrWake: %v", err, tc.withhold)
+			}
+		})
+		t.Run("grip/"+tc.name, func(t *testing.T) {
+			const id = 0x1234
+			status := wire.GripStatus{ID: id, Orientation: hw.Quat{W: 1}, Battery: 0.5}
+			pty := playDongle(t, wire.AppendGripStatus(wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3}), &status))
+			sp, err := serial.Open(pty.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &preemptedPort{Port: sp, armed: true, withhold: tc.withhold}
+			// The dongle answers within the timeout on a loaded machine;
+			// the preemption waits it out.
+			g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, InfoAttempts: 1, InfoTimeout: testReplyTimeout})
+			if err == nil {
+				defer g.Close()
+			}
+			if p.preempted != 1 {
+				t.Fatalf("the reading thread was preempted %d times, want 1", p.preempted)
+			}
+			if failed := errors.Is(err, driver.ErrNoGripInfo); failed != tc.withhold || (err != nil && !failed) {
+				t.Errorf("OpenGrip with one query: %v; want it to fail with ErrNoGripInfo: %v", err, tc.withhold)
+			}
+		})
+	}
 }
