@@ -218,11 +218,12 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 	var buf [wire.WakeReplyLen]byte
 	got := 0
 	deadline := time.Now().Add(a.opts.WakeTimeout)
-	for got < len(buf) {
-		left := time.Until(deadline)
-		if left <= 0 {
+	for late := false; got < len(buf); {
+		if late {
 			return w, fmt.Errorf("%d of %d reply bytes: %w", got, len(buf), ErrWake)
 		}
+		var left time.Duration
+		left, late = readTimeout(deadline)
 		if err := a.port.SetReadTimeout(left); err != nil {
 			return w, portError{err}
 		}
@@ -422,7 +423,7 @@ func (a *Arm) readReply(want byte, acks bool, timeout time.Duration) (bool, erro
 		return readFrame(a.port, a.scan, &a.msg, want, timeout)
 	}
 	deadline := time.Now().Add(timeout)
-	for {
+	for late := false; ; {
 		for _, ok := a.scan.Next(&a.msg); ok; _, ok = a.scan.Next(&a.msg) {
 			switch a.msg.Header {
 			case want:
@@ -431,24 +432,41 @@ func (a *Arm) readReply(want byte, acks bool, timeout time.Duration) (bool, erro
 				a.acknowledge(a.msg.Config)
 			}
 		}
-		if more, err := a.readBefore(deadline); !more || err != nil {
+		if late {
+			return false, nil
+		}
+		var err error
+		if late, err = a.readBefore(deadline); err != nil {
 			return false, err
 		}
 	}
 }
 
 // readBefore reads once more into the scanner, waiting no later than
-// deadline; more is false when the deadline has passed.
-func (a *Arm) readBefore(deadline time.Time) (more bool, err error) {
-	left := time.Until(deadline)
-	if left <= 0 {
-		return false, nil
-	}
+// deadline. Past the deadline it still takes, without waiting, what has
+// arrived, and says so (late): the caller's last look.
+func (a *Arm) readBefore(deadline time.Time) (late bool, err error) {
+	left, late := readTimeout(deadline)
 	if err := a.port.SetReadTimeout(left); err != nil {
-		return false, err
+		return late, err
 	}
 	_, err = a.fill()
-	return err == nil, err
+	return late, err
+}
+
+// readTimeout is the read timeout that ends at deadline, and whether the
+// deadline has passed already: then the read must not wait, but must
+// still be made. A reply that arrived before the deadline came in time,
+// even when the reading thread was preempted past it (a loaded host)
+// after its last read, or before its first; counting it as a miss would
+// start a resynchronisation for nothing, and a run of such misses fails
+// the device.
+func readTimeout(deadline time.Time) (time.Duration, bool) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return 0, true
+	}
+	return left, false
 }
 
 // acknowledge settles the pending code an acknowledgement answers. A code
@@ -494,18 +512,20 @@ func (a *Arm) apply(header byte, cmd *hw.Command) {
 }
 
 // readFrame reads p through scan until a frame with header want is decoded
-// into msg (true) or the timeout passes (false). Frames with other headers
-// are dropped. An error is the port's.
+// into msg (true) or the timeout passes (false; what arrived by then is
+// still read, see readTimeout). Frames with other headers are dropped. An
+// error is the port's.
 func readFrame(p serial.Port, scan *wire.Scanner, msg *wire.Message, want byte, timeout time.Duration) (bool, error) {
 	deadline := time.Now().Add(timeout)
-	for {
+	for late := false; ; {
 		if _, ok := scan.NextOf(want, msg); ok {
 			return true, nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		if late {
 			return false, nil
 		}
+		var left time.Duration
+		left, late = readTimeout(deadline)
 		if err := p.SetReadTimeout(left); err != nil {
 			return false, err
 		}

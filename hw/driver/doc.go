@@ -6,7 +6,9 @@
 //
 // Arm.Exchange is one lock-step round trip: encode the command into a fixed
 // buffer, write it, read until the expected reply frame or the reply
-// deadline (ArmOptions.ReplyTimeout, below the loop period). It does not
+// deadline (ArmOptions.ReplyTimeout, below the loop period); a reply
+// already received when the deadline has passed is still taken, without
+// waiting (the thread may have been preempted past it). It does not
 // allocate and holds no lock. A missed reply is not an error at once: the
 // state of the last good reply is reported again (StateAge says so) and
 // MaxMisses consecutive misses are an error.

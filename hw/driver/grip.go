@@ -135,14 +135,15 @@ func (g *Grip) identify() (wire.GripInfo, error) {
 }
 
 // readInfo reads until a grip info frame with an id other than 0 is
-// decoded into g.msg (ok) or InfoTimeout passes; zero says an info frame
-// with id 0 came (passed over). The dongle keeps streaming status while it
-// answers, and a status frame's payload may hold the info header byte: so
-// frames are taken whole (Next), never by looking for the header alone,
-// which would read an info frame out of a status frame's middle.
+// decoded into g.msg (ok) or InfoTimeout passes (what arrived by then is
+// still read, see readTimeout); zero says an info frame with id 0 came
+// (passed over). The dongle keeps streaming status while it answers, and a
+// status frame's payload may hold the info header byte: so frames are
+// taken whole (Next), never by looking for the header alone, which would
+// read an info frame out of a status frame's middle.
 func (g *Grip) readInfo() (ok, zero bool, err error) {
 	deadline := time.Now().Add(g.opts.InfoTimeout)
-	for {
+	for late := false; ; {
 		for _, found := g.scan.Next(&g.msg); found; _, found = g.scan.Next(&g.msg) {
 			if g.msg.Header != wire.HeaderGripInfo {
 				continue
@@ -153,10 +154,11 @@ func (g *Grip) readInfo() (ok, zero bool, err error) {
 			}
 			return true, zero, nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		if late {
 			return false, zero, nil
 		}
+		var left time.Duration
+		left, late = readTimeout(deadline)
 		if err := g.port.SetReadTimeout(left); err != nil {
 			return false, zero, err
 		}

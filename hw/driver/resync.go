@@ -141,7 +141,7 @@ func (a *Arm) nextFrame(m *wire.Message) (ok, stale bool) {
 // late ones too: they settle their codes whenever they come.
 func (a *Arm) readResync(want byte, timeout time.Duration) (bool, error) {
 	deadline := time.Now().Add(timeout)
-	for {
+	for late := false; ; {
 		for ok, stale := a.nextFrame(&a.msg); ok; ok, stale = a.nextFrame(&a.msg) {
 			switch {
 			case a.msg.Header == want && stale:
@@ -154,7 +154,11 @@ func (a *Arm) readResync(want byte, timeout time.Duration) (bool, error) {
 				a.acknowledge(a.msg.Config)
 			}
 		}
-		if more, err := a.readBefore(deadline); !more || err != nil {
+		if late {
+			return false, nil
+		}
+		var err error
+		if late, err = a.readBefore(deadline); err != nil {
 			return false, err
 		}
 	}

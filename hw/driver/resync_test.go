@@ -14,6 +14,12 @@ import (
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
+// resyncReplyTimeout is the reply deadline of the tests with echoArm. Only
+// the held replies are meant to miss it, and each costs it; every other
+// reply must meet it on a loaded machine, which may starve the firmware's
+// goroutine for hundreds of milliseconds under -race.
+const resyncReplyTimeout = time.Second
+
 // echoStep scripts how echoArm answers one force command.
 type echoStep struct {
 	// hold keeps this command's reply back (a stalled firmware or link);
@@ -200,8 +206,7 @@ func TestArmLateReplyAnswersNoLaterCommand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fw, path := startEchoArm(t, tc.steps)
-			// Generous: only the held replies are meant to miss it.
-			a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 300 * time.Millisecond})
+			a := openArm(t, path, driver.ArmOptions{ReplyTimeout: resyncReplyTimeout})
 			lastHeld := 0
 			for k, s := range tc.steps {
 				if s.hold {
@@ -261,7 +266,7 @@ func commandNumber(i int) hw.Command {
 // keep the state's time), and the next exchange's own state after it.
 func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 	_, path := startEchoArm(t, map[int]echoStep{2: {hold: true}, 3: {lateFirst: true}})
-	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 300 * time.Millisecond})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: resyncReplyTimeout})
 	var st hw.State
 	for i := 1; i <= 3; i++ {
 		cmd := commandNumber(i)
@@ -282,17 +287,25 @@ func TestArmRepeatsLastStateOnMiss(t *testing.T) {
 }
 
 // drainCountingPort is a real serial port that counts the zero-timeout
-// reads a draining Exchange sets up.
+// reads a draining Exchange sets up before its write (after it, one is
+// the last look at a reply whose deadline passed). The test clears wrote
+// before each exchange.
 type drainCountingPort struct {
 	serial.Port
 	drains int
+	wrote  bool
 }
 
 func (p *drainCountingPort) SetReadTimeout(d time.Duration) error {
-	if d == 0 {
+	if d == 0 && !p.wrote {
 		p.drains++
 	}
 	return p.Port.SetReadTimeout(d)
+}
+
+func (p *drainCountingPort) Write(b []byte) (int, error) {
+	p.wrote = true
+	return p.Port.Write(b)
 }
 
 // TestArmResynchronisationEnds checks the cost side: no drain before a
@@ -306,7 +319,7 @@ func TestArmResynchronisationEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &drainCountingPort{Port: sp}
-	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: 300 * time.Millisecond, MaxMisses: 5, PeriodS: 0.002})
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: resyncReplyTimeout, MaxMisses: 5, PeriodS: 0.002})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +328,7 @@ func TestArmResynchronisationEnds(t *testing.T) {
 	exchange := func(i int) (drained bool) {
 		t.Helper()
 		before := p.drains
+		p.wrote = false
 		cmd := commandNumber(i)
 		if err := a.Exchange(&cmd, &st); err != nil {
 			t.Fatalf("Exchange %d: %v", i, err)
