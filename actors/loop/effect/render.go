@@ -68,13 +68,14 @@ func (s *Slots) Cap() int { return len(s.st) }
 // Where an Inline keeps what a tick of a settled spring, damper or wall
 // reads and writes: InlineSlotBytes apart, each effect's first
 // InlineHotBytes (its flags, fade, force and the parameters those kinds
-// read) and InlineProxyBytes from InlineProxyOffset (its proxy point).
+// read) and InlineProxyBytes from InlineProxyOffset (its proxy point, up
+// to and with kindWord: every wall tick stores its depth there).
 // A loop stepping thousands of arms may prefetch them ahead of rendering.
 const (
 	InlineSlotBytes   = unsafe.Sizeof(state{})
 	InlineHotBytes    = unsafe.Offsetof(state{}.cur) + unsafe.Offsetof(Params{}.EndM)
 	InlineProxyOffset = unsafe.Offsetof(state{}.proxyM)
-	InlineProxyBytes  = unsafe.Sizeof(hw.Vec3{})
+	InlineProxyBytes  = unsafe.Offsetof(state{}.kindWord) + unsafe.Sizeof(state{}.kindWord) - InlineProxyOffset
 )
 
 // Inline is room for two effects (a wall and a damper, say) inside the
