@@ -20,21 +20,17 @@ const prefetchAhead = 2
 // (prefetch_amd64.s) takes them: the whole record (the physics core and
 // the tick's own fields: its last line alone was a fifth of controlStep's
 // own time at 1,000 arms), the whole armControl, and of its effect
-// stage the head (the Set pointers, the Renderer) up to its first
-// effect's hot fields, that effect's proxy point, and the second effect's
-// hot fields and proxy point (a settled spring, damper or wall reads no
-// more; effect.InlineHotBytes). TestPrefetchCoversTheTick holds the
+// stage the head (the Set pointers, the Renderer) up to the end of its
+// first effect's hot fields, and the second effect's hot fields (a
+// settled spring, damper or wall reads no more; effect.InlineHotBytes). TestPrefetchCoversTheTick holds the
 // assembly's probes to these spans.
 const (
 	recBytes    = unsafe.Sizeof(simArm{})
 	ctlBytes    = unsafe.Sizeof(armControl{})
 	fxInline    = unsafe.Offsetof((*effectStage)(nil).inline)
 	fxHeadBytes = fxInline + effect.InlineHotBytes
-	fxProxy0    = fxInline + effect.InlineProxyOffset
 	fxSlot1     = fxInline + effect.InlineSlotBytes
-	fxProxy1    = fxSlot1 + effect.InlineProxyOffset
 	fxHotBytes  = effect.InlineHotBytes
-	fxProxyLen  = effect.InlineProxyBytes
 	// outputBytes and outputAt: a Device's output figures, which the
 	// fast path of a controlled arm stores on one tick in 4 to 32
 	// (simArm.controlStep prefetches them at the start of such a tick).

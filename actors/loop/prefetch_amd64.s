@@ -32,15 +32,12 @@ TEXT ·prefetchArm(SB), NOSPLIT|NOFRAME, $0-24
 	PREFETCHT0 128(AX)
 	PREFETCHT0 192(AX)
 	PREFETCHT0 256(AX)
+	PREFETCHT0 320(AX)
 	PREFETCHT0 (const_fxHeadBytes-1)(AX)
-	PREFETCHT0 const_fxProxy0(AX)
-	PREFETCHT0 (const_fxProxy0+const_fxProxyLen-1)(AX)
 	PREFETCHT0 const_fxSlot1(AX)
 	PREFETCHT0 (const_fxSlot1+64)(AX)
 	PREFETCHT0 (const_fxSlot1+128)(AX)
 	PREFETCHT0 (const_fxSlot1+const_fxHotBytes-1)(AX)
-	PREFETCHT0 const_fxProxy1(AX)
-	PREFETCHT0 (const_fxProxy1+const_fxProxyLen-1)(AX)
 done:
 	RET
 
@@ -63,8 +60,8 @@ TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
 // func prefetchBare(core, fx unsafe.Pointer)
 //
 // As prefetchArm, for a bare loop's arm: its sim.ArmCore, and its
-// BareEffects' Renderer with the first effect's hot span, that effect's
-// proxy point, the second effect's hot span and its proxy point.
+// BareEffects' Renderer with the first effect's hot span, and the second
+// effect's hot span.
 TEXT ·prefetchBare(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ core+0(FP), AX
 	PREFETCHT0 0(AX)
@@ -79,14 +76,11 @@ TEXT ·prefetchBare(SB), NOSPLIT|NOFRAME, $0-16
 	PREFETCHT0 64(AX)
 	PREFETCHT0 128(AX)
 	PREFETCHT0 192(AX)
+	PREFETCHT0 256(AX)
 	PREFETCHT0 (const_bareHeadBytes-1)(AX)
-	PREFETCHT0 const_bareProxy0(AX)
-	PREFETCHT0 (const_bareProxy0+const_fxProxyLen-1)(AX)
 	PREFETCHT0 const_bareSlot1(AX)
 	PREFETCHT0 (const_bareSlot1+64)(AX)
 	PREFETCHT0 (const_bareSlot1+128)(AX)
 	PREFETCHT0 (const_bareSlot1+const_fxHotBytes-1)(AX)
-	PREFETCHT0 const_bareProxy1(AX)
-	PREFETCHT0 (const_bareProxy1+const_fxProxyLen-1)(AX)
 bdone:
 	RET

@@ -31,8 +31,7 @@ const BarePrefetchAhead = 4
 
 // PrefetchBareArm asks for the lines a bare loop's tick of one arm reads:
 // the whole physics core and, if fx is not nil, the Renderer and the hot
-// spans of its two inline effects (effect.InlineHotBytes,
-// InlineProxyOffset), as the service's loop does for its controlled arms
+// spans of its two inline effects (effect.InlineHotBytes), as the service's loop does for its controlled arms
 // (prefetchArm). It never waits and never faults; on architectures
 // without the instruction wired in it does nothing. A bare loop beyond the
 // caches calls it for arm i+BarePrefetchAhead before stepping arm i, if
@@ -52,7 +51,5 @@ const (
 	bareCoreBytes = unsafe.Sizeof(sim.ArmCore{})
 	bareInline    = unsafe.Offsetof((*BareEffects)(nil).inline)
 	bareHeadBytes = bareInline + effect.InlineHotBytes
-	bareProxy0    = bareInline + effect.InlineProxyOffset
 	bareSlot1     = bareInline + effect.InlineSlotBytes
-	bareProxy1    = bareSlot1 + effect.InlineProxyOffset
 )

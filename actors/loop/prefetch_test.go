@@ -21,8 +21,8 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 	var st effectStage
 	var d Device
 	consts := map[string]uintptr{
-		"recBytes": recBytes, "ctlBytes": ctlBytes, "fxHeadBytes": fxHeadBytes, "fxProxy0": fxProxy0,
-		"fxProxyLen": fxProxyLen, "fxSlot1": fxSlot1, "fxHotBytes": fxHotBytes, "fxProxy1": fxProxy1,
+		"recBytes": recBytes, "ctlBytes": ctlBytes, "fxHeadBytes": fxHeadBytes,
+		"fxSlot1": fxSlot1, "fxHotBytes": fxHotBytes,
 		"outputBytes": outputBytes,
 	}
 	checkProbes(t, "prefetchArm", []probedObject{
@@ -30,9 +30,7 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 		{"ctl", ctlBytes, []span{{"armControl", 0, ctlBytes}}},
 		{"stage", unsafe.Sizeof(st), []span{
 			{"effect stage head and first effect", 0, fxHeadBytes},
-			{"first effect's proxy", fxProxy0, fxProxyLen},
 			{"second effect", fxSlot1, fxHotBytes},
-			{"second effect's proxy", fxProxy1, fxProxyLen},
 		}},
 	}, consts)
 	// prefetchOutput is handed a Device's output figures (outputAt).
@@ -86,7 +84,7 @@ func TestEffectStageLines(t *testing.T) {
 	if fxStageBytes%64 != 0 {
 		t.Errorf("an effectStage is %d bytes, not whole cache lines: set effectStageTail to %d", fxStageBytes, (effectStageTail+64-fxStageBytes%64)%64)
 	}
-	spans := [][2]uintptr{{effectStageLead, fxHeadBytes}, {fxProxy0, fxProxy0 + fxProxyLen}, {fxSlot1, fxSlot1 + fxHotBytes}, {fxProxy1, fxProxy1 + fxProxyLen}}
+	spans := [][2]uintptr{{effectStageLead, fxHeadBytes}, {fxSlot1, fxSlot1 + fxHotBytes}}
 	lines := func(lead uintptr) int {
 		seen := map[uintptr]bool{}
 		for _, s := range spans {
@@ -119,14 +117,12 @@ func TestPrefetchCoversTheBareTick(t *testing.T) {
 		{"core", bareCoreBytes, []span{{"physics core", 0, bareCoreBytes}}},
 		{"fx", unsafe.Sizeof(b), []span{
 			{"Renderer and first effect", 0, bareHeadBytes},
-			{"first effect's proxy", bareProxy0, fxProxyLen},
 			{"second effect", bareSlot1, fxHotBytes},
-			{"second effect's proxy", bareProxy1, fxProxyLen},
 		}},
 	}
 	checkProbes(t, "prefetchBare", objects, map[string]uintptr{
-		"bareCoreBytes": bareCoreBytes, "bareHeadBytes": bareHeadBytes, "bareProxy0": bareProxy0,
-		"bareSlot1": bareSlot1, "bareProxy1": bareProxy1, "fxProxyLen": fxProxyLen, "fxHotBytes": fxHotBytes,
+		"bareCoreBytes": bareCoreBytes, "bareHeadBytes": bareHeadBytes,
+		"bareSlot1": bareSlot1, "fxHotBytes": fxHotBytes,
 	})
 	if off := unsafe.Offsetof(b.Renderer); off != 0 || bareInline < unsafe.Sizeof(b.Renderer) {
 		t.Errorf("the Renderer at %d, its inline room at %d: the probes expect the Renderer first", off, bareInline)

@@ -18,9 +18,10 @@ type Input struct {
 }
 
 // state is one effect's rendering state, owned by the loop's tick. A tick
-// of a settled wall reads and writes its first two cache lines only (the
-// flags, fade and force, then cur's first fields); with 10,000 arms
-// rendering, the lines a tick touches are its cost.
+// of a settled spring, damper or wall reads and writes its first
+// InlineHotBytes only (the flags, fade, force, proxy point and kind word,
+// then cur's first fields); with 10,000 arms rendering, the lines a tick
+// touches are its cost.
 type state struct {
 	kind     Kind
 	prim     Primitive
@@ -37,22 +38,25 @@ type state struct {
 	expiresNs int64
 	forceN    hw.Vec3
 	energyJ   float64
-	// cur is where the parameters are this tick (Params puts the fields
-	// springs, dampers and walls read first); mid the first of the two
-	// smoothing stages toward sp.Params (see SmoothNs).
-	cur    Params
+	// proxyM and kindWord, which every wall tick stores, sit between the
+	// force and cur's first fields, so that what a settled spring, damper
+	// or wall touches is one span (InlineHotBytes): with the proxy after
+	// cur, a wall's tick read a line more of each effect.
 	proxyM hw.Vec3
-	fadeNs int64
 	// kindWord is the one number an effect's kind carries from tick to
 	// tick besides its parameters: a vibration's phase (rad); a wall's
 	// contact depth (m), how deep the cursor's own motion took it through
 	// the surface, never more than the surface's own depth, so a surface
 	// moved over a cursor in contact adds no force (wall). An effect keeps
-	// its kind for its life (find), and one word keeps the state's size
-	// and cache lines (the loop prefetches them).
+	// its kind for its life (find), and one word keeps the state's size.
 	kindWord float64
-	sp       *Spec // the effect as declared (in the Set in force, or the one it left)
-	mid      Params
+	// cur is where the parameters are this tick (Params puts the fields
+	// springs, dampers and walls read first); mid the first of the two
+	// smoothing stages toward sp.Params (see SmoothNs).
+	cur    Params
+	fadeNs int64
+	sp     *Spec // the effect as declared (in the Set in force, or the one it left)
+	mid    Params
 }
 
 // Slots is room for a Renderer's effects, allocated off the tick and
@@ -67,14 +71,12 @@ func (s *Slots) Cap() int { return len(s.st) }
 
 // Where an Inline keeps what a tick of a settled spring, damper or wall
 // reads and writes: InlineSlotBytes apart, each effect's first
-// InlineHotBytes (its flags, fade, force and the parameters those kinds
-// read) and InlineProxyBytes from InlineProxyOffset (its proxy point).
-// A loop stepping thousands of arms may prefetch them ahead of rendering.
+// InlineHotBytes (its flags, fade, force, proxy point, kind word and the
+// parameters those kinds read). A loop stepping thousands of arms may
+// prefetch them ahead of rendering.
 const (
-	InlineSlotBytes   = unsafe.Sizeof(state{})
-	InlineHotBytes    = unsafe.Offsetof(state{}.cur) + unsafe.Offsetof(Params{}.EndM)
-	InlineProxyOffset = unsafe.Offsetof(state{}.proxyM)
-	InlineProxyBytes  = unsafe.Sizeof(hw.Vec3{})
+	InlineSlotBytes = unsafe.Sizeof(state{})
+	InlineHotBytes  = unsafe.Offsetof(state{}.cur) + unsafe.Offsetof(Params{}.EndM)
 )
 
 // Inline is room for two effects (a wall and a damper, say) inside the
