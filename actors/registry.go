@@ -237,7 +237,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
 		return
 	}
-	if owner, held := s.LocalIDHolder(info.Kind, info.ID); assigned && held && owner != info.UUID {
+	if owner, held := r.ids.keptFor(info.Kind, info.ID); assigned && held && owner != info.UUID {
 		// Kept for an absent local device (its remembered id, its stored
 		// config's, one it was served on): served here, this one would
 		// load that device's config, and that device, back, find its id
@@ -276,7 +276,9 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		}
 	}
 	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), r.connected)
-	s.localHolders.Store(new(r.ids.localHolders()))
+	if idsVersion != 0 { // the remembered ids changed (rare: a shared 16-bit id)
+		s.localHolders.replace(r.ids.localHolders())
+	}
 	r.adding[key] = p
 	defaults := protocol.DefaultDeviceConfig()
 	if p.msg.defaults != nil {
@@ -400,7 +402,8 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	s.devices.Store(s.devices.Load().with(d))
 	_, assigned := m.add.driver.(AssignedID)
 	r.ids.served(info.Kind, d.ID, info.UUID, assigned)
-	s.localHolders.Store(new(r.ids.localHolders()))
+	owner, held := r.ids.keptFor(info.Kind, d.ID)
+	s.localHolders.set(info.Kind, d.ID, owner, held)
 	if m.add.hardware {
 		ctx, cancel := context.WithCancel(s.hwCtx)
 		d.stopLoop, d.loopDone = cancel, make(chan struct{})

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -822,4 +823,38 @@ func wantForceClamp(t *testing.T, svc *Service, d *Device, want protocol.ForceCl
 	if e, err := svc.Entry(d, 0, protocol.KeyForceClamp); err != nil || e != want {
 		t.Fatalf("%s's force_clamp is %+v (%v), want %s", who, e, err, desc)
 	}
+}
+
+// The ids the registry keeps for local devices, as a lab gateway reads
+// them (Service.LocalIDHolders), follow every device served, remembered
+// and removed, one by one (they are no longer rebuilt whole on each add:
+// heldIDs), across a restart too: each id with the UUID it is kept for.
+func TestLocalIDHoldersFollowTheRegistry(t *testing.T) {
+	dir := t.TempDir()
+	want := func(t *testing.T, svc *Service, want map[string]string) {
+		t.Helper()
+		if got := svc.LocalIDHolders(hw.KindArm); !maps.Equal(got, want) {
+			t.Fatalf("ids kept for local arms %v, want %v", got, want)
+		}
+	}
+	svc := startWith(t, Options{StateDir: dir})
+	want(t, svc, nil)
+	a := addArm(t, svc, &sharedIDDriver{Driver: simArm(0), id: "0A0A", uuid: "uuid-a"})
+	want(t, svc, map[string]string{"0A0A": "uuid-a"})
+	b := addArm(t, svc, &sharedIDDriver{Driver: simArm(1), id: "0A0A", uuid: "uuid-b"})
+	want(t, svc, map[string]string{"0A0A": "uuid-a", b.ID: "uuid-b"})
+	c := addArm(t, svc, &sharedIDDriver{Driver: simArm(2), id: "0C0C", uuid: "uuid-c"})
+	want(t, svc, map[string]string{a.ID: "uuid-a", b.ID: "uuid-b", c.ID: "uuid-c"})
+	svc.RemoveDevice(b, errors.New("unplugged"))
+	hwtest.Eventually(t, patience, "arm B leaving", func() bool { return svc.Devices().Find(b.Type, b.ID) == nil })
+	want(t, svc, map[string]string{a.ID: "uuid-a", b.ID: "uuid-b", c.ID: "uuid-c"}) // absent, still kept
+	if err := svc.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// After a restart: B's remembered id; A's and C's ids have no stored
+	// config that says whose, so they are kept only once served again.
+	again := startWith(t, Options{StateDir: dir})
+	want(t, again, map[string]string{b.ID: "uuid-b"})
+	addArm(t, again, &sharedIDDriver{Driver: simArm(2), id: "0C0C", uuid: "uuid-c"})
+	want(t, again, map[string]string{b.ID: "uuid-b", c.ID: "uuid-c"})
 }

@@ -106,9 +106,9 @@ type Service struct {
 	// framesEpoch counts changes to what any device's frames show besides
 	// its state (Device.framesEpoch): a view, declared effects.
 	framesEpoch atomic.Uint64
-	// localHolders is the registry's localIDs.localHolders, published by
-	// the registry actor whenever they change (LocalIDHolder).
-	localHolders atomic.Pointer[map[hw.Kind]map[string]string]
+	// localHolders is the registry's localIDs.localHolders, kept current
+	// by the registry actor (LocalIDHolders).
+	localHolders heldIDs
 
 	// Immutable after Start.
 	opts        Options
@@ -260,7 +260,7 @@ func Start(o Options) (*Service, error) {
 	reg := newRegistryActor(s)
 	reg.settingsUnread = settingsUnread
 	reg.ids = loadLocalIDs(s.store, o.Log)
-	s.localHolders.Store(new(reg.ids.localHolders()))
+	s.localHolders.replace(reg.ids.localHolders())
 	s.registry = s.system.Root.Spawn(actor.PropsFromProducer(
 		func() actor.Actor { return reg },
 		actor.WithSupervisor(devices),
@@ -281,24 +281,14 @@ func (s *Service) LoopPeriodNs() int64 { return s.periodNs }
 // StartedAt is when the service started.
 func (s *Service) StartedAt() time.Time { return s.startedAt }
 
-// LocalIDHolder is the UUID of the local device the registry keeps id of
-// kind k for, if it keeps it: remembered for it, its stored config's, or
-// one it was served on since the start (absent now or not). A lab gateway
-// gives a node's device none of these ids but its own. It never blocks.
-func (s *Service) LocalIDHolder(k hw.Kind, id string) (uuid string, held bool) {
-	if m := s.localHolders.Load(); m != nil {
-		uuid, held = (*m)[k][id]
-	}
-	return uuid, held
-}
-
-// LocalIDHolders is LocalIDHolder for every id of kind k the registry
-// keeps: the UUID each is kept for. The map is shared: do not modify it.
+// LocalIDHolders is every id of kind k the registry keeps for a local
+// device (remembered for it, its stored config's, or one it was served on
+// since the start, absent now or not), with the UUID each is kept for: a
+// copy, current as of the registry's last change. A lab gateway gives a
+// node's device none of these ids but its own. It never blocks on the
+// registry.
 func (s *Service) LocalIDHolders(k hw.Kind) map[string]string {
-	if m := s.localHolders.Load(); m != nil {
-		return (*m)[k]
-	}
-	return nil
+	return s.localHolders.copyOf(k)
 }
 
 // Devices returns the current device set. It never blocks; the set is

@@ -246,6 +246,37 @@ func BenchmarkSessionsOpen(b *testing.B) {
 	}
 }
 
+// BenchmarkDevicesAdd adds n simulated arms to a service, one at a time as
+// startup does: the cost per device should stay flat as n grows. Publishing
+// the ids kept for local devices (an O(devices) map) on every add made it
+// grow with n: 4,000 arms took 77 s to start (registryActor.holdersChanged).
+func BenchmarkDevicesAdd(b *testing.B) {
+	for _, n := range []int{500, 2000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var perDevice float64
+			for range b.N {
+				b.StopTimer()
+				svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				for i := range n {
+					if _, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				perDevice += float64(time.Since(start).Nanoseconds()) / float64(n)
+				b.StopTimer()
+				svc.Shutdown(b.Context())
+				b.StartTimer()
+			}
+			b.ReportMetric(perDevice/float64(b.N), "ns/device")
+		})
+	}
+}
+
 // TestSessionMessageDoesNotAllocate: a lock-step client's message through
 // its session (delivery, decoding, the register write, the frame's
 // encoding into a recycled buffer) allocates nothing, on average over many
