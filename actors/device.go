@@ -362,10 +362,49 @@ type heldRequest struct {
 
 // deviceActor owns one device's configuration and applies it to the
 // device's real-time loop. It is the only writer of its core.
-type deviceActor struct{ core *deviceCore }
+type deviceActor struct {
+	core    *deviceCore
+	mailbox *stoppedMailbox
+}
 
+// newDeviceProps is the props of one device actor (one spawn: the mailbox
+// middleware is the actor's own).
 func newDeviceProps(core *deviceCore) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &deviceActor{core: core} })
+	m := &stoppedMailbox{}
+	return actor.PropsFromProducer(func() actor.Actor { return &deviceActor{core: core, mailbox: m} },
+		actor.WithMailbox(actor.Unbounded(m)))
+}
+
+// stoppedMailbox answers the requests a device actor's mailbox still holds
+// when the actor has stopped as dead letters, as protoactor answers one
+// sent after: protoactor drops the user messages a stopped actor's mailbox
+// pops, and the registry's stop is a system message, handled ahead of the
+// requests queued before it, whose senders would otherwise wait their
+// futures out (RequestTimeout plus admittedLimit, 62 s).
+type stoppedMailbox struct {
+	stopped atomic.Pointer[stoppedActor]
+}
+
+// stoppedActor is who answers for a stopped device actor.
+type stoppedActor struct {
+	sys  *actor.ActorSystem
+	self *actor.PID
+}
+
+func (m *stoppedMailbox) MailboxStarted()   {}
+func (m *stoppedMailbox) MessagePosted(any) {}
+func (m *stoppedMailbox) MailboxEmpty()     {}
+
+// MessageReceived runs after the actor took msg up; once it stopped, it
+// took nothing up, and a request's sender is told its target is gone.
+func (m *stoppedMailbox) MessageReceived(msg any) {
+	s := m.stopped.Load()
+	if s == nil {
+		return
+	}
+	if env, ok := msg.(*actor.MessageEnvelope); ok && env.Sender != nil {
+		s.sys.Root.Send(env.Sender, &actor.DeadLetterResponse{Target: s.self})
+	}
 }
 
 func (a *deviceActor) Receive(ctx actor.Context) {
@@ -383,6 +422,9 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.offload.run(c.dev.haltOpen)
 		c.abandon(ctx)
 	case *actor.Stopped:
+		// The last message the actor takes up: what its mailbox pops
+		// from now on is answered there.
+		a.mailbox.stopped.Store(&stoppedActor{sys: ctx.ActorSystem(), self: ctx.Self()})
 	case *loopEvent:
 		c.onLoopEvent(ctx, m.event)
 	case *ioDone:
