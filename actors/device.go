@@ -349,8 +349,11 @@ type deviceCore struct {
 // done off the actor (startIO).
 type pendingIO struct {
 	sender *actor.PID
-	work   func() error    // off the actor
-	done   func(err error) // on the actor, with work's outcome; it answers sender
+	// write: the work only writes what the actor already has in memory
+	// (it changes nothing in force until done), so reads need not wait.
+	write bool
+	work  func() error    // off the actor
+	done  func(err error) // on the actor, with work's outcome; it answers sender
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -432,6 +435,10 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.release(ctx)
 	case *getEntry, *setEntries, *resetEntry, *attachSession, *detachSession, *setWorkspace, *published, *applyGlobals:
 		msg := m.(actorMessage)
+		if get, ok := msg.(*getEntry); ok && c.readsThrough() {
+			c.handle(ctx, get, ctx.Sender())
+			return
+		}
 		if c.pending != nil || len(c.held) > 0 {
 			c.held = append(c.held, heldRequest{msg: msg, sender: ctx.Sender()})
 			return
@@ -505,6 +512,27 @@ func (c *deviceCore) finishIO(ctx actor.Context, m *ioDone) {
 	c.pending = nil
 	defer answerPanic(ctx, m.op.sender)
 	m.op.done(m.err)
+}
+
+// readsThrough reports whether a read may be answered from memory ahead of
+// the requests held: the work under way only writes (a write hung on the
+// disk held every read of the device until its RequestTimeout, then 503),
+// and what is held behind it only sets or resets. None of them changes
+// what is in force before it is answered, so the read is answered as if
+// it had come first. A load or an attachment changes what a read answers:
+// reads wait for those.
+func (c *deviceCore) readsThrough() bool {
+	if c.pending == nil || !c.pending.write {
+		return false
+	}
+	for _, h := range c.held {
+		switch h.msg.(type) {
+		case *setEntries, *resetEntry:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // release takes up the held requests in order, until one waits for its
@@ -762,7 +790,7 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 		done(nil)
 		return
 	}
-	c.startIO(ctx, &pendingIO{sender: sender, work: func() error { return c.saveDurable(name, v) }, done: done})
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, work: func() error { return c.saveDurable(name, v) }, done: done})
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -834,7 +862,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		return
 	}
 	failedAt := len(writes)
-	c.startIO(ctx, &pendingIO{sender: sender,
+	c.startIO(ctx, &pendingIO{sender: sender, write: true,
 		work: func() error {
 			for i, w := range writes {
 				if err := c.saveDurable(w.name, w.cfg); err != nil {

@@ -125,6 +125,8 @@
 // device only once its config is read, re-adds a device only after it left,
 // and writes setting changes one at a time; a device actor holds the config
 // requests that arrive while one waits for the disk and takes them up, and
-// only then admits them, once it is done. A POST is still answered only
+// only then admits them, once it is done; a read is answered from memory
+// meanwhile when only writes are under way or held (they change nothing in
+// force before they are answered). A POST is still answered only
 // after its durable write.
 package actors
