@@ -2,10 +2,12 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -320,7 +322,8 @@ type sessionState struct {
 // core does not own) runs on untouched.
 type deviceCore struct {
 	dev         *Device
-	store       Store // nil without a state directory
+	store       Store         // nil without a state directory
+	writeWithin time.Duration // Options.WriteTimeout
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
@@ -351,7 +354,11 @@ type pendingIO struct {
 	sender *actor.PID
 	// write: the work only writes what the actor already has in memory
 	// (it changes nothing in force until done), so reads need not wait.
+	// gate is the commit point of its writes, timer what calls them off
+	// past writeWithin (overdue).
 	write bool
+	gate  *writeGate
+	timer *time.Timer
 	work  func() error    // off the actor
 	done  func(err error) // on the actor, with work's outcome; it answers sender
 }
@@ -433,6 +440,9 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 	case *ioDone:
 		c.finishIO(ctx, m)
 		c.release(ctx)
+	case *ioOverdue:
+		c.overdue(ctx, m.op)
+		c.release(ctx)
 	case *getEntry, *setEntries, *resetEntry, *attachSession, *detachSession, *setWorkspace, *published, *applyGlobals:
 		msg := m.(actorMessage)
 		if get, ok := msg.(*getEntry); ok && c.readsThrough() {
@@ -497,9 +507,56 @@ func (c *deviceCore) unreadWarning(err error) *protocol.Error {
 func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	c.pending = op
 	self, root := ctx.Self(), c.system.Root
+	// Only a store with a commit point can call a write off: past the
+	// timeout, a plain Save may still land after a 503.
+	if _, gated := c.store.(gatedStore); gated && op.gate != nil && c.writeWithin > 0 {
+		op.timer = time.AfterFunc(c.writeWithin, func() { root.Send(self, &ioOverdue{op: op}) })
+	}
 	c.offload.run(func() {
 		root.Send(self, &ioDone{op: op, err: op.work()})
 	})
+}
+
+// writeGate is the commit point a write request's documents pass before
+// they replace what is stored (store.SaveGated): the first write to reach
+// it commits the request, unless the actor called it off first.
+type writeGate struct{ state atomic.Int32 }
+
+const (
+	gateOpen int32 = iota
+	gateCommitted
+	gateCalledOff
+)
+
+// commit is the store's question at the commit point: true unless the
+// request was called off (a request's later writes pass once it has
+// committed).
+func (g *writeGate) commit() bool {
+	return g.state.CompareAndSwap(gateOpen, gateCommitted) || g.state.Load() == gateCommitted
+}
+
+// callOff stops the request's writes from taking effect; false if one
+// already has.
+func (g *writeGate) callOff() bool { return g.state.CompareAndSwap(gateOpen, gateCalledOff) }
+
+// gatedStore is a store with a commit point (actors/store's SaveGated).
+type gatedStore interface {
+	SaveGated(name string, v any, commit func() bool) error
+}
+
+// overdue answers a write request whose disk has not taken it within
+// writeWithin, if its writes can still be called off: unavailable, and
+// the value never in force nor on disk, so the device's other requests go
+// on. A write past its commit point (only the directory's fsync left) is
+// waited for: its value is in the document already.
+func (c *deviceCore) overdue(ctx actor.Context, op *pendingIO) {
+	if c.pending != op || !op.gate.callOff() {
+		return
+	}
+	c.pending = nil
+	c.log.Error().Dur("within", c.writeWithin).Msg("config write not taken by the disk in time; called off, not applied")
+	reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+		"the state directory's disk did not take the write within %v, so it was called off: the value is not applied and never will be; retry once the disk answers", c.writeWithin)})
 }
 
 // finishIO completes the request whose work is done. A panic in it
@@ -510,6 +567,9 @@ func (c *deviceCore) finishIO(ctx actor.Context, m *ioDone) {
 		return
 	}
 	c.pending = nil
+	if m.op.timer != nil {
+		m.op.timer.Stop()
+	}
 	defer answerPanic(ctx, m.op.sender)
 	m.op.done(m.err)
 }
@@ -555,6 +615,9 @@ func (c *deviceCore) release(ctx actor.Context) {
 func (c *deviceCore) abandon(ctx actor.Context) {
 	if op := c.pending; op != nil {
 		c.pending = nil
+		if op.timer != nil {
+			op.timer.Stop()
+		}
 		reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
 			"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
 	}
@@ -790,7 +853,8 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 		done(nil)
 		return
 	}
-	c.startIO(ctx, &pendingIO{sender: sender, write: true, work: func() error { return c.saveDurable(name, v) }, done: done})
+	gate := &writeGate{}
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate, work: func() error { return c.saveDurable(name, v, gate) }, done: done})
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -862,10 +926,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		return
 	}
 	failedAt := len(writes)
-	c.startIO(ctx, &pendingIO{sender: sender, write: true,
+	gate := &writeGate{}
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate,
 		work: func() error {
 			for i, w := range writes {
-				if err := c.saveDurable(w.name, w.cfg); err != nil {
+				if err := c.saveDurable(w.name, w.cfg, gate); err != nil {
 					failedAt = i
 					return err
 				}
@@ -1073,11 +1138,20 @@ func loopForceClampN(n float64) float64 {
 	return n
 }
 
-func (c *deviceCore) saveDurable(name string, v any) error {
+func (c *deviceCore) saveDurable(name string, v any, gate *writeGate) error {
 	if c.store == nil {
 		return nil
 	}
-	if err := c.store.Save(name, v); err != nil {
+	var err error
+	if gs, ok := c.store.(gatedStore); ok {
+		err = gs.SaveGated(name, v, gate.commit)
+	} else {
+		err = c.store.Save(name, v)
+	}
+	if errors.Is(err, store.ErrNotCommitted) {
+		return err // called off (overdue): the request was answered then
+	}
+	if err != nil {
 		c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
 		return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
 	}

@@ -61,8 +61,11 @@
 // the actor has admitted it; before applying it the actor admits it unless
 // it was cancelled. Whichever comes first wins: a cancelled request is
 // answered unavailable at once (503 over HTTP, the same code in a frame)
-// and never applied later; an admitted one is answered with its outcome,
-// however long its durable write takes. Errors map to codes once, through
+// and never applied later; an admitted one is answered with its outcome
+// once its durable write is done, or, when the disk has not taken that
+// write within Options.WriteTimeout, called off at the store's commit
+// point (store.SaveGated) and answered unavailable: never applied, on disk
+// or in memory. Errors map to codes once, through
 // protocol.AsError, for HTTP and WebSocket.
 //
 // # Supervision
