@@ -99,9 +99,9 @@ type Gateway struct {
 	// (watchDroppedLocked; a new process of it, inventory).
 	dropped map[string]*nodeState
 
-	// callsMu guards calls and callsClosed; calls counts the config
-	// requests' goroutines (configRequest) for Close. Never held across a
-	// send or a wait.
+	// callsMu guards calls and callsClosed: calls are the config requests
+	// in flight (configRequest), whose goroutines callsWG counts for Close.
+	// Never held across a send or a wait.
 	callsMu     sync.Mutex
 	calls       map[*configCall]struct{}
 	callsClosed bool
