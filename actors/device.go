@@ -2,10 +2,12 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -320,7 +322,8 @@ type sessionState struct {
 // core does not own) runs on untouched.
 type deviceCore struct {
 	dev         *Device
-	store       Store // nil without a state directory
+	store       Store         // nil without a state directory
+	writeWithin time.Duration // Options.WriteTimeout
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
@@ -349,8 +352,15 @@ type deviceCore struct {
 // done off the actor (startIO).
 type pendingIO struct {
 	sender *actor.PID
-	work   func() error    // off the actor
-	done   func(err error) // on the actor, with work's outcome; it answers sender
+	// write: the work only writes what the actor already has in memory
+	// (it changes nothing in force until done), so reads need not wait.
+	// gate is the commit point of its writes, timer what calls them off
+	// past writeWithin (overdue).
+	write bool
+	gate  *writeGate
+	timer *time.Timer
+	work  func() error    // off the actor
+	done  func(err error) // on the actor, with work's outcome; it answers sender
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -362,10 +372,49 @@ type heldRequest struct {
 
 // deviceActor owns one device's configuration and applies it to the
 // device's real-time loop. It is the only writer of its core.
-type deviceActor struct{ core *deviceCore }
+type deviceActor struct {
+	core    *deviceCore
+	mailbox *stoppedMailbox
+}
 
+// newDeviceProps is the props of one device actor (one spawn: the mailbox
+// middleware is the actor's own).
 func newDeviceProps(core *deviceCore) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &deviceActor{core: core} })
+	m := &stoppedMailbox{}
+	return actor.PropsFromProducer(func() actor.Actor { return &deviceActor{core: core, mailbox: m} },
+		actor.WithMailbox(actor.Unbounded(m)))
+}
+
+// stoppedMailbox answers the requests a device actor's mailbox still holds
+// when the actor has stopped as dead letters, as protoactor answers one
+// sent after: protoactor drops the user messages a stopped actor's mailbox
+// pops, and the registry's stop is a system message, handled ahead of the
+// requests queued before it, whose senders would otherwise wait their
+// futures out (RequestTimeout plus admittedLimit, 62 s).
+type stoppedMailbox struct {
+	stopped atomic.Pointer[stoppedActor]
+}
+
+// stoppedActor is who answers for a stopped device actor.
+type stoppedActor struct {
+	sys  *actor.ActorSystem
+	self *actor.PID
+}
+
+func (m *stoppedMailbox) MailboxStarted()   {}
+func (m *stoppedMailbox) MessagePosted(any) {}
+func (m *stoppedMailbox) MailboxEmpty()     {}
+
+// MessageReceived runs after the actor took msg up; once it stopped, it
+// took nothing up, and a request's sender is told its target is gone.
+func (m *stoppedMailbox) MessageReceived(msg any) {
+	s := m.stopped.Load()
+	if s == nil {
+		return
+	}
+	if env, ok := msg.(*actor.MessageEnvelope); ok && env.Sender != nil {
+		s.sys.Root.Send(env.Sender, &actor.DeadLetterResponse{Target: s.self})
+	}
 }
 
 func (a *deviceActor) Receive(ctx actor.Context) {
@@ -383,13 +432,23 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		c.offload.run(c.dev.haltOpen)
 		c.abandon(ctx)
 	case *actor.Stopped:
+		// The last message the actor takes up: what its mailbox pops
+		// from now on is answered there.
+		a.mailbox.stopped.Store(&stoppedActor{sys: ctx.ActorSystem(), self: ctx.Self()})
 	case *loopEvent:
 		c.onLoopEvent(ctx, m.event)
 	case *ioDone:
 		c.finishIO(ctx, m)
 		c.release(ctx)
+	case *ioOverdue:
+		c.overdue(ctx, m.op)
+		c.release(ctx)
 	case *getEntry, *setEntries, *resetEntry, *attachSession, *detachSession, *setWorkspace, *published, *applyGlobals:
 		msg := m.(actorMessage)
+		if get, ok := msg.(*getEntry); ok && c.readsThrough() {
+			c.handle(ctx, get, ctx.Sender())
+			return
+		}
 		if c.pending != nil || len(c.held) > 0 {
 			c.held = append(c.held, heldRequest{msg: msg, sender: ctx.Sender()})
 			return
@@ -448,9 +507,56 @@ func (c *deviceCore) unreadWarning(err error) *protocol.Error {
 func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	c.pending = op
 	self, root := ctx.Self(), c.system.Root
+	// Only a store with a commit point can call a write off: past the
+	// timeout, a plain Save may still land after a 503.
+	if _, gated := c.store.(gatedStore); gated && op.gate != nil && c.writeWithin > 0 {
+		op.timer = time.AfterFunc(c.writeWithin, func() { root.Send(self, &ioOverdue{op: op}) })
+	}
 	c.offload.run(func() {
 		root.Send(self, &ioDone{op: op, err: op.work()})
 	})
+}
+
+// writeGate is the commit point a write request's documents pass before
+// they replace what is stored (store.SaveGated): the first write to reach
+// it commits the request, unless the actor called it off first.
+type writeGate struct{ state atomic.Int32 }
+
+const (
+	gateOpen int32 = iota
+	gateCommitted
+	gateCalledOff
+)
+
+// commit is the store's question at the commit point: true unless the
+// request was called off (a request's later writes pass once it has
+// committed).
+func (g *writeGate) commit() bool {
+	return g.state.CompareAndSwap(gateOpen, gateCommitted) || g.state.Load() == gateCommitted
+}
+
+// callOff stops the request's writes from taking effect; false if one
+// already has.
+func (g *writeGate) callOff() bool { return g.state.CompareAndSwap(gateOpen, gateCalledOff) }
+
+// gatedStore is a store with a commit point (actors/store's SaveGated).
+type gatedStore interface {
+	SaveGated(name string, v any, commit func() bool) error
+}
+
+// overdue answers a write request whose disk has not taken it within
+// writeWithin, if its writes can still be called off: unavailable, and
+// the value never in force nor on disk, so the device's other requests go
+// on. A write past its commit point (only the directory's fsync left) is
+// waited for: its value is in the document already.
+func (c *deviceCore) overdue(ctx actor.Context, op *pendingIO) {
+	if c.pending != op || !op.gate.callOff() {
+		return
+	}
+	c.pending = nil
+	c.log.Error().Dur("within", c.writeWithin).Msg("config write not taken by the disk in time; called off, not applied")
+	reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+		"the state directory's disk did not take the write within %v, so it was called off: the value is not applied and never will be; retry once the disk answers", c.writeWithin)})
 }
 
 // finishIO completes the request whose work is done. A panic in it
@@ -461,8 +567,32 @@ func (c *deviceCore) finishIO(ctx actor.Context, m *ioDone) {
 		return
 	}
 	c.pending = nil
+	if m.op.timer != nil {
+		m.op.timer.Stop()
+	}
 	defer answerPanic(ctx, m.op.sender)
 	m.op.done(m.err)
+}
+
+// readsThrough reports whether a read may be answered from memory ahead of
+// the requests held: the work under way only writes (a write hung on the
+// disk held every read of the device until its RequestTimeout, then 503),
+// and what is held behind it only sets or resets. None of them changes
+// what is in force before it is answered, so the read is answered as if
+// it had come first. A load or an attachment changes what a read answers:
+// reads wait for those.
+func (c *deviceCore) readsThrough() bool {
+	if c.pending == nil || !c.pending.write {
+		return false
+	}
+	for _, h := range c.held {
+		switch h.msg.(type) {
+		case *setEntries, *resetEntry:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // release takes up the held requests in order, until one waits for its
@@ -485,6 +615,9 @@ func (c *deviceCore) release(ctx actor.Context) {
 func (c *deviceCore) abandon(ctx actor.Context) {
 	if op := c.pending; op != nil {
 		c.pending = nil
+		if op.timer != nil {
+			op.timer.Stop()
+		}
 		reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
 			"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
 	}
@@ -720,7 +853,8 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 		done(nil)
 		return
 	}
-	c.startIO(ctx, &pendingIO{sender: sender, work: func() error { return c.saveDurable(name, v) }, done: done})
+	gate := &writeGate{}
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate, work: func() error { return c.saveDurable(name, v, gate) }, done: done})
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -792,10 +926,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		return
 	}
 	failedAt := len(writes)
-	c.startIO(ctx, &pendingIO{sender: sender,
+	gate := &writeGate{}
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate,
 		work: func() error {
 			for i, w := range writes {
-				if err := c.saveDurable(w.name, w.cfg); err != nil {
+				if err := c.saveDurable(w.name, w.cfg, gate); err != nil {
 					failedAt = i
 					return err
 				}
@@ -1003,11 +1138,20 @@ func loopForceClampN(n float64) float64 {
 	return n
 }
 
-func (c *deviceCore) saveDurable(name string, v any) error {
+func (c *deviceCore) saveDurable(name string, v any, gate *writeGate) error {
 	if c.store == nil {
 		return nil
 	}
-	if err := c.store.Save(name, v); err != nil {
+	var err error
+	if gs, ok := c.store.(gatedStore); ok {
+		err = gs.SaveGated(name, v, gate.commit)
+	} else {
+		err = c.store.Save(name, v)
+	}
+	if errors.Is(err, store.ErrNotCommitted) {
+		return err // called off (overdue): the request was answered then
+	}
+	if err != nil {
 		c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
 		return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
 	}

@@ -61,8 +61,11 @@
 // the actor has admitted it; before applying it the actor admits it unless
 // it was cancelled. Whichever comes first wins: a cancelled request is
 // answered unavailable at once (503 over HTTP, the same code in a frame)
-// and never applied later; an admitted one is answered with its outcome,
-// however long its durable write takes. Errors map to codes once, through
+// and never applied later; an admitted one is answered with its outcome
+// once its durable write is done, or, when the disk has not taken that
+// write within Options.WriteTimeout, called off at the store's commit
+// point (store.SaveGated) and answered unavailable: never applied, on disk
+// or in memory. Errors map to codes once, through
 // protocol.AsError, for HTTP and WebSocket.
 //
 // # Supervision
@@ -125,6 +128,8 @@
 // device only once its config is read, re-adds a device only after it left,
 // and writes setting changes one at a time; a device actor holds the config
 // requests that arrive while one waits for the disk and takes them up, and
-// only then admits them, once it is done. A POST is still answered only
+// only then admits them, once it is done; a read is answered from memory
+// meanwhile when only writes are under way or held (they change nothing in
+// force before they are answered). A POST is still answered only
 // after its durable write.
 package actors

@@ -272,7 +272,12 @@ type ioDone struct {
 	err error
 }
 
+// ioOverdue tells a device actor that a write it started has had its
+// Options.WriteTimeout.
+type ioOverdue struct{ op *pendingIO }
+
 func (*deviceLoaded) actorMessage() {}
+func (*ioOverdue) actorMessage()    {}
 func (*deviceLeft) actorMessage()   {}
 func (*settingSaved) actorMessage() {}
 func (*ioDone) actorMessage()       {}

@@ -373,6 +373,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	core := &deviceCore{
 		dev:         d,
 		store:       s.store,
+		writeWithin: s.opts.WriteTimeout,
 		writeBehind: s.writeBehind,
 		activity:    s.activity,
 		registry:    ctx.Self(),

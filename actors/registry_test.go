@@ -286,8 +286,7 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 // every other device actor go on: devices are added, sessions open,
 // another device is configured. The stalled request is answered only once
 // its write is done (a POST is answered after its durable write), and a
-// request to the same device that came after it waits for it and sees its
-// outcome.
+// request to the same device asked after it was answered sees its outcome.
 func TestStalledDiskHoldsOnlyItsOwnRequest(t *testing.T) {
 	armID := simArm(0).Info().ID
 	for _, c := range []struct {

@@ -44,6 +44,13 @@ type Options struct {
 	// (default 2 s): one its actor has not taken up by then is answered
 	// unavailable and never applied.
 	RequestTimeout time.Duration
+	// WriteTimeout bounds how long a config request waits for its durable
+	// write to take effect (default 5 s): one the disk has not taken by
+	// then (an fsync that does not return) is called off before it
+	// replaces the stored document, and answered unavailable, not applied.
+	// It applies to a store that has a commit point (actors/store's
+	// SaveGated); a write past that point is waited for.
+	WriteTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
 	// SimProcs, the process's one loop.Procs (made by its main), lets a
@@ -160,6 +167,9 @@ func Start(o Options) (*Service, error) {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 2 * time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 5 * time.Second
 	}
 	if o.DeviceRestarts == 0 {
 		o.DeviceRestarts = 10

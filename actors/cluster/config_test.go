@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -613,4 +614,94 @@ func TestGatewayReadAfterASyncCutShortByStopAsksTheNode(t *testing.T) {
 	if read < 2 {
 		t.Fatalf("only %d device-global entries: the test shows nothing", read)
 	}
+}
+
+// Gateway.Close ends the config requests still waiting on a node's answer
+// and returns with none of their goroutines left: each waited out its
+// full configTimeout after the stop (its answer, had one come, went to
+// dead letters), so a stopped gateway left goroutines behind for 2 s.
+func TestGatewayCloseEndsItsConfigRequests(t *testing.T) {
+	// The count is the process's: the requests earlier tests left to end
+	// on their own (configTimeout at most) go first.
+	hwtest.Eventually(t, 10*configTimeout, "the config requests of earlier tests ended", func() bool { return configRequestGoroutines() == 0 })
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	g := newTestGateway(svc, time.Minute)
+	g.lk = &link{sys: g.sys} // no remote: Close stops the actor system alone
+	s := &silentNode{sets: make(chan struct{}, 1), gets: make(chan struct{}, 1)}
+	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return s }), nodeActorName); err != nil {
+		t.Fatal(err)
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.adds.run(g.stop, g.add)
+	}()
+	g.inventory(&wire.Inventory{NodeId: "n", Address: g.sys.Address(), Devices: []*wire.Device{arm("uuid-n", "049D")}})
+	waitAdded(t, g)
+	select {
+	case <-s.gets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway's sync never asked the node")
+	}
+	left, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	set := make(chan error, 1)
+	go func() {
+		_, err := g.svc.SetEntry(g.svc.Devices().All()[0], 0, left)
+		set <- err
+	}()
+	select {
+	case <-s.sets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the set never reached the node")
+	}
+	if n := configRequestGoroutines(); n == 0 {
+		t.Fatal("no config request waits on the node: the test shows nothing")
+	}
+	start := time.Now()
+	g.Close()
+	if took := time.Since(start); took >= configTimeout {
+		t.Errorf("Close took %v, waiting out the requests' %v", took, configTimeout)
+	}
+	// Close waited for them; allow them to unwind their last frames.
+	deadline := time.Now().Add(configTimeout / 2)
+	for n := configRequestGoroutines(); n > 0; n = configRequestGoroutines() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d config requests' goroutines outlive Close by %v", n, time.Since(start))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-set:
+		var perr *protocol.Error
+		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("a set in flight when the gateway closed: %v, want %s", err, protocol.CodeUnavailable)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a set in flight when the gateway closed was never answered")
+	}
+}
+
+// configRequestGoroutines counts the goroutines of Gateway.configRequest
+// (its requests to nodes) in the process.
+func configRequestGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "cluster.(*Gateway).configRequest.func") {
+			count++
+		}
+	}
+	return count
 }

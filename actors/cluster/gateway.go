@@ -98,6 +98,14 @@ type Gateway struct {
 	// wait on, so those wait until its process is known gone
 	// (watchDroppedLocked; a new process of it, inventory).
 	dropped map[string]*nodeState
+
+	// callsMu guards calls and callsClosed: calls are the config requests
+	// in flight (configRequest), whose goroutines callsWG counts for Close.
+	// Never held across a send or a wait.
+	callsMu     sync.Mutex
+	calls       map[*configCall]struct{}
+	callsClosed bool
+	callsWG     sync.WaitGroup
 }
 
 type nodeState struct {
@@ -169,7 +177,9 @@ func (g *Gateway) Close() {
 	g.closing.Store(true)
 	close(g.stop)
 	g.mu.Unlock()
+	g.endCalls()
 	g.wg.Wait()
+	g.waitCalls(stopRemoteWithin)
 	g.lk.stop()
 }
 
@@ -469,17 +479,26 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 	g.mu.Lock()
 	member := g.cl != nil && g.members[p.nodeID]
 	g.mu.Unlock()
+	call := g.startCall()
+	if call == nil {
+		return nil, errGatewayStopping
+	}
 	type answer struct {
 		r   any
 		err error
 	}
 	done := make(chan answer, 1) // the request ends on its own after an early return
 	go func() {
+		defer g.endCall(call)
 		var a answer
+		sender := callSender{RootContext: g.sys.Root, g: g, call: call}
 		if member {
-			a.r, a.err = g.cl.Request(p.info.UUID, NodeKind(p.nodeID), m, cluster.WithTimeout(configTimeout), cluster.WithRetryCount(2))
+			a.r, a.err = g.cl.Request(p.info.UUID, NodeKind(p.nodeID), m, cluster.WithTimeout(configTimeout), cluster.WithRetryCount(2), cluster.WithContext(sender))
 		} else {
-			a.r, a.err = g.sys.Root.RequestFuture(p.node, m, configTimeout).Result()
+			a.r, a.err = sender.RequestFuture(p.node, m, configTimeout).Result()
+		}
+		if err, ok := a.r.(error); ok { // a future Close ended
+			a.r, a.err = nil, err
 		}
 		done <- a
 	}()
@@ -495,6 +514,101 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 	case <-timeout.C:
 		return nil, actor.ErrTimeout // as the request's own future says it
 	}
+}
+
+// configCall is one config request's exchange with a node: the future its
+// answer is awaited on (the latest, a cluster request retrying), which
+// Close ends so that the request's goroutine does not outlive the gateway
+// waiting on an answer nobody would read.
+type configCall struct {
+	future *actor.Future // guarded by Gateway.callsMu
+}
+
+// startCall registers a config request's goroutine; nil once the gateway
+// closes.
+func (g *Gateway) startCall() *configCall {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.callsClosed {
+		return nil
+	}
+	c := &configCall{}
+	if g.calls == nil {
+		g.calls = map[*configCall]struct{}{}
+	}
+	g.calls[c] = struct{}{}
+	g.callsWG.Add(1)
+	return c
+}
+
+func (g *Gateway) endCall(c *configCall) {
+	g.callsMu.Lock()
+	delete(g.calls, c)
+	g.callsMu.Unlock()
+	g.callsWG.Done()
+}
+
+// endCalls ends the futures the config requests wait on, and keeps any
+// new one from being sent: each request's goroutine then returns at once,
+// its caller having had errGatewayStopping already.
+func (g *Gateway) endCalls() {
+	g.callsMu.Lock()
+	g.callsClosed = true
+	var futures []*actor.Future
+	for c := range g.calls {
+		if c.future != nil {
+			futures = append(futures, c.future)
+		}
+	}
+	g.callsMu.Unlock()
+	for _, f := range futures {
+		// A future that completed meanwhile has left the registry: a send
+		// to it would be a dead letter.
+		if _, ok := g.sys.ProcessRegistry.GetLocal(f.PID().Id); ok {
+			g.sys.Root.Send(f.PID(), errGatewayStopping)
+		}
+	}
+}
+
+// waitCalls waits for the config requests' goroutines, within at most:
+// one still in protoactor's identity lookup (a device's grain whose PID
+// the cluster does not have cached, on a hung node) waits on a future of
+// protoactor's own, up to 5 s, that nothing can end.
+func (g *Gateway) waitCalls(within time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		g.callsWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(within):
+		g.log.Warn().Dur("waited", within).Msg("cluster: a config request still waits on protoactor's identity lookup at the gateway's stop")
+	}
+}
+
+// callSender is the sender of one config request: it keeps the future it
+// makes on the call, for Close to end, and sends nothing once the gateway
+// closes (the future then ends at once).
+type callSender struct {
+	*actor.RootContext
+	g    *Gateway
+	call *configCall
+}
+
+// RequestFuture is actor.RootContext's, with the future kept on the call.
+func (s callSender) RequestFuture(pid *actor.PID, message any, timeout time.Duration) *actor.Future {
+	f := actor.NewFuture(s.ActorSystem(), timeout)
+	s.g.callsMu.Lock()
+	closed := s.g.callsClosed
+	s.call.future = f
+	s.g.callsMu.Unlock()
+	if closed {
+		s.Send(f.PID(), errGatewayStopping)
+		return f
+	}
+	s.RequestWithCustomSender(pid, message, f.PID())
+	return f
 }
 
 // dropNodeLocked forgets a node; its devices fail and leave. dead: the

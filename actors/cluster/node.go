@@ -305,31 +305,55 @@ type configJob struct {
 	req    *wire.ConfigRequest
 	to     *actor.PID // nil: nobody waits for the answer
 	queued time.Time
+	// undatable: the request is dated, but the node knows no clock offset
+	// for its gateway, so it cannot tell how long ago it was sent.
+	undatable bool
 }
 
 // configArrived queues a config request from to, dated back by how long
 // it was in transit: judged on the clock offset to the gateway that sent
-// it, as commands are, and zero from a gateway not subscribed (or one
-// that does not date its requests).
+// it, as commands are. That offset outlives the gateway's subscription:
+// a request sent as a partition began arrives when it heals, ahead of
+// the Subscribes queued behind it, after the node forgot the silent
+// gateway, and was answered 503 by the gateway long before. A dated
+// request from a gateway whose offset the node never learnt cannot be
+// dated, and is refused; an undated one (an older build) counts as sent
+// when it arrived.
 func (n *Node) configArrived(m *wire.ConfigRequest, to *actor.PID) {
 	now := time.Now()
-	var transitNs int64
+	j := configJob{req: m, to: to, queued: now}
 	if m.SentUnixNs != 0 {
 		n.mu.Lock()
+		o := n.offsets[m.GatewayAddress]
 		if s := n.subs[m.GatewayAddress]; s != nil {
-			transitNs = max(s.offset.ageNs(m.SentUnixNs, now), 0)
+			o = s.offset
+		}
+		if o != nil {
+			j.queued = now.Add(-time.Duration(max(o.ageNs(m.SentUnixNs, now), 0)))
+		} else {
+			j.undatable = true
 		}
 		n.mu.Unlock()
 	}
-	n.configs.push(configJob{req: m, to: to, queued: now.Add(-time.Duration(transitNs))})
+	n.configs.push(j)
 }
 
 // answerConfig answers one config request, off the actors. One sent more
-// than configApplyWithin ago (in transit, then in this queue) is not
-// applied: the gateway has told its client the node did not answer, or
-// may before this answer reaches it, and a set that fails for the client
-// must not take effect behind its back.
+// than configApplyWithin ago (in transit, then in this queue), or whose
+// age the node cannot tell, is not applied: the gateway has told its
+// client the node did not answer, or may before this answer reaches it,
+// and a set that fails for the client must not take effect behind its
+// back.
 func (n *Node) answerConfig(j configJob) {
+	if j.undatable {
+		n.log.Warn().Str("uuid", j.req.Uuid).Str("op", j.req.Op).Str("key", j.req.Key).Str("gateway", j.req.GatewayAddress).
+			Msg("cluster: a config request came from a gateway whose clock the node does not know; not applied")
+		if j.to != nil {
+			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
+				Error: fmt.Sprintf("node %s: gateway %s has not subscribed, so the request's age is unknown; not applied (retry once the gateway lists the device)", n.cfg.NodeID, j.req.GatewayAddress)})
+		}
+		return
+	}
 	if waited := time.Since(j.queued); waited > configApplyWithin {
 		n.log.Warn().Str("uuid", j.req.Uuid).Str("op", j.req.Op).Str("key", j.req.Key).Dur("waited", waited).
 			Msg("cluster: a config request came past the gateway's timeout; not applied")

@@ -432,3 +432,74 @@ func TestNodeDropsConfigRequestsTheGatewayGaveUpOn(t *testing.T) {
 		}
 	}
 }
+
+// A config request a gateway sent just as a partition began reaches the
+// node when it heals, ahead of the gateway's Subscribes queued behind it:
+// the node forgot the silent gateway meanwhile, and the gateway answered
+// its client 503 long before. The request must be judged by its age as
+// a subscribed gateway's is (on the clock offset kept from before), not
+// applied as if it had just been sent; one from a gateway whose clock the
+// node never learnt cannot be dated, and is refused likewise.
+func TestNodeDatesConfigRequestsOfGatewaysItForgot(t *testing.T) {
+	n, d := testNode(t)
+	k, _ := protocol.KeyFromPath("handedness")
+	pid, err := n.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forget := func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for range int(GatewayTimeout/silenceCredit) + 2 { // the first tick takes the subscription's word
+			n.forgetSilentLocked(silenceCredit)
+		}
+		if n.subs[testGW] != nil {
+			t.Fatal("the silent gateway was not forgotten")
+		}
+	}
+	tests := []struct {
+		name     string
+		gateway  string
+		sentAgo  time.Duration
+		forget   bool
+		wantCode protocol.Code
+		want     string
+	}{
+		{"subscribed, fresh", testGW, 0, false, "", `"left"`},
+		{"subscribed, sent before the gateway gave up", testGW, configTimeout + time.Second, false, protocol.CodeUnavailable, `"right"`},
+		{"forgotten, sent before the gateway gave up", testGW, configTimeout + time.Second, true, protocol.CodeUnavailable, `"right"`},
+		{"forgotten, fresh", testGW, 0, true, "", `"left"`},
+		{"never subscribed", "127.0.0.9:7070", 0, false, protocol.CodeUnavailable, `"right"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "reset", Key: "handedness"}); r.Error != "" {
+				t.Fatal(r.Error)
+			}
+			n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
+			if tt.forget {
+				forget()
+			}
+			req := &wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: "handedness", Json: []byte(`"left"`),
+				GatewayAddress: tt.gateway, SentUnixNs: time.Now().Add(-tt.sentAgo).UnixNano()}
+			a, err := n.sys.Root.RequestFuture(pid, req, 10*time.Second).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok := a.(*wire.ConfigReply)
+			if !ok {
+				t.Fatalf("answered %T", a)
+			}
+			if protocol.Code(r.Code) != tt.wantCode {
+				t.Errorf("answered code %q (%s), want %q", r.Code, r.Error, tt.wantCode)
+			}
+			e, err := n.svc.Entry(d, 0, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := e.MarshalJSON(); string(b) != tt.want {
+				t.Errorf("handedness %s after the request, want %s", b, tt.want)
+			}
+		})
+	}
+}

@@ -22,6 +22,10 @@
 // files that a crash left behind; an empty or missing directory means
 // defaults.
 //
+// SaveGated adds a commit point between the temp file's fsync and the
+// rename: a caller that gave up on a write hung on the disk refuses it
+// there, and the document is left as it was (ErrNotCommitted).
+//
 // # Bad files
 //
 // A document that is empty, torn, not JSON or of the wrong shape makes Load

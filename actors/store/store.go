@@ -392,19 +392,46 @@ func (s *Store) Save(name string, v any) error {
 	return s.saveBytes(name, data, s.order.Add(1))
 }
 
+// ErrNotCommitted is SaveGated's answer when its commit function refused:
+// the document was left as it was, and this write will never reach it.
+var ErrNotCommitted = errors.New("store: the write was called off before it took effect; the document is unchanged")
+
+// SaveGated is Save with a commit point: once the new document is written
+// and fsynced beside the old one, and before it replaces it (the rename),
+// commit is called; if it answers false the new file is removed, the
+// document stays as it was, and SaveGated returns ErrNotCommitted. A
+// caller that stops waiting for a write hung on the disk (an fsync that
+// does not return) claims the commit point first, and can then answer that
+// the value was not stored and never will be. commit is called once at
+// most, under the document's lock: it must neither block nor use the store.
+// Past the commit point only the directory's fsync is left. A write a newer
+// one superseded on disk returns nil without calling it.
+func (s *Store) SaveGated(name string, v any, commit func() bool) error {
+	data, err := encodeDocument(name, v)
+	if err != nil {
+		return err
+	}
+	err = s.writeBytes(name, data, s.order.Add(1), commit)
+	if err != nil && !errors.Is(err, ErrNotCommitted) {
+		s.failures.Add(1)
+	}
+	return err
+}
+
 // saveBytes is Save for a checked name and encoded value. order is the
 // number the value got when the caller handed it over; a value older than
 // the one on disk is dropped (reported as written), so the last call wins.
 func (s *Store) saveBytes(name string, data []byte, order uint64) error {
-	err := s.writeBytes(name, data, order)
+	err := s.writeBytes(name, data, order, nil)
 	if err != nil {
 		s.failures.Add(1)
 	}
 	return err
 }
 
-// writeBytes is saveBytes without the count of failures.
-func (s *Store) writeBytes(name string, data []byte, order uint64) error {
+// writeBytes is saveBytes without the count of failures; commit, if set,
+// is SaveGated's.
+func (s *Store) writeBytes(name string, data []byte, order uint64, commit func() bool) error {
 	st := s.lock(name)
 	defer st.mu.Unlock()
 	if st.supersededLocked(name, order) {
@@ -430,6 +457,10 @@ func (s *Store) writeBytes(name string, data []byte, order uint64) error {
 	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
+	}
+	if werr == nil && commit != nil && !commit() {
+		os.Remove(tmp)
+		return fmt.Errorf("store: save %s: %w", name, ErrNotCommitted)
 	}
 	if werr == nil {
 		werr = os.Rename(tmp, p)

@@ -807,3 +807,45 @@ func corruptFileHeldAtLoad(t *testing.T, torn string) (s *Store, name, path stri
 	}
 	return s, name, path, func() { held = false }
 }
+
+// SaveGated replaces the document only if its commit function agrees at
+// the commit point; refused, the document is left as it was, no temp file
+// stays behind, and a later write goes through.
+func TestSaveGatedCommitPoint(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save("doc", map[string]int{"v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		commit bool
+		want   int
+	}{{false, 1}, {true, 3}} {
+		calls := 0
+		err := s.SaveGated("doc", map[string]int{"v": tt.want | 2}, func() bool { calls++; return tt.commit })
+		if calls != 1 {
+			t.Fatalf("commit %v: called %d times, want once", tt.commit, calls)
+		}
+		if tt.commit != (err == nil) || !tt.commit && !errors.Is(err, ErrNotCommitted) {
+			t.Fatalf("commit %v: SaveGated answered %v", tt.commit, err)
+		}
+		var got map[string]int
+		if _, err := s.Load("doc", &got); err != nil || got["v"] != tt.want {
+			t.Fatalf("commit %v: the document holds %v (%v), want v=%d", tt.commit, got, err, tt.want)
+		}
+		entries, err := os.ReadDir(s.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if isTempFile(e.Name()) {
+				t.Fatalf("commit %v: temp file %s left behind", tt.commit, e.Name())
+			}
+		}
+	}
+	if n := s.WriteFailures(); n != 0 {
+		t.Fatalf("%d write failures counted for a write called off", n)
+	}
+}

@@ -1,0 +1,192 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// While a device's config write hangs on the disk (an fsync that does not
+// return), a read of the device's config is answered at once with the
+// value in force, which the write has not changed yet: it waited behind
+// the write until its RequestTimeout, then answered 503, though the
+// device actor had the answer in memory all along.
+func TestReadsDoNotWaitBehindAHungWrite(t *testing.T) {
+	armID := simArm(0).Info().ID
+	var held *heldStore
+	svc := startWith(t, Options{StateDir: t.TempDir(), RequestTimeout: 10 * time.Second, WrapStore: func(s Store) Store {
+		held = newHeldStore(s, "save", storeName(protocol.TypeArm, armID))
+		return held
+	}})
+	arm := addArm(t, svc, simArm(0))
+	t.Cleanup(func() {
+		select {
+		case <-held.release:
+		default:
+			close(held.release)
+		}
+	})
+	before, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
+	wrote := pending(func() { _, _ = svc.SetEntry(arm, 0, set) })
+	held.waitEntered(t)
+
+	type answer struct {
+		e   protocol.Entry
+		err error
+	}
+	for _, k := range []protocol.Key{protocol.KeyGravityCompensation, protocol.KeyHandedness} {
+		read := make(chan answer, 1)
+		go func() {
+			e, err := svc.Entry(arm, 0, k)
+			read <- answer{e, err}
+		}()
+		select {
+		case a := <-read:
+			if a.err != nil {
+				t.Fatalf("read %s while a write hangs: %v", k.Path(), a.err)
+			}
+			if k == protocol.KeyGravityCompensation && a.e != before {
+				t.Fatalf("read %s while its write hangs: %v, want the value in force %v", k.Path(), a.e, before)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("read %s still waiting 5 s behind a hung write of the device's config", k.Path())
+		}
+	}
+	stillPending(t, wrote, "the hung write")
+	close(held.release)
+	waitDone(t, wrote, "the write")
+	if got, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != set {
+		t.Fatalf("after the write: %v (%v), want %v", got, err, set)
+	}
+}
+
+// hungFsyncStore is the state directory with the durable writes of one
+// document hung before they take effect, as an fsync that does not return
+// holds them: the write is on its way when the test lets it go on.
+type hungFsyncStore struct {
+	Store
+	disk     *store.Store
+	name     string
+	entered  chan struct{}
+	release  chan struct{}
+	returned chan error
+}
+
+// Save hangs the same way, with no commit point to call it off at.
+func (s *hungFsyncStore) Save(name string, v any) error {
+	if name == s.name {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		<-s.release
+	}
+	return s.Store.Save(name, v)
+}
+
+func (s *hungFsyncStore) SaveGated(name string, v any, commit func() bool) error {
+	if name != s.name {
+		return s.disk.SaveGated(name, v, commit)
+	}
+	err := s.disk.SaveGated(name, v, func() bool {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		<-s.release
+		return commit()
+	})
+	select {
+	case s.returned <- err:
+	default:
+	}
+	return err
+}
+
+// A config write the disk does not take (an fsync hung) is answered 503
+// unavailable within Options.WriteTimeout, not after RequestTimeout plus a
+// minute; the value is not in force, not on disk once the disk answers
+// again, and not in force after a restart; the device's next write goes
+// through.
+func TestHungWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
+	armID := simArm(0).Info().ID
+	doc := storeName(protocol.TypeArm, armID)
+	dir := t.TempDir()
+	hung := &hungFsyncStore{name: doc, entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
+	svc := startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		hung.Store, hung.disk = s, s.(*store.Store)
+		return hung
+	}})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hung.release)
+		}
+	}
+	t.Cleanup(release)
+	arm := addArm(t, svc, simArm(0))
+	before, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
+	answered := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := svc.SetEntry(arm, 0, set)
+		answered <- err
+	}()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached the disk")
+	}
+	select {
+	case err := <-answered:
+		var perr *protocol.Error
+		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("a write hung on the disk answered %v, want %s", err, protocol.CodeUnavailable)
+		}
+		t.Logf("answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write hung on the disk still unanswered after 10 s (its WriteTimeout is 300 ms)")
+	}
+	if got, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != before {
+		t.Fatalf("after the 503: %v (%v) in force, want %v", got, err, before)
+	}
+	release() // the disk answers again: the called-off write must not land
+	select {
+	case err := <-hung.returned:
+		if !errors.Is(err, store.ErrNotCommitted) {
+			t.Fatalf("the called-off write returned %v, want store.ErrNotCommitted", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the hung write never returned")
+	}
+	// The disk answering, the device's next write goes through; after a
+	// restart it is in force, the called-off one nowhere.
+	handed, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	if _, err := svc.SetEntry(arm, 0, handed); err != nil {
+		t.Fatalf("the next write, the disk answering: %v", err)
+	}
+	shutdown(t, svc)
+	again := startWith(t, Options{StateDir: dir})
+	arm = addArm(t, again, simArm(0))
+	if got, err := again.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != before {
+		t.Fatalf("after a restart: %v (%v) in force, want %v: a set answered 503 came back", got, err, before)
+	}
+	if got, err := again.Entry(arm, 0, protocol.KeyHandedness); err != nil || got != handed {
+		t.Fatalf("after a restart: handedness %v (%v), want %v: an acknowledged write was lost", got, err, handed)
+	}
+}
