@@ -11,6 +11,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -774,14 +775,23 @@ func (xs *armExtScratch) reset() {
 // nowNs (service Clock): the effects in force (count, and each wall's proxy
 // point in the session's space, with its navigation's workspace offset as
 // cursor_position has it) and the passivity layer's figures, while
-// the arm renders effects; nil otherwise. An effect whose time ran out is
+// the arm renders effects; the passivity figures alone while a session
+// controls the arm and the controller guards the whole output (its
+// "output" scope: the session's force is in it); nil otherwise
+// (applyNavigation adds the figures to a navigating session's). An effect whose time ran out is
 // not in force, though the Set holds it until its session's next entry for
 // d (effectsBefore): GET stops listing it then too. xs may be nil (then it
 // allocates).
 func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmStateExtensions {
 	set := d.rt.Effects()
 	if set == nil || set.Len() == 0 || d.Register().Owner() != set.Session {
-		return nil
+		if !outputScopedControl(d, v) {
+			return nil
+		}
+		x := xs.next()
+		*x = protocol.ArmStateExtensions{}
+		x.HasPassivity, x.Passivity = true, passivityState(d)
+		return x
 	}
 	// The declaration published with the Set, effect for effect: when
 	// each one's ttl or duration ends, as GET and the session count it (a
@@ -797,18 +807,19 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 		}
 	}
 	if inForce == 0 {
-		return nil
+		if !outputScopedControl(d, v) {
+			return nil
+		}
+		x := xs.next()
+		*x = protocol.ArmStateExtensions{}
+		x.HasPassivity, x.Passivity = true, passivityState(d)
+		return x
 	}
 	if xs == nil {
 		xs = &armExtScratch{}
 	}
-	if xs.n == len(xs.exts) {
-		xs.exts = append(xs.exts, protocol.ArmStateExtensions{})
-		xs.proxies = append(xs.proxies, nil)
-	}
-	x := &xs.exts[xs.n]
-	proxies := xs.proxies[xs.n][:0]
-	xs.n++
+	x := xs.next()
+	proxies := xs.proxies[xs.n-1][:0]
 	rep := &xs.rep
 	d.rt.LoadEffects(rep)
 	// The proxies are where the frame puts the cursor: with the
@@ -832,10 +843,51 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 		}
 	}
 	xs.proxies[xs.n-1] = proxies
-	out := d.rt.Output()
 	*x = protocol.ArmStateExtensions{HasEffects: true, EffectCount: inForce, Proxies: proxies,
-		HasPassivity: true, Passivity: protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}}
+		HasPassivity: true, Passivity: passivityState(d)}
 	return x
+}
+
+// next is a fresh extensions entry of the frame (xs nil: allocated).
+func (xs *armExtScratch) next() *protocol.ArmStateExtensions {
+	if xs == nil {
+		return new(protocol.ArmStateExtensions)
+	}
+	if xs.n == len(xs.exts) {
+		xs.exts = append(xs.exts, protocol.ArmStateExtensions{})
+		xs.proxies = append(xs.proxies, nil)
+	}
+	xs.n++
+	return &xs.exts[xs.n-1]
+}
+
+// passivityState is d's passivity figures as an arm state carries them:
+// the energy the controller watches and the damping it adds now.
+func passivityState(d *Device) protocol.PassivityState {
+	out := d.rt.Output()
+	return protocol.PassivityState{EnergyJ: out.EnergyJ, AddedDampingNsPerM: out.AddedDampingNsPerM}
+}
+
+// outputScopedControl says whether a session controls d while its
+// passivity controller guards the whole output (the "output" scope), as v
+// (any session's view: the entry is device-global) reports the entry: then
+// the session's own force is what the controller watches, and every
+// session's frames carry the figures, as they carry its effects.
+func outputScopedControl(d *Device, v *View) bool {
+	return v != nil && d.Register().Owner() != 0 && v.Config.Device.PassivityController.Scope == passivity.ScopeOutput.String()
+}
+
+// anyOutputScopedControl says whether one of arms is controlled in the
+// output scope (outputScopedControl). Arm runs (framecache.go), shared by
+// every session and built from the loops' snapshots, carry no extensions:
+// a frame that must carry the figures builds its elements itself.
+func anyOutputScopedControl(arms []*Device) bool {
+	for _, d := range arms {
+		if d.Register().Owner() != 0 && outputScopedControl(d, d.defaultView.Load()) {
+			return true
+		}
+	}
+	return false
 }
 
 // declaredEffects is the declaration behind a published Set, as its

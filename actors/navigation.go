@@ -144,8 +144,9 @@ func navigationState(v *View) (protocol.NavigationState, bool) {
 
 // applyNavigation adds the session's navigation to an arm's state: the
 // workspace offset to the cursor's position (and a position target) and
-// to state.transform's position, and state.navigation.
-func applyNavigation(af *protocol.ArmFrame, v *View) {
+// to state.transform's position, and state.navigation with d's passivity
+// figures.
+func applyNavigation(af *protocol.ArmFrame, v *View, d *Device) {
 	st, ok := navigationState(v)
 	if !ok {
 		return
@@ -165,6 +166,9 @@ func applyNavigation(af *protocol.ArmFrame, v *View) {
 	}
 	s.Ext.HasNavigation = true
 	s.Ext.Navigation = st
+	// The navigation's energy is in the figures (its own source of the
+	// controller's default scope): they come with it, effects or none.
+	s.Ext.HasPassivity, s.Ext.Passivity = true, passivityState(d)
 }
 
 // workspacePosition takes the navigation's offset out of an application

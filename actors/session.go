@@ -815,7 +815,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 	slot := cacheSlot(codec)
 	arms := devs.OfType(protocol.TypeArm)
 	perArm := arms // the arms not in a run
-	if slot >= 0 && !armConfig && f.ArmState == 0 {
+	if slot >= 0 && !armConfig && f.ArmState == 0 && !anyOutputScopedControl(arms) {
 		if r := armRunFor(devs, arms, slot, session, views, snap, codec); r != nil {
 			// One element holding every arm's, commas between: the
 			// encoder copies it as it would the elements one by one. Set
@@ -867,7 +867,7 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		case armConfig:
 			d.Load(snap)
 			fillArm(af, snap, v)
-			applyNavigation(af, v)
+			applyNavigation(af, v, d)
 			af.Config = &v.Config
 		case cacheable:
 			if af.Element = hit; af.Element == nil {
@@ -882,11 +882,11 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 			// leave them underived (they are not written).
 			d.LoadPhysical(snap)
 			fillArm(af, snap, v)
-			applyNavigation(af, v)
+			applyNavigation(af, v, d)
 		default:
 			d.Load(snap)
 			fillArm(af, snap, v)
-			applyNavigation(af, v)
+			applyNavigation(af, v, d)
 		}
 	}
 	grips := devs.OfType(protocol.TypeGrip)

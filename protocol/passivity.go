@@ -1,10 +1,16 @@
 package protocol
 
 // The passivity entries are device-global (HTTP only, persisted per device
-// like handedness): the last stages of every arm's output, after the
-// passivity controller. The clamp bounds the force's magnitude and the slew
-// limit its rate of change, so that no declaration, command or module can
-// jerk the handle. Neither raises the driver's own force limit.
+// like handedness): the last stages of every arm's force output (a
+// session's set_cursor_force, its effects and its navigation, with the
+// controller's damping), after the passivity controller. The clamp bounds
+// that force's magnitude and the slew limit its rate of change, so that no
+// effect declaration, force command or navigation can jerk the handle.
+// Position, angle and torque commands do not pass them: a position or angle
+// target goes to the arm's own servo (in an Inverse3's firmware; a
+// simulated arm's caps its speed and force), and joint torques are scaled
+// by the force scale and the lease ramp alone, within the device's own
+// limits. Neither raises the driver's own force limit.
 
 // ForceClamp bounds the magnitude of the output force (N).
 type ForceClamp struct{ MaxForceN float64 }

@@ -794,3 +794,69 @@ func dialKeepingASpring(t *testing.T, ts *testService) (*wsClient, string) {
 	}
 	return c, id
 }
+
+// An arm's state carries "passivity" whenever the controller watches
+// something the session's control renders: its effects, its navigation
+// (docs/lab.md: the gateway's state.passivity shows the navigation's
+// energy), or, in the "output" scope, its own streamed force. Before, it
+// came only with effects. A force streamed in the default "rendered" scope
+// is outside what the controller watches: no figures (and the frame stays
+// cacheable).
+func TestStateCarriesPassivityWheneverTheControllerWatchesTheSession(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, ts *testService) (c *wsClient, id string, msg string)
+		want  bool
+	}{
+		{name: "navigation alone", want: true, setup: func(t *testing.T, ts *testService) (*wsClient, string, string) {
+			r := startNavRig(t, ts, "passivity-nav", true)
+			r.configure()
+			return r.c, r.id, force(r.id, 3, 0, 0)
+		}},
+		{name: "a streamed force in the output scope", want: true, setup: func(t *testing.T, ts *testService) (*wsClient, string, string) {
+			id := ts.armIDs[0]
+			if r := ts.do("POST", ts.base+"/arm3/"+id+"/config/passivity/controller", `{"enabled":true,"scope":"output"}`); r.status != 200 {
+				t.Fatalf("output scope: %v", r)
+			}
+			c := ts.dial(t, ts.wsURL())
+			c.expect()
+			return c, id, force(id, 0, 0, 0.5)
+		}},
+		{name: "a streamed force in the rendered scope", want: false, setup: func(t *testing.T, ts *testService) (*wsClient, string, string) {
+			c := ts.dial(t, ts.wsURL())
+			c.expect()
+			return c, ts.armIDs[0], force(ts.armIDs[0], 0, 0, 0.5)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startService(t, serviceConfig{arms: 1})
+			c, id, msg := tc.setup(t, ts)
+			// The session controls the arm once its force is applied.
+			var st any
+			hwtest.EventuallyNil(t, 10*time.Second, "the session's force applied", func() error {
+				f := c.roundTrip(msg)
+				st = path(f, "arm3", 0, "state")
+				if path(st, "control_mode") != "force" {
+					return fmt.Errorf("control mode %v", path(st, "control_mode"))
+				}
+				return nil
+			})
+			for range 5 { // every frame while it controls, not one
+				st = path(c.roundTrip(msg), "arm3", 0, "state")
+				p := path(st, "passivity")
+				if (p != nil) != tc.want {
+					t.Fatalf("arm %s state.passivity = %v, want present %v (state %v)", id, p, tc.want, st)
+				}
+				if p != nil {
+					if _, ok := path(p, "energy").(float64); !ok {
+						t.Fatalf("state.passivity %v: no energy", p)
+					}
+					if _, ok := path(p, "added_damping").(float64); !ok {
+						t.Fatalf("state.passivity %v: no added_damping", p)
+					}
+				}
+			}
+		})
+	}
+}

@@ -64,7 +64,7 @@ var (
 	descDrvErrors  = prometheus.NewDesc("hapticd_driver_errors_total", "Driver errors.", deviceLabels, nil)
 	descLeases     = prometheus.NewDesc("hapticd_lease_expiries_total", "Controlling sessions released because their lease lapsed.", deviceLabels, nil)
 	descBusy       = prometheus.NewDesc("hapticd_busy_refusals_total", "Commands refused because another session controlled the device.", deviceLabels, nil)
-	descPassivityJ = prometheus.NewDesc("hapticd_passivity_energy_joules", "Energy the passivity observer counts on an arm's commanded output since its control began (negative: the rendering drove the arm).", deviceLabels, nil)
+	descPassivityJ = prometheus.NewDesc("hapticd_passivity_energy_joules", "Energy of what an arm's passivity controller watches (its scope: by default the rendered effects and navigation; in the output scope the whole force output) since its control began, its own damping included, capped at the reserve (0.2 J; negative: those sources drove the arm).", deviceLabels, nil)
 	descAddedDamp  = prometheus.NewDesc("hapticd_passivity_added_damping_newton_seconds_per_metre", "Damping the passivity controller adds to an arm's output now.", deviceLabels, nil)
 	descSessions   = prometheus.NewDesc("hapticd_sessions", "Connected simulation sessions.", []string{"api_format"}, nil)
 	descMessages   = prometheus.NewDesc("hapticd_messages_total", "Client messages received on simulation sessions.", []string{"api_format"}, nil)

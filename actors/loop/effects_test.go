@@ -273,6 +273,53 @@ func TestPassivityControllerDampsAnActiveOutput(t *testing.T) {
 	}
 }
 
+// A velocity no arm reaches (one bad encoder frame: the serial decoder
+// lets up to 1,000 m/s through, HID checks finiteness only) is a bad
+// reading: the controller counts no work over it and adds no damping on it.
+// Counted, one frame at 100 m/s while a spring holds 5 N put the energy at
+// −0.47 J, and the controller damped a passive arm for seconds after.
+// The arm moves at 1 cm/s against the spring (passive) before and after;
+// a bad frame against the spring must not bank a budget for later either.
+func TestOneImplausibleVelocityFrameLeavesTheControllerQuiet(t *testing.T) {
+	for _, glitchMps := range []float64{2 * passivity.MaxSpeedMps, 100, 1000, -1000} {
+		t.Run(fmt.Sprintf("%v m/s", glitchMps), func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: 5000, Passivity: passivity.Options{Enabled: true}})
+			set, err := effect.NewSet(7, []effect.Spec{{ID: "k", Kind: effect.SpringPoint,
+				Params: effect.Params{StiffnessNPerM: 100, PointM: hw.Vec3{X: 0.05}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.dev.SetEffects(set)
+			r.dev.Output() // a reader: the loop stores the figures every few ticks
+			seq := uint64(0)
+			renew := func() { seq++; r.command(7, seq, 100*ms, hw.Command{}, nil) }
+			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: -0.01}})
+			r.run(500, renew) // the spring faded in, pulling 5 N along +X
+			o := r.dev.Output()
+			before, effectsBefore := o.EnergyJ, o.EffectsEnergyJ
+			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: glitchMps}})
+			r.run(1, renew)
+			r.drv.SetState(hw.State{VelocityMps: hw.Vec3{X: -0.01}})
+			r.run(200, renew)
+			o = r.dev.Output()
+			// 200 ms of the spring's 5 N against 1 cm/s banks 10 mJ: a
+			// frame against the spring must not bank a budget either.
+			if o.AddedDampingNsPerM > 0 || o.ActiveNs > 0 || !(o.EnergyJ >= before) || o.EnergyJ > before+0.015 {
+				t.Errorf("200 ms after the bad frame: damping %v N·s/m, acting %v ms, energy %v J (%v J before it)",
+					o.AddedDampingNsPerM, float64(o.ActiveNs)/1e6, o.EnergyJ, before)
+			}
+			if d := o.EffectsEnergyJ - effectsBefore; !(d >= 0 && d < 0.015) {
+				t.Errorf("the spring's energy moved by %v J over the bad frame and 200 ms of 10 mJ's passive work", d)
+			}
+			r.run(2000, renew)
+			if n := len(r.eventsOf(EventPassivitySustained)); n != 0 {
+				t.Errorf("%d passivity-sustained event(s) for one bad frame", n)
+			}
+		})
+	}
+}
+
 // TestStepWithEffectsDoesNotAllocate: the per-tick path with a wall, a
 // damper, the passivity controller and the slew limit allocates nothing,
 // including the tick that adopts an updated Set.

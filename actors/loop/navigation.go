@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hapticd/hapticd/actors/loop/effect"
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -139,9 +140,13 @@ func (t *NavigationTrack) Mirror(r *NavigationReport) {
 
 // observe is the energy the navigation absorbed from the arm over the tick
 // that ended (package passivity's convention: −F·v·dt with last tick's
-// force and this tick's velocity), and holds f for the next.
+// force and this tick's velocity), and holds f for the next. A velocity
+// over passivity.MaxSpeedMps is a bad reading: it counts nothing.
 func (t *NavigationTrack) observe(f, v hw.Vec3, dtNs int64) float64 {
-	e := -t.lastF.Dot(v) * float64(dtNs) * 1e-9
+	var e float64
+	if !(v.Dot(v) > passivity.MaxSpeedMps*passivity.MaxSpeedMps) {
+		e = -t.lastF.Dot(v) * float64(dtNs) * 1e-9
+	}
 	t.lastF = f
 	return e
 }

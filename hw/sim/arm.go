@@ -165,6 +165,7 @@ func newArm(o ArmOptions, p Physics) *Arm {
 			sub = handSubstepS
 		}
 	}
+	sub = max(min(sub, stableSubstepS(p)), minSubstepS) // Validate refused a grip that needs less
 	n := int(math.Ceil(period/sub - 1e-9))
 	if n < 1 {
 		n = 1

@@ -9,7 +9,9 @@
 // The end effector is a point mass (Physics.MassKg, by default
 // EffectiveMassKg) in the device frame (Z up, +X right, +Y forward; SI
 // units), stepped at the fixed step ArmOptions.PeriodS, sub-stepped to at
-// most Physics.MaxSubstepS (1 ms by default). Within a sub-step every force
+// most Physics.MaxSubstepS (1 ms by default; with the hand model 0.1 ms,
+// and shorter where a stiff, light or barely damped grip needs it to step
+// stably: Validate refuses one that would need under 1 µs). Within a sub-step every force
 // is held and the mass and viscous damping are integrated exactly, so a
 // force the loop holds for a period acts on the arm as a zero-order hold
 // acts on a real one (the plant of Colgate and Brown's 2b/T bound), at any
@@ -23,7 +25,8 @@
 //     the Jacobian transpose; ModeIdle applies nothing. The actuator force is
 //     clamped to MaxForceN inside the driver whatever the caller did, and
 //     State.ForceN reports it after the clamp;
-//   - gravity, EffectiveMassKg·GravityMps2 downwards, always;
+//   - gravity, Physics.MassKg·GravityMps2 downwards, always (the mass
+//     Info.EffectiveMassKg reports, which the host compensates);
 //   - viscous damping b (Physics.DampingNspm), plus Coulomb friction
 //     (static and kinetic) that keeps a resting cursor put under a small
 //     net force;

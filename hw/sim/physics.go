@@ -43,7 +43,11 @@ type Physics struct {
 	// MaxSubstepS bounds the physics sub-step, s (1e-6 ≤ s ≤ 1e-3, or 0
 	// for the default: 1 ms with no hand model and 0.1 ms with one, whose
 	// coupling spring is integrated explicitly and at 1 ms would be a
-	// sampled spring near its own Colgate limit).
+	// sampled spring near its own Colgate limit). With a hand model the
+	// arm sub-steps shorter still where the grip needs it (stableSubstepS):
+	// a stiff grip, a heavily damped one on a light hand or one with too
+	// little damping, integrated explicitly at the bound, blew the arm up
+	// (Validate refuses a grip that would need sub-steps under 1 µs).
 	MaxSubstepS float64
 	// Hand is the user's hand on the handle.
 	Hand Hand
@@ -104,6 +108,36 @@ func Inverse3Physics() Physics {
 // handSubstepS is MaxSubstepS's default with the hand model on.
 const handSubstepS = 1e-4
 
+// minSubstepS is the shortest sub-step Validate allows and stableSubstepS
+// may need.
+const minSubstepS = 1e-6
+
+// stableSubstepS is the longest sub-step at which p's hand coupling steps
+// stably, +Inf without a hand model. The grip is a spring k and a damper c
+// between the hand and the handle (the scripted hand's pull on the hand
+// adds to them), integrated explicitly: the hand by semi-implicit Euler,
+// the handle exactly under the grip force held over the sub-step. Three
+// bounds, each half or less of where TestAcceptedPhysicsStepsStably's scan
+// of hand and arm masses, stiffnesses and dampings (0.001 to 1 kg, 300 to
+// 1e5 N/m, 0 to 1000 N·s/m) found the arm blowing up:
+//   - the held spring puts out energy as Colgate and Brown's sampled wall
+//     does, about k·h/2 of negative damping, which the grip's damping and
+//     the arm's viscous damping b must outweigh: h ≤ (b + c)/k (half of
+//     2(b + c)/k);
+//   - the spring on the relative motion, whose mass is the reduced mass μ
+//     of hand and handle: h·√(k/μ) ≤ 0.3 (the scan: 0.35 to 0.43 with no
+//     damping);
+//   - the damper: h·c/μ ≤ 1 (the scan: 2, explicit Euler's bound).
+func stableSubstepS(p Physics) float64 {
+	h := p.Hand
+	if !h.Model {
+		return math.Inf(1)
+	}
+	mu := h.MassKg * p.MassKg / (h.MassKg + p.MassKg)
+	k := h.StiffnessNpm + handNpm
+	return min((p.DampingNspm+h.DampingNspm)/k, 0.3*math.Sqrt(mu/k), mu/(h.DampingNspm+handNspm))
+}
+
 // Validate says what is wrong with p, or nil.
 func (p Physics) Validate() error {
 	bad := func(what string, v float64, rng string) error {
@@ -131,7 +165,7 @@ func (p Physics) Validate() error {
 		return fmt.Errorf("hw/sim: physics friction static %v N, kinetic %v N is out of range; use 0 ≤ kinetic ≤ static ≤ 5", p.StaticFrictionN, p.KineticFrictionN)
 	case p.EncoderStepM < 0 || p.EncoderStepM > 1e-3:
 		return bad("encoder step (m)", p.EncoderStepM, "0 ≤ step ≤ 0.001")
-	case p.MaxSubstepS != 0 && (p.MaxSubstepS < 1e-6 || p.MaxSubstepS > maxSubstepS):
+	case p.MaxSubstepS != 0 && (p.MaxSubstepS < minSubstepS || p.MaxSubstepS > maxSubstepS):
 		return bad("sub-step (s)", p.MaxSubstepS, "0 (the default) or 1e-6 ≤ sub-step ≤ 0.001")
 	case h.PushN.Norm() > MaxForceN:
 		return bad("hand push (N)", h.PushN.Norm(), fmt.Sprintf("|push| ≤ %v", MaxForceN))
@@ -144,6 +178,9 @@ func (p Physics) Validate() error {
 			return bad("hand stiffness (N/m)", h.StiffnessNpm, "0 < stiffness ≤ 100000")
 		case h.DampingNspm < 0 || h.DampingNspm > 1000:
 			return bad("hand damping (N·s/m)", h.DampingNspm, "0 ≤ damping ≤ 1000")
+		case stableSubstepS(p) < minSubstepS:
+			return fmt.Errorf("hw/sim: physics hand of %v kg on an arm of %v kg with a grip of %v N/m and %v N·s/m needs sub-steps under 1 µs to step stably; use a heavier hand or a softer grip",
+				h.MassKg, p.MassKg, h.StiffnessNpm, h.DampingNspm)
 		}
 	}
 	return nil

@@ -185,7 +185,7 @@ func defineEffects(s *Set) {
 				"id": Schema{"type": "string", "minLength": 1}, "position": Ref("vec3"), "contact": boolean(),
 			})),
 		}))
-	s.Publish(StatePassivity, "An arm state's passivity member: the energy the passivity controller watches (J) and the damping it adds now (N·s/m).",
+	s.Publish(StatePassivity, "An arm state's passivity member: the energy the passivity controller watches (J) and the damping it adds now (N·s/m). Present while the controller watches what a session's control renders: its effects, its navigation, or, in the output scope, its force.",
 		allRequired(Schema{"energy": number(), "added_damping": Schema{"type": "number", "minimum": 0}}))
 	s.Publish(StateNavigation, "An arm state's navigation member while navigation is on, the state of GET .../config/navigation: the bubble, the zone, the workspace offset and its velocity.",
 		allRequired(Schema{

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -154,13 +155,19 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 		r.adopt(set)
 	}
 	dtS := float64(in.DtNs) * 1e-9
+	// A velocity no arm reaches is a bad reading: no work over it
+	// (passivity.MaxSpeedMps).
+	v := in.VelocityMps
+	counts := !(v.Dot(v) > passivity.MaxSpeedMps*passivity.MaxSpeedMps)
 	var sum, active hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
 		// The energy the effect absorbed from the arm (package passivity's
 		// convention): the work of last tick's force over the tick that
 		// ended, −F·v·dt, positive while it takes energy out.
-		s.energyJ -= s.forceN.Dot(in.VelocityMps) * dtS
+		if counts {
+			s.energyJ -= s.forceN.Dot(v) * dtS
+		}
 		s.advance(in, r)
 		f := s.render(in, dtS, r.prevM, r.havePrev).Scale(s.weight * gain)
 		if !f.Finite() {

@@ -21,7 +21,14 @@
 // MaxDampingNsPerM), so E stays at zero; while E ≥ 0 it adds nothing
 // and the output passes unchanged. The total is capped at ReserveJ, so a
 // long passive spell cannot bank an unbounded budget for an active source
-// to spend later.
+// to spend later. It has no floor: a deficit is energy an active source
+// put into the arm, and the controller pays all of it back (with a floor at
+// −ReserveJ, a field pressing an arm on a wall escaped sustained damping).
+//
+// A velocity over MaxSpeedMps is a bad reading (a corrupt frame), as a
+// non-finite one is: no work is counted over that tick and no damping is
+// added on it. Counted, one frame at 100 m/s while a spring holds 5 N
+// would put the energy at −0.5 J: seconds of damping a passive arm.
 package passivity
 
 import (
@@ -48,6 +55,12 @@ const (
 	// minSpeed2 is the speed² under which no damping is added: with the
 	// arm still, damping could dissipate nothing and α would blow up.
 	minSpeed2 = 1e-8 // (0.1 mm/s)²
+	// MaxSpeedMps is the fastest a handle of an arm this service drives
+	// (a desktop arm, simulated or Inverse3) can move: a hand's fastest
+	// reach is 2 to 3 m/s. A velocity beyond it is a bad reading: the
+	// controller and the observers count no work over that tick.
+	MaxSpeedMps = 10.0
+	maxSpeed2   = MaxSpeedMps * MaxSpeedMps
 )
 
 // Scope is which part of the output a Controller keeps passive.
@@ -165,16 +178,23 @@ func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec
 
 // EnergyAfter is the observed energy with the work of the force held
 // over the tick that just ended (velocity v at its end, dtS = dtNs·1e-9
-// long) counted, before this tick's action.
+// long) counted, before this tick's action. A velocity over MaxSpeedMps
+// counts nothing (a bad reading); a NaN one poisons the sum, and bank
+// starts the account over.
 func (c *Controller) EnergyAfter(v hw.Vec3, dtS float64) float64 {
+	if v.Dot(v) > maxSpeed2 {
+		return c.EnergyJ
+	}
 	return c.EnergyJ - c.lastF.Dot(v)*dtS
 }
 
 // Acts says whether the controller adds damping on a tick whose energy is
-// e (EnergyAfter) and whose guarded force is g: enabled, the arm moving,
-// and the energy expected at the end of the coming tick negative.
+// e (EnergyAfter) and whose guarded force is g: enabled, the arm moving at
+// a speed an arm can reach, and the energy expected at the end of the
+// coming tick negative.
 func (o *Options) Acts(e float64, g, v hw.Vec3, dtS float64) bool {
-	return o.Enabled && v.Dot(v) > minSpeed2 && dtS > 0 && e-g.Dot(v)*dtS < 0
+	v2 := v.Dot(v)
+	return o.Enabled && v2 > minSpeed2 && v2 <= maxSpeed2 && dtS > 0 && e-g.Dot(v)*dtS < 0
 }
 
 // Pass is the tick on which the controller does not act (Acts false) and
@@ -252,9 +272,12 @@ type Observer struct {
 }
 
 // Add counts the work of the previous tick's force at velocity v over
-// dtNs, and holds f as the force of the tick to come.
+// dtNs, and holds f as the force of the tick to come. A velocity over
+// MaxSpeedMps is a bad reading: it counts nothing.
 func (o *Observer) Add(f, v hw.Vec3, dtNs int64) {
-	o.EnergyJ -= o.lastF.Dot(v) * float64(dtNs) * 1e-9
+	if !(v.Dot(v) > maxSpeed2) { // NaN counts, as it always did: the caller sees it
+		o.EnergyJ -= o.lastF.Dot(v) * float64(dtNs) * 1e-9
+	}
 	o.lastF = f
 }
 

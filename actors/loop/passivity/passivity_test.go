@@ -131,6 +131,33 @@ func TestObserverSignConvention(t *testing.T) {
 	}
 }
 
+// An observer counts no work over a velocity no arm reaches (a bad
+// reading), and counts the work at the bound.
+func TestObserverSkipsAnImplausibleVelocity(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		v       hw.Vec3
+		counted bool
+	}{
+		{name: "at the bound", v: hw.Vec3{X: MaxSpeedMps}, counted: true},
+		{name: "beyond the bound", v: hw.Vec3{X: 100}},
+		{name: "far beyond, diagonal", v: hw.Vec3{X: -1000, Z: 1000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var o Observer
+			o.Add(hw.Vec3{X: -2}, hw.Vec3{}, dtNs)
+			o.Add(hw.Vec3{X: -2}, c.v, dtNs)
+			want := 0.0
+			if c.counted {
+				want = 2 * c.v.X * 1e-3
+			}
+			if o.EnergyJ != want {
+				t.Fatalf("energy %v J after a tick at %v m/s, want %v", o.EnergyJ, c.v, want)
+			}
+		})
+	}
+}
+
 // TestScopeGuardsOnlyTheRenderedSources: with ScopeRendered, the guarded
 // part of the output alone decides; a client's push beside a sampled
 // spring that pumps energy is left as it is while the spring is passive,
@@ -221,6 +248,14 @@ func TestStepCapsTheBankAndTheDampingAndRestartsOnNaN(t *testing.T) {
 			wantDamping: 1000, wantF: hw.Vec3{}},
 		{name: "NaN velocity restarts the bank", energyJ: 0.1, lastF: hw.Vec3{X: 1}, v: hw.Vec3{X: math.NaN()},
 			o: Options{Enabled: true}, wantEnergyJ: 0},
+		// One bad frame counts no work and adds no damping, at any speed
+		// beyond what an arm reaches.
+		{name: "implausible velocity counts nothing", energyJ: 0.01, lastF: hw.Vec3{X: 5}, f: hw.Vec3{X: 5},
+			v: hw.Vec3{X: 100}, o: Options{Enabled: true}, wantEnergyJ: 0.01, wantF: hw.Vec3{X: 5}},
+		{name: "velocity just beyond the bound counts nothing", energyJ: 0.01, lastF: hw.Vec3{X: 5}, f: hw.Vec3{X: 5},
+			v: hw.Vec3{X: MaxSpeedMps * 1.001}, o: Options{Enabled: true}, wantEnergyJ: 0.01, wantF: hw.Vec3{X: 5}},
+		{name: "infinite velocity counts nothing", energyJ: 0.01, lastF: hw.Vec3{X: 5}, f: hw.Vec3{X: 5},
+			v: hw.Vec3{X: math.Inf(1)}, o: Options{Enabled: true}, wantEnergyJ: 0.01, wantF: hw.Vec3{X: 5}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
