@@ -36,8 +36,8 @@ type Tolerance struct {
 }
 
 // Drive re-sends each recorded session's client messages to a running
-// service, one at a time as the client did (a frame answers each) and on
-// the recorded timeline, and compares every frame with the recorded one or
+// service, one at a time as the client did (a frame answers each), all
+// sessions at once on the recorded timeline, and compares every frame with the recorded one or
 // the closest recorded frame within Window of it or next to it (the
 // service's ticks do not fall where they fell when recording).
 type Drive struct {
