@@ -90,6 +90,9 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		if !recordedFromItsStart(in[s], frames[s], check.decoded[0]) {
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
 		}
+		if legacyInventory(check.decoded[0]) && d.DialLegacy == nil {
+			return 0, fmt.Errorf("recording: session %s: %w", s, ErrLegacySession)
+		}
 		end, ok := ends[s]
 		last := frames[s][len(frames[s])-1].LogTime
 		if l := len(in[s]); l > 0 {
@@ -264,10 +267,7 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 	frames := check.recorded
 	dial := d.Dial
 	if legacyInventory(check.decoded[0]) {
-		if d.DialLegacy == nil {
-			return nil, 0, 0, ErrLegacySession
-		}
-		dial = d.DialLegacy
+		dial = d.DialLegacy // Run checked it is there
 	}
 	tl.after(i, frames[0].LogTime)
 	behind = max(0, tl.waitUntil(frames[0].LogTime))
