@@ -10,8 +10,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -34,8 +36,8 @@ type Tolerance struct {
 }
 
 // Drive re-sends each recorded session's client messages to a running
-// service, one at a time as the client did (a frame answers each) and on
-// the recorded timeline, and compares every frame with the recorded one or
+// service, one at a time as the client did (a frame answers each), all
+// sessions at once on the recorded timeline, and compares every frame with the recorded one or
 // the closest recorded frame within Window of it or next to it (the
 // service's ticks do not fall where they fell when recording).
 type Drive struct {
@@ -58,7 +60,12 @@ const frameTimeout = 5 * time.Second
 const shownDiffs = 20
 
 // Run drives every recorded session and returns the number of differences
-// beyond tolerance.
+// beyond tolerance. The sessions run at once, on one timeline: each is
+// dialled when the recording shows it connected, sends its messages when
+// it sent them and closes when it closed, so sessions recorded together
+// share the service as they did (the arm one holds is busy for another)
+// and sessions recorded one after the other keep the gap between them.
+// Dial may be called from several goroutines at once.
 func (d Drive) Run(f *mcap.File) (int, error) {
 	in, frames := MessagesOf(f, KindClient), MessagesOf(f, KindFrame)
 	sessions := make([]string, 0, len(frames))
@@ -73,44 +80,200 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 	if len(sessions) == 0 {
 		return 0, errors.New("recording: the recording holds no session")
 	}
-	total := 0
-	for _, s := range sessions {
-		diffs, sent, behind, err := d.session(in[s], frames[s])
+	ends, fileEnd := sessionEnds(f)
+	tl := &timeline{progress: make([]sessionProgress, len(sessions))}
+	for i, s := range sessions {
+		check, err := newFrameCheck(frames[s], d.Tolerance, d.Window)
 		if err != nil {
-			return total, fmt.Errorf("recording: session %s: %w", s, err)
+			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		d.report(s, sent, behind, diffs)
-		total += len(diffs)
+		if !recordedFromItsStart(in[s], frames[s], check.decoded[0]) {
+			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
+		}
+		if legacyInventory(check.decoded[0]) && d.DialLegacy == nil {
+			return 0, fmt.Errorf("recording: session %s: %w", s, ErrLegacySession)
+		}
+		end, ok := ends[s]
+		last := frames[s][len(frames[s])-1].LogTime
+		if l := len(in[s]); l > 0 {
+			last = max(last, in[s][l-1].LogTime)
+		}
+		if !ok || end < last {
+			end = max(fileEnd, last) // still open when the recording stopped
+		}
+		tl.progress[i] = sessionProgress{frames: frames[s]}
+		tl.closeAt = append(tl.closeAt, end)
+		if i == 0 || frames[s][0].LogTime < tl.t0 {
+			tl.t0 = frames[s][0].LogTime
+		}
+		tl.checks = append(tl.checks, check)
+	}
+	tl.changed = sync.NewCond(&tl.mu)
+	tl.start = time.Now()
+	type outcome struct {
+		diffs  []string
+		sent   int
+		behind time.Duration
+		err    error
+	}
+	out := make([]outcome, len(sessions))
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := &out[i]
+			o.diffs, o.sent, o.behind, o.err = d.session(tl, i, in[sessions[i]])
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i, s := range sessions {
+		if out[i].err != nil {
+			return total, fmt.Errorf("recording: session %s: %w", s, out[i].err)
+		}
+		d.report(s, out[i].sent, out[i].behind, out[i].diffs)
+		total += len(out[i].diffs)
 	}
 	return total, nil
 }
 
-// session re-sends one session's messages and compares its frames; sent
-// counts the messages re-sent and behind is how far the replay fell behind
-// the recorded timeline at worst.
+// ErrSessionRecordedMidway is Drive's answer to a session whose recording
+// started after it connected (POST /recordings while the client ran): what
+// it declared before (effects, navigation, lease, view) is not in the file,
+// so its re-driven frames would show another scene than the recorded ones.
+var ErrSessionRecordedMidway = errors.New("the session was connected before the recording started, so what it declared before (effects, navigation, lease, view) is not in the file and it cannot be re-driven; start the recording before the client connects (POST /recordings first, or hapticd --record)")
+
+// recordedFromItsStart says whether a session's recording holds its
+// inventory: its first frame came before its first client message and, on
+// the 3.x WebSocket, carries the session view, which a state frame lacks.
+func recordedFromItsStart(in, frames []mcap.Message, first any) bool {
+	if len(in) > 0 && in[0].LogTime < frames[0].LogTime {
+		return false
+	}
+	if legacyInventory(first) {
+		return true
+	}
+	m, _ := first.(map[string]any)
+	_, ok := m["session"]
+	return ok
+}
+
+// sessionEnds returns when each recorded session ended (its session-ended
+// event, by session id) and the time of the recording's last message.
+func sessionEnds(f *mcap.File) (map[string]uint64, uint64) {
+	ends := map[string]uint64{}
+	var last uint64
+	for _, m := range f.Messages {
+		last = max(last, m.LogTime)
+		if f.Channels[m.ChannelID].Metadata["kind"] != KindEvent {
+			continue
+		}
+		var e struct {
+			Name string `json:"name"`
+			Data struct {
+				SessionID *uint64 `json:"session_id"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &e) != nil || e.Name != event.NameSessionEnded || e.Data.SessionID == nil {
+			continue
+		}
+		ends[strconv.FormatUint(*e.Data.SessionID, 10)] = m.LogTime
+	}
+	return ends, last
+}
+
+// timeline is the recorded timeline the sessions are re-driven on, and how
+// far each has got on it.
+type timeline struct {
+	t0       uint64 // the recorded time of the first connection
+	start    time.Time
+	checks   []*frameCheck
+	closeAt  []uint64 // the recorded time each session closed
+	mu       sync.Mutex
+	changed  *sync.Cond
+	progress []sessionProgress
+}
+
+type sessionProgress struct {
+	frames []mcap.Message // as recorded
+	read   int            // frames read so far
+	sent   bool           // every message it will send is sent and answered
+	closed bool
+}
+
+// waitUntil sleeps until the recorded time at, and returns how late that is.
+func (tl *timeline) waitUntil(at uint64) time.Duration {
+	wait := time.Duration(at-tl.t0) - time.Since(tl.start)
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	return -wait
+}
+
+// after waits, for session i about to act at recorded time at, until every
+// other session has done what it had done before at when recording: read
+// the frames recorded before it and closed if it had closed. A loaded
+// machine may wake the sessions in another order than the timeline's;
+// without this, a session refused device_busy when recording could reach
+// the arm first in the replay. Every wait points back in recorded time, so
+// no two sessions wait on each other.
+func (tl *timeline) after(i int, at uint64) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for {
+		ready := true
+		for j, p := range tl.progress {
+			if j == i || p.closed {
+				continue
+			}
+			need := sort.Search(len(p.frames), func(k int) bool { return p.frames[k].LogTime >= at })
+			if (!p.sent && p.read < need) || tl.closeAt[j] < at {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			return
+		}
+		tl.changed.Wait()
+	}
+}
+
+// update changes session i's progress and wakes the sessions waiting on it.
+func (tl *timeline) update(i int, change func(p *sessionProgress)) {
+	tl.mu.Lock()
+	change(&tl.progress[i])
+	tl.mu.Unlock()
+	tl.changed.Broadcast()
+}
+
+// session re-drives session i on tl: it dials at the recorded connect
+// time, re-sends its messages at their recorded times, closes at its
+// recorded close time and compares its frames; sent counts the messages
+// re-sent and behind is how far the replay fell behind the recorded
+// timeline at worst.
 //
 // The frames are compared once the session is over, not between messages:
-// a frame that matches no recorded frame at once is compared with every one
-// in the window, which takes milliseconds (far more under the race
-// detector), and a replay that spends them between messages falls behind
+// comparing takes time (tens of microseconds a frame, more on a loaded
+// machine), and done between messages it would delay the next one behind
 // the recorded timeline; the state the service integrates over time then
 // runs ahead of the recorded frames the next ones are compared with, which
 // makes more frames miss and the replay fall further behind.
-func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, behind time.Duration, err error) {
-	check, err := newFrameCheck(frames, d.Tolerance, d.Window)
-	if err != nil {
-		return nil, 0, 0, err
-	}
+func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, sent int, behind time.Duration, err error) {
+	// However it ends, the others no longer wait on it.
+	defer tl.update(i, func(p *sessionProgress) { p.sent, p.closed = true, true })
+	check := tl.checks[i]
+	frames := check.recorded
 	dial := d.Dial
 	if legacyInventory(check.decoded[0]) {
-		if d.DialLegacy == nil {
-			return nil, 0, 0, ErrLegacySession
-		}
-		dial = d.DialLegacy
+		dial = d.DialLegacy // Run checked it is there
 	}
+	tl.after(i, frames[0].LogTime)
+	behind = max(0, tl.waitUntil(frames[0].LogTime))
 	conn, err := dial()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("dial: %w", err)
+		return nil, 0, behind, fmt.Errorf("dial: %w", err)
 	}
 	defer conn.Close()
 	got := make([][]byte, 0, len(frames))
@@ -120,18 +283,15 @@ func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, beh
 			return fmt.Errorf("read frame %d: %w", len(got), err)
 		}
 		got = append(got, b)
+		tl.update(i, func(p *sessionProgress) { p.read = len(got) })
 		return nil
 	}
 	if err := read(); err != nil { // the inventory
-		return nil, 0, 0, err
-	}
-	start, t0 := time.Now(), int64(0)
-	if len(in) > 0 {
-		t0 = int64(in[0].LogTime)
+		return nil, 0, behind, err
 	}
 	for _, m := range in {
 		if len(got) >= len(frames) {
-			break
+			break // a recording cut before this message's frame: nothing to compare it with
 		}
 		msg, err := clientMessage(m)
 		if err != nil {
@@ -139,11 +299,8 @@ func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, beh
 		}
 		// On the recorded timeline: as many ticks pass between two
 		// messages as did when recording.
-		wait := time.Duration(int64(m.LogTime)-t0) - time.Since(start)
-		if wait > 0 {
-			time.Sleep(wait)
-		}
-		behind = max(behind, -wait)
+		tl.after(i, m.LogTime)
+		behind = max(behind, tl.waitUntil(m.LogTime))
 		if err := conn.Send(msg); err != nil {
 			return nil, sent, behind, fmt.Errorf("send: %w", err)
 		}
@@ -152,6 +309,13 @@ func (d Drive) session(in, frames []mcap.Message) (diffs []string, sent int, beh
 			return nil, sent, behind, err
 		}
 	}
+	tl.update(i, func(p *sessionProgress) { p.sent = true })
+	// Held open as long as it was, and until the others have done what
+	// they did before it closed: its arm stays its own until then.
+	tl.after(i, tl.closeAt[i])
+	tl.waitUntil(tl.closeAt[i])
+	_ = conn.Close()
+	tl.update(i, func(p *sessionProgress) { p.closed = true })
 	for _, b := range got {
 		check.next(b)
 	}
@@ -181,8 +345,8 @@ func (d Drive) report(session string, sent int, behind time.Duration, diffs []st
 		return
 	}
 	tol := d.Tolerance
-	fmt.Fprintf(d.Report, "session %s: %d client messages re-sent (at worst %v behind the recorded timeline), %d frames compared, %d differences beyond tolerance (%g, angles %g, + %g×value)\n",
-		session, sent, behind.Round(time.Millisecond), sent+1, len(diffs), tol.Abs, tol.Angle, tol.Rel)
+	fmt.Fprintf(d.Report, "session %s: %d client messages re-sent (at worst %v behind the recorded timeline), %d frames compared, %d differences beyond tolerance (%g, forces %g N, angles %g deg, + %g×value)\n",
+		session, sent, behind.Round(time.Millisecond), sent+1, len(diffs), tol.Abs, tol.Force, tol.Angle, tol.Rel)
 	for i, diff := range diffs {
 		if i == shownDiffs {
 			fmt.Fprintf(d.Report, "  ... and %d more\n", len(diffs)-shownDiffs)
