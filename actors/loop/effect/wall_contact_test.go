@@ -197,3 +197,59 @@ func TestTrappedCursorMeetsTheWallWhereItIs(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepInsideCornerLoopInjectsNoEnergy: a hand in a
+// keep-inside container goes out past an edge (a box's, a capped
+// cylinder's rim) and round a closed loop there, slowly (v = 0). The wall
+// must not give back more work than the hand put in. With the entry-side
+// rule as first written (80e60b1) the contact's depth grew by depth(x) -
+// depth(prev), each measured from its own entry-side point: when those
+// landed on different faces, the whole depth under the new face was
+// credited in one tick (review27). The box: leaving the
+// x face the depth jumps 0 -> 3 mm and the wall pushes 3 N in -z at a hand
+// moving along -x, +4.5 mJ per loop (12 µJ of discretisation at 80e60b1^).
+func TestKeepInsideCornerLoopInjectsNoEnergy(t *testing.T) {
+	const k = 1000.0
+	box := vec(0.01, 0.01, 0.01)
+	square := []hw.Vec3{vec(0.008, 0, 0.008), vec(0.013, 0, 0.008), vec(0.013, 0, 0.013), vec(0.008, 0, 0.013)}
+	cases := []struct {
+		name string
+		spec Spec
+		loop []hw.Vec3
+	}{
+		{"limit_box", Spec{ID: "b", Kind: LimitBox, KeepInside: true, Params: Params{StiffnessNPerM: k, HalfExtentsM: box}}, square},
+		{"shape box", Spec{ID: "p", Kind: Shape, Primitive: PrimBox, KeepInside: true, Params: Params{StiffnessNPerM: k, HalfExtentsM: box}}, square},
+		{"shape capped_cylinder rim", Spec{ID: "c", Kind: Shape, Primitive: PrimCappedCylinder, KeepInside: true,
+			Params: Params{StiffnessNPerM: k, RadiusM: 0.01, PointM: vec(0, 0, -0.01), EndM: vec(0, 0, 0.01)}},
+			[]hw.Vec3{vec(0.0094, 0, 0.0076), vec(0.0137, 0, 0.0128), vec(0.0139, 0, 0.0062), vec(0.0091, 0, 0.0105)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, c.spec)
+			x := c.loop[0]
+			g.settle(x, hw.Vec3{})
+			worst, jump := 0.0, 0.0
+			var last hw.Vec3
+			for range 3 {
+				work := 0.0
+				for i := 1; i <= len(c.loop); i++ {
+					to := c.loop[i%len(c.loop)]
+					d := to.Sub(x)
+					n := int(math.Ceil(d.Norm() / 2e-6))
+					for j := 1; j <= n; j++ {
+						next := x.Add(d.Scale(1 / float64(n)))
+						f := g.tick(x, hw.Vec3{})
+						work += f.Dot(next.Sub(x))
+						jump = math.Max(jump, f.Sub(last).Norm())
+						last, x = f, next
+					}
+					x = to
+				}
+				worst = math.Max(worst, work)
+			}
+			if worst > 1e-4 { // J; the hand puts 2 to 5 mJ into the wall each loop
+				t.Fatalf("a closed loop round the edge gave the hand %.2f mJ (largest one-tick force step %.2f N)", worst*1e3, jump)
+			}
+		})
+	}
+}
