@@ -279,8 +279,15 @@ type gatewayClient struct {
 // session.configure (`,"basis":{...}`).
 func openGatewayClient(t *testing.T, g *Gateway, configure string) *gatewayClient {
 	t.Helper()
+	return openSession(t, g.svc, configure)
+}
+
+// openSession is openGatewayClient on any service (a node's, in the tests
+// that compare a node's sessions with a gateway's).
+func openSession(t *testing.T, svc *actors.Service, configure string) *gatewayClient {
+	t.Helper()
 	c := &gatewayClient{t: t, sink: &frameSink{frames: make(chan map[string]any, 64)}}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
+	sess, err := svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw/hwtest"
+)
+
+// Sessions on a gateway drive a node's arm (linkLab) as sessions on the
+// node itself do: docs/lab.md has clients use the gateway as a single
+// host. Each test runs the same steps on the node's own service and on
+// the gateway's.
+
+// labSide is where a test's sessions connect.
+type labSide struct {
+	name string
+	svc  *actors.Service
+}
+
+func labSides(n *Node, g *Gateway) []labSide {
+	return []labSide{{"on the node directly", n.svc}, {"through the gateway", g.svc}}
+}
+
+// cursorOf is the arm's cursor position in frame f (inverse3[0]).
+func cursorOf(t *testing.T, f map[string]any) [3]float64 {
+	t.Helper()
+	var cur [3]float64
+	for i, axis := range []string{"x", "y", "z"} {
+		v, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "cursor_position", axis).(float64)
+		if !ok {
+			t.Fatalf("no cursor in %v", f)
+		}
+		cur[i] = v
+	}
+	return cur
+}
+
+// fieldAt is an effects update declaring a 1.5 N field around cur.
+func fieldAt(cur [3]float64) string {
+	return fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":0,"y":0,"z":1.5},"origin":{"x":%g,"y":%g,"z":%g},"radius":1,"valid_ms":10000}]}`, cur[0], cur[1], cur[2])
+}
+
+// forceOn is the force the node's arm outputs now.
+func forceOn(d *actors.Device) float64 {
+	var snap loop.Snapshot
+	d.Load(&snap)
+	return snap.State.ForceN.Norm()
+}
+
+// waitArmFree waits until the node's arm has no owner and no force, and
+// the gateway's copy of it no owner, so the next case starts on an arm
+// nobody's control ramps out.
+func waitArmFree(t *testing.T, d *actors.Device, g *Gateway) {
+	t.Helper()
+	hwtest.Eventually(t, 5*time.Second, "the arm released and at zero force", func() bool {
+		return d.Register().Owner() == 0 && forceOn(d) < 1e-9 && g.svc.Devices().All()[0].Register().Owner() == 0
+	})
+}
+
+// leaseEnd is when the lease of the command in svc's (one) arm's register
+// ends, on the loops' clock (one clock in this process).
+func leaseEnd(svc *actors.Service) int64 {
+	var c loop.Command
+	svc.Devices().All()[0].Register().Read(&c)
+	return c.DeadlineNs
+}
+
+// lastForceUntil samples the node's arm until done says stop and returns
+// the latest tick time (the loops' clock) at which it output a force, 0
+// if none, with the largest force seen.
+func lastForceUntil(d *actors.Device, done func() bool) (lastNs int64, worstN float64) {
+	var snap loop.Snapshot
+	for !done() {
+		d.Load(&snap)
+		if fn := snap.State.ForceN.Norm(); fn > 1e-9 {
+			lastNs, worstN = max(lastNs, snap.TimeNs), max(worstN, fn)
+		}
+		time.Sleep(200 * time.Microsecond) // the sampling period
+	}
+	return lastNs, worstN
+}
+
+// docs/protocol.md, Navigation: the workspace offset "belongs to the
+// session and the arm: it stays where the workspace stopped when the lease
+// lapses or control ends". Session A navigates until its workspace moved
+// and lets its lease lapse; B takes the arm a while and leaves; A's offset
+// is where it stopped when A takes the arm again. Through the gateway B's
+// first command withdrew A's bubble on the node, which dropped its track,
+// and A's bubble sent again started a new one at zero offset.
+func TestWorkspaceOffsetSurvivesAnotherSessionsControl(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	for _, side := range labSides(n, g) {
+		t.Run(side.name, func(t *testing.T) {
+			a := openSession(t, side.svc, `,"lease":{"ms":200}`)
+			hold := `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":{}}]}`
+			nav := `{"mode":"bubble","bubble":{"center":{"mode":"cursor","position":{"x":-0.06,"y":0,"z":0}},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5}}`
+			if f := a.send(`{"arm3":[{"device_id":"` + d.Info.ID + `","effects":{},"configure":{"navigation":` + nav + `}}]}`); f["errors"] != nil {
+				t.Fatal(f["errors"])
+			}
+			offsetX := func(f map[string]any) (float64, bool) {
+				x, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "navigation", "workspace_offset", "x").(float64)
+				return x, ok
+			}
+			hwtest.Eventually(t, 10*time.Second, "A's workspace moved", func() bool {
+				x, ok := offsetX(a.send(hold))
+				return ok && math.Abs(x) > 0.01
+			})
+			// A goes quiet past its lease: its workspace stops.
+			reg := side.svc.Devices().All()[0].Register()
+			hwtest.Eventually(t, 5*time.Second, "A's lease lapsed", func() bool { return reg.Owner() == 0 })
+			var before float64
+			hwtest.Eventually(t, 5*time.Second, "A's workspace stopped", func() bool {
+				x, ok := offsetX(a.send(`{}`))
+				still := ok && x == before && forceOn(d) < 1e-9
+				before = x
+				return still
+			})
+			b := openSession(t, side.svc, "")
+			zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
+			hwtest.Eventually(t, 10*time.Second, "B holds the arm", func() bool {
+				return b.send(zero)["errors"] == nil
+			})
+			for range 20 {
+				b.send(zero)
+				time.Sleep(10 * time.Millisecond) // B's command rate
+			}
+			b.close()
+			waitArmFree(t, d, g)
+			// A takes the arm again: from where its workspace stopped it
+			// may slide on (away from zero), but never starts over.
+			nearest := math.Inf(1)
+			for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+				if x, ok := offsetX(a.send(hold)); ok {
+					nearest = min(nearest, math.Abs(x))
+				}
+				time.Sleep(2 * time.Millisecond) // A's command rate
+			}
+			t.Logf("A's workspace offset x %.4f m before B, nearest zero %.4f m after", before, nearest)
+			if nearest < 0.5*math.Abs(before) {
+				t.Errorf("A's workspace offset went from %.4f m to %.4f m across B's control; it belongs to A and stays where it stopped", before, nearest)
+			}
+			a.close()
+			waitArmFree(t, d, g)
+		})
+	}
+}
