@@ -85,6 +85,63 @@ func lastForceUntil(d *actors.Device, done func() bool) (lastNs int64, worstN fl
 	return lastNs, worstN
 }
 
+// A client that goes quiet feels no force after its lease plus 20 ms
+// (docs/protocol.md, "Effects"; issue 22), through the gateway as on the
+// node. Through the gateway, the node's lease on the commands used to end
+// only once the gateway's loop had ramped its output out and sent the idle
+// command, and then the node ramped a second time: an effect's force
+// lasted the lease plus two ramps, a plain force's ramp tail longer still.
+// Measured on the loops' clock from the lease's end to the last tick that
+// output a force, so a late poll here does not count.
+func TestStalledClientsForceEndsWithinLeasePlus20ms(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	const lease = 50 * time.Millisecond
+	for _, side := range labSides(n, g) {
+		for _, tc := range []struct {
+			name  string
+			force bool // a plain force rather than an effect
+		}{{"an effect", false}, {"a plain force", true}} {
+			t.Run(side.name+", "+tc.name, func(t *testing.T) {
+				c := openSession(t, side.svc, fmt.Sprintf(`,"lease":{"ms":%d}`, lease/time.Millisecond))
+				msg := func(fx string) string {
+					if tc.force {
+						return `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}}]}`
+					}
+					return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
+				}
+				cur := cursorOf(t, c.send(msg(`{}`)))
+				if !tc.force {
+					if f := c.send(msg(fieldAt(cur))); f["errors"] != nil {
+						t.Fatal(f["errors"])
+					}
+				}
+				hwtest.Eventually(t, 10*time.Second, "the force on the node's arm", func() bool {
+					c.send(msg(`{}`)) // renews the lease, as a client in a loop does
+					return forceOn(d) > 1.4
+				})
+				c.send(msg(`{}`)) // the last renewal, then silence
+				endNs := leaseEnd(side.svc)
+				deadline := time.Now().Add(5 * time.Second)
+				lastNs, _ := lastForceUntil(d, func() bool {
+					return time.Now().After(deadline) || d.Register().Owner() == 0 && forceOn(d) < 1e-9
+				})
+				if time.Now().After(deadline) {
+					t.Fatal("the force never ended")
+				}
+				after := time.Duration(lastNs - endNs)
+				t.Logf("force last output %v after the lease's end (lease %v)", after, lease)
+				if after > time.Duration(loop.ReleaseBoundNs) {
+					t.Errorf("force still on %v after the client's lease ended; want zero within %v", after, time.Duration(loop.ReleaseBoundNs))
+				}
+				c.close()
+				waitArmFree(t, d, g)
+			})
+		}
+	}
+}
+
 // docs/protocol.md, Navigation: the workspace offset "belongs to the
 // session and the arm: it stays where the workspace stopped when the lease
 // lapses or control ends". Session A navigates until its workspace moved

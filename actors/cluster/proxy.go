@@ -134,9 +134,13 @@ type proxy struct {
 	pushedYet bool
 	last      hw.Command
 	sentAt    time.Time
-	seq       uint64
-	holding   bool
-	holdSeq   uint64
+	// sentLeaseLeft is the lease left sent with last (0: none said),
+	// regCmd the register's command as read for it (commandLease).
+	sentLeaseLeft int64
+	regCmd        loop.Command
+	seq           uint64
+	holding       bool
+	holdSeq       uint64
 	// navSeen and navSeenSession are what ForwardNavigation got last.
 	navSeen        *loop.Navigation
 	navSeenSession uint64
@@ -415,17 +419,48 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	if p.pushedYet {
 		p.stateAge.Record(p.ageNs)
 	}
+	// The time the lease of the session whose command this is has left
+	// (< 0: none holds it; the loop ramps a lapsed force out).
+	var leaseLeft int64
 	if dev := p.dev.Load(); dev != nil {
-		p.mirrorLocalHold(dev.Register())
+		reg := dev.Register()
+		p.mirrorLocalHold(reg)
+		if cmd.Mode != hw.ModeIdle {
+			_, leaseLeft = p.commandLease(reg)
+		}
 	}
 	switch {
 	case *cmd != p.last:
-	case cmd.Mode != hw.ModeIdle && now.Sub(p.sentAt) >= keepAlive:
+	case cmd.Mode == hw.ModeIdle:
+		return nil
+	case now.Sub(p.sentAt) >= keepAlive:
+	// A renewed lease reaches the node before half the lease it was
+	// given runs out: a lease shorter than two keep-alives must not lapse
+	// there while the client renews it.
+	case leaseLeft > 0 && p.sentLeaseLeft > 0 && now.Sub(p.sentAt) >= time.Duration(p.sentLeaseLeft/2) &&
+		leaseLeft > p.sentLeaseLeft-int64(now.Sub(p.sentAt)):
 	default:
 		return nil
 	}
-	p.send(cmd, now)
+	p.send(cmd, now, leaseLeft)
 	return nil
+}
+
+// commandLease reads the register for the session whose command the
+// gateway's loop applies and how long its lease has left (the node's
+// lease on the command ends no later: wire.Command.LeaseLeftNs). Session
+// 0 and a negative time: no session's lease holds the command.
+func (p *proxy) commandLease(reg *loop.Register) (session uint64, leftNs int64) {
+	reg.Read(&p.regCmd)
+	c := &p.regCmd
+	if owner := reg.Owner(); owner == 0 || c.Session != owner {
+		return 0, -1
+	}
+	left := c.DeadlineNs - p.g.clock.Now()
+	if left <= 0 {
+		return 0, -1
+	}
+	return c.Session, left
 }
 
 // StateAge tells the gateway's loop how old the state the last Exchange
@@ -456,7 +491,8 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 	reg.Write(localSession, p.holdSeq, p.g.clock.Now()+int64(localHoldFor), nil, nil)
 }
 
-func (p *proxy) send(cmd *hw.Command, now time.Time) {
+// send sends cmd, whose session's lease has leaseLeft (wire.Command.LeaseLeftNs).
+func (p *proxy) send(cmd *hw.Command, now time.Time, leaseLeft int64) {
 	if p.g.closing.Load() {
 		return
 	}
@@ -469,15 +505,16 @@ func (p *proxy) send(cmd *hw.Command, now time.Time) {
 	if cmd.Mode != hw.ModeIdle {
 		t := cmd.Target()
 		m.Target = t[:]
+		m.LeaseLeftNs = leaseLeft
 	}
 	p.g.sys.Root.Send(p.node, m)
-	p.last, p.sentAt = *cmd, now
+	p.last, p.sentAt, p.sentLeaseLeft = *cmd, now, leaseLeft
 }
 
 // Halt sends the idle command: the node releases the device.
 func (p *proxy) Halt() error {
 	if !p.lost.Load() {
-		p.send(&hw.Command{}, time.Now())
+		p.send(&hw.Command{}, time.Now(), 0)
 	}
 	return nil
 }
