@@ -142,6 +142,56 @@ func TestStalledClientsForceEndsWithinLeasePlus20ms(t *testing.T) {
 	}
 }
 
+// A session that takes an arm whose last session's lease lapsed feels none
+// of that session's effects while it stays connected (docs/effects.md:
+// another session's effects are never rendered), and the node lists none.
+// Through the gateway the node knew only the gateway, and rendered the
+// quiet session's field under the new session's commands until the quiet
+// one's next message.
+func TestSessionTakingALapsedArmFeelsNoneOfTheOldSessionsEffects(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	for _, side := range labSides(n, g) {
+		t.Run(side.name, func(t *testing.T) {
+			a := openSession(t, side.svc, `,"lease":{"ms":100}`)
+			msgA := func(fx string) string {
+				return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
+			}
+			if f := a.send(msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))); f["errors"] != nil {
+				t.Fatal(f["errors"])
+			}
+			hwtest.Eventually(t, 10*time.Second, "A's field on the node's arm", func() bool {
+				a.send(msgA(`{}`))
+				return forceOn(d) > 1.4
+			})
+			a.send(msgA(`{}`)) // A's last message; it stays connected
+			endA := leaseEnd(side.svc)
+			// B retries while told device_busy, as a client does, and
+			// holds the arm with zero force for 300 ms.
+			b := openSession(t, side.svc, "")
+			zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
+			hwtest.Eventually(t, 10*time.Second, "B holds the arm", func() bool {
+				return b.send(zero)["errors"] == nil
+			})
+			holdEnd := time.Now().Add(300 * time.Millisecond)
+			lastNs, worst := lastForceUntil(d, func() bool {
+				b.send(zero) // B's commands, one per sample
+				return time.Now().After(holdEnd)
+			})
+			if after := time.Duration(lastNs - endA); after > time.Duration(loop.ReleaseBoundNs) {
+				t.Errorf("B, commanding zero force, felt A's field (up to %.2f N) until %v after A's lease ended; want zero within %v", worst, after, time.Duration(loop.ReleaseBoundNs))
+			}
+			if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 {
+				t.Errorf("while B holds the arm the node lists %d effects (gateway %+v); want none", len(l.Effects), l.Gateway)
+			}
+			a.close()
+			b.close()
+			waitArmFree(t, d, g)
+		})
+	}
+}
+
 // docs/protocol.md, Navigation: the workspace offset "belongs to the
 // session and the arm: it stays where the workspace stopped when the lease
 // lapses or control ends". Session A navigates until its workspace moved

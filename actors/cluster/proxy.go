@@ -113,6 +113,9 @@ type proxy struct {
 	fxGen     uint64
 	fxSentAt  time.Time
 	fxRefused uint64
+	// fxWithdrawn: fxSet's session does not command the arm any more, and
+	// the node was sent an empty declaration for it (commandingSessionChanged).
+	fxWithdrawn bool
 	// Also under fxMu: the navigation forwarded to the node (nil: none),
 	// the session whose commands carry it, its generation, the track the
 	// node's reports are mirrored into and the id it goes by on the node,
@@ -134,9 +137,11 @@ type proxy struct {
 	pushedYet bool
 	last      hw.Command
 	sentAt    time.Time
-	// sentLeaseLeft is the lease left sent with last (0: none said),
-	// regCmd the register's command as read for it (commandLease).
+	// sentLeaseLeft is the lease left sent with last (0: none said);
+	// cmdSession the session of the last command with a lease, regCmd the
+	// register's command as read for it (commandLease).
 	sentLeaseLeft int64
+	cmdSession    uint64
 	regCmd        loop.Command
 	seq           uint64
 	holding       bool
@@ -255,7 +260,7 @@ func (p *proxy) ForwardEffects(s *effect.Set) {
 		s = dev.Effects()
 	}
 	p.fxGen++
-	p.fxSet = s
+	p.fxSet, p.fxWithdrawn = s, false
 	p.sendEffectsLocked(time.Now())
 }
 
@@ -266,7 +271,7 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
 	want := p.fxGen
-	if p.fxSet.Len() == 0 {
+	if p.fxSet.Len() == 0 || p.fxWithdrawn {
 		want = 0 // the node renders none (and reports 0)
 	}
 	now := time.Now()
@@ -288,7 +293,7 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 		return
 	}
 	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: p.fxGen}
-	if s := p.fxSet; s != nil && s.Len() > 0 {
+	if s := p.fxSet; s != nil && s.Len() > 0 && !p.fxWithdrawn {
 		m.Session = s.Session
 		specs := make([]effect.Spec, s.Len())
 		clockNow := p.g.clock.Now()
@@ -419,15 +424,20 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	if p.pushedYet {
 		p.stateAge.Record(p.ageNs)
 	}
-	// The time the lease of the session whose command this is has left
-	// (< 0: none holds it; the loop ramps a lapsed force out).
+	// The session whose command this is and the time its lease has left
+	// (leaseLeft < 0: none holds it; the loop ramps a lapsed force out).
+	var session uint64
 	var leaseLeft int64
 	if dev := p.dev.Load(); dev != nil {
 		reg := dev.Register()
 		p.mirrorLocalHold(reg)
 		if cmd.Mode != hw.ModeIdle {
-			_, leaseLeft = p.commandLease(reg)
+			session, leaseLeft = p.commandLease(reg)
 		}
+	}
+	if session != 0 && session != p.cmdSession {
+		p.commandingSessionChanged(session, now)
+		p.cmdSession = session
 	}
 	switch {
 	case *cmd != p.last:
@@ -461,6 +471,24 @@ func (p *proxy) commandLease(reg *loop.Register) (session uint64, leftNs int64) 
 		return 0, -1
 	}
 	return c.Session, left
+}
+
+// commandingSessionChanged keeps the node rendering only the effects of
+// the session whose commands the gateway now sends, as a single host's
+// loop does: the node knows only the gateway, so a quiet session's Set
+// would ride on the next session's commands until the quiet one's next
+// message withdrew it. Another session's Set is withdrawn on the node
+// before the first command of session goes out; the Set of session,
+// withdrawn so, is sent again.
+func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	if p.fxSet.Len() == 0 || (p.fxSet.Session == session) != p.fxWithdrawn {
+		return
+	}
+	p.fxWithdrawn = p.fxSet.Session != session
+	p.fxGen++
+	p.sendEffectsLocked(now)
 }
 
 // StateAge tells the gateway's loop how old the state the last Exchange
