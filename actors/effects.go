@@ -828,7 +828,9 @@ func armExt(d *Device, v *View, xs *armExtScratch, nowNs int64) *protocol.ArmSta
 	offsetRead := false
 	for i := range rep.N {
 		r := &rep.Effects[i]
-		if r.Removing || ended(set.IndexOf(r.ID)) {
+		// Only the effects of this Set: a lab node's report can still be
+		// of the declaration before it (its push lags a generation).
+		if i := set.IndexOf(r.ID); r.Removing || i < 0 || ended(i) {
 			continue
 		}
 		switch r.Kind {

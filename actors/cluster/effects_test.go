@@ -279,8 +279,15 @@ type gatewayClient struct {
 // session.configure (`,"basis":{...}`).
 func openGatewayClient(t *testing.T, g *Gateway, configure string) *gatewayClient {
 	t.Helper()
+	return openSession(t, g.svc, configure)
+}
+
+// openSession is openGatewayClient on any service (a node's, in the tests
+// that compare a node's sessions with a gateway's).
+func openSession(t *testing.T, svc *actors.Service, configure string) *gatewayClient {
+	t.Helper()
 	c := &gatewayClient{t: t, sink: &frameSink{frames: make(chan map[string]any, 64)}}
-	sess, err := g.svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
+	sess, err := svc.OpenSession(actors.SessionOptions{Remote: "test", Codec: protocol.Codec{}, Sink: c.sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,4 +599,40 @@ func TestNodeListsAGatewaysEffects(t *testing.T) {
 	if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 || l.Gateway != nil {
 		t.Errorf("a declaration without its listing lists %+v", l)
 	}
+}
+
+// A session's frames show the proxy points of its own effects only: a
+// node's push still reporting an earlier declaration (the node renders the
+// new one from its next tick, and pushes it 2 ms later) shows none of the
+// effects the session no longer has.
+func TestGatewayFramesShowNoProxiesOfEffectsNoLongerDeclared(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	push := addRemoteArm(t, g)
+	push(&wire.State{})
+	c := openGatewayClient(t, g, "")
+	msg := func(effects string) string { return `{"arm3":[{"device_id":"049D","effects":` + effects + `}]}` }
+	if f := c.send(msg(`{"set":[{"id":"floor","type":"wall","position":{"x":0,"y":0,"z":-0.05},"normal":{"x":0,"y":0,"z":1},"stiffness":2000}]}`)); f["errors"] != nil {
+		t.Fatal(f["errors"])
+	}
+	// The session replaces its floor with a ceiling; the node's push
+	// still reports the floor, and the ceiling not yet.
+	if f := c.send(msg(`{"set":[{"id":"ceiling","type":"wall","position":{"x":0,"y":0,"z":0.05},"normal":{"x":0,"y":0,"z":-1},"stiffness":2000}],"remove":["floor"]}`)); f["errors"] != nil {
+		t.Fatal(f["errors"])
+	}
+	p := g.proxies["uuid-a"]
+	p.fxMu.Lock()
+	gen := p.fxGen
+	p.fxMu.Unlock()
+	push(&wire.State{EffectsGen: gen - 1, EffectsRendering: true,
+		Effects: []*wire.EffectState{{Id: "floor", Kind: uint32(effect.Wall), ProxyM: []float64{0, 0, -0.05}, Contact: true}}})
+	hwtest.EventuallyNil(t, 5*time.Second, "the node's report in the frame", func() error {
+		f := c.send(msg(`{}`))
+		if n := hwtest.JSONPath(f, "inverse3", 0, "state", "effects", "count"); n != 1.0 {
+			return fmt.Errorf("effects count %v, want the session's 1", n)
+		}
+		if proxies, _ := hwtest.JSONPath(f, "inverse3", 0, "state", "effects", "proxies").([]any); len(proxies) != 0 {
+			t.Fatalf("frame shows proxies %v of an effect the session removed", proxies)
+		}
+		return nil
+	})
 }

@@ -30,8 +30,15 @@ type forwardedNav struct {
 	trackID uint64
 	// params carry the navigation on the gateway's commands (the loop's
 	// defaults otherwise, as a command without navigation gets); nil
-	// while the node could not take the bubble.
+	// while the node could not take the bubble, or after the gateway
+	// withdrew it.
 	params *loop.Params
+	// kept is the track of a withdrawn navigation (gen 0, params nil):
+	// the gateway withdraws a session's bubble whenever another session's
+	// command goes out, and the workspace offset belongs to the session,
+	// so its bubble sent again under the same track continues from where
+	// the workspace stopped, as on a single host.
+	kept *loop.NavigationTrack
 }
 
 // fill puts the node's report of the navigation into a pushed state.
@@ -50,6 +57,17 @@ func (f *forwardedNav) fill(st *wire.State) {
 		ForceN: vecToWire(r.ForceN)}
 }
 
+// track is the navigation's track, rendered or kept; nil: none.
+func (f *forwardedNav) track() *loop.NavigationTrack {
+	switch {
+	case f == nil:
+		return nil
+	case f.params != nil:
+		return f.params.Navigation.Track
+	}
+	return f.kept
+}
+
 func vecToWire(v hw.Vec3) []float64 { return []float64{v.X, v.Y, v.Z} }
 
 func vecFromWire(f []float64) hw.Vec3 {
@@ -63,9 +81,10 @@ func vecFromWire(f []float64) hw.Vec3 {
 // gateway's commands that follow carry it. A declaration older than the
 // lease is dropped (the gateway sends it again while the pushed
 // navigation_gen lags), and so is one that arrives after a newer one
-// (lateLocked); an empty one withdraws the gateway's navigation.
-// The track stays while the gateway's track does, so the workspace offset
-// survives a new bubble as on the gateway itself. One the node cannot take
+// (lateLocked); an empty one withdraws the gateway's navigation, keeping
+// its track. The track stays while the gateway's track does, so the
+// workspace offset survives a new bubble, and another session's control
+// in between (which withdraws the bubble), as on the gateway itself. One the node cannot take
 // is answered with a NavigationReply, so the gateway's client hears of it.
 func (n *Node) navigation(m *wire.Navigation) {
 	n.mu.Lock()
@@ -93,7 +112,11 @@ func (n *Node) navigation(m *wire.Navigation) {
 	key := fxKey{owner, m.Uuid}
 	if len(m.Bubble) == 0 {
 		n.mu.Lock()
-		delete(n.navs, key)
+		if t := n.navs[key].track(); t != nil {
+			n.navs[key] = &forwardedNav{trackID: n.navs[key].trackID, kept: t}
+		} else {
+			delete(n.navs, key)
+		}
 		n.mu.Unlock()
 		return
 	}
@@ -115,8 +138,8 @@ func (n *Node) navigation(m *wire.Navigation) {
 	defer n.mu.Unlock()
 	if bubble != nil {
 		var track *loop.NavigationTrack
-		if old := n.navs[key]; old != nil && old.trackID == m.Track && old.params != nil {
-			track = old.params.Navigation.Track
+		if old := n.navs[key]; old != nil && old.trackID == m.Track && old.track() != nil {
+			track = old.track()
 		} else {
 			track = loop.NewNavigationTrack()
 		}
@@ -126,7 +149,11 @@ func (n *Node) navigation(m *wire.Navigation) {
 	if n.navs == nil {
 		n.navs = map[fxKey]*forwardedNav{}
 	}
-	n.navs[key] = &forwardedNav{gen: m.Gen, trackID: m.Track, params: params}
+	f := &forwardedNav{gen: m.Gen, trackID: m.Track, params: params}
+	if old := n.navs[key]; params == nil && old != nil && old.trackID == m.Track {
+		f.kept = old.track() // a bubble refused keeps the offset for the next
+	}
+	n.navs[key] = f
 }
 
 // ForwardNavigation sends the navigation of the session whose command the

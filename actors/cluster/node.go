@@ -551,10 +551,21 @@ func (n *Node) command(m *wire.Command) {
 	// gateway had from this node: a gateway that stopped hearing the node
 	// (its pushes lost one way) commands from a state the node has moved
 	// on from, and its commands must not keep the force on.
+	leftNs := leaseNs - ageNs
 	if m.StateSentUnixNs != 0 {
-		ageNs = max(ageNs, now.UnixNano()-m.StateSentUnixNs)
+		leftNs = min(leftNs, leaseNs-(now.UnixNano()-m.StateSentUnixNs))
 	}
-	if ageNs >= leaseNs {
+	// And no later than the gateway session's own lease: its client's
+	// force ramps out here from the client's deadline (docs/protocol.md:
+	// zero within the lease plus 20 ms), the node's lease staying the net
+	// for a gateway that goes quiet.
+	switch {
+	case m.LeaseLeftNs < 0:
+		return // a lapsed force the gateway ramps out: so does this loop
+	case m.LeaseLeftNs > 0:
+		leftNs = min(leftNs, m.LeaseLeftNs-ageNs)
+	}
+	if leftNs <= 0 {
 		return
 	}
 	if held := reg.Claim(owner); held != owner {
@@ -572,7 +583,7 @@ func (n *Node) command(m *wire.Command) {
 	if !ok {
 		return
 	}
-	end := n.clock.Now() + leaseNs - ageNs
+	end := n.clock.Now() + leftNs
 	reg.Write(owner, m.Seq, end, &cmd, params)
 	n.mu.Lock()
 	if n.leaseEnds == nil {

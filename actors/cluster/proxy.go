@@ -113,6 +113,9 @@ type proxy struct {
 	fxGen     uint64
 	fxSentAt  time.Time
 	fxRefused uint64
+	// fxWithdrawn: fxSet's session does not command the arm any more, and
+	// the node was sent an empty declaration for it (commandingSessionChanged).
+	fxWithdrawn bool
 	// Also under fxMu: the navigation forwarded to the node (nil: none),
 	// the session whose commands carry it, its generation, the track the
 	// node's reports are mirrored into and the id it goes by on the node,
@@ -134,9 +137,15 @@ type proxy struct {
 	pushedYet bool
 	last      hw.Command
 	sentAt    time.Time
-	seq       uint64
-	holding   bool
-	holdSeq   uint64
+	// sentLeaseLeft is the lease left sent with last (0: none said);
+	// cmdSession the session of the last command with a lease, regCmd the
+	// register's command as read for it (commandLease).
+	sentLeaseLeft int64
+	cmdSession    uint64
+	regCmd        loop.Command
+	seq           uint64
+	holding       bool
+	holdSeq       uint64
 	// navSeen and navSeenSession are what ForwardNavigation got last.
 	navSeen        *loop.Navigation
 	navSeenSession uint64
@@ -251,7 +260,7 @@ func (p *proxy) ForwardEffects(s *effect.Set) {
 		s = dev.Effects()
 	}
 	p.fxGen++
-	p.fxSet = s
+	p.fxSet, p.fxWithdrawn = s, false
 	p.sendEffectsLocked(time.Now())
 }
 
@@ -262,7 +271,7 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
 	want := p.fxGen
-	if p.fxSet.Len() == 0 {
+	if p.fxSet.Len() == 0 || p.fxWithdrawn {
 		want = 0 // the node renders none (and reports 0)
 	}
 	now := time.Now()
@@ -284,7 +293,7 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 		return
 	}
 	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: p.fxGen}
-	if s := p.fxSet; s != nil && s.Len() > 0 {
+	if s := p.fxSet; s != nil && s.Len() > 0 && !p.fxWithdrawn {
 		m.Session = s.Session
 		specs := make([]effect.Spec, s.Len())
 		clockNow := p.g.clock.Now()
@@ -415,17 +424,71 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	if p.pushedYet {
 		p.stateAge.Record(p.ageNs)
 	}
+	// The session whose command this is and the time its lease has left
+	// (leaseLeft < 0: none holds it; the loop ramps a lapsed force out).
+	var session uint64
+	var leaseLeft int64
 	if dev := p.dev.Load(); dev != nil {
-		p.mirrorLocalHold(dev.Register())
+		reg := dev.Register()
+		p.mirrorLocalHold(reg)
+		if cmd.Mode != hw.ModeIdle {
+			session, leaseLeft = p.commandLease(reg)
+		}
+	}
+	if session != 0 && session != p.cmdSession {
+		p.commandingSessionChanged(session, now)
+		p.cmdSession = session
 	}
 	switch {
 	case *cmd != p.last:
-	case cmd.Mode != hw.ModeIdle && now.Sub(p.sentAt) >= keepAlive:
+	case cmd.Mode == hw.ModeIdle:
+		return nil
+	case now.Sub(p.sentAt) >= keepAlive:
+	// A renewed lease reaches the node before half the lease it was
+	// given runs out: a lease shorter than two keep-alives must not lapse
+	// there while the client renews it.
+	case leaseLeft > 0 && p.sentLeaseLeft > 0 && now.Sub(p.sentAt) >= time.Duration(p.sentLeaseLeft/2) &&
+		leaseLeft > p.sentLeaseLeft-int64(now.Sub(p.sentAt)):
 	default:
 		return nil
 	}
-	p.send(cmd, now)
+	p.send(cmd, now, leaseLeft)
 	return nil
+}
+
+// commandLease reads the register for the session whose command the
+// gateway's loop applies and how long its lease has left (the node's
+// lease on the command ends no later: wire.Command.LeaseLeftNs). Session
+// 0 and a negative time: no session's lease holds the command.
+func (p *proxy) commandLease(reg *loop.Register) (session uint64, leftNs int64) {
+	reg.Read(&p.regCmd)
+	c := &p.regCmd
+	if owner := reg.Owner(); owner == 0 || c.Session != owner {
+		return 0, -1
+	}
+	left := c.DeadlineNs - p.g.clock.Now()
+	if left <= 0 {
+		return 0, -1
+	}
+	return c.Session, left
+}
+
+// commandingSessionChanged keeps the node rendering only the effects of
+// the session whose commands the gateway now sends, as a single host's
+// loop does: the node knows only the gateway, so a quiet session's Set
+// would ride on the next session's commands until the quiet one's next
+// message withdrew it. Another session's Set is withdrawn on the node
+// before the first command of session goes out; the Set of session,
+// withdrawn so, is sent again.
+func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	if p.fxSet.Len() == 0 || (p.fxSet.Session == session) != p.fxWithdrawn {
+		return
+	}
+	p.fxWithdrawn = p.fxSet.Session != session
+	p.fxGen++
+	p.sendEffectsLocked(now)
 }
 
 // StateAge tells the gateway's loop how old the state the last Exchange
@@ -456,7 +519,8 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 	reg.Write(localSession, p.holdSeq, p.g.clock.Now()+int64(localHoldFor), nil, nil)
 }
 
-func (p *proxy) send(cmd *hw.Command, now time.Time) {
+// send sends cmd, whose session's lease has leaseLeft (wire.Command.LeaseLeftNs).
+func (p *proxy) send(cmd *hw.Command, now time.Time, leaseLeft int64) {
 	if p.g.closing.Load() {
 		return
 	}
@@ -469,15 +533,16 @@ func (p *proxy) send(cmd *hw.Command, now time.Time) {
 	if cmd.Mode != hw.ModeIdle {
 		t := cmd.Target()
 		m.Target = t[:]
+		m.LeaseLeftNs = leaseLeft
 	}
 	p.g.sys.Root.Send(p.node, m)
-	p.last, p.sentAt = *cmd, now
+	p.last, p.sentAt, p.sentLeaseLeft = *cmd, now, leaseLeft
 }
 
 // Halt sends the idle command: the node releases the device.
 func (p *proxy) Halt() error {
 	if !p.lost.Load() {
-		p.send(&hw.Command{}, time.Now())
+		p.send(&hw.Command{}, time.Now(), 0)
 	}
 	return nil
 }

@@ -998,8 +998,18 @@ type Command struct {
 	// within the lease of the cut however long TCP keeps delivering. 0 (a
 	// gateway that has had no batch): not checked.
 	StateSentUnixNs int64 `protobuf:"varint,7,opt,name=state_sent_unix_ns,json=stateSentUnixNs,proto3" json:"state_sent_unix_ns,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// lease_left_ns is how long the lease of the gateway's session whose
+	// command this is had left at sent_unix_ns (the gateway's loop
+	// clock): the node's lease on the command ends no later, so a quiet
+	// client's force (and its effects) ramps out on the node from the
+	// client's own deadline, as on a single host, not after the gateway's
+	// ramp and a second one on the node. Negative: no session's lease holds
+	// it (the gateway's loop ramping a lapsed force out): the node, which
+	// ramps from the same deadline, does not take it. 0: not said; the
+	// node's own lease alone bounds it, and always does.
+	LeaseLeftNs   int64 `protobuf:"varint,8,opt,name=lease_left_ns,json=leaseLeftNs,proto3" json:"lease_left_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -1077,6 +1087,13 @@ func (x *Command) GetSentUnixNs() int64 {
 func (x *Command) GetStateSentUnixNs() int64 {
 	if x != nil {
 		return x.StateSentUnixNs
+	}
+	return 0
+}
+
+func (x *Command) GetLeaseLeftNs() int64 {
+	if x != nil {
+		return x.LeaseLeftNs
 	}
 	return 0
 }
@@ -1810,7 +1827,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
 	"sentUnixNs\x12\x1b\n" +
-	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xd3\x01\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xf7\x01\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
@@ -1819,7 +1836,8 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x0fgateway_address\x18\x05 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
 	"sentUnixNs\x12+\n" +
-	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\"\xa4\x01\n" +
+	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\x12\"\n" +
+	"\rlease_left_ns\x18\b \x01(\x03R\vleaseLeftNs\"\xa4\x01\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +

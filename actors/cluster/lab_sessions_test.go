@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw/hwtest"
+)
+
+// Sessions on a gateway drive a node's arm (linkLab) as sessions on the
+// node itself do: docs/lab.md has clients use the gateway as a single
+// host. Each test runs the same steps on the node's own service and on
+// the gateway's.
+
+// labSide is where a test's sessions connect.
+type labSide struct {
+	name string
+	svc  *actors.Service
+}
+
+func labSides(n *Node, g *Gateway) []labSide {
+	return []labSide{{"on the node directly", n.svc}, {"through the gateway", g.svc}}
+}
+
+// cursorOf is the arm's cursor position in frame f (inverse3[0]).
+func cursorOf(t *testing.T, f map[string]any) [3]float64 {
+	t.Helper()
+	var cur [3]float64
+	for i, axis := range []string{"x", "y", "z"} {
+		v, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "cursor_position", axis).(float64)
+		if !ok {
+			t.Fatalf("no cursor in %v", f)
+		}
+		cur[i] = v
+	}
+	return cur
+}
+
+// fieldAt is an effects update declaring a 1.5 N field around cur.
+func fieldAt(cur [3]float64) string {
+	return fmt.Sprintf(`{"set":[{"id":"push","type":"field","force":{"x":0,"y":0,"z":1.5},"origin":{"x":%g,"y":%g,"z":%g},"radius":1,"valid_ms":10000}]}`, cur[0], cur[1], cur[2])
+}
+
+// forceOn is the force the node's arm outputs now.
+func forceOn(d *actors.Device) float64 {
+	var snap loop.Snapshot
+	d.Load(&snap)
+	return snap.State.ForceN.Norm()
+}
+
+// waitArmFree waits until the node's arm has no owner and no force, and
+// the gateway's copy of it no owner, so the next case starts on an arm
+// nobody's control ramps out.
+func waitArmFree(t *testing.T, d *actors.Device, g *Gateway) {
+	t.Helper()
+	hwtest.Eventually(t, 5*time.Second, "the arm released and at zero force", func() bool {
+		return d.Register().Owner() == 0 && forceOn(d) < 1e-9 && g.svc.Devices().All()[0].Register().Owner() == 0
+	})
+}
+
+// leaseEnd is when the lease of the command in svc's (one) arm's register
+// ends, on the loops' clock (one clock in this process).
+func leaseEnd(svc *actors.Service) int64 {
+	var c loop.Command
+	svc.Devices().All()[0].Register().Read(&c)
+	return c.DeadlineNs
+}
+
+// lastForceUntil samples the node's arm until done says stop and returns
+// the latest tick time (the loops' clock) at which it output a force, 0
+// if none, with the largest force seen.
+func lastForceUntil(d *actors.Device, done func() bool) (lastNs int64, worstN float64) {
+	var snap loop.Snapshot
+	for !done() {
+		d.Load(&snap)
+		if fn := snap.State.ForceN.Norm(); fn > 1e-9 {
+			lastNs, worstN = max(lastNs, snap.TimeNs), max(worstN, fn)
+		}
+		time.Sleep(200 * time.Microsecond) // the sampling period
+	}
+	return lastNs, worstN
+}
+
+// A client that goes quiet feels no force after its lease plus 20 ms
+// (docs/protocol.md, "Effects"; issue 22), through the gateway as on the
+// node. Through the gateway, the node's lease on the commands used to end
+// only once the gateway's loop had ramped its output out and sent the idle
+// command, and then the node ramped a second time: an effect's force
+// lasted the lease plus two ramps, a plain force's ramp tail longer still.
+// Measured on the loops' clock from the lease's end to the last tick that
+// output a force, so a late poll here does not count.
+func TestStalledClientsForceEndsWithinLeasePlus20ms(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	const lease = 50 * time.Millisecond
+	for _, side := range labSides(n, g) {
+		for _, tc := range []struct {
+			name  string
+			force bool // a plain force rather than an effect
+		}{{"an effect", false}, {"a plain force", true}} {
+			t.Run(side.name+", "+tc.name, func(t *testing.T) {
+				c := openSession(t, side.svc, fmt.Sprintf(`,"lease":{"ms":%d}`, lease/time.Millisecond))
+				msg := func(fx string) string {
+					if tc.force {
+						return `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}}]}`
+					}
+					return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
+				}
+				cur := cursorOf(t, c.send(msg(`{}`)))
+				if !tc.force {
+					if f := c.send(msg(fieldAt(cur))); f["errors"] != nil {
+						t.Fatal(f["errors"])
+					}
+				}
+				hwtest.Eventually(t, 10*time.Second, "the force on the node's arm", func() bool {
+					c.send(msg(`{}`)) // renews the lease, as a client in a loop does
+					return forceOn(d) > 1.4
+				})
+				c.send(msg(`{}`)) // the last renewal, then silence
+				endNs := leaseEnd(side.svc)
+				deadline := time.Now().Add(5 * time.Second)
+				lastNs, _ := lastForceUntil(d, func() bool {
+					return time.Now().After(deadline) || d.Register().Owner() == 0 && forceOn(d) < 1e-9
+				})
+				if time.Now().After(deadline) {
+					t.Fatal("the force never ended")
+				}
+				after := time.Duration(lastNs - endNs)
+				t.Logf("force last output %v after the lease's end (lease %v)", after, lease)
+				if after > time.Duration(loop.ReleaseBoundNs) {
+					t.Errorf("force still on %v after the client's lease ended; want zero within %v", after, time.Duration(loop.ReleaseBoundNs))
+				}
+				c.close()
+				waitArmFree(t, d, g)
+			})
+		}
+	}
+}
+
+// A session that takes an arm whose last session's lease lapsed feels none
+// of that session's effects while it stays connected (docs/effects.md:
+// another session's effects are never rendered), and the node lists none.
+// Through the gateway the node knew only the gateway, and rendered the
+// quiet session's field under the new session's commands until the quiet
+// one's next message.
+func TestSessionTakingALapsedArmFeelsNoneOfTheOldSessionsEffects(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	for _, side := range labSides(n, g) {
+		t.Run(side.name, func(t *testing.T) {
+			a := openSession(t, side.svc, `,"lease":{"ms":100}`)
+			msgA := func(fx string) string {
+				return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
+			}
+			if f := a.send(msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))); f["errors"] != nil {
+				t.Fatal(f["errors"])
+			}
+			hwtest.Eventually(t, 10*time.Second, "A's field on the node's arm", func() bool {
+				a.send(msgA(`{}`))
+				return forceOn(d) > 1.4
+			})
+			a.send(msgA(`{}`)) // A's last message; it stays connected
+			endA := leaseEnd(side.svc)
+			// B retries while told device_busy, as a client does, and
+			// holds the arm with zero force for 300 ms.
+			b := openSession(t, side.svc, "")
+			zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
+			hwtest.Eventually(t, 10*time.Second, "B holds the arm", func() bool {
+				return b.send(zero)["errors"] == nil
+			})
+			holdEnd := time.Now().Add(300 * time.Millisecond)
+			lastNs, worst := lastForceUntil(d, func() bool {
+				b.send(zero) // B's commands, one per sample
+				return time.Now().After(holdEnd)
+			})
+			if after := time.Duration(lastNs - endA); after > time.Duration(loop.ReleaseBoundNs) {
+				t.Errorf("B, commanding zero force, felt A's field (up to %.2f N) until %v after A's lease ended; want zero within %v", worst, after, time.Duration(loop.ReleaseBoundNs))
+			}
+			if l := n.svc.EffectsInForce(d); len(l.Effects) != 0 {
+				t.Errorf("while B holds the arm the node lists %d effects (gateway %+v); want none", len(l.Effects), l.Gateway)
+			}
+			a.close()
+			b.close()
+			waitArmFree(t, d, g)
+		})
+	}
+}
+
+// docs/protocol.md, Navigation: the workspace offset "belongs to the
+// session and the arm: it stays where the workspace stopped when the lease
+// lapses or control ends". Session A navigates until its workspace moved
+// and lets its lease lapse; B takes the arm a while and leaves; A's offset
+// is where it stopped when A takes the arm again. Through the gateway B's
+// first command withdrew A's bubble on the node, which dropped its track,
+// and A's bubble sent again started a new one at zero offset.
+func TestWorkspaceOffsetSurvivesAnotherSessionsControl(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	for _, side := range labSides(n, g) {
+		t.Run(side.name, func(t *testing.T) {
+			a := openSession(t, side.svc, `,"lease":{"ms":200}`)
+			hold := `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":{}}]}`
+			nav := `{"mode":"bubble","bubble":{"center":{"mode":"cursor","position":{"x":-0.06,"y":0,"z":0}},"shape":{"primitive":"sphere","parameters":{"r":0.05}},"velocity_zone_width":0.03,"speed_gain":4,"max_speed":0.5}}`
+			if f := a.send(`{"arm3":[{"device_id":"` + d.Info.ID + `","effects":{},"configure":{"navigation":` + nav + `}}]}`); f["errors"] != nil {
+				t.Fatal(f["errors"])
+			}
+			offsetX := func(f map[string]any) (float64, bool) {
+				x, ok := hwtest.JSONPath(f, "inverse3", 0, "state", "navigation", "workspace_offset", "x").(float64)
+				return x, ok
+			}
+			hwtest.Eventually(t, 10*time.Second, "A's workspace moved", func() bool {
+				x, ok := offsetX(a.send(hold))
+				return ok && math.Abs(x) > 0.01
+			})
+			// A goes quiet past its lease: its workspace stops.
+			reg := side.svc.Devices().All()[0].Register()
+			hwtest.Eventually(t, 5*time.Second, "A's lease lapsed", func() bool { return reg.Owner() == 0 })
+			var before float64
+			hwtest.Eventually(t, 5*time.Second, "A's workspace stopped", func() bool {
+				x, ok := offsetX(a.send(`{}`))
+				still := ok && x == before && forceOn(d) < 1e-9
+				before = x
+				return still
+			})
+			b := openSession(t, side.svc, "")
+			zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
+			hwtest.Eventually(t, 10*time.Second, "B holds the arm", func() bool {
+				return b.send(zero)["errors"] == nil
+			})
+			for range 20 {
+				b.send(zero)
+				time.Sleep(10 * time.Millisecond) // B's command rate
+			}
+			b.close()
+			waitArmFree(t, d, g)
+			// A takes the arm again: from where its workspace stopped it
+			// may slide on (away from zero), but never starts over.
+			nearest := math.Inf(1)
+			for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+				if x, ok := offsetX(a.send(hold)); ok {
+					nearest = min(nearest, math.Abs(x))
+				}
+				time.Sleep(2 * time.Millisecond) // A's command rate
+			}
+			t.Logf("A's workspace offset x %.4f m before B, nearest zero %.4f m after", before, nearest)
+			if nearest < 0.5*math.Abs(before) {
+				t.Errorf("A's workspace offset went from %.4f m to %.4f m across B's control; it belongs to A and stays where it stopped", before, nearest)
+			}
+			a.close()
+			waitArmFree(t, d, g)
+		})
+	}
+}
