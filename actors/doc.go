@@ -63,7 +63,7 @@
 // answered unavailable at once (503 over HTTP, the same code in a frame)
 // and never applied later; an admitted one is answered with its outcome
 // once its durable write is done, or, when the disk has not taken that
-// write within Options.WriteTimeout, called off at the store's commit
+// write (a device's config, a setting) within Options.WriteTimeout, called off at the store's commit
 // point (store.SaveGated) and answered unavailable: never applied, on disk
 // or in memory. Errors map to codes once, through
 // protocol.AsError, for HTTP and WebSocket.

@@ -190,3 +190,71 @@ func TestHungWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 		t.Fatalf("after a restart: handedness %v (%v), want %v: an acknowledged write was lost", got, err, handed)
 	}
 }
+
+// A settings write (PUT /settings/...) the disk does not take is answered
+// 503 unavailable within Options.WriteTimeout, as a device's config write
+// is (docs/protocol.md), not after RequestTimeout plus a minute with its
+// outcome unknown and applied whenever the disk answered: the setting is
+// not in force, not on disk once the disk answers again, and not in force
+// after a restart; the next setting change goes through.
+func TestHungSettingsWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
+	dir := t.TempDir()
+	hung := &hungFsyncStore{name: "settings", entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
+	svc := startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		hung.Store, hung.disk = s, s.(*store.Store)
+		return hung
+	}})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hung.release)
+		}
+	}
+	t.Cleanup(release)
+	before := svc.Settings().ForceScale
+	answered := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := svc.SetSetting(protocol.SettingForceScale, 0.5)
+		answered <- err
+	}()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the settings write never reached the disk")
+	}
+	select {
+	case err := <-answered:
+		var perr *protocol.Error
+		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("a settings write hung on the disk answered %v, want %s", err, protocol.CodeUnavailable)
+		}
+		t.Logf("answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a settings write hung on the disk still unanswered after 10 s (its WriteTimeout is 300 ms)")
+	}
+	if got := svc.Settings().ForceScale; got != before {
+		t.Fatalf("after the 503: force scale %v in force, want %v", got, before)
+	}
+	release() // the disk answers again: the called-off write must not land
+	select {
+	case err := <-hung.returned:
+		if !errors.Is(err, store.ErrNotCommitted) {
+			t.Fatalf("the called-off write returned %v, want store.ErrNotCommitted", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the hung write never returned")
+	}
+	if got := svc.Settings().ForceScale; got != before {
+		t.Fatalf("after the disk answered: force scale %v in force, want %v", got, before)
+	}
+	if _, err := svc.SetSetting(protocol.SettingForceScale, 0.75); err != nil {
+		t.Fatalf("the next settings write, the disk answering: %v", err)
+	}
+	shutdown(t, svc)
+	again := startWith(t, Options{StateDir: dir})
+	if got := again.Settings().ForceScale; got != 0.75 {
+		t.Fatalf("after a restart: force scale %v, want 0.75 (the acknowledged write; 0.5 was called off)", got)
+	}
+}

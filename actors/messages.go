@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -262,7 +263,15 @@ type settingSaved struct {
 	settings protocol.Settings
 	sender   *actor.PID
 	err      error
+	// gate is the write's commit point, timer the registry's call to
+	// call it off past Options.WriteTimeout (settingOverdue).
+	gate  writeGate
+	timer *time.Timer
 }
+
+// settingOverdue tells the registry that a setting change's write has had
+// its Options.WriteTimeout.
+type settingOverdue struct{ saved *settingSaved }
 
 // ioDone carries the outcome of a device actor's durable write or load
 // back to it (deviceCore.startIO); the actor holds its later config
@@ -276,8 +285,9 @@ type ioDone struct {
 // Options.WriteTimeout.
 type ioOverdue struct{ op *pendingIO }
 
-func (*deviceLoaded) actorMessage() {}
-func (*ioOverdue) actorMessage()    {}
-func (*deviceLeft) actorMessage()   {}
-func (*settingSaved) actorMessage() {}
-func (*ioDone) actorMessage()       {}
+func (*deviceLoaded) actorMessage()   {}
+func (*ioOverdue) actorMessage()      {}
+func (*deviceLeft) actorMessage()     {}
+func (*settingSaved) actorMessage()   {}
+func (*settingOverdue) actorMessage() {}
+func (*ioDone) actorMessage()         {}

@@ -131,6 +131,8 @@ func (r *registryActor) Receive(ctx actor.Context) {
 		r.queueSetting(ctx, queuedSetting{msg: m.(actorMessage), sender: ctx.Sender()})
 	case *settingSaved:
 		r.settingDone(ctx, m)
+	case *settingOverdue:
+		r.settingOverdue(ctx, m.saved)
 	default:
 		s.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("registry: unknown message dropped")
 	}
@@ -430,6 +432,9 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 func (r *registryActor) abandon(ctx actor.Context) {
 	if m := r.settingWrite; m != nil {
 		r.settingWrite = nil
+		if m.timer != nil {
+			m.timer.Stop()
+		}
 		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "the service shut down while the setting was being stored; read it back")})
 	}
 	for _, q := range r.settingQueue {
@@ -548,17 +553,47 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	}
 	r.settingWrite = saved
 	self, root := ctx.Self(), s.system.Root
+	// As a device's config write (deviceCore.startIO): only a store with a
+	// commit point can call a write off; past the timeout, a plain Save
+	// may still land after a 503.
+	gs, gated := s.store.(gatedStore)
+	if gated && s.opts.WriteTimeout > 0 {
+		saved.timer = time.AfterFunc(s.opts.WriteTimeout, func() { root.Send(self, &settingOverdue{saved: saved}) })
+	}
 	s.offload.run(func() {
-		saved.err = s.store.Save("settings", next)
+		if gated {
+			saved.err = gs.SaveGated("settings", next, saved.gate.commit)
+		} else {
+			saved.err = s.store.Save("settings", next)
+		}
 		root.Send(self, saved)
 	})
+}
+
+// settingOverdue answers a setting change whose write the disk has not
+// taken within Options.WriteTimeout, if it can still be called off:
+// unavailable, the value never in force nor on disk, and the changes
+// queued behind it go on. A write past its commit point is waited for.
+func (r *registryActor) settingOverdue(ctx actor.Context, m *settingSaved) {
+	if r.settingWrite != m || !m.gate.callOff() {
+		return
+	}
+	r.settingWrite = nil
+	within := r.svc.opts.WriteTimeout
+	r.svc.log.Error().Dur("within", within).Str("setting", m.key.Path()).Msg("settings write not taken by the disk in time; called off, not applied")
+	reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+		"the state directory's disk did not take the write within %v, so it was called off: the setting is not applied and never will be; retry once the disk answers", within)})
+	r.nextSetting(ctx)
 }
 
 // settingDone applies a setting change whose write is over, then takes up
 // the changes queued behind it.
 func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
+	if m.timer != nil {
+		m.timer.Stop()
+	}
 	if r.settingWrite != m {
-		return
+		return // called off (settingOverdue): answered then
 	}
 	r.settingWrite = nil
 	if m.err != nil {
@@ -569,6 +604,11 @@ func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
 		r.settingsUnread = false
 		r.applySetting(ctx, m)
 	}
+	r.nextSetting(ctx)
+}
+
+// nextSetting takes up the changes queued behind a write that is over.
+func (r *registryActor) nextSetting(ctx actor.Context) {
 	for r.settingWrite == nil && len(r.settingQueue) > 0 {
 		q := r.settingQueue[0]
 		r.settingQueue = r.settingQueue[1:]

@@ -44,7 +44,7 @@ type Options struct {
 	// (default 2 s): one its actor has not taken up by then is answered
 	// unavailable and never applied.
 	RequestTimeout time.Duration
-	// WriteTimeout bounds how long a config request waits for its durable
+	// WriteTimeout bounds how long a config or settings request waits for its durable
 	// write to take effect (default 5 s): one the disk has not taken by
 	// then (an fsync that does not return) is called off before it
 	// replaces the stored document, and answered unavailable, not applied.

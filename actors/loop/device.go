@@ -16,6 +16,7 @@ import (
 type Params struct {
 	// Damping is a 3×3 matrix in the device frame, N·s/m: the loop applies
 	// F -= Damping·v with v the end effector's last velocity.
+	// A velocity over passivity.MaxSpeedMps (a bad frame) is damped as none.
 	Damping [3][3]float64
 	// ForceGateGain is how hard the force gate attenuates force while the
 	// arm oscillates, 0..1: 0 passes force unchanged, 1 is the strongest

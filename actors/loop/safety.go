@@ -414,15 +414,23 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	if !v.Finite() {
 		v = hw.Vec3{}
 	}
+	// The command's damping acts on a velocity an arm can reach only: on
+	// one beyond passivity.MaxSpeedMps (a bad frame) it adds nothing, as
+	// the effects' damping (effect.Renderer.Render); −D·v_bad, held by the
+	// session's observer, counted its work over the next tick.
+	dv := v
+	if dv.Dot(dv) > passivity.MaxSpeedMps*passivity.MaxSpeedMps {
+		dv = hw.Vec3{}
+	}
 	// A command with no force of its own (effects only) yields +0 here
 	// whatever the gate and the scale (+0 less +0 or −0 damping, times a
 	// finite k ≥ 0), and its observer, holding +0 too, counts no work: the
 	// stage is skipped, bit for bit the same, once the observer holds +0.
 	if !cmd.none || fs.sessionObs.Holds() {
 		D := &cmd.params.Damping
-		f.X -= D[0][0]*v.X + D[0][1]*v.Y + D[0][2]*v.Z
-		f.Y -= D[1][0]*v.X + D[1][1]*v.Y + D[1][2]*v.Z
-		f.Z -= D[2][0]*v.X + D[2][1]*v.Y + D[2][2]*v.Z
+		f.X -= D[0][0]*dv.X + D[0][1]*dv.Y + D[0][2]*dv.Z
+		f.Y -= D[1][0]*dv.X + D[1][1]*dv.Y + D[1][2]*dv.Z
+		f.Z -= D[2][0]*dv.X + D[2][1]*dv.Y + D[2][2]*dv.Z
 		k := (1 - fs.gate.attenuation(cmd.params.ForceGateGain)) * in.scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
 		fs.sessionObs.Add(f, v, dtNs)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
 
@@ -232,6 +233,11 @@ func (n *Navigator) Step(b *Bubble, in *Input, integrate bool) hw.Vec3 {
 		}
 	}
 	v := in.VelocityMps
+	if v.Dot(v) > passivity.MaxSpeedMps*passivity.MaxSpeedMps {
+		// A bad reading (as in Renderer.Render): the damping renders
+		// nothing from it, or the next tick counts its work.
+		v = hw.Vec3{}
+	}
 	var f hw.Vec3
 	n.VelocityMps = hw.Vec3{}
 	if n.Zone == ZoneDead {

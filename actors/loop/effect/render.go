@@ -159,6 +159,17 @@ func (r *Renderer) Render(set *Set, in *Input, gain float64) hw.Vec3 {
 	// (passivity.MaxSpeedMps).
 	v := in.VelocityMps
 	counts := !(v.Dot(v) > passivity.MaxSpeedMps*passivity.MaxSpeedMps)
+	if !counts {
+		// Nor is any force rendered from it: a damper's −b·v_bad, held
+		// for the next tick's work, counted b·|v_bad|·|v|·dt there (one
+		// −1000 m/s frame took a 20 N·s/m damper from +2.4 J to −7.6 J),
+		// and pushed the arm with the clamp's force against a motion it
+		// never made. The tick renders the arm at rest where it is: the
+		// terms of position as ever, those of velocity nothing.
+		still := *in
+		still.VelocityMps = hw.Vec3{}
+		in = &still
+	}
 	var sum, active hw.Vec3
 	for i := 0; i < r.n; {
 		s := &r.st[i]
