@@ -81,13 +81,14 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		return 0, errors.New("recording: the recording holds no session")
 	}
 	ends, fileEnd := sessionEnds(f)
+	marked := inventoryMarkedSessions(f)
 	tl := &timeline{progress: make([]sessionProgress, len(sessions))}
 	for i, s := range sessions {
 		check, err := newFrameCheck(frames[s], d.Tolerance, d.Window)
 		if err != nil {
 			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		if !recordedFromItsStart(in[s], frames[s], check.decoded[0]) {
+		if !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]) {
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
 		}
 		if legacyInventory(check.decoded[0]) && d.DialLegacy == nil {
@@ -145,11 +146,20 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 var ErrSessionRecordedMidway = errors.New("the session was connected before the recording started, so what it declared before (effects, navigation, lease, view) is not in the file and it cannot be re-driven; start the recording before the client connects (POST /recordings first, or hapticd --record)")
 
 // recordedFromItsStart says whether a session's recording holds its
-// inventory: its first frame came before its first client message and, on
-// the 3.x WebSocket, carries the session view, which a state frame lacks.
-func recordedFromItsStart(in, frames []mcap.Message, first any) bool {
+// inventory: its first frame came before its first client message and is
+// the inventory. What a frame holds cannot tell: a frame answering
+// force_render_full_state carries the session view and every device's
+// config as the inventory does, and a 3.0 state frame keys devices by id as
+// its inventory does. So in a file whose recorder marks the inventory
+// (marked) only the mark tells; in an older file, the 3.x session view is
+// the best there is (and a 3.0 session is taken as recorded from its start).
+func recordedFromItsStart(in, frames []mcap.Message, first any, marked bool) bool {
 	if len(in) > 0 && in[0].LogTime < frames[0].LogTime {
 		return false
+	}
+	if marked {
+		var rec Message
+		return json.Unmarshal(frames[0].Data, &rec) == nil && rec.Inventory
 	}
 	if legacyInventory(first) {
 		return true
@@ -157,6 +167,18 @@ func recordedFromItsStart(in, frames []mcap.Message, first any) bool {
 	m, _ := first.(map[string]any)
 	_, ok := m["session"]
 	return ok
+}
+
+// inventoryMarkedSessions are the sessions whose frames channel a recorder
+// that marks the inventory wrote (InventoryMarked).
+func inventoryMarkedSessions(f *mcap.File) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range f.Channels {
+		if c.Metadata["kind"] == KindFrame && c.Metadata[InventoryMarked] == "true" {
+			out[c.Metadata["key"]] = true
+		}
+	}
+	return out
 }
 
 // sessionEnds returns when each recorded session ended (its session-ended
