@@ -2,6 +2,9 @@ package recording
 
 import (
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,5 +111,126 @@ func TestDriveRefusesEverySessionRecordedMidway(t *testing.T) {
 				t.Fatalf("%v, %d sessions dialled; want the session re-driven", err, dialled.Load())
 			}
 		})
+	}
+}
+
+// recordedItem is one message of a hand-made recording: a session's
+// client message or frame at a recorded time.
+type recordedItem struct {
+	session string
+	kind    string
+	ms      uint64
+	json    string
+}
+
+// recordingOf makes a recording of items, as a recorder whose queue may
+// have dropped some writes it.
+func recordingOf(items []recordedItem) *mcap.File {
+	f := &mcap.File{Channels: map[uint16]mcap.Channel{}}
+	ids := map[string]uint16{}
+	for _, it := range items {
+		ck := it.kind + "/" + it.session
+		id, ok := ids[ck]
+		if !ok {
+			id = uint16(len(ids) + 1)
+			ids[ck] = id
+			f.Channels[id] = mcap.Channel{ID: id, Metadata: map[string]string{"kind": it.kind, "key": it.session}}
+		}
+		ns := it.ms * uint64(time.Millisecond)
+		data := fmt.Sprintf(`{"session":%s,"time_ns":%d,"message":%s}`, it.session, ns, it.json)
+		f.Messages = append(f.Messages, mcap.Message{ChannelID: id, LogTime: ns, Data: []byte(data)})
+	}
+	return f
+}
+
+// A recording that lost a client message or a frame of a session (the
+// recorder's bounded queue dropped it) is refused, saying where, and the
+// drive ends. With a lost message, Drive used to hang for ever: session 1's
+// frame at 10 ms answers a message not in the file, session 2 about to
+// send at 30 ms waited for session 1 to read it, which session 1 does only
+// once it sends at 50 ms, for which it waited on session 2. With a lost
+// frame, it skipped the last message and compared each later frame with
+// the one recorded after it. A recording cut before the last message's
+// frame still re-drives.
+func TestDriveRefusesARecordingWithGaps(t *testing.T) {
+	const inv, st = `{"session_id":1,"session":{},"arm3":[]}`, `{"session_id":1,"arm3":[]}`
+	for _, tc := range []struct {
+		name  string
+		items []recordedItem
+		gap   string // in the error; "" for none
+	}{
+		{"a client message lost, two sessions", []recordedItem{
+			{"1", KindFrame, 0, inv},
+			{"2", KindFrame, 1, inv},
+			{"1", KindFrame, 10, st}, // its client message at 9 ms was dropped
+			{"2", KindClient, 30, `{}`},
+			{"2", KindFrame, 31, st},
+			{"1", KindClient, 50, `{}`},
+			{"1", KindFrame, 51, st},
+		}, "session 1: " + ErrRecordingHasGaps.Error() + ": its frame 1, 10ms into the recording, answers no recorded client message"},
+		{"a frame lost", []recordedItem{
+			{"1", KindFrame, 0, inv},
+			{"1", KindClient, 10, `{}`},
+			{"1", KindFrame, 11, st},
+			{"1", KindClient, 20, `{}`}, // its frame at 21 ms was dropped
+			{"1", KindClient, 30, `{}`},
+			{"1", KindFrame, 31, st},
+		}, "its client message 2, 20ms into the recording, has no recorded frame"},
+		{"cut before the last frame", []recordedItem{
+			{"1", KindFrame, 0, inv},
+			{"1", KindClient, 10, `{}`},
+			{"1", KindFrame, 11, st},
+			{"1", KindClient, 20, `{}`},
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dialled atomic.Int32
+			d := Drive{
+				Dial:   func() (FrameConn, error) { dialled.Add(1); return newAnsweringConn(inv, st), nil },
+				Window: 20 * time.Millisecond,
+			}
+			done := make(chan error, 1)
+			go func() { _, err := d.Run(recordingOf(tc.items)); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Drive.Run still running 20 s into a recording of 51 ms")
+			}
+			if tc.gap == "" {
+				if err != nil {
+					t.Fatalf("a recording without gaps: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrRecordingHasGaps) || !strings.Contains(err.Error(), tc.gap) || dialled.Load() != 0 {
+				t.Fatalf("%v, %d sessions dialled; want ErrRecordingHasGaps with %q before any dial", err, dialled.Load(), tc.gap)
+			}
+		})
+	}
+}
+
+// The timeline never waits for a session to read a recorded frame that no
+// message it sends before then brings: such a wait could point forward in
+// recorded time (that session sends its next message only once the waiting
+// one has) and never end. Run refuses such a recording first; the timeline
+// holds on its own.
+func TestTimelineWaitsOnlyForFramesEarlierMessagesBring(t *testing.T) {
+	at := func(ms uint64) mcap.Message { return mcap.Message{LogTime: ms * uint64(time.Millisecond)} }
+	tl := &timeline{closeAt: []uint64{uint64(time.Second), uint64(time.Second)}, progress: []sessionProgress{
+		// Read its inventory; its frame at 10 ms answers a message lost
+		// from the recording, its next message is at 50 ms.
+		{frames: []mcap.Message{at(0), at(10), at(51)}, in: []mcap.Message{at(50)}, read: 1},
+		{frames: []mcap.Message{at(1), at(31)}, in: []mcap.Message{at(30)}, read: 1},
+	}}
+	tl.changed = sync.NewCond(&tl.mu)
+	done := make(chan struct{})
+	go func() { defer close(done); tl.after(1, uint64(30*time.Millisecond)) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		tl.update(0, func(p *sessionProgress) { p.closed = true }) // let it end
+		<-done
+		t.Fatal("session 2, sending at 30 ms, waits for session 1 to read its frame at 10 ms, which no message of session 1 before 30 ms brings")
 	}
 }
