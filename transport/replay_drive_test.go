@@ -178,33 +178,50 @@ func TestReplayDriveSessionsOneAfterTheOtherKeepTheirGap(t *testing.T) {
 // A recording started while the engine was connected (POST /recordings
 // mid-session, as docs/recording.md's trial-3) lacks what the session
 // declared before: Drive refuses it, saying why and what to do, and dials
-// nothing. It used to take the first recorded frame for the inventory,
-// drop the last message and report hundreds of differences.
+// nothing, on either WebSocket. It used to take the first recorded frame for
+// the inventory, drop the last message and report hundreds of
+// differences; a 3.0 session's (every 3.0 frame keys devices by id, as its
+// inventory does) it took for one recorded from its start.
 func TestReplayDriveRefusesASessionRecordedMidway(t *testing.T) {
-	rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
-	id := rec.armIDs[0]
-	c := rec.dial(t, rec.wsURL())
-	c.expect()
-	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	if f := c.roundTrip(effectsMsg(id, pushField(0.3))); f["errors"] != nil {
-		t.Fatalf("field: %v", f["errors"])
-	}
-	started := rec.startRecording(`{"name":"trial-3"}`)
-	for range 30 {
-		time.Sleep(enginePace)
-		c.roundTrip(effectsMsg(id, `{}`))
-	}
-	fl := stopRecordingFile(t, rec, started)
-	rec.stop()
-	if len(recording.MessagesOf(fl, recording.KindFrame)) == 0 {
-		t.Fatal("no session recorded")
-	}
+	for _, socket := range []struct {
+		name string
+		url  func(ts *testService) string
+		msg  func(id string) string
+	}{
+		{"3.x", (*testService).wsURL, func(id string) string { return effectsMsg(id, `{}`) }},
+		{"3.0", (*testService).legacyWS, func(id string) string { return `{"inverse3":{"` + id + `":{}}}` }},
+	} {
+		t.Run(socket.name, func(t *testing.T) {
+			rec := startService(t, serviceConfig{arms: 1, recordDir: t.TempDir()})
+			id := rec.armIDs[0]
+			c := rec.dial(t, socket.url(rec))
+			c.expect()
+			c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+			if socket.name == "3.x" {
+				if f := c.roundTrip(effectsMsg(id, pushField(0.3))); f["errors"] != nil {
+					t.Fatalf("field: %v", f["errors"])
+				}
+			}
+			started := rec.startRecording(`{"name":"trial-3"}`)
+			for range 30 {
+				time.Sleep(enginePace)
+				if f := c.roundTrip(socket.msg(id)); f["errors"] != nil {
+					t.Fatalf("message: %v", f["errors"])
+				}
+			}
+			fl := stopRecordingFile(t, rec, started)
+			rec.stop()
+			if len(recording.MessagesOf(fl, recording.KindFrame)) == 0 {
+				t.Fatal("no session recorded")
+			}
 
-	diffs, report, at, err := driveOnAFreshService(t, fl, 1)
-	if !errors.Is(err, recording.ErrSessionRecordedMidway) {
-		t.Fatalf("drive: %v, %d differences, want ErrSessionRecordedMidway\n%s", err, diffs, report)
-	}
-	if len(at.dialed) != 0 {
-		t.Errorf("%d sessions dialled for a recording it refuses", len(at.dialed))
+			diffs, report, at, err := driveOnAFreshService(t, fl, 1)
+			if !errors.Is(err, recording.ErrSessionRecordedMidway) {
+				t.Fatalf("drive: %v, %d differences, want ErrSessionRecordedMidway\n%s", err, diffs, report)
+			}
+			if len(at.dialed) != 0 {
+				t.Errorf("%d sessions dialled for a recording it refuses", len(at.dialed))
+			}
+		})
 	}
 }

@@ -81,14 +81,25 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		return 0, errors.New("recording: the recording holds no session")
 	}
 	ends, fileEnd := sessionEnds(f)
+	marked := inventoryMarkedSessions(f)
+	fileStart := uint64(math.MaxUint64)
+	for _, m := range f.Messages {
+		fileStart = min(fileStart, m.LogTime)
+	}
 	tl := &timeline{progress: make([]sessionProgress, len(sessions))}
 	for i, s := range sessions {
 		check, err := newFrameCheck(frames[s], d.Tolerance, d.Window)
 		if err != nil {
 			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		if !recordedFromItsStart(in[s], frames[s], check.decoded[0]) {
+		if !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]) {
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
+		}
+		if err := pairedUp(in[s], frames[s], fileStart); err != nil {
+			if n := droppedByRecorder(f); n > 0 {
+				err = fmt.Errorf("%w (the recorder counted %d messages dropped)", err, n)
+			}
+			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
 		if legacyInventory(check.decoded[0]) && d.DialLegacy == nil {
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrLegacySession)
@@ -101,7 +112,7 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		if !ok || end < last {
 			end = max(fileEnd, last) // still open when the recording stopped
 		}
-		tl.progress[i] = sessionProgress{frames: frames[s]}
+		tl.progress[i] = sessionProgress{frames: frames[s], in: in[s]}
 		tl.closeAt = append(tl.closeAt, end)
 		if i == 0 || frames[s][0].LogTime < tl.t0 {
 			tl.t0 = frames[s][0].LogTime
@@ -145,11 +156,20 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 var ErrSessionRecordedMidway = errors.New("the session was connected before the recording started, so what it declared before (effects, navigation, lease, view) is not in the file and it cannot be re-driven; start the recording before the client connects (POST /recordings first, or hapticd --record)")
 
 // recordedFromItsStart says whether a session's recording holds its
-// inventory: its first frame came before its first client message and, on
-// the 3.x WebSocket, carries the session view, which a state frame lacks.
-func recordedFromItsStart(in, frames []mcap.Message, first any) bool {
+// inventory: its first frame came before its first client message and is
+// the inventory. What a frame holds cannot tell: a frame answering
+// force_render_full_state carries the session view and every device's
+// config as the inventory does, and a 3.0 state frame keys devices by id as
+// its inventory does. So in a file whose recorder marks the inventory
+// (marked) only the mark tells; in an older file, the 3.x session view is
+// the best there is (and a 3.0 session is taken as recorded from its start).
+func recordedFromItsStart(in, frames []mcap.Message, first any, marked bool) bool {
 	if len(in) > 0 && in[0].LogTime < frames[0].LogTime {
 		return false
+	}
+	if marked {
+		var rec Message
+		return json.Unmarshal(frames[0].Data, &rec) == nil && rec.Inventory
 	}
 	if legacyInventory(first) {
 		return true
@@ -157,6 +177,77 @@ func recordedFromItsStart(in, frames []mcap.Message, first any) bool {
 	m, _ := first.(map[string]any)
 	_, ok := m["session"]
 	return ok
+}
+
+// inventoryMarkedSessions are the sessions whose frames channel a recorder
+// that marks the inventory wrote (InventoryMarked).
+func inventoryMarkedSessions(f *mcap.File) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range f.Channels {
+		if c.Metadata["kind"] == KindFrame && c.Metadata[InventoryMarked] == "true" {
+			out[c.Metadata["key"]] = true
+		}
+	}
+	return out
+}
+
+// ErrRecordingHasGaps is Drive's answer to a session whose recording lost
+// a client message or a frame (the recorder's bounded queue dropped it, or
+// a chunk was lost): every frame but the inventory answers one client
+// message, so without the pairs Drive would wait for a frame no message it
+// re-sends brings, or compare each frame with another's recording.
+var ErrRecordingHasGaps = errors.New("the recording lost some of the session's client messages or frames, so its frames cannot be told which message they answer and it cannot be re-driven")
+
+// pairedUp checks that each of a session's frames after the inventory
+// answers a recorded client message (frame k needs k messages recorded by
+// its time) and that every message has its frame but the last one (the
+// recording, or the session, ended before its answer). start is the
+// recording's first log time, for the times in the error.
+func pairedUp(in, frames []mcap.Message, start uint64) error {
+	at := func(m mcap.Message) time.Duration { return time.Duration(m.LogTime - start).Round(time.Microsecond) }
+	j := 0
+	for k := 1; k < len(frames); k++ {
+		for j < len(in) && in[j].LogTime <= frames[k].LogTime {
+			j++
+		}
+		if j < k {
+			return fmt.Errorf("%w: its frame %d, %v into the recording, answers no recorded client message (%d recorded before it)", ErrRecordingHasGaps, k, at(frames[k]), j)
+		}
+	}
+	unanswered := len(in) - (len(frames) - 1)
+	if unanswered == 0 || unanswered == 1 && in[len(in)-1].LogTime >= frames[len(frames)-1].LogTime {
+		return nil
+	}
+	// Lock-step, message k+1 comes after frame k: the first that comes
+	// before it follows a message whose frame was lost.
+	for k := 1; k < len(frames) && k < len(in); k++ {
+		if in[k].LogTime < frames[k].LogTime {
+			return fmt.Errorf("%w: its client message %d, %v into the recording, has no recorded frame", ErrRecordingHasGaps, k, at(in[k-1]))
+		}
+	}
+	return fmt.Errorf("%w: %d of its %d client messages have no recorded frame", ErrRecordingHasGaps, unanswered, len(in))
+}
+
+// droppedByRecorder is how many session, config and event messages the
+// recorder said it dropped (its last /recorder counts), 0 when unknown.
+func droppedByRecorder(f *mcap.File) uint64 {
+	type counts struct {
+		Dropped       uint64 `json:"dropped"`
+		DroppedStates uint64 `json:"dropped_states"`
+	}
+	var last counts
+	var lastAt uint64
+	for _, m := range f.Messages {
+		var c counts
+		if f.Channels[m.ChannelID].Metadata["kind"] != KindStats || m.LogTime < lastAt || json.Unmarshal(m.Data, &c) != nil {
+			continue
+		}
+		last, lastAt = c, m.LogTime
+	}
+	if last.Dropped < last.DroppedStates {
+		return 0
+	}
+	return last.Dropped - last.DroppedStates
 }
 
 // sessionEnds returns when each recorded session ended (its session-ended
@@ -197,6 +288,7 @@ type timeline struct {
 
 type sessionProgress struct {
 	frames []mcap.Message // as recorded
+	in     []mcap.Message // its client messages, as recorded
 	read   int            // frames read so far
 	sent   bool           // every message it will send is sent and answered
 	closed bool
@@ -217,7 +309,10 @@ func (tl *timeline) waitUntil(at uint64) time.Duration {
 // machine may wake the sessions in another order than the timeline's;
 // without this, a session refused device_busy when recording could reach
 // the arm first in the replay. Every wait points back in recorded time, so
-// no two sessions wait on each other.
+// no two sessions wait on each other: a session is waited for only to
+// read the frames its messages sent before at bring (the inventory and
+// one per message), never a recorded frame no earlier message of its own
+// brings (a recording that lost the message, which Run refuses anyway).
 func (tl *timeline) after(i int, at uint64) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
@@ -228,6 +323,9 @@ func (tl *timeline) after(i int, at uint64) {
 				continue
 			}
 			need := sort.Search(len(p.frames), func(k int) bool { return p.frames[k].LogTime >= at })
+			if need > 0 {
+				need = min(need, 1+sort.Search(len(p.in), func(k int) bool { return p.in[k].LogTime >= at }))
+			}
 			if (!p.sent && p.read < need) || tl.closeAt[j] < at {
 				ready = false
 				break

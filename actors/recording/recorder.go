@@ -324,6 +324,10 @@ func wrapServed(served func(string) (schema.Schema, error), kind, name, title, t
 			},
 			"$defs": defs,
 		}
+		if kind == KindFrame {
+			wrapped["properties"].(schema.Schema)["inventory"] = schema.Schema{"const": true,
+				"description": "the session's inventory, the frame its opening sent: present only on it"}
+		}
 	}
 	return json.Marshal(wrapped)
 }
@@ -589,9 +593,12 @@ func (rs *Recorder) Session(kind string, session uint64, buf []byte) {
 	if act == nil {
 		return
 	}
+	// The inventory is sent while the session opens, before the
+	// connection knows its id: the frame carries it. Marked, it tells
+	// Drive the session was recorded from its start: a later frame (one
+	// answering force_render_full_state) may hold all it holds.
+	inventory := session == 0 && kind == KindFrame
 	if session == 0 {
-		// The inventory is sent while the session opens, before the
-		// connection knows its id: the frame carries it.
 		var inv struct {
 			SessionID uint64 `json:"session_id"`
 		}
@@ -604,7 +611,7 @@ func (rs *Recorder) Session(kind string, session uint64, buf []byte) {
 			continue
 		}
 		if data == nil {
-			data = sessionMessage(session, ns, buf, kind == KindFrame)
+			data = sessionMessage(session, ns, buf, kind == KindFrame, inventory)
 		}
 		r.put(item{kind: kind, key: strconv.FormatUint(session, 10), ns: ns, data: data})
 	}

@@ -34,7 +34,7 @@ type channelSchema struct {
 var minimalSchemas = []channelSchema{
 	{KindState, "hapticd.DeviceState", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"hapticd device state","type":"object","required":["device","type","tick","time_ns","position","velocity","force"],"properties":{"device":{"type":"string"},"type":{"type":"string"},"status":{"type":"integer","description":"status flags, as hw.Status"},"tick":{"type":"integer"},"time_ns":{"type":"integer"},"age_ns":{"type":"integer","minimum":0,"description":"how old the state was at time_ns: 0 when the loop read it at that tick; older when the driver repeated it after a missed reply or, on a lab gateway, when the node's push was"},"mode":{"type":"integer"},"owner":{"type":"integer"},"applied_seq":{"type":"integer"},"failed":{"type":"boolean"},"target":{"type":"array","items":{"type":"number"}},"position":{"type":"array","items":{"type":"number"}},"velocity":{"type":"array","items":{"type":"number"}},"force":{"type":"array","items":{"type":"number"}},"model":{"type":"integer","minimum":0,"maximum":255,"description":"an arm's device type number (its family: 4 Inverse3, 5 Inverse3x, 6 Minverse)"},"left_handed":{"type":"boolean","description":"an arm that was left-handed at this state (absent: right-handed)"},"orientation":{"type":"array","items":{"type":"number"},"minItems":4,"maxItems":4,"description":"a grip's orientation quaternion, w x y z"},"buttons":{"type":"integer","description":"a grip's pressed buttons, as hw.Buttons"},"hall":{"type":"number","description":"a grip's hall sensor, 0..1"},"battery":{"type":"number","description":"a grip's battery level, 0..1"},"link":{"type":"string","enum":["wired","wireless","unknown"],"description":"how a grip reaches the host"}}}`},
 	{KindClient, "hapticd.ClientMessage", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a session's client message as received","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"receive time"},"message":{}}}`},
-	{KindFrame, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"message":{}}}`},
+	{KindFrame, "hapticd.Frame", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"a frame as sent to a session","type":"object","required":["session","time_ns","message"],"properties":{"session":{"type":"integer"},"time_ns":{"type":"integer","description":"send time"},"inventory":{"const":true,"description":"the session's inventory, the frame its opening sent: present only on it"},"message":{}}}`},
 	{KindConfig, "hapticd.ConfigChange", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an HTTP config or settings change","type":"object","required":["method","path","status"],"properties":{"method":{"type":"string"},"path":{"type":"string","description":"the request path with its query: ?session=N for a session-scoped entry"},"status":{"type":"integer"},"body":{}}}`},
 	{KindEvent, "hapticd.Event", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"an activity event (PROTOCOL.md)","type":"object","required":["seq","time","name"],"properties":{"seq":{"type":"integer"},"time":{"type":"string"},"name":{"type":"string"},"category":{"type":"string"},"level":{"type":"string"},"data":{},"message":{"type":"string"}}}`},
 	{KindStats, "hapticd.RecorderStats", `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"the recorder's own counters","type":"object","required":["dropped","dropped_states","messages"],"properties":{"dropped":{"type":"integer","description":"messages lost so far: refused by the bounded queue, and device states the loops dropped"},"dropped_states":{"type":"integer","description":"of dropped, the device states the loops dropped (a device's ring was full)"},"messages":{"type":"integer"}}}`},
@@ -131,10 +131,20 @@ func (s *State) IsGrip() bool { return s.Type == protocol.TypeGrip.Key() }
 
 // Message is a session's client message or frame as recorded.
 type Message struct {
-	Session uint64          `json:"session"`
-	TimeNs  int64           `json:"time_ns"` // receive time (client), send time (frame)
-	Message json.RawMessage `json:"message"` // a JSON string when the client sent no JSON
+	Session uint64 `json:"session"`
+	TimeNs  int64  `json:"time_ns"` // receive time (client), send time (frame)
+	// Inventory marks the frame the session's opening sent (frames only;
+	// files from before it was kept leave it out of every frame, and their
+	// frames channel has no InventoryMarked metadata).
+	Inventory bool            `json:"inventory,omitempty"`
+	Message   json.RawMessage `json:"message"` // a JSON string when the client sent no JSON
 }
+
+// InventoryMarked is the frames channels' metadata key, set to "true" by a
+// recorder that marks each session's inventory frame (Message.Inventory):
+// in such a file a session whose first frame is not marked was connected
+// before the recording started, whatever that frame holds.
+const InventoryMarked = "inventory_marked"
 
 // AppendJSON encodes s without reflection (the pump encodes every device at
 // the loop rate) through protocol's JSON writer, leaving the grip fields out
@@ -205,13 +215,17 @@ func appendFloats(b []byte, name string, v []float64) []byte {
 // JSON (a client's bad input) is kept as a string. A frame is the service's
 // own JSON (its encoders are checked against the schema), so it is not
 // validated again: at the loop rate of a 100-arm fleet that would cost
-// more than the rest of the recorder (bench/results.md).
-func sessionMessage(session uint64, ns int64, buf []byte, frame bool) []byte {
-	out := make([]byte, 0, len(buf)+64)
+// more than the rest of the recorder (bench/results.md). inventory marks
+// the session's inventory frame.
+func sessionMessage(session uint64, ns int64, buf []byte, frame, inventory bool) []byte {
+	out := make([]byte, 0, len(buf)+80)
 	out = append(out, `{"session":`...)
 	out = strconv.AppendUint(out, session, 10)
 	out = append(out, `,"time_ns":`...)
 	out = strconv.AppendInt(out, ns, 10)
+	if inventory {
+		out = append(out, `,"inventory":true`...)
+	}
 	out = append(out, `,"message":`...)
 	if frame || json.Valid(buf) {
 		out = append(out, buf...)

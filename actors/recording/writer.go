@@ -139,6 +139,9 @@ func (wr *writer) channel(it item) (uint16, bool) {
 	if it.seat > 0 {
 		md["order"] = strconv.Itoa(it.seat - 1)
 	}
+	if it.kind == KindFrame {
+		md[InventoryMarked] = "true"
+	}
 	if err := wr.w.AddChannel(mcap.Channel{ID: ch, SchemaID: wr.schemaIDs[it.kind], Topic: name, MessageEncoding: messageEncoding, Metadata: md}); err != nil {
 		wr.fail(err)
 		return 0, false
