@@ -551,17 +551,25 @@ func (c *frameCheck) closest(n int, g any) []string {
 	}
 	// A frame caught at a tick where two of its values change (a force
 	// ramp ends: the control mode flips to idle there, while the force is
-	// within tolerance of zero on either side) may show one value as the
-	// frame before did and the other as the frame after: each value is
-	// then matched against the neighbours, not the whole frame.
+	// within tolerance of zero on either side), or where another session's
+	// command to its own arm lands a tick apart from the recording's (two
+	// sessions replayed together), may show one value as one frame of the
+	// window did and another as another: each value is then matched
+	// against the frames the whole-frame match considered, not the whole
+	// frame.
 	wants := []any{c.decoded[n]}
-	if n-1 > 0 {
-		wants = append(wants, c.decoded[n-1])
-	} else if n-1 == 0 {
-		wants = append(wants, c.inventoryState)
+	add := func(i int) {
+		if i == 0 {
+			wants = append(wants, c.inventoryState)
+		} else if i != n {
+			wants = append(wants, c.decoded[i])
+		}
 	}
-	if n+1 < len(fr) {
-		wants = append(wants, c.decoded[n+1])
+	for i := n - 1; i >= 0 && (i >= n-1 || fr[n].LogTime-fr[i].LogTime <= c.window); i-- {
+		add(i)
+	}
+	for i := n + 1; i < len(fr) && (i == n+1 || fr[i].LogTime-fr[n].LogTime <= c.window); i++ {
+		add(i)
 	}
 	var mixed []string
 	compareMixed(at, wants, g, c.tol, &mixed)
