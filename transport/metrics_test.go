@@ -120,6 +120,10 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 
 	c := ts.dial(t, ts.wsURL())
 	c.expect() // inventory
+	// The longest lease, so that a loaded machine does not lapse the first
+	// client's control before the second asks for the arm (the -race suite
+	// at load 10 did, with the default 100 ms).
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
 	const n = 50
 	force := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, arm)
 	for range n {
@@ -131,6 +135,7 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	// A second client asks for the arm the first one controls.
 	other := ts.dial(t, ts.wsURL())
 	other.expect()
+	c.roundTrip(force) // renewed just before
 	other.roundTrip(force)
 
 	if r := ts.do(http.MethodPost, ts.base+"/arm3/0/config/handedness", `"left"`); r.status != http.StatusOK {
@@ -148,8 +153,8 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 			t.Errorf("%s%v went from %v to %v, want at least +%v", name, labels, b, a, atLeast)
 		}
 	}
-	grew("hapticd_messages_total", x, n+2+1)
-	grew("hapticd_frames_total", x, n+2+1+2) // + two inventories
+	grew("hapticd_messages_total", x, n+2+1+2)
+	grew("hapticd_frames_total", x, n+2+1+2+2) // + two inventories
 	grew("hapticd_frame_warnings_total", append(x, "code=unknown_device"), 1)
 	grew("hapticd_frame_errors_total", append(x, "code=invalid_json"), 1)
 	grew("hapticd_frame_errors_total", append(x, "code=device_busy"), 1)
