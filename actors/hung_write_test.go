@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,60 +118,20 @@ func (s *hungFsyncStore) SaveGated(name string, v any, commit func() bool) error
 // through.
 func TestHungWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 	armID := simArm(0).Info().ID
-	doc := storeName(protocol.TypeArm, armID)
 	dir := t.TempDir()
-	hung := &hungFsyncStore{name: doc, entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
-	svc := startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
-		hung.Store, hung.disk = s, s.(*store.Store)
-		return hung
-	}})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(hung.release)
-		}
-	}
-	t.Cleanup(release)
+	svc, hung, release := startHungOn(t, dir, storeName(protocol.TypeArm, armID))
 	arm := addArm(t, svc, simArm(0))
 	before, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
-	answered := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		_, err := svc.SetEntry(arm, 0, set)
-		answered <- err
-	}()
-	select {
-	case <-hung.entered:
-	case <-time.After(patience):
-		t.Fatal("the write never reached the disk")
-	}
-	select {
-	case err := <-answered:
-		var perr *protocol.Error
-		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
-			t.Fatalf("a write hung on the disk answered %v, want %s", err, protocol.CodeUnavailable)
-		}
-		t.Logf("answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("a write hung on the disk still unanswered after 10 s (its WriteTimeout is 300 ms)")
-	}
+	wantUnavailable(t, hung, "a write", func() error { _, err := svc.SetEntry(arm, 0, set); return err })
 	if got, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != before {
 		t.Fatalf("after the 503: %v (%v) in force, want %v", got, err, before)
 	}
 	release() // the disk answers again: the called-off write must not land
-	select {
-	case err := <-hung.returned:
-		if !errors.Is(err, store.ErrNotCommitted) {
-			t.Fatalf("the called-off write returned %v, want store.ErrNotCommitted", err)
-		}
-	case <-time.After(patience):
-		t.Fatal("the hung write never returned")
-	}
+	wantCalledOff(t, hung)
 	// The disk answering, the device's next write goes through; after a
 	// restart it is in force, the called-off one nowhere.
 	handed, pe := protocol.DecodeEntry(protocol.KeyHandedness, []byte(`"left"`), "")
@@ -199,53 +160,14 @@ func TestHungWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 // after a restart; the next setting change goes through.
 func TestHungSettingsWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 	dir := t.TempDir()
-	hung := &hungFsyncStore{name: "settings", entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
-	svc := startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
-		hung.Store, hung.disk = s, s.(*store.Store)
-		return hung
-	}})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(hung.release)
-		}
-	}
-	t.Cleanup(release)
+	svc, hung, release := startHungOn(t, dir, "settings")
 	before := svc.Settings().ForceScale
-	answered := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		_, err := svc.SetSetting(protocol.SettingForceScale, 0.5)
-		answered <- err
-	}()
-	select {
-	case <-hung.entered:
-	case <-time.After(patience):
-		t.Fatal("the settings write never reached the disk")
-	}
-	select {
-	case err := <-answered:
-		var perr *protocol.Error
-		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
-			t.Fatalf("a settings write hung on the disk answered %v, want %s", err, protocol.CodeUnavailable)
-		}
-		t.Logf("answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("a settings write hung on the disk still unanswered after 10 s (its WriteTimeout is 300 ms)")
-	}
+	wantUnavailable(t, hung, "a settings write", func() error { _, err := svc.SetSetting(protocol.SettingForceScale, 0.5); return err })
 	if got := svc.Settings().ForceScale; got != before {
 		t.Fatalf("after the 503: force scale %v in force, want %v", got, before)
 	}
 	release() // the disk answers again: the called-off write must not land
-	select {
-	case err := <-hung.returned:
-		if !errors.Is(err, store.ErrNotCommitted) {
-			t.Fatalf("the called-off write returned %v, want store.ErrNotCommitted", err)
-		}
-	case <-time.After(patience):
-		t.Fatal("the hung write never returned")
-	}
+	wantCalledOff(t, hung)
 	if got := svc.Settings().ForceScale; got != before {
 		t.Fatalf("after the disk answered: force scale %v in force, want %v", got, before)
 	}
@@ -256,5 +178,59 @@ func TestHungSettingsWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 	again := startWith(t, Options{StateDir: dir})
 	if got := again.Settings().ForceScale; got != 0.75 {
 		t.Fatalf("after a restart: force scale %v, want 0.75 (the acknowledged write; 0.5 was called off)", got)
+	}
+}
+
+// startHungOn starts a service on dir whose writes of the document name
+// hang on fsync until release (also at the test's end), with a 300 ms
+// WriteTimeout.
+func startHungOn(t *testing.T, dir, name string) (svc *Service, hung *hungFsyncStore, release func()) {
+	t.Helper()
+	hung = &hungFsyncStore{name: name, entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
+	svc = startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		hung.Store, hung.disk = s, s.(*store.Store)
+		return hung
+	}})
+	var once sync.Once
+	release = func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	return svc, hung, release
+}
+
+// wantUnavailable runs write, which must reach the hung disk and be
+// answered 503 unavailable well within 10 s (its WriteTimeout is 300 ms).
+func wantUnavailable(t *testing.T, hung *hungFsyncStore, what string, write func() error) {
+	t.Helper()
+	answered := make(chan error, 1)
+	start := time.Now()
+	go func() { answered <- write() }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatalf("%s never reached the disk", what)
+	}
+	select {
+	case err := <-answered:
+		var perr *protocol.Error
+		if !errors.As(err, &perr) || perr.Code != protocol.CodeUnavailable {
+			t.Fatalf("%s hung on the disk answered %v, want %s", what, err, protocol.CodeUnavailable)
+		}
+		t.Logf("answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s hung on the disk still unanswered after 10 s (its WriteTimeout is 300 ms)", what)
+	}
+}
+
+// wantCalledOff waits for the hung write, released, to return
+// store.ErrNotCommitted: called off at the commit point, not landed.
+func wantCalledOff(t *testing.T, hung *hungFsyncStore) {
+	t.Helper()
+	select {
+	case err := <-hung.returned:
+		if !errors.Is(err, store.ErrNotCommitted) {
+			t.Fatalf("the called-off write returned %v, want store.ErrNotCommitted", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the hung write never returned")
 	}
 }
