@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -251,7 +252,7 @@ func TestMixedFleetOrderAndIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sv, err := startService(o, zerolog.Nop())
+		sv, err := startService(context.Background(), o, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +320,7 @@ func TestRecordingReplaysEveryFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := startService(o, zerolog.Nop())
+	sv, err := startService(context.Background(), o, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
