@@ -795,6 +795,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 		next.Set(e)
 	}
+	c.sizeNavigation(&next)
 	if next.Equal(&s.cfg) && !(m.durable && c.owesWrite(s)) {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
 		return
@@ -889,13 +890,14 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		last = s
 		next := s.cfg
 		next.Reset(k)
+		c.sizeNavigation(&next)
 		if !next.Equal(&s.cfg) || c.owesWrite(s) {
 			changes = append(changes, change{s, next})
 		}
 	}
 	inForce := func() protocol.Entry {
 		if last == nil {
-			def := protocol.DefaultSessionConfig()
+			def := c.defaultSessionConfig()
 			return c.effective(&sessionState{cfg: def}, k)
 		}
 		return c.effective(last, k)
@@ -955,7 +957,7 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	s := c.sessions[m.session]
 	added := s == nil
 	if added {
-		s = &sessionState{cfg: protocol.DefaultSessionConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
+		s = &sessionState{cfg: c.defaultSessionConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
 		c.sessions[m.session] = s
 	}
 	s.basis = m.basis
@@ -982,7 +984,7 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				// session had before are not this profile's, and its next
 				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
-				s.cfg = protocol.DefaultSessionConfig()
+				s.cfg = c.defaultSessionConfig()
 				s.loadErr, s.unread = err, leftUnread(err)
 				if m.late != nil {
 					m.late.warnLate(c.unreadWarning(err))
@@ -990,11 +992,12 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				}
 			case found:
 				s.cfg = stored
+				c.sizeNavigation(&s.cfg) // a file from before navigation has the unsized default
 				s.loadErr, s.unread = nil, false
 			default:
 				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
-				def := protocol.DefaultSessionConfig()
+				def := c.defaultSessionConfig()
 				if !s.cfg.Equal(&def) && c.writeBehind != nil {
 					c.writeBehind.Put(name, s.cfg)
 				}
@@ -1027,7 +1030,7 @@ func (c *deviceCore) detach(session uint64) {
 // entries are all defaults shares the device's default view, so every such
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
-	def := protocol.DefaultSessionConfig()
+	def := c.defaultSessionConfig()
 	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
 	} else {
@@ -1096,7 +1099,7 @@ func (c *deviceCore) compile(cfg *protocol.SessionConfig, basis protocol.Basis, 
 // device-global entries; a settings change needs only publishLoopGlobals.
 func (c *deviceCore) publishGlobals() {
 	c.publishLoopGlobals()
-	def := protocol.DefaultSessionConfig()
+	def := c.defaultSessionConfig()
 	c.dev.defaultView.Store(c.compile(&def, protocol.Basis{Permutation: protocol.IdentityBasis}, space.IdentityTransform()))
 	c.dev.viewsChanged()
 	for _, s := range c.sessions {

@@ -19,6 +19,29 @@ import (
 // report: the offset is added to set_transform's position, so positions,
 // state.transform and state.navigation all show it.
 
+// defaultSessionConfig is the session-scoped defaults on this device: the
+// protocol's, with the default bubble sized for the arm.
+func (c *deviceCore) defaultSessionConfig() protocol.SessionConfig {
+	cfg := protocol.DefaultSessionConfig()
+	c.sizeNavigation(&cfg)
+	return cfg
+}
+
+// sizeNavigation fits the sizes of cfg's bubble that no client gave to the
+// arm's workspace (protocol.Navigation.SizedFor): the Inverse3's 5 cm
+// default bubble fills a Minverse's whole workspace, and its hand could
+// never reach the velocity zone. Every config a session holds is sized, so
+// what is in force, stored and answered is the same.
+func (c *deviceCore) sizeNavigation(cfg *protocol.SessionConfig) {
+	radius := 0.0
+	if c.dev.Type == protocol.TypeArm {
+		// By the family's device type number, as the serial driver reads
+		// its figures; a lab gateway's proxy carries the node arm's.
+		radius = hw.ArmFiguresOf(c.dev.Info.Model).WorkspaceRadiusM
+	}
+	cfg.Navigation = cfg.Navigation.SizedFor(radius)
+}
+
 // navigation compiles s's navigation for the loop, nil when it is off. It
 // keeps s's track while navigation stays on.
 func (c *deviceCore) navigation(s *sessionState) *loop.Navigation {

@@ -56,7 +56,8 @@ func FuzzDecodeEffects(f *testing.F) {
 }
 
 // FuzzDecodeNavigation: the navigation entry decodes, encodes and decodes
-// again to the same value, or is refused with a listed code.
+// again to the same value (the sizes left to the arm then given: the
+// encoding writes them), or is refused with a listed code.
 func FuzzDecodeNavigation(f *testing.F) {
 	f.Add([]byte(`{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0.1},"mode":"drift","drift_rate":0.01},"shape":{"primitive":"rounded_box","parameters":{"b":{"x":0.03,"y":0.03,"z":0.03},"r":0.01}},"easing":"cubic","collision_detection":{"hysteresis":0.001}}}`))
 	f.Add([]byte(`{"mode":"off"}`))
@@ -75,7 +76,7 @@ func FuzzDecodeNavigation(f *testing.F) {
 			t.Fatalf("accepted %q, wrote %q", data, enc)
 		}
 		again, perr := DecodeEntry(KeyNavigation, enc, "")
-		if perr != nil || again != e {
+		if perr != nil || again != e.(Navigation).SizedFor(0) {
 			t.Fatalf("%s does not round-trip: %v %+v", enc, perr, again)
 		}
 	})

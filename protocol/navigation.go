@@ -82,6 +82,12 @@ type BubbleNavigation struct {
 	WallStiffnessNPerM         float64
 	WallDampingNsPerM          float64
 	HysteresisM                float64 // collision_detection.hysteresis
+
+	// ShapeFromArm and ZoneWidthFromArm mark Shape and VelocityZoneWidthM
+	// as defaults no client gave: the device sizes them from its arm's
+	// workspace (SizedFor) before they are in force, stored or answered, so
+	// the default bubble fits a small arm too. Never encoded.
+	ShapeFromArm, ZoneWidthFromArm bool
 }
 
 // Ranges of the navigation entry.
@@ -98,13 +104,24 @@ const (
 	navWallStiffnessLimit = EffectStiffnessMax
 )
 
-// DefaultNavigation is navigation off, with the bubble's defaults: a 5 cm
-// sphere centred where the cursor is when the navigation starts, a 3 cm
-// velocity zone, 4 m/s per m up to 0.5 m/s,
-// 1 N·s/m in the dead zone, 50 N/m in the velocity zone and an 800 N/m,
-// 4 N·s/m wall.
+// The default bubble's size as shares of the arm's workspace radius: a
+// sphere of half of it with a velocity zone of 0.3 of it (5 cm and 3 cm on
+// an Inverse3's 0.1 m, 2.5 cm and 1.5 cm on a Minverse's 0.05 m), so the
+// hand reaches the velocity zone and the wall inside any arm's workspace.
+const (
+	DefaultBubbleRadiusShare    = 0.5
+	DefaultBubbleZoneWidthShare = 0.3
+)
+
+// DefaultNavigation is navigation off, with the bubble's defaults: a sphere
+// centred where the cursor is when the navigation starts, a velocity zone,
+// 4 m/s per m up to 0.5 m/s, 1 N·s/m in the dead zone, 50 N/m in the
+// velocity zone and an 800 N/m, 4 N·s/m wall. The sphere and the zone are
+// an Inverse3's (5 cm, 3 cm) until SizedFor fits them to the arm.
 func DefaultNavigation() Navigation {
 	return Navigation{Mode: NavigationOff, Bubble: BubbleNavigation{
+		ShapeFromArm:               true,
+		ZoneWidthFromArm:           true,
 		Center:                     BubbleCenter{Mode: CenterCursor},
 		Shape:                      SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}},
 		VelocityZoneWidthM:         0.03,
@@ -118,6 +135,31 @@ func DefaultNavigation() Navigation {
 		HysteresisM:                0.002,
 	}}
 }
+
+// SizedFor is n with the sizes no client gave (ShapeFromArm,
+// ZoneWidthFromArm) fitted to an arm whose workspace sphere has radius
+// workspaceRadiusM: a sphere of DefaultBubbleRadiusShare of it and a zone
+// of DefaultBubbleZoneWidthShare, to 0.1 mm, within the entry's ranges.
+// Sizes a client gave are kept. Without a radius (not positive or not
+// finite) the Inverse3's defaults stay. The result marks nothing.
+func (n Navigation) SizedFor(workspaceRadiusM float64) Navigation {
+	b := &n.Bubble
+	known := workspaceRadiusM > 0 && !math.IsInf(workspaceRadiusM, 1)
+	if b.ShapeFromArm && known {
+		r := math.Min(roundToTenthMM(DefaultBubbleRadiusShare*workspaceRadiusM), NavShapeMax)
+		b.Shape = SDFShape{Primitive: "sphere", Params: SDFParams{R: r}}
+	}
+	if b.ZoneWidthFromArm && known {
+		w := roundToTenthMM(DefaultBubbleZoneWidthShare * workspaceRadiusM)
+		b.VelocityZoneWidthM = math.Max(NavZoneWidthMin, math.Min(w, NavZoneWidthMax))
+	}
+	b.ShapeFromArm, b.ZoneWidthFromArm = false, false
+	return n
+}
+
+// roundToTenthMM rounds a length in metres to 0.1 mm, so a share of 0.1 m
+// reads 0.03, not 0.030000000000000002.
+func roundToTenthMM(m float64) float64 { return math.Round(m*1e4) / 1e4 }
 
 // Enabled reports whether the bubble acts.
 func (n Navigation) Enabled() bool { return n.Mode == NavigationBubble }
@@ -240,6 +282,9 @@ members:
 					return err
 				}
 				b.setScalar(i, f)
+				if s.name == "velocity_zone_width" {
+					b.ZoneWidthFromArm = false
+				}
 				continue members
 			}
 		}
@@ -258,7 +303,7 @@ members:
 			if err := checkBubbleShape(s, &c); err != nil {
 				return err
 			}
-			b.Shape = s
+			b.Shape, b.ShapeFromArm = s, false
 		case it.KeyIs("easing"):
 			c := at.child("easing")
 			e, known, err := readEnum(val, &c, navigationEasings)

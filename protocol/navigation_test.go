@@ -115,13 +115,14 @@ func TestNavigationWarnsAboutUnknownFields(t *testing.T) {
 }
 
 // The entry is stored with the session's config (per profile) and comes
-// back whole; a stored file from before navigation existed loads with the
-// default.
+// back whole, as the device sized it; a stored file from before navigation
+// existed loads with the default, still to be sized.
 func TestNavigationPersistsWithTheSessionConfig(t *testing.T) {
-	n, err := DecodeEntry(KeyNavigation, []byte(`{"mode":"bubble","bubble":{"shape":{"primitive":"ellipsoid","parameters":{"a":{"x":0.04,"y":0.05,"z":0.06}}},"wall_stiffness":1234}}`), "")
+	decoded, err := DecodeEntry(KeyNavigation, []byte(`{"mode":"bubble","bubble":{"shape":{"primitive":"ellipsoid","parameters":{"a":{"x":0.04,"y":0.05,"z":0.06}}},"wall_stiffness":1234}}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var n Entry = decoded.(Navigation).SizedFor(0.05)
 	c := DefaultSessionConfig()
 	if !c.Set(n) || c.Get(KeyNavigation) != n {
 		t.Fatal("Set/Get")
@@ -250,5 +251,42 @@ func TestNavigationViewAndBubbleToDevice(t *testing.T) {
 	// The device centre is the local origin of the shape.
 	if l := add3(d.ToLocal.MulVec(d.CenterM), d.LocalOffset); !near(l, Vec3{}) {
 		t.Fatalf("centre maps to local %v", l)
+	}
+}
+
+// The default bubble is sized from the arm's workspace; sizes a client
+// gave keep their meaning whatever the arm.
+func TestNavigationDefaultSizeFollowsTheArm(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		body      string
+		radiusM   float64
+		wantShape SDFShape
+		wantWidth float64
+	}{
+		{"defaults on an Inverse3", `{"mode":"bubble"}`, 0.1, SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}}, 0.03},
+		{"defaults on a Minverse", `{"mode":"bubble"}`, 0.05, SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.025}}, 0.015},
+		{"a given sphere stays", `{"mode":"bubble","bubble":{"shape":{"primitive":"sphere","parameters":{"r":0.05}}}}`, 0.05, SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}}, 0.015},
+		{"a given width stays", `{"mode":"bubble","bubble":{"velocity_zone_width":0.03}}`, 0.05, SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.025}}, 0.03},
+		{"no radius: the Inverse3's", `{"mode":"bubble"}`, 0, SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}}, 0.03},
+		{"a radius not finite: the Inverse3's", `{"mode":"bubble"}`, math.Inf(1), SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.05}}, 0.03},
+		{"a huge arm: within range", `{"mode":"bubble"}`, 10, SDFShape{Primitive: "sphere", Params: SDFParams{R: NavShapeMax}}, NavZoneWidthMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := DecodeEntry(KeyNavigation, []byte(tc.body), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := e.(Navigation).SizedFor(tc.radiusM)
+			if got.Bubble.Shape != tc.wantShape || got.Bubble.VelocityZoneWidthM != tc.wantWidth {
+				t.Errorf("shape %+v width %v, want %+v %v", got.Bubble.Shape, got.Bubble.VelocityZoneWidthM, tc.wantShape, tc.wantWidth)
+			}
+			if got.Bubble.ShapeFromArm || got.Bubble.ZoneWidthFromArm {
+				t.Error("still marked to be sized")
+			}
+			if again := got.SizedFor(0.2); again != got {
+				t.Errorf("sized twice: %+v", again.Bubble)
+			}
+		})
 	}
 }

@@ -560,3 +560,50 @@ func TestGatewayTellsTheClientOfARefusedNavigation(t *testing.T) {
 		t.Errorf("navigation-refused for session %d, %s: %q; want session %d, unavailable (a second event for one refused generation?)", s, code, why, sess.ID)
 	}
 }
+
+// A default bubble ({"mode": "bubble"}) configured through the gateway on
+// a node's arm is sized for that arm's family, by the device type number
+// the node reports, as on a single host: a Minverse's half as large as an
+// Inverse3's, so its hand can reach the velocity zone.
+func TestGatewaySizesTheDefaultBubbleForTheNodesArm(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		model           uint32
+		radiusM, widthM float64
+	}{
+		{"inverse3", hw.ModelInverse3, 0.05, 0.03},
+		{"minverse", hw.ModelMinverse, 0.025, 0.015},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := testGateway(t, time.Hour)
+			out := watchOutbox(t, g.sys)
+			d := arm("uuid-a", "049D")
+			d.Model = tc.model
+			g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{d}})
+			waitAdded(t, g)
+			g.states(&wire.StateBatch{NodeId: "a", SentUnixNs: time.Now().UnixNano(), States: []*wire.State{{Uuid: "uuid-a"}}})
+
+			c := openGatewayClient(t, g, "")
+			f := c.send(`{"arm3":[{"device_id":"049D","configure":{"navigation":{"mode":"bubble"}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`)
+			if f["errors"] != nil {
+				t.Fatalf("configure.navigation: %v", f["errors"])
+			}
+			var sent *wire.Navigation
+			hwtest.Eventually(t, 5*time.Second, "the bubble forwarded to the node", func() bool {
+				for _, n := range sentOf[*wire.Navigation](out) {
+					if len(n.Bubble) > 0 {
+						sent = n
+					}
+				}
+				return sent != nil
+			})
+			var b effect.Bubble
+			if err := json.Unmarshal(sent.Bubble, &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.Shape.RadiusM != tc.radiusM || b.WidthM != tc.widthM {
+				t.Errorf("forwarded a bubble of radius %v m, zone %v m; want %v, %v", b.Shape.RadiusM, b.WidthM, tc.radiusM, tc.widthM)
+			}
+		})
+	}
+}

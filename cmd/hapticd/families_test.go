@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -251,7 +252,7 @@ func TestMixedFleetOrderAndIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sv, err := startService(o, zerolog.Nop())
+		sv, err := startService(context.Background(), o, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +320,7 @@ func TestRecordingReplaysEveryFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := startService(o, zerolog.Nop())
+	sv, err := startService(context.Background(), o, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,5 +432,73 @@ func TestForceClampZeroLetsNoForceThrough(t *testing.T) {
 		if z, _ := hwtest.JSONPath(f, "arm3", 0, "state", "cursor_position", "z").(float64); z > z0+0.005 {
 			t.Fatalf("with force_clamp 0 N a 3 N push moved the cursor from z %.4f to %.4f m", z0, z)
 		}
+	}
+}
+
+// The default bubble ({"mode": "bubble"}, as docs/protocol.md suggests)
+// moves the workspace on every arm family when the hand pushes toward the
+// workspace's edge. It was the Inverse3's 5 cm sphere everywhere: on a
+// Minverse, whose whole workspace radius is 5 cm, the workspace's boundary
+// stopped the cursor short of the velocity zone and the workspace never
+// moved. The default is now sized from the arm (half its workspace radius,
+// a zone of 0.3 of it), and GET and POST say so, over either path.
+func TestDefaultBubbleMovesTheWorkspaceOnEveryFamily(t *testing.T) {
+	sv := startInProcess(t, "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", t.TempDir(), "--sim", "inverse3=1,minverse=1,inverse3x=1")
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	radiusOf := map[string]float64{}
+	for _, f := range sim.Families() {
+		radiusOf[f.Name] = f.WorkspaceRadiusM
+	}
+	s := &tutorialSession{t: t, c: dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")}
+	first := readJSON(t, s.c)
+	sid := fmt.Sprint(first["session_id"])
+	s.tick(`{"session":{"configure":{"profile":{"name":"co.example.nav:bubble"}}}}`)
+	arms, _ := first["inverse3"].([]any)
+	families := map[string]bool{}
+	for i, a := range arms {
+		id := fmt.Sprint(hwtest.JSONPath(a, "device_id"))
+		family := fmt.Sprint(hwtest.JSONPath(a, "config", "type"))
+		families[family] = true
+		radius := radiusOf[family]
+		if radius == 0 {
+			t.Fatalf("arm %s: family %q has no workspace radius", id, family)
+		}
+		wantR, wantWidth := math.Round(radius/2*1e4)/1e4, math.Round(radius*0.3*1e4)/1e4
+		route := fmt.Sprintf("%s/inverse3/%d/config/navigation?session=%s", base, i, sid)
+		sizes := func(entry any) (any, any) {
+			return hwtest.JSONPath(entry, "bubble", "shape", "parameters", "r"), hwtest.JSONPath(entry, "bubble", "velocity_zone_width")
+		}
+		// Over HTTP: the echo is the entry in force, sized for the arm.
+		status, env := httpDo(t, "POST", route, `{"mode":"bubble"}`)
+		if r, w := sizes(env["data"]); status != 200 || r != wantR || w != wantWidth {
+			t.Errorf("%s %s: POST {\"mode\":\"bubble\"}: %d, r %v width %v, want %v %v", family, id, status, r, w, wantR, wantWidth)
+		}
+		httpDo(t, "DELETE", route, "")
+		// Over WebSocket, then GET.
+		s.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"configure":{"navigation":{"mode":"bubble"}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, id))
+		status, env = httpDo(t, "GET", route, "")
+		if r, w := sizes(hwtest.JSONPath(env, "data", "config")); status != 200 || r != wantR || w != wantWidth {
+			t.Errorf("%s %s: GET after configure: %d, r %v width %v, want %v %v", family, id, status, r, w, wantR, wantWidth)
+		}
+		var transform, cursor any
+		moved := false
+		for deadline := time.Now().Add(20 * time.Second); !moved && time.Now().Before(deadline); {
+			f := s.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":1.5,"y":0,"z":0}}}}]}`, id))
+			for _, e := range f["inverse3"].([]any) {
+				if hwtest.JSONPath(e, "device_id") == id {
+					transform, cursor = hwtest.JSONPath(e, "state", "transform"), hwtest.JSONPath(e, "state", "cursor_position")
+					m, _ := transform.(map[string]any)
+					moved = len(m) > 0
+				}
+			}
+		}
+		if !moved {
+			t.Errorf("%s %s: pushing +x at 1.5 N never moved the workspace (cursor %v, transform %v)", family, id, cursor, transform)
+		}
+		s.tick(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"configure":{"navigation":{"mode":"off"}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, id))
+	}
+	if len(families) != 3 {
+		t.Fatalf("families %v, want the three arm families", families)
 	}
 }

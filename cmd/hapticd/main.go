@@ -175,7 +175,9 @@ func serve(args []string) error {
 }
 
 // serveUntilSignal starts the service, lets more run on it (replay adds
-// its devices), logs ready and serves until SIGINT or SIGTERM.
+// its devices), logs ready and serves until SIGINT or SIGTERM. A signal
+// during the start stops it there: what was started is shut down, no ready
+// line is logged, and the exit is as clean as a stop after ready.
 func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error) error {
 	// Catch signals before any listener answers: a supervisor (or a test)
 	// that sees the port up and sends SIGTERM at once must get a clean
@@ -183,7 +185,21 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	sv, err := startService(o, log)
+	// The start reads the signal through ctx: a large fleet takes seconds
+	// to add, and a Ctrl-C then must not wait for the ready line.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		select {
+		case s := <-sig:
+			cancel(stopSignal{s})
+		case <-ctx.Done():
+		}
+	}()
+	sv, err := startService(ctx, o, log)
+	if errors.Is(err, errStoppedDuringStart) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -192,12 +208,50 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 			return sv.stop(err)
 		}
 	}
+	if ctx.Err() != nil {
+		return sv.stopBeforeReady(ctx, "")
+	}
 	releaseStartGarbage()
 	logReady(log, sv)
 
-	s := <-sig
-	log.Info().Str("signal", s.String()).Msg("shutting down")
+	<-ctx.Done()
+	log.Info().Str("signal", signalOf(ctx)).Msg("shutting down")
 	return sv.stop(nil)
+}
+
+// stopSignal is the cause of the serving context's end: the signal that
+// asked for the stop.
+type stopSignal struct{ sig os.Signal }
+
+func (s stopSignal) Error() string { return "stopped by " + s.sig.String() }
+
+// signalOf names the signal that ended ctx ("" if none did).
+func signalOf(ctx context.Context) string {
+	var s stopSignal
+	if errors.As(context.Cause(ctx), &s) {
+		return s.sig.String()
+	}
+	return ""
+}
+
+// errStoppedDuringStart is what startService answers once it has shut down
+// cleanly because its context ended: a stop asked for, not a failure.
+var errStoppedDuringStart = errors.New("stopped during the start")
+
+// stopBeforeReady shuts down what the start has brought up after ctx
+// ended before the ready line (progress says how far it got, for the log).
+// It answers errStoppedDuringStart when the shutdown went cleanly, the
+// shutdown's errors otherwise.
+func (sv *service) stopBeforeReady(ctx context.Context, progress string) error {
+	ev := sv.log.Info().Str("signal", signalOf(ctx))
+	if progress != "" {
+		ev = ev.Str("started", progress)
+	}
+	ev.Msg("shutting down before ready")
+	if err := sv.stop(nil); err != nil {
+		return err
+	}
+	return errStoppedDuringStart
 }
 
 // logReady logs the line that says everything listens (also under the
@@ -216,8 +270,11 @@ type service struct {
 	dirLock  *store.DirLock // nil without a state directory
 }
 
-// startService wires everything the flags ask for and starts serving.
-func startService(o *options, log zerolog.Logger) (*service, error) {
+// startService wires everything the flags ask for and starts serving. It
+// watches ctx between the simulated devices it adds and before the
+// listeners start: once ctx ends it shuts down what it started and
+// answers errStoppedDuringStart.
+func startService(ctx context.Context, o *options, log zerolog.Logger) (*service, error) {
 	tuneGC(os.LookupEnv)
 	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
 	if err != nil {
@@ -268,8 +325,15 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
 
 	periodS := 1 / float64(o.loopHz)
+	total, added := 0, 0
+	for _, e := range o.fleet.Sorted() {
+		total += e.Count
+	}
 	for _, e := range o.fleet.Sorted() {
 		for i := 0; i < e.Count; i++ {
+			if ctx.Err() != nil {
+				return nil, sv.stopBeforeReady(ctx, fmt.Sprintf("%d of %d simulated devices", added, total))
+			}
 			dev := sim.NewDevice(e.Family, o.lab.simIndexBase+i, sim.ArmOptions{PeriodS: periodS, Motion: simMotion(o, e.Family), Seed: int64(i)})
 			d, err := svc.AddDevice(dev, false)
 			if err != nil {
@@ -280,7 +344,11 @@ func startService(o *options, log zerolog.Logger) (*service, error) {
 					return nil, sv.stop(fmt.Errorf("simulated %s %d: %w", e.Family, i, err))
 				}
 			}
+			added++
 		}
+	}
+	if ctx.Err() != nil {
+		return nil, sv.stopBeforeReady(ctx, fmt.Sprintf("%d of %d simulated devices", added, total))
 	}
 	hardware.start(svc)
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -294,7 +295,7 @@ func startInProcess(t *testing.T, args ...string) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := startService(o, zerolog.Nop())
+	sv, err := startService(context.Background(), o, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

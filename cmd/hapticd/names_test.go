@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestTypeNamesFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sv, err := startService(o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--type-names") {
+	if sv, err := startService(context.Background(), o, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--type-names") {
 		if sv != nil {
 			_ = sv.stop(nil)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -208,7 +209,7 @@ func (w *windowsService) Execute(_ []string, req <-chan svc.ChangeRequest, statu
 		fmt.Fprintln(logFile, "hapticd:", err)
 		return true, exitStartFailed
 	}
-	sv, err := startService(o, log)
+	sv, err := startService(context.Background(), o, log)
 	if err != nil {
 		log.Error().Err(err).Msg("service did not start")
 		return true, exitStartFailed

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestStopWithAStalledEventsClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := startService(o, zerolog.Nop())
+	sv, err := startService(context.Background(), o, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
