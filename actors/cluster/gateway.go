@@ -185,6 +185,25 @@ func (g *Gateway) Close() {
 
 type gatewayActor Gateway
 
+// fromNode takes what a node pushes to its gateway: device states, events,
+// and its answers to effects and navigation the gateway forwarded.
+func (g *Gateway) fromNode(m any) {
+	switch m := m.(type) {
+	case *wire.StateBatch:
+		g.states(m)
+	case *wire.Event:
+		g.event(m)
+	case *wire.EffectsReply:
+		if p := g.proxy(m.Uuid); p != nil {
+			p.refused(m)
+		}
+	case *wire.NavigationReply:
+		if p := g.proxy(m.Uuid); p != nil {
+			p.navigationRefused(m)
+		}
+	}
+}
+
 func (a *gatewayActor) Receive(ctx actor.Context) {
 	g := (*Gateway)(a)
 	switch m := ctx.Message().(type) {
@@ -200,18 +219,8 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		g.terminated(m.Who)
 	case *probe:
 		g.probed(m)
-	case *wire.StateBatch:
-		g.states(m)
-	case *wire.Event:
-		g.event(m)
-	case *wire.EffectsReply:
-		if p := g.proxy(m.Uuid); p != nil {
-			p.refused(m)
-		}
-	case *wire.NavigationReply:
-		if p := g.proxy(m.Uuid); p != nil {
-			p.navigationRefused(m)
-		}
+	case *wire.StateBatch, *wire.Event, *wire.EffectsReply, *wire.NavigationReply:
+		g.fromNode(m)
 	default:
 		g.log.Warn().Str("type", fmt.Sprintf("%T", m)).Msg("cluster gateway: unknown message dropped")
 	}

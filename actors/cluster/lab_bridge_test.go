@@ -69,18 +69,7 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 			case <-done:
 				return
 			case m := <-toGW:
-				switch m := m.(type) {
-				case *wire.StateBatch:
-					g.states(m)
-				case *wire.EffectsReply:
-					if p := g.proxy(m.Uuid); p != nil {
-						p.refused(m)
-					}
-				case *wire.NavigationReply:
-					if p := g.proxy(m.Uuid); p != nil {
-						p.navigationRefused(m)
-					}
-				}
+				g.fromNode(m)
 			}
 		}
 	}()
