@@ -573,6 +573,9 @@ func (n *Node) command(m *wire.Command) {
 			return // a local client, or another gateway within its lease, holds the device
 		}
 		reg.Release(held)
+		// Its effects go with its lease, as when the push loop sees the
+		// lapse first (lapsed forgot the lease, so that loop never will).
+		n.dropEffects(d, held, m.Uuid)
 		if reg.Claim(owner) != owner {
 			return
 		}
