@@ -359,7 +359,7 @@ func (n *Node) answerConfig(j configJob) {
 			Msg("cluster: a config request came past the gateway's timeout; not applied")
 		if j.to != nil {
 			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
-				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the ones before it), too late to answer within the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
+				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the device's requests before it), too late to answer within the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
 		}
 		return
 	}
