@@ -163,10 +163,12 @@
 // since the gateway's loop writes none). No Receive
 // waits: what must (a node answering a config request, which waits on the
 // device actor and a set's fsync; the gateway adding an inventory's
-// proxies, which waits on the registry) is queued to one goroutine per
-// process (fifo), so a gateway's config requests are answered in the order
-// they came, and devices are added in the order of the inventories that
-// listed them. A proxy is in the gateway's map, its short id taken, from
+// proxies, which waits on the registry) is queued off the actor: a node's
+// config requests to one goroutine per device with requests waiting
+// (keyedFIFO), so each device's are answered in the order they came and a
+// write hung on one device's document holds no other device's; a
+// gateway's adds to one goroutine per process (fifo), so devices are added
+// in the order of the inventories that listed them. A proxy is in the gateway's map, its short id taken, from
 // the inventory on; it is a device of the gateway's service once its add
 // is done. Cluster
 // topology events arrive on the provider's poller goroutine and take the

@@ -45,10 +45,12 @@ type Node struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
-	// configs are the gateways' config requests, answered in the order
-	// they came by one goroutine: the answers wait on the device actor
-	// (and a set on its fsync), which no Receive may.
-	configs *fifo[configJob]
+	// configs are the gateways' config requests by device UUID, each
+	// device's answered in the order they came, off the actors: the
+	// answers wait on the device actor (and a set on its fsync), which no
+	// Receive may, and one device's write hung on its disk must not hold
+	// the other devices' requests until they are too old to apply.
+	configs *keyedFIFO[string, configJob]
 
 	// mu guards the following.
 	mu     sync.Mutex
@@ -141,7 +143,8 @@ func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
 	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
-		stop: make(chan struct{}), subs: map[string]*subscriber{}, configs: newFIFO[configJob]()}
+		stop: make(chan struct{}), subs: map[string]*subscriber{}}
+	n.configs = newKeyedFIFO[string](n.answerConfig)
 	// The node's one kind: a device's cluster identity is this kind plus
 	// its UUID, so placement is where the device's cable is.
 	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
@@ -163,13 +166,9 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 		lk.stop()
 		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
 	}
-	n.wg.Add(3)
+	n.wg.Add(2)
 	go n.push()
 	go n.forwardEvents(sub)
-	go func() {
-		defer n.wg.Done()
-		n.configs.run(n.stop, n.answerConfig)
-	}()
 	return n, nil
 }
 
@@ -248,6 +247,7 @@ func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 // with their lease.
 func (n *Node) Close() {
 	close(n.stop)
+	n.configs.close()
 	n.wg.Wait()
 	n.lk.stop()
 }
@@ -335,7 +335,7 @@ func (n *Node) configArrived(m *wire.ConfigRequest, to *actor.PID) {
 		}
 		n.mu.Unlock()
 	}
-	n.configs.push(j)
+	n.configs.push(m.Uuid, j)
 }
 
 // answerConfig answers one config request, off the actors. One sent more
@@ -359,7 +359,7 @@ func (n *Node) answerConfig(j configJob) {
 			Msg("cluster: a config request came past the gateway's timeout; not applied")
 		if j.to != nil {
 			n.sys.Root.Send(j.to, &wire.ConfigReply{Code: string(protocol.CodeUnavailable),
-				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the ones before it), too late to answer within the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
+				Error: fmt.Sprintf("node %s: the request was sent %v ago (in transit and behind the device's requests before it), too late to answer within the gateway's %v; not applied", n.cfg.NodeID, waited.Round(time.Millisecond), configTimeout)})
 		}
 		return
 	}
@@ -573,6 +573,9 @@ func (n *Node) command(m *wire.Command) {
 			return // a local client, or another gateway within its lease, holds the device
 		}
 		reg.Release(held)
+		// Its effects go with its lease, as when the push loop sees the
+		// lapse first (lapsed forgot the lease, so that loop never will).
+		n.dropEffects(d, held, m.Uuid)
 		if reg.Claim(owner) != owner {
 			return
 		}

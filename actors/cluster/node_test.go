@@ -29,24 +29,29 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return testNodeServing(t, svc), d
+}
+
+// testNodeServing is testNode serving svc's devices, subscribed to by testGW;
+// svc's arms have had their first tick.
+func testNodeServing(t *testing.T, svc *actors.Service) *Node {
+	t.Helper()
 	cfg := Config{NodeID: "n", LeaseMs: 100, Log: zerolog.Nop()}
 	cfg.defaults()
 	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
 	t.Cleanup(sys.Shutdown)
 	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, sys: sys, clock: loop.SystemClock(), subs: map[string]*subscriber{},
-		stop: make(chan struct{}), configs: newFIFO[configJob]()}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.configs.run(n.stop, n.answerConfig)
-	}()
-	t.Cleanup(func() { close(n.stop); n.wg.Wait() })
+		stop: make(chan struct{})}
+	n.configs = newKeyedFIFO[string](n.answerConfig)
+	t.Cleanup(func() { close(n.stop); n.configs.close(); n.wg.Wait() })
 	n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano()})
 	// Tests place springs and bubbles around where the arm is: before its
 	// loop's first tick the snapshot's position is zero, not the arm's.
 	var snap loop.Snapshot
-	hwtest.Eventually(t, 10*time.Second, "the arm's first tick", func() bool { d.Load(&snap); return snap.Tick > 0 })
-	return n, d
+	for _, d := range svc.Devices().All() {
+		hwtest.Eventually(t, 10*time.Second, "the arm's first tick", func() bool { d.Load(&snap); return snap.Tick > 0 })
+	}
+	return n
 }
 
 const testGW = "127.0.0.4:7070"

@@ -3,11 +3,10 @@ package cluster
 import "sync"
 
 // fifo is an unbounded first-in-first-out queue worked by one goroutine.
-// An actor hands it work that waits (a registry request, a config answer
-// that fsyncs) without waiting itself, and the work is done in the order
-// it was handed: a gateway's config requests are answered in the order
-// they came, and a node's devices are added in the order of its
-// inventories.
+// An actor hands it work that waits (a registry request) without waiting
+// itself, and the work is done in the order
+// it was handed: a node's devices are added on the gateway in the order
+// of its inventories.
 type fifo[T any] struct {
 	mu    sync.Mutex
 	items []T
@@ -63,4 +62,67 @@ func (q *fifo[T]) run(stop <-chan struct{}, do func(T)) {
 		}
 		do(v)
 	}
+}
+
+// keyedFIFO is a fifo per key: each key's items are done in the order they
+// came, by a goroutine of the key's own that starts with its first item and
+// ends when none are left, so one key's item that waits long (a config
+// write on a hung disk) holds none of the other keys', and idle keys (a
+// node's thousands of arms) cost nothing.
+type keyedFIFO[K comparable, T any] struct {
+	do func(T)
+	mu sync.Mutex
+	// queued are each key's items not yet taken; a key is here while its
+	// goroutine runs.
+	queued map[K][]T
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newKeyedFIFO[K comparable, T any](do func(T)) *keyedFIFO[K, T] {
+	return &keyedFIFO[K, T]{do: do, queued: map[K][]T{}}
+}
+
+// push queues v under k; it never blocks. After close it drops v (its
+// asker times out).
+func (q *keyedFIFO[K, T]) push(k K, v T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	items, running := q.queued[k]
+	q.queued[k] = append(items, v)
+	if !running {
+		q.wg.Add(1)
+		go q.work(k)
+	}
+}
+
+// work does k's items until none are left or the queue closes.
+func (q *keyedFIFO[K, T]) work(k K) {
+	defer q.wg.Done()
+	for {
+		q.mu.Lock()
+		items := q.queued[k]
+		if len(items) == 0 || q.closed {
+			delete(q.queued, k)
+			q.mu.Unlock()
+			return
+		}
+		v := items[0]
+		var zero T
+		items[0] = zero
+		q.queued[k] = items[1:]
+		q.mu.Unlock()
+		q.do(v)
+	}
+}
+
+// close drops the items not yet begun and waits for the ones under way.
+func (q *keyedFIFO[K, T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wg.Wait()
 }

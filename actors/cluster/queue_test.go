@@ -51,3 +51,62 @@ func TestFIFOKeepsOrder(t *testing.T) {
 		})
 	}
 }
+
+// A keyedFIFO does each key's items in the order pushed while another
+// key's item blocks, and that key's later items wait behind it; close
+// waits for the item under way and drops what is pushed after.
+func TestKeyedFIFOKeepsEachKeysOrder(t *testing.T) {
+	type item struct {
+		key string
+		n   int
+	}
+	release := make(chan struct{})
+	got := make(chan item, 2000)
+	q := newKeyedFIFO[string](func(v item) {
+		if v.key == "hung" && v.n == 0 {
+			<-release
+		}
+		got <- v
+	})
+	q.push("hung", item{"hung", 0})
+	q.push("hung", item{"hung", 1})
+	const burst = 1000
+	for i := range burst {
+		q.push("free", item{"free", i})
+	}
+	deadline := time.After(10 * time.Second)
+	for want := range burst {
+		select {
+		case v := <-got:
+			if v != (item{"free", want}) {
+				t.Fatalf("done %+v, want free's item %d (hung's wait behind its first)", v, want)
+			}
+		case <-deadline:
+			t.Fatalf("only %d of free's %d items done while hung's first blocks", want, burst)
+		}
+	}
+	close(release)
+	for want := range 2 {
+		select {
+		case v := <-got:
+			if v != (item{"hung", want}) {
+				t.Fatalf("done %+v, want hung's item %d", v, want)
+			}
+		case <-deadline:
+			t.Fatalf("hung's item %d not done once released", want)
+		}
+	}
+	closed := make(chan struct{})
+	go func() { q.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not return")
+	}
+	q.push("free", item{"free", burst})
+	select {
+	case v := <-got:
+		t.Fatalf("done %+v, pushed after close", v)
+	default:
+	}
+}
