@@ -91,9 +91,12 @@ func TestNodeIgnoresLateDeclarations(t *testing.T) {
 		return specsJSON(t, effect.Spec{ID: id, Kind: effect.SpringPoint,
 			Params: effect.Params{PointM: snap.State.PositionM, StiffnessNPerM: 100}})
 	}
+	// Every send time counts from one instant: a loaded machine that
+	// takes 20 ms between two messages' making must not reorder them.
+	base := time.Now().UnixNano()
 	sentAt := func(gen uint64, specs []byte, ago time.Duration) *wire.Effects {
 		m := declared(d.Info.UUID, gen, specs)
-		m.SentUnixNs -= int64(ago)
+		m.SentUnixNs = base - int64(ago)
 		return m
 	}
 	inForce := func() string {
@@ -125,7 +128,7 @@ func TestNodeIgnoresLateDeclarations(t *testing.T) {
 	bubble := bubbleAround(t, snap.State.PositionM)
 	navAt := func(gen uint64, b []byte, ago time.Duration) *wire.Navigation {
 		m := navDeclared(d.Info.UUID, gen, 10, b)
-		m.SentUnixNs -= int64(ago)
+		m.SentUnixNs = base - int64(ago)
 		return m
 	}
 	key := fxKey{gatewaySession, d.Info.UUID}

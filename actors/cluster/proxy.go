@@ -435,8 +435,13 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 			session, leaseLeft = p.commandLease(reg)
 		}
 	}
-	if session != 0 && session != p.cmdSession {
-		p.commandingSessionChanged(session, now)
+	if session != p.cmdSession {
+		if p.cmdSession != 0 && p.last.Mode != hw.ModeIdle {
+			p.controlEnded(now)
+		}
+		if session != 0 {
+			p.commandingSessionChanged(session, now)
+		}
 		p.cmdSession = session
 	}
 	switch {
@@ -489,6 +494,24 @@ func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
 	p.fxWithdrawn = p.fxSet.Session != session
 	p.fxGen++
 	p.sendEffectsLocked(now)
+}
+
+// controlEnded tells the node at once that the session whose commands
+// the gateway sent let go, lapsed or gave way to another: the idle command
+// releases the arm there, so the node ramps the force out once, from now,
+// as a single host's loop does from a let-go (not after the gateway's own
+// ramp, which the node does not take), and the next session's first
+// command claims it anew, starting from zero force under the node's slew
+// limit instead of from the last session's. The node drops the gateway's
+// effects with the release; a session that commands next has its Set sent
+// again (commandingSessionChanged).
+func (p *proxy) controlEnded(now time.Time) {
+	p.send(&hw.Command{}, now, 0)
+	p.fxMu.Lock()
+	if p.fxSet.Len() > 0 {
+		p.fxWithdrawn = true
+	}
+	p.fxMu.Unlock()
 }
 
 // StateAge tells the gateway's loop how old the state the last Exchange

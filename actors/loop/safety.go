@@ -140,6 +140,16 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	c := &d.cmd
 	valid := owner != 0 && c.Session == owner && c.term == d.reg.term.Load() &&
 		nowNs <= c.DeadlineNs && d.reg.live(c)
+	// A let-go and a new claim between two ticks (a client waiting its
+	// turn, the lab node taking the arm from a lapsed gateway) end the
+	// control in force as a release seen in its own tick would: the ramp
+	// and the wait below hold for them too.
+	if valid && d.armed && d.held.term != c.term {
+		d.endControl(nowNs)
+		if !d.ramping {
+			d.endForce(nowNs)
+		}
+	}
 	// A control that arrives while the last one ramps out (another
 	// session, or the same one after its lease lapsed) waits for the
 	// ramp's end, at most RampNs: the release bound holds, and the new
@@ -163,18 +173,7 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 		return
 	}
 	if d.armed {
-		d.armed = false
-		if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
-			// A lapse ramps from the deadline, not from the tick that
-			// noticed it: a tick that woke late (a busy CPU) shortens the
-			// ramp instead of pushing the zero past ReleaseBoundNs.
-			// Past it by a whole ramp, the force drops to zero at once:
-			// the bound on the release outranks the smoothness of it.
-			d.ramping, d.rampStartNs = true, nowNs
-			if dl := d.held.DeadlineNs; dl < nowNs {
-				d.rampStartNs = dl
-			}
-		}
+		d.endControl(nowNs)
 	}
 	if d.ramping {
 		el := nowNs - d.rampStartNs
@@ -186,6 +185,23 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 	}
 	d.out = hw.Command{}
 	d.endForce(nowNs)
+}
+
+// endControl ends the control in force: a force (or effects, or
+// navigation) ramps out from here.
+func (d *Device) endControl(nowNs int64) {
+	d.armed = false
+	if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
+		// A lapse ramps from the deadline, not from the tick that
+		// noticed it: a tick that woke late (a busy CPU) shortens the
+		// ramp instead of pushing the zero past ReleaseBoundNs.
+		// Past it by a whole ramp, the force drops to zero at once:
+		// the bound on the release outranks the smoothness of it.
+		d.ramping, d.rampStartNs = true, nowNs
+		if dl := d.held.DeadlineNs; dl < nowNs {
+			d.rampStartNs = dl
+		}
+	}
 }
 
 // endForce forgets the commanded force's history when no control holds

@@ -706,9 +706,16 @@ func TestNewControlStartsFromZeroForce(t *testing.T) {
 		name    string
 		session uint64
 		force   float64
+		// letGo: session 7 lets go (Release) and the new control claims
+		// before the next tick, as a client waiting its turn does, or the
+		// lab node taking the arm from a lapsed gateway; otherwise its
+		// lease lapses and the loop sees the ramp begin.
+		letGo bool
 	}{
-		{"another session during the ramp", 9, 0},
-		{"the same session after its lease lapsed", 7, 8},
+		{"another session during the ramp", 9, 0, false},
+		{"the same session after its lease lapsed", 7, 8, false},
+		{"another session claiming in the let-go's tick", 9, 0, true},
+		{"the same session claiming again in the let-go's tick", 7, 8, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -717,11 +724,20 @@ func TestNewControlStartsFromZeroForce(t *testing.T) {
 			seq := uint64(0)
 			r.run(20, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
 			r.dev.SetGlobals(&Globals{ForceScale: 1, ForceSlewNps: slewNps})
-			seq++
-			r.command(7, seq, 3*ms, force(8, 0, 0), nil) // the last write: lapses in 3 ms
-			r.run(5, nil)
-			if len(r.eventsOf(EventLeaseExpired)) != 1 {
-				t.Fatalf("session 7's lease did not lapse")
+			var endedNs int64 // the old control's end, before the loop below
+			if c.letGo {
+				r.run(5, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
+				if !r.dev.Register().Release(7) {
+					t.Fatal("session 7's release refused")
+				}
+			} else {
+				seq++
+				r.command(7, seq, 3*ms, force(8, 0, 0), nil) // the last write: lapses in 3 ms
+				r.run(5, nil)
+				if len(r.eventsOf(EventLeaseExpired)) != 1 {
+					t.Fatalf("session 7's lease did not lapse")
+				}
+				endedNs = 5*ms - 3*ms // the lease's deadline, 2 ms before
 			}
 			// Falling while the old force ramps out, then (the same session)
 			// rising from zero at the slew limit, never faster.
@@ -743,12 +759,12 @@ func TestNewControlStartsFromZeroForce(t *testing.T) {
 					}
 				}
 				if downAt < 0 && f <= stepN+1e-9 {
-					downAt = 5*ms + int64(i+1)*ms - 3*ms // since the lease's deadline
+					downAt = endedNs + int64(i+1)*ms
 				}
 				prev = f
 			}
 			if downAt < 0 || downAt > ReleaseBoundNs {
-				t.Fatalf("the old force was down %d ns after the lease's deadline, want within %d", downAt, ReleaseBoundNs)
+				t.Fatalf("the old force was down %d ns after its control ended, want within %d", downAt, ReleaseBoundNs)
 			}
 			// 200 ms: the ramp's 17, then at most 1.83 N of the 8 N slewed up.
 			if (c.force == 0 && prev != 0) || (c.force > 0 && !(prev > 1 && prev < 1.9)) {

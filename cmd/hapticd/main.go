@@ -209,7 +209,12 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 		}
 	}
 	if ctx.Err() != nil {
-		return sv.stopBeforeReady(ctx, "")
+		// A signal after the listeners (a supervisor that saw the port
+		// up) or during more's work: as clean a stop as after ready.
+		if err := sv.stopBeforeReady(ctx, ""); !errors.Is(err, errStoppedDuringStart) {
+			return err
+		}
+		return nil
 	}
 	releaseStartGarbage()
 	logReady(log, sv)
