@@ -955,16 +955,17 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	// the writes not done yet are called off (overdue) even once the
 	// first ones are in their documents.
 	failedAt := len(writes) // written by work; read once it is done
-	op := &pendingIO{sender: sender, write: true, gates: newGates(len(writes))}
-	op.work = func() error {
+	gates := newGates(len(writes))
+	var op *pendingIO
+	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
 		for i, w := range writes {
-			if err := c.saveDurable(w.name, w.cfg, op.gates[i]); err != nil {
+			if err := c.saveDurable(w.name, w.cfg, gates[i]); err != nil {
 				failedAt = i
 				return err
 			}
 		}
 		return nil
-	}
+	}}
 	op.done = func(err error) {
 		if err == nil {
 			applyUpTo(len(changes))

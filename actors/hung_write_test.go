@@ -194,7 +194,7 @@ func TestDeviceLeavingCallsItsHungWriteOff(t *testing.T) {
 	dir := t.TempDir()
 	// A WriteTimeout far beyond the test: only the device leaving may
 	// answer the write.
-	svc, hung, release := startHungWithin(t, dir, storeName(protocol.TypeArm, armID), time.Hour)
+	svc, hung, release := startHungWithin(t, dir, storeName(protocol.TypeArm, armID), MaxWriteTimeout)
 	arm := addArm(t, svc, simArm(0))
 	before, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation)
 	if err != nil {
