@@ -637,12 +637,12 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 		}
 		// Called off, so that a write the requester hears failed does not
 		// land later, when the disk answers.
-		if op.callOff() == 0 {
+		if len(op.gates) > 0 && op.callOff() == 0 {
 			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
 				"%s %s left while the value was being stored: it was called off, not stored, and never will be", c.dev.Name, c.dev.ID)})
 		} else {
 			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-				"%s %s left while the value was being stored, past the point where it could be called off: read it back once the device is back before retrying", c.dev.Name, c.dev.ID)})
+				"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
 		}
 	}
 	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s %s has left; nothing was applied", c.dev.Name, c.dev.ID)

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -325,4 +326,61 @@ func wantCalledOff(t *testing.T, hung *hungFsyncStore) {
 	case <-time.After(patience):
 		t.Fatal("the hung write never returned")
 	}
+}
+
+// While one device's config write hangs on the disk, another device whose
+// document shares the hung one's lock stripe in the store (one of 32) is
+// added, read and written as if the disk were well: it waited behind the
+// hung write, without bound, from its addition (which loads its document)
+// on.
+func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
+	armID := simArm(0).Info().ID
+	hungName := storeName(protocol.TypeArm, armID)
+	other := 0
+	for i := 1; other == 0 && i < 10000; i++ {
+		if stripeOf(storeName(protocol.TypeArm, simArm(i).Info().ID)) == stripeOf(hungName) {
+			other = i
+		}
+	}
+	if other == 0 {
+		t.Fatal("no simulated arm's document shares the hung one's stripe")
+	}
+	svc, hung, _ := startHungWithin(t, t.TempDir(), hungName, MaxWriteTimeout)
+	arm := addArm(t, svc, simArm(0))
+	go func() { _, _ = svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}) }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached the disk")
+	}
+	served := make(chan error, 1)
+	go func() {
+		dev, err := svc.AddDevice(simArm(other), false)
+		if err == nil {
+			set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.25}
+			if _, err = svc.SetEntry(dev, 0, set); err == nil {
+				var got protocol.Entry
+				if got, err = svc.Entry(dev, 0, protocol.KeyGravityCompensation); err == nil && got != set {
+					err = fmt.Errorf("read %v after writing %v", got, set)
+				}
+			}
+		}
+		served <- err
+	}()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("another device while a write hangs: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("another device's addition, write and read still waiting 10 s behind a hung write of its stripe")
+	}
+}
+
+// stripeOf is the store's lock stripe of a document name (fnv-32a modulo
+// its 32 stripes), for a test that needs two documents sharing one.
+func stripeOf(name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32() % 32
 }
