@@ -354,13 +354,21 @@ type pendingIO struct {
 	sender *actor.PID
 	// write: the work only writes what the actor already has in memory
 	// (it changes nothing in force until done), so reads need not wait.
-	// gate is the commit point of its writes, timer what calls them off
+	// gates are the commit points of its documents, one each in the order
+	// they are written (store.SaveGated); timer is what calls them off
 	// past writeWithin (overdue).
 	write bool
-	gate  *writeGate
+	gates []*ticket
 	timer *time.Timer
-	work  func() error    // off the actor
-	done  func(err error) // on the actor, with work's outcome; it answers sender
+	work  func() error // off the actor
+	// done runs on the actor with work's outcome, or with unavailable
+	// when overdue called the writes off; it answers sender.
+	done func(err error)
+	// calledOff: overdue called the writes off, and the first passed of
+	// them had passed their commit point (they are in their documents).
+	// Owned by the actor.
+	calledOff bool
+	passed    int
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -509,7 +517,7 @@ func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	self, root := ctx.Self(), c.system.Root
 	// Only a store with a commit point can call a write off: past the
 	// timeout, a plain Save may still land after a 503.
-	if _, gated := c.store.(gatedStore); gated && op.gate != nil && c.writeWithin > 0 {
+	if _, gated := c.store.(gatedStore); gated && len(op.gates) > 0 && c.writeWithin > 0 {
 		op.timer = time.AfterFunc(c.writeWithin, func() { root.Send(self, &ioOverdue{op: op}) })
 	}
 	c.offload.run(func() {
@@ -517,31 +525,34 @@ func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	})
 }
 
-// writeGate is the commit point a write request's documents pass before
-// they replace what is stored (store.SaveGated): the first write to reach
-// it commits the request, unless the actor called it off first.
-type writeGate struct{ state atomic.Int32 }
-
-const (
-	gateOpen int32 = iota
-	gateCommitted
-	gateCalledOff
-)
-
-// commit is the store's question at the commit point: true unless the
-// request was called off (a request's later writes pass once it has
-// committed).
-func (g *writeGate) commit() bool {
-	return g.state.CompareAndSwap(gateOpen, gateCommitted) || g.state.Load() == gateCommitted
-}
-
-// callOff stops the request's writes from taking effect; false if one
-// already has.
-func (g *writeGate) callOff() bool { return g.state.CompareAndSwap(gateOpen, gateCalledOff) }
-
 // gatedStore is a store with a commit point (actors/store's SaveGated).
 type gatedStore interface {
 	SaveGated(name string, v any, commit func() bool) error
+}
+
+// newGates returns n commit points, one per document a request writes.
+func newGates(n int) []*ticket {
+	gates := make([]*ticket, n)
+	for i := range gates {
+		gates[i] = &ticket{}
+	}
+	return gates
+}
+
+// callOff calls off the writes of op that have not passed their commit
+// point: the first such one and every one after it (which has not
+// started: each write starts once the one before it is done). It answers
+// how many passed theirs; len(op.gates) when none could be called off.
+func (op *pendingIO) callOff() (passed int) {
+	for i, g := range op.gates {
+		if g.cancel() {
+			for _, later := range op.gates[i+1:] {
+				later.cancel()
+			}
+			return i
+		}
+	}
+	return len(op.gates)
 }
 
 // overdue answers a write request whose disk has not taken it within
@@ -550,13 +561,19 @@ type gatedStore interface {
 // on. A write past its commit point (only the directory's fsync left) is
 // waited for: its value is in the document already.
 func (c *deviceCore) overdue(ctx actor.Context, op *pendingIO) {
-	if c.pending != op || !op.gate.callOff() {
+	if c.pending != op {
+		return
+	}
+	op.passed = op.callOff()
+	if op.passed == len(op.gates) {
 		return
 	}
 	c.pending = nil
-	c.log.Error().Dur("within", c.writeWithin).Msg("config write not taken by the disk in time; called off, not applied")
-	reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-		"the state directory's disk did not take the write within %v, so it was called off: the value is not applied and never will be; retry once the disk answers", c.writeWithin)})
+	op.calledOff = true
+	c.log.Error().Dur("within", c.writeWithin).Int("documents_written", op.passed).Msg("config write not taken by the disk in time; called off, not applied")
+	defer answerPanic(ctx, op.sender)
+	op.done(protocol.Errorf(protocol.CodeUnavailable, "",
+		"the state directory's disk did not take the write within %v, so it was called off: the value is not applied and never will be; retry once the disk answers", c.writeWithin))
 }
 
 // finishIO completes the request whose work is done. A panic in it
@@ -618,8 +635,15 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 		if op.timer != nil {
 			op.timer.Stop()
 		}
-		reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-			"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
+		// Called off, so that a write the requester hears failed does not
+		// land later, when the disk answers.
+		if len(op.gates) > 0 && op.callOff() == 0 {
+			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+				"%s %s left while the value was being stored: it was called off, not stored, and never will be", c.dev.Name, c.dev.ID)})
+		} else {
+			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+				"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
+		}
 	}
 	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s %s has left; nothing was applied", c.dev.Name, c.dev.ID)
 	for _, h := range c.held {
@@ -854,8 +878,8 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 		done(nil)
 		return
 	}
-	gate := &writeGate{}
-	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate, work: func() error { return c.saveDurable(name, v, gate) }, done: done})
+	gates := newGates(1)
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error { return c.saveDurable(name, v, gates[0]) }, done: done})
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -927,27 +951,40 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		reply(ctx, sender, &entryReply{entry: inForce()})
 		return
 	}
-	failedAt := len(writes)
-	gate := &writeGate{}
-	c.startIO(ctx, &pendingIO{sender: sender, write: true, gate: gate,
-		work: func() error {
-			for i, w := range writes {
-				if err := c.saveDurable(w.name, w.cfg, gate); err != nil {
-					failedAt = i
-					return err
-				}
+	// Each document has its own commit point, so that past WriteTimeout
+	// the writes not done yet are called off (overdue) even once the
+	// first ones are in their documents.
+	failedAt := len(writes) // written by work; read once it is done
+	gates := newGates(len(writes))
+	var op *pendingIO
+	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
+		for i, w := range writes {
+			if err := c.saveDurable(w.name, w.cfg, gates[i]); err != nil {
+				failedAt = i
+				return err
 			}
-			return nil
-		},
-		done: func(err error) {
-			if err != nil {
-				applyUpTo(writes[failedAt].change)
-				reply(ctx, sender, &entryReply{err: err})
-				return
-			}
+		}
+		return nil
+	}}
+	op.done = func(err error) {
+		if err == nil {
 			applyUpTo(len(changes))
 			reply(ctx, sender, &entryReply{entry: inForce()})
-		}})
+			return
+		}
+		stopped := failedAt
+		if op.calledOff {
+			// work may still be running: its count is not ours to read.
+			stopped = op.passed
+			if stopped > 0 {
+				err = protocol.Errorf(protocol.CodeUnavailable, "",
+					"the state directory's disk did not take the reset within %v: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back, and retry once the disk answers", c.writeWithin, stopped, len(writes)-stopped)
+			}
+		}
+		applyUpTo(writes[stopped].change)
+		reply(ctx, sender, &entryReply{err: err})
+	}
+	c.startIO(ctx, op)
 }
 
 // attach adds a session or applies its new profile and basis. A profile
@@ -1141,13 +1178,13 @@ func loopForceClampN(n float64) float64 {
 	return n
 }
 
-func (c *deviceCore) saveDurable(name string, v any, gate *writeGate) error {
+func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
 	if c.store == nil {
 		return nil
 	}
 	var err error
 	if gs, ok := c.store.(gatedStore); ok {
-		err = gs.SaveGated(name, v, gate.commit)
+		err = gs.SaveGated(name, v, gate.admit)
 	} else {
 		err = c.store.Save(name, v)
 	}

@@ -65,7 +65,11 @@
 // once its durable write is done, or, when the disk has not taken that
 // write (a device's config, a setting) within Options.WriteTimeout, called off at the store's commit
 // point (store.SaveGated) and answered unavailable: never applied, on disk
-// or in memory. Errors map to codes once, through
+// or in memory. The same ticket type is that commit point, one per
+// document a request writes: a reset across several profiles past its
+// WriteTimeout stays in force for the documents written and is called off
+// for the rest, and a device that leaves calls its write off too.
+// Errors map to codes once, through
 // protocol.AsError, for HTTP and WebSocket.
 //
 // # Supervision

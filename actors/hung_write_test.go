@@ -2,7 +2,10 @@ package actors
 
 import (
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +78,7 @@ type hungFsyncStore struct {
 	Store
 	disk     *store.Store
 	name     string
+	spare    atomic.Int32 // writes of name let through before they hang
 	entered  chan struct{}
 	release  chan struct{}
 	returned chan error
@@ -93,7 +97,7 @@ func (s *hungFsyncStore) Save(name string, v any) error {
 }
 
 func (s *hungFsyncStore) SaveGated(name string, v any, commit func() bool) error {
-	if name != s.name {
+	if name != s.name || s.spare.Add(-1) >= 0 {
 		return s.disk.SaveGated(name, v, commit)
 	}
 	err := s.disk.SaveGated(name, v, func() bool {
@@ -181,13 +185,102 @@ func TestHungSettingsWriteAnsweredUnavailableAndNeverApplied(t *testing.T) {
 	}
 }
 
+// A device that leaves while its config write hangs on the disk answers
+// the write 503 unavailable, and calls the write off: the value the user
+// was told failed does not land once the disk answers, nor come back with
+// the device after a restart. The write was answered 503 and left to land
+// whenever the disk took it.
+func TestDeviceLeavingCallsItsHungWriteOff(t *testing.T) {
+	armID := simArm(0).Info().ID
+	dir := t.TempDir()
+	// A WriteTimeout far beyond the test: only the device leaving may
+	// answer the write.
+	svc, hung, release := startHungWithin(t, dir, storeName(protocol.TypeArm, armID), MaxWriteTimeout)
+	arm := addArm(t, svc, simArm(0))
+	before, err := svc.Entry(arm, 0, protocol.KeyGravityCompensation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
+	answered := make(chan error, 1)
+	go func() { _, err := svc.SetEntry(arm, 0, set); answered <- err }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached the disk")
+	}
+	svc.RemoveDevice(arm, errors.New("unplugged"))
+	select {
+	case err := <-answered:
+		if errCode(err) != protocol.CodeUnavailable {
+			t.Fatalf("a write whose device left answered %v, want %s", err, protocol.CodeUnavailable)
+		}
+	case <-time.After(patience):
+		t.Fatalf("a write whose device left still unanswered after %v", patience)
+	}
+	release()
+	wantCalledOff(t, hung)
+	shutdown(t, svc)
+	again := startWith(t, Options{StateDir: dir})
+	arm = addArm(t, again, simArm(0))
+	if got, err := again.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != before {
+		t.Fatalf("after a restart: %v (%v) in force, want %v: a write answered 503 as its device left came back", got, err, before)
+	}
+}
+
+// A reset of an entry across sessions of several profiles writes one
+// document per profile; when the first is written and the next hangs on
+// the disk, the reset is answered 503 unavailable within WriteTimeout, in
+// the documented partial state: reset for the sessions whose documents
+// were written, called off for the rest, which keep their value in force
+// and on disk. It waited without bound: the first write had committed the
+// whole request, so nothing could be called off.
+func TestResetAcrossProfilesHungOnOneAnsweredWithinWriteTimeout(t *testing.T) {
+	armID := simArm(0).Info().ID
+	const written, hungProfile = "co.example:reset-written", "co.example:reset-hung"
+	svc, hung, release := startHungOn(t, t.TempDir(), profileFolder(hungProfile)+"/"+protocol.TypeArm.Key()+"-"+armID)
+	hung.spare.Store(1) // the set below goes through; the reset's write hangs
+	arm := addArm(t, svc, simArm(0))
+	var ids []uint64
+	set := protocol.ForceGate{Gain: 0.5}
+	for _, profile := range []string{written, hungProfile} {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", profile, f.errorCodes())
+		}
+		if _, err := svc.SetEntry(arm, sess.ID, set); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	wantUnavailable(t, hung, "a reset across profiles", func() error { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); return err })
+	def := protocol.DefaultEntry(protocol.KeyForceGate)
+	for i, want := range []protocol.Entry{def, set} {
+		if got, err := svc.Entry(arm, ids[i], protocol.KeyForceGate); err != nil || got != want {
+			t.Errorf("after the 503, session %d has %v (%v) in force, want %v", i, got, err, want)
+		}
+	}
+	release()
+	wantCalledOff(t, hung)
+	var stored protocol.SessionConfig
+	if found, err := hung.disk.Load(hung.name, &stored); !found || err != nil || stored.ForceGate != set {
+		t.Fatalf("the called-off profile's document holds %v (found %v, %v), want %v", stored.ForceGate, found, err, set)
+	}
+}
+
 // startHungOn starts a service on dir whose writes of the document name
 // hang on fsync until release (also at the test's end), with a 300 ms
 // WriteTimeout.
 func startHungOn(t *testing.T, dir, name string) (svc *Service, hung *hungFsyncStore, release func()) {
 	t.Helper()
+	return startHungWithin(t, dir, name, 300*time.Millisecond)
+}
+
+// startHungWithin is startHungOn with the WriteTimeout within.
+func startHungWithin(t *testing.T, dir, name string, within time.Duration) (svc *Service, hung *hungFsyncStore, release func()) {
+	t.Helper()
 	hung = &hungFsyncStore{name: name, entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
-	svc = startWith(t, Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+	svc = startWith(t, Options{StateDir: dir, WriteTimeout: within, WrapStore: func(s Store) Store {
 		hung.Store, hung.disk = s, s.(*store.Store)
 		return hung
 	}})
@@ -233,4 +326,61 @@ func wantCalledOff(t *testing.T, hung *hungFsyncStore) {
 	case <-time.After(patience):
 		t.Fatal("the hung write never returned")
 	}
+}
+
+// While one device's config write hangs on the disk, another device whose
+// document shares the hung one's lock stripe in the store (one of 32) is
+// added, read and written as if the disk were well: it waited behind the
+// hung write, without bound, from its addition (which loads its document)
+// on.
+func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
+	armID := simArm(0).Info().ID
+	hungName := storeName(protocol.TypeArm, armID)
+	other := 0
+	for i := 1; other == 0 && i < 10000; i++ {
+		if stripeOf(storeName(protocol.TypeArm, simArm(i).Info().ID)) == stripeOf(hungName) {
+			other = i
+		}
+	}
+	if other == 0 {
+		t.Fatal("no simulated arm's document shares the hung one's stripe")
+	}
+	svc, hung, _ := startHungWithin(t, t.TempDir(), hungName, MaxWriteTimeout)
+	arm := addArm(t, svc, simArm(0))
+	go func() { _, _ = svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}) }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached the disk")
+	}
+	served := make(chan error, 1)
+	go func() {
+		dev, err := svc.AddDevice(simArm(other), false)
+		if err == nil {
+			set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.25}
+			if _, err = svc.SetEntry(dev, 0, set); err == nil {
+				var got protocol.Entry
+				if got, err = svc.Entry(dev, 0, protocol.KeyGravityCompensation); err == nil && got != set {
+					err = fmt.Errorf("read %v after writing %v", got, set)
+				}
+			}
+		}
+		served <- err
+	}()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("another device while a write hangs: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("another device's addition, write and read still waiting 10 s behind a hung write of its stripe")
+	}
+}
+
+// stripeOf is the store's lock stripe of a document name (fnv-32a modulo
+// its 32 stripes), for a test that needs two documents sharing one.
+func stripeOf(name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32() % 32
 }

@@ -82,12 +82,17 @@ type settingReply struct {
 
 // --- device ---
 
-// ticket settles the race between a control-plane request and its deadline.
-// At the deadline the requester cancels it; before applying it the actor
-// admits it. Whichever comes first wins: a cancelled request is answered
-// unavailable at once and never applied, an admitted one is waited for and
-// answered with its outcome. A nil ticket is always admitted. (Across hosts
-// a deadline carried in the message would do the same job, less exactly.)
+// ticket settles a race between a request's work taking effect and the
+// request being called off: a control-plane request and its deadline (the
+// requester cancels it at Options.RequestTimeout, the actor admits it
+// before applying it), or a durable write and its Options.WriteTimeout or
+// its device leaving (the store admits it at its commit point,
+// store.SaveGated). Whichever comes first wins: a cancelled request is
+// answered unavailable at once and never takes effect, an admitted one is
+// waited for and answered with its outcome. Once admitted, later admits
+// pass too (the writes of one request after its first). A nil ticket is
+// always admitted and never cancelled. (Across hosts a deadline carried in
+// the message would do the same job, less exactly.)
 type ticket struct{ state atomic.Int32 }
 
 const (
@@ -96,10 +101,13 @@ const (
 	ticketCancelled
 )
 
+// admit reports whether the work may take effect: true unless the ticket
+// was cancelled first.
 func (t *ticket) admit() bool {
-	return t == nil || t.state.CompareAndSwap(ticketPending, ticketAdmitted)
+	return t == nil || t.state.CompareAndSwap(ticketPending, ticketAdmitted) || t.state.Load() == ticketAdmitted
 }
 
+// cancel calls the work off; false if it was admitted already.
 func (t *ticket) cancel() bool {
 	return t != nil && t.state.CompareAndSwap(ticketPending, ticketCancelled)
 }
@@ -265,7 +273,7 @@ type settingSaved struct {
 	err      error
 	// gate is the write's commit point, timer the registry's call to
 	// call it off past Options.WriteTimeout (settingOverdue).
-	gate  writeGate
+	gate  ticket
 	timer *time.Timer
 }
 

@@ -562,7 +562,7 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	}
 	s.offload.run(func() {
 		if gated {
-			saved.err = gs.SaveGated("settings", next, saved.gate.commit)
+			saved.err = gs.SaveGated("settings", next, saved.gate.admit)
 		} else {
 			saved.err = s.store.Save("settings", next)
 		}
@@ -575,7 +575,7 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 // unavailable, the value never in force nor on disk, and the changes
 // queued behind it go on. A write past its commit point is waited for.
 func (r *registryActor) settingOverdue(ctx actor.Context, m *settingSaved) {
-	if r.settingWrite != m || !m.gate.callOff() {
+	if r.settingWrite != m || !m.gate.cancel() {
 		return
 	}
 	r.settingWrite = nil

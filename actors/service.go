@@ -45,7 +45,8 @@ type Options struct {
 	// unavailable and never applied.
 	RequestTimeout time.Duration
 	// WriteTimeout bounds how long a config or settings request waits for its durable
-	// write to take effect (default 5 s): one the disk has not taken by
+	// write to take effect (0: DefaultWriteTimeout; else within
+	// MinWriteTimeout..MaxWriteTimeout, CheckWriteTimeout): one the disk has not taken by
 	// then (an fsync that does not return) is called off before it
 	// replaces the stored document, and answered unavailable, not applied.
 	// It applies to a store that has a commit point (actors/store's
@@ -148,6 +149,28 @@ type Service struct {
 
 // Start builds the actor system, loads the state directory and starts the
 // simulation scheduler. Devices are added afterwards with AddDevice.
+// DefaultWriteTimeout is Options.WriteTimeout when it is 0.
+const DefaultWriteTimeout = 5 * time.Second
+
+// The range of Options.WriteTimeout. Below MinWriteTimeout a healthy
+// disk's slow moment would call writes off (a durable write takes a few
+// milliseconds, tens under load); above MaxWriteTimeout a write waited for
+// could outlive its requester's wait (RequestTimeout plus admittedLimit),
+// which then answers that its outcome is unknown.
+const (
+	MinWriteTimeout = 100 * time.Millisecond
+	MaxWriteTimeout = admittedLimit
+)
+
+// CheckWriteTimeout reports whether d may be Options.WriteTimeout
+// (--write-timeout), saying why not.
+func CheckWriteTimeout(d time.Duration) error {
+	if d < MinWriteTimeout || d > MaxWriteTimeout {
+		return fmt.Errorf("write timeout %v is out of range %v..%v (default %v): it bounds how long a config or settings write waits for the disk before it is called off and answered 503", d, MinWriteTimeout, MaxWriteTimeout, DefaultWriteTimeout)
+	}
+	return nil
+}
+
 func Start(o Options) (*Service, error) {
 	if o.LoopHz == 0 {
 		o.LoopHz = 1000
@@ -169,7 +192,10 @@ func Start(o Options) (*Service, error) {
 		o.RequestTimeout = 2 * time.Second
 	}
 	if o.WriteTimeout == 0 {
-		o.WriteTimeout = 5 * time.Second
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if err := CheckWriteTimeout(o.WriteTimeout); err != nil {
+		return nil, fmt.Errorf("actors: %w", err)
 	}
 	if o.DeviceRestarts == 0 {
 		o.DeviceRestarts = 10

@@ -120,3 +120,24 @@ func TestSettingChangeKeepsTheViews(t *testing.T) {
 		t.Fatal("a device-global entry did not republish the views")
 	}
 }
+
+// A WriteTimeout out of its range is refused at Start, saying so, rather
+// than calling off every write (too short) or outliving its requester's
+// wait (too long); 0 is the default.
+func TestWriteTimeoutOutOfRangeRefused(t *testing.T) {
+	for _, tt := range []struct {
+		within time.Duration
+		ok     bool
+	}{
+		{-time.Second, false}, {time.Millisecond, false}, {MaxWriteTimeout + time.Second, false},
+		{0, true}, {MinWriteTimeout, true}, {MaxWriteTimeout, true},
+	} {
+		svc, err := Start(Options{WriteTimeout: tt.within, Log: zerolog.Nop(), SimShards: 1})
+		if err == nil {
+			shutdown(t, svc)
+		}
+		if (err == nil) != tt.ok {
+			t.Errorf("WriteTimeout %v: Start answered %v, want ok %v", tt.within, err, tt.ok)
+		}
+	}
+}

@@ -57,10 +57,15 @@
 //
 // # Concurrency
 //
-// Store and WriteBehind are safe for concurrent use. Operations on one name
-// are serialised; operations on different names run in parallel except for
-// a small, fixed set of lock stripes. One process per state directory:
-// the service's main holds Lock, so a second process on it is refused.
+// Store and WriteBehind are safe for concurrent use. The writes of one
+// name (Save, Delete, a write-behind flush) are serialised; operations on
+// different names never wait for each other. A Load never waits for a
+// write in progress, even one hung on the disk (an fsync that does not
+// return): a rename replaces the file whole, so it reads the last
+// document written. Only a Load that finds a bad file while a write of it
+// is in progress answers an error at once rather than wait for the write
+// that replaces it. One process per state directory: the service's main
+// holds Lock, so a second process on it is refused.
 //
 // # Locks
 //
@@ -68,9 +73,12 @@
 //
 //  1. WriteBehind.flushMu, held across a whole flush (disk I/O included),
 //     so that Flush returning means every earlier Put is on disk;
-//  2. then either WriteBehind.mu or one Store stripe, never both and
-//     never two stripes: each is a leaf.
+//  2. then either WriteBehind.mu, never held across I/O, or one
+//     document's lock (nameLock), held across that document's I/O and
+//     never two at once;
+//  3. then one stripe's mu, a leaf that guards the stripe's maps and is
+//     never held across I/O.
 //
-// A stripe is held across the disk I/O of its names. WriteBehind.mu never
-// is, which is why Put never waits for a flush.
+// WriteBehind.mu and a stripe are never held together, which is why Put
+// and Pending never wait for a flush.
 package store

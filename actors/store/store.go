@@ -30,7 +30,7 @@ const (
 
 // Store is the service's state directory. Each document is one JSON file,
 // written durably. It is safe for concurrent use; writes to one name are
-// serialised, writes to different names mostly are not.
+// serialised, and nothing waits for the I/O of another name.
 type Store struct {
 	// Atomics first.
 	// order numbers every Save, Delete and WriteBehind.Put, so that the
@@ -43,9 +43,10 @@ type Store struct {
 	// Immutable after Open.
 	dir string
 
-	// stripes serialise Load, Save and Delete per name (by hash), so that
-	// a Load that moves a corrupt file aside never moves a good one a
-	// concurrent Save just renamed into place.
+	// stripes hold the per-name bookkeeping and locks (by hash). A
+	// stripe's own lock is never held across I/O: a write hung on the
+	// disk holds only its document's lock (nameLock), and every other
+	// document, in its stripe or not, goes on.
 	stripes [lockStripes]stripe
 
 	// writes times each durable write (GET /metrics).
@@ -191,40 +192,124 @@ func (s *Store) path(name string) string {
 	return filepath.Join(s.dir, filepath.FromSlash(name)) + ext
 }
 
-// stripe is one lock of the store.
+// stripe is one share of the store's bookkeeping. Its mu guards the
+// maps below and nothing else: it is never held across I/O.
 type stripe struct {
 	mu sync.Mutex
+	// names holds the lock of each name hashed here that an operation
+	// holds or waits for.
+	names map[string]*nameLock
 	// written holds, per name hashed here, the order number of the last
-	// Save or Delete that reached the disk. Guarded by mu.
+	// Save or Delete that reached the disk.
 	written map[string]uint64
 	// unread holds, per name hashed here, why the last Load could not read
 	// its file (not a corrupt one: that is moved aside). Until the file is
 	// read or gone, nothing writes over it: it may hold acknowledged values
-	// the service is running without. Guarded by mu.
+	// the service is running without. Set and cleared only under the
+	// name's lock.
 	unread map[string]error
 }
 
-// markUnreadLocked records that a Load found name's file and could not
-// read it (cause): until it is read or gone, keepUnreadLocked refuses to
-// write over it.
-func (st *stripe) markUnreadLocked(name string, cause error) {
+// nameLock serialises what changes one document's file: Save, Delete and
+// a Load that moves a bad file aside, so that the move never takes a good
+// file a concurrent Save just renamed into place. It is held across their
+// I/O (a hung fsync holds it) and only operations on that name wait for
+// it; a Load of a good file takes it not at all.
+type nameLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; guarded by the stripe's mu
+}
+
+func (s *Store) stripeOf(name string) *stripe {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return &s.stripes[h.Sum32()%lockStripes]
+}
+
+// lockName takes name's lock, waiting for the operation on name in
+// progress; unlock gives it back.
+func (s *Store) lockName(name string) (st *stripe, unlock func()) {
+	st = s.stripeOf(name)
+	l := st.ref(name)
+	l.mu.Lock()
+	return st, func() { l.mu.Unlock(); st.unref(name, l) }
+}
+
+// tryLockName is lockName, except that it answers ok false at once while
+// an operation holds name's lock.
+func (s *Store) tryLockName(name string) (st *stripe, unlock func(), ok bool) {
+	st = s.stripeOf(name)
+	l := st.ref(name)
+	if !l.mu.TryLock() {
+		st.unref(name, l)
+		return st, nil, false
+	}
+	return st, func() { l.mu.Unlock(); st.unref(name, l) }, true
+}
+
+func (st *stripe) ref(name string) *nameLock {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.names[name]
+	if l == nil {
+		if st.names == nil {
+			st.names = make(map[string]*nameLock)
+		}
+		l = &nameLock{}
+		st.names[name] = l
+	}
+	l.refs++
+	return l
+}
+
+func (st *stripe) unref(name string, l *nameLock) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(st.names, name)
+	}
+}
+
+// markUnread records that a Load found name's file and could not read it
+// (cause): until it is read or gone, keepUnread refuses to write over it.
+// The caller holds name's lock.
+func (st *stripe) markUnread(name string, cause error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.unread == nil {
 		st.unread = make(map[string]error)
 	}
 	st.unread[name] = cause
 }
 
-// keepUnreadLocked refuses a write or a delete of name while its file is
-// one that Load could not read; the refusal lifts once the file is gone,
-// or, for a corrupt file Load could not move aside (a virus scanner or
-// backup holding it for a moment), once a new try moves it now.
-func (s *Store) keepUnreadLocked(st *stripe, name, p string) error {
+// clearUnread forgets that name's file could not be read. The caller holds
+// name's lock.
+func (st *stripe) clearUnread(name string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.unread, name)
+}
+
+// unreadCause is why name's file could not be read, if it is marked so.
+func (st *stripe) unreadCause(name string) (error, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	cause, ok := st.unread[name]
+	return cause, ok
+}
+
+// keepUnread refuses a write or a delete of name while its file is one
+// that Load could not read; the refusal lifts once the file is gone, or,
+// for a corrupt file Load could not move aside (a virus scanner or backup
+// holding it for a moment), once a new try moves it now. The caller holds
+// name's lock.
+func (s *Store) keepUnread(st *stripe, name, p string) error {
+	cause, ok := st.unreadCause(name)
 	if !ok {
 		return nil
 	}
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		delete(st.unread, name)
+		st.clearUnread(name)
 		return nil
 	}
 	var corrupt *CorruptError
@@ -232,8 +317,8 @@ func (s *Store) keepUnreadLocked(st *stripe, name, p string) error {
 		// Moved only while it still does not read: a file someone
 		// repaired meanwhile is theirs, and waits for a restart to load.
 		if data, err := os.ReadFile(p); err == nil && decode(data, new(any)) != nil {
-			if moved := s.moveAsideLocked(p, &CorruptError{Name: name, Path: p, Err: corrupt.Err}); moved.MovedTo != "" {
-				delete(st.unread, name)
+			if moved := s.moveAside(p, &CorruptError{Name: name, Path: p, Err: corrupt.Err}); moved.MovedTo != "" {
+				st.clearUnread(name)
 				return nil
 			}
 		}
@@ -242,33 +327,27 @@ func (s *Store) keepUnreadLocked(st *stripe, name, p string) error {
 	return fmt.Errorf("%s could not be read (%v), so it is left as it is rather than written over: make it readable and restart, or move it away", p, cause)
 }
 
-func (s *Store) lock(name string) *stripe {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	st := &s.stripes[h.Sum32()%lockStripes]
+// superseded reports whether a write numbered order is older than what is
+// already on disk for name. It keeps a write-behind flush from putting
+// back a value that a later durable Save (an HTTP POST) replaced.
+func (st *stripe) superseded(name string, order uint64) bool {
 	st.mu.Lock()
-	return st
-}
-
-// supersededLocked reports whether a write numbered order is older than
-// what is already on disk for name. It keeps a write-behind flush from
-// putting back a value that a later durable Save (an HTTP POST) replaced.
-func (st *stripe) supersededLocked(name string, order uint64) bool {
+	defer st.mu.Unlock()
 	return st.written[name] > order
 }
 
 // supersededOnDisk reports whether the disk holds a write of name newer
-// than the one numbered order.
+// than the one numbered order. It never waits for a write in progress.
 func (s *Store) supersededOnDisk(name string, order uint64) bool {
-	st := s.lock(name)
-	defer st.mu.Unlock()
-	return st.supersededLocked(name, order)
+	return s.stripeOf(name).superseded(name, order)
 }
 
-// wroteLocked records that the write numbered order reached the disk for
-// name; the newest number stays.
-func (st *stripe) wroteLocked(name string, order uint64) {
-	if st.supersededLocked(name, order) {
+// wrote records that the write numbered order reached the disk for name;
+// the newest number stays.
+func (st *stripe) wrote(name string, order uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.written[name] > order {
 		return
 	}
 	if st.written == nil {
@@ -289,32 +368,56 @@ func (st *stripe) wroteLocked(name string, order uint64) {
 // saying why, until a Load reads or moves it or it is gone, because it may
 // hold acknowledged values the caller now runs without.
 // The service never stops on a bad file.
+// Load never waits for a write of name in progress (one hung on the disk
+// included): it answers the last document written. A bad file it finds
+// while such a write is in progress is reported (an error that is not a
+// *CorruptError), neither moved aside nor marked: the write replaces it.
 func (s *Store) Load(name string, v any) (found bool, err error) {
 	if err := checkName(name); err != nil {
 		return false, err
 	}
-	st := s.lock(name)
-	defer st.mu.Unlock()
+	st := s.stripeOf(name)
 	p := s.path(name)
+	if _, marked := st.unreadCause(name); !marked {
+		// Without name's lock: a rename replaces the file whole, so this
+		// sees the last document written, never a torn one, and a Load
+		// never waits for a write hung on the disk.
+		data, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return false, nil
+		case err == nil && decode(data, v) == nil:
+			return true, nil
+		}
+	}
+	// A file that does not read (or did not last time): what is done
+	// about it, under name's lock, must be about the file there now.
+	st, unlock, ok := s.tryLockName(name)
+	if !ok {
+		// A write of it is in progress, and replaces it: neither moved
+		// aside nor marked, and the Load does not wait (it may hang).
+		return false, fmt.Errorf("store: %s does not read, and a write of it is in progress (it may be hung on the disk): defaults apply meanwhile; read it again once the write is done", p)
+	}
+	defer unlock()
 	data, err := os.ReadFile(p)
-	delete(st.unread, name)
+	st.clearUnread(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		st.markUnreadLocked(name, err)
+		st.markUnread(name, err)
 		return false, fmt.Errorf("store: read %s: %w; it is left as it is and not written over until it is readable at a restart or removed; check the state directory's permissions", p, err)
 	}
 	fault := decode(data, v)
 	if fault == nil {
 		return true, nil
 	}
-	cerr := s.moveAsideLocked(p, &CorruptError{Name: name, Path: p, Err: fault})
+	cerr := s.moveAside(p, &CorruptError{Name: name, Path: p, Err: fault})
 	if cerr.MovedTo == "" {
 		// Still in place, and maybe the only copy of values acknowledged
 		// before it broke: the next write must not destroy it (unless it
-		// can move it aside then, keepUnreadLocked).
-		st.markUnreadLocked(name, &CorruptError{Name: name, Path: p, Err: fault})
+		// can move it aside then, keepUnread).
+		st.markUnread(name, &CorruptError{Name: name, Path: p, Err: fault})
 	}
 	return false, cerr
 }
@@ -339,10 +442,11 @@ func decode(data []byte, v any) error {
 	return nil
 }
 
-// moveAsideLocked renames a bad file to name.json.corrupt-<unix>, adding
+// moveAside renames a bad file to name.json.corrupt-<unix>, adding
 // -1, -2… if that exists, and makes the rename durable. It returns cerr
-// with MovedTo set, or with the rename's failure added to Err.
-func (s *Store) moveAsideLocked(p string, cerr *CorruptError) *CorruptError {
+// with MovedTo set, or with the rename's failure added to Err. The caller
+// holds the document's lock.
+func (s *Store) moveAside(p string, cerr *CorruptError) *CorruptError {
 	base := p + corruptInfix + strconv.FormatInt(time.Now().Unix(), 10)
 	// A free name, never one that is there: renaming onto it would destroy
 	// earlier evidence. An Lstat that fails otherwise than "not there" (a
@@ -432,14 +536,14 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 // writeBytes is saveBytes without the count of failures; commit, if set,
 // is SaveGated's.
 func (s *Store) writeBytes(name string, data []byte, order uint64, commit func() bool) error {
-	st := s.lock(name)
-	defer st.mu.Unlock()
-	if st.supersededLocked(name, order) {
+	st, unlock := s.lockName(name)
+	defer unlock()
+	if st.superseded(name, order) {
 		return nil
 	}
 	start := time.Now()
 	p := s.path(name)
-	if err := s.keepUnreadLocked(st, name, p); err != nil {
+	if err := s.keepUnread(st, name, p); err != nil {
 		return fmt.Errorf("store: save %s: %w", name, err)
 	}
 	dir := filepath.Dir(p)
@@ -472,7 +576,7 @@ func (s *Store) writeBytes(name string, data []byte, order uint64, commit func()
 	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
-	st.wroteLocked(name, order)
+	st.wrote(name, order)
 	s.writes.Record(int64(time.Since(start)))
 	if s.afterWrite != nil {
 		s.afterWrite(name)
@@ -521,18 +625,18 @@ func (s *Store) Delete(name string) error {
 		return err
 	}
 	order := s.order.Add(1)
-	st := s.lock(name)
-	defer st.mu.Unlock()
+	st, unlock := s.lockName(name)
+	defer unlock()
 	// Like a save, a delete overtaken by a newer write must not undo it.
-	if st.supersededLocked(name, order) {
+	if st.superseded(name, order) {
 		return nil
 	}
 	p := s.path(name)
-	if err := s.keepUnreadLocked(st, name, p); err != nil {
+	if err := s.keepUnread(st, name, p); err != nil {
 		return fmt.Errorf("store: delete %s: %w", name, err)
 	}
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
-		st.wroteLocked(name, order)
+		st.wrote(name, order)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
@@ -540,7 +644,7 @@ func (s *Store) Delete(name string) error {
 	if err := SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
-	st.wroteLocked(name, order)
+	st.wrote(name, order)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"math/rand"
 	"os"
@@ -847,5 +848,126 @@ func TestSaveGatedCommitPoint(t *testing.T) {
 	}
 	if n := s.WriteFailures(); n != 0 {
 		t.Fatalf("%d write failures counted for a write called off", n)
+	}
+}
+
+// While a write hangs on the disk (an fsync that does not return), the
+// store answers every other operation: a Load, Save or Delete of a
+// document that shares the hung one's lock stripe, and a Load of the hung
+// document itself, which answers the last value written. They waited
+// behind the hung write, without bound.
+func TestOperationsNotHeldBehindAHungWrite(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hung = "devices/hung"
+	neighbour := ""
+	for i := 0; neighbour == ""; i++ {
+		if n := fmt.Sprintf("devices/n%d", i); stripeIndex(n) == stripeIndex(hung) {
+			neighbour = n
+		}
+	}
+	for _, name := range []string{hung, neighbour} {
+		if err := s.Save(name, map[string]int{"v": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- s.SaveGated(hung, map[string]int{"v": 2}, func() bool { close(entered); <-release; return true })
+	}()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	<-entered
+	for _, op := range []struct {
+		what string
+		do   func() error
+	}{
+		{"Load of a document in the hung one's stripe", func() error {
+			var got map[string]int
+			if found, err := s.Load(neighbour, &got); !found || err != nil || got["v"] != 1 {
+				return fmt.Errorf("found %v, %v, %v; want v=1", found, got, err)
+			}
+			return nil
+		}},
+		{"Save of a document in the hung one's stripe", func() error { return s.Save(neighbour, map[string]int{"v": 3}) }},
+		{"Delete of a document in the hung one's stripe", func() error { return s.Delete(neighbour) }},
+		{"Load of the hung document", func() error {
+			var got map[string]int
+			if found, err := s.Load(hung, &got); !found || err != nil || got["v"] != 1 {
+				return fmt.Errorf("found %v, %v, %v; want the last value written, v=1", found, got, err)
+			}
+			return nil
+		}},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- op.do() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s while a write hangs: %v", op.what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still waiting 10 s behind a hung write", op.what)
+		}
+	}
+	close(release)
+	released = true
+	if err := <-wrote; err != nil {
+		t.Fatalf("the hung write, released: %v", err)
+	}
+	var got map[string]int
+	if _, err := s.Load(hung, &got); err != nil || got["v"] != 2 {
+		t.Fatalf("after the hung write: %v (%v), want v=2", got, err)
+	}
+}
+
+// stripeIndex is the lock stripe of name, as the store picks it.
+func stripeIndex(name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32() % lockStripes
+}
+
+// A Load that finds a corrupt file while a write of it hangs answers an
+// error at once, and leaves the file for the write to replace: neither
+// moved aside nor refused to the write, which, released, lands.
+func TestLoadOfACorruptFileBeingWrittenDoesNotWait(t *testing.T) {
+	s := openTemp(t)
+	const name = "devices/torn"
+	writeRaw(t, s.path(name), []byte(`{"v":`))
+	entered, release := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- s.SaveGated(name, map[string]int{"v": 2}, func() bool { close(entered); <-release; return true })
+	}()
+	<-entered
+	loaded := make(chan error, 1)
+	go func() { _, err := s.Load(name, new(map[string]int)); loaded <- err }()
+	select {
+	case err := <-loaded:
+		var corrupt *CorruptError
+		if err == nil || errors.As(err, &corrupt) {
+			t.Errorf("Load of a corrupt file being written answered %v, want an error that is not a *CorruptError (nothing moved aside)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Load of a corrupt file still waiting 10 s behind a hung write of it")
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatalf("the write, released: %v", err)
+	}
+	var got map[string]int
+	if _, err := s.Load(name, &got); err != nil || got["v"] != 2 {
+		t.Fatalf("after the write: %v (%v), want v=2", got, err)
+	}
+	if matches, _ := filepath.Glob(s.path(name) + corruptInfix + "*"); len(matches) != 0 {
+		t.Errorf("moved aside %v: the write replaced the file anyway", matches)
 	}
 }

@@ -324,7 +324,7 @@ func TestWriteBehindFailuresStayBounded(t *testing.T) {
 
 // Queued answers from the write-behind's own state: true while a value
 // Put is queued, false once flushed, and never waiting for a write in
-// progress (which holds the document's stripe across its fsyncs): a device
+// progress (which holds the document's lock across its fsyncs): a device
 // actor asks it, and must not hang on a slow disk.
 func TestWriteBehindQueuedNeverWaitsOnAWrite(t *testing.T) {
 	s := openTemp(t)
@@ -335,7 +335,7 @@ func TestWriteBehindQueuedNeverWaitsOnAWrite(t *testing.T) {
 		t.Fatal("Queued before any Put")
 	}
 	w.Put(name, deviceDoc{Scale: 1})
-	st := s.lock(name) // as a write in progress holds it
+	_, unlock := s.lockName(name) // as a write in progress holds it
 	answered := make(chan bool, 1)
 	go func() { answered <- w.Queued(name) }()
 	select {
@@ -344,9 +344,9 @@ func TestWriteBehindQueuedNeverWaitsOnAWrite(t *testing.T) {
 			t.Error("Queued after Put = false")
 		}
 	case <-time.After(10 * time.Second):
-		t.Error("Queued waited on the document's stripe")
+		t.Error("Queued waited on the document's lock")
 	}
-	st.mu.Unlock()
+	unlock()
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,13 @@ func TestResourceLimitFlags(t *testing.T) {
 		{[]string{"--max-connections", "-5"}, "--max-connections"},
 		{[]string{"--max-connections", "1"}, ""},
 		{[]string{"--max-connections", "100000"}, ""},
+		{[]string{"--write-timeout", "0"}, "--write-timeout"},
+		{[]string{"--write-timeout", "-1s"}, "--write-timeout"},
+		{[]string{"--write-timeout", "99ms"}, "--write-timeout"},
+		{[]string{"--write-timeout", "61s"}, "--write-timeout"},
+		{[]string{"--write-timeout", "100ms"}, ""},
+		{[]string{"--write-timeout", "1m"}, ""},
+		{[]string{"--write-timeout", "5s"}, ""},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(tt.args)

@@ -64,6 +64,7 @@ type options struct {
 	maxConnections               int
 	hwPorts                      listFlag
 	hwScanPeriod                 time.Duration
+	writeTimeout                 time.Duration
 	emulateArms                  int
 	realtimePriority             int
 	record                       string
@@ -95,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.legacyPort, "legacy-port", 10000, "legacy 3.0 API port (0: a free port, negative: off)")
 	fs.IntVar(&o.eventsPort, "events-port", 10020, "events WebSocket port (0: a free port, negative: off)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(), "directory for durable configuration")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", actors.DefaultWriteTimeout, fmt.Sprintf("how long a config or settings write waits for the state directory's disk (%v..%v): past it the write is called off, not applied, and answered 503", actors.MinWriteTimeout, actors.MaxWriteTimeout))
 	fs.Var(&o.sim, "sim", "what to simulate, family=count pairs: inverse3, minverse, inverse3x, verse_grip (wired), wireless_verse_grip; e.g. inverse3=2,minverse=1,verse_grip=1 (given: no default devices)")
 	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms (Inverse3): short for --sim inverse3=N")
 	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated wireless grips: short for --sim wireless_verse_grip=N")
@@ -132,6 +134,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.maxConnections < 1 {
 		return nil, fmt.Errorf("--max-connections %d must be 1 or more (default %d)", o.maxConnections, transport.DefaultMaxConnections)
+	}
+	if err := actors.CheckWriteTimeout(o.writeTimeout); err != nil {
+		return nil, fmt.Errorf("--write-timeout: %w", err)
 	}
 	if o.hwScanPeriod < 0 {
 		return nil, fmt.Errorf("--hw-scan-period %v must not be negative (0: no scan)", o.hwScanPeriod)
@@ -320,6 +325,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		SimShards:        runtime.NumCPU(),
 		SimProcs:         loop.NewProcs(), // one service a process
 		RealtimePriority: o.realtimePriority,
+		WriteTimeout:     o.writeTimeout,
 	})
 	if err != nil {
 		hardware.closeEmulators()
