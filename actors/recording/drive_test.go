@@ -224,13 +224,12 @@ func TestDriveRefusesARecordingWithGaps(t *testing.T) {
 // holds on its own.
 func TestTimelineWaitsOnlyForFramesEarlierMessagesBring(t *testing.T) {
 	at := func(ms uint64) mcap.Message { return mcap.Message{LogTime: ms * uint64(time.Millisecond)} }
-	tl := &timeline{closeAt: []uint64{uint64(time.Second), uint64(time.Second)}, progress: []sessionProgress{
+	tl := newTimeline([]sessionProgress{
 		// Read its inventory; its frame at 10 ms answers a message lost
 		// from the recording, its next message is at 50 ms.
 		{frames: []mcap.Message{at(0), at(10), at(51)}, in: []mcap.Message{at(50)}, read: 1},
 		{frames: []mcap.Message{at(1), at(31)}, in: []mcap.Message{at(30)}, read: 1},
-	}}
-	tl.changed = sync.NewCond(&tl.mu)
+	}, []uint64{uint64(time.Second), uint64(time.Second)})
 	done := make(chan struct{})
 	go func() { defer close(done); tl.after(1, uint64(30*time.Millisecond)) }()
 	select {
