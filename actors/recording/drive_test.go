@@ -1,10 +1,13 @@
 package recording
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -458,5 +462,82 @@ func BenchmarkDriveTimeline(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A session whose inventory the recorder's full queue dropped is refused
+// as a recording with a gap, saying the inventory was lost, not as one
+// recorded mid-way: it connected while recording, and the advice to start
+// the recording first would not help. The file is a pipe nobody reads
+// until the queue is full, as a stalled disk.
+func TestDriveCallsALostInventoryAGap(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := New(Config{Service: startBareService(t), Dir: t.TempDir(), Log: zerolog.Nop(),
+		Create: func(string) (*os.File, error) { return pw, nil }})
+	t.Cleanup(func() { _ = pr.Close(); rs.StopAll() }) // a stalled writer fails and ends
+	info, err := rs.Start(Options{Name: "stalled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() Info {
+		for _, i := range rs.List() {
+			if i.ID == info.ID {
+				return i
+			}
+		}
+		t.Fatalf("recording %d not listed", info.ID)
+		return Info{}
+	}
+	// Another session's messages: more than the pipe holds, in the
+	// chunk the writer stalls on, then until the queue is full.
+	big := []byte(`{"filler":"` + strings.Repeat("x", 100<<10) + `"}`)
+	rs.Session(KindClient, 99, big)
+	rs.Session(KindClient, 99, big)
+	taps := 2
+	hwtest.EventuallyNil(t, 30*time.Second, "the recorder's queue to drop a message", func() error {
+		for range 1000 {
+			rs.Session(KindClient, 99, []byte(`{}`))
+			taps++
+		}
+		if listed().Dropped == 0 {
+			return errors.New("nothing dropped yet")
+		}
+		return nil
+	})
+	before := listed().Dropped
+	rs.Session(KindFrame, 0, []byte(inventory3x)) // session 1 opens
+	if got := listed().Dropped; got != before+1 {
+		t.Fatalf("dropped %d after the inventory, %d before: the queue had room", got, before)
+	}
+	var file bytes.Buffer
+	copied := make(chan error, 1)
+	go func() { _, err := io.Copy(&file, pr); copied <- err }()
+	hwtest.EventuallyNil(t, 30*time.Second, "the writer to catch up", func() error {
+		if i := listed(); i.Messages < uint64(taps)-i.Dropped {
+			return fmt.Errorf("%d messages written of %d taps, %d dropped", i.Messages, taps, i.Dropped)
+		}
+		return nil
+	})
+	rs.Session(KindClient, 1, []byte(`{}`))
+	rs.Session(KindFrame, 1, []byte(state3x))
+	if got := listed().Dropped; got != before+1 {
+		t.Fatalf("dropped %d, %d after the inventory: session 1's message or frame was dropped too", got, before+1)
+	}
+	rs.Stop(info.ID)
+	if err := <-copied; err != nil {
+		t.Fatal(err)
+	}
+	f, err := mcap.Read(file.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dialled atomic.Int32
+	dial := func() (FrameConn, error) { dialled.Add(1); return newAnsweringConn(inventory3x, state3x), nil }
+	_, err = Drive{Dial: dial, Window: 20 * time.Millisecond}.Run(f)
+	if !errors.Is(err, ErrRecordingHasGaps) || errors.Is(err, ErrSessionRecordedMidway) || !strings.Contains(err.Error(), "inventory") || dialled.Load() != 0 {
+		t.Fatalf("%v, %d sessions dialled; want ErrRecordingHasGaps naming the lost inventory, before any dial", err, dialled.Load())
 	}
 }
