@@ -81,7 +81,7 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		return 0, errors.New("recording: the recording holds no session")
 	}
 	ends, fileEnd := sessionEnds(f)
-	marked := inventoryMarkedSessions(f)
+	marked, lost := markedSessions(f, InventoryMarked), markedSessions(f, InventoryLost)
 	fileStart := uint64(math.MaxUint64)
 	for _, m := range f.Messages {
 		fileStart = min(fileStart, m.LogTime)
@@ -95,10 +95,17 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		if !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]) {
+		switch {
+		case lost[s]:
+			// Not "recorded mid-way": it connected while recording, and
+			// starting the recording first would not have helped.
+			err = fmt.Errorf("%w: the recorder's queue dropped its inventory (the frame its opening sent), though it connected while recording", ErrRecordingHasGaps)
+		case !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]):
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
+		default:
+			err = pairedUp(in[s], frames[s], fileStart)
 		}
-		if err := pairedUp(in[s], frames[s], fileStart); err != nil {
+		if err != nil {
 			if n := droppedByRecorder(f); n > 0 {
 				err = fmt.Errorf("%w (the recorder counted %d messages dropped)", err, n)
 			}
@@ -183,12 +190,13 @@ func recordedFromItsStart(in, frames []mcap.Message, first any, marked bool) boo
 	return ok
 }
 
-// inventoryMarkedSessions are the sessions whose frames channel a recorder
-// that marks the inventory wrote (InventoryMarked).
-func inventoryMarkedSessions(f *mcap.File) map[string]bool {
+// markedSessions are the sessions whose frames channel has the metadata
+// mark ("true"): InventoryMarked, written by a recorder that marks the
+// inventory, or InventoryLost.
+func markedSessions(f *mcap.File, mark string) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range f.Channels {
-		if c.Metadata["kind"] == KindFrame && c.Metadata[InventoryMarked] == "true" {
+		if c.Metadata["kind"] == KindFrame && c.Metadata[mark] == "true" {
 			out[c.Metadata["key"]] = true
 		}
 	}
