@@ -18,6 +18,7 @@ import (
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/mcap"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -314,42 +315,7 @@ func TestMixedFleetOrderAndIdentity(t *testing.T) {
 // arm by its recorded device type number, a grip by its recorded link (a
 // wired grip stays a verse_grip, a wireless one a wireless_verse_grip).
 func TestRecordingReplaysEveryFamily(t *testing.T) {
-	dir := t.TempDir()
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir,
-		"--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(context.Background(), o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]hw.Info{}
-	for _, d := range sv.svc.Devices().All() {
-		want[d.ID] = d.Info
-	}
-	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
-	hwtest.EventuallyNil(t, 10*time.Second, "every device's states recorded", func() error {
-		_, env := httpDo(t, "GET", base+"/recordings", "")
-		if recs, _ := env["data"].([]any); len(recs) == 1 {
-			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
-				return nil
-			}
-		}
-		return fmt.Errorf("GET /recordings: %v", env)
-	})
-	if err := sv.stop(nil); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
-	f, _, err := recording.Load(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, want := recordedRun(t, "--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1")
 	drivers, err := recording.Replay(f, 1, false)
 	if err != nil {
 		t.Fatal(err)
@@ -532,41 +498,12 @@ func TestSimIndexBaseSetsGripsMotionApart(t *testing.T) {
 	}
 }
 
-// recordedGripOrientations runs a service with one simulated grip at
-// --sim-index-base base, records it from the start for at least 1000
-// states and returns the grip's orientation (w, x, y, z) by tick.
+// recordedGripOrientations records a service with one simulated grip at
+// --sim-index-base base and returns the grip's orientation (w, x, y, z)
+// by tick.
 func recordedGripOrientations(t *testing.T, motion string, base int) map[uint64][4]float64 {
 	t.Helper()
-	dir := t.TempDir()
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir,
-		"--sim-arms", "0", "--sim-grips", "1", "--sim-motion", motion, "--sim-index-base", fmt.Sprint(base)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(context.Background(), o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + sv.srv.Addr(transport.ListenerHTTP).String() + "/recordings"
-	hwtest.EventuallyNil(t, 20*time.Second, "1000 states recorded", func() error {
-		_, env := httpDo(t, "GET", url, "")
-		if n, _ := hwtest.JSONPath(env, "data", 0, "messages").(float64); n < 1000 {
-			return fmt.Errorf("GET /recordings: %v", env)
-		}
-		return nil
-	})
-	if err := sv.stop(nil); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
-	f, _, err := recording.Load(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := recordedRun(t, "--sim-arms", "0", "--sim-grips", "1", "--sim-motion", motion, "--sim-index-base", fmt.Sprint(base))
 	out := map[uint64][4]float64{}
 	for _, m := range f.Messages {
 		if f.Channels[m.ChannelID].Metadata["kind"] != recording.KindState {
@@ -581,4 +518,47 @@ func recordedGripOrientations(t *testing.T, motion string, base int) map[uint64]
 		}
 	}
 	return out
+}
+
+// recordedRun runs a service with args (its simulated devices) recording
+// from its start (--record) until 1000 messages are recorded, stops it and
+// returns the recording and the devices it served.
+func recordedRun(t *testing.T, args ...string) (*mcap.File, map[string]hw.Info) {
+	t.Helper()
+	dir := t.TempDir()
+	o, err := parseFlags(append([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(context.Background(), o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	devices := map[string]hw.Info{}
+	for _, d := range sv.svc.Devices().All() {
+		devices[d.ID] = d.Info
+	}
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	hwtest.EventuallyNil(t, 20*time.Second, "1000 messages recorded", func() error {
+		_, env := httpDo(t, "GET", base+"/recordings", "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	if err := sv.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	f, _, err := recording.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, devices
 }
