@@ -387,7 +387,7 @@ func TestDriveKeepsTheRecordedOrderAcrossManySessions(t *testing.T) {
 		for o := range sessions {
 			recorded := sort.Search(len(frameTimes[o]), func(k int) bool { return frameTimes[o][k] >= at })
 			if o != s && read[o] < recorded {
-				t.Fatalf("event %d: session %d's %s recorded at %v came after session %d had read %d frames, but %d of its frames were recorded before it",
+				t.Fatalf("event %d: session %d's %s, recorded at %v, came when session %d had read %d of the %d frames recorded before it",
 					n, s+1, e.kind, time.Duration(at), o+1, read[o], recorded)
 			}
 		}
