@@ -81,21 +81,31 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		return 0, errors.New("recording: the recording holds no session")
 	}
 	ends, fileEnd := sessionEnds(f)
-	marked := inventoryMarkedSessions(f)
+	marked, lost := markedSessions(f, InventoryMarked), markedSessions(f, InventoryLost)
 	fileStart := uint64(math.MaxUint64)
 	for _, m := range f.Messages {
 		fileStart = min(fileStart, m.LogTime)
 	}
-	tl := &timeline{progress: make([]sessionProgress, len(sessions))}
+	progress := make([]sessionProgress, len(sessions))
+	closeAt := make([]uint64, len(sessions))
+	var t0 uint64
+	var checks []*frameCheck
 	for i, s := range sessions {
 		check, err := newFrameCheck(frames[s], d.Tolerance, d.Window)
 		if err != nil {
 			return 0, fmt.Errorf("recording: session %s: %w", s, err)
 		}
-		if !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]) {
+		switch {
+		case lost[s]:
+			// Not "recorded mid-way": it connected while recording, and
+			// starting the recording first would not have helped.
+			err = fmt.Errorf("%w: the recorder's queue dropped its inventory (the frame its opening sent), though it connected while recording", ErrRecordingHasGaps)
+		case !recordedFromItsStart(in[s], frames[s], check.decoded[0], marked[s]):
 			return 0, fmt.Errorf("recording: session %s: %w", s, ErrSessionRecordedMidway)
+		default:
+			err = pairedUp(in[s], frames[s], fileStart)
 		}
-		if err := pairedUp(in[s], frames[s], fileStart); err != nil {
+		if err != nil {
 			if n := droppedByRecorder(f); n > 0 {
 				err = fmt.Errorf("%w (the recorder counted %d messages dropped)", err, n)
 			}
@@ -112,14 +122,15 @@ func (d Drive) Run(f *mcap.File) (int, error) {
 		if !ok || end < last {
 			end = max(fileEnd, last) // still open when the recording stopped
 		}
-		tl.progress[i] = sessionProgress{frames: frames[s], in: in[s]}
-		tl.closeAt = append(tl.closeAt, end)
-		if i == 0 || frames[s][0].LogTime < tl.t0 {
-			tl.t0 = frames[s][0].LogTime
+		progress[i] = sessionProgress{frames: frames[s], in: in[s]}
+		closeAt[i] = end
+		if i == 0 || frames[s][0].LogTime < t0 {
+			t0 = frames[s][0].LogTime
 		}
-		tl.checks = append(tl.checks, check)
+		checks = append(checks, check)
 	}
-	tl.changed = sync.NewCond(&tl.mu)
+	tl := newTimeline(progress, closeAt)
+	tl.t0, tl.checks = t0, checks
 	tl.start = time.Now()
 	type outcome struct {
 		diffs  []string
@@ -179,12 +190,13 @@ func recordedFromItsStart(in, frames []mcap.Message, first any, marked bool) boo
 	return ok
 }
 
-// inventoryMarkedSessions are the sessions whose frames channel a recorder
-// that marks the inventory wrote (InventoryMarked).
-func inventoryMarkedSessions(f *mcap.File) map[string]bool {
+// markedSessions are the sessions whose frames channel has the metadata
+// mark ("true"): InventoryMarked, written by a recorder that marks the
+// inventory, or InventoryLost.
+func markedSessions(f *mcap.File, mark string) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range f.Channels {
-		if c.Metadata["kind"] == KindFrame && c.Metadata[InventoryMarked] == "true" {
+		if c.Metadata["kind"] == KindFrame && c.Metadata[mark] == "true" {
 			out[c.Metadata["key"]] = true
 		}
 	}
@@ -277,13 +289,27 @@ func sessionEnds(f *mcap.File) (map[string]uint64, uint64) {
 // timeline is the recorded timeline the sessions are re-driven on, and how
 // far each has got on it.
 type timeline struct {
-	t0       uint64 // the recorded time of the first connection
-	start    time.Time
-	checks   []*frameCheck
-	closeAt  []uint64 // the recorded time each session closed
+	// Set before the sessions start, only read after.
+	t0      uint64 // the recorded time of the first connection
+	start   time.Time
+	checks  []*frameCheck
+	closeAt []uint64 // the recorded time each session closed
+	// mu guards the following.
 	mu       sync.Mutex
-	changed  *sync.Cond
 	progress []sessionProgress
+	// reached is, for each session, the latest recorded time by which it
+	// has done all it had done when recording (reachedBy); lowest and
+	// second are the two lowest of them, lowestSession the session that
+	// reached lowest: whether a session may act is then known without a
+	// pass over the others.
+	reached        []uint64
+	lowest, second uint64
+	lowestSession  int
+	// waitingFor is the recorded time each session waits to act at, and
+	// waiting whether it waits; wake[i] ends session i's wait.
+	waitingFor []uint64
+	waiting    []bool
+	wake       []chan struct{}
 }
 
 type sessionProgress struct {
@@ -292,6 +318,20 @@ type sessionProgress struct {
 	read   int            // frames read so far
 	sent   bool           // every message it will send is sent and answered
 	closed bool
+}
+
+// newTimeline is the timeline of sessions (their recorded frames and
+// client messages, nothing read yet) that closed at closeAt.
+func newTimeline(progress []sessionProgress, closeAt []uint64) *timeline {
+	n := len(progress)
+	tl := &timeline{progress: progress, closeAt: closeAt, reached: make([]uint64, n),
+		waitingFor: make([]uint64, n), waiting: make([]bool, n), wake: make([]chan struct{}, n)}
+	for i := range progress {
+		tl.wake[i] = make(chan struct{}, 1)
+		tl.reached[i] = tl.reachedBy(i)
+	}
+	tl.rankLocked()
+	return tl
 }
 
 // waitUntil sleeps until the recorded time at, and returns how late that is.
@@ -313,37 +353,83 @@ func (tl *timeline) waitUntil(at uint64) time.Duration {
 // read the frames its messages sent before at bring (the inventory and
 // one per message), never a recorded frame no earlier message of its own
 // brings (a recording that lost the message, which Run refuses anyway).
+//
+// A session that may not act yet is woken only once it may (update), not
+// at every other session's frame: with a hundred sessions, waking each to
+// look again at each other on every frame fell behind the recorded
+// timeline.
 func (tl *timeline) after(i int, at uint64) {
 	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	for {
-		ready := true
-		for j, p := range tl.progress {
-			if j == i || p.closed {
-				continue
-			}
-			need := sort.Search(len(p.frames), func(k int) bool { return p.frames[k].LogTime >= at })
-			if need > 0 {
-				need = min(need, 1+sort.Search(len(p.in), func(k int) bool { return p.in[k].LogTime >= at }))
-			}
-			if (!p.sent && p.read < need) || tl.closeAt[j] < at {
-				ready = false
-				break
-			}
+	if tl.mayActLocked(i, at) {
+		tl.mu.Unlock()
+		return
+	}
+	tl.waitingFor[i], tl.waiting[i] = at, true
+	tl.mu.Unlock()
+	<-tl.wake[i]
+}
+
+// reachedBy is the latest recorded time by which session j has done all
+// it had done when recording (math.MaxUint64: all it will do): another
+// session may act at a time up to it. Once j has sent all it sends, that is
+// its close time. Before, with r frames read, it has read every frame
+// recorded up to its next unread one's time, and every frame its messages
+// recorded up to its r-th one's time bring (the inventory and one a
+// message): after waits for no frame that no message of j's own brings.
+func (tl *timeline) reachedBy(j int) uint64 {
+	p := &tl.progress[j]
+	if p.closed {
+		return math.MaxUint64
+	}
+	if p.sent {
+		return tl.closeAt[j]
+	}
+	reached := uint64(math.MaxUint64)
+	if p.read < len(p.frames) && (p.read == 0 || p.read-1 < len(p.in)) {
+		reached = p.frames[p.read].LogTime
+		if p.read >= 1 {
+			reached = max(reached, p.in[p.read-1].LogTime)
 		}
-		if ready {
-			return
+	}
+	return min(reached, tl.closeAt[j])
+}
+
+// mayActLocked says whether session i may act at recorded time at: every
+// other session has reached it.
+func (tl *timeline) mayActLocked(i int, at uint64) bool {
+	if i == tl.lowestSession {
+		return at <= tl.second
+	}
+	return at <= tl.lowest
+}
+
+// rankLocked finds the two lowest times the sessions reached.
+func (tl *timeline) rankLocked() {
+	tl.lowest, tl.second, tl.lowestSession = math.MaxUint64, math.MaxUint64, -1
+	for j, r := range tl.reached {
+		switch {
+		case r < tl.lowest:
+			tl.lowest, tl.second, tl.lowestSession = r, tl.lowest, j
+		case r < tl.second:
+			tl.second = r
 		}
-		tl.changed.Wait()
 	}
 }
 
-// update changes session i's progress and wakes the sessions waiting on it.
+// update changes session i's progress and wakes the sessions that may now
+// act, and no other.
 func (tl *timeline) update(i int, change func(p *sessionProgress)) {
 	tl.mu.Lock()
+	defer tl.mu.Unlock()
 	change(&tl.progress[i])
-	tl.mu.Unlock()
-	tl.changed.Broadcast()
+	tl.reached[i] = tl.reachedBy(i)
+	tl.rankLocked()
+	for k, w := range tl.waiting {
+		if w && tl.mayActLocked(k, tl.waitingFor[k]) {
+			tl.waiting[k] = false
+			tl.wake[k] <- struct{}{} // never blocks: one wake a wait
+		}
+	}
 }
 
 // session re-drives session i on tl: it dials at the recorded connect

@@ -1,8 +1,15 @@
 package recording
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
@@ -125,7 +133,10 @@ type recordedItem struct {
 
 // recordingOf makes a recording of items, as a recorder whose queue may
 // have dropped some writes it.
-func recordingOf(items []recordedItem) *mcap.File {
+func recordingOf(items []recordedItem) *mcap.File { return recordingIn(time.Millisecond, items) }
+
+// recordingIn makes a recording of items whose times (ms) count units.
+func recordingIn(unit time.Duration, items []recordedItem) *mcap.File {
 	f := &mcap.File{Channels: map[uint16]mcap.Channel{}}
 	ids := map[string]uint16{}
 	for _, it := range items {
@@ -136,7 +147,7 @@ func recordingOf(items []recordedItem) *mcap.File {
 			ids[ck] = id
 			f.Channels[id] = mcap.Channel{ID: id, Metadata: map[string]string{"kind": it.kind, "key": it.session}}
 		}
-		ns := it.ms * uint64(time.Millisecond)
+		ns := it.ms * uint64(unit)
 		data := fmt.Sprintf(`{"session":%s,"time_ns":%d,"message":%s}`, it.session, ns, it.json)
 		f.Messages = append(f.Messages, mcap.Message{ChannelID: id, LogTime: ns, Data: []byte(data)})
 	}
@@ -217,13 +228,12 @@ func TestDriveRefusesARecordingWithGaps(t *testing.T) {
 // holds on its own.
 func TestTimelineWaitsOnlyForFramesEarlierMessagesBring(t *testing.T) {
 	at := func(ms uint64) mcap.Message { return mcap.Message{LogTime: ms * uint64(time.Millisecond)} }
-	tl := &timeline{closeAt: []uint64{uint64(time.Second), uint64(time.Second)}, progress: []sessionProgress{
+	tl := newTimeline([]sessionProgress{
 		// Read its inventory; its frame at 10 ms answers a message lost
 		// from the recording, its next message is at 50 ms.
 		{frames: []mcap.Message{at(0), at(10), at(51)}, in: []mcap.Message{at(50)}, read: 1},
 		{frames: []mcap.Message{at(1), at(31)}, in: []mcap.Message{at(30)}, read: 1},
-	}}
-	tl.changed = sync.NewCond(&tl.mu)
+	}, []uint64{uint64(time.Second), uint64(time.Second)})
 	done := make(chan struct{})
 	go func() { defer close(done); tl.after(1, uint64(30*time.Millisecond)) }()
 	select {
@@ -232,5 +242,302 @@ func TestTimelineWaitsOnlyForFramesEarlierMessagesBring(t *testing.T) {
 		tl.update(0, func(p *sessionProgress) { p.closed = true }) // let it end
 		<-done
 		t.Fatal("session 2, sending at 30 ms, waits for session 1 to read its frame at 10 ms, which no message of session 1 before 30 ms brings")
+	}
+}
+
+// sessionLog is what a service sees of the sessions Drive re-drives, in
+// the order it sees it: each connection's dial, frames read and messages
+// sent.
+type sessionLog struct {
+	mu     sync.Mutex
+	events []connEvent
+}
+
+type connEvent struct {
+	conn *loggedConn
+	kind string // "dial", "read" or "send"
+	msg  string // what a send sent
+}
+
+func (l *sessionLog) add(e connEvent) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+// loggedConn answers as answeringConn does, logs what it does and may
+// take a while to hand over a frame, as a loaded service or machine does.
+type loggedConn struct {
+	*answeringConn
+	log  *sessionLog
+	slow func() time.Duration
+}
+
+func (c *loggedConn) Send(msg []byte) error {
+	c.log.add(connEvent{conn: c, kind: "send", msg: string(msg)})
+	return c.answeringConn.Send(msg)
+}
+
+func (c *loggedConn) Receive(timeout time.Duration) ([]byte, error) {
+	if d := c.slow(); d > 0 {
+		time.Sleep(d) // disorder only: the test waits on the drive's end
+	}
+	b, err := c.answeringConn.Receive(timeout)
+	if err == nil {
+		c.log.add(connEvent{conn: c, kind: "read"})
+	}
+	return b, err
+}
+
+// Many sessions re-driven at once keep the recorded order: a session sends
+// a message, or connects, only once every other session has read each
+// frame recorded before that message, however slowly each one's frames
+// come. 40 lock-step sessions, recorded interleaved at random.
+func TestDriveKeepsTheRecordedOrderAcrossManySessions(t *testing.T) {
+	const sessions, messages = 40, 8
+	const inv, st = `{"session_id":1,"session":{},"arm3":[]}`, `{"session_id":1,"arm3":[]}`
+	rng := rand.New(rand.NewPCG(9, 9))
+	// Each session's next step: its inventory, then a message and its
+	// frame, messages times; recorded 20 µs apart in a random interleaving.
+	step := make([]int, sessions)
+	frameTimes := make([][]uint64, sessions)
+	msgTimes := map[string]uint64{}
+	var items []recordedItem
+	const spacing = 20 * time.Microsecond
+	for t := uint64(0); ; t++ {
+		var open []int
+		for s := range step {
+			if step[s] < 1+2*messages {
+				open = append(open, s)
+			}
+		}
+		if len(open) == 0 {
+			break
+		}
+		s := open[rng.IntN(len(open))]
+		id := strconv.Itoa(s + 1)
+		ns := t * uint64(spacing)
+		switch {
+		case step[s] == 0:
+			items = append(items, recordedItem{id, KindFrame, t, inv})
+		case step[s]%2 == 1:
+			msg := fmt.Sprintf(`{"s":%d,"k":%d}`, s, step[s]/2)
+			msgTimes[msg] = ns
+			items = append(items, recordedItem{id, KindClient, t, msg})
+		default:
+			items = append(items, recordedItem{id, KindFrame, t, st})
+		}
+		if step[s]%2 == 0 {
+			frameTimes[s] = append(frameTimes[s], ns)
+		}
+		step[s]++
+	}
+	log := &sessionLog{}
+	d := Drive{
+		Dial: func() (FrameConn, error) {
+			c := &loggedConn{answeringConn: newAnsweringConn(inv, st), log: log, slow: func() time.Duration {
+				log.mu.Lock()
+				defer log.mu.Unlock()
+				return time.Duration(rng.IntN(300)) * time.Microsecond
+			}}
+			log.add(connEvent{conn: c, kind: "dial"})
+			return c, nil
+		},
+		Window: 20 * time.Millisecond,
+	}
+	done := make(chan error, 1)
+	go func() { _, err := d.Run(recordingIn(spacing, items)); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Drive.Run still running 60 s into a recording of a few ms")
+	}
+	// Which session each connection is: its first message says.
+	sessionOf := map[*loggedConn]int{}
+	for _, e := range log.events {
+		if e.kind == "send" {
+			if _, ok := sessionOf[e.conn]; !ok {
+				var m struct{ S int }
+				_ = json.Unmarshal([]byte(e.msg), &m)
+				sessionOf[e.conn] = m.S
+			}
+		}
+	}
+	if len(sessionOf) != sessions {
+		t.Fatalf("%d sessions sent messages, want %d", len(sessionOf), sessions)
+	}
+	read := make([]int, sessions) // frames read so far, by session
+	dialled := map[int]bool{}
+	for n, e := range log.events {
+		s := sessionOf[e.conn]
+		var at uint64
+		switch e.kind {
+		case "read":
+			read[s]++
+			continue
+		case "dial":
+			dialled[s] = true
+			at = frameTimes[s][0]
+		case "send":
+			at = msgTimes[e.msg]
+		}
+		for o := range sessions {
+			recorded := sort.Search(len(frameTimes[o]), func(k int) bool { return frameTimes[o][k] >= at })
+			if o != s && read[o] < recorded {
+				t.Fatalf("event %d: session %d's %s, recorded at %v, came when session %d had read %d of the %d frames recorded before it",
+					n, s+1, e.kind, time.Duration(at), o+1, read[o], recorded)
+			}
+		}
+	}
+	if len(dialled) != sessions {
+		t.Fatalf("%d sessions dialled, want %d", len(dialled), sessions)
+	}
+}
+
+// BenchmarkDriveTimeline re-drives sessions on a timeline that never
+// waits for the clock (recorded 1 ns apart): what keeping the recorded
+// order costs a frame as sessions grow. In "one after another" each
+// session's message was recorded after every other session's frame before
+// it, so each waits for all the others; in "at random" the sessions'
+// messages and frames were recorded interleaved at random, as independent
+// clients' are. cpu-ns/frame is the CPU time the process spent a frame:
+// on a loaded machine the wall time is mostly waiting for a CPU.
+func BenchmarkDriveTimeline(b *testing.B) {
+	const messages = 40
+	const inv, st = `{"session_id":1,"session":{},"arm3":[]}`, `{"session_id":1,"arm3":[]}`
+	for _, layout := range []string{"one after another", "at random"} {
+		for _, sessions := range []int{1, 10, 100} {
+			b.Run(fmt.Sprintf("%s/sessions=%d", layout, sessions), func(b *testing.B) {
+				var items []recordedItem
+				add := func(s int, kind, json string) {
+					items = append(items, recordedItem{strconv.Itoa(s + 1), kind, uint64(len(items)), json})
+				}
+				step := make([]int, sessions) // 0: the inventory, then odd a message, even its frame
+				next := func(s int) {
+					switch {
+					case step[s] == 0:
+						add(s, KindFrame, inv)
+					case step[s]%2 == 1:
+						add(s, KindClient, `{}`)
+					default:
+						add(s, KindFrame, st)
+					}
+					step[s]++
+				}
+				if layout == "at random" {
+					rng := rand.New(rand.NewPCG(1, 2))
+					for left := sessions * (1 + 2*messages); left > 0; left-- {
+						s := rng.IntN(sessions)
+						for step[s] == 1+2*messages {
+							s = (s + 1) % sessions
+						}
+						next(s)
+					}
+				} else {
+					for range 1 + messages {
+						for s := range sessions {
+							next(s)
+							if step[s] > 1 {
+								next(s) // its frame right after its message
+							}
+						}
+					}
+				}
+				f := recordingIn(time.Nanosecond, items)
+				d := Drive{Dial: func() (FrameConn, error) { return newAnsweringConn(inv, st), nil }, Window: 20 * time.Millisecond}
+				b.ResetTimer()
+				cpu0, _ := processCPU()
+				for range b.N {
+					if _, err := d.Run(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+				frames := float64(b.N * sessions * (messages + 1))
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/frames, "ns/frame")
+				if cpu1, ok := processCPU(); ok {
+					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/frames, "cpu-ns/frame")
+				}
+			})
+		}
+	}
+}
+
+// A session whose inventory the recorder's full queue dropped is refused
+// as a recording with a gap, saying the inventory was lost, not as one
+// recorded mid-way: it connected while recording, and the advice to start
+// the recording first would not help. The file is a pipe nobody reads
+// until the queue is full, as a stalled disk.
+func TestDriveCallsALostInventoryAGap(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := New(Config{Service: startBareService(t), Dir: t.TempDir(), Log: zerolog.Nop(),
+		Create: func(string) (*os.File, error) { return pw, nil }})
+	t.Cleanup(func() { _ = pr.Close(); rs.StopAll() }) // a stalled writer fails and ends
+	info, err := rs.Start(Options{Name: "stalled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() Info {
+		for _, i := range rs.List() {
+			if i.ID == info.ID {
+				return i
+			}
+		}
+		t.Fatalf("recording %d not listed", info.ID)
+		return Info{}
+	}
+	// Another session's messages: more than the pipe holds, in the
+	// chunk the writer stalls on, then until the queue is full.
+	big := []byte(`{"filler":"` + strings.Repeat("x", 100<<10) + `"}`)
+	rs.Session(KindClient, 99, big)
+	rs.Session(KindClient, 99, big)
+	taps := 2
+	hwtest.EventuallyNil(t, 30*time.Second, "the recorder's queue to drop a message", func() error {
+		for range 1000 {
+			rs.Session(KindClient, 99, []byte(`{}`))
+			taps++
+		}
+		if listed().Dropped == 0 {
+			return errors.New("nothing dropped yet")
+		}
+		return nil
+	})
+	before := listed().Dropped
+	rs.Session(KindFrame, 0, []byte(inventory3x)) // session 1 opens
+	if got := listed().Dropped; got != before+1 {
+		t.Fatalf("dropped %d after the inventory, %d before: the queue had room", got, before)
+	}
+	var file bytes.Buffer
+	copied := make(chan error, 1)
+	go func() { _, err := io.Copy(&file, pr); copied <- err }()
+	hwtest.EventuallyNil(t, 30*time.Second, "the writer to catch up", func() error {
+		if i := listed(); i.Messages < uint64(taps)-i.Dropped {
+			return fmt.Errorf("%d messages written of %d taps, %d dropped", i.Messages, taps, i.Dropped)
+		}
+		return nil
+	})
+	rs.Session(KindClient, 1, []byte(`{}`))
+	rs.Session(KindFrame, 1, []byte(state3x))
+	if got := listed().Dropped; got != before+1 {
+		t.Fatalf("dropped %d, %d after the inventory: session 1's message or frame was dropped too", got, before+1)
+	}
+	rs.Stop(info.ID)
+	if err := <-copied; err != nil {
+		t.Fatal(err)
+	}
+	f, err := mcap.Read(file.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dialled atomic.Int32
+	dial := func() (FrameConn, error) { dialled.Add(1); return newAnsweringConn(inventory3x, state3x), nil }
+	_, err = Drive{Dial: dial, Window: 20 * time.Millisecond}.Run(f)
+	if !errors.Is(err, ErrRecordingHasGaps) || errors.Is(err, ErrSessionRecordedMidway) || !strings.Contains(err.Error(), "inventory") || dialled.Load() != 0 {
+		t.Fatalf("%v, %d sessions dialled; want ErrRecordingHasGaps naming the lost inventory, before any dial", err, dialled.Load())
 	}
 }

@@ -183,6 +183,10 @@ type recording struct {
 	droppedStates atomic.Uint64
 	written       atomic.Uint64
 	active        atomic.Bool
+	// lostInventories holds the sessions (their channel key) whose
+	// inventory the queue dropped, for the writer to mark their frames
+	// channel (InventoryLost) when a later frame makes it.
+	lostInventories sync.Map
 	// Immutable after Start.
 	id       uint64
 	opts     Options
@@ -613,7 +617,13 @@ func (rs *Recorder) Session(kind string, session uint64, buf []byte) {
 		if data == nil {
 			data = sessionMessage(session, ns, buf, kind == KindFrame, inventory)
 		}
-		r.put(item{kind: kind, key: strconv.FormatUint(session, 10), ns: ns, data: data})
+		key := strconv.FormatUint(session, 10)
+		if !r.put(item{kind: kind, key: key, ns: ns, data: data}) && inventory {
+			// Before any later frame of the session is queued (its
+			// frames come one after another): the writer sees it when
+			// one of them makes the channel.
+			r.lostInventories.Store(key, true)
+		}
 	}
 }
 

@@ -143,8 +143,15 @@ type Message struct {
 // InventoryMarked is the frames channels' metadata key, set to "true" by a
 // recorder that marks each session's inventory frame (Message.Inventory):
 // in such a file a session whose first frame is not marked was connected
-// before the recording started, whatever that frame holds.
+// before the recording started, whatever that frame holds, unless its
+// frames channel also has InventoryLost.
 const InventoryMarked = "inventory_marked"
+
+// InventoryLost is the frames channel's metadata key, set to "true" when
+// the recorder's queue dropped that session's inventory: the session
+// connected while recording, and its recording has a gap where the
+// inventory was.
+const InventoryLost = "inventory_lost"
 
 // AppendJSON encodes s without reflection (the pump encodes every device at
 // the loop rate) through protocol's JSON writer, leaving the grip fields out

@@ -141,6 +141,9 @@ func (wr *writer) channel(it item) (uint16, bool) {
 	}
 	if it.kind == KindFrame {
 		md[InventoryMarked] = "true"
+		if _, lost := wr.r.lostInventories.Load(it.key); lost {
+			md[InventoryLost] = "true"
+		}
 	}
 	if err := wr.w.AddChannel(mcap.Channel{ID: ch, SchemaID: wr.schemaIDs[it.kind], Topic: name, MessageEncoding: messageEncoding, Metadata: md}); err != nil {
 		wr.fail(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/mcap"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -313,42 +315,7 @@ func TestMixedFleetOrderAndIdentity(t *testing.T) {
 // arm by its recorded device type number, a grip by its recorded link (a
 // wired grip stays a verse_grip, a wireless one a wireless_verse_grip).
 func TestRecordingReplaysEveryFamily(t *testing.T) {
-	dir := t.TempDir()
-	o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir,
-		"--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := startService(context.Background(), o, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]hw.Info{}
-	for _, d := range sv.svc.Devices().All() {
-		want[d.ID] = d.Info
-	}
-	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
-	hwtest.EventuallyNil(t, 10*time.Second, "every device's states recorded", func() error {
-		_, env := httpDo(t, "GET", base+"/recordings", "")
-		if recs, _ := env["data"].([]any); len(recs) == 1 {
-			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
-				return nil
-			}
-		}
-		return fmt.Errorf("GET /recordings: %v", env)
-	})
-	if err := sv.stop(nil); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
-	if len(files) != 1 {
-		t.Fatalf("recordings: %v", files)
-	}
-	f, _, err := recording.Load(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, want := recordedRun(t, "--sim", "inverse3=1,minverse=1,inverse3x=1,verse_grip=1,wireless_verse_grip=1")
 	drivers, err := recording.Replay(f, 1, false)
 	if err != nil {
 		t.Fatal(err)
@@ -501,4 +468,97 @@ func TestDefaultBubbleMovesTheWorkspaceOnEveryFamily(t *testing.T) {
 	if len(families) != 3 {
 		t.Fatalf("families %v, want the three arm families", families)
 	}
+}
+
+// Simulated grips on two lab nodes of one host, told apart by
+// --sim-index-base as their arms are, move apart: with the same motion
+// each grip's hand follows its own script, so the gateway's clients do not
+// see every node's grip rock, squeeze and click alike. Compared at the
+// ticks both services recorded (each grip's script runs on its loop's ticks).
+func TestSimIndexBaseSetsGripsMotionApart(t *testing.T) {
+	for _, motion := range []string{"circle", "random"} {
+		t.Run(motion, func(t *testing.T) {
+			first, second := recordedGripOrientations(t, motion, 0), recordedGripOrientations(t, motion, 10)
+			both, alike := 0, 0
+			for tick, q := range first {
+				if q2, ok := second[tick]; ok {
+					both++
+					if q == q2 {
+						alike++
+					}
+				}
+			}
+			if both < 500 {
+				t.Fatalf("the services recorded %d and %d grip states, %d at the same ticks: too few to compare", len(first), len(second), both)
+			}
+			if alike*2 > both {
+				t.Fatalf("--sim-motion %s: the grips of --sim-index-base 0 and 10 were turned alike at %d of the %d ticks both recorded", motion, alike, both)
+			}
+		})
+	}
+}
+
+// recordedGripOrientations records a service with one simulated grip at
+// --sim-index-base base and returns the grip's orientation (w, x, y, z)
+// by tick.
+func recordedGripOrientations(t *testing.T, motion string, base int) map[uint64][4]float64 {
+	t.Helper()
+	f, _ := recordedRun(t, "--sim-arms", "0", "--sim-grips", "1", "--sim-motion", motion, "--sim-index-base", fmt.Sprint(base))
+	out := map[uint64][4]float64{}
+	for _, m := range f.Messages {
+		if f.Channels[m.ChannelID].Metadata["kind"] != recording.KindState {
+			continue
+		}
+		var st recording.State
+		if err := json.Unmarshal(m.Data, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.IsGrip() {
+			out[st.Tick] = st.Orientation
+		}
+	}
+	return out
+}
+
+// recordedRun runs a service with args (its simulated devices) recording
+// from its start (--record) until 1000 messages are recorded, stops it and
+// returns the recording and the devices it served.
+func recordedRun(t *testing.T, args ...string) (*mcap.File, map[string]hw.Info) {
+	t.Helper()
+	dir := t.TempDir()
+	o, err := parseFlags(append([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--hw-scan-period", "0",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--record", dir}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := startService(context.Background(), o, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	devices := map[string]hw.Info{}
+	for _, d := range sv.svc.Devices().All() {
+		devices[d.ID] = d.Info
+	}
+	base := "http://" + sv.srv.Addr(transport.ListenerHTTP).String()
+	hwtest.EventuallyNil(t, 20*time.Second, "1000 messages recorded", func() error {
+		_, env := httpDo(t, "GET", base+"/recordings", "")
+		if recs, _ := env["data"].([]any); len(recs) == 1 {
+			if n, _ := hwtest.JSONPath(recs[0], "messages").(float64); n >= 1000 {
+				return nil
+			}
+		}
+		return fmt.Errorf("GET /recordings: %v", env)
+	})
+	if err := sv.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	f, _, err := recording.Load(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, devices
 }
