@@ -529,13 +529,13 @@ func (o *outputFigures) storeDue(fs *forceStages, ft *forceTally, fx *effectStag
 		fxJ, navJ = fx.r.Energy()
 	}
 	navJ += ft.navJ
-	o.sessionJ.Store(math.Float64bits(fs.sessionObs.EnergyJ))
+	o.sessionJ.Store(math.Float64bits(ft.sessionObs.EnergyJ))
 	o.effectsJ.Store(math.Float64bits(fxJ))
 	o.navigationJ.Store(math.Float64bits(navJ))
 	o.energyJ.Store(math.Float64bits(fs.pc.EnergyJ))
 	o.dampingNsPerM.Store(math.Float64bits(fs.pc.DampingNsPerM))
 	o.activeNs.Store(fs.pc.ActiveNs)
-	o.spells.Store(fs.pc.Spells)
+	o.spells.Store(ft.spell.Spells)
 }
 
 // DropEffects withdraws the Set in force if session declared it, and

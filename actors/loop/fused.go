@@ -64,6 +64,17 @@ func fusable(cmd *commandInputs) bool {
 	return cmd.none && cmd.nav == nil
 }
 
+// takesFusedTick is forceStages.fused for an arm on a shard with inputs cmd and
+// tally ft: fusable, and its session observer holds +0, so the pass
+// decides from armControl alone (the observer is in the block's ctlCold).
+// general is Device.generalTick. Only the general path changes the
+// observer of an arm on a shard (the fused tick leaves it out: it holds
+// +0), so Device.fillControl sets the flag and simArm.controlStep sets it
+// once the observer let go of a force.
+func takesFusedTick(cmd *commandInputs, ft *forceTally, general bool) bool {
+	return fusable(cmd) && !ft.sessionObs.Holds() && !general
+}
+
 // controlStepFx is controlStep for an arm whose armControl is fused and
 // whose session observer holds +0 (the caller checked both, and the
 // lease). Each block below is the general path's stage of the same name;
@@ -149,9 +160,10 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		// Not acting, no spell under way: not sustained either.
 		pc.Pass(e, g, o)
 	} else {
-		f = pc.StepSources(f, guarded, v, now, dt, o)
-		if ft := &r.controlCold().tally; pc.Sustained && pc.ActiveNs > 0 && uint32(pc.Spells) != ft.spellsEmitted {
-			ft.spellsEmitted, sustained = uint32(pc.Spells), true
+		ft := &r.controlCold().tally
+		f = pc.StepSources(f, guarded, v, now, dt, o, &ft.spell)
+		if ft.spell.Sustained && pc.ActiveNs > 0 && uint32(ft.spell.Spells) != ft.spellsEmitted {
+			ft.spellsEmitted, sustained = uint32(ft.spell.Spells), true
 		}
 	}
 	// The clamp and the slew limit. A force inside both (most ticks) is
