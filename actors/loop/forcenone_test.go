@@ -27,8 +27,8 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 	}
 	for trial := range 20000 {
 		params := &Params{ForceGateGain: []float64{0, 0.3, 1, 2}[rng.IntN(4)]}
-		cmd := commandInputs{params: params}
-		in := forceInputs{session: 1, scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
+		cmd := commandInputs{session: 1, params: params}
+		in := forceInputs{scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
 			pass: passivity.Options{Enabled: rng.IntN(2) == 0}}
 		var fs forceStages
 		var ft forceTally

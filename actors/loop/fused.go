@@ -109,16 +109,14 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	var report bool
 	if st != nil {
 		var fx, active hw.Vec3
-		// The Set the full step before this path loaded (seen), with the
+		// The Set the full step before this path loaded (seen, as
+		// armControl.fxSet: the command's session's or none), with the
 		// room it needed taken: SetEffects and DropEffects poke the
 		// record after publishing a Set, so a new one is the next full
 		// step's to load, as the register's commands are. (One published
 		// while this pass runs is rendered from the next tick, as one
 		// published just after it.)
-		set = st.seen
-		if set != nil && st.seenSession != in.session {
-			set = nil
-		}
+		set = c.fxSet
 		switch {
 		case set == nil && st.r.Len() == 0 && !st.rendering:
 		case !vOK || !finite(pos):
@@ -160,11 +158,10 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		// Not acting, no spell under way: not sustained either.
 		pc.Pass(e, g, o)
 	} else {
-		ft := &r.controlCold().tally
-		f = pc.StepSources(f, guarded, v, now, dt, o, &ft.spell)
-		if ft.spell.Sustained && pc.ActiveNs > 0 && uint32(ft.spell.Spells) != ft.spellsEmitted {
-			ft.spellsEmitted, sustained = uint32(ft.spell.Spells), true
-		}
+		sp := &r.controlCold().tally.spell
+		spells := sp.Spells
+		f = pc.StepSources(f, guarded, v, now, dt, o, sp)
+		sustained = sp.Spells != spells
 	}
 	// The clamp and the slew limit. A force inside both (most ticks) is
 	// what clampMagnitude and slew return unchanged, with the same tests
@@ -229,7 +226,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 	if sustained {
 		d.output.store(fs, &r.controlCold().tally, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: r.controlCold().cmd.session})
 	}
 	if fs.outputDueOnShard() {
 		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, &r.controlCold().tally, in.fx, false)

@@ -194,6 +194,9 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 				if cc := r.controlCold(); r.controlled && ctl.fs.fused != takesFusedTick(&cc.cmd, &cc.tally, false) {
 					t.Fatalf("tick %d: fused %v, the command's inputs and the session observer say %v (observer holds a force: %v)",
 						tick, ctl.fs.fused, !ctl.fs.fused, cc.tally.sessionObs.Holds())
+				} else if r.controlled && ctl.fs.fused && ctl.fxSet != ctl.in.fx.seenBy(cc.cmd.session) {
+					t.Fatalf("tick %d: the fused tick would render Set %p, the stage's seen of the command's session is %p",
+						tick, ctl.fxSet, ctl.in.fx.seenBy(cc.cmd.session))
 				}
 				if r.controlled && !fused && !ctl.fs.fused {
 					general++ // a command with a force of its own

@@ -103,6 +103,12 @@ func TestEffectStageLines(t *testing.T) {
 	if best < have {
 		t.Errorf("the tick reads %d lines of an effect stage with a lead of %d bytes, %d with %d: set effectStageLead to %d (and effectStageTail to keep whole lines)", have, effectStageLead, best, bestLead, bestLead)
 	}
+	// What the fused tick never reads stays after the inline effects
+	// (effectStage): a field added to the head, or a Renderer 8 bytes
+	// longer, makes it read a ninth line.
+	if have > 8 {
+		t.Errorf("the tick reads %d lines of an effect stage, want 8: move what it never reads after the inline effects", have)
+	}
 }
 
 // TestPrefetchCoversTheBareTick holds prefetchBare's probes, as

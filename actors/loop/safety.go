@@ -322,23 +322,19 @@ type forceTally struct {
 	// (forceStages.fused says so).
 	sessionObs passivity.Observer
 	// spell is the passivity controller's (forceStages.pc) account of its
-	// spells of action, read on the ticks it acts.
+	// spells of action, read on the ticks it acts. A step that counts a
+	// spell more is the one EventPassivitySustained is due on.
 	spell passivity.Spell
 	// navJ is the navigation's energy since the control began (its
 	// observer's held force is in the NavigationTrack: an idle arm holds a
 	// float here, not a whole observer).
 	navJ float64
-	// spellsEmitted is the controller's Spells when the last
-	// EventPassivitySustained went out, in 32 bits (a spell lasts over a
-	// second: they wrap after 136 years).
-	spellsEmitted uint32
 }
 
 // forceInputs are what a force command's stages read besides the arm's
 // state, the stages' own and commandInputs: fixed while the same command
 // holds under the same Globals and effect stage.
 type forceInputs struct {
-	session uint64
 	scale   float64 // the force scale, 0..1
 	limitN  float64 // the clamp: MaxForceN or a lower ForceClampN
 	slewNps float64 // 0: no slew limit
@@ -350,8 +346,9 @@ type forceInputs struct {
 // the fused tick never reads (a command it runs has no force of its own
 // and no navigation: Device.fillControl decides that once).
 type commandInputs struct {
-	params *Params // the command's (never nil)
-	forceN hw.Vec3 // the command's force: zero unless a finite ModeForce
+	session uint64  // the command's
+	params  *Params // the command's (never nil)
+	forceN  hw.Vec3 // the command's force: zero unless a finite ModeForce
 	// none: the command adds no force of its own (forceN +0 on every
 	// axis, no damping), as an engine's that only declares effects.
 	none bool
@@ -377,7 +374,7 @@ func (d *Device) forceInputs(in *forceInputs, cmd *commandInputs, c *Command, g 
 	}
 	cmd.none = math.Float64bits(cmd.forceN.X)|math.Float64bits(cmd.forceN.Y)|math.Float64bits(cmd.forceN.Z) == 0 &&
 		cmd.params.Damping == [3][3]float64{}
-	in.session = c.Session
+	cmd.session = c.Session
 	in.scale = clamp(g.ForceScale, 0, 1)
 	in.limitN = d.maxForceN
 	if g.ForceClampN > 0 && g.ForceClampN < in.limitN {
@@ -403,7 +400,7 @@ func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, 
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(d.fs, d.ft, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: cmd.session})
 	}
 	d.output.store(d.fs, d.ft, in.fx, false)
 	return f
@@ -452,7 +449,7 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	// controller keeps passive in its default scope (passivity.Scope).
 	var guarded hw.Vec3
 	if in.fx != nil {
-		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale, rampingOut)
+		fx, active := in.fx.render(cmd.session, pos, raw, nowNs, dtNs, in.scale, rampingOut)
 		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := cmd.nav; n != nil {
@@ -460,11 +457,10 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 		ft.navJ += n.Track.observe(nav, v, dtNs)
 		f, guarded = f.Add(nav), guarded.Add(nav)
 	}
+	spells := ft.spell.Spells
 	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass, &ft.spell)
 	out := f
-	if ft.spell.Sustained && fs.pc.ActiveNs > 0 && uint32(ft.spell.Spells) != ft.spellsEmitted {
-		ft.spellsEmitted, sustained = uint32(ft.spell.Spells), true
-	}
+	sustained = ft.spell.Spells != spells
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {
 		// From the last force within today's clamp: a clamp lowered under

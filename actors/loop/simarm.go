@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 )
@@ -190,6 +191,9 @@ type armControl struct {
 	// the device gets one.
 	ffN       float64
 	maxForceN float64
+	// fxSet is the Set the fused tick renders (effectStage.seenBy): the
+	// stage's seen is the general path's, and its Session the command's.
+	fxSet *effect.Set
 }
 
 // Publishing an arm costs a fair part of its tick (a locked instruction
@@ -641,11 +645,12 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	// Device's line only then (generalTick is the tests').
 	if !fs.fused && fusable(&cc.cmd) && !cc.tally.sessionObs.Holds() {
 		fs.fused = takesFusedTick(&cc.cmd, &cc.tally, d.generalTick)
+		c.fxSet = c.in.fx.seenBy(cc.cmd.session)
 	}
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(fs, &cc.tally, c.in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: cc.cmd.session})
 	}
 	// outputFigures.store, with the count first: d's lines are touched
 	// only on the ticks that store. The figures' address by arithmetic
@@ -818,6 +823,7 @@ func (d *Device) fillControl(c *armControl, cmd *commandInputs) {
 	c.fs.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
 	c.ffN, c.maxForceN = d.gravityN, d.maxForceN
 	c.fs.fused = takesFusedTick(cmd, d.ft, d.generalTick)
+	c.fxSet = c.in.fx.seenBy(cmd.session)
 }
 
 // quiet says whether the device's tick, until something pokes it, is the
