@@ -36,33 +36,48 @@ const (
 // capacity-ratio-min 4 to 10 % higher at 10,000 arms (no change at 64
 // to 2,000, where prefetching hides the lines).
 // TestEffectStageLines fails, with the lead that fits, when a field moves.
+// What the fused tick never reads (SetEffects' fields, the general path's
+// seen) is after the inline effects, so that the head it reads is 296
+// bytes and the stage's spans 8 lines, not 9 (perf22d).
 type effectStage struct {
-	lead [effectStageLead]byte
-	set  atomic.Pointer[effect.Set]
-	// grow is room for more effects, allocated by SetEffects for the tick
-	// to move its Renderer into (the tick allocates nothing).
-	grow      atomic.Pointer[effect.Slots]
-	capacity  atomic.Int64 // r.Cap(), for SetEffects
-	rendering bool         // rendered on the last tick (else paused)
+	lead      [effectStageLead]byte
+	rendering bool // rendered on the last tick (else paused)
 	ticks     uint8
 	unread    uint16 // ticks since read was set (see read)
 	// read is set by LoadEffects and cleared by the tick once unread
 	// for unreadTicks.
-	read atomic.Bool
+	read   atomic.Bool
+	r      effect.Renderer
+	inline effect.Inline
+	rep    *effectsReport
+	set    atomic.Pointer[effect.Set]
+	// grow is room for more effects, allocated by SetEffects for the tick
+	// to move its Renderer into (the tick allocates nothing).
+	grow     atomic.Pointer[effect.Slots]
+	capacity atomic.Int64 // r.Cap(), for SetEffects
 	// seen is the Set render loaded last and seenSession its Session.
+	// The fused tick renders the one armControl.fxSet holds (seenBy).
 	seen        *effect.Set
 	seenSession uint64
-	r           effect.Renderer
-	inline      effect.Inline
-	rep         *effectsReport
 	_           [effectStageTail]byte
 }
 
 // effectStageLead and effectStageTail pad an effectStage (see there).
 const (
-	effectStageLead = 16
-	effectStageTail = 24
+	effectStageLead = 0
+	effectStageTail = 40
 )
+
+// seenBy is the Set render loaded last if session declared it, else nil
+// (another session's effects are not this owner's to feel; render decides
+// so every tick): what the fused tick renders while nothing pokes the
+// record, since only render changes seen (armControl.fxSet).
+func (st *effectStage) seenBy(session uint64) *effect.Set {
+	if st == nil || st.seen == nil || st.seenSession != session {
+		return nil
+	}
+	return st.seen
+}
 
 type effectsReport struct {
 	cell cell[EffectsReport]
@@ -529,13 +544,13 @@ func (o *outputFigures) storeDue(fs *forceStages, ft *forceTally, fx *effectStag
 		fxJ, navJ = fx.r.Energy()
 	}
 	navJ += ft.navJ
-	o.sessionJ.Store(math.Float64bits(fs.sessionObs.EnergyJ))
+	o.sessionJ.Store(math.Float64bits(ft.sessionObs.EnergyJ))
 	o.effectsJ.Store(math.Float64bits(fxJ))
 	o.navigationJ.Store(math.Float64bits(navJ))
 	o.energyJ.Store(math.Float64bits(fs.pc.EnergyJ))
 	o.dampingNsPerM.Store(math.Float64bits(fs.pc.DampingNsPerM))
 	o.activeNs.Store(fs.pc.ActiveNs)
-	o.spells.Store(fs.pc.Spells)
+	o.spells.Store(ft.spell.Spells)
 }
 
 // DropEffects withdraws the Set in force if session declared it, and

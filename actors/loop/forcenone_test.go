@@ -27,8 +27,8 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 	}
 	for trial := range 20000 {
 		params := &Params{ForceGateGain: []float64{0, 0.3, 1, 2}[rng.IntN(4)]}
-		cmd := commandInputs{params: params}
-		in := forceInputs{session: 1, scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
+		cmd := commandInputs{session: 1, params: params}
+		in := forceInputs{scale: []float64{0, 0.5, 1}[rng.IntN(3)], limitN: 10,
 			pass: passivity.Options{Enabled: rng.IntN(2) == 0}}
 		var fs forceStages
 		var ft forceTally
@@ -41,10 +41,10 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 			cmd.none = true
 			fs.force(&in, &cmd, &ft, hw.Vec3{}, v, 1, false, int64(trial*40+k)*int64(ms), int64(ms))
 			other := hw.Vec3{X: rng.NormFloat64(), Y: rng.NormFloat64(), Z: rng.NormFloat64()}
-			fs.pc.Applied(fs.pc.Step(other, v, int64(trial*40+k)*int64(ms), int64(ms), &in.pass))
+			fs.pc.Applied(fs.pc.Step(other, v, int64(trial*40+k)*int64(ms), int64(ms), &in.pass, &ft.spell))
 			fs.slewN = other
 		}
-		if fs.sessionObs.Holds() {
+		if ft.sessionObs.Holds() {
 			t.Fatalf("trial %d: the observer holds a force after a history of no command force", trial)
 		}
 		v := hw.Vec3{X: pick(), Y: pick(), Z: pick()}
@@ -57,9 +57,9 @@ func TestForceWithoutACommandForceSkipsBitForBit(t *testing.T) {
 		if bitsOf(fFull) != bitsOf(fSkip) || sFull != sSkip {
 			t.Fatalf("trial %d, v %v: output %v (sustained %v) in full, %v (%v) skipped", trial, v, fFull, sFull, fSkip, sSkip)
 		}
-		if full.sessionObs != skip.sessionObs || bitsOf(hw.Vec3{X: full.sessionObs.EnergyJ}) != bitsOf(hw.Vec3{X: skip.sessionObs.EnergyJ}) ||
+		if fullT.sessionObs != skipT.sessionObs || bitsOf(hw.Vec3{X: fullT.sessionObs.EnergyJ}) != bitsOf(hw.Vec3{X: skipT.sessionObs.EnergyJ}) ||
 			full.pc != skip.pc || bitsOf(full.slewN) != bitsOf(skip.slewN) || full.gate != skip.gate || fullT != skipT {
-			t.Fatalf("trial %d, v %v: stages differ after the tick:\nfull %+v\nskip %+v", trial, v, full, skip)
+			t.Fatalf("trial %d, v %v: stages differ after the tick:\nfull %+v %+v\nskip %+v %+v", trial, v, full, fullT, skip, skipT)
 		}
 	}
 }

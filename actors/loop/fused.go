@@ -64,6 +64,17 @@ func fusable(cmd *commandInputs) bool {
 	return cmd.none && cmd.nav == nil
 }
 
+// takesFusedTick is forceStages.fused for an arm on a shard with inputs cmd and
+// tally ft: fusable, and its session observer holds +0, so the pass
+// decides from armControl alone (the observer is in the block's ctlCold).
+// general is Device.generalTick. Only the general path changes the
+// observer of an arm on a shard (the fused tick leaves it out: it holds
+// +0), so Device.fillControl sets the flag and simArm.controlStep sets it
+// once the observer let go of a force.
+func takesFusedTick(cmd *commandInputs, ft *forceTally, general bool) bool {
+	return fusable(cmd) && !ft.sessionObs.Holds() && !general
+}
+
 // controlStepFx is controlStep for an arm whose armControl is fused and
 // whose session observer holds +0 (the caller checked both, and the
 // lease). Each block below is the general path's stage of the same name;
@@ -98,16 +109,14 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	var report bool
 	if st != nil {
 		var fx, active hw.Vec3
-		// The Set the full step before this path loaded (seen), with the
+		// The Set the full step before this path loaded (seen, as
+		// armControl.fxSet: the command's session's or none), with the
 		// room it needed taken: SetEffects and DropEffects poke the
 		// record after publishing a Set, so a new one is the next full
 		// step's to load, as the register's commands are. (One published
 		// while this pass runs is rendered from the next tick, as one
 		// published just after it.)
-		set = st.seen
-		if set != nil && st.seenSession != in.session {
-			set = nil
-		}
+		set = c.fxSet
 		switch {
 		case set == nil && st.r.Len() == 0 && !st.rendering:
 		case !vOK || !finite(pos):
@@ -149,10 +158,10 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 		// Not acting, no spell under way: not sustained either.
 		pc.Pass(e, g, o)
 	} else {
-		f = pc.StepSources(f, guarded, v, now, dt, o)
-		if ft := &r.controlCold().tally; pc.Sustained && pc.ActiveNs > 0 && uint32(pc.Spells) != ft.spellsEmitted {
-			ft.spellsEmitted, sustained = uint32(pc.Spells), true
-		}
+		sp := &r.controlCold().tally.spell
+		spells := sp.Spells
+		f = pc.StepSources(f, guarded, v, now, dt, o, sp)
+		sustained = sp.Spells != spells
 	}
 	// The clamp and the slew limit. A force inside both (most ticks) is
 	// what clampMagnitude and slew return unchanged, with the same tests
@@ -217,7 +226,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	}
 	if sustained {
 		d.output.store(fs, &r.controlCold().tally, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: r.controlCold().cmd.session})
 	}
 	if fs.outputDueOnShard() {
 		(*outputFigures)(unsafe.Add(unsafe.Pointer(d), outputAt)).storeDue(fs, &r.controlCold().tally, in.fx, false)

@@ -186,8 +186,18 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 				r := devs[0].slot.Load()
 				ctl := r.control()
 				// What this tick will take, seen before it runs.
-				fused := r.controlled && ctl.fs.fused && !ctl.fs.sessionObs.Holds() && now <= ctl.deadlineNs &&
-					r.poke.Load() == 0
+				fused := r.controlled && ctl.fs.fused && now <= ctl.deadlineNs && r.poke.Load() == 0
+				// The flag the pass decides by is the command's and the
+				// observer's (in ctlCold) truth: the fused tick never
+				// runs while the observer holds a force, and runs from
+				// the tick it holds +0 again.
+				if cc := r.controlCold(); r.controlled && ctl.fs.fused != takesFusedTick(&cc.cmd, &cc.tally, false) {
+					t.Fatalf("tick %d: fused %v, the command's inputs and the session observer say %v (observer holds a force: %v)",
+						tick, ctl.fs.fused, !ctl.fs.fused, cc.tally.sessionObs.Holds())
+				} else if r.controlled && ctl.fs.fused && ctl.fxSet != ctl.in.fx.seenBy(cc.cmd.session) {
+					t.Fatalf("tick %d: the fused tick would render Set %p, the stage's seen of the command's session is %p",
+						tick, ctl.fxSet, ctl.in.fx.seenBy(cc.cmd.session))
+				}
 				if r.controlled && !fused && !ctl.fs.fused {
 					general++ // a command with a force of its own
 				}

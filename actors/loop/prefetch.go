@@ -20,7 +20,7 @@ const prefetchAhead = 2
 // (prefetch_amd64.s) takes them: the whole record (the physics core and
 // the tick's own fields: its last line alone was a fifth of controlStep's
 // own time at 1,000 arms), the whole armControl, and of its effect
-// stage the head (the Set pointers, the Renderer) up to the end of its
+// stage the head (its flags, the Renderer) up to the end of its
 // first effect's hot fields, and the second effect's hot fields (a
 // settled spring, damper or wall reads no more; effect.InlineHotBytes). TestPrefetchCoversTheTick holds the
 // assembly's probes to these spans.

@@ -103,6 +103,12 @@ func TestEffectStageLines(t *testing.T) {
 	if best < have {
 		t.Errorf("the tick reads %d lines of an effect stage with a lead of %d bytes, %d with %d: set effectStageLead to %d (and effectStageTail to keep whole lines)", have, effectStageLead, best, bestLead, bestLead)
 	}
+	// What the fused tick never reads stays after the inline effects
+	// (effectStage): a field added to the head, or a Renderer 8 bytes
+	// longer, makes it read a ninth line.
+	if have > 8 {
+		t.Errorf("the tick reads %d lines of an effect stage, want 8: move what it never reads after the inline effects", have)
+	}
 }
 
 // TestPrefetchCoversTheBareTick holds prefetchBare's probes, as
@@ -268,13 +274,15 @@ func asmOffset(expr string, consts map[string]uintptr) (uintptr, bool) {
 }
 
 // TestArmControlHoldsTheFusedTick pins the split of a controlled arm's
-// state on a shard: the fused tick reads its armControl, 5 whole lines
-// streamed by the pass, and the fields it never reads (the command's own
-// inputs, the navigation's energy, the spells emitted) are in the block's
-// ctlCold, one line an arm, so the pass brings 64 bytes less an arm from
-// memory than with a 384-byte armControl (streams22). A field added to
-// forceStages or forceInputs grows armControl past 5 lines and fails here:
-// put it in controlCold unless the fused tick reads it.
+// state on a shard: the fused tick reads its armControl, 4 whole lines
+// streamed by the pass, and the fields it never reads on a tick the
+// passivity controller does not act (the command's own inputs, the
+// session's observer, the controller's spells, the navigation's energy,
+// the spells emitted) are in the block's ctlCold, two lines an arm, so
+// the pass brings 128 bytes less an arm from memory than with a 384-byte
+// armControl (streams22, bytes22, perf22d). A field added to forceStages
+// or forceInputs grows armControl past 4 lines and fails here: put it in
+// controlCold unless the fused tick reads it.
 func TestArmControlHoldsTheFusedTick(t *testing.T) {
 	var c armControl
 	var b armBlock
@@ -282,13 +290,15 @@ func TestArmControlHoldsTheFusedTick(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"armControl's size", ctlBytes, 5 * 64},
+		{"armControl's size", ctlBytes, 4 * 64},
 		// The fast path's own word fills forceStages' last word: the
 		// output figures' count leaves 6 bytes there, the period and the
-		// two flags take them (a word of its own was 8 bytes past 5 lines).
+		// two flags take them (a word of its own would be 8 bytes past 4 lines).
 		{"forceStages' end", unsafe.Sizeof(c.fs), unsafe.Offsetof(c.fs.periodNs) + unsafe.Sizeof(c.fs.periodNs)},
 		{"the shard word's start", unsafe.Offsetof(c.fs.gravity), unsafe.Offsetof(c.fs.outTicks) + 2},
-		{"controlCold's size", unsafe.Sizeof(controlCold{}), 64},
+		{"controlCold's size", unsafe.Sizeof(controlCold{}), 2 * 64},
+		// The block's header and records stay where they were, 6 pages in.
+		{"the block's header", blockHeadAt, 6 * 4096},
 		{"ctlCold at a line", unsafe.Offsetof(b.ctlCold) % 64, 0},
 		// What a block holds per record does not grow: streams22's block
 		// was 72,744 bytes (armControl 384, no ctlCold, armCold 408 with

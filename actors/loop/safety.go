@@ -38,11 +38,13 @@ package loop
 //	out              what goes to the driver this tick
 //	fx               the effects (effects.go: the Set, its Renderer)
 //	fs               the force stages' state (forceStages: the force gate,
-//	                 the passivity observer of the session's force and the
-//	                 controller of the summed output, the slew limiter):
-//	                 the Device's own, or its shard block's (armControl)
-//	ft               the force stages' tallies the fused tick never reads
-//	                 (forceTally): the Device's own, or its shard block's
+//	                 the passivity controller of the summed output, the
+//	                 slew limiter): the Device's own, or its shard block's
+//	                 (armControl)
+//	ft               the force stages' state the fused tick never reads
+//	                 on a quiet tick (forceTally: the passivity observer of
+//	                 the session's force, the controller's spells, the
+//	                 tallies): the Device's own, or its shard block's
 //	                 (armBlock.ctlCold)
 
 import (
@@ -220,13 +222,15 @@ func (d *Device) endForce(nowNs int64) {
 // from zero, not from a force nobody commands any more.
 func (d *Device) forgetForce() {
 	fs := d.fs
-	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{Spells: fs.pc.Spells}) && fs.sessionObs == (passivity.Observer{}) && d.ft.navJ == 0 {
+	ft := d.ft
+	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{}) && ft.spell == (passivity.Spell{Spells: ft.spell.Spells}) &&
+		ft.sessionObs == (passivity.Observer{}) && ft.navJ == 0 {
 		return
 	}
 	fs.slewN = hw.Vec3{}
-	fs.pc.Reset()
-	fs.sessionObs.Reset()
-	d.ft.navJ = 0
+	fs.pc.Reset(&ft.spell)
+	ft.sessionObs.Reset()
+	ft.navJ = 0
 	d.output.store(fs, d.ft, d.fx.Load(), true)
 }
 
@@ -290,33 +294,34 @@ func (d *Device) shape(c *Command, ramp float64, g *Globals, nowNs int64) {
 // A force's stages keep what the fused tick of a shard's fast path reads
 // every tick (forceStages, forceInputs) apart from what it never reads
 // (forceTally, commandInputs): on a shard the first two are the block's
-// armControl, 320 bytes streamed each tick, the others its ctlCold, read
+// armControl, 256 bytes streamed each tick, the others its ctlCold, read
 // by the general path alone (a command with a force of its own or
-// navigation, the full step) and on the ticks that store the output
-// figures. At 10,000 arms the pass is bound by the bytes it brings from
-// memory (docs/investigations/loop-tick-cost.md, streams22 and bytes22).
+// navigation, the full step), on the ticks that store the output figures
+// and on those the passivity controller acts. At 10,000 arms the pass is
+// bound by the bytes it brings from memory
+// (docs/investigations/loop-tick-cost.md, streams22 and bytes22).
 
 // forceStages is the state of the stages a commanded force passes (the
-// force gate, the passivity observer and controller, the slew limiter, the
+// force gate, the passivity controller's energy, the slew limiter, the
 // output figures' tick count) that the fused tick reads. A Device holds
 // its own; a simulated arm on a shard keeps it in its block (armControl),
 // where the shard's fast path for controlled arms steps it with the same
 // functions as the full step.
 type forceStages struct {
-	gate       forceGate
-	sessionObs passivity.Observer
-	pc         passivity.Controller
-	slewN      hw.Vec3 // the force before the ramp last tick (slew limit)
-	outTicks   uint8   // ticks since the output figures were last stored
-	readSeen   bool    // someone read them at store's last look
+	gate     forceGate
+	pc       passivity.Controller // its Spell is forceTally's
+	slewN    hw.Vec3              // the force before the ramp last tick (slew limit)
+	outTicks uint8                // ticks since the output figures were last stored
+	readSeen bool                 // someone read them at store's last look
 	// The shard's fast path's own (armControl; Device.fillControl sets
 	// them), in the word the two above leave, so that an armControl is
-	// 320 bytes, 5 whole cache lines (armBlock.ctl). A Device's own stages
+	// 256 bytes, 4 whole cache lines (armBlock.ctl). A Device's own stages
 	// leave them unused.
 	//
 	// gravity: the gravity feed-forward (Device.addGravity), when gravity
-	// says the device gets one. fused: the command's inputs let the fused
-	// tick run (fusable) whenever the session observer holds +0.
+	// says the device gets one. fused: the fused tick runs: the command's
+	// inputs let it (fusable) and the session observer holds +0 (see
+	// forceStages.fuse).
 	// periodNs is the device's PeriodNs (at most a second: 32 bits).
 	gravity  bool
 	fused    bool
@@ -324,24 +329,28 @@ type forceStages struct {
 }
 
 // forceTally is the rest of a force's stages' state: what the fused tick
-// never reads (see forceStages). A Device holds its own; an arm on a shard
-// keeps it in its block (armBlock.ctlCold).
+// never reads on a tick the passivity controller does not act (see
+// forceStages). A Device holds its own; an arm on a shard keeps it in its
+// block (armBlock.ctlCold).
 type forceTally struct {
+	// sessionObs is the passivity observer of the session's own force: a
+	// command the fused tick runs has none, and its observer holds +0
+	// (forceStages.fused says so).
+	sessionObs passivity.Observer
+	// spell is the passivity controller's (forceStages.pc) account of its
+	// spells of action, read on the ticks it acts. A step that counts a
+	// spell more is the one EventPassivitySustained is due on.
+	spell passivity.Spell
 	// navJ is the navigation's energy since the control began (its
 	// observer's held force is in the NavigationTrack: an idle arm holds a
 	// float here, not a whole observer).
 	navJ float64
-	// spellsEmitted is the controller's Spells when the last
-	// EventPassivitySustained went out, in 32 bits (a spell lasts over a
-	// second: they wrap after 136 years).
-	spellsEmitted uint32
 }
 
 // forceInputs are what a force command's stages read besides the arm's
 // state, the stages' own and commandInputs: fixed while the same command
 // holds under the same Globals and effect stage.
 type forceInputs struct {
-	session uint64
 	scale   float64 // the force scale, 0..1
 	limitN  float64 // the clamp: MaxForceN or a lower ForceClampN
 	slewNps float64 // 0: no slew limit
@@ -353,8 +362,9 @@ type forceInputs struct {
 // the fused tick never reads (a command it runs has no force of its own
 // and no navigation: Device.fillControl decides that once).
 type commandInputs struct {
-	params *Params // the command's (never nil)
-	forceN hw.Vec3 // the command's force: zero unless a finite ModeForce
+	session uint64  // the command's
+	params  *Params // the command's (never nil)
+	forceN  hw.Vec3 // the command's force: zero unless a finite ModeForce
 	// none: the command adds no force of its own (forceN +0 on every
 	// axis, no damping), as an engine's that only declares effects.
 	none bool
@@ -362,7 +372,7 @@ type commandInputs struct {
 }
 
 // controlCold is the part of an arm's control on a shard that the fused
-// tick never reads, one 64-byte line (armBlock.ctlCold).
+// tick never reads on a quiet tick, two 64-byte lines (armBlock.ctlCold).
 type controlCold struct {
 	tally forceTally
 	cmd   commandInputs
@@ -380,7 +390,7 @@ func (d *Device) forceInputs(in *forceInputs, cmd *commandInputs, c *Command, g 
 	}
 	cmd.none = math.Float64bits(cmd.forceN.X)|math.Float64bits(cmd.forceN.Y)|math.Float64bits(cmd.forceN.Z) == 0 &&
 		cmd.params.Damping == [3][3]float64{}
-	in.session = c.Session
+	cmd.session = c.Session
 	in.scale = clamp(g.ForceScale, 0, 1)
 	in.limitN = d.maxForceN
 	if g.ForceClampN > 0 && g.ForceClampN < in.limitN {
@@ -406,7 +416,7 @@ func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, 
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(d.fs, d.ft, in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: cmd.session})
 	}
 	d.output.store(d.fs, d.ft, in.fx, false)
 	return f
@@ -442,20 +452,20 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 	// whatever the gate and the scale (+0 less +0 or −0 damping, times a
 	// finite k ≥ 0), and its observer, holding +0 too, counts no work: the
 	// stage is skipped, bit for bit the same, once the observer holds +0.
-	if !cmd.none || fs.sessionObs.Holds() {
+	if !cmd.none || ft.sessionObs.Holds() {
 		D := &cmd.params.Damping
 		f.X -= D[0][0]*dv.X + D[0][1]*dv.Y + D[0][2]*dv.Z
 		f.Y -= D[1][0]*dv.X + D[1][1]*dv.Y + D[1][2]*dv.Z
 		f.Z -= D[2][0]*dv.X + D[2][1]*dv.Y + D[2][2]*dv.Z
 		k := (1 - fs.gate.attenuation(cmd.params.ForceGateGain)) * in.scale
 		f = hw.Vec3{X: f.X * k, Y: f.Y * k, Z: f.Z * k}
-		fs.sessionObs.Add(f, v, dtNs)
+		ft.sessionObs.Add(f, v, dtNs)
 	}
 	// guarded: the part of the output passive by design, which the
 	// controller keeps passive in its default scope (passivity.Scope).
 	var guarded hw.Vec3
 	if in.fx != nil {
-		fx, active := in.fx.render(in.session, pos, raw, nowNs, dtNs, in.scale, rampingOut)
+		fx, active := in.fx.render(cmd.session, pos, raw, nowNs, dtNs, in.scale, rampingOut)
 		f, guarded = f.Add(fx), fx.Sub(active)
 	}
 	if n := cmd.nav; n != nil {
@@ -463,11 +473,10 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 		ft.navJ += n.Track.observe(nav, v, dtNs)
 		f, guarded = f.Add(nav), guarded.Add(nav)
 	}
-	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass)
+	spells := ft.spell.Spells
+	f = fs.pc.StepSources(f, guarded, v, nowNs, dtNs, &in.pass, &ft.spell)
 	out := f
-	if fs.pc.Sustained && fs.pc.ActiveNs > 0 && uint32(fs.pc.Spells) != ft.spellsEmitted {
-		ft.spellsEmitted, sustained = uint32(fs.pc.Spells), true
-	}
+	sustained = ft.spell.Spells != spells
 	f = clampMagnitude(f, in.limitN)
 	if s := in.slewNps; s > 0 {
 		// From the last force within today's clamp: a clamp lowered under

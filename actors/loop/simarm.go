@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 )
@@ -34,16 +35,17 @@ type armBlock struct {
 	// here while a device is on the shard) and what the fast path of a
 	// controlled arm reads (armControl): apart from arms, so the pass over
 	// arms nobody controls streams none of it. First, so that each
-	// armControl (320 bytes) fills 5 whole cache lines of the block
+	// armControl (256 bytes) fills 4 whole cache lines of the block
 	// (allocated page-aligned): at 392 bytes from wherever it fell, one
 	// tick read 7 lines of it.
 	ctl [armBlockLen]armControl
 	// ctlCold is the rest of each record's control (Device.ft points to
 	// its tally while the device is on the shard): what the fused tick
 	// never reads, apart from ctl so that the pass does not stream it
-	// (forceStages). Here, a page from the block's start, so that each is
-	// one line, and the header and records keep their place in their
-	// pages (4,096 bytes after ctl as before).
+	// (forceStages). Here, 4 pages from the block's start, so that each is
+	// two whole lines, and the header and records keep their place in
+	// their pages (6 pages from the block's start, as when armControl was
+	// 320 bytes and controlCold 64).
 	ctlCold [armBlockLen]controlCold
 
 	// Then the header, in the page and line of the first record: the
@@ -177,7 +179,7 @@ func (b *armBlock) claimStage(i uint8) *effectStage {
 // fast path for a controlled arm, what that path's tick reads besides
 // them: the command's inputs as the last full step found them (see
 // Device.fillControl). What the fused tick never reads is in the block's
-// ctlCold (controlCold), so that this is 320 bytes, 5 whole lines
+// ctlCold (controlCold), so that this is 256 bytes, 4 whole lines
 // (TestArmControlHoldsTheFusedTick); the device's period and whether it
 // gets the gravity feed-forward and may take the fused tick are in fs's
 // last word (forceStages).
@@ -189,6 +191,9 @@ type armControl struct {
 	// the device gets one.
 	ffN       float64
 	maxForceN float64
+	// fxSet is the Set the fused tick renders (effectStage.seenBy): the
+	// stage's seen is the general path's, and its Session the command's.
+	fxSet *effect.Set
 }
 
 // Publishing an arm costs a fair part of its tick (a locked instruction
@@ -399,7 +404,7 @@ func (b *armBlock) pass(ps *passScratch, cur **Device, next *armBlock) {
 			}
 			*cur = d
 			k.fast |= 1 << i
-			if c.fs.fused && !c.fs.sessionObs.Holds() {
+			if c.fs.fused {
 				moved, err = r.controlStepFx(c, d, ps, false)
 			} else {
 				moved, err = r.controlStep(c, d, ps, false)
@@ -578,7 +583,7 @@ func (r *simArm) controlTick(ps *passScratch, b *armBlock, i int, d *Device, tim
 	}
 	var moved bool
 	var err error
-	if c.fs.fused && !c.fs.sessionObs.Holds() {
+	if c.fs.fused {
 		moved, err = r.controlStepFx(c, d, ps, timed)
 	} else {
 		moved, err = r.controlStep(c, d, ps, timed)
@@ -635,10 +640,17 @@ func (r *simArm) controlStep(c *armControl, d *Device, ps *passScratch, timed bo
 	pos, v := r.core.Position(), r.core.Velocity()
 	fs.gate.updateWith(v, ps.gate.forDt(dt))
 	f, sustained := fs.force(&c.in, &cc.cmd, &cc.tally, pos, v, 1, false, now, dt)
+	// A command of no force whose observer still held one (the command's
+	// before it): the fused tick from the tick its observer holds +0. The
+	// Device's line only then (generalTick is the tests').
+	if !fs.fused && fusable(&cc.cmd) && !cc.tally.sessionObs.Holds() {
+		fs.fused = takesFusedTick(&cc.cmd, &cc.tally, d.generalTick)
+		c.fxSet = c.in.fx.seenBy(cc.cmd.session)
+	}
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(fs, &cc.tally, c.in.fx, true)
-		d.emit(Event{Kind: EventPassivitySustained, Session: c.in.session})
+		d.emit(Event{Kind: EventPassivitySustained, Session: cc.cmd.session})
 	}
 	// outputFigures.store, with the count first: d's lines are touched
 	// only on the ticks that store. The figures' address by arithmetic
@@ -810,7 +822,8 @@ func (d *Device) fillControl(c *armControl, cmd *commandInputs) {
 	c.fs.periodNs = int32(d.opts.PeriodNs)
 	c.fs.gravity = !d.halted && d.hostGravity && g.Settings.GravityCompensation
 	c.ffN, c.maxForceN = d.gravityN, d.maxForceN
-	c.fs.fused = fusable(cmd) && !d.generalTick
+	c.fs.fused = takesFusedTick(cmd, d.ft, d.generalTick)
+	c.fxSet = c.in.fx.seenBy(cmd.session)
 }
 
 // quiet says whether the device's tick, until something pokes it, is the

@@ -120,34 +120,43 @@ type Controller struct {
 	// ActiveNs is how long the current spell of action has lasted (0 when
 	// the controller is not acting).
 	ActiveNs int64
+	lastF    hw.Vec3 // the guarded force held since the last tick
+}
+
+// Spell is a Controller's account of its spells of action, which its
+// quiet tick (Pass: not acting, no spell under way) never reads: apart
+// from the Controller, so that a loop stepping thousands of arms keeps
+// it out of the cache lines every tick streams. Each Controller has one,
+// handed to every Step, StepSources and Reset; its zero value is ready.
+type Spell struct {
 	// Sustained is true while a spell has lasted over SustainedNs;
 	// Spells counts the spells that did (each once).
 	Sustained bool
 	Spells    uint64
 
-	spellStartNs, lastActNs int64
-	lastF                   hw.Vec3 // the guarded force held since the last tick
+	startNs, lastActNs int64
 }
 
 // Step observes the output f (N) at velocity v (m/s) over dtNs and returns
 // it, with damping added when Enabled and the energy of the whole output
-// went negative (whatever o.Scope says: all of f is guarded).
-func (c *Controller) Step(f, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
-	return c.step(f, f, v, nowNs, dtNs, o)
+// went negative (whatever o.Scope says: all of f is guarded). s is the
+// controller's Spell.
+func (c *Controller) Step(f, v hw.Vec3, nowNs, dtNs int64, o *Options, s *Spell) hw.Vec3 {
+	return c.step(f, f, v, nowNs, dtNs, o, s)
 }
 
 // StepSources is Step for an output f of which guarded is the part passive
 // by design: with o.Scope ScopeRendered the energy counts guarded (and the
 // damping the controller adds), with ScopeOutput all of f. The damping is
 // added to f either way: it acts on the arm.
-func (c *Controller) StepSources(f, guarded, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
+func (c *Controller) StepSources(f, guarded, v hw.Vec3, nowNs, dtNs int64, o *Options, s *Spell) hw.Vec3 {
 	if o.Scope == ScopeOutput {
 		guarded = f
 	}
-	return c.step(f, guarded, v, nowNs, dtNs, o)
+	return c.step(f, guarded, v, nowNs, dtNs, o, s)
 }
 
-func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec3 {
+func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options, s *Spell) hw.Vec3 {
 	dtS := float64(dtNs) * 1e-9
 	// The work of the force held over the tick that just ended.
 	e := c.EnergyAfter(v, dtS)
@@ -162,11 +171,11 @@ func (c *Controller) step(f, g, v hw.Vec3, nowNs, dtNs int64, o *Options) hw.Vec
 		f = f.Sub(v.Scale(alpha))
 		g = g.Sub(v.Scale(alpha))
 		c.DampingNsPerM = alpha
-		c.acted(nowNs)
+		c.acted(nowNs, s)
 	}
 	c.bank(e, g, o)
-	if c.ActiveNs > 0 && nowNs-c.lastActNs > gapNs {
-		c.ActiveNs, c.Sustained = 0, false
+	if c.ActiveNs > 0 && nowNs-s.lastActNs > gapNs {
+		c.ActiveNs, s.Sustained = 0, false
 	}
 	return f
 }
@@ -220,15 +229,15 @@ func (c *Controller) bank(e float64, g hw.Vec3, o *Options) {
 	}
 }
 
-func (c *Controller) acted(nowNs int64) {
-	if c.ActiveNs == 0 || nowNs-c.lastActNs > gapNs {
-		c.spellStartNs, c.Sustained = nowNs, false
+func (c *Controller) acted(nowNs int64, s *Spell) {
+	if c.ActiveNs == 0 || nowNs-s.lastActNs > gapNs {
+		s.startNs, s.Sustained = nowNs, false
 	}
-	c.lastActNs = nowNs
-	c.ActiveNs = max(nowNs-c.spellStartNs, 1)
-	if !c.Sustained && c.ActiveNs > SustainedNs {
-		c.Sustained = true
-		c.Spells++
+	s.lastActNs = nowNs
+	c.ActiveNs = max(nowNs-s.startNs, 1)
+	if !s.Sustained && c.ActiveNs > SustainedNs {
+		s.Sustained = true
+		s.Spells++
 	}
 }
 
@@ -257,10 +266,11 @@ func (c *Controller) AppliedSources(f, out hw.Vec3) {
 	}
 }
 
-// Reset forgets the energy and the current spell (control ended); Spells
-// is kept.
-func (c *Controller) Reset() {
-	*c = Controller{Spells: c.Spells}
+// Reset forgets the energy and the current spell s (control ended);
+// s.Spells is kept.
+func (c *Controller) Reset(s *Spell) {
+	*c = Controller{}
+	*s = Spell{Spells: s.Spells}
 }
 
 // Observer integrates one source's energy, E −= F·v·dt, with the

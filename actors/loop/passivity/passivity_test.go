@@ -25,12 +25,13 @@ const dtNs = int64(1e6) // 1 kHz
 // largest speed, the largest damping added and the number of ticks the
 // output differed from the source.
 func run(c *Controller, o *Options, n int, source func(h *handle, k int) hw.Vec3) (maxSpeed, maxDamping float64, altered int) {
+	var spell Spell
 	h := &handle{massKg: 0.2, v: hw.Vec3{X: 0.05}}
 	now := int64(1e9)
 	for k := range n {
 		now += dtNs
 		f := source(h, k)
-		out := c.Step(f, h.v, now, dtNs, o)
+		out := c.Step(f, h.v, now, dtNs, o, &spell)
 		if out != f {
 			altered++
 		}
@@ -94,24 +95,25 @@ func TestActiveSourcesAreDampedPassiveOnesUntouched(t *testing.T) {
 
 func TestSustainedActionIsCountedOncePerSpell(t *testing.T) {
 	var c Controller
+	var s Spell
 	o := &Options{Enabled: true}
 	v := hw.Vec3{X: 0.1}
 	now := int64(1e9)
 	// A force along the motion, forever: the controller acts every tick.
 	for range 1500 {
 		now += dtNs
-		c.Step(hw.Vec3{X: 1}, v, now, dtNs, o)
+		c.Step(hw.Vec3{X: 1}, v, now, dtNs, o, &s)
 	}
-	if !c.Sustained || c.Spells != 1 || c.ActiveNs < SustainedNs {
-		t.Fatalf("after 1.5 s of action: sustained %v, spells %d, active %d ns", c.Sustained, c.Spells, c.ActiveNs)
+	if !s.Sustained || s.Spells != 1 || c.ActiveNs < SustainedNs {
+		t.Fatalf("after 1.5 s of action: sustained %v, spells %d, active %d ns", s.Sustained, s.Spells, c.ActiveNs)
 	}
 	// A passive second: the spell ends.
 	for range 1000 {
 		now += dtNs
-		c.Step(hw.Vec3{X: -1}, v, now, dtNs, o)
+		c.Step(hw.Vec3{X: -1}, v, now, dtNs, o, &s)
 	}
-	if c.Sustained || c.ActiveNs != 0 || c.Spells != 1 {
-		t.Fatalf("after a passive second: sustained %v, active %d ns, spells %d", c.Sustained, c.ActiveNs, c.Spells)
+	if s.Sustained || c.ActiveNs != 0 || s.Spells != 1 {
+		t.Fatalf("after a passive second: sustained %v, active %d ns, spells %d", s.Sustained, c.ActiveNs, s.Spells)
 	}
 }
 
@@ -188,6 +190,7 @@ func TestScopeGuardsOnlyTheRenderedSources(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var ctl Controller
+			var spell Spell
 			o := &Options{Enabled: true, Scope: c.scope}
 			h := &handle{massKg: 0.2, v: hw.Vec3{X: 0.05}}
 			now, maxDamping := int64(1e9), 0.0
@@ -195,7 +198,7 @@ func TestScopeGuardsOnlyTheRenderedSources(t *testing.T) {
 			for range 2000 {
 				now += dtNs
 				g := c.spring(h)
-				out := ctl.StepSources(g.Add(push), g, h.v, now, dtNs, o)
+				out := ctl.StepSources(g.Add(push), g, h.v, now, dtNs, o, &spell)
 				ctl.AppliedSources(out, out)
 				maxDamping = math.Max(maxDamping, ctl.DampingNsPerM)
 				h.step(out, float64(dtNs)*1e-9)
@@ -211,11 +214,12 @@ func TestScopeGuardsOnlyTheRenderedSources(t *testing.T) {
 // the output halves the guarded force counted held.
 func TestAppliedCountsTheGuardedShareOfAClampedOutput(t *testing.T) {
 	var c Controller
+	var s Spell
 	o := &Options{Scope: ScopeRendered}
 	v := hw.Vec3{X: 1}
-	out := c.StepSources(hw.Vec3{X: -4}, hw.Vec3{X: -1}, v, 1e9, dtNs, o)
+	out := c.StepSources(hw.Vec3{X: -4}, hw.Vec3{X: -1}, v, 1e9, dtNs, o, &s)
 	c.AppliedSources(out.Scale(0.5), out)
-	c.StepSources(hw.Vec3{}, hw.Vec3{}, v, 1e9+dtNs, dtNs, o)
+	c.StepSources(hw.Vec3{}, hw.Vec3{}, v, 1e9+dtNs, dtNs, o, &s)
 	if want := 0.5 * 1e-3; math.Abs(c.EnergyJ-want) > 1e-15 {
 		t.Fatalf("energy %v J, want %v: half of the guarded 1 N held over 1 ms at 1 m/s", c.EnergyJ, want)
 	}
@@ -260,7 +264,7 @@ func TestStepCapsTheBankAndTheDampingAndRestartsOnNaN(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Controller{EnergyJ: tc.energyJ, lastF: tc.lastF}
-			got := c.Step(tc.f, tc.v, 1e9, dtNs, &tc.o)
+			got := c.Step(tc.f, tc.v, 1e9, dtNs, &tc.o, new(Spell))
 			if math.Abs(c.EnergyJ-tc.wantEnergyJ) > 1e-12 {
 				t.Errorf("EnergyJ = %v, want %v", c.EnergyJ, tc.wantEnergyJ)
 			}

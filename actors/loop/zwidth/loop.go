@@ -50,8 +50,9 @@ func (w *LoopWall) ProxyM() hw.Vec3 {
 // LoopPassivity is the loop's own passivity controller
 // (actors/loop/passivity), switched on with its default options.
 type LoopPassivity struct {
-	c passivity.Controller
-	o passivity.Options
+	c     passivity.Controller
+	spell passivity.Spell
+	o     passivity.Options
 }
 
 // NewLoopPassivity returns the loop's controller, enabled.
@@ -61,7 +62,7 @@ func NewLoopPassivity() *LoopPassivity {
 
 // Step implements Passivity.
 func (p *LoopPassivity) Step(f, v hw.Vec3, nowNs, dtNs int64) hw.Vec3 {
-	return p.c.Step(f, v, nowNs, dtNs, &p.o)
+	return p.c.Step(f, v, nowNs, dtNs, &p.o, &p.spell)
 }
 
 // Applied implements Passivity.
