@@ -8,14 +8,13 @@ import (
 	"time"
 )
 
-// TestEffectsFollowAMountChangedOverHTTPAtOnce: a mount POSTed for a
-// session (T08's remote configurator) turns the space that session's
+// TestEffectsFollowAMountChangedOverHTTPAtOnce: a mount or basis POSTed
+// for a session (T08's remote configurator) turns the space that session's
 // effects were declared in, and the arm renders them in the new space from
 // its next tick, not only once the session sends again. The declaring
 // session here stays quiet within its lease; another session watches the
 // force on the arm. A field of 1 N along the session's +x pushes along the
-// device's +x under the identity mount and along −y once the mount turns
-// the session's space 90° about z.
+// device's +x as declared, then where the new view puts the session's +x.
 func TestEffectsFollowAMountChangedOverHTTPAtOnce(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
@@ -24,29 +23,45 @@ func TestEffectsFollowAMountChangedOverHTTPAtOnce(t *testing.T) {
 	watcher := ts.dial(t, ts.wsURL())
 	watcher.expect()
 	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
-	// Starved, the second of lease can run out before the watcher sees
-	// the force; such an attempt says nothing and is made again.
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		void := effectsFollowAMount(t, ts, c, watcher, id, sid)
-		if void == "" {
-			return
-		}
-		if attempt == attempts {
-			t.Fatalf("%s (in each of %d attempts)", void, attempts)
-		}
-		t.Logf("attempt %d voided, declaring again: %s", attempt, void)
+	for _, tc := range []struct {
+		entry, body string
+		want        [3]float64 // the device's axis the session's +x becomes
+	}{
+		{"mount", fmt.Sprintf(`{"transform":{"rotation":{"w":%g,"x":0,"y":0,"z":%g}}}`, math.Cos(math.Pi/4), math.Sin(math.Pi/4)), [3]float64{0, -1, 0}}, // 90° about z
+		{"basis", `{"permutation":"YXZ"}`, [3]float64{0, 1, 0}},
+	} {
+		t.Run(tc.entry, func(t *testing.T) {
+			// Starved, the second of lease can run out before the watcher
+			// sees the force; such an attempt says nothing and is made again.
+			const attempts = 3
+			for attempt := 1; ; attempt++ {
+				void := effectsFollowAView(t, ts, c, watcher, id, sid, tc.entry, tc.body, tc.want)
+				if void == "" {
+					return
+				}
+				if attempt == attempts {
+					t.Fatalf("%s (in each of %d attempts)", void, attempts)
+				}
+				t.Logf("attempt %d voided, declaring again: %s", attempt, void)
+			}
+		})
 	}
 }
 
-// effectsFollowAMount is one attempt of
-// TestEffectsFollowAMountChangedOverHTTPAtOnce; it returns why the attempt
-// says nothing (the lease lapsed first), "" when it passed.
-func effectsFollowAMount(t *testing.T, ts *testService, c, watcher *wsClient, id, sid string) (void string) {
+// effectsFollowAView is one attempt of
+// TestEffectsFollowAMountChangedOverHTTPAtOnce: c declares the field under
+// the default view, then body is POSTed to c's entry on the arm;
+// it returns why the attempt says nothing (the lease lapsed first), "" when
+// it passed.
+func effectsFollowAView(t *testing.T, ts *testService, c, watcher *wsClient, id, sid, entry, body string, want [3]float64) (void string) {
 	t.Helper()
-	mountRoute := ts.base + "/arm3/" + id + "/config/mount?session=" + sid
-	if r := ts.do(http.MethodDelete, mountRoute, ""); r.status != http.StatusOK {
-		t.Fatalf("DELETE mount: %v", r)
+	route := ts.base + "/arm3/" + id + "/config/" + entry + "?session=" + sid
+	// The default view: no entry of an earlier attempt or case left.
+	for _, entry := range []string{"mount", "basis"} {
+		reset := ts.base + "/arm3/" + id + "/config/" + entry + "?session=" + sid
+		if r := ts.do(http.MethodDelete, reset, ""); r.status != http.StatusOK {
+			t.Fatalf("DELETE %s: %v", reset, r)
+		}
 	}
 	field := `{"clear":true,"set":[{"id":"push","type":"field","force":{"x":1,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":5,"valid_ms":10000}]}`
 	declared := time.Now()
@@ -82,12 +97,10 @@ func effectsFollowAMount(t *testing.T, ts *testService, c, watcher *wsClient, id
 	if void := forceReaches([3]float64{1, 0, 0}, time.Now().Add(5*time.Second), "the field as declared"); void != "" {
 		return void
 	}
-	// 90° about z, for that session only.
-	mount := fmt.Sprintf(`{"transform":{"rotation":{"w":%g,"x":0,"y":0,"z":%g}}}`, math.Cos(math.Pi/4), math.Sin(math.Pi/4))
-	if r := ts.do(http.MethodPost, mountRoute, mount); r.status != http.StatusOK {
-		t.Fatalf("POST mount: %v", r)
+	if r := ts.do(http.MethodPost, route, body); r.status != http.StatusOK {
+		t.Fatalf("POST %s: %v", route, r)
 	}
 	// The field glides to its new direction over a few ticks; 300 ms is
 	// generous for a loaded machine and well inside what a user notices.
-	return forceReaches([3]float64{0, -1, 0}, time.Now().Add(300*time.Millisecond), "the field in the turned space, the declaring session quiet")
+	return forceReaches(want, time.Now().Add(300*time.Millisecond), "the field in the turned space, the declaring session quiet")
 }
