@@ -1077,6 +1077,7 @@ func (c *deviceCore) publish(s *sessionState) {
 	}
 	c.dev.viewsChanged() // after the store
 	c.reparam(s)
+	c.reconvertEffects(s)
 }
 
 // reparam puts the view just published for s in force on the loop at

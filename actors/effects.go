@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/actors/loop/passivity"
@@ -62,7 +63,7 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 		return
 	}
 	id := p.sess.ID
-	if d.Register().Owner() != id || now > a.deadlineNs || d.rt.Effects() != a.set {
+	if d.Register().Owner() != id || now > a.deadlineNs || !a.adoptInForce(d, id) {
 		// The effects whose time ran out while the lease still held them
 		// expired before the control ended: say so, as the next message
 		// within the lease would have.
@@ -90,17 +91,113 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 		// that stretches a length past the loop's). Rendered as it was, it
 		// would stay where the session's space no longer puts it: it ends,
 		// as a refused declaration would have.
-		for {
-			set, bad, err := buildSet(id, a.declared, a.declaredNs, &v.Space)
-			if err == nil {
-				a.set, a.view = set, v
-				break
-			}
-			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, a.declared[bad].ID, string(protocol.CodeInvalidValue), err.Error()))
-			a.remove(bad)
-		}
+		publishRefused(p.svc.activity, d, id, a.convert(id, v))
 		if !p.publishEffects(d, a) {
 			p.dropEffects(d) // control ended meanwhile
+		}
+	}
+}
+
+// effectRefusal is an effect a new view made one the loop cannot render.
+type effectRefusal struct {
+	id  string
+	err error
+}
+
+// convert builds a's Set with view v. An effect that v makes one the loop
+// cannot render (a set_transform or mount that turns a box, a scale that
+// stretches a length past the loop's) is removed from a and returned: it
+// ends, as a refused declaration would have, rather than stay rendered
+// where the session's space no longer puts it.
+func (a *armEffects) convert(session uint64, v *View) []effectRefusal {
+	var refused []effectRefusal
+	for {
+		set, bad, err := buildSet(session, a.declared, a.declaredNs, &v.Space)
+		if err == nil {
+			a.set, a.view = set, v
+			return refused
+		}
+		refused = append(refused, effectRefusal{a.declared[bad].ID, err})
+		a.remove(bad)
+	}
+}
+
+// publishRefused publishes effect-refused for each effect of session's on
+// d that a new view ended (armEffects.convert).
+func publishRefused(to *activity.Activity, d *Device, session uint64, refused []effectRefusal) {
+	for _, r := range refused {
+		to.Publish(event.EffectRefused(d.Name, d.ID, session, r.id, string(protocol.CodeInvalidValue), r.err.Error()))
+	}
+}
+
+// declaration is a's declaration as it goes out with its Set.
+func (a *armEffects) declaration() *declaredEffects {
+	return &declaredEffects{effects: a.declared, endsNs: a.endsNs, declaredNs: a.declaredNs, view: a.view}
+}
+
+// adoptInForce reports whether the Set d renders is still a's: the one
+// the session published, or the device actor's conversion of it for a view
+// changed since (reconvertEffects), which a then takes as its own. Any
+// other Set means the session's control of d ended.
+func (a *armEffects) adoptInForce(d *Device, session uint64) bool {
+	cur := d.rt.Effects()
+	if cur == a.set {
+		return true
+	}
+	decl := convertedFrom(cur, session)
+	if decl == nil {
+		return false
+	}
+	a.declared, a.endsNs, a.declaredNs, a.set, a.view = decl.effects, decl.endsNs, decl.declaredNs, cur, decl.view
+	return true
+}
+
+// convertedFrom is set's declaration when set is a local session's own
+// (published by its reader, or converted again by the device actor: only
+// those two publish a Set of a local session's id with a declaration of
+// its own), nil otherwise.
+func convertedFrom(set *effect.Set, session uint64) *declaredEffects {
+	decl := declarationOf(set)
+	if decl == nil || set.Session != session || decl.forwarded != nil || decl.view == nil {
+		return nil
+	}
+	return decl
+}
+
+// reconvertEffects converts the effects s's session has the device render
+// again with the view just published for it, so that the arm renders them
+// in the new space from its next tick. A mount, preset or basis changed
+// over HTTP (another program configuring the session, as the vendor's
+// remote configurator does) used to move them only at the session's next
+// message: a session quiet within its lease felt its walls in the old
+// frame meanwhile. The session adopts the new Set at its next message
+// (armEffects.adoptInForce); an effect the new view makes unrenderable ends
+// here, with effect-refused.
+func (c *deviceCore) reconvertEffects(s *sessionState) {
+	o := c.dev.Register().Owner()
+	if o == 0 || c.sessions[o] != s {
+		return
+	}
+	// A session's reader may publish between the load and the swap: then
+	// its Set is converted again (it checks its view after publishing,
+	// too; publishEffects).
+	for range 4 {
+		cur := c.dev.rt.Effects()
+		decl := convertedFrom(cur, o)
+		v := c.dev.ViewFor(o)
+		if decl == nil || decl.view == v {
+			return
+		}
+		if decl.view.Space == v.Space {
+			return // nothing the effects are converted with changed
+		}
+		a := &armEffects{declared: decl.effects, endsNs: decl.endsNs, declaredNs: decl.declaredNs}
+		refused := a.convert(o, v)
+		a.set.Declaration = a.declaration()
+		if c.dev.rt.ReplaceEffects(cur, a.set) {
+			c.dev.framesChanged()
+			publishRefused(c.activity, c.dev, o, refused)
+			return
 		}
 	}
 }
@@ -344,8 +441,17 @@ func (p *tickPath) refusedEffects(snap *sessionSnapshot, devs *DeviceSet) []prot
 // others), without changing anything.
 func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
 	a := p.fx[d]
-	if a == nil || d.Register().Owner() != p.sess.ID || now > a.deadlineNs || d.rt.Effects() != a.set {
+	if a == nil || d.Register().Owner() != p.sess.ID || now > a.deadlineNs {
 		return &armEffects{}
+	}
+	if cur := d.rt.Effects(); cur != a.set {
+		// The device actor's conversion of a's Set for a newer view, as
+		// effectsBefore will adopt it; another Set: the control ended.
+		decl := convertedFrom(cur, p.sess.ID)
+		if decl == nil {
+			return &armEffects{}
+		}
+		a = &armEffects{declared: decl.effects, endsNs: decl.endsNs, declaredNs: decl.declaredNs, set: cur, view: decl.view}
 	}
 	left := &armEffects{}
 	for i := range a.declared {
@@ -897,6 +1003,11 @@ func anyOutputScopedControl(arms []*Device) bool {
 type declaredEffects struct {
 	effects []protocol.Effect
 	endsNs  []int64
+	// declaredNs and view are what a local session's Set was converted
+	// from and with (nil view: forwarded or held), so that the device
+	// actor can convert it again when the view changes (reconvertEffects).
+	declaredNs []int64
+	view       *View
 	// forwarded names a lab gateway's session that declared them, when
 	// this process renders them for it (RenderForwarded).
 	forwarded *ForwardedEffects
@@ -957,15 +1068,25 @@ func declarationOf(set *effect.Set) *declaredEffects {
 // d (its lease lapsed while the message was handled and another session
 // took the arm): the new owner's effects stay as they are.
 func (p *tickPath) publishEffects(d *Device, a *armEffects) bool {
-	// Each Set is built anew with its declaration (a.remove copies), so
-	// one already published keeps the declaration it went out with.
-	if a.set != nil && a.set.Declaration == nil {
-		a.set.Declaration = &declaredEffects{effects: a.declared, endsNs: a.endsNs}
+	for range 4 {
+		// Each Set is built anew with its declaration (a.remove copies), so
+		// one already published keeps the declaration it went out with.
+		if a.set != nil && a.set.Declaration == nil {
+			a.set.Declaration = a.declaration()
+		}
+		if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
+			return false
+		}
+		d.framesChanged()
+		// The device actor publishes a new view, then converts the Set in
+		// force with it (reconvertEffects): a Set converted with the view
+		// before it and published after that is converted again here.
+		v := d.ViewFor(p.sess.ID)
+		if v == a.view || v.Space == a.view.Space {
+			return true
+		}
+		publishRefused(p.svc.activity, d, p.sess.ID, a.convert(p.sess.ID, v))
 	}
-	if !d.rt.SetEffectsOf(p.sess.ID, a.set) {
-		return false
-	}
-	d.framesChanged()
 	return true
 }
 

@@ -274,7 +274,9 @@ func DeprecationMarkdown() string {
 	b.WriteString("## Deprecated routes and commands\n\n")
 	b.WriteString("Each still works exactly as its replacement does and also emits an event ")
 	b.WriteString("(`http-route-deprecated` or `command-deprecated`). Deprecated HTTP routes are ")
-	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}`.\n\n")
+	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}`. ")
+	b.WriteString("A body's `device_id` names the device as the replacement's `{id}` does: exactly, ")
+	b.WriteString("or else regardless of case (`\"049d\"` is arm `049D`).\n\n")
 	b.WriteString("| Deprecated route | Body as clients send it | Replacement |\n|---|---|---|\n")
 	for _, r := range deprecatedRoutes {
 		b.WriteString("| `" + r.route.Method + " " + r.route.Path + "` | `" + r.route.LegacyBody +

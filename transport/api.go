@@ -673,14 +673,31 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 }
 
 // findAnyType finds a device by id across types (legacy bodies name only
-// the id); arms first, as the legacy routes are about arms.
+// the id); arms first, as the legacy routes are about arms. The id matches
+// as the replacement's {id} segment does (matchDevices): exactly, or else
+// regardless of case ("049d"), so a legacy call and its replacement take
+// the same device. An index is a path's reading only: a body names an id.
 func (a *api) findAnyType(id string) *actors.Device {
+	sel := protocol.DeviceSelector{ID: id, Index: -1}
+	var folded *actors.Device
 	for _, t := range a.svc.Types().Types() {
-		if d := a.svc.Devices().Find(t, id); d != nil {
-			return d
+		all := a.svc.Devices().OfType(t)
+		ids := make([]string, len(all))
+		for i, d := range all {
+			ids[i] = d.ID
+		}
+		idx := sel.MatchID(ids)
+		if len(idx) == 0 {
+			continue
+		}
+		if all[idx[0]].ID == id {
+			return all[idx[0]]
+		}
+		if folded == nil {
+			folded = all[idx[0]]
 		}
 	}
-	return nil
+	return folded
 }
 
 func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {

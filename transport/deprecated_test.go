@@ -105,3 +105,42 @@ func TestDeprecatedRouteBadBodies(t *testing.T) {
 		})
 	}
 }
+
+// A deprecated route names its device as the replacement's path does: an
+// id in lower case ("049d", as a client that formats the serial itself
+// sends it) is the arm its replacement's /arm3/049d/... takes, not a 404
+// the replacement would never answer. The event names the replacement
+// with the device's own id.
+func TestDeprecatedRouteTakesTheIDAsItsReplacementDoes(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	lower := strings.ToLower(id)
+	if lower == id {
+		t.Fatalf("arm id %q has no letter to lower", id)
+	}
+	ev := ts.dial(t, ts.eventsWS)
+	for _, d := range protocol.DeprecatedRoutes() {
+		if d.Key == 0 {
+			continue // a settings route names no device
+		}
+		t.Run(d.Path, func(t *testing.T) {
+			lb := legacyBodies[d.Path]
+			replacement := strings.NewReplacer("{type}", "arm3", "{id}", lower).Replace(d.Replacement)
+			// The replacement takes the lower-cased id.
+			if r := ts.do("DELETE", ts.base+replacement, ""); r.status != 200 {
+				t.Fatalf("DELETE %s: %v", replacement, r)
+			}
+			r := ts.do(d.Method, ts.base+d.Path, strings.ReplaceAll(lb.body, "{id}", lower))
+			if r.status != 200 || !jsonEqual(t, r.env, `{"ok":true}`) {
+				t.Fatalf("%s %s naming %q: %v; its replacement %s takes that id", d.Method, d.Path, lower, r, replacement)
+			}
+			if got := ts.do("GET", ts.base+replacement, ""); !jsonEqual(t, got.data(), lb.want) {
+				t.Fatalf("GET %s after the legacy call: %v, want %s", replacement, got, lb.want)
+			}
+			want := d.Method + " " + strings.NewReplacer("{type}", "arm3", "{id}", id).Replace(d.Replacement)
+			waitEvent(t, ev, "http-route-deprecated", func(e map[string]any) bool {
+				return path(e, "data", "route") == d.Method+" "+d.Path && path(e, "data", "replacement") == want
+			})
+		})
+	}
+}

@@ -178,6 +178,20 @@ func (d *Device) SetEffectsIf(s *effect.Set, mayReplace func(holder uint64) bool
 	return d.setEffects(s, mayReplace)
 }
 
+// ReplaceEffects publishes s in place of old, only while old is the Set in
+// force and its session controls the device, and reports whether it did:
+// a Set converted again from old (the device actor's, for a session whose
+// view changed) never overwrites a declaration published meanwhile.
+func (d *Device) ReplaceEffects(old, s *effect.Set) bool {
+	st := d.fx.Load()
+	if old == nil || st == nil {
+		return false
+	}
+	// setEffects swaps against the Set it loaded before asking: old still
+	// in force when asked, the swap succeeds only if it still is.
+	return d.setEffects(s, func(holder uint64) bool { return holder == old.Session && st.set.Load() == old })
+}
+
 // setEffects publishes s; with mayReplace, only while it allows the
 // register's holder. The holder is read before the Set is swapped in, and
 // the swap fails if any Set was published meanwhile, so a new owner's Set,

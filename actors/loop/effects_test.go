@@ -675,3 +675,34 @@ func TestEffectsReportListsTheEffectsInForceFirst(t *testing.T) {
 		t.Fatalf("the report lists %d of the %d effects in force (%d entries)", live, effect.MaxEffects, rep.N)
 	}
 }
+
+// ReplaceEffects swaps in a Set converted again from the one in force (a
+// view changed over HTTP) only while that one is still in force and its
+// session still controls the arm: a declaration the session published
+// meanwhile, or a new owner's, stays.
+func TestReplaceEffectsOnlyOverTheSetItWasConvertedFrom(t *testing.T) {
+	r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+	reg := r.dev.Register()
+	first := springSet(t, 7)
+	if reg.Claim(7) != 7 || !r.dev.SetEffectsOf(7, first) {
+		t.Fatal("the owner's first declaration refused")
+	}
+	converted := strongSet(t, 7)
+	if !r.dev.ReplaceEffects(first, converted) || r.dev.Effects() != converted {
+		t.Fatalf("the conversion of the Set in force was refused: %v in force", r.dev.Effects())
+	}
+	// first is no longer in force: a conversion of it is stale.
+	if r.dev.ReplaceEffects(first, springSet(t, 7)) || r.dev.Effects() != converted {
+		t.Fatalf("a conversion of a replaced Set went in: %v in force", r.dev.Effects())
+	}
+	reg.Release(7)
+	if reg.Claim(8) != 8 {
+		t.Fatal("session 8 could not take the free arm")
+	}
+	if r.dev.ReplaceEffects(converted, springSet(t, 7)) || r.dev.Effects() != converted {
+		t.Fatalf("a conversion for a session that lost the arm went in: %v in force", r.dev.Effects())
+	}
+	if r.dev.ReplaceEffects(nil, springSet(t, 8)) {
+		t.Fatal("a conversion of no Set went in")
+	}
+}
