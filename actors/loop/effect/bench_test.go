@@ -98,7 +98,7 @@ func BenchmarkRenderSDF(b *testing.B) {
 // BenchmarkRenderInContact is one tick of one wall-like effect with a
 // still cursor pressed 1 mm into its top (in contact: the entry side and
 // the depth every tick), per kind. Compare builds with alternated runs
-// (docs/investigations/wall-contact-cost.md).
+// (docs/investigations/loop-tick-cost.md, "The thin-solid cast").
 func BenchmarkRenderInContact(b *testing.B) {
 	const k, r = 2000.0, 0.05
 	for _, sp := range []Spec{

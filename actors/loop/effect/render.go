@@ -523,40 +523,7 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 				d += freeDistance(s, p, prevM) - phi
 			}
 		} else {
-			// came: the way the cursor was pushed out last tick (from
-			// the cursor to its proxy), or, trapped, the way it was
-			// pushed out when it last was (kindWord keeps it).
-			var came hw.Vec3
-			if s.trapped {
-				came, d = unpackDirection(d), 0
-			} else if havePrev {
-				came = lastProxy.Sub(prevM)
-			}
-			n, depth = s.entrySide(p, x, lastProxy)
-			if n.Dot(came) < 0 {
-				// A thin solid moved under the cursor by more than half
-				// its thickness: the proxy (or the trapped cursor) is past
-				// its middle, and the surface found from it is the far
-				// one. The surface the cursor was on is where it left the
-				// solid along the way it came.
-				if c, ok := s.castOut(p, x, came); ok {
-					n, depth = s.entrySide(p, x, c)
-				}
-			}
-			if havePrev {
-				// Both depths from one face (their normals within 8°):
-				// sliding along a curve at one depth keeps it exactly.
-				// From two (a box's edge, a cylinder's rim), the one
-				// under this face grew by the cursor's motion along its
-				// normal only: the other's whole depth, credited in one
-				// tick, pushed a hand moving along the face (review27:
-				// +4.5 mJ a loop round a container's edge).
-				if nw, was := s.entrySide(p, prevM, lastProxy); nw.Dot(n) > 0.99 {
-					d += depth - was
-				} else {
-					d += n.Dot(prevM.Sub(x))
-				}
-			}
+			n, depth, d = s.closedDepth(p, x, prevM, lastProxy, havePrev)
 		}
 		if d > depth {
 			d = depth
@@ -583,6 +550,51 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 		return hw.Vec3{}
 	}
 	return n.Scale(fn)
+}
+
+// closedDepth is wall's step for a closed shape in contact or trapped:
+// the normal of the surface the cursor went in through (entrySide), the
+// cursor's depth under it, and the contact's depth d grown by the
+// cursor's own motion since the last tick (before wall bounds it). Apart
+// from wall, so that a plane wall's tick runs the code it ran before the
+// cast (castOut) was added.
+func (s *state) closedDepth(p *Params, x, prevM, lastProxy hw.Vec3, havePrev bool) (n hw.Vec3, depth, d float64) {
+	d = s.kindWord
+	// came: the way the cursor was pushed out last tick (from
+	// the cursor to its proxy), or, trapped, the way it was
+	// pushed out when it last was (kindWord keeps it).
+	var came hw.Vec3
+	if s.trapped {
+		came, d = unpackDirection(d), 0
+	} else if havePrev {
+		came = lastProxy.Sub(prevM)
+	}
+	n, depth = s.entrySide(p, x, lastProxy)
+	if n.Dot(came) < 0 {
+		// A thin solid moved under the cursor by more than half
+		// its thickness: the proxy (or the trapped cursor) is past
+		// its middle, and the surface found from it is the far
+		// one. The surface the cursor was on is where it left the
+		// solid along the way it came.
+		if c, ok := s.castOut(p, x, came); ok {
+			n, depth = s.entrySide(p, x, c)
+		}
+	}
+	if havePrev {
+		// Both depths from one face (their normals within 8°):
+		// sliding along a curve at one depth keeps it exactly.
+		// From two (a box's edge, a cylinder's rim), the one
+		// under this face grew by the cursor's motion along its
+		// normal only: the other's whole depth, credited in one
+		// tick, pushed a hand moving along the face (review27:
+		// +4.5 mJ a loop round a container's edge).
+		if nw, was := s.entrySide(p, prevM, lastProxy); nw.Dot(n) > 0.99 {
+			d += depth - was
+		} else {
+			d += n.Dot(prevM.Sub(x))
+		}
+	}
+	return n, depth, d
 }
 
 // entrySide is the surface a closed shape's cursor in contact went in
@@ -616,7 +628,9 @@ func (s *state) castOut(p *Params, x, dir hw.Vec3) (c hw.Vec3, ok bool) {
 		if phi >= -1e-9 { // within a nanometre of the surface
 			return c, true
 		}
-		t -= phi
+		if t -= phi; t > 100 { // m: longer than any solid NewSet allows
+			break
+		}
 	}
 	return c, false
 }

@@ -144,6 +144,9 @@ func TestThinSolidMovedUnderAPressingHandPushesBackTheWayItCame(t *testing.T) {
 						i, raise*1e3, f)
 				}
 			}
+			if a := testing.AllocsPerRun(100, func() { g.tick(x, hw.Vec3{}) }); a != 0 {
+				t.Fatalf("a tick that casts for the entry side allocates %.1f times, want 0", a)
+			}
 			// Eased off 1.2 mm, 0.1 mm a tick: the force falls with the
 			// depth, to none once the hand is trapped, 0.2 mm below the
 			// middle (2.4 mm up now).
@@ -153,6 +156,9 @@ func TestThinSolidMovedUnderAPressingHandPushesBackTheWayItCame(t *testing.T) {
 				if f := g.tick(x, hw.Vec3{}); !nearVec(f, want, 1e-6) {
 					t.Fatalf("eased off %.1f mm: force %+.4v N, want %+.4v N", float64(i)*0.1, f, want)
 				}
+			}
+			if a := testing.AllocsPerRun(100, func() { g.tick(x, hw.Vec3{}) }); a != 0 {
+				t.Fatalf("a trapped tick allocates %.1f times, want 0", a)
 			}
 			if f := g.tick(x.Sub(up.Scale(1e-3)), hw.Vec3{}); !nearVec(f, up.Scale(k*1e-3), 1e-6) {
 				t.Fatalf("trapped past the middle, then 1 mm down: force %+.4v N, want 2 N up", f)
