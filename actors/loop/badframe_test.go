@@ -86,3 +86,36 @@ func TestOneImplausibleVelocityFrameMovesNoSourcesEnergy(t *testing.T) {
 		}
 	}
 }
+
+// TestOneImplausibleVelocityFrameLeavesTheForceGateOpen: the force gate
+// tells ringing from a hand's motion by the high-passed velocity. One
+// bad frame (a velocity no arm reaches, docs/effects.md) is a step of
+// 1,000 m/s to its filters: before, the gate read it as violent ringing
+// and took a session's 5 N push on an arm held still down to nearly
+// nothing for the next several hundred milliseconds. It is skipped, as a non-finite frame
+// is: the force stays whole.
+func TestOneImplausibleVelocityFrameLeavesTheForceGateOpen(t *testing.T) {
+	for _, glitchMps := range []float64{1000, -1000, 100, 10.5} {
+		t.Run(fmt.Sprintf("%v m/s", glitchMps), func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			const glitchAt = 300
+			r.drv.SetStateFunc(func(n uint64, _ *hw.Command, st *hw.State) {
+				st.VelocityMps = hw.Vec3{} // held still
+				if n == glitchAt {
+					st.VelocityMps = hw.Vec3{X: glitchMps}
+				}
+			})
+			p := &Params{ForceGateGain: 1}
+			gated, lowest := 0, 5.0
+			for i := range 2 * glitchAt {
+				r.command(1, uint64(i+1), 100*ms, force(0, 5, 0), p)
+				if f := r.step(ms).ForceN.Y; f < 4.9 {
+					gated, lowest = gated+1, min(lowest, f)
+				}
+			}
+			if gated > 0 {
+				t.Fatalf("a commanded 5 N came out under 4.9 N on %d ticks around one bad frame (lowest %.3f N), want the gate open throughout", gated, lowest)
+			}
+		})
+	}
+}

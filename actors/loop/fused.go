@@ -94,7 +94,7 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// forceStages.force from here. The command's own stage (damping, gate,
 	// scale, its observer) adds nothing while its observer holds +0 (the
 	// caller checked): f is the command's +0.
-	raw := v // the effects pause on a bad reading
+	raw := v // as read: the effects pause on a bad reading, the gate skips it
 	if !vOK {
 		v = hw.Vec3{}
 	}
@@ -217,10 +217,9 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// they run while the command's force is +0, for a later command that
 	// reads them, and nothing in this tick reads them, so they run last,
 	// where their chain of dependent operations overlaps what follows.
-	// updateWith skips a velocity that is not finite: vOK said so already.
-	if vOK {
-		fs.gate.feed(v, ps.gate.forDt(dt))
-	}
+	// The velocity as read (v is zeroed if it was not finite):
+	// updateWith skips a bad reading (not finite, or too fast).
+	fs.gate.updateWith(raw, ps.gate.forDt(dt))
 	if report {
 		st.publish(now, set)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/hapticd/hapticd/hw"
 )
@@ -129,13 +130,67 @@ const minSubstepS = 1e-6
 //     damping);
 //   - the damper: h·c/μ ≤ 1 (the scan: 2, explicit Euler's bound).
 func stableSubstepS(p Physics) float64 {
-	h := p.Hand
-	if !h.Model {
+	if !p.Hand.Model {
 		return math.Inf(1)
 	}
+	damped, spring, damper := gripBounds(p)
+	return min(damped, spring, damper)
+}
+
+// gripBounds are stableSubstepS's three bounds, s: the damping against the
+// held spring, the spring on the reduced mass, the damper on it.
+func gripBounds(p Physics) (damped, spring, damper float64) {
+	h := p.Hand
 	mu := h.MassKg * p.MassKg / (h.MassKg + p.MassKg)
 	k := h.StiffnessNpm + handNpm
-	return min((p.DampingNspm+h.DampingNspm)/k, 0.3*math.Sqrt(mu/k), mu/(h.DampingNspm+handNspm))
+	return (p.DampingNspm + h.DampingNspm) / k, 0.3 * math.Sqrt(mu/k), mu / (h.DampingNspm + handNspm)
+}
+
+// roundTo3 rounds x > 0 to 3 significant digits away from the bound x
+// (up for a least value, down for a most), so that advice printed with
+// %.3g passes Validate: a value on the bound itself may fall either side
+// of it in floating point, so one on an exact digit moves a digit too.
+func roundTo3(x float64, up bool) float64 {
+	if !(x > 0) {
+		return x
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x))-2)
+	q := x / e
+	if up {
+		return math.Ceil(q*(1+1e-9)) * e
+	}
+	return math.Floor(q*(1-1e-9)) * e
+}
+
+// gripRefusal says why p's hand needs sub-steps under minSubstepS, and
+// what would help: each bound asks for something else (a heavier hand
+// helps the last two, and nothing but damping the first).
+func gripRefusal(p Physics) error {
+	h := p.Hand
+	damped, spring, damper := gripBounds(p)
+	var why []string
+	if b := p.DampingNspm + h.DampingNspm; damped < minSubstepS {
+		// h ≤ (b + c)/k: the damping b + c a 1 µs step needs, or the
+		// grip's stiffness it holds (k less the scripted hand's).
+		need := roundTo3(minSubstepS*(h.StiffnessNpm+handNpm), true)
+		if b == 0 {
+			why = append(why, fmt.Sprintf("with no damping on the grip or the arm the grip's spring gains energy at any sub-step; use at least %.3g N·s/m of damping on the grip or the arm", need))
+		} else {
+			w := fmt.Sprintf("%v N·s/m of damping on the grip and the arm together is too little for the grip's spring; use at least %.3g N·s/m", b, need)
+			if soft := roundTo3(b/minSubstepS-handNpm, false); soft > 0 {
+				w += fmt.Sprintf(", or a grip of at most %.3g N/m", soft)
+			}
+			why = append(why, w)
+		}
+	}
+	if spring < minSubstepS {
+		why = append(why, "the grip is too stiff for the hand's mass; use a heavier hand or a softer grip")
+	}
+	if damper < minSubstepS {
+		why = append(why, "the grip's damping is too much for the hand's mass; use a heavier hand or less damping on the grip")
+	}
+	return fmt.Errorf("hw/sim: physics hand of %v kg on an arm of %v kg with a grip of %v N/m and %v N·s/m needs sub-steps under 1 µs to step stably: %s",
+		h.MassKg, p.MassKg, h.StiffnessNpm, h.DampingNspm, strings.Join(why, "; and "))
 }
 
 // Validate says what is wrong with p, or nil.
@@ -179,8 +234,7 @@ func (p Physics) Validate() error {
 		case h.DampingNspm < 0 || h.DampingNspm > 1000:
 			return bad("hand damping (N·s/m)", h.DampingNspm, "0 ≤ damping ≤ 1000")
 		case stableSubstepS(p) < minSubstepS:
-			return fmt.Errorf("hw/sim: physics hand of %v kg on an arm of %v kg with a grip of %v N/m and %v N·s/m needs sub-steps under 1 µs to step stably; use a heavier hand or a softer grip",
-				h.MassKg, p.MassKg, h.StiffnessNpm, h.DampingNspm)
+			return gripRefusal(p)
 		}
 	}
 	return nil

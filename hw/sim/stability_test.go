@@ -97,18 +97,33 @@ func TestAcceptedPhysicsStepsStably(t *testing.T) {
 }
 
 // Validate refuses a hand whose grip no sub-step down to 1 µs steps
-// stably, and says why; it accepts the grips the arm sub-steps for.
+// stably, and says why and what would help; it accepts the grips the arm
+// sub-steps for. A grip with no damping on it or on the arm was refused
+// with "use a heavier hand or a softer grip": neither helps, since the
+// sampled grip spring gains energy at any sub-step and only damping takes
+// it out.
 func TestValidateRefusesAGripNoSubstepSteps(t *testing.T) {
 	cases := []struct {
 		name   string
 		mod    func(p *Physics)
 		refuse bool
+		says   []string // the advice the error gives
+		not    []string // advice that would not help
 	}{
-		{"default hand", func(p *Physics) {}, false},
-		{"stiff grip 1e5 on a 1 g hand", func(p *Physics) { p.Hand.MassKg = 0.001; p.Hand.StiffnessNpm = 1e5 }, false},
-		{"grip damping 1000 on a 1 mg hand", func(p *Physics) { p.Hand.MassKg = 1e-6; p.Hand.DampingNspm = 1000 }, true},
-		{"no damping anywhere", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0 }, true},
-		{"no damping anywhere, no hand model", func(p *Physics) { p.DampingNspm = 0; p.Hand.Model = false }, false},
+		{"default hand", func(p *Physics) {}, false, nil, nil},
+		{"stiff grip 1e5 on a 1 g hand", func(p *Physics) { p.Hand.MassKg = 0.001; p.Hand.StiffnessNpm = 1e5 }, false, nil, nil},
+		{"grip damping 1000 on a 1 mg hand", func(p *Physics) { p.Hand.MassKg = 1e-6; p.Hand.DampingNspm = 1000 }, true,
+			[]string{"heavier hand", "less damping on the grip"}, []string{"more damping", "softer grip"}},
+		{"no damping anywhere", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0 }, true,
+			[]string{"no damping on the grip or the arm", "at least 0.000501 N·s/m of damping on the grip or the arm"},
+			[]string{"heavier", "softer"}},
+		{"too little damping for a stiff grip", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0.05; p.Hand.StiffnessNpm = 1e5 }, true,
+			[]string{"0.05 N·s/m of damping on the grip and the arm together", "at least 0.101 N·s/m", "a grip of at most 4.97e+04 N/m"},
+			[]string{"heavier"}},
+		{"the damping that refusal advised", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0.101; p.Hand.StiffnessNpm = 1e5 }, false, nil, nil},
+		{"the grip that refusal advised", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0.05; p.Hand.StiffnessNpm = 4.97e4 }, false, nil, nil},
+		{"no damping but the grip's that refusal advised", func(p *Physics) { p.DampingNspm = 0; p.Hand.DampingNspm = 0.000501 }, false, nil, nil},
+		{"no damping anywhere, no hand model", func(p *Physics) { p.DampingNspm = 0; p.Hand.Model = false }, false, nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,8 +134,21 @@ func TestValidateRefusesAGripNoSubstepSteps(t *testing.T) {
 			if (err != nil) != c.refuse {
 				t.Fatalf("Validate = %v, want refused %v", err, c.refuse)
 			}
-			if err != nil && !strings.Contains(err.Error(), "sub-steps under 1 µs") {
+			if err == nil {
+				return
+			}
+			if !strings.Contains(err.Error(), "sub-steps under 1 µs") {
 				t.Fatalf("Validate = %v: does not say why", err)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Validate = %v: does not say %q", err, s)
+				}
+			}
+			for _, s := range c.not {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("Validate = %v: advises %q, which would not help", err, s)
+				}
 			}
 		})
 	}

@@ -94,3 +94,40 @@ func BenchmarkRenderSDF(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRenderInContact is one tick of one wall-like effect with a
+// still cursor pressed 1 mm into its top (in contact: the entry side and
+// the depth every tick), per kind. Compare builds with alternated runs
+// (docs/investigations/loop-tick-cost.md, "The thin-solid cast").
+func BenchmarkRenderInContact(b *testing.B) {
+	const k, r = 2000.0, 0.05
+	for _, sp := range []Spec{
+		{ID: "wall", Kind: Wall, Params: Params{StiffnessNPerM: k, AxisUnit: hw.Vec3{Z: 1}, PointM: hw.Vec3{Z: r}}},
+		{ID: "limit_box", Kind: LimitBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: hw.Vec3{X: r, Y: r, Z: r}}},
+		{ID: "limit_sphere", Kind: LimitSphere, Params: Params{StiffnessNPerM: k, RadiusM: r}},
+		{ID: "capsule", Kind: Shape, Primitive: PrimCapsule, Params: Params{StiffnessNPerM: k, RadiusM: r, PointM: hw.Vec3{X: -r}, EndM: hw.Vec3{X: r}}},
+	} {
+		b.Run(sp.ID, func(b *testing.B) {
+			set, err := NewSet(1, []Spec{sp})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var rd Renderer
+			rd.Reserve(1)
+			in := &Input{NowNs: 1e9, DtNs: 1e6, PositionM: hw.Vec3{Z: r + 0.001}}
+			for range 100 { // faded in, above the surface
+				in.NowNs += in.DtNs
+				rd.Render(set, in, 1)
+			}
+			in.PositionM = hw.Vec3{Z: r - 0.001}
+			for k := 0; k < b.N; k++ {
+				in.NowNs += in.DtNs
+				rd.Render(set, in, 1)
+			}
+			var got Rendered
+			if rd.Rendered(0, &got); !got.Contact {
+				b.Fatalf("%s: not in contact", sp.ID)
+			}
+		})
+	}
+}

@@ -42,13 +42,25 @@ func FuzzRender(f *testing.F) {
 		in := Input{NowNs: 1e9, DtNs: 1e6}
 		// A line through the effect's point, crossed back and forth.
 		dir := hw.Vec3{X: 0.6, Y: -0.48, Z: 0.64}
+		// Half way, the effect moves along the line by 1.2 times its
+		// radius, past the middle of a solid that size, under the
+		// cursor (it glides there, as any update does).
+		start, moved := set.specs[0].Params.PointM, set
+		sp.Params.PointM = sp.Params.PointM.Add(dir.Scale(1.2 * r))
+		sp.Params.EndM = sp.Params.EndM.Add(dir.Scale(1.2 * r))
+		if m, err := NewSet(1, []Spec{sp}); err == nil {
+			moved = m
+		}
 		for i := range 400 {
+			if i == 200 {
+				set = moved
+			}
 			s := float64(i%200-100) / 100 // -1..1
 			if (i/200)%2 == 1 {
 				s = -s
 			}
 			in.NowNs += in.DtNs
-			in.PositionM = set.specs[0].Params.PointM.Add(dir.Scale(s * (r + 0.05)))
+			in.PositionM = start.Add(dir.Scale(s * (r + 0.05)))
 			in.VelocityMps = dir.Scale(speed)
 			got := rnd.Render(set, &in, 1)
 			if !got.Finite() {

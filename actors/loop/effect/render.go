@@ -48,8 +48,10 @@ type state struct {
 	// tick besides its parameters: a vibration's phase (rad); a wall's
 	// contact depth (m), how deep the cursor's own motion took it through
 	// the surface, never more than the surface's own depth, so a surface
-	// moved over a cursor in contact adds no force (wall). An effect keeps
-	// its kind for its life (find), and one word keeps the state's size.
+	// moved over a cursor in contact adds no force (wall); while a closed
+	// shape's cursor is trapped, the way it was last pushed out, packed
+	// (packDirection). An effect keeps its kind for its life (find), and
+	// one word keeps the state's size.
 	kindWord float64
 	// cur is where the parameters are this tick (Params puts the fields
 	// springs, dampers and walls read first); mid the first of the two
@@ -480,7 +482,8 @@ func (s *state) render(in *Input, dtS float64, prevM hw.Vec3, havePrev bool) hw.
 // In contact, the surface that pushes is the one the cursor went in
 // through (entrySide), not the nearest: a hand pressed past the middle of
 // a thin plate or a small bead is pushed back the way it came, not out
-// through the far side.
+// through the far side. So is a hand that a thin solid moved under, past
+// its middle (castOut).
 func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 	p := &s.cur
 	phi := freeDistance(s, p, x)
@@ -520,21 +523,7 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 				d += freeDistance(s, p, prevM) - phi
 			}
 		} else {
-			n, depth = s.entrySide(p, x, lastProxy)
-			if havePrev {
-				// Both depths from one face (their normals within 8°):
-				// sliding along a curve at one depth keeps it exactly.
-				// From two (a box's edge, a cylinder's rim), the one
-				// under this face grew by the cursor's motion along its
-				// normal only: the other's whole depth, credited in one
-				// tick, pushed a hand moving along the face (review27:
-				// +4.5 mJ a loop round a container's edge).
-				if nw, was := s.entrySide(p, prevM, lastProxy); nw.Dot(n) > 0.99 {
-					d += depth - was
-				} else {
-					d += n.Dot(prevM.Sub(x))
-				}
-			}
+			n, depth, d = s.closedDepth(p, x, prevM, lastProxy, havePrev)
 		}
 		if d > depth {
 			d = depth
@@ -542,6 +531,9 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 		s.contact, s.trapped = true, false
 		if !(d > 0) { // also a depth that is not a number
 			s.contact, s.trapped, d = false, true, 0
+			if s.kind != Wall {
+				d = packDirection(n) // the way out, for the ticks it stays trapped
+			}
 		}
 		s.kindWord = d
 	}
@@ -560,6 +552,51 @@ func (s *state) wall(x, v, prevM, lastProxy hw.Vec3, havePrev bool) hw.Vec3 {
 	return n.Scale(fn)
 }
 
+// closedDepth is wall's step for a closed shape in contact or trapped:
+// the normal of the surface the cursor went in through (entrySide), the
+// cursor's depth under it, and the contact's depth d grown by the
+// cursor's own motion since the last tick (before wall bounds it). Apart
+// from wall, so that a plane wall's tick runs the code it ran before the
+// cast (castOut) was added.
+func (s *state) closedDepth(p *Params, x, prevM, lastProxy hw.Vec3, havePrev bool) (n hw.Vec3, depth, d float64) {
+	d = s.kindWord
+	// came: the way the cursor was pushed out last tick (from
+	// the cursor to its proxy), or, trapped, the way it was
+	// pushed out when it last was (kindWord keeps it).
+	var came hw.Vec3
+	if s.trapped {
+		came, d = unpackDirection(d), 0
+	} else if havePrev {
+		came = lastProxy.Sub(prevM)
+	}
+	n, depth = s.entrySide(p, x, lastProxy)
+	if n.Dot(came) < 0 {
+		// A thin solid moved under the cursor by more than half
+		// its thickness: the proxy (or the trapped cursor) is past
+		// its middle, and the surface found from it is the far
+		// one. The surface the cursor was on is where it left the
+		// solid along the way it came.
+		if c, ok := s.castOut(p, x, came); ok {
+			n, depth = s.entrySide(p, x, c)
+		}
+	}
+	if havePrev {
+		// Both depths from one face (their normals within 8°):
+		// sliding along a curve at one depth keeps it exactly.
+		// From two (a box's edge, a cylinder's rim), the one
+		// under this face grew by the cursor's motion along its
+		// normal only: the other's whole depth, credited in one
+		// tick, pushed a hand moving along the face (review27:
+		// +4.5 mJ a loop round a container's edge).
+		if nw, was := s.entrySide(p, prevM, lastProxy); nw.Dot(n) > 0.99 {
+			d += depth - was
+		} else {
+			d += n.Dot(prevM.Sub(x))
+		}
+	}
+	return n, depth, d
+}
+
 // entrySide is the surface a closed shape's cursor in contact went in
 // through, found from the last tick's proxy (on that surface, or between
 // it and the cursor): the point of the surface's tangent plane there
@@ -575,6 +612,62 @@ func (s *state) entrySide(p *Params, x, lastProxy hw.Vec3) (n hw.Vec3, depth flo
 	c = c.Sub(freeNormal(s, p, c).Scale(freeDistance(s, p, c)))
 	n = freeNormal(s, p, c)
 	return n, n.Dot(c.Sub(x))
+}
+
+// castOut is where the ray from x, behind the surface, along dir leaves
+// the solid, found by sphere tracing: each step is the distance to the
+// nearest surface, which the ray cannot cross sooner. ok is false if the
+// ray does not get out within its steps (a container's wall is the whole
+// space outside it, and a ray away from the container never does).
+func (s *state) castOut(p *Params, x, dir hw.Vec3) (c hw.Vec3, ok bool) {
+	u := dir.Scale(1 / dir.Norm())
+	t := 0.0
+	for range 64 {
+		c = x.Add(u.Scale(t))
+		phi := freeDistance(s, p, c)
+		if phi >= -1e-9 { // within a nanometre of the surface
+			return c, true
+		}
+		if t -= phi; t > 100 { // m: longer than any solid NewSet allows
+			break
+		}
+	}
+	return c, false
+}
+
+// packDirection keeps a unit vector (or zero) in one number, a trapped
+// wall's kindWord: 17 bits a component (a step of 1.5e-5), an integer
+// under 2⁵³, so a float64 holds it exactly; 0 is the zero vector. A
+// state's size is its cost to the loops that step thousands of arms, and a
+// trapped cursor has no depth to keep.
+func packDirection(n hw.Vec3) float64 {
+	if n == (hw.Vec3{}) {
+		return 0
+	}
+	q := func(c float64) uint64 { return uint64(math.Round((clampUnit(c) + 1) * directionSteps)) }
+	return float64(1 + (q(n.X) | q(n.Y)<<17 | q(n.Z)<<34))
+}
+
+// unpackDirection is packDirection's inverse, within its step.
+func unpackDirection(w float64) hw.Vec3 {
+	if !(w >= 1) {
+		return hw.Vec3{}
+	}
+	b := uint64(w) - 1
+	c := func(shift uint) float64 { return float64(b>>shift&(1<<17-1))/directionSteps - 1 }
+	return hw.Vec3{X: c(0), Y: c(17), Z: c(34)}
+}
+
+// directionSteps is packDirection's steps a unit: 2·65,535 + 1 values a
+// component fit in 17 bits.
+const directionSteps = 65535
+
+// clampUnit is c within [−1, 1] (−1 for a NaN).
+func clampUnit(c float64) float64 {
+	if !(c >= -1) {
+		return -1
+	}
+	return math.Min(1, c)
 }
 
 // smooth moves mid toward tgt and cur toward mid by alpha of the way (two

@@ -66,20 +66,8 @@ func TestWallMovedOverACursorInContactDoesNotFireIt(t *testing.T) {
 // grows with the depth; before, the nearest surface became the far one
 // and the wall pushed the hand on through the solid.
 func TestThinSolidPushesBackTheWayTheCursorCame(t *testing.T) {
-	const k, top = 2000.0, 0.002
-	plate, bead := vec(0.05, 0.05, top), Params{StiffnessNPerM: k, RadiusM: top}
-	cases := []struct {
-		name string
-		spec Spec
-	}{
-		{"limit_box plate", Spec{ID: "b", Kind: LimitBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
-		{"limit_sphere bead", Spec{ID: "s", Kind: LimitSphere, Params: bead}},
-		{"shape box plate", Spec{ID: "p", Kind: Shape, Primitive: PrimBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
-		{"shape rounded_box plate", Spec{ID: "r", Kind: Shape, Primitive: PrimRoundedBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: vec(0.05, 0.05, top/2), RadiusM: top / 2}}},
-		{"shape sphere bead", Spec{ID: "e", Kind: Shape, Primitive: PrimSphere, Params: bead}},
-		{"shape capsule rod", Spec{ID: "c", Kind: Shape, Primitive: PrimCapsule, Params: Params{StiffnessNPerM: k, RadiusM: top, PointM: vec(-0.05, 0, 0), EndM: vec(0.05, 0, 0)}}},
-	}
-	for _, c := range cases {
+	const k, top = thinStiffness, thinTop
+	for _, c := range thinSolids() {
 		t.Run(c.name, func(t *testing.T) {
 			g := newRig(t, c.spec)
 			g.settle(vec(0, 0, 0.01), hw.Vec3{})
@@ -90,6 +78,93 @@ func TestThinSolidPushesBackTheWayTheCursorCame(t *testing.T) {
 				if math.Abs(f.Z-want) > 1e-6*want || math.Abs(f.X)+math.Abs(f.Y) > 1e-6*want {
 					t.Fatalf("cursor %.1f mm below the top: force %+.3v N, want %.3f N straight up", (top-z)*1e3, f, want)
 				}
+			}
+		})
+	}
+}
+
+// The thin solids of the tests below: 4 mm thick, centred on the origin,
+// their top face at thinTop, at a realistic stiffness (2,000 N/m: 4 N at
+// the middle, under any arm's clamp).
+const thinStiffness, thinTop = 2000.0, 0.002
+
+func thinSolids() []struct {
+	name string
+	spec Spec
+} {
+	const k, top = thinStiffness, thinTop
+	plate, bead := vec(0.05, 0.05, top), Params{StiffnessNPerM: k, RadiusM: top}
+	return []struct {
+		name string
+		spec Spec
+	}{
+		{"limit_box plate", Spec{ID: "b", Kind: LimitBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
+		{"limit_sphere bead", Spec{ID: "s", Kind: LimitSphere, Params: bead}},
+		{"shape box plate", Spec{ID: "p", Kind: Shape, Primitive: PrimBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: plate}}},
+		{"shape rounded_box plate", Spec{ID: "r", Kind: Shape, Primitive: PrimRoundedBox, Params: Params{StiffnessNPerM: k, HalfExtentsM: vec(0.05, 0.05, top/2), RadiusM: top / 2}}},
+		{"shape sphere bead", Spec{ID: "e", Kind: Shape, Primitive: PrimSphere, Params: bead}},
+		{"shape capsule rod", Spec{ID: "c", Kind: Shape, Primitive: PrimCapsule, Params: Params{StiffnessNPerM: k, RadiusM: top, PointM: vec(-0.05, 0, 0), EndM: vec(0.05, 0, 0)}}},
+	}
+}
+
+// TestThinSolidMovedUnderAPressingHandPushesBackTheWayItCame: a hand
+// pressed 1 mm into the top of a 4 mm thin solid (2 N up), and the solid
+// raised under it by 0.6 of its thickness (2.4 mm): the hand is now
+// 0.6 mm from the bottom face, past the middle. The force keeps pushing
+// it back up, the way it came, with the 2 N of its own depth (a surface
+// moved over a hand adds no force); before, the far face became the entry
+// side once the proxy was past the middle, and the still hand was pushed
+// down through the solid. Then the hand eases off, still below the
+// middle, until it is trapped (no force, never a pull), and moves 1 mm
+// down: a trapped cursor's motion deeper is pushed back up from where it
+// is, not let through toward the nearer bottom face.
+func TestThinSolidMovedUnderAPressingHandPushesBackTheWayItCame(t *testing.T) {
+	const k, top, raise = thinStiffness, thinTop, 0.6 * 2 * thinTop
+	up := vec(0, 0, 1)
+	for _, c := range thinSolids() {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, c.spec)
+			g.settle(vec(0, 0, 0.01), hw.Vec3{})
+			z := top
+			for range 10 { // pressed in 0.1 mm a tick, to 1 mm
+				z -= 1e-4
+				g.tick(vec(0, 0, z), hw.Vec3{})
+			}
+			x := vec(0, 0, z)
+			if f := g.tick(x, hw.Vec3{}); !nearVec(f, up.Scale(2), 1e-6) {
+				t.Fatalf("pressed 1 mm in: force %+.4v N, want 2 N up", f)
+			}
+			raised := c.spec
+			raised.Params.PointM = raised.Params.PointM.Add(up.Scale(raise))
+			raised.Params.EndM = raised.Params.EndM.Add(up.Scale(raise))
+			g.publish(raised)
+			for i := range 300 { // the update glides there in about 25 ms
+				if f := g.tick(x, hw.Vec3{}); !nearVec(f, up.Scale(2), 1e-6) {
+					t.Fatalf("tick %d after the solid began to rise %.1f mm under the still hand: force %+.4v N, want 2 N up (the way the hand came)",
+						i, raise*1e3, f)
+				}
+			}
+			if a := testing.AllocsPerRun(100, func() { g.tick(x, hw.Vec3{}) }); a != 0 {
+				t.Fatalf("a tick that casts for the entry side allocates %.1f times, want 0", a)
+			}
+			// Eased off 1.2 mm, 0.1 mm a tick: the force falls with the
+			// depth, to none once the hand is trapped, 0.2 mm below the
+			// middle (2.4 mm up now).
+			for i := 1; i <= 12; i++ {
+				x = vec(0, 0, z+float64(i)*1e-4)
+				want := up.Scale(k * max(0, 1e-3-float64(i)*1e-4))
+				if f := g.tick(x, hw.Vec3{}); !nearVec(f, want, 1e-6) {
+					t.Fatalf("eased off %.1f mm: force %+.4v N, want %+.4v N", float64(i)*0.1, f, want)
+				}
+			}
+			if a := testing.AllocsPerRun(100, func() { g.tick(x, hw.Vec3{}) }); a != 0 {
+				t.Fatalf("a trapped tick allocates %.1f times, want 0", a)
+			}
+			if f := g.tick(x.Sub(up.Scale(1e-3)), hw.Vec3{}); !nearVec(f, up.Scale(k*1e-3), 1e-6) {
+				t.Fatalf("trapped past the middle, then 1 mm down: force %+.4v N, want 2 N up", f)
+			}
+			if f := g.tick(x.Add(up.Scale(1e-4)), hw.Vec3{}); f.Norm() > 1e-9 {
+				t.Fatalf("back up past where it was trapped: force %+.4v N, want none", f)
 			}
 		})
 	}
@@ -251,5 +326,17 @@ func TestKeepInsideCornerLoopInjectsNoEnergy(t *testing.T) {
 				t.Fatalf("a closed loop round the edge gave the hand %.2f mJ (largest one-tick force step %.2f N)", worst*1e3, jump)
 			}
 		})
+	}
+}
+
+// TestPackedDirectionRoundTrips: a trapped wall keeps the way out in its
+// one word; the direction it casts along comes back within the packing's
+// step, and no direction comes back as none.
+func TestPackedDirectionRoundTrips(t *testing.T) {
+	for _, n := range []hw.Vec3{{}, vec(0, 0, 1), vec(0, 0, -1), vec(1, 0, 0), vec(-0.6, 0.48, -0.64), vec(0.57735, -0.57735, 0.57735)} {
+		got := unpackDirection(packDirection(n))
+		if !nearVec(got, n, 2e-5) {
+			t.Errorf("direction %v comes back as %v", n, got)
+		}
 	}
 }
