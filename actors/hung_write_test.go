@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -329,7 +328,7 @@ func wantCalledOff(t *testing.T, hung *hungFsyncStore) {
 }
 
 // While one device's config write hangs on the disk, another device whose
-// document shares the hung one's lock stripe in the store (one of 32) is
+// document shares the hung one's lock stripe in the store is
 // added, read and written as if the disk were well: it waited behind the
 // hung write, without bound, from its addition (which loads its document)
 // on.
@@ -338,7 +337,7 @@ func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
 	hungName := storeName(protocol.TypeArm, armID)
 	other := 0
 	for i := 1; other == 0 && i < 10000; i++ {
-		if stripeOf(storeName(protocol.TypeArm, simArm(i).Info().ID)) == stripeOf(hungName) {
+		if store.SameStripe(storeName(protocol.TypeArm, simArm(i).Info().ID), hungName) {
 			other = i
 		}
 	}
@@ -375,12 +374,4 @@ func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("another device's addition, write and read still waiting 10 s behind a hung write of its stripe")
 	}
-}
-
-// stripeOf is the store's lock stripe of a document name (fnv-32a modulo
-// its 32 stripes), for a test that needs two documents sharing one.
-func stripeOf(name string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return h.Sum32() % 32
 }
