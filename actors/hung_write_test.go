@@ -375,3 +375,94 @@ func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
 		t.Fatal("another device's addition, write and read still waiting 10 s behind a hung write of its stripe")
 	}
 }
+
+// failingAfterCommitStore is the state directory with one write of one
+// document that passes its commit point, then hangs (in the rename and the
+// directory's fsync still to come) until release, and fails: the document
+// keeps its old value.
+type failingAfterCommitStore struct {
+	Store
+	disk    *store.Store
+	name    string
+	spare   atomic.Int32 // writes of name let through first
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *failingAfterCommitStore) SaveGated(name string, v any, commit func() bool) error {
+	if name != s.name || s.spare.Add(-1) >= 0 {
+		return s.disk.SaveGated(name, v, commit)
+	}
+	admitted := false
+	_ = s.disk.SaveGated(name, v, func() bool {
+		if admitted = commit(); admitted {
+			close(s.entered)
+			<-s.release
+		}
+		return false // the rename fails: the document stays as it was
+	})
+	if !admitted {
+		return fmt.Errorf("store: save %s: %w", name, store.ErrNotCommitted)
+	}
+	return fmt.Errorf("store: save %s: rename: input/output error", name)
+}
+
+// A reset across profiles whose first document has passed its commit point
+// when WriteTimeout passes, but not its rename and directory fsync, which
+// then fail, leaves each session with the value its document holds: it
+// was answered at the timeout as in force for that session, which the
+// disk never had (memory ahead of disk; a restart took the reset back).
+func TestResetAcrossProfilesFailingPastItsCommitPointNotApplied(t *testing.T) {
+	armID := simArm(0).Info().ID
+	const failing, other = "co.example:reset-failing", "co.example:reset-other"
+	hung := &failingAfterCommitStore{name: profileFolder(failing) + "/" + protocol.TypeArm.Key() + "-" + armID,
+		entered: make(chan struct{}), release: make(chan struct{})}
+	hung.spare.Store(1) // the set below goes through; the reset's write fails
+	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		hung.Store, hung.disk = s, s.(*store.Store)
+		return hung
+	}})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	arm := addArm(t, svc, simArm(0))
+	var ids []uint64
+	set := protocol.ForceGate{Gain: 0.5}
+	for _, profile := range []string{failing, other} {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", profile, f.errorCodes())
+		}
+		if _, err := svc.SetEntry(arm, sess.ID, set); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	answered := make(chan error, 1)
+	go func() { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); answered <- err }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the reset never reached the disk")
+	}
+	time.Sleep(time.Second) // past the WriteTimeout, as the disk hangs on
+	release()
+	select {
+	case err := <-answered:
+		if err == nil {
+			t.Fatal("the reset whose first document failed answered success")
+		}
+		t.Logf("answered: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reset still unanswered 10 s after its write failed")
+	}
+	var stored protocol.SessionConfig
+	if found, err := hung.disk.Load(hung.name, &stored); !found || err != nil || stored.ForceGate != set {
+		t.Fatalf("the failed document holds %v (found %v, %v), want %v", stored.ForceGate, found, err, set)
+	}
+	for i, id := range ids {
+		if got, err := svc.Entry(arm, id, protocol.KeyForceGate); err != nil || got != set {
+			t.Errorf("session %d has %v (%v) in force, want %v: what its profile's document holds", i, got, err, set)
+		}
+	}
+}
