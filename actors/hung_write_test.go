@@ -240,18 +240,8 @@ func TestResetAcrossProfilesHungOnOneAnsweredWithinWriteTimeout(t *testing.T) {
 	svc, hung, release := startHungOn(t, t.TempDir(), profileFolder(hungProfile)+"/"+protocol.TypeArm.Key()+"-"+armID)
 	hung.spare.Store(1) // the set below goes through; the reset's write hangs
 	arm := addArm(t, svc, simArm(0))
-	var ids []uint64
 	set := protocol.ForceGate{Gain: 0.5}
-	for _, profile := range []string{written, hungProfile} {
-		sess, sink := open(t, svc, nil)
-		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
-			t.Fatalf("pick %s: %v", profile, f.errorCodes())
-		}
-		if _, err := svc.SetEntry(arm, sess.ID, set); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, sess.ID)
-	}
+	ids := sessionsSetting(t, svc, arm, set, written, hungProfile)
 	wantUnavailable(t, hung, "a reset across profiles", func() error { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); return err })
 	def := protocol.DefaultEntry(protocol.KeyForceGate)
 	for i, want := range []protocol.Entry{def, set} {
@@ -265,6 +255,24 @@ func TestResetAcrossProfilesHungOnOneAnsweredWithinWriteTimeout(t *testing.T) {
 	if found, err := hung.disk.Load(hung.name, &stored); !found || err != nil || stored.ForceGate != set {
 		t.Fatalf("the called-off profile's document holds %v (found %v, %v), want %v", stored.ForceGate, found, err, set)
 	}
+}
+
+// sessionsSetting opens a session for each profile, each setting entry e
+// on device arm, and returns their ids.
+func sessionsSetting(t *testing.T, svc *Service, arm *Device, e protocol.Entry, profiles ...string) []uint64 {
+	t.Helper()
+	var ids []uint64
+	for _, profile := range profiles {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", profile, f.errorCodes())
+		}
+		if _, err := svc.SetEntry(arm, sess.ID, e); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	return ids
 }
 
 // startHungOn starts a service on dir whose writes of the document name
@@ -426,18 +434,8 @@ func TestResetAcrossProfilesFailingPastItsCommitPointNotApplied(t *testing.T) {
 	release := func() { once.Do(func() { close(hung.release) }) }
 	t.Cleanup(release)
 	arm := addArm(t, svc, simArm(0))
-	var ids []uint64
 	set := protocol.ForceGate{Gain: 0.5}
-	for _, profile := range []string{failing, other} {
-		sess, sink := open(t, svc, nil)
-		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
-			t.Fatalf("pick %s: %v", profile, f.errorCodes())
-		}
-		if _, err := svc.SetEntry(arm, sess.ID, set); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, sess.ID)
-	}
+	ids := sessionsSetting(t, svc, arm, set, failing, other)
 	answered := make(chan error, 1)
 	go func() { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); answered <- err }()
 	select {
