@@ -80,7 +80,7 @@ type pass struct {
 // the disk has not taken a document within the write timeout
 // (SetWriteTimeout). The document stays queued and is written when the
 // disk answers.
-var ErrWriteTimeout = errors.New("store: not written within the write timeout (the disk did not answer)")
+var ErrWriteTimeout = errors.New("store: the disk did not take the write within the write timeout")
 
 // pendingDoc is an encoded value waiting for its write, with the order
 // number it got at Put.
@@ -292,7 +292,7 @@ func (w *WriteBehind) notWritten(within time.Duration) error {
 	}
 	w.mu.Unlock()
 	slices.Sort(names)
-	return fmt.Errorf("%w within %v: %d documents not on disk, queued until it answers: %s", ErrWriteTimeout, within, len(names), strings.Join(names, ", "))
+	return fmt.Errorf("%w (%v): %d documents not on disk, queued until it answers: %s", ErrWriteTimeout, within, len(names), strings.Join(names, ", "))
 }
 
 // startPass returns the pass that writes every Put made before the call:
@@ -401,7 +401,7 @@ func (w *WriteBehind) reportStalled(within time.Duration) {
 			continue
 		}
 		w.markFailingLocked(name)
-		errs[name] = fmt.Errorf("store: save %s: %w within %v; still waiting for it", name, ErrWriteTimeout, within)
+		errs[name] = fmt.Errorf("store: save %s: %w (%v); still waiting for it", name, ErrWriteTimeout, within)
 	}
 	w.recordFailedLocked(errs)
 	fn := w.onError
