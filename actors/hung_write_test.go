@@ -1,15 +1,19 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/rs/zerolog"
 )
 
 // While a device's config write hangs on the disk (an fsync that does not
@@ -462,5 +466,79 @@ func TestResetAcrossProfilesFailingPastItsCommitPointNotApplied(t *testing.T) {
 		if got, err := svc.Entry(arm, id, protocol.KeyForceGate); err != nil || got != set {
 			t.Errorf("session %d has %v (%v) in force, want %v: what its profile's document holds", i, got, err, set)
 		}
+	}
+}
+
+// A profile write behind hung on the disk holds a session's end and the
+// service's shutdown no longer than WriteTimeout, where both waited for it
+// without bound: a WebSocket close that never finished its cleanup, a
+// SIGTERM that never exited. The shutdown goes on and fails, naming the
+// document not on disk (acknowledged to its client, lost with the process).
+func TestSessionEndAndShutdownBoundedByAHungProfileWrite(t *testing.T) {
+	armID := simArm(0).Info().ID
+	const profile = "co.example:hung-behind"
+	hung := &hungFsyncStore{name: profileFolder(profile) + "/" + protocol.TypeArm.Key() + "-" + armID,
+		entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
+	// Not startWith: its cleanup wants a shutdown without error.
+	svc, err := Start(Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, Log: zerolog.Nop(), SimShards: 1,
+		WrapStore: func(s Store) Store {
+			hung.Store, hung.disk = s, s.(*store.Store)
+			return hung
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(func() {
+		release()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+		// The writes given up on land now: wait, so that they are over
+		// before the state directory is removed.
+		wantCalledOff(t, hung)
+		hwtest.EventuallyNil(t, patience, "the profile written behind landed", func() error {
+			if svc.writeBehind.Queued(hung.name) {
+				return errors.New("still queued")
+			}
+			return nil
+		})
+	})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick %s: %v", profile, f.errorCodes())
+	}
+	// An HTTP write of the profile's document hangs on the disk, holding
+	// the document: the session's configure, written behind, hangs behind it.
+	wantUnavailable(t, hung, "a profile's entry", func() error {
+		_, err := svc.SetEntry(arm, sess.ID, protocol.ForceGate{Gain: 0.25})
+		return err
+	})
+	configure := fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.5}}}]}`, arm.ID)
+	if f := exchange(t, sess, sink, configure); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+
+	ended := pending(func() { sess.Close(protocol.CloseClientClosed) })
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's end still waiting 10 s behind a hung profile write (WriteTimeout 300 ms)")
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		shut <- svc.Shutdown(ctx)
+	}()
+	select {
+	case err := <-shut:
+		if !errors.Is(err, store.ErrWriteTimeout) || !strings.Contains(err.Error(), hung.name) {
+			t.Fatalf("Shutdown = %v; want store.ErrWriteTimeout naming %s", err, hung.name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waiting 10 s behind a hung profile write (WriteTimeout 300 ms, context 2 s)")
 	}
 }
