@@ -369,6 +369,9 @@ type pendingIO struct {
 	// Owned by the actor.
 	calledOff bool
 	passed    int
+	// finished counts the documents written (work adds one as each is
+	// done): overdue waits for one past its commit point, not written yet.
+	finished atomic.Int32
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -565,7 +568,10 @@ func (c *deviceCore) overdue(ctx actor.Context, op *pendingIO) {
 		return
 	}
 	op.passed = op.callOff()
-	if op.passed == len(op.gates) {
+	if op.passed == len(op.gates) || int(op.finished.Load()) < op.passed {
+		// The later writes are called off; the one past its commit point
+		// is waited for, as its rename or directory fsync may yet fail:
+		// applied now, it would put memory ahead of the disk.
 		return
 	}
 	c.pending = nil
@@ -963,6 +969,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 				failedAt = i
 				return err
 			}
+			op.finished.Add(1)
 		}
 		return nil
 	}}
@@ -976,6 +983,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		if op.calledOff {
 			// work may still be running: its count is not ours to read.
 			stopped = op.passed
+		}
+		// Called off at overdue, or past it once the write that had passed
+		// its commit point was done (overdue waited for it).
+		if op.calledOff || errors.Is(err, store.ErrNotCommitted) {
 			if stopped > 0 {
 				err = protocol.Errorf(protocol.CodeUnavailable, "",
 					"the state directory's disk did not take the reset within %v: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back, and retry once the disk answers", c.writeWithin, stopped, len(writes)-stopped)

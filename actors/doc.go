@@ -68,7 +68,8 @@
 // or in memory. The same ticket type is that commit point, one per
 // document a request writes: a reset across several profiles past its
 // WriteTimeout stays in force for the documents written and is called off
-// for the rest, and a device that leaves calls its write off too.
+// for the rest (one past its commit point is waited for, so that memory
+// never runs ahead of the disk), and a device that leaves calls its write off too.
 // Errors map to codes once, through
 // protocol.AsError, for HTTP and WebSocket.
 //

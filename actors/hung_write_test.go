@@ -1,16 +1,19 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/rs/zerolog"
 )
 
 // While a device's config write hangs on the disk (an fsync that does not
@@ -241,18 +244,8 @@ func TestResetAcrossProfilesHungOnOneAnsweredWithinWriteTimeout(t *testing.T) {
 	svc, hung, release := startHungOn(t, t.TempDir(), profileFolder(hungProfile)+"/"+protocol.TypeArm.Key()+"-"+armID)
 	hung.spare.Store(1) // the set below goes through; the reset's write hangs
 	arm := addArm(t, svc, simArm(0))
-	var ids []uint64
 	set := protocol.ForceGate{Gain: 0.5}
-	for _, profile := range []string{written, hungProfile} {
-		sess, sink := open(t, svc, nil)
-		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
-			t.Fatalf("pick %s: %v", profile, f.errorCodes())
-		}
-		if _, err := svc.SetEntry(arm, sess.ID, set); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, sess.ID)
-	}
+	ids := sessionsSetting(t, svc, arm, set, written, hungProfile)
 	wantUnavailable(t, hung, "a reset across profiles", func() error { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); return err })
 	def := protocol.DefaultEntry(protocol.KeyForceGate)
 	for i, want := range []protocol.Entry{def, set} {
@@ -266,6 +259,24 @@ func TestResetAcrossProfilesHungOnOneAnsweredWithinWriteTimeout(t *testing.T) {
 	if found, err := hung.disk.Load(hung.name, &stored); !found || err != nil || stored.ForceGate != set {
 		t.Fatalf("the called-off profile's document holds %v (found %v, %v), want %v", stored.ForceGate, found, err, set)
 	}
+}
+
+// sessionsSetting opens a session for each profile, each setting entry e
+// on device arm, and returns their ids.
+func sessionsSetting(t *testing.T, svc *Service, arm *Device, e protocol.Entry, profiles ...string) []uint64 {
+	t.Helper()
+	var ids []uint64
+	for _, profile := range profiles {
+		sess, sink := open(t, svc, nil)
+		if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+			t.Fatalf("pick %s: %v", profile, f.errorCodes())
+		}
+		if _, err := svc.SetEntry(arm, sess.ID, e); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	return ids
 }
 
 // startHungOn starts a service on dir whose writes of the document name
@@ -329,7 +340,7 @@ func wantCalledOff(t *testing.T, hung *hungFsyncStore) {
 }
 
 // While one device's config write hangs on the disk, another device whose
-// document shares the hung one's lock stripe in the store (one of 32) is
+// document shares the hung one's lock stripe in the store is
 // added, read and written as if the disk were well: it waited behind the
 // hung write, without bound, from its addition (which loads its document)
 // on.
@@ -338,7 +349,7 @@ func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
 	hungName := storeName(protocol.TypeArm, armID)
 	other := 0
 	for i := 1; other == 0 && i < 10000; i++ {
-		if stripeOf(storeName(protocol.TypeArm, simArm(i).Info().ID)) == stripeOf(hungName) {
+		if store.SameStripe(storeName(protocol.TypeArm, simArm(i).Info().ID), hungName) {
 			other = i
 		}
 	}
@@ -377,10 +388,157 @@ func TestAnotherDeviceServedWhileAWriteHangs(t *testing.T) {
 	}
 }
 
-// stripeOf is the store's lock stripe of a document name (fnv-32a modulo
-// its 32 stripes), for a test that needs two documents sharing one.
-func stripeOf(name string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return h.Sum32() % 32
+// failingAfterCommitStore is the state directory with one write of one
+// document that passes its commit point, then hangs (in the rename and the
+// directory's fsync still to come) until release, and fails: the document
+// keeps its old value.
+type failingAfterCommitStore struct {
+	Store
+	disk    *store.Store
+	name    string
+	spare   atomic.Int32 // writes of name let through first
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *failingAfterCommitStore) SaveGated(name string, v any, commit func() bool) error {
+	if name != s.name || s.spare.Add(-1) >= 0 {
+		return s.disk.SaveGated(name, v, commit)
+	}
+	admitted := false
+	_ = s.disk.SaveGated(name, v, func() bool {
+		if admitted = commit(); admitted {
+			close(s.entered)
+			<-s.release
+		}
+		return false // the rename fails: the document stays as it was
+	})
+	if !admitted {
+		return fmt.Errorf("store: save %s: %w", name, store.ErrNotCommitted)
+	}
+	return fmt.Errorf("store: save %s: rename: input/output error", name)
+}
+
+// A reset across profiles whose first document has passed its commit point
+// when WriteTimeout passes, but not its rename and directory fsync, which
+// then fail, leaves each session with the value its document holds: it
+// was answered at the timeout as in force for that session, which the
+// disk never had (memory ahead of disk; a restart took the reset back).
+func TestResetAcrossProfilesFailingPastItsCommitPointNotApplied(t *testing.T) {
+	armID := simArm(0).Info().ID
+	const failing, other = "co.example:reset-failing", "co.example:reset-other"
+	hung := &failingAfterCommitStore{name: profileFolder(failing) + "/" + protocol.TypeArm.Key() + "-" + armID,
+		entered: make(chan struct{}), release: make(chan struct{})}
+	hung.spare.Store(1) // the set below goes through; the reset's write fails
+	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		hung.Store, hung.disk = s, s.(*store.Store)
+		return hung
+	}})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(release)
+	arm := addArm(t, svc, simArm(0))
+	set := protocol.ForceGate{Gain: 0.5}
+	ids := sessionsSetting(t, svc, arm, set, failing, other)
+	answered := make(chan error, 1)
+	go func() { _, err := svc.ResetEntry(arm, ids, protocol.KeyForceGate); answered <- err }()
+	select {
+	case <-hung.entered:
+	case <-time.After(patience):
+		t.Fatal("the reset never reached the disk")
+	}
+	time.Sleep(time.Second) // past the WriteTimeout, as the disk hangs on
+	release()
+	select {
+	case err := <-answered:
+		if err == nil {
+			t.Fatal("the reset whose first document failed answered success")
+		}
+		t.Logf("answered: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reset still unanswered 10 s after its write failed")
+	}
+	var stored protocol.SessionConfig
+	if found, err := hung.disk.Load(hung.name, &stored); !found || err != nil || stored.ForceGate != set {
+		t.Fatalf("the failed document holds %v (found %v, %v), want %v", stored.ForceGate, found, err, set)
+	}
+	for i, id := range ids {
+		if got, err := svc.Entry(arm, id, protocol.KeyForceGate); err != nil || got != set {
+			t.Errorf("session %d has %v (%v) in force, want %v: what its profile's document holds", i, got, err, set)
+		}
+	}
+}
+
+// A profile write behind hung on the disk holds a session's end and the
+// service's shutdown no longer than WriteTimeout, where both waited for it
+// without bound: a WebSocket close that never finished its cleanup, a
+// SIGTERM that never exited. The shutdown goes on and fails, naming the
+// document not on disk (acknowledged to its client, lost with the process).
+func TestSessionEndAndShutdownBoundedByAHungProfileWrite(t *testing.T) {
+	armID := simArm(0).Info().ID
+	const profile = "co.example:hung-behind"
+	hung := &hungFsyncStore{name: profileFolder(profile) + "/" + protocol.TypeArm.Key() + "-" + armID,
+		entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
+	// Not startWith: its cleanup wants a shutdown without error.
+	svc, err := Start(Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, Log: zerolog.Nop(), SimShards: 1,
+		WrapStore: func(s Store) Store {
+			hung.Store, hung.disk = s, s.(*store.Store)
+			return hung
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(hung.release) }) }
+	t.Cleanup(func() {
+		release()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+		// The writes given up on land now: wait, so that they are over
+		// before the state directory is removed.
+		wantCalledOff(t, hung)
+		hwtest.EventuallyNil(t, patience, "the profile written behind landed", func() error {
+			if svc.writeBehind.Queued(hung.name) {
+				return errors.New("still queued")
+			}
+			return nil
+		})
+	})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	if f := exchange(t, sess, sink, fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick %s: %v", profile, f.errorCodes())
+	}
+	// An HTTP write of the profile's document hangs on the disk, holding
+	// the document: the session's configure, written behind, hangs behind it.
+	wantUnavailable(t, hung, "a profile's entry", func() error {
+		_, err := svc.SetEntry(arm, sess.ID, protocol.ForceGate{Gain: 0.25})
+		return err
+	})
+	configure := fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"force_gate":{"gain":0.5}}}]}`, arm.ID)
+	if f := exchange(t, sess, sink, configure); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+
+	ended := pending(func() { sess.Close(protocol.CloseClientClosed) })
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's end still waiting 10 s behind a hung profile write (WriteTimeout 300 ms)")
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		shut <- svc.Shutdown(ctx)
+	}()
+	select {
+	case err := <-shut:
+		if !errors.Is(err, store.ErrWriteTimeout) || !strings.Contains(err.Error(), hung.name) {
+			t.Fatalf("Shutdown = %v; want store.ErrWriteTimeout naming %s", err, hung.name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waiting 10 s behind a hung profile write (WriteTimeout 300 ms, context 2 s)")
+	}
 }

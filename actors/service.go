@@ -50,7 +50,9 @@ type Options struct {
 	// then (an fsync that does not return) is called off before it
 	// replaces the stored document, and answered unavailable, not applied.
 	// It applies to a store that has a commit point (actors/store's
-	// SaveGated); a write past that point is waited for.
+	// SaveGated); a write past that point is waited for. It also bounds
+	// how long a session's end and Shutdown wait for the profile writes
+	// behind (past it they give up, naming the documents not on disk).
 	WriteTimeout time.Duration
 	// SimShards is the number of simulation scheduler threads (0: one per core).
 	SimShards int
@@ -220,9 +222,13 @@ func Start(o Options) (*Service, error) {
 			s.store = o.WrapStore(st)
 		}
 		s.writeBehind = st.NewWriteBehind(time.Second)
-		// Once per document when it starts failing and once when it is
-		// written at last: a full disk retried every second for hours
-		// would otherwise log a line per document per second.
+		// A session's end and the shutdown flush it: a hung disk holds
+		// them no longer than it holds a config write.
+		s.writeBehind.SetWriteTimeout(o.WriteTimeout)
+		// Once per document when it starts failing (or hangs past the
+		// write timeout) and once when it is written at last: a full disk
+		// retried every second for hours would otherwise log a line per
+		// document per second.
 		s.writeBehind.OnError(func(err error) {
 			o.Log.Error().Err(err).Msg("could not write profile config in the background; retrying every second, logged again once written")
 		})
@@ -646,8 +652,11 @@ func (s *Service) Shutdown(ctx context.Context) error {
 }
 
 func (s *Service) shutdown(ctx context.Context) error {
+	// Not Close: the write-behind's Close below flushes every profile at
+	// once, where a flush per session would wait its write timeout for
+	// each on a hung disk.
 	for _, sess := range s.Sessions() {
-		sess.Close(protocol.CloseShutdown)
+		sess.close(protocol.CloseShutdown)
 	}
 	for _, d := range s.Devices().All() {
 		d.rt.Halt()
@@ -668,6 +677,9 @@ func (s *Service) shutdown(ctx context.Context) error {
 		}
 	}
 	if s.writeBehind != nil {
+		// Within the write timeout: past it the error names the profile
+		// documents not on disk, acknowledged to their clients and lost
+		// with this process, and the shutdown goes on.
 		if err := s.writeBehind.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("actors: flush profiles: %w", err))
 		}

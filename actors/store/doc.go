@@ -46,7 +46,10 @@
 // end and on shutdown, never a disk write per message. WriteBehind keeps
 // the latest encoded value per name and writes each at most once per
 // interval. Put encodes its value at call time (the snapshot rule: callers
-// may change the value afterwards) and never waits for the disk.
+// may change the value afterwards) and never waits for the disk. Flush and
+// Close wait for it at most the write timeout (SetWriteTimeout): a write
+// hung on the disk is then reported (ErrWriteTimeout, OnError, Failing)
+// and stays queued, so a session's end or a shutdown is not held by it.
 //
 // Save, Delete and Put on one name take effect in call order: a
 // write-behind flush never puts back a value that a later Save (an HTTP
@@ -71,8 +74,10 @@
 //
 // The package's lock order is written here and only here:
 //
-//  1. WriteBehind.flushMu, held across a whole flush (disk I/O included),
-//     so that Flush returning means every earlier Put is on disk;
+//  1. WriteBehind.passTurn, held by a pass's own goroutine across the
+//     pass (disk I/O included), so that a pass done means every Put made
+//     before it started is on disk; no caller waits for it (Flush and
+//     Close wait for their pass with the write timeout as deadline);
 //  2. then either WriteBehind.mu, never held across I/O, or one
 //     document's lock (nameLock), held across that document's I/O and
 //     never two at once;

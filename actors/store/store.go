@@ -221,10 +221,19 @@ type nameLock struct {
 }
 
 func (s *Store) stripeOf(name string) *stripe {
+	return &s.stripes[stripeIndex(name)]
+}
+
+func stripeIndex(name string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return &s.stripes[h.Sum32()%lockStripes]
+	return h.Sum32() % lockStripes
 }
+
+// SameStripe reports whether documents a and b share one of the store's
+// lock stripes (which guard its per-name bookkeeping): a test that one
+// document's hung write holds no other needs two that do.
+func SameStripe(a, b string) bool { return stripeIndex(a) == stripeIndex(b) }
 
 // lockName takes name's lock, waiting for the operation on name in
 // progress; unlock gives it back.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"math/rand"
 	"os"
@@ -864,7 +863,7 @@ func TestOperationsNotHeldBehindAHungWrite(t *testing.T) {
 	const hung = "devices/hung"
 	neighbour := ""
 	for i := 0; neighbour == ""; i++ {
-		if n := fmt.Sprintf("devices/n%d", i); stripeIndex(n) == stripeIndex(hung) {
+		if n := fmt.Sprintf("devices/n%d", i); SameStripe(n, hung) {
 			neighbour = n
 		}
 	}
@@ -926,13 +925,6 @@ func TestOperationsNotHeldBehindAHungWrite(t *testing.T) {
 	if _, err := s.Load(hung, &got); err != nil || got["v"] != 2 {
 		t.Fatalf("after the hung write: %v (%v), want v=2", got, err)
 	}
-}
-
-// stripeIndex is the lock stripe of name, as the store picks it.
-func stripeIndex(name string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return h.Sum32() % lockStripes
 }
 
 // A Load that finds a corrupt file while a write of it hangs answers an

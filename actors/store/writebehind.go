@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,6 +26,12 @@ import (
 // full disk would make that a line per document per second), and the one
 // set with OnRecover when it is written at last; until then the next Flush
 // returns its latest error too.
+//
+// With SetWriteTimeout, a write hung on the disk (an fsync that does not
+// return) holds neither Flush nor Close past the timeout: they answer
+// ErrWriteTimeout naming the documents not on disk, which stay queued and
+// are written when the disk answers. OnError hears of them once the
+// timeout passes, Flush or not, and Failing counts them.
 type WriteBehind struct {
 	// Immutable after NewWriteBehind.
 	store    *Store
@@ -33,12 +40,20 @@ type WriteBehind struct {
 	stop     chan struct{}
 	done     chan struct{}
 
-	// flushMu serialises flushes, so that Flush returning means every Put
-	// made before the call is on disk. Lock order: see the package doc.
-	flushMu sync.Mutex
+	// passTurn (cap 1) serialises the passes that write the batches, so
+	// that a pass done means every Put made before it started is on disk.
+	// Only a pass's own goroutine holds it, across the pass's I/O: no
+	// caller waits for it, and Flush waits for its pass with a deadline.
+	passTurn chan struct{}
 
 	// mu guards the following. It is never held across disk I/O.
-	mu      sync.Mutex
+	mu sync.Mutex
+	// within bounds Flush and Close (0: no bound); see SetWriteTimeout.
+	within time.Duration
+	// queued is the pass started but not yet writing, if any: a Flush
+	// called now is done when it is, so Flushes during a hung write share
+	// one pass rather than queue one goroutine each.
+	queued  *pass
 	pending map[string]pendingDoc
 	// writing is the batch a flush is writing: its documents are neither
 	// pending nor all on disk yet, and Pending must still find them.
@@ -55,6 +70,17 @@ type WriteBehind struct {
 	onRecover func(name string)
 	closed    bool
 }
+
+// pass is one write of the batch pending when it starts.
+type pass struct {
+	done chan struct{} // closed when the pass is over
+}
+
+// ErrWriteTimeout is what Flush and Close answer, and OnError hears, when
+// the disk has not taken a document within the write timeout
+// (SetWriteTimeout). The document stays queued and is written when the
+// disk answers.
+var ErrWriteTimeout = errors.New("store: the disk did not take the write within the write timeout")
 
 // pendingDoc is an encoded value waiting for its write, with the order
 // number it got at Put.
@@ -76,10 +102,21 @@ func (s *Store) NewWriteBehind(interval time.Duration) *WriteBehind {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		passTurn: make(chan struct{}, 1),
 		pending:  make(map[string]pendingDoc),
 	}
 	go w.run()
 	return w
+}
+
+// SetWriteTimeout bounds how long Flush and Close wait for the disk, and
+// after how long a background write not done is reported as failing
+// (OnError, Failing); 0, the default, is no bound. Set it before the
+// first Put.
+func (w *WriteBehind) SetWriteTimeout(d time.Duration) {
+	w.mu.Lock()
+	w.within = d
+	w.mu.Unlock()
 }
 
 // OnError sets the function told about a document that starts failing to
@@ -214,20 +251,75 @@ func joinByName(errs map[string]error) error {
 // errors since the last Flush (including failures of background flushes)
 // of documents not written since: the latest of each, however often it was
 // retried. A document that failed and was written later is not reported.
+// Past the write timeout (SetWriteTimeout) it returns ErrWriteTimeout
+// naming the documents not on disk, which stay queued.
 func (w *WriteBehind) Flush() error {
-	w.flushMu.Lock()
-	defer w.flushMu.Unlock()
-	w.flushLocked()
+	p := w.startPass()
+	w.mu.Lock()
+	within := w.within
+	w.mu.Unlock()
+	var late error
+	if within <= 0 {
+		<-p.done
+	} else {
+		timer := time.NewTimer(within)
+		select {
+		case <-p.done:
+		case <-timer.C:
+			late = w.notWritten(within)
+		}
+		timer.Stop()
+	}
 	w.mu.Lock()
 	failed := w.failed
 	w.failed = nil
 	w.mu.Unlock()
-	return joinByName(failed)
+	if late != nil {
+		// late names every document not on disk already.
+		maps.DeleteFunc(failed, func(_ string, err error) bool { return errors.Is(err, ErrWriteTimeout) })
+	}
+	return errors.Join(late, joinByName(failed))
 }
 
-// flushLocked writes the current batch. Failed documents go back to
-// pending unless a newer value arrived meanwhile.
-func (w *WriteBehind) flushLocked() {
+// notWritten is ErrWriteTimeout naming the documents the disk lacks.
+func (w *WriteBehind) notWritten(within time.Duration) error {
+	w.mu.Lock()
+	names := slices.Collect(maps.Keys(w.pending))
+	for name := range w.writing {
+		if _, both := w.pending[name]; !both {
+			names = append(names, name)
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(names)
+	return fmt.Errorf("%w (%v): %d documents not on disk, queued until it answers: %s", ErrWriteTimeout, within, len(names), strings.Join(names, ", "))
+}
+
+// startPass returns the pass that writes every Put made before the call:
+// the one queued, or a new one on a goroutine of its own.
+func (w *WriteBehind) startPass() *pass {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.queued != nil {
+		return w.queued
+	}
+	p := &pass{done: make(chan struct{})}
+	w.queued = p
+	go func() {
+		w.passTurn <- struct{}{}
+		w.mu.Lock()
+		w.queued = nil // a Flush from now on needs a pass of its own
+		w.mu.Unlock()
+		w.writeBatch()
+		<-w.passTurn
+		close(p.done)
+	}()
+	return p
+}
+
+// writeBatch writes the current batch; its caller holds passTurn. Failed
+// documents go back to pending unless a newer value arrived meanwhile.
+func (w *WriteBehind) writeBatch() {
 	w.mu.Lock()
 	batch := w.pending
 	if len(batch) == 0 {
@@ -236,7 +328,12 @@ func (w *WriteBehind) flushLocked() {
 	}
 	w.pending = make(map[string]pendingDoc, len(batch))
 	w.writing = batch
+	within := w.within
 	w.mu.Unlock()
+	if within > 0 {
+		stalled := time.AfterFunc(within, func() { w.reportStalled(within) })
+		defer stalled.Stop()
+	}
 
 	var errs, started map[string]error
 	var recovered []string
@@ -256,10 +353,7 @@ func (w *WriteBehind) flushLocked() {
 				w.pending[name] = doc
 			}
 			if !w.failing[name] {
-				if w.failing == nil {
-					w.failing = make(map[string]bool)
-				}
-				w.failing[name] = true
+				w.markFailingLocked(name)
 				if started == nil {
 					started = make(map[string]error)
 				}
@@ -287,6 +381,36 @@ func (w *WriteBehind) flushLocked() {
 	}
 }
 
+func (w *WriteBehind) markFailingLocked(name string) {
+	if w.failing == nil {
+		w.failing = make(map[string]bool)
+	}
+	w.failing[name] = true
+}
+
+// reportStalled tells OnError, once, of the documents of a pass still not
+// on disk past the write timeout, and counts them as failing until they
+// are written (OnRecover hears it then): a write hung on the disk is
+// otherwise no error at all, and the acknowledged values it holds would
+// be lost without a word if the process stopped.
+func (w *WriteBehind) reportStalled(within time.Duration) {
+	w.mu.Lock()
+	errs := make(map[string]error)
+	for name := range w.writing {
+		if w.failing[name] {
+			continue
+		}
+		w.markFailingLocked(name)
+		errs[name] = fmt.Errorf("store: save %s: %w (%v); still waiting for it", name, ErrWriteTimeout, within)
+	}
+	w.recordFailedLocked(errs)
+	fn := w.onError
+	w.mu.Unlock()
+	if fn != nil && len(errs) > 0 {
+		fn(joinByName(errs))
+	}
+}
+
 // run flushes one interval after a batch starts. Waiting from the first
 // change (not on a fixed ticker) bounds every change's delay by interval
 // and costs nothing while idle.
@@ -308,9 +432,13 @@ func (w *WriteBehind) run() {
 			return
 		case <-timer.C:
 		}
-		w.flushMu.Lock()
-		w.flushLocked()
-		w.flushMu.Unlock()
+		// Not waited for past stop: a pass hung on the disk must not
+		// hold Close.
+		select {
+		case <-w.stop:
+			return
+		case <-w.startPass().done:
+		}
 		w.mu.Lock()
 		retry := len(w.pending) > 0
 		w.mu.Unlock()
@@ -323,8 +451,9 @@ func (w *WriteBehind) run() {
 	}
 }
 
-// Close stops the background flusher and flushes everything pending. It
-// is idempotent; later Puts write through.
+// Close stops the background flusher and flushes everything pending,
+// within the write timeout as Flush does. It is idempotent; later Puts
+// write through.
 func (w *WriteBehind) Close() error {
 	w.mu.Lock()
 	already := w.closed

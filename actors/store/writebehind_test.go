@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -404,5 +405,96 @@ func TestWriteBehindReportsAFailingDocumentOnce(t *testing.T) {
 	var got deviceDoc
 	if found, err := s.Load("blocked/doc", &got); !found || err != nil || got.Scale != 7 {
 		t.Errorf("blocked/doc = %+v (%v, %v); want the value put", got, found, err)
+	}
+}
+
+// A profile write hung on the disk (an fsync that does not return) holds
+// neither Flush nor Close past the write timeout: a session's end and the
+// service's shutdown go on, told which documents are not on disk. The
+// documents stay queued, are reported as failing while the disk hangs
+// (OnError, Failing: the metric), and reach the disk once it answers.
+func TestWriteBehindFlushAndCloseBoundedByAHungWrite(t *testing.T) {
+	const within = 200 * time.Millisecond
+	for _, call := range []string{"Flush", "Close"} {
+		t.Run(call, func(t *testing.T) {
+			s := openTemp(t)
+			w := s.NewWriteBehind(time.Hour)
+			w.SetWriteTimeout(within)
+			reported := make(chan error, 4)
+			w.OnError(func(err error) { reported <- err })
+			recovered := make(chan string, 4)
+			w.OnRecover(func(name string) { recovered <- name })
+			const hung, other = "profiles/a/arm3-0001", "profiles/b/arm3-0001"
+			w.Put(hung, deviceDoc{Scale: 1})
+			w.Put(other, deviceDoc{Scale: 2})
+			_, unlock := s.lockName(hung) // as a write of it hung on an fsync holds it
+			unlocked := false
+			defer func() {
+				if !unlocked {
+					unlock()
+				}
+			}()
+
+			returned := make(chan error, 1)
+			go func() {
+				if call == "Flush" {
+					returned <- w.Flush()
+				} else {
+					returned <- w.Close()
+				}
+			}()
+			var err error
+			select {
+			case err = <-returned:
+			case <-time.After(within + 10*time.Second):
+				t.Fatalf("%s still waiting %v past the write timeout of %v behind a hung write", call, 10*time.Second, within)
+			}
+			if !errors.Is(err, ErrWriteTimeout) || !strings.Contains(err.Error(), hung) {
+				t.Fatalf("%s = %v; want ErrWriteTimeout naming %s", call, err, hung)
+			}
+			select {
+			case err := <-reported:
+				if !errors.Is(err, ErrWriteTimeout) || !strings.Contains(err.Error(), hung) {
+					t.Errorf("OnError told %v; want the hung document", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("OnError not told of the hung write")
+			}
+			if w.Failing() == 0 {
+				t.Error("Failing() = 0 while a write hangs; the metric would show nothing")
+			}
+			if !w.Queued(hung) {
+				t.Errorf("%s is not queued any more, though not on disk", hung)
+			}
+
+			unlock()
+			unlocked = true
+			deadline := time.Now().Add(10 * time.Second)
+			for _, name := range []string{hung, other} {
+				for {
+					var got deviceDoc
+					if found, _ := s.Load(name, &got); found {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s never reached the disk after it answered", name)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			select {
+			case name := <-recovered:
+				if name != hung {
+					t.Errorf("OnRecover told %s, want %s", name, hung)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("OnRecover not told once the hung write was done")
+			}
+			if call == "Flush" {
+				if err := w.Close(); err != nil {
+					t.Errorf("Close after the disk answered = %v", err)
+				}
+			}
+		})
 	}
 }

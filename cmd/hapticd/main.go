@@ -96,7 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.legacyPort, "legacy-port", 10000, "legacy 3.0 API port (0: a free port, negative: off)")
 	fs.IntVar(&o.eventsPort, "events-port", 10020, "events WebSocket port (0: a free port, negative: off)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(), "directory for durable configuration")
-	fs.DurationVar(&o.writeTimeout, "write-timeout", actors.DefaultWriteTimeout, fmt.Sprintf("how long a config or settings write waits for the state directory's disk (%v..%v): past it the write is called off, not applied, and answered 503", actors.MinWriteTimeout, actors.MaxWriteTimeout))
+	fs.DurationVar(&o.writeTimeout, "write-timeout", actors.DefaultWriteTimeout, fmt.Sprintf("how long a config or settings write waits for the state directory's disk (%v..%v): past it the write is called off, not applied, and answered 503; a session's end and the shutdown wait no longer for profile writes", actors.MinWriteTimeout, actors.MaxWriteTimeout))
 	fs.Var(&o.sim, "sim", "what to simulate, family=count pairs: inverse3, minverse, inverse3x, verse_grip (wired), wireless_verse_grip; e.g. inverse3=2,minverse=1,verse_grip=1 (given: no default devices)")
 	fs.IntVar(&o.simArms, "sim-arms", 1, "number of simulated arms (Inverse3): short for --sim inverse3=N")
 	fs.IntVar(&o.simGrips, "sim-grips", 1, "number of simulated wireless grips: short for --sim wireless_verse_grip=N")
