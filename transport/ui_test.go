@@ -390,3 +390,50 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
 	}
 }
+
+// TestDashboardAcrossARestartInChromium: the dashboard stays open while
+// hapticd restarts on its port (an upgrade, a lab node rebooted). The new
+// run numbers its events from 1 again; the page must show them, the
+// restart's device-connected first, not wait until their seqs pass the old
+// run's.
+func TestDashboardAcrossARestartInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	before := startService(t, serviceConfig{arms: 1, port: port})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(before.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	count := func(name string) string {
+		return fmt.Sprintf(`document.querySelectorAll('#events li[data-name=%q]').length`, name)
+	}
+	// The first run gets ahead: a few sessions come and go.
+	const sessions = 3
+	for range sessions {
+		c := before.dial(t, before.wsURL())
+		c.expect()
+		_ = c.conn.Close()
+	}
+	hwtest.EventuallyNil(t, pageWithin, "the first run's sessions shown", pageHolds(ctx, fmt.Sprintf(`%s === %d && %s === 1`, count("session-ended"), sessions, count("device-connected"))))
+
+	before.stop()
+	after := startService(t, serviceConfig{arms: 1, port: port})
+	c := after.dial(t, after.wsURL())
+	c.expect()
+	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d`, count("device-connected"), count("session-started"), sessions+1)))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
