@@ -129,6 +129,9 @@ func TestDashboardInChromium(t *testing.T) {
 	for _, id := range append([]string{"arm3/" + ts.armIDs[0], "arm3/" + ts.armIDs[1]}, "grip/"+ts.gripIDs[0]) {
 		hwtest.EventuallyNil(t, pageWithin, "device "+id+" listed", pageHolds(ctx, fmt.Sprintf(`!!document.querySelector('[data-device=%q]')`, id)))
 	}
+	// Under the reference's names too, a card names the product.
+	cardTitled(t, ctx, arm, "Inverse3 "+ts.armIDs[0])
+	cardTitled(t, ctx, "grip/"+ts.gripIDs[0], "Wireless VerseGrip "+ts.gripIDs[0])
 
 	// The position trace moves: the readout changes and the trace spans
 	// more than a tenth of a millimetre.
@@ -264,6 +267,13 @@ func TestDashboardInChromium(t *testing.T) {
 	shoot(t, ctx, shots, "4-rebound-host.png")
 }
 
+// cardTitled waits for the card of device key (type/id) to be titled title.
+func cardTitled(t *testing.T, ctx context.Context, key, title string) {
+	t.Helper()
+	hwtest.EventuallyNil(t, pageWithin, key+" titled "+title, pageHolds(ctx, fmt.Sprintf(
+		`document.querySelector('[data-device=%q] h3')?.textContent === %q`, key, title)))
+}
+
 // foreignPage serves, on another origin (foreign.test), a page that tries
 // to read /devices and to post a setting to the service at base.
 func foreignPage(t *testing.T, base string) string {
@@ -309,13 +319,21 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 	if exe == "" {
 		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
 	}
-	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle})
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle,
+		armFamilies: sim.Fleet{{Family: sim.FamilyMinverse, Count: 1}, {Family: sim.FamilyInverse3x, Count: 1}}})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
 		t.Fatal(err)
 	}
 	arm := "inverse3/" + ts.armIDs[0]
+	// Each card is titled with the product a person knows, though every
+	// arm is in the inverse3 array.
+	cardTitled(t, ctx, arm, "Inverse3 "+ts.armIDs[0])
+	cardTitled(t, ctx, "inverse3/"+ts.otherArms[sim.FamilyMinverse][0], "Minverse "+ts.otherArms[sim.FamilyMinverse][0])
+	cardTitled(t, ctx, "inverse3/"+ts.otherArms[sim.FamilyInverse3x][0], "Inverse3x "+ts.otherArms[sim.FamilyInverse3x][0])
+	cardTitled(t, ctx, "wireless_verse_grip/"+ts.gripIDs[0], "Wireless VerseGrip "+ts.gripIDs[0])
+	cardTitled(t, ctx, "verse_grip/"+ts.wiredIDs[0], "VerseGrip "+ts.wiredIDs[0])
 	hwtest.EventuallyNil(t, pageWithin, "arm card labelled as an arm", pageHolds(ctx, fmt.Sprintf(
 		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm)))
 	for _, grip := range []string{"wireless_verse_grip/" + ts.gripIDs[0], "verse_grip/" + ts.wiredIDs[0]} {

@@ -3,7 +3,7 @@
 "use strict";
 
 const TRACE_SECONDS = 10;
-const state = { devices: new Map(), eventsSince: 0, entries: [], charts: new Map() };
+const state = { devices: new Map(), eventsSince: 0, entries: [], families: [], charts: new Map() };
 // Tests and curious users can look at what the page holds, errors included.
 window.dashboard = state;
 state.errors = [];
@@ -60,6 +60,15 @@ const ARM_ROWS = [["status", "status"], ["position", "position (m)"], ["force", 
 const GRIP_ROWS = [["status", "status"], ["orientation", "orientation (quaternion w, x, y, z)"], ["angles", "yaw, pitch, roll (°)"],
   ["buttons", "buttons (pressed)"], ["hall", "hall level (0–1)"], ["battery", "battery (%)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
 
+// productName is what a person calls the device ("Minverse"): its device
+// type number names its family under either naming, where the array
+// ("inverse3", "arm3") is the same for every arm. The array's name when the
+// service does not say.
+function productName(type, dev) {
+  const n = dev?.config?.device_info?.device_type;
+  return state.families.find((f) => f.device_type === n)?.product || type;
+}
+
 function deviceCard(key, type, id, grip) {
   const facts = el("dl", { class: "facts" });
   const rows = {};
@@ -68,10 +77,11 @@ function deviceCard(key, type, id, grip) {
     facts.append(el("dt", {}, label), rows[key]);
   }
   const plot = el("div", { class: "trace" });
-  const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
+  const title = el("h3", {}, `${type} ${id}`);
+  const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, title, facts, plot);
   // A trace of what the device has: an arm's position (m); a grip's
   // orientation angles (°) and hall level (0–1, on its own axis).
-  const d = { key, type, id, grip, card, rows, t: [], x: [], y: [], z: [], hall: [], chart: null };
+  const d = { key, type, id, grip, card, title, rows, t: [], x: [], y: [], z: [], hall: [], chart: null };
   if (window.uPlot) {
     const opts = grip ? {
       scales: { x: { time: true }, deg: {}, level: { range: [0, 1] } },
@@ -167,6 +177,8 @@ async function pollDevices() {
         fillDeviceChoices();
       }
       d.config = dev.config;
+      const title = `${productName(type, dev)} ${dev.device_id}`;
+      if (d.title.textContent !== title) d.title.textContent = title;
       const s = dev.state || {};
       d.rows["status"].textContent = statusText(dev.status);
       mark(d.rows["status"], dev.status?.ready !== false);
@@ -400,6 +412,7 @@ async function start() {
     document.getElementById("version").textContent = `${v.hapticd_version} · API ${v.version}`;
   } catch (e) { /* shown by the device poll */ }
   try { state.entries = await getJSON("/ui/entries.json"); } catch (e) { state.entries = []; }
+  try { state.families = await getJSON("/ui/families.json"); } catch (e) { state.families = []; }
   every(100, pollDevices);
   every(1000, pollStats);
   every(1000, pollSessions);
