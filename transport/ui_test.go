@@ -17,6 +17,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // findChromium returns the browser the dashboard test drives, or "".
@@ -413,7 +414,7 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 // hapticd restarts on its port (an upgrade, a lab node rebooted). The new
 // run numbers its events from 1 again; the page must show them, the
 // restart's device-connected first, not wait until their seqs pass the old
-// run's.
+// run's, and say that the service restarted.
 func TestDashboardAcrossARestartInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a browser")
@@ -449,7 +450,49 @@ func TestDashboardAcrossARestartInChromium(t *testing.T) {
 	after := startService(t, serviceConfig{arms: 1, port: port})
 	c := after.dial(t, after.wsURL())
 	c.expect()
-	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d`, count("device-connected"), count("session-started"), sessions+1)))
+	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d && %s === 1`, count("device-connected"), count("session-started"), sessions+1, count("service-restarted"))))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
+
+// TestDashboardShowsEventsItMissedInChromium: a burst of events, more than
+// the service's ring holds between two polls of the page, cannot all be
+// listed; the page says how many it missed and lists the rest, newest
+// included, rather than skipping them without a word.
+func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	const ring, burst = 16, 300
+	ts := startService(t, serviceConfig{arms: 1, eventRing: ring})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, pageWithin, "device-connected shown", pageHolds(ctx, `!!document.querySelector('#events li[data-name="device-connected"]')`))
+	for i := range burst {
+		ts.svc.Activity().Publish(event.DeviceBusy("arm3", ts.armIDs[0], uint64(i+1), 0))
+	}
+	var newest float64
+	hwtest.EventuallyNil(t, pageWithin, "the burst published", func() error {
+		r := ts.do(http.MethodGet, ts.base+"/events?since=0&limit=10000", "")
+		newest = num(path(r.data(), "next_seq")) - 1
+		if newest < burst+1 {
+			return fmt.Errorf("newest event %v", newest)
+		}
+		return nil
+	})
+	// Every event of the burst is either listed or counted as missed.
+	hwtest.EventuallyNil(t, pageWithin, "the burst listed or counted", pageHolds(ctx, fmt.Sprintf(`(() => {
+		const listed = document.querySelectorAll('#events li[data-name="device-busy"]').length;
+		const missed = [...document.querySelectorAll('#events li[data-name="events-missed"]')].reduce((n, e) => n + parseInt(e.dataset.missed), 0);
+		return !!document.querySelector('#events li[data-seq="%d"]') && missed > 0 && listed + missed === %d })()`, int(newest), burst)))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)

@@ -366,16 +366,41 @@ function setupConfig() {
 
 // ---- events --------------------------------------------------------------
 
+// EVENTS_PAGE is how many events one ask takes; a poll asks again until it
+// has caught up (at most EVENTS_PAGES times), or a burst, or a background
+// tab the browser polls once a minute, would leave the list further behind
+// at every poll until the ring dropped what it had not shown.
+const EVENTS_PAGE = 200, EVENTS_PAGES = 20;
+
+// noteEvents puts a line of the page's own among the events: what the list
+// lacks, and why.
+function noteEvents(list, name, text, attrs) {
+  list.prepend(el("li", { class: "warning", "data-name": name, ...attrs },
+    el("span", { class: "time" }, new Date().toLocaleTimeString() + " "), el("b", {}, name), " ", text));
+}
+
 async function pollEvents() {
-  const data = await tryJSON(`/events?since=${state.eventsSince}&limit=200`);
-  if (!data) return;
   const list = document.getElementById("events");
-  for (const e of data.events) {
-    list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
-      el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
-    state.eventsSince = e.seq;
+  for (let page = 0; page < EVENTS_PAGES; page++) {
+    const data = await tryJSON(`/events?since=${state.eventsSince}&limit=${EVENTS_PAGE}`);
+    if (!data) return;
+    // The service numbers its events from 1 at every start: a first seq
+    // not past the last one shown is a new run's.
+    if (state.eventsSince > 0 && data.events.length && data.events[0].seq <= state.eventsSince) {
+      noteEvents(list, "service-restarted", "hapticd restarted: the events below are its new run's, numbered from 1");
+    }
+    if (data.missed > 0) {
+      noteEvents(list, "events-missed", `${data.missed} events not shown: the service's ring (--event-ring) no longer held them`,
+        { "data-missed": data.missed });
+    }
+    for (const e of data.events) {
+      list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
+        el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
+      state.eventsSince = e.seq;
+    }
+    while (list.children.length > 300) list.lastElementChild.remove();
+    if (data.events.length < EVENTS_PAGE) return;
   }
-  while (list.children.length > 300) list.lastElementChild.remove();
 }
 
 // ---- migration report ----------------------------------------------------
