@@ -446,8 +446,14 @@ func TestDashboardAcrossARestartInChromium(t *testing.T) {
 	}
 	hwtest.EventuallyNil(t, pageWithin, "the first run's sessions shown", pageHolds(ctx, fmt.Sprintf(`%s === %d && %s === 1`, count("session-ended"), sessions, count("device-connected"))))
 
+	// While nothing answers, the card does not go on showing the last
+	// state as if it were live.
+	card := fmt.Sprintf(`document.querySelector('[data-device="arm3/%s"]')`, before.armIDs[0])
+	hwtest.EventuallyNil(t, pageWithin, "card live", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
 	before.stop()
+	hwtest.EventuallyNil(t, pageWithin, "card marked stale", pageHolds(ctx, card+`.querySelector(".v-status").textContent.startsWith("no answer") && `+card+`.classList.contains("stale")`))
 	after := startService(t, serviceConfig{arms: 1, port: port})
+	hwtest.EventuallyNil(t, pageWithin, "card live again", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
 	c := after.dial(t, after.wsURL())
 	c.expect()
 	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d && %s === 1`, count("device-connected"), count("session-started"), sessions+1, count("service-restarted"))))

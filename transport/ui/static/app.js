@@ -158,6 +158,13 @@ async function pollDevices() {
     setConn(true, "live");
   } catch (e) {
     setConn(false, "no answer: " + e.message);
+    // What the cards show is from before: say so on each, rather than go
+    // on showing a force and "ready" as if they were live.
+    for (const d of state.devices.values()) {
+      d.card.classList.add("stale");
+      d.rows["status"].textContent = "no answer from hapticd (last known state below)";
+      mark(d.rows["status"], false);
+    }
     return;
   }
   const now = Date.now() / 1000;
@@ -177,6 +184,7 @@ async function pollDevices() {
         fillDeviceChoices();
       }
       d.config = dev.config;
+      d.card.classList.remove("stale");
       const title = `${productName(type, dev)} ${dev.device_id}`;
       if (d.title.textContent !== title) d.title.textContent = title;
       const s = dev.state || {};
