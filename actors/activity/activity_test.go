@@ -162,46 +162,35 @@ func TestRingWrapAround(t *testing.T) {
 	}
 
 	// A client that asks for more than the ring holds is told how many
-	// it lost, then gets what is left, then live events.
-	sub, err := a.Subscribe(5, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	gap := next(t, sub)
-	if n := missed(t, gap); n != 7 || gap.Seq != 5 {
-		t.Fatalf("events-dropped {missed:%d} seq %d, want {missed:7} seq 5 (6..12 fell off the ring)", n, gap.Seq)
-	}
-	for want := uint64(13); want <= 20; want++ {
-		if e := next(t, sub); e.Seq != want {
-			t.Fatalf("replay gave seq %d, want %d", e.Seq, want)
+	// it lost, then gets what is left, then live events. So is one that
+	// resumes across a restart (its since is past this run's newest): it
+	// cannot have this run's events before the oldest kept.
+	for _, tt := range []struct {
+		since, missed, gapSeq uint64
+		why                   string
+	}{
+		{5, 7, 5, "6..12 fell off the ring"},
+		{500, 12, 0, "an earlier run's since; this run's 1..12 fell off the ring"},
+	} {
+		a := start(t, activity.Options{RingSize: 8})
+		publishN(a, 1, 20)
+		sub, err := a.Subscribe(tt.since, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	publishN(a, 21, 1)
-	if e := next(t, sub); e.Seq != 21 {
-		t.Fatalf("live gave seq %d, want 21", e.Seq)
-	}
-}
-
-// TestResumeFromAnEarlierRunAfterTheRingWrapped: a client that resumes
-// across a restart, once the new run has published more than the ring
-// holds, is told how many of this run's events it cannot have (those before
-// the oldest kept), then gets the rest.
-func TestResumeFromAnEarlierRunAfterTheRingWrapped(t *testing.T) {
-	a := start(t, activity.Options{RingSize: 8})
-	publishN(a, 1, 20)
-	sub, err := a.Subscribe(500, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	gap := next(t, sub)
-	if n := missed(t, gap); n != 12 || gap.Seq != 0 {
-		t.Fatalf("events-dropped {missed:%d} seq %d, want {missed:12} seq 0 (1..12 fell off the ring)", n, gap.Seq)
-	}
-	for want := uint64(13); want <= 20; want++ {
-		if e := next(t, sub); e.Seq != want {
-			t.Fatalf("replay gave seq %d, want %d", e.Seq, want)
+		defer sub.Close()
+		gap := next(t, sub)
+		if n := missed(t, gap); n != tt.missed || gap.Seq != tt.gapSeq {
+			t.Fatalf("since %d: events-dropped {missed:%d} seq %d, want {missed:%d} seq %d (%s)", tt.since, n, gap.Seq, tt.missed, tt.gapSeq, tt.why)
+		}
+		for want := uint64(13); want <= 20; want++ {
+			if e := next(t, sub); e.Seq != want {
+				t.Fatalf("since %d: replay gave seq %d, want %d", tt.since, e.Seq, want)
+			}
+		}
+		publishN(a, 21, 1)
+		if e := next(t, sub); e.Seq != 21 {
+			t.Fatalf("since %d: live gave seq %d, want 21", tt.since, e.Seq)
 		}
 	}
 }
