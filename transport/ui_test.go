@@ -335,6 +335,10 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 	cardTitled(t, ctx, "inverse3/"+ts.otherArms[sim.FamilyInverse3x][0], "Inverse3x "+ts.otherArms[sim.FamilyInverse3x][0])
 	cardTitled(t, ctx, "wireless_verse_grip/"+ts.gripIDs[0], "Wireless VerseGrip "+ts.gripIDs[0])
 	cardTitled(t, ctx, "verse_grip/"+ts.wiredIDs[0], "VerseGrip "+ts.wiredIDs[0])
+	// The config form offers each device by the same name.
+	minverse := "inverse3/" + ts.otherArms[sim.FamilyMinverse][0]
+	hwtest.EventuallyNil(t, pageWithin, "the config form names the Minverse", pageHolds(ctx, fmt.Sprintf(
+		`document.querySelector('#cfg-device option[value=%q]')?.textContent === %q`, minverse, "Minverse "+ts.otherArms[sim.FamilyMinverse][0])))
 	hwtest.EventuallyNil(t, pageWithin, "arm card labelled as an arm", pageHolds(ctx, fmt.Sprintf(
 		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm)))
 	for _, grip := range []string{"wireless_verse_grip/" + ts.gripIDs[0], "verse_grip/" + ts.wiredIDs[0]} {

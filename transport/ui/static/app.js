@@ -69,7 +69,7 @@ function productName(type, dev) {
   return state.families.find((f) => f.device_type === n)?.product || type;
 }
 
-function deviceCard(key, type, id, grip) {
+function deviceCard(key, type, id, grip, name) {
   const facts = el("dl", { class: "facts" });
   const rows = {};
   for (const [key, label] of grip ? GRIP_ROWS : ARM_ROWS) {
@@ -77,7 +77,7 @@ function deviceCard(key, type, id, grip) {
     facts.append(el("dt", {}, label), rows[key]);
   }
   const plot = el("div", { class: "trace" });
-  const title = el("h3", {}, `${type} ${id}`);
+  const title = el("h3", {}, name);
   const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, title, facts, plot);
   // A trace of what the device has: an arm's position (m); a grip's
   // orientation angles (°) and hall level (0–1, on its own axis).
@@ -175,9 +175,10 @@ async function pollDevices() {
     for (const dev of list) {
       const key = type + "/" + dev.device_id;
       seen.add(key);
+      const name = `${productName(type, dev)} ${dev.device_id}`;
       let d = state.devices.get(key);
       if (!d) {
-        d = deviceCard(key, type, dev.device_id, isGrip(type, dev));
+        d = deviceCard(key, type, dev.device_id, isGrip(type, dev), name);
         state.devices.set(key, d);
         box.querySelector(".empty")?.remove();
         box.append(d.card);
@@ -185,8 +186,7 @@ async function pollDevices() {
       }
       d.config = dev.config;
       d.card.classList.remove("stale");
-      const title = `${productName(type, dev)} ${dev.device_id}`;
-      if (d.title.textContent !== title) d.title.textContent = title;
+      if (d.title.textContent !== name) { d.title.textContent = name; fillDeviceChoices(); }
       const s = dev.state || {};
       d.rows["status"].textContent = statusText(dev.status);
       mark(d.rows["status"], dev.status?.ready !== false);
@@ -300,7 +300,7 @@ async function pollClosed() {
 function fillDeviceChoices() {
   const sel = document.getElementById("cfg-device");
   const was = sel.value;
-  sel.replaceChildren(...[...state.devices.keys()].sort().map((k) => el("option", { value: k }, k.replace("/", " "))));
+  sel.replaceChildren(...[...state.devices.keys()].sort().map((k) => el("option", { value: k }, state.devices.get(k).title.textContent)));
   if ([...state.devices.keys()].includes(was)) sel.value = was;
   fillEntryChoices();
 }
