@@ -395,7 +395,7 @@ async function pollEvents() {
     // The service numbers its events from 1 at every start: a first seq
     // not past the last one shown is a new run's.
     if (state.eventsSince > 0 && data.events.length && data.events[0].seq <= state.eventsSince) {
-      noteEvents(list, "service-restarted", "hapticd restarted: the events below are its new run's, numbered from 1");
+      noteEvents(list, "service-restarted", "hapticd restarted: the events above are its new run's, numbered from 1 again");
     }
     if (data.missed > 0) {
       noteEvents(list, "events-missed", `${data.missed} events not shown: the service's ring (--event-ring) no longer held them`,
