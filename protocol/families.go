@@ -18,16 +18,20 @@ type Family struct {
 	// vendor's; the others are not public and are hapticd's choice
 	// (docs/protocol.md, "Device families"). hw.Info.Model carries it.
 	DeviceType int
+	// Product is the name a person knows the device by, as the vendor
+	// writes it ("Minverse"): the dashboard titles a device's card with it,
+	// where the wire's names say "inverse3" for every arm.
+	Product string
 }
 
 // families is never written; the first of each device type is its
 // default.
 var families = [...]Family{
-	{"inverse3", TypeArm, LinkAny, "inverse3", 4},
-	{"inverse3x", TypeArm, LinkAny, "inverse3", 5},
-	{"minverse", TypeArm, LinkAny, "inverse3", 6},
-	{"wireless_verse_grip", TypeGrip, LinkWireless, "wireless_verse_grip", 8},
-	{"verse_grip", TypeGrip, LinkWired, "verse_grip", 7},
+	{"inverse3", TypeArm, LinkAny, "inverse3", 4, "Inverse3"},
+	{"inverse3x", TypeArm, LinkAny, "inverse3", 5, "Inverse3x"},
+	{"minverse", TypeArm, LinkAny, "inverse3", 6, "Minverse"},
+	{"wireless_verse_grip", TypeGrip, LinkWireless, "wireless_verse_grip", 8, "Wireless VerseGrip"},
+	{"verse_grip", TypeGrip, LinkWired, "verse_grip", 7, "VerseGrip"},
 }
 
 // Families lists every family (a copy).

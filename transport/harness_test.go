@@ -64,6 +64,8 @@ type serviceConfig struct {
 	recordDir      string // where POST /recordings writes
 	recordTapTicks int    // each recorded device's ring (0: the default)
 	maxConns       int    // each listener's connection limit (0: the default)
+	port           int    // the HTTP port (0: a free one), for a service restarted where a client knows it
+	eventRing      int    // recent events kept (0: the default)
 }
 
 func testLogger() zerolog.Logger {
@@ -94,7 +96,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	}
 	goroutinesBefore := runtime.NumGoroutine()
 	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
-		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, SessionHook: cfg.sessionHook, RequestTimeout: cfg.requestTimeout})
+		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, SessionHook: cfg.sessionHook, RequestTimeout: cfg.requestTimeout, EventRingSize: cfg.eventRing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: 0, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec, RecordDir: cfg.recordDir, RecordTapTicks: cfg.recordTapTicks, MaxConnections: cfg.maxConns})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: cfg.port, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec, RecordDir: cfg.recordDir, RecordTapTicks: cfg.recordTapTicks, MaxConnections: cfg.maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

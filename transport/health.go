@@ -33,6 +33,8 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.readyz(w, cfg.Service, listeners) })
 		case p == "/ui/entries.json":
 			h = http.HandlerFunc(configEntries)
+		case p == "/ui/families.json":
+			h = http.HandlerFunc(deviceFamilies)
 		case p == "/ui" || strings.HasPrefix(p, "/ui/"):
 			h = dashboard
 		default:
@@ -155,6 +157,26 @@ func configEntries(w http.ResponseWriter, _ *http.Request) {
 	var out []uiEntry
 	for _, k := range protocol.Keys() {
 		out = append(out, uiEntry{k.Path(), k.SessionScoped(), k.AppliesTo(protocol.TypeGrip)})
+	}
+	writeData(w, out, nil)
+}
+
+// uiFamily is one device family as the dashboard names it.
+type uiFamily struct {
+	// DeviceType is config.device_info.device_type, which names the
+	// family under either naming (--type-names).
+	DeviceType int    `json:"device_type"`
+	Name       string `json:"name"`    // config.type under the product names
+	Product    string `json:"product"` // what a person calls it: "Minverse"
+}
+
+// deviceFamilies tells the dashboard the product name of each device type
+// number, from the one table in protocol: a Minverse's card reads
+// "Minverse", not its array's "inverse3".
+func deviceFamilies(w http.ResponseWriter, _ *http.Request) {
+	var out []uiFamily
+	for _, f := range protocol.Families() {
+		out = append(out, uiFamily{f.DeviceType, f.Name, f.Product})
 	}
 	writeData(w, out, nil)
 }

@@ -62,6 +62,7 @@ const (
 	schemaHealth         = "health"
 	schemaReadiness      = "readiness"
 	schemaUIEntries      = "ui-entries"
+	schemaUIFamilies     = "ui-families"
 	schemaRecording      = "recording"
 	schemaRecordings     = "recordings"
 	schemaRecordingInput = "recording.input"
@@ -129,6 +130,7 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaPairing, "The data of GET /pairing: every grip with the ids of the arms it is paired with (always none: hapticd does not pair).", schema.FromType(reflect.TypeFor[pairingDoc]()))
 	s.Publish(schemaExpertStatus, "The data of GET /expert/status: hapticd has no expert status (available is false) and names the routes that hold its figures.", schema.FromType(reflect.TypeFor[expertStatusDoc]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
+	s.Publish(schemaUIFamilies, "The data of GET /ui/families.json: the product name of each device type number, for the dashboard's card titles.", schema.FromType(reflect.TypeFor[[]uiFamily]()))
 	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes); errors use error-envelope.",
 		schema.Envelope(schema.Schema{}, schema.Ref(schemaAppliedTo)))
 	return s
@@ -338,6 +340,7 @@ func operatorRoutes() []route {
 		{method: get, path: "/readyz", doc: &routeDoc{summary: "Readiness: listeners up, device loops running, state directory writable (503 with the failed checks otherwise)", answer: schemaReadiness, plain: true, unavailable: schemaReadiness}},
 		{method: get, path: "/ui/", doc: &routeDoc{summary: "The dashboard page", media: "text/html"}},
 		{method: get, path: "/ui/entries.json", doc: &routeDoc{summary: "The config entries the dashboard edits", answer: schemaUIEntries}},
+		{method: get, path: "/ui/families.json", doc: &routeDoc{summary: "The product name of each device type number, for the dashboard", answer: schemaUIFamilies}},
 		{method: get, path: "/ui/*file", doc: &routeDoc{summary: "The dashboard's embedded files", media: "text/html,text/javascript,text/css,text/plain"}},
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // findChromium returns the browser the dashboard test drives, or "".
@@ -129,6 +130,9 @@ func TestDashboardInChromium(t *testing.T) {
 	for _, id := range append([]string{"arm3/" + ts.armIDs[0], "arm3/" + ts.armIDs[1]}, "grip/"+ts.gripIDs[0]) {
 		hwtest.EventuallyNil(t, pageWithin, "device "+id+" listed", pageHolds(ctx, fmt.Sprintf(`!!document.querySelector('[data-device=%q]')`, id)))
 	}
+	// Under the reference's names too, a card names the product.
+	cardTitled(t, ctx, arm, "Inverse3 "+ts.armIDs[0])
+	cardTitled(t, ctx, "grip/"+ts.gripIDs[0], "Wireless VerseGrip "+ts.gripIDs[0])
 
 	// The position trace moves: the readout changes and the trace spans
 	// more than a tenth of a millimetre.
@@ -264,6 +268,13 @@ func TestDashboardInChromium(t *testing.T) {
 	shoot(t, ctx, shots, "4-rebound-host.png")
 }
 
+// cardTitled waits for the card of device key (type/id) to be titled title.
+func cardTitled(t *testing.T, ctx context.Context, key, title string) {
+	t.Helper()
+	hwtest.EventuallyNil(t, pageWithin, key+" titled "+title, pageHolds(ctx, fmt.Sprintf(
+		`document.querySelector('[data-device=%q] h3')?.textContent === %q`, key, title)))
+}
+
 // foreignPage serves, on another origin (foreign.test), a page that tries
 // to read /devices and to post a setting to the service at base.
 func foreignPage(t *testing.T, base string) string {
@@ -309,13 +320,25 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 	if exe == "" {
 		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
 	}
-	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle})
+	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle,
+		armFamilies: sim.Fleet{{Family: sim.FamilyMinverse, Count: 1}, {Family: sim.FamilyInverse3x, Count: 1}}})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
 		t.Fatal(err)
 	}
 	arm := "inverse3/" + ts.armIDs[0]
+	// Each card is titled with the product a person knows, though every
+	// arm is in the inverse3 array.
+	cardTitled(t, ctx, arm, "Inverse3 "+ts.armIDs[0])
+	cardTitled(t, ctx, "inverse3/"+ts.otherArms[sim.FamilyMinverse][0], "Minverse "+ts.otherArms[sim.FamilyMinverse][0])
+	cardTitled(t, ctx, "inverse3/"+ts.otherArms[sim.FamilyInverse3x][0], "Inverse3x "+ts.otherArms[sim.FamilyInverse3x][0])
+	cardTitled(t, ctx, "wireless_verse_grip/"+ts.gripIDs[0], "Wireless VerseGrip "+ts.gripIDs[0])
+	cardTitled(t, ctx, "verse_grip/"+ts.wiredIDs[0], "VerseGrip "+ts.wiredIDs[0])
+	// The config form offers each device by the same name.
+	minverse := "inverse3/" + ts.otherArms[sim.FamilyMinverse][0]
+	hwtest.EventuallyNil(t, pageWithin, "the config form names the Minverse", pageHolds(ctx, fmt.Sprintf(
+		`document.querySelector('#cfg-device option[value=%q]')?.textContent === %q`, minverse, "Minverse "+ts.otherArms[sim.FamilyMinverse][0])))
 	hwtest.EventuallyNil(t, pageWithin, "arm card labelled as an arm", pageHolds(ctx, fmt.Sprintf(
 		`(() => { const c = document.querySelector('[data-device=%q]'); return !!c && c.textContent.includes("position (m)") && c.textContent.includes("force (N)") })()`, arm)))
 	for _, grip := range []string{"wireless_verse_grip/" + ts.gripIDs[0], "verse_grip/" + ts.wiredIDs[0]} {
@@ -385,6 +408,101 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 	stopKeeping()
 	c.roundTrip(effectsMsg(id, `{"clear":true}`))
 	hwtest.EventuallyNil(t, pageWithin, "none after clear", pageHolds(ctx, row+`.textContent === "none"`))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
+
+// TestDashboardAcrossARestartInChromium: the dashboard stays open while
+// hapticd restarts on its port (an upgrade, a lab node rebooted). The new
+// run numbers its events from 1 again; the page must show them, the
+// restart's device-connected first, not wait until their seqs pass the old
+// run's, and say that the service restarted.
+func TestDashboardAcrossARestartInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	before := startService(t, serviceConfig{arms: 1, port: port})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(before.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	count := func(name string) string {
+		return fmt.Sprintf(`document.querySelectorAll('#events li[data-name=%q]').length`, name)
+	}
+	// The first run gets ahead: a few sessions come and go.
+	const sessions = 3
+	for range sessions {
+		c := before.dial(t, before.wsURL())
+		c.expect()
+		_ = c.conn.Close()
+	}
+	hwtest.EventuallyNil(t, pageWithin, "the first run's sessions shown", pageHolds(ctx, fmt.Sprintf(`%s === %d && %s === 1`, count("session-ended"), sessions, count("device-connected"))))
+
+	// While nothing answers, the card does not go on showing the last
+	// state as if it were live.
+	card := fmt.Sprintf(`document.querySelector('[data-device="arm3/%s"]')`, before.armIDs[0])
+	hwtest.EventuallyNil(t, pageWithin, "card live", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
+	before.stop()
+	hwtest.EventuallyNil(t, pageWithin, "card marked stale", pageHolds(ctx, card+`.querySelector(".v-status").textContent.startsWith("no answer") && `+card+`.classList.contains("stale")`))
+	after := startService(t, serviceConfig{arms: 1, port: port})
+	hwtest.EventuallyNil(t, pageWithin, "card live again", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
+	c := after.dial(t, after.wsURL())
+	c.expect()
+	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d && %s === 1`, count("device-connected"), count("session-started"), sessions+1, count("service-restarted"))))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
+
+// TestDashboardShowsEventsItMissedInChromium: a burst of events, more than
+// the service's ring holds between two polls of the page, cannot all be
+// listed; the page says how many it missed and lists the rest, newest
+// included, rather than skipping them without a word.
+func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	const ring, burst = 16, 300
+	ts := startService(t, serviceConfig{arms: 1, eventRing: ring})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, pageWithin, "device-connected shown", pageHolds(ctx, `!!document.querySelector('#events li[data-name="device-connected"]')`))
+	for i := range burst {
+		ts.svc.Activity().Publish(event.DeviceBusy("arm3", ts.armIDs[0], uint64(i+1), 0))
+	}
+	var newest float64
+	hwtest.EventuallyNil(t, pageWithin, "the burst published", func() error {
+		r := ts.do(http.MethodGet, ts.base+"/events?since=0&limit=10000", "")
+		newest = num(path(r.data(), "next_seq")) - 1
+		if newest < burst+1 {
+			return fmt.Errorf("newest event %v", newest)
+		}
+		return nil
+	})
+	// Every event of the burst is either listed or counted as missed.
+	hwtest.EventuallyNil(t, pageWithin, "the burst listed or counted", pageHolds(ctx, fmt.Sprintf(`(() => {
+		const listed = document.querySelectorAll('#events li[data-name="device-busy"]').length;
+		const missed = [...document.querySelectorAll('#events li[data-name="events-missed"]')].reduce((n, e) => n + parseInt(e.dataset.missed), 0);
+		return !!document.querySelector('#events li[data-seq="%d"]') && missed > 0 && listed + missed === %d })()`, int(newest), burst)))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)

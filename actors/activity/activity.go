@@ -115,7 +115,9 @@ func (a *Activity) NoteLegacyRoute(route, remote, profile string) {
 // since is queued first, then live events follow with no gap and no
 // duplicate, because both happen inside one actor message. If the ring no
 // longer holds seq since+1 (since > 0), the stream starts with an
-// events-dropped event counting the lost ones. Without replay, since is
+// events-dropped event counting the lost ones. A since past the newest
+// event (an earlier run's) replays this run's events from the first.
+// Without replay, since is
 // ignored and the stream is live only.
 func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 	sub := newSubscription(a, a.lastSubID.Add(1), a.queueSize)
@@ -135,7 +137,8 @@ func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 // Recent returns up to limit ring entries with seq > since, oldest first
 // (all of them when limit <= 0), and nextSeq: the seq of the first event
 // not returned. To continue without a gap, ask again with since =
-// nextSeq-1.
+// nextSeq-1. A since past the newest event (an earlier run's) is answered
+// from this run's first event.
 func (a *Activity) Recent(since uint64, limit int) ([]event.Event, uint64, error) {
 	res, err := a.root.RequestFuture(a.pid, &recentRequest{since: since, limit: limit}, a.timeout).Result()
 	if err != nil {

@@ -86,7 +86,7 @@ func publishN(a *activity.Activity, from, n int) {
 // a request is answered after every message sent before it.
 func settle(t testing.TB, a *activity.Activity) uint64 {
 	t.Helper()
-	_, nextSeq, err := a.Recent(^uint64(0)-1, 1)
+	_, nextSeq, err := a.Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,11 @@ func TestRecent(t *testing.T) {
 		{"limited", 2, 3, 3, 3, 6},
 		{"limit past the end", 8, 100, 9, 2, 11},
 		{"caught up", 10, 5, 0, 0, 11},
-		{"from the future", 50, 5, 0, 0, 11},
+		// A since past the newest event comes from an earlier run of the
+		// service (seqs start at 1 at every start): what this run has
+		// published is all news to that client.
+		{"from an earlier run", 50, 0, 1, 10, 11},
+		{"from an earlier run, limited", 50, 4, 1, 4, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,24 +162,36 @@ func TestRingWrapAround(t *testing.T) {
 	}
 
 	// A client that asks for more than the ring holds is told how many
-	// it lost, then gets what is left, then live events.
-	sub, err := a.Subscribe(5, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	gap := next(t, sub)
-	if n := missed(t, gap); n != 7 || gap.Seq != 5 {
-		t.Fatalf("events-dropped {missed:%d} seq %d, want {missed:7} seq 5 (6..12 fell off the ring)", n, gap.Seq)
-	}
-	for want := uint64(13); want <= 20; want++ {
-		if e := next(t, sub); e.Seq != want {
-			t.Fatalf("replay gave seq %d, want %d", e.Seq, want)
+	// it lost, then gets what is left, then live events. So is one that
+	// resumes across a restart (its since is past this run's newest): it
+	// cannot have this run's events before the oldest kept.
+	for _, tt := range []struct {
+		since, missed, gapSeq uint64
+		why                   string
+	}{
+		{5, 7, 5, "6..12 fell off the ring"},
+		{500, 12, 0, "an earlier run's since; this run's 1..12 fell off the ring"},
+	} {
+		a := start(t, activity.Options{RingSize: 8})
+		publishN(a, 1, 20)
+		sub, err := a.Subscribe(tt.since, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	publishN(a, 21, 1)
-	if e := next(t, sub); e.Seq != 21 {
-		t.Fatalf("live gave seq %d, want 21", e.Seq)
+		defer sub.Close()
+		gap := next(t, sub)
+		if n := missed(t, gap); n != tt.missed || gap.Seq != tt.gapSeq {
+			t.Fatalf("since %d: events-dropped {missed:%d} seq %d, want {missed:%d} seq %d (%s)", tt.since, n, gap.Seq, tt.missed, tt.gapSeq, tt.why)
+		}
+		for want := uint64(13); want <= 20; want++ {
+			if e := next(t, sub); e.Seq != want {
+				t.Fatalf("since %d: replay gave seq %d, want %d", tt.since, e.Seq, want)
+			}
+		}
+		publishN(a, 21, 1)
+		if e := next(t, sub); e.Seq != 21 {
+			t.Fatalf("since %d: live gave seq %d, want 21", tt.since, e.Seq)
+		}
 	}
 }
 
@@ -191,6 +207,10 @@ func TestSubscribeModes(t *testing.T) {
 		{"replay everything", 0, true, []uint64{1, 2, 3, 4, 5, 6, 7}},
 		{"replay after a seq", 3, true, []uint64{4, 5, 6, 7}},
 		{"replay when caught up", 5, true, []uint64{6, 7}},
+		// The client's resume point is from an earlier run: it gets this
+		// run's events from the first, or it would never see the
+		// device-connected events of the restart.
+		{"replay from an earlier run", 40, true, []uint64{1, 2, 3, 4, 5, 6, 7}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,10 +126,14 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 		return // closed before it was registered (its request timed out)
 	}
 	s.lastQueued = a.nextSeq - 1
+	asked := since
+	since = a.resumePoint(since)
 	if replay && since < a.nextSeq-1 {
 		from := since + 1
 		if oldest := a.oldest(); from < oldest {
-			if since > 0 {
+			// since=0 asks for what the ring holds; any other resume
+			// point (an earlier run's too) wants every event after it.
+			if asked > 0 {
 				// The ring wrapped past what the client asked for:
 				// say so first, as for a slow subscriber.
 				s.replay = append(s.replay, droppedEvent(oldest-from, since, a.clock().UTC()))
@@ -144,7 +148,20 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 	a.subs[s.id] = s
 }
 
+// resumePoint is the since a client's resume point means in this run. Seqs
+// start at 1 at every start of the service, so one past the newest event
+// was handed out by an earlier run: all this run has published is news to
+// that client (0), or it would never see, say, the device-connected events
+// of the restart.
+func (a *activityActor) resumePoint(since uint64) uint64 {
+	if since > a.nextSeq-1 {
+		return 0
+	}
+	return since
+}
+
 func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) {
+	since = a.resumePoint(since)
 	if since >= a.nextSeq-1 {
 		return []event.Event{}, a.nextSeq
 	}

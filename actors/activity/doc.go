@@ -15,7 +15,10 @@
 // inside one actor message, so replay and live traffic meet with no gap and
 // no duplicate. If the ring has already dropped some of the events after
 // since, the stream starts with an events-dropped event counting them
-// (with seq = since).
+// (with seq = since). A since past the newest event was handed out by an
+// earlier run (seqs start at 1 at every start): replay starts at this run's
+// first event, behind an events-dropped event (seq 0) if the ring no longer
+// holds it; Recent answers it from the first event too.
 //
 // Recent answers from the same ring: events after since, oldest first, and
 // the seq of the first event it did not return (continue with since =

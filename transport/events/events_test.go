@@ -208,6 +208,23 @@ func TestReplayWhileProducing(t *testing.T) {
 	wg.Wait()
 }
 
+// TestResumeAcrossARestart: a tool reconnects with the seq of the last
+// event it saw, but hapticd restarted meanwhile and numbers its events from 1
+// again. The tool gets the new run's events from the first (their seqs,
+// lower than its since, tell it of the restart), then live ones.
+func TestResumeAcrossARestart(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	publishN(f.act, 1, 3)
+	settle(t, f.act)
+	c := f.dial(t, "?since=4000")
+	publishN(f.act, 4, 1)
+	for want := uint64(1); want <= 4; want++ {
+		if e := read(t, c); e.Seq != want || e.Name != event.NameDeviceBusy {
+			t.Fatalf("got %s seq %d, want device-busy seq %d", e.Name, e.Seq, want)
+		}
+	}
+}
+
 func TestLiveOnlyWithoutSince(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	publishN(f.act, 1, 5)
@@ -645,7 +662,11 @@ func TestRecentHandler(t *testing.T) {
 		{"?since=20&limit=3", 21, 3, 24, 0},
 		{"?limit=1", 11, 1, 12, 0},
 		{"?since=60", 0, 0, 61, 0},
-		{"?since=18446744073709551615", 0, 0, 61, 0},
+		// Past the newest event: a resume point of an earlier run (seqs
+		// start at 1 at every start). This run's events are all news to
+		// that client; 1..10 fell off the ring.
+		{"?since=100", 11, 50, 61, 10},
+		{"?since=18446744073709551615&limit=5", 11, 5, 16, 10},
 		// Older than the ring: 4..10 are gone, and the answer says so
 		// (as the socket's events-dropped does), not only by its first seq.
 		{"?since=3", 11, 50, 61, 7},

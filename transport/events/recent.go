@@ -23,7 +23,10 @@ const (
 // returned. To continue without a gap, ask again with since=next_seq-1.
 // missed counts the events after since that the ring no longer holds (0
 // when since is 0 or still in the ring), as the socket's events-dropped
-// event does for a replay that starts too far back.
+// event does for a replay that starts too far back. A since past the newest
+// event was handed out by an earlier run (seqs start at 1 at every start):
+// it is answered from this run's first event, missed counting those of them
+// the ring no longer holds.
 //
 //	{"ok":true,"data":{"events":[...],"next_seq":N,"missed":M}}
 //
@@ -82,9 +85,15 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Ring entries are contiguous in seq: a first one past since+1 means
-	// the ring wrapped past what the client asked for.
+	// the ring wrapped past what the client asked for; one at or before
+	// since, that since came from an earlier run, whose events the client
+	// wants from this run's first.
 	var missed uint64
-	if since > 0 && len(evs) > 0 && evs[0].Seq > since+1 {
+	switch {
+	case since == 0 || len(evs) == 0:
+	case evs[0].Seq <= since: // first, as since+1 may overflow
+		missed = evs[0].Seq - 1
+	case evs[0].Seq > since+1:
 		missed = evs[0].Seq - since - 1
 	}
 	size := 96

@@ -3,7 +3,7 @@
 "use strict";
 
 const TRACE_SECONDS = 10;
-const state = { devices: new Map(), eventsSince: 0, entries: [], charts: new Map() };
+const state = { devices: new Map(), eventsSince: 0, entries: [], families: [], charts: new Map() };
 // Tests and curious users can look at what the page holds, errors included.
 window.dashboard = state;
 state.errors = [];
@@ -60,7 +60,16 @@ const ARM_ROWS = [["status", "status"], ["position", "position (m)"], ["force", 
 const GRIP_ROWS = [["status", "status"], ["orientation", "orientation (quaternion w, x, y, z)"], ["angles", "yaw, pitch, roll (°)"],
   ["buttons", "buttons (pressed)"], ["hall", "hall level (0–1)"], ["battery", "battery (%)"], ["loop p99", "loop p99"], ["overruns", "overruns"]];
 
-function deviceCard(key, type, id, grip) {
+// productName is what a person calls the device ("Minverse"): its device
+// type number names its family under either naming, where the array
+// ("inverse3", "arm3") is the same for every arm. The array's name when the
+// service does not say.
+function productName(type, dev) {
+  const n = dev?.config?.device_info?.device_type;
+  return state.families.find((f) => f.device_type === n)?.product || type;
+}
+
+function deviceCard(key, type, id, grip, name) {
   const facts = el("dl", { class: "facts" });
   const rows = {};
   for (const [key, label] of grip ? GRIP_ROWS : ARM_ROWS) {
@@ -68,10 +77,11 @@ function deviceCard(key, type, id, grip) {
     facts.append(el("dt", {}, label), rows[key]);
   }
   const plot = el("div", { class: "trace" });
-  const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, el("h3", {}, `${type} ${id}`), facts, plot);
+  const title = el("h3", {}, name);
+  const card = el("div", { class: "device" + (grip ? " grip" : " arm"), "data-device": key }, title, facts, plot);
   // A trace of what the device has: an arm's position (m); a grip's
   // orientation angles (°) and hall level (0–1, on its own axis).
-  const d = { key, type, id, grip, card, rows, t: [], x: [], y: [], z: [], hall: [], chart: null };
+  const d = { key, type, id, grip, card, title, rows, t: [], x: [], y: [], z: [], hall: [], chart: null };
   if (window.uPlot) {
     const opts = grip ? {
       scales: { x: { time: true }, deg: {}, level: { range: [0, 1] } },
@@ -148,6 +158,13 @@ async function pollDevices() {
     setConn(true, "live");
   } catch (e) {
     setConn(false, "no answer: " + e.message);
+    // What the cards show is from before: say so on each, rather than go
+    // on showing a force and "ready" as if they were live.
+    for (const d of state.devices.values()) {
+      d.card.classList.add("stale");
+      d.rows["status"].textContent = "no answer from hapticd (last known state below)";
+      mark(d.rows["status"], false);
+    }
     return;
   }
   const now = Date.now() / 1000;
@@ -158,15 +175,18 @@ async function pollDevices() {
     for (const dev of list) {
       const key = type + "/" + dev.device_id;
       seen.add(key);
+      const name = `${productName(type, dev)} ${dev.device_id}`;
       let d = state.devices.get(key);
       if (!d) {
-        d = deviceCard(key, type, dev.device_id, isGrip(type, dev));
+        d = deviceCard(key, type, dev.device_id, isGrip(type, dev), name);
         state.devices.set(key, d);
         box.querySelector(".empty")?.remove();
         box.append(d.card);
         fillDeviceChoices();
       }
       d.config = dev.config;
+      d.card.classList.remove("stale");
+      if (d.title.textContent !== name) { d.title.textContent = name; fillDeviceChoices(); }
       const s = dev.state || {};
       d.rows["status"].textContent = statusText(dev.status);
       mark(d.rows["status"], dev.status?.ready !== false);
@@ -280,7 +300,7 @@ async function pollClosed() {
 function fillDeviceChoices() {
   const sel = document.getElementById("cfg-device");
   const was = sel.value;
-  sel.replaceChildren(...[...state.devices.keys()].sort().map((k) => el("option", { value: k }, k.replace("/", " "))));
+  sel.replaceChildren(...[...state.devices.keys()].sort().map((k) => el("option", { value: k }, state.devices.get(k).title.textContent)));
   if ([...state.devices.keys()].includes(was)) sel.value = was;
   fillEntryChoices();
 }
@@ -354,16 +374,41 @@ function setupConfig() {
 
 // ---- events --------------------------------------------------------------
 
+// EVENTS_PAGE is how many events one ask takes; a poll asks again until it
+// has caught up (at most EVENTS_PAGES times), or a burst, or a background
+// tab the browser polls once a minute, would leave the list further behind
+// at every poll until the ring dropped what it had not shown.
+const EVENTS_PAGE = 200, EVENTS_PAGES = 20;
+
+// noteEvents puts a line of the page's own among the events: what the list
+// lacks, and why.
+function noteEvents(list, name, text, attrs) {
+  list.prepend(el("li", { class: "warning", "data-name": name, ...attrs },
+    el("span", { class: "time" }, new Date().toLocaleTimeString() + " "), el("b", {}, name), " ", text));
+}
+
 async function pollEvents() {
-  const data = await tryJSON(`/events?since=${state.eventsSince}&limit=200`);
-  if (!data) return;
   const list = document.getElementById("events");
-  for (const e of data.events) {
-    list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
-      el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
-    state.eventsSince = e.seq;
+  for (let page = 0; page < EVENTS_PAGES; page++) {
+    const data = await tryJSON(`/events?since=${state.eventsSince}&limit=${EVENTS_PAGE}`);
+    if (!data) return;
+    // The service numbers its events from 1 at every start: a first seq
+    // not past the last one shown is a new run's.
+    if (state.eventsSince > 0 && data.events.length && data.events[0].seq <= state.eventsSince) {
+      noteEvents(list, "service-restarted", "hapticd restarted: the events above are its new run's, numbered from 1 again");
+    }
+    if (data.missed > 0) {
+      noteEvents(list, "events-missed", `${data.missed} events not shown: the service's ring (--event-ring) no longer held them`,
+        { "data-missed": data.missed });
+    }
+    for (const e of data.events) {
+      list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
+        el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
+      state.eventsSince = e.seq;
+    }
+    while (list.children.length > 300) list.lastElementChild.remove();
+    if (data.events.length < EVENTS_PAGE) return;
   }
-  while (list.children.length > 300) list.lastElementChild.remove();
 }
 
 // ---- migration report ----------------------------------------------------
@@ -400,6 +445,7 @@ async function start() {
     document.getElementById("version").textContent = `${v.hapticd_version} · API ${v.version}`;
   } catch (e) { /* shown by the device poll */ }
   try { state.entries = await getJSON("/ui/entries.json"); } catch (e) { state.entries = []; }
+  try { state.families = await getJSON("/ui/families.json"); } catch (e) { state.families = []; }
   every(100, pollDevices);
   every(1000, pollStats);
   every(1000, pollSessions);
