@@ -6,11 +6,8 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
-	"github.com/hapticd/hapticd/hw/discovery"
-	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
-	"github.com/hapticd/hapticd/hw/serial"
 )
 
 // openFDs counts this process's open descriptors.
@@ -30,14 +27,7 @@ func openFDs(t *testing.T) int {
 func TestHotPlugCyclesLeakNoDescriptors(t *testing.T) {
 	clock := newClock()
 	var current string
-	w := discovery.NewWatcher(discovery.WatcherOptions{
-		ExplicitPorts: []string{"arm0"}, // a by-id path that survives a replug
-		Enumerate:     noPorts,
-		HIDEnumerate:  noBoards,
-		Now:           clock.Now,
-		Open:          func(string) (serial.Port, error) { return serial.Open(current) },
-		Arm:           driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
-	})
+	w := replugWatcher(clock, &current)
 	rec := &recorder{}
 	defer rec.closeAll()
 
