@@ -499,7 +499,7 @@ func hint(err error) string {
 	case errors.Is(err, serial.ErrPermission):
 		return "install packaging/udev/70-hapticd.rules into /etc/udev/rules.d, run `udevadm control --reload && udevadm trigger`, and replug the device"
 	case errors.Is(err, serial.ErrBusy):
-		return "another program holds the port: close the vendor tool, or stop ModemManager (`systemctl stop ModemManager`)"
+		return "another program holds the port (`fuser -v` on it names it): stop the other hapticd or the vendor tool, or ModemManager (`systemctl stop ModemManager`); it is retried automatically"
 	case errors.Is(err, serial.ErrWriteStalled), errors.Is(err, hid.ErrWriteStalled):
 		return "the device takes no data (hung firmware): power-cycle or replug it; it is retried automatically with backoff"
 	case errors.Is(err, serial.ErrNotFound):

@@ -187,19 +187,25 @@ func TestFailingPortBacksOff(t *testing.T) {
 	}
 }
 
-func TestLostThenReplugSameIdentity(t *testing.T) {
-	clock := newClock()
-	e1, path1 := startEmulator(t, 4)
-	current := path1
-	w := discovery.NewWatcher(discovery.WatcherOptions{
+// replugWatcher watches one explicit port, "arm0", which stands for a
+// by-id path that survives a replug: it opens the pseudo-terminal *current
+// names at the time.
+func replugWatcher(clock *fakeClock, current *string) *discovery.Watcher {
+	return discovery.NewWatcher(discovery.WatcherOptions{
 		ExplicitPorts: []string{"arm0"},
 		Enumerate:     noPorts,
 		HIDEnumerate:  noBoards,
 		Now:           clock.Now,
-		// "arm0" stands for a by-id path that survives a replug.
-		Open: func(string) (serial.Port, error) { return serial.Open(current) },
-		Arm:  driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
+		Open:          func(string) (serial.Port, error) { return serial.Open(*current) },
+		Arm:           driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
 	})
+}
+
+func TestLostThenReplugSameIdentity(t *testing.T) {
+	clock := newClock()
+	e1, path1 := startEmulator(t, 4)
+	current := path1
+	w := replugWatcher(clock, &current)
 	rec := &recorder{}
 	defer rec.closeAll()
 	w.Scan(rec)

@@ -3,6 +3,7 @@ package serial
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,10 @@ const BaudRate = 115200
 // Open opens the serial port at path as 115200 8N1, raw, without flow
 // control. Errors say how to fix common causes (permissions, a busy port).
 func Open(path string) (Port, error) {
+	unlock, err := lockPort(path)
+	if err != nil {
+		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
+	}
 	p, err := bugst.Open(path, &bugst.Mode{
 		BaudRate: BaudRate,
 		DataBits: 8,
@@ -41,9 +46,10 @@ func Open(path string) (Port, error) {
 		StopBits: bugst.OneStopBit,
 	})
 	if err != nil {
+		_ = unlock()
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	op := &openPort{Port: p, fd: -1}
+	op := &openPort{Port: p, fd: -1, unlock: unlock}
 	// go.bug.st/serial writes with a blocking write(2) and has no write
 	// timeout: the descriptor is made non-blocking so that Write can wait
 	// for room with a deadline. On Windows the port's own write timeout
@@ -70,6 +76,10 @@ type openPort struct {
 	// output back, which Close must drop. Atomic because Close may come
 	// from another goroutine than the writer's.
 	stalled atomic.Bool
+	// unlock releases the lock that keeps a second opener out (lockPort),
+	// after the port itself is closed.
+	unlock     func() error
+	unlockOnce sync.Once
 }
 
 func (p *openPort) Read(b []byte) (int, error) {
@@ -161,7 +171,10 @@ func (p *openPort) Close() error {
 	if p.stalled.Load() {
 		_ = p.Port.ResetOutputBuffer()
 	}
-	return p.Port.Close()
+	err := p.Port.Close()
+	// Once: a second Close must not close a descriptor number reused since.
+	p.unlockOnce.Do(func() { err = errors.Join(err, p.unlock()) })
+	return err
 }
 
 // ErrDisconnected is wrapped by a Read or Write error of a port whose
@@ -201,7 +214,7 @@ var ErrWriteStalled = errors.New("the device takes no data (the port's output bu
 // Errors a caller may test with errors.Is to decide how to report a port.
 var (
 	ErrPermission = errors.New("permission denied; install packaging/udev/70-hapticd.rules and run the service in the dialout group, then replug the device")
-	ErrBusy       = errors.New("port is busy; another program holds it (stop ModemManager or the vendor tool)")
+	ErrBusy       = errors.New("port is busy; another program holds it (another hapticd, ModemManager or the vendor tool: stop it)")
 	ErrNotFound   = errors.New("no such port; the device was unplugged or the path is wrong")
 )
 

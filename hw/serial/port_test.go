@@ -147,3 +147,57 @@ func openOnPTY(t *testing.T) (*emulator.PTY, serial.Port) {
 	t.Cleanup(func() { p.Close() })
 	return pty, p
 }
+
+// TestSecondOpenOfAPortIsRefused: a second hapticd (or any second Open) on
+// a port already open must fail with ErrBusy and leave the first holder
+// alone. go.bug.st/serial only sets TIOCEXCL, which root ignores: a
+// second hapticd run with sudo opened the arm's port, the two services'
+// force commands interleaved and each read the other's replies, and the
+// second one's Close cleared the first one's exclusive mode. Open now takes
+// an exclusive lock on the port first, which binds root as well.
+func TestSecondOpenOfAPortIsRefused(t *testing.T) {
+	pty, first := openOnPTY(t)
+
+	for attempt := range 2 { // the refused open must not unlock the port for the next one
+		second, err := serial.Open(pty.Path)
+		if err == nil {
+			second.Close()
+			t.Fatalf("open %d of a port already open succeeded; want an error wrapping ErrBusy", attempt+2)
+		}
+		if !errors.Is(err, serial.ErrBusy) {
+			t.Fatalf("open %d of a port already open: %v; want an error wrapping ErrBusy", attempt+2, err)
+		}
+	}
+
+	// The first holder still gets every byte the device sends.
+	want := []byte("reply from the arm")
+	if _, err := pty.Master.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.SetReadTimeout(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		buf := make([]byte, 64)
+		n, err := first.Read(buf)
+		if err != nil {
+			t.Fatalf("the first holder's read after the refused opens: %v", err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the first holder read %q; want %q", got, want)
+	}
+
+	// Once the first holder closes the port, it opens again.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := serial.Open(pty.Path)
+	if err != nil {
+		t.Fatalf("open after the holder closed the port: %v", err)
+	}
+	again.Close()
+}
