@@ -93,6 +93,10 @@ func capitalize(s string) string {
 }
 
 func runHelp(args []string, out io.Writer) error {
+	// help's own -h is the list, as every other subcommand answers -h.
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		args = nil
+	}
 	if len(args) > 0 {
 		for _, c := range commandTable() {
 			if c.name == args[0] && c.name != "help" {
