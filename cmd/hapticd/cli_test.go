@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // userPages are the pages a newcomer follows about hapticd itself; the
@@ -107,6 +109,18 @@ func TestCommandLine(t *testing.T) {
 			if !flags[f] {
 				t.Errorf("%s names %s, which no hapticd subcommand's -h lists", page, f)
 			}
+		}
+	}
+
+	// A word a subcommand takes no place for is an error, not ignored:
+	// flag parsing stops at it, so the flags after it would be dropped too
+	// (hapticd deprecations json --target URL asked the default address).
+	for _, name := range []string{"serve", "version", "docs", "deprecations", "zwidth", "baseline-arms", "baseline-device", "device-standin"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, err := exec.CommandContext(ctx, bin, name, "extra", "--port", "0").CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), `unexpected argument "extra"`) {
+			t.Errorf("hapticd %s extra --port 0: %v, want an unexpected-argument error:\n%s", name, err, out)
 		}
 	}
 
