@@ -66,8 +66,8 @@ type codeInfo struct {
 // codeTable is the one error table. It is never written after init.
 var codeTable = []codeInfo{
 	{CodeInvalidJSON, http.StatusBadRequest, "the body is not valid JSON: send a JSON object"},
-	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: see the config entries in the README"},
-	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: see the config entries in the README"},
+	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: GET /schema has each input's shape (docs/protocol.md, \"Machine-readable schema\")"},
+	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: GET /schema has each input's range (docs/protocol.md, \"Machine-readable schema\")"},
 	{CodePresetMountConflict, http.StatusBadRequest, "preset and mount exclude each other: send one of them"},
 	{CodeDampingEmpty, http.StatusBadRequest, `damping needs "scalar" or "vector"`},
 	{CodeHTTPOnlyKey, http.StatusBadRequest, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},

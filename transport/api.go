@@ -184,6 +184,9 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		return
 	}
 	routes := []string{a.prefix + "/version", a.prefix + "/devices", a.prefix + "/sessions", a.prefix + "/sessions/closed", a.prefix + "/settings", a.prefix + "/events", a.prefix + "/deprecations", a.prefix + "/stats"}
+	if a.prefix == "" { // as the router: the 3.0 API has no recordings
+		routes = append(routes, "/recordings")
+	}
 	if a.servesSchema {
 		routes = append(routes, a.prefix+"/schema", a.prefix+openAPIPath)
 	}

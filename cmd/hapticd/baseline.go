@@ -50,7 +50,7 @@ func baselineArms(args []string, in io.Reader, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	inventory := fs.String("inventory", "", "with --state: also serve these frames as an echo baseline (hapticbench), and step the arms once a line arrives on stdin")
 	state := fs.String("state", "", "the echo's state frame (with --inventory)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return fmt.Errorf("hapticd: baseline-arms: %w", err)
 	}
 	if *arms < 1 || *loopHz <= 0 || *loopHz > 1e6 || *duration <= 0 || *threads < 1 {

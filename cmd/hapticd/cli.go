@@ -85,6 +85,19 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs parses a subcommand's flags and refuses a word left over:
+// flag parsing stops at the first one, so the flags after it would be
+// silently dropped.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
 func capitalize(s string) string {
 	if s == "" {
 		return s
@@ -93,6 +106,10 @@ func capitalize(s string) string {
 }
 
 func runHelp(args []string, out io.Writer) error {
+	// help's own -h is the list, as every other subcommand answers -h.
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		args = nil
+	}
 	if len(args) > 0 {
 		for _, c := range commandTable() {
 			if c.name == args[0] && c.name != "help" {
@@ -117,7 +134,7 @@ func runHelp(args []string, out io.Writer) error {
 
 func runVersion(args []string, out io.Writer) error {
 	fs := newFlagSet("version")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	b := transport.ReadBuildInfo(version)

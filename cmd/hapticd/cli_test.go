@@ -1,10 +1,36 @@
 package main
 
 import (
+	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
+
+// userPages are the pages a newcomer follows about hapticd itself; the
+// other pages also name the flags of hapticbench, systemctl or perf.
+var userPages = []string{"README.md", "docs/walkthrough.md", "docs/install.md", "docs/operations.md", "docs/clients.md", "docs/events.md", "docs/recording.md"}
+
+// helpFlag is a flag line of a flag set's -h ("  -sim-arms int").
+var helpFlag = regexp.MustCompile(`(?m)^  (-[a-z][-a-z0-9]*)`)
+
+// docFlag is a flag named in a page's text or code ("--sim-arms N").
+var docFlag = regexp.MustCompile("(?:^|[\\s(`])(--[a-z][-a-z0-9]*[a-z0-9])\\b")
+
+// docFlags lists the flags a page names, each once.
+func docFlags(page string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range docFlag.FindAllStringSubmatch(page, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
 
 // TestCommandLine runs the real binary as a user would to find their way.
 func TestCommandLine(t *testing.T) {
@@ -17,8 +43,9 @@ func TestCommandLine(t *testing.T) {
 		return string(out), err
 	}
 
-	// -h and help list every subcommand, one line each, with what it does.
-	for _, args := range [][]string{{"-h"}, {"help"}, {"--help"}} {
+	// -h and help list every subcommand, one line each, with what it does;
+	// help's own -h too, as every subcommand has one.
+	for _, args := range [][]string{{"-h"}, {"help"}, {"--help"}, {"help", "-h"}, {"help", "--help"}} {
 		out, err := run(args...)
 		if err != nil {
 			t.Fatalf("hapticd %v: %v\n%s", args, err, out)
@@ -67,6 +94,34 @@ func TestCommandLine(t *testing.T) {
 	}
 	if out, err := run("serve", "-h"); err != nil || !strings.Contains(out, "-sim-arms") {
 		t.Errorf("hapticd serve -h lists no service flags: %v\n%s", err, out)
+	}
+
+	// Every flag the user's pages name is a flag of some subcommand.
+	flags := map[string]bool{"--version": true, "--help": true}
+	for _, c := range commandTable() {
+		out, _ := run(c.name, "-h")
+		for _, m := range helpFlag.FindAllStringSubmatch(out, -1) {
+			flags["-"+m[1]] = true
+		}
+	}
+	for _, page := range userPages {
+		for _, f := range docFlags(readPage(t, page)) {
+			if !flags[f] {
+				t.Errorf("%s names %s, which no hapticd subcommand's -h lists", page, f)
+			}
+		}
+	}
+
+	// A word a subcommand takes no place for is an error, not ignored:
+	// flag parsing stops at it, so the flags after it would be dropped too
+	// (hapticd deprecations json --target URL asked the default address).
+	for _, name := range []string{"serve", "version", "docs", "deprecations", "zwidth", "baseline-arms", "baseline-device", "device-standin"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, err := exec.CommandContext(ctx, bin, name, "extra", "--port", "0").CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), `unexpected argument "extra"`) {
+			t.Errorf("hapticd %s extra --port 0: %v, want an unexpected-argument error:\n%s", name, err, out)
+		}
 	}
 
 	// A typo is an error that points at help, not a service started.

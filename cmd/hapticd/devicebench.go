@@ -36,7 +36,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 	fs := newFlagSet("device-standin")
 	loopHz := fs.Float64("loop-hz", 1000, "the host loop's rate, for the late count")
 	index := fs.Int("index", 900, "emulated arm index (its id and UUID derive from it)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return fmt.Errorf("hapticd: device-standin: %w", err)
 	}
 	if !(*loopHz > 0) {
@@ -178,7 +178,7 @@ func runBaselineDevice(args []string, in io.Reader) error {
 	fs := newFlagSet("baseline-device")
 	port := fs.String("port", "", "serial port of the arm (a device-standin's path)")
 	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return fmt.Errorf("hapticd: baseline-device: %w", err)
 	}
 	if *port == "" || !(*loopHz > 0) || *loopHz > 8000 {

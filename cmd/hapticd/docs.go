@@ -27,7 +27,7 @@ func eventsMarkdown() string { return event.MarkdownTable() }
 
 func runDocs(args []string, out io.Writer) error {
 	fs := newFlagSet("docs")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	_, err := io.WriteString(out, readmeSections())
@@ -41,7 +41,7 @@ func runDeprecations(args []string, out io.Writer) error {
 	fs := newFlagSet("deprecations")
 	target := fs.String("target", "http://127.0.0.1:10001", "base URL of the running hapticd")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	client := &http.Client{Timeout: 5 * time.Second}

@@ -117,14 +117,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.realtimePriority, "realtime-priority", 0, "run loop threads SCHED_FIFO at this priority, 1..99 (needs CAP_SYS_NICE; 0: normal scheduling)")
 	fs.StringVar(&o.record, "record", "", "record everything from start to an MCAP file in this directory (POST /recordings records on demand, into STATE-DIR/recordings by default)")
 	o.lab.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
 	}
 	if err := o.lab.check(); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (see hapticd serve -h)", fs.Arg(0))
 	}
 	if o.loopHz < 1 || o.loopHz > maxLoopHz {
 		return nil, fmt.Errorf("--loop-hz %d is out of range 1..%d", o.loopHz, maxLoopHz)

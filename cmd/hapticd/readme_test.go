@@ -49,6 +49,12 @@ func TestREADMEFrontPage(t *testing.T) {
 			t.Errorf("README.md does not give %q as a command of its own", command)
 		}
 	}
+	// It names every subcommand, as `hapticd help` lists them.
+	for _, c := range commandTable() {
+		if !strings.Contains(readme, "`"+c.name+"`") {
+			t.Errorf("README.md does not name the subcommand `%s` (hapticd help lists it)", c.name)
+		}
+	}
 	ci := readPage(t, ".ci/run")
 	if !strings.Contains(ci, "go test -race -count=1 -timeout 40m ./...") {
 		t.Errorf(".ci/run no longer runs the README's test command (go test -race -timeout 40m ./..., uncached)")

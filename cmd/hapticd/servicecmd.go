@@ -11,7 +11,7 @@ const serviceName = "hapticd"
 const serviceUsage = `usage: hapticd service install [FLAGS...] | uninstall | start | stop
 
   install    register hapticd as a Windows service that starts at boot;
-             FLAGS are hapticd's own (hapticd -h) and are given to it on
+             FLAGS are the service's (hapticd serve -h) and are given to it on
              every start. The state directory defaults to
              %ProgramData%\hapticd; logs go to hapticd.log inside it
              (JSON lines unless --log-format is given).

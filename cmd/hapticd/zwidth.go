@@ -35,11 +35,8 @@ func zwidthVirtual(args []string, w io.Writer) error {
 	loopHz := fs.Float64("loop-hz", 1000, "the loop's rate under rows A and C, Hz")
 	paths := fs.String("paths", "ABC", "which paths to run: any of A (client), B (effect), C (client with passivity)")
 	hand := fs.String("hand", "both", "rows without the hand model (off), with it (on), or both")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return fmt.Errorf("hapticd: zwidth: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("hapticd: zwidth: unexpected arguments %q", fs.Args())
 	}
 	rows, err := zwidthRows(*paths, *hand, *clientHz, *effectHz, *loopHz, *delayFrames)
 	if err != nil {
