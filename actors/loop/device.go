@@ -408,7 +408,6 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.Clock = SystemClock()
 	}
 	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
-	d.reg.clock = o.Clock
 	d.fs, d.ft = new(forceStages), new(forceTally)
 	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)

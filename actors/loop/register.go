@@ -79,16 +79,8 @@ type Register struct {
 	// wake is poked on every change of owner and every write, so a loop
 	// that skips reading the register while nothing pokes it (a shard's
 	// fast path) notices them.
-	wake atomic.Pointer[atomic.Uint32]
-	// letGoNs is when (on clock, the loop's) the owner last let go, and
-	// letGoTerm the term that let-go ended: the loop ramps the force out
-	// from the let-go, not from the tick that notices it, which may wake
-	// late. Stored after the release, so a tick in between ramps from
-	// itself, as without them. clock is nil in a bare Register: no times.
-	clock     Clock
-	letGoNs   atomic.Int64
-	letGoTerm atomic.Uint64
-	slots     [regSlots]regSlot
+	wake  atomic.Pointer[atomic.Uint32]
+	slots [regSlots]regSlot
 }
 
 func (r *Register) poke() {
@@ -135,32 +127,7 @@ func (r *Register) Owner() uint64 { return r.owner.Load() }
 // it did. The loop then ramps the output to zero and stops applying the
 // session's last command.
 func (r *Register) Release(session uint64) bool {
-	if session == 0 || r.owner.Load() != session {
-		return false
-	}
-	var nowNs int64
-	if r.clock != nil {
-		nowNs = r.clock.Now()
-	}
-	if !r.owner.CompareAndSwap(session, 0) {
-		return false
-	}
-	ended := r.term.Add(1) - 1
-	if r.clock != nil {
-		r.letGoNs.Store(nowNs)
-		r.letGoTerm.Store(ended)
-	}
-	r.poke()
-	return true
-}
-
-// letGoOf reports when the owner let go of term, if it did (and the
-// register was told the time).
-func (r *Register) letGoOf(term uint64) (ns int64, ok bool) {
-	if term == 0 || r.letGoTerm.Load() != term {
-		return 0, false
-	}
-	return r.letGoNs.Load(), true
+	return session != 0 && r.releaseFrom(session)
 }
 
 func (r *Register) releaseFrom(session uint64) bool {

@@ -200,8 +200,11 @@ func (d *Device) endControl(nowNs int64) {
 		// by a whole ramp, the force drops to zero at once: the bound on
 		// the release outranks the smoothness of it. A lapse ends at the
 		// deadline of the session's latest command in this term, applied
-		// or not (a command written and lapsed between two ticks); a
-		// let-go when the owner let go.
+		// or not (a command written and lapsed between two ticks). Any
+		// other end (a let-go, a new claim, a halt) came after the last
+		// tick, which applied the control: the ramp counts from that tick,
+		// at most a period early, so the bound holds however late this
+		// tick woke.
 		d.ramping, d.rampStartNs = true, nowNs
 		if dl := d.held.DeadlineNs; dl < d.rampStartNs {
 			d.rampStartNs = dl
@@ -209,8 +212,8 @@ func (d *Device) endControl(nowNs int64) {
 		if c := &d.cmd; c.Session == d.held.Session && c.term == d.held.term && c.DeadlineNs < d.rampStartNs {
 			d.rampStartNs = c.DeadlineNs
 		}
-		if ns, ok := d.reg.letGoOf(d.held.term); ok && ns < d.rampStartNs {
-			d.rampStartNs = ns
+		if d.rampStartNs == nowNs && d.tickDtNs > 0 {
+			d.rampStartNs = nowNs - d.tickDtNs
 		}
 	}
 }

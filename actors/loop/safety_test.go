@@ -225,7 +225,8 @@ func TestTorquesAreScaledAndRamped(t *testing.T) {
 	}
 	r.dev.Register().Release(1)
 	r.step(ms)
-	if c := r.step(5 * ms); c.Mode != hw.ModeTorque || !near(c.TorquesNmm.A0, 25, 1e-9) {
+	// Half way down the ramp, which counts from the last tick before the let-go.
+	if c := r.step(4 * ms); c.Mode != hw.ModeTorque || !near(c.TorquesNmm.A0, 25, 1e-9) {
 		t.Fatalf("half way through the ramp the driver got %+v, want 25 N·mm", c)
 	}
 	if c := r.step(5 * ms); c.Mode != hw.ModeIdle {
@@ -499,7 +500,7 @@ func TestGravityIsNotRampedOrReportedAsClientForce(t *testing.T) {
 	}
 	r.dev.Register().Release(1)
 	r.step(ms)
-	c := r.step(5 * ms) // half way down the ramp
+	c := r.step(4 * ms) // half way down the ramp, which counts from the last tick before the let-go
 	if !near(c.ForceN.X, 1, 1e-9) || !near(c.ForceN.Z, mg, 1e-9) {
 		t.Fatalf("half way through the ramp the driver got %+v, want 1 N along X and full gravity", c)
 	}
