@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -8,14 +9,15 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // linkLab makes test gateway g serve test node n's devices over an
 // in-process link: what each sends the other (to dead letters, as neither
 // runs a remote) is carried over in order by goroutines and handed to the
 // receiver as its actor would, so a gateway's session drives the node's
-// arm end to end: commands, effects and navigation one way, state pushes
-// and refusals the other. n subscribes as g's remote would, and again
+// arm end to end: commands, effects and navigation one way, state pushes,
+// events and refusals the other. n subscribes as g's remote would, and again
 // every 200 ms.
 func linkLab(t *testing.T, g *Gateway, n *Node) {
 	t.Helper()
@@ -32,11 +34,10 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 		}
 	})
 	nsub := n.sys.EventStream.Subscribe(func(ev any) {
+		// Everything addressed to the gateway: its dispatch (fromNode)
+		// takes what a gateway actor would and ignores the rest.
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr {
-			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
-			case *wire.StateBatch, *wire.EffectsReply, *wire.NavigationReply:
-				toGW <- m
-			}
+			toGW <- actor.UnwrapEnvelopeMessage(dl.Message)
 		}
 	})
 	subscribe := func() {
@@ -86,8 +87,13 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 			}
 		}
 	}()
-	n.wg.Add(1)
+	events, err := n.svc.Activity().Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.wg.Add(2)
 	go n.push()
+	go n.forwardEvents(events)
 	// The node's devices on the gateway, under the node's id, at an
 	// address of its own (a node's inventory names its remote's).
 	n.mu.Lock()
@@ -102,4 +108,25 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 		g.sys.EventStream.Unsubscribe(gsub)
 		n.sys.EventStream.Unsubscribe(nsub)
 	})
+}
+
+// TestLabBridgeCarriesTheNodesEvents: an event on the node (here an
+// effect's expiry) reaches the gateway's clients over the in-process link
+// as over a real one, naming the device by the gateway's id.
+func TestLabBridgeCarriesTheNodesEvents(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	sub := subscribeEvents(t, g)
+	n.svc.Activity().Publish(event.EffectExpired("inverse3", d.Info.ID, 7, "buzz"))
+	var got struct {
+		ID     string `json:"device_id"`
+		Effect string `json:"effect_id"`
+	}
+	if err := json.Unmarshal(nextEvent(t, sub, event.NameEffectExpired), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := g.svc.Devices().All()[0].ID; got.ID != want || got.Effect != "buzz" {
+		t.Errorf("the gateway's event names device %q effect %q, want %q %q", got.ID, got.Effect, want, "buzz")
+	}
 }

@@ -194,14 +194,26 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 func (d *Device) endControl(nowNs int64) {
 	d.armed = false
 	if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
-		// A lapse ramps from the deadline, not from the tick that
+		// The ramp starts when the control ended, not at the tick that
 		// noticed it: a tick that woke late (a busy CPU) shortens the
-		// ramp instead of pushing the zero past ReleaseBoundNs.
-		// Past it by a whole ramp, the force drops to zero at once:
-		// the bound on the release outranks the smoothness of it.
+		// ramp instead of pushing the zero past ReleaseBoundNs. Past it
+		// by a whole ramp, the force drops to zero at once: the bound on
+		// the release outranks the smoothness of it. A lapse ends at the
+		// deadline of the session's latest command in this term, applied
+		// or not (a command written and lapsed between two ticks). Any
+		// other end (a let-go, a new claim, a halt) came after the last
+		// tick, which applied the control: the ramp counts from that tick,
+		// at most a period early, so the bound holds however late this
+		// tick woke.
 		d.ramping, d.rampStartNs = true, nowNs
-		if dl := d.held.DeadlineNs; dl < nowNs {
+		if dl := d.held.DeadlineNs; dl < d.rampStartNs {
 			d.rampStartNs = dl
+		}
+		if c := &d.cmd; c.Session == d.held.Session && c.term == d.held.term && c.DeadlineNs < d.rampStartNs {
+			d.rampStartNs = c.DeadlineNs
+		}
+		if d.rampStartNs == nowNs && d.tickDtNs > 0 {
+			d.rampStartNs = nowNs - d.tickDtNs
 		}
 	}
 }

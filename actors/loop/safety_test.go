@@ -225,7 +225,8 @@ func TestTorquesAreScaledAndRamped(t *testing.T) {
 	}
 	r.dev.Register().Release(1)
 	r.step(ms)
-	if c := r.step(5 * ms); c.Mode != hw.ModeTorque || !near(c.TorquesNmm.A0, 25, 1e-9) {
+	// Half way down the ramp, which counts from the last tick before the let-go.
+	if c := r.step(4 * ms); c.Mode != hw.ModeTorque || !near(c.TorquesNmm.A0, 25, 1e-9) {
 		t.Fatalf("half way through the ramp the driver got %+v, want 25 N·mm", c)
 	}
 	if c := r.step(5 * ms); c.Mode != hw.ModeIdle {
@@ -499,7 +500,7 @@ func TestGravityIsNotRampedOrReportedAsClientForce(t *testing.T) {
 	}
 	r.dev.Register().Release(1)
 	r.step(ms)
-	c := r.step(5 * ms) // half way down the ramp
+	c := r.step(4 * ms) // half way down the ramp, which counts from the last tick before the let-go
 	if !near(c.ForceN.X, 1, 1e-9) || !near(c.ForceN.Z, mg, 1e-9) {
 		t.Fatalf("half way through the ramp the driver got %+v, want 1 N along X and full gravity", c)
 	}
@@ -829,5 +830,57 @@ func TestLoweredClampBoundsTheOutputAtOnce(t *testing.T) {
 		if f := mag(r.run(1, renew).ForceN); f > 2+1e-9 {
 			t.Fatalf("%d ms after the clamp was lowered to 2 N: %.2f N on the arm", i+1, f)
 		}
+	}
+}
+
+// TestReleaseBoundHoldsWhenTheLoopWakesLate: 8 N held; the control ends
+// and the loop's next tick comes 13 ms late (a loaded CPU: review30 saw
+// ticks 1 to 13 ms apart). The output is zero within ReleaseBoundNs of the
+// end, however the control ended: the ramp counts from the end, not from
+// the late tick (which took the let-go, and a lapse of a command written
+// and expired between two ticks, to zero 29 ms after).
+func TestReleaseBoundHoldsWhenTheLoopWakesLate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(r *rig, seq *uint64) (endNs int64)
+	}{
+		{"lease lapses after its last command was applied", func(r *rig, seq *uint64) int64 {
+			*seq++
+			r.command(7, *seq, 3*ms/2, force(8, 0, 0), nil)
+			end := r.clock.Now() + 3*ms/2
+			r.step(ms)
+			return end
+		}},
+		{"session lets go", func(r *rig, _ *uint64) int64 {
+			if !r.dev.Register().Release(7) {
+				t.Fatal("release refused")
+			}
+			return r.clock.Now()
+		}},
+		{"lease lapses on a command no tick applied", func(r *rig, seq *uint64) int64 {
+			*seq++
+			r.command(7, *seq, ms/2, force(8, 0, 0), nil)
+			return r.clock.Now() + ms/2
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			seq := uint64(0)
+			r.run(20, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
+			endNs := c.end(r, &seq)
+			out := r.step(13 * ms) // the loop wakes late
+			t.Logf("the late tick, %.1f ms after the end: %.2f N", float64(r.clock.Now()-endNs)/1e6, mag(out.ForceN))
+			zeroNs := int64(-1)
+			for range 100 {
+				if mag(out.ForceN) < 1e-9 {
+					zeroNs = r.clock.Now() - endNs
+					break
+				}
+				out = r.step(ms)
+			}
+			if zeroNs < 0 || zeroNs > ReleaseBoundNs {
+				t.Errorf("force zero %.1f ms after the control ended; want within %.0f ms", float64(zeroNs)/1e6, float64(ReleaseBoundNs)/1e6)
+			}
+		})
 	}
 }
