@@ -979,10 +979,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 			reply(ctx, sender, &entryReply{entry: inForce()})
 			return
 		}
-		stopped := failedAt
-		if op.calledOff {
-			// work may still be running: its count is not ours to read.
-			stopped = op.passed
+		// Called off, work may still be running: failedAt is not ours
+		// to read then, only the count of documents that passed.
+		stopped := op.passed
+		if !op.calledOff {
+			stopped = failedAt
 		}
 		// Called off at overdue, or past it once the write that had passed
 		// its commit point was done (overdue waited for it).

@@ -69,6 +69,10 @@ type WriteBehind struct {
 	onError   func(error)
 	onRecover func(name string)
 	closed    bool
+	// landed counts the documents passes have finished with (written or
+	// failed): the write timeout counts from the last one, so a slow disk
+	// that keeps answering is waited for, as a serial port's write is.
+	landed uint64
 }
 
 // pass is one write of the batch pending when it starts.
@@ -262,13 +266,7 @@ func (w *WriteBehind) Flush() error {
 	if within <= 0 {
 		<-p.done
 	} else {
-		timer := time.NewTimer(within)
-		select {
-		case <-p.done:
-		case <-timer.C:
-			late = w.notWritten(within)
-		}
-		timer.Stop()
+		late = w.waitPass(p, within)
 	}
 	w.mu.Lock()
 	failed := w.failed
@@ -279,6 +277,34 @@ func (w *WriteBehind) Flush() error {
 		maps.DeleteFunc(failed, func(_ string, err error) bool { return errors.Is(err, ErrWriteTimeout) })
 	}
 	return errors.Join(late, joinByName(failed))
+}
+
+// waitPass waits for p until the disk has landed no document for within:
+// a disk that keeps answering, however slowly, is waited for; one that
+// stopped is not. Past that it returns notWritten.
+func (w *WriteBehind) waitPass(p *pass, within time.Duration) error {
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	last := w.landedCount()
+	for {
+		select {
+		case <-p.done:
+			return nil
+		case <-timer.C:
+			n := w.landedCount()
+			if n == last {
+				return w.notWritten(within)
+			}
+			last = n
+			timer.Reset(within)
+		}
+	}
+}
+
+func (w *WriteBehind) landedCount() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.landed
 }
 
 // notWritten is ErrWriteTimeout naming the documents the disk lacks.
@@ -330,8 +356,9 @@ func (w *WriteBehind) writeBatch() {
 	w.writing = batch
 	within := w.within
 	w.mu.Unlock()
+	var stalled *time.Timer // reset at each document landed: see landed
 	if within > 0 {
-		stalled := time.AfterFunc(within, func() { w.reportStalled(within) })
+		stalled = time.AfterFunc(within, func() { w.reportStalled(within) })
 		defer stalled.Stop()
 	}
 
@@ -343,6 +370,10 @@ func (w *WriteBehind) writeBatch() {
 		// Leaves writing only now that the disk has it, or pending has it
 		// back: Pending never misses a value the disk lacks.
 		delete(w.writing, name)
+		w.landed++
+		if stalled != nil {
+			stalled.Reset(within)
+		}
 		switch {
 		case err != nil:
 			if errs == nil {

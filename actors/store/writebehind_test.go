@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -496,5 +497,43 @@ func TestWriteBehindFlushAndCloseBoundedByAHungWrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCloseWaitsForADiskThatKeepsAnswering: the write timeout is how
+// long the disk may take no document, not how long a whole pass may take:
+// a slow disk that takes every document (here 40 ms each, an SD card or a
+// busy HDD doing two fsyncs a document) but needs longer than the timeout
+// for all of them is waited for at shutdown (review31 saw Close give up
+// with 7 of 20 on disk, exit 1, and the rest, acknowledged, lost).
+func TestCloseWaitsForADiskThatKeepsAnswering(t *testing.T) {
+	s := openTemp(t)
+	const perDoc, docs, within = 40 * time.Millisecond, 20, 300 * time.Millisecond
+	s.afterWrite = func(string) { time.Sleep(perDoc) }
+	w := s.NewWriteBehind(time.Hour)
+	w.SetWriteTimeout(within)
+	names := make([]string, docs)
+	for i := range names {
+		names[i] = fmt.Sprintf("profiles/p%02d/arm3-0001", i)
+		w.Put(names[i], deviceDoc{Scale: float64(i)})
+	}
+	err := w.Close()
+	onDisk := 0
+	for _, name := range names {
+		var got deviceDoc
+		if found, _ := s.Load(name, &got); found {
+			onDisk++
+		}
+	}
+	if err != nil || onDisk != docs {
+		t.Errorf("Close over a disk taking a document every %v (timeout %v) = %v; %d of %d documents on disk when it returned", perDoc, within, err, onDisk, docs)
+	}
+	// Let the pass finish before the temp dir goes.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Queued(names[0]) || slices.ContainsFunc(names, w.Queued) {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -110,6 +110,9 @@ func runHelp(args []string, out io.Writer) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		args = nil
 	}
+	if len(args) > 1 {
+		return fmt.Errorf("unexpected argument %q (hapticd help takes one subcommand's name)", args[1])
+	}
 	if len(args) > 0 {
 		for _, c := range commandTable() {
 			if c.name == args[0] && c.name != "help" {

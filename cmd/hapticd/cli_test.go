@@ -124,6 +124,10 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 
+	if out, err := run("help", "version", "extra"); err == nil || !strings.Contains(out, `unexpected argument "extra"`) {
+		t.Errorf("hapticd help version extra: %v, want an unexpected-argument error:\n%s", err, out)
+	}
+
 	// A typo is an error that points at help, not a service started.
 	if out, err := run("deprecatons"); err == nil || !strings.Contains(out, "hapticd help") {
 		t.Errorf("hapticd deprecatons: %v\n%s", err, out)
