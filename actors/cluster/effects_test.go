@@ -150,8 +150,7 @@ func TestNodeIgnoresLateDeclarations(t *testing.T) {
 
 // A gateway's declaration renders on the node's loop under the gateway's
 // register owner, with the force the gateway's commands hold; when they
-// stop, the node's lease ramps the effects' force to zero and the node
-// drops them; an idle
+// stop, the node's lease ramps the effects' force to zero; an idle
 // command or an empty declaration withdraws them; an arm a local session
 // holds refuses them with device_busy and keeps the local session's own.
 func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
@@ -179,11 +178,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("effects' force held %v after the last command; the lease is 100 ms", took)
 	}
-	// And the node drops them (its push loop looks for lapsed leases), so a
-	// later command of the gateway's does not bring them back.
-	n.wg.Add(1)
-	go n.push()
-	hwtest.Eventually(t, 5*time.Second, "the lapsed gateway's effects dropped", func() bool { return d.Effects() == nil })
+	// (They stay paused: TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm.)
 
 	// A declaration with a time to live: it counts on the node's clock.
 	ttl := pull
