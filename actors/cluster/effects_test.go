@@ -73,6 +73,15 @@ func specsJSON(t *testing.T, specs ...effect.Spec) []byte {
 	return b
 }
 
+// springBeside is a 200 N/m spring whose point is 2 cm along x from
+// where d's arm is.
+func springBeside(d *actors.Device) effect.Spec {
+	var snap loop.Snapshot
+	d.Load(&snap)
+	return effect.Spec{ID: "pull", Kind: effect.SpringPoint,
+		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+}
+
 // declared is a gateway's declaration as it sends it now.
 func declared(uuid string, gen uint64, specs []byte) *wire.Effects {
 	return &wire.Effects{Uuid: uuid, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: 3, Specs: specs}
@@ -157,9 +166,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	n, d := testNode(t)
 	out := watchOutbox(t, n.sys)
 	var snap loop.Snapshot
-	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
 	if set := d.Effects(); set.Len() != 1 || set.Session != gatewaySession {
 		t.Fatalf("node's effects %+v, want the gateway's spring under its owner", set)

@@ -8,7 +8,6 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 )
@@ -98,9 +97,7 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 			go n.push()
 			uuid := d.Info.UUID
 			var snap loop.Snapshot
-			d.Load(&snap)
-			pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-				Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+			pull := springBeside(d)
 			n.effects(declared(uuid, 1, specsJSON(t, pull)))
 			n.command(fresh(uuid, 1, hw.ModeForce, 0, 0, 0))
 			var rep loop.EffectsReport
@@ -169,9 +166,7 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 func TestForgottenGatewaysPausedEffectsGo(t *testing.T) {
 	n, d := testNode(t)
 	var snap loop.Snapshot
-	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
 	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 0))
 	hwtest.Eventually(t, 5*time.Second, "the lease lapsed", func() bool {

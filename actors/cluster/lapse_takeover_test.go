@@ -7,7 +7,6 @@ import (
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 )
@@ -33,9 +32,7 @@ func TestLapsedGatewaysEffectsGoWhenAnotherTakesTheArm(t *testing.T) {
 	const other = "127.0.0.5:7070"
 	n.subscribe(&wire.Subscribe{GatewayAddress: other, SentUnixNs: time.Now().UnixNano()})
 	var snap loop.Snapshot
-	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
 	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 0))
 	var rep loop.EffectsReport
