@@ -103,8 +103,10 @@
 // them, with their expiries as time left) when it changes and again while
 // the node's pushed effects_gen lags, never per tick. The node rebuilds the
 // Set with effect.NewSet under the owner of the gateway's commands, so it
-// renders under their lease and ramps out with them; an idle command, an
-// empty declaration or a lapsed lease withdraws it. A node that cannot take
+// renders under their lease and ramps out with them; a lapsed lease pauses
+// it (the gateway's next command renders it again at once), and an idle
+// command, an empty declaration, another owner taking the arm or the
+// node forgetting the gateway withdraws it. A node that cannot take
 // a declaration answers wire.EffectsReply; the gateway withdraws the
 // session's effects and publishes effect-refused for it. The node's effects
 // report and passivity figures ride back on its state pushes: the gateway's

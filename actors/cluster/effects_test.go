@@ -73,6 +73,15 @@ func specsJSON(t *testing.T, specs ...effect.Spec) []byte {
 	return b
 }
 
+// springBeside is a 200 N/m spring whose point is 2 cm along x from
+// where d's arm is.
+func springBeside(d *actors.Device) effect.Spec {
+	var snap loop.Snapshot
+	d.Load(&snap)
+	return effect.Spec{ID: "pull", Kind: effect.SpringPoint,
+		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+}
+
 // declared is a gateway's declaration as it sends it now.
 func declared(uuid string, gen uint64, specs []byte) *wire.Effects {
 	return &wire.Effects{Uuid: uuid, GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: 3, Specs: specs}
@@ -150,17 +159,14 @@ func TestNodeIgnoresLateDeclarations(t *testing.T) {
 
 // A gateway's declaration renders on the node's loop under the gateway's
 // register owner, with the force the gateway's commands hold; when they
-// stop, the node's lease ramps the effects' force to zero and the node
-// drops them; an idle
+// stop, the node's lease ramps the effects' force to zero; an idle
 // command or an empty declaration withdraws them; an arm a local session
 // holds refuses them with device_busy and keeps the local session's own.
 func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	n, d := testNode(t)
 	out := watchOutbox(t, n.sys)
 	var snap loop.Snapshot
-	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
 	if set := d.Effects(); set.Len() != 1 || set.Session != gatewaySession {
 		t.Fatalf("node's effects %+v, want the gateway's spring under its owner", set)
@@ -179,11 +185,7 @@ func TestNodeRendersForwardedEffectsUnderTheLease(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("effects' force held %v after the last command; the lease is 100 ms", took)
 	}
-	// And the node drops them (its push loop looks for lapsed leases), so a
-	// later command of the gateway's does not bring them back.
-	n.wg.Add(1)
-	go n.push()
-	hwtest.Eventually(t, 5*time.Second, "the lapsed gateway's effects dropped", func() bool { return d.Effects() == nil })
+	// (They stay paused: TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm.)
 
 	// A declaration with a time to live: it counts on the node's clock.
 	ttl := pull

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
-	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 )
@@ -20,8 +19,9 @@ type aheadClock struct{ ahead atomic.Int64 }
 func (c *aheadClock) Now() int64 { return loop.SystemClock().Now() + c.ahead.Load() }
 
 // A gateway whose lease lapsed gives the arm to another at once; its
-// effects go with its lease as they do when the push loop sees the lapse
-// first: the arm keeps none of them, the state pushed to the lapsed
+// effects, paused since the lapse, go when the other takes the arm, as
+// they do when the push loop sees the other holding it: the arm keeps
+// none of them, the state pushed to the lapsed
 // gateway says its declaration is no longer in force (so it declares it
 // again when its control resumes), and when it resumes without declaring
 // again, the arm feels none of its old effects.
@@ -32,9 +32,7 @@ func TestLapsedGatewaysEffectsGoWhenAnotherTakesTheArm(t *testing.T) {
 	const other = "127.0.0.5:7070"
 	n.subscribe(&wire.Subscribe{GatewayAddress: other, SentUnixNs: time.Now().UnixNano()})
 	var snap loop.Snapshot
-	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	n.effects(declared(d.Info.UUID, 1, specsJSON(t, pull)))
 	n.command(fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 0))
 	var rep loop.EffectsReport
@@ -62,7 +60,7 @@ func TestLapsedGatewaysEffectsGoWhenAnotherTakesTheArm(t *testing.T) {
 	toSecond := n.batch(&rd, pushDest{owner: gatewaySession + 2}, nil, n.fxGens, n.navs).States[0]
 	n.mu.Unlock()
 	if toFirst.EffectsGen != 0 {
-		t.Errorf("pushed to the lapsed gateway: effects_gen %d, want 0 (its effects went with its lease)", toFirst.EffectsGen)
+		t.Errorf("pushed to the lapsed gateway: effects_gen %d, want 0 (its effects went when the other took the arm)", toFirst.EffectsGen)
 	}
 	if len(toSecond.Effects) != 0 || toSecond.EffectsGen != 0 {
 		t.Errorf("pushed to the new holder: effects %v, gen %d; want none", toSecond.Effects, toSecond.EffectsGen)

@@ -196,15 +196,14 @@ func TestNodeRendersForwardedNavigationUnderTheLease(t *testing.T) {
 
 // What the node keeps of a gateway's declarations goes with them: an
 // effects generation with the effects (idle command, empty declaration,
-// lapsed lease), and everything of a gateway with the gateway when it
+// another owner taking the arm), and everything of a gateway with the gateway when it
 // falls silent, so a lab whose gateways come and go does not grow the
 // node's maps.
 func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 	n, d := testNode(t)
 	var snap loop.Snapshot
 	d.Load(&snap)
-	pull := effect.Spec{ID: "pull", Kind: effect.SpringPoint,
-		Params: effect.Params{PointM: snap.State.PositionM.Add(hw.Vec3{X: 0.02}), StiffnessNPerM: 200}}
+	pull := springBeside(d)
 	kept := func() (fx, nav int) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -220,10 +219,18 @@ func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 		{"an empty declaration", func(t *testing.T) {
 			n.effects(declared(d.Info.UUID, 9, nil))
 		}},
-		{"a lapsed lease", func(t *testing.T) {
+		{"another owner taking the arm", func(t *testing.T) {
 			n.wg.Add(1)
 			go n.push()
-			hwtest.Eventually(t, 5*time.Second, "the lapsed gateway's effects dropped", func() bool {
+			reg := d.Register()
+			hwtest.Eventually(t, 5*time.Second, "the gateway's lease lapsed", func() bool { return reg.Owner() == 0 })
+			if reg.Claim(7) != 7 {
+				t.Fatal("a local session could not take the arm")
+			}
+			defer reg.Release(7)
+			// Within half the time the push loop takes to forget the
+			// gateway, which drops its effects too.
+			hwtest.Eventually(t, GatewayTimeout/2, "the lapsed gateway's effects dropped", func() bool {
 				fx, _ := kept()
 				return d.Effects() == nil && fx == 0
 			})

@@ -68,8 +68,8 @@ type Node struct {
 	leaseEnds map[uint64]int64
 	// fxGens are, by gateway owner and device UUID, the generation of the
 	// gateway's effects declaration in force (wire.Effects.gen). An entry
-	// goes with its effects (withdrawn, dropped with the lease), its
-	// gateway (forgotten) or its device.
+	// goes with its effects (withdrawn, dropped when another takes the
+	// arm), its gateway (forgotten) or its device; a lapsed lease keeps it.
 	fxGens map[fxKey]uint64
 	// fxSeen and navSeen are, by gateway owner and device UUID, the newest
 	// effects and navigation declarations the gateway sent (kept after a
@@ -573,12 +573,16 @@ func (n *Node) command(m *wire.Command) {
 			return // a local client, or another gateway within its lease, holds the device
 		}
 		reg.Release(held)
-		// Its effects go with its lease, as when the push loop sees the
-		// lapse first (lapsed forgot the lease, so that loop never will).
-		n.dropEffects(d, held, m.Uuid)
 		if reg.Claim(owner) != owner {
 			return
 		}
+	}
+	// Another gateway's effects, paused since its lease lapsed, go now
+	// that this one holds the arm (the push loop would drop them a tick
+	// later): were this one to let go at once, they must not render again
+	// when the other's control resumes without declaring them.
+	if set := d.Effects(); set != nil && set.Session != owner && set.Session >= gatewaySession {
+		n.dropEffects(d, set.Session, m.Uuid)
 	}
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
@@ -668,11 +672,8 @@ func (n *Node) push() {
 		fxGens := maps.Clone(n.fxGens)
 		navs := maps.Clone(n.navs)
 		n.mu.Unlock()
-		// A gateway's effects go with its lease, as a local session's
-		// (the loop ramped them out at the deadline already): a gateway
-		// whose commands resume finds them gone and declares them again.
 		for uuid, d := range devs {
-			if set := d.Effects(); set != nil && slices.Contains(lapsedOwners, set.Session) {
+			if set := d.Effects(); set != nil && n.othersArm(d, set.Session, dests) {
 				n.dropEffects(d, set.Session, uuid)
 			}
 		}
@@ -687,6 +688,26 @@ func (n *Node) push() {
 			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}
 	}
+}
+
+// othersArm says whether the effects owner declared on d are no longer
+// its to resume: owner is a gateway's, and another owner holds the arm
+// (a local session, or a gateway whose command came while the node's
+// push loop was between ticks) or the node forgot that gateway. A lapse
+// of the node's lease alone keeps them: the loop pauses them with the
+// force, and when the gateway's commands resume, with its session's lease
+// never having lapsed (a stall of the gateway or its link past the node's
+// lease), its effects render again at once, as a local session's do after
+// a late renewal. Dropping them with the lease took its wall away until
+// the gateway declared it again, up to resendAfter later.
+func (n *Node) othersArm(d *actors.Device, owner uint64, gateways []pushDest) bool {
+	if owner < gatewaySession {
+		return false // a local session's: the service keeps them
+	}
+	if holder := d.Register().Owner(); holder != 0 && holder != owner {
+		return true
+	}
+	return !slices.ContainsFunc(gateways, func(g pushDest) bool { return g.owner == owner })
 }
 
 // pushDest is a gateway a push goes to: where, the register owner its
@@ -1007,12 +1028,6 @@ func (n *Node) tookEffects(k fxKey, gen uint64) {
 		n.fxGens = map[fxKey]uint64{}
 	}
 	n.fxGens[k] = gen
-	// A lease that ended before this declaration must not take it away
-	// (push drops the effects of lapsed owners); the command that
-	// follows it sets the new one.
-	if n.leaseOverLocked(k.owner) {
-		delete(n.leaseEnds, k.owner)
-	}
 }
 
 // dropEffects withdraws the effects a gateway owner's declaration put on

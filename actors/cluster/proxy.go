@@ -245,7 +245,8 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 
 // resendAfter is how long the node may lag the gateway's effects
 // declaration before the gateway sends it again (a declaration lost with
-// a connection, dropped as stale, or dropped with a lapsed lease).
+// a connection, dropped as stale, or dropped when another owner took the
+// arm on the node).
 const resendAfter = 100 * time.Millisecond
 
 // ForwardEffects sends the session's effects to the node, which renders
