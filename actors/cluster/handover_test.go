@@ -15,8 +15,9 @@ import (
 // (closes) feels no force 20 ms later (loop.ReleaseBoundNs: "the output
 // is zero within this long after a lease lapses or a session lets go"),
 // through the gateway as on the node. The session's lease (1 s) is far
-// from over when it lets go. Measured on the loops' clock from just
-// before the close to the last tick that output a force.
+// from over when it lets go. Measured on the loops' clock from the
+// let-go (the side's register seen released) to the last tick that output
+// a force.
 func TestLetGoThroughTheGatewayEndsTheForceWithinTheBound(t *testing.T) {
 	n, d := testNode(t)
 	g := testGateway(t, time.Hour)
