@@ -108,7 +108,13 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 			hwtest.Eventually(t, 5*time.Second, "the gateway's spring rendered", springOn)
 
 			// The gateway stalls: no command within the node's lease
-			// (100 ms), which ends the force and pauses the spring.
+			// (100 ms), which ends the force and pauses the spring. The
+			// loop releases the arm at the lapse; a push alone may be of
+			// a snapshot from before the control (an arm nobody read
+			// publishes one tick in 128), idle and rendering nothing.
+			hwtest.Eventually(t, 5*time.Second, "the node's lease on the gateway lapsed", func() bool {
+				return d.Register().Owner() == 0
+			})
 			st := untilPushLoopSaw(t, out, uuid, "the lapse", func(st *wire.State) bool {
 				return st.ControlMode == uint32(hw.ModeIdle) && !st.EffectsRendering
 			})
