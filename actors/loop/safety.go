@@ -190,7 +190,7 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 }
 
 // endControl ends the control in force: a force (or effects, or
-// navigation) ramps out from here.
+// navigation) ramps out from when the control ended (below).
 func (d *Device) endControl(nowNs int64) {
 	d.armed = false
 	if m := d.held.Cmd.Mode; m == hw.ModeForce || m == hw.ModeTorque || d.idleRenders(&d.held) {
