@@ -23,7 +23,7 @@ const (
 	idleSessions   = 2000
 	// idleSessionBytes is what one idle session may hold: heap it keeps
 	// live plus its reader's stack.
-	idleSessionBytes = 16 << 10
+	idleSessionBytes = 12 << 10
 )
 
 // liveBytes is the heap found live by a full GC plus every goroutine stack.
@@ -35,8 +35,8 @@ func liveBytes() uint64 {
 }
 
 // TestIdleSessionMemory opens 2,000 sessions that say nothing after their
-// inventory and measures what the service holds for them: at most 16 KiB
-// each, 32 MiB in all. The clients run in a child process, so that only the
+// inventory and measures what the service holds for them: at most 12 KiB
+// each, 24 MiB in all. The clients run in a child process, so that only the
 // service's side is counted.
 func TestIdleSessionMemory(t *testing.T) {
 	if testing.Short() {
