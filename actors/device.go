@@ -297,7 +297,11 @@ func (d *Device) profileStoreName(profile string) string {
 
 // sessionState is what a device keeps for one session.
 type sessionState struct {
-	cfg     protocol.SessionConfig
+	// cfg is never written through: it is the device's shared default
+	// (defaultConfig) until the session changes an entry, then a copy of
+	// its own, replaced whole on each change. Shared, because every session
+	// has a state on every device: 8 bytes each for the idle ones, not 456.
+	cfg     *protocol.SessionConfig
 	profile string
 	basis   protocol.Basis // the session-level basis
 	// workspace is the session's workspace transform (set_transform): it
@@ -334,6 +338,9 @@ type deviceCore struct {
 
 	// Owned by the device actor.
 	global protocol.DeviceConfig
+	// sharedDefault is the session config every session that changed
+	// nothing points to (defaultConfig); never written through.
+	sharedDefault *protocol.SessionConfig
 	// globalUnread: the device's document could not be read when it was
 	// added and is left as it is (leftUnread); until a write succeeds, a
 	// POST of the value in force still writes.
@@ -745,7 +752,7 @@ func (c *deviceCore) effective(s *sessionState, k protocol.Key) protocol.Entry {
 	case protocol.KeyBasis:
 		return c.effectiveBasis(s)
 	case protocol.KeyMount:
-		return protocol.Mount{Transform: c.effectiveMount(&s.cfg, c.effectiveBasis(s))}
+		return protocol.Mount{Transform: c.effectiveMount(s.cfg, c.effectiveBasis(s))}
 	}
 	return s.cfg.Get(k)
 }
@@ -817,7 +824,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		answer(nil, protocol.Errorf(protocol.CodeUnknownSession, "", "session %d is not connected to %s %s", m.session, c.dev.Name, c.dev.ID))
 		return
 	}
-	next := s.cfg
+	next := *s.cfg
 	for _, e := range m.entries {
 		if !e.Key().SessionScoped() {
 			answer(nil, protocol.Errorf(protocol.CodeHTTPOnlyKey, "", "%s is device-global: use POST /{type}/{id}/config/%s", e.Key().Name(), e.Key().Path()))
@@ -826,7 +833,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		next.Set(e)
 	}
 	c.sizeNavigation(&next)
-	if next.Equal(&s.cfg) && !(m.durable && c.owesWrite(s)) {
+	if next.Equal(s.cfg) && !(m.durable && c.owesWrite(s)) {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
 		return
 	}
@@ -838,7 +845,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		if m.durable {
 			s.unread = false
 		}
-		s.cfg = next
+		s.cfg = &next
 		c.publish(s)
 		answer(c.effective(s, last), nil)
 	}
@@ -918,24 +925,24 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 			continue
 		}
 		last = s
-		next := s.cfg
+		next := *s.cfg
 		next.Reset(k)
 		c.sizeNavigation(&next)
-		if !next.Equal(&s.cfg) || c.owesWrite(s) {
+		if !next.Equal(s.cfg) || c.owesWrite(s) {
 			changes = append(changes, change{s, next})
 		}
 	}
 	inForce := func() protocol.Entry {
 		if last == nil {
-			def := c.defaultSessionConfig()
-			return c.effective(&sessionState{cfg: def}, k)
+			return c.effective(&sessionState{cfg: c.defaultConfig()}, k)
 		}
 		return c.effective(last, k)
 	}
 	applyUpTo := func(n int) {
 		for _, ch := range changes[:n] {
 			ch.s.unread = false // written, or without a profile: nothing unread
-			ch.s.cfg = ch.next
+			next := ch.next
+			ch.s.cfg = &next
 			c.publish(ch.s)
 		}
 	}
@@ -1006,7 +1013,7 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	s := c.sessions[m.session]
 	added := s == nil
 	if added {
-		s = &sessionState{cfg: c.defaultSessionConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
+		s = &sessionState{cfg: c.defaultConfig(), workspace: space.IdentityTransform(), slot: &viewSlot{}}
 		c.sessions[m.session] = s
 	}
 	s.basis = m.basis
@@ -1033,22 +1040,21 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				// session had before are not this profile's, and its next
 				// write would store them as if they were.
 				c.log.Error().Err(err).Str("profile", m.profile).Msg("stored profile config unreadable; using defaults")
-				s.cfg = c.defaultSessionConfig()
+				s.cfg = c.defaultConfig()
 				s.loadErr, s.unread = err, leftUnread(err)
 				if m.late != nil {
 					m.late.warnLate(c.unreadWarning(err))
 					s.loadErr = nil // told; the next published has nothing to add
 				}
 			case found:
-				s.cfg = stored
-				c.sizeNavigation(&s.cfg) // a file from before navigation has the unsized default
+				c.sizeNavigation(&stored) // a file from before navigation has the unsized default
+				s.cfg = &stored
 				s.loadErr, s.unread = nil, false
 			default:
 				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
-				def := c.defaultSessionConfig()
-				if !s.cfg.Equal(&def) && c.writeBehind != nil {
-					c.writeBehind.Put(name, s.cfg)
+				if !s.cfg.Equal(c.defaultConfig()) && c.writeBehind != nil {
+					c.writeBehind.Put(name, *s.cfg)
 				}
 			}
 			c.finishAttach(m.session, s, added)
@@ -1079,11 +1085,10 @@ func (c *deviceCore) detach(session uint64) {
 // entries are all defaults shares the device's default view, so every such
 // session reads one view (and one cached encoding per tick).
 func (c *deviceCore) publish(s *sessionState) {
-	def := c.defaultSessionConfig()
-	if s.cfg.Equal(&def) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
+	if s.cfg.Equal(c.defaultConfig()) && c.effectiveBasis(s).Permutation == protocol.IdentityBasis && s.workspace == space.IdentityTransform() {
 		s.slot.view.Store(nil)
 	} else {
-		v := c.compile(&s.cfg, c.effectiveBasis(s), s.workspace)
+		v := c.compile(s.cfg, c.effectiveBasis(s), s.workspace)
 		v.Params.Navigation = c.navigation(s)
 		s.slot.view.Store(v)
 	}

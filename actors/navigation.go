@@ -27,6 +27,16 @@ func (c *deviceCore) defaultSessionConfig() protocol.SessionConfig {
 	return cfg
 }
 
+// defaultConfig is defaultSessionConfig shared by every session that keeps
+// it (sessionState.cfg): the same pointer while the default stays the same.
+func (c *deviceCore) defaultConfig() *protocol.SessionConfig {
+	def := c.defaultSessionConfig()
+	if c.sharedDefault == nil || !c.sharedDefault.Equal(&def) {
+		c.sharedDefault = &def
+	}
+	return c.sharedDefault
+}
+
 // sizeNavigation fits the sizes of cfg's bubble that no client gave to the
 // arm's workspace (protocol.Navigation.SizedFor): the Inverse3's 5 cm
 // default bubble fills a Minverse's whole workspace, and its hand could
@@ -55,7 +65,7 @@ func (c *deviceCore) navigation(s *sessionState) *loop.Navigation {
 	if err != nil {
 		perm = space.IdentityPermutation()
 	}
-	mount := space.NewView(perm, c.effectiveMount(&s.cfg, basis))
+	mount := space.NewView(perm, c.effectiveMount(s.cfg, basis))
 	bubble, err := compileBubble(nav, &mount, s.workspace)
 	if err != nil {
 		// The entry was validated on the way in: this is a stored file
