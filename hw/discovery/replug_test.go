@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -36,36 +37,32 @@ func plugNode(t *testing.T, path string) {
 // is tried at the next scan; one that stays present and failing keeps
 // backing off.
 func TestReplugResetsBackoff(t *testing.T) {
+	remove := func(t *testing.T, path string) {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chmod := func(t *testing.T, path string) {
+		if err := os.Chmod(path, 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name     string
 		explicit bool
-		// between runs between the scan that leaves the port backing off
-		// and the next scans, a second apart.
-		between  func(t *testing.T, path string) (scansBeforeReplug int)
+		// gone runs a scan with the port's node removed first.
+		gone bool
+		// change is done to the node before the next scan; nil: nothing.
+		change   func(t *testing.T, path string)
 		wantOpen bool
 	}{
-		{name: "explicit port gone then back", explicit: true, wantOpen: true,
-			between: func(t *testing.T, path string) int {
-				if err := os.Remove(path); err != nil {
-					t.Fatal(err)
-				}
-				return 1
-			}},
-		{name: "explicit port's node replaced between scans", explicit: true, wantOpen: true,
-			between: func(t *testing.T, path string) int { return 0 }},
-		{name: "scanned port's node replaced between scans", wantOpen: true,
-			between: func(t *testing.T, path string) int { return 0 }},
-		{name: "scanned port gone then back", wantOpen: true,
-			between: func(t *testing.T, path string) int {
-				if err := os.Remove(path); err != nil {
-					t.Fatal(err)
-				}
-				return 1
-			}},
-		{name: "explicit port present and failing", explicit: true, wantOpen: false,
-			between: nil},
-		{name: "scanned port present and failing", wantOpen: false,
-			between: nil},
+		{name: "explicit port gone then back", explicit: true, gone: true, change: plugNode, wantOpen: true},
+		{name: "explicit port's node replaced between scans", explicit: true, change: plugNode, wantOpen: true},
+		{name: "scanned port's node replaced between scans", change: plugNode, wantOpen: true},
+		{name: "scanned port gone then back", gone: true, change: plugNode, wantOpen: true},
+		{name: "explicit port's mode fixed", explicit: true, change: chmod, wantOpen: runtime.GOOS == "linux"},
+		{name: "explicit port present and failing", explicit: true, wantOpen: false},
+		{name: "scanned port present and failing", wantOpen: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,12 +100,13 @@ func TestReplugResetsBackoff(t *testing.T) {
 			if p, _ := portOf(w.Report(), path); p.Failures != 6 || p.RetryAt.Sub(clock.now) != 32*time.Second {
 				t.Fatalf("after six failures: %+v, want 6 failures and the next try in 32 s", p)
 			}
-			if tc.between != nil {
-				for range tc.between(t, path) {
-					clock.Add(time.Second)
-					w.Scan(rec)
-				}
-				plugNode(t, path)
+			if tc.gone {
+				remove(t, path)
+				clock.Add(time.Second)
+				w.Scan(rec)
+			}
+			if tc.change != nil {
+				tc.change(t, path)
 			}
 			before := opens
 			clock.Add(time.Second)
