@@ -13,9 +13,10 @@
 //
 // The 3.x port also serves /metrics (metrics.go: a Prometheus collector
 // that reads, at scrape time, what loops, sessions, the store and the
-// activity actor already count), /healthz and /readyz (health.go), and the
-// dashboard under /ui/ (transport/ui, embedded files), behind the same
-// guard.
+// activity actor already count), /healthz and /readyz (health.go), /ports
+// (ports.go: the hardware scan's outcome per port, which cmd/hapticd hands
+// over as Config.Ports), and the dashboard under /ui/ (transport/ui,
+// embedded files), behind the same guard.
 //
 // # Schema
 //

@@ -66,6 +66,7 @@ type serviceConfig struct {
 	maxConns       int    // each listener's connection limit (0: the default)
 	port           int    // the HTTP port (0: a free one), for a service restarted where a client knows it
 	eventRing      int    // recent events kept (0: the default)
+	ports          func() HardwarePorts
 }
 
 func testLogger() zerolog.Logger {
@@ -134,7 +135,7 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		}
 		ts.wiredIDs = append(ts.wiredIDs, d.ID)
 	}
-	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: cfg.port, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec, RecordDir: cfg.recordDir, RecordTapTicks: cfg.recordTapTicks, MaxConnections: cfg.maxConns})
+	srv, err := Start(Config{Service: svc, Log: testLogger(), Port: cfg.port, LegacyPort: 0, EventsPort: 0, AllowOrigins: cfg.allowOrigin, Build: BuildInfo{Version: "test"}, WriteTimeout: cfg.writeTimeout, WrapCodec: cfg.wrapCodec, RecordDir: cfg.recordDir, RecordTapTicks: cfg.recordTapTicks, MaxConnections: cfg.maxConns, Ports: cfg.ports})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // withOperatorRoutes mounts the operator's routes beside the 3.x API on the
-// HTTP port: /metrics, /healthz, /readyz and the dashboard under /ui/.
+// HTTP port: /metrics, /healthz, /readyz, /ports and the dashboard under
+// /ui/.
 // They sit behind the same browser guard as the API (the caller wraps the
 // result). listeners names the listeners /readyz waits for.
 func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Handler) http.Handler {
@@ -31,6 +32,8 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 			h = http.HandlerFunc(healthz)
 		case p == "/readyz":
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.readyz(w, cfg.Service, listeners) })
+		case p == "/ports":
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ports(w, cfg.Ports) })
 		case p == "/ui/entries.json":
 			h = http.HandlerFunc(configEntries)
 		case p == "/ui/families.json":

@@ -228,7 +228,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 
 func TestOperatorRoutesAreGuarded(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ui/", "/ui/app.js", "/ui/entries.json", "/ui/families.json"} {
+	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ports", "/ui/", "/ui/app.js", "/ui/entries.json", "/ui/families.json"} {
 		if r := ts.do(http.MethodGet, ts.base+p, "", "Origin", "http://evil.example"); r.status != http.StatusForbidden {
 			t.Errorf("GET %s from a foreign origin: %d, want 403", p, r.status)
 		}

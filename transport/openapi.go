@@ -63,6 +63,7 @@ const (
 	schemaReadiness      = "readiness"
 	schemaUIEntries      = "ui-entries"
 	schemaUIFamilies     = "ui-families"
+	schemaPorts          = "ports"
 	schemaRecording      = "recording"
 	schemaRecordings     = "recordings"
 	schemaRecordingInput = "recording.input"
@@ -123,6 +124,7 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaIndex, "GET /schema: every schema's name and URL.", schema.FromType(reflect.TypeFor[schemaIndexDoc]()))
 	s.Publish(schemaSessionsClosed, "The data of GET /sessions/closed: the most recent session ends, each with its reason.", schema.FromType(reflect.TypeFor[closedListDoc]()))
 	s.Publish(schemaHealth, "GET /healthz: the process serves HTTP.", schema.FromType(reflect.TypeFor[healthDoc]()))
+	s.Publish(schemaPorts, "The data of GET /ports: every port the hardware scan saw, loaded, skipped or failed, with the reason, a fix hint and the next try.", schema.FromType(reflect.TypeFor[portsDoc]()))
 	s.Publish(schemaReadiness, "GET /readyz (200 or 503): each readiness check and why it failed.", schema.FromType(reflect.TypeFor[readyDoc]()))
 	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[recording.Info]()))
 	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]recording.Info]()))
@@ -338,6 +340,7 @@ func operatorRoutes() []route {
 		{method: get, path: "/metrics", doc: &routeDoc{summary: "Prometheus metrics (text exposition format)", media: "text/plain"}},
 		{method: get, path: "/healthz", doc: &routeDoc{summary: "Liveness: the process serves HTTP", answer: schemaHealth, plain: true}},
 		{method: get, path: "/readyz", doc: &routeDoc{summary: "Readiness: listeners up, device loops running, state directory writable (503 with the failed checks otherwise)", answer: schemaReadiness, plain: true, unavailable: schemaReadiness}},
+		{method: get, path: "/ports", doc: &routeDoc{summary: "Hardware ports: each one the scan saw, loaded (with its device), skipped or failed, with the reason, a fix hint and the next try", answer: schemaPorts}},
 		{method: get, path: "/ui/", doc: &routeDoc{summary: "The dashboard page", media: "text/html"}},
 		{method: get, path: "/ui/entries.json", doc: &routeDoc{summary: "The config entries the dashboard edits", answer: schemaUIEntries}},
 		{method: get, path: "/ui/families.json", doc: &routeDoc{summary: "The product name of each device type number, for the dashboard", answer: schemaUIFamilies}},

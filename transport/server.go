@@ -53,6 +53,9 @@ type Config struct {
 	// connection is answered 503 with Retry-After and closed, but for a
 	// probe of the HTTP listener (isProbe), served, then closed.
 	MaxConnections int
+	// Ports reads the hardware scan's latest outcome for GET /ports; nil
+	// when the service watches no hardware.
+	Ports func() HardwarePorts
 }
 
 func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {

@@ -508,3 +508,35 @@ func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
 	}
 }
+
+// TestDashboardShowsFailedPortsInChromium: an arm whose port failed to open
+// has no card; the dashboard's Hardware ports table says why, with the fix
+// hint.
+func TestDashboardShowsFailedPortsInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	retry := time.Now().Add(time.Minute)
+	ports := func() HardwarePorts {
+		return HardwarePorts{ScannedAt: time.Now(), Ports: []HardwarePort{
+			{Path: "/dev/ttyACM0", Kind: "arm", Outcome: "failed", Reason: "hw/serial: open /dev/ttyACM0: port is busy",
+				Hint: "stop the other hapticd", Failures: 3, RetryAt: &retry},
+		}}
+	}
+	ts := startService(t, serviceConfig{arms: 1, ports: ports})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, pageWithin, "the failed port listed with its reason and hint", pageHolds(ctx, `(() => {
+		const row = document.querySelector('#ports tr[data-port="/dev/ttyACM0"]');
+		return !!row && row.innerText.includes("failed") && row.innerText.includes("port is busy") && row.innerText.includes("stop the other hapticd") })()`))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // hardware wires real devices into the service: the emulated arms of
@@ -73,6 +74,33 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 func (h *hardware) onDeviceLost(info hw.Info) {
 	if h != nil && h.watcher != nil && info.Port != "" {
 		h.watcher.Lost(info.Port)
+	}
+}
+
+// ports reads the watcher's latest scan for GET /ports; nil when there is
+// no watcher.
+func (h *hardware) ports() func() transport.HardwarePorts {
+	if h == nil || h.watcher == nil {
+		return nil
+	}
+	return func() transport.HardwarePorts {
+		r := h.watcher.Report()
+		out := transport.HardwarePorts{ScannedAt: r.At, Ports: make([]transport.HardwarePort, 0, len(r.Ports))}
+		for _, p := range r.Ports {
+			hp := transport.HardwarePort{Path: p.Path, Explicit: p.Explicit, Product: p.Product, Serial: p.Serial,
+				Outcome: p.Outcome.String(), Reason: p.Reason, Hint: p.Hint, Failures: p.Failures}
+			if p.VID != 0 || p.PID != 0 {
+				hp.USBID = fmt.Sprintf("%04x:%04x", p.VID, p.PID)
+			}
+			if p.Kind != 0 {
+				hp.Kind = p.Kind.String()
+			}
+			if p.Outcome == discovery.Failed && !p.RetryAt.IsZero() {
+				hp.RetryAt = &p.RetryAt
+			}
+			out.Ports = append(out.Ports, hp)
+		}
+		return out
 	}
 }
 

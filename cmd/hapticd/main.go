@@ -374,6 +374,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		RecordAll:    o.record != "",
 
 		MaxConnections: o.maxConnections,
+		Ports:          hardware.ports(),
 	})
 	if err != nil {
 		return nil, sv.stop(err)

@@ -5,13 +5,16 @@
 // out quietly in builds without HID), and hands each new driver to a
 // Handler. It reports every port
 // it saw as loaded, skipped or failed, with the reason and a fix hint, and
-// backs off ports that keep failing (exponential, capped).
+// backs off ports that keep failing (exponential, capped). A port whose
+// node goes and comes back, or is replaced between two scans (a replug),
+// starts afresh: it is tried at the next scan.
 //
 // # Hot-plug
 //
 // A loaded port is not scanned again until the service calls Lost (its
 // device's loop failed: unplugged, stalled). Lost closes the driver and
-// lets the next scans reopen the port with backoff. A device that comes
+// lets the next scans reopen the port with backoff, at once when the
+// device was replugged (its node changed). A device that comes
 // back reports the same Info().UUID, which the service maps to its device
 // id.
 //

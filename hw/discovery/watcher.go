@@ -111,7 +111,9 @@ type WatcherOptions struct {
 	Arm  driver.ArmOptions
 	Grip driver.GripOptions
 	// BackoffMin and BackoffMax bound the wait before a failed port is
-	// tried again (defaults 1 s and 1 min): it doubles with each failure.
+	// tried again (defaults 1 s and 1 min): it doubles with each failure
+	// while the port's node stays the same, and starts afresh when the
+	// node goes, comes back or is replaced (a replug).
 	BackoffMin, BackoffMax time.Duration
 	// Open opens a port (default serial.Open); Enumerate lists the system's
 	// ports (default serial.Enumerate); Now is the clock (default
@@ -131,8 +133,12 @@ type WatcherOptions struct {
 
 // portState is what the watcher remembers of a port between scans.
 type portState struct {
-	drv      hw.Driver // non-nil while loaded
-	node     string    // the node the path resolved to when it was loaded
+	drv  hw.Driver // non-nil while loaded
+	node string    // the node the path resolved to when it was loaded
+	// seen is the node's identity at the last scan that found the port
+	// not loaded (while loaded: when it was opened). A change resets the
+	// backoff.
+	seen     nodeIdentity
 	loadedAt time.Time
 	failures int
 	retryAt  time.Time
@@ -407,11 +413,26 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		return
 	}
 	path := c.info.Path
+	var id nodeIdentity
+	if c.hid == nil {
+		id = identify(path)
+	}
 	w.mu.Lock()
 	ps := w.ports[path]
 	if ps == nil {
-		ps = &portState{}
+		ps = &portState{seen: id}
 		w.ports[path] = ps
+	}
+	if ps.drv == nil {
+		if id != ps.seen {
+			// Gone, back, or a new node: replugged. The backoff was
+			// earned by the device that failed, not by this plug, and
+			// a user who replugs expects the arm back at once.
+			ps.failures, ps.retryAt = 0, time.Time{}
+		}
+		// While loaded, seen stays the node that was opened: Lost
+		// then compares the next scans against it.
+		ps.seen = id
 	}
 	if ps.drv != nil || now.Before(ps.retryAt) {
 		w.mu.Unlock()

@@ -252,6 +252,25 @@ async function pollStats() {
   }
 }
 
+// ---- hardware ports ------------------------------------------------------
+
+// pollPorts shows why a plugged-in device may have no card: each port the
+// hardware scan saw, a failed one with its reason, fix hint and next try.
+async function pollPorts() {
+  const p = await tryJSON("/ports");
+  if (!p) return;
+  document.getElementById("ports-note").textContent = p.watching ? "" :
+    "No hardware watched: no --hw-port, no --emulate-arms, and the USB scan is off.";
+  const rows = p.ports.map((port) => el("tr", { "data-port": port.path, class: "port-" + port.outcome },
+    el("td", {}, port.path, port.product ? el("div", { class: "note" }, port.product) : ""),
+    el("td", { class: "outcome" }, port.outcome + (port.failures > 1 ? ` (${port.failures} in a row)` : "")),
+    el("td", {}, port.device_id ? `${port.device_type} ${port.device_id}` : port.reason || "–",
+      port.hint ? el("div", { class: "note" }, port.hint) : ""),
+    el("td", {}, port.retry_at ? new Date(port.retry_at).toLocaleTimeString() : "–")));
+  if (p.watching && !rows.length) rows.push(el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No port found yet.")));
+  document.querySelector("#ports tbody").replaceChildren(...rows);
+}
+
 // ---- sessions ------------------------------------------------------------
 
 let closedAvailable = true;
@@ -449,6 +468,7 @@ async function start() {
   every(100, pollDevices);
   every(1000, pollStats);
   every(1000, pollSessions);
+  every(1000, pollPorts);
   every(1000, pollEvents);
   every(3000, pollMigration);
 }
