@@ -638,6 +638,12 @@ func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 	}
 }
 
+// deprecatedRouteName names deprecated route d as served under prefix, as
+// the migration report and /metrics count it ("POST /3.0/force_scale").
+func deprecatedRouteName(d protocol.DeprecatedRoute, prefix string) string {
+	return d.Method + " " + prefix + d.Path
+}
+
 // deprecatedRoute serves one route of the deprecation table: exactly what
 // its replacement does, plus one http-route-deprecated event, also when the
 // call fails (the route was used).
@@ -658,7 +664,7 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 				replacement = d.ReplacementFor(dev.Name, dev.ID)
 			}
 		}
-		a.svc.Activity().Publish(event.HTTPRouteDeprecated(d.Method+" "+a.prefix+d.Path, d.Method+" "+a.prefix+replacement, r.RemoteAddr))
+		a.svc.Activity().Publish(event.HTTPRouteDeprecated(deprecatedRouteName(d, a.prefix), d.Method+" "+a.prefix+replacement, r.RemoteAddr))
 		if perr != nil {
 			writeError(w, perr)
 			return
