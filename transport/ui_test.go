@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -503,6 +507,64 @@ func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
 		const listed = document.querySelectorAll('#events li[data-name="device-busy"]').length;
 		const missed = [...document.querySelectorAll('#events li[data-name="events-missed"]')].reduce((n, e) => n + parseInt(e.dataset.missed), 0);
 		return !!document.querySelector('#events li[data-seq="%d"]') && missed > 0 && listed + missed === %d })()`, int(newest), burst)))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
+
+// TestDashboardKeepsCardsInOrderInChromium: the cards stay in one order,
+// arms before grips, then by id, however devices arrive, leave and come
+// back: an arm that returned went to the end of the page, after the grip,
+// so an operator's cards moved under their eyes.
+func TestDashboardKeepsCardsInOrderInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	ts := startService(t, serviceConfig{arms: 2, grips: 1})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	// inOrder is the cards of arms at indices and the grip, as the page
+	// must show them: arms by id (the shorter first, so decimal ids count
+	// up), then the grip.
+	inOrder := func(indices ...int) string {
+		var ids []string
+		for _, i := range indices {
+			ids = append(ids, sim.ArmID(i))
+		}
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+		var keys []string
+		for _, id := range ids {
+			keys = append(keys, "arm3/"+id)
+		}
+		keys = append(keys, "grip/"+ts.gripIDs[0])
+		return strings.Join(keys, ",")
+	}
+	cards := `[...document.querySelectorAll('#devices [data-device]')].map((e) => e.dataset.device).join()`
+	hwtest.EventuallyNil(t, pageWithin, "every card shown in order", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(0, 1))))
+
+	// The first arm leaves and comes back.
+	first := ts.svc.Devices().Find(protocol.TypeArm, ts.armIDs[0])
+	ts.svc.RemoveDevice(first, errors.New("test: the arm is unplugged"))
+	hwtest.EventuallyNil(t, pageWithin, "the card of the arm that left gone", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(1))))
+	hwtest.EventuallyNil(t, 30*time.Second, "the arm gone from the service", func() error {
+		if ts.svc.Devices().Find(protocol.TypeArm, ts.armIDs[0]) != nil {
+			return errors.New("still listed")
+		}
+		return nil
+	})
+	for _, i := range []int{0, 2} { // back, and a new one
+		if _, err := ts.svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hwtest.EventuallyNil(t, pageWithin, "the cards in order once the arms arrived", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(0, 1, 2))))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
