@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
-	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -144,21 +143,8 @@ func overConnectionLimit() func(t *testing.T) (int, string) {
 		ts := startService(t, serviceConfig{arms: 1, maxConns: 1})
 		http.DefaultClient.CloseIdleConnections()
 		addr := strings.TrimPrefix(ts.base, "http://")
-		var held net.Conn
-		hwtest.EventuallyNil(t, limitWait, "an idle keep-alive connection", func() error {
-			c, st := holdKeepAlive(t, addr, "/version")
-			if st != http.StatusOK {
-				c.Close()
-				return errStatus(st)
-			}
-			held = c
-			return nil
-		})
+		held := holdOnlyPlace(t, addr)
 		defer held.Close()
 		return rawAnswer(t, addr, "GET /version HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	}
 }
-
-type errStatus int
-
-func (e errStatus) Error() string { return "status " + strconv.Itoa(int(e)) }

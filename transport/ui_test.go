@@ -34,6 +34,20 @@ func findChromium() string {
 	return ""
 }
 
+// chromiumOrSkip is the browser a dashboard test drives; it skips the test
+// in -short mode or without one.
+func chromiumOrSkip(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	return exe
+}
+
 // browser starts a headless Chromium with a fresh profile. foreign.test
 // resolves to 127.0.0.1 inside it, so a page can come from a foreign
 // origin that still reaches the service.
@@ -115,13 +129,7 @@ func pageHolds(ctx context.Context, js string) func() error {
 // TestDashboardInChromium opens /ui/ in a real browser against a real
 // service whose simulated arms move, and uses it as a person would.
 func TestDashboardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 2, grips: 1, motion: sim.MotionCircle})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
@@ -317,13 +325,7 @@ func foreignPage(t *testing.T, base string) string {
 // orientation angles and hall level; the arm's card keeps position and
 // force.
 func TestDashboardGripCardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle,
 		armFamilies: sim.Fleet{{Family: sim.FamilyMinverse, Count: 1}, {Family: sim.FamilyInverse3x, Count: 1}}})
 	shots := screenshotDir(t)
@@ -378,13 +380,7 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 // session declared on it (id, type, force) while they are in force, and
 // says none once they are cleared.
 func TestDashboardEffectsInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 1})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
@@ -424,13 +420,7 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 // restart's device-connected first, not wait until their seqs pass the old
 // run's, and say that the service restarted.
 func TestDashboardAcrossARestartInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -476,13 +466,7 @@ func TestDashboardAcrossARestartInChromium(t *testing.T) {
 // listed; the page says how many it missed and lists the rest, newest
 // included, rather than skipping them without a word.
 func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	const ring, burst = 16, 300
 	ts := startService(t, serviceConfig{arms: 1, eventRing: ring})
 	ctx := browser(t, exe)
@@ -518,13 +502,7 @@ func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
 // back: an arm that returned went to the end of the page, after the grip,
 // so an operator's cards moved under their eyes.
 func TestDashboardKeepsCardsInOrderInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 2, grips: 1})
 	ctx := browser(t, exe)
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
