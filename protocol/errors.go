@@ -61,47 +61,60 @@ type codeInfo struct {
 	code    Code
 	status  int
 	message string
+	reach   codeReach
 }
+
+// codeReach says where a code can be met.
+type codeReach uint8
+
+const (
+	// overHTTP: an HTTP answer may carry it (and a frame's errors too).
+	overHTTP codeReach = iota
+	// framesOnly: only WebSocket frames list it, among their errors or
+	// warnings; no HTTP route answers it, so the OpenAPI document does not
+	// promise its status.
+	framesOnly
+)
 
 // codeTable is the one error table. It is never written after init.
 var codeTable = []codeInfo{
-	{CodeInvalidJSON, http.StatusBadRequest, "the body is not valid JSON: send a JSON object"},
-	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: GET /schema has each input's shape (docs/protocol.md, \"Machine-readable schema\")"},
-	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: GET /schema has each input's range (docs/protocol.md, \"Machine-readable schema\")"},
-	{CodePresetMountConflict, http.StatusBadRequest, "preset and mount exclude each other: send one of them"},
-	{CodeDampingEmpty, http.StatusBadRequest, `damping needs "scalar" or "vector"`},
-	{CodeHTTPOnlyKey, http.StatusBadRequest, "this key is HTTP-only: use POST /{type}/{id}/config/{key}"},
-	{CodeUnknownPreset, http.StatusBadRequest, "unknown preset: use " + orList(presetNames)},
-	{CodeInvalidPermutation, http.StatusBadRequest, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -"},
-	{CodeUnknownRoute, http.StatusNotFound, "unknown route: GET / lists the routes"},
-	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use inverse3, verse_grip, wireless_verse_grip (or arm3, grip), a configured alias, or *inverse or *verse_grip in paths"},
-	{CodeUnknownDevice, http.StatusNotFound, "unknown device: list devices with GET /devices"},
-	{CodeUnknownSetting, http.StatusNotFound, "unknown setting: list settings with GET /settings"},
-	{CodeUnknownSession, http.StatusNotFound, "no session matches: list sessions with GET /sessions"},
-	{CodeAmbiguousSelector, http.StatusBadRequest, "the selector matches more than one: narrow it down (e.g. NAME:0 or an id)"},
-	{CodeSessionRequired, http.StatusBadRequest, "this route is session-scoped: add ?session=N"},
-	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route"},
-	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB"},
-	{CodeHeadersTooLarge, http.StatusRequestHeaderFieldsTooLarge, "the request line and headers are over 64 KiB: send fewer or shorter headers"},
-	{CodeMalformedRequest, http.StatusBadRequest, "the request is not well-formed HTTP/1.1: send METHOD /path HTTP/1.1, a Host header, and Name: value header lines"},
-	{CodeUnsupportedTransferEncoding, http.StatusNotImplemented, "the Transfer-Encoding is not supported: send the body with a Content-Length, or chunked"},
-	{CodeUnsupportedHTTPVersion, http.StatusHTTPVersionNotSupported, "the HTTP version is not supported: send HTTP/1.1 (or HTTP/1.0)"},
-	{CodeExpectationFailed, http.StatusExpectationFailed, "the Expect header can only be 100-continue: drop it"},
-	{CodeBadHandshake, http.StatusBadRequest, "not a WebSocket handshake: send GET with Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key"},
-	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin"},
-	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host"},
-	{CodeDeviceBusy, http.StatusConflict, "another session controls this device: wait until it disconnects or its lease lapses"},
-	{CodeTooManyEffects, http.StatusConflict, "an arm holds at most " + strconv.Itoa(MaxEffectsPerArm) + " effects per session: remove some first"},
-	{CodeUnknownEffect, http.StatusNotFound, "no effect has this id: nothing removed"},
-	{CodeUnknownKey, http.StatusBadRequest, "unknown key: ignored"},
-	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored"},
-	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored"},
-	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device"},
-	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first"},
-	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first"},
-	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion},
-	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log"},
-	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry"},
+	{CodeInvalidJSON, http.StatusBadRequest, "the body is not valid JSON: send a JSON object", overHTTP},
+	{CodeInvalidValue, http.StatusBadRequest, "a value has the wrong type or shape: GET /schema has each input's shape (docs/protocol.md, \"Machine-readable schema\")", overHTTP},
+	{CodeOutOfRange, http.StatusBadRequest, "a number is out of its range: GET /schema has each input's range (docs/protocol.md, \"Machine-readable schema\")", overHTTP},
+	{CodePresetMountConflict, http.StatusBadRequest, "preset and mount exclude each other: send one of them", overHTTP},
+	{CodeDampingEmpty, http.StatusBadRequest, `damping needs "scalar" or "vector"`, overHTTP},
+	{CodeHTTPOnlyKey, http.StatusBadRequest, "this key is HTTP-only: use POST /{type}/{id}/config/{key}", overHTTP},
+	{CodeUnknownPreset, http.StatusBadRequest, "unknown preset: use " + orList(presetNames), overHTTP},
+	{CodeInvalidPermutation, http.StatusBadRequest, "invalid permutation: give each of X, Y, Z once, each optionally prefixed + or -", overHTTP},
+	{CodeUnknownRoute, http.StatusNotFound, "unknown route: GET / lists the routes", overHTTP},
+	{CodeUnknownDeviceType, http.StatusNotFound, "unknown device type: use inverse3, verse_grip, wireless_verse_grip (or arm3, grip), a configured alias, or *inverse or *verse_grip in paths", overHTTP},
+	{CodeUnknownDevice, http.StatusNotFound, "unknown device: list devices with GET /devices", overHTTP},
+	{CodeUnknownSetting, http.StatusNotFound, "unknown setting: list settings with GET /settings", overHTTP},
+	{CodeUnknownSession, http.StatusNotFound, "no session matches: list sessions with GET /sessions", overHTTP},
+	{CodeAmbiguousSelector, http.StatusBadRequest, "the selector matches more than one: narrow it down (e.g. NAME:0 or an id)", overHTTP},
+	{CodeSessionRequired, http.StatusBadRequest, "this route is session-scoped: add ?session=N", overHTTP},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed on this route", overHTTP},
+	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over 64 KiB", overHTTP},
+	{CodeHeadersTooLarge, http.StatusRequestHeaderFieldsTooLarge, "the request line and headers are over 64 KiB: send fewer or shorter headers", overHTTP},
+	{CodeMalformedRequest, http.StatusBadRequest, "the request is not well-formed HTTP/1.1: send METHOD /path HTTP/1.1, a Host header, and Name: value header lines", overHTTP},
+	{CodeUnsupportedTransferEncoding, http.StatusNotImplemented, "the Transfer-Encoding is not supported: send the body with a Content-Length, or chunked", overHTTP},
+	{CodeUnsupportedHTTPVersion, http.StatusHTTPVersionNotSupported, "the HTTP version is not supported: send HTTP/1.1 (or HTTP/1.0)", overHTTP},
+	{CodeExpectationFailed, http.StatusExpectationFailed, "the Expect header can only be 100-continue: drop it", overHTTP},
+	{CodeBadHandshake, http.StatusBadRequest, "not a WebSocket handshake: send GET with Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key", overHTTP},
+	{CodeForbiddenOrigin, http.StatusForbidden, "requests from this Origin are refused: add it with --allow-origin", overHTTP},
+	{CodeForbiddenHost, http.StatusForbidden, "requests for this Host are refused: add it with --allow-host", overHTTP},
+	{CodeDeviceBusy, http.StatusConflict, "another session controls this device: wait until it disconnects or its lease lapses", framesOnly},
+	{CodeTooManyEffects, http.StatusConflict, "an arm holds at most " + strconv.Itoa(MaxEffectsPerArm) + " effects per session: remove some first", framesOnly},
+	{CodeUnknownEffect, http.StatusNotFound, "no effect has this id: nothing removed", framesOnly},
+	{CodeUnknownKey, http.StatusBadRequest, "unknown key: ignored", overHTTP},
+	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored", framesOnly},
+	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored", framesOnly},
+	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device", framesOnly},
+	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first", framesOnly},
+	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first", framesOnly},
+	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion, framesOnly},
+	{CodeInternal, http.StatusInternalServerError, "internal error: please report it with the service log", overHTTP},
+	{CodeUnavailable, http.StatusServiceUnavailable, "the service is shutting down or the device is not ready: retry", overHTTP},
 }
 
 // orList joins names for a message: "a, b or c".
@@ -128,6 +141,13 @@ func (c Code) HTTPStatus() int {
 		return r.status
 	}
 	return http.StatusInternalServerError
+}
+
+// OverHTTP reports whether an HTTP answer may carry c: false for the codes
+// only WebSocket frames list (device_busy, warnings such as unknown_field).
+func (c Code) OverHTTP() bool {
+	r, ok := c.info()
+	return !ok || r.reach == overHTTP
 }
 
 // DefaultMessage is the table's generic text for c, used when a transport has

@@ -60,6 +60,10 @@ type api struct {
 	// only: the machine-readable schema covers 3.1 payloads and later).
 	servesSchema bool
 	schemas      *schemaDocs // set by newRouter when servesSchema
+	// servesOperator: the listener serves operatorRoutes in front of this
+	// API (Server.withOperatorRoutes, on the 3.x port), so GET / lists
+	// them and the OpenAPI document describes them.
+	servesOperator bool
 }
 
 // route is one HTTP route of the API. Both formats register the same list
@@ -140,7 +144,11 @@ func newRouter(a *api) (*httprouter.Router, error) {
 	r.RedirectFixedPath = false
 	rs := a.routes()
 	if a.servesSchema {
-		docs, err := buildSchemaDocs(a.svc.Types(), append(append(rs[:len(rs):len(rs)], a.familyRoutes()...), operatorRoutes()...))
+		described := append(rs[:len(rs):len(rs)], a.familyRoutes()...)
+		if a.servesOperator {
+			described = append(described, operatorRoutes()...)
+		}
+		docs, err := buildSchemaDocs(a.svc.Types(), described)
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +197,13 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 	}
 	if a.servesSchema {
 		routes = append(routes, a.prefix+"/schema", a.prefix+openAPIPath)
+	}
+	if a.servesOperator {
+		for _, rt := range operatorRoutes() {
+			if !strings.ContainsAny(rt.path, ":*") { // a template is no route to follow
+				routes = append(routes, rt.path)
+			}
+		}
 	}
 	writeData(w, rootDoc{Service: "hapticd", API: a.codec.APIVersion(), WebSocket: "upgrade on this path", Routes: routes}, nil)
 }
@@ -623,6 +638,12 @@ func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 	}
 }
 
+// deprecatedRouteName names deprecated route d as served under prefix, as
+// the migration report and /metrics count it ("POST /3.0/force_scale").
+func deprecatedRouteName(d protocol.DeprecatedRoute, prefix string) string {
+	return d.Method + " " + prefix + d.Path
+}
+
 // deprecatedRoute serves one route of the deprecation table: exactly what
 // its replacement does, plus one http-route-deprecated event, also when the
 // call fails (the route was used).
@@ -643,7 +664,7 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 				replacement = d.ReplacementFor(dev.Name, dev.ID)
 			}
 		}
-		a.svc.Activity().Publish(event.HTTPRouteDeprecated(d.Method+" "+a.prefix+d.Path, d.Method+" "+a.prefix+replacement, r.RemoteAddr))
+		a.svc.Activity().Publish(event.HTTPRouteDeprecated(deprecatedRouteName(d, a.prefix), d.Method+" "+a.prefix+replacement, r.RemoteAddr))
 		if perr != nil {
 			writeError(w, perr)
 			return

@@ -48,6 +48,24 @@ func holdKeepAlive(t *testing.T, hostport, path string) (net.Conn, int) {
 	return c, resp.StatusCode
 }
 
+// holdOnlyPlace holds the one place of a listener limited to one
+// connection with an idle keep-alive connection, once the connections
+// before it are gone; the caller closes it.
+func holdOnlyPlace(t *testing.T, hostport string) net.Conn {
+	t.Helper()
+	var held net.Conn
+	hwtest.EventuallyNil(t, limitWait, "the one place held by a keep-alive connection", func() error {
+		c, status := holdKeepAlive(t, hostport, "/version")
+		if status != http.StatusOK {
+			c.Close()
+			return fmt.Errorf("status %d", status)
+		}
+		held = c
+		return nil
+	})
+	return held
+}
+
 // dialServed opens a WebSocket, retrying while the listener still counts
 // connections the test closed a moment ago.
 func dialServed(t *testing.T, url string) *websocket.Conn {

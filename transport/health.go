@@ -16,7 +16,7 @@ import (
 // They sit behind the same browser guard as the API (the caller wraps the
 // result). listeners names the listeners /readyz waits for.
 func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Handler) http.Handler {
-	metrics := newMetricsHandler(cfg.Service, cfg.Build, func() map[protocol.CloseReason]uint64 {
+	metrics := newMetricsHandler(cfg.Service, cfg.Build, newStartLabels(cfg), func() map[protocol.CloseReason]uint64 {
 		if s.eventsSrv == nil {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"maps"
 	"math"
 	"net/http"
 
@@ -10,7 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/v30"
 )
 
 // newMetricsHandler serves GET /metrics in the Prometheus exposition
@@ -19,12 +22,12 @@ import (
 // never takes a lock a loop takes and never stops the world (the Go
 // collector reads runtime/metrics, not ReadMemStats). protoactor's own
 // metrics provider stays off.
-func newMetricsHandler(svc *actors.Service, build BuildInfo, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts) http.Handler {
+func newMetricsHandler(svc *actors.Service, build BuildInfo, known startLabels, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&serviceCollector{svc: svc, build: build, eventsClosed: eventsClosed, conns: conns},
+		&serviceCollector{svc: svc, build: build, known: known, eventsClosed: eventsClosed, conns: conns},
 	)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
@@ -43,10 +46,65 @@ var (
 
 var deviceLabels = []string{"device_type", "device_id"}
 
+// startLabels are the label values the service knows at start. Their
+// series are listed from the first scrape, at 0 until counted: Prometheus'
+// rate() and increase() see a series' first increment only if the series
+// was there before it. (The 3.0 routes are not among them: hundreds of
+// series for a format on its way out; hapticd_legacy_sessions_total and
+// the deprecated routes' series are.)
+type startLabels struct {
+	formats            []string // the API formats of the enabled listeners
+	codes              []protocol.Code
+	closeReasons       []protocol.CloseReason
+	deprecatedRoutes   []string // deprecatedRouteName of each, in each enabled format
+	deprecatedCommands []string
+}
+
+func newStartLabels(cfg Config) startLabels {
+	known := startLabels{codes: protocol.Codes(), closeReasons: protocol.CloseReasons()}
+	for _, f := range []struct {
+		port   int
+		format string
+		prefix string
+	}{{cfg.Port, protocol.Codec{}.APIVersion(), ""}, {cfg.LegacyPort, v30.Codec{}.APIVersion(), protocol.LegacyRoutePrefix}} {
+		if f.port < 0 {
+			continue
+		}
+		known.formats = append(known.formats, f.format)
+		for _, d := range protocol.DeprecatedRoutes() {
+			known.deprecatedRoutes = append(known.deprecatedRoutes, deprecatedRouteName(d, f.prefix))
+		}
+	}
+	for _, c := range protocol.DeprecatedCommands() {
+		known.deprecatedCommands = append(known.deprecatedCommands, c.Name)
+	}
+	return known
+}
+
+// withZeros is counts with every known key in it, at 0 where not counted.
+func withZeros[K comparable](known []K, counts map[K]uint64) map[K]uint64 {
+	out := make(map[K]uint64, len(known)+len(counts))
+	for _, k := range known {
+		out[k] = 0
+	}
+	maps.Copy(out, counts)
+	return out
+}
+
+// usesByName is the count of each deprecated route or command in use.
+func usesByName(uses []activity.DeprecatedUse) map[string]uint64 {
+	out := make(map[string]uint64, len(uses))
+	for _, u := range uses {
+		out[u.Name] = u.Count
+	}
+	return out
+}
+
 // serviceCollector is the hapticd_ part of /metrics.
 type serviceCollector struct {
 	svc   *actors.Service
 	build BuildInfo
+	known startLabels
 	// eventsClosed counts the events socket's ended connections by
 	// reason; nil without an events port.
 	eventsClosed func() map[protocol.CloseReason]uint64
@@ -123,13 +181,20 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for format, n := range open {
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), format)
 	}
+	traffic := make(map[string]actors.FormatTraffic, len(c.known.formats))
+	for _, f := range c.known.formats {
+		traffic[f] = actors.FormatTraffic{Format: f}
+	}
 	for _, t := range svc.Traffic() {
+		traffic[t.Format] = t
+	}
+	for _, t := range traffic {
 		ch <- prometheus.MustNewConstMetric(descMessages, prometheus.CounterValue, float64(t.Messages), t.Format)
 		ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(t.Frames), t.Format)
-		for code, n := range t.Errors {
+		for code, n := range withZeros(c.known.codes, t.Errors) {
 			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n), t.Format, string(code))
 		}
-		for code, n := range t.Warnings {
+		for code, n := range withZeros(c.known.codes, t.Warnings) {
 			ch <- prometheus.MustNewConstMetric(descWarnings, prometheus.CounterValue, float64(n), t.Format, string(code))
 		}
 	}
@@ -137,7 +202,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), name)
 	}
 	if c.eventsClosed != nil {
-		for reason, n := range c.eventsClosed() {
+		for reason, n := range withZeros(c.known.closeReasons, c.eventsClosed()) {
 			ch <- prometheus.MustNewConstMetric(descEventsGone, prometheus.CounterValue, float64(n), string(reason))
 		}
 	}
@@ -151,11 +216,11 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	// The migration report is the activity actor's; asking it is a
 	// mailbox round trip, not a lock. A scrape during shutdown skips it.
 	if u, err := svc.Activity().Usage(); err == nil {
-		for _, r := range u.Routes {
-			ch <- prometheus.MustNewConstMetric(descDepRoutes, prometheus.CounterValue, float64(r.Count), r.Name)
+		for route, n := range withZeros(c.known.deprecatedRoutes, usesByName(u.Routes)) {
+			ch <- prometheus.MustNewConstMetric(descDepRoutes, prometheus.CounterValue, float64(n), route)
 		}
-		for _, r := range u.Commands {
-			ch <- prometheus.MustNewConstMetric(descDepCmds, prometheus.CounterValue, float64(r.Count), r.Name)
+		for command, n := range withZeros(c.known.deprecatedCommands, usesByName(u.Commands)) {
+			ch <- prometheus.MustNewConstMetric(descDepCmds, prometheus.CounterValue, float64(n), command)
 		}
 		for _, r := range u.Legacy.Routes {
 			ch <- prometheus.MustNewConstMetric(descLegacyRts, prometheus.CounterValue, float64(r.Count), r.Route)

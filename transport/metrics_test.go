@@ -226,6 +226,61 @@ func TestMetricsPassPromtool(t *testing.T) {
 	}
 }
 
+// A fresh service lists at 0 every counter series whose labels it knows at
+// start (each API format, error code, close reason, deprecated route and
+// command, each device): Prometheus' rate() and increase() see a series'
+// first increment only if the series was there before it, and an alert
+// over an absent series sees nothing.
+func TestMetricsSeriesStartAtZero(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	type series struct {
+		name   string
+		labels []string
+	}
+	var want []series
+	for _, format := range []string{"3.x", "3.0"} {
+		f := "api_format=" + format
+		want = append(want, series{"hapticd_messages_total", []string{f}}, series{"hapticd_frames_total", []string{f}}, series{"hapticd_sessions", []string{f}})
+		for _, c := range protocol.Codes() {
+			want = append(want, series{"hapticd_frame_errors_total", []string{f, "code=" + string(c)}}, series{"hapticd_frame_warnings_total", []string{f, "code=" + string(c)}})
+		}
+	}
+	for _, r := range protocol.CloseReasons() {
+		want = append(want, series{"hapticd_events_sockets_closed_total", []string{"reason=" + string(r)}})
+	}
+	for _, d := range protocol.DeprecatedRoutes() {
+		for _, prefix := range []string{"", protocol.LegacyRoutePrefix} {
+			want = append(want, series{"hapticd_deprecated_route_uses_total", []string{"route=" + d.Method + " " + prefix + d.Path}})
+		}
+	}
+	for _, c := range protocol.DeprecatedCommands() {
+		want = append(want, series{"hapticd_deprecated_command_uses_total", []string{"command=" + c.Name}})
+	}
+	got := ts.scrape(t)
+	for _, s := range want {
+		if v := got.value(s.name, s.labels...); v != 0 {
+			t.Errorf("%s%v = %v on a fresh service, want 0 (-1: absent)", s.name, s.labels, v)
+		}
+	}
+	// Each device's counters are there from its arrival (a loaded machine
+	// may have counted overruns already).
+	for _, dev := range [][]string{{"device_type=arm3", "device_id=" + ts.armIDs[0]}, {"device_type=grip", "device_id=" + ts.gripIDs[0]}} {
+		for _, name := range []string{"hapticd_loop_overruns_total", "hapticd_loop_ticks_total", "hapticd_driver_errors_total", "hapticd_lease_expiries_total", "hapticd_busy_refusals_total"} {
+			if v := got.value(name, dev...); v < 0 {
+				t.Errorf("%s%v is absent on a fresh service", name, dev)
+			}
+		}
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		r := ts.do(http.MethodGet, ts.base+"/metrics", "")
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(r.body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+}
+
 func TestOperatorRoutesAreGuarded(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	for _, p := range []string{"/metrics", "/healthz", "/readyz", "/ports", "/ui/", "/ui/app.js", "/ui/entries.json", "/ui/families.json"} {

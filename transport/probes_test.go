@@ -1,14 +1,10 @@
 package transport
 
 import (
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // TestProbesAnsweredAtTheConnectionLimit: /healthz, /readyz and /metrics
@@ -20,16 +16,7 @@ import (
 func TestProbesAnsweredAtTheConnectionLimit(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, maxConns: 1})
 	host := strings.TrimPrefix(ts.base, "http://")
-	var held net.Conn
-	hwtest.EventuallyNil(t, limitWait, "the one place held by a keep-alive connection", func() error {
-		c, status := holdKeepAlive(t, host, "/version")
-		if status != http.StatusOK {
-			c.Close()
-			return fmt.Errorf("status %d", status)
-		}
-		held = c
-		return nil
-	})
+	held := holdOnlyPlace(t, host)
 	defer held.Close()
 	refusedBefore := ts.srv.connCounts()[ListenerHTTP].refused
 

@@ -132,7 +132,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var specs []listenerSpec
 	if cfg.Port >= 0 {
-		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true, rec: s.rec}
+		a := &api{svc: cfg.Service, codec: protocol.Codec{}, build: cfg.Build, log: cfg.Log, servesSchema: true, servesOperator: true, rec: s.rec}
 		a.ws = newSessionHandler(cfg.Service, cfg.wrapCodec(a.codec), s.conns, cfg.Log.With().Str("api", "3.x").Logger())
 		a.ws.rec = s.rec
 		router, err := newRouter(a)

@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -28,6 +32,20 @@ func findChromium() string {
 		}
 	}
 	return ""
+}
+
+// chromiumOrSkip is the browser a dashboard test drives; it skips the test
+// in -short mode or without one.
+func chromiumOrSkip(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	exe := findChromium()
+	if exe == "" {
+		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
+	}
+	return exe
 }
 
 // browser starts a headless Chromium with a fresh profile. foreign.test
@@ -111,13 +129,7 @@ func pageHolds(ctx context.Context, js string) func() error {
 // TestDashboardInChromium opens /ui/ in a real browser against a real
 // service whose simulated arms move, and uses it as a person would.
 func TestDashboardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 2, grips: 1, motion: sim.MotionCircle})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
@@ -313,13 +325,7 @@ func foreignPage(t *testing.T, base string) string {
 // orientation angles and hall level; the arm's card keeps position and
 // force.
 func TestDashboardGripCardInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 1, grips: 1, wiredGrips: 1, haplyNames: true, motion: sim.MotionCircle,
 		armFamilies: sim.Fleet{{Family: sim.FamilyMinverse, Count: 1}, {Family: sim.FamilyInverse3x, Count: 1}}})
 	shots := screenshotDir(t)
@@ -374,13 +380,7 @@ func TestDashboardGripCardInChromium(t *testing.T) {
 // session declared on it (id, type, force) while they are in force, and
 // says none once they are cleared.
 func TestDashboardEffectsInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	ts := startService(t, serviceConfig{arms: 1})
 	shots := screenshotDir(t)
 	ctx := browser(t, exe)
@@ -420,13 +420,7 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 // restart's device-connected first, not wait until their seqs pass the old
 // run's, and say that the service restarted.
 func TestDashboardAcrossARestartInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -472,13 +466,7 @@ func TestDashboardAcrossARestartInChromium(t *testing.T) {
 // listed; the page says how many it missed and lists the rest, newest
 // included, rather than skipping them without a word.
 func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	const ring, burst = 16, 300
 	ts := startService(t, serviceConfig{arms: 1, eventRing: ring})
 	ctx := browser(t, exe)
@@ -513,13 +501,7 @@ func TestDashboardShowsEventsItMissedInChromium(t *testing.T) {
 // has no card; the dashboard's Hardware ports table says why, with the fix
 // hint.
 func TestDashboardShowsFailedPortsInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	exe := findChromium()
-	if exe == "" {
-		t.Skip("chromium not found (Debian package chromium; .ci/run installs it): the dashboard is not tested in a browser")
-	}
+	exe := chromiumOrSkip(t)
 	retry := time.Now().Add(time.Minute)
 	ports := func() HardwarePorts {
 		return HardwarePorts{ScannedAt: time.Now(), Ports: []HardwarePort{
@@ -535,6 +517,58 @@ func TestDashboardShowsFailedPortsInChromium(t *testing.T) {
 	hwtest.EventuallyNil(t, pageWithin, "the failed port listed with its reason and hint", pageHolds(ctx, `(() => {
 		const row = document.querySelector('#ports tr[data-port="/dev/ttyACM0"]');
 		return !!row && row.innerText.includes("failed") && row.innerText.includes("port is busy") && row.innerText.includes("stop the other hapticd") })()`))
+	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+	if err != nil || len(errs) > 0 {
+		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+	}
+}
+
+// TestDashboardKeepsCardsInOrderInChromium: the cards stay in one order,
+// arms before grips, then by id, however devices arrive, leave and come
+// back: an arm that returned went to the end of the page, after the grip,
+// so an operator's cards moved under their eyes.
+func TestDashboardKeepsCardsInOrderInChromium(t *testing.T) {
+	exe := chromiumOrSkip(t)
+	ts := startService(t, serviceConfig{arms: 2, grips: 1})
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	// inOrder is the cards of arms at indices and the grip, as the page
+	// must show them: arms by id (the shorter first, so decimal ids count
+	// up), then the grip.
+	inOrder := func(indices ...int) string {
+		var ids []string
+		for _, i := range indices {
+			ids = append(ids, sim.ArmID(i))
+		}
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+		var keys []string
+		for _, id := range ids {
+			keys = append(keys, "arm3/"+id)
+		}
+		keys = append(keys, "grip/"+ts.gripIDs[0])
+		return strings.Join(keys, ",")
+	}
+	cards := `[...document.querySelectorAll('#devices [data-device]')].map((e) => e.dataset.device).join()`
+	hwtest.EventuallyNil(t, pageWithin, "every card shown in order", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(0, 1))))
+
+	// The first arm leaves and comes back.
+	first := ts.svc.Devices().Find(protocol.TypeArm, ts.armIDs[0])
+	ts.svc.RemoveDevice(first, errors.New("test: the arm is unplugged"))
+	hwtest.EventuallyNil(t, pageWithin, "the card of the arm that left gone", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(1))))
+	hwtest.EventuallyNil(t, 30*time.Second, "the arm gone from the service", func() error {
+		if ts.svc.Devices().Find(protocol.TypeArm, ts.armIDs[0]) != nil {
+			return errors.New("still listed")
+		}
+		return nil
+	})
+	for _, i := range []int{0, 2} { // back, and a new one
+		if _, err := ts.svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hwtest.EventuallyNil(t, pageWithin, "the cards in order once the arms arrived", pageHolds(ctx, fmt.Sprintf(`%s === %q`, cards, inOrder(0, 1, 2))))
 	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
 	if err != nil || len(errs) > 0 {
 		t.Fatalf("the dashboard's script failed: %q %v", errs, err)

@@ -51,19 +51,19 @@ func baselineArms(args []string, in io.Reader, w io.Writer) error {
 	inventory := fs.String("inventory", "", "with --state: also serve these frames as an echo baseline (hapticbench), and step the arms once a line arrives on stdin")
 	state := fs.String("state", "", "the echo's state frame (with --inventory)")
 	if err := parseNoArgs(fs, args); err != nil {
-		return fmt.Errorf("hapticd: baseline-arms: %w", err)
+		return fmt.Errorf("baseline-arms: %w", err)
 	}
 	if *arms < 1 || *loopHz <= 0 || *loopHz > 1e6 || *duration <= 0 || *threads < 1 {
-		return errors.New("hapticd: baseline-arms: need --arms ≥ 1, --loop-hz in (0, 1e6], a positive --duration and --threads ≥ 1")
+		return errors.New("baseline-arms: need --arms ≥ 1, --loop-hz in (0, 1e6], a positive --duration and --threads ≥ 1")
 	}
 	if (*inventory == "") != (*state == "") {
-		return errors.New("hapticd: baseline-arms: --inventory and --state go together")
+		return errors.New("baseline-arms: --inventory and --state go together")
 	}
 	lines := bufio.NewScanner(in)
 	if *inventory != "" {
 		echo, err := echoserver.StartFiles(*inventory, *state, w)
 		if err != nil {
-			return fmt.Errorf("hapticd: baseline-arms: %w", err)
+			return fmt.Errorf("baseline-arms: %w", err)
 		}
 		defer echo.Close()
 		if !lines.Scan() {
@@ -72,7 +72,7 @@ func baselineArms(args []string, in io.Reader, w io.Writer) error {
 	}
 	res, err := stepBareLoops(*arms, *threads, *loopHz, *duration, motion, fx)
 	if err != nil {
-		return fmt.Errorf("hapticd: baseline-arms: %w", err)
+		return fmt.Errorf("baseline-arms: %w", err)
 	}
 	if err := writeBaseline(w, res, *asJSON); err != nil {
 		return err
@@ -90,7 +90,7 @@ func writeBaseline(w io.Writer, res protocol.BaselineArms, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
-			return fmt.Errorf("hapticd: baseline-arms: encode result: %w", err)
+			return fmt.Errorf("baseline-arms: encode result: %w", err)
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err

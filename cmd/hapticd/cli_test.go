@@ -124,6 +124,36 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 
+	// A bad flag or flag value is one error line on stderr that names the
+	// program once ("hapticd: zwidth: ...", not "hapticd: hapticd: ...").
+	for _, args := range [][]string{
+		{"serve", "--no-such-flag"},
+		{"version", "--no-such-flag"},
+		{"docs", "--no-such-flag"},
+		{"deprecations", "--no-such-flag"},
+		{"zwidth", "--no-such-flag"},
+		{"zwidth", "--hand", "sideways"},
+		{"baseline-arms", "--no-such-flag"},
+		{"baseline-arms", "--arms", "0"},
+		{"baseline-arms", "--inventory", "x.json"},
+		{"baseline-device", "--no-such-flag"},
+		{"baseline-device", "--loop-hz", "0"},
+		{"device-standin", "--no-such-flag"},
+		{"device-standin", "--loop-hz", "0"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		cancel()
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		last := lines[len(lines)-1]
+		if err == nil || !strings.HasPrefix(last, "hapticd: ") || strings.Count(last, "hapticd:") != 1 {
+			t.Errorf("hapticd %s: %v, its error line names the program once:\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+	}
+
 	if out, err := run("help", "version", "extra"); err == nil || !strings.Contains(out, `unexpected argument "extra"`) {
 		t.Errorf("hapticd help version extra: %v, want an unexpected-argument error:\n%s", err, out)
 	}

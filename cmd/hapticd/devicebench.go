@@ -37,14 +37,14 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 	loopHz := fs.Float64("loop-hz", 1000, "the host loop's rate, for the late count")
 	index := fs.Int("index", 900, "emulated arm index (its id and UUID derive from it)")
 	if err := parseNoArgs(fs, args); err != nil {
-		return fmt.Errorf("hapticd: device-standin: %w", err)
+		return fmt.Errorf("device-standin: %w", err)
 	}
 	if !(*loopHz > 0) {
-		return errors.New("hapticd: device-standin: --loop-hz must be positive")
+		return errors.New("device-standin: --loop-hz must be positive")
 	}
 	clock, err := newMonoClock()
 	if err != nil {
-		return fmt.Errorf("hapticd: device-standin: %w", err)
+		return fmt.Errorf("device-standin: %w", err)
 	}
 	var (
 		mu       sync.Mutex
@@ -66,7 +66,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 		mu.Unlock()
 	}})
 	if err != nil {
-		return fmt.Errorf("hapticd: device-standin: %w", err)
+		return fmt.Errorf("device-standin: %w", err)
 	}
 	defer e.Close()
 	if _, err := fmt.Fprintln(out, path); err != nil {
@@ -78,7 +78,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 		mu.Unlock()
 		b, err := json.Marshal(deviceTiming(sorted, *loopHz))
 		if err != nil {
-			return fmt.Errorf("hapticd: device-standin: %w", err)
+			return fmt.Errorf("device-standin: %w", err)
 		}
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
@@ -99,7 +99,7 @@ func runDeviceStandin(args []string, in io.Reader, out io.Writer) error {
 			b, err := json.Marshal(protocol.ForceArrivals{Arrivals: slices.Clone(arrivals.Arrivals)})
 			mu.Unlock()
 			if err != nil {
-				return fmt.Errorf("hapticd: device-standin: %w", err)
+				return fmt.Errorf("device-standin: %w", err)
 			}
 			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
 				return err
@@ -179,18 +179,18 @@ func runBaselineDevice(args []string, in io.Reader) error {
 	port := fs.String("port", "", "serial port of the arm (a device-standin's path)")
 	loopHz := fs.Float64("loop-hz", 1000, "ticks per second")
 	if err := parseNoArgs(fs, args); err != nil {
-		return fmt.Errorf("hapticd: baseline-device: %w", err)
+		return fmt.Errorf("baseline-device: %w", err)
 	}
 	if *port == "" || !(*loopHz > 0) || *loopHz > 8000 {
-		return errors.New("hapticd: baseline-device: need --port and --loop-hz in (0, 8000]")
+		return errors.New("baseline-device: need --port and --loop-hz in (0, 8000]")
 	}
 	p, err := serial.Open(*port)
 	if err != nil {
-		return fmt.Errorf("hapticd: baseline-device: %w", err)
+		return fmt.Errorf("baseline-device: %w", err)
 	}
 	arm, err := driver.OpenArm(p, driver.ArmOptions{Path: *port, PeriodS: 1 / *loopHz})
 	if err != nil {
-		return fmt.Errorf("hapticd: baseline-device: %w", err)
+		return fmt.Errorf("baseline-device: %w", err)
 	}
 	stop := make(chan struct{})
 	go func() {
@@ -215,7 +215,7 @@ func runBaselineDevice(args []string, in io.Reader) error {
 			// loop goes on; only a port that is gone ends it.
 			if errors.Is(err, driver.ErrClosed) || !errors.Is(err, driver.ErrNoReply) {
 				_ = arm.Close()
-				return fmt.Errorf("hapticd: baseline-device: %w", err)
+				return fmt.Errorf("baseline-device: %w", err)
 			}
 			_ = arm.Halt()
 		}

@@ -36,15 +36,15 @@ func zwidthVirtual(args []string, w io.Writer) error {
 	paths := fs.String("paths", "ABC", "which paths to run: any of A (client), B (effect), C (client with passivity)")
 	hand := fs.String("hand", "both", "rows without the hand model (off), with it (on), or both")
 	if err := parseNoArgs(fs, args); err != nil {
-		return fmt.Errorf("hapticd: zwidth: %w", err)
+		return fmt.Errorf("zwidth: %w", err)
 	}
 	rows, err := zwidthRows(*paths, *hand, *clientHz, *effectHz, *loopHz, *delayFrames)
 	if err != nil {
-		return fmt.Errorf("hapticd: zwidth: %w", err)
+		return fmt.Errorf("zwidth: %w", err)
 	}
 	res, err := zwidth.Run(c, rows)
 	if err != nil {
-		return fmt.Errorf("hapticd: zwidth: %w", err)
+		return fmt.Errorf("zwidth: %w", err)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -37,12 +37,14 @@ func ErrorEnvelopeName(status int) string {
 	return "error-envelope." + strconv.Itoa(status)
 }
 
-// ErrorStatuses lists the HTTP statuses of the error table, ascending.
+// ErrorStatuses lists the HTTP statuses of the error table's codes that an
+// HTTP answer may carry, ascending: a status only frames meet (409,
+// device_busy) is no HTTP answer.
 func ErrorStatuses() []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, c := range protocol.Codes() {
-		if st := c.HTTPStatus(); !seen[st] {
+		if st := c.HTTPStatus(); c.OverHTTP() && !seen[st] {
 			seen[st] = true
 			out = append(out, st)
 		}
@@ -51,33 +53,45 @@ func ErrorStatuses() []int {
 	return out
 }
 
-func codeNames(status int) []string {
+// codeNames lists the codes a frame's errors may carry (where 0), or those
+// an HTTP answer may carry (where httpAny) or carries with status.
+func codeNames(where int) []string {
 	var out []string
 	for _, c := range protocol.Codes() {
-		if status == 0 || c.HTTPStatus() == status {
+		switch {
+		case where == inFrames,
+			c.OverHTTP() && (where == httpAny || c.HTTPStatus() == where):
 			out = append(out, string(c))
 		}
 	}
 	return out
 }
 
+// What codeNames lists besides one status's codes.
+const (
+	inFrames = 0
+	httpAny  = -1
+)
+
 // defineErrors defines the "errors"/"warnings" entry of frames and the
 // HTTP error envelopes, from the error table.
 func defineErrors(s *Set) {
 	s.Define("error", closed(Schema{
-		"code":    enum(codeNames(0)),
+		"code":    enum(codeNames(inFrames)),
 		"message": str(),
 		"path":    Schema{"type": "string", "minLength": 1, "description": "where in the message: arm3[0].configure.damping"},
 	}, "code", "message"))
 	for _, st := range append([]int{0}, ErrorStatuses()...) {
 		about := "An HTTP error answer."
+		codes := codeNames(httpAny)
 		if st != 0 {
 			about = "An HTTP error answer with status " + strconv.Itoa(st) + " " + http.StatusText(st) + "."
+			codes = codeNames(st)
 		}
 		sch := closed(Schema{
 			"ok":    constant(false),
 			"error": Schema{"type": "string", "description": "what is wrong and how to fix it"},
-			"code":  enum(codeNames(st)),
+			"code":  enum(codes),
 			"path":  Schema{"type": "string", "minLength": 1},
 			// A write to several targets that failed partway names the
 			// targets that took the change before it failed.

@@ -151,6 +151,22 @@ function statusText(st) {
   return bad.length ? bad.join(", ") : st.in_use ? "ready, in use" : "ready";
 }
 
+const compare = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+// cardOrder is the one order of the cards, whatever order devices arrive,
+// leave and come back in: arms before grips, then by the array's name and
+// the device's id (the shorter first, so that decimal ids count up).
+function cardOrder(a, b) {
+  return (a.grip - b.grip) || compare(a.type, b.type) || (a.id.length - b.id.length) || compare(a.id, b.id);
+}
+
+// placeCards puts the cards in cardOrder, moving them only when one is out
+// of place.
+function placeCards(box) {
+  const cards = [...state.devices.values()].sort(cardOrder).map((d) => d.card);
+  if (cards.some((c, i) => box.children[i] !== c)) box.append(...cards);
+}
+
 async function pollDevices() {
   let inv;
   try {
@@ -181,7 +197,7 @@ async function pollDevices() {
         d = deviceCard(key, type, dev.device_id, isGrip(type, dev), name);
         state.devices.set(key, d);
         box.querySelector(".empty")?.remove();
-        box.append(d.card);
+        box.append(d.card); // placeCards puts it in its place
         fillDeviceChoices();
       }
       d.config = dev.config;
@@ -207,6 +223,7 @@ async function pollDevices() {
   for (const [key, d] of state.devices) {
     if (!seen.has(key)) { d.card.remove(); d.chart?.destroy(); state.devices.delete(key); fillDeviceChoices(); }
   }
+  placeCards(box);
 }
 
 // showEffects lists the effects an arm renders. The frame says how many
