@@ -247,17 +247,17 @@ func waitEvent(t *testing.T, svc *Service, name, want string) string {
 	t.Helper()
 	var data string
 	hwtest.EventuallyNil(t, 5*time.Second, "a "+name+" event", func() error {
-		events, _, err := svc.Activity().Recent(0, 0)
+		page, err := svc.Activity().Recent(0, 0)
 		if err != nil {
 			return err
 		}
-		for _, e := range events {
+		for _, e := range page.Events {
 			if e.Name == name && strings.Contains(string(e.Data), want) {
 				data = string(e.Data)
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s event with %s among %d events", name, want, len(events))
+		return fmt.Errorf("no %s event with %s among %d events", name, want, len(page.Events))
 	})
 	return data
 }
@@ -265,12 +265,12 @@ func waitEvent(t *testing.T, svc *Service, name, want string) string {
 // countEvents counts the events named name whose data contains want.
 func countEvents(t *testing.T, svc *Service, name, want string) int {
 	t.Helper()
-	events, _, err := svc.Activity().Recent(0, 0)
+	page, err := svc.Activity().Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, e := range events {
+	for _, e := range page.Events {
 		if e.Name == name && strings.Contains(string(e.Data), want) {
 			n++
 		}

@@ -419,12 +419,12 @@ func TestRemovalWaitsOffTheRegistry(t *testing.T) {
 	if againErr != nil {
 		t.Fatalf("adding the device again: %v", againErr)
 	}
-	events, _, err := svc.Activity().Recent(0, 0)
+	page, err := svc.Activity().Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var order []string
-	for _, e := range events {
+	for _, e := range page.Events {
 		if strings.Contains(string(e.Data), arm.ID) {
 			order = append(order, e.Name)
 		}

@@ -157,12 +157,12 @@ func TestNoteBusyRateLimitsAndForgets(t *testing.T) {
 	// Events: owner 7, owner 8, the other device, owner 8 again, and the
 	// last one; the second was suppressed.
 	hwtest.EventuallyNil(t, 5*time.Second, "five device-busy events", func() error {
-		events, _, err := svc.Activity().Recent(0, 0)
+		page, err := svc.Activity().Recent(0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, e := range events {
+		for _, e := range page.Events {
 			if e.Name == event.NameDeviceBusy {
 				n++
 			}

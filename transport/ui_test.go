@@ -415,49 +415,60 @@ func TestDashboardEffectsInChromium(t *testing.T) {
 }
 
 // TestDashboardAcrossARestartInChromium: the dashboard stays open while
-// hapticd restarts on its port (an upgrade, a lab node rebooted). The new
-// run numbers its events from 1 again; the page must show them, the
-// restart's device-connected first, not wait until their seqs pass the old
-// run's, and say that the service restarted.
+// hapticd restarts on its port (an upgrade, a lab node rebooted). The page
+// resumes with the last seq it showed, an earlier run's; whether that run
+// got ahead of the new one or the new one caught up, it must show the new
+// run's events, the restart's device-connected first, and say that the
+// service restarted.
 func TestDashboardAcrossARestartInChromium(t *testing.T) {
 	exe := chromiumOrSkip(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	before := startService(t, serviceConfig{arms: 1, port: port})
-	ctx := browser(t, exe)
-	if err := chromedp.Do(ctx, chromedp.Navigate(before.base+"/ui/")); err != nil {
-		t.Fatal(err)
-	}
-	count := func(name string) string {
-		return fmt.Sprintf(`document.querySelectorAll('#events li[data-name=%q]').length`, name)
-	}
-	// The first run gets ahead: a few sessions come and go.
-	const sessions = 3
-	for range sessions {
-		c := before.dial(t, before.wsURL())
-		c.expect()
-		_ = c.conn.Close()
-	}
-	hwtest.EventuallyNil(t, pageWithin, "the first run's sessions shown", pageHolds(ctx, fmt.Sprintf(`%s === %d && %s === 1`, count("session-ended"), sessions, count("device-connected"))))
+	for _, tt := range []struct {
+		name     string
+		sessions int // that come and go in the first run
+	}{
+		{"the first run got ahead", 3},
+		// The first run's only event is its device-connected; the new
+		// run's, published before it listens, has got as far.
+		{"the new run caught up", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			_ = l.Close()
+			before := startService(t, serviceConfig{arms: 1, port: port})
+			ctx := browser(t, exe)
+			if err := chromedp.Do(ctx, chromedp.Navigate(before.base+"/ui/")); err != nil {
+				t.Fatal(err)
+			}
+			count := func(name string) string {
+				return fmt.Sprintf(`document.querySelectorAll('#events li[data-name=%q]').length`, name)
+			}
+			for range tt.sessions {
+				c := before.dial(t, before.wsURL())
+				c.expect()
+				_ = c.conn.Close()
+			}
+			hwtest.EventuallyNil(t, pageWithin, "the first run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === %d && %s === 1`, count("session-ended"), tt.sessions, count("device-connected"))))
 
-	// While nothing answers, the card does not go on showing the last
-	// state as if it were live.
-	card := fmt.Sprintf(`document.querySelector('[data-device="arm3/%s"]')`, before.armIDs[0])
-	hwtest.EventuallyNil(t, pageWithin, "card live", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
-	before.stop()
-	hwtest.EventuallyNil(t, pageWithin, "card marked stale", pageHolds(ctx, card+`.querySelector(".v-status").textContent.startsWith("no answer") && `+card+`.classList.contains("stale")`))
-	after := startService(t, serviceConfig{arms: 1, port: port})
-	hwtest.EventuallyNil(t, pageWithin, "card live again", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
-	c := after.dial(t, after.wsURL())
-	c.expect()
-	hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d && %s === 1`, count("device-connected"), count("session-started"), sessions+1, count("service-restarted"))))
-	errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
-	if err != nil || len(errs) > 0 {
-		t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+			// While nothing answers, the card does not go on showing the last
+			// state as if it were live.
+			card := fmt.Sprintf(`document.querySelector('[data-device="arm3/%s"]')`, before.armIDs[0])
+			hwtest.EventuallyNil(t, pageWithin, "card live", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
+			before.stop()
+			hwtest.EventuallyNil(t, pageWithin, "card marked stale", pageHolds(ctx, card+`.querySelector(".v-status").textContent.startsWith("no answer") && `+card+`.classList.contains("stale")`))
+			after := startService(t, serviceConfig{arms: 1, port: port})
+			hwtest.EventuallyNil(t, pageWithin, "card live again", pageHolds(ctx, card+`.querySelector(".v-status").textContent === "ready" && !`+card+`.classList.contains("stale")`))
+			c := after.dial(t, after.wsURL())
+			c.expect()
+			hwtest.EventuallyNil(t, pageWithin, "the new run's events shown", pageHolds(ctx, fmt.Sprintf(`%s === 2 && %s === %d && %s === 1`, count("device-connected"), count("session-started"), tt.sessions+1, count("service-restarted"))))
+			errs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`dashboard.errors`))
+			if err != nil || len(errs) > 0 {
+				t.Fatalf("the dashboard's script failed: %q %v", errs, err)
+			}
+		})
 	}
 }
 

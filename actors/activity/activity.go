@@ -39,6 +39,27 @@ type Options struct {
 	RequestTimeout time.Duration
 	// LogBurst is the per-name, per-second log budget (default 20).
 	LogBurst int
+	// FirstSeq is the seq of this run's first event. The default (0) is
+	// one past the start time in microseconds since 1970 (by Clock): an
+	// earlier run, numbering from its own start, would have had to publish
+	// more than an event a microsecond to reach it, so a client's resume
+	// point is never mistaken for this run's. It must stay under 2^53, so
+	// that a JavaScript client reads every seq exactly.
+	FirstSeq uint64
+}
+
+// maxSeq is the largest seq a JSON number carries exactly (2^53-1).
+const maxSeq = 1<<53 - 1
+
+// firstSeqAt is the default Options.FirstSeq of a run started at start.
+// A clock before 1970 or past 2112 (2^52 µs, which leaves 2^52 seqs to the
+// run) numbers from 1, as hapticd did before it had run bases.
+func firstSeqAt(start time.Time) uint64 {
+	us := start.UnixMicro()
+	if us < 0 || us >= 1<<52 {
+		return 1
+	}
+	return uint64(us) + 1
 }
 
 // Activity is a handle on the activity actor. Its methods are safe for
@@ -65,6 +86,9 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 	if o.RingSize < 0 || o.QueueSize < 0 {
 		return nil, fmt.Errorf("activity: ring size %d and queue size %d must not be negative; use 0 for the defaults", o.RingSize, o.QueueSize)
 	}
+	if o.FirstSeq > maxSeq {
+		return nil, fmt.Errorf("activity: first seq %d is past 2^53-1, which a JSON client cannot read exactly; use 0 for the default", o.FirstSeq)
+	}
 	if o.RingSize == 0 {
 		o.RingSize = DefaultRingSize
 	}
@@ -78,6 +102,9 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.FirstSeq == 0 {
+		o.FirstSeq = firstSeqAt(o.Clock())
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
@@ -115,10 +142,10 @@ func (a *Activity) NoteLegacyRoute(route, remote, profile string) {
 // since is queued first, then live events follow with no gap and no
 // duplicate, because both happen inside one actor message. If the ring no
 // longer holds seq since+1 (since > 0), the stream starts with an
-// events-dropped event counting the lost ones. A since past the newest
-// event (an earlier run's) replays this run's events from the first.
-// Without replay, since is
-// ignored and the stream is live only.
+// events-dropped event counting the lost ones. A since that is not this
+// run's (an earlier run handed it out) replays this run's events from the
+// first, behind a service-restarted event. Without replay, since is ignored
+// and the stream is live only.
 func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 	sub := newSubscription(a, a.lastSubID.Add(1), a.queueSize)
 	res, err := a.root.RequestFuture(a.pid, &subscribe{since: since, replay: replay, sub: sub}, a.timeout).Result()
@@ -134,21 +161,35 @@ func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 	return sub, nil
 }
 
-// Recent returns up to limit ring entries with seq > since, oldest first
-// (all of them when limit <= 0), and nextSeq: the seq of the first event
-// not returned. To continue without a gap, ask again with since =
-// nextSeq-1. A since past the newest event (an earlier run's) is answered
-// from this run's first event.
-func (a *Activity) Recent(since uint64, limit int) ([]event.Event, uint64, error) {
+// Page is an answer of Recent.
+type Page struct {
+	// Events are the ring entries after since, oldest first.
+	Events []event.Event
+	// NextSeq is the seq of the first event not returned: to continue
+	// without a gap, ask again with since = NextSeq-1.
+	NextSeq uint64
+	// Missed counts the events after since that the ring no longer holds
+	// (0 when since is 0): those before Events[0].
+	Missed uint64
+	// Restarted says that since was not this run's (an earlier run handed
+	// it out): Events start at this run's first, Missed counting those of
+	// them the ring no longer holds.
+	Restarted bool
+}
+
+// Recent returns up to limit ring entries with seq > since (all of them
+// when limit <= 0) and what the client should know of the ones it cannot
+// have (Page).
+func (a *Activity) Recent(since uint64, limit int) (Page, error) {
 	res, err := a.root.RequestFuture(a.pid, &recentRequest{since: since, limit: limit}, a.timeout).Result()
 	if err != nil {
-		return nil, 0, a.requestError("recent events", err)
+		return Page{}, a.requestError("recent events", err)
 	}
 	r, ok := res.(*recentReply)
 	if !ok {
-		return nil, 0, fmt.Errorf("activity: recent events: unexpected reply %T", res)
+		return Page{}, fmt.Errorf("activity: recent events: unexpected reply %T", res)
 	}
-	return r.events, r.nextSeq, nil
+	return r.page, nil
 }
 
 // Usage returns the migration report since the actor started: a copy,

@@ -34,8 +34,14 @@ func newSystem(t testing.TB) *actor.ActorSystem {
 	return sys
 }
 
+// start starts an activity actor that numbers its events from 1 unless o
+// says otherwise, so that the tables read easily; the service numbers them
+// from its start time (TestRunsNumberFromTheirStart).
 func start(t testing.TB, o activity.Options) *activity.Activity {
 	t.Helper()
+	if o.FirstSeq == 0 {
+		o.FirstSeq = 1
+	}
 	a, err := activity.Start(newSystem(t), o)
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +92,11 @@ func publishN(a *activity.Activity, from, n int) {
 // a request is answered after every message sent before it.
 func settle(t testing.TB, a *activity.Activity) uint64 {
 	t.Helper()
-	_, nextSeq, err := a.Recent(0, 0)
+	page, err := a.Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nextSeq
+	return page.NextSeq
 }
 
 func seqs(evs []event.Event) []uint64 {
@@ -102,35 +108,42 @@ func seqs(evs []event.Event) []uint64 {
 }
 
 func TestRecent(t *testing.T) {
-	a := start(t, activity.Options{RingSize: 16})
+	// This run numbers from 101: an earlier run's seqs fall below.
+	a := start(t, activity.Options{RingSize: 16, FirstSeq: 101})
 	publishN(a, 1, 10)
 	tests := []struct {
-		name        string
-		since       uint64
-		limit       int
-		wantFirst   uint64
-		wantCount   int
-		wantNextSeq uint64
+		name          string
+		since         uint64
+		limit         int
+		wantFirst     uint64
+		wantCount     int
+		wantNextSeq   uint64
+		wantRestarted bool
 	}{
-		{"everything", 0, 0, 1, 10, 11},
-		{"after a seq", 4, 0, 5, 6, 11},
-		{"limited", 2, 3, 3, 3, 6},
-		{"limit past the end", 8, 100, 9, 2, 11},
-		{"caught up", 10, 5, 0, 0, 11},
-		// A since past the newest event comes from an earlier run of the
-		// service (seqs start at 1 at every start): what this run has
-		// published is all news to that client.
-		{"from an earlier run", 50, 0, 1, 10, 11},
-		{"from an earlier run, limited", 50, 4, 1, 4, 5},
+		{"everything", 0, 0, 101, 10, 111, false},
+		{"after a seq", 104, 0, 105, 6, 111, false},
+		{"limited", 102, 3, 103, 3, 106, false},
+		{"limit past the end", 108, 100, 109, 2, 111, false},
+		{"caught up", 110, 5, 0, 0, 111, false},
+		// next_seq-1 of an answer given before this run's first event.
+		{"nothing of this run seen yet", 100, 0, 101, 10, 111, false},
+		// A since of an earlier run, however it compares with this run's
+		// newest: what this run has published is all news to that client.
+		{"from an earlier run", 7, 0, 101, 10, 111, true},
+		{"from an earlier run, limited", 99, 4, 101, 4, 105, true},
+		{"past the newest (the clock stepped back across the restart)", 500, 0, 101, 10, 111, true},
+		{"past any seq", ^uint64(0), 0, 101, 10, 111, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			evs, nextSeq, err := a.Recent(tt.since, tt.limit)
+			page, err := a.Recent(tt.since, tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(evs) != tt.wantCount || nextSeq != tt.wantNextSeq {
-				t.Fatalf("got seqs %v next %d, want %d events from %d, next %d", seqs(evs), nextSeq, tt.wantCount, tt.wantFirst, tt.wantNextSeq)
+			evs := page.Events
+			if len(evs) != tt.wantCount || page.NextSeq != tt.wantNextSeq || page.Restarted != tt.wantRestarted || page.Missed != 0 {
+				t.Fatalf("got seqs %v next %d, restarted %v, missed %d; want %d events from %d, next %d, restarted %v, none missed",
+					seqs(evs), page.NextSeq, page.Restarted, page.Missed, tt.wantCount, tt.wantFirst, tt.wantNextSeq, tt.wantRestarted)
 			}
 			for i, e := range evs {
 				if e.Seq != tt.wantFirst+uint64(i) {
@@ -144,16 +157,49 @@ func TestRecent(t *testing.T) {
 	}
 }
 
+// TestRunsNumberFromTheirStart: by default a run's first seq is one past its
+// start time in microseconds, so a later run numbers above anything an
+// earlier one handed out, and stays under 2^53 for JSON clients; a clock
+// that cannot give such a base numbers from 1.
+func TestRunsNumberFromTheirStart(t *testing.T) {
+	tests := []struct {
+		name  string
+		start time.Time
+		want  uint64
+	}{
+		{"now", epoch, uint64(epoch.UnixMicro()) + 1},
+		{"a clock before 1970", time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), 1},
+		{"a clock past 2112", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := activity.Start(newSystem(t), activity.Options{Clock: func() time.Time { return tt.start }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(a.Stop)
+			a.Publish(event.DeviceConnected("inverse", "arm3", "049D"))
+			if page, err := a.Recent(0, 0); err != nil || len(page.Events) != 1 || page.Events[0].Seq != tt.want {
+				t.Fatalf("first event %+v (%v), want seq %d", page.Events, err, tt.want)
+			}
+		})
+	}
+	if _, err := activity.Start(newSystem(t), activity.Options{FirstSeq: 1 << 53}); err == nil {
+		t.Fatal("Start took a first seq of 2^53, which a JSON client cannot read exactly")
+	}
+}
+
 func TestRingWrapAround(t *testing.T) {
 	clock := &fakeClock{}
 	a := start(t, activity.Options{RingSize: 8, Clock: clock.now})
 	publishN(a, 1, 20)
-	evs, nextSeq, err := a.Recent(0, 0)
+	page, err := a.Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := seqs(evs); len(got) != 8 || got[0] != 13 || got[7] != 20 || nextSeq != 21 {
-		t.Fatalf("ring holds %v (next %d), want 13..20 (next 21)", got, nextSeq)
+	evs := page.Events
+	if got := seqs(evs); len(got) != 8 || got[0] != 13 || got[7] != 20 || page.NextSeq != 21 {
+		t.Fatalf("ring holds %v (next %d), want 13..20 (next 21)", got, page.NextSeq)
 	}
 	for i := 1; i < len(evs); i++ {
 		if !evs[i].Time.After(evs[i-1].Time) {
@@ -163,14 +209,15 @@ func TestRingWrapAround(t *testing.T) {
 
 	// A client that asks for more than the ring holds is told how many
 	// it lost, then gets what is left, then live events. So is one that
-	// resumes across a restart (its since is past this run's newest): it
-	// cannot have this run's events before the oldest kept.
+	// resumes across a restart (its since is not this run's), once told of
+	// the restart: it cannot have this run's events before the oldest kept.
 	for _, tt := range []struct {
 		since, missed, gapSeq uint64
+		restarted             bool
 		why                   string
 	}{
-		{5, 7, 5, "6..12 fell off the ring"},
-		{500, 12, 0, "an earlier run's since; this run's 1..12 fell off the ring"},
+		{5, 7, 5, false, "6..12 fell off the ring"},
+		{500, 12, 0, true, "an earlier run's since; this run's 1..12 fell off the ring"},
 	} {
 		a := start(t, activity.Options{RingSize: 8})
 		publishN(a, 1, 20)
@@ -179,6 +226,11 @@ func TestRingWrapAround(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sub.Close()
+		if tt.restarted {
+			if e := next(t, sub); e.Name != event.NameServiceRestarted || e.Seq != tt.gapSeq {
+				t.Fatalf("since %d: first %s seq %d, want service-restarted seq %d", tt.since, e.Name, e.Seq, tt.gapSeq)
+			}
+		}
 		gap := next(t, sub)
 		if n := missed(t, gap); n != tt.missed || gap.Seq != tt.gapSeq {
 			t.Fatalf("since %d: events-dropped {missed:%d} seq %d, want {missed:%d} seq %d (%s)", tt.since, n, gap.Seq, tt.missed, tt.gapSeq, tt.why)
@@ -197,24 +249,28 @@ func TestRingWrapAround(t *testing.T) {
 
 func TestSubscribeModes(t *testing.T) {
 	tests := []struct {
-		name   string
-		since  uint64
-		replay bool
-		want   []uint64 // after 5 events already published and 2 more live
+		name      string
+		since     uint64
+		replay    bool
+		want      []uint64 // after 5 events already published and 2 more live
+		restarted bool     // the first is service-restarted
 	}{
-		{"live only", 0, false, []uint64{6, 7}},
-		{"live only ignores since", 3, false, []uint64{6, 7}},
-		{"replay everything", 0, true, []uint64{1, 2, 3, 4, 5, 6, 7}},
-		{"replay after a seq", 3, true, []uint64{4, 5, 6, 7}},
-		{"replay when caught up", 5, true, []uint64{6, 7}},
-		// The client's resume point is from an earlier run: it gets this
-		// run's events from the first, or it would never see the
-		// device-connected events of the restart.
-		{"replay from an earlier run", 40, true, []uint64{1, 2, 3, 4, 5, 6, 7}},
+		{"live only", 0, false, []uint64{105, 106}, false},
+		{"live only ignores since", 3, false, []uint64{105, 106}, false},
+		{"replay everything", 0, true, []uint64{100, 101, 102, 103, 104, 105, 106}, false},
+		{"replay after a seq", 102, true, []uint64{103, 104, 105, 106}, false},
+		{"replay when caught up", 104, true, []uint64{105, 106}, false},
+		// The client's resume point is from an earlier run (this one
+		// numbers from 100): it is told so (seq 99, before this run's
+		// first), then gets this run's events from the first, or it would
+		// never see the device-connected events of the restart.
+		{"replay from an earlier run", 40, true, []uint64{99, 100, 101, 102, 103, 104, 105, 106}, true},
+		{"replay past the newest", 400, true, []uint64{99, 100, 101, 102, 103, 104, 105, 106}, true},
+		{"replay before this run's first", 99, true, []uint64{100, 101, 102, 103, 104, 105, 106}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := start(t, activity.Options{})
+			a := start(t, activity.Options{FirstSeq: 100})
 			publishN(a, 1, 5)
 			settle(t, a)
 			sub, err := a.Subscribe(tt.since, tt.replay)
@@ -225,7 +281,11 @@ func TestSubscribeModes(t *testing.T) {
 			publishN(a, 6, 2)
 			var got []uint64
 			for len(got) < len(tt.want) {
-				got = append(got, next(t, sub).Seq)
+				e := next(t, sub)
+				if restart := e.Name == event.NameServiceRestarted; restart != (len(got) == 0 && tt.restarted) {
+					t.Fatalf("event %d is %s seq %d: want service-restarted first exactly when since is an earlier run's", len(got), e.Name, e.Seq)
+				}
+				got = append(got, e.Seq)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("got seqs %v, want %v", got, tt.want)
@@ -325,11 +385,11 @@ func TestStalledSubscriberDoesNotSlowOthers(t *testing.T) {
 		t.Fatalf("live got seq %d, want %d", e.Seq, total+1)
 	}
 	// The gap is on that subscriber's stream only, never in the ring.
-	evs, _, err := a.Recent(0, 0)
+	page, err := a.Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range evs {
+	for _, e := range page.Events {
 		if e.Name == event.NameEventsDropped {
 			t.Fatalf("events-dropped leaked into the ring at seq %d", e.Seq)
 		}
@@ -397,7 +457,7 @@ func TestCloseAndStop(t *testing.T) {
 	if _, err := a.Subscribe(0, false); !errors.Is(err, activity.ErrStopped) {
 		t.Fatalf("Subscribe after Stop: %v, want ErrStopped", err)
 	}
-	if _, _, err := a.Recent(0, 0); !errors.Is(err, activity.ErrStopped) {
+	if _, err := a.Recent(0, 0); !errors.Is(err, activity.ErrStopped) {
 		t.Fatalf("Recent after Stop: %v, want ErrStopped", err)
 	}
 	a.Publish(event.EventsDropped(1)) // must not panic or block
@@ -420,11 +480,11 @@ func TestNextHonoursContext(t *testing.T) {
 func TestHandMadeEventsGetTheirTableRow(t *testing.T) {
 	a := start(t, activity.Options{})
 	a.Publish(event.Event{Name: event.NameDeviceBusy, Message: "by hand"})
-	evs, _, err := a.Recent(0, 0)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("recent: %v %v", evs, err)
+	page, err := a.Recent(0, 0)
+	if err != nil || len(page.Events) != 1 {
+		t.Fatalf("recent: %v %v", page.Events, err)
 	}
-	if e := evs[0]; e.Category != event.CategoryDevice || e.Level != event.LevelWarning || string(e.Data) != "{}" {
+	if e := page.Events[0]; e.Category != event.CategoryDevice || e.Level != event.LevelWarning || string(e.Data) != "{}" {
 		t.Fatalf("event %+v was not completed from the table", e)
 	}
 }

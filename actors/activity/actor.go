@@ -19,8 +19,9 @@ type activityActor struct {
 	clock    func() time.Time
 	logBurst int
 
-	ring    []event.Event // seq s lives at ring[(s-1) % len(ring)]
-	nextSeq uint64        // seq of the next event published, from 1
+	ring     []event.Event // seq s lives at ring[(s-1) % len(ring)]
+	firstSeq uint64        // seq of this run's first event (Options.FirstSeq)
+	nextSeq  uint64        // seq of the next event published
 
 	subs map[uint64]*Subscription
 
@@ -42,7 +43,8 @@ func newActivityActor(o Options) *activityActor {
 		clock:      o.Clock,
 		logBurst:   o.LogBurst,
 		ring:       make([]event.Event, o.RingSize),
-		nextSeq:    1,
+		firstSeq:   o.FirstSeq,
+		nextSeq:    o.FirstSeq,
 		subs:       make(map[uint64]*Subscription),
 		usage:      newUsageBook(o.Clock().UTC()),
 		logWindows: make(map[string]*logWindow),
@@ -70,8 +72,7 @@ func (a *activityActor) Receive(ctx actor.Context) {
 	case *unsubscribe:
 		delete(a.subs, m.id)
 	case *recentRequest:
-		events, next := a.recent(m.since, m.limit)
-		ctx.Respond(&recentReply{events: events, nextSeq: next})
+		ctx.Respond(&recentReply{page: a.recent(m.since, m.limit)})
 	case *usageRequest:
 		ctx.Respond(&usageReply{usage: a.usage.report()})
 	case *supervised:
@@ -113,10 +114,26 @@ var emptyData = []byte("{}")
 // oldest is the smallest seq the ring still holds (nextSeq when empty).
 func (a *activityActor) oldest() uint64 {
 	n := uint64(len(a.ring))
-	if a.nextSeq-1 <= n {
-		return 1
+	if a.nextSeq-a.firstSeq <= n {
+		return a.firstSeq
 	}
 	return a.nextSeq - n
+}
+
+// resumePoint is the since a client's resume point means in this run, and
+// whether an earlier run handed it out. This run's resume points run from
+// the one before its first event (nothing of this run seen yet) to its
+// newest; any other but 0 (everything the ring holds) is an earlier run's:
+// all this run has published is news to that client, or it would never
+// see, say, the device-connected events of the restart. Earlier runs
+// numbered from their own, earlier, start (Options.FirstSeq), so their
+// seqs fall below this run's; one past the newest too, should the clock
+// have stepped back across the restart.
+func (a *activityActor) resumePoint(since uint64) (uint64, bool) {
+	if since == 0 || (since >= a.firstSeq-1 && since < a.nextSeq) {
+		return since, false
+	}
+	return a.firstSeq - 1, true
 }
 
 func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
@@ -126,17 +143,23 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 		return // closed before it was registered (its request timed out)
 	}
 	s.lastQueued = a.nextSeq - 1
-	asked := since
-	since = a.resumePoint(since)
-	if replay && since < a.nextSeq-1 {
-		from := since + 1
+	if replay {
+		asked := since
+		since, restarted := a.resumePoint(since)
+		now := a.clock().UTC()
+		if restarted {
+			// Its seq is the resume point this run gives the client,
+			// so one that resumes again from it is not told twice.
+			s.replay = append(s.replay, stampedEvent(event.ServiceRestarted(asked), since, now))
+		}
+		from := max(since+1, a.firstSeq)
 		if oldest := a.oldest(); from < oldest {
 			// since=0 asks for what the ring holds; any other resume
 			// point (an earlier run's too) wants every event after it.
 			if asked > 0 {
 				// The ring wrapped past what the client asked for:
 				// say so first, as for a slow subscriber.
-				s.replay = append(s.replay, droppedEvent(oldest-from, since, a.clock().UTC()))
+				s.replay = append(s.replay, stampedEvent(event.EventsDropped(oldest-from), since, now))
 			}
 			from = oldest
 		}
@@ -148,33 +171,26 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 	a.subs[s.id] = s
 }
 
-// resumePoint is the since a client's resume point means in this run. Seqs
-// start at 1 at every start of the service, so one past the newest event
-// was handed out by an earlier run: all this run has published is news to
-// that client (0), or it would never see, say, the device-connected events
-// of the restart.
-func (a *activityActor) resumePoint(since uint64) uint64 {
-	if since > a.nextSeq-1 {
-		return 0
+func (a *activityActor) recent(since uint64, limit int) Page {
+	asked := since
+	since, restarted := a.resumePoint(since)
+	from := max(since+1, a.firstSeq)
+	var missed uint64
+	if oldest := a.oldest(); from < oldest {
+		if asked > 0 {
+			missed = oldest - from
+		}
+		from = oldest
 	}
-	return since
-}
-
-func (a *activityActor) recent(since uint64, limit int) ([]event.Event, uint64) {
-	since = a.resumePoint(since)
-	if since >= a.nextSeq-1 {
-		return []event.Event{}, a.nextSeq
-	}
-	from := max(since+1, a.oldest())
 	to := a.nextSeq
-	if limit > 0 && from < to && to-from > uint64(limit) {
+	if limit > 0 && to-from > uint64(limit) {
 		to = from + uint64(limit)
 	}
 	out := make([]event.Event, 0, to-from)
 	for seq := from; seq < to; seq++ {
 		out = append(out, a.ring[(seq-1)%uint64(len(a.ring))])
 	}
-	return out, to
+	return Page{Events: out, NextSeq: to, Missed: missed, Restarted: restarted}
 }
 
 // logEvent writes one line per event at the event's level, at most logBurst

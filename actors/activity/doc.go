@@ -5,8 +5,10 @@
 //
 // # Ordering
 //
-// Events get seq 1, 2, 3, … in the order the actor receives them, and time
-// is stamped at that moment. Publish never blocks the caller: it is an
+// Events get seq F, F+1, F+2, … in the order the actor receives them, and
+// time is stamped at that moment. F, the run's first seq, is one past its
+// start time in microseconds (Options.FirstSeq), so every run numbers above
+// what any earlier run handed out. Publish never blocks the caller: it is an
 // actor Send. Events published by one goroutine keep their order; events
 // from different goroutines are ordered by arrival.
 //
@@ -15,10 +17,12 @@
 // inside one actor message, so replay and live traffic meet with no gap and
 // no duplicate. If the ring has already dropped some of the events after
 // since, the stream starts with an events-dropped event counting them
-// (with seq = since). A since past the newest event was handed out by an
-// earlier run (seqs start at 1 at every start): replay starts at this run's
-// first event, behind an events-dropped event (seq 0) if the ring no longer
-// holds it; Recent answers it from the first event too.
+// (with seq = since). A since that is not this run's (below the one before
+// its first, or past its newest) was handed out by an earlier run: the
+// stream starts with a service-restarted event whose seq is the one before
+// this run's first, then replays this run's events from the first (behind
+// an events-dropped event with that seq if the ring no longer holds it);
+// Recent answers it from the first event too, and says it restarted.
 //
 // Recent answers from the same ring: events after since, oldest first, and
 // the seq of the first event it did not return (continue with since =

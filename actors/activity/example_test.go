@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -16,7 +17,11 @@ func Example() {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer system.Shutdown()
-	a, err := activity.Start(system, activity.Options{RingSize: 1024})
+	// A run numbers its events from one past its start time in
+	// microseconds, so that a client's resume point from an earlier run is
+	// never taken for this run's; this clock stands still at 2026-01-02.
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, err := activity.Start(system, activity.Options{RingSize: 1024, Clock: func() time.Time { return started }})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -51,8 +56,8 @@ func Example() {
 	r := u.Routes[0]
 	fmt.Println(r.Name, "used", r.Count, "time(s) from", r.ByRemote, "; use", r.Replacement)
 	// Output:
-	// 1 device-connected
-	// 2 http-route-deprecated
-	// 3 device-disconnected
+	// 1767323045000001 device-connected
+	// 1767323045000002 http-route-deprecated
+	// 1767323045000003 device-disconnected
 	// POST /force_scale used 1 time(s) from map[127.0.0.1:1] ; use POST /settings/devices/force_scale
 }

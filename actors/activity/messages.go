@@ -38,10 +38,7 @@ type recentRequest struct {
 	limit int
 }
 
-type recentReply struct {
-	events  []event.Event
-	nextSeq uint64
-}
+type recentReply struct{ page Page }
 
 // usageRequest asks for the migration report; the reply is *usageReply.
 type usageRequest struct{}

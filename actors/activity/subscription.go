@@ -109,7 +109,7 @@ func (s *Subscription) TryNext() (event.Event, bool) {
 	if s.missed > 0 {
 		// The reader has caught up: tell it about the gap right away
 		// rather than at the next live event.
-		e := droppedEvent(s.missed, s.gapSeq, s.gapTime)
+		e := stampedEvent(event.EventsDropped(s.missed), s.gapSeq, s.gapTime)
 		s.missed = 0
 		return e, true
 	}
@@ -189,7 +189,7 @@ func (s *Subscription) deliver(e *event.Event) {
 	case s.missed == 0 && free >= 1:
 		s.pushLocked(*e)
 	case s.missed > 0 && free >= 2:
-		s.pushLocked(droppedEvent(s.missed, s.gapSeq, s.gapTime))
+		s.pushLocked(stampedEvent(event.EventsDropped(s.missed), s.gapSeq, s.gapTime))
 		s.missed = 0
 		s.pushLocked(*e)
 	default:
@@ -223,13 +223,14 @@ func (s *Subscription) pushLocked(e event.Event) {
 	s.n++
 }
 
-// droppedEvent is the events-dropped event of one gap. It repeats the seq of
-// the last event the subscriber got before the gap, so that a client can
-// fetch what it missed with GET /events?since=<that seq> while the ring still
-// holds it, and so that seq never goes backwards on a stream.
-func droppedEvent(missed, afterSeq uint64, at time.Time) event.Event {
-	e := event.EventsDropped(missed)
-	e.Seq = afterSeq
+// stampedEvent gives an event written on one subscriber's stream only
+// (events-dropped, service-restarted) its seq and time. An events-dropped
+// event repeats the seq of the last event the subscriber got before the gap,
+// so that a client can fetch what it missed with GET /events?since=<that
+// seq> while the ring still holds it, and so that seq never goes backwards
+// on a stream.
+func stampedEvent(e event.Event, seq uint64, at time.Time) event.Event {
+	e.Seq = seq
 	e.Time = at
 	return e
 }

@@ -585,10 +585,11 @@ func TestRecordingStopsWhenItsFileRefusesWrites(t *testing.T) {
 	if rs.Active() {
 		t.Error("the taps still feed a recording whose file failed")
 	}
-	events, _, err := svc.Activity().Recent(0, 0)
+	page, err := svc.Activity().Recent(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	events := page.Events
 	// The event is published before the recording is listed failed.
 	var reported bool
 	for _, e := range events {

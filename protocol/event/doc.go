@@ -8,16 +8,18 @@
 // Every event is {seq, time, name, category, level, data, message}
 // (docs/events.md). The constructors fill name, category, level, data
 // and message; seq and time are assigned by the activity actor when the event
-// is published, so seq grows by exactly one per published event and time is
+// is published, so seq grows by exactly one per published event (from a
+// first seq per run that no earlier run reached) and time is
 // the moment of publication (UTC, RFC 3339 with milliseconds).
 //
 // # The table
 //
 // [Kinds] lists every event name once. The constructors, docs/events.md and the
 // tests all read or check against it, so a new event is one row and one
-// constructor. `events-dropped` is special: it is written only on a
-// subscriber's own stream, never into the shared ring, and carries no seq of
-// its own (the activity package documents which seq it repeats).
+// constructor. `events-dropped` and `service-restarted` are special: they
+// are written only on a subscriber's own stream, never into the shared ring,
+// and carry no seq of their own (the activity package documents which seq
+// they repeat).
 //
 // # Concurrency
 //

@@ -11,9 +11,11 @@ import (
 
 // Event is one activity event as it goes on the wire.
 type Event struct {
-	// Seq grows by one per event published to the activity channel. On an
+	// Seq grows by one per event published to the activity channel, from a
+	// first seq per run of the service that no earlier run reached. On an
 	// events-dropped event it repeats the seq of the last event the
-	// subscriber received before the gap.
+	// subscriber received before the gap; on a service-restarted event it
+	// is the one before this run's first.
 	Seq uint64 `json:"seq"`
 	// Time is when the event was published, encoded in UTC with
 	// milliseconds.
@@ -47,6 +49,7 @@ const (
 	NameControlLeaseExpired = "control-lease-expired"
 	NameControlRateWarning  = "control-rate-warning"
 	NameEventsDropped       = "events-dropped"
+	NameServiceRestarted    = "service-restarted"
 	NameEffectRefused       = "effect-refused"
 	NameEffectExpired       = "effect-expired"
 	NameNavigationRefused   = "navigation-refused"
@@ -124,6 +127,9 @@ var kinds = [...]Kind{
 	{NameEventsDropped, CategorySystem, LevelWarning,
 		[]string{"missed"},
 		"this subscriber fell behind and missed events (its own stream only; not in the ring)"},
+	{NameServiceRestarted, CategorySystem, LevelNotice,
+		[]string{"since"},
+		"this subscriber resumed with a since an earlier run of hapticd handed out (it restarted since): this run's events follow from its first; what the earlier run published after since is not known (its own stream only; not in the ring)"},
 	{NameEffectRefused, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "session_id", "effect_id", "code", "reason"},
 		"a device refused a session's effect declaration (code: the error code the session got, e.g. device_busy or too_many_effects); nothing of it applied"},
@@ -415,6 +421,16 @@ func EventsDropped(missed uint64) Event {
 		Missed uint64 `json:"missed"`
 	}{missed},
 		fmt.Sprintf("this subscriber fell behind and missed %d events; read faster or fetch them with GET /events", missed))
+}
+
+// ServiceRestarted tells one subscriber that its resume point, since, was
+// handed out by an earlier run of the service. The activity actor writes it
+// on that subscriber's stream only, in front of this run's events.
+func ServiceRestarted(since uint64) Event {
+	return build(NameServiceRestarted, struct {
+		Since uint64 `json:"since"`
+	}{since},
+		fmt.Sprintf("hapticd restarted after it handed out seq %d: the events that follow are its new run's, from the first; any the earlier run published after %d are not known", since, since))
 }
 
 // RecordingFailed reports a recording whose file refused a write: it

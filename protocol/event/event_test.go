@@ -38,7 +38,8 @@ var constructors = map[string]func() event.Event{
 	event.NameControlRateWarning: func() event.Event {
 		return event.ControlRateWarning("arm3", "049D", 1350.5, 1000, 0)
 	},
-	event.NameEventsDropped: func() event.Event { return event.EventsDropped(42) },
+	event.NameEventsDropped:    func() event.Event { return event.EventsDropped(42) },
+	event.NameServiceRestarted: func() event.Event { return event.ServiceRestarted(1767323045000005) },
 	event.NameEffectRefused: func() event.Event {
 		return event.EffectRefused("inverse3", "049D", 3, "wall1", "too_many_effects", "an arm holds at most 16 effects")
 	},

@@ -24,7 +24,7 @@ func eventField(name string, o *Options) (Schema, bool) {
 		return Schema{"type": "string", "minLength": 1}, true
 	case "api_version":
 		return enum([]string{"3.0", "3.x"}), true
-	case "session_id", "owner_session_id", "missed", "suppressed", "recording_id":
+	case "session_id", "owner_session_id", "missed", "suppressed", "recording_id", "since":
 		return Schema{"type": "integer", "minimum": 0}, true
 	case "profile":
 		return orNull(Schema{"type": "string", "minLength": 1}), true
@@ -58,7 +58,8 @@ func defineEvents(s *Set, o *Options) {
 			"description": k.About,
 			"type":        "object",
 			"properties": Schema{
-				"seq":      Schema{"type": "integer", "minimum": 0},
+				// Under 2^53, so a JavaScript client reads it exactly.
+				"seq":      Schema{"type": "integer", "minimum": 0, "maximum": 1<<53 - 1},
 				"time":     Schema{"type": "string", "format": "date-time"},
 				"name":     constant(k.Name),
 				"category": constant(k.Category),
@@ -74,8 +75,8 @@ func defineEvents(s *Set, o *Options) {
 	}
 	s.Publish("event", "One activity event, as the events socket sends it and GET /events lists it: one of "+joinNames(all)+".",
 		Schema{"oneOf": names})
-	s.Publish("events-page", "The data of GET /events: events after since, oldest first, next_seq, and missed: how many events after since the ring no longer holds (0 when since is 0 or still held).",
-		allRequired(Schema{"events": arrayOf(Ref("event")), "next_seq": Schema{"type": "integer", "minimum": 0}, "missed": Schema{"type": "integer", "minimum": 0}}))
+	s.Publish("events-page", "The data of GET /events: events after since, oldest first, next_seq, missed: how many events after since the ring no longer holds (0 when since is 0 or still held), and restarted: whether since was handed out by an earlier run of hapticd (the events then start at this run's first).",
+		allRequired(Schema{"events": arrayOf(Ref("event")), "next_seq": Schema{"type": "integer", "minimum": 0}, "missed": Schema{"type": "integer", "minimum": 0}, "restarted": Schema{"type": "boolean"}}))
 }
 
 func joinNames(names []string) string {

@@ -8,7 +8,9 @@
 // event object of docs/events.md. With ?since=SEQ the socket first
 // replays what the ring still holds after SEQ, then goes live, with no gap
 // and no duplicate (the subscription is made before the upgrade, inside the
-// activity actor). Without since it is live only.
+// activity actor). Without since it is live only. A since an earlier run of
+// hapticd handed out replays this run's events from the first, behind a
+// service-restarted event (see package activity).
 //
 // The socket takes no input: whatever a client sends is dropped and
 // reported as an invalid-io-channel event with its first 256 bytes, at most

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -64,6 +65,10 @@ type fixtureOptions struct {
 	log      io.Writer
 	// listener wraps the test server's listener.
 	listener func(net.Listener) net.Listener
+	// serviceSeqs numbers the events as the service does, from the start
+	// time; by default they run from 1 (unless activity.FirstSeq says
+	// otherwise), so that the tables read easily.
+	serviceSeqs bool
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -72,6 +77,9 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
 	o.activity.Log = testLog(nil)
+	if o.activity.FirstSeq == 0 && !o.serviceSeqs {
+		o.activity.FirstSeq = 1
+	}
 	act, err := activity.Start(sys, o.activity)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +161,7 @@ func publishN(a *activity.Activity, from, n int) {
 // settle returns once the actor handled everything published before.
 func settle(t *testing.T, a *activity.Activity) {
 	t.Helper()
-	if _, _, err := a.Recent(^uint64(0)-1, 1); err != nil {
+	if _, err := a.Recent(0, 1); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,21 +216,105 @@ func TestReplayWhileProducing(t *testing.T) {
 	wg.Wait()
 }
 
-// TestResumeAcrossARestart: a tool reconnects with the seq of the last
-// event it saw, but hapticd restarted meanwhile and numbers its events from 1
-// again. The tool gets the new run's events from the first (their seqs,
-// lower than its since, tell it of the restart), then live ones.
+// TestResumeAcrossARestart: a tool saw a run's events up to some seq, then
+// hapticd restarted (the events server rebuilt, as a new process builds it)
+// and its new run published events of its own; the tool resumes with the
+// seq it last saw, on the socket and over GET /events. It must be told of
+// the restart and get the new run's events from its first (its
+// device-connected ones), whichever run published more; those the new run's
+// ring no longer holds are counted, as for any resume.
 func TestResumeAcrossARestart(t *testing.T) {
-	f := newFixture(t, fixtureOptions{})
-	publishN(f.act, 1, 3)
-	settle(t, f.act)
-	c := f.dial(t, "?since=4000")
-	publishN(f.act, 4, 1)
-	for want := uint64(1); want <= 4; want++ {
-		if e := read(t, c); e.Seq != want || e.Name != event.NameDeviceBusy {
-			t.Fatalf("got %s seq %d, want device-busy seq %d", e.Name, e.Seq, want)
-		}
+	tests := []struct {
+		name       string
+		ring       int
+		published  int // by the new run before the tool resumes
+		wantMissed uint64
+	}{
+		{"the new run published fewer", 0, 3, 0},
+		{"as many", 0, 5, 0},
+		{"more", 0, 8, 0},
+		{"more than its ring holds", 4, 9, 5},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := newFixture(t, fixtureOptions{serviceSeqs: true})
+			publishN(before.act, 1, 5)
+			settle(t, before.act)
+			seen := recentPage(t, before, "?since=0")
+			last := seen.Events[len(seen.Events)-1].Seq
+			before.http.Close()
+			before.act.Stop()
+
+			after := newFixture(t, fixtureOptions{serviceSeqs: true, activity: activity.Options{RingSize: tt.ring}})
+			for range tt.published {
+				after.act.Publish(event.DeviceConnected("inverse", "arm3", "049D"))
+			}
+			settle(t, after.act)
+			kept := tt.published - int(tt.wantMissed)
+
+			page := recentPage(t, after, fmt.Sprintf("?since=%d", last))
+			if !page.Restarted || page.Missed != tt.wantMissed || len(page.Events) != kept {
+				t.Fatalf("GET /events?since=%d: restarted %v, missed %d, %d events; want restarted, missed %d, %d events", last, page.Restarted, page.Missed, len(page.Events), tt.wantMissed, kept)
+			}
+			for i, e := range page.Events {
+				if e.Name != event.NameDeviceConnected || (i > 0 && e.Seq != page.Events[i-1].Seq+1) {
+					t.Fatalf("GET /events: event %d is %s seq %d, want the new run's device-connected in seq order", i, e.Name, e.Seq)
+				}
+			}
+			if newest := page.Events[len(page.Events)-1].Seq; page.NextSeq != newest+1 {
+				t.Fatalf("next_seq %d, want %d", page.NextSeq, newest+1)
+			}
+
+			c := after.dial(t, fmt.Sprintf("?since=%d", last))
+			first := page.Events[0].Seq - tt.wantMissed // the new run's first
+			if e := read(t, c); e.Name != event.NameServiceRestarted || e.Seq != first-1 {
+				t.Fatalf("socket: first frame %s seq %d, want service-restarted seq %d (the new run's first is %d)", e.Name, e.Seq, first-1, first)
+			}
+			if tt.wantMissed > 0 {
+				e := read(t, c)
+				var d struct{ Missed uint64 }
+				_ = json.Unmarshal(e.Data, &d)
+				if e.Name != event.NameEventsDropped || d.Missed != tt.wantMissed || e.Seq != first-1 {
+					t.Fatalf("socket: %s %s seq %d, want events-dropped {missed:%d} seq %d", e.Name, e.Data, e.Seq, tt.wantMissed, first-1)
+				}
+			}
+			for _, want := range page.Events {
+				if e := read(t, c); e.Seq != want.Seq || e.Name != event.NameDeviceConnected {
+					t.Fatalf("socket: got %s seq %d, want device-connected seq %d", e.Name, e.Seq, want.Seq)
+				}
+			}
+			// Then live, with no gap.
+			after.act.Publish(event.DeviceDisconnected("inverse", "arm3", "049D"))
+			if e := read(t, c); e.Seq != page.NextSeq || e.Name != event.NameDeviceDisconnected {
+				t.Fatalf("socket: live %s seq %d, want device-disconnected seq %d", e.Name, e.Seq, page.NextSeq)
+			}
+		})
+	}
+}
+
+// eventsPage is the data of a GET /events answer.
+type eventsPage struct {
+	Events    []wireEvent `json:"events"`
+	NextSeq   uint64      `json:"next_seq"`
+	Missed    uint64      `json:"missed"`
+	Restarted bool        `json:"restarted"`
+}
+
+func recentPage(t *testing.T, f *fixture, query string) eventsPage {
+	t.Helper()
+	resp, err := http.Get(f.http.URL + "/events" + query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		OK   bool       `json:"ok"`
+		Data eventsPage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK || !env.OK {
+		t.Fatalf("GET /events%s: status %d, %+v, %v", query, resp.StatusCode, env, err)
+	}
+	return env.Data
 }
 
 func TestLiveOnlyWithoutSince(t *testing.T) {
@@ -651,27 +743,29 @@ func TestRecentHandler(t *testing.T) {
 	publishN(f.act, 1, 60) // the ring holds 11..60
 	settle(t, f.act)
 	tests := []struct {
-		query      string
-		wantFirst  uint64
-		wantCount  int
-		wantNext   uint64
-		wantMissed uint64
+		query         string
+		wantFirst     uint64
+		wantCount     int
+		wantNext      uint64
+		wantMissed    uint64
+		wantRestarted bool
 	}{
-		{"", 11, 50, 61, 0},
-		{"?since=55", 56, 5, 61, 0},
-		{"?since=20&limit=3", 21, 3, 24, 0},
-		{"?limit=1", 11, 1, 12, 0},
-		{"?since=60", 0, 0, 61, 0},
-		// Past the newest event: a resume point of an earlier run (seqs
-		// start at 1 at every start). This run's events are all news to
-		// that client; 1..10 fell off the ring.
-		{"?since=100", 11, 50, 61, 10},
-		{"?since=18446744073709551615&limit=5", 11, 5, 16, 10},
+		{"", 11, 50, 61, 0, false},
+		{"?since=55", 56, 5, 61, 0, false},
+		{"?since=20&limit=3", 21, 3, 24, 0, false},
+		{"?limit=1", 11, 1, 12, 0, false},
+		{"?since=60", 0, 0, 61, 0, false},
+		// Past the newest event: a resume point of an earlier run (whose
+		// clock ran ahead of this one's; TestResumeAcrossARestart has the
+		// usual case). This run's events are all news to that client;
+		// 1..10 fell off the ring.
+		{"?since=100", 11, 50, 61, 10, true},
+		{"?since=18446744073709551615&limit=5", 11, 5, 16, 10, true},
 		// Older than the ring: 4..10 are gone, and the answer says so
 		// (as the socket's events-dropped does), not only by its first seq.
-		{"?since=3", 11, 50, 61, 7},
-		{"?since=3&limit=2", 11, 2, 13, 7},
-		{"?since=10", 11, 50, 61, 0},
+		{"?since=3", 11, 50, 61, 7, false},
+		{"?since=3&limit=2", 11, 2, 13, 7, false},
+		{"?since=10", 11, 50, 61, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -686,9 +780,10 @@ func TestRecentHandler(t *testing.T) {
 			var env struct {
 				OK   bool `json:"ok"`
 				Data struct {
-					Events  *[]wireEvent `json:"events"`
-					NextSeq uint64       `json:"next_seq"`
-					Missed  *uint64      `json:"missed"`
+					Events    *[]wireEvent `json:"events"`
+					NextSeq   uint64       `json:"next_seq"`
+					Missed    *uint64      `json:"missed"`
+					Restarted *bool        `json:"restarted"`
 				} `json:"data"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
@@ -703,6 +798,9 @@ func TestRecentHandler(t *testing.T) {
 			}
 			if env.Data.Missed == nil || *env.Data.Missed != tt.wantMissed {
 				t.Fatalf("missed %v, want %d (events after since the ring no longer holds)", env.Data.Missed, tt.wantMissed)
+			}
+			if env.Data.Restarted == nil || *env.Data.Restarted != tt.wantRestarted {
+				t.Fatalf("restarted %v, want %v", env.Data.Restarted, tt.wantRestarted)
 			}
 			for i, e := range evs {
 				if e.Seq != tt.wantFirst+uint64(i) || e.Name != event.NameDeviceBusy {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gorilla/websocket"
@@ -20,7 +21,10 @@ func ExampleServer() {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer system.Shutdown()
-	a, err := activity.Start(system, activity.Options{})
+	// A run numbers its events from one past its start time in
+	// microseconds; this clock stands still at 2026-01-02.
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, err := activity.Start(system, activity.Options{Clock: func() time.Time { return started }})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -49,5 +53,5 @@ func ExampleServer() {
 	s := string(frame)
 	fmt.Println(s[:strings.Index(s, `"time"`)] + s[strings.Index(s, `"name"`):])
 	// Output:
-	// {"seq":1,"name":"device-connected","category":"device","level":"notice","data":{"device_family":"inverse","device_type":"arm3","device_id":"049D"},"message":"arm3 049D (inverse) connected"}
+	// {"seq":1767323045000001,"name":"device-connected","category":"device","level":"notice","data":{"device_family":"inverse","device_type":"arm3","device_id":"049D"},"message":"arm3 049D (inverse) connected"}
 }

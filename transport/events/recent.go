@@ -23,12 +23,12 @@ const (
 // returned. To continue without a gap, ask again with since=next_seq-1.
 // missed counts the events after since that the ring no longer holds (0
 // when since is 0 or still in the ring), as the socket's events-dropped
-// event does for a replay that starts too far back. A since past the newest
-// event was handed out by an earlier run (seqs start at 1 at every start):
-// it is answered from this run's first event, missed counting those of them
-// the ring no longer holds.
+// event does for a replay that starts too far back. restarted says that
+// since was handed out by an earlier run (hapticd restarted since, as the
+// socket's service-restarted event does): it is answered from this run's
+// first event, missed counting those of them the ring no longer holds.
 //
-//	{"ok":true,"data":{"events":[...],"next_seq":N,"missed":M}}
+//	{"ok":true,"data":{"events":[...],"next_seq":N,"missed":M,"restarted":false}}
 //
 // limit defaults to 100 and may be 1..10000. A bad since or limit answers
 // 400 {"ok":false,"error":"...","code":"invalid_value"}.
@@ -75,7 +75,7 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = int(v)
 	}
-	evs, next, err := h.act.Recent(since, limit)
+	page, err := h.act.Recent(since, limit)
 	if err != nil {
 		msg := fmt.Sprintf("events: %v", err)
 		if errors.Is(err, activity.ErrStopped) {
@@ -84,19 +84,8 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.CodeUnavailable, msg)
 		return
 	}
-	// Ring entries are contiguous in seq: a first one past since+1 means
-	// the ring wrapped past what the client asked for; one at or before
-	// since, that since came from an earlier run, whose events the client
-	// wants from this run's first.
-	var missed uint64
-	switch {
-	case since == 0 || len(evs) == 0:
-	case evs[0].Seq <= since: // first, as since+1 may overflow
-		missed = evs[0].Seq - 1
-	case evs[0].Seq > since+1:
-		missed = evs[0].Seq - since - 1
-	}
-	size := 96
+	evs := page.Events
+	size := 112
 	for i := range evs {
 		size += 192 + len(evs[i].Data) + len(evs[i].Message)
 	}
@@ -109,9 +98,11 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = event.AppendJSON(body, &evs[i])
 	}
 	body = append(body, `],"next_seq":`...)
-	body = strconv.AppendUint(body, next, 10)
+	body = strconv.AppendUint(body, page.NextSeq, 10)
 	body = append(body, `,"missed":`...)
-	body = strconv.AppendUint(body, missed, 10)
+	body = strconv.AppendUint(body, page.Missed, 10)
+	body = append(body, `,"restarted":`...)
+	body = strconv.AppendBool(body, page.Restarted)
 	body = append(body, "}}\n"...)
 	header(w)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

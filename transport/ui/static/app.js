@@ -428,10 +428,10 @@ async function pollEvents() {
   for (let page = 0; page < EVENTS_PAGES; page++) {
     const data = await tryJSON(`/events?since=${state.eventsSince}&limit=${EVENTS_PAGE}`);
     if (!data) return;
-    // The service numbers its events from 1 at every start: a first seq
-    // not past the last one shown is a new run's.
-    if (state.eventsSince > 0 && data.events.length && data.events[0].seq <= state.eventsSince) {
-      noteEvents(list, "service-restarted", "hapticd restarted: the events above are its new run's, numbered from 1 again");
+    // The last seq shown was an earlier run's: the service answers from
+    // its new run's first event and says so.
+    if (data.restarted) {
+      noteEvents(list, "service-restarted", "hapticd restarted: the events above are its new run's");
     }
     if (data.missed > 0) {
       noteEvents(list, "events-missed", `${data.missed} events not shown: the service's ring (--event-ring) no longer held them`,
@@ -440,8 +440,10 @@ async function pollEvents() {
     for (const e of data.events) {
       list.prepend(el("li", { class: e.level, "data-name": e.name, "data-seq": e.seq },
         el("span", { class: "time" }, new Date(e.time).toLocaleTimeString() + " "), el("b", {}, e.name), " ", e.message));
-      state.eventsSince = e.seq;
     }
+    // Where to resume: within this run even when it has published nothing
+    // yet, or a restart would be noted at every poll.
+    state.eventsSince = data.next_seq - 1;
     while (list.children.length > 300) list.lastElementChild.remove();
     if (data.events.length < EVENTS_PAGE) return;
   }
