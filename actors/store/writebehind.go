@@ -154,23 +154,22 @@ func (w *WriteBehind) Failing() int {
 }
 
 // Put records v as the latest value of document name. An invalid name or
-// a value that does not encode is reported through OnError and the next
-// Flush, and nothing is stored. After Close, Put writes through
-// synchronously (durably), so a late change is not lost.
-func (w *WriteBehind) Put(name string, v any) {
+// a value that does not encode is refused: reported through OnError and
+// the next Flush, and answered, and nothing is stored. After Close, Put is
+// refused with ErrClosed and stores nothing: no flush would write it, and
+// writing it through would put disk I/O (a hung fsync) in the caller, an
+// actor, so the caller answers that the change is not stored.
+func (w *WriteBehind) Put(name string, v any) error {
 	data, err := encodeDocument(name, v)
 	if err != nil {
 		w.fail(map[string]error{name: err})
-		return
+		return err
 	}
 	doc := pendingDoc{data: data, order: w.store.order.Add(1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
-			w.fail(map[string]error{name: err})
-		}
-		return
+		return fmt.Errorf("store: %s: %w", name, ErrClosed)
 	}
 	first := len(w.pending) == 0
 	w.pending[name] = doc
@@ -181,7 +180,11 @@ func (w *WriteBehind) Put(name string, v any) {
 		default:
 		}
 	}
+	return nil
 }
+
+// ErrClosed is Put's answer after Close: the value is not stored.
+var ErrClosed = errors.New("the write-behind is closed (the service is shutting down): the value is not stored")
 
 // Queued reports whether a value Put for name is queued or being written.
 // It takes only the write-behind's own lock, never a store stripe (which a
@@ -493,7 +496,7 @@ func (w *WriteBehind) run() {
 
 // Close stops the background flusher and flushes everything pending,
 // within the write timeout as Flush does. It is idempotent; later Puts
-// write through.
+// are refused (ErrClosed).
 func (w *WriteBehind) Close() error {
 	w.mu.Lock()
 	already := w.closed

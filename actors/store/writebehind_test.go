@@ -109,11 +109,17 @@ func TestWriteBehindCloseFlushes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
-	// A Put after Close is not lost: it writes through.
-	w.Put("settings", deviceDoc{Scale: 0.75})
+	// A Put after Close is refused, saying so, and touches nothing: no
+	// flush would write it, and its caller answers that it is not stored.
+	if err := w.Put("settings", deviceDoc{Scale: 0.75}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put after Close = %v, want ErrClosed", err)
+	}
 	s.Load("settings", &got)
-	if got.Scale != 0.75 {
-		t.Errorf("Put after Close was dropped: %+v", got)
+	if got.Scale != 0.5 {
+		t.Errorf("Put after Close, refused, changed the document: %+v", got)
+	}
+	if w.Queued("settings") {
+		t.Error("Put after Close, refused, is queued")
 	}
 }
 
