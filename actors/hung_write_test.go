@@ -587,7 +587,10 @@ func TestAfterAHungWriteTheNextFailureNamesItsRealCause(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			func(svc *Service, _ *Device) error { _, err := svc.SetSetting(protocol.SettingForceScale, 0.25); return err },
+			func(svc *Service, _ *Device) error {
+				_, err := svc.SetSetting(protocol.SettingForceScale, 0.25)
+				return err
+			},
 			func(svc *Service, _ *Device) any { return svc.Settings().ForceScale },
 			"file exists"},
 	} {
