@@ -645,7 +645,11 @@ func (s *Service) askError(err error) error {
 // Shutdown stops the service in order: every device to zero force, the
 // loops stopped, sessions ended, pending profile writes flushed, actors
 // stopped. Transports stop accepting and close their sockets before
-// calling it. Calls after the first return the first call's result.
+// calling it. ctx bounds the wait for the loops and for the work handed
+// off; the disk's part is bounded by Options.WriteTimeout instead: the
+// flush waits until the disk has taken no document for it, and a config
+// write in flight is given it, past ctx if need be, unless the flush found
+// the disk hung. Calls after the first return the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
 	return s.shutdownErr
@@ -676,11 +680,13 @@ func (s *Service) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("actors: close %s %s: %w", d.Type.Key(), d.ID, err))
 		}
 	}
+	diskHung := false
 	if s.writeBehind != nil {
 		// Within the write timeout: past it the error names the profile
 		// documents not on disk, acknowledged to their clients and lost
 		// with this process, and the shutdown goes on.
 		if err := s.writeBehind.Close(); err != nil {
+			diskHung = errors.Is(err, store.ErrWriteTimeout)
 			errs = append(errs, fmt.Errorf("actors: flush profiles: %w", err))
 		}
 	}
@@ -692,16 +698,34 @@ func (s *Service) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("actors: stop the registry: %w", err))
 	}
 	// Blocking work the actors handed off (a durable write, a removal
-	// closing its driver) is over before Shutdown returns.
+	// closing its driver) is over before Shutdown returns. A config write
+	// the disk is taking, slowly, gets what the write timeout promises,
+	// past ctx if need be; a disk the flush above found hung is not
+	// waited for twice.
+	offloadCtx := ctx
+	if !diskHung {
+		var cancel context.CancelFunc
+		offloadCtx, cancel = atLeast(ctx, s.opts.WriteTimeout)
+		defer cancel()
+	}
 	offloaded := make(chan struct{})
 	go func() { s.offload.wait(); close(offloaded) }()
 	select {
 	case <-offloaded:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("actors: a durable write or a driver's close did not finish: %w", ctx.Err()))
+	case <-offloadCtx.Done():
+		errs = append(errs, fmt.Errorf("actors: a durable write or a driver's close did not finish: %w", offloadCtx.Err()))
 	}
 	s.system.Shutdown()
 	return errors.Join(errs...)
+}
+
+// atLeast is ctx, given at least d from now when its deadline comes
+// sooner (then no longer cancelled with it).
+func atLeast(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if by, ok := ctx.Deadline(); !ok || time.Until(by) >= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
 // offloader runs the actors' blocking work (a durable write, a load, a
