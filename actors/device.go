@@ -1209,7 +1209,9 @@ func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
 	}
 	var err error
 	if gs, ok := c.store.(gatedStore); ok {
-		err = gs.SaveGated(name, v, gate.admit)
+		commit, landed := c.offload.commitPoint(gate)
+		err = gs.SaveGated(name, v, commit)
+		landed()
 	} else {
 		err = c.store.Save(name, v)
 	}

@@ -16,57 +16,71 @@ import (
 )
 
 // slowDocument is a state directory whose disk takes its time over one
-// document's directory fsync, the last step of a durable write, after the
-// new document is renamed into place: the write is past its commit point
-// and the disk is answering, only slowly.
+// document: over its directory's fsync, the last step of a durable write,
+// after the new document is renamed into place (the write is past its
+// commit point), or, beforeCommit, over the new file's fsync (the write
+// can still be called off).
 type slowDocument struct {
 	actors.Store
-	name    string
-	takes   time.Duration
-	entered chan struct{}
+	name         string
+	takes        time.Duration
+	beforeCommit bool
+	entered      chan struct{}
 }
 
 func (s *slowDocument) SaveGated(name string, v any, commit func() bool) error {
-	err := s.Store.(interface {
+	gs := s.Store.(interface {
 		SaveGated(string, any, func() bool) error
-	}).SaveGated(name, v, commit)
-	if name == s.name {
+	})
+	if name != s.name {
+		return gs.SaveGated(name, v, commit)
+	}
+	slow := func() {
 		select {
 		case s.entered <- struct{}{}:
 		default:
 		}
 		time.Sleep(s.takes) // the disk, slow: not what the test asserts on
 	}
+	if s.beforeCommit {
+		return gs.SaveGated(name, v, func() bool { slow(); return commit() })
+	}
+	err := gs.SaveGated(name, v, commit)
+	slow()
 	return err
 }
 
 // TestStopWaitsWhatTheWriteTimeoutPromises: with --write-timeout 20s a
-// config write the disk takes within it (here 7 s, past the stop's fixed
+// config write the disk takes within it (here 8 s, past the stop's fixed
 // budget of 5 s) is waited for at SIGTERM: the stop ends clean, with the
 // value on disk. It gave up at 5 s whatever --write-timeout said,
 // answering "a durable write ... did not finish" (exit 1, "stopped" not
-// logged). With --write-timeout 1s the stop does not wait the 7 s: the
-// write timeout is also how long the disk's slowness may hold it.
+// logged). With --write-timeout 1s the stop does not wait the 8 s: the
+// write timeout is also how long the disk's slowness may hold it; nor
+// does it wait for a write the stop called off before its commit point:
+// that one never lands.
 func TestStopWaitsWhatTheWriteTimeoutPromises(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits on a disk that takes 7 s")
+		t.Skip("waits on a disk that takes 8 s")
 	}
-	const takes = 7 * time.Second
+	const takes = 8 * time.Second
 	for _, c := range []struct {
 		writeTimeout string
+		beforeCommit bool
 		wantClean    bool
 	}{
-		{"20s", true},
-		{"1s", false},
+		{"20s", false, true},
+		{"1s", false, false},
+		{"20s", true, false},
 	} {
-		t.Run("write-timeout="+c.writeTimeout, func(t *testing.T) {
+		t.Run(fmt.Sprintf("write-timeout=%s,before-commit=%v", c.writeTimeout, c.beforeCommit), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "state")
 			o, err := parseFlags([]string{"--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--sim-arms", "1", "--sim-grips", "0",
 				"--state-dir", dir, "--write-timeout", c.writeTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}
-			slow := &slowDocument{takes: takes, entered: make(chan struct{}, 1)}
+			slow := &slowDocument{takes: takes, beforeCommit: c.beforeCommit, entered: make(chan struct{}, 1)}
 			o.wrapStore = func(s actors.Store) actors.Store { slow.Store = s; return slow }
 			sv, err := startService(context.Background(), o, zerolog.Nop())
 			if err != nil {
@@ -96,6 +110,9 @@ func TestStopWaitsWhatTheWriteTimeoutPromises(t *testing.T) {
 				}
 			} else if took > takes {
 				t.Errorf("stop took %v with --write-timeout %s: it waited the slow disk's whole %v", took, c.writeTimeout, takes)
+			}
+			if c.beforeCommit {
+				return // called off: its value never lands
 			}
 			// Once the write is done, the document holds the value.
 			var doc map[string]json.RawMessage
