@@ -859,7 +859,12 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		return
 	}
 	if c.writeBehind != nil {
-		c.writeBehind.Put(name, next)
+		if err := c.writeBehind.Put(name, next); err != nil {
+			// Closed by the shutdown (or not encodable): acknowledged, the
+			// change would be lost with the process.
+			apply(protocol.Errorf(protocol.CodeUnavailable, "", "the change could not be queued for the state directory, so it was not applied: %v", err))
+			return
+		}
 	}
 	apply(nil)
 }
@@ -1054,7 +1059,9 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
 				if !s.cfg.Equal(c.defaultConfig()) && c.writeBehind != nil {
-					c.writeBehind.Put(name, *s.cfg)
+					if err := c.writeBehind.Put(name, *s.cfg); err != nil {
+						c.log.Warn().Err(err).Str("profile", m.profile).Msg("the session's entries are in force but not stored in the new profile")
+					}
 				}
 			}
 			c.finishAttach(m.session, s, added)
@@ -1202,7 +1209,9 @@ func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
 	}
 	var err error
 	if gs, ok := c.store.(gatedStore); ok {
-		err = gs.SaveGated(name, v, gate.admit)
+		commit, landed := c.offload.commitPoint(gate)
+		err = gs.SaveGated(name, v, commit)
+		landed()
 	} else {
 		err = c.store.Save(name, v)
 	}

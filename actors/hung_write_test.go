@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -540,5 +543,84 @@ func TestSessionEndAndShutdownBoundedByAHungProfileWrite(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown still waiting 10 s behind a hung profile write (WriteTimeout 300 ms, context 2 s)")
+	}
+}
+
+// A write hung on the disk is called off and answered 503 (the disk did
+// not take it in time); when the disk then answers but refuses the next
+// write for a real reason (here a file where the folder belongs, or a
+// folder where the file belongs, as a full disk or a permission would),
+// the next write's answer names that reason, not the stale timeout, and
+// nothing is applied.
+func TestAfterAHungWriteTheNextFailureNamesItsRealCause(t *testing.T) {
+	armID := simArm(0).Info().ID
+	for _, c := range []struct {
+		name, doc string
+		refuse    func(t *testing.T, dir string) // the disk's real refusal
+		write     func(svc *Service, arm *Device) error
+		inForce   func(svc *Service, arm *Device) any
+		cause     string // in the answer
+	}{
+		{"device config", storeName(protocol.TypeArm, armID),
+			func(t *testing.T, dir string) {
+				devices := filepath.Join(dir, "devices")
+				if err := os.Rename(devices, devices+".aside"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(devices, []byte("a file where a folder belongs"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(svc *Service, arm *Device) error {
+				_, err := svc.SetEntry(arm, 0, protocol.ForceClamp{MaxForceN: 3})
+				return err
+			},
+			func(svc *Service, arm *Device) any { e, _ := svc.Entry(arm, 0, protocol.KeyForceClamp); return e },
+			"not a directory"},
+		{"settings", "settings",
+			func(t *testing.T, dir string) {
+				settings := filepath.Join(dir, "settings.json")
+				if err := os.Remove(settings); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(settings, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(svc *Service, _ *Device) error {
+				_, err := svc.SetSetting(protocol.SettingForceScale, 0.25)
+				return err
+			},
+			func(svc *Service, _ *Device) any { return svc.Settings().ForceScale },
+			"file exists"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// Time enough for the next write on a loaded machine: its
+			// answer must be the disk's refusal, not a timeout of its own.
+			svc, hung, release := startHungWithin(t, dir, c.doc, 2*time.Second)
+			arm := addArm(t, svc, simArm(0))
+			// One write on disk first (the device's), so that its folder
+			// exists.
+			if c.doc != "settings" {
+				hung.spare.Store(1)
+			}
+			if _, err := svc.SetEntry(arm, 0, protocol.Handedness("left")); err != nil {
+				t.Fatal(err)
+			}
+			before := c.inForce(svc, arm)
+			wantUnavailable(t, hung, "a write", func() error { return c.write(svc, arm) })
+			c.refuse(t, dir)
+			release()
+			wantCalledOff(t, hung)
+			err := c.write(svc, arm)
+			if err == nil || errCode(err) == protocol.CodeUnavailable || !strings.Contains(err.Error(), c.cause) {
+				t.Fatalf("the next write, the disk refusing it: %v; want the real cause (%q), not the timeout", err, c.cause)
+			}
+			t.Logf("answered: %v", err)
+			if got := c.inForce(svc, arm); got != before {
+				t.Errorf("after the refused write: %v in force, want %v", got, before)
+			}
+		})
 	}
 }

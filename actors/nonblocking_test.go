@@ -74,9 +74,7 @@ var runsElsewhere = map[string]bool{
 
 // notBlocking are functions that reach a blocking call on a path the
 // actors never take, with why; the walk does not follow them.
-var notBlocking = map[string]string{
-	"(*" + module + "/actors/store.WriteBehind).Put": "writes through only after Close, which Shutdown calls once the transports are closed",
-}
+var notBlocking = map[string]string{}
 
 // osFileFuncs are the functions of package os that touch the file system;
 // every method of *os.File blocks too.

@@ -127,7 +127,7 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 			a.state.leaseMs = sp.ps.LeaseMs
 		}
 	}
-	a.saveProfileSession()
+	a.saveProfileSession(warnings)
 }
 
 // storedProfilePicked ends the picking of a profile, on the per-tick path
@@ -139,12 +139,20 @@ func (s *Service) storedProfilePicked(sp *storedProfile) {
 	}
 }
 
-func (a *sessionActor) saveProfileSession() {
+// saveProfileSession queues the profile's session level (basis, lease,
+// last use) for the state directory. Refused (the shutdown closed the
+// write-behind), the frame says so in warnings: the values are in force
+// for this session but not stored.
+func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error) {
 	if a.svc.writeBehind == nil || a.state.profile == "" {
 		return
 	}
-	a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
+	err := a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
 		Name: a.state.profile, UsedAt: time.Now().UTC(), Basis: a.state.basis, LeaseMs: a.state.leaseMs})
+	if err != nil {
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeUnavailable, "session.configure",
+			"the session's basis and lease are in force but not stored in the profile: %v", err))
+	}
 }
 
 // pruneProfiles removes the least recently used stored profiles beyond the

@@ -562,7 +562,9 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	}
 	s.offload.run(func() {
 		if gated {
-			saved.err = gs.SaveGated("settings", next, saved.gate.admit)
+			commit, landed := s.offload.commitPoint(&saved.gate)
+			saved.err = gs.SaveGated("settings", next, commit)
+			landed()
 		} else {
 			saved.err = s.store.Save("settings", next)
 		}

@@ -645,7 +645,12 @@ func (s *Service) askError(err error) error {
 // Shutdown stops the service in order: every device to zero force, the
 // loops stopped, sessions ended, pending profile writes flushed, actors
 // stopped. Transports stop accepting and close their sockets before
-// calling it. Calls after the first return the first call's result.
+// calling it. ctx bounds the wait for the loops and for the work handed
+// off; the disk's part is bounded by Options.WriteTimeout instead: the
+// flush waits until the disk has taken no document for it, and a config
+// write past its commit point is given it past ctx if need be, unless the
+// flush found the disk hung. Calls after the first return the first
+// call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
 	return s.shutdownErr
@@ -676,11 +681,13 @@ func (s *Service) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("actors: close %s %s: %w", d.Type.Key(), d.ID, err))
 		}
 	}
+	diskHung := false
 	if s.writeBehind != nil {
 		// Within the write timeout: past it the error names the profile
 		// documents not on disk, acknowledged to their clients and lost
 		// with this process, and the shutdown goes on.
 		if err := s.writeBehind.Close(); err != nil {
+			diskHung = errors.Is(err, store.ErrWriteTimeout)
 			errs = append(errs, fmt.Errorf("actors: flush profiles: %w", err))
 		}
 	}
@@ -693,15 +700,52 @@ func (s *Service) shutdown(ctx context.Context) error {
 	}
 	// Blocking work the actors handed off (a durable write, a removal
 	// closing its driver) is over before Shutdown returns.
+	if err := s.waitOffloaded(ctx, diskHung); err != nil {
+		errs = append(errs, err)
+	}
+	s.system.Shutdown()
+	return errors.Join(errs...)
+}
+
+// waitOffloaded waits for the work handed off until ctx ends and, past
+// it, while a config write past its commit point is in flight (its value
+// in its document, its directory's fsync left: a slow disk), what the
+// write timeout promises, unless the flush found the disk hung. A write
+// called off before its commit point is not waited for past ctx: it will
+// never land.
+func (s *Service) waitOffloaded(ctx context.Context, diskHung bool) error {
 	offloaded := make(chan struct{})
 	go func() { s.offload.wait(); close(offloaded) }()
 	select {
 	case <-offloaded:
+		return nil
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("actors: a durable write or a driver's close did not finish: %w", ctx.Err()))
 	}
-	s.system.Shutdown()
-	return errors.Join(errs...)
+	late := fmt.Errorf("actors: a durable write or a driver's close did not finish: %w", ctx.Err())
+	landing := s.offload.landingDone()
+	select {
+	case <-landing:
+		return late // nothing past its commit point
+	default:
+	}
+	if diskHung {
+		return late
+	}
+	within := time.NewTimer(s.opts.WriteTimeout)
+	defer within.Stop()
+	select {
+	case <-offloaded:
+		return nil
+	case <-landing:
+		// Its job answers its actor next, and is over.
+		select {
+		case <-offloaded:
+			return nil
+		case <-time.After(time.Second):
+		}
+	case <-within.C:
+	}
+	return late
 }
 
 // offloader runs the actors' blocking work (a durable write, a load, a
@@ -710,8 +754,59 @@ func (s *Service) shutdown(ctx context.Context) error {
 // message.
 type offloader struct {
 	wg   sync.WaitGroup
-	mu   sync.Mutex // guards done, so that no Add races the final Wait
+	mu   sync.Mutex // guards done, so that no Add races the final Wait, and landing
 	done bool
+	// landing counts the durable writes admitted at their commit point
+	// and not returned yet (commitPoint); landed is closed while it is 0.
+	landing int
+	landed  chan struct{}
+}
+
+// commitPoint is t's admit as a store's commit function
+// (store.SaveGated), counting the write from its admission until done is
+// called (once SaveGated has returned): its value is in its document
+// then, only its directory's fsync left, and the shutdown waits for it
+// (Service.waitOffloaded). SaveGated calls commit on its own goroutine.
+func (o *offloader) commitPoint(t *ticket) (commit func() bool, done func()) {
+	admitted := false
+	commit = func() bool {
+		if !t.admit() {
+			return false
+		}
+		if !admitted {
+			admitted = true
+			o.mu.Lock()
+			if o.landing == 0 {
+				o.landed = make(chan struct{})
+			}
+			o.landing++
+			o.mu.Unlock()
+		}
+		return true
+	}
+	done = func() {
+		if !admitted {
+			return
+		}
+		o.mu.Lock()
+		if o.landing--; o.landing == 0 {
+			close(o.landed)
+		}
+		o.mu.Unlock()
+	}
+	return commit, done
+}
+
+// landingDone is closed once no write counted by commitPoint is in flight.
+func (o *offloader) landingDone() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.landing == 0 {
+		none := make(chan struct{})
+		close(none)
+		return none
+	}
+	return o.landed
 }
 
 // run runs fn on a goroutine of its own.

@@ -247,16 +247,16 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	}
 	if sp.LeaseMs != 0 && sp.LeaseMs != st.leaseMs {
 		st.leaseMs = sp.LeaseMs
-		a.saveProfileSession()
+		a.saveProfileSession(&r.warnings)
 	}
 	// The deprecated command first: when a message carries both, the
 	// current spelling wins.
 	if sp.SetBasis != nil {
-		a.setBasis(*sp.SetBasis)
+		a.setBasis(*sp.SetBasis, &r.warnings)
 		a.deprecated(protocol.CommandSetBasis)
 	}
 	if sp.Basis != nil {
-		a.setBasis(*sp.Basis)
+		a.setBasis(*sp.Basis, &r.warnings)
 	}
 	if sp.SetCoordinateOrigin != "" {
 		a.deprecated(protocol.CommandSetCoordinateOrigin)
@@ -274,12 +274,12 @@ func (a *sessionActor) deprecated(name string) {
 	}
 }
 
-func (a *sessionActor) setBasis(b protocol.Basis) {
+func (a *sessionActor) setBasis(b protocol.Basis, warnings *[]protocol.Error) {
 	if b == a.state.basis {
 		return
 	}
 	a.state.basis = b
-	a.saveProfileSession()
+	a.saveProfileSession(warnings)
 }
 
 // configureAll sends the request's configures to the device actors: the

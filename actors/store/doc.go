@@ -50,6 +50,8 @@
 // Close wait for it at most the write timeout (SetWriteTimeout): a write
 // hung on the disk is then reported (ErrWriteTimeout, OnError, Failing)
 // and stays queued, so a session's end or a shutdown is not held by it.
+// After Close, Put is refused (ErrClosed): nothing would write the value,
+// and its caller, an actor, must not wait on the disk to write it through.
 //
 // Save, Delete and Put on one name take effect in call order: a
 // write-behind flush never puts back a value that a later Save (an HTTP

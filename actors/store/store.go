@@ -496,7 +496,9 @@ func (s *Store) moveAside(p string, cerr *CorruptError) *CorruptError {
 // document survives a crash of the process or the machine. It writes a temp
 // file in the same directory, fsyncs it, renames it over the target and
 // fsyncs the directory, so a reader sees the old document or the new one,
-// never a torn one.
+// never a torn one. A Load sees the new one from the rename on, before the
+// directory's fsync: when that fsync fails, Save returns its error
+// ("sync directory") with the new document in place, not known durable.
 func (s *Store) Save(name string, v any) error {
 	data, err := encodeDocument(name, v)
 	if err != nil {

@@ -31,7 +31,8 @@ import (
 // return) holds neither Flush nor Close past the timeout: they answer
 // ErrWriteTimeout naming the documents not on disk, which stay queued and
 // are written when the disk answers. OnError hears of them once the
-// timeout passes, Flush or not, and Failing counts them.
+// timeout passes, Flush or not, and Failing counts them; if the disk then
+// answers with a real error (a full disk), OnError hears that too.
 type WriteBehind struct {
 	// Immutable after NewWriteBehind.
 	store    *Store
@@ -64,8 +65,10 @@ type WriteBehind struct {
 	// it is then no failure of anything.
 	failed map[string]error
 	// failing holds the names whose last write failed and that are being
-	// retried; OnError heard of each once, OnRecover hears when it leaves.
-	failing   map[string]bool
+	// retried, with the error OnError heard of each: once, unless a write
+	// reported as not taken in time (ErrWriteTimeout) then fails for a
+	// real reason, which it hears too. OnRecover hears when one leaves.
+	failing   map[string]error
 	onError   func(error)
 	onRecover func(name string)
 	closed    bool
@@ -151,23 +154,22 @@ func (w *WriteBehind) Failing() int {
 }
 
 // Put records v as the latest value of document name. An invalid name or
-// a value that does not encode is reported through OnError and the next
-// Flush, and nothing is stored. After Close, Put writes through
-// synchronously (durably), so a late change is not lost.
-func (w *WriteBehind) Put(name string, v any) {
+// a value that does not encode is refused: reported through OnError and
+// the next Flush, and answered, and nothing is stored. After Close, Put is
+// refused with ErrClosed and stores nothing: no flush would write it, and
+// writing it through would put disk I/O (a hung fsync) in the caller, an
+// actor, so the caller answers that the change is not stored.
+func (w *WriteBehind) Put(name string, v any) error {
 	data, err := encodeDocument(name, v)
 	if err != nil {
 		w.fail(map[string]error{name: err})
-		return
+		return err
 	}
 	doc := pendingDoc{data: data, order: w.store.order.Add(1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		if err := w.store.saveBytes(name, doc.data, doc.order); err != nil {
-			w.fail(map[string]error{name: err})
-		}
-		return
+		return fmt.Errorf("store: %s: %w", name, ErrClosed)
 	}
 	first := len(w.pending) == 0
 	w.pending[name] = doc
@@ -178,7 +180,11 @@ func (w *WriteBehind) Put(name string, v any) {
 		default:
 		}
 	}
+	return nil
 }
+
+// ErrClosed is Put's answer after Close: the value is not stored.
+var ErrClosed = errors.New("the write-behind is closed (the service is shutting down): the value is not stored")
 
 // Queued reports whether a value Put for name is queued or being written.
 // It takes only the write-behind's own lock, never a store stripe (which a
@@ -383,14 +389,14 @@ func (w *WriteBehind) writeBatch() {
 			if _, newer := w.pending[name]; !newer {
 				w.pending[name] = doc
 			}
-			if !w.failing[name] {
-				w.markFailingLocked(name)
+			if w.newFailureLocked(name, err) {
+				w.failing[name] = err
 				if started == nil {
 					started = make(map[string]error)
 				}
 				started[name] = err
 			}
-		case w.failing[name]:
+		case w.failing[name] != nil:
 			delete(w.failing, name)
 			delete(w.failed, name)
 			recovered = append(recovered, name)
@@ -412,11 +418,16 @@ func (w *WriteBehind) writeBatch() {
 	}
 }
 
-func (w *WriteBehind) markFailingLocked(name string) {
+// newFailureLocked reports whether OnError must hear err for name (and
+// makes room to record it): name was not failing, or it was reported only
+// as not taken in time and the disk has now answered with a real reason
+// (a full disk), which the timeout must not hide.
+func (w *WriteBehind) newFailureLocked(name string, err error) bool {
 	if w.failing == nil {
-		w.failing = make(map[string]bool)
+		w.failing = make(map[string]error)
 	}
-	w.failing[name] = true
+	told, was := w.failing[name]
+	return !was || errors.Is(told, ErrWriteTimeout) && !errors.Is(err, ErrWriteTimeout)
 }
 
 // reportStalled tells OnError, once, of the documents of a pass still not
@@ -428,11 +439,12 @@ func (w *WriteBehind) reportStalled(within time.Duration) {
 	w.mu.Lock()
 	errs := make(map[string]error)
 	for name := range w.writing {
-		if w.failing[name] {
+		err := fmt.Errorf("store: save %s: %w (%v); still waiting for it", name, ErrWriteTimeout, within)
+		if !w.newFailureLocked(name, err) {
 			continue
 		}
-		w.markFailingLocked(name)
-		errs[name] = fmt.Errorf("store: save %s: %w (%v); still waiting for it", name, ErrWriteTimeout, within)
+		w.failing[name] = err
+		errs[name] = err
 	}
 	w.recordFailedLocked(errs)
 	fn := w.onError
@@ -484,7 +496,7 @@ func (w *WriteBehind) run() {
 
 // Close stops the background flusher and flushes everything pending,
 // within the write timeout as Flush does. It is idempotent; later Puts
-// write through.
+// are refused (ErrClosed).
 func (w *WriteBehind) Close() error {
 	w.mu.Lock()
 	already := w.closed

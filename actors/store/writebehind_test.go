@@ -109,11 +109,17 @@ func TestWriteBehindCloseFlushes(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
-	// A Put after Close is not lost: it writes through.
-	w.Put("settings", deviceDoc{Scale: 0.75})
+	// A Put after Close is refused, saying so, and touches nothing: no
+	// flush would write it, and its caller answers that it is not stored.
+	if err := w.Put("settings", deviceDoc{Scale: 0.75}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put after Close = %v, want ErrClosed", err)
+	}
 	s.Load("settings", &got)
-	if got.Scale != 0.75 {
-		t.Errorf("Put after Close was dropped: %+v", got)
+	if got.Scale != 0.5 {
+		t.Errorf("Put after Close, refused, changed the document: %+v", got)
+	}
+	if w.Queued("settings") {
+		t.Error("Put after Close, refused, is queued")
 	}
 }
 
@@ -535,5 +541,53 @@ func TestCloseWaitsForADiskThatKeepsAnswering(t *testing.T) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A document whose write hung past the write timeout is reported as not
+// taken ("still waiting for it"); when the disk answers and refuses it for
+// a real reason (a full disk, a permission, here a file where its folder
+// belongs), OnError must hear that reason: it heard only the timeout,
+// and the log went on saying the service waited for a disk that had
+// answered no. Flush names the real cause too, not the stale timeout.
+func TestWriteBehindReportsTheRealCauseAfterAHungWrite(t *testing.T) {
+	const within = 200 * time.Millisecond
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	w.SetWriteTimeout(within)
+	reported := make(chan error, 8)
+	w.OnError(func(err error) { reported <- err })
+	const name = "blocked/doc"
+	w.Put(name, deviceDoc{Scale: 1})
+	_, unlock := s.lockName(name) // as a write of it hung on an fsync holds it
+	returned := make(chan error, 1)
+	go func() { returned <- w.Flush() }()
+	select {
+	case err := <-reported:
+		if !errors.Is(err, ErrWriteTimeout) {
+			t.Fatalf("OnError told %v while the write hangs; want ErrWriteTimeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("OnError not told of the hung write")
+	}
+	if err := <-returned; !errors.Is(err, ErrWriteTimeout) {
+		unlock()
+		t.Fatalf("Flush while the write hangs = %v; want ErrWriteTimeout", err)
+	}
+	// The disk answers, and refuses the document for a real reason.
+	writeRaw(t, filepath.Join(s.Dir(), "blocked"), []byte("a file where a folder belongs"))
+	unlock()
+	select {
+	case err := <-reported:
+		if errors.Is(err, ErrWriteTimeout) || !strings.Contains(err.Error(), name) {
+			t.Errorf("OnError told %v once the disk refused the write; want the real cause, naming %s", err, name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("OnError not told why the disk refused the write once it answered: it heard only the timeout")
+	}
+	if err := w.Flush(); err == nil || errors.Is(err, ErrWriteTimeout) {
+		t.Errorf("Flush once the disk refused the write = %v; want the real cause, not the timeout", err)
 	}
 }

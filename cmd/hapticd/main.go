@@ -76,6 +76,10 @@ type options struct {
 	// simMotionSet is true when --sim-motion was given: then it moves
 	// every simulated device, else only grips move (simMotion).
 	simMotionSet bool
+
+	// wrapStore, set by tests only (no flag), wraps the state directory's
+	// store (actors.Options.WrapStore): a disk slow to take one document.
+	wrapStore func(actors.Store) actors.Store
 }
 
 // maxLoopHz is the fastest loop the service runs (--loop-hz); the pacer
@@ -323,6 +327,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		SimProcs:         loop.NewProcs(), // one service a process
 		RealtimePriority: o.realtimePriority,
 		WriteTimeout:     o.writeTimeout,
+		WrapStore:        o.wrapStore,
 	})
 	if err != nil {
 		hardware.closeEmulators()
@@ -397,11 +402,21 @@ func recordDir(o *options) string {
 	return filepath.Join(o.stateDir, "recordings")
 }
 
+// stopBudget bounds the stop's waits for the loops, the handed-off work
+// and the listeners; the state directory's disk is bounded by
+// --write-timeout instead (actors.Service.Shutdown), which may take the
+// stop past it. listenersStop is what the listeners get at least: an
+// events socket's queue 1 s, its close 2 s (transport/events ShutFor).
+const (
+	stopBudget    = 5 * time.Second
+	listenersStop = 3 * time.Second
+)
+
 // stop shuts down in the order STYLE.md 15 gives: no new hardware, sockets
 // closed, devices to zero force and state flushed, listeners stopped, then
 // the emulated arms unplugged. It returns cause joined with what failed.
 func (sv *service) stop(cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopBudget)
 	defer cancel()
 	var errs []error
 	if cause != nil {
@@ -418,7 +433,16 @@ func (sv *service) stop(cause error) error {
 		errs = append(errs, err)
 	}
 	if sv.srv != nil {
-		if err := sv.srv.Shutdown(ctx); err != nil {
+		// A budget of their own if the service's stop used the common
+		// one: a disk that took its time (within --write-timeout) over
+		// the state is no reason to cut the listeners short.
+		lctx := ctx
+		if by, _ := ctx.Deadline(); time.Until(by) < listenersStop {
+			var lcancel context.CancelFunc
+			lctx, lcancel = context.WithTimeout(context.Background(), listenersStop)
+			defer lcancel()
+		}
+		if err := sv.srv.Shutdown(lctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
