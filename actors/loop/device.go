@@ -217,6 +217,10 @@ type Device struct {
 	// publishPending: the last publish found no free buffer (readers held
 	// them all), so the next tick publishes even if nothing changed.
 	publishPending bool
+	hostGravity    bool // info's HostGravityCompensation
+	// generalTick keeps the device's fast path on the general stages
+	// (never the fused tick): set by tests that compare the two.
+	generalTick    bool
 	haltReq        atomic.Uint64
 	haltAck        atomic.Uint64
 	ticks          atomic.Uint64
@@ -246,7 +250,6 @@ type Device struct {
 	rampStartNs   int64
 	maxForceN     float64 // info's, kept beside the state
 	massKg        float64 // info's EffectiveMassKg
-	hostGravity   bool    // info's HostGravityCompensation
 	out           hw.Command
 	cmd           Command // the latest register contents
 	tickDtNs      int64   // this tick's time since the last
@@ -310,9 +313,6 @@ type Device struct {
 	pub           Snapshot
 	snap          *SnapshotCell // nil for a lazy driver
 	arm           *simArm       // slot, for the holder of the driver
-	// generalTick keeps the device's fast path on the general stages
-	// (never the fused tick): set by tests that compare the two.
-	generalTick bool
 }
 
 // lazyStateDriver is a driver that leaves the state clients read but the
@@ -408,6 +408,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		o.Clock = SystemClock()
 	}
 	d := &Device{drv: drv, info: drv.Info(), opts: o, clock: o.Clock}
+	d.reg.clock = &d.clock
 	d.fs, d.ft = new(forceStages), new(forceTally)
 	d.maxForceN, d.massKg, d.hostGravity = d.info.MaxForceN, d.info.EffectiveMassKg, d.info.HostGravityCompensation
 	d.cfg, _ = drv.(hw.Configurer)

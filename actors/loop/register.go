@@ -81,6 +81,14 @@ type Register struct {
 	// fast path) notices them.
 	wake  atomic.Pointer[atomic.Uint32]
 	slots [regSlots]regSlot
+	// clock stamps each release (releasedNs), so that the loop ramps a
+	// let-go's force out from the let-go, not from the tick before it,
+	// which may be a long gap earlier on a busy CPU (endControl). Set once
+	// by NewDevice to its Device's clock (a pointer: 8 bytes, where a
+	// Device's every byte counts at 10,000 arms); nil in a bare Register,
+	// which stamps nothing.
+	clock      *Clock
+	releasedNs atomic.Int64
 }
 
 func (r *Register) poke() {
@@ -132,6 +140,11 @@ func (r *Register) Release(session uint64) bool {
 
 func (r *Register) releaseFrom(session uint64) bool {
 	if r.owner.CompareAndSwap(session, 0) {
+		if r.clock != nil {
+			// Before the new term: a loop that sees the term sees this
+			// stamp or a later one.
+			r.releasedNs.Store((*r.clock).Now())
+		}
 		r.term.Add(1)
 		r.poke()
 		return true

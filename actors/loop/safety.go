@@ -200,11 +200,13 @@ func (d *Device) endControl(nowNs int64) {
 		// by a whole ramp, the force drops to zero at once: the bound on
 		// the release outranks the smoothness of it. A lapse ends at the
 		// deadline of the session's latest command in this term, applied
-		// or not (a command written and lapsed between two ticks). Any
-		// other end (a let-go, a new claim, a halt) came after the last
-		// tick, which applied the control: the ramp counts from that tick,
-		// at most a period early, so the bound holds however late this
-		// tick woke.
+		// or not (a command written and lapsed between two ticks). A
+		// let-go (and a new claim after one) ends when the register
+		// stamped its release, which came after the last tick: from there
+		// the ramp is whole and the bound holds. Any other end (a halt, a
+		// release with no stamp) counts from the last tick, which applied
+		// the control: at most a gap early, so the bound holds however
+		// late this tick woke.
 		d.ramping, d.rampStartNs = true, nowNs
 		if dl := d.held.DeadlineNs; dl < d.rampStartNs {
 			d.rampStartNs = dl
@@ -214,6 +216,9 @@ func (d *Device) endControl(nowNs int64) {
 		}
 		if d.rampStartNs == nowNs && d.tickDtNs > 0 {
 			d.rampStartNs = nowNs - d.tickDtNs
+			if r := d.reg.releasedNs.Load(); r > d.rampStartNs && r <= nowNs {
+				d.rampStartNs = r
+			}
 		}
 	}
 }

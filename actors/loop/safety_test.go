@@ -833,6 +833,43 @@ func TestLoweredClampBoundsTheOutputAtOnce(t *testing.T) {
 	}
 }
 
+// TestLetGoInALongTickGapRampsFromTheLetGo: 8 N held; the loop's next
+// tick comes 13 ms after the last (a loaded CPU) and the session lets go
+// somewhere in that gap. The force ramps from the let-go: 1 ms before the
+// late tick it is still near 8 N, not dropped in one tick to where a ramp
+// begun at the last tick would be (1.5 N, a 6.5 N step the hand feels),
+// and it is zero within ReleaseBoundNs of the let-go (review32).
+func TestLetGoInALongTickGapRampsFromTheLetGo(t *testing.T) {
+	const gap = 13 * ms
+	for _, letGoAfter := range []int64{0, ms, 6 * ms, 12 * ms} {
+		t.Run(fmt.Sprintf("let go %d ms into the gap", letGoAfter/ms), func(t *testing.T) {
+			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
+			seq := uint64(0)
+			r.run(20, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
+			r.clock.Advance(letGoAfter)
+			letGoNs := r.clock.Now()
+			if !r.dev.Register().Release(7) {
+				t.Fatal("release refused")
+			}
+			out := r.step(gap - letGoAfter)
+			// A ramp from the let-go, a millisecond of slack.
+			want := 8 * (1 - float64(gap-letGoAfter+ms)/float64(r.dev.opts.RampNs))
+			if got := mag(out.ForceN); got < want || got > 8+1e-9 {
+				t.Errorf("the late tick, %d ms after the let-go: %.2f N; want %.2f to 8 N, a ramp from the let-go", (gap-letGoAfter)/ms, got, want)
+			}
+			for range 40 {
+				if mag(out.ForceN) < 1e-9 {
+					break
+				}
+				out = r.step(ms)
+			}
+			if z := r.clock.Now() - letGoNs; mag(out.ForceN) > 1e-9 || z > ReleaseBoundNs {
+				t.Errorf("force zero %.1f ms after the let-go; want within %.0f ms", float64(z)/1e6, float64(ReleaseBoundNs)/1e6)
+			}
+		})
+	}
+}
+
 // TestReleaseBoundHoldsWhenTheLoopWakesLate: 8 N held; the control ends
 // and the loop's next tick comes 13 ms late (a loaded CPU: review30 saw
 // ticks 1 to 13 ms apart). The output is zero within ReleaseBoundNs of the
