@@ -320,6 +320,23 @@ type sessionState struct {
 	unread bool
 }
 
+// profileDoc is a profile's document on one device as last written or
+// queued for writing: what the profile's next session starts from. Each
+// session of the profile changes in it only the entries it changes (or a
+// POST or DELETE names), so two sessions of one profile never store one's
+// whole config over the other's acknowledged entries. The device actor is
+// the document's only writer, so it is the truth while any session of the
+// device has the profile; once none has, it is dropped, and the next
+// session of the profile reads the document again.
+type profileDoc struct {
+	cfg      *protocol.SessionConfig // replaced whole, never written through
+	sessions int                     // of this device, on the profile
+	// unread: the document could not be read and is left as it is
+	// (leftUnread): cfg is the defaults, and the next session to pick the
+	// profile tries the read again.
+	unread bool
+}
+
 // deviceCore is a device actor's state. It outlives the actor instance: the
 // registry creates it once and the props producer hands the same core to
 // every restart, so a panic never loses config, and the loop (which the
@@ -347,6 +364,9 @@ type deviceCore struct {
 	globalUnread bool
 	settings     protocol.Settings
 	sessions     map[uint64]*sessionState
+	// profiles are the documents of the profiles this device's sessions
+	// have, by name (with a state directory only).
+	profiles map[string]*profileDoc
 	// pending is the request whose durable write or load is under way,
 	// and held the config requests that arrived since, in order: they are
 	// taken up (and only then admitted) once it is done, so every request
@@ -719,6 +739,7 @@ func loadDeviceConfig(st Store, name string, defaults protocol.DeviceConfig) (pr
 func (c *deviceCore) init(global protocol.DeviceConfig) {
 	c.global = c.withinLimits(global)
 	c.sessions = make(map[uint64]*sessionState)
+	c.profiles = make(map[string]*profileDoc)
 	c.publishGlobals()
 }
 
@@ -833,8 +854,28 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		next.Set(e)
 	}
 	c.sizeNavigation(&next)
-	if next.Equal(s.cfg) && !(m.durable && c.owesWrite(s)) {
+	changed := !next.Equal(s.cfg)
+	if !changed && !m.durable {
 		answer(c.effective(s, last), nil) // a client re-sending its configure every tick costs nothing
+		return
+	}
+	doc := c.profiles[s.profile]
+	var nextDoc protocol.SessionConfig
+	if doc != nil {
+		// Only what this request changes, and for a POST what it names
+		// (its 200 promises the disk has that value): the profile's
+		// other sessions' entries stay as they stored them.
+		nextDoc = *doc.cfg
+		nextDoc.TakeChanged(s.cfg, &next)
+		if m.durable {
+			for _, e := range m.entries {
+				nextDoc.Take(&next, e.Key())
+			}
+		}
+	}
+	docChanged := doc != nil && !nextDoc.Equal(doc.cfg)
+	if !changed && !docChanged && !c.owesWrite(s) {
+		answer(c.effective(s, last), nil)
 		return
 	}
 	apply := func(err error) {
@@ -845,21 +886,27 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		if m.durable {
 			s.unread = false
 		}
-		s.cfg = &next
-		c.publish(s)
+		if doc != nil {
+			doc.cfg = &nextDoc
+			doc.unread = doc.unread && !m.durable
+		}
+		if changed {
+			s.cfg = &next
+			c.publish(s)
+		}
 		answer(c.effective(s, last), nil)
 	}
-	if s.profile == "" {
+	if doc == nil {
 		apply(nil)
 		return
 	}
 	name := c.dev.profileStoreName(s.profile)
 	if m.durable {
-		c.saveThen(ctx, sender, name, next, apply)
+		c.saveThen(ctx, sender, name, nextDoc, apply)
 		return
 	}
-	if c.writeBehind != nil {
-		if err := c.writeBehind.Put(name, next); err != nil {
+	if docChanged && c.writeBehind != nil {
+		if err := c.writeBehind.Put(name, nextDoc); err != nil {
 			// Closed by the shutdown (or not encodable): acknowledged, the
 			// change would be lost with the process.
 			apply(protocol.Errorf(protocol.CodeUnavailable, "", "the change could not be queued for the state directory, so it was not applied: %v", err))
@@ -921,9 +968,16 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	type change struct {
 		s    *sessionState
 		next protocol.SessionConfig
+		// doc is the profile's document with this reset (and those of
+		// the profile's sessions before it in changes); nil without one.
+		doc *protocol.SessionConfig
 	}
 	var changes []change
 	var last *sessionState
+	// The reset goes onto each profile's document as the sessions before
+	// it in this request left it: only entry k, so the entries the
+	// profile's other sessions stored stay.
+	docs := map[string]*protocol.SessionConfig{}
 	for _, id := range targets {
 		s := c.sessions[id]
 		if s == nil {
@@ -933,8 +987,20 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		next := *s.cfg
 		next.Reset(k)
 		c.sizeNavigation(&next)
-		if !next.Equal(s.cfg) || c.owesWrite(s) {
-			changes = append(changes, change{s, next})
+		var doc *protocol.SessionConfig
+		docChanged := false
+		if pd := c.profiles[s.profile]; pd != nil {
+			before := docs[s.profile]
+			if before == nil {
+				before = pd.cfg
+			}
+			d := *before
+			d.Take(&next, k)
+			doc, docChanged = &d, !d.SameEntry(before, k)
+			docs[s.profile] = doc
+		}
+		if !next.Equal(s.cfg) || docChanged || c.owesWrite(s) {
+			changes = append(changes, change{s, next, doc})
 		}
 	}
 	inForce := func() protocol.Entry {
@@ -946,9 +1012,15 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	applyUpTo := func(n int) {
 		for _, ch := range changes[:n] {
 			ch.s.unread = false // written, or without a profile: nothing unread
-			next := ch.next
-			ch.s.cfg = &next
-			c.publish(ch.s)
+			if ch.doc != nil {
+				pd := c.profiles[ch.s.profile]
+				pd.cfg, pd.unread = ch.doc, false
+			}
+			if !ch.next.Equal(ch.s.cfg) {
+				next := ch.next
+				ch.s.cfg = &next
+				c.publish(ch.s)
+			}
 		}
 	}
 	type write struct {
@@ -957,11 +1029,9 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		change int // the index in changes
 	}
 	var writes []write
-	if c.store != nil {
-		for i, ch := range changes {
-			if ch.s.profile != "" {
-				writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), ch.next, i})
-			}
+	for i, ch := range changes {
+		if ch.doc != nil {
+			writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), *ch.doc, i})
 		}
 	}
 	if len(writes) == 0 {
@@ -1029,7 +1099,16 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 		c.finishAttach(m.session, s, added)
 		return
 	}
+	c.leaveProfile(s)
 	s.profile = m.profile
+	if pd := c.profiles[m.profile]; pd != nil && !pd.unread {
+		// Another session of the device has the profile: its document
+		// here is the latest, written or queued, and needs no read.
+		pd.sessions++
+		s.cfg, s.loadErr, s.unread = pd.cfg, nil, false
+		c.finishAttach(m.session, s, added)
+		return
+	}
 	var stored protocol.SessionConfig
 	var found bool
 	name := c.dev.profileStoreName(m.profile)
@@ -1051,10 +1130,12 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 					m.late.warnLate(c.unreadWarning(err))
 					s.loadErr = nil // told; the next published has nothing to add
 				}
+				c.joinProfile(m.profile, s.cfg, s.unread)
 			case found:
 				c.sizeNavigation(&stored) // a file from before navigation has the unsized default
 				s.cfg = &stored
 				s.loadErr, s.unread = nil, false
+				c.joinProfile(m.profile, s.cfg, false)
 			default:
 				s.loadErr, s.unread = nil, false
 				// A new profile starts from what the session has set so far.
@@ -1063,6 +1144,7 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 						c.log.Warn().Err(err).Str("profile", m.profile).Msg("the session's entries are in force but not stored in the new profile")
 					}
 				}
+				c.joinProfile(m.profile, s.cfg, false)
 			}
 			c.finishAttach(m.session, s, added)
 		}})
@@ -1079,10 +1161,40 @@ func (c *deviceCore) finishAttach(session uint64, s *sessionState, added bool) {
 	}
 }
 
-func (c *deviceCore) detach(session uint64) {
-	if _, ok := c.sessions[session]; !ok {
+// joinProfile counts one more session of the device on profile, whose
+// document read as cfg (unread: it could not be read, see profileDoc).
+// A document the device has already, read again because it was unread,
+// is replaced by what the read found.
+func (c *deviceCore) joinProfile(profile string, cfg *protocol.SessionConfig, unread bool) {
+	pd := c.profiles[profile]
+	if pd == nil {
+		pd = &profileDoc{}
+		c.profiles[profile] = pd
+	}
+	pd.sessions++
+	if !unread || pd.cfg == nil {
+		pd.cfg, pd.unread = cfg, unread
+	}
+}
+
+// leaveProfile counts one session fewer on s's profile, and drops the
+// document when none is left: the next session reads it again.
+func (c *deviceCore) leaveProfile(s *sessionState) {
+	pd := c.profiles[s.profile]
+	if pd == nil {
 		return
 	}
+	if pd.sessions--; pd.sessions <= 0 {
+		delete(c.profiles, s.profile)
+	}
+}
+
+func (c *deviceCore) detach(session uint64) {
+	s, ok := c.sessions[session]
+	if !ok {
+		return
+	}
+	c.leaveProfile(s)
 	delete(c.sessions, session)
 	c.dev.slots.remove(session)
 	c.dev.viewsChanged()

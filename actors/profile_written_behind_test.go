@@ -222,19 +222,28 @@ func TestProfileWithAnOlderBuildsMountScaleKeepsItsEntries(t *testing.T) {
 	}
 }
 
-// Two sessions of one profile configuring one arm at once: the stored
-// document ends as one session's last configure, whole, never entries of
-// one with entries of the other.
-func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
+// Two sessions of one profile configuring one arm at once, written behind:
+// the stored document has the last value of each entry, whichever session
+// set it, and each entry whole. Session 0 alone sets force_gate, session 1
+// alone the mount (the placement: preset and mount, one entry), and both
+// set damping (scalar and vector, one entry): a stored damping whose
+// scalar and vector are of two messages is a mix.
+func TestTwoSessionsOfAProfileStoreEachEntryWhole(t *testing.T) {
 	dir := t.TempDir()
 	svc := startWith(t, Options{StateDir: dir})
 	arm := addArm(t, svc, simArm(0))
 	const profile = "co.example:two-writers"
 	const n = 200
-	// Session k's message i sets damping i/10 and force_gate i/400 + k/1000:
-	// a stored pair that does not match one message is a mix.
+	// The damping of session k's message i, in both its scalar and its
+	// vector's x.
+	damping := func(k, i int) float64 { return float64(i)/20 + float64(k)/1000 }
 	msg := func(k, i int) string {
-		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g},"force_gate":{"gain":%g}}}]}`, arm.ID, float64(i)/10, float64(i)/400+float64(k)/1000)
+		own := fmt.Sprintf(`"force_gate":{"gain":%g}`, float64(i)/400)
+		if k == 1 {
+			own = fmt.Sprintf(`"mount":{"transform":{"position":{"x":%g,"y":0,"z":0},"rotation":{"w":1,"x":0,"y":0,"z":0},"scale":{"x":1,"y":1,"z":1}}}`, float64(i)/1000)
+		}
+		d := damping(k, i)
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g,"vector":{"x":%g,"y":0,"z":0}},%s}}]}`, arm.ID, d, d, own)
 	}
 	type writer struct {
 		sess *Session
@@ -245,6 +254,9 @@ func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
 		sess, sink := open(t, svc, nil)
 		if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
 			t.Fatalf("pick: %v", f.errorCodes())
+		}
+		if f := exchange(t, sess, sink, msg(k, 0)); len(f.errorCodes()) != 0 {
+			t.Fatalf("configure: %v", f.errorCodes())
 		}
 		ws[k] = writer{sess, sink}
 	}
@@ -265,9 +277,9 @@ func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
 	// wait until the device has both sessions' last configure.
 	for k, w := range ws {
 		hwtest.EventuallyNil(t, patience, "the last configure applied", func() error {
-			g, err := svc.Entry(arm, w.sess.ID, protocol.KeyForceGate)
-			if want := (protocol.ForceGate{Gain: float64(n)/400 + float64(k)/1000}); err != nil || g != want {
-				return fmt.Errorf("session %d has force_gate %+v (%v), want %+v", k, g, err, want)
+			d, err := svc.Entry(arm, w.sess.ID, protocol.KeyDamping)
+			if want := damping(k, n); err != nil || d.(protocol.Damping).ScalarOrZero() != want {
+				return fmt.Errorf("session %d has damping %v (%v), want scalar %g", k, d.(protocol.Damping).ScalarOrZero(), err, want)
 			}
 			return nil
 		})
@@ -283,16 +295,15 @@ func TestTwoSessionsOfAProfileStoreOneWhole(t *testing.T) {
 	if found, err := disk.Load(arm.profileStoreName(profile), &stored); !found || err != nil {
 		t.Fatalf("stored document: %v, %v", found, err)
 	}
-	d := stored.Damping.ScalarOrZero()
-	g := stored.ForceGate.Gain
-	var match []int
-	for k := range ws {
-		if d == float64(n)/10 && g == float64(n)/400+float64(k)/1000 {
-			match = append(match, k)
-		}
+	if want := float64(n) / 400; stored.ForceGate.Gain != want {
+		t.Errorf("stored force_gate %v, want session 0's last %v", stored.ForceGate.Gain, want)
 	}
-	if len(match) != 1 {
-		t.Errorf("stored damping %v and force_gate %v: not one session's last configure (%v)", d, g, match)
+	if want := float64(n) / 1000; stored.Preset != protocol.PresetCustom || stored.Mount.Position.X != want {
+		t.Errorf("stored placement %q, mount x %v; want session 1's last: custom, %v", stored.Preset, stored.Mount.Position.X, want)
+	}
+	d := stored.Damping.ScalarOrZero()
+	if v := stored.Damping.VectorOrZero(); v.X != d || (d != damping(0, n) && d != damping(1, n)) {
+		t.Errorf("stored damping scalar %v, vector x %v: not one session's last configure, whole", d, v.X)
 	}
 }
 
@@ -627,5 +638,61 @@ func TestProfilePickWhileADeviceLeavesAnswersWithoutError(t *testing.T) {
 	}
 	if got := sess.Profile(); got != profile {
 		t.Fatalf("profile %q after the pick, want %q", got, profile)
+	}
+}
+
+// A reset (DELETE) across sessions of several profiles writes, to each
+// profile's document, the reset entry only: what another session of the
+// profile stored stays, and the reset is on disk when it is answered
+// (the stored damping below was only written behind until then).
+func TestResetAcrossProfilesKeepsTheOtherSessionsEntries(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all sessions %v", all), func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			// Every session picks its profile before any configures: the
+			// one that picks after a change starts from it.
+			const p, q = "co.example:p", "co.example:q"
+			type client struct {
+				sess *Session
+				sink *recSink
+			}
+			var clients []client
+			for _, profile := range []string{p, p, q} {
+				sess, sink := open(t, svc, nil)
+				if f := exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`); len(f.errorCodes()) != 0 {
+					t.Fatalf("pick: %v", f.errorCodes())
+				}
+				clients = append(clients, client{sess, sink})
+			}
+			for i, configure := range []string{`{"damping":{"scalar":7}}`, `{"force_gate":{"gain":0.5}}`, `{"damping":{"scalar":3},"force_gate":{"gain":0.5}}`} {
+				msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":%s}]}`, arm.ID, configure)
+				if f := exchange(t, clients[i].sess, clients[i].sink, msg); len(f.errorCodes()) != 0 {
+					t.Fatalf("configure: %v", f.errorCodes())
+				}
+			}
+			b, c := clients[1].sess, clients[2].sess
+			targets := []uint64{b.ID, c.ID}
+			if all {
+				targets = nil
+			}
+			if _, err := svc.ResetEntry(arm, targets, protocol.KeyForceGate); err != nil {
+				t.Fatal(err)
+			}
+			disk, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate := protocol.DefaultEntry(protocol.KeyForceGate).(protocol.ForceGate)
+			for profile, damping := range map[string]float64{p: 7, q: 3} {
+				var stored protocol.SessionConfig
+				found, err := disk.Load(arm.profileStoreName(profile), &stored)
+				if err != nil || !found || stored.ForceGate != gate || stored.Damping.ScalarOrZero() != damping {
+					t.Errorf("right after the reset, %s's document has force_gate %+v, damping %v (found %v, %v); want the default %+v and damping %v",
+						profile, stored.ForceGate, stored.Damping.ScalarOrZero(), found, err, gate, damping)
+				}
+			}
+		})
 	}
 }

@@ -270,13 +270,61 @@ func (c *SessionConfig) Reset(k Key) {
 // compared (TestSessionConfigEqualComparesEveryField fails otherwise), so a
 // caller that skips work on Equal never misses a change.
 func (c *SessionConfig) Equal(o *SessionConfig) bool {
-	if c.Preset != o.Preset || c.Mount != o.Mount || c.ForceGate != o.ForceGate || c.Navigation != o.Navigation {
-		return false
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if k.SessionScoped() && !c.SameEntry(o, k) {
+			return false
+		}
 	}
-	if (c.Basis == nil) != (o.Basis == nil) || (c.Basis != nil && *c.Basis != *o.Basis) {
-		return false
+	return true
+}
+
+// SameEntry reports whether entry k reads the same in c and o. The
+// placement (preset and mount) is one entry: KeyPreset and KeyMount both
+// compare the two. A device-global key reads the same.
+func (c *SessionConfig) SameEntry(o *SessionConfig, k Key) bool {
+	switch k {
+	case KeyPreset, KeyMount:
+		return c.Preset == o.Preset && c.Mount == o.Mount
+	case KeyBasis:
+		return (c.Basis == nil) == (o.Basis == nil) && (c.Basis == nil || *c.Basis == *o.Basis)
+	case KeyDamping:
+		return c.Damping.Equal(o.Damping)
+	case KeyForceGate:
+		return c.ForceGate == o.ForceGate
+	case KeyNavigation:
+		return c.Navigation == o.Navigation
 	}
-	return c.Damping.Equal(o.Damping)
+	return true
+}
+
+// Take sets entry k of c to o's, whole: the placement (preset and mount)
+// together, the device basis set or unset as in o. Pointers are shared,
+// as they are never written through.
+func (c *SessionConfig) Take(o *SessionConfig, k Key) {
+	switch k {
+	case KeyPreset, KeyMount:
+		c.Preset, c.Mount = o.Preset, o.Mount
+	case KeyBasis:
+		c.Basis = o.Basis
+	case KeyDamping:
+		c.Damping = o.Damping
+	case KeyForceGate:
+		c.ForceGate = o.ForceGate
+	case KeyNavigation:
+		c.Navigation = o.Navigation
+	}
+}
+
+// TakeChanged takes from after (Take) every entry that differs between
+// before and after, and leaves the others as they are in c: a change that
+// one of several writers of a document made goes onto it without undoing
+// what the others stored.
+func (c *SessionConfig) TakeChanged(before, after *SessionConfig) {
+	for k := KeyPreset; int(k) <= numKeys; k++ {
+		if k.SessionScoped() && !before.SameEntry(after, k) {
+			c.Take(after, k)
+		}
+	}
 }
 
 // AppendJSON appends the stored form: {"preset": "defaults"|"custom"|...,

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,7 @@ func TestSessionConfigEqualComparesEveryField(t *testing.T) {
 		if base.Equal(&other) || other.Equal(&base) {
 			t.Errorf("Equal ignores a change of %s", path)
 		}
+		checkTakeChanged(t, path, &base, &other)
 	}
 	walk("SessionConfig", func(c *SessionConfig) reflect.Value { return reflect.ValueOf(c).Elem() })
 	if len(leaves) < 10 {
@@ -130,5 +132,37 @@ func TestSessionConfigUnchangedAgreesWithSet(t *testing.T) {
 				t.Errorf("Unchanged allocates %v times", n)
 			}
 		})
+	}
+}
+
+// checkTakeChanged merges the change from before to after (one leaf of
+// path) onto a document another writer changed in every entry: the
+// document then has after's whole entry where the leaf is (the placement,
+// preset and mount, is one entry) and its own value of every other entry.
+func checkTakeChanged(t *testing.T, path string, before, after *SessionConfig) {
+	t.Helper()
+	doc := DefaultSessionConfig()
+	doc.Set(Preset{Preset: "led_front"})
+	doc.Set(Basis{Permutation: "ZYX"})
+	doc.Set(DampingScalar(9))
+	doc.Set(ForceGate{Gain: 0.9})
+	doc.Navigation.Bubble.MaxSpeedMps += 7
+	got := doc
+	got.TakeChanged(before, after)
+	field := strings.SplitN(path, ".", 3)[1]
+	entry := map[string]bool{field: true}
+	if field == "Preset" || field == "Mount" {
+		entry = map[string]bool{"Preset": true, "Mount": true}
+	}
+	g, a, d := reflect.ValueOf(got), reflect.ValueOf(*after), reflect.ValueOf(doc)
+	for i := 0; i < g.NumField(); i++ {
+		name := g.Type().Field(i).Name
+		want := d.Field(i)
+		if entry[name] {
+			want = a.Field(i)
+		}
+		if !reflect.DeepEqual(g.Field(i).Interface(), want.Interface()) {
+			t.Errorf("a change of %s merged onto another document: %s is %+v, want %+v", path, name, g.Field(i).Interface(), want.Interface())
+		}
 	}
 }

@@ -121,3 +121,70 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 		t.Fatalf("a kept profile lost its config: %v", path(f, "arm3", 0, "config", "filters"))
 	}
 }
+
+// Two sessions of one profile on one arm (two instances of an app, or an
+// app and a lab tool): A sets damping, then B changes force_gate, each
+// acknowledged. The profile's next session, after a restart, has both:
+// a session's change stores the entries it changed, never its whole
+// config over the entries another session stored.
+func TestTwoSessionsOfAProfileKeepEachOthersEntries(t *testing.T) {
+	const profile = "co.example:two-instances"
+	type change func(t *testing.T, ts *testService, c *wsClient, sid string)
+	configure := func(entry string) change {
+		return func(t *testing.T, ts *testService, c *wsClient, _ string) {
+			if f := c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":%s}]}`, ts.armIDs[0], entry)); f["errors"] != nil {
+				t.Fatalf("configure %s: %v", entry, f["errors"])
+			}
+		}
+	}
+	request := func(method, route, body string) change {
+		return func(t *testing.T, ts *testService, _ *wsClient, sid string) {
+			if r := ts.do(method, ts.base+"/arm3/0/config/"+route+"?session="+sid, body); r.status != 200 {
+				t.Fatalf("%s %s: %v", method, route, r)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		before change // B, before A's change
+		a, b   change
+		gate   string // force_gate the next session has
+	}{
+		{"configure then configure", nil, configure(`{"damping":{"scalar":7}}`), configure(`{"force_gate":{"gain":0.5}}`), `{"gain":0.5}`},
+		{"POST then configure", nil, request("POST", "filters/damping", `{"scalar":7}`), configure(`{"force_gate":{"gain":0.5}}`), `{"gain":0.5}`},
+		{"configure then POST", nil, configure(`{"damping":{"scalar":7}}`), request("POST", "filters/force_gate", `{"gain":0.5}`), `{"gain":0.5}`},
+		{"configure then DELETE", configure(`{"force_gate":{"gain":0.5}}`), configure(`{"damping":{"scalar":7}}`), request("DELETE", "filters/force_gate", ""), `{"gain":0.3}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ts := startService(t, serviceConfig{arms: 1, dir: dir})
+			var clients [2]*wsClient
+			var sids [2]string
+			for i := range clients {
+				clients[i] = ts.dial(t, ts.wsURL())
+				sids[i] = fmt.Sprint(num(clients[i].expect()["session_id"]))
+				if f := clients[i].roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); f["errors"] != nil {
+					t.Fatalf("pick: %v", f["errors"])
+				}
+			}
+			if c.before != nil {
+				c.before(t, ts, clients[1], sids[1])
+			}
+			c.a(t, ts, clients[0], sids[0])
+			c.b(t, ts, clients[1], sids[1])
+			for _, cl := range clients {
+				_ = cl.conn.Close()
+			}
+			ts.stop()
+
+			ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+			next := ts2.dial(t, ts2.wsURL())
+			next.expect()
+			f := next.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}},"force_render_full_state":{}}}`, profile))
+			filters := path(f, "arm3", 0, "config", "filters")
+			if !jsonEqual(t, path(filters, "damping"), `{"scalar":7}`) || !jsonEqual(t, path(filters, "force_gate"), c.gate) {
+				t.Errorf("the profile's next session has filters %v; want A's damping {scalar 7} and B's force_gate %s", filters, c.gate)
+			}
+		})
+	}
+}
