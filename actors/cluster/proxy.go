@@ -295,6 +295,9 @@ func (p *proxy) sendEffectsLocked(now time.Time) {
 	}
 	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: p.fxGen}
 	if s := p.fxSet; s != nil && s.Len() > 0 && !p.fxWithdrawn {
+		if p.g.encodingEffects != nil {
+			p.g.encodingEffects()
+		}
 		m.Session = s.Session
 		specs := make([]effect.Spec, s.Len())
 		clockNow := p.g.clock.Now()
