@@ -14,15 +14,20 @@ import (
 // (a loaded gateway; held 1 s here): the gateway's tick never waits for an
 // encoding. Session A holds the node's arm with a 1.5 N field; a new
 // declaration of A's is being encoded when A's connection closes. The node
-// must release the arm, and output no force, within the release bound
-// (20 ms) of the let-go, plus 5 ms for the link; and session B, taking the
-// arm at once with a 1 N force, must have it on the node within as long.
+// must release the arm and output no force soon after the let-go, and
+// session B, taking the arm at once with a 1 N force, must have it on the
+// node soon after its command: within heldBound, a quarter of the
+// encoding's hold (far above what a loaded machine's scheduling adds to
+// the release bound, 20 ms, which TestLetGoThroughTheGatewayEndsTheForceWithinTheBound
+// holds the let-go to).
 // The tick used to wait for the encoding under the proxy's lock after it
 // sent A's idle command, and with it B's claim and every later tick of the
-// gateway's loop: B's force reached the node a second late.
+// gateway's loop: B's force reached the node a second late. A's
+// declaration, encoded meanwhile, never reaches the node under B.
 func TestSessionChangeThroughTheGatewayNotHeldByASlowEffectsEncoding(t *testing.T) {
 	n, d := testNode(t)
 	g := testGateway(t, time.Hour)
+	const encodingHold, heldBound = time.Second, 250 * time.Millisecond
 	var slow atomic.Bool
 	encoding := make(chan struct{}, 1)
 	g.encodingEffects = func() {
@@ -31,7 +36,7 @@ func TestSessionChangeThroughTheGatewayNotHeldByASlowEffectsEncoding(t *testing.
 			case encoding <- struct{}{}:
 			default:
 			}
-			time.Sleep(time.Second)
+			time.Sleep(encodingHold)
 		}
 	}
 	linkLab(t, g, n)
@@ -117,15 +122,22 @@ func TestSessionChangeThroughTheGatewayNotHeldByASlowEffectsEncoding(t *testing.
 	released, forceEnd := time.Duration(releasedNs-letGoNs), time.Duration(max(lastNs-letGoNs, 0))
 	taken := time.Duration(bNs - takeNs)
 	t.Logf("the node released the arm %v after the let-go, output A's force until %v after; B's force on it %v after B's command", released, forceEnd, taken)
-	bound := time.Duration(loop.ReleaseBoundNs) + 5*time.Millisecond
-	if released > bound || forceEnd > bound {
-		t.Errorf("the node released the arm %v and output force until %v after the session let go; want both within %v", released, forceEnd, bound)
+	if released > heldBound || forceEnd > heldBound {
+		t.Errorf("the node released the arm %v and output force until %v after the session let go; want both within %v", released, forceEnd, heldBound)
 	}
-	if taken > bound {
-		t.Errorf("B's force on the node's arm %v after its command; want it within %v", taken, bound)
+	if taken > heldBound {
+		t.Errorf("B's force on the node's arm %v after its command; want it within %v", taken, heldBound)
 	}
+	// A's declaration, encoded now, must not reach the node after the idle
+	// command that ended A's control: the node would keep it for the
+	// gateway, the arm's owner there, and render it under B's commands.
 	<-declared
 	<-closed
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if set := d.Effects(); set != nil {
+			t.Fatalf("the node holds %d effects under B's control; B declared none", set.Len())
+		}
+	}
 	b.close()
 	waitArmFree(t, d, g)
 }
