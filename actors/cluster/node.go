@@ -605,7 +605,7 @@ func (n *Node) command(m *wire.Command) {
 		(set.Session != owner || known && term > free+1) {
 		n.dropEffects(d, set.Session, m.Uuid)
 	}
-	n.effectsFreeAt(fxKey{owner, m.Uuid}, term+1)
+	n.record(&n.fxTerms, fxKey{owner, m.Uuid}, term+1)
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
 	cmd, ok := hw.CommandTarget(mode, t)
@@ -1022,22 +1022,11 @@ func (n *Node) effects(m *wire.Effects) {
 		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
 		return
 	}
-	n.tookEffects(key, m.Gen)
+	n.record(&n.fxGens, key, m.Gen)
 	if holder != 0 {
 		term++ // the release to come of the control in force: the gateway's, or a lapsed one's
 	}
-	n.effectsFreeAt(key, term)
-}
-
-// effectsFreeAt records term as the one as of which the gateway's effects
-// on the device are its own to resume (fxTerms).
-func (n *Node) effectsFreeAt(k fxKey, term uint64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.fxTerms == nil {
-		n.fxTerms = map[fxKey]uint64{}
-	}
-	n.fxTerms[k] = term
+	n.record(&n.fxTerms, key, term)
 }
 
 // forwardedDeclaration is what the node lists of a gateway's declaration
@@ -1072,14 +1061,15 @@ func (n *Node) forwardedDeclaration(m *wire.Effects, gatewayID string, sentNs in
 	return fw
 }
 
-// tookEffects records the generation of a gateway's declaration in force.
-func (n *Node) tookEffects(k fxKey, gen uint64) {
+// record sets k to v in *m (n.fxGens, n.fxTerms), which it makes if need
+// be, under n.mu.
+func (n *Node) record(m *map[fxKey]uint64, k fxKey, v uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.fxGens == nil {
-		n.fxGens = map[fxKey]uint64{}
+	if *m == nil {
+		*m = map[fxKey]uint64{}
 	}
-	n.fxGens[k] = gen
+	(*m)[k] = v
 }
 
 // dropEffects withdraws the effects a gateway owner's declaration put on
