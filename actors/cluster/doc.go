@@ -159,10 +159,15 @@
 // alone), then Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
 // hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
 // is also taken alone by ForwardEffects, on whichever goroutine published
-// or withdrew the Set, and by ForwardNavigation on the gateway loop's
-// goroutine; under it the gateway actor mirrors the node's navigation
-// reports into the session's track (each mirrored track's one writer,
-// since the gateway's loop writes none). No Receive
+// or withdrew the Set, and by the gateway loop's ticks (ForwardNavigation,
+// and each command sent); under it the gateway actor mirrors the node's
+// navigation reports into the session's track (each mirrored track's one
+// writer, since the gateway's loop writes none). Every message a proxy
+// sends its node (commands, effects, navigation) is sent under fxMu, so
+// the node gets one device's messages in the order the gateway made them;
+// declarations are encoded with fxMu released and sent only if still the
+// newest, so a tick that ends or starts a session's control never waits
+// for an encoding on another goroutine. No Receive
 // waits: what must (a node answering a config request, which waits on the
 // device actor and a set's fsync; the gateway adding an inventory's
 // proxies, which waits on the registry) is queued off the actor: a node's

@@ -106,6 +106,11 @@ type Gateway struct {
 	calls       map[*configCall]struct{}
 	callsClosed bool
 	callsWG     sync.WaitGroup
+
+	// encodingEffects, nil outside tests, runs as a proxy starts encoding
+	// a session's effects for the node: a test makes the encoding as slow
+	// as a loaded gateway's can be. Set before the first proxy exists.
+	encodingEffects func()
 }
 
 type nodeState struct {

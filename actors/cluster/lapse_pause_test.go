@@ -77,6 +77,13 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 			untilPushLoopSaw(t, out, d.Info.UUID, "the arm held locally", func(st *wire.State) bool { return st.HeldLocally })
 			d.Register().Release(7)
 		}},
+		{name: "a local session takes the arm and lets go between two pushes", meanwhile: func(t *testing.T, n *Node, d *actors.Device, out *outbox) {
+			// Microseconds: the push loop, every 2 ms, does not see it.
+			if d.Register().Claim(7) != 7 {
+				t.Fatal("the local session could not claim the arm")
+			}
+			d.Register().Release(7)
+		}},
 		{name: "another gateway takes the arm and lets go", meanwhile: func(t *testing.T, n *Node, d *actors.Device, out *outbox) {
 			n.subscribe(&wire.Subscribe{GatewayAddress: other, SentUnixNs: time.Now().UnixNano()})
 			take := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 0)
@@ -194,4 +201,57 @@ func TestForgottenGatewaysPausedEffectsGo(t *testing.T) {
 	n.wg.Add(1)
 	go n.push()
 	hwtest.Eventually(t, 5*time.Second, "the forgotten gateway's effects gone", func() bool { return d.Effects() == nil })
+}
+
+// A gateway whose control resumes after another owner held the arm feels
+// none of its paused effects, also when the node's push loop never saw
+// that owner: it claimed and let go between two pushes, and the gateway's
+// command came before the next one (no push loop runs here, so every
+// claim falls between pushes). The register's term says another held it.
+// With nobody in between, the effects render again at once.
+func TestGatewayResumingAfterAClaimBetweenPushesFeelsNoneOfItsPausedEffects(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		meanwhile func(d *actors.Device)
+		kept      bool
+	}{
+		{name: "nobody else takes the arm", meanwhile: func(*actors.Device) {}, kept: true},
+		{name: "a local session takes the arm and lets go", meanwhile: func(d *actors.Device) {
+			if d.Register().Claim(7) != 7 {
+				t.Fatal("the local session could not claim the arm")
+			}
+			d.Register().Release(7)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, d := testNode(t)
+			uuid := d.Info.UUID
+			n.effects(declared(uuid, 1, specsJSON(t, springBeside(d))))
+			n.command(fresh(uuid, 1, hw.ModeForce, 0, 0, 0))
+			var rep loop.EffectsReport
+			// A report of the loop's since sinceNs shows the spring pulling.
+			springSince := func(sinceNs int64) bool {
+				return d.LoadEffects(&rep) && rep.TimeNs > sinceNs && rep.Rendering && rep.N >= 1 &&
+					rep.Effects[0].ID == "pull" && !rep.Effects[0].Removing && rep.Effects[0].ForceN.X > 1
+			}
+			hwtest.Eventually(t, 5*time.Second, "the gateway's spring rendered", func() bool { return springSince(0) })
+			hwtest.Eventually(t, 5*time.Second, "the node's lease on the gateway lapsed", func() bool {
+				return d.Register().Owner() == 0
+			})
+			tc.meanwhile(d)
+			var snap loop.Snapshot
+			d.Load(&snap)
+			resumedAt, resumeNs := snap.Tick, n.clock.Now()
+			n.command(fresh(uuid, 2, hw.ModeForce, 0, 0, 0))
+			on := false
+			hwtest.Eventually(t, 5*time.Second, "20 ticks of the resumed control", func() bool {
+				on = on || springSince(resumeNs)
+				d.Load(&snap)
+				return tc.kept && on || snap.Tick >= resumedAt+20
+			})
+			if on != tc.kept {
+				t.Errorf("the gateway's paused spring pulled within 20 ticks of its resumed control: %v, want %v", on, tc.kept)
+			}
+		})
+	}
 }

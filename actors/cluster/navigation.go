@@ -247,6 +247,11 @@ func (p *proxy) navigationRefused(m *wire.NavigationReply) {
 	p.g.svc.Activity().Publish(event.NavigationRefused(dev.Name, dev.ID, m.Session, m.Code, m.Error))
 }
 
+// sendNavigationLocked sends the node the navigation of generation
+// p.navGen. As a Set of effects (declareLocked), the bubble is encoded with
+// fxMu released, so a tick never waits for the gateway actor's resend, and
+// sent only if no newer generation came meanwhile. fxMu is held on entry
+// and on return.
 func (p *proxy) sendNavigationLocked(now time.Time) {
 	p.navSentAt = now
 	if p.lost.Load() || p.g.closing.Load() {
@@ -255,13 +260,19 @@ func (p *proxy) sendNavigationLocked(now time.Time) {
 	m := &wire.Navigation{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(),
 		Gen: p.navGen, Session: p.navSession}
 	if nav := p.nav; nav != nil {
+		m.Track = p.navTrackID
+		p.fxMu.Unlock()
 		b, err := json.Marshal(nav.Bubble)
+		p.fxMu.Lock()
 		if err != nil {
 			// NewBubble found its numbers finite: this is a bug.
 			p.g.log.Error().Err(err).Str("uuid", p.info.UUID).Msg("could not encode navigation for the node")
 			return
 		}
-		m.Track, m.Bubble = p.navTrackID, b
+		if m.Gen != p.navGen || p.lost.Load() || p.g.closing.Load() {
+			return
+		}
+		m.Bubble = b
 	}
 	p.g.sys.Root.Send(p.node, m)
 }

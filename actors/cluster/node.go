@@ -71,6 +71,15 @@ type Node struct {
 	// goes with its effects (withdrawn, dropped when another takes the
 	// arm), its gateway (forgotten) or its device; a lapsed lease keeps it.
 	fxGens map[fxKey]uint64
+	// fxTerms are, by gateway owner and device UUID, the device register's
+	// term (loop.Register.Term) as of which the gateway's effects there are
+	// its own to resume: the term of its last command plus one (the lapse
+	// or release that ends that control), or the term it declared in while
+	// the arm was free. The register past it (past it plus one at the
+	// gateway's next claim) means another owner held the arm in between,
+	// perhaps for less than a push tick: the gateway's paused effects
+	// then go (othersArm, command). They go with the gateway or the device.
+	fxTerms map[fxKey]uint64
 	// fxSeen and navSeen are, by gateway owner and device UUID, the newest
 	// effects and navigation declarations the gateway sent (kept after a
 	// withdrawal), so that an older one arriving late (a reconnect's
@@ -443,9 +452,11 @@ func (n *Node) devicesLocked() map[string]*actors.Device {
 // (GatewayTimeout of silence), and the loop released the arm then.
 func (n *Node) forgetOwnerLocked(owner uint64) {
 	delete(n.leaseEnds, owner)
-	for k := range n.fxGens {
-		if k.owner == owner {
-			delete(n.fxGens, k)
+	for _, m := range []map[fxKey]uint64{n.fxGens, n.fxTerms} {
+		for k := range m {
+			if k.owner == owner {
+				delete(m, k)
+			}
 		}
 	}
 	for _, seen := range []map[fxKey]sentDeclaration{n.fxSeen, n.navSeen} {
@@ -465,9 +476,11 @@ func (n *Node) forgetOwnerLocked(owner uint64) {
 // pruneDevicesLocked drops the declarations kept for devices the node no
 // longer has (n.byUUID).
 func (n *Node) pruneDevicesLocked() {
-	for k := range n.fxGens {
-		if n.byUUID[k.uuid] == nil {
-			delete(n.fxGens, k)
+	for _, m := range []map[fxKey]uint64{n.fxGens, n.fxTerms} {
+		for k := range m {
+			if n.byUUID[k.uuid] == nil {
+				delete(m, k)
+			}
 		}
 	}
 	for _, seen := range []map[fxKey]sentDeclaration{n.fxSeen, n.navSeen} {
@@ -580,10 +593,19 @@ func (n *Node) command(m *wire.Command) {
 	// Another gateway's effects, paused since its lease lapsed, go now
 	// that this one holds the arm (the push loop would drop them a tick
 	// later): were this one to let go at once, they must not render again
-	// when the other's control resumes without declaring them.
-	if set := d.Effects(); set != nil && set.Session != owner && set.Session >= gatewaySession {
+	// when the other's control resumes without declaring them. This one's
+	// own paused effects go too if another owner held the arm since its
+	// control lapsed (the register's term moved past this claim's), also
+	// one that claimed and let go between two pushes.
+	term := reg.Term()
+	n.mu.Lock()
+	free, known := n.fxTerms[fxKey{owner, m.Uuid}]
+	n.mu.Unlock()
+	if set := d.Effects(); set != nil && set.Session >= gatewaySession &&
+		(set.Session != owner || known && term > free+1) {
 		n.dropEffects(d, set.Session, m.Uuid)
 	}
+	n.record(&n.fxTerms, fxKey{owner, m.Uuid}, term+1)
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
 	cmd, ok := hw.CommandTarget(mode, t)
@@ -673,7 +695,7 @@ func (n *Node) push() {
 		navs := maps.Clone(n.navs)
 		n.mu.Unlock()
 		for uuid, d := range devs {
-			if set := d.Effects(); set != nil && n.othersArm(d, set.Session, dests) {
+			if set := d.Effects(); set != nil && n.othersArm(d, uuid, set.Session, dests) {
 				n.dropEffects(d, set.Session, uuid)
 			}
 		}
@@ -693,18 +715,31 @@ func (n *Node) push() {
 // othersArm says whether the effects owner declared on d are no longer
 // its to resume: owner is a gateway's, and another owner holds the arm
 // (a local session, or a gateway whose command came while the node's
-// push loop was between ticks) or the node forgot that gateway. A lapse
+// push loop was between ticks) or held it since the gateway's control
+// (fxTerms), or the node forgot that gateway. A lapse
 // of the node's lease alone keeps them: the loop pauses them with the
 // force, and when the gateway's commands resume, with its session's lease
 // never having lapsed (a stall of the gateway or its link past the node's
 // lease), its effects render again at once, as a local session's do after
 // a late renewal. Dropping them with the lease took its wall away until
 // the gateway declared it again, up to resendAfter later.
-func (n *Node) othersArm(d *actors.Device, owner uint64, gateways []pushDest) bool {
+func (n *Node) othersArm(d *actors.Device, uuid string, owner uint64, gateways []pushDest) bool {
 	if owner < gatewaySession {
 		return false // a local session's: the service keeps them
 	}
-	if holder := d.Register().Owner(); holder != 0 && holder != owner {
+	// The register before fxTerms: a command of the gateway's that
+	// claims the arm after these reads has recorded its term by the time
+	// fxTerms is read, so the gateway's own claim never counts as another's.
+	reg := d.Register()
+	holder := reg.Owner()
+	term := reg.Term()
+	if holder != 0 && holder != owner {
+		return true
+	}
+	n.mu.Lock()
+	free, known := n.fxTerms[fxKey{owner, uuid}]
+	n.mu.Unlock()
+	if holder == 0 && known && term > free {
 		return true
 	}
 	return !slices.ContainsFunc(gateways, func(g pushDest) bool { return g.owner == owner })
@@ -981,11 +1016,17 @@ func (n *Node) effects(m *wire.Effects) {
 	// not replace the effects of another holder, even one that claims the
 	// arm while it is published.
 	free := func(held uint64) bool { return held == 0 || held == owner || n.leaseOver(held) }
+	reg := d.Register()
+	holder, term := reg.Owner(), reg.Term()
 	if !d.RenderForwarded(set, n.forwardedDeclaration(m, gatewayID, loopNow-ageNs), free) {
 		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
 		return
 	}
-	n.tookEffects(key, m.Gen)
+	n.record(&n.fxGens, key, m.Gen)
+	if holder != 0 {
+		term++ // the release to come of the control in force: the gateway's, or a lapsed one's
+	}
+	n.record(&n.fxTerms, key, term)
 }
 
 // forwardedDeclaration is what the node lists of a gateway's declaration
@@ -1020,14 +1061,15 @@ func (n *Node) forwardedDeclaration(m *wire.Effects, gatewayID string, sentNs in
 	return fw
 }
 
-// tookEffects records the generation of a gateway's declaration in force.
-func (n *Node) tookEffects(k fxKey, gen uint64) {
+// record sets k to v in *m (n.fxGens, n.fxTerms), which it makes if need
+// be, under n.mu.
+func (n *Node) record(m *map[fxKey]uint64, k fxKey, v uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.fxGens == nil {
-		n.fxGens = map[fxKey]uint64{}
+	if *m == nil {
+		*m = map[fxKey]uint64{}
 	}
-	n.fxGens[k] = gen
+	(*m)[k] = v
 }
 
 // dropEffects withdraws the effects a gateway owner's declaration put on

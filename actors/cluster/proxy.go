@@ -106,8 +106,13 @@ type proxy struct {
 
 	// fxMu guards the session's effects as forwarded to the node: the Set
 	// in force on the gateway's loop (nil: none), its generation, when it
-	// was last sent and the generation the node refused. Taken by
-	// ForwardEffects (any goroutine) and by the gateway actor.
+	// was last sent and the generation the node refused. It also orders
+	// what goes to the node about the device: every command, declaration
+	// and navigation is sent with it held, so the node gets them in the
+	// order the gateway made them. Nothing is encoded with it held
+	// (declareLocked): a tick that sends a command waits at most for
+	// another's send, never for an encoding. Taken by ForwardEffects (any
+	// goroutine), by the gateway actor and by the loop's ticks.
 	fxMu      sync.Mutex
 	fxSet     *effect.Set
 	fxGen     uint64
@@ -262,7 +267,7 @@ func (p *proxy) ForwardEffects(s *effect.Set) {
 	}
 	p.fxGen++
 	p.fxSet, p.fxWithdrawn = s, false
-	p.sendEffectsLocked(time.Now())
+	p.declareLocked(time.Now())
 }
 
 // resendEffects sends the declaration again when the node, at its push,
@@ -285,53 +290,80 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	if dev := p.dev.Load(); want != 0 && (dev == nil || dev.Register().Owner() != p.fxSet.Session) {
 		return
 	}
-	p.sendEffectsLocked(now)
+	p.declareLocked(now)
 }
 
-func (p *proxy) sendEffectsLocked(now time.Time) {
+// declareLocked sends the node the declaration of generation p.fxGen: a
+// withdrawal at once, a Set once encoded. The encoding is done with fxMu
+// released, so a tick sending a command never waits for it (a loaded
+// gateway, a big Set); the Set then goes only if no newer generation came
+// meanwhile, whoever made that one sending it. So the node gets the
+// declarations and commands in the order the gateway made them: a Set
+// encoded while the tick sent the idle command that ended its session's
+// control never arrives after it (the node would keep it, paused, and
+// render it under the next session's claim; controlEnded). fxMu is held
+// on entry and on return.
+func (p *proxy) declareLocked(now time.Time) {
 	p.fxSentAt = now
 	if p.lost.Load() || p.g.closing.Load() {
 		return
 	}
-	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: p.fxGen}
-	if s := p.fxSet; s != nil && s.Len() > 0 && !p.fxWithdrawn {
-		m.Session = s.Session
-		specs := make([]effect.Spec, s.Len())
-		clockNow := p.g.clock.Now()
-		for i := range specs {
-			specs[i] = s.Spec(i)
-			// The node's clock is another: send the time left.
-			if e := specs[i].ExpiresNs; e != 0 {
-				specs[i].ExpiresNs = max(e-clockNow, 1)
+	gen, s := p.fxGen, p.fxSet
+	if s.Len() == 0 || p.fxWithdrawn {
+		p.g.sys.Root.Send(p.node, &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: gen})
+		return
+	}
+	p.fxMu.Unlock()
+	m := p.encodeEffects(s, gen)
+	p.fxMu.Lock()
+	if m != nil && gen == p.fxGen && !p.lost.Load() && !p.g.closing.Load() {
+		p.g.sys.Root.Send(p.node, m)
+	}
+}
+
+// encodeEffects is the declaration of s, generation gen, as sent now: its
+// expiries as the time left from its send time. nil if it cannot be
+// encoded (a bug, logged). It takes no lock.
+func (p *proxy) encodeEffects(s *effect.Set, gen uint64) *wire.Effects {
+	if p.g.encodingEffects != nil {
+		p.g.encodingEffects()
+	}
+	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: s.Session}
+	specs := make([]effect.Spec, s.Len())
+	clockNow := p.g.clock.Now()
+	for i := range specs {
+		specs[i] = s.Spec(i)
+		// The node's clock is another: send the time left.
+		if e := specs[i].ExpiresNs; e != 0 {
+			specs[i].ExpiresNs = max(e-clockNow, 1)
+		}
+	}
+	b, err := json.Marshal(specs)
+	if err != nil {
+		// A Set holds numbers NewSet found finite: this is a bug.
+		p.g.log.Error().Err(err).Str("uuid", p.info.UUID).Msg("could not encode effects for the node")
+		return nil
+	}
+	m.Specs = b
+	// The declaration as the session made it, so the node lists the
+	// effects in force on its arm; a Set published without one (none
+	// is) goes without, and the node lists none.
+	if dev := p.dev.Load(); dev != nil {
+		if declared, ends, rot, ok := dev.DeclaredEffects(s); ok {
+			m.Declared = (&protocol.EffectsUpdate{Set: declared}).AppendJSON(nil)
+			m.ForceToSession = make([]float64, 0, 9)
+			for _, row := range rot {
+				m.ForceToSession = append(m.ForceToSession, row[:]...)
 			}
-		}
-		b, err := json.Marshal(specs)
-		if err != nil {
-			// A Set holds numbers NewSet found finite: this is a bug.
-			p.g.log.Error().Err(err).Str("uuid", p.info.UUID).Msg("could not encode effects for the node")
-			return
-		}
-		m.Specs = b
-		// The declaration as the session made it, so the node lists the
-		// effects in force on its arm; a Set published without one (none
-		// is) goes without, and the node lists none.
-		if dev := p.dev.Load(); dev != nil {
-			if declared, ends, rot, ok := dev.DeclaredEffects(s); ok {
-				m.Declared = (&protocol.EffectsUpdate{Set: declared}).AppendJSON(nil)
-				m.ForceToSession = make([]float64, 0, 9)
-				for _, row := range rot {
-					m.ForceToSession = append(m.ForceToSession, row[:]...)
-				}
-				m.DeclaredLeftNs = make([]int64, len(ends))
-				for i, e := range ends {
-					if e != 0 {
-						m.DeclaredLeftNs[i] = max(e-clockNow, 1)
-					}
+			m.DeclaredLeftNs = make([]int64, len(ends))
+			for i, e := range ends {
+				if e != 0 {
+					m.DeclaredLeftNs[i] = max(e-clockNow, 1)
 				}
 			}
 		}
 	}
-	p.g.sys.Root.Send(p.node, m)
+	return m
 }
 
 // refused handles the node's refusal of generation gen: unless the
@@ -494,7 +526,7 @@ func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
 	}
 	p.fxWithdrawn = p.fxSet.Session != session
 	p.fxGen++
-	p.sendEffectsLocked(now)
+	p.declareLocked(now)
 }
 
 // controlEnded tells the node at once that the session whose commands
@@ -505,14 +537,18 @@ func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
 // command claims it anew, starting from zero force under the node's slew
 // limit instead of from the last session's. The node drops the gateway's
 // effects with the release; a session that commands next has its Set sent
-// again (commandingSessionChanged).
+// again (commandingSessionChanged). A Set being encoded meanwhile is of a
+// generation this one supersedes, so it never follows the idle to the
+// node (declareLocked).
 func (p *proxy) controlEnded(now time.Time) {
-	p.send(&hw.Command{}, now, 0)
+	stateSent := p.stateSent()
 	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	p.sendLocked(&hw.Command{}, now, 0, stateSent)
 	if p.fxSet.Len() > 0 {
 		p.fxWithdrawn = true
+		p.fxGen++
 	}
-	p.fxMu.Unlock()
 }
 
 // StateAge tells the gateway's loop how old the state the last Exchange
@@ -545,13 +581,28 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 
 // send sends cmd, whose session's lease has leaseLeft (wire.Command.LeaseLeftNs).
 func (p *proxy) send(cmd *hw.Command, now time.Time, leaseLeft int64) {
+	stateSent := p.stateSent()
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	p.sendLocked(cmd, now, leaseLeft, stateSent)
+}
+
+// stateSent is when the node sent the newest state the gateway has (the
+// node's clock; wire.Command.StateSentUnixNs).
+func (p *proxy) stateSent() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.batchSentNs
+}
+
+// sendLocked is send with fxMu held, so the command keeps its place among
+// the declarations; stateSent is stateSent's, read before (mu and fxMu are
+// never held together).
+func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, leaseLeft, stateSent int64) {
 	if p.g.closing.Load() {
 		return
 	}
 	p.seq++
-	p.mu.Lock()
-	stateSent := p.batchSentNs
-	p.mu.Unlock()
 	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
 		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), StateSentUnixNs: stateSent}
 	if cmd.Mode != hw.ModeIdle {

@@ -131,6 +131,13 @@ func (r *Register) Refused() uint64 { return r.refused.Load() }
 // Owner returns the controlling session, or 0 if nobody controls the device.
 func (r *Register) Owner() uint64 { return r.owner.Load() }
 
+// Term counts the register's changes of owner: one for each Claim that
+// takes it and each release (Release, a lapsed lease, a claim timed out),
+// none otherwise. A session that finds it grew by more than its own
+// changes knows another session held the register in between, even one
+// that claimed and released it between two of its looks.
+func (r *Register) Term() uint64 { return r.term.Load() }
+
 // Release gives up control if session owns the register, and reports whether
 // it did. The loop then ramps the output to zero and stops applying the
 // session's last command.

@@ -15,6 +15,7 @@ func TestRegisterOwnership(t *testing.T) {
 		do      func(r *Register) uint64
 		want    uint64
 		owner   uint64 // after the op
+		term    uint64 // after the op: changes of owner so far
 		written bool   // for writes: accepted
 	}
 	write := func(s uint64) func(r *Register) uint64 {
@@ -38,16 +39,16 @@ func TestRegisterOwnership(t *testing.T) {
 	steps := []op{
 		{name: "write before any claim is refused", do: write(1), want: 0, owner: 0},
 		{name: "session 0 cannot claim", do: claim(0), want: 0, owner: 0},
-		{name: "first claim wins", do: claim(1), want: 1, owner: 1},
-		{name: "claim again is a no-op", do: claim(1), want: 1, owner: 1},
-		{name: "second session sees the owner", do: claim(2), want: 1, owner: 1},
-		{name: "non-owner write refused", do: write(2), want: 0, owner: 1},
-		{name: "owner write accepted", do: write(1), want: 1, owner: 1},
-		{name: "non-owner release refused", do: release(2), want: 0, owner: 1},
-		{name: "owner release", do: release(1), want: 1, owner: 0},
-		{name: "release twice refused", do: release(1), want: 0, owner: 0},
-		{name: "write after release refused", do: write(1), want: 0, owner: 0},
-		{name: "another session claims", do: claim(2), want: 2, owner: 2},
+		{name: "first claim wins", do: claim(1), want: 1, owner: 1, term: 1},
+		{name: "claim again is a no-op", do: claim(1), want: 1, owner: 1, term: 1},
+		{name: "second session sees the owner", do: claim(2), want: 1, owner: 1, term: 1},
+		{name: "non-owner write refused", do: write(2), want: 0, owner: 1, term: 1},
+		{name: "owner write accepted", do: write(1), want: 1, owner: 1, term: 1},
+		{name: "non-owner release refused", do: release(2), want: 0, owner: 1, term: 1},
+		{name: "owner release", do: release(1), want: 1, owner: 0, term: 2},
+		{name: "release twice refused", do: release(1), want: 0, owner: 0, term: 2},
+		{name: "write after release refused", do: write(1), want: 0, owner: 0, term: 2},
+		{name: "another session claims", do: claim(2), want: 2, owner: 2, term: 3},
 	}
 	var r Register
 	for _, s := range steps {
@@ -56,6 +57,9 @@ func TestRegisterOwnership(t *testing.T) {
 		}
 		if o := r.Owner(); o != s.owner {
 			t.Fatalf("%s: owner = %d, want %d", s.name, o, s.owner)
+		}
+		if tm := r.Term(); tm != s.term {
+			t.Fatalf("%s: term = %d, want %d", s.name, tm, s.term)
 		}
 	}
 }
