@@ -318,6 +318,9 @@ type sessionProgress struct {
 	read   int            // frames read so far
 	sent   bool           // every message it will send is sent and answered
 	closed bool
+	// closedAt is when the replay closed it (zero: not yet, or it ended
+	// on an error).
+	closedAt time.Time
 }
 
 // newTimeline is the timeline of sessions (their recorded frames and
@@ -403,6 +406,28 @@ func (tl *timeline) mayActLocked(i int, at uint64) bool {
 	return at <= tl.lowest
 }
 
+// keepGaps waits, for session i about to connect at recorded time at,
+// until as long has passed since each session that had closed before at
+// as had passed when recording (after has waited for them to close). A
+// session that fell behind the recorded timeline closes late: the next
+// one, dialled at its recorded time, would reach the arm while the first
+// one's force still ramps out, and its frames would differ.
+func (tl *timeline) keepGaps(i int, at uint64) {
+	tl.mu.Lock()
+	var until time.Time
+	for j := range tl.progress {
+		p := &tl.progress[j]
+		if j == i || p.closedAt.IsZero() || tl.closeAt[j] > at {
+			continue
+		}
+		if u := p.closedAt.Add(time.Duration(at - tl.closeAt[j])); u.After(until) {
+			until = u
+		}
+	}
+	tl.mu.Unlock()
+	time.Sleep(time.Until(until))
+}
+
 // rankLocked finds the two lowest times the sessions reached.
 func (tl *timeline) rankLocked() {
 	tl.lowest, tl.second, tl.lowestSession = math.MaxUint64, math.MaxUint64, -1
@@ -454,6 +479,7 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 		dial = d.DialLegacy // Run checked it is there
 	}
 	tl.after(i, frames[0].LogTime)
+	tl.keepGaps(i, frames[0].LogTime)
 	behind = max(0, tl.waitUntil(frames[0].LogTime))
 	conn, err := dial()
 	if err != nil {
@@ -499,7 +525,8 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 	tl.after(i, tl.closeAt[i])
 	tl.waitUntil(tl.closeAt[i])
 	_ = conn.Close()
-	tl.update(i, func(p *sessionProgress) { p.closed = true })
+	closedAt := time.Now()
+	tl.update(i, func(p *sessionProgress) { p.closed, p.closedAt = true, closedAt })
 	for _, b := range got {
 		check.next(b)
 	}

@@ -541,3 +541,85 @@ func TestDriveCallsALostInventoryAGap(t *testing.T) {
 		t.Fatalf("%v, %d sessions dialled; want ErrRecordingHasGaps naming the lost inventory, before any dial", err, dialled.Load())
 	}
 }
+
+// Two sessions recorded one after the other, the second connecting 300 ms
+// after the first ended, keep that gap when the first falls behind the
+// recorded timeline (its frame comes late, as on a loaded machine): the
+// second is dialled 300 ms after the first closes. Drive used to dial it
+// at its recorded time, by then past: at once, while the first one's force
+// still ramped out.
+func TestDriveKeepsTheGapAfterASessionThatFellBehind(t *testing.T) {
+	const inv, st = `{"session_id":1,"session":{},"arm3":[]}`, `{"session_id":1,"arm3":[]}`
+	const gap, late = 300 * time.Millisecond, 600 * time.Millisecond
+	f := recordingOf([]recordedItem{
+		{"1", KindFrame, 0, inv},
+		{"1", KindClient, 10, `{"k":1}`},
+		{"1", KindFrame, 10, st},
+		{"2", KindFrame, 20 + uint64(gap/time.Millisecond), inv},
+		{"2", KindClient, 30 + uint64(gap/time.Millisecond), `{"k":2}`},
+		{"2", KindFrame, 30 + uint64(gap/time.Millisecond), st},
+	})
+	ended := mcap.Channel{ID: 99, Metadata: map[string]string{"kind": KindEvent, "key": "events"}}
+	f.Channels[ended.ID] = ended
+	f.Messages = append(f.Messages, mcap.Message{ChannelID: ended.ID, LogTime: uint64(20 * time.Millisecond),
+		Data: []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","name":"session-ended","data":{"session_id":1}}`)})
+
+	var mu sync.Mutex
+	var dialed, closed []time.Time
+	d := Drive{
+		Dial: func() (FrameConn, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dialed, closed = append(dialed, time.Now()), append(closed, time.Time{})
+			n, reads := len(dialed)-1, 0
+			c := &timedCloseConn{answeringConn: newAnsweringConn(inv, st), closed: func() {
+				mu.Lock()
+				if closed[n].IsZero() { // Drive closes it again on its way out
+					closed[n] = time.Now()
+				}
+				mu.Unlock()
+			}}
+			if len(dialed) == 1 {
+				c.slow = func() time.Duration {
+					if reads++; reads == 2 {
+						return late // the frame answering its message
+					}
+					return 0
+				}
+			}
+			return c, nil
+		},
+		Window: 50 * time.Millisecond,
+	}
+	if diffs, err := d.Run(f); err != nil || diffs != 0 {
+		t.Fatalf("Run: %d differences, %v", diffs, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) != 2 {
+		t.Fatalf("%d sessions dialled, want 2", len(dialed))
+	}
+	if got := dialed[1].Sub(closed[0]); got < gap {
+		t.Errorf("the second session was dialled %v after the first closed, %v late; recorded %v after it", got, late, gap)
+	}
+}
+
+// timedCloseConn answers as answeringConn does, may take a while to hand
+// over a frame (slow, nil: never) and tells closed when it closes.
+type timedCloseConn struct {
+	*answeringConn
+	slow   func() time.Duration
+	closed func()
+}
+
+func (c *timedCloseConn) Receive(timeout time.Duration) ([]byte, error) {
+	if c.slow != nil {
+		time.Sleep(c.slow())
+	}
+	return c.answeringConn.Receive(timeout)
+}
+
+func (c *timedCloseConn) Close() error {
+	c.closed()
+	return nil
+}
