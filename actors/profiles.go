@@ -102,7 +102,8 @@ func loadLatest(wb *store.WriteBehind, st Store, name string, v any) (found bool
 // applyStoredProfile applies the stored session level of the profile just
 // picked (read by the per-tick path), and records that it was used. A
 // stored level it cannot read gives the defaults and a warning in
-// warnings.
+// warnings. When another session has the profile already, its document
+// (Service.profileSessions) is the latest and the session takes that.
 func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protocol.Error) {
 	if a.svc.store == nil || a.state.profile == "" {
 		return
@@ -117,7 +118,6 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 		a.state.leaseMs = a.svc.opts.DefaultLeaseMs
 		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
 			"the profile's stored basis and lease could not be read, so the session has the default ones: %v", sp.err))
-		return
 	}
 	if sp.found {
 		if _, err := space.ParsePermutation(sp.ps.Basis.Permutation); err == nil {
@@ -127,7 +127,22 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 			a.state.leaseMs = sp.ps.LeaseMs
 		}
 	}
-	a.saveProfileSession(warnings)
+	// A new profile starts from the session's basis and lease.
+	ps := a.svc.profileSessions.join(a.state.profile, profileSession{
+		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs})
+	a.joined = a.state.profile
+	a.state.basis, a.state.leaseMs = ps.Basis, ps.LeaseMs
+	if sp.err == nil {
+		a.saveProfileSession(warnings, profileSessionChange{}) // the use
+	}
+}
+
+// leaveProfile ends the session's share in its profile's session document.
+func (a *sessionActor) leaveProfile() {
+	if a.joined != "" {
+		a.svc.profileSessions.leave(a.joined)
+		a.joined = ""
+	}
 }
 
 // storedProfilePicked ends the picking of a profile, on the per-tick path
@@ -139,16 +154,20 @@ func (s *Service) storedProfilePicked(sp *storedProfile) {
 	}
 }
 
-// saveProfileSession queues the profile's session level (basis, lease,
-// last use) for the state directory. Refused (the shutdown closed the
-// write-behind), the frame says so in warnings: the values are in force
-// for this session but not stored.
-func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error) {
-	if a.svc.writeBehind == nil || a.state.profile == "" {
+// saveProfileSession queues ch (the entries the session changed, and the
+// last use) on the profile's session document for the state directory:
+// only those entries, so another session's acknowledged basis or lease on
+// the profile stays. Refused (the shutdown closed the write-behind), the
+// frame says so in warnings: the values are in force for this session but
+// not stored.
+func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error, ch profileSessionChange) {
+	if a.svc.writeBehind == nil || a.joined == "" {
 		return
 	}
-	err := a.svc.writeBehind.Put(a.profileSessionName(), profileSession{
-		Name: a.state.profile, UsedAt: time.Now().UTC(), Basis: a.state.basis, LeaseMs: a.state.leaseMs})
+	name := a.profileSessionName()
+	err := a.svc.profileSessions.change(a.joined, ch, func(ps profileSession) error {
+		return a.svc.writeBehind.Put(name, ps)
+	})
 	if err != nil {
 		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeUnavailable, "session.configure",
 			"the session's basis and lease are in force but not stored in the profile: %v", err))

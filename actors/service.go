@@ -135,6 +135,8 @@ type Service struct {
 	hwCtx       context.Context
 	hwCancel    context.CancelFunc
 	hwWG        sync.WaitGroup
+	// profileSessions owns the live profiles' session documents.
+	profileSessions profileSessions
 	// offload runs the actors' blocking work; Shutdown waits for it once
 	// the actors are stopped.
 	offload offloader

@@ -30,6 +30,9 @@ type sessionActor struct {
 	// stopped: the actor stopped, or a message panicked and the session is
 	// ending; answers still arriving are dropped.
 	stopped bool
+	// joined is the profile whose session document the session shares in
+	// Service.profileSessions ("": none).
+	joined string
 
 	// The request in hand (nil: none) and its progress.
 	req     *controlRequest
@@ -91,6 +94,7 @@ func (a *sessionActor) failing() {
 func (a *sessionActor) stop() {
 	a.stopped = true
 	a.req = nil
+	a.leaveProfile()
 	sess, s := a.sess, a.svc
 	sess.end()
 	// Release first: a force never outlives its session, even one that
@@ -235,6 +239,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	// does not satisfy.
 	if p := sp.Profile; p != nil && p.Name != st.profile {
 		st.profile = p.Name
+		a.leaveProfile()
 		// The per-tick path read the profile's stored document, seeing the
 		// same profile as here: the actor publishes it before it answers,
 		// and Deliver hands over one request at a time.
@@ -247,7 +252,7 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	}
 	if sp.LeaseMs != 0 && sp.LeaseMs != st.leaseMs {
 		st.leaseMs = sp.LeaseMs
-		a.saveProfileSession(&r.warnings)
+		a.saveProfileSession(&r.warnings, profileSessionChange{lease: sp.LeaseMs})
 	}
 	// The deprecated command first: when a message carries both, the
 	// current spelling wins.
@@ -279,7 +284,7 @@ func (a *sessionActor) setBasis(b protocol.Basis, warnings *[]protocol.Error) {
 		return
 	}
 	a.state.basis = b
-	a.saveProfileSession(warnings)
+	a.saveProfileSession(warnings, profileSessionChange{basis: &b})
 }
 
 // configureAll sends the request's configures to the device actors: the

@@ -172,19 +172,52 @@ func TestTwoSessionsOfAProfileKeepEachOthersEntries(t *testing.T) {
 			}
 			c.a(t, ts, clients[0], sids[0])
 			c.b(t, ts, clients[1], sids[1])
-			for _, cl := range clients {
-				_ = cl.conn.Close()
-			}
-			ts.stop()
-
-			ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
-			next := ts2.dial(t, ts2.wsURL())
-			next.expect()
-			f := next.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}},"force_render_full_state":{}}}`, profile))
+			f := nextSessionOfProfile(t, ts, clients[:], dir, profile)
 			filters := path(f, "arm3", 0, "config", "filters")
 			if !jsonEqual(t, path(filters, "damping"), `{"scalar":7}`) || !jsonEqual(t, path(filters, "force_gate"), c.gate) {
 				t.Errorf("the profile's next session has filters %v; want A's damping {scalar 7} and B's force_gate %s", filters, c.gate)
 			}
 		})
 	}
+}
+
+// The profile's session level (basis, lease) is one document too: session A
+// of a profile sets the lease, session B of the same profile then the
+// basis, and the profile's next session has both.
+func TestTwoSessionsOfAProfileKeepEachOthersSessionEntries(t *testing.T) {
+	const profile = "co.example:two-instances-session"
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	var clients [2]*wsClient
+	for i := range clients {
+		clients[i] = ts.dial(t, ts.wsURL())
+		clients[i].expect()
+		if f := clients[i].roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)); f["errors"] != nil {
+			t.Fatalf("pick: %v", f["errors"])
+		}
+	}
+	if f := clients[0].roundTrip(`{"session":{"configure":{"lease":{"ms":700}}}}`); f["errors"] != nil {
+		t.Fatalf("A's lease: %v", f["errors"])
+	}
+	if f := clients[1].roundTrip(`{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); f["errors"] != nil {
+		t.Fatalf("B's basis: %v", f["errors"])
+	}
+	f := nextSessionOfProfile(t, ts, clients[:], dir, profile)
+	if lease, basis := num(path(f, "session", "config", "lease", "ms")), path(f, "session", "config", "basis", "permutation"); lease != 700 || basis != "ZXY" {
+		t.Errorf("the profile's next session has lease %v ms and basis %v; want A's 700 and B's ZXY", lease, basis)
+	}
+}
+
+// nextSessionOfProfile closes clients, stops ts and starts the service again
+// over dir, and returns the full frame of a new session picking profile.
+func nextSessionOfProfile(t *testing.T, ts *testService, clients []*wsClient, dir, profile string) map[string]any {
+	t.Helper()
+	for _, cl := range clients {
+		_ = cl.conn.Close()
+	}
+	ts.stop()
+	ts2 := startService(t, serviceConfig{arms: 1, dir: dir})
+	next := ts2.dial(t, ts2.wsURL())
+	next.expect()
+	return next.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}},"force_render_full_state":{}}}`, profile))
 }
