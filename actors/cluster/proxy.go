@@ -280,8 +280,12 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	if p.fxSet.Len() == 0 || p.fxWithdrawn {
 		want = 0 // the node renders none (and reports 0)
 	}
+	// A proxy that never declared (fxGen 0) still withdraws what the node
+	// reports for it: effects an earlier proxy of the same gateway owner
+	// left there, paused by a lapse while the node was out of reach, would
+	// otherwise render under the next session's commands.
 	now := time.Now()
-	if nodeGen == want || p.fxGen == 0 || p.fxRefused == p.fxGen || now.Sub(p.fxSentAt) < resendAfter {
+	if nodeGen == want || (want != 0 && p.fxRefused == p.fxGen) || now.Sub(p.fxSentAt) < resendAfter {
 		return
 	}
 	// Effects go with control: while the session does not hold the
@@ -291,6 +295,21 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 		return
 	}
 	p.declareLocked(now)
+}
+
+// withdrawLeftovers withdraws, before the proxy's device joins the
+// service, whatever effects the node still holds under the gateway's owner
+// for the device: a gateway that dropped the node (silent past
+// NodeTimeout) lost its withdrawals meanwhile, and the node keeps the
+// effects of the lapsed session paused; its next session's commands go
+// under the same owner on the node and would render them. The withdrawal
+// goes before any command, so none of the new proxy's commands feels them.
+func (p *proxy) withdrawLeftovers() {
+	p.fxMu.Lock()
+	defer p.fxMu.Unlock()
+	if p.fxGen == 0 {
+		p.declareLocked(time.Now())
+	}
 }
 
 // declareLocked sends the node the declaration of generation p.fxGen: a
