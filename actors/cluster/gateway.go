@@ -817,7 +817,6 @@ func (g *Gateway) add(p *proxy) {
 		return
 	}
 	g.saveIDs()
-	p.withdrawLeftovers()
 	dev, err := g.svc.AddDevice(p, false)
 	if err != nil {
 		g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")

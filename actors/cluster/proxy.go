@@ -297,21 +297,6 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	p.declareLocked(now)
 }
 
-// withdrawLeftovers withdraws, before the proxy's device joins the
-// service, whatever effects the node still holds under the gateway's owner
-// for the device: a gateway that dropped the node (silent past
-// NodeTimeout) lost its withdrawals meanwhile, and the node keeps the
-// effects of the lapsed session paused; its next session's commands go
-// under the same owner on the node and would render them. The withdrawal
-// goes before any command, so none of the new proxy's commands feels them.
-func (p *proxy) withdrawLeftovers() {
-	p.fxMu.Lock()
-	defer p.fxMu.Unlock()
-	if p.fxGen == 0 {
-		p.declareLocked(time.Now())
-	}
-}
-
 // declareLocked sends the node the declaration of generation p.fxGen: a
 // withdrawal at once, a Set once encoded. The encoding is done with fxMu
 // released, so a tick sending a command never waits for it (a loaded
@@ -536,15 +521,22 @@ func (p *proxy) commandLease(reg *loop.Register) (session uint64, leftNs int64) 
 // would ride on the next session's commands until the quiet one's next
 // message withdrew it. Another session's Set is withdrawn on the node
 // before the first command of session goes out; the Set of session,
-// withdrawn so, is sent again.
+// withdrawn so, is sent again. With no Set of session to render, the
+// withdrawal goes again too: the last one, or the idle that dropped the
+// effects, may have been lost in a cut (shorter than NodeTimeout), and the
+// node, whose lease lapse paused them, would render them under session's
+// commands until the next push's resend.
 func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
-	if p.fxSet.Len() == 0 || (p.fxSet.Session == session) != p.fxWithdrawn {
-		return
+	mine := p.fxSet.Len() > 0 && p.fxSet.Session == session
+	if mine && !p.fxWithdrawn {
+		return // in force on the node
 	}
-	p.fxWithdrawn = p.fxSet.Session != session
-	p.fxGen++
+	if mine || (p.fxSet.Len() > 0 && !p.fxWithdrawn) {
+		p.fxWithdrawn = !mine
+		p.fxGen++
+	}
 	p.declareLocked(now)
 }
 
