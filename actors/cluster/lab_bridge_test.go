@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,19 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/protocol/event"
 )
+
+// joinInventory hands the node's inventory to the gateway, as a node heard
+// again does, and waits until its devices are added: under the node's id,
+// at an address of its own (a node's inventory names its remote's).
+func joinInventory(t *testing.T, g *Gateway, n *Node) {
+	t.Helper()
+	n.mu.Lock()
+	inv := n.inventoryLocked()
+	n.mu.Unlock()
+	inv.Address = "127.0.0.2:7070"
+	g.inventory(inv)
+	waitAdded(t, g)
+}
 
 // linkLab makes test gateway g serve test node n's devices over an
 // in-process link: what each sends the other (to dead letters, as neither
@@ -21,6 +35,14 @@ import (
 // every 200 ms.
 func linkLab(t *testing.T, g *Gateway, n *Node) {
 	t.Helper()
+	linkLabCuttable(t, g, n)
+}
+
+// linkLabCuttable is linkLab whose gateway-to-node direction loses every
+// message while the returned flag is set (a partition, or a node stopped).
+func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
+	t.Helper()
+	cut := new(atomic.Bool)
 	toNode := make(chan any, 1<<14)
 	toGW := make(chan any, 1<<14)
 	done := make(chan struct{})
@@ -29,7 +51,9 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok {
 			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
 			case *wire.Command, *wire.Effects, *wire.Navigation:
-				toNode <- m
+				if !cut.Load() {
+					toNode <- m
+				}
 			}
 		}
 	})
@@ -94,20 +118,14 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 	n.wg.Add(2)
 	go n.push()
 	go n.forwardEvents(events)
-	// The node's devices on the gateway, under the node's id, at an
-	// address of its own (a node's inventory names its remote's).
-	n.mu.Lock()
-	inv := n.inventoryLocked()
-	n.mu.Unlock()
-	inv.Address = "127.0.0.2:7070"
-	g.inventory(inv)
-	waitAdded(t, g)
+	joinInventory(t, g, n)
 	t.Cleanup(func() {
 		close(done)
 		wg.Wait()
 		g.sys.EventStream.Unsubscribe(gsub)
 		n.sys.EventStream.Unsubscribe(nsub)
 	})
+	return cut
 }
 
 // TestLabBridgeCarriesTheNodesEvents: an event on the node (here an

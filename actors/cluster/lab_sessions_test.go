@@ -142,6 +142,25 @@ func TestStalledClientsForceEndsWithinLeasePlus20ms(t *testing.T) {
 	}
 }
 
+// holdField opens session A on svc with a 100 ms lease, declares a field
+// (1.5 N where the arm is) and waits until the node's arm d pushes with it.
+// msgA makes A's message carrying an effects update.
+func holdField(t *testing.T, svc *actors.Service, d *actors.Device) (a *gatewayClient, msgA func(fx string) string) {
+	t.Helper()
+	a = openSession(t, svc, `,"lease":{"ms":100}`)
+	msgA = func(fx string) string {
+		return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
+	}
+	if f := a.send(msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))); f["errors"] != nil {
+		t.Fatal(f["errors"])
+	}
+	hwtest.Eventually(t, 10*time.Second, "A's field on the node's arm", func() bool {
+		a.send(msgA(`{}`))
+		return forceOn(d) > 1.4
+	})
+	return a, msgA
+}
+
 // A session that takes an arm whose last session's lease lapsed feels none
 // of that session's effects while it stays connected (docs/effects.md:
 // another session's effects are never rendered), and the node lists none.
@@ -154,17 +173,7 @@ func TestSessionTakingALapsedArmFeelsNoneOfTheOldSessionsEffects(t *testing.T) {
 	linkLab(t, g, n)
 	for _, side := range labSides(n, g) {
 		t.Run(side.name, func(t *testing.T) {
-			a := openSession(t, side.svc, `,"lease":{"ms":100}`)
-			msgA := func(fx string) string {
-				return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
-			}
-			if f := a.send(msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))); f["errors"] != nil {
-				t.Fatal(f["errors"])
-			}
-			hwtest.Eventually(t, 10*time.Second, "A's field on the node's arm", func() bool {
-				a.send(msgA(`{}`))
-				return forceOn(d) > 1.4
-			})
+			a, msgA := holdField(t, side.svc, d)
 			a.send(msgA(`{}`)) // A's last message; it stays connected
 			endA := leaseEnd(side.svc)
 			// B retries while told device_busy, as a client does, and

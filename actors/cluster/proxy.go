@@ -280,8 +280,12 @@ func (p *proxy) resendEffects(nodeGen uint64) {
 	if p.fxSet.Len() == 0 || p.fxWithdrawn {
 		want = 0 // the node renders none (and reports 0)
 	}
+	// A proxy that never declared (fxGen 0) still withdraws what the node
+	// reports for it: effects an earlier proxy of the same gateway owner
+	// left there, paused by a lapse while the node was out of reach, would
+	// otherwise render under the next session's commands.
 	now := time.Now()
-	if nodeGen == want || p.fxGen == 0 || p.fxRefused == p.fxGen || now.Sub(p.fxSentAt) < resendAfter {
+	if nodeGen == want || (want != 0 && p.fxRefused == p.fxGen) || now.Sub(p.fxSentAt) < resendAfter {
 		return
 	}
 	// Effects go with control: while the session does not hold the
@@ -517,15 +521,22 @@ func (p *proxy) commandLease(reg *loop.Register) (session uint64, leftNs int64) 
 // would ride on the next session's commands until the quiet one's next
 // message withdrew it. Another session's Set is withdrawn on the node
 // before the first command of session goes out; the Set of session,
-// withdrawn so, is sent again.
+// withdrawn so, is sent again. With no Set of session to render, the
+// withdrawal goes again too: the last one, or the idle that dropped the
+// effects, may have been lost in a cut (shorter than NodeTimeout), and the
+// node, whose lease lapse paused them, would render them under session's
+// commands until the next push's resend.
 func (p *proxy) commandingSessionChanged(session uint64, now time.Time) {
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
-	if p.fxSet.Len() == 0 || (p.fxSet.Session == session) != p.fxWithdrawn {
-		return
+	mine := p.fxSet.Len() > 0 && p.fxSet.Session == session
+	if mine && !p.fxWithdrawn {
+		return // in force on the node
 	}
-	p.fxWithdrawn = p.fxSet.Session != session
-	p.fxGen++
+	if mine || (p.fxSet.Len() > 0 && !p.fxWithdrawn) {
+		p.fxWithdrawn = !mine
+		p.fxGen++
+	}
 	p.declareLocked(now)
 }
 
