@@ -21,8 +21,12 @@ type profileSessions struct {
 
 type profileSessionDoc struct {
 	ps       profileSession
-	seq      uint64 // bumped by every change: the Put of an older one is put again
 	sessions int
+	// unread: the sessions that joined could not read the stored document
+	// (they have the defaults); the next session that reads it replaces
+	// ps with what it read, so the defaults never stand for, nor get
+	// stored over, a document that is there.
+	unread bool
 }
 
 // profileSessionChange says which entries of the document a change sets.
@@ -31,10 +35,23 @@ type profileSessionChange struct {
 	lease int // 0: unchanged
 }
 
-// join counts one more session on profile. When another session has it
-// already, its document is the latest and what the session takes; else
-// read (what the session took from the stored document) starts it.
-func (t *profileSessions) join(profile string, read profileSession) profileSession {
+// apply sets ch's entries, and the name and last use, on ps.
+func (ch profileSessionChange) apply(ps *profileSession, profile string, now time.Time) {
+	ps.Name, ps.UsedAt = profile, now
+	if ch.basis != nil {
+		ps.Basis = *ch.basis
+	}
+	if ch.lease != 0 {
+		ps.LeaseMs = ch.lease
+	}
+}
+
+// join counts one more session on profile and returns the document the
+// session takes. read is what the session took from the stored document,
+// and readOK whether it could read it. When another session has the
+// profile already, its document is the latest, unless those sessions could
+// not read the stored one and this one could: then what it read replaces it.
+func (t *profileSessions) join(profile string, read profileSession, readOK bool) profileSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.docs == nil {
@@ -42,8 +59,10 @@ func (t *profileSessions) join(profile string, read profileSession) profileSessi
 	}
 	d := t.docs[profile]
 	if d == nil {
-		d = &profileSessionDoc{ps: read}
+		d = &profileSessionDoc{ps: read, unread: !readOK}
 		t.docs[profile] = d
+	} else if d.unread && readOK {
+		d.ps, d.unread = read, false
 	}
 	d.sessions++
 	return d.ps
@@ -60,34 +79,39 @@ func (t *profileSessions) leave(profile string) {
 	}
 }
 
-// change puts ch onto profile's document and queues the document with put.
-// put runs outside the lock; when a change of another session was merged
-// meanwhile, the latest document is put again, so the last Put is always
-// the latest merge whatever order the callers' Puts ran in.
+// change queues profile's document with ch on it (put runs outside the
+// lock), and puts ch on the document in memory only once queued: a change
+// the store refuses is not what the profile's next session takes. When
+// another session's change went on meanwhile, the document is put again,
+// so the last Put holds every change in memory whatever order the callers'
+// Puts ran in.
 func (t *profileSessions) change(profile string, ch profileSessionChange, put func(profileSession) error) error {
+	now := time.Now().UTC()
 	t.mu.Lock()
 	d := t.docs[profile]
 	if d == nil {
 		t.mu.Unlock()
 		return nil // the session left the profile: nothing of it to store
 	}
-	d.ps.Name, d.ps.UsedAt = profile, time.Now().UTC()
-	if ch.basis != nil {
-		d.ps.Basis = *ch.basis
-	}
-	if ch.lease != 0 {
-		d.ps.LeaseMs = ch.lease
-	}
-	d.seq++
-	ps, seq := d.ps, d.seq
+	next := d.ps
+	ch.apply(&next, profile, now)
 	t.mu.Unlock()
+	applied := false
 	for {
-		if err := put(ps); err != nil {
+		if err := put(next); err != nil {
 			return err
 		}
 		t.mu.Lock()
-		latest := d.seq == seq || t.docs[profile] != d
-		ps, seq = d.ps, d.seq
+		if t.docs[profile] != d {
+			t.mu.Unlock()
+			return nil
+		}
+		if !applied {
+			ch.apply(&d.ps, profile, now)
+			applied = true
+		}
+		latest := d.ps == next
+		next = d.ps
 		t.mu.Unlock()
 		if latest {
 			return nil

@@ -129,7 +129,7 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 	}
 	// A new profile starts from the session's basis and lease.
 	ps := a.svc.profileSessions.join(a.state.profile, profileSession{
-		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs})
+		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs}, sp.err == nil)
 	a.joined = a.state.profile
 	a.state.basis, a.state.leaseMs = ps.Basis, ps.LeaseMs
 	if sp.err == nil {
