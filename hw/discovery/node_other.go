@@ -15,3 +15,7 @@ func identify(path string) nodeIdentity {
 	_, err := os.Stat(path)
 	return nodeIdentity{present: err == nil}
 }
+
+// nodeReplacementSeen: a node replaced between two scans, present at both,
+// is not seen as a replug here (one gone for a scan is).
+const nodeReplacementSeen = false

@@ -24,6 +24,10 @@ type nodeIdentity struct {
 // write, where it would reset a failing port's backoff at each probe.
 const ctimeTellsNodes = runtime.GOOS == "linux"
 
+// nodeReplacementSeen: a node replaced between two scans, present at
+// both, is seen as a replug (its device and inode numbers differ).
+const nodeReplacementSeen = true
+
 // identify returns the identity of the node path names, following links
 // (a by-id link goes when its device does); the zero identity when there
 // is none.

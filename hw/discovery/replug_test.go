@@ -57,8 +57,8 @@ func TestReplugResetsBackoff(t *testing.T) {
 		wantOpen bool
 	}{
 		{name: "explicit port gone then back", explicit: true, gone: true, change: plugNode, wantOpen: true},
-		{name: "explicit port's node replaced between scans", explicit: true, change: plugNode, wantOpen: true},
-		{name: "scanned port's node replaced between scans", change: plugNode, wantOpen: true},
+		{name: "explicit port's node replaced between scans", explicit: true, change: plugNode, wantOpen: discovery.NodeReplacementSeen},
+		{name: "scanned port's node replaced between scans", change: plugNode, wantOpen: discovery.NodeReplacementSeen},
 		{name: "scanned port gone then back", gone: true, change: plugNode, wantOpen: true},
 		{name: "explicit port's mode fixed", explicit: true, change: chmod, wantOpen: runtime.GOOS == "linux"},
 		{name: "explicit port present and failing", explicit: true, wantOpen: false},

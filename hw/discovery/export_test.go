@@ -1,0 +1,4 @@
+package discovery
+
+// NodeReplacementSeen is nodeReplacementSeen, for the external tests.
+const NodeReplacementSeen = nodeReplacementSeen
