@@ -337,9 +337,10 @@ func newTimeline(progress []sessionProgress, closeAt []uint64) *timeline {
 	return tl
 }
 
-// waitUntil sleeps until the recorded time at, and returns how late that is.
-func (tl *timeline) waitUntil(at uint64) time.Duration {
-	wait := time.Duration(at-tl.t0) - time.Since(tl.start)
+// waitUntil sleeps until the recorded time at, shifted later by shift, and
+// returns how late that is.
+func (tl *timeline) waitUntil(at uint64, shift time.Duration) time.Duration {
+	wait := time.Duration(at-tl.t0) + shift - time.Since(tl.start)
 	if wait > 0 {
 		time.Sleep(wait)
 	}
@@ -411,8 +412,11 @@ func (tl *timeline) mayActLocked(i int, at uint64) bool {
 // as had passed when recording (after has waited for them to close). A
 // session that fell behind the recorded timeline closes late: the next
 // one, dialled at its recorded time, would reach the arm while the first
-// one's force still ramps out, and its frames would differ.
-func (tl *timeline) keepGaps(i int, at uint64) {
+// one's force still ramps out, and its frames would differ. It returns how
+// much later than at's place on the timeline that is: the session's shift,
+// which its later steps keep, so that they stay as far apart as recorded
+// rather than catch up back to back.
+func (tl *timeline) keepGaps(i int, at uint64) (shift time.Duration) {
 	tl.mu.Lock()
 	var until time.Time
 	for j := range tl.progress {
@@ -426,6 +430,7 @@ func (tl *timeline) keepGaps(i int, at uint64) {
 	}
 	tl.mu.Unlock()
 	time.Sleep(time.Until(until))
+	return max(0, until.Sub(tl.start.Add(time.Duration(at-tl.t0))))
 }
 
 // rankLocked finds the two lowest times the sessions reached.
@@ -479,8 +484,8 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 		dial = d.DialLegacy // Run checked it is there
 	}
 	tl.after(i, frames[0].LogTime)
-	tl.keepGaps(i, frames[0].LogTime)
-	behind = max(0, tl.waitUntil(frames[0].LogTime))
+	shift := tl.keepGaps(i, frames[0].LogTime)
+	behind = max(0, tl.waitUntil(frames[0].LogTime, shift))
 	conn, err := dial()
 	if err != nil {
 		return nil, 0, behind, fmt.Errorf("dial: %w", err)
@@ -510,7 +515,7 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 		// On the recorded timeline: as many ticks pass between two
 		// messages as did when recording.
 		tl.after(i, m.LogTime)
-		behind = max(behind, tl.waitUntil(m.LogTime))
+		behind = max(behind, tl.waitUntil(m.LogTime, shift))
 		if err := conn.Send(msg); err != nil {
 			return nil, sent, behind, fmt.Errorf("send: %w", err)
 		}
@@ -523,7 +528,7 @@ func (d Drive) session(tl *timeline, i int, in []mcap.Message) (diffs []string, 
 	// Held open as long as it was, and until the others have done what
 	// they did before it closed: its arm stays its own until then.
 	tl.after(i, tl.closeAt[i])
-	tl.waitUntil(tl.closeAt[i])
+	tl.waitUntil(tl.closeAt[i], shift)
 	_ = conn.Close()
 	closedAt := time.Now()
 	tl.update(i, func(p *sessionProgress) { p.closed, p.closedAt = true, closedAt })

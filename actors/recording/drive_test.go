@@ -604,12 +604,87 @@ func TestDriveKeepsTheGapAfterASessionThatFellBehind(t *testing.T) {
 	}
 }
 
+// A session dialled late to keep its gap after one that fell behind sends
+// its messages as far apart as they were recorded, not back to back to
+// catch up with the recorded timeline: the service integrates state over
+// the time between them, and its frames would differ.
+func TestDriveKeepsALateSessionsOwnSpacing(t *testing.T) {
+	const inv, st = `{"session_id":1,"session":{},"arm3":[]}`, `{"session_id":1,"arm3":[]}`
+	const gap, late, spacing = 100 * time.Millisecond, 600 * time.Millisecond, 200 * time.Millisecond
+	t2 := 20 + uint64(gap/time.Millisecond)
+	f := recordingOf([]recordedItem{
+		{"1", KindFrame, 0, inv},
+		{"1", KindClient, 10, `{"k":1}`},
+		{"1", KindFrame, 10, st},
+		{"2", KindFrame, t2, inv},
+		{"2", KindClient, t2 + 10, `{"k":2}`},
+		{"2", KindFrame, t2 + 10, st},
+		{"2", KindClient, t2 + 10 + uint64(spacing/time.Millisecond), `{"k":3}`},
+		{"2", KindFrame, t2 + 10 + uint64(spacing/time.Millisecond), st},
+	})
+	ended := mcap.Channel{ID: 99, Metadata: map[string]string{"kind": KindEvent, "key": "events"}}
+	f.Channels[ended.ID] = ended
+	f.Messages = append(f.Messages, mcap.Message{ChannelID: ended.ID, LogTime: uint64(20 * time.Millisecond),
+		Data: []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","name":"session-ended","data":{"session_id":1}}`)})
+
+	var mu sync.Mutex
+	var dials int
+	var sent []time.Time // the second session's messages
+	d := Drive{
+		Dial: func() (FrameConn, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dials++
+			c := &timedCloseConn{answeringConn: newAnsweringConn(inv, st), closed: func() {}}
+			if dials == 1 {
+				reads := 0
+				c.slow = func() time.Duration {
+					if reads++; reads == 2 {
+						return late // the frame answering its message
+					}
+					return 0
+				}
+			} else {
+				c.sent = func() {
+					mu.Lock()
+					sent = append(sent, time.Now())
+					mu.Unlock()
+				}
+			}
+			return c, nil
+		},
+		Window: 50 * time.Millisecond,
+	}
+	if diffs, err := d.Run(f); err != nil || diffs != 0 {
+		t.Fatalf("Run: %d differences, %v", diffs, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 2 {
+		t.Fatalf("the second session sent %d messages, want 2", len(sent))
+	}
+	// Each message goes at its place on the session's shifted timeline, so
+	// the gap is the recorded one less however late the first one's sleep
+	// woke; the drive's window is the slack its frames are compared with.
+	if got := sent[1].Sub(sent[0]); got < spacing-d.Window {
+		t.Errorf("the late session sent its two messages %v apart; recorded %v apart", got, spacing)
+	}
+}
+
 // timedCloseConn answers as answeringConn does, may take a while to hand
 // over a frame (slow, nil: never) and tells closed when it closes.
 type timedCloseConn struct {
 	*answeringConn
 	slow   func() time.Duration
 	closed func()
+	sent   func() // nil: nothing to tell
+}
+
+func (c *timedCloseConn) Send(b []byte) error {
+	if c.sent != nil {
+		c.sent()
+	}
+	return c.answeringConn.Send(b)
 }
 
 func (c *timedCloseConn) Receive(timeout time.Duration) ([]byte, error) {
