@@ -6,9 +6,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -234,12 +236,26 @@ func testConfigSetsThroughTheGateway(t *testing.T, bin string, loaded bool) {
 	}
 
 	// A set in flight when its node is SIGKILLed: the node is stopped first
-	// so that the set is surely waiting for an answer at the kill.
+	// so that the set is surely waiting for an answer at the kill. The stop
+	// is the kernel's to carry out when it next runs the node's threads:
+	// on a loaded machine kill returns while they still run (state R read
+	// right after it; a set sent then was answered 200 in 34 ms, which only
+	// the node can answer), so the set goes only once every thread of the
+	// node is stopped.
 	hdA := "/arm3/" + armA + "/config/handedness"
+	before, err := getData(a.url(hdA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "left" // a set that needs the node
+	if before == other {
+		other = "right"
+	}
 	disconnected := eventCount(gw, "device-disconnected", armA)
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitLab(t, 20*time.Second, "every thread of node a stopped", func() bool { return processStopped(a.cmd.Process.Pid) })
 	type answer struct {
 		status int
 		at     time.Time
@@ -247,7 +263,7 @@ func testConfigSetsThroughTheGateway(t *testing.T, bin string, loaded bool) {
 	answered := make(chan answer, 1)
 	sent := time.Now()
 	go func() {
-		st, _ := postJSON(gw.url(hdA), `"left"`)
+		st, _ := postJSON(gw.url(hdA), `"`+other+`"`)
 		answered <- answer{st, time.Now()}
 	}()
 	time.Sleep(50 * time.Millisecond) // the set on its way to the stopped node: the scenario
@@ -273,7 +289,38 @@ func testConfigSetsThroughTheGateway(t *testing.T, bin string, loaded bool) {
 	if got.status != http.StatusServiceUnavailable {
 		t.Errorf("a set in flight to a node SIGKILLed answered %d, want 503", got.status)
 	}
+	// The node never took it: back, it has the value it had.
+	a = lab.node(labHostA)
+	var after string
+	waitLab(t, 20*time.Second, "node a back with its arm", func() bool {
+		after, err = getData(a.url(hdA))
+		return err == nil && after != "" // "": an error answer, the arm not loaded yet
+	})
+	if after != before {
+		t.Errorf("node a's handedness is %q after a set it never answered (%d to its client), was %q", after, got.status, before)
+	}
 	if late := got.at.Sub(left); late > slack {
 		t.Errorf("a set in flight to a node SIGKILLed was answered %v after the gateway dropped the node (%v after it was sent), want within %v (ten times the direct loop's median set and its slowest)", late, got.at.Sub(sent), slack)
 	}
+}
+
+// processStopped says whether every thread of process pid is stopped
+// (state T in /proc): a SIGSTOP has taken effect.
+func processStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
