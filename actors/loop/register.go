@@ -81,12 +81,16 @@ type Register struct {
 	// fast path) notices them.
 	wake  atomic.Pointer[atomic.Uint32]
 	slots [regSlots]regSlot
-	// clock stamps each release (releasedNs), so that the loop ramps a
+	// clock stamps a release (releasedNs), so that the loop ramps a
 	// let-go's force out from the let-go, not from the tick before it,
 	// which may be a long gap earlier on a busy CPU (endControl). Set once
 	// by NewDevice to its Device's clock (a pointer: 8 bytes, where a
 	// Device's every byte counts at 10,000 arms); nil in a bare Register,
-	// which stamps nothing.
+	// which stamps nothing. releasedNs keeps the FIRST release since the
+	// loop cleared it when it took the control in force (0: none since):
+	// that release is the one that ended that control; a later claim and
+	// let-go in the same tick gap (a one-shot client) must not move the
+	// ramp's start past it (review34: zero 28 ms after the let-go).
 	clock      *Clock
 	releasedNs atomic.Int64
 }
@@ -149,8 +153,8 @@ func (r *Register) releaseFrom(session uint64) bool {
 	if r.owner.CompareAndSwap(session, 0) {
 		if r.clock != nil {
 			// Before the new term: a loop that sees the term sees this
-			// stamp or a later one.
-			r.releasedNs.Store((*r.clock).Now())
+			// stamp or an earlier release's.
+			r.releasedNs.CompareAndSwap(0, (*r.clock).Now())
 		}
 		r.term.Add(1)
 		r.poke()

@@ -166,6 +166,13 @@ func (d *Device) compute(nowNs int64, owner uint64, g *Globals) {
 		}
 	}
 	if valid {
+		if !d.armed {
+			// A control taken: the next release is the one that ends it.
+			// A release before this store and after the register was read
+			// leaves no stamp, and the ramp counts from the last tick
+			// then: a gap early at most, never late.
+			d.reg.releasedNs.Store(0)
+		}
 		if !d.armed || d.held.version != c.version {
 			d.held = *c
 		}

@@ -841,8 +841,19 @@ func TestLoweredClampBoundsTheOutputAtOnce(t *testing.T) {
 // and it is zero within ReleaseBoundNs of the let-go (review32).
 func TestLetGoInALongTickGapRampsFromTheLetGo(t *testing.T) {
 	const gap = 13 * ms
-	for _, letGoAfter := range []int64{0, ms, 6 * ms, 12 * ms} {
-		t.Run(fmt.Sprintf("let go %d ms into the gap", letGoAfter/ms), func(t *testing.T) {
+	for _, c := range []struct {
+		letGoAfter int64
+		// another session claims and lets go too, 12 ms into the gap (a
+		// one-shot client): the ramp still counts from the first let-go
+		// (review34: it counted from the other's, zero 28 ms after).
+		another bool
+	}{{0, false}, {ms, false}, {6 * ms, false}, {12 * ms, false}, {0, true}, {ms, true}, {6 * ms, true}} {
+		letGoAfter := c.letGoAfter
+		name := fmt.Sprintf("let go %d ms into the gap", letGoAfter/ms)
+		if c.another {
+			name += ", another session claims and lets go 12 ms into it"
+		}
+		t.Run(name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})
 			seq := uint64(0)
 			r.run(20, func() { seq++; r.command(7, seq, 100*ms, force(8, 0, 0), nil) })
@@ -851,7 +862,18 @@ func TestLetGoInALongTickGapRampsFromTheLetGo(t *testing.T) {
 			if !r.dev.Register().Release(7) {
 				t.Fatal("release refused")
 			}
-			out := r.step(gap - letGoAfter)
+			untilTick := gap - letGoAfter
+			if c.another {
+				r.clock.Advance(12*ms - letGoAfter)
+				if owner := r.dev.Register().Claim(9); owner != 9 {
+					t.Fatalf("claim by 9: owner %d", owner)
+				}
+				if !r.dev.Register().Release(9) {
+					t.Fatal("release by 9 refused")
+				}
+				untilTick = gap - 12*ms
+			}
+			out := r.step(untilTick)
 			// A ramp from the let-go, a millisecond of slack.
 			want := 8 * (1 - float64(gap-letGoAfter+ms)/float64(r.dev.opts.RampNs))
 			if got := mag(out.ForceN); got < want || got > 8+1e-9 {
