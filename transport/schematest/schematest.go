@@ -11,6 +11,7 @@ package schematest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,9 +39,75 @@ type Validator struct {
 	// mu guards the following.
 	mu       sync.Mutex
 	compiled map[string]*jsonschema.Schema // by location
-	compiler *jsonschema.Compiler
 	openAPI  map[string]any
-	loaded   map[string]bool // resources added to compiler
+	docs     map[string]*servedDoc // fetched documents by path
+}
+
+// servedDoc is one document a service served, compiled from in the shared
+// compilers (compiledDocs) by its content.
+type servedDoc struct {
+	digest [sha256.Size]byte
+	body   []byte
+}
+
+// compiledDocs compiles each distinct served document once per test
+// process, whichever Validator asks first: every test service of a run
+// serves the same documents, and a compile takes tens to hundreds of
+// milliseconds on a loaded machine, which inside a test's lease window made
+// the first check of a kind flake (a 1 s lease lapsing meanwhile). It is
+// the package's only state shared between Validators; a schema is
+// compiled from the document's bytes alone (documents refer only within
+// themselves), so sharing changes no answer.
+var compiledDocs = docCompilers{byDigest: map[[sha256.Size]byte]*docCompiler{}}
+
+type docCompilers struct {
+	mu       sync.Mutex
+	byDigest map[[sha256.Size]byte]*docCompiler
+}
+
+// docCompiler compiles schemas of one document; jsonschema's Compiler is
+// not safe for concurrent use, so each has its own lock.
+type docCompiler struct {
+	mu       sync.Mutex
+	compiler *jsonschema.Compiler // nil until the document is added
+	compiled map[string]*jsonschema.Schema
+}
+
+// compile is the schema at fragment of doc, served at path.
+func (cs *docCompilers) compile(path string, doc *servedDoc, fragment string) (*jsonschema.Schema, error) {
+	cs.mu.Lock()
+	dc := cs.byDigest[doc.digest]
+	if dc == nil {
+		dc = &docCompiler{compiled: map[string]*jsonschema.Schema{}}
+		cs.byDigest[doc.digest] = dc
+	}
+	cs.mu.Unlock()
+
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if s, ok := dc.compiled[fragment]; ok {
+		return s, nil
+	}
+	url := resourceURL(path)
+	if dc.compiler == nil {
+		parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc.body))
+		if err != nil {
+			return nil, fmt.Errorf("schematest: %s is not JSON: %w", path, err)
+		}
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		if err := c.AddResource(url, parsed); err != nil {
+			return nil, fmt.Errorf("schematest: %s: %w", path, err)
+		}
+		dc.compiler = c
+	}
+	s, err := dc.compiler.Compile(url + "#" + fragment)
+	if err != nil {
+		return nil, fmt.Errorf("schematest: compile %s#%s: %w", path, fragment, err)
+	}
+	dc.compiled[fragment] = s
+	return s, nil
 }
 
 // New validates against the schema served by the 3.x listener at base
@@ -73,14 +140,7 @@ func ForSet(set *schema.Set) *Validator {
 }
 
 func newValidator() *Validator {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	return &Validator{
-		compiled: map[string]*jsonschema.Schema{},
-		compiler: c,
-		loaded:   map[string]bool{},
-	}
+	return &Validator{compiled: map[string]*jsonschema.Schema{}, docs: map[string]*servedDoc{}}
 }
 
 // Close releases the validator's idle connections.
@@ -106,39 +166,35 @@ func (v *Validator) get(path string) ([]byte, error) {
 	return b, nil
 }
 
-// resourceURL is where a served document is registered with the compiler.
-func (v *Validator) resourceURL(path string) string { return "http://hapticd.test" + path }
+// resourceURL is where a served document is registered with a compiler.
+func resourceURL(path string) string { return "http://hapticd.test" + path }
 
-// loadLocked registers the served document at path with the compiler.
-func (v *Validator) loadLocked(path string) (any, error) {
+// docLocked is the served document at path, fetched once.
+func (v *Validator) docLocked(path string) (*servedDoc, error) {
+	if d, ok := v.docs[path]; ok {
+		return d, nil
+	}
 	b, err := v.fetch(path)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("schematest: %s is not JSON: %w", path, err)
-	}
-	if err := v.compiler.AddResource(v.resourceURL(path), doc); err != nil {
-		return nil, fmt.Errorf("schematest: %s: %w", path, err)
-	}
-	v.loaded[path] = true
-	return doc, nil
+	d := &servedDoc{digest: sha256.Sum256(b), body: b}
+	v.docs[path] = d
+	return d, nil
 }
 
 func (v *Validator) compileLocked(path, fragment string) (*jsonschema.Schema, error) {
-	loc := v.resourceURL(path) + "#" + fragment
+	loc := path + "#" + fragment
 	if s, ok := v.compiled[loc]; ok {
 		return s, nil
 	}
-	if !v.loaded[path] {
-		if _, err := v.loadLocked(path); err != nil {
-			return nil, err
-		}
-	}
-	s, err := v.compiler.Compile(loc)
+	doc, err := v.docLocked(path)
 	if err != nil {
-		return nil, fmt.Errorf("schematest: compile %s: %w", loc, err)
+		return nil, err
+	}
+	s, err := compiledDocs.compile(path, doc, fragment)
+	if err != nil {
+		return nil, err
 	}
 	v.compiled[loc] = s
 	return s, nil
@@ -182,9 +238,13 @@ func (v *Validator) openAPILocked() (map[string]any, error) {
 	if v.openAPI != nil {
 		return v.openAPI, nil
 	}
-	doc, err := v.loadLocked("/openapi.json")
+	d, err := v.docLocked("/openapi.json")
 	if err != nil {
 		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.body))
+	if err != nil {
+		return nil, fmt.Errorf("schematest: /openapi.json is not JSON: %w", err)
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
