@@ -22,7 +22,9 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 		}
 		return s.eventsSrv.ClosedByReason()
 	}, s.connCounts)
-	dashboard := ui.Handler()
+	dashboard := ui.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no dashboard file %s (the dashboard is at /ui/)", r.URL.Path))
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var h http.Handler
 		switch p := r.URL.Path; {

@@ -296,6 +296,34 @@ func TestOperatorRoutesAreGuarded(t *testing.T) {
 	}
 }
 
+// A dashboard path that names no file is answered as the port answers
+// every route it does not serve (404, unknown_route, the error envelope the
+// API document promises), not with a plain-text 404 or a folder listing
+// (review34).
+func TestDashboardPathsWithoutAFileAnswerTheErrorEnvelope(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/ui/", http.StatusOK},
+		{"/ui/app.js", http.StatusOK},
+		{"/ui/vendor/uplot/uPlot.min.css", http.StatusOK},
+		{"/ui/no-such-file.js", http.StatusNotFound},
+		{"/ui/vendor/", http.StatusNotFound},
+		{"/ui/vendor/uplot", http.StatusNotFound},
+	} {
+		r := ts.do(http.MethodGet, ts.base+c.path, "") // checked against the API document
+		if r.status != c.status {
+			t.Errorf("GET %s: %d, want %d", c.path, r.status, c.status)
+			continue
+		}
+		if c.status == http.StatusNotFound && r.env["code"] != string(protocol.CodeUnknownRoute) {
+			t.Errorf("GET %s: %v, want the error envelope with code unknown_route", c.path, r)
+		}
+	}
+}
+
 func TestHealthAndReadiness(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1, grips: 1})
 	if r := ts.do(http.MethodGet, ts.base+"/healthz", ""); r.status != http.StatusOK || r.env["status"] != "alive" {

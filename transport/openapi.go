@@ -345,6 +345,7 @@ func operatorRoutes() []route {
 		{method: get, path: "/ui/entries.json", doc: &routeDoc{summary: "The config entries the dashboard edits", answer: schemaUIEntries}},
 		{method: get, path: "/ui/families.json", doc: &routeDoc{summary: "The product name of each device type number, for the dashboard", answer: schemaUIFamilies}},
 		{method: get, path: "/ui/*file", doc: &routeDoc{summary: "The dashboard's embedded files", media: "text/html,text/javascript,text/css,text/plain"}},
+		{method: get, path: "/ui/vendor/uplot/*file", doc: &routeDoc{summary: "The dashboard's vendored uPlot: its script, style sheet, README and licence", media: "text/javascript,text/css,text/plain,text/markdown"}},
 	}
 }
 

@@ -9,13 +9,17 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 //go:embed static
 var static embed.FS
 
-// Handler serves the dashboard's files under /ui/.
-func Handler() http.Handler {
+// Handler serves the dashboard's files under /ui/. A path that names no
+// file (a missing one, a folder) goes to notFound, so that it is answered
+// as every route of the port answers one it does not serve, not with the
+// file server's plain-text 404 or a folder listing.
+func Handler(notFound http.Handler) http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		// static is embedded at build time; a failure here is a broken build.
@@ -33,6 +37,13 @@ func Handler() http.Handler {
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 		w.Header().Set("Cache-Control", "no-store")
+		// "" is the page itself (the folder's index.html).
+		if name := strings.TrimPrefix(r.URL.Path, "/ui/"); name != "" {
+			if fi, err := fs.Stat(sub, name); err != nil || fi.IsDir() {
+				notFound.ServeHTTP(w, r)
+				return
+			}
+		}
 		files.ServeHTTP(w, r)
 	})
 }
