@@ -173,12 +173,7 @@ func TestGatewayGravityCommandDuringSyncReachesTheNode(t *testing.T) {
 	g := gatewayOf(t, h, d)
 	dev := g.svc.Devices().All()[0]
 	<-h.read
-	c := openGatewayClient(t, g, "")
-	f := c.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_gravity_compensation":%v}}]}`, dev.ID, cur))
-	c.close()
-	if f["errors"] != nil {
-		t.Fatalf("set_gravity_compensation %v through the gateway during its sync: %v", cur, f["errors"])
-	}
+	setGravityThrough(t, g, dev.ID, cur)
 	want := fmt.Sprintf(`"enabled":%v`, cur)
 	if node := entryJSON(t, n.svc, d, key); !strings.Contains(node, want) {
 		t.Errorf("set_gravity_compensation %v through the gateway during its sync, answered without an error: the node has %s", cur, node)
