@@ -457,12 +457,7 @@ func TestGatewaySetGravityCompensationReachesTheNode(t *testing.T) {
 	dev := g.svc.Devices().All()[0]
 	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", g.proxy(d.Info.UUID).synced.Load)
 	for _, enabled := range []bool{false, true} {
-		c := openGatewayClient(t, g, "")
-		f := c.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_gravity_compensation":%v}}]}`, dev.ID, enabled))
-		c.close()
-		if f["errors"] != nil {
-			t.Fatalf("set_gravity_compensation %v through the gateway: %v", enabled, f["errors"])
-		}
+		setGravityThrough(t, g, dev.ID, enabled)
 		want := fmt.Sprintf(`"enabled":%v`, enabled)
 		if node := entryJSON(t, n.svc, d, key); !strings.Contains(node, want) {
 			t.Fatalf("after set_gravity_compensation %v through the gateway the node has %s", enabled, node)
@@ -470,6 +465,18 @@ func TestGatewaySetGravityCompensationReachesTheNode(t *testing.T) {
 		if gw := entryJSON(t, g.svc, dev, key); !strings.Contains(gw, want) {
 			t.Fatalf("after set_gravity_compensation %v through the gateway the gateway has %s", enabled, gw)
 		}
+	}
+}
+
+// setGravityThrough sends set_gravity_compensation for arm id in a session
+// of its own on g, and fails the test on an error in the answering frame.
+func setGravityThrough(t *testing.T, g *Gateway, id string, enabled bool) {
+	t.Helper()
+	c := openGatewayClient(t, g, "")
+	defer c.close()
+	f := c.send(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_gravity_compensation":%v}}]}`, id, enabled))
+	if f["errors"] != nil {
+		t.Fatalf("set_gravity_compensation %v through the gateway: %v", enabled, f["errors"])
 	}
 }
 

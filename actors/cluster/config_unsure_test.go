@@ -147,3 +147,43 @@ func TestGatewayIDNotMovedByALocalArmAddedMeanwhile(t *testing.T) {
 		t.Fatalf("the gateway gave the node's arm %s, the service lists it as %s (local arm on %s)", gave, listed, id)
 	}
 }
+
+// Issue 23's sibling over WebSocket: a set_gravity_compensation through
+// the gateway while a returning device's config is still being copied in
+// from its node reaches the node, also when the gateway's copy (its
+// default, or an older process's value) says it changes nothing. It was
+// taken as unchanged against that copy, answered without an error and
+// never sent; the copy then took the node's other value, and the
+// acknowledged set was lost.
+func TestGatewayGravityCommandDuringSyncReachesTheNode(t *testing.T) {
+	key := protocol.KeyGravityCompensation
+	n, d := testNode(t)
+	h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() { release(); h.wg.Wait() })
+	// The node's value is the other one than the gateway's copy (its
+	// default, the same as the node's own), which the sync has not
+	// replaced yet: its read of the entry is held.
+	cur := strings.Contains(entryJSON(t, n.svc, d, key), `"enabled":true`)
+	if r := n.config(&wire.ConfigRequest{Uuid: d.Info.UUID, Op: "set", Key: key.Path(),
+		Json: []byte(fmt.Sprintf(`{"enabled":%v,"scaling_factor":1}`, !cur))}); r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	g := gatewayOf(t, h, d)
+	dev := g.svc.Devices().All()[0]
+	<-h.read
+	setGravityThrough(t, g, dev.ID, cur)
+	want := fmt.Sprintf(`"enabled":%v`, cur)
+	if node := entryJSON(t, n.svc, d, key); !strings.Contains(node, want) {
+		t.Errorf("set_gravity_compensation %v through the gateway during its sync, answered without an error: the node has %s", cur, node)
+	}
+	release()
+	hwtest.Eventually(t, 10*time.Second, "the gateway's sync of the device's config", g.proxy(d.Info.UUID).synced.Load)
+	if gw := entryJSON(t, g.svc, dev, key); !strings.Contains(gw, want) {
+		t.Errorf("set_gravity_compensation %v through the gateway during its sync, answered without an error: once synced the gateway answers %s", cur, gw)
+	}
+	if node := entryJSON(t, n.svc, d, key); !strings.Contains(node, want) {
+		t.Errorf("set_gravity_compensation %v through the gateway during its sync, answered without an error: once synced the node has %s", cur, node)
+	}
+}

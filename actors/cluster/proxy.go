@@ -798,8 +798,14 @@ func (p *proxy) writeDoneLocked(k protocol.Key, w *keyWrites) {
 
 // ConfigUnsure says the gateway's copy of k may be older than the node's
 // (actors.ConfigUnsure): a write of it must reach the node even when the
-// copy says it changes nothing.
-func (p *proxy) ConfigUnsure(k protocol.Key) bool { return p.unsure.Load()&(1<<k) != 0 }
+// copy says it changes nothing. So it is until the sync has copied the
+// node's config in: a set_gravity_compensation the copy (the default, an
+// older process's value) took as unchanged was answered without an error
+// and never sent, and the sync then copied the node's other value in.
+func (p *proxy) ConfigUnsure(k protocol.Key) bool { return !p.synced.Load() || p.unsureOf(k) }
+
+// unsureOf says whether k's unsure bit is set.
+func (p *proxy) unsureOf(k protocol.Key) bool { return p.unsure.Load()&(1<<k) != 0 }
 
 // readMark is what the proxy knew of the client writes of a key when a
 // read of it was sent to the node (markRead).
@@ -852,7 +858,7 @@ func (p *proxy) IDAssigned() {}
 // as docs/lab.md says to, must not be answered the gateway's older copy.
 // An unsure entry the node answers is copied in (copyIn).
 func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
-	unsure := p.ConfigUnsure(k)
+	unsure := p.unsureOf(k)
 	if p.synced.Load() && !unsure {
 		return nil, false, nil
 	}

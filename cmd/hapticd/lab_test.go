@@ -911,3 +911,44 @@ func listeningAddrs(t *testing.T, pid int) []netip.AddrPort {
 	}
 	return out
 }
+
+// hang stops m's process (SIGSTOP) and waits until every one of its
+// threads has stopped, so that nothing the test sends next can be taken
+// up. The kill returns before that: the kernel wakes one thread, which
+// then stops the others, and those run on meanwhile. On a loaded machine
+// they ran on for more than 50 ms, long enough for the node to take a set
+// sent after the kill, persist it and answer it 200 (docs/lab.md, "Config
+// sets through the gateway").
+func hang(t *testing.T, m *labMember) {
+	t.Helper()
+	if err := m.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	tasks := fmt.Sprintf("/proc/%d/task", m.cmd.Process.Pid)
+	waitLab(t, 20*time.Second, "every thread of the SIGSTOPped process stopped", func() bool {
+		ents, err := os.ReadDir(tasks)
+		if err != nil || len(ents) == 0 {
+			return false
+		}
+		for _, e := range ents {
+			if state, ok := threadState(filepath.Join(tasks, e.Name(), "stat")); !ok || state != 'T' {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// threadState is the state letter in a /proc/<pid>/task/<tid>/stat file
+// (the field after the command name, which may hold spaces and parens).
+func threadState(stat string) (byte, bool) {
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		return 0, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}

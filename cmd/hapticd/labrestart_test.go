@@ -264,9 +264,7 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
 		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
 	}
-	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	hang(t, node) // every thread stopped: the node can take up no set sent after this
 	resumed := false
 	resume := func() {
 		if !resumed {

@@ -41,9 +41,7 @@ func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 			return st == 200
 		})
 		connected := eventCount(gw, "device-connected", id)
-		if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
+		hang(t, node)
 		sent := time.Now()
 		answered := make(chan int, 1)
 		var took time.Duration
