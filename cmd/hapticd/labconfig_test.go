@@ -289,10 +289,11 @@ func testConfigSetsThroughTheGateway(t *testing.T, bin string, loaded bool) {
 	// The stopped node never took the set up: its next process has the
 	// value it had.
 	a = lab.node(labHostA)
-	after, err := getData(a.url(hdA))
-	if err != nil {
-		t.Fatalf("read the restarted node a's handedness: %v", err)
-	}
+	var after string
+	waitLab(t, 20*time.Second, "the restarted node a's handedness", func() bool {
+		after, err = getData(a.url(hdA))
+		return err == nil && after != "" // "": an error answer, its arm not loaded yet
+	})
 	if after != before {
 		t.Errorf("a set of %q in flight to a stopped node SIGKILLed, answered %d: the node's next process has %q, want the %q it had", set, got.status, after, before)
 	}
