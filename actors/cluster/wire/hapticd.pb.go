@@ -1340,7 +1340,11 @@ type Effects struct {
 	// gateway's commands that follow it do.
 	Gen uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
 	// session is the gateway's session that declared them (its replies and
-	// events name it).
+	// events name it). The node renders them only under that session's
+	// commands (Command.session; 0 on either: any of the gateway's): a
+	// command of another session drops them, and a declaration that comes
+	// while another session's command is in force waits for its own
+	// session's first command.
 	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
 	// specs is the declaration as the gateway's loop would render it: a
 	// JSON array of effect.Spec in the device frame (converted and validated
@@ -1558,7 +1562,9 @@ type Navigation struct {
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	SentUnixNs     int64  `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
 	Gen            uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
-	// session is the gateway's session whose commands carry it.
+	// session is the gateway's session whose commands carry it: the node
+	// attaches it to no other session's (Command.session; 0 on either: to
+	// any of the gateway's).
 	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
 	// track names the session's workspace state on the gateway: while it
 	// stays the same the node keeps integrating the same workspace offset
