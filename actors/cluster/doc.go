@@ -106,7 +106,11 @@
 // renders under their lease and ramps out with them; a lapsed lease pauses
 // it (the gateway's next command renders it again at once), and an idle
 // command, an empty declaration, another owner taking the arm or the
-// node forgetting the gateway withdraws it. A node that cannot take
+// node forgetting the gateway withdraws it. Every command names the
+// gateway session it is of (wire.Command.session), and the node renders
+// the Set only under commands of the session that declared it: one
+// gateway owner carries all its sessions' commands, and a lost withdrawal
+// must not give a new session the old one's field. A node that cannot take
 // a declaration answers wire.EffectsReply; the gateway withdraws the
 // session's effects and publishes effect-refused for it. The node's effects
 // report and passivity figures ride back on its state pushes: the gateway's
@@ -117,7 +121,7 @@
 // the proxy each force command's navigation; the proxy sends the bubble
 // (wire.Navigation, with the session's track) when it changes and again
 // while the node's pushed navigation_gen lags. The node attaches it to
-// that gateway's commands (their Params), so its loop renders it under
+// that gateway's commands of the same session (their Params), so its loop renders it under
 // their owner and lease, and pushes its track's report back; the proxy
 // mirrors it into the session's track on the gateway, which its frames,
 // state.transform and GET .../config/navigation read. A bubble the node

@@ -43,6 +43,15 @@ func linkLab(t *testing.T, g *Gateway, n *Node) {
 func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 	t.Helper()
 	cut := new(atomic.Bool)
+	linkLabLosing(t, g, n, func(any) bool { return cut.Load() })
+	return cut
+}
+
+// linkLabLosing is linkLab whose gateway-to-node direction loses the
+// commands, declarations and navigation lose says to (called in the order
+// the gateway sent them).
+func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
+	t.Helper()
 	toNode := make(chan any, 1<<14)
 	toGW := make(chan any, 1<<14)
 	done := make(chan struct{})
@@ -51,7 +60,7 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok {
 			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
 			case *wire.Command, *wire.Effects, *wire.Navigation:
-				if !cut.Load() {
+				if !lose(m) {
 					toNode <- m
 				}
 			}
@@ -125,7 +134,6 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 		g.sys.EventStream.Unsubscribe(gsub)
 		n.sys.EventStream.Unsubscribe(nsub)
 	})
-	return cut
 }
 
 // TestLabBridgeCarriesTheNodesEvents: an event on the node (here an

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
@@ -95,6 +98,42 @@ func TestNewSessionAfterALostWithdrawalFeelsNoPausedEffects(t *testing.T) {
 		t.Fatal("the node dropped A's field during the cut: the test no longer covers a lost withdrawal")
 	}
 	cut.Store(false)
+	b := openSession(t, g.svc, "")
+	zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
+	checkFeelsNothing(t, n, d, b, zero)
+}
+
+// Session A's field holds the node's arm; A leaves, and every message that
+// would end its effects on the node is lost (the withdrawals and the idle
+// that releases A's control, each time the gateway sends them), while
+// session B's commands get through. B feels none of A's field from its
+// first command on: the node renders a gateway's effects only under the
+// commands of the session that declared them (wire.Command.session). The
+// node rendered it under B's commands, which go under the same gateway
+// owner, for as long as the withdrawals were lost.
+func TestNewSessionFeelsNoEffectsWhoseWithdrawalWasLost(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	var losing atomic.Bool
+	linkLabLosing(t, g, n, func(m any) bool {
+		switch m := m.(type) {
+		case *wire.Effects:
+			return losing.Load() && len(m.Specs) == 0
+		case *wire.Command:
+			return losing.Load() && hw.ControlMode(m.Mode) == hw.ModeIdle
+		}
+		return false
+	})
+	a, _ := holdField(t, g.svc, d)
+	losing.Store(true)
+	a.close()
+	gd := g.svc.Devices().All()[0]
+	hwtest.Eventually(t, 10*time.Second, "A gone on the gateway and lapsed on the node", func() bool {
+		return gd.Register().Owner() == 0 && forceOn(d) < 1e-9
+	})
+	if d.Effects() == nil {
+		t.Fatal("the node dropped A's field: the test no longer covers a lost withdrawal")
+	}
 	b := openSession(t, g.svc, "")
 	zero := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`
 	checkFeelsNothing(t, n, d, b, zero)

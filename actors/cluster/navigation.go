@@ -28,6 +28,9 @@ import (
 type forwardedNav struct {
 	gen     uint64
 	trackID uint64
+	// session is the gateway's session whose navigation it is: it rides
+	// only on that session's commands (wire.Command.session; 0: any).
+	session uint64
 	// params carry the navigation on the gateway's commands (the loop's
 	// defaults otherwise, as a command without navigation gets); nil
 	// while the node could not take the bubble, or after the gateway
@@ -149,7 +152,7 @@ func (n *Node) navigation(m *wire.Navigation) {
 	if n.navs == nil {
 		n.navs = map[fxKey]*forwardedNav{}
 	}
-	f := &forwardedNav{gen: m.Gen, trackID: m.Track, params: params}
+	f := &forwardedNav{gen: m.Gen, trackID: m.Track, session: m.Session, params: params}
 	if old := n.navs[key]; params == nil && old != nil && old.trackID == m.Track {
 		f.kept = old.track() // a bubble refused keeps the offset for the next
 	}

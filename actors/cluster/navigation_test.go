@@ -196,8 +196,8 @@ func TestNodeRendersForwardedNavigationUnderTheLease(t *testing.T) {
 
 // What the node keeps of a gateway's declarations goes with them: an
 // effects generation with the effects (idle command, empty declaration,
-// another owner taking the arm), and everything of a gateway with the gateway when it
-// falls silent, so a lab whose gateways come and go does not grow the
+// another owner taking the arm), and everything of a gateway (its sessions'
+// bindings too) with the gateway when it falls silent, so a lab whose gateways come and go does not grow the
 // node's maps.
 func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 	n, d := testNode(t)
@@ -264,6 +264,11 @@ func TestNodeForgetsDeclarationsThatWent(t *testing.T) {
 	})
 	if fx, nav := kept(); fx != 0 || nav != 0 {
 		t.Errorf("kept %d generations, %d navigations of a forgotten gateway", fx, nav)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.sessions) != 0 {
+		t.Errorf("kept %d session bindings of a forgotten gateway", len(n.sessions))
 	}
 }
 

@@ -89,10 +89,16 @@ type Node struct {
 	// the node attaches to that gateway's commands. An entry stays while
 	// the gateway's control pauses (its next command renders it again) and
 	// goes when withdrawn, with its gateway or with its device.
-	navs    map[fxKey]*forwardedNav
-	set     *actors.DeviceSet // the set byUUID was built from
-	byUUID  map[string]*actors.Device
-	invSent *actors.DeviceSet // the set the subscribers last got
+	navs map[fxKey]*forwardedNav
+	// sessions are, by gateway owner and device UUID, which of the
+	// gateway's sessions command the arm and declared its effects there
+	// (wire.Command.session): the node renders a gateway's effects only
+	// under the commands of the session that declared them. An entry goes
+	// with its gateway or its device.
+	sessions map[fxKey]*sessionBinding
+	set      *actors.DeviceSet // the set byUUID was built from
+	byUUID   map[string]*actors.Device
+	invSent  *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -471,6 +477,7 @@ func (n *Node) forgetOwnerLocked(owner uint64) {
 			delete(n.navs, k)
 		}
 	}
+	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return k.owner == owner })
 }
 
 // pruneDevicesLocked drops the declarations kept for devices the node no
@@ -495,6 +502,7 @@ func (n *Node) pruneDevicesLocked() {
 			delete(n.navs, k)
 		}
 	}
+	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return n.byUUID[k.uuid] == nil })
 }
 
 func (n *Node) inventoryLocked() *wire.Inventory {
@@ -543,7 +551,7 @@ func (n *Node) command(m *wire.Command) {
 	var params *loop.Params // nil: the defaults, no navigation
 	if s != nil {
 		owner = s.owner
-		if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil {
+		if nav := n.navs[fxKey{owner, m.Uuid}]; nav != nil && !otherSession(nav.session, m.Session) {
 			params = nav.params
 		}
 	}
@@ -558,6 +566,9 @@ func (n *Node) command(m *wire.Command) {
 	if mode == hw.ModeIdle {
 		reg.Release(owner) // always honoured: it only ends a force
 		n.dropEffects(d, owner, m.Uuid)
+		n.mu.Lock()
+		delete(n.sessions, fxKey{owner, m.Uuid}) // no session commands now
+		n.mu.Unlock()
 		return
 	}
 	// The lease also ends at most leaseNs after the newest state the
@@ -606,6 +617,7 @@ func (n *Node) command(m *wire.Command) {
 		n.dropEffects(d, set.Session, m.Uuid)
 	}
 	n.record(&n.fxTerms, fxKey{owner, m.Uuid}, term+1)
+	n.commandingSession(d, owner, m.Uuid, m.Session)
 	var t [3]float64
 	copy(t[:], m.Target) // a short or missing target reads as zeros
 	cmd, ok := hw.CommandTarget(mode, t)
@@ -1011,22 +1023,116 @@ func (n *Node) effects(m *wire.Effects) {
 		refuse(protocol.CodeInvalidValue, err.Error())
 		return
 	}
-	// The declaration takes no control: the gateway's commands, which
-	// follow it, do (or are dropped while another holds the arm). It must
-	// not replace the effects of another holder, even one that claims the
-	// arm while it is published.
+	decl := &heldDeclaration{set: set, listed: n.forwardedDeclaration(m, gatewayID, loopNow-ageNs), gen: m.Gen, session: m.Session}
+	// The declaration replaces the gateway's last one. Made by a session
+	// other than the one whose command is in force (whose withdrawal was
+	// lost, say), it renders from that session's first command on
+	// (commandingSession), not under another's; the node reports no
+	// generation meanwhile, and the gateway sends it again should that
+	// session command here before it arrives.
+	n.mu.Lock()
+	b := n.sessions[key]
+	n.mu.Unlock()
+	if b != nil && otherSession(b.commanding, m.Session) {
+		n.dropEffects(d, owner, m.Uuid)
+		n.mu.Lock()
+		b.held = decl
+		n.mu.Unlock()
+		return
+	}
+	if !n.renderDeclaration(d, owner, m.Uuid, decl) {
+		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
+	}
+}
+
+// heldDeclaration is a gateway's effects declaration as the node took it:
+// the Set to render, what it lists of it, its generation and the gateway
+// session that made it.
+type heldDeclaration struct {
+	set     *effect.Set
+	listed  *actors.ForwardedEffects
+	gen     uint64
+	session uint64
+}
+
+// sessionBinding is which of a gateway's sessions its command in force on
+// an arm is of, and which declared the effects rendered there (0: not
+// said, as by a gateway older than wire.Command.session); held is a
+// declaration of a session other than the commanding one, which renders
+// when that session's commands come.
+type sessionBinding struct {
+	commanding uint64
+	declared   uint64
+	held       *heldDeclaration
+}
+
+// bindingLocked is key's sessionBinding, made if need be. n.mu must be
+// held.
+func (n *Node) bindingLocked(key fxKey) *sessionBinding {
+	b := n.sessions[key]
+	if b == nil {
+		if n.sessions == nil {
+			n.sessions = map[fxKey]*sessionBinding{}
+		}
+		b = &sessionBinding{}
+		n.sessions[key] = b
+	}
+	return b
+}
+
+// otherSession says whether two gateway sessions are known to differ: 0 is
+// a session not said (an older gateway, or a withdrawal), which the order
+// of the gateway's messages alone keeps apart, as before the node knew
+// sessions.
+func otherSession(a, b uint64) bool { return a != 0 && b != 0 && a != b }
+
+// renderDeclaration renders a gateway owner's declaration on d, unless
+// another holds the arm: the declaration takes no control, the gateway's
+// commands, which follow it, do (or are dropped while another holds the
+// arm), and it must not replace the effects of another holder, even one
+// that claims the arm while it is published.
+func (n *Node) renderDeclaration(d *actors.Device, owner uint64, uuid string, decl *heldDeclaration) bool {
 	free := func(held uint64) bool { return held == 0 || held == owner || n.leaseOver(held) }
 	reg := d.Register()
 	holder, term := reg.Owner(), reg.Term()
-	if !d.RenderForwarded(set, n.forwardedDeclaration(m, gatewayID, loopNow-ageNs), free) {
-		refuse(protocol.CodeDeviceBusy, fmt.Sprintf("the arm is controlled by another session on node %s until it disconnects or its lease lapses", n.cfg.NodeID))
-		return
+	if !d.RenderForwarded(decl.set, decl.listed, free) {
+		return false
 	}
-	n.record(&n.fxGens, key, m.Gen)
+	key := fxKey{owner, uuid}
+	n.record(&n.fxGens, key, decl.gen)
 	if holder != 0 {
 		term++ // the release to come of the control in force: the gateway's, or a lapsed one's
 	}
 	n.record(&n.fxTerms, key, term)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	b := n.bindingLocked(key)
+	b.declared, b.held = decl.session, nil
+	return true
+}
+
+// commandingSession records that the command of the gateway owner's
+// session has the arm d, before the node writes it: effects another
+// session declared stop rendering (a new session never feels an old one's
+// field whose withdrawal was lost), and a declaration of this session held
+// aside renders.
+func (n *Node) commandingSession(d *actors.Device, owner uint64, uuid string, session uint64) {
+	key := fxKey{owner, uuid}
+	n.mu.Lock()
+	b := n.bindingLocked(key)
+	b.commanding = session
+	stale := otherSession(b.declared, session)
+	var held *heldDeclaration
+	if b.held != nil && !otherSession(b.held.session, session) {
+		held, b.held = b.held, nil
+	}
+	n.mu.Unlock()
+	if stale || held != nil {
+		n.dropEffects(d, owner, uuid)
+	}
+	if held != nil {
+		n.renderDeclaration(d, owner, uuid, held)
+	}
 }
 
 // forwardedDeclaration is what the node lists of a gateway's declaration
@@ -1080,6 +1186,9 @@ func (n *Node) dropEffects(d *actors.Device, owner uint64, uuid string) {
 	d.DropForwarded(owner)
 	n.mu.Lock()
 	delete(n.fxGens, fxKey{owner, uuid})
+	if b := n.sessions[fxKey{owner, uuid}]; b != nil {
+		b.declared, b.held = 0, nil
+	}
 	n.mu.Unlock()
 }
 

@@ -494,7 +494,7 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	default:
 		return nil
 	}
-	p.send(cmd, now, leaseLeft)
+	p.send(cmd, now, session, leaseLeft)
 	return nil
 }
 
@@ -555,7 +555,7 @@ func (p *proxy) controlEnded(now time.Time) {
 	stateSent := p.stateSent()
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
-	p.sendLocked(&hw.Command{}, now, 0, stateSent)
+	p.sendLocked(&hw.Command{}, now, 0, 0, stateSent)
 	if p.fxSet.Len() > 0 {
 		p.fxWithdrawn = true
 		p.fxGen++
@@ -590,12 +590,13 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 	reg.Write(localSession, p.holdSeq, p.g.clock.Now()+int64(localHoldFor), nil, nil)
 }
 
-// send sends cmd, whose session's lease has leaseLeft (wire.Command.LeaseLeftNs).
-func (p *proxy) send(cmd *hw.Command, now time.Time, leaseLeft int64) {
+// send sends cmd, the command of session (0: none holds it), whose lease
+// has leaseLeft (wire.Command.LeaseLeftNs).
+func (p *proxy) send(cmd *hw.Command, now time.Time, session uint64, leaseLeft int64) {
 	stateSent := p.stateSent()
 	p.fxMu.Lock()
 	defer p.fxMu.Unlock()
-	p.sendLocked(cmd, now, leaseLeft, stateSent)
+	p.sendLocked(cmd, now, session, leaseLeft, stateSent)
 }
 
 // stateSent is when the node sent the newest state the gateway has (the
@@ -609,7 +610,7 @@ func (p *proxy) stateSent() int64 {
 // sendLocked is send with fxMu held, so the command keeps its place among
 // the declarations; stateSent is stateSent's, read before (mu and fxMu are
 // never held together).
-func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, leaseLeft, stateSent int64) {
+func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, session uint64, leaseLeft, stateSent int64) {
 	if p.g.closing.Load() {
 		return
 	}
@@ -620,6 +621,9 @@ func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, leaseLeft, stateSent 
 		t := cmd.Target()
 		m.Target = t[:]
 		m.LeaseLeftNs = leaseLeft
+		// The node renders the effects and navigation a session declared
+		// only under that session's commands (wire.Command.session).
+		m.Session = session
 	}
 	p.g.sys.Root.Send(p.node, m)
 	p.last, p.sentAt, p.sentLeaseLeft = *cmd, now, leaseLeft
@@ -628,7 +632,7 @@ func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, leaseLeft, stateSent 
 // Halt sends the idle command: the node releases the device.
 func (p *proxy) Halt() error {
 	if !p.lost.Load() {
-		p.send(&hw.Command{}, time.Now(), 0)
+		p.send(&hw.Command{}, time.Now(), 0, 0)
 	}
 	return nil
 }

@@ -1007,7 +1007,16 @@ type Command struct {
 	// it (the gateway's loop ramping a lapsed force out): the node, which
 	// ramps from the same deadline, does not take it. 0: not said; the
 	// node's own lease alone bounds it, and always does.
-	LeaseLeftNs   int64 `protobuf:"varint,8,opt,name=lease_left_ns,json=leaseLeftNs,proto3" json:"lease_left_ns,omitempty"`
+	LeaseLeftNs int64 `protobuf:"varint,8,opt,name=lease_left_ns,json=leaseLeftNs,proto3" json:"lease_left_ns,omitempty"`
+	// session is the gateway's session whose command this is (0: none, as
+	// for an idle; and every command of a gateway older than this field).
+	// The node renders the gateway's Effects and Navigation only under the
+	// commands of the session that declared them: a new session's first
+	// command must not render an old session's field whose withdrawal was
+	// lost while the command got through (one gateway owner carries all its
+	// sessions' commands). 0 on either side: rendered as before, the order
+	// of the gateway's messages alone keeping sessions apart.
+	Session       uint64 `protobuf:"varint,9,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1094,6 +1103,13 @@ func (x *Command) GetStateSentUnixNs() int64 {
 func (x *Command) GetLeaseLeftNs() int64 {
 	if x != nil {
 		return x.LeaseLeftNs
+	}
+	return 0
+}
+
+func (x *Command) GetSession() uint64 {
+	if x != nil {
+		return x.Session
 	}
 	return 0
 }
@@ -1324,7 +1340,11 @@ type Effects struct {
 	// gateway's commands that follow it do.
 	Gen uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
 	// session is the gateway's session that declared them (its replies and
-	// events name it).
+	// events name it). The node renders them only under that session's
+	// commands (Command.session; 0 on either: any of the gateway's): a
+	// command of another session drops them, and a declaration that comes
+	// while another session's command is in force waits for its own
+	// session's first command.
 	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
 	// specs is the declaration as the gateway's loop would render it: a
 	// JSON array of effect.Spec in the device frame (converted and validated
@@ -1542,7 +1562,9 @@ type Navigation struct {
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	SentUnixNs     int64  `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
 	Gen            uint64 `protobuf:"varint,4,opt,name=gen,proto3" json:"gen,omitempty"`
-	// session is the gateway's session whose commands carry it.
+	// session is the gateway's session whose commands carry it: the node
+	// attaches it to no other session's (Command.session; 0 on either: to
+	// any of the gateway's).
 	Session uint64 `protobuf:"varint,5,opt,name=session,proto3" json:"session,omitempty"`
 	// track names the session's workspace state on the gateway: while it
 	// stays the same the node keeps integrating the same workspace offset
@@ -1827,7 +1849,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
 	"sentUnixNs\x12\x1b\n" +
-	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xf7\x01\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\x91\x02\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
@@ -1837,7 +1859,8 @@ const file_hapticd_proto_rawDesc = "" +
 	"\fsent_unix_ns\x18\x06 \x01(\x03R\n" +
 	"sentUnixNs\x12+\n" +
 	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\x12\"\n" +
-	"\rlease_left_ns\x18\b \x01(\x03R\vleaseLeftNs\"\xa4\x01\n" +
+	"\rlease_left_ns\x18\b \x01(\x03R\vleaseLeftNs\x12\x18\n" +
+	"\asession\x18\t \x01(\x04R\asession\"\xa4\x01\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
