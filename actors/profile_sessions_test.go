@@ -69,3 +69,41 @@ func TestAnUnreadSessionDocumentDoesNotStandForTheStoredOne(t *testing.T) {
 		t.Errorf("stored session document now %+v, want the acknowledged lease 250 and basis -YXZ kept", ps)
 	}
 }
+
+// A session that joins a profile another session holds takes that
+// session's document, the profile's latest, even when its own read of the
+// stored file fails: it has the profile's basis and lease, and its frame
+// must not warn that it has the default ones (it was warned so while it
+// had the stored -YXZ and 250).
+func TestAJoinerOfAHeldProfileIsNotWarnedOfDefaultsItDoesNotHave(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	const pick = `{"session":{"configure":{"profile":{"name":"co.example:held"}}}}`
+	a, sinkA := open(t, svc, nil)
+	if f := exchange(t, a, sinkA, pick); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick: %v", f.errorCodes())
+	}
+	if f := exchange(t, a, sinkA, `{"session":{"configure":{"basis":{"permutation":"-YXZ"},"lease":{"ms":250}}}}`); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The stored file unreadable (a directory in its place) while a holds
+	// the profile.
+	session := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:held")), "session.json")
+	if err := os.Remove(session); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(session, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, sinkB := open(t, svc, nil)
+	f := exchange(t, b, sinkB, pick)
+	if got := b.Basis().Permutation; got != "-YXZ" {
+		t.Fatalf("the joiner has basis %q, want the held document's -YXZ", got)
+	}
+	if codes := f.errorCodes(); len(codes) != 0 || f.raw["warnings"] != nil {
+		t.Errorf("the joiner, which has the profile's basis and lease, was answered errors %v, warnings %v; want neither", codes, f.raw["warnings"])
+	}
+}
