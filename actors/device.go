@@ -400,6 +400,9 @@ type pendingIO struct {
 	// finished counts the documents written (work adds one as each is
 	// done): overdue waits for one past its commit point, not written yet.
 	finished atomic.Int32
+	// stopCause is why the actor stopped with op under way (abandon):
+	// its answer names it.
+	stopCause string
 	// outcome receives work's error once it returns (buffered): an actor
 	// that stops while a write past its commit point is in flight waits
 	// on it to answer what is true (abandon).
@@ -697,7 +700,7 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
 				"%s while the value was being stored: it was called off, not stored, and never will be", cause)})
 		default:
-			op.passed = len(op.gates)
+			op.passed, op.stopCause = len(op.gates), cause
 			c.offload.run(func() { c.answerLanding(ctx, op, cause) })
 		}
 	}
@@ -1122,7 +1125,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		// Called off at overdue, or past it once the write that had passed
 		// its commit point was done (overdue waited for it).
 		if op.calledOff || errors.Is(err, store.ErrNotCommitted) {
-			if stopped > 0 {
+			switch {
+			case stopped > 0 && op.stopCause != "":
+				err = protocol.Errorf(protocol.CodeUnavailable, "",
+					"%s while the reset was being stored: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back", op.stopCause, stopped, len(writes)-stopped)
+			case stopped > 0:
 				err = protocol.Errorf(protocol.CodeUnavailable, "",
 					"the state directory's disk did not take the reset within %v: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back, and retry once the disk answers", c.writeWithin, stopped, len(writes)-stopped)
 			}
