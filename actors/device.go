@@ -345,6 +345,7 @@ type deviceCore struct {
 	dev         *Device
 	store       Store         // nil without a state directory
 	writeWithin time.Duration // Options.WriteTimeout
+	closing     *atomic.Bool  // Service.closing: the service is shutting down
 	writeBehind *store.WriteBehind
 	activity    *activity.Activity
 	registry    *actor.PID
@@ -399,6 +400,13 @@ type pendingIO struct {
 	// finished counts the documents written (work adds one as each is
 	// done): overdue waits for one past its commit point, not written yet.
 	finished atomic.Int32
+	// stopCause is why the actor stopped with op under way (abandon):
+	// its answer names it.
+	stopCause string
+	// outcome receives work's error once it returns (buffered): an actor
+	// that stops while a write past its commit point is in flight waits
+	// on it to answer what is true (abandon).
+	outcome chan error
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -550,8 +558,11 @@ func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	if _, gated := c.store.(gatedStore); gated && len(op.gates) > 0 && c.writeWithin > 0 {
 		op.timer = time.AfterFunc(c.writeWithin, func() { root.Send(self, &ioOverdue{op: op}) })
 	}
+	op.outcome = make(chan error, 1)
 	c.offload.run(func() {
-		root.Send(self, &ioDone{op: op, err: op.work()})
+		err := op.work()
+		op.outcome <- err
+		root.Send(self, &ioDone{op: op, err: err})
 	})
 }
 
@@ -662,23 +673,38 @@ func (c *deviceCore) release(ctx actor.Context) {
 // abandon answers the request whose work is under way, and those held
 // behind it, when the actor stops (its device left, or the service is
 // shutting down): their answers could no longer reach anyone.
+//
+// A write not past its commit point is called off and answered 503: not
+// stored, and never will be. One past it (its value in its document, its
+// directory's fsync left) will land: its answer waits, off the actor, for
+// the write's outcome up to the write timeout (the shutdown waits as long
+// for it, Service.waitOffloaded), so that a client told 503 never finds
+// the value stored, nor one told 200 find it missing.
 func (c *deviceCore) abandon(ctx actor.Context) {
+	cause := fmt.Sprintf("%s %s left", c.dev.Name, c.dev.ID)
+	if c.closing != nil && c.closing.Load() {
+		cause = "the service shut down"
+	}
 	if op := c.pending; op != nil {
 		c.pending = nil
 		if op.timer != nil {
 			op.timer.Stop()
 		}
-		// Called off, so that a write the requester hears failed does not
-		// land later, when the disk answers.
-		if len(op.gates) > 0 && op.callOff() == 0 {
+		// Only a store with a commit point can call a write off; a plain
+		// Save lands whatever the gates say.
+		_, gated := c.store.(gatedStore)
+		switch {
+		case !op.write:
+			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "%s before the request was applied; nothing was applied", cause)})
+		case gated && op.callOff() == 0:
 			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-				"%s %s left while the value was being stored: it was called off, not stored, and never will be", c.dev.Name, c.dev.ID)})
-		} else {
-			reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
-				"%s %s left while the value was being stored; read it back before retrying", c.dev.Name, c.dev.ID)})
+				"%s while the value was being stored: it was called off, not stored, and never will be", cause)})
+		default:
+			op.passed, op.stopCause = len(op.gates), cause
+			c.offload.run(func() { c.answerLanding(ctx, op, cause) })
 		}
 	}
-	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s %s has left; nothing was applied", c.dev.Name, c.dev.ID)
+	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s; nothing was applied", cause)
 	for _, h := range c.held {
 		switch h.msg.(type) {
 		case *getEntry, *setEntries, *resetEntry:
@@ -688,6 +714,35 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 		}
 	}
 	c.held = nil
+}
+
+// answerLanding answers a write the stopped actor could not call off once
+// its work returns: as the actor would have (op.done, which only touches
+// the core the stopped actor no longer does), or, when the disk has not
+// returned within the write timeout, 503 saying the value may be stored.
+// It runs off the actor, after the actor's last use of the core.
+func (c *deviceCore) answerLanding(ctx actor.Context, op *pendingIO, cause string) {
+	within := c.writeWithin
+	if within <= 0 {
+		within = DefaultWriteTimeout
+	}
+	wait := time.NewTimer(within)
+	defer wait.Stop()
+	select {
+	case err := <-op.outcome:
+		defer func() {
+			// No actor supervises this goroutine: the requester is told,
+			// and the process goes on.
+			if v := recover(); v != nil {
+				c.log.Error().Interface("reason", v).Msg("answering a write past its commit point as its device actor stopped")
+				reply(ctx, op.sender, &failed{reason: v})
+			}
+		}()
+		op.done(err)
+	case <-wait.C:
+		reply(ctx, op.sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+			"%s while the value was being stored: the disk had not confirmed it within %v, and it may be stored or not; read it back before retrying", cause, within)})
+	}
 }
 
 // answerPanic answers to as failed if the caller is panicking, and lets
@@ -1070,7 +1125,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		// Called off at overdue, or past it once the write that had passed
 		// its commit point was done (overdue waited for it).
 		if op.calledOff || errors.Is(err, store.ErrNotCommitted) {
-			if stopped > 0 {
+			switch {
+			case stopped > 0 && op.stopCause != "":
+				err = protocol.Errorf(protocol.CodeUnavailable, "",
+					"%s while the reset was being stored: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back", op.stopCause, stopped, len(writes)-stopped)
+			case stopped > 0:
 				err = protocol.Errorf(protocol.CodeUnavailable, "",
 					"the state directory's disk did not take the reset within %v: it is in force for the %d session(s) whose profile documents were written first, and was called off for the other %d, which keep their value and never get this reset; read the entry back, and retry once the disk answers", c.writeWithin, stopped, len(writes)-stopped)
 			}

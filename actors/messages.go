@@ -275,6 +275,10 @@ type settingSaved struct {
 	// call it off past Options.WriteTimeout (settingOverdue).
 	gate  ticket
 	timer *time.Timer
+	// outcome receives err once the write returns (buffered): a registry
+	// that stops while the write is past its commit point waits on it to
+	// answer what is true (registryActor.abandon).
+	outcome chan error
 }
 
 // settingOverdue tells the registry that a setting change's write has had

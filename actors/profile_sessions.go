@@ -47,11 +47,13 @@ func (ch profileSessionChange) apply(ps *profileSession, profile string, now tim
 }
 
 // join counts one more session on profile and returns the document the
-// session takes. read is what the session took from the stored document,
-// and readOK whether it could read it. When another session has the
-// profile already, its document is the latest, unless those sessions could
-// not read the stored one and this one could: then what it read replaces it.
-func (t *profileSessions) join(profile string, read profileSession, readOK bool) profileSession {
+// session takes, and whether it stands for a stored one nobody could read
+// (it holds the defaults). read is what the session took from the stored
+// document, and readOK whether it could read it. When another session has
+// the profile already, its document is the latest, unless those sessions
+// could not read the stored one and this one could: then what it read
+// replaces it.
+func (t *profileSessions) join(profile string, read profileSession, readOK bool) (ps profileSession, unread bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.docs == nil {
@@ -65,7 +67,7 @@ func (t *profileSessions) join(profile string, read profileSession, readOK bool)
 		d.ps, d.unread = read, false
 	}
 	d.sessions++
-	return d.ps
+	return d.ps, d.unread
 }
 
 // leave counts one session fewer on profile.

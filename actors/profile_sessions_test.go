@@ -1,11 +1,14 @@
 package actors
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -67,5 +70,173 @@ func TestAnUnreadSessionDocumentDoesNotStandForTheStoredOne(t *testing.T) {
 	}
 	if ps.LeaseMs != 250 || ps.Basis.Permutation != "-YXZ" {
 		t.Errorf("stored session document now %+v, want the acknowledged lease 250 and basis -YXZ kept", ps)
+	}
+}
+
+// A session that joins a profile another session holds takes that
+// session's document, the profile's latest, even when its own read of the
+// stored file fails: it has the profile's basis and lease, and its frame
+// must not warn that it has the default ones (it was warned so while it
+// had the stored -YXZ and 250).
+func TestAJoinerOfAHeldProfileIsNotWarnedOfDefaultsItDoesNotHave(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	const pick = `{"session":{"configure":{"profile":{"name":"co.example:held"}}}}`
+	a, sinkA := open(t, svc, nil)
+	if f := exchange(t, a, sinkA, pick); len(f.errorCodes()) != 0 {
+		t.Fatalf("pick: %v", f.errorCodes())
+	}
+	if f := exchange(t, a, sinkA, `{"session":{"configure":{"basis":{"permutation":"-YXZ"},"lease":{"ms":250}}}}`); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The stored file unreadable (a directory in its place) while a holds
+	// the profile.
+	session := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:held")), "session.json")
+	if err := os.Remove(session); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(session, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, sinkB := open(t, svc, nil)
+	f := exchange(t, b, sinkB, pick)
+	if got := b.Basis().Permutation; got != "-YXZ" {
+		t.Fatalf("the joiner has basis %q, want the held document's -YXZ", got)
+	}
+	if codes := f.errorCodes(); len(codes) != 0 || f.raw["warnings"] != nil {
+		t.Errorf("the joiner, which has the profile's basis and lease, was answered errors %v, warnings %v; want neither", codes, f.raw["warnings"])
+	}
+}
+
+// Two sessions of one profile change its session level at the same
+// moment, round after round: one its basis, the other its lease. Each
+// change goes onto the profile's one document (profileSessions.change,
+// which puts the document again when the other's change went on between
+// its Put and its update), so after a restart the profile holds the last
+// acknowledged basis of the one and the last acknowledged lease of the
+// other, neither stored over by the other's copy.
+func TestSimultaneousSessionLevelChangesOfOneProfileBothSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir})
+	const profile = "co.example:shared"
+	pick := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)
+	a, sinkA := open(t, svc, nil)
+	b, sinkB := open(t, svc, nil)
+	for _, s := range []struct {
+		sess *Session
+		sink *recSink
+	}{{a, sinkA}, {b, sinkB}} {
+		if f := exchange(t, s.sess, s.sink, pick); len(f.errorCodes()) != 0 || f.raw["warnings"] != nil {
+			t.Fatalf("pick: errors %v, warnings %v", f.errorCodes(), f.raw["warnings"])
+		}
+	}
+	// send delivers msg on sess and returns its frame's problems, if any.
+	send := func(sess *Session, sink *recSink, msg string) error {
+		sess.Deliver([]byte(msg))
+		select {
+		case raw := <-sink.frames:
+			var f testFrame
+			if err := json.Unmarshal(raw, &f.raw); err != nil {
+				return err
+			}
+			if len(f.errorCodes()) != 0 || f.raw["warnings"] != nil {
+				return fmt.Errorf("%s: errors %v, warnings %v", msg, f.errorCodes(), f.raw["warnings"])
+			}
+			return nil
+		case <-time.After(patience):
+			return fmt.Errorf("%s: no frame within %v", msg, patience)
+		}
+	}
+	bases := []string{"-YXZ", "ZXY", "Y-XZ", "XZ-Y"}
+	const rounds = 40
+	var lastBasis string
+	var lastLease int
+	for i := range rounds {
+		lastBasis, lastLease = bases[i%len(bases)], 150+i
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		go func() {
+			<-start
+			errs <- send(a, sinkA, fmt.Sprintf(`{"session":{"configure":{"basis":{"permutation":%q}}}}`, lastBasis))
+		}()
+		go func() {
+			<-start
+			errs <- send(b, sinkB, fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}}}`, lastLease))
+		}()
+		close(start)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+	}
+	shutdown(t, svc)
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps profileSession
+	if found, err := disk.Load(profileFolder(profile)+"/session", &ps); !found || err != nil {
+		t.Fatalf("the profile's session document: found %v, %v", found, err)
+	}
+	if ps.Basis.Permutation != lastBasis || ps.LeaseMs != lastLease {
+		t.Fatalf("stored session document %+v, want basis %s and lease %d (each session's last acknowledged change)", ps, lastBasis, lastLease)
+	}
+	again := startWith(t, Options{StateDir: dir})
+	c, sinkC := open(t, again, nil)
+	exchange(t, c, sinkC, pick)
+	if got := c.Basis().Permutation; got != lastBasis {
+		t.Fatalf("after a restart the profile's session has basis %s, want %s", got, lastBasis)
+	}
+}
+
+// The interleaving the test above can only hope to hit, made certain: the
+// lease change of one session runs whole between the other's basis change
+// taking its copy of the document and its Put, so that Put carries the
+// old lease. The document is put again with both, and the files hold the
+// basis and the lease acknowledged, as a reopened store reads them.
+func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) {
+	dir := t.TempDir()
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := disk.NewWriteBehind(time.Hour) // written at Close only
+	const profile = "co.example:interleaved"
+	name := profileFolder(profile) + "/session"
+	put := func(ps profileSession) error { return wb.Put(name, ps) }
+	var docs profileSessions
+	start := profileSession{Name: profile, Basis: protocol.Basis{Permutation: protocol.IdentityBasis}, LeaseMs: 100}
+	docs.join(profile, start, true)
+	docs.join(profile, start, true)
+	basis := protocol.Basis{Permutation: "-YXZ"}
+	var leaseErr error
+	first := true
+	err = docs.change(profile, profileSessionChange{basis: &basis}, func(ps profileSession) error {
+		if first {
+			first = false
+			leaseErr = docs.change(profile, profileSessionChange{lease: 250}, put)
+		}
+		return put(ps)
+	})
+	if err != nil || leaseErr != nil {
+		t.Fatalf("basis change: %v; lease change: %v", err, leaseErr)
+	}
+	if err := wb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got profileSession
+	if found, err := reopened.Load(name, &got); !found || err != nil {
+		t.Fatalf("the profile's session document: found %v, %v", found, err)
+	}
+	if got.Basis != basis || got.LeaseMs != 250 {
+		t.Fatalf("stored %+v, want basis %s and lease 250 (both acknowledged)", got, basis.Permutation)
 	}
 }

@@ -109,15 +109,11 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 		return
 	}
 	if sp.err != nil {
-		// Defaults, as logged and documented: the basis and lease the
-		// session had are not this profile's, and its next change would
-		// store them as if they were. The client asked for what the
-		// profile holds, so its frame says it did not get it.
-		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; using defaults")
+		// Defaults, as documented: the basis and lease the session had
+		// are not this profile's, and its next change would store them
+		// as if they were.
 		a.state.basis = protocol.Basis{Permutation: protocol.IdentityBasis}
 		a.state.leaseMs = a.svc.opts.DefaultLeaseMs
-		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
-			"the profile's stored basis and lease could not be read, so the session has the default ones: %v", sp.err))
 	}
 	if sp.found {
 		if _, err := space.ParsePermutation(sp.ps.Basis.Permutation); err == nil {
@@ -128,10 +124,24 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 		}
 	}
 	// A new profile starts from the session's basis and lease.
-	ps := a.svc.profileSessions.join(a.state.profile, profileSession{
+	ps, unread := a.svc.profileSessions.join(a.state.profile, profileSession{
 		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs}, sp.err == nil)
 	a.joined = a.state.profile
 	a.state.basis, a.state.leaseMs = ps.Basis, ps.LeaseMs
+	switch {
+	case sp.err != nil && unread:
+		// The client asked for what the profile holds, so its frame says
+		// it did not get it.
+		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; using defaults")
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+			"the profile's stored basis and lease could not be read, so the session has the default ones: %v", sp.err))
+	case sp.err != nil:
+		// Another session of the profile holds its document, read and
+		// kept current: the session has the profile's basis and lease,
+		// not the defaults, and is told nothing it did not get. The file
+		// on disk is unreadable all the same: the operator hears it.
+		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; the session took the document another session of the profile holds")
+	}
 	if sp.err == nil {
 		a.saveProfileSession(warnings, profileSessionChange{}) // the use
 	}

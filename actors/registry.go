@@ -376,6 +376,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		dev:         d,
 		store:       s.store,
 		writeWithin: s.opts.WriteTimeout,
+		closing:     &s.closing,
 		writeBehind: s.writeBehind,
 		activity:    s.activity,
 		registry:    ctx.Self(),
@@ -435,7 +436,7 @@ func (r *registryActor) abandon(ctx actor.Context) {
 		if m.timer != nil {
 			m.timer.Stop()
 		}
-		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "the service shut down while the setting was being stored; read it back")})
+		r.abandonSetting(ctx, m)
 	}
 	for _, q := range r.settingQueue {
 		reply(ctx, q.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "", "the service is shutting down; nothing was applied")})
@@ -454,6 +455,38 @@ func (r *registryActor) abandon(ctx actor.Context) {
 			abandon(p)
 		}
 	}
+}
+
+// abandonSetting answers the setting change being written as the registry
+// stops. A write not past its commit point is called off: 503, not stored
+// and never will be (answered 503 and left to run, it landed whenever the
+// disk took it, even under a later run's value). One past it will land:
+// its answer waits, off the actor, for the write's outcome up to the write
+// timeout (the shutdown waits as long for it), so that a client told 503
+// never finds the value stored.
+func (r *registryActor) abandonSetting(ctx actor.Context, m *settingSaved) {
+	s := r.svc
+	if _, gated := s.store.(gatedStore); gated && m.gate.cancel() {
+		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+			"the service shut down while the setting was being stored: it was called off, not stored, and never will be")})
+		return
+	}
+	within := s.opts.WriteTimeout
+	s.offload.run(func() {
+		wait := time.NewTimer(within)
+		defer wait.Stop()
+		select {
+		case err := <-m.outcome:
+			if err != nil {
+				reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", err)})
+				return
+			}
+			reply(ctx, m.sender, &settingReply{value: m.settings.Get(m.key)})
+		case <-wait.C:
+			reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+				"the service shut down while the setting was being stored: the disk had not confirmed it within %v, and it may be stored or not; read it back after the restart", within)})
+		}
+	})
 }
 
 // remove unlists a device at once and stops it off the actor: its output
@@ -544,7 +577,7 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	}
 	next := s.Settings()
 	next.Set(k, v)
-	saved := &settingSaved{key: k, settings: next, sender: q.sender}
+	saved := &settingSaved{key: k, settings: next, sender: q.sender, outcome: make(chan error, 1)}
 	// An unread settings.json still holds earlier values: even the value in
 	// force must be written (and is refused) before a 200 says it is on disk.
 	if (next == s.Settings() && !r.settingsUnread) || s.store == nil {
@@ -568,6 +601,7 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 		} else {
 			saved.err = s.store.Save("settings", next)
 		}
+		saved.outcome <- saved.err
 		root.Send(self, saved)
 	})
 }

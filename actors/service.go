@@ -116,6 +116,9 @@ type Service struct {
 	// framesEpoch counts changes to what any device's frames show besides
 	// its state (Device.framesEpoch): a view, declared effects.
 	framesEpoch atomic.Uint64
+	// closing is set as Shutdown begins: an actor that stops then names
+	// the shutdown as the cause in its answers.
+	closing atomic.Bool
 	// localHolders is the registry's localIDs.localHolders, kept current
 	// by the registry actor (LocalIDHolders).
 	localHolders heldIDs
@@ -659,6 +662,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 }
 
 func (s *Service) shutdown(ctx context.Context) error {
+	s.closing.Store(true)
 	// Not Close: the write-behind's Close below flushes every profile at
 	// once, where a flush per session would wait its write timeout for
 	// each on a hung disk.
