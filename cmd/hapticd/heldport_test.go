@@ -40,8 +40,12 @@ func TestSecondServiceOnAHeldPortLeavesItAlone(t *testing.T) {
 	first := startInProcess(t, args(t.TempDir())...)
 	events := dialWS(t, "ws://"+first.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
 	nextEventAbout(t, events, "device-connected", id)
-	if n := emu.Stats().Wakeups; n != 1 {
-		t.Fatalf("the arm was woken %d times by the first service, want 1", n)
+	// The first service may wake the arm more than once: a wake-up not
+	// answered within its 250 ms (a loaded machine) is tried again, as for
+	// a freshly plugged arm (hw/driver: WakeAttempts).
+	byFirst := emu.Stats().Wakeups
+	if byFirst < 1 {
+		t.Fatalf("the arm was woken %d times by the first service, want at least once", byFirst)
 	}
 
 	second := startInProcess(t, args(t.TempDir())...)
@@ -57,8 +61,8 @@ func TestSecondServiceOnAHeldPortLeavesItAlone(t *testing.T) {
 		}
 		return fmt.Errorf("scan report %+v", second.hardware.watcher.Report().Ports)
 	})
-	if n := emu.Stats().Wakeups; n != 1 {
-		t.Errorf("the arm was woken %d times, want once (by the first service only)", n)
+	if n := emu.Stats().Wakeups; n != byFirst {
+		t.Errorf("the arm was woken %d times, want %d (by the first service only)", n, byFirst)
 	}
 	if status, env := httpDo(t, "GET", "http://"+second.srv.Addr(transport.ListenerHTTP).String()+"/arm3/"+id+"/config/handedness", ""); status != 404 {
 		t.Errorf("the second service serves the held arm: GET handedness = %d %v, want 404", status, env)

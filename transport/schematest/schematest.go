@@ -26,9 +26,152 @@ import (
 	"github.com/hapticd/hapticd/protocol/schema"
 )
 
+// compiledDocs is every served document a Validator of this test binary
+// has compiled, by path and content. Compiling a schema takes seconds under
+// -race on a loaded machine, and each test service has its own Validator:
+// without it, a test whose timing window (a 1 s lease) held its first check
+// of a kind failed on noise. Services built alike serve the same bytes, so
+// all but the first Validator find their schemas compiled. It is the one
+// package-level variable: a test helper's cache, guarded by its mutex, and
+// an entry is never replaced once added.
+var compiledDocs = struct {
+	mu        sync.Mutex
+	byContent map[[sha256.Size]byte]*compiledDoc
+}{byContent: map[[sha256.Size]byte]*compiledDoc{}}
+
+// compiledDoc is one served document and the schemas compiled from it.
+type compiledDoc struct {
+	// Immutable after sharedDoc.
+	path string
+	doc  any // decoded; read only
+
+	warm sync.Once
+
+	// mu guards the following.
+	mu       sync.Mutex
+	compiler *jsonschema.Compiler
+	schemas  map[string]*jsonschema.Schema // by fragment
+	err      error                         // of registering the document
+}
+
+// sharedDoc is the compiled form of the document served at path as b,
+// shared with every Validator that was served the same bytes there.
+func sharedDoc(path string, b []byte) (*compiledDoc, error) {
+	h := sha256.New()
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write(b)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	compiledDocs.mu.Lock()
+	defer compiledDocs.mu.Unlock()
+	if d, ok := compiledDocs.byContent[key]; ok {
+		return d, d.err
+	}
+	d := &compiledDoc{path: path, schemas: map[string]*jsonschema.Schema{}}
+	d.doc, d.err = jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if d.err != nil {
+		d.err = fmt.Errorf("schematest: %s is not JSON: %w", path, d.err)
+	} else {
+		d.compiler = jsonschema.NewCompiler()
+		d.compiler.DefaultDraft(jsonschema.Draft2020)
+		d.compiler.AssertFormat()
+		if err := d.compiler.AddResource(resourceURL(path), d.doc); err != nil {
+			d.err = fmt.Errorf("schematest: %s: %w", path, err)
+		}
+	}
+	compiledDocs.byContent[key] = d
+	return d, d.err
+}
+
+// resourceURL is where a served document is registered with its compiler.
+func resourceURL(path string) string { return "http://hapticd.test" + path }
+
+// schema compiles the schema at fragment ("" for the root) of the document.
+func (d *compiledDoc) schema(fragment string) (*jsonschema.Schema, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if s, ok := d.schemas[fragment]; ok {
+		return s, nil
+	}
+	loc := resourceURL(d.path) + "#" + fragment
+	s, err := d.compiler.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("schematest: compile %s: %w", loc, err)
+	}
+	d.schemas[fragment] = s
+	return s, nil
+}
+
+// compileAll compiles every schema of the document a check may ask for,
+// once per content: the root of a /schema document, and each request body
+// and answer of the OpenAPI document. A schema that does not compile is
+// left for the check that needs it to report.
+func (d *compiledDoc) compileAll() {
+	d.warm.Do(func() {
+		if d.path != openAPIPath {
+			_, _ = d.schema("")
+			return
+		}
+		doc, _ := d.doc.(map[string]any)
+		for _, frag := range openAPISchemas(doc) {
+			_, _ = d.schema(frag)
+		}
+	})
+}
+
+// openAPISchemas lists the fragments of every JSON request body and answer
+// schema the OpenAPI document declares, as CheckAnswer and CheckRequest
+// name them.
+func openAPISchemas(doc map[string]any) []string {
+	var out []string
+	media := func(ptr string, content map[string]any) {
+		for m, c := range content {
+			if c, _ := c.(map[string]any); c["schema"] != nil {
+				out = append(out, ptr+"/content/"+escape(m)+"/schema")
+			}
+		}
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for tmpl, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			op, _ := op.(map[string]any)
+			ptr := "/paths/" + escape(tmpl) + "/" + method
+			rb, _ := op["requestBody"].(map[string]any)
+			content, _ := rb["content"].(map[string]any)
+			media(ptr+"/requestBody", content)
+			responses, _ := op["responses"].(map[string]any)
+			for status, resp := range responses {
+				resp, _ := resp.(map[string]any)
+				if _, isRef := resp["$ref"]; isRef {
+					continue // compiled under components
+				}
+				content, _ := resp["content"].(map[string]any)
+				media(ptr+"/responses/"+status, content)
+			}
+		}
+	}
+	components, _ := doc["components"].(map[string]any)
+	responses, _ := components["responses"].(map[string]any)
+	for name, resp := range responses {
+		resp, _ := resp.(map[string]any)
+		content, _ := resp["content"].(map[string]any)
+		media("/components/responses/"+escape(name), content)
+	}
+	return out
+}
+
+// openAPIPath is where a 3.x listener serves its OpenAPI document.
+const openAPIPath = "/openapi.json"
+
 // Validator validates documents against the schema served at one 3.x base
-// URL. It fetches and compiles lazily, once per schema, and is safe for
-// concurrent use.
+// URL. It fetches each document once, when first needed, and takes its
+// compiled schemas from those compiled for any Validator served the same
+// document. It is safe for concurrent use.
 type Validator struct {
 	// Immutable after New or ForSet.
 	base   string
@@ -37,86 +180,20 @@ type Validator struct {
 	fetch func(path string) ([]byte, error)
 
 	// mu guards the following.
-	mu       sync.Mutex
-	compiled map[string]*jsonschema.Schema // by location
-	openAPI  map[string]any
-	docs     map[string]*servedDoc // fetched documents by path
-}
-
-// servedDoc is one document a service served, compiled from in the shared
-// compilers (compiledDocs) by its content.
-type servedDoc struct {
-	digest [sha256.Size]byte
-	body   []byte
-}
-
-// compiledDocs compiles each distinct served document once per test
-// process, whichever Validator asks first: every test service of a run
-// serves the same documents, and a compile takes tens to hundreds of
-// milliseconds on a loaded machine, which inside a test's lease window made
-// the first check of a kind flake (a 1 s lease lapsing meanwhile). It is
-// the package's only state shared between Validators; a schema is
-// compiled from the document's bytes alone (documents refer only within
-// themselves), so sharing changes no answer.
-var compiledDocs = docCompilers{byDigest: map[[sha256.Size]byte]*docCompiler{}}
-
-type docCompilers struct {
-	mu       sync.Mutex
-	byDigest map[[sha256.Size]byte]*docCompiler
-}
-
-// docCompiler compiles schemas of one document; jsonschema's Compiler is
-// not safe for concurrent use, so each has its own lock.
-type docCompiler struct {
-	mu       sync.Mutex
-	compiler *jsonschema.Compiler // nil until the document is added
-	compiled map[string]*jsonschema.Schema
-}
-
-// compile is the schema at fragment of doc, served at path.
-func (cs *docCompilers) compile(path string, doc *servedDoc, fragment string) (*jsonschema.Schema, error) {
-	cs.mu.Lock()
-	dc := cs.byDigest[doc.digest]
-	if dc == nil {
-		dc = &docCompiler{compiled: map[string]*jsonschema.Schema{}}
-		cs.byDigest[doc.digest] = dc
-	}
-	cs.mu.Unlock()
-
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	if s, ok := dc.compiled[fragment]; ok {
-		return s, nil
-	}
-	url := resourceURL(path)
-	if dc.compiler == nil {
-		parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc.body))
-		if err != nil {
-			return nil, fmt.Errorf("schematest: %s is not JSON: %w", path, err)
-		}
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		c.AssertFormat()
-		if err := c.AddResource(url, parsed); err != nil {
-			return nil, fmt.Errorf("schematest: %s: %w", path, err)
-		}
-		dc.compiler = c
-	}
-	s, err := dc.compiler.Compile(url + "#" + fragment)
-	if err != nil {
-		return nil, fmt.Errorf("schematest: compile %s#%s: %w", path, fragment, err)
-	}
-	dc.compiled[fragment] = s
-	return s, nil
+	mu   sync.Mutex
+	docs map[string]*compiledDoc // by path
 }
 
 // New validates against the schema served by the 3.x listener at base
-// ("http://127.0.0.1:10001").
+// ("http://127.0.0.1:10001"). It compiles, unless a Validator of an alike
+// service did, every schema that service serves, so that no check of a test
+// spends seconds compiling inside a timing window.
 func New(base string) *Validator {
-	v := newValidator()
+	v := &Validator{docs: map[string]*compiledDoc{}}
 	v.base = strings.TrimSuffix(base, "/")
 	v.client = &http.Client{}
 	v.fetch = v.get
+	v.compileServed()
 	return v
 }
 
@@ -124,7 +201,7 @@ func New(base string) *Validator {
 // them, for tests of a part that runs without the 3.x listener (the events
 // socket alone). It serves schemas by name only: CheckAnswer needs New.
 func ForSet(set *schema.Set) *Validator {
-	v := newValidator()
+	v := &Validator{docs: map[string]*compiledDoc{}}
 	v.fetch = func(path string) ([]byte, error) {
 		name, ok := strings.CutPrefix(path, "/schema/")
 		if !ok {
@@ -136,11 +213,48 @@ func ForSet(set *schema.Set) *Validator {
 		}
 		return json.Marshal(doc)
 	}
+	for _, p := range set.Published() {
+		if d, err := v.doc("/schema/" + p.Name); err == nil {
+			d.compileAll()
+		}
+	}
 	return v
 }
 
-func newValidator() *Validator {
-	return &Validator{compiled: map[string]*jsonschema.Schema{}, docs: map[string]*servedDoc{}}
+// compileServed compiles the OpenAPI document and, the first time a service
+// serves that one, every schema listed in its index. A later alike service
+// is served the same OpenAPI document: its schemas are then fetched one by
+// one as checks need them and found compiled. Errors are left for the
+// checks to report.
+func (v *Validator) compileServed() {
+	api, err := v.doc(openAPIPath)
+	if err != nil {
+		return
+	}
+	first := false
+	api.warm.Do(func() { first = true })
+	if !first {
+		return
+	}
+	doc, _ := api.doc.(map[string]any)
+	for _, frag := range openAPISchemas(doc) {
+		_, _ = api.schema(frag)
+	}
+	b, err := v.fetch("/schema")
+	if err != nil {
+		return
+	}
+	var index struct {
+		Schemas map[string]string `json:"schemas"`
+	}
+	if json.Unmarshal(b, &index) != nil {
+		return
+	}
+	for _, path := range index.Schemas {
+		if d, err := v.doc(path); err == nil {
+			d.compileAll()
+		}
+	}
 }
 
 // Close releases the validator's idle connections.
@@ -166,45 +280,38 @@ func (v *Validator) get(path string) ([]byte, error) {
 	return b, nil
 }
 
-// resourceURL is where a served document is registered with a compiler.
-func resourceURL(path string) string { return "http://hapticd.test" + path }
-
-// docLocked is the served document at path, fetched once.
-func (v *Validator) docLocked(path string) (*servedDoc, error) {
-	if d, ok := v.docs[path]; ok {
+// doc is the served document at path, fetched once per Validator.
+func (v *Validator) doc(path string) (*compiledDoc, error) {
+	v.mu.Lock()
+	d, ok := v.docs[path]
+	v.mu.Unlock()
+	if ok {
 		return d, nil
 	}
 	b, err := v.fetch(path)
 	if err != nil {
 		return nil, err
 	}
-	d := &servedDoc{digest: sha256.Sum256(b), body: b}
+	d, err = sharedDoc(path, b)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if prev, ok := v.docs[path]; ok {
+		return prev, nil // a concurrent check fetched it first
+	}
 	v.docs[path] = d
 	return d, nil
 }
 
-func (v *Validator) compileLocked(path, fragment string) (*jsonschema.Schema, error) {
-	loc := path + "#" + fragment
-	if s, ok := v.compiled[loc]; ok {
-		return s, nil
-	}
-	doc, err := v.docLocked(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := compiledDocs.compile(path, doc, fragment)
-	if err != nil {
-		return nil, err
-	}
-	v.compiled[loc] = s
-	return s, nil
-}
-
 // Schema compiles the served schema called name.
 func (v *Validator) Schema(name string) (*jsonschema.Schema, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.compileLocked("/schema/"+name, "")
+	d, err := v.doc("/schema/" + name)
+	if err != nil {
+		return nil, err
+	}
+	return d.schema("")
 }
 
 // Check validates doc (JSON) against the served schema called name.
@@ -227,30 +334,17 @@ func validate(s *jsonschema.Schema, doc []byte, what string) error {
 	return nil
 }
 
-// OpenAPI is the served OpenAPI document, decoded.
+// OpenAPI is the served OpenAPI document, decoded. It is shared with other
+// Validators: read it only.
 func (v *Validator) OpenAPI() (map[string]any, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.openAPILocked()
-}
-
-func (v *Validator) openAPILocked() (map[string]any, error) {
-	if v.openAPI != nil {
-		return v.openAPI, nil
-	}
-	d, err := v.docLocked("/openapi.json")
+	d, err := v.doc(openAPIPath)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.body))
-	if err != nil {
-		return nil, fmt.Errorf("schematest: /openapi.json is not JSON: %w", err)
-	}
-	m, ok := doc.(map[string]any)
+	m, ok := d.doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("schematest: /openapi.json is not an object")
+		return nil, fmt.Errorf("schematest: %s is not an object", openAPIPath)
 	}
-	v.openAPI = m
 	return m, nil
 }
 
@@ -294,9 +388,7 @@ func Operation(doc map[string]any, method, path string) (template string, op map
 // method and status. An answer the document has no route, status or media
 // type for is an error too.
 func (v *Validator) CheckAnswer(method, path string, status int, contentType string, body []byte) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	doc, err := v.openAPILocked()
+	doc, err := v.OpenAPI()
 	if err != nil {
 		return err
 	}
@@ -337,7 +429,7 @@ func (v *Validator) CheckAnswer(method, path string, status int, contentType str
 	if declared["schema"] == nil {
 		return nil // a declared answer that is not JSON (a page, a metrics exposition)
 	}
-	s, err := v.compileLocked("/openapi.json", ptr+"/content/"+escape(media)+"/schema")
+	s, err := v.compileOpenAPI(ptr + "/content/" + escape(media) + "/schema")
 	if err != nil {
 		return err
 	}
@@ -349,9 +441,7 @@ func (v *Validator) CheckAnswer(method, path string, status int, contentType str
 // schema must not refuse what the service takes. A route that declares no
 // body passes.
 func (v *Validator) CheckRequest(method, path string, body []byte) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	doc, err := v.openAPILocked()
+	doc, err := v.OpenAPI()
 	if err != nil {
 		return err
 	}
@@ -365,11 +455,20 @@ func (v *Validator) CheckRequest(method, path string, body []byte) error {
 		return nil
 	}
 	ptr := "/paths/" + escape(tmpl) + "/" + strings.ToLower(method) + "/requestBody/content/application~1json/schema"
-	s, err := v.compileLocked("/openapi.json", ptr)
+	s, err := v.compileOpenAPI(ptr)
 	if err != nil {
 		return err
 	}
 	return validate(s, body, fmt.Sprintf("the OpenAPI request body of %s %s", method, tmpl))
+}
+
+// compileOpenAPI compiles the schema at fragment of the OpenAPI document.
+func (v *Validator) compileOpenAPI(fragment string) (*jsonschema.Schema, error) {
+	d, err := v.doc(openAPIPath)
+	if err != nil {
+		return nil, err
+	}
+	return d.schema(fragment)
 }
 
 // escape is a JSON pointer token, URL-encoded for a fragment.
