@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -18,6 +19,37 @@ import (
 // two so machine noise hits both alike. Reported: p50/p99 of each in µs and
 // the ratios.
 func BenchmarkLockstepRoundTrip(b *testing.B) {
+	lockstepRoundTrips(b, nil)
+}
+
+// BenchmarkLockstepRoundTripEvicted is BenchmarkLockstepRoundTrip with the
+// caches (and the TLB) flushed by writing every cache line of a buffer before
+// each round trip, outside the timing: it shows what each path costs when
+// its code and data must come back from memory, as on a core whose caches
+// the client and the kernel churn between messages (issue 26, msg27). Run it
+// on one CPU (taskset -c 0) so the client, the service and the echo share
+// that core's caches as under hapticbench --cpus shared. The buffer sizes:
+// the size of one core's L2 (what another process on the core pushes out)
+// and twice the L3.
+func BenchmarkLockstepRoundTripEvicted(b *testing.B) {
+	for _, size := range []int{1 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("evict=%dKiB", size>>10), func(b *testing.B) {
+			lockstepRoundTrips(b, make([]byte, size))
+		})
+	}
+}
+
+// evictCaches writes one byte in every 64-byte line of buf, so that what was
+// cached before is pushed out by lines that neither path reads.
+func evictCaches(buf []byte) {
+	for i := 0; i < len(buf); i += 64 {
+		buf[i]++
+	}
+}
+
+// lockstepRoundTrips alternates round trips to hapticd and to a bare echo;
+// a non-nil evict buffer is written through before each round trip.
+func lockstepRoundTrips(b *testing.B, evict []byte) {
 	ts := startService(b, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	svc := ts.dial(b, ts.wsURL())
@@ -53,13 +85,16 @@ func BenchmarkLockstepRoundTrip(b *testing.B) {
 	echoNs := make([]int64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		evictCaches(evict)
 		t0 := time.Now()
 		roundTripBytes(b, svc.conn, msg)
 		t1 := time.Now()
-		roundTripBytes(b, ec, msg)
+		evictCaches(evict)
 		t2 := time.Now()
+		roundTripBytes(b, ec, msg)
+		t3 := time.Now()
 		svcNs = append(svcNs, t1.Sub(t0).Nanoseconds())
-		echoNs = append(echoNs, t2.Sub(t1).Nanoseconds())
+		echoNs = append(echoNs, t3.Sub(t2).Nanoseconds())
 	}
 	b.StopTimer()
 	sp50, sp99 := percentiles(svcNs)
