@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -31,25 +30,46 @@ func BenchmarkLockstepRoundTrip(b *testing.B) {
 // that core's caches as under hapticbench --cpus shared. The buffer sizes:
 // the size of one core's L2 (what another process on the core pushes out)
 // and twice the L3.
+//
+// The case tlb=4096pages writes one line per 4 KiB page of 16 MiB instead: it
+// empties the TLB (4,096 pages, more than its entries) while those lines all
+// fall in a few cache sets, as a switch between two processes does on a CPU
+// without PCID (this VM's), which flushes the TLB and leaves the caches.
 func BenchmarkLockstepRoundTripEvicted(b *testing.B) {
-	for _, size := range []int{1 << 20, 16 << 20} {
-		b.Run(fmt.Sprintf("evict=%dKiB", size>>10), func(b *testing.B) {
-			lockstepRoundTrips(b, make([]byte, size))
+	for _, c := range []struct {
+		name         string
+		size, stride int
+	}{
+		{"evict=1024KiB", 1 << 20, 64},
+		{"evict=16384KiB", 16 << 20, 64},
+		{"tlb=4096pages", 16 << 20, 4096},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			lockstepRoundTrips(b, &evictor{buf: make([]byte, c.size), stride: c.stride})
 		})
 	}
 }
 
-// evictCaches writes one byte in every 64-byte line of buf, so that what was
-// cached before is pushed out by lines that neither path reads.
-func evictCaches(buf []byte) {
-	for i := 0; i < len(buf); i += 64 {
-		buf[i]++
+// evictor writes one byte every stride bytes of buf, so that what was cached
+// before (lines with stride 64, page translations with stride 4096) is pushed
+// out by what neither path reads.
+type evictor struct {
+	buf    []byte
+	stride int
+}
+
+func (e *evictor) evict() {
+	if e == nil {
+		return
+	}
+	for i := 0; i < len(e.buf); i += e.stride {
+		e.buf[i]++
 	}
 }
 
 // lockstepRoundTrips alternates round trips to hapticd and to a bare echo;
-// a non-nil evict buffer is written through before each round trip.
-func lockstepRoundTrips(b *testing.B, evict []byte) {
+// a non-nil evict flushes caches or the TLB before each round trip.
+func lockstepRoundTrips(b *testing.B, evict *evictor) {
 	ts := startService(b, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	svc := ts.dial(b, ts.wsURL())
@@ -85,11 +105,11 @@ func lockstepRoundTrips(b *testing.B, evict []byte) {
 	echoNs := make([]int64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		evictCaches(evict)
+		evict.evict()
 		t0 := time.Now()
 		roundTripBytes(b, svc.conn, msg)
 		t1 := time.Now()
-		evictCaches(evict)
+		evict.evict()
 		t2 := time.Now()
 		roundTripBytes(b, ec, msg)
 		t3 := time.Now()
