@@ -18,6 +18,59 @@ import (
 // two so machine noise hits both alike. Reported: p50/p99 of each in µs and
 // the ratios.
 func BenchmarkLockstepRoundTrip(b *testing.B) {
+	lockstepRoundTrips(b, nil)
+}
+
+// BenchmarkLockstepRoundTripEvicted is BenchmarkLockstepRoundTrip with the
+// caches (and the TLB) flushed by writing every cache line of a buffer before
+// each round trip, outside the timing: it shows what each path costs when
+// its code and data must come back from memory, as on a core whose caches
+// the client and the kernel churn between messages (issue 26, msg27). Run it
+// on one CPU (taskset -c 0) so the client, the service and the echo share
+// that core's caches as under hapticbench --cpus shared. The buffer sizes:
+// the size of one core's L2 (what another process on the core pushes out)
+// and twice the L3.
+//
+// The case tlb=4096pages writes one line per 4 KiB page of 16 MiB instead: it
+// empties the TLB (4,096 pages, more than its entries) while those lines all
+// fall in a few cache sets, as a switch between two processes does on a CPU
+// without PCID (this VM's), which flushes the TLB and leaves the caches.
+// ns/op includes the flushing: read the reported p50s and their ratio.
+func BenchmarkLockstepRoundTripEvicted(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		size, stride int
+	}{
+		{"evict=1024KiB", 1 << 20, 64},
+		{"evict=16384KiB", 16 << 20, 64},
+		{"tlb=4096pages", 16 << 20, 4096},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			lockstepRoundTrips(b, &evictor{buf: make([]byte, c.size), stride: c.stride})
+		})
+	}
+}
+
+// evictor writes one byte every stride bytes of buf, so that what was cached
+// before (lines with stride 64, page translations with stride 4096) is pushed
+// out by what neither path reads.
+type evictor struct {
+	buf    []byte
+	stride int
+}
+
+func (e *evictor) evict() {
+	if e == nil {
+		return
+	}
+	for i := 0; i < len(e.buf); i += e.stride {
+		e.buf[i]++
+	}
+}
+
+// lockstepRoundTrips alternates round trips to hapticd and to a bare echo;
+// a non-nil evict flushes caches or the TLB before each round trip.
+func lockstepRoundTrips(b *testing.B, evict *evictor) {
 	ts := startService(b, serviceConfig{arms: 1})
 	id := ts.armIDs[0]
 	svc := ts.dial(b, ts.wsURL())
@@ -53,13 +106,16 @@ func BenchmarkLockstepRoundTrip(b *testing.B) {
 	echoNs := make([]int64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		evict.evict()
 		t0 := time.Now()
 		roundTripBytes(b, svc.conn, msg)
 		t1 := time.Now()
-		roundTripBytes(b, ec, msg)
+		evict.evict()
 		t2 := time.Now()
+		roundTripBytes(b, ec, msg)
+		t3 := time.Now()
 		svcNs = append(svcNs, t1.Sub(t0).Nanoseconds())
-		echoNs = append(echoNs, t2.Sub(t1).Nanoseconds())
+		echoNs = append(echoNs, t3.Sub(t2).Nanoseconds())
 	}
 	b.StopTimer()
 	sp50, sp99 := percentiles(svcNs)

@@ -42,11 +42,13 @@
 // I/O but the connection's own write lock.
 //
 // Frames and pongs are written past gorilla, as whole unmasked WebSocket
-// frames with one writev on the connection (wsConn.writeData): a frame of
+// frames with one write on the connection (wsConn.writeData): a frame of
 // every arm is the session's own bytes around a run of every arm's element
 // that all sessions share (actors.SplicingSink), and gorilla writes a
 // message from one buffer, which cost a 63 KB copy per frame. The header
-// goes into room kept before the frame buffer. gorilla writes only close
+// goes into room kept before the frame buffer. A frame in parts goes out
+// with writev; one of at most contiguousFrameMax bytes is copied whole and
+// written with write, which walks fewer pages cold. gorilla writes only close
 // frames, after which no frame is written; every write is on the one
 // goroutine, so none interleave. The bytes are gorilla's
 // (TestFramesAreGorillasBytes).

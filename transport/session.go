@@ -236,7 +236,8 @@ type wsConn struct {
 	head  [frameHeadroom]byte
 	parts [4][]byte
 	out   net.Buffers
-	// joined is a spliced frame joined whole for a recording.
+	// joined is a spliced frame joined whole for a recording, or a small
+	// frame's parts joined for one write (writeData).
 	joined []byte
 }
 
@@ -530,8 +531,7 @@ func readInto(buf []byte, r io.Reader, limit int) ([]byte, error) {
 func (c *wsConn) Send(buf []byte) { c.SendSpliced(buf, len(buf), nil) }
 
 // SendSpliced implements actors.SplicingSink: Send of the frame buf[:at],
-// shared, buf[at:], written as one WebSocket frame in one writev, shared
-// read where it lies.
+// shared, buf[at:], written as one WebSocket frame in one system call.
 func (c *wsConn) SendSpliced(buf []byte, at int, shared []byte) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -577,7 +577,7 @@ func (c *wsConn) failWrite(err error) {
 
 // writeData writes one unfragmented, unmasked WebSocket frame of the given
 // opcode whose payload is head, shared and tail in that order, with one
-// writev (c.wmu held). room, when not nil, is the room just before head
+// write or writev (c.wmu held). room, when not nil, is the room just before head
 // in its array: the header goes there and head goes out with it as one
 // iovec. The write is bounded by the watchdog, not by a deadline (see
 // connSet.expireStalledWrites).
@@ -600,6 +600,14 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 	var err error
 	if len(parts) == 1 {
 		_, err = c.raw.Write(parts[0])
+	} else if n := len(head) + len(shared) + len(tail) + len(hdr); n <= contiguousFrameMax {
+		// A small frame copied whole costs fewer pages walked than the
+		// kernel's reading of its parts where they lie (msg27).
+		c.joined = c.joined[:0]
+		for _, p := range parts {
+			c.joined = append(c.joined, p...)
+		}
+		_, err = c.raw.Write(c.joined)
 	} else if vw, ok := c.raw.(vectorWriter); ok {
 		_, err = vw.WriteVectors(parts) // raw: see rawsock.Conn
 	} else {
@@ -614,6 +622,10 @@ func (c *wsConn) writeData(op int, room, head, shared, tail []byte) error {
 	}
 	return err
 }
+
+// contiguousFrameMax is the largest frame writeData copies into one buffer
+// rather than writing its parts with writev.
+const contiguousFrameMax = 4096
 
 // vectorWriter is a connection that writes parts as one stream without
 // net.Buffers (rawsock.Conn).
