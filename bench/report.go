@@ -33,6 +33,13 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	if m.CPUModel != "" {
 		fmt.Fprintf(&b, ", %s", m.CPUModel)
 	}
+	if m.PCID != nil {
+		if *m.PCID {
+			b.WriteString(", PCID (a process switch keeps the TLB)")
+		} else {
+			b.WriteString(", no PCID (each process switch empties the TLB)")
+		}
+	}
 	b.WriteString("\n\n")
 
 	var tw textTable

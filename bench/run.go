@@ -138,20 +138,45 @@ type Machine struct {
 	Arch      string `json:"arch"`
 	CPUs      int    `json:"cpus"`
 	CPUModel  string `json:"cpu_model,omitempty"`
+	// PCID says whether the CPU tags TLB entries by address space (nil:
+	// not known). Without it every switch between the client's and the
+	// server's process empties the TLB, and a server whose round trip
+	// touches more pages than the echo's falls further behind it: the one
+	// client's ratio moved from 1.01× to 1.44× p50 with no code change
+	// (msg27, docs/investigations/message-cost.md).
+	PCID *bool `json:"pcid,omitempty"`
 }
 
 // ThisMachine describes the machine running the benchmark.
 func ThisMachine() Machine {
 	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
+		m.CPUModel, m.PCID = readCPUInfo(string(b))
+	}
+	return m
+}
+
+// readCPUInfo reads the first CPU's model name and whether its flags list
+// pcid from Linux's /proc/cpuinfo (pcid nil: no flags line).
+func readCPUInfo(text string) (model string, pcid *bool) {
+	for _, line := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
+			if model == "" {
+				model = strings.TrimSpace(v)
+			}
+		case "flags":
+			if pcid == nil {
+				has := slices.Contains(strings.Fields(v), "pcid")
+				pcid = &has
 			}
 		}
 	}
-	return m
+	return model, pcid
 }
 
 // RunConfig echoes the options a report was made with.

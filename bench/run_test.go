@@ -450,3 +450,23 @@ func TestARefusedSubscriptionFailsTheRun(t *testing.T) {
 		t.Fatalf("Run = %v, want an error naming the refused subscription", err)
 	}
 }
+
+// The machine line says whether the CPU keeps the TLB across a process
+// switch: without PCID the one-client ratio to the echo is another figure.
+func TestReadCPUInfoFindsModelAndPCID(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		name, text string
+		model      string
+		pcid       *bool
+	}{
+		{"pcid", "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu vme pcid sse\n\nprocessor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n", "AMD EPYC", &yes},
+		{"no pcid", "model name\t: AMD EPYC\nflags\t\t: fpu vme invpcid sse\n", "AMD EPYC", &no},
+		{"no flags line (not x86)", "model name\t: ARMv8\nFeatures\t: fp asimd\n", "ARMv8", nil},
+	} {
+		model, pcid := readCPUInfo(c.text)
+		if model != c.model || (pcid == nil) != (c.pcid == nil) || (pcid != nil && *pcid != *c.pcid) {
+			t.Errorf("%s: model %q pcid %v, want %q %v", c.name, model, pcid, c.model, c.pcid)
+		}
+	}
+}
