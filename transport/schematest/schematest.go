@@ -191,7 +191,10 @@ type Validator struct {
 func New(base string) *Validator {
 	v := &Validator{docs: map[string]*compiledDoc{}}
 	v.base = strings.TrimSuffix(base, "/")
-	v.client = &http.Client{}
+	// No keep-alive: a service under test with --max-connections counts an
+	// idle connection of the validator's, and New's fetches would hold its
+	// only place for the test's whole run.
+	v.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	v.fetch = v.get
 	v.compileServed()
 	return v
