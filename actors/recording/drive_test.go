@@ -559,10 +559,7 @@ func TestDriveKeepsTheGapAfterASessionThatFellBehind(t *testing.T) {
 		{"2", KindClient, 30 + uint64(gap/time.Millisecond), `{"k":2}`},
 		{"2", KindFrame, 30 + uint64(gap/time.Millisecond), st},
 	})
-	ended := mcap.Channel{ID: 99, Metadata: map[string]string{"kind": KindEvent, "key": "events"}}
-	f.Channels[ended.ID] = ended
-	f.Messages = append(f.Messages, mcap.Message{ChannelID: ended.ID, LogTime: uint64(20 * time.Millisecond),
-		Data: []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","name":"session-ended","data":{"session_id":1}}`)})
+	endSessionOneAt20ms(f)
 
 	var mu sync.Mutex
 	var dialed, closed []time.Time
@@ -571,7 +568,7 @@ func TestDriveKeepsTheGapAfterASessionThatFellBehind(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			dialed, closed = append(dialed, time.Now()), append(closed, time.Time{})
-			n, reads := len(dialed)-1, 0
+			n := len(dialed) - 1
 			c := &timedCloseConn{answeringConn: newAnsweringConn(inv, st), closed: func() {
 				mu.Lock()
 				if closed[n].IsZero() { // Drive closes it again on its way out
@@ -580,12 +577,7 @@ func TestDriveKeepsTheGapAfterASessionThatFellBehind(t *testing.T) {
 				mu.Unlock()
 			}}
 			if len(dialed) == 1 {
-				c.slow = func() time.Duration {
-					if reads++; reads == 2 {
-						return late // the frame answering its message
-					}
-					return 0
-				}
+				c.slow = lateOnSecondFrame(late)
 			}
 			return c, nil
 		},
@@ -622,10 +614,7 @@ func TestDriveKeepsALateSessionsOwnSpacing(t *testing.T) {
 		{"2", KindClient, t2 + 10 + uint64(spacing/time.Millisecond), `{"k":3}`},
 		{"2", KindFrame, t2 + 10 + uint64(spacing/time.Millisecond), st},
 	})
-	ended := mcap.Channel{ID: 99, Metadata: map[string]string{"kind": KindEvent, "key": "events"}}
-	f.Channels[ended.ID] = ended
-	f.Messages = append(f.Messages, mcap.Message{ChannelID: ended.ID, LogTime: uint64(20 * time.Millisecond),
-		Data: []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","name":"session-ended","data":{"session_id":1}}`)})
+	endSessionOneAt20ms(f)
 
 	var mu sync.Mutex
 	var dials int
@@ -637,13 +626,7 @@ func TestDriveKeepsALateSessionsOwnSpacing(t *testing.T) {
 			dials++
 			c := &timedCloseConn{answeringConn: newAnsweringConn(inv, st), closed: func() {}}
 			if dials == 1 {
-				reads := 0
-				c.slow = func() time.Duration {
-					if reads++; reads == 2 {
-						return late // the frame answering its message
-					}
-					return 0
-				}
+				c.slow = lateOnSecondFrame(late)
 			} else {
 				c.sent = func() {
 					mu.Lock()
@@ -668,6 +651,27 @@ func TestDriveKeepsALateSessionsOwnSpacing(t *testing.T) {
 	// woke; the drive's window is the slack its frames are compared with.
 	if got := sent[1].Sub(sent[0]); got < spacing-d.Window {
 		t.Errorf("the late session sent its two messages %v apart; recorded %v apart", got, spacing)
+	}
+}
+
+// endSessionOneAt20ms records session 1's session-ended event at 20 ms in f.
+func endSessionOneAt20ms(f *mcap.File) {
+	ended := mcap.Channel{ID: 99, Metadata: map[string]string{"kind": KindEvent, "key": "events"}}
+	f.Channels[ended.ID] = ended
+	f.Messages = append(f.Messages, mcap.Message{ChannelID: ended.ID, LogTime: uint64(20 * time.Millisecond),
+		Data: []byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","name":"session-ended","data":{"session_id":1}}`)})
+}
+
+// lateOnSecondFrame is a timedCloseConn's slow that hands over the second
+// frame (the one answering the session's message) late: the session falls
+// behind the recorded timeline.
+func lateOnSecondFrame(late time.Duration) func() time.Duration {
+	reads := 0
+	return func() time.Duration {
+		if reads++; reads == 2 {
+			return late
+		}
+		return 0
 	}
 }
 
