@@ -960,6 +960,15 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		c.saveThen(ctx, sender, name, nextDoc, apply)
 		return
 	}
+	if docChanged && doc.unread {
+		// doc.cfg is the defaults, standing for a document that could not
+		// be read: queued, they would be what the profile's next session
+		// takes (the queued value is the latest) and be written over the
+		// document once it reads again; not queued, the change would be
+		// acknowledged and lost.
+		apply(protocol.Errorf(protocol.CodeUnavailable, "", "%s %s: the profile's stored entries on this device could not be read, so the change could not be stored without losing them; it was not applied (pick the profile again once the state directory reads)", c.dev.Name, c.dev.ID))
+		return
+	}
 	if docChanged && c.writeBehind != nil {
 		if err := c.writeBehind.Put(name, nextDoc); err != nil {
 			// Closed by the shutdown (or not encodable): acknowledged, the

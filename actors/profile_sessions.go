@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -81,6 +82,10 @@ func (t *profileSessions) leave(profile string) {
 	}
 }
 
+// errProfileSessionUnread refuses to store a change on a profile's session
+// document that its sessions could not read.
+var errProfileSessionUnread = errors.New("the profile's stored session document could not be read, so a change would be stored over it with the defaults; pick the profile again once the state directory reads")
+
 // change queues profile's document with ch on it (put runs outside the
 // lock), and puts ch on the document in memory only once queued: a change
 // the store refuses is not what the profile's next session takes. When
@@ -94,6 +99,14 @@ func (t *profileSessions) change(profile string, ch profileSessionChange, put fu
 	if d == nil {
 		t.mu.Unlock()
 		return nil // the session left the profile: nothing of it to store
+	}
+	if d.unread {
+		// d.ps is the defaults, standing for a document nobody could
+		// read: queued, they would be what the profile's next session
+		// takes (the queued value is the latest) and be written over the
+		// document once it reads again.
+		t.mu.Unlock()
+		return errProfileSessionUnread
 	}
 	next := d.ps
 	ch.apply(&next, profile, now)

@@ -1,0 +1,152 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// A session that could not read its profile's document (session level, or
+// its entries on a device) and then changes one entry is never answered as
+// if that change were stored: the defaults it has must not be queued in the
+// document's place, where the profile's next session, which can read it,
+// would take them for the stored document (review34: lease 100 for the
+// stored 250, damping 0 for the stored 2, and the change itself refused by
+// the store for good). Session level: the change is in force for the
+// session with a warning that it is not stored. Device level: refused,
+// changing nothing, as a change the state directory cannot take is.
+func TestAChangeOnAnUnreadProfileDocumentIsNeverTakenForTheStoredOne(t *testing.T) {
+	const pick = `{"session":{"configure":{"profile":{"name":"co.example:unread"}}}}`
+	for _, c := range []struct {
+		name string
+		// store configures the profile's stored values; doc is the
+		// document's name in the profile's folder.
+		store, doc string
+		// change is session A's change while the document is unreadable;
+		// answered checks A's answer.
+		change   string
+		answered func(t *testing.T, f testFrame)
+		// stored checks what session B, which can read the document, has.
+		stored func(t *testing.T, b *Session, arm *Device)
+	}{
+		{
+			name:   "session level",
+			store:  `{"session":{"configure":{"basis":{"permutation":"-YXZ"},"lease":{"ms":250}}}}`,
+			doc:    "session.json",
+			change: `{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`,
+			answered: func(t *testing.T, f testFrame) {
+				if codes := warningCodes(f); !slices.Contains(codes, string(protocol.CodeUnavailable)) {
+					t.Errorf("A's change answered with warnings %v, want one saying it is not stored: %s", codes, f.text)
+				}
+			},
+			stored: func(t *testing.T, b *Session, _ *Device) {
+				if got := b.snap.Load().leaseMs; got != 250 {
+					t.Errorf("B has lease %d ms, want the stored 250", got)
+				}
+			},
+		},
+		{
+			name:   "device level",
+			store:  `{"arm3":[{"device_id":"%s","configure":{"damping":{"scalar":2},"force_gate":{"gain":0.6}}}]}`,
+			doc:    "arm3-%s.json",
+			change: `{"arm3":[{"device_id":"%s","configure":{"force_gate":{"gain":0.1}}}]}`,
+			answered: func(t *testing.T, f testFrame) {
+				if codes := f.errorCodes(); !slices.Contains(codes, string(protocol.CodeUnavailable)) {
+					t.Errorf("A's change answered with errors %v, want unavailable: %s", codes, f.text)
+				}
+			},
+			stored: func(t *testing.T, b *Session, arm *Device) {
+				d := arm.ViewFor(b.ID).Config.Session.Damping
+				if d.Scalar == nil || *d.Scalar != 2 {
+					t.Errorf("B has damping scalar %v, want the stored 2", d.ScalarOrZero())
+				}
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			svc := startWith(t, Options{StateDir: dir})
+			arm := addArm(t, svc, simArm(0))
+			withArm := func(s string) string {
+				if c.name == "device level" {
+					return fmt.Sprintf(s, arm.ID)
+				}
+				return s
+			}
+			s0, sink0 := open(t, svc, nil)
+			exchange(t, s0, sink0, pick)
+			if f := exchange(t, s0, sink0, withArm(c.store)); len(f.errorCodes()) != 0 {
+				t.Fatalf("storing the profile's values: %v", f.errorCodes())
+			}
+			if err := svc.writeBehind.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			s0.Close(protocol.CloseClientClosed)
+			deadline := time.Now().Add(10 * time.Second)
+			for len(svc.Sessions()) != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			path := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:unread")), withArm(c.doc))
+			good, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Unreadable for a moment: a folder in the file's place.
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			a, sinkA := open(t, svc, nil)
+			exchange(t, a, sinkA, pick)
+			c.answered(t, exchange(t, a, sinkA, withArm(c.change)))
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, good, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b, sinkB := open(t, svc, nil)
+			exchange(t, b, sinkB, pick)
+			exchange(t, b, sinkB, `{"session":{}}`)
+			c.stored(t, b, arm)
+			if err := svc.writeBehind.Flush(); err != nil {
+				t.Errorf("flush after the document read again: %v", err)
+			}
+			// Its entries as stored (B's use dates it anew).
+			onDisk, _ := os.ReadFile(path)
+			if got, want := undated(t, onDisk), undated(t, good); !reflect.DeepEqual(got, want) {
+				t.Errorf("the stored document changed: %s, was %s", onDisk, good)
+			}
+		})
+	}
+}
+
+// warningCodes lists the codes of the frame's warnings.
+func warningCodes(f testFrame) []string {
+	var out []string
+	list, _ := f.raw["warnings"].([]any)
+	for _, e := range list {
+		out = append(out, fmt.Sprint(e.(map[string]any)["code"]))
+	}
+	return out
+}
+
+// undated is a stored document's entries without its last use.
+func undated(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("stored document %s: %v", b, err)
+	}
+	delete(m, "used_at")
+	return m
+}
