@@ -37,25 +37,10 @@ func TestAnUnreadSessionDocumentDoesNotStandForTheStoredOne(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	session := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:probe")), "session.json")
-	good, err := os.ReadFile(session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A read error for a moment: the file is a directory.
-	if err := os.Remove(session); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(session, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, readable := unreadableFor(t, session) // a read error for a moment
 	a, sinkA := open(t, svc, nil)
 	exchange(t, a, sinkA, pick) // warned: defaults
-	if err := os.Remove(session); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(session, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	readable()
 	b, sinkB := open(t, svc, nil)
 	exchange(t, b, sinkB, pick)
 	if got := b.Basis().Permutation; got != "-YXZ" {

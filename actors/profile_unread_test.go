@@ -94,26 +94,11 @@ func TestAChangeOnAnUnreadProfileDocumentIsNeverTakenForTheStoredOne(t *testing.
 				time.Sleep(10 * time.Millisecond)
 			}
 			path := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:unread")), withArm(c.doc))
-			good, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Unreadable for a moment: a folder in the file's place.
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Mkdir(path, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			good, readable := unreadableFor(t, path)
 			a, sinkA := open(t, svc, nil)
 			exchange(t, a, sinkA, pick)
 			c.answered(t, exchange(t, a, sinkA, withArm(c.change)))
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, good, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			readable()
 			b, sinkB := open(t, svc, nil)
 			exchange(t, b, sinkB, pick)
 			exchange(t, b, sinkB, `{"session":{}}`)
@@ -149,4 +134,29 @@ func undated(t *testing.T, b []byte) map[string]any {
 	}
 	delete(m, "used_at")
 	return m
+}
+
+// unreadableFor makes the stored document at path unreadable (a folder in
+// the file's place) until readable puts its content, good, back.
+func unreadableFor(t *testing.T, path string) (good []byte, readable func()) {
+	t.Helper()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return good, func() {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
