@@ -187,3 +187,51 @@ func TestGatewayGravityCommandDuringSyncReachesTheNode(t *testing.T) {
 		t.Errorf("set_gravity_compensation %v through the gateway during its sync, answered without an error: once synced the node has %s", cur, node)
 	}
 }
+
+// countingNode is heldNode counting the sets it is sent.
+type countingNode struct {
+	*heldNode
+	mu   sync.Mutex
+	sets int
+}
+
+func (c *countingNode) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*wire.ConfigRequest); ok && m.Op == "set" {
+		c.mu.Lock()
+		c.sets++
+		c.mu.Unlock()
+	}
+	c.heldNode.Receive(ctx)
+}
+
+// While a returning arm's config is synced, a client's per-tick
+// set_gravity_compensation reaches the node once, not at every message
+// (review35: ten unchanged messages made ten durable node writes, each
+// message, its forces with it, waiting for the node's answer).
+func TestUnchangedGravityCommandsDuringSyncWriteTheNodeOnce(t *testing.T) {
+	key := protocol.KeyGravityCompensation
+	n, d := testNode(t)
+	h := &countingNode{heldNode: &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() { release(); h.wg.Wait() })
+	cur := strings.Contains(entryJSON(t, n.svc, d, key), `"enabled":true`)
+	g := gatewayOf(t, h, d)
+	dev := g.svc.Devices().All()[0]
+	<-h.read
+	c := openGatewayClient(t, g, "")
+	defer c.close()
+	msg := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_gravity_compensation":%v}}]}`, dev.ID, cur)
+	for range 10 {
+		if errs := c.send(msg)["errors"]; errs != nil {
+			t.Fatal(errs)
+		}
+	}
+	h.mu.Lock()
+	sets := h.sets
+	h.mu.Unlock()
+	t.Logf("node sets for 10 unchanged set_gravity_compensation during the sync: %d", sets)
+	if sets > 1 {
+		t.Errorf("%d node writes for 10 unchanged set_gravity_compensation during the sync, want at most 1", sets)
+	}
+}

@@ -71,6 +71,11 @@ type proxy struct {
 	// config into the device (Gateway.syncConfig); until then reads of it
 	// go to the node (ReadConfig).
 	synced atomic.Bool
+	// copiedFromNode has bit k set once the gateway's copy took a value of
+	// key k the node applied for a client (ConfigCopied): during the sync
+	// that key's copy is the node's, so a write the copy says changes
+	// nothing need not reach the node again (ConfigUnsure).
+	copiedFromNode atomic.Uint64
 
 	// gone is closed once the node's process is known to have ended (its
 	// port refuses, or a new process of the node took over): config
@@ -782,6 +787,7 @@ func (p *proxy) ConfigCopied(k protocol.Key, err error) {
 		p.behindLocked(k)
 	} else {
 		w.copied = true
+		p.copiedFromNode.Or(1 << k)
 	}
 	p.writeDoneLocked(k, w)
 }
@@ -803,10 +809,15 @@ func (p *proxy) writeDoneLocked(k protocol.Key, w *keyWrites) {
 // ConfigUnsure says the gateway's copy of k may be older than the node's
 // (actors.ConfigUnsure): a write of it must reach the node even when the
 // copy says it changes nothing. So it is until the sync has copied the
-// node's config in: a set_gravity_compensation the copy (the default, an
-// older process's value) took as unchanged was answered without an error
-// and never sent, and the sync then copied the node's other value in.
-func (p *proxy) ConfigUnsure(k protocol.Key) bool { return !p.synced.Load() || p.unsureOf(k) }
+// node's config in, or the copy took a value of k the node applied (a
+// set_gravity_compensation the copy, the default or an older process's
+// value, took as unchanged was answered without an error and never sent,
+// and the sync then copied the node's other value in). One write of k
+// during the sync, not one per message: clients send the command every
+// tick, and each would wait for the node's durable write (review35).
+func (p *proxy) ConfigUnsure(k protocol.Key) bool {
+	return (!p.synced.Load() && p.copiedFromNode.Load()&(1<<k) == 0) || p.unsureOf(k)
+}
 
 // unsureOf says whether k's unsure bit is set.
 func (p *proxy) unsureOf(k protocol.Key) bool { return p.unsure.Load()&(1<<k) != 0 }
