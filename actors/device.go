@@ -701,7 +701,14 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 				"%s while the value was being stored: it was called off, not stored, and never will be", cause)})
 		default:
 			op.passed, op.stopCause = len(op.gates), cause
-			c.offload.run(func() { c.answerLanding(ctx, op, cause) })
+			landed := make(chan struct{})
+			// Before Stopped: the registry hears of it before it learns
+			// the actor stopped, and holds the device's re-addition.
+			ctx.Send(c.registry, &writeLanding{key: deviceKey(c.dev.Type, c.dev.ID), done: landed})
+			c.offload.run(func() {
+				defer close(landed)
+				c.answerLanding(ctx, op, cause)
+			})
 		}
 	}
 	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s; nothing was applied", cause)

@@ -264,6 +264,20 @@ type deviceLeft struct {
 	cause  error // nil: removed, not failed
 }
 
+// deviceStopped tells the registry that the actor of a device that left
+// has stopped (key: its deviceKey).
+type deviceStopped struct{ key string }
+
+// writeLanding tells the registry that a device actor stopped while a
+// config write of its device was past its commit point: done closes once
+// that write has returned or been given up on (answerLanding). The device
+// is re-added only then, so that it reads the document with the value its
+// leaving actor answers.
+type writeLanding struct {
+	key  string
+	done <-chan struct{}
+}
+
 // settingSaved carries the outcome of a setting change's durable write
 // back to the registry, which applies and answers it only then.
 type settingSaved struct {
@@ -300,6 +314,8 @@ type ioOverdue struct{ op *pendingIO }
 func (*deviceLoaded) actorMessage()   {}
 func (*ioOverdue) actorMessage()      {}
 func (*deviceLeft) actorMessage()     {}
+func (*deviceStopped) actorMessage()  {}
+func (*writeLanding) actorMessage()   {}
 func (*settingSaved) actorMessage()   {}
 func (*settingOverdue) actorMessage() {}
 func (*ioDone) actorMessage()         {}

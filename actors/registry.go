@@ -47,6 +47,10 @@ type registryActor struct {
 	// that wait for it (a device that is re-added appears after it left,
 	// and its device-connected follows the device-disconnected).
 	leaving map[string][]pendingAdd
+	// landing holds, by deviceKey, the config write a leaving device's
+	// actor stopped with past its commit point (writeLanding): the device
+	// stays leaving until it has returned.
+	landing map[string]<-chan struct{}
 	// settingWrite is the setting change being written, and settingQueue
 	// the changes that arrived meanwhile: one at a time, in order, each
 	// admitted only when its turn comes (so a change stuck behind a slow
@@ -74,7 +78,7 @@ type queuedSetting struct {
 
 func newRegistryActor(s *Service) *registryActor {
 	return &registryActor{svc: s, attached: make(map[uint64]*attachSession),
-		adding: make(map[string]pendingAdd), leaving: make(map[string][]pendingAdd)}
+		adding: make(map[string]pendingAdd), leaving: make(map[string][]pendingAdd), landing: make(map[string]<-chan struct{})}
 }
 
 // deviceKey names a device in adding and leaving.
@@ -100,6 +104,10 @@ func (r *registryActor) Receive(ctx actor.Context) {
 		r.remove(ctx, m.device, m.err)
 	case *deviceLeft:
 		r.left(ctx, m)
+	case *writeLanding:
+		r.landing[m.key] = m.done
+	case *deviceStopped:
+		r.stopped(ctx, m.key)
 	case *openSession:
 		r.open(ctx, m.sess)
 		ctx.Respond(&ack{})
@@ -525,10 +533,17 @@ func (r *registryActor) remove(ctx actor.Context, d *Device, cause error) {
 
 // left finishes a removal once the device's loop is stopped and its driver
 // closed: its actor stops, the events go out, discovery is told, and an
-// addition of the same device that waited proceeds.
+// addition of the same device that waited proceeds once the actor has
+// stopped (stopped).
 func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
 	s, d, cause := r.svc, m.device, m.cause
-	ctx.Stop(d.pid)
+	key := deviceKey(d.Type, d.ID)
+	stopping := ctx.StopFuture(d.pid)
+	self, root := ctx.Self(), s.system.Root
+	s.offload.run(func() {
+		_ = stopping.Wait() // a timeout only delays the re-addition
+		root.Send(self, &deviceStopped{key: key})
+	})
 	if cause != nil {
 		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
 	}
@@ -537,7 +552,23 @@ func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
 	if s.opts.OnDeviceLost != nil {
 		s.opts.OnDeviceLost(d.Info)
 	}
-	key := deviceKey(d.Type, d.ID)
+}
+
+// stopped re-adds the additions of a device that waited for it to leave,
+// once its actor has stopped and any config write it stopped with past its
+// commit point has returned: re-added before, the device would read its
+// document without the value that write's 200 then promises, and its next
+// change would store the old one over it (review35).
+func (r *registryActor) stopped(ctx actor.Context, key string) {
+	if done := r.landing[key]; done != nil {
+		delete(r.landing, key)
+		self, root := ctx.Self(), r.svc.system.Root
+		r.svc.offload.run(func() {
+			<-done
+			root.Send(self, &deviceStopped{key: key})
+		})
+		return
+	}
 	waiting := r.leaving[key]
 	delete(r.leaving, key)
 	for _, p := range waiting {

@@ -178,3 +178,80 @@ func TestShutdownCallsAHungSettingsWriteOff(t *testing.T) {
 		t.Fatalf("after a restart: force scale %v, want %v (the write was answered 503)", got, before)
 	}
 }
+
+// A device that leaves while its config write is past its commit point,
+// and comes back before the write lands, is re-added only once the write
+// has returned: it then has the value its leaving actor answered 200, and
+// its next change does not store the old one over it (review35: the
+// device came back with the old value, and after a restart the 200'd value
+// was gone).
+func TestDeviceBackDuringItsLeavingWriteHasTheValueAnswered(t *testing.T) {
+	armID := simArm(0).Info().ID
+	dir := t.TempDir()
+	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	defer release()
+	svc := startWith(t, Options{StateDir: dir, WriteTimeout: MaxWriteTimeout, WrapStore: func(s Store) Store {
+		held.Store, held.disk = s, s.(*store.Store)
+		return held
+	}})
+	arm := addArm(t, svc, simArm(0))
+	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
+	answered := make(chan error, 1)
+	go func() { _, err := svc.SetEntry(arm, 0, set); answered <- err }()
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached its commit point")
+	}
+	removeArm(t, svc, arm)
+	type addition struct {
+		dev *Device
+		err error
+	}
+	added := make(chan addition, 1)
+	go func() { d, err := svc.AddDevice(simArm(0), false); added <- addition{d, err} }()
+	// Before the fix the device came back at once, with the write still
+	// held; with it, the addition waits for the write. Either way the
+	// write is released after this, so the window only lets the old way
+	// show itself; it decides nothing.
+	var back addition
+	select {
+	case back = <-added:
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if back.dev == nil && back.err == nil {
+		select {
+		case back = <-added:
+		case <-time.After(patience):
+			t.Fatal("the device never came back")
+		}
+	}
+	if back.err != nil {
+		t.Fatal(back.err)
+	}
+	var werr error
+	select {
+	case werr = <-answered:
+	case <-time.After(patience):
+		t.Fatal("the write still unanswered")
+	}
+	if werr != nil {
+		t.Fatalf("the write that landed was answered %v, want its value", werr)
+	}
+	if got, err := svc.Entry(back.dev, 0, protocol.KeyGravityCompensation); err != nil || got != set {
+		t.Errorf("the device that came back has %v (%v), want the %v its write was answered 200 for", got, err, set)
+	}
+	// Its next change writes its document from what it has in force.
+	if _, err := svc.SetEntry(back.dev, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, svc)
+	next := startWith(t, Options{StateDir: dir})
+	arm = addArm(t, next, simArm(0))
+	if got, err := next.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != set {
+		t.Errorf("after a restart: %v (%v), want the %v answered 200", got, err, set)
+	}
+}
