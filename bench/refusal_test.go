@@ -13,12 +13,7 @@ import (
 // message that quoted the frame's first few hundred bytes said nothing of
 // why (walk11: another client holding the arm read as a bare state dump).
 func TestRefusedCommandsSayWhy(t *testing.T) {
-	bin, ctx := endToEnd(t, "starts the real hapticd; skipped with -short")
-	svc, err := startService(ctx, ServiceOptions{Binary: bin, Arms: 1, LoopHz: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.stop()
+	svc, ctx := oneArmService(t, "starts the real hapticd; skipped with -short")
 	holdArm(t, ctx, svc.wsURL)
 
 	tests := []struct {

@@ -149,12 +149,7 @@ func TestZwidthVirtualWithRealHapticd(t *testing.T) {
 // The real-time client against the real service: a soft wall from a
 // 200 Hz client settles, a wall far past its bound does not.
 func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
-	bin, ctx := endToEnd(t, "starts the real hapticd; skipped with -short")
-	svc, err := startService(ctx, ServiceOptions{Binary: bin, Arms: 1, LoopHz: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.stop()
+	svc, ctx := oneArmService(t, "starts the real hapticd; skipped with -short")
 	ctl, err := dialClient(ctx, svc.wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
 	if err != nil {
 		t.Fatal(err)
