@@ -217,9 +217,9 @@ func dialClient(ctx context.Context, url string, index int, role Role, rateHz fl
 		}
 		// A refused subscription leaves the default frames: measuring
 		// those under the subscription's name would mislead.
-		if i := bytes.Index(answer, keyErrors); i >= 0 {
+		if why, refused := refusal(answer); refused {
 			conn.Close()
-			return nil, fmt.Errorf("bench: client %d: the service refused the subscription %s: %s", index, msg, clip(answer[i:], 300))
+			return nil, fmt.Errorf("bench: client %d: the service refused the subscription %s: %s", index, msg, why)
 		}
 	}
 	c.result.SessionID = c.sessionID
@@ -470,6 +470,17 @@ func sessionIDOf(frame []byte) (int64, bool) {
 		id = id*10 + int64(rest[n]-'0')
 	}
 	return id, n > 0
+}
+
+// refusal is why the service refused a message: its frame's errors member,
+// clipped, and whether there is one. It is quoted from the member on: the
+// member follows every device's state, past any clip of the frame's start.
+func refusal(frame []byte) (string, bool) {
+	i := bytes.Index(frame, keyErrors)
+	if i < 0 {
+		return "", false
+	}
+	return clip(frame[i:], 300), true
 }
 
 func clip(b []byte, n int) string {

@@ -33,6 +33,19 @@ func endToEnd(t *testing.T, why string) (string, context.Context) {
 	return bin, ctx
 }
 
+// oneArmService starts the real hapticd with one simulated arm at 1 kHz,
+// stopped when the test ends.
+func oneArmService(t *testing.T, why string) (*service, context.Context) {
+	t.Helper()
+	bin, ctx := endToEnd(t, why)
+	svc, err := startService(ctx, ServiceOptions{Binary: bin, Arms: 1, LoopHz: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.stop() })
+	return svc, ctx
+}
+
 func TestEndToEndAgainstRealHapticd(t *testing.T) {
 	bin, ctx := endToEnd(t, "end-to-end run starts the real service; skipped with -short")
 	rep, err := Run(ctx, RunOptions{Hapticd: bin, Arms: 2, Clients: 2, Observers: 1, RateHz: 500,

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -145,8 +144,8 @@ func runProbe(ctx context.Context, url, deviceID string, rateHz float64, warmup,
 		if back, err := MonotonicNs(); err == nil && p.measuredFrom >= 0 {
 			rtt.Record(back - sent)
 		}
-		if i := bytes.Index(frame, keyErrors); i >= 0 {
-			return p, fmt.Errorf("bench: latency probe: the service refused a force command on %s: %s", deviceID, clip(frame[i:], 300))
+		if why, refused := refusal(frame); refused {
+			return p, fmt.Errorf("bench: latency probe: the service refused a force command on %s: %s", deviceID, why)
 		}
 	}
 	if p.measuredFrom < 0 {

@@ -131,8 +131,8 @@ func Lease(ctx context.Context, o LeaseOptions) (LeaseReport, error) {
 				return rep, fmt.Errorf("bench: lease: stall %d: command: %w", i, err)
 			}
 			lastRTT = time.Since(t0)
-			if strings.Contains(string(frame), `"errors"`) {
-				return rep, fmt.Errorf("bench: lease: stall %d: the command was refused: %s", i, clip(frame, 300))
+			if why, refused := refusal(frame); refused {
+				return rep, fmt.Errorf("bench: lease: stall %d: the command was refused: %s", i, why)
 			}
 			if !waitUntil(ctx, t0.Add(period)) {
 				return rep, ctx.Err()

@@ -164,7 +164,11 @@ func (r *ZwidthReport) explain(row *ZwidthRow) string {
 		}
 		why = append(why, fmt.Sprintf("stable up to the top of the search (%s N/m): the limit is only a lower bound", number(top)))
 		if row.Ratio < 0.5 {
-			why = append(why, "B's search stops at the stiffest wall a session may declare (actors/loop/effect's MaxStiffnessNPerM), below this rate's bound")
+			ceiling := "the stiffest wall the loop renders (actors/loop/effect's MaxStiffnessNPerM)"
+			if r.Mode != "virtual" {
+				ceiling = "the stiffest wall a session may declare over the WebSocket (docs/protocol.md, Effects)"
+			}
+			why = append(why, "B's search stops at "+ceiling+", below this rate's bound")
 		}
 		return strings.Join(why, "; ")
 	}

@@ -322,8 +322,8 @@ func (rt *realtimeRun) goHome() ([3]float64, error) {
 		if err != nil {
 			return h, fmt.Errorf("bench: zwidth: servo home: %w", err)
 		}
-		if strings.Contains(string(frame), `"errors"`) {
-			return h, fmt.Errorf("bench: zwidth: the service refused set_cursor_position: %s", clip(frame, 300))
+		if why, refused := refusal(frame); refused {
+			return h, fmt.Errorf("bench: zwidth: the service refused set_cursor_position: %s", why)
 		}
 		s, err := armPositionForce(frame, rt.ctl.deviceID)
 		if err != nil {
@@ -394,8 +394,8 @@ func (rt *realtimeRun) trial(rateHz, k float64) (ZwidthTrial, error) {
 				ctlErr = err
 				return
 			}
-			if strings.Contains(string(frame), `"errors"`) {
-				ctlErr = fmt.Errorf("the service refused set_cursor_force: %s", clip(frame, 300))
+			if why, refused := refusal(frame); refused {
+				ctlErr = fmt.Errorf("the service refused set_cursor_force: %s", why)
 				return
 			}
 			s, err := armPositionForce(frame, rt.ctl.deviceID)

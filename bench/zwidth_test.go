@@ -149,12 +149,7 @@ func TestZwidthVirtualWithRealHapticd(t *testing.T) {
 // The real-time client against the real service: a soft wall from a
 // 200 Hz client settles, a wall far past its bound does not.
 func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
-	bin, ctx := endToEnd(t, "starts the real hapticd; skipped with -short")
-	svc, err := startService(ctx, ServiceOptions{Binary: bin, Arms: 1, LoopHz: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.stop()
+	svc, ctx := oneArmService(t, "starts the real hapticd; skipped with -short")
 	ctl, err := dialClient(ctx, svc.wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
 	if err != nil {
 		t.Fatal(err)
@@ -195,5 +190,25 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 		t.Errorf("declaring the wall as an effect failed without saying effects are the matter: %v", err)
 	case err == nil && (!tr.Stable || tr.ContactS < 0):
 		t.Errorf("a 40 N/m wall effect: %+v, want stable after contact", tr)
+	}
+}
+
+// A B row stable to the top of its search, far under its bound, is
+// explained by the ceiling of the mode's search: the loop's (100,000 N/m)
+// in virtual time, the wire's (20,000 N/m) in real time.
+func TestZwidthNoteNamesTheSearchsCeiling(t *testing.T) {
+	tests := []struct{ mode, want, not string }{
+		{"virtual", "the loop renders", "over the WebSocket"},
+		{"real time against ws://127.0.0.1:10001/", "over the WebSocket", "MaxStiffnessNPerM"},
+	}
+	for _, tc := range tests {
+		r := ZwidthReport{}
+		r.Mode = tc.mode
+		row := ZwidthRow{Ratio: 0.06}
+		row.Path, row.LimitNpm, row.TopNpm = "B", 20000, 20000
+		note := r.explain(&row)
+		if !strings.Contains(note, tc.want) || strings.Contains(note, tc.not) {
+			t.Errorf("%s: note %q, want it to name %q and not %q", tc.mode, note, tc.want, tc.not)
+		}
 	}
 }

@@ -41,7 +41,8 @@
 // Controller, enabled with its defaults. They are reached through
 // WallRenderer and Passivity (Config.NewWall, Config.NewPassivity), so a
 // test can swap either. The search of B stops at effect.MaxStiffnessNPerM,
-// the stiffest wall a session may declare.
+// the stiffest wall the loop renders (a session may declare at most 20,000
+// N/m over the WebSocket).
 //
 // # Determinism
 //

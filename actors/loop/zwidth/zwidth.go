@@ -256,7 +256,7 @@ func Limit(c Config, r Row) (Result, error) {
 	}
 	top := c.MaxNpm
 	if r.Path == PathEffect {
-		top = math.Min(top, effect.MaxStiffnessNPerM) // the most a session may declare
+		top = math.Min(top, effect.MaxStiffnessNPerM) // the stiffest wall the loop renders
 	}
 	res.TopNpm = top
 	// fail is the trial just above the stable band; with no band at all,
