@@ -71,29 +71,14 @@ func TestAChangeOnAnUnreadProfileDocumentIsNeverTakenForTheStoredOne(t *testing.
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			svc := startWith(t, Options{StateDir: dir})
-			arm := addArm(t, svc, simArm(0))
-			withArm := func(s string) string {
-				if c.name == "device level" {
-					return fmt.Sprintf(s, arm.ID)
-				}
-				return s
-			}
-			s0, sink0 := open(t, svc, nil)
-			exchange(t, s0, sink0, pick)
-			if f := exchange(t, s0, sink0, withArm(c.store)); len(f.errorCodes()) != 0 {
-				t.Fatalf("storing the profile's values: %v", f.errorCodes())
-			}
-			if err := svc.writeBehind.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			p := storeProfileValues(t, c.name == "device level", pick, c.store)
+			svc, arm, withArm, s0 := p.svc, p.arm, p.withArm, p.sess
 			s0.Close(protocol.CloseClientClosed)
 			deadline := time.Now().Add(10 * time.Second)
 			for len(svc.Sessions()) != 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			path := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:unread")), withArm(c.doc))
+			path := filepath.Join(p.dir, filepath.FromSlash(profileFolder("co.example:unread")), withArm(c.doc))
 			good, readable := unreadableFor(t, path)
 			a, sinkA := open(t, svc, nil)
 			exchange(t, a, sinkA, pick)
@@ -198,24 +183,9 @@ func TestAChangeOfAHeldProfileDocumentIsStoredAfterAnotherSessionsReadFailed(t *
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			svc := startWith(t, Options{StateDir: dir})
-			arm := addArm(t, svc, simArm(0))
-			withArm := func(s string) string {
-				if c.name == "device level" {
-					return fmt.Sprintf(s, arm.ID)
-				}
-				return s
-			}
-			a, sinkA := open(t, svc, nil)
-			exchange(t, a, sinkA, pick)
-			if f := exchange(t, a, sinkA, withArm(c.store)); len(f.errorCodes()) != 0 {
-				t.Fatalf("storing the profile's values: %v", f.errorCodes())
-			}
-			if err := svc.writeBehind.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:held")), withArm(c.doc))
+			p := storeProfileValues(t, c.name == "device level", pick, c.store)
+			svc, withArm, a, sinkA := p.svc, p.withArm, p.sess, p.sink
+			path := filepath.Join(p.dir, filepath.FromSlash(profileFolder("co.example:held")), withArm(c.doc))
 			_, readable := unreadableFor(t, path)
 			other, sinkOther := open(t, svc, nil)
 			if f := exchange(t, other, sinkOther, pick); len(f.errorCodes()) != 0 || len(warningCodes(f)) != 0 {
@@ -242,4 +212,41 @@ func TestAChangeOfAHeldProfileDocumentIsStoredAfterAnotherSessionsReadFailed(t *
 			}
 		})
 	}
+}
+
+// storedProfileValues is a service whose state directory (dir) holds a profile's
+// values, stored by sess, which still has the profile.
+type storedProfileValues struct {
+	dir  string
+	svc  *Service
+	arm  *Device
+	sess *Session
+	sink *recSink
+	// withArm puts the arm's id in a device-level message or document
+	// name (a session-level one has no place for it).
+	withArm func(string) string
+}
+
+// storeProfileValues starts a service with an arm, and a session that
+// picks the profile (pick) and stores values (store, its configure) there.
+func storeProfileValues(t *testing.T, deviceLevel bool, pick, store string) storedProfileValues {
+	t.Helper()
+	p := storedProfileValues{dir: t.TempDir()}
+	p.svc = startWith(t, Options{StateDir: p.dir})
+	p.arm = addArm(t, p.svc, simArm(0))
+	p.withArm = func(s string) string {
+		if deviceLevel {
+			return fmt.Sprintf(s, p.arm.ID)
+		}
+		return s
+	}
+	p.sess, p.sink = open(t, p.svc, nil)
+	exchange(t, p.sess, p.sink, pick)
+	if f := exchange(t, p.sess, p.sink, p.withArm(store)); len(f.errorCodes()) != 0 {
+		t.Fatalf("storing the profile's values: %v", f.errorCodes())
+	}
+	if err := p.svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
