@@ -71,6 +71,20 @@ func (t *profileSessions) join(profile string, read profileSession, readOK bool)
 	return d.ps, d.unread
 }
 
+// held returns profile's document while a session has the profile and
+// could read it: the latest, so a session picking the profile takes it
+// rather than reading the file, whose read failing for a moment would have
+// the store refuse every later write of it (the changes of the sessions
+// holding it, acknowledged, then lost at restart) until a restart.
+func (t *profileSessions) held(profile string) (profileSession, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d := t.docs[profile]; d != nil && !d.unread {
+		return d.ps, true
+	}
+	return profileSession{}, false
+}
+
 // leave counts one session fewer on profile.
 func (t *profileSessions) leave(profile string) {
 	t.mu.Lock()

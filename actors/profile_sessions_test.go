@@ -3,7 +3,6 @@ package actors
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -78,16 +77,12 @@ func TestAJoinerOfAHeldProfileIsNotWarnedOfDefaultsItDoesNotHave(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stored file unreadable (a directory in its place) while a holds
-	// the profile.
-	session := filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:held")), "session.json")
-	if err := os.Remove(session); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(session, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// the profile; readable again before the shutdown stores the joiner's
+	// use of the held document.
+	_, readable := unreadableFor(t, filepath.Join(dir, filepath.FromSlash(profileFolder("co.example:held")), "session.json"))
 	b, sinkB := open(t, svc, nil)
 	f := exchange(t, b, sinkB, pick)
+	readable()
 	if got := b.Basis().Permutation; got != "-YXZ" {
 		t.Fatalf("the joiner has basis %q, want the held document's -YXZ", got)
 	}

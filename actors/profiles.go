@@ -75,12 +75,18 @@ type storedProfile struct {
 	err   error
 }
 
-// loadStoredProfile reads the stored session level of profile name.
+// loadStoredProfile reads the stored session level of profile name, or
+// takes it from the sessions that hold it (profileSessions.held).
 func (s *Service) loadStoredProfile(name string) storedProfile {
 	sp := storedProfile{name: name}
-	if s.store != nil && name != "" {
-		sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &sp.ps)
+	if s.store == nil || name == "" {
+		return sp
 	}
+	if ps, ok := s.profileSessions.held(name); ok {
+		sp.found, sp.ps = true, ps
+		return sp
+	}
+	sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &sp.ps)
 	return sp
 }
 
