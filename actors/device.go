@@ -360,8 +360,8 @@ type deviceCore struct {
 	// nothing points to (defaultConfig); never written through.
 	sharedDefault *protocol.SessionConfig
 	// globalUnread: the device's document could not be read when it was
-	// added and is left as it is (leftUnread); until a write succeeds, a
-	// POST of the value in force still writes.
+	// added and is left as it is (leftUnread): global is the defaults, and
+	// a change reads the document again first (readGlobalThenSet).
 	globalUnread bool
 	settings     protocol.Settings
 	sessions     map[uint64]*sessionState
@@ -877,6 +877,10 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 	}
 	last := m.entries[len(m.entries)-1].Key()
 	if m.session == 0 {
+		if c.globalUnread {
+			c.readGlobalThenSet(ctx, sender, m)
+			return
+		}
 		next := c.global
 		for _, e := range m.entries {
 			if e.Key().SessionScoped() {
@@ -886,7 +890,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			next.Set(e)
 		}
 		next = c.withinLimits(next)
-		if next == c.global && !c.globalUnread {
+		if next == c.global {
 			answer(c.global.Get(last), nil)
 			return
 		}
@@ -895,7 +899,6 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 				answer(nil, err)
 				return
 			}
-			c.globalUnread = false
 			c.global = next
 			c.publishGlobals()
 			answer(c.global.Get(last), nil)
@@ -985,6 +988,39 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 	}
 	apply(nil)
+}
+
+// readGlobalThenSet reads the device's document again before m changes
+// its entries while it is unread (globalUnread): c.global is the defaults
+// then, standing for values the document holds and a client was told are
+// stored, which the change written with those defaults would replace. Read
+// now, its values are put in force and m applies to them; still unreadable,
+// m is refused and changes nothing, and the next change reads it again.
+func (c *deviceCore) readGlobalThenSet(ctx actor.Context, sender *actor.PID, m *setEntries) {
+	name, defaults := c.dev.storeName(), c.global
+	var stored protocol.DeviceConfig
+	c.startIO(ctx, &pendingIO{
+		sender: sender,
+		work: func() (err error) {
+			stored, err = loadDeviceConfig(c.store, name, defaults)
+			return err
+		},
+		done: func(err error) {
+			if leftUnread(err) {
+				c.log.Error().Err(err).Msg("stored device config still unreadable; the change is refused")
+				reply(ctx, sender, &entryReply{err: protocol.Errorf(protocol.CodeUnavailable, "",
+					"%s %s: its stored device-global entries could not be read, so the change was not applied: stored with the defaults the device runs on meanwhile, it would replace them (retry once the state directory reads the document; it is read again at each change): %v", c.dev.Name, c.dev.ID, err)})
+				return
+			}
+			// Read, or corrupt and moved aside (the defaults are the
+			// device's until the next write, as at its addition).
+			c.globalUnread = false
+			if stored = c.withinLimits(stored); stored != c.global {
+				c.global = stored
+				c.publishGlobals()
+			}
+			c.set(ctx, sender, m)
+		}})
 }
 
 // owesWrite reports whether a POST or DELETE of the session's entries on

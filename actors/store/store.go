@@ -333,7 +333,7 @@ func (s *Store) keepUnread(st *stripe, name, p string) error {
 		}
 		return fmt.Errorf("%s is corrupt and could not be moved aside (%v), so it is left as it is rather than written over: move it away, or restart to move it aside", p, corrupt.Err)
 	}
-	return fmt.Errorf("%s could not be read (%v), so it is left as it is rather than written over: make it readable and restart, or move it away", p, cause)
+	return fmt.Errorf("%s could not be read (%v), so it is left as it is rather than written over: make it readable and have it read again (a restart does), or move it away", p, cause)
 }
 
 // superseded reports whether a write numbered order is older than what is
@@ -415,7 +415,7 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 		return false, nil
 	case err != nil:
 		st.markUnread(name, err)
-		return false, fmt.Errorf("store: read %s: %w; it is left as it is and not written over until it is readable at a restart or removed; check the state directory's permissions", p, err)
+		return false, fmt.Errorf("store: read %s: %w; it is left as it is and not written over until a read of it succeeds or it is removed; check the state directory's permissions", p, err)
 	}
 	fault := decode(data, v)
 	if fault == nil {
