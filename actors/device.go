@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -333,7 +334,7 @@ type profileDoc struct {
 	sessions int                     // of this device, on the profile
 	// unread: the document could not be read and is left as it is
 	// (leftUnread): cfg is the defaults, and the next session to pick the
-	// profile tries the read again.
+	// profile, or a POST or DELETE (readProfilesThen), tries the read again.
 	unread bool
 }
 
@@ -925,6 +926,10 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		return
 	}
 	doc := c.profiles[s.profile]
+	if doc != nil && doc.unread && m.durable {
+		c.readProfilesThen(ctx, sender, []string{s.profile}, func() { c.set(ctx, sender, m) })
+		return
+	}
 	var nextDoc protocol.SessionConfig
 	if doc != nil {
 		// Only what this request changes, and for a POST what it names
@@ -1023,6 +1028,63 @@ func (c *deviceCore) readGlobalThenSet(ctx actor.Context, sender *actor.PID, m *
 		}})
 }
 
+// readProfilesThen reads again, before a POST or DELETE writes them, the
+// documents of profiles the device has unread (profileDoc.unread): the
+// defaults standing for one, written with the change, would replace the
+// values it holds, which a client was told are stored. Each that reads now
+// is the profile's document on the device from then on (its sessions keep
+// the entries they have), and then runs once all read. One that still does
+// not read refuses the request, which changes nothing; the next POST or
+// DELETE reads it again.
+func (c *deviceCore) readProfilesThen(ctx actor.Context, sender *actor.PID, profiles []string, then func()) {
+	type read struct {
+		cfg   protocol.SessionConfig
+		found bool
+		err   error
+	}
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = c.dev.profileStoreName(p)
+	}
+	reads := make([]read, len(profiles))
+	c.startIO(ctx, &pendingIO{
+		sender: sender,
+		work: func() error {
+			for i, name := range names {
+				reads[i].found, reads[i].err = loadLatest(c.writeBehind, c.store, name, &reads[i].cfg)
+			}
+			return nil
+		},
+		done: func(error) {
+			var still error
+			for i, p := range profiles {
+				r := &reads[i]
+				pd := c.profiles[p]
+				switch {
+				case leftUnread(r.err):
+					c.log.Error().Err(r.err).Str("profile", p).Msg("stored profile config still unreadable; the change is refused")
+					if still == nil {
+						still = protocol.Errorf(protocol.CodeUnavailable, "",
+							"%s %s: the stored entries of profile %q on this device could not be read, so the change was not applied: stored with the defaults its sessions have here meanwhile, it would replace them (retry once the state directory reads the document; it is read again at each POST or DELETE): %v", c.dev.Name, c.dev.ID, p, r.err)
+					}
+				case pd == nil:
+				case r.found:
+					c.sizeNavigation(&r.cfg) // a file from before navigation has the unsized default
+					pd.cfg, pd.unread = &r.cfg, false
+				default:
+					// None stored (removed meanwhile), or corrupt and moved
+					// aside: the defaults it has are the document's.
+					pd.unread = false
+				}
+			}
+			if still != nil {
+				reply(ctx, sender, &entryReply{err: still})
+				return
+			}
+			then()
+		}})
+}
+
 // owesWrite reports whether a POST or DELETE of the session's entries on
 // this device must write its profile document even when it changes nothing
 // in memory: a 200 promises the disk has the value, and the disk may hold
@@ -1071,6 +1133,18 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		for id := range c.sessions {
 			targets = append(targets, id)
 		}
+	}
+	var unread []string
+	for _, id := range targets {
+		if s := c.sessions[id]; s != nil {
+			if pd := c.profiles[s.profile]; pd != nil && pd.unread && !slices.Contains(unread, s.profile) {
+				unread = append(unread, s.profile)
+			}
+		}
+	}
+	if len(unread) > 0 {
+		c.readProfilesThen(ctx, sender, unread, func() { c.reset(ctx, sender, m) })
+		return
 	}
 	type change struct {
 		s    *sessionState

@@ -12,19 +12,52 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 )
 
-// A device whose stored device-global config could not be read when it
-// was added runs on the defaults; a change of one of its entries must not
+// A document a device could not read (its device-global config when it
+// was added, a profile's entries on it when a session picked the profile)
+// has the defaults standing for it; a POST or DELETE of one entry must not
 // store those defaults over the document, whose values were acknowledged
 // (closing47: handedness left stored, then a POST of torque scaling after
 // a read error for a moment wrote the default handedness over it, and a
-// restart came back right-handed). While the document does not read, a
+// restart came back right-handed). While the document does not read, the
 // change is refused (unavailable) and changes nothing; once it reads, the
-// change reads it first, puts its values in force and applies itself to
-// them, so both are stored.
+// change reads it first and applies itself to its values, so both are
+// stored.
 func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
-	stored := protocol.HandednessLeft                // A, stored before the read fails
-	posted := protocol.TorqueScaling{Enabled: false} // B, posted after
-	for _, c := range []struct {
+	const profile = "co.example:unread-device"
+	levels := []struct {
+		name string
+		// a is stored before the read fails, b's entry changed after.
+		a, b protocol.Entry
+		doc  func(arm *Device) string
+		// session opens a session whose entries a and b are (0: the
+		// device's own); its pick of the profile reads the document.
+		session func(t *testing.T, svc *Service) uint64
+		// storedInForce: once read, the document's values are in force
+		// (a session keeps the entries it had; a device has no other).
+		storedInForce bool
+	}{
+		{
+			name:          "device config",
+			a:             protocol.HandednessLeft,
+			b:             protocol.TorqueScaling{Enabled: false},
+			doc:           func(arm *Device) string { return arm.storeName() },
+			session:       func(*testing.T, *Service) uint64 { return 0 },
+			storedInForce: true,
+		},
+		{
+			name: "profile entries",
+			a:    protocol.ForceGate{Gain: 0.6},
+			b:    protocol.Basis{Permutation: "ZXY"},
+			doc:  func(arm *Device) string { return arm.profileStoreName(profile) },
+			session: func(t *testing.T, svc *Service) uint64 {
+				sess, sink := open(t, svc, nil)
+				exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
+				exchange(t, sess, sink, `{"session":{}}`)
+				return sess.ID
+			},
+		},
+	}
+	faults := []struct {
 		name string
 		// unread makes the document at path unreadable (fault: the
 		// service's store) until readable; stillUnread says whether a
@@ -42,7 +75,7 @@ func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
 			stillUnread: true,
 		},
 		{
-			// The addition's read fails (EIO) and the next reads: nothing
+			// The device's read fails (EIO) and the next reads: nothing
 			// refuses a write of the document then.
 			name: "a read error for a moment",
 			unread: func(t *testing.T, _ string, fault *readFault) func() {
@@ -50,57 +83,93 @@ func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
 				return func() {}
 			},
 		},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			first := startWith(t, Options{StateDir: dir})
-			arm := addArm(t, first, simArm(0))
-			if _, err := first.SetEntry(arm, 0, stored); err != nil {
-				t.Fatal(err)
-			}
-			shutdown(t, first)
+	}
+	changes := []struct {
+		name string
+		// do is the change of b's entry; stored is that entry after it.
+		do     func(svc *Service, arm *Device, session uint64, b protocol.Entry) error
+		stored func(b protocol.Entry) protocol.Entry
+	}{
+		{
+			name: "POST",
+			do: func(svc *Service, arm *Device, session uint64, b protocol.Entry) error {
+				_, err := svc.SetEntry(arm, session, b)
+				return err
+			},
+			stored: func(b protocol.Entry) protocol.Entry { return b },
+		},
+		{
+			// Of the value in force, which writes all the same.
+			name: "DELETE",
+			do: func(svc *Service, arm *Device, session uint64, b protocol.Entry) error {
+				var sessions []uint64
+				if session != 0 {
+					sessions = []uint64{session}
+				}
+				_, err := svc.ResetEntry(arm, sessions, b.Key())
+				return err
+			},
+			stored: func(b protocol.Entry) protocol.Entry { return protocol.DefaultEntry(b.Key()) },
+		},
+	}
+	for _, l := range levels {
+		for _, ch := range changes {
+			for _, c := range faults {
+				t.Run(l.name+"/"+ch.name+"/"+c.name, func(t *testing.T) {
+					dir := t.TempDir()
+					first := startWith(t, Options{StateDir: dir})
+					arm := addArm(t, first, simArm(0))
+					if _, err := first.SetEntry(arm, l.session(t, first), l.a); err != nil {
+						t.Fatal(err)
+					}
+					shutdown(t, first)
 
-			path := filepath.Join(dir, filepath.FromSlash(arm.storeName())+".json")
-			fault := &readFault{name: arm.storeName()}
-			svc := startWith(t, Options{StateDir: dir, WrapStore: func(s Store) Store { fault.Store = s; return fault }})
-			readable := c.unread(t, path, fault)
-			arm = addArm(t, svc, simArm(0))
-			fault.failing.Store(false)
-			if c.stillUnread {
-				if _, err := svc.SetEntry(arm, 0, posted); errCode(err) != protocol.CodeUnavailable {
-					t.Errorf("a change while the device's document does not read answered %v, want unavailable", err)
-				}
-				if got := entry(t, svc, arm, protocol.KeyTorqueScaling); got != protocol.DefaultEntry(protocol.KeyTorqueScaling) {
-					t.Errorf("the refused change is in force: torque scaling %v", got)
-				}
-				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-					t.Errorf("the unreadable document was touched: %v", err)
-				}
-			}
-			readable()
-			if _, err := svc.SetEntry(arm, 0, posted); err != nil {
-				t.Fatalf("a change once the device's document reads: %v", err)
-			}
-			if got := entry(t, svc, arm, protocol.KeyHandedness); got != stored {
-				t.Errorf("after the change handedness %v is in force, want the stored %v", got, stored)
-			}
-			shutdown(t, svc)
+					path := filepath.Join(dir, filepath.FromSlash(l.doc(arm))+".json")
+					fault := &readFault{name: l.doc(arm)}
+					svc := startWith(t, Options{StateDir: dir, WrapStore: func(s Store) Store { fault.Store = s; return fault }})
+					readable := c.unread(t, path, fault)
+					arm = addArm(t, svc, simArm(0))
+					session := l.session(t, svc)
+					fault.failing.Store(false)
+					if c.stillUnread {
+						if err := ch.do(svc, arm, session, l.b); errCode(err) != protocol.CodeUnavailable {
+							t.Errorf("a change while the document does not read answered %v, want unavailable", err)
+						}
+						if got, def := entry(t, svc, arm, session, l.b.Key()), protocol.DefaultEntry(l.b.Key()); got != def {
+							t.Errorf("the refused change is in force: %v, want the default %v", got, def)
+						}
+						if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+							t.Errorf("the unreadable document was touched: %v", err)
+						}
+					}
+					readable()
+					if err := ch.do(svc, arm, session, l.b); err != nil {
+						t.Fatalf("a change once the document reads: %v", err)
+					}
+					if got := entry(t, svc, arm, session, l.a.Key()); l.storedInForce && got != l.a {
+						t.Errorf("after the change %v is in force, want the stored %v", got, l.a)
+					}
+					shutdown(t, svc)
 
-			again := startWith(t, Options{StateDir: dir})
-			arm = addArm(t, again, simArm(0))
-			for k, want := range map[protocol.Key]protocol.Entry{protocol.KeyHandedness: stored, protocol.KeyTorqueScaling: posted} {
-				if got := entry(t, again, arm, k); got != want {
-					t.Errorf("after a restart %s is %v, want %v", k.Name(), got, want)
-				}
+					again := startWith(t, Options{StateDir: dir})
+					arm = addArm(t, again, simArm(0))
+					session = l.session(t, again)
+					for _, want := range []protocol.Entry{l.a, ch.stored(l.b)} {
+						if got := entry(t, again, arm, session, want.Key()); got != want {
+							t.Errorf("after a restart %s is %v, want %v", want.Key().Name(), got, want)
+						}
+					}
+				})
 			}
-		})
+		}
 	}
 }
 
-// entry is a device-global entry of dev as the service answers it.
-func entry(t *testing.T, svc *Service, dev *Device, k protocol.Key) protocol.Entry {
+// entry is entry k of session on dev (device-global for session 0) as the
+// service answers it.
+func entry(t *testing.T, svc *Service, dev *Device, session uint64, k protocol.Key) protocol.Entry {
 	t.Helper()
-	e, err := svc.Entry(dev, 0, k)
+	e, err := svc.Entry(dev, session, k)
 	if err != nil {
 		t.Fatalf("read %s: %v", k.Name(), err)
 	}

@@ -454,8 +454,8 @@ func TestBadProfileDocumentIsReported(t *testing.T) {
 // disk still holds the earlier values, which a restart that can read it
 // brings back. It must be refused as a POST that changes something is
 // (want), not answered 200: internal where the state directory refuses the
-// write, unavailable where the device reads the document again first and
-// it still does not read.
+// write (settings), unavailable where the device reads the document again
+// first and it still does not read.
 func TestUnchangedPostOverAnUnreadableDocumentIsRefused(t *testing.T) {
 	arm := simArm(0)
 	id := arm.Info().ID
@@ -481,7 +481,7 @@ func TestUnchangedPostOverAnUnreadableDocumentIsRefused(t *testing.T) {
 			exchange(t, sess, sink, `{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`)
 			_, err := svc.SetEntry(dev, sess.ID, protocol.DefaultEntry(protocol.KeyForceGate))
 			return err
-		}, protocol.CodeInternal},
+		}, protocol.CodeUnavailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -38,10 +38,11 @@ const (
 )
 
 // leftUnread reports whether a Load's error leaves the file where it was,
-// unread (not a corrupt one moved aside): the store refuses to write over
-// it, and it holds values a restart that can read it brings back, so a
-// POST of the value in force must still write (and be refused), not be
-// answered 200 as if the disk had it.
+// unread (not a corrupt one moved aside): it holds values a restart that
+// can read it brings back, so the defaults that stand for it must never be
+// written over it, and a POST of the value in force must not be answered
+// 200 as if the disk had it (a device reads such a document again first:
+// readGlobalThenSet, readProfilesThen).
 func leftUnread(err error) bool {
 	var corrupt *store.CorruptError
 	return err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != "")
