@@ -6,6 +6,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,7 +59,8 @@ type registryActor struct {
 	settingWrite *settingSaved
 	settingQueue []queuedSetting
 	// settingsUnread: settings.json could not be read at start and is left
-	// as it is (leftUnread), until a settings write succeeds.
+	// as it is (leftUnread), until a settings write succeeds; each change
+	// reads it again first (readSettingsInto).
 	settingsUnread bool
 	// ids are the ids given in place of the hardware's, remembered.
 	ids *localIDs
@@ -486,7 +488,7 @@ func (r *registryActor) abandonSetting(ctx actor.Context, m *settingSaved) {
 		select {
 		case err := <-m.outcome:
 			if err != nil {
-				reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", err)})
+				reply(ctx, m.sender, &settingReply{err: settingNotStored(err)})
 				return
 			}
 			reply(ctx, m.sender, &settingReply{value: m.settings.Get(m.key)})
@@ -610,7 +612,8 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	next.Set(k, v)
 	saved := &settingSaved{key: k, settings: next, sender: q.sender, outcome: make(chan error, 1)}
 	// An unread settings.json still holds earlier values: even the value in
-	// force must be written (and is refused) before a 200 says it is on disk.
+	// force must be written (after it is read) before a 200 says it is on
+	// disk.
 	if (next == s.Settings() && !r.settingsUnread) || s.store == nil {
 		r.applySetting(ctx, saved)
 		return
@@ -624,17 +627,56 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	if gated && s.opts.WriteTimeout > 0 {
 		saved.timer = time.AfterFunc(s.opts.WriteTimeout, func() { root.Send(self, &settingOverdue{saved: saved}) })
 	}
+	unread := r.settingsUnread
 	s.offload.run(func() {
+		defer func() {
+			saved.outcome <- saved.err
+			root.Send(self, saved)
+		}()
+		if unread {
+			if saved.err = readSettingsInto(s.store, &saved.settings, k, v); saved.err != nil {
+				return
+			}
+		}
 		if gated {
 			commit, landed := s.offload.commitPoint(&saved.gate)
-			saved.err = gs.SaveGated("settings", next, commit)
+			saved.err = gs.SaveGated("settings", saved.settings, commit)
 			landed()
 		} else {
-			saved.err = s.store.Save("settings", next)
+			saved.err = s.store.Save("settings", saved.settings)
 		}
-		saved.outcome <- saved.err
-		root.Send(self, saved)
 	})
+}
+
+// readSettingsInto reads settings.json again before a change (k set to v)
+// is written while it is unread (settingsUnread), as a device does its
+// document (deviceCore.readGlobalThenSet): the defaults in force stand for
+// values it holds, which a client was told are stored. Read now (or
+// corrupt and moved aside: the defaults are its values), the change
+// applies to what it holds (next); still unreadable, the change is refused
+// and changes nothing.
+func readSettingsInto(st Store, next *protocol.Settings, k protocol.SettingKey, v any) error {
+	var stored protocol.Settings
+	found, err := st.Load("settings", &stored)
+	switch {
+	case leftUnread(err):
+		return protocol.Errorf(protocol.CodeUnavailable, "",
+			"the stored settings could not be read, so the change was not applied: stored with the defaults in force meanwhile, it would replace them (retry once the state directory reads settings.json; it is read again at each change): %v", err)
+	case found:
+		stored.Set(k, v)
+		*next = stored
+	}
+	return nil
+}
+
+// settingNotStored is the answer to a setting change whose write failed
+// with err: err itself when it is an answer already (readSettingsInto).
+func settingNotStored(err error) error {
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", err)
 }
 
 // settingOverdue answers a setting change whose write the disk has not
@@ -664,9 +706,9 @@ func (r *registryActor) settingDone(ctx actor.Context, m *settingSaved) {
 	}
 	r.settingWrite = nil
 	if m.err != nil {
-		// The client hears 500; the operator, who sees no answer, the log.
+		// The client hears why; the operator, who sees no answer, the log.
 		r.svc.log.Error().Err(m.err).Str("setting", m.key.Path()).Msg("could not persist a setting; not applied")
-		reply(ctx, m.sender, &settingReply{err: protocol.Errorf(protocol.CodeInternal, "", "could not store the setting durably, so it was not applied: %v", m.err)})
+		reply(ctx, m.sender, &settingReply{err: settingNotStored(m.err)})
 	} else {
 		r.settingsUnread = false
 		r.applySetting(ctx, m)

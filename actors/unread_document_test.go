@@ -57,33 +57,6 @@ func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
 			},
 		},
 	}
-	faults := []struct {
-		name string
-		// unread makes the document at path unreadable (fault: the
-		// service's store) until readable; stillUnread says whether a
-		// change before readable finds it unreadable still.
-		unread      func(t *testing.T, path string, fault *readFault) (readable func())
-		stillUnread bool
-	}{
-		{
-			// The store refuses to write over it until it reads again.
-			name: "a directory in its place",
-			unread: func(t *testing.T, path string, _ *readFault) func() {
-				_, readable := unreadableFor(t, path)
-				return readable
-			},
-			stillUnread: true,
-		},
-		{
-			// The device's read fails (EIO) and the next reads: nothing
-			// refuses a write of the document then.
-			name: "a read error for a moment",
-			unread: func(t *testing.T, _ string, fault *readFault) func() {
-				fault.failing.Store(true)
-				return func() {}
-			},
-		},
-	}
 	changes := []struct {
 		name string
 		// do is the change of b's entry; stored is that entry after it.
@@ -114,7 +87,7 @@ func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
 	}
 	for _, l := range levels {
 		for _, ch := range changes {
-			for _, c := range faults {
+			for _, c := range unreadFaults {
 				t.Run(l.name+"/"+ch.name+"/"+c.name, func(t *testing.T) {
 					dir := t.TempDir()
 					first := startWith(t, Options{StateDir: dir})
@@ -163,6 +136,81 @@ func TestAChangeOnAnUnreadDeviceDocumentKeepsItsStoredValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A settings.json the service could not read at its start keeps its values
+// through a change of another setting, as a device's document does: read
+// again first, refused while it does not read.
+func TestASettingChangeOnAnUnreadSettingsDocumentKeepsItsStoredValues(t *testing.T) {
+	for _, c := range unreadFaults {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first := startWith(t, Options{StateDir: dir})
+			if _, err := first.SetSetting(protocol.SettingForceScale, 0.25); err != nil {
+				t.Fatal(err)
+			}
+			shutdown(t, first)
+
+			path := filepath.Join(dir, "settings.json")
+			fault := &readFault{name: "settings"}
+			readable := c.unread(t, path, fault)
+			svc := startWith(t, Options{StateDir: dir, WrapStore: func(s Store) Store { fault.Store = s; return fault }})
+			fault.failing.Store(false)
+			if c.stillUnread {
+				if _, err := svc.SetSetting(protocol.SettingGripHook, true); errCode(err) != protocol.CodeUnavailable {
+					t.Errorf("a change while settings.json does not read answered %v, want unavailable", err)
+				}
+				if svc.Settings().GripHook {
+					t.Error("the refused change is in force")
+				}
+				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+					t.Errorf("the unreadable document was touched: %v", err)
+				}
+			}
+			readable()
+			if _, err := svc.SetSetting(protocol.SettingGripHook, true); err != nil {
+				t.Fatalf("a change once settings.json reads: %v", err)
+			}
+			if got := svc.Settings().ForceScale; got != 0.25 {
+				t.Errorf("after the change force_scale %v is in force, want the stored 0.25", got)
+			}
+			shutdown(t, svc)
+
+			again := startWith(t, Options{StateDir: dir})
+			if got := again.Settings(); got.ForceScale != 0.25 || !got.GripHook {
+				t.Errorf("after a restart the settings are %+v, want force_scale 0.25 and grip_hook on", got)
+			}
+		})
+	}
+}
+
+// unreadFaults are the ways a stored document does not read for a moment.
+var unreadFaults = []struct {
+	name string
+	// unread makes the document at path unreadable (fault: the service's
+	// store) until readable; stillUnread says whether a change before
+	// readable finds it unreadable still.
+	unread      func(t *testing.T, path string, fault *readFault) (readable func())
+	stillUnread bool
+}{
+	{
+		// The store refuses to write over it until it reads again.
+		name: "a directory in its place",
+		unread: func(t *testing.T, path string, _ *readFault) func() {
+			_, readable := unreadableFor(t, path)
+			return readable
+		},
+		stillUnread: true,
+	},
+	{
+		// The service's read fails (EIO) and the next reads: nothing
+		// refuses a write of the document then.
+		name: "a read error for a moment",
+		unread: func(t *testing.T, _ string, fault *readFault) func() {
+			fault.failing.Store(true)
+			return func() {}
+		},
+	},
 }
 
 // entry is entry k of session on dev (device-global for session 0) as the
