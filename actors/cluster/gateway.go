@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type Gateway struct {
 	cl    *cluster.Cluster // automanaged membership only
 	clock loop.Clock
 	addr  string
+	// process tells this process from another at addr (a restart at a
+	// fixed cluster port) to the nodes: wire.Subscribe.process_id.
+	process uint64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -136,7 +140,7 @@ type nodeState struct {
 // StartGateway starts the remote and subscribes to every peer.
 func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(), process: newProcessID(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
 		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
 	g.ids, g.idsKept = loadIDs(svc, cfg.Log)
@@ -262,8 +266,7 @@ func (g *Gateway) watch() {
 			}
 			g.mu.Unlock()
 			for _, peer := range peers {
-				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
-					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
+				g.sys.Root.Send(actor.NewPID(peer, nodeActorName), g.subscription())
 			}
 		}
 		g.sys.Root.Send(self, &probe{sent: now})
@@ -271,6 +274,22 @@ func (g *Gateway) watch() {
 		case <-g.stop:
 			return
 		case <-check.C:
+		}
+	}
+}
+
+// subscription is the Subscribe the gateway sends its nodes now.
+func (g *Gateway) subscription() *wire.Subscribe {
+	return &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano(), ProcessId: g.process}
+}
+
+// newProcessID is a gateway process's wire.Subscribe.process_id: random,
+// so that no two processes at one address share it, and never 0 (a
+// gateway older than the field).
+func newProcessID() uint64 {
+	for {
+		if id := rand.Uint64(); id != 0 {
+			return id
 		}
 	}
 }

@@ -105,6 +105,10 @@ type subscriber struct {
 	pid *actor.PID
 	// id is the gateway's --node-id, as its Subscribe says.
 	id string
+	// process is the gateway process's wire.Subscribe.process_id (0: a
+	// gateway older than the field): another from the same address is a
+	// new process, and a new subscriber (subscribe).
+	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
 	// heard is set by each Subscribe; silence is how long none came, on
@@ -387,9 +391,18 @@ func (n *Node) answerConfig(j configJob) {
 func (n *Node) subscribe(m *wire.Subscribe) {
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
+	var replaced *subscriber
+	if ok && s.process != m.ProcessId {
+		// A new process of the gateway at the old one's address (a fixed
+		// cluster port): it numbers its sessions from 1 again, so nothing
+		// kept under the old process's owner may meet them.
+		replaced, ok = s, false
+		n.forgetOwnerLocked(s.owner)
+		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway restarted at its address; its old process's control and declarations end")
+	}
 	if !ok {
 		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName), owner: gatewaySession + 2*n.owners,
-			offset: n.offsetLocked(m.GatewayAddress)}
+			offset: n.offsetLocked(m.GatewayAddress), process: m.ProcessId}
 		n.owners++
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
@@ -406,7 +419,11 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
+	devs := n.byUUID
 	n.mu.Unlock()
+	if replaced != nil {
+		endOwner(devs, replaced.owner)
+	}
 	// Every Subscribe is answered with the inventory, so a gateway that
 	// dropped this node (or lost a message) converges within one round.
 	n.sys.Root.Send(s.pid, inv)
@@ -478,6 +495,16 @@ func (n *Node) forgetOwnerLocked(owner uint64) {
 		}
 	}
 	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return k.owner == owner })
+}
+
+// endOwner ends a forgotten gateway owner's control and effects on devs at
+// once: its process is gone, and a new one at its address holds another
+// owner, whose commands would otherwise wait for the old claim's lease.
+func endOwner(devs map[string]*actors.Device, owner uint64) {
+	for _, d := range devs {
+		d.Register().Release(owner) // always honoured: it only ends a force
+		d.DropForwarded(owner)
+	}
 }
 
 // pruneDevicesLocked drops the declarations kept for devices the node no

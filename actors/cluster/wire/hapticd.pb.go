@@ -36,7 +36,17 @@ type Subscribe struct {
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	// sent_unix_ns is the gateway's wall clock at sending; the node learns
 	// the clocks' offset from it (see Command.sent_unix_ns).
-	SentUnixNs    int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	SentUnixNs int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	// process_id is drawn at random by each gateway process (never 0). A
+	// gateway restarted at a fixed cluster port comes back at the same
+	// gateway_address and numbers its sessions from 1 again: a node that
+	// hears another process_id from an address it knows takes it for a new
+	// gateway, gives it a register owner of its own, and forgets the old
+	// process's leases, declarations and session bindings (its claims and
+	// effects on the arms go at once), so nothing an old session declared
+	// renders under a new session of the same number. 0: a gateway older
+	// than the field, known by its address alone, as before.
+	ProcessId     uint64 `protobuf:"varint,4,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -88,6 +98,13 @@ func (x *Subscribe) GetGatewayAddress() string {
 func (x *Subscribe) GetSentUnixNs() int64 {
 	if x != nil {
 		return x.SentUnixNs
+	}
+	return 0
+}
+
+func (x *Subscribe) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
 	}
 	return 0
 }
@@ -1753,13 +1770,15 @@ var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
 	"\n" +
-	"\rhapticd.proto\x12\x0fhapticd.cluster\"u\n" +
+	"\rhapticd.proto\x12\x0fhapticd.cluster\"\x94\x01\n" +
 	"\tSubscribe\x12\x1d\n" +
 	"\n" +
 	"gateway_id\x18\x01 \x01(\tR\tgatewayId\x12'\n" +
 	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
-	"sentUnixNs\"\x9c\x03\n" +
+	"sentUnixNs\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x04 \x01(\x04R\tprocessId\"\x9c\x03\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
