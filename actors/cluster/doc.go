@@ -67,6 +67,18 @@
 // go or its lease lapses on the node, and the state pushed to the other
 // says the arm is held, so its sessions get device_busy.
 //
+// A node knows a gateway by its address, and a gateway restarted at a
+// fixed cluster port comes back at the old one's, its sessions numbered
+// from 1 again. So each gateway process draws a random id and says it in
+// its Subscribe (wire.Subscribe.process_id): a node that hears another id
+// from an address it knows takes the sender for a new gateway, with an
+// owner of its own, and forgets everything it kept under the old process's
+// owner (leases, declarations, session bindings), its claims and effects
+// on the arms ending at once. Nothing an old session declared then meets a
+// new session of the same number, also when its withdrawal was lost. A
+// gateway older than the field says 0 every time and keeps its owner, as
+// before.
+//
 // # Data plane
 //
 // On the gateway each remote device is an ordinary actors device whose
