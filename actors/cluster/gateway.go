@@ -845,11 +845,43 @@ func (g *Gateway) add(p *proxy) {
 	p.dev.Store(dev)
 	// On its own goroutine: the node's answers must not hold up the next
 	// node's devices.
+	g.syncConfigSoon(p, dev)
+}
+
+// syncConfigSoon has syncConfig copy p's config from the node on a
+// goroutine of its own, one sync of p at a time: one asked for while
+// another runs runs after it (once for any number asked meanwhile), so
+// that a read sent before a change on the node is never copied in after
+// a read sent after it.
+func (g *Gateway) syncConfigSoon(p *proxy, dev *actors.Device) {
+	if p.syncsAsked.Add(1) != 1 {
+		return // the running sync runs again
+	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		g.syncConfig(p, dev)
+		for {
+			asked := p.syncsAsked.Load()
+			g.syncConfig(p, dev)
+			if p.syncsAsked.CompareAndSwap(asked, 0) {
+				return
+			}
+		}
 	}()
+}
+
+// syncedKeys are the entries of dev a sync copies from the node: the
+// device-global ones (sessions live on the gateway, and so does their
+// config) that apply to its type (a grip has no force output, nor its
+// entries).
+func syncedKeys(dev *actors.Device) []protocol.Key {
+	var keys []protocol.Key
+	for _, k := range protocol.Keys() {
+		if !k.SessionScoped() && k.AppliesTo(dev.Type) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // syncConfig copies the node's device-global config into the gateway's
@@ -864,13 +896,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// gateway's copy, the default or an older process's value, answered
 	// them until the device rejoined).
 	defer p.synced.Store(true)
-	for _, k := range protocol.Keys() {
-		if k.SessionScoped() {
-			continue // sessions live on the gateway, and so does their config
-		}
-		if !k.AppliesTo(dev.Type) {
-			continue // a grip has no force output, nor its entries
-		}
+	for _, k := range syncedKeys(dev) {
 		if p.lost.Load() || g.closing.Load() {
 			// Cut short (the gateway stops and serves on for a moment, or
 			// the device left): the entries not read stay unsure, so a

@@ -96,9 +96,15 @@ type Node struct {
 	// under the commands of the session that declared them. An entry goes
 	// with its gateway or its device.
 	sessions map[fxKey]*sessionBinding
-	set      *actors.DeviceSet // the set byUUID was built from
-	byUUID   map[string]*actors.Device
-	invSent  *actors.DeviceSet // the set the subscribers last got
+	// configMarks are, by device UUID, what the node last saw of the
+	// device's device-global config and the generation it gave it
+	// (wire.State.config_gen); configGens counts the generations given.
+	// An entry goes with its device.
+	configMarks map[string]*configMark
+	configGens  uint64
+	set         *actors.DeviceSet // the set byUUID was built from
+	byUUID      map[string]*actors.Device
+	invSent     *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -530,6 +536,44 @@ func (n *Node) pruneDevicesLocked() {
 		}
 	}
 	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return n.byUUID[k.uuid] == nil })
+	maps.DeleteFunc(n.configMarks, func(uuid string, _ *configMark) bool { return n.byUUID[uuid] == nil })
+}
+
+// configMark is a device's device-global config as the node last saw it:
+// the default view it read it from (the device actor publishes a new one
+// with every change) and the generation it gave it.
+type configMark struct {
+	view *actors.View
+	cfg  protocol.DeviceConfig
+	gen  uint64
+}
+
+// configGenLocked is d's config generation (wire.State.config_gen): a new
+// one whenever its device-global config differs from when the node last
+// looked. A view published for another reason, with the same config,
+// keeps it. n.mu must be held.
+func (n *Node) configGenLocked(uuid string, d *actors.Device) uint64 {
+	v := d.ViewFor(0) // the default view: no session is 0
+	m := n.configMarks[uuid]
+	switch {
+	case m != nil && m.view == v:
+		return m.gen
+	case v == nil:
+		return 0 // nothing published yet: not before the device is listed
+	}
+	if m == nil {
+		if n.configMarks == nil {
+			n.configMarks = map[string]*configMark{}
+		}
+		m = &configMark{}
+		n.configMarks[uuid] = m
+	}
+	if m.gen == 0 || v.Config.Device != m.cfg {
+		n.configGens++
+		m.gen = n.configGens
+	}
+	m.view, m.cfg = v, v.Config.Device
+	return m.gen
 }
 
 func (n *Node) inventoryLocked() *wire.Inventory {
@@ -543,6 +587,7 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 			Simulated: i.Simulated, Model: uint32(i.Model), HardwareVersion: uint32(i.HardwareVersion),
 			FirmwareVersion: uint32(i.FirmwareVersion), MaxForceN: i.MaxForceN,
 			WorkspaceCenterX: i.WorkspaceCenterM.X, WorkspaceCenterY: i.WorkspaceCenterM.Y, WorkspaceCenterZ: i.WorkspaceCenterM.Z,
+			ConfigGen: n.configGenLocked(i.UUID, d),
 		})
 	}
 	return inv
@@ -803,12 +848,14 @@ type pushRead struct {
 	ages     []int64 // how old each state was when read (stateAgeNs)
 	fxs      []effectsWire
 	fxOwners []uint64
+	cfgGens  []uint64 // each device's config generation (configGenLocked)
 }
 
 // read reads devs' states at now into rd.
 func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time) {
 	rd.sentNs = now.UnixNano()
 	rd.snaps, rd.uuids, rd.ages, rd.fxs, rd.fxOwners = rd.snaps[:0], rd.uuids[:0], rd.ages[:0], rd.fxs[:0], rd.fxOwners[:0]
+	rd.cfgGens = rd.cfgGens[:0]
 	// The batch says the states were read at sentNs; each says how old it
 	// was then, on the loops' clock read at the same moment.
 	rd.readNs = n.clock.Now()
@@ -824,6 +871,11 @@ func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time)
 		rd.fxOwners = append(rd.fxOwners, fxOwner)
 		rd.fxs = append(rd.fxs, effectsToWire(d, snap.Owner != 0))
 	}
+	n.mu.Lock()
+	for _, uuid := range rd.uuids {
+		rd.cfgGens = append(rd.cfgGens, n.configGenLocked(uuid, devs[uuid]))
+	}
+	n.mu.Unlock()
 }
 
 // batch is rd as pushed to one gateway: the offset is the gateway's, and
@@ -832,7 +884,7 @@ func (n *Node) batch(rd *pushRead, to pushDest, lapsedOwners []uint64, fxGens ma
 	states := make([]*wire.State, len(rd.snaps))
 	for i := range rd.snaps {
 		states[i] = stateToWire(rd.uuids[i], &rd.snaps[i])
-		states[i].AgeNs = rd.ages[i]
+		states[i].AgeNs, states[i].ConfigGen = rd.ages[i], rd.cfgGens[i]
 		owner := rd.snaps[i].Owner
 		states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
 		rd.fxs[i].fill(states[i])
