@@ -67,6 +67,18 @@
 // go or its lease lapses on the node, and the state pushed to the other
 // says the arm is held, so its sessions get device_busy.
 //
+// A node knows a gateway by its address, and a gateway restarted at a
+// fixed cluster port comes back at the old one's, its sessions numbered
+// from 1 again. So each gateway process draws a random id and says it in
+// its Subscribe (wire.Subscribe.process_id): a node that hears another id
+// from an address it knows takes the sender for a new gateway, with an
+// owner of its own, and forgets everything it kept under the old process's
+// owner (leases, declarations, session bindings), its claims and effects
+// on the arms ending at once. Nothing an old session declared then meets a
+// new session of the same number, also when its withdrawal was lost. A
+// gateway older than the field says 0 every time and keeps its owner, as
+// before.
+//
 // # Data plane
 //
 // On the gateway each remote device is an ordinary actors device whose
@@ -90,6 +102,19 @@
 // published long ago that is still current, and is pushed as such. The
 // proxy counts a state's age from then, and keeps the later time of a
 // state pushed twice (the same tick).
+//
+// # Config
+//
+// A node's device-global config is the device's: the gateway keeps a copy,
+// copied in when the device joins (Gateway.syncConfig), and sends every
+// client's set or reset to the node, which validates and persists it
+// first. Each pushed state carries the device's config generation
+// (wire.State.config_gen, configGenLocked: a new one whenever the node's
+// config of the device differs from when it last looked), so a change made
+// on the node itself reaches the copy: a proxy that gets another
+// generation than its copy was read at marks the entries unsure (reads ask
+// the node) and copies them in again, one sync of a device at a time
+// (Gateway.syncConfigSoon).
 //
 // # Effects
 //
@@ -161,7 +186,9 @@
 // guarded by one mutex never held across a registry request. Lock order:
 // Gateway.idsSaveMu (held across the ids' disk write, taken by saveIDs
 // alone), then Gateway.mu, then a proxy's mu or its fxMu, never both (the gateway actor
-// hands a batch's states to the proxies under Gateway.mu); a proxy's fxMu
+// hands a batch's states to the proxies under Gateway.mu); a proxy's
+// cfgMu is taken last and alone (under Gateway.mu when a push's config
+// generation marks entries unsure), never held across a request; a proxy's fxMu
 // is also taken alone by ForwardEffects, on whichever goroutine published
 // or withdrew the Set, and by the gateway loop's ticks (ForwardNavigation,
 // and each command sent); under it the gateway actor mirrors the node's

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type Gateway struct {
 	cl    *cluster.Cluster // automanaged membership only
 	clock loop.Clock
 	addr  string
+	// process tells this process from another at addr (a restart at a
+	// fixed cluster port) to the nodes: wire.Subscribe.process_id.
+	process uint64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -136,7 +140,7 @@ type nodeState struct {
 // StartGateway starts the remote and subscribes to every peer.
 func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	cfg.defaults()
-	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+	g := &Gateway{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(), process: newProcessID(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
 		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy]()}
 	g.ids, g.idsKept = loadIDs(svc, cfg.Log)
@@ -262,8 +266,7 @@ func (g *Gateway) watch() {
 			}
 			g.mu.Unlock()
 			for _, peer := range peers {
-				g.sys.Root.Send(actor.NewPID(peer, nodeActorName),
-					&wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
+				g.sys.Root.Send(actor.NewPID(peer, nodeActorName), g.subscription())
 			}
 		}
 		g.sys.Root.Send(self, &probe{sent: now})
@@ -271,6 +274,22 @@ func (g *Gateway) watch() {
 		case <-g.stop:
 			return
 		case <-check.C:
+		}
+	}
+}
+
+// subscription is the Subscribe the gateway sends its nodes now.
+func (g *Gateway) subscription() *wire.Subscribe {
+	return &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano(), ProcessId: g.process}
+}
+
+// newProcessID is a gateway process's wire.Subscribe.process_id: random,
+// so that no two processes at one address share it, and never 0 (a
+// gateway older than the field).
+func newProcessID() uint64 {
+	for {
+		if id := rand.Uint64(); id != 0 {
+			return id
 		}
 	}
 }
@@ -826,11 +845,43 @@ func (g *Gateway) add(p *proxy) {
 	p.dev.Store(dev)
 	// On its own goroutine: the node's answers must not hold up the next
 	// node's devices.
+	g.syncConfigSoon(p, dev)
+}
+
+// syncConfigSoon has syncConfig copy p's config from the node on a
+// goroutine of its own, one sync of p at a time: one asked for while
+// another runs runs after it (once for any number asked meanwhile), so
+// that a read sent before a change on the node is never copied in after
+// a read sent after it.
+func (g *Gateway) syncConfigSoon(p *proxy, dev *actors.Device) {
+	if p.syncsAsked.Add(1) != 1 {
+		return // the running sync runs again
+	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		g.syncConfig(p, dev)
+		for {
+			asked := p.syncsAsked.Load()
+			g.syncConfig(p, dev)
+			if p.syncsAsked.CompareAndSwap(asked, 0) {
+				return
+			}
+		}
 	}()
+}
+
+// syncedKeys are the entries of dev a sync copies from the node: the
+// device-global ones (sessions live on the gateway, and so does their
+// config) that apply to its type (a grip has no force output, nor its
+// entries).
+func syncedKeys(dev *actors.Device) []protocol.Key {
+	var keys []protocol.Key
+	for _, k := range protocol.Keys() {
+		if !k.SessionScoped() && k.AppliesTo(dev.Type) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // syncConfig copies the node's device-global config into the gateway's
@@ -845,13 +896,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 	// gateway's copy, the default or an older process's value, answered
 	// them until the device rejoined).
 	defer p.synced.Store(true)
-	for _, k := range protocol.Keys() {
-		if k.SessionScoped() {
-			continue // sessions live on the gateway, and so does their config
-		}
-		if !k.AppliesTo(dev.Type) {
-			continue // a grip has no force output, nor its entries
-		}
+	for _, k := range syncedKeys(dev) {
 		if p.lost.Load() || g.closing.Load() {
 			// Cut short (the gateway stops and serves on for a moment, or
 			// the device left): the entries not read stay unsure, so a

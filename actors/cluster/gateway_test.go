@@ -57,7 +57,7 @@ func serveTestGateway(t *testing.T, g *Gateway, shutdown func(), probes bool) {
 func newTestGateway(svc *actors.Service, nodeTimeout time.Duration) *Gateway {
 	cfg := Config{NodeID: "gw", NodeTimeout: nodeTimeout, Log: zerolog.Nop()}
 	cfg.defaults()
-	return &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1",
+	return &Gateway{svc: svc, cfg: cfg, log: cfg.Log, sys: actor.NewActorSystem(), clock: loop.SystemClock(), addr: "127.0.0.1:1", process: newProcessID(),
 		stop: make(chan struct{}), nodes: map[string]*nodeState{}, proxies: map[string]*proxy{},
 		targets: map[string]string{}, members: map[string]bool{}, adds: newFIFO[*proxy](), ids: idMemory{}}
 }

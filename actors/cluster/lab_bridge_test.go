@@ -74,7 +74,7 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 		}
 	})
 	subscribe := func() {
-		n.subscribe(&wire.Subscribe{GatewayId: "gw", GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano()})
+		n.subscribe(g.subscription())
 	}
 	subscribe()
 	wg.Add(3)

@@ -185,9 +185,10 @@ func (p *proxy) ForwardNavigation(session uint64, nav *loop.Navigation) {
 // holds another generation than the gateway's newest (0: none), unless
 // the node refused that one, it was sent within resendAfter or the session no longer holds the arm here
 // (its next command forwards it anew). A node that holds one while this
-// gateway has none (a gateway process restarted at the same address, which
-// the node still knows as the same owner) is told to drop it: it would
-// ride on the new process's commands.
+// gateway has none (a gateway of an older build restarted at the same
+// address, which the node still knows as the same owner; a newer one says
+// it is a new process, wire.Subscribe.process_id) is told to drop it: it
+// would ride on the new process's commands.
 func (p *proxy) resendNavigation(nodeGen uint64) {
 	want := p.navGen
 	if p.nav == nil {

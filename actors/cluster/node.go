@@ -96,15 +96,25 @@ type Node struct {
 	// under the commands of the session that declared them. An entry goes
 	// with its gateway or its device.
 	sessions map[fxKey]*sessionBinding
-	set      *actors.DeviceSet // the set byUUID was built from
-	byUUID   map[string]*actors.Device
-	invSent  *actors.DeviceSet // the set the subscribers last got
+	// configMarks are, by device UUID, what the node last saw of the
+	// device's device-global config and the generation it gave it
+	// (wire.State.config_gen); configGens counts the generations given.
+	// An entry goes with its device.
+	configMarks map[string]*configMark
+	configGens  uint64
+	set         *actors.DeviceSet // the set byUUID was built from
+	byUUID      map[string]*actors.Device
+	invSent     *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
 	pid *actor.PID
 	// id is the gateway's --node-id, as its Subscribe says.
 	id string
+	// process is the gateway process's wire.Subscribe.process_id (0: a
+	// gateway older than the field): another from the same address is a
+	// new process, and a new subscriber (subscribe).
+	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
 	// heard is set by each Subscribe; silence is how long none came, on
@@ -387,9 +397,18 @@ func (n *Node) answerConfig(j configJob) {
 func (n *Node) subscribe(m *wire.Subscribe) {
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
+	var replaced *subscriber
+	if ok && s.process != m.ProcessId {
+		// A new process of the gateway at the old one's address (a fixed
+		// cluster port): it numbers its sessions from 1 again, so nothing
+		// kept under the old process's owner may meet them.
+		replaced, ok = s, false
+		n.forgetOwnerLocked(s.owner)
+		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway restarted at its address; its old process's control and declarations end")
+	}
 	if !ok {
 		s = &subscriber{pid: actor.NewPID(m.GatewayAddress, gatewayActorName), owner: gatewaySession + 2*n.owners,
-			offset: n.offsetLocked(m.GatewayAddress)}
+			offset: n.offsetLocked(m.GatewayAddress), process: m.ProcessId}
 		n.owners++
 		n.subs[m.GatewayAddress] = s
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway subscribed")
@@ -406,7 +425,11 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
+	devs := n.byUUID
 	n.mu.Unlock()
+	if replaced != nil {
+		endOwner(devs, replaced.owner)
+	}
 	// Every Subscribe is answered with the inventory, so a gateway that
 	// dropped this node (or lost a message) converges within one round.
 	n.sys.Root.Send(s.pid, inv)
@@ -480,6 +503,16 @@ func (n *Node) forgetOwnerLocked(owner uint64) {
 	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return k.owner == owner })
 }
 
+// endOwner ends a forgotten gateway owner's control and effects on devs at
+// once: its process is gone, and a new one at its address holds another
+// owner, whose commands would otherwise wait for the old claim's lease.
+func endOwner(devs map[string]*actors.Device, owner uint64) {
+	for _, d := range devs {
+		d.Register().Release(owner) // always honoured: it only ends a force
+		d.DropForwarded(owner)
+	}
+}
+
 // pruneDevicesLocked drops the declarations kept for devices the node no
 // longer has (n.byUUID).
 func (n *Node) pruneDevicesLocked() {
@@ -503,6 +536,44 @@ func (n *Node) pruneDevicesLocked() {
 		}
 	}
 	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return n.byUUID[k.uuid] == nil })
+	maps.DeleteFunc(n.configMarks, func(uuid string, _ *configMark) bool { return n.byUUID[uuid] == nil })
+}
+
+// configMark is a device's device-global config as the node last saw it:
+// the default view it read it from (the device actor publishes a new one
+// with every change) and the generation it gave it.
+type configMark struct {
+	view *actors.View
+	cfg  protocol.DeviceConfig
+	gen  uint64
+}
+
+// configGenLocked is d's config generation (wire.State.config_gen): a new
+// one whenever its device-global config differs from when the node last
+// looked. A view published for another reason, with the same config,
+// keeps it. n.mu must be held.
+func (n *Node) configGenLocked(uuid string, d *actors.Device) uint64 {
+	v := d.ViewFor(0) // the default view: no session is 0
+	m := n.configMarks[uuid]
+	switch {
+	case m != nil && m.view == v:
+		return m.gen
+	case v == nil:
+		return 0 // nothing published yet: not before the device is listed
+	}
+	if m == nil {
+		if n.configMarks == nil {
+			n.configMarks = map[string]*configMark{}
+		}
+		m = &configMark{}
+		n.configMarks[uuid] = m
+	}
+	if m.gen == 0 || v.Config.Device != m.cfg {
+		n.configGens++
+		m.gen = n.configGens
+	}
+	m.view, m.cfg = v, v.Config.Device
+	return m.gen
 }
 
 func (n *Node) inventoryLocked() *wire.Inventory {
@@ -516,6 +587,7 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 			Simulated: i.Simulated, Model: uint32(i.Model), HardwareVersion: uint32(i.HardwareVersion),
 			FirmwareVersion: uint32(i.FirmwareVersion), MaxForceN: i.MaxForceN,
 			WorkspaceCenterX: i.WorkspaceCenterM.X, WorkspaceCenterY: i.WorkspaceCenterM.Y, WorkspaceCenterZ: i.WorkspaceCenterM.Z,
+			ConfigGen: n.configGenLocked(i.UUID, d),
 		})
 	}
 	return inv
@@ -776,12 +848,14 @@ type pushRead struct {
 	ages     []int64 // how old each state was when read (stateAgeNs)
 	fxs      []effectsWire
 	fxOwners []uint64
+	cfgGens  []uint64 // each device's config generation (configGenLocked)
 }
 
 // read reads devs' states at now into rd.
 func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time) {
 	rd.sentNs = now.UnixNano()
 	rd.snaps, rd.uuids, rd.ages, rd.fxs, rd.fxOwners = rd.snaps[:0], rd.uuids[:0], rd.ages[:0], rd.fxs[:0], rd.fxOwners[:0]
+	rd.cfgGens = rd.cfgGens[:0]
 	// The batch says the states were read at sentNs; each says how old it
 	// was then, on the loops' clock read at the same moment.
 	rd.readNs = n.clock.Now()
@@ -797,6 +871,11 @@ func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time)
 		rd.fxOwners = append(rd.fxOwners, fxOwner)
 		rd.fxs = append(rd.fxs, effectsToWire(d, snap.Owner != 0))
 	}
+	n.mu.Lock()
+	for _, uuid := range rd.uuids {
+		rd.cfgGens = append(rd.cfgGens, n.configGenLocked(uuid, devs[uuid]))
+	}
+	n.mu.Unlock()
 }
 
 // batch is rd as pushed to one gateway: the offset is the gateway's, and
@@ -805,7 +884,7 @@ func (n *Node) batch(rd *pushRead, to pushDest, lapsedOwners []uint64, fxGens ma
 	states := make([]*wire.State, len(rd.snaps))
 	for i := range rd.snaps {
 		states[i] = stateToWire(rd.uuids[i], &rd.snaps[i])
-		states[i].AgeNs = rd.ages[i]
+		states[i].AgeNs, states[i].ConfigGen = rd.ages[i], rd.cfgGens[i]
 		owner := rd.snaps[i].Owner
 		states[i].HeldLocally = owner != 0 && owner != to.owner && !slices.Contains(lapsedOwners, owner)
 		rd.fxs[i].fill(states[i])

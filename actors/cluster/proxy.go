@@ -77,6 +77,13 @@ type proxy struct {
 	// nothing need not reach the node again (ConfigUnsure).
 	copiedFromNode atomic.Uint64
 
+	// cfgGen is the node's config generation (wire.State.config_gen) the
+	// gateway's copy was last read at, or is being read at; guarded by
+	// Gateway.mu. syncsAsked counts the syncs of the config asked for and
+	// not yet begun, plus the one running (Gateway.syncConfigSoon).
+	cfgGen     uint64
+	syncsAsked atomic.Int64
+
 	// gone is closed once the node's process is known to have ended (its
 	// port refuses, or a new process of the node took over): config
 	// requests waiting for its answer end at once (Gateway.configRequest).
@@ -190,7 +197,8 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 		port += " " + d.Port
 	}
 	return &proxy{g: g, nodeID: n.id, node: n.pid, gone: make(chan struct{}), nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
-		st: hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
+		cfgGen: d.ConfigGen, // the add's sync reads the config after the node listed it
+		st:     hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
 			Kind: hw.Kind(d.Kind), ID: id, UUID: d.Uuid, Model: uint8(d.Model),
 			HardwareVersion: uint8(d.HardwareVersion), FirmwareVersion: uint8(d.FirmwareVersion),
@@ -251,6 +259,32 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 	p.mu.Unlock()
 	p.resendEffects(m.EffectsGen)
 	p.navigationPushed(m)
+	p.nodeConfigPushed(m.ConfigGen)
+}
+
+// nodeConfigPushed takes the generation of the device's device-global
+// config a push says the node is at (wire.State.config_gen). Another than
+// the one the gateway's copy was read at is a change the gateway may not
+// have made (a client of the node's own port or session): the entries are
+// unsure from now, so reads ask the node and a write the copy says changes
+// nothing still goes to it, and the gateway reads them all from the node
+// again (Gateway.syncConfigSoon), which makes each sure as it copies it in.
+// Gateway.mu is held.
+func (p *proxy) nodeConfigPushed(gen uint64) {
+	if gen == 0 || gen == p.cfgGen {
+		return // 0: a node older than the field
+	}
+	p.cfgGen = gen
+	dev := p.dev.Load()
+	if dev == nil {
+		return // not added yet: the add's sync reads the node after this
+	}
+	for _, k := range syncedKeys(dev) {
+		p.markUnsure(k)
+	}
+	if !p.g.closing.Load() { // Close waits for the syncs from here on
+		p.g.syncConfigSoon(p, dev)
+	}
 }
 
 // resendAfter is how long the node may lag the gateway's effects

@@ -36,7 +36,17 @@ type Subscribe struct {
 	GatewayAddress string `protobuf:"bytes,2,opt,name=gateway_address,json=gatewayAddress,proto3" json:"gateway_address,omitempty"`
 	// sent_unix_ns is the gateway's wall clock at sending; the node learns
 	// the clocks' offset from it (see Command.sent_unix_ns).
-	SentUnixNs    int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	SentUnixNs int64 `protobuf:"varint,3,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	// process_id is drawn at random by each gateway process (never 0). A
+	// gateway restarted at a fixed cluster port comes back at the same
+	// gateway_address and numbers its sessions from 1 again: a node that
+	// hears another process_id from an address it knows takes it for a new
+	// gateway, gives it a register owner of its own, and forgets the old
+	// process's leases, declarations and session bindings (its claims and
+	// effects on the arms go at once), so nothing an old session declared
+	// renders under a new session of the same number. 0: a gateway older
+	// than the field, known by its address alone, as before.
+	ProcessId     uint64 `protobuf:"varint,4,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,6 +102,13 @@ func (x *Subscribe) GetSentUnixNs() int64 {
 	return 0
 }
 
+func (x *Subscribe) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
+	}
+	return 0
+}
+
 // Device is one device of a node as the node itself knows it.
 type Device struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -109,8 +126,13 @@ type Device struct {
 	WorkspaceCenterX float64 `protobuf:"fixed64,11,opt,name=workspace_center_x,json=workspaceCenterX,proto3" json:"workspace_center_x,omitempty"`
 	WorkspaceCenterY float64 `protobuf:"fixed64,12,opt,name=workspace_center_y,json=workspaceCenterY,proto3" json:"workspace_center_y,omitempty"`
 	WorkspaceCenterZ float64 `protobuf:"fixed64,13,opt,name=workspace_center_z,json=workspaceCenterZ,proto3" json:"workspace_center_z,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// config_gen is the node's generation of the device's device-global
+	// config (State.config_gen) as of this inventory: the gateway's proxy
+	// made from it copies the config in, so a later generation pushed means
+	// a change since. 0: a node older than the field.
+	ConfigGen     uint64 `protobuf:"varint,14,opt,name=config_gen,json=configGen,proto3" json:"config_gen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Device) Reset() {
@@ -230,6 +252,13 @@ func (x *Device) GetWorkspaceCenterY() float64 {
 func (x *Device) GetWorkspaceCenterZ() float64 {
 	if x != nil {
 		return x.WorkspaceCenterZ
+	}
+	return 0
+}
+
+func (x *Device) GetConfigGen() uint64 {
+	if x != nil {
+		return x.ConfigGen
 	}
 	return 0
 }
@@ -363,7 +392,15 @@ type State struct {
 	// (loop.Device.LoadCurrent). Not the time since it was published: an arm
 	// at rest keeps an old snapshot that is still current, and a moving arm
 	// nobody read lately publishes one tick in 128.
-	AgeNs         int64 `protobuf:"varint,24,opt,name=age_ns,json=ageNs,proto3" json:"age_ns,omitempty"`
+	AgeNs int64 `protobuf:"varint,24,opt,name=age_ns,json=ageNs,proto3" json:"age_ns,omitempty"`
+	// config_gen changes whenever the device's device-global config changes
+	// on the node, whoever changed it: a client of the node's own HTTP port
+	// or session, or a gateway. A gateway that gets another than it last
+	// saw reads the device's config from the node again, so its copy (its
+	// GET answers and its "changes nothing" checks) follows a change it did
+	// not make. 0: a node older than the field, whose changes a gateway
+	// learns only of its own.
+	ConfigGen     uint64 `protobuf:"varint,25,opt,name=config_gen,json=configGen,proto3" json:"config_gen,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -562,6 +599,13 @@ func (x *State) GetNavigation() *NavigationState {
 func (x *State) GetAgeNs() int64 {
 	if x != nil {
 		return x.AgeNs
+	}
+	return 0
+}
+
+func (x *State) GetConfigGen() uint64 {
+	if x != nil {
+		return x.ConfigGen
 	}
 	return 0
 }
@@ -1753,13 +1797,15 @@ var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
 	"\n" +
-	"\rhapticd.proto\x12\x0fhapticd.cluster\"u\n" +
+	"\rhapticd.proto\x12\x0fhapticd.cluster\"\x94\x01\n" +
 	"\tSubscribe\x12\x1d\n" +
 	"\n" +
 	"gateway_id\x18\x01 \x01(\tR\tgatewayId\x12'\n" +
 	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
-	"sentUnixNs\"\x9c\x03\n" +
+	"sentUnixNs\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x04 \x01(\x04R\tprocessId\"\xbb\x03\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -1774,12 +1820,14 @@ const file_hapticd_proto_rawDesc = "" +
 	" \x01(\x01R\tmaxForceN\x12,\n" +
 	"\x12workspace_center_x\x18\v \x01(\x01R\x10workspaceCenterX\x12,\n" +
 	"\x12workspace_center_y\x18\f \x01(\x01R\x10workspaceCenterY\x12,\n" +
-	"\x12workspace_center_z\x18\r \x01(\x01R\x10workspaceCenterZ\"\x8c\x01\n" +
+	"\x12workspace_center_z\x18\r \x01(\x01R\x10workspaceCenterZ\x12\x1d\n" +
+	"\n" +
+	"config_gen\x18\x0e \x01(\x04R\tconfigGen\"\x8c\x01\n" +
 	"\tInventory\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xbc\x06\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xdb\x06\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -1811,7 +1859,9 @@ const file_hapticd_proto_rawDesc = "" +
 	"\n" +
 	"navigation\x18\x17 \x01(\v2 .hapticd.cluster.NavigationStateR\n" +
 	"navigation\x12\x15\n" +
-	"\x06age_ns\x18\x18 \x01(\x03R\x05ageNs\"\xb3\x02\n" +
+	"\x06age_ns\x18\x18 \x01(\x03R\x05ageNs\x12\x1d\n" +
+	"\n" +
+	"config_gen\x18\x19 \x01(\x04R\tconfigGen\"\xb3\x02\n" +
 	"\x0fNavigationState\x12\x14\n" +
 	"\x05track\x18\x01 \x01(\x04R\x05track\x12\x17\n" +
 	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x1c\n" +
