@@ -118,6 +118,9 @@ func (h *hardware) start(svc *actors.Service) {
 	}()
 }
 
+// stop ends the watcher and lets go of the ports it holds: a device's port
+// stays locked until the service closes its driver, a port held for a
+// reopen is free at once.
 func (h *hardware) stop() {
 	if h == nil {
 		return
@@ -126,6 +129,9 @@ func (h *hardware) stop() {
 		h.cancel()
 	}
 	h.wg.Wait()
+	if h.watcher != nil {
+		h.watcher.Release()
+	}
 }
 
 // closeEmulators unplugs the emulated arms; it runs after the service has
