@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,40 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one left", func() error {
+		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the second service's port: %+v", p)
+		}
+		return nil
+	})
+	driveArm(t, second, emu, id)
+}
+
+// TestServiceWithSerialDisabledLetsThePortGo: a service whose setting
+// system/serial_enable is false finds the arm, closes it and retries later.
+// It must not hold the port in between (as it holds one whose device it
+// drives and lost): a second service, serial enabled, takes the arm.
+func TestServiceWithSerialDisabledLetsThePortGo(t *testing.T) {
+	emu, pts, id, args := armForTwoServices(t, 12)
+	dir := t.TempDir()
+	// The setting is stored in the state directory: set it on a service
+	// that watches no port, then start the first one on that directory.
+	setup := startInProcess(t, slices.DeleteFunc(args(dir), func(a string) bool { return a == "--hw-port" || a == pts })...)
+	if status, env := httpDo(t, "POST", "http://"+setup.srv.Addr(transport.ListenerHTTP).String()+"/settings/system/serial_enable", `false`); status != 200 {
+		t.Fatalf("POST serial_enable false: %d %v", status, env)
+	}
+	if err := setup.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+
+	first := startInProcess(t, args(dir)...)
+	hwtest.EventuallyNil(t, 20*time.Second, "the first service to refuse the arm", func() error {
+		if p, _ := portReport(first, pts); p.Outcome != discovery.Failed || !strings.Contains(p.Reason, "serial_enable") {
+			return fmt.Errorf("the first service's port: %+v", p)
+		}
+		return nil
+	})
+	second := startInProcess(t, args(t.TempDir())...)
+	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one refuses", func() error {
 		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
 			return fmt.Errorf("the second service's port: %+v", p)
 		}

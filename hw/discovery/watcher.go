@@ -141,6 +141,9 @@ type portState struct {
 	// Release: between a Lost and the reopen no other hapticd takes the
 	// device. Guarded by scanMu, not mu.
 	claim *serial.Claim
+	// letGo: the service refused the device (Refused); the next scan
+	// releases claim.
+	letGo bool
 	// seen is the node's identity at the last scan that found the port
 	// not loaded (while loaded: when it was opened). A change resets the
 	// backoff.
@@ -223,12 +226,24 @@ func (w *Watcher) Run(ctx context.Context, h Handler) {
 // driver (which sends a zero force if the port still writes) and lets the
 // port be scanned again after a backoff. The port stays held meanwhile.
 func (w *Watcher) Lost(port string) {
+	w.lose(port, "device lost (its loop failed: unplugged or not answering)",
+		"check the cable and power; it is reopened automatically when it answers", false)
+}
+
+// Refused tells the watcher that the service does not take the device it
+// handed over on port (serial devices are disabled, say): as Lost, with
+// reason and hint in the port's report, and the port is let go until the
+// next load, so that another program may take the device.
+func (w *Watcher) Refused(port, reason, hint string) { w.lose(port, reason, hint, true) }
+
+func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	w.mu.Lock()
 	ps := w.ports[port]
 	var drv hw.Driver
 	if ps != nil && ps.drv != nil {
 		drv = ps.drv
 		ps.drv = nil
+		ps.letGo = letGo
 		now := w.opts.Now()
 		// A device that stayed up a while starts its backoff afresh; one
 		// that flaps keeps doubling it.
@@ -239,8 +254,7 @@ func (w *Watcher) Lost(port string) {
 		ps.retryAt = now.Add(w.backoff(ps.failures))
 		ps.last.Outcome = Failed
 		ps.last.Failures, ps.last.RetryAt = ps.failures, ps.retryAt
-		ps.last.Reason = "device lost (its loop failed: unplugged or not answering)"
-		ps.last.Hint = "check the cable and power; it is reopened automatically when it answers"
+		ps.last.Reason, ps.last.Hint = reason, hint
 	}
 	w.mu.Unlock()
 	if drv != nil {
@@ -450,13 +464,15 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	// While loaded, seen stays the node that was opened: Lost then
 	// compares the next scans against it.
 	ps.seen = id
+	letGo := ps.letGo
+	ps.letGo = false
 	w.mu.Unlock()
-	if ps.claim != nil && (replugged || ps.claim.Gone()) {
-		// The device the claim held went: a lock on its old node
-		// keeps no one out of a new one, and on Linux a tty kept open
-		// after its unplug keeps its number, so a replug would come
-		// back under another name. Claim the port afresh at the next
-		// open.
+	if ps.claim != nil && (letGo || replugged || ps.claim.Gone()) {
+		// Refused, or the device the claim held went: a lock on its
+		// old node keeps no one out of a new one, and on Linux a tty
+		// kept open after its unplug keeps its number, so a replug
+		// would come back under another name. Claim the port afresh
+		// at the next open.
 		_ = ps.claim.Release()
 		ps.claim = nil
 	}
