@@ -27,22 +27,25 @@ func wantBusy(t *testing.T, path, when string) {
 	}
 }
 
+// claimOnPTY claims a fresh pseudo-terminal's port; the claim is released
+// when t ends.
+func claimOnPTY(t *testing.T) (*emulator.PTY, *serial.Claim) {
+	t.Helper()
+	pty := newPTY(t)
+	c, err := serial.ClaimPort(pty.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Release() })
+	return pty, c
+}
+
 // TestClaimHoldsThePortBetweenOpens: a port's lock lived only while the
 // port was open, so a service that closed a failing device's port to reopen
 // it lost the device to the next opener in between. A Claim holds the port
 // across closes and reopens, and after Release until its last port closes.
 func TestClaimHoldsThePortBetweenOpens(t *testing.T) {
-	pty, err := emulator.OpenPTY()
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pty.Close() })
-	c, err := serial.ClaimPort(pty.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	pty, c := claimOnPTY(t)
 	wantBusy(t, pty.Path, "claimed, never opened")
 
 	p, err := c.Open()
@@ -80,17 +83,7 @@ func TestClaimHoldsThePortBetweenOpens(t *testing.T) {
 // unplugged holds a dead node (and on Linux keeps the tty's number from
 // the device plugged back in): its holder must be able to tell.
 func TestClaimSeesItsDeviceGo(t *testing.T) {
-	pty, err := emulator.OpenPTY()
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pty.Close() })
-	c, err := serial.ClaimPort(pty.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	pty, c := claimOnPTY(t)
 	if c.Gone() {
 		t.Fatal("Gone on a port whose device is there")
 	}
