@@ -485,7 +485,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	if c.hid == nil {
 		node = resolvePort(path)
 	}
-	if other := w.heldAs(node, path); other != "" {
+	if other := w.heldAsLocked(node, path); other != "" {
 		// One port under two names (a by-id link made after the scan
 		// loaded its node): opening it again would wake the device
 		// under its running driver, or fail on the service's own hold.
@@ -519,10 +519,10 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	h.DeviceFound(drv)
 }
 
-// heldAs returns the path other than self under which the port at node is
-// loaded, or held between a Lost and its reopen, or "" if there is none.
-// The caller holds scanMu and mu.
-func (w *Watcher) heldAs(node, self string) string {
+// heldAsLocked returns the path other than self under which the port at
+// node is loaded, or held between a Lost and its reopen, or "" if there is
+// none. The caller holds scanMu and mu.
+func (w *Watcher) heldAsLocked(node, self string) string {
 	for path, ps := range w.ports {
 		if path != self && (ps.drv != nil || ps.claim != nil) && ps.node == node {
 			return path
