@@ -118,6 +118,9 @@ func (h *hardware) start(svc *actors.Service) {
 	}()
 }
 
+// stop ends the watcher and lets go of the ports it holds: a device's port
+// stays locked until the service closes its driver, a port held for a
+// reopen is free at once.
 func (h *hardware) stop() {
 	if h == nil {
 		return
@@ -126,6 +129,9 @@ func (h *hardware) stop() {
 		h.cancel()
 	}
 	h.wg.Wait()
+	if h.watcher != nil {
+		h.watcher.Release()
+	}
 }
 
 // closeEmulators unplugs the emulated arms; it runs after the service has
@@ -147,13 +153,15 @@ func (f *foundHandler) DeviceFound(d hw.Driver) {
 	if !f.svc.Settings().SerialEnable {
 		f.h.log.Warn().Str("port", info.Port).Msg("serial devices are disabled (setting system/serial_enable); not using the device")
 		_ = d.Close()
-		f.h.watcher.Lost(info.Port)
+		f.h.watcher.Refused(info.Port, "serial devices are disabled (setting system/serial_enable)",
+			"POST /settings/system/serial_enable true to use the device; until then another program may take it")
 		return
 	}
 	if _, err := f.svc.AddDevice(d, true); err != nil {
 		f.h.log.Error().Err(err).Str("port", info.Port).Msg("could not add the device")
 		_ = d.Close()
-		f.h.watcher.Lost(info.Port)
+		f.h.watcher.Refused(info.Port, "the service could not add the device: "+err.Error(),
+			"it is retried automatically with backoff; the service's log has the details")
 	}
 }
 

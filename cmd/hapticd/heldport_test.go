@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/hw/discovery"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/transport"
 )
 
@@ -22,21 +26,7 @@ import (
 // (busy) and retries, never sending the arm a byte, and the first service
 // goes on driving the arm.
 func TestSecondServiceOnAHeldPortLeavesItAlone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two services against an emulated arm")
-	}
-	emu, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: 9, PeriodS: 0.001})
-	if err != nil {
-		hwtest.SkipIfUnsupported(t, err)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
-	id := fmt.Sprintf("%04X", emu.ID())
-	args := func(dir string) []string {
-		return []string{"--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
-			"--state-dir", filepath.Join(dir, "state"), "--hw-port", pts, "--hw-scan-period", "0"}
-	}
-
+	emu, pts, id, args := armForTwoServices(t, 9)
 	first := startInProcess(t, args(t.TempDir())...)
 	events := dialWS(t, "ws://"+first.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
 	nextEventAbout(t, events, "device-connected", id)
@@ -49,29 +39,168 @@ func TestSecondServiceOnAHeldPortLeavesItAlone(t *testing.T) {
 	}
 
 	second := startInProcess(t, args(t.TempDir())...)
-	// Two tries of the port (the first and one after the backoff).
-	hwtest.EventuallyNil(t, 20*time.Second, "the second service to report the held port failed twice", func() error {
-		for _, p := range second.hardware.watcher.Report().Ports {
-			if p.Path == pts && p.Outcome == discovery.Loaded {
-				t.Fatalf("the second service loaded the arm the first one drives: %+v", p)
-			}
-			if p.Path == pts && p.Outcome == discovery.Failed && p.Failures >= 2 {
-				return nil
-			}
+	wantPortRefusedTwice(t, second, pts)
+	// A loaded machine can stall the first service's loop past its miss
+	// budget: it then loses the arm and wakes it again on reopening (its
+	// port's failures count from then on). Only otherwise are all wake-ups
+	// its first ones.
+	if p, _ := portReport(first, pts); p.Failures == 0 {
+		if n := emu.Stats().Wakeups; n != byFirst {
+			t.Errorf("the arm was woken %d times, want %d (by the first service only)", n, byFirst)
 		}
-		return fmt.Errorf("scan report %+v", second.hardware.watcher.Report().Ports)
-	})
-	if n := emu.Stats().Wakeups; n != byFirst {
-		t.Errorf("the arm was woken %d times, want %d (by the first service only)", n, byFirst)
 	}
 	if status, env := httpDo(t, "GET", "http://"+second.srv.Addr(transport.ListenerHTTP).String()+"/arm3/"+id+"/config/handedness", ""); status != 404 {
 		t.Errorf("the second service serves the held arm: GET handedness = %d %v, want 404", status, env)
 	}
 
 	// The first service still drives the arm.
-	sess := dialWS(t, "ws://"+first.srv.Addr(transport.ListenerHTTP).String()+"/")
+	driveArm(t, first, emu, id)
+}
+
+// TestSecondServiceLeavesAnArmTheFirstReconnects: the first service's arm
+// went quiet for a moment (a loaded machine, a USB hiccup): its loop failed,
+// it closed the port and would reopen it after its backoff. A second hapticd
+// started in that window found the port unlocked (the lock lived only while
+// the port was open), opened it and woke the arm, and could keep it; the
+// first one's reopen then failed busy. Now a service holds the port from
+// its first load until the device goes or the service stops: the second
+// one reports it busy, and the first gets its arm back. Once the first
+// stops, the second takes the arm.
+func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
+	emu, pts, id, args := armForTwoServices(t, 10)
+	first := startInProcess(t, args(t.TempDir())...)
+	events := dialWS(t, "ws://"+first.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
+	nextEventAbout(t, events, "device-connected", id)
+
+	// The arm answers wake-ups but no command: the first service's loop
+	// fails, it closes the port, and its reopens after a backoff fail as
+	// well: the port is closed most of the time.
+	emu.Stall(math.MaxInt32)
+	hwtest.EventuallyNil(t, 20*time.Second, "the first service to lose the arm", func() error {
+		if p, _ := portReport(first, pts); p.Outcome != discovery.Failed {
+			return fmt.Errorf("the first service's port: %+v", p)
+		}
+		return nil
+	})
+
+	second := startInProcess(t, args(t.TempDir())...)
+	wantPortRefusedTwice(t, second, pts)
+
+	// The arm answers again: the first service gets it back and drives it.
+	emu.Stall(0)
+	hwtest.EventuallyNil(t, 60*time.Second, "the first service to reload the arm", func() error {
+		if p, _ := portReport(first, pts); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the first service's port: %+v", p)
+		}
+		return nil
+	})
+	driveArm(t, first, emu, id)
+	if p, _ := portReport(second, pts); p.Outcome != discovery.Failed {
+		t.Fatalf("the second service's port while the first drives the arm: %+v", p)
+	}
+
+	// Stopped, the first service lets the port go: the second takes it.
+	if err := first.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one left", func() error {
+		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the second service's port: %+v", p)
+		}
+		return nil
+	})
+	driveArm(t, second, emu, id)
+}
+
+// TestServiceWithSerialDisabledLetsThePortGo: a service whose setting
+// system/serial_enable is false finds the arm, closes it and retries later.
+// It must not hold the port in between (as it holds one whose device it
+// drives and lost): a second service, serial enabled, takes the arm.
+func TestServiceWithSerialDisabledLetsThePortGo(t *testing.T) {
+	emu, pts, id, args := armForTwoServices(t, 12)
+	dir := t.TempDir()
+	// The setting is stored in the state directory: set it on a service
+	// that watches no port, then start the first one on that directory.
+	setup := startInProcess(t, slices.DeleteFunc(args(dir), func(a string) bool { return a == "--hw-port" || a == pts })...)
+	if status, env := httpDo(t, "POST", "http://"+setup.srv.Addr(transport.ListenerHTTP).String()+"/settings/system/serial_enable", `false`); status != 200 {
+		t.Fatalf("POST serial_enable false: %d %v", status, env)
+	}
+	if err := setup.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+
+	first := startInProcess(t, args(dir)...)
+	hwtest.EventuallyNil(t, 20*time.Second, "the first service to refuse the arm", func() error {
+		if p, _ := portReport(first, pts); p.Outcome != discovery.Failed || !strings.Contains(p.Reason, "serial_enable") {
+			return fmt.Errorf("the first service's port: %+v", p)
+		}
+		return nil
+	})
+	second := startInProcess(t, args(t.TempDir())...)
+	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one refuses", func() error {
+		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the second service's port: %+v", p)
+		}
+		return nil
+	})
+	driveArm(t, second, emu, id)
+}
+
+// armForTwoServices starts an emulated arm on a pseudo-terminal and
+// returns it, its port, its id, and the flags of a service that drives
+// only that port, given a directory of its own.
+func armForTwoServices(t *testing.T, index int) (emu *emulator.Emulator, pts, id string, args func(dir string) []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs two services against an emulated arm")
+	}
+	emu, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, PeriodS: 0.001})
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	args = func(dir string) []string {
+		return []string{"--port", "0", "--legacy-port", "-1", "--events-port", "0", "--sim-arms", "0", "--sim-grips", "0",
+			"--state-dir", filepath.Join(dir, "state"), "--hw-port", pts, "--hw-scan-period", "0"}
+	}
+	return emu, pts, fmt.Sprintf("%04X", emu.ID()), args
+}
+
+// portReport is sv's latest scan outcome for the port at path.
+func portReport(sv *service, path string) (discovery.PortReport, bool) {
+	for _, p := range sv.hardware.watcher.Report().Ports {
+		if p.Path == path {
+			return p, true
+		}
+	}
+	return discovery.PortReport{}, false
+}
+
+// wantPortRefusedTwice waits for sv to have tried the port at path twice
+// (at start and after its backoff) and found it busy each time, before
+// sending a byte; any other outcome fails t at once.
+func wantPortRefusedTwice(t *testing.T, sv *service, path string) {
+	t.Helper()
+	hwtest.EventuallyNil(t, 20*time.Second, "the second service to find the held port busy twice", func() error {
+		p, _ := portReport(sv, path)
+		if p.Outcome == discovery.Loaded || p.Outcome == discovery.Failed && !strings.Contains(p.Reason, serial.ErrBusy.Error()) {
+			t.Fatalf("the second service opened the port of the arm the first one holds: %+v", p)
+		}
+		if p.Outcome == discovery.Failed && p.Failures >= 2 {
+			return nil
+		}
+		return fmt.Errorf("the second service's port: %+v", p)
+	})
+}
+
+// driveArm checks that sv drives the arm id: a force a session commands
+// reaches the emulated firmware.
+func driveArm(t *testing.T, sv *service, emu *emulator.Emulator, id string) {
+	t.Helper()
+	sess := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerHTTP).String()+"/")
 	readJSON(t, sess)
-	hwtest.EventuallyNil(t, 5*time.Second, "the first service's force on the arm", func() error {
+	hwtest.EventuallyNil(t, 10*time.Second, "the service's force on the arm", func() error {
 		if err := sess.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":2}}}}]}`, id))); err != nil {
 			return err
 		}
@@ -83,4 +212,5 @@ func TestSecondServiceOnAHeldPortLeavesItAlone(t *testing.T) {
 		}
 		return nil
 	})
+	_ = sess.Close()
 }

@@ -18,6 +18,15 @@
 // back reports the same Info().UUID, which the service maps to its device
 // id.
 //
+// # Holding ports
+//
+// A serial port is held (serial.Claim) from the first time a device loads
+// on it: between a Lost and the reopen no other hapticd opens it and takes
+// the device. The hold ends when the device goes (its node goes or is
+// replaced, or the port hangs up: a replugged device is a new node, claimed
+// afresh) or at Release, when the service stops. A port that never loaded
+// is held only while it is being opened.
+//
 // # Concurrency
 //
 // Run scans from its own goroutine and calls the Handler from it, one call

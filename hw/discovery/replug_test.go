@@ -74,7 +74,7 @@ func TestReplugResetsBackoff(t *testing.T) {
 				Enumerate:    noPorts,
 				HIDEnumerate: noBoards,
 				Now:          clock.Now,
-				Open: func(p string) (serial.Port, error) {
+				Claim: func(p string) (*serial.Claim, error) {
 					opens++
 					return nil, errors.Join(driver.ErrWake, errors.New("no reply"))
 				},

@@ -115,10 +115,11 @@ type WatcherOptions struct {
 	// while the port's node stays the same, and starts afresh when the
 	// node goes, comes back or is replaced (a replug).
 	BackoffMin, BackoffMax time.Duration
-	// Open opens a port (default serial.Open); Enumerate lists the system's
-	// ports (default serial.Enumerate); Now is the clock (default
-	// time.Now). Tests replace them.
-	Open      func(path string) (serial.Port, error)
+	// Claim takes a serial port for the watcher (default
+	// serial.ClaimPort), which opens it under the claim; Enumerate lists
+	// the system's ports (default serial.Enumerate); Now is the clock
+	// (default time.Now). Tests replace them.
+	Claim     func(path string) (*serial.Claim, error)
 	Enumerate func() ([]serial.PortInfo, error)
 	Now       func() time.Time
 	// HIDEnumerate and HIDOpen find and open RawHID boards (defaults
@@ -135,6 +136,14 @@ type WatcherOptions struct {
 type portState struct {
 	drv  hw.Driver // non-nil while loaded
 	node string    // the node the path resolved to when it was loaded
+	// claim holds the serial port from its first load until its device
+	// goes (its node goes or is replaced, or the port hangs up) or
+	// Release: between a Lost and the reopen no other hapticd takes the
+	// device. Guarded by scanMu, not mu.
+	claim *serial.Claim
+	// letGo: the service refused the device (Refused); the next scan
+	// releases claim.
+	letGo bool
 	// seen is the node's identity at the last scan that found the port
 	// not loaded (while loaded: when it was opened). A change resets the
 	// backoff.
@@ -178,8 +187,8 @@ func NewWatcher(o WatcherOptions) *Watcher {
 	if o.BackoffMax < o.BackoffMin {
 		o.BackoffMax = o.BackoffMin
 	}
-	if o.Open == nil {
-		o.Open = serial.Open
+	if o.Claim == nil {
+		o.Claim = serial.ClaimPort
 	}
 	if o.Enumerate == nil {
 		o.Enumerate = serial.Enumerate
@@ -215,14 +224,26 @@ func (w *Watcher) Run(ctx context.Context, h Handler) {
 
 // Lost tells the watcher that the device on port failed: it closes the
 // driver (which sends a zero force if the port still writes) and lets the
-// port be scanned again after a backoff.
+// port be scanned again after a backoff. The port stays held meanwhile.
 func (w *Watcher) Lost(port string) {
+	w.lose(port, "device lost (its loop failed: unplugged or not answering)",
+		"check the cable and power; it is reopened automatically when it answers", false)
+}
+
+// Refused tells the watcher that the service does not take the device it
+// handed over on port (serial devices are disabled, say): as Lost, with
+// reason and hint in the port's report, and the port is let go until the
+// next load, so that another program may take the device.
+func (w *Watcher) Refused(port, reason, hint string) { w.lose(port, reason, hint, true) }
+
+func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	w.mu.Lock()
 	ps := w.ports[port]
 	var drv hw.Driver
 	if ps != nil && ps.drv != nil {
 		drv = ps.drv
 		ps.drv = nil
+		ps.letGo = letGo
 		now := w.opts.Now()
 		// A device that stayed up a while starts its backoff afresh; one
 		// that flaps keeps doubling it.
@@ -233,8 +254,7 @@ func (w *Watcher) Lost(port string) {
 		ps.retryAt = now.Add(w.backoff(ps.failures))
 		ps.last.Outcome = Failed
 		ps.last.Failures, ps.last.RetryAt = ps.failures, ps.retryAt
-		ps.last.Reason = "device lost (its loop failed: unplugged or not answering)"
-		ps.last.Hint = "check the cable and power; it is reopened automatically when it answers"
+		ps.last.Reason, ps.last.Hint = reason, hint
 	}
 	w.mu.Unlock()
 	if drv != nil {
@@ -290,10 +310,14 @@ func (w *Watcher) Scan(h Handler) Report {
 		seen[c.info.Path] = true
 		w.visit(c, now, h)
 	}
+	var gone []*serial.Claim
 	w.mu.Lock()
 	for path, ps := range w.ports {
 		if !seen[path] && ps.drv == nil {
 			delete(w.ports, path) // gone, and nothing of ours is open on it
+			if ps.claim != nil {
+				gone = append(gone, ps.claim)
+			}
 		}
 	}
 	r := Report{At: now}
@@ -314,6 +338,9 @@ func (w *Watcher) Scan(h Handler) Report {
 	changed := !w.scanned || !sameOutcome(w.report, r)
 	w.report, w.scanned = r, true
 	w.mu.Unlock()
+	for _, c := range gone {
+		_ = c.Release() // a lock on a node that is gone: nothing to report
+	}
 	if changed {
 		out := r
 		out.Ports = slices.Clone(r.Ports)
@@ -423,18 +450,34 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		ps = &portState{seen: id}
 		w.ports[path] = ps
 	}
-	if ps.drv == nil {
-		if id != ps.seen {
-			// Gone, back, or a new node: replugged. The backoff was
-			// earned by the device that failed, not by this plug, and
-			// a user who replugs expects the arm back at once.
-			ps.failures, ps.retryAt = 0, time.Time{}
-		}
-		// While loaded, seen stays the node that was opened: Lost
-		// then compares the next scans against it.
-		ps.seen = id
+	if ps.drv != nil {
+		w.mu.Unlock()
+		return
 	}
-	if ps.drv != nil || now.Before(ps.retryAt) {
+	replugged := id != ps.seen
+	if replugged {
+		// Gone, back, or a new node: replugged. The backoff was
+		// earned by the device that failed, not by this plug, and a
+		// user who replugs expects the arm back at once.
+		ps.failures, ps.retryAt = 0, time.Time{}
+	}
+	// While loaded, seen stays the node that was opened: Lost then
+	// compares the next scans against it.
+	ps.seen = id
+	letGo := ps.letGo
+	ps.letGo = false
+	w.mu.Unlock()
+	if ps.claim != nil && (letGo || replugged || ps.claim.Gone()) {
+		// Refused, or the device the claim held went: a lock on its
+		// old node keeps no one out of a new one, and on Linux a tty
+		// kept open after its unplug keeps its number, so a replug
+		// would come back under another name. Claim the port afresh
+		// at the next open.
+		_ = ps.claim.Release()
+		ps.claim = nil
+	}
+	w.mu.Lock()
+	if now.Before(ps.retryAt) {
 		w.mu.Unlock()
 		return
 	}
@@ -442,18 +485,18 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	if c.hid == nil {
 		node = resolvePort(path)
 	}
-	if other := w.loadedAs(node); other != "" {
+	if other := w.heldAsLocked(node, path); other != "" {
 		// One port under two names (a by-id link made after the scan
 		// loaded its node): opening it again would wake the device
-		// under its running driver.
+		// under its running driver, or fail on the service's own hold.
 		ps.last = PortReport{Path: path, Explicit: c.explicit, Kind: c.kind, Outcome: Skipped,
-			Reason: "the same port as " + other + ", which is loaded"}
+			Reason: "the same port as " + other + ", which this service holds"}
 		w.mu.Unlock()
 		return
 	}
 	w.mu.Unlock()
 
-	drv, err := w.open(c)
+	drv, claim, err := w.open(c, ps.claim)
 
 	w.mu.Lock()
 	rep := PortReport{Path: path, Explicit: c.explicit, VID: c.info.VID, PID: c.info.PID,
@@ -469,35 +512,58 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	}
 	info := drv.Info()
 	ps.drv, ps.node, ps.loadedAt, ps.retryAt = drv, node, now, time.Time{}
+	ps.claim = claim
 	rep.Outcome, rep.DeviceID, rep.UUID, rep.Failures = Loaded, info.ID, info.UUID, ps.failures
 	ps.last = rep
 	w.mu.Unlock()
 	h.DeviceFound(drv)
 }
 
-// loadedAs returns the path under which the port at node is loaded, or
-// "" if it is not. The caller holds mu.
-func (w *Watcher) loadedAs(node string) string {
+// heldAsLocked returns the path other than self under which the port at
+// node is loaded, or held between a Lost and its reopen, or "" if there is
+// none. The caller holds scanMu and mu.
+func (w *Watcher) heldAsLocked(node, self string) string {
 	for path, ps := range w.ports {
-		if ps.drv != nil && ps.node == node {
+		if path != self && (ps.drv != nil || ps.claim != nil) && ps.node == node {
 			return path
 		}
 	}
 	return ""
 }
 
-func (w *Watcher) open(c candidate) (hw.Driver, error) {
+// open opens the device of c: a serial port under held, the port's claim
+// kept since an earlier load, or else under a claim of its own. It returns
+// the claim the driver's port was opened under (nil for a RawHID board);
+// after an error the claim it took is released, held is kept.
+func (w *Watcher) open(c candidate, held *serial.Claim) (hw.Driver, *serial.Claim, error) {
 	path := c.info.Path
 	if c.hid != nil {
 		dev, err := w.opts.HIDOpen(*c.hid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o := w.opts.HID
 		o.Path, o.PeriodS = path, w.opts.PeriodS
-		return hid.NewDriver(dev, o)
+		drv, err := hid.NewDriver(dev, o)
+		return drv, nil, err
 	}
-	p, err := w.opts.Open(path)
+	claim := held
+	if claim == nil {
+		var err error
+		if claim, err = w.opts.Claim(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	drv, err := w.openSerial(c, claim)
+	if err != nil && claim != held {
+		_ = claim.Release() // never loaded: the port is not ours to keep
+	}
+	return drv, claim, err
+}
+
+func (w *Watcher) openSerial(c candidate, claim *serial.Claim) (hw.Driver, error) {
+	path := c.info.Path
+	p, err := claim.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -512,6 +578,27 @@ func (w *Watcher) open(c candidate) (hw.Driver, error) {
 	o := w.opts.Arm
 	o.Path, o.PeriodS = path, w.opts.PeriodS
 	return driver.OpenArm(p, o)
+}
+
+// Release lets go of the ports the watcher holds: a port whose device is
+// loaded stays locked until its driver is closed, one held for a reopen is
+// free at once. Call it once Run has returned, when the service stops; a
+// later Scan claims the ports it opens again.
+func (w *Watcher) Release() {
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	var held []*serial.Claim
+	w.mu.Lock()
+	for _, ps := range w.ports {
+		if ps.claim != nil {
+			held = append(held, ps.claim)
+			ps.claim = nil
+		}
+	}
+	w.mu.Unlock()
+	for _, c := range held {
+		_ = c.Release() // the descriptor of a lock: nothing to report
+	}
 }
 
 // hint says how to fix an open failure (STYLE habit 8).

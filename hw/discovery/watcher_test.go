@@ -111,11 +111,11 @@ func TestOnlyMatchingPortsGetAByte(t *testing.T) {
 	w := discovery.NewWatcher(discovery.WatcherOptions{
 		Enumerate:    func() ([]serial.PortInfo, error) { return ports, nil },
 		HIDEnumerate: noBoards,
-		Open: func(path string) (serial.Port, error) {
+		Claim: func(path string) (*serial.Claim, error) {
 			mu.Lock()
 			opened = append(opened, path)
 			mu.Unlock()
-			return serial.Open(path)
+			return serial.ClaimPort(path)
 		},
 		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
 	})
@@ -155,7 +155,7 @@ func TestFailingPortBacksOff(t *testing.T) {
 		Now:           clock.Now,
 		BackoffMin:    time.Second,
 		BackoffMax:    4 * time.Second,
-		Open: func(path string) (serial.Port, error) {
+		Claim: func(path string) (*serial.Claim, error) {
 			opens++
 			return nil, fmt.Errorf("hw/serial: open %s: %w", path, serial.ErrPermission)
 		},
@@ -196,7 +196,7 @@ func replugWatcher(clock *fakeClock, current *string) *discovery.Watcher {
 		Enumerate:     noPorts,
 		HIDEnumerate:  noBoards,
 		Now:           clock.Now,
-		Open:          func(string) (serial.Port, error) { return serial.Open(*current) },
+		Claim:         func(string) (*serial.Claim, error) { return serial.ClaimPort(*current) },
 		Arm:           driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
 	})
 }
@@ -354,11 +354,11 @@ func linkWatcher(node, link string, now func() time.Time) (w *discovery.Watcher,
 			return []serial.PortInfo{{Path: node, IsUSB: true, VID: 0x16c0, PID: 0x0483, Product: "Teensyduino USB Serial"}}, nil
 		},
 		HIDEnumerate: noBoards,
-		Open: func(path string) (serial.Port, error) {
+		Claim: func(path string) (*serial.Claim, error) {
 			mu.Lock()
 			paths = append(paths, path)
 			mu.Unlock()
-			return serial.Open(path)
+			return serial.ClaimPort(path)
 		},
 		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond},
 	})

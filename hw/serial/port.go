@@ -34,11 +34,23 @@ const BaudRate = 115200
 
 // Open opens the serial port at path as 115200 8N1, raw, without flow
 // control. Errors say how to fix common causes (permissions, a busy port).
+// The port is held (see Claim) until it is closed.
 func Open(path string) (Port, error) {
-	unlock, err := lockPort(path)
+	c, err := ClaimPort(path)
 	if err != nil {
-		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
+		return nil, err
 	}
+	p, err := c.Open()
+	// A port that opened keeps the lock until it is closed; a failed open
+	// lets it go here (closing a read-only descriptor has nothing to
+	// report).
+	_ = c.Release()
+	return p, err
+}
+
+// openUnder opens the port at path, which the caller has locked; closed
+// is called once, after the port is closed.
+func openUnder(path string, closed func() error) (Port, error) {
 	p, err := bugst.Open(path, &bugst.Mode{
 		BaudRate: BaudRate,
 		DataBits: 8,
@@ -46,10 +58,9 @@ func Open(path string) (Port, error) {
 		StopBits: bugst.OneStopBit,
 	})
 	if err != nil {
-		_ = unlock()
 		return nil, fmt.Errorf("hw/serial: open %s: %w", path, explain(err))
 	}
-	op := &openPort{Port: p, fd: -1, unlock: unlock}
+	op := &openPort{Port: p, fd: -1, closed: closed}
 	// go.bug.st/serial writes with a blocking write(2) and has no write
 	// timeout: the descriptor is made non-blocking so that Write can wait
 	// for room with a deadline. On Windows the port's own write timeout
@@ -76,10 +87,10 @@ type openPort struct {
 	// output back, which Close must drop. Atomic because Close may come
 	// from another goroutine than the writer's.
 	stalled atomic.Bool
-	// unlock releases the lock that keeps a second opener out (lockPort),
-	// after the port itself is closed.
-	unlock     func() error
-	unlockOnce sync.Once
+	// closed tells the port's Claim, after the port itself is closed,
+	// that the port no longer needs its lock.
+	closed     func() error
+	closedOnce sync.Once
 }
 
 func (p *openPort) Read(b []byte) (int, error) {
@@ -173,7 +184,7 @@ func (p *openPort) Close() error {
 	}
 	err := p.Port.Close()
 	// Once: a second Close must not close a descriptor number reused since.
-	p.unlockOnce.Do(func() { err = errors.Join(err, p.unlock()) })
+	p.closedOnce.Do(func() { err = errors.Join(err, p.closed()) })
 	return err
 }
 

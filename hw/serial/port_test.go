@@ -130,9 +130,9 @@ func TestStalledWriteDropsQueuedOutput(t *testing.T) {
 	}
 }
 
-// openOnPTY opens a port with serial.Open on a fresh pseudo-terminal, the
-// device's side (pty) left to the test; both close when t ends.
-func openOnPTY(t *testing.T) (*emulator.PTY, serial.Port) {
+// newPTY opens a fresh pseudo-terminal, closed when t ends; t is skipped
+// where there are none.
+func newPTY(t *testing.T) *emulator.PTY {
 	t.Helper()
 	pty, err := emulator.OpenPTY()
 	if err != nil {
@@ -140,6 +140,14 @@ func openOnPTY(t *testing.T) (*emulator.PTY, serial.Port) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pty.Close() })
+	return pty
+}
+
+// openOnPTY opens a port with serial.Open on a fresh pseudo-terminal, the
+// device's side (pty) left to the test; both close when t ends.
+func openOnPTY(t *testing.T) (*emulator.PTY, serial.Port) {
+	t.Helper()
+	pty := newPTY(t)
 	p, err := serial.Open(pty.Path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,125 @@
+package discovery_test
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/hw/discovery"
+	"github.com/hapticd/hapticd/hw/driver"
+	"github.com/hapticd/hapticd/hw/emulator"
+	"github.com/hapticd/hapticd/hw/serial"
+)
+
+// TestLostPortStaysHeldUntilItsDeviceGoes: the watcher closed a lost
+// device's port and left it unlocked until its reopen after the backoff: a
+// second hapticd scanning in between opened the port, woke the arm and
+// kept it. Now the port stays held from its first load until the service
+// lets it go or its device goes: a second watcher finds it busy and sends
+// it no byte, and the first one reopens it. Once the device is unplugged
+// the watcher keeps no descriptor on its port (on Linux a tty held open
+// after its unplug keeps its number, so the arm plugged back in would come
+// back under another name).
+func TestLostPortStaysHeldUntilItsDeviceGoes(t *testing.T) {
+	tests := []struct {
+		name string
+		// end ends the hold on path, which first holds for a reopen.
+		end func(t *testing.T, first *discovery.Watcher, e *emulator.Emulator, path string)
+		// check checks that the hold ended.
+		check func(t *testing.T, path string)
+	}{
+		{
+			name: "the service stops",
+			end: func(t *testing.T, first *discovery.Watcher, _ *emulator.Emulator, _ string) {
+				first.Release()
+			},
+			check: func(t *testing.T, path string) {
+				p, err := serial.Open(path)
+				if err != nil {
+					t.Fatalf("open after the watcher released the port: %v", err)
+				}
+				p.Close()
+			},
+		},
+		{
+			name: "the device is unplugged",
+			end: func(t *testing.T, first *discovery.Watcher, e *emulator.Emulator, path string) {
+				if runtime.GOOS != "linux" {
+					t.Skip("counts the descriptors in /proc/self/fd")
+				}
+				if n := descriptorsOn(t, path); n == 0 {
+					t.Fatalf("no descriptor on %s while the watcher holds it", path)
+				}
+				if err := e.Unplug(); err != nil {
+					t.Fatal(err)
+				}
+				first.Scan(&recorder{})
+			},
+			check: func(t *testing.T, path string) {
+				if n := descriptorsOn(t, path); n != 0 {
+					t.Errorf("%d descriptors still on %s after its device was unplugged", n, path)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := startEmulator(t, 8)
+			clock := newClock()
+			opts := discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
+				Now: clock.Now, Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}}
+			first := discovery.NewWatcher(opts)
+			rec := &recorder{}
+			defer rec.closeAll()
+			lose := func() {
+				t.Helper()
+				if first.Scan(rec); len(rec.found) == 0 {
+					t.Fatal("the first watcher did not load the arm")
+				}
+				first.Lost(path) // closes the driver: the port is not open now
+				clock.Add(time.Minute)
+			}
+			lose()
+
+			wakes := e.Stats().Wakeups
+			other := &recorder{}
+			defer other.closeAll()
+			p, _ := portOf(discovery.NewWatcher(opts).Scan(other), path)
+			if p.Outcome != discovery.Failed || !strings.Contains(p.Reason, serial.ErrBusy.Error()) || len(other.found) != 0 {
+				t.Errorf("a second watcher on a port the first holds for a reopen: %+v, %d found; want failed, busy", p, len(other.found))
+			}
+			if n := e.Stats().Wakeups; n != wakes {
+				t.Errorf("the arm was woken %d times by the second watcher, want 0", n-wakes)
+			}
+
+			lose() // reopened under the hold, and lost again
+			if len(rec.found) != 2 {
+				t.Fatalf("the first watcher loaded the arm %d times, want 2", len(rec.found))
+			}
+			tc.end(t, first, e, path)
+			tc.check(t, path)
+		})
+	}
+}
+
+// descriptorsOn counts this process's descriptors open on the node at path
+// (a node removed since reads "<path> (deleted)").
+func descriptorsOn(t *testing.T, path string) int {
+	t.Helper()
+	dir := "/proc/self/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err == nil && strings.TrimSuffix(target, " (deleted)") == path {
+			n++
+		}
+	}
+	return n
+}
