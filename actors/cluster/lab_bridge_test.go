@@ -10,6 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -33,9 +35,57 @@ func joinInventory(t *testing.T, g *Gateway, n *Node) {
 // arm end to end: commands, effects and navigation one way, state pushes,
 // events and refusals the other. n subscribes as g's remote would, and again
 // every 200 ms.
-func linkLab(t *testing.T, g *Gateway, n *Node) {
+func linkLab(t *testing.T, g *Gateway, n *Node) *labLink {
 	t.Helper()
-	linkLabCuttable(t, g, n)
+	return linkLabLosing(t, g, n, func(any) bool { return false })
+}
+
+// labLink is the link linkLab made. It records when the node took each
+// idle command (its own let-go of the arm, from which its loop ramps the
+// force out), so that a test counts the release bound from there: the
+// link's delay, up to 80 ms on a starved machine, comes before it.
+type labLink struct {
+	mu     sync.Mutex
+	letGos []int64 // the loops' clock just after the node took each idle command
+	took   chan struct{}
+}
+
+// letGoCount is how many idle commands the node has taken so far.
+func (l *labLink) letGoCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.letGos)
+}
+
+// nodeLetGo waits until the node has taken an idle command past the first
+// seen ones and returns when it took the first of those, on the loops'
+// clock: late by the rest of Node.command at most, as releasedAt is late by
+// a poll, so the node's register stamped its release no later.
+func (l *labLink) nodeLetGo(t *testing.T, seen int) int64 {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		l.mu.Lock()
+		letGos, took := l.letGos, l.took
+		l.mu.Unlock()
+		if len(letGos) > seen {
+			return letGos[seen]
+		}
+		select {
+		case <-took:
+		case <-deadline:
+			t.Fatal("the node took no idle command within 10 s of the let-go on the gateway")
+		}
+	}
+}
+
+// tookIdle records that the node took an idle command at ns.
+func (l *labLink) tookIdle(ns int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.letGos = append(l.letGos, ns)
+	close(l.took)
+	l.took = make(chan struct{})
 }
 
 // linkLabCuttable is linkLab whose gateway-to-node direction loses every
@@ -50,8 +100,9 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 // linkLabLosing is linkLab whose gateway-to-node direction loses the
 // commands, declarations and navigation lose says to (called in the order
 // the gateway sent them).
-func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
+func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *labLink {
 	t.Helper()
+	link := &labLink{took: make(chan struct{})}
 	toNode := make(chan any, 1<<14)
 	toGW := make(chan any, 1<<14)
 	done := make(chan struct{})
@@ -88,6 +139,9 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 				switch m := m.(type) {
 				case *wire.Command:
 					n.command(m)
+					if hw.ControlMode(m.Mode) == hw.ModeIdle {
+						link.tookIdle(loop.SystemClock().Now())
+					}
 				case *wire.Effects:
 					n.effects(m)
 				case *wire.Navigation:
@@ -134,6 +188,7 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 		g.sys.EventStream.Unsubscribe(gsub)
 		n.sys.EventStream.Unsubscribe(nsub)
 	})
+	return link
 }
 
 // TestLabBridgeCarriesTheNodesEvents: an event on the node (here an
