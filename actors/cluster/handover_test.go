@@ -90,20 +90,50 @@ func TestContendingClientStartsFromZeroForce(t *testing.T) {
 	// rounds make the first likely.
 	var worst float64
 	for range 5 {
-		worst = max(worst, contendAfterLetGo(t, n.svc, d))
+		worst = max(worst, contendAfterLetGo(t, n.svc, d, nil))
 	}
 	if worst > 0.1 {
 		t.Errorf("B, commanding 0 N, feels up to %.2f N of A's force 25 to 300 ms after A let go", worst)
 	}
 }
 
-// contendAfterLetGo runs one round: A holds 3 N and lets go while B asks
-// for the arm; it returns the largest force past the release bound.
-func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device) (late float64) {
+// TestTakeoverAfterTheLinkSlowsStartsFromZero: sessions A and B on the
+// gateway contend for the node's arm as in
+// TestContendingClientStartsFromZeroForce, on a link whose delay grows by
+// 30 ms just after it carried the gateway's let-go of A, so the node has
+// ramped A's force out (from its own let-go) before the gateway's next
+// commands arrive. B claims the arm on the gateway while the gateway's
+// loop still ramps A's force out there: that ramp is not B's command, and
+// B, commanding 0 N, must feel none of A's force on the node past the
+// release bound. The gateway sent its ramp of A's force to the node as
+// B's commands, and the node, its own ramp over, applied it: B felt 1.2
+// to 2.9 N of A's 3 N. No slew limit: the node applies each command at
+// once. Under load the link and the gateway's late ticks did this by
+// themselves (TestTakeoverThroughTheGatewayStartsFromZero).
+func TestTakeoverAfterTheLinkSlowsStartsFromZero(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	link := linkLab(t, g, n)
+	var worst float64
+	for range 5 {
+		link.slowAfterLetGo(30 * time.Millisecond)
+		worst = max(worst, contendAfterLetGo(t, g.svc, d, link))
+	}
+	if worst > 0.1 {
+		t.Errorf("B, commanding 0 N through the gateway, feels up to %.2f N of A's force 25 to 300 ms after the node let go", worst)
+	}
+}
+
+// contendAfterLetGo runs one round on svc, whose one arm is the node's arm
+// d (svc is the node's service, or with link the gateway's): A holds 3 N
+// and lets go while B asks for the arm; it returns the largest force past
+// the release bound, counted from the node's let-go.
+func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device, link *labLink) (late float64) {
 	a := openSession(t, svc, "")
 	b := openSession(t, svc, "")
 	defer a.close()
 	defer b.close()
+	reg := svc.Devices().All()[0].Register()
 	msg := func(z float64) string {
 		return fmt.Sprintf(`{"arm3":[{"device_id":"%s","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, d.Info.ID, z)
 	}
@@ -131,8 +161,15 @@ func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device) (lat
 	}()
 	a.send(msg(3))
 	time.Sleep(20 * time.Millisecond)
+	var idles int
+	if link != nil {
+		idles = link.letGoCount()
+	}
 	a.close()
-	letGoNs := releasedAt(t, d.Register(), a.sess.ID)
+	letGoNs := releasedAt(t, reg, a.sess.ID)
+	if link != nil {
+		letGoNs = link.nodeLetGo(t, idles)
+	}
 	var snap loop.Snapshot
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
 		d.Load(&snap)
@@ -140,7 +177,7 @@ func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device) (lat
 			late = max(late, snap.State.ForceN.Norm())
 		}
 	}
-	owner := d.Register().Owner()
+	owner := reg.Owner()
 	close(stop)
 	<-done
 	if owner != b.sess.ID {
@@ -148,7 +185,7 @@ func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device) (lat
 	}
 	b.close()
 	hwtest.Eventually(t, 5*time.Second, "the arm released and at zero force", func() bool {
-		return d.Register().Owner() == 0 && forceOn(d) < 1e-9
+		return reg.Owner() == 0 && d.Register().Owner() == 0 && forceOn(d) < 1e-9
 	})
 	return late
 }

@@ -48,6 +48,19 @@ type labLink struct {
 	mu     sync.Mutex
 	letGos []int64 // the loops' clock just after the node took each idle command
 	took   chan struct{}
+	// lag delays what the gateway sends the node from then on (ns), each
+	// message by as much, in order; lagAfterLetGo becomes the lag once
+	// the link has carried an idle command (slowAfterLetGo).
+	lag, lagAfterLetGo atomic.Int64
+}
+
+// slowAfterLetGo has the link carry the gateway's next idle command at
+// once and delay everything after it by lag: a link whose delay grows
+// just after the let-go (jitter), so the node ends its ramp of the force
+// before it gets the gateway's commands that follow the let-go.
+func (l *labLink) slowAfterLetGo(lag time.Duration) {
+	l.lag.Store(0)
+	l.lagAfterLetGo.Store(int64(lag))
 }
 
 // letGoCount is how many idle commands the node has taken so far.
@@ -103,7 +116,11 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *labLink {
 	t.Helper()
 	link := &labLink{took: make(chan struct{})}
-	toNode := make(chan any, 1<<14)
+	type toNodeMsg struct {
+		m   any
+		due time.Time // when the link hands it to the node
+	}
+	toNode := make(chan toNodeMsg, 1<<14)
 	toGW := make(chan any, 1<<14)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -112,7 +129,12 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
 			case *wire.Command, *wire.Effects, *wire.Navigation:
 				if !lose(m) {
-					toNode <- m
+					toNode <- toNodeMsg{m, time.Now().Add(time.Duration(link.lag.Load()))}
+				}
+				if c, ok := m.(*wire.Command); ok && hw.ControlMode(c.Mode) == hw.ModeIdle {
+					if lag := link.lagAfterLetGo.Swap(0); lag > 0 {
+						link.lag.Store(lag)
+					}
 				}
 			}
 		}
@@ -135,8 +157,15 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 			select {
 			case <-done:
 				return
-			case m := <-toNode:
-				switch m := m.(type) {
+			case sent := <-toNode:
+				if wait := time.Until(sent.due); wait > 0 {
+					select {
+					case <-done:
+						return
+					case <-time.After(wait):
+					}
+				}
+				switch m := sent.m.(type) {
 				case *wire.Command:
 					n.command(m)
 					if hw.ControlMode(m.Mode) == hw.ModeIdle {
