@@ -20,7 +20,7 @@ import (
 // through the gateway: the node taking the gateway's idle command, which
 // the gateway sends in the tick that sees the let-go) to the last tick
 // that output a force. The link's delay comes before the node's let-go:
-// on a starved machine it alone took up to 80 ms.
+// on a starved machine it alone took up to 130 ms.
 func TestLetGoThroughTheGatewayEndsTheForceWithinTheBound(t *testing.T) {
 	n, d := testNode(t)
 	g := testGateway(t, time.Hour)
@@ -197,7 +197,7 @@ func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device, link
 // single host (the node sees one owner, the gateway, throughout). The
 // bound counts from the node's let-go (its taking the gateway's idle
 // command), as the node's ramp does: on a starved machine the link
-// delivered it up to 80 ms after the let-go on the gateway.
+// delivered it up to 130 ms after the let-go on the gateway.
 func TestTakeoverThroughTheGatewayStartsFromZero(t *testing.T) {
 	n, d := testNode(t)
 	g := testGateway(t, time.Hour)

@@ -43,7 +43,7 @@ func linkLab(t *testing.T, g *Gateway, n *Node) *labLink {
 // labLink is the link linkLab made. It records when the node took each
 // idle command (its own let-go of the arm, from which its loop ramps the
 // force out), so that a test counts the release bound from there: the
-// link's delay, up to 80 ms on a starved machine, comes before it.
+// link's delay, up to 130 ms on a starved machine, comes before it.
 type labLink struct {
 	mu     sync.Mutex
 	letGos []int64 // the loops' clock just after the node took each idle command
