@@ -10,6 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -33,9 +35,70 @@ func joinInventory(t *testing.T, g *Gateway, n *Node) {
 // arm end to end: commands, effects and navigation one way, state pushes,
 // events and refusals the other. n subscribes as g's remote would, and again
 // every 200 ms.
-func linkLab(t *testing.T, g *Gateway, n *Node) {
+func linkLab(t *testing.T, g *Gateway, n *Node) *labLink {
 	t.Helper()
-	linkLabCuttable(t, g, n)
+	return linkLabLosing(t, g, n, func(any) bool { return false })
+}
+
+// labLink is the link linkLab made. It records when the node took each
+// idle command (its own let-go of the arm, from which its loop ramps the
+// force out), so that a test counts the release bound from there: the
+// link's delay, up to 130 ms on a starved machine, comes before it.
+type labLink struct {
+	mu     sync.Mutex
+	letGos []int64 // the loops' clock just after the node took each idle command
+	took   chan struct{}
+	// lag delays what the gateway sends the node from then on (ns), each
+	// message by as much, in order; lagAfterLetGo becomes the lag once
+	// the link has carried an idle command (slowAfterLetGo).
+	lag, lagAfterLetGo atomic.Int64
+}
+
+// slowAfterLetGo has the link carry the gateway's next idle command at
+// once and delay everything after it by lag: a link whose delay grows
+// just after the let-go (jitter), so the node ends its ramp of the force
+// before it gets the gateway's commands that follow the let-go.
+func (l *labLink) slowAfterLetGo(lag time.Duration) {
+	l.lag.Store(0)
+	l.lagAfterLetGo.Store(int64(lag))
+}
+
+// letGoCount is how many idle commands the node has taken so far.
+func (l *labLink) letGoCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.letGos)
+}
+
+// nodeLetGo waits until the node has taken an idle command past the first
+// seen ones and returns when it took the first of those, on the loops'
+// clock: late by the rest of Node.command at most, as releasedAt is late by
+// a poll, so the node's register stamped its release no later.
+func (l *labLink) nodeLetGo(t *testing.T, seen int) int64 {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		l.mu.Lock()
+		letGos, took := l.letGos, l.took
+		l.mu.Unlock()
+		if len(letGos) > seen {
+			return letGos[seen]
+		}
+		select {
+		case <-took:
+		case <-deadline:
+			t.Fatal("the node took no idle command within 10 s of the let-go on the gateway")
+		}
+	}
+}
+
+// tookIdle records that the node took an idle command at ns.
+func (l *labLink) tookIdle(ns int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.letGos = append(l.letGos, ns)
+	close(l.took)
+	l.took = make(chan struct{})
 }
 
 // linkLabCuttable is linkLab whose gateway-to-node direction loses every
@@ -50,9 +113,14 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 // linkLabLosing is linkLab whose gateway-to-node direction loses the
 // commands, declarations and navigation lose says to (called in the order
 // the gateway sent them).
-func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
+func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *labLink {
 	t.Helper()
-	toNode := make(chan any, 1<<14)
+	link := &labLink{took: make(chan struct{})}
+	type toNodeMsg struct {
+		m   any
+		due time.Time // when the link hands it to the node
+	}
+	toNode := make(chan toNodeMsg, 1<<14)
 	toGW := make(chan any, 1<<14)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -61,7 +129,12 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
 			case *wire.Command, *wire.Effects, *wire.Navigation:
 				if !lose(m) {
-					toNode <- m
+					toNode <- toNodeMsg{m, time.Now().Add(time.Duration(link.lag.Load()))}
+				}
+				if c, ok := m.(*wire.Command); ok && hw.ControlMode(c.Mode) == hw.ModeIdle {
+					if lag := link.lagAfterLetGo.Swap(0); lag > 0 {
+						link.lag.Store(lag)
+					}
 				}
 			}
 		}
@@ -84,10 +157,20 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 			select {
 			case <-done:
 				return
-			case m := <-toNode:
-				switch m := m.(type) {
+			case sent := <-toNode:
+				if wait := time.Until(sent.due); wait > 0 {
+					select {
+					case <-done:
+						return
+					case <-time.After(wait):
+					}
+				}
+				switch m := sent.m.(type) {
 				case *wire.Command:
 					n.command(m)
+					if hw.ControlMode(m.Mode) == hw.ModeIdle {
+						link.tookIdle(loop.SystemClock().Now())
+					}
 				case *wire.Effects:
 					n.effects(m)
 				case *wire.Navigation:
@@ -134,6 +217,7 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) {
 		g.sys.EventStream.Unsubscribe(gsub)
 		n.sys.EventStream.Unsubscribe(nsub)
 	})
+	return link
 }
 
 // TestLabBridgeCarriesTheNodesEvents: an event on the node (here an

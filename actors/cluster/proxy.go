@@ -163,7 +163,9 @@ type proxy struct {
 	seq           uint64
 	holding       bool
 	holdSeq       uint64
-	// navSeen and navSeenSession are what ForwardNavigation got last.
+	// navSeen and navSeenSession are what ForwardNavigation got last:
+	// navSeenSession is the session of the command the loop shaped into
+	// its last force output (loop.RemoteNavigation).
 	navSeen        *loop.Navigation
 	navSeenSession uint64
 }
@@ -509,6 +511,17 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 		p.mirrorLocalHold(reg)
 		if cmd.Mode != hw.ModeIdle {
 			session, leaseLeft = p.commandLease(reg)
+		}
+		// A force the loop shaped from another session's command is the
+		// last control's ramp, which the loop runs before the owner's
+		// first command: no lease holds it on the node, whose own ramp
+		// of that control began at the idle controlEnded sent. Sent as
+		// the owner's, it outlived the node's ramp when the link was
+		// slower after the idle than before it: the node applied it
+		// under the new owner. (A torque's ramp still goes as the owner's:
+		// only a force tick tells the proxy its session.)
+		if session != 0 && cmd.Mode == hw.ModeForce && p.navSeenSession != session {
+			session, leaseLeft = 0, -1
 		}
 	}
 	if session != p.cmdSession {

@@ -250,7 +250,13 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 // A config set through the gateway while the arm's node is hung (SIGSTOP)
 // is answered 503 unavailable after the gateway's 2 s, not left hanging,
 // and is not applied when the node resumes and takes the request up: the
-// client was told it failed.
+// client was told it failed. On a loaded machine a set or a read through
+// the gateway may itself be answered 503 (the node's write took up to 3 s
+// under the hogs, docs/lab.md), so the set before the hang and the reads
+// after the resume are retried until answered, as a client would; and
+// should the gateway have dropped the hung node for its silence (1 s)
+// before the set went out, the set meets no arm and is answered 404 at
+// once (docs/lab.md), which is as good an answer.
 func TestLabConfigToAHungNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and stops a real process")
@@ -261,9 +267,12 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	id := onlyArm(t, node)
 	waitArmOnGateway(t, gw, id)
 	hd := "/arm3/" + id + "/config/handedness"
-	if status, env := httpDo(t, "POST", gw.url(hd), `"left"`); status != 200 {
-		t.Fatalf("POST %s through the gateway: %d %v", hd, status, env)
-	}
+	waitLab(t, 20*time.Second, `a set of "left" acknowledged through the gateway`, func() bool {
+		st, _ := postJSON(gw.url(hd), `"left"`)
+		return st == 200
+	})
+	disconnected := eventCount(gw, "device-disconnected", id)
+	hangStart := time.Now()
 	hang(t, node) // every thread stopped: the node can take up no set sent after this
 	resumed := false
 	resume := func() {
@@ -276,7 +285,8 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	sent := time.Now()
 	status, env := httpDo(t, "POST", gw.url(hd), `"right"`)
 	took := time.Since(sent)
-	t.Logf("a set to the hung node answered %d %v after %v", status, env, took.Round(time.Millisecond))
+	t.Logf("a set to the hung node (stopped in %v) answered %d %v after %v",
+		sent.Sub(hangStart).Round(time.Millisecond), status, env, took.Round(time.Millisecond))
 	if status == 200 {
 		t.Fatalf("a set through the gateway to a hung node answered 200")
 	}
@@ -284,7 +294,12 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	// all shows the client was not left hanging; the bound is generous
 	// because a starved CI machine adds seconds before the gateway's own
 	// 2 s start (7.1 s seen with two test suites and Wine beside it).
-	if status != 503 || took > 30*time.Second {
+	droppedFirst := false
+	if status == 404 {
+		n, at := eventsOf(gw, "device-disconnected", id)
+		droppedFirst = n > disconnected && !at.After(sent)
+	}
+	if status != 503 && !droppedFirst || took > 30*time.Second {
 		t.Errorf("a set through the gateway to a hung node answered %d after %v, want 503 after the gateway's 2 s", status, took)
 	}
 	resume()
@@ -298,12 +313,30 @@ func TestLabConfigToAHungNode(t *testing.T) {
 		st, _ := httpDo(t, "POST", gw.url(gc), `{"enabled":true,"scaling_factor":1}`)
 		return st == 200
 	})
-	if got, err := getData(node.url(hd)); err != nil || got != "left" {
-		t.Fatalf("after the resume the node's handedness is %q (%v): the set answered %d through the gateway was applied", got, err, status)
+	if got := answeredData(t, node, hd); got != "left" {
+		t.Fatalf("after the resume the node's handedness is %q: the set answered %d through the gateway was applied", got, status)
 	}
-	if got, err := getData(gw.url(hd)); err != nil || got != "left" {
-		t.Fatalf("after the resume the gateway answers handedness %q (%v): the set answered %d was applied", got, err, status)
+	if got := answeredData(t, gw, hd); got != "left" {
+		t.Fatalf("after the resume the gateway answers handedness %q: the set answered %d was applied", got, status)
 	}
+}
+
+// answeredData reads path from m until it is answered 200 (a read through
+// the gateway asks the node, which may answer 503 while loaded) and
+// returns the answer's data.
+func answeredData(t *testing.T, m *labMember, path string) string {
+	t.Helper()
+	var data any
+	waitLab(t, 20*time.Second, "GET "+path+" answered 200", func() bool {
+		st, env := httpDo(t, "GET", m.url(path), "")
+		data = env["data"]
+		return st == 200
+	})
+	s, ok := data.(string)
+	if !ok {
+		t.Fatalf("GET %s answered data %v, not a string", path, data)
+	}
+	return s
 }
 
 // A node stalled (SIGSTOP) for less than the gateway's node timeout while
