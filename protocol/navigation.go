@@ -219,7 +219,11 @@ func (n Navigation) AppendJSON(dst []byte) []byte {
 func (n Navigation) MarshalJSON() ([]byte, error) { return n.AppendJSON(nil), nil }
 
 // decodeNavigation decodes the entry. Members left out take their defaults
-// (DefaultNavigation), so {"mode": "bubble"} turns the default bubble on.
+// (DefaultNavigation), so {"mode": "bubble"} turns the default bubble on;
+// but a body with neither mode nor bubble is refused: it says nothing of
+// the navigation (a wrapper such as {"navigation": {...}}, a misspelling),
+// and taking it as the defaults would turn navigation off unasked. DELETE
+// is the way to the defaults.
 func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 	out := DefaultNavigation()
 	if err := expectObject(v, at, `{"mode": "bubble", "bubble": {"shape": {"primitive": "sphere", "parameters": {"r": 0.05}}}}`); err != nil {
@@ -231,6 +235,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 		cat := at.child("config")
 		return decodeNavigation(c, &cat, w)
 	}
+	said := false
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
@@ -238,6 +243,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 			if !val.Exists() {
 				continue
 			}
+			said = true
 			c := at.child("mode")
 			m, known, err := readEnum(val, &c, navigationModes)
 			if err != nil {
@@ -251,6 +257,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 			if !val.Exists() {
 				continue
 			}
+			said = true
 			c := at.child("bubble")
 			if err := decodeBubble(val, &c, w, &out.Bubble); err != nil {
 				return out, err
@@ -258,6 +265,9 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 		default:
 			w.unknownField(at, &it)
 		}
+	}
+	if !said {
+		return out, errAt(CodeInvalidValue, at, `navigation needs "mode" or "bubble", e.g. {"mode": "bubble"} (DELETE turns it off)`)
 	}
 	return out, nil
 }

@@ -346,3 +346,97 @@ func TestConfigArmEntryOnAGripIsRefused(t *testing.T) {
 		t.Fatalf("POST a grip's preset: %v", r)
 	}
 }
+
+// A user who GETs an entry, edits what came back and POSTs it gets either
+// that document applied or a 400 that says what is wrong, never a 200 that
+// quietly puts something else in force. For every entry and setting, on
+// both API formats: a value is set, its GET answer kept, the entry reset
+// to its default, then the kept answer POSTed back, first whole (the
+// envelope) and then its data member. The entry must then hold the kept
+// value, or the POST be refused and the default stay.
+func TestConfigGetAnswerPostedBack(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	bodies := map[protocol.Key]string{
+		protocol.KeyPreset: `{"preset":"arm_front_centered"}`, protocol.KeyMount: `{"transform":{"position":{"x":0.1,"y":0,"z":0}}}`,
+		protocol.KeyBasis: `{"permutation":"-XZY"}`, protocol.KeyDamping: `{"scalar":2.5}`, protocol.KeyForceGate: `{"gain":0.8}`,
+		protocol.KeyHandedness: `"left"`, protocol.KeyTorqueScaling: `{"enabled":false}`,
+		protocol.KeyGravityCompensation: `{"enabled":false,"scaling_factor":0.5}`, protocol.KeyHomeReturn: `{"enabled":true}`,
+		protocol.KeyNavigation: `{"mode":"bubble","bubble":{"max_speed":0.3}}`,
+		protocol.KeyForceClamp: `{"max_force":6.5}`, protocol.KeyForceSlewLimit: `{"max_rate":800}`,
+		protocol.KeyPassivityController: `{"enabled":false}`,
+	}
+	type route struct{ path, body string }
+	var routes []route
+	for _, k := range protocol.Keys() {
+		body, ok := bodies[k]
+		if !ok {
+			t.Fatalf("no body for %s: add one", k.Name())
+		}
+		p := "/arm3/0/config/" + k.Path()
+		if k.SessionScoped() {
+			p += "?session=" + sid
+		}
+		routes = append(routes, route{p, body})
+	}
+	settingBodies := map[protocol.SettingKey]string{
+		protocol.SettingForceScale: `{"value":0.5}`, protocol.SettingSerialEnable: `{"value":false}`,
+		protocol.SettingGripHook: `{"value":true}`, protocol.SettingScreensaver: `{"value":true}`,
+	}
+	for _, k := range protocol.SettingKeys() {
+		body, ok := settingBodies[k]
+		if !ok {
+			t.Fatalf("no body for setting %s: add one", k.Path())
+		}
+		routes = append(routes, route{"/settings/" + k.Path(), body})
+	}
+	// The entry's value in a GET answer's data: navigation's config
+	// without its live state.
+	value := func(data any) string {
+		if m, ok := data.(map[string]any); ok && m["config"] != nil {
+			data = m["config"]
+		}
+		b, _ := json.Marshal(data)
+		return string(b)
+	}
+	for _, base := range []string{ts.base, ts.legacy + "/3.0"} {
+		for _, rt := range routes {
+			url := base + rt.path
+			t.Run(url[len(base):]+" on "+base[len("http://"):], func(t *testing.T) {
+				if r := ts.do(http.MethodPost, url, rt.body); r.status != 200 {
+					t.Fatalf("POST %s: %v", rt.body, r)
+				}
+				got := ts.do(http.MethodGet, url, "")
+				if got.status != 200 {
+					t.Fatalf("GET: %v", got)
+				}
+				kept := value(got.data())
+				dataBody, _ := json.Marshal(got.data())
+				for _, posted := range []struct {
+					what, body string
+				}{{"the whole answer", string(got.body)}, {"its data member", string(dataBody)}} {
+					def := ts.do(http.MethodDelete, url, "")
+					if def.status != 200 {
+						t.Fatalf("DELETE: %v", def)
+					}
+					r := ts.do(http.MethodPost, url, posted.body)
+					now := value(ts.do(http.MethodGet, url, "").data())
+					switch {
+					case r.status == 200 && now != kept:
+						t.Fatalf("POST of %s %s: answered %v and put %s in force, not the document %s", posted.what, posted.body, r, now, kept)
+					case r.status == 200:
+					case r.status != 400 || r.env["ok"] != false || r.env["error"] == "":
+						t.Fatalf("POST of %s: %v, want 200 or a 400 error envelope", posted.what, r)
+					case now != value(def.data()):
+						t.Fatalf("POST of %s refused (%v) but the entry moved to %s", posted.what, r, now)
+					case posted.what == "its data member":
+						t.Fatalf("POST of GET's data %s refused: %v", posted.body, r)
+					case !strings.Contains(r.env["error"].(string), `"data" member`):
+						t.Fatalf("POST of GET's whole answer refused with %v: the error should say to POST its data member", r)
+					}
+				}
+			})
+		}
+	}
+}
