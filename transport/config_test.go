@@ -440,3 +440,46 @@ func TestConfigGetAnswerPostedBack(t *testing.T) {
 		}
 	}
 }
+
+// The vendor's selectors page (MODULES 1.3) writes
+// GET /inverse3/0/config/navigation?session=:default:0, the first session
+// of profile "default": its :NAME:I form selects as NAME:I does, on every
+// method of a session-scoped route.
+func TestConfigSessionSelectorColonNameIndex(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	var sids []string
+	for _, profile := range []string{"default", "co.example.app:main", "default"} {
+		c := ts.dial(t, ts.wsURL())
+		sids = append(sids, itoa(int(num(c.expect()["session_id"]))))
+		if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"` + profile + `"}}}}`); f["errors"] != nil {
+			t.Fatalf("profile %s: %v", profile, f["errors"])
+		}
+	}
+	nav := ts.base + "/arm3/0/config/navigation?session="
+	for _, tt := range []struct {
+		sel, want string // want: the session id that the selector picks
+	}{
+		{":default:0", sids[0]},
+		{":default:-1", sids[2]},
+		{":co.example.*:0", sids[1]},
+	} {
+		t.Run(tt.sel, func(t *testing.T) {
+			if r := ts.do(http.MethodPost, nav+tt.sel, `{"mode":"bubble","bubble":{"max_speed":0.25}}`); r.status != 200 ||
+				!jsonEqual(t, r.env["applied_to"], `[{"device_type":"arm3","device_id":"`+ts.armIDs[0]+`","session_id":`+tt.want+`}]`) {
+				t.Fatalf("POST: %v, want it applied to session %s alone", r, tt.want)
+			}
+			if r := ts.do(http.MethodGet, nav+tt.sel, ""); r.status != 200 || path(r.env, "data", "config", "mode") != "bubble" {
+				t.Fatalf("GET: %v", r)
+			}
+			if r := ts.do(http.MethodDelete, nav+tt.sel, ""); r.status != 200 {
+				t.Fatalf("DELETE: %v", r)
+			}
+			if r := ts.do(http.MethodGet, nav+"%23"+tt.want, ""); path(r.env, "data", "config", "mode") != "off" {
+				t.Fatalf("GET #%s after DELETE: %v", tt.want, r)
+			}
+		})
+	}
+	if r := ts.do(http.MethodGet, nav+":nobody:0", ""); r.status != 404 || r.env["code"] != "unknown_session" {
+		t.Fatalf(":nobody:0: %v, want 404 unknown_session", r)
+	}
+}
