@@ -56,26 +56,50 @@ func (s DeviceSelector) Match(ids []string) []int {
 }
 
 // MatchID is Match without the index and "*" readings: the indices of ids
-// equal to s's id, exactly or else case-insensitively.
+// that s's id names (NamesDeviceID), the exact ones if there are any.
 func (s DeviceSelector) MatchID(ids []string) []int {
 	if s.All {
 		return nil
 	}
-	var out []int
+	var exact, folded []int
 	for i, id := range ids {
-		if id == s.ID {
-			out = append(out, i)
+		switch NamesDeviceID(s.ID, id) {
+		case IDExact:
+			exact = append(exact, i)
+		case IDFolded:
+			folded = append(folded, i)
 		}
 	}
-	if len(out) > 0 {
-		return out
+	if len(exact) > 0 {
+		return exact
 	}
-	for i, id := range ids {
-		if strings.EqualFold(id, s.ID) {
-			out = append(out, i)
-		}
+	return folded
+}
+
+// IDMatch is how a device id a client gave names a device's id.
+type IDMatch uint8
+
+const (
+	IDNone   IDMatch = iota
+	IDFolded         // equal but for case
+	IDExact
+)
+
+// NamesDeviceID is the one rule by which a device id a client gives (an
+// HTTP path's {id}, a deprecated route's device_id, a WebSocket device
+// entry's device_id or 3.0 key, a subscription's device_id) names the
+// device whose id is id: exactly, or else regardless of case, since arm
+// ids are hex that clients write in either case ("049d" is 049D). Where
+// one id names several devices, the exact ones win, so ids that differ in
+// case alone stay apart.
+func NamesDeviceID(given, id string) IDMatch {
+	switch {
+	case given == id:
+		return IDExact
+	case strings.EqualFold(given, id):
+		return IDFolded
 	}
-	return out
+	return IDNone
 }
 
 // FamilySelector is the HTTP path segment that selects every device of
