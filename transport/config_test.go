@@ -483,3 +483,42 @@ func TestConfigSessionSelectorColonNameIndex(t *testing.T) {
 		t.Fatalf(":nobody:0: %v, want 404 unknown_session", r)
 	}
 }
+
+// A DELETE of a session-scoped entry without session= resets it for every
+// session of the selected devices, and says which: applied_to lists each
+// (device, session) it reset, in session id order, whatever the session's
+// format or profile; with no session connected it lists none.
+func TestDeleteWithoutSessionListsTheSessionsItReset(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2})
+	url := ts.base + "/arm3/*/config/filters/damping"
+	if r := ts.do(http.MethodDelete, url, ""); r.status != 200 || !jsonEqual(t, r.env["applied_to"], `[]`) {
+		t.Fatalf("DELETE with no session connected: %v, want applied_to []", r)
+	}
+	var sids []string
+	for _, s := range []struct{ url, profile string }{{ts.wsURL(), "co.example.app:main"}, {ts.wsURL(), ""}, {ts.legacyWS(), ""}} {
+		c := ts.dial(t, s.url)
+		sid := itoa(int(num(c.expect()["session_id"])))
+		if s.profile != "" {
+			c.roundTrip(`{"session":{"configure":{"profile":{"name":"` + s.profile + `"}}}}`)
+		}
+		if r := ts.do(http.MethodPost, url+"?session=%23"+sid, `{"scalar":2}`); r.status != 200 {
+			t.Fatalf("POST for session %s: %v", sid, r)
+		}
+		sids = append(sids, sid)
+	}
+	r := ts.do(http.MethodDelete, url, "")
+	var want []string
+	for _, id := range ts.armIDs {
+		for _, sid := range sids {
+			want = append(want, `{"device_type":"arm3","device_id":"`+id+`","session_id":`+sid+`}`)
+		}
+	}
+	if r.status != 200 || !jsonEqual(t, r.env["applied_to"], "["+strings.Join(want, ",")+"]") || !jsonEqual(t, r.data(), `{"scalar":0}`) {
+		t.Fatalf("DELETE without session=: %v, want applied_to %v", r, want)
+	}
+	for _, sid := range sids {
+		if got := ts.do(http.MethodGet, ts.base+"/arm3/1/config/filters/damping?session=%23"+sid, ""); !jsonEqual(t, got.data(), `{"scalar":0}`) {
+			t.Fatalf("session %s after the DELETE: %v", sid, got)
+		}
+	}
+}
