@@ -515,7 +515,8 @@ type NavigationState struct {
 }
 
 // AppendJSON appends {"bubble": {"center", "velocity_zone_width",
-// "collision_extra_inflate"}, "zone", "workspace_offset", "velocity"}.
+// "collision_extra_inflate"}, "zone", "workspace_offset", "velocity"}:
+// measured values at float32 precision, but the workspace offset exact.
 func (s *NavigationState) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"bubble":{"center":`...)
 	dst = appendVec3(dst, measured, s.CenterM)
@@ -525,8 +526,11 @@ func (s *NavigationState) AppendJSON(dst []byte) []byte {
 	dst = appendNumber(dst, s.CollisionExtraInflate, measured)
 	dst = append(dst, `},"zone":`...)
 	dst = AppendString(dst, s.Zone.String())
+	// The offset at full precision, as state.transform's position, to
+	// which the frame adds it: a client that checks the one against the
+	// other sees them agree to the bit, not by a float32's rounding.
 	dst = append(dst, `,"workspace_offset":`...)
-	dst = appendVec3(dst, measured, s.WorkspaceOffsetM)
+	dst = appendVec3(dst, exact, s.WorkspaceOffsetM)
 	dst = append(dst, `,"velocity":`...)
 	dst = appendVec3(dst, measured, s.VelocityMps)
 	return append(dst, '}')
