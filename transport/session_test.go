@@ -648,11 +648,7 @@ func TestInflightGateStopsTheReaderAtTheLimit(t *testing.T) {
 // that arm.
 func TestDeviceIDCaseIsOneRuleOnEveryChannel(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 2})
-	id := ts.armIDs[1]
-	lower := strings.ToLower(id)
-	if lower == id {
-		t.Fatalf("arm id %s has no letters: the test would not test", id)
-	}
+	id, lower := ts.armIDInLowerCase(1)
 	for _, tt := range []struct {
 		format, url, msg string
 		mode             func(f map[string]any) any // the arm's control mode in a frame
