@@ -1128,11 +1128,13 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		return
 	}
 	targets := m.sessions
+	var every []uint64 // the sessions an all reset resets, for its answer
 	if m.all {
 		targets = targets[:0:0]
 		for id := range c.sessions {
 			targets = append(targets, id)
 		}
+		every = targets
 	}
 	var unread []string
 	for _, id := range targets {
@@ -1217,7 +1219,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	}
 	if len(writes) == 0 {
 		applyUpTo(len(changes))
-		reply(ctx, sender, &entryReply{entry: inForce()})
+		reply(ctx, sender, &entryReply{entry: inForce(), sessions: every})
 		return
 	}
 	// Each document has its own commit point, so that past WriteTimeout
@@ -1239,7 +1241,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	op.done = func(err error) {
 		if err == nil {
 			applyUpTo(len(changes))
-			reply(ctx, sender, &entryReply{entry: inForce()})
+			reply(ctx, sender, &entryReply{entry: inForce(), sessions: every})
 			return
 		}
 		// Called off, work may still be running: failedAt is not ours

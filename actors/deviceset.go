@@ -38,22 +38,40 @@ func (ds *DeviceSet) Find(t protocol.DeviceType, id string) *Device {
 	return nil
 }
 
-// findAt is Find that looks at index hint of the type's list first (where
-// the caller found the device last time) and also returns where it found
-// it (-1: nowhere). A lock-step client names the same devices every tick,
-// so a session's lookup is one comparison instead of a scan of every
-// device.
-func (ds *DeviceSet) findAt(t protocol.DeviceType, id string, hint int) (*Device, int) {
+// FindNamed returns the device of type t that an id a client gave names
+// (protocol.NamesDeviceID: exactly, or else regardless of case), or nil.
+// Find is for the service's own ids, which are exact.
+func (ds *DeviceSet) FindNamed(t protocol.DeviceType, given string) *Device {
+	d, _ := ds.findAt(t, given, -1)
+	return d
+}
+
+// findAt is FindNamed that looks at index hint of the type's list first
+// (where the caller found the device last time) and also returns where it
+// found it (-1: nowhere). A lock-step client names the same devices every
+// tick, so a session's lookup is one comparison instead of a scan of every
+// device. A hint that names the device by case folding alone is not
+// trusted: the scan looks for an exact id, which wins.
+func (ds *DeviceSet) findAt(t protocol.DeviceType, given string, hint int) (*Device, int) {
 	list := ds.OfType(t)
-	if hint >= 0 && hint < len(list) && list[hint].ID == id {
+	if hint >= 0 && hint < len(list) && list[hint].ID == given {
 		return list[hint], hint
 	}
+	folded := -1
 	for i, d := range list {
-		if d.ID == id {
+		switch protocol.NamesDeviceID(given, d.ID) {
+		case protocol.IDExact:
 			return d, i
+		case protocol.IDFolded:
+			if folded < 0 {
+				folded = i
+			}
 		}
 	}
-	return nil, -1
+	if folded < 0 {
+		return nil, -1
+	}
+	return list[folded], folded
 }
 
 // All returns every device, arms first.

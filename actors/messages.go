@@ -151,10 +151,12 @@ type resetEntry struct {
 }
 
 // entryReply answers getEntry, setEntries and resetEntry with the value now
-// in force (the last one for setEntries).
+// in force (the last one for setEntries). A resetEntry of every session
+// (all) also lists the sessions it reset, in id order.
 type entryReply struct {
-	entry protocol.Entry
-	err   error
+	entry    protocol.Entry
+	err      error
+	sessions []uint64
 }
 
 // attachSession tells a device that a session exists, or that its profile

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -525,7 +526,34 @@ func (s *Service) ResetEntry(dev *Device, sessions []uint64, k protocol.Key) (pr
 	return s.entryRequest(dev, &resetEntry{sessions: sessions, all: sessions == nil && k.SessionScoped(), key: k, ticket: &ticket{}})
 }
 
+// ResetEntryEverySession restores session-scoped entry k's default for
+// every session of dev (HTTP DELETE without session=), and returns the
+// value in force with the sessions it reset, in id order (none: no
+// session was there).
+func (s *Service) ResetEntryEverySession(dev *Device, k protocol.Key) (protocol.Entry, []uint64, error) {
+	if !k.SessionScoped() {
+		return nil, nil, fmt.Errorf("actors: %s is device-global: it has no sessions to reset", k.Name())
+	}
+	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {
+		return nil, nil, perr
+	}
+	reply, err := s.entryReply(dev, &resetEntry{all: true, key: k, ticket: &ticket{}})
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(reply.sessions) // the device's are in map order
+	return reply.entry, reply.sessions, reply.err
+}
+
 func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, error) {
+	reply, err := s.entryReply(dev, msg)
+	if err != nil {
+		return nil, err
+	}
+	return reply.entry, reply.err
+}
+
+func (s *Service) entryReply(dev *Device, msg actorMessage) (*entryReply, error) {
 	r, err := s.ask(dev.pid, msg)
 	if err != nil {
 		return nil, err
@@ -534,7 +562,7 @@ func (s *Service) entryRequest(dev *Device, msg actorMessage) (protocol.Entry, e
 	if !ok {
 		return nil, fmt.Errorf("actors: unexpected reply %T", r)
 	}
-	return reply.entry, reply.err
+	return reply, nil
 }
 
 // SetSetting changes a setting durably and applies it to every device.

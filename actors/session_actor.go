@@ -309,7 +309,7 @@ func (a *sessionActor) configureAll(ctx actor.Context) {
 	}
 	for i := range msg.Devices {
 		e := &msg.Devices[i]
-		d := devs.Find(e.Type, e.DeviceID)
+		d := devs.FindNamed(e.Type, e.DeviceID)
 		if d == nil {
 			continue // the frame warns
 		}

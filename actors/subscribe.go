@@ -32,7 +32,7 @@ func newSubscription(sub *protocol.Subscription, devs *DeviceSet, warnings *[]pr
 	s.subset = true
 	s.want.Devices = append([]protocol.SubscribedDevice(nil), sub.Devices...)
 	for i, d := range s.want.Devices {
-		if devs.Find(d.Type, d.ID) == nil {
+		if devs.FindNamed(d.Type, d.ID) == nil {
 			*warnings = append(*warnings, *protocol.Errorf(protocol.CodeUnknownDevice,
 				fmt.Sprintf("session.configure.subscribe.devices[%d]", i),
 				"no device with id %q is connected now; frames carry it once it is", d.ID))
@@ -57,14 +57,22 @@ func (v *visibleSet) of(sub *subscription, all *DeviceSet) *DeviceSet {
 	if sub == v.sub && all == v.src {
 		return v.view
 	}
+	// Each named device as a client's id names it (FindNamed), kept in
+	// the set's order.
+	named := make(map[*Device]bool, len(sub.want.Devices))
+	for _, w := range sub.want.Devices {
+		if d := all.FindNamed(w.Type, w.ID); d != nil {
+			named[d] = true
+		}
+	}
 	view := &DeviceSet{}
 	for _, d := range all.arms {
-		if sub.want.Wants(d.Type, d.ID) {
+		if named[d] {
 			view.arms = append(view.arms, d)
 		}
 	}
 	for _, d := range all.grips {
-		if sub.want.Wants(d.Type, d.ID) {
+		if named[d] {
 			view.grips = append(view.grips, d)
 		}
 	}

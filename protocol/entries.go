@@ -481,6 +481,10 @@ func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []E
 	if collect {
 		w.list = &list
 	}
+	if err := refuseAnswerEnvelope(doc.Root(), k.Name()); err != nil {
+		err.Path = path
+		return nil, nil, err
+	}
 	at := rootPath(path)
 	if path == "" {
 		at = rootPath(k.Name())
@@ -497,6 +501,19 @@ func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []E
 		}
 	}
 	return e, list, err
+}
+
+// refuseAnswerEnvelope refuses a body that is a whole answer of the HTTP
+// API, {"ok": true, "data": ...}, where the value of its data member
+// belongs: a user who GETs, edits and POSTs back what came. No entry or
+// setting has an "ok" member, and decoding the envelope as the entry would
+// put something else in force (navigation, whose members are optional,
+// would be turned off). what names the entry or setting.
+func refuseAnswerEnvelope(v Value, what string) *Error {
+	if v.Kind() != KindObject || !v.Member("ok").Exists() {
+		return nil
+	}
+	return Errorf(CodeInvalidValue, "", `%s: the body is a whole answer of GET ({"ok", "data"}); POST the value of its "data" member`, what)
 }
 
 // decodeEntryValue decodes one entry from a parsed value. It is the shared

@@ -219,7 +219,11 @@ func (n Navigation) AppendJSON(dst []byte) []byte {
 func (n Navigation) MarshalJSON() ([]byte, error) { return n.AppendJSON(nil), nil }
 
 // decodeNavigation decodes the entry. Members left out take their defaults
-// (DefaultNavigation), so {"mode": "bubble"} turns the default bubble on.
+// (DefaultNavigation), so {"mode": "bubble"} turns the default bubble on;
+// but a body with neither mode nor bubble is refused: it says nothing of
+// the navigation (a wrapper such as {"navigation": {...}}, a misspelling),
+// and taking it as the defaults would turn navigation off unasked. DELETE
+// is the way to the defaults.
 func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 	out := DefaultNavigation()
 	if err := expectObject(v, at, `{"mode": "bubble", "bubble": {"shape": {"primitive": "sphere", "parameters": {"r": 0.05}}}}`); err != nil {
@@ -231,6 +235,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 		cat := at.child("config")
 		return decodeNavigation(c, &cat, w)
 	}
+	said := false
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
@@ -238,6 +243,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 			if !val.Exists() {
 				continue
 			}
+			said = true
 			c := at.child("mode")
 			m, known, err := readEnum(val, &c, navigationModes)
 			if err != nil {
@@ -251,6 +257,7 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 			if !val.Exists() {
 				continue
 			}
+			said = true
 			c := at.child("bubble")
 			if err := decodeBubble(val, &c, w, &out.Bubble); err != nil {
 				return out, err
@@ -258,6 +265,9 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 		default:
 			w.unknownField(at, &it)
 		}
+	}
+	if !said {
+		return out, errAt(CodeInvalidValue, at, `navigation needs "mode" or "bubble", e.g. {"mode": "bubble"} (DELETE turns it off)`)
 	}
 	return out, nil
 }
@@ -505,7 +515,8 @@ type NavigationState struct {
 }
 
 // AppendJSON appends {"bubble": {"center", "velocity_zone_width",
-// "collision_extra_inflate"}, "zone", "workspace_offset", "velocity"}.
+// "collision_extra_inflate"}, "zone", "workspace_offset", "velocity"}:
+// measured values at float32 precision, but the workspace offset exact.
 func (s *NavigationState) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"bubble":{"center":`...)
 	dst = appendVec3(dst, measured, s.CenterM)
@@ -515,8 +526,11 @@ func (s *NavigationState) AppendJSON(dst []byte) []byte {
 	dst = appendNumber(dst, s.CollisionExtraInflate, measured)
 	dst = append(dst, `},"zone":`...)
 	dst = AppendString(dst, s.Zone.String())
+	// The offset at full precision, as state.transform's position, to
+	// which the frame adds it: a client that checks the one against the
+	// other sees them agree to the bit, not by a float32's rounding.
 	dst = append(dst, `,"workspace_offset":`...)
-	dst = appendVec3(dst, measured, s.WorkspaceOffsetM)
+	dst = appendVec3(dst, exact, s.WorkspaceOffsetM)
 	dst = append(dst, `,"velocity":`...)
 	dst = appendVec3(dst, measured, s.VelocityMps)
 	return append(dst, '}')

@@ -59,6 +59,11 @@ func TestDecodeNavigation(t *testing.T) {
 			}
 		}},
 		{name: "GET's answer with a bad config", body: `{"config":{"mode":"warp"},"status":{"mode":"off"}}`, code: CodeInvalidValue, path: "config.mode", msg: "not one of"},
+		// A body that says nothing of the navigation would otherwise be
+		// the defaults: navigation off, unasked.
+		{name: "neither mode nor bubble", body: `{"navigation":{"mode":"bubble"}}`, code: CodeInvalidValue, path: "", msg: `needs "mode" or "bubble"`},
+		{name: "empty", body: `{"mode":null}`, code: CodeInvalidValue, path: "", msg: `needs "mode" or "bubble"`},
+		{name: "GET's whole answer", body: `{"ok":true,"data":{"config":{"mode":"bubble"},"state":null,"status":{"mode":"bubble"}}}`, code: CodeInvalidValue, path: "", msg: `POST the value of its "data" member`},
 		{name: "not an object", body: `"bubble"`, code: CodeInvalidValue, path: "", msg: "must be an object"},
 		{name: "unknown mode", body: `{"mode":"teleport"}`, code: CodeInvalidValue, path: "mode", msg: `"teleport" is not one of off, bubble`},
 		{name: "mode not a string", body: `{"mode":1}`, code: CodeInvalidValue, path: "mode", msg: "must be a string"},

@@ -56,26 +56,50 @@ func (s DeviceSelector) Match(ids []string) []int {
 }
 
 // MatchID is Match without the index and "*" readings: the indices of ids
-// equal to s's id, exactly or else case-insensitively.
+// that s's id names (NamesDeviceID), the exact ones if there are any.
 func (s DeviceSelector) MatchID(ids []string) []int {
 	if s.All {
 		return nil
 	}
-	var out []int
+	var exact, folded []int
 	for i, id := range ids {
-		if id == s.ID {
-			out = append(out, i)
+		switch NamesDeviceID(s.ID, id) {
+		case IDExact:
+			exact = append(exact, i)
+		case IDFolded:
+			folded = append(folded, i)
 		}
 	}
-	if len(out) > 0 {
-		return out
+	if len(exact) > 0 {
+		return exact
 	}
-	for i, id := range ids {
-		if strings.EqualFold(id, s.ID) {
-			out = append(out, i)
-		}
+	return folded
+}
+
+// IDMatch is how a device id a client gave names a device's id.
+type IDMatch uint8
+
+const (
+	IDNone   IDMatch = iota
+	IDFolded         // equal but for case
+	IDExact
+)
+
+// NamesDeviceID is the one rule by which a device id a client gives (an
+// HTTP path's {id}, a deprecated route's device_id, a WebSocket device
+// entry's device_id or 3.0 key, a subscription's device_id) names the
+// device whose id is id: exactly, or else regardless of case, since arm
+// ids are hex that clients write in either case ("049d" is 049D). Where
+// one id names several devices, the exact ones win, so ids that differ in
+// case alone stay apart.
+func NamesDeviceID(given, id string) IDMatch {
+	switch {
+	case given == id:
+		return IDExact
+	case strings.EqualFold(given, id):
+		return IDFolded
 	}
-	return out
+	return IDNone
 }
 
 // FamilySelector is the HTTP path segment that selects every device of
@@ -111,20 +135,25 @@ const (
 
 // SessionSelector is a parsed ?session= value (PROTOCOL 3.2): "N" or "#N"
 // (session id), ":I" (index in connection order, negative from the newest),
-// "NAME" (profile name; '*' globs), "NAME:I" (index among those).
+// "NAME" (profile name; '*' globs), "NAME:I" (index among those), and the
+// vendor's ":NAME:I" (its selectors page: ":default:0", the first session
+// of profile "default"), which is NAME:I read as an index always.
 type SessionSelector struct {
 	raw   string
 	kind  sessionSelKind
 	id    uint64
 	name  string
 	index int
+	// indexOnly: the colon form, whose NAME:I is never a literal
+	// profile name (NAME:I alone lets a profile so named win).
+	indexOnly bool
 }
 
 // ParseSessionSelector parses a ?session= value.
 func ParseSessionSelector(s string) (SessionSelector, *Error) {
 	bad := func(why string) (SessionSelector, *Error) {
 		return SessionSelector{}, Errorf(CodeInvalidValue, "session",
-			"session selector %q %s: use N, #N, :I, :-1, NAME or NAME:I", s, why)
+			"session selector %q %s: use N, #N, :I, :-1, NAME, NAME:I or :NAME:I", s, why)
 	}
 	sel := SessionSelector{raw: s}
 	switch {
@@ -137,11 +166,15 @@ func ParseSessionSelector(s string) (SessionSelector, *Error) {
 		}
 		sel.kind, sel.id = selByID, id
 	case s[0] == ':':
-		i, err := strconv.Atoi(s[1:])
-		if err != nil || s[1] == '+' {
-			return bad("is not an index")
+		if i, err := strconv.Atoi(s[1:]); err == nil && s[1] != '+' {
+			sel.kind, sel.index = selByIndex, i
+			break
 		}
-		sel.kind, sel.index = selByIndex, i
+		name, i, ok := splitNameIndex(s[1:])
+		if !ok {
+			return bad("is neither an index nor :NAME:I")
+		}
+		sel.kind, sel.name, sel.index, sel.indexOnly = selByNameIndex, name, i, true
 	case isDigits(s):
 		id, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || id == 0 {
@@ -150,13 +183,25 @@ func ParseSessionSelector(s string) (SessionSelector, *Error) {
 		sel.kind, sel.id = selByID, id
 	default:
 		sel.kind, sel.name = selByName, s
-		if at := strings.LastIndexByte(s, ':'); at > 0 {
-			if i, err := strconv.Atoi(s[at+1:]); err == nil && s[at+1] != '+' {
-				sel.kind, sel.name, sel.index = selByNameIndex, s[:at], i
-			}
+		if name, i, ok := splitNameIndex(s); ok {
+			sel.kind, sel.name, sel.index = selByNameIndex, name, i
 		}
 	}
 	return sel, nil
+}
+
+// splitNameIndex splits NAME:I at its last colon when NAME is not empty and
+// I is an integer (without a sign of +).
+func splitNameIndex(s string) (name string, index int, ok bool) {
+	at := strings.LastIndexByte(s, ':')
+	if at <= 0 {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(s[at+1:])
+	if err != nil || s[at+1] == '+' {
+		return "", 0, false
+	}
+	return s[:at], i, true
 }
 
 func isDigits(s string) bool {
@@ -187,7 +232,7 @@ func (s SessionSelector) Match(refs []SessionRef) []uint64 {
 	case selByName:
 		return matchName(refs, s.name)
 	case selByNameIndex:
-		if exact := matchName(refs, s.raw); len(exact) > 0 {
+		if exact := matchName(refs, s.raw); len(exact) > 0 && !s.indexOnly {
 			return exact
 		}
 		var named []SessionRef

@@ -78,6 +78,9 @@ func DecodeSetting(k SettingKey, data []byte) (any, *Error) {
 	if err := doc.Parse(data); err != nil {
 		return nil, err
 	}
+	if err := refuseAnswerEnvelope(doc.Root(), "setting "+k.Path()); err != nil {
+		return nil, err
+	}
 	return decodeSettingValue(k, doc.Root(), nil)
 }
 

@@ -270,6 +270,12 @@ func TestSessionSelector(t *testing.T) {
 		{"*viewer", []uint64{7}},
 		{"rig:2", []uint64{11}}, // a profile literally named NAME:I wins
 		{"nobody", nil},
+		// The vendor's :NAME:I, always an index among NAME's sessions.
+		{":co.example.app:main:0", []uint64{1}},
+		{":co.example.app:main:-1", []uint64{9}},
+		{":co.haply.hub::*:-1", []uint64{13}},
+		{":rig:0", nil}, // no profile "rig": not the profile literally named "rig:0"
+		{":default:0", nil},
 	}
 	for _, tt := range tests {
 		s, err := ParseSessionSelector(tt.sel)
@@ -283,7 +289,7 @@ func TestSessionSelector(t *testing.T) {
 			t.Errorf("String() = %s", s.String())
 		}
 	}
-	for _, bad := range []string{"", "#", "#x", ":", ":x", "0", "#0", "#-1"} {
+	for _, bad := range []string{"", "#", "#x", ":", ":x", ":x:", "::0", ":x:+1", "0", "#0", "#-1"} {
 		if _, err := ParseSessionSelector(bad); err == nil || err.Code != CodeInvalidValue {
 			t.Errorf("ParseSessionSelector(%q) = %v", bad, err)
 		}

@@ -546,28 +546,33 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				writeError(w, perr)
 				return
 			}
-			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, error) {
-				return a.svc.SetEntry(d, sid, e)
+			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
+				got, err := a.svc.SetEntry(d, sid, e)
+				return got, []uint64{sid}, err
 			})
 		case http.MethodDelete:
-			if k.SessionScoped() && !hasSel {
-				sessions = nil // every session of the device
-			}
-			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, error) {
-				if !k.SessionScoped() {
-					return a.svc.ResetEntry(d, nil, k)
+			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
+				switch {
+				case !k.SessionScoped():
+					got, err := a.svc.ResetEntry(d, nil, k)
+					return got, []uint64{0}, err
+				case sid == 0:
+					// No session= on a session-scoped route: every
+					// session of the device, each listed in applied_to.
+					return a.svc.ResetEntryEverySession(d, k)
 				}
-				if sid == 0 {
-					return a.svc.ResetEntry(d, nil, k)
-				}
-				return a.svc.ResetEntry(d, []uint64{sid}, k)
+				got, err := a.svc.ResetEntry(d, []uint64{sid}, k)
+				return got, []uint64{sid}, err
 			})
 		}
 	}
 }
 
 // apply runs op on every (device, session) a POST or DELETE selects and
-// answers with the value now in force and the list of what it changed.
+// answers with the value now in force and the list of what it changed. op
+// returns the sessions it changed: its sid, 0 for a device-global entry,
+// or, for a session-scoped entry without session= (sid 0), those the
+// device had.
 // Targets are applied one by one, and the first failure stops the rest:
 // with several targets, the error answer carries applied_to too, listing
 // exactly the targets that took the change before it (empty: none did).
@@ -575,7 +580,7 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 // DecodeEntry, the devices and sessions by the selectors), so what can
 // fail partway is the service itself (a store that cannot write, a device
 // that left or stays busy past the deadline).
-func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, op func(*actors.Device, uint64) (protocol.Entry, error)) {
+func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, op func(*actors.Device, uint64) (protocol.Entry, []uint64, error)) {
 	targets := sessions
 	if !k.SessionScoped() || len(sessions) == 0 {
 		targets = []uint64{0}
@@ -584,7 +589,7 @@ func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uin
 	applied := make([]appliedTo, 0, len(devs)*len(targets))
 	for _, d := range devs {
 		for _, sid := range targets {
-			e, err := op(d, sid)
+			e, changed, err := op(d, sid)
 			if err != nil {
 				if len(devs)*len(targets) > 1 {
 					writePartialError(w, asError(err), applied)
@@ -594,10 +599,12 @@ func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uin
 				return
 			}
 			last = e
-			applied = append(applied, appliedTo{DeviceType: d.Name, DeviceID: d.ID, SessionID: sid})
+			for _, s := range changed {
+				applied = append(applied, appliedTo{DeviceType: d.Name, DeviceID: d.ID, SessionID: s})
+			}
 		}
 	}
-	writeData(w, last, applied)
+	writeApplied(w, last, applied)
 }
 
 func (a *api) allSettings(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {

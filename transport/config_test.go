@@ -346,3 +346,179 @@ func TestConfigArmEntryOnAGripIsRefused(t *testing.T) {
 		t.Fatalf("POST a grip's preset: %v", r)
 	}
 }
+
+// A user who GETs an entry, edits what came back and POSTs it gets either
+// that document applied or a 400 that says what is wrong, never a 200 that
+// quietly puts something else in force. For every entry and setting, on
+// both API formats: a value is set, its GET answer kept, the entry reset
+// to its default, then the kept answer POSTed back, first whole (the
+// envelope) and then its data member. The entry must then hold the kept
+// value, or the POST be refused and the default stay.
+func TestConfigGetAnswerPostedBack(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	c := ts.dial(t, ts.wsURL())
+	sid := itoa(int(num(c.expect()["session_id"])))
+	bodies := map[protocol.Key]string{
+		protocol.KeyPreset: `{"preset":"arm_front_centered"}`, protocol.KeyMount: `{"transform":{"position":{"x":0.1,"y":0,"z":0}}}`,
+		protocol.KeyBasis: `{"permutation":"-XZY"}`, protocol.KeyDamping: `{"scalar":2.5}`, protocol.KeyForceGate: `{"gain":0.8}`,
+		protocol.KeyHandedness: `"left"`, protocol.KeyTorqueScaling: `{"enabled":false}`,
+		protocol.KeyGravityCompensation: `{"enabled":false,"scaling_factor":0.5}`, protocol.KeyHomeReturn: `{"enabled":true}`,
+		protocol.KeyNavigation: `{"mode":"bubble","bubble":{"max_speed":0.3}}`,
+		protocol.KeyForceClamp: `{"max_force":6.5}`, protocol.KeyForceSlewLimit: `{"max_rate":800}`,
+		protocol.KeyPassivityController: `{"enabled":false}`,
+	}
+	type route struct{ path, body string }
+	var routes []route
+	for _, k := range protocol.Keys() {
+		body, ok := bodies[k]
+		if !ok {
+			t.Fatalf("no body for %s: add one", k.Name())
+		}
+		p := "/arm3/0/config/" + k.Path()
+		if k.SessionScoped() {
+			p += "?session=" + sid
+		}
+		routes = append(routes, route{p, body})
+	}
+	settingBodies := map[protocol.SettingKey]string{
+		protocol.SettingForceScale: `{"value":0.5}`, protocol.SettingSerialEnable: `{"value":false}`,
+		protocol.SettingGripHook: `{"value":true}`, protocol.SettingScreensaver: `{"value":true}`,
+	}
+	for _, k := range protocol.SettingKeys() {
+		body, ok := settingBodies[k]
+		if !ok {
+			t.Fatalf("no body for setting %s: add one", k.Path())
+		}
+		routes = append(routes, route{"/settings/" + k.Path(), body})
+	}
+	// The entry's value in a GET answer's data: navigation's config
+	// without its live state.
+	value := func(data any) string {
+		if m, ok := data.(map[string]any); ok && m["config"] != nil {
+			data = m["config"]
+		}
+		b, _ := json.Marshal(data)
+		return string(b)
+	}
+	for _, base := range []string{ts.base, ts.legacy + "/3.0"} {
+		for _, rt := range routes {
+			url := base + rt.path
+			t.Run(url[len(base):]+" on "+base[len("http://"):], func(t *testing.T) {
+				if r := ts.do(http.MethodPost, url, rt.body); r.status != 200 {
+					t.Fatalf("POST %s: %v", rt.body, r)
+				}
+				got := ts.do(http.MethodGet, url, "")
+				if got.status != 200 {
+					t.Fatalf("GET: %v", got)
+				}
+				kept := value(got.data())
+				dataBody, _ := json.Marshal(got.data())
+				for _, posted := range []struct {
+					what, body string
+				}{{"the whole answer", string(got.body)}, {"its data member", string(dataBody)}} {
+					def := ts.do(http.MethodDelete, url, "")
+					if def.status != 200 {
+						t.Fatalf("DELETE: %v", def)
+					}
+					r := ts.do(http.MethodPost, url, posted.body)
+					now := value(ts.do(http.MethodGet, url, "").data())
+					switch {
+					case r.status == 200 && now != kept:
+						t.Fatalf("POST of %s %s: answered %v and put %s in force, not the document %s", posted.what, posted.body, r, now, kept)
+					case r.status == 200:
+					case r.status != 400 || r.env["ok"] != false || r.env["error"] == "":
+						t.Fatalf("POST of %s: %v, want 200 or a 400 error envelope", posted.what, r)
+					case now != value(def.data()):
+						t.Fatalf("POST of %s refused (%v) but the entry moved to %s", posted.what, r, now)
+					case posted.what == "its data member":
+						t.Fatalf("POST of GET's data %s refused: %v", posted.body, r)
+					case !strings.Contains(r.env["error"].(string), `"data" member`):
+						t.Fatalf("POST of GET's whole answer refused with %v: the error should say to POST its data member", r)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The vendor's selectors page (MODULES 1.3) writes
+// GET /inverse3/0/config/navigation?session=:default:0, the first session
+// of profile "default": its :NAME:I form selects as NAME:I does, on every
+// method of a session-scoped route.
+func TestConfigSessionSelectorColonNameIndex(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	var sids []string
+	for _, profile := range []string{"default", "co.example.app:main", "default"} {
+		c := ts.dial(t, ts.wsURL())
+		sids = append(sids, itoa(int(num(c.expect()["session_id"]))))
+		if f := c.roundTrip(`{"session":{"configure":{"profile":{"name":"` + profile + `"}}}}`); f["errors"] != nil {
+			t.Fatalf("profile %s: %v", profile, f["errors"])
+		}
+	}
+	nav := ts.base + "/arm3/0/config/navigation?session="
+	for _, tt := range []struct {
+		sel, want string // want: the session id that the selector picks
+	}{
+		{":default:0", sids[0]},
+		{":default:-1", sids[2]},
+		{":co.example.*:0", sids[1]},
+	} {
+		t.Run(tt.sel, func(t *testing.T) {
+			if r := ts.do(http.MethodPost, nav+tt.sel, `{"mode":"bubble","bubble":{"max_speed":0.25}}`); r.status != 200 ||
+				!jsonEqual(t, r.env["applied_to"], `[{"device_type":"arm3","device_id":"`+ts.armIDs[0]+`","session_id":`+tt.want+`}]`) {
+				t.Fatalf("POST: %v, want it applied to session %s alone", r, tt.want)
+			}
+			if r := ts.do(http.MethodGet, nav+tt.sel, ""); r.status != 200 || path(r.env, "data", "config", "mode") != "bubble" {
+				t.Fatalf("GET: %v", r)
+			}
+			if r := ts.do(http.MethodDelete, nav+tt.sel, ""); r.status != 200 {
+				t.Fatalf("DELETE: %v", r)
+			}
+			if r := ts.do(http.MethodGet, nav+"%23"+tt.want, ""); path(r.env, "data", "config", "mode") != "off" {
+				t.Fatalf("GET #%s after DELETE: %v", tt.want, r)
+			}
+		})
+	}
+	if r := ts.do(http.MethodGet, nav+":nobody:0", ""); r.status != 404 || r.env["code"] != "unknown_session" {
+		t.Fatalf(":nobody:0: %v, want 404 unknown_session", r)
+	}
+}
+
+// A DELETE of a session-scoped entry without session= resets it for every
+// session of the selected devices, and says which: applied_to lists each
+// (device, session) it reset, in session id order, whatever the session's
+// format or profile; with no session connected it lists none.
+func TestDeleteWithoutSessionListsTheSessionsItReset(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2})
+	url := ts.base + "/arm3/*/config/filters/damping"
+	if r := ts.do(http.MethodDelete, url, ""); r.status != 200 || !jsonEqual(t, r.env["applied_to"], `[]`) {
+		t.Fatalf("DELETE with no session connected: %v, want applied_to []", r)
+	}
+	var sids []string
+	for _, s := range []struct{ url, profile string }{{ts.wsURL(), "co.example.app:main"}, {ts.wsURL(), ""}, {ts.legacyWS(), ""}} {
+		c := ts.dial(t, s.url)
+		sid := itoa(int(num(c.expect()["session_id"])))
+		if s.profile != "" {
+			c.roundTrip(`{"session":{"configure":{"profile":{"name":"` + s.profile + `"}}}}`)
+		}
+		if r := ts.do(http.MethodPost, url+"?session=%23"+sid, `{"scalar":2}`); r.status != 200 {
+			t.Fatalf("POST for session %s: %v", sid, r)
+		}
+		sids = append(sids, sid)
+	}
+	r := ts.do(http.MethodDelete, url, "")
+	var want []string
+	for _, id := range ts.armIDs {
+		for _, sid := range sids {
+			want = append(want, `{"device_type":"arm3","device_id":"`+id+`","session_id":`+sid+`}`)
+		}
+	}
+	if r.status != 200 || !jsonEqual(t, r.env["applied_to"], "["+strings.Join(want, ",")+"]") || !jsonEqual(t, r.data(), `{"scalar":0}`) {
+		t.Fatalf("DELETE without session=: %v, want applied_to %v", r, want)
+	}
+	for _, sid := range sids {
+		if got := ts.do(http.MethodGet, ts.base+"/arm3/1/config/filters/damping?session=%23"+sid, ""); !jsonEqual(t, got.data(), `{"scalar":0}`) {
+			t.Fatalf("session %s after the DELETE: %v", sid, got)
+		}
+	}
+}

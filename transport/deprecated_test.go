@@ -113,11 +113,7 @@ func TestDeprecatedRouteBadBodies(t *testing.T) {
 // with the device's own id.
 func TestDeprecatedRouteTakesTheIDAsItsReplacementDoes(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	lower := strings.ToLower(id)
-	if lower == id {
-		t.Fatalf("arm id %q has no letter to lower", id)
-	}
+	id, lower := ts.armIDInLowerCase(0)
 	ev := ts.dial(t, ts.eventsWS)
 	for _, d := range protocol.DeprecatedRoutes() {
 		if d.Key == 0 {

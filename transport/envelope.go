@@ -37,6 +37,20 @@ func writeData(w http.ResponseWriter, data any, applied []appliedTo) {
 	writeJSON(w, http.StatusOK, okEnvelope{OK: true, Data: data, AppliedTo: applied})
 }
 
+// writeApplied answers a POST or DELETE of a config route: the value in
+// force and applied_to, which is there even when empty (a DELETE of every
+// session's entry with no session connected changed none).
+func writeApplied(w http.ResponseWriter, data any, applied []appliedTo) {
+	if applied == nil {
+		applied = []appliedTo{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		OK        bool        `json:"ok"`
+		Data      any         `json:"data"`
+		AppliedTo []appliedTo `json:"applied_to"`
+	}{true, data, applied})
+}
+
 func writeOK(w http.ResponseWriter) {
 	writeJSON(w, http.StatusOK, struct {
 		OK bool `json:"ok"`

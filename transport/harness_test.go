@@ -276,6 +276,19 @@ func (ts *testService) checkAnswer(req *http.Request, resp *http.Response, body 
 	}
 }
 
+// armIDInLowerCase is arm i's id and that id in lower case, for tests of
+// ids named regardless of case; an id with no letter fails the test, which
+// would not test anything.
+func (ts *testService) armIDInLowerCase(i int) (id, lower string) {
+	ts.t.Helper()
+	id = ts.armIDs[i]
+	lower = strings.ToLower(id)
+	if lower == id {
+		ts.t.Fatalf("arm id %q has no letter to lower", id)
+	}
+	return id, lower
+}
+
 // jsonEqual compares a decoded JSON value with a JSON literal.
 func jsonEqual(t testing.TB, got any, want string) bool {
 	t.Helper()

@@ -706,3 +706,34 @@ func TestNavigationConfigureOffLetsTheWallGoAtOnce(t *testing.T) {
 		return nil
 	})
 }
+
+// A client that checks state.transform.position against set_transform's
+// position plus state.navigation.workspace_offset, in its own float64
+// arithmetic, finds them equal to the bit: the offset is written as
+// exactly as the transform it is added to, not at the float32 of measured
+// values, which would leave a spurious difference of a few nanometres.
+func TestNavigationOffsetAddsToStateTransformExactly(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := startNavRig(t, ts, "co.example.nav:exact", true)
+	r.configure()
+	shift := [3]float64{0.1, -0.2, 0.3}
+	f := r.c.roundTrip(fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":%g,"y":%g,"z":%g}}}}]}`,
+		r.id, shift[0], shift[1], shift[2]))
+	if f["errors"] != nil {
+		t.Fatalf("set_transform: %v", f["errors"])
+	}
+	moved := 0
+	r.until(1, "the workspace sliding in three frames", func(s navSample) bool {
+		if !s.hasState || s.offset == [3]float64{} {
+			return false
+		}
+		for i := range 3 {
+			if s.transform[i] != shift[i]+s.offset[i] {
+				t.Fatalf("state.transform.position %v is not set_transform's %v plus workspace_offset %v: component %d differs by %g",
+					s.transform, shift, s.offset, i, s.transform[i]-(shift[i]+s.offset[i]))
+			}
+		}
+		moved++
+		return moved >= 3
+	})
+}

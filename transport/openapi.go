@@ -45,7 +45,7 @@ type queryParam struct {
 }
 
 var (
-	querySession = queryParam{name: "session", about: "session selector: N or #N (id), :I (index in connection order, :-1 the newest), NAME (profile, * globs) or NAME:I"}
+	querySession = queryParam{name: "session", about: "session selector: N or #N (id), :I (index in connection order, :-1 the newest), NAME (profile, * globs), NAME:I or :NAME:I (the vendor's spelling of NAME:I, as in :default:0)"}
 	queryFormat  = queryParam{name: "format", about: "json: answer in the {\"ok\", \"data\"} envelope"}
 )
 

@@ -639,3 +639,48 @@ func TestInflightGateStopsTheReaderAtTheLimit(t *testing.T) {
 		t.Fatal("one frame let the reader on twice")
 	}
 }
+
+// A device id names its device by one rule on every channel: exactly, or
+// else regardless of case ("cbbd" is CBBD, as in an HTTP path). Over
+// WebSocket, in both formats, a configure and a command sent with the id in
+// lower case reach the arm with no warning, and the value is the one HTTP
+// reads through a lower-case path; a 3.x subscription so named carries
+// that arm.
+func TestDeviceIDCaseIsOneRuleOnEveryChannel(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 2})
+	id, lower := ts.armIDInLowerCase(1)
+	for _, tt := range []struct {
+		format, url, msg string
+		mode             func(f map[string]any) any // the arm's control mode in a frame
+	}{
+		{"3.x", ts.wsURL(), `{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":2}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`,
+			func(f map[string]any) any { return path(f, "arm3", 1, "state", "control_mode") }},
+		{"3.0", ts.legacyWS(), `{"arm3":{%q:{"configure":{"damping":{"scalar":2}},"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}}}`,
+			func(f map[string]any) any { return path(f, "arm3", id, "state", "mode") }},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			c := ts.dial(t, tt.url)
+			sid := itoa(int(num(c.expect()["session_id"])))
+			hwtest.EventuallyNil(t, 5*time.Second, "the arm in force mode", func() error {
+				f := c.roundTrip(fmt.Sprintf(tt.msg, lower))
+				if f["errors"] != nil || f["warnings"] != nil {
+					t.Fatalf("configure and command to %q: %v", lower, f)
+				}
+				if m := tt.mode(f); m != "force" {
+					return fmt.Errorf("control mode %v", m)
+				}
+				return nil
+			})
+			if r := ts.do(http.MethodGet, ts.base+"/arm3/"+lower+"/config/filters/damping?session="+sid, ""); !jsonEqual(t, r.data(), `{"scalar":2}`) {
+				t.Fatalf("GET through /arm3/%s: %v, want the damping the socket set", lower, r)
+			}
+			_ = c.conn.Close() // releases the arm for the next format's session
+		})
+	}
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	f := c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":%q}]}}}}`, lower))
+	if arms, _ := f["arm3"].([]any); len(arms) != 1 || path(f, "arm3", 0, "device_id") != id || f["warnings"] != nil {
+		t.Fatalf("subscribed to %q: %v, want the frame to carry %s alone", lower, f, id)
+	}
+}

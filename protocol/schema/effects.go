@@ -252,7 +252,9 @@ func navigationEntry(input bool) Schema {
 // the answered (out) and accepted (in) entry schemas.
 func extraEntries(out, in map[protocol.Key]Schema) {
 	out[protocol.KeyNavigation] = navigationEntry(false)
-	in[protocol.KeyNavigation] = navigationEntry(true)
+	// A body must say something of the navigation (decodeNavigation):
+	// mode, bubble, or GET's data posted back with its config.
+	in[protocol.KeyNavigation] = withAnyOf(navigationEntry(true), present("mode"), present("bubble"), present("config"))
 	clamp := numberIn(0, protocol.ForceClampMax)
 	slew := numberIn(protocol.ForceSlewMinNPerS, protocol.ForceSlewMaxNPerS)
 	out[protocol.KeyForceClamp] = allRequired(Schema{"max_force": clamp})

@@ -112,13 +112,15 @@ func defineErrors(s *Set) {
 
 // Envelope is the answer {"ok": true, "data": data} of a config, settings
 // or list route (PROTOCOL 3.1); with applied, the "applied_to" list that
-// POST and DELETE of config routes add, whose items are appliedTo.
+// POST and DELETE of config routes always add, whose items are appliedTo
+// (empty: a DELETE of every session's entry found no session).
 func Envelope(data Schema, appliedTo Schema) Schema {
 	props := Schema{"ok": constant(true), "data": data}
-	if appliedTo != nil {
-		props["applied_to"] = Schema{"type": "array", "items": appliedTo, "minItems": 1}
+	if appliedTo == nil {
+		return closed(props, "ok", "data")
 	}
-	return closed(props, "ok", "data")
+	props["applied_to"] = Schema{"type": "array", "items": appliedTo}
+	return closed(props, "ok", "data", "applied_to")
 }
 
 // OKName is the answer {"ok": true} of a deprecated route.
