@@ -408,6 +408,9 @@ type pendingIO struct {
 	// that stops while a write past its commit point is in flight waits
 	// on it to answer what is true (abandon).
 	outcome chan error
+	// returned is closed once work has returned: its documents hold what
+	// they will hold, whatever its requester was answered (writeLanding).
+	returned chan struct{}
 }
 
 // heldRequest is a config request that arrived while another was waiting
@@ -559,9 +562,10 @@ func (c *deviceCore) startIO(ctx actor.Context, op *pendingIO) {
 	if _, gated := c.store.(gatedStore); gated && len(op.gates) > 0 && c.writeWithin > 0 {
 		op.timer = time.AfterFunc(c.writeWithin, func() { root.Send(self, &ioOverdue{op: op}) })
 	}
-	op.outcome = make(chan error, 1)
+	op.outcome, op.returned = make(chan error, 1), make(chan struct{})
 	c.offload.run(func() {
 		err := op.work()
+		close(op.returned)
 		op.outcome <- err
 		root.Send(self, &ioDone{op: op, err: err})
 	})
@@ -702,14 +706,12 @@ func (c *deviceCore) abandon(ctx actor.Context) {
 				"%s while the value was being stored: it was called off, not stored, and never will be", cause)})
 		default:
 			op.passed, op.stopCause = len(op.gates), cause
-			landed := make(chan struct{})
 			// Before Stopped: the registry hears of it before it learns
-			// the actor stopped, and holds the device's re-addition.
-			ctx.Send(c.registry, &writeLanding{key: deviceKey(c.dev.Type, c.dev.ID), done: landed})
-			c.offload.run(func() {
-				defer close(landed)
-				c.answerLanding(ctx, op, cause)
-			})
+			// the actor stopped, and holds the device's re-addition until
+			// the write returned, which may be after its requester was
+			// answered 503 at the write timeout (review36).
+			ctx.Send(c.registry, &writeLanding{key: deviceKey(c.dev.Type, c.dev.ID), done: op.returned})
+			c.offload.run(func() { c.answerLanding(ctx, op, cause) })
 		}
 	}
 	gone := protocol.Errorf(protocol.CodeUnavailable, "", "%s; nothing was applied", cause)

@@ -272,9 +272,10 @@ type deviceStopped struct{ key string }
 
 // writeLanding tells the registry that a device actor stopped while a
 // config write of its device was past its commit point: done closes once
-// that write has returned or been given up on (answerLanding). The device
-// is re-added only then, so that it reads the document with the value its
-// leaving actor answers.
+// that write has returned, even if its requester was answered before, at
+// the write timeout (answerLanding). The device is re-added only then, so
+// that it reads its document as it stays: with the value its leaving
+// actor answers 200, and never without one that lands after a 503.
 type writeLanding struct {
 	key  string
 	done <-chan struct{}

@@ -558,12 +558,21 @@ func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
 
 // stopped re-adds the additions of a device that waited for it to leave,
 // once its actor has stopped and any config write it stopped with past its
-// commit point has returned: re-added before, the device would read its
-// document without the value that write's 200 then promises, and its next
-// change would store the old one over it (review35).
+// commit point has returned, however long the disk takes: re-added
+// before, the device would read its document without the value that
+// write's 200 then promises (review35), or, after a 503 at the write
+// timeout, the value that lands (review36), and its next change would
+// store the old one over it.
 func (r *registryActor) stopped(ctx actor.Context, key string) {
 	if done := r.landing[key]; done != nil {
 		delete(r.landing, key)
+		select {
+		case <-done:
+		default:
+			// A disk that holds the write holds the device's return: the
+			// operator, who sees it not come back, learns why here.
+			r.svc.log.Warn().Str("device", key).Msg("the device's last config write is still on the state directory's disk; it is added again once the disk answers")
+		}
 		self, root := ctx.Self(), r.svc.system.Root
 		r.svc.offload.run(func() {
 			<-done

@@ -396,8 +396,25 @@ func (s *Service) AddDeviceWithDefaults(d hw.Driver, hardware bool, defaults pro
 	return s.addDevice(&addDevice{driver: d, hardware: hardware, defaults: &defaults})
 }
 
+// AddDeviceThen is AddDevice without the wait: the addition is asked for
+// before it returns, so additions reach the service in the order of the
+// calls, and then is called with its outcome on a goroutine of its own
+// (Shutdown answers the additions still waiting, and waits for their then
+// up to its deadline). A caller that adds one device after another uses
+// it so that an addition that waits long (a device back while the config
+// write it left with is still on a slow disk waits for that write) holds
+// up no other device's.
+func (s *Service) AddDeviceThen(d hw.Driver, hardware bool, then func(*Device, error)) {
+	asked := s.send(s.registry, &addDevice{driver: d, hardware: hardware})
+	s.offload.run(func() { then(addOutcome(asked.wait())) })
+}
+
 func (s *Service) addDevice(m *addDevice) (*Device, error) {
-	r, err := s.ask(s.registry, m)
+	return addOutcome(s.ask(s.registry, m))
+}
+
+// addOutcome reads the registry's answer to an addDevice.
+func addOutcome(r any, err error) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}

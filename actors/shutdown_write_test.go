@@ -179,6 +179,99 @@ func TestShutdownCallsAHungSettingsWriteOff(t *testing.T) {
 	}
 }
 
+// heldLeavingWrite is an arm that left while a config write of its
+// document was held past its commit point, and whose addition, back, was
+// asked for right after.
+type heldLeavingWrite struct {
+	svc      *Service
+	dir      string
+	set      protocol.GravityCompensation // the value being written
+	answered chan error                   // the write's answer
+	added    chan addition                // the addition's answer
+	release  func()                       // lets the disk take the write
+}
+
+type addition struct {
+	dev *Device
+	err error
+}
+
+// leaveDuringAHeldWrite starts a service writing its config within,
+// sets an arm's gravity compensation, removes the arm once the write is
+// past its commit point and held there, and adds the arm again.
+func leaveDuringAHeldWrite(t *testing.T, within time.Duration) *heldLeavingWrite {
+	t.Helper()
+	armID := simArm(0).Info().ID
+	w := &heldLeavingWrite{dir: t.TempDir(), set: protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5},
+		answered: make(chan error, 1), added: make(chan addition, 1)}
+	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var once sync.Once
+	w.release = func() { once.Do(func() { close(held.release) }) }
+	w.svc = startWith(t, Options{StateDir: w.dir, WriteTimeout: within, WrapStore: func(s Store) Store {
+		held.Store, held.disk = s, s.(*store.Store)
+		return held
+	}})
+	t.Cleanup(w.release) // before the service's shutdown (cleanups run last first), which waits for the write
+	arm := addArm(t, w.svc, simArm(0))
+	if got, err := w.svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got == protocol.Entry(w.set) {
+		t.Fatalf("the arm starts with %v (%v): pick a value it does not have", got, err)
+	}
+	go func() { _, err := w.svc.SetEntry(arm, 0, w.set); w.answered <- err }()
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached its commit point")
+	}
+	removeArm(t, w.svc, arm)
+	go func() { d, err := w.svc.AddDevice(simArm(0), false); w.added <- addition{d, err} }()
+	return w
+}
+
+// answer waits for the write's answer.
+func (w *heldLeavingWrite) answer(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-w.answered:
+		return err
+	case <-time.After(patience):
+		t.Fatal("the write still unanswered")
+	}
+	return nil
+}
+
+// back waits for the arm to be back.
+func (w *heldLeavingWrite) back(t *testing.T) *Device {
+	t.Helper()
+	select {
+	case a := <-w.added:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a.dev
+	case <-time.After(patience):
+		t.Fatal("the device never came back")
+	}
+	return nil
+}
+
+// changeThenRestart makes the next change of the arm that came back (its
+// document is written from what it has in force), restarts the service on
+// the same directory and answers the gravity compensation in force then.
+func (w *heldLeavingWrite) changeThenRestart(t *testing.T, back *Device) protocol.Entry {
+	t.Helper()
+	if _, err := w.svc.SetEntry(back, 0, protocol.Handedness("left")); err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, w.svc)
+	next := startWith(t, Options{StateDir: w.dir})
+	arm := addArm(t, next, simArm(0))
+	got, err := next.Entry(arm, 0, protocol.KeyGravityCompensation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // A device that leaves while its config write is past its commit point,
 // and comes back before the write lands, is re-added only once the write
 // has returned: it then has the value its leaving actor answered 200, and
@@ -186,72 +279,56 @@ func TestShutdownCallsAHungSettingsWriteOff(t *testing.T) {
 // device came back with the old value, and after a restart the 200'd value
 // was gone).
 func TestDeviceBackDuringItsLeavingWriteHasTheValueAnswered(t *testing.T) {
-	armID := simArm(0).Info().ID
-	dir := t.TempDir()
-	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(held.release) }) }
-	defer release()
-	svc := startWith(t, Options{StateDir: dir, WriteTimeout: MaxWriteTimeout, WrapStore: func(s Store) Store {
-		held.Store, held.disk = s, s.(*store.Store)
-		return held
-	}})
-	arm := addArm(t, svc, simArm(0))
-	set := protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5}
-	answered := make(chan error, 1)
-	go func() { _, err := svc.SetEntry(arm, 0, set); answered <- err }()
-	select {
-	case <-held.entered:
-	case <-time.After(patience):
-		t.Fatal("the write never reached its commit point")
-	}
-	removeArm(t, svc, arm)
-	type addition struct {
-		dev *Device
-		err error
-	}
-	added := make(chan addition, 1)
-	go func() { d, err := svc.AddDevice(simArm(0), false); added <- addition{d, err} }()
+	w := leaveDuringAHeldWrite(t, MaxWriteTimeout)
 	// Before the fix the device came back at once, with the write still
 	// held; with it, the addition waits for the write. Either way the
 	// write is released after this, so the window only lets the old way
 	// show itself; it decides nothing.
-	var back addition
 	select {
-	case back = <-added:
+	case a := <-w.added:
+		w.added <- a
 	case <-time.After(200 * time.Millisecond):
 	}
-	release()
-	if back.dev == nil && back.err == nil {
-		select {
-		case back = <-added:
-		case <-time.After(patience):
-			t.Fatal("the device never came back")
-		}
+	w.release()
+	back := w.back(t)
+	if err := w.answer(t); err != nil {
+		t.Fatalf("the write that landed was answered %v, want its value", err)
 	}
-	if back.err != nil {
-		t.Fatal(back.err)
+	if got, err := w.svc.Entry(back, 0, protocol.KeyGravityCompensation); err != nil || got != w.set {
+		t.Errorf("the device that came back has %v (%v), want the %v its write was answered 200 for", got, err, w.set)
 	}
-	var werr error
+	if got := w.changeThenRestart(t, back); got != w.set {
+		t.Errorf("after a restart: %v, want the %v answered 200", got, w.set)
+	}
+}
+
+// A device that leaves while its config write is past its commit point,
+// and whose disk holds that write past the write timeout, comes back only
+// once the disk has answered: the write's 503 says "read it back", and
+// what it reads back is what a restart has, and what its next change
+// keeps (review36: re-added at the 503, it read its document before the
+// held write renamed it in, so it read back the old value, a restart had
+// the new one, and its next change stored the old one over it).
+func TestDeviceBackAfterItsLeavingWriteTimedOutReadsBackWhatARestartHas(t *testing.T) {
+	w := leaveDuringAHeldWrite(t, 300*time.Millisecond)
+	if errCode(w.answer(t)) != protocol.CodeUnavailable {
+		t.Fatal("the write held past the write timeout was not answered 503")
+	}
+	// The window lets the old way show itself (the device back at the
+	// 503); the read back below decides.
 	select {
-	case werr = <-answered:
-	case <-time.After(patience):
-		t.Fatal("the write still unanswered")
+	case a := <-w.added:
+		t.Errorf("the device came back (%v) while its write was still on the disk", a.err)
+		w.added <- a
+	case <-time.After(200 * time.Millisecond):
 	}
-	if werr != nil {
-		t.Fatalf("the write that landed was answered %v, want its value", werr)
-	}
-	if got, err := svc.Entry(back.dev, 0, protocol.KeyGravityCompensation); err != nil || got != set {
-		t.Errorf("the device that came back has %v (%v), want the %v its write was answered 200 for", got, err, set)
-	}
-	// Its next change writes its document from what it has in force.
-	if _, err := svc.SetEntry(back.dev, 0, protocol.Handedness("left")); err != nil {
+	w.release()
+	back := w.back(t)
+	readBack, err := w.svc.Entry(back, 0, protocol.KeyGravityCompensation)
+	if err != nil {
 		t.Fatal(err)
 	}
-	shutdown(t, svc)
-	next := startWith(t, Options{StateDir: dir})
-	arm = addArm(t, next, simArm(0))
-	if got, err := next.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got != set {
-		t.Errorf("after a restart: %v (%v), want the %v answered 200", got, err, set)
+	if after := w.changeThenRestart(t, back); after != readBack || readBack != w.set {
+		t.Errorf("read back %v once back, %v after its next change and a restart; want the %v the write landed", readBack, after, w.set)
 	}
 }

@@ -65,8 +65,9 @@ type Gateway struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 	// adds are the proxies an inventory made, added to the service in
-	// the order they came by one goroutine: an add waits for the
-	// registry, which no Receive may.
+	// the order they came by one goroutine: an add waits for the ids'
+	// save, which no Receive may. It does not wait for the addition
+	// (Service.AddDeviceThen), which may wait long for one device.
 	adds *fifo[*proxy]
 	// idsSaveMu serialises saves of the remembered ids (saveIDs), so the
 	// last snapshot taken is the last one written. It is held across the
@@ -836,16 +837,31 @@ func (g *Gateway) add(p *proxy) {
 		return
 	}
 	g.saveIDs()
-	dev, err := g.svc.AddDevice(p, false)
-	if err != nil {
-		g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
-		g.forget(p)
-		return
-	}
-	p.dev.Store(dev)
-	// On its own goroutine: the node's answers must not hold up the next
-	// node's devices.
-	g.syncConfigSoon(p, dev)
+	// Not waited for: a device back while the config write it left with
+	// is still on a slow disk is added once that write returned, and the
+	// devices behind it in adds must not wait as long (review36). One
+	// device's additions keep their order: its next proxy is made only
+	// once this one is forgotten, after its addition was answered.
+	g.svc.AddDeviceThen(p, false, func(dev *actors.Device, err error) {
+		if err != nil {
+			g.log.Error().Err(err).Str("node", p.nodeID).Str("uuid", p.info.UUID).Msg("could not add a node's device")
+			g.forget(p)
+			return
+		}
+		p.dev.Store(dev)
+		// On its own goroutine: the node's answers must not hold up the
+		// next node's devices. Under mu, as Close stops wg taking more;
+		// once it did, the copy is cut short at once (every entry unsure).
+		g.mu.Lock()
+		closing := g.closing.Load()
+		if !closing {
+			g.syncConfigSoon(p, dev)
+		}
+		g.mu.Unlock()
+		if closing {
+			g.syncConfig(p, dev)
+		}
+	})
 }
 
 // syncConfigSoon has syncConfig copy p's config from the node on a

@@ -157,12 +157,19 @@ func (f *foundHandler) DeviceFound(d hw.Driver) {
 			"POST /settings/system/serial_enable true to use the device; until then another program may take it")
 		return
 	}
-	if _, err := f.svc.AddDevice(d, true); err != nil {
-		f.h.log.Error().Err(err).Str("port", info.Port).Msg("could not add the device")
-		_ = d.Close()
-		f.h.watcher.Refused(info.Port, "the service could not add the device: "+err.Error(),
-			"it is retried automatically with backoff; the service's log has the details")
-	}
+	// Not waited for on the watcher's goroutine: an addition can wait long
+	// (an arm back while the config write it left with is still on a slow
+	// disk), and the arms plugged in meanwhile must not wait behind it. The
+	// watcher finds this port again only after Lost or Refused, so one
+	// port's additions keep their order.
+	f.svc.AddDeviceThen(d, true, func(_ *actors.Device, err error) {
+		if err != nil {
+			f.h.log.Error().Err(err).Str("port", info.Port).Msg("could not add the device")
+			_ = d.Close()
+			f.h.watcher.Refused(info.Port, "the service could not add the device: "+err.Error(),
+				"it is retried automatically with backoff; the service's log has the details")
+		}
+	})
 }
 
 func (f *foundHandler) ScanReport(r discovery.Report) {
