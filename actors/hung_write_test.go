@@ -483,7 +483,8 @@ func TestSessionEndAndShutdownBoundedByAHungProfileWrite(t *testing.T) {
 	hung := &hungFsyncStore{name: profileFolder(profile) + "/" + protocol.TypeArm.Key() + "-" + armID,
 		entered: make(chan struct{}, 1), release: make(chan struct{}), returned: make(chan error, 1)}
 	// Not startWith: its cleanup wants a shutdown without error.
-	svc, err := Start(Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, Log: zerolog.Nop(), SimShards: 1,
+	dir := t.TempDir()
+	svc, err := Start(Options{StateDir: dir, WriteTimeout: 300 * time.Millisecond, Log: zerolog.Nop(), SimShards: 1,
 		WrapStore: func(s Store) Store {
 			hung.Store, hung.disk = s, s.(*store.Store)
 			return hung
@@ -507,6 +508,10 @@ func TestSessionEndAndShutdownBoundedByAHungProfileWrite(t *testing.T) {
 			}
 			return nil
 		})
+		// A write the shutdown gave up on may still be renaming its
+		// file in: the directory goes once it has (t.TempDir's own
+		// removal, tried once, failed on a loaded machine).
+		hwtest.EventuallyNil(t, patience, "the state directory removed", func() error { return os.RemoveAll(dir) })
 	})
 	arm := addArm(t, svc, simArm(0))
 	sess, sink := open(t, svc, nil)
