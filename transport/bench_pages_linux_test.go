@@ -1,0 +1,176 @@
+//go:build linux
+
+package transport
+
+import (
+	"bytes"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"unsafe"
+)
+
+// BenchmarkLockstepPagesTouched counts the distinct 4 KiB pages of the
+// process one lock-step round trip touches, to hapticd and to the bare echo
+// of BenchmarkLockstepRoundTrip: on a CPU without PCID each of them is a
+// page walk per message once another process ran (issue 26, msg27). Before
+// each round trip the pages' accessed bits are cleared (writing 1 to
+// /proc/self/clear_refs, which also empties the TLB); after it the kernel
+// sums the pages referenced since (/proc/self/smaps, Referenced). The same
+// clear and read with no round trip between is subtracted (the read's own
+// pages). The client is the same code for both, so hapticd-pages less
+// echo-pages is the service's footprint beyond the echo's. Reported:
+// medians (the simulated arm's tick, every millisecond, lands in some
+// windows), in pages, of the whole process and of its parts: heap (the Go
+// arena: objects and goroutine stacks), offheap (other anonymous memory:
+// the runtime's own structures, the binary's bss), and the binary's text,
+// rodata and data.
+//
+// Run it on one CPU (taskset -c 0) as the other lock-step benchmarks; it
+// needs a kernel with /proc/PID/clear_refs (CONFIG_PROC_PAGE_MONITOR).
+func BenchmarkLockstepPagesTouched(b *testing.B) {
+	pc, err := openPageCounter()
+	if err != nil {
+		b.Skipf("no page accounting here: %v", err)
+	}
+	defer pc.close()
+	svc, ec, msg, _ := lockstepPair(b)
+	var base, hd, echo []pageCount
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pc.clear(b)
+		base = append(base, pc.count(b))
+		pc.clear(b)
+		roundTripBytes(b, svc, msg)
+		hd = append(hd, pc.count(b))
+		pc.clear(b)
+		roundTripBytes(b, ec, msg)
+		echo = append(echo, pc.count(b))
+	}
+	b.StopTimer()
+	for _, part := range []struct {
+		name string
+		of   func(pageCount) float64
+	}{
+		{"", func(c pageCount) float64 { return float64(c.heap + c.offheap + c.text + c.rodata + c.data + c.other) }},
+		{"heap-", func(c pageCount) float64 { return float64(c.heap) }},
+		{"offheap-", func(c pageCount) float64 { return float64(c.offheap) }},
+		{"text-", func(c pageCount) float64 { return float64(c.text) }},
+		{"rodata-", func(c pageCount) float64 { return float64(c.rodata) }},
+		{"data-", func(c pageCount) float64 { return float64(c.data) }},
+	} {
+		b0 := medianOf(base, part.of)
+		b.ReportMetric(medianOf(hd, part.of)-b0, "hapticd-"+part.name+"pages")
+		b.ReportMetric(medianOf(echo, part.of)-b0, "echo-"+part.name+"pages")
+	}
+}
+
+// pageCount is what /proc/self/smaps says was referenced, in 4 KiB pages,
+// by kind of mapping.
+type pageCount struct {
+	heap, offheap, text, rodata, data, other int
+}
+
+// pageCounter clears and sums the process's referenced pages.
+type pageCounter struct {
+	clearRefs *os.File
+	smaps     *os.File
+	exe       []byte // the binary's path, as smaps names its mappings
+	// buf is on the Go heap: the arena lies near it (its base is random
+	// since Go 1.26, no longer at 0xc000000000).
+	buf []byte
+}
+
+func openPageCounter() (*pageCounter, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cr, err := os.OpenFile("/proc/self/clear_refs", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		cr.Close()
+		return nil, err
+	}
+	return &pageCounter{clearRefs: cr, smaps: sm, exe: []byte(exe), buf: make([]byte, 4<<20)}, nil
+}
+
+func (p *pageCounter) close() {
+	p.clearRefs.Close()
+	p.smaps.Close()
+}
+
+// clear clears the accessed bit of every page of the process.
+func (p *pageCounter) clear(b *testing.B) {
+	if _, err := p.clearRefs.Write([]byte("1")); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// count sums the pages referenced since clear.
+func (p *pageCounter) count(b *testing.B) pageCount {
+	n := 0
+	for {
+		m, err := p.smaps.ReadAt(p.buf[n:], int64(n))
+		n += m
+		if err != nil || n == len(p.buf) {
+			break
+		}
+	}
+	if n == len(p.buf) {
+		b.Fatalf("/proc/self/smaps is over %d bytes", len(p.buf))
+	}
+	var c pageCount
+	kind := &c.other
+	for _, line := range bytes.Split(p.buf[:n], []byte("\n")) {
+		f := bytes.Fields(line)
+		switch {
+		case len(f) == 0:
+		case !bytes.Contains(f[0], []byte("-")): // a field of the mapping above
+			if string(f[0]) == "Referenced:" && len(f) > 1 {
+				kb, _ := strconv.Atoi(string(f[1]))
+				*kind += kb / 4
+			}
+		default: // a mapping's header: range perms offset dev inode [path]
+			kind = c.part(f, p.exe, uintptr(unsafe.Pointer(&p.buf[0])))
+		}
+	}
+	return c
+}
+
+// part is the count a mapping (its smaps header, split in fields) adds to:
+// the Go heap arena (within 4 GiB of heapAt, an address in it), other
+// anonymous memory, the binary, or the rest (vdso, libraries).
+func (c *pageCount) part(header [][]byte, exe []byte, heapAt uintptr) *int {
+	switch {
+	case len(header) > 5 && bytes.Equal(header[5], exe) && bytes.Contains(header[1], []byte("x")):
+		return &c.text
+	case len(header) > 5 && bytes.Equal(header[5], exe) && bytes.Contains(header[1], []byte("w")):
+		return &c.data
+	case len(header) > 5 && bytes.Equal(header[5], exe):
+		return &c.rodata
+	case len(header) > 5:
+		return &c.other // a named mapping: [vdso], [stack], a library
+	}
+	start, err := strconv.ParseUint(string(bytes.SplitN(header[0], []byte("-"), 2)[0]), 16, 64)
+	if d := int64(start) - int64(heapAt); err == nil && d > -4<<30 && d < 4<<30 {
+		return &c.heap
+	}
+	return &c.offheap
+}
+
+func medianOf(cs []pageCount, of func(pageCount) float64) float64 {
+	v := make([]float64, len(cs))
+	for i, c := range cs {
+		v[i] = of(c)
+	}
+	sort.Float64s(v)
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)/2]
+}
