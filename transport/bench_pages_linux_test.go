@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"sort"
-	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -79,7 +78,8 @@ type pageCounter struct {
 	exe       []byte // the binary's path, as smaps names its mappings
 	// buf is on the Go heap: the arena lies near it (its base is random
 	// since Go 1.26, no longer at 0xc000000000).
-	buf []byte
+	buf      []byte
+	fieldBuf [][]byte
 }
 
 func openPageCounter() (*pageCounter, error) {
@@ -96,7 +96,7 @@ func openPageCounter() (*pageCounter, error) {
 		cr.Close()
 		return nil, err
 	}
-	return &pageCounter{clearRefs: cr, smaps: sm, exe: []byte(exe), buf: make([]byte, 4<<20)}, nil
+	return &pageCounter{clearRefs: cr, smaps: sm, exe: []byte(exe), buf: make([]byte, 4<<20), fieldBuf: make([][]byte, 0, 16)}, nil
 }
 
 func (p *pageCounter) close() {
@@ -124,22 +124,63 @@ func (p *pageCounter) count(b *testing.B) pageCount {
 	if n == len(p.buf) {
 		b.Fatalf("/proc/self/smaps is over %d bytes", len(p.buf))
 	}
+	// Parsed without allocating: a count that allocated would bring the
+	// collector into the windows it measures.
 	var c pageCount
 	kind := &c.other
-	for _, line := range bytes.Split(p.buf[:n], []byte("\n")) {
-		f := bytes.Fields(line)
+	for rest := p.buf[:n]; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		f := p.fields(line)
 		switch {
 		case len(f) == 0:
 		case !bytes.Contains(f[0], []byte("-")): // a field of the mapping above
 			if string(f[0]) == "Referenced:" && len(f) > 1 {
-				kb, _ := strconv.Atoi(string(f[1]))
-				*kind += kb / 4
+				*kind += atoi(f[1]) / 4
 			}
 		default: // a mapping's header: range perms offset dev inode [path]
 			kind = c.part(f, p.exe, uintptr(unsafe.Pointer(&p.buf[0])))
 		}
 	}
 	return c
+}
+
+// fields splits line at spaces into p.fieldBuf.
+func (p *pageCounter) fields(line []byte) [][]byte {
+	f := p.fieldBuf[:0]
+	start := -1
+	for i, ch := range line {
+		switch {
+		case ch == ' ' || ch == '\t':
+			if start >= 0 {
+				f = append(f, line[start:i])
+				start = -1
+			}
+		case start < 0:
+			start = i
+		}
+	}
+	if start >= 0 {
+		f = append(f, line[start:])
+	}
+	p.fieldBuf = f
+	return f
+}
+
+// atoi reads the decimal number at the start of b.
+func atoi(b []byte) int {
+	n := 0
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		n = 10*n + int(ch-'0')
+	}
+	return n
 }
 
 // part is the count a mapping (its smaps header, split in fields) adds to:
@@ -156,8 +197,20 @@ func (c *pageCount) part(header [][]byte, exe []byte, heapAt uintptr) *int {
 	case len(header) > 5:
 		return &c.other // a named mapping: [vdso], [stack], a library
 	}
-	start, err := strconv.ParseUint(string(bytes.SplitN(header[0], []byte("-"), 2)[0]), 16, 64)
-	if d := int64(start) - int64(heapAt); err == nil && d > -4<<30 && d < 4<<30 {
+	var start uint64
+	for _, ch := range header[0] {
+		if ch == '-' {
+			break
+		}
+		start <<= 4
+		switch {
+		case ch >= 'a':
+			start |= uint64(ch-'a') + 10
+		default:
+			start |= uint64(ch - '0')
+		}
+	}
+	if d := int64(start) - int64(heapAt); d > -4<<30 && d < 4<<30 {
 		return &c.heap
 	}
 	return &c.offheap
