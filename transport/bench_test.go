@@ -71,7 +71,8 @@ func (e *evictor) evict() {
 // lockstepRoundTrips alternates round trips to hapticd and to a bare echo;
 // a non-nil evict flushes caches or the TLB before each round trip.
 func lockstepRoundTrips(b *testing.B, evict *evictor) {
-	svc, ec, msg, frame := lockstepPair(b)
+	lp := startLockstepPair(b, 0)
+	svc, ec, msg, frame := lp.svc, lp.echo, lp.msg, lp.frame
 	svcNs := make([]int64, 0, b.N)
 	echoNs := make([]int64, 0, b.N)
 	b.ResetTimer()
@@ -99,17 +100,24 @@ func lockstepRoundTrips(b *testing.B, evict *evictor) {
 	b.ReportMetric(float64(len(frame)), "frame-bytes")
 }
 
-// lockstepPair starts a one-arm service and a bare gorilla echo answering
-// its frame, and returns a client of each (closed with b), the lock-step
-// message and the frame.
-func lockstepPair(b *testing.B) (svc, echo *websocket.Conn, msg, frame []byte) {
-	ts := startService(b, serviceConfig{arms: 1})
+// lockstepPair is a one-arm service and a bare gorilla echo answering its
+// frame, a client of each, the lock-step message and the frame.
+type lockstepPair struct {
+	ts         *testService
+	svc, echo  *websocket.Conn
+	msg, frame []byte
+}
+
+// startLockstepPair starts a lockstepPair whose loop runs at loopHz (0:
+// the default 1 kHz); b closes it.
+func startLockstepPair(b *testing.B, loopHz int) *lockstepPair {
+	ts := startService(b, serviceConfig{arms: 1, loopHz: loopHz})
 	id := ts.armIDs[0]
 	sc := ts.dial(b, ts.wsURL())
 	sc.expect()
 	_ = sc.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
-	msg = []byte(force(id, 0, 0, 0.1))
-	frame = roundTripBytes(b, sc.conn, msg)
+	msg := []byte(force(id, 0, 0, 0.1))
+	frame := roundTripBytes(b, sc.conn, msg)
 
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -133,7 +141,7 @@ func lockstepPair(b *testing.B) (svc, echo *websocket.Conn, msg, frame []byte) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ec.Close() })
-	return sc.conn, ec, msg, frame
+	return &lockstepPair{ts: ts, svc: sc.conn, echo: ec, msg: msg, frame: frame}
 }
 
 func roundTripBytes(tb testing.TB, c *websocket.Conn, msg []byte) []byte {
