@@ -141,8 +141,7 @@ func testConn(t *testing.T) (*wsConn, *rawClient) {
 	t.Helper()
 	ws, c := upgradedPair(t)
 	h := &sessionHandler{frames: framePool{newCap: 4096, keepCap: maxKeptFrameBytes}, conns: newConnSet(10 * time.Second), log: zerolog.Nop()}
-	wc := &wsConn{ws: ws, raw: ws.UnderlyingConn(), h: h, done: make(chan struct{})}
-	wc.inflight.init(maxInFlight)
+	wc := &wsConn{ws: ws, raw: ws.UnderlyingConn(), h: h, inflight: newInflightGate(maxInFlight), done: make(chan struct{})}
 	wc.takeControlWrites()
 	read := make(chan struct{})
 	go func() {

@@ -133,9 +133,9 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		raw:      ws.UnderlyingConn(),
 		h:        h,
 		messages: newBufPool(poolSize, 1024, maxKeptMessageBytes),
+		inflight: newInflightGate(maxInFlight),
 		done:     make(chan struct{}),
 	}
-	c.inflight.init(maxInFlight)
 	c.takeControlWrites()
 	if !h.conns.add(c) {
 		r := protocol.CloseShutdown
@@ -198,14 +198,11 @@ func (c *wsConn) serve(sess *actors.Session) {
 // written, and every write is on the one goroutine, so no frame of ours
 // and of gorilla's interleave.
 type wsConn struct {
-	ws       *websocket.Conn
-	raw      net.Conn // ws's connection, for writeData
-	h        *sessionHandler
-	messages bufPool // message buffers, reused once processed
-	// inflight counts the messages whose frame is not written yet; a
-	// value, on the connection's own pages, which every message touches
-	// (msg28).
-	inflight  inflightGate
+	ws        *websocket.Conn
+	raw       net.Conn // ws's connection, for writeData
+	h         *sessionHandler
+	messages  bufPool       // message buffers, reused once processed
+	inflight  *inflightGate // messages whose frame is not written yet
 	done      chan struct{} // closed by Close
 	sessionID uint64        // set before the reader starts
 	// frame is the buffer Buffer handed out, until Send puts it back; the
@@ -378,9 +375,8 @@ type inflightGate struct {
 	room chan struct{}
 }
 
-// init makes g a gate of limit messages.
-func (g *inflightGate) init(limit int) {
-	g.limit, g.room = int32(limit), make(chan struct{}, 1)
+func newInflightGate(limit int) *inflightGate {
+	return &inflightGate{limit: int32(limit), room: make(chan struct{}, 1)}
 }
 
 // enter counts a message about to be read; past the limit it waits for a
@@ -543,7 +539,6 @@ func (c *wsConn) SendSpliced(buf []byte, at int, shared []byte) {
 		c.putFrame(buf)
 		return
 	}
-	buf, at, shared = spliceInPlace(buf, at, shared)
 	if c.h.rec.Active() {
 		frame := buf
 		if len(shared) > 0 {
@@ -561,23 +556,6 @@ func (c *wsConn) SendSpliced(buf []byte, at int, shared []byte) {
 	if err != nil {
 		c.failWrite(err)
 	}
-}
-
-// spliceInPlace moves the tail of a small frame over to make room for
-// shared and copies shared in, when buf's array has the room: the frame is
-// then written from its own buffer, as one part, with neither the copy
-// into joined nor joined's pages, which every message of one arm touched
-// (msg28). A larger frame, or one whose buffer has no room, is returned as
-// it is and written in parts.
-func spliceInPlace(buf []byte, at int, shared []byte) ([]byte, int, []byte) {
-	n := len(buf) + len(shared)
-	if len(shared) == 0 || n > cap(buf) || n+frameHeadroom > contiguousFrameMax {
-		return buf, at, shared
-	}
-	whole := buf[:n]
-	copy(whole[at+len(shared):], buf[at:])
-	copy(whole[at:], shared)
-	return whole, n, nil
 }
 
 // putFrame gives the frame buffer Buffer handed out back to the pool.

@@ -619,8 +619,7 @@ func TestReadIntoKeepsTokensExact(t *testing.T) {
 // frame has made room.
 func TestInflightGateStopsTheReaderAtTheLimit(t *testing.T) {
 	const limit = 4
-	var g inflightGate
-	g.init(limit)
+	g := newInflightGate(limit)
 	never, shut := make(chan struct{}), make(chan struct{})
 	close(shut)
 	g.leave() // a frame before any message: nothing to count
