@@ -108,9 +108,7 @@ type Session struct {
 	pid         *actor.PID
 	sink        FrameSink
 	// path is the per-tick path's state, used only by Deliver's caller.
-	// A value, not a pointer: every message reads it beside the session's
-	// own fields, and as one allocation they share pages (msg28).
-	path tickPath
+	path *tickPath
 	// ended is closed by Close: a Deliver that waits for the actor stops
 	// waiting.
 	ended     chan struct{}
@@ -203,7 +201,7 @@ func (s *Session) Controls() []*Device {
 // A panic while processing the message ends the session as a panic in its
 // actor does (Session.fail).
 func (s *Session) Deliver(buf []byte) {
-	p := &s.path
+	p := s.path
 	defer func() {
 		if v := recover(); v != nil {
 			p.gone = true
@@ -306,7 +304,7 @@ func (s *Service) OpenSession(o SessionOptions) (*Session, error) {
 		sub:     everyDevice,
 	}
 	sess.snap.Store(first)
-	sess.path = tickPath{
+	sess.path = &tickPath{
 		sess:   sess,
 		svc:    s,
 		codec:  o.Codec,
