@@ -8,9 +8,9 @@ import (
 	"sort"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
-	"unsafe"
 )
 
 // BenchmarkLockstepPagesTouched counts the distinct 4 KiB pages of the
@@ -25,10 +25,10 @@ import (
 // echo-pages is the service's footprint beyond the echo's. The arm's loop
 // runs at 10 Hz and a window in which it ticked is dropped (windows-kept:
 // the share left); the message's element then comes from the frame cache,
-// as it does for most messages at 1 kHz too. Reported: medians, in pages, of the whole process and of its parts: heap (the Go
-// arena: objects and goroutine stacks), offheap (other anonymous memory:
-// the runtime's own structures, the binary's bss), and the binary's text,
-// rodata and data.
+// as it does for most messages at 1 kHz too. Reported: medians, in pages,
+// of the whole process and of its parts: heap (the Go arena: objects and
+// goroutine stacks), offheap (other anonymous memory: the runtime's own
+// structures, the binary's bss), and the binary's text, rodata and data.
 //
 // Run it on one CPU (taskset -c 0) as the other lock-step benchmarks; it
 // needs a kernel with /proc/PID/clear_refs (CONFIG_PROC_PAGE_MONITOR).
