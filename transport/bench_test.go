@@ -71,44 +71,15 @@ func (e *evictor) evict() {
 // lockstepRoundTrips alternates round trips to hapticd and to a bare echo;
 // a non-nil evict flushes caches or the TLB before each round trip.
 func lockstepRoundTrips(b *testing.B, evict *evictor) {
-	ts := startService(b, serviceConfig{arms: 1})
-	id := ts.armIDs[0]
-	svc := ts.dial(b, ts.wsURL())
-	svc.expect()
-	_ = svc.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
-	msg := []byte(force(id, 0, 0, 0.1))
-	frame := roundTripBytes(b, svc.conn, msg)
-
-	up := websocket.Upgrader{}
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			if _, _, err := c.ReadMessage(); err != nil {
-				return
-			}
-			if err := c.WriteMessage(websocket.TextMessage, frame); err != nil {
-				return
-			}
-		}
-	}))
-	defer echo.Close()
-	ec, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(echo.URL, "http"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ec.Close()
-
+	lp := startLockstepPair(b, 0)
+	svc, ec, msg, frame := lp.svc, lp.echo, lp.msg, lp.frame
 	svcNs := make([]int64, 0, b.N)
 	echoNs := make([]int64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		evict.evict()
 		t0 := time.Now()
-		roundTripBytes(b, svc.conn, msg)
+		roundTripBytes(b, svc, msg)
 		t1 := time.Now()
 		evict.evict()
 		t2 := time.Now()
@@ -127,6 +98,50 @@ func lockstepRoundTrips(b *testing.B, evict *evictor) {
 	b.ReportMetric(sp50/ep50, "ratio-p50")
 	b.ReportMetric(sp99/ep99, "ratio-p99")
 	b.ReportMetric(float64(len(frame)), "frame-bytes")
+}
+
+// lockstepPair is a one-arm service and a bare gorilla echo answering its
+// frame, a client of each, the lock-step message and the frame.
+type lockstepPair struct {
+	ts         *testService
+	svc, echo  *websocket.Conn
+	msg, frame []byte
+}
+
+// startLockstepPair starts a lockstepPair whose loop runs at loopHz (0:
+// the default 1 kHz); b closes it.
+func startLockstepPair(b *testing.B, loopHz int) *lockstepPair {
+	ts := startService(b, serviceConfig{arms: 1, loopHz: loopHz})
+	id := ts.armIDs[0]
+	sc := ts.dial(b, ts.wsURL())
+	sc.expect()
+	_ = sc.conn.SetReadDeadline(time.Time{}) // a long run outlasts the helper's read deadline
+	msg := []byte(force(id, 0, 0, 0.1))
+	frame := roundTripBytes(b, sc.conn, msg)
+
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+			if err := c.WriteMessage(websocket.TextMessage, frame); err != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	ec, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ec.Close() })
+	return &lockstepPair{ts: ts, svc: sc.conn, echo: ec, msg: msg, frame: frame}
 }
 
 func roundTripBytes(tb testing.TB, c *websocket.Conn, msg []byte) []byte {

@@ -66,6 +66,7 @@ type serviceConfig struct {
 	maxConns       int    // each listener's connection limit (0: the default)
 	port           int    // the HTTP port (0: a free one), for a service restarted where a client knows it
 	eventRing      int    // recent events kept (0: the default)
+	loopHz         int    // the loops' rate (0: 1000)
 	ports          func() HardwarePorts
 }
 
@@ -96,14 +97,17 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 		t.Fatal(err)
 	}
 	goroutinesBefore := runtime.NumGoroutine()
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: 1000, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
+	if cfg.loopHz == 0 {
+		cfg.loopHz = 1000
+	}
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: cfg.loopHz, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
 		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, SessionHook: cfg.sessionHook, RequestTimeout: cfg.requestTimeout, EventRingSize: cfg.eventRing})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testService{t: t, svc: svc, dir: cfg.dir}
 	for i := 0; i < cfg.arms; i++ {
-		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001, Motion: cfg.motion}), false)
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 1 / float64(cfg.loopHz), Motion: cfg.motion}), false)
 		if err != nil {
 			t.Fatal(err)
 		}
