@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -186,6 +187,8 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 	// renders effects, else a refusal that says effects are the matter.
 	tr, err := rt.effectTrial(40)
 	switch {
+	case errors.Is(err, errEffectLapsed):
+		t.Errorf("a 40 N/m wall effect has no verdict: %v", err)
 	case err != nil && !strings.Contains(err.Error(), "effect"):
 		t.Errorf("declaring the wall as an effect failed without saying effects are the matter: %v", err)
 	case err == nil && (!tr.Stable || tr.ContactS < 0):
