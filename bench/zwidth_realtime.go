@@ -200,7 +200,15 @@ type realtimeRun struct {
 	delayFrames int
 	// timing of the client's frames over the row's trials
 	timing realtimeTiming
+	// keepStall, when set (by tests), holds an effect trial's client
+	// quiet for the duration it gives for the attempt, once, keepStallAfter
+	// into the attempt's push: a loaded machine's stall, on cue.
+	keepStall func(attempt int) time.Duration
 }
+
+// keepStallAfter is when realtimeRun.keepStall holds the client: well
+// after contact (about 50 ms into the push), before the verdict.
+const keepStallAfter = 300 * time.Millisecond
 
 // realtimeTiming accumulates how the client's frames actually went: the
 // intervals between its force commands and their round trips, the delay
@@ -505,7 +513,7 @@ var errEffectLapsed = errors.New("the session's lease lapsed in every attempt (t
 // trial then declares the wall again, at most effectAttempts times.
 func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
 	for attempt := 0; attempt < effectAttempts; attempt++ {
-		t, lapsed, err := rt.effectAttempt(k)
+		t, lapsed, err := rt.effectAttempt(k, attempt)
 		if err != nil || !lapsed {
 			return t, err
 		}
@@ -513,10 +521,10 @@ func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
 	return ZwidthTrial{StiffnessNpm: k, ContactS: -1}, fmt.Errorf("bench: zwidth: a %s N/m wall effect: %w", number(k), errEffectLapsed)
 }
 
-// effectAttempt is one declaration of effectTrial's wall, judged; lapsed
+// effectAttempt is effectTrial's attempt-th declaration of its wall, judged; lapsed
 // says that a renewal's answer no longer counted the wall (its lease
 // lapsed), which voids the verdict.
-func (rt *realtimeRun) effectAttempt(k float64) (t ZwidthTrial, lapsed bool, err error) {
+func (rt *realtimeRun) effectAttempt(k float64, attempt int) (t ZwidthTrial, lapsed bool, err error) {
 	t = ZwidthTrial{StiffnessNpm: k, Stable: true, ContactS: -1}
 	rest, err := rt.goHome()
 	if err != nil {
@@ -559,7 +567,18 @@ func (rt *realtimeRun) effectAttempt(k float64) (t ZwidthTrial, lapsed bool, err
 	go func() { // the client only pushes and keeps its lease
 		defer wg.Done()
 		period := time.Second / realtimeKeepHz
+		var stall time.Duration
+		if rt.keepStall != nil {
+			stall = rt.keepStall(attempt)
+		}
+		stallAt := time.Now().Add(keepStallAfter)
 		for next := time.Now(); ctx.Err() == nil; {
+			if stall > 0 && time.Now().After(stallAt) {
+				if !waitUntil(ctx, time.Now().Add(stall)) {
+					return
+				}
+				stall, next = 0, time.Now()
+			}
 			frame, err := rt.ctl.exchange(keep)
 			if err != nil {
 				ctlErr = err

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestZwidthBound(t *testing.T) {
@@ -193,6 +194,57 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 		t.Errorf("declaring the wall as an effect failed without saying effects are the matter: %v", err)
 	case err == nil && (!tr.Stable || tr.ContactS < 0):
 		t.Errorf("a 40 N/m wall effect: %+v, want stable after contact", tr)
+	}
+}
+
+// A client held up past its lease loses its wall effect (a lapse drops
+// the session's effects) while its next renewal pushes on: such an
+// attempt is no verdict. The trial declares the wall again and judges that
+// attempt; a client held up in every attempt gets errEffectLapsed, never a
+// wall judged unstable (the "cursor 31 mm from the wall" of a loaded run).
+func TestZwidthEffectTrialRedeclaresTheWallAfterALapse(t *testing.T) {
+	svc, ctx := oneArmService(t, "starts the real hapticd; skipped with -short")
+	ctl, err := dialClient(ctx, svc.wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.close()
+	obs, err := dialClient(ctx, svc.wsURL, 0, RoleObserver, 0, realtimeTimeout, subscribeTo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.close()
+	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 160 ms: past the default lease (100 ms) and its 20 ms ramp.
+	const stall = 160 * time.Millisecond
+	tests := []struct {
+		name    string
+		stalled int // attempts held up, from the first
+		lapsed  bool
+	}{
+		{"the first attempt lapses", 1, false},
+		{"every attempt lapses", effectAttempts, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: 0.5,
+				keepStall: func(attempt int) time.Duration {
+					if attempt < tc.stalled {
+						return stall
+					}
+					return 0
+				}}
+			tr, err := rt.effectTrial(40)
+			switch {
+			case tc.lapsed && !errors.Is(err, errEffectLapsed):
+				t.Errorf("a 40 N/m wall effect whose client was held up %v in every attempt: %+v, %v; want errEffectLapsed", stall, tr, err)
+			case !tc.lapsed && (err != nil || !tr.Stable || tr.ContactS < 0):
+				t.Errorf("a 40 N/m wall effect whose client was held up %v in its first attempt: %+v, %v; want stable after contact", stall, tr, err)
+			}
+		})
 	}
 }
 
