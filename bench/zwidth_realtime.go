@@ -200,7 +200,15 @@ type realtimeRun struct {
 	delayFrames int
 	// timing of the client's frames over the row's trials
 	timing realtimeTiming
+	// keepStall, when set (by tests), holds an effect trial's client
+	// quiet for the duration it gives for the attempt, once, keepStallAfter
+	// into the attempt's push: a loaded machine's stall, on cue.
+	keepStall func(attempt int) time.Duration
 }
+
+// keepStallAfter is when realtimeRun.keepStall holds the client: well
+// after contact (about 50 ms into the push), before the verdict.
+const keepStallAfter = 300 * time.Millisecond
 
 // realtimeTiming accumulates how the client's frames actually went: the
 // intervals between its force commands and their round trips, the delay
@@ -485,15 +493,42 @@ func (rt *realtimeRun) observe(t *ZwidthTrial, wallX, k float64) error {
 	}
 }
 
+// effectAttempts is how many times effectTrial declares its wall before it
+// gives up on a machine that keeps holding the client past its lease.
+const effectAttempts = 3
+
+// errEffectLapsed says that the client's wall effect lapsed with its lease
+// in every attempt of a trial, so the trial has no verdict.
+var errEffectLapsed = errors.New("the session's lease lapsed in every attempt (the client was held up longer than the lease): the service dropped the wall while the push went on, so no attempt measured the wall")
+
 // effectTrial declares a wall of stiffness k as an effect (docs/protocol.md,
 // Effects) and lets the service's loop render it while the client only
 // pushes and renews its lease; the observer judges as for A. It fails with
 // the service's answer when the service refuses or ignores effects.
+//
+// An attempt whose lease lapsed is not a verdict: a lapse drops the
+// session's effects (docs/protocol.md, Effects), and the next renewal
+// takes the arm back with the push alone, which runs the cursor through
+// where the wall was (a 100 ms stall of a loaded machine did that). The
+// trial then declares the wall again, at most effectAttempts times.
 func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
-	t := ZwidthTrial{StiffnessNpm: k, Stable: true, ContactS: -1}
+	for attempt := 0; attempt < effectAttempts; attempt++ {
+		t, lapsed, err := rt.effectAttempt(k, attempt)
+		if err != nil || !lapsed {
+			return t, err
+		}
+	}
+	return ZwidthTrial{StiffnessNpm: k, ContactS: -1}, fmt.Errorf("bench: zwidth: a %s N/m wall effect: %w", number(k), errEffectLapsed)
+}
+
+// effectAttempt is effectTrial's attempt-th declaration of its wall, judged; lapsed
+// says that a renewal's answer no longer counted the wall (its lease
+// lapsed), which voids the verdict.
+func (rt *realtimeRun) effectAttempt(k float64, attempt int) (t ZwidthTrial, lapsed bool, err error) {
+	t = ZwidthTrial{StiffnessNpm: k, Stable: true, ContactS: -1}
 	rest, err := rt.goHome()
 	if err != nil {
-		return t, err
+		return t, false, err
 	}
 	wall := rest
 	wall[0] += realtimeGapM
@@ -505,25 +540,25 @@ func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
 	clear := fmt.Appendf(nil, `{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}},"effects":{"clear":true}}]}`, id)
 	frame, err := rt.ctl.exchange(declare)
 	if err != nil {
-		return t, fmt.Errorf("bench: zwidth: declare the wall: %w", err)
+		return t, false, fmt.Errorf("bench: zwidth: declare the wall: %w", err)
 	}
 	if err := effectRefusal(frame); err != nil {
-		return t, err
+		return t, false, err
 	}
 	// The declaration takes effect at the loop's next tick: a frame soon
 	// after must show it in force.
 	inForce := false
 	for end := time.Now().Add(200 * time.Millisecond); !inForce && time.Now().Before(end); {
 		if frame, err = rt.ctl.exchange(keep); err != nil {
-			return t, fmt.Errorf("bench: zwidth: renew the wall: %w", err)
+			return t, false, fmt.Errorf("bench: zwidth: renew the wall: %w", err)
 		}
 		if err := effectRefusal(frame); err != nil {
-			return t, err
+			return t, false, err
 		}
 		inForce = effectsInForce(frame, id) > 0
 	}
 	if !inForce {
-		return t, fmt.Errorf("bench: zwidth: hapticd took the wall effect without an error, but its frames show no effect in force (no state.effects.count): it does not render effects yet; last frame: %s", clip(frame, 300))
+		return t, false, fmt.Errorf("bench: zwidth: hapticd took the wall effect without an error, but its frames show no effect in force (no state.effects.count): it does not render effects yet; last frame: %s", clip(frame, 300))
 	}
 	ctx, cancel := context.WithCancel(rt.ctx)
 	var wg sync.WaitGroup
@@ -532,9 +567,27 @@ func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
 	go func() { // the client only pushes and keeps its lease
 		defer wg.Done()
 		period := time.Second / realtimeKeepHz
+		var stall time.Duration
+		if rt.keepStall != nil {
+			stall = rt.keepStall(attempt)
+		}
+		stallAt := time.Now().Add(keepStallAfter)
 		for next := time.Now(); ctx.Err() == nil; {
-			if _, err := rt.ctl.exchange(keep); err != nil {
+			if stall > 0 && time.Now().After(stallAt) {
+				if !waitUntil(ctx, time.Now().Add(stall)) {
+					return
+				}
+				stall, next = 0, time.Now()
+			}
+			frame, err := rt.ctl.exchange(keep)
+			if err != nil {
 				ctlErr = err
+				return
+			}
+			if effectsInForce(frame, id) == 0 {
+				// The lease lapsed and took the wall: renewing would
+				// only push the cursor on through it.
+				lapsed = true
 				return
 			}
 			next = next.Add(period)
@@ -547,12 +600,12 @@ func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
 	cancel()
 	wg.Wait()
 	if ctlErr != nil {
-		return t, fmt.Errorf("bench: zwidth: client: %w", ctlErr)
+		return t, false, fmt.Errorf("bench: zwidth: client: %w", ctlErr)
 	}
 	if _, cerr := rt.ctl.exchange(clear); cerr != nil && err == nil {
 		err = fmt.Errorf("bench: zwidth: clear the wall: %w", cerr)
 	}
-	return t, err
+	return t, lapsed, err
 }
 
 // effectRefusal is the service's refusal of an effects member: an error

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestZwidthBound(t *testing.T) {
@@ -146,25 +148,34 @@ func TestZwidthVirtualWithRealHapticd(t *testing.T) {
 	}
 }
 
-// The real-time client against the real service: a soft wall from a
-// 200 Hz client settles, a wall far past its bound does not.
-func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
+// realtimeAgainstHapticd starts the real hapticd with one arm and returns
+// a real-time run on it that pushes 0.5 N: a controller and an observer
+// session, closed when the test ends, and the arm's starting point.
+func realtimeAgainstHapticd(t *testing.T) realtimeRun {
+	t.Helper()
 	svc, ctx := oneArmService(t, "starts the real hapticd; skipped with -short")
 	ctl, err := dialClient(ctx, svc.wsURL, 0, RoleController, 0, realtimeTimeout, subscribeTo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctl.close()
+	t.Cleanup(ctl.close)
 	obs, err := dialClient(ctx, svc.wsURL, 0, RoleObserver, 0, realtimeTimeout, subscribeTo{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer obs.close()
+	t.Cleanup(obs.close)
 	start, err := armPositionForce(ctl.inventory, ctl.deviceID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: 0.5, delayFrames: 1}
+	return realtimeRun{ctx: ctx, ctl: ctl, obs: obs, home: start.pos, pushN: 0.5}
+}
+
+// The real-time client against the real service: a soft wall from a
+// 200 Hz client settles, a wall far past its bound does not.
+func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
+	rt := realtimeAgainstHapticd(t)
+	rt.delayFrames = 1
 	tests := []struct {
 		k      float64
 		stable bool
@@ -186,10 +197,49 @@ func TestZwidthRealtimeTrialsWithRealHapticd(t *testing.T) {
 	// renders effects, else a refusal that says effects are the matter.
 	tr, err := rt.effectTrial(40)
 	switch {
+	case errors.Is(err, errEffectLapsed):
+		t.Errorf("a 40 N/m wall effect has no verdict: %v", err)
 	case err != nil && !strings.Contains(err.Error(), "effect"):
 		t.Errorf("declaring the wall as an effect failed without saying effects are the matter: %v", err)
 	case err == nil && (!tr.Stable || tr.ContactS < 0):
 		t.Errorf("a 40 N/m wall effect: %+v, want stable after contact", tr)
+	}
+}
+
+// A client held up past its lease loses its wall effect (a lapse drops
+// the session's effects) while its next renewal pushes on: such an
+// attempt is no verdict. The trial declares the wall again and judges that
+// attempt; a client held up in every attempt gets errEffectLapsed, never a
+// wall judged unstable (the "cursor 31 mm from the wall" of a loaded run).
+func TestZwidthEffectTrialRedeclaresTheWallAfterALapse(t *testing.T) {
+	base := realtimeAgainstHapticd(t)
+	// 160 ms: past the default lease (100 ms) and its 20 ms ramp.
+	const stall = 160 * time.Millisecond
+	tests := []struct {
+		name    string
+		stalled int // attempts held up, from the first
+		lapsed  bool
+	}{
+		{"the first attempt lapses", 1, false},
+		{"every attempt lapses", effectAttempts, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := base
+			rt.keepStall = func(attempt int) time.Duration {
+				if attempt < tc.stalled {
+					return stall
+				}
+				return 0
+			}
+			tr, err := rt.effectTrial(40)
+			switch {
+			case tc.lapsed && !errors.Is(err, errEffectLapsed):
+				t.Errorf("a 40 N/m wall effect whose client was held up %v in every attempt: %+v, %v; want errEffectLapsed", stall, tr, err)
+			case !tc.lapsed && (err != nil || !tr.Stable || tr.ContactS < 0):
+				t.Errorf("a 40 N/m wall effect whose client was held up %v in its first attempt: %+v, %v; want stable after contact", stall, tr, err)
+			}
+		})
 	}
 }
 
