@@ -49,6 +49,7 @@ const (
 	CodeUnknownCommand              Code = "unknown_command"  // warning: unknown command name
 	CodeUnknownField                Code = "unknown_field"    // warning: unknown field inside a known entry
 	CodeCommandIgnored              Code = "command_ignored"  // warning: lost the control-command precedence
+	CodeEffectsDropped              Code = "effects_dropped"  // warning: a lapsed lease dropped the session's effects on the arm
 	CodeWarningsDropped             Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
 	CodeErrorsDropped               Code = "errors_dropped"   // counts the errors past MaxErrors
 	CodeVersionMismatch             Code = "version_mismatch"
@@ -110,6 +111,7 @@ var codeTable = []codeInfo{
 	{CodeUnknownCommand, http.StatusBadRequest, "unknown command: ignored", framesOnly},
 	{CodeUnknownField, http.StatusBadRequest, "unknown field: ignored", framesOnly},
 	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device", framesOnly},
+	{CodeEffectsDropped, http.StatusGone, "the lease lapsed and the session's effects on this arm were dropped: declare them again", framesOnly},
 	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first", framesOnly},
 	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first", framesOnly},
 	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion, framesOnly},

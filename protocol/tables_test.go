@@ -36,6 +36,7 @@ func TestCodeTable(t *testing.T) {
 		{CodeDeviceBusy, http.StatusConflict, false},
 		{CodeUnknownField, http.StatusBadRequest, true},
 		{CodeCommandIgnored, http.StatusConflict, true},
+		{CodeEffectsDropped, http.StatusGone, true},
 		{CodeInternal, http.StatusInternalServerError, false},
 		{CodeUnavailable, http.StatusServiceUnavailable, false},
 		{Code("no_such_code"), http.StatusInternalServerError, false},
