@@ -52,12 +52,12 @@ func (a *armEffects) remove(i int) {
 // wire but its loop cannot render as declared.
 var errEffectNotRendered = errors.New("not rendered")
 
-// effectsBefore runs before a message's entry for d is applied: it drops
+// effectsBefore runs before a message's entry e for d is applied: it drops
 // the session's effects on d when their control ended (lease lapsed,
 // released, another session took the arm), ends the effects whose time
 // ran out, and converts the rest again when the session's view of d
 // changed. It costs a map lookup for a session without effects.
-func (p *tickPath) effectsBefore(d *Device, now int64) {
+func (p *tickPath) effectsBefore(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64) {
 	a := p.fx[d]
 	if a == nil {
 		return
@@ -67,10 +67,19 @@ func (p *tickPath) effectsBefore(d *Device, now int64) {
 		// The effects whose time ran out while the lease still held them
 		// expired before the control ended: say so, as the next message
 		// within the lease would have.
+		dropped := 0
 		for i := range a.declared {
 			if end := a.endsNs[i]; end != 0 && end <= min(now, a.deadlineNs) {
 				p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
+			} else {
+				dropped++
 			}
+		}
+		if now > a.deadlineNs && dropped > 0 {
+			// A client that renews after a lapse (a GC pause, a hitch)
+			// would otherwise take the arm back without its walls and
+			// hear nothing of it. Once: the entry goes with the drop.
+			f.Warnings = append(f.Warnings, *effectsDroppedWarning(e, d, dropped, now-a.deadlineNs))
 		}
 		p.dropEffects(d)
 		return
@@ -200,6 +209,19 @@ func (c *deviceCore) reconvertEffects(s *sessionState) {
 			return
 		}
 	}
+}
+
+// effectsDroppedWarning tells the session that its lease on d lapsed
+// lateNs before the message of entry e, and took its n effects there with
+// it.
+func effectsDroppedWarning(e *protocol.DeviceEntry, d *Device, n int, lateNs int64) *protocol.Error {
+	noun := "effects"
+	if n == 1 {
+		noun = "effect"
+	}
+	return protocol.Errorf(protocol.CodeEffectsDropped, e.Path,
+		"the lease on %s %s lapsed %.0f ms before this message: its %d %s there were dropped (their force ramped out with the command's) and are not rendered now; declare them again",
+		e.TypeKey, d.ID, float64(lateNs)/float64(time.Millisecond), n, noun)
 }
 
 // dropEffects forgets the session's effects on d and withdraws them from

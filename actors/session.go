@@ -603,7 +603,7 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 			}
 		}
 		if len(p.fx) > 0 {
-			p.effectsBefore(d, now)
+			p.effectsBefore(f, d, e, now)
 		}
 		p.command(f, i, d, e, now, snap.leaseMs)
 		if len(p.fx) > 0 {

@@ -25,6 +25,19 @@ func springAt(effectID string, x float64) string {
 	return fmt.Sprintf(`{"id":%q,"type":"spring","position":{"x":%g,"y":0,"z":0},"stiffness":400,"damping":5}`, effectID, x)
 }
 
+// controlledArm starts a service with one arm and two sessions: ctl, its
+// lease set to leaseMs, to control the arm, and obs to watch its force.
+func controlledArm(t *testing.T, leaseMs int) (ts *testService, id string, ctl, obs *wsClient) {
+	t.Helper()
+	ts = startService(t, serviceConfig{arms: 1})
+	id = ts.armIDs[0]
+	ctl, obs = ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
+	ctl.expect()
+	obs.expect()
+	ctl.roundTrip(fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}}}`, leaseMs))
+	return ts, id, ctl, obs
+}
+
 func effectCount(f map[string]any) float64 {
 	if c := path(f, "arm3", 0, "state", "effects", "count"); c != nil {
 		return num(c)
@@ -432,16 +445,11 @@ func TestEffectsEndWithTheirControl(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := startService(t, serviceConfig{arms: 1})
-			id := ts.armIDs[0]
-			ctl, obs := ts.dial(t, ts.wsURL()), ts.dial(t, ts.wsURL())
-			ctl.expect()
-			obs.expect()
-			lease := `{"session":{"configure":{"lease":{"ms":50}}}}`
+			leaseMs := 50
 			if tc.name != "stalled" {
-				lease = `{"session":{"configure":{"lease":{"ms":1000}}}}`
+				leaseMs = 1000
 			}
-			ctl.roundTrip(lease)
+			ts, id, ctl, obs := controlledArm(t, leaseMs)
 			hwtest.EventuallyNil(t, 3*time.Second, "the effects render under the lease", func() error {
 				ctl.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.03)+`]}`))
 				if n := forceNorm(obs.roundTrip(`{}`)); n < 0.05 {
