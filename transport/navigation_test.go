@@ -399,6 +399,16 @@ func TestNavigationForceEndsWithTheLease(t *testing.T) {
 	if a := ts.do(http.MethodGet, r.navigationURL(), ""); vec(path(a.env, "data", "state", "workspace_offset")) != offset {
 		t.Fatalf("the offset moved after the lease lapsed: %v, was %v", path(a.env, "data", "state"), offset)
 	}
+	// Navigation is the session's config, not part of the lease: a push
+	// after the lapse renders it again from where the workspace stopped,
+	// so no frame tells of anything dropped (effects_dropped is for
+	// effects).
+	if f := r.c.roundTrip(force(r.id, 4, 0, 0)); len(warningsWith(f, "effects_dropped")) != 0 {
+		t.Fatalf("a session without effects told of effects dropped: %v", f["warnings"])
+	}
+	r.until(4, "the navigation rendering again after the lapse", func(s navSample) bool {
+		return s.zone == "wall" && s.offset[0] > offset[0]+0.002
+	})
 }
 
 // TestNavigationComposesWithSetTransform: the offset adds to set_transform's
