@@ -91,7 +91,9 @@ func (f StateFields) NeedsPose() bool {
 		f.Has(FieldCurrentAngularPosition) || f.Has(FieldCurrentAngularTorques)
 }
 
-// Wants reports whether the subscription takes the device.
+// Wants reports whether the subscription takes the device of exactly this
+// id (decoding keeps each id once with it). Which device an id a client
+// gave selects is NamesDeviceID's rule, which also takes another case.
 func (s *Subscription) Wants(t DeviceType, id string) bool {
 	if s.All {
 		return true
