@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -877,11 +878,38 @@ func compareJSON(at string, want, got any, tol Tolerance, diffs *[]string) {
 		if !ok || math.Abs(g-w) > tol.absFor(at)+tol.Rel*math.Abs(w) {
 			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %v, got %v", at, w, got))
 		}
+	case string:
+		g, ok := got.(string)
+		if !ok || (w != g && !(strings.HasSuffix(at, ".message") && proseMatches(w, g, tol))) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %v, got %v", at, want, got))
+		}
 	default:
 		if fmt.Sprint(want) != fmt.Sprint(got) {
 			*diffs = append(*diffs, fmt.Sprintf("%s: recorded %v, got %v", at, want, got))
 		}
 	}
+}
+
+// proseNumber is a number standing as a word in an error's or warning's
+// message ("lapsed 1014 ms before"), not a digit inside a name ("arm3").
+var proseNumber = regexp.MustCompile(`\b\d+(?:\.\d+)?\b`)
+
+// proseMatches reports whether two messages say the same with numbers
+// within tolerance: a message quotes what the service measured (how long
+// ago a lease lapsed), which a replay measures again a millisecond off.
+func proseMatches(want, got string, tol Tolerance) bool {
+	if proseNumber.ReplaceAllString(want, "#") != proseNumber.ReplaceAllString(got, "#") {
+		return false
+	}
+	wn, gn := proseNumber.FindAllString(want, -1), proseNumber.FindAllString(got, -1)
+	for i := range wn {
+		w, _ := strconv.ParseFloat(wn[i], 64)
+		g, _ := strconv.ParseFloat(gn[i], 64)
+		if math.Abs(g-w) > tol.Abs+tol.Rel*math.Abs(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // absFor is the absolute tolerance of the number at a path: angles and

@@ -309,6 +309,11 @@ func TestCompareJSON(t *testing.T) {
 		{"missing and extra keys", `{"a":1}`, `{"b":1}`, 2},
 		{"array length", `[1,2]`, `[1]`, 1},
 		{"another string", `{"s":"a"}`, `{"s":"b"}`, 1},
+		{"a message's measured number within tolerance", `{"message":"arm3 lapsed 1014 ms ago"}`, `{"message":"arm3 lapsed 1013 ms ago"}`, 0},
+		{"a message's number beyond tolerance", `{"message":"lapsed 1014 ms ago"}`, `{"message":"lapsed 1414 ms ago"}`, 1},
+		{"a message's other words", `{"message":"lapsed 1014 ms ago"}`, `{"message":"renewed 1014 ms ago"}`, 1},
+		{"a digit in a message's name is a word", `{"message":"arm3 lapsed"}`, `{"message":"arm4 lapsed"}`, 1},
+		{"numbers only in messages", `{"s":"took 1014 ms"}`, `{"s":"took 1013 ms"}`, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
