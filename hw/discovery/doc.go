@@ -13,7 +13,7 @@
 //
 // A loaded port is not scanned again until the service calls Lost (its
 // device's loop failed: unplugged, stalled). Lost closes the driver and
-// lets the next scans reopen the port with backoff, at once when the
+// lets the scans after the close reopen the port with backoff, at once when the
 // device was replugged (its node changed). A device that comes
 // back reports the same Info().UUID, which the service maps to its device
 // id.

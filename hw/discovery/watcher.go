@@ -134,8 +134,12 @@ type WatcherOptions struct {
 
 // portState is what the watcher remembers of a port between scans.
 type portState struct {
-	drv  hw.Driver // non-nil while loaded
-	node string    // the node the path resolved to when it was loaded
+	drv hw.Driver // non-nil while loaded
+	// closing: Lost or Refused is closing the driver it took from drv.
+	// The port is not opened again until the close ends: the old driver
+	// still reads and writes it (its zero force, the reply it waits for).
+	closing bool
+	node    string // the node the path resolved to when it was loaded
 	// claim holds the serial port from its first load until its device
 	// goes (its node goes or is replaced, or the port hangs up) or
 	// Release: between a Lost and the reopen no other hapticd takes the
@@ -224,7 +228,8 @@ func (w *Watcher) Run(ctx context.Context, h Handler) {
 
 // Lost tells the watcher that the device on port failed: it closes the
 // driver (which sends a zero force if the port still writes) and lets the
-// port be scanned again after a backoff. The port stays held meanwhile.
+// port be scanned again after a backoff, and not before the close has
+// ended. The port stays held meanwhile.
 func (w *Watcher) Lost(port string) {
 	w.lose(port, "device lost (its loop failed: unplugged or not answering)",
 		"check the cable and power; it is reopened automatically when it answers", false)
@@ -242,7 +247,7 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	var drv hw.Driver
 	if ps != nil && ps.drv != nil {
 		drv = ps.drv
-		ps.drv = nil
+		ps.drv, ps.closing = nil, true
 		ps.letGo = letGo
 		now := w.opts.Now()
 		// A device that stayed up a while starts its backoff afresh; one
@@ -259,6 +264,9 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	w.mu.Unlock()
 	if drv != nil {
 		_ = drv.Close() // an unplugged port cannot take the zero force; nothing more to do
+		w.mu.Lock()
+		ps.closing = false
+		w.mu.Unlock()
 	}
 	select {
 	case w.wake <- struct{}{}:
@@ -313,7 +321,7 @@ func (w *Watcher) Scan(h Handler) Report {
 	var gone []*serial.Claim
 	w.mu.Lock()
 	for path, ps := range w.ports {
-		if !seen[path] && ps.drv == nil {
+		if !seen[path] && ps.drv == nil && !ps.closing {
 			delete(w.ports, path) // gone, and nothing of ours is open on it
 			if ps.claim != nil {
 				gone = append(gone, ps.claim)
@@ -450,7 +458,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		ps = &portState{seen: id}
 		w.ports[path] = ps
 	}
-	if ps.drv != nil {
+	if ps.drv != nil || ps.closing {
 		w.mu.Unlock()
 		return
 	}
@@ -524,7 +532,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 // none. The caller holds scanMu and mu.
 func (w *Watcher) heldAsLocked(node, self string) string {
 	for path, ps := range w.ports {
-		if path != self && (ps.drv != nil || ps.claim != nil) && ps.node == node {
+		if path != self && (ps.drv != nil || ps.closing || ps.claim != nil) && ps.node == node {
 			return path
 		}
 	}

@@ -41,10 +41,14 @@ func (r *recorder) closeAll() {
 }
 
 // fakeClock is time as a dependency: scans see only what the test sets.
-type fakeClock struct{ now time.Time }
+// Lost reads it too, from the goroutine that calls it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *fakeClock) Now() time.Time       { return c.now }
-func (c *fakeClock) Add(d time.Duration)  { c.now = c.now.Add(d) }
+func (c *fakeClock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration)  { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 func newClock() *fakeClock                { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 func noPorts() ([]serial.PortInfo, error) { return nil, nil }
 func noBoards() ([]hid.DeviceInfo, error) { return nil, nil }
