@@ -25,7 +25,8 @@
 // the device. The hold ends when the device goes (its node goes or is
 // replaced, or the port hangs up: a replugged device is a new node, claimed
 // afresh) or at Release, when the service stops. A port that never loaded
-// is held only while it is being opened.
+// is held only while it is being opened. While the Handler refuses devices
+// (Handler.Refuses: serial devices disabled) no port is opened or held.
 //
 // # Concurrency
 //

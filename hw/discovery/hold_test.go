@@ -178,3 +178,51 @@ func TestLostPortIsNotReopenedWhileItCloses(t *testing.T) {
 		t.Errorf("the scan after the close: port %+v, %d loads in all; want loaded again, failed once, 2 loads", after, len(rec.found))
 	}
 }
+
+// TestRefusedPortIsLeftAlone: a service that took no device (serial
+// devices disabled) was handed each one and refused it: the port was
+// opened and the arm woken at every retry, for as long as the setting
+// stayed off. Now a scan while the service refuses devices opens no port:
+// the arm gets no byte, its port is not held (a hold kept since an earlier
+// load ends), and it is listed failed with the service's reason, with no
+// backoff: the first scan once the service takes devices again loads it.
+func TestRefusedPortIsLeftAlone(t *testing.T) {
+	e, path := startEmulator(t, 12)
+	clock := newClock()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Now: clock.Now, Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	rec := &recorder{}
+	defer rec.closeAll()
+	if w.Scan(rec); len(rec.found) != 1 {
+		t.Fatalf("the watcher loaded the arm %d times, want 1", len(rec.found))
+	}
+	w.Lost(path) // held for a reopen
+
+	rec.mu.Lock()
+	rec.refusing = true
+	rec.mu.Unlock()
+	wakes := e.Stats().Wakeups
+	for i := range 4 {
+		clock.Add(2 * time.Minute) // past any backoff
+		p, _ := portOf(w.Scan(rec), path)
+		if p.Outcome != discovery.Failed || p.Reason != "devices are disabled" || p.Hint != "enable them" ||
+			p.Failures != 0 || !p.RetryAt.IsZero() {
+			t.Errorf("scan %d while devices are refused: port %+v; want failed with the refusal, no failures, no retry time", i, p)
+		}
+	}
+	if n := e.Stats().Wakeups; n != wakes || len(rec.found) != 1 {
+		t.Errorf("while devices are refused: %d wake-ups, %d loads; want none", n-wakes, len(rec.found)-1)
+	}
+	other, err := serial.Open(path)
+	if err != nil {
+		t.Fatalf("another program opening the port while the service refuses devices: %v", err)
+	}
+	other.Close()
+
+	rec.mu.Lock()
+	rec.refusing = false
+	rec.mu.Unlock()
+	if p, _ := portOf(w.Scan(rec), path); p.Outcome != discovery.Loaded || len(rec.found) != 2 {
+		t.Errorf("the first scan once devices are taken again: port %+v, %d loads in all; want loaded, 2", p, len(rec.found))
+	}
+}

@@ -25,6 +25,12 @@ type Handler interface {
 	// ScanReport is called after a scan whose outcome differs from the
 	// previous one.
 	ScanReport(r Report)
+	// Refuses is asked at the start of each scan whether the service
+	// takes devices now: a non-empty reason (serial devices are disabled)
+	// keeps every port it would open closed, sending its device no byte
+	// and not holding it, and reports it failed with reason and hint. The
+	// next scan that finds no reason opens the ports at once.
+	Refuses() (reason, hint string)
 }
 
 // Match is a known device's USB identity. Both the id and a product string
@@ -313,10 +319,12 @@ func (w *Watcher) Scan(h Handler) Report {
 	defer w.scanMu.Unlock()
 	cands, enumErr := w.candidates()
 	now := w.opts.Now()
+	var off refusal
+	off.reason, off.hint = h.Refuses()
 	seen := map[string]bool{}
 	for _, c := range cands {
 		seen[c.info.Path] = true
-		w.visit(c, now, h)
+		w.visit(c, now, off, h)
 	}
 	var gone []*serial.Claim
 	w.mu.Lock()
@@ -442,8 +450,13 @@ func classify(pi serial.PortInfo) (hw.Kind, string) {
 	return 0, fmt.Sprintf("USB %04x:%04x is not a known device", pi.VID, pi.PID)
 }
 
-// visit opens c if it matches, is not loaded and is not backing off.
-func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
+// refusal is why the service takes no device now (Handler.Refuses); an
+// empty reason: it takes them.
+type refusal struct{ reason, hint string }
+
+// visit opens c if it matches, is not loaded, is not backing off and the
+// service takes devices (off is empty).
+func (w *Watcher) visit(c candidate, now time.Time, off refusal, h Handler) {
 	if c.kind == 0 {
 		return
 	}
@@ -475,7 +488,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	letGo := ps.letGo
 	ps.letGo = false
 	w.mu.Unlock()
-	if ps.claim != nil && (letGo || replugged || ps.claim.Gone()) {
+	if ps.claim != nil && (letGo || off.reason != "" || replugged || ps.claim.Gone()) {
 		// Refused, or the device the claim held went: a lock on its
 		// old node keeps no one out of a new one, and on Linux a tty
 		// kept open after its unplug keeps its number, so a replug
@@ -485,6 +498,17 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		ps.claim = nil
 	}
 	w.mu.Lock()
+	if off.reason != "" {
+		// Not opened: a device the service would refuse is not woken
+		// at every retry to be refused again. No backoff either: once
+		// the service takes devices again, the next scan opens it.
+		ps.failures, ps.retryAt = 0, time.Time{}
+		ps.last = PortReport{Path: path, Explicit: c.explicit, VID: c.info.VID, PID: c.info.PID,
+			Product: c.info.Product, Serial: c.info.SerialNumber, Kind: c.kind,
+			Outcome: Failed, Reason: off.reason, Hint: off.hint}
+		w.mu.Unlock()
+		return
+	}
 	if now.Before(ps.retryAt) {
 		w.mu.Unlock()
 		return

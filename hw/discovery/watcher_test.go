@@ -25,6 +25,8 @@ type recorder struct {
 	mu      sync.Mutex
 	found   []hw.Driver
 	reports []discovery.Report
+	// refusing: the service takes no device now (Refuses).
+	refusing bool
 }
 
 func (r *recorder) DeviceFound(d hw.Driver) { r.mu.Lock(); r.found = append(r.found, d); r.mu.Unlock() }
@@ -32,6 +34,16 @@ func (r *recorder) ScanReport(rep discovery.Report) {
 	r.mu.Lock()
 	r.reports = append(r.reports, rep)
 	r.mu.Unlock()
+}
+
+// Refuses refuses devices while refusing is set.
+func (r *recorder) Refuses() (reason, hint string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refusing {
+		return "devices are disabled", "enable them"
+	}
+	return "", ""
 }
 
 func (r *recorder) closeAll() {
