@@ -88,12 +88,7 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 
 	// The arm answers again: the first service gets it back and drives it.
 	emu.Stall(0)
-	hwtest.EventuallyNil(t, 60*time.Second, "the first service to reload the arm", func() error {
-		if p, _ := portReport(first, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the first service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, first, pts, 60*time.Second, "the first service to reload the arm")
 	driveArm(t, first, emu, id)
 	if p, _ := portReport(second, pts); p.Outcome != discovery.Failed {
 		t.Fatalf("the second service's port while the first drives the arm: %+v", p)
@@ -103,12 +98,7 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 	if err := first.stop(nil); err != nil {
 		t.Fatal(err)
 	}
-	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one left", func() error {
-		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the second service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, second, pts, 90*time.Second, "the second service to load the arm the first one left")
 	driveArm(t, second, emu, id)
 }
 
@@ -119,12 +109,7 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 func TestServiceWithSerialDisabledLetsThePortGo(t *testing.T) {
 	emu, pts, id, args, _ := serviceWithSerialDisabled(t, 12)
 	second := startInProcess(t, args(t.TempDir())...)
-	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one refuses", func() error {
-		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the second service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, second, pts, 90*time.Second, "the second service to load the arm the first one refuses")
 	driveArm(t, second, emu, id)
 }
 
@@ -156,12 +141,7 @@ func TestServiceWithSerialDisabledLeavesTheArmAlone(t *testing.T) {
 	if status, env := httpDo(t, "POST", "http://"+first.srv.Addr(transport.ListenerHTTP).String()+"/settings/system/serial_enable", `true`); status != 200 {
 		t.Fatalf("POST serial_enable true: %d %v", status, env)
 	}
-	hwtest.EventuallyNil(t, 20*time.Second, "the service to load the arm once serial devices are enabled", func() error {
-		if p, _ := portReport(first, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, first, pts, 20*time.Second, "the service to load the arm once serial devices are enabled")
 	driveArm(t, first, emu, id)
 }
 
@@ -211,6 +191,18 @@ func armForTwoServices(t *testing.T, index int) (emu *emulator.Emulator, pts, id
 			"--state-dir", filepath.Join(dir, "state"), "--hw-port", pts, "--hw-scan-period", "0"}
 	}
 	return emu, pts, fmt.Sprintf("%04X", emu.ID()), args
+}
+
+// waitLoaded waits up to within for sv to report the port at path loaded;
+// what names the wait in the failure.
+func waitLoaded(t *testing.T, sv *service, path string, within time.Duration, what string) {
+	t.Helper()
+	hwtest.EventuallyNil(t, within, what, func() error {
+		if p, _ := portReport(sv, path); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the port: %+v", p)
+		}
+		return nil
+	})
 }
 
 // portReport is sv's latest scan outcome for the port at path.
