@@ -148,15 +148,20 @@ type foundHandler struct {
 	svc *actors.Service
 }
 
+// Refuses keeps the watcher off every port while serial devices are
+// disabled: a user who turned them off expects the arms left alone, not
+// woken at every retry to be refused. The scan's report (logged, and on
+// GET /ports) says why.
+func (f *foundHandler) Refuses() (reason, hint string) {
+	if f.svc.Settings().SerialEnable {
+		return "", ""
+	}
+	return "serial devices are disabled (setting system/serial_enable)",
+		"POST /settings/system/serial_enable true to use the device; until then another program may take it"
+}
+
 func (f *foundHandler) DeviceFound(d hw.Driver) {
 	info := d.Info()
-	if !f.svc.Settings().SerialEnable {
-		f.h.log.Warn().Str("port", info.Port).Msg("serial devices are disabled (setting system/serial_enable); not using the device")
-		_ = d.Close()
-		f.h.watcher.Refused(info.Port, "serial devices are disabled (setting system/serial_enable)",
-			"POST /settings/system/serial_enable true to use the device; until then another program may take it")
-		return
-	}
 	// Not waited for on the watcher's goroutine: an addition can wait long
 	// (an arm back while the config write it left with is still on a slow
 	// disk), and the arms plugged in meanwhile must not wait behind it. The

@@ -88,12 +88,7 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 
 	// The arm answers again: the first service gets it back and drives it.
 	emu.Stall(0)
-	hwtest.EventuallyNil(t, 60*time.Second, "the first service to reload the arm", func() error {
-		if p, _ := portReport(first, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the first service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, first, pts, 60*time.Second, "the first service to reload the arm")
 	driveArm(t, first, emu, id)
 	if p, _ := portReport(second, pts); p.Outcome != discovery.Failed {
 		t.Fatalf("the second service's port while the first drives the arm: %+v", p)
@@ -103,21 +98,59 @@ func TestSecondServiceLeavesAnArmTheFirstReconnects(t *testing.T) {
 	if err := first.stop(nil); err != nil {
 		t.Fatal(err)
 	}
-	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one left", func() error {
-		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the second service's port: %+v", p)
-		}
-		return nil
-	})
+	waitLoaded(t, second, pts, 90*time.Second, "the second service to load the arm the first one left")
 	driveArm(t, second, emu, id)
 }
 
 // TestServiceWithSerialDisabledLetsThePortGo: a service whose setting
-// system/serial_enable is false finds the arm, closes it and retries later.
-// It must not hold the port in between (as it holds one whose device it
-// drives and lost): a second service, serial enabled, takes the arm.
+// system/serial_enable is false finds the arm and leaves it. It must not
+// hold the port (as it holds one whose device it drives and lost): a second
+// service, serial enabled, takes the arm.
 func TestServiceWithSerialDisabledLetsThePortGo(t *testing.T) {
-	emu, pts, id, args := armForTwoServices(t, 12)
+	emu, pts, id, args, _ := serviceWithSerialDisabled(t, 12)
+	second := startInProcess(t, args(t.TempDir())...)
+	waitLoaded(t, second, pts, 90*time.Second, "the second service to load the arm the first one refuses")
+	driveArm(t, second, emu, id)
+}
+
+// TestServiceWithSerialDisabledLeavesTheArmAlone: a service whose setting
+// system/serial_enable was false opened the arm's port and woke the arm, then
+// refused it, at start and at every retry of its backoff (1 s, 2 s, 4 s...)
+// for as long as the setting stayed off. Now it sends the arm no byte while
+// the setting is off, however many scans pass, and loads it at the next scan
+// once the setting is turned on.
+func TestServiceWithSerialDisabledLeavesTheArmAlone(t *testing.T) {
+	emu, pts, id, _, first := serviceWithSerialDisabled(t, 13)
+	refusedAt := first.hardware.watcher.Report().At
+	// Long enough for the old backoff's retries at 1 s and 3 s after the
+	// first refusal, counted in the service's own scans.
+	hwtest.EventuallyNil(t, 60*time.Second, "the first service to scan for 4 s with serial devices disabled", func() error {
+		r := first.hardware.watcher.Report()
+		if p, _ := portReport(first, pts); p.Outcome != discovery.Failed || !strings.Contains(p.Reason, "serial_enable") {
+			t.Fatalf("the port while serial devices are disabled: %+v", p)
+		}
+		if d := r.At.Sub(refusedAt); d < 4*time.Second {
+			return fmt.Errorf("scanned %v after the first refusal", d)
+		}
+		return nil
+	})
+	if n := emu.Stats().Wakeups; n != 0 {
+		t.Errorf("the arm was woken %d times while serial devices were disabled, want 0", n)
+	}
+
+	if status, env := httpDo(t, "POST", "http://"+first.srv.Addr(transport.ListenerHTTP).String()+"/settings/system/serial_enable", `true`); status != 200 {
+		t.Fatalf("POST serial_enable true: %d %v", status, env)
+	}
+	waitLoaded(t, first, pts, 20*time.Second, "the service to load the arm once serial devices are enabled")
+	driveArm(t, first, emu, id)
+}
+
+// serviceWithSerialDisabled starts an emulated arm (as armForTwoServices)
+// and a service on it whose setting system/serial_enable is false, and
+// waits for the service to report the arm's port refused.
+func serviceWithSerialDisabled(t *testing.T, index int) (emu *emulator.Emulator, pts, id string, args func(dir string) []string, first *service) {
+	t.Helper()
+	emu, pts, id, args = armForTwoServices(t, index)
 	dir := t.TempDir()
 	// The setting is stored in the state directory: set it on a service
 	// that watches no port, then start the first one on that directory.
@@ -129,21 +162,14 @@ func TestServiceWithSerialDisabledLetsThePortGo(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first := startInProcess(t, args(dir)...)
+	first = startInProcess(t, args(dir)...)
 	hwtest.EventuallyNil(t, 20*time.Second, "the first service to refuse the arm", func() error {
 		if p, _ := portReport(first, pts); p.Outcome != discovery.Failed || !strings.Contains(p.Reason, "serial_enable") {
 			return fmt.Errorf("the first service's port: %+v", p)
 		}
 		return nil
 	})
-	second := startInProcess(t, args(t.TempDir())...)
-	hwtest.EventuallyNil(t, 90*time.Second, "the second service to load the arm the first one refuses", func() error {
-		if p, _ := portReport(second, pts); p.Outcome != discovery.Loaded {
-			return fmt.Errorf("the second service's port: %+v", p)
-		}
-		return nil
-	})
-	driveArm(t, second, emu, id)
+	return emu, pts, id, args, first
 }
 
 // armForTwoServices starts an emulated arm on a pseudo-terminal and
@@ -165,6 +191,18 @@ func armForTwoServices(t *testing.T, index int) (emu *emulator.Emulator, pts, id
 			"--state-dir", filepath.Join(dir, "state"), "--hw-port", pts, "--hw-scan-period", "0"}
 	}
 	return emu, pts, fmt.Sprintf("%04X", emu.ID()), args
+}
+
+// waitLoaded waits up to within for sv to report the port at path loaded;
+// what names the wait in the failure.
+func waitLoaded(t *testing.T, sv *service, path string, within time.Duration, what string) {
+	t.Helper()
+	hwtest.EventuallyNil(t, within, what, func() error {
+		if p, _ := portReport(sv, path); p.Outcome != discovery.Loaded {
+			return fmt.Errorf("the port: %+v", p)
+		}
+		return nil
+	})
 }
 
 // portReport is sv's latest scan outcome for the port at path.

@@ -13,7 +13,7 @@
 //
 // A loaded port is not scanned again until the service calls Lost (its
 // device's loop failed: unplugged, stalled). Lost closes the driver and
-// lets the next scans reopen the port with backoff, at once when the
+// lets the scans after the close reopen the port with backoff, at once when the
 // device was replugged (its node changed). A device that comes
 // back reports the same Info().UUID, which the service maps to its device
 // id.
@@ -25,7 +25,8 @@
 // the device. The hold ends when the device goes (its node goes or is
 // replaced, or the port hangs up: a replugged device is a new node, claimed
 // afresh) or at Release, when the service stops. A port that never loaded
-// is held only while it is being opened.
+// is held only while it is being opened. While the Handler refuses devices
+// (Handler.Refuses: serial devices disabled) no port is opened or held.
 //
 // # Concurrency
 //

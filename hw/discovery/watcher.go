@@ -25,6 +25,12 @@ type Handler interface {
 	// ScanReport is called after a scan whose outcome differs from the
 	// previous one.
 	ScanReport(r Report)
+	// Refuses is asked at the start of each scan whether the service
+	// takes devices now: a non-empty reason (serial devices are disabled)
+	// keeps every port it would open closed, sending its device no byte
+	// and not holding it, and reports it failed with reason and hint. The
+	// next scan that finds no reason opens the ports at once.
+	Refuses() (reason, hint string)
 }
 
 // Match is a known device's USB identity. Both the id and a product string
@@ -134,8 +140,12 @@ type WatcherOptions struct {
 
 // portState is what the watcher remembers of a port between scans.
 type portState struct {
-	drv  hw.Driver // non-nil while loaded
-	node string    // the node the path resolved to when it was loaded
+	drv hw.Driver // non-nil while loaded
+	// closing: Lost or Refused is closing the driver it took from drv.
+	// The port is not opened again until the close ends: the old driver
+	// still reads and writes it (its zero force, the reply it waits for).
+	closing bool
+	node    string // the node the path resolved to when it was loaded
 	// claim holds the serial port from its first load until its device
 	// goes (its node goes or is replaced, or the port hangs up) or
 	// Release: between a Lost and the reopen no other hapticd takes the
@@ -224,7 +234,8 @@ func (w *Watcher) Run(ctx context.Context, h Handler) {
 
 // Lost tells the watcher that the device on port failed: it closes the
 // driver (which sends a zero force if the port still writes) and lets the
-// port be scanned again after a backoff. The port stays held meanwhile.
+// port be scanned again after a backoff, and not before the close has
+// ended. The port stays held meanwhile.
 func (w *Watcher) Lost(port string) {
 	w.lose(port, "device lost (its loop failed: unplugged or not answering)",
 		"check the cable and power; it is reopened automatically when it answers", false)
@@ -242,7 +253,7 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	var drv hw.Driver
 	if ps != nil && ps.drv != nil {
 		drv = ps.drv
-		ps.drv = nil
+		ps.drv, ps.closing = nil, true
 		ps.letGo = letGo
 		now := w.opts.Now()
 		// A device that stayed up a while starts its backoff afresh; one
@@ -259,6 +270,9 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	w.mu.Unlock()
 	if drv != nil {
 		_ = drv.Close() // an unplugged port cannot take the zero force; nothing more to do
+		w.mu.Lock()
+		ps.closing = false
+		w.mu.Unlock()
 	}
 	select {
 	case w.wake <- struct{}{}:
@@ -305,15 +319,17 @@ func (w *Watcher) Scan(h Handler) Report {
 	defer w.scanMu.Unlock()
 	cands, enumErr := w.candidates()
 	now := w.opts.Now()
+	var off refusal
+	off.reason, off.hint = h.Refuses()
 	seen := map[string]bool{}
 	for _, c := range cands {
 		seen[c.info.Path] = true
-		w.visit(c, now, h)
+		w.visit(c, now, off, h)
 	}
 	var gone []*serial.Claim
 	w.mu.Lock()
 	for path, ps := range w.ports {
-		if !seen[path] && ps.drv == nil {
+		if !seen[path] && ps.drv == nil && !ps.closing {
 			delete(w.ports, path) // gone, and nothing of ours is open on it
 			if ps.claim != nil {
 				gone = append(gone, ps.claim)
@@ -434,8 +450,13 @@ func classify(pi serial.PortInfo) (hw.Kind, string) {
 	return 0, fmt.Sprintf("USB %04x:%04x is not a known device", pi.VID, pi.PID)
 }
 
-// visit opens c if it matches, is not loaded and is not backing off.
-func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
+// refusal is why the service takes no device now (Handler.Refuses); an
+// empty reason: it takes them.
+type refusal struct{ reason, hint string }
+
+// visit opens c if it matches, is not loaded, is not backing off and the
+// service takes devices (off is empty).
+func (w *Watcher) visit(c candidate, now time.Time, off refusal, h Handler) {
 	if c.kind == 0 {
 		return
 	}
@@ -450,7 +471,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		ps = &portState{seen: id}
 		w.ports[path] = ps
 	}
-	if ps.drv != nil {
+	if ps.drv != nil || ps.closing {
 		w.mu.Unlock()
 		return
 	}
@@ -467,7 +488,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 	letGo := ps.letGo
 	ps.letGo = false
 	w.mu.Unlock()
-	if ps.claim != nil && (letGo || replugged || ps.claim.Gone()) {
+	if ps.claim != nil && (letGo || off.reason != "" || replugged || ps.claim.Gone()) {
 		// Refused, or the device the claim held went: a lock on its
 		// old node keeps no one out of a new one, and on Linux a tty
 		// kept open after its unplug keeps its number, so a replug
@@ -477,6 +498,17 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 		ps.claim = nil
 	}
 	w.mu.Lock()
+	if off.reason != "" {
+		// Not opened: a device the service would refuse is not woken
+		// at every retry to be refused again. No backoff either: once
+		// the service takes devices again, the next scan opens it.
+		ps.failures, ps.retryAt = 0, time.Time{}
+		ps.last = PortReport{Path: path, Explicit: c.explicit, VID: c.info.VID, PID: c.info.PID,
+			Product: c.info.Product, Serial: c.info.SerialNumber, Kind: c.kind,
+			Outcome: Failed, Reason: off.reason, Hint: off.hint}
+		w.mu.Unlock()
+		return
+	}
 	if now.Before(ps.retryAt) {
 		w.mu.Unlock()
 		return
@@ -524,7 +556,7 @@ func (w *Watcher) visit(c candidate, now time.Time, h Handler) {
 // none. The caller holds scanMu and mu.
 func (w *Watcher) heldAsLocked(node, self string) string {
 	for path, ps := range w.ports {
-		if path != self && (ps.drv != nil || ps.claim != nil) && ps.node == node {
+		if path != self && (ps.drv != nil || ps.closing || ps.claim != nil) && ps.node == node {
 			return path
 		}
 	}

@@ -25,6 +25,8 @@ type recorder struct {
 	mu      sync.Mutex
 	found   []hw.Driver
 	reports []discovery.Report
+	// refusing: the service takes no device now (Refuses).
+	refusing bool
 }
 
 func (r *recorder) DeviceFound(d hw.Driver) { r.mu.Lock(); r.found = append(r.found, d); r.mu.Unlock() }
@@ -34,6 +36,16 @@ func (r *recorder) ScanReport(rep discovery.Report) {
 	r.mu.Unlock()
 }
 
+// Refuses refuses devices while refusing is set.
+func (r *recorder) Refuses() (reason, hint string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refusing {
+		return "devices are disabled", "enable them"
+	}
+	return "", ""
+}
+
 func (r *recorder) closeAll() {
 	for _, d := range r.found {
 		d.Close()
@@ -41,10 +53,14 @@ func (r *recorder) closeAll() {
 }
 
 // fakeClock is time as a dependency: scans see only what the test sets.
-type fakeClock struct{ now time.Time }
+// Lost reads it too, from the goroutine that calls it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *fakeClock) Now() time.Time       { return c.now }
-func (c *fakeClock) Add(d time.Duration)  { c.now = c.now.Add(d) }
+func (c *fakeClock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration)  { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 func newClock() *fakeClock                { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 func noPorts() ([]serial.PortInfo, error) { return nil, nil }
 func noBoards() ([]hid.DeviceInfo, error) { return nil, nil }
