@@ -24,6 +24,9 @@ type DeprecatedRoute struct {
 type LegacyRequest struct {
 	DeviceID string // the device of a config route; "" for settings
 	Body     []byte // the replacement's body, already validated
+	// Warnings name the legacy body's members the route does not read
+	// (unknown_field), as the replacement's answer would.
+	Warnings []Error
 }
 
 // legacyField maps one field of a legacy body onto the replacement body.
@@ -122,6 +125,17 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		return LegacyRequest{}, e
 	}
 	var req LegacyRequest
+	var w bodyWarnings
+	at := rootPath(r.Path)
+	for it := root.Members(); it.Next(); {
+		known := row.deviceID && it.KeyIs("device_id")
+		for _, f := range row.fields {
+			known = known || it.KeyIs(f.from)
+		}
+		if !known {
+			w.sink().unknownField(&at, &it)
+		}
+	}
 	if row.deviceID {
 		v := root.Member("device_id")
 		s, ok := v.String()
@@ -166,6 +180,7 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		}
 		return LegacyRequest{}, err
 	}
+	req.Warnings = w.done(r.Path)
 	return req, nil
 }
 
