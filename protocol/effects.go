@@ -1220,7 +1220,10 @@ func AppendEffectsState(dst []byte, count int, proxies []EffectProxy) []byte {
 		dst = append(dst, `{"id":`...)
 		dst = AppendString(dst, p.ID)
 		dst = append(dst, `,"position":`...)
-		dst = appendVec3(dst, measured, p.PositionM)
+		// Exact: in contact the proxy lies on the surface the client
+		// declared, and it compares the two (float32 put a floor at
+		// 0.1234567890123 at 0.12345679).
+		dst = appendVec3(dst, exact, p.PositionM)
 		dst = append(dst, `,"contact":`...)
 		dst = appendBool(dst, p.Contact)
 		dst = append(dst, '}')
