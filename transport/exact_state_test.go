@@ -54,8 +54,22 @@ func TestStateEchoesConfiguredPointsExactly(t *testing.T) {
 		}
 		servo := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_position":{"position":{"x":0,"y":0.15,"z":0.14}}},"effects":{}}]}`, id)
 		hwtest.EventuallyNil(t, 5*time.Second, "the cursor above the floor", func() error {
-			if z := vec(path(c.roundTrip(servo), "arm3", 0, "state", "cursor_position"))[2]; math.Abs(z-0.14) > 0.002 {
+			f := c.roundTrip(servo)
+			if z := vec(path(f, "arm3", 0, "state", "cursor_position"))[2]; math.Abs(z-0.14) > 0.002 {
 				return fmt.Errorf("cursor z %v", z)
+			}
+			return nil
+		})
+		// Out of contact the proxy is the cursor, and reads as
+		// cursor_position does.
+		hwtest.EventuallyNil(t, 5*time.Second, "the free proxy reads as the cursor", func() error {
+			f := c.roundTrip(force(id, 0, 0, 0))
+			p := path(f, "arm3", 0, "state", "effects", "proxies", 0)
+			if path(p, "contact") != false {
+				return fmt.Errorf("proxy %v: want it free", p)
+			}
+			if got, cursor := vec(path(p, "position")), vec(path(f, "arm3", 0, "state", "cursor_position")); got != cursor {
+				return fmt.Errorf("free proxy at %v, cursor at %v", got, cursor)
 			}
 			return nil
 		})
