@@ -289,7 +289,7 @@ func DeprecationMarkdown() string {
 	b.WriteString("## Deprecated routes and commands\n\n")
 	b.WriteString("Each still works exactly as its replacement does and also emits an event ")
 	b.WriteString("(`http-route-deprecated` or `command-deprecated`). Deprecated HTTP routes are ")
-	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}`. ")
+	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}` (with `\"warnings\"` naming the body's members the route does not read, as every POST answer does: docs/protocol.md, HTTP). ")
 	b.WriteString("A body's `device_id` names the device as the replacement's `{id}` does: exactly, ")
 	b.WriteString("or else regardless of case (`\"049d\"` is arm `049D`).\n\n")
 	b.WriteString("| Deprecated route | Body as clients send it | Replacement |\n|---|---|---|\n")
