@@ -1530,7 +1530,7 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	d := c.dev
 	switch ev.Kind {
 	case loop.EventLeaseExpired:
-		c.activity.Publish(event.ControlLeaseExpired(d.Name, d.ID, ev.Session))
+		c.activity.Publish(event.ControlLeaseExpired(d.Name, d.ID, ev.Session, effectsDroppedBy(ev.Effects, ev.LapsedNs)))
 	case loop.EventReleased:
 		c.log.Debug().Uint64("session", ev.Session).Msg("control released")
 	case loop.EventDriverError:

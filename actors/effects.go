@@ -69,7 +69,7 @@ func (p *tickPath) effectsBefore(f *protocol.Frame, d *Device, e *protocol.Devic
 		// within the lease would have.
 		dropped := 0
 		for i := range a.declared {
-			if end := a.endsNs[i]; end != 0 && end <= min(now, a.deadlineNs) {
+			if expiredBy(a.endsNs[i], min(now, a.deadlineNs)) {
 				p.svc.activity.Publish(event.EffectExpired(d.Name, d.ID, id, a.declared[i].ID))
 			} else {
 				dropped++
@@ -209,6 +209,30 @@ func (c *deviceCore) reconvertEffects(s *sessionState) {
 			return
 		}
 	}
+}
+
+// expiredBy reports whether an effect that ends at endNs (0: no ttl_ms)
+// had ended by atNs: one whose time ran out before its lease lapsed
+// expired (effect-expired), it was not dropped by the lapse.
+func expiredBy(endNs, atNs int64) bool { return endNs != 0 && endNs <= atNs }
+
+// effectsDroppedBy counts the effects of set, the Set a loop rendered for
+// a session whose lease lapsed at lapsedNs, that the lapse drops: as the
+// session's effects_dropped warning counts them, every one but those that
+// expired before it. A Set with no declaration of this process's (a lab
+// gateway's, forwarded) counts whole.
+func effectsDroppedBy(set *effect.Set, lapsedNs int64) int {
+	decl := declarationOf(set)
+	if decl == nil || len(decl.endsNs) != set.Len() {
+		return set.Len()
+	}
+	n := 0
+	for _, end := range decl.endsNs {
+		if !expiredBy(end, lapsedNs) {
+			n++
+		}
+	}
+	return n
 }
 
 // effectsDroppedWarning tells the session that its lease on d lapsed

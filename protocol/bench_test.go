@@ -134,3 +134,34 @@ func BenchmarkAppendFrame(b *testing.B) {
 		})
 	}
 }
+
+// extArmFrame is a state frame of one arm rendering a session's effects
+// and navigation, with the state's numbers as the loop leaves them (full
+// float64 digits): four wall proxies and the bubble's state.
+func extArmFrame() *Frame {
+	x := &ArmStateExtensions{HasEffects: true, EffectCount: 4, HasPassivity: true,
+		Passivity:     PassivityState{EnergyJ: -0.0012345678901234, AddedDampingNsPerM: 0.5},
+		HasNavigation: true, Navigation: NavigationState{
+			CenterM: Vec3{X: 0.0123456789012, Y: -0.01, Z: 0.0300000000007}, VelocityZoneWidthM: 0.03,
+			CollisionExtraInflate: 0.002, Zone: 1, WorkspaceOffsetM: Vec3{X: 0.10000000000000009, Y: -0.2, Z: 0.3},
+			VelocityMps: Vec3{X: 0.012345678901234, Y: 0.5, Z: -0.25}}}
+	for i, id := range []string{"floor", "left", "right", "ceiling"} {
+		x.Proxies = append(x.Proxies, EffectProxy{ID: id, Contact: i%2 == 0,
+			PositionM: Vec3{X: 0.012345678901234567 * float64(i+1), Y: 0.15000000000000002, Z: 0.12345678901230001}})
+	}
+	return &Frame{SessionID: 1, Arms: []ArmFrame{{DeviceID: "049D", State: ArmState{
+		CursorPosition: Vec3{X: 0.0123, Y: -0.0456, Z: 0.1789}, BodyOrientation: Quat{W: 1},
+		CurrentCursorForce: Vec3{Z: 1.5}, ControlMode: ControlForce, Ext: x}}}}
+}
+
+// BenchmarkAppendFrameWithExtensions encodes extArmFrame: what writing the
+// bubble's centre and the proxies exactly (float64) costs beside float32.
+func BenchmarkAppendFrameWithExtensions(b *testing.B) {
+	f := extArmFrame()
+	buf := AppendFrame(nil, f, nil)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		buf = AppendFrame(buf[:0], f, nil)
+	}
+}

@@ -203,8 +203,8 @@ func (f *firstError) fail(e *Error) {
 	}
 }
 
-// warnings collects warnings; a nil list discards them (HTTP ignores
-// unknown fields).
+// warnings collects warnings; a nil list discards them (a stored document
+// read back, whose unknown members nobody is there to hear of).
 type warnings struct {
 	list    *[]Error
 	dropped *int // counts warnings past MaxWarnings; nil: list is nil too
@@ -238,6 +238,33 @@ func (w warnings) unknownField(at *pathSeg, it *MemberIter) {
 	key := string(it.Key())
 	c := at.child(key)
 	w.add(CodeUnknownField, &c, "unknown field %q in %s: ignored", key, at.last())
+}
+
+// bodyWarnings collects the warnings of one body decoded alone (an HTTP
+// POST body, a deprecated route's body): the same unknown members a
+// frame's warnings name (warnings.unknownField decides for both), capped as
+// a frame's list is.
+type bodyWarnings struct {
+	list    []Error
+	dropped int
+}
+
+func (b *bodyWarnings) sink() warnings { return warnings{list: &b.list, dropped: &b.dropped} }
+
+// done is the list, capped (TrimWarnings), with root, the name the body's
+// root was given for the messages ("damping" in "unknown field "x" in
+// damping"), taken off the paths: a path points into the body.
+func (b *bodyWarnings) done(root string) []Error {
+	for i := range b.list {
+		b.list[i].Path = trimRoot(root, b.list[i].Path)
+	}
+	return TrimWarnings(b.list, b.dropped)
+}
+
+// trimRoot takes the root's name off path p ("damping.x" is "x" in the
+// body of damping).
+func trimRoot(root, p string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(p, root), ".")
 }
 
 // expectObject checks that v is an object; example shows the right shape.

@@ -24,6 +24,9 @@ type DeprecatedRoute struct {
 type LegacyRequest struct {
 	DeviceID string // the device of a config route; "" for settings
 	Body     []byte // the replacement's body, already validated
+	// Warnings name the legacy body's members the route does not read
+	// (unknown_field), as the replacement's answer would.
+	Warnings []Error
 }
 
 // legacyField maps one field of a legacy body onto the replacement body.
@@ -122,6 +125,17 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		return LegacyRequest{}, e
 	}
 	var req LegacyRequest
+	var w bodyWarnings
+	at := rootPath(r.Path)
+	for it := root.Members(); it.Next(); {
+		known := row.deviceID && it.KeyIs("device_id")
+		for _, f := range row.fields {
+			known = known || it.KeyIs(f.from)
+		}
+		if !known {
+			w.sink().unknownField(&at, &it)
+		}
+	}
 	if row.deviceID {
 		v := root.Member("device_id")
 		s, ok := v.String()
@@ -166,6 +180,7 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		}
 		return LegacyRequest{}, err
 	}
+	req.Warnings = w.done(r.Path)
 	return req, nil
 }
 
@@ -274,7 +289,7 @@ func DeprecationMarkdown() string {
 	b.WriteString("## Deprecated routes and commands\n\n")
 	b.WriteString("Each still works exactly as its replacement does and also emits an event ")
 	b.WriteString("(`http-route-deprecated` or `command-deprecated`). Deprecated HTTP routes are ")
-	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}`. ")
+	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}` (with `\"warnings\"` naming the body's members the route does not read, as every POST answer does: docs/protocol.md, HTTP). ")
 	b.WriteString("A body's `device_id` names the device as the replacement's `{id}` does: exactly, ")
 	b.WriteString("or else regardless of case (`\"049d\"` is arm `049D`).\n\n")
 	b.WriteString("| Deprecated route | Body as clients send it | Replacement |\n|---|---|---|\n")

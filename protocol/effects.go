@@ -1220,7 +1220,16 @@ func AppendEffectsState(dst []byte, count int, proxies []EffectProxy) []byte {
 		dst = append(dst, `{"id":`...)
 		dst = AppendString(dst, p.ID)
 		dst = append(dst, `,"position":`...)
-		dst = appendVec3(dst, measured, p.PositionM)
+		// In contact the proxy lies on the surface the client declared,
+		// and it compares the two: exact (float32 put a floor at
+		// 0.1234567890123 at 0.12345679). Out of contact it is the
+		// cursor, written as cursor_position is (measured), so the two
+		// read alike and the frame stays as short as it was.
+		bits := measured
+		if p.Contact {
+			bits = exact
+		}
+		dst = appendVec3(dst, bits, p.PositionM)
 		dst = append(dst, `,"contact":`...)
 		dst = appendBool(dst, p.Contact)
 		dst = append(dst, '}')

@@ -457,50 +457,54 @@ func DefaultEntry(k Key) Entry {
 // grammar, required fields. null counts as absent. Unknown fields are not an
 // error; DecodeEntryWarn lists them. path prefixes the paths of errors.
 func DecodeEntry(k Key, data []byte, path string) (Entry, *Error) {
-	e, _, err := decodeEntryBytes(k, data, path, false)
-	return e, err
+	return decodeEntryBytes(k, data, path, nil)
 }
 
-// DecodeEntryWarn is DecodeEntry that also returns warnings for unknown
-// fields.
+// DecodeEntryWarn is DecodeEntry that also returns the warnings a frame
+// would carry for the same value over WebSocket (unknown_field for a member
+// the entry does not have, at its path in the body; at most MaxWarnings,
+// then warnings_dropped), for an HTTP answer to list: a misspelt member
+// otherwise leaves its default in force and nobody hears of it.
 func DecodeEntryWarn(k Key, data []byte, path string) (Entry, []Error, *Error) {
-	return decodeEntryBytes(k, data, path, true)
+	var w bodyWarnings
+	e, err := decodeEntryBytes(k, data, path, &w)
+	if err != nil {
+		return nil, nil, err
+	}
+	root := "" // path prefixes the warnings' paths as it does the errors'
+	if path == "" {
+		root = k.Name()
+	}
+	return e, w.done(root), nil
 }
 
-func decodeEntryBytes(k Key, data []byte, path string, collect bool) (Entry, []Error, *Error) {
+func decodeEntryBytes(k Key, data []byte, path string, collect *bodyWarnings) (Entry, *Error) {
 	if !k.valid() {
-		return nil, nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of %s", keyPathList)
+		return nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of %s", keyPathList)
 	}
 	var doc Doc
 	if err := doc.Parse(data); err != nil {
 		err.Path = path
-		return nil, nil, err
+		return nil, err
 	}
-	var list []Error
 	w := warnings{}
-	if collect {
-		w.list = &list
+	if collect != nil {
+		w = collect.sink()
 	}
 	if err := refuseAnswerEnvelope(doc.Root(), k.Name()); err != nil {
 		err.Path = path
-		return nil, nil, err
+		return nil, err
 	}
 	at := rootPath(path)
 	if path == "" {
 		at = rootPath(k.Name())
 	}
 	e, err := decodeEntryValue(k, doc.Root(), &at, w)
-	if path == "" {
+	if path == "" && err != nil {
 		// The root was named after the key only for the messages.
-		trim := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, k.Name()), ".") }
-		if err != nil {
-			err.Path = trim(err.Path)
-		}
-		for i := range list {
-			list[i].Path = trim(list[i].Path)
-		}
+		err.Path = trimRoot(k.Name(), err.Path)
 	}
-	return e, list, err
+	return e, err
 }
 
 // refuseAnswerEnvelope refuses a body that is a whole answer of the HTTP

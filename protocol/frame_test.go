@@ -229,6 +229,13 @@ func TestAppendFrameAllocations(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations per frame, want 0", allocs)
 	}
+	// An arm with effects and navigation: its proxies and centre written
+	// exactly cost no allocation either.
+	ext := extArmFrame()
+	buf = AppendFrame(buf[:0], ext, types)
+	if allocs := testing.AllocsPerRun(200, func() { buf = AppendFrame(buf[:0], ext, types) }); allocs != 0 {
+		t.Fatalf("%v allocations per frame with extensions, want 0", allocs)
+	}
 }
 
 func TestFrameDecodesWithEncodingJSON(t *testing.T) {

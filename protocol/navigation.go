@@ -516,12 +516,17 @@ type NavigationState struct {
 
 // AppendJSON appends {"bubble": {"center", "velocity_zone_width",
 // "collision_extra_inflate"}, "zone", "workspace_offset", "velocity"}:
-// measured values at float32 precision, but the workspace offset exact.
+// measured values at float32 precision, but the centre, the width and the
+// workspace offset exact.
 func (s *NavigationState) AppendJSON(dst []byte) []byte {
+	// The centre and the width are the config's own numbers (a fixed
+	// centre is center.position to the bit): a client that compares them
+	// with what it configured finds them equal, not off at the 8th digit
+	// as float32 would have them (0.0123456789012 read 0.012345679).
 	dst = append(dst, `{"bubble":{"center":`...)
-	dst = appendVec3(dst, measured, s.CenterM)
+	dst = appendVec3(dst, exact, s.CenterM)
 	dst = append(dst, `,"velocity_zone_width":`...)
-	dst = appendNumber(dst, s.VelocityZoneWidthM, measured)
+	dst = appendNumber(dst, s.VelocityZoneWidthM, exact)
 	dst = append(dst, `,"collision_extra_inflate":`...)
 	dst = appendNumber(dst, s.CollisionExtraInflate, measured)
 	dst = append(dst, `},"zone":`...)

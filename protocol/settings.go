@@ -71,6 +71,22 @@ func DefaultSettings() Settings {
 // DecodeSetting decodes a settings body: {"value": v} or the bare v. It
 // returns a float64 for force_scale and a bool for the others.
 func DecodeSetting(k SettingKey, data []byte) (any, *Error) {
+	return decodeSettingBytes(k, data, warnings{})
+}
+
+// DecodeSettingWarn is DecodeSetting that also returns an unknown_field
+// warning for each member beside "value" (at most MaxWarnings, then
+// warnings_dropped), for the HTTP answer to list.
+func DecodeSettingWarn(k SettingKey, data []byte) (any, []Error, *Error) {
+	var w bodyWarnings
+	v, err := decodeSettingBytes(k, data, w.sink())
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, w.done(k.Path()), nil
+}
+
+func decodeSettingBytes(k SettingKey, data []byte, w warnings) (any, *Error) {
 	if !k.valid() {
 		return nil, Errorf(CodeUnknownSetting, "", "unknown setting: use one of %s", strings.Join(settingPaths[1:], ", "))
 	}
@@ -81,10 +97,17 @@ func DecodeSetting(k SettingKey, data []byte) (any, *Error) {
 	if err := refuseAnswerEnvelope(doc.Root(), "setting "+k.Path()); err != nil {
 		return nil, err
 	}
-	return decodeSettingValue(k, doc.Root(), nil)
+	// The root is named after the setting for the messages ("unknown field
+	// "x" in devices/force_scale"); paths point into the body.
+	at := rootPath(k.Path())
+	v, err := decodeSettingValue(k, doc.Root(), &at, w)
+	if err != nil {
+		err.Path = trimRoot(k.Path(), err.Path)
+	}
+	return v, err
 }
 
-func decodeSettingValue(k SettingKey, v Value, at *pathSeg) (any, *Error) {
+func decodeSettingValue(k SettingKey, v Value, at *pathSeg, w warnings) (any, *Error) {
 	// Messages name the setting ("devices/force_scale 1.5 is out of range
 	// 0..1"); paths point into the body.
 	name := rootPath(k.Path())
@@ -92,6 +115,11 @@ func decodeSettingValue(k SettingKey, v Value, at *pathSeg) (any, *Error) {
 		inner := v.Member("value")
 		if !inner.Exists() {
 			return nil, errAt(CodeInvalidValue, at, `setting %s needs {"value": ...} or the bare value`, k.Path())
+		}
+		for it := v.Members(); it.Next(); {
+			if !it.KeyIs("value") {
+				w.unknownField(at, &it)
+			}
 		}
 		v = inner
 		c := at.child("value")
@@ -198,7 +226,7 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 			continue
 		}
 		c := rootPath(strings.ReplaceAll(k.Path(), "/", "."))
-		val, err := decodeSettingValue(k, v, &c)
+		val, err := decodeSettingValue(k, v, &c, warnings{})
 		if err != nil {
 			return err
 		}

@@ -541,17 +541,17 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				writeError(w, perr)
 				return
 			}
-			e, perr := protocol.DecodeEntry(k, body, "")
+			e, warnings, perr := protocol.DecodeEntryWarn(k, body, "")
 			if perr != nil {
 				writeError(w, perr)
 				return
 			}
-			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
+			a.apply(w, devs, sessions, k, warnings, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
 				got, err := a.svc.SetEntry(d, sid, e)
 				return got, []uint64{sid}, err
 			})
 		case http.MethodDelete:
-			a.apply(w, devs, sessions, k, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
+			a.apply(w, devs, sessions, k, nil, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
 				switch {
 				case !k.SessionScoped():
 					got, err := a.svc.ResetEntry(d, nil, k)
@@ -579,8 +579,9 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 // Every target is validated before any is applied (the body by
 // DecodeEntry, the devices and sessions by the selectors), so what can
 // fail partway is the service itself (a store that cannot write, a device
-// that left or stays busy past the deadline).
-func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, op func(*actors.Device, uint64) (protocol.Entry, []uint64, error)) {
+// that left or stays busy past the deadline). A success answer carries
+// warnings, the body's (an error answer is about the error).
+func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uint64, k protocol.Key, warnings []protocol.Error, op func(*actors.Device, uint64) (protocol.Entry, []uint64, error)) {
 	targets := sessions
 	if !k.SessionScoped() || len(sessions) == 0 {
 		targets = []uint64{0}
@@ -604,7 +605,7 @@ func (a *api) apply(w http.ResponseWriter, devs []*actors.Device, sessions []uin
 			}
 		}
 	}
-	writeApplied(w, last, applied)
+	writeApplied(w, last, applied, warnings)
 }
 
 func (a *api) allSettings(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
@@ -623,7 +624,7 @@ func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 				writeError(w, perr)
 				return
 			}
-			v, perr := protocol.DecodeSetting(k, body)
+			v, warnings, perr := protocol.DecodeSettingWarn(k, body)
 			if perr != nil {
 				writeError(w, perr)
 				return
@@ -633,7 +634,7 @@ func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 				writeError(w, asError(err))
 				return
 			}
-			writeData(w, now, nil)
+			writeWarned(w, now, warnings)
 		case http.MethodDelete:
 			now, err := a.svc.ResetSetting(k)
 			if err != nil {
@@ -699,7 +700,7 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 			writeError(w, asError(err))
 			return
 		}
-		writeOK(w)
+		writeOK(w, req.Warnings)
 	}
 }
 

@@ -23,6 +23,10 @@ type okEnvelope struct {
 	OK        bool        `json:"ok"`
 	Data      any         `json:"data,omitempty"`
 	AppliedTo []appliedTo `json:"applied_to,omitempty"`
+	// Warnings are what the body said that the service ignored (a member
+	// the entry does not have), in the shape of a frame's warnings; absent
+	// when there were none.
+	Warnings []protocol.Error `json:"warnings,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -39,22 +43,33 @@ func writeData(w http.ResponseWriter, data any, applied []appliedTo) {
 
 // writeApplied answers a POST or DELETE of a config route: the value in
 // force and applied_to, which is there even when empty (a DELETE of every
-// session's entry with no session connected changed none).
-func writeApplied(w http.ResponseWriter, data any, applied []appliedTo) {
+// session's entry with no session connected changed none), and the body's
+// warnings, if any.
+func writeApplied(w http.ResponseWriter, data any, applied []appliedTo, warnings []protocol.Error) {
 	if applied == nil {
 		applied = []appliedTo{}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		OK        bool        `json:"ok"`
-		Data      any         `json:"data"`
-		AppliedTo []appliedTo `json:"applied_to"`
-	}{true, data, applied})
+		OK        bool             `json:"ok"`
+		Data      any              `json:"data"`
+		AppliedTo []appliedTo      `json:"applied_to"`
+		Warnings  []protocol.Error `json:"warnings,omitempty"`
+	}{true, data, applied, warnings})
 }
 
-func writeOK(w http.ResponseWriter) {
+// writeWarned answers a POST of a setting: the value in force and the
+// body's warnings, if any.
+func writeWarned(w http.ResponseWriter, data any, warnings []protocol.Error) {
+	writeJSON(w, http.StatusOK, okEnvelope{OK: true, Data: data, Warnings: warnings})
+}
+
+// writeOK answers a deprecated route: {"ok": true}, and the body's
+// warnings, if any.
+func writeOK(w http.ResponseWriter, warnings []protocol.Error) {
 	writeJSON(w, http.StatusOK, struct {
-		OK bool `json:"ok"`
-	}{true})
+		OK       bool             `json:"ok"`
+		Warnings []protocol.Error `json:"warnings,omitempty"`
+	}{true, warnings})
 }
 
 // writeError answers with the status of the error's code (one table in

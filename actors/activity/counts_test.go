@@ -13,7 +13,7 @@ func TestCountsByName(t *testing.T) {
 	a := start(t, activity.Options{})
 	a.Publish(event.DeviceConnected("inverse", "arm3", "049D"))
 	a.Publish(event.DeviceConnected("verse_grip", "grip", "1"))
-	a.Publish(event.ControlLeaseExpired("arm3", "049D", 3))
+	a.Publish(event.ControlLeaseExpired("arm3", "049D", 3, 0))
 	c := a.Counts()
 	if c[event.NameDeviceConnected] != 2 || c[event.NameControlLeaseExpired] != 1 {
 		t.Errorf("counts %v: want 2 device-connected and 1 control-lease-expired", c)

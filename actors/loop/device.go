@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hapticd/hapticd/actors/loop/effect"
 	"github.com/hapticd/hapticd/actors/loop/passivity"
 	"github.com/hapticd/hapticd/hw"
 )
@@ -119,6 +120,12 @@ type Event struct {
 	// Suppressed: the late windows not reported since the previous warning.
 	PeriodP99Ns, TargetNs int64
 	Suppressed            uint64
+	// On EventLeaseExpired: LapsedNs is the lease's deadline (monotonic
+	// ns) and Effects the Set the loop rendered for Session then (nil when
+	// it had none), which the lapse drops: read at the tick that saw it,
+	// before the session can withdraw it or another take the arm.
+	LapsedNs int64
+	Effects  *effect.Set
 }
 
 // DeviceOptions configure a Device. Zero fields take the defaults noted.

@@ -100,10 +100,11 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 	var expired uint64
 	if owner != 0 {
 		c := &d.cmd
+		lapsedNs := nowNs
 		if c.Session == owner && c.term == term {
 			d.unarmedOwner = 0
 			if nowNs > c.DeadlineNs && r.releaseFrom(owner) {
-				expired = owner
+				expired, lapsedNs = owner, c.DeadlineNs
 			}
 		} else if d.unarmedOwner != owner {
 			d.unarmedOwner, d.unarmedSinceNs = owner, nowNs
@@ -113,7 +114,11 @@ func (d *Device) lease(nowNs int64) (owner uint64) {
 		}
 		if expired != 0 {
 			d.expiries.Add(1)
-			d.emit(Event{Kind: EventLeaseExpired, Session: expired})
+			ev := Event{Kind: EventLeaseExpired, Session: expired, LapsedNs: lapsedNs}
+			if s := d.Effects(); s != nil && s.Session == expired {
+				ev.Effects = s
+			}
+			d.emit(ev)
 			owner = r.owner.Load()
 		}
 	}

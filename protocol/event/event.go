@@ -119,8 +119,8 @@ var kinds = [...]Kind{
 		[]string{"device_type", "device_id", "session_id", "owner_session_id"},
 		"a session was refused control of a device another session controls"},
 	{NameControlLeaseExpired, CategoryDevice, LevelNotice,
-		[]string{"device_type", "device_id", "session_id"},
-		"a controlling session sent no command within its lease; the force ramps to zero"},
+		[]string{"device_type", "device_id", "session_id", "effects_dropped"},
+		"a controlling session sent no command within its lease; the force ramps to zero, and effects_dropped counts the session's effects on the device that went with it (0: it had none; they are not rendered again until declared again)"},
 	{NameControlRateWarning, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "period_us_p99", "target_us", "suppressed"},
 		"a device's control loop missed its bound (p99 period over 1.5 × target) over a one-second window; at most one a minute per device, suppressed counting the late windows not reported since the last one"},
@@ -326,15 +326,23 @@ func DeviceBusy(deviceType, deviceID string, sessionID, ownerSessionID uint64) E
 			sessionID, deviceType, deviceID, ownerSessionID))
 }
 
-// ControlLeaseExpired reports a controlling session whose lease lapsed.
-func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64) Event {
+// ControlLeaseExpired reports a controlling session whose lease lapsed,
+// and how many of its effects on the device the lapse dropped.
+func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64, effectsDropped int) Event {
+	dropped := ""
+	if effectsDropped == 1 {
+		dropped = "; its effect there was dropped: declare it again"
+	} else if effectsDropped > 1 {
+		dropped = fmt.Sprintf("; its %d effects there were dropped: declare them again", effectsDropped)
+	}
 	return build(NameControlLeaseExpired, struct {
 		Type    string `json:"device_type"`
 		ID      string `json:"device_id"`
 		Session uint64 `json:"session_id"`
-	}{deviceType, deviceID, sessionID},
-		fmt.Sprintf("session %d sent no command to %s %s within its lease; the force ramps to zero (send commands every tick or raise session.configure.lease)",
-			sessionID, deviceType, deviceID))
+		Dropped int    `json:"effects_dropped"`
+	}{deviceType, deviceID, sessionID, effectsDropped},
+		fmt.Sprintf("session %d sent no command to %s %s within its lease; the force ramps to zero (send commands every tick or raise session.configure.lease)%s",
+			sessionID, deviceType, deviceID, dropped))
 }
 
 // ControlRateWarning reports a control loop whose p99 period drifted past

@@ -33,7 +33,7 @@ var constructors = map[string]func() event.Event{
 	},
 	event.NameDeviceBusy: func() event.Event { return event.DeviceBusy("arm3", "049D", 4, 3) },
 	event.NameControlLeaseExpired: func() event.Event {
-		return event.ControlLeaseExpired("arm3", "049D", 3)
+		return event.ControlLeaseExpired("arm3", "049D", 3, 2)
 	},
 	event.NameControlRateWarning: func() event.Event {
 		return event.ControlRateWarning("arm3", "049D", 1350.5, 1000, 0)

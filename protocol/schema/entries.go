@@ -113,14 +113,27 @@ func defineErrors(s *Set) {
 // Envelope is the answer {"ok": true, "data": data} of a config, settings
 // or list route (PROTOCOL 3.1); with applied, the "applied_to" list that
 // POST and DELETE of config routes always add, whose items are appliedTo
-// (empty: a DELETE of every session's entry found no session).
-func Envelope(data Schema, appliedTo Schema) Schema {
+// (empty: a DELETE of every session's entry found no session); with
+// warning, the "warnings" a POST answer carries when its body had members
+// the service ignored, whose items are warning (the "error" definition, as
+// a frame's warnings).
+func Envelope(data, appliedTo, warning Schema) Schema {
 	props := Schema{"ok": constant(true), "data": data}
+	if warning != nil {
+		props["warnings"] = bodyWarnings(warning)
+	}
 	if appliedTo == nil {
 		return closed(props, "ok", "data")
 	}
 	props["applied_to"] = Schema{"type": "array", "items": appliedTo}
 	return closed(props, "ok", "data", "applied_to")
+}
+
+// bodyWarnings is the "warnings" member a POST answer carries when its body
+// had members the service ignored: the entries of a frame's warnings.
+func bodyWarnings(item Schema) Schema {
+	return Schema{"type": "array", "items": item, "minItems": 1,
+		"description": "what the body said that the service ignored (unknown_field), as a frame's warnings list it; absent when nothing was"}
 }
 
 // OKName is the answer {"ok": true} of a deprecated route.
@@ -237,7 +250,7 @@ func nested(tree Schema) Schema {
 // clients send it, from the deprecation table: the fields Translate reads
 // are required with their JSON type.
 func defineDeprecatedBodies(s *Set) {
-	s.Publish(OKName, "The answer of a deprecated route: {\"ok\": true}.", allRequired(Schema{"ok": constant(true)}))
+	s.Publish(OKName, "The answer of a deprecated route: {\"ok\": true}, and \"warnings\" when its body had members the route does not read.", closed(Schema{"ok": constant(true), "warnings": bodyWarnings(Ref("error"))}, "ok"))
 	for _, r := range protocol.DeprecatedRoutes() {
 		props, required := Schema{}, []string{}
 		if r.Key != 0 {

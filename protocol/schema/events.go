@@ -24,7 +24,7 @@ func eventField(name string, o *Options) (Schema, bool) {
 		return Schema{"type": "string", "minLength": 1}, true
 	case "api_version":
 		return enum([]string{"3.0", "3.x"}), true
-	case "session_id", "owner_session_id", "missed", "suppressed", "recording_id", "since":
+	case "session_id", "owner_session_id", "missed", "suppressed", "recording_id", "since", "effects_dropped":
 		return Schema{"type": "integer", "minimum": 0}, true
 	case "profile":
 		return orNull(Schema{"type": "string", "minLength": 1}), true
