@@ -105,3 +105,26 @@ func TestRemoteOutputIsToldWhoseCommandIsInForce(t *testing.T) {
 		}
 	}
 }
+
+// inForceArm is a no-op arm that keeps what CommandInForce said.
+type inForceArm struct {
+	nopArm
+	session uint64
+}
+
+func (a *inForceArm) CommandInForce(session uint64) { a.session = session }
+
+// TestRemoteOutputTickDoesNotAllocate: telling the driver whose command is
+// in force keeps a controlled arm's tick allocation-free.
+func TestRemoteOutputTickDoesNotAllocate(t *testing.T) {
+	arm := &inForceArm{nopArm: nopArm{info: looptest.ArmInfo()}}
+	d := controlled(arm)
+	clock := SystemClock()
+	d.Step(clock.Now())
+	if arm.session != 1 {
+		t.Fatalf("driver told session %d's command is in force, want 1's", arm.session)
+	}
+	if n := testing.AllocsPerRun(300, func() { d.Step(clock.Now()) }); n != 0 {
+		t.Errorf("a tick allocates %v times", n)
+	}
+}
