@@ -112,7 +112,7 @@ func TestContendingClientStartsFromZeroForce(t *testing.T) {
 // themselves (TestTakeoverThroughTheGatewayStartsFromZero). The same with
 // joint torques (A holds a torque, B commands none): the gateway's loop
 // ramps a torque out as it does a force, and the gateway sent that ramp
-// as B's commands after the force's was fixed: B felt 2.5-3.5 N.
+// as B's commands after the force's was fixed: B felt 2.5-3.7 N.
 func TestTakeoverAfterTheLinkSlowsStartsFromZero(t *testing.T) {
 	for _, hc := range []heldCommand{cursorForce, jointTorque} {
 		t.Run(hc.name, func(t *testing.T) {
