@@ -90,7 +90,7 @@ func TestContendingClientStartsFromZeroForce(t *testing.T) {
 	// rounds make the first likely.
 	var worst float64
 	for range 5 {
-		worst = max(worst, contendAfterLetGo(t, n.svc, d, nil))
+		worst = max(worst, contendAfterLetGo(t, n.svc, d, nil, cursorForce))
 	}
 	if worst > 0.1 {
 		t.Errorf("B, commanding 0 N, feels up to %.2f N of A's force 25 to 300 ms after A let go", worst)
@@ -109,57 +109,109 @@ func TestContendingClientStartsFromZeroForce(t *testing.T) {
 // B's commands, and the node, its own ramp over, applied it: B felt 1.2
 // to 2.9 N of A's 3 N. No slew limit: the node applies each command at
 // once. Under load the link and the gateway's late ticks did this by
-// themselves (TestTakeoverThroughTheGatewayStartsFromZero).
+// themselves (TestTakeoverThroughTheGatewayStartsFromZero). The same with
+// joint torques (A holds a torque, B commands none): the gateway's loop
+// ramps a torque out as it does a force, and the gateway sent that ramp
+// as B's commands after the force's was fixed: B felt 2.5-3.7 N.
 func TestTakeoverAfterTheLinkSlowsStartsFromZero(t *testing.T) {
-	n, d := testNode(t)
-	g := testGateway(t, time.Hour)
-	link := linkLab(t, g, n)
-	var worst float64
-	for range 5 {
-		link.slowAfterLetGo(30 * time.Millisecond)
-		worst = max(worst, contendAfterLetGo(t, g.svc, d, link))
-	}
-	if worst > 0.1 {
-		t.Errorf("B, commanding 0 N through the gateway, feels up to %.2f N of A's force 25 to 300 ms after the node let go", worst)
+	for _, hc := range []heldCommand{cursorForce, jointTorque} {
+		t.Run(hc.name, func(t *testing.T) {
+			n, d := testNode(t)
+			g := testGateway(t, time.Hour)
+			link := linkLab(t, g, n)
+			var worst float64
+			for range 5 {
+				link.slowAfterLetGo(30 * time.Millisecond)
+				worst = max(worst, contendAfterLetGo(t, g.svc, d, link, hc))
+			}
+			if worst > 0.1 {
+				t.Errorf("B, commanding none through the gateway, feels up to %.2f N of A's %s 25 to 300 ms after the node let go", worst, hc.name)
+			}
+		})
 	}
 }
 
+// TestReclaimAfterALapseThroughTheGatewayStartsFromZero: session A on the
+// gateway holds 3 N under a 100 ms lease and goes quiet; as soon as the
+// gateway's loop sees the lease lapse, A commands 0 N again, and the link
+// delays what the gateway sends from then on by 30 ms. A quiet client's
+// force ramps out on the node from the client's deadline (docs/lab.md), so
+// the bound counts from the lapse, whatever the link does. The gateway's
+// loop ramps A's lapsed force out before it applies A's new command: that
+// ramp is no command in force, and A must feel none of its old force past
+// the bound. The gateway sent the ramp under A's new lease, and the node,
+// its own ramp over, applied it as A's new control: A felt 2.0-2.9 N.
+func TestReclaimAfterALapseThroughTheGatewayStartsFromZero(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	link := linkLab(t, g, n)
+	reg := g.svc.Devices().All()[0].Register()
+	msg := func(z float64) string { return cursorForce.message(d, z) }
+	var worst float64
+	for range 5 {
+		link.lag.Store(0)
+		a := openSession(t, g.svc, `,"lease":{"ms":100}`)
+		hwtest.Eventually(t, 10*time.Second, "A's 3 N on the arm", func() bool {
+			a.send(msg(3))
+			return forceOn(d) > 2.9
+		})
+		a.send(msg(3))
+		lapseNs := releasedAt(t, reg, a.sess.ID)
+		link.lag.Store(int64(30 * time.Millisecond))
+		// A 1 s lease from here: a loaded machine's stall of 100 ms must
+		// not lapse A again while the force is watched.
+		again := `{"session":{"configure":{"lease":{"ms":1000}}},` + msg(0)[1:]
+		stopA := a.keepCommanding(again)
+		worst = max(worst, lateForce(d, lapseNs))
+		owner := reg.Owner()
+		if last := stopA(); owner != a.sess.ID || last["errors"] != nil {
+			t.Fatalf("A did not take the arm again: owner %d; A's last frame %v", owner, last)
+		}
+		a.close()
+		waitArmFree(t, d, g)
+	}
+	if worst > 0.1 {
+		t.Errorf("A, commanding 0 N again after its lease lapsed, feels up to %.2f N of its old force 25 to 300 ms after the lapse", worst)
+	}
+}
+
+// heldCommand is what contendAfterLetGo's sessions command: A holds the
+// command with value, B sends it with 0; A's puts at least minN on the
+// arm.
+type heldCommand struct {
+	name   string
+	format string // the command's JSON, with %g for the value
+	value  float64
+	minN   float64
+}
+
+var (
+	cursorForce = heldCommand{"force", `"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}`, 3, 2.9}
+	jointTorque = heldCommand{"torque", `"set_angular_torques":{"torques":{"a0":0,"a1":%g,"a2":0}}`, 400, 1}
+)
+
+// message is the message that commands hc with v on d.
+func (hc heldCommand) message(d *actors.Device, v float64) string {
+	return fmt.Sprintf(`{"arm3":[{"device_id":"%s","commands":{`+hc.format+`}}]}`, d.Info.ID, v)
+}
+
 // contendAfterLetGo runs one round on svc, whose one arm is the node's arm
-// d (svc is the node's service, or with link the gateway's): A holds 3 N
+// d (svc is the node's service, or with link the gateway's): A holds hc
 // and lets go while B asks for the arm; it returns the largest force past
 // the release bound, counted from the node's let-go.
-func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device, link *labLink) (late float64) {
+func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device, link *labLink, hc heldCommand) (late float64) {
 	a := openSession(t, svc, "")
 	b := openSession(t, svc, "")
 	defer a.close()
 	defer b.close()
 	reg := svc.Devices().All()[0].Register()
-	msg := func(z float64) string {
-		return fmt.Sprintf(`{"arm3":[{"device_id":"%s","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, d.Info.ID, z)
-	}
-	hwtest.Eventually(t, 10*time.Second, "A's 3 N on the arm", func() bool {
-		a.send(msg(3))
-		return forceOn(d) > 2.9
+	msg := func(v float64) string { return hc.message(d, v) }
+	hwtest.Eventually(t, 10*time.Second, "A's command on the arm", func() bool {
+		a.send(msg(hc.value))
+		return forceOn(d) > hc.minN
 	})
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { // B, waiting its turn
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			b.sess.Deliver([]byte(msg(0)))
-			select {
-			case <-b.sink.frames:
-			case <-time.After(5 * time.Second):
-				return
-			}
-		}
-	}()
-	a.send(msg(3))
+	stopB := b.keepCommanding(msg(0)) // B, waiting its turn
+	a.send(msg(hc.value))
 	time.Sleep(20 * time.Millisecond)
 	var idles int
 	if link != nil {
@@ -170,18 +222,10 @@ func contendAfterLetGo(t *testing.T, svc *actors.Service, d *actors.Device, link
 	if link != nil {
 		letGoNs = link.nodeLetGo(t, idles)
 	}
-	var snap loop.Snapshot
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
-		d.Load(&snap)
-		if snap.TimeNs-letGoNs > loop.ReleaseBoundNs+5*int64(time.Millisecond) {
-			late = max(late, snap.State.ForceN.Norm())
-		}
-	}
+	late = lateForce(d, letGoNs)
 	owner := reg.Owner()
-	close(stop)
-	<-done
-	if owner != b.sess.ID {
-		t.Fatalf("B did not take the arm: owner %d", owner)
+	if last := stopB(); owner != b.sess.ID {
+		t.Fatalf("B did not take the arm: owner %d; B's last frame %v", owner, last)
 	}
 	b.close()
 	hwtest.Eventually(t, 5*time.Second, "the arm released and at zero force", func() bool {
@@ -247,6 +291,48 @@ func TestTakeoverThroughTheGatewayStartsFromZero(t *testing.T) {
 	if late > 0.1 {
 		t.Errorf("B, commanding 0 N through the gateway, feels up to %.2f N of A's force 20 to 300 ms after the node let go", late)
 	}
+}
+
+// keepCommanding has c send msg again each time a frame answers it, until
+// stop, which returns the last frame.
+func (c *gatewayClient) keepCommanding(msg string) (stop func() map[string]any) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	var last map[string]any
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			c.sess.Deliver([]byte(msg))
+			select {
+			case last = <-c.sink.frames:
+			case <-time.After(5 * time.Second):
+				return
+			}
+		}
+	}()
+	return func() map[string]any {
+		close(quit)
+		<-done
+		return last
+	}
+}
+
+// lateForce watches the force on d's arm for 300 ms and returns the
+// largest it output past the release bound (and 5 ms of polling) after
+// letGoNs, the loops' clock when the arm's control ended.
+func lateForce(d *actors.Device, letGoNs int64) (late float64) {
+	var snap loop.Snapshot
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+		d.Load(&snap)
+		if snap.TimeNs-letGoNs > loop.ReleaseBoundNs+5*int64(time.Millisecond) {
+			late = max(late, snap.State.ForceN.Norm())
+		}
+	}
+	return late
 }
 
 // releasedAt waits until session no longer holds reg and returns the loop

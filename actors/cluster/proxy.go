@@ -163,11 +163,12 @@ type proxy struct {
 	seq           uint64
 	holding       bool
 	holdSeq       uint64
-	// navSeen and navSeenSession are what ForwardNavigation got last:
-	// navSeenSession is the session of the command the loop shaped into
-	// its last force output (loop.RemoteNavigation).
+	// navSeen and navSeenSession are what ForwardNavigation got last.
 	navSeen        *loop.Navigation
 	navSeenSession uint64
+	// inForce is the session whose command in force the output of the
+	// loop's exchange under way applies, 0: none (loop.RemoteOutput).
+	inForce uint64
 }
 
 var (
@@ -178,6 +179,7 @@ var (
 	_ loop.ModeReporter     = (*proxy)(nil)
 	_ loop.RemoteEffects    = (*proxy)(nil)
 	_ loop.RemoteNavigation = (*proxy)(nil)
+	_ loop.RemoteOutput     = (*proxy)(nil)
 )
 
 // localSession owns a gateway device's register while a session on the
@@ -512,15 +514,15 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 		if cmd.Mode != hw.ModeIdle {
 			session, leaseLeft = p.commandLease(reg)
 		}
-		// A force the loop shaped from another session's command is the
-		// last control's ramp, which the loop runs before the owner's
-		// first command: no lease holds it on the node, whose own ramp
-		// of that control began at the idle controlEnded sent. Sent as
-		// the owner's, it outlived the node's ramp when the link was
-		// slower after the idle than before it: the node applied it
-		// under the new owner. (A torque's ramp still goes as the owner's:
-		// only a force tick tells the proxy its session.)
-		if session != 0 && cmd.Mode == hw.ModeForce && p.navSeenSession != session {
+		// An output that applies no command of the owner is the ramp of
+		// the last control, which the loop runs before the owner's first
+		// command (also the owner's own, when it claims again after its
+		// lease lapsed): no lease holds it on the node, whose own ramp of
+		// that control began at the idle controlEnded sent. Sent as the
+		// owner's, it outlived the node's ramp when the link was slower
+		// after the idle than before it: the node applied it, a force or a
+		// torque, as the owner's new control.
+		if session != 0 && p.inForce != session {
 			session, leaseLeft = 0, -1
 		}
 	}
@@ -549,6 +551,10 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	p.send(cmd, now, session, leaseLeft)
 	return nil
 }
+
+// CommandInForce takes the session whose command in force the output of
+// the exchange that follows applies (loop.RemoteOutput).
+func (p *proxy) CommandInForce(session uint64) { p.inForce = session }
 
 // commandLease reads the register for the session whose command the
 // gateway's loop applies and how long its lease has left (the node's

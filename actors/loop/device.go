@@ -367,12 +367,42 @@ type StateAgeReporter interface {
 	StateAge() (ageNs int64, repeated bool)
 }
 
+// A RemoteOutput is a driver that passes each tick's output on to another
+// process's loop, which applies it only under the lease of the session
+// whose command it is (a lab gateway's proxy of an arm on a node): before
+// each exchange the loop tells it the session whose command the output
+// applies (CommandInForce). That is not always the owner: while the loop
+// ramps a force or a torque out after a control ended (a let-go, a lapse,
+// another session's claim), the output is the ramp of the ended control,
+// which no lease holds, also once a session (another, or the same one
+// after its lease lapsed) owns the arm again and its command waits for the
+// ramp's end. Sent under that session's lease, the ramp would be applied
+// as its new control. Such a driver is not lazy.
+type RemoteOutput interface {
+	// CommandInForce is called on the loop's goroutine right before each
+	// Exchange with the session whose command in force the output
+	// applies; 0 when none is (a ramp out, no output, the loop's own
+	// gravity feed-forward, a halt). It must not block.
+	CommandInForce(session uint64)
+}
+
+// commandInForce is the session whose command this tick's output applies
+// (RemoteOutput): the command held last while it is in force, not while
+// it ramps out; else 0.
+func (d *Device) commandInForce() uint64 {
+	if d.armed {
+		return d.held.Session
+	}
+	return 0
+}
+
 // hardwareExchange is what a non-lazy driver's exchange needs besides the
 // Device, kept apart so that simulated arms (the many, each in one small
 // allocation) do not carry it.
 type hardwareExchange struct {
 	scratch hw.State         // the driver's exchange target
 	ages    StateAgeReporter // drv, when it may report an old state
+	remote  RemoteOutput     // drv, when another loop applies its output
 	freshNs int64            // with ages: when the state was current (Clock)
 	aged    bool             // freshNs is a reported state's, not the open's
 }
@@ -425,6 +455,7 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		d.reporter, _ = drv.(ModeReporter)
 		d.remoteFx, _ = drv.(RemoteEffects)
 		d.remoteNav, _ = drv.(RemoteNavigation)
+		d.hwx.remote, _ = drv.(RemoteOutput)
 		if d.hwx.ages, _ = drv.(StateAgeReporter); d.hwx.ages != nil {
 			// The driver's state before the first tick is from its
 			// open, which is no later than now.
@@ -804,6 +835,9 @@ func (d *Device) exchange() (moved bool, err error) {
 	if d.lazy != nil {
 		// A lazy driver writes st only on success, and only when moved.
 		return d.lazy.ExchangeCore(&d.out, &d.state)
+	}
+	if r := d.hwx.remote; r != nil {
+		r.CommandInForce(d.commandInForce())
 	}
 	if err := d.drv.Exchange(&d.out, &d.hwx.scratch); err != nil {
 		return false, err

@@ -79,7 +79,11 @@
 // at rest, when control ends; the offset stays in the track. A driver
 // whose arm another process's loop renders (RemoteNavigation, a lab
 // gateway's proxy) is handed each force command's navigation instead, and
-// its tracks hold that loop's reports (NavigationTrack.Mirror).
+// its tracks hold that loop's reports (NavigationTrack.Mirror). Such a
+// driver is also told, before each exchange, whose command in force the
+// output applies (RemoteOutput): none while a control ramps out, so it
+// never sends the ramp under the lease of the session that owns the arm
+// next.
 //
 // # Gravity feed-forward
 //
