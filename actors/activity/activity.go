@@ -192,6 +192,21 @@ func (a *Activity) Recent(since uint64, limit int) (Page, error) {
 	return r.page, nil
 }
 
+// Sync returns once every event published before it was called is queued
+// for every subscriber registered then: a subscriber that must not miss
+// the events published until some moment (a recording being stopped) calls
+// it at that moment, then reads what is queued with TryNext.
+func (a *Activity) Sync() error {
+	res, err := a.root.RequestFuture(a.pid, &syncRequest{}, a.timeout).Result()
+	if err != nil {
+		return a.requestError("sync", err)
+	}
+	if _, ok := res.(*synced); !ok {
+		return fmt.Errorf("activity: sync: unexpected reply %T", res)
+	}
+	return nil
+}
+
 // Usage returns the migration report since the actor started: a copy,
 // free to keep and encode.
 func (a *Activity) Usage() (Usage, error) {

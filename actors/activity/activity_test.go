@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -673,5 +674,38 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			<-done
 		})
+	}
+}
+
+// After Sync, every event published before it waits in a subscriber's
+// queue: TryNext hands them all over without waiting; a
+// stopped actor answers ErrStopped.
+func TestSyncQueuesEveryEventPublishedBefore(t *testing.T) {
+	a := start(t, activity.Options{})
+	sub, err := a.Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for round := range 50 {
+		for i := range 3 {
+			a.Publish(event.DeviceConnected("arm", "inverse3", strconv.Itoa(3*round+i)))
+		}
+		if err := a.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			e, ok := sub.TryNext()
+			if !ok {
+				t.Fatalf("round %d: %d of the 3 events published before Sync queued", round, i)
+			}
+			if want := strconv.Itoa(3*round + i); !strings.Contains(string(e.Data), `"`+want+`"`) {
+				t.Fatalf("round %d: event %d is %s, want device %s", round, i, e.Data, want)
+			}
+		}
+	}
+	a.Stop()
+	if err := a.Sync(); !errors.Is(err, activity.ErrStopped) {
+		t.Errorf("Sync after Stop: %v, want ErrStopped", err)
 	}
 }

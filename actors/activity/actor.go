@@ -75,6 +75,8 @@ func (a *activityActor) Receive(ctx actor.Context) {
 		ctx.Respond(&recentReply{page: a.recent(m.since, m.limit)})
 	case *usageRequest:
 		ctx.Respond(&usageReply{usage: a.usage.report()})
+	case *syncRequest:
+		ctx.Respond(&synced{})
 	case *supervised:
 		a.supervision.note(SupervisionNote{Time: a.clock().UTC(), Actor: m.actor, Reason: m.reason, Directive: m.directive})
 		a.log.Warn().Str("actor", m.actor).Str("directive", m.directive).Str("reason", m.reason).Msg("supervision")

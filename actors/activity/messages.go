@@ -40,6 +40,13 @@ type recentRequest struct {
 
 type recentReply struct{ page Page }
 
+// syncRequest asks the actor to answer *synced once it has handled every
+// message sent to it before: every event published before it is then in
+// its subscribers' queues.
+type syncRequest struct{}
+
+type synced struct{}
+
 // usageRequest asks for the migration report; the reply is *usageReply.
 type usageRequest struct{}
 
@@ -71,6 +78,8 @@ func (*unsubscribe) activityMessage()        {}
 func (*recentRequest) activityMessage()      {}
 func (*recentReply) activityMessage()        {}
 func (*usageRequest) activityMessage()       {}
+func (*syncRequest) activityMessage()        {}
+func (*synced) activityMessage()             {}
 func (*usageReply) activityMessage()         {}
 func (*legacyRoute) activityMessage()        {}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -412,11 +413,22 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		}
 	}
 	r.active.Store(true)
+	// Subscribed before Start answers, as the taps are attached: an event
+	// published once it has (the session a client opens right after POST
+	// /recordings) is recorded.
+	events := rs.cfg.Service.Activity()
+	sub, err := events.Subscribe(0, false)
+	if err != nil {
+		r.setErr(fmt.Errorf("recording: events: %w", err))
+	}
 	var producers sync.WaitGroup
-	producers.Add(2)
+	producers.Add(1)
 	attached := make(chan struct{})
 	go func() { defer producers.Done(); newPump(rs, r).run(ctx, attached) }()
-	go func() { defer producers.Done(); rs.events(ctx, r) }()
+	if sub != nil {
+		producers.Add(1)
+		go func() { defer producers.Done(); r.events(ctx, events, sub) }()
+	}
 	go wr.run(&producers)
 	<-attached
 	rs.mu.Lock()
@@ -640,20 +652,30 @@ func (rs *Recorder) Config(method, path string, status int, body []byte) {
 	}
 }
 
-// events records the activity channel until ctx ends.
-func (rs *Recorder) events(ctx context.Context, r *recording) {
-	sub, err := rs.cfg.Service.Activity().Subscribe(0, false)
-	if err != nil {
-		r.setErr(fmt.Errorf("recording: events: %w", err))
-		return
-	}
+// events records sub's events until ctx ends, and then those published
+// before it ended: every event published while the recording ran, though
+// the activity actor hands them over later.
+func (r *recording) events(ctx context.Context, events *activity.Activity, sub *activity.Subscription) {
 	defer sub.Close()
 	for {
 		e, err := sub.Next(ctx)
 		if err != nil {
-			return
+			break
 		}
-		data, _ := e.MarshalJSON()
-		r.put(item{kind: KindEvent, ns: r.clock.Now(), data: data})
+		r.putEvent(e)
 	}
+	if ctx.Err() == nil {
+		return // the activity actor stopped: nothing more is coming
+	}
+	if err := events.Sync(); err != nil {
+		r.setErr(fmt.Errorf("recording: the last events: %w", err))
+	}
+	for e, ok := sub.TryNext(); ok; e, ok = sub.TryNext() {
+		r.putEvent(e)
+	}
+}
+
+func (r *recording) putEvent(e event.Event) {
+	data, _ := e.MarshalJSON()
+	r.put(item{kind: KindEvent, ns: r.clock.Now(), data: data})
 }

@@ -676,3 +676,47 @@ func TestCutRecordingReplaysWhatIsThere(t *testing.T) {
 		_, _ = newFrameCheck(MessagesOf(f, KindFrame)["1"], Tolerance{}, time.Millisecond)
 	}
 }
+
+// Every event published while a recording runs is in its file: one
+// published as soon as Start answered (a session opening right after POST
+// /recordings) and one published just before Stop (a session ending before
+// DELETE), on every round, with no wait in between.
+func TestRecordingKeepsEveryEventPublishedWhileItRuns(t *testing.T) {
+	svc := startService(t, []string{"a1"})
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop()})
+	for round := range 20 {
+		info, err := rs.Start(Options{Name: "events"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last := uint64(1000+2*round), uint64(1001+2*round)
+		svc.Activity().Publish(event.SessionStarted(first, "", "127.0.0.1:1", "3.1"))
+		svc.Activity().Publish(event.SessionEnded(last, "", "127.0.0.1:1", "3.1", protocol.CloseReason("normal")))
+		if _, ok := rs.Stop(info.ID); !ok {
+			t.Fatalf("round %d: recording %d not listed", round, info.ID)
+		}
+		f, cut, err := Load(info.Path)
+		if err != nil || cut {
+			t.Fatalf("round %d: %v (cut %v)", round, err, cut)
+		}
+		var got []string
+		for _, ms := range MessagesOf(f, KindEvent) {
+			for _, m := range ms {
+				var e struct {
+					Name string
+					Data struct {
+						SessionID uint64 `json:"session_id"`
+					}
+				}
+				if err := json.Unmarshal(m.Data, &e); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprintf("%s %d", e.Name, e.Data.SessionID))
+			}
+		}
+		want := []string{fmt.Sprintf("%s %d", event.NameSessionStarted, first), fmt.Sprintf("%s %d", event.NameSessionEnded, last)}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: events recorded %q, want %q", round, got, want)
+		}
+	}
+}

@@ -85,6 +85,76 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 	}
 }
 
+// A reply that comes after its deadline is a miss (the state repeated)
+// when recorded, and must be one when replayed: the replay serves it no
+// earlier than the recorded driver read it, after its read timed out. Here
+// the emulator answers one command late and the host then pauses (as a
+// loaded machine preempts it), so the late reply is in the input at the
+// next exchange; the replayed driver used to take it at once and report a
+// fresh state where the recorded one repeated the last.
+func TestReplayedLateReplyIsMissedAsRecorded(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	e, path := startEmulator(t, emulator.Options{Index: 102})
+	real, err := serial.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := serial.Tap(real)
+	opts := driver.ArmOptions{Path: "replay", ReplyTimeout: timeout, HaltTimeout: testReplyTimeout}
+	a, err := driver.OpenArm(tap, opts)
+	if err != nil {
+		t.Fatalf("OpenArm: %v", err)
+	}
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 2}}
+	const late = 5
+	recorded := make([]hw.State, 12)
+	for i := range recorded {
+		if i == late {
+			e.SetFaults(emulator.Faults{Latency: timeout + 100*time.Millisecond})
+		}
+		if err := a.Exchange(&cmd, &recorded[i]); err != nil {
+			t.Fatalf("tick %d: %v", i, err)
+		}
+		if i == late {
+			e.SetFaults(emulator.Faults{})
+			time.Sleep(300 * time.Millisecond) // the host preempted past the late reply
+		}
+	}
+	if a.Missed() == 0 {
+		t.Fatal("the recorded session missed no reply: the late one came in time")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer // through the file format: it keeps the reads that timed out
+	if err := serial.WriteRecording(&file, tap.Records()); err != nil {
+		t.Fatal(err)
+	}
+	records, err := serial.ReadRecording(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := driver.OpenArm(serial.Replay(records), opts)
+	if err != nil {
+		t.Fatalf("replayed OpenArm: %v", err)
+	}
+	for i := range recorded {
+		var st hw.State
+		if err := b.Exchange(&cmd, &st); err != nil {
+			t.Fatalf("replayed tick %d: %v", i, err)
+		}
+		if st != recorded[i] {
+			t.Fatalf("tick %d: replayed %+v, recorded %+v (the recording missed %d replies, the replay %d)", i, st, recorded[i], a.Missed(), b.Missed())
+		}
+	}
+	if b.Missed() != a.Missed() {
+		t.Errorf("the replay missed %d replies, the recording %d", b.Missed(), a.Missed())
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("replayed Close: %v", err)
+	}
+}
+
 func TestGripThroughPTY(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 3, Motion: sim.MotionCircle})
 	p, err := serial.Open(path)

@@ -6,9 +6,12 @@
 // # Record and replay
 //
 // Tap wraps a Port and notes every read and write (time since start,
-// direction, bytes). Replay serves the recorded device bytes back and checks
-// every byte the host writes against the recording; its Close fails when
-// recorded I/O is left over, so a test proves the driver did all of it.
+// direction, bytes), reads that timed out with nothing included. Replay
+// serves the recorded device bytes back and checks every byte the host
+// writes against the recording; a recorded read that timed out waits the
+// read timeout again, so a reply that missed its deadline misses it in the
+// replay too. Its Close fails when recorded I/O is left over, so a test
+// proves the driver did all of it.
 // Recordings are stored as JSON lines (see WriteRecording) so that captures
 // from real devices can be committed as test data.
 //

@@ -30,7 +30,9 @@ func (d Direction) String() string {
 	return "unknown"
 }
 
-// Record is one read or write seen on a port.
+// Record is one read or write seen on a port. A device record with no
+// bytes is a read that got none: its timeout passed (or, rarely, the port
+// woke it early) with the device silent.
 type Record struct {
 	At    time.Duration // since the recording started
 	Dir   Direction
@@ -51,26 +53,29 @@ type Recorder struct {
 func Tap(p Port) *Recorder { return &Recorder{port: p, start: time.Now()} }
 
 func (r *Recorder) note(dir Direction, b []byte) {
-	if len(b) == 0 {
-		return
-	}
 	rec := Record{At: time.Since(r.start), Dir: dir, Bytes: append([]byte(nil), b...)}
 	r.mu.Lock()
 	r.records = append(r.records, rec)
 	r.mu.Unlock()
 }
 
-// Read reads from the wrapped port and records what it got.
+// Read reads from the wrapped port and records what it got; a read that
+// got nothing and no error (it timed out) too: a reply that missed its
+// deadline is then missed in the replay as well.
 func (r *Recorder) Read(p []byte) (int, error) {
 	n, err := r.port.Read(p)
-	r.note(DeviceToHost, p[:n])
+	if n > 0 || err == nil {
+		r.note(DeviceToHost, p[:n])
+	}
 	return n, err
 }
 
 // Write writes to the wrapped port and records what it took.
 func (r *Recorder) Write(p []byte) (int, error) {
 	n, err := r.port.Write(p)
-	r.note(HostToDevice, p[:n])
+	if n > 0 {
+		r.note(HostToDevice, p[:n])
+	}
 	return n, err
 }
 
@@ -86,7 +91,8 @@ func (r *Recorder) Close() error { return r.port.Close() }
 
 // Records returns a copy of what was recorded so far, consecutive records
 // of one direction merged (reads and writes split arbitrarily on a real
-// port, so the split carries no meaning).
+// port, so the split carries no meaning), but for reads that got nothing,
+// which stay where they were.
 func (r *Recorder) Records() []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -96,7 +102,7 @@ func (r *Recorder) Records() []Record {
 func merge(in []Record) []Record {
 	var out []Record
 	for _, rec := range in {
-		if n := len(out); n > 0 && out[n-1].Dir == rec.Dir {
+		if n := len(out); n > 0 && out[n-1].Dir == rec.Dir && !rec.timedOut() && !out[n-1].timedOut() {
 			out[n-1].Bytes = append(out[n-1].Bytes, rec.Bytes...)
 			continue
 		}
@@ -105,14 +111,22 @@ func merge(in []Record) []Record {
 	return out
 }
 
+// timedOut says whether rec is a read that got nothing.
+func (rec Record) timedOut() bool { return rec.Dir == DeviceToHost && len(rec.Bytes) == 0 }
+
 // Replayer is a Port that plays a recorded device: Read serves the device's
 // bytes once the host has written everything recorded before them, and Write
-// checks the host's bytes against the recording. Close fails when the
-// recording was not played to its end or a write did not match.
+// checks the host's bytes against the recording. A recorded read that got
+// nothing waits the read timeout and gets nothing again, so a reply that
+// came after its deadline when recorded comes after it in the replay too
+// (a recording from before such reads were kept serves each reply at once).
+// Close fails when the recording was not played to its end or a write did
+// not match.
 type Replayer struct {
 	mu       sync.Mutex
 	records  []Record
 	i, off   int // next record, and bytes of it already played
+	timeout  time.Duration
 	mismatch error
 	closed   bool
 }
@@ -125,14 +139,29 @@ func Replay(records []Record) *Replayer {
 // ErrClosed is returned by calls on a closed Replayer.
 var ErrClosed = errors.New("hw/serial: port is closed; open it again")
 
-// Read returns the next recorded device bytes. When the host owes a write
-// first (or the recording is over), it returns 0, nil at once as a silent
-// device would after its read timeout.
+// Read returns the next recorded device bytes. Where the recorded read got
+// nothing, it waits the read timeout and returns 0, nil. When the host owes
+// a write first (or the recording is over), it returns 0, nil at once as a
+// silent device would after its read timeout.
 func (r *Replayer) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return 0, ErrClosed
+	}
+	if r.i < len(r.records) && r.records[r.i].timedOut() {
+		r.i++
+		if wait := r.timeout; wait > 0 {
+			// Unlocked: Close may end the wait's port from another
+			// goroutine, as on a real port.
+			r.mu.Unlock()
+			time.Sleep(wait)
+			r.mu.Lock()
+			if r.closed {
+				return 0, ErrClosed
+			}
+		}
+		return 0, nil
 	}
 	if r.i >= len(r.records) || r.records[r.i].Dir != DeviceToHost {
 		return 0, nil
@@ -153,6 +182,7 @@ func (r *Replayer) Write(p []byte) (int, error) {
 	if r.mismatch != nil {
 		return 0, r.mismatch
 	}
+	r.skipTimedOut()
 	for done := 0; done < len(p); {
 		if r.i >= len(r.records) || r.records[r.i].Dir != HostToDevice {
 			r.mismatch = fmt.Errorf("hw/serial: replay: host wrote %x that the recording does not have at record %d; the driver sends more than the recorded device saw", p[done:], r.i)
@@ -170,6 +200,16 @@ func (r *Replayer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// skipTimedOut passes over recorded reads that got nothing and that the
+// host did not make (it wrote before them): they hold no bytes to check,
+// and how often a driver reads before its deadline is the machine's
+// timing, not its output.
+func (r *Replayer) skipTimedOut() {
+	for r.off == 0 && r.i < len(r.records) && r.records[r.i].timedOut() {
+		r.i++
+	}
+}
+
 func (r *Replayer) advance(n int) {
 	r.off += n
 	if r.off == len(r.records[r.i].Bytes) {
@@ -178,8 +218,13 @@ func (r *Replayer) advance(n int) {
 	}
 }
 
-// SetReadTimeout is accepted and ignored: replay never waits.
-func (r *Replayer) SetReadTimeout(time.Duration) error { return nil }
+// SetReadTimeout sets how long a recorded read that got nothing waits.
+func (r *Replayer) SetReadTimeout(d time.Duration) error {
+	r.mu.Lock()
+	r.timeout = d
+	r.mu.Unlock()
+	return nil
+}
 
 // ResetInputBuffer is a no-op: the recording holds only bytes the host read,
 // so none were pending when the real port was flushed.
@@ -196,6 +241,7 @@ func (r *Replayer) Close() error {
 	if r.mismatch != nil {
 		return r.mismatch
 	}
+	r.skipTimedOut()
 	if r.i < len(r.records) {
 		left := 0
 		for _, rec := range r.records[r.i:] {

@@ -3,6 +3,7 @@ package serial_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,5 +100,76 @@ func TestOpenMissingPortSaysWhy(t *testing.T) {
 	_, err := serial.Open("/dev/does-not-exist-hapticd")
 	if !errors.Is(err, serial.ErrNotFound) || !strings.Contains(err.Error(), "hw/serial: open /dev/does-not-exist-hapticd") {
 		t.Fatalf("Open = %v", err)
+	}
+}
+
+// A read that got nothing is recorded (an empty device record, kept apart
+// from its neighbours and through the file), and replayed as a read that
+// waits its timeout and gets nothing before the bytes that came after it.
+// One the replayed host does not make (it writes first) is passed over,
+// and so are those left at the end.
+func TestTimedOutReadsAreRecordedAndReplayed(t *testing.T) {
+	device := serial.Replay([]serial.Record{
+		{Dir: serial.HostToDevice, Bytes: []byte{0x0A}},
+		{Dir: serial.DeviceToHost, Bytes: []byte{1, 2}},
+	})
+	tap := serial.Tap(device)
+	var b [8]byte
+	tap.Read(b[:]) // nothing yet: the host owes its write
+	tap.Write([]byte{0x0A})
+	tap.Read(b[:1])
+	tap.Read(b[:1])
+	tap.Read(b[:]) // nothing more
+	var file bytes.Buffer
+	if err := serial.WriteRecording(&file, tap.Records()); err != nil {
+		t.Fatal(err)
+	}
+	records, err := serial.ReadRecording(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape []string
+	for _, r := range records {
+		shape = append(shape, fmt.Sprintf("%s %x", r.Dir, r.Bytes))
+	}
+	if want := []string{"device ", "host 0a", "device 0102", "device "}; !reflect.DeepEqual(shape, want) {
+		t.Fatalf("recorded %q, want %q", shape, want)
+	}
+
+	const timeout = 30 * time.Millisecond
+	tests := []struct {
+		name string
+		play func(p *serial.Replayer)
+	}{
+		{"as recorded", func(p *serial.Replayer) {
+			began := time.Now()
+			if n, err := p.Read(b[:]); n != 0 || err != nil {
+				t.Errorf("first Read = %d, %v; want the recorded timeout (0, nil)", n, err)
+			}
+			if waited := time.Since(began); waited < timeout {
+				t.Errorf("the recorded timeout returned after %v, want at least the read timeout %v", waited, timeout)
+			}
+			p.Write([]byte{0x0A})
+			if n, _ := p.Read(b[:]); n != 2 {
+				t.Errorf("Read after the write = %d bytes, want the 2 recorded", n)
+			}
+			p.Read(b[:])
+		}},
+		{"host writes first and stops early", func(p *serial.Replayer) {
+			if _, err := p.Write([]byte{0x0A}); err != nil {
+				t.Errorf("Write past a recorded timeout the host did not wait: %v", err)
+			}
+			p.Read(b[:])
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := serial.Replay(records)
+			p.SetReadTimeout(timeout)
+			tc.play(p)
+			if err := p.Close(); err != nil {
+				t.Errorf("Close = %v, want nil", err)
+			}
+		})
 	}
 }
