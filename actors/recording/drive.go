@@ -891,20 +891,28 @@ func compareJSON(at string, want, got any, tol Tolerance, diffs *[]string) {
 }
 
 // proseNumber is a number standing as a word in an error's or warning's
-// message ("lapsed 1014 ms before"), not a digit inside a name ("arm3").
-var proseNumber = regexp.MustCompile(`\b\d+(?:\.\d+)?\b`)
+// message ("lapsed 1014 ms before"), not a digit inside a name ("arm3"),
+// with the unit of time that makes it a measurement, if any.
+var proseNumber = regexp.MustCompile(`\b(\d+(?:\.\d+)?)( ?(?:ms|µs|ns|s)\b)?`)
 
-// proseMatches reports whether two messages say the same with numbers
+// proseMatches reports whether two messages say the same, a measured time
 // within tolerance: a message quotes what the service measured (how long
 // ago a lease lapsed), which a replay measures again a millisecond off.
+// Any other number (a session, a count) must match exactly.
 func proseMatches(want, got string, tol Tolerance) bool {
-	if proseNumber.ReplaceAllString(want, "#") != proseNumber.ReplaceAllString(got, "#") {
+	if proseNumber.ReplaceAllString(want, "#$2") != proseNumber.ReplaceAllString(got, "#$2") {
 		return false
 	}
-	wn, gn := proseNumber.FindAllString(want, -1), proseNumber.FindAllString(got, -1)
+	wn, gn := proseNumber.FindAllStringSubmatch(want, -1), proseNumber.FindAllStringSubmatch(got, -1)
 	for i := range wn {
-		w, _ := strconv.ParseFloat(wn[i], 64)
-		g, _ := strconv.ParseFloat(gn[i], 64)
+		if wn[i][2] == "" {
+			if wn[i][1] != gn[i][1] {
+				return false
+			}
+			continue
+		}
+		w, _ := strconv.ParseFloat(wn[i][1], 64)
+		g, _ := strconv.ParseFloat(gn[i][1], 64)
 		if math.Abs(g-w) > tol.Abs+tol.Rel*math.Abs(w) {
 			return false
 		}

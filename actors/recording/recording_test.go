@@ -313,6 +313,10 @@ func TestCompareJSON(t *testing.T) {
 		{"a message's number beyond tolerance", `{"message":"lapsed 1014 ms ago"}`, `{"message":"lapsed 1414 ms ago"}`, 1},
 		{"a message's other words", `{"message":"lapsed 1014 ms ago"}`, `{"message":"renewed 1014 ms ago"}`, 1},
 		{"a digit in a message's name is a word", `{"message":"arm3 lapsed"}`, `{"message":"arm4 lapsed"}`, 1},
+		{"a message's count is exact", `{"message":"its 10 effects were dropped"}`, `{"message":"its 11 effects were dropped"}`, 1},
+		{"a message's session is exact", `{"message":"controlled by session 12"}`, `{"message":"controlled by session 13"}`, 1},
+		{"a message's time in µs", `{"message":"late by 100 µs"}`, `{"message":"late by 105 µs"}`, 0},
+		{"a message's time and count", `{"message":"1014 ms ago, 2 effects"}`, `{"message":"1013 ms ago, 2 effects"}`, 0},
 		{"numbers only in messages", `{"s":"took 1014 ms"}`, `{"s":"took 1013 ms"}`, 1},
 	}
 	for _, tt := range tests {
