@@ -34,5 +34,5 @@ func trimList(list []Error, dropped, limit int, code Code, noun string) []Error 
 		return list
 	}
 	return append(list, Error{Code: code,
-		Message: strconv.Itoa(dropped) + " more " + noun + " were not listed (a frame lists at most " + strconv.Itoa(limit) + "); fix these and send again to see the rest"})
+		Message: strconv.Itoa(dropped) + " more " + noun + " were not listed (a frame or an answer lists at most " + strconv.Itoa(limit) + "); fix these and send again to see the rest"})
 }
