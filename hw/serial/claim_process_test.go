@@ -6,10 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +14,14 @@ import (
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
-// claimHolderEnv names the port a claim holder process
-// (TestClaimHolderProcess) claims.
-const claimHolderEnv = "HAPTICD_TEST_CLAIM_HOLDER_PORT"
+const (
+	// claimHolderEnv names the port a claim holder process
+	// (TestClaimHolderProcess) claims.
+	claimHolderEnv = "HAPTICD_TEST_CLAIM_HOLDER_PORT"
+	// holderAnswersWithin is generous: a Windows test binary under Wine
+	// takes seconds to start.
+	holderAnswersWithin = 60 * time.Second
+)
 
 // wantBusy fails t unless the port at path is refused to another opener.
 func wantBusy(t *testing.T, path, when string) {
@@ -47,13 +49,13 @@ func TestClaimKeepsAnotherProcessOff(t *testing.T) {
 	path := claimablePort(t)
 
 	holder := startClaimHolder(t, path)
-	holder.expect(t, "claimed")
+	holder.Expect(t, "claimed", holderAnswersWithin)
 	wantBusy(t, path, "claimed by another process")
-	holder.send(t, "reopen")
-	holder.expect(t, "reopened")
+	holder.Send(t, "reopen")
+	holder.Expect(t, "reopened", holderAnswersWithin)
 	wantBusy(t, path, "claimed by another process, between its port's close and reopen")
-	holder.send(t, "release")
-	holder.expect(t, "released")
+	holder.Send(t, "release")
+	holder.Expect(t, "released", holderAnswersWithin)
 	c, err := serial.ClaimPort(path)
 	if err != nil {
 		t.Fatalf("claim after the other process released it: %v", err)
@@ -63,9 +65,9 @@ func TestClaimKeepsAnotherProcessOff(t *testing.T) {
 	}
 
 	holder = startClaimHolder(t, path)
-	holder.expect(t, "claimed")
+	holder.Expect(t, "claimed", holderAnswersWithin)
 	wantBusy(t, path, "claimed by another process, again")
-	holder.kill(t)
+	holder.Kill(t)
 	hwtest.EventuallyNil(t, 30*time.Second, "the port to be free once its holder died", func() error {
 		c, err := serial.ClaimPort(path)
 		if err != nil {
@@ -112,80 +114,9 @@ func TestClaimHolderProcess(t *testing.T) {
 	}
 }
 
-// claimHolder is a running TestClaimHolderProcess.
-type claimHolder struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string // its output, closed when it ends
-}
-
-// startClaimHolder starts a process that claims path; it is ended when t
+// startClaimHolder starts a TestClaimHolderProcess on path; it ends when t
 // ends.
-func startClaimHolder(t *testing.T, path string) *claimHolder {
+func startClaimHolder(t *testing.T, path string) *hwtest.TestProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClaimHolderProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), claimHolderEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &claimHolder{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
-	go func() {
-		defer close(h.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- strings.TrimSpace(sc.Text())
-		}
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close() // the holder exits
-		for range h.lines {
-		}
-		_ = cmd.Wait()
-	})
-	return h
-}
-
-// expect fails t unless the holder's next line is want. A Windows test
-// binary under Wine takes seconds to start.
-func (h *claimHolder) expect(t *testing.T, want string) {
-	t.Helper()
-	select {
-	case line, ok := <-h.lines:
-		if !ok {
-			t.Fatalf("the claim holder process ended before saying %q", want)
-		}
-		if line != want {
-			t.Fatalf("the claim holder process said %q; want %q", line, want)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the claim holder process did not say %q within 60 s", want)
-	}
-}
-
-func (h *claimHolder) send(t *testing.T, line string) {
-	t.Helper()
-	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// kill ends the holder without a release, as a crash would, and waits for
-// it to be gone.
-func (h *claimHolder) kill(t *testing.T) {
-	t.Helper()
-	if err := h.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for range h.lines {
-	}
-	_ = h.cmd.Wait()
+	return hwtest.StartTestProcess(t, "TestClaimHolderProcess", claimHolderEnv+"="+path)
 }
