@@ -1,11 +1,9 @@
 package transport
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -57,38 +55,8 @@ func TestIdleSessionMemory(t *testing.T) {
 	})
 	before := liveBytes()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsChild$")
-	cmd.Env = append(os.Environ(), idleClientsEnv+"="+ts.wsURL()+" "+strconv.Itoa(idleSessions))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close() // the child closes its connections and exits
-		_ = cmd.Wait()
-	})
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case line := <-ready:
-		if line != "ready" {
-			t.Fatalf("client process: %q", line)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("client process did not open its sessions within 60 s")
-	}
+	clients := hwtest.StartTestProcess(t, "TestIdleClientsChild", idleClientsEnv+"="+ts.wsURL()+" "+strconv.Itoa(idleSessions))
+	clients.Expect(t, "ready", 60*time.Second)
 	hwtest.EventuallyNil(t, 10*time.Second, "the idle sessions to be listed", func() error {
 		if n := len(ts.svc.Sessions()); n != idleSessions {
 			return fmt.Errorf("%d sessions listed", n)

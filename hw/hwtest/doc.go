@@ -8,7 +8,9 @@
 //     condition (polling, with a generous deadline and a message; never a
 //     bare sleep or a fixed window);
 //   - Main, the TestMain that fails a package's tests when a goroutine
-//     outlives them.
+//     outlives them;
+//   - StartTestProcess, the test binary run again as a second process for
+//     a test that needs one, spoken to by lines.
 //
 // It imports only the standard library and hw's own packages.
 package hwtest

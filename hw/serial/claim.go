@@ -10,7 +10,8 @@ import (
 // closes: while the claim, or a port opened under it, is held, every other
 // Open or ClaimPort of the port fails with ErrBusy, in this process or
 // another (on Unix an exclusive flock on the port, which binds root too;
-// on Windows nothing beyond the port's own exclusive open). A service that
+// on Windows a named mutex, Global\hapticd-port-COMn, which only other
+// hapticd processes look at). A service that
 // reopens a device after a failure holds its claim in between, so no
 // other service takes the device at that moment.
 //

@@ -12,20 +12,8 @@ import (
 	"github.com/hapticd/hapticd/hw/serial"
 )
 
-// wantBusy fails t unless the port at path is refused to another opener.
-func wantBusy(t *testing.T, path, when string) {
-	t.Helper()
-	if p, err := serial.Open(path); err == nil {
-		p.Close()
-		t.Errorf("%s: another Open of the port succeeded; want ErrBusy", when)
-	} else if !errors.Is(err, serial.ErrBusy) {
-		t.Errorf("%s: another Open: %v; want ErrBusy", when, err)
-	}
-	if c, err := serial.ClaimPort(path); err == nil {
-		c.Release()
-		t.Errorf("%s: another ClaimPort succeeded; want ErrBusy", when)
-	}
-}
+// claimablePort is a fresh pseudo-terminal's port, closed when t ends.
+func claimablePort(t *testing.T) string { return newPTY(t).Path }
 
 // claimOnPTY claims a fresh pseudo-terminal's port; the claim is released
 // when t ends.

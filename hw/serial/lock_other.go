@@ -1,11 +1,9 @@
-//go:build !(linux || darwin || freebsd || openbsd)
+//go:build !(linux || darwin || freebsd || openbsd || windows)
 
 package serial
 
-// portLock locks nothing: a Windows port opens without sharing, so a
-// second opener fails (busy) while the port is open, but not between a
-// close and the next open; other platforms rely on go.bug.st/serial's own
-// exclusive mode.
+// portLock locks nothing: these platforms rely on go.bug.st/serial's own
+// exclusive mode, which holds a port only while it is open.
 type portLock struct{}
 
 func lockPort(string) (portLock, error) { return portLock{}, nil }
