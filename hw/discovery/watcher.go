@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -633,13 +634,25 @@ func (w *Watcher) Release() {
 	}
 }
 
+// busyHint says how to find what holds a port on goos: each system names
+// a port's holder with its own tool.
+func busyHint(goos string) string {
+	switch goos {
+	case "windows":
+		return "another program holds the port (another hapticd, the vendor tool or a serial terminal; Sysinternals `handle -a COMn` names it): close it; it is retried automatically"
+	case "darwin":
+		return "another program holds the port (`lsof` on it names it): stop the other hapticd or the vendor tool; it is retried automatically"
+	}
+	return "another program holds the port (`fuser -v` on it names it): stop the other hapticd or the vendor tool, or ModemManager (`systemctl stop ModemManager`); it is retried automatically"
+}
+
 // hint says how to fix an open failure (STYLE habit 8).
 func hint(err error) string {
 	switch {
 	case errors.Is(err, serial.ErrPermission):
 		return "install packaging/udev/70-hapticd.rules into /etc/udev/rules.d, run `udevadm control --reload && udevadm trigger`, and replug the device"
 	case errors.Is(err, serial.ErrBusy):
-		return "another program holds the port (`fuser -v` on it names it): stop the other hapticd or the vendor tool, or ModemManager (`systemctl stop ModemManager`); it is retried automatically"
+		return busyHint(runtime.GOOS)
 	case errors.Is(err, serial.ErrWriteStalled), errors.Is(err, hid.ErrWriteStalled):
 		return "the device takes no data (hung firmware): power-cycle or replug it; it is retried automatically with backoff"
 	case errors.Is(err, serial.ErrNotFound):
