@@ -332,3 +332,62 @@ func TestDeviceBackAfterItsLeavingWriteTimedOutReadsBackWhatARestartHas(t *testi
 		t.Errorf("read back %v once back, %v after its next change and a restart; want the %v the write landed", readBack, after, w.set)
 	}
 }
+
+// An arm back while the config write it left with is still on the disk
+// waits for that write; a caller that gives up waiting (62 s by default)
+// closes the driver it asked with and retries with a new one. Once the
+// disk answers, the retry is what is added: the given-up addition stayed
+// queued, was added first with its closed driver, and the retry was
+// refused as a device already connected (land36).
+func TestAnAdditionWhoseCallerGaveUpIsNotAdded(t *testing.T) {
+	armID := simArm(0).Info().ID
+	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
+		held.Store, held.disk = s, s.(*store.Store)
+		return held
+	}})
+	t.Cleanup(release) // before the service's shutdown, which waits for the write
+	arm := addArm(t, svc, simArm(0))
+	answered := pending(func() {
+		_, _ = svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5})
+	})
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the write never reached its commit point")
+	}
+	removeArm(t, svc, arm)
+
+	type outcome struct {
+		dev *Device
+		err error
+	}
+	gaveUp, first := simArm(0), make(chan outcome, 1)
+	svc.addDeviceThen(&addDevice{driver: gaveUp}, 200*time.Millisecond, func(d *Device, err error) { first <- outcome{d, err} })
+	select {
+	case o := <-first:
+		if o.err == nil {
+			t.Fatal("the addition was answered while the arm's leaving write was still on the disk")
+		}
+		_ = gaveUp.Close() // as the hardware watcher and the gateway do
+	case <-time.After(patience):
+		t.Fatal("the caller's wait never ended")
+	}
+	retry := make(chan outcome, 1)
+	svc.AddDeviceThen(simArm(0), false, func(d *Device, err error) { retry <- outcome{d, err} })
+	release()
+	select {
+	case o := <-retry:
+		if o.err != nil {
+			t.Fatalf("the retry was refused (%v); want it added, the given-up addition called off", o.err)
+		}
+		if listed := svc.Devices().Find(protocol.TypeArm, armID); listed != o.dev {
+			t.Fatalf("the arm listed is %p, not the retry's %p", listed, o.dev)
+		}
+	case <-time.After(patience):
+		t.Fatal("the retry was never answered")
+	}
+	waitDone(t, answered, "the leaving write")
+}
