@@ -11,34 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/actors/store/storetest"
 	"github.com/hapticd/hapticd/protocol"
 )
-
-// pastCommitStore is the state directory with the durable writes of one
-// document held just past their commit point (the value in its temp file,
-// synced, the rename and the directory's fsync left), as a slow directory
-// fsync holds them: once released, the write lands.
-type pastCommitStore struct {
-	Store
-	disk    *store.Store
-	name    string
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *pastCommitStore) SaveGated(name string, v any, commit func() bool) error {
-	if name != s.name {
-		return s.disk.SaveGated(name, v, commit)
-	}
-	return s.disk.SaveGated(name, v, func() bool {
-		if !commit() {
-			return false
-		}
-		s.entered <- struct{}{}
-		<-s.release
-		return true
-	})
-}
 
 // startUnowned starts a service on dir whose shutdown the test does
 // itself (startWith's cleanup would fail on a shutdown's deliberate error),
@@ -85,19 +60,16 @@ func TestShutdownAnswersAWritePastItsCommitPointWithWhatLanded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 1), release: make(chan struct{})}
-			var once sync.Once
-			release := func() { once.Do(func() { close(held.release) }) }
+			held := storetest.New()
+			held.Hold(storeName(protocol.TypeArm, armID))
+			release := held.Release
 			defer release()
-			svc := startUnowned(t, dir, tc.within, func(s Store) Store {
-				held.Store, held.disk = s, s.(*store.Store)
-				return held
-			})
+			svc := startUnowned(t, dir, tc.within, func(s Store) Store { return held.Over(s.(*store.Store)) })
 			arm := addArm(t, svc, simArm(0))
 			answered := make(chan error, 1)
 			go func() { _, err := svc.SetEntry(arm, 0, set); answered <- err }()
 			select {
-			case <-held.entered:
+			case <-held.Entered():
 			case <-time.After(patience):
 				t.Fatal("the write never reached its commit point")
 			}
@@ -204,13 +176,10 @@ func leaveDuringAHeldWrite(t *testing.T, within time.Duration) *heldLeavingWrite
 	armID := simArm(0).Info().ID
 	w := &heldLeavingWrite{dir: t.TempDir(), set: protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5},
 		answered: make(chan error, 1), added: make(chan addition, 1)}
-	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
-	var once sync.Once
-	w.release = func() { once.Do(func() { close(held.release) }) }
-	w.svc = startWith(t, Options{StateDir: w.dir, WriteTimeout: within, WrapStore: func(s Store) Store {
-		held.Store, held.disk = s, s.(*store.Store)
-		return held
-	}})
+	held := storetest.New()
+	held.Hold(storeName(protocol.TypeArm, armID))
+	w.release = held.Release
+	w.svc = startWith(t, Options{StateDir: w.dir, WriteTimeout: within, WrapStore: func(s Store) Store { return held.Over(s.(*store.Store)) }})
 	t.Cleanup(w.release) // before the service's shutdown (cleanups run last first), which waits for the write
 	arm := addArm(t, w.svc, simArm(0))
 	if got, err := w.svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got == protocol.Entry(w.set) {
@@ -218,7 +187,7 @@ func leaveDuringAHeldWrite(t *testing.T, within time.Duration) *heldLeavingWrite
 	}
 	go func() { _, err := w.svc.SetEntry(arm, 0, w.set); w.answered <- err }()
 	select {
-	case <-held.entered:
+	case <-held.Entered():
 	case <-time.After(patience):
 		t.Fatal("the write never reached its commit point")
 	}
@@ -341,20 +310,16 @@ func TestDeviceBackAfterItsLeavingWriteTimedOutReadsBackWhatARestartHas(t *testi
 // refused as a device already connected (land36).
 func TestAnAdditionWhoseCallerGaveUpIsNotAdded(t *testing.T) {
 	armID := simArm(0).Info().ID
-	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(held.release) }) }
-	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store {
-		held.Store, held.disk = s, s.(*store.Store)
-		return held
-	}})
-	t.Cleanup(release) // before the service's shutdown, which waits for the write
+	held := storetest.New()
+	held.Hold(storeName(protocol.TypeArm, armID))
+	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store { return held.Over(s.(*store.Store)) }})
+	t.Cleanup(held.Release) // before the service's shutdown, which waits for the write
 	arm := addArm(t, svc, simArm(0))
 	answered := pending(func() {
 		_, _ = svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5})
 	})
 	select {
-	case <-held.entered:
+	case <-held.Entered():
 	case <-time.After(patience):
 		t.Fatal("the write never reached its commit point")
 	}
@@ -377,7 +342,7 @@ func TestAnAdditionWhoseCallerGaveUpIsNotAdded(t *testing.T) {
 	}
 	retry := make(chan outcome, 1)
 	svc.AddDeviceThen(simArm(0), false, func(d *Device, err error) { retry <- outcome{d, err} })
-	release()
+	held.Release()
 	select {
 	case o := <-retry:
 		if o.err != nil {
