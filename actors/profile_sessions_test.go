@@ -182,15 +182,8 @@ func TestSimultaneousSessionLevelChangesOfOneProfileBothSurviveARestart(t *testi
 // old lease. The document is put again with both, and the files hold the
 // basis and the lease acknowledged, as a reopened store reads them.
 func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) {
-	dir := t.TempDir()
-	disk, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb := disk.NewWriteBehind(time.Hour) // written at Close only
 	const profile = "co.example:interleaved"
-	name := profileFolder(profile) + "/session"
-	put := func(ps profileSession) error { return wb.Put(name, ps) }
+	put, stored := sessionDocumentBehind(t, profile)
 	var docs profileSessions
 	start := profileSession{Name: profile, Basis: protocol.Basis{Permutation: protocol.IdentityBasis}, LeaseMs: 100}
 	docs.join(profile, start, true)
@@ -198,7 +191,7 @@ func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) 
 	basis := protocol.Basis{Permutation: "-YXZ"}
 	var leaseErr error
 	first := true
-	err = docs.change(profile, profileSessionChange{basis: &basis}, func(ps profileSession) error {
+	err := docs.change(profile, profileSessionChange{basis: &basis}, func(ps profileSession) error {
 		if first {
 			first = false
 			leaseErr = docs.change(profile, profileSessionChange{lease: 250}, put)
@@ -208,18 +201,7 @@ func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) 
 	if err != nil || leaseErr != nil {
 		t.Fatalf("basis change: %v; lease change: %v", err, leaseErr)
 	}
-	if err := wb.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reopened, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got profileSession
-	if found, err := reopened.Load(name, &got); !found || err != nil {
-		t.Fatalf("the profile's session document: found %v, %v", found, err)
-	}
-	if got.Basis != basis || got.LeaseMs != 250 {
+	if got := stored(); got.Basis != basis || got.LeaseMs != 250 {
 		t.Fatalf("stored %+v, want basis %s and lease 250 (both acknowledged)", got, basis.Permutation)
 	}
 }
@@ -307,15 +289,8 @@ func TestAJoinerWithACopyReadBeforeAHoldersChangeDoesNotStoreItOver(t *testing.T
 // and what its use stores, is the holder's acknowledged change, as a
 // reopened store reads it.
 func TestAJoinerWithAHeldCopyTakenBeforeAChangeTakesTheChange(t *testing.T) {
-	dir := t.TempDir()
-	disk, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb := disk.NewWriteBehind(time.Hour) // written at Close only
 	const profile = "co.example:held-copy"
-	name := profileFolder(profile) + "/session"
-	put := func(ps profileSession) error { return wb.Put(name, ps) }
+	put, stored := sessionDocumentBehind(t, profile)
 	var docs profileSessions
 	docs.join(profile, profileSession{Name: profile, Basis: protocol.Basis{Permutation: "-YXZ"}, LeaseMs: 100}, true)
 	copied, ok := docs.reading(profile) // the joiner's per-tick path
@@ -335,22 +310,43 @@ func TestAJoinerWithAHeldCopyTakenBeforeAChangeTakesTheChange(t *testing.T) {
 	if got.Basis != changed {
 		t.Errorf("the joiner took basis %s, want the holder's acknowledged %s", got.Basis.Permutation, changed.Permutation)
 	}
-	if err := wb.Close(); err != nil {
-		t.Fatal(err)
-	}
-	reopened, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored profileSession
-	if found, err := reopened.Load(name, &stored); !found || err != nil {
-		t.Fatalf("the profile's session document: found %v, %v", found, err)
-	}
-	if stored.Basis != changed {
-		t.Fatalf("stored basis %s, want the acknowledged %s", stored.Basis.Permutation, changed.Permutation)
+	if got := stored(); got.Basis != changed {
+		t.Fatalf("stored basis %s, want the acknowledged %s", got.Basis.Permutation, changed.Permutation)
 	}
 	docs.leave(profile)
 	if len(docs.docs) != 0 {
 		t.Fatalf("%d documents kept once no session has the profile nor reads it", len(docs.docs))
 	}
+}
+
+// sessionDocumentBehind returns the put of profile's session document
+// through a write-behind on a state directory of the test's (written at
+// stored only), and stored, which writes it and reads the document back as
+// a reopened store does.
+func sessionDocumentBehind(t *testing.T, profile string) (put func(profileSession) error, stored func() profileSession) {
+	t.Helper()
+	dir := t.TempDir()
+	disk, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := disk.NewWriteBehind(time.Hour)
+	name := profileFolder(profile) + "/session"
+	put = func(ps profileSession) error { return wb.Put(name, ps) }
+	stored = func() profileSession {
+		t.Helper()
+		if err := wb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		reopened, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps profileSession
+		if found, err := reopened.Load(name, &ps); !found || err != nil {
+			t.Fatalf("the profile's session document: found %v, %v", found, err)
+		}
+		return ps
+	}
+	return put, stored
 }
