@@ -28,6 +28,10 @@ type addDevice struct {
 	// defaults are the device-global entries the device starts with when
 	// none are stored (nil: protocol.DefaultDeviceConfig).
 	defaults *protocol.DeviceConfig
+	// ticket is cancelled when the caller gives up waiting; the registry
+	// admits the addition when it takes it up, and drops one cancelled
+	// (Service.askAddition).
+	ticket *ticket
 }
 
 // addDeviceReply answers addDevice.
@@ -105,6 +109,11 @@ const (
 // was cancelled first.
 func (t *ticket) admit() bool {
 	return t == nil || t.state.CompareAndSwap(ticketPending, ticketAdmitted) || t.state.Load() == ticketAdmitted
+}
+
+// cancelled reports whether the work was called off.
+func (t *ticket) cancelled() bool {
+	return t != nil && t.state.Load() == ticketCancelled
 }
 
 // cancel calls the work off; false if it was admitted already.

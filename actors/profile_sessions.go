@@ -13,8 +13,13 @@ import (
 // document here is the latest queued, and each change goes onto it entry
 // by entry (basis, lease), so two sessions of one profile never store one's
 // whole session level over the other's acknowledged entry. Once no session
-// has the profile the document is dropped, and the next session reads it
-// again.
+// has the profile and no session is reading it to join (reading), the
+// document is dropped, and the next session reads it again.
+//
+// A read for a joiner keeps the document: a copy read before a holder's
+// change, joined after the holder left, would otherwise start a new
+// document from that stale copy and store it over the acknowledged change
+// (review36). Kept, the document is what the joiner takes.
 type profileSessions struct {
 	mu   sync.Mutex
 	docs map[string]*profileSessionDoc
@@ -23,6 +28,12 @@ type profileSessions struct {
 type profileSessionDoc struct {
 	ps       profileSession
 	sessions int
+	// readers are the reads of the profile for a session about to join
+	// it (reading to doneReading).
+	readers int
+	// joined: a session joined since the document was made, so ps is the
+	// profile's latest (until then it is nothing).
+	joined bool
 	// unread: the sessions that joined could not read the stored document
 	// (they have the defaults); the next session that reads it replaces
 	// ps with what it read, so the defaults never stand for, nor get
@@ -50,39 +61,61 @@ func (ch profileSessionChange) apply(ps *profileSession, profile string, now tim
 // join counts one more session on profile and returns the document the
 // session takes, and whether it stands for a stored one nobody could read
 // (it holds the defaults). read is what the session took from the stored
-// document, and readOK whether it could read it. When another session has
-// the profile already, its document is the latest, unless those sessions
-// could not read the stored one and this one could: then what it read
-// replaces it.
+// document, and readOK whether it could read it. When a session joined the
+// profile since the session began reading it, that document is the latest
+// (even if those sessions all left since), unless they could not read the
+// stored one and this one could: then what it read replaces it.
 func (t *profileSessions) join(profile string, read profileSession, readOK bool) (ps profileSession, unread bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.docs == nil {
-		t.docs = make(map[string]*profileSessionDoc)
-	}
-	d := t.docs[profile]
-	if d == nil {
-		d = &profileSessionDoc{ps: read, unread: !readOK}
-		t.docs[profile] = d
-	} else if d.unread && readOK {
-		d.ps, d.unread = read, false
+	d := t.doc(profile)
+	if !d.joined || (d.unread && readOK) {
+		d.ps, d.unread, d.joined = read, !readOK, true
 	}
 	d.sessions++
 	return d.ps, d.unread
 }
 
-// held returns profile's document while a session has the profile and
-// could read it: the latest, so a session picking the profile takes it
-// rather than reading the file, whose read failing for a moment would have
-// the store refuse every later write of it (the changes of the sessions
-// holding it, acknowledged, then lost at restart) until a restart.
-func (t *profileSessions) held(profile string) (profileSession, bool) {
+// doc returns profile's document, made when there is none. The caller
+// holds t.mu.
+func (t *profileSessions) doc(profile string) *profileSessionDoc {
+	if t.docs == nil {
+		t.docs = make(map[string]*profileSessionDoc)
+	}
+	d := t.docs[profile]
+	if d == nil {
+		d = &profileSessionDoc{}
+		t.docs[profile] = d
+	}
+	return d
+}
+
+// reading counts a read of profile for a session about to join it, until
+// doneReading, and returns the profile's document when a session joined it
+// and could read it: the latest, so the session takes it rather than
+// reading the file, whose read failing for a moment would have the store
+// refuse every later write of it (the changes of the sessions holding it,
+// acknowledged, then lost at restart) until a restart.
+func (t *profileSessions) reading(profile string) (profileSession, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d := t.docs[profile]; d != nil && !d.unread {
+	d := t.doc(profile)
+	d.readers++
+	if d.joined && !d.unread {
 		return d.ps, true
 	}
 	return profileSession{}, false
+}
+
+// doneReading ends a read counted by reading, once the session joined the
+// profile or will not.
+func (t *profileSessions) doneReading(profile string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d := t.docs[profile]; d != nil {
+		d.readers--
+		t.dropUnused(profile, d)
+	}
 }
 
 // leave counts one session fewer on profile.
@@ -90,9 +123,16 @@ func (t *profileSessions) leave(profile string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if d := t.docs[profile]; d != nil {
-		if d.sessions--; d.sessions <= 0 {
-			delete(t.docs, profile)
-		}
+		d.sessions--
+		t.dropUnused(profile, d)
+	}
+}
+
+// dropUnused drops d once no session has its profile nor reads it to
+// join. The caller holds t.mu.
+func (t *profileSessions) dropUnused(profile string, d *profileSessionDoc) {
+	if d.sessions <= 0 && d.readers <= 0 {
+		delete(t.docs, profile)
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -179,15 +182,8 @@ func TestSimultaneousSessionLevelChangesOfOneProfileBothSurviveARestart(t *testi
 // old lease. The document is put again with both, and the files hold the
 // basis and the lease acknowledged, as a reopened store reads them.
 func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) {
-	dir := t.TempDir()
-	disk, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb := disk.NewWriteBehind(time.Hour) // written at Close only
 	const profile = "co.example:interleaved"
-	name := profileFolder(profile) + "/session"
-	put := func(ps profileSession) error { return wb.Put(name, ps) }
+	put, stored := sessionDocumentBehind(t, profile)
 	var docs profileSessions
 	start := profileSession{Name: profile, Basis: protocol.Basis{Permutation: protocol.IdentityBasis}, LeaseMs: 100}
 	docs.join(profile, start, true)
@@ -195,7 +191,7 @@ func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) 
 	basis := protocol.Basis{Permutation: "-YXZ"}
 	var leaseErr error
 	first := true
-	err = docs.change(profile, profileSessionChange{basis: &basis}, func(ps profileSession) error {
+	err := docs.change(profile, profileSessionChange{basis: &basis}, func(ps profileSession) error {
 		if first {
 			first = false
 			leaseErr = docs.change(profile, profileSessionChange{lease: 250}, put)
@@ -205,18 +201,152 @@ func TestASessionLevelChangePutBetweenAnotherOnesCopyAndPutIsKept(t *testing.T) 
 	if err != nil || leaseErr != nil {
 		t.Fatalf("basis change: %v; lease change: %v", err, leaseErr)
 	}
-	if err := wb.Close(); err != nil {
+	if got := stored(); got.Basis != basis || got.LeaseMs != 250 {
+		t.Fatalf("stored %+v, want basis %s and lease 250 (both acknowledged)", got, basis.Permutation)
+	}
+}
+
+// firstLoadHeld holds the first Load of one document once armed, after it
+// read the file and until release is closed, and says on entered when it
+// has read: a read whose answer is late while later reads go through.
+type firstLoadHeld struct {
+	Store
+	name    string
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *firstLoadHeld) Load(name string, v any) (bool, error) {
+	found, err := s.Store.Load(name, v)
+	if name == s.name && s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.release
+	}
+	return found, err
+}
+
+// A session J picks a profile and reads its stored basis (-YXZ); before J
+// joins, another session H picks the profile, changes its basis to ZXY
+// (answered without error) and leaves. J then took its stale copy, stored
+// it as the profile's use, and the acknowledged ZXY was gone for J and
+// after a restart (review36). J must take ZXY, and the profile keep it.
+func TestAJoinerWithACopyReadBeforeAHoldersChangeDoesNotStoreItOver(t *testing.T) {
+	dir := t.TempDir()
+	const profile = "co.example:stale"
+	doc := profileFolder(profile) + "/session"
+	held := &firstLoadHeld{name: doc, entered: make(chan struct{}), release: make(chan struct{})}
+	svc := startWith(t, Options{StateDir: dir, WrapStore: func(s Store) Store { held.Store = s; return held }})
+	var once sync.Once
+	release := func() { once.Do(func() { close(held.release) }) }
+	t.Cleanup(release)
+	pick := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, profile)
+	s0, sink0 := open(t, svc, nil)
+	exchange(t, s0, sink0, pick)
+	if f := exchange(t, s0, sink0, `{"session":{"configure":{"basis":{"permutation":"-YXZ"}}}}`); len(f.errorCodes()) != 0 {
+		t.Fatalf("configure: %v", f.errorCodes())
+	}
+	s0.Close(protocol.CloseClientClosed)
+	hwtest.Eventually(t, patience, "the first session gone", func() bool { return len(svc.Sessions()) == 0 })
+
+	held.armed.Store(true)
+	j, sinkJ := open(t, svc, nil)
+	joined := pending(func() { j.Deliver([]byte(pick)) })
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the joiner's read of the profile never reached the store")
+	}
+	h, sinkH := open(t, svc, nil)
+	if f := exchange(t, h, sinkH, pick); len(f.errorCodes()) != 0 || h.Basis().Permutation != "-YXZ" {
+		t.Fatalf("the holder's pick: errors %v, basis %s", f.errorCodes(), h.Basis().Permutation)
+	}
+	if f := exchange(t, h, sinkH, `{"session":{"configure":{"basis":{"permutation":"ZXY"}}}}`); len(f.errorCodes()) != 0 || f.raw["warnings"] != nil {
+		t.Fatalf("the holder's change: errors %v, warnings %v", f.errorCodes(), f.raw["warnings"])
+	}
+	h.Close(protocol.CloseClientClosed)
+	hwtest.Eventually(t, patience, "the holder gone", func() bool { return len(svc.Sessions()) == 1 })
+	release()
+	waitDone(t, joined, "the joiner's pick")
+	sinkJ.next(t)
+	if got := j.Basis().Permutation; got != "ZXY" {
+		t.Errorf("the joiner has basis %s, want the holder's acknowledged ZXY", got)
+	}
+	j.Close(protocol.CloseClientClosed)
+	shutdown(t, svc)
+
+	again := startWith(t, Options{StateDir: dir})
+	c, sinkC := open(t, again, nil)
+	exchange(t, c, sinkC, pick)
+	if got := c.Basis().Permutation; got != "ZXY" {
+		t.Fatalf("after a restart the profile's basis is %s, want the acknowledged ZXY", got)
+	}
+}
+
+// The same race when the joiner's copy is the holder's document (taken
+// from memory, not read from the file): the holder changes the basis and
+// leaves between the joiner's copy and its join. What the joiner takes,
+// and what its use stores, is the holder's acknowledged change, as a
+// reopened store reads it.
+func TestAJoinerWithAHeldCopyTakenBeforeAChangeTakesTheChange(t *testing.T) {
+	const profile = "co.example:held-copy"
+	put, stored := sessionDocumentBehind(t, profile)
+	var docs profileSessions
+	docs.join(profile, profileSession{Name: profile, Basis: protocol.Basis{Permutation: "-YXZ"}, LeaseMs: 100}, true)
+	copied, ok := docs.reading(profile) // the joiner's per-tick path
+	if !ok {
+		t.Fatal("the held document was not handed to the joiner")
+	}
+	changed := protocol.Basis{Permutation: "ZXY"}
+	if err := docs.change(profile, profileSessionChange{basis: &changed}, put); err != nil {
 		t.Fatal(err)
 	}
-	reopened, err := store.Open(dir)
+	docs.leave(profile) // the holder
+	got, _ := docs.join(profile, copied, true)
+	docs.doneReading(profile)
+	if err := docs.change(profile, profileSessionChange{}, put); err != nil { // the joiner's use
+		t.Fatal(err)
+	}
+	if got.Basis != changed {
+		t.Errorf("the joiner took basis %s, want the holder's acknowledged %s", got.Basis.Permutation, changed.Permutation)
+	}
+	if got := stored(); got.Basis != changed {
+		t.Fatalf("stored basis %s, want the acknowledged %s", got.Basis.Permutation, changed.Permutation)
+	}
+	docs.leave(profile)
+	if len(docs.docs) != 0 {
+		t.Fatalf("%d documents kept once no session has the profile nor reads it", len(docs.docs))
+	}
+}
+
+// sessionDocumentBehind returns the put of profile's session document
+// through a write-behind on a state directory of the test's (written at
+// stored only), and stored, which writes it and reads the document back as
+// a reopened store does.
+func sessionDocumentBehind(t *testing.T, profile string) (put func(profileSession) error, stored func() profileSession) {
+	t.Helper()
+	dir := t.TempDir()
+	disk, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got profileSession
-	if found, err := reopened.Load(name, &got); !found || err != nil {
-		t.Fatalf("the profile's session document: found %v, %v", found, err)
+	wb := disk.NewWriteBehind(time.Hour)
+	name := profileFolder(profile) + "/session"
+	put = func(ps profileSession) error { return wb.Put(name, ps) }
+	stored = func() profileSession {
+		t.Helper()
+		if err := wb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		reopened, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps profileSession
+		if found, err := reopened.Load(name, &ps); !found || err != nil {
+			t.Fatalf("the profile's session document: found %v, %v", found, err)
+		}
+		return ps
 	}
-	if got.Basis != basis || got.LeaseMs != 250 {
-		t.Fatalf("stored %+v, want basis %s and lease 250 (both acknowledged)", got, basis.Permutation)
-	}
+	return put, stored
 }

@@ -74,21 +74,35 @@ type storedProfile struct {
 	found bool
 	ps    profileSession
 	err   error
+	// reading: the read is counted (profileSessions.reading) until
+	// Service.storedProfileRead, called once.
+	reading bool
 }
 
 // loadStoredProfile reads the stored session level of profile name, or
-// takes it from the sessions that hold it (profileSessions.held).
+// takes it from the sessions that hold it (profileSessions.reading). The
+// caller ends the read with storedProfileRead once the session joined the
+// profile or will not.
 func (s *Service) loadStoredProfile(name string) storedProfile {
 	sp := storedProfile{name: name}
 	if s.store == nil || name == "" {
 		return sp
 	}
-	if ps, ok := s.profileSessions.held(name); ok {
+	sp.reading = true
+	if ps, ok := s.profileSessions.reading(name); ok {
 		sp.found, sp.ps = true, ps
 		return sp
 	}
 	sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &sp.ps)
 	return sp
+}
+
+// storedProfileRead ends the read of loadStoredProfile, once. It only reads
+// sp: an actor whose session ended may still be reading it.
+func (s *Service) storedProfileRead(sp *storedProfile) {
+	if sp.reading {
+		s.profileSessions.doneReading(sp.name)
+	}
 }
 
 // loadLatest reads document name, preferring a value written behind and

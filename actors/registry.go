@@ -202,9 +202,12 @@ func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
 
 // add takes a driver up: it checks the device is new, then has its stored
 // config read off the actor (adopt continues). A device still leaving is
-// added once it has left.
+// added once it has left, unless its caller gave up meanwhile.
 func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	s := r.svc
+	if p.msg.ticket.cancelled() {
+		return // its caller gave up and closed the driver (askAddition)
+	}
 	info := p.msg.driver.Info()
 	var t protocol.DeviceType
 	switch info.Kind {
@@ -286,6 +289,9 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 			r.leaving[key] = append(waiting, p)
 			return
 		}
+	}
+	if !p.msg.ticket.admit() {
+		return // its caller gave up meanwhile: nothing of it is kept
 	}
 	ids, idsVersion, saveIDs := r.ids.note(info.Kind, memUUID, hwID, info.ID, time.Now(), r.connected)
 	if idsVersion != 0 { // the remembered ids changed (rare: a shared 16-bit id)

@@ -404,13 +404,42 @@ func (s *Service) AddDeviceWithDefaults(d hw.Driver, hardware bool, defaults pro
 // it so that an addition that waits long (a device back while the config
 // write it left with is still on a slow disk waits for that write) holds
 // up no other device's.
+//
+// A caller whose wait ends without an answer (RequestTimeout plus a
+// minute) has its addition called off: a caller that gives up closes its
+// driver and retries with another, and only that retry may be added.
 func (s *Service) AddDeviceThen(d hw.Driver, hardware bool, then func(*Device, error)) {
-	asked := s.send(s.registry, &addDevice{driver: d, hardware: hardware})
-	s.offload.run(func() { then(addOutcome(asked.wait())) })
+	s.addDeviceThen(&addDevice{driver: d, hardware: hardware}, s.opts.RequestTimeout+admittedLimit, then)
+}
+
+// addDeviceThen asks for m and calls then with its outcome, or with an
+// error once within is over (the addition then called off), on a
+// goroutine of its own.
+func (s *Service) addDeviceThen(m *addDevice, within time.Duration, then func(*Device, error)) {
+	wait := s.askAddition(m, within)
+	s.offload.run(func() { then(wait()) })
 }
 
 func (s *Service) addDevice(m *addDevice) (*Device, error) {
-	return addOutcome(s.ask(s.registry, m))
+	return s.askAddition(m, s.opts.RequestTimeout+admittedLimit)()
+}
+
+// askAddition sends m now and returns the wait for its outcome. A wait
+// that ends without an answer calls the addition off (m.ticket): still
+// queued (behind the leaving write of the same device), it is never added,
+// so the driver its caller closes on the error is not listed, and the
+// caller's retry is not refused as a device already connected (land36).
+// One the registry took up already goes on.
+func (s *Service) askAddition(m *addDevice, within time.Duration) func() (*Device, error) {
+	m.ticket = &ticket{}
+	asked := s.sendWithin(s.registry, m, within)
+	return func() (*Device, error) {
+		r, err := asked.wait()
+		if err != nil {
+			m.ticket.cancel()
+		}
+		return addOutcome(r, err)
+	}
 }
 
 // addOutcome reads the registry's answer to an addDevice.
@@ -627,8 +656,13 @@ type pendingRequest struct {
 // the waiter is answered unavailable at once, and the actor will never
 // apply it. An admitted request is waited for until the actor answers.
 func (s *Service) send(pid *actor.PID, msg actorMessage) *pendingRequest {
+	return s.sendWithin(pid, msg, s.opts.RequestTimeout+admittedLimit)
+}
+
+// sendWithin is send with a wait for the answer bounded by within.
+func (s *Service) sendWithin(pid *actor.PID, msg actorMessage, within time.Duration) *pendingRequest {
 	root := s.system.Root
-	p := &pendingRequest{svc: s, future: root.RequestFuture(pid, msg, s.opts.RequestTimeout+admittedLimit)}
+	p := &pendingRequest{svc: s, future: root.RequestFuture(pid, msg, within)}
 	if t := ticketOf(msg); t != nil {
 		p.timer = time.AfterFunc(s.opts.RequestTimeout, func() {
 			if t.cancel() {

@@ -557,6 +557,9 @@ func (p *tickPath) askActor(snap *sessionSnapshot, devs *DeviceSet) *controlRequ
 		r.stored = p.svc.loadStoredProfile(pr.Name)
 	}
 	p.svc.system.Root.Send(p.sess.pid, r)
+	// The read kept the profile's document until the actor joined it, or
+	// until the session ended without joining.
+	defer p.svc.storedProfileRead(&r.stored)
 	select {
 	case <-r.done:
 		// The actor has done with the set; kept here it would keep the

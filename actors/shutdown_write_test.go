@@ -11,34 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/actors/store/storetest"
 	"github.com/hapticd/hapticd/protocol"
 )
-
-// pastCommitStore is the state directory with the durable writes of one
-// document held just past their commit point (the value in its temp file,
-// synced, the rename and the directory's fsync left), as a slow directory
-// fsync holds them: once released, the write lands.
-type pastCommitStore struct {
-	Store
-	disk    *store.Store
-	name    string
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *pastCommitStore) SaveGated(name string, v any, commit func() bool) error {
-	if name != s.name {
-		return s.disk.SaveGated(name, v, commit)
-	}
-	return s.disk.SaveGated(name, v, func() bool {
-		if !commit() {
-			return false
-		}
-		s.entered <- struct{}{}
-		<-s.release
-		return true
-	})
-}
 
 // startUnowned starts a service on dir whose shutdown the test does
 // itself (startWith's cleanup would fail on a shutdown's deliberate error),
@@ -85,19 +60,16 @@ func TestShutdownAnswersAWritePastItsCommitPointWithWhatLanded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 1), release: make(chan struct{})}
-			var once sync.Once
-			release := func() { once.Do(func() { close(held.release) }) }
+			held := storetest.New()
+			held.Hold(storeName(protocol.TypeArm, armID))
+			release := held.Release
 			defer release()
-			svc := startUnowned(t, dir, tc.within, func(s Store) Store {
-				held.Store, held.disk = s, s.(*store.Store)
-				return held
-			})
+			svc := startUnowned(t, dir, tc.within, func(s Store) Store { return held.Over(s.(*store.Store)) })
 			arm := addArm(t, svc, simArm(0))
 			answered := make(chan error, 1)
 			go func() { _, err := svc.SetEntry(arm, 0, set); answered <- err }()
 			select {
-			case <-held.entered:
+			case <-held.Entered():
 			case <-time.After(patience):
 				t.Fatal("the write never reached its commit point")
 			}
@@ -204,13 +176,10 @@ func leaveDuringAHeldWrite(t *testing.T, within time.Duration) *heldLeavingWrite
 	armID := simArm(0).Info().ID
 	w := &heldLeavingWrite{dir: t.TempDir(), set: protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5},
 		answered: make(chan error, 1), added: make(chan addition, 1)}
-	held := &pastCommitStore{name: storeName(protocol.TypeArm, armID), entered: make(chan struct{}, 4), release: make(chan struct{})}
-	var once sync.Once
-	w.release = func() { once.Do(func() { close(held.release) }) }
-	w.svc = startWith(t, Options{StateDir: w.dir, WriteTimeout: within, WrapStore: func(s Store) Store {
-		held.Store, held.disk = s, s.(*store.Store)
-		return held
-	}})
+	held := storetest.New()
+	held.Hold(storeName(protocol.TypeArm, armID))
+	w.release = held.Release
+	w.svc = startWith(t, Options{StateDir: w.dir, WriteTimeout: within, WrapStore: func(s Store) Store { return held.Over(s.(*store.Store)) }})
 	t.Cleanup(w.release) // before the service's shutdown (cleanups run last first), which waits for the write
 	arm := addArm(t, w.svc, simArm(0))
 	if got, err := w.svc.Entry(arm, 0, protocol.KeyGravityCompensation); err != nil || got == protocol.Entry(w.set) {
@@ -218,7 +187,7 @@ func leaveDuringAHeldWrite(t *testing.T, within time.Duration) *heldLeavingWrite
 	}
 	go func() { _, err := w.svc.SetEntry(arm, 0, w.set); w.answered <- err }()
 	select {
-	case <-held.entered:
+	case <-held.Entered():
 	case <-time.After(patience):
 		t.Fatal("the write never reached its commit point")
 	}
@@ -331,4 +300,59 @@ func TestDeviceBackAfterItsLeavingWriteTimedOutReadsBackWhatARestartHas(t *testi
 	if after := w.changeThenRestart(t, back); after != readBack || readBack != w.set {
 		t.Errorf("read back %v once back, %v after its next change and a restart; want the %v the write landed", readBack, after, w.set)
 	}
+}
+
+// An arm back while the config write it left with is still on the disk
+// waits for that write; a caller that gives up waiting (62 s by default)
+// closes the driver it asked with and retries with a new one. Once the
+// disk answers, the retry is what is added: the given-up addition stayed
+// queued, was added first with its closed driver, and the retry was
+// refused as a device already connected (land36).
+func TestAnAdditionWhoseCallerGaveUpIsNotAdded(t *testing.T) {
+	armID := simArm(0).Info().ID
+	held := storetest.New()
+	held.Hold(storeName(protocol.TypeArm, armID))
+	svc := startWith(t, Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, WrapStore: func(s Store) Store { return held.Over(s.(*store.Store)) }})
+	t.Cleanup(held.Release) // before the service's shutdown, which waits for the write
+	arm := addArm(t, svc, simArm(0))
+	answered := pending(func() {
+		_, _ = svc.SetEntry(arm, 0, protocol.GravityCompensation{Enabled: true, ScalingFactor: 0.5})
+	})
+	select {
+	case <-held.Entered():
+	case <-time.After(patience):
+		t.Fatal("the write never reached its commit point")
+	}
+	removeArm(t, svc, arm)
+
+	type outcome struct {
+		dev *Device
+		err error
+	}
+	gaveUp, first := simArm(0), make(chan outcome, 1)
+	svc.addDeviceThen(&addDevice{driver: gaveUp}, 200*time.Millisecond, func(d *Device, err error) { first <- outcome{d, err} })
+	select {
+	case o := <-first:
+		if o.err == nil {
+			t.Fatal("the addition was answered while the arm's leaving write was still on the disk")
+		}
+		_ = gaveUp.Close() // as the hardware watcher and the gateway do
+	case <-time.After(patience):
+		t.Fatal("the caller's wait never ended")
+	}
+	retry := make(chan outcome, 1)
+	svc.AddDeviceThen(simArm(0), false, func(d *Device, err error) { retry <- outcome{d, err} })
+	held.Release()
+	select {
+	case o := <-retry:
+		if o.err != nil {
+			t.Fatalf("the retry was refused (%v); want it added, the given-up addition called off", o.err)
+		}
+		if listed := svc.Devices().Find(protocol.TypeArm, armID); listed != o.dev {
+			t.Fatalf("the arm listed is %p, not the retry's %p", listed, o.dev)
+		}
+	case <-time.After(patience):
+		t.Fatal("the retry was never answered")
+	}
+	waitDone(t, answered, "the leaving write")
 }

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,40 +8,11 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/actors/store/storetest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
-
-// pastCommitDocument is the gateway's state directory with the durable
-// writes of one document, once name is set, held just past their commit
-// point (the value in the temp file, the rename and the directory's fsync
-// left), as a slow fsync holds them, until released.
-type pastCommitDocument struct {
-	actors.Store
-	name     atomic.Pointer[string]
-	entered  chan struct{}
-	released chan struct{}
-}
-
-func (h *pastCommitDocument) SaveGated(name string, v any, commit func() bool) error {
-	gs := h.Store.(interface {
-		SaveGated(name string, v any, commit func() bool) error
-	})
-	if held := h.name.Load(); held == nil || *held != name {
-		return gs.SaveGated(name, v, commit)
-	}
-	return gs.SaveGated(name, v, func() bool {
-		if !commit() {
-			return false
-		}
-		select {
-		case h.entered <- struct{}{}:
-		default:
-		}
-		<-h.released
-		return true
-	})
-}
 
 // A node's arm that leaves and comes back while the gateway's config write
 // of it is held on the gateway's disk is added again once the disk
@@ -63,13 +32,12 @@ func TestGatewayAddsADeviceWhileAnotherWaitsForItsLeavingWrite(t *testing.T) {
 	}
 	n := testNodeServing(t, nodeSvc)
 
-	held := &pastCommitDocument{entered: make(chan struct{}, 1), released: make(chan struct{})}
+	held := storetest.New()
 	svc, shutdown := testServiceWith(t, actors.Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond,
-		WrapStore: func(s actors.Store) actors.Store { held.Store = s; return held }})
+		WrapStore: func(s actors.Store) actors.Store { return held.Over(s.(*store.Store)) }})
 	g := newTestGateway(svc, time.Minute)
 	serveTestGateway(t, g, shutdown, false)
-	var once sync.Once
-	release := func() { once.Do(func() { close(held.released) }) }
+	release := held.Release
 	t.Cleanup(release) // before the service stops: its stop waits on the write
 	if _, err := g.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &plainNode{n: n} }), nodeActorName); err != nil {
 		t.Fatal(err)
@@ -95,10 +63,10 @@ func TestGatewayAddsADeviceWhileAnotherWaitsForItsLeavingWrite(t *testing.T) {
 	waitCond(t, "the gateway's sync of the first arm's config", g.proxy(arms[0].Info.UUID).synced.Load)
 	first := served(arms[0])
 	name := "devices/" + protocol.TypeArm.Key() + "-" + first.ID
-	held.name.Store(&name)
+	held.Hold(name)
 	go func() { _, _ = svc.SetEntry(first, 0, protocol.Handedness("left")) }()
 	select {
-	case <-held.entered:
+	case <-held.Entered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the gateway's write of the first arm's config never reached its commit point")
 	}

@@ -3,49 +3,19 @@ package main
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/store"
+	"github.com/hapticd/hapticd/actors/store/storetest"
 	"github.com/hapticd/hapticd/hw/discovery"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
-
-// heldWriteStore is the state directory with its config writes, once
-// holding is set, held just past their commit point (the value in the
-// temp file, the rename and the directory's fsync left), as a disk with a
-// slow fsync holds them, until release closes.
-type heldWriteStore struct {
-	actors.Store
-	holding atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *heldWriteStore) SaveGated(name string, v any, commit func() bool) error {
-	gated := s.Store.(interface {
-		SaveGated(string, any, func() bool) error
-	})
-	return gated.SaveGated(name, v, func() bool {
-		if !commit() {
-			return false
-		}
-		if s.holding.Load() {
-			select {
-			case s.entered <- struct{}{}:
-			default: // the test waits for the first
-			}
-			<-s.release
-		}
-		return true
-	})
-}
 
 // An arm replugged while the config write it left with is held on the
 // disk comes back only once the disk answers; an arm plugged in meanwhile
@@ -53,11 +23,10 @@ func (s *heldWriteStore) SaveGated(name string, v any, commit func() bool) error
 // goroutine for the first arm's addition, so the second was not picked up
 // for as long as the disk held the write).
 func TestHotplugPicksAnArmUpWhileAnotherWaitsForItsLeavingWrite(t *testing.T) {
-	held := &heldWriteStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(held.release) }) }
+	held := storetest.New()
+	release := held.Release
 	svc, err := actors.Start(actors.Options{StateDir: t.TempDir(), WriteTimeout: 300 * time.Millisecond, Log: zerolog.Nop(), SimShards: 1,
-		WrapStore: func(s actors.Store) actors.Store { held.Store = s; return held }})
+		WrapStore: func(s actors.Store) actors.Store { return held.Over(s.(*store.Store)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +46,10 @@ func TestHotplugPicksAnArmUpWhileAnotherWaitsForItsLeavingWrite(t *testing.T) {
 	a, b := arm(0).Info().ID, arm(1).Info().ID
 	found.DeviceFound(arm(0))
 	hwtest.Eventually(t, 10*time.Second, "the first arm listed", func() bool { return listed(a) != nil })
-	held.holding.Store(true)
+	held.HoldEvery()
 	go func() { _, _ = svc.SetEntry(listed(a), 0, protocol.Handedness("left")) }()
 	select {
-	case <-held.entered:
+	case <-held.Entered():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write never reached its commit point")
 	}
