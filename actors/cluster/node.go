@@ -597,9 +597,15 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 // device (nil: gone from this node), the gateway's subscription (nil: a
 // gateway that has not subscribed) and the message's age on the node's
 // clock, never negative (zero without a subscription, whose clock offset
-// the node does not know). n.mu must be held.
-func (n *Node) forwardedLocked(uuid, gateway string, sentUnixNs int64, now time.Time) (d *actors.Device, s *subscriber, ageNs int64) {
+// the node does not know). A message of another process than the one
+// subscribed at the gateway's address (process non-zero: an old process's
+// message in flight after its successor subscribed, or a second process
+// at the address) finds no subscription. n.mu must be held.
+func (n *Node) forwardedLocked(uuid, gateway string, process uint64, sentUnixNs int64, now time.Time) (d *actors.Device, s *subscriber, ageNs int64) {
 	d, s = n.devicesLocked()[uuid], n.subs[gateway]
+	if s != nil && process != 0 && process != s.process {
+		s = nil
+	}
 	if s != nil {
 		ageNs = max(s.offset.ageNs(sentUnixNs, now), 0)
 	}
@@ -618,7 +624,7 @@ func (n *Node) command(m *wire.Command) {
 	now := time.Now()
 	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.ProcessId, m.SentUnixNs, now)
 	var owner uint64
 	var params *loop.Params // nil: the defaults, no navigation
 	if s != nil {
@@ -1055,7 +1061,7 @@ func (n *Node) effects(m *wire.Effects) {
 	now := time.Now()
 	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.ProcessId, m.SentUnixNs, now)
 	var owner uint64
 	var to *actor.PID
 	var gatewayID string
