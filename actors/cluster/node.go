@@ -102,9 +102,16 @@ type Node struct {
 	// An entry goes with its device.
 	configMarks map[string]*configMark
 	configGens  uint64
-	set         *actors.DeviceSet // the set byUUID was built from
-	byUUID      map[string]*actors.Device
-	invSent     *actors.DeviceSet // the set the subscribers last got
+	// left are the gateway processes (by address and process id) that
+	// another process at their address replaced, and when: one that
+	// subscribes again within GatewayTimeout is a second live process, not
+	// a restart, and is refused (subscribe). refusalsLogged is when the
+	// node last logged refusing each process, so a refused gateway's
+	// subscriptions (4 a second) are logged once in refusalLogEvery.
+	left, refusalsLogged map[gatewayProcess]time.Time
+	set                  *actors.DeviceSet // the set byUUID was built from
+	byUUID               map[string]*actors.Device
+	invSent              *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -394,16 +401,85 @@ func (n *Node) answerConfig(j configJob) {
 	}
 }
 
+// gatewayProcess is one gateway process: its address and its
+// wire.Subscribe.process_id.
+type gatewayProcess struct {
+	addr    string
+	process uint64
+}
+
+// takeoverSilence is how long the gateway process a node serves at an
+// address must have been silent before another process at that address
+// takes its place: a restart at a fixed cluster port waits this long at
+// most, while a second live process at the address (a misconfigured
+// advertised address, NAT) never knocks the first off. Four subscription
+// rounds, counted as the node counts a gateway's silence.
+const takeoverSilence = 4 * SubscribeEvery
+
+// refusalLogEvery spaces the node's log lines about one refused process.
+const refusalLogEvery = 10 * time.Second
+
+// refusalLocked says why the node does not take m (empty: it does). s is
+// the subscriber at m's address, nil if none. n.mu must be held.
+func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) string {
+	maps.DeleteFunc(n.left, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
+	if _, ok := n.left[gatewayProcess{m.GatewayAddress, m.ProcessId}]; ok && m.ProcessId != 0 {
+		return fmt.Sprintf("node %s: gateway process %016x at %s subscribes again after another process at that address took its place: "+
+			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); the other one keeps this node",
+			n.cfg.NodeID, m.ProcessId, m.GatewayAddress, m.GatewayAddress)
+	}
+	if s != nil && s.process != m.ProcessId && (s.heard || s.silence < takeoverSilence) {
+		return fmt.Sprintf("node %s: gateway process %016x at %s holds this node and subscribed within the last %v: "+
+			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); a restarted gateway is taken once its old process has been silent %v",
+			n.cfg.NodeID, s.process, m.GatewayAddress, takeoverSilence, m.GatewayAddress, takeoverSilence)
+	}
+	return ""
+}
+
+// refuse answers a Subscribe the node did not take with why, and logs it
+// (once in refusalLogEvery per process).
+func (n *Node) refuse(m *wire.Subscribe, why string, now time.Time) {
+	n.mu.Lock()
+	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
+	logIt := now.Sub(n.refusalsLogged[key]) >= refusalLogEvery
+	if logIt {
+		if n.refusalsLogged == nil {
+			n.refusalsLogged = map[gatewayProcess]time.Time{}
+		}
+		maps.DeleteFunc(n.refusalsLogged, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) >= refusalLogEvery })
+		n.refusalsLogged[key] = now
+	}
+	n.mu.Unlock()
+	if logIt {
+		n.log.Warn().Str("gateway", m.GatewayAddress).Str("process", fmt.Sprintf("%016x", m.ProcessId)).Msg("cluster: subscription refused: " + why)
+	}
+	n.sys.Root.Send(actor.NewPID(m.GatewayAddress, gatewayActorName),
+		&wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(protocol.CodeUnavailable), Error: why})
+}
+
 func (n *Node) subscribe(m *wire.Subscribe) {
+	now := time.Now()
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
+	if why := n.refusalLocked(s, m, now); why != "" {
+		n.mu.Unlock()
+		n.refuse(m, why, now)
+		return
+	}
 	var replaced *subscriber
 	if ok && s.process != m.ProcessId {
 		// A new process of the gateway at the old one's address (a fixed
-		// cluster port): it numbers its sessions from 1 again, so nothing
-		// kept under the old process's owner may meet them.
+		// cluster port), the old one silent: it numbers its sessions from
+		// 1 again, so nothing kept under the old process's owner may meet
+		// them. Should the old one come back, it is a second live process.
 		replaced, ok = s, false
 		n.forgetOwnerLocked(s.owner)
+		if s.process != 0 {
+			if n.left == nil {
+				n.left = map[gatewayProcess]time.Time{}
+			}
+			n.left[gatewayProcess{m.GatewayAddress, s.process}] = now
+		}
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway restarted at its address; its old process's control and declarations end")
 	}
 	if !ok {
@@ -422,9 +498,10 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 			d.Loop().PublishSeq()
 		}
 	}
-	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
+	s.heard, s.lastSeen, s.id = true, now, m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
+	inv.ProcessId = s.process
 	devs := n.byUUID
 	n.mu.Unlock()
 	if replaced != nil {

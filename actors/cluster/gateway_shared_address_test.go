@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hapticd/hapticd/actors/cluster/wire"
+	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/protocol/event"
+)
+
+// linkGatewayActor carries to g's gateway actor everything n sends to g's
+// address (inventories and refusals included, which linkLab's bridge does
+// not carry), and has g subscribe to n every 200 ms, as its remote would.
+// It joins no inventory itself: g takes what its actor takes.
+func linkGatewayActor(t *testing.T, g *Gateway, n *Node) {
+	t.Helper()
+	self := actor.NewPID(g.sys.Address(), gatewayActorName)
+	toGW := make(chan any, 1<<14)
+	sub := n.sys.EventStream.Subscribe(func(ev any) {
+		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr {
+			toGW <- actor.UnwrapEnvelopeMessage(dl.Message)
+		}
+	})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		n.subscribe(g.subscription())
+		for {
+			select {
+			case <-done:
+				return
+			case m := <-toGW:
+				g.sys.Root.Send(self, m)
+			case <-tick.C:
+				n.subscribe(g.subscription())
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		wg.Wait()
+		n.sys.EventStream.Unsubscribe(sub)
+	})
+}
+
+// Two live gateway processes advertise one cluster address (a
+// misconfigured --cluster-advertise, or NAT). The node took the first; the
+// second subscribed every 200 ms with its own process id, and the node took
+// each of them for a restart of the first: it dropped the first's owner
+// state and released its hold on the arm every round, so the first's
+// session lost its lease and its force on the arm over and over (and the
+// first's next Subscribe did the same to the second). The node now refuses
+// the second: the first's session keeps the arm, under one owner, with its
+// force through several rounds; the second logs the refusal, publishes
+// lab-node-refused with the node's reason, and serves none of the node's
+// devices.
+func TestSecondGatewayAtAnAddressIsRefusedAndTheFirstKeepsTheArm(t *testing.T) {
+	n, d := testNode(t)
+	first := testGateway(t, time.Hour)
+	linkLab(t, first, n)
+	c := openSession(t, first.svc, "")
+	push := `{"arm3":[{"device_id":"` + first.svc.Devices().All()[0].ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`
+	hwtest.Eventually(t, 10*time.Second, "the first gateway's session pushes the node's arm", func() bool {
+		return c.send(push)["errors"] == nil && forceOn(d) > 0.9
+	})
+	owner := d.Register().Owner()
+
+	second := testGateway(t, time.Hour)
+	second.addr = first.addr // the same advertised address
+	refusals := subscribeEvents(t, second)
+	linkGatewayActor(t, second, n)
+
+	// Seven of the second's subscription rounds.
+	end := time.Now().Add(1500 * time.Millisecond)
+	weakest, owners := 2.0, map[uint64]bool{}
+	for time.Now().Before(end) {
+		if f := c.send(push); f["errors"] != nil {
+			t.Fatalf("the first gateway's session got errors: %v", f["errors"])
+		}
+		next := time.Now().Add(50 * time.Millisecond)
+		lastForceUntil(d, func() bool {
+			weakest = min(weakest, forceOn(d))
+			owners[d.Register().Owner()] = true
+			return time.Now().After(next)
+		})
+	}
+	if weakest < 0.05 || len(owners) != 1 || !owners[owner] {
+		t.Errorf("while a second gateway process subscribed at the first's address, the first's session's 1 N on the arm (less where the arm meets its workspace's bounds) fell to %.2f N, "+
+			"and the arm's owners were %v (the first's: %d)", weakest, owners, owner)
+	}
+
+	var got struct {
+		Node   string `json:"node_id"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(nextEvent(t, refusals, event.NameLabNodeRefused), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Node != "n" || !strings.Contains(got.Reason, "two live gateway processes advertise "+first.addr) {
+		t.Errorf("the second gateway's lab-node-refused names node %q, reason %q", got.Node, got.Reason)
+	}
+	if devs := second.svc.Devices().All(); len(devs) != 0 {
+		t.Errorf("the refused gateway serves %d of the node's devices", len(devs))
+	}
+}
+
+// A refusal reaches only the process it names, and an inventory only the
+// process the node serves: a gateway that gets another process's (both
+// advertise one address) keeps what it has and is not refused.
+func TestGatewayTakesOnlyItsOwnProcesssAnswers(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	events := subscribeEvents(t, g)
+	other := g.process + 1
+	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", ProcessId: other, Devices: []*wire.Device{arm("uuid-a", "049D")}})
+	g.subscribeRefused(&wire.SubscribeRefused{NodeId: "b", ProcessId: other, Error: "not this one's"})
+	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", ProcessId: g.process, Devices: []*wire.Device{arm("uuid-b", "049E")}})
+	waitAdded(t, g)
+	if devs := g.svc.Devices().All(); len(devs) != 1 || devs[0].Info.UUID != "uuid-b" {
+		t.Fatalf("the gateway serves %v, want uuid-b alone (its own node's answer)", devs)
+	}
+	g.subscribeRefused(&wire.SubscribeRefused{NodeId: "b", ProcessId: g.process, Error: "node b: two live gateway processes advertise " + g.addr})
+	if data := nextEvent(t, events, event.NameLabNodeRefused); !strings.Contains(string(data), `"node_id":"b"`) {
+		t.Errorf("lab-node-refused says %s, want node b", data)
+	}
+	hwtest.Eventually(t, 10*time.Second, "node b's arm leaves the refused gateway", func() bool {
+		return len(g.svc.Devices().All()) == 0
+	})
+}
