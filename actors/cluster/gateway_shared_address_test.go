@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,16 +12,18 @@ import (
 
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
-// linkGatewayActor carries to g's gateway actor everything n sends to g's
-// address (inventories and refusals included, which linkLab's bridge does
-// not carry), and has g subscribe to n every 200 ms, as its remote would.
-// It joins no inventory itself: g takes what its actor takes.
-func linkGatewayActor(t *testing.T, g *Gateway, n *Node) {
+// linkGatewayActor hands g everything n sends to g's address as g's
+// gateway actor would (inventories and refusals included, which linkLab's
+// bridge does not carry), and has g subscribe to n every 200 ms, as its
+// remote would. It joins no inventory itself: g takes what it takes. It
+// returns how many inventories g has handled.
+func linkGatewayActor(t *testing.T, g *Gateway, n *Node) *atomic.Int64 {
 	t.Helper()
-	self := actor.NewPID(g.sys.Address(), gatewayActorName)
+	inventories := new(atomic.Int64)
 	toGW := make(chan any, 1<<14)
 	sub := n.sys.EventStream.Subscribe(func(ev any) {
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr {
@@ -40,7 +43,15 @@ func linkGatewayActor(t *testing.T, g *Gateway, n *Node) {
 			case <-done:
 				return
 			case m := <-toGW:
-				g.sys.Root.Send(self, m)
+				switch m := m.(type) {
+				case *wire.Inventory:
+					g.inventory(m)
+					inventories.Add(1)
+				case *wire.SubscribeRefused:
+					g.subscribeRefused(m)
+				default:
+					g.fromNode(m)
+				}
 			case <-tick.C:
 				n.subscribe(g.subscription())
 			}
@@ -51,6 +62,7 @@ func linkGatewayActor(t *testing.T, g *Gateway, n *Node) {
 		wg.Wait()
 		n.sys.EventStream.Unsubscribe(sub)
 	})
+	return inventories
 }
 
 // Two live gateway processes advertise one cluster address (a
@@ -78,7 +90,7 @@ func TestSecondGatewayAtAnAddressIsRefusedAndTheFirstKeepsTheArm(t *testing.T) {
 	second := testGateway(t, time.Hour)
 	second.addr = first.addr // the same advertised address
 	refusals := subscribeEvents(t, second)
-	linkGatewayActor(t, second, n)
+	inventories := linkGatewayActor(t, second, n)
 
 	// Seven of the second's subscription rounds.
 	end := time.Now().Add(1500 * time.Millisecond)
@@ -109,8 +121,20 @@ func TestSecondGatewayAtAnAddressIsRefusedAndTheFirstKeepsTheArm(t *testing.T) {
 	if got.Node != "n" || !strings.Contains(got.Reason, "two live gateway processes advertise "+first.addr) {
 		t.Errorf("the second gateway's lab-node-refused names node %q, reason %q", got.Node, got.Reason)
 	}
-	if devs := second.svc.Devices().All(); len(devs) != 0 {
-		t.Errorf("the refused gateway serves %d of the node's devices", len(devs))
+	// The node's device list changes: its push of the new inventory to
+	// the address is the first's, not the second's.
+	seen := inventories.Load()
+	if _, err := n.svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: 1, PeriodS: 0.001}), false); err != nil {
+		t.Fatal(err)
+	}
+	hwtest.Eventually(t, 10*time.Second, "the node's new inventory reaches the second gateway's address", func() bool {
+		return inventories.Load() > seen
+	})
+	second.mu.Lock()
+	proxies := len(second.proxies)
+	second.mu.Unlock()
+	if devs := second.svc.Devices().All(); len(devs) != 0 || proxies != 0 {
+		t.Errorf("the refused gateway serves %d of the node's devices (%d proxies)", len(devs), proxies)
 	}
 }
 

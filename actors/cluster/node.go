@@ -856,7 +856,7 @@ func (n *Node) push() {
 			}
 		}
 		for _, s := range n.subs {
-			dests = append(dests, pushDest{s.pid, s.owner, s.offset.ns()})
+			dests = append(dests, pushDest{s.pid, s.owner, s.offset.ns(), s.process})
 		}
 		fxGens := maps.Clone(n.fxGens)
 		navs := maps.Clone(n.navs)
@@ -872,7 +872,10 @@ func (n *Node) push() {
 		n.read(&rd, devs, now)
 		for _, to := range dests {
 			if inv != nil {
-				n.sys.Root.Send(to.pid, inv)
+				// Addressed to the process served (Inventory.process_id),
+				// as the answer to its Subscribe is.
+				n.sys.Root.Send(to.pid, &wire.Inventory{NodeId: inv.NodeId, Devices: inv.Devices, HttpUrl: inv.HttpUrl,
+					Address: inv.Address, ProcessId: to.process})
 			}
 			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}
@@ -919,6 +922,7 @@ type pushDest struct {
 	pid      *actor.PID
 	owner    uint64
 	offsetNs int64
+	process  uint64 // the subscriber's wire.Subscribe.process_id
 }
 
 // pushRead is one push's reading of the node's devices, kept between
