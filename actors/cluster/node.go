@@ -120,7 +120,8 @@ type subscriber struct {
 	id string
 	// process is the gateway process's wire.Subscribe.process_id (0: a
 	// gateway older than the field): another from the same address is a
-	// new process, and a new subscriber (subscribe).
+	// new process, and a new subscriber once this one has been silent
+	// takeoverSilence, refused before (subscribe).
 	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
