@@ -86,15 +86,25 @@ func TestSecondGatewayAtAnAddressIsRefusedAndTheFirstKeepsTheArm(t *testing.T) {
 		return c.send(push)["errors"] == nil && forceOn(d) > 0.9
 	})
 	owner := d.Register().Owner()
+	served := func() *subscriber {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.subs[first.addr]
+	}
+	firsts := served()
 
 	second := testGateway(t, time.Hour)
 	second.addr = first.addr // the same advertised address
 	refusals := subscribeEvents(t, second)
 	inventories := linkGatewayActor(t, second, n)
 
-	// Seven of the second's subscription rounds.
+	// Seven of the second's subscription rounds. Each knocked the first
+	// off: the node forgot its owner (a new subscriber at the address),
+	// released the arm, and wrote the first's next commands under a new
+	// owner. A lapse of the node's 100 ms lease on a starved machine
+	// (owner 0 for a moment) is not that, and its force comes back.
 	end := time.Now().Add(1500 * time.Millisecond)
-	weakest, owners := 2.0, map[uint64]bool{}
+	weakest, owners, replaced := 2.0, map[uint64]bool{}, 0
 	for time.Now().Before(end) {
 		if f := c.send(push); f["errors"] != nil {
 			t.Fatalf("the first gateway's session got errors: %v", f["errors"])
@@ -105,11 +115,18 @@ func TestSecondGatewayAtAnAddressIsRefusedAndTheFirstKeepsTheArm(t *testing.T) {
 			owners[d.Register().Owner()] = true
 			return time.Now().After(next)
 		})
+		if served() != firsts {
+			replaced++
+		}
 	}
-	if weakest < 0.05 || len(owners) != 1 || !owners[owner] {
-		t.Errorf("while a second gateway process subscribed at the first's address, the first's session's 1 N on the arm (less where the arm meets its workspace's bounds) fell to %.2f N, "+
-			"and the arm's owners were %v (the first's: %d)", weakest, owners, owner)
+	delete(owners, 0)
+	if replaced > 0 || len(owners) != 1 || !owners[owner] {
+		t.Errorf("while a second gateway process subscribed at the first's address, the node served another process at it in %d of the samples, "+
+			"and the arm's owners were %v (the first's: %d); the first's session's 1 N fell to %.2f N", replaced, owners, owner, weakest)
 	}
+	hwtest.Eventually(t, 10*time.Second, "the first gateway's session's force on the arm", func() bool {
+		return c.send(push)["errors"] == nil && forceOn(d) > 0.05
+	})
 
 	var got struct {
 		Node   string `json:"node_id"`
