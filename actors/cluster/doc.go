@@ -77,7 +77,20 @@
 // on the arms ending at once. Nothing an old session declared then meets a
 // new session of the same number, also when its withdrawal was lost. A
 // gateway older than the field says 0 every time and keeps its owner, as
-// before.
+// before. Commands, effects and navigation say the process too
+// (process_id), and a node drops one whose process is not 0 and not the
+// one it serves at the address: an old process's message that arrives
+// after the new one's Subscribe is not the new owner's.
+//
+// A new process at a known address is taken only once the one served
+// there has been silent takeoverSilence (a restart), and a process left
+// for another is refused for GatewayTimeout after: two live gateways that
+// advertise one address (a misconfigured advertised address, NAT) would
+// otherwise take the node from each other every subscription round. The
+// refused one gets wire.SubscribeRefused instead of the inventory; it logs
+// it, publishes lab-node-refused, and drops the node's devices, and it
+// takes no inventory the node sends its address for another process
+// (wire.Inventory.process_id) until one is for it.
 //
 // # Data plane
 //

@@ -103,6 +103,12 @@ type Gateway struct {
 	// wait on, so those wait until its process is known gone
 	// (watchDroppedLocked; a new process of it, inventory).
 	dropped map[string]*nodeState
+	// refusedBy are the nodes that refused this process's subscription
+	// (wire.SubscribeRefused: another live process advertises its
+	// address), by id, with the node's reason, until one of them sends
+	// this process its inventory. Each refusal is logged and published
+	// (lab-node-refused) once.
+	refusedBy map[string]string
 
 	// callsMu guards calls and callsClosed: calls are the config requests
 	// in flight (configRequest), whose goroutines callsWG counts for Close.
@@ -229,6 +235,8 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		g.terminated(m.Who)
 	case *probe:
 		g.probed(m)
+	case *wire.SubscribeRefused:
+		g.subscribeRefused(m)
 	case *wire.StateBatch, *wire.Event, *wire.EffectsReply, *wire.NavigationReply:
 		g.fromNode(m)
 	default:
@@ -708,8 +716,43 @@ func (g *Gateway) terminated(who *actor.PID) {
 
 // inventory reconciles the gateway's devices with one node's list. It
 // returns the node's PID when the node just joined.
-func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
+// subscribeRefused takes a node's refusal of this process's subscription:
+// another process at this gateway's address holds the node, so the node's
+// devices leave (the node takes none of this process's commands) until
+// the node sends this process its inventory. A refusal of another
+// process at the address is not this one's.
+func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
+	if m.ProcessId != g.process {
+		return
+	}
 	g.mu.Lock()
+	if _, told := g.refusedBy[m.NodeId]; told {
+		g.mu.Unlock()
+		return
+	}
+	if g.refusedBy == nil {
+		g.refusedBy = map[string]string{}
+	}
+	g.refusedBy[m.NodeId] = m.Error
+	if g.nodes[m.NodeId] != nil {
+		g.dropNodeLocked(m.NodeId, "it refused this gateway's subscription", false)
+	}
+	g.mu.Unlock()
+	g.log.Error().Str("node", m.NodeId).Str("code", m.Code).Str("addr", g.addr).Msg("cluster: node refused this gateway's subscription: " + m.Error)
+	g.svc.Activity().Publish(event.LabNodeRefused(m.NodeId, m.Error))
+}
+
+func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
+	if m.ProcessId != 0 && m.ProcessId != g.process {
+		// The node answers another process that advertises this one's
+		// address (its refusal of this one's subscription says so).
+		return nil
+	}
+	g.mu.Lock()
+	if _, ok := g.refusedBy[m.NodeId]; ok {
+		delete(g.refusedBy, m.NodeId)
+		g.log.Info().Str("node", m.NodeId).Msg("cluster: node took this gateway's subscription after refusing it")
+	}
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {
 		if n.addr != "" {

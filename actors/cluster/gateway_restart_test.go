@@ -104,12 +104,13 @@ func restartedGatewayFeelsNothing(t *testing.T, process uint64, declare func(t *
 // again (every 250 ms) by the Subscribe's process_id: under the same
 // process, or a gateway older than the field (none, each time), the
 // session's spring keeps rendering under its commands; a new process at
-// the address, whichever build either is, feels none of the old one's
-// spring under a session of the same number.
+// the address, whichever build either is, taken once the old one has
+// fallen silent (takeoverSilence), feels none of the old one's spring
+// under a session of the same number.
 func TestNodeTellsAGatewaysNewProcessFromItsNextSubscription(t *testing.T) {
 	for _, c := range []struct {
 		name        string
-		first, next uint64 // the process_id of the two Subscribes
+		first, next uint64 // the process_id of the two processes' Subscribes and commands
 		kept        bool
 	}{
 		{"the same process", 7, 7, true},
@@ -120,23 +121,37 @@ func TestNodeTellsAGatewaysNewProcessFromItsNextSubscription(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n, d := testNode(t)
-			subscribe := func(process uint64) {
-				n.subscribe(&wire.Subscribe{GatewayAddress: testGW, SentUnixNs: time.Now().UnixNano(), ProcessId: process})
+			n.wg.Add(1)
+			go n.push() // counts the old process's silence
+			// Not testGW, which testNode subscribed as a gateway older
+			// than process ids, and which the node keeps for a while.
+			const addr = "127.0.0.5:7070"
+			process := c.first
+			subscribe := func() {
+				n.subscribe(&wire.Subscribe{GatewayAddress: addr, SentUnixNs: time.Now().UnixNano(), ProcessId: process})
 			}
 			var seq uint64
 			command := func() { // session 3's, as declared's
 				seq++
 				m := fresh(d.Info.UUID, seq, hw.ModeForce, 0, 0, 0)
-				m.Session = 3
+				m.GatewayAddress, m.Session, m.ProcessId = addr, 3, process
 				n.command(m)
 			}
-			subscribe(c.first)
-			n.effects(declared(d.Info.UUID, 1, specsJSON(t, springBeside(d))))
+			subscribe()
+			m := declared(d.Info.UUID, 1, specsJSON(t, springBeside(d)))
+			m.GatewayAddress, m.ProcessId = addr, process
+			n.effects(m)
 			hwtest.Eventually(t, 10*time.Second, "the session feels its spring", func() bool {
 				command()
 				return forceOn(d) > 0.05
 			})
-			subscribe(c.next)
+			process = c.next
+			hwtest.Eventually(t, 10*time.Second, "the node serves the gateway's next subscription", func() bool {
+				subscribe()
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				return n.subs[addr].process == c.next
+			})
 			// Past a release's ramp (20 ms), then watched for 300 ms.
 			settled := time.Now().Add(150 * time.Millisecond)
 			lastForceUntil(d, func() bool { command(); return time.Now().After(settled) })

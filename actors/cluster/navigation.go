@@ -91,7 +91,7 @@ func vecFromWire(f []float64) hw.Vec3 {
 // is answered with a NavigationReply, so the gateway's client hears of it.
 func (n *Node) navigation(m *wire.Navigation) {
 	n.mu.Lock()
-	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, time.Now())
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.ProcessId, m.SentUnixNs, time.Now())
 	var owner uint64
 	var to *actor.PID
 	if s != nil {
@@ -261,7 +261,7 @@ func (p *proxy) sendNavigationLocked(now time.Time) {
 	if p.lost.Load() || p.g.closing.Load() {
 		return
 	}
-	m := &wire.Navigation{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(),
+	m := &wire.Navigation{Uuid: p.info.UUID, GatewayAddress: p.g.addr, ProcessId: p.g.process, SentUnixNs: now.UnixNano(),
 		Gen: p.navGen, Session: p.navSession}
 	if nav := p.nav; nav != nil {
 		m.Track = p.navTrackID

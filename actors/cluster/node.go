@@ -102,9 +102,16 @@ type Node struct {
 	// An entry goes with its device.
 	configMarks map[string]*configMark
 	configGens  uint64
-	set         *actors.DeviceSet // the set byUUID was built from
-	byUUID      map[string]*actors.Device
-	invSent     *actors.DeviceSet // the set the subscribers last got
+	// left are the gateway processes (by address and process id) that
+	// another process at their address replaced, and when: one that
+	// subscribes again within GatewayTimeout is a second live process, not
+	// a restart, and is refused (subscribe). refusalsLogged is when the
+	// node last logged refusing each process, so a refused gateway's
+	// subscriptions (4 a second) are logged once in refusalLogEvery.
+	left, refusalsLogged map[gatewayProcess]time.Time
+	set                  *actors.DeviceSet // the set byUUID was built from
+	byUUID               map[string]*actors.Device
+	invSent              *actors.DeviceSet // the set the subscribers last got
 }
 
 type subscriber struct {
@@ -113,7 +120,8 @@ type subscriber struct {
 	id string
 	// process is the gateway process's wire.Subscribe.process_id (0: a
 	// gateway older than the field): another from the same address is a
-	// new process, and a new subscriber (subscribe).
+	// new process, and a new subscriber once this one has been silent
+	// takeoverSilence, refused before (subscribe).
 	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
@@ -394,16 +402,85 @@ func (n *Node) answerConfig(j configJob) {
 	}
 }
 
+// gatewayProcess is one gateway process: its address and its
+// wire.Subscribe.process_id.
+type gatewayProcess struct {
+	addr    string
+	process uint64
+}
+
+// takeoverSilence is how long the gateway process a node serves at an
+// address must have been silent before another process at that address
+// takes its place: a restart at a fixed cluster port waits this long at
+// most, while a second live process at the address (a misconfigured
+// advertised address, NAT) never knocks the first off. Four subscription
+// rounds, counted as the node counts a gateway's silence.
+const takeoverSilence = 4 * SubscribeEvery
+
+// refusalLogEvery spaces the node's log lines about one refused process.
+const refusalLogEvery = 10 * time.Second
+
+// refusalLocked says why the node does not take m (empty: it does). s is
+// the subscriber at m's address, nil if none. n.mu must be held.
+func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) string {
+	maps.DeleteFunc(n.left, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
+	if _, ok := n.left[gatewayProcess{m.GatewayAddress, m.ProcessId}]; ok && m.ProcessId != 0 {
+		return fmt.Sprintf("node %s: gateway process %016x at %s subscribes again after another process at that address took its place: "+
+			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); the other one keeps this node",
+			n.cfg.NodeID, m.ProcessId, m.GatewayAddress, m.GatewayAddress)
+	}
+	if s != nil && s.process != m.ProcessId && (s.heard || s.silence < takeoverSilence) {
+		return fmt.Sprintf("node %s: gateway process %016x at %s holds this node and subscribed within the last %v: "+
+			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); a restarted gateway is taken once its old process has been silent %v",
+			n.cfg.NodeID, s.process, m.GatewayAddress, takeoverSilence, m.GatewayAddress, takeoverSilence)
+	}
+	return ""
+}
+
+// refuse answers a Subscribe the node did not take with why, and logs it
+// (once in refusalLogEvery per process).
+func (n *Node) refuse(m *wire.Subscribe, why string, now time.Time) {
+	n.mu.Lock()
+	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
+	logIt := now.Sub(n.refusalsLogged[key]) >= refusalLogEvery
+	if logIt {
+		if n.refusalsLogged == nil {
+			n.refusalsLogged = map[gatewayProcess]time.Time{}
+		}
+		maps.DeleteFunc(n.refusalsLogged, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) >= refusalLogEvery })
+		n.refusalsLogged[key] = now
+	}
+	n.mu.Unlock()
+	if logIt {
+		n.log.Warn().Str("gateway", m.GatewayAddress).Str("process", fmt.Sprintf("%016x", m.ProcessId)).Msg("cluster: subscription refused: " + why)
+	}
+	n.sys.Root.Send(actor.NewPID(m.GatewayAddress, gatewayActorName),
+		&wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(protocol.CodeUnavailable), Error: why})
+}
+
 func (n *Node) subscribe(m *wire.Subscribe) {
+	now := time.Now()
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
+	if why := n.refusalLocked(s, m, now); why != "" {
+		n.mu.Unlock()
+		n.refuse(m, why, now)
+		return
+	}
 	var replaced *subscriber
 	if ok && s.process != m.ProcessId {
 		// A new process of the gateway at the old one's address (a fixed
-		// cluster port): it numbers its sessions from 1 again, so nothing
-		// kept under the old process's owner may meet them.
+		// cluster port), the old one silent: it numbers its sessions from
+		// 1 again, so nothing kept under the old process's owner may meet
+		// them. Should the old one come back, it is a second live process.
 		replaced, ok = s, false
 		n.forgetOwnerLocked(s.owner)
+		if s.process != 0 {
+			if n.left == nil {
+				n.left = map[gatewayProcess]time.Time{}
+			}
+			n.left[gatewayProcess{m.GatewayAddress, s.process}] = now
+		}
 		n.log.Info().Str("gateway", m.GatewayAddress).Uint64("owner", s.owner).Msg("gateway restarted at its address; its old process's control and declarations end")
 	}
 	if !ok {
@@ -422,9 +499,10 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 			d.Loop().PublishSeq()
 		}
 	}
-	s.heard, s.lastSeen, s.id = true, time.Now(), m.GatewayId
+	s.heard, s.lastSeen, s.id = true, now, m.GatewayId
 	s.offset.sample(m.SentUnixNs, s.lastSeen)
 	inv := n.inventoryLocked()
+	inv.ProcessId = s.process
 	devs := n.byUUID
 	n.mu.Unlock()
 	if replaced != nil {
@@ -597,9 +675,15 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 // device (nil: gone from this node), the gateway's subscription (nil: a
 // gateway that has not subscribed) and the message's age on the node's
 // clock, never negative (zero without a subscription, whose clock offset
-// the node does not know). n.mu must be held.
-func (n *Node) forwardedLocked(uuid, gateway string, sentUnixNs int64, now time.Time) (d *actors.Device, s *subscriber, ageNs int64) {
+// the node does not know). A message of another process than the one
+// subscribed at the gateway's address (process non-zero: an old process's
+// message in flight after its successor subscribed, or a second process
+// at the address) finds no subscription. n.mu must be held.
+func (n *Node) forwardedLocked(uuid, gateway string, process uint64, sentUnixNs int64, now time.Time) (d *actors.Device, s *subscriber, ageNs int64) {
 	d, s = n.devicesLocked()[uuid], n.subs[gateway]
+	if s != nil && process != 0 && process != s.process {
+		s = nil
+	}
 	if s != nil {
 		ageNs = max(s.offset.ageNs(sentUnixNs, now), 0)
 	}
@@ -618,7 +702,7 @@ func (n *Node) command(m *wire.Command) {
 	now := time.Now()
 	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.ProcessId, m.SentUnixNs, now)
 	var owner uint64
 	var params *loop.Params // nil: the defaults, no navigation
 	if s != nil {
@@ -773,7 +857,7 @@ func (n *Node) push() {
 			}
 		}
 		for _, s := range n.subs {
-			dests = append(dests, pushDest{s.pid, s.owner, s.offset.ns()})
+			dests = append(dests, pushDest{s.pid, s.owner, s.offset.ns(), s.process})
 		}
 		fxGens := maps.Clone(n.fxGens)
 		navs := maps.Clone(n.navs)
@@ -789,7 +873,10 @@ func (n *Node) push() {
 		n.read(&rd, devs, now)
 		for _, to := range dests {
 			if inv != nil {
-				n.sys.Root.Send(to.pid, inv)
+				// Addressed to the process served (Inventory.process_id),
+				// as the answer to its Subscribe is.
+				n.sys.Root.Send(to.pid, &wire.Inventory{NodeId: inv.NodeId, Devices: inv.Devices, HttpUrl: inv.HttpUrl,
+					Address: inv.Address, ProcessId: to.process})
 			}
 			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}
@@ -836,6 +923,7 @@ type pushDest struct {
 	pid      *actor.PID
 	owner    uint64
 	offsetNs int64
+	process  uint64 // the subscriber's wire.Subscribe.process_id
 }
 
 // pushRead is one push's reading of the node's devices, kept between
@@ -1055,7 +1143,7 @@ func (n *Node) effects(m *wire.Effects) {
 	now := time.Now()
 	leaseNs := n.leaseNs()
 	n.mu.Lock()
-	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.SentUnixNs, now)
+	d, s, ageNs := n.forwardedLocked(m.Uuid, m.GatewayAddress, m.ProcessId, m.SentUnixNs, now)
 	var owner uint64
 	var to *actor.PID
 	var gatewayID string

@@ -357,7 +357,7 @@ func (p *proxy) declareLocked(now time.Time) {
 	}
 	gen, s := p.fxGen, p.fxSet
 	if s.Len() == 0 || p.fxWithdrawn {
-		p.g.sys.Root.Send(p.node, &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), Gen: gen})
+		p.g.sys.Root.Send(p.node, &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, ProcessId: p.g.process, SentUnixNs: now.UnixNano(), Gen: gen})
 		return
 	}
 	p.fxMu.Unlock()
@@ -375,7 +375,7 @@ func (p *proxy) encodeEffects(s *effect.Set, gen uint64) *wire.Effects {
 	if p.g.encodingEffects != nil {
 		p.g.encodingEffects()
 	}
-	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: s.Session}
+	m := &wire.Effects{Uuid: p.info.UUID, GatewayAddress: p.g.addr, ProcessId: p.g.process, SentUnixNs: time.Now().UnixNano(), Gen: gen, Session: s.Session}
 	specs := make([]effect.Spec, s.Len())
 	clockNow := p.g.clock.Now()
 	for i := range specs {
@@ -674,7 +674,7 @@ func (p *proxy) sendLocked(cmd *hw.Command, now time.Time, session uint64, lease
 	}
 	p.seq++
 	m := &wire.Command{Uuid: p.info.UUID, Seq: p.seq, Mode: uint32(cmd.Mode),
-		GatewayAddress: p.g.addr, SentUnixNs: now.UnixNano(), StateSentUnixNs: stateSent}
+		GatewayAddress: p.g.addr, ProcessId: p.g.process, SentUnixNs: now.UnixNano(), StateSentUnixNs: stateSent}
 	if cmd.Mode != hw.ModeIdle {
 		t := cmd.Target()
 		m.Target = t[:]

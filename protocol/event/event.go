@@ -55,6 +55,7 @@ const (
 	NameNavigationRefused   = "navigation-refused"
 	NamePassivityActive     = "passivity-active"
 	NameRecordingFailed     = "recording-failed"
+	NameLabNodeRefused      = "lab-node-refused"
 )
 
 // Categories.
@@ -145,6 +146,9 @@ var kinds = [...]Kind{
 	{NameRecordingFailed, CategorySystem, LevelError,
 		[]string{"recording_id", "name", "path", "reason"},
 		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; `GET /recordings` lists it inactive with the error (while it is among the last 64 stopped), and counts what it lost in `dropped`"},
+	{NameLabNodeRefused, CategorySystem, LevelError,
+		[]string{"node_id", "reason"},
+		"a lab gateway's node refused its subscription: another live gateway process advertises the same cluster address (a misconfigured `--cluster-advertise`, or NAT) and holds the node; the node's devices are not served by this gateway until the node takes it (once per refusal, again after the node took it)"},
 }
 
 // Kinds returns the table of every event, in documentation order. The
@@ -439,6 +443,16 @@ func ServiceRestarted(since uint64) Event {
 		Since uint64 `json:"since"`
 	}{since},
 		fmt.Sprintf("hapticd restarted after it handed out seq %d: the events that follow are its new run's, from the first; any the earlier run published after %d are not known", since, since))
+}
+
+// LabNodeRefused reports a lab node that refused this gateway's
+// subscription, with the node's reason.
+func LabNodeRefused(nodeID, reason string) Event {
+	return build(NameLabNodeRefused, struct {
+		Node   string `json:"node_id"`
+		Reason string `json:"reason"`
+	}{nodeID, reason},
+		fmt.Sprintf("lab node %s refused this gateway: %s", nodeID, reason))
 }
 
 // RecordingFailed reports a recording whose file refused a write: it

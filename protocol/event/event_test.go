@@ -51,6 +51,9 @@ var constructors = map[string]func() event.Event{
 	event.NameRecordingFailed: func() event.Event {
 		return event.RecordingFailed(2, "lab", "/var/lib/hapticd/recordings/lab-20261127T010000-2.mcap", "no space left on device")
 	},
+	event.NameLabNodeRefused: func() event.Event {
+		return event.LabNodeRefused("a", "node a: gateway process 00000000000000ab at 10.0.0.3:7000 holds this node")
+	},
 }
 
 // dataKeys returns the keys of a JSON object in the order they appear.

@@ -40,8 +40,10 @@ type Subscribe struct {
 	// process_id is drawn at random by each gateway process (never 0). A
 	// gateway restarted at a fixed cluster port comes back at the same
 	// gateway_address and numbers its sessions from 1 again: a node that
-	// hears another process_id from an address it knows takes it for a new
-	// gateway, gives it a register owner of its own, and forgets the old
+	// hears another process_id from an address it knows, once the process
+	// it served there has fallen silent (else SubscribeRefused: a second
+	// live process at the address), takes it for a new gateway, gives it a
+	// register owner of its own, and forgets the old
 	// process's leases, declarations and session bindings (its claims and
 	// effects on the arms go at once), so nothing an old session declared
 	// renders under a new session of the same number. 0: a gateway older
@@ -273,7 +275,13 @@ type Inventory struct {
 	HttpUrl string `protobuf:"bytes,3,opt,name=http_url,json=httpUrl,proto3" json:"http_url,omitempty"`
 	// address is the node's remote address (host:port), where the gateway
 	// sends commands and config requests.
-	Address       string `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	Address string `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	// process_id is the Subscribe.process_id of the gateway process the
+	// node serves at the address this goes to (0: a node older than the
+	// field, or a gateway that says none). A gateway whose own it is not
+	// takes nothing of it: another process advertises its address, and the
+	// node answered that one's Subscribe (see SubscribeRefused).
+	ProcessId     uint64 `protobuf:"varint,5,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +342,13 @@ func (x *Inventory) GetAddress() string {
 		return x.Address
 	}
 	return ""
+}
+
+func (x *Inventory) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
+	}
+	return 0
 }
 
 // State is one device's latest state, in the device frame.
@@ -1060,7 +1075,14 @@ type Command struct {
 	// lost while the command got through (one gateway owner carries all its
 	// sessions' commands). 0 on either side: rendered as before, the order
 	// of the gateway's messages alone keeping sessions apart.
-	Session       uint64 `protobuf:"varint,9,opt,name=session,proto3" json:"session,omitempty"`
+	Session uint64 `protobuf:"varint,9,opt,name=session,proto3" json:"session,omitempty"`
+	// process_id is the sending gateway process's Subscribe.process_id. The
+	// node drops a message (this, Effects, Navigation) whose process_id is
+	// not 0 and not that of the process it serves at gateway_address: an
+	// old process's command still in flight after its successor subscribed,
+	// or a second process at the same address, must not act as the owner's.
+	// 0: a gateway older than the field, taken as the address's owner.
+	ProcessId     uint64 `protobuf:"varint,10,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1154,6 +1176,13 @@ func (x *Command) GetLeaseLeftNs() int64 {
 func (x *Command) GetSession() uint64 {
 	if x != nil {
 		return x.Session
+	}
+	return 0
+}
+
+func (x *Command) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
 	}
 	return 0
 }
@@ -1409,8 +1438,10 @@ type Effects struct {
 	// lists it; 0: none. (The specs' expiries can be sooner: a field ends
 	// with its validity.)
 	DeclaredLeftNs []int64 `protobuf:"varint,9,rep,packed,name=declared_left_ns,json=declaredLeftNs,proto3" json:"declared_left_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// process_id as in Command.
+	ProcessId     uint64 `protobuf:"varint,10,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Effects) Reset() {
@@ -1504,6 +1535,13 @@ func (x *Effects) GetDeclaredLeftNs() []int64 {
 		return x.DeclaredLeftNs
 	}
 	return nil
+}
+
+func (x *Effects) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
+	}
+	return 0
 }
 
 // EffectsReply answers an Effects the node refused (never one it took):
@@ -1618,7 +1656,9 @@ type Navigation struct {
 	// bubble is the JSON of an effect.Bubble in the device frame, as the
 	// gateway's session compiled it (the node checks it again with
 	// effect.NewBubble). Empty: the session has no navigation.
-	Bubble        []byte `protobuf:"bytes,7,opt,name=bubble,proto3" json:"bubble,omitempty"`
+	Bubble []byte `protobuf:"bytes,7,opt,name=bubble,proto3" json:"bubble,omitempty"`
+	// process_id as in Command.
+	ProcessId     uint64 `protobuf:"varint,8,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1700,6 +1740,13 @@ func (x *Navigation) GetBubble() []byte {
 		return x.Bubble
 	}
 	return nil
+}
+
+func (x *Navigation) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
+	}
+	return 0
 }
 
 // NavigationReply answers a Navigation the node refused (never one it
@@ -1793,6 +1840,84 @@ func (x *NavigationReply) GetTrack() uint64 {
 	return 0
 }
 
+// SubscribeRefused answers a Subscribe the node did not take, instead of
+// its Inventory: another process of a gateway at the same
+// gateway_address holds the node (a misconfigured advertised address, or
+// NAT, gives two live gateways one address). A node takes a new
+// process_id at a known address only once the process it serves has been
+// silent for a while (a restart at a fixed cluster port), and never again
+// takes a process_id it left for another within GatewayTimeout. The
+// gateway logs it and publishes lab-node-refused; the node's devices are
+// not its while refused.
+type SubscribeRefused struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// process_id is the refused Subscribe's.
+	ProcessId     uint64 `protobuf:"varint,2,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Code          string `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"` // protocol's error code
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeRefused) Reset() {
+	*x = SubscribeRefused{}
+	mi := &file_hapticd_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRefused) ProtoMessage() {}
+
+func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRefused.ProtoReflect.Descriptor instead.
+func (*SubscribeRefused) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SubscribeRefused) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SubscribeRefused) GetProcessId() uint64 {
+	if x != nil {
+		return x.ProcessId
+	}
+	return 0
+}
+
+func (x *SubscribeRefused) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SubscribeRefused) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -1822,12 +1947,14 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x12workspace_center_y\x18\f \x01(\x01R\x10workspaceCenterY\x12,\n" +
 	"\x12workspace_center_z\x18\r \x01(\x01R\x10workspaceCenterZ\x12\x1d\n" +
 	"\n" +
-	"config_gen\x18\x0e \x01(\x04R\tconfigGen\"\x8c\x01\n" +
+	"config_gen\x18\x0e \x01(\x04R\tconfigGen\"\xab\x01\n" +
 	"\tInventory\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
-	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xdb\x06\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x05 \x01(\x04R\tprocessId\"\xdb\x06\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
@@ -1899,7 +2026,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x06states\x18\x02 \x03(\v2\x16.hapticd.cluster.StateR\x06states\x12 \n" +
 	"\fsent_unix_ns\x18\x03 \x01(\x03R\n" +
 	"sentUnixNs\x12\x1b\n" +
-	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\x91\x02\n" +
+	"\toffset_ns\x18\x04 \x01(\x03R\boffsetNs\"\xb0\x02\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
@@ -1910,7 +2037,10 @@ const file_hapticd_proto_rawDesc = "" +
 	"sentUnixNs\x12+\n" +
 	"\x12state_sent_unix_ns\x18\a \x01(\x03R\x0fstateSentUnixNs\x12\"\n" +
 	"\rlease_left_ns\x18\b \x01(\x03R\vleaseLeftNs\x12\x18\n" +
-	"\asession\x18\t \x01(\x04R\asession\"\xa4\x01\n" +
+	"\asession\x18\t \x01(\x04R\asession\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\n" +
+	" \x01(\x04R\tprocessId\"\xa4\x01\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x10\n" +
@@ -1925,7 +2055,7 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\"4\n" +
 	"\x05Event\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\fR\x04json\"\x9a\x02\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json\"\xb9\x02\n" +
 	"\aEffects\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
 	"\x0fgateway_address\x18\x02 \x01(\tR\x0egatewayAddress\x12 \n" +
@@ -1936,14 +2066,17 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x05specs\x18\x06 \x01(\fR\x05specs\x12\x1a\n" +
 	"\bdeclared\x18\a \x01(\fR\bdeclared\x12(\n" +
 	"\x10force_to_session\x18\b \x03(\x01R\x0eforceToSession\x12(\n" +
-	"\x10declared_left_ns\x18\t \x03(\x03R\x0edeclaredLeftNs\"\x95\x01\n" +
+	"\x10declared_left_ns\x18\t \x03(\x03R\x0edeclaredLeftNs\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\n" +
+	" \x01(\x04R\tprocessId\"\x95\x01\n" +
 	"\fEffectsReply\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x1b\n" +
 	"\teffect_id\x18\x04 \x01(\tR\beffectId\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x06 \x01(\tR\x04code\"\xc5\x01\n" +
+	"\x04code\x18\x06 \x01(\tR\x04code\"\xe4\x01\n" +
 	"\n" +
 	"Navigation\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12'\n" +
@@ -1953,14 +2086,22 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x03gen\x18\x04 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x05 \x01(\x04R\asession\x12\x14\n" +
 	"\x05track\x18\x06 \x01(\x04R\x05track\x12\x16\n" +
-	"\x06bubble\x18\a \x01(\fR\x06bubble\"\x91\x01\n" +
+	"\x06bubble\x18\a \x01(\fR\x06bubble\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\b \x01(\x04R\tprocessId\"\x91\x01\n" +
 	"\x0fNavigationReply\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x12\n" +
 	"\x04code\x18\x05 \x01(\tR\x04code\x12\x14\n" +
-	"\x05track\x18\x06 \x01(\x04R\x05trackB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x05track\x18\x06 \x01(\x04R\x05track\"t\n" +
+	"\x10SubscribeRefused\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"process_id\x18\x02 \x01(\x04R\tprocessId\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -1974,24 +2115,25 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_hapticd_proto_goTypes = []any{
-	(*Subscribe)(nil),       // 0: hapticd.cluster.Subscribe
-	(*Device)(nil),          // 1: hapticd.cluster.Device
-	(*Inventory)(nil),       // 2: hapticd.cluster.Inventory
-	(*State)(nil),           // 3: hapticd.cluster.State
-	(*NavigationState)(nil), // 4: hapticd.cluster.NavigationState
-	(*EffectState)(nil),     // 5: hapticd.cluster.EffectState
-	(*Output)(nil),          // 6: hapticd.cluster.Output
-	(*StateBatch)(nil),      // 7: hapticd.cluster.StateBatch
-	(*Command)(nil),         // 8: hapticd.cluster.Command
-	(*ConfigRequest)(nil),   // 9: hapticd.cluster.ConfigRequest
-	(*ConfigReply)(nil),     // 10: hapticd.cluster.ConfigReply
-	(*Event)(nil),           // 11: hapticd.cluster.Event
-	(*Effects)(nil),         // 12: hapticd.cluster.Effects
-	(*EffectsReply)(nil),    // 13: hapticd.cluster.EffectsReply
-	(*Navigation)(nil),      // 14: hapticd.cluster.Navigation
-	(*NavigationReply)(nil), // 15: hapticd.cluster.NavigationReply
+	(*Subscribe)(nil),        // 0: hapticd.cluster.Subscribe
+	(*Device)(nil),           // 1: hapticd.cluster.Device
+	(*Inventory)(nil),        // 2: hapticd.cluster.Inventory
+	(*State)(nil),            // 3: hapticd.cluster.State
+	(*NavigationState)(nil),  // 4: hapticd.cluster.NavigationState
+	(*EffectState)(nil),      // 5: hapticd.cluster.EffectState
+	(*Output)(nil),           // 6: hapticd.cluster.Output
+	(*StateBatch)(nil),       // 7: hapticd.cluster.StateBatch
+	(*Command)(nil),          // 8: hapticd.cluster.Command
+	(*ConfigRequest)(nil),    // 9: hapticd.cluster.ConfigRequest
+	(*ConfigReply)(nil),      // 10: hapticd.cluster.ConfigReply
+	(*Event)(nil),            // 11: hapticd.cluster.Event
+	(*Effects)(nil),          // 12: hapticd.cluster.Effects
+	(*EffectsReply)(nil),     // 13: hapticd.cluster.EffectsReply
+	(*Navigation)(nil),       // 14: hapticd.cluster.Navigation
+	(*NavigationReply)(nil),  // 15: hapticd.cluster.NavigationReply
+	(*SubscribeRefused)(nil), // 16: hapticd.cluster.SubscribeRefused
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
@@ -2017,7 +2159,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
