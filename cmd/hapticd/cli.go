@@ -153,11 +153,15 @@ func runVersion(args []string, out io.Writer) error {
 	return err
 }
 
-// exit ends the process with what err says; -h is not an error.
+// exit ends the process with what err says: 0 for none (-h is not an
+// error), 2 after the clean stop that follows a SIGQUIT dump, 1 otherwise.
 func exit(err error) {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
 	fmt.Fprintln(os.Stderr, "hapticd:", err)
+	if errors.Is(err, errQuitDumped) {
+		os.Exit(2)
+	}
 	os.Exit(1)
 }

@@ -14,8 +14,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -181,16 +181,19 @@ func serve(args []string) error {
 }
 
 // serveUntilSignal starts the service, lets more run on it (replay adds
-// its devices), logs ready and serves until SIGINT or SIGTERM. A signal
-// during the start stops it there: what was started is shut down, no ready
-// line is logged, and the exit is as clean as a stop after ready.
+// its devices), logs ready and serves until one of stopSignals arrives. A
+// signal during the start stops it there: what was started is shut down, no
+// ready line is logged, and the exit is as clean as a stop after ready.
+// SIGQUIT first writes every goroutine's stack to stderr, as Go's default
+// does, and the clean stop then answers errQuitDumped.
 func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error) error {
 	// Catch signals before any listener answers: a supervisor (or a test)
 	// that sees the port up and sends SIGTERM at once must get a clean
 	// shutdown, not the default action that kills the process mid-write.
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, stopSignals()...)
 	defer signal.Stop(sig)
+	ignoreBrokenLogPipe()
 	// The start reads the signal through ctx: a large fleet takes seconds
 	// to add, and a Ctrl-C then must not wait for the ready line.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -198,13 +201,19 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 	go func() {
 		select {
 		case s := <-sig:
+			if s == dumpSignal {
+				// Before the stop, so the dump shows what was running
+				// when the user asked; stderr may be gone (EPIPE): no
+				// matter, the stop goes on.
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			}
 			cancel(stopSignal{s})
 		case <-ctx.Done():
 		}
 	}()
 	sv, err := startService(ctx, o, log)
 	if errors.Is(err, errStoppedDuringStart) {
-		return nil
+		return stoppedBy(ctx, nil)
 	}
 	if err != nil {
 		return err
@@ -220,14 +229,31 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 		if err := sv.stopBeforeReady(ctx, ""); !errors.Is(err, errStoppedDuringStart) {
 			return err
 		}
-		return nil
+		return stoppedBy(ctx, nil)
 	}
 	releaseStartGarbage()
 	logReady(log, sv)
 
 	<-ctx.Done()
 	log.Info().Str("signal", signalOf(ctx)).Msg("shutting down")
-	return sv.stop(nil)
+	return stoppedBy(ctx, sv.stop(nil))
+}
+
+// errQuitDumped ends a clean stop asked for by SIGQUIT: the process exits
+// 2 as Go's own SIGQUIT dump does, so a supervisor that restarts a service
+// that failed (systemd's Restart=on-failure) brings it back after a dump
+// asked for while debugging, and a script sees that it did not end by an
+// ordinary stop.
+var errQuitDumped = errors.New("stopped cleanly after the goroutine dump SIGQUIT asked for")
+
+// stoppedBy is what a stop that ended with err answers for the signal that
+// ended ctx: a failed stop's err first, else errQuitDumped for SIGQUIT.
+func stoppedBy(ctx context.Context, err error) error {
+	var s stopSignal
+	if err == nil && errors.As(context.Cause(ctx), &s) && s.sig == dumpSignal {
+		return errQuitDumped
+	}
+	return err
 }
 
 // stopSignal is the cause of the serving context's end: the signal that

@@ -37,6 +37,9 @@ func buildBinary(t *testing.T) string {
 type process struct {
 	cmd  *exec.Cmd
 	addr map[string]string
+	// stderr is the read end of the process's stderr: closing it is a
+	// log reader that went away (`| tee` killed).
+	stderr io.Closer
 }
 
 // startDaemon runs the real binary and waits for its "ready" line, reading
@@ -59,7 +62,7 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &process{cmd: cmd, addr: map[string]string{}}
+	d := &process{cmd: cmd, addr: map[string]string{}, stderr: stderr}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

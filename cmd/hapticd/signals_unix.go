@@ -1,0 +1,36 @@
+//go:build !windows
+
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// stopSignals are the signals that stop the service cleanly (arms to zero,
+// state flushed). Go's default for SIGHUP (the ssh session that started a
+// lab node closed) and SIGQUIT (Ctrl-\) ends the process on the spot with
+// the firmware holding its last force; there is no config to reload on
+// SIGHUP, so a stop is its only sensible meaning. Either one ignored when
+// the process started (nohup, a shell's background job) stays ignored, as
+// Go's default leaves it: catching it would undo the nohup.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs
+}
+
+// dumpSignal asks for the goroutine dump Go's default prints, before the
+// clean stop.
+const dumpSignal = syscall.SIGQUIT
+
+// ignoreBrokenLogPipe keeps a log reader that went away (`| tee` killed,
+// `| less` quit) from killing the service: Go's default ends a program
+// writing to a broken pipe on fd 1 or 2 with SIGPIPE; ignored, the write
+// fails with EPIPE, the log line is lost and the service keeps serving.
+func ignoreBrokenLogPipe() { signal.Ignore(syscall.SIGPIPE) }
