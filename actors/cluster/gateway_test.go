@@ -46,7 +46,13 @@ func serveTestGateway(t *testing.T, g *Gateway, shutdown func(), probes bool) {
 		g.adds.run(g.stop, g.add)
 	}()
 	t.Cleanup(func() {
+		// As Close does: an addition answered now (on the service's own
+		// goroutine) sees closing under mu and adds nothing to wg while
+		// Wait runs.
+		g.mu.Lock()
+		g.closing.Store(true)
 		close(g.stop)
+		g.mu.Unlock()
 		g.wg.Wait()
 		shutdown()
 		g.sys.Shutdown()
