@@ -20,7 +20,7 @@ func eventField(name string, o *Options) (Schema, bool) {
 		return Schema{"type": "string", "maxLength": 64}, true
 	case "duration_ms", "added_damping":
 		return Schema{"type": "number", "minimum": 0}, true
-	case "device_id":
+	case "device_id", "node_id":
 		return Schema{"type": "string", "minLength": 1}, true
 	case "api_version":
 		return enum([]string{"3.0", "3.x"}), true
