@@ -51,6 +51,9 @@ type Device struct {
 	Info hw.Info
 	pid  *actor.PID
 	rt   *loop.Device
+	// remote is rt's driver when it reports stale states (a lab proxy),
+	// else nil.
+	remote StaleStateReporter
 	// framesEpoch is the service's count of changes to what any device's
 	// frames show besides its state (framesChanged), shared
 	// by every Device of the service; nil for a Device made outside a

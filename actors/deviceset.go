@@ -15,6 +15,9 @@ type DeviceSet struct {
 	// share (framecache.go); nil for a session's own subset (subscribe.go),
 	// whose runs nobody else would reuse.
 	runs *armRuns
+	// remote are the devices of arms and grips whose states may go stale
+	// (Device.remote): a frame checks only these (staleStateWarnings).
+	remote []*Device
 }
 
 // OfType returns the devices of one type; do not modify the slice.
@@ -81,7 +84,10 @@ func (ds *DeviceSet) All() []*Device {
 }
 
 func (ds *DeviceSet) with(d *Device) *DeviceSet {
-	next := &DeviceSet{arms: ds.arms, grips: ds.grips, runs: new(armRuns)}
+	next := &DeviceSet{arms: ds.arms, grips: ds.grips, runs: new(armRuns), remote: ds.remote}
+	if d.remote != nil {
+		next.remote = append(append([]*Device(nil), ds.remote...), d)
+	}
 	switch d.Type {
 	case protocol.TypeArm:
 		next.arms = append(append([]*Device(nil), ds.arms...), d)
@@ -101,5 +107,5 @@ func (ds *DeviceSet) without(d *Device) *DeviceSet {
 		}
 		return out
 	}
-	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips), runs: new(armRuns)}
+	return &DeviceSet{arms: drop(ds.arms), grips: drop(ds.grips), runs: new(armRuns), remote: drop(ds.remote)}
 }

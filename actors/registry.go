@@ -379,6 +379,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 	s := r.svc
 	t, info := m.typ, m.info
 	d := &Device{Type: t, ID: info.ID, Name: s.opts.Types.Name(t, link(info)), Info: info, framesEpoch: &s.framesEpoch}
+	d.remote, _ = m.add.driver.(StaleStateReporter)
 	root := s.system.Root
 	d.rt = loop.NewDevice(m.add.driver, loop.DeviceOptions{
 		PeriodNs:         s.periodNs,

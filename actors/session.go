@@ -800,6 +800,7 @@ func (s *Service) FillFrame(f *protocol.Frame, session uint64, withConfig bool) 
 // effects are still in force.
 func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Snapshot, withConfig bool, only []protocol.DeviceType, codec Codec, xs *armExtScratch, views *viewMemo, nowNs int64) {
 	xs.reset()
+	f.Warnings = staleStateWarnings(f.Warnings, devs)
 	configFor := func(t protocol.DeviceType) bool {
 		if !withConfig {
 			return false
@@ -917,6 +918,24 @@ func fillFrame(devs *DeviceSet, session uint64, f *protocol.Frame, snap *loop.Sn
 		}
 	}
 	views.keep(len(arms) + len(grips))
+}
+
+// staleStateWarnings appends a state_stale warning for each device of devs
+// whose newest state is older than its bound (StaleStateReporter): the
+// frame shows that state, and a client must not take it as the arm's now
+// (a lab node whose link was cut has ended the force the frame shows). On
+// every frame while it lasts, so that a client reading any one frame (a
+// dashboard, GET /devices) knows; none once fresh states arrive again. A
+// service without lab devices pays one length check.
+func staleStateWarnings(dst []protocol.Error, devs *DeviceSet) []protocol.Error {
+	for _, d := range devs.remote {
+		if ageNs, boundNs := d.remote.StateStaleness(); ageNs > boundNs {
+			dst = append(dst, *protocol.Errorf(protocol.CodeStateStale, d.Name+"."+d.ID,
+				"the state of %s %s is %.0f ms old, past the lab's lease of %.0f ms: its node's states stopped arriving, commands may not be reaching the arm either, and its node ends any force the frame shows when its lease lapses; the warning stops once states arrive again",
+				d.Name, d.ID, float64(ageNs)/float64(time.Millisecond), float64(boundNs)/float64(time.Millisecond)))
+		}
+	}
+	return dst
 }
 
 func (p *tickPath) emit(f *protocol.Frame) {

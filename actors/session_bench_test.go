@@ -280,29 +280,55 @@ func BenchmarkDevicesAdd(b *testing.B) {
 // TestSessionMessageDoesNotAllocate: a lock-step client's message through
 // its session (delivery, decoding, the register write, the frame's
 // encoding into a recycled buffer) allocates nothing, on average over many
-// messages: the service's other goroutines count too.
+// messages: the service's other goroutines count too. Also for a lab
+// gateway's arm whose state is fresh: the frame's staleness check
+// (staleStateWarnings) is a comparison.
 func TestSessionMessageDoesNotAllocate(t *testing.T) {
-	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		remote int // devices the frames check for staleness
+		drv    func() hw.Driver
+	}{
+		{"local arm", 0, func() hw.Driver { return sim.NewArm(sim.ArmOptions{Index: 0, PeriodS: 0.001}) }},
+		{"lab arm, fresh state", 1, func() hw.Driver {
+			return &freshRemoteArm{Arm: sim.NewArm(sim.ArmOptions{Index: 0, PeriodS: 0.001})}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Shutdown(t.Context())
+			arm, err := svc.AddDevice(tc.drv(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(svc.Devices().remote); got != tc.remote {
+				t.Fatalf("%d devices checked for staleness, want %d", got, tc.remote)
+			}
+			sess, sink := openRecycling(t, svc)
+			msg := []byte(`{"arm3":[{"device_id":"` + arm.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
+			exchange := func() {
+				sess.Deliver(msg)
+				sink.free <- <-sink.frames
+			}
+			for range 100 {
+				exchange() // warm up: the session's scratch, the device's encodings
+			}
+			if n := testing.AllocsPerRun(2000, exchange); n != 0 {
+				t.Fatalf("a message through the session allocates %v times, want 0", n)
+			}
+		})
 	}
-	defer svc.Shutdown(t.Context())
-	arm, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: 0, PeriodS: 0.001}), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, sink := openRecycling(t, svc)
-	msg := []byte(`{"arm3":[{"device_id":"` + arm.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
-	exchange := func() {
-		sess.Deliver(msg)
-		sink.free <- <-sink.frames
-	}
-	for range 100 {
-		exchange() // warm up: the session's scratch, the device's encodings
-	}
-	if n := testing.AllocsPerRun(2000, exchange); n != 0 {
-		t.Fatalf("a message through the session allocates %v times, want 0", n)
-	}
+}
+
+// freshRemoteArm is a simulated arm that says, as a lab gateway's proxy
+// does, how old its state is: always fresh.
+type freshRemoteArm struct{ *sim.Arm }
+
+func (*freshRemoteArm) StateStaleness() (ageNs, boundNs int64) {
+	return 1, int64(100 * time.Millisecond)
 }
 
 // BenchmarkArmRunPerTick is what framing every arm costs per loop tick

@@ -16,6 +16,17 @@ type RemoteDriver interface {
 	Remote() (nodeID, nodeURL string, stateAge loop.Summary)
 }
 
+// A StaleStateReporter is a driver whose states are read on another host
+// (a lab gateway's proxy): every frame that carries the device, and GET
+// /devices, warns state_stale while StateStaleness says the newest state
+// is older than its bound. It is called once per such device and frame:
+// it must not block or allocate.
+type StaleStateReporter interface {
+	// StateStaleness is how old the newest state is now (ns; 0 before the
+	// first) and the age past which it is stale.
+	StateStaleness() (ageNs, boundNs int64)
+}
+
 // StatsDoc gathers what GET /stats answers, now. Reading loop stats is lock-free.
 func (s *Service) StatsDoc() protocol.Stats { return s.statsDoc(true) }
 

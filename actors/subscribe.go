@@ -76,6 +76,11 @@ func (v *visibleSet) of(sub *subscription, all *DeviceSet) *DeviceSet {
 			view.grips = append(view.grips, d)
 		}
 	}
+	for _, d := range all.remote {
+		if named[d] {
+			view.remote = append(view.remote, d)
+		}
+	}
 	v.sub, v.src, v.view = sub, all, view
 	return view
 }

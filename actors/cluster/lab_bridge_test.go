@@ -52,6 +52,9 @@ type labLink struct {
 	// message by as much, in order; lagAfterLetGo becomes the lag once
 	// the link has carried an idle command (slowAfterLetGo).
 	lag, lagAfterLetGo atomic.Int64
+	// partitioned loses everything either way while set, the node's
+	// state pushes and the gateway's subscriptions too: a cut link.
+	partitioned atomic.Bool
 }
 
 // slowAfterLetGo has the link carry the gateway's next idle command at
@@ -128,7 +131,7 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok {
 			switch m := actor.UnwrapEnvelopeMessage(dl.Message).(type) {
 			case *wire.Command, *wire.Effects, *wire.Navigation:
-				if !lose(m) {
+				if !lose(m) && !link.partitioned.Load() {
 					toNode <- toNodeMsg{m, time.Now().Add(time.Duration(link.lag.Load()))}
 				}
 				if c, ok := m.(*wire.Command); ok && hw.ControlMode(c.Mode) == hw.ModeIdle {
@@ -142,12 +145,14 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 	nsub := n.sys.EventStream.Subscribe(func(ev any) {
 		// Everything addressed to the gateway: its dispatch (fromNode)
 		// takes what a gateway actor would and ignores the rest.
-		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr {
+		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr && !link.partitioned.Load() {
 			toGW <- actor.UnwrapEnvelopeMessage(dl.Message)
 		}
 	})
 	subscribe := func() {
-		n.subscribe(g.subscription())
+		if !link.partitioned.Load() {
+			n.subscribe(g.subscription())
+		}
 	}
 	subscribe()
 	wg.Add(3)

@@ -42,11 +42,14 @@ const MaxPushHz = 8000
 // the node's pushed batches, the command goes to the node one-way. Exchange
 // never waits on the network.
 type proxy struct {
-	lost   atomic.Bool
-	g      *Gateway
-	nodeID string
-	node   *actor.PID
-	info   hw.Info
+	lost atomic.Bool
+	// currentAtNs is sampledNs of the newest state, 0 before the first
+	// (StateStaleness, read by every frame that carries the device).
+	currentAtNs atomic.Int64
+	g           *Gateway
+	nodeID      string
+	node        *actor.PID
+	info        hw.Info
 	// nodeDeviceID is the id the node knows the device by (info.ID differs
 	// after a short-id collision).
 	nodeDeviceID string
@@ -172,14 +175,15 @@ type proxy struct {
 }
 
 var (
-	_ hw.Driver             = (*proxy)(nil)
-	_ actors.ConfigOwner    = (*proxy)(nil)
-	_ actors.ConfigCopied   = (*proxy)(nil)
-	_ actors.RemoteDriver   = (*proxy)(nil)
-	_ loop.ModeReporter     = (*proxy)(nil)
-	_ loop.RemoteEffects    = (*proxy)(nil)
-	_ loop.RemoteNavigation = (*proxy)(nil)
-	_ loop.RemoteOutput     = (*proxy)(nil)
+	_ hw.Driver                 = (*proxy)(nil)
+	_ actors.ConfigOwner        = (*proxy)(nil)
+	_ actors.ConfigCopied       = (*proxy)(nil)
+	_ actors.RemoteDriver       = (*proxy)(nil)
+	_ actors.StaleStateReporter = (*proxy)(nil)
+	_ loop.ModeReporter         = (*proxy)(nil)
+	_ loop.RemoteEffects        = (*proxy)(nil)
+	_ loop.RemoteNavigation     = (*proxy)(nil)
+	_ loop.RemoteOutput         = (*proxy)(nil)
 )
 
 // localSession owns a gateway device's register while a session on the
@@ -257,6 +261,7 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 		sampledNs = max(sampledNs, p.sampledNs)
 	}
 	p.st, p.stTick, p.sampledNs, p.hasState, p.batchSentNs = st, m.Tick, sampledNs, true, batchSentNs
+	p.currentAtNs.Store(max(sampledNs, 1))
 	p.pushed = nodeControl{heldLocally: m.HeldLocally, mode: mode, target: target}
 	effectsFromWire(m, &p.fxRep, &p.fxOut)
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
@@ -625,6 +630,21 @@ func (p *proxy) controlEnded(now time.Time) {
 // plus the time since it arrived. Before the first push the state is the
 // proxy's empty one, repeated.
 func (p *proxy) StateAge() (ageNs int64, repeated bool) { return p.ageNs, !p.pushedYet }
+
+// StateStaleness says how old the newest state the node pushed is now,
+// and the lab's lease (Config.LeaseMs) as the bound past which frames warn
+// that it is stale (actors.StaleStateReporter): a node pushes at least
+// twice per lease, so a state that old means its pushes stopped arriving,
+// the link is likely cut both ways, and the node has ended the force of
+// the commands that no longer reach it.
+func (p *proxy) StateStaleness() (ageNs, boundNs int64) {
+	boundNs = int64(p.g.cfg.LeaseMs) * int64(time.Millisecond)
+	at := p.currentAtNs.Load()
+	if at == 0 {
+		return 0, boundNs
+	}
+	return max(p.g.clock.Now()-at, 0), boundNs
+}
 
 // mirrorLocalHold makes a node-local session's control visible on the
 // gateway: while the node says a local session holds the device, the

@@ -49,7 +49,7 @@ func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.key, "cluster-key", "", "PEM key of --cluster-cert")
 	fs.StringVar(&l.ca, "cluster-ca", "", "PEM CA that signs every lab member's certificate (turns on mutual TLS)")
 	fs.DurationVar(&l.nodeTimeout, "cluster-node-timeout", time.Second, "gateway: drop a node silent for this long")
-	fs.IntVar(&l.leaseMs, "cluster-lease-ms", 100, "node: how long a gateway's command holds; a lost gateway ramps the force to zero after it")
+	fs.IntVar(&l.leaseMs, "cluster-lease-ms", 100, "node: how long a gateway's command holds; a lost gateway ramps the force to zero after it (gateway: frames warn state_stale for a device whose state is older)")
 	fs.IntVar(&l.pushHz, "cluster-push-hz", 500, "node: how often device states are pushed to the gateway")
 	fs.IntVar(&l.simIndexBase, "sim-index-base", 0, "index of the first simulated and of the first emulated device (nodes of one lab on one host need distinct UUIDs)")
 }
