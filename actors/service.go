@@ -748,10 +748,15 @@ func (s *Service) shutdown(ctx context.Context) error {
 	for _, sess := range s.Sessions() {
 		sess.close(protocol.CloseShutdown)
 	}
+	// The scheduler first: it halts its devices once its shards are
+	// still, each at once. A Halt while a shard runs waits for that
+	// device's turn in the shard's pass, and one after another over
+	// thousands of devices of mixed families that took longer than the
+	// stop's whole budget (stop42).
+	s.sched.Stop()
 	for _, d := range s.Devices().All() {
 		d.rt.Halt()
 	}
-	s.sched.Stop()
 	s.hwCancel()
 	done := make(chan struct{})
 	go func() { s.hwWG.Wait(); close(done) }()
