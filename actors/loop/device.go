@@ -499,13 +499,16 @@ func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
 // kinematics.
 func (d *Device) LoadPhysical(dst *Snapshot) { d.load(dst, false) }
 
-func (d *Device) load(dst *Snapshot, derive bool) {
+// load is Load; for a lazy driver it returns the cell it copied dst from
+// (LoadCurrent checks that one, not the device's cell after the copy).
+func (d *Device) load(dst *Snapshot, derive bool) (from *armCell) {
 	if d.lazy == nil {
 		d.snap.Load(dst)
-		return
+		return nil
 	}
+	var c *armCell
 	for {
-		c := d.cell.Load()
+		c = d.cell.Load()
 		d.markRead()
 		c.load(dst)
 		// A shard record the device left meanwhile may hold another
@@ -518,6 +521,7 @@ func (d *Device) load(dst *Snapshot, derive bool) {
 		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
 	}
 	dst.derive = deriveNone
+	return c
 }
 
 // PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
