@@ -381,8 +381,11 @@ type StateAgeReporter interface {
 type RemoteOutput interface {
 	// CommandInForce is called on the loop's goroutine right before each
 	// Exchange with the session whose command in force the output
-	// applies; 0 when none is (a ramp out, no output, the loop's own
-	// gravity feed-forward, a halt). It must not block.
+	// applies: the session that holds the arm armed, also when its
+	// command is idle and the output is only the host's gravity
+	// feed-forward. 0 when no command is in force (a ramp out, no output,
+	// the gravity feed-forward of an arm nobody holds, a halt). It must
+	// not block.
 	CommandInForce(session uint64)
 }
 
