@@ -70,13 +70,17 @@ func (d *Device) LoadCurrent(dst *Snapshot) (currentNs int64) {
 		ms, hp := d.markSeen.Load(), d.hotPass.Load()
 		hot := pending && ms != 0 && done >= ms || hp != 0 && done >= hp && done < hp+publishHotTicks
 		held := r.pub.held.Load() != 0
-		d.load(dst, true)
+		from := d.load(dst, true)
 		if d.slot.Load() != r {
 			continue // it moved to another record meanwhile
 		}
-		if d.cell.Load() != &r.pub {
+		if from != &r.pub {
 			// Joining r (attach stores the slot, then the cell): dst is
-			// of the device's own cell, whose held flag this is not.
+			// of the device's own cell, whose held flag this is not and
+			// whose last publish may have failed, so it may be older
+			// than what attach handed r. The cell the copy came from,
+			// not the device's cell now: attach may have stored that
+			// since the copy.
 			return dst.TimeNs
 		}
 		asOf := dst.TimeNs

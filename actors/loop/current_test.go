@@ -597,3 +597,102 @@ func TestLoadCurrentOfAnArmThatSleepsAndWakes(t *testing.T) {
 	}
 	release(5)
 }
+
+// deriveGate is a simulated arm whose DeriveState, once armed, stops the
+// reader that calls it until released: a reader preempted after its copy
+// and before LoadCurrent's checks, at a chosen moment.
+type deriveGate struct {
+	*sim.Arm
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *deriveGate) DeriveState(st *hw.State, leftHanded bool) {
+	if g.armed.CompareAndSwap(true, false) {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	g.Arm.DeriveState(st, leftHanded)
+}
+
+// TestLoadCurrentOfAStateLoadedBeforeTheArmJoinedItsRecord: attach stores
+// the device's shard record (slot) before its cell, so a reader may load
+// the state from the device's own cell, where the last direct step's
+// publish may have failed (a reader held the spare buffer) and left an
+// older state than the one attach hands to the record. If the cell is the
+// record's by the time LoadCurrent checks, the state it copied is still
+// not the record's: it must not be called current as of the shard's pass
+// (review39: current as of 46440 ms, the position of 46439 ms, once in
+// 932,507 reads of TestLoadCurrentWhileTheArmMovesBetweenRecords). The
+// window is made deterministic: the device's cell is set back to its own
+// (as attach leaves it between the two stores) and the reader is stopped
+// after its copy while the cell is made the record's again.
+func TestLoadCurrentOfAStateLoadedBeforeTheArmJoinedItsRecord(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	opts := DeviceOptions{PeriodNs: ms, Clock: clock}
+	newArm := func() *sim.Arm {
+		return sim.NewArm(sim.ArmOptions{Index: 2, PeriodS: 0.001, Motion: sim.MotionCircle})
+	}
+	gate := &deriveGate{Arm: newArm(), entered: make(chan struct{}), release: make(chan struct{})}
+	d, twin := NewDevice(gate, opts), NewDevice(newArm(), opts)
+	s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+	t.Cleanup(s.Stop)
+	sh := s.shards[0]
+	at := map[int64]hw.Vec3{}
+	var tw Snapshot
+	onShard := false
+	tick := func() {
+		now := clock.Advance(ms)
+		twin.Step(now)
+		twin.Load(&tw)
+		at[now] = tw.State.PositionM
+		if !onShard {
+			d.Step(now)
+		}
+		sh.passLocked(now, clock)
+	}
+	for range 3 {
+		tick()
+	}
+	own := d.cell.Load() // the state of the last direct step
+	s.Add(d)
+	onShard = true
+	r := d.slot.Load()
+	if r == nil {
+		t.Fatal("the arm did not join a shard record")
+	}
+	// The arm moves on, and the last pass is its block's sparse publish
+	// (a pass LoadCurrent may call the state current as of).
+	for range 3 {
+		tick()
+	}
+	for (sh.passDone.Load()+uint64(r.blk.phase))%publishIdleEvery != 0 {
+		tick()
+	}
+
+	d.cell.Store(own)
+	gate.armed.Store(true)
+	type result struct {
+		cur  int64
+		snap Snapshot
+	}
+	got := make(chan result, 1)
+	go func() {
+		var res result
+		res.cur = d.LoadCurrent(&res.snap)
+		got <- res
+	}()
+	select {
+	case <-gate.entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the reader did not copy a state in a minute")
+	}
+	d.cell.Store(&r.pub)
+	close(gate.release)
+	res := <-got
+	if pos, ok := at[res.cur]; !ok || res.cur < res.snap.TimeNs || pos != res.snap.State.PositionM {
+		t.Errorf("current as of %d ms, snapshot of %d ms at %+v; the arm was at %+v (%v) then",
+			res.cur/ms, res.snap.TimeNs/ms, res.snap.State.PositionM, pos, ok)
+	}
+}

@@ -381,8 +381,11 @@ type StateAgeReporter interface {
 type RemoteOutput interface {
 	// CommandInForce is called on the loop's goroutine right before each
 	// Exchange with the session whose command in force the output
-	// applies; 0 when none is (a ramp out, no output, the loop's own
-	// gravity feed-forward, a halt). It must not block.
+	// applies: the session that holds the arm armed, also when its
+	// command is idle and the output is only the host's gravity
+	// feed-forward. 0 when no command is in force (a ramp out, no output,
+	// the gravity feed-forward of an arm nobody holds, a halt). It must
+	// not block.
 	CommandInForce(session uint64)
 }
 
@@ -499,13 +502,16 @@ func (d *Device) Load(dst *Snapshot) { d.load(dst, true) }
 // kinematics.
 func (d *Device) LoadPhysical(dst *Snapshot) { d.load(dst, false) }
 
-func (d *Device) load(dst *Snapshot, derive bool) {
+// load is Load; for a lazy driver it returns the cell it copied dst from
+// (LoadCurrent checks that one, not the device's cell after the copy).
+func (d *Device) load(dst *Snapshot, derive bool) (from *armCell) {
 	if d.lazy == nil {
 		d.snap.Load(dst)
-		return
+		return nil
 	}
+	var c *armCell
 	for {
-		c := d.cell.Load()
+		c = d.cell.Load()
 		d.markRead()
 		c.load(dst)
 		// A shard record the device left meanwhile may hold another
@@ -518,6 +524,7 @@ func (d *Device) load(dst *Snapshot, derive bool) {
 		d.lazy.DeriveState(&dst.State, dst.derive == deriveLeft)
 	}
 	dst.derive = deriveNone
+	return c
 }
 
 // PublishSeq counts the snapshots published so far (SnapshotCell.Seq):
