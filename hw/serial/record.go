@@ -129,11 +129,12 @@ type Replayer struct {
 	timeout  time.Duration
 	mismatch error
 	closed   bool
+	done     chan struct{} // closed by Close, ending a waiting timed-out read
 }
 
 // Replay returns a Replayer for records (which it copies).
 func Replay(records []Record) *Replayer {
-	return &Replayer{records: merge(records)}
+	return &Replayer{records: merge(records), done: make(chan struct{})}
 }
 
 // ErrClosed is returned by calls on a closed Replayer.
@@ -155,7 +156,12 @@ func (r *Replayer) Read(p []byte) (int, error) {
 			// Unlocked: Close may end the wait's port from another
 			// goroutine, as on a real port.
 			r.mu.Unlock()
-			time.Sleep(wait)
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-r.done:
+				timer.Stop()
+			}
 			r.mu.Lock()
 			if r.closed {
 				return 0, ErrClosed
@@ -238,6 +244,7 @@ func (r *Replayer) Close() error {
 		return ErrClosed
 	}
 	r.closed = true
+	close(r.done)
 	if r.mismatch != nil {
 		return r.mismatch
 	}

@@ -173,3 +173,30 @@ func TestTimedOutReadsAreRecordedAndReplayed(t *testing.T) {
 		})
 	}
 }
+
+// A read replaying a recorded timeout must end when another goroutine
+// closes the port, as on a real port, not after the whole timeout.
+func TestCloseEndsAWaitingReplayedRead(t *testing.T) {
+	device := serial.Replay([]serial.Record{{Dir: serial.DeviceToHost}})
+	if err := device.SetReadTimeout(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		var b [8]byte
+		_, err := device.Read(b[:])
+		read <- err
+	}()
+	// Give the read time to start waiting; if Close comes first the read
+	// returns ErrClosed at once, which the assertions accept too.
+	time.Sleep(50 * time.Millisecond)
+	device.Close()
+	select {
+	case err := <-read:
+		if !errors.Is(err, serial.ErrClosed) {
+			t.Fatalf("Read on a closed replayer = %v, want ErrClosed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Read still waiting a minute after Close (its timeout is an hour)")
+	}
+}
