@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"syscall"
 	"time"
 	"unsafe"
 )
@@ -37,7 +38,10 @@ func osMonoNow() int64 {
 	if qpcHz == 0 {
 		return 1 + int64(time.Since(runtimeOrigin))
 	}
-	if r, _, _ := procQueryPerformanceCounter.Call(uintptr(unsafe.Pointer(&c))); r == 0 {
+	// syscall.SyscallN, not LazyProc.Call: Call's variadic arguments and
+	// boxed error cost two allocations a reading, and the loop reads the
+	// clock several times a tick.
+	if r, _, _ := syscall.SyscallN(procQueryPerformanceCounter.Addr(), uintptr(unsafe.Pointer(&c))); r == 0 {
 		return 1 + int64(time.Since(runtimeOrigin))
 	}
 	return qpcToNs(c, qpcHz)

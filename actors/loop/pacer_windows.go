@@ -2,7 +2,9 @@ package loop
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -69,11 +71,13 @@ func createHighResTimer() (windows.Handle, error) {
 }
 
 // waitTimer arms h to fire after due (relative, 100 ns units, negative)
-// and waits for it.
+// and waits for it. It runs every tick, so it calls through
+// syscall.SyscallN: LazyProc.Call's variadic arguments and boxed error
+// allocate on every call.
 func waitTimer(h windows.Handle, due int64) error {
-	r, _, err := procSetWaitableTimer.Call(uintptr(h), uintptr(unsafe.Pointer(&due)), 0, 0, 0, 0)
+	r, _, errno := syscall.SyscallN(procSetWaitableTimer.Addr(), uintptr(h), uintptr(unsafe.Pointer(&due)), 0, 0, 0, 0)
 	if r == 0 {
-		return err
+		return fmt.Errorf("actors/loop: SetWaitableTimer: %w", errno)
 	}
 	ev, err := windows.WaitForSingleObject(h, windows.INFINITE)
 	if ev != windows.WAIT_OBJECT_0 {
