@@ -66,3 +66,15 @@ func ArmFiguresOf(model uint8) ArmFigures {
 	}
 	return ArmFigures{ArmMaxForceN, ArmWorkspaceRadiusM, ArmWorkspaceCenterM(), ArmEffectiveMassKg}
 }
+
+// MaxGravityScale is the largest gravity compensation scale (Settings.GravityScale).
+const MaxGravityScale = 2.0
+
+// ActuatorLimitN is the largest force an arm's actuators deliver in force
+// mode: the client's limit maxForceN plus the most gravity support an arm
+// of mass massKg can be asked for. The limit counts the client's force
+// only, as on real arms, whose firmware adds the support after the host's
+// clamp; one rule for simulated and emulated arms alike.
+func ActuatorLimitN(maxForceN, massKg float64) float64 {
+	return maxForceN + massKg*GravityMps2*MaxGravityScale
+}

@@ -200,8 +200,8 @@ func (r *simArm) controlStepFx(c *armControl, d *Device, ps *passScratch, timed 
 	// figures (after the physics here: neither reads what it changes, and
 	// their calls before it made the tick keep its force in memory).
 	if c.fs.gravity { // withGravity, written out: Go would not inline it
-		f.Z += c.ffN
 		f = clampMagnitude(f, c.maxForceN)
+		f.Z += c.ffN
 	}
 	cmd := &ps.cmd
 	cmd.Mode, cmd.ForceN = hw.ModeForce, f

@@ -130,7 +130,12 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 			contact: true, damping: true, sustained: true,
 			script: map[int]step{
 				5: func(t *testing.T, d *Device, now int64) {
-					d.SetEffects(newSet(t, session, push, wall(0, 2000)))
+					// The field pushes away from a point above the arm, down
+					// into the wall: with the weight supported on top of the
+					// clamp, nothing else takes the arm there.
+					down := push
+					down.Params.PointM.Z += 0.01
+					d.SetEffects(newSet(t, session, down, wall(0, 2000)))
 					d.Register().Claim(session)
 					write(t, d, 1, now+5000*ms, force(0, 0, 0), nil)
 				},

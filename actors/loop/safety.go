@@ -566,16 +566,19 @@ func (d *Device) addGravity(g *Globals) {
 	default:
 		return
 	}
-	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, 2)
+	ff := d.massKg * hw.GravityMps2 * clamp(s.GravityScale, 0, hw.MaxGravityScale)
 	d.out.ForceN = withGravity(d.out.ForceN, ff, d.maxForceN)
 	d.gravityN = ff
 }
 
-// withGravity is force f with the feed-forward ffN added upwards, clamped
-// to the device's maxN.
+// withGravity is force f clamped to the device's maxN with the
+// feed-forward ffN added upwards: the limit is the client's, the support
+// comes on top (hw.ActuatorLimitN), as real firmware adds its own after
+// the host's clamp.
 func withGravity(f hw.Vec3, ffN, maxN float64) hw.Vec3 {
+	f = clampMagnitude(f, maxN)
 	f.Z += ffN
-	return clampMagnitude(f, maxN)
+	return f
 }
 
 // driverError halts the driver after a failed exchange, disarms the output

@@ -197,7 +197,7 @@ func TestForceShaping(t *testing.T) {
 		{"gravity off", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: false, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{X: 1}},
 		{"firmware compensates gravity", firmwareArm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{X: 1}},
 		{"clamp keeps direction", arm, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: 30, Y: 40}, hw.Vec3{X: 6, Y: 8}},
-		{"clamp after gravity", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{Z: 20}, hw.Vec3{Z: 10}},
+		{"clamp before gravity", arm, Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}}, nil, hw.Vec3{}, hw.Vec3{Z: 20}, hw.Vec3{Z: 10 + arm.EffectiveMassKg*hw.GravityMps2}},
 		{"no force output", grip, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: 1}, hw.Vec3{}},
 		{"non-finite force commands nothing", arm, Globals{ForceScale: 1}, nil, hw.Vec3{}, hw.Vec3{X: math.NaN(), Y: 1}, hw.Vec3{}},
 	}
@@ -509,6 +509,32 @@ func TestGravityIsNotRampedOrReportedAsClientForce(t *testing.T) {
 	r.step(ms)
 	if s := r.snapshot(); !near(s.State.ForceN.Z, 0, 1e-9) {
 		t.Fatalf("after a failed exchange the snapshot reports %+v", s.State.ForceN)
+	}
+}
+
+// TestForceLimitLeavesGravityOut: on an arm whose gravity the loop
+// supports, a client asking the limit straight up gets the limit (and the
+// driver the limit plus the support), as on an arm whose firmware
+// compensates; the support is not taken out of the client's limit.
+func TestForceLimitLeavesGravityOut(t *testing.T) {
+	minverse := looptest.ArmInfo()
+	minverse.MaxForceN = hw.MinverseMaxForceN
+	for _, info := range []hw.Info{looptest.ArmInfo(), minverse} {
+		mg := info.EffectiveMassKg * hw.GravityMps2
+		limitN := info.MaxForceN
+		for _, cmdZ := range []float64{limitN, 2 * limitN} {
+			t.Run(fmt.Sprintf("limit %v N asked %v N up", limitN, cmdZ), func(t *testing.T) {
+				r := newRig(t, info, DeviceOptions{RampNs: 10 * ms})
+				r.dev.SetGlobals(&Globals{ForceScale: 1, Settings: hw.Settings{GravityCompensation: true, GravityScale: 1}})
+				r.command(1, 1, 20*ms, force(0, 0, cmdZ), nil)
+				if c := r.step(ms); !near(c.ForceN.Z, limitN+mg, 1e-9) {
+					t.Fatalf("driver got %+v, want %.3f N up (the limit plus the support)", c.ForceN, limitN+mg)
+				}
+				if s := r.snapshot(); !near(s.State.ForceN.Z, limitN, 1e-9) {
+					t.Fatalf("snapshot reports %+v, want the limit %.3f N up", s.State.ForceN, limitN)
+				}
+			})
+		}
 	}
 }
 

@@ -317,13 +317,19 @@ func (c *ArmCore) Step(cmd *hw.Command) (moved bool, err error) {
 			targetM, servo = ForwardKinematics(cmd.AnglesDeg, c.settings.LeftHanded), true
 		}
 	}
-	fixedN = fixedN.ClampNorm(c.maxForceN)
+	k := c.coefficients()
+	limitN := c.maxForceN
+	if cmd.Mode == hw.ModeForce {
+		// The host's gravity support rides above the client's limit, as
+		// real firmware's does.
+		limitN = hw.ActuatorLimitN(c.maxForceN, k.massKg)
+	}
+	fixedN = fixedN.ClampNorm(limitN)
 
 	pos, vel, force := c.pos, c.vel, c.forceN
 	if c.hasHand() {
 		c.reported = false // the hand may move while the handle sticks: always report
 	}
-	k := c.coefficients()
 	for i := 0; i < c.substeps; i++ {
 		actN := fixedN
 		if servo {

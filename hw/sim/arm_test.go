@@ -142,15 +142,52 @@ func TestArmForceClamp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := NewArm(ArmOptions{PeriodS: testPeriodS})
+			limitN := MaxForceN // servos and torques carry gravity within the limit
+			if tt.cmd.Mode == hw.ModeForce {
+				limitN = hw.ActuatorLimitN(MaxForceN, EffectiveMassKg)
+			}
 			run(t, a, tt.cmd, 0.5, func(st *hw.State) {
-				if f := st.ForceN.Norm(); !(f <= MaxForceN*(1+1e-12)) {
-					t.Fatalf("applied force %.3f N exceeds the clamp %.1f N", f, MaxForceN)
+				if f := st.ForceN.Norm(); !(f <= limitN*(1+1e-12)) {
+					t.Fatalf("applied force %.3f N exceeds the clamp %.2f N", f, limitN)
 				}
 				if !st.PositionM.Finite() {
 					t.Fatalf("position went non-finite: %+v", st.PositionM)
 				}
 			})
 		})
+	}
+}
+
+// TestArmForceLimitLeavesGravitySupportOut: the force limit is the
+// client's; the host's gravity support (up to hw.MaxGravityScale times the
+// weight) comes on top, as real firmware adds its own after the host's
+// clamp, so +z at the limit is not cut short by the support.
+func TestArmForceLimitLeavesGravitySupportOut(t *testing.T) {
+	weight := EffectiveMassKg * GravityMps2
+	for _, fam := range []Family{FamilyInverse3, FamilyMinverse} {
+		limitN := fam.Spec().MaxForceN
+		tests := []struct {
+			name  string
+			cmdZ  float64
+			wantZ float64
+		}{
+			{"limit plus support", limitN + weight, limitN + weight},
+			{"limit plus twice the support", limitN + 2*weight, limitN + 2*weight},
+			{"beyond is clamped", 100, limitN + 2*weight},
+		}
+		for _, tt := range tests {
+			t.Run(fam.String()+"/"+tt.name, func(t *testing.T) {
+				a := NewArm(ArmOptions{Family: fam, PeriodS: testPeriodS})
+				defer a.Close()
+				var st hw.State
+				if err := a.Exchange(&hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: tt.cmdZ}}, &st); err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(st.ForceN.Z-tt.wantZ) > 1e-9 {
+					t.Fatalf("%s asked %.3f N up applies %.3f N, want %.3f N", fam, tt.cmdZ, st.ForceN.Z, tt.wantZ)
+				}
+			})
+		}
 	}
 }
 
