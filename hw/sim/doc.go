@@ -23,8 +23,10 @@
 //     ModeAngle is the same servo toward ForwardKinematics(AnglesDeg);
 //     ModeTorque maps joint torques (N·mm) to a force through the inverse of
 //     the Jacobian transpose; ModeIdle applies nothing. The actuator force is
-//     clamped to MaxForceN inside the driver whatever the caller did, and
-//     State.ForceN reports it after the clamp;
+//     clamped inside the driver whatever the caller did: to the family's
+//     force limit, in ModeForce plus room for the host's largest gravity
+//     support (hw.ActuatorLimitN), and State.ForceN reports it after the
+//     clamp;
 //   - gravity, Physics.MassKg·GravityMps2 downwards, always (the mass
 //     Info.EffectiveMassKg reports, which the host compensates);
 //   - viscous damping b (Physics.DampingNspm), plus Coulomb friction
