@@ -277,7 +277,7 @@ func TestSessionsSpliceTheRun(t *testing.T) {
 	}
 	for i := range 200 {
 		k := i % 2
-		sessions[k].Deliver([]byte(`{"arm3":[{"device_id":"` + ids[k] + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.1}}}}]}`))
+		sessions[k].Deliver([]byte(`{"arm3":[{"device_id":"`+ids[k]+`","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.1}}}}]}`), 0)
 		out := <-sinks[k].frames
 		var frame struct {
 			SessionID uint64 `json:"session_id"`
@@ -348,7 +348,7 @@ func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
 	frames := func(n int) (distinct int) {
 		c.bodies = map[*byte]bool{}
 		for range n {
-			sc.Deliver(append([]byte(nil), cmd...))
+			sc.Deliver(append([]byte(nil), cmd...), 0)
 			<-c.frames
 			time.Sleep(2 * time.Millisecond) // an engine's pace, not a bound
 		}
@@ -361,7 +361,7 @@ func TestStalledWritesDoNotPinTheRunSpares(t *testing.T) {
 		sink *stallingSink
 	}{{sa, a}, {sb, b}} {
 		p.sink.hold, p.sink.entered = make(chan struct{}), make(chan struct{}, 1)
-		go p.s.Deliver([]byte(`{}`))
+		go p.s.Deliver([]byte(`{}`), 0)
 		select {
 		case <-p.sink.entered:
 		case <-time.After(patience):

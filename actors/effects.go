@@ -342,7 +342,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 		p.fx = map[*Device]*armEffects{}
 	}
 	p.fx[d] = a
-	p.renewLease(d, e, now, leaseMs, wasOwner, a)
+	p.renewLease(d, e, leaseMs, wasOwner, a)
 }
 
 // appendSampledTooCoarsely warns of each vibration u sets at or above half
@@ -525,10 +525,10 @@ func (p *tickPath) effectsLeft(d *Device, now int64) *armEffects {
 // session wrote in this term is, unless the loop disarmed it (a halt, a
 // driver error: only a new command re-arms a force), or an idle command
 // (the effects' force alone) on a fresh claim or after such a disarm.
-func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, now int64, leaseMs int, wasOwner bool, a *armEffects) {
+func (p *tickPath) renewLease(d *Device, e *protocol.DeviceEntry, leaseMs int, wasOwner bool, a *armEffects) {
 	id := p.sess.ID
 	reg := d.Register()
-	deadline := now + int64(leaseMs)*int64(time.Millisecond)
+	deadline := p.leaseDeadline(leaseMs)
 	a.deadlineNs = deadline
 	if e.Command.Kind != protocol.CmdNone && e.Command.Kind != protocol.CmdProbePosition {
 		return // command wrote it, with the same deadline
@@ -898,13 +898,13 @@ func (s *Service) dropSessionEffects(session uint64) {
 
 // effectsAfterCommand notes a command the entry wrote to d: it renewed
 // the lease of the session's effects there too.
-func (p *tickPath) effectsAfterCommand(d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) {
+func (p *tickPath) effectsAfterCommand(d *Device, e *protocol.DeviceEntry, leaseMs int) {
 	a := p.fx[d]
 	if a == nil || e.Command.Kind == protocol.CmdNone || e.Command.Kind == protocol.CmdProbePosition {
 		return
 	}
 	if d.Register().Owner() == p.sess.ID {
-		a.deadlineNs = now + int64(leaseMs)*int64(time.Millisecond)
+		a.deadlineNs = p.leaseDeadline(leaseMs)
 	}
 }
 

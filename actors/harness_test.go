@@ -186,7 +186,7 @@ func startReader(t *testing.T, sess *Session) *reader {
 	go func() {
 		defer close(r.done)
 		for m := range r.in {
-			sess.Deliver([]byte(m))
+			sess.Deliver([]byte(m), 0)
 			r.delivered.Add(1)
 		}
 	}()
@@ -233,7 +233,7 @@ func (s *recSink) noFrame(t *testing.T, what string) {
 // exchange sends one message and returns its frame.
 func exchange(t *testing.T, sess *Session, sink *recSink, msg string) testFrame {
 	t.Helper()
-	sess.Deliver([]byte(msg))
+	sess.Deliver([]byte(msg), 0)
 	return sink.next(t)
 }
 

@@ -278,7 +278,7 @@ func TestFramesStayInOrderWithAndWithoutTheActor(t *testing.T) {
 			// answers it, so the messages after it queue until it does.
 			msg = fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%d}}},{"device_id":"ghost-%03d","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, arm.ID, 1+i%3, i)
 		}
-		sess.Deliver([]byte(msg))
+		sess.Deliver([]byte(msg), 0)
 	}
 	for i := range n {
 		f := sink.next(t)

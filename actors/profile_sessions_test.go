@@ -118,7 +118,7 @@ func TestSimultaneousSessionLevelChangesOfOneProfileBothSurviveARestart(t *testi
 	}
 	// send delivers msg on sess and returns its frame's problems, if any.
 	send := func(sess *Session, sink *recSink, msg string) error {
-		sess.Deliver([]byte(msg))
+		sess.Deliver([]byte(msg), 0)
 		select {
 		case raw := <-sink.frames:
 			var f testFrame
@@ -251,7 +251,7 @@ func TestAJoinerWithACopyReadBeforeAHoldersChangeDoesNotStoreItOver(t *testing.T
 
 	held.armed.Store(true)
 	j, sinkJ := open(t, svc, nil)
-	joined := pending(func() { j.Deliver([]byte(pick)) })
+	joined := pending(func() { j.Deliver([]byte(pick), 0) })
 	select {
 	case <-held.entered:
 	case <-time.After(patience):

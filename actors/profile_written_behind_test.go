@@ -265,7 +265,7 @@ func TestTwoSessionsOfAProfileStoreEachEntryWhole(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := 1; i <= n; i++ {
-				w.sess.Deliver([]byte(msg(k, i)))
+				w.sess.Deliver([]byte(msg(k, i)), 0)
 				<-w.sink.frames
 			}
 		}()
@@ -551,7 +551,7 @@ func TestProfileUnreadableOnADeviceThatConnectsLaterIsReported(t *testing.T) {
 			if during {
 				picked := make(chan []byte, 1)
 				go func() {
-					sess.Deliver([]byte(pickMsg))
+					sess.Deliver([]byte(pickMsg), 0)
 					picked <- <-sink.frames
 				}()
 				<-entered
@@ -618,7 +618,7 @@ func TestProfilePickWhileADeviceLeavesAnswersWithoutError(t *testing.T) {
 	sess, sink := open(t, svc, nil)
 	picked := make(chan []byte, 1)
 	go func() {
-		sess.Deliver([]byte(`{"session":{"configure":{"profile":{"name":"` + profile + `"}}}}`))
+		sess.Deliver([]byte(`{"session":{"configure":{"profile":{"name":"`+profile+`"}}}}`), 0)
 		picked <- <-sink.frames
 	}()
 	<-entered

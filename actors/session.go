@@ -189,6 +189,13 @@ func (s *Session) Controls() []*Device {
 // called by one goroutine at a time, in the client's order: the
 // connection's reader.
 //
+// waitedNs is how long the message waited on this host before the reader
+// read it (the kernel's receive time; 0 when unknown). A control lease
+// runs from the message's arrival, not from its reading, and a command or
+// effects entry that arrived longer than the lease ago is not applied
+// (stale_command): after the service stalled, the commands queued in the
+// socket are from a client that may have gone quiet since.
+//
 // A message with nothing for the control plane (the per-tick message:
 // commands, probes, unchanged configures and state commands) costs no
 // actor hop, no lock and no allocation. One that changes the session or
@@ -200,8 +207,9 @@ func (s *Session) Controls() []*Device {
 //
 // A panic while processing the message ends the session as a panic in its
 // actor does (Session.fail).
-func (s *Session) Deliver(buf []byte) {
+func (s *Session) Deliver(buf []byte, waitedNs int64) {
 	p := s.path
+	p.arrivedNs = s.svc.opts.Clock.Now() - max(waitedNs, 0)
 	defer func() {
 		if v := recover(); v != nil {
 			p.gone = true
@@ -408,6 +416,9 @@ type tickPath struct {
 	fxSet *DeviceSet
 	// fxBusy is when effect-refused last went out for a busy device.
 	fxBusy map[busyKey]int64
+	// arrivedNs is when the message in hand arrived on this host (service
+	// Clock): control leases run from it (Deliver).
+	arrivedNs int64
 
 	// Scratch reused every message, taken at the session's first message:
 	// a session that has said nothing since its inventory (most of a
@@ -608,9 +619,12 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 		if len(p.fx) > 0 {
 			p.effectsBefore(f, d, e, now)
 		}
+		if p.staleControl(f, d, e, now, snap.leaseMs) {
+			continue
+		}
 		p.command(f, i, d, e, now, snap.leaseMs)
 		if len(p.fx) > 0 {
-			p.effectsAfterCommand(d, e, now, snap.leaseMs)
+			p.effectsAfterCommand(d, e, snap.leaseMs)
 		}
 		if e.HasEffects {
 			p.effects(f, d, e, now, snap.leaseMs)
@@ -677,7 +691,7 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 		return
 	}
 	p.seq++
-	deadline := now + int64(leaseMs)*int64(time.Millisecond)
+	deadline := p.leaseDeadline(leaseMs)
 	if !reg.Write(id, p.seq, deadline, cmd, view.Params) {
 		// The lease lapsed between Claim and Write: the loop took the
 		// device back. The client sees it as busy for this tick.
@@ -690,6 +704,33 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 	// (deviceCore.reparam): the view in force is the newest.
 	keepView(reg, id, view.Params, func() *loop.Params { return p.cmdViews.viewFor(i, d, id).Params })
 	p.releaseIfClosed(d)
+}
+
+// leaseDeadline is when a lease of leaseMs that the message in hand
+// renews ends: counted from the message's arrival.
+func (p *tickPath) leaseDeadline(leaseMs int) int64 {
+	return p.arrivedNs + int64(leaseMs)*int64(time.Millisecond)
+}
+
+// staleControl reports whether entry e asks for control (a command or
+// effects) in a message that arrived longer than the lease ago, and then
+// tells the client it was not applied: its lease would have ended before
+// it was read, so applying it would put a force back on an arm whose
+// client may have gone quiet since (the service stalled while it waited
+// in the socket). The rest of the entry (configure, probes) applies.
+func (p *tickPath) staleControl(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) bool {
+	commands := e.Command.Kind != protocol.CmdNone && e.Command.Kind != protocol.CmdProbePosition
+	if !commands && !e.HasEffects || p.leaseDeadline(leaseMs) > now {
+		return false
+	}
+	at := e.Path + ".commands"
+	if !commands {
+		at = e.Path + ".effects"
+	}
+	f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeStaleCommand, at,
+		"this message arrived %.0f ms before it was read, longer than the %d ms lease: its commands and effects on %s %s were not applied; send them again",
+		float64(now-p.arrivedNs)/float64(time.Millisecond), leaseMs, e.TypeKey, d.ID))
+	return true
 }
 
 // keepView makes the register's command of session carry the Params of the

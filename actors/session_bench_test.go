@@ -126,7 +126,7 @@ func BenchmarkSessionMessage(b *testing.B) {
 			}
 			sess, sink := openSplicing(b, svc)
 			if c.subscribe {
-				sess.Deliver([]byte(`{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"` + first.ID + `"}]}}}}`))
+				sess.Deliver([]byte(`{"session":{"configure":{"subscribe":{"devices":[{"device_type":"arm3","device_id":"`+first.ID+`"}]}}}}`), 0)
 				sink.free <- <-sink.frames
 			}
 			configure := ""
@@ -145,7 +145,7 @@ func BenchmarkSessionMessage(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				sess.Deliver(msg)
+				sess.Deliver(msg, 0)
 				f := <-sink.frames
 				frameBytes = len(f) + sink.shared
 				sink.free <- f
@@ -192,7 +192,7 @@ func BenchmarkEveryArmFrames(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c := &clients[i%n]
-		c.sess.Deliver(c.msg)
+		c.sess.Deliver(c.msg, 0)
 		f := <-c.sink.frames
 		frameBytes = len(f) + c.sink.shared
 		c.sink.free <- f
@@ -310,7 +310,7 @@ func TestSessionMessageDoesNotAllocate(t *testing.T) {
 			sess, sink := openRecycling(t, svc)
 			msg := []byte(`{"arm3":[{"device_id":"` + arm.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`)
 			exchange := func() {
-				sess.Deliver(msg)
+				sess.Deliver(msg, 0)
 				sink.free <- <-sink.frames
 			}
 			for range 100 {

@@ -184,7 +184,7 @@ func TestReaderAndActorAtOnceKeepFramesInOrder(t *testing.T) {
 			default:
 			}
 			msg := fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%d}}}]}`, 100+i%50, grip.ID, 1+i%2)
-			other.Deliver([]byte(msg))
+			other.Deliver([]byte(msg), 0)
 			<-otherSink.frames
 		}
 	}()

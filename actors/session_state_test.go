@@ -220,7 +220,7 @@ func TestSessionClosedMidMessageLeavesTheArmFree(t *testing.T) {
 			var self atomic.Pointer[Session]
 			sess, _ := open(t, svc, closingCodec{trigger: "closing", sess: &self})
 			self.Store(sess)
-			sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,%s}],"closing":1}`, arm.ID, tc.entry)))
+			sess.Deliver([]byte(fmt.Sprintf(`{"arm3":[{"device_id":%q,%s}],"closing":1}`, arm.ID, tc.entry)), 0)
 			if owner := arm.Register().Owner(); owner == sess.ID {
 				t.Errorf("the closed session still holds the arm")
 			}

@@ -136,6 +136,9 @@ func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inflight: newInflightGate(maxInFlight),
 		done:     make(chan struct{}),
 	}
+	if rc, ok := c.raw.(receiveClock); ok && rc.RecordReceiveTimes() == nil {
+		c.received = rc
+	}
 	c.takeControlWrites()
 	if !h.conns.add(c) {
 		r := protocol.CloseShutdown
@@ -198,8 +201,10 @@ func (c *wsConn) serve(sess *actors.Session) {
 // written, and every write is on the one goroutine, so no frame of ours
 // and of gorilla's interleave.
 type wsConn struct {
-	ws        *websocket.Conn
-	raw       net.Conn // ws's connection, for writeData
+	ws  *websocket.Conn
+	raw net.Conn // ws's connection, for writeData
+	// received, if set, is raw recording receive times (waited).
+	received  receiveClock
 	h         *sessionHandler
 	messages  bufPool       // message buffers, reused once processed
 	inflight  *inflightGate // messages whose frame is not written yet
@@ -263,8 +268,31 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 			return wsclose.ReadReason(err)
 		}
 		c.h.rec.Session(recording.KindClient, c.sessionID, buf)
-		sess.Deliver(buf)
+		sess.Deliver(buf, c.waited())
 	}
+}
+
+// receiveClock is a connection that tells when the data its last read
+// returned arrived on this host (rawsock.Conn, Linux).
+type receiveClock interface {
+	RecordReceiveTimes() error
+	LastReceived() (unixNs int64, ok bool)
+}
+
+// waited is how long the message just read waited on this host before it
+// was read: from the kernel's receive time of the newest data the last read
+// returned, which is this message's arrival or later (so a message never
+// looks older than it is). 0 where the connection does not tell: other
+// systems, a test's pipe.
+func (c *wsConn) waited() int64 {
+	if c.received == nil {
+		return 0
+	}
+	at, ok := c.received.LastReceived()
+	if !ok {
+		return 0
+	}
+	return max(time.Now().UnixNano()-at, 0)
 }
 
 // read reads one message: into a buffer of at most maxKeptMessageBytes

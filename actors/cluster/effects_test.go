@@ -307,7 +307,7 @@ func openSession(t *testing.T, svc *actors.Service, configure string) *gatewayCl
 
 func (c *gatewayClient) send(msg string) map[string]any {
 	c.t.Helper()
-	c.sess.Deliver([]byte(msg))
+	c.sess.Deliver([]byte(msg), 0)
 	return c.sink.next(c.t)
 }
 

@@ -306,7 +306,7 @@ func (c *gatewayClient) keepCommanding(msg string) (stop func() map[string]any) 
 				return
 			default:
 			}
-			c.sess.Deliver([]byte(msg))
+			c.sess.Deliver([]byte(msg), 0)
 			select {
 			case last = <-c.sink.frames:
 			case <-time.After(5 * time.Second):

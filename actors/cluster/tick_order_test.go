@@ -60,7 +60,7 @@ func TestSessionChangeThroughTheGatewayNotHeldByASlowEffectsEncoding(t *testing.
 	go func() {
 		defer close(declared)
 		cur[0] += 0.001 // a new declaration: another origin
-		a.sess.Deliver([]byte(msg(fieldAt(cur))))
+		a.sess.Deliver([]byte(msg(fieldAt(cur))), 0)
 	}()
 	select {
 	case <-encoding:
@@ -93,7 +93,7 @@ func TestSessionChangeThroughTheGatewayNotHeldByASlowEffectsEncoding(t *testing.
 	go func() { // B commands in a loop, as a client does
 		defer close(doneB)
 		for {
-			b.sess.Deliver([]byte(force))
+			b.sess.Deliver([]byte(force), 0)
 			select {
 			case <-stopB:
 				return

@@ -76,6 +76,17 @@ type Conn struct {
 	iov      [vectorParts]syscall.Iovec
 	writevFn func(fd uintptr) bool
 
+	// Receive times (RecordReceiveTimes): reads are recvmsg calls with
+	// room for the kernel's SO_TIMESTAMPNS message, made from these
+	// fields so that a read allocates nothing; lastReceived is the receive
+	// time (Unix ns) of the newest data the last read returned, 0 if the
+	// kernel gave none.
+	stamped      bool
+	rmsg         syscall.Msghdr
+	riov         syscall.Iovec
+	oob          [8]uint64 // 64 bytes, aligned as cmsghdrs must be
+	lastReceived int64
+
 	// waited is set by readRaw when the socket had nothing to read (the
 	// goroutine then parks, and the scheduler runs); ranSince is when the
 	// reader last passed through the scheduler (monotonic, time.Since's
@@ -119,11 +130,44 @@ func (c *Conn) Close() error {
 	return c.TCPConn.Close()
 }
 
+// RecordReceiveTimes makes the kernel stamp each received segment with
+// its arrival time (SO_TIMESTAMPNS, the system's real-time clock) and
+// every read return the newest one of the data it read (LastReceived).
+// Reads become recvmsg calls, which cost a little more than read. Call it
+// before the first Read.
+func (c *Conn) RecordReceiveTimes() error {
+	var serr error
+	if err := c.rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return c.opError("setsockopt", err)
+	}
+	if serr != nil {
+		return c.opError("setsockopt", os.NewSyscallError("setsockopt SO_TIMESTAMPNS", serr))
+	}
+	c.stamped = true
+	return nil
+}
+
+// LastReceived is when the newest data the last Read returned arrived on
+// this host, in Unix nanoseconds of the system's real-time clock (compare
+// it with time.Now().UnixNano()); ok is false when receive times are not
+// recorded or the kernel gave none for that read.
+func (c *Conn) LastReceived() (unixNs int64, ok bool) {
+	return c.lastReceived, c.lastReceived != 0
+}
+
 // readRaw is one attempt to read into rb: false sends the goroutine to the
 // poller to wait until the socket is readable.
 func (c *Conn) readRaw(fd uintptr) bool {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
+		var n uintptr
+		var e syscall.Errno
+		if c.stamped {
+			n, e = c.recvStamped(fd)
+		} else {
+			n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
+		}
 		switch e {
 		case syscall.EINTR:
 			continue
@@ -134,6 +178,47 @@ func (c *Conn) readRaw(fd uintptr) bool {
 		c.rn, c.rerrno = int(n), e
 		return true
 	}
+}
+
+// recvStamped reads into rb with recvmsg and keeps the receive time the
+// kernel attached (lastReceived). The control message is parsed here, not
+// with syscall.ParseSocketControlMessage, which allocates.
+func (c *Conn) recvStamped(fd uintptr) (uintptr, syscall.Errno) {
+	c.riov.Base = &c.rb[0]
+	c.riov.SetLen(len(c.rb))
+	c.rmsg.Iov, c.rmsg.Iovlen = &c.riov, 1
+	c.rmsg.Control = (*byte)(unsafe.Pointer(&c.oob[0]))
+	c.rmsg.SetControllen(len(c.oob) * 8)
+	n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.rmsg)), 0)
+	c.riov.Base = nil // the caller's buffer is not kept reachable from here
+	if e == 0 && n > 0 {
+		c.lastReceived = receiveTime(unsafe.Slice((*byte)(unsafe.Pointer(&c.oob[0])), len(c.oob)*8)[:c.rmsg.Controllen])
+	}
+	return n, e
+}
+
+// receiveTime finds the SCM_TIMESTAMPNS message in oob, a recvmsg's
+// control data, and returns its time in Unix nanoseconds (0: none).
+func receiveTime(oob []byte) int64 {
+	const align = int(unsafe.Sizeof(uintptr(0))) // CMSG_ALIGN
+	hdr := (syscall.SizeofCmsghdr + align - 1) &^ (align - 1)
+	for len(oob) >= syscall.SizeofCmsghdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < syscall.SizeofCmsghdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= hdr+int(unsafe.Sizeof(syscall.Timespec{})) {
+			ts := (*syscall.Timespec)(unsafe.Pointer(&oob[hdr]))
+			return ts.Nano()
+		}
+		next := (l + align - 1) &^ (align - 1)
+		if next >= len(oob) {
+			return 0
+		}
+		oob = oob[next:]
+	}
+	return 0
 }
 
 // writeRaw writes what is left of wb: false waits until the socket has

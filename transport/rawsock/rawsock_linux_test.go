@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -249,6 +250,84 @@ func TestConnAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
+
+// TestReadTellsWhenItsDataArrived: with receive times recorded, a read
+// says when the newest data it returned arrived on the host (the kernel's
+// time, not the read's), and still allocates nothing; without them it says
+// it does not know.
+func TestReadTellsWhenItsDataArrived(t *testing.T) {
+	c, peer := rawPair(t)
+	in := make([]byte, 64)
+	if _, err := peer.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(in); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := c.LastReceived(); ok {
+		t.Fatalf("receive time %d told though none was asked for", at)
+	}
+	if err := c.RecordReceiveTimes(); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel turns stamping on for the whole host asynchronously the
+	// first time a socket asks: data may come unstamped for a moment.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := peer.Write([]byte("w")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(in); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.LastReceived(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no read told a receive time within 10 s of asking for them")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, parts := range [][]string{{"one"}, {"first ", "second"}} {
+		var sentFrom, sentTo int64
+		for i, p := range parts {
+			if i == len(parts)-1 {
+				sentFrom = time.Now().UnixNano()
+			}
+			if _, err := peer.Write([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+			if i == len(parts)-1 {
+				sentTo = time.Now().UnixNano() // loopback: received before write returns
+			}
+			time.Sleep(20 * time.Millisecond) // the data waits in the socket
+		}
+		want := len(strings.Join(parts, ""))
+		readFrom := time.Now().UnixNano()
+		if n, err := io.ReadAtLeast(c, in, want); err != nil || n != want {
+			t.Fatalf("read %d bytes, %v; want %d", n, err, want)
+		}
+		at, ok := c.LastReceived()
+		if !ok || at < sentFrom || at > sentTo {
+			t.Fatalf("%q: receive time %d (told %v), want the last part's, between %d and %d (the read began %.1f ms later)",
+				parts, at, ok, sentFrom, sentTo, float64(readFrom-sentTo)/1e6)
+		}
+	}
+	msg := []byte("tick")
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := peer.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAtLeast(c, in, len(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.LastReceived(); !ok {
+			t.Fatal("no receive time")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per stamped read, want 0", allocs)
 	}
 }
 

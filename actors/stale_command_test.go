@@ -1,0 +1,93 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/protocol"
+)
+
+// TestControlLeaseRunsFromTheMessagesArrival: a command or effects entry
+// renews the control lease from when its message arrived on the host, not
+// from when the session read it, and one that arrived longer than the lease
+// ago is not applied at all (stale_command): after the service stalled, the
+// commands still queued in the socket come from a client that may have gone
+// quiet since, and must not put its force back on the arm.
+func TestControlLeaseRunsFromTheMessagesArrival(t *testing.T) {
+	const lease = 100 * time.Millisecond
+	ms := int64(time.Millisecond)
+	force := func(id string) string { return forceMsg(id, 0.5) }
+	damper := func(id string) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"effects":{"set":[{"id":"d","type":"damper","scalar":2}]}}]}`, id)
+	}
+	probe := func(id string) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"probe_position":{}}}]}`, id)
+	}
+	for _, c := range []struct {
+		name    string
+		msg     func(id string) string
+		waited  time.Duration
+		applied bool   // the session controls the arm after it
+		warning string // the path of the stale_command warning, "" for none
+	}{
+		{"fresh command", force, 0, true, ""},
+		{"command that waited part of its lease", force, 60 * time.Millisecond, true, ""},
+		{"command that waited longer than its lease", force, 150 * time.Millisecond, false, "arm3[0].commands"},
+		{"command that waited exactly its lease", force, lease, false, "arm3[0].commands"},
+		{"effects that waited part of the lease", damper, 60 * time.Millisecond, true, ""},
+		{"effects that waited longer than the lease", damper, 150 * time.Millisecond, false, "arm3[0].effects"},
+		{"a probe asks for no control", probe, 150 * time.Millisecond, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			svc := startWith(t, Options{})
+			arm := addArm(t, svc, simArm(0))
+			sess, sink := open(t, svc, nil)
+			clock := svc.opts.Clock
+			before := clock.Now()
+			sess.Deliver([]byte(c.msg(arm.ID)), int64(c.waited))
+			after := clock.Now()
+			f := sink.next(t)
+			if errs := f.errorCodes(); len(errs) > 0 {
+				t.Fatalf("errors %v: %s", errs, f.text)
+			}
+			var stale []string
+			for _, w := range warningsOf(f) {
+				if w["code"] == string(protocol.CodeStaleCommand) {
+					stale = append(stale, fmt.Sprint(w["path"]))
+				}
+			}
+			if want := []string{c.warning}; c.warning == "" && len(stale) > 0 || c.warning != "" && !slices.Equal(stale, want) {
+				t.Fatalf("stale_command warnings at %v, want at %q: %s", stale, c.warning, f.text)
+			}
+			owner := arm.Register().Owner()
+			if c.applied != (owner == sess.ID) {
+				t.Fatalf("after the message the arm's owner is %d (session %d), want it controlled: %v", owner, sess.ID, c.applied)
+			}
+			if !c.applied {
+				return
+			}
+			var cmd loop.Command
+			arm.Register().Read(&cmd)
+			lo, hi := before-int64(c.waited)+int64(lease), after-int64(c.waited)+int64(lease)
+			if cmd.Session != sess.ID || cmd.DeadlineNs < lo || cmd.DeadlineNs > hi {
+				t.Fatalf("the lease ends %.3f ms after the message was read, want %.0f ms after it arrived (%d ms before it was read), between %.3f and %.3f",
+					float64(cmd.DeadlineNs-after)/float64(ms), float64(lease)/float64(ms), c.waited/time.Millisecond, float64(lo-after)/float64(ms), float64(hi-after)/float64(ms))
+			}
+		})
+	}
+}
+
+// warningsOf lists the frame's warnings.
+func warningsOf(f testFrame) []map[string]any {
+	var out []map[string]any
+	list, _ := f.raw["warnings"].([]any)
+	for _, w := range list {
+		if m, ok := w.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
