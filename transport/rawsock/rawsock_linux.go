@@ -76,16 +76,19 @@ type Conn struct {
 	iov      [vectorParts]syscall.Iovec
 	writevFn func(fd uintptr) bool
 
-	// Receive times (RecordReceiveTimes): reads are recvmsg calls with
-	// room for the kernel's SO_TIMESTAMPNS message, made from these
-	// fields so that a read allocates nothing; lastReceived is the receive
-	// time (Unix ns) of the newest data the last read returned, 0 if the
-	// kernel gave none.
+	// Receive times (RecordReceiveTimes). A read that may return data
+	// older than stampAfterNs is a recvmsg call with room for the kernel's
+	// SO_TIMESTAMPNS message, made from these fields so that it allocates
+	// nothing. lastReceived (Unix ns, 0: unknown) is when the newest data
+	// the last read returned arrived, or an instant before that;
+	// queuedSince (Unix ns, 0: unknown) is an instant at or before which
+	// nothing still queued in the socket arrived.
 	stamped      bool
 	rmsg         syscall.Msghdr
 	riov         syscall.Iovec
 	oob          [8]uint64 // 64 bytes, aligned as cmsghdrs must be
 	lastReceived int64
+	queuedSince  int64
 
 	// waited is set by readRaw when the socket had nothing to read (the
 	// goroutine then parks, and the scheduler runs); ranSince is when the
@@ -130,11 +133,19 @@ func (c *Conn) Close() error {
 	return c.TCPConn.Close()
 }
 
-// RecordReceiveTimes makes the kernel stamp each received segment with
-// its arrival time (SO_TIMESTAMPNS, the system's real-time clock) and
-// every read return the newest one of the data it read (LastReceived).
-// Reads become recvmsg calls, which cost a little more than read. Call it
-// before the first Read.
+// stampAfterNs: a read whose data can be no older than this takes no
+// receive time from the kernel. A recvmsg with its control message costs
+// more than a read; in a lock-step session at full rate the socket was
+// empty microseconds before each message arrived, and that instant bounds
+// its age as well (LastReceived).
+const stampAfterNs = int64(time.Millisecond)
+
+// RecordReceiveTimes makes every read tell when the newest data it
+// returned arrived on this host (LastReceived): the kernel stamps each
+// received segment with its arrival time (SO_TIMESTAMPNS, the system's
+// real-time clock), and a read that may return data older than
+// stampAfterNs is a recvmsg that takes the stamp. Call it before the
+// first Read.
 func (c *Conn) RecordReceiveTimes() error {
 	var serr error
 	if err := c.rc.Control(func(fd uintptr) {
@@ -151,8 +162,11 @@ func (c *Conn) RecordReceiveTimes() error {
 
 // LastReceived is when the newest data the last Read returned arrived on
 // this host, in Unix nanoseconds of the system's real-time clock (compare
-// it with time.Now().UnixNano()); ok is false when receive times are not
-// recorded or the kernel gave none for that read.
+// it with time.Now().UnixNano()): the kernel's stamp, or, for data that
+// cannot be older than stampAfterNs, the instant the socket was last seen
+// empty (or its last stamp), which is at most that much earlier. So the
+// data is never younger than it says. ok is false when receive times are
+// not recorded or nothing bounds them (the kernel gave no stamp).
 func (c *Conn) LastReceived() (unixNs int64, ok bool) {
 	return c.lastReceived, c.lastReceived != 0
 }
@@ -163,16 +177,32 @@ func (c *Conn) readRaw(fd uintptr) bool {
 	for {
 		var n uintptr
 		var e syscall.Errno
+		var at int64 // before the call: nothing it finds arrived later
 		if c.stamped {
-			n, e = c.recvStamped(fd)
-		} else {
+			at = time.Now().UnixNano()
+		}
+		switch {
+		case !c.stamped:
 			n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
+		case c.queuedSince != 0 && at >= c.queuedSince && at-c.queuedSince < stampAfterNs:
+			n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rb[0])), uintptr(len(c.rb)))
+			if e == 0 && n > 0 {
+				c.lastReceived = c.queuedSince
+			}
+		default:
+			n, e = c.recvStamped(fd)
+			if e == 0 && n > 0 {
+				c.queuedSince = c.lastReceived // what is left arrived after it
+			}
 		}
 		switch e {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			c.waited = true
+			if c.stamped {
+				c.queuedSince = at // empty then: what comes arrives later
+			}
 			return false
 		}
 		c.rn, c.rerrno = int(n), e
