@@ -145,6 +145,7 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 		return // closed before it was registered (its request timed out)
 	}
 	s.lastQueued = a.nextSeq - 1
+	s.firstLive = a.nextSeq
 	if replay {
 		asked := since
 		since, restarted := a.resumePoint(since)
