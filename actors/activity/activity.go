@@ -66,10 +66,13 @@ func firstSeqAt(start time.Time) uint64 {
 // concurrent use.
 type Activity struct {
 	lastSubID atomic.Uint64
-	// published counts Publish calls: the actor numbers events in the
+	// published counts Publish calls, counted and sent under sendMu so
+	// that their order is the mailbox's: the actor numbers events in the
 	// order they reach it from firstSeq, so firstSeq+published-1 is the
-	// newest's seq before the actor has got to it (LastPublishedSeq).
+	// newest's seq before the actor has got to it (LastPublishedSeq), and
+	// firstSeq+published a live subscription's first (SubscribeLive).
 	published atomic.Uint64
+	sendMu    sync.Mutex
 	firstSeq  uint64
 
 	root      *actor.RootContext
@@ -133,6 +136,8 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 // unbounded and its fan-out never waits on a subscriber.
 func (a *Activity) Publish(e event.Event) {
 	a.counts.add(e.Name)
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
 	a.published.Add(1)
 	a.root.Send(a.pid, &publish{event: e})
 }
@@ -165,6 +170,20 @@ func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 		return nil, fmt.Errorf("activity: subscribe: unexpected reply %T", res)
 	}
 	return sub, nil
+}
+
+// SubscribeLive registers a live-only subscriber without waiting for the
+// actor, which may be seconds behind a flood of events: the subscription is
+// handed every event published after SubscribeLive returns (its request is
+// in the mailbox ahead of them), from FirstLiveSeq on, once the actor gets
+// to it. A stopped actor never hands it any.
+func (a *Activity) SubscribeLive() *Subscription {
+	sub := newSubscription(a, a.lastSubID.Add(1), a.queueSize)
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	sub.firstLive = a.firstSeq + a.published.Load() // as the actor will find it
+	a.root.Send(a.pid, &subscribe{sub: sub})
+	return sub
 }
 
 // Page is an answer of Recent.
@@ -204,7 +223,8 @@ func (a *Activity) Recent(since uint64, limit int) (Page, error) {
 // published until some moment (a recording being stopped) reads it then,
 // and knows which seqs it still waits for. With Publish running on other
 // goroutines meanwhile, it is that of the newest or of one published at the
-// same time. One less than the first seq while nothing was published.
+// same time (or just after). One less than the first seq while nothing was
+// published.
 func (a *Activity) LastPublishedSeq() uint64 { return a.firstSeq + a.published.Load() - 1 }
 
 // Sync returns once every event published before it was called is queued

@@ -711,9 +711,9 @@ func TestSyncQueuesEveryEventPublishedBefore(t *testing.T) {
 }
 
 // LastPublishedSeq says, at once, which seq the newest event published
-// has or will get, and FirstLiveSeq the first a subscriber is handed: a
-// recording being stopped knows from them every seq it must account for,
-// however far behind the actor is.
+// has or will get, and FirstLiveSeq the first a subscriber is handed (one
+// SubscribeLive made as well as one Subscribe did): a recording knows from
+// them every seq it must account for, however far behind the actor is.
 func TestLastPublishedAndFirstLiveSeq(t *testing.T) {
 	a := start(t, activity.Options{FirstSeq: 100})
 	if got := a.LastPublishedSeq(); got != 99 {
@@ -730,12 +730,19 @@ func TestLastPublishedAndFirstLiveSeq(t *testing.T) {
 	if got := sub.FirstLiveSeq(); got != 105 {
 		t.Errorf("FirstLiveSeq after 5 events from 100: %d, want 105", got)
 	}
+	live := a.SubscribeLive() // answers at once: its first is known now
+	defer live.Close()
+	if got := live.FirstLiveSeq(); got != 105 {
+		t.Errorf("SubscribeLive's FirstLiveSeq: %d, want 105", got)
+	}
 	a.Publish(event.DeviceConnected("arm", "inverse3", "5"))
 	last := a.LastPublishedSeq()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	e, err := sub.Next(ctx)
-	if err != nil || e.Seq != 105 || last != 105 {
-		t.Errorf("the next event: seq %d (%v), LastPublishedSeq %d, want both 105", e.Seq, err, last)
+	for _, s := range []*activity.Subscription{sub, live} {
+		e, err := s.Next(ctx)
+		if err != nil || e.Seq != 105 || last != 105 {
+			t.Errorf("the next event: seq %d (%v), LastPublishedSeq %d, want both 105", e.Seq, err, last)
+		}
 	}
 }

@@ -68,7 +68,9 @@ func (a *activityActor) Receive(ctx actor.Context) {
 		a.publish(&m.event)
 	case *subscribe:
 		a.subscribe(m.sub, m.since, m.replay)
-		ctx.Respond(&subscribed{})
+		if ctx.Sender() != nil { // SubscribeLive waits for no answer
+			ctx.Respond(&subscribed{})
+		}
 	case *unsubscribe:
 		delete(a.subs, m.id)
 	case *recentRequest:
