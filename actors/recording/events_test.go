@@ -52,17 +52,7 @@ func (l *stallingLog) letGo() { l.once.Do(func() { close(l.release) }) }
 // answer within 2s" and dropped 0 however many events its file lacked;
 // StopAll waited 2 s per recording.
 func TestStopBehindAFloodOfEventsCountsWhatItMissed(t *testing.T) {
-	stall := newStallingLog()
-	svc, err := actors.Start(actors.Options{Log: zerolog.New(stall), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	})
-	t.Cleanup(stall.letGo) // before the shutdown, which waits for the actor
+	svc, stall := startStallingService(t)
 	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop()})
 	var started []Info
 	for i := range MaxRunning {
@@ -120,6 +110,52 @@ func TestStopBehindAFloodOfEventsCountsWhatItMissed(t *testing.T) {
 		if i.Dropped != missing {
 			t.Errorf("recording %d: %d of the %d events published while it ran are not in its file, dropped says %d", s.ID, missing, published, i.Dropped)
 		}
+	}
+}
+
+// startStallingService starts a service with no device whose activity
+// actor stalls once its log is held, shut down with the test.
+func startStallingService(t *testing.T) (*actors.Service, *stallingLog) {
+	t.Helper()
+	stall := newStallingLog()
+	svc, err := actors.Start(actors.Options{Log: zerolog.New(stall), SimShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_ = svc.Shutdown(ctx)
+	})
+	t.Cleanup(stall.letGo) // before the shutdown, which waits for the actor
+	return svc, stall
+}
+
+// A Start while the activity actor is far behind a flood of events (here
+// stalled) answers without waiting for it, with no error, and records the
+// events published once it answered when the actor gets to them. It used
+// to wait 2 s for the actor, then list the recording with the error
+// "events: activity: subscribe: no answer within 2s" and record no event
+// at all, counting none dropped.
+func TestStartBehindAFloodOfEventsRecordsItsEvents(t *testing.T) {
+	svc, stall := startStallingService(t)
+	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop()})
+	act := svc.Activity()
+	stall.hold()
+	act.Publish(event.SessionEnded(1, "", "127.0.0.1:1", "3.1", protocol.CloseReason("normal")))
+	info, err := rs.Start(Options{Name: "behind"})
+	if err != nil || info.Error != "" {
+		t.Fatalf("Start behind a stalled activity actor: %+v, %v", info, err)
+	}
+	act.Publish(event.SessionStarted(2, "", "127.0.0.1:1", "3.1"))
+	stall.letGo()
+	if err := act.Sync(); err != nil { // the actor caught up
+		t.Fatal(err)
+	}
+	stopped, _ := rs.Stop(info.ID)
+	recorded := recordedSessionEvents(t, stopped.Path)
+	if stopped.Error != "" || stopped.Dropped != 0 || !recorded[2] || recorded[1] {
+		t.Errorf("stopped %+v holding the events of sessions %v, want no error, nothing dropped, and session 2's event, not session 1's, published before Start", stopped, recorded)
 	}
 }
 

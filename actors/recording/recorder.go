@@ -418,20 +418,16 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	r.active.Store(true)
 	// Subscribed before Start answers, as the taps are attached: an event
 	// published once it has (the session a client opens right after POST
-	// /recordings) is recorded.
+	// /recordings) is recorded. Without waiting for the activity actor,
+	// which may be seconds behind a flood of events: what it has not
+	// handed over by the stop counts as dropped.
 	events := rs.cfg.Service.Activity()
-	sub, err := events.Subscribe(0, false)
-	if err != nil {
-		r.setErr(fmt.Errorf("recording: events: %w", err))
-	}
+	sub := events.SubscribeLive()
 	var producers sync.WaitGroup
-	producers.Add(1)
+	producers.Add(2)
 	attached := make(chan struct{})
 	go func() { defer producers.Done(); newPump(rs, r).run(ctx, attached) }()
-	if sub != nil {
-		producers.Add(1)
-		go func() { defer producers.Done(); r.events(ctx, events, sub) }()
-	}
+	go func() { defer producers.Done(); r.events(ctx, events, sub) }()
 	go wr.run(&producers)
 	<-attached
 	rs.mu.Lock()
