@@ -2,7 +2,6 @@ package recording
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -118,15 +117,7 @@ func TestStopBehindAFloodOfEventsCountsWhatItMissed(t *testing.T) {
 func startStallingService(t *testing.T) (*actors.Service, *stallingLog) {
 	t.Helper()
 	stall := newStallingLog()
-	svc, err := actors.Start(actors.Options{Log: zerolog.New(stall), SimShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_ = svc.Shutdown(ctx)
-	})
+	svc := startServiceWith(t, zerolog.New(stall))
 	t.Cleanup(stall.letGo) // before the shutdown, which waits for the actor
 	return svc, stall
 }
@@ -159,29 +150,45 @@ func TestStartBehindAFloodOfEventsRecordsItsEvents(t *testing.T) {
 	}
 }
 
-// recordedSessionEvents are the session ids of the session events in the
-// recording at path, which must be complete.
-func recordedSessionEvents(t *testing.T, path string) map[uint64]bool {
+// recordedEvent is what the tests read of a recorded event.
+type recordedEvent struct {
+	Name string
+	Data struct {
+		SessionID uint64 `json:"session_id"`
+	}
+}
+
+func (e recordedEvent) String() string { return fmt.Sprintf("%s %d", e.Name, e.Data.SessionID) }
+
+// recordedEvents are the events in the recording at path, which must be
+// complete, in its order.
+func recordedEvents(t *testing.T, path string) []recordedEvent {
 	t.Helper()
 	f, cut, err := Load(path)
 	if err != nil || cut || !f.Complete {
 		t.Fatalf("%s: %v (cut %v), want a complete file", path, err, cut)
 	}
-	ids := map[uint64]bool{}
+	var out []recordedEvent
 	for _, ms := range MessagesOf(f, KindEvent) {
 		for _, m := range ms {
-			var e struct {
-				Name string
-				Data struct {
-					SessionID uint64 `json:"session_id"`
-				}
-			}
+			var e recordedEvent
 			if err := json.Unmarshal(m.Data, &e); err != nil {
 				t.Fatal(err)
 			}
-			if e.Name == event.NameSessionStarted || e.Name == event.NameSessionEnded {
-				ids[e.Data.SessionID] = true
-			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// recordedSessionEvents are the session ids of the session events in the
+// recording at path.
+func recordedSessionEvents(t *testing.T, path string) map[uint64]bool {
+	t.Helper()
+	ids := map[uint64]bool{}
+	for _, e := range recordedEvents(t, path) {
+		if e.Name == event.NameSessionStarted || e.Name == event.NameSessionEnded {
+			ids[e.Data.SessionID] = true
 		}
 	}
 	return ids
