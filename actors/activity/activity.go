@@ -132,8 +132,9 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 }
 
 // Publish hands an event to the actor, which numbers, stamps, keeps, fans
-// out, counts and logs it. It never blocks: the actor's mailbox is
-// unbounded and its fan-out never waits on a subscriber.
+// out, counts and logs it. It never waits on the actor (its mailbox is
+// unbounded and its fan-out never waits on a subscriber), only on another
+// Publish's Send, which sendMu orders.
 func (a *Activity) Publish(e event.Event) {
 	a.counts.add(e.Name)
 	a.sendMu.Lock()
