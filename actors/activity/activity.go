@@ -66,6 +66,14 @@ func firstSeqAt(start time.Time) uint64 {
 // concurrent use.
 type Activity struct {
 	lastSubID atomic.Uint64
+	// published counts Publish calls, counted and sent under sendMu so
+	// that their order is the mailbox's: the actor numbers events in the
+	// order they reach it from firstSeq, so firstSeq+published-1 is the
+	// newest's seq before the actor has got to it (LastPublishedSeq), and
+	// firstSeq+published a live subscription's first (SubscribeLive).
+	published atomic.Uint64
+	sendMu    sync.Mutex
+	firstSeq  uint64
 
 	root      *actor.RootContext
 	pid       *actor.PID
@@ -112,7 +120,7 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 	if o.LogBurst <= 0 {
 		o.LogBurst = DefaultLogBurst
 	}
-	a := &Activity{root: system.Root, timeout: o.RequestTimeout, queueSize: o.QueueSize, counts: newEventCounts()}
+	a := &Activity{root: system.Root, timeout: o.RequestTimeout, queueSize: o.QueueSize, counts: newEventCounts(), firstSeq: o.FirstSeq}
 	state := newActivityActor(o)
 	// The producer hands back the same state on a restart: subscribers and
 	// the ring must survive a supervisor restart, or every socket would go
@@ -124,10 +132,14 @@ func Start(system *actor.ActorSystem, o Options) (*Activity, error) {
 }
 
 // Publish hands an event to the actor, which numbers, stamps, keeps, fans
-// out, counts and logs it. It never blocks: the actor's mailbox is
-// unbounded and its fan-out never waits on a subscriber.
+// out, counts and logs it. It never waits on the actor (its mailbox is
+// unbounded and its fan-out never waits on a subscriber), only on another
+// Publish's Send, which sendMu orders.
 func (a *Activity) Publish(e event.Event) {
 	a.counts.add(e.Name)
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	a.published.Add(1)
 	a.root.Send(a.pid, &publish{event: e})
 }
 
@@ -161,6 +173,20 @@ func (a *Activity) Subscribe(since uint64, replay bool) (*Subscription, error) {
 	return sub, nil
 }
 
+// SubscribeLive registers a live-only subscriber without waiting for the
+// actor, which may be seconds behind a flood of events: the subscription is
+// handed every event published after SubscribeLive returns (its request is
+// in the mailbox ahead of them), from FirstLiveSeq on, once the actor gets
+// to it. A stopped actor never hands it any.
+func (a *Activity) SubscribeLive() *Subscription {
+	sub := newSubscription(a, a.lastSubID.Add(1), a.queueSize)
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	sub.firstLive = a.firstSeq + a.published.Load() // as the actor will find it
+	a.root.Send(a.pid, &subscribe{sub: sub})
+	return sub
+}
+
 // Page is an answer of Recent.
 type Page struct {
 	// Events are the ring entries after since, oldest first.
@@ -192,10 +218,20 @@ func (a *Activity) Recent(since uint64, limit int) (Page, error) {
 	return r.page, nil
 }
 
+// LastPublishedSeq is the seq of the newest event published so far, which
+// the actor may not have numbered yet (behind a flood of events its mailbox
+// can be seconds long): a subscriber that must account for every event
+// published until some moment (a recording being stopped) reads it then,
+// and knows which seqs it still waits for. With Publish running on other
+// goroutines meanwhile, it is that of the newest or of one published at the
+// same time (or just after). One less than the first seq while nothing was
+// published.
+func (a *Activity) LastPublishedSeq() uint64 { return a.firstSeq + a.published.Load() - 1 }
+
 // Sync returns once every event published before it was called is queued
 // for every subscriber registered then: a subscriber that must not miss
-// the events published until some moment (a recording being stopped) calls
-// it at that moment, then reads what is queued with TryNext.
+// the events published until some moment calls it at that moment, then
+// reads what is queued with TryNext.
 func (a *Activity) Sync() error {
 	res, err := a.root.RequestFuture(a.pid, &syncRequest{}, a.timeout).Result()
 	if err != nil {

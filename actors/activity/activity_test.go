@@ -709,3 +709,40 @@ func TestSyncQueuesEveryEventPublishedBefore(t *testing.T) {
 		t.Errorf("Sync after Stop: %v, want ErrStopped", err)
 	}
 }
+
+// LastPublishedSeq says, at once, which seq the newest event published
+// has or will get, and FirstLiveSeq the first a subscriber is handed (one
+// SubscribeLive made as well as one Subscribe did): a recording knows from
+// them every seq it must account for, however far behind the actor is.
+func TestLastPublishedAndFirstLiveSeq(t *testing.T) {
+	a := start(t, activity.Options{FirstSeq: 100})
+	if got := a.LastPublishedSeq(); got != 99 {
+		t.Errorf("LastPublishedSeq before any event: %d, want 99 (one before the first)", got)
+	}
+	for i := range 5 {
+		a.Publish(event.DeviceConnected("arm", "inverse3", strconv.Itoa(i)))
+	}
+	sub, err := a.Subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if got := sub.FirstLiveSeq(); got != 105 {
+		t.Errorf("FirstLiveSeq after 5 events from 100: %d, want 105", got)
+	}
+	live := a.SubscribeLive() // answers at once: its first is known now
+	defer live.Close()
+	if got := live.FirstLiveSeq(); got != 105 {
+		t.Errorf("SubscribeLive's FirstLiveSeq: %d, want 105", got)
+	}
+	a.Publish(event.DeviceConnected("arm", "inverse3", "5"))
+	last := a.LastPublishedSeq()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for _, s := range []*activity.Subscription{sub, live} {
+		e, err := s.Next(ctx)
+		if err != nil || e.Seq != 105 || last != 105 {
+			t.Errorf("the next event: seq %d (%v), LastPublishedSeq %d, want both 105", e.Seq, err, last)
+		}
+	}
+}

@@ -68,7 +68,9 @@ func (a *activityActor) Receive(ctx actor.Context) {
 		a.publish(&m.event)
 	case *subscribe:
 		a.subscribe(m.sub, m.since, m.replay)
-		ctx.Respond(&subscribed{})
+		if ctx.Sender() != nil { // SubscribeLive waits for no answer
+			ctx.Respond(&subscribed{})
+		}
 	case *unsubscribe:
 		delete(a.subs, m.id)
 	case *recentRequest:
@@ -145,6 +147,7 @@ func (a *activityActor) subscribe(s *Subscription, since uint64, replay bool) {
 		return // closed before it was registered (its request timed out)
 	}
 	s.lastQueued = a.nextSeq - 1
+	s.firstLive = a.nextSeq
 	if replay {
 		asked := since
 		since, restarted := a.resumePoint(since)

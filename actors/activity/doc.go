@@ -8,9 +8,12 @@
 // Events get seq F, F+1, F+2, … in the order the actor receives them, and
 // time is stamped at that moment. F, the run's first seq, is one past its
 // start time in microseconds (Options.FirstSeq), so every run numbers above
-// what any earlier run handed out. Publish never blocks the caller: it is an
-// actor Send. Events published by one goroutine keep their order; events
-// from different goroutines are ordered by arrival.
+// what any earlier run handed out. Publish never waits on the actor: it is an
+// actor Send, counted under a mutex held for the Send alone, so that the
+// count's order is the mailbox's and LastPublishedSeq knows the newest
+// event's seq before the actor has numbered it. Events published by one
+// goroutine keep their order; events from different goroutines are ordered
+// by arrival.
 //
 // A subscriber sees each event at most once, in seq order. Subscribe with
 // replay queues the ring entries after since and registers the subscriber
@@ -23,6 +26,11 @@
 // this run's first, then replays this run's events from the first (behind
 // an events-dropped event with that seq if the ring no longer holds it);
 // Recent answers it from the first event too, and says it restarted.
+//
+// SubscribeLive registers a live-only subscriber without waiting for the
+// actor (a recording starting while the actor is behind a flood of events):
+// its request is queued ahead of the events published after it returns,
+// and its FirstLiveSeq is known at once.
 //
 // Recent answers from the same ring: events after since, oldest first, and
 // the seq of the first event it did not return (continue with since =

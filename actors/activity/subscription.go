@@ -49,8 +49,10 @@ type Subscription struct {
 	gapTime time.Time
 	// lastQueued is the seq of the newest event queued (or replayed).
 	lastQueued uint64
-	dropped    uint64 // total over the subscription's life
-	closed     bool   // closed by the reader: queued events are discarded
+	// firstLive is the seq of the first live event it is handed.
+	firstLive uint64
+	dropped   uint64 // total over the subscription's life
+	closed    bool   // closed by the reader: queued events are discarded
 }
 
 // initialQueue is a new subscriber's live queue, in events, before it grows.
@@ -135,6 +137,16 @@ func (s *Subscription) Next(ctx context.Context) (event.Event, error) {
 			return event.Event{}, ctx.Err()
 		}
 	}
+}
+
+// FirstLiveSeq is the seq of the first live event the subscription is
+// handed (queued, or dropped and counted in an events-dropped event), the
+// replayed ones apart: from it on, each is handed in seq order, none left
+// out, so a reader knows every seq it has to account for.
+func (s *Subscription) FirstLiveSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstLive
 }
 
 // Dropped is how many events this subscriber missed in total because its

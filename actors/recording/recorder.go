@@ -156,8 +156,11 @@ type Info struct {
 	Started  time.Time `json:"started"`
 	Active   bool      `json:"active"`
 	Messages uint64    `json:"messages"`
-	// Dropped counts messages lost: refused by the recording's queue, or
-	// device states a loop dropped; DroppedStates is the latter part.
+	// Dropped counts messages lost: refused by the recording's queue,
+	// events published while it ran that it could not collect (its
+	// subscription fell behind, or the activity actor had not handed them
+	// over within lastEventsWait of the stop), or device states a loop
+	// dropped; DroppedStates is the latter part.
 	Dropped       uint64 `json:"dropped"`
 	DroppedStates uint64 `json:"dropped_states"`
 	Error         string `json:"error,omitempty"`
@@ -415,20 +418,16 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	r.active.Store(true)
 	// Subscribed before Start answers, as the taps are attached: an event
 	// published once it has (the session a client opens right after POST
-	// /recordings) is recorded.
+	// /recordings) is recorded. Without waiting for the activity actor,
+	// which may be seconds behind a flood of events: what it has not
+	// handed over by the stop counts as dropped.
 	events := rs.cfg.Service.Activity()
-	sub, err := events.Subscribe(0, false)
-	if err != nil {
-		r.setErr(fmt.Errorf("recording: events: %w", err))
-	}
+	sub := events.SubscribeLive()
 	var producers sync.WaitGroup
-	producers.Add(1)
+	producers.Add(2)
 	attached := make(chan struct{})
 	go func() { defer producers.Done(); newPump(rs, r).run(ctx, attached) }()
-	if sub != nil {
-		producers.Add(1)
-		go func() { defer producers.Done(); r.events(ctx, events, sub) }()
-	}
+	go func() { defer producers.Done(); r.events(ctx, events, sub) }()
 	go wr.run(&producers)
 	<-attached
 	rs.mu.Lock()
@@ -561,9 +560,13 @@ func (rs *Recorder) StopAll() {
 		ids = append(ids, r.id)
 	}
 	rs.mu.Unlock()
+	// All at once: each may wait for its last events (lastEventsWait) and
+	// syncs its file, and shutdown should wait for the slowest, not the sum.
+	var wg sync.WaitGroup
 	for _, id := range ids {
-		rs.Stop(id)
+		wg.Go(func() { rs.Stop(id) })
 	}
+	wg.Wait()
 }
 
 // List returns this run's recordings running and the last
@@ -652,27 +655,65 @@ func (rs *Recorder) Config(method, path string, status int, body []byte) {
 	}
 }
 
+// lastEventsWait bounds how long a stopped recording waits for the events
+// published before its stop that the activity actor has not handed over
+// yet: behind a flood of events it can be seconds behind, and DELETE
+// /recordings/{id} (and shutdown) must answer. Those still not handed over
+// then count as dropped.
+const lastEventsWait = 500 * time.Millisecond
+
 // events records sub's events until ctx ends, and then those published
 // before it ended: every event published while the recording ran, though
-// the activity actor hands them over later.
+// the activity actor hands them over later, or, when it is too far behind
+// (lastEventsWait), counted dropped as each one it could not take is.
 func (r *recording) events(ctx context.Context, events *activity.Activity, sub *activity.Subscription) {
 	defer sub.Close()
+	// The actor hands every event over in seq order from the first live
+	// one: all before accounted is recorded or counted dropped.
+	accounted := sub.FirstLiveSeq() - 1
 	for {
 		e, err := sub.Next(ctx)
 		if err != nil {
 			break
 		}
-		r.putEvent(e)
+		accounted = r.takeEvent(e, accounted, math.MaxUint64)
 	}
 	if ctx.Err() == nil {
 		return // the activity actor stopped: nothing more is coming
 	}
-	if err := events.Sync(); err != nil {
-		r.setErr(fmt.Errorf("recording: the last events: %w", err))
+	until := events.LastPublishedSeq()
+	wait, cancel := context.WithTimeout(context.Background(), lastEventsWait)
+	defer cancel()
+	for accounted < until {
+		e, err := sub.Next(wait)
+		if err != nil {
+			break
+		}
+		accounted = r.takeEvent(e, accounted, until)
 	}
-	for e, ok := sub.TryNext(); ok; e, ok = sub.TryNext() {
-		r.putEvent(e)
+	if accounted < until {
+		r.dropped.Add(until - accounted)
 	}
+}
+
+// takeEvent records e, given that the events up to seq accounted are
+// recorded or counted dropped, and returns up to which seq they are then.
+// The events the subscription could not hold for the recording (behind an
+// events-dropped event, recorded as well, or a gap in seqs) count as
+// dropped, up to seq until: those after it came after the stop.
+func (r *recording) takeEvent(e event.Event, accounted, until uint64) uint64 {
+	r.putEvent(e)
+	through := e.Seq // a published event: handed over after those before it
+	lostThrough := through - 1
+	if missed, ok := event.MissedOf(e); ok && e.Seq <= accounted {
+		// The subscription's own: it stands for the events after its seq.
+		through = e.Seq + missed
+		lostThrough = through
+	}
+	if lostThrough = min(lostThrough, until); lostThrough > accounted {
+		r.dropped.Add(lostThrough - accounted)
+	}
+	return max(accounted, min(through, until))
 }
 
 func (r *recording) putEvent(e event.Event) {

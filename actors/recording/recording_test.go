@@ -161,7 +161,14 @@ func startService(t *testing.T, ids []string) *actors.Service {
 // test.
 func startBareService(t *testing.T) *actors.Service {
 	t.Helper()
-	svc, err := actors.Start(actors.Options{Log: zerolog.Nop(), SimShards: 1})
+	return startServiceWith(t, zerolog.Nop())
+}
+
+// startServiceWith starts a service with no device logging to log, shut
+// down with the test.
+func startServiceWith(t *testing.T, log zerolog.Logger) *actors.Service {
+	t.Helper()
+	svc, err := actors.Start(actors.Options{Log: log, SimShards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -699,24 +706,9 @@ func TestRecordingKeepsEveryEventPublishedWhileItRuns(t *testing.T) {
 		if _, ok := rs.Stop(info.ID); !ok {
 			t.Fatalf("round %d: recording %d not listed", round, info.ID)
 		}
-		f, cut, err := Load(info.Path)
-		if err != nil || cut {
-			t.Fatalf("round %d: %v (cut %v)", round, err, cut)
-		}
 		var got []string
-		for _, ms := range MessagesOf(f, KindEvent) {
-			for _, m := range ms {
-				var e struct {
-					Name string
-					Data struct {
-						SessionID uint64 `json:"session_id"`
-					}
-				}
-				if err := json.Unmarshal(m.Data, &e); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, fmt.Sprintf("%s %d", e.Name, e.Data.SessionID))
-			}
+		for _, e := range recordedEvents(t, info.Path) {
+			got = append(got, e.String())
 		}
 		want := []string{fmt.Sprintf("%s %d", event.NameSessionStarted, first), fmt.Sprintf("%s %d", event.NameSessionEnded, last)}
 		if !reflect.DeepEqual(got, want) {

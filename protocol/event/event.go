@@ -429,10 +429,23 @@ func PassivityActive(deviceType, deviceID string, sessionID uint64, durationMs, 
 // EventsDropped tells one subscriber it fell behind and missed events. The
 // activity actor writes it on that subscriber's stream only.
 func EventsDropped(missed uint64) Event {
-	return build(NameEventsDropped, struct {
-		Missed uint64 `json:"missed"`
-	}{missed},
+	return build(NameEventsDropped, eventsDropped{missed},
 		fmt.Sprintf("this subscriber fell behind and missed %d events; read faster or fetch them with GET /events", missed))
+}
+
+// eventsDropped is the data of an events-dropped event.
+type eventsDropped struct {
+	Missed uint64 `json:"missed"`
+}
+
+// MissedOf is how many events an events-dropped event stands for (those
+// after its seq); false for any other event.
+func MissedOf(e Event) (uint64, bool) {
+	var d eventsDropped
+	if e.Name != NameEventsDropped || json.Unmarshal(e.Data, &d) != nil {
+		return 0, false
+	}
+	return d.Missed, true
 }
 
 // ServiceRestarted tells one subscriber that its resume point, since, was
