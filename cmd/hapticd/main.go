@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -198,19 +199,9 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 	// to add, and a Ctrl-C then must not wait for the ready line.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	go func() {
-		select {
-		case s := <-sig:
-			if s == dumpSignal {
-				// Before the stop, so the dump shows what was running
-				// when the user asked; stderr may be gone (EPIPE): no
-				// matter, the stop goes on.
-				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
-			}
-			cancel(stopSignal{s})
-		case <-ctx.Done():
-		}
-	}()
+	served := make(chan struct{})
+	defer close(served)
+	go watchSignals(sig, cancel, served, signalActions{log: log, dump: os.Stderr, exit: os.Exit})
 	sv, err := startService(ctx, o, log)
 	if errors.Is(err, errStoppedDuringStart) {
 		return stoppedBy(ctx, nil)
@@ -237,6 +228,51 @@ func serveUntilSignal(o *options, log zerolog.Logger, more func(*service) error)
 	<-ctx.Done()
 	log.Info().Str("signal", signalOf(ctx)).Msg("shutting down")
 	return stoppedBy(ctx, sv.stop(nil))
+}
+
+// signalActions is what watchSignals does beside cancelling the serving
+// context: log, dump the goroutines, end the process (os.Exit; a test's
+// stand-in).
+type signalActions struct {
+	log  zerolog.Logger
+	dump io.Writer
+	exit func(code int)
+}
+
+// watchSignals turns the first stop signal into the serving context's
+// cancel, and keeps reading until served is closed (serveUntilSignal has
+// returned): a stop that hangs (a disk that does not answer; the stop's
+// waits are bounded by stopBudget, a wedged goroutine is not) must still
+// leave the operator Go's own way out. A second SIGQUIT dumps every
+// goroutine's stack and exits 2 at once, as Go's default does; another
+// stop signal only says that the stop is under way and how to end it now.
+// A SIGQUIT's dump is written before the stop it asks for, so it shows
+// what was running when the user asked; dump may be gone (EPIPE): no
+// matter, the stop goes on.
+func watchSignals(sig <-chan os.Signal, cancel context.CancelCauseFunc, served <-chan struct{}, do signalActions) {
+	stopping := false
+	for {
+		select {
+		case s := <-sig:
+			if s == dumpSignal {
+				_ = pprof.Lookup("goroutine").WriteTo(do.dump, 2)
+				if stopping {
+					do.log.Error().Str("signal", s.String()).Msg("stop under way did not end: goroutines dumped, exiting now")
+					do.exit(2)
+					return
+				}
+			}
+			if stopping {
+				do.log.Warn().Str("signal", s.String()).Dur("stop_budget", stopBudget).
+					Msg("already stopping; send SIGQUIT to dump the goroutines and exit now")
+				continue
+			}
+			stopping = true
+			cancel(stopSignal{s})
+		case <-served:
+			return
+		}
+	}
 }
 
 // errQuitDumped ends a clean stop asked for by SIGQUIT: the process exits
