@@ -1,13 +1,11 @@
 package emulator
 
 import (
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -207,35 +205,11 @@ func New(o Options) (*Emulator, error) {
 // below EmulatedIndexSpan; never 0. An Inverse3 and a wireless grip keep
 // the ids they had before families were emulated (the share from the
 // quarter's start).
-func Identity(f sim.Family, index int) (uint16, [16]byte) {
-	spec := f.Spec()
-	slot := emulatedSlot(spec) + index
-	sum := sha1.Sum([]byte("hapticd/emulator/" + spec.Kind.String() + "/" + strconv.Itoa(slot)))
-	var u [16]byte
-	copy(u[:], sum[:16])
-	u[6] = u[6]&0x0F | 0x50 // version 5 (name-based)
-	u[8] = u[8]&0x3F | 0x80 // RFC 4122 variant
-	// sim's ids are 4 hex digits (arms) or a decimal (grips) of a
-	// 16-bit value other than 0: they always parse.
-	var id uint64
-	if spec.Kind == hw.KindGrip {
-		id, _ = strconv.ParseUint(sim.GripID(sim.OtherIndexBase+slot), 10, 16)
-	} else {
-		id, _ = strconv.ParseUint(sim.ArmID(sim.OtherIndexBase+slot), 16, 16)
-	}
-	u[14], u[15] = byte(id>>8), byte(id)
-	return uint16(id), u
-}
+func Identity(f sim.Family, index int) (uint16, [16]byte) { return sim.EmulatedIdentity(f, index) }
 
 // EmulatedIndexSpan is how many emulated devices of one family get ids of
-// their own: a quarter of the quarter of the id space no simulated family
-// uses.
-const EmulatedIndexSpan = sim.FamilyIndexSpan / 4
-
-// emulatedSlot is where a family's emulated indices start in that
-// quarter: the family's simulated quarter, scaled down, so the one table
-// (hw/sim's IndexBase) decides both.
-func emulatedSlot(spec sim.FamilySpec) int { return spec.IndexBase / 4 }
+// their own.
+const EmulatedIndexSpan = sim.EmulatedIndexSpan
 
 // ID returns the device's 16-bit id.
 func (e *Emulator) ID() uint16 { return e.opts.ID }
