@@ -175,7 +175,9 @@ func New(o Options) (*Emulator, error) {
 		o.ID = id
 	}
 	if o.UUID == ([16]byte{}) {
+		// Ending in the id, a given one too, as a real arm's does.
 		o.UUID = uuid
+		o.UUID[14], o.UUID[15] = byte(o.ID>>8), byte(o.ID)
 	}
 	e := &Emulator{
 		opts:   o,
