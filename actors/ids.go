@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -114,7 +115,10 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 	if st == nil {
 		return l
 	}
-	l.loadStoredIDs(st, log)
+	// UUIDs stored before hapticd took the vendor's form are read as
+	// their devices report them now, so those keep their ids and configs.
+	var upgrade sim.UUIDUpgrader
+	l.loadStoredIDs(st, &upgrade, log)
 	var f hw.IDsFile
 	if _, err := st.Load(idsDocument, &f); err != nil {
 		l.unread = leftUnread(err)
@@ -122,6 +126,7 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 		return l
 	}
 	l.mem = f.Memory(time.Now())
+	upgrade.Memory(l.mem)
 	return l
 }
 
@@ -132,7 +137,7 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 // A device config unreadable here is known with no owner (and a corrupt
 // one is moved aside now rather than when its device is added, which then
 // starts with the defaults).
-func (l *localIDs) loadStoredIDs(st Store, log zerolog.Logger) {
+func (l *localIDs) loadStoredIDs(st Store, upgrade *sim.UUIDUpgrader, log zerolog.Logger) {
 	for _, folder := range []string{"devices", profilesFolder} {
 		names, err := st.List(folder)
 		if err != nil {
@@ -161,7 +166,7 @@ func (l *localIDs) loadStoredIDs(st Store, log zerolog.Logger) {
 					}
 					n := knownID{}
 					if doc.Owner != nil {
-						n = knownID{uuid: doc.Owner.UUID, owned: true}
+						n = knownID{uuid: upgrade.UUID(k, doc.Owner.UUID), owned: true}
 					}
 					l.mark(k, id, n)
 				}

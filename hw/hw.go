@@ -261,10 +261,67 @@ type Configurer interface {
 	Configure(s Settings) error
 }
 
-// FormatUUID formats a device UUID in the usual 8-4-4-4-12 lower-case hex
-// form. Every driver reports Info.UUID this way, so the same device has the
-// same identity whichever transport found it.
+// FormatUUID formats a device UUID as the vendor's service reports an
+// arm's: 32 upper-case hex digits, no dashes ("2D35F80DD9005F599B68F49944CB04BA",
+// whose low 16 bits are the arm's id, 04BA). Every driver reports
+// Info.UUID this way, so the same device has the same identity whichever
+// transport found it. hapticd wrote the 8-4-4-4-12 lower-case form before;
+// ParseLegacyUUID reads it.
 func FormatUUID(u [16]byte) string {
+	const digits = "0123456789ABCDEF"
+	var b [32]byte
+	for i, c := range u {
+		b[2*i], b[2*i+1] = digits[c>>4], digits[c&0xf]
+	}
+	return string(b[:])
+}
+
+// ParseLegacyUUID reads a UUID in the 8-4-4-4-12 lower-case form hapticd
+// reported (and stored, in device-ids.json and device configs' owners)
+// before FormatUUID took the vendor's; ok is false for any other string.
+func ParseLegacyUUID(s string) (u [16]byte, ok bool) {
+	if len(s) != 36 {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return u, false
+			}
+			i++
+			continue
+		}
+		hi, ok1 := hexDigit(s[i], 'a')
+		lo, ok2 := hexDigit(s[i+1], 'a')
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return u, true
+}
+
+// parseUUID reads a UUID in FormatUUID's form.
+func parseUUID(s string) (u [16]byte, ok bool) {
+	if len(s) != 32 {
+		return u, false
+	}
+	for i := range u {
+		hi, ok1 := hexDigit(s[2*i], 'A')
+		lo, ok2 := hexDigit(s[2*i+1], 'A')
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[i] = hi<<4 | lo
+	}
+	return u, true
+}
+
+// formatLegacyUUID is u in the form ParseLegacyUUID reads.
+func formatLegacyUUID(u [16]byte) string {
 	const digits = "0123456789abcdef"
 	var b [36]byte
 	j := 0
@@ -277,4 +334,16 @@ func FormatUUID(u [16]byte) string {
 		j += 2
 	}
 	return string(b[:])
+}
+
+// hexDigit is c's value as a hex digit whose letters start at a ('a' or
+// 'A': one case only, as each UUID form has).
+func hexDigit(c, a byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case a <= c && c <= a+5:
+		return c - a + 10, true
+	}
+	return 0, false
 }

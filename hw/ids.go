@@ -16,10 +16,17 @@ import (
 // device already has (the 16-bit ids are not unique; the UUID is the
 // identity): the same UUID gets the same id while the same ids are taken.
 // It is the FNV-1a hash of uuid folded to 16 bits, counting up past taken
-// ids; with all 65536 taken it is uuid itself.
+// ids; with all 65536 taken it is uuid itself. A UUID in FormatUUID's form
+// is hashed in the 8-4-4-4-12 lower-case form hapticd reported before, so
+// a device keeps the id derived for it then (and the config stored under
+// it) when the remembered ids are lost.
 func DerivedID(kind Kind, uuid string, taken func(id string) bool) string {
 	h := fnv.New32a()
-	h.Write([]byte(uuid))
+	if u, ok := parseUUID(uuid); ok {
+		h.Write([]byte(formatLegacyUUID(u)))
+	} else {
+		h.Write([]byte(uuid))
+	}
 	v := h.Sum32()
 	x := uint16(v ^ v>>16)
 	for range 1 << 16 {

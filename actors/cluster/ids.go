@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 // newcomer is a device that is about to join the gateway.
@@ -49,8 +50,15 @@ type idsFile = hw.IDsFile
 func (m idMemory) file() idsFile { return hw.IDMemory(m).File() }
 
 // memoryOf reads f back at now (hw.IDsFile.Memory): a record seen after now
-// counts as seen now, so that its reservation still ends.
-func memoryOf(f idsFile, now time.Time) idMemory { return idMemory(f.Memory(now)) }
+// counts as seen now, so that its reservation still ends; one stored under
+// a UUID in the form hapticd wrote before it took the vendor's is read
+// under the UUID its device reports now, so the device keeps its id.
+func memoryOf(f idsFile, now time.Time) idMemory {
+	m := f.Memory(now)
+	var upgrade sim.UUIDUpgrader
+	upgrade.Memory(m)
+	return idMemory(m)
+}
 
 func (m idMemory) set(k hw.Kind, uuid string, r rememberedID) { hw.IDMemory(m).Set(k, uuid, r) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 
 	"github.com/hapticd/hapticd/hw"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 // Colliding short ids from two nodes get distinct gateway ids, the same ones
@@ -138,6 +139,24 @@ func TestIDsDocument(t *testing.T) {
 	back := memoryOf(f, seen)
 	if len(back) != 2 || len(back[hw.KindArm]) != 1 || back[hw.KindArm]["aaaa"] != mem[hw.KindArm]["aaaa"] || back[hw.KindGrip]["gggg"] != mem[hw.KindGrip]["gggg"] {
 		t.Errorf("read back %+v from %s, want %+v", back, b, mem)
+	}
+}
+
+// A gateway's ids document written while devices reported their UUIDs in
+// the dashed lower-case form reads back under the UUIDs they report now
+// (a node's simulated Inverse3 7 ends in its id, A696; a real arm keeps
+// its bytes), so each keeps its gateway id: under the old keys they were
+// newcomers whose own ids the absent old records held for 30 days.
+func TestIDsDocumentInTheOldUUIDForm(t *testing.T) {
+	seen := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	f := idsFile{IDs: map[string]map[string]rememberedID{"arm": {
+		"5c4f3587-3022-5ba7-9565-578b3c2ad177": {ID: "A696", Seen: seen},
+		"2d35f80d-d900-5f59-9b68-f49944cb04ba": {ID: "04BA", Seen: seen},
+	}}}
+	got := memoryOf(f, seen)[hw.KindArm]
+	want := map[string]rememberedID{sim.ArmUUID(7): {ID: "A696", Seen: seen}, "2D35F80DD9005F599B68F49944CB04BA": {ID: "04BA", Seen: seen}}
+	if !maps.Equal(got, want) {
+		t.Errorf("read back %v, want %v", got, want)
 	}
 }
 

@@ -82,12 +82,15 @@ func TestGatewayProxyAvoidsAnAbsentLocalArmsRememberedID(t *testing.T) {
 // given another when the config is a local arm's: it would have loaded
 // that arm's config.
 func TestGatewayProxyAndStoredConfigOwners(t *testing.T) {
-	const node = "11111111-2222-3333-4444-555555555555"
+	// In the form nodes report UUIDs in (hw.FormatUUID): a stored owner in
+	// the old dashed form is read in it.
+	const node = "11111111222233334444555555555555"
 	for _, c := range []struct {
 		name, owner string
 		served      bool // on the id it reports
 	}{
 		{"its own config", node, true},
+		{"its own config, owner stored in the old form", "11111111-2222-3333-4444-555555555555", true},
 		{"a local arm's config", "uuid-k", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,11 +16,12 @@ import (
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/transport"
 )
 
-// hardware wires real devices into the service: the emulated arms of
-// --emulate-arms, the explicit --hw-port ports and the USB scan.
+// hardware wires real devices into the service: the emulated devices of
+// --emulate (and --emulate-arms), the explicit --hw-port ports and the USB scan.
 type hardware struct {
 	log       zerolog.Logger
 	watcher   *discovery.Watcher
@@ -34,19 +36,27 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 	h := &hardware{log: log.With().Str("component", "hardware").Logger()}
 	ports := append([]string(nil), o.hwPorts...)
 	periodS := 1 / float64(o.loopHz)
-	for i := 0; i < o.emulateArms; i++ {
-		// From --sim-index-base, as the simulated devices: two nodes of one
-		// lab on one host must not emulate the same arm (id and UUID).
-		index := o.lab.simIndexBase + i
-		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, PeriodS: periodS, Motion: o.simMotion, Seed: int64(index)})
-		if err != nil {
-			h.closeEmulators()
-			return nil, fmt.Errorf("--emulate-arms: %w", err)
+	for _, entry := range o.emulated.Sorted() {
+		spec := entry.Family.Spec()
+		for i := range entry.Count {
+			// From --sim-index-base, as the simulated devices: two nodes of
+			// one lab on one host must not emulate the same device (id and
+			// UUID).
+			index := o.lab.simIndexBase + i
+			e, path, err := emulator.StartPTY(emulator.Options{Family: entry.Family, Index: index, PeriodS: periodS, Motion: simMotion(o, entry.Family), Seed: int64(index)})
+			if err != nil {
+				h.closeEmulators()
+				return nil, fmt.Errorf("--emulate %s: %w", spec.Name, err)
+			}
+			h.emulators = append(h.emulators, e)
+			ports = append(ports, emulatedPort(spec, path))
+			id := strconv.Itoa(int(e.ID()))
+			if spec.Kind == hw.KindArm {
+				id = fmt.Sprintf("%04X", e.ID())
+			}
+			fmt.Fprintf(os.Stdout, "emulated %s %d (id %s) on %s\n", spec.Name, index, id, path)
+			h.log.Info().Str("family", spec.Name).Int("index", index).Str("device_id", id).Str("port", path).Msg("emulated device")
 		}
-		h.emulators = append(h.emulators, e)
-		ports = append(ports, path)
-		fmt.Fprintf(os.Stdout, "emulated arm %d (id %04X) on %s\n", index, e.ID(), path)
-		h.log.Info().Int("index", index).Str("port", path).Msg("emulated arm")
 	}
 	if len(ports) == 0 && o.hwScanPeriod <= 0 {
 		return h, nil
@@ -68,6 +78,19 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 	}
 	h.watcher = discovery.NewWatcher(wo)
 	return h, nil
+}
+
+// emulatedPort is the --hw-port spelling of an emulated device of family
+// spec on path: a grip's port says it is one, and which link (the serial
+// driver cannot tell a grip from an arm, nor a dongle from a cable).
+func emulatedPort(spec sim.FamilySpec, path string) string {
+	switch {
+	case spec.Kind == hw.KindGrip && spec.Link == hw.LinkWired:
+		return "wired-grip:" + path
+	case spec.Kind == hw.KindGrip:
+		return "grip:" + path
+	}
+	return path
 }
 
 // onDeviceLost lets the watcher rescan a port whose device failed.
@@ -134,7 +157,7 @@ func (h *hardware) stop() {
 	}
 }
 
-// closeEmulators unplugs the emulated arms; it runs after the service has
+// closeEmulators unplugs the emulated devices; it runs after the service has
 // halted its devices.
 func (h *hardware) closeEmulators() {
 	for _, e := range h.emulators {

@@ -218,7 +218,7 @@ func TestEmulatedArmsHonourSimIndexBase(t *testing.T) {
 			}
 		}
 	}
-	if id, _ := emulator.Identity(hw.KindArm, 10); b[id] == ([16]byte{}) {
+	if id, _ := emulator.Identity(sim.FamilyInverse3, 10); b[id] == ([16]byte{}) {
 		t.Errorf("--sim-index-base 10: the first emulated arm is not index 10's (%04X): %v", id, b)
 	}
 }
@@ -237,9 +237,9 @@ func TestEmulatedArmsPastTheirQuarterRefused(t *testing.T) {
 // test's cleanup closes them.
 func twoArmsOneID(t *testing.T) (shared uint16, emus []*emulator.Emulator, ports []string) {
 	t.Helper()
-	shared, _ = emulator.Identity(hw.KindArm, 7)
+	shared, _ = emulator.Identity(sim.FamilyInverse3, 7)
 	for _, index := range []int{7, 8} {
-		_, uuid := emulator.Identity(hw.KindArm, index)
+		_, uuid := emulator.Identity(sim.FamilyInverse3, index)
 		e, pts, err := emulator.StartPTY(emulator.Options{Kind: hw.KindArm, Index: index, ID: shared, UUID: uuid, PeriodS: 0.001})
 		hwtest.SkipIfUnsupported(t, err)
 		if err != nil {

@@ -67,9 +67,12 @@ type options struct {
 	hwScanPeriod                 time.Duration
 	writeTimeout                 time.Duration
 	emulateArms                  int
-	realtimePriority             int
-	record                       string
-	lab                          labOptions
+	// emulate is --emulate as given; emulated is what to emulate once
+	// --emulate-arms is folded in.
+	emulate, emulated sim.Fleet
+	realtimePriority  int
+	record            string
+	lab               labOptions
 
 	// sim is --sim as given; fleet is what to simulate once the
 	// shorthands (--sim-arms, --sim-grips) are folded in.
@@ -118,7 +121,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxConnections, "max-connections", transport.DefaultMaxConnections, "connections each listener serves at once, WebSockets and idle keep-alives included; past it a new one is answered 503 with Retry-After (but /healthz, /readyz and /metrics, served)")
 	fs.Var(&o.hwPorts, "hw-port", "serial port of a real device to open (repeatable)")
 	fs.DurationVar(&o.hwScanPeriod, "hw-scan-period", time.Second, "how often to scan for USB devices (0: no scan)")
-	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N arms on pseudo-terminals and drive them as real hardware")
+	fs.Var(&o.emulate, "emulate", "development: devices to emulate on pseudo-terminals and drive through the real serial drivers, family=count pairs as --sim takes: inverse3, minverse, inverse3x, verse_grip, wireless_verse_grip; e.g. inverse3=1,minverse=1,verse_grip=1 (Linux)")
+	fs.IntVar(&o.emulateArms, "emulate-arms", 0, "development: emulate N Inverse3 arms on pseudo-terminals: short for --emulate inverse3=N")
 	fs.IntVar(&o.realtimePriority, "realtime-priority", 0, "run loop threads SCHED_FIFO at this priority, 1..99 (needs CAP_SYS_NICE; 0: normal scheduling)")
 	fs.StringVar(&o.record, "record", "", "record everything from start to an MCAP file in this directory (POST /recordings records on demand, into STATE-DIR/recordings by default)")
 	o.lab.register(fs)
@@ -146,12 +150,6 @@ func parseFlags(args []string) (*options, error) {
 	if o.simArms < 0 || o.simGrips < 0 || o.emulateArms < 0 {
 		return nil, errors.New("--sim-arms, --sim-grips and --emulate-arms must not be negative")
 	}
-	// Emulated arms take their ids from the quarter of the id space no
-	// family uses (emulator.Identity), counting from --sim-index-base;
-	// past it an emulated arm would take a simulated one's id.
-	if o.emulateArms > 0 && o.lab.simIndexBase+o.emulateArms > sim.FamilyIndexSpan-1 {
-		return nil, fmt.Errorf("--emulate-arms %d with --sim-index-base %d: emulated arms have room for %d indices", o.emulateArms, o.lab.simIndexBase, sim.FamilyIndexSpan-1)
-	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	o.simMotionSet = given["sim-motion"]
@@ -160,6 +158,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.fleet = fleet
+	if o.emulated, err = emulatedFleet(o, given); err != nil {
+		return nil, err
+	}
 	if o.realtimePriority < 0 || o.realtimePriority > 99 {
 		return nil, fmt.Errorf("--realtime-priority %d is out of range 0..99", o.realtimePriority)
 	}

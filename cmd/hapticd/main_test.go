@@ -17,7 +17,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/transport/schematest"
 )
 
@@ -255,26 +254,6 @@ func TestDeprecationsReport(t *testing.T) {
 			t.Fatalf("report lacks %q:\n%s", want, out)
 		}
 	}
-}
-
-// --emulate-arms drives emulated arms through the real serial driver.
-func TestEmulateArmsFlag(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildBinary(t)
-	d := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "0", "--sim-grips", "0", "--emulate-arms", "1", "--hw-scan-period", "0")
-	hwtest.EventuallyNil(t, 10*time.Second, "an emulated arm", func() error {
-		_, env := httpDo(t, "GET", d.url("/stats"), "")
-		devs, _ := env["data"].(map[string]any)["devices"].([]any)
-		if len(devs) != 1 {
-			return fmt.Errorf("/stats: %v", env)
-		}
-		if dev := devs[0].(map[string]any); dev["simulated"] != false || dev["device_type"] != "arm3" {
-			t.Fatalf("emulated arm: %v", dev)
-		}
-		return nil
-	})
 }
 
 // path reads v's member at keys, nil where one is missing (the replay tests,

@@ -1,13 +1,11 @@
 package emulator
 
 import (
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -47,16 +45,24 @@ type Faults struct {
 
 // Options describe an emulated device. Zero values take the defaults.
 type Options struct {
-	// Kind is hw.KindArm (default) or hw.KindGrip.
+	// Kind is hw.KindArm or hw.KindGrip; zero is the family's kind (an
+	// arm when no family is given either).
 	Kind hw.Kind
-	// Index names the device among emulated ones: its default id and UUID
-	// derive from it, so the same index is the same device after a replug
-	// or a restart.
+	// Family is the product emulated (hw/sim's table): the model and
+	// versions it reports, the physics it steps (the simulated device of
+	// the family: its rest position, workspace and force limit) and its
+	// identity. Zero is the family of Kind whose device type number is
+	// Model (sim.FamilyOf): an Inverse3 or a wireless grip when Model is
+	// 0 too.
+	Family sim.Family
+	// Index names the device among emulated ones of its family: its
+	// default id and UUID derive from it, so the same index is the same
+	// device after a replug or a restart.
 	Index int
 	// ID and UUID override the identity derived from Index (0 = derive).
 	ID   uint16
 	UUID [16]byte
-	// Model and versions are reported at wake-up.
+	// Model and versions are reported at wake-up (0: the family's).
 	Model, HardwareVersion, FirmwareVersion uint8
 	// PeriodS is the physics step per command (default hw.DefaultPeriodS).
 	PeriodS float64
@@ -104,6 +110,7 @@ type Stats struct {
 type Emulator struct {
 	opts    Options
 	physics hw.Driver
+	weightN float64 // the physics' end effector's weight, which the firmware compensates
 
 	// Owned by the serving goroutine: fixed buffers, so that serving does
 	// not allocate (allocation tests of drivers count every goroutine).
@@ -128,11 +135,31 @@ type Emulator struct {
 
 // New returns an emulator for o; serve it with Serve or use StartPTY.
 func New(o Options) (*Emulator, error) {
-	if o.Kind == 0 {
-		o.Kind = hw.KindArm
-	}
-	if o.Kind != hw.KindArm && o.Kind != hw.KindGrip {
+	if o.Kind != 0 && o.Kind != hw.KindArm && o.Kind != hw.KindGrip {
 		return nil, fmt.Errorf("hw/emulator: kind %v is not emulated; use hw.KindArm or hw.KindGrip", o.Kind)
+	}
+	if o.Family == 0 {
+		kind := o.Kind
+		if kind == 0 {
+			kind = hw.KindArm
+		}
+		o.Family = sim.FamilyOf(kind, o.Model)
+	}
+	if !o.Family.Known() {
+		return nil, fmt.Errorf("hw/emulator: unknown device family %v; use one of hw/sim's families", o.Family)
+	}
+	spec := o.Family.Spec()
+	if o.Kind == 0 {
+		o.Kind = spec.Kind
+	}
+	if o.Kind != spec.Kind {
+		return nil, fmt.Errorf("hw/emulator: a %s is a %v, not a %v; leave Kind zero or give the family's", spec.Name, spec.Kind, o.Kind)
+	}
+	if o.Model == 0 {
+		o.Model = spec.Model
+	}
+	if o.FirmwareVersion == 0 && o.HardwareVersion == 0 {
+		o.FirmwareVersion, o.HardwareVersion = spec.FirmwareVersion, spec.HardwareVersion
 	}
 	if o.PeriodS <= 0 {
 		o.PeriodS = hw.DefaultPeriodS
@@ -143,12 +170,14 @@ func New(o Options) (*Emulator, error) {
 	if o.Faults.GarbageBytes <= 0 {
 		o.Faults.GarbageBytes = 8
 	}
-	id, uuid := Identity(o.Kind, o.Index)
+	id, uuid := Identity(o.Family, o.Index)
 	if o.ID == 0 {
 		o.ID = id
 	}
 	if o.UUID == ([16]byte{}) {
+		// Ending in the id, a given one too, as a real arm's does.
 		o.UUID = uuid
+		o.UUID[14], o.UUID[15] = byte(o.ID>>8), byte(o.ID)
 	}
 	e := &Emulator{
 		opts:   o,
@@ -162,31 +191,27 @@ func New(o Options) (*Emulator, error) {
 	if e.physics == nil {
 		e.physics = defaultPhysics(o)
 	}
+	e.weightN = gravityN(e.physics)
 	return e, nil
 }
 
-// Identity returns the id and UUID an emulated device at index reports by
-// default. They differ from simulated devices' so both can run at once
-// under their own ids (the service gives a second device of a type with an
-// id already connected one derived from its UUID). The id is hw/sim's for an index in the quarter of the id
-// space no simulated family uses (sim.OtherIndexBase on), so it is never a
-// simulated device's while index is below sim.FamilyIndexSpan-1; never 0.
-func Identity(kind hw.Kind, index int) (uint16, [16]byte) {
-	sum := sha1.Sum([]byte("hapticd/emulator/" + kind.String() + "/" + strconv.Itoa(index)))
-	var u [16]byte
-	copy(u[:], sum[:16])
-	u[6] = u[6]&0x0F | 0x50 // version 5 (name-based)
-	u[8] = u[8]&0x3F | 0x80 // RFC 4122 variant
-	// sim's ids are 4 hex digits (arms) or a decimal (grips) of a
-	// 16-bit value other than 0: they always parse.
-	var id uint64
-	if kind == hw.KindGrip {
-		id, _ = strconv.ParseUint(sim.GripID(sim.OtherIndexBase+index), 10, 16)
-	} else {
-		id, _ = strconv.ParseUint(sim.ArmID(sim.OtherIndexBase+index), 16, 16)
-	}
-	return uint16(id), u
-}
+// Identity returns the id and UUID the index-th emulated device of family f
+// reports by default. The UUID has a real one's form: its low 16 bits are
+// the id, as an Inverse3's device_id is the low 16 bits of its uuid. They
+// differ from simulated devices' so both can run at once under their own
+// ids (the service gives a second device of a type with an id already
+// connected one derived from its UUID): the id is hw/sim's for an index in
+// the quarter of the id space no simulated family uses (sim.OtherIndexBase
+// on), in the family's share of it (EmulatedIndexSpan indices), so it is
+// never a simulated device's, nor another emulated family's, while index is
+// below EmulatedIndexSpan; never 0. An Inverse3 and a wireless grip keep
+// the ids they had before families were emulated (the share from the
+// quarter's start).
+func Identity(f sim.Family, index int) (uint16, [16]byte) { return sim.EmulatedIdentity(f, index) }
+
+// EmulatedIndexSpan is how many emulated devices of one family get ids of
+// their own.
+const EmulatedIndexSpan = sim.EmulatedIndexSpan
 
 // ID returns the device's 16-bit id.
 func (e *Emulator) ID() uint16 { return e.opts.ID }
@@ -315,7 +340,7 @@ func (e *Emulator) command(dst []byte, m *wire.Message) []byte {
 	e.mu.Unlock()
 	e.applied = cmd
 	if cmd.Mode == hw.ModeForce && s.GravityCompensation {
-		e.applied.ForceN.Z += gravityN * s.GravityScale
+		e.applied.ForceN.Z += e.weightN * s.GravityScale
 	}
 	st := &e.physSt
 	// Physics runs on this goroutine only, outside the lock.

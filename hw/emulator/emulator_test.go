@@ -9,6 +9,7 @@ import (
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
@@ -171,5 +172,66 @@ func TestUnplugNeedsAPort(t *testing.T) {
 	}
 	if _, err := emulator.New(emulator.Options{Kind: hw.Kind(9)}); err == nil {
 		t.Error("an unknown kind was accepted")
+	}
+}
+
+// Each family announces its model and versions, and an arm rests where
+// the simulated arm of its family rests: an emulator told only Model 6
+// announced a Minverse but stepped Inverse3 physics (resting at y 0.15,
+// z 0.10, not 0.12, 0.08), and one told nothing announced model 0.
+func TestFamiliesAnnounceAndRestAsSimulated(t *testing.T) {
+	tests := []struct {
+		name string
+		o    emulator.Options
+		want sim.Family
+	}{
+		{"default", emulator.Options{}, sim.FamilyInverse3},
+		{"model 6 alone", emulator.Options{Model: sim.ModelMinverse}, sim.FamilyMinverse},
+		{"minverse", emulator.Options{Family: sim.FamilyMinverse}, sim.FamilyMinverse},
+		{"inverse3x", emulator.Options{Family: sim.FamilyInverse3x}, sim.FamilyInverse3x},
+		{"grip kind alone", emulator.Options{Kind: hw.KindGrip}, sim.FamilyWirelessVerseGrip},
+		{"wired grip", emulator.Options{Family: sim.FamilyVerseGrip}, sim.FamilyVerseGrip},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.want.Spec()
+			tc.o.Index = 40 + i
+			e, h := start(t, tc.o)
+			if spec.Kind == hw.KindGrip {
+				s := wire.NewScanner(wire.ToHost)
+				s.Write(h.ask(wire.AppendGripQuery(nil), 3*wire.MaxFrameLen))
+				var m wire.Message
+				for _, ok := s.Next(&m); ok; _, ok = s.Next(&m) {
+					if m.Header == wire.HeaderGripInfo {
+						gi := m.GripInfo
+						if gi.ID != e.ID() || gi.Model != spec.Model || gi.FirmwareVersion != spec.FirmwareVersion || gi.HardwareVersion != spec.HardwareVersion {
+							t.Fatalf("grip info %+v, want id %d and the %s's model %d, versions %d.%d", gi, e.ID(), spec.Name, spec.Model, spec.FirmwareVersion, spec.HardwareVersion)
+						}
+						return
+					}
+				}
+				t.Fatal("no grip info frame")
+			}
+			var w wire.WakeReply
+			if err := wire.DecodeWakeReply(h.ask(wire.AppendWake(nil), wire.WakeReplyLen), &w); err != nil {
+				t.Fatal(err)
+			}
+			if w.Model != spec.Model || w.FirmwareVersion != spec.FirmwareVersion || w.HardwareVersion != spec.HardwareVersion {
+				t.Fatalf("wake-up %+v, want the %s's model %d, versions %d.%d", w, spec.Name, spec.Model, spec.FirmwareVersion, spec.HardwareVersion)
+			}
+			// A zero force, gravity compensated by the firmware: the arm
+			// stays where it rests.
+			var m wire.Message
+			for range 20 {
+				b := h.ask(wire.AppendForce(nil, hw.Vec3{}), wire.ArmStateLen)
+				if _, err := wire.Decode(wire.ToHost, b, &m); err != nil {
+					t.Fatalf("reply %x: %v", b, err)
+				}
+			}
+			// The wire carries float32.
+			if d := m.A.Sub(spec.WorkspaceCenterM).Norm(); d > 1e-4 {
+				t.Errorf("rests at %v, want the %s's centre %v", m.A, spec.Name, spec.WorkspaceCenterM)
+			}
+		})
 	}
 }

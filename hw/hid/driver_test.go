@@ -49,7 +49,7 @@ func TestDriverIdentifiesAndExchanges(t *testing.T) {
 	d, f := open(t)
 	defer d.Close()
 	info := d.Info()
-	if info.ID != "B0A2" || info.UUID != "dead0000-0000-0000-0000-000000000001" || info.Port != "hid:test" || !info.HostGravityCompensation {
+	if info.ID != "B0A2" || info.UUID != "DEAD0000000000000000000000000001" || info.Port != "hid:test" || !info.HostGravityCompensation {
 		t.Errorf("Info = %+v", info)
 	}
 	f.SetState(hid.StateReport{PositionM: hw.Vec3{Z: 0.125}, VelocityMps: hw.Vec3{X: 0.25}, Buttons: 3, Status: 3})

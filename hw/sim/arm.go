@@ -177,6 +177,8 @@ func newArm(o ArmOptions, p Physics) *Arm {
 			ID:                      ArmID(idIndex(spec, o.Index)),
 			UUID:                    ArmUUID(idIndex(spec, o.Index)),
 			Model:                   spec.Model,
+			FirmwareVersion:         spec.FirmwareVersion,
+			HardwareVersion:         spec.HardwareVersion,
 			Simulated:               true,
 			MaxForceN:               spec.MaxForceN,
 			WorkspaceCenterM:        spec.WorkspaceCenterM,

@@ -502,6 +502,7 @@ func TestArmInfo(t *testing.T) {
 	info := NewArm(ArmOptions{Index: 5}).Info()
 	want := hw.Info{
 		Kind: hw.KindArm, ID: ArmID(5), UUID: ArmUUID(5), Model: ModelInverse3, Simulated: true,
+		FirmwareVersion: SimFirmwareVersion, HardwareVersion: SimHardwareVersion,
 		MaxForceN: MaxForceN, WorkspaceCenterM: hw.ArmWorkspaceCenterM(),
 		EffectiveMassKg: EffectiveMassKg, HostGravityCompensation: true,
 	}

@@ -46,6 +46,10 @@ type FamilySpec struct {
 	// its kind (ArmID, GripID): each family owns a quarter of the 16-bit
 	// space, so two families never share an id or a UUID.
 	IndexBase int
+	// FirmwareVersion and HardwareVersion are what a simulated or
+	// emulated device of the family reports (device_info.major_version and
+	// minor_version).
+	FirmwareVersion, HardwareVersion uint8
 }
 
 // FamilyIndexSpan is how many devices of one family get distinct ids: a
@@ -68,6 +72,15 @@ const (
 	ModelWirelessVerseGrip = 8
 )
 
+// The versions simulated and emulated devices report: the vendor's 3.5
+// inventory shows an Inverse3 at major_version 7, minor_version 4, and
+// clients (sawHaplyService) read them. No other family's are public; they
+// report the same.
+const (
+	SimFirmwareVersion = 7
+	SimHardwareVersion = 4
+)
+
 // Minverse figures (hw's, where they are explained), so that a simulated
 // Minverse and a real one have the same.
 const (
@@ -84,17 +97,17 @@ func MinverseWorkspaceCenterM() hw.Vec3 { return hw.MinverseWorkspaceCenterM() }
 // keep their ids (and their stored configuration).
 var familySpecs = [...]FamilySpec{
 	FamilyInverse3: {FamilyInverse3, "inverse3", hw.KindArm, hw.LinkUnknown, ModelInverse3,
-		hw.ArmMaxForceN, hw.ArmWorkspaceRadiusM, hw.ArmWorkspaceCenterM(), 0},
+		hw.ArmMaxForceN, hw.ArmWorkspaceRadiusM, hw.ArmWorkspaceCenterM(), 0, SimFirmwareVersion, SimHardwareVersion},
 	FamilyMinverse: {FamilyMinverse, "minverse", hw.KindArm, hw.LinkUnknown, ModelMinverse,
-		MinverseMaxForceN, MinverseWorkspaceRadiusM, MinverseWorkspaceCenterM(), 2 * FamilyIndexSpan},
+		MinverseMaxForceN, MinverseWorkspaceRadiusM, MinverseWorkspaceCenterM(), 2 * FamilyIndexSpan, SimFirmwareVersion, SimHardwareVersion},
 	// The vendor's tutorials give the Inverse3x the Inverse3's 0.10 m
 	// radius; nothing public says its force differs.
 	FamilyInverse3x: {FamilyInverse3x, "inverse3x", hw.KindArm, hw.LinkUnknown, ModelInverse3x,
-		hw.ArmMaxForceN, hw.ArmWorkspaceRadiusM, hw.ArmWorkspaceCenterM(), FamilyIndexSpan},
+		hw.ArmMaxForceN, hw.ArmWorkspaceRadiusM, hw.ArmWorkspaceCenterM(), FamilyIndexSpan, SimFirmwareVersion, SimHardwareVersion},
 	FamilyVerseGrip: {FamilyVerseGrip, "verse_grip", hw.KindGrip, hw.LinkWired, ModelVerseGrip,
-		0, 0, hw.Vec3{}, 2 * FamilyIndexSpan},
+		0, 0, hw.Vec3{}, 2 * FamilyIndexSpan, SimFirmwareVersion, SimHardwareVersion},
 	FamilyWirelessVerseGrip: {FamilyWirelessVerseGrip, "wireless_verse_grip", hw.KindGrip, hw.LinkWireless, ModelWirelessVerseGrip,
-		0, 0, hw.Vec3{}, 0},
+		0, 0, hw.Vec3{}, 0, SimFirmwareVersion, SimHardwareVersion},
 }
 
 // Families lists every family's spec in Family order (a copy).
@@ -114,11 +127,31 @@ func (f Family) Spec() FamilySpec {
 	return familySpecs[f]
 }
 
+// Known reports whether f is one of the families (not zero, not past the
+// last).
+func (f Family) Known() bool { return f != 0 && int(f) < len(familySpecs) }
+
 func (f Family) String() string {
 	if f == 0 || int(f) >= len(familySpecs) {
 		return fmt.Sprintf("family(%d)", uint8(f))
 	}
 	return familySpecs[f].Name
+}
+
+// FamilyOf is the family of kind whose device type number is model, as a
+// firmware's wake-up or grip info names it. A number no family of kind has
+// (0: not reported) is the kind's common product: the Inverse3, or the
+// wireless VerseGrip.
+func FamilyOf(kind hw.Kind, model uint8) Family {
+	for f := FamilyInverse3; int(f) < len(familySpecs); f++ {
+		if s := familySpecs[f]; s.Kind == kind && s.Model == model {
+			return f
+		}
+	}
+	if kind == hw.KindGrip {
+		return FamilyWirelessVerseGrip
+	}
+	return FamilyInverse3
 }
 
 // ParseFamily parses a family's wire name ("minverse").

@@ -17,7 +17,10 @@ func TestFamiliesBuildTheirDevices(t *testing.T) {
 		t.Run(spec.Name, func(t *testing.T) {
 			for i := range 3 {
 				info := NewDevice(spec.Family, i, ArmOptions{PeriodS: 0.001}).Info()
-				if info.Kind != spec.Kind || info.Model != spec.Model || info.Link != spec.Link || !info.Simulated {
+				// Versions as a real device's: the vendor shows an
+				// Inverse3 at major 7, minor 4 (a zero was 0.0).
+				if info.Kind != spec.Kind || info.Model != spec.Model || info.Link != spec.Link || !info.Simulated ||
+					info.FirmwareVersion != SimFirmwareVersion || info.HardwareVersion != SimHardwareVersion {
 					t.Fatalf("info %+v does not match the family %+v", info, spec)
 				}
 				if f, dup := ids[info.Kind.String()+info.ID]; dup {

@@ -75,12 +75,14 @@ func NewGrip(o GripOptions) *Grip {
 	spec := gripFamily(o.Family, o.Link)
 	return &Grip{
 		info: hw.Info{
-			Kind:      hw.KindGrip,
-			ID:        GripID(idIndex(spec, o.Index)),
-			UUID:      GripUUID(idIndex(spec, o.Index)),
-			Model:     spec.Model,
-			Simulated: true,
-			Link:      spec.Link,
+			Kind:            hw.KindGrip,
+			ID:              GripID(idIndex(spec, o.Index)),
+			UUID:            GripUUID(idIndex(spec, o.Index)),
+			Model:           spec.Model,
+			FirmwareVersion: spec.FirmwareVersion,
+			HardwareVersion: spec.HardwareVersion,
+			Simulated:       true,
+			Link:            spec.Link,
 		},
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,
