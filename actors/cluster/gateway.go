@@ -850,6 +850,11 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			g.adds.push(p)
 		}
 	}
+	for _, p := range g.proxies {
+		if p.nodeID == n.id {
+			p.nodeLeaseNs.Store(int64(m.LeaseMs) * int64(time.Millisecond))
+		}
+	}
 	g.mu.Unlock()
 	return joined
 }

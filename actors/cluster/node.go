@@ -657,7 +657,7 @@ func (n *Node) configGenLocked(uuid string, d *actors.Device) uint64 {
 func (n *Node) inventoryLocked() *wire.Inventory {
 	devs := n.devicesLocked()
 	n.invSent = n.set
-	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.sys.Address()}
+	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.sys.Address(), LeaseMs: uint32(n.cfg.LeaseMs)}
 	for _, d := range devs {
 		i := d.Info
 		inv.Devices = append(inv.Devices, &wire.Device{
@@ -876,7 +876,7 @@ func (n *Node) push() {
 				// Addressed to the process served (Inventory.process_id),
 				// as the answer to its Subscribe is.
 				n.sys.Root.Send(to.pid, &wire.Inventory{NodeId: inv.NodeId, Devices: inv.Devices, HttpUrl: inv.HttpUrl,
-					Address: inv.Address, ProcessId: to.process})
+					Address: inv.Address, ProcessId: to.process, LeaseMs: inv.LeaseMs})
 			}
 			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}

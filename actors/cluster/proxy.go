@@ -46,6 +46,9 @@ type proxy struct {
 	// currentAtNs is sampledNs of the newest state, 0 before the first
 	// (StateStaleness, read by every frame that carries the device).
 	currentAtNs atomic.Int64
+	// nodeLeaseNs is the node's lease from its latest inventory, 0 when it
+	// does not say (StateStaleness).
+	nodeLeaseNs atomic.Int64
 	g           *Gateway
 	nodeID      string
 	node        *actor.PID
@@ -632,13 +635,17 @@ func (p *proxy) controlEnded(now time.Time) {
 func (p *proxy) StateAge() (ageNs int64, repeated bool) { return p.ageNs, !p.pushedYet }
 
 // StateStaleness says how old the newest state the node pushed is now,
-// and the lab's lease (Config.LeaseMs) as the bound past which frames warn
-// that it is stale (actors.StaleStateReporter): a node pushes at least
+// and the node's lease (its inventory's lease_ms; the gateway's own
+// Config.LeaseMs from a node that does not say) as the bound past which
+// frames warn that it is stale (actors.StaleStateReporter): a node pushes at least
 // twice per lease, so a state that old means its pushes stopped arriving,
 // the link is likely cut both ways, and the node has ended the force of
 // the commands that no longer reach it.
 func (p *proxy) StateStaleness() (ageNs, boundNs int64) {
-	boundNs = int64(p.g.cfg.LeaseMs) * int64(time.Millisecond)
+	boundNs = p.nodeLeaseNs.Load()
+	if boundNs <= 0 {
+		boundNs = int64(p.g.cfg.LeaseMs) * int64(time.Millisecond)
+	}
 	at := p.currentAtNs.Load()
 	if at == 0 {
 		return 0, boundNs

@@ -18,9 +18,30 @@ import (
 // loaded machine), and stop saying so once states arrive again. Before
 // state_stale, nothing in the frames told the client that its arm was not
 // pushing and that its commands were not arriving (review40, s3).
+//
+// The bound is the node's lease, which its inventory carries: a gateway
+// started with another --cluster-lease-ms (here 50 times the node's)
+// warned only past its own, seconds after the node had ended the force.
 func TestFramesWarnWhileTheNodesStateIsStale(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		gwLeaseMs int
+	}{
+		{"gateway's lease as the node's", 0},
+		{"gateway's lease 50 times the node's", 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testFramesWarnWhileStale(t, tc.gwLeaseMs) })
+	}
+}
+
+func testFramesWarnWhileStale(t *testing.T, gwLeaseMs int) {
 	n, d := testNode(t)
-	g := testGateway(t, time.Hour)
+	svc, shutdown := testService(t)
+	g := newTestGateway(svc, time.Hour)
+	if gwLeaseMs != 0 {
+		g.cfg.LeaseMs = gwLeaseMs
+	}
+	serveTestGateway(t, g, shutdown, true)
 	link := linkLab(t, g, n)
 	c := openSession(t, g.svc, "")
 	gwID := g.svc.Devices().All()[0].ID
@@ -33,7 +54,7 @@ func TestFramesWarnWhileTheNodesStateIsStale(t *testing.T) {
 		return staleWarnings(c.send(msg), gwID) == 0
 	})
 
-	lease := time.Duration(g.cfg.LeaseMs) * time.Millisecond
+	lease := time.Duration(n.cfg.LeaseMs) * time.Millisecond
 	link.partitioned.Store(true)
 	cutAt := time.Now()
 	const slack = 2 * time.Second // a starved machine's late ticks and frames

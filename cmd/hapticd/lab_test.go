@@ -199,6 +199,11 @@ func forceThrough(t *testing.T, m *labMember, id string, z float64) (stop func()
 // the server never finds the client slow). stop closes conn.
 func holdSession(t *testing.T, conn *websocket.Conn, next func() string, onFrame func(f map[string]any)) (stop func()) {
 	t.Helper()
+	// The reads are this session's from here on: a deadline readJSON set
+	// (10 s) would end them mid-test, the client would stop reading its
+	// frames, and the server's writes, then its reads, then the client's
+	// writes would stall behind them.
+	_ = conn.SetReadDeadline(time.Time{})
 	done := make(chan struct{})
 	go func() {
 		for {

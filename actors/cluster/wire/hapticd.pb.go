@@ -281,7 +281,12 @@ type Inventory struct {
 	// field, or a gateway that says none). A gateway whose own it is not
 	// takes nothing of it: another process advertises its address, and the
 	// node answered that one's Subscribe (see SubscribeRefused).
-	ProcessId     uint64 `protobuf:"varint,5,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	ProcessId uint64 `protobuf:"varint,5,opt,name=process_id,json=processId,proto3" json:"process_id,omitempty"`
+	// lease_ms is the node's command lease (--cluster-lease-ms as the node
+	// was started): the gateway judges the node's state stale past it, not
+	// past its own setting (0: a node older than the field; the gateway's
+	// own lease then).
+	LeaseMs       uint32 `protobuf:"varint,6,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,6 +352,13 @@ func (x *Inventory) GetAddress() string {
 func (x *Inventory) GetProcessId() uint64 {
 	if x != nil {
 		return x.ProcessId
+	}
+	return 0
+}
+
+func (x *Inventory) GetLeaseMs() uint32 {
+	if x != nil {
+		return x.LeaseMs
 	}
 	return 0
 }
@@ -1947,14 +1959,15 @@ const file_hapticd_proto_rawDesc = "" +
 	"\x12workspace_center_y\x18\f \x01(\x01R\x10workspaceCenterY\x12,\n" +
 	"\x12workspace_center_z\x18\r \x01(\x01R\x10workspaceCenterZ\x12\x1d\n" +
 	"\n" +
-	"config_gen\x18\x0e \x01(\x04R\tconfigGen\"\xab\x01\n" +
+	"config_gen\x18\x0e \x01(\x04R\tconfigGen\"\xc6\x01\n" +
 	"\tInventory\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x121\n" +
 	"\adevices\x18\x02 \x03(\v2\x17.hapticd.cluster.DeviceR\adevices\x12\x19\n" +
 	"\bhttp_url\x18\x03 \x01(\tR\ahttpUrl\x12\x18\n" +
 	"\aaddress\x18\x04 \x01(\tR\aaddress\x12\x1d\n" +
 	"\n" +
-	"process_id\x18\x05 \x01(\x04R\tprocessId\"\xdb\x06\n" +
+	"process_id\x18\x05 \x01(\x04R\tprocessId\x12\x19\n" +
+	"\blease_ms\x18\x06 \x01(\rR\aleaseMs\"\xdb\x06\n" +
 	"\x05State\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\tR\x04uuid\x12\x12\n" +
 	"\x04tick\x18\x02 \x01(\x04R\x04tick\x12\x1d\n" +
