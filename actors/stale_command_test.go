@@ -40,6 +40,11 @@ func TestControlLeaseRunsFromTheMessagesArrival(t *testing.T) {
 		{"effects that waited part of the lease", damper, 60 * time.Millisecond, true, ""},
 		{"effects that waited longer than the lease", damper, 150 * time.Millisecond, false, "arm3[0].effects"},
 		{"a probe asks for no control", probe, 150 * time.Millisecond, false, ""},
+		// The wait is measured on the real-time clock: a step back makes it
+		// negative, counted as none (no lease past the read plus the lease);
+		// a step forward makes it long, refused.
+		{"command read after the wall clock stepped back an hour", force, -time.Hour, true, ""},
+		{"command read after the wall clock stepped forward an hour", force, time.Hour, false, "arm3[0].commands"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			svc := startWith(t, Options{})
@@ -71,10 +76,11 @@ func TestControlLeaseRunsFromTheMessagesArrival(t *testing.T) {
 			}
 			var cmd loop.Command
 			arm.Register().Read(&cmd)
-			lo, hi := before-int64(c.waited)+int64(lease), after-int64(c.waited)+int64(lease)
+			waited := max(c.waited, 0)
+			lo, hi := before-int64(waited)+int64(lease), after-int64(waited)+int64(lease)
 			if cmd.Session != sess.ID || cmd.DeadlineNs < lo || cmd.DeadlineNs > hi {
 				t.Fatalf("the lease ends %.3f ms after the message was read, want %.0f ms after it arrived (%d ms before it was read), between %.3f and %.3f",
-					float64(cmd.DeadlineNs-after)/float64(ms), float64(lease)/float64(ms), c.waited/time.Millisecond, float64(lo-after)/float64(ms), float64(hi-after)/float64(ms))
+					float64(cmd.DeadlineNs-after)/float64(ms), float64(lease)/float64(ms), waited/time.Millisecond, float64(lo-after)/float64(ms), float64(hi-after)/float64(ms))
 			}
 		})
 	}
