@@ -728,9 +728,28 @@ func (p *tickPath) staleControl(f *protocol.Frame, d *Device, e *protocol.Device
 		at = e.Path + ".effects"
 	}
 	f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeStaleCommand, at,
-		"this message arrived %.0f ms before it was read, longer than the %d ms lease: its commands and effects on %s %s were not applied; send them again",
+		"this message arrived %.0f ms before it could be applied, longer than the %d ms lease: its control command and effects on %s %s were not applied (the rest of the entry was); send them again",
 		float64(now-p.arrivedNs)/float64(time.Millisecond), leaseMs, e.TypeKey, d.ID))
+	p.endLeaseBy(d, p.leaseDeadline(leaseMs))
 	return true
+}
+
+// endLeaseBy ends the session's lease on d by end at the latest: a stale
+// message that shortened the lease (lease_ms) is refused, and the command
+// and effects in force under the longer lease a message before it granted
+// must not outlast what this one allowed; the client asked for the shorter
+// lease before it fell silent.
+func (p *tickPath) endLeaseBy(d *Device, end int64) {
+	id := p.sess.ID
+	reg := d.Register()
+	var c loop.Command
+	if reg.Read(&c); reg.Owner() == id && c.Session == id && c.DeadlineNs > end {
+		p.seq++
+		reg.Renew(id, p.seq, end, c.Params)
+	}
+	if a := p.fx[d]; a != nil && a.deadlineNs > end {
+		a.deadlineNs = end
+	}
 }
 
 // keepView makes the register's command of session carry the Params of the

@@ -97,3 +97,35 @@ func warningsOf(f testFrame) []map[string]any {
 	}
 	return out
 }
+
+// TestStaleMessageThatShortensTheLeaseEndsTheLongerOne: a message that
+// shortens the lease and arrives too late for the shorter lease is refused,
+// and the force a message before it held under the longer lease ends with
+// it: the client asked for the shorter lease before it fell silent, and
+// the refused message cannot be the reason its old force lasts a second.
+func TestStaleMessageThatShortensTheLeaseEndsTheLongerOne(t *testing.T) {
+	svc := startWith(t, Options{})
+	arm := addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	withLease := func(ms int, z float64) string {
+		return fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}},"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, ms, arm.ID, z)
+	}
+	sess.Deliver([]byte(withLease(1000, 2)), 0)
+	if f := sink.next(t); len(f.errorCodes()) > 0 || len(warningsOf(f)) > 0 {
+		t.Fatalf("the long lease's command: %s", f.text)
+	}
+	clock := svc.opts.Clock
+	const waited = 30 * time.Millisecond
+	sess.Deliver([]byte(withLease(10, 0)), int64(waited))
+	after := clock.Now()
+	f := sink.next(t)
+	if ws := warningsOf(f); len(ws) != 1 || ws[0]["code"] != string(protocol.CodeStaleCommand) {
+		t.Fatalf("a message 30 ms old under the 10 ms lease it sets: warnings %v, want one stale_command", ws)
+	}
+	var cmd loop.Command
+	arm.Register().Read(&cmd)
+	if cmd.Session == sess.ID && cmd.DeadlineNs > after-int64(waited)+int64(10*time.Millisecond) {
+		t.Fatalf("the 2 N command's lease ends %.0f ms after the refused message, want it ended by that message's shorter lease (%v before)",
+			float64(cmd.DeadlineNs-after)/float64(time.Millisecond), waited-10*time.Millisecond)
+	}
+}

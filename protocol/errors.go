@@ -51,7 +51,7 @@ const (
 	CodeCommandIgnored              Code = "command_ignored"  // warning: lost the control-command precedence
 	CodeEffectsDropped              Code = "effects_dropped"  // warning: a lapsed lease dropped the session's effects on the arm
 	CodeStateStale                  Code = "state_stale"      // warning: a lab device's newest state is older than the lab's lease
-	CodeStaleCommand                Code = "stale_command"    // warning: a command arrived longer than its lease before it was read, and was not applied
+	CodeStaleCommand                Code = "stale_command"    // warning: a command arrived longer than its lease before it could be applied, and was not
 	CodeWarningsDropped             Code = "warnings_dropped" // warning: counts the warnings past MaxWarnings
 	CodeErrorsDropped               Code = "errors_dropped"   // counts the errors past MaxErrors
 	CodeVersionMismatch             Code = "version_mismatch"
@@ -115,7 +115,7 @@ var codeTable = []codeInfo{
 	{CodeCommandIgnored, http.StatusConflict, "another control command in this message took precedence: send one per device", framesOnly},
 	{CodeEffectsDropped, http.StatusGone, "the lease lapsed and the session's effects on this arm were dropped: declare them again", framesOnly},
 	{CodeStateStale, http.StatusGatewayTimeout, "this device's node has sent no state for longer than the lab's lease: the state shown is old, commands may not be reaching the arm, and its node's lease has ended any force it held", framesOnly},
-	{CodeStaleCommand, http.StatusRequestTimeout, "the message waited on the host longer than the control lease before it was read (the service was stalled): its commands and effects were not applied; send them again", framesOnly},
+	{CodeStaleCommand, http.StatusRequestTimeout, "the message waited on the host longer than the control lease before it could be applied (the service was stalled or behind): its control command and effects were not applied; send them again", framesOnly},
 	{CodeWarningsDropped, http.StatusBadRequest, "more warnings than a frame lists: fix the listed ones first", framesOnly},
 	{CodeErrorsDropped, http.StatusBadRequest, "more errors than a frame lists: fix the listed ones first", framesOnly},
 	{CodeVersionMismatch, http.StatusBadRequest, "the required API version does not match " + APIVersion, framesOnly},

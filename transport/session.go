@@ -280,10 +280,12 @@ type receiveClock interface {
 }
 
 // waited is how long the message just read waited on this host before it
-// was read: from the kernel's receive time of the newest data the last read
-// returned, which is this message's arrival or later (so a message never
-// looks older than it is). 0 where the connection does not tell: other
-// systems, a test's pipe.
+// was read, from rawsock's LastReceived: the kernel's receive time of the
+// newest data the last read returned (this message's arrival or later), or,
+// for a read within 1 ms of the socket seen empty, that instant (earlier,
+// by that much plus any time the reader lost between its clock reading and
+// the read: it errs towards refusing). 0 where the connection does not
+// tell: other systems, a test's pipe.
 func (c *wsConn) waited() int64 {
 	if c.received == nil {
 		return 0
