@@ -7,7 +7,6 @@ import (
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/hwtest"
-	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
@@ -43,15 +42,7 @@ func TestGripIsReadByItsLinksLayout(t *testing.T) {
 				out = wire.AppendIn(tc.layout, out, wire.ToHost, &wire.Message{Header: wire.HeaderGripStatus, GripStatus: tc.status})
 			}
 			pty := playDongle(t, out)
-			p, err := serial.Open(pty.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, Link: tc.link, InfoTimeout: testReplyTimeout, StaleAfter: 10 * time.Second})
-			if err != nil {
-				t.Fatalf("OpenGrip: %v", err)
-			}
-			defer g.Close()
+			g := openGrip(t, pty.Path, driver.GripOptions{Link: tc.link, InfoTimeout: testReplyTimeout, StaleAfter: 10 * time.Second})
 			var st hw.State
 			hwtest.Eventually(t, 10*time.Second, "the grip's status", func() bool {
 				if err := g.Exchange(nil, &st); err != nil {

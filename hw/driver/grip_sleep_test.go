@@ -9,7 +9,6 @@ import (
 	"github.com/hapticd/hapticd/hw/driver"
 	"github.com/hapticd/hapticd/hw/emulator"
 	"github.com/hapticd/hapticd/hw/hwtest"
-	"github.com/hapticd/hapticd/hw/serial"
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
@@ -21,15 +20,7 @@ import (
 // TestGripThroughPTY.)
 func TestEmulatedGripSleepsAndWakes(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 6, Motion: sim.MotionCircle})
-	p, err := serial.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, StaleAfter: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("OpenGrip: %v", err)
-	}
-	defer g.Close()
+	g := openGrip(t, path, driver.GripOptions{StaleAfter: 200 * time.Millisecond})
 	var st hw.State
 	exchangeUntil := func(what string, done func(error) bool) {
 		t.Helper()
