@@ -8,6 +8,7 @@ import (
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/hw/wire"
 )
 
@@ -99,6 +100,11 @@ type Arm struct {
 	closed   bool
 	replyErr error // prebuilt so a miss does not allocate
 
+	// leftHanded is the handedness last configured (right until then, as
+	// the firmware starts): the kinematics that derive what a reply does
+	// not carry depend on it.
+	leftHanded bool
+
 	// Resynchronisation after a missed or unread reply (see resync.go).
 	resync      bool
 	cleanLeft   int       // clean exchanges still needed to leave it
@@ -165,7 +171,12 @@ func OpenArm(p serial.Port, o ArmOptions) (*Arm, error) {
 		HostGravityCompensation: false,
 	}
 	a.replyErr = fmt.Errorf("hw/driver: arm %s on %s: %d replies missed in a row: %w", a.info.ID, o.Path, o.MaxMisses, ErrNoReply)
-	a.last.Status = hw.StatusReady | hw.StatusStarted
+	// The wire carries neither calibration nor the power supply (see
+	// docs/hardware.md). An arm reports positions only once its encoders
+	// are referenced, and its first state passed the check for the zero
+	// position a half-awake one sends: calibrated. Its motors answer the
+	// zero force just sent: powered.
+	a.last.Status = hw.StatusCalibrated | hw.StatusReady | hw.StatusStarted | hw.StatusPowerSupply
 	return a, nil
 }
 
@@ -494,16 +505,21 @@ func (a *Arm) ticksFor(seconds float64) uint64 {
 	return uint64(max(1, math.Ceil(seconds/a.opts.PeriodS)))
 }
 
-// apply folds the reply in a.msg into a.last.
+// apply folds the reply in a.msg into a.last. A reply carries either the
+// cursor (0x2B) or the joints (0x1B), never both: the other half is derived
+// by the model's kinematics (hw/sim's, the one the simulated and emulated
+// arms move by), so no field of the state freezes in either mode.
 func (a *Arm) apply(header byte, cmd *hw.Command) {
 	if header == wire.HeaderJointState {
 		a.last.AnglesDeg = hw.Angles3{A0: a.msg.A.X, A1: a.msg.A.Y, A2: a.msg.A.Z}
 		a.last.AngularVelocityDps = hw.Angles3{A0: a.msg.B.X, A1: a.msg.B.Y, A2: a.msg.B.Z}
+		sim.DeriveCursorState(&a.last, a.leftHanded)
 		a.last.ForceN = hw.Vec3{}
 		return
 	}
 	a.last.PositionM = a.msg.A
 	a.last.VelocityMps = a.msg.B
+	sim.DeriveArmState(&a.last, a.leftHanded)
 	if cmd != nil && cmd.Mode == hw.ModeForce && commandFinite(cmd) {
 		a.last.ForceN = cmd.ForceN
 	} else {
@@ -626,6 +642,7 @@ func (a *Arm) Configure(s hw.Settings) error {
 		{Sub: wire.ConfigGravity, Flag: s.GravityCompensation, Value: s.GravityScale},
 	}
 	first := a.ticksFor(configRetryS)
+	a.leftHanded = s.LeftHanded
 	for i, r := range reqs {
 		a.config[i] = configCode{req: r, pending: true, dueTick: a.tick + 1, backoff: first}
 	}

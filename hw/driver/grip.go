@@ -78,7 +78,7 @@ var _ hw.Driver = (*Grip)(nil)
 // first. The driver owns p from then on, and closes it on failure.
 func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 	o.fill()
-	g := &Grip{port: p, opts: o, scan: wire.NewScanner(wire.ToHost)}
+	g := &Grip{port: p, opts: o, scan: wire.NewScannerIn(layoutOf(o.Link), wire.ToHost)}
 	gi, err := g.identify()
 	if err != nil {
 		p.Close()
@@ -101,6 +101,15 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 	g.last.Orientation = hw.Quat{W: 1}
 	g.seen = time.Now()
 	return g, nil
+}
+
+// layoutOf is the status layout a grip on link sends: a wired grip's is
+// shorter than a wireless one's, under the same header.
+func layoutOf(link hw.Link) wire.Layout {
+	if link == hw.LinkWired {
+		return wire.LayoutWired
+	}
+	return wire.LayoutWireless
 }
 
 // identify asks the dongle for its grips, a bounded number of times, and

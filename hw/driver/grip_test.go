@@ -170,15 +170,7 @@ func TestGripWithItsSensorDownReportsItsError(t *testing.T) {
 		out = wire.AppendGripStatus(out, &down)
 	}
 	pty := playDongle(t, out)
-	p, err := serial.Open(pty.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := driver.OpenGrip(p, driver.GripOptions{Path: pty.Path, InfoTimeout: time.Second, StaleAfter: 10 * time.Second})
-	if err != nil {
-		t.Fatalf("OpenGrip: %v", err)
-	}
-	defer g.Close()
+	g := openGrip(t, pty.Path, driver.GripOptions{InfoTimeout: time.Second, StaleAfter: 10 * time.Second})
 	var st hw.State
 	hwtest.Eventually(t, 10*time.Second, "the grip's error reported", func() bool {
 		if err := g.Exchange(nil, &st); err != nil {
@@ -192,6 +184,23 @@ func TestGripWithItsSensorDownReportsItsError(t *testing.T) {
 	if st.Orientation != good.Orientation {
 		t.Errorf("orientation %v, want the last one the grip sent (%v)", st.Orientation, good.Orientation)
 	}
+}
+
+// openGrip opens the real serial port at path and the grip behind it,
+// closed when the test ends.
+func openGrip(t *testing.T, path string, o driver.GripOptions) *driver.Grip {
+	t.Helper()
+	p, err := serial.Open(path)
+	if err != nil {
+		t.Fatalf("serial.Open: %v", err)
+	}
+	o.Path = path
+	g, err := driver.OpenGrip(p, o)
+	if err != nil {
+		t.Fatalf("OpenGrip: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
 }
 
 // playDongle plays a dongle by hand on a real pseudo-terminal: it answers

@@ -157,15 +157,7 @@ func TestReplayedLateReplyIsMissedAsRecorded(t *testing.T) {
 
 func TestGripThroughPTY(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 3, Motion: sim.MotionCircle})
-	p, err := serial.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path})
-	if err != nil {
-		t.Fatalf("OpenGrip: %v", err)
-	}
-	defer g.Close()
+	g := openGrip(t, path, driver.GripOptions{})
 	// A grip found on a port is the dongle's wireless grip unless told.
 	if info := g.Info(); info.Kind != hw.KindGrip || info.ID != itoa(e.ID()) || info.Port != path || info.Link != hw.LinkWireless {
 		t.Errorf("Info = %+v, want grip %d on %s", info, e.ID(), path)

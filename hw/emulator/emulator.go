@@ -41,6 +41,11 @@ type Faults struct {
 	// none, as a firmware that does not know a code (or loses its ack)
 	// does.
 	DropConfigAcks bool
+	// GripAsleep stops a grip's status frames, as a grip asleep, switched
+	// off or out of the dongle's range sends none while the dongle stays
+	// plugged in; clearing it wakes the grip. (Unplug is the dongle
+	// pulled out.)
+	GripAsleep bool
 }
 
 // Options describe an emulated device. Zero values take the defaults.
@@ -493,6 +498,12 @@ func (e *Emulator) streamGrip(stop <-chan struct{}) {
 		case <-e.done:
 			return
 		case <-t.C:
+			e.mu.Lock()
+			asleep := e.faults.GripAsleep
+			e.mu.Unlock()
+			if asleep {
+				continue
+			}
 			if err := e.physics.Exchange(&cmd, &st); err != nil {
 				continue // a closed model sends nothing, as a grip asleep
 			}

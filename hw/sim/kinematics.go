@@ -36,14 +36,37 @@ func handSign(leftHanded bool) float64 {
 
 // ForwardKinematics returns the end-effector position for joint angles.
 func ForwardKinematics(anglesDeg hw.Angles3, leftHanded bool) hw.Vec3 {
-	heading := handSign(leftHanded) * anglesDeg.A0 * radPerDeg
-	a1 := anglesDeg.A1 * radPerDeg
-	a12 := a1 + anglesDeg.A2*radPerDeg
+	st := hw.State{AnglesDeg: anglesDeg}
+	DeriveCursorState(&st, leftHanded)
+	return st.PositionM
+}
+
+// DeriveCursorState completes a state that carries joint angles and speeds
+// only (an arm's joint-state reply): the end-effector position by forward
+// kinematics, its velocity by J·ω and the body turned by the base yaw, for
+// the handedness given. It is DeriveArmState the other way round, on the
+// same model, and reads only its arguments.
+func DeriveCursorState(st *hw.State, leftHanded bool) {
+	sign := handSign(leftHanded)
+	heading := sign * st.AnglesDeg.A0 * radPerDeg
+	a1 := st.AnglesDeg.A1 * radPerDeg
+	a12 := a1 + st.AnglesDeg.A2*radPerDeg
 	s1, c1 := math.Sincos(a1)
 	s12, c12 := math.Sincos(a12)
-	r := UpperLinkM*c1 + ForearmM*c12
 	sh, ch := math.Sincos(heading)
-	return hw.Vec3{X: r * sh, Y: r * ch, Z: ShoulderHeightM + UpperLinkM*s1 + ForearmM*s12}
+	r := UpperLinkM*c1 + ForearmM*c12
+	up := UpperLinkM*s1 + ForearmM*s12
+	st.PositionM = hw.Vec3{X: r * sh, Y: r * ch, Z: ShoulderHeightM + up}
+	// J·ω with the Jacobian's columns as written below (forceFromTorques).
+	w0 := st.AngularVelocityDps.A0 * radPerDeg
+	w1 := st.AngularVelocityDps.A1 * radPerDeg
+	w2 := st.AngularVelocityDps.A2 * radPerDeg
+	dr2, dz2 := -ForearmM*s12, ForearmM*c12
+	vr := -up*w1 + dr2*w2 // along the reach
+	vt := sign * r * w0   // across it
+	st.VelocityMps = hw.Vec3{X: vr*sh + vt*ch, Y: vr*ch - vt*sh, Z: r*w1 + dz2*w2}
+	ps := pose{sh: sh, ch: ch}
+	st.BodyOrientation = ps.bodyOrientation()
 }
 
 // InverseKinematics returns the elbow-up joint angles that put the end

@@ -8,7 +8,9 @@
 // Frames): its header byte, direction, length and decoder. The layouts are
 // provisional (they come from one early public implementation); when a real
 // capture shows a different layout, correct the entry and its encoder here
-// and nothing else changes.
+// and nothing else changes. A device speaks one Layout: the grip status
+// has a wireless and a wired layout under one header, so a reader of a
+// wired grip asks for LayoutWired (NewScannerIn, DecodeIn).
 //
 // # Framing
 //

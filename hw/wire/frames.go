@@ -26,6 +26,30 @@ func (d Direction) String() string {
 	return "unknown"
 }
 
+// Layout says which frame layouts a device speaks. Most frames have one
+// layout; the grip status does not: a wired grip (an older handle) sends a
+// shorter status under the same header than a wireless grip through its
+// dongle, so a reader must be told which it reads.
+type Layout uint8
+
+const (
+	// LayoutWireless is the arm's and the wireless grip's (the default).
+	LayoutWireless Layout = iota
+	// LayoutWired is LayoutWireless with the wired grip's status.
+	LayoutWired
+	layouts
+)
+
+func (l Layout) String() string {
+	switch l {
+	case LayoutWireless:
+		return "wireless"
+	case LayoutWired:
+		return "wired"
+	}
+	return "unknown"
+}
+
 // Header bytes of the arm protocol.
 const (
 	HeaderWake             byte = 0x0A // host: wake up and identify
@@ -69,6 +93,7 @@ const (
 	configAckLen   = 1 + 1 + 1     // header, sub-code, status (0 = ok)
 	gripInfoLen    = 1 + 1 + 2 + 1 + 1 + 1
 	gripStatusLen  = 1 + 2 + 4*4 + 1 + 1 + 1 + 1 + 4 + 1 // + ext bytes
+	gripWiredLen   = 1 + 2 + 4*4 + 1 + 1 + 1             // + user data bytes
 	gripUserLen    = 1 + 2 + 1                           // + ext bytes
 	gripErrorLen   = 1 + 2 + 1
 	gripQueryLen   = 1
@@ -159,8 +184,11 @@ type Frame struct {
 	// (firmware may send any header byte): a Scanner never looks for them,
 	// and a reader decodes them by position (see DecodeWakeReply).
 	Positional bool
-	decode     func(b []byte, m *Message) error
-	encode     func(dst []byte, m *Message) []byte
+	// Layout is LayoutWireless for a frame of every layout, or the one
+	// layout whose frame for this header it is (replacing the common one).
+	Layout Layout
+	decode func(b []byte, m *Message) error
+	encode func(dst []byte, m *Message) []byte
 }
 
 // frames is the one table of every frame. It is never written after
@@ -197,32 +225,40 @@ var frames = [...]Frame{
 		decode: decodeGripStatus, encode: encodeGripStatus},
 	{Header: HeaderGripError, Dir: ToHost, Name: "grip-error", Len: gripErrorLen,
 		decode: decodeGripError, encode: encodeGripError},
+	{Header: HeaderGripStatus, Dir: ToHost, Name: "wired-grip-status", Len: gripWiredLen, ExtLenAt: gripWiredLen - 1,
+		Layout: LayoutWired, decode: decodeWiredGripStatus, encode: encodeWiredGripStatus},
 }
 
-// index maps direction and header to an entry of frames (+1; 0 = unknown).
-// It is computed once at initialisation and only read afterwards.
+// index maps layout, direction and header to an entry of frames (+1;
+// 0 = unknown). It is computed once at initialisation and only read
+// afterwards.
 var index = buildIndex()
 
-func buildIndex() (ix [3][256]uint8) {
-	for i, f := range frames {
-		ix[f.Dir][f.Header] = uint8(i + 1)
+func buildIndex() (ix [layouts][3][256]uint8) {
+	for l := range ix {
+		for i, f := range frames {
+			if f.Layout == LayoutWireless && ix[l][f.Dir][f.Header] == 0 || f.Layout == Layout(l) {
+				ix[l][f.Dir][f.Header] = uint8(i + 1)
+			}
+		}
 	}
 	return ix
 }
 
-// Frames returns a copy of the frame table.
+// Frames returns a copy of the frame table, for documentation and tests.
 func Frames() []Frame {
 	out := make([]Frame, len(frames))
 	copy(out, frames[:])
 	return out
 }
 
-// lookup returns the table entry for a header sent in direction dir, or nil.
-func lookup(dir Direction, header byte) *Frame {
-	if dir != ToDevice && dir != ToHost {
+// lookup returns the table entry for a header sent in direction dir in
+// layout l, or nil.
+func lookup(l Layout, dir Direction, header byte) *Frame {
+	if dir != ToDevice && dir != ToHost || l >= layouts {
 		return nil
 	}
-	i := index[dir][header]
+	i := index[l][dir][header]
 	if i == 0 {
 		return nil
 	}
@@ -257,10 +293,15 @@ func (f *Frame) frameLen(b []byte) (int, error) {
 // frame. The wake-up reply is an exception: firmware may send it with any
 // header byte, so decode it with DecodeWakeReply when one is expected.
 func Decode(dir Direction, b []byte, m *Message) (int, error) {
+	return DecodeIn(LayoutWireless, dir, b, m)
+}
+
+// DecodeIn is Decode for a device that speaks layout l.
+func DecodeIn(l Layout, dir Direction, b []byte, m *Message) (int, error) {
 	if len(b) == 0 {
 		return 0, ErrShort
 	}
-	f := lookup(dir, b[0])
+	f := lookup(l, dir, b[0])
 	if f == nil {
 		return 0, ErrUnknownHeader
 	}
@@ -279,7 +320,12 @@ func Decode(dir Direction, b []byte, m *Message) (int, error) {
 // m.Header, and appends it to dst. It returns dst unchanged when the header
 // is not in the table for that direction.
 func Append(dst []byte, dir Direction, m *Message) []byte {
-	f := lookup(dir, m.Header)
+	return AppendIn(LayoutWireless, dst, dir, m)
+}
+
+// AppendIn is Append for a device that speaks layout l.
+func AppendIn(l Layout, dst []byte, dir Direction, m *Message) []byte {
+	f := lookup(l, dir, m.Header)
 	if f == nil {
 		return dst
 	}
@@ -568,7 +614,39 @@ func encodeGripInfo(dst []byte, m *Message) []byte {
 
 func decodeGripStatus(b []byte, m *Message) error {
 	s := &m.GripStatus
-	s.ID = binary.LittleEndian.Uint16(b[1:])
+	if err := decodeGripHead(b, s); err != nil {
+		return err
+	}
+	battery := f32(b[23:])
+	if !plausible(battery, limitBattery) || battery < 0 {
+		return ErrImplausible
+	}
+	s.Hall, s.Buttons = b[21], b[22]
+	s.Battery = battery
+	s.ExtLen = b[27]
+	s.Ext = [MaxExtBytes]byte{}
+	copy(s.Ext[:], b[28:28+int(s.ExtLen)])
+	return nil
+}
+
+// decodeWiredGripStatus decodes a wired grip's status: the wireless
+// layout's first fields, then its user data. It carries no hall, buttons
+// or battery, which decode as zero.
+func decodeWiredGripStatus(b []byte, m *Message) error {
+	s := &m.GripStatus
+	if err := decodeGripHead(b, s); err != nil {
+		return err
+	}
+	s.Hall, s.Buttons, s.Battery = 0, 0, 0
+	s.ExtLen = b[21]
+	s.Ext = [MaxExtBytes]byte{}
+	copy(s.Ext[:], b[22:22+int(s.ExtLen)])
+	return nil
+}
+
+// decodeGripHead decodes what both status layouts start with: id,
+// orientation, error and attached.
+func decodeGripHead(b []byte, s *GripStatus) error {
 	q := hw.Quat{W: f32(b[3:]), X: f32(b[7:]), Y: f32(b[11:]), Z: f32(b[15:])}
 	// A quaternion that is no rotation is noise, unless the grip reports
 	// an error beside it (its orientation sensor is down): then the
@@ -577,16 +655,9 @@ func decodeGripStatus(b []byte, m *Message) error {
 	if !plausible(q.W, limitQuatPart) || !plausible(q.X, limitQuatPart) || !plausible(q.Y, limitQuatPart) || !plausible(q.Z, limitQuatPart) || (!rotation(q) && b[19] == 0) {
 		return ErrImplausible
 	}
-	battery := f32(b[23:])
-	if !plausible(battery, limitBattery) || battery < 0 {
-		return ErrImplausible
-	}
+	s.ID = binary.LittleEndian.Uint16(b[1:])
 	s.Orientation = q
-	s.Error, s.Attached, s.Hall, s.Buttons = b[19], b[20], b[21], b[22]
-	s.Battery = battery
-	s.ExtLen = b[27]
-	s.Ext = [MaxExtBytes]byte{}
-	copy(s.Ext[:], b[28:28+int(s.ExtLen)])
+	s.Error, s.Attached = b[19], b[20]
 	return nil
 }
 
@@ -598,10 +669,7 @@ func decodeGripStatus(b []byte, m *Message) error {
 // not: a grip that reports an error may send one that is not (Oriented).
 func encodeGripStatus(dst []byte, m *Message) []byte {
 	s := &m.GripStatus
-	q := s.Orientation
-	if !(math.Abs(q.W) <= limitQuatPart && math.Abs(q.X) <= limitQuatPart && math.Abs(q.Y) <= limitQuatPart && math.Abs(q.Z) <= limitQuatPart) {
-		q = hw.Quat{} // false for NaN too
-	}
+	dst = appendGripHead(dst, s)
 	// A battery the decoder accepts (0..limitBattery, -0 too) goes out
 	// as given, so decode and encode round-trip; NaN and negatives as 0,
 	// beyond the limit as full.
@@ -612,10 +680,28 @@ func encodeGripStatus(dst []byte, m *Message) []byte {
 	case battery > limitBattery:
 		battery = 1
 	}
+	dst = append(dst, s.Hall, s.Buttons)
+	dst = appendF32(dst, battery)
+	return appendGripExt(dst, s)
+}
+
+// encodeWiredGripStatus is encodeGripStatus in the wired layout, which has
+// no hall, buttons or battery.
+func encodeWiredGripStatus(dst []byte, m *Message) []byte {
+	return appendGripExt(appendGripHead(dst, &m.GripStatus), &m.GripStatus)
+}
+
+func appendGripHead(dst []byte, s *GripStatus) []byte {
+	q := s.Orientation
+	if !(math.Abs(q.W) <= limitQuatPart && math.Abs(q.X) <= limitQuatPart && math.Abs(q.Y) <= limitQuatPart && math.Abs(q.Z) <= limitQuatPart) {
+		q = hw.Quat{} // false for NaN too
+	}
 	dst = binary.LittleEndian.AppendUint16(dst, s.ID)
 	dst = appendF32(appendF32(appendF32(appendF32(dst, q.W), q.X), q.Y), q.Z)
-	dst = append(dst, s.Error, s.Attached, s.Hall, s.Buttons)
-	dst = appendF32(dst, battery)
+	return append(dst, s.Error, s.Attached)
+}
+
+func appendGripExt(dst []byte, s *GripStatus) []byte {
 	n := min(s.ExtLen, MaxExtBytes)
 	dst = append(dst, n)
 	return append(dst, s.Ext[:n]...)

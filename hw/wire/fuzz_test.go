@@ -23,6 +23,7 @@ func seedFrames() [][]byte {
 		wire.AppendConfigAck(nil, wire.ConfigSave, 0),
 		wire.AppendGripInfo(nil, wire.GripInfo{ID: 61548}),
 		wire.AppendGripStatus(nil, &status),
+		wire.AppendIn(wire.LayoutWired, nil, wire.ToHost, &wire.Message{Header: wire.HeaderGripStatus, GripStatus: status}),
 		wire.Append(nil, wire.ToHost, &wire.Message{Header: wire.HeaderGripError, GripUser: wire.GripStatus{ID: 7, Error: 3}}),
 		{0xde, 0xad, 0xbe, 0xef},
 	}
@@ -40,16 +41,18 @@ func FuzzDecode(f *testing.F) {
 		if toHost {
 			dir = wire.ToHost
 		}
-		var m wire.Message
-		n, err := wire.Decode(dir, b, &m)
-		if err != nil {
-			return
-		}
-		if n <= 0 || n > len(b) || n > wire.MaxFrameLen {
-			t.Fatalf("Decode length %d for %d bytes", n, len(b))
-		}
-		if again := wire.Append(nil, dir, &m); !bytes.Equal(again, b[:n]) {
-			t.Fatalf("round trip: decoded %x, re-encoded %x", b[:n], again)
+		for _, l := range []wire.Layout{wire.LayoutWireless, wire.LayoutWired} {
+			var m wire.Message
+			n, err := wire.DecodeIn(l, dir, b, &m)
+			if err != nil {
+				continue
+			}
+			if n <= 0 || n > len(b) || n > wire.MaxFrameLen {
+				t.Fatalf("%v: Decode length %d for %d bytes", l, n, len(b))
+			}
+			if again := wire.AppendIn(l, nil, dir, &m); !bytes.Equal(again, b[:n]) {
+				t.Fatalf("%v: round trip: decoded %x, re-encoded %x", l, b[:n], again)
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@ const scanBufLen = 1024
 // or NextOf. The zero value is not usable; use NewScanner.
 type Scanner struct {
 	dir     Direction
+	layout  Layout
 	r, w    int
 	skipped uint64
 	buf     [scanBufLen]byte
@@ -17,6 +18,10 @@ type Scanner struct {
 
 // NewScanner returns a Scanner for frames sent in direction dir.
 func NewScanner(dir Direction) *Scanner { return &Scanner{dir: dir} }
+
+// NewScannerIn returns a Scanner for frames sent in direction dir by a
+// device that speaks layout l (a wired grip: LayoutWired).
+func NewScannerIn(l Layout, dir Direction) *Scanner { return &Scanner{dir: dir, layout: l} }
 
 // Space returns the free tail of the buffer to read into; pass the number of
 // bytes read to Fill. It compacts the buffer first, and when the buffer is
@@ -78,7 +83,7 @@ func (s *Scanner) NextOf(header byte, m *Message) (frame []byte, ok bool) {
 func (s *Scanner) next(m *Message, only bool, want byte) ([]byte, bool) {
 	for s.r < s.w {
 		h := s.buf[s.r]
-		f := lookup(s.dir, h)
+		f := lookup(s.layout, s.dir, h)
 		if f == nil || f.Positional || (only && h != want) {
 			s.r++
 			s.skipped++

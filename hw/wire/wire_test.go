@@ -217,10 +217,10 @@ func concat(parts ...[]byte) []byte {
 // Whoever corrects a layout in the table gets told here if its length,
 // encoder and decoder disagree.
 func TestFrameTableIsConsistent(t *testing.T) {
-	seen := map[[2]byte]string{}
+	seen := map[[3]byte]string{}
 	for _, f := range wire.Frames() {
 		t.Run(f.Dir.String()+"/"+f.Name, func(t *testing.T) {
-			key := [2]byte{byte(f.Dir), f.Header}
+			key := [3]byte{byte(f.Layout), byte(f.Dir), f.Header}
 			if other, dup := seen[key]; dup {
 				t.Fatalf("header %#x is both %s and %s", f.Header, other, f.Name)
 			}
@@ -229,15 +229,15 @@ func TestFrameTableIsConsistent(t *testing.T) {
 			// rotation; others ignore them.
 			m := wire.Message{Header: f.Header, Config: wire.Config{Sub: wire.ConfigSave},
 				GripStatus: wire.GripStatus{Orientation: hw.Quat{W: 1}}}
-			b := wire.Append(nil, f.Dir, &m)
+			b := wire.AppendIn(f.Layout, nil, f.Dir, &m)
 			if len(b) != f.Len || f.Len > wire.MaxFrameLen {
 				t.Fatalf("encoded %d bytes (%x), table says %d (max %d)", len(b), b, f.Len, wire.MaxFrameLen)
 			}
 			var back wire.Message
-			if n, err := wire.Decode(f.Dir, b, &back); err != nil || n != f.Len {
+			if n, err := wire.DecodeIn(f.Layout, f.Dir, b, &back); err != nil || n != f.Len {
 				t.Fatalf("Decode = %d, %v", n, err)
 			}
-			if n, err := wire.Decode(f.Dir, b[:len(b)-1], &back); len(b) > 1 && err != wire.ErrShort {
+			if n, err := wire.DecodeIn(f.Layout, f.Dir, b[:len(b)-1], &back); len(b) > 1 && err != wire.ErrShort {
 				t.Fatalf("Decode of a truncated frame = %d, %v; want ErrShort", n, err)
 			}
 		})
