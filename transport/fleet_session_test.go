@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -29,19 +28,10 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector slows a 1000-entry message past the 100 ms lease it tests")
 	}
-	const (
-		arms   = 1000
-		period = 50 * time.Millisecond
-		held   = 4 * time.Second // under command throughout, once every arm shows the force
-	)
-	ts := startService(t, serviceConfig{arms: arms, loopHz: 250})
-	c := ts.dial(t, ts.wsURL())
-	// The inventory is read, not validated either: the validator's
-	// garbage for 1000 arms (250 MB) would be collected during the run.
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, _, err := c.conn.ReadMessage(); err != nil {
-		t.Fatalf("read the inventory: %v", err)
-	}
+	const arms = 1000
+	// Loops at 250 Hz: the test's own arms load the machine less; the
+	// lease is the same. The ring holds every lapse of every attempt.
+	ts := startService(t, serviceConfig{arms: arms, loopHz: 250, eventRing: 20000})
 	var msg strings.Builder
 	msg.WriteString(`{"arm3":[`)
 	for i, id := range ts.armIDs {
@@ -51,8 +41,48 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 		fmt.Fprintf(&msg, `{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}`, strings.ToLower(id))
 	}
 	msg.WriteString(`]}`)
+	// A stall of the machine (other work on its two cores) can hold one
+	// message past the lease whatever it costs; a message that costs more
+	// than the lease fails every attempt.
+	const attempts = 3
+	var failed []string
+	for range attempts {
+		err := holdArms(t, ts, []byte(msg.String()), arms)
+		if err == nil {
+			return
+		}
+		failed = append(failed, err.Error())
+	}
+	t.Fatalf("%d attempts of one session holding %d arms failed:\n%s", attempts, arms, strings.Join(failed, "\n"))
+}
 
-	body := []byte(msg.String())
+// holdArms opens a session on ts, sends it body (a command for each of the
+// arms) every 50 ms until every arm shows it, then for 4 s more, and says
+// why the session did not hold them all throughout: an arm not in use or
+// not in force mode in a frame, or a lease of the session's that lapsed.
+// The session is closed when it returns.
+func holdArms(t *testing.T, ts *testService, body []byte, arms int) error {
+	t.Helper()
+	const (
+		period = 50 * time.Millisecond
+		held   = 4 * time.Second
+	)
+	c := ts.dial(t, ts.wsURL())
+	defer c.conn.Close()
+	// The inventory is read, not validated: the validator's garbage for
+	// 1000 arms (250 MB) would be collected during the run.
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, inv, err := c.conn.ReadMessage()
+	var head struct {
+		SessionID uint64 `json:"session_id"`
+	}
+	if err == nil {
+		err = json.Unmarshal(inv, &head)
+	}
+	if err != nil {
+		t.Fatalf("read the inventory: %v", err)
+	}
+
 	// exchange sends the message and reads its frame, returning how many
 	// arms are not under the command, and one of them. The frame (600 KB)
 	// is read into one buffer and counted, not decoded, unless an arm is
@@ -60,6 +90,7 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 	// (it shares the process) would make the service's collections, and
 	// the lapses, the client's doing.
 	var frame []byte
+	var refused error // a frame's errors or warnings, or not every arm
 	exchange := func() (missing int, example string) {
 		t.Helper()
 		if err := c.conn.WriteMessage(websocket.TextMessage, body); err != nil {
@@ -68,7 +99,7 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 		_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		_, r, err := c.conn.NextReader()
 		if err == nil {
-			frame, err = readAllInto(frame[:0], r)
+			frame, err = readInto(frame[:0], r, 16<<20)
 		}
 		if err != nil {
 			t.Fatalf("read frame: %v", err)
@@ -95,7 +126,10 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 			t.Fatalf("frame: %v", err)
 		}
 		if len(f.Errors)+len(f.Warnings) > 0 || len(f.Arm3) != arms {
-			t.Fatalf("frame with %d arms, errors %s, warnings %s", len(f.Arm3), f.Errors, f.Warnings)
+			// A stale_command warning: the message waited past the
+			// lease before it was read, and was not applied.
+			refused = fmt.Errorf("a frame with %d arms, errors %s, warnings %s", len(f.Arm3), f.Errors, f.Warnings)
+			return arms, ""
 		}
 		for _, a := range f.Arm3 {
 			if !a.Status.InUse || a.State.Mode != "force" {
@@ -105,7 +139,7 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 		}
 		return missing, example
 	}
-	// paced calls exchange every period, until it returns true.
+	// paced calls step every period, until it returns true.
 	paced := func(step func() bool) {
 		for next := time.Now(); ; {
 			if step() {
@@ -119,7 +153,9 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 	hwtest.EventuallyNil(t, 20*time.Second, "every arm under the command", func() error {
 		var err error
 		paced(func() bool {
-			if n, ex := exchange(); n > 0 {
+			if n, ex := exchange(); refused != nil {
+				t.Fatal(refused)
+			} else if n > 0 {
 				err = fmt.Errorf("%d arms not, such as %s", n, ex)
 			}
 			return true
@@ -127,26 +163,37 @@ func TestOneSessionHoldsAThousandArms(t *testing.T) {
 		return err
 	})
 	start, messages, slowest := time.Now(), 0, time.Duration(0)
+	var lost error
 	paced(func() bool {
 		sent := time.Now()
 		n, ex := exchange()
 		messages++
 		slowest = max(slowest, time.Since(sent))
+		if refused != nil {
+			lost = refused
+			return true
+		}
 		if n > 0 {
-			t.Fatalf("after %v of one message every %v (%d sent, the slowest answered in %v), %d arms are not under the command, such as %s",
+			lost = fmt.Errorf("after %v of one message every %v (%d sent, the slowest answered in %v), %d arms are not under the command, such as %s",
 				time.Since(start).Round(time.Millisecond), period, messages, slowest.Round(time.Millisecond), n, ex)
+			return true
 		}
 		return time.Since(start) > held
 	})
-	if lapsed := ts.eventsNamed(t, "control-lease-expired"); len(lapsed) > 0 {
-		t.Fatalf("%d leases lapsed under a message every %v (the slowest answered in %v), such as %s", len(lapsed), period, slowest.Round(time.Millisecond), lapsed[0])
+	if lost != nil {
+		return lost
+	}
+	if lapsed := ts.eventsNamed(t, "control-lease-expired", head.SessionID); len(lapsed) > 0 {
+		return fmt.Errorf("%d leases lapsed under a message every %v (the slowest answered in %v), such as %s", len(lapsed), period, slowest.Round(time.Millisecond), lapsed[0])
 	}
 	t.Logf("%d messages commanding %d arms, the slowest answered in %v", messages, arms, slowest.Round(time.Millisecond))
+	return nil
 }
 
-// eventsNamed is every event named name the service published, as JSON
-// (the ring must still hold them all: it fails the test otherwise).
-func (ts *testService) eventsNamed(t *testing.T, name string) []string {
+// eventsNamed is every event named name about session the service
+// published, as JSON (the ring must still hold them all: it fails the test
+// otherwise).
+func (ts *testService) eventsNamed(t *testing.T, name string, session uint64) []string {
 	t.Helper()
 	r := ts.do("GET", ts.base+"/events?since=0&limit=10000", "")
 	var page struct {
@@ -163,30 +210,18 @@ func (ts *testService) eventsNamed(t *testing.T, name string) []string {
 	}
 	var named []string
 	for _, e := range page.Data.Events {
-		var head struct{ Name string }
+		var head struct {
+			Name string
+			Data struct {
+				SessionID uint64 `json:"session_id"`
+			}
+		}
 		if err := json.Unmarshal(e, &head); err != nil {
 			t.Fatalf("event %s: %v", e, err)
 		}
-		if head.Name == name {
+		if head.Name == name && head.Data.SessionID == session {
 			named = append(named, string(e))
 		}
 	}
 	return named
-}
-
-// readAllInto appends what r holds to dst, growing it only when full.
-func readAllInto(dst []byte, r io.Reader) ([]byte, error) {
-	for {
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+n]
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
 }
