@@ -9,7 +9,10 @@ const maxKeptScratch = 4 * protocol.MaxWarnings
 
 // trimScratch drops scratch slices a message grew past maxKeptScratch.
 // Frames of a large fleet keep their device slices: those are the
-// service's own size, needed again next tick.
+// service's own size, needed again next tick. So does a message's list of
+// entries, up to one per device: a load test that commands every arm of a
+// thousand from one session decodes into the same entries each tick,
+// where growing them anew cost 1.1 MB and two strings per entry a message.
 func (p *tickPath) trimScratch() {
 	if p.sessionScratch == nil {
 		return
@@ -20,8 +23,12 @@ func (p *tickPath) trimScratch() {
 	if cap(p.frame.Errors) > maxKeptScratch {
 		p.frame.Errors = nil
 	}
-	if cap(p.msg.Devices) > maxKeptScratch {
+	keep := max(maxKeptScratch, p.svc.Devices().count())
+	if len(p.msg.Devices) > keep || cap(p.msg.Devices) > 2*keep {
 		p.msg.Devices = nil
+	}
+	if cap(p.hints) > 2*keep {
+		p.hints = nil
 	}
 	if cap(p.msg.Errors) > maxKeptScratch {
 		p.msg.Errors = nil

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -394,6 +395,78 @@ func BenchmarkArmRunPerTick(b *testing.B) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkSessionMessageCommands is one message of a load-test client
+// that drives many arms from one session: a service of 1000 simulated
+// arms, one message with a command entry for each of the first n, and its
+// frame with every arm. ns/arm is the message's cost per commanded arm: at
+// n=1000 the whole message must stay far under the lease (100 ms), or the
+// client cannot hold its arms. The +rotated case starts each message at
+// another arm (a client that names its arms in no fixed order), the
+// +lowercase case writes the ids in lower case (NamesDeviceID): each
+// entry's device is then found without the session's hint.
+func BenchmarkSessionMessageCommands(b *testing.B) {
+	const fleet = 1000
+	svc, err := Start(Options{Log: zerolog.Nop(), SimShards: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Shutdown(b.Context())
+	ids := make([]string, fleet)
+	for i := range ids {
+		d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{Index: i, PeriodS: 0.001}), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = d.ID
+	}
+	for _, c := range []struct {
+		arms           int
+		rotated, lower bool
+	}{{1, false, false}, {10, false, false}, {100, false, false}, {1000, false, false}, {1000, true, false}, {1000, false, true}} {
+		name := fmt.Sprintf("arms=%d", c.arms)
+		if c.rotated {
+			name += "+rotated"
+		}
+		if c.lower {
+			name += "+lowercase"
+		}
+		b.Run(name, func(b *testing.B) {
+			// Seven messages, each starting seven arms further on.
+			msgs := make([][]byte, 7)
+			for m := range msgs {
+				msg := []byte(`{"arm3":[`)
+				for i := range c.arms {
+					id := ids[i]
+					if c.rotated {
+						id = ids[(i+7*m)%c.arms]
+					}
+					if c.lower {
+						id = strings.ToLower(id)
+					}
+					if i > 0 {
+						msg = append(msg, ',')
+					}
+					msg = append(msg, `{"device_id":"`+id+`","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}`...)
+				}
+				msgs[m] = append(msg, "]}"...)
+			}
+			sess, sink := openSplicing(b, svc)
+			var frameBytes int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				sess.Deliver(msgs[i%len(msgs)], 0)
+				f := <-sink.frames
+				frameBytes = len(f) + sink.shared
+				sink.free <- f
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(c.arms), "ns/arm")
+			b.ReportMetric(float64(frameBytes), "frame-bytes")
 		})
 	}
 }

@@ -47,9 +47,13 @@ const (
 	// it grew would pin that much per connection for its lifetime.
 	maxKeptMessageBytes = 64 << 10
 	// maxKeptFrameBytes is the largest frame buffer put back in the
-	// listener's pool: a frame of 1,000 arms. Warnings are capped
-	// (protocol.MaxWarnings), so only a larger fleet passes it.
-	maxKeptFrameBytes = 512 << 10
+	// listener's pool: a frame of 1,000 arms (660 KB with the 3.5 state
+	// fields, in a buffer that grew to about 800 KB). Warnings are capped
+	// (protocol.MaxWarnings), so only a larger fleet passes it. At 512 KB
+	// a session framing 1,000 arms grew a new buffer for every frame: 2 MB
+	// of garbage a message, 40 MB/s at 20 Hz, whose collections held its
+	// messages past their lease on a loaded machine.
+	maxKeptFrameBytes = 1 << 20
 	// bigMessageSlots bounds how many messages over maxKeptMessageBytes a
 	// listener reads at once. The rest wait (TCP pushes back on their
 	// clients), so 40 clients sending 1 MiB at once cost 4 MiB of buffers,

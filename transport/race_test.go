@@ -1,0 +1,6 @@
+//go:build race
+
+package transport
+
+// raceEnabled: the tests run under the race detector.
+const raceEnabled = true
