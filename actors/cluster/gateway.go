@@ -724,10 +724,9 @@ func (g *Gateway) terminated(who *actor.PID) {
 type refusal struct {
 	since time.Time // the first of the refusals in a row
 	told  bool      // logged and published (lab-node-refused)
-	// heard and silence are the node's refusals' heartbeat, judged by
-	// probes as a node's messages are (probed).
-	heard   bool
-	silence time.Duration
+	// heartbeat is the node's refusals', judged by probes as a node's
+	// messages are (probed).
+	heartbeat
 }
 
 // pendingRefusalFor is how long a node may answer "takeover pending" (the
@@ -780,11 +779,7 @@ func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
 // credit is the probe interval probed counts.
 func (g *Gateway) dropSilentRefusalsLocked(credit time.Duration) {
 	for id, r := range g.refusedBy {
-		if r.heard {
-			r.heard, r.silence = false, 0
-			continue
-		}
-		if r.silence += credit; r.silence > GatewayTimeout {
+		if r.silentPast(credit, GatewayTimeout) {
 			delete(g.refusedBy, id)
 		}
 	}

@@ -132,11 +132,11 @@ type subscriber struct {
 	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
-	// heard is set by each Subscribe; silence is how long none came, on
-	// the push loop's clock, counting at most silenceCredit per tick so a
-	// node starved of CPU does not blame its gateway for its own stall.
-	heard    bool
-	silence  time.Duration
+	// heartbeat's heard is set by each Subscribe; its silence is how long
+	// none came, on the push loop's clock, counting at most silenceCredit
+	// per tick so a node starved of CPU does not blame its gateway for its
+	// own stall.
+	heartbeat
 	lastSeen time.Time
 	// offset estimates the gateway's wall clock less the node's, from the
 	// gateway's Subscribe messages. It is shared with Node.offsets and
@@ -261,6 +261,26 @@ func (n *Node) livePIDs() []*actor.PID {
 	return pids
 }
 
+// heartbeat is what arrives from a peer at regular intervals: heard is
+// set by each arrival, silence is how long none came, as counted by
+// silentPast.
+type heartbeat struct {
+	heard   bool
+	silence time.Duration
+}
+
+// silentPast counts one interval of credit: none of silence if the peer
+// was heard since the last one (which clears heard), credit more
+// otherwise. It says whether the silence is now past limit.
+func (h *heartbeat) silentPast(credit, limit time.Duration) bool {
+	if h.heard {
+		h.heard, h.silence = false, 0
+		return false
+	}
+	h.silence += credit
+	return h.silence > limit
+}
+
 // silenceCredit is the most one push tick counts towards a gateway's
 // silence: a tick that comes late because this process was starved counts
 // as one that came in time.
@@ -271,11 +291,7 @@ const silenceCredit = 50 * time.Millisecond
 func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 	credit := min(elapsed, silenceCredit)
 	for addr, s := range n.subs {
-		if s.heard {
-			s.heard, s.silence = false, 0
-			continue
-		}
-		if s.silence += credit; s.silence > GatewayTimeout {
+		if s.silentPast(credit, GatewayTimeout) {
 			delete(n.subs, addr)
 			n.forgetOwnerLocked(s.owner)
 			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
