@@ -87,10 +87,17 @@
 // for another is refused for GatewayTimeout after: two live gateways that
 // advertise one address (a misconfigured advertised address, NAT) would
 // otherwise take the node from each other every subscription round. The
-// refused one gets wire.SubscribeRefused instead of the inventory; it logs
-// it, publishes lab-node-refused, and drops the node's devices, and it
-// takes no inventory the node sends its address for another process
-// (wire.Inventory.process_id) until one is for it.
+// refused one gets wire.SubscribeRefused instead of the inventory and
+// drops the node's devices, and it takes no inventory the node sends its
+// address for another process (wire.Inventory.process_id) until one is
+// for it. The refusal's code tells a restart from a second live process:
+// unavailable while the newcomer only waits out the old process's
+// silence (the gateway subscribes again, and says nothing), device_busy
+// once the holder subscribed after the newcomer's first knock, or the
+// newcomer was left for another. Only the latter (or "pending" refusals
+// past pendingRefusalFor) is logged at error level and published as
+// lab-node-refused, once, until the node takes the gateway or its
+// refusals stop for GatewayTimeout.
 //
 // # Data plane
 //

@@ -103,12 +103,14 @@ type Gateway struct {
 	// wait on, so those wait until its process is known gone
 	// (watchDroppedLocked; a new process of it, inventory).
 	dropped map[string]*nodeState
-	// refusedBy are the nodes that refused this process's subscription
-	// (wire.SubscribeRefused: another live process advertises its
-	// address), by id, with the node's reason, until one of them sends
-	// this process its inventory. Each refusal is logged and published
-	// (lab-node-refused) once.
-	refusedBy map[string]string
+	// refusedBy are the nodes that refuse this process's subscription
+	// (wire.SubscribeRefused), by id, until the node sends this process
+	// its inventory or its refusals stop (dropSilentRefusalsLocked). A
+	// refusal for a second live process at this address is logged and
+	// published (lab-node-refused) once; one that only waits out a
+	// restart's old process is not, unless it goes on past
+	// pendingRefusalFor.
+	refusedBy map[string]*refusal
 
 	// callsMu guards calls and callsClosed: calls are the config requests
 	// in flight (configRequest), whose goroutines callsWG counts for Close.
@@ -341,6 +343,7 @@ func (g *Gateway) probed(p *probe) {
 		credit = min(max(p.sent.Sub(g.lastProbe), 0), probeCredit)
 	}
 	g.lastProbe = p.sent
+	g.dropSilentRefusalsLocked(credit)
 	// A dropped node's proxies are kept for the requests that may still
 	// wait on them, none longer than configTimeout after the drop: past
 	// that, nothing is left to end, and a node that never returns would
@@ -716,30 +719,70 @@ func (g *Gateway) terminated(who *actor.PID) {
 
 // inventory reconciles the gateway's devices with one node's list. It
 // returns the node's PID when the node just joined.
+// refusal is what a gateway keeps of one node's refusals of its
+// subscription.
+type refusal struct {
+	since time.Time // the first of the refusals in a row
+	told  bool      // logged and published (lab-node-refused)
+	// heartbeat is the node's refusals', judged by probes as a node's
+	// messages are (probed).
+	heartbeat
+}
+
+// pendingRefusalFor is how long a node may answer "takeover pending" (the
+// old process at this address has not been silent takeoverSilence yet)
+// before the gateway takes it for a second live process after all: a node
+// that says so each time (an older build) or whose judgement a stalled
+// old process delays. Past takeoverSilence, by a margin for a loaded node.
+const pendingRefusalFor = takeoverSilence + 2*time.Second
+
 // subscribeRefused takes a node's refusal of this process's subscription:
 // another process at this gateway's address holds the node, so the node's
 // devices leave (the node takes none of this process's commands) until
-// the node sends this process its inventory. A refusal of another
-// process at the address is not this one's.
+// the node sends this process its inventory. A second live process there
+// (protocol.CodeDeviceBusy, or refusals past pendingRefusalFor) is logged
+// and published once; a restart waiting out its old process's silence is
+// not: the gateway subscribes again every round regardless. A refusal of
+// another process at the address is not this one's.
 func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
 	if m.ProcessId != g.process {
 		return
 	}
+	now := time.Now()
 	g.mu.Lock()
-	if _, told := g.refusedBy[m.NodeId]; told {
-		g.mu.Unlock()
-		return
+	r := g.refusedBy[m.NodeId]
+	if r == nil {
+		if g.refusedBy == nil {
+			g.refusedBy = map[string]*refusal{}
+		}
+		r = &refusal{since: now}
+		g.refusedBy[m.NodeId] = r
 	}
-	if g.refusedBy == nil {
-		g.refusedBy = map[string]string{}
-	}
-	g.refusedBy[m.NodeId] = m.Error
+	r.heard = true
 	if g.nodes[m.NodeId] != nil {
 		g.dropNodeLocked(m.NodeId, "it refused this gateway's subscription", false)
 	}
+	live := protocol.Code(m.Code) != protocol.CodeUnavailable || now.Sub(r.since) > pendingRefusalFor
+	tell := live && !r.told
+	r.told = r.told || tell
 	g.mu.Unlock()
+	if !tell {
+		return
+	}
 	g.log.Error().Str("node", m.NodeId).Str("code", m.Code).Str("addr", g.addr).Msg("cluster: node refused this gateway's subscription: " + m.Error)
 	g.svc.Activity().Publish(event.LabNodeRefused(m.NodeId, m.Error))
+}
+
+// dropSilentRefusalsLocked forgets the refusals of a node that stopped
+// sending them for GatewayTimeout (gone for good, or no longer
+// subscribed to): should it refuse again later, that is news again.
+// credit is the probe interval probed counts.
+func (g *Gateway) dropSilentRefusalsLocked(credit time.Duration) {
+	for id, r := range g.refusedBy {
+		if r.silentPast(credit, GatewayTimeout) {
+			delete(g.refusedBy, id)
+		}
+	}
 }
 
 func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
@@ -749,9 +792,11 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 		return nil
 	}
 	g.mu.Lock()
-	if _, ok := g.refusedBy[m.NodeId]; ok {
+	if r, ok := g.refusedBy[m.NodeId]; ok {
 		delete(g.refusedBy, m.NodeId)
-		g.log.Info().Str("node", m.NodeId).Msg("cluster: node took this gateway's subscription after refusing it")
+		if r.told {
+			g.log.Info().Str("node", m.NodeId).Msg("cluster: node took this gateway's subscription after refusing it")
+		}
 	}
 	n := g.nodeLocked(m.NodeId)
 	if n.addr != m.Address {

@@ -152,18 +152,31 @@ func TestNodeTellsAGatewaysNewProcessFromItsNextSubscription(t *testing.T) {
 				defer n.mu.Unlock()
 				return n.subs[addr].process == c.next
 			})
+			rendering := func() bool {
+				var rep loop.EffectsReport
+				return d.LoadEffects(&rep) && rep.Rendering && rep.N > 0
+			}
+			if c.kept {
+				// Commanded right before each look: the node's 100 ms
+				// lease may lapse between two looks on a loaded machine
+				// (the spring pauses with it), never the spring itself.
+				hwtest.Eventually(t, 10*time.Second, "the spring renders under the session's commands after its gateway subscribed again", func() bool {
+					command()
+					return rendering()
+				})
+				return
+			}
 			// Past a release's ramp (20 ms), then watched for 300 ms.
 			settled := time.Now().Add(150 * time.Millisecond)
 			lastForceUntil(d, func() bool { command(); return time.Now().After(settled) })
-			end := time.Now().Add(300 * time.Millisecond)
-			_, worst := lastForceUntil(d, func() bool { command(); return time.Now().After(end) })
-			var rep loop.EffectsReport
-			rendering := d.LoadEffects(&rep) && rep.Rendering && rep.N > 0
-			switch {
-			case c.kept && !rendering:
-				t.Errorf("the spring no longer renders under the session's commands after its gateway subscribed again")
-			case !c.kept && (rendering || worst > 1e-9):
-				t.Errorf("the new process's session felt %.2f N (spring rendering: %v): the old process's spring", worst, rendering)
+			end, rendered := time.Now().Add(300*time.Millisecond), false
+			_, worst := lastForceUntil(d, func() bool {
+				command()
+				rendered = rendered || rendering()
+				return time.Now().After(end)
+			})
+			if rendered || worst > 1e-9 {
+				t.Errorf("the new process's session felt %.2f N (spring rendering: %v): the old process's spring", worst, rendered)
 			}
 		})
 	}

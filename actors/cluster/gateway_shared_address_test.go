@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/sim"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -176,4 +178,67 @@ func TestGatewayTakesOnlyItsOwnProcesssAnswers(t *testing.T) {
 	hwtest.Eventually(t, 10*time.Second, "node b's arm leaves the refused gateway", func() bool {
 		return len(g.svc.Devices().All()) == 0
 	})
+}
+
+// A gateway restarted at its fixed cluster port (systemctl restart): the
+// old process stops subscribing, the new one subscribes 300 ms later. The
+// node waits out the old one's silence (takeoverSilence) before it takes
+// the new one, and said so with the refusal a second live process gets:
+// every restart logged "two live gateway processes advertise …" at error
+// level and published lab-node-refused, then the devices came back. The
+// new process now gets its devices back with no lab-node-refused.
+func TestRestartedGatewayGetsItsDevicesBackWithoutARefusalEvent(t *testing.T) {
+	n, _ := testNode(t)
+	n.wg.Add(1)
+	go n.push() // counts the old process's silence
+	g := testGateway(t, time.Hour)
+	old := &wire.Subscribe{GatewayAddress: g.addr, ProcessId: g.process ^ 1}
+	for range 3 {
+		old.SentUnixNs = time.Now().UnixNano()
+		n.subscribe(old)
+		time.Sleep(200 * time.Millisecond) // the old process's subscription rounds
+	}
+	time.Sleep(300 * time.Millisecond) // the old process is gone; the new one starts
+	events := subscribeEvents(t, g)
+	linkGatewayActor(t, g, n)
+	hwtest.Eventually(t, 10*time.Second, "the restarted gateway serves the node's arm", func() bool {
+		return len(g.svc.Devices().All()) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	for {
+		e, err := events.Next(ctx)
+		if err != nil {
+			break // every event published so far was read
+		}
+		if e.Name == event.NameLabNodeRefused {
+			t.Errorf("a plain restart published %s: %s", e.Name, e.Data)
+		}
+	}
+}
+
+// A node that refused the gateway and then went away for good (its
+// refusals stop) is forgotten: when it refuses again later, that is
+// published again. Its refusal was kept until its inventory came, so a
+// later refusal from that node id was never published.
+func TestGatewayPublishesARefusalAgainAfterTheNodesRefusalsStopped(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	events := subscribeEvents(t, g)
+	refuse := func() {
+		g.subscribeRefused(&wire.SubscribeRefused{NodeId: "b", ProcessId: g.process, Code: string(protocol.CodeDeviceBusy),
+			Error: "node b: two live gateway processes advertise " + g.addr})
+	}
+	refuse()
+	nextEvent(t, events, event.NameLabNodeRefused)
+	refuse() // the next round's: no news
+	hwtest.Eventually(t, 10*time.Second, "the gateway forgets node b's refusals once they stop", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		_, kept := g.refusedBy["b"]
+		return !kept
+	})
+	refuse()
+	if data := nextEvent(t, events, event.NameLabNodeRefused); !strings.Contains(string(data), `"node_id":"b"`) {
+		t.Errorf("lab-node-refused says %s, want node b", data)
+	}
 }

@@ -102,6 +102,13 @@ type Node struct {
 	// An entry goes with its device.
 	configMarks map[string]*configMark
 	configGens  uint64
+	// knocks are when each gateway process the node has not taken yet
+	// first subscribed at an address another process holds: a holder
+	// heard after that is a second live process, one silent since is
+	// likely a restart's old process, whose silence the newcomer waits
+	// out (refusalLocked). An entry goes when its process is taken, or
+	// GatewayTimeout after its first knock.
+	knocks map[gatewayProcess]time.Time
 	// left are the gateway processes (by address and process id) that
 	// another process at their address replaced, and when: one that
 	// subscribes again within GatewayTimeout is a second live process, not
@@ -125,11 +132,11 @@ type subscriber struct {
 	process uint64
 	// owner is the register owner this gateway's commands are written as.
 	owner uint64
-	// heard is set by each Subscribe; silence is how long none came, on
-	// the push loop's clock, counting at most silenceCredit per tick so a
-	// node starved of CPU does not blame its gateway for its own stall.
-	heard    bool
-	silence  time.Duration
+	// heartbeat's heard is set by each Subscribe; its silence is how long
+	// none came, on the push loop's clock, counting at most silenceCredit
+	// per tick so a node starved of CPU does not blame its gateway for its
+	// own stall.
+	heartbeat
 	lastSeen time.Time
 	// offset estimates the gateway's wall clock less the node's, from the
 	// gateway's Subscribe messages. It is shared with Node.offsets and
@@ -254,6 +261,26 @@ func (n *Node) livePIDs() []*actor.PID {
 	return pids
 }
 
+// heartbeat is what arrives from a peer at regular intervals: heard is
+// set by each arrival, silence is how long none came, as counted by
+// silentPast.
+type heartbeat struct {
+	heard   bool
+	silence time.Duration
+}
+
+// silentPast counts one interval of credit: none of silence if the peer
+// was heard since the last one (which clears heard), credit more
+// otherwise. It says whether the silence is now past limit.
+func (h *heartbeat) silentPast(credit, limit time.Duration) bool {
+	if h.heard {
+		h.heard, h.silence = false, 0
+		return false
+	}
+	h.silence += credit
+	return h.silence > limit
+}
+
 // silenceCredit is the most one push tick counts towards a gateway's
 // silence: a tick that comes late because this process was starved counts
 // as one that came in time.
@@ -264,11 +291,7 @@ const silenceCredit = 50 * time.Millisecond
 func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 	credit := min(elapsed, silenceCredit)
 	for addr, s := range n.subs {
-		if s.heard {
-			s.heard, s.silence = false, 0
-			continue
-		}
-		if s.silence += credit; s.silence > GatewayTimeout {
+		if s.silentPast(credit, GatewayTimeout) {
 			delete(n.subs, addr)
 			n.forgetOwnerLocked(s.owner)
 			n.log.Info().Str("gateway", addr).Msg("gateway silent; no longer pushing to it")
@@ -420,26 +443,47 @@ const takeoverSilence = 4 * SubscribeEvery
 // refusalLogEvery spaces the node's log lines about one refused process.
 const refusalLogEvery = 10 * time.Second
 
-// refusalLocked says why the node does not take m (empty: it does). s is
-// the subscriber at m's address, nil if none. n.mu must be held.
-func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) string {
+// refusalLocked says why the node does not take m (empty: it does), and
+// with which code: protocol.CodeDeviceBusy for a second live process at
+// the address (the gateway tells its operator), protocol.CodeUnavailable
+// for a process waiting out the silence of the one the node holds (a
+// restart: the gateway just subscribes again). s is the subscriber at m's
+// address, nil if none. n.mu must be held.
+func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) (protocol.Code, string) {
 	maps.DeleteFunc(n.left, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
-	if _, ok := n.left[gatewayProcess{m.GatewayAddress, m.ProcessId}]; ok && m.ProcessId != 0 {
-		return fmt.Sprintf("node %s: gateway process %016x at %s subscribes again after another process at that address took its place: "+
+	maps.DeleteFunc(n.knocks, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
+	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
+	if _, ok := n.left[key]; ok && m.ProcessId != 0 {
+		return protocol.CodeDeviceBusy, fmt.Sprintf("node %s: gateway process %016x at %s subscribes again after another process at that address took its place: "+
 			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); the other one keeps this node",
 			n.cfg.NodeID, m.ProcessId, m.GatewayAddress, m.GatewayAddress)
 	}
-	if s != nil && s.process != m.ProcessId && (s.heard || s.silence < takeoverSilence) {
-		return fmt.Sprintf("node %s: gateway process %016x at %s holds this node and subscribed within the last %v: "+
+	if s == nil || s.process == m.ProcessId || !s.heard && s.silence >= takeoverSilence {
+		delete(n.knocks, key)
+		return "", ""
+	}
+	first, ok := n.knocks[key]
+	if !ok {
+		if n.knocks == nil {
+			n.knocks = map[gatewayProcess]time.Time{}
+		}
+		first = now
+		n.knocks[key] = first
+	}
+	if s.lastSeen.After(first) {
+		return protocol.CodeDeviceBusy, fmt.Sprintf("node %s: gateway process %016x at %s holds this node and subscribed within the last %v: "+
 			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); a restarted gateway is taken once its old process has been silent %v",
 			n.cfg.NodeID, s.process, m.GatewayAddress, takeoverSilence, m.GatewayAddress, takeoverSilence)
 	}
-	return ""
+	return protocol.CodeUnavailable, fmt.Sprintf("node %s: takeover pending: gateway process %016x at %s held this node until %v ago; "+
+		"a new process at the address is taken once the old one has been silent %v",
+		n.cfg.NodeID, s.process, m.GatewayAddress, now.Sub(s.lastSeen).Round(time.Millisecond), takeoverSilence)
 }
 
-// refuse answers a Subscribe the node did not take with why, and logs it
-// (once in refusalLogEvery per process).
-func (n *Node) refuse(m *wire.Subscribe, why string, now time.Time) {
+// refuse answers a Subscribe the node did not take with code and why, and
+// logs it (once in refusalLogEvery per process; a pending takeover, the
+// normal course of a restart, at info level).
+func (n *Node) refuse(m *wire.Subscribe, code protocol.Code, why string, now time.Time) {
 	n.mu.Lock()
 	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
 	logIt := now.Sub(n.refusalsLogged[key]) >= refusalLogEvery
@@ -452,19 +496,23 @@ func (n *Node) refuse(m *wire.Subscribe, why string, now time.Time) {
 	}
 	n.mu.Unlock()
 	if logIt {
-		n.log.Warn().Str("gateway", m.GatewayAddress).Str("process", fmt.Sprintf("%016x", m.ProcessId)).Msg("cluster: subscription refused: " + why)
+		l := n.log.Warn()
+		if code == protocol.CodeUnavailable {
+			l = n.log.Info()
+		}
+		l.Str("gateway", m.GatewayAddress).Str("process", fmt.Sprintf("%016x", m.ProcessId)).Msg("cluster: subscription refused: " + why)
 	}
 	n.sys.Root.Send(actor.NewPID(m.GatewayAddress, gatewayActorName),
-		&wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(protocol.CodeUnavailable), Error: why})
+		&wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(code), Error: why})
 }
 
 func (n *Node) subscribe(m *wire.Subscribe) {
 	now := time.Now()
 	n.mu.Lock()
 	s, ok := n.subs[m.GatewayAddress]
-	if why := n.refusalLocked(s, m, now); why != "" {
+	if code, why := n.refusalLocked(s, m, now); why != "" {
 		n.mu.Unlock()
-		n.refuse(m, why, now)
+		n.refuse(m, code, why, now)
 		return
 	}
 	var replaced *subscriber
