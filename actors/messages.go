@@ -32,7 +32,32 @@ type addDevice struct {
 	// admits the addition when it takes it up, and drops one cancelled
 	// (Service.askAddition).
 	ticket *ticket
+	// listing settles the same race after the ticket was admitted, while
+	// the device's stored config is read off the actor: the registry
+	// admits it as it lists the device, a caller that gives up first
+	// cancels it and the registry drops the addition (additionGivenUp).
+	listing *ticket
+	// answers has the registry's answer, the only one it gives (it sends
+	// none to the caller's future: protoactor's future takes a reply that
+	// comes after its timeout without its lock, racing the reader that
+	// timed out, and a caller may give up just as its addition is listed).
+	answers chan *addDeviceReply
 }
+
+// answer gives the caller the registry's answer. An addition is answered
+// once, into a channel of one: it never waits.
+func (m *addDevice) answer(a *addDeviceReply) {
+	select {
+	case m.answers <- a:
+	default:
+	}
+}
+
+// additionGivenUp tells the registry that the caller of an addition it
+// took up gave up before it was listed (add.listing cancelled): its id is
+// freed at once, so the caller's retry is not refused as the same device,
+// and its stored config, when read, is ignored.
+type additionGivenUp struct{ add *addDevice }
 
 // addDeviceReply answers addDevice.
 type addDeviceReply struct {
@@ -261,7 +286,6 @@ func (*controlRequest) actorMessage() {}
 // registry (registryActor.add), back to it.
 type deviceLoaded struct {
 	add     *addDevice
-	sender  *actor.PID // the requester of add
 	typ     protocol.DeviceType
 	info    hw.Info
 	global  protocol.DeviceConfig

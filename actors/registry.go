@@ -66,10 +66,10 @@ type registryActor struct {
 	ids *localIDs
 }
 
-// pendingAdd is an addDevice with the requester to answer.
+// pendingAdd is an addDevice being added or waiting (addDevice.answer
+// answers its requester).
 type pendingAdd struct {
-	msg    *addDevice
-	sender *actor.PID
+	msg *addDevice
 }
 
 // queuedSetting is a setting change waiting for the one being written.
@@ -99,9 +99,11 @@ func (r *registryActor) Receive(ctx actor.Context) {
 			r.childStopped(ctx, m.Who)
 		}
 	case *addDevice:
-		r.add(ctx, pendingAdd{msg: m, sender: ctx.Sender()})
+		r.add(ctx, pendingAdd{msg: m})
 	case *deviceLoaded:
 		r.adopt(ctx, m)
+	case *additionGivenUp:
+		r.givenUp(m.add)
 	case *deviceFailed:
 		r.remove(ctx, m.device, m.err)
 	case *deviceLeft:
@@ -216,7 +218,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	case hw.KindGrip:
 		t = protocol.TypeGrip
 	default:
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: device %q has unknown kind %d", info.ID, info.Kind)})
+		p.msg.answer(&addDeviceReply{err: fmt.Errorf("actors: device %q has unknown kind %d", info.ID, info.Kind)})
 		return
 	}
 	hwID := info.ID
@@ -242,14 +244,14 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	}
 	holder, taken := r.holderOf(t, info.ID)
 	if taken && (info.UUID == "" || holder == info.UUID) {
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
+		p.msg.answer(&addDeviceReply{err: fmt.Errorf("actors: a %s with id %s (UUID %q) is already connected; the same device cannot be added twice", t.Key(), info.ID, info.UUID)})
 		return
 	}
 	if assigned && taken {
 		// Its id was given before a local device took it (review22): moved
 		// here, it would be served on an id its giver's tables do not
 		// know. Refused, the giver gives another.
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
+		p.msg.answer(&addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is taken by the device with UUID %q", info.ID, t.Key(), info.UUID, holder)})
 		return
 	}
 	if owner, held := r.ids.keptFor(info.Kind, info.ID); assigned && held && owner != info.UUID {
@@ -257,7 +259,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		// config's, one it was served on): served here, this one would
 		// load that device's config, and that device, back, find its id
 		// held. Refused, the giver gives another (it avoids these ids).
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is kept for the local device with UUID %q", info.ID, t.Key(), info.UUID, owner)})
+		p.msg.answer(&addDeviceReply{err: fmt.Errorf("actors: the id %s given to %s %q is kept for the local device with UUID %q", info.ID, t.Key(), info.UUID, owner)})
 		return
 	}
 	// reservedElse says id is remembered for another device than this
@@ -302,7 +304,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	if p.msg.defaults != nil {
 		defaults = *p.msg.defaults
 	}
-	loaded := &deviceLoaded{add: p.msg, sender: p.sender, typ: t, info: info, global: defaults}
+	loaded := &deviceLoaded{add: p.msg, typ: t, info: info, global: defaults}
 	if s.store == nil {
 		r.adopt(ctx, loaded)
 		return
@@ -363,8 +365,24 @@ func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
 		return // given up at shutdown (abandon) and answered then
 	}
 	delete(r.adding, key)
+	if !m.add.listing.admit() {
+		return // its caller gave up while its config was read (givenUp)
+	}
 	d, err := r.spawn(ctx, m)
-	reply(ctx, m.sender, &addDeviceReply{device: d, err: err})
+	m.add.answer(&addDeviceReply{device: d, err: err})
+}
+
+// givenUp drops an addition being added whose caller gave up (it cancelled
+// add.listing, so adopt would not list it): its id is free for the
+// caller's retry at once, not once the disk answers its read, and its
+// deviceLoaded, when it comes, is ignored. The caller closes the driver.
+func (r *registryActor) givenUp(add *addDevice) {
+	for key, p := range r.adding {
+		if p.msg == add {
+			delete(r.adding, key)
+			return
+		}
+	}
 }
 
 // silentDeviceFailAfter is how long a device's exchanges must keep failing
@@ -460,7 +478,7 @@ func (r *registryActor) abandon(ctx actor.Context) {
 	}
 	r.settingQueue = nil
 	abandon := func(p pendingAdd) {
-		reply(ctx, p.sender, &addDeviceReply{err: fmt.Errorf("actors: the service is shutting down; device not added")})
+		p.msg.answer(&addDeviceReply{err: fmt.Errorf("actors: the service is shutting down; device not added")})
 	}
 	for key, p := range r.adding {
 		delete(r.adding, key) // its deviceLoaded, if it comes, is ignored

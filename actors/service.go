@@ -424,34 +424,53 @@ func (s *Service) addDevice(m *addDevice) (*Device, error) {
 	return s.askAddition(m, s.opts.RequestTimeout+admittedLimit)()
 }
 
-// askAddition sends m now and returns the wait for its outcome. A wait
-// that ends without an answer calls the addition off (m.ticket): still
-// queued (behind the leaving write of the same device), it is never added,
-// so the driver its caller closes on the error is not listed, and the
-// caller's retry is not refused as a device already connected (land36).
-// One the registry took up already goes on.
+// askAddition sends m now and returns the wait for its outcome, which the
+// registry gives in m.answers (never to a future). A wait that ends
+// without an answer, at within, calls the addition off, so the driver its
+// caller closes on the error is never listed, and the caller's retry is
+// not refused as a device already connected (land36): still queued
+// (behind the leaving write of the same device), it is never taken up
+// (m.ticket); taken up, its stored config still being read from a disk
+// that hangs, the registry drops it (m.listing, additionGivenUp). One
+// listed as the wait ended is answered with its device: the registry
+// lists it without waiting on the disk, so its answer follows at once
+// (waited for up to admittedLimit: only a registry that failed listing it
+// takes longer). An addition asked once the service is shutting down is
+// refused at once: the registry may be gone, and nothing would answer.
 func (s *Service) askAddition(m *addDevice, within time.Duration) func() (*Device, error) {
-	m.ticket = &ticket{}
-	asked := s.sendWithin(s.registry, m, within)
-	return func() (*Device, error) {
-		r, err := asked.wait()
-		if err != nil {
-			m.ticket.cancel()
+	m.ticket, m.listing, m.answers = &ticket{}, &ticket{}, make(chan *addDeviceReply, 1)
+	if s.closing.Load() {
+		return func() (*Device, error) {
+			return nil, fmt.Errorf("actors: the service is shutting down; device not added")
 		}
-		return addOutcome(r, err)
 	}
-}
-
-// addOutcome reads the registry's answer to an addDevice.
-func addOutcome(r any, err error) (*Device, error) {
-	if err != nil {
-		return nil, err
+	s.system.Root.Send(s.registry, m)
+	timer := time.NewTimer(within)
+	return func() (*Device, error) {
+		defer timer.Stop()
+		select {
+		case a := <-m.answers:
+			return a.device, a.err
+		case <-timer.C:
+		}
+		select {
+		case a := <-m.answers: // answered just in time
+			return a.device, a.err
+		default:
+		}
+		switch {
+		case m.ticket.cancel():
+		case m.listing.cancel():
+			s.system.Root.Send(s.registry, &additionGivenUp{add: m})
+		default: // answered or listed as the wait ended
+			select {
+			case a := <-m.answers:
+				return a.device, a.err
+			case <-time.After(admittedLimit):
+			}
+		}
+		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "not added within %v (a device leaving on the same id, or a slow or hung state directory, held it up); called off, it is not listed: retry", within)
 	}
-	reply, ok := r.(*addDeviceReply)
-	if !ok {
-		return nil, fmt.Errorf("actors: unexpected reply %T", r)
-	}
-	return reply.device, reply.err
 }
 
 // RemoveDevice unlists dev and stops it as a failed device (the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/actors/store/storetest"
+	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -325,34 +327,174 @@ func TestAnAdditionWhoseCallerGaveUpIsNotAdded(t *testing.T) {
 	}
 	removeArm(t, svc, arm)
 
+	giveUpAddingArm(t, svc, 200*time.Millisecond, func() {}, "the arm's leaving write was still on the disk")
+	retry := retryAddingArm(t, svc, held.Release)
+	if listed := svc.Devices().Find(protocol.TypeArm, armID); listed != retry {
+		t.Fatalf("the arm listed is %p, not the retry's %p", listed, retry)
+	}
+	waitDone(t, answered, "the leaving write")
+}
+
+// giveUpAddingArm asks for simArm(0) with a wait of within, calls taken,
+// and is the caller whose wait ends: it wants an error (the addition held
+// up by what heldBy says), then closes the driver as the hardware watcher
+// and the gateway do.
+func giveUpAddingArm(t *testing.T, svc *Service, within time.Duration, taken func(), heldBy string) {
+	t.Helper()
+	gaveUp, first := simArm(0), make(chan error, 1)
+	svc.addDeviceThen(&addDevice{driver: gaveUp}, within, func(_ *Device, err error) { first <- err })
+	taken()
+	select {
+	case err := <-first:
+		if err == nil {
+			t.Fatalf("the addition was answered while %s", heldBy)
+		}
+		_ = gaveUp.Close()
+	case <-time.After(patience):
+		t.Fatal("the caller's wait never ended")
+	}
+}
+
+// retryAddingArm asks for a new simArm(0), calls release (the disk
+// answers), and returns the device the retry is answered with, which must
+// drive the retry's arm.
+func retryAddingArm(t *testing.T, svc *Service, release func()) *Device {
+	t.Helper()
+	retried := simArm(0)
 	type outcome struct {
 		dev *Device
 		err error
 	}
-	gaveUp, first := simArm(0), make(chan outcome, 1)
-	svc.addDeviceThen(&addDevice{driver: gaveUp}, 200*time.Millisecond, func(d *Device, err error) { first <- outcome{d, err} })
-	select {
-	case o := <-first:
-		if o.err == nil {
-			t.Fatal("the addition was answered while the arm's leaving write was still on the disk")
-		}
-		_ = gaveUp.Close() // as the hardware watcher and the gateway do
-	case <-time.After(patience):
-		t.Fatal("the caller's wait never ended")
-	}
 	retry := make(chan outcome, 1)
-	svc.AddDeviceThen(simArm(0), false, func(d *Device, err error) { retry <- outcome{d, err} })
-	held.Release()
+	svc.AddDeviceThen(retried, false, func(d *Device, err error) { retry <- outcome{d, err} })
+	release()
 	select {
 	case o := <-retry:
 		if o.err != nil {
 			t.Fatalf("the retry was refused (%v); want it added, the given-up addition called off", o.err)
 		}
-		if listed := svc.Devices().Find(protocol.TypeArm, armID); listed != o.dev {
-			t.Fatalf("the arm listed is %p, not the retry's %p", listed, o.dev)
+		if o.dev.rt.Driver() != retried {
+			t.Fatal("the retry was answered with a device that does not drive its arm")
 		}
+		return o.dev
 	case <-time.After(patience):
 		t.Fatal("the retry was never answered")
 	}
-	waitDone(t, answered, "the leaving write")
+	return nil
+}
+
+// heldReads is a state directory whose reads of one document hang, as a
+// disk that stops answering holds them, from Hold until Release.
+type heldReads struct {
+	*store.Store
+	name    string
+	holding atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newHeldReads(name string) *heldReads {
+	return &heldReads{name: name, entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (h *heldReads) Load(name string, v any) (bool, error) {
+	if name == h.name && h.holding.Load() {
+		select {
+		case h.entered <- struct{}{}:
+		default: // the test waits for the first
+		}
+		<-h.release
+	}
+	return h.Store.Load(name, v)
+}
+
+func (h *heldReads) Entered() <-chan struct{} { return h.entered }
+
+func (h *heldReads) Release() { h.once.Do(func() { close(h.release) }) }
+
+// An addition the registry took up (its id given, its stored config being
+// read) whose caller gives up because the disk hangs past its wait is not
+// added: the caller closes its driver and retries, and the retry is what is
+// listed once the disk answers. The given-up addition held the id until its
+// read returned, so the retry was refused as a device already connected,
+// and then the given-up one was listed with its closed driver (review43,
+// the land36 symptom after the ticket of store37).
+func TestAnAdditionWhoseCallerGaveUpAfterItWasTakenUpIsNotAdded(t *testing.T) {
+	armID := simArm(0).Info().ID
+	held := newHeldReads(storeName(protocol.TypeArm, armID))
+	svc := startWith(t, Options{StateDir: t.TempDir(), WrapStore: func(s Store) Store {
+		held.Store = s.(*store.Store)
+		return held
+	}})
+	t.Cleanup(held.Release) // before the service's shutdown
+	held.holding.Store(true)
+	giveUpAddingArm(t, svc, 300*time.Millisecond, func() {
+		select {
+		case <-held.Entered():
+		case <-time.After(patience):
+			t.Fatal("the addition never read its stored config")
+		}
+	}, "its stored config was still being read")
+	retry := retryAddingArm(t, svc, held.Release)
+	// The given-up addition's read has returned too by now or soon: it
+	// must not replace the retry, nor be listed beside it.
+	deadline := time.Now().Add(patience)
+	for {
+		all := svc.Devices().All()
+		if len(all) == 1 && all[0] == retry {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listed %d devices, want only the retry's arm", len(all))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Whenever its caller's wait ends, an addition is listed only if it was
+// answered with its device: a caller answered with an error closes its
+// driver, which must not be listed, and its retry is added. The waits
+// sweep the moments of an addition (queued, taken up, its config read,
+// listed) on a disk that answers.
+func TestAnAdditionIsListedOnlyIfItsCallerIsAnsweredWithIt(t *testing.T) {
+	svc := startWith(t, Options{StateDir: t.TempDir()})
+	armID := simArm(0).Info().ID
+	gone := func(d *Device) {
+		t.Helper()
+		svc.RemoveDevice(d, errors.New("unplugged"))
+		deadline := time.Now().Add(patience)
+		for svc.Devices().Find(protocol.TypeArm, armID) != nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the arm removed is still listed")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	listedWith := func(driver hw.Driver) bool {
+		d := svc.Devices().Find(protocol.TypeArm, armID)
+		return d != nil && d.rt.Driver() == driver
+	}
+	for i := range 60 {
+		within := time.Duration(i%30) * 25 * time.Microsecond
+		asked := simArm(0)
+		dev, answered := svc.askAddition(&addDevice{driver: asked}, within)()
+		if answered == nil {
+			if !listedWith(asked) || dev.rt.Driver() != asked {
+				t.Fatalf("wait %v: answered with a device, but not the one listed with the driver asked with", within)
+			}
+			gone(dev)
+			continue
+		}
+		_ = asked.Close()
+		retried := simArm(0)
+		dev, err := svc.AddDevice(retried, false)
+		if err != nil {
+			t.Fatalf("wait %v: the retry after an addition answered %q was refused: %v", within, answered, err)
+		}
+		if !listedWith(retried) {
+			t.Fatalf("wait %v: the retry was answered with a device, but another is listed", within)
+		}
+		gone(dev)
+	}
 }
