@@ -720,8 +720,8 @@ func (p *tickPath) leaseDeadline(leaseMs int) int64 {
 // in the socket). The rest of the entry (configure, probes) applies.
 func (p *tickPath) staleControl(f *protocol.Frame, d *Device, e *protocol.DeviceEntry, now int64, leaseMs int) bool {
 	commands := e.Command.Kind != protocol.CmdNone && e.Command.Kind != protocol.CmdProbePosition
-	if !commands && !e.HasEffects || p.leaseDeadline(leaseMs) > now {
-		return false
+	if !commands && !e.HasEffects || d.Type != protocol.TypeArm || p.leaseDeadline(leaseMs) > now {
+		return false // a grip's command is ignored whatever its age (tickPath.command)
 	}
 	at := e.Path + ".commands"
 	if !commands {
