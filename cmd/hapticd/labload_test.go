@@ -248,6 +248,12 @@ func TestLabLoadedGatewayNodeRestart(t *testing.T) {
 	worst, worstAt := longestGap()
 	for i, c := range onB {
 		c.mu.Lock()
+		// state_stale says node b's states reached the gateway later than
+		// the lease: true whenever the frames pause that long, which the
+		// machine does by itself (434 ms in 3 s without a fault, under the
+		// full suite); how long they pause is bounded below. Any other
+		// code is a fault node a's restart handed node b's clients.
+		delete(c.codes, "state_stale")
 		if c.frames == 0 || len(c.codes) > 0 {
 			t.Errorf("session %d on node b's arm: %d frames, codes %v during node a's restart", i, c.frames, c.codes)
 		}

@@ -148,7 +148,7 @@ var kinds = [...]Kind{
 		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; `GET /recordings` lists it inactive with the error (while it is among the last 64 stopped), and counts what it lost in `dropped`"},
 	{NameLabNodeRefused, CategorySystem, LevelError,
 		[]string{"node_id", "reason"},
-		"a lab gateway's node refused its subscription: another live gateway process advertises the same cluster address (a misconfigured `--cluster-advertise`, or NAT) and holds the node; the node's devices are not served by this gateway until the node takes it (once per refusal, again after the node took it)"},
+		"a lab gateway's node refused its subscription: another live gateway process advertises the same cluster address (a misconfigured `--cluster-advertise`, or NAT) and holds the node; the node's devices are not served by this gateway until the node takes it (once per refusal, again after the node took it or after its refusals stopped for 3 s). A gateway restarted at a fixed cluster port gets none: the node's \"takeover pending\" answers, while the old process's silence is waited out (1 s), are not published unless they go on past 3 s"},
 }
 
 // Kinds returns the table of every event, in documentation order. The
