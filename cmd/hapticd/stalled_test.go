@@ -58,7 +58,7 @@ func TestCommandsQueuedWhileTheServiceStalledPutNoForceBack(t *testing.T) {
 				continue
 			}
 			var a answer
-			for _, w := range listOf(f, "warnings") {
+			for _, w := range asList(f["warnings"]) {
 				if c, _ := path(w, "code").(string); c == "stale_command" {
 					a.stale = true
 				} else {
@@ -132,10 +132,4 @@ func TestCommandsQueuedWhileTheServiceStalledPutNoForceBack(t *testing.T) {
 		f, _ := path(labArms(t, m)[id], "state", "current_cursor_force", "z").(float64)
 		return f > 1.9
 	})
-}
-
-// listOf is the array at key of a frame (nil if absent).
-func listOf(f map[string]any, key string) []any {
-	l, _ := f[key].([]any)
-	return l
 }
