@@ -243,9 +243,16 @@ func refusalAnswer(e *protocol.Error) []byte {
 // take the connection over (outside Linux): net.Buffers finds writev only
 // on the TCP connection itself, and would write this wrapper part by part.
 func (c *countedConn) WriteVectors(parts [][]byte) (int, error) {
-	c.out = parts
-	n, err := c.out.WriteTo(c.Conn)
-	c.out = nil
+	return writeBuffers(&c.out, c.Conn, parts)
+}
+
+// writeBuffers writes parts to w through out, a connection's own
+// net.Buffers (so that a write allocates nothing): writev when w is the
+// TCP connection itself.
+func writeBuffers(out *net.Buffers, w io.Writer, parts [][]byte) (int, error) {
+	*out = parts
+	n, err := out.WriteTo(w)
+	*out = nil
 	return int(n), err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/v30"
 	"github.com/hapticd/hapticd/transport/events"
+	"github.com/hapticd/hapticd/transport/rawsock"
 )
 
 // Config describes the listeners.
@@ -172,6 +173,14 @@ func Start(cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.conns.expireStalledWrites(s.stopWatch)
 	}()
+	if !rawsock.ReceiveTimes {
+		s.conns.awake = newAwakeClock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.conns.awake.run(s.stopWatch)
+		}()
+	}
 	for _, sp := range specs {
 		if err := s.listen(sp.name, net.JoinHostPort(cfg.Bind, strconv.Itoa(sp.port)), sp.probes, s.guard.Wrap(sp.handler)); err != nil {
 			_ = s.Shutdown(context.Background())

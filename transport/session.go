@@ -126,7 +126,7 @@ func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason e
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Gorilla gets the hijacked connection with raw reads and writes.
-	ws, err := h.upgrader.Upgrade(rawsock.Hijacking(w), r, nil)
+	ws, err := h.upgrader.Upgrade(boundingArrivals(rawsock.Hijacking(w), h.conns.awake), r, nil)
 	if err != nil {
 		return // the upgrader already answered with an HTTP error
 	}
@@ -277,7 +277,8 @@ func (c *wsConn) readLoop(sess *actors.Session) protocol.CloseReason {
 }
 
 // receiveClock is a connection that tells when the data its last read
-// returned arrived on this host (rawsock.Conn, Linux).
+// returned arrived on this host (rawsock.Conn, Linux; stallBoundConn,
+// elsewhere, after a stall).
 type receiveClock interface {
 	RecordReceiveTimes() error
 	LastReceived() (unixNs int64, ok bool)
@@ -288,8 +289,10 @@ type receiveClock interface {
 // newest data the last read returned (this message's arrival or later), or,
 // for a read within 1 ms of the socket seen empty, that instant (earlier,
 // by that much plus any time the reader lost between its clock reading and
-// the read: it errs towards refusing). 0 where the connection does not
-// tell: other systems, a test's pipe.
+// the read: it errs towards refusing). Elsewhere (Windows, macOS) the
+// connection is a stallBoundConn, which tells only after a stall. 0 where
+// the connection does not tell: those systems outside a stall, a test's
+// pipe.
 func (c *wsConn) waited() int64 {
 	if c.received == nil {
 		return 0
@@ -737,6 +740,9 @@ type connSet struct {
 	// writeTimeout bounds a frame write; epoch is writeClock's zero.
 	writeTimeout time.Duration
 	epoch        time.Time
+	// awake bounds the wait of commands on connections without receive
+	// times (stallBoundConn); nil where every session's socket has them.
+	awake *awakeClock
 }
 
 func newConnSet(writeTimeout time.Duration) *connSet {

@@ -99,6 +99,10 @@ type Conn struct {
 	epoch    time.Time
 }
 
+// ReceiveTimes tells whether a wrapped connection can record when its data
+// arrived (RecordReceiveTimes): on Linux, the kernel's stamps.
+const ReceiveTimes = true
+
 // Wrap returns c with raw reads and writes (a *Conn) when it is a TCP
 // connection or a Carrier of one; any other kind of connection (TLS, a
 // test's pipe) is returned as it is.
