@@ -64,6 +64,18 @@ func TestEmulateFlag(t *testing.T) {
 						t.Fatalf("%s: device_info %v, want device type %d, version %d.%d", spec.Name, info, spec.Model, spec.FirmwareVersion, spec.HardwareVersion)
 					}
 					if spec.Kind != hw.KindArm {
+						// Its status read in its own layout: ready, with an
+						// orientation (a wired grip read as wireless went
+						// stale, or read its fields from the wrong bytes).
+						q, _ := hwtest.JSONPath(dev, "state", "orientation").(map[string]any)
+						norm := 0.0
+						for _, c := range q {
+							v, _ := c.(float64)
+							norm += v * v
+						}
+						if hwtest.JSONPath(dev, "status", "ready") != true || math.Abs(norm-1) > 0.01 {
+							return fmt.Errorf("%s: status %v, orientation %v; want ready, a rotation", spec.Name, hwtest.JSONPath(dev, "status"), q)
+						}
 						continue
 					}
 					for axis, want := range map[string]float64{"x": spec.WorkspaceCenterM.X, "y": spec.WorkspaceCenterM.Y, "z": spec.WorkspaceCenterM.Z} {

@@ -81,13 +81,11 @@ func newHardware(o *options, log zerolog.Logger) (*hardware, error) {
 }
 
 // emulatedPort is the --hw-port spelling of an emulated device of family
-// spec on path: a grip's port says it is one, and which link (the serial
-// driver cannot tell a grip from an arm, nor a dongle from a cable).
+// spec on path: a grip's port says it is one (the serial driver cannot
+// tell a grip from an arm), and the grip driver tells its link from its
+// status stream, as for a real grip the scan finds.
 func emulatedPort(spec sim.FamilySpec, path string) string {
-	switch {
-	case spec.Kind == hw.KindGrip && spec.Link == hw.LinkWired:
-		return "wired-grip:" + path
-	case spec.Kind == hw.KindGrip:
+	if spec.Kind == hw.KindGrip {
 		return "grip:" + path
 	}
 	return path

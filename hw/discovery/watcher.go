@@ -105,8 +105,10 @@ type Report struct {
 // WatcherOptions configure a Watcher. Zero values take the defaults.
 type WatcherOptions struct {
 	// ExplicitPorts are opened whatever their USB identity: arms, unless
-	// the path is prefixed "grip:" ("grip:/dev/ttyACM3"; a wireless grip's
-	// dongle) or "wired-grip:" (a handle on a cable).
+	// the path is prefixed "grip:" ("grip:/dev/ttyACM3": a grip, wired or
+	// through its wireless dongle, told from its status stream as a grip
+	// the scan finds) or "wired-grip:" (a handle on a cable, whatever its
+	// stream looks like).
 	ExplicitPorts []string
 	// ScanPeriod is the time between scans (default 1 s).
 	ScanPeriod time.Duration
@@ -303,7 +305,7 @@ type candidate struct {
 	info     serial.PortInfo
 	explicit bool
 	kind     hw.Kind // 0 = does not match
-	link     hw.Link // grips named with a grip: or wired-grip: prefix
+	link     hw.Link // grips named with the wired-grip: prefix; unknown: told by the driver
 	reason   string  // why it does not match
 	hid      *hid.DeviceInfo
 }
@@ -383,7 +385,7 @@ func (w *Watcher) candidates() ([]candidate, error) {
 		kind, path := hw.KindArm, p
 		link := hw.LinkUnknown
 		if rest, ok := strings.CutPrefix(p, "grip:"); ok {
-			kind, path, link = hw.KindGrip, rest, hw.LinkWireless
+			kind, path = hw.KindGrip, rest // its link told by the driver
 		} else if rest, ok := strings.CutPrefix(p, "wired-grip:"); ok {
 			kind, path, link = hw.KindGrip, rest, hw.LinkWired
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/hapticd/hapticd/hw/hid"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/hw/serial"
+	"github.com/hapticd/hapticd/hw/sim"
 )
 
 type recorder struct {
@@ -269,10 +270,20 @@ func TestRunScansUntilCancelled(t *testing.T) {
 }
 
 func TestExplicitGripPort(t *testing.T) {
-	// "grip:" names a wireless grip's dongle, "wired-grip:" a grip on a
-	// cable: clients name the two differently.
-	for prefix, link := range map[string]hw.Link{"grip:": hw.LinkWireless, "wired-grip:": hw.LinkWired} {
-		e, path, err := emulator.StartPTY(emulator.Options{Kind: hw.KindGrip, Index: 6})
+	// "grip:" names a grip whose link its status stream tells (wired or
+	// through a wireless dongle, as a grip the scan finds), "wired-grip:" a
+	// grip on a cable: clients name the two differently.
+	for _, tc := range []struct {
+		prefix string
+		family sim.Family
+		link   hw.Link
+	}{
+		{"grip:", sim.FamilyWirelessVerseGrip, hw.LinkWireless},
+		{"grip:", sim.FamilyVerseGrip, hw.LinkWired},
+		{"wired-grip:", sim.FamilyVerseGrip, hw.LinkWired},
+	} {
+		prefix, link := tc.prefix, tc.link
+		e, path, err := emulator.StartPTY(emulator.Options{Family: tc.family, Index: 6})
 		if err != nil {
 			hwtest.SkipIfUnsupported(t, err)
 			t.Fatal(err)

@@ -15,10 +15,16 @@ import (
 type GripOptions struct {
 	// Path is reported as Info().Port.
 	Path string
-	// Link is reported as Info().Link: how the grip reaches the host
-	// (default LinkWireless: the radio dongle, the transport that
-	// discovery finds).
+	// Link is how the grip reaches the host, reported as Info().Link: its
+	// status layout follows it. Zero (LinkUnknown: a port discovery found,
+	// not named) is told from the grip's own status stream at open
+	// (wire.DetectGripLayout), within DetectTimeout; a grip whose stream
+	// does not tell by then is read as wireless (its dongle's).
 	Link hw.Link
+	// DetectTimeout bounds the wait for status frames that tell the
+	// layout when Link is zero (default 1 s: older handles report at about
+	// 50 Hz).
+	DetectTimeout time.Duration
 	// StaleAfter is how long Exchange tolerates no status frame before it
 	// fails (default 250 ms: older handles report at about 50 Hz, so a
 	// 1 kHz loop sees most ticks without a new frame).
@@ -30,8 +36,8 @@ type GripOptions struct {
 }
 
 func (o *GripOptions) fill() {
-	if o.Link == hw.LinkUnknown {
-		o.Link = hw.LinkWireless
+	if o.DetectTimeout <= 0 {
+		o.DetectTimeout = time.Second
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 250 * time.Millisecond
@@ -78,13 +84,20 @@ var _ hw.Driver = (*Grip)(nil)
 // first. The driver owns p from then on, and closes it on failure.
 func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 	o.fill()
-	g := &Grip{port: p, opts: o, scan: wire.NewScannerIn(layoutOf(o.Link), wire.ToHost)}
+	g := &Grip{port: p, opts: o, scan: wire.NewScannerIn(wire.GripLayout(o.Link), wire.ToHost)}
 	gi, err := g.identify()
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	g.id = gi.ID
+	link := o.Link
+	if link == hw.LinkUnknown {
+		if link, err = g.detectLink(); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	g.info = hw.Info{
 		Kind: hw.KindGrip,
 		ID:   strconv.Itoa(int(gi.ID)),
@@ -95,7 +108,7 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 		HardwareVersion: gi.HardwareVersion,
 		FirmwareVersion: gi.FirmwareVersion,
 		Port:            o.Path,
-		Link:            o.Link,
+		Link:            link,
 	}
 	g.staleErr = fmt.Errorf("hw/driver: grip %s on %s: %w", g.info.ID, o.Path, ErrStale)
 	g.last.Orientation = hw.Quat{W: 1}
@@ -103,13 +116,40 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 	return g, nil
 }
 
-// layoutOf is the status layout a grip on link sends: a wired grip's is
-// shorter than a wireless one's, under the same header.
-func layoutOf(link hw.Link) wire.Layout {
-	if link == hw.LinkWired {
-		return wire.LayoutWired
+// detectLink tells the grip's link from its status stream: it reads until
+// wire.DetectGripLayout decides or DetectTimeout passes (then the dongle's,
+// wireless), and reads on in that layout, the bytes read meanwhile first.
+// The bytes after the info frame count; those before it were scanned
+// already, in the layout identification read them in.
+func (g *Grip) detectLink() (hw.Link, error) {
+	const keep = 1024 // as much as the scanner holds: dozens of status frames
+	buf := make([]byte, 0, 2*keep)
+	if rest := g.scan.Unscanned(); len(rest) <= keep {
+		buf = append(buf, rest...) // what came after the info frame
+	} else {
+		buf = append(buf, rest[len(rest)-keep:]...)
 	}
-	return wire.LayoutWireless
+	layout, decided := wire.DetectGripLayout(buf, g.id)
+	deadline := time.Now().Add(g.opts.DetectTimeout)
+	for late := false; !decided && !late; {
+		var left time.Duration
+		left, late = readTimeout(deadline)
+		if err := g.port.SetReadTimeout(left); err != nil {
+			return hw.LinkUnknown, fmt.Errorf("hw/driver: open grip on %s: %w", g.opts.Path, err)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf[:0], buf[len(buf)-keep:]...) // no run was in the older half alone
+		}
+		n, err := g.port.Read(buf[len(buf):cap(buf)])
+		if err != nil {
+			return hw.LinkUnknown, fmt.Errorf("hw/driver: open grip on %s: read: %w", g.opts.Path, err)
+		}
+		buf = buf[:len(buf)+n]
+		layout, decided = wire.DetectGripLayout(buf, g.id)
+	}
+	g.scan = wire.NewScannerIn(layout, wire.ToHost)
+	_, _ = g.scan.Write(buf)
+	return wire.GripLink(layout), nil
 }
 
 // identify asks the dongle for its grips, a bounded number of times, and

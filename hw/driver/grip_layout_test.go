@@ -36,23 +36,41 @@ func TestGripIsReadByItsLinksLayout(t *testing.T) {
 			hw.State{Orientation: hw.Quat{Z: 1}, GripError: 4, Status: hw.StatusConnected | hw.StatusAwake}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			out := wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3})
-			for range 20 {
-				out = wire.AppendIn(tc.layout, out, wire.ToHost, &wire.Message{Header: wire.HeaderGripStatus, GripStatus: tc.status})
-			}
-			pty := playDongle(t, out)
-			g := openGrip(t, pty.Path, driver.GripOptions{Link: tc.link, InfoTimeout: testReplyTimeout, StaleAfter: 10 * time.Second})
-			var st hw.State
-			hwtest.Eventually(t, 10*time.Second, "the grip's status", func() bool {
-				if err := g.Exchange(nil, &st); err != nil {
-					t.Fatalf("Exchange: %v", err)
+		// Named with its link (a port named grip: or wired-grip:), and
+		// found by the scan (no link given: told from the status stream).
+		for _, named := range []bool{true, false} {
+			name := tc.name + map[bool]string{true: ", named", false: ", found"}[named]
+			t.Run(name, func(t *testing.T) {
+				out := wire.AppendGripInfo(nil, wire.GripInfo{ID: id, Model: 3})
+				for range 20 {
+					out = wire.AppendIn(tc.layout, out, wire.ToHost, &wire.Message{Header: wire.HeaderGripStatus, GripStatus: tc.status})
 				}
-				return st.Status&hw.StatusConnected != 0
+				pty := playDongle(t, out)
+				o := driver.GripOptions{InfoTimeout: testReplyTimeout, StaleAfter: 10 * time.Second}
+				if named {
+					o.Link = tc.link
+				}
+				g := openGrip(t, pty.Path, o)
+				if got := g.Info().Link; got != tc.link {
+					t.Errorf("Info().Link = %v, want %v", got, tc.link)
+				}
+				readsAs(t, g, tc.want)
 			})
-			if st != tc.want {
-				t.Errorf("state %+v\nwant  %+v", st, tc.want)
-			}
-		})
+		}
+	}
+}
+
+// readsAs waits for g's first status and checks the state it gives.
+func readsAs(t *testing.T, g *driver.Grip, want hw.State) {
+	t.Helper()
+	var st hw.State
+	hwtest.Eventually(t, 10*time.Second, "the grip's status", func() bool {
+		if err := g.Exchange(nil, &st); err != nil {
+			t.Fatalf("Exchange: %v", err)
+		}
+		return st.Status&hw.StatusConnected != 0
+	})
+	if st != want {
+		t.Errorf("state %+v\nwant  %+v", st, want)
 	}
 }

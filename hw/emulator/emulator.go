@@ -116,6 +116,9 @@ type Emulator struct {
 	opts    Options
 	physics hw.Driver
 	weightN float64 // the physics' end effector's weight, which the firmware compensates
+	// gripLayout is the layout a grip streams its status in: its family's
+	// link's (a wired grip's shorter status).
+	gripLayout wire.Layout
 
 	// Owned by the serving goroutine: fixed buffers, so that serving does
 	// not allocate (allocation tests of drivers count every goroutine).
@@ -123,6 +126,8 @@ type Emulator struct {
 	outBuf   [2*wire.MaxFrameLen + 64]byte
 	applied  hw.Command
 	physSt   hw.State
+	// status is the grip's status frame being sent (streamGrip's).
+	status wire.Message
 
 	// wmu is held across a write, mu never is; lock order: see the
 	// package doc.
@@ -191,6 +196,8 @@ func New(o Options) (*Emulator, error) {
 		// Firmware defaults, as the simulated arm's.
 		stats: Stats{Settings: hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1}},
 		done:  make(chan struct{}),
+		// A grip's; an arm's spec has no link, and streams no status.
+		gripLayout: wire.GripLayout(spec.Link),
 	}
 	e.physics = o.Physics
 	if e.physics == nil {
@@ -484,7 +491,8 @@ func (e *Emulator) write(b []byte, countReply bool) {
 }
 
 // streamGrip sends status frames every GripStatusPeriod until stop closes,
-// as a wireless grip does through its dongle.
+// as a wireless grip does through its dongle, in its family's layout (a
+// wired grip's shorter status).
 func (e *Emulator) streamGrip(stop <-chan struct{}) {
 	t := time.NewTicker(e.opts.GripStatusPeriod)
 	defer t.Stop()
@@ -517,7 +525,8 @@ func (e *Emulator) streamGrip(stop <-chan struct{}) {
 			if st.Status&hw.StatusReady == 0 {
 				s.Error = 1
 			}
-			e.write(wire.AppendGripStatus(buf[:0], &s), false)
+			e.status.Header, e.status.GripStatus = wire.HeaderGripStatus, s
+			e.write(wire.AppendIn(e.gripLayout, buf[:0], wire.ToHost, &e.status), false)
 		}
 	}
 }

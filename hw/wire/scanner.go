@@ -55,6 +55,10 @@ func (s *Scanner) Write(p []byte) (int, error) {
 	return total, nil
 }
 
+// Unscanned returns the bytes that wait to be scanned, valid until the
+// next call that feeds the scanner or takes a frame.
+func (s *Scanner) Unscanned() []byte { return s.buf[s.r:s.w] }
+
 // Buffered returns how many bytes wait to be scanned.
 func (s *Scanner) Buffered() int { return s.w - s.r }
 
