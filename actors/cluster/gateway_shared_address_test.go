@@ -242,3 +242,30 @@ func TestGatewayPublishesARefusalAgainAfterTheNodesRefusalsStopped(t *testing.T)
 		t.Errorf("lab-node-refused says %s, want node b", data)
 	}
 }
+
+// A second live gateway process at an address the node serves keeps
+// knocking every subscription round while the first keeps subscribing: it
+// is refused as a duplicate (device_busy, which its gateway tells its
+// operator) every round after the first, for as long as it knocks. Its
+// record used to be dropped GatewayTimeout after its first knock, so every
+// 3 s it was answered as a restart waiting its turn (unavailable) for a
+// round, as if the duplicate had gone.
+func TestADuplicateThatKeepsKnockingStaysRefused(t *testing.T) {
+	n, _ := testNode(t)
+	t0 := time.Now()
+	holder := &subscriber{process: 1, lastSeen: t0}
+	holder.heard = true
+	dup := &wire.Subscribe{GatewayAddress: testGW, ProcessId: 2}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if code, _ := n.refusalLocked(holder, dup, t0.Add(time.Millisecond)); code != protocol.CodeUnavailable {
+		t.Fatalf("first knock while the holder was heard just before: %q, want %q (it may be a restart)", code, protocol.CodeUnavailable)
+	}
+	for i := 1; time.Duration(i)*SubscribeEvery < 4*GatewayTimeout; i++ {
+		now := t0.Add(time.Duration(i) * SubscribeEvery)
+		holder.lastSeen = now.Add(-time.Millisecond) // the holder subscribes every round too
+		if code, _ := n.refusalLocked(holder, dup, now); code != protocol.CodeDeviceBusy {
+			t.Fatalf("round %d (%v after the first knock): %q, want %q", i, now.Sub(t0), code, protocol.CodeDeviceBusy)
+		}
+	}
+}

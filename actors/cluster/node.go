@@ -103,12 +103,13 @@ type Node struct {
 	configMarks map[string]*configMark
 	configGens  uint64
 	// knocks are when each gateway process the node has not taken yet
-	// first subscribed at an address another process holds: a holder
-	// heard after that is a second live process, one silent since is
-	// likely a restart's old process, whose silence the newcomer waits
-	// out (refusalLocked). An entry goes when its process is taken, or
-	// GatewayTimeout after its first knock.
-	knocks map[gatewayProcess]time.Time
+	// first and last subscribed at an address another process holds: a
+	// holder heard after the first is a second live process, one silent
+	// since is likely a restart's old process, whose silence the newcomer
+	// waits out (refusalLocked). An entry goes when its process is taken,
+	// or once it has not knocked for GatewayTimeout: a duplicate that keeps
+	// knocking stays refused as one, round after round.
+	knocks map[gatewayProcess]knock
 	// left are the gateway processes (by address and process id) that
 	// another process at their address replaced, and when: one that
 	// subscribes again within GatewayTimeout is a second live process, not
@@ -432,6 +433,9 @@ type gatewayProcess struct {
 	process uint64
 }
 
+// knock is when a gateway process not taken yet subscribed first and last.
+type knock struct{ first, last time.Time }
+
 // takeoverSilence is how long the gateway process a node serves at an
 // address must have been silent before another process at that address
 // takes its place: a restart at a fixed cluster port waits this long at
@@ -451,7 +455,7 @@ const refusalLogEvery = 10 * time.Second
 // address, nil if none. n.mu must be held.
 func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) (protocol.Code, string) {
 	maps.DeleteFunc(n.left, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
-	maps.DeleteFunc(n.knocks, func(_ gatewayProcess, at time.Time) bool { return now.Sub(at) > GatewayTimeout })
+	maps.DeleteFunc(n.knocks, func(_ gatewayProcess, k knock) bool { return now.Sub(k.last) > GatewayTimeout })
 	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
 	if _, ok := n.left[key]; ok && m.ProcessId != 0 {
 		return protocol.CodeDeviceBusy, fmt.Sprintf("node %s: gateway process %016x at %s subscribes again after another process at that address took its place: "+
@@ -462,15 +466,16 @@ func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) (p
 		delete(n.knocks, key)
 		return "", ""
 	}
-	first, ok := n.knocks[key]
+	k, ok := n.knocks[key]
 	if !ok {
 		if n.knocks == nil {
-			n.knocks = map[gatewayProcess]time.Time{}
+			n.knocks = map[gatewayProcess]knock{}
 		}
-		first = now
-		n.knocks[key] = first
+		k.first = now
 	}
-	if s.lastSeen.After(first) {
+	k.last = now
+	n.knocks[key] = k
+	if s.lastSeen.After(k.first) {
 		return protocol.CodeDeviceBusy, fmt.Sprintf("node %s: gateway process %016x at %s holds this node and subscribed within the last %v: "+
 			"two live gateway processes advertise %s (check --cluster-advertise, or NAT); a restarted gateway is taken once its old process has been silent %v",
 			n.cfg.NodeID, s.process, m.GatewayAddress, takeoverSilence, m.GatewayAddress, takeoverSilence)
