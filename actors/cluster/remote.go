@@ -91,9 +91,10 @@ func (c *Config) defaults() {
 }
 
 // Membership modes: the static list of node addresses with a remote Watch
-// on each, or protoactor's cluster with its automanaged provider (every
-// member's health endpoint polled) or its etcd provider (members register
-// in etcd under a lease and watch each other there).
+// on each, or protoactor's cluster with automanaged membership (every
+// member's health endpoint polled, by healthPoller: protoactor's automanaged
+// protocol with a grace for a stalled member) or its etcd provider (members
+// register in etcd under a lease and watch each other there).
 const (
 	MembershipStatic      = "static"
 	MembershipAutomanaged = "automanaged"
@@ -204,10 +205,10 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 const clusterName = "hapticd-lab"
 
 // joinCluster starts the remote as a member of protoactor's cluster with
-// the automanaged provider. The provider's own health server would bind
-// 0.0.0.0:<health port>; handing it an echo server whose listener is
-// already bound to c.Bind keeps the health endpoint on the cluster's
-// interface (echo serves a preset Listener instead of binding).
+// automanaged membership (healthPoller, which answers as protoactor's
+// automanaged provider does). Its echo server's listener is bound to
+// c.Bind, which keeps the health endpoint on the cluster's interface (echo
+// serves a preset Listener instead of binding).
 func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kind) error {
 	haddr := net.JoinHostPort(c.Bind, strconv.Itoa(c.HealthPort))
 	if c.HealthPort <= 0 {
@@ -239,7 +240,7 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 			hosts = append(hosts, p)
 		}
 	}
-	prov := automanaged.NewWithTesting(HealthRefresh, c.HealthPort, e, hosts...)
+	prov := newHealthPoller(e, HealthRefresh, hosts...)
 	lk.prov = prov
 	lk.cl = cluster.New(lk.sys, cluster.Configure(clusterName, prov, disthash.New(), rcfg,
 		cluster.WithKinds(kinds...), cluster.WithRequestTimeout(configTimeout)))
@@ -336,7 +337,7 @@ func recoverPeer(log zerolog.Logger, method string, err *error) {
 }
 
 // HealthRefresh is how often an automanaged member polls every host's
-// health endpoint (each poll waits up to protoactor's fixed 2 s).
+// health endpoint (each poll waits up to 2 s; healthPoller).
 const HealthRefresh = 250 * time.Millisecond
 
 // recovered runs f, turning protoactor's panics (it panics where it cannot

@@ -111,8 +111,9 @@ func TestLabGatewayStall(t *testing.T) {
 	}
 	backOnGateway("after the stall")
 
-	// protoactor's heartbeat expiration (20 s) ends on the stall's silence
-	// about 20 s after it: the topology then says the node left.
+	// protoactor's heartbeat expiration (20 s) would end on the stall's
+	// silence about 20 s after it, had the node dropped the stalled gateway
+	// from its topology (it no longer does: actors/cluster healthPoller).
 	// The client's frames keep coming throughout (one per message it sends).
 	for end := time.Now().Add(25 * time.Second); time.Now().Before(end); {
 		n, since := frames(), time.Now()
