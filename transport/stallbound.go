@@ -24,6 +24,10 @@ const (
 	// awakeInterval is how often the awake clock notes that the process
 	// runs.
 	awakeInterval = 5 * time.Millisecond
+	// resumeWindow bounds how long after a stall's end a reader that waited
+	// in its read across the stall gets the data queued during it (the
+	// poller sees it ready at once): data it gets later came after.
+	resumeWindow = 2 * awakeSlack
 	// awakeSlack is the gap between two notes taken as a stall: larger than
 	// a loaded host's timer lateness, smaller than any useful lease (a
 	// shorter stall is not seen, and a client's lease covers it anyway).
@@ -80,17 +84,18 @@ func (a *awakeClock) note(now int64) {
 	a.last.Store(now)
 }
 
-// stallSince reports the start of a stall that ended after from or is
-// under way at now (the clock's notes are late by more than awakeSlack):
-// the newest note before it, at or before which the process last ran.
-func (a *awakeClock) stallSince(from, now int64) (start int64, ok bool) {
+// stallSince reports a stall that ended after from or is under way at now
+// (the clock's notes are late by more than awakeSlack): its start, the
+// newest note before it, at or before which the process last ran, and its
+// end, the note after it (0: under way, or over and not noted yet).
+func (a *awakeClock) stallSince(from, now int64) (start, end int64, ok bool) {
 	if last := a.last.Load(); now-last > int64(awakeSlack) {
-		return last, true // under way, or over and not noted yet
+		return last, 0, true
 	}
 	if to := a.stallTo.Load(); to > from {
-		return a.stallFrom.Load(), true
+		return a.stallFrom.Load(), to, true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // stallBoundConn is a session's connection on a system whose kernel does
@@ -160,18 +165,25 @@ func boundArrivals(c net.Conn, clock *awakeClock) net.Conn {
 }
 
 func (c *stallBoundConn) Read(p []byte) (int, error) {
+	began := c.clock.now()
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.bound(time.Now())
+		c.bound(began, time.Now())
 	}
 	return n, err
 }
 
-// bound sets lastReceived for the data a read that returned at t got.
-func (c *stallBoundConn) bound(t time.Time) {
+// bound sets lastReceived for the data a read that began at began (clock
+// time) and returned at t got. A stall since the last read taints it,
+// unless the read waited across the stall's end and returned well after
+// it: then its data came after the stall (an idle client's next message).
+func (c *stallBoundConn) bound(began int64, t time.Time) {
 	now := int64(t.Sub(c.clock.epoch))
-	if start, ok := c.clock.stallSince(c.checkedTo, now); ok && (c.since == 0 || start < c.since) {
-		c.since = start
+	if start, end, ok := c.clock.stallSince(c.checkedTo, now); ok {
+		cameAfter := end != 0 && began < end && now-end > int64(resumeWindow)
+		if !cameAfter && (c.since == 0 || start < c.since) {
+			c.since = start
+		}
 	}
 	c.checkedTo = now
 	if c.since == 0 {

@@ -113,6 +113,31 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 			if at, ok := b.LastReceived(); ok {
 				t.Fatalf("a read after the socket was drained claims its data arrived %v ago", time.Duration(time.Now().UnixNano()-at))
 			}
+
+			// Idle across a stall: the reader waits in its read while the
+			// process stalls and resumes, and the client's next message
+			// comes well after: it is fresh, not the stall's.
+			got := make(chan error, 1)
+			go func() {
+				_, err := io.ReadFull(b, buf[:4])
+				got <- err
+			}()
+			clock.note(clock.now())
+			time.Sleep(stall) // the stall, while the reader waits in its read
+			clock.note(clock.now())
+			stop, running := make(chan struct{}), make(chan struct{})
+			go func() { defer close(running); clock.run(stop) }() // the process runs on
+			time.Sleep(2 * resumeWindow)                          // the client idle after the stall: the scenario
+			client.Write([]byte("idle"))
+			err := <-got
+			close(stop)
+			<-running
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at, ok := b.LastReceived(); ok {
+				t.Fatalf("an idle client's message after a stall claims it arrived %v ago", time.Duration(time.Now().UnixNano()-at))
+			}
 		})
 	}
 }
@@ -126,18 +151,18 @@ func TestAwakeClockTellsAStallFromLateNotes(t *testing.T) {
 	for _, at := range []int64{5, 12, 30, 54} { // late, but within the slack
 		a.note(at * ms)
 	}
-	if _, ok := a.stallSince(0, 55*ms); ok {
+	if _, _, ok := a.stallSince(0, 55*ms); ok {
 		t.Fatal("notes late by less than the slack count as a stall")
 	}
-	if start, ok := a.stallSince(0, 54*ms+int64(awakeSlack)+ms); !ok || start != 54*ms {
-		t.Fatalf("no note for longer than the slack: stall from %v (%v), want from the last note", time.Duration(start), ok)
+	if start, end, ok := a.stallSince(0, 54*ms+int64(awakeSlack)+ms); !ok || start != 54*ms || end != 0 {
+		t.Fatalf("no note for longer than the slack: stall from %v to %v (%v), want from the last note, under way", time.Duration(start), time.Duration(end), ok)
 	}
 	a.note(200 * ms) // the stall ends
 	a.note(205 * ms)
-	if start, ok := a.stallSince(100*ms, 206*ms); !ok || start != 54*ms {
-		t.Fatalf("a read that began before the stall ended: stall from %v (%v), want from 54ms", time.Duration(start), ok)
+	if start, end, ok := a.stallSince(100*ms, 206*ms); !ok || start != 54*ms || end != 200*ms {
+		t.Fatalf("a read that began before the stall ended: stall from %v to %v (%v), want 54ms to 200ms", time.Duration(start), time.Duration(end), ok)
 	}
-	if _, ok := a.stallSince(200*ms, 206*ms); ok {
+	if _, _, ok := a.stallSince(200*ms, 206*ms); ok {
 		t.Fatal("a read that began after the stall ended is told of it")
 	}
 }
