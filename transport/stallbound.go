@@ -27,11 +27,16 @@ const (
 	// resumeWindow bounds how long after a stall's end a reader that waited
 	// in its read across the stall gets the data queued during it (the
 	// poller sees it ready at once): data it gets later came after.
-	resumeWindow = 2 * awakeSlack
-	// awakeSlack is the gap between two notes taken as a stall: larger than
-	// a loaded host's timer lateness, smaller than any useful lease (a
-	// shorter stall is not seen, and a client's lease covers it anyway).
-	awakeSlack = 25 * time.Millisecond
+	resumeWindow = 50 * time.Millisecond
+	// awakeSlack is the gap between two notes taken as a stall. A goroutine
+	// kept waiting for the CPU is no different from a stalled process here,
+	// and data read meanwhile counts as waiting since the last note: on a
+	// saturated Windows host (Wine, 1000 arms) notes late by 150 ms refused
+	// a lock-step client's fresh commands with a 25 ms slack. So only gaps
+	// longer than the default lease (100 ms) by a margin count: the stalls
+	// this guards against (a VM pause, a stopped or suspended process) last
+	// seconds; a shorter one is not seen.
+	awakeSlack = 250 * time.Millisecond
 )
 
 // awakeClock knows when the process was last seen running: a goroutine

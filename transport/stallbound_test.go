@@ -54,7 +54,7 @@ func queuedAtLeast(t *testing.T, b *stallBoundConn, n int) {
 // the socket is drained may have waited since the stall began, whether
 // the clock noted the stall's end before the read or not.
 func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
-	const stall = 120 * time.Millisecond
+	stall := awakeSlack + 100*time.Millisecond
 	for _, tc := range []struct {
 		name string
 		// notedFirst: the clock notes the stall's end before the read.
@@ -147,22 +147,27 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 func TestAwakeClockTellsAStallFromLateNotes(t *testing.T) {
 	a := &awakeClock{}
 	ms := int64(time.Millisecond)
+	slack := int64(awakeSlack)
 	a.note(0)
-	for _, at := range []int64{5, 12, 30, 54} { // late, but within the slack
-		a.note(at * ms)
+	late := []int64{5 * ms, 12 * ms, 30 * ms, slack} // late, but within the slack
+	for _, at := range late {
+		a.note(at)
 	}
-	if _, _, ok := a.stallSince(0, 55*ms); ok {
+	last := late[len(late)-1]
+	if _, _, ok := a.stallSince(0, last+ms); ok {
 		t.Fatal("notes late by less than the slack count as a stall")
 	}
-	if start, end, ok := a.stallSince(0, 54*ms+int64(awakeSlack)+ms); !ok || start != 54*ms || end != 0 {
+	if start, end, ok := a.stallSince(0, last+slack+ms); !ok || start != last || end != 0 {
 		t.Fatalf("no note for longer than the slack: stall from %v to %v (%v), want from the last note, under way", time.Duration(start), time.Duration(end), ok)
 	}
-	a.note(200 * ms) // the stall ends
-	a.note(205 * ms)
-	if start, end, ok := a.stallSince(100*ms, 206*ms); !ok || start != 54*ms || end != 200*ms {
-		t.Fatalf("a read that began before the stall ended: stall from %v to %v (%v), want 54ms to 200ms", time.Duration(start), time.Duration(end), ok)
+	stallEnd := last + slack + 10*ms
+	a.note(stallEnd) // the stall ends
+	a.note(stallEnd + 5*ms)
+	if start, end, ok := a.stallSince(stallEnd-ms, stallEnd+6*ms); !ok || start != last || end != stallEnd {
+		t.Fatalf("a read that began before the stall ended: stall from %v to %v (%v), want %v to %v",
+			time.Duration(start), time.Duration(end), ok, time.Duration(last), time.Duration(stallEnd))
 	}
-	if _, _, ok := a.stallSince(200*ms, 206*ms); ok {
+	if _, _, ok := a.stallSince(stallEnd, stallEnd+6*ms); ok {
 		t.Fatal("a read that began after the stall ended is told of it")
 	}
 }
@@ -299,7 +304,7 @@ func TestCommandsQueuedDuringAStallWithoutReceiveTimesTakeNoControl(t *testing.T
 				time.Sleep(10 * time.Millisecond)
 				send(command)
 			}
-			time.Sleep(250 * time.Millisecond) // more than the lease: the stall is the scenario
+			time.Sleep(awakeSlack + 100*time.Millisecond) // longer than the lease and the slack: the stall is the scenario
 			watch, watching = make(chan struct{}), make(chan struct{})
 			if notedFirst {
 				conns.awake.note(conns.awake.now())
