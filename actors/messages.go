@@ -42,6 +42,9 @@ type addDevice struct {
 	// comes after its timeout without its lock, racing the reader that
 	// timed out, and a caller may give up just as its addition is listed).
 	answers chan *addDeviceReply
+	// listed is the device once the registry has listed it (only the
+	// registry reads and writes it).
+	listed *Device
 }
 
 // answer gives the caller the registry's answer. An addition is answered

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -206,6 +207,7 @@ func (r *registryActor) childStopped(ctx actor.Context, pid *actor.PID) {
 // config read off the actor (adopt continues). A device still leaving is
 // added once it has left, unless its caller gave up meanwhile.
 func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
+	defer func() { r.failedAddition(ctx, p.msg, recover()) }()
 	s := r.svc
 	if p.msg.ticket.cancelled() {
 		return // its caller gave up and closed the driver (askAddition)
@@ -360,6 +362,7 @@ func (r *registryActor) holderOf(t protocol.DeviceType, id string) (uuid string,
 // attaches every listed session to it, lists it, starts its loop and
 // answers the requester.
 func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
+	defer func() { r.failedAddition(ctx, m.add, recover()) }()
 	key := deviceKey(m.typ, m.info.ID)
 	if r.adding[key].msg != m.add {
 		return // given up at shutdown (abandon) and answered then
@@ -370,6 +373,31 @@ func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
 	}
 	d, err := r.spawn(ctx, m)
 	m.add.answer(&addDeviceReply{device: d, err: err})
+}
+
+// failedAddition answers an addition whose step panicked (reason, from
+// recover: nil when none did), such as a driver whose Info panics: the
+// registry is resumed after a panic (Service), and an addition left
+// unanswered held its caller for its whole window (RequestTimeout plus a
+// minute). What the addition held is given back first, so that the
+// caller's retry is not refused as the same device: its place among the
+// additions, and, listed already, the device itself, removed as a failed
+// one (the driver is then closed twice: by the removal and by the caller,
+// to whom an error leaves it).
+func (r *registryActor) failedAddition(ctx actor.Context, add *addDevice, reason any) {
+	if reason == nil {
+		return
+	}
+	cause := fmt.Errorf("actors: adding the device failed: %v", reason)
+	r.svc.log.Error().Interface("reason", reason).Msg("registry: adding a device panicked; the addition is refused")
+	r.givenUp(add)
+	for key, waiting := range r.leaving {
+		r.leaving[key] = slices.DeleteFunc(waiting, func(p pendingAdd) bool { return p.msg == add })
+	}
+	if d := add.listed; d != nil {
+		r.remove(ctx, d, cause)
+	}
+	add.answer(&addDeviceReply{err: cause})
 }
 
 // givenUp drops an addition being added whose caller gave up (it cancelled
@@ -439,6 +467,7 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		ctx.Send(pid, &at)
 	}
 	s.devices.Store(s.devices.Load().with(d))
+	m.add.listed = d
 	_, assigned := m.add.driver.(AssignedID)
 	r.ids.served(info.Kind, d.ID, info.UUID, assigned)
 	owner, held := r.ids.keptFor(info.Kind, d.ID)

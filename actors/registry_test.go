@@ -857,3 +857,65 @@ func TestLocalIDHoldersFollowTheRegistry(t *testing.T) {
 	addArm(t, again, &sharedIDDriver{Driver: simArm(2), id: "0C0C", uuid: "uuid-c"})
 	want(t, again, map[string]string{b.ID: "uuid-b", c.ID: "uuid-c"})
 }
+
+// An addition whose driver panics in the registry (its Info, while the
+// registry takes the addition up, or as it spawns the device) is answered at
+// once with an error, not at the end of the caller's window (RequestTimeout
+// plus a minute), lists nothing, and holds nothing: the same arm, opened
+// again, is added.
+func TestAdditionThatPanicsIsRefusedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		panicAt int32 // the Info call that panics
+		store   bool
+	}{
+		{"taken up", 1, true},
+		{"spawned, after its config is read", 2, true},
+		{"spawned, no state directory", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{RequestTimeout: 2 * time.Second}
+			if tc.store {
+				o.StateDir = t.TempDir()
+			}
+			svc := startWith(t, o)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := svc.AddDevice(&infoPanicDriver{Driver: simArm(0), at: tc.panicAt}, false)
+				errc <- err
+			}()
+			select {
+			case err := <-errc:
+				if err == nil || !strings.Contains(err.Error(), "info panicked") {
+					t.Fatalf("AddDevice of a driver that panics: %v, want an error naming the panic", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("AddDevice of a driver that panics not answered within 30 s")
+			}
+			if n := len(svc.Devices().All()); n != 0 {
+				t.Fatalf("%d devices listed after the panic, want 0", n)
+			}
+			d := addArm(t, svc, simArm(0))
+			if d.ID != simArm(0).Info().ID {
+				t.Fatalf("the arm opened again was added on id %s, want its own %s", d.ID, simArm(0).Info().ID)
+			}
+			if n := countEvents(t, svc, event.NameDeviceConnected, ""); n != 1 {
+				t.Fatalf("%d device-connected events, want 1 (the arm opened again)", n)
+			}
+		})
+	}
+}
+
+// infoPanicDriver panics on its at-th call of Info.
+type infoPanicDriver struct {
+	hw.Driver
+	at    int32
+	calls atomic.Int32
+}
+
+func (d *infoPanicDriver) Info() hw.Info {
+	if d.calls.Add(1) == d.at {
+		panic("info panicked")
+	}
+	return d.Driver.Info()
+}
