@@ -29,9 +29,13 @@ import (
 //     protoactor closed its connection to each, losing the commands in
 //     flight (a dip of the client's force). Nodes judge their gateways by
 //     their subscriptions, never by the topology, so it can wait.
-//   - A round of polls during which this process itself stood still
-//     (longer than a poll's timeout and a second) drops nobody: its
-//     failures are its own stall's.
+//   - A round of polls during which this process itself stood still drops
+//     nobody: its failures are its own stall's. A stall is seen by the
+//     round's length (longer than a poll's timeout and a second) or by the
+//     poller's awake clock (awakeNotes): a process stopped or starved for
+//     2 s in the middle of a round (a SIGSTOP, a VM pause, a loaded host)
+//     had its polls time out while it stood still and the round end
+//     within 3 s, and dropped every node.
 //
 // A node (a member with a node kind) is still dropped at its first failed poll:
 // the gateway finds a hung node that way, before --cluster-node-timeout.
@@ -50,6 +54,10 @@ type healthPoller struct {
 	stopOnce sync.Once
 	started  atomic.Bool
 	done     chan struct{} // closed by run, once started
+
+	// awake notes that this process runs, for the rounds to tell their
+	// own stall from their hosts' (started by run).
+	awake awakeNotes
 
 	// Owned by the polling goroutine: each host's last answer and when.
 	seen map[string]polledHost
@@ -116,17 +124,68 @@ func (p *healthPoller) Shutdown(bool) error {
 
 func (p *healthPoller) run() {
 	defer close(p.done)
+	go p.awake.run(p.stop)
 	for {
-		start := time.Now()
-		answers := p.pollAll()
-		now := time.Now()
-		p.merge(now, answers, now.Sub(start) > healthPollTimeout+time.Second)
+		p.round()
 		select {
 		case <-p.stop:
 			return
 		case <-time.After(p.every):
 		}
 	}
+}
+
+// round polls every host once and publishes the members.
+func (p *healthPoller) round() {
+	start := time.Now()
+	p.awake.note(start) // a stall before the round is not the round's
+	answers := p.pollAll()
+	now := time.Now()
+	p.merge(now, answers, now.Sub(start) > healthPollTimeout+time.Second || p.awake.stoodStill(start, now))
+}
+
+// awakeNotes is an awake clock: a goroutine notes every awakeNoteEvery
+// that the process runs, and a gap between notes of more than
+// awakeStallGap is a stretch in which it stood still (stopped, paused or
+// starved of CPU), which a late note reveals however long the process
+// was gone.
+type awakeNotes struct {
+	last  atomic.Int64 // unix ns of the latest note
+	stall atomic.Int64 // unix ns at which the latest stall seen ended
+}
+
+const (
+	awakeNoteEvery = 100 * time.Millisecond
+	// awakeStallGap is half a poll's timeout: a process that stood still
+	// for less had the other half to hear an answer.
+	awakeStallGap = healthPollTimeout / 2
+)
+
+func (a *awakeNotes) run(stop <-chan struct{}) {
+	t := time.NewTicker(awakeNoteEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			a.note(time.Now())
+		}
+	}
+}
+
+// note records that the process ran at now.
+func (a *awakeNotes) note(now time.Time) {
+	if prev := a.last.Swap(now.UnixNano()); prev != 0 && now.UnixNano()-prev > int64(awakeStallGap) {
+		a.stall.Store(now.UnixNano())
+	}
+}
+
+// stoodStill says whether the process stood still between from and to: a
+// stall that ended after from, or one still going at to (no note for
+// longer than the gap, its late note not taken yet).
+func (a *awakeNotes) stoodStill(from, to time.Time) bool {
+	return a.stall.Load() > from.UnixNano() || to.UnixNano()-a.last.Load() > int64(awakeStallGap)
 }
 
 // pollAll asks every host for its node, at once: nil for a host that did

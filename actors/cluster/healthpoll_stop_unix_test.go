@@ -1,0 +1,132 @@
+//go:build unix
+
+package cluster
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+)
+
+// envStoppedPoller, set, makes TestHealthPollerStoppedMidRoundKeepsItsNodes
+// the poller process it stops: it polls the hosts named (comma-separated)
+// and prints every topology it publishes, until its stdin closes.
+const envStoppedPoller = "HAPTICD_TEST_STOPPED_POLLER_HOSTS"
+
+// A member process stopped for 2 s in the middle of a round of health
+// polls (a SIGSTOP, as a VM pause or a starved host) keeps its nodes: the
+// round's polls time out while it stands still, and it must not take that
+// for the nodes' failure. The round ends within 3 s, so its length alone
+// did not tell: the poller dropped every node it polled in that round,
+// and protoactor never readmits a member id that left.
+func TestHealthPollerStoppedMidRoundKeepsItsNodes(t *testing.T) {
+	if hosts := os.Getenv(envStoppedPoller); hosts != "" {
+		p := newHealthPoller(nil, 50*time.Millisecond, strings.Split(hosts, ",")...)
+		p.name = clusterName
+		p.publish = func(ms cluster.Members) {
+			ids := []string{}
+			for _, m := range ms {
+				ids = append(ids, m.Id)
+			}
+			fmt.Printf("published %s\n", strings.Join(ids, ","))
+		}
+		p.started.Store(true)
+		go p.run()
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = p.Shutdown(false)
+		return
+	}
+	// The node answers at once, except the request held: it comes as the
+	// poller is stopped 300 ms into the round, and is answered 300 ms
+	// after the poller resumes, past the poll's timeout.
+	const holdRequest = 10
+	var (
+		requests atomic.Int32
+		poller   atomic.Pointer[os.Process] // set once started
+		resumed  = make(chan struct{})
+	)
+	hold := func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		if err := poller.Load().Signal(syscall.SIGSTOP); err != nil {
+			t.Errorf("stop the poller: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := poller.Load().Signal(syscall.SIGCONT); err != nil {
+			t.Errorf("resume the poller: %v", err)
+		}
+		close(resumed)
+		time.Sleep(300 * time.Millisecond)
+	}
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == holdRequest {
+			hold(w, r)
+		}
+		_ = json.NewEncoder(w).Encode(automanaged.NewNode(clusterName, "n", "127.0.0.1", 7000, 0, []string{"prototopic", NodeKind("n")}))
+	}))
+	defer node.Close()
+	gw := newHealthHost(t, "gw", "prototopic")
+
+	child := exec.Command(os.Args[0], "-test.run", "^TestHealthPollerStoppedMidRoundKeepsItsNodes$")
+	child.Env = append(os.Environ(), envStoppedPoller+"="+strings.TrimPrefix(node.URL, "http://")+","+gw.host())
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	poller.Store(child.Process)
+	defer func() {
+		_ = child.Process.Signal(syscall.SIGCONT)
+		_ = stdin.Close()
+		_ = child.Wait()
+	}()
+	published := make(chan string, 1024)
+	go func() {
+		defer close(published)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if ids, ok := strings.CutPrefix(sc.Text(), "published "); ok {
+				published <- ids
+			}
+		}
+	}()
+
+	deadline := time.After(60 * time.Second)
+	afterResume := 0
+	for afterResume < 10 {
+		select {
+		case ids, ok := <-published:
+			if !ok {
+				t.Fatal("the poller's process ended")
+			}
+			if ids != "n,gw" {
+				t.Fatalf("published %q (request %d to the node), want n,gw throughout: the poller dropped the node for its own stall", ids, requests.Load())
+			}
+			select {
+			case <-resumed:
+				afterResume++
+			default:
+			}
+		case <-deadline:
+			t.Fatalf("%d topologies published after the resume within 60 s (the node had %d requests), want 10", afterResume, requests.Load())
+		}
+	}
+}
