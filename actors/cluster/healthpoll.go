@@ -124,7 +124,12 @@ func (p *healthPoller) Shutdown(bool) error {
 
 func (p *healthPoller) run() {
 	defer close(p.done)
-	go p.awake.run(p.stop)
+	awake := make(chan struct{})
+	go func() {
+		defer close(awake)
+		p.awake.run(p.stop)
+	}()
+	defer func() { <-awake }() // stopped by p.stop too: done once both are
 	for {
 		p.round()
 		select {
