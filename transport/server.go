@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/awake"
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/v30"
@@ -174,11 +175,11 @@ func Start(cfg Config) (*Server, error) {
 		s.conns.expireStalledWrites(s.stopWatch)
 	}()
 	if !rawsock.ReceiveTimes {
-		s.conns.awake = newAwakeClock()
+		s.conns.awake = awake.New(awakeInterval, awakeSlack)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.conns.awake.run(s.stopWatch)
+			s.conns.awake.Run(s.stopWatch)
 		}()
 	}
 	for _, sp := range specs {

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/awake"
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/transport/rawsock"
@@ -742,7 +743,7 @@ type connSet struct {
 	epoch        time.Time
 	// awake bounds the wait of commands on connections without receive
 	// times (stallBoundConn); nil where every session's socket has them.
-	awake *awakeClock
+	awake *awake.Clock
 }
 
 func newConnSet(writeTimeout time.Duration) *connSet {

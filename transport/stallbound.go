@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/hapticd/hapticd/actors/awake"
 	"github.com/hapticd/hapticd/transport/rawsock"
 )
 
@@ -39,70 +39,6 @@ const (
 	awakeSlack = 250 * time.Millisecond
 )
 
-// awakeClock knows when the process was last seen running: a goroutine
-// (run) notes the monotonic time every awakeInterval, and a gap between
-// two notes longer than awakeSlack is a stall, kept until the next one.
-// Times are nanoseconds since epoch on the monotonic clock, so a step of
-// the wall clock is no stall.
-//
-// One goroutine writes (note); any reader reads. note stores the stall
-// before the note that ends it, so a reader that sees the new note sees
-// the stall too.
-type awakeClock struct {
-	epoch time.Time
-
-	last      atomic.Int64 // the newest note
-	stallFrom atomic.Int64 // the note before the newest stall
-	stallTo   atomic.Int64 // the note that ended it (0: none yet)
-}
-
-func newAwakeClock() *awakeClock {
-	a := &awakeClock{epoch: time.Now()}
-	a.last.Store(a.now())
-	return a
-}
-
-// now is the monotonic time since epoch, in ns.
-func (a *awakeClock) now() int64 { return int64(time.Since(a.epoch)) }
-
-// run notes every awakeInterval until stop closes.
-func (a *awakeClock) run(stop <-chan struct{}) {
-	t := time.NewTicker(awakeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		a.note(a.now())
-	}
-}
-
-// note records that the process runs at now.
-func (a *awakeClock) note(now int64) {
-	last := a.last.Load()
-	if now-last > int64(awakeSlack) {
-		a.stallFrom.Store(last)
-		a.stallTo.Store(now)
-	}
-	a.last.Store(now)
-}
-
-// stallSince reports a stall that ended after from or is under way at now
-// (the clock's notes are late by more than awakeSlack): its start, the
-// newest note before it, at or before which the process last ran, and its
-// end, the note after it (0: under way, or over and not noted yet).
-func (a *awakeClock) stallSince(from, now int64) (start, end int64, ok bool) {
-	if last := a.last.Load(); now-last > int64(awakeSlack) {
-		return last, 0, true
-	}
-	if to := a.stallTo.Load(); to > from {
-		return a.stallFrom.Load(), to, true
-	}
-	return 0, 0, false
-}
-
 // stallBoundConn is a session's connection on a system whose kernel does
 // not stamp received data: a receiveClock whose LastReceived is known only
 // after a stall. Data a read returns once a stall has ended, until the
@@ -116,7 +52,7 @@ func (a *awakeClock) stallSince(from, now int64) (start, end int64, ok bool) {
 // reader's own.
 type stallBoundConn struct {
 	net.Conn
-	clock *awakeClock
+	clock *awake.Clock
 	// queued is how many bytes the socket holds unread (FIONREAD).
 	queued func() (int, error)
 
@@ -134,7 +70,7 @@ type stallBoundConn struct {
 // boundArrivals wraps c for a session when it has no receive times of its
 // own and its socket tells how much it holds; otherwise c is returned as it
 // is.
-func boundArrivals(c net.Conn, clock *awakeClock) net.Conn {
+func boundArrivals(c net.Conn, clock *awake.Clock) net.Conn {
 	if clock == nil {
 		return c
 	}
@@ -165,12 +101,12 @@ func boundArrivals(c net.Conn, clock *awakeClock) net.Conn {
 	if _, err := b.queued(); err != nil {
 		return c // this system cannot tell: the wait counts as 0, as before
 	}
-	b.checkedTo = clock.now()
+	b.checkedTo = clock.Now()
 	return b
 }
 
 func (c *stallBoundConn) Read(p []byte) (int, error) {
-	began := c.clock.now()
+	began := c.clock.Now()
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.bound(began, time.Now())
@@ -183,8 +119,8 @@ func (c *stallBoundConn) Read(p []byte) (int, error) {
 // unless the read waited across the stall's end and returned well after
 // it: then its data came after the stall (an idle client's next message).
 func (c *stallBoundConn) bound(began int64, t time.Time) {
-	now := int64(t.Sub(c.clock.epoch))
-	if start, end, ok := c.clock.stallSince(c.checkedTo, now); ok {
+	now := c.clock.At(t)
+	if start, end, ok := c.clock.StallSince(c.checkedTo, now); ok {
 		cameAfter := end != 0 && began < end && now-end > int64(resumeWindow)
 		if !cameAfter && (c.since == 0 || start < c.since) {
 			c.since = start
@@ -223,7 +159,7 @@ func (c *stallBoundConn) WriteVectors(parts [][]byte) (int, error) {
 // boundingArrivals returns w with a Hijack that bounds the arrivals of the
 // hijacked connection (boundArrivals) when clock is set; w as it is
 // otherwise.
-func boundingArrivals(w http.ResponseWriter, clock *awakeClock) http.ResponseWriter {
+func boundingArrivals(w http.ResponseWriter, clock *awake.Clock) http.ResponseWriter {
 	hj, ok := w.(http.Hijacker)
 	if clock == nil || !ok {
 		return w
@@ -234,7 +170,7 @@ func boundingArrivals(w http.ResponseWriter, clock *awakeClock) http.ResponseWri
 type arrivalHijacker struct {
 	http.ResponseWriter
 	hj    http.Hijacker
-	clock *awakeClock
+	clock *awake.Clock
 }
 
 func (w arrivalHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/awake"
 	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
@@ -65,7 +66,7 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, client := tcpPair(t)
-			clock := newAwakeClock()
+			clock := awake.New(awakeInterval, awakeSlack)
 			b, ok := boundArrivals(srv, clock).(*stallBoundConn)
 			if !ok {
 				t.Fatalf("a plain TCP connection is not bounded on %T", boundArrivals(srv, clock))
@@ -79,7 +80,7 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 			}
 
 			// Healthy: the clock notes, the data is read as it comes.
-			clock.note(clock.now())
+			clock.Note(clock.Now())
 			client.Write([]byte("fresh"))
 			read("fresh")
 			if at, ok := b.LastReceived(); ok {
@@ -87,13 +88,13 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 			}
 
 			// The stall: no note, no read, while the client sends 30 bytes.
-			clock.note(clock.now())
+			clock.Note(clock.Now())
 			stallStart := time.Now()
 			client.Write([]byte("aaaaaaaaaabbbbbbbbbbcccccccccc"))
 			queuedAtLeast(t, b, 30)
 			time.Sleep(stall) // the stall is the scenario: the process stands still this long
 			if tc.notedFirst {
-				clock.note(clock.now())
+				clock.Note(clock.Now())
 			}
 			for i, want := range []string{"aaaaaaaaaa", "bbbbbbbbbb", "cccccccccc"} {
 				read(want)
@@ -104,7 +105,7 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 				if waited := time.Duration(now.UnixNano() - at); !ok || waited < now.Sub(stallStart)-time.Millisecond {
 					t.Fatalf("read %d after the stall: LastReceived says %v ago (ok %v); want at least the %v since the stall began", i+1, waited, ok, now.Sub(stallStart))
 				}
-				clock.note(clock.now()) // the process runs again
+				clock.Note(clock.Now()) // the process runs again
 			}
 
 			// Drained: what comes now arrived now.
@@ -122,11 +123,11 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 				_, err := io.ReadFull(b, buf[:4])
 				got <- err
 			}()
-			clock.note(clock.now())
+			clock.Note(clock.Now())
 			time.Sleep(stall) // the stall, while the reader waits in its read
-			clock.note(clock.now())
+			clock.Note(clock.Now())
 			stop, running := make(chan struct{}), make(chan struct{})
-			go func() { defer close(running); clock.run(stop) }() // the process runs on
+			go func() { defer close(running); clock.Run(stop) }() // the process runs on
 			time.Sleep(2 * resumeWindow)                          // the client idle after the stall: the scenario
 			client.Write([]byte("idle"))
 			err := <-got
@@ -139,36 +140,6 @@ func TestReadAfterAStallSaysItsDataMayHaveWaitedSinceTheStall(t *testing.T) {
 				t.Fatalf("an idle client's message after a stall claims it arrived %v ago", time.Duration(time.Now().UnixNano()-at))
 			}
 		})
-	}
-}
-
-// A clock's notes late by less than the slack (a loaded host's timers) are
-// no stall; a gap past it is one, until the next gap.
-func TestAwakeClockTellsAStallFromLateNotes(t *testing.T) {
-	a := &awakeClock{}
-	ms := int64(time.Millisecond)
-	slack := int64(awakeSlack)
-	a.note(0)
-	late := []int64{5 * ms, 12 * ms, 30 * ms, slack} // late, but within the slack
-	for _, at := range late {
-		a.note(at)
-	}
-	last := late[len(late)-1]
-	if _, _, ok := a.stallSince(0, last+ms); ok {
-		t.Fatal("notes late by less than the slack count as a stall")
-	}
-	if start, end, ok := a.stallSince(0, last+slack+ms); !ok || start != last || end != 0 {
-		t.Fatalf("no note for longer than the slack: stall from %v to %v (%v), want from the last note, under way", time.Duration(start), time.Duration(end), ok)
-	}
-	stallEnd := last + slack + 10*ms
-	a.note(stallEnd) // the stall ends
-	a.note(stallEnd + 5*ms)
-	if start, end, ok := a.stallSince(stallEnd-ms, stallEnd+6*ms); !ok || start != last || end != stallEnd {
-		t.Fatalf("a read that began before the stall ended: stall from %v to %v (%v), want %v to %v",
-			time.Duration(start), time.Duration(end), ok, time.Duration(last), time.Duration(stallEnd))
-	}
-	if _, _, ok := a.stallSince(stallEnd, stallEnd+6*ms); ok {
-		t.Fatal("a read that began after the stall ended is told of it")
 	}
 }
 
@@ -230,7 +201,7 @@ func TestCommandsQueuedDuringAStallWithoutReceiveTimesTakeNoControl(t *testing.T
 			ts := startService(t, serviceConfig{arms: 1})
 			id := ts.armIDs[0]
 			conns := newConnSet(10 * time.Second)
-			conns.awake = newAwakeClock()
+			conns.awake = awake.New(awakeInterval, awakeSlack)
 			h := newSessionHandler(ts.svc, protocol.Codec{}, conns, zerolog.Nop())
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -243,7 +214,7 @@ func TestCommandsQueuedDuringAStallWithoutReceiveTimesTakeNoControl(t *testing.T
 			t.Cleanup(hs.Close)
 			watch := make(chan struct{})
 			watching := make(chan struct{})
-			go func() { defer close(watching); conns.awake.run(watch) }()
+			go func() { defer close(watching); conns.awake.Run(watch) }()
 			defer func() { close(watch); <-watching }()
 
 			conn, _, err := websocket.DefaultDialer.Dial("ws://"+ln.Addr().String()+"/", nil)
@@ -307,10 +278,10 @@ func TestCommandsQueuedDuringAStallWithoutReceiveTimesTakeNoControl(t *testing.T
 			time.Sleep(awakeSlack + 100*time.Millisecond) // longer than the lease and the slack: the stall is the scenario
 			watch, watching = make(chan struct{}), make(chan struct{})
 			if notedFirst {
-				conns.awake.note(conns.awake.now())
+				conns.awake.Note(conns.awake.Now())
 			}
 			gl.open()
-			go func() { defer close(watching); conns.awake.run(watch) }()
+			go func() { defer close(watching); conns.awake.Run(watch) }()
 			for i := range 20 {
 				if c := codes(frame()); len(c) != 1 || c[0] != string(protocol.CodeStaleCommand) {
 					t.Errorf("command %d of 20 sent during the stall answered %v; want stale_command alone", i+1, c)

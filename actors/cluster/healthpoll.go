@@ -13,6 +13,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/labstack/echo"
+
+	"github.com/hapticd/hapticd/actors/awake"
 )
 
 // healthPoller is the automanaged membership (every member polls every
@@ -32,7 +34,7 @@ import (
 //   - A round of polls during which this process itself stood still drops
 //     nobody: its failures are its own stall's. A stall is seen by the
 //     round's length (longer than a poll's timeout and a second) or by the
-//     poller's awake clock (awakeNotes): a process stopped or starved for
+//     poller's awake clock (package awake): a process stopped or starved for
 //     2 s in the middle of a round (a SIGSTOP, a VM pause, a loaded host)
 //     had its polls time out while it stood still and the round end
 //     within 3 s, and dropped every node.
@@ -56,8 +58,8 @@ type healthPoller struct {
 	done     chan struct{} // closed by run, once started
 
 	// awake notes that this process runs, for the rounds to tell their
-	// own stall from their hosts' (started by run).
-	awake awakeNotes
+	// own stall from their hosts' (noting from run on).
+	awake *awake.Clock
 
 	// Owned by the polling goroutine: each host's last answer and when.
 	seen map[string]polledHost
@@ -87,6 +89,7 @@ func newHealthPoller(server *echo.Echo, every time.Duration, hosts ...string) *h
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		seen:   map[string]polledHost{},
+		awake:  awake.New(awakeInterval, awakeSlack),
 	}
 }
 
@@ -124,12 +127,12 @@ func (p *healthPoller) Shutdown(bool) error {
 
 func (p *healthPoller) run() {
 	defer close(p.done)
-	awake := make(chan struct{})
+	noting := make(chan struct{})
 	go func() {
-		defer close(awake)
-		p.awake.run(p.stop)
+		defer close(noting)
+		p.awake.Run(p.stop)
 	}()
-	defer func() { <-awake }() // stopped by p.stop too: done once both are
+	defer func() { <-noting }() // stopped by p.stop too: done once both are
 	for {
 		p.round()
 		select {
@@ -143,55 +146,23 @@ func (p *healthPoller) run() {
 // round polls every host once and publishes the members.
 func (p *healthPoller) round() {
 	start := time.Now()
-	p.awake.note(start) // a stall before the round is not the round's
 	answers := p.pollAll()
 	now := time.Now()
-	p.merge(now, answers, now.Sub(start) > healthPollTimeout+time.Second || p.awake.stoodStill(start, now))
-}
-
-// awakeNotes is an awake clock: a goroutine notes every awakeNoteEvery
-// that the process runs, and a gap between notes of more than
-// awakeStallGap is a stretch in which it stood still (stopped, paused or
-// starved of CPU), which a late note reveals however long the process
-// was gone.
-type awakeNotes struct {
-	last  atomic.Int64 // unix ns of the latest note
-	stall atomic.Int64 // unix ns at which the latest stall seen ended
+	// A stall that ended just before the round, noted late, is taken for
+	// the round's: that round drops nobody, and the next one decides.
+	_, _, stalled := p.awake.StallSince(p.awake.At(start), p.awake.At(now))
+	p.merge(now, answers, stalled || now.Sub(start) > healthPollTimeout+time.Second)
 }
 
 const (
-	awakeNoteEvery = 100 * time.Millisecond
-	// awakeStallGap is half a poll's timeout: a process that stood still
-	// for less had the other half to hear an answer.
-	awakeStallGap = healthPollTimeout / 2
+	// awakeInterval is how often the poller's awake clock notes that the
+	// process runs.
+	awakeInterval = 100 * time.Millisecond
+	// awakeSlack, the gap between notes taken for a stall, is half a poll's
+	// timeout: a process that stood still for less had the other half to
+	// hear an answer.
+	awakeSlack = healthPollTimeout / 2
 )
-
-func (a *awakeNotes) run(stop <-chan struct{}) {
-	t := time.NewTicker(awakeNoteEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			a.note(time.Now())
-		}
-	}
-}
-
-// note records that the process ran at now.
-func (a *awakeNotes) note(now time.Time) {
-	if prev := a.last.Swap(now.UnixNano()); prev != 0 && now.UnixNano()-prev > int64(awakeStallGap) {
-		a.stall.Store(now.UnixNano())
-	}
-}
-
-// stoodStill says whether the process stood still between from and to: a
-// stall that ended after from, or one still going at to (no note for
-// longer than the gap, its late note not taken yet).
-func (a *awakeNotes) stoodStill(from, to time.Time) bool {
-	return a.stall.Load() > from.UnixNano() || to.UnixNano()-a.last.Load() > int64(awakeStallGap)
-}
 
 // pollAll asks every host for its node, at once: nil for a host that did
 // not answer.

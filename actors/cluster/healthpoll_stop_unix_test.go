@@ -3,14 +3,12 @@
 package cluster
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +17,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // envStoppedPoller, set, makes TestHealthPollerStoppedMidRoundKeepsItsNodes
@@ -55,10 +55,10 @@ func TestHealthPollerStoppedMidRoundKeepsItsNodes(t *testing.T) {
 	const holdRequest = 10
 	var (
 		requests atomic.Int32
-		poller   atomic.Pointer[os.Process] // set once started
+		poller   atomic.Pointer[hwtest.TestProcess] // set once started
 		resumed  = make(chan struct{})
 	)
-	hold := func(w http.ResponseWriter, r *http.Request) {
+	hold := func() {
 		time.Sleep(300 * time.Millisecond)
 		if err := poller.Load().Signal(syscall.SIGSTOP); err != nil {
 			t.Errorf("stop the poller: %v", err)
@@ -72,50 +72,29 @@ func TestHealthPollerStoppedMidRoundKeepsItsNodes(t *testing.T) {
 	}
 	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if requests.Add(1) == holdRequest {
-			hold(w, r)
+			hold()
 		}
 		_ = json.NewEncoder(w).Encode(automanaged.NewNode(clusterName, "n", "127.0.0.1", 7000, 0, []string{"prototopic", NodeKind("n")}))
 	}))
-	defer node.Close()
+	t.Cleanup(node.Close)
 	gw := newHealthHost(t, "gw", "prototopic")
 
-	child := exec.Command(os.Args[0], "-test.run", "^TestHealthPollerStoppedMidRoundKeepsItsNodes$")
-	child.Env = append(os.Environ(), envStoppedPoller+"="+strings.TrimPrefix(node.URL, "http://")+","+gw.host())
-	stdin, err := child.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	poller.Store(child.Process)
-	defer func() {
-		_ = child.Process.Signal(syscall.SIGCONT)
-		_ = stdin.Close()
-		_ = child.Wait()
-	}()
-	published := make(chan string, 1024)
-	go func() {
-		defer close(published)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if ids, ok := strings.CutPrefix(sc.Text(), "published "); ok {
-				published <- ids
-			}
-		}
-	}()
+	child := hwtest.StartTestProcess(t, "TestHealthPollerStoppedMidRoundKeepsItsNodes",
+		envStoppedPoller+"="+strings.TrimPrefix(node.URL, "http://")+","+gw.host())
+	t.Cleanup(func() { _ = child.Signal(syscall.SIGCONT) }) // before its stdin is closed
+	poller.Store(child)
 
 	deadline := time.After(60 * time.Second)
 	afterResume := 0
 	for afterResume < 10 {
 		select {
-		case ids, ok := <-published:
+		case line, ok := <-child.Lines():
 			if !ok {
 				t.Fatal("the poller's process ended")
+			}
+			ids, published := strings.CutPrefix(line, "published ")
+			if !published {
+				continue
 			}
 			if ids != "n,gw" {
 				t.Fatalf("published %q (request %d to the node), want n,gw throughout: the poller dropped the node for its own stall", ids, requests.Load())

@@ -80,6 +80,14 @@ func (p *TestProcess) Send(t testing.TB, line string) {
 	}
 }
 
+// Lines is the process's stdout, a line at a time, for a test that reads
+// more than Expect does; closed when the process ends.
+func (p *TestProcess) Lines() <-chan string { return p.lines }
+
+// Signal sends sig to the process: SIGSTOP and SIGCONT stop it and let it
+// go on, as a paused VM or a starved host would.
+func (p *TestProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Kill ends the process at once, as a crash would, and waits for it to be
 // gone.
 func (p *TestProcess) Kill(t testing.TB) {
