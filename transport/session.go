@@ -85,8 +85,14 @@ type sessionHandler struct {
 	// frames are shared by the listener's connections: an idle connection
 	// holds no frame buffer, and the GC may empty the pool.
 	frames framePool
-	// big holds a token per message being read past maxKeptMessageBytes.
-	big chan struct{}
+	// big holds a token per message being read past maxKeptMessageBytes,
+	// and bigBuffers the buffers such messages were read into (*[]byte),
+	// for the next one: at most bigMessageSlots are in use at once, and the
+	// GC may empty the pool. Dropped, each message of a client commanding
+	// 1,000 arms (about 100 KB) grew a buffer of its own, 128 KB of garbage
+	// a message.
+	big        chan struct{}
+	bigBuffers sync.Pool
 	// rec taps messages and frames for recordings (nil: none).
 	rec *recording.Recorder
 }
@@ -322,6 +328,14 @@ func (c *wsConn) read(r io.Reader) ([]byte, error) {
 	c.bigMu.Lock()
 	c.bigHeld++
 	c.bigMu.Unlock()
+	if kept, ok := c.h.bigBuffers.Get().(*[]byte); ok && cap(*kept) > len(buf) {
+		// The rest goes into a buffer an earlier big message left, and the
+		// full one back to the connection's list, as the first stage of
+		// the next.
+		next := append((*kept)[:0], buf...)
+		c.messages.put(buf)
+		buf = next
+	}
 	buf, err = readInto(buf, r, maxMessageBytes+1)
 	if errors.Is(err, errFull) {
 		err = errTooBig
@@ -384,7 +398,11 @@ func (c *wsConn) Recycle(inbound []byte) {
 			<-c.h.big
 		}
 		c.bigMu.Unlock()
-		return // not kept: see maxKeptMessageBytes
+		// Not kept by the connection (see maxKeptMessageBytes): by the
+		// listener, for its next big message.
+		kept := inbound[:0]
+		c.h.bigBuffers.Put(&kept)
+		return
 	}
 	c.messages.put(inbound)
 }
