@@ -1854,13 +1854,17 @@ func (x *NavigationReply) GetTrack() uint64 {
 
 // SubscribeRefused answers a Subscribe the node did not take, instead of
 // its Inventory: another process of a gateway at the same
-// gateway_address holds the node (a misconfigured advertised address, or
-// NAT, gives two live gateways one address). A node takes a new
-// process_id at a known address only once the process it serves has been
-// silent for a while (a restart at a fixed cluster port), and never again
-// takes a process_id it left for another within GatewayTimeout. The
-// gateway logs it and publishes lab-node-refused; the node's devices are
-// not its while refused.
+// gateway_address holds the node. A node takes a new process_id at a
+// known address only once the process it serves has been silent for a
+// while (a restart at a fixed cluster port): until then it answers code
+// "unavailable" (takeover pending), which the gateway just waits out. A
+// process_id heard while the one it serves still subscribes is a second
+// live gateway at the address (a misconfigured advertised address, or
+// NAT), and so is one it left for another within GatewayTimeout: code
+// "device_busy", every time it knocks, until it has not knocked for
+// GatewayTimeout. The gateway logs that and publishes lab-node-refused
+// once (a pending takeover too, if it lasts); the node's devices are not
+// its while refused.
 type SubscribeRefused struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
