@@ -672,6 +672,22 @@ func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent 
 	seen.got[k] = entry
 }
 
+// reused is old when it holds v (re-sent unchanged: no allocation), else
+// v as an Entry; nil with a failed decode's error (a value that failed,
+// boxed into an Entry, would cost an allocation).
+func reused[T interface {
+	comparable
+	Entry
+}](old Entry, v T, err *Error) (Entry, *Error) {
+	if err != nil {
+		return nil, err
+	}
+	if o, ok := old.(T); ok && o == v {
+		return old, nil
+	}
+	return v, nil
+}
+
 // decodeReusing decodes a WebSocket configure entry. When the same device
 // slot carried an equal entry in the previous message, that Entry is
 // returned instead of a new one: clients may re-send configure every tick,
@@ -687,31 +703,13 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 	switch k {
 	case KeyPreset:
 		v, err := decodePreset(val, at, w)
-		if err != nil {
-			return nil, err // boxed into an Entry, a value that failed would cost an allocation
-		}
-		if o, ok := old.(Preset); ok && o == v {
-			return old, nil
-		}
-		return v, nil
+		return reused(old, v, err)
 	case KeyMount:
 		v, err := decodeMount(val, at, w)
-		if err != nil {
-			return nil, err
-		}
-		if o, ok := old.(Mount); ok && o == v {
-			return old, nil
-		}
-		return v, nil
+		return reused(old, v, err)
 	case KeyBasis:
 		v, err := decodeBasis(val, at, w)
-		if err != nil {
-			return nil, err
-		}
-		if o, ok := old.(Basis); ok && o == v {
-			return old, nil
-		}
-		return v, nil
+		return reused(old, v, err)
 	case KeyDamping:
 		p, err := decodeDampingParts(val, at, w)
 		if err != nil {
@@ -723,22 +721,10 @@ func decodeReusing(k Key, val Value, at *pathSeg, w warnings, prev []Entry) (Ent
 		return p.damping(), nil
 	case KeyForceGate:
 		v, err := decodeForceGate(val, at, w)
-		if err != nil {
-			return nil, err
-		}
-		if o, ok := old.(ForceGate); ok && o == v {
-			return old, nil
-		}
-		return v, nil
+		return reused(old, v, err)
 	case KeyNavigation:
 		v, err := decodeNavigation(val, at, w)
-		if err != nil {
-			return nil, err
-		}
-		if o, ok := old.(Navigation); ok && o == v {
-			return old, nil
-		}
-		return v, nil
+		return reused(old, v, err)
 	}
 	return decodeEntryValue(k, val, at, w)
 }
