@@ -66,6 +66,16 @@ func (l *testLabSpec) twoNodes(t *testing.T, gwArgs ...string) (a, b, gw *labMem
 	return a, b, gw, armA, armB
 }
 
+// oneNode starts the node on labHostA and the gateway, and waits for the
+// node's arm on the gateway.
+func (l *testLabSpec) oneNode(t *testing.T) (node, gw *labMember, arm string) {
+	t.Helper()
+	node, gw = l.node(labHostA), l.gateway(labHostGW)
+	arm = onlyArm(t, node)
+	waitArmOnGateway(t, gw, arm)
+	return node, gw, arm
+}
+
 func (l *testLabSpec) common(host string) []string {
 	return []string{"--peers", l.peers, "--cluster-health-port", strconv.Itoa(l.health[host]), "--sim-grips", "0", "--state-dir", l.state[host]}
 }

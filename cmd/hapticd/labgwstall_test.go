@@ -29,10 +29,7 @@ func TestLabGatewayStall(t *testing.T) {
 		t.Skip("builds the binary and stops a real gateway")
 	}
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
-	node := lab.node(labHostA)
-	gw := lab.gateway(labHostGW)
-	id := onlyArm(t, node)
-	waitArmOnGateway(t, gw, id)
+	node, gw, id := lab.oneNode(t)
 
 	const z = 0.75
 	var mu sync.Mutex

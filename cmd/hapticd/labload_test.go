@@ -342,11 +342,7 @@ func TestLabDeadNodeCostsTheGatewayNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and watches a gateway for 40 s")
 	}
-	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
-	node := lab.node(labHostA)
-	gw := lab.gateway(labHostGW)
-	id := onlyArm(t, node)
-	waitArmOnGateway(t, gw, id)
+	node, gw, _ := newTestLab(t, buildBinary(t), labHostA, labHostGW).oneNode(t)
 	if err := node.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

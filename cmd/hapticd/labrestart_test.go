@@ -111,10 +111,7 @@ func TestLabNodeRestartUnderEffects(t *testing.T) {
 		t.Skip("builds the binary and restarts real processes")
 	}
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
-	node := lab.node(labHostA)
-	gw := lab.gateway(labHostGW)
-	id := onlyArm(t, node)
-	waitArmOnGateway(t, gw, id)
+	node, gw, id := lab.oneNode(t)
 
 	const z = 0.75
 	c := driveWithEffects(t, gw, id, z)
@@ -277,11 +274,7 @@ func TestLabConfigToAHungNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and stops a real process")
 	}
-	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
-	node := lab.node(labHostA)
-	gw := lab.gateway(labHostGW)
-	id := onlyArm(t, node)
-	waitArmOnGateway(t, gw, id)
+	node, gw, id := newTestLab(t, buildBinary(t), labHostA, labHostGW).oneNode(t)
 	hd := "/arm3/" + id + "/config/handedness"
 	waitLab(t, 20*time.Second, `a set of "left" acknowledged through the gateway`, func() bool {
 		st, _ := postJSON(gw.url(hd), `"left"`)

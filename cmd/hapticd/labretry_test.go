@@ -28,10 +28,7 @@ func TestLabConfigToAHungNodeNotAppliedByItsNextProcess(t *testing.T) {
 		t.Skip("builds the binary and restarts a real process")
 	}
 	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
-	node := lab.node(labHostA)
-	gw := lab.gateway(labHostGW)
-	id := onlyArm(t, node)
-	waitArmOnGateway(t, gw, id)
+	node, gw, id := lab.oneNode(t)
 	hd := "/arm3/" + id + "/config/handedness"
 	delays := []time.Duration{200 * time.Millisecond, 600 * time.Millisecond, 1300 * time.Millisecond}
 	for i := range labReps(t, 1) * len(delays) {
