@@ -42,8 +42,10 @@ type addDevice struct {
 	// comes after its timeout without its lock, racing the reader that
 	// timed out, and a caller may give up just as its addition is listed).
 	answers chan *addDeviceReply
-	// listed is the device once the registry has listed it (only the
-	// registry reads and writes it).
+	// info is the driver's, read once as the registry takes the addition
+	// up, and listed the device once the registry has listed it (only the
+	// registry reads and writes them).
+	info   hw.Info
 	listed *Device
 }
 

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -213,6 +212,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 		return // its caller gave up and closed the driver (askAddition)
 	}
 	info := p.msg.driver.Info()
+	p.msg.info = info // read once: the other additions ask it (holderOf, connected)
 	var t protocol.DeviceType
 	switch info.Kind {
 	case hw.KindArm:
@@ -334,7 +334,7 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 // being added.
 func (r *registryActor) connected(k hw.Kind, uuid string) bool {
 	for _, p := range r.adding {
-		if i := p.msg.driver.Info(); i.Kind == k && i.UUID == uuid {
+		if i := p.msg.info; i.Kind == k && i.UUID == uuid {
 			return true
 		}
 	}
@@ -350,7 +350,7 @@ func (r *registryActor) connected(k hw.Kind, uuid string) bool {
 // or being added, and whether there is one.
 func (r *registryActor) holderOf(t protocol.DeviceType, id string) (uuid string, taken bool) {
 	if p, ok := r.adding[deviceKey(t, id)]; ok {
-		return p.msg.driver.Info().UUID, true
+		return p.msg.info.UUID, true
 	}
 	if d := r.svc.devices.Load().Find(t, id); d != nil {
 		return d.Info.UUID, true
@@ -379,24 +379,27 @@ func (r *registryActor) adopt(ctx actor.Context, m *deviceLoaded) {
 // recover: nil when none did), such as a driver whose Info panics: the
 // registry is resumed after a panic (Service), and an addition left
 // unanswered held its caller for its whole window (RequestTimeout plus a
-// minute). What the addition held is given back first, so that the
-// caller's retry is not refused as the same device: its place among the
-// additions, and, listed already, the device itself, removed as a failed
-// one (the driver is then closed twice: by the removal and by the caller,
-// to whom an error leaves it).
+// minute). The panic is recorded as the supervisor's would be (the
+// supervision report). An addition not listed yet is refused, and its
+// place among the additions given back, so that the caller's retry is not
+// refused as the same device. One listed already (a panic later in spawn:
+// a fault of the registry's own, no driver call is left there) is answered
+// with its device and removed as a failed one: refused, its caller would
+// close the driver while the removal still stops its loop.
 func (r *registryActor) failedAddition(ctx actor.Context, add *addDevice, reason any) {
 	if reason == nil {
 		return
 	}
 	cause := fmt.Errorf("actors: adding the device failed: %v", reason)
-	r.svc.log.Error().Interface("reason", reason).Msg("registry: adding a device panicked; the addition is refused")
-	r.givenUp(add)
-	for key, waiting := range r.leaving {
-		r.leaving[key] = slices.DeleteFunc(waiting, func(p pendingAdd) bool { return p.msg == add })
-	}
+	r.svc.log.Error().Interface("reason", reason).Str("driver", fmt.Sprintf("%T", add.driver)).Str("uuid", add.info.UUID).
+		Msg("registry: adding a device panicked")
+	r.svc.system.EventStream.Publish(&actor.SupervisorEvent{Child: ctx.Self(), Reason: reason, Directive: actor.ResumeDirective})
 	if d := add.listed; d != nil {
+		add.answer(&addDeviceReply{device: d})
 		r.remove(ctx, d, cause)
+		return
 	}
+	r.givenUp(add)
 	add.answer(&addDeviceReply{err: cause})
 }
 

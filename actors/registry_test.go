@@ -895,6 +895,7 @@ func TestAdditionThatPanicsIsRefusedAtOnce(t *testing.T) {
 			if n := len(svc.Devices().All()); n != 0 {
 				t.Fatalf("%d devices listed after the panic, want 0", n)
 			}
+			waitSupervision(t, svc, "", "ResumeDirective") // recorded as the registry's supervisor does
 			d := addArm(t, svc, simArm(0))
 			if d.ID != simArm(0).Info().ID {
 				t.Fatalf("the arm opened again was added on id %s, want its own %s", d.ID, simArm(0).Info().ID)
@@ -906,15 +907,50 @@ func TestAdditionThatPanicsIsRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// infoPanicDriver panics on its at-th call of Info.
+// A driver that panics is the only addition refused for it: another arm
+// with the same 16-bit id (another UUID) added while the first waits for
+// its stored config is added, on an id derived from its UUID. The registry
+// asked the waiting addition's driver for its Info as it took the other
+// up, so the other one was refused with the first one's panic.
+func TestAdditionThatPanicsRefusesNoOther(t *testing.T) {
+	var held *heldStore
+	svc := startWith(t, Options{StateDir: t.TempDir(), RequestTimeout: 2 * time.Second, WrapStore: func(s Store) Store {
+		held = newHeldStore(s, "load", storeName(protocol.TypeArm, simArm(0).Info().ID))
+		return held
+	}})
+	panicking := &infoPanicDriver{Driver: simArm(0), at: 2, after: true}
+	var panickingErr error
+	first := pending(func() { _, panickingErr = svc.AddDevice(panicking, false) })
+	held.waitEntered(t) // its config read holds it among the additions
+	sameID := simArm(0).Info().ID
+	other, err := svc.AddDevice(&sharedIDDriver{Driver: simArm(1), id: sameID, uuid: "uuid-other"}, false)
+	if err != nil {
+		t.Fatalf("another arm with the same id added while the first waits: %v", err)
+	}
+	if other.ID == sameID {
+		t.Fatalf("the other arm was served on the first one's id %s, want one derived from its UUID", sameID)
+	}
+	close(held.release)
+	waitDone(t, first, "the addition that panics")
+	if panickingErr == nil || !strings.Contains(panickingErr.Error(), "info panicked") {
+		t.Fatalf("the addition that panics: %v, want an error naming the panic", panickingErr)
+	}
+	if all := svc.Devices().All(); len(all) != 1 || all[0] != other {
+		t.Fatalf("listed %v, want the other arm alone", all)
+	}
+}
+
+// infoPanicDriver panics on its at-th call of Info (and every later one,
+// with after).
 type infoPanicDriver struct {
 	hw.Driver
 	at    int32
+	after bool
 	calls atomic.Int32
 }
 
 func (d *infoPanicDriver) Info() hw.Info {
-	if d.calls.Add(1) == d.at {
+	if n := d.calls.Add(1); n == d.at || d.after && n > d.at {
 		panic("info panicked")
 	}
 	return d.Driver.Info()

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -57,17 +58,32 @@ func TestHealthPollerStoppedMidRoundKeepsItsNodes(t *testing.T) {
 		requests atomic.Int32
 		poller   atomic.Pointer[hwtest.TestProcess] // set once started
 		resumed  = make(chan struct{})
+		// signals orders the stop after the test's end, which lets the
+		// poller go on for good (else a test failing in the hold would
+		// leave it stopped and its cleanup waiting for it).
+		signals sync.Mutex
+		ended   bool
 	)
+	signal := func(sig syscall.Signal) bool {
+		signals.Lock()
+		defer signals.Unlock()
+		if ended {
+			return false
+		}
+		if err := poller.Load().Signal(sig); err != nil {
+			t.Errorf("signal the poller (%v): %v", sig, err)
+		}
+		return true
+	}
 	hold := func() {
 		time.Sleep(300 * time.Millisecond)
-		if err := poller.Load().Signal(syscall.SIGSTOP); err != nil {
-			t.Errorf("stop the poller: %v", err)
+		if !signal(syscall.SIGSTOP) {
+			return
 		}
 		time.Sleep(2 * time.Second)
-		if err := poller.Load().Signal(syscall.SIGCONT); err != nil {
-			t.Errorf("resume the poller: %v", err)
+		if signal(syscall.SIGCONT) {
+			close(resumed)
 		}
-		close(resumed)
 		time.Sleep(300 * time.Millisecond)
 	}
 	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +97,12 @@ func TestHealthPollerStoppedMidRoundKeepsItsNodes(t *testing.T) {
 
 	child := hwtest.StartTestProcess(t, "TestHealthPollerStoppedMidRoundKeepsItsNodes",
 		envStoppedPoller+"="+strings.TrimPrefix(node.URL, "http://")+","+gw.host())
-	t.Cleanup(func() { _ = child.Signal(syscall.SIGCONT) }) // before its stdin is closed
+	t.Cleanup(func() { // before its stdin is closed
+		signals.Lock()
+		defer signals.Unlock()
+		ended = true
+		_ = child.Signal(syscall.SIGCONT)
+	})
 	poller.Store(child)
 
 	deadline := time.After(60 * time.Second)
