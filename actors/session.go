@@ -475,7 +475,9 @@ func (p *tickPath) begin() {
 
 // handle processes one message and writes its frame. It reports false
 // when the session ended while the message waited for the actor: the
-// message then got no frame and buf may still be read by the actor.
+// message then got no frame. (The actor never reads buf: what it is handed
+// was decoded out of it; the buffer is left to the collector then, once
+// per session.)
 func (p *tickPath) handle(buf []byte) bool {
 	if p.sessionScratch == nil {
 		p.sessionScratch = new(sessionScratch)

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -330,5 +331,10 @@ func (a *sessionActor) configure(ctx actor.Context, d *Device, entry int, path, 
 	if d.unchangedBy(a.sess.ID, entries) {
 		return
 	}
-	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
+	// A copy: entries are the decoded message's, whose array the session's
+	// next message is decoded into, and a device actor that took the
+	// request up reads them again once its profile is read from the disk,
+	// which may be after the session stopped waiting (RequestTimeout plus a
+	// minute) and went on to its next message.
+	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: slices.Clone(entries), ticket: &ticket{}}, entry, path+suffix)
 }
