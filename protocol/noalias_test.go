@@ -2,10 +2,11 @@ package protocol
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/hapticd/hapticd/protocol/protocoltest"
 )
 
 // A decoded message keeps no byte of the buffer it was decoded from: the
@@ -14,83 +15,6 @@ import (
 // another client's (transport/session.go, bigBuffers). The decoder keeps
 // strings by copying them (reuse, string(...)); an unsafe.String or a kept
 // Raw() slice would show a user another message's bytes.
-
-// aliasCheck walks v (following pointers, interfaces, slices up to cap,
-// maps, arrays, structs incl. unexported fields) and reports every string or
-// slice whose data lies inside [lo, hi).
-type aliasCheck struct {
-	lo, hi uintptr
-	seen   map[uintptr]bool
-	found  []string
-}
-
-func newAliasCheck(buf []byte) *aliasCheck {
-	b := buf[:cap(buf)]
-	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return &aliasCheck{lo: lo, hi: lo + uintptr(len(b)), seen: map[uintptr]bool{}}
-}
-
-func (a *aliasCheck) in(p uintptr, n int) bool {
-	if n == 0 || p == 0 {
-		return false
-	}
-	return p < a.hi && p+uintptr(n) > a.lo
-}
-
-func (a *aliasCheck) walk(path string, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		s := v.String()
-		if a.in(uintptr(unsafe.Pointer(unsafe.StringData(s))), len(s)) {
-			a.found = append(a.found, fmt.Sprintf("%s = %q", path, s))
-		}
-	case reflect.Slice:
-		if v.IsNil() {
-			return
-		}
-		p := v.Pointer()
-		if a.in(p, v.Cap()*int(v.Type().Elem().Size())) {
-			a.found = append(a.found, fmt.Sprintf("%s (slice len %d cap %d)", path, v.Len(), v.Cap()))
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
-		}
-		for i := 0; i < v.Len(); i++ {
-			a.walk(fmt.Sprintf("%s[%d]", path, i), v.Index(i))
-		}
-	case reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			a.walk(fmt.Sprintf("%s[%d]", path, i), v.Index(i))
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			a.walk(path+"."+v.Type().Field(i).Name, v.Field(i))
-		}
-	case reflect.Pointer:
-		if v.IsNil() {
-			return
-		}
-		p := v.Pointer()
-		if a.in(p, 1) {
-			a.found = append(a.found, path+" (pointer into buf)")
-		}
-		if a.seen[p] {
-			return
-		}
-		a.seen[p] = true
-		a.walk(path, v.Elem())
-	case reflect.Interface:
-		if !v.IsNil() {
-			a.walk(path+"<"+v.Elem().Type().String()+">", v.Elem())
-		}
-	case reflect.Map:
-		it := v.MapRange()
-		for it.Next() {
-			a.walk(path+"{k}", it.Key())
-			a.walk(path+"{v}", it.Value())
-		}
-	}
-}
 
 // aliasSeeds are messages that reach every string the decoder keeps.
 var aliasSeeds = []string{
@@ -136,11 +60,8 @@ func checkNoAlias(t *testing.T, m *ClientMessage, data string) {
 	buf := make([]byte, len(data), len(data)+32)
 	copy(buf, data)
 	errs := DecodeClientMessage(buf, aliasTypes, m)
-	a := newAliasCheck(buf)
-	a.walk("m", reflect.ValueOf(m))
-	a.walk("errs", reflect.ValueOf(errs))
-	if len(a.found) > 0 {
-		t.Errorf("message %.120q: kept aliases of the message buffer:\n  %s", data, strings.Join(a.found, "\n  "))
+	if found := append(protocoltest.BufferAliases(buf, m), protocoltest.BufferAliases(buf, errs)...); len(found) > 0 {
+		t.Errorf("message %.120q: kept aliases of the message buffer:\n  %s", data, strings.Join(found, "\n  "))
 	}
 	// Scribble and compare a deep dump: the decoded message must not change.
 	before := fmt.Sprintf("%+v|%+v|%+v|%+v", m.Devices, m.Warnings, m.Errors, deref(m))
@@ -190,10 +111,8 @@ func TestAliasCheckFindsAnAlias(t *testing.T) {
 	buf := []byte(`{"x":"abc"}`)
 	m := ClientMessage{}
 	m.profile.Name = unsafe.String(&buf[6], 3)
-	a := newAliasCheck(buf)
-	a.walk("m", reflect.ValueOf(&m))
-	if len(a.found) != 1 {
-		t.Fatalf("checker found %v", a.found)
+	if found := protocoltest.BufferAliases(buf, &m); len(found) != 1 {
+		t.Fatalf("the check found %v, want the profile's name", found)
 	}
 }
 
