@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -331,10 +330,11 @@ func (a *sessionActor) configure(ctx actor.Context, d *Device, entry int, path, 
 	if d.unchangedBy(a.sess.ID, entries) {
 		return
 	}
-	// A copy: entries are the decoded message's, whose array the session's
-	// next message is decoded into, and a device actor that took the
-	// request up reads them again once its profile is read from the disk,
-	// which may be after the session stopped waiting (RequestTimeout plus a
-	// minute) and went on to its next message.
-	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: slices.Clone(entries), ticket: &ticket{}}, entry, path+suffix)
+	// entries are the decoded message's, whose arrays the session's next
+	// message is decoded into once this request is answered or times out.
+	// Not copied: the device reads them only before it answers (a
+	// session's configure is not durable, so no disk read comes between,
+	// deviceCore.set), and not at all once the ticket is cancelled. A
+	// durable session set would have to copy them.
+	a.ask(ctx, d.pid, &setEntries{session: a.sess.ID, entries: entries, ticket: &ticket{}}, entry, path+suffix)
 }
