@@ -57,6 +57,11 @@ type Config struct {
 	Peers []string
 	// HealthPort is where the automanaged health endpoint listens, on Bind.
 	HealthPort int
+	// HealthGuard, when set, wraps the health endpoint: the service's
+	// browser guard, so that a web page cannot read the member list
+	// through a rebinding host name (PROTOCOL.md 3.4). The hosts of Peers
+	// must pass it: the members poll each other by those names.
+	HealthGuard func(http.Handler) http.Handler
 	// CertFile, KeyFile and CAFile turn on mutual TLS: this process shows
 	// its certificate and accepts only peers whose certificate CAFile signed.
 	CertFile, KeyFile, CAFile string
@@ -232,6 +237,9 @@ func (lk *link) joinCluster(c *Config, rcfg *remote.Config, kinds []*cluster.Kin
 	e.Server.MaxHeaderBytes = 64<<10 - 4<<10
 	e.Logger.SetOutput(io.Discard)
 	e.StdLogger = log.New(io.Discard, "", 0)
+	if c.HealthGuard != nil {
+		e.Use(echo.WrapMiddleware(c.HealthGuard))
+	}
 	// Every member polls every host, itself included: the list is the same
 	// on every process of a lab, with or without the process's own entry.
 	hosts := []string{haddr}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/cluster"
+	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport"
 )
 
 // labOptions are the flags of a lab (several hosts): the process's role,
@@ -176,7 +179,9 @@ type lab interface{ Close() }
 
 // startLab starts the cluster side of a node or gateway; standalone starts
 // nothing.
-func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Logger) (lab, error) {
+// browser is what the service's browser guard allows besides loopback
+// (--allow-origin, --allow-host).
+func startLab(l *labOptions, svc *actors.Service, httpURL string, browser browserAllowed, log zerolog.Logger) (lab, error) {
 	if l.role == "standalone" {
 		return nil, nil
 	}
@@ -187,6 +192,7 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Lo
 		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
 		Log: log.With().Str("component", "cluster").Logger(),
 	}
+	cfg.HealthGuard = labHealthGuard(l, browser, cfg.Log).Wrap
 	if cfg.NodeID == "" {
 		// Stable across restarts: the node's kind and its devices'
 		// identities must not change with the fresh cluster port.
@@ -207,4 +213,24 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, log zerolog.Lo
 		return nil, err
 	}
 	return g, nil
+}
+
+// browserAllowed is what --allow-origin and --allow-host let past the
+// browser guard besides loopback.
+type browserAllowed struct{ origins, hosts []string }
+
+// labHealthGuard is the browser guard of a member's health endpoint: the
+// APIs' (a rebinding page must not read the member list either), with the
+// hosts of --peers allowed, since the members poll each other by those
+// names (a name of /etc/hosts for 127.0.0.2, say).
+func labHealthGuard(l *labOptions, browser browserAllowed, log zerolog.Logger) *transport.BrowserGuard {
+	hosts := append([]string(nil), browser.hosts...)
+	for _, p := range l.peers {
+		if h, _, err := net.SplitHostPort(p); err == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	return transport.NewBrowserGuard(l.bind, browser.origins, hosts, func(r *http.Request, code protocol.Code, _ string) {
+		log.Warn().Str("remote", r.RemoteAddr).Str("origin", r.Header.Get("Origin")).Str("host", r.Host).Str("code", string(code)).Msg("refused a browser request on the health endpoint")
+	})
 }

@@ -447,7 +447,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 	if err != nil {
 		return nil, sv.stop(err)
 	}
-	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), log); err != nil {
+	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), browserAllowed{o.allowOrigins, o.allowHosts}, log); err != nil {
 		return nil, sv.stop(err)
 	}
 	return sv, nil
