@@ -33,7 +33,7 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 		case p == "/healthz":
 			h = http.HandlerFunc(healthz)
 		case p == "/readyz":
-			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.readyz(w, cfg.Service, listeners) })
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.readyz(w, cfg.Service, listeners, cfg.Lab) })
 		case p == "/ports":
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.ports(w, cfg.Ports) })
 		case p == "/ui/entries.json":
@@ -91,9 +91,10 @@ type readyCheck struct {
 }
 
 // readyz answers 200 when every listener is bound, every device's loop is
-// running and the state directory takes writes; else 503. Either way the
-// body lists each check and why it failed.
-func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []string) {
+// running, the state directory takes writes and, in a lab, the lab is ready
+// (lab, nil in standalone); else 503. Either way the body lists each check
+// and why it failed.
+func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []string, lab func() (bool, string)) {
 	var checks []readyCheck
 	var missing []string
 	for _, name := range listeners {
@@ -124,6 +125,11 @@ func (s *Server) readyz(w http.ResponseWriter, svc *actors.Service, listeners []
 		checks = append(checks, readyCheck{"state_dir", false, err.Error()})
 	} else {
 		checks = append(checks, readyCheck{"state_dir", true, "writable"})
+	}
+
+	if lab != nil {
+		ok, detail := lab()
+		checks = append(checks, readyCheck{"lab", ok, detail})
 	}
 
 	status, code := "ready", http.StatusOK

@@ -58,6 +58,10 @@ type Config struct {
 	// Ports reads the hardware scan's latest outcome for GET /ports; nil
 	// when the service watches no hardware.
 	Ports func() HardwarePorts
+	// Lab is /readyz's check of a lab's node or gateway: ready once its
+	// cluster link is up and, on a gateway, its nodes' devices are listed.
+	// nil in standalone (no check). Called from any goroutine.
+	Lab func() (ready bool, detail string)
 }
 
 func (cfg *Config) wrapCodec(c actors.Codec) actors.Codec {

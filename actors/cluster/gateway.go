@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,10 @@ type Gateway struct {
 	targets map[string]string
 	// lastProbe is when the latest probe was sent (see probed).
 	lastProbe time.Time
+	// linkUp is when the cluster link was up (StartGateway's end), and
+	// ready is set once Ready first said so: see Ready.
+	linkUp time.Time
+	ready  bool
 	// members are the node ids in the cluster's current topology
 	// (automanaged): their devices' config goes to the device's grain.
 	members map[string]bool
@@ -176,6 +181,9 @@ func StartGateway(svc *actors.Service, cfg Config) (*Gateway, error) {
 	}
 	// The address the remote took: subscriptions and commands carry it.
 	g.lk, g.sys, g.cl, g.addr = lk, lk.sys, lk.cl, lk.sys.Address()
+	g.mu.Lock()
+	g.linkUp = time.Now()
+	g.mu.Unlock()
 	g.wg.Add(2)
 	go g.watch()
 	go func() {
@@ -399,6 +407,70 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 			g.targets[m.Address()] = id // watch subscribes within SubscribeEvery
 		}
 	}
+}
+
+// Ready reports whether the gateway serves what its lab has, so that a
+// client that connects once it is ready finds the lab's arms: every node it
+// knows of (--peers, or the members the cluster showed) has sent its
+// inventory and each device of it is listed (or was refused), and no node
+// is handing its devices over from this gateway's previous process (a
+// restart: "takeover pending" until that process has been silent for
+// takeoverSilence; a refusal past pendingRefusalFor is a second live
+// gateway, not waited for). A node that has not answered at all within
+// NodeTimeout of the link's start is not waited for: one down when the
+// gateway starts must not keep it unready. Once ready it stays so: nodes
+// that come and go later are the lab's faults, not an unfinished start.
+// detail says what it waits for.
+func (g *Gateway) Ready() (ready bool, detail string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ready {
+		return true, "every node's devices listed at the start"
+	}
+	if g.linkUp.IsZero() {
+		return false, "the cluster link is starting"
+	}
+	var silent, adding, handing []string
+	for addr := range g.targets {
+		var n *nodeState
+		for _, m := range g.nodes {
+			if m.addr == addr {
+				n = m
+			}
+		}
+		if n == nil {
+			silent = append(silent, addr)
+			continue
+		}
+		for _, p := range g.proxies {
+			if p.nodeID == n.id && p.dev.Load() == nil && !p.lost.Load() {
+				adding = append(adding, n.id)
+				break
+			}
+		}
+	}
+	now := time.Now()
+	for id, r := range g.refusedBy {
+		if !r.told && now.Sub(r.since) <= pendingRefusalFor {
+			handing = append(handing, id)
+		}
+	}
+	sort.Strings(silent)
+	sort.Strings(adding)
+	sort.Strings(handing)
+	switch {
+	case len(adding) > 0:
+		return false, "adding the devices of node " + strings.Join(adding, ", ")
+	case len(handing) > 0:
+		return false, "node " + strings.Join(handing, ", ") + " hands its devices over from this gateway's previous process"
+	case len(silent) > 0 && now.Sub(g.linkUp) < g.cfg.NodeTimeout:
+		return false, "waiting for the inventory of " + strings.Join(silent, ", ")
+	}
+	g.ready = true
+	if len(silent) > 0 {
+		return true, fmt.Sprintf("nodes listed; silent for %v after the start: %s", g.cfg.NodeTimeout, strings.Join(silent, ", "))
+	}
+	return true, fmt.Sprintf("the devices of %d nodes listed", len(g.targets))
 }
 
 // suspectLocked marks a node whose connection closed or that left the

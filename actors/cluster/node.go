@@ -300,6 +300,10 @@ func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 	}
 }
 
+// Ready reports that the node is ready: its devices are its own, and its
+// cluster link is up once StartNode returned.
+func (n *Node) Ready() (ready bool, detail string) { return true, "cluster link up" }
+
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
 // with their lease.
 func (n *Node) Close() {

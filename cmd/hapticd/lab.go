@@ -175,7 +175,12 @@ func validPort(s string) bool {
 }
 
 // lab is a running node or gateway; nil in standalone.
-type lab interface{ Close() }
+type lab interface {
+	// Ready says whether the lab serves what it has (a gateway: its
+	// nodes' devices listed), and if not, what it waits for.
+	Ready() (ready bool, detail string)
+	Close()
+}
 
 // startLab starts the cluster side of a node or gateway; standalone starts
 // nothing.

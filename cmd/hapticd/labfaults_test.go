@@ -16,10 +16,13 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/emulator"
@@ -604,34 +607,32 @@ func TestLabGatewayRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = gw.cmd.Wait()
+	// A supervisor's probe of the restarted gateway: the first time
+	// /readyz answers 200, a client connects as a client would.
+	readyArms := make(chan map[string]bool, 1)
+	probing := make(chan struct{})
+	defer close(probing)
+	go func() { readyArms <- armsOnceReady("http://"+net.JoinHostPort(labHostGW, httpPort), probing) }()
 	gw = lab.gateway(labHostGW, "--port", httpPort)
-	ready := time.Now()
 	if "ws://"+gw.addr["http"]+"/" != url {
 		t.Fatalf("the restarted gateway listens on %s, its clients on %s", gw.addr["http"], url)
 	}
-	// A client reconnecting as a client would: its first frame, the
-	// inventory, lists both arms once the gateway has them.
-	var took time.Duration
-	for {
-		c := dialWS(t, url)
-		inv := readJSON(t, c)
-		c.Close()
-		ids := map[string]bool{}
-		for _, d := range asList(inv["arm3"]) {
-			if id, _ := path(d, "device_id").(string); id != "" {
-				ids[id] = true
-			}
-		}
-		if ids[armA] && ids[armB] {
-			took = time.Since(ready)
-			break
-		}
-		if time.Since(ready) > 10*time.Second {
-			t.Fatalf("a client of the restarted gateway finds arms %v, want %s and %s", ids, armA, armB)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// A client reconnecting as a client would after the ready line: its
+	// first frame, the inventory, lists both arms (the ready line and
+	// /readyz wait for the nodes' devices: they came a second later, the
+	// nodes handing them over from the killed process).
+	ids := inventoryArms(t, url)
+	if !ids[armA] || !ids[armB] {
+		t.Fatalf("a client of the restarted gateway, after its ready line, finds arms %v; want %s and %s", ids, armA, armB)
 	}
-	t.Logf("a reconnecting client found both arms %v after the restarted gateway's ready line", took.Round(time.Millisecond))
+	select {
+	case ids := <-readyArms:
+		if !ids[armA] || !ids[armB] {
+			t.Fatalf("a client of the restarted gateway, once /readyz answered 200, found arms %v; want %s and %s", ids, armA, armB)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted gateway's /readyz never answered 200")
+	}
 	waitLab(t, 5*time.Second, "node a's arm with its config on the restarted gateway", func() bool {
 		_, env := httpDo(t, "GET", gw.url(hd), "")
 		return env["data"] == "left"
@@ -641,6 +642,59 @@ func TestLabGatewayRestart(t *testing.T) {
 	waitLab(t, 5*time.Second, "the restarted gateway's force on node b's arm", func() bool {
 		return path(labArms(t, b)[armB], "state", "current_cursor_force", "z") == 1.5
 	})
+}
+
+// inventoryArms is the ids of the arms in the inventory frame a new client
+// of url gets first.
+func inventoryArms(t *testing.T, url string) map[string]bool {
+	t.Helper()
+	c := dialWS(t, url)
+	defer c.Close()
+	return inventoryArmIDs(readJSON(t, c))
+}
+
+// inventoryArmIDs is the ids of the arms an inventory frame lists.
+func inventoryArmIDs(inv map[string]any) map[string]bool {
+	ids := map[string]bool{}
+	for _, d := range asList(inv["arm3"]) {
+		if id, _ := path(d, "device_id").(string); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// armsOnceReady polls base's /readyz until it answers 200 (or stop), then
+// connects a client and returns the arms of its inventory frame (nil if it
+// could not).
+func armsOnceReady(base string, stop <-chan struct{}) map[string]bool {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		resp, err := client.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/", nil)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var inv map[string]any
+	if err := c.ReadJSON(&inv); err != nil {
+		return nil
+	}
+	return inventoryArmIDs(inv)
 }
 
 func asList(v any) []any {

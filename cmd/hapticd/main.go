@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -428,6 +429,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 	}
 	hardware.start(svc)
 
+	var labReady labReadiness
 	sv.srv, err = transport.Start(transport.Config{
 		Service:      svc,
 		Log:          log,
@@ -443,6 +445,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 
 		MaxConnections: o.maxConnections,
 		Ports:          hardware.ports(),
+		Lab:            labReady.check(o.lab.role),
 	})
 	if err != nil {
 		return nil, sv.stop(err)
@@ -450,7 +453,50 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), browserAllowed{o.allowOrigins, o.allowHosts}, log); err != nil {
 		return nil, sv.stop(err)
 	}
+	if sv.lab != nil {
+		labReady.started.Store(&sv.lab)
+		// A gateway lists its nodes' devices before it says it is ready,
+		// as /readyz does (a node down at its start is not waited for
+		// past --cluster-node-timeout).
+		if err := waitLabReady(ctx, sv.lab); err != nil {
+			return nil, sv.stopBeforeReady(ctx, "listeners and the cluster link")
+		}
+	}
 	return sv, nil
+}
+
+// labReadiness is /readyz's lab check: not ready until the lab started
+// (the listeners answer before), then the lab's own word.
+type labReadiness struct{ started atomic.Pointer[lab] }
+
+// check is the transport's Lab check for role: nil in standalone.
+func (r *labReadiness) check(role string) func() (bool, string) {
+	if role == "standalone" {
+		return nil
+	}
+	return func() (bool, string) {
+		l := r.started.Load()
+		if l == nil {
+			return false, "the cluster link is starting"
+		}
+		return (*l).Ready()
+	}
+}
+
+// waitLabReady waits until l is ready or ctx ends (ctx's error then).
+func waitLabReady(ctx context.Context, l lab) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, _ := l.Ready(); ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // recordDir is where recordings go: --record's directory, else the state
