@@ -737,10 +737,13 @@ func (g *Gateway) dropNodeLocked(id, why string, dead bool) {
 	g.log.Warn().Str("node", id).Str("why", why).Msg("node lost; its devices leave")
 	n := g.nodes[id]
 	delete(g.nodes, id)
+	// The devices' device-failed events say why, as the log line does: a
+	// killed node reads otherwise than a hung or refusing one.
+	cause := fmt.Errorf("cluster: node %s dropped (%s): its devices return when it answers again (%w)", id, why, hw.ErrGone)
 	var left []*proxy
 	for _, p := range g.proxies {
 		if p.nodeID == id {
-			p.leave(errNodeLost)
+			p.leave(cause)
 			if dead {
 				p.processGone()
 			}

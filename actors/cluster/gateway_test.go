@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -492,4 +494,37 @@ func TestRefreshIDsOneAtATime(t *testing.T) {
 		t.Fatal("no refresh started after the first one ended")
 	}
 	g.wg.Wait()
+}
+
+// A dropped node's devices fail with the reason the gateway dropped it, in
+// their device-failed event as in the log: an operator reading the events
+// tells a killed node from a hung one. Every drop read alike before.
+func TestDroppedNodesDevicesSayWhy(t *testing.T) {
+	for _, tc := range []struct {
+		why  string
+		dead bool
+	}{
+		{"its connection closed and its port refuses", true},
+		{"silent for 1s", false},
+		{"it refused this gateway's subscription", false},
+	} {
+		t.Run(tc.why, func(t *testing.T) {
+			g := testGateway(t, time.Hour)
+			sub := subscribeEvents(t, g)
+			addRemoteArm(t, g)
+			g.mu.Lock()
+			g.dropNodeLocked("a", tc.why, tc.dead)
+			g.mu.Unlock()
+			var failed struct {
+				ID     string `json:"device_id"`
+				Reason string `json:"reason"`
+			}
+			if err := json.Unmarshal(nextEvent(t, sub, "device-failed"), &failed); err != nil {
+				t.Fatal(err)
+			}
+			if failed.ID != "049D" || !strings.Contains(failed.Reason, "node a") || !strings.Contains(failed.Reason, tc.why) {
+				t.Fatalf("device-failed of %s: %q; want the node and %q", failed.ID, failed.Reason, tc.why)
+			}
+		})
+	}
 }
