@@ -1533,6 +1533,11 @@ func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
 	d := c.dev
 	switch ev.Kind {
 	case loop.EventLeaseExpired:
+		if ev.Session >= FirstRemoteOwner {
+			// A lab gateway's: its effects pause with the force.
+			c.activity.Publish(event.RemoteControlLeaseExpired(d.Name, d.ID, ev.Session, ev.Effects.Len()))
+			break
+		}
 		c.activity.Publish(event.ControlLeaseExpired(d.Name, d.ID, ev.Session, effectsDroppedBy(ev.Effects, ev.LapsedNs)))
 	case loop.EventReleased:
 		c.log.Debug().Uint64("session", ev.Session).Msg("control released")

@@ -292,6 +292,15 @@ func (s *Session) fail(reason any) {
 	s.close(protocol.CloseInternalError)
 }
 
+// FirstRemoteOwner is the first device-register owner that is no local
+// session: a lab node writes a gateway's forwarded commands as owners from
+// it on (local session ids count up from 1 and never reach it). Such an
+// owner's effects stay on its arm through a lapse of its lease, paused with
+// the force, and render again with its next command: the gateway's client
+// session may still hold its own lease (a gateway or link that stalled past
+// the node's). A local session's go with the lapse.
+const FirstRemoteOwner uint64 = 1 << 62
+
 // OpenSession creates a session for a new connection: the registry
 // attaches it to every device and lists it, then the inventory frame is
 // written, on the caller's goroutine, before OpenSession returns (so it

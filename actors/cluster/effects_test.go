@@ -328,6 +328,12 @@ func subscribeEvents(t *testing.T, g *Gateway) *activity.Subscription {
 // nextEvent waits for the next event name on sub and returns its data.
 func nextEvent(t *testing.T, sub *activity.Subscription, name string) json.RawMessage {
 	t.Helper()
+	return nextEventOf(t, sub, name).Data
+}
+
+// nextEventOf waits for the next event name on sub.
+func nextEventOf(t *testing.T, sub *activity.Subscription, name string) event.Event {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
@@ -336,7 +342,7 @@ func nextEvent(t *testing.T, sub *activity.Subscription, name string) json.RawMe
 			t.Fatalf("no %s event: %v", name, err)
 		}
 		if e.Name == name {
-			return e.Data
+			return e
 		}
 	}
 }

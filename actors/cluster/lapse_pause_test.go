@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +102,11 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 		t.Run(tc.name, func(t *testing.T) {
 			n, d := testNode(t)
 			out := watchOutbox(t, n.sys)
+			events, err := n.svc.Activity().Subscribe(0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(events.Close)
 			n.wg.Add(1)
 			go n.push()
 			uuid := d.Info.UUID
@@ -125,6 +132,18 @@ func TestNodeLeaseLapsePausesAGatewaysEffectsUntilAnotherTakesTheArm(t *testing.
 			st := untilPushLoopSaw(t, out, uuid, "the lapse", func(st *wire.State) bool {
 				return st.ControlMode == uint32(hw.ModeIdle) && !st.EffectsRendering
 			})
+			// The node's event says the spring is paused, not dropped: an
+			// operator told to declare it again would be told wrong.
+			lapse := nextEventOf(t, events, "control-lease-expired")
+			var data struct {
+				Dropped int `json:"effects_dropped"`
+			}
+			if err := json.Unmarshal(lapse.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			if data.Dropped != 0 || !strings.Contains(lapse.Message, "effect there is paused") || strings.Contains(lapse.Message, "declare") {
+				t.Errorf("the node's control-lease-expired: effects_dropped %d, %q; want 0 and the spring paused", data.Dropped, lapse.Message)
+			}
 			if tc.meanwhile != nil {
 				tc.meanwhile(t, n, d, out)
 				st = untilPushLoopSaw(t, out, uuid, "the arm free again", func(st *wire.State) bool { return !st.HeldLocally })

@@ -32,7 +32,7 @@ import (
 // it: the other gateways' commands are dropped until it lets go, and the
 // state pushed to each gateway says the device is held by someone else, so
 // that gateway refuses its own sessions with device_busy meanwhile.
-const gatewaySession = 1 << 62
+const gatewaySession = actors.FirstRemoteOwner
 
 // Node serves a hapticd's devices to the lab's gateways.
 type Node struct {

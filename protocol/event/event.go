@@ -121,7 +121,7 @@ var kinds = [...]Kind{
 		"a session was refused control of a device another session controls"},
 	{NameControlLeaseExpired, CategoryDevice, LevelNotice,
 		[]string{"device_type", "device_id", "session_id", "effects_dropped"},
-		"a controlling session sent no command within its lease; the force ramps to zero, and effects_dropped counts the session's effects on the device that went with it (0: it had none; they are not rendered again until declared again)"},
+		"a controlling session sent no command within its lease; the force ramps to zero, and effects_dropped counts the session's effects on the device that went with it (0: it had none; they are not rendered again until declared again). On a lab node, for a gateway's control: 0, its effects pause with the force and render again with the gateway's next command (the message says how many)"},
 	{NameControlRateWarning, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "period_us_p99", "target_us", "suppressed"},
 		"a device's control loop missed its bound (p99 period over 1.5 × target) over a one-second window; at most one a minute per device, suppressed counting the late windows not reported since the last one"},
@@ -347,6 +347,27 @@ func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64, effectsD
 	}{deviceType, deviceID, sessionID, effectsDropped},
 		fmt.Sprintf("session %d sent no command to %s %s within its lease; the force ramps to zero (send commands every tick or raise session.configure.lease)%s",
 			sessionID, deviceType, deviceID, dropped))
+}
+
+// RemoteControlLeaseExpired is ControlLeaseExpired on a lab node for a
+// gateway's forwarded control: its paused effects (none dropped) render
+// again with the gateway's next command, unless another owner takes the
+// arm first.
+func RemoteControlLeaseExpired(deviceType, deviceID string, sessionID uint64, effectsPaused int) Event {
+	paused := ""
+	if effectsPaused == 1 {
+		paused = "; its effect there is paused with the force and renders again with the gateway's next command"
+	} else if effectsPaused > 1 {
+		paused = fmt.Sprintf("; its %d effects there are paused with the force and render again with the gateway's next command", effectsPaused)
+	}
+	return build(NameControlLeaseExpired, struct {
+		Type    string `json:"device_type"`
+		ID      string `json:"device_id"`
+		Session uint64 `json:"session_id"`
+		Dropped int    `json:"effects_dropped"`
+	}{deviceType, deviceID, sessionID, 0},
+		fmt.Sprintf("the lab gateway's control (owner %d) sent no command to %s %s within the node's lease (--cluster-lease-ms); the force ramps to zero%s",
+			sessionID, deviceType, deviceID, paused))
 }
 
 // ControlRateWarning reports a control loop whose p99 period drifted past
