@@ -239,13 +239,13 @@ func effectsDroppedBy(set *effect.Set, lapsedNs int64) int {
 // lateNs before the message of entry e, and took its n effects there with
 // it.
 func effectsDroppedWarning(e *protocol.DeviceEntry, d *Device, n int, lateNs int64) *protocol.Error {
-	noun := "effects"
+	what := fmt.Sprintf("its %d effects there were dropped (their force ramped out with the command's) and are not rendered now; declare them again", n)
 	if n == 1 {
-		noun = "effect"
+		what = "its effect there was dropped (its force ramped out with the command's) and is not rendered now; declare it again"
 	}
 	return protocol.Errorf(protocol.CodeEffectsDropped, e.Path,
-		"the lease on %s %s lapsed %.0f ms before this message: its %d %s there were dropped (their force ramped out with the command's) and are not rendered now; declare them again",
-		e.TypeKey, d.ID, float64(lateNs)/float64(time.Millisecond), n, noun)
+		"the lease on %s %s lapsed %.0f ms before this message: %s",
+		e.TypeKey, d.ID, float64(lateNs)/float64(time.Millisecond), what)
 }
 
 // dropEffects forgets the session's effects on d and withdraws them from

@@ -322,7 +322,13 @@ func readInt(v Value, at *pathSeg, lo, hi int) (int, *Error) {
 	// The range first: past int64 (1e300), int64(f) is not f and a
 	// whole number would be called fractional.
 	if f < float64(lo) || f > float64(hi) {
-		return 0, errAt(CodeOutOfRange, at, "%s %g is out of range %d..%d", at.last(), f, lo, hi)
+		// A whole number as one (3600001, not 3.600001e+06), as the
+		// range beside it is written.
+		num := strconv.FormatFloat(f, 'g', -1, 64)
+		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			num = strconv.FormatFloat(f, 'f', 0, 64)
+		}
+		return 0, errAt(CodeOutOfRange, at, "%s %s is out of range %d..%d", at.last(), num, lo, hi)
 	}
 	if f != math.Trunc(f) {
 		return 0, errAt(CodeInvalidValue, at, "%s must be a whole number, got %s", at.last(), v.Raw())

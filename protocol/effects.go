@@ -1076,7 +1076,9 @@ func boolIndex(b bool) int {
 	return 0
 }
 
-func appendInt(dst []byte, n int) []byte { return AppendFloat(dst, float64(n)) }
+// appendInt writes n as a JSON integer: the ms fields are integers in the
+// schema, and the float form wrote a million and more in exponent form.
+func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
 
 // MarshalJSON is AppendJSON.
 func (e Effect) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }

@@ -439,3 +439,39 @@ func TestEffectsInForceAndStateShapes(t *testing.T) {
 		t.Fatal(p)
 	}
 }
+
+// The ms members are integers on the wire at every size the limits allow:
+// the float form wrote a million and more in exponent form (3.6e+06), which
+// the schema's integer type, and a typed client's int, refuse.
+func TestEffectMillisecondsStayIntegers(t *testing.T) {
+	body := `{"set":[` +
+		`{"id":"d","type":"damper","scalar":1,"ttl_ms":3600000},` +
+		`{"id":"v","type":"vibration","frequency":100,"amplitude":0.2,"duration_ms":2000000},` +
+		`{"id":"m","type":"field","force":{"x":1,"y":0,"z":0},"origin":{"x":0,"y":0,"z":0},"radius":0.02,"valid_ms":10000}]}`
+	u, warns, err := DecodeEffectsUpdate([]byte(body), "")
+	if err != nil || len(warns) != 0 {
+		t.Fatal(err, warns)
+	}
+	inForce := EffectsInForce{SessionID: 1}
+	for _, e := range u.Set {
+		inForce.Effects = append(inForce.Effects, EffectInForce{Effect: e, RemainingMs: 1999995})
+	}
+	for _, enc := range [][]byte{u.AppendJSON(nil), inForce.AppendJSON(nil)} {
+		for _, want := range []string{`"ttl_ms":3600000`, `"duration_ms":2000000`, `"valid_ms":10000`} {
+			if !strings.Contains(string(enc), want) {
+				t.Errorf("%s: want %s", enc, want)
+			}
+		}
+		if strings.Contains(string(enc), "e+") {
+			t.Errorf("an exponent in %s", enc)
+		}
+	}
+	if got := string(inForce.AppendJSON(nil)); !strings.Contains(got, `"remaining_ms":1999995`) {
+		t.Errorf("%s: want remaining_ms 1999995", got)
+	}
+	// And the refusal of one past the limit names it as the client wrote it.
+	_, _, err = DecodeEffectsUpdate([]byte(`{"set":[{"id":"d","type":"damper","scalar":1,"ttl_ms":3600001}]}`), "")
+	if err == nil || !strings.Contains(err.Error(), "ttl_ms 3600001 is out of range 1..3600000") {
+		t.Errorf("ttl_ms 3600001: %v", err)
+	}
+}
