@@ -344,7 +344,7 @@ func TestNewSetRefusesBadInput(t *testing.T) {
 		{"NaN damping", []Spec{{ID: "x", Kind: Damper, Params: Params{DampingNsPerM: math.NaN()}}}},
 		{"zero wall normal", []Spec{{ID: "x", Kind: Wall}}},
 		{"zero radius sphere", []Spec{{ID: "x", Kind: LimitSphere}}},
-		{"friction without force", []Spec{{ID: "x", Kind: Friction}}},
+		{"friction with a negative force", []Spec{{ID: "x", Kind: Friction, Params: Params{CoulombN: -0.1}}}},
 		{"vibration without frequency", []Spec{{ID: "x", Kind: Vibration, Params: Params{AxisUnit: vec(1, 0, 0)}}}},
 		{"infinite anchor", []Spec{{ID: "x", Kind: SpringPoint, Params: Params{PointM: vec(math.Inf(1), 0, 0)}}}},
 		{"unknown primitive", []Spec{{ID: "x", Kind: Shape, Primitive: 42}}},

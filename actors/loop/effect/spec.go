@@ -310,13 +310,11 @@ func (sp *Spec) validate() error {
 	}
 	needAxis := false
 	switch sp.Kind {
-	case SpringPoint, Damper, Field, LimitSphere, LimitBox:
+	// Friction's force may be 0 (checkScalars bounds it): it renders none,
+	// as a damper of 0 does, and an update that fades it to 0 glides there.
+	case SpringPoint, Damper, Field, LimitSphere, LimitBox, Friction:
 	case SpringLine, SpringPlane, Wall, Vibration:
 		needAxis = true
-	case Friction:
-		if p.CoulombN <= 0 {
-			return errors.New("coulomb_n must be > 0")
-		}
 	case Shape:
 		if err := sp.validateShape(); err != nil {
 			return err
