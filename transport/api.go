@@ -213,6 +213,8 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 4 && parts[2] == "config" && a.serveFamily(w, r, parts):
+	case len(parts) == 3 && parts[2] == "effects":
+		a.effectsNotRouted(w, r, parts)
 	case len(parts) >= 3 && parts[2] == "config":
 		c, ok := a.svc.Types().ResolveName(parts[0])
 		if fam, isFam := protocol.ParseFamilySelector(parts[0]); isFam {
@@ -231,6 +233,36 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.Errorf(protocol.CodeUnknownSetting, "", "unknown setting %q (known: %s)", strings.Join(parts[1:], "/"), strings.Join(settingPaths(), ", ")))
 	default:
 		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no route %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// effectsNotRouted answers /{type}/{id}/effects where no route matched: it
+// serves the arms' family selector (*inverse) as the config routes do, and
+// otherwise says what is wrong with the type (unknown, or not an arm's).
+func (a *api) effectsNotRouted(w http.ResponseWriter, r *http.Request, parts []string) {
+	c, ok := a.svc.Types().ResolveName(parts[0])
+	fam, isFam := protocol.ParseFamilySelector(parts[0])
+	if isFam {
+		c, ok = fam, true
+	}
+	switch {
+	case !ok:
+		writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
+	case c.Type != protocol.TypeArm:
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "%s has no effects: effects are an arm's (GET /%s/{id}/effects)", parts[0], protocol.FamilySelector(protocol.TypeArm)))
+	case !isFam:
+		// An arm's type name with its own route: the method was wrong
+		// (httprouter answers that), or this format serves no effects.
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no route %s %s", r.Method, r.URL.Path))
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD)", r.Method, r.URL.Path))
+	default:
+		h := a.effects(fam)
+		if a.legacyUse != nil {
+			h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/effects", h)
+		}
+		h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
 	}
 }
 

@@ -928,3 +928,51 @@ func TestStateCarriesPassivityWheneverTheControllerWatchesTheSession(t *testing.
 		})
 	}
 }
+
+// The effects of an arm are readable under every name the config routes
+// take: its family's selector (*inverse), as docs/protocol.md says of any
+// {type} path, answers as its type's route; an unknown type is
+// unknown_device_type and a grip's type says effects are an arm's. The
+// family selector answered unknown_route before.
+func TestEffectsRouteTakesEveryArmName(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	c.roundTrip(`{"session":{"configure":{"lease":{"ms":1000}}}}`)
+	if f := c.roundTrip(effectsMsg(id, `{"set":[`+springAt("pull", 0.02)+`]}`)); f["errors"] != nil {
+		t.Fatalf("declaration refused: %v", f["errors"])
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string // "": the spring listed
+	}{
+		{"GET", "/arm3/" + id + "/effects", 200, ""},
+		{"GET", "/*inverse/" + id + "/effects", 200, ""},
+		{"GET", "/*inverse/0/effects", 200, ""},
+		{"HEAD", "/*inverse/" + id + "/effects", 200, ""},
+		{"POST", "/*inverse/" + id + "/effects", 405, "method_not_allowed"},
+		{"GET", "/*inverse/FFFF/effects", 404, "unknown_device"},
+		{"GET", "/bogus/" + id + "/effects", 0, "unknown_device_type"},
+		{"GET", "/*verse_grip/0/effects", 404, "unknown_route"},
+		{"GET", "/verse_grip/0/effects", 404, "unknown_route"},
+	} {
+		r := ts.do(tc.method, ts.base+tc.path, "")
+		if tc.method == "HEAD" {
+			if r.status != tc.status {
+				t.Errorf("%s %s: %d, want %d", tc.method, tc.path, r.status, tc.status)
+			}
+			continue
+		}
+		if tc.code == "" {
+			if r.status != tc.status || path(r.data(), "effects", 0, "id") != "pull" {
+				t.Errorf("%s %s: %d %s, want %d with the spring", tc.method, tc.path, r.status, r.body, tc.status)
+			}
+			continue
+		}
+		if code, _ := r.env["code"].(string); code != tc.code || (tc.status != 0 && r.status != tc.status) {
+			t.Errorf("%s %s: %d %s, want %s", tc.method, tc.path, r.status, r.body, tc.code)
+		}
+	}
+}

@@ -479,6 +479,10 @@ func (a *api) familyRoutes() []route {
 				rs = append(rs, route{method: m, path: "/" + protocol.FamilySelector(t) + "/:id/config/" + k.Path(), doc: doc})
 			}
 		}
+		if t == protocol.TypeArm {
+			d := effectsDoc(protocol.FamilySelector(t))
+			rs = append(rs, route{method: http.MethodGet, path: "/" + protocol.FamilySelector(t) + "/:id/effects", doc: &d})
+		}
 	}
 	return rs
 }
