@@ -339,12 +339,7 @@ func ControlLeaseExpired(deviceType, deviceID string, sessionID uint64, effectsD
 	} else if effectsDropped > 1 {
 		dropped = fmt.Sprintf("; its %d effects there were dropped: declare them again", effectsDropped)
 	}
-	return build(NameControlLeaseExpired, struct {
-		Type    string `json:"device_type"`
-		ID      string `json:"device_id"`
-		Session uint64 `json:"session_id"`
-		Dropped int    `json:"effects_dropped"`
-	}{deviceType, deviceID, sessionID, effectsDropped},
+	return controlLeaseExpired(deviceType, deviceID, sessionID, effectsDropped,
 		fmt.Sprintf("session %d sent no command to %s %s within its lease; the force ramps to zero (send commands every tick or raise session.configure.lease)%s",
 			sessionID, deviceType, deviceID, dropped))
 }
@@ -360,14 +355,18 @@ func RemoteControlLeaseExpired(deviceType, deviceID string, sessionID uint64, ef
 	} else if effectsPaused > 1 {
 		paused = fmt.Sprintf("; its %d effects there are paused with the force and render again with the gateway's next command", effectsPaused)
 	}
+	return controlLeaseExpired(deviceType, deviceID, sessionID, 0,
+		fmt.Sprintf("the lab gateway's control (owner %d) sent no command to %s %s within the node's lease (--cluster-lease-ms); the force ramps to zero%s",
+			sessionID, deviceType, deviceID, paused))
+}
+
+func controlLeaseExpired(deviceType, deviceID string, sessionID uint64, effectsDropped int, msg string) Event {
 	return build(NameControlLeaseExpired, struct {
 		Type    string `json:"device_type"`
 		ID      string `json:"device_id"`
 		Session uint64 `json:"session_id"`
 		Dropped int    `json:"effects_dropped"`
-	}{deviceType, deviceID, sessionID, 0},
-		fmt.Sprintf("the lab gateway's control (owner %d) sent no command to %s %s within the node's lease (--cluster-lease-ms); the force ramps to zero%s",
-			sessionID, deviceType, deviceID, paused))
+	}{deviceType, deviceID, sessionID, effectsDropped}, msg)
 }
 
 // ControlRateWarning reports a control loop whose p99 period drifted past
