@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -340,6 +341,10 @@ func wrapServed(served func(string) (schema.Schema, error), kind, name, title, t
 	return json.Marshal(wrapped)
 }
 
+// maxNameTries bounds the names a start tries when the first is taken
+// (Start): past it, the create's error answers.
+const maxNameTries = 100
+
 // Start opens a file and starts recording into it. Every tick after it
 // returns is recorded.
 func (rs *Recorder) Start(o Options) (Info, error) {
@@ -380,14 +385,30 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 		name = "recording"
 	}
 	started := time.Now()
-	path := filepath.Join(rs.cfg.Dir, fmt.Sprintf("%s-%s-%d.mcap", name, started.UTC().Format("20060102T150405"), id))
 	create := rs.cfg.Create
 	if create == nil {
 		create = func(path string) (*os.File, error) {
 			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		}
 	}
-	f, err := create(path)
+	// NAME-TIME-ID.mcap. Ids start at 1 with each run, and the time has
+	// seconds: a service restarted within the second of a file its last
+	// run left (a supervisor's quick restart), or another service on the
+	// same directory, finds the name taken. It takes the next free one,
+	// NAME-TIME-ID-2.mcap and on, and never writes over a file.
+	base := fmt.Sprintf("%s-%s-%d", name, started.UTC().Format("20060102T150405"), id)
+	var f *os.File
+	var path string
+	var err error
+	for n := 1; ; n++ {
+		path = filepath.Join(rs.cfg.Dir, base+".mcap")
+		if n > 1 {
+			path = filepath.Join(rs.cfg.Dir, fmt.Sprintf("%s-%d.mcap", base, n))
+		}
+		if f, err = create(path); !errors.Is(err, fs.ErrExist) || n == maxNameTries {
+			break
+		}
+	}
 	if err != nil {
 		return Info{}, fmt.Errorf("recording: create %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -713,6 +714,46 @@ func TestRecordingKeepsEveryEventPublishedWhileItRuns(t *testing.T) {
 		want := []string{fmt.Sprintf("%s %d", event.NameSessionStarted, first), fmt.Sprintf("%s %d", event.NameSessionEnded, last)}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("round %d: events recorded %q, want %q", round, got, want)
+		}
+	}
+}
+
+// A recording whose name is taken (ids start at 1 with each run and names
+// have whole seconds: a service restarted within the second of the file its
+// last run left, or another service on the directory) takes the next free
+// name and leaves the other file as it was. The start failed before: with
+// --record the service exited at start, and POST /recordings answered 500.
+func TestRecordingTakesAFreeNameBesideAnEarlierRunsFile(t *testing.T) {
+	dir := t.TempDir()
+	// The files an earlier run left for every second the start may fall
+	// in, and their second takers too.
+	now := time.Now()
+	var taken []string
+	for s := -1; s <= 3; s++ {
+		base := fmt.Sprintf("trial-%s-1", now.Add(time.Duration(s)*time.Second).UTC().Format("20060102T150405"))
+		for _, name := range []string{base + ".mcap", base + "-2.mcap"} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte("an earlier run's recording"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			taken = append(taken, p)
+		}
+	}
+	rs := New(Config{Service: startBareService(t), Dir: dir, Log: zerolog.Nop()})
+	info, err := rs.Start(Options{Name: "trial"})
+	if err != nil {
+		t.Fatalf("a start beside an earlier run's file: %v", err)
+	}
+	stopped, _ := rs.Stop(info.ID)
+	if !strings.HasSuffix(stopped.Path, "-1-3.mcap") {
+		t.Errorf("recorded into %s; want the name after the two taken", stopped.Path)
+	}
+	if _, _, err := Load(stopped.Path); err != nil {
+		t.Errorf("the new recording: %v", err)
+	}
+	for _, p := range taken {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "an earlier run's recording" {
+			t.Errorf("%s: %q %v; the earlier file must stay as it was", p, b, err)
 		}
 	}
 }
