@@ -26,7 +26,7 @@ func loadRecording(path string) (*mcap.File, error) {
 		return nil, err
 	}
 	if cut {
-		fmt.Fprintf(os.Stderr, "hapticd: %s was cut short (a killed service?): using its %d complete chunks\n", path, f.Chunks)
+		fmt.Fprintf(os.Stderr, "hapticd: %s has no end (a killed service, or one still recording it): using its %d complete chunks\n", path, f.Chunks)
 	}
 	return f, nil
 }
@@ -72,12 +72,13 @@ type replayFlags struct {
 
 // defaultDriveIgnore is what --drive leaves out unless told otherwise: an
 // arm's state that it integrates over ticks (where each command fell
-// between ticks moves it), and a grip's orientation, buttons, hall and
+// between ticks moves it; so the passivity energy, and the damping its
+// controller adds, which switches on that energy), and a grip's orientation, buttons, hall and
 // battery: a grip has no actuator, so re-sent messages cannot reproduce
 // them (a simulated grip's scripted hand, or another hand on a real one,
 // moves them).
 const defaultDriveIgnore = "cursor_position,cursor_velocity,angular_position,angular_velocity,body_orientation," +
-	"orientation,buttons,button,hall,battery_level"
+	"passivity,orientation,buttons,button,hall,battery_level"
 
 func newReplayFlags(fs *flag.FlagSet) replayFlags {
 	return replayFlags{
