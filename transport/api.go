@@ -72,6 +72,10 @@ type route struct {
 	method, path string
 	handle       httprouter.Handle
 	doc          *routeDoc // for the OpenAPI document (describeRoutes)
+	// deprecated: a route of the deprecation table, counted through its
+	// http-route-deprecated event (the usage book files a 3.0 one under
+	// the 3.0 routes too), so never noted as a 3.0 route besides.
+	deprecated bool
 }
 
 // routes lists every route of one format, without the format's prefix.
@@ -125,7 +129,7 @@ func (a *api) routes() []route {
 		add("/settings/"+k.Path(), a.setting(k), get, http.MethodPost, http.MethodDelete)
 	}
 	for _, d := range protocol.DeprecatedRoutes() {
-		add(d.Path, a.deprecatedRoute(d), d.Method)
+		rs = append(rs, route{method: d.Method, path: d.Path, handle: a.deprecatedRoute(d), deprecated: true})
 	}
 	if a.servesSchema {
 		add("/schema", a.schemaIndex, get)
@@ -156,7 +160,7 @@ func newRouter(a *api) (*httprouter.Router, error) {
 	}
 	for _, rt := range rs {
 		h := rt.handle
-		if a.legacyUse != nil {
+		if a.legacyUse != nil && !rt.deprecated {
 			h = a.noteLegacy(rt.method+" "+a.prefix+rt.path, h)
 		}
 		if (rt.method == http.MethodPost || rt.method == http.MethodDelete) && (strings.Contains(rt.path, "/config/") || strings.HasPrefix(rt.path, "/settings")) {

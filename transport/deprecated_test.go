@@ -2,9 +2,12 @@ package transport
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -138,5 +141,57 @@ func TestDeprecatedRouteTakesTheIDAsItsReplacementDoes(t *testing.T) {
 				return path(e, "data", "route") == d.Method+" "+d.Path && path(e, "data", "replacement") == want
 			})
 		})
+	}
+}
+
+// A deprecated route called on the 3.0 API counts once, in the deprecated
+// routes and in the 3.0 routes of the migration report alike (and so in
+// /metrics): it was counted twice in the 3.0 routes, once as a 3.0 route
+// and once from its http-route-deprecated event, and `hapticd
+// deprecations` then contradicted itself.
+func TestDeprecatedLegacyRouteCountsOnce(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	id := ts.armIDs[0]
+	for _, d := range protocol.DeprecatedRoutes() {
+		lb := legacyBodies[d.Path]
+		if r := ts.do(d.Method, ts.legacy+"/3.0"+d.Path, strings.ReplaceAll(lb.body, "{id}", id)); r.status != 200 {
+			t.Fatalf("%s /3.0%s: %v", d.Method, d.Path, r)
+		}
+	}
+	if r := ts.do("GET", ts.legacy+"/3.0/devices", ""); r.status != 200 {
+		t.Fatalf("GET /3.0/devices: %v", r)
+	}
+	var u struct {
+		Routes []struct {
+			Name  string `json:"name"`
+			Count int    `json:"count"`
+		} `json:"routes"`
+		Legacy struct {
+			Routes []struct {
+				Route string `json:"route"`
+				Count int    `json:"count"`
+			} `json:"routes"`
+		} `json:"legacy_api"`
+	}
+	hwtest.EventuallyNil(t, 5*time.Second, "every call in the migration report", func() error {
+		report := ts.do("GET", ts.base+"/deprecations", "")
+		b, _ := json.Marshal(report.data())
+		if err := json.Unmarshal(b, &u); err != nil {
+			return err
+		}
+		if len(u.Routes) != len(protocol.DeprecatedRoutes()) || len(u.Legacy.Routes) != len(protocol.DeprecatedRoutes())+1 {
+			return fmt.Errorf("%d deprecated and %d 3.0 routes listed: %s", len(u.Routes), len(u.Legacy.Routes), b)
+		}
+		return nil
+	})
+	for _, r := range u.Routes {
+		if r.Count != 1 {
+			t.Errorf("deprecated route %s counted %d times, want 1", r.Name, r.Count)
+		}
+	}
+	for _, r := range u.Legacy.Routes {
+		if r.Count != 1 {
+			t.Errorf("3.0 route %s counted %d times, want 1", r.Route, r.Count)
+		}
 	}
 }
