@@ -163,3 +163,28 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("hapticd deprecatons: %v\n%s", err, out)
 	}
 }
+
+// --type-alias is repeatable, as its help says: every alias given is
+// accepted, and a name given twice across the flags is refused at start as
+// within one. A second flag replaced the first, silently, before.
+func TestTypeAliasFlagRepeats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	d := startProcess(t, bin, "--type-alias", "haptic=arm3", "--type-alias", "stylus=grip", "--sim-arms", "1", "--sim-grips", "1", "--state-dir", t.TempDir())
+	// A grip's basis is a session's: session_required says the type
+	// resolved; an unknown one is unknown_device_type.
+	for _, p := range []string{"/haptic/0/config/handedness", "/arm3/0/config/handedness", "/stylus/0/config/basis", "/grip/0/config/basis"} {
+		if status, env := httpDo(t, "GET", d.url(p), ""); status != 200 && env["code"] != "session_required" {
+			t.Errorf("GET %s: %d %v", p, status, env)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--port", "0", "--legacy-port", "-1", "--events-port", "-1", "--state-dir", t.TempDir(),
+		"--type-alias", "haptic=arm3", "--type-alias", "haptic=grip").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "haptic") || !strings.Contains(string(out), "--type-alias") {
+		t.Errorf("a name given in two --type-alias flags: %v\n%s", err, out)
+	}
+}

@@ -59,7 +59,7 @@ type options struct {
 	simEffects                   simEffects
 	loopHz                       int
 	logLevel, logFormat          string
-	typeAlias                    string
+	typeAlias                    listFlag
 	typeNames                    string
 	allowOrigins, allowHosts     listFlag
 	eventRing                    int
@@ -114,7 +114,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.loopHz, "loop-hz", 1000, "real-time loop rate in Hz (1..8000)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
-	fs.StringVar(&o.typeAlias, "type-alias", "", "extra device-type names accepted on input, e.g. haptic=arm3")
+	fs.Var(&o.typeAlias, "type-alias", "extra device-type names accepted on input, e.g. haptic=arm3 (repeatable, or comma-separated: haptic=arm3,stylus=grip)")
 	fs.StringVar(&o.typeNames, "type-names", "haply", "device-type names written: haply (inverse3, verse_grip, wireless_verse_grip) or reference (arm3, grip)")
 	fs.Var(&o.allowOrigins, "allow-origin", "browser origin allowed besides loopback (repeatable)")
 	fs.Var(&o.allowHosts, "allow-host", "Host header allowed besides loopback (repeatable)")
@@ -351,7 +351,7 @@ type service struct {
 // answers errStoppedDuringStart.
 func startService(ctx context.Context, o *options, log zerolog.Logger) (*service, error) {
 	tuneGC(os.LookupEnv)
-	aliases, err := protocol.ParseTypeAliases(o.typeAlias)
+	aliases, err := protocol.ParseTypeAliases(strings.Join(o.typeAlias, ","))
 	if err != nil {
 		return nil, fmt.Errorf("--type-alias: %w", err)
 	}
