@@ -144,6 +144,52 @@ func TestShutdownEndsAStalledFrameWrite(t *testing.T) {
 	}
 }
 
+// A client stalled in the middle of a request body (its Content-Length
+// not sent in full) does not fail the stop: the connection is cut at the
+// stop's deadline and Shutdown answers nil soon after, so the process exits
+// 0 with its stopped line. net/http's Shutdown waits for such a request
+// and answered the deadline's error: the service exited 1 after 5 s.
+func TestShutdownCutsAStalledUpload(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /settings/force_scale HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	// The request is in its handler, reading the body, when the stop comes.
+	hwtest.EventuallyNil(t, 10*time.Second, "the stalled request counted among the open connections", func() error {
+		if ts.srv.connCounts()[ListenerHTTP].open == 0 {
+			return fmt.Errorf("no open connection yet")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	ts.srv.CloseSockets()
+	start := time.Now()
+	if err := ts.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a stalled upload: %v", err)
+	}
+	if took := time.Since(start); took > 500*time.Millisecond+forcedStopGrace {
+		t.Errorf("shutdown took %v, want within its deadline and the grace", took)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Error("the stalled upload's connection is still open after the stop")
+		}
+	}
+	svcCtx, svcCancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer svcCancel()
+	if err := ts.svc.Shutdown(svcCtx); err != nil {
+		t.Errorf("service shutdown: %v", err)
+	}
+	ts.srv = nil // stopped here
+}
+
 // readCloseCode reads until the connection ends and returns the close code
 // the server sent; it fails the test on anything but a close frame (a TCP
 // reset, a timeout).

@@ -281,10 +281,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	servers := append([]*http.Server(nil), s.servers...)
 	s.mu.Unlock()
+	forced := false
 	for _, srv := range servers {
 		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
+			if ctx.Err() == nil {
+				errs = append(errs, err)
+				continue
+			}
+			// A request still active at the stop's deadline (a client
+			// stalled mid-body: net/http waits for it as long as its
+			// read timeout): cut it, as a stop must end, rather than
+			// fail the stop over one client.
+			forced = true
+			_ = srv.Close()
 		}
+	}
+	wait := ctx
+	if forced {
+		s.log.Warn().Msg("stop: cut the connections whose requests had not finished by the stop's deadline")
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(context.Background(), forcedStopGrace)
+		defer cancel()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -300,8 +317,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("transport: listeners did not stop: %w", ctx.Err()))
+	case <-wait.Done():
+		errs = append(errs, fmt.Errorf("transport: listeners did not stop: %w", wait.Err()))
 	}
 	return errors.Join(errs...)
 }
+
+// forcedStopGrace is how long Shutdown waits for the handlers of the
+// connections it cut at the deadline: a closed connection ends their reads
+// at once.
+const forcedStopGrace = time.Second
