@@ -12,9 +12,12 @@ import (
 // state flushed). Go's default for SIGHUP (the ssh session that started a
 // lab node closed) and SIGQUIT (Ctrl-\) ends the process on the spot with
 // the firmware holding its last force; there is no config to reload on
-// SIGHUP, so a stop is its only sensible meaning. Either one ignored when
-// the process started (nohup, a shell's background job) stays ignored, as
-// Go's default leaves it: catching it would undo the nohup.
+// SIGHUP, so a stop is its only sensible meaning. SIGHUP ignored when the
+// process started (nohup) stays ignored, as Go's default leaves it:
+// catching it would undo the nohup. SIGQUIT ignored then (a shell's
+// background job) cannot be told: Go's runtime installs its own handler
+// over it, so signal.Ignored reads false and it is caught as ever
+// (docs/operations.md says so).
 func stopSignals() []os.Signal {
 	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
