@@ -504,6 +504,9 @@ func (a *api) matchDevices(c protocol.Collection, sel string) ([]*actors.Device,
 	}
 	idx := ds.Match(heldIDs)
 	if len(idx) == 0 {
+		if len(heldIDs) == 0 {
+			return nil, protocol.Errorf(protocol.CodeUnknownDevice, "", "no %s matches %q: none is connected", c.Key, sel)
+		}
 		return nil, protocol.Errorf(protocol.CodeUnknownDevice, "", "no %s matches %q (connected: %s)", c.Key, sel, strings.Join(heldIDs, ", "))
 	}
 	return pickDevices(held, idx), nil
