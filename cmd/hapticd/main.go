@@ -454,7 +454,8 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		return nil, sv.stop(err)
 	}
 	if sv.lab != nil {
-		labReady.started.Store(&sv.lab)
+		started := sv.lab // the check keeps its own copy, whatever becomes of sv
+		labReady.started.Store(&started)
 		// A gateway lists its nodes' devices before it says it is ready,
 		// as /readyz does (a node down at its start is not waited for
 		// past --cluster-node-timeout).
