@@ -220,12 +220,9 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 3 && parts[2] == "effects":
 		a.effectsNotRouted(w, r, parts)
 	case len(parts) >= 3 && parts[2] == "config":
-		c, ok := a.svc.Types().ResolveName(parts[0])
-		if fam, isFam := protocol.ParseFamilySelector(parts[0]); isFam {
-			c, ok = fam, true
-		}
+		c, _, ok := a.collectionNamed(parts[0])
 		if !ok {
-			writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
+			writeError(w, a.unknownType(parts[0]))
 			return
 		}
 		if k, known := protocol.KeyFromPath(strings.Join(parts[3:], "/")); known && !k.AppliesTo(c.Type) {
@@ -244,14 +241,10 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 // serves the arms' family selector (*inverse) as the config routes do, and
 // otherwise says what is wrong with the type (unknown, or not an arm's).
 func (a *api) effectsNotRouted(w http.ResponseWriter, r *http.Request, parts []string) {
-	c, ok := a.svc.Types().ResolveName(parts[0])
-	fam, isFam := protocol.ParseFamilySelector(parts[0])
-	if isFam {
-		c, ok = fam, true
-	}
+	c, isFam, ok := a.collectionNamed(parts[0])
 	switch {
 	case !ok:
-		writeError(w, protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", parts[0], strings.Join(a.allTypeKeys(), ", ")))
+		writeError(w, a.unknownType(parts[0]))
 	case c.Type != protocol.TypeArm:
 		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "%s has no effects: effects are an arm's (GET /%s/{id}/effects)", parts[0], protocol.FamilySelector(protocol.TypeArm)))
 	case !isFam:
@@ -262,12 +255,27 @@ func (a *api) effectsNotRouted(w http.ResponseWriter, r *http.Request, parts []s
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD)", r.Method, r.URL.Path))
 	default:
-		h := a.effects(fam)
+		h := a.effects(c)
 		if a.legacyUse != nil {
-			h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/effects", h)
+			h = a.noteLegacy(r.Method+" "+a.prefix+"/"+c.Key+"/:id/effects", h)
 		}
 		h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
 	}
+}
+
+// collectionNamed resolves a path's type segment: a type name or alias, or
+// a family selector (family true).
+func (a *api) collectionNamed(name string) (c protocol.Collection, family, ok bool) {
+	if fam, isFam := protocol.ParseFamilySelector(name); isFam {
+		return fam, true, true
+	}
+	c, ok = a.svc.Types().ResolveName(name)
+	return c, false, ok
+}
+
+// unknownType is the error for a path's type segment that names no type.
+func (a *api) unknownType(name string) *protocol.Error {
+	return protocol.Errorf(protocol.CodeUnknownDeviceType, "", "unknown device type %q (known: %s)", name, strings.Join(a.allTypeKeys(), ", "))
 }
 
 // serveFamily serves /{family}/{id}/config/{entry} for a family selector
