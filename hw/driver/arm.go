@@ -257,7 +257,14 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		return w, portError{fmt.Errorf("read: %w", err)}
 	}
 	if n > 0 {
-		return w, fmt.Errorf("reply %x was followed by %d more bytes (%x), so it was not aligned (noise on the line?): %w", buf, n, tail[:n], ErrWake)
+		// A firmware that hung and recovered answers every command it had
+		// queued (the loop's forces, earlier wake-ups): the next attempt
+		// would land in that stream again, so wait it out here.
+		drained, err := a.drainUntilQuiet()
+		if err != nil {
+			return w, err
+		}
+		return w, fmt.Errorf("reply %x was followed by %d more bytes (%x) and %d after them, so it was not aligned (noise on the line, or answers to commands the firmware had queued): %w", buf, n, tail[:n], drained, ErrWake)
 	}
 	if err := wire.DecodeWakeReply(buf[:], &w); err != nil {
 		return w, fmt.Errorf("%w: %w", ErrWake, err)
@@ -266,6 +273,27 @@ func (a *Arm) wakeOnce() (wire.WakeReply, error) {
 		return w, fmt.Errorf("reply %x has id %d and uuid %x: %w", buf, w.ID, w.UUID, ErrWake)
 	}
 	return w, nil
+}
+
+// drainUntilQuiet reads and discards until the line has been quiet for
+// wakeQuiet, for at most WakeTimeout, and returns how many bytes it read.
+func (a *Arm) drainUntilQuiet() (int, error) {
+	if err := a.port.SetReadTimeout(wakeQuiet); err != nil {
+		return 0, portError{err}
+	}
+	var buf [256]byte
+	total := 0
+	for end := time.Now().Add(a.opts.WakeTimeout); time.Now().Before(end); {
+		n, err := a.port.Read(buf[:])
+		total += n
+		if err != nil {
+			return total, portError{fmt.Errorf("read: %w", err)}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return total, nil
 }
 
 // firstState sends a zero force (the firmware may still hold a force from

@@ -251,6 +251,43 @@ func TestArmStalledReplyFailsWithinMisses(t *testing.T) {
 	exchangeN(t, a, cmd, 5)
 }
 
+// A firmware that hung and recovers answers everything the host sent it
+// meanwhile (the loop's forces, the reopen's wake-ups) before the wake-up
+// that reopens it: the open waits that stream out instead of spending its
+// attempts inside it.
+func TestArmOpensAsAHungFirmwareAnswersItsBacklog(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 45})
+	// Each reply 2 ms apart: the backlog below streams for about 160 ms,
+	// far longer than five attempts that each read one misaligned reply.
+	e.SetFaults(emulator.Faults{Hung: true, Latency: 2 * time.Millisecond})
+	p, err := serial.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backlog []byte
+	for i := range 80 {
+		backlog = wire.AppendForce(backlog, hw.Vec3{Z: float64(i%3) / 10})
+		if i%20 == 0 {
+			backlog = wire.AppendWake(backlog)
+		}
+	}
+	if _, err := p.Write(backlog); err != nil {
+		t.Fatal(err)
+	}
+	e.SetFaults(emulator.Faults{Latency: 2 * time.Millisecond})
+	a, err := driver.OpenArm(p, driver.ArmOptions{Path: path, ReplyTimeout: testReplyTimeout, HaltTimeout: testReplyTimeout})
+	if err != nil {
+		p.Close()
+		t.Fatalf("OpenArm as the firmware answers its backlog: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if info := a.Info(); info.ID != hexID(e.ID()) {
+		t.Errorf("Info().ID = %s, want %s", info.ID, hexID(e.ID()))
+	}
+	cmd := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	exchangeN(t, a, cmd, 5)
+}
+
 func TestArmUnplugMidStream(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Index: 50})
 	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 50 * time.Millisecond})

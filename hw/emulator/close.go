@@ -8,6 +8,7 @@ import "fmt"
 func (e *Emulator) Unplug() error {
 	e.mu.Lock()
 	fn := e.closeFn
+	e.unplugged = fn != nil
 	e.mu.Unlock()
 	if fn == nil {
 		return fmt.Errorf("hw/emulator: unplug: this emulator has no port of its own; close the io.ReadWriter given to Serve instead")
@@ -19,6 +20,7 @@ func (e *Emulator) Unplug() error {
 func (e *Emulator) Close() error {
 	e.mu.Lock()
 	fn, serving := e.closeFn, e.serving
+	e.unplugged = fn != nil
 	e.mu.Unlock()
 	if fn == nil {
 		return nil

@@ -16,7 +16,8 @@
 //
 // Faults are knobs a test turns at any time (SetFaults, Stall, Unplug):
 // reply latency and jitter, dropped reply bytes, garbage bytes before
-// replies, stalled replies, flaky first wake-ups (id 0, or a first state at
+// replies, stalled replies, a hung firmware that answers its backlog once it
+// recovers, flaky first wake-ups (id 0, or a first state at
 // exactly zero), a grip asleep (no status while the dongle stays plugged
 // in), and unplug (the port closes under the driver).
 //

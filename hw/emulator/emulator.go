@@ -31,6 +31,12 @@ type Faults struct {
 	GarbageReplies int
 	// StallReplies is how many of the next commands get no reply at all.
 	StallReplies int
+	// Hung stops the firmware reading the line, as a hung firmware does:
+	// what the host sends meanwhile waits in the line's buffer, and
+	// clearing Hung answers all of it in order, each reply after Latency
+	// (a firmware that recovers and works through its backlog). Unlike
+	// StallReplies, nothing sent is lost.
+	Hung bool
 	// FlakyWakeups is how many of the next wake-ups get a reply with id 0
 	// and a zero UUID, as a freshly plugged arm sometimes sends.
 	FlakyWakeups int
@@ -141,6 +147,8 @@ type Emulator struct {
 	closeFn func() error
 	done    chan struct{}
 	serving bool
+	// unplugged ends a hang (waitWhileHung): the port is gone.
+	unplugged bool
 }
 
 // New returns an emulator for o; serve it with Serve or use StartPTY.
@@ -272,6 +280,9 @@ func (e *Emulator) Serve(rw io.ReadWriter) error {
 	var m wire.Message
 	for {
 		n, err := rw.Read(scan.Space())
+		if n > 0 {
+			e.waitWhileHung()
+		}
 		scan.Fill(n)
 		for _, ok := scan.Next(&m); ok; _, ok = scan.Next(&m) {
 			e.handle(&m)
@@ -282,6 +293,24 @@ func (e *Emulator) Serve(rw io.ReadWriter) error {
 			}
 			return err
 		}
+	}
+}
+
+// hungPoll is how often a hung emulator looks whether Hung was cleared.
+const hungPoll = time.Millisecond
+
+// waitWhileHung holds what was just read, unanswered, while Faults.Hung is
+// set and the port is plugged in; what the host sends meanwhile stays in
+// the line's buffer.
+func (e *Emulator) waitWhileHung() {
+	for {
+		e.mu.Lock()
+		hung := e.faults.Hung && !e.unplugged
+		e.mu.Unlock()
+		if !hung {
+			return
+		}
+		time.Sleep(hungPoll)
 	}
 }
 
