@@ -247,6 +247,9 @@ func (a *gatewayActor) Receive(ctx actor.Context) {
 		g.probed(m)
 	case *wire.SubscribeRefused:
 		g.subscribeRefused(m)
+	case *wire.Leaving:
+		g.nodeLeft(m)
+		ctx.Respond(&wire.LeavingNoted{})
 	case *wire.StateBatch, *wire.Event, *wire.EffectsReply, *wire.NavigationReply:
 		g.fromNode(m)
 	default:
@@ -764,6 +767,36 @@ func (g *Gateway) dropNodeLocked(id, why string, dead bool) {
 	if closed {
 		g.watchDroppedLocked(n, "its connection had closed")
 	}
+}
+
+// nodeLeft takes a node's goodbye at its planned stop (wire.Leaving): its
+// devices leave as unplugged (device-disconnected, no device-failed), and
+// the node is forgotten, not watched as lost; its next process joins as
+// any node does. A goodbye of a process the gateway no longer serves the
+// node's devices from changes nothing.
+func (g *Gateway) nodeLeft(m *wire.Leaving) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d := g.dropped[m.NodeId]; d != nil && d.addr == m.Address {
+		for _, p := range d.left {
+			p.processGone()
+		}
+		delete(g.dropped, m.NodeId)
+	}
+	n := g.nodes[m.NodeId]
+	if n == nil || n.addr != m.Address {
+		return
+	}
+	g.log.Info().Str("node", n.id).Str("addr", n.addr).Msg("node stopped; its devices leave")
+	for _, p := range g.proxies {
+		if p.nodeID == n.id {
+			if !p.lost.Load() {
+				p.leave(nil)
+			}
+			p.processGone()
+		}
+	}
+	delete(g.nodes, n.id)
 }
 
 func (g *Gateway) nodeLocked(id string) *nodeState {

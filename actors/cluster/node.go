@@ -53,9 +53,13 @@ type Node struct {
 	configs *keyedFIFO[string, configJob]
 
 	// mu guards the following.
-	mu     sync.Mutex
-	subs   map[string]*subscriber // by gateway address
-	owners uint64                 // gateways given an owner so far
+	mu sync.Mutex
+	// leaving is set once Close started: the node answers no Subscribe
+	// after its goodbye (wire.Leaving), which would list its devices
+	// again.
+	leaving bool
+	subs    map[string]*subscriber // by gateway address
+	owners  uint64                 // gateways given an owner so far
 	// offsets are the clock offsets learnt from each gateway address,
 	// kept when a silent gateway is forgotten: after a partition heals,
 	// the first of its messages to arrive are the ones TCP queued during
@@ -307,10 +311,41 @@ func (n *Node) Ready() (ready bool, detail string) { return true, "cluster link 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
 // with their lease.
 func (n *Node) Close() {
+	n.mu.Lock()
+	n.leaving = true
+	n.mu.Unlock()
 	close(n.stop)
 	n.configs.close()
 	n.wg.Wait()
+	n.sayGoodbye()
 	n.lk.stop()
+}
+
+// leaveWithin bounds the wait for the gateways' LeavingNoted at a stop: a
+// gateway that is down or hung must not hold the node's stop up.
+const leaveWithin = 500 * time.Millisecond
+
+// sayGoodbye tells every subscribed gateway the node stops (wire.Leaving),
+// once it pushes nothing more, and waits for their answers within
+// leaveWithin: its devices then leave the gateways as unplugged, not
+// failed. Without it, the link's end reads on a gateway as the node lost.
+func (n *Node) sayGoodbye() {
+	n.mu.Lock()
+	pids := make([]*actor.PID, 0, len(n.subs))
+	for _, s := range n.subs {
+		pids = append(pids, s.pid)
+	}
+	n.mu.Unlock()
+	bye := &wire.Leaving{NodeId: n.cfg.NodeID, Address: n.sys.Address()}
+	futures := make([]*actor.Future, len(pids))
+	for i, pid := range pids {
+		futures[i] = n.sys.Root.RequestFuture(pid, bye, leaveWithin)
+	}
+	for _, f := range futures {
+		if _, err := f.Result(); err != nil {
+			n.log.Info().Err(err).Str("gateway", f.PID().Address).Msg("cluster: a gateway did not note this node's goodbye; it will judge the node lost")
+		}
+	}
 }
 
 type nodeActor Node
@@ -518,6 +553,10 @@ func (n *Node) refuse(m *wire.Subscribe, code protocol.Code, why string, now tim
 func (n *Node) subscribe(m *wire.Subscribe) {
 	now := time.Now()
 	n.mu.Lock()
+	if n.leaving {
+		n.mu.Unlock()
+		return
+	}
 	s, ok := n.subs[m.GatewayAddress]
 	if code, why := n.refusalLocked(s, m, now); why != "" {
 		n.mu.Unlock()

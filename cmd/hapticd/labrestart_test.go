@@ -201,6 +201,50 @@ func TestLabNodeRestartUnderEffects(t *testing.T) {
 	})
 }
 
+// A node stopped on purpose (SIGTERM) says goodbye: its arm leaves the
+// gateway as unplugged, device-disconnected without device-failed, and an
+// operator reading the events tells a planned stop from a crash. A killed
+// node's (SIGKILL) reads as failed, which the same reading sees.
+func TestLabNodeStopReadsAsUnpluggedNotFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and restarts real processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	node, gw, id := lab.oneNode(t)
+	for _, tc := range []struct {
+		sig        syscall.Signal
+		wantFailed bool
+	}{
+		{syscall.SIGTERM, false},
+		{syscall.SIGKILL, true},
+	} {
+		c := driveWithEffects(t, gw, id, 0.5)
+		waitLab(t, 10*time.Second, "the client's force on the node", func() bool { return controlMode(labArms(t, node)[id]) == "force" })
+		failed, gone := eventCount(gw, "device-failed", id), eventCount(gw, "device-disconnected", id)
+		if err := node.cmd.Process.Signal(tc.sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = node.cmd.Wait()
+		waitLab(t, 10*time.Second, "the stopped node's arm gone from the gateway, with its event", func() bool {
+			ids, err := armIDs(gw)
+			return err == nil && !ids[id] && eventCount(gw, "device-disconnected", id) > gone
+		})
+		waitLab(t, 10*time.Second, "the client told the arm is gone", func() bool {
+			_, codes := c.seen()
+			return codes["unknown_device"] > 0
+		})
+		if got := eventCount(gw, "device-failed", id) > failed; got != tc.wantFailed {
+			t.Errorf("after %v the gateway published device-failed for the node's arm: %v, want %v", tc.sig, got, tc.wantFailed)
+		}
+		c.stop()
+		node = lab.node(labHostA)
+		waitLab(t, 10*time.Second, "the arm back on the gateway from the new process", func() bool {
+			ids, err := armIDs(gw)
+			return err == nil && ids[id]
+		})
+	}
+}
+
 // A gateway SIGKILLed while its client drives an arm with a force and
 // effects, and restarted at the same HTTP address: the client reconnects,
 // finds the arm and takes it again (no ghost of the old gateway's session

@@ -1934,6 +1934,104 @@ func (x *SubscribeRefused) GetCode() string {
 	return ""
 }
 
+// Leaving is a node's goodbye at a planned stop (SIGTERM), sent to every
+// gateway subscribed to it once it pushes nothing more: the gateway's
+// proxies of its devices leave as unplugged (device-disconnected, no
+// device-failed), the gateway forgets the node rather than watching it as
+// lost, and answers LeavingNoted, which the node waits for (briefly) before
+// it stops its link. A node that dies sends none; the gateway's lost-node
+// paths judge it.
+type Leaving struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// address is the leaving process's remote address: a goodbye of an
+	// older process of the node, once a newer one joined, changes nothing.
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Leaving) Reset() {
+	*x = Leaving{}
+	mi := &file_hapticd_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Leaving) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Leaving) ProtoMessage() {}
+
+func (x *Leaving) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Leaving.ProtoReflect.Descriptor instead.
+func (*Leaving) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Leaving) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Leaving) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+// LeavingNoted answers Leaving.
+type LeavingNoted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeavingNoted) Reset() {
+	*x = LeavingNoted{}
+	mi := &file_hapticd_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeavingNoted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeavingNoted) ProtoMessage() {}
+
+func (x *LeavingNoted) ProtoReflect() protoreflect.Message {
+	mi := &file_hapticd_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeavingNoted.ProtoReflect.Descriptor instead.
+func (*LeavingNoted) Descriptor() ([]byte, []int) {
+	return file_hapticd_proto_rawDescGZIP(), []int{18}
+}
+
 var File_hapticd_proto protoreflect.FileDescriptor
 
 const file_hapticd_proto_rawDesc = "" +
@@ -2118,7 +2216,11 @@ const file_hapticd_proto_rawDesc = "" +
 	"\n" +
 	"process_id\x18\x02 \x01(\x04R\tprocessId\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x04 \x01(\tR\x04codeB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
+	"\x04code\x18\x04 \x01(\tR\x04code\"<\n" +
+	"\aLeaving\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x0e\n" +
+	"\fLeavingNotedB0Z.github.com/hapticd/hapticd/actors/cluster/wireb\x06proto3"
 
 var (
 	file_hapticd_proto_rawDescOnce sync.Once
@@ -2132,7 +2234,7 @@ func file_hapticd_proto_rawDescGZIP() []byte {
 	return file_hapticd_proto_rawDescData
 }
 
-var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_hapticd_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_hapticd_proto_goTypes = []any{
 	(*Subscribe)(nil),        // 0: hapticd.cluster.Subscribe
 	(*Device)(nil),           // 1: hapticd.cluster.Device
@@ -2151,6 +2253,8 @@ var file_hapticd_proto_goTypes = []any{
 	(*Navigation)(nil),       // 14: hapticd.cluster.Navigation
 	(*NavigationReply)(nil),  // 15: hapticd.cluster.NavigationReply
 	(*SubscribeRefused)(nil), // 16: hapticd.cluster.SubscribeRefused
+	(*Leaving)(nil),          // 17: hapticd.cluster.Leaving
+	(*LeavingNoted)(nil),     // 18: hapticd.cluster.LeavingNoted
 }
 var file_hapticd_proto_depIdxs = []int32{
 	1, // 0: hapticd.cluster.Inventory.devices:type_name -> hapticd.cluster.Device
@@ -2176,7 +2280,7 @@ func file_hapticd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hapticd_proto_rawDesc), len(file_hapticd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
