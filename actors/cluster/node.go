@@ -193,6 +193,11 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	// The node's one kind: a device's cluster identity is this kind plus
 	// its UUID, so placement is where the device's cable is.
 	kind := cluster.NewKind(NodeKind(cfg.NodeID), actor.PropsFromProducer(func() actor.Actor { return &deviceGrain{n: n} }))
+	sub, err := svc.Activity().Subscribe(0, false)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
+	}
+	started := false
 	lk, err := startLink(&cfg, []*cluster.Kind{kind}, func(sys *actor.ActorSystem) error {
 		// Set before any peer can reach the node actor; its address is
 		// the one the remote takes (sys.Address()).
@@ -200,20 +205,26 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 		if _, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return (*nodeActor)(n) }), nodeActorName); err != nil {
 			return fmt.Errorf("cluster: spawn node actor: %w", err)
 		}
+		// The pushes start with the node actor: it answers a gateway's
+		// Subscribe with the inventory as soon as the remote serves, which
+		// is before the cluster join returns (0.6 to 0.8 s), and a
+		// gateway must not list the devices without their state meanwhile.
+		started = true
+		n.wg.Add(2)
+		go n.push()
+		go n.forwardEvents(sub)
 		return nil
 	})
 	if err != nil {
+		if started {
+			close(n.stop)
+			n.wg.Wait()
+		} else {
+			sub.Close()
+		}
 		return nil, err
 	}
 	n.lk = lk
-	sub, err := svc.Activity().Subscribe(0, false)
-	if err != nil {
-		lk.stop()
-		return nil, fmt.Errorf("cluster: subscribe to the node's events: %w", err)
-	}
-	n.wg.Add(2)
-	go n.push()
-	go n.forwardEvents(sub)
 	return n, nil
 }
 
@@ -341,9 +352,9 @@ func (n *Node) sayGoodbye() {
 	for i, pid := range pids {
 		futures[i] = n.sys.Root.RequestFuture(pid, bye, leaveWithin)
 	}
-	for _, f := range futures {
+	for i, f := range futures {
 		if _, err := f.Result(); err != nil {
-			n.log.Info().Err(err).Str("gateway", f.PID().Address).Msg("cluster: a gateway did not note this node's goodbye; it will judge the node lost")
+			n.log.Info().Err(err).Str("gateway", pids[i].Address).Msg("cluster: a gateway did not note this node's goodbye; it will judge the node lost")
 		}
 	}
 }

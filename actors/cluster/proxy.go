@@ -46,6 +46,9 @@ type proxy struct {
 	// currentAtNs is sampledNs of the newest state, 0 before the first
 	// (StateStaleness, read by every frame that carries the device).
 	currentAtNs atomic.Int64
+	// madeNs is when the proxy was made (g.clock): a device whose node
+	// has pushed no state yet is as stale as the time since then.
+	madeNs int64
 	// nodeLeaseNs is the node's lease from its latest inventory, 0 when it
 	// does not say (StateStaleness).
 	nodeLeaseNs atomic.Int64
@@ -208,6 +211,7 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 		port += " " + d.Port
 	}
 	return &proxy{g: g, nodeID: n.id, node: n.pid, gone: make(chan struct{}), nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
+		madeNs: g.clock.Now(),
 		cfgGen: d.ConfigGen, // the add's sync reads the config after the node listed it
 		st:     hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
@@ -640,7 +644,8 @@ func (p *proxy) StateAge() (ageNs int64, repeated bool) { return p.ageNs, !p.pus
 // frames warn that it is stale (actors.StaleStateReporter): a node pushes at least
 // twice per lease, so a state that old means its pushes stopped arriving,
 // the link is likely cut both ways, and the node has ended the force of
-// the commands that no longer reach it.
+// the commands that no longer reach it. Before the first push it is the
+// proxy's age.
 func (p *proxy) StateStaleness() (ageNs, boundNs int64) {
 	boundNs = p.nodeLeaseNs.Load()
 	if boundNs <= 0 {
@@ -648,7 +653,9 @@ func (p *proxy) StateStaleness() (ageNs, boundNs int64) {
 	}
 	at := p.currentAtNs.Load()
 	if at == 0 {
-		return 0, boundNs
+		// The proxy's empty state stands in until the first push: as
+		// old as the proxy, so frames warn once the lease is past.
+		at = p.madeNs
 	}
 	return max(p.g.clock.Now()-at, 0), boundNs
 }

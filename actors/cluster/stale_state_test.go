@@ -109,3 +109,16 @@ func countStale(ws []protocol.Error, id string) int {
 	}
 	return n
 }
+
+// A proxy whose node has pushed no state yet stands in with an empty state
+// (the origin, not calibrated): frames must warn once that is older than
+// the lease, not take it for the arm's current state (tourlab2: a node
+// that answered Subscribe before it pushed showed its arm so for 0.6 s).
+func TestProxyWithoutAPushIsStale(t *testing.T) {
+	g := testGateway(t, time.Hour)
+	p := newProxy(g, &nodeState{id: "a", addr: "127.0.0.1:2"}, arm("uuid-never-pushed", "049D"), "049D")
+	hwtest.Eventually(t, 10*time.Second, "the never-pushed proxy's state past the lease", func() bool {
+		age, bound := p.StateStaleness()
+		return age > bound
+	})
+}

@@ -99,6 +99,57 @@ func (l *testLabSpec) gateway(host string, extra ...string) *labMember {
 	return startLabMember(l.t, l.bin, host, append(args, extra...)...)
 }
 
+// A node's arm is listed on the gateway with its state from the first
+// listing on: the node pushes from the moment it answers a Subscribe, not
+// only once its cluster join returns (0.6 to 0.8 s later), when a client
+// of the gateway read the arm at the origin, not calibrated, with no
+// warning, while its commands already moved it (tourlab2).
+func TestLabNodesArmListedWithItsState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two processes")
+	}
+	lab := newTestLab(t, buildBinary(t), labHostA, labHostGW)
+	gw := lab.gateway(labHostGW)
+	first := make(chan map[string]any, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		c := http.Client{Timeout: 2 * time.Second}
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			var body map[string][]map[string]any
+			if resp, err := c.Get(gw.url("/devices")); err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+				if err == nil && len(body["arm3"]) > 0 {
+					first <- body["arm3"][0]
+					return
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	node := lab.node(labHostA)
+	id := onlyArm(t, node)
+	var d map[string]any
+	select {
+	case d = <-first:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the node's arm not on the gateway within 20 s")
+	}
+	if got := d["device_id"]; got != id {
+		t.Fatalf("the gateway lists arm %v, want the node's %s", got, id)
+	}
+	pos, _ := path(d, "state", "cursor_position").(map[string]any)
+	if pos == nil || pos["x"] == 0.0 && pos["y"] == 0.0 && pos["z"] == 0.0 {
+		t.Errorf("the gateway's first listing of arm %s has cursor_position %v: the proxy's empty state, not the node's", id, path(d, "state", "cursor_position"))
+	}
+}
+
 // onlyArm is the id of the one arm m serves.
 func onlyArm(t *testing.T, m *labMember) string {
 	t.Helper()
