@@ -288,7 +288,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 	if owner := reg.Claim(id); owner != id {
 		msg := "controlled by another session until it disconnects or its lease lapses"
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, at,
-			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
+			"%s %s is controlled by %s until it disconnects or its lease lapses", e.TypeKey, d.ID, holderText(owner)))
 		p.noteBusy(d, owner, now)
 		// As device-busy: at most one event per device per busyEvery, not
 		// one per tick of a client that keeps trying.
@@ -332,7 +332,7 @@ func (p *tickPath) effects(f *protocol.Frame, d *Device, e *protocol.DeviceEntry
 			// session took the arm: its effects stay, these are refused.
 			owner := reg.Owner()
 			f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, at,
-				"%s %s is controlled by session %d: this session's lease lapsed before its effects were published", e.TypeKey, d.ID, owner))
+				"%s %s is controlled by %s: this session's lease lapsed before its effects were published", e.TypeKey, d.ID, holderText(owner)))
 			p.svc.activity.Publish(event.EffectRefused(d.Name, d.ID, id, firstEffectID(&e.Effects), string(protocol.CodeDeviceBusy), "the lease lapsed and another session took the arm"))
 			delete(p.fx, d)
 			return

@@ -301,6 +301,25 @@ func (s *Session) fail(reason any) {
 // the node's). A local session's go with the lapse.
 const FirstRemoteOwner uint64 = 1 << 62
 
+// LabHolder is the owner a lab gateway's register of a remote device shows
+// while the device's node says another holds it (a session on the node
+// itself, or another gateway's): the gateway's sessions are refused with
+// device_busy naming it, as a second session on the node would be.
+const LabHolder = FirstRemoteOwner + 1
+
+// holderText names a register owner in a device_busy message: a session of
+// this process by its number; a lab's owners by what they stand for, with
+// the number the frames' owner fields carry.
+func holderText(owner uint64) string {
+	switch {
+	case owner < FirstRemoteOwner:
+		return "session " + strconv.FormatUint(owner, 10)
+	case owner == LabHolder:
+		return "a session held on the node (its own, or another gateway's; owner " + strconv.FormatUint(owner, 10) + ")"
+	}
+	return "a lab gateway's session (owner " + strconv.FormatUint(owner, 10) + ")"
+}
+
 // OpenSession creates a session for a new connection: the registry
 // attaches it to every device and lists it, then the inventory frame is
 // written, on the caller's goroutine, before OpenSession returns (so it
@@ -697,7 +716,7 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 	reg := d.Register()
 	if owner := reg.Claim(id); owner != id {
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
-			"%s %s is controlled by session %d until it disconnects or its lease lapses", e.TypeKey, d.ID, owner))
+			"%s %s is controlled by %s until it disconnects or its lease lapses", e.TypeKey, d.ID, holderText(owner)))
 		p.noteBusy(d, owner, now)
 		return
 	}

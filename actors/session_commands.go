@@ -64,7 +64,7 @@ func gravityChange(d *Device, session uint64, e *protocol.DeviceEntry) (protocol
 func (a *sessionActor) setGravityCompensation(ctx actor.Context, d *Device, i int, path string, g protocol.GravityCompensation) {
 	if owner := d.Register().Owner(); owner != 0 && owner != a.sess.ID {
 		a.req.asked = append(a.req.asked, askSlot{entry: i, path: path, done: true,
-			err: protocol.Errorf(protocol.CodeDeviceBusy, "", "%s %s is controlled by session %d; its gravity compensation stays as it is", d.Name, d.ID, owner)})
+			err: protocol.Errorf(protocol.CodeDeviceBusy, "", "%s %s is controlled by %s; its gravity compensation stays as it is", d.Name, d.ID, holderText(owner))})
 		return
 	}
 	if _, owned := d.rt.Driver().(ConfigOwner); owned {

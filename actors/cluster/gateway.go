@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1286,7 +1288,9 @@ func transitNs(nowNs, readNs int64) int64 {
 }
 
 // event publishes a node's event on the gateway's activity channel, with
-// the device named by its gateway id.
+// the device named by its gateway id and, for an event about this
+// gateway's control of the arm on the node (a session_id that is its
+// owner there), the session of this gateway that commanded the arm last.
 func (g *Gateway) event(m *wire.Event) {
 	var e event.Event
 	if err := json.Unmarshal(m.Json, &e); err != nil {
@@ -1294,27 +1298,49 @@ func (g *Gateway) event(m *wire.Event) {
 		return
 	}
 	var data map[string]any
-	if json.Unmarshal(e.Data, &data) == nil {
+	dec := json.NewDecoder(bytes.NewReader(e.Data))
+	dec.UseNumber() // owners from 2^62 on lose their low bits as float64
+	if dec.Decode(&data) == nil {
+		changed := false
 		if id, ok := data["device_id"].(string); ok {
-			if gid := g.gatewayID(m.NodeId, id); gid != id {
-				data["device_id"] = gid
-				if b, err := json.Marshal(data); err == nil {
-					e.Data = b
+			p := g.nodeProxy(m.NodeId, id)
+			if p != nil && p.info.ID != id {
+				data["device_id"], changed = p.info.ID, true
+			}
+			if n, ok := data["session_id"].(json.Number); ok && p != nil {
+				if owner, err := strconv.ParseUint(string(n), 10, 64); err == nil && owner >= actors.FirstRemoteOwner {
+					if s := p.commander.Load(); s != 0 {
+						data["session_id"], changed = s, true
+					}
 				}
+			}
+		}
+		if changed {
+			if b, err := json.Marshal(data); err == nil {
+				e.Data = b
 			}
 		}
 	}
 	g.svc.Activity().Publish(e)
 }
 
-// gatewayID is the gateway's id of the device a node calls id.
-func (g *Gateway) gatewayID(nodeID, id string) string {
+// nodeProxy is the proxy of the device the node nodeID calls id, nil if
+// there is none.
+func (g *Gateway) nodeProxy(nodeID, id string) *proxy {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range g.proxies {
 		if p.nodeID == nodeID && p.nodeDeviceID == id {
-			return p.info.ID
+			return p
 		}
+	}
+	return nil
+}
+
+// gatewayID is the gateway's id of the device a node calls id.
+func (g *Gateway) gatewayID(nodeID, id string) string {
+	if p := g.nodeProxy(nodeID, id); p != nil {
+		return p.info.ID
 	}
 	return id
 }

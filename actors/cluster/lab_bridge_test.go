@@ -225,23 +225,23 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 	return link
 }
 
-// TestLabBridgeCarriesTheNodesEvents: an event on the node (here an
-// effect's expiry) reaches the gateway's clients over the in-process link
-// as over a real one, naming the device by the gateway's id.
+// TestLabBridgeCarriesTheNodesEvents: an event on the node (here a
+// device's rate warning) reaches the gateway's clients over the in-process
+// link as over a real one, naming the device by the gateway's id.
 func TestLabBridgeCarriesTheNodesEvents(t *testing.T) {
 	n, d := testNode(t)
 	g := testGateway(t, time.Hour)
 	linkLab(t, g, n)
 	sub := subscribeEvents(t, g)
-	n.svc.Activity().Publish(event.EffectExpired("inverse3", d.Info.ID, 7, "buzz"))
+	n.svc.Activity().Publish(event.ControlRateWarning("inverse3", d.Info.ID, 1700, 1000, 3))
 	var got struct {
-		ID     string `json:"device_id"`
-		Effect string `json:"effect_id"`
+		ID         string `json:"device_id"`
+		Suppressed int    `json:"suppressed"`
 	}
-	if err := json.Unmarshal(nextEvent(t, sub, event.NameEffectExpired), &got); err != nil {
+	if err := json.Unmarshal(nextEvent(t, sub, event.NameControlRateWarning), &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := g.svc.Devices().All()[0].ID; got.ID != want || got.Effect != "buzz" {
-		t.Errorf("the gateway's event names device %q effect %q, want %q %q", got.ID, got.Effect, want, "buzz")
+	if want := g.svc.Devices().All()[0].ID; got.ID != want || got.Suppressed != 3 {
+		t.Errorf("the gateway's event names device %q suppressed %d, want %q 3", got.ID, got.Suppressed, want)
 	}
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/hapticd/hapticd/actors"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // Sessions on a gateway drive a node's arm (linkLab) as sessions on the
@@ -274,5 +277,111 @@ func TestWorkspaceOffsetSurvivesAnotherSessionsControl(t *testing.T) {
 			a.close()
 			waitArmFree(t, d, g)
 		})
+	}
+}
+
+// A gateway's session and a session on the node that claim the arm within
+// a push of each other: the node gives the arm to the one whose command
+// reaches it first, and the other must be told (device_busy), not have its
+// commands dropped on the node under frames that say nothing (tourlab2:
+// two gateways' sessions, or a gateway's and the node's, 18 rounds of 18
+// with no error for either). Here the gateway's first command is held on
+// the link until the node's own session took the arm.
+func TestSimultaneousClaimsTellTheLoser(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	link := linkLab(t, g, n)
+	waitAdded(t, g)
+	force := func(z float64) string {
+		return fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":%g}}}}]}`, d.Info.ID, z)
+	}
+	gw := openSession(t, g.svc, "")
+	local := openSession(t, n.svc, "")
+	link.lag.Store(int64(300 * time.Millisecond))
+	if f := gw.send(force(1)); f["errors"] != nil {
+		t.Fatalf("the gateway session's first command: %v", f["errors"])
+	}
+	if f := local.send(force(-1)); f["errors"] != nil {
+		t.Fatalf("the node session's first command: %v", f["errors"])
+	}
+	hwtest.Eventually(t, 10*time.Second, "the gateway session told device_busy", func() bool {
+		f := gw.send(force(1))
+		errs, _ := f["errors"].([]any)
+		for _, e := range errs {
+			if m, _ := e.(map[string]any); m["code"] == "device_busy" {
+				return true
+			}
+		}
+		return false
+	})
+	if o := d.Register().Owner(); o >= actors.FirstRemoteOwner {
+		t.Errorf("the node's arm is held by the gateway's owner %d, want the node's own session", o)
+	}
+}
+
+// A node's events reach the gateway's channel as the gateway's: those of
+// the node's own sessions (their start, their refusal while the gateway's
+// session holds the arm) do not, since the gateway numbers its sessions
+// itself and its session 1 is not the node's; one about the gateway's own
+// control on the node (an effect of its session expired there) names the
+// gateway's session, not the node's owner number for the gateway
+// (tourlab2: gw1 reported "session 1 ... ended" and "session 1 was refused
+// control" while its own session 1 drove the arm).
+func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	waitAdded(t, g)
+	sub := subscribeEvents(t, g)
+	gw := openSession(t, g.svc, "")
+	buzz := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}},`+
+		`"effects":{"set":[{"id":"buzz","type":"vibration","frequency":100,"amplitude":0.2,"duration_ms":100}]}}]}`, d.Info.ID)
+	if f := gw.send(buzz); f["errors"] != nil {
+		t.Fatalf("the gateway session's vibration: %v", f["errors"])
+	}
+	hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
+	hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
+		gw.send(hold)
+		return d.Register().Owner() >= actors.FirstRemoteOwner
+	})
+	// The node's own session numbers must differ from the gateway's: its
+	// third is refused the arm the gateway's first holds.
+	for range 2 {
+		openSession(t, n.svc, "").close()
+	}
+	local := openSession(t, n.svc, "")
+	if local.sess.ID == gw.sess.ID {
+		t.Fatalf("the node's session has the gateway's number %d", gw.sess.ID)
+	}
+	local.send(hold) // refused: the gateway's session holds the arm
+	local.close()
+	var expired bool
+	deadline := time.Now().Add(10 * time.Second)
+	for !expired && time.Now().Before(deadline) {
+		gw.send(hold)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		e, err := sub.Next(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		var data struct {
+			Session uint64 `json:"session_id"`
+		}
+		_ = json.Unmarshal(e.Data, &data)
+		switch e.Name {
+		case event.NameSessionStarted, event.NameSessionEnded, event.NameDeviceBusy:
+			if data.Session != gw.sess.ID {
+				t.Errorf("the gateway published the node's %s of session %d (its own is %d): %s", e.Name, data.Session, gw.sess.ID, e.Message)
+			}
+		case event.NameEffectExpired:
+			if data.Session != gw.sess.ID {
+				t.Errorf("effect-expired names session %d, want the gateway's session %d", data.Session, gw.sess.ID)
+			}
+			expired = true
+		}
+	}
+	if !expired {
+		t.Fatal("no effect-expired for the gateway session's vibration within 10 s")
 	}
 }

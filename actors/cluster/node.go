@@ -229,12 +229,21 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 }
 
 // notForwarded are the events a gateway makes itself when a node's
-// inventory changes or the node goes: forwarding them would say it twice.
+// inventory changes or the node goes (forwarding them would say it twice),
+// those of the node's own sessions (a gateway numbers its sessions itself,
+// and publishes their events), and those of the node's own event stream
+// (its subscriber's gap, its restart), which are no gateway's.
 var notForwarded = map[string]bool{
 	event.NameDeviceConnected: true, event.NameDeviceDisconnected: true, event.NameDeviceFailed: true,
+	event.NameSessionStarted: true, event.NameSessionEnded: true,
+	event.NameEventsDropped: true, event.NameServiceRestarted: true,
 }
 
-// forwardEvents sends the node's activity events to every live gateway.
+// forwardEvents sends the node's activity events to the gateways: one that
+// names a session goes to the gateway whose owner it is (its control of an
+// arm here), or to none when it is a session of the node's own, but for a
+// deprecated command's (the lab's migration report counts every use);
+// the others to every live gateway.
 func (n *Node) forwardEvents(sub *activity.Subscription) {
 	defer n.wg.Done()
 	defer sub.Close()
@@ -255,26 +264,49 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 		if notForwarded[e.Name] {
 			continue
 		}
+		session, named := eventSession(e)
+		if named && session < actors.FirstRemoteOwner && e.Name != event.NameCommandDeprecated {
+			continue
+		}
 		b, err := e.MarshalJSON()
 		if err != nil {
 			continue
 		}
 		m := &wire.Event{NodeId: n.cfg.NodeID, Json: b}
-		for _, pid := range n.livePIDs() {
-			n.sys.Root.Send(pid, m)
+		for _, to := range n.eventDests() {
+			if !named || session < actors.FirstRemoteOwner || to.owner == session {
+				n.sys.Root.Send(to.pid, m)
+			}
 		}
 	}
 }
 
-// livePIDs are the gateways subscribed.
-func (n *Node) livePIDs() []*actor.PID {
+// eventSession is the session an event names (its data's session_id).
+func eventSession(e event.Event) (session uint64, named bool) {
+	var d struct {
+		SessionID *uint64 `json:"session_id"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.SessionID == nil {
+		return 0, false
+	}
+	return *d.SessionID, true
+}
+
+// eventDest is a subscribed gateway, as forwardEvents sends to it.
+type eventDest struct {
+	pid   *actor.PID
+	owner uint64
+}
+
+// eventDests are the gateways subscribed.
+func (n *Node) eventDests() []eventDest {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var pids []*actor.PID
+	dests := make([]eventDest, 0, len(n.subs))
 	for _, s := range n.subs {
-		pids = append(pids, s.pid)
+		dests = append(dests, eventDest{s.pid, s.owner})
 	}
-	return pids
+	return dests
 }
 
 // heartbeat is what arrives from a peer at regular intervals: heard is

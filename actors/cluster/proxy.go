@@ -46,6 +46,10 @@ type proxy struct {
 	// currentAtNs is sampledNs of the newest state, 0 before the first
 	// (StateStaleness, read by every frame that carries the device).
 	currentAtNs atomic.Int64
+	// commander is the last session of this gateway whose commands the
+	// proxy sent the node (0: none yet): what a node's event about the
+	// gateway's control of the arm (its owner) names here.
+	commander atomic.Uint64
 	// madeNs is when the proxy was made (g.clock): a device whose node
 	// has pushed no state yet is as stale as the time since then.
 	madeNs int64
@@ -172,6 +176,10 @@ type proxy struct {
 	seq           uint64
 	holding       bool
 	holdSeq       uint64
+	// contestedSince is when (g.clock) the node first said another holds
+	// the arm while a session of this gateway held the register (0: not
+	// so): mirrorLocalHold.
+	contestedSince int64
 	// navSeen and navSeenSession are what ForwardNavigation got last.
 	navSeen        *loop.Navigation
 	navSeenSession uint64
@@ -196,7 +204,7 @@ var (
 // node controls the device, so the gateway's sessions get device_busy (with
 // this number as the owner) just as a second session on the node would.
 // Gateway sessions count up from 1 and never reach it.
-const localSession = gatewaySession + 1
+const localSession = actors.LabHolder
 
 // localHoldFor is how far ahead each tick moves the local hold's deadline:
 // the hold ends when the node says so, or this long after the node's word
@@ -544,6 +552,7 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 		}
 		if session != 0 {
 			p.commandingSessionChanged(session, now)
+			p.commander.Store(session)
 		}
 		p.cmdSession = session
 	}
@@ -660,20 +669,36 @@ func (p *proxy) StateStaleness() (ageNs, boundNs int64) {
 	return max(p.g.clock.Now()-at, 0), boundNs
 }
 
-// mirrorLocalHold makes a node-local session's control visible on the
-// gateway: while the node says a local session holds the device, the
-// gateway's register is held by localSession (an idle command, renewed every
-// tick), so the gateway's sessions are refused with device_busy. A gateway
-// session that claimed the register first keeps it; its commands are then
-// dropped on the node until the local session lets go.
+// mirrorLocalHold makes another holder's control of the arm on the node (a
+// node-local session's, or another gateway's) visible on the gateway:
+// while the node says another holds the device, the gateway's register is
+// held by localSession (an idle command, renewed every tick), so the
+// gateway's sessions are refused with device_busy. A gateway session that
+// claimed the register before the node's word came (both claimed within a
+// push of each other) lost the arm on the node, where its commands are
+// dropped: once the node has said so for contestGrace, it is refused as a
+// later claim would be: the register is taken from it, and its next
+// command is answered device_busy.
 func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 	if !p.control.heldLocally {
+		p.contestedSince = 0
 		if p.holding {
 			reg.Release(localSession)
 			p.holding = false
 		}
 		return
 	}
+	if owner := reg.Owner(); owner != 0 && owner != localSession {
+		now := p.g.clock.Now()
+		if p.contestedSince == 0 {
+			p.contestedSince = now
+		}
+		if now-p.contestedSince < int64(contestGrace) {
+			return
+		}
+		reg.Release(owner)
+	}
+	p.contestedSince = 0
 	if reg.Claim(localSession) != localSession {
 		return
 	}
@@ -681,6 +706,14 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 	p.holdSeq++
 	reg.Write(localSession, p.holdSeq, p.g.clock.Now()+int64(localHoldFor), nil, nil)
 }
+
+// contestGrace is how long the node must say another holds the arm while
+// a session of this gateway holds the register before that session is
+// refused (mirrorLocalHold): longer than a push already on its way when
+// the session's first command left (a LAN's round trip and a push period,
+// 2 ms at 500 Hz), so that a push from before the node took the command
+// does not refuse a session the node gives the arm to.
+const contestGrace = 20 * time.Millisecond
 
 // send sends cmd, the command of session (0: none holds it), whose lease
 // has leaseLeft (wire.Command.LeaseLeftNs).
