@@ -428,6 +428,10 @@ func (a *Arm) Exchange(cmd *hw.Command, st *hw.State) error {
 		a.startResync()
 		a.misses++
 		a.missed++
+		// The state repeats, but the force is the one just sent, which the
+		// firmware holds if it took it (commands are sticky): a halt's
+		// zero must not read as the last answered tick's force.
+		a.last.ForceN = sentForce(cmd)
 		*st = a.last
 		if a.misses >= a.opts.MaxMisses {
 			a.haltQuietly()
@@ -548,11 +552,16 @@ func (a *Arm) apply(header byte, cmd *hw.Command) {
 	a.last.PositionM = a.msg.A
 	a.last.VelocityMps = a.msg.B
 	sim.DeriveArmState(&a.last, a.leftHanded)
+	a.last.ForceN = sentForce(cmd)
+}
+
+// sentForce is the force a command puts on the arm: its own in force mode
+// (when finite: a non-finite one is sent as zero), none otherwise.
+func sentForce(cmd *hw.Command) hw.Vec3 {
 	if cmd != nil && cmd.Mode == hw.ModeForce && commandFinite(cmd) {
-		a.last.ForceN = cmd.ForceN
-	} else {
-		a.last.ForceN = hw.Vec3{}
+		return cmd.ForceN
 	}
+	return hw.Vec3{}
 }
 
 // readFrame reads p through scan until a frame with header want is decoded

@@ -288,6 +288,42 @@ func TestArmOpensAsAHungFirmwareAnswersItsBacklog(t *testing.T) {
 	exchangeN(t, a, cmd, 5)
 }
 
+// A missed reply repeats the arm's last state, but not its force: the
+// state says the force just sent, which the firmware holds once it takes
+// it (a loop's zero after a stall, not the 1 N of the last answered tick:
+// tourhw2 read 1 N in frames for 500 ms while the arm held 0 N).
+func TestArmMissedReplyShowsTheForceSent(t *testing.T) {
+	e, path := startEmulator(t, emulator.Options{Index: 41})
+	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 50 * time.Millisecond, MaxMisses: 100})
+	push := hw.Command{Mode: hw.ModeForce, ForceN: hw.Vec3{Z: 1}}
+	if st := exchangeN(t, a, push, 3); st.ForceN != push.ForceN {
+		t.Fatalf("answered state's force %v, want %v", st.ForceN, push.ForceN)
+	}
+	e.Stall(1 << 30)
+	for _, tc := range []struct {
+		name string
+		cmd  hw.Command
+		want hw.Vec3
+	}{
+		{"idle after the stall", hw.Command{}, hw.Vec3{}},
+		{"zero force", hw.Command{Mode: hw.ModeForce}, hw.Vec3{}},
+		{"a force again", push, push.ForceN},
+		{"position mode", hw.Command{Mode: hw.ModePosition, PositionM: hw.Vec3{Y: 0.1}}, hw.Vec3{}},
+	} {
+		var st hw.State
+		missed := a.Missed()
+		if err := a.Exchange(&tc.cmd, &st); err != nil {
+			t.Fatalf("%s: Exchange: %v", tc.name, err)
+		}
+		if a.Missed() == missed {
+			t.Fatalf("%s: the stalled arm's reply was not missed", tc.name)
+		}
+		if st.ForceN != tc.want {
+			t.Errorf("%s: missed reply's state has force %v, want %v (the force sent)", tc.name, st.ForceN, tc.want)
+		}
+	}
+}
+
 func TestArmUnplugMidStream(t *testing.T) {
 	e, path := startEmulator(t, emulator.Options{Index: 50})
 	a := openArm(t, path, driver.ArmOptions{ReplyTimeout: 50 * time.Millisecond})
