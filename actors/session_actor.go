@@ -258,13 +258,13 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	// current spelling wins.
 	if sp.SetBasis != nil {
 		a.setBasis(*sp.SetBasis, &r.warnings)
-		a.deprecated(protocol.CommandSetBasis)
+		a.deprecated(protocol.CommandSetBasis, sp.SetBasis.Permutation)
 	}
 	if sp.Basis != nil {
 		a.setBasis(*sp.Basis, &r.warnings)
 	}
 	if sp.SetCoordinateOrigin != "" {
-		a.deprecated(protocol.CommandSetCoordinateOrigin)
+		a.deprecated(protocol.CommandSetCoordinateOrigin, sp.SetCoordinateOrigin) // the preset it maps to
 	}
 	a.publish()
 	a.reviewed = st.profile != profile || st.basis != basis
@@ -273,9 +273,11 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	}
 }
 
-func (a *sessionActor) deprecated(name string) {
+// deprecated publishes the use of a deprecated command, with its
+// replacement in the session's API layout and with value, the command's.
+func (a *sessionActor) deprecated(name, value string) {
 	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.Replacement, a.sess.ID, a.state.profile))
+		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(a.sess.APIVersion, value), a.sess.ID, a.state.profile))
 	}
 }
 

@@ -218,7 +218,31 @@ func (r DeprecatedRoute) ReplacementFor(deviceType, deviceID string) string {
 type DeprecatedCommand struct {
 	Name        string // "session.set_coordinate_origin"
 	Shape       string // the message as clients send it
-	Replacement string
+	Replacement string // as the docs list it: with a 3.x example of the default value
+	// about says what replaces the command; example3x and example30 show
+	// it in each API's layout (3.0 keys devices by id), with {value} where
+	// the value the command gave goes (defaultValue in the docs).
+	about, example3x, example30, defaultValue string
+}
+
+func deprecatedCommand(name, shape, about, example3x, example30, defaultValue string) DeprecatedCommand {
+	c := DeprecatedCommand{Name: name, Shape: shape, about: about, example3x: example3x, example30: example30, defaultValue: defaultValue}
+	c.Replacement = c.ReplacementFor("3.x", "")
+	return c
+}
+
+// ReplacementFor is the replacement as a session of apiVersion ("3.0" or
+// "3.x") sends it, with value, the command's own (the preset its origin
+// maps to, the permutation; empty: the docs' example value).
+func (c DeprecatedCommand) ReplacementFor(apiVersion, value string) string {
+	if value == "" {
+		value = c.defaultValue
+	}
+	example := c.example3x
+	if apiVersion == "3.0" {
+		example = c.example30
+	}
+	return c.about + ": " + strings.ReplaceAll(example, "{value}", value)
 }
 
 // Deprecated command names, as events and warnings name them.
@@ -230,12 +254,18 @@ const (
 // deprecatedCommands is the one deprecation table for WebSocket commands;
 // never written.
 var deprecatedCommands = []DeprecatedCommand{
-	{CommandSetCoordinateOrigin,
+	deprecatedCommand(CommandSetCoordinateOrigin,
 		`{"session": {"set_coordinate_origin": {"coordinate_origin": "device_base"}}}`,
-		`arm3[*].configure.preset (or configure.preset on a grip device entry), per device: {"arm3": [{"device_id": "049D", "configure": {"preset": {"preset": "arm_front"}}}]}`},
-	{CommandSetBasis,
+		`arm3[*].configure.preset (or configure.preset on a grip device entry), per device`,
+		`{"arm3": [{"device_id": "049D", "configure": {"preset": {"preset": "{value}"}}}]}`,
+		`{"arm3": {"049D": {"configure": {"preset": {"preset": "{value}"}}}}}`,
+		"arm_front"),
+	deprecatedCommand(CommandSetBasis,
 		`{"session": {"set_basis": {"basis": {"permutation": "XZY"}}}}`,
-		`session.configure.basis with the same {"permutation"} object: {"session": {"configure": {"basis": {"permutation": "XZY"}}}}`},
+		`session.configure.basis with the same {"permutation"} object`,
+		`{"session": {"configure": {"basis": {"permutation": "{value}"}}}}`,
+		`{"session": {"configure": {"basis": {"permutation": "{value}"}}}}`,
+		"XZY"),
 }
 
 // DeprecatedCommands lists the deprecated session commands (a copy).

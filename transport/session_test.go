@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -442,6 +443,70 @@ func TestDeprecatedSessionCommands(t *testing.T) {
 	waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == "session.set_basis" })
 	if f := c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"moon"}}}`); f["errors"] == nil {
 		t.Fatalf("unknown coordinate_origin accepted: %v", f)
+	}
+}
+
+// The replacement a command-deprecated event names is what the session's
+// own API takes, with the command's own value: sent as written (the
+// example's id made the arm's), it does what the command did. A 3.0
+// session was told the 3.x layout, which its port refuses, and every
+// session the example's arm_front for workspace_center (tourmig).
+func TestDeprecatedCommandsReplacementWorksAsWritten(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	for _, tc := range []struct {
+		api, url string
+		preset   func(f map[string]any, id string) any
+	}{
+		{"3.x", ts.wsURL(), func(f map[string]any, _ string) any { return path(f, "arm3", 0, "config", "preset") }},
+		{"3.0", ts.legacyWS(), func(f map[string]any, id string) any { return path(f, "arm3", id, "config", "preset") }},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			ev := ts.dial(t, ts.eventsWS)
+			c := ts.dial(t, tc.url)
+			inv := c.expect()
+			id := ""
+			if tc.api == "3.0" {
+				for k := range inv["arm3"].(map[string]any) {
+					id = k
+				}
+			} else {
+				id, _ = path(inv, "arm3", 0, "device_id").(string)
+			}
+			replacement := func(command string) string {
+				var got string
+				waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool {
+					got, _ = path(e, "data", "replacement").(string)
+					return path(e, "data", "command") == command
+				})
+				i := strings.Index(got, ": {")
+				if i < 0 {
+					t.Fatalf("replacement %q has no example", got)
+				}
+				return strings.ReplaceAll(got[i+2:], `"049D"`, strconv.Quote(id))
+			}
+			c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center"}}}`)
+			use := replacement("session.set_coordinate_origin")
+			c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"device_base"}}}`)
+			replacement("session.set_coordinate_origin")
+			f := c.roundTrip(use)
+			if f["errors"] != nil {
+				t.Fatalf("the replacement %s as written: %v", use, f["errors"])
+			}
+			f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+			if got := tc.preset(f, id); got != "arm_front_centered" {
+				t.Fatalf("after the replacement %s the preset is %v, want workspace_center's arm_front_centered", use, got)
+			}
+			c.roundTrip(`{"session":{"set_basis":{"basis":{"permutation":"ZXY"}}}}`)
+			use = replacement("session.set_basis")
+			c.roundTrip(`{"session":{"configure":{"basis":{"permutation":"XYZ"}}}}`)
+			if f := c.roundTrip(use); f["errors"] != nil {
+				t.Fatalf("the replacement %s as written: %v", use, f["errors"])
+			}
+			f = c.roundTrip(`{"session":{"force_render_full_state":{}}}`)
+			if got := path(f, "session", "config", "basis", "permutation"); got != "ZXY" {
+				t.Fatalf("after the replacement %s the basis is %v, want ZXY", use, got)
+			}
+		})
 	}
 }
 

@@ -97,7 +97,7 @@ var kinds = [...]Kind{
 		"a deprecated HTTP route was called (replacement with {type}/{id} filled in when the body names a device)"},
 	{NameCommandDeprecated, CategorySession, LevelWarning,
 		[]string{"command", "replacement", "session_id", "profile"},
-		"a session sent a deprecated command"},
+		"a session sent a deprecated command (replacement in the session's API layout, 3.0's keyed by device id, with the command's own preset or permutation)"},
 	{NameDeviceConnected, CategoryDevice, LevelNotice,
 		[]string{"device_family", "device_type", "device_id"},
 		"a device was found at start or plugged in later"},
