@@ -958,7 +958,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	}
 	for uuid, p := range g.proxies {
 		if p.nodeID == n.id && !listed[uuid] {
-			p.leave(fmt.Errorf("cluster: node %s no longer lists the device: unplugged there (%w)", n.id, hw.ErrGone))
+			p.leave(fmt.Errorf("cluster: node %s no longer lists the device: unplugged or failed there, as its own events say (%w)", n.id, hw.ErrGone))
 		}
 	}
 	if len(news) > 0 {
