@@ -715,7 +715,9 @@ func (a *api) deprecatedRoute(d protocol.DeprecatedRoute) httprouter.Handle {
 			dev = a.findAnyType(req.DeviceID)
 			if dev == nil {
 				perr = protocol.Errorf(protocol.CodeUnknownDevice, "device_id", "no device with id %q is connected", req.DeviceID)
-			} else {
+			} else if d.Key.NotOn(dev.Name, dev.Type) == nil {
+				// Filled in only where the replacement exists: a grip
+				// has no handedness route to be pointed at.
 				replacement = d.ReplacementFor(dev.Name, dev.ID)
 			}
 		}

@@ -144,6 +144,42 @@ func TestDeprecatedRouteTakesTheIDAsItsReplacementDoes(t *testing.T) {
 	}
 }
 
+// A deprecated route naming a device its replacement does not serve (a
+// grip's handedness) is refused as the replacement is, and its event does
+// not point at a route that does not exist either: the replacement stays
+// with its {type} and {id} (it named /wireless_verse_grip/ID/config/
+// handedness, a 404 too: tourmig).
+func TestDeprecatedRouteOnADeviceWithoutTheEntryPointsNowhere(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1, grips: 1})
+	grip := ts.gripIDs[0]
+	ev := ts.dial(t, ts.eventsWS)
+	tried := 0
+	for _, d := range protocol.DeprecatedRoutes() {
+		if d.Key == 0 || d.Key.AppliesTo(protocol.TypeGrip) {
+			continue
+		}
+		tried++
+		t.Run(d.Path, func(t *testing.T) {
+			r := ts.do(d.Method, ts.base+d.Path, strings.ReplaceAll(legacyBodies[d.Path].body, "{id}", grip))
+			if r.status == 200 {
+				t.Fatalf("%s %s naming grip %s: %v; a grip has no %s", d.Method, d.Path, grip, r, d.Key.Path())
+			}
+			waitEvent(t, ev, "http-route-deprecated", func(e map[string]any) bool {
+				if path(e, "data", "route") != d.Method+" "+d.Path {
+					return false
+				}
+				if got, want := path(e, "data", "replacement"), d.Method+" "+d.Replacement; got != want {
+					t.Fatalf("the event's replacement %v, want %s: no route serves the grip's %s", got, want, d.Key.Path())
+				}
+				return true
+			})
+		})
+	}
+	if tried == 0 {
+		t.Fatal("no deprecated route names an entry a grip lacks")
+	}
+}
+
 // A deprecated route called on the 3.0 API counts once, in the deprecated
 // routes and in the 3.0 routes of the migration report alike (and so in
 // /metrics): it was counted twice in the 3.0 routes, once as a 3.0 route
