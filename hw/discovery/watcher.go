@@ -661,6 +661,8 @@ func hint(err error) string {
 		return "the port vanished: replug the device, or fix the --hw-port path"
 	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):
 		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
+	case errors.Is(err, driver.ErrNoGripStatus):
+		return "the grip streams no status (asleep, switched off or flat), so its link is not guessed: wake it, switch it on or charge it, or name a grip on a cable wired-grip:; it is retried automatically with backoff"
 	case errors.Is(err, driver.ErrNoGripInfo):
 		return "no grip answered the dongle: switch the grip on, charge it, and pair it with the dongle; it is retried automatically"
 	}

@@ -493,3 +493,51 @@ func TestHungPortDoesNotHoldTheScan(t *testing.T) {
 		t.Errorf("the port after the hung one: %+v, %d found; want it loaded in the same scan", p, len(rec.found))
 	}
 }
+
+// A grip's link is not guessed from silence. A wired grip asleep when its
+// grip: port is opened sends no status, so its stream tells nothing: the
+// open fails and is retried with backoff, and once the grip wakes it is
+// opened as the wired grip it is. It was opened as a wireless grip (the
+// dongle's layout, the guess for a stream that does not tell), went stale,
+// and once awake was read in the wrong layout and failed again, coming
+// back as a wired grip only after the next backoff.
+func TestSilentGripIsNotGuessedWireless(t *testing.T) {
+	e, path, err := emulator.StartPTY(emulator.Options{Family: sim.FamilyVerseGrip, Index: 7,
+		Faults: emulator.Faults{GripAsleep: true}})
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	clock := newClock()
+	rec := &recorder{}
+	defer rec.closeAll()
+	port := "grip:" + path
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{port}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Now: clock.Now, Grip: driver.GripOptions{DetectTimeout: 300 * time.Millisecond, InfoTimeout: 500 * time.Millisecond}})
+	r := w.Scan(rec)
+	if len(rec.found) != 0 {
+		t.Fatalf("the asleep grip was opened as %v %s; want the open to fail: silence tells no link", rec.found[0].Info().Link, rec.found[0].Info().UUID)
+	}
+	p, _ := portOf(r, path)
+	if p.Outcome != discovery.Failed || p.Failures != 1 || !strings.Contains(p.Reason, "no status") || !strings.Contains(p.Hint, "wake it") {
+		t.Fatalf("report for the asleep grip %+v; want failed once, saying it sent no status and how to wake it", p)
+	}
+
+	e.SetFaults(emulator.Faults{}) // the grip wakes
+	clock.Add(p.RetryAt.Sub(clock.Now()))
+	r = w.Scan(rec)
+	if len(rec.found) != 1 {
+		t.Fatalf("found %d devices once the grip woke, want 1 (report %+v)", len(rec.found), r)
+	}
+	if info := rec.found[0].Info(); info.Kind != hw.KindGrip || info.Link != hw.LinkWired {
+		t.Errorf("the woken grip opened as %v %v, want a wired grip", info.Kind, info.Link)
+	}
+	var st hw.State
+	hwtest.Eventually(t, 10*time.Second, "the woken grip's status", func() bool {
+		if err := rec.found[0].Exchange(nil, &st); err != nil && !errors.Is(err, driver.ErrStale) {
+			t.Fatalf("Exchange: %v", err)
+		}
+		return st.Status&hw.StatusConnected != 0
+	})
+}
