@@ -541,3 +541,50 @@ func TestSilentGripIsNotGuessedWireless(t *testing.T) {
 		return st.Status&hw.StatusConnected != 0
 	})
 }
+
+// /ports' failures on a loaded entry says how the device's next loss
+// will be backed off: a device lost within a minute of its load keeps its
+// count (it flaps, and its next reopen waits the doubled time), and one
+// that has stayed up a minute starts afresh, so from then on its entry
+// says failures 0 (docs/hardware.md). It kept the count until the device
+// was lost again: after minutes up, /ports still said failures 2.
+func TestFailuresClearAfterAMinuteUp(t *testing.T) {
+	_, path := startEmulator(t, 9)
+	clock := newClock()
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Now: clock.Now, BackoffMin: time.Second, BackoffMax: time.Minute,
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	loaded := func(step string, failures int) {
+		t.Helper()
+		p, _ := portOf(w.Scan(rec), path)
+		if p.Outcome != discovery.Loaded || p.Failures != failures {
+			t.Fatalf("%s: %+v; want loaded with failures %d", step, p, failures)
+		}
+		last := rec.reports[len(rec.reports)-1]
+		if q, _ := portOf(last, path); q.Outcome != discovery.Loaded || q.Failures != failures {
+			t.Fatalf("%s: last scan report %+v; want loaded with failures %d", step, q, failures)
+		}
+	}
+	lose := func(step string, failures int, wait time.Duration) {
+		t.Helper()
+		w.Lost(path)
+		if p, _ := portOf(w.Scan(rec), path); p.Outcome != discovery.Failed || p.Failures != failures || p.RetryAt.Sub(clock.Now()) != wait {
+			t.Fatalf("%s: %+v; want failed %d times, retried in %v", step, p, failures, wait)
+		}
+		clock.Add(wait)
+	}
+	loaded("first load", 0)
+	lose("lost at once", 1, time.Second)
+	loaded("back", 1)
+	clock.Add(30 * time.Second)
+	lose("lost again within the minute", 2, 2*time.Second)
+	loaded("back again", 2)
+	clock.Add(time.Minute - time.Second)
+	loaded("up just under a minute", 2)
+	clock.Add(2 * time.Second)
+	loaded("up over a minute", 0)
+	lose("lost after a minute up", 1, time.Second)
+	loaded("back after that", 1)
+}
