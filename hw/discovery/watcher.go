@@ -121,8 +121,11 @@ type WatcherOptions struct {
 	Grip driver.GripOptions
 	// BackoffMin and BackoffMax bound the wait before a failed port is
 	// tried again (defaults 1 s and 1 min): it doubles with each failure
-	// while the port's node stays the same, and starts afresh when the
-	// node goes, comes back or is replaced (a replug).
+	// while the port's node stays the same, a device lost within
+	// BackoffMax of its load counting as one, and starts afresh when the
+	// node goes, comes back or is replaced (a replug), or once a device
+	// has stayed up longer than BackoffMax (its report's Failures is 0
+	// from the next scan on).
 	BackoffMin, BackoffMax time.Duration
 	// Claim takes a serial port for the watcher (default
 	// serial.ClaimPort), which opens it under the claim; Enumerate lists
@@ -259,11 +262,7 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 		ps.drv, ps.closing = nil, true
 		ps.letGo = letGo
 		now := w.opts.Now()
-		// A device that stayed up a while starts its backoff afresh; one
-		// that flaps keeps doubling it.
-		if now.Sub(ps.loadedAt) > w.opts.BackoffMax {
-			ps.failures = 0
-		}
+		w.forgiveLocked(ps, now)
 		ps.failures++
 		ps.retryAt = now.Add(w.backoff(ps.failures))
 		ps.last.Outcome = Failed
@@ -280,6 +279,17 @@ func (w *Watcher) lose(port, reason, hint string, letGo bool) {
 	select {
 	case w.wake <- struct{}{}:
 	default:
+	}
+}
+
+// forgiveLocked clears the failures of a device that has stayed up longer
+// than BackoffMax by now, in its count and in its report: its next loss
+// starts the backoff afresh, while one that flaps keeps doubling it, and
+// its loaded entry in /ports says so (failures 0) from the first scan
+// after, not only at that loss. The caller holds mu; ps is loaded.
+func (w *Watcher) forgiveLocked(ps *portState, now time.Time) {
+	if ps.failures > 0 && now.Sub(ps.loadedAt) > w.opts.BackoffMax {
+		ps.failures, ps.last.Failures = 0, 0
 	}
 }
 
@@ -341,6 +351,9 @@ func (w *Watcher) Scan(h Handler) Report {
 	}
 	r := Report{At: now}
 	for _, ps := range w.ports {
+		if ps.drv != nil {
+			w.forgiveLocked(ps, now)
+		}
 		r.Ports = append(r.Ports, ps.last)
 	}
 	for _, c := range cands {
@@ -661,6 +674,8 @@ func hint(err error) string {
 		return "the port vanished: replug the device, or fix the --hw-port path"
 	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):
 		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
+	case errors.Is(err, driver.ErrNoGripStatus):
+		return "the grip streams no status (asleep, switched off or flat), so its link is not guessed: wake it, switch it on or charge it, or name a grip on a cable wired-grip:; it is retried automatically with backoff"
 	case errors.Is(err, driver.ErrNoGripInfo):
 		return "no grip answered the dongle: switch the grip on, charge it, and pair it with the dongle; it is retried automatically"
 	}

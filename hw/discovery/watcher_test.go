@@ -493,3 +493,98 @@ func TestHungPortDoesNotHoldTheScan(t *testing.T) {
 		t.Errorf("the port after the hung one: %+v, %d found; want it loaded in the same scan", p, len(rec.found))
 	}
 }
+
+// A grip's link is not guessed from silence. A wired grip asleep when its
+// grip: port is opened sends no status, so its stream tells nothing: the
+// open fails and is retried with backoff, and once the grip wakes it is
+// opened as the wired grip it is. It was opened as a wireless grip (the
+// dongle's layout, the guess for a stream that does not tell), went stale,
+// and once awake was read in the wrong layout and failed again, coming
+// back as a wired grip only after the next backoff.
+func TestSilentGripIsNotGuessedWireless(t *testing.T) {
+	e, path, err := emulator.StartPTY(emulator.Options{Family: sim.FamilyVerseGrip, Index: 7,
+		Faults: emulator.Faults{GripAsleep: true}})
+	if err != nil {
+		hwtest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	clock := newClock()
+	rec := &recorder{}
+	defer rec.closeAll()
+	port := "grip:" + path
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{port}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Now: clock.Now, Grip: driver.GripOptions{DetectTimeout: 300 * time.Millisecond, InfoTimeout: 500 * time.Millisecond}})
+	r := w.Scan(rec)
+	if len(rec.found) != 0 {
+		t.Fatalf("the asleep grip was opened as %v %s; want the open to fail: silence tells no link", rec.found[0].Info().Link, rec.found[0].Info().UUID)
+	}
+	p, _ := portOf(r, path)
+	if p.Outcome != discovery.Failed || p.Failures != 1 || !strings.Contains(p.Reason, "no status") || !strings.Contains(p.Hint, "wake it") {
+		t.Fatalf("report for the asleep grip %+v; want failed once, saying it sent no status and how to wake it", p)
+	}
+
+	e.SetFaults(emulator.Faults{}) // the grip wakes
+	clock.Add(p.RetryAt.Sub(clock.Now()))
+	r = w.Scan(rec)
+	if len(rec.found) != 1 {
+		t.Fatalf("found %d devices once the grip woke, want 1 (report %+v)", len(rec.found), r)
+	}
+	if info := rec.found[0].Info(); info.Kind != hw.KindGrip || info.Link != hw.LinkWired {
+		t.Errorf("the woken grip opened as %v %v, want a wired grip", info.Kind, info.Link)
+	}
+	var st hw.State
+	hwtest.Eventually(t, 10*time.Second, "the woken grip's status", func() bool {
+		if err := rec.found[0].Exchange(nil, &st); err != nil && !errors.Is(err, driver.ErrStale) {
+			t.Fatalf("Exchange: %v", err)
+		}
+		return st.Status&hw.StatusConnected != 0
+	})
+}
+
+// /ports' failures on a loaded entry says how the device's next loss
+// will be backed off: a device lost within a minute of its load keeps its
+// count (it flaps, and its next reopen waits the doubled time), and one
+// that has stayed up a minute starts afresh, so from then on its entry
+// says failures 0 (docs/hardware.md). It kept the count until the device
+// was lost again: after minutes up, /ports still said failures 2.
+func TestFailuresClearAfterAMinuteUp(t *testing.T) {
+	_, path := startEmulator(t, 9)
+	clock := newClock()
+	rec := &recorder{}
+	defer rec.closeAll()
+	w := discovery.NewWatcher(discovery.WatcherOptions{ExplicitPorts: []string{path}, Enumerate: noPorts, HIDEnumerate: noBoards,
+		Now: clock.Now, BackoffMin: time.Second, BackoffMax: time.Minute,
+		Arm: driver.ArmOptions{ReplyTimeout: 500 * time.Millisecond}})
+	loaded := func(step string, failures int) {
+		t.Helper()
+		p, _ := portOf(w.Scan(rec), path)
+		if p.Outcome != discovery.Loaded || p.Failures != failures {
+			t.Fatalf("%s: %+v; want loaded with failures %d", step, p, failures)
+		}
+		last := rec.reports[len(rec.reports)-1]
+		if q, _ := portOf(last, path); q.Outcome != discovery.Loaded || q.Failures != failures {
+			t.Fatalf("%s: last scan report %+v; want loaded with failures %d", step, q, failures)
+		}
+	}
+	lose := func(step string, failures int, wait time.Duration) {
+		t.Helper()
+		w.Lost(path)
+		if p, _ := portOf(w.Scan(rec), path); p.Outcome != discovery.Failed || p.Failures != failures || p.RetryAt.Sub(clock.Now()) != wait {
+			t.Fatalf("%s: %+v; want failed %d times, retried in %v", step, p, failures, wait)
+		}
+		clock.Add(wait)
+	}
+	loaded("first load", 0)
+	lose("lost at once", 1, time.Second)
+	loaded("back", 1)
+	clock.Add(30 * time.Second)
+	lose("lost again within the minute", 2, 2*time.Second)
+	loaded("back again", 2)
+	clock.Add(time.Minute - time.Second)
+	loaded("up just under a minute", 2)
+	clock.Add(2 * time.Second)
+	loaded("up over a minute", 0)
+	lose("lost after a minute up", 1, time.Second)
+	loaded("back after that", 1)
+}

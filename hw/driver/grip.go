@@ -18,8 +18,12 @@ type GripOptions struct {
 	// Link is how the grip reaches the host, reported as Info().Link: its
 	// status layout follows it. Zero (LinkUnknown: a port discovery found,
 	// not named) is told from the grip's own status stream at open
-	// (wire.DetectGripLayout), within DetectTimeout; a grip whose stream
-	// does not tell by then is read as wireless (its dongle's).
+	// (wire.DetectGripLayout), within DetectTimeout; a grip heard by then
+	// whose stream does not tell (too few frames, interleaved with another
+	// grip's) is read as wireless (its dongle's), and one that sent no
+	// status at all fails the open with ErrNoGripStatus: silence says
+	// nothing of its link, and a wired grip asleep at open was guessed
+	// wireless, then read in the wrong layout once it woke.
 	Link hw.Link
 	// DetectTimeout bounds the wait for status frames that tell the
 	// layout when Link is zero (default 1 s: older handles report at about
@@ -57,6 +61,11 @@ var (
 	ErrStale = errors.New("no status from the grip; check it is switched on, charged and paired with the dongle")
 	// ErrNoGripInfo is returned by OpenGrip when the dongle lists no grip.
 	ErrNoGripInfo = errors.New("the dongle reported no grip; switch the grip on, charge it and pair it with the dongle")
+	// ErrNoGripStatus is returned by OpenGrip when the grip's link is to
+	// be told from its status stream (GripOptions.Link zero) and the grip
+	// sent no status within DetectTimeout: asleep, switched off or out of
+	// range. Open it again once it streams.
+	ErrNoGripStatus = errors.New("the grip sent no status, so whether it is wired or wireless cannot be told; wake it, switch it on or charge it")
 )
 
 // Grip reads one grip's status frames from a dongle's serial port. A dongle
@@ -118,7 +127,8 @@ func OpenGrip(p serial.Port, o GripOptions) (*Grip, error) {
 
 // detectLink tells the grip's link from its status stream: it reads until
 // wire.DetectGripLayout decides or DetectTimeout passes (then the dongle's,
-// wireless), and reads on in that layout, the bytes read meanwhile first.
+// wireless, if a status frame of the grip came, and ErrNoGripStatus if none
+// did), and reads on in that layout, the bytes read meanwhile first.
 // The bytes after the info frame count; those before it were scanned
 // already, in the layout identification read them in.
 func (g *Grip) detectLink() (hw.Link, error) {
@@ -130,6 +140,7 @@ func (g *Grip) detectLink() (hw.Link, error) {
 		buf = append(buf, rest[len(rest)-keep:]...)
 	}
 	layout, decided := wire.DetectGripLayout(buf, g.id)
+	heard := decided || wire.GripHeard(buf, g.id)
 	deadline := time.Now().Add(g.opts.DetectTimeout)
 	for late := false; !decided && !late; {
 		var left time.Duration
@@ -146,6 +157,10 @@ func (g *Grip) detectLink() (hw.Link, error) {
 		}
 		buf = buf[:len(buf)+n]
 		layout, decided = wire.DetectGripLayout(buf, g.id)
+		heard = heard || decided || n > 0 && wire.GripHeard(buf, g.id)
+	}
+	if !heard {
+		return hw.LinkUnknown, fmt.Errorf("hw/driver: open grip %d on %s: no status from it in %v: %w", g.id, g.opts.Path, g.opts.DetectTimeout, ErrNoGripStatus)
 	}
 	g.scan = wire.NewScannerIn(layout, wire.ToHost)
 	_, _ = g.scan.Write(buf)

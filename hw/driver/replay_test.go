@@ -196,13 +196,15 @@ func itoa(v uint16) string {
 }
 
 func TestGripGoesStaleWithoutStatus(t *testing.T) {
-	// A grip that answers the query but never streams status.
+	// A grip that answers the query but never streams status. Its link
+	// is named: told from its stream, it would not open
+	// (TestAsleepGripIsNotGuessedWireless).
 	_, path := startEmulator(t, emulator.Options{Kind: hw.KindGrip, Index: 4, GripStatusPeriod: time.Hour})
 	p, err := serial.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, StaleAfter: 20 * time.Millisecond})
+	g, err := driver.OpenGrip(p, driver.GripOptions{Path: path, Link: hw.LinkWireless, StaleAfter: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,24 @@ func DetectGripLayout(b []byte, id uint16) (l Layout, ok bool) {
 	return LayoutWireless, false
 }
 
+// GripHeard tells whether b, bytes a dongle or wired grip sent (ToHost),
+// holds a whole status frame of the grip with the given id in either
+// layout: a grip that DetectGripLayout cannot place yet was heard (too few
+// frames, interleaved with another grip's), one that sent none is silent
+// (asleep, switched off, out of range), and its stream says nothing of its
+// layout.
+func GripHeard(b []byte, id uint16) bool {
+	for i := 0; i+3 <= len(b); i++ {
+		if b[i] != HeaderGripStatus || uint16(b[i+1])|uint16(b[i+2])<<8 != id {
+			continue
+		}
+		if statusRun(LayoutWireless, b[i:], id) > 0 || statusRun(LayoutWired, b[i:], id) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // statusRun counts the status frames of grip id among the frames that
 // decode back to back in layout l from the start of b, up to detectRun.
 func statusRun(l Layout, b []byte, id uint16) int {
