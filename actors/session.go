@@ -518,6 +518,7 @@ func (p *tickPath) handle(buf []byte) bool {
 	p.counts.message()
 	if errs := p.codec.Decode(buf, p.svc.opts.Types, msg); len(errs) > 0 {
 		// Applied not at all: the frame reports the errors and the state.
+		p.deprecatedRefused(snap)
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
 		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
@@ -527,6 +528,7 @@ func (p *tickPath) handle(buf []byte) bool {
 	devs := p.svc.Devices()
 	if errs := p.refusedEffects(snap, devs); len(errs) > 0 {
 		// Applied not at all, as a message the decoder refused.
+		p.deprecatedRefused(snap)
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
 		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
@@ -546,6 +548,23 @@ func (p *tickPath) handle(buf []byte) bool {
 	}
 	p.finish(f, snap, devs, req)
 	return true
+}
+
+// deprecatedRefused publishes the uses of deprecated commands in a message
+// refused whole (the session actor publishes those of one it applies).
+func (p *tickPath) deprecatedRefused(snap *sessionSnapshot) {
+	for _, name := range p.msg.Session.DeprecatedSent {
+		publishDeprecated(p.svc, p.sess, name, "", snap.profile)
+	}
+}
+
+// publishDeprecated publishes a use of the deprecated command name by
+// sess, with its replacement in the session's API layout and with value,
+// the command's ("": the docs' example value).
+func publishDeprecated(svc *Service, sess *Session, name, value, profile string) {
+	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
+		svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(sess.APIVersion, value), sess.ID, profile))
+	}
 }
 
 // needsControl reports whether the message in hand changes anything the

@@ -8,7 +8,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/protocol"
-	"github.com/hapticd/hapticd/protocol/event"
 )
 
 // sessionActor is the session's control plane: it owns the session's
@@ -273,12 +272,9 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	}
 }
 
-// deprecated publishes the use of a deprecated command, with its
-// replacement in the session's API layout and with value, the command's.
+// deprecated publishes the use of a deprecated command (publishDeprecated).
 func (a *sessionActor) deprecated(name, value string) {
-	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-		a.svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(a.sess.APIVersion, value), a.sess.ID, a.state.profile))
-	}
+	publishDeprecated(a.svc, a.sess, name, value, a.state.profile)
 }
 
 func (a *sessionActor) setBasis(b protocol.Basis, warnings *[]protocol.Error) {

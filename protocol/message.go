@@ -127,6 +127,10 @@ type SessionPart struct {
 	// SetBasis is the deprecated session.set_basis. When Basis is also
 	// given, Basis wins.
 	SetBasis *Basis
+	// DeprecatedSent names the deprecated commands the message sent
+	// (CommandSetBasis, ...), valid or not: a use is a use, counted also
+	// when the message is refused, as a deprecated route's failed call is.
+	DeprecatedSent []string
 	// Subscribe is session.configure.subscribe (subscribe.go).
 	Subscribe *Subscription
 }
@@ -757,9 +761,11 @@ func (m *ClientMessage) decodeSession(v Value) {
 			err = m.decodeFullState(val, &c)
 		case it.KeyIs("set_coordinate_origin"):
 			c := at.child("set_coordinate_origin")
+			m.Session.DeprecatedSent = append(m.Session.DeprecatedSent, CommandSetCoordinateOrigin)
 			err = m.decodeSetCoordinateOrigin(val, &c)
 		case it.KeyIs("set_basis"):
 			c := at.child("set_basis")
+			m.Session.DeprecatedSent = append(m.Session.DeprecatedSent, CommandSetBasis)
 			err = m.decodeSetBasis(val, &c)
 		case it.KeyIs(keepAlive):
 		default:

@@ -789,3 +789,23 @@ func TestDeviceIDCaseIsOneRuleOnEveryChannel(t *testing.T) {
 		t.Fatalf("subscribed to %q: %v, want the frame to carry %s alone", lower, f, id)
 	}
 }
+
+// A deprecated command that fails is a use too (reference: each use emits
+// a deprecation event), counted as a deprecated route's failed call is: a
+// client that only ever sent it broken never appeared in the migration
+// report (tourmig).
+func TestRefusedDeprecatedCommandIsCounted(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	ev := ts.dial(t, ts.eventsWS)
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	for _, tc := range []struct{ command, msg string }{
+		{"session.set_basis", `{"session":{"set_basis":{"basis":{"permutation":"XXY"}}}}`},
+		{"session.set_coordinate_origin", `{"session":{"set_coordinate_origin":{"coordinate_origin":"moon"}}}`},
+	} {
+		if f := c.roundTrip(tc.msg); f["errors"] == nil {
+			t.Fatalf("%s accepted: %v", tc.msg, f)
+		}
+		waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == tc.command })
+	}
+}
