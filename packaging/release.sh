@@ -31,6 +31,9 @@ cd "$src"
 
 version="${1:-$(sed -n 's/^var version = "\(.*\)"$/\1/p' cmd/hapticd/main.go)}"
 [ -n "$version" ] || { echo "release: no version given and none found in cmd/hapticd/main.go" >&2; exit 1; }
+# A tag's v is no part of the version: the packages drop it, and the
+# archives and GET /version must name the same one.
+version=${version#v}
 
 rm -rf "$dist"
 mkdir -p "$dist/stage"
@@ -80,6 +83,8 @@ for t in $targets; do
 done
 
 rm -rf "$dist/stage"
-(cd "$dist" && sha256sum -- *.tar.gz *.zip *.deb $(ls *.rpm 2>/dev/null) > SHA256SUMS)
+# Only what was built: TARGETS may leave out every Windows (zip) or Linux
+# (deb) target.
+(cd "$dist" && shopt -s nullglob && sha256sum -- *.tar.gz *.zip *.deb *.rpm > SHA256SUMS)
 echo "release: $version ($revision) in $dist:"
 cat "$dist/SHA256SUMS"

@@ -1,6 +1,9 @@
 package loop
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Pacer paces a loop by absolute deadlines on a fixed grid: it sleeps until
 // shortly before each deadline, then spins to it, so ticks neither drift nor
@@ -163,3 +166,20 @@ func (p *Pacer) waitFor(remainingNs int64) {
 
 // monoNow is CLOCK_MONOTONIC (on Linux) in nanoseconds.
 func monoNow() int64 { return systemClock{}.Now() }
+
+// RealtimeGranted asks, on a thread of its own and for a moment, for what a
+// loop with RealtimePriority prio asks its thread for, and says whether the
+// OS granted it: a service asked for real-time loops warns at its start when
+// they will not get it (their Stats.Realtime reads false; the OS refuses
+// without CAP_SYS_NICE or an RLIMIT_RTPRIO of at least prio).
+func RealtimeGranted(prio int) bool {
+	granted := make(chan bool)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt, restore := tuneThread(prio)
+		restore()
+		granted <- rt
+	}()
+	return <-granted
+}

@@ -63,6 +63,12 @@ func TestStatsRealtimeTellsTheTruth(t *testing.T) {
 		}
 		return true
 	}()
+	if got := RealtimeGranted(10); got != mayRT {
+		t.Errorf("RealtimeGranted(10) = %v; the process may use SCHED_FIFO: %v", got, mayRT)
+	}
+	if RealtimeGranted(0) {
+		t.Error("RealtimeGranted(0) = true: priority 0 asks for no real-time policy")
+	}
 	for _, prio := range []int{0, 10} {
 		d := NewDevice(looptest.NewArm(), DeviceOptions{PeriodNs: 200 * int64(time.Microsecond), RealtimePriority: int32(prio)})
 		ctx, cancel := context.WithCancel(context.Background())

@@ -398,6 +398,10 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		_ = dirLock.Release()
 		return nil, err
 	}
+	if o.realtimePriority > 0 && !loop.RealtimeGranted(o.realtimePriority) {
+		// Otherwise only GET /stats' "realtime": false per loop says so.
+		log.Warn().Int("priority", o.realtimePriority).Msg("--realtime-priority: the OS refused SCHED_FIFO (it needs CAP_SYS_NICE, or a LimitRTPRIO / RLIMIT_RTPRIO of at least the priority; on this OS it may not exist): the loops run at normal priority")
+	}
 	sv := &service{log: log, svc: svc, hardware: hardware, dirLock: dirLock}
 	log.Info().Str("state_dir", o.stateDir).Int("loop_hz", o.loopHz).Msg("state directory")
 

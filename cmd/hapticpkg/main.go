@@ -109,7 +109,11 @@ func writePackage(o options, format, unitPath string) (string, error) {
 		}
 		return "", err
 	}
-	info := packageInfo(o, unitPath, format)
+	glibc, err := glibcNeeded(o.bin)
+	if err != nil {
+		return "", err
+	}
+	info := packageInfo(o, unitPath, format, glibc)
 	if err := nfpm.PrepareForPackager(info, format); err != nil {
 		return "", err
 	}
@@ -126,8 +130,9 @@ func writePackage(o options, format, unitPath string) (string, error) {
 	return path, f.Close()
 }
 
-// packageInfo is the package's description: files, owners and scripts.
-func packageInfo(o options, unitPath, format string) *nfpm.Info {
+// packageInfo is the package's description: files, owners, scripts and
+// dependencies; glibc is the C library version the binary needs ("": none).
+func packageInfo(o options, unitPath, format, glibc string) *nfpm.Info {
 	pkg := func(p ...string) string { return filepath.Join(append([]string{o.root, "packaging"}, p...)...) }
 	mode := func(m os.FileMode) *files.ContentFileInfo { return &files.ContentFileInfo{Mode: m} }
 	info := &nfpm.Info{
@@ -167,8 +172,14 @@ func packageInfo(o options, unitPath, format string) *nfpm.Info {
 	// without them (containers).
 	if format == "rpm" {
 		info.Depends = []string{"shadow-utils"}
+		if glibc != "" {
+			info.Depends = append(info.Depends, "glibc >= "+glibc)
+		}
 	} else {
 		info.Depends = []string{"passwd"}
+		if glibc != "" {
+			info.Depends = append(info.Depends, "libc6 (>= "+glibc+")")
+		}
 	}
 	info.Recommends = []string{"systemd", "udev"}
 	return nfpm.WithDefaults(info)

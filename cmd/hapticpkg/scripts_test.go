@@ -113,3 +113,31 @@ func TestPostremoveKeepsStateUnlessPurged(t *testing.T) {
 		t.Errorf("purge kept the account: %q", got)
 	}
 }
+
+// Where systemd does not run (a container, a chroot) the post-install
+// script says the service was not started and how to run it, instead of
+// nothing (tourinst: apt printed "Setting up hapticd" and the service was
+// silently not there).
+func TestPostinstallWithoutSystemdSaysSo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the maintainer scripts are Linux shell scripts")
+	}
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here: the script takes its other branch")
+	}
+	env, calls := fakeSystem(t, "group:hapticd", "passwd:hapticd", "group:dialout", "group:plugdev")
+	cmd := exec.Command("/bin/sh", filepath.Join("..", "..", "packaging", "linux", "postinstall.sh"), "configure")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("postinstall: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "neither enabled nor started") || !strings.Contains(string(out), "/usr/bin/hapticd --state-dir=/var/lib/hapticd") {
+		t.Errorf("postinstall without systemd printed %q; want that the service was not started and how to run it", out)
+	}
+	for _, c := range calls() {
+		if strings.HasPrefix(c, "systemctl") {
+			t.Errorf("postinstall ran %q without systemd", c)
+		}
+	}
+}

@@ -32,5 +32,8 @@ if [ -d /run/systemd/system ]; then
   systemctl daemon-reload
   systemctl enable hapticd.service >/dev/null 2>&1 || true
   systemctl restart hapticd.service || echo "hapticd: the service did not start; see journalctl -u hapticd" >&2
+else
+  echo "hapticd: systemd is not running here, so the service was neither enabled nor started;" >&2
+  echo "hapticd: run it as the hapticd user: /usr/bin/hapticd --state-dir=/var/lib/hapticd" >&2
 fi
 exit 0
