@@ -280,7 +280,8 @@ func (m *ClientMessage) begin(data []byte, types *TypeTable) (Value, bool) {
 	}
 	root := m.doc.Root()
 	if root.Kind() != KindObject {
-		m.Fail(CodeInvalidJSON, "", `a message must be a JSON object like {"arm3": [...]} or {}, got %s`, root.Kind())
+		// Both formats read this: the example names no device layout.
+		m.Fail(CodeInvalidJSON, "", `a message must be a JSON object (device types, "session", or {}), got %s`, root.Kind())
 		return Value{}, false
 	}
 	m.Empty = root.Len() == 0
@@ -380,7 +381,13 @@ func (m *ClientMessage) DecodeDevice(dt DeviceType, typeKey string, index int, i
 		return
 	}
 	if body.Kind() != KindObject {
-		m.Fail(CodeInvalidValue, e.Path, `a device entry must be an object like {"device_id": "049D", "commands": {...}}, got %s`, body.Kind())
+		// Constant formats: a flood of bad entries past MaxErrors must
+		// not allocate (a string argument would, per entry).
+		if idFromLayout { // 3.0: the key is the id
+			m.Fail(CodeInvalidValue, e.Path, `a device entry must be an object like {"commands": {...}} under its id, got %s`, body.Kind())
+		} else {
+			m.Fail(CodeInvalidValue, e.Path, `a device entry must be an object like {"device_id": "049D", "commands": {...}}, got %s`, body.Kind())
+		}
 		e.DeviceID = ""
 		return
 	}

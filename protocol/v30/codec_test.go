@@ -302,3 +302,22 @@ func TestRepeatedDeviceIDCountsByTheLast(t *testing.T) {
 		}
 	}
 }
+
+// A 3.0 client's mistakes are explained in its own layout: a 3.x device
+// array in an error for a message keyed by id told it to send what its
+// port refuses (tourmig).
+func TestErrorsShowThe30Layout(t *testing.T) {
+	for _, tc := range []struct{ msg, refused string }{
+		{`[]`, `[...]`},
+		{`{"arm3":{"049D":5}}`, `"device_id"`},
+	} {
+		var m protocol.ClientMessage
+		errs := v30.DecodeClientMessage([]byte(tc.msg), table(t), &m)
+		if len(errs) != 1 {
+			t.Fatalf("%s: errors %v, want one", tc.msg, errs)
+		}
+		if strings.Contains(errs[0].Message, tc.refused) {
+			t.Errorf("%s: %q shows the 3.x layout (%s)", tc.msg, errs[0].Message, tc.refused)
+		}
+	}
+}
