@@ -175,6 +175,11 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 		// Point at the field the client sent, not the one it was mapped to.
 		for _, f := range row.fields {
 			if err.Path == f.to || (f.to == "" && err.Path == "value") {
+				// The message names it as the path does ("scaling_factor -3"
+				// to a client that sent gravity_scaling_factor: tourmig).
+				if f.to != "" && f.to != f.from && strings.HasPrefix(err.Message, f.to+" ") {
+					err.Message = f.from + err.Message[len(f.to):]
+				}
 				err.Path = f.from
 			}
 		}

@@ -84,6 +84,12 @@ func TestDeprecatedRoutesReject(t *testing.T) {
 		_, err := r.Translate([]byte(tt.body))
 		if err == nil || err.Code != tt.code || err.Path != tt.at {
 			t.Errorf("%s %s: %+v, want %s at %q", tt.path, tt.body, err, tt.code, tt.at)
+			continue
+		}
+		// The message names no member the client did not send (it said
+		// "scaling_factor 3 is out of range" for gravity_scaling_factor).
+		if tt.at == "gravity_scaling_factor" && strings.Contains(strings.ReplaceAll(err.Message, "gravity_scaling_factor", ""), "scaling_factor") {
+			t.Errorf("%s %s: %q names the replacement's member, not the client's %s", tt.path, tt.body, err.Message, tt.at)
 		}
 	}
 	if _, ok := LookupDeprecatedRoute("GET", "/force_scale"); ok {
