@@ -6,11 +6,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -26,7 +28,7 @@ func loadRecording(path string) (*mcap.File, error) {
 		return nil, err
 	}
 	if cut {
-		fmt.Fprintf(os.Stderr, "hapticd: %s has no end (a killed service, or one still recording it): using its %d complete chunks\n", path, f.Chunks)
+		fmt.Fprintf(os.Stderr, "hapticd: %s has no end (a killed service, a recording a full disk or a refused write stopped, or one still recording it): using its %d complete chunks\n", path, f.Chunks)
 	}
 	return f, nil
 }
@@ -154,15 +156,19 @@ func serveReplay(f *mcap.File, file string, fl replayFlags) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stateDir)
+	var log zerolog.Logger
+	defer func() {
+		if kept := removeReplayState(stateDir); kept != "" {
+			log.Info().Str("dir", kept).Msg("replay: the recordings made during the replay are kept")
+		}
+	}()
 	o, err := parseFlags([]string{"--sim-arms", "0", "--sim-grips", "0", "--hw-scan-period", "0", "--state-dir", stateDir,
 		"--port", strconv.Itoa(*fl.port), "--legacy-port", strconv.Itoa(*fl.legacyPort), "--events-port", strconv.Itoa(*fl.eventsPort),
 		"--log-format", *fl.logFormat, "--type-names", *fl.typeNames})
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
-	if err != nil {
+	if log, err = newLogger(o.logLevel, o.logFormat, os.Stderr); err != nil {
 		return err
 	}
 	return serveUntilSignal(o, log, func(sv *service) error {
@@ -172,6 +178,26 @@ func serveReplay(f *mcap.File, file string, fl replayFlags) error {
 		log.Info().Str("file", file).Float64("speed", *fl.speed).Msg("replaying")
 		return nil
 	})
+}
+
+// removeReplayState removes a replay's throw-away state directory, but not
+// the recordings a client made on the replayed service (POST /recordings
+// writes them into its recordings/): the service never removes a
+// recording's file (docs/recording.md). It returns the directory kept for
+// them, "" when none was made.
+func removeReplayState(stateDir string) (kept string) {
+	recs := filepath.Join(stateDir, "recordings")
+	if entries, err := os.ReadDir(recs); err == nil && len(entries) > 0 {
+		all, _ := os.ReadDir(stateDir)
+		for _, e := range all {
+			if e.Name() != "recordings" {
+				_ = os.RemoveAll(filepath.Join(stateDir, e.Name()))
+			}
+		}
+		return recs
+	}
+	_ = os.RemoveAll(stateDir)
+	return ""
 }
 
 // wsFrames is a WebSocket client as recording.Drive uses it.

@@ -147,6 +147,40 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		})
 	})
 
+	// A recording a client makes on the replayed service outlives the
+	// replay: its path is kept, though the replay's state directory is
+	// thrown away (docs/recording.md: the service never removes a
+	// recording's file). It went with the directory at every exit.
+	t.Run("recording made on the replay", func(t *testing.T) {
+		d := startProcess(t, bin, "replay", file)
+		status, doc := httpDo(t, "POST", d.url("/recordings"), `{"name":"onreplay"}`)
+		if status != 200 {
+			t.Fatalf("POST /recordings on the replay: %d %v", status, doc)
+		}
+		rec, _ := doc["data"].(map[string]any)
+		path, _ := rec["path"].(string)
+		id, _ := rec["id"].(float64)
+		if status, doc := httpDo(t, "DELETE", d.url(fmt.Sprintf("/recordings/%d", int(id))), ""); status != 200 {
+			t.Fatalf("DELETE /recordings/%d: %d %v", int(id), status, doc)
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.cmd.Wait(); err != nil {
+			t.Fatalf("the replay did not stop cleanly: %v", err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("the recording the listing placed at %q after the replay's stop: %v", path, err)
+		}
+		if f, err := mcap.Read(b); err != nil || !f.Complete {
+			t.Fatalf("the kept recording: %v (complete %v)", err, f != nil && f.Complete)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(filepath.Dir(path))); len(entries) != 1 {
+			t.Errorf("the replay's state directory keeps %d entries, want only recordings/", len(entries))
+		}
+	})
+
 	// A replayed arm's frames show the recorded force as they show the
 	// recorded position. The loop used to take a simulated arm's gravity
 	// feed-forward off a replayed state that never held it: a replayed arm

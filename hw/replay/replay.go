@@ -105,8 +105,13 @@ func (d *Device) Exchange(_ *hw.Command, st *hw.State) error {
 		d.started, d.start = true, now
 	}
 	smp := d.At(time.Duration(float64(now-d.start) * d.o.Speed))
-	*st = hw.State{PositionM: smp.Position, VelocityMps: smp.Velocity, ForceN: smp.Force, Status: smp.Status,
-		AnglesDeg: smp.AnglesDeg, AngularVelocityDps: smp.AngularVelocityDps, BodyOrientation: smp.BodyOrientation,
+	// The timeline runs Speed times as fast, and so does every motion on
+	// it: a velocity as recorded would disagree with the positions a
+	// client sees go by.
+	v, s := smp.Velocity, d.o.Speed
+	w := smp.AngularVelocityDps
+	*st = hw.State{PositionM: smp.Position, VelocityMps: hw.Vec3{X: v.X * s, Y: v.Y * s, Z: v.Z * s}, ForceN: smp.Force, Status: smp.Status,
+		AnglesDeg: smp.AnglesDeg, AngularVelocityDps: hw.Angles3{A0: w.A0 * s, A1: w.A1 * s, A2: w.A2 * s}, BodyOrientation: smp.BodyOrientation,
 		Orientation: smp.Orientation, Buttons: smp.Buttons, Hall: smp.Hall, Battery: smp.Battery}
 	return nil
 }

@@ -52,6 +52,28 @@ func TestPlaysTheRecordedTimeline(t *testing.T) {
 	}
 }
 
+// At another speed the velocities go as fast as the timeline: at 2 the
+// positions a client sees move twice as fast as recorded, and a velocity
+// as recorded disagreed with them (tourrec2).
+func TestVelocitiesFollowTheSpeed(t *testing.T) {
+	samples := []replay.Sample{{TimeNs: 1, Position: hw.Vec3{X: 1}, Velocity: hw.Vec3{X: 0.5, Y: -1, Z: 2},
+		AngularVelocityDps: hw.Angles3{A0: 10, A1: -20, A2: 30}}}
+	for _, speed := range []float64{0.5, 1, 2} {
+		d := replay.New(replay.Options{Samples: samples, Speed: speed, Now: func() time.Duration { return 0 }})
+		var st hw.State
+		if err := d.Exchange(&hw.Command{}, &st); err != nil {
+			t.Fatal(err)
+		}
+		v, w := samples[0].Velocity, samples[0].AngularVelocityDps
+		if want := (hw.Vec3{X: v.X * speed, Y: v.Y * speed, Z: v.Z * speed}); st.VelocityMps != want {
+			t.Errorf("speed %v: velocity %v, want %v", speed, st.VelocityMps, want)
+		}
+		if want := (hw.Angles3{A0: w.A0 * speed, A1: w.A1 * speed, A2: w.A2 * speed}); st.AngularVelocityDps != want {
+			t.Errorf("speed %v: angular velocity %v, want %v", speed, st.AngularVelocityDps, want)
+		}
+	}
+}
+
 // A replayed grip reports its recorded orientation, buttons, hall sensor
 // and battery.
 func TestPlaysAGrip(t *testing.T) {
