@@ -165,7 +165,7 @@ func (e recordedEvent) String() string { return fmt.Sprintf("%s %d", e.Name, e.D
 func recordedEvents(t *testing.T, path string) []recordedEvent {
 	t.Helper()
 	f, cut, err := Load(path)
-	if err != nil || cut || !f.Complete {
+	if err != nil || cut != nil || !f.Complete {
 		t.Fatalf("%s: %v (cut %v), want a complete file", path, err, cut)
 	}
 	var out []recordedEvent

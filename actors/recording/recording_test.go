@@ -209,7 +209,7 @@ func TestRecordOddIdentities(t *testing.T) {
 	}
 
 	f, cut, err := Load(stopped.Path)
-	if err != nil || cut || !f.Complete {
+	if err != nil || cut != nil || !f.Complete {
 		t.Fatalf("Load: %v (cut %v)", err, cut)
 	}
 	devices := map[string]bool{}
@@ -561,7 +561,7 @@ func TestStartAfterStopAllIsRefused(t *testing.T) {
 			rs.Stop(i.ID)
 			continue
 		}
-		if _, cut, err := Load(i.Path); err != nil || cut {
+		if _, cut, err := Load(i.Path); err != nil || cut != nil {
 			t.Errorf("recording %d %q: %v (cut %v), want a complete file", i.ID, i.Name, err, cut)
 		}
 	}
@@ -672,7 +672,7 @@ func TestCutRecordingReplaysWhatIsThere(t *testing.T) {
 		if err != nil {
 			continue // a clear error: no MCAP header
 		}
-		if !cut {
+		if cut == nil {
 			t.Fatalf("cut at %d of %d bytes: Load says the file is whole", n, len(whole))
 		}
 		drivers, err := Replay(f, 1, true)

@@ -17,21 +17,24 @@ import (
 	"github.com/hapticd/hapticd/protocol/mcap"
 )
 
-// Load reads a recording. A file cut short (a killed service) is used up
-// to its last complete chunk, and cut says so.
-func Load(path string) (f *mcap.File, cut bool, err error) {
+// Load reads a recording. A file cut short (a killed service, a recording
+// a full disk stopped, one still being written) or with a damaged chunk is
+// read up to the cut or the damage: f holds what came before, and cut says
+// why it ends there (an error wrapping mcap.ErrTruncated or
+// mcap.ErrDamaged; nil for a whole file).
+func Load(path string) (f *mcap.File, cut error, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("recording: %w", err)
+		return nil, nil, fmt.Errorf("recording: %w", err)
 	}
 	f, err = mcap.Read(b)
-	if errors.Is(err, mcap.ErrTruncated) {
-		return f, true, nil
+	if errors.Is(err, mcap.ErrTruncated) || errors.Is(err, mcap.ErrDamaged) {
+		return f, err, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("recording: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("recording: %s: %w", path, err)
 	}
-	return f, false, nil
+	return f, nil, nil
 }
 
 // MessagesOf returns the messages of the channels of kind, by channel key,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,13 +22,17 @@ import (
 // The replay and export subcommands: flags here, the work in
 // actors/recording.
 
-// loadRecording reads a recording, saying so when it was cut short.
+// loadRecording reads a recording, saying so when it was cut short or is
+// damaged.
 func loadRecording(path string) (*mcap.File, error) {
 	f, cut, err := recording.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if cut {
+	switch {
+	case errors.Is(cut, mcap.ErrDamaged):
+		fmt.Fprintf(os.Stderr, "hapticd: %s is damaged (%v): using the %d chunks before the damage\n", path, cut, f.Chunks)
+	case cut != nil:
 		fmt.Fprintf(os.Stderr, "hapticd: %s has no end (a killed service, a recording a full disk or a refused write stopped, or one still recording it): using its %d complete chunks\n", path, f.Chunks)
 	}
 	return f, nil

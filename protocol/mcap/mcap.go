@@ -114,6 +114,11 @@ type ChunkIndex struct {
 // read.
 var ErrTruncated = errors.New("mcap: file truncated")
 
+// ErrDamaged says a chunk failed its checks (its CRC, its records' sizes):
+// the chunks before it were read, and nothing after it is (where the next
+// record starts is not to be trusted).
+var ErrDamaged = errors.New("mcap: chunk damaged")
+
 // enc appends MCAP's primitive types: little-endian integers, strings and
 // byte arrays with a uint32 length prefix.
 type enc []byte

@@ -93,6 +93,30 @@ func TestTruncatedKeepsCompleteChunks(t *testing.T) {
 	}
 }
 
+// A damaged chunk (a flipped byte inside it) ends the read there as a cut
+// would: every chunk before it is read, with its messages, and the error
+// says the file is damaged. One damaged chunk made the whole file
+// unreadable: export and replay gave no row at all (tourrec2).
+func TestDamagedChunkKeepsTheChunksBefore(t *testing.T) {
+	b, _ := writeSample(t, 1024)
+	full, err := mcap.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ci := range full.ChunkIndexes {
+		damaged := bytes.Clone(b)
+		damaged[ci.ChunkStartOffset+ci.ChunkLength-3] ^= 0xff // in the chunk's last record
+		f, err := mcap.Read(damaged)
+		if !errors.Is(err, mcap.ErrDamaged) {
+			t.Fatalf("chunk %d damaged: err %v, want ErrDamaged", i, err)
+		}
+		before, _ := mcap.Read(b[:ci.ChunkStartOffset])
+		if f.Chunks != i || len(f.Messages) != len(before.Messages) {
+			t.Fatalf("chunk %d damaged: %d chunks and %d messages read, want the %d chunks and %d messages before it", i, f.Chunks, len(f.Messages), i, len(before.Messages))
+		}
+	}
+}
+
 func TestReferenceReaderAgrees(t *testing.T) {
 	b, _ := writeSample(t, 1024)
 	path := filepath.Join(t.TempDir(), "sample.mcap")

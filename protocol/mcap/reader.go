@@ -26,7 +26,9 @@ type File struct {
 // Read reads a whole file from memory. A file cut short (a recorder
 // killed mid-write) is read up to the last complete record and returned
 // with ErrTruncated, so every chunk written before the cut is usable.
-// Chunk CRCs and the summary's offsets and counts are checked.
+// Chunk CRCs and the summary's offsets and counts are checked; a chunk that
+// fails its checks ends the read with ErrDamaged, the chunks before it
+// read, as a cut would leave them.
 func Read(b []byte) (*File, error) {
 	f := &File{Schemas: map[uint16]Schema{}, Channels: map[uint16]Channel{}}
 	if len(b) < len(Magic) || !bytes.Equal(b[:len(Magic)], Magic) {
@@ -62,7 +64,7 @@ func Read(b []byte) (*File, error) {
 			}
 		case OpChunk:
 			if err := f.chunk(body); err != nil {
-				return f, fmt.Errorf("mcap: chunk at %d: %w", recStart, err)
+				return f, fmt.Errorf("%w at byte %d: %w", ErrDamaged, recStart, err)
 			}
 		case OpDataEnd:
 			inSummary = true
@@ -113,7 +115,14 @@ func (f *File) inner(op byte, body []byte) error {
 	return d.err
 }
 
-func (f *File) chunk(body []byte) error {
+// chunk reads one chunk's records into f, all or none of its messages.
+func (f *File) chunk(body []byte) (err error) {
+	had := len(f.Messages)
+	defer func() {
+		if err != nil {
+			f.Messages = f.Messages[:had]
+		}
+	}()
 	d := dec{b: body}
 	_, _ = d.u64(), d.u64()
 	size, sum, compression := d.u64(), d.u32(), d.str()
