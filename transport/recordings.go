@@ -76,7 +76,7 @@ func (a *api) startRecording(w http.ResponseWriter, r *http.Request, _ httproute
 func (a *api) stopRecording(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
 	id, err := strconv.ParseUint(ps.ByName("id"), 10, 64)
 	if err != nil {
-		writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "recording id %q is not a number", ps.ByName("id")))
+		writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "recording id %q is not one: ids are the positive integers POST /recordings answers with", ps.ByName("id")))
 		return
 	}
 	info, ok := a.rec.Stop(id)
