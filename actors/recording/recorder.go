@@ -369,16 +369,21 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	// The place is taken until this start is listed or fails: two
 	// starts at once cannot both take the last one.
 	rs.starting++
+	id := rs.nextID
+	rs.nextID++
 	listed := false
 	defer func() {
 		if !listed { // a failed start gives its place back here
 			rs.mu.Lock()
 			rs.starting--
+			if rs.nextID == id+1 {
+				// And its id, unless a later start took one: a failed
+				// POST takes no id, as the docs say.
+				rs.nextID = id
+			}
 			rs.mu.Unlock()
 		}
 	}()
-	id := rs.nextID
-	rs.nextID++
 	rs.mu.Unlock()
 	name := o.Name
 	if name == "" {

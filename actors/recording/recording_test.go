@@ -622,24 +622,41 @@ func TestRecordingStopsWhenItsFileRefusesWrites(t *testing.T) {
 }
 
 // A file that refuses its first bytes (a full disk, a read-only mount)
-// fails the start: Start answers the write's error, nothing is listed and
-// no tap is fed.
+// fails the start: Start answers the write's error, nothing is listed, no
+// tap is fed, and no id is taken: the next start that works is the first
+// (a failed POST used up an id: tourrec2).
 func TestStartFailsWhenItsFileRefusesTheHeader(t *testing.T) {
 	svc := startService(t, []string{"a1"})
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Close()
-	_ = pr.Close()
+	refuse := true
 	rs := New(Config{Service: svc, Dir: t.TempDir(), Log: zerolog.Nop(),
-		Create: func(string) (*os.File, error) { return pw, nil }})
-	info, err := rs.Start(Options{Name: "refused"})
-	if err == nil || !strings.Contains(err.Error(), "broken pipe") {
-		t.Fatalf("Start on a file that refuses writes: %+v, %v, want the write's error", info, err)
+		Create: func(path string) (*os.File, error) {
+			if refuse { // a pipe whose reader is gone refuses every write
+				pr, pw, err := os.Pipe()
+				if err != nil {
+					return nil, err
+				}
+				_ = pr.Close()
+				return pw, nil
+			}
+			return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		}})
+	for range 2 {
+		info, err := rs.Start(Options{Name: "refused"})
+		if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+			t.Fatalf("Start on a file that refuses writes: %+v, %v, want the write's error", info, err)
+		}
 	}
 	if listed := rs.List(); len(listed) != 0 || rs.Active() {
 		t.Errorf("after a failed start: listed %+v, active %v, want nothing", listed, rs.Active())
+	}
+	refuse = false
+	info, err := rs.Start(Options{Name: "works"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Stop(info.ID)
+	if info.ID != 1 {
+		t.Errorf("the first start that worked has id %d after two that failed, want 1", info.ID)
 	}
 }
 
