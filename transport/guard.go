@@ -13,7 +13,9 @@ import (
 // (PROTOCOL.md 3.4). A page can reach 127.0.0.1, so every listener, HTTP and
 // WebSocket alike, serves a request only when
 //   - it carries no Origin (native clients, curl), or an Origin whose host is
-//     loopback or explicitly allowed, and
+//     loopback or explicitly allowed; without an Origin, a browser's word
+//     that a page of another site sent it (Sec-Fetch-Site: cross-site)
+//     refuses it too, and
 //   - while bound to loopback, its Host is loopback or explicitly allowed
 //     (a DNS-rebinding page sends its own host name).
 //
@@ -75,6 +77,13 @@ func (g *BrowserGuard) check(r *http.Request) (code protocol.Code, reason string
 				return protocol.CodeForbiddenOrigin, "origin " + quoteShort(origin) + " may not use this service; a web page must not reach a device (start hapticd with --allow-origin to allow it)", false
 			}
 		}
+	} else if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		// A browser's GET without an Origin (an <img>, a no-cors fetch)
+		// from a page of another site, which the browser says in a header
+		// no page can set: the page cannot read the answer, but it was
+		// served, and counted (a foreign page padded the migration report
+		// with 3.0 uses: tourweb). Pages of allowed origins send Origin.
+		return protocol.CodeForbiddenOrigin, "a page of another site (Sec-Fetch-Site: cross-site) may not use this service; a web page must not reach a device", false
 	}
 	if g.checkHost && r.Host != "" {
 		host := hostOnly(r.Host)

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -470,6 +474,47 @@ func TestDashboardAcrossARestartInChromium(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDashboardShowsAHungServiceInChromium: a service that accepts the
+// connection and never answers (stopped with SIGSTOP, or wedged) is shown
+// as not answering, as a refused one is, and live again once it answers:
+// the page's polls had no bound and it showed the last state as live for as
+// long as the service hung (tourweb). The service is reached through a
+// proxy that hangs on demand.
+func TestDashboardShowsAHungServiceInChromium(t *testing.T) {
+	exe := chromiumOrSkip(t)
+	ts := startService(t, serviceConfig{arms: 1})
+	target, err := url.Parse(ts.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hung atomic.Bool
+	release := make(chan struct{})
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hung.Load() {
+			select { // accepted, never answered
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	defer close(release) // first: Close waits for the hung handlers
+	ctx := browser(t, exe)
+	if err := chromedp.Do(ctx, chromedp.Navigate(front.URL+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	card := fmt.Sprintf(`document.querySelector('[data-device="arm3/%s"]')`, ts.armIDs[0])
+	live := card + `.querySelector(".v-status").textContent === "ready" && !` + card + `.classList.contains("stale")`
+	hwtest.EventuallyNil(t, pageWithin, "card live", pageHolds(ctx, live))
+	hung.Store(true)
+	hwtest.EventuallyNil(t, pageWithin, "card marked stale while the service hangs", pageHolds(ctx, card+`.querySelector(".v-status").textContent.startsWith("no answer") && `+card+`.classList.contains("stale")`))
+	hung.Store(false)
+	hwtest.EventuallyNil(t, pageWithin, "card live again", pageHolds(ctx, live))
 }
 
 // TestDashboardShowsEventsItMissedInChromium: a burst of events, more than

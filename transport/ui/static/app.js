@@ -10,8 +10,13 @@ state.errors = [];
 window.addEventListener("error", (e) => state.errors.push(String(e.message)));
 window.addEventListener("unhandledrejection", (e) => state.errors.push(String(e.reason)));
 
+// POLL_TIMEOUT_MS bounds each poll: a service that is hung (stopped, or
+// wedged) accepts the connection and never answers, and a poll without a
+// bound would wait for ever, the page showing the last state as live.
+const POLL_TIMEOUT_MS = 2000;
+
 async function getJSON(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  const r = await fetch(path, { cache: "no-store", signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
   const body = await r.json();
   if (!r.ok || body.ok === false) throw new Error(body.error || r.status + " " + r.statusText);
   return "ok" in body && "data" in body ? body.data : body;
@@ -313,7 +318,7 @@ async function pollSessions() {
 async function pollClosed() {
   let body;
   try {
-    const r = await fetch("/sessions/closed", { cache: "no-store" });
+    const r = await fetch("/sessions/closed", { cache: "no-store", signal: AbortSignal.timeout(POLL_TIMEOUT_MS) });
     if (r.status === 404) {
       closedAvailable = false;
       document.getElementById("closed-note").textContent = "This service does not keep recent closes (no /sessions/closed).";
