@@ -553,8 +553,16 @@ func (p *tickPath) handle(buf []byte) bool {
 // deprecatedRefused publishes the uses of deprecated commands in a message
 // refused whole (the session actor publishes those of one it applies).
 func (p *tickPath) deprecatedRefused(snap *sessionSnapshot) {
-	for _, name := range p.msg.Session.DeprecatedSent {
-		publishDeprecated(p.svc, p.sess, name, "", snap.profile)
+	sp := &p.msg.Session
+	for _, name := range sp.DeprecatedSent {
+		value := "" // not decoded: the docs' example value
+		switch {
+		case name == protocol.CommandSetCoordinateOrigin:
+			value = sp.SetCoordinateOrigin
+		case name == protocol.CommandSetBasis && sp.SetBasis != nil:
+			value = sp.SetBasis.Permutation
+		}
+		publishDeprecated(p.svc, p.sess, name, value, snap.profile)
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // WebSocket alike, serves a request only when
 //   - it carries no Origin (native clients, curl), or an Origin whose host is
 //     loopback or explicitly allowed; without an Origin, a browser's word
-//     that a page of another site sent it (Sec-Fetch-Site: cross-site)
-//     refuses it too, and
+//     that a page of another site sent it (Sec-Fetch-Site: cross-site),
+//     other than a link the user followed, refuses it too, and
 //   - while bound to loopback, its Host is loopback or explicitly allowed
 //     (a DNS-rebinding page sends its own host name).
 //
@@ -77,12 +77,13 @@ func (g *BrowserGuard) check(r *http.Request) (code protocol.Code, reason string
 				return protocol.CodeForbiddenOrigin, "origin " + quoteShort(origin) + " may not use this service; a web page must not reach a device (start hapticd with --allow-origin to allow it)", false
 			}
 		}
-	} else if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+	} else if r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate" {
 		// A browser's GET without an Origin (an <img>, a no-cors fetch)
-		// from a page of another site, which the browser says in a header
-		// no page can set: the page cannot read the answer, but it was
-		// served, and counted (a foreign page padded the migration report
-		// with 3.0 uses: tourweb). Pages of allowed origins send Origin.
+		// that a page of another site made, which the browser says in
+		// headers no page can set: the page cannot read the answer, but
+		// it was served, and counted (a foreign page padded the migration
+		// report with 3.0 uses: tourweb). A link the user follows (a
+		// navigation: the dashboard from a wiki) is the user's own.
 		return protocol.CodeForbiddenOrigin, "a page of another site (Sec-Fetch-Site: cross-site) may not use this service; a web page must not reach a device", false
 	}
 	if g.checkHost && r.Host != "" {

@@ -799,13 +799,20 @@ func TestRefusedDeprecatedCommandIsCounted(t *testing.T) {
 	ev := ts.dial(t, ts.eventsWS)
 	c := ts.dial(t, ts.wsURL())
 	c.expect()
-	for _, tc := range []struct{ command, msg string }{
-		{"session.set_basis", `{"session":{"set_basis":{"basis":{"permutation":"XXY"}}}}`},
-		{"session.set_coordinate_origin", `{"session":{"set_coordinate_origin":{"coordinate_origin":"moon"}}}`},
+	for _, tc := range []struct{ command, msg, names string }{
+		{"session.set_basis", `{"session":{"set_basis":{"basis":{"permutation":"XXY"}}}}`, ""},
+		{"session.set_coordinate_origin", `{"session":{"set_coordinate_origin":{"coordinate_origin":"moon"}}}`, ""},
+		// Valid itself, in a message refused for another member: the
+		// replacement names the command's own value.
+		{"session.set_coordinate_origin", `{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center"}},"arm3":[5]}`, "arm_front_centered"},
+		{"session.set_basis", `{"session":{"set_basis":{"basis":{"permutation":"ZXY"}}},"arm3":[5]}`, "ZXY"},
 	} {
 		if f := c.roundTrip(tc.msg); f["errors"] == nil {
 			t.Fatalf("%s accepted: %v", tc.msg, f)
 		}
-		waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == tc.command })
+		e := waitEvent(t, ev, "command-deprecated", func(e map[string]any) bool { return path(e, "data", "command") == tc.command })
+		if rep, _ := path(e, "data", "replacement").(string); tc.names != "" && !strings.Contains(rep, `"`+tc.names+`"`) {
+			t.Errorf("%s: replacement %q, want it to name %q", tc.msg, rep, tc.names)
+		}
 	}
 }

@@ -354,10 +354,15 @@ func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
 		t.Fatalf("the node's session has the gateway's number %d", gw.sess.ID)
 	}
 	local.send(hold) // refused: the gateway's session holds the arm
+	// A deprecated command there reaches the gateway's migration report,
+	// under no session of the gateway's; an event that names no session
+	// (0: passivity on an arm nobody commands) reaches it as it is.
+	local.send(`{"session":{"set_basis":{"basis":{"permutation":"ZXY"}}}}`)
 	local.close()
-	var expired bool
+	n.svc.Activity().Publish(event.PassivityActive("inverse3", d.Info.ID, 0, 1200, 5))
+	var expired, deprecated, passivity bool
 	deadline := time.Now().Add(10 * time.Second)
-	for !expired && time.Now().Before(deadline) {
+	for !(expired && deprecated && passivity) && time.Now().Before(deadline) {
 		gw.send(hold)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		e, err := sub.Next(ctx)
@@ -379,9 +384,16 @@ func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
 				t.Errorf("effect-expired names session %d, want the gateway's session %d", data.Session, gw.sess.ID)
 			}
 			expired = true
+		case event.NameCommandDeprecated:
+			if data.Session != 0 {
+				t.Errorf("the node's session's command-deprecated names session %d on the gateway, want 0 (none of the gateway's)", data.Session)
+			}
+			deprecated = true
+		case event.NamePassivityActive:
+			passivity = true
 		}
 	}
-	if !expired {
-		t.Fatal("no effect-expired for the gateway session's vibration within 10 s")
+	if !expired || !deprecated || !passivity {
+		t.Fatalf("within 10 s: effect-expired of the gateway session's vibration %v, the node session's command-deprecated %v, passivity-active naming no session %v", expired, deprecated, passivity)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -265,8 +266,15 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 			continue
 		}
 		session, named := eventSession(e)
-		if named && session < actors.FirstRemoteOwner && e.Name != event.NameCommandDeprecated {
-			continue
+		if named && session < actors.FirstRemoteOwner {
+			if e.Name != event.NameCommandDeprecated {
+				continue
+			}
+			// A deprecated command of the node's own session: counted on
+			// the gateway's migration report, under no session of the
+			// gateway's (its own number there would be another's).
+			e.Data = withSession(e.Data, 0)
+			named = false
 		}
 		b, err := e.MarshalJSON()
 		if err != nil {
@@ -281,15 +289,31 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 	}
 }
 
-// eventSession is the session an event names (its data's session_id).
+// eventSession is the session an event names (its data's session_id); 0
+// names none (passivity-active on an arm nobody commands).
 func eventSession(e event.Event) (session uint64, named bool) {
 	var d struct {
 		SessionID *uint64 `json:"session_id"`
 	}
-	if json.Unmarshal(e.Data, &d) != nil || d.SessionID == nil {
+	if json.Unmarshal(e.Data, &d) != nil || d.SessionID == nil || *d.SessionID == 0 {
 		return 0, false
 	}
 	return *d.SessionID, true
+}
+
+// withSession is an event's data with its session_id set to session (the
+// data as it was if it does not decode).
+func withSession(data json.RawMessage, session uint64) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	m["session_id"] = json.RawMessage(strconv.FormatUint(session, 10))
+	b, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return b
 }
 
 // eventDest is a subscribed gateway, as forwardEvents sends to it.

@@ -164,7 +164,7 @@ func serveReplay(f *mcap.File, file string, fl replayFlags) error {
 	var log zerolog.Logger
 	defer func() {
 		if kept := removeReplayState(stateDir); kept != "" {
-			log.Info().Str("dir", kept).Msg("replay: the recordings made during the replay are kept")
+			log.Warn().Str("dir", kept).Msg("replay: the recordings made during the replay are kept here; move them before this temporary directory is cleared")
 		}
 	}()
 	o, err := parseFlags([]string{"--sim-arms", "0", "--sim-grips", "0", "--hw-scan-period", "0", "--state-dir", stateDir,

@@ -2,11 +2,13 @@ package mcap_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hapticd/hapticd/protocol/mcap"
@@ -144,5 +146,31 @@ func TestReferenceReaderAgrees(t *testing.T) {
 	}
 	if !js.Streamed.Done {
 		t.Fatal("@mcap/core's stream reader did not reach the end")
+	}
+}
+
+// A chunk in a compression this reader does not read (zstd, lz4: another
+// tool's file) is said so, not taken for damage, whose "chunks before it"
+// would be read as all the file holds.
+func TestCompressedChunkIsUnsupportedNotDamaged(t *testing.T) {
+	record := func(op byte, body []byte) []byte {
+		b := []byte{op}
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(body)))
+		return append(b, body...)
+	}
+	str := func(s string) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(s))), s...) }
+	var chunk []byte
+	chunk = binary.LittleEndian.AppendUint64(chunk, 0) // message start time
+	chunk = binary.LittleEndian.AppendUint64(chunk, 0) // message end time
+	chunk = binary.LittleEndian.AppendUint64(chunk, 4) // uncompressed size
+	chunk = binary.LittleEndian.AppendUint32(chunk, 0) // uncompressed CRC: none
+	chunk = append(chunk, str("zstd")...)
+	chunk = binary.LittleEndian.AppendUint64(chunk, 4)
+	chunk = append(chunk, 1, 2, 3, 4)
+	file := append(bytes.Clone(mcap.Magic), record(mcap.OpHeader, append(str(""), str("other")...))...)
+	file = append(file, record(mcap.OpChunk, chunk)...)
+	_, err := mcap.Read(file)
+	if err == nil || errors.Is(err, mcap.ErrDamaged) || !strings.Contains(err.Error(), "zstd") {
+		t.Fatalf("a zstd chunk: %v; want an error naming the compression, not ErrDamaged", err)
 	}
 }

@@ -3,8 +3,14 @@ package mcap
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
+
+// errUnsupported marks a chunk this reader cannot read, though it may be
+// sound (a compression of another writer): not ErrDamaged, whose chunks
+// before it would be read as all there is.
+var errUnsupported = errors.New("not supported")
 
 // File is everything Read found in a file.
 type File struct {
@@ -63,7 +69,9 @@ func Read(b []byte) (*File, error) {
 				return f, fmt.Errorf("mcap: record at %d: %w", recStart, err)
 			}
 		case OpChunk:
-			if err := f.chunk(body); err != nil {
+			if err := f.chunk(body); errors.Is(err, errUnsupported) {
+				return f, fmt.Errorf("mcap: chunk at %d: %w", recStart, err)
+			} else if err != nil {
 				return f, fmt.Errorf("%w at byte %d: %w", ErrDamaged, recStart, err)
 			}
 		case OpDataEnd:
@@ -131,7 +139,7 @@ func (f *File) chunk(body []byte) (err error) {
 		return d.err
 	}
 	if compression != "" {
-		return fmt.Errorf("compression %q not supported", compression)
+		return fmt.Errorf("%w: compression %q (hapticd writes none)", errUnsupported, compression)
 	}
 	if uint64(len(recs)) != size {
 		return fmt.Errorf("records are %d bytes, header says %d", len(recs), size)
