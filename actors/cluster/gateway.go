@@ -1031,10 +1031,23 @@ func inventoryFault(d *wire.Device, listed map[string]bool) string {
 	return ""
 }
 
+// firstStateWait bounds how long a device's addition waits for its node's
+// first state: many pushes (500 a second) and more than two leases.
+const firstStateWait = 250 * time.Millisecond
+
 // add adds a proxy an inventory made to the service, off the actor, and
 // then copies its config from the node. A proxy whose node went meanwhile
 // is not added.
 func (g *Gateway) add(p *proxy) {
+	// Listed once the node's first state is here: listed before, a client
+	// read the arm at the origin, not calibrated, while its commands moved
+	// it (tourlab2). A node whose pushes do not come within firstStateWait
+	// has its devices listed anyway, their frames warning state_stale.
+	select {
+	case <-p.firstState:
+	case <-time.After(firstStateWait):
+	case <-g.stop:
+	}
 	if p.lost.Load() {
 		g.forget(p)
 		return

@@ -132,6 +132,12 @@ func TestGatewayMergesNodes(t *testing.T) {
 	sub := subscribeEvents(t, g)
 	g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070", Devices: []*wire.Device{arm("uuid-a", "049D")}})
 	g.inventory(&wire.Inventory{NodeId: "b", Address: "127.0.0.3:7070", Devices: []*wire.Device{arm("uuid-b", "049D")}})
+	// Each node's first push, as a node sends right after its inventory:
+	// the gateway lists a device once its state is here.
+	for node, uuid := range map[string]string{"a": "uuid-a", "b": "uuid-b"} {
+		g.states(&wire.StateBatch{NodeId: node, SentUnixNs: time.Now().UnixNano(),
+			States: []*wire.State{{Uuid: uuid, Tick: 1, PositionM: []float64{0, 0.1, 0.1}}}})
+	}
 	waitAdded(t, g)
 	byUUID := map[string]*actors.Device{}
 	for _, d := range g.svc.Devices().All() {

@@ -271,7 +271,7 @@ func TestNodeControlReachesTheGatewaysProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.HeldLocally = tt.held
-			p := proxy{g: &Gateway{clock: loop.SystemClock()}, stateAge: histogram.New(3)}
+			p := proxy{g: &Gateway{clock: loop.SystemClock()}, stateAge: histogram.New(3), firstState: make(chan struct{})}
 			p.setState(&m, 0, 0)
 			var st hw.State
 			if err := p.Exchange(&hw.Command{}, &st); err != nil { // the loop's order: exchange, then report

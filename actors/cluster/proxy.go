@@ -53,6 +53,9 @@ type proxy struct {
 	// madeNs is when the proxy was made (g.clock): a device whose node
 	// has pushed no state yet is as stale as the time since then.
 	madeNs int64
+	// firstState is closed by the node's first state (setState): the
+	// gateway lists the device once it is here (Gateway.add).
+	firstState chan struct{}
 	// nodeLeaseNs is the node's lease from its latest inventory, 0 when it
 	// does not say (StateStaleness).
 	nodeLeaseNs atomic.Int64
@@ -219,7 +222,7 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 		port += " " + d.Port
 	}
 	return &proxy{g: g, nodeID: n.id, node: n.pid, gone: make(chan struct{}), nodeDeviceID: d.Id, nodeURL: n.httpURL, stateAge: histogram.New(3),
-		madeNs: g.clock.Now(),
+		madeNs: g.clock.Now(), firstState: make(chan struct{}),
 		cfgGen: d.ConfigGen, // the add's sync reads the config after the node listed it
 		st:     hw.State{BodyOrientation: hw.Quat{W: 1}, Orientation: hw.Quat{W: 1}},
 		info: hw.Info{
@@ -270,6 +273,7 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 		target = [3]float64{}
 	}
 	p.mu.Lock()
+	first := !p.hasState
 	if p.hasState && m.Tick != 0 && m.Tick == p.stTick {
 		// The same state again: current as of the later of the two
 		// (a push's estimate may be the coarser one).
@@ -281,6 +285,9 @@ func (p *proxy) setState(m *wire.State, readNs, batchSentNs int64) {
 	effectsFromWire(m, &p.fxRep, &p.fxOut)
 	p.hasFxRep = len(m.Effects) > 0 || p.hasFxRep
 	p.mu.Unlock()
+	if first {
+		close(p.firstState)
+	}
 	p.resendEffects(m.EffectsGen)
 	p.navigationPushed(m)
 	p.nodeConfigPushed(m.ConfigGen)
