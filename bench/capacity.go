@@ -699,8 +699,8 @@ func readCapacityWindow(ctx context.Context, httpBase string, settle, window tim
 // probe in the order they ran.
 func (r CapacityReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per window; a probe not far under the line takes up to %d windows and passes by their median); %s %s/%s, %d CPUs\n",
-		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Repeats, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	fmt.Fprintf(&b, "hapticbench arms: largest N stepped at %g Hz with under %g %% overrun ticks (%gs per window; a probe not far under the line takes up to %d windows and passes by their median); %s\n",
+		r.LoopHz, 100*r.OverrunLimit, r.WindowS, r.Repeats, r.Machine)
 	if r.Effects != "" {
 		fmt.Fprintf(&b, "every arm controlled and rendering %s, in hapticd (--sim-effects) and in the bare loop (--effects)\n", r.Effects)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -590,5 +591,31 @@ func TestCapacityFiguresFromShardsOrDevices(t *testing.T) {
 				t.Errorf("pass p99 %g µs, want %g", lf.PassP99UsWorst, c.wantPass)
 			}
 		})
+	}
+}
+
+// Every report's first line names the machine as run's does, PCID
+// included (docs/performance.md: record it beside every end-to-end
+// figure); device and arms printed only Go, OS and CPUs (tourbench).
+func TestEveryReportNamesTheMachinesPCID(t *testing.T) {
+	pcid := true
+	m := Machine{GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", CPUs: 2, CPUModel: "Some CPU", PCID: &pcid}
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"run", RunReport{Machine: m}.WriteTable},
+		{"device", DeviceReport{Machine: m}.WriteTable},
+		{"arms", CapacityReport{Machine: m, LoopHz: 1000}.WriteTable},
+		{"lease", LeaseReport{Machine: m}.WriteTable},
+	} {
+		var b strings.Builder
+		if err := tc.write(&b); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		first, _, _ := strings.Cut(b.String(), "\n\n")
+		if !strings.Contains(first, m.String()) {
+			t.Errorf("%s's heading %q does not name the machine as %q", tc.name, first, m.String())
+		}
 	}
 }

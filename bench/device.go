@@ -358,8 +358,8 @@ func (s *standIn) stop() {
 func (r DeviceReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	c := r.Options
-	fmt.Fprintf(&b, "hapticbench device: loop %g Hz timed at the arm (a stand-in on a pseudo-terminal), hapticd beside a bare host loop in the same run; %d simulated arms, %d clients at %s, %gs measured after %gs; %s %s/%s, %d CPUs\n\n",
-		c.LoopHz, c.Arms, c.Clients, rateText(c.RateHz), c.DurationS, c.WarmupS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	fmt.Fprintf(&b, "hapticbench device: loop %g Hz timed at the arm (a stand-in on a pseudo-terminal), hapticd beside a bare host loop in the same run; %d simulated arms, %d clients at %s, %gs measured after %gs; %s\n\n",
+		c.LoopHz, c.Arms, c.Clients, rateText(c.RateHz), c.DurationS, c.WarmupS, r.Machine)
 	var t textTable
 	t.add("figure", "hapticd", "baseline", "base", "ratio")
 	for _, cmp := range r.Comparisons {

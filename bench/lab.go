@@ -270,8 +270,8 @@ func waitArms(ctx context.Context, httpBase string, n int, within time.Duration)
 // WriteTable prints both paths and the ratios.
 func (r LabReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hapticbench lab: %d clients; %s %s/%s, %d CPUs\n\n",
-		r.Direct.Overall.Sessions, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	fmt.Fprintf(&b, "hapticbench lab: %d clients; %s\n\n",
+		r.Direct.Overall.Sessions, r.Machine)
 	var t textTable
 	t.add("figure", "direct", "gateway", "gateway/direct", "pairs min–max")
 	names := map[string]string{"rtt p50": "lock-step round trip p50 (µs)", "rtt p99": "lock-step round trip p99 (µs)", "rate total": "achieved rate, all clients (Hz)"}

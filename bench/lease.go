@@ -210,8 +210,8 @@ func armForce(frame []byte, id string) (float64, error) {
 // WriteTable writes the release figures.
 func (r LeaseReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hapticbench lease: %d stalls, lease %d ms, loop %g Hz; %s %s/%s, %d CPUs\n\n",
-		len(r.ReleaseMs), r.LeaseMs, r.LoopHz, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.CPUs)
+	fmt.Fprintf(&b, "hapticbench lease: %d stalls, lease %d ms, loop %g Hz; %s\n\n",
+		len(r.ReleaseMs), r.LeaseMs, r.LoopHz, r.Machine)
 	var t textTable
 	t.add("figure", "ms")
 	t.add("force at zero after the last command, p50", number(r.P50Ms))

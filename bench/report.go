@@ -28,19 +28,7 @@ func (r RunReport) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "hapticbench run: %s, %d arms, %d clients + %d observers at %s, %gs measured after %gs warm-up, device loop %g Hz%s\n",
 		target, c.Arms, c.Clients, c.Observers, rateText(c.RateHz), c.DurationS, c.WarmupS, c.LoopHz, sub)
-	m := r.Machine
-	fmt.Fprintf(&b, "machine: %s %s/%s, %d CPUs", m.GoVersion, m.OS, m.Arch, m.CPUs)
-	if m.CPUModel != "" {
-		fmt.Fprintf(&b, ", %s", m.CPUModel)
-	}
-	if m.PCID != nil {
-		if *m.PCID {
-			b.WriteString(", PCID (a process switch keeps the TLB)")
-		} else {
-			b.WriteString(", no PCID (each process switch empties the TLB)")
-		}
-	}
-	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "machine: %s\n\n", r.Machine)
 
 	var tw textTable
 	tw.add("figure", "hapticd", "baseline", "base", "ratio", "pairs min–max")

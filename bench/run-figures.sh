@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # run-figures.sh measures the standard hapticd figures on this machine and
-# writes bench/results.md (plus the JSON reports and the sweep plot under
-# bench/results/), for docs/performance.md.
+# writes them to a new bench/results/figures-<UTC time>.md (plus the JSON
+# reports and the sweep plots under bench/results/), for docs/performance.md.
+# bench/results.md, the dated history the docs link to, is not touched: copy
+# what a run shows there under a dated heading of its own.
 #
-#   bench/run-figures.sh            # the full set, about 10 minutes on 2 cores
-#   QUICK=1 bench/run-figures.sh    # short runs, to check the pipeline
+#   bench/run-figures.sh            # the full set, about 30 minutes on 2 cores
+#   QUICK=1 bench/run-figures.sh    # shorter runs, to check the pipeline (still minutes)
+#
+# Ctrl-C (or SIGTERM) stops it, the figure under way included.
 #   HAPTICD=/path/to/hapticd bench/run-figures.sh   # measure another build
 #
 # The figures are issue 12's "what it must show" (see the comments below),
@@ -19,11 +23,14 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 out="bench/results"
-md="bench/results.md"
 mkdir -p "$out"
+md="$out/figures-$(date -u '+%Y%m%dT%H%M%SZ').md"
 
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
+# An interrupt ends the run, not just the figure under way (hapticbench
+# exits on it, and the loop went on to the next figure).
+trap 'note "run-figures: interrupted; $md holds the figures so far"; exit 130' INT TERM
 
 failed=0
 note() { printf '%s\n' "$*" >&2; }
@@ -61,10 +68,11 @@ fi
 	echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)') |"
 	echo
 	echo "Every hapticd figure stands beside a baseline measured in the same run:"
-	echo "the echo baseline is a bare gorilla/websocket server in its own process"
-	echo "(same GOMAXPROCS) answering the same clients with a copy of hapticd's frame,"
-	echo "padded to the same size, run twice or more (the fastest run is the floor);"
-	echo "the bare loop is \`hapticd baseline-arms\`, the same simulated-arm physics"
+	echo "the echo baseline is a bare server in its own process (same GOMAXPROCS,"
+	echo "the service's own socket layer, transport/rawsock) answering the same"
+	echo "clients with a copy of hapticd's frame, padded to the same size; service"
+	echo "and echo runs alternate, and a ratio is the median of the pairs' ratios,"
+	echo "with their spread and every pair printed; the bare loop is \`hapticd baseline-arms\`, the same simulated-arm physics"
 	echo "stepped on as many paced threads as hapticd has shards, with no service"
 	echo "around it; the bare host loop of \`hapticbench device\` is"
 	echo "\`hapticd baseline-device\`. Ratios are hapticd / baseline; a baseline"

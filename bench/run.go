@@ -147,6 +147,25 @@ type Machine struct {
 	PCID *bool `json:"pcid,omitempty"`
 }
 
+// String is the machine as every report's first line gives it: Go, OS and
+// architecture, CPUs, the CPU's model and whether it has PCID (recorded
+// beside every end-to-end figure: docs/performance.md).
+func (m Machine) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s/%s, %d CPUs", m.GoVersion, m.OS, m.Arch, m.CPUs)
+	if m.CPUModel != "" {
+		fmt.Fprintf(&b, ", %s", m.CPUModel)
+	}
+	if m.PCID != nil {
+		if *m.PCID {
+			b.WriteString(", PCID (a process switch keeps the TLB)")
+		} else {
+			b.WriteString(", no PCID (each process switch empties the TLB)")
+		}
+	}
+	return b.String()
+}
+
 // ThisMachine describes the machine running the benchmark.
 func ThisMachine() Machine {
 	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}

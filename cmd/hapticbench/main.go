@@ -64,6 +64,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "echo-serve":
 		err = echoServeCommand(args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
+		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
+			// help CMD: CMD's flags, as CMD -h prints them.
+			return dispatch(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
 		fmt.Fprintln(stdout, usageText)
 		return nil
 	default:
@@ -88,7 +92,39 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("%s: unexpected arguments %q", strings.TrimPrefix(fs.Name(), "hapticbench "), fs.Args())}
 	}
-	return nil
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		if !positiveFlags[f.Name] || bad != nil {
+			return
+		}
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var positive bool
+		switch v := g.Get().(type) {
+		case int:
+			positive = v > 0
+		case float64:
+			positive = v > 0
+		case time.Duration:
+			positive = v > 0
+		default:
+			return
+		}
+		if !positive {
+			// The library reads zero as "the default": given on the
+			// command line, it was run with the default instead, silently.
+			bad = usageError{fmt.Errorf("--%s %s: must be more than 0 (leave it out for the default, %s)", f.Name, f.Value, f.DefValue)}
+		}
+	})
+	return bad
+}
+
+// positiveFlags are the flags whose value must be above zero when given.
+var positiveFlags = map[string]bool{
+	"pairs": true, "duration": true, "loop-hz": true, "window": true, "max": true,
+	"repeats": true, "stalls": true, "threads": true,
 }
 
 // emit prints a report's table and, with --json, writes its JSON to

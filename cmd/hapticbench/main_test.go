@@ -29,6 +29,11 @@ func TestDispatchRejectsBadCommandLines(t *testing.T) {
 		{[]string{"arms", "--near", "0.5"}, "--near 0.5"},
 		{[]string{"echo-serve", "--inventory", "a"}, "needs --inventory and --state"},
 		{[]string{"echo-serve", "--nope"}, "flag provided but not defined"},
+		// Zero or less, given: it ran the default silently (tourbench).
+		{[]string{"run", "--pairs", "0"}, "--pairs 0: must be more than 0"},
+		{[]string{"run", "--duration", "0s"}, "--duration 0s: must be more than 0"},
+		{[]string{"device", "--loop-hz", "0"}, "--loop-hz 0: must be more than 0"},
+		{[]string{"lease", "--stalls", "-3"}, "--stalls -3: must be more than 0"},
 	}
 	for _, tt := range tests {
 		err := dispatch(context.Background(), tt.args, io.Discard, io.Discard)
@@ -43,6 +48,14 @@ func TestDispatchHelp(t *testing.T) {
 	var out strings.Builder
 	if err := dispatch(context.Background(), []string{"help"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "hapticbench arms") {
 		t.Errorf("help: %v, %q", err, out.String())
+	}
+}
+
+// help CMD prints CMD's flags, as CMD -h does (it printed the general usage).
+func TestDispatchHelpOfACommand(t *testing.T) {
+	var stderr strings.Builder
+	if err := dispatch(context.Background(), []string{"help", "device"}, io.Discard, &stderr); err != nil || !strings.Contains(stderr.String(), "Usage of hapticbench device") {
+		t.Errorf("help device: %v, %q; want device's flags", err, stderr.String())
 	}
 }
 

@@ -58,10 +58,11 @@ func echoOnce(b *testing.B, port serial.Port, in []byte) {
 }
 
 func benchArm(b *testing.B, periodS float64) *driver.Arm {
-	_, path, err := emulator.StartPTY(emulator.Options{Index: 500, PeriodS: periodS})
+	e, path, err := emulator.StartPTY(emulator.Options{Index: 500, PeriodS: periodS})
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { e.Close() }) // after the arm's Close (cleanups run last first)
 	p, err := serial.Open(path)
 	if err != nil {
 		b.Fatal(err)
