@@ -1113,7 +1113,15 @@ func (n *Node) read(rd *pushRead, devs map[string]*actors.Device, now time.Time)
 	for uuid, d := range devs {
 		rd.snaps = append(rd.snaps, loop.Snapshot{})
 		snap := &rd.snaps[len(rd.snaps)-1]
-		rd.ages = append(rd.ages, stateAgeNs(d.Loop(), snap, rd.readNs))
+		age := stateAgeNs(d.Loop(), snap, rd.readNs)
+		if snap.TimeNs == 0 {
+			// Its loop has not ticked yet: the snapshot it was made with
+			// is no state of the device's (the origin, not calibrated),
+			// and a gateway lists a device with its first pushed state.
+			rd.snaps = rd.snaps[:len(rd.snaps)-1]
+			continue
+		}
+		rd.ages = append(rd.ages, age)
 		rd.uuids = append(rd.uuids, uuid)
 		var fxOwner uint64
 		if set := d.Effects(); set != nil {

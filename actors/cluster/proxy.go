@@ -238,9 +238,20 @@ func newProxy(g *Gateway, n *nodeState, d *wire.Device, id string) *proxy {
 
 func (p *proxy) Info() hw.Info { return p.info }
 
+// InitialState is the node's first pushed state (the gateway lists the
+// device once it is here: Gateway.add), for the device's first snapshot.
+func (p *proxy) InitialState(st *hw.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*st = p.st
+}
+
 // The gateway's loop publishes a pushed state with the time it was current
 // on its node, not its own tick's.
-var _ loop.StateAgeReporter = (*proxy)(nil)
+var (
+	_ loop.StateAgeReporter = (*proxy)(nil)
+	_ loop.InitialStater    = (*proxy)(nil)
+)
 
 // maxPushedAgeNs bounds the age a node may push for a state (setState): a
 // minute, far beyond any loop's sparse publish, and small enough that a

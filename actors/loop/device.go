@@ -367,6 +367,15 @@ type StateAgeReporter interface {
 	StateAge() (ageNs int64, repeated bool)
 }
 
+// An InitialStater is a driver that knows its device's state before the
+// loop's first exchange (read at open, or pushed by a lab node): the
+// device's first snapshot holds it, so a reader between the device's
+// listing and its loop's first tick does not find it at the origin, not
+// calibrated. Called once, by NewDevice, before any exchange.
+type InitialStater interface {
+	InitialState(st *hw.State)
+}
+
 // A RemoteOutput is a driver that passes each tick's output on to another
 // process's loop, which applies it only under the lease of the session
 // whose command it is (a lab gateway's proxy of an arm on a node): before
@@ -473,6 +482,9 @@ func NewDevice(drv hw.Driver, o DeviceOptions) *Device {
 		c.publishSnap(&d.pub)
 		d.cell.Store(c)
 	} else {
+		if is, ok := drv.(InitialStater); ok {
+			is.InitialState(&d.pub.State)
+		}
 		d.snap = new(SnapshotCell)
 		d.snap.Publish(&d.pub)
 	}

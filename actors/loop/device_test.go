@@ -268,3 +268,27 @@ func TestPeriodBounds(t *testing.T) {
 		})
 	}
 }
+
+// knownStateDriver is a driver that knows its state before the first
+// exchange (loop.InitialStater), as an arm read at wake-up or a lab
+// gateway's proxy with its node's first push.
+type knownStateDriver struct {
+	*looptest.Driver
+	at hw.Vec3
+}
+
+func (k knownStateDriver) InitialState(st *hw.State) { st.PositionM = k.at }
+
+// A device whose driver knows its state has it in its first snapshot,
+// before any tick: a reader between the device's listing and its loop's
+// first tick found it at the origin (a lab gateway's first listing of a
+// node's arm, in CI).
+func TestFirstSnapshotHoldsTheDriversInitialState(t *testing.T) {
+	at := hw.Vec3{X: 0.01, Y: 0.12, Z: 0.08}
+	d := NewDevice(knownStateDriver{looptest.NewArm(), at}, DeviceOptions{})
+	var snap Snapshot
+	d.Load(&snap)
+	if snap.State.PositionM != at || snap.Tick != 0 {
+		t.Fatalf("before any tick: position %v at tick %d, want %v at 0", snap.State.PositionM, snap.Tick, at)
+	}
+}

@@ -321,6 +321,11 @@ func (a *Arm) firstState() error {
 // Info returns the identity read at wake-up.
 func (a *Arm) Info() hw.Info { return a.info }
 
+// InitialState is the state read at wake-up (its first state's position),
+// for the loop's first snapshot before its first exchange
+// (loop.InitialStater).
+func (a *Arm) InitialState(st *hw.State) { *st = a.last }
+
 // writeAll writes all of b to p, going on after a short write (one a
 // signal interrupted): a frame cut short would desynchronise the device,
 // and the zero force sent after an error would complete the cut frame
