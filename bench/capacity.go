@@ -199,7 +199,7 @@ type CapacitySummary struct {
 	Min      int     `json:"min"`
 	Max      int     `json:"max"`
 	// AtMax counts the pairs whose search stopped at Max still passing.
-	AtMax int `json:"at_max,omitempty"`
+	AtMax int `json:"at_max"` // 0 listed too: docs/performance.md names it among the medians
 }
 
 // CapacityReport compares the service with the bare loop.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -421,6 +422,11 @@ func TestCapacitySearchErrors(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), `"error":"cannot start"`) {
 			t.Errorf("the report's JSON %s (%v) has no bare-loop error", b, err)
 		}
+		// Every median docs/performance.md lists is there, at_max even
+		// when 0 (it was left out then: tourbench).
+		if !regexp.MustCompile(`"service":\{"capacity":[^{}]*"at_max":\d+\}`).Match(b) {
+			t.Errorf("the report's JSON %s lacks the service's medians with at_max", b)
+		}
 		var txt strings.Builder
 		if err := r.WriteTable(&txt); err != nil || !strings.Contains(txt.String(), "cannot start") {
 			t.Errorf("the report's table (%v) has no bare-loop error:\n%s", err, txt.String())
@@ -617,5 +623,15 @@ func TestEveryReportNamesTheMachinesPCID(t *testing.T) {
 		if !strings.Contains(first, m.String()) {
 			t.Errorf("%s's heading %q does not name the machine as %q", tc.name, first, m.String())
 		}
+	}
+}
+
+// A side's summary lists at_max when no pair stopped at the maximum too:
+// docs/performance.md names it among the medians a script reads, and it
+// was left out at 0 (tourbench).
+func TestCapacitySummaryListsAtMaxZero(t *testing.T) {
+	b, err := json.Marshal(CapacitySummary{Capacity: 900, Min: 880, Max: 910})
+	if err != nil || !strings.Contains(string(b), `"at_max":0`) {
+		t.Fatalf("summary JSON %s (%v), want at_max 0 listed", b, err)
 	}
 }
