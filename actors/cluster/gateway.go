@@ -793,6 +793,7 @@ func (g *Gateway) nodeLeft(m *wire.Leaving) {
 	for _, p := range g.proxies {
 		if p.nodeID == n.id {
 			if !p.lost.Load() {
+				p.stopped.Store(true) // before leave's lost: Exchange reads them so
 				p.leave(nil)
 			}
 			p.processGone()

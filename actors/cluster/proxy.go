@@ -43,6 +43,9 @@ const MaxPushHz = 8000
 // never waits on the network.
 type proxy struct {
 	lost atomic.Bool
+	// stopped says lost is the node's planned stop (its goodbye): the
+	// loop's exchanges do not fail the device on its way out (Exchange).
+	stopped atomic.Bool
 	// currentAtNs is sampledNs of the newest state, 0 before the first
 	// (StateStaleness, read by every frame that carries the device).
 	currentAtNs atomic.Int64
@@ -527,6 +530,16 @@ func (p *proxy) ReportedMode() (hw.ControlMode, [3]float64, bool) {
 // (or, unchanged and non-idle, every keepAlive).
 func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 	if p.lost.Load() {
+		if p.stopped.Load() {
+			// A planned stop: the device leaves as unplugged (its
+			// removal is on its way, and halts the output); an error
+			// here would fail it first, as device-failed, if the loop's
+			// tick came before the removal.
+			p.mu.Lock()
+			*st = p.st
+			p.mu.Unlock()
+			return nil
+		}
 		return errNodeLost
 	}
 	p.mu.Lock()
