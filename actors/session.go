@@ -518,7 +518,7 @@ func (p *tickPath) handle(buf []byte) bool {
 	p.counts.message()
 	if errs := p.codec.Decode(buf, p.svc.opts.Types, msg); len(errs) > 0 {
 		// Applied not at all: the frame reports the errors and the state.
-		p.deprecatedRefused(snap)
+		publishDeprecated(p.svc, p.sess, &p.msg.Session, snap.profile)
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
 		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
@@ -528,7 +528,7 @@ func (p *tickPath) handle(buf []byte) bool {
 	devs := p.svc.Devices()
 	if errs := p.refusedEffects(snap, devs); len(errs) > 0 {
 		// Applied not at all, as a message the decoder refused.
-		p.deprecatedRefused(snap)
+		publishDeprecated(p.svc, p.sess, &p.msg.Session, snap.profile)
 		f.Errors = append(f.Errors, errs...)
 		f.Warnings = append(f.Warnings, msg.Warnings...)
 		p.fillDevices(f, snap, false, nil, p.svc.opts.Clock.Now())
@@ -550,28 +550,22 @@ func (p *tickPath) handle(buf []byte) bool {
 	return true
 }
 
-// deprecatedRefused publishes the uses of deprecated commands in a message
-// refused whole (the session actor publishes those of one it applies).
-func (p *tickPath) deprecatedRefused(snap *sessionSnapshot) {
-	sp := &p.msg.Session
+// publishDeprecated publishes each use of a deprecated command in the
+// session part sp of sess's message, applied or refused whole (a use is a
+// use), with its replacement in the session's API layout and with the
+// command's own value where it decoded ("": the docs' example value).
+func publishDeprecated(svc *Service, sess *Session, sp *protocol.SessionPart, profile string) {
 	for _, name := range sp.DeprecatedSent {
-		value := "" // not decoded: the docs' example value
+		value := ""
 		switch {
 		case name == protocol.CommandSetCoordinateOrigin:
-			value = sp.SetCoordinateOrigin
+			value = sp.SetCoordinateOrigin // the preset it maps to
 		case name == protocol.CommandSetBasis && sp.SetBasis != nil:
 			value = sp.SetBasis.Permutation
 		}
-		publishDeprecated(p.svc, p.sess, name, value, snap.profile)
-	}
-}
-
-// publishDeprecated publishes a use of the deprecated command name by
-// sess, with its replacement in the session's API layout and with value,
-// the command's ("": the docs' example value).
-func publishDeprecated(svc *Service, sess *Session, name, value, profile string) {
-	if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-		svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(sess.APIVersion, value), sess.ID, profile))
+		if c, ok := protocol.LookupDeprecatedCommand(name); ok {
+			svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(sess.APIVersion, value), sess.ID, profile))
+		}
 	}
 }
 

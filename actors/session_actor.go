@@ -257,24 +257,16 @@ func (a *sessionActor) applySession(ctx actor.Context) {
 	// current spelling wins.
 	if sp.SetBasis != nil {
 		a.setBasis(*sp.SetBasis, &r.warnings)
-		a.deprecated(protocol.CommandSetBasis, sp.SetBasis.Permutation)
 	}
 	if sp.Basis != nil {
 		a.setBasis(*sp.Basis, &r.warnings)
 	}
-	if sp.SetCoordinateOrigin != "" {
-		a.deprecated(protocol.CommandSetCoordinateOrigin, sp.SetCoordinateOrigin) // the preset it maps to
-	}
+	publishDeprecated(a.svc, a.sess, sp, a.state.profile)
 	a.publish()
 	a.reviewed = st.profile != profile || st.basis != basis
 	if a.reviewed {
 		a.ask(ctx, a.svc.registry, &updateSession{sess: a.sess, profile: st.profile, basis: st.basis, waits: r.devs}, -1, "session.configure")
 	}
-}
-
-// deprecated publishes the use of a deprecated command (publishDeprecated).
-func (a *sessionActor) deprecated(name, value string) {
-	publishDeprecated(a.svc, a.sess, name, value, a.state.profile)
 }
 
 func (a *sessionActor) setBasis(b protocol.Basis, warnings *[]protocol.Error) {

@@ -316,7 +316,8 @@ func withSession(data json.RawMessage, session uint64) json.RawMessage {
 	return b
 }
 
-// eventDest is a subscribed gateway, as forwardEvents sends to it.
+// eventDest is a subscribed gateway, as forwardEvents and sayGoodbye send
+// to it.
 type eventDest struct {
 	pid   *actor.PID
 	owner uint64
@@ -397,20 +398,15 @@ const leaveWithin = 500 * time.Millisecond
 // leaveWithin: its devices then leave the gateways as unplugged, not
 // failed. Without it, the link's end reads on a gateway as the node lost.
 func (n *Node) sayGoodbye() {
-	n.mu.Lock()
-	pids := make([]*actor.PID, 0, len(n.subs))
-	for _, s := range n.subs {
-		pids = append(pids, s.pid)
-	}
-	n.mu.Unlock()
+	dests := n.eventDests()
 	bye := &wire.Leaving{NodeId: n.cfg.NodeID, Address: n.sys.Address()}
-	futures := make([]*actor.Future, len(pids))
-	for i, pid := range pids {
-		futures[i] = n.sys.Root.RequestFuture(pid, bye, leaveWithin)
+	futures := make([]*actor.Future, len(dests))
+	for i, to := range dests {
+		futures[i] = n.sys.Root.RequestFuture(to.pid, bye, leaveWithin)
 	}
 	for i, f := range futures {
 		if _, err := f.Result(); err != nil {
-			n.log.Info().Err(err).Str("gateway", pids[i].Address).Msg("cluster: a gateway did not note this node's goodbye; it will judge the node lost")
+			n.log.Info().Err(err).Str("gateway", dests[i].pid.Address).Msg("cluster: a gateway did not note this node's goodbye; it will judge the node lost")
 		}
 	}
 }
