@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"time"
 	"unsafe"
@@ -44,6 +45,70 @@ type osTimer struct {
 	// its grid arms it once, not before every tick.
 	armed            bool
 	baseNs, periodNs int64
+	// The read deadline (see sleepPolled): deadlineNs is where it stands
+	// (0: none yet). Until busyUntilNs it is moved to every tick; after
+	// that it is a net netAheadPeriods past the tick, moved about once
+	// every netAheadPeriods-netRenewPeriods ticks. busyForNs is how long
+	// goroutines kept waiting for a P keep it at the tick (0:
+	// defaultBusyForNs). deadlineMoves counts the moves.
+	deadlineNs    int64
+	busyUntilNs   int64
+	busyForNs     int64
+	deadlineMoves uint64
+	sinceCheck    int // sleeps since the run queues were last looked at
+	runQueues     runQueueWatch
+}
+
+// The read deadline's two settings. Moving a runtime timer every tick was
+// half of an idle sleep-only tick's CPU (24 to 28 µs against 10 to 15 µs
+// with the deadline 50 ms ahead and moved every 40th tick: the
+// investigation "What a sleep-only tick costs" in
+// docs/investigations/message-cost.md), and the process's neighbours on
+// its CPU lose that much. At the tick it matters only when every P is busy:
+// the runtime's count of goroutines that waited longer than a quarter
+// period (at least busyWaitMinNs) for a P, looked at every busyCheckSleeps
+// sleeps, puts the deadline at the tick for defaultBusyForNs. A late
+// wake-up alone does not: on a loaded host the kernel wakes the thread
+// late, and no runtime timer helps with that.
+const (
+	netAheadPeriods  = 50
+	netRenewPeriods  = 10
+	busyCheckSleeps  = 32
+	defaultBusyForNs = int64(time.Second)
+	busyWaitMinNs    = 100 * int64(time.Microsecond)
+)
+
+// runQueueWatch counts the goroutines of the process that waited long for
+// a P, from the runtime's histogram of the time runnable goroutines waited
+// (it samples one scheduling in eight). Reading it allocates nothing after
+// the first read.
+type runQueueWatch struct {
+	sample [1]metrics.Sample
+	seen   uint64 // waits of at least the threshold counted at the last look
+	looked bool
+}
+
+// waitedOver reports whether a goroutine has waited at least ns for a P
+// since the last call (the first call only takes the count).
+func (w *runQueueWatch) waitedOver(ns int64) bool {
+	if w.sample[0].Name == "" {
+		w.sample[0].Name = "/sched/latencies:seconds"
+	}
+	metrics.Read(w.sample[:])
+	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return false
+	}
+	h := w.sample[0].Value.Float64Histogram()
+	over := float64(ns) / 1e9
+	var n uint64
+	for i, c := range h.Counts {
+		if h.Buckets[i] >= over {
+			n += c
+		}
+	}
+	more := w.looked && n > w.seen
+	w.seen, w.looked = n, true
+	return more
 }
 
 // sleepUntil sleeps until the CLOCK_MONOTONIC time deadlineNs. An absolute
@@ -153,13 +218,17 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 		// late; without it the loop stalled.
 		t.drain()
 	}
-	// The same deadline as a read deadline, a runtime timer: when every P
-	// is busy (100 sessions at 1 kHz on 2 cores), a goroutine the poller
-	// readies waits behind every goroutine it readied with it, but one its
-	// read deadline wakes runs next on its P. When the process is idle the
-	// timerfd wakes it on time, where the runtime's timers round to the
-	// poller's millisecond. Whichever comes first ends the sleep.
-	_ = t.f.SetReadDeadline(time.Now().Add(time.Duration(deadlineNs - monoNow())))
+	// A read deadline too, a runtime timer: when every P is busy (100
+	// sessions at 1 kHz on 2 cores), a goroutine the poller readies waits
+	// behind every goroutine it readied with it, but one its read deadline
+	// wakes runs next on its P. So while goroutines wait for a P the read
+	// deadline is this tick's. Otherwise the timerfd wakes the shard on
+	// time (the runtime's timers round to the poller's millisecond), and
+	// the read deadline is only a net, well ahead, so that a timerfd that
+	// somehow does not expire delays a tick by at most netAheadPeriods
+	// (that wake-up reads no expiration, so the next tick arms it anew).
+	// Whichever comes first ends the sleep.
+	t.placeReadDeadline(deadlineNs, periodNs)
 	// The poller's readiness is reset before the first call, so an expiry
 	// before it is caught by the clock, one after it by the poller; a
 	// wake-up for an earlier expiry finds the deadline not yet come and
@@ -190,6 +259,32 @@ func (t *osTimer) sleepPolled(deadlineNs, periodNs int64) bool {
 		t.next = deadlineNs + periodNs
 	}
 	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// placeReadDeadline sets the read deadline for the sleep until deadlineNs
+// of a pacer of periodNs: at it while the process is busy, else a net ahead
+// of it, moved only when the net comes within netRenewPeriods of the tick.
+func (t *osTimer) placeReadDeadline(deadlineNs, periodNs int64) {
+	if t.sinceCheck++; t.sinceCheck >= busyCheckSleeps {
+		t.sinceCheck = 0
+		if t.runQueues.waitedOver(max(periodNs/4, busyWaitMinNs)) {
+			busyFor := t.busyForNs
+			if busyFor == 0 {
+				busyFor = defaultBusyForNs
+			}
+			t.busyUntilNs = monoNow() + busyFor
+		}
+	}
+	at := deadlineNs
+	if deadlineNs >= t.busyUntilNs {
+		if ahead := t.deadlineNs - deadlineNs; ahead >= netRenewPeriods*periodNs && ahead <= netAheadPeriods*periodNs {
+			return
+		}
+		at = deadlineNs + netAheadPeriods*periodNs
+	}
+	t.deadlineNs = at
+	t.deadlineMoves++
+	_ = t.f.SetReadDeadline(time.Now().Add(time.Duration(at - monoNow())))
 }
 
 // drain takes an expiration the pacer did not wait for, if there is one, so

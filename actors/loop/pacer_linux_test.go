@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -102,6 +103,9 @@ func TestSleepOnlyPacerRearmsAnUnreadTimerfd(t *testing.T) {
 	const period = 20 * int64(time.Millisecond)
 	const expiryAfter = 15 * int64(time.Millisecond) // the timer's expiries after the pacer's deadlines
 	p := sleepingPacer(t, period)
+	// The read deadline at each tick, as while the process is busy: that
+	// is the wake-up that beats the timerfd.
+	p.timer.busyUntilNs = math.MaxInt64
 	again := func(attempt int) {
 		t.Helper()
 		if attempt == 50 {
@@ -246,4 +250,118 @@ func BenchmarkSpinningPacer(b *testing.B) {
 	b.ReportMetric(lateOver(5*int64(time.Microsecond)), "%late>5us")
 	b.ReportMetric(lateOver(20*int64(time.Microsecond)), "%late>20us")
 	b.ReportMetric(float64(starts[len(starts)*99/100])/1e3, "late-p99-us")
+}
+
+// TestSleepOnlyPacerMovesItsReadDeadlineRarely: while its wake-ups come
+// on time, a sleep-only pacer keeps its read deadline as a net well ahead
+// of the tick and moves it about once every netAheadPeriods-netRenewPeriods
+// ticks, not every tick: moving a runtime timer was half an idle tick's CPU.
+//
+// The scene needs the wake-ups on time: a late one (a loaded machine) puts
+// the deadline at the tick for a while, as it should; the scene is then set
+// again.
+func TestSleepOnlyPacerMovesItsReadDeadlineRarely(t *testing.T) {
+	const period = 5 * int64(time.Millisecond)
+	const ticks = 100
+	p := sleepingPacer(t, period)
+	for attempt := 1; ; attempt++ {
+		if attempt > 50 {
+			t.Fatal("in 50 attempts of 100 ticks the wake-ups were never all on time (an overloaded machine)")
+		}
+		p.timer.busyUntilNs = 0
+		moves := p.timer.deadlineMoves
+		for range ticks {
+			p.Wait()
+			if ahead := p.timer.deadlineNs - p.next; p.timer.busyUntilNs == 0 && ahead < netRenewPeriods*period {
+				t.Fatalf("with the wake-ups on time the read deadline is %d ns past the tick, want at least %d", ahead, netRenewPeriods*period)
+			}
+		}
+		if p.timer.busyUntilNs != 0 {
+			continue // a late wake-up
+		}
+		most := uint64(ticks/(netAheadPeriods-netRenewPeriods) + 2)
+		if got := p.timer.deadlineMoves - moves; got > most {
+			t.Errorf("%d ticks on time moved the read deadline %d times, want at most %d", ticks, got, most)
+		}
+		return
+	}
+}
+
+// TestSleepOnlyPacerReadDeadlineAtTheTickWhileBusy: when goroutines of
+// the process wait for a P (here its only one, kept by a goroutine for three
+// periods at a time), the read deadline is each tick's (a goroutine its
+// deadline wakes runs next on its P, one the poller readies waits behind
+// the others), until none has waited for busyForNs, when it is a net ahead
+// again.
+func TestSleepOnlyPacerReadDeadlineAtTheTickWhileBusy(t *testing.T) {
+	const period = 2 * int64(time.Millisecond)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := sleepingPacer(t, period)
+	p.timer.busyForNs = int64(100 * time.Millisecond)
+	for attempt := 1; p.timer.busyUntilNs == 0; attempt++ {
+		if attempt > 20*busyCheckSleeps {
+			t.Fatal("goroutines kept waiting for the only P never put the read deadline at the tick")
+		}
+		// Keep the only P for three periods from now, with goroutines
+		// waiting behind it (the runtime times one scheduling in eight).
+		until := monoNow() + 3*period
+		go func() {
+			for range 64 {
+				go func() {}()
+			}
+			for monoNow() < until {
+			}
+		}()
+		p.Wait()
+	}
+	// Each sleep until the spell ends has its deadline at the tick; the
+	// first after it a net ahead again.
+	slept, deadline := 0, time.Now().Add(30*time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the busy spell the read deadline is still %d ns past the tick, want a net of at least %d", p.timer.deadlineNs-p.next, netRenewPeriods*period)
+		}
+		busy := p.next+period < p.timer.busyUntilNs // the next sleep's deadline
+		if _, overrun := p.Wait(); overrun {
+			continue // no sleep
+		}
+		slept++
+		if ahead := p.timer.deadlineNs - p.next; busy && ahead != 0 {
+			t.Fatalf("sleep %d of the busy spell: the read deadline is %d ns past the tick, want at it", slept, ahead)
+		} else if !busy && ahead >= netRenewPeriods*period {
+			break
+		}
+	}
+	if slept < 2 {
+		t.Errorf("the busy spell ended after %d sleeps, want it to last %d ns", slept, p.timer.busyForNs)
+	}
+}
+
+// TestSleepOnlyPacerNetEndsASleepTheTimerfdMisses: a timerfd that does not
+// expire (here disarmed behind the pacer's back) delays a tick by at most
+// the read deadline's net, not forever, and the next tick arms it anew.
+func TestSleepOnlyPacerNetEndsASleepTheTimerfdMisses(t *testing.T) {
+	const period = int64(time.Millisecond)
+	p := sleepingPacer(t, period)
+	if err := unix.TimerfdSettime(p.timer.fd, 0, &unix.ItimerSpec{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	unread := p.timer.unread
+	done := make(chan int64, 1)
+	go func() {
+		now, _ := p.Wait()
+		done <- now - p.next
+	}()
+	select {
+	case late := <-done:
+		if late < 0 {
+			t.Fatalf("the tick returned %d ns before its deadline", -late)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a tick whose timerfd never expires did not return in 30 s")
+	}
+	if p.timer.unread == unread || p.timer.armed {
+		t.Fatalf("the wake-up by the net read no expiration but left the timerfd armed (unread %d, was %d)", p.timer.unread, unread)
+	}
+	armTimerfd(t, p)
 }
