@@ -94,9 +94,11 @@ type Gateway struct {
 	// lastProbe is when the latest probe was sent (see probed).
 	lastProbe time.Time
 	// linkUp is when the cluster link was up (StartGateway's end), and
-	// ready is set once Ready first said so: see Ready.
-	linkUp time.Time
-	ready  bool
+	// ready is set once Ready first said so, readyDetail to what it said
+	// then (which nodes were not waited for): see Ready.
+	linkUp      time.Time
+	ready       bool
+	readyDetail string
 	// members are the node ids in the cluster's current topology
 	// (automanaged): their devices' config goes to the device's grain.
 	members map[string]bool
@@ -425,12 +427,13 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 // NodeTimeout of the link's start is not waited for: one down when the
 // gateway starts must not keep it unready. Once ready it stays so: nodes
 // that come and go later are the lab's faults, not an unfinished start.
-// detail says what it waits for.
+// detail says what it waits for, and once ready, every time, what the
+// start listed and which nodes it did not wait for.
 func (g *Gateway) Ready() (ready bool, detail string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ready {
-		return true, "every node's devices listed at the start"
+		return true, g.readyDetail
 	}
 	if g.linkUp.IsZero() {
 		return false, "the cluster link is starting"
@@ -472,10 +475,16 @@ func (g *Gateway) Ready() (ready bool, detail string) {
 		return false, "waiting for the inventory of " + strings.Join(silent, ", ")
 	}
 	g.ready = true
-	if len(silent) > 0 {
-		return true, fmt.Sprintf("nodes listed; silent for %v after the start: %s", g.cfg.NodeTimeout, strings.Join(silent, ", "))
+	switch {
+	case len(silent) > 0:
+		g.readyDetail = fmt.Sprintf("the devices of %d of %d nodes listed at the start; silent for %v after it: %s",
+			len(g.targets)-len(silent), len(g.targets), g.cfg.NodeTimeout, strings.Join(silent, ", "))
+	case len(g.targets) == 1:
+		g.readyDetail = "the devices of the node listed at the start"
+	default:
+		g.readyDetail = fmt.Sprintf("the devices of %d nodes listed at the start", len(g.targets))
 	}
-	return true, fmt.Sprintf("the devices of %d nodes listed", len(g.targets))
+	return true, g.readyDetail
 }
 
 // suspectLocked marks a node whose connection closed or that left the

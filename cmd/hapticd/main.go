@@ -332,7 +332,14 @@ func (sv *service) stopBeforeReady(ctx context.Context, progress string) error {
 // logReady logs the line that says everything listens (also under the
 // Windows service).
 func logReady(log zerolog.Logger, sv *service) {
-	log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip))).Msg("ready")
+	ev := log.Info().Int("arms", len(sv.svc.Devices().OfType(protocol.TypeArm))).Int("grips", len(sv.svc.Devices().OfType(protocol.TypeGrip)))
+	if sv.lab != nil {
+		// A gateway's start lists its nodes' devices: say which nodes it
+		// did not wait for.
+		_, detail := sv.lab.Ready()
+		ev = ev.Str("lab", detail)
+	}
+	ev.Msg("ready")
 }
 
 // service is a running hapticd: actors, listeners and hardware.
