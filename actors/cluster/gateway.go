@@ -1334,6 +1334,17 @@ func (g *Gateway) event(m *wire.Event) {
 				if owner, err := strconv.ParseUint(string(n), 10, 64); err == nil && owner >= actors.FirstRemoteOwner {
 					if s := p.commander.Load(); s != 0 {
 						data["session_id"], changed = s, true
+						if e.Name == event.NameControlLeaseExpired && !p.controlledBy(s) {
+							// The session's control here ended first (its
+							// own lapse, told by this gateway with what
+							// became of its effects, or its release), and
+							// the node's lease ran out after it: the same
+							// end told twice, the second time wrongly
+							// promising the effects back. The node's event
+							// alone is news while the session still holds
+							// the arm here (a stall of the link).
+							return
+						}
 					}
 				}
 			}

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
 
@@ -395,5 +398,75 @@ func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
 	}
 	if !expired || !deprecated || !passivity {
 		t.Fatalf("within 10 s: effect-expired of the gateway session's vibration %v, the node session's command-deprecated %v, passivity-active naming no session %v", expired, deprecated, passivity)
+	}
+}
+
+// The node's control-lease-expired about a gateway's control reaches the
+// gateway's clients only while their session still holds the arm there (a
+// stall of the link: the node paused its effects, and says they come back).
+// Once the session's own control has ended (its lapse, which the gateway
+// tells with what became of its effects), the node's later lapse is the
+// same end told again, wrongly promising the effects back (tourfx2: two
+// events for one lapse of a quiet client, effects_dropped 1 and 0).
+func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
+	n, d := testNode(t)
+	g := testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	waitAdded(t, g)
+	sub := subscribeEvents(t, g)
+	gw := openSession(t, g.svc, "")
+	hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
+	hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
+		gw.send(hold)
+		return d.Register().Owner() >= actors.FirstRemoteOwner
+	})
+	owner := d.Register().Owner()
+	nodeLapse := func() {
+		e := event.RemoteControlLeaseExpired("inverse3", d.Info.ID, owner, 1)
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.event(&wire.Event{NodeId: n.cfg.NodeID, Json: b})
+	}
+	// told reads the gateway's events up to a marker published after
+	// everything before it, and returns the lease lapses of gw's session
+	// the node told (its message, as a client reads it, says which).
+	told := func() (nodeLapses int) {
+		t.Helper()
+		marker := event.PassivityActive("inverse3", d.Info.ID, 0, 1200, 5)
+		g.svc.Activity().Publish(marker)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatal("the marker event did not come within 10 s")
+			}
+			if e.Name == event.NamePassivityActive {
+				return nodeLapses
+			}
+			var data struct {
+				Session uint64 `json:"session_id"`
+			}
+			_ = json.Unmarshal(e.Data, &data)
+			if e.Name == event.NameControlLeaseExpired && data.Session == gw.sess.ID && strings.Contains(e.Message, "the node's lease") {
+				nodeLapses++
+			}
+		}
+	}
+	// The session still holds the arm here: the node's lapse is news.
+	nodeLapse()
+	if got := told(); got != 1 {
+		t.Fatalf("while the gateway's session holds the arm, the node's lapse reached its clients %d times, want once", got)
+	}
+	// The session goes quiet and its own lease lapses here.
+	hwtest.Eventually(t, 10*time.Second, "the gateway session's lease lapsed on the gateway", func() bool {
+		dev := g.svc.Devices().Find(protocol.TypeArm, d.Info.ID)
+		return dev != nil && dev.Register().Owner() != gw.sess.ID
+	})
+	nodeLapse()
+	if got := told(); got != 0 {
+		t.Errorf("after the gateway session's own lapse, the node's later one reached its clients %d times, want none", got)
 	}
 }

@@ -489,6 +489,13 @@ func (p *proxy) takeRefusal(take func() bool) *actors.Device {
 	return p.dev.Load()
 }
 
+// controlledBy reports whether the gateway's session holds the proxy's arm
+// here.
+func (p *proxy) controlledBy(session uint64) bool {
+	dev := p.dev.Load()
+	return dev != nil && dev.Register().Owner() == session
+}
+
 // LoadEffects is the node loop's effects report, as of its last push.
 func (p *proxy) LoadEffects(dst *loop.EffectsReport) bool {
 	p.mu.Lock()
