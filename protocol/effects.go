@@ -810,11 +810,11 @@ func (r *effectReader) sdf(s *SDFEffect) {
 		// The flat form of the vendor's SDF module notes: "shape" names the
 		// primitive and "params" holds its parameters.
 		pv, pc := r.member("params")
-		shape, err := decodeSDFNamed(sv, &sc, pv, pc, r.w)
+		shape, err := decodeSDFNamed(sv, &sc, pv, pc, r.w, effectShapes)
 		r.errs.note(err)
 		s.Shape, s.FlatParams = shape, true
 	default:
-		shape, err := decodeSDFShape(sv, &sc, r.w)
+		shape, err := decodeSDFShape(sv, &sc, r.w, effectShapes)
 		r.errs.note(err)
 		s.Shape = shape
 		if pv, pc := r.member("params"); pv.Exists() {

@@ -306,7 +306,7 @@ members:
 			}
 		case it.KeyIs("shape"):
 			c := at.child("shape")
-			s, err := decodeSDFShape(val, &c, w)
+			s, err := decodeSDFShape(val, &c, w, bubbleShapeBound)
 			if err != nil {
 				return err
 			}
@@ -343,6 +343,9 @@ members:
 	}
 	return nil
 }
+
+// bubbleShapeBound bounds a bubble's shape as it is decoded.
+var bubbleShapeBound = sdfBound{maxM: NavShapeMax, why: " (a bubble lies inside the workspace)"}
 
 // checkBubbleShape bounds the bubble to the workspace: every length and
 // coordinate at most NavShapeMax. A plane is no bubble (it has no inside

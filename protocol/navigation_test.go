@@ -80,8 +80,11 @@ func TestDecodeNavigation(t *testing.T) {
 		// A size past the workspace's is an error at the parameter sent.
 		{name: "bubble larger than a workspace", body: `{"bubble":{"shape":{"primitive":"sphere","parameters":{"r":2}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.r", msg: "at most 0.5 m"},
 		{name: "torus tube larger than a workspace", body: `{"bubble":{"shape":{"primitive":"torus","parameters":{"r1":0.1,"r2":0.6}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.r2", msg: "at most 0.5 m"},
-		{name: "box larger than a workspace", body: `{"bubble":{"shape":{"primitive":"box","parameters":{"b":{"x":0.1,"y":0.1,"z":0.7}}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.b.z", msg: "at most 0.5 m"},
-		{name: "capsule end beyond a workspace", body: `{"bubble":{"shape":{"primitive":"capsule","parameters":{"a":{"x":0,"y":-0.6,"z":0},"b":{"x":0,"y":0.1,"z":0},"r":0.05}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.a.y", msg: "at most 0.5 m"},
+		{name: "box larger than a workspace", body: `{"bubble":{"shape":{"primitive":"box","parameters":{"b":{"x":0.1,"y":0.1,"z":0.7}}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.b.z", msg: "-0.5..0.5 m (a bubble lies inside the workspace)"},
+		{name: "capsule end beyond a workspace", body: `{"bubble":{"shape":{"primitive":"capsule","parameters":{"a":{"x":0,"y":-0.6,"z":0},"b":{"x":0,"y":0.1,"z":0},"r":0.05}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.a.y", msg: "-0.5..0.5 m (a bubble lies inside the workspace)"},
+		// Past an effect's bound too: the bubble's is the one named (it
+		// was "at most 100 m", then for r 99 "at most 0.5 m").
+		{name: "bubble past an effect's bound", body: `{"bubble":{"shape":{"primitive":"sphere","parameters":{"r":150}}}}`, code: CodeOutOfRange, path: "bubble.shape.parameters.r", msg: "at most 0.5 m (a bubble lies inside the workspace)"},
 		{name: "shape without parameters", body: `{"bubble":{"shape":{"primitive":"box"}}}`, code: CodeInvalidValue, path: "bubble.shape.parameters", msg: "needs parameters b"},
 		{name: "hysteresis too wide", body: `{"bubble":{"collision_detection":{"hysteresis":0.1}}}`, code: CodeOutOfRange, path: "bubble.collision_detection.hysteresis", msg: "out of range 0..0.05"},
 	}

@@ -127,8 +127,21 @@ func findSDFPrimitive(name []byte) *sdfPrimitive {
 	return nil
 }
 
-// decodeSDFShape decodes {"primitive", "parameters"}.
-func decodeSDFShape(v Value, at *pathSeg, w warnings) (SDFShape, *Error) {
+// sdfBound is how long a shape's lengths and coordinates may be, and what
+// a message says of it past "at most N m".
+type sdfBound struct {
+	maxM float64
+	why  string
+}
+
+// effectShapes bounds an effect's shape; navigation's bubble has its own,
+// so that its first error names the bound that holds (tourfx2: r 150 was
+// told "at most 100 m", then r 99 "at most 0.5 m").
+var effectShapes = sdfBound{maxM: SDFLengthMax}
+
+// decodeSDFShape decodes {"primitive", "parameters"}, every length and
+// coordinate within bound.
+func decodeSDFShape(v Value, at *pathSeg, w warnings, bound sdfBound) (SDFShape, *Error) {
 	const example = `{"primitive": "sphere", "parameters": {"r": 0.05}}`
 	if err := expectObject(v, at, example); err != nil {
 		return SDFShape{}, err
@@ -148,12 +161,12 @@ func decodeSDFShape(v Value, at *pathSeg, w warnings) (SDFShape, *Error) {
 	if !prim.Exists() {
 		return SDFShape{}, errAt(CodeInvalidValue, at, `shape needs "primitive" (one of %s) and "parameters", e.g. %s`, nameList(sdfPrimitiveNames), example)
 	}
-	return decodeSDFNamed(prim, &pc, params, at.child("parameters"), w)
+	return decodeSDFNamed(prim, &pc, params, at.child("parameters"), w, bound)
 }
 
 // decodeSDFNamed decodes a primitive name and its parameters object; the
 // nested and the flat (SDFM: "shape" string and "params") forms share it.
-func decodeSDFNamed(prim Value, pc *pathSeg, params Value, parAt pathSeg, w warnings) (SDFShape, *Error) {
+func decodeSDFNamed(prim Value, pc *pathSeg, params Value, parAt pathSeg, w warnings, bound sdfBound) (SDFShape, *Error) {
 	b, ok := prim.StringBytes()
 	if !ok {
 		return SDFShape{}, errAt(CodeInvalidValue, pc, "%s must be a string (one of %s), got %s", pc.last(), nameList(sdfPrimitiveNames), prim.Kind())
@@ -186,7 +199,7 @@ func decodeSDFNamed(prim Value, pc *pathSeg, params Value, parAt pathSeg, w warn
 		if !vals[i].Exists() {
 			return out, errAt(CodeInvalidValue, &parAt, "%s needs parameters %s: %q is missing", p.name, sdfParamList(p), q.name)
 		}
-		if err := readSDFParam(&out.Params, q, vals[i], &c, w); err != nil {
+		if err := readSDFParam(&out.Params, q, vals[i], &c, w, bound); err != nil {
 			return out, err
 		}
 	}
@@ -207,18 +220,18 @@ func sdfParamList(p *sdfPrimitive) string {
 	return strings.Join(names, ", ")
 }
 
-func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings) *Error {
+func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings, bound sdfBound) *Error {
 	switch q.kind {
 	case sdfLength, sdfOffset:
 		f, err := readFloat(v, at)
 		if err != nil {
 			return err
 		}
-		if q.kind == sdfLength && (f <= 0 || f > SDFLengthMax) {
-			return errAt(CodeOutOfRange, at, "%s %g is out of range: a length above 0 and at most %g m", q.name, f, SDFLengthMax)
+		if q.kind == sdfLength && (f <= 0 || f > bound.maxM) {
+			return errAt(CodeOutOfRange, at, "%s %g is out of range: a length above 0 and at most %g m%s", q.name, f, bound.maxM, bound.why)
 		}
-		if math.Abs(f) > SDFLengthMax {
-			return errAt(CodeOutOfRange, at, "%s %g is out of range -%g..%g m", q.name, f, SDFLengthMax, SDFLengthMax)
+		if math.Abs(f) > bound.maxM {
+			return errAt(CodeOutOfRange, at, "%s %g is out of range -%g..%g m%s", q.name, f, bound.maxM, bound.maxM, bound.why)
 		}
 		*sdfScalar(dst, q.name) = f
 	case sdfPoint, sdfExtents, sdfNormal:
@@ -228,8 +241,11 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings) 
 		}
 		for i, comp := range [3]float64{vec.X, vec.Y, vec.Z} {
 			cc := at.child(vec3Names[i])
-			if math.Abs(comp) > SDFLengthMax {
-				return errAt(CodeOutOfRange, &cc, "%s.%s %g is out of range -%g..%g m", q.name, vec3Names[i], comp, SDFLengthMax, SDFLengthMax)
+			if limit := bound.maxM; q.kind != sdfNormal && math.Abs(comp) > limit {
+				return errAt(CodeOutOfRange, &cc, "%s.%s %g is out of range -%g..%g m%s", q.name, vec3Names[i], comp, limit, limit, bound.why)
+			} else if math.Abs(comp) > SDFLengthMax {
+				// A normal's length is not a distance; normalised below.
+				return errAt(CodeOutOfRange, &cc, "%s.%s %g is out of range -%g..%g", q.name, vec3Names[i], comp, SDFLengthMax, SDFLengthMax)
 			}
 			if q.kind == sdfExtents && comp <= 0 {
 				return errAt(CodeOutOfRange, &cc, "%s.%s %g must be above 0 (a half-extent in m)", q.name, vec3Names[i], comp)
