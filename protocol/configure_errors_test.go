@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestConfigureListsEveryError: a configure (or session.configure) with
@@ -261,6 +262,55 @@ func TestCommandsAndEffectsListEveryError(t *testing.T) {
 			errs := DecodeClientMessage([]byte(tt.msg), types, &m)
 			if got := codesAt(errs); !reflect.DeepEqual(got, tt.errors) {
 				t.Fatalf("errors %v, want %v", got, tt.errors)
+			}
+		})
+	}
+}
+
+// TestErrorsRepeatAtMostAClippedPartOfTheClientsText: an error or warning
+// names the client's member or value by its first maxQuotedBytes, in its
+// path and its message alike, so a huge name does not come back twice in a
+// frame past a client's limit (tourfx2: a 480 KB unknown member's name made
+// a 962 KB frame; a 500 kB number a 500 kB message).
+func TestErrorsRepeatAtMostAClippedPartOfTheClientsText(t *testing.T) {
+	types := aliasTable(t)
+	long := strings.Repeat("é", 240_000) // 480 KB, two bytes a character
+	digits := strings.Repeat("9", 500_000)
+	for _, tt := range []struct {
+		name, msg string
+		warning   bool
+		v30       bool // devices keyed by id, as the 3.0 format has them
+	}{
+		{name: "an unknown member", msg: `{"session":{"configure":{"lease":{"ms":200,"` + long + `":1}}}}`, warning: true},
+		{name: "an unknown member at the top", msg: `{"` + long + `":1}`, warning: true},
+		{name: "a 3.0 device key", msg: `{"arm3":{"` + long + `":{"configure":{"damping":{"scalar":-1}}}}}`, v30: true},
+		{name: "a number past float64", msg: `{"session":{"configure":{"lease":{"ms":` + digits + `}}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var m ClientMessage
+			var errs []Error
+			if !tt.v30 {
+				errs = DecodeClientMessage([]byte(tt.msg), types, &m)
+			} else {
+				errs = m.Decode([]byte(tt.msg), types, func(m *ClientMessage, dt DeviceType, key string, devices Value) {
+					for d := devices.Members(); d.Next(); {
+						m.DecodeDevice(dt, key, 0, d.Key(), d.Value())
+					}
+				})
+			}
+			if tt.warning {
+				errs = m.Warnings
+			}
+			if len(errs) == 0 {
+				t.Fatalf("no error or warning for %.40s…", tt.msg)
+			}
+			for _, e := range errs {
+				if len(e.Message) > 4*maxQuotedBytes || len(e.Path) > 4*maxQuotedBytes {
+					t.Errorf("%s: a %d-byte message, a %d-byte path: %.80s…", e.Code, len(e.Message), len(e.Path), e.Message)
+				}
+				if !utf8.ValidString(e.Message) || !utf8.ValidString(e.Path) {
+					t.Errorf("%s: clipped inside a character: %.80q", e.Code, e.Message)
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // pathSeg is a lazily rendered path into a message
@@ -93,7 +94,7 @@ func (p *pathSeg) String() string {
 		if len(b) > 0 {
 			b = append(b, '.')
 		}
-		b = append(b, p.names[i]...)
+		b = append(b, clipQuoted(p.names[i])...)
 	}
 	if p.n > maxPathDepth {
 		b = append(b, ".…"...)
@@ -137,6 +138,25 @@ func (p *pathSeg) pastCap() bool {
 // joined only when the message is formatted.
 type nameList []string
 
+// maxQuotedBytes bounds what an error repeats of the client's own text (a
+// member's name, a value's token), in its message and its path alike: a
+// 480 KB unknown member's name came back twice in a 962 KB frame, past a
+// client's frame limit (tourfx2).
+const maxQuotedBytes = 200
+
+// clipQuoted is s, or its first maxQuotedBytes (whole UTF-8 characters) and
+// how long it was.
+func clipQuoted(s string) string {
+	if len(s) <= maxQuotedBytes {
+		return s
+	}
+	cut := maxQuotedBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
 // messagef is fmt.Sprintf(format, args...) for errAt and warnings.add, whose
 // args, unlike fmt's, do not escape: their callers box the arguments on the
 // stack, so an error or warning past its cap, never formatted, costs no
@@ -151,9 +171,9 @@ func messagef(format string, args []any) string {
 	for i, a := range args {
 		switch v := a.(type) {
 		case string:
-			copied[i] = strings.Clone(v)
+			copied[i] = strings.Clone(clipQuoted(v))
 		case []byte:
-			copied[i] = string(v) // %s and %q print both alike
+			copied[i] = clipQuoted(string(v)) // %s and %q print both alike
 		case []string:
 			copied[i] = "[" + strings.Join(v, " ") + "]" // as %v prints it
 		case nameList:

@@ -312,7 +312,7 @@ func (m *ClientMessage) warnUnknownType(key []byte) {
 	if m.warnings().full() {
 		return // counted; the key is not copied
 	}
-	k := string(key)
+	k := clipQuoted(string(key))
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
 }
 
