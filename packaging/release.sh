@@ -67,6 +67,7 @@ for t in $targets; do
   go version -m "$stage/$exe" | grep -q "vcs.revision=$revision" \
     || { echo "release: $name lacks vcs.revision=$revision" >&2; exit 1; }
   cp README.md "$stage/"
+  cp -r docs "$stage/"   # the README links into docs/
   case "$os" in
     linux)  mkdir -p "$stage/packaging"; cp -r packaging/systemd packaging/udev "$stage/packaging/" ;;
     darwin) mkdir -p "$stage/packaging"; cp -r packaging/launchd "$stage/packaging/" ;;

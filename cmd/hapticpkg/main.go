@@ -154,6 +154,8 @@ func packageInfo(o options, unitPath, format, glibc string) *nfpm.Info {
 				{Source: unitPath, Destination: "/usr/lib/systemd/system/hapticd.service", FileInfo: mode(0o644)},
 				{Source: pkg("udev", "70-hapticd.rules"), Destination: "/usr/lib/udev/rules.d/70-hapticd.rules", FileInfo: mode(0o644)},
 				{Source: filepath.Join(o.root, "README.md"), Destination: "/usr/share/doc/hapticd/README.md", FileInfo: mode(0o644)},
+				// The README links into docs/: beside it, those links work.
+				{Source: filepath.Join(o.root, "docs"), Destination: "/usr/share/doc/hapticd/docs", Type: files.TypeTree, FileInfo: mode(0o644)},
 				// Owned by the package; the postinstall script gives it to
 				// the hapticd user, which it creates first.
 				{Destination: "/var/lib/hapticd", Type: files.TypeDir, FileInfo: mode(0o750)},

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,6 +69,64 @@ func TestBuildsADeb(t *testing.T) {
 	if !bytes.HasPrefix(head, []byte("!<arch>\ndebian-binary")) {
 		t.Fatalf("%s does not start as a Debian package: %q", path, head)
 	}
+	// Every page the packaged README links to is packaged beside it (it
+	// shipped alone: /usr/share/doc/hapticd/docs/... were dead links).
+	packaged := debFiles(t, path)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`\]\((docs/[^)#]+)`).FindAllStringSubmatch(string(readme), -1)
+	if len(links) == 0 {
+		t.Fatal("the README links to no page under docs/: the test reads it wrongly")
+	}
+	for _, l := range links {
+		if want := "./usr/share/doc/hapticd/" + l[1]; !packaged[want] {
+			t.Errorf("the README links to %s, which the package does not hold (%s)", l[1], want)
+		}
+	}
+}
+
+// debFiles lists the paths in a Debian package's data archive.
+func debFiles(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ar: an 8-byte magic, then members, each a 60-byte header (name in
+	// 16 bytes, size in 10 at offset 48) and its data, padded to even.
+	b = b[8:]
+	for len(b) >= 60 {
+		name := strings.TrimRight(string(b[:16]), " /")
+		size, err := strconv.Atoi(strings.TrimSpace(string(b[48:58])))
+		if err != nil {
+			t.Fatalf("ar header %q: %v", b[:60], err)
+		}
+		data := b[60 : 60+size]
+		b = b[60+size+size%2:]
+		if name != "data.tar.gz" {
+			continue
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]bool{}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				return files
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = true
+		}
+	}
+	t.Fatalf("%s holds no data.tar.gz", path)
+	return nil
 }
 
 func TestRejectsBadArguments(t *testing.T) {
