@@ -672,6 +672,8 @@ func hint(err error) string {
 		return "the device takes no data (hung firmware): power-cycle or replug it; it is retried automatically with backoff"
 	case errors.Is(err, serial.ErrNotFound):
 		return "the port vanished: replug the device, or fix the --hw-port path"
+	case errors.Is(err, serial.ErrNotSerial):
+		return "the path is not a serial port: fix the --hw-port path (an arm's port is /dev/ttyACMn or under /dev/serial/by-id/, COMn on Windows)"
 	case errors.Is(err, driver.ErrWake), errors.Is(err, hid.ErrNoInfo):
 		return "the device did not identify itself: power-cycle it, and update its firmware if it persists"
 	case errors.Is(err, driver.ErrNoGripStatus):

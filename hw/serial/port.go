@@ -227,6 +227,7 @@ var (
 	ErrPermission = errors.New("permission denied; install packaging/udev/70-hapticd.rules and run the service in the dialout group, then replug the device")
 	ErrBusy       = errors.New("port is busy; another program holds it (another hapticd, ModemManager or the vendor tool: stop it)")
 	ErrNotFound   = errors.New("no such port; the device was unplugged or the path is wrong")
+	ErrNotSerial  = errors.New("not a serial port (the path is no terminal device); the path is wrong")
 )
 
 func explain(err error) error {
@@ -239,6 +240,8 @@ func explain(err error) error {
 			return fmt.Errorf("%w (%w)", ErrBusy, err)
 		case bugst.PortNotFound:
 			return fmt.Errorf("%w (%w)", ErrNotFound, err)
+		case bugst.InvalidSerialPort:
+			return fmt.Errorf("%w (%w)", ErrNotSerial, err)
 		}
 	}
 	if errors.Is(err, errNoEnt) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/hw/serial"
+	"os"
+	"runtime"
 )
 
 func TestReplayerChecksTheHost(t *testing.T) {
@@ -100,6 +102,18 @@ func TestOpenMissingPortSaysWhy(t *testing.T) {
 	_, err := serial.Open("/dev/does-not-exist-hapticd")
 	if !errors.Is(err, serial.ErrNotFound) || !strings.Contains(err.Error(), "hw/serial: open /dev/does-not-exist-hapticd") {
 		t.Fatalf("Open = %v", err)
+	}
+}
+
+// A path that is no terminal (--hw-port /dev/null) says so, not that the
+// device should be replugged.
+func TestOpenWhatIsNoSerialPortSaysWhy(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/null")
+	}
+	_, err := serial.Open(os.DevNull)
+	if !errors.Is(err, serial.ErrNotSerial) {
+		t.Fatalf("Open(%s) = %v, want ErrNotSerial", os.DevNull, err)
 	}
 }
 
