@@ -736,16 +736,20 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 	}
 	reg := d.Register()
 	if owner := reg.Claim(id); owner != id {
-		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
-			"%s %s is controlled by %s until it disconnects or its lease lapses", e.TypeKey, d.ID, holderText(owner)))
-		p.noteBusy(d, owner, now)
+		p.answerBusy(f, e, d, owner, now)
 		return
 	}
 	p.seq++
 	deadline := p.leaseDeadline(leaseMs)
 	if !reg.Write(id, p.seq, deadline, cmd, view.Params) {
-		// The lease lapsed between Claim and Write: the loop took the
-		// device back. The client sees it as busy for this tick.
+		// The control ended between Claim and Write: the lease lapsed
+		// (the loop took the device back), or a lab's node said another
+		// holds the arm (the proxy took it). The client sees it as busy
+		// for this tick, told by whom when someone holds it now.
+		if owner := reg.Owner(); owner != 0 && owner != id {
+			p.answerBusy(f, e, d, owner, now)
+			return
+		}
 		f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
 			"%s %s was released while the command was written; send it again", e.TypeKey, d.ID))
 		return
@@ -755,6 +759,13 @@ func (p *tickPath) command(f *protocol.Frame, i int, d *Device, e *protocol.Devi
 	// (deviceCore.reparam): the view in force is the newest.
 	keepView(reg, id, view.Params, func() *loop.Params { return p.cmdViews.viewFor(i, d, id).Params })
 	p.releaseIfClosed(d)
+}
+
+// answerBusy answers a command to d, which owner controls, with device_busy.
+func (p *tickPath) answerBusy(f *protocol.Frame, e *protocol.DeviceEntry, d *Device, owner uint64, now int64) {
+	f.Errors = append(f.Errors, *protocol.Errorf(protocol.CodeDeviceBusy, e.Path+".commands",
+		"%s %s is controlled by %s until it disconnects or its lease lapses", e.TypeKey, d.ID, holderText(owner)))
+	p.noteBusy(d, owner, now)
 }
 
 // leaseDeadline is when a lease of leaseMs that the message in hand
