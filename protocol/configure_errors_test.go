@@ -315,3 +315,26 @@ func TestErrorsRepeatAtMostAClippedPartOfTheClientsText(t *testing.T) {
 		})
 	}
 }
+
+// TestArmOnlySettingOnAGripIsAWarning: an arm's setting sent to a grip
+// (HTTP-only on an arm, such as handedness) changes nothing and is an
+// unknown_key warning, as every setting a device does not have is; the
+// rest of the message applies. It was an http_only_key error naming a
+// grip route that does not exist, which refused the arm's force beside it
+// (toursim).
+func TestArmOnlySettingOnAGripIsAWarning(t *testing.T) {
+	types := aliasTable(t)
+	for _, key := range []string{`"handedness":"left"`, `"gravity_compensation":{"enabled":true}`, `"force_clamp":{"n":3}`} {
+		t.Run(key, func(t *testing.T) {
+			msg := `{"verse_grip":[{"device_id":"13174","configure":{` + key + `}}],` +
+				`"inverse3":[{"device_id":"CBBD","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`
+			var m ClientMessage
+			if errs := DecodeClientMessage([]byte(msg), types, &m); len(errs) != 0 {
+				t.Fatalf("errors %v, want none", codesAt(errs))
+			}
+			if got := codesAt(m.Warnings); len(got) != 1 || !strings.HasPrefix(got[0], "unknown_key@verse_grip[0].configure.") {
+				t.Errorf("warnings %v, want one unknown_key under verse_grip[0].configure", got)
+			}
+		})
+	}
+}

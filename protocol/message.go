@@ -652,6 +652,13 @@ func (m *ClientMessage) decodeConfigure(e *DeviceEntry, v Value, at *pathSeg) {
 // (if any) in m.
 func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent *pathSeg, seen *configureSeen) {
 	c := parent.child(k.Name())
+	if !k.AppliesTo(e.Type) {
+		// Before HTTP-only: a grip has no such route to point at, and a
+		// setting the device does not have changes nothing (a warning;
+		// the rest of the message applies).
+		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())
+		return
+	}
 	if !k.SessionScoped() { // only session-scoped keys travel in a WebSocket configure
 		prefix := "" // the route on the port that serves the session's format
 		if m.keyedByID {
@@ -659,10 +666,6 @@ func (m *ClientMessage) configureEntry(e *DeviceEntry, k Key, val Value, parent 
 		}
 		m.fail(errAt(CodeHTTPOnlyKey, &c, "%s is HTTP-only: use POST %s/%s/%s/config/%s", k.Name(), prefix, e.TypeKey, e.DeviceID, k.Path()))
 		seen.failed = true
-		return
-	}
-	if !k.AppliesTo(e.Type) {
-		m.warnings().add(CodeUnknownKey, &c, "%s has no effect on a grip: ignored", k.Name())
 		return
 	}
 	if !val.Exists() {

@@ -40,11 +40,11 @@ func defineMessage(s *Set, o *Options) {
 
 		conf := Schema{}
 		for _, k := range protocol.Keys() {
-			switch {
-			case !k.SessionScoped():
-				conf[k.Name()] = Schema{"not": Schema{}, "description": k.Name() + " is HTTP-only (error http_only_key): use POST /{type}/{id}/config/" + k.Path()}
+			switch { // in the decoder's order (protocol.ClientMessage.configureEntry)
 			case !k.AppliesTo(dt):
 				conf[k.Name()] = Schema{"description": k.Name() + " has no effect on a grip: ignored with a warning"}
+			case !k.SessionScoped():
+				conf[k.Name()] = Schema{"not": Schema{}, "description": k.Name() + " is HTTP-only (error http_only_key): use POST /{type}/{id}/config/" + k.Path()}
 			default:
 				conf[k.Name()] = orNull(Ref(EntryName(k) + ".input"))
 			}
