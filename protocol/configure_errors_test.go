@@ -338,3 +338,23 @@ func TestArmOnlySettingOnAGripIsAWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandOfTheOtherKindNamesTheClientsType: a grip's command sent to
+// an arm is a warning that names the arm as the client did ("a arm3
+// command" named the reference name under the vendor's naming, toursim).
+func TestCommandOfTheOtherKindNamesTheClientsType(t *testing.T) {
+	types := aliasTable(t)
+	for _, tt := range []struct{ msg, want string }{
+		{`{"inverse3":[{"device_id":"CBBD","commands":{"probe_orientation":{}}}]}`, "probe_orientation is not a command for inverse3 devices"},
+		{`{"arm3":[{"device_id":"CBBD","commands":{"probe_orientation":{}}}]}`, "probe_orientation is not a command for arm3 devices"},
+		{`{"verse_grip":[{"device_id":"13174","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`, "set_cursor_force is not a command for verse_grip devices"},
+	} {
+		var m ClientMessage
+		if errs := DecodeClientMessage([]byte(tt.msg), types, &m); len(errs) != 0 {
+			t.Fatalf("%s: errors %v", tt.msg, codesAt(errs))
+		}
+		if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0].Message, tt.want) {
+			t.Errorf("%s: warnings %+v, want one saying %q", tt.msg, m.Warnings, tt.want)
+		}
+	}
+}

@@ -307,13 +307,17 @@ func (m *ClientMessage) warn(code Code, path, format string, args ...any) {
 	m.Warnings = append(m.Warnings, *Errorf(code, path, format, args...))
 }
 
+// typeNames is what a message naming a device type accepts, for the
+// errors that refuse another.
+const typeNames = "inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias"
+
 // warnUnknownType records the warning for an unknown device-type key.
 func (m *ClientMessage) warnUnknownType(key []byte) {
 	if m.warnings().full() {
 		return // counted; the key is not copied
 	}
 	k := clipQuoted(string(key))
-	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use inverse3, verse_grip, wireless_verse_grip, arm3, grip or a configured alias)", k)
+	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use "+typeNames+")", k)
 }
 
 func (m *ClientMessage) fail(e *Error) {
@@ -479,7 +483,7 @@ func (m *ClientMessage) decodeCommands(e *DeviceEntry, v Value, at *pathSeg) {
 		info := &commandTable[kind]
 		if info.dt != e.Type {
 			c := at.child(info.name)
-			w.add(CodeUnknownCommand, &c, "%s is not a %s command: ignored", info.name, e.Type.Key())
+			w.add(CodeUnknownCommand, &c, "%s is not a command for %s devices: ignored", info.name, e.TypeKey)
 			continue
 		}
 		val := it.Value()

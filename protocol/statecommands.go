@@ -69,7 +69,7 @@ func (m *ClientMessage) decodeStateCommand(e *DeviceEntry, name []byte, v Value,
 	}
 	c := at.child(sc.name)
 	if sc.dt != 0 && sc.dt != e.Type {
-		m.warnings().add(CodeUnknownCommand, &c, "%s is not a %s command: ignored", sc.name, e.TypeKey)
+		m.warnings().add(CodeUnknownCommand, &c, "%s is not a command for %s devices: ignored", sc.name, e.TypeKey)
 		return true, nil
 	}
 	if !v.Exists() {

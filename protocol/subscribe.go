@@ -203,7 +203,7 @@ func (m *ClientMessage) decodeSubscribedDevice(v Value, at *pathSeg) (Subscribed
 	}
 	if !typeKnown {
 		c := at.child("device_type")
-		return d, errAt(CodeInvalidValue, &c, "unknown device type %q: use arm3, grip or a configured alias", unknownType)
+		return d, errAt(CodeInvalidValue, &c, "unknown device type %q: use "+typeNames, unknownType)
 	}
 	return d, nil
 }
