@@ -38,14 +38,15 @@ func PresetTransform(name string, workspaceCenterM Vec3) (Transform, bool) {
 	switch name {
 	case PresetDefaults, PresetArmFront:
 	case PresetArmFrontCentered:
-		// app = v - c.
-		t.Position = Vec3{X: -c.X, Y: -c.Y, Z: -c.Z}
+		// app = v - c. 0 - x, not -x: a centre on an axis would read -0
+		// in the mount a client gets back (toursim: "x":-0).
+		t.Position = Vec3{X: 0 - c.X, Y: 0 - c.Y, Z: 0 - c.Z}
 	case PresetLEDFront:
 		t.Rotation = Quat{Z: 1}
 	case PresetLEDFrontCentered:
 		// app = Rz(180°)·(v - c) = Rz·v - Rz·c, and -Rz·c = (c.x, c.y, -c.z).
 		t.Rotation = Quat{Z: 1}
-		t.Position = Vec3{X: c.X, Y: c.Y, Z: -c.Z}
+		t.Position = Vec3{X: c.X, Y: c.Y, Z: 0 - c.Z}
 	default:
 		return Transform{}, false
 	}

@@ -504,3 +504,21 @@ func TestViewMethodsDoNotAllocate(t *testing.T) {
 	}
 	_, _, _ = sinkV, sinkQ, sinkD
 }
+
+// TestPresetMountsHoldNoNegativeZero: a preset's mount, as a client reads it
+// back, never says -0 for a centre on an axis.
+func TestPresetMountsHoldNoNegativeZero(t *testing.T) {
+	for _, name := range PresetNames() {
+		for _, c := range []Vec3{{}, {X: 0, Y: 0.12, Z: 0.08}, {X: 0.1, Y: 0, Z: 0}} {
+			tr, ok := PresetTransform(name, c)
+			if !ok {
+				continue
+			}
+			for i, v := range []float64{tr.Position.X, tr.Position.Y, tr.Position.Z} {
+				if v == 0 && math.Signbit(v) {
+					t.Errorf("%s with the centre %+v: position[%d] is -0", name, c, i)
+				}
+			}
+		}
+	}
+}
