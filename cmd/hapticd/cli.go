@@ -89,11 +89,30 @@ func newFlagSet(name string) *flag.FlagSet {
 // flag parsing stops at the first one, so the flags after it would be
 // silently dropped.
 func parseNoArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// parseFlagSet parses args into fs. A bad flag is one line (exit prints it),
+// not the error followed by the subcommand's every flag (about 90 lines for
+// serve, which buried the line that said what was wrong); -h still lists
+// them.
+func parseFlagSet(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		return fmt.Errorf("%w (%s -h lists the flags)", err, fs.Name())
 	}
 	return nil
 }

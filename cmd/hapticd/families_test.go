@@ -13,6 +13,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"bytes"
+	"flag"
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/hwtest"
@@ -561,4 +563,35 @@ func recordedRun(t *testing.T, args ...string) (*mcap.File, map[string]hw.Info) 
 		t.Fatal(err)
 	}
 	return f, devices
+}
+
+// A bad flag is one line: the error, and where the flags are listed, not
+// the error buried above every flag of the subcommand (about 90 lines for
+// serve; toursim). -h still lists them.
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		args      []string
+		wantErr   string
+		wantUsage bool
+	}{
+		{[]string{"--sim", "gadget=1"}, `invalid value "gadget=1" for flag -sim`, false},
+		{[]string{"--nope"}, "flag provided but not defined: -nope", false},
+		{[]string{"-h"}, flag.ErrHelp.Error(), true},
+	} {
+		fs := newFlagSet("serve")
+		var o options
+		fs.Var(&o.sim, "sim", "what to simulate")
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		err := parseNoArgs(fs, tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%q: error %v, want it to say %q", tt.args, err, tt.wantErr)
+		}
+		if printed := out.String(); tt.wantUsage != strings.Contains(printed, "usage: hapticd serve") {
+			t.Errorf("%q: printed %q; want the usage %v", tt.args, printed, tt.wantUsage)
+		}
+		if !tt.wantUsage && !strings.Contains(err.Error(), "hapticd serve -h lists the flags") {
+			t.Errorf("%q: %v does not say where the flags are listed", tt.args, err)
+		}
+	}
 }

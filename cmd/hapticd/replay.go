@@ -40,7 +40,7 @@ func loadRecording(path string) (*mcap.File, error) {
 
 // parseWithFile parses flags given before or after the one FILE argument.
 func parseWithFile(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs, args); err != nil {
 		return "", err
 	}
 	if fs.NArg() == 0 {
@@ -48,7 +48,7 @@ func parseWithFile(fs *flag.FlagSet, args []string) (string, error) {
 	}
 	file := fs.Arg(0)
 	if rest := fs.Args()[1:]; len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
+		if err := parseFlagSet(fs, rest); err != nil {
 			return "", err
 		}
 		if fs.NArg() > 0 {
