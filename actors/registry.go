@@ -603,7 +603,9 @@ func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
 		_ = stopping.Wait() // a timeout only delays the re-addition
 		root.Send(self, &deviceStopped{key: key})
 	})
-	if cause != nil {
+	// A device its driver found gone (unplugged: the port closed under it)
+	// left, as one discovery saw vanish does; it did not fail.
+	if cause != nil && !errors.Is(cause, hw.ErrGone) {
 		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
 	}
 	s.activity.Publish(event.DeviceDisconnected(d.Type.Family(), d.Name, d.ID))

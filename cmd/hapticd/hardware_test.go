@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,10 +90,14 @@ func TestEmulatedArmUnplugReplug(t *testing.T) {
 	})
 
 	// Unplug mid-stream: the device leaves, the session's frames drop it.
+	// An unplug is device-disconnected alone, not an error-level
+	// device-failed before it (tourevents: every unplug was an alert).
 	if err := emu.Unplug(); err != nil {
 		t.Fatal(err)
 	}
-	nextEventAbout(t, events, "device-disconnected", id)
+	if before := eventsAboutUntil(t, events, "device-disconnected", id); slices.Contains(before, "device-failed") {
+		t.Errorf("the unplug was told as %v before device-disconnected, want no device-failed", before)
+	}
 	hwtest.EventuallyNil(t, 5*time.Second, "the arm to leave the frames", func() error {
 		if arms, _ := send(`{}`)["arm3"].([]any); len(arms) != 0 {
 			return fmt.Errorf("frames still list %d arms", len(arms))
@@ -151,6 +156,22 @@ func readJSON(t *testing.T, c *websocket.Conn) map[string]any {
 
 // nextEventAbout reads events until one named name is about device id
 // (each read has readJSON's deadline).
+// eventsAboutUntil reads events until name about id, and returns the names
+// of the other events about id before it.
+func eventsAboutUntil(t *testing.T, events *websocket.Conn, name, id string) (before []string) {
+	t.Helper()
+	for {
+		e := readJSON(t, events)
+		if !strings.EqualFold(fmt.Sprint(dig2(e, "data", "device_id")), id) {
+			continue
+		}
+		if e["name"] == name {
+			return before
+		}
+		before = append(before, fmt.Sprint(e["name"]))
+	}
+}
+
 func nextEventAbout(t *testing.T, events *websocket.Conn, name, id string) {
 	t.Helper()
 	for {
