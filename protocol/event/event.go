@@ -106,7 +106,7 @@ var kinds = [...]Kind{
 		"a device went away"},
 	{NameDeviceFailed, CategoryDevice, LevelError,
 		[]string{"device_type", "device_id", "reason"},
-		"a device's driver kept failing; it is halted until it is reconnected"},
+		"a device's driver kept failing; it is halted and unlisted, and added again once it answers (replugged, or by itself after a hang)"},
 	{NameInvalidIOChannel, CategoryInput, LevelWarning,
 		[]string{"received_data"},
 		"a client sent input on the read-only events socket (kept up to 256 bytes)"},
@@ -276,7 +276,7 @@ func DeviceFailed(deviceType, deviceID, reason string) Event {
 		ID     string `json:"device_id"`
 		Reason string `json:"reason"`
 	}{deviceType, deviceID, reason},
-		fmt.Sprintf("%s %s failed and is halted: %s; reconnect it to retry", deviceType, deviceID, reason))
+		fmt.Sprintf("%s %s failed and is halted: %s; it is added again once it answers (GET /ports shows the retries)", deviceType, deviceID, reason))
 }
 
 // InvalidIOChannel reports input sent on the read-only events socket. Only
