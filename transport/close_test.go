@@ -257,7 +257,8 @@ func TestHandshakeErrorsAnswerTheEnvelope(t *testing.T) {
 			}{
 				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", 400, "bad_handshake"}, // no key
 				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key, 400, "bad_handshake"},
-				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\n" + key, 400, "bad_handshake"}, // no version
+				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\n" + key, 400, "bad_handshake"},       // no version
+				{"GET", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key, 400, "bad_handshake"}, // no Connection: Upgrade
 				{"POST", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n" + key, 405, "method_not_allowed"},
 			} {
 				resp := rawRequest(t, port.addr, tt.method+" / HTTP/1.1\r\nHost: "+port.addr+"\r\n"+tt.headers+"\r\n")

@@ -693,7 +693,7 @@ func TestSocketRefusals(t *testing.T) {
 		wantStatus int
 		wantCode   string
 	}{
-		{"plain GET", "/", false, http.StatusBadRequest, "invalid_value"},
+		{"plain GET", "/", false, http.StatusBadRequest, "bad_handshake"},
 		{"other path", "/nope", true, http.StatusNotFound, "unknown_route"},
 		{"bad since", "/?since=abc", true, http.StatusBadRequest, "invalid_value"},
 		{"negative since", "/?since=-1", true, http.StatusBadRequest, "invalid_value"},

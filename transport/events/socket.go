@@ -128,7 +128,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
-		writeError(w, protocol.CodeInvalidValue,
+		// bad_handshake, as the session ports answer a request that is no
+		// upgrade (docs/protocol.md: each of the three ports).
+		writeError(w, protocol.CodeBadHandshake,
 			"events: this port serves the events WebSocket; connect with a WebSocket client (or use GET /events on the HTTP port)")
 		return
 	}
