@@ -603,9 +603,10 @@ func (r *registryActor) left(ctx actor.Context, m *deviceLeft) {
 		_ = stopping.Wait() // a timeout only delays the re-addition
 		root.Send(self, &deviceStopped{key: key})
 	})
-	// A device its driver found gone (unplugged: the port closed under it)
-	// left, as one discovery saw vanish does; it did not fail.
-	if cause != nil && !errors.Is(cause, hw.ErrGone) {
+	// A device its driver found unplugged (the port went away under it)
+	// left, as one discovery saw vanish does; it did not fail. Other
+	// devices gone (a hung one, a lab's dropped node) failed.
+	if cause != nil && !errors.Is(cause, hw.ErrUnplugged) {
 		s.activity.Publish(event.DeviceFailed(d.Name, d.ID, cause.Error()))
 	}
 	s.activity.Publish(event.DeviceDisconnected(d.Type.Family(), d.Name, d.ID))

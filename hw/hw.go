@@ -1,6 +1,9 @@
 package hw
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Vec3 is a 3-vector in the device frame: right-handed, Z up, +X right,
 // +Y forward. Its unit is given by the field that holds it (m, m/s, N).
@@ -222,6 +225,11 @@ type State struct {
 // such a device at once instead of after a run of errors, so it leaves
 // within a tick, not a run of ticks that a loaded host can stretch.
 var ErrGone = errors.New("device gone")
+
+// ErrUnplugged is ErrGone for a device whose port went away under the
+// driver (a USB cable pulled): the device left, it did not fail, and the
+// service reports it as a device it saw leave, not as a failure.
+var ErrUnplugged = fmt.Errorf("%w: unplugged", ErrGone)
 
 // Driver is one open device. A Driver is used by one goroutine at a time (the
 // device's real-time loop); it need not be safe for concurrent use.

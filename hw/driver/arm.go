@@ -607,7 +607,10 @@ func (a *Arm) fail(err error) error {
 // hung: serial.ErrWriteStalled) with hw.ErrGone, so the loop fails the
 // device at once; the scan opens it again when it is back.
 func gone(err error) error {
-	if errors.Is(err, serial.ErrDisconnected) || errors.Is(err, serial.ErrWriteStalled) {
+	switch {
+	case errors.Is(err, serial.ErrDisconnected):
+		return fmt.Errorf("%w (%w)", err, hw.ErrUnplugged)
+	case errors.Is(err, serial.ErrWriteStalled):
 		return fmt.Errorf("%w (%w)", err, hw.ErrGone)
 	}
 	return err

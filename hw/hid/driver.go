@@ -260,9 +260,13 @@ func (d *Driver) apply(forceN hw.Vec3) {
 
 func (d *Driver) fail(err error) error {
 	d.haltQuietly()
-	if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrWriteStalled) {
-		// No retry can mend it: hw.ErrGone makes the loop fail the board
-		// at once, and the scan opens it again when it is back.
+	switch {
+	case errors.Is(err, ErrDisconnected):
+		// No retry can mend it: hw.ErrGone (unplugged, here) makes the
+		// loop fail the board at once, and the scan opens it again when
+		// it is back.
+		return fmt.Errorf("hw/hid: board %s on %s: %w (%w)", d.info.ID, d.opts.Path, err, hw.ErrUnplugged)
+	case errors.Is(err, ErrWriteStalled):
 		return fmt.Errorf("hw/hid: board %s on %s: %w (%w)", d.info.ID, d.opts.Path, err, hw.ErrGone)
 	}
 	return fmt.Errorf("hw/hid: board %s on %s: %w", d.info.ID, d.opts.Path, err)
