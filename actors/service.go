@@ -759,14 +759,49 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	return s.shutdownErr
 }
 
+// sessionsEndWithin bounds how long a shutdown waits for its sessions'
+// actors to stop: each stops at once, unless one is busy (a message in
+// hand); the devices' halt is not held back longer for their events.
+const sessionsEndWithin = 500 * time.Millisecond
+
+// waitStopped waits for futures (actors' stops) within ctx and at most
+// within.
+func (s *Service) waitStopped(ctx context.Context, futures []*actor.Future, within time.Duration) {
+	if len(futures) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, f := range futures {
+			_ = f.Wait()
+		}
+		close(done)
+	}()
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 func (s *Service) shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	// Not Close: the write-behind's Close below flushes every profile at
 	// once, where a flush per session would wait its write timeout for
 	// each on a hung disk.
+	var ended []*actor.Future
 	for _, sess := range s.Sessions() {
 		sess.close(protocol.CloseShutdown)
+		ended = append(ended, s.system.Root.StopFuture(sess.pid))
 	}
+	// Each session's actor publishes its session-ended as it stops: wait
+	// for them (briefly) so those events are in the activity channel before
+	// it stops below, and reach the events sockets' last flush. Without it
+	// a shutdown's session-ended (reason shutdown) reached no watcher
+	// (tourevents).
+	s.waitStopped(ctx, ended, sessionsEndWithin)
 	// The scheduler first: it halts its devices once its shards are
 	// still, each at once. A Halt while a shard runs waits for that
 	// device's turn in the shard's pass, and one after another over

@@ -260,10 +260,18 @@ func (s *Server) Addr(name string) net.Addr {
 // them, within its context, so that a client that stopped reading cannot
 // hold the devices' shutdown behind it.
 func (s *Server) CloseSockets() {
-	s.conns.closeAll(protocol.CloseShutdown)
+	s.CloseSessionSockets()
 	if s.eventsSrv != nil {
 		s.eventsSrv.Shut(time.Time{})
 	}
+}
+
+// CloseSessionSockets is CloseSockets without the events sockets: a stop
+// closes the sessions first and keeps the events sockets until the
+// service's activity channel stops, so that their watchers read the
+// sessions' ends (session-ended, reason shutdown) before their close.
+func (s *Server) CloseSessionSockets() {
+	s.conns.closeAll(protocol.CloseShutdown)
 }
 
 // Shutdown stops accepting, closes the sockets and waits for the

@@ -392,3 +392,54 @@ func TestDerivedIDSurvivesSIGKILL(t *testing.T) {
 		return nil
 	})
 }
+
+// A stop tells the events socket's watchers that each open session ended
+// (session-ended, reason shutdown) before the socket closes: they were
+// closed first, and a watcher never read the reason the docs list
+// (tourevents).
+func TestStopTellsEventsWatchersTheSessionsEnd(t *testing.T) {
+	sv := startInProcess(t, "--port", "0", "--legacy-port", "0", "--events-port", "0", "--sim-arms", "1", "--sim-grips", "0",
+		"--state-dir", t.TempDir(), "--hw-scan-period", "0")
+	events := dialWS(t, "ws://"+sv.srv.Addr(transport.ListenerEvents).String()+"/?since=0")
+	var ids []uint64
+	for _, l := range []string{transport.ListenerHTTP, transport.ListenerLegacy} {
+		sess := dialWS(t, "ws://"+sv.srv.Addr(l).String()+"/")
+		f := readJSON(t, sess)
+		id, _ := f["session_id"].(float64)
+		ids = append(ids, uint64(id))
+	}
+	started := 0
+	for started < len(ids) {
+		if e := readJSON(t, events); e["name"] == "session-started" {
+			started++
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- sv.stop(nil) }()
+	ended := map[uint64]string{}
+	for len(ended) < len(ids) {
+		_ = events.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, b, err := events.ReadMessage()
+		if err != nil {
+			t.Fatalf("the events socket ended (%v) having told the end of sessions %v of %v", err, ended, ids)
+		}
+		var e struct {
+			Name string
+			Data struct {
+				SessionID uint64 `json:"session_id"`
+				Reason    string
+			}
+		}
+		if json.Unmarshal(b, &e) == nil && e.Name == "session-ended" {
+			ended[e.Data.SessionID] = e.Data.Reason
+		}
+	}
+	for _, id := range ids {
+		if ended[id] != "shutdown" {
+			t.Errorf("session %d ended with reason %q, want shutdown", id, ended[id])
+		}
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}

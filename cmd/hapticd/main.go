@@ -548,7 +548,9 @@ func (sv *service) stop(cause error) error {
 		sv.lab.Close() // no more commands from or states to the lab
 	}
 	if sv.srv != nil {
-		sv.srv.CloseSockets()
+		// The events sockets stay until the service has stopped: their
+		// watchers read the sessions' ends first (srv.Shutdown closes them).
+		sv.srv.CloseSessionSockets()
 	}
 	if err := sv.svc.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
