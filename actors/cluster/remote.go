@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -136,6 +137,9 @@ type link struct {
 	cl     *cluster.Cluster
 	prov   cluster.ClusterProvider
 	health net.Listener
+	// stopWatch ends the watch of the TLS certificate's end (nil
+	// without TLS).
+	stopWatch func()
 }
 
 // startLink starts the remote on c.Bind:c.Port and, with automanaged
@@ -210,6 +214,9 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 	}
 	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Str("bind", addr).Bool("tls", mtls != nil).
 		Str("membership", c.Membership).Msg("listening")
+	if mtls != nil {
+		lk.stopWatch = mtls.watchEnding(c.Log, RenewWithin)
+	}
 	return lk, nil
 }
 
@@ -374,6 +381,9 @@ func recovered(what string, f func()) (err error) {
 // the service's own shutdown budget. protoactor panics on some shutdown
 // paths; a panic there must not keep the service from stopping.
 func (lk *link) stop() {
+	if lk.stopWatch != nil {
+		lk.stopWatch()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -514,6 +524,60 @@ func (m *MutualTLS) warnEnding(log zerolog.Logger, now time.Time) {
 	if !m.EndsWithin(now, RenewWithin) {
 		return
 	}
+	m.logEnding(log, now)
+}
+
+// watchEnding tells a running member's log, as LoadMutualTLS's checks
+// did at start, when its certificate enters its last within (a warning)
+// and when it ends (an error): the files are read at start only, so from
+// then on every peer refuses this member until it restarts with a renewed
+// one, and the log said no more than protoactor's handshake errors. A
+// start already within it was warned of (warnEnding). stop ends the watch.
+func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		warned := m.EndsWithin(time.Now(), within)
+		for {
+			next := m.NotAfter
+			if !warned {
+				next = m.NotAfter.Add(-within)
+			}
+			// A day at most: the wall clock, which the dates are in, may
+			// jump (a host's suspend, a clock set) where a timer does not.
+			t := time.NewTimer(min(time.Until(next), 24*time.Hour))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			select {
+			case <-done: // stopped as the timer fired
+				return
+			default:
+			}
+			now := time.Now()
+			if !now.Before(m.NotAfter) {
+				what := "--cluster-cert " + m.CertFile
+				if m.Ending != m.CertFile {
+					what = "the CA of --cluster-cert " + m.CertFile + " (--cluster-ca " + m.Ending + ")"
+				}
+				date := m.NotAfter.UTC().Format(TLSDate)
+				log.Error().Str("cert", m.Ending).Str("not_after", date).
+					Msgf("%s expired on %s: every peer refuses this member now; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
+				return
+			}
+			if !warned && m.EndsWithin(now, within) {
+				m.logEnding(log, now)
+				warned = true
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// logEnding is warnEnding's line.
+func (m *MutualTLS) logEnding(log zerolog.Logger, now time.Time) {
 	what := "--cluster-cert " + m.CertFile
 	if m.Ending != m.CertFile {
 		what = "the CA of --cluster-cert " + m.CertFile + " (--cluster-ca " + m.Ending + ")"

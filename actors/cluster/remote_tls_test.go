@@ -174,3 +174,56 @@ func TestTLSStartRefusesExpired(t *testing.T) {
 		t.Fatalf("start with an expired certificate: %v; want refused", err)
 	}
 }
+
+// lineWriter hands each log line to a channel (the watch logs from its
+// own goroutine).
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
+}
+
+// A running member's log says when its certificate enters its last
+// stretch (a warning) and when it ends (an error), which the start could
+// not: the files are read once. Stopped, the watch says nothing more.
+func TestTLSWatchEnding(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().Truncate(time.Second)
+	ca := newTLSTestCA(t, dir, "ca", now.Add(-time.Hour), now.Add(time.Hour))
+	cert, key := ca.issue(t, "short", now.Add(-time.Hour), now.Add(3*time.Second), nil)
+	m, err := LoadMutualTLS(cert, key, ca.file, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := m.NotAfter.UTC().Format(TLSDate)
+	lines := make(lineWriter, 8)
+	stop := m.watchEnding(zerolog.New(lines), 2*time.Second)
+	defer stop()
+	for _, want := range []string{`"level":"warn"`, `"level":"error"`} {
+		select {
+		case l := <-lines:
+			if !strings.Contains(l, want) || !strings.Contains(l, date) || !strings.Contains(l, cert) {
+				t.Errorf("line %s; want one at %s naming %s and %s", l, want, cert, date)
+			}
+			if at := time.Now(); want == `"level":"error"` && at.Before(m.NotAfter) {
+				t.Errorf("said expired at %v, before %v", at, m.NotAfter)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s line within 5 s", want)
+		}
+	}
+
+	quiet := make(lineWriter, 8)
+	m2, err := LoadMutualTLS(cert, key, ca.file, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2.NotAfter = time.Now().Add(500 * time.Millisecond)
+	m2.watchEnding(zerolog.New(quiet), time.Second)() // stopped at once
+	select {
+	case l := <-quiet:
+		t.Errorf("a stopped watch logged %s", l)
+	case <-time.After(time.Second):
+	}
+}
