@@ -426,7 +426,8 @@ type MutualTLS struct {
 	NotAfter         time.Time
 }
 
-// RenewWithin is how close to its end a certificate is warned of at start.
+// RenewWithin is how close to its end a certificate is warned of, at
+// start and while the member runs.
 const RenewWithin = 30 * 24 * time.Hour
 
 // TLSDate is how a certificate's NotBefore and NotAfter are written.
@@ -558,11 +559,7 @@ func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop 
 			}
 			now := time.Now()
 			if !now.Before(m.NotAfter) {
-				what := "--cluster-cert " + m.CertFile
-				if m.Ending != m.CertFile {
-					what = "the CA of --cluster-cert " + m.CertFile + " (--cluster-ca " + m.Ending + ")"
-				}
-				date := m.NotAfter.UTC().Format(TLSDate)
+				what, date := m.ending()
 				log.Error().Str("cert", m.Ending).Str("not_after", date).
 					Msgf("%s expired on %s: every peer refuses this member now; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
 				return
@@ -576,13 +573,18 @@ func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop 
 	return sync.OnceFunc(func() { close(done) })
 }
 
-// logEnding is warnEnding's line.
-func (m *MutualTLS) logEnding(log zerolog.Logger, now time.Time) {
-	what := "--cluster-cert " + m.CertFile
+// ending names the certificate that ends first and its date, for the log.
+func (m *MutualTLS) ending() (what, date string) {
+	what = "--cluster-cert " + m.CertFile
 	if m.Ending != m.CertFile {
 		what = "the CA of --cluster-cert " + m.CertFile + " (--cluster-ca " + m.Ending + ")"
 	}
-	date := m.NotAfter.UTC().Format(TLSDate)
+	return what, m.NotAfter.UTC().Format(TLSDate)
+}
+
+// logEnding is warnEnding's line.
+func (m *MutualTLS) logEnding(log zerolog.Logger, now time.Time) {
+	what, date := m.ending()
 	log.Warn().Str("cert", m.Ending).Str("not_after", date).Int("days_left", int(m.NotAfter.Sub(now)/(24*time.Hour))).
 		Msgf("%s expires on %s: peers refuse this member from then on; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
 }
