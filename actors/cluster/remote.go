@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,12 @@ type Config struct {
 	HealthGuard func(http.Handler) http.Handler
 	// CertFile, KeyFile and CAFile turn on mutual TLS: this process shows
 	// its certificate and accepts only peers whose certificate CAFile signed.
+	// They are read once, at start (LoadMutualTLS).
 	CertFile, KeyFile, CAFile string
+	// TLS, when set, is mutual TLS already loaded from those files
+	// (hapticd loads them with its other flags, before anything starts):
+	// the files are not read again.
+	TLS *MutualTLS
 	// HTTPURL is where clients reach this node directly (node only).
 	HTTPURL string
 	// LeaseMs is how long a forwarded command holds on the node (default
@@ -131,6 +137,9 @@ type link struct {
 	cl     *cluster.Cluster
 	prov   cluster.ClusterProvider
 	health net.Listener
+	// stopWatch ends the watch of the TLS certificate's end (nil
+	// without TLS).
+	stopWatch func()
 }
 
 // startLink starts the remote on c.Bind:c.Port and, with automanaged
@@ -163,13 +172,16 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		grpc.ChainUnaryInterceptor(recoverUnary(protoLog)),
 	}
 	var opts []remote.ConfigOption
-	if c.CertFile != "" || c.KeyFile != "" || c.CAFile != "" {
-		server, client, err := mutualTLS(c.CertFile, c.KeyFile, c.CAFile)
-		if err != nil {
+	mtls := c.TLS
+	if mtls == nil && (c.CertFile != "" || c.KeyFile != "" || c.CAFile != "") {
+		if mtls, err = LoadMutualTLS(c.CertFile, c.KeyFile, c.CAFile, time.Now()); err != nil {
 			return nil, err
 		}
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(server)))
-		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(client)), closeFailedHandshakes))
+	}
+	if mtls != nil {
+		mtls.warnEnding(c.Log, time.Now())
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(mtls.server)))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(mtls.client)), closeFailedHandshakes))
 	} else {
 		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()), closeFailedHandshakes))
 	}
@@ -200,8 +212,11 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 		lk.stop()
 		return nil, err
 	}
-	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Str("bind", addr).Bool("tls", c.CAFile != "").
+	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Str("bind", addr).Bool("tls", mtls != nil).
 		Str("membership", c.Membership).Msg("listening")
+	if mtls != nil {
+		lk.stopWatch = mtls.watchEnding(c.Log, RenewWithin)
+	}
 	return lk, nil
 }
 
@@ -366,6 +381,9 @@ func recovered(what string, f func()) (err error) {
 // the service's own shutdown budget. protoactor panics on some shutdown
 // paths; a panic there must not keep the service from stopping.
 func (lk *link) stop() {
+	if lk.stopWatch != nil {
+		lk.stopWatch()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -396,27 +414,179 @@ func (lk *link) stop() {
 
 const stopRemoteWithin = time.Second
 
-// mutualTLS builds the server and client sides of mutual TLS from PEM files.
-func mutualTLS(certFile, keyFile, caFile string) (server, client *tls.Config, err error) {
+// MutualTLS is the cluster link's mutual TLS, loaded from the lab's PEM
+// files and checked by LoadMutualTLS.
+type MutualTLS struct {
+	server, client *tls.Config
+	// CertFile is --cluster-cert; NotAfter is when its certificate, or a
+	// CA certificate its chain ends in if that ends first, stops being
+	// valid, and Ending names which (CertFile, or the CA's file). Peers
+	// refuse this member from then on.
+	CertFile, Ending string
+	NotAfter         time.Time
+}
+
+// RenewWithin is how close to its end a certificate is warned of, at
+// start and while the member runs.
+const RenewWithin = 30 * 24 * time.Hour
+
+// TLSDate is how a certificate's NotBefore and NotAfter are written.
+const TLSDate = "2006-01-02 15:04:05 UTC"
+
+// LoadMutualTLS reads --cluster-cert, --cluster-key and --cluster-ca and
+// refuses what the peers would refuse at every handshake: a certificate
+// that is not valid at now (expired, or not yet valid), or that the CA
+// does not sign for both server and client authentication (each member
+// is both). The files are read here only, once, at start: a renewed
+// certificate takes a restart.
+func LoadMutualTLS(certFile, keyFile, caFile string, now time.Time) (*MutualTLS, error) {
 	if certFile == "" || keyFile == "" || caFile == "" {
-		return nil, nil, errors.New("cluster: mutual TLS needs --cluster-cert, --cluster-key and --cluster-ca together")
+		return nil, errors.New("cluster: mutual TLS needs --cluster-cert, --cluster-key and --cluster-ca together")
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: load --cluster-cert/--cluster-key: %w", err)
+		return nil, fmt.Errorf("cluster: load --cluster-cert/--cluster-key: %w", err)
 	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: read --cluster-ca: %w", err)
+		return nil, fmt.Errorf("cluster: read --cluster-ca: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("cluster: --cluster-ca %s holds no PEM certificate", caFile)
+		return nil, fmt.Errorf("cluster: --cluster-ca %s holds no PEM certificate", caFile)
 	}
-	server = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
+	leaf := cert.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("cluster: --cluster-cert %s: %w", certFile, err)
+		}
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return nil, fmt.Errorf("cluster: --cluster-cert %s expired on %s (its NotAfter): peers refuse it; renew it (docs/lab.md) and start again",
+			certFile, leaf.NotAfter.UTC().Format(TLSDate))
+	case now.Before(leaf.NotBefore):
+		return nil, fmt.Errorf("cluster: --cluster-cert %s is not valid before %s (its NotBefore): peers refuse it until then; check this host's clock",
+			certFile, leaf.NotBefore.UTC().Format(TLSDate))
+	}
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	// KeyUsages accepts a chain that allows any one of them: a peer's
+	// server checks client authentication, its client server
+	// authentication, so both are checked apart.
+	var chain []*x509.Certificate
+	for _, use := range []struct {
+		eku  x509.ExtKeyUsage
+		name string
+	}{{x509.ExtKeyUsageServerAuth, "server"}, {x509.ExtKeyUsageClientAuth, "client"}} {
+		chains, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{use.eku}})
+		var unknown x509.UnknownAuthorityError
+		var invalid x509.CertificateInvalidError
+		switch {
+		case err == nil:
+			chain = chains[0]
+			continue
+		case errors.As(err, &unknown):
+			return nil, fmt.Errorf("cluster: --cluster-cert %s is not signed by --cluster-ca %s: peers refuse it (%w)", certFile, caFile, err)
+		case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+			// The member's own certificate is valid (above): a CA's is not.
+			return nil, fmt.Errorf("cluster: --cluster-ca %s: the CA that signs --cluster-cert %s has expired or is not yet valid: peers refuse every member it signed (%w)", caFile, certFile, err)
+		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+			return nil, fmt.Errorf("cluster: --cluster-cert %s is not for %s authentication (its extended key usage): every member is both client and server, docs/lab.md's recipe sets extendedKeyUsage=serverAuth,clientAuth (%w)", certFile, use.name, err)
+		default:
+			return nil, fmt.Errorf("cluster: --cluster-cert %s does not verify against --cluster-ca %s: %w", certFile, caFile, err)
+		}
+	}
+	m := &MutualTLS{CertFile: certFile, Ending: certFile, NotAfter: leaf.NotAfter}
+	for _, c := range chain[1:] {
+		if c.NotAfter.Before(m.NotAfter) {
+			m.NotAfter, m.Ending = c.NotAfter, caFile
+		}
+	}
+	m.server = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
 		ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
-	client = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool}
-	return server, client, nil
+	m.client = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool}
+	return m, nil
+}
+
+// EndsWithin says whether the certificate stops being valid within d of
+// now.
+func (m *MutualTLS) EndsWithin(now time.Time, d time.Duration) bool {
+	return m.NotAfter.Sub(now) < d
+}
+
+// warnEnding logs, at warning level, a certificate that ends within
+// RenewWithin: the member starts, and its peers refuse it from that date.
+func (m *MutualTLS) warnEnding(log zerolog.Logger, now time.Time) {
+	if !m.EndsWithin(now, RenewWithin) {
+		return
+	}
+	m.logEnding(log, now)
+}
+
+// watchEnding tells a running member's log, as LoadMutualTLS's checks
+// did at start, when its certificate enters its last within (a warning)
+// and when it ends (an error): the files are read at start only, so from
+// then on every peer refuses this member until it restarts with a renewed
+// one, and the log said no more than protoactor's handshake errors. A
+// start already within it was warned of (warnEnding). stop ends the watch.
+func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		warned := m.EndsWithin(time.Now(), within)
+		for {
+			next := m.NotAfter
+			if !warned {
+				next = m.NotAfter.Add(-within)
+			}
+			// A day at most: the wall clock, which the dates are in, may
+			// jump (a host's suspend, a clock set) where a timer does not.
+			t := time.NewTimer(min(time.Until(next), 24*time.Hour))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			select {
+			case <-done: // stopped as the timer fired
+				return
+			default:
+			}
+			now := time.Now()
+			if !now.Before(m.NotAfter) {
+				what, date := m.ending()
+				log.Error().Str("cert", m.Ending).Str("not_after", date).
+					Msgf("%s expired on %s: every peer refuses this member now; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
+				return
+			}
+			if !warned && m.EndsWithin(now, within) {
+				m.logEnding(log, now)
+				warned = true
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// ending names the certificate that ends first and its date, for the log.
+func (m *MutualTLS) ending() (what, date string) {
+	what = "--cluster-cert " + m.CertFile
+	if m.Ending != m.CertFile {
+		what = "the CA of --cluster-cert " + m.CertFile + " (--cluster-ca " + m.Ending + ")"
+	}
+	return what, m.NotAfter.UTC().Format(TLSDate)
+}
+
+// logEnding is warnEnding's line.
+func (m *MutualTLS) logEnding(log zerolog.Logger, now time.Time) {
+	what, date := m.ending()
+	log.Warn().Str("cert", m.Ending).Str("not_after", date).Int("days_left", int(m.NotAfter.Sub(now)/(24*time.Hour))).
+		Msgf("%s expires on %s: peers refuse this member from then on; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
 }
 
 // checkAdvertise refuses an advertised address peers could not dial, or

@@ -32,6 +32,7 @@ type labOptions struct {
 	discovery     string
 	etcd          []string // from --discovery etcd=...
 	cert, key, ca string
+	tls           *cluster.MutualTLS // loaded from cert, key and ca by check
 	nodeTimeout   time.Duration
 	leaseMs       int
 	pushHz        int
@@ -118,7 +119,29 @@ func (l *labOptions) check() error {
 	if l.simIndexBase < 0 {
 		return errors.New("--sim-index-base must not be negative")
 	}
-	return l.checkTiming()
+	if err := l.checkTiming(); err != nil {
+		return err
+	}
+	return l.loadTLS()
+}
+
+// loadTLS reads and checks the cluster link's certificates now, before any
+// device or port: a set the peers would refuse (an expired certificate, one
+// the CA did not sign, a key of another) is refused at once rather than
+// after the arms connected. startLab passes what it loaded on.
+func (l *labOptions) loadTLS() error {
+	if l.cert == "" && l.key == "" && l.ca == "" {
+		return nil
+	}
+	if l.role == "standalone" {
+		return errors.New("--cluster-cert, --cluster-key and --cluster-ca are for --role node or gateway; standalone runs no cluster code")
+	}
+	t, err := cluster.LoadMutualTLS(l.cert, l.key, l.ca, time.Now())
+	if err != nil {
+		return err
+	}
+	l.tls = t
+	return nil
 }
 
 // checkTiming refuses a node's lease and push rate that cannot work
@@ -193,7 +216,7 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, browser browse
 	cfg := cluster.Config{
 		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Advertise: l.advertise, Peers: l.peers,
 		Membership: l.membership, EtcdEndpoints: l.etcd, HealthPort: l.healthPort,
-		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, HTTPURL: httpURL,
+		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, TLS: l.tls, HTTPURL: httpURL,
 		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
 		Log: log.With().Str("component", "cluster").Logger(),
 	}

@@ -1,0 +1,426 @@
+//go:build linux
+
+// Uses the lab tests' helpers (lab_test.go, Linux only).
+
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// tlsDate is how hapticd writes a certificate's NotBefore and NotAfter.
+const tlsDate = "2006-01-02 15:04:05 UTC"
+
+// testCA is a lab CA made in a test: its certificate in dir/NAME.pem.
+type testCA struct {
+	dir, name string
+	cert      *x509.Certificate
+	key       *ecdsa.PrivateKey
+	serial    int64
+}
+
+func newTestCA(t *testing.T, dir, name string, notBefore, notAfter time.Time) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: notBefore, NotAfter: notAfter, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
+	return &testCA{dir: dir, name: name, cert: cert, key: key, serial: 1}
+}
+
+func (ca *testCA) file() string { return filepath.Join(ca.dir, ca.name+".pem") }
+
+// issue signs a member certificate for 127.0.0.1-4 and writes NAME.pem and
+// NAME.key; eku nil is server and client auth, as docs/lab.md's recipe.
+func (ca *testCA) issue(t *testing.T, name string, notBefore, notAfter time.Time, eku []x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
+	if eku == nil {
+		eku = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.serial++
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: eku,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3"), net.ParseIP("127.0.0.4")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+".key")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
+	return certFile, keyFile
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// labTLSCase is a set of --cluster-* flags and what hapticd must answer:
+// wantErr "" starts, anything else is refused with an error holding every
+// one of wantErr's |-separated parts.
+type labTLSCase struct {
+	name    string
+	args    []string
+	wantErr string
+}
+
+// labTLSCases makes the certificates of every case in a fresh directory.
+// Times are whole seconds: a certificate holds no less.
+func labTLSCases(t *testing.T) []labTLSCase {
+	t.Helper()
+	dir := t.TempDir()
+	now := time.Now().UTC().Truncate(time.Second)
+	day := 24 * time.Hour
+	ca := newTestCA(t, dir, "ca", now.Add(-day), now.Add(3650*day))
+	other := newTestCA(t, dir, "other-ca", now.Add(-day), now.Add(3650*day))
+	oldCA := newTestCA(t, dir, "old-ca", now.Add(-400*day), now.Add(-day))
+	flags := func(cert, key, caFile string) []string {
+		var a []string
+		for _, f := range [][2]string{{"--cluster-cert", cert}, {"--cluster-key", key}, {"--cluster-ca", caFile}} {
+			if f[1] != "" {
+				a = append(a, f[0], f[1])
+			}
+		}
+		return a
+	}
+	validCert, validKey := ca.issue(t, "valid", now.Add(-day), now.Add(365*day), nil)
+	soonCert, soonKey := ca.issue(t, "soon", now.Add(-355*day), now.Add(10*day), nil)
+	expiredAt := now.Add(-time.Hour)
+	expiredCert, expiredKey := ca.issue(t, "expired", now.Add(-365*day), expiredAt, nil)
+	laterAt := now.Add(2 * day)
+	laterCert, laterKey := ca.issue(t, "later", laterAt, now.Add(365*day), nil)
+	foreignCert, foreignKey := other.issue(t, "foreign", now.Add(-day), now.Add(365*day), nil)
+	serverCert, serverKey := ca.issue(t, "server-only", now.Add(-day), now.Add(365*day), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
+	clientCert, clientKey := ca.issue(t, "client-only", now.Add(-day), now.Add(365*day), []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	oldCACert, oldCAKey := oldCA.issue(t, "by-old-ca", now.Add(-300*day), now.Add(365*day), nil)
+	return []labTLSCase{
+		{"valid", flags(validCert, validKey, ca.file()), ""},
+		{"expiring in 10 days", flags(soonCert, soonKey, ca.file()), ""},
+		{"expired", flags(expiredCert, expiredKey, ca.file()), "--cluster-cert|" + expiredCert + "|expired|" + expiredAt.Format(tlsDate)},
+		{"not yet valid", flags(laterCert, laterKey, ca.file()), "--cluster-cert|" + laterCert + "|not valid before|" + laterAt.Format(tlsDate)},
+		{"signed by another CA", flags(foreignCert, foreignKey, ca.file()), "--cluster-cert|" + foreignCert + "|not signed by --cluster-ca|" + ca.file()},
+		{"server auth only", flags(serverCert, serverKey, ca.file()), "--cluster-cert|" + serverCert + "|client"},
+		{"client auth only", flags(clientCert, clientKey, ca.file()), "--cluster-cert|" + clientCert + "|server"},
+		{"CA expired", flags(oldCACert, oldCAKey, oldCA.file()), "--cluster-ca|" + oldCA.file() + "|expired"},
+		{"key of another certificate", flags(validCert, soonKey, ca.file()), "--cluster-key|private key does not match"},
+		{"missing certificate file", flags(filepath.Join(dir, "nope.pem"), validKey, ca.file()), "--cluster-cert|nope.pem"},
+		{"missing CA file", flags(validCert, validKey, filepath.Join(dir, "nope-ca.pem")), "--cluster-ca|nope-ca.pem"},
+		{"CA file without a certificate", flags(validCert, validKey, validKey), "--cluster-ca|holds no PEM certificate"},
+		{"no --cluster-ca", flags(validCert, validKey, ""), "--cluster-cert, --cluster-key and --cluster-ca together"},
+		{"only --cluster-ca", flags("", "", ca.file()), "--cluster-cert, --cluster-key and --cluster-ca together"},
+	}
+}
+
+// memberArgs makes args those of a node with static membership (no peers
+// needed) on 127.0.0.1.
+func memberArgs(role string, clusterPort int, args []string) []string {
+	if role == "standalone" {
+		return args
+	}
+	return append([]string{"--role", role, "--membership", "static", "--cluster-port", strconv.Itoa(clusterPort), "--cluster-bind", "127.0.0.1"}, args...)
+}
+
+// The TLS files are read and checked with the other lab flags, before
+// anything starts: a member whose certificate cannot work is refused with
+// the file and the reason named; in standalone the flags are refused
+// as --cluster-advertise is.
+func TestLabTLSFlags(t *testing.T) {
+	for _, tt := range labTLSCases(t) {
+		for _, role := range []string{"node", "gateway", "standalone"} {
+			args := memberArgs(role, 7070, tt.args)
+			if role == "gateway" {
+				args = append(args, "--peers", "127.0.0.2:7070")
+			}
+			want := tt.wantErr
+			if role == "standalone" {
+				want = "standalone|--cluster-cert, --cluster-key and --cluster-ca are for --role node or gateway"
+			}
+			o, err := parseFlags(args)
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("%s, %s: %v", tt.name, role, err)
+			case want == "" && o.lab.tls == nil:
+				t.Errorf("%s, %s: accepted, but no TLS loaded for the cluster link", tt.name, role)
+			case want != "" && err == nil:
+				t.Errorf("%s, %s: accepted; want refused (%s)", tt.name, role, want)
+			case want != "":
+				for _, part := range strings.Split(want, "|") {
+					if !strings.Contains(err.Error(), part) {
+						t.Errorf("%s, %s: error %q does not say %q", tt.name, role, err, part)
+					}
+				}
+			}
+		}
+	}
+}
+
+// docs/lab.md's recipe makes certificates that pass the start's checks,
+// every member's.
+func TestLabTLSReadmeRecipePasses(t *testing.T) {
+	dir := t.TempDir()
+	if !readmeLabPKI(t, dir) {
+		t.Skip("no openssl")
+	}
+	for _, m := range []string{"a", "b", "gw"} {
+		args := memberArgs("node", 7070, []string{"--cluster-cert", filepath.Join(dir, m+".pem"), "--cluster-key", filepath.Join(dir, m+".key"),
+			"--cluster-ca", filepath.Join(dir, "ca.pem")})
+		o, err := parseFlags(args)
+		if err != nil {
+			t.Errorf("member %s of docs/lab.md's recipe: %v", m, err)
+			continue
+		}
+		if o.lab.tls == nil {
+			t.Errorf("member %s: accepted, but no TLS loaded for the cluster link", m)
+			continue
+		}
+		if left := time.Until(o.lab.tls.NotAfter); left < 364*24*time.Hour {
+			t.Errorf("member %s: valid until %v, %v from now; the recipe says -days 365", m, o.lab.tls.NotAfter, left)
+		}
+	}
+}
+
+// A refused TLS set ends the process before any of its ports listens: the
+// real binary exits non-zero saying why, and its HTTP, legacy and events
+// ports, dialled all along, never accepted a connection (they did for
+// about 100 ms, the arm connected, when the files were read by the cluster
+// link's start).
+func TestLabTLSRefusedBeforeStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	cases := labTLSCases(t)
+	refused := map[string]bool{"expired": true, "not yet valid": true, "signed by another CA": true,
+		"key of another certificate": true, "CA file without a certificate": true, "no --cluster-ca": true}
+	var standalone []string
+	for _, tt := range cases {
+		if tt.name == "valid" {
+			standalone = tt.args
+		}
+	}
+	cases = append(cases, labTLSCase{"standalone", standalone, "standalone"})
+	refused["standalone"] = true
+	const host = "127.0.0.1"
+	ports := newLabPorts(t)
+	for _, tt := range cases {
+		if !refused[tt.name] {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			role := "node"
+			if tt.name == "standalone" {
+				role = "standalone"
+			}
+			api := []int{ports.free(host), ports.free(host), ports.free(host)}
+			args := append([]string{"--bind", host, "--port", strconv.Itoa(api[0]), "--legacy-port", strconv.Itoa(api[1]),
+				"--events-port", strconv.Itoa(api[2]), "--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0",
+				"--hw-scan-period", "0", "--log-format", "json"}, memberArgs(role, ports.free(host), tt.args)...)
+			cmd := exec.Command(bin, args...)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			// One dialler a port, without a pause: a refused dial on
+			// loopback takes microseconds, and the listeners of a start
+			// that fails late were up for only about 100 ms.
+			var accepted atomic.Value // the first port that accepted
+			var dialers sync.WaitGroup
+			stop := make(chan struct{})
+			for _, p := range api {
+				dialers.Go(func() {
+					addr := net.JoinHostPort(host, strconv.Itoa(p))
+					for {
+						if c, err := net.DialTimeout("tcp", addr, 50*time.Millisecond); err == nil {
+							c.Close()
+							accepted.CompareAndSwap(nil, p)
+						}
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				})
+			}
+			var err error
+			select {
+			case err = <-exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				close(stop)
+				dialers.Wait()
+				t.Fatalf("still running after 10 s (a port accepted: %v); want refused (%s)", accepted.Load(), tt.wantErr)
+			}
+			close(stop)
+			dialers.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Errorf("exit %v; want a failure", err)
+			}
+			first, _, _ := strings.Cut(tt.wantErr, "|")
+			if !strings.Contains(out.String(), first) {
+				t.Errorf("output does not say %q:\n%s", first, out.String())
+			}
+			if p := accepted.Load(); p != nil {
+				t.Errorf("port %d accepted a connection before the refusal", p)
+			}
+		})
+	}
+}
+
+// A member whose certificate ends within 30 days starts and serves, and
+// says so in its log at warning level with the date, which the journal
+// keeps; a certificate valid for longer says nothing.
+func TestLabTLSExpiringStartsWithWarning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	cases := map[string][]string{}
+	for _, tt := range labTLSCases(t) {
+		cases[tt.name] = tt.args
+	}
+	soon, _, err := parseCertFlag(cases["expiring in 10 days"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := newLabPorts(t)
+	for name, wantWarn := range map[string]bool{"expiring in 10 days": true, "valid": false} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"--bind", "127.0.0.1", "--port", "0", "--legacy-port", "-1", "--events-port", "-1",
+				"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0", "--hw-scan-period", "0", "--log-format", "json"},
+				memberArgs("node", ports.free("127.0.0.1"), cases[name])...)
+			lines := runUntilReady(t, bin, args)
+			var warned []map[string]any
+			for _, l := range lines {
+				if l["level"] == "warn" && strings.Contains(fmt.Sprint(l), "--cluster-cert") {
+					warned = append(warned, l)
+				}
+			}
+			switch {
+			case !wantWarn && len(warned) > 0:
+				t.Errorf("warned of a certificate valid for a year: %v", warned)
+			case wantWarn && len(warned) != 1:
+				t.Errorf("%d warnings naming --cluster-cert; want 1 naming %s", len(warned), soon.NotAfter.UTC().Format(tlsDate))
+			case wantWarn && !strings.Contains(fmt.Sprint(warned[0]["message"]), soon.NotAfter.UTC().Format(tlsDate)):
+				t.Errorf("warning %v does not name the date %s in its message", warned[0], soon.NotAfter.UTC().Format(tlsDate))
+			}
+		})
+	}
+}
+
+// parseCertFlag reads the certificate of args' --cluster-cert.
+func parseCertFlag(args []string) (*x509.Certificate, string, error) {
+	for i, a := range args {
+		if a == "--cluster-cert" && i+1 < len(args) {
+			b, err := os.ReadFile(args[i+1])
+			if err != nil {
+				return nil, "", err
+			}
+			blk, _ := pem.Decode(b)
+			if blk == nil {
+				return nil, "", errors.New("no PEM in " + args[i+1])
+			}
+			c, err := x509.ParseCertificate(blk.Bytes)
+			return c, args[i+1], err
+		}
+	}
+	return nil, "", errors.New("no --cluster-cert")
+}
+
+// runUntilReady runs the binary until it logs ready (JSON) and returns the
+// lines it logged until then; it fails the test if the process exits first.
+func runUntilReady(t *testing.T, bin string, args []string) []map[string]any {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	done := make(chan []map[string]any, 1)
+	go func() {
+		var lines []map[string]any
+		var raw []string
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			raw = append(raw, sc.Text())
+			var l map[string]any
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			lines = append(lines, l)
+			if l["message"] == "ready" {
+				done <- lines
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+		t.Errorf("exited before ready:\n%s", strings.Join(raw, "\n"))
+		done <- nil
+	}()
+	select {
+	case lines := <-done:
+		if lines == nil {
+			t.FailNow()
+		}
+		return lines
+	case <-time.After(20 * time.Second):
+		t.Fatal("not ready within 20 s")
+		return nil
+	}
+}
