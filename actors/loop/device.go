@@ -269,7 +269,10 @@ type Device struct {
 	// of the driver reads fs.
 	fx atomic.Pointer[effectStage]
 	fs *forceStages
-	ft *forceTally // the rest of their state, as fs (armBlock.ctlCold)
+	// ft is the rest of their state, as fs, on a shard in its block's
+	// controlColds (armBlock.ctlCold), which a block gets on its first
+	// control: nil there until the device needs one (Device.tally).
+	ft *forceTally
 
 	// Atomics read by others.
 	runner   atomic.Pointer[runnerStats] // the measurements of the last runner

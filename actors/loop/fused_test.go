@@ -12,6 +12,16 @@ import (
 	"github.com/hapticd/hapticd/hw/sim"
 )
 
+// controlColdOf is r's controlCold, or a controlCold at rest while its
+// block has none (none of the block's devices claimed a tally yet:
+// Device.claimTally).
+func controlColdOf(r *simArm) *controlCold {
+	if r.blk.ctlCold.Load() == nil {
+		return new(controlCold)
+	}
+	return r.controlCold()
+}
+
 // armTickState is everything a controlled arm's tick on a shard leaves
 // behind, printed so that two values differ exactly when a bit of them
 // does (%v prints a float's shortest exact form, -0 as -0): the force
@@ -27,7 +37,7 @@ func armTickState(d *Device) string {
 	fs := r.control().fs
 	fs.gravity, fs.fused, fs.periodNs = false, false, 0
 	s := fmt.Sprintf("fs %+v\ntally %+v\ncore pos %v vel %v force %v ticks %d pending %v\n",
-		fs, r.controlCold().tally, r.core.Position(), r.core.Velocity(), r.core.Force(), r.ticks, r.pending)
+		fs, controlColdOf(r).tally, r.core.Position(), r.core.Velocity(), r.core.Force(), r.ticks, r.pending)
 	if st := d.fx.Load(); st != nil {
 		s += fmt.Sprintf("fx rendering %v ticks %d unread %d seen session %d active %v\n",
 			st.rendering, st.ticks, st.unread, st.seenSession, st.r.ActiveForceN())
@@ -196,7 +206,7 @@ func TestFusedTickStepsAsTheGeneralPath(t *testing.T) {
 				// observer's (in ctlCold) truth: the fused tick never
 				// runs while the observer holds a force, and runs from
 				// the tick it holds +0 again.
-				if cc := r.controlCold(); r.controlled && ctl.fs.fused != takesFusedTick(&cc.cmd, &cc.tally, false) {
+				if cc := controlColdOf(r); r.controlled && ctl.fs.fused != takesFusedTick(&cc.cmd, &cc.tally, false) {
 					t.Fatalf("tick %d: fused %v, the command's inputs and the session observer say %v (observer holds a force: %v)",
 						tick, ctl.fs.fused, !ctl.fs.fused, cc.tally.sessionObs.Holds())
 				} else if r.controlled && ctl.fs.fused && ctl.fxSet != ctl.in.fx.seenBy(cc.cmd.session) {

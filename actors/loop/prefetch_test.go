@@ -11,6 +11,9 @@ import (
 	"github.com/hapticd/hapticd/actors/loop/effect"
 )
 
+// blockSink keeps TestPrefetchCoversTheTick's blocks on the heap.
+var blockSink *armBlock
+
 // TestPrefetchCoversTheTick holds prefetch_amd64.s's straight-line probes
 // to the spans they are for: each span's probes go from its first byte in
 // steps of 64 up to a last stride, then its last byte, so they cover
@@ -44,10 +47,19 @@ func TestPrefetchCoversTheTick(t *testing.T) {
 	}
 	// The block itself starts on a line (Go allocates an object this
 	// large from its own pages): else every armControl straddles 7 lines.
-	for range 3 {
-		if at := uintptr(unsafe.Pointer(new(armBlock))); at%64 != 0 {
-			t.Errorf("an armBlock allocated at %#x, not on a cache line", at)
+	// So do its controlColds (allocated coldsPerAlloc blocks' at a time,
+	// a large object too), else each straddles 3 lines. As a shard
+	// allocates them (a new(armBlock) the compiler may keep on the stack).
+	sh := new(shard)
+	for range coldsPerAlloc + 2 {
+		b := newHuge[armBlock]()
+		if at := uintptr(unsafe.Pointer(b)); at%4096 != 0 {
+			t.Errorf("an armBlock allocated at %#x, not on a page", at)
 		}
+		if at := uintptr(unsafe.Pointer(sh.colds(b))); at%4096 != 0 {
+			t.Errorf("a block's controlColds allocated at %#x, not on a page", at)
+		}
+		blockSink = b
 	}
 	// The addresses prefetch computes are those of the fields.
 	b, fx := new(armBlock), new([armBlockLen]effectStage)
@@ -286,6 +298,7 @@ func asmOffset(expr string, consts map[string]uintptr) (uintptr, bool) {
 func TestArmControlHoldsTheFusedTick(t *testing.T) {
 	var c armControl
 	var b armBlock
+	var cc [armBlockLen]controlCold
 	tests := []struct {
 		name      string
 		got, want uintptr
@@ -297,13 +310,20 @@ func TestArmControlHoldsTheFusedTick(t *testing.T) {
 		{"forceStages' end", unsafe.Sizeof(c.fs), unsafe.Offsetof(c.fs.periodNs) + unsafe.Sizeof(c.fs.periodNs)},
 		{"the shard word's start", unsafe.Offsetof(c.fs.gravity), unsafe.Offsetof(c.fs.outTicks) + 2},
 		{"controlCold's size", unsafe.Sizeof(controlCold{}), 2 * 64},
-		// The block's header and records stay where they were, 6 pages in.
-		{"the block's header", blockHeadAt, 6 * 4096},
-		{"ctlCold at a line", unsafe.Offsetof(b.ctlCold) % 64, 0},
+		// The block's header and records keep their place in their pages,
+		// 4 pages in (6 while the controlColds were in the block), the
+		// records 48 bytes into theirs (40 before the ctlCold pointer).
+		{"the block's header", blockHeadAt, 4 * 4096},
+		{"the block's records", blockArmsAt, 4*4096 + 48},
 		// What a block holds per record does not grow: streams22's block
 		// was 72,744 bytes (armControl 384, no ctlCold, armCold 408 with
-		// a pointer to the armControl, now computed from blk and idx).
-		{"a block's bytes per record, at most 1,137", min(unsafe.Sizeof(b)/armBlockLen, 1137), unsafe.Sizeof(b) / armBlockLen},
+		// a pointer to the armControl, now computed from blk and idx);
+		// with its controlColds, which only a control allocates, no more.
+		{"a block's bytes per record with its controlColds, at most 1,137",
+			min((unsafe.Sizeof(b)+unsafe.Sizeof(cc))/armBlockLen, 1137), (unsafe.Sizeof(b) + unsafe.Sizeof(cc)) / armBlockLen},
+		// An idle arm's block holds no controlColds: 128 bytes less.
+		{"a block's bytes per record without its controlColds, at most 1,009",
+			min(unsafe.Sizeof(b)/armBlockLen, 1009), unsafe.Sizeof(b) / armBlockLen},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -252,10 +252,11 @@ func (d *Device) endForce(nowNs int64) {
 func (d *Device) forgetForce() {
 	fs := d.fs
 	ft := d.ft
-	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{}) && ft.spell == (passivity.Spell{Spells: ft.spell.Spells}) &&
-		ft.sessionObs == (passivity.Observer{}) && ft.navJ == 0 {
+	if fs.slewN == (hw.Vec3{}) && fs.pc == (passivity.Controller{}) && (ft == nil || // no tally: at rest (Device.tally)
+		ft.spell == (passivity.Spell{Spells: ft.spell.Spells}) && ft.sessionObs == (passivity.Observer{}) && ft.navJ == 0) {
 		return
 	}
+	ft = d.tally()
 	fs.slewN = hw.Vec3{}
 	fs.pc.Reset(&ft.spell)
 	ft.sessionObs.Reset()
@@ -360,7 +361,8 @@ type forceStages struct {
 // forceTally is the rest of a force's stages' state: what the fused tick
 // never reads on a tick the passivity controller does not act (see
 // forceStages). A Device holds its own; an arm on a shard keeps it in its
-// block (armBlock.ctlCold).
+// block's controlColds (armBlock.ctlCold), once it needed one
+// (Device.tally).
 type forceTally struct {
 	// sessionObs is the passivity observer of the session's own force: a
 	// command the fused tick runs has none, and its observer holds +0
@@ -401,7 +403,8 @@ type commandInputs struct {
 }
 
 // controlCold is the part of an arm's control on a shard that the fused
-// tick never reads on a quiet tick, two 64-byte lines (armBlock.ctlCold).
+// tick never reads on a quiet tick, two 64-byte lines (armBlock.ctlCold,
+// allocated on the block's first control).
 type controlCold struct {
 	tally forceTally
 	cmd   commandInputs
@@ -441,7 +444,7 @@ func (d *Device) forceInputs(in *forceInputs, cmd *commandInputs, c *Command, g 
 // finishForce is a force command's output this tick on d (see
 // forceStages.force), with the event and figures that go with it.
 func (d *Device) finishForce(in *forceInputs, cmd *commandInputs, ramp float64, nowNs int64) hw.Vec3 {
-	f, sustained := d.fs.force(in, cmd, d.ft, d.state.PositionM, d.state.VelocityMps, ramp, d.ramping, nowNs, d.tickDtNs)
+	f, sustained := d.fs.force(in, cmd, d.tally(), d.state.PositionM, d.state.VelocityMps, ramp, d.ramping, nowNs, d.tickDtNs)
 	if sustained {
 		// The figures first: the event's reader takes its duration from them.
 		d.output.store(d.fs, d.ft, in.fx, true)

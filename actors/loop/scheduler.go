@@ -90,6 +90,10 @@ type shard struct {
 	stats   *runnerStats
 	wake    chan struct{} // Add's signal to a shard that sleeps with no devices
 	free    []*simArm     // records to reuse; the Scheduler's mu guards it
+	// spareCold is the controlColds the shard allocated for blocks that
+	// have not needed them yet (colds), which coldMu guards.
+	coldMu    sync.Mutex
+	spareCold []*[armBlockLen]controlCold
 	// passNs are the Clock times of the latest passes, by pass number
 	// modulo publishIdleEvery, and passDone is the number of the last pass
 	// completed: Device.LoadCurrent reads them to say as of when a state

@@ -39,26 +39,30 @@ type armBlock struct {
 	// (allocated page-aligned): at 392 bytes from wherever it fell, one
 	// tick read 7 lines of it.
 	ctl [armBlockLen]armControl
-	// ctlCold is the rest of each record's control (Device.ft points to
-	// its tally while the device is on the shard): what the fused tick
-	// never reads, apart from ctl so that the pass does not stream it
-	// (forceStages). Here, 4 pages from the block's start, so that each is
-	// two whole lines, and the header and records keep their place in
-	// their pages (6 pages from the block's start, as when armControl was
-	// 320 bytes and controlCold 64).
-	ctlCold [armBlockLen]controlCold
 
-	// Then the header, in the page and line of the first record: the
-	// pass of the block before this one reads fast and fx to prefetch
-	// this block's first records, and asks for their lines anyway (at the
-	// end of the struct, the header was a page of its own to walk to,
-	// a stall of 5 ns an arm at 1,000 arms).
+	// Then the header, 4 pages from the block's start, in the page and
+	// line of the first record: the pass of the block before this one
+	// reads fast and fx to prefetch this block's first records, and asks
+	// for their lines anyway (at the end of the struct, the header was a
+	// page of its own to walk to, a stall of 5 ns an arm at 1,000 arms).
 
 	// fx is room for the records' devices' effect stages (claimStage),
 	// allocated on the first SetEffects of one of them; fxUsed has a bit
 	// set for each place a device took (for good: see placeEffectStage).
 	fx     atomic.Pointer[[armBlockLen]effectStage]
 	fxUsed atomic.Uint64
+	// ctlCold is the rest of each record's control (controlCold: Device.ft
+	// points to its tally while the device on the shard has one): what
+	// the fused tick never reads, apart from ctl so that the pass does not
+	// stream it (forceStages). Allocated when the first of the block's
+	// devices needs its own (Device.claimTally: a force command, a
+	// control the fast path takes, a device that joins with a tally that
+	// is not at rest) and kept for the block's life (shard.colds); nil
+	// while none did, so an idle arm carries none of it
+	// (TestIdleSimulatedArmMemory). The fast path for controlled arms
+	// reads it only through the record (simArm.controlCold): the pass's
+	// own code is as when it was an array of the block.
+	ctlCold atomic.Pointer[[armBlockLen]controlCold]
 	// hot has a bit set for each record whose readers keep it publishing
 	// every tick (simArm.hotLeft > 0), so a tick visits only those
 	// between two sparse publishes.
@@ -150,7 +154,47 @@ type armCold struct {
 func (c *armCold) control() *armControl { return &c.blk.ctl[c.idx] }
 
 // controlCold is the rest of the record's control (armBlock.ctlCold).
-func (c *armCold) controlCold() *controlCold { return &c.blk.ctlCold[c.idx] }
+// Only for a record whose device holds a tally there (Device.claimTally:
+// a controlled arm's did before the full step that put it on the fast
+// path): the block's are nil before the first claim.
+func (c *armCold) controlCold() *controlCold { return &c.blk.ctlCold.Load()[c.idx] }
+
+// coldsPerAlloc is how many blocks' controlColds a shard allocates at
+// once (shard.colds): 4 of 8 KiB, 32 KiB, which Go allocates as a large
+// object, on its own pages (one block's, a small object with pointers over
+// 512 B, starts 8 bytes into its slot behind its malloc header, where no
+// controlCold would start a line).
+const coldsPerAlloc = 4
+
+// colds returns block b's controlColds, allocating them if it has none
+// yet: the shard's next spare block's, or coldsPerAlloc blocks' more, the
+// rest kept for the shard's next blocks that need them. Whoever allocates
+// publishes them with the block's pointer (the shard's goroutine in a full
+// step, under the shard's lock; attach, under the Scheduler's, on a free
+// record beside the pass); a record's place in them belongs to its
+// device's holder.
+func (sh *shard) colds(b *armBlock) *[armBlockLen]controlCold {
+	if c := b.ctlCold.Load(); c != nil {
+		return c
+	}
+	sh.coldMu.Lock()
+	defer sh.coldMu.Unlock()
+	if c := b.ctlCold.Load(); c != nil {
+		return c
+	}
+	if len(sh.spareCold) == 0 {
+		chunk := newHuge[[coldsPerAlloc][armBlockLen]controlCold]()
+		for i := coldsPerAlloc - 1; i >= 0; i-- {
+			sh.spareCold = append(sh.spareCold, &chunk[i])
+		}
+	}
+	n := len(sh.spareCold) - 1
+	c := sh.spareCold[n]
+	sh.spareCold[n] = nil
+	sh.spareCold = sh.spareCold[:n]
+	b.ctlCold.Store(c)
+	return c
+}
 
 // claimStage takes the effect stage at place i of the block, allocating
 // the block's stages if it has none yet, and readies it; nil if a device
@@ -179,7 +223,7 @@ func (b *armBlock) claimStage(i uint8) *effectStage {
 // fast path for a controlled arm, what that path's tick reads besides
 // them: the command's inputs as the last full step found them (see
 // Device.fillControl). What the fused tick never reads is in the block's
-// ctlCold (controlCold), so that this is 256 bytes, 4 whole lines
+// ctlCold (controlCold, allocated on the block's first control), so that this is 256 bytes, 4 whole lines
 // (TestArmControlHoldsTheFusedTick); the device's period and whether it
 // gets the gravity feed-forward and may take the fused tick are in fs's
 // last word (forceStages).
@@ -788,6 +832,9 @@ func (d *Device) push(r *simArm) {
 	r.slow = !d.quiet()
 	r.controlled = false
 	if r.slow && d.controlQuiet() {
+		// The force command's stages claimed the tally (finishForce);
+		// claimed here anyway before the fast path reads it.
+		d.tally()
 		d.fillControl(r.control(), &r.controlCold().cmd)
 		r.slow, r.controlled = false, true
 	}
@@ -849,9 +896,20 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.lastNowNs, r.ticks = d.lastNowNs, d.ticks.Load()
 	m.MoveCore(&r.core)
 	r.controlled = false
-	c, cc := r.control(), r.controlCold()
-	c.fs, cc.tally = *d.fs, *d.ft
-	d.fs, d.ft = &c.fs, &cc.tally
+	c := r.control()
+	c.fs = *d.fs
+	d.fs = &c.fs
+	// The tally goes to the block's controlColds if it has them, or if it
+	// is not at rest; at rest, in a block without them, the device holds
+	// none until a control claims one (claimTally), which starts it at
+	// rest as here.
+	if r.blk.ctlCold.Load() != nil || *d.ft != (forceTally{}) {
+		cc := &r.sh.colds(r.blk)[r.idx]
+		cc.tally = *d.ft
+		d.ft = &cc.tally
+	} else {
+		d.ft = nil
+	}
 	// The record's publishes continue the cell's count, so PublishSeq
 	// only grows (modular arithmetic: base may wrap).
 	r.pub.base.Store(d.cell.Load().count() - r.pub.seq.Load())
@@ -885,6 +943,30 @@ func (d *Device) attach(r *simArm, m coreMover) {
 	r.dev.Store(d)
 }
 
+// tally returns d.ft, after claimTally if the device has none (an arm on
+// a shard that has had no control since it joined a block without
+// controlColds). The holder of the driver calls it where a control needs
+// the tally.
+func (d *Device) tally() *forceTally {
+	if d.ft == nil {
+		d.claimTally()
+	}
+	return d.ft
+}
+
+// claimTally gives an arm on a shard that holds no tally its place in its
+// block's controlColds, allocating them on the block's first claim, at
+// rest (as attach would have left it). The caller holds the driver (the
+// shard's lock): the record's place is the device's, and the block's
+// pointer publishes the controlColds to the pass, which reads them for
+// the records it finds controlled, and to an attach beside it.
+func (d *Device) claimTally() {
+	r := d.arm
+	cc := &r.sh.colds(r.blk)[r.idx]
+	cc.tally = forceTally{}
+	d.ft = &cc.tally
+}
+
 // detach moves the device's loop state back out of r; the shard no longer
 // steps it (the caller cleared r.dev and holds the shard's lock). It
 // releases d's token.
@@ -893,7 +975,10 @@ func (d *Device) detach(r *simArm) {
 	d.pull(r)
 	d.asleep = false
 	own, ownTally := new(forceStages), new(forceTally)
-	*own, *ownTally = *d.fs, *d.ft
+	*own = *d.fs
+	if d.ft != nil {
+		*ownTally = *d.ft
+	}
 	d.fs, d.ft = own, ownTally
 	d.arm = nil
 	if m, ok := d.drv.(coreMover); ok {
