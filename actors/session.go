@@ -552,8 +552,9 @@ func (p *tickPath) handle(buf []byte) bool {
 
 // publishDeprecated publishes each use of a deprecated command in the
 // session part sp of sess's message, applied or refused whole (a use is a
-// use), with its replacement in the session's API layout and with the
-// command's own value where it decoded ("": the docs' example value).
+// use), with its replacement in the session's API layout, with the
+// command's own value where it decoded ("": the docs' example value), and
+// for one of the service's arms.
 func publishDeprecated(svc *Service, sess *Session, sp *protocol.SessionPart, profile string) {
 	for _, name := range sp.DeprecatedSent {
 		value := ""
@@ -564,7 +565,12 @@ func publishDeprecated(svc *Service, sess *Session, sp *protocol.SessionPart, pr
 			value = sp.SetBasis.Permutation
 		}
 		if c, ok := protocol.LookupDeprecatedCommand(name); ok {
-			svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(sess.APIVersion, value), sess.ID, profile))
+			// An arm the session can see, not the docs' example one.
+			arm := ""
+			if arms := svc.Devices().OfType(protocol.TypeArm); len(arms) > 0 {
+				arm = arms[0].ID
+			}
+			svc.activity.Publish(event.CommandDeprecated(c.Name, c.ReplacementFor(sess.APIVersion, value, arm), sess.ID, profile))
 		}
 	}
 }

@@ -232,22 +232,29 @@ type DeprecatedCommand struct {
 
 func deprecatedCommand(name, shape, about, example3x, example30, defaultValue string) DeprecatedCommand {
 	c := DeprecatedCommand{Name: name, Shape: shape, about: about, example3x: example3x, example30: example30, defaultValue: defaultValue}
-	c.Replacement = c.ReplacementFor("3.x", "")
+	c.Replacement = c.ReplacementFor("3.x", "", "")
 	return c
 }
 
+// exampleDeviceID is the arm a replacement names when the caller has none.
+const exampleDeviceID = "049D"
+
 // ReplacementFor is the replacement as a session of apiVersion ("3.0" or
 // "3.x") sends it, with value, the command's own (the preset its origin
-// maps to, the permutation; empty: the docs' example value).
-func (c DeprecatedCommand) ReplacementFor(apiVersion, value string) string {
+// maps to, the permutation; empty: the docs' example value), for the arm
+// deviceID (empty: the docs' example arm).
+func (c DeprecatedCommand) ReplacementFor(apiVersion, value, deviceID string) string {
 	if value == "" {
 		value = c.defaultValue
+	}
+	if deviceID == "" {
+		deviceID = exampleDeviceID
 	}
 	example := c.example3x
 	if apiVersion == "3.0" {
 		example = c.example30
 	}
-	return c.about + ": " + strings.ReplaceAll(example, "{value}", value)
+	return c.about + ": " + strings.NewReplacer("{value}", value, "{id}", deviceID).Replace(example)
 }
 
 // Deprecated command names, as events and warnings name them.
@@ -262,8 +269,8 @@ var deprecatedCommands = []DeprecatedCommand{
 	deprecatedCommand(CommandSetCoordinateOrigin,
 		`{"session": {"set_coordinate_origin": {"coordinate_origin": "device_base"}}}`,
 		`arm3[*].configure.preset (or configure.preset on a grip device entry), per device`,
-		`{"arm3": [{"device_id": "049D", "configure": {"preset": {"preset": "{value}"}}}]}`,
-		`{"arm3": {"049D": {"configure": {"preset": {"preset": "{value}"}}}}}`,
+		`{"arm3": [{"device_id": "{id}", "configure": {"preset": {"preset": "{value}"}}}]}`,
+		`{"arm3": {"{id}": {"configure": {"preset": {"preset": "{value}"}}}}}`,
 		"arm_front"),
 	deprecatedCommand(CommandSetBasis,
 		`{"session": {"set_basis": {"basis": {"permutation": "XZY"}}}}`,

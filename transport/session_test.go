@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -447,8 +446,8 @@ func TestDeprecatedSessionCommands(t *testing.T) {
 }
 
 // The replacement a command-deprecated event names is what the session's
-// own API takes, with the command's own value: sent as written (the
-// example's id made the arm's), it does what the command did. A 3.0
+// own API takes, with the command's own value and one of the service's
+// arms: sent as written, it does what the command did. A 3.0
 // session was told the 3.x layout, which its port refuses, and every
 // session the example's arm_front for workspace_center (tourmig).
 func TestDeprecatedCommandsReplacementWorksAsWritten(t *testing.T) {
@@ -482,7 +481,7 @@ func TestDeprecatedCommandsReplacementWorksAsWritten(t *testing.T) {
 				if i < 0 {
 					t.Fatalf("replacement %q has no example", got)
 				}
-				return strings.ReplaceAll(got[i+2:], `"049D"`, strconv.Quote(id))
+				return got[i+2:] // as written: it names the service's arm (it named the docs' 049D)
 			}
 			c.roundTrip(`{"session":{"set_coordinate_origin":{"coordinate_origin":"workspace_center"}}}`)
 			use := replacement("session.set_coordinate_origin")
