@@ -190,9 +190,11 @@ func newArm(o ArmOptions, p Physics) *Arm {
 			substeps: n,
 			stepS:    period / float64(n),
 			motion:   o.Motion,
-			rng:      newSplitMix(o.Seed, uint64(o.Index)<<1|0),
-			// The golden angle spreads a thousand arms' circles evenly in phase.
-			phaseRad:  math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi),
+			// By the index in the kind's id space, so arms of two families
+			// move apart. The golden angle spreads a thousand arms' circles
+			// evenly in phase.
+			rng:       newSplitMix(o.Seed, uint64(idIndex(spec, o.Index))<<1|0),
+			phaseRad:  math.Mod(float64(idIndex(spec, o.Index))*2.399963229728653, 2*math.Pi),
 			settings:  hw.Settings{TorqueScaling: true, GravityCompensation: true, GravityScale: 1},
 			pos:       spec.WorkspaceCenterM,
 			centerM:   spec.WorkspaceCenterM,

@@ -137,3 +137,32 @@ func TestRandomMotionStaysInsideEachFamilysWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// The first grip of each family moves its own way: the
+// scripts are shifted by the index in the kind's id space, not the family's
+// (the first wired and the first wireless grip read the same orientation,
+// buttons and battery at every moment; toursim).
+func TestFirstDevicesOfTwoFamiliesMoveApart(t *testing.T) {
+	for _, motion := range []Motion{MotionCircle, MotionRandom} {
+		// Grips: two arm families differ anyway (their workspaces do).
+		for _, pair := range [][2]Family{{FamilyVerseGrip, FamilyWirelessVerseGrip}} {
+			a := NewDevice(pair[0], 0, ArmOptions{PeriodS: 0.001, Motion: motion, Seed: 1})
+			b := NewDevice(pair[1], 0, ArmOptions{PeriodS: 0.001, Motion: motion, Seed: 1})
+			same := true
+			var sa, sb hw.State
+			var idle hw.Command
+			for range 3000 {
+				if err := a.Exchange(&idle, &sa); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Exchange(&idle, &sb); err != nil {
+					t.Fatal(err)
+				}
+				same = same && sa.Orientation == sb.Orientation && sa.Buttons == sb.Buttons && sa.PositionM == sb.PositionM
+			}
+			if same {
+				t.Errorf("%v: %v 0 and %v 0 moved alike for 3 s", motion, pair[0], pair[1])
+			}
+		}
+	}
+}

@@ -86,8 +86,10 @@ func NewGrip(o GripOptions) *Grip {
 		},
 		periodS: validPeriod(o.PeriodS),
 		motion:  o.Motion,
-		rng:     newSplitMix(o.Seed, uint64(o.Index)<<1|1),
-		circleS: math.Mod(float64(o.Index)*2.399963229728653, 2*math.Pi) / (2 * math.Pi) * gripCircleCycleS,
+		// By the index in the kind's id space, not the family's: the
+		// first wired and the first wireless grip moved alike (toursim).
+		rng:     newSplitMix(o.Seed, uint64(idIndex(spec, o.Index))<<1|1),
+		circleS: math.Mod(float64(idIndex(spec, o.Index))*2.399963229728653, 2*math.Pi) / (2 * math.Pi) * gripCircleCycleS,
 		slot:    -1,
 	}
 }
