@@ -968,7 +968,10 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	}
 	for uuid, p := range g.proxies {
 		if p.nodeID == n.id && !listed[uuid] {
-			p.leave(fmt.Errorf("cluster: node %s no longer lists the device: unplugged or failed there, as its own events say (%w)", n.id, hw.ErrGone))
+			// Left the node: unplugged there (device-disconnected here
+			// alone), or failed there, which the node's own device-failed,
+			// forwarded, says.
+			p.leave(fmt.Errorf("cluster: node %s no longer lists the device (%w)", n.id, hw.ErrUnplugged))
 		}
 	}
 	if len(news) > 0 {

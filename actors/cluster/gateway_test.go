@@ -534,3 +534,49 @@ func TestDroppedNodesDevicesSayWhy(t *testing.T) {
 		})
 	}
 }
+
+// A device the node no longer lists left it: the gateway says
+// device-disconnected alone, as the node does for an unplug (its
+// device-failed said "failed" of every unplug at a node, review55). A
+// failure there is told by the node's own device-failed, which the node
+// forwards and the gateway publishes under its id for the device.
+func TestDeviceLeavingTheNodesInventoryReadsAsTheNodeSaysIt(t *testing.T) {
+	t.Run("unplugged at the node", func(t *testing.T) {
+		g := testGateway(t, time.Hour)
+		sub := subscribeEvents(t, g)
+		addRemoteArm(t, g)
+		g.inventory(&wire.Inventory{NodeId: "a", Address: "127.0.0.2:7070"})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatal("no device-disconnected within 5 s")
+			}
+			if e.Name == event.NameDeviceFailed {
+				t.Fatalf("the device that left the node's inventory failed on the gateway: %s", e.Message)
+			}
+			if e.Name == event.NameDeviceDisconnected {
+				break
+			}
+		}
+	})
+	t.Run("failed at the node", func(t *testing.T) {
+		n, d := testNode(t)
+		g := testGateway(t, time.Hour)
+		linkLab(t, g, n)
+		waitAdded(t, g)
+		sub := subscribeEvents(t, g)
+		n.svc.Activity().Publish(event.DeviceFailed("inverse3", d.Info.ID, "the cable"))
+		var failed struct {
+			ID     string `json:"device_id"`
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(nextEvent(t, sub, event.NameDeviceFailed), &failed); err != nil {
+			t.Fatal(err)
+		}
+		if failed.ID != d.Info.ID || failed.Reason != "the cable" {
+			t.Fatalf("the node's device-failed reached the gateway as %+v", failed)
+		}
+	})
+}

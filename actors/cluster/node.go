@@ -233,9 +233,11 @@ func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 // inventory changes or the node goes (forwarding them would say it twice),
 // those of the node's own sessions (a gateway numbers its sessions itself,
 // and publishes their events), and those of the node's own event stream
-// (its subscriber's gap, its restart), which are no gateway's.
+// (its subscriber's gap, its restart), which are no gateway's. A device's
+// failure on the node is forwarded: the gateway sees the device leave the
+// inventory, not why (an unplug there is device-disconnected alone).
 var notForwarded = map[string]bool{
-	event.NameDeviceConnected: true, event.NameDeviceDisconnected: true, event.NameDeviceFailed: true,
+	event.NameDeviceConnected: true, event.NameDeviceDisconnected: true,
 	event.NameSessionStarted: true, event.NameSessionEnded: true,
 	event.NameEventsDropped: true, event.NameServiceRestarted: true,
 }
