@@ -663,7 +663,7 @@ func (p *tickPath) finish(f *protocol.Frame, snap *sessionSnapshot, devs *Device
 		d := p.find(i, e, devs)
 		if d == nil {
 			f.Warnings = append(f.Warnings, *protocol.Errorf(protocol.CodeUnknownDevice, e.Path,
-				"no %s with id %q is connected; it was ignored", e.TypeKey, e.DeviceID))
+				"no %s with id %q is connected; it was ignored", e.TypeKey, protocol.ClipQuoted(e.DeviceID)))
 			continue
 		}
 		if req != nil {

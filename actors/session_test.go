@@ -266,3 +266,17 @@ func TestCommandsReachTheirDevicesWhenTheSetShifts(t *testing.T) {
 		t.Fatalf("a command to the removed arm is not reported as an unknown device: %s", w)
 	}
 }
+
+// A device entry naming no connected device is a warning that quotes at
+// most a clipped part of the id the client sent: a 300 KB id came back
+// whole in a 300 KB frame (review55), past a client's frame limit.
+func TestUnknownDeviceWarningClipsTheID(t *testing.T) {
+	svc := startWith(t, Options{})
+	addArm(t, svc, simArm(0))
+	sess, sink := open(t, svc, nil)
+	id := strings.Repeat("9", 300_000)
+	f := exchange(t, sess, sink, `{"arm3":[{"device_id":"`+id+`","commands":{}}]}`)
+	if !strings.Contains(f.text, "unknown_device") || len(f.text) > 4096 {
+		t.Fatalf("a %d-byte frame for a 300 KB unknown device id: %.200s…", len(f.text), f.text)
+	}
+}

@@ -94,7 +94,7 @@ func (p *pathSeg) String() string {
 		if len(b) > 0 {
 			b = append(b, '.')
 		}
-		b = append(b, clipQuoted(p.names[i])...)
+		b = append(b, ClipQuoted(p.names[i])...)
 	}
 	if p.n > maxPathDepth {
 		b = append(b, ".…"...)
@@ -144,9 +144,10 @@ type nameList []string
 // client's frame limit (tourfx2).
 const maxQuotedBytes = 200
 
-// clipQuoted is s, or its first maxQuotedBytes (whole UTF-8 characters) and
-// how long it was.
-func clipQuoted(s string) string {
+// ClipQuoted is s, or its first maxQuotedBytes (whole UTF-8 characters) and
+// how long it was: what an error repeats of the client's text (the decoders
+// clip their own; a layer above clips what it quotes).
+func ClipQuoted(s string) string {
 	if len(s) <= maxQuotedBytes {
 		return s
 	}
@@ -171,9 +172,9 @@ func messagef(format string, args []any) string {
 	for i, a := range args {
 		switch v := a.(type) {
 		case string:
-			copied[i] = strings.Clone(clipQuoted(v))
+			copied[i] = strings.Clone(ClipQuoted(v))
 		case []byte:
-			copied[i] = clipQuoted(string(v)) // %s and %q print both alike
+			copied[i] = ClipQuoted(string(v)) // %s and %q print both alike
 		case []string:
 			copied[i] = "[" + strings.Join(v, " ") + "]" // as %v prints it
 		case nameList:

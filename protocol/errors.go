@@ -199,7 +199,7 @@ func Errorf(code Code, path, format string, args ...any) *Error {
 	if msg == "" {
 		msg = code.DefaultMessage()
 	}
-	return &Error{Code: code, Message: msg, Path: clipQuoted(path)}
+	return &Error{Code: code, Message: msg, Path: ClipQuoted(path)}
 }
 
 // AsError gives any error the shape of an entry of the error table: an

@@ -316,7 +316,7 @@ func (m *ClientMessage) warnUnknownType(key []byte) {
 	if m.warnings().full() {
 		return // counted; the key is not copied
 	}
-	k := clipQuoted(string(key))
+	k := ClipQuoted(string(key))
 	m.warn(CodeUnknownDeviceType, k, "unknown device type %q: ignored (use "+typeNames+")", k)
 }
 
