@@ -1313,6 +1313,11 @@ func transitNs(nowNs, readNs int64) int64 {
 	return nowNs - readNs
 }
 
+// relayedLapseNewsNs is how much of its lease a gateway's session must
+// have left for the node's lapse of its control to be news (see event): half
+// the shortest lease, beyond the two ends' ticks and the event's way back.
+const relayedLapseNewsNs = int64(protocol.LeaseMinMs) * int64(time.Millisecond) / 2
+
 // event publishes a node's event on the gateway's activity channel, with
 // the device named by its gateway id and, for an event about this
 // gateway's control of the arm on the node (a session_id that is its
@@ -1337,15 +1342,16 @@ func (g *Gateway) event(m *wire.Event) {
 				if owner, err := strconv.ParseUint(string(n), 10, 64); err == nil && owner >= actors.FirstRemoteOwner {
 					if s := p.commander.Load(); s != 0 {
 						data["session_id"], changed = s, true
-						if e.Name == event.NameControlLeaseExpired && !p.controlledBy(s) {
-							// The session's control here ended first (its
-							// own lapse, told by this gateway with what
-							// became of its effects, or its release), and
-							// the node's lease ran out after it: the same
-							// end told twice, the second time wrongly
-							// promising the effects back. The node's event
-							// alone is news while the session still holds
-							// the arm here (a stall of the link).
+						if e.Name == event.NameControlLeaseExpired && p.leaseLeft(s) < relayedLapseNewsNs {
+							// The node's lease on the gateway's commands
+							// ends with the session's own here (it is sent
+							// what is left of it): a quiet session's lapse
+							// is told by this gateway, with what became of
+							// its effects, and the node's is the same end
+							// told twice, wrongly promising the effects
+							// back, whichever arrives first. The node's is
+							// news only while the session's lease here runs
+							// on (its commands stalled on the link).
 							return
 						}
 					}

@@ -489,11 +489,21 @@ func (p *proxy) takeRefusal(take func() bool) *actors.Device {
 	return p.dev.Load()
 }
 
-// controlledBy reports whether the gateway's session holds the proxy's arm
-// here.
-func (p *proxy) controlledBy(session uint64) bool {
+// leaseLeft is how long the lease of session's command on the proxy's arm
+// here has left (0 or less: none holds, or it lapsed). For the gateway's
+// actor: its own Command, not the loop's regCmd.
+func (p *proxy) leaseLeft(session uint64) int64 {
 	dev := p.dev.Load()
-	return dev != nil && dev.Register().Owner() == session
+	if dev == nil {
+		return -1
+	}
+	reg := dev.Register()
+	var c loop.Command
+	reg.Read(&c)
+	if reg.Owner() != session || c.Session != session {
+		return -1
+	}
+	return c.DeadlineNs - p.g.clock.Now()
 }
 
 // LoadEffects is the node loop's effects report, as of its last push.
