@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hapticd/hapticd/actors"
+	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/hwtest"
@@ -331,22 +332,12 @@ func TestSimultaneousClaimsTellTheLoser(t *testing.T) {
 // (tourlab2: gw1 reported "session 1 ... ended" and "session 1 was refused
 // control" while its own session 1 drove the arm).
 func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
-	n, d := testNode(t)
-	g := testGateway(t, time.Hour)
-	linkLab(t, g, n)
-	waitAdded(t, g)
-	sub := subscribeEvents(t, g)
-	gw := openSession(t, g.svc, "")
+	n, d, _, sub, gw, hold := gatewayHoldingNodesArm(t)
 	buzz := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}},`+
 		`"effects":{"set":[{"id":"buzz","type":"vibration","frequency":100,"amplitude":0.2,"duration_ms":100}]}}]}`, d.Info.ID)
 	if f := gw.send(buzz); f["errors"] != nil {
 		t.Fatalf("the gateway session's vibration: %v", f["errors"])
 	}
-	hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
-	hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
-		gw.send(hold)
-		return d.Register().Owner() >= actors.FirstRemoteOwner
-	})
 	// The node's own session numbers must differ from the gateway's: its
 	// third is refused the arm the gateway's first holds.
 	for range 2 {
@@ -401,6 +392,25 @@ func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
 	}
 }
 
+// gatewayHoldingNodesArm links a gateway to a node and has a session of the
+// gateway hold the node's arm d, with the message hold (a zero force) that
+// keeps it; sub reads the gateway's events from before the session opened.
+func gatewayHoldingNodesArm(t *testing.T) (n *Node, d *actors.Device, g *Gateway, sub *activity.Subscription, gw *gatewayClient, hold string) {
+	t.Helper()
+	n, d = testNode(t)
+	g = testGateway(t, time.Hour)
+	linkLab(t, g, n)
+	waitAdded(t, g)
+	sub = subscribeEvents(t, g)
+	gw = openSession(t, g.svc, "")
+	hold = fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
+	hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
+		gw.send(hold)
+		return d.Register().Owner() >= actors.FirstRemoteOwner
+	})
+	return n, d, g, sub, gw, hold
+}
+
 // The node's control-lease-expired about a gateway's control reaches the
 // gateway's clients only while their session's lease still runs on there
 // (a stall of the link: the node paused its effects, and says they come
@@ -410,17 +420,7 @@ func TestNodeEventsReachTheGatewayInItsSessions(t *testing.T) {
 // two events for one lapse of a quiet client, effects_dropped 1 and 0;
 // review55: the node's may come first, its lease ending no later).
 func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
-	n, d := testNode(t)
-	g := testGateway(t, time.Hour)
-	linkLab(t, g, n)
-	waitAdded(t, g)
-	sub := subscribeEvents(t, g)
-	gw := openSession(t, g.svc, "")
-	hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
-	hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
-		gw.send(hold)
-		return d.Register().Owner() >= actors.FirstRemoteOwner
-	})
+	n, d, g, sub, gw, hold := gatewayHoldingNodesArm(t)
 	owner := d.Register().Owner()
 	nodeLapse := func() {
 		e := event.RemoteControlLeaseExpired("inverse3", d.Info.ID, owner, 1)
