@@ -250,3 +250,39 @@ func storeProfileValues(t *testing.T, deviceLevel bool, pick, store string) stor
 	}
 	return p
 }
+
+// A corrupt session document of a profile is moved aside, and the defaults
+// stand for it until the next change, which is stored as any change is:
+// there is nothing left on disk to write over (tourcfg: the session's later
+// lease was refused "until the state directory reads", which it did, and
+// was lost at the restart).
+func TestAChangeAfterACorruptProfileDocumentMovedAsideIsStored(t *testing.T) {
+	const pick = `{"session":{"configure":{"profile":{"name":"co.example:corrupt"}}}}`
+	p := storeProfileValues(t, false, pick, `{"session":{"configure":{"lease":{"ms":300}}}}`)
+	svc := p.svc
+	p.sess.Close(protocol.CloseClientClosed)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(svc.Sessions()) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	path := filepath.Join(p.dir, filepath.FromSlash(profileFolder("co.example:corrupt")), "session.json")
+	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, sinkA := open(t, svc, nil)
+	if codes := warningCodes(exchange(t, a, sinkA, pick)); !slices.Contains(codes, string(protocol.CodeInternal)) {
+		t.Errorf("the pick of a corrupt profile warned %v, want internal", codes)
+	}
+	if f := exchange(t, a, sinkA, `{"session":{"configure":{"lease":{"ms":250}}}}`); len(warningCodes(f)) != 0 || len(f.errorCodes()) != 0 {
+		t.Fatalf("a change after the corrupt document was moved aside: %s", f.text)
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, sinkB := open(t, svc, nil)
+	exchange(t, b, sinkB, pick)
+	exchange(t, b, sinkB, `{"session":{}}`)
+	if got := b.snap.Load().leaseMs; got != 250 {
+		t.Errorf("the profile's next session has lease %d ms, want the 250 stored after the corrupt document", got)
+	}
+}

@@ -144,12 +144,21 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 			a.state.leaseMs = sp.ps.LeaseMs
 		}
 	}
-	// A new profile starts from the session's basis and lease.
+	// A new profile starts from the session's basis and lease. A corrupt
+	// document moved aside reads as none: the defaults stand until the
+	// next write (docs/protocol.md), which nothing on disk forbids.
+	readOK := !leftUnread(sp.err)
 	ps, unread := a.svc.profileSessions.join(a.state.profile, profileSession{
-		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs}, sp.err == nil)
+		Name: a.state.profile, UsedAt: sp.ps.UsedAt, Basis: a.state.basis, LeaseMs: a.state.leaseMs}, readOK)
 	a.joined = a.state.profile
 	a.state.basis, a.state.leaseMs = ps.Basis, ps.LeaseMs
 	switch {
+	case sp.err != nil && readOK:
+		// Moved aside (tourcfg: the session's later basis and lease were
+		// refused "until the state directory reads", which it did).
+		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session corrupt and moved aside; defaults until the next change")
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+			"the profile's stored basis and lease were corrupt and were moved aside, so the session has the default ones (or another session's of the profile); its next change is stored: %v", sp.err))
 	case sp.err != nil && unread:
 		// The client asked for what the profile holds, so its frame says
 		// it did not get it.
@@ -163,7 +172,7 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 		// on disk is unreadable all the same: the operator hears it.
 		a.sess.logged(a.svc.log.Error()).Err(sp.err).Msg("stored profile session unreadable; the session took the document another session of the profile holds")
 	}
-	if sp.err == nil {
+	if readOK {
 		a.saveProfileSession(warnings, profileSessionChange{}) // the use
 	}
 }
