@@ -222,6 +222,9 @@ func Start(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
+		if err := st.CheckWritable(); err != nil {
+			o.Log.Warn().Err(err).Msg("the state directory's disk is full: config changes are refused and /readyz answers 503 until it has room")
+		}
 		s.store, s.disk = st, st
 		migrateProfiles(st, o.Log)
 		if o.WrapStore != nil {

@@ -84,3 +84,31 @@ func TestFullStateDirIsNotReady(t *testing.T) {
 		t.Errorf("a POST once there is room again: %v", err)
 	}
 }
+
+// A service whose state directory's disk is full when it starts serves its
+// devices, refuses config writes and is not ready, as when the disk fills
+// later; it takes writes once there is room. It refused to start at all
+// (tourcfg: after a reboot with a full disk the arms had no service).
+func TestStartOnAFullStateDirServesNotReady(t *testing.T) {
+	disk := mountSmall(t)
+	dir := filepath.Join(disk.mnt, "state")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	disk.fill()
+	svc := startWith(t, Options{StateDir: dir})
+	arm := addArm(t, svc, simArm(0))
+	if err := svc.CheckStateDir(); err == nil {
+		t.Error("the readiness check passed on a full disk")
+	}
+	if _, err := svc.SetEntry(arm, 0, protocol.Handedness("left")); errCode(err) != protocol.CodeInternal {
+		t.Fatalf("a POST on a full disk answered %v, want internal", err)
+	}
+	disk.free()
+	if _, err := svc.SetEntry(arm, 0, protocol.Handedness("left")); err != nil {
+		t.Fatalf("a POST once the disk has room: %v", err)
+	}
+	if err := svc.CheckStateDir(); err != nil {
+		t.Errorf("not ready once the disk has room: %v", err)
+	}
+}

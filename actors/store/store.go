@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hapticd/hapticd/protocol/histogram"
@@ -105,10 +106,20 @@ func Open(dir string) (*Store, error) {
 	if err := s.removeTempFiles(); err != nil {
 		return nil, err
 	}
-	if err := s.CheckWritable(); err != nil {
+	// A full disk does not stop the start: the devices are served, every
+	// config write is refused (500) and /readyz answers 503 until the disk
+	// has room, as when it fills later. A directory the service may not
+	// write (permissions, a read-only mount) is a mistake to fix first.
+	if err := s.CheckWritable(); err != nil && !NoSpace(err) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// NoSpace reports whether err is a write refused for want of room (the
+// disk or the user's quota full).
+func NoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // probeSize is what CheckWritable writes: one block, about what a
