@@ -27,9 +27,22 @@ type activityActor struct {
 
 	usage       usageBook
 	supervision supervisionBook
-	// logWindows holds, per event name, its log budget.
+	// logWindows holds, per event name, its log budget. flushArmed is set
+	// while a flushLogs is due (see logEvent).
 	logWindows map[string]*logWindow
+	leftOut    bool // a line was left out since the last flushLogWindows
+	flushArmed bool
+	flushTimer *time.Timer
 }
+
+// flushLogs asks the actor to log the events its log budget left out: a
+// burst's summary comes a second after it, not with the next line of its
+// name, which may be hours later or at the stop (tour1000: 429
+// device-connected lines of a 1000-arm start summed up only at SIGTERM).
+type flushLogs struct{}
+
+// logSummaryAfter is how long after a left-out line its summary is logged.
+const logSummaryAfter = time.Second
 
 type logWindow struct {
 	budget     *rate.Limiter // logBurst lines a second, in bursts of logBurst
@@ -62,10 +75,17 @@ func (a *activityActor) Receive(ctx actor.Context) {
 			s.end()
 			delete(a.subs, id)
 		}
+		if a.flushTimer != nil {
+			a.flushTimer.Stop()
+		}
 		a.flushLogWindows()
 	case *actor.Stopped, *actor.Restarting:
 	case *publish:
 		a.publish(&m.event)
+		a.armLogFlush(ctx)
+	case *flushLogs:
+		a.flushArmed = false
+		a.flushLogWindows()
 	case *subscribe:
 		a.subscribe(m.sub, m.since, m.replay)
 		if ctx.Sender() != nil { // SubscribeLive waits for no answer
@@ -214,6 +234,7 @@ func (a *activityActor) logEvent(e *event.Event) {
 	}
 	if !w.budget.AllowN(e.Time, 1) {
 		w.suppressed++
+		a.leftOut = true
 		return
 	}
 	a.flushLogWindow(e.Name, w)
@@ -223,6 +244,17 @@ func (a *activityActor) logEvent(e *event.Event) {
 		Str("category", e.Category).
 		RawJSON("data", e.Data).
 		Msg(e.Message)
+}
+
+// armLogFlush has the actor sent a flushLogs logSummaryAfter from now when
+// a line was left out and none is due yet.
+func (a *activityActor) armLogFlush(ctx actor.Context) {
+	if a.flushArmed || !a.leftOut {
+		return
+	}
+	a.flushArmed = true
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	a.flushTimer = time.AfterFunc(logSummaryAfter, func() { root.Send(self, &flushLogs{}) })
 }
 
 func (a *activityActor) flushLogWindow(name string, w *logWindow) {
@@ -240,6 +272,7 @@ func (a *activityActor) flushLogWindows() {
 	for name, w := range a.logWindows {
 		a.flushLogWindow(name, w)
 	}
+	a.leftOut = false
 }
 
 // zerologLevel maps an event level onto zerolog's; zerolog has no notice,
