@@ -28,7 +28,7 @@ type activityActor struct {
 	usage       usageBook
 	supervision supervisionBook
 	// logWindows holds, per event name, its log budget. flushArmed is set
-	// while a flushLogs is due (see logEvent).
+	// while a flushLogs is due (see armLogFlush).
 	logWindows map[string]*logWindow
 	leftOut    bool // a line was left out since the last flushLogWindows
 	flushArmed bool
