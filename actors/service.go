@@ -223,7 +223,8 @@ func Start(o Options) (*Service, error) {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
 		if err := st.CheckWritable(); err != nil {
-			o.Log.Warn().Err(err).Msg("the state directory's disk is full: config changes are refused and /readyz answers 503 until it has room")
+			// Open lets only a full disk through (store.NoSpace).
+			o.Log.Warn().Err(err).Msg("the state directory takes no document now: config changes are refused and /readyz answers 503 until it does")
 		}
 		s.store, s.disk = st, st
 		migrateProfiles(st, o.Log)

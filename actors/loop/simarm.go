@@ -223,8 +223,8 @@ func (b *armBlock) claimStage(i uint8) *effectStage {
 // fast path for a controlled arm, what that path's tick reads besides
 // them: the command's inputs as the last full step found them (see
 // Device.fillControl). What the fused tick never reads is in the block's
-// ctlCold (controlCold, allocated on the block's first control), so that this is 256 bytes, 4 whole lines
-// (TestArmControlHoldsTheFusedTick); the device's period and whether it
+// ctlCold (controlCold, allocated on the block's first control), so that
+// this is 256 bytes, 4 whole lines (TestArmControlHoldsTheFusedTick); the device's period and whether it
 // gets the gravity feed-forward and may take the fused tick are in fs's
 // last word (forceStages).
 type armControl struct {
