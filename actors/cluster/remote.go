@@ -424,6 +424,24 @@ type MutualTLS struct {
 	// refuse this member from then on.
 	CertFile, Ending string
 	NotAfter         time.Time
+	leaf             *x509.Certificate
+}
+
+// CheckNames refuses a certificate that does not name host, the address
+// peers dial for this member (--cluster-advertise's host, else
+// --cluster-bind): every peer checks the name when it dials, so a
+// certificate copied from another host would fail every handshake while
+// this member said it was ready. An unspecified address (0.0.0.0, ::)
+// names no dialled host and is not checked.
+func (m *MutualTLS) CheckNames(host string) error {
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	if err := m.leaf.VerifyHostname(host); err != nil {
+		return fmt.Errorf("cluster: --cluster-cert %s does not name %s, the address peers dial for this member: they refuse it at every handshake; sign one for %s (docs/lab.md) or check --cluster-bind/--cluster-advertise (%w)",
+			m.CertFile, host, host, err)
+	}
+	return nil
 }
 
 // RenewWithin is how close to its end a certificate is warned of, at
@@ -501,7 +519,7 @@ func LoadMutualTLS(certFile, keyFile, caFile string, now time.Time) (*MutualTLS,
 			return nil, fmt.Errorf("cluster: --cluster-cert %s does not verify against --cluster-ca %s: %w", certFile, caFile, err)
 		}
 	}
-	m := &MutualTLS{CertFile: certFile, Ending: certFile, NotAfter: leaf.NotAfter}
+	m := &MutualTLS{CertFile: certFile, Ending: certFile, NotAfter: leaf.NotAfter, leaf: leaf}
 	for _, c := range chain[1:] {
 		if c.NotAfter.Before(m.NotAfter) {
 			m.NotAfter, m.Ending = c.NotAfter, caFile

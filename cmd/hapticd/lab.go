@@ -128,7 +128,8 @@ func (l *labOptions) check() error {
 // loadTLS reads and checks the cluster link's certificates now, before any
 // device or port: a set the peers would refuse (an expired certificate, one
 // the CA did not sign, a key of another) is refused at once rather than
-// after the arms connected. startLab passes what it loaded on.
+// after the arms connected; so is a certificate that does not name the
+// address peers dial for this member. startLab passes what it loaded on.
 func (l *labOptions) loadTLS() error {
 	if l.cert == "" && l.key == "" && l.ca == "" {
 		return nil
@@ -138,6 +139,13 @@ func (l *labOptions) loadTLS() error {
 	}
 	t, err := cluster.LoadMutualTLS(l.cert, l.key, l.ca, time.Now())
 	if err != nil {
+		return err
+	}
+	dialled := l.bind
+	if l.advertise != "" {
+		dialled, _, _ = net.SplitHostPort(l.advertise) // checked above
+	}
+	if err := t.CheckNames(dialled); err != nil {
 		return err
 	}
 	l.tls = t

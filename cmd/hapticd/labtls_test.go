@@ -62,10 +62,18 @@ func newTestCA(t *testing.T, dir, name string, notBefore, notAfter time.Time) *t
 
 func (ca *testCA) file() string { return filepath.Join(ca.dir, ca.name+".pem") }
 
-// issue signs a member certificate for 127.0.0.1-4 and writes NAME.pem and
-// NAME.key; eku nil is server and client auth, as docs/lab.md's recipe.
-func (ca *testCA) issue(t *testing.T, name string, notBefore, notAfter time.Time, eku []x509.ExtKeyUsage) (certFile, keyFile string) {
+// issue signs a member certificate for ips (none: 127.0.0.1-4) and writes
+// NAME.pem and NAME.key; eku nil is server and client auth, as
+// docs/lab.md's recipe.
+func (ca *testCA) issue(t *testing.T, name string, notBefore, notAfter time.Time, eku []x509.ExtKeyUsage, ips ...string) (certFile, keyFile string) {
 	t.Helper()
+	if len(ips) == 0 {
+		ips = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
+	}
+	var addrs []net.IP
+	for _, ip := range ips {
+		addrs = append(addrs, net.ParseIP(ip))
+	}
 	if eku == nil {
 		eku = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	}
@@ -76,7 +84,7 @@ func (ca *testCA) issue(t *testing.T, name string, notBefore, notAfter time.Time
 	ca.serial++
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: name},
 		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: eku,
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3"), net.ParseIP("127.0.0.4")}}
+		IPAddresses: addrs}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +144,12 @@ func labTLSCases(t *testing.T) []labTLSCase {
 	serverCert, serverKey := ca.issue(t, "server-only", now.Add(-day), now.Add(365*day), []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
 	clientCert, clientKey := ca.issue(t, "client-only", now.Add(-day), now.Add(365*day), []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
 	oldCACert, oldCAKey := oldCA.issue(t, "by-old-ca", now.Add(-300*day), now.Add(365*day), nil)
+	// A certificate copied from host B (10.0.0.2) to this member, which
+	// peers dial at 127.0.0.1 (memberArgs' --cluster-bind).
+	hostBCert, hostBKey := ca.issue(t, "host-b", now.Add(-day), now.Add(365*day), nil, "10.0.0.2")
+	advertised := func(cert, key, addr string) []string {
+		return append(flags(cert, key, ca.file()), "--cluster-advertise", addr)
+	}
 	return []labTLSCase{
 		{"valid", flags(validCert, validKey, ca.file()), ""},
 		{"expiring in 10 days", flags(soonCert, soonKey, ca.file()), ""},
@@ -151,6 +165,9 @@ func labTLSCases(t *testing.T) []labTLSCase {
 		{"CA file without a certificate", flags(validCert, validKey, validKey), "--cluster-ca|holds no PEM certificate"},
 		{"no --cluster-ca", flags(validCert, validKey, ""), "--cluster-cert, --cluster-key and --cluster-ca together"},
 		{"only --cluster-ca", flags("", "", ca.file()), "--cluster-cert, --cluster-key and --cluster-ca together"},
+		{"naming another address", flags(hostBCert, hostBKey, ca.file()), "--cluster-cert|" + hostBCert + "|does not name 127.0.0.1|peers dial"},
+		{"naming the advertised address", advertised(hostBCert, hostBKey, "10.0.0.2:7070"), ""},
+		{"not naming the advertised address", advertised(validCert, validKey, "10.0.0.2:7070"), "--cluster-cert|" + validCert + "|does not name 10.0.0.2"},
 	}
 }
 
@@ -176,7 +193,7 @@ func TestLabTLSFlags(t *testing.T) {
 			}
 			want := tt.wantErr
 			if role == "standalone" {
-				want = "standalone|--cluster-cert, --cluster-key and --cluster-ca are for --role node or gateway"
+				want = "for --role node or gateway; standalone runs no cluster code"
 			}
 			o, err := parseFlags(args)
 			switch {
@@ -204,9 +221,10 @@ func TestLabTLSReadmeRecipePasses(t *testing.T) {
 	if !readmeLabPKI(t, dir) {
 		t.Skip("no openssl")
 	}
-	for _, m := range []string{"a", "b", "gw"} {
-		args := memberArgs("node", 7070, []string{"--cluster-cert", filepath.Join(dir, m+".pem"), "--cluster-key", filepath.Join(dir, m+".key"),
-			"--cluster-ca", filepath.Join(dir, "ca.pem")})
+	// Each member binds the address its certificate names (readmeLabPKI's).
+	for m, addr := range map[string]string{"a": "127.0.0.2", "b": "127.0.0.3", "gw": "127.0.0.4"} {
+		args := append(memberArgs("node", 7070, []string{"--cluster-cert", filepath.Join(dir, m+".pem"), "--cluster-key", filepath.Join(dir, m+".key"),
+			"--cluster-ca", filepath.Join(dir, "ca.pem")}), "--cluster-bind", addr)
 		o, err := parseFlags(args)
 		if err != nil {
 			t.Errorf("member %s of docs/lab.md's recipe: %v", m, err)
@@ -234,7 +252,8 @@ func TestLabTLSRefusedBeforeStart(t *testing.T) {
 	bin := buildBinary(t)
 	cases := labTLSCases(t)
 	refused := map[string]bool{"expired": true, "not yet valid": true, "signed by another CA": true,
-		"key of another certificate": true, "CA file without a certificate": true, "no --cluster-ca": true}
+		"key of another certificate": true, "CA file without a certificate": true, "no --cluster-ca": true,
+		"naming another address": true}
 	var standalone []string
 	for _, tt := range cases {
 		if tt.name == "valid" {
