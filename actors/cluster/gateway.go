@@ -1342,7 +1342,7 @@ func (g *Gateway) event(m *wire.Event) {
 				if owner, err := strconv.ParseUint(string(n), 10, 64); err == nil && owner >= actors.FirstRemoteOwner {
 					if s := p.commander.Load(); s != 0 {
 						data["session_id"], changed = s, true
-						if e.Name == event.NameControlLeaseExpired && p.leaseLeft(s) < relayedLapseNewsNs {
+						if e.Name == event.NameControlLeaseExpired && !p.lapseNews(s) {
 							// The node's lease on the gateway's commands
 							// ends with the session's own here (it is sent
 							// what is left of it): a quiet session's lapse
@@ -1351,7 +1351,9 @@ func (g *Gateway) event(m *wire.Event) {
 							// told twice, wrongly promising the effects
 							// back, whichever arrives first. The node's is
 							// news only while the session's lease here runs
-							// on (its commands stalled on the link).
+							// on (its commands stalled on the link), or
+							// once the gateway took the arm from it for the
+							// node's other holder, telling it nothing.
 							return
 						}
 					}

@@ -55,6 +55,75 @@ type labLink struct {
 	// partitioned loses everything either way while set, the node's
 	// state pushes and the gateway's subscriptions too: a cut link.
 	partitioned atomic.Bool
+	// While holdingEvents, the node's events wait in heldEvents (in
+	// order) and its pushes pass them: an event that reaches the gateway
+	// late (holdEvents, releaseEvents). Under mu.
+	holdingEvents bool
+	heldEvents    []*wire.Event
+	unhold        chan chan struct{}
+}
+
+// holdEvents holds the node's events back from the gateway until
+// releaseEvents; what else the node sends goes on.
+func (l *labLink) holdEvents() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holdingEvents = true
+}
+
+// heldEvent reports whether an event named name is held back.
+func (l *labLink) heldEvent(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.heldEvents {
+		var e event.Event
+		if json.Unmarshal(m.Json, &e) == nil && e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseEvents hands the gateway the events held back, in order, and
+// returns once it has taken them; later ones pass at once.
+func (l *labLink) releaseEvents(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	l.holdingEvents = false
+	l.mu.Unlock()
+	done := make(chan struct{})
+	select {
+	case l.unhold <- done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the link took no hand-over of the held events within 10 s")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the link did not hand over the held events within 10 s")
+	}
+}
+
+// toGateway hands m (nil: nothing but what is held) to g, unless it is an
+// event and events are held; what was held goes first once they are not.
+func (l *labLink) toGateway(g *Gateway, m any) {
+	l.mu.Lock()
+	if e, ok := m.(*wire.Event); ok && l.holdingEvents {
+		l.heldEvents = append(l.heldEvents, e)
+		l.mu.Unlock()
+		return
+	}
+	var held []*wire.Event
+	if !l.holdingEvents {
+		held, l.heldEvents = l.heldEvents, nil
+	}
+	l.mu.Unlock()
+	for _, e := range held {
+		g.fromNode(e)
+	}
+	if m != nil {
+		g.fromNode(m)
+	}
 }
 
 // slowAfterLetGo has the link carry the gateway's next idle command at
@@ -118,7 +187,7 @@ func linkLabCuttable(t *testing.T, g *Gateway, n *Node) *atomic.Bool {
 // the gateway sent them).
 func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *labLink {
 	t.Helper()
-	link := &labLink{took: make(chan struct{})}
+	link := &labLink{took: make(chan struct{}), unhold: make(chan chan struct{})}
 	type toNodeMsg struct {
 		m   any
 		due time.Time // when the link hands it to the node
@@ -191,7 +260,10 @@ func linkLabLosing(t *testing.T, g *Gateway, n *Node, lose func(m any) bool) *la
 			case <-done:
 				return
 			case m := <-toGW:
-				g.fromNode(m)
+				link.toGateway(g, m)
+			case done := <-link.unhold:
+				link.toGateway(g, nil)
+				close(done)
 			}
 		}
 	}()

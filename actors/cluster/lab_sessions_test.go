@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -411,6 +412,33 @@ func gatewayHoldingNodesArm(t *testing.T) (n *Node, d *actors.Device, g *Gateway
 	return n, d, g, sub, gw, hold
 }
 
+// nodeLapsesTold reads g's events on sub up to a marker published after
+// everything before it, and returns the lease lapses of the gateway's
+// session the node told (its message, as a client reads it, says which).
+func nodeLapsesTold(t *testing.T, g *Gateway, sub *activity.Subscription, d *actors.Device, session uint64) (nodeLapses int) {
+	t.Helper()
+	marker := event.PassivityActive("inverse3", d.Info.ID, 0, 1200, 5)
+	g.svc.Activity().Publish(marker)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal("the marker event did not come within 10 s")
+		}
+		if e.Name == event.NamePassivityActive {
+			return nodeLapses
+		}
+		var data struct {
+			Session uint64 `json:"session_id"`
+		}
+		_ = json.Unmarshal(e.Data, &data)
+		if e.Name == event.NameControlLeaseExpired && data.Session == session && strings.Contains(e.Message, "the node's lease") {
+			nodeLapses++
+		}
+	}
+}
+
 // The node's control-lease-expired about a gateway's control reaches the
 // gateway's clients only while their session's lease still runs on there
 // (a stall of the link: the node paused its effects, and says they come
@@ -430,32 +458,7 @@ func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
 		}
 		g.event(&wire.Event{NodeId: n.cfg.NodeID, Json: b})
 	}
-	// told reads the gateway's events up to a marker published after
-	// everything before it, and returns the lease lapses of gw's session
-	// the node told (its message, as a client reads it, says which).
-	told := func() (nodeLapses int) {
-		t.Helper()
-		marker := event.PassivityActive("inverse3", d.Info.ID, 0, 1200, 5)
-		g.svc.Activity().Publish(marker)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for {
-			e, err := sub.Next(ctx)
-			if err != nil {
-				t.Fatal("the marker event did not come within 10 s")
-			}
-			if e.Name == event.NamePassivityActive {
-				return nodeLapses
-			}
-			var data struct {
-				Session uint64 `json:"session_id"`
-			}
-			_ = json.Unmarshal(e.Data, &data)
-			if e.Name == event.NameControlLeaseExpired && data.Session == gw.sess.ID && strings.Contains(e.Message, "the node's lease") {
-				nodeLapses++
-			}
-		}
-	}
+	told := func() int { t.Helper(); return nodeLapsesTold(t, g, sub, d, gw.sess.ID) }
 	// The session still holds the arm here, its lease just renewed: the
 	// node's lapse is news (its commands stalled on the link).
 	gw.send(hold)
@@ -471,5 +474,70 @@ func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
 	nodeLapse()
 	if got := told(); got != 0 {
 		t.Errorf("after the gateway session's own lapse, the node's later one reached its clients %d times, want none", got)
+	}
+}
+
+// A gateway's session whose commands stall on the link past the node's
+// lease while its lease on the gateway runs on loses the arm on the node
+// to a node-local session; the gateway then takes the register from it
+// too (mirrorLocalHold, after contestGrace), which tells it nothing: the
+// node's control-lease-expired is the session's only word of its lapse,
+// and reaches its clients once, whether it comes before the gateway took
+// the register or after (review: it was dropped after, its session no
+// longer holding the arm, and the client learnt of the lapse only from
+// device_busy on its next command).
+func TestNodeLapseOfAStalledSessionReachesItWhenAnotherTookTheArm(t *testing.T) {
+	for _, after := range []bool{true, false} {
+		name := "the node's lapse comes after the gateway took the register"
+		if !after {
+			name = "the node's lapse comes before the gateway took the register"
+		}
+		t.Run(name, func(t *testing.T) {
+			n, d := testNode(t)
+			g := testGateway(t, time.Hour)
+			var stalled atomic.Bool
+			link := linkLabLosing(t, g, n, func(any) bool { return stalled.Load() })
+			waitAdded(t, g)
+			sub := subscribeEvents(t, g)
+			gw := openSession(t, g.svc, "")
+			hold := fmt.Sprintf(`{"arm3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, d.Info.ID)
+			hwtest.Eventually(t, 10*time.Second, "the gateway holding the arm on the node", func() bool {
+				gw.send(hold)
+				return d.Register().Owner() >= actors.FirstRemoteOwner
+			})
+			gdev := g.svc.Devices().Find(protocol.TypeArm, d.Info.ID)
+			if gdev == nil {
+				t.Fatal("the gateway lists no arm")
+			}
+			// The session's commands stall on the link; it keeps sending
+			// them, so its lease on the gateway runs on, and the node's
+			// lapses (--cluster-lease-ms, 100 ms). Its event waits on the
+			// link.
+			link.holdEvents()
+			stalled.Store(true)
+			hwtest.Eventually(t, 10*time.Second, "the node's lapse of the gateway's control, held on the link", func() bool {
+				gw.send(hold)
+				return d.Register().Owner() == 0 && link.heldEvent(event.NameControlLeaseExpired)
+			})
+			if !after {
+				link.releaseEvents(t)
+			}
+			// A session on the node takes the arm; the gateway takes the
+			// register from its session.
+			local := openSession(t, n.svc, "")
+			if f := local.send(hold); f["errors"] != nil {
+				t.Fatalf("the node session's command: %v", f["errors"])
+			}
+			hwtest.Eventually(t, 10*time.Second, "the gateway's register taken from its session for the node's", func() bool {
+				gw.send(hold)
+				return gdev.Register().Owner() == localSession
+			})
+			if after {
+				link.releaseEvents(t)
+			}
+			if got := nodeLapsesTold(t, g, sub, d, gw.sess.ID); got != 1 {
+				t.Errorf("the node's lapse of the stalled session's control reached its clients %d times, want once", got)
+			}
+		})
 	}
 }

@@ -53,6 +53,12 @@ type proxy struct {
 	// proxy sent the node (0: none yet): what a node's event about the
 	// gateway's control of the arm (its owner) names here.
 	commander atomic.Uint64
+	// contested is the session mirrorLocalHold took the register from
+	// (the node gave the arm to another holder), until the proxy sends
+	// a session's commands again or the node's lapse of that session's
+	// control is told (0: none). The gateway told it no lapse of its own:
+	// the node's is news to it (Gateway.event).
+	contested atomic.Uint64
 	// madeNs is when the proxy was made (g.clock): a device whose node
 	// has pushed no state yet is as stale as the time since then.
 	madeNs int64
@@ -489,6 +495,18 @@ func (p *proxy) takeRefusal(take func() bool) *actors.Device {
 	return p.dev.Load()
 }
 
+// lapseNews reports whether the node's lapse of the gateway's control,
+// whose commands were session's, is news to session: while its lease here
+// runs on (its commands stalled on the link), or, once, after
+// mirrorLocalHold took the register from it for another holder on the
+// node, which ended its control here without a lapse of its own. A quiet
+// session's lapse here is told by the gateway's loop, with what became of
+// its effects, and the node's would tell the same end twice. For the
+// gateway's actor.
+func (p *proxy) lapseNews(session uint64) bool {
+	return p.leaseLeft(session) >= relayedLapseNewsNs || p.contested.CompareAndSwap(session, 0)
+}
+
 // leaseLeft is how long the lease of session's command on the proxy's arm
 // here has left (0 or less: none holds, or it lapsed). For the gateway's
 // actor: its own Command, not the loop's regCmd.
@@ -601,6 +619,7 @@ func (p *proxy) Exchange(cmd *hw.Command, st *hw.State) error {
 		if session != 0 {
 			p.commandingSessionChanged(session, now)
 			p.commander.Store(session)
+			p.contested.Store(0) // a new control: the node's lapse of it is told as any
 		}
 		p.cmdSession = session
 	}
@@ -744,7 +763,9 @@ func (p *proxy) mirrorLocalHold(reg *loop.Register) {
 		if now-p.contestedSince < int64(contestGrace) {
 			return
 		}
-		reg.Release(owner)
+		if reg.Release(owner) {
+			p.contested.Store(owner)
+		}
 	}
 	p.contestedSince = 0
 	if reg.Claim(localSession) != localSession {
