@@ -121,7 +121,7 @@ var kinds = [...]Kind{
 		"a session was refused control of a device another session controls"},
 	{NameControlLeaseExpired, CategoryDevice, LevelNotice,
 		[]string{"device_type", "device_id", "session_id", "effects_dropped"},
-		"a controlling session sent no command within its lease; the force ramps to zero, and effects_dropped counts the session's effects on the device that went with it (0: it had none; they are not rendered again until declared again). On a lab node, for a gateway's control: 0, its effects pause with the force and render again with the gateway's next command (the message says how many); the gateway passes that one on only while its session's lease there runs on (a stalled link): a quiet session's lapse is the gateway's own to tell"},
+		"a controlling session sent no command within its lease; the force ramps to zero, and effects_dropped counts the session's effects on the device that went with it (0: it had none; they are not rendered again until declared again). On a lab node, for a gateway's control: 0, its effects pause with the force and render again with the gateway's next command (the message says how many); the gateway passes that one on only while its session's lease there runs on (a stalled link), or once after it took the arm from that session for the node's other holder: a quiet session's lapse is the gateway's own to tell"},
 	{NameControlRateWarning, CategoryDevice, LevelWarning,
 		[]string{"device_type", "device_id", "period_us_p99", "target_us", "suppressed"},
 		"a device's control loop missed its bound (p99 period over 1.5 × target) over a one-second window; at most one a minute per device, suppressed counting the late windows not reported since the last one"},
