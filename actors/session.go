@@ -543,7 +543,11 @@ func (p *tickPath) handle(buf []byte) bool {
 			return false
 		}
 		p.svc.storedProfilePicked(&req.stored)
+		before := snap.leaseMs
 		snap = p.sess.snap.Load()
+		if snap.leaseMs < before {
+			p.shortenLeases(devs, snap.leaseMs)
+		}
 		f.Warnings = append(f.Warnings, req.warnings...)
 	}
 	p.finish(f, snap, devs, req)
@@ -817,6 +821,22 @@ func (p *tickPath) endLeaseBy(d *Device, end int64) {
 	}
 	if a := p.fx[d]; a != nil && a.deadlineNs > end {
 		a.deadlineNs = end
+	}
+}
+
+// shortenLeases ends the session's leases on every arm it holds by the
+// shorter lease the message in hand set (lease_ms, or a profile whose
+// stored lease is shorter), counted from its arrival: a client that
+// shortens its lease and falls silent has its command and effects end by
+// the lease it asked for, not by the longer one an earlier command was
+// granted (as endLeaseBy does for a refused stale message). It runs only
+// when a message shortens the lease, so it may look at every arm.
+func (p *tickPath) shortenLeases(devs *DeviceSet, leaseMs int) {
+	end := p.leaseDeadline(leaseMs)
+	for _, d := range devs.OfType(protocol.TypeArm) {
+		if d.Register().Owner() == p.sess.ID || p.fx[d] != nil {
+			p.endLeaseBy(d, end)
+		}
 	}
 }
 

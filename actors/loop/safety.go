@@ -514,7 +514,16 @@ func (fs *forceStages) force(in *forceInputs, cmd *commandInputs, ft *forceTally
 		// From the last force within today's clamp: a clamp lowered under
 		// the force applied bounds the output at once (a step down, which
 		// is always safe), not at the slew limit's pace.
-		f = slew(clampMagnitude(fs.slewN, in.limitN), f, s*float64(dtNs)*1e-9)
+		from := clampMagnitude(fs.slewN, in.limitN)
+		f = slew(from, f, s*float64(dtNs)*1e-9)
+		if rampingOut {
+			// A force still climbing under the slew limit when its
+			// control ended climbs no further: the client went quiet (or
+			// let go), and the ramp winds down the force it had, not
+			// one that goes on arriving (0.4 N at a lapse rose to 1 N
+			// under the ramp at 200 N/s).
+			f = clampMagnitude(f, from.Norm())
+		}
 	}
 	fs.slewN = f
 	f = hw.Vec3{X: f.X * ramp, Y: f.Y * ramp, Z: f.Z * ramp}
