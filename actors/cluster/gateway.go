@@ -426,10 +426,15 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 // gateway, not waited for). A node that has not answered at all within
 // NodeTimeout of the link's start is not waited for: one down when the
 // gateway starts must not keep it unready. Once ready it stays so: nodes
-// that come and go later are the lab's faults, not an unfinished start.
+// that come and go later are the lab's faults, not an unfinished start;
+// only its own TLS certificate's end makes it unready again
+// (link.certEnded).
 // detail says what it waits for, and once ready, every time, what the
 // start listed and which nodes it did not wait for.
 func (g *Gateway) Ready() (ready bool, detail string) {
+	if detail, ended := g.lk.certEnded(time.Now()); ended {
+		return false, detail
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ready {

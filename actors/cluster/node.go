@@ -375,8 +375,14 @@ func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 }
 
 // Ready reports that the node is ready: its devices are its own, and its
-// cluster link is up once StartNode returned.
-func (n *Node) Ready() (ready bool, detail string) { return true, "cluster link up" }
+// cluster link is up once StartNode returned, until its TLS certificate
+// ends (link.certEnded).
+func (n *Node) Ready() (ready bool, detail string) {
+	if detail, ended := n.lk.certEnded(time.Now()); ended {
+		return false, detail
+	}
+	return true, "cluster link up"
+}
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
 // with their lease.

@@ -140,6 +140,23 @@ type link struct {
 	// stopWatch ends the watch of the TLS certificate's end (nil
 	// without TLS).
 	stopWatch func()
+	// mtls is the link's TLS (nil: plain), for certEnded.
+	mtls *MutualTLS
+}
+
+// certEnded says, once the link's certificate (or its CA) has ended, why
+// the member is not ready: the files are read at start only, and from that
+// date peers refuse every new connection of this member; a link already
+// up goes on until it breaks (a peer's restart, a stall, a cut), and then
+// the peer is lost until this member restarts with a renewed certificate.
+// Go checks a certificate at the handshake only, so without this the
+// member, and a gateway's list, looked healthy up to that break.
+func (lk *link) certEnded(now time.Time) (detail string, ended bool) {
+	if lk == nil || lk.mtls == nil || now.Before(lk.mtls.NotAfter) {
+		return "", false
+	}
+	what, date := lk.mtls.ending()
+	return fmt.Sprintf("%s expired on %s: peers refuse this member's new connections; renew it and restart this member", what, date), true
 }
 
 // startLink starts the remote on c.Bind:c.Port and, with automanaged
@@ -215,6 +232,7 @@ func startLink(c *Config, kinds []*cluster.Kind, start func(*actor.ActorSystem) 
 	c.Log.Info().Str("listener", "cluster").Str("addr", lk.sys.Address()).Str("bind", addr).Bool("tls", mtls != nil).
 		Str("membership", c.Membership).Msg("listening")
 	if mtls != nil {
+		lk.mtls = mtls
 		lk.stopWatch = mtls.watchEnding(c.Log, RenewWithin)
 	}
 	return lk, nil
@@ -549,8 +567,9 @@ func (m *MutualTLS) warnEnding(log zerolog.Logger, now time.Time) {
 // watchEnding tells a running member's log, as LoadMutualTLS's checks
 // did at start, when its certificate enters its last within (a warning)
 // and when it ends (an error): the files are read at start only, so from
-// then on every peer refuses this member until it restarts with a renewed
-// one, and the log said no more than protoactor's handshake errors. A
+// then on peers refuse every new connection of this member until it
+// restarts with a renewed one (certEnded), and the log said no more than
+// protoactor's handshake errors, at the link's next break. A
 // start already within it was warned of (warnEnding). stop ends the watch.
 func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop func()) {
 	done := make(chan struct{})
@@ -579,7 +598,7 @@ func (m *MutualTLS) watchEnding(log zerolog.Logger, within time.Duration) (stop 
 			if !now.Before(m.NotAfter) {
 				what, date := m.ending()
 				log.Error().Str("cert", m.Ending).Str("not_after", date).
-					Msgf("%s expired on %s: every peer refuses this member now; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
+					Msgf("%s expired on %s: peers refuse this member's new connections from now on (a link already up goes on until it breaks: a peer's restart, a stall, a cut) and /readyz fails; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
 				return
 			}
 			if !warned && m.EndsWithin(now, within) {
@@ -604,7 +623,7 @@ func (m *MutualTLS) ending() (what, date string) {
 func (m *MutualTLS) logEnding(log zerolog.Logger, now time.Time) {
 	what, date := m.ending()
 	log.Warn().Str("cert", m.Ending).Str("not_after", date).Int("days_left", int(m.NotAfter.Sub(now)/(24*time.Hour))).
-		Msgf("%s expires on %s: peers refuse this member from then on; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
+		Msgf("%s expires on %s: from then on peers refuse this member's new connections and /readyz fails; renew it and restart this member (certificates are read at start only; docs/lab.md)", what, date)
 }
 
 // checkAdvertise refuses an advertised address peers could not dial, or

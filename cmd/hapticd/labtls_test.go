@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -442,4 +443,91 @@ func runUntilReady(t *testing.T, bin string, args []string) []map[string]any {
 		t.Fatal("not ready within 20 s")
 		return nil
 	}
+}
+
+// A member whose certificate ends while it runs is no longer ready: Go
+// checks a certificate at the handshake only, so the links already up go
+// on and every check said healthy until a link broke, after which the
+// peer was lost for good (tourtls2). From the certificate's NotAfter its
+// /readyz answers 503, its lab check naming the file and the date; a
+// gateway's too, though its start was long over.
+func TestLabTLSCertificateEndingWhileRunningFailsReadyz(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	ca := newTestCA(t, dir, "ca", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	const host = "127.0.0.1"
+	ports := newLabPorts(t)
+	for _, role := range []string{"node", "gateway"} {
+		t.Run(role, func(t *testing.T) {
+			// Long enough for a loaded machine's start; a certificate's
+			// times are whole seconds.
+			now := time.Now().UTC().Truncate(time.Second)
+			endsAt := now.Add(12 * time.Second)
+			cert, key := ca.issue(t, role, now.Add(-time.Hour), endsAt, nil)
+			httpPort := ports.free(host)
+			args := memberArgs(role, ports.free(host), []string{"--cluster-cert", cert, "--cluster-key", key, "--cluster-ca", ca.file()})
+			if role == "gateway" {
+				// A node that never answers: not waited for past the
+				// node timeout, so the gateway becomes ready alone.
+				args = append(args, "--peers", fmt.Sprintf("%s:%d", host, ports.free(host)))
+			}
+			args = append([]string{"--bind", host, "--port", strconv.Itoa(httpPort), "--legacy-port", "-1", "--events-port", "-1",
+				"--state-dir", t.TempDir(), "--sim-arms", "1", "--sim-grips", "0", "--hw-scan-period", "0", "--log-format", "json"}, args...)
+			runUntilReady(t, bin, args)
+			url := fmt.Sprintf("http://%s:%d/readyz", host, httpPort)
+			var status int
+			var lab string
+			deadline := endsAt.Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				asked := time.Now()
+				if status, lab = readyzLab(t, url); status == 503 {
+					break
+				}
+				if status != 200 && asked.Before(endsAt) {
+					t.Fatalf("/readyz %d (lab: %q) before the certificate ended; want 200", status, lab)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if status != 503 {
+				t.Fatalf("/readyz %d (lab: %q) 30 s after the certificate ended at %v; want 503", status, lab, endsAt)
+			}
+			if at := time.Now(); at.Before(endsAt) {
+				t.Errorf("/readyz failed at %v, before the certificate ended at %v", at, endsAt)
+			}
+			for _, want := range []string{cert, "expired", endsAt.Format(tlsDate)} {
+				if !strings.Contains(lab, want) {
+					t.Errorf("/readyz's lab check %q does not say %q", lab, want)
+				}
+			}
+		})
+	}
+}
+
+// readyzLab is /readyz's status and its lab check's detail.
+func readyzLab(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Checks []struct {
+			Name   string `json:"name"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	for _, c := range doc.Checks {
+		if c.Name == "lab" {
+			return resp.StatusCode, c.Detail
+		}
+	}
+	t.Fatalf("GET %s: no lab check", url)
+	return 0, ""
 }
