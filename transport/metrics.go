@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,7 +22,9 @@ import (
 // store and activity actor already count, with atomic loads only: a scrape
 // never takes a lock a loop takes and never stops the world (the Go
 // collector reads runtime/metrics, not ReadMemStats). protoactor's own
-// metrics provider stays off.
+// metrics provider stays off. The per-device series are gathered apart
+// (metricsGatherer, metrics_devices.go), and the scrape yields its P every
+// yieldEvery, so a large fleet's scrape leaves the loops their ticks.
 func newMetricsHandler(svc *actors.Service, build BuildInfo, known startLabels, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -29,9 +32,12 @@ func newMetricsHandler(svc *actors.Service, build BuildInfo, known startLabels, 
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serviceCollector{svc: svc, build: build, known: known, eventsClosed: eventsClosed, conns: conns},
 	)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	h := promhttp.HandlerForTransactional(&metricsGatherer{reg: reg, svc: svc}, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&yieldingWriter{ResponseWriter: w, y: yielder{last: time.Now()}}, r)
 	})
 }
 
@@ -43,8 +49,6 @@ var (
 	exchangeBuckets = []float64{1e-6, 2.5e-6, 5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3}
 	storeBuckets    = []float64{100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 10}
 )
-
-var deviceLabels = []string{"device_type", "device_id"}
 
 // startLabels are the label values the service knows at start. Their
 // series are listed from the first scrape, at 0 until counted: Prometheus'
@@ -100,7 +104,8 @@ func usesByName(uses []activity.DeprecatedUse) map[string]uint64 {
 	return out
 }
 
-// serviceCollector is the hapticd_ part of /metrics.
+// serviceCollector is the service-wide hapticd_ part of /metrics (the
+// per-device part is metricsGatherer's).
 type serviceCollector struct {
 	svc   *actors.Service
 	build BuildInfo
@@ -114,16 +119,6 @@ type serviceCollector struct {
 
 var (
 	descBuild      = prometheus.NewDesc("hapticd_build_info", "The running hapticd: version and VCS revision (value 1).", []string{"version", "revision"}, nil)
-	descPeriod     = prometheus.NewDesc("hapticd_loop_period_seconds", "Time between successive ticks of a device's real-time loop (simulated devices: of their scheduler shard).", deviceLabels, nil)
-	descTarget     = prometheus.NewDesc("hapticd_loop_target_period_seconds", "The period a device's loop aims at.", deviceLabels, nil)
-	descOverruns   = prometheus.NewDesc("hapticd_loop_overruns_total", "Loop ticks that started after their deadline had passed.", deviceLabels, nil)
-	descTicks      = prometheus.NewDesc("hapticd_loop_ticks_total", "Loop ticks that exchanged with the device.", deviceLabels, nil)
-	descExchange   = prometheus.NewDesc("hapticd_driver_exchange_seconds", "Driver round trip of one exchange (simulated devices: the simulation step, sampled).", deviceLabels, nil)
-	descDrvErrors  = prometheus.NewDesc("hapticd_driver_errors_total", "Driver errors.", deviceLabels, nil)
-	descLeases     = prometheus.NewDesc("hapticd_lease_expiries_total", "Controlling sessions released because their lease lapsed.", deviceLabels, nil)
-	descBusy       = prometheus.NewDesc("hapticd_busy_refusals_total", "Commands refused because another session controlled the device.", deviceLabels, nil)
-	descPassivityJ = prometheus.NewDesc("hapticd_passivity_energy_joules", "Energy of what an arm's passivity controller watches (its scope: by default the rendered effects and navigation; in the output scope the whole force output) since its control began, its own damping included, capped at the reserve (0.2 J; negative: those sources drove the arm).", deviceLabels, nil)
-	descAddedDamp  = prometheus.NewDesc("hapticd_passivity_added_damping_newton_seconds_per_metre", "Damping the passivity controller adds to an arm's output now.", deviceLabels, nil)
 	descSessions   = prometheus.NewDesc("hapticd_sessions", "Connected simulation sessions.", []string{"api_format"}, nil)
 	descMessages   = prometheus.NewDesc("hapticd_messages_total", "Client messages received on simulation sessions.", []string{"api_format"}, nil)
 	descFrames     = prometheus.NewDesc("hapticd_frames_total", "Frames sent on simulation sessions (the inventory included).", []string{"api_format"}, nil)
@@ -150,30 +145,6 @@ func (c *serviceCollector) Describe(chan<- *prometheus.Desc) {}
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	svc := c.svc
 	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, c.build.Version, c.build.GitHash)
-	for _, d := range svc.Devices().All() {
-		lv := []string{d.Name, d.ID}
-		st := d.Stats()
-		if h := d.PeriodHistogram(); h != nil {
-			ch <- newHistogram(descPeriod, h, periodBuckets, lv)
-		}
-		ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, float64(st.TargetNs)/1e9, lv...)
-		ch <- prometheus.MustNewConstMetric(descOverruns, prometheus.CounterValue, float64(st.Overruns), lv...)
-		ch <- prometheus.MustNewConstMetric(descTicks, prometheus.CounterValue, float64(st.Ticks), lv...)
-		// Nil for a moment after the device is listed, until its loop
-		// starts (as the period's).
-		if h := d.ExchangeHistogram(); h != nil {
-			ch <- newHistogram(descExchange, h, exchangeBuckets, lv)
-		}
-		ch <- prometheus.MustNewConstMetric(descDrvErrors, prometheus.CounterValue, float64(st.Errors), lv...)
-		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(st.LeaseExpiries), lv...)
-		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, float64(st.BusyRefusals), lv...)
-		if d.Type == protocol.TypeArm {
-			out := d.Output()
-			ch <- prometheus.MustNewConstMetric(descPassivityJ, prometheus.GaugeValue, out.EnergyJ, lv...)
-			ch <- prometheus.MustNewConstMetric(descAddedDamp, prometheus.GaugeValue, out.AddedDampingNsPerM, lv...)
-		}
-	}
-
 	open := map[string]int{"3.x": 0, "3.0": 0}
 	for _, s := range svc.Sessions() {
 		open[s.APIVersion]++
@@ -240,28 +211,33 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 // per power of two, like the loop's own histogram.
 const nativeSchema = 3
 
-// histogramMetric is a loop.Histogram as a Prometheus histogram with both
-// classic and native buckets.
+// histogramMetric is a converted histogram as a prometheus.Metric.
 type histogramMetric struct {
 	desc   *prometheus.Desc
 	labels []*dto.LabelPair
-	h      dto.Histogram
+	h      *dto.Histogram
 }
 
 func (m *histogramMetric) Desc() *prometheus.Desc { return m.desc }
 
 func (m *histogramMetric) Write(out *dto.Metric) error {
 	out.Label = m.labels
-	out.Histogram = &m.h
+	out.Histogram = m.h
 	return nil
 }
 
-// newHistogram converts h (nanoseconds) to seconds. The loops' buckets
-// are log-linear (each power of two split in 8 equal parts), the native
-// ones exponential; each loop bucket lands whole in the native bucket, and
+// newHistogram is h converted (convertHistogram) as the series of desc
+// with labelValues.
+func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, labelValues []string) prometheus.Metric {
+	return &histogramMetric{desc: desc, labels: prometheus.MakeLabelPairs(desc, labelValues), h: convertHistogram(h, bounds)}
+}
+
+// convertHistogram is h (nanoseconds) in seconds, with classic and native
+// buckets. The loops' buckets are log-linear (each power of two split in 8
+// equal parts), the native ones exponential; each loop bucket lands whole in the native bucket, and
 // under each classic bound, that holds its midpoint, so a count is never
 // split and the error stays within one bucket's width (about 6 %).
-func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, labelValues []string) prometheus.Metric {
+func convertHistogram(h actors.Histogram, bounds []float64) *dto.Histogram {
 	type bucket struct {
 		mid float64
 		n   uint64
@@ -276,8 +252,7 @@ func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, l
 		}
 		bs = append(bs, bucket{float64(lo+hi) / 2e9, n})
 	})
-	m := &histogramMetric{desc: desc, labels: prometheus.MakeLabelPairs(desc, labelValues)}
-	hh := &m.h
+	hh := &dto.Histogram{}
 	hh.SampleCount = &total
 	sumS := float64(sum) / 1e9
 	hh.SampleSum = &sumS
@@ -327,7 +302,7 @@ func newHistogram(desc *prometheus.Desc, h actors.Histogram, bounds []float64, l
 		// from a classic one.
 		hh.PositiveSpan = []*dto.BucketSpan{{Offset: proto(int32(0)), Length: proto(uint32(0))}}
 	}
-	return m
+	return hh
 }
 
 func proto[T any](v T) *T { return &v }
