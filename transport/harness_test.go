@@ -67,6 +67,7 @@ type serviceConfig struct {
 	port           int    // the HTTP port (0: a free one), for a service restarted where a client knows it
 	eventRing      int    // recent events kept (0: the default)
 	loopHz         int    // the loops' rate (0: 1000)
+	simShards      int    // simulation scheduler shards (0: one, the tests' default; the binary runs one per CPU)
 	ports          func() HardwarePorts
 }
 
@@ -100,7 +101,10 @@ func startService(t testing.TB, cfg serviceConfig) *testService {
 	if cfg.loopHz == 0 {
 		cfg.loopHz = 1000
 	}
-	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: cfg.loopHz, Types: types, Log: testLogger(), SimShards: 1, MaxStoredProfiles: cfg.maxProfiles,
+	if cfg.simShards == 0 {
+		cfg.simShards = 1
+	}
+	svc, err := actors.Start(actors.Options{StateDir: cfg.dir, LoopHz: cfg.loopHz, Types: types, Log: testLogger(), SimShards: cfg.simShards, MaxStoredProfiles: cfg.maxProfiles,
 		WrapStore: cfg.wrapStore, DeviceHook: cfg.deviceHook, SessionHook: cfg.sessionHook, RequestTimeout: cfg.requestTimeout, EventRingSize: cfg.eventRing})
 	if err != nil {
 		t.Fatal(err)
