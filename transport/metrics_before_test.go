@@ -1,7 +1,7 @@
 package transport
 
 // The /metrics collector as it was before metrics1k (2026-11-29), kept
-// only so that TestScrapeStallFigure can alternate it with today's in one
+// only so that TestMetricsScrapeStallFigure can alternate it with today's in one
 // run (the before/after figure in docs/operations.md).
 
 import (

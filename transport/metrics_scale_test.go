@@ -153,7 +153,7 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestScrapeStallFigure measures what GET /metrics does to the loops of a
+// TestMetricsScrapeStallFigure measures what GET /metrics does to the loops of a
 // large fleet (1,000 simulated arms at 1 kHz on one shard per CPU, as the
 // binary runs them): windows of the same length with and without scrapes,
 // alternated, and the collector before metrics1k alternated with today's
@@ -166,7 +166,7 @@ func envInt(name string, def int) int {
 // _FORMAT (text; "protobuf" asks as Prometheus does, gzip included) vary it;
 // HAPTICD_SCRAPE_STALL_NOGC=1 adds windows scraped with the collector off
 // (debug.SetGCPercent(-1)), to tell the scrape's garbage from its CPU.
-func TestScrapeStallFigure(t *testing.T) {
+func TestMetricsScrapeStallFigure(t *testing.T) {
 	if os.Getenv("HAPTICD_SCRAPE_STALL") == "" {
 		t.Skip("a measurement, not a test: HAPTICD_SCRAPE_STALL=1 runs it")
 	}
