@@ -26,18 +26,24 @@ import (
 // (metricsGatherer, metrics_devices.go), and the scrape yields its P every
 // yieldEvery, so a large fleet's scrape leaves the loops their ticks.
 func newMetricsHandler(svc *actors.Service, build BuildInfo, known startLabels, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts) http.Handler {
+	return newMetricsHandlerYielding(svc, build, known, eventsClosed, conns, yieldEvery)
+}
+
+// newMetricsHandlerYielding is newMetricsHandler yielding every yield (0:
+// never, for the measurement in metrics_scale_test.go).
+func newMetricsHandlerYielding(svc *actors.Service, build BuildInfo, known startLabels, eventsClosed func() map[protocol.CloseReason]uint64, conns func() map[string]connCounts, yield time.Duration) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serviceCollector{svc: svc, build: build, known: known, eventsClosed: eventsClosed, conns: conns},
 	)
-	h := promhttp.HandlerForTransactional(&metricsGatherer{reg: reg, svc: svc}, promhttp.HandlerOpts{
+	h := promhttp.HandlerForTransactional(&metricsGatherer{reg: reg, svc: svc, yieldEvery: yield}, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&yieldingWriter{ResponseWriter: w, y: yielder{last: time.Now()}}, r)
+		h.ServeHTTP(&yieldingWriter{ResponseWriter: w, y: newYielder(yield)}, r)
 	})
 }
 

@@ -120,11 +120,20 @@ func newDeviceSeriesSet() *deviceSeriesSet {
 // timer until the runtime preempts it, 10 ms on.
 const yieldEvery = 200 * time.Microsecond
 
-// yielder calls runtime.Gosched once yieldEvery has passed since the last.
-type yielder struct{ last time.Time }
+// yielder calls runtime.Gosched once every has passed since the last
+// (never when every is 0: the measurement's variant without yields).
+type yielder struct {
+	every time.Duration
+	last  time.Time
+}
+
+func newYielder(every time.Duration) yielder { return yielder{every: every, last: time.Now()} }
 
 func (y *yielder) maybe() {
-	if now := time.Now(); now.Sub(y.last) >= yieldEvery {
+	if y.every == 0 {
+		return
+	}
+	if now := time.Now(); now.Sub(y.last) >= y.every {
 		runtime.Gosched()
 		y.last = time.Now()
 	}
@@ -224,10 +233,11 @@ const keptSets = 2
 // metricsGatherer is /metrics' gatherer: the registry's families and the
 // devices', merged in name order.
 type metricsGatherer struct {
-	reg  prometheus.Gatherer
-	svc  *actors.Service
-	mu   sync.Mutex
-	idle []*deviceSeriesSet
+	reg        prometheus.Gatherer
+	svc        *actors.Service
+	yieldEvery time.Duration
+	mu         sync.Mutex
+	idle       []*deviceSeriesSet
 }
 
 func (g *metricsGatherer) take() *deviceSeriesSet {
@@ -254,7 +264,7 @@ func (g *metricsGatherer) put(set *deviceSeriesSet) {
 func (g *metricsGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
 	mfs, err := g.reg.Gather()
 	set := g.take()
-	y := yielder{last: time.Now()}
+	y := newYielder(g.yieldEvery)
 	mfs = append(mfs, set.fill(g.svc, &y)...)
 	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	return mfs, func() { g.put(set) }, err

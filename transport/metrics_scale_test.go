@@ -164,8 +164,9 @@ func envInt(name string, def int) int {
 //
 // HAPTICD_SCRAPE_STALL_ARMS (1000), _PAIRS (3), _SCRAPES (5 a window) and
 // _FORMAT (text; "protobuf" asks as Prometheus does, gzip included) vary it;
-// HAPTICD_SCRAPE_STALL_NOGC=1 adds windows scraped with the collector off
-// (debug.SetGCPercent(-1)), to tell the scrape's garbage from its CPU.
+// HAPTICD_SCRAPE_STALL_NOGC=1 adds windows of the old collector scraped
+// with the garbage collector off (debug.SetGCPercent(-1)), to tell the
+// scrape's garbage from its CPU, and of today's without its yields.
 func TestMetricsScrapeStallFigure(t *testing.T) {
 	if os.Getenv("HAPTICD_SCRAPE_STALL") == "" {
 		t.Skip("a measurement, not a test: HAPTICD_SCRAPE_STALL=1 runs it")
@@ -187,6 +188,7 @@ func TestMetricsScrapeStallFigure(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/before", newBeforeMetricsHandler(ts.svc, BuildInfo{Version: "test"}, known))
 	mux.Handle("/after", ts.metricsHandler())
+	mux.Handle("/after-noyield", newMetricsHandlerYielding(ts.svc, BuildInfo{Version: "test"}, known, nil, nil, 0))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -223,7 +225,7 @@ func TestMetricsScrapeStallFigure(t *testing.T) {
 
 	variants := []string{"before", "after"}
 	if os.Getenv("HAPTICD_SCRAPE_STALL_NOGC") != "" {
-		variants = append(variants, "before-nogc", "after-nogc")
+		variants = append(variants, "before-nogc", "after-noyield")
 	}
 	got := map[string][]windowFigure{}
 	// excess is, per scrape window, its periods of 2 ms and more per

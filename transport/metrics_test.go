@@ -441,7 +441,7 @@ func TestFailedStateWritesShowInMetrics(t *testing.T) {
 func TestMetricsWhileDevicesArrive(t *testing.T) {
 	ts := startService(t, serviceConfig{})
 	collector := &serviceCollector{svc: ts.svc, build: BuildInfo{Version: "test"}}
-	devices := &metricsGatherer{reg: prometheus.NewRegistry(), svc: ts.svc}
+	devices := &metricsGatherer{reg: prometheus.NewRegistry(), svc: ts.svc, yieldEvery: yieldEvery}
 	stop := make(chan struct{})
 	adderDone := make(chan error, 1)
 	go func() {
