@@ -38,7 +38,7 @@ func newMetricsHandlerYielding(svc *actors.Service, build BuildInfo, known start
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&serviceCollector{svc: svc, build: build, known: known, eventsClosed: eventsClosed, conns: conns},
 	)
-	h := promhttp.HandlerForTransactional(&metricsGatherer{reg: reg, svc: svc, yieldEvery: yield}, promhttp.HandlerOpts{
+	h := promhttp.HandlerFor(&metricsGatherer{reg: reg, svc: svc, yieldEvery: yield}, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true,
 	})

@@ -65,7 +65,7 @@ func TestMetricsDeviceSeriesAsTheRegistryBuiltThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := ts.metricsHandler()
-	for round := range 2 { // the second from the kept set, updated in place
+	for round := range 2 {
 		after, err := scrapeHandler(h)
 		if err != nil {
 			t.Fatal(err)
@@ -155,10 +155,9 @@ func sameValue(name string, before, after *dto.Metric) error {
 	return nil
 }
 
-// Scrapes that overlap each take their own series (the kept ones are
-// written in place): under -race, a set written while another scrape
-// encodes it is a reported race, and a scrape sees every device with its
-// own labels.
+// Scrapes that overlap share no series (under -race, one written while
+// another scrape encodes it is a reported race), and each sees every
+// device once, with its own labels.
 func TestMetricsConcurrentScrapesKeepTheirSeries(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 30, grips: 2, simShards: 2})
 	want := map[string]bool{}

@@ -482,9 +482,7 @@ func TestMetricsWhileDevicesArrive(t *testing.T) {
 		collector.Collect(metrics)
 		// The per-device series are gathered apart (not recovered by
 		// client_golang: a panic there would end the scrape's connection).
-		_, done, err := devices.Gather()
-		done()
-		if err != nil {
+		if _, err := devices.Gather(); err != nil {
 			return err
 		}
 		_ = ts.svc.StatsDoc() // GET /stats reads the same devices
