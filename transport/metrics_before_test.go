@@ -1,8 +1,9 @@
 package transport
 
-// The /metrics collector as it was before metrics1k (2026-11-29), kept
-// only so that TestMetricsScrapeStallFigure can alternate it with today's in one
-// run (the before/after figure in docs/operations.md).
+// The /metrics collector as it was before metrics1k (2026-11-29): the
+// reference TestMetricsDeviceSeriesAsTheRegistryBuiltThem holds today's
+// device families to, and the old side of TestMetricsScrapeStallFigure's
+// and BenchmarkMetricsScrape1000Arms' before/after figures.
 
 import (
 	"math"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -60,13 +61,20 @@ func labelString(m *dto.Metric) string {
 func TestMetricsDeviceSeriesAsTheRegistryBuiltThem(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 40, grips: 3, simShards: 2})
 	known := newStartLabels(Config{Port: 0, LegacyPort: 0})
-	before, err := scrapeHandler(newBeforeMetricsHandler(ts.svc, BuildInfo{Version: "test"}, known))
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := newBeforeMetricsHandler(ts.svc, BuildInfo{Version: "test"}, known)
 	h := ts.metricsHandler()
 	for round := range 2 {
+		// Today's scrape between two of the registry's: each of its
+		// counters and histogram counts lies between theirs.
+		before, err := scrapeHandler(old)
+		if err != nil {
+			t.Fatal(err)
+		}
 		after, err := scrapeHandler(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		later, err := scrapeHandler(old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +89,11 @@ func TestMetricsDeviceSeriesAsTheRegistryBuiltThem(t *testing.T) {
 			}
 			t.Fatalf("round %d: %d families %v, the registry made %d %v", round, len(after), names, len(before), was)
 		}
+		if len(later) != len(before) {
+			t.Fatalf("round %d: the registry's scrapes have %d then %d families", round, len(before), len(later))
+		}
 		for i, b := range before {
-			a := after[i]
+			a, l := after[i], later[i]
 			if a.GetName() != b.GetName() || a.GetHelp() != b.GetHelp() || a.GetType() != b.GetType() || len(a.Metric) != len(b.Metric) {
 				t.Errorf("round %d: family %d is %s (%v, %d series, %q), the registry's %s (%v, %d series, %q)", round, i,
 					a.GetName(), a.GetType(), len(a.Metric), a.GetHelp(), b.GetName(), b.GetType(), len(b.Metric), b.GetHelp())
@@ -91,16 +102,30 @@ func TestMetricsDeviceSeriesAsTheRegistryBuiltThem(t *testing.T) {
 			if !strings.HasPrefix(a.GetName(), "hapticd_") {
 				continue // the Go and process collectors' values move on their own
 			}
+			if len(l.Metric) != len(b.Metric) {
+				t.Errorf("round %d: the registry's %s had %d then %d series", round, b.GetName(), len(b.Metric), len(l.Metric))
+				continue
+			}
 			for j, bm := range b.Metric {
-				am := a.Metric[j]
+				am, lm := a.Metric[j], l.Metric[j]
 				if labelString(am) != labelString(bm) {
 					t.Errorf("round %d: %s series %d has labels %s, the registry's %s", round, a.GetName(), j, labelString(am), labelString(bm))
 					continue
 				}
-				if err := sameValue(a.GetName(), bm, am); err != nil {
+				if err := sameValue(a.GetName(), bm, am, lm); err != nil {
 					t.Errorf("round %d: %s{%s}: %v", round, a.GetName(), labelString(am), err)
 				}
 			}
+		}
+	}
+	// Prometheus' linter takes the text exposition of many devices.
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = rec.Body
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
 	}
 	// Each device has each of its families: arms ten, grips eight.
@@ -118,13 +143,16 @@ func TestMetricsDeviceSeriesAsTheRegistryBuiltThem(t *testing.T) {
 	}
 }
 
-// sameValue compares a series of an earlier (registry-built) scrape with a
-// later one.
-func sameValue(name string, before, after *dto.Metric) error {
+// sameValue checks a series of today's scrape against the registry's
+// scrapes just before and just after it: counters and histogram counts
+// between theirs, gauges equal to the earlier's (they do not move here),
+// the same kind and histogram layout.
+func sameValue(name string, before, after, later *dto.Metric) error {
+	between := func(b, a, l float64) bool { return b <= a && a <= l }
 	switch {
 	case before.Counter != nil:
-		if after.Counter == nil || after.Counter.GetValue() < before.Counter.GetValue() {
-			return fmt.Errorf("counter %v after %v", after.Counter, before.Counter)
+		if after.Counter == nil || !between(before.Counter.GetValue(), after.Counter.GetValue(), later.Counter.GetValue()) {
+			return fmt.Errorf("counter %v, the registry's %v then %v", after.Counter, before.Counter, later.Counter)
 		}
 	case before.Gauge != nil:
 		if after.Gauge == nil {
@@ -134,19 +162,22 @@ func sameValue(name string, before, after *dto.Metric) error {
 			return fmt.Errorf("gauge %v, was %v", after.Gauge.GetValue(), before.Gauge.GetValue())
 		}
 	case before.Histogram != nil:
-		a, b := after.Histogram, before.Histogram
+		a, b, l := after.Histogram, before.Histogram, later.Histogram
 		if a == nil {
 			return errors.New("no histogram")
 		}
-		if a.GetSampleCount() < b.GetSampleCount() || a.GetSchema() != b.GetSchema() || a.GetZeroThreshold() != b.GetZeroThreshold() ||
+		if !between(float64(b.GetSampleCount()), float64(a.GetSampleCount()), float64(l.GetSampleCount())) ||
+			!between(b.GetSampleSum(), a.GetSampleSum(), l.GetSampleSum()) ||
+			a.GetSchema() != b.GetSchema() || a.GetZeroThreshold() != b.GetZeroThreshold() ||
 			len(a.Bucket) != len(b.Bucket) || (len(a.PositiveSpan) == 0) != (len(b.PositiveSpan) == 0) {
-			return fmt.Errorf("histogram %d samples, schema %d, zero threshold %v, %d classic buckets, %d spans; was %d, %d, %v, %d, %d",
-				a.GetSampleCount(), a.GetSchema(), a.GetZeroThreshold(), len(a.Bucket), len(a.PositiveSpan),
-				b.GetSampleCount(), b.GetSchema(), b.GetZeroThreshold(), len(b.Bucket), len(b.PositiveSpan))
+			return fmt.Errorf("histogram %d samples (sum %v), schema %d, zero threshold %v, %d classic buckets, %d spans; the registry's %d then %d (%v then %v), %d, %v, %d, %d",
+				a.GetSampleCount(), a.GetSampleSum(), a.GetSchema(), a.GetZeroThreshold(), len(a.Bucket), len(a.PositiveSpan),
+				b.GetSampleCount(), l.GetSampleCount(), b.GetSampleSum(), l.GetSampleSum(), b.GetSchema(), b.GetZeroThreshold(), len(b.Bucket), len(b.PositiveSpan))
 		}
 		for k := range a.Bucket {
-			if a.Bucket[k].GetUpperBound() != b.Bucket[k].GetUpperBound() || a.Bucket[k].GetCumulativeCount() < b.Bucket[k].GetCumulativeCount() {
-				return fmt.Errorf("classic bucket %d: %v, was %v", k, a.Bucket[k], b.Bucket[k])
+			if a.Bucket[k].GetUpperBound() != b.Bucket[k].GetUpperBound() ||
+				!between(float64(b.Bucket[k].GetCumulativeCount()), float64(a.Bucket[k].GetCumulativeCount()), float64(l.Bucket[k].GetCumulativeCount())) {
+				return fmt.Errorf("classic bucket %d: %v, the registry's %v then %v", k, a.Bucket[k], b.Bucket[k], l.Bucket[k])
 			}
 		}
 	default:
