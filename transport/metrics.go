@@ -66,8 +66,8 @@ type startLabels struct {
 	formats            []string // the API formats of the enabled listeners
 	codes              []protocol.Code
 	closeReasons       []protocol.CloseReason
-	deprecatedRoutes   []string // deprecatedRouteName of each, in each enabled format
-	deprecatedCommands []string
+	deprecatedRoutes   []string     // deprecatedRouteName of each, in each enabled format
+	deprecatedCommands []commandUse // each in each enabled format
 }
 
 func newStartLabels(cfg Config) startLabels {
@@ -86,9 +86,25 @@ func newStartLabels(cfg Config) startLabels {
 		}
 	}
 	for _, c := range protocol.DeprecatedCommands() {
-		known.deprecatedCommands = append(known.deprecatedCommands, c.Name)
+		for _, f := range known.formats {
+			known.deprecatedCommands = append(known.deprecatedCommands, commandUse{c.Name, f})
+		}
 	}
 	return known
+}
+
+// commandUse is a deprecated command sent by sessions of one API format.
+type commandUse struct{ command, format string }
+
+// commandUses is the count of each deprecated command by API format.
+func commandUses(uses []activity.DeprecatedUse) map[commandUse]uint64 {
+	m := make(map[commandUse]uint64)
+	for _, u := range uses {
+		for format, n := range u.ByAPIFormat {
+			m[commandUse{u.Name, format}] += n
+		}
+	}
+	return m
 }
 
 // withZeros is counts with every known key in it, at 0 where not counted.
@@ -136,7 +152,7 @@ var (
 	descConnsLimit = prometheus.NewDesc("hapticd_connections_limit", "A listener's connection limit (--max-connections).", []string{"listener"}, nil)
 	descRefused    = prometheus.NewDesc("hapticd_connections_refused_total", "Connections a listener refused over its limit (answered 503, or closed unanswered); a probe served over it is not counted.", []string{"listener"}, nil)
 	descDepRoutes  = prometheus.NewDesc("hapticd_deprecated_route_uses_total", "Calls to deprecated HTTP routes (the migration report), by route.", []string{"route"}, nil)
-	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command.", []string{"command"}, nil)
+	descDepCmds    = prometheus.NewDesc("hapticd_deprecated_command_uses_total", "Deprecated session commands received (the migration report), by command and the sending session's API format.", []string{"command", "api_format"}, nil)
 	descLegacyRts  = prometheus.NewDesc("hapticd_legacy_route_uses_total", "Calls to routes of the 3.0 API format, whose support ends in 4.0, by route.", []string{"route"}, nil)
 	descLegacySess = prometheus.NewDesc("hapticd_legacy_sessions_total", "Sessions opened in the 3.0 API format.", nil, nil)
 	descStore      = prometheus.NewDesc("hapticd_store_write_seconds", "Durable writes to the state directory (temp file, fsync, rename, directory fsync).", nil, nil)
@@ -196,8 +212,8 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		for route, n := range withZeros(c.known.deprecatedRoutes, usesByName(u.Routes)) {
 			ch <- prometheus.MustNewConstMetric(descDepRoutes, prometheus.CounterValue, float64(n), route)
 		}
-		for command, n := range withZeros(c.known.deprecatedCommands, usesByName(u.Commands)) {
-			ch <- prometheus.MustNewConstMetric(descDepCmds, prometheus.CounterValue, float64(n), command)
+		for use, n := range withZeros(c.known.deprecatedCommands, commandUses(u.Commands)) {
+			ch <- prometheus.MustNewConstMetric(descDepCmds, prometheus.CounterValue, float64(n), use.command, use.format)
 		}
 		for _, r := range u.Legacy.Routes {
 			ch <- prometheus.MustNewConstMetric(descLegacyRts, prometheus.CounterValue, float64(r.Count), r.Route)

@@ -254,7 +254,9 @@ func TestMetricsSeriesStartAtZero(t *testing.T) {
 		}
 	}
 	for _, c := range protocol.DeprecatedCommands() {
-		want = append(want, series{"hapticd_deprecated_command_uses_total", []string{"command=" + c.Name}})
+		for _, format := range []string{"3.x", "3.0"} {
+			want = append(want, series{"hapticd_deprecated_command_uses_total", []string{"command=" + c.Name, "api_format=" + format}})
+		}
 	}
 	got := ts.scrape(t)
 	for _, s := range want {
@@ -278,6 +280,45 @@ func TestMetricsSeriesStartAtZero(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
+	}
+}
+
+// A deprecated command counts under the API format of the session that
+// sent it, so a 3.0 integrator tells its own uses from the 3.x clients'
+// (tourmig: one series per command could not).
+func TestDeprecatedCommandUsesByAPIFormat(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	sent := map[string]int{"3.x": 2, "3.0": 1}
+	for format, url := range map[string]string{"3.x": ts.wsURL(), "3.0": ts.legacyWS()} {
+		c := ts.dial(t, url)
+		for range sent[format] {
+			for _, cmd := range protocol.DeprecatedCommands() {
+				if f := c.roundTrip(cmd.Shape); f["errors"] != nil {
+					t.Fatalf("%s over %s: %v", cmd.Shape, format, f["errors"])
+				}
+			}
+		}
+	}
+	// The migration report counts each use as its event reaches the
+	// activity actor: wait for the counts.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := ts.scrape(t)
+		var wrong []string
+		for _, cmd := range protocol.DeprecatedCommands() {
+			for format, n := range sent {
+				if v := got.value("hapticd_deprecated_command_uses_total", "command="+cmd.Name, "api_format="+format); v != float64(n) {
+					wrong = append(wrong, fmt.Sprintf("%s over %s: %v, want %d", cmd.Name, format, v, n))
+				}
+			}
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hapticd_deprecated_command_uses_total after 10 s: %s", strings.Join(wrong, "; "))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

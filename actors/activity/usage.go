@@ -48,6 +48,11 @@ type DeprecatedUse struct {
 	// Replacements counts every replacement reported.
 	Replacement  string            `json:"replacement"`
 	Replacements map[string]uint64 `json:"replacements"`
+	// ByAPIFormat counts a command's uses by the API format of the
+	// session that sent it ("3.x", "3.0"; UnknownRemote when its
+	// session-started was not seen); empty for routes, whose name says
+	// their format.
+	ByAPIFormat map[string]uint64 `json:"by_api_format,omitempty"`
 	Tally
 }
 
@@ -131,12 +136,13 @@ func (b *usageBook) record(e *event.Event) {
 			Profile     string
 		}
 		_ = json.Unmarshal(e.Data, &d)
-		remote := UnknownRemote
+		remote, format := UnknownRemote, UnknownRemote
 		if s, ok := b.open[d.SessionID]; ok {
-			remote = s.remote
+			remote, format = s.remote, s.apiVersion
 		}
 		u := use(b.commands, d.Command)
 		u.note(d.Replacement)
+		u.ByAPIFormat = bump(u.ByAPIFormat, format)
 		u.add(e.Time, remote, profileKey(d.Profile))
 	case event.NameSessionStarted, event.NameSessionEnded:
 		var d struct {
@@ -198,6 +204,7 @@ func copyUses(m map[string]*DeprecatedUse) []DeprecatedUse {
 			Name:         d.Name,
 			Replacement:  d.Replacement,
 			Replacements: maps.Clone(d.Replacements),
+			ByAPIFormat:  maps.Clone(d.ByAPIFormat),
 			Tally:        d.clone(),
 		})
 	}

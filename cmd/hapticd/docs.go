@@ -85,7 +85,11 @@ func printUsage(out io.Writer, data json.RawMessage) error {
 		}
 		for _, d := range uses {
 			fmt.Fprintf(out, "  %-60s %6d×  use %s\n", d.Name, d.Count, d.Replacement)
-			fmt.Fprintf(out, "      by remote: %s  by profile: %s\n", tally(d.ByRemote), tally(d.ByProfile))
+			fmt.Fprintf(out, "      by remote: %s  by profile: %s", tally(d.ByRemote), tally(d.ByProfile))
+			if len(d.ByAPIFormat) > 0 { // commands: by the sending session's API format
+				fmt.Fprintf(out, "  by API format: %s", tally(d.ByAPIFormat))
+			}
+			fmt.Fprintln(out)
 		}
 		fmt.Fprintln(out)
 	}
