@@ -252,8 +252,7 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings, 
 			}
 		}
 		if q.kind == sdfNormal {
-			n := norm3(vec)
-			if n == 0 {
+			if vec == (Vec3{}) {
 				return errAt(CodeOutOfRange, at, "%s must be a non-zero vector (a normal), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", q.name)
 			}
 			vec = unitStable(vec)
