@@ -418,6 +418,23 @@ var bubbleScalars = [...]struct {
 	{"wall_damping", 0, DampingMax},
 }
 
+// NumberRange is a numeric member's name and its accepted range, lo..hi
+// inclusive.
+type NumberRange struct {
+	Name   string
+	Lo, Hi float64
+}
+
+// BubbleNumbers lists the bubble's numeric members with the ranges
+// decodeBubble accepts (a copy of its table), for the schema.
+func BubbleNumbers() []NumberRange {
+	out := make([]NumberRange, len(bubbleScalars))
+	for i, s := range bubbleScalars {
+		out[i] = NumberRange{Name: s.name, Lo: s.lo, Hi: s.hi}
+	}
+	return out
+}
+
 // bubbleMember reports whether the member is one decodeBubble reads (the
 // names whose repeats it must resolve; an unknown name is only warned of).
 func bubbleMember(it *MemberIter) bool {
