@@ -519,4 +519,22 @@ func TestEffectsRepeatedMembersCountByTheirLast(t *testing.T) {
 			}
 		})
 	}
+	// A device entry's "effects" given twice: the last one alone.
+	for _, tc := range []struct {
+		msg   string
+		has   bool
+		clear bool
+	}{
+		{`{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"d","type":"damper","scalar":1}]},"effects":null}]}`, false, false},
+		{`{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"d","type":"damper","scalar":-1}]},"effects":{"clear":true}}]}`, true, true},
+	} {
+		var m ClientMessage
+		if errs := DecodeClientMessage([]byte(tc.msg), nil, &m); len(errs) != 0 || len(m.Devices) != 1 {
+			t.Errorf("%s: %v, %d devices", tc.msg, errs, len(m.Devices))
+			continue
+		}
+		if e := m.Devices[0]; e.HasEffects != tc.has || e.Effects.Clear != tc.clear || len(e.Effects.Set) != 0 {
+			t.Errorf("%s: has %v, %+v", tc.msg, e.HasEffects, e.Effects)
+		}
+	}
 }
