@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -192,6 +193,21 @@ func TestSchemaAndDecoderAgree(t *testing.T) {
 
 	for _, list := range []string{`["a","b"]`, `["a","a"]`} {
 		add(schema.EffectsUpdateInput, effectsDecoder, `{"remove":`+list+`}`)
+	}
+
+	// Every entry as the service writes it is a valid body; each of its
+	// members in turn null must be judged alike too.
+	for _, k := range protocol.Keys() {
+		body := string(protocol.DefaultEntry(k).AppendJSON(nil))
+		name := schema.EntryName(k) + ".input"
+		add(name, entryDecoder(k), body)
+		var members map[string]any
+		if json.Unmarshal([]byte(body), &members) != nil {
+			continue
+		}
+		for m := range members {
+			add(name, entryDecoder(k), strings.TrimSuffix(body, "}")+fmt.Sprintf(",%q:null}", m))
+		}
 	}
 
 	// A subscribed device's type is one the decoder resolves, exactly.
