@@ -193,6 +193,10 @@ func (r DeprecatedRoute) Translate(body []byte) (LegacyRequest, *Error) {
 type LegacyField struct {
 	Name string
 	Kind JSONKind
+	// To is the member of the replacement's body the value goes to; ""
+	// for a setting, whose replacement takes the bare value. The value is
+	// checked as the replacement checks it (its range, its names).
+	To string
 }
 
 // LegacyFields lists the fields r's body must carry besides "device_id"
@@ -201,7 +205,7 @@ func (r DeprecatedRoute) LegacyFields() []LegacyField {
 	row, _ := r.row()
 	out := make([]LegacyField, len(row.fields))
 	for i, f := range row.fields {
-		out[i] = LegacyField{Name: f.from, Kind: f.kind}
+		out[i] = LegacyField{Name: f.from, Kind: f.kind, To: f.to}
 	}
 	return out
 }

@@ -533,8 +533,8 @@ func (r *effectReader) unit(name string, def Vec3, required bool, what string) V
 		r.errs.note(err)
 		return d
 	}
-	n := norm3(d)
-	if n == 0 || math.IsInf(n, 0) {
+	if d == (Vec3{}) {
+		// Any other finite vector is normalised, however long or short.
 		r.errs.note(errAt(CodeOutOfRange, &c, "%s must be a non-zero vector (it is normalised), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", name))
 		return d
 	}
@@ -731,10 +731,10 @@ func (r *effectReader) limitBox(b *LimitBoxEffect) {
 	b.Rotation = space.IdentityQuat()
 	if v, c := r.member("rotation"); v.Exists() {
 		q, err := readQuat(v, &c, r.w)
-		switch n := q.Norm(); {
+		switch {
 		case err != nil:
 			r.errs.note(err)
-		case n == 0 || math.IsInf(n, 0) || math.IsNaN(n):
+		case q == (Quat{}):
 			r.errs.note(errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}"))
 		default:
 			b.Rotation = quatStable(q)

@@ -475,3 +475,66 @@ func TestEffectMillisecondsStayIntegers(t *testing.T) {
 		t.Errorf("ttl_ms 3600001: %v", err)
 	}
 }
+
+// A member named twice counts by its last occurrence in an effects
+// declaration too (docs/protocol.md, Input): each effect member, an
+// effect's type and id, and the declaration's set, remove and clear. The
+// navigation entry broke this rule; this pins it for effects.
+func TestEffectsRepeatedMembersCountByTheirLast(t *testing.T) {
+	wall := func(members string) string {
+		return `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":100` + members + `}]}`
+	}
+	tests := []struct {
+		name, body string
+		check      func(u EffectsUpdate) bool
+		path       string // "" when accepted
+	}{
+		{"stiffness bad, then good", wall(`,"stiffness":-1,"stiffness":200`), func(u EffectsUpdate) bool { return u.Set[0].Wall.StiffnessNPerM == 200 }, ""},
+		{"stiffness good, then bad", wall(`,"stiffness":-1`), nil, "set[0].stiffness"},
+		{"damping, then null: the default", wall(`,"damping":3,"damping":null`), func(u EffectsUpdate) bool { return u.Set[0].Wall.DampingNsPerM == 0 }, ""},
+		{"normal zero, then good", wall(`,"normal":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":2,"z":0}`), func(u EffectsUpdate) bool { return u.Set[0].Wall.Normal == (Vec3{Y: 1}) }, ""},
+		{"type bad, then good", `{"set":[{"id":"d","type":"laser","type":"damper","scalar":1}]}`, func(u EffectsUpdate) bool { return u.Set[0].Type == EffectDamper }, ""},
+		{"id twice", `{"set":[{"id":"","id":"d","type":"damper","scalar":1}]}`, func(u EffectsUpdate) bool { return u.Set[0].ID == "d" }, ""},
+		{"ttl_ms, then null", `{"set":[{"id":"d","type":"damper","scalar":1,"ttl_ms":5,"ttl_ms":null}]}`, func(u EffectsUpdate) bool { return u.Set[0].TTLMs == 0 }, ""},
+		{"set twice: the last alone", `{"set":[{"id":"a","type":"damper","scalar":-1}],"set":[{"id":"b","type":"damper","scalar":1}]}`,
+			func(u EffectsUpdate) bool { return len(u.Set) == 1 && u.Set[0].ID == "b" }, ""},
+		{"set, then null", `{"set":[{"id":"a","type":"damper","scalar":1}],"set":null}`, func(u EffectsUpdate) bool { return len(u.Set) == 0 }, ""},
+		{"remove twice", `{"remove":[1],"remove":["x"]}`, func(u EffectsUpdate) bool { return len(u.Remove) == 1 && u.Remove[0] == "x" }, ""},
+		{"clear, then null", `{"clear":true,"clear":null}`, func(u EffectsUpdate) bool { return !u.Clear }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, _, err := DecodeEffectsUpdate([]byte(tt.body), "")
+			if tt.path != "" {
+				if err == nil || err.Path != tt.path {
+					t.Fatalf("%s: got %v; want an error at %s", tt.body, err, tt.path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.body, err)
+			}
+			if !tt.check(u) {
+				t.Fatalf("%s: %+v", tt.body, u)
+			}
+		})
+	}
+	// A device entry's "effects" given twice: the last one alone.
+	for _, tc := range []struct {
+		msg   string
+		has   bool
+		clear bool
+	}{
+		{`{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"d","type":"damper","scalar":1}]},"effects":null}]}`, false, false},
+		{`{"arm3":[{"device_id":"049D","effects":{"set":[{"id":"d","type":"damper","scalar":-1}]},"effects":{"clear":true}}]}`, true, true},
+	} {
+		var m ClientMessage
+		if errs := DecodeClientMessage([]byte(tc.msg), nil, &m); len(errs) != 0 || len(m.Devices) != 1 {
+			t.Errorf("%s: %v, %d devices", tc.msg, errs, len(m.Devices))
+			continue
+		}
+		if e := m.Devices[0]; e.HasEffects != tc.has || e.Effects.Clear != tc.clear || len(e.Effects.Set) != 0 {
+			t.Errorf("%s: has %v, %+v", tc.msg, e.HasEffects, e.Effects)
+		}
+	}
+}

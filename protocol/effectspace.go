@@ -137,10 +137,20 @@ func quatStable(q Quat) Quat {
 	return q.Normalize()
 }
 
+// unit3 scales v to unit length, whatever its magnitude (as
+// space.Quat.Normalize: a vector whose squared length would overflow or
+// underflow is first divided by its largest component). A zero or
+// non-finite vector gives the zero vector.
 func unit3(v Vec3) Vec3 {
 	n := norm3(v)
-	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
-		return Vec3{}
+	if n < 1e-150 || n > 1e150 || math.IsNaN(n) {
+		m := max(math.Abs(v.X), math.Abs(v.Y), math.Abs(v.Z))
+		if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+			return Vec3{}
+		}
+		// Divided, not multiplied by 1/m: that is +Inf for a subnormal m.
+		v = Vec3{X: v.X / m, Y: v.Y / m, Z: v.Z / m}
+		n = norm3(v)
 	}
 	return scale3(v, 1/n)
 }

@@ -722,9 +722,11 @@ func decodeTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Er
 			if err != nil {
 				return t, err
 			}
-			// Normalize would turn a zero (or overflowing) quaternion into
-			// the identity; input that names no rotation is an error.
-			if n := q.Norm(); n == 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			// Normalize would turn the zero quaternion into the identity;
+			// input that names no rotation is an error. Any other (finite:
+			// readQuat saw to it) is normalised, {"w": 1e200} and
+			// {"w": 1e-200} to the identity as {"w": 2} is.
+			if q == (Quat{}) {
 				return t, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
 			}
 			t.Rotation = q.Normalize()

@@ -168,7 +168,13 @@ func (p *parser) value(depth int) string {
 	case c == 'n':
 		return p.literal("null", KindNull, false)
 	}
-	return "unexpected character " + strconv.QuoteRune(rune(p.data[p.pos]))
+	// The data is valid UTF-8 (Parse checked): name the character, not
+	// its first byte ("ï" was the first of a byte order mark's three).
+	c, _ := utf8.DecodeRune(p.data[p.pos:])
+	if c == '\uFEFF' {
+		return "a UTF-8 byte order mark (bytes EF BB BF, U+FEFF) is not JSON: send the JSON without it"
+	}
+	return "unexpected character " + strconv.QuoteRune(c)
 }
 
 func (p *parser) literal(word string, k JSONKind, truth bool) string {

@@ -148,3 +148,21 @@ func FuzzValueFloat(f *testing.F) {
 		}
 	})
 }
+
+// A character the parser does not expect is named whole: a UTF-8 byte
+// order mark before a message or body (Windows tools write one) was
+// reported as "unexpected character 'ï'", its first byte read as Latin-1.
+func TestParseNamesTheUnexpectedCharacter(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{"\uFEFF{\"a\":1}", "not valid JSON at byte 0: a UTF-8 byte order mark (bytes EF BB BF, U+FEFF) is not JSON: send the JSON without it"},
+		{"{\"a\":\uFEFF1}", "not valid JSON at byte 5: a UTF-8 byte order mark"},
+		{"{\"a\":é}", "not valid JSON at byte 5: unexpected character 'é'"},
+		{"{\"a\":x}", "not valid JSON at byte 5: unexpected character 'x'"},
+	} {
+		var d Doc
+		err := d.Parse([]byte(tc.data))
+		if err == nil || err.Code != CodeInvalidJSON || !strings.HasPrefix(err.Message, tc.want) {
+			t.Errorf("%q: %v; want %q", tc.data, err, tc.want)
+		}
+	}
+}

@@ -239,6 +239,10 @@ func decodeNavigation(v Value, at *pathSeg, w warnings) (Navigation, *Error) {
 	for it := v.Members(); it.Next(); {
 		val := it.Value()
 		switch {
+		case (it.KeyIs("mode") || it.KeyIs("bubble")) && it.Superseded():
+			// Given again later: the last occurrence counts (a later null
+			// is an absent member), so an earlier bubble is not merged
+			// into a later one and an earlier bad mode is not refused.
 		case it.KeyIs("mode"):
 			if !val.Exists() {
 				continue
@@ -278,6 +282,10 @@ func decodeBubble(v Value, at *pathSeg, w warnings, b *BubbleNavigation) *Error 
 	}
 members:
 	for it := v.Members(); it.Next(); {
+		if bubbleMember(&it) && it.Superseded() {
+			// Given again later: the last occurrence counts.
+			continue
+		}
 		val := it.Value()
 		if !val.Exists() {
 			continue
@@ -410,6 +418,34 @@ var bubbleScalars = [...]struct {
 	{"wall_damping", 0, DampingMax},
 }
 
+// NumberRange is a numeric member's name and its accepted range, lo..hi
+// inclusive.
+type NumberRange struct {
+	Name   string
+	Lo, Hi float64
+}
+
+// BubbleNumbers lists the bubble's numeric members with the ranges
+// decodeBubble accepts (a copy of its table), for the schema.
+func BubbleNumbers() []NumberRange {
+	out := make([]NumberRange, len(bubbleScalars))
+	for i, s := range bubbleScalars {
+		out[i] = NumberRange{Name: s.name, Lo: s.lo, Hi: s.hi}
+	}
+	return out
+}
+
+// bubbleMember reports whether the member is one decodeBubble reads (the
+// names whose repeats it must resolve; an unknown name is only warned of).
+func bubbleMember(it *MemberIter) bool {
+	for _, s := range bubbleScalars {
+		if it.KeyIs(s.name) {
+			return true
+		}
+	}
+	return it.KeyIs("center") || it.KeyIs("shape") || it.KeyIs("easing") || it.KeyIs("collision_detection")
+}
+
 func (b *BubbleNavigation) setScalar(i int, f float64) {
 	switch i {
 	case 0:
@@ -435,6 +471,10 @@ func decodeBubbleCenter(v Value, at *pathSeg, w warnings, c *BubbleCenter) *Erro
 	}
 	positioned, moded := false, false
 	for it := v.Members(); it.Next(); {
+		if (it.KeyIs("position") || it.KeyIs("mode") || it.KeyIs("drift_rate")) && it.Superseded() {
+			// Given again later: the last occurrence counts.
+			continue
+		}
 		val := it.Value()
 		if !val.Exists() {
 			continue

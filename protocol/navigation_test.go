@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -294,6 +295,90 @@ func TestNavigationDefaultSizeFollowsTheArm(t *testing.T) {
 			}
 			if again := got.SizedFor(0.2); again != got {
 				t.Errorf("sized twice: %+v", again.Bubble)
+			}
+		})
+	}
+}
+
+// A member named twice counts by its last occurrence (docs/protocol.md,
+// Input) in the navigation entry too: decodeNavigation and decodeBubble
+// acted on every occurrence, so a second "bubble" was merged into the
+// first, a trailing "mode": null left the first mode on, and a bad first
+// occurrence of any member was refused though a valid one followed.
+func TestNavigationRepeatedMembersCountByTheirLast(t *testing.T) {
+	on := func(change func(*Navigation)) Navigation {
+		n := DefaultNavigation()
+		n.Mode = NavigationBubble
+		if change != nil {
+			change(&n)
+		}
+		return n
+	}
+	type navCase struct {
+		name, body string
+		want       Navigation
+		code       Code // "" when accepted
+		path       string
+	}
+	tests := []navCase{
+		{"bubble twice: the last alone", `{"mode":"bubble","bubble":{"max_speed":0.4},"bubble":{"speed_gain":5}}`,
+			on(func(n *Navigation) { n.Bubble.SpeedGainPerS = 5 }), "", ""},
+		{"bubble, then null", `{"mode":"bubble","bubble":{"max_speed":0.4},"bubble":null}`, on(nil), "", ""},
+		{"a bad bubble, then a good one", `{"mode":"bubble","bubble":"bad","bubble":{"max_speed":0.4}}`,
+			on(func(n *Navigation) { n.Bubble.MaxSpeedMps = 0.4 }), "", ""},
+		{"mode, then null: no mode", `{"mode":"bubble","mode":null}`, Navigation{}, CodeInvalidValue, ""},
+		{"a bad mode, then a good one", `{"mode":"bad","mode":"bubble"}`, on(nil), "", ""},
+		{"a good mode, then a bad one", `{"mode":"bubble","mode":"bad"}`, Navigation{}, CodeInvalidValue, "mode"},
+		{"bubble on, then off", `{"mode":"bubble","mode":"off"}`, DefaultNavigation(), "", ""},
+		{"easing twice", `{"mode":"bubble","bubble":{"easing":"bounce","easing":"cubic"}}`,
+			on(func(n *Navigation) { n.Bubble.Easing = "cubic" }), "", ""},
+		{"shape twice", `{"mode":"bubble","bubble":{"shape":{"primitive":"plane"},"shape":{"primitive":"sphere","parameters":{"r":0.04}}}}`,
+			on(func(n *Navigation) {
+				n.Bubble.Shape = SDFShape{Primitive: "sphere", Params: SDFParams{R: 0.04}}
+				n.Bubble.ShapeFromArm = false
+			}), "", ""},
+		{"collision_detection twice", `{"mode":"bubble","bubble":{"collision_detection":{"hysteresis":1},"collision_detection":{"hysteresis":0.004}}}`,
+			on(func(n *Navigation) { n.Bubble.HysteresisM = 0.004 }), "", ""},
+		{"center twice: the last alone", `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0.1}},"center":{"drift_rate":0.1}}}`,
+			on(func(n *Navigation) { n.Bubble.Center.DriftRateMps = 0.1 }), "", ""},
+		{"center position, then null", `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":0.1},"position":null}}}`, on(nil), "", ""},
+		{"center position far, then near", `{"mode":"bubble","bubble":{"center":{"position":{"x":0,"y":0,"z":9},"position":{"x":0,"y":0,"z":0.1}}}}`,
+			on(func(n *Navigation) { n.Bubble.Center = BubbleCenter{Mode: CenterFixed, PositionM: Vec3{Z: 0.1}} }), "", ""},
+		{"center mode twice", `{"mode":"bubble","bubble":{"center":{"mode":"orbit","mode":"drift"}}}`,
+			on(func(n *Navigation) { n.Bubble.Center.Mode = CenterDrift }), "", ""},
+		{"drift_rate twice", `{"mode":"bubble","bubble":{"center":{"drift_rate":-1,"drift_rate":0.1}}}`,
+			on(func(n *Navigation) { n.Bubble.Center.DriftRateMps = 0.1 }), "", ""},
+	}
+	// Every numeric member: a bad value then a good one is the good one; a
+	// value then null is the default; a good value then a bad one is refused.
+	for i, s := range bubbleScalars {
+		good := s.hi
+		withGood := on(func(n *Navigation) {
+			n.Bubble.setScalar(i, good)
+			if s.name == "velocity_zone_width" {
+				n.Bubble.ZoneWidthFromArm = false
+			}
+		})
+		tests = append(tests,
+			navCase{s.name + ": bad, then good", fmt.Sprintf(`{"mode":"bubble","bubble":{%q:"bad",%q:%v}}`, s.name, s.name, good), withGood, "", ""},
+			navCase{s.name + ": a value, then null", fmt.Sprintf(`{"mode":"bubble","bubble":{%q:%v,%q:null}}`, s.name, good, s.name), on(nil), "", ""},
+			navCase{s.name + ": good, then bad", fmt.Sprintf(`{"mode":"bubble","bubble":{%q:%v,%q:-1}}`, s.name, good, s.name), Navigation{}, CodeOutOfRange, "bubble." + s.name},
+		)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := DecodeEntry(KeyNavigation, []byte(tt.body), "")
+			if tt.code != "" {
+				if err == nil || err.Code != tt.code || err.Path != tt.path {
+					t.Fatalf("%s: got %+v, %v; want %s at %q", tt.body, e, err, tt.code, tt.path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.body, err)
+			}
+			if got := e.(Navigation); got != tt.want {
+				t.Fatalf("%s:\n got %+v\nwant %+v", tt.body, got, tt.want)
 			}
 		})
 	}

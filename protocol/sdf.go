@@ -252,8 +252,7 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings, 
 			}
 		}
 		if q.kind == sdfNormal {
-			n := norm3(vec)
-			if n == 0 {
+			if vec == (Vec3{}) {
 				return errAt(CodeOutOfRange, at, "%s must be a non-zero vector (a normal), e.g. {\"x\": 0, \"y\": 0, \"z\": 1}", q.name)
 			}
 			vec = unitStable(vec)
@@ -264,9 +263,16 @@ func readSDFParam(dst *SDFParams, q sdfParam, v Value, at *pathSeg, w warnings, 
 		if err := readComponents(v, at, vec2Names, c[:], `{"x": 0.6, "y": 0.8}`, w); err != nil {
 			return err
 		}
-		n := math.Hypot(c[0], c[1])
-		if n == 0 || math.IsInf(n, 0) {
+		if c[0] == 0 && c[1] == 0 {
 			return errAt(CodeOutOfRange, at, "%s must be a non-zero {x, y} pair (an angle's sine and cosine)", q.name)
+		}
+		n := math.Hypot(c[0], c[1])
+		if math.IsInf(n, 0) {
+			// Finite components past 1.3e308: scale down first, as
+			// unit3 does, rather than refuse a pair that has an angle.
+			m := max(math.Abs(c[0]), math.Abs(c[1]))
+			c[0], c[1] = c[0]/m, c[1]/m
+			n = math.Hypot(c[0], c[1])
 		}
 		if math.Abs(n-1) > 1e-12 {
 			c[0], c[1] = c[0]/n, c[1]/n

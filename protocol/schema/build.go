@@ -32,6 +32,20 @@ func (o *Options) inputKeys() []protocol.Collection {
 	return out
 }
 
+// inputNames are the device-type names a message may use (every known
+// name and alias), as the decoder resolves them: exactly.
+func (o *Options) inputNames() []string {
+	var out []string
+	for _, dt := range o.Types.Types() {
+		for _, k := range o.Types.Keys(dt) {
+			if _, ok := o.Types.ResolveName(k); ok {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
 // eventTypeNames are the device_type values events and answers carry: the
 // output names.
 func (o *Options) eventTypeNames() []string {

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"slices"
+
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -14,6 +16,25 @@ const (
 	StateNavigation    = "arm-state.navigation"
 )
 
+// nonZero is an accepted vector of names (every one required) that is not
+// the zero vector: directions, normals and angle pairs, which the decoder
+// normalises whatever their magnitude and refuses only when zero.
+func nonZero(names []string, item Schema) Schema {
+	s := components(names, item, true)
+	zero := Schema{}
+	for _, n := range names {
+		zero[n] = constant(0)
+	}
+	s["not"] = Schema{"properties": zero}
+	return s
+}
+
+// point is a position or centre of an effect, each component within
+// ±EffectLengthMax (the decoder's effectReader.point).
+func point(input bool) Schema {
+	return components(vec3Names, numberIn(-protocol.EffectLengthMax, protocol.EffectLengthMax), input)
+}
+
 func lengthIn(hi float64) Schema {
 	return Schema{"type": "number", "exclusiveMinimum": 0, "maximum": hi}
 }
@@ -21,9 +42,14 @@ func lengthIn(hi float64) Schema {
 // sdfShape is the SDF shape of protocol's primitive catalogue, as written
 // (closed) or accepted (input), one alternative per primitive.
 func sdfShape(input bool, maxLength float64) Schema {
+	return sdfShapeOf(protocol.SDFPrimitiveNames(), input, maxLength)
+}
+
+// sdfShapeOf is sdfShape of the primitives names alone.
+func sdfShapeOf(names []string, input bool, maxLength float64) Schema {
 	var alts []Schema
 	vec := func(item Schema) Schema { return components(vec3Names, item, input) }
-	for _, name := range protocol.SDFPrimitiveNames() {
+	for _, name := range names {
 		params := Schema{}
 		var required []string
 		for _, p := range protocol.SDFPrimitiveParams(name) {
@@ -38,9 +64,16 @@ func sdfShape(input bool, maxLength float64) Schema {
 			case "extents":
 				ps = vec(lengthIn(maxLength))
 			case "normal":
-				ps = vec(number())
+				// Bounded as a number, not as a length (normalised).
+				ps = vec(numberIn(-protocol.SDFLengthMax, protocol.SDFLengthMax))
+				if input {
+					ps = nonZero(vec3Names, numberIn(-protocol.SDFLengthMax, protocol.SDFLengthMax))
+				}
 			case "unit_pair":
 				ps = components([]string{"x", "y"}, number(), input)
+				if input {
+					ps = nonZero([]string{"x", "y"}, number())
+				}
 			}
 			params[p.Name] = ps
 			required = append(required, p.Name)
@@ -59,9 +92,13 @@ func sdfShape(input bool, maxLength float64) Schema {
 func effectProps(t protocol.EffectType, input bool) (props Schema, required []string) {
 	vec := Ref("vec3")
 	quat := Ref("quat")
+	dir := Ref("vec3") // a direction or normal: non-zero, normalised
 	if input {
-		vec, quat = Ref("vec3.input"), Ref("quat.input")
+		vec, quat, dir = Ref("vec3.input"), Ref("quat.input"), nonZero(vec3Names, number())
+		// A box's rotation names one: not the zero quaternion.
+		quat = nonZero(quatNames, number())
 	}
+	pt := point(input)
 	stiffness := numberIn(0, protocol.EffectStiffnessMax)
 	damping := numberIn(0, protocol.EffectDampingMax)
 	force := numberIn(0, protocol.EffectForceMax)
@@ -69,28 +106,28 @@ func effectProps(t protocol.EffectType, input bool) (props Schema, required []st
 	keep := enum([]string{protocol.KeepInside.String(), protocol.KeepOutside.String()})
 	switch t {
 	case protocol.EffectSpring:
-		return Schema{"anchor": enum([]string{"point", "line", "plane"}), "position": vec, "direction": vec,
+		return Schema{"anchor": enum([]string{"point", "line", "plane"}), "position": pt, "direction": dir,
 			"stiffness": stiffness, "damping": damping}, []string{"position", "stiffness"}
 	case protocol.EffectDamper:
 		return Schema{"scalar": damping, "vector": components(vec3Names, damping, input)}, nil
 	case protocol.EffectFriction:
 		return Schema{"force": force, "slip_velocity": numberIn(protocol.FrictionSlipMinMps, protocol.FrictionSlipMaxMps)}, []string{"force"}
 	case protocol.EffectWall:
-		return Schema{"position": vec, "normal": vec, "stiffness": stiffness, "damping": damping}, []string{"position", "normal", "stiffness"}
+		return Schema{"position": pt, "normal": dir, "stiffness": stiffness, "damping": damping}, []string{"position", "normal", "stiffness"}
 	case protocol.EffectLimitSphere:
-		return Schema{"center": vec, "radius": length, "keep": keep, "stiffness": stiffness, "damping": damping},
+		return Schema{"center": pt, "radius": length, "keep": keep, "stiffness": stiffness, "damping": damping},
 			[]string{"center", "radius", "stiffness"}
 	case protocol.EffectLimitBox:
-		return Schema{"center": vec, "half_extents": components(vec3Names, length, input), "rotation": quat, "keep": keep,
+		return Schema{"center": pt, "half_extents": components(vec3Names, length, input), "rotation": quat, "keep": keep,
 			"stiffness": stiffness, "damping": damping}, []string{"center", "half_extents", "stiffness"}
 	case protocol.EffectField:
 		row := Schema{"type": "array", "items": numberIn(-protocol.EffectStiffnessMax, protocol.EffectStiffnessMax), "minItems": 3, "maxItems": 3}
 		return Schema{"force": vec, "jacobian": Schema{"type": "array", "items": row, "minItems": 3, "maxItems": 3,
-			"description": "rows of ∂F/∂x, N/m"}, "origin": vec, "radius": length,
+			"description": "rows of ∂F/∂x, N/m"}, "origin": pt, "radius": length,
 			"valid_ms": Schema{"type": "integer", "minimum": 1, "maximum": protocol.FieldValidMaxMs}}, []string{"origin", "radius"}
 	case protocol.EffectVibration:
 		return Schema{"frequency": numberIn(protocol.VibrationFrequencyMinHz, protocol.VibrationFrequencyMaxHz), "amplitude": force,
-			"duration_ms": Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}, "direction": vec}, []string{"frequency", "amplitude"}
+			"duration_ms": Schema{"type": "integer", "minimum": 1, "maximum": protocol.EffectTTLMaxMs}, "direction": dir}, []string{"frequency", "amplitude"}
 	case protocol.EffectSDF:
 		shape := Ref("sdf-shape")
 		transform := Ref("transform")
@@ -125,9 +162,22 @@ func effect(input, inForce bool) Schema {
 		}
 		required = append([]string{"id", "type"}, required...)
 		if input {
+			// A null member is an absent one (docs/protocol.md, Input):
+			// an optional member may be null and takes its default; a
+			// required one may not.
+			for k, p := range props {
+				if !slices.Contains(required, k) {
+					props[k] = orNull(p.(Schema))
+				}
+			}
 			alt := open(props, required...)
 			if t == protocol.EffectDamper {
 				alt["anyOf"] = []Schema{present("scalar"), present("vector")}
+			}
+			if t == protocol.EffectSpring {
+				// A line or a plane needs its direction (or normal).
+				alt["if"] = Schema{"required": []string{"anchor"}, "properties": Schema{"anchor": enum([]string{"line", "plane"})}}
+				alt["then"] = present("direction")
 			}
 			alts = append(alts, alt)
 			continue
@@ -156,10 +206,12 @@ func effect(input, inForce bool) Schema {
 func defineEffects(s *Set) {
 	s.Define("sdf-shape", sdfShape(false, protocol.SDFLengthMax))
 	s.Define("sdf-shape.input", sdfShape(true, protocol.SDFLengthMax))
+	// A bubble: the closed shapes the loop renders, inside a workspace.
+	s.Define("bubble-shape.input", sdfShapeOf(protocol.BubbleShapes(), true, protocol.NavShapeMax))
 	s.Define("effect", effect(false, false))
 	s.Define("effect.in-force", effect(false, true))
 	s.Define("effect.input", effect(true, false))
-	idList := Schema{"type": "array", "maxItems": protocol.MaxEffectsPerArm,
+	idList := Schema{"type": "array", "maxItems": protocol.MaxEffectsPerArm, "uniqueItems": true,
 		"items": Schema{"type": "string", "minLength": 1, "maxLength": protocol.MaxEffectIDLen}}
 	s.Publish(EffectsUpdateInput, "An effects declaration, the \"effects\" member of an arm's entry in a client message: clear, then remove, then set (create or replace by id); whole or not at all.",
 		open(Schema{
@@ -215,10 +267,10 @@ func withArmStateExtensions(sch Schema) Schema {
 // navigationEntry is the navigation entry as answered (closed, complete)
 // or accepted (open, every member optional).
 func navigationEntry(input bool) Schema {
-	vec, shape := Ref("vec3"), Ref("sdf-shape")
+	shape := Ref("sdf-shape")
 	obj := func(props Schema) Schema { return allRequired(props) }
 	if input {
-		vec, shape = Ref("vec3.input"), Ref("sdf-shape.input")
+		shape = Ref("bubble-shape.input")
 		obj = func(props Schema) Schema {
 			for k, v := range props {
 				props[k] = orNull(v.(Schema))
@@ -226,25 +278,26 @@ func navigationEntry(input bool) Schema {
 			return open(props)
 		}
 	}
-	return obj(Schema{
-		"mode": enum(protocol.NavigationModes()),
-		"bubble": obj(Schema{
-			"center": obj(Schema{
-				"position":   vec,
-				"mode":       enum(protocol.NavigationCenterModes()),
-				"drift_rate": numberIn(0, protocol.NavDriftRateMax),
-			}),
-			"shape":                   shape,
-			"velocity_zone_width":     numberIn(protocol.NavZoneWidthMin, protocol.NavZoneWidthMax),
-			"speed_gain":              numberIn(0, protocol.NavSpeedGainMax),
-			"max_speed":               numberIn(0, protocol.NavMaxSpeedMax),
-			"easing":                  enum(protocol.NavigationEasings()),
-			"dead_zone_damping":       numberIn(0, protocol.DampingMax),
-			"velocity_zone_stiffness": numberIn(0, protocol.NavZoneStiffnessMax),
-			"wall_stiffness":          numberIn(0, protocol.EffectStiffnessMax),
-			"wall_damping":            numberIn(0, protocol.DampingMax),
-			"collision_detection":     obj(Schema{"hysteresis": numberIn(0, protocol.NavHysteresisMax)}),
+	// The centre's components are bounded (±NavCenterMax, mount space).
+	centre := components(vec3Names, numberIn(-protocol.NavCenterMax, protocol.NavCenterMax), input)
+	bubble := Schema{
+		"center": obj(Schema{
+			"position":   centre,
+			"mode":       enum(protocol.NavigationCenterModes()),
+			"drift_rate": numberIn(0, protocol.NavDriftRateMax),
 		}),
+		"shape":               shape,
+		"easing":              enum(protocol.NavigationEasings()),
+		"collision_detection": obj(Schema{"hysteresis": numberIn(0, protocol.NavHysteresisMax)}),
+	}
+	// The numeric members from the decoder's own table, so that a range
+	// changed there changes here.
+	for _, n := range protocol.BubbleNumbers() {
+		bubble[n.Name] = numberIn(n.Lo, n.Hi)
+	}
+	return obj(Schema{
+		"mode":   enum(protocol.NavigationModes()),
+		"bubble": obj(bubble),
 	})
 }
 

@@ -258,12 +258,49 @@ func defineDeprecatedBodies(s *Set) {
 			required = append(required, "device_id")
 		}
 		for _, f := range r.LegacyFields() {
-			props[f.Name] = Schema{"type": jsonType(f.Kind)}
+			// Translate checks the value as the replacement does: its
+			// schema is the replacement's (force_scale 0..1, a handedness
+			// of left or right), not the bare JSON type.
+			props[f.Name] = replacementValue(s, r, f)
 			required = append(required, f.Name)
 		}
 		s.Publish(DeprecatedBodyName(r), "The body of the deprecated POST "+r.Path+" as clients send it, e.g. "+r.LegacyBody+"; use "+r.Replacement+".",
 			open(props, required...))
 	}
+}
+
+// replacementValue is the schema of legacy field f of route r: the
+// setting's value, or the member f.To of the replacement entry's accepted
+// body; the bare JSON type if neither is defined.
+func replacementValue(s *Set, r protocol.DeprecatedRoute, f protocol.LegacyField) Schema {
+	if r.Setting != 0 && f.To == "" && s.Has(SettingName(r.Setting)) {
+		return Ref(SettingName(r.Setting))
+	}
+	if r.Key != 0 {
+		if m, ok := memberSchema(s.defs[EntryName(r.Key)+".input"], f.To); ok {
+			return m
+		}
+	}
+	return Schema{"type": jsonType(f.Kind)}
+}
+
+// memberSchema finds the schema of member name in an object schema, or in
+// one of its alternatives (anyOf, oneOf).
+func memberSchema(sch Schema, name string) (Schema, bool) {
+	if props, ok := sch["properties"].(Schema); ok {
+		if m, ok := props[name].(Schema); ok {
+			return m, true
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		alts, _ := sch[k].([]Schema)
+		for _, a := range alts {
+			if m, ok := memberSchema(a, name); ok {
+				return m, true
+			}
+		}
+	}
+	return nil, false
 }
 
 func jsonType(k protocol.JSONKind) string {

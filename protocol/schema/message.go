@@ -92,7 +92,7 @@ func defineMessage(s *Set, o *Options) {
 				"anyOf":       []Schema{{"required": []string{"devices"}}, {"required": []string{"state"}}},
 				"properties": Schema{
 					"devices": Schema{"anyOf": []Schema{constant("*"), Schema{"type": "array", "maxItems": protocol.MaxSubscribedDevices,
-						"items": open(Schema{"device_type": str(), "device_id": Schema{"type": "string", "minLength": 1}}, "device_type", "device_id")}}},
+						"items": open(Schema{"device_type": enum(o.inputNames()), "device_id": Schema{"type": "string", "minLength": 1}}, "device_type", "device_id")}}},
 					"state": Schema{"anyOf": []Schema{constant("*"), arrayOf(enum(protocol.ArmStateFieldNames()))}},
 				},
 			}),

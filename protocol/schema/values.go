@@ -112,13 +112,14 @@ func defineValues(s *Set) {
 		"rotation": orNull(nonZeroQuat),
 		"scale":    orNull(components(vec3Names, scaleComponent, true)),
 	}))
-	// An SDF effect's pose: its scale is bounded together with the
-	// session's, which the service checks (docs/effects.md), so the
-	// schema asks only for non-zero components.
+	// An SDF effect's pose: its position within ±EffectLengthMax like
+	// every effect's point, its scale positive (and uniform, which a
+	// schema cannot say, and bounded together with the session's, which
+	// the service checks: docs/effects.md).
 	s.Define("sdf-transform.input", open(Schema{
-		"position": orNull(Ref("vec3.input")),
+		"position": orNull(components(vec3Names, numberIn(-protocol.EffectLengthMax, protocol.EffectLengthMax), true)),
 		"rotation": orNull(nonZeroQuat),
-		"scale":    orNull(components(vec3Names, Schema{"type": "number", "not": constant(0)}, true)),
+		"scale":    orNull(components(vec3Names, Schema{"type": "number", "exclusiveMinimum": 0}, true)),
 	}))
 }
 

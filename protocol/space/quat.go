@@ -25,11 +25,20 @@ func (q Quat) Norm() float64 {
 
 // Normalize returns q scaled to unit length. The zero quaternion names no
 // rotation; it (and any non-finite input) comes back as the identity so that
-// a caller never multiplies NaNs into a force.
+// a caller never multiplies NaNs into a force. Any other finite quaternion
+// is scaled, whatever its magnitude: one whose squared length would
+// overflow ({"w": 1e200}) or underflow ({"w": 1e-200}) is first divided by
+// its largest component, so it keeps its direction instead of turning into
+// the identity.
 func (q Quat) Normalize() Quat {
 	n := q.Norm()
-	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
-		return IdentityQuat()
+	if n < 1e-150 || n > 1e150 || math.IsNaN(n) {
+		m := max(math.Abs(q.W), math.Abs(q.X), math.Abs(q.Y), math.Abs(q.Z))
+		if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+			return IdentityQuat()
+		}
+		q = Quat{W: q.W / m, X: q.X / m, Y: q.Y / m, Z: q.Z / m}
+		n = q.Norm()
 	}
 	return Quat{W: q.W / n, X: q.X / n, Y: q.Y / n, Z: q.Z / n}
 }
