@@ -794,9 +794,15 @@ func (a *api) deprecations(w http.ResponseWriter, _ *http.Request, _ httprouter.
 // load tests (hapticbench) and operators.
 func (a *api) stats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var doc protocol.Stats
-	v, _, perr := protocol.QueryValue(r.URL.RawQuery, "devices")
+	v, given, perr := protocol.QueryValue(r.URL.RawQuery, "devices")
 	if perr != nil {
 		writeError(w, perr)
+		return
+	}
+	if given && v == "" {
+		// As format= of GET /devices: a value given is one of those the
+		// route takes. devices= answered everything, as if absent.
+		writeError(w, protocol.Errorf(protocol.CodeInvalidValue, "", "GET /stats: devices= is empty: want all (the default) or none, or leave devices out"))
 		return
 	}
 	switch v {

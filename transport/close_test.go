@@ -240,7 +240,14 @@ func TestOversizeAlwaysCloses1009(t *testing.T) {
 // TestHandshakeErrorsAnswerTheEnvelope sends upgrade requests gorilla
 // refuses: the answer is the JSON error envelope on each of the three
 // ports that take a WebSocket (3.x, legacy 3.0, events), never gorilla's
-// plain-text Bad Request.
+// plain-text Bad Request, and says what is wrong in the service's words:
+// the legacy and events ports passed the library's text through
+// ("websocket: not a websocket handshake: 'Sec-WebSocket-Key' header must
+// be Base64 encoded value of 16-byte in length"), and the legacy port
+// answered a POST upgrade "websocket: the client is not using the
+// websocket protocol" where the 3.x port says "POST is not supported on
+// /". The method is checked first: a POST answers 405 whatever its headers
+// or since= (the events port answered a bad since= 400).
 func TestHandshakeErrorsAnswerTheEnvelope(t *testing.T) {
 	ts := startService(t, serviceConfig{arms: 1})
 	const key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -251,25 +258,38 @@ func TestHandshakeErrorsAnswerTheEnvelope(t *testing.T) {
 	} {
 		t.Run(port.name, func(t *testing.T) {
 			for _, tt := range []struct {
-				method, headers string
-				status          int
-				code            string
+				method, target, headers string
+				status                  int
+				code, says              string
 			}{
-				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", 400, "bad_handshake"}, // no key
-				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key, 400, "bad_handshake"},
-				{"GET", "Upgrade: websocket\r\nConnection: Upgrade\r\n" + key, 400, "bad_handshake"},       // no version
-				{"GET", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key, 400, "bad_handshake"}, // no Connection: Upgrade
-				{"POST", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n" + key, 405, "method_not_allowed"},
+				{"GET", "/", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n", 400, "bad_handshake", "no Sec-WebSocket-Key header"},
+				{"GET", "/", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: abc\r\n", 400, "bad_handshake", `Sec-WebSocket-Key "abc" is not the base64 of 16 bytes`},
+				{"GET", "/", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key, 400, "bad_handshake", `Sec-WebSocket-Version is "8"`},
+				{"GET", "/", "Upgrade: websocket\r\nConnection: Upgrade\r\n" + key, 400, "bad_handshake", "no Sec-WebSocket-Version header"},
+				{"GET", "/", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key, 400, "bad_handshake", "no Connection: Upgrade header"},
+				{"GET", "/", "Upgrade: websocket\r\nConnection: keep-alive\r\nSec-WebSocket-Version: 13\r\n" + key, 400, "bad_handshake", `Connection header is "keep-alive"`},
+				{"POST", "/", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n" + key, 405, "method_not_allowed", "POST is not supported on /"},
+				{"POST", "/", "Upgrade: websocket\r\nContent-Length: 0\r\n", 405, "method_not_allowed", "POST is not supported on /"},
+				{"POST", "/", "Content-Length: 0\r\n", 405, "method_not_allowed", "POST is not supported on /"}, // the legacy port answered its root document
+				{"PUT", "/", "Content-Length: 0\r\n", 405, "method_not_allowed", "PUT is not supported on /"},
+				{"POST", "/?since=abc", "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n" + key, 405, "method_not_allowed", "POST is not supported on /"},
 			} {
-				resp := rawRequest(t, port.addr, tt.method+" / HTTP/1.1\r\nHost: "+port.addr+"\r\n"+tt.headers+"\r\n")
+				resp := rawRequest(t, port.addr, tt.method+" "+tt.target+" HTTP/1.1\r\nHost: "+port.addr+"\r\n"+tt.headers+"\r\n")
 				body, _ := io.ReadAll(resp.Body)
 				_ = resp.Body.Close()
 				if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" {
-					t.Fatalf("%s %q: %d %s %s, want %d and the JSON envelope", tt.method, tt.headers, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
+					t.Fatalf("%s %s %q: %d %s %s, want %d and the JSON envelope", tt.method, tt.target, tt.headers, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
 				}
 				var env map[string]any
 				if err := json.Unmarshal(body, &env); err != nil || env["ok"] != false || env["code"] != tt.code || env["error"] == "" {
-					t.Fatalf("%s %q: body %s, want the envelope with code %s", tt.method, tt.headers, body, tt.code)
+					t.Fatalf("%s %s %q: body %s, want the envelope with code %s", tt.method, tt.target, tt.headers, body, tt.code)
+				}
+				msg, _ := env["error"].(string)
+				if !strings.Contains(msg, tt.says) || strings.Contains(msg, "websocket:") {
+					t.Errorf("%s %s %q: %q, want it to say %q in the service's words, not the library's", tt.method, tt.target, tt.headers, msg, tt.says)
+				}
+				if tt.status == 405 && !strings.Contains(resp.Header.Get("Allow"), "GET") {
+					t.Errorf("%s %s %q: 405 with Allow %q, want GET in it", tt.method, tt.target, tt.headers, resp.Header.Get("Allow"))
 				}
 			}
 		})

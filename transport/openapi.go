@@ -24,6 +24,9 @@ type routeDoc struct {
 	query   []queryParam
 	// body is the schema of a POST body; "" when the route reads none.
 	body string
+	// bodyOptional: an empty body is taken (as {}: POST /recordings
+	// without -d records everything).
+	bodyOptional bool
 	// answer is the schema of a 200 answer: of its "data" unless plain.
 	answer string
 	plain  bool // answered as the bare document, not in the envelope
@@ -128,7 +131,7 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaReadiness, "GET /readyz (200 or 503): each readiness check and why it failed.", schema.FromType(reflect.TypeFor[readyDoc]()))
 	s.Publish(schemaRecording, "One MCAP recording: POST /recordings and DELETE /recordings/{id} answer it.", schema.FromType(reflect.TypeFor[recording.Info]()))
 	s.Publish(schemaRecordings, "The data of GET /recordings.", schema.FromType(reflect.TypeFor[[]recording.Info]()))
-	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", schema.FromType(reflect.TypeFor[recording.Options]()))
+	s.Publish(schemaRecordingInput, "The body of POST /recordings: what to record (every device and session when empty).", recordingInputSchema())
 	s.Publish(schemaPairing, "The data of GET /pairing: every grip with the ids of the arms it is paired with (always none: hapticd does not pair).", schema.FromType(reflect.TypeFor[pairingDoc]()))
 	s.Publish(schemaExpertStatus, "The data of GET /expert/status: hapticd has no expert status (available is false) and names the routes that hold its figures.", schema.FromType(reflect.TypeFor[expertStatusDoc]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
@@ -274,7 +277,7 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 			op["parameters"] = params
 		}
 		if d.body != "" && rt.method == http.MethodPost {
-			op["requestBody"] = schema.Schema{"required": true, "content": schema.Schema{"application/json": schema.Schema{"schema": ref(d.body)}}}
+			op["requestBody"] = schema.Schema{"required": !d.bodyOptional, "content": schema.Schema{"application/json": schema.Schema{"schema": ref(d.body)}}}
 		}
 		if d.media != "" {
 			content := schema.Schema{}
@@ -382,7 +385,7 @@ func (a *api) describeRoutes(rs []route) {
 	describe(rs, "/devices", routeDoc{summary: "Inventory: every device with config, state and status", answer: schema.Devices, plain: true, query: []queryParam{querySession, queryFormat}})
 	describe(rs, "/sessions", routeDoc{summary: "Connected simulation sessions", answer: schemaSessions})
 	describe(rs, "/recordings", routeDoc{summary: "The recordings to MCAP: those running and the last 64 stopped", answer: schemaRecordings})
-	describeMethod(rs, http.MethodPost, "/recordings", routeDoc{summary: "Start a recording to MCAP", body: schemaRecordingInput, answer: schemaRecording})
+	describeMethod(rs, http.MethodPost, "/recordings", routeDoc{summary: "Start a recording to MCAP", body: schemaRecordingInput, bodyOptional: true, answer: schemaRecording})
 	describe(rs, "/recordings/:id", routeDoc{summary: "Stop a recording; the answer is its final state", answer: schemaRecording})
 	describe(rs, "/sessions/closed", routeDoc{summary: "The most recent session ends, each with its typed reason", answer: schemaSessionsClosed})
 	describe(rs, "/stats", routeDoc{summary: "Loop periods, overruns and process resource use", answer: "stats", query: []queryParam{
@@ -497,4 +500,16 @@ func undescribed(rs []route) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// recordingInputSchema is the body of POST /recordings as the service
+// takes it: recording.Options, each member also null (an absent member, as
+// in every object of several members: docs/protocol.md, Input).
+func recordingInputSchema() schema.Schema {
+	s := schema.FromType(reflect.TypeFor[recording.Options]())
+	props, _ := s["properties"].(schema.Schema)
+	for name, p := range props {
+		props[name] = schema.Schema{"anyOf": []schema.Schema{p.(schema.Schema), {"type": "null"}}}
+	}
+	return s
 }

@@ -157,15 +157,11 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
-		// under /3.0/.
-		root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/" {
-				a.root(w, r, nil)
-				return
-			}
-			router.ServeHTTP(w, r)
-		})
-		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, root, false})
+		// under /3.0/. "/" is a GET route as on the 3.x port, so another
+		// method answers 405 as there: it answered the root document, and
+		// a POST upgrade the library's refusal.
+		router.Handle(http.MethodGet, "/", a.root)
+		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, router, false})
 	}
 	if cfg.EventsPort >= 0 {
 		s.eventsSrv = events.NewServer(cfg.Service.Activity(), cfg.Log.With().Str("listener", ListenerEvents).Logger())

@@ -16,6 +16,7 @@ import (
 	"github.com/hapticd/hapticd/actors/awake"
 	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/transport/handshake"
 	"github.com/hapticd/hapticd/transport/rawsock"
 	"github.com/hapticd/hapticd/transport/wsclose"
 )
@@ -125,13 +126,24 @@ func newSessionHandler(svc *actors.Service, codec actors.Codec, conns *connSet, 
 	}
 }
 
-// handshakeError answers a WebSocket upgrade that gorilla refused.
-func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-	code := protocol.HandshakeCode(status)
-	writeError(w, protocol.Errorf(code, "", "%v; %s", reason, code.DefaultMessage()))
+// handshakeError answers a WebSocket upgrade that gorilla refused, in the
+// service's words (handshake.Refusal), not the library's reason.
+func handshakeError(w http.ResponseWriter, r *http.Request, status int, _ error) {
+	if status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodGet)
+	}
+	writeError(w, handshake.Refusal(r, status))
 }
 
 func (h *sessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		// The method first (docs/protocol.md, Closes): gorilla checks the
+		// Connection and Upgrade headers before it, and answered a POST
+		// without them 400.
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s", handshake.NotGET(r)))
+		return
+	}
 	// Gorilla gets the hijacked connection with raw reads and writes.
 	ws, err := h.upgrader.Upgrade(boundingArrivals(rawsock.Hijacking(w), h.conns.awake), r, nil)
 	if err != nil {

@@ -63,9 +63,13 @@ func TestStatsWithoutDevices(t *testing.T) {
 			})
 		})
 	}
-	r := ts.do(http.MethodGet, ts.base+"/stats?devices=some", "")
-	if r.status != http.StatusBadRequest || path(r.env, "code") != "invalid_value" || !strings.Contains(fmt.Sprint(path(r.env, "error")), "want all (the default) or none") {
-		t.Fatalf("GET /stats?devices=some: %d %s, want 400 invalid_value naming the values", r.status, r.body)
+	// devices= given empty is no value the route takes, as format= of
+	// GET /devices: it answered every device, as if absent.
+	for _, q := range []string{"?devices=some", "?devices=", "?devices"} {
+		r := ts.do(http.MethodGet, ts.base+"/stats"+q, "")
+		if r.status != http.StatusBadRequest || path(r.env, "code") != "invalid_value" || !strings.Contains(fmt.Sprint(path(r.env, "error")), "want all (the default) or none") {
+			t.Fatalf("GET /stats%s: %d %.300s, want 400 invalid_value naming the values", q, r.status, r.body)
+		}
 	}
 }
 

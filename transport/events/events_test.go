@@ -853,6 +853,33 @@ func TestRecentHandlerRefusals(t *testing.T) {
 	checkError(t, resp, http.StatusServiceUnavailable, "unavailable")
 }
 
+// A limit= that is no number is called so: "abc" was "out of range".
+func TestRecentHandlerLimitSaysWhatIsWrong(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	for _, tt := range []struct{ query, says string }{
+		{"abc", `limit "abc" is not a number`},
+		{"ten", `limit "ten" is not a number`},
+		{"", `limit "" is not a number`},
+		{"1.5", `limit "1.5" is not a count of events`},
+		{"-5", `limit "-5" is not a count of events`},
+		{"%2B5", `limit "+5" is not a count of events`},
+		{"0", "limit 0 is out of range"},
+		{"10001", "limit 10001 is out of range"},
+		{"99999999999999999999999", "limit 99999999999999999999999 is out of range"},
+	} {
+		resp, err := http.Get(f.http.URL + "/events?limit=" + tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct{ Error, Code string }
+		_ = json.NewDecoder(resp.Body).Decode(&env)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 400 || env.Code != "invalid_value" || !strings.Contains(env.Error, tt.says) {
+			t.Errorf("GET /events?limit=%s: %d %+v, want 400 invalid_value saying %q", tt.query, resp.StatusCode, env, tt.says)
+		}
+	}
+}
+
 // TestGoroutinesGoneAfterClose: every connection goroutine ends when the
 // server closes.
 func TestGoroutinesGoneAfterClose(t *testing.T) {

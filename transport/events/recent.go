@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -67,13 +68,12 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if given {
-		v, err := strconv.ParseUint(limitText, 10, 32) // digits only: no sign, as since
-		if err != nil || v < 1 || v > MaxRecentLimit {
-			writeError(w, protocol.CodeInvalidValue,
-				fmt.Sprintf("events: limit %q is out of range; give an integer from 1 to %d", limitText, MaxRecentLimit))
+		v, problem := parseLimit(limitText)
+		if problem != "" {
+			writeError(w, protocol.CodeInvalidValue, "events: "+problem)
 			return
 		}
-		limit = int(v)
+		limit = v
 	}
 	page, err := h.act.Recent(since, limit)
 	if err != nil {
@@ -110,6 +110,23 @@ func (h recentHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body) // the client is gone if this fails
 	}
+}
+
+// parseLimit reads limit=: digits only (no sign, as since), 1 to
+// MaxRecentLimit. The problem says which of those the text is not: "abc"
+// was called out of range.
+func parseLimit(text string) (int, string) {
+	v, err := strconv.ParseUint(text, 10, 64)
+	switch {
+	case err == nil && v >= 1 && v <= MaxRecentLimit:
+		return int(v), ""
+	case err == nil || errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Sprintf("limit %s is out of range; give an integer from 1 to %d", text, MaxRecentLimit)
+	}
+	if f, ferr := strconv.ParseFloat(text, 64); ferr == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return 0, fmt.Sprintf("limit %q is not a count of events; give an integer from 1 to %d, in digits only", text, MaxRecentLimit)
+	}
+	return 0, fmt.Sprintf("limit %q is not a number; give an integer from 1 to %d", text, MaxRecentLimit)
 }
 
 func header(w http.ResponseWriter) {

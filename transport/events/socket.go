@@ -20,6 +20,7 @@ import (
 	"github.com/hapticd/hapticd/actors/activity"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
+	"github.com/hapticd/hapticd/transport/handshake"
 	"github.com/hapticd/hapticd/transport/wsclose"
 )
 
@@ -127,11 +128,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("events: no route %s on the events port; the events WebSocket is on /", r.URL.Path))
 		return
 	}
+	if r.Method != http.MethodGet {
+		// The method first, as on the session ports (docs/protocol.md,
+		// Closes): a POST with a bad since= answered 400 invalid_value.
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, protocol.CodeMethodNotAllowed, "events: "+handshake.NotGET(r))
+		return
+	}
 	if !websocket.IsWebSocketUpgrade(r) {
 		// bad_handshake, as the session ports answer a request that is no
 		// upgrade (docs/protocol.md: each of the three ports).
 		writeError(w, protocol.CodeBadHandshake,
-			"events: this port serves the events WebSocket; connect with a WebSocket client (or use GET /events on the HTTP port)")
+			"events: "+handshake.Problem(r)+"; this port serves the events WebSocket: connect with a WebSocket client (or use GET /events on the HTTP port)")
 		return
 	}
 	since, replay, perr := parseSince(r)
@@ -583,8 +591,12 @@ func parseSince(r *http.Request) (since uint64, replay bool, problem string) {
 var _ http.Handler = (*Server)(nil)
 
 // handshakeError answers an events upgrade that gorilla refused (a missing
-// key, an unsupported version) with the JSON error envelope.
-func handshakeError(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-	code := protocol.HandshakeCode(status)
-	writeError(w, code, fmt.Sprintf("events: %v; %s", reason, code.DefaultMessage()))
+// key, an unsupported version) with the JSON error envelope, in the
+// service's words (handshake.Refusal), not the library's reason.
+func handshakeError(w http.ResponseWriter, r *http.Request, status int, _ error) {
+	if status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodGet)
+	}
+	e := handshake.Refusal(r, status)
+	writeError(w, e.Code, "events: "+e.Message)
 }
