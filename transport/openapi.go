@@ -508,6 +508,10 @@ func undescribed(rs []route) []string {
 func recordingInputSchema() schema.Schema {
 	s := schema.FromType(reflect.TypeFor[recording.Options]())
 	props, _ := s["properties"].(schema.Schema)
+	// What Options.Check refuses besides the types: ASCII names, so
+	// maxLength's characters are its bytes.
+	props["name"] = schema.Schema{"type": "string", "pattern": recording.NamePattern, "maxLength": recording.MaxNameLen}
+	props["rate_hz"] = schema.Schema{"anyOf": []schema.Schema{{"const": 0}, {"type": "number", "minimum": recording.MinRateHz}}}
 	for name, p := range props {
 		props[name] = schema.Schema{"anyOf": []schema.Schema{p.(schema.Schema), {"type": "null"}}}
 	}

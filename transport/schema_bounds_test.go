@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hapticd/hapticd/actors/recording"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/schema"
 )
@@ -223,4 +224,29 @@ func TestSchemaAndDecoderAgree(t *testing.T) {
 		}
 	}
 	t.Logf("%d documents judged alike", len(cases))
+}
+
+// The served schema of POST /recordings' body states what the service
+// checks of a name and a rate (tourhostile: it took any string and any
+// number): each document at the rules' edges is judged alike by the
+// schema and by the service's decoder and Options.Check.
+func TestRecordingSchemaAndDecoderAgree(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	name := func(n string) string { return `{"name":` + strconv.Quote(n) + `}` }
+	docs := []string{
+		name(""), name("a"), name("run-1_b.mcap"), name("_x"), name("-x"), name(".hidden"), name("a b"), name("é"),
+		name("a/b"), name(strings.Repeat("n", recording.MaxNameLen)), name(strings.Repeat("n", recording.MaxNameLen+1)),
+		`{"name":null}`, `{"rate_hz":null}`, `{}`,
+	}
+	for _, r := range []float64{0, recording.MinRateHz, math.Nextafter(recording.MinRateHz, 0), 1000, -1, -recording.MinRateHz} {
+		docs = append(docs, `{"rate_hz":`+jnum(r)+`}`)
+	}
+	for _, doc := range docs {
+		schemaOK := ts.schema.Check("recording.input", []byte(doc)) == nil
+		o, perr := decodeRecordingOptions([]byte(doc))
+		serviceOK := perr == nil && o.Check() == nil
+		if schemaOK != serviceOK {
+			t.Errorf("%s: the schema accepts it %v, the service %v", doc, schemaOK, serviceOK)
+		}
+	}
 }

@@ -127,9 +127,14 @@ const MinRateHz = 0.001
 // bytes to it, and a file system takes 255.
 const MaxNameLen = 128
 
-// check refuses options that would make no recording, before any file
+// NamePattern is the names check takes, as a regular expression (the
+// schema of POST /recordings states it; check says which rule a name
+// breaks): letters, digits, '-', '_' and '.', not first, or none.
+const NamePattern = `^([A-Za-z0-9_-][A-Za-z0-9._-]*)?$`
+
+// Check refuses options that would make no recording, before any file
 // or id is taken.
-func (o Options) check() error {
+func (o Options) Check() error {
 	if o.RateHz < 0 || o.RateHz > 0 && o.RateHz < MinRateHz || math.IsNaN(o.RateHz) || math.IsInf(o.RateHz, 0) {
 		return fmt.Errorf("%w: rate_hz must be 0 (every tick) or at least %g, got %v", ErrBadOptions, MinRateHz, o.RateHz)
 	}
@@ -351,7 +356,7 @@ func (rs *Recorder) Start(o Options) (Info, error) {
 	if rs.cfg.Dir == "" {
 		return Info{}, ErrNoDirectory
 	}
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return Info{}, err
 	}
 	if err := os.MkdirAll(rs.cfg.Dir, 0o755); err != nil {
