@@ -15,6 +15,7 @@ import (
 	"github.com/hapticd/hapticd/actors/cluster/wire"
 	"github.com/hapticd/hapticd/actors/loop"
 	"github.com/hapticd/hapticd/hw/hwtest"
+	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -539,5 +540,48 @@ func TestNodeLapseOfAStalledSessionReachesItWhenAnotherTookTheArm(t *testing.T) 
 				t.Errorf("the node's lapse of the stalled session's control reached its clients %d times, want once", got)
 			}
 		})
+	}
+}
+
+// A gateway session that shortens its lease and falls silent has its
+// force end on the node by the shorter lease, though the link to the node
+// is cut soon after (the gateway dies, a partition), on a node whose own
+// lease (--cluster-lease-ms) is longer than the earlier command's: the
+// gateway sends each changed command, and a steady one again every
+// keepAlive (20 ms), with what its lease has left, so a lease that shrank
+// reaches the node within that (forcereview asked). Without the session's
+// shortening of its held commands the node held the force for the earlier
+// command's 1 s.
+func TestShortenedLeaseReachesTheNode(t *testing.T) {
+	svc, shutdown := testService(t)
+	t.Cleanup(shutdown)
+	d, err := svc.AddDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testNodeLeasing(t, svc, 2000)
+	g := testGateway(t, time.Hour)
+	cut := linkLabCuttable(t, g, n)
+	c := openSession(t, g.svc, "") // a 1000 ms lease
+	force := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}}]}`
+	hwtest.Eventually(t, 10*time.Second, "the force on the node's arm", func() bool {
+		c.send(force)
+		return forceOn(d) > 1.4
+	})
+	const short = 100 * time.Millisecond
+	c.send(force)
+	if f := c.send(fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}}}`, short/time.Millisecond)); f["errors"] != nil {
+		t.Fatal(f["errors"])
+	}
+	shortened := time.Now()
+	// The link is cut once a keep-alive has had time to carry the
+	// shortened lease.
+	time.Sleep(40 * time.Millisecond) // two keep-alives
+	cut.Store(true)
+	hwtest.Eventually(t, 5*time.Second, "the force off the node's arm", func() bool { return forceOn(d) < 1e-9 })
+	// Generous for a loaded machine, well under the 1000 ms the earlier
+	// command was granted.
+	if after := time.Since(shortened); after > 500*time.Millisecond {
+		t.Errorf("the force ended on the node %v after the lease was shortened to %v; the earlier command's lease was 1 s", after, short)
 	}
 }

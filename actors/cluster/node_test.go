@@ -36,7 +36,14 @@ func testNode(t *testing.T) (*Node, *actors.Device) {
 // svc's arms have had their first tick.
 func testNodeServing(t *testing.T, svc *actors.Service) *Node {
 	t.Helper()
-	cfg := Config{NodeID: "n", LeaseMs: 100, Log: zerolog.Nop()}
+	return testNodeLeasing(t, svc, 100)
+}
+
+// testNodeLeasing is testNodeServing with the node's lease on a gateway's
+// commands (--cluster-lease-ms) leaseMs.
+func testNodeLeasing(t *testing.T, svc *actors.Service, leaseMs int) *Node {
+	t.Helper()
+	cfg := Config{NodeID: "n", LeaseMs: leaseMs, Log: zerolog.Nop()}
 	cfg.defaults()
 	sys := actor.NewActorSystem() // no remote: what the node sends goes to dead letters
 	t.Cleanup(sys.Shutdown)
