@@ -317,7 +317,7 @@ func readFloat(v Value, at *pathSeg) (float64, *Error) {
 	}
 	f, ok := v.Float()
 	if !ok {
-		return 0, errAt(CodeInvalidValue, at, "%s is not a finite number: %s", at.last(), v.Raw())
+		return 0, errAt(CodeInvalidValue, at, "%s is not a number a float64 holds (finite, and 0 or at least 5e-324 in size): %s", at.last(), v.Raw())
 	}
 	return f, nil
 }

@@ -128,7 +128,7 @@ func TestDecodeEffectsInvalid(t *testing.T) {
 		{"wall zero normal", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":0},"stiffness":10}]}`, CodeOutOfRange, "set[0].normal", "non-zero"},
 		{"stiffness too high", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":20001}]}`, CodeOutOfRange, "set[0].stiffness", "out of range 0..20000"},
 		{"stiffness a string", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":"hard"}]}`, CodeInvalidValue, "set[0].stiffness", "must be a number"},
-		{"stiffness overflows", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e999}]}`, CodeInvalidValue, "set[0].stiffness", "not a finite number"},
+		{"stiffness overflows", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1e999}]}`, CodeInvalidValue, "set[0].stiffness", "not a number a float64 holds"},
 		{"damping too high", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1,"damping":21}]}`, CodeOutOfRange, "set[0].damping", "out of range 0..20"},
 		{"position incomplete", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0},"normal":{"x":0,"y":0,"z":1},"stiffness":1}]}`, CodeInvalidValue, "set[0].position", "needs all of"},
 		{"position far away", `{"set":[{"id":"w","type":"wall","position":{"x":0,"y":0,"z":1000},"normal":{"x":0,"y":0,"z":1},"stiffness":1}]}`, CodeOutOfRange, "set[0].position.z", "out of range"},

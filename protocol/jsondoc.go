@@ -403,17 +403,35 @@ func (v Value) Float() (float64, bool) {
 }
 
 // numberFloat converts a JSON number the grammar accepted: false when its
-// magnitude does not fit a float64. Value.Float and the command fast path
-// (decodefast.go) share it, so both give the same float64 for a text.
+// magnitude does not fit a float64, too large (1e400) or too small for
+// any but zero (1e-400, which strconv rounds to 0 without an error: a
+// rate, a normal or a scale the client sent as non-zero read as zero).
+// Value.Float and the command fast path (decodefast.go) share it, so both
+// give the same float64 for a text.
 func numberFloat(text []byte) (float64, bool) {
 	if f, ok := exactDecimal(text); ok {
 		return f, true
 	}
 	f, err := strconv.ParseFloat(string(text), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f == 0 && !zeroDigits(text) {
 		return 0, false
 	}
 	return f, true
+}
+
+// zeroDigits says whether a JSON number's digits before its exponent are
+// all zeros (0, -0.000, 0e5): a number that is zero, not one that
+// underflowed.
+func zeroDigits(text []byte) bool {
+	for _, c := range text {
+		switch {
+		case c == 'e' || c == 'E':
+			return true
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
 }
 
 // exactPow10 holds the powers of ten a float64 represents exactly.

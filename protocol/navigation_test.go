@@ -71,7 +71,7 @@ func TestDecodeNavigation(t *testing.T) {
 		{name: "zone too thin", body: `{"bubble":{"velocity_zone_width":0}}`, code: CodeOutOfRange, path: "bubble.velocity_zone_width", msg: "out of range 0.001..0.5"},
 		{name: "speed too high", body: `{"bubble":{"max_speed":11}}`, code: CodeOutOfRange, path: "bubble.max_speed", msg: "out of range 0..10"},
 		{name: "negative gain", body: `{"bubble":{"speed_gain":-1}}`, code: CodeOutOfRange, path: "bubble.speed_gain", msg: "out of range"},
-		{name: "gain not finite", body: `{"bubble":{"speed_gain":1e999}}`, code: CodeInvalidValue, path: "bubble.speed_gain", msg: "not a finite number"},
+		{name: "gain not finite", body: `{"bubble":{"speed_gain":1e999}}`, code: CodeInvalidValue, path: "bubble.speed_gain", msg: "not a number a float64 holds"},
 		{name: "wall too stiff", body: `{"bubble":{"wall_stiffness":30000}}`, code: CodeOutOfRange, path: "bubble.wall_stiffness", msg: "out of range 0..20000"},
 		{name: "unknown easing", body: `{"bubble":{"easing":"bounce"}}`, code: CodeInvalidValue, path: "bubble.easing", msg: "not one of linear, quadratic, cubic"},
 		{name: "center far away", body: `{"bubble":{"center":{"position":{"x":0,"y":2,"z":0}}}}`, code: CodeOutOfRange, path: "bubble.center.position.y", msg: "out of range -1..1"},

@@ -150,16 +150,20 @@ func gatherDevices(svc *actors.Service, y *yielder) []*dto.MetricFamily {
 		fams[f].Metric = append(fams[f].Metric, &s.metrics[f])
 	}
 	// A scheduler shard's devices share their histograms: each is
-	// converted once.
-	hists := map[actors.Histogram]*dto.Histogram{}
+	// converted once per family (whose bucket bounds it takes).
+	type histOf struct {
+		h actors.Histogram
+		f deviceFamily
+	}
+	hists := map[histOf]*dto.Histogram{}
 	histogram := func(s *deviceSeries, f deviceFamily, h actors.Histogram, bounds []float64) {
 		if h == nil {
 			return
 		}
-		dh := hists[h]
+		dh := hists[histOf{h, f}]
 		if dh == nil {
 			dh = convertHistogram(h, bounds)
-			hists[h] = dh
+			hists[histOf{h, f}] = dh
 		}
 		s.metrics[f].Histogram = dh
 		fams[f].Metric = append(fams[f].Metric, &s.metrics[f])

@@ -512,6 +512,11 @@ func recordingInputSchema() schema.Schema {
 	// maxLength's characters are its bytes.
 	props["name"] = schema.Schema{"type": "string", "pattern": recording.NamePattern, "maxLength": recording.MaxNameLen}
 	props["rate_hz"] = schema.Schema{"anyOf": []schema.Schema{{"const": 0}, {"type": "number", "minimum": recording.MinRateHz}}}
+	for _, list := range []string{"devices", "sessions"} {
+		if p, ok := props[list].(schema.Schema); ok {
+			p["minItems"] = 1 // empty would record none (leave it out for every one)
+		}
+	}
 	for name, p := range props {
 		props[name] = schema.Schema{"anyOf": []schema.Schema{p.(schema.Schema), {"type": "null"}}}
 	}

@@ -137,7 +137,19 @@ func readRecordedDevices(v protocol.Value) ([]string, *protocol.Error) {
 		}
 		ids = append(ids, id)
 	}
+	if len(ids) == 0 {
+		return nil, errEmptyRecorded("devices", "device")
+	}
 	return ids, nil
+}
+
+// errEmptyRecorded refuses an empty devices or sessions list: it would
+// record nothing of its kind, so it is a client's filter that came out
+// empty, and taking it as "every one" (as its absence is) recorded the
+// whole fleet.
+func errEmptyRecorded(member, kind string) *protocol.Error {
+	return protocol.Errorf(protocol.CodeInvalidValue, member,
+		"%s is empty: it would record no %s; leave it out to record every %s", member, kind, kind)
 }
 
 // maxSessionID bounds a session id read from a number: past 2^53 a
@@ -162,6 +174,9 @@ func readRecordedSessions(v protocol.Value) ([]uint64, *protocol.Error) {
 		}
 		ids = append(ids, uint64(f))
 	}
+	if len(ids) == 0 {
+		return nil, errEmptyRecorded("sessions", "session")
+	}
 	return ids, nil
 }
 
@@ -173,7 +188,7 @@ func readRecordingRate(v protocol.Value) (float64, *protocol.Error) {
 	}
 	f, ok := v.Float()
 	if !ok {
-		return 0, protocol.Errorf(protocol.CodeInvalidValue, "rate_hz", "rate_hz is not a finite number: %s", v.Raw())
+		return 0, protocol.Errorf(protocol.CodeInvalidValue, "rate_hz", "rate_hz is not a number a float64 holds (finite, and 0 or at least 5e-324 in size): %s", v.Raw())
 	}
 	return f, nil
 }

@@ -236,7 +236,7 @@ func TestRecordingSchemaAndDecoderAgree(t *testing.T) {
 	docs := []string{
 		name(""), name("a"), name("run-1_b.mcap"), name("_x"), name("-x"), name(".hidden"), name("a b"), name("é"),
 		name("a/b"), name(strings.Repeat("n", recording.MaxNameLen)), name(strings.Repeat("n", recording.MaxNameLen+1)),
-		`{"name":null}`, `{"rate_hz":null}`, `{}`,
+		`{"name":null}`, `{"rate_hz":null}`, `{}`, `{"devices":[]}`, `{"sessions":[]}`, `{"devices":["X"]}`, `{"sessions":[1]}`,
 	}
 	for _, r := range []float64{0, recording.MinRateHz, math.Nextafter(recording.MinRateHz, 0), 1000, -1, -recording.MinRateHz} {
 		docs = append(docs, `{"rate_hz":`+jnum(r)+`}`)

@@ -83,12 +83,16 @@ type Config struct {
 	Log         zerolog.Logger
 }
 
+// DefaultBind is the cluster link's address when none is given: loopback,
+// a lab on one host.
+const DefaultBind = "127.0.0.1"
+
 func (c *Config) defaults() {
 	if c.Membership == "" {
 		c.Membership = MembershipStatic
 	}
 	if c.Bind == "" {
-		c.Bind = "127.0.0.1"
+		c.Bind = DefaultBind
 	}
 	if c.LeaseMs == 0 {
 		c.LeaseMs = 100

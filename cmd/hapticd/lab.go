@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,7 +46,7 @@ func (l *labOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.membership, "membership", cluster.MembershipAutomanaged, "automanaged (protoactor's cluster; every process's --peers are every member's health endpoint) or static (only the gateway has --peers: the nodes' cluster addresses); --discovery etcd=... makes it etcd")
 	fs.Var(&l.peers, "peers", "static: on the gateway, the nodes' cluster addresses host:cluster-port; automanaged: on every process, every member's host:health-port (repeatable, comma-separated)")
 	fs.IntVar(&l.healthPort, "cluster-health-port", 7071, "automanaged: port of the membership health endpoint (plain HTTP, bound to --cluster-bind only; peers list it)")
-	fs.StringVar(&l.bind, "cluster-bind", "127.0.0.1", "address the cluster link binds; loopback unless the lab spans hosts")
+	fs.StringVar(&l.bind, "cluster-bind", cluster.DefaultBind, "address the cluster link binds; loopback unless the lab spans hosts")
 	fs.IntVar(&l.port, "cluster-port", 0, "cluster link port; 0 takes a fresh port at every start, which lets a restarted process rejoin (automanaged peers find it through --cluster-health-port); a node with --membership static needs a fixed one, the gateway's --peers list it")
 	fs.StringVar(&l.advertise, "cluster-advertise", "", "host:port peers dial for this process's cluster link when it is not --cluster-bind:--cluster-port (a NAT, a port forward, a proxy); needs a fixed --cluster-port, which whatever listens there forwards to")
 	fs.StringVar(&l.discovery, "discovery", "", "etcd=http://host:port[,...]: members find each other through etcd (protoactor's etcd provider) instead of --peers; empty: --peers, the default")
@@ -141,7 +142,7 @@ func (l *labOptions) loadTLS() error {
 	if err != nil {
 		return err
 	}
-	dialled := l.bind
+	dialled := cmp.Or(l.bind, cluster.DefaultBind)
 	if l.advertise != "" {
 		dialled, _, _ = net.SplitHostPort(l.advertise) // checked above
 	}

@@ -169,6 +169,8 @@ func labTLSCases(t *testing.T) []labTLSCase {
 		{"naming another address", flags(hostBCert, hostBKey, ca.file()), "--cluster-cert|" + hostBCert + "|does not name 127.0.0.1|peers dial"},
 		{"naming the advertised address", advertised(hostBCert, hostBKey, "10.0.0.2:7070"), ""},
 		{"not naming the advertised address", advertised(validCert, validKey, "10.0.0.2:7070"), "--cluster-cert|" + validCert + "|does not name 10.0.0.2"},
+		// An empty bind is the default loopback, as the link takes it.
+		{"an empty bind", append(flags(validCert, validKey, ca.file()), "--cluster-bind", ""), ""},
 	}
 }
 
