@@ -62,6 +62,11 @@ type Store struct {
 	// Windows virus scanner holding the file, an I/O error) is otherwise
 	// hard to make happen.
 	rename func(from, to string) error
+
+	// syncDir, when set (tests only, before use), replaces SyncDir in the
+	// store's own writes: a directory fsync that is slow or fails is
+	// otherwise hard to make happen.
+	syncDir func(dir string) error
 }
 
 // CorruptError reports a document that exists but cannot be used. Load
@@ -498,7 +503,7 @@ func (s *Store) moveAside(p string, cerr *CorruptError) *CorruptError {
 		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", cerr.Err, err)
 		return cerr
 	}
-	SyncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
+	s.sync(filepath.Dir(p)) // best effort: the move only preserves evidence
 	cerr.MovedTo = target
 	return cerr
 }
@@ -595,7 +600,7 @@ func (s *Store) writeBytes(name string, data []byte, order uint64, commit func()
 		os.Remove(tmp)
 		return fmt.Errorf("store: save %s: %w; check free space and permissions of %s", name, werr, dir)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := s.sync(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
 	st.wrote(name, order)
@@ -634,7 +639,7 @@ func (s *Store) mkdirDurable(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
 	}
-	if err := SyncDir(parent); err != nil {
+	if err := s.sync(parent); err != nil {
 		return fmt.Errorf("store: sync directory %s: %w", parent, err)
 	}
 	return nil
@@ -663,7 +668,7 @@ func (s *Store) Delete(name string) error {
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
 	}
-	if err := SyncDir(filepath.Dir(p)); err != nil {
+	if err := s.sync(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
 	st.wrote(name, order)
@@ -687,7 +692,7 @@ func (s *Store) DeleteFolder(prefix string) error {
 	// Not empty (a temp or moved-aside file, a write since List) is fine:
 	// the documents are gone, which is what callers rely on.
 	if err := os.Remove(dir); err == nil {
-		if err := SyncDir(filepath.Dir(dir)); err != nil {
+		if err := s.sync(filepath.Dir(dir)); err != nil {
 			return fmt.Errorf("store: delete folder %s: sync directory: %w", prefix, err)
 		}
 	}
@@ -734,6 +739,14 @@ func (s *Store) List(prefix string) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// sync is SyncDir, or the test hook that replaces it.
+func (s *Store) sync(dir string) error {
+	if s.syncDir != nil {
+		return s.syncDir(dir)
+	}
+	return SyncDir(dir)
 }
 
 // SyncDir fsyncs a directory so that the entries just created, renamed or
