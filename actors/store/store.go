@@ -67,6 +67,10 @@ type Store struct {
 	// store's own writes: a directory fsync that is slow or fails is
 	// otherwise hard to make happen.
 	syncDir func(dir string) error
+
+	// durableDirs holds the folders below the state directory whose entry
+	// in their parent this process has fsynced (mkdirDurable).
+	durableDirs sync.Map
 }
 
 // CorruptError reports a document that exists but cannot be used. Load
@@ -620,17 +624,29 @@ func (s *Store) WriteFailures() uint64 { return s.failures.Load() }
 func (s *Store) WriteLatency() *histogram.Histogram { return s.writes }
 
 // mkdirDurable creates dir and any missing parents below the state
-// directory, fsyncing each new entry's parent so the new path survives a
-// crash along with the file saved into it.
+// directory, fsyncing each entry's parent so the path survives a crash
+// along with the file saved into it. A folder that is there is not enough:
+// another Save may have just made it, its parent's fsync still under way
+// (each Save holds only its own document's lock), or a process killed
+// between its mkdir and that fsync left it, in the page cache only. So a
+// folder counts as durable only once this process fsynced its parent after
+// it was there (durableDirs): one fsync per folder per process, then a
+// Stat.
 func (s *Store) mkdirDurable(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
 	if dir == s.dir || !strings.HasPrefix(dir, s.dir+string(filepath.Separator)) {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
 		}
 		return nil
+	}
+	if _, ok := s.durableDirs.Load(dir); ok {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
+		s.durableDirs.Delete(dir) // removed since (DeleteFolder)
 	}
 	parent := filepath.Dir(dir)
 	if err := s.mkdirDurable(parent); err != nil {
@@ -642,6 +658,7 @@ func (s *Store) mkdirDurable(dir string) error {
 	if err := s.sync(parent); err != nil {
 		return fmt.Errorf("store: sync directory %s: %w", parent, err)
 	}
+	s.durableDirs.Store(dir, struct{}{})
 	return nil
 }
 
@@ -690,7 +707,9 @@ func (s *Store) DeleteFolder(prefix string) error {
 	}
 	dir := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
 	// Not empty (a temp or moved-aside file, a write since List) is fine:
-	// the documents are gone, which is what callers rely on.
+	// the documents are gone, which is what callers rely on. Forgotten as
+	// durable first: a Save into it from now on makes it again.
+	s.durableDirs.Delete(dir)
 	if err := os.Remove(dir); err == nil {
 		if err := s.sync(filepath.Dir(dir)); err != nil {
 			return fmt.Errorf("store: delete folder %s: sync directory: %w", prefix, err)
