@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -103,5 +104,32 @@ func TestSaveIntoAFolderNotYetDurableWaitsForItsParentsSync(t *testing.T) {
 	}
 	if !syncedRoot {
 		t.Errorf("a Save into %s, a folder this process did not make durable, returned without fsyncing %s, which holds its entry", left, s2.Dir())
+	}
+}
+
+// Open makes a state directory that is not there yet durable: the entry of
+// each folder it creates is fsynced in its parent, so that the documents
+// acknowledged in it do not vanish with it at a power loss.
+func TestOpenMakesANewStateDirectoryDurable(t *testing.T) {
+	base := t.TempDir()
+	var synced []string
+	openSyncDir = func(dir string) error {
+		synced = append(synced, dir)
+		return SyncDir(dir)
+	}
+	defer func() { openSyncDir = SyncDir }()
+	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{base, filepath.Join(base, "a")}
+	if fmt.Sprint(synced) != fmt.Sprint(want) {
+		t.Errorf("Open of a new state directory fsynced %v, want the parents of the folders it made, %v", synced, want)
+	}
+	synced = nil
+	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 0 {
+		t.Errorf("Open of a state directory that is there fsynced %v, want nothing", synced)
 	}
 }

@@ -108,8 +108,24 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: state directory %q: %w", dir, err)
 	}
+	// The folders MkdirAll makes, outermost first: each one's entry in
+	// its parent is fsynced, or a power loss soon after the first
+	// acknowledged write on a new state directory could take the whole
+	// directory with it (a document's own fsyncs cover only what is in it).
+	var made []string
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = append([]string{d}, made...)
+	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", abs, err)
+	}
+	for _, d := range made {
+		if err := openSyncDir(filepath.Dir(d)); err != nil {
+			return nil, fmt.Errorf("store: create state directory %s: sync %s: %w", abs, filepath.Dir(d), err)
+		}
 	}
 	s := &Store{dir: abs, writes: histogram.New(3)}
 	if err := s.removeTempFiles(); err != nil {
@@ -124,6 +140,10 @@ func Open(dir string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// openSyncDir is SyncDir where Open makes the state directory durable; a
+// test replaces it to see which folders it fsyncs.
+var openSyncDir = SyncDir
 
 // NoSpace reports whether err is a write refused for want of room (the
 // disk or the user's quota full).
