@@ -257,8 +257,11 @@ func (s *Service) pruneProfiles(added string) {
 		// acknowledged (a service killed before the write-behind wrote
 		// the session document, a disk that failed a read). The bound
 		// then holds among the profiles it can date.
+		// The latest pick, written behind or on disk: a pick still in the
+		// write-behind's second is the profile's last use, and the disk
+		// has the one before it.
 		var ps profileSession
-		found, err := s.store.Load(f+"/session", &ps)
+		found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps)
 		if !found || err != nil {
 			s.log.Warn().Err(err).Str("folder", f).Msg("a stored profile without a readable session document is never removed by the profiles' bound")
 			continue
