@@ -26,7 +26,7 @@ import (
 // The number of stored profiles is bounded: when a session picks a profile
 // that is not stored yet and that makes more than Options.MaxStoredProfiles
 // (default DefaultMaxStoredProfiles), the profiles least recently picked are
-// removed, never one a connected session has nor one whose session
+// removed, never one a connected session has or is picking, nor one whose session
 // document is missing or unreadable (nothing dates it).
 //
 // State directories of the earlier layout, profiles/<store.EscapeName(name)>/,
@@ -242,6 +242,9 @@ func (s *Service) pruneProfiles(added string) {
 		if p := sess.Profile(); p != "" {
 			live[profileFolder(p)] = true
 		}
+	}
+	for _, p := range s.profileSessions.inUse() {
+		live[profileFolder(p)] = true
 	}
 	type candidate struct {
 		folder string
