@@ -107,6 +107,21 @@ func (t *profileSessions) reading(profile string) (profileSession, bool) {
 	return profileSession{}, false
 }
 
+// inUse returns the profiles a session has or is reading to join: a
+// session picking a profile has not got it yet (Session.Profile), and the
+// profiles' bound must not remove it under that session's read.
+func (t *profileSessions) inUse() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	names := make([]string, 0, len(t.docs))
+	for name, d := range t.docs {
+		if d.sessions > 0 || d.readers > 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // doneReading ends a read counted by reading, once the session joined the
 // profile or will not.
 func (t *profileSessions) doneReading(profile string) {

@@ -26,7 +26,7 @@ import (
 // The number of stored profiles is bounded: when a session picks a profile
 // that is not stored yet and that makes more than Options.MaxStoredProfiles
 // (default DefaultMaxStoredProfiles), the profiles least recently picked are
-// removed, never one a connected session has nor one whose session
+// removed, never one a connected session has or is picking, nor one whose session
 // document is missing or unreadable (nothing dates it).
 //
 // State directories of the earlier layout, profiles/<store.EscapeName(name)>/,
@@ -243,6 +243,9 @@ func (s *Service) pruneProfiles(added string) {
 			live[profileFolder(p)] = true
 		}
 	}
+	for _, p := range s.profileSessions.inUse() {
+		live[profileFolder(p)] = true
+	}
 	type candidate struct {
 		folder string
 		usedAt time.Time
@@ -257,8 +260,11 @@ func (s *Service) pruneProfiles(added string) {
 		// acknowledged (a service killed before the write-behind wrote
 		// the session document, a disk that failed a read). The bound
 		// then holds among the profiles it can date.
+		// The latest pick, written behind or on disk: a pick still in the
+		// write-behind's second is the profile's last use, and the disk
+		// has the one before it.
 		var ps profileSession
-		found, err := s.store.Load(f+"/session", &ps)
+		found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps)
 		if !found || err != nil {
 			s.log.Warn().Err(err).Str("folder", f).Msg("a stored profile without a readable session document is never removed by the profiles' bound")
 			continue

@@ -62,6 +62,15 @@ type Store struct {
 	// Windows virus scanner holding the file, an I/O error) is otherwise
 	// hard to make happen.
 	rename func(from, to string) error
+
+	// syncDir, when set (tests only, before use), replaces SyncDir in the
+	// store's own writes: a directory fsync that is slow or fails is
+	// otherwise hard to make happen.
+	syncDir func(dir string) error
+
+	// durableDirs holds the folders below the state directory whose entry
+	// in their parent this process has fsynced (mkdirDurable).
+	durableDirs sync.Map
 }
 
 // CorruptError reports a document that exists but cannot be used. Load
@@ -99,8 +108,24 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: state directory %q: %w", dir, err)
 	}
+	// The folders MkdirAll makes, outermost first: each one's entry in
+	// its parent is fsynced, or a power loss soon after the first
+	// acknowledged write on a new state directory could take the whole
+	// directory with it (a document's own fsyncs cover only what is in it).
+	var made []string
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = append([]string{d}, made...)
+	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", abs, err)
+	}
+	for _, d := range made {
+		if err := openSyncDir(filepath.Dir(d)); err != nil {
+			return nil, fmt.Errorf("store: create state directory %s: sync %s: %w", abs, filepath.Dir(d), err)
+		}
 	}
 	s := &Store{dir: abs, writes: histogram.New(3)}
 	if err := s.removeTempFiles(); err != nil {
@@ -115,6 +140,10 @@ func Open(dir string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// openSyncDir is SyncDir where Open makes the state directory durable; a
+// test replaces it to see which folders it fsyncs.
+var openSyncDir = SyncDir
 
 // NoSpace reports whether err is a write refused for want of room (the
 // disk or the user's quota full).
@@ -498,7 +527,7 @@ func (s *Store) moveAside(p string, cerr *CorruptError) *CorruptError {
 		cerr.Err = fmt.Errorf("%w (and moving it aside failed: %v)", cerr.Err, err)
 		return cerr
 	}
-	SyncDir(filepath.Dir(p)) // best effort: the move only preserves evidence
+	s.sync(filepath.Dir(p)) // best effort: the move only preserves evidence
 	cerr.MovedTo = target
 	return cerr
 }
@@ -595,7 +624,7 @@ func (s *Store) writeBytes(name string, data []byte, order uint64, commit func()
 		os.Remove(tmp)
 		return fmt.Errorf("store: save %s: %w; check free space and permissions of %s", name, werr, dir)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := s.sync(dir); err != nil {
 		return fmt.Errorf("store: save %s: sync directory %s: %w", name, dir, err)
 	}
 	st.wrote(name, order)
@@ -615,17 +644,29 @@ func (s *Store) WriteFailures() uint64 { return s.failures.Load() }
 func (s *Store) WriteLatency() *histogram.Histogram { return s.writes }
 
 // mkdirDurable creates dir and any missing parents below the state
-// directory, fsyncing each new entry's parent so the new path survives a
-// crash along with the file saved into it.
+// directory, fsyncing each entry's parent so the path survives a crash
+// along with the file saved into it. A folder that is there is not enough:
+// another Save may have just made it, its parent's fsync still under way
+// (each Save holds only its own document's lock), or a process killed
+// between its mkdir and that fsync left it, in the page cache only. So a
+// folder counts as durable only once this process fsynced its parent after
+// it was there (durableDirs): one fsync per folder per process, then a
+// Stat.
 func (s *Store) mkdirDurable(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
 	if dir == s.dir || !strings.HasPrefix(dir, s.dir+string(filepath.Separator)) {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
 		}
 		return nil
+	}
+	if _, ok := s.durableDirs.Load(dir); ok {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		}
+		s.durableDirs.Delete(dir) // removed since (DeleteFolder)
 	}
 	parent := filepath.Dir(dir)
 	if err := s.mkdirDurable(parent); err != nil {
@@ -634,9 +675,10 @@ func (s *Store) mkdirDurable(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("store: create %s: %w; check the permissions of the state directory", dir, err)
 	}
-	if err := SyncDir(parent); err != nil {
+	if err := s.sync(parent); err != nil {
 		return fmt.Errorf("store: sync directory %s: %w", parent, err)
 	}
+	s.durableDirs.Store(dir, struct{}{})
 	return nil
 }
 
@@ -663,7 +705,7 @@ func (s *Store) Delete(name string) error {
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
 	}
-	if err := SyncDir(filepath.Dir(p)); err != nil {
+	if err := s.sync(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
 	st.wrote(name, order)
@@ -685,9 +727,11 @@ func (s *Store) DeleteFolder(prefix string) error {
 	}
 	dir := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
 	// Not empty (a temp or moved-aside file, a write since List) is fine:
-	// the documents are gone, which is what callers rely on.
+	// the documents are gone, which is what callers rely on. Forgotten as
+	// durable first: a Save into it from now on makes it again.
+	s.durableDirs.Delete(dir)
 	if err := os.Remove(dir); err == nil {
-		if err := SyncDir(filepath.Dir(dir)); err != nil {
+		if err := s.sync(filepath.Dir(dir)); err != nil {
 			return fmt.Errorf("store: delete folder %s: sync directory: %w", prefix, err)
 		}
 	}
@@ -734,6 +778,14 @@ func (s *Store) List(prefix string) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// sync is SyncDir, or the test hook that replaces it.
+func (s *Store) sync(dir string) error {
+	if s.syncDir != nil {
+		return s.syncDir(dir)
+	}
+	return SyncDir(dir)
 }
 
 // SyncDir fsyncs a directory so that the entries just created, renamed or
