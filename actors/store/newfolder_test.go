@@ -113,12 +113,11 @@ func TestSaveIntoAFolderNotYetDurableWaitsForItsParentsSync(t *testing.T) {
 func TestOpenMakesANewStateDirectoryDurable(t *testing.T) {
 	base := t.TempDir()
 	var synced []string
-	openSyncDir = func(dir string) error {
+	syncDir := func(dir string) error {
 		synced = append(synced, dir)
 		return SyncDir(dir)
 	}
-	defer func() { openSyncDir = SyncDir }()
-	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
+	if _, err := open(filepath.Join(base, "a", "state"), syncDir); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{base, filepath.Join(base, "a")}
@@ -126,7 +125,7 @@ func TestOpenMakesANewStateDirectoryDurable(t *testing.T) {
 		t.Errorf("Open of a new state directory fsynced %v, want the parents of the folders it made, %v", synced, want)
 	}
 	synced = nil
-	if _, err := Open(filepath.Join(base, "a", "state")); err != nil {
+	if _, err := open(filepath.Join(base, "a", "state"), syncDir); err != nil {
 		t.Fatal(err)
 	}
 	if len(synced) != 0 {

@@ -100,7 +100,11 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // mid-save (they were never renamed into place, so they hold nothing that
 // was acknowledged) and checks that the directory is writable, so a
 // misconfigured --state-dir fails at start, not at the first POST.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return open(dir, SyncDir) }
+
+// open is Open with the fsync of a directory Open makes durable as a
+// parameter, which a test replaces to see which folders it fsyncs.
+func open(dir string, syncDir func(dir string) error) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("store: empty state directory; pass --state-dir")
 	}
@@ -123,7 +127,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: create state directory %s: %w; check the parent's permissions or pass another --state-dir", abs, err)
 	}
 	for _, d := range made {
-		if err := openSyncDir(filepath.Dir(d)); err != nil {
+		if err := syncDir(filepath.Dir(d)); err != nil {
 			return nil, fmt.Errorf("store: create state directory %s: sync %s: %w", abs, filepath.Dir(d), err)
 		}
 	}
@@ -140,10 +144,6 @@ func Open(dir string) (*Store, error) {
 	}
 	return s, nil
 }
-
-// openSyncDir is SyncDir where Open makes the state directory durable; a
-// test replaces it to see which folders it fsyncs.
-var openSyncDir = SyncDir
 
 // NoSpace reports whether err is a write refused for want of room (the
 // disk or the user's quota full).
