@@ -94,27 +94,11 @@ func TestStoredProfilesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	keeper, ksink := open(t, svc, nil)
-	pick := func(sess *Session, sink *recSink, name string) {
-		t.Helper()
-		msg := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":2}}}]}`, name, arm.ID)
-		if c := exchangeErrors(t, sess, sink, msg); len(c.errors) != 0 {
-			t.Fatalf("%s: %v", name, c.errors)
-		}
-		if err := svc.writeBehind.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pick(keeper, ksink, "kept: connected")
+	pickProfile(t, svc, keeper, ksink, arm, "kept: connected", 2)
 	for _, name := range []string{"old", "newer", "newest"} {
 		s, sink := open(t, svc, nil)
-		pick(s, sink, name)
-		s.Close(protocol.CloseClientClosed)
-		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
-			if slices.Contains(svc.Sessions(), s) {
-				return fmt.Errorf("%s still listed", name)
-			}
-			return nil
-		})
+		pickProfile(t, svc, s, sink, arm, name, 2)
+		leaveSession(t, svc, s, name)
 	}
 	stored := map[string]bool{}
 	names, err := svc.store.List(profilesFolder)
@@ -149,20 +133,8 @@ func TestStoredProfileUnreadableIsKept(t *testing.T) {
 	pick := func(name string) {
 		t.Helper()
 		s, sink := open(t, svc, nil)
-		msg := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":2}}}]}`, name, arm.ID)
-		if c := exchangeErrors(t, s, sink, msg); len(c.errors) != 0 {
-			t.Fatalf("%s: %v", name, c.errors)
-		}
-		if err := svc.writeBehind.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		s.Close(protocol.CloseClientClosed)
-		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
-			if slices.Contains(svc.Sessions(), s) {
-				return fmt.Errorf("%s still listed", name)
-			}
-			return nil
-		})
+		pickProfile(t, svc, s, sink, arm, name, 2)
+		leaveSession(t, svc, s, name)
 	}
 	folderOf := func(name string) string {
 		return filepath.Join(dir, filepath.FromSlash(profileFolder(name)))
@@ -196,4 +168,30 @@ func TestStoredProfileUnreadableIsKept(t *testing.T) {
 	if n := devices("newest"); n != 1 {
 		t.Errorf("the new profile holds %d device documents, want 1", n)
 	}
+}
+
+// pickProfile has sess pick the profile name and set a damping on arm in
+// it, then writes what the write-behind holds, so the profile is stored.
+func pickProfile(t *testing.T, svc *Service, sess *Session, sink *recSink, arm *Device, name string, damping float64) {
+	t.Helper()
+	msg := fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g}}}]}`, name, arm.ID, damping)
+	if c := exchangeErrors(t, sess, sink, msg); len(c.errors) != 0 {
+		t.Fatalf("%s: %v", name, c.errors)
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaveSession closes sess and waits until the service no longer lists it
+// (its profile no longer in use).
+func leaveSession(t *testing.T, svc *Service, sess *Session, name string) {
+	t.Helper()
+	sess.Close(protocol.CloseClientClosed)
+	hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
+		if slices.Contains(svc.Sessions(), sess) {
+			return fmt.Errorf("%s still listed", name)
+		}
+		return nil
+	})
 }

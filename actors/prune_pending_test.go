@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 )
 
@@ -42,13 +40,7 @@ func TestStoredProfilesBoundDatesAPickNotOnDiskYet(t *testing.T) {
 		s, sink := open(t, svc, nil)
 		pick(s, sink, name, 2)
 		flush()
-		s.Close(protocol.CloseClientClosed)
-		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
-			if slices.Contains(svc.Sessions(), s) {
-				return fmt.Errorf("%s still listed", name)
-			}
-			return nil
-		})
+		leaveSession(t, svc, s, name)
 	}
 	// A session picks "recent" again, then a new profile at once (within
 	// the write-behind's second): "recent" is now the more recently
@@ -115,24 +107,10 @@ func TestStoredProfilesBoundKeepsAProfileBeingPicked(t *testing.T) {
 	}})
 	t.Cleanup(held.free)
 	arm := addArm(t, svc, simArm(0))
-	msg := func(name string, damping float64) string {
-		return fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g}}}]}`, name, arm.ID, damping)
-	}
 	for _, name := range []string{"picked", "other"} {
 		s, sink := open(t, svc, nil)
-		if c := exchangeErrors(t, s, sink, msg(name, 2)); len(c.errors) != 0 {
-			t.Fatalf("%s: %v", name, c.errors)
-		}
-		if err := svc.writeBehind.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		s.Close(protocol.CloseClientClosed)
-		hwtest.EventuallyNil(t, 5*time.Second, name+" to leave the session list", func() error {
-			if slices.Contains(svc.Sessions(), s) {
-				return fmt.Errorf("%s still listed", name)
-			}
-			return nil
-		})
+		pickProfile(t, svc, s, sink, arm, name, 2)
+		leaveSession(t, svc, s, name)
 	}
 	held.armed.Store(true)
 	// Session b picks "picked" (stored first, so the least recently
@@ -146,9 +124,7 @@ func TestStoredProfilesBoundKeepsAProfileBeingPicked(t *testing.T) {
 	}
 	// Meanwhile session a picks a new profile: one too many.
 	a, asink := open(t, svc, nil)
-	if c := exchangeErrors(t, a, asink, msg("new", 3)); len(c.errors) != 0 {
-		t.Fatalf("new: %v", c.errors)
-	}
+	pickProfile(t, svc, a, asink, arm, "new", 3)
 	held.free()
 	waitDone(t, picking, "session b's pick")
 	if err := svc.writeBehind.Flush(); err != nil {
