@@ -19,13 +19,13 @@ var fastShapes = []string{
 	`{"grip":[{"device_id":"61548","commands":{"probe_orientation":{ }}}]}`,
 	`{"arm3":[{"device_id":"A","commands":{"set_cursor_force":{"vector":{"x":1,"y":2,"z":3}}}},{"device_id":"B","commands":{"set_cursor_force":{"vector":{"x":4,"y":5,"z":6}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.1,"y":1.7976931348623157e308,"z":4.9e-324}}}}]}`,
-	// Numbers at the edges: signed zeros, underflow to zero, subnormals,
-	// long mantissas, exponents with many digits.
-	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":-0.0,"y":1e-400,"z":-4.9e-324}}}}]}`,
+	// Numbers at the edges: signed zeros, subnormals, long mantissas,
+	// exponents with many digits (underflow is refused: nearMisses).
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":-0.0,"y":1e-320,"z":-4.9e-324}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.1e1,"y":-0E-0,"z":123456789012345678901234567890e-29}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":1E+2,"y":1e-00000000000000000000000000000000000001,"z":2.2250738585072014e-308}}}}]}`,
 	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":0.000000000000000000000000000000000000000000001,"y":9007199254740993,"z":-999999999999999.9}}}}]}`,
-	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"values":{"x":-1e-4294967296,"y":0,"z":0}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"values":{"x":-1e-00000000000000000000000000000000000000000000300,"y":0,"z":0}}}}]}`,
 	// Every type key of the table, and ids of any printable ASCII.
 	`{"wireless_verse_grip":[{"device_id":"1","commands":{"probe_orientation":{}}}]}`,
 	`{"custom_verse_grip":[{"device_id":"1","commands":{"probe_orientation":{}}}]}`,
@@ -86,6 +86,11 @@ func repeated(entry string, n int) string {
 // nearMisses differ from a fast shape in one way each: the general decoder
 // decodes them (with its errors and warnings), and both paths must agree.
 var nearMisses = []string{
+	// A number too small for any float64 but zero is refused, as one too
+	// large is (a non-zero value a client sent never means zero): the
+	// general decoder answers it.
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_force":{"vector":{"x":-0.0,"y":1e-400,"z":-4.9e-324}}}}]}`,
+	`{"arm3":[{"device_id":"049D","commands":{"set_cursor_position":{"values":{"x":-1e-4294967296,"y":0,"z":0}}}}]}`,
 	// A type key given twice counts by its last occurrence: the general
 	// decoder's to decide.
 	`{"arm3":[{"device_id":"A","commands":{"probe_position":{}}}],"arm3":[{"device_id":"B","commands":{"probe_position":{}}}]}`,
