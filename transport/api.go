@@ -167,6 +167,12 @@ func newRouter(a *api) (*httprouter.Router, error) {
 			h = a.recordChange(h)
 		}
 		r.Handle(rt.method, a.prefix+rt.path, h)
+		if rt.method == http.MethodGet {
+			// HEAD is GET without the body (RFC 9110 9.3.2; net/http
+			// drops the body and keeps the headers): a probe or a client
+			// checking a route gets the GET's status and length.
+			r.Handle(http.MethodHead, a.prefix+rt.path, h)
+		}
 	}
 	r.NotFound = http.HandlerFunc(a.notFound)
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -251,7 +257,7 @@ func (a *api) effectsNotRouted(w http.ResponseWriter, r *http.Request, parts []s
 		// An arm's type name with its own route: the method was wrong
 		// (httprouter answers that), or this format serves no effects.
 		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no route %s %s", r.Method, r.URL.Path))
-	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+	case !isRead(r):
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD)", r.Method, r.URL.Path))
 	default:
@@ -291,17 +297,17 @@ func (a *api) serveFamily(w http.ResponseWriter, r *http.Request, parts []string
 		return false // notFound explains
 	}
 	switch r.Method {
-	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete:
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, POST, DELETE)", r.Method, r.URL.Path))
+		w.Header().Set("Allow", "GET, HEAD, POST, DELETE")
+		writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD, POST, DELETE)", r.Method, r.URL.Path))
 		return true
 	}
 	h := a.config(fam, k)
 	if a.legacyUse != nil {
 		h = a.noteLegacy(r.Method+" "+a.prefix+"/"+fam.Key+"/:id/config/"+k.Path(), h)
 	}
-	if r.Method != http.MethodGet {
+	if !isRead(r) {
 		h = a.recordChange(h)
 	}
 	h(w, r, httprouter.Params{{Key: "id", Value: parts[1]}})
@@ -553,14 +559,14 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 		}
 		var sessions []uint64
 		if k.SessionScoped() && hasSel {
-			sessions, perr = a.matchSessions(sel, r.Method == http.MethodGet)
+			sessions, perr = a.matchSessions(sel, isRead(r))
 			if perr != nil {
 				writeError(w, perr)
 				return
 			}
 		}
-		switch r.Method {
-		case http.MethodGet:
+		switch {
+		case isRead(r):
 			if len(devs) != 1 {
 				writeError(w, protocol.Errorf(protocol.CodeAmbiguousSelector, "", "%q matches %d devices; a GET needs exactly one", ps.ByName("id"), len(devs)))
 				return
@@ -582,7 +588,7 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				return
 			}
 			writeData(w, e, nil)
-		case http.MethodPost:
+		case r.Method == http.MethodPost:
 			body, perr := readBody(w, r)
 			if perr != nil {
 				writeError(w, perr)
@@ -597,7 +603,7 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 				got, err := a.svc.SetEntry(d, sid, e)
 				return got, []uint64{sid}, err
 			})
-		case http.MethodDelete:
+		case r.Method == http.MethodDelete:
 			a.apply(w, devs, sessions, k, nil, func(d *actors.Device, sid uint64) (protocol.Entry, []uint64, error) {
 				switch {
 				case !k.SessionScoped():
@@ -661,11 +667,11 @@ func (a *api) allSettings(w http.ResponseWriter, _ *http.Request, _ httprouter.P
 
 func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		switch r.Method {
-		case http.MethodGet:
+		switch {
+		case isRead(r):
 			s := a.svc.Settings()
 			writeData(w, s.Get(k), nil)
-		case http.MethodPost:
+		case r.Method == http.MethodPost:
 			body, perr := readBody(w, r)
 			if perr != nil {
 				writeError(w, perr)
@@ -682,7 +688,7 @@ func (a *api) setting(k protocol.SettingKey) httprouter.Handle {
 				return
 			}
 			writeWarned(w, now, warnings)
-		case http.MethodDelete:
+		case r.Method == http.MethodDelete:
 			now, err := a.svc.ResetSetting(k)
 			if err != nil {
 				writeError(w, asError(err))

@@ -46,7 +46,7 @@ func (s *Server) withOperatorRoutes(cfg Config, listeners []string, api http.Han
 			api.ServeHTTP(w, r)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if !isRead(r) {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, protocol.Errorf(protocol.CodeMethodNotAllowed, "", "%s is not supported on %s (allowed: GET, HEAD)", r.Method, r.URL.Path))
 			return
@@ -64,7 +64,7 @@ func isProbe(r *http.Request) bool {
 	default:
 		return false
 	}
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0
+	return isRead(r) && r.ContentLength == 0
 }
 
 // healthz answers while the process serves HTTP at all (a liveness probe).
@@ -190,4 +190,10 @@ func deviceFamilies(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, uiFamily{f.DeviceType, f.Name, f.Product})
 	}
 	writeData(w, out, nil)
+}
+
+// isRead says whether r is a GET or a HEAD: the same answer, without its
+// body for a HEAD (net/http drops it and keeps the headers).
+func isRead(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead
 }

@@ -157,10 +157,11 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		// The 3.0 WebSocket upgrades on "/" of its port, the routes live
-		// under /3.0/. "/" is a GET route as on the 3.x port, so another
-		// method answers 405 as there: it answered the root document, and
-		// a POST upgrade the library's refusal.
+		// under /3.0/. "/" is a GET (and HEAD) route as on the 3.x port, so
+		// another method answers 405 as there: it answered the root
+		// document, and a POST upgrade the library's refusal.
 		router.Handle(http.MethodGet, "/", a.root)
+		router.Handle(http.MethodHead, "/", a.root)
 		specs = append(specs, listenerSpec{ListenerLegacy, cfg.LegacyPort, router, false})
 	}
 	if cfg.EventsPort >= 0 {
