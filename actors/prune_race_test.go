@@ -2,6 +2,8 @@ package actors
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +118,157 @@ func TestStoredProfilesBoundKeepsAProfilePickedDuringItsPass(t *testing.T) {
 	}
 	if otherKept {
 		t.Errorf("the profiles' bound kept the one profile not in use: 3 stored, bound 2")
+	}
+}
+
+// holdDeleteFolder holds the removal of one folder until release is
+// closed: a disk slow for a moment, under the profiles' bound's pass. At
+// the removal it notes whether the document queued is still in the
+// write-behind's queue.
+type holdDeleteFolder struct {
+	Store
+	folder  string
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+	free    func()
+	// queued, if set, is asked at the removal; its answer goes to
+	// queuedThen.
+	queued     func() bool
+	queuedThen atomic.Bool
+}
+
+func newHoldDeleteFolder(s Store, folder string) *holdDeleteFolder {
+	h := &holdDeleteFolder{Store: s, folder: folder, entered: make(chan struct{}), release: make(chan struct{})}
+	h.free = sync.OnceFunc(func() { close(h.release) })
+	return h
+}
+
+func (h *holdDeleteFolder) DeleteFolder(name string) error {
+	if name == h.folder && h.armed.CompareAndSwap(true, false) {
+		if h.queued != nil {
+			h.queuedThen.Store(h.queued())
+		}
+		close(h.entered)
+		<-h.release
+	}
+	return h.Store.DeleteFolder(name)
+}
+
+// The other order: a session picks a stored profile while the profiles'
+// bound is removing it (its files going one by one on a slow disk). The
+// pick must then wait for the removal and find no stored profile, as for
+// a name never used: it read the stored basis and damping, was told it
+// has them, and the removal took them from disk under it, so that a
+// restart gave the profile back empty or partial (whatever the session
+// wrote later).
+func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
+	dir := t.TempDir()
+	var held *holdDeleteFolder
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2, WrapStore: func(s Store) Store {
+		held = newHoldDeleteFolder(s, profileFolder("picked"))
+		return held
+	}})
+	t.Cleanup(held.free)
+	waiting := make(chan struct{})
+	waitingOnce := sync.OnceFunc(func() { close(waiting) })
+	svc.profileSessions.mu.Lock()
+	svc.profileSessions.waitingRemoval = func(string) { waitingOnce() }
+	svc.profileSessions.mu.Unlock()
+	arm := addArm(t, svc, simArm(0))
+	storeProfile(t, svc, arm, "picked", storedPick{basis: "-YXZ", damping: 2}) // the least recently picked
+	storeProfile(t, svc, arm, "other", storedPick{basis: "XZY", damping: 5})
+	held.armed.Store(true)
+	a, asink := open(t, svc, nil)
+	defer a.Close(protocol.CloseClientClosed)
+	creating := pending(func() { pickProfile(t, svc, a, asink, arm, "new", 3) })
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the profiles' bound never removed the least recently picked profile")
+	}
+	// Session b picks "picked" while its removal is under way.
+	b, bsink := open(t, svc, nil)
+	defer b.Close(protocol.CloseClientClosed)
+	var picked codes
+	picking := pending(func() { picked = exchangeErrors(t, b, bsink, `{"session":{"configure":{"profile":{"name":"picked"}}}}`) })
+	select {
+	case <-picking: // told what it has before the removal is done
+	case <-waiting: // waits for the removal
+	case <-time.After(patience):
+		t.Fatal("session b's pick neither returned nor waited for the removal")
+	}
+	held.free()
+	waitDone(t, picking, "session b's pick")
+	waitDone(t, creating, "session a's pick of a new profile")
+	if len(picked.errors) != 0 {
+		t.Fatalf("pick: %v", picked.errors)
+	}
+	told := inForce(t, svc, b, arm)
+	// What the session sets from now on is stored in the profile.
+	if c := exchangeErrors(t, b, bsink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}}}]}`, arm.ID)); len(c.errors) != 0 {
+		t.Fatalf("damping: %v", c.errors)
+	}
+	want := storedPick{basis: told.basis, damping: 7}
+	if got := inForce(t, svc, b, arm); got != want {
+		t.Fatalf("the session has %+v in force, want %+v", got, want)
+	}
+	if got := pickedAfterRestart(t, svc, dir, "picked"); got != want {
+		t.Errorf("after a restart the profile holds %+v, while the session that picked it had %+v in force (told it had the stored basis %q on picking it): the profiles' bound removed the documents the pick had read", got, want, told.basis)
+	}
+}
+
+// A profile the bound removes whose device document is still in the
+// write-behind's queue, never written (the arm's first entry in the
+// profile, set within the second before the session went on to another
+// profile): the removal must take it too. It removed only the files on
+// disk, so the flush wrote the arm's document after it: half the profile
+// came back, without the session document that dates it, which the bound
+// then never removes, and a session that picks the name after a restart
+// gets the removed profile's damping.
+func TestTheBoundRemovesAProfilesDocumentsStillQueued(t *testing.T) {
+	dir := t.TempDir()
+	var held *holdDeleteFolder
+	var svc *Service
+	svc = startWith(t, Options{StateDir: dir, MaxStoredProfiles: 1, WrapStore: func(s Store) Store {
+		held = newHoldDeleteFolder(s, profileFolder("half"))
+		return held
+	}})
+	arm := addArm(t, svc, simArm(0))
+	armDoc := profileFolder("half") + "/arm3-" + arm.ID
+	held.queued = func() bool { return svc.writeBehind.Queued(armDoc) }
+	held.free() // not held: only noted
+	// "half" is stored with its session document only.
+	s, sink := open(t, svc, nil)
+	defer s.Close(protocol.CloseClientClosed)
+	if c := exchangeErrors(t, s, sink, `{"session":{"configure":{"profile":{"name":"half"}}}}`); len(c.errors) != 0 {
+		t.Fatalf("pick: %v", c.errors)
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The session sets the arm's first entry in it, then picks a new
+	// profile at once: "half" is one too many.
+	if c := exchangeErrors(t, s, sink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":4}}}]}`, arm.ID)); len(c.errors) != 0 {
+		t.Fatalf("damping: %v", c.errors)
+	}
+	held.armed.Store(true)
+	if c := exchangeErrors(t, s, sink, `{"session":{"configure":{"profile":{"name":"new"}}}}`); len(c.errors) != 0 {
+		t.Fatalf("pick: %v", c.errors)
+	}
+	if held.armed.Load() {
+		t.Fatal("the profiles' bound did not remove the profile not in use")
+	}
+	if !held.queuedThen.Load() {
+		t.Skip("the write-behind wrote the arm's document before the bound removed the profile (its second passed): nothing queued to remove")
+	}
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := svc.store.List(profileFolder("half")); err != nil || len(names) != 0 {
+		t.Errorf("the profile the bound removed holds %v on disk (%v), want nothing", names, err)
+	}
+	if got, want := pickedAfterRestart(t, svc, dir, "half"), (storedPick{basis: protocol.IdentityBasis}); got != want {
+		t.Errorf("after a restart, picking the name of a profile the bound removed gives %+v, want a new profile's %+v", got, want)
 	}
 }
