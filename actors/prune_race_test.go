@@ -191,7 +191,9 @@ func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
 	b, bsink := open(t, svc, nil)
 	defer b.Close(protocol.CloseClientClosed)
 	var picked codes
-	picking := pending(func() { picked = exchangeErrors(t, b, bsink, `{"session":{"configure":{"profile":{"name":"picked"}}}}`) })
+	picking := pending(func() {
+		picked = exchangeErrors(t, b, bsink, `{"session":{"configure":{"profile":{"name":"picked"}}}}`)
+	})
 	select {
 	case <-picking: // told what it has before the removal is done
 	case <-waiting: // waits for the removal
