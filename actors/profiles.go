@@ -287,11 +287,19 @@ func (s *Service) pruneProfiles(added string) {
 	for i, c := range cands {
 		order[i] = c.folder
 	}
-	for _, f := range s.profileSessions.claimRemoval(order, over) {
+	claimed := s.profileSessions.claimRemoval(order, over)
+	// A pick of a claimed profile waits until it is released, so each is,
+	// whatever becomes of the pass (the per-tick path recovers a panic).
+	defer func() {
+		for _, f := range claimed {
+			s.profileSessions.removed(f)
+		}
+	}()
+	for _, f := range claimed {
 		if err := s.removeProfile(f); err != nil {
 			s.log.Error().Err(err).Str("folder", f).Msg("remove a least recently used profile")
 		}
-		s.profileSessions.removed(f)
+		s.profileSessions.removed(f) // the picks waiting for it go on
 	}
 }
 

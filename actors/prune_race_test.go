@@ -47,6 +47,27 @@ func inForce(t *testing.T, svc *Service, sess *Session, arm *Device) storedPick 
 	return got
 }
 
+// deliver has sess take msg on a goroutine of its own (its pick may wait
+// for the disk the test holds); the channel closes once the frame is sent,
+// for the test to read with answered.
+func deliver(sess *Session, msg string) <-chan struct{} {
+	return pending(func() { sess.Deliver([]byte(msg), 0) })
+}
+
+// answered waits for done (deliver) and fails the test if the frame sink
+// got has errors.
+func answered(t *testing.T, done <-chan struct{}, sink *recSink, what string) {
+	t.Helper()
+	waitDone(t, done, what)
+	if codes := sink.next(t).errorCodes(); len(codes) != 0 {
+		t.Fatalf("%s: %v", what, codes)
+	}
+}
+
+func pickMsg(name string, arm *Device, damping float64) string {
+	return fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g}}}]}`, name, arm.ID, damping)
+}
+
 // pickedAfterRestart stops svc, starts the service again on dir, and
 // returns what a session that picks profile name has in force.
 func pickedAfterRestart(t *testing.T, svc *Service, dir, name string) storedPick {
@@ -88,7 +109,7 @@ func TestStoredProfilesBoundKeepsAProfilePickedDuringItsPass(t *testing.T) {
 	// documents, and is held at "picked"'s.
 	a, asink := open(t, svc, nil)
 	defer a.Close(protocol.CloseClientClosed)
-	creating := pending(func() { pickProfile(t, svc, a, asink, arm, "new", 3) })
+	creating := deliver(a, pickMsg("new", arm, 3))
 	select {
 	case <-held.entered:
 	case <-time.After(patience):
@@ -104,7 +125,7 @@ func TestStoredProfilesBoundKeepsAProfilePickedDuringItsPass(t *testing.T) {
 		t.Fatalf("the session that picked the stored profile has %+v in force, want its stored %+v", got, want)
 	}
 	held.free()
-	waitDone(t, creating, "session a's pick of a new profile")
+	answered(t, creating, asink, "session a's pick of a new profile")
 	if err := svc.writeBehind.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +202,7 @@ func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
 	held.armed.Store(true)
 	a, asink := open(t, svc, nil)
 	defer a.Close(protocol.CloseClientClosed)
-	creating := pending(func() { pickProfile(t, svc, a, asink, arm, "new", 3) })
+	creating := deliver(a, pickMsg("new", arm, 3))
 	select {
 	case <-held.entered:
 	case <-time.After(patience):
@@ -190,10 +211,7 @@ func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
 	// Session b picks "picked" while its removal is under way.
 	b, bsink := open(t, svc, nil)
 	defer b.Close(protocol.CloseClientClosed)
-	var picked codes
-	picking := pending(func() {
-		picked = exchangeErrors(t, b, bsink, `{"session":{"configure":{"profile":{"name":"picked"}}}}`)
-	})
+	picking := deliver(b, `{"session":{"configure":{"profile":{"name":"picked"}}}}`)
 	select {
 	case <-picking: // told what it has before the removal is done
 	case <-waiting: // waits for the removal
@@ -201,11 +219,8 @@ func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
 		t.Fatal("session b's pick neither returned nor waited for the removal")
 	}
 	held.free()
-	waitDone(t, picking, "session b's pick")
-	waitDone(t, creating, "session a's pick of a new profile")
-	if len(picked.errors) != 0 {
-		t.Fatalf("pick: %v", picked.errors)
-	}
+	answered(t, picking, bsink, "session b's pick")
+	answered(t, creating, asink, "session a's pick of a new profile")
 	told := inForce(t, svc, b, arm)
 	// What the session sets from now on is stored in the profile.
 	if c := exchangeErrors(t, b, bsink, fmt.Sprintf(`{"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":7}}}]}`, arm.ID)); len(c.errors) != 0 {
