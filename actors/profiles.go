@@ -227,7 +227,10 @@ func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error, ch profile
 // read the candidates' session documents. A pick counted before the claim
 // keeps its profile (the next least recently used goes instead); one that
 // starts after it waits until the profile is removed, then finds none
-// stored and starts a new one, as for a name never used.
+// stored and starts a new one, as for a name never used. A claimed profile
+// picked (and left) since the pass dated it is kept: it is no longer the
+// least recently used, and the bound holds again at the next profile
+// created.
 func (s *Service) pruneProfiles(added string) {
 	limit := s.opts.MaxStoredProfiles
 	if limit <= 0 {
@@ -284,8 +287,10 @@ func (s *Service) pruneProfiles(added string) {
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.usedAt.Compare(b.usedAt) })
 	order := make([]string, len(cands))
+	dated := make(map[string]time.Time, len(cands))
 	for i, c := range cands {
 		order[i] = c.folder
+		dated[c.folder] = c.usedAt
 	}
 	claimed := s.profileSessions.claimRemoval(order, over)
 	// A pick of a claimed profile waits until it is released, so each is,
@@ -296,6 +301,15 @@ func (s *Service) pruneProfiles(added string) {
 		}
 	}()
 	for _, f := range claimed {
+		// Picked and left again since its session document was read
+		// (no pick can start now): the date that made it the least
+		// recently used is no longer its own, and it is kept; the bound
+		// then holds again at the next profile created.
+		var ps profileSession
+		if found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps); err != nil || !found || ps.UsedAt.After(dated[f]) {
+			s.profileSessions.removed(f)
+			continue
+		}
 		if err := s.removeProfile(f); err != nil {
 			s.log.Error().Err(err).Str("folder", f).Msg("remove a least recently used profile")
 		}

@@ -289,3 +289,58 @@ func TestTheBoundRemovesAProfilesDocumentsStillQueued(t *testing.T) {
 		t.Errorf("after a restart, picking the name of a profile the bound removed gives %+v, want a new profile's %+v", got, want)
 	}
 }
+
+// holdAfterLoad holds the first Load of one document once it has read it,
+// until release is closed: what was read is then answered, as of then.
+type holdAfterLoad struct {
+	holdFirstLoad
+}
+
+func (s *holdAfterLoad) Load(name string, v any) (bool, error) {
+	found, err := s.Store.Load(name, v)
+	if name == s.name && s.armed.Load() && s.first.CompareAndSwap(false, true) {
+		close(s.entered)
+		<-s.release
+	}
+	return found, err
+}
+
+// A profile picked and left again while the profiles' bound's pass is
+// choosing what to remove, after it read the profile's session document,
+// is the most recently used: the pass must not remove it on the date it
+// read before the pick. It did, with the entries the session had just
+// set in it.
+func TestStoredProfilesBoundKeepsAProfilePickedAndLeftDuringItsPass(t *testing.T) {
+	dir := t.TempDir()
+	var held *holdAfterLoad
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 1, WrapStore: func(s Store) Store {
+		held = &holdAfterLoad{holdFirstLoad{Store: s, name: profileFolder("picked") + "/session", entered: make(chan struct{}), release: make(chan struct{})}}
+		return held
+	}})
+	t.Cleanup(held.free)
+	arm := addArm(t, svc, simArm(0))
+	storeProfile(t, svc, arm, "picked", storedPick{basis: "-YXZ", damping: 2})
+	held.armed.Store(true)
+	// Session a picks a new profile, one too many: its pass reads when
+	// "picked" was last picked, and is held there.
+	a, asink := open(t, svc, nil)
+	defer a.Close(protocol.CloseClientClosed)
+	creating := deliver(a, pickMsg("new", arm, 3))
+	select {
+	case <-held.entered:
+	case <-time.After(patience):
+		t.Fatal("the profiles' bound never read the candidate's session document")
+	}
+	// Session b picks "picked" meanwhile, sets a damping, and leaves.
+	b, bsink := open(t, svc, nil)
+	pickProfile(t, svc, b, bsink, arm, "picked", 6)
+	leaveSession(t, svc, b, "picked")
+	held.free()
+	answered(t, creating, asink, "session a's pick of a new profile")
+	if err := svc.writeBehind.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pickedAfterRestart(t, svc, dir, "picked"), (storedPick{basis: "-YXZ", damping: 6}); got != want {
+		t.Errorf("after a restart the profile picked last holds %+v, want %+v: the profiles' bound removed it on the date of the pick before", got, want)
+	}
+}
