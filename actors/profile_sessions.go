@@ -23,6 +23,15 @@ import (
 type profileSessions struct {
 	mu   sync.Mutex
 	docs map[string]*profileSessionDoc
+	// removing are the profile folders the profiles' bound is removing
+	// (claimRemoval to removed), each with a channel closed once it is
+	// done: a read for a session about to join one waits for that, then
+	// reads what is left (nothing), so the pick and the removal are
+	// ordered and neither runs under the other.
+	removing map[string]chan struct{}
+	// waitingRemoval, if set (tests), is called, without mu, when a
+	// read is about to wait for the removal of its profile.
+	waitingRemoval func(profile string)
 }
 
 type profileSessionDoc struct {
@@ -96,8 +105,20 @@ func (t *profileSessions) doc(profile string) *profileSessionDoc {
 // reading the file, whose read failing for a moment would have the store
 // refuse every later write of it (the changes of the sessions holding it,
 // acknowledged, then lost at restart) until a restart.
+// A profile the profiles' bound is removing is waited for first: the read
+// then finds no stored profile, as for a name never used.
 func (t *profileSessions) reading(profile string) (profileSession, bool) {
+	folder := profileFolder(profile)
 	t.mu.Lock()
+	for t.removing[folder] != nil {
+		done, hook := t.removing[folder], t.waitingRemoval
+		t.mu.Unlock()
+		if hook != nil {
+			hook(profile)
+		}
+		<-done
+		t.mu.Lock()
+	}
 	defer t.mu.Unlock()
 	d := t.doc(profile)
 	d.readers++
@@ -108,8 +129,10 @@ func (t *profileSessions) reading(profile string) (profileSession, bool) {
 }
 
 // inUse returns the profiles a session has or is reading to join: a
-// session picking a profile has not got it yet (Session.Profile), and the
-// profiles' bound must not remove it under that session's read.
+// session picking a profile has not got it yet (Session.Profile). The
+// profiles' bound skips them without reading their documents; what keeps
+// them is claimRemoval, which looks again under the lock reading counts
+// under.
 func (t *profileSessions) inUse() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -120,6 +143,54 @@ func (t *profileSessions) inUse() []string {
 		}
 	}
 	return names
+}
+
+// claimRemoval marks for removal the first n of folders (profile folders,
+// in the order they are to go) that no session has nor is reading to join,
+// and returns them; a folder another pass is removing counts as one of the
+// n. It is where a pick and a removal are ordered: a read counted before
+// it keeps its profile; one after waits until removed. Every folder
+// returned must be passed to removed once its removal is over.
+func (t *profileSessions) claimRemoval(folders []string, n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inUse := make(map[string]bool, len(t.docs))
+	for name, d := range t.docs {
+		if d.sessions > 0 || d.readers > 0 {
+			inUse[profileFolder(name)] = true
+		}
+	}
+	for _, f := range folders {
+		if t.removing[f] != nil {
+			n--
+		}
+	}
+	var claimed []string
+	for _, f := range folders {
+		if len(claimed) >= n {
+			break
+		}
+		if inUse[f] || t.removing[f] != nil {
+			continue
+		}
+		if t.removing == nil {
+			t.removing = make(map[string]chan struct{})
+		}
+		t.removing[f] = make(chan struct{})
+		claimed = append(claimed, f)
+	}
+	return claimed
+}
+
+// removed ends the removal of folder claimed by claimRemoval: the reads
+// waiting for it go on.
+func (t *profileSessions) removed(folder string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if done := t.removing[folder]; done != nil {
+		close(done)
+		delete(t.removing, folder)
+	}
 }
 
 // doneReading ends a read counted by reading, once the session joined the

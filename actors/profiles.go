@@ -27,7 +27,9 @@ import (
 // that is not stored yet and that makes more than Options.MaxStoredProfiles
 // (default DefaultMaxStoredProfiles), the profiles least recently picked are
 // removed, never one a connected session has or is picking, nor one whose session
-// document is missing or unreadable (nothing dates it).
+// document is missing or unreadable (nothing dates it). A pick and a removal
+// of one profile are ordered (pruneProfiles): the pick that comes first
+// keeps the profile; one that comes after finds none stored.
 //
 // State directories of the earlier layout, profiles/<store.EscapeName(name)>/,
 // are moved to the new one when the service starts.
@@ -217,6 +219,18 @@ func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error, ch profile
 // pruneProfiles removes the least recently used stored profiles beyond the
 // bound. added is the folder of a profile just created, counted even when
 // its documents are still in the write-behind queue.
+//
+// A profile a session has or is picking is never removed, nor removed
+// under a pick: the profiles in use are listed first only to spare their
+// reads, and the pass claims the ones it removes (claimRemoval) under the
+// same lock as a pick counts its read (profileSessions.reading), after it
+// read the candidates' session documents. A pick counted before the claim
+// keeps its profile (the next least recently used goes instead); one that
+// starts after it waits until the profile is removed, then finds none
+// stored and starts a new one, as for a name never used. A claimed profile
+// picked (and left) since the pass dated it is kept: it is no longer the
+// least recently used, and the bound holds again at the next profile
+// created.
 func (s *Service) pruneProfiles(added string) {
 	limit := s.opts.MaxStoredProfiles
 	if limit <= 0 {
@@ -272,11 +286,54 @@ func (s *Service) pruneProfiles(added string) {
 		cands = append(cands, candidate{f, ps.UsedAt})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.usedAt.Compare(b.usedAt) })
-	for _, c := range cands[:min(over, len(cands))] {
-		if err := s.store.DeleteFolder(c.folder); err != nil {
-			s.log.Error().Err(err).Str("folder", c.folder).Msg("remove a least recently used profile")
+	order := make([]string, len(cands))
+	dated := make(map[string]time.Time, len(cands))
+	for i, c := range cands {
+		order[i] = c.folder
+		dated[c.folder] = c.usedAt
+	}
+	claimed := s.profileSessions.claimRemoval(order, over)
+	// A pick of a claimed profile waits until it is released, so each is,
+	// whatever becomes of the pass (the per-tick path recovers a panic).
+	defer func() {
+		for _, f := range claimed {
+			s.profileSessions.removed(f)
+		}
+	}()
+	for _, f := range claimed {
+		// Picked and left again since its session document was read
+		// (no pick can start now): the date that made it the least
+		// recently used is no longer its own, and it is kept; the bound
+		// then holds again at the next profile created.
+		var ps profileSession
+		if found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps); err != nil || !found || ps.UsedAt.After(dated[f]) {
+			s.profileSessions.removed(f)
+			continue
+		}
+		if err := s.removeProfile(f); err != nil {
+			s.log.Error().Err(err).Str("folder", f).Msg("remove a least recently used profile")
+		}
+		s.profileSessions.removed(f) // the picks waiting for it go on
+	}
+}
+
+// removeProfile removes every document of a profile folder claimed for
+// removal, on disk or still in the write-behind queue: a document queued
+// and never written (a device's first entries in the profile, within the
+// write-behind's second) would otherwise be written after the removal and
+// bring back half the profile, without the session document that dates
+// it, so never removed by the bound again. Deleting it supersedes the
+// queued value. No session can queue a new one meanwhile: none has the
+// profile, and a pick waits for the removal.
+func (s *Service) removeProfile(folder string) error {
+	if s.writeBehind != nil {
+		for _, n := range s.writeBehind.QueuedUnder(folder) {
+			if err := s.store.Delete(n); err != nil {
+				return err
+			}
 		}
 	}
+	return s.store.DeleteFolder(folder)
 }
 
 // migrateProfiles moves profiles of the earlier layout

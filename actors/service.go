@@ -97,6 +97,7 @@ type Store interface {
 	Load(name string, v any) (found bool, err error)
 	Save(name string, v any) error
 	List(prefix string) ([]string, error)
+	Delete(name string) error
 	DeleteFolder(name string) error
 }
 

@@ -199,6 +199,27 @@ func (w *WriteBehind) Queued(name string) bool {
 	return pending || writing
 }
 
+// QueuedUnder returns the names under prefix (a document name taken as a
+// folder, as List takes it) whose values Put are queued or being written,
+// sorted: the documents a removal of the folder must delete as well as
+// those List finds, or the flush writes them back after it. It takes only
+// the write-behind's own lock, as Queued does.
+func (w *WriteBehind) QueuedUnder(prefix string) []string {
+	prefix = strings.TrimSuffix(prefix, "/") + "/"
+	var names []string
+	w.mu.Lock()
+	for _, m := range []map[string]pendingDoc{w.pending, w.writing} {
+		for name := range m {
+			if strings.HasPrefix(name, prefix) && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(names)
+	return names
+}
+
 // Pending returns the latest value Put for name that the disk does not
 // have yet, encoded; ok is false when the disk has it, or something newer
 // (a later Save), or nothing was Put. A reader that must see what was

@@ -264,6 +264,59 @@ func TestWriteBehindPending(t *testing.T) {
 	}
 }
 
+// QueuedUnder names the documents of a folder queued or being written,
+// and none of another folder whose name it begins; deleting them with the
+// folder before the flush leaves nothing of the folder on disk, the
+// document never written included (its queued value is superseded).
+func TestWriteBehindQueuedUnder(t *testing.T) {
+	s := openTemp(t)
+	w := s.NewWriteBehind(time.Hour)
+	defer w.Close()
+	if err := s.Save("profiles/a/session", deviceDoc{Scale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"profiles/a/session", "profiles/a/arm3-0001", "profiles/ab/arm3-0001", "profiles/b/session"} {
+		if err := w.Put(name, deviceDoc{Scale: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"profiles/a/arm3-0001", "profiles/a/session"}
+	if got := w.QueuedUnder("profiles/a"); !slices.Equal(got, want) {
+		t.Fatalf("QueuedUnder(profiles/a) = %v, want %v", got, want)
+	}
+	if got := w.QueuedUnder("profiles/a/"); !slices.Equal(got, want) {
+		t.Fatalf("QueuedUnder(profiles/a/) = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		if err := s.Delete(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteFolder("profiles/a"); err != nil {
+		t.Fatal(err)
+	}
+	// Being written counts too: the flush's write of profiles/b/session,
+	// done but not yet recorded as done, is still listed.
+	var during []string
+	s.afterWrite = func(name string) {
+		if name == "profiles/b/session" {
+			during = w.QueuedUnder("profiles/b")
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(during, []string{"profiles/b/session"}) {
+		t.Errorf("QueuedUnder(profiles/b) during its write = %v, want it listed", during)
+	}
+	if names, err := s.List("profiles/a"); err != nil || len(names) != 0 {
+		t.Errorf("after the flush the deleted folder holds %v (%v), want nothing", names, err)
+	}
+	if got := w.QueuedUnder("profiles"); len(got) != 0 {
+		t.Errorf("QueuedUnder after the flush = %v, want none", got)
+	}
+}
+
 // Whenever Pending has nothing, the disk has the last value Put: a flush
 // under way still counts as pending until its write is done.
 func TestWriteBehindPendingOrDisk(t *testing.T) {
