@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -106,9 +107,14 @@ func (t *profileSessions) doc(profile string) *profileSessionDoc {
 // refuse every later write of it (the changes of the sessions holding it,
 // acknowledged, then lost at restart) until a restart.
 // A profile the profiles' bound is removing is waited for first: the read
-// then finds no stored profile, as for a name never used.
-func (t *profileSessions) reading(profile string) (profileSession, bool) {
+// then finds no stored profile, as for a name never used. The wait ends
+// early, with an error and no read counted, when stop is closed (the
+// session ended) or after limit (a disk that does not finish the removal:
+// the pick is then told the profile could not be read, as for a read the
+// disk failed, rather than hang its session).
+func (t *profileSessions) reading(profile string, stop <-chan struct{}, limit time.Duration) (profileSession, bool, error) {
 	folder := profileFolder(profile)
+	var timeout <-chan time.Time
 	t.mu.Lock()
 	for t.removing[folder] != nil {
 		done, hook := t.removing[folder], t.waitingRemoval
@@ -116,17 +122,33 @@ func (t *profileSessions) reading(profile string) (profileSession, bool) {
 		if hook != nil {
 			hook(profile)
 		}
-		<-done
+		if timeout == nil {
+			timer := time.NewTimer(limit)
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-done:
+		case <-stop:
+			return profileSession{}, false, errProfileRemovalWaitEnded
+		case <-timeout:
+			return profileSession{}, false, fmt.Errorf("%w (waited %v)", errProfileBeingRemoved, limit)
+		}
 		t.mu.Lock()
 	}
 	defer t.mu.Unlock()
 	d := t.doc(profile)
 	d.readers++
 	if d.joined && !d.unread {
-		return d.ps, true
+		return d.ps, true, nil
 	}
-	return profileSession{}, false
+	return profileSession{}, false, nil
 }
+
+var (
+	errProfileBeingRemoved     = errors.New("the profiles' bound is removing this stored profile and the state directory has not finished")
+	errProfileRemovalWaitEnded = errors.New("the session ended while the profiles' bound was removing the profile it picked")
+)
 
 // inUse returns the profiles a session has or is reading to join: a
 // session picking a profile has not got it yet (Session.Profile). The
@@ -145,13 +167,19 @@ func (t *profileSessions) inUse() []string {
 	return names
 }
 
+// profileRemoval is a claim of claimRemoval on one profile folder.
+type profileRemoval struct {
+	folder string
+	done   chan struct{}
+}
+
 // claimRemoval marks for removal the first n of folders (profile folders,
 // in the order they are to go) that no session has nor is reading to join,
-// and returns them; a folder another pass is removing counts as one of the
-// n. It is where a pick and a removal are ordered: a read counted before
-// it keeps its profile; one after waits until removed. Every folder
+// and returns the claims; a folder another pass is removing counts as one
+// of the n. It is where a pick and a removal are ordered: a read counted
+// before it keeps its profile; one after waits until removed. Every claim
 // returned must be passed to removed once its removal is over.
-func (t *profileSessions) claimRemoval(folders []string, n int) []string {
+func (t *profileSessions) claimRemoval(folders []string, n int) []profileRemoval {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	inUse := make(map[string]bool, len(t.docs))
@@ -165,7 +193,7 @@ func (t *profileSessions) claimRemoval(folders []string, n int) []string {
 			n--
 		}
 	}
-	var claimed []string
+	var claimed []profileRemoval
 	for _, f := range folders {
 		if len(claimed) >= n {
 			break
@@ -176,20 +204,22 @@ func (t *profileSessions) claimRemoval(folders []string, n int) []string {
 		if t.removing == nil {
 			t.removing = make(map[string]chan struct{})
 		}
-		t.removing[f] = make(chan struct{})
-		claimed = append(claimed, f)
+		c := profileRemoval{f, make(chan struct{})}
+		t.removing[f] = c.done
+		claimed = append(claimed, c)
 	}
 	return claimed
 }
 
-// removed ends the removal of folder claimed by claimRemoval: the reads
-// waiting for it go on.
-func (t *profileSessions) removed(folder string) {
+// removed ends the removal claimed by c: the reads waiting for it go on.
+// A claim ended already does nothing, even once another pass has claimed
+// the same folder again (that claim is its own to end).
+func (t *profileSessions) removed(c profileRemoval) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if done := t.removing[folder]; done != nil {
-		close(done)
-		delete(t.removing, folder)
+	if t.removing[c.folder] == c.done {
+		close(c.done)
+		delete(t.removing, c.folder)
 	}
 }
 

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -293,7 +294,7 @@ func TestAJoinerWithAHeldCopyTakenBeforeAChangeTakesTheChange(t *testing.T) {
 	put, stored := sessionDocumentBehind(t, profile)
 	var docs profileSessions
 	docs.join(profile, profileSession{Name: profile, Basis: protocol.Basis{Permutation: "-YXZ"}, LeaseMs: 100}, true)
-	copied, ok := docs.reading(profile) // the joiner's per-tick path
+	copied, ok, _ := docs.reading(profile, nil, time.Second) // the joiner's per-tick path
 	if !ok {
 		t.Fatal("the held document was not handed to the joiner")
 	}
@@ -349,4 +350,80 @@ func sessionDocumentBehind(t *testing.T, profile string) (put func(profileSessio
 		return ps
 	}
 	return put, stored
+}
+
+// A removal's claim ended twice (a pass's release in its loop, then its
+// deferred one) must not end the claim another pass took on the same
+// folder meanwhile: a pick then waits for that second removal (review57).
+func TestAProfileRemovalReleasedTwiceKeepsTheNextPasssClaim(t *testing.T) {
+	var docs profileSessions
+	folder := profileFolder("co.example.lab:a")
+	first := docs.claimRemoval([]string{folder}, 1)
+	if len(first) != 1 {
+		t.Fatalf("first pass claimed %v, want the folder", first)
+	}
+	docs.removed(first[0])
+	second := docs.claimRemoval([]string{folder}, 1)
+	if len(second) != 1 {
+		t.Fatalf("second pass claimed %v, want the folder", second)
+	}
+	docs.removed(first[0]) // the first pass's deferred release
+	waiting := make(chan struct{})
+	docs.waitingRemoval = func(string) { close(waiting) }
+	read := make(chan error, 1)
+	go func() {
+		_, _, err := docs.reading("co.example.lab:a", nil, time.Minute)
+		read <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-read:
+		t.Fatalf("a pick read the profile (err %v) while the second pass held its removal", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pick neither waited nor read")
+	}
+	docs.removed(second[0])
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatalf("the pick after the removal: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pick still waits after the second removal ended")
+	}
+	docs.doneReading("co.example.lab:a")
+}
+
+// A pick waiting for a removal that does not finish (a hung disk) gives up
+// when its session ends, or after its limit, with an error and no read
+// counted: the session is not hung behind the disk, and the profile is not
+// kept in use by a read that never happened (review57).
+func TestAPickWaitingForARemovalGivesUp(t *testing.T) {
+	tests := []struct {
+		name    string
+		stopped bool
+		limit   time.Duration
+		want    error
+	}{
+		{"the session ended", true, time.Hour, errProfileRemovalWaitEnded},
+		{"past the limit", false, 20 * time.Millisecond, errProfileBeingRemoved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var docs profileSessions
+			claim := docs.claimRemoval([]string{profileFolder("p")}, 1)
+			defer docs.removed(claim[0])
+			stop := make(chan struct{})
+			if tt.stopped {
+				close(stop)
+			}
+			_, ok, err := docs.reading("p", stop, tt.limit)
+			if !errors.Is(err, tt.want) || ok {
+				t.Fatalf("reading = %v, %v; want %v", ok, err, tt.want)
+			}
+			if in := docs.inUse(); len(in) != 0 {
+				t.Fatalf("profiles in use after the pick gave up: %v", in)
+			}
+		})
+	}
 }

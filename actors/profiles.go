@@ -85,13 +85,21 @@ type storedProfile struct {
 // takes it from the sessions that hold it (profileSessions.reading). The
 // caller ends the read with storedProfileRead once the session joined the
 // profile or will not.
-func (s *Service) loadStoredProfile(name string) storedProfile {
+// A pick of a profile the profiles' bound is removing waits for the
+// removal, until stop is closed or for the write timeout at most; past it
+// the read fails (sp.err), and the session is told so.
+func (s *Service) loadStoredProfile(name string, stop <-chan struct{}) storedProfile {
 	sp := storedProfile{name: name}
 	if s.store == nil || name == "" {
 		return sp
 	}
+	ps, ok, err := s.profileSessions.reading(name, stop, s.opts.WriteTimeout)
+	if err != nil {
+		sp.err = fmt.Errorf("actors: read stored profile %q: %w", name, err)
+		return sp
+	}
 	sp.reading = true
-	if ps, ok := s.profileSessions.reading(name); ok {
+	if ok {
 		sp.found, sp.ps = true, ps
 		return sp
 	}
@@ -294,26 +302,28 @@ func (s *Service) pruneProfiles(added string) {
 	}
 	claimed := s.profileSessions.claimRemoval(order, over)
 	// A pick of a claimed profile waits until it is released, so each is,
-	// whatever becomes of the pass (the per-tick path recovers a panic).
+	// whatever becomes of the pass (the per-tick path recovers a panic);
+	// releasing a claim twice does nothing.
 	defer func() {
-		for _, f := range claimed {
-			s.profileSessions.removed(f)
+		for _, c := range claimed {
+			s.profileSessions.removed(c)
 		}
 	}()
-	for _, f := range claimed {
+	for _, c := range claimed {
+		f := c.folder
 		// Picked and left again since its session document was read
 		// (no pick can start now): the date that made it the least
 		// recently used is no longer its own, and it is kept; the bound
 		// then holds again at the next profile created.
 		var ps profileSession
 		if found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps); err != nil || !found || ps.UsedAt.After(dated[f]) {
-			s.profileSessions.removed(f)
+			s.profileSessions.removed(c)
 			continue
 		}
 		if err := s.removeProfile(f); err != nil {
 			s.log.Error().Err(err).Str("folder", f).Msg("remove a least recently used profile")
 		}
-		s.profileSessions.removed(f) // the picks waiting for it go on
+		s.profileSessions.removed(c) // the picks waiting for it go on
 	}
 }
 

@@ -626,7 +626,7 @@ func (p *tickPath) askActor(snap *sessionSnapshot, devs *DeviceSet) *controlRequ
 	}
 	r.msg, r.devs, r.stored = &p.msg, devs, storedProfile{}
 	if pr := p.msg.Session.Profile; pr != nil && pr.Name != snap.profile {
-		r.stored = p.svc.loadStoredProfile(pr.Name)
+		r.stored = p.svc.loadStoredProfile(pr.Name, p.sess.ended)
 	}
 	p.svc.system.Root.Send(p.sess.pid, r)
 	// The read kept the profile's document until the actor joined it, or
