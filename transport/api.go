@@ -186,10 +186,13 @@ func newRouter(a *api) (*httprouter.Router, error) {
 }
 
 // noteLegacy counts a use of a 3.0 route for the migration report (support
-// for the 3.0 format ends in 4.0).
+// for the 3.0 format ends in 4.0). A HEAD is not counted: it is a probe (a
+// load balancer's, a monitor's), not a client of the 3.0 API to migrate.
 func (a *api) noteLegacy(name string, h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		a.legacyUse(name, r.RemoteAddr, "")
+		if r.Method != http.MethodHead {
+			a.legacyUse(name, r.RemoteAddr, "")
+		}
 		h(w, r, ps)
 	}
 }

@@ -197,6 +197,13 @@ func TestDeprecatedLegacyRouteCountsOnce(t *testing.T) {
 	if r := ts.do("GET", ts.legacy+"/3.0/devices", ""); r.status != 200 {
 		t.Fatalf("GET /3.0/devices: %v", r)
 	}
+	// A HEAD is a probe (a load balancer's), not a 3.0 client: it counts
+	// nowhere, whichever route it asks.
+	for _, p := range []string{"/3.0/devices", "/3.0/version", "/3.0/" + protocol.FamilySelector(protocol.TypeArm) + "/0/config/preset?session=:-1"} {
+		if r := ts.do("HEAD", ts.legacy+p, ""); r.status != 200 && r.status != 404 {
+			t.Fatalf("HEAD %s: %v", p, r)
+		}
+	}
 	var u struct {
 		Routes []struct {
 			Name  string `json:"name"`
