@@ -1009,8 +1009,13 @@ func (n *Node) push() {
 		n.forgetSilentLocked(now.Sub(last))
 		last = now
 		devs := n.devicesLocked()
+		// Built for subscribers only: one subscribed after the remote
+		// started, so its address (sys.Address, in the inventory) is set;
+		// before, the pushes started with the node actor would read it
+		// while the remote writes it (racetour). A first subscriber gets
+		// the inventory in the answer to its Subscribe.
 		var inv *wire.Inventory
-		if n.set != n.invSent {
+		if n.set != n.invSent && len(n.subs) > 0 {
 			inv = n.inventoryLocked()
 		}
 		dests = dests[:0]
