@@ -849,12 +849,6 @@ func (r *effectReader) sdfPose(s *SDFEffect, tv Value, tc *pathSeg) {
 		r.errs.note(err)
 		return
 	}
-	if p.HasRotation {
-		// decodeTransformPatch normalised it; keep a unit rotation's
-		// own bits so that the effect round-trips exactly.
-		raw, _ := readQuat(tv.Member("rotation"), tc, warnings{})
-		p.Rotation = quatStable(raw)
-	}
 	s.Pose = p.Apply(s.Pose)
 	if sc := s.Pose.Scale; sc.X != sc.Y || sc.Y != sc.Z || sc.X <= 0 {
 		c := tc.child("scale")

@@ -725,11 +725,15 @@ func decodeTransformPatch(v Value, at *pathSeg, w warnings) (TransformPatch, *Er
 			// Normalize would turn the zero quaternion into the identity;
 			// input that names no rotation is an error. Any other (finite:
 			// readQuat saw to it) is normalised, {"w": 1e200} and
-			// {"w": 1e-200} to the identity as {"w": 2} is.
+			// {"w": 1e-200} to the identity as {"w": 2} is; one already of
+			// unit length within rounding keeps its bits, so that a mount
+			// read back (GET, a profile, a recording) and sent again is the
+			// same mount: normalising {"w": 1, "x": 1} gave w
+			// 0.7071067811865475, and that sent again 0.7071067811865476.
 			if q == (Quat{}) {
 				return t, errAt(CodeOutOfRange, &c, "rotation must be a non-zero quaternion: identity is {\"w\": 1, \"x\": 0, \"y\": 0, \"z\": 0}")
 			}
-			t.Rotation = q.Normalize()
+			t.Rotation = quatStable(q)
 		case it.KeyIs("scale"):
 			t.HasScale = val.Exists()
 			if !t.HasScale {

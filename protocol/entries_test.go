@@ -49,6 +49,8 @@ func TestDecodeEntry(t *testing.T) {
 			Mount{Transform{Position: Vec3{X: 0.1, Z: -0.2}, Rotation: Quat{W: 1}, Scale: Vec3{X: 2, Y: 2, Z: -1}}}, "", ""},
 		{"mount rotation normalised", KeyMount, `{"transform":{"rotation":{"w":0,"x":0,"y":0,"z":3}}}`,
 			Mount{Transform{Rotation: Quat{Z: 1}, Scale: Vec3{X: 1, Y: 1, Z: 1}}}, "", ""},
+		{"mount unit rotation keeps its bits", KeyMount, `{"transform":{"rotation":{"w":0.7071067811865475,"x":0.7071067811865475,"y":0,"z":0}}}`,
+			Mount{Transform{Rotation: Quat{W: 0.7071067811865475, X: 0.7071067811865475}, Scale: Vec3{X: 1, Y: 1, Z: 1}}}, "", ""},
 		{"mount zero rotation", KeyMount, `{"transform":{"rotation":{"w":0,"x":0,"y":0,"z":0}}}`, nil, CodeOutOfRange, "transform.rotation"},
 		{"mount zero scale component", KeyMount, `{"transform":{"scale":{"x":1,"y":0,"z":1}}}`, nil, CodeOutOfRange, "transform.scale"},
 		{"mount missing transform", KeyMount, `{"position":{"x":0,"y":0,"z":0}}`, nil, CodeInvalidValue, ""},

@@ -68,6 +68,8 @@ func FuzzDecodeEntry(f *testing.F) {
 	for _, s := range []string{`{"gain":0.5}`, `"left"`, `{"transform":{}}`, `{"scalar":1}`, `{"permutation":"XZY"}`, `{"enabled":true,"scaling_factor":1}`} {
 		f.Add(uint8(1), []byte(s))
 	}
+	// A mount's rotation that normalising again would move by a bit.
+	f.Add(uint8(1), []byte(`{"transform":{"rotation":{"w":2,"x":1,"y":0,"z":0}}}`))
 	f.Fuzz(func(t *testing.T, key uint8, data []byte) {
 		k := Key(key%uint8(numKeys) + 1)
 		e, err := DecodeEntry(k, data, "")
