@@ -68,6 +68,12 @@ type Store struct {
 	// otherwise hard to make happen.
 	syncDir func(dir string) error
 
+	// listingDir, when set (tests only, before use), is called as List
+	// enters a folder, before it reads it: a folder removed between the
+	// two (a DeleteFolder at the same time) is otherwise hard to make
+	// happen.
+	listingDir func(path string)
+
 	// durableDirs holds the folders below the state directory whose entry
 	// in their parent this process has fsynced (mkdirDurable).
 	durableDirs sync.Map
@@ -741,7 +747,9 @@ func (s *Store) DeleteFolder(prefix string) error {
 // List returns the names of the documents under prefix, sorted. prefix is
 // a document name taken as a folder ("profiles" or "profiles/" lists
 // everything below profiles/); "" lists everything. Temp and moved-aside
-// files are not documents and are never listed.
+// files are not documents and are never listed. A folder or document
+// removed while List walks (a DeleteFolder at the same time) is left out,
+// as if removed before: it is not an error.
 func (s *Store) List(prefix string) ([]string, error) {
 	prefix = strings.TrimSuffix(prefix, "/")
 	root := s.dir
@@ -754,10 +762,18 @@ func (s *Store) List(prefix string) ([]string, error) {
 	var names []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if path == root && errors.Is(err, fs.ErrNotExist) {
+			switch {
+			case !errors.Is(err, fs.ErrNotExist):
+				return err
+			case path == root:
 				return fs.SkipAll
+			case d != nil && d.IsDir():
+				return fs.SkipDir
 			}
-			return err
+			return nil
+		}
+		if d.IsDir() && s.listingDir != nil {
+			s.listingDir(path)
 		}
 		base := d.Name()
 		if d.IsDir() || strings.HasPrefix(base, ".") || !strings.HasSuffix(base, ext) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -961,5 +962,33 @@ func TestLoadOfACorruptFileBeingWrittenDoesNotWait(t *testing.T) {
 	}
 	if matches, _ := filepath.Glob(s.path(name) + corruptInfix + "*"); len(matches) != 0 {
 		t.Errorf("moved aside %v: the write replaced the file anyway", matches)
+	}
+}
+
+// A folder removed while List walks (another DeleteFolder at the same
+// time: two passes of the profiles' bound) is left out, as if removed
+// before the List, and the rest is listed: List failed with "no such file
+// or directory", and the bound's pass then removed nothing (soak2).
+func TestListLeavesOutAFolderRemovedWhileItWalks(t *testing.T) {
+	s := openTemp(t)
+	for _, name := range []string{"profiles/a/session", "profiles/b/session", "profiles/b/arm3-0001", "profiles/c/session"} {
+		if err := s.Save(name, deviceDoc{Scale: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := filepath.Join(s.dir, "profiles", "b")
+	s.listingDir = func(path string) {
+		if path == gone {
+			if err := os.RemoveAll(path); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	names, err := s.List("profiles")
+	if err != nil {
+		t.Fatalf("List while a folder is removed: %v", err)
+	}
+	if want := []string{"profiles/a/session", "profiles/c/session"}; !slices.Equal(names, want) {
+		t.Fatalf("List = %v, want %v", names, want)
 	}
 }
