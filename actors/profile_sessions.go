@@ -211,6 +211,14 @@ func (t *profileSessions) claimRemoval(folders []string, n int) []profileRemoval
 	return claimed
 }
 
+// beingRemoved says whether a pass of the profiles' bound is removing
+// folder.
+func (t *profileSessions) beingRemoved(folder string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.removing[folder] != nil
+}
+
 // removed ends the removal claimed by c: the reads waiting for it go on.
 // A claim ended already does nothing, even once another pass has claimed
 // the same folder again (that claim is its own to end).

@@ -273,8 +273,17 @@ func (s *Service) pruneProfiles(added string) {
 		usedAt time.Time
 	}
 	var cands []candidate
+	// Folders another pass is removing count toward this one's removals
+	// (claimRemoval), undated: their session document may be gone already,
+	// and this pass would otherwise warn that nothing dates them and remove
+	// one profile too many in their place.
+	var removing []string
 	for f := range folders {
 		if live[f] {
+			continue
+		}
+		if s.profileSessions.beingRemoved(f) {
+			removing = append(removing, f)
 			continue
 		}
 		// A folder whose session document is missing or unreadable is
@@ -294,10 +303,10 @@ func (s *Service) pruneProfiles(added string) {
 		cands = append(cands, candidate{f, ps.UsedAt})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return a.usedAt.Compare(b.usedAt) })
-	order := make([]string, len(cands))
+	order := removing
 	dated := make(map[string]time.Time, len(cands))
-	for i, c := range cands {
-		order[i] = c.folder
+	for _, c := range cands {
+		order = append(order, c.folder)
 		dated[c.folder] = c.usedAt
 	}
 	claimed := s.profileSessions.claimRemoval(order, over)

@@ -344,3 +344,40 @@ func TestStoredProfilesBoundKeepsAProfilePickedAndLeftDuringItsPass(t *testing.T
 		t.Errorf("after a restart the profile picked last holds %+v, want %+v: the profiles' bound removed it on the date of the pick before", got, want)
 	}
 }
+
+// Two passes of the profiles' bound at once (several sessions picking new
+// profiles past it): a folder the other pass is removing, whose session
+// document it has deleted already, counts toward this pass's removals.
+// This pass found nothing to date it by, warned that it would never
+// remove it, and removed one profile too many in its place (soak2: 998
+// profiles stored under a bound of 1,000).
+func TestTheBoundCountsAProfileAnotherPassIsRemoving(t *testing.T) {
+	dir := t.TempDir()
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2})
+	arm := addArm(t, svc, simArm(0))
+	storeProfile(t, svc, arm, "doomed", storedPick{basis: "-YXZ", damping: 2}) // the least recently picked
+	want := storedPick{basis: "XZY", damping: 5}
+	storeProfile(t, svc, arm, "kept", want)
+	// The other pass, mid-removal of "doomed": claimed, its session
+	// document deleted, its arm document not yet.
+	doomed := profileFolder("doomed")
+	claim := svc.profileSessions.claimRemoval([]string{doomed}, 1)
+	if len(claim) != 1 {
+		t.Fatalf("claimed %v, want %s", claim, doomed)
+	}
+	if err := svc.store.Delete(doomed + "/session"); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := svc.store.List(doomed); err != nil || len(names) == 0 {
+		t.Fatalf("the folder being removed holds %v (%v), want its arm document still", names, err)
+	}
+	// A session picks a new profile, one too many: this pass runs before
+	// its frame is sent.
+	s, sink := open(t, svc, nil)
+	pickProfile(t, svc, s, sink, arm, "new", 3)
+	svc.profileSessions.removed(claim[0])
+	leaveSession(t, svc, s, "new")
+	if got := pickedAfterRestart(t, svc, dir, "kept"); got != want {
+		t.Fatalf("after a restart the profile picked more recently than the one being removed holds %+v, want %+v: the bound removed it too", got, want)
+	}
+}
