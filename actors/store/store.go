@@ -77,6 +77,12 @@ type Store struct {
 	// durableDirs holds the folders below the state directory whose entry
 	// in their parent this process has fsynced (mkdirDurable).
 	durableDirs sync.Map
+
+	// behind are the store's write-behinds (NewWriteBehind), guarded by
+	// behindMu: a Delete forgets a name's order number only when none of
+	// them has a write of the name queued.
+	behindMu sync.Mutex
+	behind   []*WriteBehind
 }
 
 // CorruptError reports a document that exists but cannot be used. Load
@@ -246,7 +252,11 @@ type stripe struct {
 	// holds or waits for.
 	names map[string]*nameLock
 	// written holds, per name hashed here, the order number of the last
-	// Save or Delete that reached the disk.
+	// Save or Delete that reached the disk. A deleted name's is forgotten
+	// once nothing older can still be written (Store.forgetDeleted), or
+	// the map would grow by every document name ever removed (soak2: a
+	// client making up a new profile name each run, past the profiles'
+	// bound).
 	written map[string]uint64
 	// unread holds, per name hashed here, why the last Load could not read
 	// its file (not a corrupt one: that is moved aside). Until the file is
@@ -707,6 +717,7 @@ func (s *Store) Delete(name string) error {
 	}
 	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
 		st.wrote(name, order)
+		s.forgetDeleted(st, name, order)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("store: delete %s: %w; check the permissions of %s", name, err, filepath.Dir(p))
@@ -715,7 +726,31 @@ func (s *Store) Delete(name string) error {
 		return fmt.Errorf("store: delete %s: sync directory: %w", name, err)
 	}
 	st.wrote(name, order)
+	s.forgetDeleted(st, name, order)
 	return nil
+}
+
+// forgetDeleted drops the order number of name, deleted by the Delete
+// numbered order (its caller, holding the name's lock), when no
+// write-behind has a write of name queued: what keeps an older value from
+// being written back over the delete is that number, and only a value
+// queued before the delete can be older. A Save or Put called while the
+// Delete ran may still land after it: the calls overlapped, so either
+// order is theirs.
+func (s *Store) forgetDeleted(st *stripe, name string, order uint64) {
+	s.behindMu.Lock()
+	behind := s.behind
+	s.behindMu.Unlock()
+	for _, w := range behind {
+		if w.Queued(name) {
+			return
+		}
+	}
+	st.mu.Lock()
+	if st.written[name] == order {
+		delete(st.written, name)
+	}
+	st.mu.Unlock()
 }
 
 // DeleteFolder removes every document under prefix (a document name taken

@@ -112,6 +112,9 @@ func (s *Store) NewWriteBehind(interval time.Duration) *WriteBehind {
 		passTurn: make(chan struct{}, 1),
 		pending:  make(map[string]pendingDoc),
 	}
+	s.behindMu.Lock()
+	s.behind = append(s.behind, w)
+	s.behindMu.Unlock()
 	go w.run()
 	return w
 }
