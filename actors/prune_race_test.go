@@ -68,6 +68,23 @@ func pickMsg(name string, arm *Device, damping float64) string {
 	return fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}},"arm3":[{"device_id":%q,"configure":{"damping":{"scalar":%g}}}]}`, name, arm.ID, damping)
 }
 
+// pickOneTooMany has a new session pick a new profile, one too many for
+// the bound, on a goroutine of its own, and waits until its pass of the
+// profiles' bound reaches the point the test holds (entered; what names it
+// for the failure). creating closes once that session's frame is sent.
+func pickOneTooMany(t *testing.T, svc *Service, arm *Device, entered <-chan struct{}, what string) (asink *recSink, creating <-chan struct{}) {
+	t.Helper()
+	a, asink := open(t, svc, nil)
+	t.Cleanup(func() { a.Close(protocol.CloseClientClosed) })
+	creating = deliver(a, pickMsg("new", arm, 3))
+	select {
+	case <-entered:
+	case <-time.After(patience):
+		t.Fatal("the profiles' bound never " + what)
+	}
+	return asink, creating
+}
+
 // pickedAfterRestart stops svc, starts the service again on dir, and
 // returns what a session that picks profile name has in force.
 func pickedAfterRestart(t *testing.T, svc *Service, dir, name string) storedPick {
@@ -107,14 +124,7 @@ func TestStoredProfilesBoundKeepsAProfilePickedDuringItsPass(t *testing.T) {
 	// Session a picks a new profile, one too many: its pass lists the
 	// profiles in use (none), then reads the candidates' session
 	// documents, and is held at "picked"'s.
-	a, asink := open(t, svc, nil)
-	defer a.Close(protocol.CloseClientClosed)
-	creating := deliver(a, pickMsg("new", arm, 3))
-	select {
-	case <-held.entered:
-	case <-time.After(patience):
-		t.Fatal("the profiles' bound never read the candidates' session documents")
-	}
+	asink, creating := pickOneTooMany(t, svc, arm, held.entered, "read the candidates' session documents")
 	// Session b picks "picked" meanwhile, and is told it has it.
 	b, bsink := open(t, svc, nil)
 	defer b.Close(protocol.CloseClientClosed)
@@ -200,14 +210,7 @@ func TestAProfilePickedWhileTheBoundRemovesItStartsAfresh(t *testing.T) {
 	storeProfile(t, svc, arm, "picked", storedPick{basis: "-YXZ", damping: 2}) // the least recently picked
 	storeProfile(t, svc, arm, "other", storedPick{basis: "XZY", damping: 5})
 	held.armed.Store(true)
-	a, asink := open(t, svc, nil)
-	defer a.Close(protocol.CloseClientClosed)
-	creating := deliver(a, pickMsg("new", arm, 3))
-	select {
-	case <-held.entered:
-	case <-time.After(patience):
-		t.Fatal("the profiles' bound never removed the least recently picked profile")
-	}
+	asink, creating := pickOneTooMany(t, svc, arm, held.entered, "removed the least recently picked profile")
 	// Session b picks "picked" while its removal is under way.
 	b, bsink := open(t, svc, nil)
 	defer b.Close(protocol.CloseClientClosed)
@@ -323,14 +326,7 @@ func TestStoredProfilesBoundKeepsAProfilePickedAndLeftDuringItsPass(t *testing.T
 	held.armed.Store(true)
 	// Session a picks a new profile, one too many: its pass reads when
 	// "picked" was last picked, and is held there.
-	a, asink := open(t, svc, nil)
-	defer a.Close(protocol.CloseClientClosed)
-	creating := deliver(a, pickMsg("new", arm, 3))
-	select {
-	case <-held.entered:
-	case <-time.After(patience):
-		t.Fatal("the profiles' bound never read the candidate's session document")
-	}
+	asink, creating := pickOneTooMany(t, svc, arm, held.entered, "read the candidate's session document")
 	// Session b picks "picked" meanwhile, sets a damping, and leaves.
 	b, bsink := open(t, svc, nil)
 	pickProfile(t, svc, b, bsink, arm, "picked", 6)
