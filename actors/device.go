@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,28 @@ type Device struct {
 	driverMu sync.Mutex
 	closed   bool
 	closeErr error
+
+	// rejections are the device-global entries of its stored document
+	// that it holds rejected (StoredRejections), published by the device
+	// actor whenever they change; nil: none.
+	rejections atomic.Pointer[StoredRejections]
 }
+
+// StoredRejections are the device-global entries of a device's stored
+// document that this build did not accept when it read the document and
+// that have not been set since: those whose GET warns. Events are the
+// stored-entry-rejected events the read published for them, in entry
+// order (one, entry "*", for a document moved aside whole, while any of
+// its entries is still not set again). Never written through: a change
+// publishes another.
+type StoredRejections struct {
+	Events []event.Event
+}
+
+// StoredRejections are the device-global entries d holds rejected now;
+// nil when there are none. A lab node states them in its inventory, so a
+// gateway that joined after the read tells its clients too.
+func (d *Device) StoredRejections() *StoredRejections { return d.rejections.Load() }
 
 // closeDriver closes the device's driver the first time it is called and
 // returns that Close's error every time.
@@ -322,6 +344,10 @@ type sessionState struct {
 	// unread: that document is left as it is (leftUnread); until a durable
 	// write succeeds, a POST of the value in force still writes.
 	unread bool
+	// rejectedWarning: the profile's document on this device was read with
+	// entries this build did not accept; the session's next published
+	// hears it, once, as it would loadErr.
+	rejectedWarning *protocol.Error
 }
 
 // profileDoc is a profile's document on one device as last written or
@@ -339,6 +365,10 @@ type profileDoc struct {
 	// (leftUnread): cfg is the defaults, and the next session to pick the
 	// profile, or a POST or DELETE (readProfilesThen), tries the read again.
 	unread bool
+	// rejected are the entries of the document this build did not accept
+	// when it was read (they have their defaults in cfg): a GET of one by a
+	// session of the profile answers a warning until it is set again.
+	rejected rejectedEntries
 }
 
 // deviceCore is a device actor's state. It outlives the actor instance: the
@@ -367,8 +397,12 @@ type deviceCore struct {
 	// added and is left as it is (leftUnread): global is the defaults, and
 	// a change reads the document again first (readGlobalThenSet).
 	globalUnread bool
-	settings     protocol.Settings
-	sessions     map[uint64]*sessionState
+	// rejected are the entries of the device's document this build did not
+	// accept when it was read (they have their defaults): a GET of one
+	// answers a warning until it is set again.
+	rejected rejectedEntries
+	settings protocol.Settings
+	sessions map[uint64]*sessionState
 	// profiles are the documents of the profiles this device's sessions
 	// have, by name (with a state directory only).
 	profiles map[string]*profileDoc
@@ -518,7 +552,7 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 	case *getEntry:
 		if c.admit(m.ticket) {
 			e, err := c.get(m.session, m.key)
-			reply(ctx, sender, &entryReply{entry: e, err: err})
+			reply(ctx, sender, &entryReply{entry: e, err: err, warnings: c.warnings(m.session, m.key)})
 		}
 	case *setEntries:
 		if c.admit(m.ticket) {
@@ -539,6 +573,8 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 		if s := c.sessions[m.session]; s != nil && s.loadErr != nil {
 			a.warning = c.unreadWarning(s.loadErr)
 			s.loadErr = nil
+		} else if s != nil && s.rejectedWarning != nil {
+			a.warning, s.rejectedWarning = s.rejectedWarning, nil
 		}
 		reply(ctx, sender, a)
 	case *applyGlobals:
@@ -552,6 +588,25 @@ func (c *deviceCore) handle(ctx actor.Context, msg actorMessage, sender *actor.P
 func (c *deviceCore) unreadWarning(err error) *protocol.Error {
 	return protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
 		"%s %s: the profile's stored entries could not be read, so the session has the default ones on this device: %v", c.dev.Name, c.dev.ID, err)
+}
+
+// rejectedWarning tells a session that the profile's stored entries on
+// this device were read with entries this build does not accept, which
+// have their defaults; the others are in force.
+func (c *deviceCore) rejectedWarning(r rejectedEntries) *protocol.Error {
+	keys := r.keys()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name()
+	}
+	e := r[keys[0]]
+	kept := "no copy of the file could be kept (see the log)"
+	if e.keptAt != "" {
+		kept = "the file as read is kept at " + e.keptAt
+	}
+	return protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+		"%s %s: the profile's stored %s in %s: not accepted by this build, so the session has the default there; the document's other entries are in force; %s (a GET of the entry says so until it is set again)",
+		c.dev.Name, c.dev.ID, strings.Join(names, ", "), e.path, kept)
 }
 
 // startIO hands blocking work to a goroutine (work) and holds the device's
@@ -790,15 +845,226 @@ func (s *answering) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, 
 }
 
 // loadDeviceConfig reads a device's stored device-global entries (defaults
-// when none are stored, or when they are unreadable, with the error). It
-// blocks on the disk: the registry runs it off the actor.
-func loadDeviceConfig(st Store, name string, defaults protocol.DeviceConfig) (protocol.DeviceConfig, error) {
-	var stored protocol.DeviceConfig
+// when none are stored, or when they are unreadable, with the error). A
+// document with entries this build does not accept gives every other
+// entry, the defaults of those, and their warnings in rejected, with the
+// *store.RejectedError. It blocks on the disk: the registry runs it off the
+// actor.
+func loadDeviceConfig(st Store, name string, defaults protocol.DeviceConfig) (protocol.DeviceConfig, rejectedEntries, error) {
+	var stored storedOwnedConfig
 	found, err := st.Load(name, &stored)
-	if err != nil || !found {
-		return defaults, err
+	var rerr *store.RejectedError
+	var corrupt *store.CorruptError
+	switch {
+	case errors.As(err, &rerr):
+		return stored.Config, newRejectedEntries(stored.Rejected, rerr), err
+	case errors.As(err, &corrupt) && corrupt.MovedTo != "":
+		return defaults, movedAsideEntries(corrupt), err
+	case err != nil || !found:
+		return defaults, nil, err
 	}
-	return stored, nil
+	return stored.Config, nil, nil
+}
+
+// movedAsideEntries are the warnings of a device's document that was not
+// readable (not JSON, torn, a byte-order mark, a bad value outside the
+// entries) and was moved aside whole: every device-global entry has its
+// default. One entry, wholeDocument, stands for them in the log and the
+// event; a GET of any entry says so until that entry is set again. (A
+// whole file lost was told by one log line, less than one entry lost.)
+func movedAsideEntries(c *store.CorruptError) rejectedEntries {
+	out := rejectedEntries{}
+	for _, k := range protocol.Keys() {
+		if k.SessionScoped() {
+			continue
+		}
+		out[k] = rejectedEntry{path: c.Path, keptAt: c.MovedTo, reason: c.Err.Error(), whole: true,
+			warning: protocol.Error{Code: protocol.CodeInternal, Path: k.Path(), Message: fmt.Sprintf(
+				"the stored file %s was not readable (%v) and was moved aside to %s: every entry of it has its default, %s too; set the entry again to store a clean value (the moved file has the old values)",
+				c.Path, c.Err, c.MovedTo, k.Name())}}
+	}
+	return out
+}
+
+// wholeDocument is the entry name the log and the stored-entry-rejected
+// event give a document moved aside whole (movedAsideEntries).
+const wholeDocument = "*"
+
+// loadProfileConfig reads a profile's stored entries on a device (as
+// loadLatest does: a value written behind first). A document with entries
+// this build does not accept is found, with every other entry, the
+// defaults of those, their warnings in rejected and the
+// *store.RejectedError.
+func loadProfileConfig(wb *store.WriteBehind, st Store, name string) (cfg protocol.SessionConfig, found bool, rejected rejectedEntries, err error) {
+	var stored storedProfileConfig
+	found, err = loadLatest(wb, st, name, &stored)
+	var rerr *store.RejectedError
+	if errors.As(err, &rerr) {
+		return stored.Config, true, newRejectedEntries(stored.Rejected, rerr), err
+	}
+	return stored.Config, found, nil, err
+}
+
+// storedProfileConfig reads a profile's stored document on a device as
+// protocol.StoredSessionConfig does, and names the members that are not
+// its entries (store.KeepsUnknown): the store writes them back.
+type storedProfileConfig struct {
+	protocol.StoredSessionConfig
+}
+
+// UnknownMembers makes storedProfileConfig a store.KeepsUnknown.
+func (s *storedProfileConfig) UnknownMembers() []store.Member { return keptMembers(s.Unknown) }
+
+// rejectedEntries are the warnings of a stored document's entries that
+// this build did not accept (they took their defaults), by key. It is
+// never written through: a change replaces it whole.
+type rejectedEntries map[protocol.Key]rejectedEntry
+
+// rejectedEntry is one entry of a stored document that was not accepted.
+type rejectedEntry struct {
+	path, keptAt, reason string
+	// whole: the document was moved aside whole (movedAsideEntries).
+	whole bool
+	// warning is what a GET of the entry answers with, until it is set.
+	warning protocol.Error
+}
+
+func newRejectedEntries(bad []protocol.RejectedEntry, rerr *store.RejectedError) rejectedEntries {
+	out := make(rejectedEntries, len(bad))
+	kept := "no copy of the file could be kept (see the log)"
+	if rerr.KeptAt != "" {
+		kept = "the file as read is kept at " + rerr.KeptAt
+	}
+	for _, b := range bad {
+		out[b.Key] = rejectedEntry{path: rerr.Path, keptAt: rerr.KeptAt, reason: b.Err.Message,
+			warning: protocol.Error{Code: protocol.CodeInternal, Path: b.Key.Path(), Message: fmt.Sprintf(
+				"the stored %s in %s was not accepted (%s), so its default is in force (the file's other entries are); %s: set the entry again to store a clean value",
+				b.Key.Name(), rerr.Path, b.Err.Message, kept)}}
+	}
+	return out
+}
+
+// placement is k and the key it is one entry with: the preset and the
+// mount are one placement, so setting either sets both.
+func placement(k protocol.Key) [2]protocol.Key {
+	switch k {
+	case protocol.KeyPreset, protocol.KeyMount:
+		return [2]protocol.Key{protocol.KeyPreset, protocol.KeyMount}
+	}
+	return [2]protocol.Key{k, k}
+}
+
+// without is r without the keys of entries (with their placement); r
+// itself when it has none of them.
+func (r rejectedEntries) without(entries []protocol.Entry) rejectedEntries {
+	if !r.hasAny(entries) {
+		return r
+	}
+	keys := make([]protocol.Key, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key()
+	}
+	return r.withoutKeys(keys...)
+}
+
+// withoutKeys is r without keys (with their placement); r itself when it
+// has none of them.
+func (r rejectedEntries) withoutKeys(keys ...protocol.Key) rejectedEntries {
+	out := r
+	for _, k := range keys {
+		if out.warnings(k) == nil {
+			continue
+		}
+		out = maps.Clone(out)
+		for _, pk := range placement(k) {
+			delete(out, pk)
+		}
+	}
+	return out
+}
+
+// hasAny reports whether r has the key of one of entries (or of its
+// placement).
+func (r rejectedEntries) hasAny(entries []protocol.Entry) bool {
+	for _, e := range entries {
+		if r.warnings(e.Key()) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// warnings is the warning of entry k (or of its placement), if it was
+// rejected.
+func (r rejectedEntries) warnings(k protocol.Key) []protocol.Error {
+	var out []protocol.Error
+	p := placement(k)
+	for i, pk := range p {
+		if e, ok := r[pk]; ok && (i == 0 || p[1] != p[0]) {
+			out = append(out, e.warning)
+		}
+	}
+	return out
+}
+
+// keys are r's keys in order.
+func (r rejectedEntries) keys() []protocol.Key {
+	keys := make([]protocol.Key, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// report logs and publishes (stored-entry-rejected) every entry of r.
+func (r rejectedEntries) report(log zerolog.Logger, pub *activity.Activity, deviceType, deviceID, profile string) {
+	for _, k := range r.keys() {
+		e := r[k]
+		if e.whole {
+			log.Error().Str("entry", wholeDocument).Str("file", e.path).Str("kept_at", e.keptAt).Str("reason", e.reason).
+				Msg("stored document not readable, moved aside; every entry of it has its default")
+			break
+		}
+		l := log.Error().Str("entry", k.Name()).Str("file", e.path).Str("kept_at", e.keptAt).Str("reason", e.reason)
+		if profile != "" {
+			l = l.Str("profile", profile)
+		}
+		l.Msg("stored entry not accepted; its default is in force, the document's other entries are")
+	}
+	if pub != nil {
+		for _, ev := range r.events(deviceType, deviceID, profile) {
+			pub.Publish(ev)
+		}
+	}
+}
+
+// events are the stored-entry-rejected events of r, in entry order: one
+// per entry, or one (entry "*") for a document moved aside whole, while
+// any of its entries is in r. report publishes them at the read; a
+// device's are its StoredRejections until they are set again.
+func (r rejectedEntries) events(deviceType, deviceID, profile string) []event.Event {
+	var out []event.Event
+	for _, k := range r.keys() {
+		e := r[k]
+		if e.whole {
+			return append(out, event.StoredEntryRejected(deviceType, deviceID, profile, wholeDocument, e.path, e.keptAt, e.reason))
+		}
+		out = append(out, event.StoredEntryRejected(deviceType, deviceID, profile, k.Name(), e.path, e.keptAt, e.reason))
+	}
+	return out
+}
+
+// setRejected makes r the device-global entries the device holds
+// rejected, and publishes them (Device.StoredRejections). The device
+// actor alone calls it (the registry, before the actor starts).
+func (c *deviceCore) setRejected(r rejectedEntries) {
+	c.rejected = r
+	if len(r) == 0 {
+		c.dev.rejections.Store(nil)
+		return
+	}
+	c.dev.rejections.Store(&StoredRejections{Events: r.events(c.dev.Name, c.dev.ID, "")})
 }
 
 // init sets the device-global entries (loadDeviceConfig) and publishes the
@@ -820,6 +1086,20 @@ func (c *deviceCore) withinLimits(g protocol.DeviceConfig) protocol.DeviceConfig
 		g.ForceClamp.MaxForceN = limit
 	}
 	return g
+}
+
+// warnings are what a GET of entry k answers with besides its value: the
+// stored value it was not given (rejectedEntries).
+func (c *deviceCore) warnings(session uint64, k protocol.Key) []protocol.Error {
+	if !k.SessionScoped() {
+		return c.rejected.warnings(k)
+	}
+	if s := c.sessions[session]; s != nil {
+		if pd := c.profiles[s.profile]; pd != nil {
+			return pd.rejected.warnings(k)
+		}
+	}
+	return nil
 }
 
 func (c *deviceCore) get(session uint64, k protocol.Key) (protocol.Entry, error) {
@@ -896,14 +1176,26 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			next.Set(e)
 		}
 		next = c.withinLimits(next)
-		if next == c.global {
-			answer(c.global.Get(last), nil)
+		if next == c.global && !c.rejected.hasAny(m.entries) {
+			// Unchanged: stored already, if its file is still there.
+			c.confirmThen(ctx, sender, c.dev.storeName(), ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
+				if err != nil {
+					answer(nil, err)
+					return
+				}
+				answer(c.global.Get(last), nil)
+			})
 			return
 		}
+		// An entry whose stored value was rejected is written even when
+		// its default, in force, is what is set: the file gets a clean value.
 		c.saveThen(ctx, sender, c.dev.storeName(), ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
 			if err != nil {
 				answer(nil, err)
 				return
+			}
+			if c.rejected.hasAny(m.entries) {
+				c.setRejected(c.rejected.without(m.entries))
 			}
 			c.global = next
 			c.publishGlobals()
@@ -949,8 +1241,23 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 	}
 	docChanged := doc != nil && !nextDoc.Equal(doc.cfg)
-	if !changed && !docChanged && !c.owesWrite(s) {
-		answer(c.effective(s, last), nil)
+	// A POST of an entry whose stored value was rejected writes, even the
+	// default in force: the file gets a clean value.
+	rewrite := m.durable && doc != nil && doc.rejected.hasAny(m.entries)
+	if !changed && !docChanged && !c.owesWrite(s) && !rewrite {
+		if !m.durable || doc == nil {
+			answer(c.effective(s, last), nil)
+			return
+		}
+		// A POST of the value in force: stored already, if the
+		// profile's file on the device is still there.
+		c.confirmThen(ctx, sender, c.dev.profileStoreName(s.profile), nextDoc, func(err error) {
+			if err != nil {
+				answer(nil, err)
+				return
+			}
+			answer(c.effective(s, last), nil)
+		})
 		return
 	}
 	apply := func(err error) {
@@ -964,6 +1271,9 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		if doc != nil {
 			doc.cfg = &nextDoc
 			doc.unread = doc.unread && !m.durable
+			if m.durable || docChanged {
+				doc.rejected = doc.rejected.without(m.entries)
+			}
 		}
 		if changed {
 			s.cfg = &next
@@ -1009,10 +1319,11 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 func (c *deviceCore) readGlobalThenSet(ctx actor.Context, sender *actor.PID, m *setEntries) {
 	name, defaults := c.dev.storeName(), c.global
 	var stored protocol.DeviceConfig
+	var rejected rejectedEntries
 	c.startIO(ctx, &pendingIO{
 		sender: sender,
 		work: func() (err error) {
-			stored, err = loadDeviceConfig(c.store, name, defaults)
+			stored, rejected, err = loadDeviceConfig(c.store, name, defaults)
 			return err
 		},
 		done: func(err error) {
@@ -1025,6 +1336,8 @@ func (c *deviceCore) readGlobalThenSet(ctx actor.Context, sender *actor.PID, m *
 			// Read, or corrupt and moved aside (the defaults are the
 			// device's until the next write, as at its addition).
 			c.globalUnread = false
+			rejected.report(c.log, c.activity, c.dev.Name, c.dev.ID, "")
+			c.setRejected(rejected)
 			if stored = c.withinLimits(stored); stored != c.global {
 				c.global = stored
 				c.publishGlobals()
@@ -1043,9 +1356,10 @@ func (c *deviceCore) readGlobalThenSet(ctx actor.Context, sender *actor.PID, m *
 // DELETE reads it again.
 func (c *deviceCore) readProfilesThen(ctx actor.Context, sender *actor.PID, profiles []string, then func()) {
 	type read struct {
-		cfg   protocol.SessionConfig
-		found bool
-		err   error
+		cfg      protocol.SessionConfig
+		found    bool
+		rejected rejectedEntries
+		err      error
 	}
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
@@ -1056,7 +1370,8 @@ func (c *deviceCore) readProfilesThen(ctx actor.Context, sender *actor.PID, prof
 		sender: sender,
 		work: func() error {
 			for i, name := range names {
-				reads[i].found, reads[i].err = loadLatest(c.writeBehind, c.store, name, &reads[i].cfg)
+				r := &reads[i]
+				r.cfg, r.found, r.rejected, r.err = loadProfileConfig(c.writeBehind, c.store, name)
 			}
 			return nil
 		},
@@ -1076,6 +1391,8 @@ func (c *deviceCore) readProfilesThen(ctx actor.Context, sender *actor.PID, prof
 				case r.found:
 					c.sizeNavigation(&r.cfg) // a file from before navigation has the unsized default
 					pd.cfg, pd.unread = &r.cfg, false
+					r.rejected.report(c.log, c.activity, c.dev.Name, c.dev.ID, p)
+					pd.rejected = r.rejected
 				default:
 					// None stored (removed meanwhile), or corrupt and moved
 					// aside: the defaults it has are the document's.
@@ -1119,6 +1436,40 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 	}
 	gates := newGates(1)
 	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error { return c.saveDurable(name, v, gates[0]) }, done: done})
+}
+
+// placedStore is a store that tells whether a document's file is in place
+// (actors/store's InPlace).
+type placedStore interface {
+	InPlace(name string) (bool, error)
+}
+
+// confirmThen runs done once document name, which holds v already (a POST
+// of the value in force writes nothing), is confirmed on disk: its file
+// is there, or it was never stored (v is the defaults a restart gives: a
+// lab gateway's sync of a node's device at its defaults writes nothing);
+// or, gone (removed by hand), v is written again. A folder in the place
+// of a stored one is the error, as for a changed value: a 200 would
+// promise a value a restart loses. Off the actor, as every I/O; at once
+// for a store that cannot tell (a test's).
+func (c *deviceCore) confirmThen(ctx actor.Context, sender *actor.PID, name string, v any, done func(error)) {
+	ps, ok := c.store.(placedStore)
+	if c.store == nil || !ok {
+		done(nil)
+		return
+	}
+	gates := newGates(1)
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
+		there, err := ps.InPlace(name)
+		switch {
+		case err != nil:
+			c.log.Error().Err(err).Str("document", name).Msg("could not confirm config on disk")
+			return protocol.Errorf(protocol.CodeInternal, "", "the value is the one in force, but it is not stored, and a restart would lose it: %v", err)
+		case there:
+			return nil
+		}
+		return c.saveDurable(name, v, gates[0])
+	}, done: done})
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -1187,7 +1538,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 			doc, docChanged = &d, !d.SameEntry(before, k)
 			docs[s.profile] = doc
 		}
-		if !next.Equal(s.cfg) || docChanged || c.owesWrite(s) {
+		// A reset of an entry whose stored value was rejected writes,
+		// even the default in force: the file gets a clean value.
+		rewrite := doc != nil && c.profiles[s.profile].rejected.warnings(k) != nil
+		if !next.Equal(s.cfg) || docChanged || c.owesWrite(s) || rewrite {
 			changes = append(changes, change{s, next, doc})
 		}
 	}
@@ -1203,6 +1557,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 			if ch.doc != nil {
 				pd := c.profiles[ch.s.profile]
 				pd.cfg, pd.unread = ch.doc, false
+				pd.rejected = pd.rejected.withoutKeys(k)
 			}
 			if !ch.next.Equal(ch.s.cfg) {
 				next := ch.next
@@ -1303,14 +1658,30 @@ func (c *deviceCore) attach(ctx actor.Context, m *attachSession) {
 	}
 	var stored protocol.SessionConfig
 	var found bool
+	var rejected rejectedEntries
 	name := c.dev.profileStoreName(m.profile)
 	c.startIO(ctx, &pendingIO{
 		work: func() (err error) {
-			found, err = loadLatest(c.writeBehind, c.store, name, &stored)
+			stored, found, rejected, err = loadProfileConfig(c.writeBehind, c.store, name)
 			return err
 		},
 		done: func(err error) {
 			switch {
+			case rejected != nil && !leftUnread(err):
+				// Read, but with entries this build does not accept: the
+				// others are in force, those have their defaults, and the
+				// session, the log and the events hear of each.
+				rejected.report(c.log, c.activity, c.dev.Name, c.dev.ID, m.profile)
+				c.sizeNavigation(&stored)
+				s.cfg = &stored
+				s.loadErr, s.unread = nil, false
+				s.rejectedWarning = c.rejectedWarning(rejected)
+				if m.late != nil {
+					m.late.warnLate(s.rejectedWarning)
+					s.rejectedWarning = nil
+				}
+				c.joinProfile(m.profile, s.cfg, false)
+				c.profiles[m.profile].rejected = rejected
 			case err != nil:
 				// Defaults, as logged: the entries of the profile the
 				// session had before are not this profile's, and its next

@@ -597,7 +597,7 @@ func TestAfterAHungWriteTheNextFailureNamesItsRealCause(t *testing.T) {
 				return err
 			},
 			func(svc *Service, _ *Device) any { return svc.Settings().ForceScale },
-			"file exists"},
+			"is a folder, where the document's file should be"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -2,14 +2,17 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/hw/sim"
 	"github.com/hapticd/hapticd/protocol"
@@ -54,6 +57,10 @@ type localIDs struct {
 	// when the service started, and those served since, with the UUID
 	// last served on each. A derived id avoids them (knownElse).
 	seen map[hw.Kind]map[string]knownID
+	// movedAside are the device documents the scan at start found
+	// unreadable and the store moved aside, by document name: the device's
+	// addition tells of each (movedAsideEntries), once.
+	movedAside map[string]*store.CorruptError
 }
 
 // knownID is what the registry knows of an id: the UUID last served on
@@ -80,6 +87,10 @@ type ownedConfig struct {
 	owner  string
 }
 
+// ownerMember is the member of a device's stored document that says whose
+// it is (ownedConfig, configOwner's tag).
+const ownerMember = "owner"
+
 // MarshalJSON is the config's object with the member "owner":{"uuid":...}.
 func (c ownedConfig) MarshalJSON() ([]byte, error) {
 	uuid, err := json.Marshal(c.owner)
@@ -87,10 +98,79 @@ func (c ownedConfig) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("actors: encode the owner of a device config: %w", err)
 	}
 	b := c.config.AppendJSON(nil)
-	b = append(b[:len(b)-1], `,"owner":{"uuid":`...)
+	b = append(b[:len(b)-1], `,"`+ownerMember+`":{"uuid":`...)
 	b = append(b, uuid...)
 	return append(b, "}}"...), nil
 }
+
+// storedOwnedConfig reads a device's stored document (ownedConfig's) for
+// its entries, as protocol.StoredDeviceConfig does, and names as members
+// it does not know (store.KeepsUnknown) those that are neither an entry
+// nor the owner, which ownedConfig writes itself.
+type storedOwnedConfig struct {
+	protocol.StoredDeviceConfig
+}
+
+// UnknownMembers makes storedOwnedConfig a store.KeepsUnknown.
+func (s *storedOwnedConfig) UnknownMembers() []store.Member {
+	return keptMembers(s.Unknown, ownerMember)
+}
+
+// keptMembers is unknown as the store keeps it, without the members named
+// drop (ones the document's writer knows, though the decode of its
+// entries does not).
+func keptMembers(unknown []protocol.UnknownMember, drop ...string) []store.Member {
+	var out []store.Member
+	for _, m := range unknown {
+		if !slices.Contains(drop, m.Name) {
+			out = append(out, store.Member{Name: m.Name, Value: m.Value, In: m.In})
+		}
+	}
+	return out
+}
+
+// StoredIDs reads a document of remembered ids (the registry's
+// idsDocument, a lab gateway's) as hw.IDsFile, and names the members it
+// does not know (store.KeepsUnknown): besides "ids", and in "ids" a kind
+// this build does not have (a newer build's device kind), which the store
+// writes back at each write of the document.
+type StoredIDs struct {
+	hw.IDsFile
+	unknown []protocol.UnknownMember
+}
+
+// idsKnown is what this build reads of idsDocument: "ids", and in it the
+// kinds it has, each read whole.
+var idsKnown = protocol.KnownMembers{"ids": {hw.KindArm.String(): nil, hw.KindGrip.String(): nil}}
+
+// UnmarshalJSON reads the document as hw.IDsFile does, then lists the
+// members it does not know. Only the member named exactly "ids" is the
+// ids (at its last occurrence, as UnknownMembersIn looks into it):
+// encoding/json would read "IDs" as them too, a member this build lists
+// as unknown and writes back, the same records twice. A document the
+// wire's stricter parser refuses (a hand edit saved in Latin-1) is read
+// with none kept, as a profile's session level is (storedSession).
+func (s *StoredIDs) UnmarshalJSON(data []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return err
+	}
+	var f hw.IDsFile
+	if ids, ok := top["ids"]; ok {
+		if err := json.Unmarshal(ids, &f.IDs); err != nil {
+			return err
+		}
+	}
+	unknown, err := protocol.UnknownMembersIn(data, idsKnown)
+	if err != nil {
+		unknown = nil
+	}
+	*s = StoredIDs{IDsFile: f, unknown: unknown}
+	return nil
+}
+
+// UnknownMembers makes StoredIDs a store.KeepsUnknown.
+func (s *StoredIDs) UnknownMembers() []store.Member { return keptMembers(s.unknown) }
 
 // configOwner is the part of a stored device-global config that says
 // whose it is (ownedConfig); Owner is nil in a document without one.
@@ -119,7 +199,7 @@ func loadLocalIDs(st Store, log zerolog.Logger) *localIDs {
 	// their devices report them now, so those keep their ids and configs.
 	var upgrade sim.UUIDUpgrader
 	l.loadStoredIDs(st, &upgrade, log)
-	var f hw.IDsFile
+	var f StoredIDs
 	if _, err := st.Load(idsDocument, &f); err != nil {
 		l.unread = leftUnread(err)
 		log.Error().Err(err).Bool("left_as_is", l.unread).Msg("remembered device ids unreadable; a device sharing its 16-bit id with another gets an id first-come")
@@ -163,6 +243,12 @@ func (l *localIDs) loadStoredIDs(st Store, upgrade *sim.UUIDUpgrader, log zerolo
 					var doc configOwner
 					if _, err := st.Load(name, &doc); err != nil {
 						log.Error().Err(err).Str("document", name).Msg("stored device config unreadable; its device starts with the defaults")
+						if corrupt := (*store.CorruptError)(nil); errors.As(err, &corrupt) && corrupt.MovedTo != "" {
+							if l.movedAside == nil {
+								l.movedAside = map[string]*store.CorruptError{}
+							}
+							l.movedAside[name] = corrupt
+						}
 					}
 					n := knownID{}
 					if doc.Owner != nil {

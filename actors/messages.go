@@ -196,6 +196,9 @@ type entryReply struct {
 	entry    protocol.Entry
 	err      error
 	sessions []uint64
+	// warnings: a getEntry's answer about the entry's stored value
+	// (rejectedEntries).
+	warnings []protocol.Error
 }
 
 // attachSession tells a device that a session exists, or that its profile
@@ -295,6 +298,9 @@ type deviceLoaded struct {
 	info    hw.Info
 	global  protocol.DeviceConfig
 	loadErr error // unreadable: global holds the defaults
+	// rejected: entries of the document this build did not accept (loadErr
+	// is a *store.RejectedError); global holds the others.
+	rejected rejectedEntries
 }
 
 // deviceLeft tells the registry that a device it unlisted has its output

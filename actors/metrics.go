@@ -145,15 +145,36 @@ func (s *Service) StoreDocumentsFailing() int {
 	return s.writeBehind.Failing()
 }
 
+// stateFolders are the folders of the state directory the service saves
+// documents into, below its top (store.Store.CheckWritable): the devices'
+// documents (storeName), the profiles' folder (baseFolders) and each
+// profile's (profileFolder: only folders named as store.HashName names
+// them; any other folder in profiles.v2/, an operator's backup copy, is
+// not the service's, and checked at most once a second). The earlier
+// layout's profiles/ is only read and emptied at start (migrateProfiles),
+// and recordings (transport's RecordDir) are not documents: a recording
+// the folder refuses fails with its own event.
+var stateFolders = append(baseFolders[:len(baseFolders):len(baseFolders)], profileFolders)
+
+// baseFolders are the state folders every device's documents need: one
+// the service may not write into refuses its start. profileFolders stands
+// for each profile's folder: one refused refuses that profile's changes
+// only, and is a warning at start.
+var baseFolders = []string{"devices", profilesFolder}
+
+const profileFolders = profilesFolder + "/*"
+
 // CheckStateDir reports whether the state directory takes a document now
 // (a readiness probe): it writes one block to a temp file and removes it,
-// so a full disk fails it as it fails a POST. With no state directory
-// there is nothing to check.
+// so a full disk fails it as it fails a POST, and checks that the service
+// may write into each folder it saves documents into (stateFolders), which
+// a run with sudo may have left root's. With no state directory there is
+// nothing to check.
 func (s *Service) CheckStateDir() error {
 	if s.disk == nil {
 		return nil
 	}
-	if err := s.disk.CheckWritable(); err != nil {
+	if err := s.disk.CheckWritable(stateFolders...); err != nil {
 		return fmt.Errorf("actors: %w", err)
 	}
 	return nil

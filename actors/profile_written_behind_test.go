@@ -166,7 +166,9 @@ func TestBadProfileDocumentGivesDefaults(t *testing.T) {
 // A profile an older build saved with a mount scale the wire now refuses
 // (outside 1e-6..1e6, accepted while the rule was "non-zero") is read as
 // saved, not moved aside as corrupt with every other entry of the arm; a
-// stored scale with no finite inverse still is.
+// stored scale with no finite inverse is rejected, alone: the placement
+// takes its default, the other entries are kept, and the file is kept
+// aside as read (.rejected-).
 func TestProfileWithAnOlderBuildsMountScaleKeepsItsEntries(t *testing.T) {
 	for _, tc := range []struct {
 		scale float64
@@ -215,8 +217,15 @@ func TestProfileWithAnOlderBuildsMountScaleKeepsItsEntries(t *testing.T) {
 				}
 				return
 			}
-			if len(aside) != 1 {
-				t.Errorf("a stored scale of %g (no finite inverse) was not set aside: %v", tc.scale, aside)
+			kept, _ := filepath.Glob(path + ".rejected-*")
+			if len(kept) != 1 || len(aside) != 0 {
+				t.Errorf("a stored scale of %g (no finite inverse): kept %v, moved aside %v; want one copy kept, the file in place", tc.scale, kept, aside)
+			}
+			if gate != (protocol.ForceGate{Gain: 0.5}) {
+				t.Errorf("force_gate %+v beside a rejected mount, want the stored gain 0.5", gate)
+			}
+			if preset, err := svc.Entry(arm, sess.ID, protocol.KeyPreset); err != nil || preset != protocol.DefaultEntry(protocol.KeyPreset) {
+				t.Errorf("preset %+v %v beside a rejected mount, want the default placement", preset, err)
 			}
 		})
 	}

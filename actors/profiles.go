@@ -12,6 +12,7 @@ import (
 
 	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/protocol"
+	"github.com/hapticd/hapticd/protocol/event"
 	"github.com/hapticd/hapticd/protocol/space"
 )
 
@@ -45,9 +46,24 @@ const (
 // written over it, and a POST of the value in force must not be answered
 // 200 as if the disk had it (a device reads such a document again first:
 // readGlobalThenSet, readProfilesThen).
+//
+// A document read with entries this build does not accept
+// (*store.RejectedError) is read, unless no copy of it could be kept: then
+// it is the only place the values of those entries are, and is left as it
+// is as an unread one is.
 func leftUnread(err error) bool {
 	var corrupt *store.CorruptError
-	return err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != "")
+	var rejected *store.RejectedError
+	return err != nil && !(errors.As(err, &corrupt) && corrupt.MovedTo != "") &&
+		!(errors.As(err, &rejected) && rejected.KeptAt != "")
+}
+
+// isRejected reports whether a Load's error is only entries it did not
+// accept (*store.RejectedError) with a copy of the file kept: the document
+// was read, and dates its profile.
+func isRejected(err error) bool {
+	var rerr *store.RejectedError
+	return errors.As(err, &rerr) && rerr.KeptAt != ""
 }
 
 // profileFolder is the folder of a profile's documents.
@@ -64,6 +80,95 @@ type profileSession struct {
 	LeaseMs int            `json:"lease_ms"`
 }
 
+// storedSession reads a profile's stored session level member by member
+// (UnmarshalJSON): a basis or a lease this build does not accept is left
+// at its zero value, which applyStoredProfile does not apply, and named in
+// rejected.
+type storedSession struct {
+	ps       profileSession
+	rejected []rejectedMember
+	// unknown: the members that are not profileSession's
+	// (sessionMembers), which the store writes back.
+	unknown []protocol.UnknownMember
+}
+
+// sessionMembers are the members of a profile's stored session level, as
+// profileSession's tags name them: any other is one this build does not
+// know, kept as it is (TestStoredReadersKnowWhatTheirWritersWrite).
+var sessionMembers = []string{"name", "used_at", "basis", "lease_ms"}
+
+// UnknownMembers makes storedSession a store.KeepsUnknown.
+func (s *storedSession) UnknownMembers() []store.Member { return keptMembers(s.unknown) }
+
+// UnmarshalJSON decodes the stored session level member by member, the
+// basis and the lease with protocol's decode (the wire's); the name is
+// read as it is (it names the profile: a document without a readable one
+// is corrupt). A date that does not read (a hand edit) is rejected as a
+// bad basis is, and leaves the profile undated, the first the profiles'
+// bound removes, until its next pick dates it: it cost the basis and the
+// lease with it when the document was corrupt for it (tourstate).
+func (s *storedSession) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Name    string          `json:"name"`
+		UsedAt  json.RawMessage `json:"used_at"`
+		Basis   json.RawMessage `json:"basis"`
+		LeaseMs json.RawMessage `json:"lease_ms"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	// The wire's parser, which lists the members, is stricter than
+	// encoding/json (UTF-8, depth): a document that reads here but not
+	// there (a hand edit saved in Latin-1) keeps what it holds, and has
+	// no members kept beyond this build's (review59: it was moved aside
+	// whole, basis and lease with it).
+	unknown, err := protocol.UnknownMembers(data, sessionMembers...)
+	if err != nil {
+		unknown = nil
+	}
+	*s = storedSession{ps: profileSession{Name: raw.Name}, unknown: unknown}
+	if len(raw.UsedAt) > 0 && string(raw.UsedAt) != "null" {
+		if err := s.ps.UsedAt.UnmarshalJSON(raw.UsedAt); err != nil {
+			s.ps.UsedAt = time.Time{}
+			s.rejected = append(s.rejected, rejectedMember{"used_at", fmt.Sprintf("%s is not a date in RFC 3339 (\"2026-11-29T20:00:00Z\"): the profile counts as the least recently used until its next pick", protocol.ClipQuoted(string(raw.UsedAt)))})
+		}
+	}
+	if len(raw.Basis) > 0 && string(raw.Basis) != "null" {
+		e, err := protocol.DecodeEntry(protocol.KeyBasis, raw.Basis, "basis")
+		if err != nil {
+			s.rejected = append(s.rejected, rejectedMember{"basis", err.Message})
+		} else {
+			s.ps.Basis = e.(protocol.Basis)
+		}
+	}
+	if len(raw.LeaseMs) > 0 && string(raw.LeaseMs) != "null" {
+		ms, err := protocol.DecodeStoredLeaseMs(raw.LeaseMs)
+		if err != nil {
+			s.rejected = append(s.rejected, rejectedMember{"lease", err.Message})
+		} else {
+			s.ps.LeaseMs = ms
+		}
+	}
+	return nil
+}
+
+// rejectedMember is a member of a stored session level that was not
+// accepted.
+type rejectedMember struct{ name, reason string }
+
+// RejectedEntries makes storedSession a store.Tolerant: the basis or
+// lease it did not accept, nil when none.
+func (s *storedSession) RejectedEntries() error {
+	if len(s.rejected) == 0 {
+		return nil
+	}
+	errs := make([]error, len(s.rejected))
+	for i, r := range s.rejected {
+		errs[i] = fmt.Errorf("%s: %s", r.name, r.reason)
+	}
+	return errors.Join(errs...)
+}
+
 func (a *sessionActor) profileSessionName() string {
 	return profileFolder(a.state.profile) + "/session"
 }
@@ -76,6 +181,9 @@ type storedProfile struct {
 	found bool
 	ps    profileSession
 	err   error
+	// rejected: the members of the stored document this build did not
+	// accept (err is a *store.RejectedError); ps has the others.
+	rejected []rejectedMember
 	// reading: the read is counted (profileSessions.reading) until
 	// Service.storedProfileRead, called once.
 	reading bool
@@ -103,7 +211,9 @@ func (s *Service) loadStoredProfile(name string, stop <-chan struct{}) storedPro
 		sp.found, sp.ps = true, ps
 		return sp
 	}
-	sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &sp.ps)
+	var stored storedSession
+	sp.found, sp.err = loadLatest(s.writeBehind, s.store, profileFolder(name)+"/session", &stored)
+	sp.ps, sp.rejected = stored.ps, stored.rejected
 	return sp
 }
 
@@ -139,6 +249,10 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 	if a.svc.store == nil || a.state.profile == "" {
 		return
 	}
+	// Read with a member this build does not accept, and a copy of the
+	// file kept: the other member is the profile's, that one the default.
+	var rerr *store.RejectedError
+	rejected := errors.As(sp.err, &rerr) && !leftUnread(sp.err)
 	if sp.err != nil {
 		// Defaults, as documented: the basis and lease the session had
 		// are not this profile's, and its next change would store them
@@ -146,7 +260,7 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 		a.state.basis = protocol.Basis{Permutation: protocol.IdentityBasis}
 		a.state.leaseMs = a.svc.opts.DefaultLeaseMs
 	}
-	if sp.found {
+	if sp.found && (sp.err == nil || rejected) {
 		if _, err := space.ParsePermutation(sp.ps.Basis.Permutation); err == nil {
 			a.state.basis = sp.ps.Basis
 		}
@@ -163,6 +277,27 @@ func (a *sessionActor) applyStoredProfile(sp *storedProfile, warnings *[]protoco
 	a.joined = a.state.profile
 	a.state.basis, a.state.leaseMs = ps.Basis, ps.LeaseMs
 	switch {
+	case rejected:
+		names := make([]string, len(sp.rejected))
+		dateOnly := true
+		for i, r := range sp.rejected {
+			names[i] = r.name
+			dateOnly = dateOnly && r.name == "used_at"
+			a.sess.logged(a.svc.log.Error()).Str("profile", a.state.profile).Str("entry", r.name).Str("file", rerr.Path).Str("kept_at", rerr.KeptAt).Str("reason", r.reason).
+				Msg("stored profile session: entry not accepted; its default is in force, the document's other entries are")
+			a.svc.activity.Publish(event.StoredEntryRejected("", "", a.state.profile, r.name, rerr.Path, rerr.KeptAt, r.reason))
+		}
+		// What the session has instead: the pick stores the profile again
+		// (its use, below), with the defaults in place of what was not
+		// accepted and this pick's date (tourlabwarn: it said the next
+		// change would store it, and a date has no default).
+		instead := "so the session has the default (or another session's of the profile), stored in the profile from this pick on, and the profile is dated by this pick"
+		if dateOnly {
+			instead = "so the profile is dated by this pick"
+		}
+		*warnings = append(*warnings, *protocol.Errorf(protocol.CodeInternal, "session.configure.profile",
+			"the profile's stored %s in %s: not accepted by this build (%v), %s; the document's other members are in force; the file as read is kept at %s",
+			strings.Join(names, " and "), rerr.Path, rerr.Err, instead, rerr.KeptAt))
 	case sp.err != nil && readOK:
 		// Moved aside (tourcfg: the session's later basis and lease were
 		// refused "until the state directory reads", which it did).
@@ -238,7 +373,10 @@ func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error, ch profile
 // stored and starts a new one, as for a name never used. A claimed profile
 // picked (and left) since the pass dated it is kept: it is no longer the
 // least recently used, and the bound holds again at the next profile
-// created.
+// created. So it does after two passes at once that each counted the
+// other's removal as its own (each lists from the disk, where the other's
+// new profile may not be yet): the store holds one over the bound until
+// then, rather than lose a profile picked more recently.
 func (s *Service) pruneProfiles(added string) {
 	limit := s.opts.MaxStoredProfiles
 	if limit <= 0 {
@@ -294,9 +432,26 @@ func (s *Service) pruneProfiles(added string) {
 		// The latest pick, written behind or on disk: a pick still in the
 		// write-behind's second is the profile's last use, and the disk
 		// has the one before it.
-		var ps profileSession
-		found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps)
-		if !found || err != nil {
+		var stored storedSession
+		found, err := loadLatest(s.writeBehind, s.store, f+"/session", &stored)
+		ps := stored.ps
+		if !found && err == nil {
+			// Claimed, or removed whole, by another pass since this one
+			// listed it: it counts toward this pass's removals as above
+			// (one removed whole is claimed first, found gone and
+			// released). Taken for undated, it was warned about by the
+			// thousand in a long churn, and one profile more was removed
+			// in its place.
+			if s.profileSessions.beingRemoved(f) {
+				removing = append(removing, f)
+				continue
+			}
+			if names, lerr := s.store.List(f); lerr == nil && len(names) == 0 {
+				removing = append(removing, f)
+				continue
+			}
+		}
+		if !found || err != nil && !isRejected(err) {
 			s.log.Warn().Err(err).Str("folder", f).Msg("a stored profile without a readable session document is never removed by the profiles' bound")
 			continue
 		}
@@ -324,8 +479,8 @@ func (s *Service) pruneProfiles(added string) {
 		// (no pick can start now): the date that made it the least
 		// recently used is no longer its own, and it is kept; the bound
 		// then holds again at the next profile created.
-		var ps profileSession
-		if found, err := loadLatest(s.writeBehind, s.store, f+"/session", &ps); err != nil || !found || ps.UsedAt.After(dated[f]) {
+		var stored storedSession
+		if found, err := loadLatest(s.writeBehind, s.store, f+"/session", &stored); err != nil && !isRejected(err) || !found || stored.ps.UsedAt.After(dated[f]) {
 			s.profileSessions.removed(c)
 			continue
 		}

@@ -377,3 +377,49 @@ func TestTheBoundCountsAProfileAnotherPassIsRemoving(t *testing.T) {
 		t.Fatalf("after a restart the profile picked more recently than the one being removed holds %+v, want %+v: the bound removed it too", got, want)
 	}
 }
+
+// removedMidPass is a store that, once armed, removes a profile's whole
+// folder as the pass reaches for its session document: another pass that
+// removed it (claimed, deleted, released) after this one listed it.
+type removedMidPass struct {
+	Store
+	folder string
+	armed  atomic.Bool
+}
+
+func (s *removedMidPass) Load(name string, v any) (bool, error) {
+	if name == s.folder+"/session" && s.armed.CompareAndSwap(true, false) {
+		if err := s.Store.DeleteFolder(s.folder); err != nil {
+			return false, err
+		}
+	}
+	return s.Store.Load(name, v)
+}
+
+// A profile another pass removed whole after this pass listed the stored
+// profiles counts toward this pass's removals: the listing counted it
+// over the bound, and it is gone. This pass took it for undated (it
+// warned "never removed", thousands of times in a long churn of three
+// clients) and removed one more profile in its place: the count fell
+// under the bound, and a profile picked more recently was lost.
+func TestTheBoundCountsAProfileAnotherPassRemovedSinceItListed(t *testing.T) {
+	dir := t.TempDir()
+	wrapped := &removedMidPass{folder: profileFolder("doomed")}
+	svc := startWith(t, Options{StateDir: dir, MaxStoredProfiles: 2, WrapStore: func(s Store) Store { wrapped.Store = s; return wrapped }})
+	arm := addArm(t, svc, simArm(0))
+	storeProfile(t, svc, arm, "doomed", storedPick{basis: "-YXZ", damping: 2}) // the least recently picked
+	want := storedPick{basis: "XZY", damping: 5}
+	storeProfile(t, svc, arm, "kept", want)
+	wrapped.armed.Store(true)
+	// A session picks a new profile, one too many: its pass lists doomed,
+	// kept and new, and finds doomed gone when it reads it.
+	s, sink := open(t, svc, nil)
+	pickProfile(t, svc, s, sink, arm, "new", 3)
+	leaveSession(t, svc, s, "new")
+	if wrapped.armed.Load() {
+		t.Fatal("the pass never read the removed profile's session document")
+	}
+	if got := pickedAfterRestart(t, svc, dir, "kept"); got != want {
+		t.Fatalf("after a restart the profile picked second holds %+v, want %+v: the bound removed it in the place of one another pass had removed", got, want)
+	}
+}

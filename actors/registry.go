@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hapticd/hapticd/actors/loop"
+	"github.com/hapticd/hapticd/actors/store"
 	"github.com/hapticd/hapticd/hw"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
@@ -313,6 +314,10 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 	}
 	self, root := ctx.Self(), s.system.Root
 	name := storeName(t, info.ID)
+	// Moved aside by the id scan at start (unreadable): the addition tells
+	// of it as of a document it found so, once.
+	movedAside := r.ids.movedAside[name]
+	delete(r.ids.movedAside, name)
 	saver := r.ids.saver
 	s.offload.run(func() {
 		// Durable before the device is listed: its id is a key clients
@@ -325,7 +330,10 @@ func (r *registryActor) add(ctx actor.Context, p pendingAdd) {
 				s.log.Error().Err(err).Str("uuid", info.UUID).Str("device_id", info.ID).Msg("could not remember a derived device id; a restart may give this device another id, and another's config")
 			}
 		}
-		loaded.global, loaded.loadErr = loadDeviceConfig(s.store, name, defaults)
+		loaded.global, loaded.rejected, loaded.loadErr = loadDeviceConfig(s.store, name, defaults)
+		if movedAside != nil && loaded.loadErr == nil && loaded.rejected == nil {
+			loaded.rejected, loaded.loadErr = movedAsideEntries(movedAside), movedAside
+		}
 		root.Send(self, loaded)
 	})
 }
@@ -452,7 +460,13 @@ func (r *registryActor) spawn(ctx actor.Context, m *deviceLoaded) (*Device, erro
 		log:         s.log.With().Str("device_type", t.Key()).Str("device_id", d.ID).Logger(),
 		settings:    s.Settings(),
 	}
-	if m.loadErr != nil {
+	switch {
+	case m.rejected != nil:
+		// Read, but with entries this build does not accept: each is
+		// logged and published, and a GET of it says so.
+		m.rejected.report(core.log, s.activity, d.Name, d.ID, "")
+		core.setRejected(m.rejected)
+	case m.loadErr != nil:
 		core.log.Error().Err(m.loadErr).Msg("stored device config unreadable; using defaults")
 	}
 	core.globalUnread = leftUnread(m.loadErr)
@@ -683,7 +697,15 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	// An unread settings.json still holds earlier values: even the value in
 	// force must be written (after it is read) before a 200 says it is on
 	// disk.
-	if (next == s.Settings() && !r.settingsUnread) || s.store == nil {
+	// The value in force is stored already, if settings.json is still
+	// there (InPlace, off the actor): a folder in its place, or the file
+	// removed by hand, would make a 200 promise what a restart loses. A
+	// settings.json never stored is not written (the defaults in force
+	// are a restart's): it would pin every setting at this build's
+	// defaults.
+	unchanged := next == s.Settings() && !r.settingsUnread
+	placed, canTell := s.store.(placedStore)
+	if s.store == nil || (unchanged && !canTell) {
 		r.applySetting(ctx, saved)
 		return
 	}
@@ -707,6 +729,12 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 				return
 			}
 		}
+		if unchanged {
+			there, err := placed.InPlace("settings")
+			if saved.err = err; err != nil || there {
+				return
+			}
+		}
 		if gated {
 			commit, landed := s.offload.commitPoint(&saved.gate)
 			saved.err = gs.SaveGated("settings", saved.settings, commit)
@@ -717,6 +745,17 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 	})
 }
 
+// storedSettings reads settings.json as protocol.StoredSettings does, and
+// names the members it does not know (store.KeepsUnknown), a newer
+// build's settings in the groups this build writes as well: the store
+// writes them back at each settings write.
+type storedSettings struct {
+	protocol.StoredSettings
+}
+
+// UnknownMembers makes storedSettings a store.KeepsUnknown.
+func (s *storedSettings) UnknownMembers() []store.Member { return keptMembers(s.Unknown) }
+
 // readSettingsInto reads settings.json again before a change (k set to v)
 // is written while it is unread (settingsUnread), as a device does its
 // document (deviceCore.readGlobalThenSet): the defaults in force stand for
@@ -725,8 +764,9 @@ func (r *registryActor) changeSetting(ctx actor.Context, q queuedSetting) {
 // applies to what it holds (next); still unreadable, the change is refused
 // and changes nothing.
 func readSettingsInto(st Store, next *protocol.Settings, k protocol.SettingKey, v any) error {
-	var stored protocol.Settings
-	found, err := st.Load("settings", &stored)
+	var read storedSettings
+	found, err := st.Load("settings", &read)
+	stored := read.Settings
 	switch {
 	case leftUnread(err):
 		return protocol.Errorf(protocol.CodeUnavailable, "",

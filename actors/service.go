@@ -223,10 +223,30 @@ func Start(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("actors: state directory: %w", err)
 		}
-		if err := st.CheckWritable(); err != nil {
-			// Open lets only a full disk through (store.NoSpace).
+		// Open checked the top only: a folder below it every device's
+		// documents need (a run with sudo left devices/ root's) is as much
+		// a mistake to fix first. A full disk only is let through. A
+		// profile's folder the service may not write (one a run with sudo
+		// made) refuses that profile's changes only: the start goes on,
+		// warning, and /readyz fails naming it until it is fixed.
+		if err := st.CheckWritable(baseFolders...); err != nil && !store.NoSpace(err) {
+			return nil, fmt.Errorf("actors: state directory: %w", err)
+		} else if err != nil {
 			o.Log.Warn().Err(err).Msg("the state directory takes no document now: config changes are refused and /readyz answers 503 until it does")
+		} else if err := st.CheckWritable(profileFolders); err != nil {
+			o.Log.Warn().Err(err).Msg("a profile's folder in the state directory takes no document: that profile's changes are refused and /readyz answers 503 until it does")
 		}
+		// Once per document and start: what a downgrade would have lost
+		// at the document's next write is kept, and the user hears of it.
+		st.OnUnknown(func(path string, names []string, size int) {
+			if size > store.MaxKept {
+				o.Log.Error().Str("file", path).Strs("members", names).Int("bytes", size).Int("limit", store.MaxKept).
+					Msg("stored document has members this build does not know, over what it writes back: its values are in force, and every change of it is refused, changing nothing, until they are moved out of the file by hand (keep a copy if the newer build needs them) and the service restarted, or the newer build runs")
+				return
+			}
+			o.Log.Warn().Str("file", path).Strs("members", names).
+				Msg("stored document has members this build does not know (a newer build's entries, or misspelt names): they are kept as they are and written back at each change of the document")
+		})
 		s.store, s.disk = st, st
 		migrateProfiles(st, o.Log)
 		if o.WrapStore != nil {
@@ -246,14 +266,14 @@ func Start(o Options) (*Service, error) {
 		s.writeBehind.OnRecover(func(name string) {
 			o.Log.Info().Str("document", name).Msg("profile config written in the background after failing")
 		})
-		var stored protocol.Settings
+		var stored storedSettings
 		found, err := s.store.Load("settings", &stored)
 		switch {
 		case err != nil:
 			o.Log.Error().Err(err).Msg("stored settings unreadable; using defaults")
 			settingsUnread = leftUnread(err)
 		case found:
-			settings = stored
+			settings = stored.Settings
 		}
 	}
 	s.settings.Store(&settings)
@@ -489,15 +509,36 @@ func (s *Service) RemoveDevice(dev *Device, cause error) {
 
 // Entry reads one config entry of dev: device-global when session is 0.
 func (s *Service) Entry(dev *Device, session uint64, k protocol.Key) (protocol.Entry, error) {
+	e, _, err := s.EntryWarn(dev, session, k)
+	return e, err
+}
+
+// EntryWarn is Entry with the warnings a GET answers besides the value: a
+// stored value of the entry this build did not accept, so that its default
+// is in force (docs/protocol.md, bad stored files).
+func (s *Service) EntryWarn(dev *Device, session uint64, k protocol.Key) (protocol.Entry, []protocol.Error, error) {
 	if perr := k.NotOn(dev.Name, dev.Type); perr != nil {
-		return nil, perr
+		return nil, nil, perr
 	}
+	var owners []protocol.Error
 	if r, ok := dev.rt.Driver().(ConfigReader); ok && !k.SessionScoped() {
-		if e, asked, err := r.ReadConfig(k); asked {
-			return e, err
+		e, warnings, asked, err := r.ReadConfig(k)
+		if asked {
+			return e, warnings, err
 		}
+		owners = warnings
 	}
-	return s.entryRequest(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
+	reply, err := s.entryReply(dev, &getEntry{session: session, key: k, ticket: &ticket{}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if reply.err != nil {
+		return nil, nil, reply.err
+	}
+	if len(owners) > 0 {
+		return reply.entry, append(slices.Clip(owners), reply.warnings...), nil
+	}
+	return reply.entry, reply.warnings, nil
 }
 
 // SetEntry sets one config entry durably: when it returns without error the
@@ -567,8 +608,11 @@ type AssignedID interface{ IDAssigned() }
 // (a lab gateway copies a node's config in then): until the copy is
 // current, ReadConfig answers a device-global entry from the owner (asked
 // true), so that a read does not answer an older value than the owner has.
+// warnings are the owner's of k, which a GET answers besides the value
+// (the owner's stored value of k that it did not accept): with e when
+// asked, else with the copy's value.
 type ConfigReader interface {
-	ReadConfig(k protocol.Key) (e protocol.Entry, asked bool, err error)
+	ReadConfig(k protocol.Key) (e protocol.Entry, warnings []protocol.Error, asked bool, err error)
 }
 
 // ConfigUnsure is implemented by a ConfigOwner whose device's copy of an
@@ -745,7 +789,7 @@ func (s *Service) askError(err error) error {
 	case errors.Is(err, actor.ErrTimeout):
 		return protocol.Errorf(protocol.CodeUnavailable, "", "taken up but not answered within %v; its outcome is unknown: read the value back", s.opts.RequestTimeout+admittedLimit)
 	case errors.Is(err, actor.ErrDeadLetter):
-		return protocol.Errorf(protocol.CodeUnavailable, "", "the device or session has left; nothing was applied")
+		return protocol.Errorf(protocol.CodeUnavailable, "", "the device or session has left before answering (a change asked was not applied): read again, or list /devices")
 	}
 	return fmt.Errorf("actors: request: %w", err)
 }
@@ -811,7 +855,9 @@ func (s *Service) shutdown(ctx context.Context) error {
 	// still, each at once. A Halt while a shard runs waits for that
 	// device's turn in the shard's pass, and one after another over
 	// thousands of devices of mixed families that took longer than the
-	// stop's whole budget (stop42).
+	// stop's whole budget (stop42). Each halt is the last state a
+	// recording gets of its device (loop.Tap): the recorder stops after
+	// this (transport's Shutdown), its files ending at zero force.
 	s.sched.Stop()
 	for _, d := range s.Devices().All() {
 		d.rt.Halt()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // quickRun runs a short load against a fake service with no bare-loop
@@ -254,31 +256,10 @@ func TestReportJSONKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(topLevelKeys(t, b), " "); got != tt.want {
+		if got := strings.Join(hwtest.JSONKeys(t, b), " "); got != tt.want {
 			t.Errorf("%s keys:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
 	}
-}
-
-func topLevelKeys(t *testing.T, b []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil { // {
-		t.Fatal(err)
-	}
-	var keys []string
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k.(string))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
 }
 
 // TestCountsAddSumsEveryField fails when a field added to Counts is left

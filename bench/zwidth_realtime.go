@@ -204,6 +204,9 @@ type realtimeRun struct {
 	// quiet for the duration it gives for the attempt, once, keepStallAfter
 	// into the attempt's push: a loaded machine's stall, on cue.
 	keepStall func(attempt int) time.Duration
+	// attempts, when set (by tests), is how many times effectTrial
+	// declares its wall (0: effectAttempts).
+	attempts int
 }
 
 // keepStallAfter is when realtimeRun.keepStall holds the client: well
@@ -512,7 +515,11 @@ var errEffectLapsed = errors.New("the session's lease lapsed in every attempt (t
 // where the wall was (a 100 ms stall of a loaded machine did that). The
 // trial then declares the wall again, at most effectAttempts times.
 func (rt *realtimeRun) effectTrial(k float64) (ZwidthTrial, error) {
-	for attempt := 0; attempt < effectAttempts; attempt++ {
+	attempts := effectAttempts
+	if rt.attempts > 0 {
+		attempts = rt.attempts
+	}
+	for attempt := 0; attempt < attempts; attempt++ {
 		t, lapsed, err := rt.effectAttempt(k, attempt)
 		if err != nil || !lapsed {
 			return t, err

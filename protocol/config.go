@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"errors"
+
 	"github.com/hapticd/hapticd/protocol/space"
 )
 
@@ -115,30 +117,104 @@ func (c DeviceConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), 
 // UnmarshalJSON decodes the stored form and validates every entry, so that a
 // hand-edited state file cannot smuggle in an invalid value. Missing keys
 // take their defaults; unknown keys are ignored (a newer service may have
-// written them).
+// written them: StoredDeviceConfig lists them, for the store to keep). One entry that does not decode fails the whole document;
+// StoredDeviceConfig keeps the others.
 func (c *DeviceConfig) UnmarshalJSON(data []byte) error {
+	out, _, err := decodeDeviceConfig(data, false, nil)
+	if err != nil {
+		return err
+	}
+	*c = out
+	return nil
+}
+
+// decodeDeviceConfig decodes the stored form. With tolerate, an entry that
+// does not decode takes its default and is listed in bad; without it, it
+// is the error. A document that is not a JSON object is always the error.
+// A member that is not a device-global entry is noted in unknown, if set.
+func decodeDeviceConfig(data []byte, tolerate bool, unknown *unknownMembers) (DeviceConfig, []RejectedEntry, error) {
 	out := DefaultDeviceConfig()
 	var doc Doc
 	root, e := parseObject(&doc, data, `{"handedness": "right", ...}`)
 	if e != nil {
-		return e
+		return out, nil, e
 	}
+	var bad []RejectedEntry
 	at := rootPath("")
 	for it := root.Members(); it.Next(); {
 		k, ok := keyFromNameBytes(it.Key())
-		if !ok || k.SessionScoped() || !it.Value().Exists() {
+		if (!ok || k.SessionScoped()) && unknown != nil {
+			unknown.add(&it)
+			continue
+		}
+		// A name given twice counts by its last occurrence, as on the
+		// wire: an earlier one is neither in force nor rejected (a bad
+		// first "handedness" was reported rejected while the second was
+		// in force).
+		if !ok || k.SessionScoped() || !it.Value().Exists() || it.Superseded() {
 			continue
 		}
 		c := at.child(k.Name())
 		e, err := decodeEntryValue(k, it.Value(), &c, warnings{})
 		if err != nil {
-			return err
+			if !tolerate {
+				return out, nil, err
+			}
+			bad = append(bad, RejectedEntry{Key: k, Err: *err})
+			continue
 		}
 		out.Set(e)
 	}
-	*c = out
+	return out, bad, nil
+}
+
+// RejectedEntry is one entry of a stored document that this build does not
+// accept (a value a newer build wrote, a hand edit's typo): the entry took
+// its default, and Err says what was wrong with the stored value.
+type RejectedEntry struct {
+	Key Key
+	Err Error
+}
+
+// rejectedError joins the errors of bad, nil when there are none.
+func rejectedError(bad []RejectedEntry) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	errs := make([]error, len(bad))
+	for i := range bad {
+		errs[i] = &bad[i].Err
+	}
+	return errors.Join(errs...)
+}
+
+// StoredDeviceConfig decodes a stored device-global document entry by
+// entry: every entry that decodes is in Config, with the same validation
+// as the wire (DeviceConfig's); one that does not takes its default and is
+// listed in Rejected. A member that is not a device-global entry is in
+// Unknown, as the file has it, for the store to write back. A document
+// that is not a JSON object is an error as for DeviceConfig.
+type StoredDeviceConfig struct {
+	Config   DeviceConfig
+	Rejected []RejectedEntry
+	Unknown  []UnknownMember
+}
+
+// UnmarshalJSON decodes the stored form, keeping every entry that decodes.
+func (s *StoredDeviceConfig) UnmarshalJSON(data []byte) error {
+	var unknown unknownMembers
+	cfg, bad, err := decodeDeviceConfig(data, true, &unknown)
+	if err != nil {
+		return err
+	}
+	s.Config, s.Rejected, s.Unknown = cfg, bad, unknown.lastOnly()
 	return nil
 }
+
+// RejectedEntries is the error of every entry that did not decode, joined;
+// nil when every entry did (the state directory's store keeps the file as
+// evidence then).
+func (s *StoredDeviceConfig) RejectedEntries() error { return rejectedError(s.Rejected) }
 
 // SessionConfig is the session-scoped entries of one (session, device)
 // pair. It is a value: copy it freely (the Damping pointers are never
@@ -355,58 +431,142 @@ func (c SessionConfig) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil),
 
 // UnmarshalJSON decodes the stored form with the same validation as the
 // wire. Missing keys take defaults, unknown keys are ignored. A mount is
-// read only with preset "custom".
+// read only with preset "custom". One entry that does not decode fails the
+// whole document; StoredSessionConfig keeps the others.
 func (c *SessionConfig) UnmarshalJSON(data []byte) error {
+	out, _, err := decodeSessionConfig(data, false, nil)
+	if err != nil {
+		return err
+	}
+	*c = out
+	return nil
+}
+
+// decodeSessionConfig decodes the stored form. With tolerate, an entry that
+// does not decode takes its default and is listed in bad (a bad preset or
+// mount: the default placement, as they are one); without it, it is the
+// error. A document that is not a JSON object is always the error. A
+// member that is not a session-scoped entry is noted in unknown, if set.
+func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (SessionConfig, []RejectedEntry, error) {
 	out := DefaultSessionConfig()
 	var doc Doc
 	root, e := parseObject(&doc, data, `{"preset": "defaults", ...}`)
 	if e != nil {
-		return e
+		return out, nil, e
+	}
+	var bad []RejectedEntry
+	reject := func(k Key, err *Error) error {
+		if !tolerate {
+			return err
+		}
+		bad = append(bad, RejectedEntry{Key: k, Err: *err})
+		return nil
 	}
 	at := rootPath("")
 	var mount Value
+	presetBad := false
 	for it := root.Members(); it.Next(); {
+		k, isKey := keyFromNameBytes(it.Key())
+		if !isKey || !k.SessionScoped() {
+			if unknown != nil {
+				unknown.add(&it)
+			}
+			continue
+		}
 		val := it.Value()
-		if !val.Exists() {
+		// The last occurrence of a name counts; Superseded scans ahead,
+		// so it is asked of the names decoded here only (a document of
+		// many unknown names costs one pass).
+		if !val.Exists() || it.Superseded() {
 			continue
 		}
 		switch {
 		case it.KeyIs("preset"):
 			pat := at.child("preset")
 			name, known, err := readEnum(val, &pat, presetNames)
-			if err != nil {
-				return err
+			if err == nil && !known && name != PresetCustom {
+				err = errAt(CodeUnknownPreset, &pat, "unknown preset %q in stored config: set the entry again (deleting the file resets its other entries too)", name)
 			}
-			if !known && name != PresetCustom {
-				return errAt(CodeUnknownPreset, &pat, "unknown preset %q in stored config: fix or delete the file", name)
+			if err != nil {
+				if rerr := reject(KeyPreset, err); rerr != nil {
+					return out, nil, rerr
+				}
+				presetBad = true
+				continue
 			}
 			out.Preset = name
 		case it.KeyIs("mount"):
 			mount = val
 		default:
-			k, ok := keyFromNameBytes(it.Key())
-			if !ok || !k.SessionScoped() || k == KeyPreset || k == KeyMount {
-				continue
-			}
 			kat := at.child(k.Name())
 			e, err := decodeEntryValue(k, val, &kat, warnings{})
 			if err != nil {
-				return err
+				if rerr := reject(k, err); rerr != nil {
+					return out, nil, rerr
+				}
+				continue
 			}
 			out.Set(e)
 		}
 	}
+	if presetBad {
+		out.Preset = DefaultSessionConfig().Preset
+	}
 	if out.Preset == PresetCustom {
 		mat := at.child("mount")
+		var err *Error
+		var e Mount
 		if !mount.Exists() {
-			return errAt(CodeInvalidValue, &mat, `stored preset "custom" needs a mount: fix or delete the file`)
+			err = errAt(CodeInvalidValue, &mat, `stored preset "custom" needs a mount: set the placement again (deleting the file resets its other entries too)`)
+		} else {
+			e, err = decodeStoredMount(mount, &mat, warnings{})
 		}
-		e, err := decodeStoredMount(mount, &mat, warnings{})
 		if err != nil {
-			return err
+			if rerr := reject(KeyMount, err); rerr != nil {
+				return out, nil, rerr
+			}
+			d := DefaultSessionConfig()
+			out.Preset, out.Mount = d.Preset, d.Mount
+		} else {
+			out.Mount = e.Transform
 		}
-		out.Mount = e.Transform
 	}
-	*c = out
+	return out, bad, nil
+}
+
+// StoredSessionConfig decodes a stored profile document of one device
+// entry by entry, as StoredDeviceConfig does a device's: every entry that
+// decodes is in Config; one that does not takes its default and is listed
+// in Rejected; a member that is not a session-scoped entry is in Unknown.
+type StoredSessionConfig struct {
+	Config   SessionConfig
+	Rejected []RejectedEntry
+	Unknown  []UnknownMember
+}
+
+// UnmarshalJSON decodes the stored form, keeping every entry that decodes.
+func (s *StoredSessionConfig) UnmarshalJSON(data []byte) error {
+	var unknown unknownMembers
+	cfg, bad, err := decodeSessionConfig(data, true, &unknown)
+	if err != nil {
+		return err
+	}
+	s.Config, s.Rejected, s.Unknown = cfg, bad, unknown.lastOnly()
 	return nil
+}
+
+// RejectedEntries is the error of every entry that did not decode, joined;
+// nil when every entry did.
+func (s *StoredSessionConfig) RejectedEntries() error { return rejectedError(s.Rejected) }
+
+// DecodeStoredLeaseMs decodes a profile's stored lease (its session
+// level's "lease_ms", a number of milliseconds) with the wire's range
+// (session.configure.lease.ms).
+func DecodeStoredLeaseMs(data []byte) (int, *Error) {
+	var doc Doc
+	if err := doc.Parse(data); err != nil {
+		return 0, err
+	}
+	at := rootPath("lease_ms")
+	return readInt(doc.Root(), &at, LeaseMinMs, LeaseMaxMs)
 }

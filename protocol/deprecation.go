@@ -337,7 +337,9 @@ func DeprecationMarkdown() string {
 	b.WriteString("(`http-route-deprecated` or `command-deprecated`). Deprecated HTTP routes are ")
 	b.WriteString("planned for removal in 4.0. Deprecated routes answer `{\"ok\": true}` (with `\"warnings\"` naming the body's members the route does not read, as every POST answer does: docs/protocol.md, HTTP). ")
 	b.WriteString("A body's `device_id` names the device as the replacement's `{id}` does: exactly, ")
-	b.WriteString("or else regardless of case (`\"049d\"` is arm `049D`).\n\n")
+	b.WriteString("or else regardless of case (`\"049d\"` is arm `049D`). `049D` in the examples is the reference's example id: ")
+	b.WriteString("put your arm's (`GET /devices` lists them); an id no device has answers `404 unknown_device` on these routes, ")
+	b.WriteString("and is only a warning (`unknown_device`) in a WebSocket message.\n\n")
 	b.WriteString("| Deprecated route | Body as clients send it | Replacement |\n|---|---|---|\n")
 	for _, r := range deprecatedRoutes {
 		b.WriteString("| `" + r.route.Method + " " + r.route.Path + "` | `" + r.route.LegacyBody +

@@ -569,6 +569,11 @@ func decodePreset(v Value, at *pathSeg, w warnings) (Preset, *Error) {
 		return Preset{}, err
 	}
 	if !known {
+		if name == PresetCustom {
+			// What GET answers once a mount is set, posted back: say
+			// where that mount is set, not only which names exist.
+			return Preset{}, errAt(CodeUnknownPreset, &c, `preset "custom" is what the preset reads after a mount was set; it is not a preset to pick: set the mount entry itself, or use one of %s`, nameList(presetNames))
+		}
 		return Preset{}, errAt(CodeUnknownPreset, &c, "unknown preset %q: use one of %s", name, nameList(presetNames))
 	}
 	return Preset{Preset: name}, nil
@@ -628,7 +633,7 @@ func decodeStoredMount(v Value, at *pathSeg, w warnings) (Mount, *Error) {
 	for i, comp := range [3]float64{p.Scale.X, p.Scale.Y, p.Scale.Z} {
 		if p.HasScale && math.IsInf(1/comp, 0) {
 			c := tat.child("scale")
-			return Mount{}, errAt(CodeOutOfRange, &c, "stored scale %s %g has no finite inverse: fix or delete the file", vec3Names[i], comp)
+			return Mount{}, errAt(CodeOutOfRange, &c, "stored scale %s %g has no finite inverse: set the mount again (deleting the file resets its other entries too)", vec3Names[i], comp)
 		}
 	}
 	return Mount{Transform: p.Apply(space.IdentityTransform())}, nil

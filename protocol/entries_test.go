@@ -425,3 +425,13 @@ func TestRepeatedMemberLastOccurrenceWins(t *testing.T) {
 		}
 	}
 }
+
+// What GET answers for a session's preset after a mount was set, POSTed
+// back as docs/protocol.md says a body may be, is refused saying where the
+// mount is set: the list of preset names alone left the client guessing.
+func TestPresetCustomPostedBackNamesTheMount(t *testing.T) {
+	_, err := DecodeEntry(KeyPreset, []byte(`{"preset":"custom"}`), "")
+	if err == nil || err.Code != CodeUnknownPreset || !strings.Contains(err.Message, "mount") {
+		t.Fatalf(`{"preset":"custom"}: %v, want unknown_preset naming the mount entry`, err)
+	}
+}

@@ -235,3 +235,50 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	*s = out
 	return nil
 }
+
+// StoredSettings decodes settings.json as Settings does, and lists in
+// Unknown the members this build does not know (a newer build's setting
+// after a downgrade, a misspelt name), in the groups it knows too
+// (features/haptic_boost is haptic_boost In features), as the file has
+// them, for the store to write back.
+type StoredSettings struct {
+	Settings Settings
+	Unknown  []UnknownMember
+}
+
+// UnmarshalJSON decodes the stored settings, validating every value as
+// Settings does.
+func (s *StoredSettings) UnmarshalJSON(data []byte) error {
+	var set Settings
+	if err := set.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	unknown, err := UnknownMembersIn(data, settingsKnown())
+	if err != nil {
+		return err
+	}
+	*s = StoredSettings{Settings: set, Unknown: unknown}
+	return nil
+}
+
+// settingsKnown is the members settings.json has that this build reads,
+// by the settings' paths: every group a path goes through, and each
+// setting's own member, read whole.
+func settingsKnown() KnownMembers {
+	root := KnownMembers{}
+	for k := SettingForceScale; k.valid(); k++ {
+		at := root
+		parts := strings.Split(k.Path(), "/")
+		for i, part := range parts {
+			if i == len(parts)-1 {
+				at[part] = nil
+				break
+			}
+			if at[part] == nil {
+				at[part] = KnownMembers{}
+			}
+			at = at[part]
+		}
+	}
+	return root
+}

@@ -22,7 +22,7 @@ func TestTypeAliases(t *testing.T) {
 	if got := path(inv, "arm3", 0, "config", "type"); got != "arm3" {
 		t.Fatalf("config.type = %v, want arm3", got)
 	}
-	f := c.roundTrip(fmt.Sprintf(`{"haptic":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, id))
+	f := freshRoundTrip(c, fmt.Sprintf(`{"haptic":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0.5}}}}]}`, id))
 	if f["errors"] != nil || f["warnings"] != nil {
 		t.Fatalf("a command under the alias: %v", f)
 	}

@@ -48,6 +48,8 @@ type api struct {
 	svc    *actors.Service
 	codec  actors.Codec
 	prefix string // "" or "/3.0"
+	// lookup is the API's router's (newRouter): notFound's hint.
+	lookup func(method, path string) (httprouter.Handle, httprouter.Params, bool)
 	build  BuildInfo
 	log    zerolog.Logger
 	ws     *sessionHandler
@@ -144,6 +146,7 @@ func (a *api) routes() []route {
 // schema documents when the format serves them.
 func newRouter(a *api) (*httprouter.Router, error) {
 	r := httprouter.New()
+	a.lookup = r.Lookup
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	rs := a.routes()
@@ -221,7 +224,28 @@ func (a *api) root(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 	writeData(w, rootDoc{Service: "hapticd", API: a.codec.APIVersion(), WebSocket: "upgrade on this path", Routes: routes}, nil)
 }
 
+// servedUnderPrefix says whether r's path, under the API's prefix, is a
+// route of this API or a device collection's: the hint of notFound names
+// only a path that is there (the probes, for one, are the 3.x port's).
+func (a *api) servedUnderPrefix(r *http.Request) bool {
+	if a.lookup != nil {
+		if h, _, _ := a.lookup(r.Method, a.prefix+r.URL.Path); h != nil {
+			return true
+		}
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	_, _, ok := a.collectionNamed(first)
+	return ok
+}
+
 func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
+	if a.prefix != "" && r.URL.Path != a.prefix && !strings.HasPrefix(r.URL.Path, a.prefix+"/") && a.servedUnderPrefix(r) {
+		// A 3.x path on the 3.0 port, whose routes are all under the
+		// prefix. Read as one, the path's entry was "unknown" while the
+		// list of known entries named it.
+		writeError(w, protocol.Errorf(protocol.CodeUnknownRoute, "", "no route %s %s: this port serves the 3.0 API under %s (%s%s)", r.Method, r.URL.Path, a.prefix, a.prefix, r.URL.Path))
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, a.prefix)
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
@@ -578,19 +602,20 @@ func (a *api) config(c protocol.Collection, k protocol.Key) httprouter.Handle {
 			if len(sessions) == 1 {
 				sid = sessions[0]
 			}
-			e, err := a.svc.Entry(devs[0], sid, k)
+			e, warnings, err := a.svc.EntryWarn(devs[0], sid, k)
 			if err != nil {
 				writeError(w, asError(err))
 				return
 			}
+			var data any = e
 			if nav, ok := e.(protocol.Navigation); ok {
 				// GET answers navigation's config, state and status
 				// together (MODULES 1.3). The state is null until the
 				// device renders navigation and reports it.
-				writeData(w, protocol.NavigationView{Config: nav, State: devs[0].NavigationState(sid)}, nil)
-				return
+				data = protocol.NavigationView{Config: nav, State: devs[0].NavigationState(sid)}
 			}
-			writeData(w, e, nil)
+			// warnings: a stored value of the entry that was not accepted.
+			writeWarned(w, data, warnings)
 		case r.Method == http.MethodPost:
 			body, perr := readBody(w, r)
 			if perr != nil {

@@ -187,3 +187,24 @@ func TestHTTPOnlyKeyNamesARouteThatWorks(t *testing.T) {
 		})
 	}
 }
+
+// A 3.x config path sent to the 3.0 port, whose routes are all under
+// /3.0, is told so. It answered that the entry was unknown while listing
+// it among the known ones (tourstate).
+func TestLegacyPortNamesItsPrefixForA3xPath(t *testing.T) {
+	ts := startService(t, serviceConfig{arms: 1})
+	r := ts.do(http.MethodGet, ts.legacy+"/inverse3/0/config/handedness", "")
+	if r.status != http.StatusNotFound || !strings.Contains(string(r.body), "under /3.0") || strings.Contains(string(r.body), "unknown config entry") {
+		t.Fatalf("GET a 3.x path on the 3.0 port: %d %s, want 404 naming the /3.0 prefix", r.status, r.body)
+	}
+	if r := ts.do(http.MethodGet, ts.legacy+"/3.0/inverse3/0/config/handedness", ""); r.status != http.StatusOK {
+		t.Fatalf("GET the same under /3.0: %d %s", r.status, r.body)
+	}
+	// A path the prefix does not serve either (the probes are the 3.x
+	// port's) is not sent there.
+	for _, path := range []string{"/healthz", "/metrics", "/nothing/here"} {
+		if r := ts.do(http.MethodGet, ts.legacy+path, ""); r.status != http.StatusNotFound || strings.Contains(string(r.body), "/3.0") {
+			t.Errorf("GET %s on the 3.0 port: %d %s, want 404 without a /3.0 hint", path, r.status, r.body)
+		}
+	}
+}

@@ -315,7 +315,12 @@ func TestNavigationRestoredAfterRestart(t *testing.T) {
 		t.Fatalf("navigation after restart: %v", a)
 	}
 	checkZones(t, r2)
-	s := r2.until(1, "the workspace away from zero", func(s navSample) bool { return s.offset[0] > 0.005 })
+	// At rest and pushed by nothing, so that nothing moves the arm while
+	// the DELETE goes through (under the full suite's load a 1 N push
+	// held on for it and the cursor was 2.3 cm from where the sample said).
+	s := r2.until(0, "the workspace away from zero, the cursor at rest", func(s navSample) bool {
+		return s.offset[0] > 0.005 && s.velocity == [3]float64{}
+	})
 	if a = ts2.do(http.MethodDelete, r2.navigationURL(), ""); a.status != 200 || path(a.env, "data", "mode") != "off" {
 		t.Fatalf("DELETE: %v", a)
 	}

@@ -136,7 +136,7 @@ func newSchemaSet(types *protocol.TypeTable) *schema.Set {
 	s.Publish(schemaExpertStatus, "The data of GET /expert/status: hapticd has no expert status (available is false) and names the routes that hold its figures.", schema.FromType(reflect.TypeFor[expertStatusDoc]()))
 	s.Publish(schemaUIEntries, "The data of GET /ui/entries.json: the config entries the dashboard edits.", schema.FromType(reflect.TypeFor[[]uiEntry]()))
 	s.Publish(schemaUIFamilies, "The data of GET /ui/families.json: the product name of each device type number, for the dashboard's card titles.", schema.FromType(reflect.TypeFor[[]uiFamily]()))
-	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes, \"warnings\" after a POST whose body had members the service ignored); errors use error-envelope.",
+	s.Publish(schemaEnvelope, "The answer of config, settings and list routes: {\"ok\": true, \"data\": ...} (and \"applied_to\" after POST and DELETE of config routes, \"warnings\" after a POST whose body had members the service ignored, and after a GET of a config entry whose stored value was not accepted); errors use error-envelope.",
 		schema.Envelope(schema.Schema{}, schema.Ref(schemaAppliedTo), schema.Ref("error")))
 	return s
 }
@@ -308,6 +308,11 @@ func openAPIDocument(set *schema.Set, routes []route) (schema.Schema, error) {
 			if d.body != "" && rt.method == http.MethodPost && d.body != schemaRecordingInput {
 				// What of the body the service ignored; a recording's
 				// body is closed (an unknown member is a 400).
+				warning = ref("error")
+			}
+			if d.applied && rt.method == http.MethodGet {
+				// A config entry's stored value this build did not
+				// accept (docs/protocol.md, bad stored files).
 				warning = ref("error")
 			}
 			answer = schema.Envelope(ref(d.answer), applied, warning)

@@ -281,7 +281,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.eventsSrv != nil {
 		s.eventsSrv.ShutFor(ctx)
 	}
-	// Recordings end complete (summary and footer) before the process does.
+	// Recordings end complete (summary and footer) before the process does,
+	// after the service's Shutdown halted the devices (cmd/hapticd's stop):
+	// their files end on each device's halted state, at zero force.
 	s.rec.StopAll()
 	s.mu.Lock()
 	servers := append([]*http.Server(nil), s.servers...)

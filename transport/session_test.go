@@ -766,7 +766,7 @@ func TestDeviceIDCaseIsOneRuleOnEveryChannel(t *testing.T) {
 			c := ts.dial(t, tt.url)
 			sid := itoa(int(num(c.expect()["session_id"])))
 			hwtest.EventuallyNil(t, 5*time.Second, "the arm in force mode", func() error {
-				f := c.roundTrip(fmt.Sprintf(tt.msg, lower))
+				f := freshRoundTrip(c, fmt.Sprintf(tt.msg, lower))
 				if f["errors"] != nil || f["warnings"] != nil {
 					t.Fatalf("configure and command to %q: %v", lower, f)
 				}

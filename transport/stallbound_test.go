@@ -254,14 +254,29 @@ func TestCommandsQueuedDuringAStallWithoutReceiveTimesTakeNoControl(t *testing.T
 			frame()
 			command := `{"arm3":[{"device_id":"` + id + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}}}}]}`
 
-			// Healthy, with an idle spell longer than the lease: never refused.
+			// Healthy, with an idle spell longer than the lease: never refused,
+			// unless the process itself stood still past the clock's slack
+			// (a loaded machine starves it so): the clock then noted a
+			// stall, and stale_command is the promised answer to a command
+			// read after it.
 			for i := range 30 {
 				if i == 15 {
 					time.Sleep(400 * time.Millisecond) // the idle spell is the scenario
 				}
+				from := conns.awake.Now()
 				send(command)
-				if c := codes(frame()); len(c) > 0 {
-					t.Fatalf("healthy command %d answered %v", i+1, c)
+				c := codes(frame())
+				if len(c) == 1 && c[0] == string(protocol.CodeStaleCommand) {
+					if start, end, stalled := conns.awake.StallSince(from, conns.awake.Now()); stalled {
+						if end == 0 {
+							end = conns.awake.Now()
+						}
+						t.Logf("healthy command %d answered stale_command after the process stood still %v (a loaded machine)", i+1, time.Duration(end-start))
+						continue
+					}
+				}
+				if len(c) > 0 {
+					t.Fatalf("healthy command %d answered %v (no stall of the process noted)", i+1, c)
 				}
 			}
 

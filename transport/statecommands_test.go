@@ -23,7 +23,7 @@ func TestSetGravityCompensationPersistsOnlyChanges(t *testing.T) {
 	file := filepath.Join(dir, "devices", "arm3-"+arm+".json")
 	cycle := func(on bool) {
 		t.Helper()
-		clean(t, c.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"probe_position":{},"set_gravity_compensation":%v}}]}`, arm, on)), "set_gravity_compensation")
+		clean(t, freshRoundTrip(c, fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"probe_position":{},"set_gravity_compensation":%v}}]}`, arm, on)), "set_gravity_compensation")
 	}
 	cycle(true) // the default: nothing to store
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
@@ -44,7 +44,7 @@ func TestSetGravityCompensationPersistsOnlyChanges(t *testing.T) {
 		t.Fatalf("gravity_compensation %v", r)
 	}
 	// Another session may not change it while this one controls the arm.
-	clean(t, c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":1000}}},"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, arm)), "force")
+	clean(t, freshRoundTrip(c, fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":1000}}},"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":0}}}}]}`, arm)), "force")
 	other := ts.dial(t, ts.wsURL())
 	other.expect()
 	f := other.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_gravity_compensation":true}}]}`, arm))
@@ -70,10 +70,10 @@ func TestSetTransformIsPerSession(t *testing.T) {
 	obs.expect()
 	// Turned 90° about Z: the device's +X shows as the session's +Y, so the
 	// session's +X is the device's -Y.
-	clean(t, nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"rotation":{"w":0.7071067811865476,"x":0,"y":0,"z":0.7071067811865476}}}}]}`, arm)), "set_transform")
-	clean(t, nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":0,"y":0,"z":0.25}}}}]}`, arm)), "set_transform")
+	clean(t, freshRoundTrip(nav, fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"rotation":{"w":0.7071067811865476,"x":0,"y":0,"z":0.7071067811865476}}}}]}`, arm)), "set_transform")
+	clean(t, freshRoundTrip(nav, fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_transform":{"position":{"x":0,"y":0,"z":0.25}}}}]}`, arm)), "set_transform")
 	hwtest.EventuallyNil(t, 5*time.Second, "the force through the transform", func() error {
-		f := nav.roundTrip(fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":1.5,"y":0,"z":0}}}}]}`, arm))
+		f := freshRoundTrip(nav, fmt.Sprintf(`{"inverse3":[{"device_id":%q,"commands":{"set_cursor_force":{"vector":{"x":1.5,"y":0,"z":0}}}}]}`, arm))
 		clean(t, f, "force")
 		o := obs.roundTrip(`{}`)
 		mine := vec(path(f, "inverse3", 0, "state", "current_cursor_force"))
@@ -134,7 +134,7 @@ func TestLegacyFormatNames(t *testing.T) {
 		t.Fatalf("3.0 inventory: %v", inv)
 	}
 	for _, key := range []string{"inverse3", "arm3"} {
-		f := c.roundTrip(fmt.Sprintf(`{%q:{%q:{"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}},"verse_grip":{%q:{"commands":{"probe_orientation":{}}}}}`, key, arm, grip))
+		f := freshRoundTrip(c, fmt.Sprintf(`{%q:{%q:{"commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1}},"set_gravity_compensation":true}}},"verse_grip":{%q:{"commands":{"probe_orientation":{}}}}}`, key, arm, grip))
 		clean(t, f, key)
 		if path(f, "inverse3", arm, "state", "mode") == nil {
 			t.Fatalf("3.0 frame: %v", f)

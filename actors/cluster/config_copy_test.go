@@ -115,7 +115,7 @@ func TestGatewayReadsDoNotWaitOnAHungCopy(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(h.release) }) }
 	disk := newBrokenDisk()
-	t.Cleanup(func() { release(); h.wg.Wait() })
+	t.Cleanup(func() { h.stop(release) })
 	g := gatewayOnDisk(t, h, d, disk)
 	// Before the gateway stops, so that its stop does not wait on the
 	// hung write.

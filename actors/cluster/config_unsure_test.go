@@ -161,7 +161,7 @@ func TestGatewayGravityCommandDuringSyncReachesTheNode(t *testing.T) {
 	h := &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}
 	var once sync.Once
 	release := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(func() { release(); h.wg.Wait() })
+	t.Cleanup(func() { h.stop(release) })
 	// The node's value is the other one than the gateway's copy (its
 	// default, the same as the node's own), which the sync has not
 	// replaced yet: its read of the entry is held.
@@ -214,7 +214,7 @@ func TestUnchangedGravityCommandsDuringSyncWriteTheNodeOnce(t *testing.T) {
 	h := &countingNode{heldNode: &heldNode{n: n, holdKey: key.Path(), release: make(chan struct{}), read: make(chan struct{}), gets: map[string]int{}}}
 	var once sync.Once
 	release := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(func() { release(); h.wg.Wait() })
+	t.Cleanup(func() { h.stop(release) })
 	cur := strings.Contains(entryJSON(t, n.svc, d, key), `"enabled":true`)
 	g := gatewayOf(t, h, d)
 	dev := g.svc.Devices().All()[0]

@@ -99,6 +99,35 @@
 // lab-node-refused, once, until the node takes the gateway or its
 // refusals stop for GatewayTimeout.
 //
+// # Builds
+//
+// Every process of a lab runs one build: a process that meets a message
+// type it does not know cannot decode it, and one that meets a message it
+// knows from another build may take it otherwise than meant (a tour's
+// mixed lab served a node's config stale through the gateway without a
+// word). So each member states its build (Config.Build, BuildOf: the
+// version, the VCS revision where the binary has one, and the wire
+// schema's digest), and a member of another build (SameBuild) is refused
+// at join, before anything else is exchanged. A node
+// refuses a gateway's Subscribe that states another build (or none: a
+// gateway older than the field) with wire.SubscribeRefused, code
+// version_mismatch, and keeps nothing of it; it pushes nothing to it, so
+// an older gateway never meets the node's newer messages. A node older
+// than the field states none and cannot refuse anything: it answers a
+// newer gateway's Subscribe with its Inventory, which the gateway refuses
+// (refuseBuild): none of its devices is listed (those of an earlier
+// process of the node leave), its states and events are dropped. Either
+// way the gateway logs the refusal at error level and publishes
+// lab-node-refused once per refusal, and Ready (/readyz's lab check)
+// names the node while it lasts; Started, which the process's start waits
+// for, does not wait on it. Nothing needs clearing by hand: the gateway
+// subscribes every round as to any node, and the node restarted with the
+// gateway's build takes the next Subscribe (or states the gateway's build
+// in its next Inventory), which ends the refusal; one whose refusals stop
+// (gone) is forgotten after GatewayTimeout. docs/lab.md's upgrade order
+// (stop the gateway, upgrade and restart the nodes, then the gateway)
+// meets no refusal at all: no two builds run at once.
+//
 // # Data plane
 //
 // On the gateway each remote device is an ordinary actors device whose

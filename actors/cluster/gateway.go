@@ -120,6 +120,9 @@ type Gateway struct {
 	// restart's old process is not, unless it goes on past
 	// pendingRefusalFor.
 	refusedBy map[string]*refusal
+	// told are, by node id, the stored entries rejected that the gateway
+	// published of the node's latest processes (rejected.go).
+	told map[string]*toldRejections
 
 	// callsMu guards calls and callsClosed: calls are the config requests
 	// in flight (configRequest), whose goroutines callsWG counts for Close.
@@ -222,6 +225,12 @@ func (g *Gateway) fromNode(m any) {
 	case *wire.StateBatch:
 		g.states(m)
 	case *wire.Event:
+		if g.refusedForBuild(m.NodeId) {
+			// An older node pushes to a gateway that subscribed, and
+			// forwards its events, whatever the gateway makes of its
+			// inventory: none of its devices is served here.
+			return
+		}
 		g.event(m)
 	case *wire.EffectsReply:
 		if p := g.proxy(m.Uuid); p != nil {
@@ -306,7 +315,7 @@ func (g *Gateway) watch() {
 
 // subscription is the Subscribe the gateway sends its nodes now.
 func (g *Gateway) subscription() *wire.Subscribe {
-	return &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano(), ProcessId: g.process}
+	return &wire.Subscribe{GatewayId: g.cfg.NodeID, GatewayAddress: g.addr, SentUnixNs: time.Now().UnixNano(), ProcessId: g.process, Build: g.cfg.Build}
 }
 
 // newProcessID is a gateway process's wire.Subscribe.process_id: random,
@@ -428,13 +437,49 @@ func (g *Gateway) topology(t *cluster.ClusterTopology) {
 // gateway starts must not keep it unready. Once ready it stays so: nodes
 // that come and go later are the lab's faults, not an unfinished start;
 // only its own TLS certificate's end makes it unready again
-// (link.certEnded).
+// (link.certEnded), and a node refused for its build (or refusing this
+// gateway for its own), for as long as that lasts: the lab then serves
+// none of that node's arms while nothing else would say so, and the
+// refusal ends by itself once both run one build (refuseBuild).
 // detail says what it waits for, and once ready, every time, what the
 // start listed and which nodes it did not wait for.
 func (g *Gateway) Ready() (ready bool, detail string) {
 	if detail, ended := g.lk.certEnded(time.Now()); ended {
 		return false, detail
 	}
+	if ok, detail := g.Started(); !ok {
+		return false, detail
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var refused []string
+	for id, r := range g.refusedBy {
+		if r.build {
+			refused = append(refused, id)
+		}
+	}
+	if len(refused) == 0 {
+		return true, g.readyDetail
+	}
+	sort.Strings(refused)
+	why := make([]string, len(refused))
+	for i, id := range refused {
+		if r := g.refusedBy[id]; r.byGateway {
+			why[i] = "this gateway refuses node " + id + ": " + r.reason
+		} else {
+			why[i] = "node " + id + " refuses this gateway: " + r.reason
+		}
+	}
+	return false, strings.Join(why, "; ")
+}
+
+// Started is Ready's start alone: whether the gateway has done what its
+// start waits for (each node it knows of listed, or silent past
+// NodeTimeout, or refused), whatever is wrong with the lab since. The
+// process's start waits for it, not for Ready: a node of another build
+// must not keep the gateway from serving the rest of its lab, nor its
+// operator from reading /readyz's word on it.
+func (g *Gateway) Started() (started bool, detail string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ready {
@@ -443,7 +488,13 @@ func (g *Gateway) Ready() (ready bool, detail string) {
 	if g.linkUp.IsZero() {
 		return false, "the cluster link is starting"
 	}
-	var silent, adding, handing []string
+	refusedAt := map[string]bool{}
+	for _, r := range g.refusedBy {
+		if r.build && r.addr != "" {
+			refusedAt[r.addr] = true
+		}
+	}
+	var silent, adding, handing, refused []string
 	for addr := range g.targets {
 		var n *nodeState
 		for _, m := range g.nodes {
@@ -451,7 +502,14 @@ func (g *Gateway) Ready() (ready bool, detail string) {
 				n = m
 			}
 		}
-		if n == nil {
+		switch {
+		case n == nil && refusedAt[addr]:
+			// Refused for its build (and no node listed there since):
+			// Ready names it while it lasts, and the start does not wait
+			// on it.
+			refused = append(refused, addr)
+			continue
+		case n == nil:
 			silent = append(silent, addr)
 			continue
 		}
@@ -464,7 +522,7 @@ func (g *Gateway) Ready() (ready bool, detail string) {
 	}
 	now := time.Now()
 	for id, r := range g.refusedBy {
-		if !r.told && now.Sub(r.since) <= pendingRefusalFor {
+		if !r.told && !r.build && now.Sub(r.since) <= pendingRefusalFor {
 			handing = append(handing, id)
 		}
 	}
@@ -480,10 +538,16 @@ func (g *Gateway) Ready() (ready bool, detail string) {
 		return false, "waiting for the inventory of " + strings.Join(silent, ", ")
 	}
 	g.ready = true
+	sort.Strings(refused)
 	switch {
-	case len(silent) > 0:
-		g.readyDetail = fmt.Sprintf("the devices of %d of %d nodes listed at the start; silent for %v after it: %s",
-			len(g.targets)-len(silent), len(g.targets), g.cfg.NodeTimeout, strings.Join(silent, ", "))
+	case len(silent) > 0 || len(refused) > 0:
+		g.readyDetail = fmt.Sprintf("the devices of %d of %d nodes listed at the start", len(g.targets)-len(silent)-len(refused), len(g.targets))
+		if len(silent) > 0 {
+			g.readyDetail += fmt.Sprintf("; silent for %v after it: %s", g.cfg.NodeTimeout, strings.Join(silent, ", "))
+		}
+		if len(refused) > 0 {
+			g.readyDetail += "; refused for their build: " + strings.Join(refused, ", ")
+		}
 	case len(g.targets) == 1:
 		g.readyDetail = "the devices of the node listed at the start"
 	default:
@@ -600,7 +664,7 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // membership; or a node the cluster expelled, which protoactor never lets
 // back in under the same member id, but whose link works).
 //
-// It waits configTimeout at most, no longer than until the gateway stops
+// It waits wait (configTimeout at most), no longer than until the gateway stops
 // (its shutdown must not wait on a hung node: the sync of a device's
 // config asks one key after another), and no longer than until the node's
 // process is known gone (p.gone): nothing will answer then, and a client
@@ -608,7 +672,7 @@ func nodeOf(m *cluster.Member) (string, bool) {
 // milliseconds after its SIGKILL. protoactor's cluster request alone does
 // not keep the bound: its identity lookup waits up to 5 s for the member's
 // activator, and checks the deadline only between attempts.
-func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
+func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest, wait time.Duration) (any, error) {
 	// Dated, so that a node does not apply what reaches it after this
 	// gateway gave up (configTimeout); a retry keeps the first send's date.
 	m.GatewayAddress, m.SentUnixNs = g.addr, time.Now().UnixNano()
@@ -638,7 +702,7 @@ func (g *Gateway) configRequest(p *proxy, m *wire.ConfigRequest) (any, error) {
 		}
 		done <- a
 	}()
-	timeout := time.NewTimer(configTimeout)
+	timeout := time.NewTimer(min(wait, configTimeout))
 	defer timeout.Stop()
 	select {
 	case a := <-done:
@@ -849,6 +913,17 @@ func (g *Gateway) terminated(who *actor.PID) {
 type refusal struct {
 	since time.Time // the first of the refusals in a row
 	told  bool      // logged and published (lab-node-refused)
+	// build is set for a refusal for another build (the node's
+	// protocol.CodeVersionMismatch, or the gateway's own of the node's
+	// inventory), and reason to what it said: /readyz names the node
+	// while it lasts (Ready).
+	build  bool
+	reason string
+	// byGateway: the gateway refused the node's inventory (refuseBuild),
+	// not the node the gateway's subscription. addr is the node's remote
+	// address, where the refusal says it: Started does not wait on it.
+	byGateway bool
+	addr      string
 	// heartbeat is the node's refusals', judged by probes as a node's
 	// messages are (probed).
 	heartbeat
@@ -875,6 +950,15 @@ func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
 	}
 	now := time.Now()
 	g.mu.Lock()
+	if n := g.nodes[m.NodeId]; n != nil && m.Address != "" && n.addr != m.Address {
+		// Another process of the node, at another address, than the one
+		// listed: an earlier process's refusal heard late says nothing of
+		// the node served now. (Should the listed one be the earlier,
+		// hung, it is dropped for its silence within NodeTimeout, and the
+		// new process's next refusal, a round later, is heard.)
+		g.mu.Unlock()
+		return
+	}
 	r := g.refusedBy[m.NodeId]
 	if r == nil {
 		if g.refusedBy == nil {
@@ -884,6 +968,12 @@ func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
 		g.refusedBy[m.NodeId] = r
 	}
 	r.heard = true
+	if build := protocol.Code(m.Code) == protocol.CodeVersionMismatch; build != r.build || r.byGateway {
+		// Another kind of refusal than the last (a node restarted with
+		// another build): news again.
+		r.build, r.told, r.byGateway = build, false, false
+	}
+	r.reason, r.addr = m.Error, m.Address
 	if g.nodes[m.NodeId] != nil {
 		g.dropNodeLocked(m.NodeId, "it refused this gateway's subscription", false)
 	}
@@ -894,8 +984,60 @@ func (g *Gateway) subscribeRefused(m *wire.SubscribeRefused) {
 	if !tell {
 		return
 	}
-	g.log.Error().Str("node", m.NodeId).Str("code", m.Code).Str("addr", g.addr).Msg("cluster: node refused this gateway's subscription: " + m.Error)
+	l := g.log.Error().Str("node", m.NodeId).Str("code", m.Code).Str("addr", g.addr)
+	if r.build {
+		l = l.Str("build", g.cfg.Build).Str("node_build", m.Build)
+	}
+	l.Msg("cluster: node refused this gateway's subscription: " + m.Error)
 	g.svc.Activity().Publish(event.LabNodeRefused(m.NodeId, m.Error))
+}
+
+// refuseBuild refuses the inventory of a node that states another build
+// than the gateway's (or none: a node older than the field, which takes
+// the gateway's subscriptions without knowing their build): none of its
+// devices is served (a node of this gateway's build before, restarted with
+// another, loses them), it is logged at error level and published as
+// lab-node-refused once, and /readyz names it, until an inventory of this
+// gateway's build comes, or its inventories stop for GatewayTimeout (the
+// node is gone, or no longer subscribed to). g.mu must not be held.
+func (g *Gateway) refuseBuild(m *wire.Inventory) {
+	why := buildMismatch(
+		fmt.Sprintf("gateway %s runs %s", g.cfg.NodeID, buildName(g.cfg.Build)),
+		fmt.Sprintf("node %s at %s runs %s", m.NodeId, m.Address, buildName(m.Build)))
+	if m.Build == "" {
+		why += "; that node does not check builds, so it cannot refuse this gateway itself: the gateway refuses its inventory"
+	}
+	g.mu.Lock()
+	r := g.refusedBy[m.NodeId]
+	if r == nil || !r.build || !r.byGateway {
+		if g.refusedBy == nil {
+			g.refusedBy = map[string]*refusal{}
+		}
+		r = &refusal{since: time.Now(), build: true, byGateway: true}
+		g.refusedBy[m.NodeId] = r
+	}
+	r.addr = m.Address
+	r.heard = true
+	tell := !r.told || r.reason != why
+	r.told, r.reason = true, why
+	if g.nodes[m.NodeId] != nil {
+		g.dropNodeLocked(m.NodeId, "it runs "+buildName(m.Build)+", this gateway "+buildName(g.cfg.Build), false)
+	}
+	g.mu.Unlock()
+	if !tell {
+		return
+	}
+	g.log.Error().Str("node", m.NodeId).Str("code", string(protocol.CodeVersionMismatch)).Str("node_addr", m.Address).
+		Str("build", g.cfg.Build).Str("node_build", m.Build).Msg("cluster: node's inventory refused: " + why)
+	g.svc.Activity().Publish(event.LabNodeOfAnotherBuild(m.NodeId, why))
+}
+
+// refusedForBuild says whether the node is refused for its build now.
+func (g *Gateway) refusedForBuild(nodeID string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.refusedBy[nodeID]
+	return r != nil && r.build
 }
 
 // dropSilentRefusalsLocked forgets the refusals of a node that stopped
@@ -914,6 +1056,10 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 	if m.ProcessId != 0 && m.ProcessId != g.process {
 		// The node answers another process that advertises this one's
 		// address (its refusal of this one's subscription says so).
+		return nil
+	}
+	if !SameBuild(m.Build, g.cfg.Build) {
+		g.refuseBuild(m)
 		return nil
 	}
 	g.mu.Lock()
@@ -977,6 +1123,7 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			// alone), or failed there, which the node's own device-failed,
 			// forwarded, says.
 			p.leave(fmt.Errorf("cluster: node %s no longer lists the device (%w)", n.id, hw.ErrUnplugged))
+			g.forgetRejectionsLocked(n.id, p.nodeDeviceID)
 		}
 	}
 	if len(news) > 0 {
@@ -1028,7 +1175,11 @@ func (g *Gateway) inventory(m *wire.Inventory) (joined *actor.PID) {
 			p.nodeLeaseNs.Store(int64(m.LeaseMs) * int64(time.Millisecond))
 		}
 	}
+	rejected := g.inventoryRejectionsLocked(m, listed)
 	g.mu.Unlock()
+	for _, e := range rejected {
+		g.svc.Activity().Publish(e)
+	}
 	return joined
 }
 
@@ -1156,7 +1307,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			continue
 		}
 		mark := p.markRead(k)
-		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
+		r, err := g.configRequest(p, &wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, configTimeout)
 		reply, ok := r.(*wire.ConfigReply)
 		if err == nil && ok && reply.Error != "" {
 			err = errors.New(reply.Error)
@@ -1179,6 +1330,7 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 			p.markUnsure(k) // and the rest, above
 			continue
 		}
+		p.readWarnings(k, warningsFromWire(reply.Warnings), mark)
 		if err := p.copyIn(dev, k, e, mark); err != nil {
 			g.log.Warn().Err(err).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not apply a node's config entry; reads of it ask the node")
 		}
@@ -1191,7 +1343,9 @@ func (g *Gateway) syncConfig(p *proxy, dev *actors.Device) {
 // could not be read at all (not a corrupt one, which the store moved
 // aside): this process must not overwrite what it could not read.
 func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
-	var f idsFile
+	// Read keeping what a newer build wrote there and this one does not
+	// know: saveIDs writes it back.
+	var f actors.StoredIDs
 	if _, err := svc.LoadDocument(idsDocument, &f); err != nil {
 		var corrupt *store.CorruptError
 		// A corrupt file the store could not move aside stays, and the
@@ -1200,7 +1354,7 @@ func loadIDs(svc *actors.Service, log zerolog.Logger) (m idMemory, kept bool) {
 		log.Error().Err(err).Bool("left_as_is", kept).Msg("cluster gateway: remembered device ids unreadable; ids are first-come until the gateway restarts with them readable")
 		return idMemory{}, kept
 	}
-	return memoryOf(f, time.Now()), false
+	return memoryOf(f.IDsFile, time.Now()), false
 }
 
 // saveIDs writes the remembered ids if they changed since the last write,
@@ -1328,6 +1482,12 @@ const relayedLapseNewsNs = int64(protocol.LeaseMinMs) * int64(time.Millisecond) 
 // gateway's control of the arm on the node (a session_id that is its
 // owner there), the session of this gateway that commanded the arm last.
 func (g *Gateway) event(m *wire.Event) {
+	if r, ok := decodeRejection(m.Json); ok {
+		if e, news := g.relayedRejection(m, r); news {
+			g.svc.Activity().Publish(e)
+		}
+		return
+	}
 	var e event.Event
 	if err := json.Unmarshal(m.Json, &e); err != nil {
 		g.log.Warn().Err(err).Str("node", m.NodeId).Msg("node's event does not decode; dropped")
@@ -1338,6 +1498,10 @@ func (g *Gateway) event(m *wire.Event) {
 	dec.UseNumber() // owners from 2^62 on lose their low bits as float64
 	if dec.Decode(&data) == nil {
 		changed := false
+		if e.Name == event.NameStoredEntryRejected {
+			// A profile's entries, read at a pick on the node.
+			data["node_id"], changed = m.NodeId, true
+		}
 		if id, ok := data["device_id"].(string); ok {
 			p := g.nodeProxy(m.NodeId, id)
 			if p != nil && p.info.ID != id {
@@ -1366,7 +1530,7 @@ func (g *Gateway) event(m *wire.Event) {
 			}
 		}
 		if changed {
-			if b, err := json.Marshal(data); err == nil {
+			if b, err := inTableOrder(e.Name, data); err == nil {
 				e.Data = b
 			}
 		}

@@ -25,7 +25,15 @@ import (
 // returns how many inventories g has handled.
 func linkGatewayActor(t *testing.T, g *Gateway, n *Node) *atomic.Int64 {
 	t.Helper()
-	inventories := new(atomic.Int64)
+	inventories, _ := linkGatewayActorStoppable(t, g, n)
+	return inventories
+}
+
+// linkGatewayActorStoppable is linkGatewayActor with what cuts the link
+// before the test ends (n's process stopped), at once and for good.
+func linkGatewayActorStoppable(t *testing.T, g *Gateway, n *Node) (inventories *atomic.Int64, stop func()) {
+	t.Helper()
+	inventories = new(atomic.Int64)
 	toGW := make(chan any, 1<<14)
 	sub := n.sys.EventStream.Subscribe(func(ev any) {
 		if dl, ok := ev.(*actor.DeadLetterEvent); ok && dl.PID != nil && dl.PID.Address == g.addr {
@@ -59,12 +67,13 @@ func linkGatewayActor(t *testing.T, g *Gateway, n *Node) *atomic.Int64 {
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		close(done)
 		wg.Wait()
 		n.sys.EventStream.Unsubscribe(sub)
 	})
-	return inventories
+	t.Cleanup(stop)
+	return inventories, stop
 }
 
 // Two live gateway processes advertise one cluster address (a

@@ -265,3 +265,49 @@ func TestGatewayIDNotMovedByTheLocalIDMemory(t *testing.T) {
 		t.Fatalf("the gateway gave the node's arm %s, the service lists it as %s", gave, listed)
 	}
 }
+
+// A gateway's remembered ids keep what a newer build wrote there and this
+// one does not know (a member beside "ids", a device kind among them),
+// byte for byte, over the write of a new device's id: a downgraded
+// gateway for a day and an upgrade back lose nothing. On main they were
+// gone at that write.
+func TestGatewayIDsKeepTheirUnknownMembers(t *testing.T) {
+	const pedal = `{"pppp": {"id": "P-1",  "seen": "2026-01-01T00:00:00Z"}}`
+	const future = `{"x": 1,  "list": [true, null]}`
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "cluster"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(idsDocument)+".json")
+	doc := `{"format": ` + future + `, "ids": {"pedal": ` + pedal + `, "arm": {"aaaa": {"id": "049D", "seen": "2026-01-01T00:00:00Z"}}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc, shutdown := testServiceWith(t, actors.Options{StateDir: dir})
+	t.Cleanup(shutdown)
+	mem, kept := loadIDs(svc, zerolog.Nop())
+	if kept || mem[hw.KindArm]["aaaa"].ID != "049D" {
+		t.Fatalf("loadIDs: %v, kept %v", mem, kept)
+	}
+	hw.IDMemory(mem).Set(hw.KindArm, "bbbb", rememberedID{ID: "0A0A", Seen: time.Now()})
+	if err := svc.SaveDocument(idsDocument, mem.file()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top, ids map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	json.Unmarshal(top["ids"], &ids)
+	if string(top["format"]) != future || string(ids["pedal"]) != pedal {
+		t.Errorf("the file after the write:\n%s\nwant format %s and ids.pedal %s byte for byte", data, future, pedal)
+	}
+	var arms map[string]rememberedID
+	json.Unmarshal(ids["arm"], &arms)
+	if arms["bbbb"].ID != "0A0A" || arms["aaaa"].ID != "049D" {
+		t.Errorf("arms in the file: %v, want aaaa and bbbb", arms)
+	}
+}

@@ -169,11 +169,18 @@ func holdField(t *testing.T, svc *actors.Service, d *actors.Device) (a *gatewayC
 	msgA = func(fx string) string {
 		return `{"arm3":[{"device_id":"` + d.Info.ID + `","effects":` + fx + `}]}`
 	}
-	if f := a.send(msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))); f["errors"] != nil {
+	field := msgA(fieldAt(cursorOf(t, a.send(msgA(`{}`)))))
+	if f := a.send(field); f["errors"] != nil {
 		t.Fatal(f["errors"])
 	}
+	// Declared again at each try: on a loaded machine the next message can
+	// come after A's 100 ms lease lapsed, which drops its effects
+	// (docs/effects.md), and an empty update would wait for a field that
+	// is gone (the full suite's run, 2026-11-29).
 	hwtest.Eventually(t, 10*time.Second, "A's field on the node's arm", func() bool {
-		a.send(msgA(`{}`))
+		if f := a.send(field); f["errors"] != nil {
+			t.Fatal(f["errors"])
+		}
 		return forceOn(d) > 1.4
 	})
 	return a, msgA
@@ -448,9 +455,18 @@ func nodeLapsesTold(t *testing.T, g *Gateway, sub *activity.Subscription, d *act
 // it: told twice, the second wrongly promising the effects back (tourfx2:
 // two events for one lapse of a quiet client, effects_dropped 1 and 0;
 // review55: the node's may come first, its lease ending no later).
+//
+// The node's lapse is handed to the gateway here (nodeLapse, naming one
+// paused effect, which tells it apart). On a starved host the node's own
+// lease may also lapse for real while the session's runs on (the
+// gateway's state of the node 90 to 210 ms old cut the node's lease on
+// its commands to a few ms, or none): news, told as such, and not what
+// this test asks about; only one told after the session's own lapse is
+// the same end told twice.
 func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
 	n, d, g, sub, gw, hold := gatewayHoldingNodesArm(t)
 	owner := d.Register().Owner()
+	const handed = "is paused with the force" // nodeLapse's effect
 	nodeLapse := func() {
 		e := event.RemoteControlLeaseExpired("inverse3", d.Info.ID, owner, 1)
 		b, err := e.MarshalJSON()
@@ -459,12 +475,48 @@ func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
 		}
 		g.event(&wire.Event{NodeId: n.cfg.NodeID, Json: b})
 	}
-	told := func() int { t.Helper(); return nodeLapsesTold(t, g, sub, d, gw.sess.ID) }
+	// told reads the gateway's events up to a marker: how many times the
+	// handed lapse was told, and how many of the node's own lapses came
+	// after the session's own lapse (afterOwn) or before it (news).
+	told := func() (handedTold, afterOwn, news int) {
+		t.Helper()
+		g.svc.Activity().Publish(event.PassivityActive("inverse3", d.Info.ID, 0, 1200, 5))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ownSeen := false
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatal("the marker event did not come within 10 s")
+			}
+			if e.Name == event.NamePassivityActive {
+				return handedTold, afterOwn, news
+			}
+			var data struct {
+				Session uint64 `json:"session_id"`
+			}
+			_ = json.Unmarshal(e.Data, &data)
+			if e.Name != event.NameControlLeaseExpired || data.Session != gw.sess.ID {
+				continue
+			}
+			switch {
+			case !strings.Contains(e.Message, "the node's lease"):
+				ownSeen = true
+			case strings.Contains(e.Message, handed):
+				handedTold++
+			case ownSeen:
+				afterOwn++
+			default:
+				news++
+				t.Logf("the node's own lease lapsed while the session's ran on (a stall): %s", e.Message)
+			}
+		}
+	}
 	// The session still holds the arm here, its lease just renewed: the
 	// node's lapse is news (its commands stalled on the link).
 	gw.send(hold)
 	nodeLapse()
-	if got := told(); got != 1 {
+	if got, _, _ := told(); got != 1 {
 		t.Fatalf("while the gateway's session holds the arm, the node's lapse reached its clients %d times, want once", got)
 	}
 	// The session goes quiet and its own lease lapses here.
@@ -473,8 +525,8 @@ func TestNodeLapseAfterTheGatewaySessionsOwnIsNotToldTwice(t *testing.T) {
 		return dev != nil && dev.Register().Owner() != gw.sess.ID
 	})
 	nodeLapse()
-	if got := told(); got != 0 {
-		t.Errorf("after the gateway session's own lapse, the node's later one reached its clients %d times, want none", got)
+	if got, afterOwn, _ := told(); got != 0 || afterOwn != 0 {
+		t.Errorf("after the gateway session's own lapse, the node's later one reached its clients %d times (the node's own lapse %d times), want none", got, afterOwn)
 	}
 }
 
@@ -561,24 +613,40 @@ func TestShortenedLeaseReachesTheNode(t *testing.T) {
 	}
 	n := testNodeLeasing(t, svc, 2000)
 	g := testGateway(t, time.Hour)
-	cut := linkLabCuttable(t, g, n)
+	const short = 100 * time.Millisecond
+	// The link is cut right after the first command that carries the
+	// shortened lease (what a keep-alive sends within 20 ms; later on a
+	// loaded machine): a fixed 40 ms before the cut let a late keep-alive
+	// be lost with the link, and the node rightly held the earlier 1 s.
+	var armed, carried atomic.Bool
+	linkLabLosing(t, g, n, func(m any) bool {
+		if carried.Load() {
+			return true
+		}
+		// Negative lease left, or an idle: the gateway's session lapsed by
+		// the shorter lease before a keep-alive went (a stalled gateway);
+		// that tells the node the shorter deadline too.
+		if c, ok := m.(*wire.Command); ok && armed.Load() && (c.Mode == 0 || c.LeaseLeftNs != 0 && c.LeaseLeftNs <= int64(short)) {
+			carried.Store(true)
+		}
+		return false
+	})
 	c := openSession(t, g.svc, "") // a 1000 ms lease
 	force := `{"arm3":[{"device_id":"` + d.Info.ID + `","commands":{"set_cursor_force":{"vector":{"x":0,"y":0,"z":1.5}}}}]}`
 	hwtest.Eventually(t, 10*time.Second, "the force on the node's arm", func() bool {
 		c.send(force)
 		return forceOn(d) > 1.4
 	})
-	const short = 100 * time.Millisecond
 	c.send(force)
+	armed.Store(true)
 	if f := c.send(fmt.Sprintf(`{"session":{"configure":{"lease":{"ms":%d}}}}`, short/time.Millisecond)); f["errors"] != nil {
 		t.Fatal(f["errors"])
 	}
 	shortened := time.Now()
-	// The link is cut once a keep-alive has had time to carry the
-	// shortened lease.
-	time.Sleep(40 * time.Millisecond) // two keep-alives
-	cut.Store(true)
 	hwtest.Eventually(t, 5*time.Second, "the force off the node's arm", func() bool { return forceOn(d) < 1e-9 })
+	if !carried.Load() {
+		t.Errorf("no command carried a lease of %v or less (or the lapse) to the node before its force ended", short)
+	}
 	// Generous for a loaded machine, well under the 1000 ms the earlier
 	// command was granted.
 	if after := time.Since(shortened); after > 500*time.Millisecond {

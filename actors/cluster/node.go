@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,10 @@ type Node struct {
 	lk    *link
 	sys   *actor.ActorSystem
 	clock loop.Clock
+	// process tells this process of the node from its others to the
+	// gateways (wire.Inventory.node_process): they tell its stored
+	// entries rejected once per process.
+	process uint64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -122,9 +127,31 @@ type Node struct {
 	// node last logged refusing each process, so a refused gateway's
 	// subscriptions (4 a second) are logged once in refusalLogEvery.
 	left, refusalsLogged map[gatewayProcess]time.Time
-	set                  *actors.DeviceSet // the set byUUID was built from
-	byUUID               map[string]*actors.Device
-	invSent              *actors.DeviceSet // the set the subscribers last got
+	// otherBuild are the gateways (by address) refused for their build,
+	// when last and why: Ready says so while one knocks and no gateway
+	// is served, so an operator who checks the node sees why its lab
+	// does not list it.
+	otherBuild map[string]buildRefusal
+	set        *actors.DeviceSet // the set byUUID was built from
+	byUUID     map[string]*actors.Device
+	invSent    *actors.DeviceSet // the set the subscribers last got
+	// rejected are, by device UUID, the device's stored entries rejected
+	// (actors.Device.StoredRejections) as the inventory states them
+	// (wire.Device.stored_rejected): encoded once per change of the
+	// device's, not per inventory. An entry goes with its device.
+	rejected map[string]rejectedWire
+}
+
+// rejectedWire is a device's StoredRejections and their events' JSON.
+type rejectedWire struct {
+	of   *actors.StoredRejections
+	json [][]byte
+}
+
+// buildRefusal is the node's last refusal of a gateway for its build.
+type buildRefusal struct {
+	at  time.Time
+	why string
 }
 
 type subscriber struct {
@@ -188,7 +215,7 @@ func (o *clockOffset) ageNs(sentUnixNs int64, now time.Time) int64 {
 // StartNode starts the remote and serves svc's devices to gateways.
 func StartNode(svc *actors.Service, cfg Config) (*Node, error) {
 	cfg.defaults()
-	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(),
+	n := &Node{svc: svc, cfg: cfg, log: cfg.Log, clock: loop.SystemClock(), process: newProcessID(),
 		stop: make(chan struct{}), subs: map[string]*subscriber{}}
 	n.configs = newKeyedFIFO[string](n.answerConfig)
 	// The node's one kind: a device's cluster identity is this kind plus
@@ -282,7 +309,7 @@ func (n *Node) forwardEvents(sub *activity.Subscription) {
 		if err != nil {
 			continue
 		}
-		m := &wire.Event{NodeId: n.cfg.NodeID, Json: b}
+		m := &wire.Event{NodeId: n.cfg.NodeID, Json: b, NodeProcess: n.process}
 		for _, to := range n.eventDests() {
 			if !named || session < actors.FirstRemoteOwner || to.owner == session {
 				n.sys.Root.Send(to.pid, m)
@@ -377,12 +404,31 @@ func (n *Node) forgetSilentLocked(elapsed time.Duration) {
 // Ready reports that the node is ready: its devices are its own, and its
 // cluster link is up once StartNode returned, until its TLS certificate
 // ends (link.certEnded).
+//
+// A node that serves no gateway while it refuses one of another build
+// (within the last GatewayTimeout: one that stopped knocking is gone) is
+// not ready either, and says why: its lab does not list it.
 func (n *Node) Ready() (ready bool, detail string) {
-	if detail, ended := n.lk.certEnded(time.Now()); ended {
+	now := time.Now()
+	if detail, ended := n.lk.certEnded(now); ended {
 		return false, detail
 	}
-	return true, "cluster link up"
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	maps.DeleteFunc(n.otherBuild, func(_ string, r buildRefusal) bool { return now.Sub(r.at) > GatewayTimeout })
+	if len(n.subs) > 0 || len(n.otherBuild) == 0 {
+		return true, "cluster link up"
+	}
+	why := make([]string, 0, len(n.otherBuild))
+	for _, r := range n.otherBuild {
+		why = append(why, r.why)
+	}
+	slices.Sort(why)
+	return false, "refusing a gateway of another build: " + strings.Join(why, "; ")
 }
+
+// Started is the node's start: done once StartNode returned.
+func (n *Node) Started() (started bool, detail string) { return true, "cluster link up" }
 
 // Close stops pushing and shuts the remote down. Forwarded commands lapse
 // with their lease.
@@ -600,6 +646,12 @@ func (n *Node) refusalLocked(s *subscriber, m *wire.Subscribe, now time.Time) (p
 // normal course of a restart, at info level).
 func (n *Node) refuse(m *wire.Subscribe, code protocol.Code, why string, now time.Time) {
 	n.mu.Lock()
+	if code == protocol.CodeVersionMismatch {
+		if n.otherBuild == nil {
+			n.otherBuild = map[string]buildRefusal{}
+		}
+		n.otherBuild[m.GatewayAddress] = buildRefusal{now, why}
+	}
 	key := gatewayProcess{m.GatewayAddress, m.ProcessId}
 	logIt := now.Sub(n.refusalsLogged[key]) >= refusalLogEvery
 	if logIt {
@@ -612,13 +664,19 @@ func (n *Node) refuse(m *wire.Subscribe, code protocol.Code, why string, now tim
 	n.mu.Unlock()
 	if logIt {
 		l := n.log.Warn()
-		if code == protocol.CodeUnavailable {
+		switch code {
+		case protocol.CodeUnavailable:
 			l = n.log.Info()
+		case protocol.CodeVersionMismatch:
+			l = n.log.Error().Str("build", n.cfg.Build).Str("gateway_build", m.Build)
 		}
 		l.Str("gateway", m.GatewayAddress).Str("process", fmt.Sprintf("%016x", m.ProcessId)).Msg("cluster: subscription refused: " + why)
 	}
-	n.sys.Root.Send(actor.NewPID(m.GatewayAddress, gatewayActorName),
-		&wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(code), Error: why})
+	r := &wire.SubscribeRefused{NodeId: n.cfg.NodeID, ProcessId: m.ProcessId, Code: string(code), Error: why}
+	if code == protocol.CodeVersionMismatch {
+		r.Build, r.Address = n.cfg.Build, n.sys.Address()
+	}
+	n.sys.Root.Send(actor.NewPID(m.GatewayAddress, gatewayActorName), r)
 }
 
 func (n *Node) subscribe(m *wire.Subscribe) {
@@ -628,6 +686,18 @@ func (n *Node) subscribe(m *wire.Subscribe) {
 		n.mu.Unlock()
 		return
 	}
+	if !SameBuild(m.Build, n.cfg.Build) {
+		// Before anything of the gateway is kept: a gateway of another
+		// build is served nothing, and a process of the right build at
+		// its address later is a newcomer like any.
+		n.mu.Unlock()
+		n.refuse(m, protocol.CodeVersionMismatch, buildMismatch(
+			fmt.Sprintf("node %s runs %s", n.cfg.NodeID, buildName(n.cfg.Build)),
+			fmt.Sprintf("gateway %s at %s runs %s", m.GatewayId, m.GatewayAddress, buildName(m.Build))), now)
+		return
+	}
+	delete(n.otherBuild, m.GatewayAddress) // of this build now
+
 	s, ok := n.subs[m.GatewayAddress]
 	if code, why := n.refusalLocked(s, m, now); why != "" {
 		n.mu.Unlock()
@@ -782,6 +852,35 @@ func (n *Node) pruneDevicesLocked() {
 	}
 	maps.DeleteFunc(n.sessions, func(k fxKey, _ *sessionBinding) bool { return n.byUUID[k.uuid] == nil })
 	maps.DeleteFunc(n.configMarks, func(uuid string, _ *configMark) bool { return n.byUUID[uuid] == nil })
+	maps.DeleteFunc(n.rejected, func(uuid string, _ rejectedWire) bool { return n.byUUID[uuid] == nil })
+}
+
+// rejectedLocked is d's stored entries rejected now, as its inventory
+// entry states them (wire.Device.stored_rejected): each event's JSON is
+// made once, when the device's rejections change (a read, or a set of one
+// of them). n.mu must be held.
+func (n *Node) rejectedLocked(uuid string, d *actors.Device) [][]byte {
+	r := d.StoredRejections()
+	if r == nil {
+		delete(n.rejected, uuid)
+		return nil
+	}
+	if w, ok := n.rejected[uuid]; ok && w.of == r {
+		return w.json
+	}
+	w := rejectedWire{of: r}
+	for _, e := range r.Events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			continue // never: AppendJSON does not fail
+		}
+		w.json = append(w.json, b)
+	}
+	if n.rejected == nil {
+		n.rejected = map[string]rejectedWire{}
+	}
+	n.rejected[uuid] = w
+	return w.json
 }
 
 // configMark is a device's device-global config as the node last saw it:
@@ -824,7 +923,8 @@ func (n *Node) configGenLocked(uuid string, d *actors.Device) uint64 {
 func (n *Node) inventoryLocked() *wire.Inventory {
 	devs := n.devicesLocked()
 	n.invSent = n.set
-	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.sys.Address(), LeaseMs: uint32(n.cfg.LeaseMs)}
+	inv := &wire.Inventory{NodeId: n.cfg.NodeID, HttpUrl: n.cfg.HTTPURL, Address: n.sys.Address(), LeaseMs: uint32(n.cfg.LeaseMs), Build: n.cfg.Build,
+		NodeProcess: n.process}
 	for _, d := range devs {
 		i := d.Info
 		inv.Devices = append(inv.Devices, &wire.Device{
@@ -832,7 +932,8 @@ func (n *Node) inventoryLocked() *wire.Inventory {
 			Simulated: i.Simulated, Model: uint32(i.Model), HardwareVersion: uint32(i.HardwareVersion),
 			FirmwareVersion: uint32(i.FirmwareVersion), MaxForceN: i.MaxForceN,
 			WorkspaceCenterX: i.WorkspaceCenterM.X, WorkspaceCenterY: i.WorkspaceCenterM.Y, WorkspaceCenterZ: i.WorkspaceCenterM.Z,
-			ConfigGen: n.configGenLocked(i.UUID, d),
+			ConfigGen:      n.configGenLocked(i.UUID, d),
+			StoredRejected: n.rejectedLocked(i.UUID, d),
 		})
 	}
 	return inv
@@ -1048,7 +1149,7 @@ func (n *Node) push() {
 				// Addressed to the process served (Inventory.process_id),
 				// as the answer to its Subscribe is.
 				n.sys.Root.Send(to.pid, &wire.Inventory{NodeId: inv.NodeId, Devices: inv.Devices, HttpUrl: inv.HttpUrl,
-					Address: inv.Address, ProcessId: to.process, LeaseMs: inv.LeaseMs})
+					Address: inv.Address, ProcessId: to.process, LeaseMs: inv.LeaseMs, Build: inv.Build, NodeProcess: inv.NodeProcess})
 			}
 			n.sys.Root.Send(to.pid, n.batch(&rd, to, lapsedOwners, fxGens, navs))
 		}
@@ -1231,7 +1332,8 @@ func stateFromWire(m *wire.State, dst *hw.State) {
 
 // config answers a gateway's config request on the owning node: protocol
 // validates the JSON, the device actor applies and persists it (durably,
-// before the answer), and the reply carries the entry now in force.
+// before the answer), and the reply carries the entry now in force; a
+// read's, with the warnings the node's own GET answers besides it.
 func (n *Node) config(m *wire.ConfigRequest) *wire.ConfigReply {
 	fail := func(err error) *wire.ConfigReply {
 		pe := asProtocolError(err)
@@ -1248,10 +1350,11 @@ func (n *Node) config(m *wire.ConfigRequest) *wire.ConfigReply {
 		return fail(protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key))
 	}
 	var e protocol.Entry
+	var warnings []protocol.Error
 	var err error
 	switch m.Op {
 	case "get":
-		e, err = n.svc.Entry(d, 0, k)
+		e, warnings, err = n.svc.EntryWarn(d, 0, k)
 	case "set":
 		var pe *protocol.Error
 		if e, pe = protocol.DecodeEntry(k, m.Json, ""); pe != nil {
@@ -1270,7 +1373,32 @@ func (n *Node) config(m *wire.ConfigRequest) *wire.ConfigReply {
 	if err != nil {
 		return fail(err)
 	}
-	return &wire.ConfigReply{Json: b}
+	return &wire.ConfigReply{Json: b, Warnings: warningsToWire(warnings)}
+}
+
+// warningsToWire is a config entry's warnings as a ConfigReply carries them.
+func warningsToWire(ws []protocol.Error) []*wire.ConfigWarning {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]*wire.ConfigWarning, len(ws))
+	for i, w := range ws {
+		out[i] = &wire.ConfigWarning{Code: string(w.Code), Message: w.Message, Path: w.Path}
+	}
+	return out
+}
+
+// warningsFromWire is the warnings of a node's ConfigReply, as the node's
+// own GET answers them (none from a node older than the field).
+func warningsFromWire(ws []*wire.ConfigWarning) []protocol.Error {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]protocol.Error, len(ws))
+	for i, w := range ws {
+		out[i] = protocol.Error{Code: protocol.Code(w.GetCode()), Message: w.GetMessage(), Path: w.GetPath()}
+	}
+	return out
 }
 
 // asProtocolError keeps a protocol error's code; anything else is internal.

@@ -75,6 +75,13 @@ type proxy struct {
 	// nodeDeviceID is the id the node knows the device by (info.ID differs
 	// after a short-id collision).
 	nodeDeviceID string
+	// storedRejected is the device's stored_rejected as the node's last
+	// inventory stated it, from the node's process storedRejectedBy
+	// (under g.mu): the node sends it with every inventory, 4 a second,
+	// and the gateway reads it again only when either changed
+	// (inventoryRejectionsLocked).
+	storedRejected   [][]byte
+	storedRejectedBy uint64
 
 	// cfgMu guards writes: per device-global key, the client's sets and
 	// resets through the gateway. It is never held across a request or a
@@ -82,6 +89,13 @@ type proxy struct {
 	// other entries.
 	cfgMu  sync.Mutex
 	writes map[protocol.Key]*keyWrites
+	// warned holds, per device-global key, the warnings the node last
+	// answered for it (its own GET's: a stored value of it the node did
+	// not accept), under cfgMu. Reads of a key with any ask the node
+	// (ReadConfig), which alone makes them: a write of the entry, through
+	// the gateway or on the node, or of its placement's other entry, may
+	// have cleared them, and the next read says so.
+	warned map[protocol.Key][]protocol.Error
 	// unsure has bit k set while the gateway's copy of key k may be older
 	// than the node's value: a client write of it the node did not answer
 	// (503: it may have applied it), one the gateway's copy then failed to
@@ -870,7 +884,10 @@ func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
 		return nil, fmt.Errorf("cluster: encode %s: %w", e.Key().Path(), err)
 	}
 	p.clientWrites(e.Key())
-	got, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+	got, warnings, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "set", Key: e.Key().Path(), Json: b})
+	if err == nil {
+		p.setWarnings(e.Key(), warnings)
+	}
 	p.noteAnswer(e.Key(), err)
 	return got, err
 }
@@ -878,9 +895,50 @@ func (p *proxy) SetConfig(e protocol.Entry) (protocol.Entry, error) {
 // ResetConfig restores a device-global entry's default on the owning node.
 func (p *proxy) ResetConfig(k protocol.Key) (protocol.Entry, error) {
 	p.clientWrites(k)
-	got, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+	got, warnings, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "reset", Key: k.Path()})
+	if err == nil {
+		p.setWarnings(k, warnings)
+	}
 	p.noteAnswer(k, err)
 	return got, err
+}
+
+// warningsOf is what the node last answered of k's warnings (nil: none).
+func (p *proxy) warningsOf(k protocol.Key) []protocol.Error {
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	return p.warned[k]
+}
+
+// setWarnings takes the warnings the node answered to a write of k: those
+// left after it.
+func (p *proxy) setWarnings(k protocol.Key, ws []protocol.Error) {
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	p.setWarningsLocked(k, ws)
+}
+
+func (p *proxy) setWarningsLocked(k protocol.Key, ws []protocol.Error) {
+	if len(ws) == 0 {
+		delete(p.warned, k)
+		return
+	}
+	if p.warned == nil {
+		p.warned = map[protocol.Key][]protocol.Error{}
+	}
+	p.warned[k] = ws
+}
+
+// readWarnings takes the warnings the node answered to a read of k sent
+// at mark: not over a client's write of k started since, or open then,
+// whose answer says what it left (the read may be of before it).
+func (p *proxy) readWarnings(k protocol.Key, ws []protocol.Error, mark readMark) {
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	if w := p.writesLocked(k); mark.open != 0 || w.started != mark.started {
+		return
+	}
+	p.setWarningsLocked(k, ws)
 }
 
 // keyWrites is what the proxy knows of the client writes of one key.
@@ -1060,54 +1118,87 @@ func (p *proxy) IDAssigned() {}
 // copy of it may be older: during the sync from the node, and while the
 // entry is unsure. A client reading back a set it was answered 503 for,
 // as docs/lab.md says to, must not be answered the gateway's older copy.
-// An unsure entry the node answers is copied in (copyIn).
-func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, bool, error) {
+// An unsure entry the node answers is copied in (copyIn). It also reads
+// from the node an entry the node last answered warnings for (warned),
+// with the node's warnings, so a GET through the gateway warns as the
+// node's own does, no longer once the node has none; when the node does
+// not answer that read within warnedReadWait, the copy (the node's)
+// answers, with the warnings the node gave last.
+func (p *proxy) ReadConfig(k protocol.Key) (protocol.Entry, []protocol.Error, bool, error) {
 	unsure := p.unsureOf(k)
-	if p.synced.Load() && !unsure {
-		return nil, false, nil
+	warned := p.warningsOf(k)
+	synced := p.synced.Load()
+	if synced && !unsure && warned == nil {
+		return nil, nil, false, nil
+	}
+	wait := configTimeout
+	if synced && !unsure {
+		wait = warnedReadWait // the copy is current: only the warnings are asked
 	}
 	mark := p.markRead(k)
-	e, err := p.configRequest(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()})
-	if err != nil || !unsure {
-		return e, true, err
+	e, warnings, err := p.configRequestWithin(&wire.ConfigRequest{Uuid: p.info.UUID, Op: "get", Key: k.Path()}, wait)
+	if err != nil {
+		if synced && !unsure {
+			return nil, warned, false, nil
+		}
+		return nil, nil, true, err
+	}
+	p.readWarnings(k, warnings, mark)
+	if !unsure {
+		return e, warnings, true, nil
 	}
 	if dev := p.dev.Load(); dev != nil {
 		if cerr := p.copyIn(dev, k, e, mark); cerr != nil {
 			p.g.log.Warn().Err(cerr).Str("device_id", dev.ID).Str("key", k.Path()).Msg("could not copy a node's config entry in; reads of it ask the node")
 		}
 	}
-	return e, true, nil
+	return e, warnings, true, nil
 }
 
 // configRequest is one request/response to the node; its answer is decoded
-// with the same protocol code the node used.
-func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, error) {
+// with the same protocol code the node used, with the node's warnings of
+// the entry (ConfigReply.warnings).
+func (p *proxy) configRequest(m *wire.ConfigRequest) (protocol.Entry, []protocol.Error, error) {
+	return p.configRequestWithin(m, configTimeout)
+}
+
+// warnedReadWait bounds the read of an entry whose copy is current, asked
+// of the node for its warnings alone (ReadConfig): a node answers one
+// device's config requests in order, so a write hung on its disk held
+// each GET of a warned entry for configTimeout, where the copy answered
+// at once before the warnings were carried (review59).
+const warnedReadWait = 250 * time.Millisecond
+
+// configRequestWithin is configRequest answered within wait (at most
+// configTimeout): past it the request is unanswered (unavailable), and
+// the node's late answer is dropped.
+func (p *proxy) configRequestWithin(m *wire.ConfigRequest, wait time.Duration) (protocol.Entry, []protocol.Error, error) {
 	k, ok := protocol.KeyFromPath(m.Key)
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key)
+		return nil, nil, protocol.Errorf(protocol.CodeUnknownKey, "", "unknown config key %q", m.Key)
 	}
 	if p.lost.Load() {
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
+		return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "", "%v", errNodeLost)
 	}
-	r, err := p.g.configRequest(p, m)
+	r, err := p.g.configRequest(p, m, wait)
 	if errors.Is(err, errNodeGone) || errors.Is(err, errGatewayStopping) {
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s: %v", p.nodeID, err)
+		return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s: %v", p.nodeID, err)
 	}
 	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, configTimeout, err)
+		return nil, nil, protocol.Errorf(protocol.CodeUnavailable, "", "node %s did not answer within %v: %v", p.nodeID, wait, err)
 	}
 	reply, ok := r.(*wire.ConfigReply)
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeInternal, "", "node %s answered %T", p.nodeID, r)
+		return nil, nil, protocol.Errorf(protocol.CodeInternal, "", "node %s answered %T", p.nodeID, r)
 	}
 	if reply.Error != "" {
-		return nil, protocol.Errorf(protocol.Code(reply.Code), "", "%s", reply.Error)
+		return nil, nil, protocol.Errorf(protocol.Code(reply.Code), "", "%s", reply.Error)
 	}
 	e, pe := protocol.DecodeEntry(k, reply.Json, "")
 	if pe != nil {
-		return nil, fmt.Errorf("cluster: node %s answered an invalid %s: %w", p.nodeID, m.Key, pe)
+		return nil, nil, fmt.Errorf("cluster: node %s answered an invalid %s: %w", p.nodeID, m.Key, pe)
 	}
-	return e, nil
+	return e, warningsFromWire(reply.Warnings), nil
 }
 
 // configTimeout bounds a config request to a node: the node persists

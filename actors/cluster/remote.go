@@ -80,7 +80,12 @@ type Config struct {
 	PushHz int
 	// NodeTimeout drops a node the gateway has not heard from (default 1 s).
 	NodeTimeout time.Duration
-	Log         zerolog.Logger
+	// Build names this process's build (BuildOf; main passes it down). A
+	// lab's members join only members of the same build: a node refuses a
+	// gateway's Subscribe that states another (or none: an older build),
+	// a gateway a node's Inventory (package doc, Builds).
+	Build string
+	Log   zerolog.Logger
 }
 
 // DefaultBind is the cluster link's address when none is given: loopback,

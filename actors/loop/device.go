@@ -641,6 +641,7 @@ func (d *Device) Halt() {
 			if d.haltAck.Load() < gen {
 				d.haltLocked()
 				d.publishPending = !d.publish()
+				d.tapHalt(d.ticks.Load())
 			}
 			d.token.Store(false)
 			return
@@ -672,6 +673,7 @@ func (d *Device) haltOnShard(gen uint64) bool {
 		d.pull(r)
 		d.haltLocked()
 		d.publishPending = !d.publish()
+		d.tapHalt(r.ticks)
 		d.push(r)
 	}
 	return true

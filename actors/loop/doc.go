@@ -121,7 +121,8 @@
 // that woke late shortens the ramp rather than delaying the zero), then
 // sends ModeIdle (by default the zero goes out within ReleaseBoundNs, 20 ms,
 // of the lapse); a release
-// by the session does the same with EventReleased. Every change of owner
+// by the session does the same with EventReleased, counted from the
+// release (or from the deadline, if that came first). Every change of owner
 // starts a new ownership term and a command counts only in its own term, so
 // a command written before a release is never applied again, even if the
 // register still holds it: only a new Write re-arms the output. A driver
@@ -149,7 +150,9 @@
 // copies its snapshot into the tap's bounded ring, at most once per the
 // tap's everyNs (NewTap), and the recorder drains it with Tap.Next. A full ring
 // drops the tick's snapshot and counts it (Tap.Dropped): the loop never
-// waits on a recorder, and never allocates for one.
+// waits on a recorder, and never allocates for one. A Halt between ticks
+// (a stop's) queues the halted state too, its force zero: the last state
+// a recording of the stop gets of the device.
 //
 // # Pacing
 //

@@ -81,6 +81,15 @@ func (d *Device) haltLocked() {
 		d.errors.Add(1)
 		d.emit(Event{Kind: EventDriverError, Session: d.lastOwner,
 			Err: fmt.Errorf("actors/loop: halt %s: %w; unplug the device if it keeps applying force", d.info.ID, err)})
+	} else {
+		// The device applies no force from here on, gravity support
+		// included (hw.Driver.Halt): what the state says until the next
+		// exchange reports it. A Halt between ticks (a stop's, after the
+		// last tick) publishes this state and hands it to the taps
+		// (tapHalt); it used to publish the last exchange's force, and a
+		// recording of the stop ended on it.
+		d.state.ForceN, d.pub.State.ForceN = hw.Vec3{}, hw.Vec3{}
+		d.stateGravityN = 0
 	}
 	d.haltAck.Store(gen)
 }
@@ -210,15 +219,20 @@ func (d *Device) endControl(nowNs int64) {
 		// noticed it: a tick that woke late (a busy CPU) shortens the
 		// ramp instead of pushing the zero past ReleaseBoundNs. Past it
 		// by a whole ramp, the force drops to zero at once: the bound on
-		// the release outranks the smoothness of it. A lapse ends at the
-		// deadline of the session's latest command in this term, applied
-		// or not (a command written and lapsed between two ticks). A
-		// let-go (and a new claim after one) ends when the register
-		// stamped its release, which came after the last tick: from there
-		// the ramp is whole and the bound holds. Any other end (a halt, a
-		// release with no stamp) counts from the last tick, which applied
-		// the control: at most a gap early, so the bound holds however
-		// late this tick woke.
+		// the release outranks the smoothness of it. The control ended
+		// at the first of its ends: a lapse at the deadline of the
+		// session's latest command in this term, applied or not (a
+		// command written and lapsed between two ticks); a let-go (and a
+		// new claim after one) when the register stamped its release,
+		// which came after the last tick. From there the ramp is whole
+		// and the bound holds. A let-go before a deadline that also
+		// passed before this tick ends at the let-go: ramped from the
+		// deadline, a lab node's force (its lease on the gateway's last
+		// command ending tens of ms after the gateway let go) was still
+		// on 50 ms after the let-go. Any other end (a halt, a release
+		// with no stamp) counts from the last tick, which applied the
+		// control: at most a gap early, so the bound holds however late
+		// this tick woke.
 		d.ramping, d.rampStartNs = true, nowNs
 		if dl := d.held.DeadlineNs; dl < d.rampStartNs {
 			d.rampStartNs = dl
@@ -226,10 +240,12 @@ func (d *Device) endControl(nowNs int64) {
 		if c := &d.cmd; c.Session == d.held.Session && c.term == d.held.term && c.DeadlineNs < d.rampStartNs {
 			d.rampStartNs = c.DeadlineNs
 		}
-		if d.rampStartNs == nowNs && d.tickDtNs > 0 {
-			d.rampStartNs = nowNs - d.tickDtNs
-			if r := d.reg.releasedNs.Load(); r > d.rampStartNs && r <= nowNs {
+		if d.tickDtNs > 0 {
+			lastNs := nowNs - d.tickDtNs
+			if r := d.reg.releasedNs.Load(); r >= lastNs && r <= nowNs && r <= d.rampStartNs {
 				d.rampStartNs = r
+			} else if d.rampStartNs == nowNs {
+				d.rampStartNs = lastNs
 			}
 		}
 	}

@@ -947,6 +947,34 @@ func TestReleaseBoundHoldsWhenTheLoopWakesLate(t *testing.T) {
 			r.command(7, *seq, ms/2, force(8, 0, 0), nil)
 			return r.clock.Now() + ms/2
 		}},
+		// The lab node's arm: the gateway's commands carry the node's
+		// 100 ms lease, renewed seldom by a loaded gateway, so the last
+		// one applied may end a few ms after the gateway lets go. The
+		// ramp counted from that deadline, not the let-go before it: B,
+		// taking the arm after A through the gateway, felt 2 to 3 N of
+		// A's 3 N 25 to 60 ms after the node let go
+		// (TestTakeoverAfterTheLinkSlowsStartsFromZero under load).
+		{"session lets go, its lease ending before the late tick", func(r *rig, seq *uint64) int64 {
+			*seq++
+			r.command(7, *seq, 6*ms, force(8, 0, 0), nil)
+			r.step(ms)
+			if !r.dev.Register().Release(7) {
+				t.Fatal("release refused")
+			}
+			return r.clock.Now()
+		}},
+		{"session lets go and claims again commanding none, its old lease ending before the late tick", func(r *rig, seq *uint64) int64 {
+			*seq++
+			r.command(7, *seq, 6*ms, force(8, 0, 0), nil)
+			r.step(ms)
+			if !r.dev.Register().Release(7) {
+				t.Fatal("release refused")
+			}
+			end := r.clock.Now()
+			*seq++
+			r.command(7, *seq, 100*ms, force(0, 0, 0), nil) // in the same tick gap
+			return end
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, looptest.ArmInfo(), DeviceOptions{})

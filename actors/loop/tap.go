@@ -15,7 +15,11 @@ import (
 //
 // The snapshot a tap takes is the one the tick published (or the last one
 // still in force, when the tick changed nothing), with Tick and TimeNs of
-// the tick itself, so consecutive taken snapshots count the ticks. A
+// the tick itself, so consecutive taken snapshots count the ticks. A Halt
+// between ticks (a service's stop halts every device after its last tick)
+// queues one more, whatever everyNs and however full of ticks the ring is
+// (a slot is kept for it): the halted device's, with the zero force it
+// ends with, the last tick's Tick and the halt's TimeNs. A
 // simulated arm's derived fields (joint angles, body orientation) are not
 // computed: Next leaves them zero. NextHanded tells the handedness in force
 // at the tick.
@@ -31,14 +35,25 @@ type Tap struct {
 	// The device's token holder owns the following.
 	dev    *Device
 	nextNs int64
+	// haltedAt is 1 + the tick after which a halt's snapshot was queued
+	// (0: none): a second Halt before the next tick (the scheduler's
+	// stop halts, then the service's) queues no copy of it.
+	haltedAt uint64
 }
 
-// NewTap returns a tap whose ring holds size snapshots (at least 1) and
-// that takes at most one snapshot per everyNs of loop time (<= 0: every
-// tick). Attach it to one device with Device.AddTap.
+// NewTap returns a tap whose ring holds size snapshots of ticks (at least
+// 1) and that takes at most one snapshot per everyNs of loop time (<= 0:
+// every tick). Attach it to one device with Device.AddTap. The ring has one
+// slot more, which only a Halt's snapshot may take: a reader that fell a
+// ring's worth behind (starved, right before a stop) still gets the halt
+// as the device's last word, after the ticks queued before it.
 func NewTap(size int, everyNs int64) *Tap {
-	return &Tap{ring: make([]Snapshot, max(size, 1)), everyNs: max(everyNs, 0)}
+	return &Tap{ring: make([]Snapshot, max(size, 1)+1), everyNs: max(everyNs, 0)}
 }
+
+// ticksFull reports whether the ring holds as many snapshots as a tick may
+// queue (all but the slot kept for a halt).
+func (t *Tap) ticksFull(tail uint64) bool { return tail-t.head.Load() >= uint64(len(t.ring)-1) }
 
 // Dropped counts the snapshots the loop could not queue because the ring
 // was full. Any goroutine may call it.
@@ -148,7 +163,7 @@ func (d *Device) feedTaps(l []*Tap, nowNs int64, tick uint64) {
 			}
 		}
 		tail := t.tail.Load()
-		if tail-t.head.Load() >= uint64(len(t.ring)) {
+		if t.ticksFull(tail) {
 			t.dropped.Add(1)
 			continue
 		}
@@ -164,6 +179,47 @@ func (d *Device) feedTaps(l []*Tap, nowNs int64, tick uint64) {
 				s.derive = deriveLeft
 			}
 		}
+		s.Tick, s.TimeNs = tick, nowNs
+		t.tail.Store(tail + 1)
+	}
+}
+
+// tapHalt queues on each tap the snapshot a Halt between ticks just
+// published: the device halted, its force zero when the driver's Halt
+// succeeded. No tick follows a stop's Halt, so without it a recording
+// ended on the last tick's force (the release's ramp cut short) although
+// the device ended at zero. tick is the device's last tick. Every tap takes
+// it, whatever its everyNs: it is the device's last word. The caller holds
+// the driver, as for feedTaps.
+func (d *Device) tapHalt(tick uint64) {
+	l := d.taps.list.Load()
+	if l == nil {
+		return
+	}
+	// After the last tick's time on the device's clock, so the halt's
+	// snapshot follows that tick's in a recording's timeline.
+	nowNs := max(d.clock.Now(), d.lastNowNs+1, d.pub.TimeNs+1)
+	derive := deriveRight
+	if d.lazy != nil {
+		if d.lazy.LeftHanded() {
+			derive = deriveLeft
+		}
+	} else if d.configuredFrom.Settings.LeftHanded {
+		derive = deriveLeft
+	}
+	for _, t := range *l {
+		if t.haltedAt == tick+1 {
+			continue
+		}
+		tail := t.tail.Load()
+		if tail-t.head.Load() >= uint64(len(t.ring)) {
+			t.dropped.Add(1)
+			continue
+		}
+		t.haltedAt = tick + 1
+		s := &t.ring[tail%uint64(len(t.ring))]
+		*s = d.pub
+		s.derive = derive
 		s.Tick, s.TimeNs = tick, nowNs
 		t.tail.Store(tail + 1)
 	}

@@ -83,6 +83,51 @@ func TestTapDecimates(t *testing.T) {
 	}
 }
 
+// A Halt between ticks that finds the ring full (the recorder fell a
+// ring's worth of ticks behind: starved on a loaded machine, right before
+// a stop) still queues the halted state, after every tick queued before:
+// it is the device's last word, and a recording of the stop must end on
+// its zero force (docs/recording.md). It was dropped like a tick, and the
+// file ended on the last queued tick's 3 N.
+func TestTapTakesTheHaltWhenFull(t *testing.T) {
+	clock := looptest.NewClock(1000 * ms)
+	d := NewDevice(looptest.NewDriver(looptest.ArmInfo()), DeviceOptions{PeriodNs: ms, Clock: clock})
+	d.SetGlobals(&Globals{ForceScale: 1}) // no gravity feed-forward
+	tap := NewTap(4, 0)
+	if err := d.AddTap(tap); err != nil {
+		t.Fatal(err)
+	}
+	d.Register().Claim(3)
+	c := force(0, 0, 3)
+	d.Register().Write(3, 1, clock.Now()+time64(1000), &c, nil)
+	for range 100 {
+		d.Step(clock.Advance(ms))
+	}
+	d.Halt()
+	got := drain(tap)
+	if len(got) != 5 || got[3].Tick != 4 || tap.Dropped() != 96 {
+		t.Fatalf("%d snapshots (ticks %v), %d dropped; want ticks 1-4, 96 dropped, then the halt's", len(got), ticksOf(got), tap.Dropped())
+	}
+	if h := got[4]; h.State.ForceN != (hw.Vec3{}) || h.Mode != hw.ModeIdle || h.Tick != 100 {
+		t.Fatalf("the tap's last snapshot: tick %d, force %+v, mode %v; want the halt's after tick 100, zero force, idle", h.Tick, h.State.ForceN, h.Mode)
+	}
+	// The next ticks queue as before: the ring takes ticks up to its size.
+	for range 10 {
+		d.Step(clock.Advance(ms))
+	}
+	if got := drain(tap); len(got) != 4 || got[0].Tick != 101 {
+		t.Fatalf("after the halt and 10 more ticks: ticks %v, want 101-104", ticksOf(got))
+	}
+}
+
+func ticksOf(ss []Snapshot) []uint64 {
+	var out []uint64
+	for _, s := range ss {
+		out = append(out, s.Tick)
+	}
+	return out
+}
+
 // A full ring never holds the loop up: the tick's snapshot is dropped and
 // counted, and the ring takes snapshots again once drained.
 func TestTapDropsWhenFull(t *testing.T) {
@@ -163,6 +208,81 @@ func BenchmarkStepTap(b *testing.B) {
 					for tap.Next(&s) {
 					}
 				}
+			}
+		})
+	}
+}
+
+// A Halt between ticks (a service's stop halts every device after its last
+// tick) queues the halted state on the tap, whatever its rate: the zero
+// force the device ends with, after the last tick's snapshot. A second
+// Halt before the next tick queues no copy of it. A recording of a stop
+// used to end on the last tick's force, the release's ramp cut short.
+func TestTapTakesTheHaltBetweenTicks(t *testing.T) {
+	for _, onShard := range []bool{false, true} {
+		name := map[bool]string{false: "own loop", true: "simulated arm on a shard"}[onShard]
+		t.Run(name, func(t *testing.T) {
+			clock := looptest.NewClock(1000 * ms)
+			var d *Device
+			var tick func()
+			if onShard {
+				d = NewDevice(sim.NewArm(sim.ArmOptions{PeriodS: 0.001}), DeviceOptions{PeriodNs: ms, Clock: clock})
+				s := NewScheduler(SchedulerOptions{PeriodNs: ms, Shards: 1, Clock: clock})
+				s.Add(d) // not started: the test runs the shard's passes
+				defer s.Stop()
+				tick = func() { s.shards[0].passLocked(clock.Advance(ms), clock) }
+			} else {
+				d = NewDevice(looptest.NewDriver(looptest.ArmInfo()), DeviceOptions{PeriodNs: ms, Clock: clock})
+				tick = func() { d.Step(clock.Advance(ms)) }
+			}
+			d.SetGlobals(&Globals{ForceScale: 1}) // no gravity feed-forward
+			tap := NewTap(1000, 50*ms)            // one snapshot per 50 ticks
+			if err := d.AddTap(tap); err != nil {
+				t.Fatal(err)
+			}
+			d.Register().Claim(3)
+			c := force(0, 0, 3)
+			d.Register().Write(3, 1, clock.Now()+time64(1000), &c, nil)
+			for range 100 {
+				tick()
+			}
+			var last Snapshot
+			d.Load(&last)
+			if last.State.ForceN.Z < 2.5 {
+				t.Fatalf("the arm applies %+v before the halt, want about 3 N up", last.State.ForceN)
+			}
+			got := drain(tap)
+			if len(got) == 0 || got[len(got)-1].State.ForceN.Z < 2.5 {
+				t.Fatalf("the tap took %d snapshots before the halt, the last %+v", len(got), got)
+			}
+			d.Halt()
+			halted := drain(tap)
+			if len(halted) != 1 {
+				t.Fatalf("a Halt between ticks queued %d snapshots, want 1", len(halted))
+			}
+			h := halted[0]
+			if h.State.ForceN != (hw.Vec3{}) || h.Mode != hw.ModeIdle || h.Target != [3]float64{} {
+				t.Errorf("the halt's snapshot: force %+v, mode %v, target %v; want the zero the arm ends with, idle", h.State.ForceN, h.Mode, h.Target)
+			}
+			if h.State.PositionM != last.State.PositionM || h.State.VelocityMps != last.State.VelocityMps {
+				t.Errorf("the halt's snapshot: at %+v moving %+v; want where the last tick left the arm, %+v moving %+v", h.State.PositionM, h.State.VelocityMps, last.State.PositionM, last.State.VelocityMps)
+			}
+			if h.Tick != last.Tick || h.TimeNs <= last.TimeNs {
+				t.Errorf("the halt's snapshot: tick %d at %d; want the last tick %d, after %d", h.Tick, h.TimeNs, last.Tick, last.TimeNs)
+			}
+			if d.Load(&last); last.State.ForceN != (hw.Vec3{}) {
+				t.Errorf("after the Halt the device shows %+v N, want zero", last.State.ForceN)
+			}
+			d.Halt()
+			if again := drain(tap); len(again) != 0 {
+				t.Errorf("a second Halt before the next tick queued %d more snapshots", len(again))
+			}
+			tick()
+			d.Load(&last)
+			d.Halt()
+			// The tick's own snapshot too when the rate takes it.
+			if again := drain(tap); len(again) == 0 || again[len(again)-1].Tick != last.Tick || again[len(again)-1].TimeNs <= last.TimeNs {
+				t.Errorf("a Halt after one more tick (%d) queued %+v, want one more halted state", last.Tick, again)
 			}
 		})
 	}

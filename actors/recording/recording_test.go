@@ -314,6 +314,8 @@ func TestCompareJSON(t *testing.T) {
 		{"angles have their own", `{"angular":0}`, `{"angular":1.5}`, 0},
 		{"session_id differs by nature", `{"session_id":1}`, `{"session_id":2}`, 0},
 		{"ignored key", `{"skip":1}`, `{"skip":9}`, 0},
+		{"ignored key the recording lacks", `{"a":1}`, `{"a":1,"skip":9}`, 0},
+		{"ignored key the service no longer sends", `{"a":1,"skip":9}`, `{"a":1}`, 0},
 		{"missing and extra keys", `{"a":1}`, `{"b":1}`, 2},
 		{"array length", `[1,2]`, `[1]`, 1},
 		{"another string", `{"s":"a"}`, `{"s":"b"}`, 1},
@@ -340,6 +342,12 @@ func TestCompareJSON(t *testing.T) {
 			compareJSON("f", w, g, tol, &diffs)
 			if len(diffs) != tt.diffs {
 				t.Fatalf("%d differences %q, want %d", len(diffs), diffs, tt.diffs)
+			}
+			// compareMixed with the one recorded frame decides the same.
+			diffs = nil
+			compareMixed("f", []any{w}, g, tol, &diffs)
+			if len(diffs) != tt.diffs {
+				t.Fatalf("compareMixed: %d differences %q, want %d", len(diffs), diffs, tt.diffs)
 			}
 		})
 	}

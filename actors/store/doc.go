@@ -39,6 +39,34 @@
 // moves it or the file is gone, never written over. The caller logs it and uses defaults; nothing in this package
 // stops the service over a bad file.
 //
+// A document read into a Tolerant value that accepted some of its entries
+// and not others (a value a newer build wrote, a typo) is not corrupt:
+// Load answers found, the value holding the entries it accepted, with a
+// *RejectedError naming the file and a copy of it as read
+// (name.json.rejected-<unix seconds>, made without the document's lock and
+// reused when a copy with the same bytes is there), and leaves the file in
+// place. The caller tells the user which entries took their defaults.
+//
+// A document read into a KeepsUnknown value with members that value does
+// not know (a newer build's entry after a downgrade, a misspelt name) is
+// read as usual; Load keeps those members, as the file has them, and every
+// later write of the name (Save, SaveGated, a write-behind flush) writes
+// them back first in its object (or in the object in it a member is In,
+// a group of settings), so that a build that does not know an entry never
+// takes it from the file. They go with the document: a Delete
+// (DeleteFolder too), a Load that moves the file aside as corrupt or finds
+// it gone, or a write that finds it gone (removed by hand) drops them.
+// OnUnknown's function hears of them once per document, with their size:
+// above MaxKept (4 MiB) every write of the document is refused, changing
+// nothing (ErrKeptTooLarge), rather than copying them at each write or
+// dropping them.
+//
+// A caller that does not write a value it holds as stored (unchanged)
+// asks InPlace whether the document's file is still there: a folder made
+// in its place is an error, as for a write. Only a document this process
+// found on disk or wrote is looked for: one never stored is the defaults
+// a restart gives, and is not written for a value that did not change.
+//
 // # Write-behind
 //
 // WebSocket clients may re-send configure at 1 kHz; PROTOCOL 4 asks for

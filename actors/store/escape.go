@@ -92,3 +92,22 @@ func HashName(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:16])
 }
+
+// hashNameLen is the length of HashName's output.
+const hashNameLen = 32
+
+// IsHashName reports whether s is shaped as HashName's output: exactly 32
+// lower-case hex digits. A folder named otherwise in a folder of hashed
+// names (an operator's "backup-before-upgrade", an editor's scratch
+// folder) was not made by the service.
+func IsHashName(s string) bool {
+	if len(s) != hashNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

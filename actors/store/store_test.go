@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -591,8 +592,10 @@ func TestDeleteFolder(t *testing.T) {
 }
 
 // A directory where a document should be is read as an error, not as
-// defaults to write over; writes of the name are refused with a reason
-// until the directory is gone, then work as ever.
+// defaults to write over; writes and deletes of the name are refused,
+// saying a folder stands where the document's file should be (not "check
+// free space and permissions", nor "make it readable") and changing
+// nothing, until the directory is gone, then work as ever.
 func TestDirectoryInPlaceOfDocument(t *testing.T) {
 	s := openTemp(t)
 	const name = "devices/arm3-049D"
@@ -602,15 +605,32 @@ func TestDirectoryInPlaceOfDocument(t *testing.T) {
 	}
 	var got deviceDoc
 	found, err := s.Load(name, &got)
-	var corrupt *CorruptError
-	if found || err == nil || errors.As(err, &corrupt) || !strings.Contains(err.Error(), p) {
-		t.Fatalf("Load = %v, %v; want a read error naming %s", found, err, p)
+	if found || !errors.Is(err, ErrFolderInPlace) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Load = %v, %v; want ErrFolderInPlace naming %s", found, err, p)
 	}
-	if err := s.Save(name, deviceDoc{Scale: 1}); err == nil || !strings.Contains(err.Error(), "left as it is") {
-		t.Errorf("Save = %v; want a refusal saying %s is left as it is", err, p)
+	for op, do := range map[string]func() error{
+		"Save":       func() error { return s.Save(name, deviceDoc{Scale: 1}) },
+		"SaveGated":  func() error { return s.SaveGated(name, deviceDoc{Scale: 1}, func() bool { return true }) },
+		"Delete":     func() error { return s.Delete(name) },
+		"write-back": func() error { w := s.NewWriteBehind(time.Hour); w.Put(name, deviceDoc{Scale: 1}); return w.Close() },
+	} {
+		err := do()
+		if !errors.Is(err, ErrFolderInPlace) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "moved away") || strings.Contains(err.Error(), "free space") {
+			t.Errorf("%s = %v; want ErrFolderInPlace naming %s, saying to move it away", op, err, p)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(p, "kept")); err != nil {
 		t.Errorf("the directory in the document's place was touched: %v", err)
+	}
+	// An empty one too is not the store's to remove.
+	if err := os.Remove(filepath.Join(p, "kept")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(name); !errors.Is(err, ErrFolderInPlace) {
+		t.Errorf("Delete with an empty folder in place = %v; want ErrFolderInPlace", err)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		t.Errorf("the empty folder in the document's place after a Delete: %v; want it left", err)
 	}
 	if err := os.RemoveAll(p); err != nil {
 		t.Fatal(err)
@@ -620,6 +640,61 @@ func TestDirectoryInPlaceOfDocument(t *testing.T) {
 	}
 	if found, err := s.Load(name, &got); !found || err != nil || got.Scale != 1 {
 		t.Errorf("Load after Save = %v, %v, %+v", found, err, got)
+	}
+}
+
+// CheckWritable names each folder it was asked about that the service may
+// not write into (a prefix ending in "/*" is each folder in it), a few of
+// them then how many more, with the fix; folders not made yet pass (their
+// parent is checked).
+func TestCheckWritableNamesTheFoldersRefused(t *testing.T) {
+	s := openTemp(t)
+	clock := time.Unix(1e9, 0)
+	s.now = func() time.Time { clock = clock.Add(foldersRecheck); return clock } // no reuse
+	a, b, c, d := HashName("a"), HashName("b"), HashName("c"), HashName("d")
+	for _, d := range []string{"devices", "profiles.v2/" + a, "profiles.v2/" + b, "profiles.v2/" + c, "profiles.v2/" + d, "other"} {
+		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folders := []string{"devices", "profiles.v2", "profiles.v2/*", "missing", "missing/*"}
+	if err := s.CheckWritable(folders...); err != nil {
+		t.Fatalf("CheckWritable of writable folders: %v", err)
+	}
+	var asked []string
+	refuse := map[string]bool{}
+	s.access = func(dir string) error {
+		asked = append(asked, dir)
+		if refuse[dir] {
+			return syscall.EACCES
+		}
+		return s.checkFolder(dir)
+	}
+	refuse[filepath.Join(s.dir, "devices")] = true
+	err := s.CheckWritable(folders...)
+	devices := filepath.Join(s.dir, "devices")
+	if !errors.Is(err, syscall.EACCES) || !strings.Contains(err.Error(), devices+" (permission denied)") || !strings.Contains(err.Error(), "chown -R ") || strings.Contains(err.Error(), "more") {
+		t.Errorf("CheckWritable with devices refused = %v; want EACCES naming %s and chown", err, devices)
+	}
+	want := []string{"devices", "missing", "profiles.v2", "profiles.v2/" + a, "profiles.v2/" + b, "profiles.v2/" + c, "profiles.v2/" + d}
+	slices.Sort(asked)
+	for i, w := range want {
+		want[i] = filepath.Join(s.dir, filepath.FromSlash(w))
+	}
+	slices.Sort(want)
+	if !slices.Equal(asked, want) {
+		t.Errorf("folders checked %q, want %q", asked, want)
+	}
+	for _, d := range []string{a, b, c, d} {
+		refuse[filepath.Join(s.dir, "profiles.v2", d)] = true
+	}
+	err = s.CheckWritable(folders...)
+	if err == nil || !strings.Contains(err.Error(), "and 2 more folders") {
+		t.Errorf("CheckWritable with five folders refused = %v; want three named and 2 more", err)
+	}
+	s.access = func(string) error { return syscall.EROFS }
+	if err := s.CheckWritable(folders...); err == nil || !strings.Contains(err.Error(), "mounted read-only") || strings.Contains(err.Error(), "chown") {
+		t.Errorf("CheckWritable on a read-only mount = %v; want it to say so, not chown", err)
 	}
 }
 

@@ -4,14 +4,13 @@ package store
 
 import (
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hapticd/hapticd/hw/hwtest"
 )
 
 // unreadableEnv names the state directory to the child run of
@@ -48,7 +47,7 @@ func TestUnreadableDocumentIsNeverOverwritten(t *testing.T) {
 	if os.Geteuid() != 0 {
 		refusesUnreadable(t, dir)
 	} else {
-		runUnprivileged(t, base, dir)
+		runUnprivileged(t, dir)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
@@ -88,50 +87,23 @@ func refusesUnreadable(t *testing.T, dir string) {
 	}
 }
 
-// runUnprivileged re-runs this test as nobody (uid 65534) on dir: root
-// reads every file, so only another user meets a file it may not read.
-// The test binary is copied where that user may run it.
-func runUnprivileged(t *testing.T, base, dir string) {
-	const nobody = 65534
-	exe, err := os.Executable()
-	if err != nil {
+// runUnprivileged re-runs this test as nobody on dir: root reads every
+// file, so only another user meets a file it may not read.
+func runUnprivileged(t *testing.T, dir string) {
+	bin, base := hwtest.BinaryForNobody(t)
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// t.TempDir's own parent is private too.
-	for _, p := range []string{filepath.Dir(base), base, dir} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chown(dir, nobody, nobody); err != nil {
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(base, "store.test")
-	copyExecutable(t, exe, bin)
-	cmd := exec.Command(bin, "-test.run=^TestUnreadableDocumentIsNeverOverwritten$", "-test.count=1", "-test.v")
+	if err := os.Chown(dir, hwtest.Nobody, hwtest.Nobody); err != nil {
+		t.Fatal(err)
+	}
+	cmd := hwtest.CommandAsNobody(bin, "TestUnreadableDocumentIsNeverOverwritten", unreadableEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
 	cmd.Dir = base
-	cmd.Env = append(os.Environ(), unreadableEnv+"="+dir, "TMPDIR="+dir, "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the run as uid %d failed: %v\n%s", nobody, err, out)
-	}
-}
-
-func copyExecutable(t *testing.T, from, to string) {
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the run as uid %d failed: %v\n%s", hwtest.Nobody, err, out)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
@@ -161,14 +160,10 @@ func runVersion(args []string, out io.Writer) error {
 	}
 	b := transport.ReadBuildInfo(version)
 	modified := ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.modified" && s.Value == "true" {
-				modified = " (modified)"
-			}
-		}
+	if vcsModified() {
+		modified = " (modified)"
 	}
-	_, err := fmt.Fprintf(out, "hapticd %s\nrevision %s%s\nbuilt %s with %s\n", b.Version, b.GitHash, modified, b.BuildTime, runtime.Version())
+	_, err := fmt.Fprintf(out, "hapticd %s\nrevision %s%s\nbuilt %s with %s\nlab build %s\n", b.Version, b.GitHash, modified, b.BuildTime, runtime.Version(), labBuild())
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -209,8 +210,14 @@ func validPort(s string) bool {
 // lab is a running node or gateway; nil in standalone.
 type lab interface {
 	// Ready says whether the lab serves what it has (a gateway: its
-	// nodes' devices listed), and if not, what it waits for.
+	// nodes' devices listed, and no node refused for its build), and if
+	// not, what it waits for: /readyz's lab check.
 	Ready() (ready bool, detail string)
+	// Started says whether the start is over (a gateway: its nodes
+	// listed, silent past --cluster-node-timeout, or refused): what the
+	// process's start waits for, so that a node of another build keeps
+	// the gateway unready (Ready) but not from serving.
+	Started() (started bool, detail string)
 	Close()
 }
 
@@ -218,7 +225,9 @@ type lab interface {
 // nothing.
 // browser is what the service's browser guard allows besides loopback
 // (--allow-origin, --allow-host).
-func startLab(l *labOptions, svc *actors.Service, httpURL string, browser browserAllowed, log zerolog.Logger) (lab, error) {
+// build names this binary's build (labBuild): the lab's members join
+// only members of the same build.
+func startLab(l *labOptions, svc *actors.Service, httpURL, build string, browser browserAllowed, log zerolog.Logger) (lab, error) {
 	if l.role == "standalone" {
 		return nil, nil
 	}
@@ -226,7 +235,7 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, browser browse
 		NodeID: l.nodeID, Bind: l.bind, Port: l.port, Advertise: l.advertise, Peers: l.peers,
 		Membership: l.membership, EtcdEndpoints: l.etcd, HealthPort: l.healthPort,
 		CertFile: l.cert, KeyFile: l.key, CAFile: l.ca, TLS: l.tls, HTTPURL: httpURL,
-		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout,
+		LeaseMs: l.leaseMs, PushHz: l.pushHz, NodeTimeout: l.nodeTimeout, Build: build,
 		Log: log.With().Str("component", "cluster").Logger(),
 	}
 	cfg.HealthGuard = labHealthGuard(l, browser, cfg.Log).Wrap
@@ -250,6 +259,27 @@ func startLab(l *labOptions, svc *actors.Service, httpURL string, browser browse
 		return nil, err
 	}
 	return g, nil
+}
+
+// labBuild names this binary's build for the lab (cluster.BuildOf): its
+// version (main.version, stamped by a release's -ldflags), the VCS
+// revision Go stamped into it and whether the checkout was modified.
+func labBuild() string {
+	b := transport.ReadBuildInfo(version)
+	return cluster.BuildOf(b.Version, b.GitHash, vcsModified())
+}
+
+// vcsModified says whether Go stamped the binary as built from a checkout
+// with local changes (vcs.modified).
+func vcsModified() bool {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.modified" {
+				return s.Value == "true"
+			}
+		}
+	}
+	return false
 }
 
 // browserAllowed is what --allow-origin and --allow-host let past the

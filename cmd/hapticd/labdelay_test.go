@@ -348,7 +348,16 @@ func TestLabDelayLoss(t *testing.T) {
 	if oneWay := time.Duration(faults.delayMs) * time.Millisecond; count == 0 || p50 < oneWay*3/4 {
 		t.Errorf("gateway /stats state age p50 %v over %d ticks, want at least the link's %v", p50, count, oneWay)
 	}
-	if m := controlMode(labArms(t, a)[arm]); m != "force" {
-		t.Errorf("the node's arm is in %q at the end of the window, want force", m)
+	// And still flow at the end: the arm is under the force again within
+	// a few leases. One look at the end fell in a lapse as often as the
+	// window's polls did (4 lapses, 10 % of the polls off, on a machine at
+	// load 7 to 9), which the bound above allows.
+	end := time.Now()
+	for m := ""; m != "force"; {
+		if m = controlMode(labArms(t, a)[arm]); m != "force" && time.Since(end) > 5*time.Second {
+			t.Errorf("the node's arm is in %q 5 s after the end of the window, want force", m)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

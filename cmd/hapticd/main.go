@@ -461,7 +461,7 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 	if err != nil {
 		return nil, sv.stop(err)
 	}
-	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), browserAllowed{o.allowOrigins, o.allowHosts}, log); err != nil {
+	if sv.lab, err = startLab(&o.lab, svc, "http://"+sv.srv.Addr("http").String(), labBuild(), browserAllowed{o.allowOrigins, o.allowHosts}, log); err != nil {
 		return nil, sv.stop(err)
 	}
 	if sv.lab != nil {
@@ -469,7 +469,8 @@ func startService(ctx context.Context, o *options, log zerolog.Logger) (*service
 		labReady.started.Store(&started)
 		// A gateway lists its nodes' devices before it says it is ready,
 		// as /readyz does (a node down at its start is not waited for
-		// past --cluster-node-timeout).
+		// past --cluster-node-timeout, nor one refused for its build,
+		// which /readyz names while it lasts).
 		if err := waitLabReady(ctx, sv.lab); err != nil {
 			return nil, sv.stopBeforeReady(ctx, "listeners and the cluster link")
 		}
@@ -495,12 +496,13 @@ func (r *labReadiness) check(role string) func() (bool, string) {
 	}
 }
 
-// waitLabReady waits until l is ready or ctx ends (ctx's error then).
+// waitLabReady waits until l's start is over (lab.Started) or ctx ends
+// (ctx's error then).
 func waitLabReady(ctx context.Context, l lab) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ok, _ := l.Ready(); ok {
+		if ok, _ := l.Started(); ok {
 			return nil
 		}
 		select {
@@ -536,6 +538,12 @@ const (
 // stop shuts down in the order STYLE.md 15 gives: no new hardware, sockets
 // closed, devices to zero force and state flushed, listeners stopped, then
 // the emulated arms unplugged. It returns cause joined with what failed.
+//
+// Recordings stop with the listeners (srv.Shutdown's StopAll), after
+// svc.Shutdown halted every device: each device's halt is the last state
+// its taps get (loop.Tap), so a recording running at the stop ends with
+// every arm at the zero force the stop left it at. Stopping them before
+// the halt would end their files on the release's ramp.
 func (sv *service) stop(cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopBudget)
 	defer cancel()

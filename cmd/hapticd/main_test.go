@@ -23,11 +23,18 @@ import (
 // buildBinary builds hapticd once per test run into a temp dir.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hapticd")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	return buildBinaryWith(t, "hapticd")
+}
+
+// buildBinaryWith builds hapticd into a temp dir as name, with the build
+// flags given (the build cache makes a second build quick).
+func buildBinaryWith(t *testing.T, name string, flags ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, ".")...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
+		t.Fatalf("go build %v: %v", flags, err)
 	}
 	return bin
 }

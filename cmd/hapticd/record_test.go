@@ -29,6 +29,21 @@ func readRecording(t *testing.T, dir string) (*mcap.File, error) {
 	return mcap.Read(b)
 }
 
+// readCompleteRecording reads the recording file, which a stop must have
+// ended complete (summary and footer).
+func readCompleteRecording(t *testing.T, file string) *mcap.File {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mcap.Read(b)
+	if err != nil || !f.Complete {
+		t.Fatalf("recording %s after the stop: %v (complete %v)", file, err, f != nil && f.Complete)
+	}
+	return f
+}
+
 // --record writes chunks as it goes: a service killed with SIGKILL leaves
 // a file whose every chunk written before the kill is readable.
 func TestRecordingSurvivesSIGKILL(t *testing.T) {

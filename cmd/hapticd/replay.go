@@ -224,7 +224,24 @@ func (w wsFrames) Receive(timeout time.Duration) ([]byte, error) {
 	return b, err
 }
 
-func (w wsFrames) Close() error { return w.conn.Close() }
+// Close ends the session as a client that means to: a close frame, then
+// the service's close in answer (what is still in flight before it is
+// read and dropped), at most a second each, then the connection. Closing
+// the connection alone, the re-driven session ended as a dropped client
+// (read_error, 1001) in the service's closed sessions and events, and in a
+// recording made of the re-drive. Closing twice costs nothing more.
+func (w wsFrames) Close() error {
+	deadline := time.Now().Add(time.Second)
+	if err := w.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), deadline); err == nil {
+		_ = w.conn.SetReadDeadline(deadline.Add(time.Second))
+		for {
+			if _, _, err := w.conn.ReadMessage(); err != nil {
+				break
+			}
+		}
+	}
+	return w.conn.Close()
+}
 
 func runExport(args []string, stdout io.Writer) error {
 	fs := newFlagSet("export")

@@ -112,14 +112,7 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	file, id := recordSession(t, bin, 0)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := mcap.Read(b)
-	if err != nil || !f.Complete {
-		t.Fatalf("recording after SIGTERM: %v (complete %v)", err, f.Complete)
-	}
+	f := readCompleteRecording(t, file)
 	states := recording.MessagesOf(f, recording.KindState)
 	var recorded, forces [][]float64
 	for _, ms := range states {
@@ -226,6 +219,11 @@ func TestReplayAsVirtualDeviceAndDrive(t *testing.T) {
 		out, err := exec.Command(bin, "replay", "--drive", "ws://"+fresh.addr["http"]+"/", "--window", "250ms", file).CombinedOutput()
 		if err != nil || !bytes.Contains(out, []byte(" 0 differences beyond tolerance")) {
 			t.Fatalf("--drive against a fresh service: %v\n%s", err, out)
+		}
+		// The re-driven session ended as a client ends it, with a close
+		// frame: it was listed as dropped (read_error, 1001).
+		if _, doc := httpDo(t, "GET", fresh.url("/sessions/closed"), ""); !strings.Contains(fmt.Sprint(doc["data"]), "close_code:1000") || !strings.Contains(fmt.Sprint(doc["data"]), "reason:client_closed") {
+			t.Fatalf("GET /sessions/closed after --drive: %v, want the session closed by its client (client_closed, 1000)", doc["data"])
 		}
 		// A service with another arm answers other frames: reported.
 		other := startProcess(t, bin, "--state-dir", t.TempDir(), "--sim-arms", "2", "--sim-grips", "0")

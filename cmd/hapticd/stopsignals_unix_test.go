@@ -133,21 +133,6 @@ func emulatedArmArgs(stateDir, pts string) []string {
 	return []string{"--state-dir", stateDir, "--sim-arms", "0", "--sim-grips", "0", "--hw-port", pts, "--hw-scan-period", "0"}
 }
 
-// waitArmListed reads frames until the session's frames list the arm, and
-// answers its id.
-func waitArmListed(t *testing.T, c *lockStepClient) string {
-	t.Helper()
-	var id string
-	hwtest.EventuallyNil(t, 15*time.Second, "the emulated arm in the frames", func() error {
-		id, _ = hwtest.JSONPath(c.roundTrip(`{}`), "arm3", 0, "device_id").(string)
-		if id == "" {
-			return errors.New("no arm listed")
-		}
-		return nil
-	})
-	return id
-}
-
 // holdForce opens a session on d whose lease outlasts the test's signal
 // and holds 2 N up on the emulated arm until its firmware has it.
 func holdForce(t *testing.T, d *process, emu *emulator.Emulator) (*lockStepClient, string) {
@@ -182,7 +167,14 @@ func waitExit(t *testing.T, d *process) int {
 		}
 		return d.cmd.ProcessState.ExitCode()
 	case <-time.After(30 * time.Second):
+		// Killed, and waited for here: the process's cleanup waits too,
+		// and two Waits at once are a race the detector reports over
+		// this failure.
 		_ = d.cmd.Process.Signal(os.Kill)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
 		t.Fatal("hapticd did not exit within 30 s of the signal")
 		return 0
 	}

@@ -10,7 +10,10 @@
 //   - Main, the TestMain that fails a package's tests when a goroutine
 //     outlives them;
 //   - StartTestProcess, the test binary run again as a second process for
-//     a test that needs one, spoken to by lines.
+//     a test that needs one, spoken to by lines;
+//   - BinaryForNobody and CommandAsNobody (unix), a test run again as a
+//     user other than root, which meets the files and folders it may not
+//     read or write.
 //
 // It imports only the standard library and hw's own packages.
 package hwtest

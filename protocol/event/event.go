@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hapticd/hapticd/protocol"
@@ -56,6 +57,7 @@ const (
 	NamePassivityActive     = "passivity-active"
 	NameRecordingFailed     = "recording-failed"
 	NameLabNodeRefused      = "lab-node-refused"
+	NameStoredEntryRejected = "stored-entry-rejected"
 )
 
 // Categories.
@@ -148,7 +150,22 @@ var kinds = [...]Kind{
 		"a recording's file refused a write (a full disk, an I/O error): the recording stopped there and records nothing more; `GET /recordings` lists it inactive with the error (while it is among the last 64 stopped), and counts what it lost in `dropped`"},
 	{NameLabNodeRefused, CategorySystem, LevelError,
 		[]string{"node_id", "reason"},
-		"a lab gateway's node refused its subscription: another live gateway process advertises the same cluster address (a misconfigured `--cluster-advertise`, or NAT) and holds the node; the node's devices are not served by this gateway until the node takes it (once per refusal, again after the node took it or after its refusals stopped for 3 s). A gateway restarted at a fixed cluster port gets none: the node's \"takeover pending\" answers, while the old process's silence is waited out (1 s), are not published unless they go on past 3 s"},
+		"a lab gateway's node refused its subscription, or the gateway refused the node: the node runs another build than the gateway (or a build older than the lab's build check), which `reason` names with both builds and docs/lab.md's upgrade order, and the gateway's `/readyz` names the node until both run one build; or another live gateway process advertises the same cluster address (a misconfigured `--cluster-advertise`, or NAT) and holds the node. The node's devices are not served by this gateway until the node takes it (once per refusal, again after the node took it or after its refusals stopped for 3 s). A gateway restarted at a fixed cluster port gets none: the node's \"takeover pending\" answers, while the old process's silence is waited out (1 s), are not published unless they go on past 3 s"},
+	{NameStoredEntryRejected, CategorySystem, LevelError,
+		[]string{"device_type", "device_id", "profile", "entry", "path", "kept_at", "reason", "node_id"},
+		"an entry of a stored config document (a device's device-global entries, or a profile's on one device; device_type and device_id null for a profile's basis and lease) holds a value this build does not accept (written by a newer build, or a typo): that entry takes its default, every other entry of the document is in force; path is the file, kept_at a copy of it as read (\"\" if none could be made). GET of the entry answers a warning saying so until the entry is set again (a profile's while a session of the profile is connected to the device; a profile's basis and lease are warned of in the pick's frame); published when the document is read (a device's at its addition, a profile's at a pick that reads it). `entry` `*`: a device's whole document was not readable (not JSON, torn, a byte-order mark, a bad value outside the entries) and was moved aside to `kept_at`: every entry of it takes its default, and a GET of any of them says so until it is set again (published at the device's addition, once). `node_id`: on a lab's gateway, the node whose stored document it is (null on the node itself, or a single host). The gateway publishes each device-global entry a node holds rejected (one whose GET warns) once per node process, however long after the node's read it joined, with `device_id` the gateway's id of the device; a profile's as the node publishes it"},
+}
+
+// nullFields are the data fields, by event, that may be null besides a
+// profile (null everywhere it is absent).
+var nullFields = map[string][]string{
+	NameStoredEntryRejected: {"device_type", "device_id", "node_id"},
+}
+
+// Nullable reports whether field of the event called name may be null
+// (a profile may be, in every event that has one).
+func Nullable(name, field string) bool {
+	return field == "profile" || slices.Contains(nullFields[name], field)
 }
 
 // Kinds returns the table of every event, in documentation order. The
@@ -488,6 +505,18 @@ func LabNodeRefused(nodeID, reason string) Event {
 		fmt.Sprintf("lab node %s refused this gateway: %s", nodeID, reason))
 }
 
+// LabNodeOfAnotherBuild is lab-node-refused as the gateway publishes it
+// when it refuses the node itself: the node's inventory states another
+// build than the gateway's, or none (a build older than the check, which
+// cannot refuse the gateway itself).
+func LabNodeOfAnotherBuild(nodeID, reason string) Event {
+	return build(NameLabNodeRefused, struct {
+		Node   string `json:"node_id"`
+		Reason string `json:"reason"`
+	}{nodeID, reason},
+		fmt.Sprintf("lab node %s runs another build; this gateway serves none of its devices: %s", nodeID, reason))
+}
+
 // RecordingFailed reports a recording whose file refused a write: it
 // stopped, and records nothing more.
 func RecordingFailed(id uint64, name, path, reason string) Event {
@@ -498,4 +527,40 @@ func RecordingFailed(id uint64, name, path, reason string) Event {
 		Reason string `json:"reason"`
 	}{id, name, path, reason},
 		fmt.Sprintf("recording %d (%s) stopped: %s", id, path, reason))
+}
+
+// StoredEntryRejected reports an entry of a stored config document that
+// this build does not accept: it took its default, the others are in force.
+// deviceType and deviceID are "" for a profile's session level (encoded
+// null), profile "" for a device's device-global document; keptAt is the
+// copy of the file as read, "" if none could be made. Its node_id is null:
+// a lab's gateway sets it on the events of its nodes.
+func StoredEntryRejected(deviceType, deviceID, profile, entry, path, keptAt, reason string) Event {
+	where := "device-global entries of " + deviceType + " " + deviceID
+	switch {
+	case profile != "" && deviceID != "":
+		where = fmt.Sprintf("entries of profile %q on %s %s", profile, deviceType, deviceID)
+	case profile != "":
+		where = fmt.Sprintf("basis and lease of profile %q", profile)
+	}
+	kept := "; no copy of the file could be kept"
+	if keptAt != "" {
+		kept = "; the file as read is kept at " + keptAt
+	}
+	return build(NameStoredEntryRejected, struct {
+		Type    *string `json:"device_type"`
+		ID      *string `json:"device_id"`
+		Profile *string `json:"profile"`
+		Entry   string  `json:"entry"`
+		Path    string  `json:"path"`
+		KeptAt  string  `json:"kept_at"`
+		Reason  string  `json:"reason"`
+		Node    *string `json:"node_id"`
+	}{nullable(deviceType), nullable(deviceID), nullable(profile), entry, path, keptAt, reason, nil},
+		func() string {
+			if entry == "*" {
+				return fmt.Sprintf("the stored %s: the file was not readable (%s) and was moved aside to %s, so every entry of it takes its default; set them again (the moved file has the old values)", where, reason, keptAt)
+			}
+			return fmt.Sprintf("the stored %s: %s was not accepted (%s), so it takes its default and the other entries are in force%s; set it again to store a clean value", where, entry, reason, kept)
+		}())
 }

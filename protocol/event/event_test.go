@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hapticd/hapticd/hw/hwtest"
 	"github.com/hapticd/hapticd/protocol"
 	"github.com/hapticd/hapticd/protocol/event"
 )
@@ -54,29 +55,10 @@ var constructors = map[string]func() event.Event{
 	event.NameLabNodeRefused: func() event.Event {
 		return event.LabNodeRefused("a", "node a: gateway process 00000000000000ab at 10.0.0.3:7000 holds this node")
 	},
-}
-
-// dataKeys returns the keys of a JSON object in the order they appear.
-func dataKeys(t *testing.T, raw []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		t.Fatalf("data %s is not an object", raw)
-	}
-	var keys []string
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
+	event.NameStoredEntryRejected: func() event.Event {
+		return event.StoredEntryRejected("inverse3", "049D", "", "handedness", "/var/lib/hapticd/devices/inverse3-049D.json",
+			"/var/lib/hapticd/devices/inverse3-049D.json.rejected-1767323045", `handedness: "ambidextrous" is not one of "left", "right"`)
+	},
 }
 
 func TestEveryKindHasAConstructorThatFollowsTheTable(t *testing.T) {
@@ -100,7 +82,7 @@ func TestEveryKindHasAConstructorThatFollowsTheTable(t *testing.T) {
 			if e.Name != k.Name || e.Category != k.Category || e.Level != k.Level {
 				t.Errorf("constructor gave %s/%s/%s, table says %s/%s/%s", e.Name, e.Category, e.Level, k.Name, k.Category, k.Level)
 			}
-			if got := dataKeys(t, e.Data); !slices.Equal(got, k.Fields) {
+			if got := hwtest.JSONKeys(t, e.Data); !slices.Equal(got, k.Fields) {
 				t.Errorf("data fields %v, table says %v", got, k.Fields)
 			}
 			if e.Message == "" || e.Message != strings.TrimSpace(e.Message) {

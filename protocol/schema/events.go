@@ -14,7 +14,7 @@ func EventName(name string) string { return "event." + name }
 // TestEveryEventFieldHasAType.
 func eventField(name string, o *Options) (Schema, bool) {
 	switch name {
-	case "route", "replacement", "remote", "command", "reason", "received_data", "code", "name", "path":
+	case "route", "replacement", "remote", "command", "reason", "received_data", "code", "name", "path", "entry", "kept_at":
 		return str(), true
 	case "effect_id":
 		return Schema{"type": "string", "maxLength": 64}, true
@@ -48,11 +48,14 @@ func defineEvents(s *Set, o *Options) {
 	for _, k := range event.Kinds() {
 		data := Schema{}
 		for _, f := range k.Fields {
-			if fs, ok := eventField(f, o); ok {
-				data[f] = fs
-			} else {
-				data[f] = Schema{}
+			fs, ok := eventField(f, o)
+			if !ok {
+				fs = Schema{}
 			}
+			if f != "profile" && event.Nullable(k.Name, f) {
+				fs = orNull(fs)
+			}
+			data[f] = fs
 		}
 		s.Define(EventName(k.Name), Schema{
 			"description": k.About,
