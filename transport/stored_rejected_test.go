@@ -301,7 +301,10 @@ func TestStoredProfileSessionLevelRejectedKeepsTheBasis(t *testing.T) {
 				t.Errorf("the session level after the pick: %v, want the stored basis ZYX and lease %v (0: the default)", path(f, "session", "config"), tc.wantLeaseMs)
 			}
 			picked, _ := json.Marshal(f["warnings"])
-			if path(f, "warnings", 0, "code") != "internal" || !strings.Contains(string(picked), tc.entry) || !strings.Contains(string(picked), file+".rejected-") {
+			// The message as the client reads it (a Windows path's
+			// backslashes are escaped in the JSON text).
+			pickedMsg, _ := path(f, "warnings", 0, "message").(string)
+			if path(f, "warnings", 0, "code") != "internal" || !strings.Contains(string(picked), tc.entry) || !strings.Contains(pickedMsg, file+".rejected-") {
 				t.Errorf("the pick's frame: warnings %s, want one naming the %s and the copy kept", picked, tc.entry)
 			}
 			if !strings.Contains(string(picked), tc.says) || strings.Contains(string(picked), tc.saysNot) {
@@ -347,8 +350,19 @@ func TestStoredProfileSessionLevelRejectedKeepsTheBasis(t *testing.T) {
 // kept is the copy's path.
 func checkKeptAsRead(t *testing.T, msg, file string, original []byte) (kept string) {
 	t.Helper()
-	kept = msg[strings.Index(msg, file+".rejected-"):]
-	kept = kept[:strings.IndexAny(kept, ": ")]
+	// The copy's name is the file's, ".rejected-" and a Unix time: cut at
+	// the first byte that is not a digit (a Windows path has a ':' of its
+	// own, so the message's punctuation cannot end it).
+	at := strings.Index(msg, file+".rejected-")
+	if at < 0 {
+		t.Fatalf("the warning %q names no copy of %s", msg, file)
+	}
+	kept = msg[at:]
+	digits := len(file + ".rejected-")
+	for digits < len(kept) && kept[digits] >= '0' && kept[digits] <= '9' {
+		digits++
+	}
+	kept = kept[:digits]
 	if b, err := os.ReadFile(kept); err != nil || string(b) != string(original) {
 		t.Errorf("the copy kept at %s: %q %v, want the file as read %s", kept, b, err, original)
 	}
@@ -393,7 +407,8 @@ func TestStoredDeviceDocumentMovedAsideIsTold(t *testing.T) {
 	for _, g := range storedGood {
 		r := ts.do(http.MethodGet, ts.base+"/arm3/"+id+"/config/"+g.path, "")
 		warnings, _ := r.env["warnings"].([]any)
-		if r.status != 200 || len(warnings) != 1 || !strings.Contains(string(r.body), moved) {
+		msg, _ := path(r.env, "warnings", 0, "message").(string)
+		if r.status != 200 || len(warnings) != 1 || !strings.Contains(msg, moved) {
 			t.Errorf("GET %s after the document was moved aside: %v, want its default and one warning naming %s", g.entry, r, moved)
 		}
 	}
