@@ -1176,9 +1176,11 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			next.Set(e)
 		}
 		next = c.withinLimits(next)
-		if next == c.global && !c.rejected.hasAny(m.entries) {
+		name := c.dev.storeName()
+		keys := entryKeys(m.entries)
+		if next == c.global && !c.rejected.hasAny(m.entries) && !c.keepsInside(name, keys) {
 			// Unchanged: stored already, if its file is still there.
-			c.confirmThen(ctx, sender, c.dev.storeName(), ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
+			c.confirmThen(ctx, sender, name, ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
 				if err != nil {
 					answer(nil, err)
 					return
@@ -1187,9 +1189,10 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 			})
 			return
 		}
-		// An entry whose stored value was rejected is written even when
-		// its default, in force, is what is set: the file gets a clean value.
-		c.saveThen(ctx, sender, c.dev.storeName(), ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
+		// An entry whose stored value was rejected, or that holds a newer
+		// build's fields, is written even when its default, in force, is
+		// what is set: the file gets a clean value, the one set, whole.
+		c.saveThen(ctx, sender, name, replacing(ownedConfig{config: next, owner: c.dev.Info.UUID}, keys), func(err error) {
 			if err != nil {
 				answer(nil, err)
 				return
@@ -1241,9 +1244,21 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 	}
 	docChanged := doc != nil && !nextDoc.Equal(doc.cfg)
-	// A POST of an entry whose stored value was rejected writes, even the
-	// default in force: the file gets a clean value.
-	rewrite := m.durable && doc != nil && doc.rejected.hasAny(m.entries)
+	// What the write sets anew, whole: the entries this request changes,
+	// and for a POST those it names.
+	var replaced []protocol.Key
+	var name string
+	if doc != nil {
+		replaced = changedKeys(s.cfg, &next)
+		if m.durable {
+			replaced = append(replaced, entryKeys(m.entries)...)
+		}
+		name = c.dev.profileStoreName(s.profile)
+	}
+	// A POST of an entry whose stored value was rejected, or that holds a
+	// newer build's fields, writes, even the default in force: the file
+	// gets a clean value, the one set, whole.
+	rewrite := m.durable && doc != nil && (doc.rejected.hasAny(m.entries) || c.keepsInside(name, entryKeys(m.entries)))
 	if !changed && !docChanged && !c.owesWrite(s) && !rewrite {
 		if !m.durable || doc == nil {
 			answer(c.effective(s, last), nil)
@@ -1251,7 +1266,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		}
 		// A POST of the value in force: stored already, if the
 		// profile's file on the device is still there.
-		c.confirmThen(ctx, sender, c.dev.profileStoreName(s.profile), nextDoc, func(err error) {
+		c.confirmThen(ctx, sender, name, nextDoc, func(err error) {
 			if err != nil {
 				answer(nil, err)
 				return
@@ -1285,9 +1300,8 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		apply(nil)
 		return
 	}
-	name := c.dev.profileStoreName(s.profile)
 	if m.durable {
-		c.saveThen(ctx, sender, name, nextDoc, apply)
+		c.saveThen(ctx, sender, name, replacing(nextDoc, replaced), apply)
 		return
 	}
 	if docChanged && doc.unread {
@@ -1300,7 +1314,7 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		return
 	}
 	if docChanged && c.writeBehind != nil {
-		if err := c.writeBehind.Put(name, nextDoc); err != nil {
+		if err := c.writeBehind.Put(name, replacing(nextDoc, replaced)); err != nil {
 			// Closed by the shutdown (or not encodable): acknowledged, the
 			// change would be lost with the process.
 			apply(protocol.Errorf(protocol.CodeUnavailable, "", "the change could not be queued for the state directory, so it was not applied: %v", err))
@@ -1438,6 +1452,72 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error { return c.saveDurable(name, v, gates[0]) }, done: done})
 }
 
+// keptStore is a store that tells whether a document keeps members a
+// newer build wrote inside an object of it (actors/store's KeepsInside).
+type keptStore interface {
+	KeepsInside(name string, object ...string) bool
+}
+
+// keepsInside reports whether document name keeps members that this
+// build does not know inside one of the entries keys (a newer build's
+// field of the entry): a POST or DELETE of such an entry writes, even the
+// value in force, so that the entry stored is the one set, whole
+// (replacing). It takes no lock held across I/O.
+func (c *deviceCore) keepsInside(name string, keys []protocol.Key) bool {
+	ks, ok := c.store.(keptStore)
+	if !ok {
+		return false
+	}
+	for _, k := range keys {
+		for _, pk := range placement(k) {
+			if ks.KeepsInside(name, pk.Name()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// replacing is the document v written as a change that sets the entries
+// keys anew, whole (with their placement), as the wire does: the members
+// a newer build wrote inside them are the old values', and go
+// (store.Replacing); those inside other entries stay.
+func replacing(v any, keys []protocol.Key) any {
+	if len(keys) == 0 {
+		return v
+	}
+	var objects [][]string
+	for _, k := range keys {
+		for _, pk := range placement(k) {
+			if o := []string{pk.Name()}; !slices.ContainsFunc(objects, func(p []string) bool { return slices.Equal(p, o) }) {
+				objects = append(objects, o)
+			}
+		}
+	}
+	return store.Replacing{Doc: v, Objects: objects}
+}
+
+// entryKeys is the keys of entries.
+func entryKeys(entries []protocol.Entry) []protocol.Key {
+	keys := make([]protocol.Key, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key()
+	}
+	return keys
+}
+
+// changedKeys is the session-scoped entries that differ between before
+// and after: those TakeChanged takes.
+func changedKeys(before, after *protocol.SessionConfig) []protocol.Key {
+	var keys []protocol.Key
+	for _, k := range protocol.Keys() {
+		if k.SessionScoped() && !before.SameEntry(after, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // placedStore is a store that tells whether a document's file is in place
 // (actors/store's InPlace).
 type placedStore interface {
@@ -1538,9 +1618,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 			doc, docChanged = &d, !d.SameEntry(before, k)
 			docs[s.profile] = doc
 		}
-		// A reset of an entry whose stored value was rejected writes,
-		// even the default in force: the file gets a clean value.
-		rewrite := doc != nil && c.profiles[s.profile].rejected.warnings(k) != nil
+		// A reset of an entry whose stored value was rejected, or that
+		// holds a newer build's fields, writes, even the default in
+		// force: the file gets a clean value, the default, whole.
+		rewrite := doc != nil && (c.profiles[s.profile].rejected.warnings(k) != nil ||
+			c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k}))
 		if !next.Equal(s.cfg) || docChanged || c.owesWrite(s) || rewrite {
 			changes = append(changes, change{s, next, doc})
 		}
@@ -1590,7 +1672,7 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	var op *pendingIO
 	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
 		for i, w := range writes {
-			if err := c.saveDurable(w.name, w.cfg, gates[i]); err != nil {
+			if err := c.saveDurable(w.name, replacing(w.cfg, []protocol.Key{k}), gates[i]); err != nil {
 				failedAt = i
 				return err
 			}

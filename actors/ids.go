@@ -116,13 +116,14 @@ func (s *storedOwnedConfig) UnknownMembers() []store.Member {
 	return keptMembers(s.Unknown, ownerMember)
 }
 
-// keptMembers is unknown as the store keeps it, without the members named
-// drop (ones the document's writer knows, though the decode of its
-// entries does not).
+// keptMembers is unknown as the store keeps it, without the members of
+// the document's object named drop (ones the document's writer knows,
+// though the decode of its entries does not; a member of that name inside
+// an entry is not one of them).
 func keptMembers(unknown []protocol.UnknownMember, drop ...string) []store.Member {
 	var out []store.Member
 	for _, m := range unknown {
-		if !slices.Contains(drop, m.Name) {
+		if len(m.In) > 0 || !slices.Contains(drop, m.Name) {
 			out = append(out, store.Member{Name: m.Name, Value: m.Value, In: m.In})
 		}
 	}

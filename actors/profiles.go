@@ -134,11 +134,14 @@ func (s *storedSession) UnmarshalJSON(data []byte) error {
 		}
 	}
 	if len(raw.Basis) > 0 && string(raw.Basis) != "null" {
-		e, err := protocol.DecodeEntry(protocol.KeyBasis, raw.Basis, "basis")
+		e, inner, err := protocol.DecodeStoredEntry(protocol.KeyBasis, raw.Basis)
 		if err != nil {
 			s.rejected = append(s.rejected, rejectedMember{"basis", err.Message})
 		} else {
 			s.ps.Basis = e.(protocol.Basis)
+			// A newer build's field inside the basis: kept as a member
+			// this build does not know is (its place In "basis").
+			s.unknown = append(s.unknown, inner...)
 		}
 	}
 	if len(raw.LeaseMs) > 0 && string(raw.LeaseMs) != "null" {
@@ -351,6 +354,11 @@ func (a *sessionActor) saveProfileSession(warnings *[]protocol.Error, ch profile
 	}
 	name := a.profileSessionName()
 	err := a.svc.profileSessions.change(a.joined, ch, func(ps profileSession) error {
+		if ch.basis != nil {
+			// Set anew, whole: a newer build's field inside the stored
+			// basis goes with the value it was part of.
+			return a.svc.writeBehind.Put(name, replacing(ps, []protocol.Key{protocol.KeyBasis}))
+		}
 		return a.svc.writeBehind.Put(name, ps)
 	})
 	if err != nil {

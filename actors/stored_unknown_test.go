@@ -122,3 +122,19 @@ func TestRememberedIDsKeepTheirUnknownMembers(t *testing.T) {
 		t.Errorf("ids.pedal in the file: %s, want %s byte for byte\n%s", ids["pedal"], pedal, data)
 	}
 }
+
+// A device's document names as unknown a newer build's field inside an
+// entry even when it is called "owner": only the document's own owner
+// member is ownedConfig's, written by it. Left out, the field would be
+// gone at the next write.
+func TestStoredDeviceKeepsAFieldNamedOwnerInsideAnEntry(t *testing.T) {
+	var s storedOwnedConfig
+	doc := `{"owner": {"uuid": "986F62C11E805BD4A1F5F15B3FB7CBBD"}, "force_clamp": {"max_force": 3, "owner": "newer"}}`
+	if err := json.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatal(err)
+	}
+	u := s.UnknownMembers()
+	if len(u) != 1 || u[0].Name != "owner" || len(u[0].In) != 1 || u[0].In[0] != "force_clamp" || string(u[0].Value) != `"newer"` {
+		t.Errorf("%s read as unknown %v, want force_clamp/owner only", doc, u)
+	}
+}

@@ -131,7 +131,8 @@ func (c *DeviceConfig) UnmarshalJSON(data []byte) error {
 // decodeDeviceConfig decodes the stored form. With tolerate, an entry that
 // does not decode takes its default and is listed in bad; without it, it
 // is the error. A document that is not a JSON object is always the error.
-// A member that is not a device-global entry is noted in unknown, if set.
+// A member that is not a device-global entry is noted in unknown, if set,
+// as is a member of an entry's object that its decode does not read.
 func decodeDeviceConfig(data []byte, tolerate bool, unknown *unknownMembers) (DeviceConfig, []RejectedEntry, error) {
 	out := DefaultDeviceConfig()
 	var doc Doc
@@ -155,17 +156,33 @@ func decodeDeviceConfig(data []byte, tolerate bool, unknown *unknownMembers) (De
 			continue
 		}
 		c := at.child(k.Name())
-		e, err := decodeEntryValue(k, it.Value(), &c, warnings{})
+		var inner unknownMembers
+		e, err := decodeEntryValue(k, it.Value(), &c, keeping(unknown, &inner))
 		if err != nil {
 			if !tolerate {
 				return out, nil, err
 			}
+			// Its default is written: nothing of it is kept.
 			bad = append(bad, RejectedEntry{Key: k, Err: *err})
 			continue
 		}
 		out.Set(e)
+		if unknown != nil {
+			*unknown = append(*unknown, keptIn(e, inner)...)
+		}
 	}
 	return out, bad, nil
+}
+
+// keeping is the warnings of a stored entry's decode: none heard, and the
+// members it does not read collected in inner when unknown is set (the
+// caller keeps them: a newer build's field inside an entry this build
+// knows).
+func keeping(unknown, inner *unknownMembers) warnings {
+	if unknown == nil {
+		return warnings{}
+	}
+	return warnings{kept: inner}
 }
 
 // RejectedEntry is one entry of a stored document that this build does not
@@ -192,8 +209,10 @@ func rejectedError(bad []RejectedEntry) error {
 // entry: every entry that decodes is in Config, with the same validation
 // as the wire (DeviceConfig's); one that does not takes its default and is
 // listed in Rejected. A member that is not a device-global entry is in
-// Unknown, as the file has it, for the store to write back. A document
-// that is not a JSON object is an error as for DeviceConfig.
+// Unknown, as the file has it, for the store to write back, and so is a
+// member of an accepted entry's object that the entry's decode does not
+// read (a newer build's field), In its place. A document that is not a
+// JSON object is an error as for DeviceConfig.
 type StoredDeviceConfig struct {
 	Config   DeviceConfig
 	Rejected []RejectedEntry
@@ -446,7 +465,8 @@ func (c *SessionConfig) UnmarshalJSON(data []byte) error {
 // does not decode takes its default and is listed in bad (a bad preset or
 // mount: the default placement, as they are one); without it, it is the
 // error. A document that is not a JSON object is always the error. A
-// member that is not a session-scoped entry is noted in unknown, if set.
+// member that is not a session-scoped entry is noted in unknown, if set,
+// as is a member of an entry's object that its decode does not read.
 func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (SessionConfig, []RejectedEntry, error) {
 	out := DefaultSessionConfig()
 	var doc Doc
@@ -499,7 +519,8 @@ func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (S
 			mount = val
 		default:
 			kat := at.child(k.Name())
-			e, err := decodeEntryValue(k, val, &kat, warnings{})
+			var inner unknownMembers
+			e, err := decodeEntryValue(k, val, &kat, keeping(unknown, &inner))
 			if err != nil {
 				if rerr := reject(k, err); rerr != nil {
 					return out, nil, rerr
@@ -507,6 +528,9 @@ func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (S
 				continue
 			}
 			out.Set(e)
+			if unknown != nil {
+				*unknown = append(*unknown, keptIn(e, inner)...)
+			}
 		}
 	}
 	if presetBad {
@@ -516,10 +540,11 @@ func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (S
 		mat := at.child("mount")
 		var err *Error
 		var e Mount
+		var inner unknownMembers
 		if !mount.Exists() {
 			err = errAt(CodeInvalidValue, &mat, `stored preset "custom" needs a mount: set the placement again (deleting the file resets its other entries too)`)
 		} else {
-			e, err = decodeStoredMount(mount, &mat, warnings{})
+			e, err = decodeStoredMount(mount, &mat, keeping(unknown, &inner))
 		}
 		if err != nil {
 			if rerr := reject(KeyMount, err); rerr != nil {
@@ -529,6 +554,9 @@ func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (S
 			out.Preset, out.Mount = d.Preset, d.Mount
 		} else {
 			out.Mount = e.Transform
+			if unknown != nil {
+				*unknown = append(*unknown, keptIn(e, inner)...)
+			}
 		}
 	}
 	return out, bad, nil
@@ -537,7 +565,9 @@ func decodeSessionConfig(data []byte, tolerate bool, unknown *unknownMembers) (S
 // StoredSessionConfig decodes a stored profile document of one device
 // entry by entry, as StoredDeviceConfig does a device's: every entry that
 // decodes is in Config; one that does not takes its default and is listed
-// in Rejected; a member that is not a session-scoped entry is in Unknown.
+// in Rejected; a member that is not a session-scoped entry is in Unknown,
+// and so is a member of an accepted entry's object that the entry's
+// decode does not read, In its place.
 type StoredSessionConfig struct {
 	Config   SessionConfig
 	Rejected []RejectedEntry

@@ -78,6 +78,23 @@ func (p *pathSeg) elem(i int) pathSeg {
 	return c
 }
 
+// memberNames is p as the names of the members it goes through, outermost
+// first; ok is false when it goes through an array element or deeper than
+// p holds, where no UnknownMember.In can point.
+func (p *pathSeg) memberNames() (names []string, ok bool) {
+	if p.n > maxPathDepth {
+		return nil, false
+	}
+	names = make([]string, p.n)
+	for i := range names {
+		if p.index[i] >= 0 {
+			return nil, false
+		}
+		names[i] = p.names[i]
+	}
+	return names, true
+}
+
 // String renders the path.
 func (p *pathSeg) String() string {
 	if p == nil || p.n == 0 {
@@ -229,6 +246,10 @@ func (f *firstError) fail(e *Error) {
 type warnings struct {
 	list    *[]Error
 	dropped *int // counts warnings past MaxWarnings; nil: list is nil too
+	// kept, when set, collects each unknown member with its place (a
+	// stored document's, for the store to write back: a newer build's
+	// field inside an entry this build knows).
+	kept *unknownMembers
 }
 
 // full reports a list with no room left: the warning is counted, never
@@ -253,6 +274,11 @@ func (w warnings) add(code Code, at *pathSeg, format string, args ...any) {
 }
 
 func (w warnings) unknownField(at *pathSeg, it *MemberIter) {
+	if w.kept != nil {
+		if in, ok := at.memberNames(); ok {
+			w.kept.addIn(it, in)
+		}
+	}
 	if w.full() {
 		return
 	}

@@ -478,6 +478,33 @@ func DecodeEntryWarn(k Key, data []byte, path string) (Entry, []Error, *Error) {
 	return e, w.done(root), nil
 }
 
+// DecodeStoredEntry is DecodeEntry for an entry a stored document holds as
+// its member k.Name() (a profile's session level's basis), with the
+// members of the entry's objects that this build does not read (a newer
+// build's field inside the entry), each In its place, k.Name() first, for
+// the store to write back (UnknownMember).
+func DecodeStoredEntry(k Key, data []byte) (Entry, []UnknownMember, *Error) {
+	if !k.valid() {
+		return nil, nil, Errorf(CodeUnknownRoute, "", "unknown config key: use one of %s", keyPathList)
+	}
+	var doc Doc
+	if err := doc.Parse(data); err != nil {
+		err.Path = k.Name()
+		return nil, nil, err
+	}
+	if err := refuseAnswerEnvelope(doc.Root(), k.Name()); err != nil {
+		err.Path = k.Name()
+		return nil, nil, err
+	}
+	at := rootPath(k.Name())
+	var inner unknownMembers
+	e, err := decodeEntryValue(k, doc.Root(), &at, warnings{kept: &inner})
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, keptIn(e, inner).lastOnly(), nil
+}
+
 func decodeEntryBytes(k Key, data []byte, path string, collect *bodyWarnings) (Entry, *Error) {
 	if !k.valid() {
 		return nil, Errorf(CodeUnknownRoute, path, "unknown config key: use one of %s", keyPathList)

@@ -1,6 +1,9 @@
 package protocol
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // UnknownMember is a member of a stored document's object that the
 // document's decode does not read: a newer build's entry (after a
@@ -13,7 +16,10 @@ import "bytes"
 // In names the objects it is in, outermost first, when it is not a member
 // of the document's object itself: a newer build's setting
 // features/haptic_boost/enabled is the member haptic_boost In features,
-// which this build knows and writes (UnknownMembersIn).
+// which this build knows and writes (UnknownMembersIn); a newer build's
+// field inside an entry this build knows, force_clamp's "mode", is the
+// member mode In force_clamp (StoredDeviceConfig, StoredSessionConfig,
+// DecodeStoredEntry).
 type UnknownMember struct {
 	Name  string
 	Value []byte
@@ -36,11 +42,11 @@ func (u *unknownMembers) addIn(it *MemberIter, in []string) {
 	(*u)[len(*u)-1].In = in
 }
 
-// lastOnly is u with each name once, at its last occurrence (a name given
-// twice counts by its last occurrence, as every name of a stored document
-// does): in the order of the document, nil when u is empty. It costs one
-// pass, however many names are unknown (MemberIter.Superseded would scan
-// ahead for each).
+// lastOnly is u with each name of an object once, at its last occurrence
+// (a name given twice counts by its last occurrence, as every name of a
+// stored document does): in the order of the document, nil when u is
+// empty. It costs one pass, however many names are unknown
+// (MemberIter.Superseded would scan ahead for each).
 func (u unknownMembers) lastOnly() []UnknownMember {
 	if len(u) == 0 {
 		return nil
@@ -49,14 +55,61 @@ func (u unknownMembers) lastOnly() []UnknownMember {
 	keep := make([]bool, len(u))
 	n := 0
 	for i := len(u) - 1; i >= 0; i-- {
-		if !seen[u[i].Name] {
-			seen[u[i].Name], keep[i] = true, true
+		if k := u[i].place(); !seen[k] {
+			seen[k], keep[i] = true, true
 			n++
 		}
 	}
 	out := make([]UnknownMember, 0, n)
 	for i, m := range u {
 		if keep[i] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// place is m's In and Name as one string, each part length-prefixed so
+// that no two places read the same ("a/b" in x is not b in x/a).
+func (m UnknownMember) place() string {
+	b := make([]byte, 0, 32)
+	for _, part := range append(m.In[:len(m.In):len(m.In)], m.Name) {
+		b = strconv.AppendInt(b, int64(len(part)), 10)
+		b = append(b, ':')
+		b = append(b, part...)
+	}
+	return string(b)
+}
+
+// keptIn is found, the unknown members a stored decode met inside entry e
+// (each In e's member name first), without those in an object that e's
+// stored form does not have: a form this build reads but writes otherwise
+// ({"handedness": "left"}, navigation's {"config": ...} that GET answers)
+// has nowhere for them, and the store refuses a write that cannot put a
+// kept member back. Those are not kept, as before.
+func keptIn(e Entry, found unknownMembers) unknownMembers {
+	if len(found) == 0 {
+		return nil
+	}
+	return keptInJSON(e.AppendJSON(nil), found)
+}
+
+// keptInJSON is keptIn for the stored form written.
+func keptInJSON(written []byte, found unknownMembers) unknownMembers {
+	var doc Doc
+	if doc.Parse(written) != nil {
+		return nil
+	}
+	out := found[:0:0]
+	for _, m := range found {
+		v := doc.Root()
+		for _, name := range m.In[1:] {
+			if v.Kind() != KindObject {
+				break
+			}
+			v = v.Member(name)
+		}
+		if v.Kind() == KindObject {
 			out = append(out, m)
 		}
 	}

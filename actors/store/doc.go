@@ -53,7 +53,11 @@
 // later write of the name (Save, SaveGated, a write-behind flush) writes
 // them back first in its object (or in the object in it a member is In,
 // a group of settings), so that a build that does not know an entry never
-// takes it from the file. They go with the document: a Delete
+// takes it from the file. A member kept inside an object of the
+// document (a newer build's field of an entry) goes with that object's
+// value: a write Replacing the object (the entry set anew, whole) drops
+// it, and so does the flush of such a value overtaken by a later write.
+// They go with the document: a Delete
 // (DeleteFolder too), a Load that moves the file aside as corrupt or finds
 // it gone, or a write that finds it gone (removed by hand) drops them.
 // OnUnknown's function hears of them once per document, with their size:

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // groupDoc knows the member g, an object of which it knows a (a number),
@@ -165,5 +166,131 @@ func TestKeptMembersOverTheLimitRefuseTheWrite(t *testing.T) {
 	}
 	if got := fileMembers(t, p); got != `small=1;a=6;b=0;` {
 		t.Errorf("the file has %s", got)
+	}
+}
+
+// A write Replacing an object of the document (an entry set anew, whole,
+// as the wire sets it) drops the members kept inside it, the value it
+// replaced's, and writes back the others; a write that does not land
+// drops nothing. A value queued behind that replaced one still drops
+// them when a later write supersedes it, or a later value Put over it.
+// On main every kept member was written back at every write: a newer
+// build's field of an entry outlived the entry's replacement.
+func TestReplacingDropsTheMembersKeptInsideIt(t *testing.T) {
+	const future = `{"x": 1,  "y": [true]}`
+	const name = "devices/arm"
+	g := [][]string{{"g"}}
+	later := time.Hour // a write-behind that flushes only when told
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T, s *Store, w *WriteBehind)
+		// inG: whether g/new is still in the file and kept after it.
+		inG bool
+	}{
+		{"a write of the document", func(t *testing.T, s *Store, _ *WriteBehind) {
+			must(t, s.Save(name, groupDoc{A: 2}))
+		}, true},
+		{"a write replacing another object", func(t *testing.T, s *Store, _ *WriteBehind) {
+			must(t, s.Save(name, Replacing{Doc: groupDoc{A: 2}, Objects: [][]string{{"h"}, {"top", "g"}}}))
+		}, true},
+		{"a write replacing g", func(t *testing.T, s *Store, _ *WriteBehind) {
+			must(t, s.Save(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}))
+		}, false},
+		{"a gated write replacing g", func(t *testing.T, s *Store, _ *WriteBehind) {
+			must(t, s.SaveGated(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}, func() bool { return true }))
+		}, false},
+		{"a write replacing g, called off", func(t *testing.T, s *Store, _ *WriteBehind) {
+			if err := s.SaveGated(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}, func() bool { return false }); !errors.Is(err, ErrNotCommitted) {
+				t.Fatalf("called off: %v", err)
+			}
+			must(t, s.Save(name, groupDoc{A: 2}))
+		}, true},
+		{"a queued value replacing g, flushed", func(t *testing.T, s *Store, w *WriteBehind) {
+			must(t, w.Put(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}))
+			must(t, w.Flush())
+		}, false},
+		{"a queued value replacing g, then a value Put over it", func(t *testing.T, s *Store, w *WriteBehind) {
+			must(t, w.Put(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}))
+			must(t, w.Put(name, groupDoc{A: 3}))
+			must(t, w.Flush())
+		}, false},
+		{"a queued value replacing g, superseded by a write", func(t *testing.T, s *Store, w *WriteBehind) {
+			must(t, w.Put(name, Replacing{Doc: groupDoc{A: 2}, Objects: g}))
+			must(t, s.Save(name, groupDoc{A: 3}))
+			must(t, w.Flush())
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			w := s.NewWriteBehind(later)
+			defer w.Close()
+			p := s.path(name)
+			writeRaw(t, p, []byte(`{"top": [1,  2], "g": {"new": `+future+`, "a": 1}}`))
+			var d groupDoc
+			if found, err := s.Load(name, &d); !found || err != nil {
+				t.Fatalf("Load: %v %v", found, err)
+			}
+			if !s.KeepsInside(name, "g") || s.KeepsInside(name, "h") || s.KeepsInside(name) {
+				t.Fatalf("KeepsInside g, h, the document: %v %v %v; want g only", s.KeepsInside(name, "g"), s.KeepsInside(name, "h"), s.KeepsInside(name))
+			}
+			tc.write(t, s, w)
+			// One more write, as the next change of another entry: what
+			// was dropped does not come back, what was kept stays.
+			must(t, s.Save(name, groupDoc{A: 4}))
+			b, _ := os.ReadFile(p)
+			var top map[string]json.RawMessage
+			var inG map[string]json.RawMessage
+			if err := json.Unmarshal(b, &top); err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			json.Unmarshal(top["g"], &inG)
+			if string(top["top"]) != `[1,  2]` {
+				t.Errorf("top in the file: %s, want it kept byte for byte\n%s", top["top"], b)
+			}
+			if got := inG["new"] != nil; got != tc.inG || tc.inG && string(inG["new"]) != future {
+				t.Errorf("g/new in the file: %s, want it there: %v\n%s", inG["new"], tc.inG, b)
+			}
+			if got := s.KeepsInside(name, "g"); got != tc.inG {
+				t.Errorf("KeepsInside g after: %v, want %v", got, tc.inG)
+			}
+		})
+	}
+}
+
+// Members kept inside an object count toward MaxKept as those of the
+// document's object do: over it a write is refused, changing nothing,
+// unless it replaces that object, which drops them (the value they were
+// part of is set anew), and is then written.
+func TestKeptMembersInsideAnObjectCountTowardTheLimit(t *testing.T) {
+	s := openTemp(t)
+	const name = "devices/arm"
+	p := s.path(name)
+	file := []byte(`{"top": 1, "g": {"huge": "` + strings.Repeat("x", MaxKept) + `", "a": 1}}`)
+	writeRaw(t, p, file)
+	var d groupDoc
+	if found, err := s.Load(name, &d); !found || err != nil {
+		t.Fatalf("Load: %v %v", found, err)
+	}
+	if err := s.Save(name, groupDoc{A: 2}); !errors.Is(err, ErrKeptTooLarge) || !strings.Contains(err.Error(), "g/huge") {
+		t.Fatalf("a write of the document: %v, want ErrKeptTooLarge naming g/huge", err)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, file) {
+		t.Fatalf("the refused write changed the file")
+	}
+	must(t, s.Save(name, Replacing{Doc: groupDoc{A: 2}, Objects: [][]string{{"g"}}}))
+	b, _ := os.ReadFile(p)
+	var top struct {
+		Top int
+		G   map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(b, &top); err != nil || top.Top != 1 || len(top.G) != 1 || string(top.G["a"]) != "2" {
+		t.Errorf("the file after a write replacing g: %v\n%s\nwant top kept, g as written", err, b)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

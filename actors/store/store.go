@@ -149,7 +149,8 @@ type Tolerant interface {
 // the file has them, in its order, each name once (at its last
 // occurrence); nil when there are none. Load keeps them, and every later
 // write of the document (Save, SaveGated, a write-behind flush) writes
-// them back unchanged, until the document is deleted (Delete,
+// them back unchanged (but those inside an object a write replaces whole,
+// Replacing), until the document is deleted (Delete,
 // DeleteFolder, or by other means: a Load that finds no file) or moved
 // aside as corrupt (by a Load, or by the write a corrupt file held up): a
 // build that does not know an entry does not take it from the file.
@@ -813,6 +814,26 @@ func (st *stripe) dropKept(name string) {
 	}
 }
 
+// keepOnly records kept as name's unknown members once a write replaced
+// the others (Replacing): the file in place no longer has them. A Load
+// that read the file before does not put them back (the drop is counted,
+// as dropKept's). The caller holds name's lock.
+func (st *stripe) keepOnly(name string, kept []Member) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case len(kept) == 0:
+		delete(st.kept, name)
+	case st.kept == nil:
+		st.kept = map[string][]Member{name: kept}
+	default:
+		st.kept[name] = kept
+	}
+	if l := st.names[name]; l != nil {
+		l.drops++
+	}
+}
+
 // keptOf is name's unknown members (never written through).
 func (st *stripe) keptOf(name string) []Member {
 	st.mu.Lock()
@@ -1153,7 +1174,7 @@ func (s *Store) Save(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	return s.saveBytes(name, data, s.order.Add(1))
+	return s.saveBytes(name, pendingDoc{data: data, order: s.order.Add(1), replaces: replacedObjects(v)})
 }
 
 // ErrNotCommitted is SaveGated's answer when its commit function refused:
@@ -1175,18 +1196,19 @@ func (s *Store) SaveGated(name string, v any, commit func() bool) error {
 	if err != nil {
 		return err
 	}
-	err = s.writeBytes(name, data, s.order.Add(1), commit)
+	err = s.writeBytes(name, pendingDoc{data: data, order: s.order.Add(1), replaces: replacedObjects(v)}, commit)
 	if err != nil && !errors.Is(err, ErrNotCommitted) {
 		s.failures.Add(1)
 	}
 	return err
 }
 
-// saveBytes is Save for a checked name and encoded value. order is the
-// number the value got when the caller handed it over; a value older than
-// the one on disk is dropped (reported as written), so the last call wins.
-func (s *Store) saveBytes(name string, data []byte, order uint64) error {
-	err := s.writeBytes(name, data, order, nil)
+// saveBytes is Save for a checked name and encoded value. doc.order is
+// the number the value got when the caller handed it over; a value older
+// than the one on disk is dropped (reported as written), so the last call
+// wins.
+func (s *Store) saveBytes(name string, doc pendingDoc) error {
+	err := s.writeBytes(name, doc, nil)
 	if err != nil {
 		s.failures.Add(1)
 	}
@@ -1195,7 +1217,8 @@ func (s *Store) saveBytes(name string, data []byte, order uint64) error {
 
 // writeBytes is saveBytes without the count of failures; commit, if set,
 // is SaveGated's.
-func (s *Store) writeBytes(name string, data []byte, order uint64, commit func() bool) error {
+func (s *Store) writeBytes(name string, doc pendingDoc, commit func() bool) error {
+	data, order := doc.data, doc.order
 	st, unlock := s.lockName(name)
 	defer unlock()
 	if st.superseded(name, order) {
@@ -1216,6 +1239,10 @@ func (s *Store) writeBytes(name string, data []byte, order uint64, commit func()
 			kept = nil
 		}
 	}
+	// What this write replaces whole goes, and what writes of name queued
+	// before it replaced: they are older, so this one supersedes them
+	// (they will not be written), and its value has their changes.
+	kept, dropped := withoutReplaced(kept, s.replacedUpTo(name, doc))
 	if err := keptTooLarge(p, kept); err != nil {
 		return fmt.Errorf("store: save %s: %w", name, err)
 	}
@@ -1248,6 +1275,9 @@ func (s *Store) writeBytes(name string, data []byte, order uint64, commit func()
 	}
 	if werr == nil {
 		st.setStored(name)
+		if dropped {
+			st.keepOnly(name, kept)
+		}
 	}
 	if werr != nil {
 		os.Remove(tmp)

@@ -184,3 +184,97 @@ func encodeName(name string) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
+
+// Replacing is a document value, Doc, whose write replaces whole the
+// objects Objects names in it (each by the names of the members it is
+// at, outermost first, as Member.In names them): an entry that this
+// build sets anew, with the wire's rule that a value given is the whole
+// entry (members left out take their defaults). The members kept in such
+// an object, or in one inside it (a newer build's field of that entry),
+// belonged to the value replaced: the write drops them, as the newer
+// build would have reset them, rather than writing them back into the
+// new value. Those kept elsewhere in the document are written back as
+// ever. A write that does not land (refused, failed, called off) drops
+// nothing. Save, SaveGated and WriteBehind.Put take it as they take Doc.
+type Replacing struct {
+	Doc     any
+	Objects [][]string
+}
+
+// MarshalJSON is Doc's JSON.
+func (r Replacing) MarshalJSON() ([]byte, error) { return json.Marshal(r.Doc) }
+
+// replacedObjects is the objects v replaces whole, if it is a Replacing.
+func replacedObjects(v any) [][]string {
+	switch r := v.(type) {
+	case Replacing:
+		return r.Objects
+	case *Replacing:
+		return r.Objects
+	}
+	return nil
+}
+
+// unionObjects is a with the objects of b it does not have.
+func unionObjects(a, b [][]string) [][]string {
+	out := a[:len(a):len(a)]
+	for _, o := range b {
+		if !slices.ContainsFunc(out, func(p []string) bool { return slices.Equal(p, o) }) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// inside reports whether m is a member of the object at, or of one inside
+// it. The document's own object (an empty at) is never replaced whole.
+func (m Member) inside(at []string) bool {
+	return len(at) > 0 && len(at) <= len(m.In) && slices.Equal(m.In[:len(at)], at)
+}
+
+// withoutReplaced is kept without the members inside one of objects;
+// dropped reports whether there were any.
+func withoutReplaced(kept []Member, objects [][]string) (out []Member, dropped bool) {
+	if len(kept) == 0 || len(objects) == 0 {
+		return kept, false
+	}
+	out = make([]Member, 0, len(kept))
+	for _, m := range kept {
+		if slices.ContainsFunc(objects, m.inside) {
+			dropped = true
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, dropped
+}
+
+// replacedUpTo is what the write doc of name replaces, with what the
+// values of name queued before it in a write-behind replace: doc, the
+// newer, supersedes them on disk (their writes will be skipped), and as
+// their writer's later value it holds their changes.
+func (s *Store) replacedUpTo(name string, doc pendingDoc) [][]string {
+	s.behindMu.Lock()
+	behind := s.behind
+	s.behindMu.Unlock()
+	out := doc.replaces
+	for _, w := range behind {
+		out = unionObjects(out, w.replacedBefore(name, doc.order))
+	}
+	return out
+}
+
+// KeepsInside reports whether document name has members kept (its file's
+// members this build does not know) inside the object at object (by the
+// names of the members it is at, as Member.In): a write of it Replacing
+// that object drops them, so a change of the entry there must be written
+// even when its value is the one in force. It takes only the store's
+// bookkeeping lock, never held across I/O, so an actor may ask.
+func (s *Store) KeepsInside(name string, object ...string) bool {
+	for _, m := range s.stripeOf(name).keptOf(name) {
+		if m.inside(object) {
+			return true
+		}
+	}
+	return false
+}

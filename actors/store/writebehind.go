@@ -90,10 +90,13 @@ type pass struct {
 var ErrWriteTimeout = errors.New("store: the disk did not take the write within the write timeout")
 
 // pendingDoc is an encoded value waiting for its write, with the order
-// number it got at Put.
+// number it got at Put and the objects it replaces whole (Replacing): a
+// value Put over another queued for the same name replaces what that one
+// did too, as it holds that change.
 type pendingDoc struct {
-	data  []byte
-	order uint64
+	data     []byte
+	order    uint64
+	replaces [][]string
 }
 
 // NewWriteBehind starts a write-behind buffer over s that flushes within
@@ -168,13 +171,16 @@ func (w *WriteBehind) Put(name string, v any) error {
 		w.fail(map[string]error{name: err})
 		return err
 	}
-	doc := pendingDoc{data: data, order: w.store.order.Add(1)}
+	doc := pendingDoc{data: data, order: w.store.order.Add(1), replaces: replacedObjects(v)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return fmt.Errorf("store: %s: %w", name, ErrClosed)
 	}
 	first := len(w.pending) == 0
+	if older, ok := w.pending[name]; ok {
+		doc.replaces = unionObjects(older.replaces, doc.replaces)
+	}
 	w.pending[name] = doc
 	w.mu.Unlock()
 	if first {
@@ -395,7 +401,7 @@ func (w *WriteBehind) writeBatch() {
 	var errs, started map[string]error
 	var recovered []string
 	for name, doc := range batch {
-		err := w.store.saveBytes(name, doc.data, doc.order)
+		err := w.store.saveBytes(name, doc)
 		w.mu.Lock()
 		// Leaves writing only now that the disk has it, or pending has it
 		// back: Pending never misses a value the disk lacks.
@@ -410,8 +416,13 @@ func (w *WriteBehind) writeBatch() {
 				errs = make(map[string]error)
 			}
 			errs[name] = err
-			if _, newer := w.pending[name]; !newer {
+			if newer, ok := w.pending[name]; !ok {
 				w.pending[name] = doc
+			} else {
+				// Not written: the newer value holds its change, and
+				// replaces what it replaced.
+				newer.replaces = unionObjects(doc.replaces, newer.replaces)
+				w.pending[name] = newer
 			}
 			if w.newFailureLocked(name, err) {
 				w.failing[name] = err
@@ -531,4 +542,18 @@ func (w *WriteBehind) Close() error {
 		<-w.done
 	}
 	return w.Flush()
+}
+
+// replacedBefore is what the values of name queued or being written with
+// an order number below order replace whole (Replacing).
+func (w *WriteBehind) replacedBefore(name string, order uint64) [][]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out [][]string
+	for _, m := range []map[string]pendingDoc{w.pending, w.writing} {
+		if doc, ok := m[name]; ok && doc.order < order {
+			out = unionObjects(out, doc.replaces)
+		}
+	}
+	return out
 }
