@@ -1669,11 +1669,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		// A reset of an entry whose stored value was rejected, or that
 		// holds a newer build's fields, writes, even the default in
 		// force: the file gets a clean value, the default, whole.
-		inForce := next.Equal(s.cfg) && !docChanged && !c.owesWrite(s) &&
+		unchanged := next.Equal(s.cfg) && !docChanged && !c.owesWrite(s) &&
 			!(doc != nil && c.profiles[s.profile].rejected.warnings(k) != nil)
 		keptInside := doc != nil && c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k})
-		if !inForce || keptInside {
-			changes = append(changes, change{s, next, doc, inForce})
+		if !unchanged || keptInside {
+			changes = append(changes, change{s, next, doc, unchanged})
 		}
 	}
 	inForce := func() protocol.Entry {
