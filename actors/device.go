@@ -1178,15 +1178,20 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 		next = c.withinLimits(next)
 		name := c.dev.storeName()
 		keys := entryKeys(m.entries)
-		if next == c.global && !c.rejected.hasAny(m.entries) && !c.keepsInside(name, keys) {
-			// Unchanged: stored already, if its file is still there.
-			c.confirmThen(ctx, sender, name, ownedConfig{config: next, owner: c.dev.Info.UUID}, func(err error) {
+		if next == c.global && !c.rejected.hasAny(m.entries) {
+			answerInForce := func(err error) {
 				if err != nil {
 					answer(nil, err)
 					return
 				}
 				answer(c.global.Get(last), nil)
-			})
+			}
+			if c.keepsInside(name, keys) {
+				c.rewriteThen(ctx, sender, name, ownedConfig{config: next, owner: c.dev.Info.UUID}, keys, answerInForce)
+				return
+			}
+			// Unchanged: stored already, if its file is still there.
+			c.confirmThen(ctx, sender, name, ownedConfig{config: next, owner: c.dev.Info.UUID}, answerInForce)
 			return
 		}
 		// An entry whose stored value was rejected, or that holds a newer
@@ -1258,8 +1263,9 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 	// A POST of an entry whose stored value was rejected, or that holds a
 	// newer build's fields, writes, even the default in force: the file
 	// gets a clean value, the one set, whole.
-	rewrite := m.durable && doc != nil && (doc.rejected.hasAny(m.entries) || c.keepsInside(name, entryKeys(m.entries)))
-	if !changed && !docChanged && !c.owesWrite(s) && !rewrite {
+	inForce := !changed && !docChanged && !c.owesWrite(s) && !(m.durable && doc != nil && doc.rejected.hasAny(m.entries))
+	keptInside := m.durable && doc != nil && c.keepsInside(name, entryKeys(m.entries))
+	if inForce && !keptInside {
 		if !m.durable || doc == nil {
 			answer(c.effective(s, last), nil)
 			return
@@ -1298,6 +1304,10 @@ func (c *deviceCore) set(ctx actor.Context, sender *actor.PID, m *setEntries) {
 	}
 	if doc == nil {
 		apply(nil)
+		return
+	}
+	if m.durable && inForce {
+		c.rewriteThen(ctx, sender, name, nextDoc, replaced, apply)
 		return
 	}
 	if m.durable {
@@ -1452,6 +1462,41 @@ func (c *deviceCore) saveThen(ctx actor.Context, sender *actor.PID, name string,
 	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error { return c.saveDurable(name, v, gates[0]) }, done: done})
 }
 
+// rewriteThen is saveThen for a POST or DELETE that sets the entries
+// keys to the values in force, written only so that the newer build's
+// fields kept inside them go with the value they were part of (see
+// saveInForce).
+func (c *deviceCore) rewriteThen(ctx actor.Context, sender *actor.PID, name string, v any, keys []protocol.Key, done func(error)) {
+	if c.store == nil {
+		done(nil)
+		return
+	}
+	gates := newGates(1)
+	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error { return c.saveInForce(name, v, keys, gates[0]) }, done: done})
+}
+
+// saveInForce writes v, whose entries keys are set to the values in force,
+// replacing them (replacing). The value set is the one stored either way,
+// so a write that cannot be made (a folder the service may not write
+// into, members kept elsewhere over the limit) answers nil, as such a
+// request did before those fields were kept, while the file is in place:
+// they stay in it until the entry's next write.
+func (c *deviceCore) saveInForce(name string, v any, keys []protocol.Key, gate *ticket) error {
+	err := c.saveDurable(name, replacing(v, keys), gate)
+	if err == nil || errors.Is(err, store.ErrNotCommitted) {
+		return err
+	}
+	ps, ok := c.store.(placedStore)
+	if !ok {
+		return err
+	}
+	if there, perr := ps.InPlace(name); perr != nil || !there {
+		return err
+	}
+	c.log.Warn().Str("document", name).Msg("the value set is the one in force and stored; the newer build's fields kept inside it stay in the file until the entry's next write")
+	return nil
+}
+
 // keptStore is a store that tells whether a document keeps members a
 // newer build wrote inside an object of it (actors/store's KeepsInside).
 type keptStore interface {
@@ -1590,6 +1635,9 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		// doc is the profile's document with this reset (and those of
 		// the profile's sessions before it in changes); nil without one.
 		doc *protocol.SessionConfig
+		// inForce: the reset sets the value in force, written only for
+		// the newer build's fields kept inside it (saveInForce).
+		inForce bool
 	}
 	var changes []change
 	var last *sessionState
@@ -1621,10 +1669,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		// A reset of an entry whose stored value was rejected, or that
 		// holds a newer build's fields, writes, even the default in
 		// force: the file gets a clean value, the default, whole.
-		rewrite := doc != nil && (c.profiles[s.profile].rejected.warnings(k) != nil ||
-			c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k}))
-		if !next.Equal(s.cfg) || docChanged || c.owesWrite(s) || rewrite {
-			changes = append(changes, change{s, next, doc})
+		unchanged := next.Equal(s.cfg) && !docChanged && !c.owesWrite(s) &&
+			!(doc != nil && c.profiles[s.profile].rejected.warnings(k) != nil)
+		keptInside := doc != nil && c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k})
+		if !unchanged || keptInside {
+			changes = append(changes, change{s, next, doc, unchanged})
 		}
 	}
 	inForce := func() protocol.Entry {
@@ -1649,14 +1698,15 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		}
 	}
 	type write struct {
-		name   string
-		cfg    protocol.SessionConfig
-		change int // the index in changes
+		name    string
+		cfg     protocol.SessionConfig
+		change  int // the index in changes
+		inForce bool
 	}
 	var writes []write
 	for i, ch := range changes {
 		if ch.doc != nil {
-			writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), *ch.doc, i})
+			writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), *ch.doc, i, ch.inForce})
 		}
 	}
 	if len(writes) == 0 {
@@ -1672,7 +1722,11 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	var op *pendingIO
 	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
 		for i, w := range writes {
-			if err := c.saveDurable(w.name, replacing(w.cfg, []protocol.Key{k}), gates[i]); err != nil {
+			save := func() error { return c.saveDurable(w.name, replacing(w.cfg, []protocol.Key{k}), gates[i]) }
+			if w.inForce {
+				save = func() error { return c.saveInForce(w.name, w.cfg, []protocol.Key{k}, gates[i]) }
+			}
+			if err := save(); err != nil {
 				failedAt = i
 				return err
 			}
