@@ -249,10 +249,24 @@ func eventCount(m *labMember, name, id string) int {
 // empty) in m's event ring, and says when the last one happened (m's
 // clock: the same machine's); -1 when the ring could not be read.
 func eventsOf(m *labMember, name, id string) (int, time.Time) {
+	times, err := eventTimes(m, name, id)
+	if err != nil {
+		return -1, time.Time{}
+	}
+	if len(times) == 0 {
+		return 0, time.Time{}
+	}
+	return len(times), times[len(times)-1]
+}
+
+// eventTimes says when each event name for device id (any device when id
+// is empty) in m's event ring happened, in time order, or why the ring
+// could not be read.
+func eventTimes(m *labMember, name, id string) ([]time.Time, error) {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(m.url("/events?limit=10000"))
 	if err != nil {
-		return -1, time.Time{}
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -267,16 +281,16 @@ func eventsOf(m *labMember, name, id string) (int, time.Time) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return -1, time.Time{}
+		return nil, fmt.Errorf("GET /events: %w", err)
 	}
-	n, last := 0, time.Time{}
+	var times []time.Time
 	for _, e := range body.Data.Events {
 		if e.Name == name && (id == "" || e.Data.DeviceID == id) {
-			n++
-			last = e.Time
+			times = append(times, e.Time)
 		}
 	}
-	return n, last
+	slices.SortFunc(times, time.Time.Compare)
+	return times, nil
 }
 
 // labReps is how many times each fault repeats: HAPTICD_LAB_REPS, or def.
