@@ -1585,16 +1585,23 @@ func (c *deviceCore) confirmThen(ctx actor.Context, sender *actor.PID, name stri
 	}
 	gates := newGates(1)
 	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
-		there, err := ps.InPlace(name)
-		switch {
-		case err != nil:
-			c.log.Error().Err(err).Str("document", name).Msg("could not confirm config on disk")
-			return protocol.Errorf(protocol.CodeInternal, "", "the value is the one in force, but it is not stored, and a restart would lose it: %v", err)
-		case there:
-			return nil
-		}
-		return c.saveDurable(name, v, gates[0])
+		return c.confirmDurable(ps, name, v, gates[0])
 	}, done: done})
+}
+
+// confirmDurable is confirmThen's work, off the actor: nil once document
+// name, holding v already, is on disk (there, never stored, or written
+// again).
+func (c *deviceCore) confirmDurable(ps placedStore, name string, v any, gate *ticket) error {
+	there, err := ps.InPlace(name)
+	switch {
+	case err != nil:
+		c.log.Error().Err(err).Str("document", name).Msg("could not confirm config on disk")
+		return protocol.Errorf(protocol.CodeInternal, "", "the value is the one in force, but it is not stored, and a restart would lose it: %v", err)
+	case there:
+		return nil
+	}
+	return c.saveDurable(name, v, gate)
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -1640,6 +1647,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		inForce bool
 	}
 	var changes []change
+	// confirms are the profiles whose document this reset leaves as it is
+	// (the default was in force): stored already, if the file is still
+	// there, as for a POST of the value in force (confirmThen).
+	var confirms []string
 	var last *sessionState
 	// The reset goes onto each profile's document as the sessions before
 	// it in this request left it: only entry k, so the entries the
@@ -1674,6 +1685,8 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		keptInside := doc != nil && c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k})
 		if !unchanged || keptInside {
 			changes = append(changes, change{s, next, doc, unchanged})
+		} else if doc != nil && !slices.Contains(confirms, s.profile) {
+			confirms = append(confirms, s.profile)
 		}
 	}
 	inForce := func() protocol.Entry {
@@ -1702,11 +1715,21 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		cfg     protocol.SessionConfig
 		change  int // the index in changes
 		inForce bool
+		// confirm: written only if its file is gone (confirmDurable).
+		confirm bool
 	}
 	var writes []write
+	written := map[string]bool{}
 	for i, ch := range changes {
 		if ch.doc != nil {
-			writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), *ch.doc, i, ch.inForce})
+			writes = append(writes, write{name: c.dev.profileStoreName(ch.s.profile), cfg: *ch.doc, change: i, inForce: ch.inForce})
+			written[ch.s.profile] = true
+		}
+	}
+	ps, canConfirm := c.store.(placedStore)
+	for _, profile := range confirms {
+		if canConfirm && !written[profile] {
+			writes = append(writes, write{name: c.dev.profileStoreName(profile), cfg: *docs[profile], change: len(changes), confirm: true})
 		}
 	}
 	if len(writes) == 0 {
@@ -1723,7 +1746,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
 		for i, w := range writes {
 			save := func() error { return c.saveDurable(w.name, replacing(w.cfg, []protocol.Key{k}), gates[i]) }
-			if w.inForce {
+			switch {
+			case w.confirm:
+				save = func() error { return c.confirmDurable(ps, w.name, w.cfg, gates[i]) }
+			case w.inForce:
 				save = func() error { return c.saveInForce(w.name, w.cfg, []protocol.Key{k}, gates[i]) }
 			}
 			if err := save(); err != nil {
