@@ -113,3 +113,53 @@ func TestFolderInPlaceOfANeverStoredDocument(t *testing.T) {
 		})
 	}
 }
+
+// A profile's document on a device removed by hand, then read again (the
+// profile picked anew): the session runs on the defaults, as after a
+// restart, so a POST of the value in force has nothing to store and
+// writes no file of defaults. It wrote one before: the store still took
+// the document for one on disk.
+func TestDocumentRemovedByHandAndReadAgainIsNotWrittenUnchanged(t *testing.T) {
+	const profile, other = "lab:gone", "lab:other"
+	dir := t.TempDir()
+	ts := startService(t, serviceConfig{arms: 1, dir: dir})
+	defer ts.stop()
+	id := ts.armIDs[0]
+	c := ts.dial(t, ts.wsURL())
+	c.expect()
+	defer c.conn.Close()
+	pick := func(p string) {
+		t.Helper()
+		if f := c.roundTrip(fmt.Sprintf(`{"session":{"configure":{"profile":{"name":%q}}}}`, p)); f["errors"] != nil {
+			t.Fatalf("pick %s: %v", p, f["errors"])
+		}
+	}
+	route := ts.base + "/arm3/" + id + "/config/filters/damping?session=" + profile
+	doc := filepath.Join(dir, "profiles.v2", store.HashName(profile), "arm3-"+id+".json")
+	pick(profile)
+	if r := ts.do(http.MethodPost, route, `{"scalar":7}`); r.status != http.StatusOK {
+		t.Fatalf("POST: %v", r)
+	}
+	if r := ts.do(http.MethodDelete, route, ""); r.status != http.StatusOK {
+		t.Fatalf("DELETE: %v", r)
+	}
+	pick(other) // the device drops the profile's document
+	if err := os.Remove(doc); err != nil {
+		t.Fatal(err)
+	}
+	pick(profile) // and reads it again: there is none
+	got := ts.do(http.MethodGet, route, "")
+	if got.status != http.StatusOK {
+		t.Fatalf("GET: %v", got)
+	}
+	inForce, err := json.Marshal(got.env["data"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ts.do(http.MethodPost, route, string(inForce)); r.status != http.StatusOK {
+		t.Fatalf("POST of the value in force: %v", r)
+	}
+	if b, err := os.ReadFile(doc); err == nil {
+		t.Errorf("a POST of the defaults in force, read from no file, wrote %s:\n%s", doc, b)
+	}
+}
