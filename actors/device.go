@@ -387,6 +387,9 @@ type deviceCore struct {
 	offload     *offloader    // where a durable write or a load runs (Service.offload)
 	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
+	// inForceUnwritten are the documents saveInForce could not write and
+	// answered for anyway, told once until a write of them succeeds.
+	inForceUnwritten unwrittenDocs
 
 	// Owned by the device actor.
 	global protocol.DeviceConfig
@@ -1481,20 +1484,53 @@ func (c *deviceCore) rewriteThen(ctx actor.Context, sender *actor.PID, name stri
 // into, members kept elsewhere over the limit) answers nil, as such a
 // request did before those fields were kept, while the file is in place:
 // they stay in it until the entry's next write.
+//
+// Told once per document until a write of it succeeds: a client that
+// sends the value in force in a loop would log a line at each request.
 func (c *deviceCore) saveInForce(name string, v any, keys []protocol.Key, gate *ticket) error {
-	err := c.saveDurable(name, replacing(v, keys), gate)
+	err := c.persist(name, replacing(v, keys), gate)
 	if err == nil || errors.Is(err, store.ErrNotCommitted) {
 		return err
 	}
 	ps, ok := c.store.(placedStore)
 	if !ok {
-		return err
+		return c.persistFailed(name, err)
 	}
 	if there, perr := ps.InPlace(name); perr != nil || !there {
-		return err
+		return c.persistFailed(name, err)
 	}
-	c.log.Warn().Str("document", name).Msg("the value set is the one in force and stored; the newer build's fields kept inside it stay in the file until the entry's next write")
+	if c.inForceUnwritten.add(name) {
+		c.log.Warn().Err(err).Str("document", name).Msg("the value set is the one in force and stored; the newer build's fields kept inside it stay in the file until the entry's next write (told once until a write of the document succeeds)")
+	}
 	return nil
+}
+
+// unwrittenDocs is a set of document names, safe off the actor: the work
+// of a write called off (overdue) may still run beside the next one.
+type unwrittenDocs struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+// add reports whether name was not in the set, and puts it there.
+func (u *unwrittenDocs) add(name string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.names[name]; ok {
+		return false
+	}
+	if u.names == nil {
+		u.names = make(map[string]struct{})
+	}
+	u.names[name] = struct{}{}
+	return true
+}
+
+// remove takes name out of the set.
+func (u *unwrittenDocs) remove(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.names, name)
 }
 
 // keptStore is a store that tells whether a document keeps members a
@@ -2041,6 +2077,15 @@ func loopForceClampN(n float64) float64 {
 }
 
 func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
+	err := c.persist(name, v, gate)
+	if err == nil || errors.Is(err, store.ErrNotCommitted) {
+		return err // ErrNotCommitted: called off (overdue), answered then
+	}
+	return c.persistFailed(name, err)
+}
+
+// persist is saveDurable's write, its error the store's.
+func (c *deviceCore) persist(name string, v any, gate *ticket) error {
 	if c.store == nil {
 		return nil
 	}
@@ -2052,14 +2097,17 @@ func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
 	} else {
 		err = c.store.Save(name, v)
 	}
-	if errors.Is(err, store.ErrNotCommitted) {
-		return err // called off (overdue): the request was answered then
+	if err == nil {
+		c.inForceUnwritten.remove(name)
 	}
-	if err != nil {
-		c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
-		return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
-	}
-	return nil
+	return err
+}
+
+// persistFailed logs a write of document name that failed with err and
+// is the request's answer.
+func (c *deviceCore) persistFailed(name string, err error) error {
+	c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
+	return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
 }
 
 func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {
