@@ -387,6 +387,9 @@ type deviceCore struct {
 	offload     *offloader    // where a durable write or a load runs (Service.offload)
 	hook        func(*Device) // Options.DeviceHook
 	log         zerolog.Logger
+	// inForceUnwritten are the documents saveInForce could not write and
+	// answered for anyway, told once until a write of them succeeds.
+	inForceUnwritten unwrittenDocs
 
 	// Owned by the device actor.
 	global protocol.DeviceConfig
@@ -1481,20 +1484,53 @@ func (c *deviceCore) rewriteThen(ctx actor.Context, sender *actor.PID, name stri
 // into, members kept elsewhere over the limit) answers nil, as such a
 // request did before those fields were kept, while the file is in place:
 // they stay in it until the entry's next write.
+//
+// Told once per document until a write of it succeeds: a client that
+// sends the value in force in a loop would log a line at each request.
 func (c *deviceCore) saveInForce(name string, v any, keys []protocol.Key, gate *ticket) error {
-	err := c.saveDurable(name, replacing(v, keys), gate)
+	err := c.persist(name, replacing(v, keys), gate)
 	if err == nil || errors.Is(err, store.ErrNotCommitted) {
 		return err
 	}
 	ps, ok := c.store.(placedStore)
 	if !ok {
-		return err
+		return c.persistFailed(name, err)
 	}
 	if there, perr := ps.InPlace(name); perr != nil || !there {
-		return err
+		return c.persistFailed(name, err)
 	}
-	c.log.Warn().Str("document", name).Msg("the value set is the one in force and stored; the newer build's fields kept inside it stay in the file until the entry's next write")
+	if c.inForceUnwritten.add(name) {
+		c.log.Warn().Err(err).Str("document", name).Msg("the value set is the one in force and stored; the newer build's fields kept inside it stay in the file until the entry's next write (told once until a write of the document succeeds)")
+	}
 	return nil
+}
+
+// unwrittenDocs is a set of document names, safe off the actor: the work
+// of a write called off (overdue) may still run beside the next one.
+type unwrittenDocs struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+// add reports whether name was not in the set, and puts it there.
+func (u *unwrittenDocs) add(name string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.names[name]; ok {
+		return false
+	}
+	if u.names == nil {
+		u.names = make(map[string]struct{})
+	}
+	u.names[name] = struct{}{}
+	return true
+}
+
+// remove takes name out of the set.
+func (u *unwrittenDocs) remove(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.names, name)
 }
 
 // keptStore is a store that tells whether a document keeps members a
@@ -1585,16 +1621,23 @@ func (c *deviceCore) confirmThen(ctx actor.Context, sender *actor.PID, name stri
 	}
 	gates := newGates(1)
 	c.startIO(ctx, &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
-		there, err := ps.InPlace(name)
-		switch {
-		case err != nil:
-			c.log.Error().Err(err).Str("document", name).Msg("could not confirm config on disk")
-			return protocol.Errorf(protocol.CodeInternal, "", "the value is the one in force, but it is not stored, and a restart would lose it: %v", err)
-		case there:
-			return nil
-		}
-		return c.saveDurable(name, v, gates[0])
+		return c.confirmDurable(ps, name, v, gates[0])
 	}, done: done})
+}
+
+// confirmDurable is confirmThen's work, off the actor: nil once document
+// name, holding v already, is on disk (there, never stored, or written
+// again).
+func (c *deviceCore) confirmDurable(ps placedStore, name string, v any, gate *ticket) error {
+	there, err := ps.InPlace(name)
+	switch {
+	case err != nil:
+		c.log.Error().Err(err).Str("document", name).Msg("could not confirm config on disk")
+		return protocol.Errorf(protocol.CodeInternal, "", "the value is the one in force, but it is not stored, and a restart would lose it: %v", err)
+	case there:
+		return nil
+	}
+	return c.saveDurable(name, v, gate)
 }
 
 // reset restores k's default and answers sender with the value now in
@@ -1640,6 +1683,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		inForce bool
 	}
 	var changes []change
+	// confirms are the profiles whose document this reset leaves as it is
+	// (the default was in force): stored already, if the file is still
+	// there, as for a POST of the value in force (confirmThen).
+	var confirms []string
 	var last *sessionState
 	// The reset goes onto each profile's document as the sessions before
 	// it in this request left it: only entry k, so the entries the
@@ -1674,6 +1721,8 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		keptInside := doc != nil && c.keepsInside(c.dev.profileStoreName(s.profile), []protocol.Key{k})
 		if !unchanged || keptInside {
 			changes = append(changes, change{s, next, doc, unchanged})
+		} else if doc != nil && !slices.Contains(confirms, s.profile) {
+			confirms = append(confirms, s.profile)
 		}
 	}
 	inForce := func() protocol.Entry {
@@ -1702,11 +1751,21 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 		cfg     protocol.SessionConfig
 		change  int // the index in changes
 		inForce bool
+		// confirm: written only if its file is gone (confirmDurable).
+		confirm bool
 	}
 	var writes []write
+	written := map[string]bool{}
 	for i, ch := range changes {
 		if ch.doc != nil {
-			writes = append(writes, write{c.dev.profileStoreName(ch.s.profile), *ch.doc, i, ch.inForce})
+			writes = append(writes, write{name: c.dev.profileStoreName(ch.s.profile), cfg: *ch.doc, change: i, inForce: ch.inForce})
+			written[ch.s.profile] = true
+		}
+	}
+	ps, canConfirm := c.store.(placedStore)
+	for _, profile := range confirms {
+		if canConfirm && !written[profile] {
+			writes = append(writes, write{name: c.dev.profileStoreName(profile), cfg: *docs[profile], change: len(changes), confirm: true})
 		}
 	}
 	if len(writes) == 0 {
@@ -1723,7 +1782,10 @@ func (c *deviceCore) reset(ctx actor.Context, sender *actor.PID, m *resetEntry) 
 	op = &pendingIO{sender: sender, write: true, gates: gates, work: func() error {
 		for i, w := range writes {
 			save := func() error { return c.saveDurable(w.name, replacing(w.cfg, []protocol.Key{k}), gates[i]) }
-			if w.inForce {
+			switch {
+			case w.confirm:
+				save = func() error { return c.confirmDurable(ps, w.name, w.cfg, gates[i]) }
+			case w.inForce:
 				save = func() error { return c.saveInForce(w.name, w.cfg, []protocol.Key{k}, gates[i]) }
 			}
 			if err := save(); err != nil {
@@ -2015,6 +2077,15 @@ func loopForceClampN(n float64) float64 {
 }
 
 func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
+	err := c.persist(name, v, gate)
+	if err == nil || errors.Is(err, store.ErrNotCommitted) {
+		return err // ErrNotCommitted: called off (overdue), answered then
+	}
+	return c.persistFailed(name, err)
+}
+
+// persist is saveDurable's write, its error the store's.
+func (c *deviceCore) persist(name string, v any, gate *ticket) error {
 	if c.store == nil {
 		return nil
 	}
@@ -2026,14 +2097,17 @@ func (c *deviceCore) saveDurable(name string, v any, gate *ticket) error {
 	} else {
 		err = c.store.Save(name, v)
 	}
-	if errors.Is(err, store.ErrNotCommitted) {
-		return err // called off (overdue): the request was answered then
+	if err == nil {
+		c.inForceUnwritten.remove(name)
 	}
-	if err != nil {
-		c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
-		return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
-	}
-	return nil
+	return err
+}
+
+// persistFailed logs a write of document name that failed with err and
+// is the request's answer.
+func (c *deviceCore) persistFailed(name string, err error) error {
+	c.log.Error().Err(err).Str("document", name).Msg("could not persist config")
+	return protocol.Errorf(protocol.CodeInternal, "", "could not store the value durably, so it was not applied: %v", err)
 }
 
 func (c *deviceCore) onLoopEvent(ctx actor.Context, ev loop.Event) {

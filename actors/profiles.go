@@ -574,12 +574,12 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 	}
 	var v any
 	if doc == "session" {
-		var ps profileSession
-		if _, err := st.Load(old, &ps); err != nil {
+		var sd oldSession
+		if _, err := st.Load(old, &sd); err != nil {
 			return err
 		}
-		ps.Name = name
-		v = ps
+		sd.ps.Name = name
+		v = &sd
 	} else {
 		var raw json.RawMessage
 		if _, err := st.Load(old, &raw); err != nil {
@@ -591,4 +591,50 @@ func migrateProfileDoc(st *store.Store, old, seg, doc string) error {
 		return err
 	}
 	return st.Delete(old)
+}
+
+// oldSession is a profile's session document of the earlier layout, which
+// has no name: it decodes as profileSession did (a document that does not
+// is corrupt, as before), and is written back with the name first and
+// every other member of the file as the file had it, in its order, so
+// that a newer build's members (at the top level, inside basis) survive
+// the move as they survive every other write.
+type oldSession struct {
+	ps profileSession
+	// members are the file's members but its name; nil when the wire's
+	// parser, stricter than encoding/json, does not read it (a hand edit
+	// in Latin-1): then ps is written, as before.
+	members []protocol.UnknownMember
+}
+
+func (o *oldSession) UnmarshalJSON(data []byte) error {
+	if err := json.Unmarshal(data, &o.ps); err != nil {
+		return err
+	}
+	members, err := protocol.UnknownMembers(data, "name")
+	if err != nil {
+		members = nil
+	}
+	o.members = members
+	return nil
+}
+
+func (o *oldSession) MarshalJSON() ([]byte, error) {
+	if o.members == nil {
+		return json.Marshal(o.ps)
+	}
+	b := []byte(`{"name":`)
+	name, err := json.Marshal(o.ps.Name)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, name...)
+	for _, m := range o.members {
+		key, err := json.Marshal(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(append(b, ','), key...), ':'), m.Value...)
+	}
+	return append(b, '}'), nil
 }

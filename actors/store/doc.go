@@ -69,7 +69,9 @@
 // asks InPlace whether the document's file is still there: a folder made
 // in its place is an error, as for a write. Only a document this process
 // found on disk or wrote is looked for: one never stored is the defaults
-// a restart gives, and is not written for a value that did not change.
+// a restart gives, and is not written for a value that did not change. A
+// Load that finds the file gone makes it one never stored again (its
+// caller runs on the defaults from then on).
 //
 // # Write-behind
 //

@@ -12,8 +12,8 @@ import (
 // a caller holding it unchanged has nothing to write (a folder standing
 // where it would go included: it holds no value of the document). A
 // stored one removed by hand is to be written again, and a folder in its
-// place is the error; a Delete, or a corrupt file moved aside, makes the
-// document one never stored again.
+// place is the error; a Delete, a corrupt file moved aside, or a Load
+// that finds the file gone makes the document one never stored again.
 func TestInPlaceLooksOnlyForADocumentStored(t *testing.T) {
 	s := openTemp(t)
 	inPlace := func(step, name string, want bool, wantFolder bool) {
@@ -57,6 +57,12 @@ func TestInPlaceLooksOnlyForADocumentStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	inPlace("read, removed by hand", "c", false, false)
+	if found, err := s.Load("c", new(keepingDoc)); found || err != nil {
+		t.Fatalf("Load of a file removed by hand: %v %v", found, err)
+	}
+	// Its caller runs on the defaults now, as a restart would: nothing to
+	// write for them.
+	inPlace("read, removed by hand, read again", "c", true, false)
 
 	writeRaw(t, s.path("d"), []byte(`{"a": `))
 	var ce *CorruptError

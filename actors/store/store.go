@@ -584,7 +584,8 @@ type stripe struct {
 	// force stand for that file, so a restart that does not find it loses
 	// them (InPlace). A document never stored is not here: a restart
 	// gives the defaults in force. Removed by hand, a name stays (the file
-	// is expected back).
+	// is expected back) until a Load finds it gone: its caller runs on
+	// the defaults from then on, as a restart would.
 	stored map[string]struct{}
 }
 
@@ -929,6 +930,7 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 			// Removed by other means than Delete (by hand): what an
 			// earlier file had is not the next document's (review59).
 			st.keep(name, l, since, nil)
+			s.forgetIfGone(name, p)
 			return false, nil
 		case err == nil && decode(data, v) == nil:
 			st.setStoredSince(name, l, since)
@@ -953,6 +955,7 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		st.keep(name, l, since, nil)
+		st.forgetStored(name)
 		return false, nil
 	case err != nil:
 		// Something is there that may hold values the defaults in
@@ -984,6 +987,23 @@ func (s *Store) Load(name string, v any) (found bool, err error) {
 		st.markUnread(name, &CorruptError{Name: name, Path: p, Err: fault})
 	}
 	return false, cerr
+}
+
+// forgetIfGone forgets that name's document is stored (stripe.stored)
+// once a Load found no file at p: its caller runs on the defaults, which a
+// restart gives too, so an unchanged value has nothing to write (InPlace)
+// until a write stores it again. Only while no write of name is in
+// progress (one may have put the file back since the Load looked, and
+// records it when it lands), and only if the file is still not there.
+func (s *Store) forgetIfGone(name, p string) {
+	st, unlock, ok := s.tryLockName(name)
+	if !ok {
+		return
+	}
+	defer unlock()
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		st.forgetStored(name)
+	}
 }
 
 // rejected reports the entries a Tolerant v did not accept in the
@@ -1139,7 +1159,8 @@ func (s *Store) moveAside(p string, cerr *CorruptError) *CorruptError {
 // ones a restart gives, and nothing needs writing (a DELETE of a setting at
 // its default writes no settings.json that would pin every other one).
 // false, nil: the file this process read or wrote is gone (removed by
-// hand), and a write makes it again; an error wrapping ErrFolderInPlace,
+// hand; a Load since that found it gone made it one never stored), and a
+// write makes it again; an error wrapping ErrFolderInPlace,
 // as a Save's would, when a folder stands there, which every write is
 // refused for. A file it cannot look at (a folder it may not search) is
 // false, nil too: the write that follows says why it fails. It is one stat
