@@ -23,8 +23,6 @@ import (
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-
-	"github.com/hapticd/hapticd/protocol"
 )
 
 // linkToxic is the link's delay and loss on one stream. Each chunk the
@@ -272,21 +270,14 @@ func TestLabDelayLoss(t *testing.T) {
 	t.Logf("arm on the gateway %v after both were ready", took.Round(time.Millisecond))
 
 	// The node's arm is under the gateway's force when it is in force
-	// mode at the client's 1.5 N less what the force gates may take: the
-	// gateway's loop gates the session's force, and the node's loop the
-	// gateway's command, each at most its gain (docs/protocol.md; both
-	// the default here: the client configures none, and the node gates a
-	// gateway's commands with the defaults). Not exactly 1.5 N: a gate
-	// starts from rest at each claim, and the arm's change of motion as
-	// the force comes back trims it for a few hundred ms (after one lapse
-	// at load 11, 1.4948 to 1.4999999 N for 420 ms), so each lapse of a
-	// few ms counted as 30 polls without the force.
-	gain := protocol.DefaultEntry(protocol.KeyForceGate).(protocol.ForceGate).Gain
+	// mode at the client's 1.5 N less what the force gates may take
+	// (underGatewayForce). Not exactly 1.5 N: after one lapse at load 11
+	// the trim held it at 1.4948 to 1.4999999 N for 420 ms, so each lapse
+	// of a few ms counted as 30 polls without the force.
 	const commanded = 1.5
 	underForce := func(d map[string]any) (on, trimmed bool) {
-		z, _ := path(d, "state", "current_cursor_force", "z").(float64)
-		on = controlMode(d) == "force" && z <= commanded && z >= commanded*(1-gain)*(1-gain)
-		return on, on && z != commanded
+		on = underGatewayForce(d, commanded)
+		return on, on && cursorForceZ(d) != commanded
 	}
 
 	// Commands flow: a client's force through the gateway moves the arm.
@@ -344,8 +335,8 @@ func TestLabDelayLoss(t *testing.T) {
 	count, p50, p99, maxAge := remoteStateAge(t, gw, arm)
 	t.Logf("%v at %d ms each way and %.1f %% loss, node lease %d ms: the link's proxies delayed %d of %d chunks by a retransmission (%.1f %%)",
 		window, faults.delayMs, faults.loss*100, lease, lost, chunks, 100*float64(lost)/float64(max(chunks, 1)))
-	t.Logf("gateway listed the arm in %d of %d polls; the node's arm under the gateway's force in %d of %d polls (%d lapses; %d polls with the force trimmed by a force gate, gain %g)",
-		gwPolls-misses[arm], gwPolls, held, polls, lapses, trimmedPolls, gain)
+	t.Logf("gateway listed the arm in %d of %d polls; the node's arm under the gateway's force in %d of %d polls (%d lapses; %d polls with the force trimmed by a force gate)",
+		gwPolls-misses[arm], gwPolls, held, polls, lapses, trimmedPolls)
 	t.Logf("gateway /stats state age: p50 %v p99 %v max %v over %d ticks (load average %.1f)",
 		p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), maxAge.Round(100*time.Microsecond), count, loadAverage())
 
@@ -387,9 +378,13 @@ func TestLabDelayLoss(t *testing.T) {
 	// window's polls did (4 lapses, 10 % of the polls off, on a machine at
 	// load 7 to 9), which the bound above allows.
 	end := time.Now()
-	for m := ""; m != "force"; {
-		if m = controlMode(labArms(t, a)[arm]); m != "force" && time.Since(end) > 5*time.Second {
-			t.Errorf("the node's arm is in %q 5 s after the end of the window, want force", m)
+	for {
+		d := labArms(t, a)[arm]
+		if on, _ := underForce(d); on {
+			break
+		}
+		if time.Since(end) > 5*time.Second {
+			t.Errorf("the node's arm is in %q at %v N 5 s after the end of the window, want under the gateway's %v N", controlMode(d), cursorForceZ(d), commanded)
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -80,7 +80,7 @@ func TestLabEtcdDiscovery(t *testing.T) {
 
 	stop := forceThrough(t, gw, arm, 1.5)
 	waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool {
-		return path(labArms(t, a)[arm], "state", "current_cursor_force", "z") == 1.5
+		return underGatewayForce(labArms(t, a)[arm], 1.5)
 	})
 	stop()
 	hd := "/arm3/" + arm + "/config/handedness"

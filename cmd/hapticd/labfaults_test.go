@@ -606,8 +606,7 @@ func TestLabTwoGateways(t *testing.T) {
 	stop := forceThrough(t, g1, arm, 1)
 	defer stop()
 	waitLab(t, 5*time.Second, "the first gateway's force on the node", func() bool {
-		d := labArms(t, a)[arm]
-		return controlMode(d) == "force" && path(d, "state", "current_cursor_force", "z") == 1.0
+		return underGatewayForce(labArms(t, a)[arm], 1)
 	})
 	s2, close2 := labSession(t, g2)
 	defer close2()
@@ -618,13 +617,14 @@ func TestLabTwoGateways(t *testing.T) {
 	// The refused session's -1 never reached the arm. The first's force
 	// may be ramping back after a lease lapse on a loaded machine (the
 	// ramp is the loop's, not the second gateway's), so the test waits
-	// for it to stand at 1 again rather than reading one instant.
+	// for it to stand under 1 again (underGatewayForce) rather than
+	// reading one instant.
 	waitLab(t, 5*time.Second, "the first gateway's force alone on the node", func() bool {
-		z, _ := path(labArms(t, a)[arm], "state", "current_cursor_force", "z").(float64)
-		if z < 0 {
+		d := labArms(t, a)[arm]
+		if z := cursorForceZ(d); z < 0 {
 			t.Fatalf("node's arm under force z %v: the refused gateway's command reached it", z)
 		}
-		return z == 1.0
+		return underGatewayForce(d, 1)
 	})
 	// The controller's gateway dies: its lease lapses on the node, and the
 	// other gateway's session takes the arm. Its own lease goes to the
@@ -637,20 +637,20 @@ func TestLabTwoGateways(t *testing.T) {
 	}
 	killed := time.Now()
 	// Taken is the first poll that finds the session's force on the arm
-	// (z below zero); it stands at -1 later, after the loop's ramp in and
-	// its force gate's trim, which on a loaded machine took a second more.
+	// (z below zero); it stands under -1 (underGatewayForce) later, after
+	// the loop's ramp in, which on a loaded machine took a second more.
 	var taken time.Duration
 	waitLab(t, 30*time.Second, "the second gateway's session controls the arm", func() bool {
 		if len(errorCodes(s2(labForce(arm, -1)))) != 0 {
 			return false
 		}
-		z, _ := path(labArms(t, a)[arm], "state", "current_cursor_force", "z").(float64)
-		if z < 0 && taken == 0 {
+		d := labArms(t, a)[arm]
+		if cursorForceZ(d) < 0 && taken == 0 {
 			taken = time.Since(killed)
 		}
-		return z == -1.0
+		return underGatewayForce(d, -1)
 	})
-	t.Logf("the second gateway's session's force reached the arm %v after the first gateway's SIGKILL, and stood at -1 %v after it (node lease %v)",
+	t.Logf("the second gateway's session's force reached the arm %v after the first gateway's SIGKILL, and held it %v after it (node lease %v)",
 		taken.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), lease)
 }
 
@@ -705,7 +705,7 @@ func TestLabGatewayRestart(t *testing.T) {
 	stop := forceThrough(t, gw, armB, 1.5)
 	defer stop()
 	waitLab(t, 5*time.Second, "the restarted gateway's force on node b's arm", func() bool {
-		return path(labArms(t, b)[armB], "state", "current_cursor_force", "z") == 1.5
+		return underGatewayForce(labArms(t, b)[armB], 1.5)
 	})
 }
 

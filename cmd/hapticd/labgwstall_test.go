@@ -58,7 +58,7 @@ func TestLabGatewayStall(t *testing.T) {
 		}
 	})
 	frames := func() int { mu.Lock(); defer mu.Unlock(); return framesWithArm }
-	forceOnNode := func() bool { return cursorForceZ(labArms(t, node)[id]) == z }
+	forceOnNode := func() bool { return underGatewayForce(labArms(t, node)[id], z) }
 	waitLab(t, 10*time.Second, "the client's force on the node's arm", forceOnNode)
 
 	// The stall: the node's force must end within its lease (100 ms) plus

@@ -121,6 +121,6 @@ func TestLabHostilePeer(t *testing.T) {
 	stop := forceThrough(t, gw, armA, 1.5)
 	defer stop()
 	waitLab(t, 10*time.Second, "the gateway's force on node a's arm after the hostile peer", func() bool {
-		return path(labArms(t, a)[armA], "state", "current_cursor_force", "z") == 1.5
+		return underGatewayForce(labArms(t, a)[armA], 1.5)
 	})
 }

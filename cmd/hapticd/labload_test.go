@@ -172,13 +172,9 @@ func TestLabLoadedGatewayNodeRestart(t *testing.T) {
 		onA = append(onA, startLoadClient(t, gw, msgA, period))
 		onB = append(onB, startLoadClient(t, gw, msgB, period))
 	}
-	// forceOn: the node's arm in force mode pushing up (its force gate
-	// trims a force that sets the arm moving, so not to the exact value).
-	forceOn := func(m *labMember, id string) bool {
-		d := labArms(t, m)[id]
-		return controlMode(d) == "force" && cursorForceZ(d) > 0.15
-	}
-	waitLab(t, 20*time.Second, "both forces on their nodes", func() bool { return forceOn(a, armA) && forceOn(b, armB) })
+	waitLab(t, 20*time.Second, "both forces on their nodes", func() bool {
+		return underGatewayForce(labArms(t, a)[armA], 0.3) && underGatewayForce(labArms(t, b)[armB], 0.4)
+	})
 	// A quiet spell first, for reference: how long frames pause on this
 	// machine without a fault (a shared 2-core machine pauses processes
 	// for most of a second now and then).
@@ -256,7 +252,9 @@ func TestLabLoadedGatewayNodeRestart(t *testing.T) {
 		ids, err := armIDs(gw)
 		return err == nil && ids[armA] && eventCount(gw, "device-connected", armA) > connected
 	})
-	waitLab(t, 20*time.Second, "the controlling session's force on the restarted node", func() bool { return forceOn(a, armA) })
+	waitLab(t, 20*time.Second, "the controlling session's force on the restarted node", func() bool {
+		return underGatewayForce(labArms(t, a)[armA], 0.3)
+	})
 	close(configStop)
 	<-configDone
 	if configErr != nil {

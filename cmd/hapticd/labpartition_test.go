@@ -301,7 +301,7 @@ func TestLabPartition(t *testing.T) {
 			conn := forceIn(t, gns, gw, arm, 1.5)
 			waitLab(t, 5*time.Second, "the gateway's force on the node", func() bool {
 				d, err := nsArm(nns, node, arm)
-				return err == nil && force(d) == 1.5
+				return err == nil && underGatewayForce(d, 1.5)
 			})
 			before, err := loopShards(nns.client, node)
 			if err != nil {

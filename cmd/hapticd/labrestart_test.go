@@ -302,10 +302,7 @@ func TestLabGatewayRestartUnderEffects(t *testing.T) {
 		for _, c := range seen {
 			codes[c]++
 		}
-		// The node's force gate trims a force that sets the arm moving:
-		// the client's is on when the node is in force mode pushing down.
-		d := labArms(t, node)[id]
-		return len(seen) == 0 && controlMode(d) == "force" && cursorForceZ(d) < -0.25
+		return len(seen) == 0 && underGatewayForce(labArms(t, node)[id], -0.5)
 	})
 	t.Logf("the reconnected client drove the arm %v after the restarted gateway's ready line, %v after it listed the arm (codes meanwhile %v)",
 		time.Since(ready).Round(time.Millisecond), time.Since(listed).Round(time.Millisecond), codes)
