@@ -1016,6 +1016,16 @@ func (n *Node) command(m *wire.Command) {
 	if leftNs <= 0 {
 		return
 	}
+	// Resolved before the claim: a mode this build has no command for
+	// (a peer's garbage) must not take the arm, or other gateways would be
+	// refused until the register's claim timeout, with no lease recorded
+	// to end it sooner.
+	var t [3]float64
+	copy(t[:], m.Target) // a short or missing target reads as zeros
+	cmd, ok := hw.CommandTarget(mode, t)
+	if !ok {
+		return
+	}
 	if held := reg.Claim(owner); held != owner {
 		if !n.lapsed(held) {
 			return // a local client, or another gateway within its lease, holds the device
@@ -1042,12 +1052,6 @@ func (n *Node) command(m *wire.Command) {
 	}
 	n.record(&n.fxTerms, fxKey{owner, m.Uuid}, term+1)
 	n.commandingSession(d, owner, m.Uuid, m.Session)
-	var t [3]float64
-	copy(t[:], m.Target) // a short or missing target reads as zeros
-	cmd, ok := hw.CommandTarget(mode, t)
-	if !ok {
-		return
-	}
 	end := n.clock.Now() + leftNs
 	reg.Write(owner, m.Seq, end, &cmd, params)
 	n.mu.Lock()

@@ -102,8 +102,9 @@ func TestForwardedCommandLapsesWithTheLease(t *testing.T) {
 }
 
 // A command that waited longer than the lease (a node resumed after a
-// stall, with the gateway's commands queued) or that comes from a gateway
-// that never subscribed moves nothing.
+// stall, with the gateway's commands queued), that comes from a gateway
+// that never subscribed, or whose mode this build does not know moves
+// nothing and takes no arm.
 func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	n, d := testNode(t)
 	stale := fresh(d.Info.UUID, 1, hw.ModeForce, 0, 0, 2)
@@ -114,7 +115,12 @@ func TestStaleOrUnknownCommandsDropped(t *testing.T) {
 	// has not heard the node for longer than the lease.
 	unheard := fresh(d.Info.UUID, 4, hw.ModeForce, 0, 0, 2)
 	unheard.StateSentUnixNs = time.Now().Add(-500 * time.Millisecond).UnixNano()
-	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger, "from a state older than the lease": unheard} {
+	// A mode this build has no command for took the arm and wrote nothing,
+	// so no lease ended the claim: other gateways were refused for the
+	// register's claim timeout.
+	unknownMode := fresh(d.Info.UUID, 5, hw.ModeAngle+1, 0, 0, 2)
+	for name, m := range map[string]*wire.Command{"stale": stale, "unknown gateway": stranger, "from a state older than the lease": unheard,
+		"of a mode this build does not know": unknownMode} {
 		n.command(m)
 		if o := d.Register().Owner(); o != 0 {
 			t.Errorf("%s command took the arm (owner %d)", name, o)
