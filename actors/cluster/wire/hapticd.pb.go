@@ -441,9 +441,10 @@ type State struct {
 	Buttons            uint32                 `protobuf:"varint,11,opt,name=buttons,proto3" json:"buttons,omitempty"`
 	Hall               float64                `protobuf:"fixed64,12,opt,name=hall,proto3" json:"hall,omitempty"`
 	Battery            float64                `protobuf:"fixed64,13,opt,name=battery,proto3" json:"battery,omitempty"`
-	// held_locally is true while a session on the node itself (not a
-	// gateway) controls the device: the gateway then refuses its own
-	// sessions' control commands with device_busy, as the node would.
+	// held_locally is true while anyone but the receiving gateway controls
+	// the device (a session on the node itself, or another gateway's
+	// within its lease): the gateway then refuses its own sessions'
+	// control commands with device_busy, as the node would.
 	HeldLocally bool `protobuf:"varint,14,opt,name=held_locally,json=heldLocally,proto3" json:"held_locally,omitempty"`
 	// control_mode and target are what the node's loop applies (a
 	// hw.ControlMode and its target: position m, angles deg, force N or
